@@ -1,0 +1,113 @@
+# roper: `make test` and `make run` set up everything on a fresh Debian 12 machine (as root).
+#
+#   make            build the library, the Lua module build/roper.so and the REPL build/roper
+#   make test       install what is missing, build, run the C tests and the busted specs
+#   make run        install what is missing, build, run the main job
+#   make bench      sgemm GFLOPS, OpenBLAS core, attention forward timings
+#   make test SANITIZE=1   the same suite under ASan + UBSan (separate build dir)
+#   NO_OMP=1        build without OpenMP
+
+SHELL := /bin/bash
+CC ?= gcc
+
+# Debian packages the project needs (installed by `make deps` only when missing).
+PACKAGES := gcc make pkg-config lua5.4 liblua5.4-dev libopenblas-dev lua-busted libreadline-dev \
+            gnuplot-nox lua-argparse lua-cjson lua-penlight
+
+ifeq ($(SANITIZE),1)
+  BUILD := build-san
+  SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+  OPT := -O1
+else
+  BUILD := build
+  SANFLAGS :=
+  OPT := -O2 -march=native
+endif
+
+ifeq ($(NO_OMP),1)
+  OMPFLAGS :=
+else
+  OMPFLAGS := -fopenmp
+endif
+
+WARN := -Wall -Wextra -Wpedantic -Wshadow -Wdouble-promotion -Wstrict-prototypes \
+        -Wmissing-prototypes -Wformat=2 -Wundef -Wvla -Wno-unused-parameter -Werror
+LUA_CFLAGS = $(shell pkg-config --cflags lua5.4 2>/dev/null)
+BLAS_CFLAGS = $(shell pkg-config --cflags openblas 2>/dev/null)
+CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(OPT) -g -fPIC $(WARN) \
+          $(OMPFLAGS) $(SANFLAGS) -Icore -Itasks
+LDLIBS := -lopenblas -lm
+LDFLAGS := $(OMPFLAGS) $(SANFLAGS)
+
+CORE_SRC := $(wildcard core/*.c) $(wildcard tasks/*.c)
+CORE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC))
+BIND_SRC := $(filter-out bindings/repl.c,$(wildcard bindings/*.c))
+BIND_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(BIND_SRC)) $(BUILD)/obj/roper_lua.o
+LUA_SRC := $(sort $(wildcard bindings/lua/*.lua))
+CTEST_SRC := $(wildcard tests/c/test_*.c)
+CTEST_BIN := $(patsubst tests/c/%.c,$(BUILD)/tests/%,$(CTEST_SRC))
+
+LIB := $(BUILD)/libroper.a
+MODULE := $(BUILD)/roper.so
+REPL := $(BUILD)/roper
+BENCH := $(BUILD)/bench
+
+.PHONY: all deps test test-c test-lua run bench clean
+.DELETE_ON_ERROR:
+
+all: $(LIB) $(MODULE) $(REPL) $(CTEST_BIN) $(BENCH)
+
+# Installs only the packages that are missing; does nothing (and needs no network) otherwise.
+deps:
+	@missing=""; for p in $(PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing </dev/null; \
+	fi
+
+$(BUILD)/obj/%.o: %.c $(wildcard core/*.h tasks/*.h bindings/*.h) | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LUA_CFLAGS) $(BLAS_CFLAGS) -Ibindings -c $< -o $@
+
+$(LIB): $(CORE_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+# The Lua sources of the module are compiled into it (bindings/embed.lua writes a C array).
+$(BUILD)/roper_lua.c: bindings/embed.lua $(LUA_SRC) | deps
+	@mkdir -p $(dir $@)
+	lua5.4 bindings/embed.lua $(LUA_SRC) > $@
+
+$(BUILD)/obj/roper_lua.o: $(BUILD)/roper_lua.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LUA_CFLAGS) -Ibindings -c $< -o $@
+
+# The module links no liblua: lua5.4 exports the API itself.
+$(MODULE): $(BIND_OBJ) $(LIB)
+	$(CC) -shared $(LDFLAGS) -o $@ $(BIND_OBJ) $(LIB) $(LDLIBS)
+
+$(REPL): $(BUILD)/obj/bindings/repl.o $(BIND_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ -llua5.4 -lreadline $(LDLIBS)
+
+$(BUILD)/tests/%: tests/c/%.c tests/c/check.h $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) -Itests/c $< -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
+
+$(BENCH): tests/bench/bench.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
+
+test: deps all
+	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) tests/run
+
+run: deps all
+	@tests/with_blas_env $(REPL) scripts/rotation_identity.lua
+
+bench: deps all
+	@tests/with_blas_env $(BENCH)
+
+clean:
+	rm -rf build build-san

@@ -1,0 +1,71 @@
+/* Multi-head scaled dot-product attention with selectable positional encodings.
+ *
+ * Layout: q is [B, T, H, D], k is [B, S, H, D], v is [B, S, H, Dv], out is [B, T, H, Dv],
+ * att is [B, H, T, S]. Keys/values sit at positions 0 .. S-1, queries at q_offset .. q_offset+T-1
+ * (q_offset = S - T for self-attention over a window, larger for chunks of a longer stream).
+ * Under the causal mask query n sees keys i <= n.
+ *
+ * pe modes:
+ *  NONE, SINUSOIDAL, LEARNED: plain attention (absolute encodings are added to embeddings
+ *      elsewhere).
+ *  ROPE: q and k rotated by their positions (first d_rot_qk features).
+ *  ROPER: as ROPE, and v_i rotated by +i*theta (first d_rot_v features), weighted sum, then the
+ *      result o_n rotated by -n*theta: o_n = sum_i a_{n,i} R((i-n)theta) v_i.
+ *  ROPER_LEGACY: the labml code of 2022-05-31 .. 2024-06-20, which rotated v twice:
+ *      o_n = sum_i a_{n,i} R((2i-n)theta) v_i.
+ */
+#ifndef RP_ATTENTION_H
+#define RP_ATTENTION_H
+
+#include <stdint.h>
+
+#include "rope.h"
+#include "tensor.h"
+
+typedef enum {
+    RP_PE_NONE = 0,
+    RP_PE_SINUSOIDAL,
+    RP_PE_LEARNED,
+    RP_PE_ROPE,
+    RP_PE_ROPER,
+    RP_PE_ROPER_LEGACY
+} rp_pe;
+
+/* Name <-> enum ("none", "sinusoidal", "learned", "rope", "roper", "roper_legacy").
+ * rp_pe_from_name returns -1 for an unknown name. */
+const char *rp_pe_name(rp_pe pe);
+int rp_pe_from_name(const char *name);
+
+typedef struct rp_attn_cfg {
+    rp_pe pe;
+    int causal;
+    double scale;           /* usually 1/sqrt(D) */
+    double base;            /* rope base, 10000 */
+    rp_pairing pairing;
+    int64_t d_rot_qk;       /* rotated q/k features (even, <= D) for rope modes */
+    int64_t d_rot_v;        /* rotated v features (even, <= Dv) for roper modes */
+    int64_t q_offset;       /* position of the first query */
+} rp_attn_cfg;
+
+/* Floats of scratch that rp_attention_forward needs for these dims. */
+int64_t rp_attention_scratch_floats(int64_t T, int64_t S, int64_t D, int64_t Dv);
+
+/* The forward pass. Overwrites out and att. scratch holds rp_attention_scratch_floats(...) floats.
+ * Dims and cfg must already be valid (rp_attention_check). With q_offset >= 0 every query sees at
+ * least key 0, so no row is fully masked. */
+void rp_attention_forward(float *out, float *att, float *scratch, const float *q, const float *k,
+                          const float *v, int64_t B, int64_t T, int64_t S, int64_t H, int64_t D,
+                          int64_t Dv, const rp_attn_cfg *cfg);
+
+/* Validates tensors and cfg for the tensor-level call: q [B,T,H,D], k [B,S,H,D], v [B,S,H,Dv]
+ * (all 4-D, sizes >= 1), d_rot ranges and parity for the rope modes, q_offset >= 0, scale finite.
+ * Returns RP_ERR_SHAPE / RP_ERR_ARG with a message naming the problem. */
+rp_status rp_attention_check(const rp_tensor *q, const rp_tensor *k, const rp_tensor *v,
+                             const rp_attn_cfg *cfg);
+
+/* Tensor-level forward: checks, makes inputs contiguous, allocates out [B,T,H,Dv] and
+ * att [B,H,T,S] (caller releases both). */
+rp_status rp_attention(rp_tensor *out, rp_tensor *att, const rp_tensor *q, const rp_tensor *k,
+                       const rp_tensor *v, const rp_attn_cfg *cfg);
+
+#endif

@@ -1,0 +1,34 @@
+/* Seeded deterministic random numbers: xoshiro256** seeded through splitmix64.
+ * Streams depend only on the seed and the sequence of calls: integer arithmetic throughout, and
+ * doubles built from the top 53 bits, so they are the same on every platform. Normal deviates use
+ * the Marsaglia polar method (sqrt and log from libm). */
+#ifndef RP_RNG_H
+#define RP_RNG_H
+
+#include <stdint.h>
+
+#include "tensor.h"
+
+typedef struct rp_rng {
+    uint64_t s[4];
+    double spare;    /* the second deviate of the last polar-method pair */
+    int has_spare;
+} rp_rng;
+
+/* (Re)starts the stream for seed (any 64-bit value). */
+void rp_rng_seed(rp_rng *r, uint64_t seed);
+/* Next raw 64-bit output. */
+uint64_t rp_rng_u64(rp_rng *r);
+/* Uniform in [0, 1) with 53 random bits. */
+double rp_rng_uniform(rp_rng *r);
+/* Standard normal deviate. */
+double rp_rng_normal(rp_rng *r);
+/* Uniform integer in [lo, hi] inclusive, without modulo bias. Requires lo <= hi. */
+int64_t rp_rng_int(rp_rng *r, int64_t lo, int64_t hi);
+
+/* Fill t (any strides) in index order: uniform in [lo, hi), normal(mean, std), integers [lo, hi]. */
+void rp_rng_fill_uniform(rp_rng *r, rp_tensor *t, double lo, double hi);
+void rp_rng_fill_normal(rp_rng *r, rp_tensor *t, double mean, double std);
+void rp_rng_fill_int(rp_rng *r, rp_tensor *t, int64_t lo, int64_t hi);
+
+#endif

@@ -1,0 +1,26 @@
+/* roper core: umbrella header.
+ *
+ * Conventions (hold for every file in core/):
+ *  - C11, no Lua. Fallible calls return rp_status and leave a message in rp_last_error().
+ *  - Dim letters: B batch, T query length, S key length, H heads, D (d_k) head size,
+ *    Dv value head size, C model width, V vocabulary. Shapes are row-major, outermost first.
+ *  - Indices and positions are 0-based here; the Lua binding converts from 1-based.
+ *  - Ownership is in the name: *_new returns something the caller releases; *_view retains the
+ *    storage it shares; kernels (plain float* functions) own nothing and never allocate.
+ *  - Kernels: <op>_forward overwrites its outputs; <op>_backward accumulates (+=) into d* buffers.
+ */
+#ifndef RP_H
+#define RP_H
+
+#define RP_VERSION "0.1.0"
+
+#include "status.h"
+#include "storage.h"
+#include "tensor.h"
+#include "rng.h"
+#include "blas.h"
+#include "ops.h"
+#include "rope.h"
+#include "attention.h"
+
+#endif

@@ -1,0 +1,47 @@
+/* Status codes and the thread-local error message. */
+#ifndef RP_STATUS_H
+#define RP_STATUS_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef enum {
+    RP_OK = 0,
+    RP_ERR_SHAPE,  /* shapes do not fit together */
+    RP_ERR_ARG,    /* a bad argument value (odd d_rot, unknown mode, ...) */
+    RP_ERR_RANGE,  /* an index or size out of range */
+    RP_ERR_NOMEM,  /* allocation failed */
+    RP_ERR_IO      /* a file could not be read or written */
+} rp_status;
+
+/* The message of the last failing call on this thread ("" if none). Valid until the next failure. */
+const char *rp_last_error(void);
+
+/* Records a printf-style message for this thread and returns st, so callers can write
+ * `return rp_error(RP_ERR_SHAPE, "expected %s, got %s", a, b);`. */
+rp_status rp_error(rp_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Short name of a status code ("shape", "argument", ...). */
+const char *rp_status_name(rp_status st);
+
+/* Guards our own invariants only (never reachable from Lua input): prints file:line and aborts. */
+#define RP_ASSERT(cond)                                                                     \
+    do {                                                                                    \
+        if (!(cond)) {                                                                      \
+            fprintf(stderr, "%s:%d: RP_ASSERT(%s) failed\n", __FILE__, __LINE__, #cond);   \
+            abort();                                                                        \
+        }                                                                                   \
+    } while (0)
+
+/* Propagate a non-OK status. */
+#define RP_TRY(expr)                         \
+    do {                                     \
+        rp_status rp_try_st_ = (expr);       \
+        if (rp_try_st_ != RP_OK) return rp_try_st_; \
+    } while (0)
+
+#endif
