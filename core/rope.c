@@ -1,0 +1,164 @@
+#include "rope.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void rp_rope_theta(double *theta_out, int64_t d_rot, double base)
+{
+    for (int64_t i = 0; i < d_rot / 2; i++)
+        theta_out[i] = pow(base, -2.0 * (double)i / (double)d_rot);
+}
+
+void rp_rope_angles(float *cos_out, float *sin_out, const int64_t *pos, int64_t offset, int64_t n,
+                    int64_t d_rot, double base, double scale)
+{
+    int64_t half = d_rot / 2;
+    for (int64_t i = 0; i < half; i++) {
+        double theta = pow(base, -2.0 * (double)i / (double)d_rot);
+        for (int64_t r = 0; r < n; r++) {
+            double p = (double)(pos ? pos[r] : offset + r);
+            double ang = scale * p * theta;
+            cos_out[r * half + i] = (float)cos(ang);
+            sin_out[r * half + i] = (float)sin(ang);
+        }
+    }
+}
+
+/* Indices of the two features of pair i. */
+static inline void pair_idx(rp_pairing pairing, int64_t half, int64_t i, int64_t *a, int64_t *b)
+{
+    if (pairing == RP_PAIR_HALF) {
+        *a = i;
+        *b = i + half;
+    } else {
+        *a = 2 * i;
+        *b = 2 * i + 1;
+    }
+}
+
+void rp_rope_forward(float *out, const float *in, const float *cos_t, const float *sin_t,
+                     int64_t N, int64_t T, int64_t M, int64_t D, int64_t d_rot, rp_pairing pairing,
+                     int sign)
+{
+    int64_t half = d_rot / 2;
+    float sgn = sign < 0 ? -1.0f : 1.0f;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t t = 0; t < T; t++) {
+            const float *c = cos_t + t * half, *s = sin_t + t * half;
+            for (int64_t m = 0; m < M; m++) {
+                int64_t row = ((n * T + t) * M + m) * D;
+                const float *x = in + row;
+                float *y = out + row;
+                for (int64_t i = 0; i < half; i++) {
+                    int64_t a, b;
+                    pair_idx(pairing, half, i, &a, &b);
+                    float x1 = x[a], x2 = x[b], si = sgn * s[i];
+                    y[a] = x1 * c[i] - x2 * si;
+                    y[b] = x2 * c[i] + x1 * si;
+                }
+                if (y != x)
+                    for (int64_t j = d_rot; j < D; j++) y[j] = x[j];
+            }
+        }
+}
+
+void rp_rope_backward(float *din, const float *dout, const float *cos_t, const float *sin_t,
+                      int64_t N, int64_t T, int64_t M, int64_t D, int64_t d_rot,
+                      rp_pairing pairing, int sign)
+{
+    /* The Jacobian of a rotation by +phi is R(phi); its transpose is R(-phi). */
+    int64_t half = d_rot / 2;
+    float sgn = sign < 0 ? 1.0f : -1.0f;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t t = 0; t < T; t++) {
+            const float *c = cos_t + t * half, *s = sin_t + t * half;
+            for (int64_t m = 0; m < M; m++) {
+                int64_t row = ((n * T + t) * M + m) * D;
+                const float *g = dout + row;
+                float *d = din + row;
+                for (int64_t i = 0; i < half; i++) {
+                    int64_t a, b;
+                    pair_idx(pairing, half, i, &a, &b);
+                    float g1 = g[a], g2 = g[b], si = sgn * s[i];
+                    d[a] += g1 * c[i] - g2 * si;
+                    d[b] += g2 * c[i] + g1 * si;
+                }
+                for (int64_t j = d_rot; j < D; j++) d[j] += g[j];
+            }
+        }
+}
+
+rp_rope_cfg rp_rope_cfg_default(int64_t d_rot)
+{
+    rp_rope_cfg c;
+    memset(&c, 0, sizeof c);
+    c.d_rot = d_rot;
+    c.base = 10000.0;
+    c.pairing = RP_PAIR_HALF;
+    c.sign = 1;
+    c.scale = 1.0;
+    c.pos_dim = -1;
+    return c;
+}
+
+rp_status rp_rope_rotate(rp_tensor *out, const rp_tensor *x, const rp_rope_cfg *cfg)
+{
+    memset(out, 0, sizeof *out);
+    char buf[RP_SHAPE_STR_LEN];
+    if (x->ndim < 1)
+        return rp_error(RP_ERR_SHAPE, "rotate needs a tensor of at least 1 dim");
+    int64_t D = x->shape[x->ndim - 1];
+    if (cfg->d_rot <= 0 || cfg->d_rot % 2 != 0)
+        return rp_error(RP_ERR_ARG, "d_rot must be even and positive, got %lld",
+                        (long long)cfg->d_rot);
+    if (cfg->d_rot > D)
+        return rp_error(RP_ERR_ARG, "d_rot %lld exceeds the last dim of %s", (long long)cfg->d_rot,
+                        rp_tensor_shape_str(buf, sizeof buf, x));
+    if (cfg->pos_dim < -1 || cfg->pos_dim >= x->ndim - 1)
+        return rp_error(RP_ERR_ARG, "position dim %d out of range for %s (it cannot be the last)",
+                        cfg->pos_dim + 1, rp_tensor_shape_str(buf, sizeof buf, x));
+    if (!(cfg->base > 0.0) || !isfinite(cfg->base) || !isfinite(cfg->scale))
+        return rp_error(RP_ERR_ARG, "base must be positive and finite");
+    if (cfg->pairing != RP_PAIR_HALF && cfg->pairing != RP_PAIR_INTERLEAVED)
+        return rp_error(RP_ERR_ARG, "unknown pairing %d", (int)cfg->pairing);
+    /* view x as [N, T, M, D] */
+    int64_t N = 1, T = 1, M = 1;
+    for (int i = 0; i < x->ndim - 1; i++) {
+        if (cfg->pos_dim < 0 || i > cfg->pos_dim)
+            M *= x->shape[i];
+        else if (i == cfg->pos_dim)
+            T = x->shape[i];
+        else
+            N *= x->shape[i];
+    }
+    if (cfg->pos_dim < 0) { /* every vector at the same position */
+        M = 1;
+        N = rp_tensor_numel(x) / (D > 0 ? D : 1);
+    }
+    RP_TRY(rp_tensor_clone(out, x));
+    int64_t half = cfg->d_rot / 2;
+    if (rp_tensor_numel(out) == 0) return RP_OK;
+    float *cs = malloc(sizeof(float) * (size_t)(T * half * 2));
+    if (!cs) {
+        rp_tensor_release(out);
+        return rp_error(RP_ERR_NOMEM, "rotate: out of memory");
+    }
+    rp_rope_angles(cs, cs + T * half, cfg->positions, cfg->offset, T, cfg->d_rot, cfg->base,
+                   cfg->scale);
+    float *p = rp_tensor_data(out);
+    rp_rope_forward(p, p, cs, cs + T * half, N, T, M, D, cfg->d_rot, cfg->pairing, cfg->sign);
+    free(cs);
+    return RP_OK;
+}
+
+void rp_sinusoidal_forward(float *out, int64_t T, int64_t d, int64_t offset, double base)
+{
+    for (int64_t t = 0; t < T; t++) {
+        double p = (double)(offset + t);
+        for (int64_t j = 0; j < d; j++) {
+            double freq = pow(base, -(double)(j - j % 2) / (double)d);
+            out[t * d + j] = (float)(j % 2 == 0 ? sin(p * freq) : cos(p * freq));
+        }
+    }
+}
