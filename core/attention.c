@@ -130,16 +130,24 @@ rp_status rp_attention_check(const rp_tensor *q, const rp_tensor *k, const rp_te
     int64_t B = q->shape[0], H = q->shape[2], D = q->shape[3];
     if (k->ndim != 4 || k->shape[0] != B || k->shape[1] < 1 || k->shape[2] != H ||
         k->shape[3] != D) {
-        int64_t w[4] = {B, k->ndim == 4 && k->shape[1] > 0 ? k->shape[1] : q->shape[1], H, D};
-        return rp_error(RP_ERR_SHAPE, "expected k as %s, got %s", rp_shape_str(want, sizeof want, 4, w),
-                        rp_tensor_shape_str(got, sizeof got, k));
+        rp_tensor_shape_str(got, sizeof got, k);
+        if (k->ndim != 4 || k->shape[1] < 1)
+            return rp_error(RP_ERR_SHAPE, "expected k as [%lld x S x %lld x %lld], got %s",
+                            (long long)B, (long long)H, (long long)D, got);
+        int64_t w[4] = {B, k->shape[1], H, D};
+        return rp_error(RP_ERR_SHAPE, "expected k as %s, got %s",
+                        rp_shape_str(want, sizeof want, 4, w), got);
     }
     int64_t S = k->shape[1];
     if (v->ndim != 4 || v->shape[0] != B || v->shape[1] != S || v->shape[2] != H ||
         v->shape[3] < 1) {
-        int64_t w[4] = {B, S, H, v->ndim == 4 && v->shape[3] > 0 ? v->shape[3] : D};
-        return rp_error(RP_ERR_SHAPE, "expected v as %s, got %s", rp_shape_str(want, sizeof want, 4, w),
-                        rp_tensor_shape_str(got, sizeof got, v));
+        rp_tensor_shape_str(got, sizeof got, v);
+        if (v->ndim != 4 || v->shape[3] < 1)
+            return rp_error(RP_ERR_SHAPE, "expected v as [%lld x %lld x %lld x Dv], got %s",
+                            (long long)B, (long long)S, (long long)H, got);
+        int64_t w[4] = {B, S, H, v->shape[3]};
+        return rp_error(RP_ERR_SHAPE, "expected v as %s, got %s",
+                        rp_shape_str(want, sizeof want, 4, w), got);
     }
     if ((int)cfg->pe < 0 || (int)cfg->pe > (int)RP_PE_ROPER_LEGACY)
         return rp_error(RP_ERR_ARG, "unknown pe %d", (int)cfg->pe);

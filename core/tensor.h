@@ -1,5 +1,8 @@
 /* Strided float32 tensors: a value struct that holds one reference to a storage.
  *
+ * Dims and indices are 0-based in these calls; error messages number them from 1, as the Lua user
+ * who caused them counts.
+ *
  * A rp_tensor is a plain struct (copying it does NOT retain). Every function that fills an
  * `out` tensor gives it its own reference (fresh storage or a retained shared one); the caller
  * owns that reference and drops it with rp_tensor_release. On failure `out` is left empty

@@ -1,0 +1,247 @@
+/* A tiny test harness for the C tests (one test program per area, each with its own main).
+ *
+ *   CHECK(cond, fmt, ...)                  one check; prints file:line, the expression and the
+ *                                          message when cond is false
+ *   CHECK_CLOSE(got, want, n, tol, label)  one check over n elements: |got[i] - want[i]| <= tol
+ *                                          (absolute). got and want may each be float* or double*.
+ *                                          Prints the max abs diff and its index always, and the
+ *                                          first mismatches (index, got, want) on failure. NaN
+ *                                          matches only NaN, an infinity only the same infinity.
+ *   CHECK_STATUS(expr, want, substr)       one check: expr returns want, and (when want != RP_OK
+ *                                          and substr != NULL) rp_last_error() contains substr
+ *   check_summary(name)                    prints "<name>: N passed, N failed", returns the exit code
+ *
+ * Set CHECK_VERBOSE=1 in the environment to also print the error message of every CHECK_STATUS.
+ *
+ * Below the harness: a few helpers shared by the tests (a deterministic generator that does not
+ * depend on rp_rng, strided element access written independently of the core, tensor creation).
+ */
+#ifndef RP_TEST_CHECK_H
+#define RP_TEST_CHECK_H
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rp.h"
+
+static int check_passed_ = 0;
+static int check_failed_ = 0;
+
+#if defined(__GNUC__)
+#define CHECK_PRINTF_(a, b) __attribute__((format(printf, a, b)))
+#else
+#define CHECK_PRINTF_(a, b)
+#endif
+
+static inline int check_cond_(int ok, const char *file, int line, const char *expr, const char *fmt,
+                              ...) CHECK_PRINTF_(5, 6);
+static inline int check_cond_(int ok, const char *file, int line, const char *expr, const char *fmt,
+                              ...)
+{
+    if (ok) {
+        check_passed_++;
+        return 1;
+    }
+    check_failed_++;
+    printf("FAIL %s:%d: CHECK(%s): ", file, line, expr);
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    fflush(stdout);
+    return 0;
+}
+
+#define CHECK(cond, ...) check_cond_((cond) ? 1 : 0, __FILE__, __LINE__, #cond, __VA_ARGS__)
+
+static inline double check_elem_(const void *p, int is_double, int64_t i)
+{
+    return is_double ? ((const double *)p)[i] : (double)((const float *)p)[i];
+}
+
+static inline int check_close_(const void *got, int got_d, const void *want, int want_d, int64_t n,
+                               double tol, const char *label, const char *file, int line)
+{
+    int64_t bad = 0, imax = -1;
+    double maxdiff = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        double g = check_elem_(got, got_d, i), w = check_elem_(want, want_d, i);
+        int ok;
+        double diff;
+        if (isnan(g) || isnan(w)) {
+            ok = isnan(g) && isnan(w);
+            diff = ok ? 0.0 : HUGE_VAL;
+        } else if (isinf(g) || isinf(w)) {
+            ok = g == w;
+            diff = ok ? 0.0 : HUGE_VAL;
+        } else {
+            diff = fabs(g - w);
+            ok = diff <= tol;
+        }
+        if (imax < 0 || diff > maxdiff) {
+            maxdiff = diff;
+            imax = i;
+        }
+        if (!ok) {
+            if (bad < 5)
+                printf("FAIL %s:%d: %s: [%lld] got %.9g want %.9g (diff %.3g, tol %.3g)\n", file,
+                       line, label, (long long)i, g, w, diff, tol);
+            bad++;
+        }
+    }
+    if (bad) {
+        check_failed_++;
+        printf("FAIL %s:%d: %s: %lld of %lld elements differ; max|diff| %.3g at [%lld], tol %.3g\n",
+               file, line, label, (long long)bad, (long long)n, maxdiff, (long long)imax, tol);
+        fflush(stdout);
+        return 0;
+    }
+    check_passed_++;
+    printf("  ok %s: max|diff| %.3g at [%lld] (n %lld, tol %.3g)\n", label, maxdiff,
+           (long long)imax, (long long)n, tol);
+    return 1;
+}
+
+#define CHECK_IS_DOUBLE_(p) _Generic((p), double *: 1, const double *: 1, default: 0)
+#define CHECK_CLOSE(got, want, n, tol, label)                                                 \
+    check_close_((const void *)(got), CHECK_IS_DOUBLE_(got), (const void *)(want),           \
+                 CHECK_IS_DOUBLE_(want), (int64_t)(n), (double)(tol), (label), __FILE__, __LINE__)
+
+static inline int check_status_(rp_status got, rp_status want, const char *substr,
+                                const char *expr, const char *file, int line)
+{
+    const char *msg = rp_last_error();
+    int ok = got == want;
+    if (ok && want != RP_OK && substr && !strstr(msg, substr)) ok = 0;
+    if (ok) {
+        check_passed_++;
+        if (getenv("CHECK_VERBOSE") && want != RP_OK)
+            printf("  ok %s -> %s: \"%s\"\n", expr, rp_status_name(got), msg);
+        return 1;
+    }
+    check_failed_++;
+    printf("FAIL %s:%d: %s: got status %s (%d), want %s (%d)%s%s%s; message \"%s\"\n", file, line,
+           expr, rp_status_name(got), (int)got, rp_status_name(want), (int)want,
+           substr && want != RP_OK ? " with \"" : "", substr && want != RP_OK ? substr : "",
+           substr && want != RP_OK ? "\" in the message" : "", msg);
+    fflush(stdout);
+    return 0;
+}
+
+#define CHECK_STATUS(expr, want, substr) \
+    check_status_((expr), (want), (substr), #expr, __FILE__, __LINE__)
+
+static inline int check_summary(const char *name)
+{
+    printf("%s: %d passed, %d failed\n", name, check_passed_, check_failed_);
+    fflush(stdout);
+    return check_failed_ ? 1 : 0;
+}
+
+/* ---- helpers shared by the tests ---- */
+
+/* splitmix64: a test-only generator, independent of rp_rng. */
+static inline uint64_t check_rand_u64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [lo, hi). */
+static inline double check_rand(uint64_t *state, double lo, double hi)
+{
+    return lo + (hi - lo) * ((double)(check_rand_u64(state) >> 11) * 0x1.0p-53);
+}
+
+/* Advances the row-major multi-index idx over shape; returns 0 after the last index. */
+static inline int check_next_index(int ndim, const int64_t *shape, int64_t *idx)
+{
+    for (int d = ndim - 1; d >= 0; d--) {
+        if (++idx[d] < shape[d]) return 1;
+        idx[d] = 0;
+    }
+    return 0;
+}
+
+/* Pointer to element idx of t, from the struct fields (not from rp_tensor_index_offset). */
+static inline float *check_at(const rp_tensor *t, const int64_t *idx)
+{
+    int64_t off = t->offset;
+    for (int d = 0; d < t->ndim; d++) off += idx[d] * t->stride[d];
+    return t->storage->data + off;
+}
+
+static inline int64_t check_numel(int ndim, const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) n *= shape[d];
+    return n;
+}
+
+/* Copies t's elements in row-major index order into dst (numel floats). */
+static inline void check_gather(float *dst, const rp_tensor *t)
+{
+    int64_t idx[RP_MAX_DIMS] = {0};
+    if (check_numel(t->ndim, t->shape) == 0) return;
+    int64_t i = 0;
+    do dst[i++] = *check_at(t, idx);
+    while (check_next_index(t->ndim, t->shape, idx));
+}
+
+/* Writes values in row-major index order into t (any strides). */
+static inline void check_scatter(rp_tensor *t, const float *src)
+{
+    int64_t idx[RP_MAX_DIMS] = {0};
+    if (check_numel(t->ndim, t->shape) == 0) return;
+    int64_t i = 0;
+    do *check_at(t, idx) = src[i++];
+    while (check_next_index(t->ndim, t->shape, idx));
+}
+
+/* Fills t (any strides) with uniform values in [lo, hi). */
+static inline void check_fill_rand(rp_tensor *t, uint64_t *state, double lo, double hi)
+{
+    int64_t idx[RP_MAX_DIMS] = {0};
+    if (check_numel(t->ndim, t->shape) == 0) return;
+    do *check_at(t, idx) = (float)check_rand(state, lo, hi);
+    while (check_next_index(t->ndim, t->shape, idx));
+}
+
+/* A new tensor; aborts the test program when creation fails (nothing sensible can follow). */
+static inline rp_tensor check_new(int ndim, const int64_t *shape)
+{
+    rp_tensor t;
+    rp_status st = rp_tensor_new(&t, ndim, shape);
+    if (st != RP_OK) {
+        printf("FATAL: rp_tensor_new failed: %s\n", rp_last_error());
+        exit(2);
+    }
+    return t;
+}
+
+/* Failing calls must leave `out` empty without touching what was in it: check_poison() fills a
+ * tensor with a reference to a dummy storage whose refcount must never change
+ * (check_poison_intact()). */
+static rp_storage check_dummy_storage_ = {NULL, 0, 1000};
+
+static inline void check_poison(rp_tensor *t)
+{
+    memset(t, 0, sizeof *t);
+    t->storage = &check_dummy_storage_;
+    t->ndim = 1;
+    t->shape[0] = 1;
+    t->stride[0] = 1;
+}
+
+static inline int check_poison_intact(void) { return check_dummy_storage_.refcount == 1000; }
+
+#define CHECK_SHAPE(...) (const int64_t[]){__VA_ARGS__}
+
+#endif
