@@ -81,7 +81,7 @@ $(BUILD)/roper_lua.c: bindings/embed.lua $(LUA_SRC) | deps
 	@mkdir -p $(dir $@)
 	lua5.4 bindings/embed.lua $(LUA_SRC) > $@
 
-$(BUILD)/obj/roper_lua.o: $(BUILD)/roper_lua.c
+$(BUILD)/obj/roper_lua.o: $(BUILD)/roper_lua.c bindings/roper.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LUA_CFLAGS) -Ibindings -c $< -o $@
 

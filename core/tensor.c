@@ -71,6 +71,7 @@ int64_t rp_tensor_numel(const rp_tensor *t)
 
 int rp_tensor_is_contiguous(const rp_tensor *t)
 {
+    if (rp_tensor_numel(t) == 0) return 1; /* nothing to lay out */
     int64_t s = 1;
     for (int i = t->ndim - 1; i >= 0; i--) {
         if (t->shape[i] == 1) continue;

@@ -1,0 +1,451 @@
+/* Helpers shared by the binding files: tensor userdata, argument checks, shapes, dims, options.
+ * Contracts are in roper.h. Nothing here holds C memory across a call that may raise. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "roper.h"
+
+/* ---- tensors ---- */
+
+rp_tensor *lrp_totensor(lua_State *L, int idx)
+{
+    return (rp_tensor *)luaL_testudata(L, idx, LRP_TENSOR_MT);
+}
+
+rp_tensor *lrp_checktensor(lua_State *L, int idx)
+{
+    rp_tensor *t = (rp_tensor *)luaL_checkudata(L, idx, LRP_TENSOR_MT);
+    if (t->storage == NULL) luaL_argerror(L, idx, "attempt to use a released tensor");
+    return t;
+}
+
+rp_tensor *lrp_newtensor(lua_State *L)
+{
+    rp_tensor *t = (rp_tensor *)lua_newuserdatauv(L, sizeof *t, 0);
+    memset(t, 0, sizeof *t); /* storage NULL: empty, safe for __gc */
+    luaL_setmetatable(L, LRP_TENSOR_MT);
+    return t;
+}
+
+/* Runs under lua_pcall: creates the empty userdata, then moves the struct (light userdata arg 1)
+ * into it. If creating raises, the struct still owns its reference. */
+static int pushtensor_protected(lua_State *L)
+{
+    rp_tensor *src = (rp_tensor *)lua_touserdata(L, 1);
+    rp_tensor *t = lrp_newtensor(L);
+    *t = *src;
+    memset(src, 0, sizeof *src);
+    return 1;
+}
+
+void lrp_pushtensor(lua_State *L, rp_tensor *t)
+{
+    if (!lua_checkstack(L, 3)) {
+        rp_tensor_release(t);
+        luaL_error(L, "stack overflow (cannot push a tensor)");
+        return;
+    }
+    lua_pushcfunction(L, pushtensor_protected);
+    lua_pushlightuserdata(L, t);
+    if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+        rp_tensor_release(t);
+        lua_error(L);
+    }
+}
+
+/* ---- errors ---- */
+
+int lrp_raise(lua_State *L, rp_status st)
+{
+    const char *msg = rp_last_error();
+    if (msg == NULL || msg[0] == '\0') return luaL_error(L, "roper: %s error", rp_status_name(st));
+    return luaL_error(L, "%s", msg);
+}
+
+int lrp_argerror(lua_State *L, int arg, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    const char *msg = lua_pushvfstring(L, fmt, ap);
+    va_end(ap);
+    return luaL_argerror(L, arg, msg);
+}
+
+const char *lrp_shape_str_n(char *buf, int ndim, const int64_t *shape)
+{
+    size_t len = RP_SHAPE_STR_LEN, pos = 0;
+    buf[pos++] = '[';
+    for (int i = 0; i < ndim && pos < len - 32; i++) {
+        int n = snprintf(buf + pos, len - pos, i ? " x %lld" : "%lld", (long long)shape[i]);
+        if (n < 0) break;
+        pos += (size_t)n;
+    }
+    buf[pos++] = ']';
+    buf[pos] = '\0';
+    return buf;
+}
+
+const char *lrp_shape_str(char *buf, const rp_tensor *t)
+{
+    return lrp_shape_str_n(buf, t->ndim, t->shape);
+}
+
+/* ---- numbers ---- */
+
+const char *lrp_describe(lua_State *L, int idx)
+{
+    switch (lua_type(L, idx)) {
+    case LUA_TNUMBER:
+        if (lua_isinteger(L, idx))
+            return lua_pushfstring(L, "%I", (LUAI_UACINT)lua_tointeger(L, idx));
+        return lua_pushfstring(L, "%f", (LUAI_UACNUMBER)lua_tonumber(L, idx));
+    case LUA_TSTRING: {
+        size_t n;
+        const char *s = lua_tolstring(L, idx, &n);
+        if (n <= 40) return lua_pushfstring(L, "string \"%s\"", s);
+        return lua_pushliteral(L, "string");
+    }
+    case LUA_TUSERDATA:
+        if (luaL_getmetafield(L, idx, "__name") == LUA_TSTRING) return lua_tostring(L, -1);
+        return lua_pushliteral(L, "userdata");
+    default:
+        return lua_pushstring(L, luaL_typename(L, idx));
+    }
+}
+
+double lrp_checknumber(lua_State *L, int arg, const char *what)
+{
+    if (lua_type(L, arg) != LUA_TNUMBER)
+        lrp_argerror(L, arg, "%s must be a number, got %s", what, lrp_describe(L, arg));
+    return (double)lua_tonumber(L, arg);
+}
+
+double lrp_checkfinite(lua_State *L, int arg, const char *what)
+{
+    double x = lrp_checknumber(L, arg, what);
+    if (!isfinite(x)) lrp_argerror(L, arg, "%s must be finite, got %s", what, lrp_describe(L, arg));
+    return x;
+}
+
+int lrp_tointeger(lua_State *L, int idx, lua_Integer *out)
+{
+    if (lua_type(L, idx) != LUA_TNUMBER) return 0;
+    int ok = 0;
+    lua_Integer v = lua_tointegerx(L, idx, &ok);
+    if (ok) *out = v;
+    return ok;
+}
+
+lua_Integer lrp_checkint(lua_State *L, int arg, const char *what)
+{
+    lua_Integer v = 0;
+    if (!lrp_tointeger(L, arg, &v))
+        lrp_argerror(L, arg, "%s must be an integer, got %s", what, lrp_describe(L, arg));
+    return v;
+}
+
+/* ---- shapes ---- */
+
+int64_t lrp_numel(int ndim, const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= shape[i];
+    return n;
+}
+
+/* Reads the size at stack index idx (position pos, 1-based, in the shape) into *out; raises
+ * `bad argument #arg` when it is not an integer >= 0 (or -1 when allow_infer). */
+static void read_size(lua_State *L, int arg, int idx, int pos, int allow_infer, int64_t *out)
+{
+    lua_Integer v = 0;
+    if (!lrp_tointeger(L, idx, &v))
+        lrp_argerror(L, arg, "size %d must be an integer, got %s", pos, lrp_describe(L, idx));
+    if (v < 0 && !(allow_infer && v == -1))
+        lrp_argerror(L, arg, "size %d must be >= 0%s, got %I", pos, allow_infer ? " (or -1)" : "",
+                     (LUAI_UACINT)v);
+    if (v > RP_MAX_NUMEL)
+        lrp_argerror(L, arg, "size %d is too large (%I > 2^40)", pos, (LUAI_UACINT)v);
+    *out = (int64_t)v;
+}
+
+int lrp_checkshape(lua_State *L, int first, int last, int64_t *shape, int allow_infer)
+{
+    int ndim = 0;
+    int type = lua_type(L, first);
+    if (type == LUA_TTABLE) {
+        lua_Unsigned n = lua_rawlen(L, first);
+        if (n > RP_MAX_DIMS)
+            lrp_argerror(L, first, "shape has %d dims, at most %d allowed",
+                         (int)(n > 1000 ? 1000 : n), RP_MAX_DIMS);
+        for (int i = 1; i <= (int)n; i++) {
+            lua_rawgeti(L, first, i);
+            read_size(L, first, -1, i, allow_infer, &shape[ndim++]);
+            lua_pop(L, 1);
+        }
+    } else if (type == LUA_TNUMBER) {
+        if (last - first + 1 > RP_MAX_DIMS)
+            lrp_argerror(L, first, "shape has %d dims, at most %d allowed", last - first + 1,
+                         RP_MAX_DIMS);
+        for (int arg = first; arg <= last; arg++) {
+            read_size(L, arg, arg, arg - first + 1, allow_infer, &shape[ndim]);
+            ndim++;
+        }
+    } else {
+        lrp_argerror(L, first, "shape expected (a table of sizes, or sizes as numbers), got %s",
+                     lrp_describe(L, first));
+    }
+    int ninfer = 0;
+    int64_t p = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] == -1) {
+            if (++ninfer > 1) lrp_argerror(L, first, "only one size may be -1");
+            continue;
+        }
+        if (shape[i] == 0) continue;
+        if (shape[i] > RP_MAX_NUMEL / p) {
+            char buf[RP_SHAPE_STR_LEN];
+            lrp_argerror(L, first, "shape %s has too many elements (more than 2^40)",
+                         lrp_shape_str_n(buf, ndim, shape));
+        }
+        p *= shape[i];
+    }
+    return ndim;
+}
+
+void lrp_infer_shape(lua_State *L, int arg, const rp_tensor *t, int ndim, int64_t *shape)
+{
+    int64_t numel = rp_tensor_numel(t), known = 1;
+    int infer = -1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] == -1) infer = i;
+        else known *= shape[i]; /* bounded by lrp_checkshape */
+    }
+    char a[RP_SHAPE_STR_LEN], b[RP_SHAPE_STR_LEN];
+    if (infer >= 0) {
+        if (known == 0 || numel % known != 0)
+            lrp_argerror(L, arg, "cannot fit %s (%I elements) into shape %s", lrp_shape_str(a, t),
+                         (LUAI_UACINT)numel, lrp_shape_str_n(b, ndim, shape));
+        shape[infer] = numel / known;
+        known = numel;
+    }
+    if (known != numel)
+        lrp_argerror(L, arg, "cannot fit %s (%I elements) into shape %s (%I elements)",
+                     lrp_shape_str(a, t), (LUAI_UACINT)numel, lrp_shape_str_n(b, ndim, shape),
+                     (LUAI_UACINT)known);
+}
+
+/* ---- dims and indices ---- */
+
+int lrp_todim(lua_Integer d, int ndim)
+{
+    if (d < 0) {
+        if (d < -(lua_Integer)ndim) return -1;
+        return (int)(ndim + d);
+    }
+    if (d < 1 || d > ndim) return -1;
+    return (int)(d - 1);
+}
+
+int64_t lrp_toindex(lua_Integer i, int64_t n)
+{
+    if (i < 0) {
+        if (i < -(lua_Integer)n) return -1;
+        return (int64_t)(n + i);
+    }
+    if (i < 1 || i > n) return -1;
+    return (int64_t)(i - 1);
+}
+
+int lrp_checkdim(lua_State *L, int arg, const rp_tensor *t)
+{
+    lua_Integer d = lrp_checkint(L, arg, "dim");
+    int r = lrp_todim(d, t->ndim);
+    if (r < 0) {
+        char buf[RP_SHAPE_STR_LEN];
+        lrp_argerror(L, arg, "dim %I out of range for %s", (LUAI_UACINT)d, lrp_shape_str(buf, t));
+    }
+    return r;
+}
+
+int64_t lrp_checkindex(lua_State *L, int arg, const rp_tensor *t, int d)
+{
+    lua_Integer i = lrp_checkint(L, arg, "index");
+    int64_t r = lrp_toindex(i, t->shape[d]);
+    if (r < 0) {
+        char buf[RP_SHAPE_STR_LEN];
+        lrp_argerror(L, arg, "index %I out of range for dim %d of %s", (LUAI_UACINT)i, d + 1,
+                     lrp_shape_str(buf, t));
+    }
+    return r;
+}
+
+/* ---- broadcasting ---- */
+
+int lrp_broadcast_shape(const rp_tensor *a, const rp_tensor *b, int64_t *shape)
+{
+    int nd;
+    return rp_broadcast_shape(&nd, shape, a, b) == RP_OK ? nd : -1;
+}
+
+void lrp_check_broadcast_to(lua_State *L, int arg, const rp_tensor *src, const rp_tensor *dst)
+{
+    int lead = 0;
+    while (src->ndim - lead > dst->ndim && src->shape[lead] == 1) lead++;
+    int ok = src->ndim - lead <= dst->ndim;
+    for (int i = 0; ok && i < src->ndim - lead; i++) {
+        int64_t s = src->shape[src->ndim - 1 - i], d = dst->shape[dst->ndim - 1 - i];
+        if (s != d && s != 1) ok = 0;
+    }
+    if (!ok) {
+        char a[RP_SHAPE_STR_LEN], b[RP_SHAPE_STR_LEN];
+        lrp_argerror(L, arg, "cannot broadcast %s to %s", lrp_shape_str(a, src),
+                     lrp_shape_str(b, dst));
+    }
+}
+
+rp_status lrp_squeeze_lead(rp_tensor *out, const rp_tensor *src, int dst_ndim)
+{
+    rp_tensor_view(out, src);
+    while (out->ndim > dst_ndim && out->shape[0] == 1) {
+        rp_tensor next;
+        rp_status st = rp_tensor_select(&next, out, 0, 0);
+        rp_tensor_release(out);
+        if (st != RP_OK) return st;
+        *out = next;
+    }
+    return RP_OK;
+}
+
+/* ---- option tables ---- */
+
+int lrp_checkopts(lua_State *L, int idx, const char *const *known)
+{
+    int type = lua_type(L, idx);
+    if (type == LUA_TNONE || type == LUA_TNIL) return 0;
+    if (type != LUA_TTABLE)
+        lrp_argerror(L, idx, "options table expected, got %s", lrp_describe(L, idx));
+    idx = lua_absindex(L, idx);
+    lua_pushnil(L);
+    while (lua_next(L, idx) != 0) {
+        lua_pop(L, 1); /* value */
+        if (lua_type(L, -1) != LUA_TSTRING)
+            lrp_argerror(L, idx, "option names must be strings, got %s", lrp_describe(L, -1));
+        const char *key = lua_tostring(L, -1);
+        int found = 0;
+        for (const char *const *k = known; *k; k++)
+            if (strcmp(*k, key) == 0) found = 1;
+        if (!found) {
+            luaL_Buffer b;
+            luaL_buffinit(L, &b);
+            for (const char *const *k = known; *k; k++) {
+                if (k != known) luaL_addstring(&b, ", ");
+                luaL_addstring(&b, *k);
+            }
+            luaL_pushresult(&b);
+            lrp_argerror(L, idx, "unknown option '%s' (known: %s)", key, lua_tostring(L, -1));
+        }
+    }
+    return 1;
+}
+
+/* Pushes field key of the options table at idx (nil when idx is not a table); returns its type. */
+static int opt_get(lua_State *L, int idx, const char *key)
+{
+    if (lua_type(L, idx) != LUA_TTABLE) {
+        lua_pushnil(L);
+        return LUA_TNIL;
+    }
+    return lua_getfield(L, idx, key);
+}
+
+int lrp_hasopt(lua_State *L, int idx, const char *key)
+{
+    int t = opt_get(L, idx, key);
+    lua_pop(L, 1);
+    return t != LUA_TNIL;
+}
+
+double lrp_optnumber(lua_State *L, int idx, const char *key, double def)
+{
+    int t = opt_get(L, idx, key);
+    if (t == LUA_TNIL) {
+        lua_pop(L, 1);
+        return def;
+    }
+    if (t != LUA_TNUMBER)
+        lrp_argerror(L, idx, "option '%s' must be a number, got %s", key, lrp_describe(L, -1));
+    double v = (double)lua_tonumber(L, -1);
+    lua_pop(L, 1);
+    return v;
+}
+
+double lrp_optfinite(lua_State *L, int idx, const char *key, double def)
+{
+    double v = lrp_optnumber(L, idx, key, def);
+    if (!isfinite(v)) {
+        lua_pushnumber(L, (lua_Number)v);
+        lrp_argerror(L, idx, "option '%s' must be finite, got %s", key, lrp_describe(L, -1));
+    }
+    return v;
+}
+
+lua_Integer lrp_optinteger(lua_State *L, int idx, const char *key, lua_Integer def)
+{
+    int t = opt_get(L, idx, key);
+    if (t == LUA_TNIL) {
+        lua_pop(L, 1);
+        return def;
+    }
+    lua_Integer v = 0;
+    if (!lrp_tointeger(L, -1, &v))
+        lrp_argerror(L, idx, "option '%s' must be an integer, got %s", key, lrp_describe(L, -1));
+    lua_pop(L, 1);
+    return v;
+}
+
+int lrp_optboolean(lua_State *L, int idx, const char *key, int def)
+{
+    int t = opt_get(L, idx, key);
+    if (t == LUA_TNIL) {
+        lua_pop(L, 1);
+        return def;
+    }
+    if (t != LUA_TBOOLEAN)
+        lrp_argerror(L, idx, "option '%s' must be a boolean, got %s", key, lrp_describe(L, -1));
+    int v = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    return v;
+}
+
+int lrp_optenum(lua_State *L, int idx, const char *key, const char *const *names, int def)
+{
+    int t = opt_get(L, idx, key);
+    if (t == LUA_TNIL) {
+        lua_pop(L, 1);
+        return def;
+    }
+    if (t == LUA_TSTRING) {
+        const char *s = lua_tostring(L, -1);
+        for (int i = 0; names[i]; i++) {
+            if (strcmp(names[i], s) == 0) {
+                lua_pop(L, 1);
+                return i;
+            }
+        }
+    }
+    luaL_Buffer b;
+    int top = lua_gettop(L);
+    luaL_buffinit(L, &b);
+    for (int i = 0; names[i]; i++) {
+        if (i) luaL_addstring(&b, ", ");
+        luaL_addchar(&b, '"');
+        luaL_addstring(&b, names[i]);
+        luaL_addchar(&b, '"');
+    }
+    luaL_pushresult(&b);
+    const char *allowed = lua_tostring(L, -1); /* stays on the stack while it is used */
+    const char *got = lrp_describe(L, top);    /* pushes its own string */
+    return lrp_argerror(L, idx, "option '%s' must be one of %s, got %s", key, allowed, got);
+}

@@ -1,0 +1,524 @@
+-- rp.help: help text for every public function and method, looked up by value
+-- (rp.help(rp.zeros), rp.help(rp.Tensor.narrow), rp.help(t.narrow)), by name (rp.help("narrow"),
+-- rp.help("rp.rope.rotate")) or by topic (rp.help("rope"), rp.help(rp.rope)). rp.help() lists
+-- the topics.
+--
+-- Called by luaopen_roper as chunk(rp, internals).
+local rp, internals = ...
+
+-- One entry per public function: name (as reached from the module), signature, text.
+-- Signatures use t for a tensor, g for a generator; [x] is optional.
+local entries = {
+  -- ---------------------------------------------------------------- constructors
+  { "rp.tensor", "rp.tensor(values) -> tensor", [=[
+A new float32 tensor from a number (1-D, one element), a flat or nested table of
+numbers (nested tables must be rectangular, at most 8 levels), or a tensor (copied).
+An empty table gives a 1-D tensor of size 0.
+Example:
+  > rp.tensor{{1, 2, 3}, {4, 5, 6}}     -- [2 x 3]
+  > rp.tensor(3.5)                      -- [1]]=] },
+  { "rp.zeros", "rp.zeros(shape) -> tensor", [=[
+A new tensor filled with 0. shape is a table {2, 3} or sizes as numbers 2, 3; sizes are
+integers >= 0, at most 8 of them and at most 2^40 elements ({} gives a 0-dim tensor).
+Example:
+  > rp.zeros(2, 3)      > rp.zeros{2, 3}]=] },
+  { "rp.ones", "rp.ones(shape) -> tensor", [=[
+A new tensor filled with 1; shape as for rp.zeros.
+Example:
+  > rp.ones{4}]=] },
+  { "rp.full", "rp.full(shape, value) -> tensor", [=[
+A new tensor filled with value (the last argument); shape as for rp.zeros.
+Example:
+  > rp.full({2, 2}, -1)     > rp.full(2, 2, 0.5)]=] },
+  { "rp.range", "rp.range(a, b[, step]) -> tensor", [=[
+1-D tensor a, a+step, ..., up to and including b (torch7 style). step defaults to 1 and
+must be nonzero and point from a to b. a, b and step must be finite.
+Example:
+  > rp.range(1, 5)           -- 1 2 3 4 5
+  > rp.range(5, 1, -2)       -- 5 3 1]=] },
+  { "rp.linspace", "rp.linspace(a, b, n) -> tensor", [=[
+1-D tensor of n (integer >= 0) evenly spaced values from a to b inclusive (n = 1 gives {a}).
+Example:
+  > rp.linspace(0, 1, 5)     -- 0 0.25 0.5 0.75 1]=] },
+  { "rp.eye", "rp.eye(n) -> tensor", [=[
+The n x n identity matrix (n an integer, 0 <= n <= 2^20).
+Example:
+  > rp.eye(3)]=] },
+  { "rp.rand", "rp.rand(shape[, g]) -> tensor", [=[
+A tensor of uniform numbers in [0, 1). shape as for rp.zeros; g is a roper.Rng (the last
+argument); without it the module's default generator is used (see rp.seed).
+Example:
+  > rp.rand{2, 3}            > rp.rand(2, 3, rp.rng(7))]=] },
+  { "rp.randn", "rp.randn(shape[, g]) -> tensor", [=[
+A tensor of standard normal numbers. shape and g as for rp.rand.
+Example:
+  > x = rp.randn({1, 8, 4, 16}, rp.rng(1))]=] },
+  { "rp.randint", "rp.randint(lo, hi, shape[, g]) -> tensor", [=[
+A tensor of integers lo..hi inclusive (stored as floats). lo <= hi, both integers within
+2^53. shape and g as for rp.rand.
+Example:
+  > rp.randint(0, 9, {2, 5})]=] },
+  { "rp.is_tensor", "rp.is_tensor(x) -> boolean", [=[
+true when x is a roper.Tensor (also one released by a to-be-closed variable).
+Example:
+  > rp.is_tensor(rp.zeros(1))   -- true]=] },
+  { "rp.maxdiff", "rp.maxdiff(a, b) -> number   (also t:maxdiff(u))", [=[
+The largest absolute elementwise difference of two tensors of the same shape (strides
+may differ); nan when any difference is nan, 0 for empty tensors.
+Example:
+  > rp.maxdiff(x, rp.rope.rotate(rp.rope.rotate(x), {sign = -1}))   -- ~1e-7]=] },
+  { "rp.matmul", "rp.matmul(a, b) -> tensor   (also a:matmul(b))", [=[
+Matrix product (numpy rules): a [.., M, K] @ b [.., K, N] -> [.., M, N]. Batch dims
+broadcast; a 1-D a is a row [1 x K] and a 1-D b a column [K x 1], and that dim is dropped
+(1-D @ 1-D gives a 0-dim tensor: use :item()). Strided inputs are fine. Uses OpenBLAS sgemm.
+Example:
+  > rp.matmul(rp.randn(3, 4), rp.randn(4, 5))       -- [3 x 5]
+  > rp.matmul(rp.randn(2, 3, 4), rp.randn(4))       -- [2 x 3]]=] },
+
+  -- ---------------------------------------------------------------- generators
+  { "rp.rng", "rp.rng([seed]) -> g", [=[
+A new random generator (xoshiro256**), seeded with an integer (default 0). The same seed
+gives the same stream on every platform. Methods: g:uniform, g:normal, g:int, g:seed,
+g:rand, g:randn, g:randint.
+Example:
+  > g = rp.rng(42); x = g:randn{2, 3}]=] },
+  { "rp.seed", "rp.seed(n)", [=[
+Reseeds the module's default generator (used by rp.rand, rp.randn, rp.randint without a
+generator argument) with the integer n. The default seed is 0.
+Example:
+  > rp.seed(1); a = rp.randn{3}; rp.seed(1); b = rp.randn{3}   -- a equals b]=] },
+  { "rp.Rng.seed", "g:seed(n) -> g", [=[
+Restarts g's stream for the integer seed n; returns g.
+Example:
+  > g:seed(7)]=] },
+  { "rp.Rng.uniform", "g:uniform() -> number", [=[
+A number uniform in [0, 1) (53 random bits).
+Example:
+  > g:uniform()]=] },
+  { "rp.Rng.normal", "g:normal() -> number", [=[
+A standard normal deviate (Marsaglia polar method).
+Example:
+  > g:normal()]=] },
+  { "rp.Rng.int", "g:int(lo, hi) -> integer", [=[
+An integer uniform in [lo, hi] inclusive, without modulo bias. lo <= hi, both within 2^53.
+Example:
+  > g:int(1, 6)]=] },
+  { "rp.Rng.rand", "g:rand(shape) -> tensor", [=[
+As rp.rand(shape, g): uniform [0, 1) numbers from g.
+Example:
+  > g:rand{2, 3}]=] },
+  { "rp.Rng.randn", "g:randn(shape) -> tensor", [=[
+As rp.randn(shape, g): standard normal numbers from g.
+Example:
+  > g:randn(4, 8)]=] },
+  { "rp.Rng.randint", "g:randint(lo, hi, shape) -> tensor", [=[
+As rp.randint(lo, hi, shape, g): integers lo..hi inclusive from g.
+Example:
+  > g:randint(0, 9, {10})]=] },
+
+  -- ---------------------------------------------------------------- tensor queries
+  { "rp.Tensor.shape", "t:shape() -> table", [=[
+A fresh table of the sizes, outermost first ({} for a 0-dim tensor).
+Example:
+  > rp.zeros(2, 3):shape()     -- {2, 3}]=] },
+  { "rp.Tensor.size", "t:size([dim]) -> table | integer", [=[
+Without dim the same as t:shape(); with dim (1-based, -1 = last) that size.
+Example:
+  > rp.zeros(2, 3):size(2)     -- 3]=] },
+  { "rp.Tensor.dim", "t:dim() -> integer", [=[
+The number of dims.
+Example:
+  > rp.zeros(2, 3):dim()       -- 2]=] },
+  { "rp.Tensor.numel", "t:numel() -> integer", [=[
+The number of elements.
+Example:
+  > rp.zeros(2, 3):numel()     -- 6]=] },
+  { "rp.Tensor.stride", "t:stride([dim]) -> table | integer", [=[
+The strides in elements (a table), or the stride of one dim (1-based, -1 = last).
+Example:
+  > rp.zeros(2, 3):t():stride()    -- {1, 3}]=] },
+  { "rp.Tensor.is_contiguous", "t:is_contiguous() -> boolean", [=[
+true when t is laid out row-major without gaps (views from t, transpose, narrow may not be).
+Example:
+  > rp.zeros(2, 3):t():is_contiguous()   -- false]=] },
+
+  -- ---------------------------------------------------------------- views
+  { "rp.Tensor.view", "t:view(shape) -> tensor (view)", [=[
+The same data with a new shape (a table or numbers, one size may be -1 to be inferred).
+t must be contiguous (use t:reshape or t:contiguous otherwise); the element count must match.
+Example:
+  > rp.range(1, 6):view(2, 3)      > x:view{-1, 4}]=] },
+  { "rp.Tensor.reshape", "t:reshape(shape) -> tensor", [=[
+As t:view(shape), but copies (in t's index order) when t is not contiguous.
+Example:
+  > x:t():reshape{-1}]=] },
+  { "rp.Tensor.t", "t:t() -> tensor (view)", [=[
+The transpose of a 2-D tensor.
+Example:
+  > rp.randn(2, 3):t()      -- [3 x 2]]=] },
+  { "rp.Tensor.transpose", "t:transpose(d1, d2) -> tensor (view)", [=[
+Swaps dims d1 and d2 (1-based; negative counts from the end).
+Example:
+  > rp.zeros(2, 3, 4):transpose(1, 3)      -- [4 x 3 x 2]]=] },
+  { "rp.Tensor.permute", "t:permute(d1, d2, ...) -> tensor (view)", [=[
+Reorders the dims: dim i of the result is dim d_i of t. Give every dim exactly once
+(as numbers or one table).
+Example:
+  > rp.zeros(2, 3, 4):permute(3, 1, 2)     -- [4 x 2 x 3]]=] },
+  { "rp.Tensor.narrow", "t:narrow(dim, start, len) -> tensor (view)", [=[
+Elements start .. start+len-1 of dim (dim and start 1-based, negative counting from the
+end; len >= 0).
+Example:
+  > rp.range(1, 12):view(3, 4):narrow(2, 2, 2)     -- [3 x 2]]=] },
+  { "rp.Tensor.select", "t:select(dim, i) -> tensor (view)", [=[
+Index i of dim (1-based, negative from the end); the dim is removed (a 1-D t gives a
+0-dim view).
+Example:
+  > rp.randn(2, 3):select(2, -1)      -- [2], the last column]=] },
+  { "rp.Tensor.sub", "t:sub(a1, b1[, a2, b2, ...]) -> tensor (view)", [=[
+The inclusive range a_k..b_k of dim k (negative numbers count from the end, -1 = last);
+dims without a pair are kept whole.
+Example:
+  > x:sub(2, 3, 1, -1)      -- rows 2..3, all columns]=] },
+  { "rp.Tensor.get", "t:get(i, j, ...) -> number", [=[
+One element; give one 1-based index per dim (negative from the end).
+Example:
+  > rp.eye(3):get(2, 2)      -- 1]=] },
+  { "rp.Tensor.set", "t:set(i, j, ..., value) -> t", [=[
+Sets one element (one index per dim, then the value); returns t.
+Example:
+  > x:set(1, 3, 42)]=] },
+  { "rp.Tensor.item", "t:item() -> number", [=[
+The value of a one-element tensor (any number of dims).
+Example:
+  > rp.ones(2, 3):sum(2):sum(1, true):item()]=] },
+  { "rp.Tensor.contiguous", "t:contiguous() -> tensor", [=[
+t itself (shared) when contiguous, otherwise a row-major copy.
+Example:
+  > x:t():contiguous():is_contiguous()    -- true]=] },
+  { "rp.Tensor.clone", "t:clone() -> tensor", [=[
+A contiguous copy that shares nothing with t.
+Example:
+  > y = x:clone()]=] },
+  { "rp.Tensor.copy", "t:copy(src) -> t", [=[
+Copies src into t elementwise, broadcasting src to t's shape (numpy rules); returns t.
+Example:
+  > rp.zeros(2, 3):copy(rp.tensor{1, 2, 3})]=] },
+  { "rp.Tensor.fill", "t:fill(v) -> t", [=[
+Sets every element of t (and so of what t views) to the number v; returns t.
+Example:
+  > x:narrow(2, 1, 1):fill(0)]=] },
+  { "rp.Tensor.zero", "t:zero() -> t", [=[
+t:fill(0).
+Example:
+  > x:zero()]=] },
+  { "rp.Tensor.totable", "t:totable() -> table | number", [=[
+Nested Lua tables of numbers (a flat table for 1-D; a 0-dim tensor gives its number).
+Example:
+  > rp.eye(2):totable()      -- {{1, 0}, {0, 1}}]=] },
+
+  -- ---------------------------------------------------------------- arithmetic
+  { "rp.Tensor.add", "t:add(x) -> tensor      (also t + x, x + t)", [=[
+Elementwise sum with a tensor (numpy broadcasting) or a number; a new tensor.
+Shapes that do not broadcast are an error naming both.
+Example:
+  > rp.ones(2, 3):add(rp.tensor{1, 2, 3})      > x + 1]=] },
+  { "rp.Tensor.mul", "t:mul(x) -> tensor      (also t * x, x * t)", [=[
+Elementwise product (not a matrix product: see rp.matmul) with a tensor or a number.
+Example:
+  > x:mul(2)      > x * y]=] },
+  { "rp.Tensor.div", "t:div(x) -> tensor      (also t / x, x / t)", [=[
+Elementwise quotient with a tensor or a number.
+Example:
+  > x:div(x:norm())]=] },
+  { "rp.Tensor.pow", "t:pow(x) -> tensor      (also t ^ x, x ^ t)", [=[
+Elementwise power with a tensor or a number. The operator - (a - b, -a) has no method name
+(t:sub is the slicing view): use t:add(-x) or t:neg().
+Example:
+  > x:pow(2)      > 2 ^ x]=] },
+  { "rp.Tensor.exp", "t:exp() -> tensor",
+    "Elementwise e^x.\nExample:\n  > x:exp()" },
+  { "rp.Tensor.log", "t:log() -> tensor",
+    "Elementwise natural logarithm.\nExample:\n  > x:abs():log()" },
+  { "rp.Tensor.abs", "t:abs() -> tensor",
+    "Elementwise absolute value.\nExample:\n  > x:abs()" },
+  { "rp.Tensor.sqrt", "t:sqrt() -> tensor",
+    "Elementwise square root.\nExample:\n  > x:abs():sqrt()" },
+  { "rp.Tensor.tanh", "t:tanh() -> tensor",
+    "Elementwise hyperbolic tangent.\nExample:\n  > x:tanh()" },
+  { "rp.Tensor.relu", "t:relu() -> tensor",
+    "Elementwise max(x, 0).\nExample:\n  > x:relu()" },
+  { "rp.Tensor.sin", "t:sin() -> tensor",
+    "Elementwise sine.\nExample:\n  > rp.range(0, 3):sin()" },
+  { "rp.Tensor.cos", "t:cos() -> tensor",
+    "Elementwise cosine.\nExample:\n  > rp.range(0, 3):cos()" },
+  { "rp.Tensor.sigmoid", "t:sigmoid() -> tensor",
+    "Elementwise 1 / (1 + e^-x).\nExample:\n  > x:sigmoid()" },
+  { "rp.Tensor.neg", "t:neg() -> tensor      (also -t)",
+    "Elementwise -x.\nExample:\n  > x:neg()" },
+
+  -- ---------------------------------------------------------------- reductions
+  { "rp.Tensor.sum", "t:sum([dim[, keepdim]]) -> number | tensor", [=[
+Without dim: the sum of all elements as a Lua number (accumulated in double). With dim
+(1-based, negative from the end): a tensor with that dim removed, or kept with size 1
+when keepdim is true.
+Example:
+  > rp.ones(2, 3):sum()          -- 6
+  > rp.ones(2, 3):sum(2)         -- [2]
+  > rp.ones(2, 3):sum(2, true)   -- [2 x 1]]=] },
+  { "rp.Tensor.mean", "t:mean([dim[, keepdim]]) -> number | tensor", [=[
+The mean, as t:sum (nan for an empty tensor).
+Example:
+  > x:mean()      > x:mean(1)]=] },
+  { "rp.Tensor.max", "t:max([dim[, keepdim]]) -> number | tensor", [=[
+The maximum, as t:sum (values only; see t:argmax for positions). An error for an empty
+tensor or dim.
+Example:
+  > x:max()       > x:max(2)]=] },
+  { "rp.Tensor.min", "t:min([dim[, keepdim]]) -> number | tensor", [=[
+The minimum, as t:max.
+Example:
+  > x:min()       > x:min(-1, true)]=] },
+  { "rp.Tensor.argmax", "t:argmax(dim[, keepdim]) -> tensor", [=[
+1-based positions (as floats) of the maximum along dim (the first one on ties); the dim is
+removed unless keepdim.
+Example:
+  > rp.tensor{{1, 5, 2}, {7, 0, 3}}:argmax(2)     -- {2, 1}]=] },
+  { "rp.Tensor.softmax", "t:softmax(dim) -> tensor", [=[
+Softmax along dim (max-subtracted, double accumulation).
+Example:
+  > rp.randn(2, 5):softmax(2):sum(2)     -- ones]=] },
+  { "rp.Tensor.norm", "t:norm() -> number", [=[
+The Euclidean norm over all elements.
+Example:
+  > rp.tensor{3, 4}:norm()     -- 5]=] },
+
+  -- ---------------------------------------------------------------- RoPE
+  { "rp.rope.theta", "rp.rope.theta(d_rot[, base]) -> tensor [d_rot/2]", [=[
+The rotation frequencies theta_i = base^(-2i/d_rot), i = 0 .. d_rot/2-1. d_rot is an even
+integer >= 2; base (default 10000) a finite number > 0.
+Example:
+  > rp.rope.theta(8)       -- 1, 0.1, 0.01, 0.001]=] },
+  { "rp.rope.angles", "rp.rope.angles(positions, d_rot[, {base=, scale=}]) -> cos, sin", [=[
+The cos and sin tables [n x d_rot/2] of the angles scale * pos * theta_i. positions is a
+count n (positions 0..n-1), or a table / 1-D tensor of integer positions (0-based values).
+base defaults to 10000, scale to 1.
+Example:
+  > c, s = rp.rope.angles(16, 8)            -- [16 x 4] each
+  > c, s = rp.rope.angles({0, 5, 9}, 8)     -- [3 x 4]]=] },
+  { "rp.rope.rotate", "rp.rope.rotate(x[, opts]) -> tensor", [=[
+x with the first d_rot features of its last dim (D) rotated by position (RoPE); the other
+features pass through. x keeps its shape. opts (all optional):
+  base       10000
+  pairing    "half" (feature i with i + d_rot/2, the default) or "interleaved" (2i, 2i+1)
+  sign       1, or -1 to rotate backwards (undoes a rotation)
+  fraction   1: d_rot = floor(fraction * D), must come out even and >= 2
+  d_rot      even, 2..D (overrides fraction)
+  dim        the dim (1-based, negative from the end) that holds positions; default
+             2 for [B x T x H x D], 1 for [T x H x D] and [T x D]; a 1-D x is one vector
+  offset     0: positions are offset + t (t = 0, 1, ... along dim)
+  positions  a table or 1-D tensor of integer positions, one per element of dim (a single
+             number for a 1-D x); not together with offset
+  scale      1: multiplies every angle
+Example:
+  > x = rp.randn{1, 8, 4, 16}                        -- [B x T x H x D]
+  > y = rp.rope.rotate(x, {fraction = 0.5})
+  > rp.maxdiff(x, rp.rope.rotate(y, {fraction = 0.5, sign = -1}))   -- ~1e-7]=] },
+  { "rp.rope.sinusoidal", "rp.rope.sinusoidal(T, d[, {base=, offset=}]) -> tensor [T x d]", [=[
+Vaswani et al.'s absolute encodings: [t][2i+1] = sin(p / base^(2i/d)),
+[t][2i+2] = cos(p / base^(2i/d)) (1-based columns) with p = offset + t - 1. d even >= 2,
+base 10000, offset 0.
+Example:
+  > pe = rp.rope.sinusoidal(16, 32)]=] },
+
+  -- ---------------------------------------------------------------- attention
+  { "rp.attention", "rp.attention(q, k, v[, opts]) -> out, att", [=[
+Multi-head scaled dot-product attention.
+  q [B x T x H x D], k [B x S x H x D], v [B x S x H x Dv] (all sizes >= 1)
+  out [B x T x H x Dv], att [B x H x T x S] (the softmax weights)
+Keys sit at positions 0..S-1, queries at q_offset .. q_offset+T-1.
+opts (all optional):
+  pe           "none" (default), "sinusoidal", "learned" (these two act like none here),
+               "rope" (q, k rotated), "roper" (v rotated too, the output rotated back:
+               o_n = sum_i a_ni R((i-n) theta) v_i), "roper_legacy" (v rotated twice:
+               R((2i-n) theta))
+  causal       true: query n sees keys i <= n
+  scale        1/sqrt(D)
+  base         10000;  pairing  "half" | "interleaved"
+  fraction_qk  1: d_rot of q, k = floor(fraction_qk * D), even >= 2 (rope modes)
+  fraction_v   1: d_rot of v = floor(fraction_v * Dv), even >= 2 (roper modes)
+  q_offset     S - T (queries are the last T positions); an integer >= 0
+Example:
+  > q, k, v = rp.randn{2, 8, 4, 16}, rp.randn{2, 8, 4, 16}, rp.randn{2, 8, 4, 16}
+  > out, att = rp.attention(q, k, v, {pe = "roper"})]=] },
+
+  -- ---------------------------------------------------------------- BLAS
+  { "rp.blas.core", "rp.blas.core() -> string", [=[
+The OpenBLAS kernel set in use ("Haswell", "SkylakeX", "Zen", "Prescott", ...).
+Example:
+  > rp.blas.core()]=] },
+  { "rp.blas.config", "rp.blas.config() -> string", [=[
+OpenBLAS's build configuration string (version, DYNAMIC_ARCH, MAX_THREADS, ...).
+Example:
+  > rp.blas.config()]=] },
+  { "rp.blas.threads", "rp.blas.threads() -> integer", [=[
+The number of threads OpenBLAS uses.
+Example:
+  > rp.blas.threads()]=] },
+  { "rp.blas.wanted_coretype", "rp.blas.wanted_coretype() -> string | nil", [=[
+nil, or the OPENBLAS_CORETYPE value this CPU needs because OpenBLAS fell back to its slow
+Prescott kernels (set it before the process starts; the roper REPL does this itself).
+Example:
+  > rp.blas.wanted_coretype()]=] },
+  { "rp.set_num_threads", "rp.set_num_threads(n)", [=[
+Sets the OpenBLAS and OpenMP thread count (an integer, 1..1024).
+Example:
+  > rp.set_num_threads(1)]=] },
+
+  -- ---------------------------------------------------------------- help
+  { "rp.help", "rp.help([f]) -> string | nil, message", [=[
+The help text of a public function or method, given as the function value, as a name
+("narrow", "rp.rope.rotate") or as a topic ("tensor", "rope", ...); rp.help() lists the
+topics. Returns nil and a message for anything unknown.
+Example:
+  > print(rp.help(rp.rope.rotate))      > print(rp.help(rp.Tensor.narrow))]=] },
+}
+
+-- Topic texts; each also lists the functions of its section.
+local topics = {
+  { "tensor", rp.Tensor, [=[
+roper.Tensor: strided float32 tensors of up to 8 dims. Sizes, dims and indices are 1-based
+(negative ones count from the end); RoPE positions and token ids are values and stay 0-based.
+Views (view, t, transpose, permute, narrow, select, sub, t[i], t[{...}]) share storage.
+Constructors: rp.tensor rp.zeros rp.ones rp.full rp.range rp.linspace rp.eye rp.rand
+  rp.randn rp.randint; also rp.is_tensor rp.maxdiff rp.matmul.
+Methods: see rp.help("methods"); indexing: rp.help("indexing").]=] },
+  { "methods", nil, [=[
+Tensor methods (t:name(...)); help on each with rp.help(rp.Tensor.name):
+  queries     shape size dim numel stride is_contiguous (and #t, the size of dim 1)
+  views       view reshape t transpose permute narrow select sub
+  elements    get set item totable
+  copies      contiguous clone copy fill zero
+  arithmetic  add mul div pow exp log abs sqrt tanh relu sin cos sigmoid neg
+  reductions  sum mean max min argmax softmax norm
+  other       matmul maxdiff]=] },
+  { "indexing", nil, [=[
+t[i]          1-D: the number; n-D: t:select(1, i) (a view). Negative i counts from the end.
+t[{s1, s2..}] torch-style slicing, one spec per leading dim: a number selects (dim removed),
+              {a, b} an inclusive range, {a} one index keeping the dim, {} the whole dim;
+              missing trailing specs mean {}. When every dim is selected by a number the
+              result is the number itself.
+t[i] = x, t[{...}] = x   assigns a number (fill) or a tensor (broadcast copy) into that view.
+Example:
+  > t = rp.range(1, 12):view(3, 4)
+  > t[{2, {2, 3}}]        -- {6, 7}
+  > t[{{}, 2}] = 0        -- zero column 2]=] },
+  { "arithmetic", nil, [=[
+a + b, a - b, a * b (elementwise), a / b, a ^ b and -a work with tensors (numpy
+broadcasting) or numbers on either side and return new tensors. Matrix products are
+rp.matmul(a, b) or a:matmul(b). Methods: add mul div pow neg and the elementwise functions
+exp log abs sqrt tanh relu sin cos sigmoid.]=] },
+  { "rng", rp.Rng, [=[
+roper.Rng generators: g = rp.rng(seed); g:uniform() g:normal() g:int(lo, hi) g:seed(n)
+g:rand(shape) g:randn(shape) g:randint(lo, hi, shape). The module's default generator
+(seed 0) serves rp.rand, rp.randn and rp.randint without a generator; rp.seed(n) reseeds it.]=] },
+  { "rope", rp.rope, [=[
+Rotary position embeddings: rp.rope.theta rp.rope.angles rp.rope.rotate rp.rope.sinusoidal;
+inside attention through rp.attention's pe option ("rope", "roper", "roper_legacy").]=] },
+  { "attention", nil, [=[
+rp.attention(q, k, v[, opts]) -> out, att: multi-head attention with positional encodings
+none, sinusoidal, learned, rope, roper and roper_legacy. See rp.help(rp.attention).]=] },
+  { "blas", rp.blas, [=[
+OpenBLAS: rp.blas.core rp.blas.config rp.blas.threads rp.blas.wanted_coretype and
+rp.set_num_threads. Loading roper on a CPU where OpenBLAS fell back to Prescott prints one
+warning saying which OPENBLAS_CORETYPE to set.]=] },
+}
+
+-- ---------------------------------------------------------------- lookup tables
+local by_value, by_name, by_short = {}, {}, {}
+
+local function resolve(name)
+  local v = { rp = rp }
+  local cur = v
+  for part in name:gmatch("[^.]+") do
+    if type(cur) ~= "table" then return nil end
+    cur = cur[part]
+  end
+  return cur
+end
+
+local function format_entry(e)
+  return e[2] .. "\n" .. e[3]:gsub("^\n+", ""):gsub("\n+$", "")
+end
+
+for _, e in ipairs(entries) do
+  local text = format_entry(e)
+  by_name[e[1]] = text
+  local f = resolve(e[1])
+  if f ~= nil then
+    if by_value[f] and by_value[f] ~= text then by_value[f] = by_value[f] .. "\n\n" .. text
+    else by_value[f] = text end
+  end
+  local short = e[1]:match("([^.]+)$")
+  by_short[short] = by_short[short] and (by_short[short] .. "\n\n" .. text) or text
+end
+
+local topic_text, topic_names = {}, {}
+for _, t in ipairs(topics) do
+  local text = "Topic " .. t[1] .. "\n" .. t[3]:gsub("\n+$", "")
+  topic_text[t[1]] = text
+  topic_names[#topic_names + 1] = t[1]
+  if t[2] ~= nil then by_value[t[2]] = text end
+end
+topic_text.tensors = topic_text.tensor
+topic_text.Tensor = topic_text.tensor
+topic_text.Rng = topic_text.rng
+
+local function overview()
+  local lines = {
+    "roper " .. tostring(rp._VERSION) .. ": rotary positional embeddings workbench.",
+    "rp.help(f) gives the help of a function or method, e.g. rp.help(rp.rope.rotate),",
+    "rp.help(rp.Tensor.narrow), rp.help(\"narrow\"). Topics (rp.help(\"name\")):",
+    "  " .. table.concat(topic_names, ", "),
+    "Functions:",
+  }
+  local names = {}
+  for _, e in ipairs(entries) do names[#names + 1] = e[1] end
+  local line = " "
+  for _, n in ipairs(names) do
+    if #line + #n + 1 > 92 then
+      lines[#lines + 1] = line
+      line = " "
+    end
+    line = line .. " " .. n
+  end
+  lines[#lines + 1] = line
+  return table.concat(lines, "\n")
+end
+
+
+-- rp.help([f]): see the entry "rp.help" above.
+function rp.help(...)
+  if select("#", ...) == 0 or (...) == nil then return overview() end
+  local f = ...
+  if f == rp then return overview() end
+  if rp.is_tensor(f) then return topic_text.tensor end
+  if getmetatable(f) == internals.Rng_mt then return topic_text.rng end
+  local text = by_value[f]
+  if text then return text end
+  if type(f) == "string" then
+    local key = f:gsub("^%s+", ""):gsub("%s+$", ""):gsub("^t:", "rp.Tensor."):gsub("^g:", "rp.Rng.")
+    text = topic_text[key] or by_name[key] or by_name["rp." .. key] or by_short[key]
+    if text then return text end
+    return nil, "no help for '" .. f .. "' (rp.help() lists the topics)"
+  end
+  local what = type(f)
+  if what == "userdata" then
+    local mt = getmetatable(f)
+    what = type(mt) == "table" and type(mt.__name) == "string" and mt.__name or what
+  elseif what == "number" or what == "boolean" then
+    what = what .. " " .. tostring(f)
+  end
+  return nil, "no help for this " .. what .. " (rp.help() lists the topics)"
+end
+by_value[rp.help] = by_name["rp.help"]

@@ -1,0 +1,510 @@
+/* rp.rope.*, rp.attention, rp.matmul, rp.blas.* and rp.set_num_threads.
+ *
+ * Everything is validated here so that core only sees inputs it accepts: d_rot even and in range,
+ * positions integral and bounded, option types and enum names, attention shapes, and the int32
+ * limits of sgemm. Scratch arrays (positions, theta) are Lua userdata, so raising never leaks. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "roper.h"
+
+#define INT32_LIMIT ((int64_t)2147483647)
+
+static const char *const pairing_names[] = {"half", "interleaved", NULL};
+
+/* Checks that n1 * n2 * ... (count sizes) stays within RP_MAX_NUMEL; 0 if not. */
+static int numel_ok(int count, const int64_t *sizes)
+{
+    int64_t p = 1;
+    for (int i = 0; i < count; i++)
+        if (sizes[i] == 0) return 1;
+    for (int i = 0; i < count; i++) {
+        if (sizes[i] > RP_MAX_NUMEL / p) return 0;
+        p *= sizes[i];
+    }
+    return 1;
+}
+
+/* ---- matmul ---- */
+
+/* rp.matmul(a, b) / a:matmul(b): a (.., M, K) @ b (.., K, N) -> (.., M, N) with broadcast batch
+ * dims; a 1-D a is a row and a 1-D b a column, and that dim is dropped (numpy). */
+int lrp_matmul(lua_State *L)
+{
+    rp_tensor *a = lrp_checktensor(L, 1);
+    rp_tensor *b = lrp_checktensor(L, 2);
+    char sa[RP_SHAPE_STR_LEN], sb[RP_SHAPE_STR_LEN];
+    if (a->ndim < 1)
+        return lrp_argerror(L, 1, "matmul needs at least 1 dim, got %s", lrp_shape_str(sa, a));
+    if (b->ndim < 1)
+        return lrp_argerror(L, 2, "matmul needs at least 1 dim, got %s", lrp_shape_str(sb, b));
+    int64_t M = a->ndim >= 2 ? a->shape[a->ndim - 2] : 1;
+    int64_t K = a->shape[a->ndim - 1];
+    int64_t Kb = b->ndim >= 2 ? b->shape[b->ndim - 2] : b->shape[0];
+    int64_t N = b->ndim >= 2 ? b->shape[b->ndim - 1] : 1;
+    if (K != Kb)
+        return lrp_argerror(L, 2, "shapes %s and %s do not fit for matmul (inner sizes %I and %I)",
+                            lrp_shape_str(sa, a), lrp_shape_str(sb, b), (LUAI_UACINT)K,
+                            (LUAI_UACINT)Kb);
+    /* batch dims */
+    rp_tensor ba, bb;
+    memset(&ba, 0, sizeof ba);
+    memset(&bb, 0, sizeof bb);
+    ba.ndim = a->ndim > 2 ? a->ndim - 2 : 0;
+    bb.ndim = b->ndim > 2 ? b->ndim - 2 : 0;
+    for (int i = 0; i < ba.ndim; i++) ba.shape[i] = a->shape[i];
+    for (int i = 0; i < bb.ndim; i++) bb.shape[i] = b->shape[i];
+    int64_t shape[RP_MAX_DIMS + 2];
+    int nd = lrp_broadcast_shape(&ba, &bb, shape);
+    if (nd < 0)
+        return lrp_argerror(L, 2, "batch dims of %s and %s do not broadcast", lrp_shape_str(sa, a),
+                            lrp_shape_str(sb, b));
+    if (M > INT32_LIMIT || N > INT32_LIMIT || K > INT32_LIMIT)
+        return lrp_argerror(L, 2, "matmul sizes must be at most 2^31-1 (M = %I, N = %I, K = %I)",
+                            (LUAI_UACINT)M, (LUAI_UACINT)N, (LUAI_UACINT)K);
+    if (a->ndim >= 2) shape[nd++] = M;
+    if (b->ndim >= 2) shape[nd++] = N;
+    if (nd > RP_MAX_DIMS || !numel_ok(nd, shape))
+        return lrp_argerror(L, 2, "matmul of %s and %s gives too large a result",
+                            lrp_shape_str(sa, a), lrp_shape_str(sb, b));
+    rp_tensor *out = lrp_newtensor(L);
+    rp_status st;
+    if (lrp_numel(nd, shape) == 0 || K == 0) st = rp_tensor_new(out, nd, shape); /* zeros */
+    else st = rp_matmul(out, a, b, 0);
+    if (st != RP_OK) return lrp_raise(L, st);
+    return 1;
+}
+
+/* ---- positions ---- */
+
+/* Reads positions at arg (a table of integers or a 1-D tensor of integral values, each within
+ * +-2^53; or a single number when allow_number) into a new userdata buffer pushed on the stack.
+ * Returns the buffer and sets *n. `what` names the argument in errors. */
+static int64_t *read_positions(lua_State *L, int arg, int idx, const char *what, int allow_number,
+                               int64_t *n)
+{
+    idx = lua_absindex(L, idx);
+    lua_Integer v = 0;
+    if (allow_number && lua_type(L, idx) == LUA_TNUMBER) {
+        if (!lrp_tointeger(L, idx, &v) || v < -LRP_MAX_POS || v > LRP_MAX_POS)
+            lrp_argerror(L, arg, "%s must be an integer within 2^53, got %s", what,
+                         lrp_describe(L, idx));
+        int64_t *p = (int64_t *)lua_newuserdatauv(L, sizeof(int64_t), 0);
+        p[0] = (int64_t)v;
+        *n = 1;
+        return p;
+    }
+    if (lua_type(L, idx) == LUA_TTABLE) {
+        lua_Unsigned len = lua_rawlen(L, idx);
+        if (len > (lua_Unsigned)RP_MAX_NUMEL) lrp_argerror(L, arg, "too many %s", what);
+        int64_t *p = (int64_t *)lua_newuserdatauv(L, (size_t)(len ? len : 1) * sizeof(int64_t), 0);
+        for (lua_Unsigned i = 0; i < len; i++) {
+            lua_rawgeti(L, idx, (lua_Integer)i + 1);
+            if (!lrp_tointeger(L, -1, &v) || v < -LRP_MAX_POS || v > LRP_MAX_POS)
+                lrp_argerror(L, arg, "%s[%I] must be an integer within 2^53, got %s", what,
+                             (LUAI_UACINT)(i + 1), lrp_describe(L, -1));
+            lua_pop(L, 1);
+            p[i] = (int64_t)v;
+        }
+        *n = (int64_t)len;
+        return p;
+    }
+    if (lrp_totensor(L, idx)) {
+        rp_tensor *t = lrp_checktensor(L, idx);
+        char buf[RP_SHAPE_STR_LEN];
+        if (t->ndim != 1)
+            lrp_argerror(L, arg, "%s must be a 1-D tensor, got %s", what, lrp_shape_str(buf, t));
+        int64_t len = t->shape[0];
+        int64_t *p = (int64_t *)lua_newuserdatauv(L, (size_t)(len ? len : 1) * sizeof(int64_t), 0);
+        const float *d = rp_tensor_data(t);
+        for (int64_t i = 0; i < len; i++) {
+            double x = (double)d[i * t->stride[0]];
+            if (!(x == floor(x)) || fabs(x) > (double)LRP_MAX_POS) {
+                lua_pushnumber(L, (lua_Number)x);
+                lrp_argerror(L, arg, "%s[%I] must be an integer within 2^53, got %s", what,
+                             (LUAI_UACINT)(i + 1), lrp_describe(L, -1));
+            }
+            p[i] = (int64_t)x;
+        }
+        *n = len;
+        return p;
+    }
+    lrp_argerror(L, arg, "%s must be a table of integers or a 1-D tensor%s, got %s", what,
+                 allow_number ? " or a number" : "", lrp_describe(L, idx));
+    return NULL;
+}
+
+/* A d_rot at arg: an even integer >= 2 (and <= max when max > 0). */
+static int64_t check_d_rot(lua_State *L, int arg, lua_Integer d, int64_t max)
+{
+    if (d < 2 || (max > 0 && d > max)) {
+        if (max > 0)
+            lrp_argerror(L, arg, "d_rot must be between 2 and D, got %I (D = %I)", (LUAI_UACINT)d,
+                         (LUAI_UACINT)max);
+        lrp_argerror(L, arg, "d_rot must be >= 2, got %I", (LUAI_UACINT)d);
+    }
+    if (d % 2 != 0) lrp_argerror(L, arg, "d_rot must be even, got %I", (LUAI_UACINT)d);
+    if (d > 2 * RP_MAX_NUMEL) lrp_argerror(L, arg, "d_rot is too large, got %I", (LUAI_UACINT)d);
+    return (int64_t)d;
+}
+
+/* d_rot = floor(fraction * D) for a fraction in (0, 1] (option key at opts idx); raises naming
+ * d_rot when the result is odd or below 2. */
+static int64_t d_rot_from_fraction(lua_State *L, int idx, const char *key, int64_t D,
+                                   const char *Dname)
+{
+    double f = lrp_optnumber(L, idx, key, 1.0);
+    if (!(f > 0.0 && f <= 1.0)) {
+        lua_pushnumber(L, (lua_Number)f);
+        lrp_argerror(L, idx, "option '%s' must be in (0, 1], got %s", key, lrp_describe(L, -1));
+    }
+    int64_t d = (int64_t)floor(f * (double)D);
+    if (d < 2 || d % 2 != 0)
+        lrp_argerror(L, idx, "d_rot must be %s, got %I (from %s %f of %s = %I)",
+                     d < 2 ? "at least 2" : "even", (LUAI_UACINT)d, key, (LUAI_UACNUMBER)f, Dname,
+                     (LUAI_UACINT)D);
+    return d;
+}
+
+/* A rope base at option key: finite and > 0. */
+static double opt_base(lua_State *L, int idx, const char *key)
+{
+    double base = lrp_optfinite(L, idx, key, 10000.0);
+    if (!(base > 0.0)) {
+        lua_pushnumber(L, (lua_Number)base);
+        lrp_argerror(L, idx, "option '%s' must be > 0, got %s", key, lrp_describe(L, -1));
+    }
+    return base;
+}
+
+/* An integer option in [min, 2^53]; min is 0 or -2^53. */
+static int64_t opt_pos(lua_State *L, int idx, const char *key, int64_t def, int64_t min)
+{
+    lua_Integer v = lrp_optinteger(L, idx, key, def);
+    if (v < min || v > LRP_MAX_POS)
+        lrp_argerror(L, idx, "option '%s' must be between %s and 2^53, got %I", key,
+                     min == 0 ? "0" : "-2^53", (LUAI_UACINT)v);
+    return (int64_t)v;
+}
+
+/* ---- rp.rope ---- */
+
+/* rp.rope.theta(d_rot[, base]): 1-D tensor of base^(-2i/d_rot), i = 0 .. d_rot/2-1. */
+static int l_rope_theta(lua_State *L)
+{
+    int64_t d_rot = check_d_rot(L, 1, lrp_checkint(L, 1, "d_rot"), 0);
+    double base = lua_isnoneornil(L, 2) ? 10000.0 : lrp_checkfinite(L, 2, "base");
+    if (!(base > 0.0)) return lrp_argerror(L, 2, "base must be > 0, got %f", (LUAI_UACNUMBER)base);
+    int64_t half = d_rot / 2;
+    double *theta = (double *)lua_newuserdatauv(L, (size_t)half * sizeof(double), 0);
+    rp_tensor *out = lrp_newtensor(L);
+    rp_status st = rp_tensor_new(out, 1, &half);
+    if (st != RP_OK) return lrp_raise(L, st);
+    rp_rope_theta(theta, d_rot, base);
+    float *d = rp_tensor_data(out);
+    for (int64_t i = 0; i < half; i++) d[i] = (float)theta[i];
+    return 1;
+}
+
+/* rp.rope.angles(positions, d_rot[, {base=, scale=}]): cos, sin as [n x d_rot/2]. positions: a
+ * count n (positions 0..n-1), a table or a 1-D tensor of positions. */
+static int l_rope_angles(lua_State *L)
+{
+    static const char *const known[] = {"base", "scale", NULL};
+    int64_t n = 0;
+    const int64_t *pos = NULL;
+    if (lua_type(L, 1) == LUA_TNUMBER) {
+        lua_Integer c = lrp_checkint(L, 1, "positions (a count)");
+        if (c < 0 || c > RP_MAX_NUMEL)
+            return lrp_argerror(L, 1, "position count must be between 0 and 2^40, got %I",
+                                (LUAI_UACINT)c);
+        n = (int64_t)c;
+    }
+    int64_t d_rot = check_d_rot(L, 2, lrp_checkint(L, 2, "d_rot"), 0);
+    lrp_checkopts(L, 3, known);
+    double base = opt_base(L, 3, "base");
+    double scale = lrp_optfinite(L, 3, "scale", 1.0);
+    lua_settop(L, 3);
+    if (lua_type(L, 1) != LUA_TNUMBER) pos = read_positions(L, 1, 1, "positions", 0, &n);
+    int64_t shape[2] = {n, d_rot / 2};
+    if (!numel_ok(2, shape)) return lrp_argerror(L, 2, "angles table would be too large");
+    rp_tensor *c = lrp_newtensor(L);
+    rp_status st = rp_tensor_new(c, 2, shape);
+    if (st != RP_OK) return lrp_raise(L, st);
+    rp_tensor *s = lrp_newtensor(L);
+    st = rp_tensor_new(s, 2, shape);
+    if (st != RP_OK) return lrp_raise(L, st);
+    if (n > 0) rp_rope_angles(rp_tensor_data(c), rp_tensor_data(s), pos, 0, n, d_rot, base, scale);
+    return 2;
+}
+
+/* rp.rope.rotate(x, opts): x with the first d_rot features of its last dim rotated by position.
+ * See docs/lua_api.md for the options. */
+static int l_rope_rotate(lua_State *L)
+{
+    static const char *const known[] = {"base",   "pairing",   "sign",  "fraction", "d_rot",
+                                        "dim",    "offset",    "positions", "scale", NULL};
+    rp_tensor *x = lrp_checktensor(L, 1);
+    char buf[RP_SHAPE_STR_LEN];
+    if (x->ndim < 1)
+        return lrp_argerror(L, 1, "expected x with at least 1 dim, got %s", lrp_shape_str(buf, x));
+    lrp_checkopts(L, 2, known);
+    lua_settop(L, 2);
+    int64_t D = x->shape[x->ndim - 1];
+
+    rp_rope_cfg cfg = rp_rope_cfg_default(D);
+    cfg.base = opt_base(L, 2, "base");
+    cfg.pairing = (rp_pairing)lrp_optenum(L, 2, "pairing", pairing_names, RP_PAIR_HALF);
+    lua_Integer sign = lrp_optinteger(L, 2, "sign", 1);
+    if (sign != 1 && sign != -1)
+        return lrp_argerror(L, 2, "option 'sign' must be 1 or -1, got %I", (LUAI_UACINT)sign);
+    cfg.sign = (int)sign;
+    if (lrp_hasopt(L, 2, "d_rot")) {
+        lua_Integer d = lrp_optinteger(L, 2, "d_rot", 0);
+        if (D < 2)
+            return lrp_argerror(L, 1, "x has D = %I features, too few to rotate", (LUAI_UACINT)D);
+        cfg.d_rot = check_d_rot(L, 2, d, D);
+        (void)lrp_optnumber(L, 2, "fraction", 1.0); /* type-checked, overridden */
+    } else {
+        cfg.d_rot = d_rot_from_fraction(L, 2, "fraction", D, "D");
+    }
+    cfg.scale = lrp_optfinite(L, 2, "scale", 1.0);
+
+    /* the dim that holds positions */
+    if (lrp_hasopt(L, 2, "dim")) {
+        lua_Integer d = lrp_optinteger(L, 2, "dim", 0);
+        int d0 = lrp_todim(d, x->ndim);
+        if (d0 < 0)
+            return lrp_argerror(L, 2, "option 'dim': dim %I out of range for %s", (LUAI_UACINT)d,
+                                lrp_shape_str(buf, x));
+        if (d0 == x->ndim - 1)
+            return lrp_argerror(L, 2, "option 'dim': dim %I of %s is the feature dim, not a "
+                                      "position dim",
+                                (LUAI_UACINT)d, lrp_shape_str(buf, x));
+        cfg.pos_dim = d0;
+    } else if (x->ndim == 4) {
+        cfg.pos_dim = 1;
+    } else if (x->ndim == 3 || x->ndim == 2) {
+        cfg.pos_dim = 0;
+    } else if (x->ndim == 1) {
+        cfg.pos_dim = -1;
+    } else {
+        return lrp_argerror(L, 2, "option 'dim' is needed for a %d-D x %s", x->ndim,
+                            lrp_shape_str(buf, x));
+    }
+    int64_t npos = cfg.pos_dim >= 0 ? x->shape[cfg.pos_dim] : 1;
+
+    /* positions: offset + t, or an explicit list */
+    int has_pos = lrp_hasopt(L, 2, "positions");
+    if (has_pos && lrp_hasopt(L, 2, "offset"))
+        return lrp_argerror(L, 2, "give option 'offset' or 'positions', not both");
+    cfg.offset = opt_pos(L, 2, "offset", 0, -LRP_MAX_POS);
+    if (has_pos) {
+        int64_t n = 0;
+        lua_getfield(L, 2, "positions"); /* index 3 */
+        const int64_t *p = read_positions(L, 2, 3, "option 'positions'", cfg.pos_dim < 0, &n);
+        if (n != npos && cfg.pos_dim < 0)
+            return lrp_argerror(L, 2, "option 'positions' has %I entries, expected 1 (x is one "
+                                      "vector %s)",
+                                (LUAI_UACINT)n, lrp_shape_str(buf, x));
+        if (n != npos)
+            return lrp_argerror(L, 2, "option 'positions' has %I entries, expected %I (the size of "
+                                      "dim %d of %s)",
+                                (LUAI_UACINT)n, (LUAI_UACINT)npos, cfg.pos_dim + 1,
+                                lrp_shape_str(buf, x));
+        cfg.positions = p; /* the userdata stays on the stack during the call */
+    }
+    rp_tensor *out = lrp_newtensor(L);
+    rp_status st = rp_rope_rotate(out, x, &cfg);
+    if (st != RP_OK) return lrp_raise(L, st);
+    return 1;
+}
+
+/* rp.rope.sinusoidal(T, d[, {base=10000, offset=0}]): [T x d] Vaswani encodings. */
+static int l_rope_sinusoidal(lua_State *L)
+{
+    static const char *const known[] = {"base", "offset", NULL};
+    lua_Integer T = lrp_checkint(L, 1, "T");
+    if (T < 0 || T > RP_MAX_NUMEL)
+        return lrp_argerror(L, 1, "T must be between 0 and 2^40, got %I", (LUAI_UACINT)T);
+    lua_Integer d = lrp_checkint(L, 2, "d");
+    if (d < 2 || d % 2 != 0 || d > RP_MAX_NUMEL)
+        return lrp_argerror(L, 2, "d must be even and >= 2, got %I", (LUAI_UACINT)d);
+    lrp_checkopts(L, 3, known);
+    double base = opt_base(L, 3, "base");
+    int64_t offset = opt_pos(L, 3, "offset", 0, -LRP_MAX_POS);
+    int64_t shape[2] = {(int64_t)T, (int64_t)d};
+    if (!numel_ok(2, shape)) return lrp_argerror(L, 2, "[T x d] would be too large");
+    rp_tensor *out = lrp_newtensor(L);
+    rp_status st = rp_tensor_new(out, 2, shape);
+    if (st != RP_OK) return lrp_raise(L, st);
+    if (T > 0) rp_sinusoidal_forward(rp_tensor_data(out), shape[0], shape[1], offset, base);
+    return 1;
+}
+
+/* ---- attention ---- */
+
+/* "[2 x S x 4 x 16]"-style text: the size when known (> 0), else the letter. */
+static const char *expect_str(char *buf, const int64_t *sizes, const char *const *letters)
+{
+    size_t pos = 0, len = RP_SHAPE_STR_LEN;
+    buf[pos++] = '[';
+    for (int i = 0; i < 4; i++) {
+        int n = sizes[i] > 0 ? snprintf(buf + pos, len - pos, "%s%lld", i ? " x " : "",
+                                        (long long)sizes[i])
+                             : snprintf(buf + pos, len - pos, "%s%s", i ? " x " : "", letters[i]);
+        if (n > 0) pos += (size_t)n;
+    }
+    buf[pos++] = ']';
+    buf[pos] = '\0';
+    return buf;
+}
+
+/* Checks that t (argument arg, called name) is 4-D with sizes >= 1 matching want: want[i] > 0
+ * is required; 0 is free (shown as its letter); -1 is free (shown as t's own size). */
+static void check_4d(lua_State *L, int arg, const char *name, const rp_tensor *t,
+                     const int64_t *want, const char *const *letters)
+{
+    char a[RP_SHAPE_STR_LEN], b[RP_SHAPE_STR_LEN];
+    int ok = t->ndim == 4;
+    int64_t shown[4];
+    for (int i = 0; i < 4; i++) {
+        shown[i] = want[i] > 0 ? want[i] : 0;
+        if (want[i] < 0 && t->ndim == 4 && t->shape[i] >= 1) shown[i] = t->shape[i];
+        if (ok && ((want[i] > 0 && t->shape[i] != want[i]) || t->shape[i] < 1)) ok = 0;
+    }
+    if (!ok)
+        lrp_argerror(L, arg, "expected %s as %s%s, got %s", name, expect_str(a, shown, letters),
+                     t->ndim == 4 && rp_tensor_numel(t) == 0 ? " with sizes >= 1" : "",
+                     lrp_shape_str(b, t));
+}
+
+/* rp.attention(q, k, v[, opts]) -> out [B,T,H,Dv], att [B,H,T,S]. */
+static int l_attention(lua_State *L)
+{
+    static const char *const known[] = {"pe",         "causal",     "scale",    "base", "pairing",
+                                        "fraction_qk", "fraction_v", "q_offset", NULL};
+    static const char *const pe_names[] = {"none",  "sinusoidal", "learned", "rope",
+                                           "roper", "roper_legacy", NULL};
+    static const char *const q_letters[] = {"B", "T", "H", "D"};
+    static const char *const k_letters[] = {"B", "S", "H", "D"};
+    static const char *const v_letters[] = {"B", "S", "H", "Dv"};
+    rp_tensor *q = lrp_checktensor(L, 1);
+    rp_tensor *k = lrp_checktensor(L, 2);
+    rp_tensor *v = lrp_checktensor(L, 3);
+    int64_t want[4] = {0, 0, 0, 0};
+    check_4d(L, 1, "q", q, want, q_letters);
+    int64_t B = q->shape[0], T = q->shape[1], H = q->shape[2], D = q->shape[3];
+    int64_t wk[4] = {B, -1, H, D};
+    check_4d(L, 2, "k", k, wk, k_letters);
+    int64_t S = k->shape[1];
+    int64_t wv[4] = {B, S, H, -1};
+    check_4d(L, 3, "v", v, wv, v_letters);
+    int64_t Dv = v->shape[3];
+
+    lrp_checkopts(L, 4, known);
+    rp_attn_cfg cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.pe = (rp_pe)lrp_optenum(L, 4, "pe", pe_names, RP_PE_NONE);
+    cfg.causal = lrp_optboolean(L, 4, "causal", 1);
+    cfg.scale = lrp_optfinite(L, 4, "scale", 1.0 / sqrt((double)D));
+    cfg.base = opt_base(L, 4, "base");
+    cfg.pairing = (rp_pairing)lrp_optenum(L, 4, "pairing", pairing_names, RP_PAIR_HALF);
+    int rope_qk = cfg.pe == RP_PE_ROPE || cfg.pe == RP_PE_ROPER || cfg.pe == RP_PE_ROPER_LEGACY;
+    int rope_v = cfg.pe == RP_PE_ROPER || cfg.pe == RP_PE_ROPER_LEGACY;
+    if (rope_qk) cfg.d_rot_qk = d_rot_from_fraction(L, 4, "fraction_qk", D, "D");
+    else (void)lrp_optnumber(L, 4, "fraction_qk", 1.0);
+    if (rope_v) cfg.d_rot_v = d_rot_from_fraction(L, 4, "fraction_v", Dv, "Dv");
+    else (void)lrp_optnumber(L, 4, "fraction_v", 1.0);
+    if (!rope_qk) cfg.d_rot_qk = D;
+    if (!rope_v) cfg.d_rot_v = Dv;
+    if (lrp_hasopt(L, 4, "q_offset")) {
+        cfg.q_offset = opt_pos(L, 4, "q_offset", 0, 0);
+    } else {
+        if (S < T)
+            return lrp_argerror(L, 4, "default q_offset = S - T = %I is negative (T = %I queries, "
+                                      "S = %I keys); pass option 'q_offset'",
+                                (LUAI_UACINT)(S - T), (LUAI_UACINT)T, (LUAI_UACINT)S);
+        cfg.q_offset = S - T;
+    }
+    if (T > INT32_LIMIT || S > INT32_LIMIT || D > INT32_LIMIT || Dv > INT32_LIMIT)
+        return lrp_argerror(L, 1, "attention sizes T, S, D, Dv must be at most 2^31-1");
+    int64_t out_sizes[4] = {B, T, H, Dv}, att_sizes[4] = {B, H, T, S};
+    if (!numel_ok(4, out_sizes) || !numel_ok(4, att_sizes))
+        return lrp_argerror(L, 2, "attention weights [B x H x T x S] would be too large");
+    lua_settop(L, 4);
+    rp_tensor *out = lrp_newtensor(L);
+    rp_tensor *att = lrp_newtensor(L);
+    rp_status st = rp_attention(out, att, q, k, v, &cfg);
+    if (st != RP_OK) return lrp_raise(L, st);
+    return 2;
+}
+
+/* ---- BLAS and threads ---- */
+
+static int l_blas_core(lua_State *L)
+{
+    lua_pushstring(L, rp_blas_core());
+    return 1;
+}
+
+static int l_blas_config(lua_State *L)
+{
+    lua_pushstring(L, rp_blas_config());
+    return 1;
+}
+
+static int l_blas_threads(lua_State *L)
+{
+    lua_pushinteger(L, rp_blas_threads());
+    return 1;
+}
+
+static int l_blas_wanted_coretype(lua_State *L)
+{
+    const char *c = rp_blas_wanted_coretype();
+    if (c) lua_pushstring(L, c);
+    else lua_pushnil(L);
+    return 1;
+}
+
+/* rp.set_num_threads(n): OpenBLAS and OpenMP thread count, 1 <= n <= 1024. */
+static int l_set_num_threads(lua_State *L)
+{
+    lua_Integer n = lrp_checkint(L, 1, "n");
+    if (n < 1 || n > 1024)
+        return lrp_argerror(L, 1, "n must be between 1 and 1024, got %I", (LUAI_UACINT)n);
+    rp_blas_set_threads((int)n);
+    return 0;
+}
+
+static const luaL_Reg rope_funcs[] = {
+    {"theta", l_rope_theta},   {"angles", l_rope_angles},           {"rotate", l_rope_rotate},
+    {"sinusoidal", l_rope_sinusoidal}, {NULL, NULL},
+};
+
+static const luaL_Reg blas_funcs[] = {
+    {"core", l_blas_core},       {"config", l_blas_config},
+    {"threads", l_blas_threads}, {"wanted_coretype", l_blas_wanted_coretype},
+    {NULL, NULL},
+};
+
+static const luaL_Reg nn_funcs[] = {
+    {"attention", l_attention},
+    {"matmul", lrp_matmul},
+    {"set_num_threads", l_set_num_threads},
+    {NULL, NULL},
+};
+
+void lrp_open_nn(lua_State *L, int mod)
+{
+    mod = lua_absindex(L, mod);
+    luaL_newlib(L, rope_funcs);
+    lua_setfield(L, mod, "rope");
+    luaL_newlib(L, blas_funcs);
+    lua_setfield(L, mod, "blas");
+    lua_pushvalue(L, mod);
+    luaL_setfuncs(L, nn_funcs, 0);
+    lua_pop(L, 1);
+}

@@ -1,0 +1,224 @@
+/* roper.Rng: seeded generators (rp.rng), the module's default generator (kept in the registry
+ * under LRP_DEFAULT_RNG_KEY, not in a C global) and the random tensor constructors. */
+#include <string.h>
+
+#include "roper.h"
+
+/* The generator at idx (raises "roper.Rng expected, got X"). */
+static rp_rng *check_rng(lua_State *L, int idx)
+{
+    return (rp_rng *)luaL_checkudata(L, idx, LRP_RNG_MT);
+}
+
+/* Pushes a new generator seeded with seed and returns it. */
+static rp_rng *push_rng(lua_State *L, uint64_t seed)
+{
+    rp_rng *g = (rp_rng *)lua_newuserdatauv(L, sizeof *g, 0);
+    memset(g, 0, sizeof *g);
+    luaL_setmetatable(L, LRP_RNG_MT);
+    rp_rng_seed(g, seed);
+    return g;
+}
+
+/* The default generator (created on first use if missing). Leaves the stack unchanged; the
+ * registry keeps the userdata alive. */
+static rp_rng *default_rng(lua_State *L)
+{
+    rp_rng *g;
+    if (lua_getfield(L, LUA_REGISTRYINDEX, LRP_DEFAULT_RNG_KEY) == LUA_TUSERDATA &&
+        (g = (rp_rng *)luaL_testudata(L, -1, LRP_RNG_MT)) != NULL) {
+        lua_pop(L, 1);
+        return g;
+    }
+    lua_pop(L, 1);
+    g = push_rng(L, 0);
+    lua_setfield(L, LUA_REGISTRYINDEX, LRP_DEFAULT_RNG_KEY);
+    return g;
+}
+
+/* An integer bound for random integers: |v| <= 2^53. */
+static lua_Integer check_bound(lua_State *L, int arg, const char *what)
+{
+    lua_Integer v = lrp_checkint(L, arg, what);
+    if (v < -LRP_MAX_POS || v > LRP_MAX_POS)
+        lrp_argerror(L, arg, "%s must be between -2^53 and 2^53, got %I", what, (LUAI_UACINT)v);
+    return v;
+}
+
+/* Checks lo <= hi (both bounded) at args lo_arg, lo_arg + 1. */
+static void check_lohi(lua_State *L, int lo_arg, lua_Integer *lo, lua_Integer *hi)
+{
+    *lo = check_bound(L, lo_arg, "lo");
+    *hi = check_bound(L, lo_arg + 1, "hi");
+    if (*lo > *hi)
+        lrp_argerror(L, lo_arg + 1, "hi must be >= lo, got lo = %I, hi = %I", (LUAI_UACINT)*lo,
+                     (LUAI_UACINT)*hi);
+}
+
+enum { R_UNIFORM, R_NORMAL, R_INT };
+
+/* Pushes a new tensor with the shape at first..last (a table, or numbers) filled from g. A shape
+ * table must be the last argument (rp.rand & co. have already removed a trailing generator). */
+static int push_random(lua_State *L, rp_rng *g, int first, int last, int kind, lua_Integer lo,
+                       lua_Integer hi)
+{
+    int is_method = first >= 2 && luaL_testudata(L, 1, LRP_RNG_MT) != NULL;
+    int64_t shape[RP_MAX_DIMS];
+    if (last < first)
+        return lrp_argerror(L, first, "shape expected (a table of sizes, or sizes as numbers), got "
+                                      "no value");
+    if (lua_type(L, first) == LUA_TTABLE && last > first)
+        return lrp_argerror(L, first + 1,
+                            is_method ? "unexpected argument after the shape table (%s)"
+                                      : "roper.Rng expected after the shape table, got %s",
+                            lrp_describe(L, first + 1));
+    int ndim = lrp_checkshape(L, first, last, shape, 0);
+    rp_tensor *out = lrp_newtensor(L);
+    rp_status st = rp_tensor_new(out, ndim, shape);
+    if (st != RP_OK) return lrp_raise(L, st);
+    if (kind == R_UNIFORM) rp_rng_fill_uniform(g, out, 0.0, 1.0);
+    else if (kind == R_NORMAL) rp_rng_fill_normal(g, out, 0.0, 1.0);
+    else rp_rng_fill_int(g, out, (int64_t)lo, (int64_t)hi);
+    return 1;
+}
+
+/* For rp.rand & co.: the generator given as the last argument (then *last is moved before it) or
+ * the default one. */
+static rp_rng *trailing_rng(lua_State *L, int *last)
+{
+    *last = lua_gettop(L);
+    rp_rng *g = *last >= 1 ? (rp_rng *)luaL_testudata(L, *last, LRP_RNG_MT) : NULL;
+    if (g) {
+        (*last)--;
+        return g;
+    }
+    return default_rng(L);
+}
+
+/* rp.rand(shape[, rng]): uniform [0, 1). */
+static int l_rand(lua_State *L)
+{
+    int last;
+    rp_rng *g = trailing_rng(L, &last);
+    return push_random(L, g, 1, last, R_UNIFORM, 0, 0);
+}
+
+/* rp.randn(shape[, rng]): standard normal. */
+static int l_randn(lua_State *L)
+{
+    int last;
+    rp_rng *g = trailing_rng(L, &last);
+    return push_random(L, g, 1, last, R_NORMAL, 0, 0);
+}
+
+/* rp.randint(lo, hi, shape[, rng]): integers lo..hi inclusive as floats. */
+static int l_randint(lua_State *L)
+{
+    int last;
+    lua_Integer lo, hi;
+    rp_rng *g = trailing_rng(L, &last);
+    check_lohi(L, 1, &lo, &hi);
+    return push_random(L, g, 3, last, R_INT, lo, hi);
+}
+
+/* rp.rng([seed]): a new generator (seed: any integer, default 0). */
+static int l_rng(lua_State *L)
+{
+    lua_Integer seed = lua_isnoneornil(L, 1) ? 0 : lrp_checkint(L, 1, "seed");
+    push_rng(L, (uint64_t)seed);
+    return 1;
+}
+
+/* rp.seed(n): reseeds the default generator. */
+static int l_seed(lua_State *L)
+{
+    lua_Integer seed = lrp_checkint(L, 1, "seed");
+    rp_rng_seed(default_rng(L), (uint64_t)seed);
+    return 0;
+}
+
+/* g:seed(n): restarts g's stream; returns g. */
+static int g_seed(lua_State *L)
+{
+    rp_rng *g = check_rng(L, 1);
+    lua_Integer seed = lrp_checkint(L, 2, "seed");
+    rp_rng_seed(g, (uint64_t)seed);
+    lua_settop(L, 1);
+    return 1;
+}
+
+/* g:uniform(): a number in [0, 1). */
+static int g_uniform(lua_State *L)
+{
+    rp_rng *g = check_rng(L, 1);
+    lua_pushnumber(L, (lua_Number)rp_rng_uniform(g));
+    return 1;
+}
+
+/* g:normal(): a standard normal deviate. */
+static int g_normal(lua_State *L)
+{
+    rp_rng *g = check_rng(L, 1);
+    lua_pushnumber(L, (lua_Number)rp_rng_normal(g));
+    return 1;
+}
+
+/* g:int(lo, hi): an integer in [lo, hi]. */
+static int g_int(lua_State *L)
+{
+    rp_rng *g = check_rng(L, 1);
+    lua_Integer lo, hi;
+    check_lohi(L, 2, &lo, &hi);
+    lua_pushinteger(L, (lua_Integer)rp_rng_int(g, (int64_t)lo, (int64_t)hi));
+    return 1;
+}
+
+/* g:rand(shape), g:randn(shape), g:randint(lo, hi, shape). */
+static int g_rand(lua_State *L)
+{
+    rp_rng *g = check_rng(L, 1);
+    return push_random(L, g, 2, lua_gettop(L), R_UNIFORM, 0, 0);
+}
+
+static int g_randn(lua_State *L)
+{
+    rp_rng *g = check_rng(L, 1);
+    return push_random(L, g, 2, lua_gettop(L), R_NORMAL, 0, 0);
+}
+
+static int g_randint(lua_State *L)
+{
+    rp_rng *g = check_rng(L, 1);
+    lua_Integer lo, hi;
+    check_lohi(L, 2, &lo, &hi);
+    return push_random(L, g, 4, lua_gettop(L), R_INT, lo, hi);
+}
+
+static const luaL_Reg rng_methods[] = {
+    {"seed", g_seed}, {"uniform", g_uniform}, {"normal", g_normal}, {"int", g_int},
+    {"rand", g_rand}, {"randn", g_randn},     {"randint", g_randint}, {NULL, NULL},
+};
+
+static const luaL_Reg rng_funcs[] = {
+    {"rng", l_rng},   {"seed", l_seed},       {"rand", l_rand},
+    {"randn", l_randn}, {"randint", l_randint}, {NULL, NULL},
+};
+
+void lrp_open_rng(lua_State *L, int mod)
+{
+    mod = lua_absindex(L, mod);
+    luaL_newmetatable(L, LRP_RNG_MT);
+    luaL_newlib(L, rng_methods);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, mod, "Rng");
+    lua_setfield(L, -2, "__index");
+    lua_pop(L, 1);
+
+    lua_pushvalue(L, mod);
+    luaL_setfuncs(L, rng_funcs, 0);
+    lua_pop(L, 1);
+
+    /* a fresh default generator (seed 0) for this load of the module */
+    push_rng(L, 0);
+    lua_setfield(L, LUA_REGISTRYINDEX, LRP_DEFAULT_RNG_KEY);
+}

@@ -1,0 +1,96 @@
+/* luaopen_roper: the module table (no globals), its submodules, and the embedded Lua sources.
+ *
+ * Load order: roper.Tensor (tensor.c), roper.Rng and the default generator (rng.c), rp.rope,
+ * rp.blas, rp.attention, rp.matmul (nn.c), rp._VERSION; then every file of bindings/lua/ in name
+ * order (compiled into build/roper_lua.c by bindings/embed.lua), each loaded as
+ * "@bindings/lua/<file>" and called as chunk(rp, internals), where internals is a private table
+ * { Tensor_mt = <roper.Tensor metatable>, Rng_mt = <roper.Rng metatable>, is_live = f } (is_live(t)
+ * is true for a tensor that has not been released). Finally, when OpenBLAS runs its Prescott
+ * fallback on this CPU, one warning line goes to stderr (once per Lua state).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "roper.h"
+
+/* internals.is_live(x): true when x is a tensor that was not released. */
+static int l_is_live(lua_State *L)
+{
+    rp_tensor *t = lrp_totensor(L, 1);
+    lua_pushboolean(L, t != NULL && t->storage != NULL);
+    return 1;
+}
+
+/* Copies the OpenBLAS version ("0.3.21") out of rp_blas_config() into buf. */
+static void blas_version(char *buf, size_t len)
+{
+    const char *cfg = rp_blas_config();
+    const char *prefix = "OpenBLAS ";
+    snprintf(buf, len, "?");
+    if (cfg == NULL || strncmp(cfg, prefix, strlen(prefix)) != 0) return;
+    cfg += strlen(prefix);
+    size_t n = strcspn(cfg, " ");
+    if (n == 0 || n >= len) return;
+    memcpy(buf, cfg, n);
+    buf[n] = '\0';
+}
+
+/* Prints the Prescott warning once per Lua state (the flag lives in the registry). */
+static void warn_prescott(lua_State *L)
+{
+    const char *want = rp_blas_wanted_coretype();
+    if (want == NULL) return;
+    int warned = lua_getfield(L, LUA_REGISTRYINDEX, "roper.prescott_warned") != LUA_TNIL;
+    lua_pop(L, 1);
+    if (warned) return;
+    lua_pushboolean(L, 1);
+    lua_setfield(L, LUA_REGISTRYINDEX, "roper.prescott_warned");
+    char ver[32];
+    blas_version(ver, sizeof ver);
+    fprintf(stderr,
+            "roper: OpenBLAS %s runs its slow Prescott kernels on this CPU; start with "
+            "OPENBLAS_CORETYPE=%s (the roper REPL does this itself)\n",
+            ver, want);
+    fflush(stderr);
+}
+
+/* Runs the embedded Lua sources as chunk(mod, priv). Errors propagate (require fails). */
+static void run_lua_sources(lua_State *L, int mod, int priv)
+{
+    for (int i = 0; i < lrp_lua_nsources; i++) {
+        const struct lrp_lua_source *s = &lrp_lua_sources[i];
+        lua_pushfstring(L, "@bindings/lua/%s", s->name);
+        int st = luaL_loadbufferx(L, s->src, s->len, lua_tostring(L, -1), "t");
+        if (st != LUA_OK) lua_error(L);
+        lua_remove(L, -2); /* the chunk name */
+        lua_pushvalue(L, mod);
+        lua_pushvalue(L, priv);
+        lua_call(L, 2, 0);
+    }
+}
+
+LUAMOD_API int luaopen_roper(lua_State *L)
+{
+    luaL_checkversion(L);
+    lua_newtable(L);
+    int mod = lua_gettop(L);
+    lrp_open_tensor(L, mod);
+    lrp_open_rng(L, mod);
+    lrp_open_nn(L, mod);
+    lua_pushliteral(L, RP_VERSION);
+    lua_setfield(L, mod, "_VERSION");
+
+    lua_newtable(L);
+    int priv = lua_gettop(L);
+    luaL_getmetatable(L, LRP_TENSOR_MT);
+    lua_setfield(L, priv, "Tensor_mt");
+    luaL_getmetatable(L, LRP_RNG_MT);
+    lua_setfield(L, priv, "Rng_mt");
+    lua_pushcfunction(L, l_is_live);
+    lua_setfield(L, priv, "is_live");
+    run_lua_sources(L, mod, priv);
+
+    warn_prescott(L);
+    lua_settop(L, mod);
+    return 1;
+}

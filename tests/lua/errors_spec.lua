@@ -1,0 +1,191 @@
+-- Bad input raises a Lua error that names the problem (never a crash). Table-driven: each case is
+-- { description, function, expected }, where expected is the exact message (checked with
+-- assert.has_error, which drops the "file:line: " prefix) or, as { pattern = "..." }, a Lua
+-- pattern the message (without that prefix) must match.
+
+local rp = require "roper"
+
+local function M23() return rp.tensor { { 1, 2, 3 }, { 4, 5, 6 } } end
+local function qkv(Tq, S, D, Dv)
+  return rp.zeros { 1, Tq, 2, D }, rp.zeros { 1, S, 2, D }, rp.zeros { 1, S, 2, Dv or D }
+end
+
+-- Messages are those of Lua's standard form. For a method call (t:name(x)) Lua counts x as
+-- argument #1; for an operator (a + b) the metamethod's arguments are #1 and #2; for t[i] the key
+-- is #2 of 'index'; a bad self reads "calling 'name' on bad self (...)".
+local cases = {
+  -- wrong types
+  { "rp.tensor of a string", function() return rp.tensor("abc") end,
+    "bad argument #1 to 'tensor' (number, table or tensor expected, got string \"abc\")" },
+  { "rp.tensor of a table holding a string", function() return rp.tensor { 1, "x", 3 } end,
+    "bad argument #1 to 'tensor' (expected a number at [2], got string \"x\")" },
+  { "add with a string", function() return M23():add("x") end,
+    "bad argument #1 to 'add' (tensor or number expected, got string \"x\")" },
+  { "+ with a string", function() return M23() + "x" end,
+    "bad argument #2 to 'add' (tensor or number expected, got string \"x\")" },
+  { "full with a string value", function() return rp.full({ 2 }, "x") end,
+    "bad argument #2 to 'full' (value must be a number, got string \"x\")" },
+  { "matmul with a string", function() return rp.matmul("a", M23()) end,
+    "bad argument #1 to 'matmul' (roper.Tensor expected, got string)" },
+  { "rope.rotate of a string", function() return rp.rope.rotate("x") end,
+    "bad argument #1 to 'rotate' (roper.Tensor expected, got string)" },
+  { "attention with a number for k",
+    function() local q = rp.zeros { 1, 2, 1, 4 } return rp.attention(q, 3, q) end,
+    "bad argument #2 to 'attention' (roper.Tensor expected, got number)" },
+  { "rp.rng with a non-integer seed", function() return rp.rng(1.5) end,
+    "bad argument #1 to 'rng' (seed must be an integer, got 1.5)" },
+  { "t[1.5]", function() return rp.ones { 3 }[1.5] end,
+    "bad argument #2 to 'index' (index must be an integer, got 1.5)" },
+  { "causal = 1 instead of a boolean",
+    function() local q, k, v = qkv(2, 2, 4) return rp.attention(q, k, v, { causal = 1 }) end,
+    "bad argument #4 to 'attention' (option 'causal' must be a boolean, got 1)" },
+
+  -- shape mismatches name both shapes
+  { "add of [2 x 3] and [4]", function() return M23():add(rp.ones { 4 }) end,
+    "bad argument #1 to 'add' (shapes [2 x 3] and [4] do not broadcast)" },
+  { "+ of [2 x 3] and [2 x 2]", function() return M23() + rp.ones { 2, 2 } end,
+    "bad argument #2 to 'add' (shapes [2 x 3] and [2 x 2] do not broadcast)" },
+  { "matmul of [2 x 3] and [4 x 5]", function() return rp.matmul(M23(), rp.ones { 4, 5 }) end,
+    "bad argument #2 to 'matmul' (shapes [2 x 3] and [4 x 5] do not fit for matmul (inner sizes 3 and 4))" },
+  { "batched matmul with batch dims 2 and 3",
+    function() return rp.matmul(rp.ones { 2, 2, 3 }, rp.ones { 3, 3, 2 }) end,
+    "bad argument #2 to 'matmul' (batch dims of [2 x 2 x 3] and [3 x 3 x 2] do not broadcast)" },
+  { "copy of [4] into [2 x 3]", function() return M23():copy(rp.ones { 4 }) end,
+    "bad argument #1 to 'copy' (cannot broadcast [4] to [2 x 3])" },
+  { "maxdiff of [2 x 3] and [3 x 2]", function() return M23():maxdiff(M23():t()) end,
+    "bad argument #1 to 'maxdiff' (shapes [2 x 3] and [3 x 2] differ)" },
+  { "attention with k of another head size",
+    function() local q, _, v = qkv(3, 3, 4) return rp.attention(q, rp.zeros { 1, 3, 2, 6 }, v) end,
+    "bad argument #2 to 'attention' (expected k as [1 x 3 x 2 x 4], got [1 x 3 x 2 x 6])" },
+  { "attention with v of another length",
+    function() local q, k = qkv(3, 3, 4) return rp.attention(q, k, rp.zeros { 1, 5, 2, 4 }) end,
+    "bad argument #3 to 'attention' (expected v as [1 x 3 x 2 x 4], got [1 x 5 x 2 x 4])" },
+  { "attention with a 3-D q",
+    function() local _, k, v = qkv(3, 3, 4) return rp.attention(rp.zeros { 3, 2, 4 }, k, v) end,
+    "bad argument #1 to 'attention' (expected q as [B x T x H x D], got [3 x 2 x 4])" },
+
+  -- dims and indices out of range
+  { "size(5) of a 2-D tensor", function() return M23():size(5) end,
+    "bad argument #1 to 'size' (dim 5 out of range for [2 x 3])" },
+  { "select on dim 3 of a 2-D tensor", function() return M23():select(3, 1) end,
+    "bad argument #1 to 'select' (dim 3 out of range for [2 x 3])" },
+  { "select index 3 of a size-2 dim", function() return M23():select(1, 3) end,
+    "bad argument #2 to 'select' (index 3 out of range for dim 1 of [2 x 3])" },
+  { "narrow past the end", function() return M23():narrow(2, 3, 2) end,
+    "bad argument #3 to 'narrow' (length 2 at start 3 out of range for dim 2 of [2 x 3])" },
+  { "t[3] of a [2 x 3] tensor", function() return M23()[3] end,
+    "bad argument #2 to 'index' (index 3 out of range for dim 1 of [2 x 3])" },
+  { "t[0]", function() return M23()[0] end,
+    "bad argument #2 to 'index' (index 0 out of range for dim 1 of [2 x 3])" },
+  { "t[-3] of a [2 x 3] tensor", function() return M23()[-3] end,
+    "bad argument #2 to 'index' (index -3 out of range for dim 1 of [2 x 3])" },
+  { "get(3, 1) of a [2 x 3] tensor", function() return M23():get(3, 1) end,
+    "bad argument #1 to 'get' (index 3 out of range for dim 1 of [2 x 3])" },
+  { "get with one index on a 2-D tensor", function() return M23():get(1) end,
+    "bad argument #1 to 'get' (get needs 2 indices for [2 x 3], got 1)" },
+  { "transpose(1, 3) of a 2-D tensor", function() return M23():transpose(1, 3) end,
+    "bad argument #2 to 'transpose' (dim 3 out of range for [2 x 3])" },
+  { "sum over dim 3 of a 2-D tensor", function() return M23():sum(3) end,
+    "bad argument #1 to 'sum' (dim 3 out of range for [2 x 3])" },
+  { "softmax over dim 0", function() return M23():softmax(0) end,
+    "bad argument #1 to 'softmax' (dim 0 out of range for [2 x 3])" },
+  { "t[{1, 4}] slice index out of range", function() return M23()[{ 1, 4 }] end,
+    "bad argument #2 to 'index' (index 4 out of range for dim 2 of [2 x 3])" },
+
+  -- sizes
+  { "negative size", function() return rp.zeros { 2, -1 } end,
+    "bad argument #1 to 'zeros' (size 2 must be >= 0, got -1)" },
+  { "non-integer size", function() return rp.zeros { 2, 1.5 } end,
+    "bad argument #1 to 'zeros' (size 2 must be an integer, got 1.5)" },
+  { "nine dims", function() return rp.zeros { 1, 1, 1, 1, 1, 1, 1, 1, 1 } end,
+    "bad argument #1 to 'zeros' (shape has 9 dims, at most 8 allowed)" },
+  { "ragged nested table", function() return rp.tensor { { 1, 2 }, { 3 } } end,
+    "bad argument #1 to 'tensor' (ragged nested table: [2] has 1 entries, expected 2)" },
+  { "eye(-1)", function() return rp.eye(-1) end,
+    "bad argument #1 to 'eye' (n must be between 0 and 2^20, got -1)" },
+  { "range with step 0", function() return rp.range(1, 5, 0) end,
+    "bad argument #3 to 'range' (step must be nonzero)" },
+  { "linspace with n = -1", function() return rp.linspace(0, 1, -1) end,
+    "bad argument #3 to 'linspace' (n must be between 0 and 2^40, got -1)" },
+  { "randint with lo > hi", function() return rp.randint(5, 1, { 3 }) end,
+    "bad argument #2 to 'randint' (hi must be >= lo, got lo = 5, hi = 1)" },
+  { "g:int with lo > hi", function() return rp.rng(1):int(5, 1) end,
+    "bad argument #2 to 'int' (hi must be >= lo, got lo = 5, hi = 1)" },
+
+  -- views
+  { "view of a non-contiguous tensor", function() return M23():t():view { 6 } end,
+    "calling 'view' on bad self (view needs a contiguous tensor, got [3 x 2] with strides [1 x 3] "
+      .. "(use reshape or contiguous))" },
+  { "view with another element count", function() return M23():view { 4, 2 } end,
+    "bad argument #1 to 'view' (cannot fit [2 x 3] (6 elements) into shape [4 x 2] (8 elements))" },
+  { "view with two -1", function() return rp.zeros { 2, 3, 4 }:view { -1, -1 } end,
+    "bad argument #1 to 'view' (only one size may be -1)" },
+  { "permute with a repeated dim", function() return M23():permute(1, 1) end,
+    "bad argument #2 to 'permute' (dim 1 repeated in permute)" },
+  { "permute with too few dims", function() return rp.zeros { 2, 3, 4 }:permute(2, 1) end,
+    "bad argument #1 to 'permute' (permute needs 3 dims for [2 x 3 x 4], got 2)" },
+  { "item() of a 2-element tensor", function() return rp.ones { 2 }:item() end,
+    "calling 'item' on bad self (item() needs a tensor of one element, got [2])" },
+
+  -- rope and attention options
+  { "odd d_rot", function() return rp.rope.rotate(rp.zeros { 4, 6 }, { d_rot = 3 }) end,
+    "bad argument #2 to 'rotate' (d_rot must be even, got 3)" },
+  { "fraction giving an odd d_rot", function() return rp.rope.rotate(rp.zeros { 4, 6 }, { fraction = 0.5 }) end,
+    "bad argument #2 to 'rotate' (d_rot must be even, got 3 (from fraction 0.5 of D = 6))" },
+  { "fraction giving d_rot 0", function() return rp.rope.rotate(rp.zeros { 4, 6 }, { fraction = 0.1 }) end,
+    "bad argument #2 to 'rotate' (d_rot must be at least 2, got 0 (from fraction 0.1 of D = 6))" },
+  { "d_rot larger than D", function() return rp.rope.rotate(rp.zeros { 4, 6 }, { d_rot = 8 }) end,
+    "bad argument #2 to 'rotate' (d_rot must be between 2 and D, got 8 (D = 6))" },
+  { "unknown option name", function() return rp.rope.rotate(rp.zeros { 4, 6 }, { fractoin = 0.5 }) end,
+    "bad argument #2 to 'rotate' (unknown option 'fractoin' (known: base, pairing, sign, fraction, d_rot, "
+      .. "dim, offset, positions, scale))" },
+  { "unknown pairing", function() return rp.rope.rotate(rp.zeros { 4, 6 }, { pairing = "zigzag" }) end,
+    "bad argument #2 to 'rotate' (option 'pairing' must be one of \"half\", \"interleaved\", got string \"zigzag\")" },
+  { "sign 0", function() return rp.rope.rotate(rp.zeros { 4, 6 }, { sign = 0 }) end,
+    "bad argument #2 to 'rotate' (option 'sign' must be 1 or -1, got 0)" },
+  { "sign 2", function() return rp.rope.rotate(rp.zeros { 4, 6 }, { sign = 2 }) end,
+    "bad argument #2 to 'rotate' (option 'sign' must be 1 or -1, got 2)" },
+  { "positions of the wrong length",
+    function() return rp.rope.rotate(rp.zeros { 4, 6 }, { positions = { 0, 1 } }) end,
+    "bad argument #2 to 'rotate' (option 'positions' has 2 entries, expected 4 (the size of dim 1 of [4 x 6]))" },
+  { "rotate dim out of range", function() return rp.rope.rotate(rp.zeros { 4, 6 }, { dim = 3 }) end,
+    "bad argument #2 to 'rotate' (option 'dim': dim 3 out of range for [4 x 6])" },
+  { "theta with an odd d_rot", function() return rp.rope.theta(5) end,
+    "bad argument #1 to 'theta' (d_rot must be even, got 5)" },
+  { "unknown pe", function() local q, k, v = qkv(2, 2, 4) return rp.attention(q, k, v, { pe = "alibi" }) end,
+    "bad argument #4 to 'attention' (option 'pe' must be one of \"none\", \"sinusoidal\", \"learned\", "
+      .. "\"rope\", \"roper\", \"roper_legacy\", got string \"alibi\")" },
+  { "attention with an odd d_rot from fraction_qk",
+    function() local q, k, v = qkv(2, 2, 6) return rp.attention(q, k, v, { pe = "rope", fraction_qk = 0.5 }) end,
+    "bad argument #4 to 'attention' (d_rot must be even, got 3 (from fraction_qk 0.5 of D = 6))" },
+  { "attention with a negative q_offset",
+    function() local q, k, v = qkv(2, 2, 4) return rp.attention(q, k, v, { q_offset = -1 }) end,
+    "bad argument #4 to 'attention' (option 'q_offset' must be between 0 and 2^53, got -1)" },
+  { "attention with an unknown pairing",
+    function() local q, k, v = qkv(2, 2, 4) return rp.attention(q, k, v, { pe = "rope", pairing = "zigzag" }) end,
+    "bad argument #4 to 'attention' (option 'pairing' must be one of \"half\", \"interleaved\", got string \"zigzag\")" },
+}
+
+describe("errors", function()
+  it("has at least 30 cases", function() assert.is_true(#cases >= 30) end)
+
+  for _, c in ipairs(cases) do
+    local name, fn, expected = c[1], c[2], c[3]
+    it(name, function()
+      if type(expected) == "string" then
+        assert.has_error(fn, expected)
+      else
+        local ok, err = pcall(fn)
+        assert.is_false(ok, "no error raised")
+        assert.equal("string", type(err), "error value is not a string")
+        assert.matches(expected.pattern, (err:gsub("^.-:%d+: ", "", 1)))
+      end
+    end)
+  end
+
+  it("the module is still usable after errors", function()
+    for _, c in ipairs(cases) do pcall(c[2]) end
+    collectgarbage()
+    assert.equal(6, rp.ones { 2, 3 }:sum())
+  end)
+end)

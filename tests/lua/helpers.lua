@@ -1,0 +1,283 @@
+-- Shared helpers of the busted specs: approximate comparison with a max-diff message, and `naive`,
+-- plain-Lua double-precision references that never call the roper module's kernels.
+--
+-- Use from a spec file:
+--   local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+--   package.path = dir .. "?.lua;" .. package.path
+--   local h = require "helpers"
+
+local rp = require "roper"
+local luassert = require "luassert"
+
+local M = {}
+
+---------------------------------------------------------------------------------------------------
+-- Nested tables and tensors
+
+-- A tensor, nested table or number -> (flat list of numbers, shape list).
+function M.flatten(x)
+  if rp.is_tensor(x) then x = x:totable() end
+  if type(x) == "number" then return { x }, {} end
+  local out, shape = {}, {}
+  local function walk(t, depth)
+    if type(t) == "number" then
+      out[#out + 1] = t
+      return
+    end
+    shape[depth] = math.max(shape[depth] or 0, #t)
+    for _, e in ipairs(t) do walk(e, depth + 1) end
+  end
+  walk(x, 1)
+  return out, shape
+end
+
+-- Max |a - b| (NaN when an element is NaN on either side); error when the sizes differ.
+function M.maxdiff(a, b)
+  local fa, sa = M.flatten(a)
+  local fb, sb = M.flatten(b)
+  if #fa ~= #fb then
+    error(string.format("sizes differ: %d elements [%s] vs %d elements [%s]", #fa,
+                        table.concat(sa, " x "), #fb, table.concat(sb, " x ")), 2)
+  end
+  local m, at = 0, 0
+  for i = 1, #fa do
+    local e = math.abs(fa[i] - fb[i])
+    if e ~= e then return e, i end
+    if e > m then m, at = e, i end
+  end
+  return m, at
+end
+
+function M.maxabs(a)
+  local m = 0
+  for _, x in ipairs((M.flatten(a))) do m = math.max(m, math.abs(x)) end
+  return m
+end
+
+-- approx(a, b, tol[, label]): a, b tensors, nested tables or numbers. Fails (a busted failure, not
+-- an error) when any element differs by more than tol, or when the element counts differ, with a
+-- message that gives the max diff and the first index where it occurs. Returns the max diff.
+function M.approx(a, b, tol, label)
+  tol = tol or 1e-5
+  local fa, sa = M.flatten(a)
+  local fb, sb = M.flatten(b)
+  local prefix = label and (label .. ": ") or ""
+  luassert(#fa == #fb, string.format("%selement counts differ: %d [%s] vs %d [%s]", prefix, #fa,
+                                     table.concat(sa, " x "), #fb, table.concat(sb, " x ")))
+  local d, at = M.maxdiff(fa, fb)
+  luassert(d <= tol, string.format("%smax diff %.6g > tol %.3g at flat index %d (%.9g vs %.9g)",
+                                   prefix, d, tol, at, fa[at] or 0 / 0, fb[at] or 0 / 0))
+  return d
+end
+
+-- Shape of a tensor as a Lua list (for assert.same).
+function M.shape(t) return t:shape() end
+
+---------------------------------------------------------------------------------------------------
+-- naive: plain-Lua references in doubles
+
+local naive = {}
+M.naive = naive
+
+-- Matrix product of two nested 2-D tables.
+function naive.matmul(A, B)
+  local n, k, m = #A, #B, #B[1]
+  assert(#A[1] == k, "naive.matmul: inner sizes differ")
+  local C = {}
+  for i = 1, n do
+    C[i] = {}
+    for j = 1, m do
+      local s = 0
+      for l = 1, k do s = s + A[i][l] * B[l][j] end
+      C[i][j] = s
+    end
+  end
+  return C
+end
+
+function naive.transpose(A)
+  local T = {}
+  for j = 1, #A[1] do
+    T[j] = {}
+    for i = 1, #A do T[j][i] = A[i][j] end
+  end
+  return T
+end
+
+-- Softmax of a flat list (max-subtracted); -math.huge entries give exactly 0.
+function naive.softmax(row)
+  local mx = -math.huge
+  for _, x in ipairs(row) do mx = math.max(mx, x) end
+  local out, z = {}, 0
+  for i, x in ipairs(row) do
+    out[i] = math.exp(x - mx)
+    z = z + out[i]
+  end
+  for i = 1, #out do out[i] = out[i] / z end
+  return out
+end
+
+-- Softmax of every row of a nested 2-D table (along the last dim).
+function naive.softmax_rows(A)
+  local out = {}
+  for i, row in ipairs(A) do out[i] = naive.softmax(row) end
+  return out
+end
+
+function naive.dot(a, b)
+  local s = 0
+  for i = 1, #a do s = s + a[i] * b[i] end
+  return s
+end
+
+-- theta_i = base^(-2i/d_rot), i = 0 .. d_rot/2-1 (Lua list, 1-based).
+function naive.theta(d_rot, base)
+  base = base or 10000
+  local th = {}
+  for i = 0, d_rot // 2 - 1 do th[i + 1] = base ^ (-2 * i / d_rot) end
+  return th
+end
+
+-- The 1-based feature indices (a, b) of rotation pair i (1-based) for a pairing.
+function naive.pair(i, d_rot, pairing)
+  if pairing == "interleaved" then return 2 * i - 1, 2 * i end
+  return i, i + d_rot // 2
+end
+
+-- Rotation of a vector x (Lua list of D numbers) to position pos:
+-- pair i of the first d_rot features is multiplied by the 2x2 matrix R(sign * scale * pos * theta_i);
+-- features beyond d_rot are copied. opts: d_rot (default #x), base, pairing, sign, scale.
+function naive.rotate(x, pos, opts)
+  opts = opts or {}
+  local d_rot = opts.d_rot or #x
+  local th = naive.theta(d_rot, opts.base)
+  local sign, scale = opts.sign or 1, opts.scale or 1
+  local y = {}
+  for j = 1, #x do y[j] = x[j] end
+  for i = 1, d_rot // 2 do
+    local a, b = naive.pair(i, d_rot, opts.pairing)
+    local ang = sign * scale * pos * th[i]
+    local c, s = math.cos(ang), math.sin(ang)
+    y[a] = c * x[a] - s * x[b]
+    y[b] = s * x[a] + c * x[b]
+  end
+  return y
+end
+
+-- Sinusoidal (Vaswani) table [T][d]: [t][2i+1] = sin(p / base^(2i/d)), [t][2i+2] = cos(...),
+-- p = offset + t - 1.
+function naive.sinusoidal(T, d, base, offset)
+  base, offset = base or 10000, offset or 0
+  local out = {}
+  for t = 1, T do
+    local p = offset + t - 1
+    out[t] = {}
+    for i = 0, d // 2 - 1 do
+      local ang = p / base ^ (2 * i / d)
+      out[t][2 * i + 1] = math.sin(ang)
+      out[t][2 * i + 2] = math.cos(ang)
+    end
+  end
+  return out
+end
+
+-- Multi-head attention in doubles. q [B][T][H][D], k [B][S][H][D], v [B][S][H][Dv] (nested tables).
+-- opts: pe, causal (default true), scale (1/sqrt(D)), base, pairing, d_rot_qk (D), d_rot_v (Dv),
+-- q_offset (S - T). Returns out [B][T][H][Dv] and att [B][H][T][S].
+function naive.attention(q, k, v, opts)
+  opts = opts or {}
+  local B, T, S, H = #q, #q[1], #k[1], #q[1][1]
+  local D, Dv = #q[1][1][1], #v[1][1][1]
+  local pe = opts.pe or "none"
+  local causal = opts.causal ~= false
+  local scale = opts.scale or 1 / math.sqrt(D)
+  local q_offset = opts.q_offset or (S - T)
+  local rope = pe == "rope" or pe == "roper" or pe == "roper_legacy"
+  local value_rot = pe == "roper" or pe == "roper_legacy"
+  local rq = { d_rot = opts.d_rot_qk or D, base = opts.base, pairing = opts.pairing }
+  local function rv(scl, sign)
+    return { d_rot = opts.d_rot_v or Dv, base = opts.base, pairing = opts.pairing, scale = scl, sign = sign }
+  end
+  local out, att = {}, {}
+  for b = 1, B do
+    out[b], att[b] = {}, {}
+    for t = 1, T do
+      out[b][t] = {}
+    end
+    for h = 1, H do
+      att[b][h] = {}
+      for t = 1, T do
+        local n = q_offset + t - 1
+        local qv = q[b][t][h]
+        if rope then qv = naive.rotate(qv, n, rq) end
+        local row = {}
+        for s = 1, S do
+          local i = s - 1
+          if causal and i > n then
+            row[s] = -math.huge
+          else
+            local kv = k[b][s][h]
+            if rope then kv = naive.rotate(kv, i, rq) end
+            row[s] = naive.dot(qv, kv) * scale
+          end
+        end
+        local a = naive.softmax(row)
+        att[b][h][t] = a
+        local o = {}
+        for j = 1, Dv do o[j] = 0 end
+        for s = 1, S do
+          local vv = v[b][s][h]
+          if pe == "roper" then vv = naive.rotate(vv, s - 1, rv(1))
+          elseif pe == "roper_legacy" then vv = naive.rotate(vv, s - 1, rv(2)) end
+          for j = 1, Dv do o[j] = o[j] + a[s] * vv[j] end
+        end
+        if value_rot then o = naive.rotate(o, n, rv(1, -1)) end
+        out[b][t][h] = o
+      end
+    end
+  end
+  return out, att
+end
+
+-- Elementwise op on two nested tables with numpy broadcasting (numbers allowed on either side).
+function naive.broadcast(op, a, b)
+  local fa, sa = M.flatten(a)
+  local fb, sb = M.flatten(b)
+  local nd = math.max(#sa, #sb)
+  local shape = {}
+  for i = 1, nd do
+    local x = sa[#sa - nd + i] or 1
+    local y = sb[#sb - nd + i] or 1
+    assert(x == y or x == 1 or y == 1, "naive.broadcast: shapes do not broadcast")
+    shape[i] = math.max(x, y)
+  end
+  local function strides(s)
+    local st, acc = {}, 1
+    for i = nd, 1, -1 do
+      local size = s[#s - nd + i] or 1
+      st[i] = size == 1 and 0 or acc
+      acc = acc * size
+    end
+    return st
+  end
+  local st_a, st_b = strides(sa), strides(sb)
+  local function build(depth, oa, ob)
+    if depth > nd then return op(fa[oa + 1], fb[ob + 1]) end
+    local t = {}
+    for i = 1, shape[depth] do
+      t[i] = build(depth + 1, oa + (i - 1) * st_a[depth], ob + (i - 1) * st_b[depth])
+    end
+    return t
+  end
+  return build(1, 0, 0)
+end
+
+-- Elementwise map over a nested table.
+function naive.map(f, a)
+  if type(a) == "number" then return f(a) end
+  local t = {}
+  for i, e in ipairs(a) do t[i] = naive.map(f, e) end
+  return t
+end
+
+return M

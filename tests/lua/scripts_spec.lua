@@ -1,0 +1,94 @@
+-- Runs scripts/rotation_identity.lua and a tiny REPL session through the REPL binary
+-- (ROPER_BIN, default build/roper), from the repository root.
+
+local BIN = os.getenv("ROPER_BIN") or "build/roper"
+
+local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+
+-- Runs a shell command; returns its output (stdout and stderr) and the io.popen close results.
+local function run(cmd)
+  local p = assert(io.popen(cmd .. " 2>&1", "r"))
+  local out = p:read("a")
+  local ok, how, code = p:close()
+  return out, ok, how, code
+end
+
+local function lines(s)
+  local t = {}
+  for line in s:gmatch("[^\n]*") do t[#t + 1] = line end
+  return t
+end
+
+-- Checks the output of rotation_identity.lua; returns the number of passed checks.
+local function check_identity_output(out)
+  local n_pass, n_fail = out:match("rotation identity: (%d+) passed, (%d+) failed")
+  assert.is_not_nil(n_pass, "no summary line in:\n" .. out)
+  assert.equal("0", n_fail, out)
+  assert.is_true(tonumber(n_pass) >= 8, "only " .. n_pass .. " checks")
+  local pass_lines = 0
+  for _, line in ipairs(lines(out)) do
+    assert.is_nil(line:find("%f[%w]FAIL%f[%W]"), "a FAIL line: " .. line)
+    if line:find("%f[%w]PASS%f[%W]") then pass_lines = pass_lines + 1 end
+  end
+  assert.equal(tonumber(n_pass), pass_lines, "summary count vs PASS lines")
+  -- every numbered step 1..8 is there
+  for k = 1, 8 do assert.truthy(out:find("\n" .. k .. "%. "), "step " .. k .. " missing") end
+  return tonumber(n_pass)
+end
+
+describe("scripts/rotation_identity.lua", function()
+  it("passes every check under the REPL binary and exits 0", function()
+    local out, ok, how, code = run(sh_quote(BIN) .. " scripts/rotation_identity.lua")
+    assert.is_true(ok == true, string.format("exit %s %s:\n%s", tostring(how), tostring(code), out))
+    check_identity_output(out)
+  end)
+
+  it("takes --seed and --d", function()
+    local out, ok = run(sh_quote(BIN) .. " scripts/rotation_identity.lua --seed 7 --d 16")
+    assert.is_true(ok == true, out)
+    check_identity_output(out)
+    assert.truthy(out:find("seed 7", 1, true))
+    assert.truthy(out:find("d = 16", 1, true))
+    -- another seed draws other numbers: the printed errors differ
+    local out1 = run(sh_quote(BIN) .. " scripts/rotation_identity.lua --seed 1 --d 16")
+    local function errs(s)
+      local t = {}
+      for e in s:gmatch("max error (%S+),") do t[#t + 1] = e end
+      return table.concat(t, " ")
+    end
+    assert.are_not.equal(errs(out1), errs(out))
+  end)
+
+  it("rejects a bad --d with exit status 2", function()
+    local out, ok, how, code = run(sh_quote(BIN) .. " scripts/rotation_identity.lua --d 7")
+    assert.is_not_true(ok)
+    assert.equal("exit", how)
+    assert.equal(2, code)
+    assert.truthy(out:find("--d must be even", 1, true), out)
+  end)
+end)
+
+describe("the REPL", function()
+  it("evaluates piped lines and prints the results", function()
+    local out, ok = run("printf 'x = rp.ones{2,2}\\nx:sum()\\n' | " .. sh_quote(BIN))
+    assert.is_true(ok == true, out)
+    local found = false
+    for _, line in ipairs(lines(out)) do
+      local v = line:gsub("^[>%s]*", ""):gsub("%s+$", "")
+      if v == "4" or v == "4.0" then found = true end
+    end
+    assert.is_true(found, "no line printing 4 in:\n" .. out)
+  end)
+
+  it("prints a tensor with its shape, reports an error and goes on; exit status 1 after an error", function()
+    local out, ok, how, code = run("printf 'rp.zeros{2,3}\\nrp.zeros{2}:add(rp.ones{3})\\nprint(\"after\", 1 + 1)\\n' | "
+                                   .. sh_quote(BIN))
+    assert.truthy(out:find("[2 x 3]", 1, true), out)
+    assert.truthy(out:find("shapes [2] and [3] do not broadcast", 1, true), out)
+    assert.truthy(out:find("after\t2", 1, true), out)
+    -- bindings/repl.c: without a terminal the exit status is 1 if any chunk failed
+    assert.is_not_true(ok)
+    assert.equal("exit", how)
+    assert.equal(1, code)
+  end)
+end)
