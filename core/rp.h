@@ -22,5 +22,9 @@
 #include "ops.h"
 #include "rope.h"
 #include "attention.h"
+#include "layers.h"
+#include "model.h"
+#include "optim.h"
+#include "checkpoint.h"
 
 #endif

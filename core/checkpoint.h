@@ -1,0 +1,30 @@
+/* Checkpoints: a model's config and parameters, optionally the optimiser's config and state and
+ * the model's RNG, in one file (format: docs/checkpoint.md). Written atomically: a temporary file
+ * in the same folder, fsync, rename. Loading validates magic, version, sizes, names, shapes and
+ * the checksum before anything is used. */
+#ifndef RP_CHECKPOINT_H
+#define RP_CHECKPOINT_H
+
+#include "model.h"
+#include "optim.h"
+
+/* Saves m (and, when opt_cfg and opt_state are not NULL, the optimiser). RP_ERR_IO with
+ * "path: reason" when the file cannot be written; nothing is left behind then. */
+rp_status rp_checkpoint_save(const char *path, rp_model *m, const rp_adam_cfg *opt_cfg,
+                             const rp_adam_state *opt_state);
+
+/* What a checkpoint holds, read by rp_checkpoint_load. */
+typedef struct rp_checkpoint {
+    rp_model *model;        /* a new model (caller frees) */
+    int has_optim;
+    rp_adam_cfg opt_cfg;
+    rp_adam_state opt_state; /* m and v malloc'ed (caller frees with rp_checkpoint_free_optim) */
+} rp_checkpoint;
+
+/* Loads path into ck. RP_ERR_IO ("path: reason") for a missing, unreadable, truncated or
+ * corrupted file (bad magic, unknown version, checksum mismatch, impossible sizes); nothing is
+ * allocated then. */
+rp_status rp_checkpoint_load(const char *path, rp_checkpoint *ck);
+void rp_checkpoint_free_optim(rp_checkpoint *ck);
+
+#endif

@@ -1,0 +1,75 @@
+/* Layer kernels of the transformer: forward/backward pairs over explicit float buffers (llm.c
+ * style). Dim letters: N rows (= B*T tokens), C features, OC output features, V vocabulary.
+ *
+ * Argument order: forward (out, saved..., inp..., weights..., dims); backward
+ * (dinp..., dweights..., dout, saved/inputs..., weights..., dims).
+ * Forward OVERWRITES its outputs. Backward ACCUMULATES (+=) into every d* buffer; a NULL d*
+ * pointer skips that gradient. Kernels never allocate and never fail: callers check dims.
+ * Rows are processed in parallel with OpenMP where it pays; results do not depend on the thread
+ * count (no reductions across threads change order), except inside sgemm.
+ */
+#ifndef RP_LAYERS_H
+#define RP_LAYERS_H
+
+#include <stdint.h>
+
+#include "rng.h"
+
+/* ---- embedding ---- */
+
+/* out[n, :] = wte[tok[n], :] (+ wpe[pos[n], :] when wpe != NULL; pos[n] = n % T).
+ * out (N, C), tok (N) with 0 <= tok < V (caller checks), wte (V, C), wpe (T, C) or NULL. */
+void rp_embedding_forward(float *out, const int32_t *tok, const float *wte, const float *wpe,
+                          int64_t N, int64_t T, int64_t C);
+/* dwte[tok[n], :] += dout[n, :]; dwpe[n % T, :] += dout[n, :] (when dwpe != NULL). */
+void rp_embedding_backward(float *dwte, float *dwpe, const float *dout, const int32_t *tok,
+                           int64_t N, int64_t T, int64_t C);
+
+/* ---- layer normalisation (eps 1e-5, biased variance, as torch.nn.LayerNorm) ---- */
+
+/* out (N, C) = (inp - mean) * rstd * w + b; saves mean (N) and rstd (N). */
+void rp_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
+                          const float *b, int64_t N, int64_t C);
+/* dinp (N, C), dw (C), db (C) accumulate. */
+void rp_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                           const float *mean, const float *rstd, const float *w, int64_t N,
+                           int64_t C);
+
+/* ---- linear: out (N, OC) = inp (N, C) @ w^T + b, w (OC, C), b (OC) or NULL; sgemm ---- */
+void rp_linear_forward(float *out, const float *inp, const float *w, const float *b, int64_t N,
+                       int64_t C, int64_t OC);
+/* dinp (N, C) += dout @ w; dw (OC, C) += dout^T @ inp; db (OC) += column sums of dout. */
+void rp_linear_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                        const float *w, int64_t N, int64_t C, int64_t OC);
+
+/* ---- activations, elementwise over n values (out may equal inp) ---- */
+void rp_relu_forward(float *out, const float *inp, int64_t n);
+void rp_relu_backward(float *dinp, const float *dout, const float *inp, int64_t n);
+/* GELU, exact erf form (torch.nn.functional.gelu default). */
+void rp_gelu_forward(float *out, const float *inp, int64_t n);
+void rp_gelu_backward(float *dinp, const float *dout, const float *inp, int64_t n);
+
+/* ---- residual: out = a + b (out may equal a or b); backward da += dout, db += dout ---- */
+void rp_residual_forward(float *out, const float *a, const float *b, int64_t n);
+void rp_residual_backward(float *da, float *db, const float *dout, int64_t n);
+
+/* ---- softmax cross-entropy over logits (N, V) ----
+ * losses[n] = -log softmax(logits[n])[target[n]] for scored rows; a row is scored when
+ * target[n] >= 0 and (mask == NULL or mask[n] != 0); unscored rows get loss 0.
+ * Returns the number of scored rows. probs (N, V) receives the softmax (saved for backward). */
+int64_t rp_crossentropy_forward(float *losses, float *probs, const float *logits,
+                                const int32_t *target, const uint8_t *mask, int64_t N, int64_t V);
+/* dlogits (N, V) += dloss * (probs - onehot(target)) for scored rows, where dloss = scale
+ * (1 / number of scored rows for a mean loss). Unscored rows get nothing. */
+void rp_crossentropy_backward(float *dlogits, const float *probs, const int32_t *target,
+                              const uint8_t *mask, float scale, int64_t N, int64_t V);
+
+/* ---- dropout (inverted): out = inp * mask, mask[i] = 0 with probability p, else 1/(1-p),
+ * drawn from rng in index order (so a run is reproducible from the rng state). p = 0: out = inp
+ * and mask is left alone (may be NULL); 0 <= p < 1. ---- */
+void rp_dropout_forward(float *out, float *mask, const float *inp, float p, rp_rng *rng,
+                        int64_t n);
+/* dinp += dout * mask (p = 0: dinp += dout; mask may then be NULL). */
+void rp_dropout_backward(float *dinp, const float *dout, const float *mask, float p, int64_t n);
+
+#endif

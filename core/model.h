@@ -1,0 +1,152 @@
+/* The transformer: token embedding -> N layers -> (final LayerNorm) -> output layer, as labml
+ * trains it (research/labml_roper.md §3): biases everywhere, untied output layer, scale
+ * 1/sqrt(d_k), causal mask, ReLU (or GELU) feed-forward.
+ *
+ *   pre-norm (labml, the default):  x += drop(attn(LN1(x)));  x += drop(ff(LN2(x)));  LN_f at the end
+ *   post-norm (the write-up's 20M): x = LN1(x + drop(attn(x)));  x = LN2(x + drop(ff(x)));  no LN_f
+ *
+ * pe = none | rope | roper | roper_legacy: token embedding only (the rotations act inside
+ * attention); sinusoidal: + the Vaswani table; learned: + a trained (seq_len, C) table.
+ *
+ * Memory: one flat buffer each for parameters, gradients (same layout) and activations, sized
+ * once for (max_batch, seq_len) at creation; forward accepts any B <= max_batch, T <= seq_len.
+ * The parameter buffer is a rp_storage so that tensor views of weights outlive the model.
+ */
+#ifndef RP_MODEL_H
+#define RP_MODEL_H
+
+#include <stdint.h>
+
+#include "attention.h"
+#include "rng.h"
+#include "storage.h"
+#include "tensor.h"
+
+typedef enum { RP_NORM_PRE = 0, RP_NORM_POST = 1 } rp_norm;
+typedef enum { RP_ACT_RELU = 0, RP_ACT_GELU = 1 } rp_act;
+
+typedef struct rp_model_cfg {
+    int64_t vocab;        /* V >= 1 */
+    int64_t d_model;      /* C >= 1, divisible by heads */
+    int64_t heads;        /* H >= 1 */
+    int64_t layers;       /* >= 1 */
+    int64_t d_ff;         /* >= 1 */
+    int64_t seq_len;      /* max T >= 1 */
+    int64_t max_batch;    /* activations are sized for this many sequences */
+    rp_norm norm;
+    rp_act act;
+    double dropout;       /* 0 <= p < 1, on both residual branches; 0 by default */
+    rp_pe pe;
+    double fraction_qk;   /* d_rot_qk = floor(fraction_qk * d_k), even >= 2 for rope modes */
+    double fraction_v;    /* d_rot_v = floor(fraction_v * d_k), even >= 2 for roper modes */
+    double rope_base;     /* 10000 */
+    rp_pairing pairing;
+    uint64_t seed;        /* initialisation and dropout */
+} rp_model_cfg;
+
+/* The labml defaults: d_model 128, heads 4, layers 3, d_ff 512, seq_len 512, max_batch 16,
+ * pre-norm, ReLU, dropout 0, pe rope, fractions 1, base 10000, half pairing, seed 0; vocab as
+ * given. */
+rp_model_cfg rp_model_cfg_default(int64_t vocab);
+
+/* Checks every field (ranges, divisibility, even d_rot); RP_ERR_ARG naming the field. */
+rp_status rp_model_cfg_check(const rp_model_cfg *cfg);
+
+/* One named parameter: its place in the flat buffer. Names:
+ *   "embed.weight" (V, C); "pos.weight" (seq_len, C) only for pe = learned;
+ *   per layer l = 0..layers-1: "layers.<l>.norm1.weight" (C), "layers.<l>.norm1.bias" (C),
+ *   "layers.<l>.attn.qkv.weight" (3C, C) rows [q; k; v], "layers.<l>.attn.qkv.bias" (3C),
+ *   "layers.<l>.attn.out.weight" (C, C), "layers.<l>.attn.out.bias" (C),
+ *   "layers.<l>.norm2.weight" (C), "layers.<l>.norm2.bias" (C),
+ *   "layers.<l>.ff.w1.weight" (d_ff, C), "layers.<l>.ff.w1.bias" (d_ff),
+ *   "layers.<l>.ff.w2.weight" (C, d_ff), "layers.<l>.ff.w2.bias" (C);
+ *   "norm_f.weight" (C), "norm_f.bias" (C) only for pre-norm;
+ *   "head.weight" (V, C), "head.bias" (V).
+ * The order above is the order in the buffer. */
+typedef struct rp_param_info {
+    char name[48];
+    int ndim;
+    int64_t shape[2];
+    int64_t offset;  /* in floats, into the parameter buffer */
+    int64_t numel;
+} rp_param_info;
+
+typedef struct rp_model rp_model;
+
+/* A new model with parameters initialised from cfg->seed like PyTorch's defaults: linear
+ * weights and biases U(-1/sqrt(fan_in), 1/sqrt(fan_in)), embeddings N(0, 1), LayerNorm weight 1
+ * and bias 0 (drawn in layout order from one rp_rng). Returns NULL with the error recorded (bad
+ * cfg: RP_ERR_ARG; no memory: RP_ERR_NOMEM). Free with rp_model_free. */
+rp_model *rp_model_new(const rp_model_cfg *cfg);
+void rp_model_free(rp_model *m);
+
+const rp_model_cfg *rp_model_config(const rp_model *m);
+int rp_model_num_params(const rp_model *m);          /* entries in the layout */
+const rp_param_info *rp_model_param(const rp_model *m, int i);
+int rp_model_find_param(const rp_model *m, const char *name); /* index or -1 */
+int64_t rp_model_param_count(const rp_model *m);     /* total floats */
+/* The storages (the model keeps its own reference; retain to keep one). */
+rp_storage *rp_model_params(rp_model *m);
+rp_storage *rp_model_grads(rp_model *m);
+/* A (retained) tensor view of parameter i in the parameter (grad = 0) or gradient (grad = 1)
+ * buffer. */
+void rp_model_param_view(rp_tensor *out, rp_model *m, int i, int grad);
+
+/* The model's dropout RNG (its state is part of a checkpoint). */
+rp_rng *rp_model_rng(rp_model *m);
+
+/* Forward pass over tokens (B, T) (row-major, values in 0..V-1; caller checks ranges with
+ * rp_model_check_tokens). When targets != NULL it also computes the mean cross-entropy over scored
+ * positions (targets (B, T), -1 or mask[n] == 0 = not scored; mask may be NULL) into *loss (NaN
+ * when nothing is scored) and keeps what backward needs. train != 0 enables dropout.
+ * Logits (B, T, V) stay in the activation buffer: rp_model_logits. */
+rp_status rp_model_forward(rp_model *m, const int32_t *tokens, const int32_t *targets,
+                           const uint8_t *mask, int64_t B, int64_t T, int train, float *loss);
+/* Checks B, T against the model's sizes and every token / target value; RP_ERR_ARG/RANGE. */
+rp_status rp_model_check_tokens(const rp_model *m, const int32_t *tokens, const int32_t *targets,
+                                int64_t B, int64_t T);
+/* Logits (B, T, V) of the last forward (valid until the next call). */
+const float *rp_model_logits(const rp_model *m);
+
+/* Sets every gradient to 0. */
+void rp_model_zero_grad(rp_model *m);
+/* Backward pass of the last forward (which must have had targets): grads += dloss/dparams. */
+rp_status rp_model_backward(rp_model *m);
+
+/* Introspection of the last forward (valid until the next call): the attention weights of layer
+ * l (0-based) as a pointer to (B, H, T, T) with T the last forward's T; the residual stream after
+ * layer l ((B, T, C); l = -1 gives the embedding output). NULL when l is out of range or no forward
+ * ran. */
+const float *rp_model_attention_weights(const rp_model *m, int64_t layer);
+const float *rp_model_residual(const rp_model *m, int64_t layer);
+/* B and T of the last forward (0 before any). */
+void rp_model_last_shape(const rp_model *m, int64_t *B, int64_t *T);
+
+/* ---- incremental decoding with a KV cache (one sequence) ----
+ * The cache stores k already rotated by +i*theta and (roper modes) v already rotated by +i*theta
+ * (+2i*theta for roper_legacy), as GeoV does; each new output is rotated by -n*theta for its
+ * position n. Positions count from the first token fed after rp_model_cache_reset. */
+void rp_model_cache_reset(rp_model *m);
+/* Feeds n tokens at positions cache_len .. cache_len+n-1 (cache_len + n <= seq_len, else
+ * RP_ERR_RANGE) and writes the logits of the LAST of them (V floats) into logits_out. */
+rp_status rp_model_cache_feed(rp_model *m, const int32_t *tokens, int64_t n, float *logits_out);
+int64_t rp_model_cache_len(const rp_model *m);
+
+/* Decoding options. temperature 0 = greedy (argmax, first on ties); otherwise sample from
+ * softmax(logits / temperature), restricted to the top_k largest logits when top_k > 0, with rng.
+ * Generation stops after n_new tokens or right after emitting stop_token (>= 0; -1 = none). */
+typedef struct rp_gen_cfg {
+    double temperature;
+    int64_t top_k;
+    int32_t stop_token;
+    rp_rng *rng;        /* required when temperature > 0 */
+} rp_gen_cfg;
+
+/* Generates up to n_new tokens after prompt (n_prompt >= 1 tokens) with the KV cache (it resets
+ * the cache first). When the window is full (seq_len tokens) it re-encodes the last seq_len / 2
+ * tokens, positions restarting at 0, and goes on. Writes the new tokens to out (n_new capacity)
+ * and their count to *n_out (the stop token included when emitted). */
+rp_status rp_model_generate(rp_model *m, const int32_t *prompt, int64_t n_prompt, int64_t n_new,
+                            const rp_gen_cfg *cfg, int32_t *out, int64_t *n_out);
+
+#endif
