@@ -8,7 +8,6 @@
 #   NO_OMP=1        build without OpenMP
 
 SHELL := /bin/bash
-CC ?= gcc
 
 # Debian packages the project needs (installed by `make deps` only when missing).
 PACKAGES := gcc make pkg-config lua5.4 liblua5.4-dev libopenblas-dev lua-busted libreadline-dev \
@@ -51,11 +50,12 @@ LIB := $(BUILD)/libroper.a
 MODULE := $(BUILD)/roper.so
 REPL := $(BUILD)/roper
 BENCH := $(BUILD)/bench
+BENCH_TRAIN := $(BUILD)/bench_train
 
 .PHONY: all deps test test-c test-lua run bench clean
 .DELETE_ON_ERROR:
 
-all: $(LIB) $(MODULE) $(REPL) $(CTEST_BIN) $(BENCH)
+all: $(LIB) $(MODULE) $(REPL) $(CTEST_BIN) $(BENCH) $(BENCH_TRAIN)
 
 # Installs only the packages that are missing; does nothing (and needs no network) otherwise.
 deps:
@@ -96,7 +96,7 @@ $(BUILD)/tests/%: tests/c/%.c tests/c/check.h $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) -Itests/c $< -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
 
-$(BENCH): tests/bench/bench.c $(LIB)
+$(BENCH) $(BENCH_TRAIN): $(BUILD)/%: tests/bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
 
@@ -106,8 +106,11 @@ test: deps all
 run: deps all
 	@tests/with_blas_env $(REPL) scripts/rotation_identity.lua
 
+# BENCH_MODELS="S M" limits the training part (P takes minutes).
 bench: deps all
 	@tests/with_blas_env $(BENCH)
+	@echo
+	@tests/with_blas_env $(BENCH_TRAIN) $(BENCH_MODELS)
 
 clean:
 	rm -rf build build-san

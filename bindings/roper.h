@@ -23,6 +23,8 @@
 
 #define LRP_TENSOR_MT "roper.Tensor"
 #define LRP_RNG_MT "roper.Rng"
+#define LRP_MODEL_MT "roper.Model"
+#define LRP_OPTIM_MT "roper.Optim"
 /* Registry key of the module's default generator (a roper.Rng userdata). */
 #define LRP_DEFAULT_RNG_KEY "roper.default_rng"
 
@@ -48,6 +50,10 @@ void lrp_open_rng(lua_State *L, int mod);    /* roper.Rng metatable, rp.Rng, rp.
                                                 rp.rand, rp.randn, rp.randint, default generator */
 void lrp_open_nn(lua_State *L, int mod);     /* rp.rope, rp.attention, rp.matmul, rp.blas,
                                                 rp.set_num_threads */
+void lrp_open_model(lua_State *L, int mod);  /* roper.Model metatable, rp.Model, rp.model,
+                                                rp.load (model.c) */
+void lrp_open_optim(lua_State *L, int mod);  /* roper.Optim metatable, rp.Optim, rp.optim.adam,
+                                                rp.optim.adamw (optim.c) */
 
 /* rp.matmul(a, b) and t:matmul(u) (nn.c). */
 int lrp_matmul(lua_State *L);
@@ -66,6 +72,39 @@ rp_tensor *lrp_newtensor(lua_State *L);
  * userdata is created empty under protection first, so on a Lua memory error the reference is
  * released before the error propagates. */
 void lrp_pushtensor(lua_State *L, rp_tensor *t);
+
+/* ---- models and optimisers (model.c, optim.c) ---- */
+
+/* The roper.Model userdata. m is NULL until rp_model_new succeeds and again after __gc/__close
+ * (a released model). */
+typedef struct lrp_model {
+    rp_model *m;
+} lrp_model;
+
+/* The roper.Optim userdata; its user value 1 is the roper.Model it updates (kept alive by it).
+ * buf holds the Adam moments, st.m = buf->data and st.v = buf->data + st.n; buf is NULL until
+ * they are allocated and again after __gc/__close (a released optimiser). */
+typedef struct lrp_optim {
+    rp_adam_cfg cfg;
+    rp_adam_state st;
+    rp_storage *buf;
+} lrp_optim;
+
+/* The live model at idx: raises "roper.Model expected, got X" and "attempt to use a released
+ * model". */
+rp_model *lrp_checkmodel(lua_State *L, int idx);
+/* Pushes a new, empty (released-state) model userdata and returns it, for rp_model_new. */
+lrp_model *lrp_newmodel(lua_State *L);
+/* The live optimiser at idx (raises as lrp_checkmodel: "attempt to use a released optimiser"). */
+lrp_optim *lrp_checkoptim(lua_State *L, int idx);
+/* Pushes a new, empty optimiser userdata bound to the model at model_idx (its user value), with
+ * cfg copied in; no moments yet (see lrp_optim_alloc). */
+lrp_optim *lrp_newoptim(lua_State *L, int model_idx, const rp_adam_cfg *cfg);
+/* Allocates o's zeroed moments for n floats (step 0); RP_ERR_NOMEM when that fails. */
+rp_status lrp_optim_alloc(lrp_optim *o, int64_t n);
+/* The live optimiser at opt_idx, which must update the model at model_idx; raises
+ * "the optimiser belongs to another model" otherwise. */
+lrp_optim *lrp_checkoptim_for(lua_State *L, int opt_idx, int model_idx);
 
 /* ---- errors ---- */
 

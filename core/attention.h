@@ -47,15 +47,39 @@ typedef struct rp_attn_cfg {
     int64_t q_offset;       /* position of the first query */
 } rp_attn_cfg;
 
-/* Floats of scratch that rp_attention_forward needs for these dims. */
-int64_t rp_attention_scratch_floats(int64_t T, int64_t S, int64_t D, int64_t Dv);
+/* Strided rows: element (b, t, h, d) of q, k, v, out (and of their gradients) is at
+ * p[(b * L + t) * ld + h * W + d], with L = T (q, out) or S (k, v) and W = D (q, k) or Dv (v, out).
+ * A contiguous [B, L, H, W] tensor has ld = H * W; the model's fused qkv buffer [B, T, 3C] has
+ * ld = 3C with k = qkv + C and v = qkv + 2C. */
 
-/* The forward pass. Overwrites out and att. scratch holds rp_attention_scratch_floats(...) floats.
- * Dims and cfg must already be valid (rp_attention_check). With q_offset >= 0 every query sees at
- * least key 0, so no row is fully masked. */
-void rp_attention_forward(float *out, float *att, float *scratch, const float *q, const float *k,
-                          const float *v, int64_t B, int64_t T, int64_t S, int64_t H, int64_t D,
-                          int64_t Dv, const rp_attn_cfg *cfg);
+/* Threads: the (b, h) pairs are spread over nthreads OpenMP threads (more than B * H is fine).
+ * While a call runs it sets OpenBLAS's process-wide thread count to 1 (restored after), so these
+ * calls must not run inside another parallel region or concurrently with other BLAS users.
+ * Results are bitwise the same for any nthreads. */
+
+/* Floats of scratch that rp_attention_forward / _backward need for these dims when run with
+ * nthreads threads (each thread gets its own slice); never decreases as T, S or nthreads grow. */
+int64_t rp_attention_scratch_floats(int64_t T, int64_t S, int64_t D, int64_t Dv, int nthreads);
+
+/* The forward pass. Overwrites out and att ([B, H, T, S], the softmax weights, saved for the
+ * backward pass). scratch holds rp_attention_scratch_floats(T, S, D, Dv, nthreads) floats; the
+ * (b, h) pairs are spread over nthreads OpenMP threads (nthreads >= 1). Dims and cfg must already
+ * be valid (rp_attention_check). With q_offset >= 0 every query sees at least key 0, so no row is
+ * fully masked. */
+void rp_attention_forward(float *out, int64_t ldo, float *att, float *scratch, const float *q,
+                          int64_t ldq, const float *k, int64_t ldk, const float *v, int64_t ldv,
+                          int64_t B, int64_t T, int64_t S, int64_t H, int64_t D, int64_t Dv,
+                          const rp_attn_cfg *cfg, int nthreads);
+
+/* The backward pass: dq += dL/dq, dk += dL/dk, dv += dL/dv (ACCUMULATES; same strides as q, k,
+ * v), given dout (stride ldo), the saved att and the forward's inputs q, k, v. RoPE's backward is
+ * the reverse rotation of the gradient; RoPER's output rotation by -n is undone on dout by +n.
+ * dq, dk, dv may point into one fused buffer (they never overlap). */
+void rp_attention_backward(float *dq, float *dk, float *dv, float *scratch, const float *dout,
+                           int64_t ldo, const float *att, const float *q, int64_t ldq,
+                           const float *k, int64_t ldk, const float *v, int64_t ldv, int64_t B,
+                           int64_t T, int64_t S, int64_t H, int64_t D, int64_t Dv,
+                           const rp_attn_cfg *cfg, int nthreads);
 
 /* Validates tensors and cfg for the tensor-level call: q [B,T,H,D], k [B,S,H,D], v [B,S,H,Dv]
  * (all 4-D, sizes >= 1), d_rot ranges and parity for the rope modes, q_offset >= 0, scale finite.

@@ -9,7 +9,9 @@
 #include "optim.h"
 
 /* Saves m (and, when opt_cfg and opt_state are not NULL, the optimiser). RP_ERR_IO with
- * "path: reason" when the file cannot be written; nothing is left behind then. */
+ * "path: reason" when the file cannot be written; nothing is left behind then (an existing file
+ * at path stays as it was). RP_ERR_ARG for an empty path, only one of opt_cfg / opt_state, a state
+ * whose n differs from the parameter count, or an optimiser config that fails its check. */
 rp_status rp_checkpoint_save(const char *path, rp_model *m, const rp_adam_cfg *opt_cfg,
                              const rp_adam_state *opt_state);
 
@@ -23,7 +25,8 @@ typedef struct rp_checkpoint {
 
 /* Loads path into ck. RP_ERR_IO ("path: reason") for a missing, unreadable, truncated or
  * corrupted file (bad magic, unknown version, checksum mismatch, impossible sizes); nothing is
- * allocated then. */
+ * allocated and ck is left untouched then. Without an optimiser section, opt_cfg is the default
+ * config and opt_state is empty. */
 rp_status rp_checkpoint_load(const char *path, rp_checkpoint *ck);
 void rp_checkpoint_free_optim(rp_checkpoint *ck);
 

@@ -56,7 +56,8 @@ void rp_residual_backward(float *da, float *db, const float *dout, int64_t n);
 /* ---- softmax cross-entropy over logits (N, V) ----
  * losses[n] = -log softmax(logits[n])[target[n]] for scored rows; a row is scored when
  * target[n] >= 0 and (mask == NULL or mask[n] != 0); unscored rows get loss 0.
- * Returns the number of scored rows. probs (N, V) receives the softmax (saved for backward). */
+ * Returns the number of scored rows. probs (N, V) receives the softmax of every row, scored or
+ * not (saved for backward). */
 int64_t rp_crossentropy_forward(float *losses, float *probs, const float *logits,
                                 const int32_t *target, const uint8_t *mask, int64_t N, int64_t V);
 /* dlogits (N, V) += dloss * (probs - onehot(target)) for scored rows, where dloss = scale
@@ -65,8 +66,9 @@ void rp_crossentropy_backward(float *dlogits, const float *probs, const int32_t 
                               const uint8_t *mask, float scale, int64_t N, int64_t V);
 
 /* ---- dropout (inverted): out = inp * mask, mask[i] = 0 with probability p, else 1/(1-p),
- * drawn from rng in index order (so a run is reproducible from the rng state). p = 0: out = inp
- * and mask is left alone (may be NULL); 0 <= p < 1. ---- */
+ * drawn from rng in index order, one uniform draw per element, kept when u >= p (so a run is
+ * reproducible from the rng state). out may equal inp. p = 0: out = inp, nothing is drawn and
+ * mask and rng are not touched (both may be NULL); 0 <= p < 1. ---- */
 void rp_dropout_forward(float *out, float *mask, const float *inp, float p, rp_rng *rng,
                         int64_t n);
 /* dinp += dout * mask (p = 0: dinp += dout; mask may then be NULL). */

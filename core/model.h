@@ -6,7 +6,11 @@
  *   post-norm (the write-up's 20M): x = LN1(x + drop(attn(x)));  x = LN2(x + drop(ff(x)));  no LN_f
  *
  * pe = none | rope | roper | roper_legacy: token embedding only (the rotations act inside
- * attention); sinusoidal: + the Vaswani table; learned: + a trained (seq_len, C) table.
+ * attention); sinusoidal: + the Vaswani table (base 10000, not rope_base); learned: + a trained
+ * (seq_len, C) table.
+ *
+ * Memory: activations take about layers * B * T * (13 C + 2 d_ff + 4 + H T) floats (the attention
+ * weights, H T per row, dominate at long T): 398 MiB for B 16, T 512, d_model 128, 3 layers.
  *
  * Memory: one flat buffer each for parameters, gradients (same layout) and activations, sized
  * once for (max_batch, seq_len) at creation; forward accepts any B <= max_batch, T <= seq_len.
@@ -81,7 +85,7 @@ rp_model *rp_model_new(const rp_model_cfg *cfg);
 void rp_model_free(rp_model *m);
 
 const rp_model_cfg *rp_model_config(const rp_model *m);
-int rp_model_num_params(const rp_model *m);          /* entries in the layout */
+int rp_model_num_tensors(const rp_model *m);         /* entries in the layout */
 const rp_param_info *rp_model_param(const rp_model *m, int i);
 int rp_model_find_param(const rp_model *m, const char *name); /* index or -1 */
 int64_t rp_model_param_count(const rp_model *m);     /* total floats */
@@ -102,10 +106,12 @@ rp_rng *rp_model_rng(rp_model *m);
  * Logits (B, T, V) stay in the activation buffer: rp_model_logits. */
 rp_status rp_model_forward(rp_model *m, const int32_t *tokens, const int32_t *targets,
                            const uint8_t *mask, int64_t B, int64_t T, int train, float *loss);
-/* Checks B, T against the model's sizes and every token / target value; RP_ERR_ARG/RANGE. */
+/* Checks B, T against the model's sizes and every token / target value; RP_ERR_ARG/RANGE.
+ * Messages count positions from 1 (`token 57 at [2, 13] is outside the vocabulary 0..17`);
+ * token values stay 0-based. rp_model_forward runs this check itself. */
 rp_status rp_model_check_tokens(const rp_model *m, const int32_t *tokens, const int32_t *targets,
                                 int64_t B, int64_t T);
-/* Logits (B, T, V) of the last forward (valid until the next call). */
+/* Logits (B, T, V) of the last forward (valid until the next call); NULL before any forward. */
 const float *rp_model_logits(const rp_model *m);
 
 /* Sets every gradient to 0. */
@@ -143,8 +149,9 @@ typedef struct rp_gen_cfg {
 } rp_gen_cfg;
 
 /* Generates up to n_new tokens after prompt (n_prompt >= 1 tokens) with the KV cache (it resets
- * the cache first). When the window is full (seq_len tokens) it re-encodes the last seq_len / 2
- * tokens, positions restarting at 0, and goes on. Writes the new tokens to out (n_new capacity)
+ * the cache first). A prompt longer than seq_len is cut to its last seq_len tokens. When the
+ * window is full (seq_len tokens) it re-encodes the last seq_len / 2 tokens, positions restarting
+ * at 0, and goes on. Writes the new tokens to out (n_new capacity)
  * and their count to *n_out (the stop token included when emitted). */
 rp_status rp_model_generate(rp_model *m, const int32_t *prompt, int64_t n_prompt, int64_t n_new,
                             const rp_gen_cfg *cfg, int32_t *out, int64_t *n_out);

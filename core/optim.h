@@ -48,11 +48,14 @@ double rp_lr_at(const rp_adam_cfg *cfg, int64_t t);
 /* Euclidean norm of g (n floats), accumulated in double. */
 double rp_grad_norm(const float *g, int64_t n);
 
-/* One step: clips g in place to cfg->clip (when > 0 and the norm exceeds it), then updates w.
+/* One step over n = st->n floats (RP_ASSERT otherwise): clips g in place as torch's
+ * clip_grad_norm_ does (coef = clip / (norm + 1e-6), applied when coef < 1; clip > 0), then
+ * updates w.
  * Adam as labml's "optimized" update (eps added to sqrt(v) BEFORE bias correction):
  *   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;  t = step+1
  *   step_size = lr_t * sqrt(1 - b2^t) / (1 - b1^t);  w -= step_size * m / (sqrt(v) + eps)
- * AdamW additionally w -= lr_t * wd * w (before the Adam update, as torch.optim.AdamW).
+ * AdamW additionally w -= lr_t * wd * w with the scheduled lr_t (before the Adam update, as
+ * torch.optim.AdamW). L2 Adam uses g + wd * w for the moments and leaves g itself alone.
  * Returns the gradient norm before clipping. Increments st->step. */
 double rp_adam_step(const rp_adam_cfg *cfg, rp_adam_state *st, float *w, float *g, int64_t n);
 

@@ -375,6 +375,143 @@ Sets the OpenBLAS and OpenMP thread count (an integer, 1..1024).
 Example:
   > rp.set_num_threads(1)]=] },
 
+  -- ---------------------------------------------------------------- models
+  { "rp.model", "rp.model(cfg) -> model", [=[
+A new transformer (roper.Model): token embedding, layers of attention and feed-forward,
+untied output layer; parameters initialised from cfg.seed. cfg (unknown keys are errors):
+  vocab        required: the vocabulary size (token ids are 0 .. vocab-1)
+  d_model 128, heads 4 (must divide d_model), layers 3, d_ff 512
+  seq_len 512 (longest sequence), max_batch 16 (most sequences per call)
+  norm         "pre" (default: LN inside the residual branches, final LN) | "post"
+  activation   "relu" (default) | "gelu";  dropout 0 (0 <= p < 1, training only)
+  pe           "rope" (default) | "roper" | "roper_legacy" | "none" | "sinusoidal" | "learned"
+  fraction_qk 1, fraction_v 1: rotated share of d_k = d_model/heads (d_rot even >= 2)
+  base 10000, pairing "half" | "interleaved", seed 0 (any integer)
+Memory for (max_batch, seq_len) is allocated once, here.
+Example:
+  > m = rp.model{vocab = 65, pe = "roper", max_batch = 4}
+  > m     -- roper.Model: 0.6M parameters (d_model 128, 4 heads, 3 layers, ...)]=] },
+  { "rp.load", "rp.load(path) -> model[, opt] | nil, message", [=[
+Loads a checkpoint written by m:save: a new model, and the optimiser (bound to it) when one
+was saved. A missing, unreadable, truncated or corrupted file returns nil and
+"path: reason".
+Example:
+  > m, opt = rp.load("run.ck")
+  > m = assert(rp.load("run.ck"))]=] },
+  { "rp.Model.config", "m:config() -> table", [=[
+The model's configuration with the keys of rp.model (rp.model(m:config()) builds the same
+model, initialisation included).
+Example:
+  > m:config().d_model      -- 128]=] },
+  { "rp.Model.num_params", "m:num_params() -> integer", [=[
+The number of floats in the parameters.
+Example:
+  > m:num_params()]=] },
+  { "rp.Model.params", "m:params() -> table", [=[
+The parameters as tensor views, in layout order: t[i] = {name = ..., tensor = ...}, and
+also t[name] = tensor. Names: embed.weight, pos.weight (pe "learned"),
+layers.<l>.{norm1, attn.qkv, attn.out, norm2, ff.w1, ff.w2}.{weight, bias} (l from 0),
+norm_f.weight/bias (pre-norm), head.weight, head.bias. Writing a view changes the model;
+views stay valid after the model is collected or closed.
+Example:
+  > p = m:params();  p["head.bias"]:zero()
+  > for _, e in ipairs(m:params()) do print(e.name, e.tensor:numel()) end]=] },
+  { "rp.Model.grads", "m:grads() -> table", [=[
+The gradients as tensor views, laid out as m:params(). m:train_step fills them (clipped in
+place when the optimiser clips); opt:step reads them.
+Example:
+  > g = m:grads();  print(g["embed.weight"]:norm())]=] },
+  { "rp.Model.forward", "m:forward(tokens) -> tensor [B x T x V]", [=[
+The logits (a new tensor) in eval mode (no dropout). tokens: a table of ids (one sequence),
+a table of equally long tables (a batch), or a [T] / [B x T] tensor of integer values; ids
+are 0-based values in 0..vocab-1; 1 <= B <= max_batch, 1 <= T <= seq_len. A flat input
+gives B = 1. Errors name the offending position ("token at [2][5] ...").
+Example:
+  > m:forward{3, 1, 4, 1, 5}:shape()        -- {1, 5, vocab}]=] },
+  { "rp.Model.loss", "m:loss(tokens, targets[, mask]) -> number", [=[
+The mean cross-entropy over the scored positions, in eval mode. targets have the shape of
+tokens, each a token id or -1 (not scored); mask (optional, same shape) holds 0/1 or
+booleans, 0/false = not scored. nan when nothing is scored.
+Example:
+  > m:loss({{1, 2, 3}}, {{2, 3, -1}})]=] },
+  { "rp.Model.train_step", "m:train_step(tokens, targets, mask_or_nil, opt) -> loss, grad_norm", [=[
+One training step: forward in train mode (dropout on), zero the gradients, backward, then
+opt's update (gradient clipping inside). Returns the loss of that forward and the gradient
+norm before clipping. opt must be an optimiser of this model; at least one position must
+be scored.
+Example:
+  > opt = rp.optim.adam(m, {lr = 1e-3})
+  > for i = 1, 100 do loss = m:train_step(x, y, nil, opt) end]=] },
+  { "rp.Model.generate", "m:generate(prompt, n[, opts]) -> table", [=[
+Up to n new token ids (a Lua table) after prompt (a table or 1-D tensor of >= 1 ids), with
+the KV cache. When the window (seq_len) is full the last seq_len/2 tokens are re-encoded from
+position 0. opts:
+  temperature  0 (greedy: argmax, first on ties); > 0 samples softmax(logits / temperature)
+  top_k        0 (all tokens); k > 0 samples among the k largest logits
+  seed         an integer: sample with a fresh generator seeded so (reproducible)
+  rng          a roper.Rng to sample from instead (it advances); not with seed. Without
+               either, sampling uses the default generator (rp.seed)
+  stop         a token id: stop right after emitting it (it is included)
+Example:
+  > m:generate({0}, 20)                                   -- greedy
+  > m:generate({0}, 20, {temperature = 0.8, top_k = 5, seed = 1})]=] },
+  { "rp.Model.attention", "m:attention(layer, tokens) -> tensor [B x H x T x T]", [=[
+The softmax attention weights of layer (1-based) for tokens (as m:forward, eval mode):
+row t holds query t's weights over keys 1..t (causal; the rest are 0).
+Example:
+  > att = m:attention(1, {0, 1, 2, 3})
+  > att[{1, 1, 4}]       -- weights of query 4 in head 1]=] },
+  { "rp.Model.activations", "m:activations(tokens) -> table", [=[
+The residual stream for tokens (eval mode): t[0] the embedding output (with the position
+table for pe "sinusoidal" / "learned"), t[l] the stream after layer l (l = 1 .. layers), each
+a new [B x T x d_model] tensor; #t is the layer count.
+Example:
+  > a = m:activations{0, 1, 2};  print(#a, a[0]:shape()[3])]=] },
+  { "rp.Model.save", "m:save(path[, opt]) -> true | nil, message", [=[
+Writes a checkpoint: the config, the parameters, the dropout generator and, when opt (an
+optimiser of this model) is given, its config, moments and step count. The file is written
+atomically (temporary file, fsync, rename). A file error returns nil and "path: reason";
+wrong argument types raise.
+Example:
+  > assert(m:save("run.ck", opt))]=] },
+
+  -- ---------------------------------------------------------------- optimisers
+  { "rp.optim.adam", "rp.optim.adam(m[, opts]) -> opt", [=[
+An Adam optimiser (roper.Optim) over model m's parameters (labml's update: eps added to
+sqrt(v) before bias correction). weight_decay is L2 (added to the gradient). opts:
+  lr 2.5e-4, betas {0.9, 0.999}, eps 1e-8, weight_decay 0
+  clip 1: clip the global gradient norm to this (0 = off)
+  schedule     "constant" (default) | "cosine" (linear warmup to lr, cosine to min_lr at
+               total_steps) | "noam" (lr * d_model^-0.5 * min(t^-0.5, t * warmup^-1.5))
+  warmup 2000, total_steps 0 (>= 1 for cosine), min_lr 0
+  kind         may be given ("adam" here), as opt:config() reports it
+The optimiser keeps m alive.
+Example:
+  > opt = rp.optim.adam(m, {lr = 1e-3, schedule = "cosine", warmup = 100, total_steps = 5000})]=] },
+  { "rp.optim.adamw", "rp.optim.adamw(m[, opts]) -> opt", [=[
+As rp.optim.adam, with decoupled weight decay (AdamW: p -= lr_t * weight_decay * p before
+the Adam update). Same options and defaults (weight_decay 0).
+Example:
+  > opt = rp.optim.adamw(m, {lr = 3e-4, weight_decay = 0.1})]=] },
+  { "rp.Optim.step", "opt:step() -> grad_norm", [=[
+One update of the model from its current gradients (m:grads()), which are clipped in place
+when clip > 0. Returns the gradient norm before clipping. (m:train_step calls it.)
+Example:
+  > opt:step()]=] },
+  { "rp.Optim.lr", "opt:lr() -> number", [=[
+The learning rate the next step will use (under the schedule).
+Example:
+  > opt:lr()]=] },
+  { "rp.Optim.steps", "opt:steps() -> integer", [=[
+The number of steps taken.
+Example:
+  > opt:steps()]=] },
+  { "rp.Optim.config", "opt:config() -> table", [=[
+The options (lr, betas, eps, weight_decay, clip, schedule, warmup, total_steps, min_lr) and
+kind = "adam" | "adamw"; rp.optim[c.kind](m, c) makes a fresh optimiser with config c.
+Example:
+  > opt:config().lr]=] },
+
   -- ---------------------------------------------------------------- help
   { "rp.help", "rp.help([f]) -> string | nil, message", [=[
 The help text of a public function or method, given as the function value, as a name
@@ -428,6 +565,15 @@ inside attention through rp.attention's pe option ("rope", "roper", "roper_legac
   { "attention", nil, [=[
 rp.attention(q, k, v[, opts]) -> out, att: multi-head attention with positional encodings
 none, sinusoidal, learned, rope, roper and roper_legacy. See rp.help(rp.attention).]=] },
+  { "model", rp.Model, [=[
+roper.Model: the transformer. m = rp.model{vocab = ...}; m:forward m:loss m:train_step
+m:generate m:attention m:activations m:params m:grads m:config m:num_params m:save;
+rp.load(path) reads a checkpoint. Token ids are 0-based values; layers are numbered from 1.
+Optimisers: rp.help("optim").]=] },
+  { "optim", rp.Optim, [=[
+roper.Optim: opt = rp.optim.adam(m[, opts]) or rp.optim.adamw(m[, opts]); opt:step()
+opt:lr() opt:steps() opt:config(). m:train_step(x, y, mask, opt) runs a whole step;
+m:save(path, opt) and rp.load(path) keep the optimiser's state.]=] },
   { "blas", rp.blas, [=[
 OpenBLAS: rp.blas.core rp.blas.config rp.blas.threads rp.blas.wanted_coretype and
 rp.set_num_threads. Loading roper on a CPU where OpenBLAS fell back to Prescott prints one
@@ -473,6 +619,10 @@ end
 topic_text.tensors = topic_text.tensor
 topic_text.Tensor = topic_text.tensor
 topic_text.Rng = topic_text.rng
+topic_text.Model = topic_text.model
+topic_text.models = topic_text.model
+topic_text.Optim = topic_text.optim
+by_value[rp.optim] = topic_text.optim
 
 local function overview()
   local lines = {
@@ -504,10 +654,13 @@ function rp.help(...)
   if f == rp then return overview() end
   if rp.is_tensor(f) then return topic_text.tensor end
   if getmetatable(f) == internals.Rng_mt then return topic_text.rng end
+  if getmetatable(f) == internals.Model_mt then return topic_text.model end
+  if getmetatable(f) == internals.Optim_mt then return topic_text.optim end
   local text = by_value[f]
   if text then return text end
   if type(f) == "string" then
     local key = f:gsub("^%s+", ""):gsub("%s+$", ""):gsub("^t:", "rp.Tensor."):gsub("^g:", "rp.Rng.")
+      :gsub("^m:", "rp.Model."):gsub("^opt:", "rp.Optim.")
     text = topic_text[key] or by_name[key] or by_name["rp." .. key] or by_short[key]
     if text then return text end
     return nil, "no help for '" .. f .. "' (rp.help() lists the topics)"

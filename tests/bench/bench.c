@@ -1,5 +1,6 @@
 /* make bench: sgemm GFLOPS at 1 and 2 threads, the OpenBLAS core, and the time of one attention
- * forward for each pe mode at B=16, T=512, H=4, d_k=32. Figures are measured, never asserted:
+ * forward and of forward + backward for each pe mode at B=16, T=512, H=4, d_k=32 (BENCH_REPS
+ * repetitions, default 5). Figures are measured, never asserted:
  * each is the best of several repetitions (the two vCPUs of a shared host are noisy). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,32 +94,47 @@ int main(int argc, char **argv)
         printf("  %-30s %7.1f GFLOPS %7.1f GFLOPS\n", label, g1, g2);
     }
 
-    const int64_t B = 16, T = 512, H = 4, D = 32;
-    printf("\nattention forward, B=%lld T=%lld H=%lld d_k=%lld, causal, %d threads (best of 3)\n",
-           (long long)B, (long long)T, (long long)H, (long long)D, max_threads);
-    float *q = randbuf(&r, B * T * H * D), *k = randbuf(&r, B * T * H * D);
-    float *v = randbuf(&r, B * T * H * D), *out = randbuf(&r, B * T * H * D);
+    const int64_t B = 16, T = 512, H = 4, D = 32, HD = H * D;
+    int nt = max_threads;
+    int reps = getenv("BENCH_REPS") ? atoi(getenv("BENCH_REPS")) : 5;
+    if (reps < 1) reps = 1;
+    printf("\nattention, B=%lld T=%lld H=%lld d_k=%lld, causal, nthreads %d (best of %d)\n",
+           (long long)B, (long long)T, (long long)H, (long long)D, nt, reps);
+    printf("  %-14s %12s %12s %14s\n", "pe", "forward", "fwd+bwd", "fwd tokens/s");
+    float *q = randbuf(&r, B * T * HD), *k = randbuf(&r, B * T * HD);
+    float *v = randbuf(&r, B * T * HD), *out = randbuf(&r, B * T * HD);
+    float *dout = randbuf(&r, B * T * HD), *dq = randbuf(&r, B * T * HD);
+    float *dk = randbuf(&r, B * T * HD), *dv = randbuf(&r, B * T * HD);
     float *att = randbuf(&r, B * H * T * T);
-    float *scratch = randbuf(&r, rp_attention_scratch_floats(T, T, D, D));
+    float *scratch = randbuf(&r, rp_attention_scratch_floats(T, T, D, D, nt));
     static const rp_pe modes[] = {RP_PE_NONE, RP_PE_ROPE, RP_PE_ROPER, RP_PE_ROPER_LEGACY};
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
         rp_attn_cfg cfg = {.pe = modes[i], .causal = 1, .scale = 1.0 / 5.656854249492381,
                            .base = 10000.0, .pairing = RP_PAIR_HALF, .d_rot_qk = D,
                            .d_rot_v = D, .q_offset = 0};
-        double best = 1e30;
-        for (int rep = -1; rep < 3; rep++) {
+        double best_f = 1e30, best_fb = 1e30;
+        for (int rep = -1; rep < reps; rep++) {
             double t0 = now();
-            rp_attention_forward(out, att, scratch, q, k, v, B, T, T, H, D, D, &cfg);
-            double dt = now() - t0;
-            if (rep >= 0 && dt < best) best = dt;
+            rp_attention_forward(out, HD, att, scratch, q, HD, k, HD, v, HD, B, T, T, H, D, D,
+                                 &cfg, nt);
+            double t1 = now();
+            rp_attention_backward(dq, dk, dv, scratch, dout, HD, att, q, HD, k, HD, v, HD, B, T,
+                                  T, H, D, D, &cfg, nt);
+            double t2 = now();
+            if (rep >= 0 && t1 - t0 < best_f) best_f = t1 - t0;
+            if (rep >= 0 && t2 - t0 < best_fb) best_fb = t2 - t0;
         }
-        printf("  %-14s %8.2f ms   %9.0f tokens/s\n", rp_pe_name(modes[i]), best * 1e3,
-               (double)(B * T) / best);
+        printf("  %-14s %9.2f ms %9.2f ms %14.0f\n", rp_pe_name(modes[i]), best_f * 1e3,
+               best_fb * 1e3, (double)(B * T) / best_f);
     }
     free(q);
     free(k);
     free(v);
     free(out);
+    free(dout);
+    free(dq);
+    free(dk);
+    free(dv);
     free(att);
     free(scratch);
 

@@ -6,10 +6,16 @@
  *   none/sinusoidal/learned/rope: o_n = sum_i a_{n,i} v_i
  *   roper:        o_n = sum_i a_{n,i} R((i - n) theta_v) v_i   (first d_rot_v features,
  *   roper_legacy: o_n = sum_i a_{n,i} R((2i - n) theta_v) v_i   theta_v over d_rot_v)
+ * The backward (rp_attention_backward) against central finite differences of that reference in
+ * double (loss sum(out * G)), elementwise for small problems and by directional derivatives plus
+ * sampled entries for problems of several row blocks; the kernel-level calls on strided rows (a
+ * fused qkv / dqkv buffer, padded output rows), accumulation onto pre-filled gradients, and
+ * bitwise independence of the thread count.
  */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -45,47 +51,79 @@ typedef struct {
     int64_t B, T, S, H, D, Dv;
 } dims;
 
+#define REF_MAX_D 16
+#define REF_MAX_S 256
+
+/* One head (b, h) of contiguous double inputs q [B,T,H,D], k [B,S,H,D], v [B,S,H,Dv]: writes
+ * o [T][Dv] and, when a_out != NULL, a_out [T][S]. */
+static void ref_head(double *o_out, double *a_out, const double *q, const double *k,
+                     const double *v, dims d, const rp_attn_cfg *cfg, int64_t b, int64_t h)
+{
+    static double kr[REF_MAX_S][REF_MAX_D];
+    double qr[REF_MAX_D], vr[REF_MAX_D], s[REF_MAX_S], a[REF_MAX_S];
+    if (d.D > REF_MAX_D || d.Dv > REF_MAX_D || d.S > REF_MAX_S) {
+        printf("FATAL: reference limits exceeded\n");
+        exit(2);
+    }
+    for (int64_t i = 0; i < d.S; i++) {
+        for (int64_t f = 0; f < d.D; f++) kr[i][f] = k[((b * d.S + i) * d.H + h) * d.D + f];
+        if (is_rope(cfg->pe)) ref_rot(kr[i], cfg->d_rot_qk, cfg->base, cfg->pairing, (double)i);
+    }
+    for (int64_t t = 0; t < d.T; t++) {
+        int64_t n = cfg->q_offset + t;
+        for (int64_t f = 0; f < d.D; f++) qr[f] = q[((b * d.T + t) * d.H + h) * d.D + f];
+        if (is_rope(cfg->pe)) ref_rot(qr, cfg->d_rot_qk, cfg->base, cfg->pairing, (double)n);
+        double m = -HUGE_VAL;
+        for (int64_t i = 0; i < d.S; i++) {
+            double dot = 0;
+            for (int64_t f = 0; f < d.D; f++) dot += qr[f] * kr[i][f];
+            s[i] = cfg->scale * dot;
+            if (!(cfg->causal && i > n) && s[i] > m) m = s[i];
+        }
+        double z = 0;
+        for (int64_t i = 0; i < d.S; i++) {
+            a[i] = (cfg->causal && i > n) ? 0.0 : exp(s[i] - m);
+            z += a[i];
+        }
+        double *o = o_out + t * d.Dv;
+        for (int64_t f = 0; f < d.Dv; f++) o[f] = 0;
+        for (int64_t i = 0; i < d.S; i++) {
+            a[i] /= z;
+            if (a_out) a_out[t * d.S + i] = a[i];
+            for (int64_t f = 0; f < d.Dv; f++) vr[f] = v[((b * d.S + i) * d.H + h) * d.Dv + f];
+            if (cfg->pe == RP_PE_ROPER)
+                ref_rot(vr, cfg->d_rot_v, cfg->base, cfg->pairing, (double)(i - n));
+            else if (cfg->pe == RP_PE_ROPER_LEGACY)
+                ref_rot(vr, cfg->d_rot_v, cfg->base, cfg->pairing, (double)(2 * i - n));
+            for (int64_t f = 0; f < d.Dv; f++) o[f] += a[i] * vr[f];
+        }
+    }
+}
+
+static double *to_double(const float *x, int64_t n)
+{
+    double *y = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    for (int64_t i = 0; i < n; i++) y[i] = (double)x[i];
+    return y;
+}
+
 static void ref_attention(double *out, double *att, const float *q, const float *k, const float *v,
                           dims d, const rp_attn_cfg *cfg)
 {
-    double qr[16], kr[64][16], vr[16], s[64], a[64];
+    double *qd = to_double(q, d.B * d.T * d.H * d.D), *kd = to_double(k, d.B * d.S * d.H * d.D);
+    double *vd = to_double(v, d.B * d.S * d.H * d.Dv);
+    double *o = malloc(sizeof(double) * (size_t)(d.T * d.Dv));
     for (int64_t b = 0; b < d.B; b++)
         for (int64_t h = 0; h < d.H; h++) {
-            for (int64_t i = 0; i < d.S; i++) {
-                for (int64_t f = 0; f < d.D; f++)
-                    kr[i][f] = (double)k[((b * d.S + i) * d.H + h) * d.D + f];
-                if (is_rope(cfg->pe)) ref_rot(kr[i], cfg->d_rot_qk, cfg->base, cfg->pairing, (double)i);
-            }
-            for (int64_t t = 0; t < d.T; t++) {
-                int64_t n = cfg->q_offset + t;
-                for (int64_t f = 0; f < d.D; f++) qr[f] = (double)q[((b * d.T + t) * d.H + h) * d.D + f];
-                if (is_rope(cfg->pe)) ref_rot(qr, cfg->d_rot_qk, cfg->base, cfg->pairing, (double)n);
-                double m = -HUGE_VAL;
-                for (int64_t i = 0; i < d.S; i++) {
-                    double dot = 0;
-                    for (int64_t f = 0; f < d.D; f++) dot += qr[f] * kr[i][f];
-                    s[i] = cfg->scale * dot;
-                    if (!(cfg->causal && i > n) && s[i] > m) m = s[i];
-                }
-                double z = 0;
-                for (int64_t i = 0; i < d.S; i++) {
-                    a[i] = (cfg->causal && i > n) ? 0.0 : exp(s[i] - m);
-                    z += a[i];
-                }
-                double *o = out + ((b * d.T + t) * d.H + h) * d.Dv;
-                for (int64_t f = 0; f < d.Dv; f++) o[f] = 0;
-                for (int64_t i = 0; i < d.S; i++) {
-                    a[i] /= z;
-                    att[((b * d.H + h) * d.T + t) * d.S + i] = a[i];
-                    for (int64_t f = 0; f < d.Dv; f++) vr[f] = (double)v[((b * d.S + i) * d.H + h) * d.Dv + f];
-                    if (cfg->pe == RP_PE_ROPER)
-                        ref_rot(vr, cfg->d_rot_v, cfg->base, cfg->pairing, (double)(i - n));
-                    else if (cfg->pe == RP_PE_ROPER_LEGACY)
-                        ref_rot(vr, cfg->d_rot_v, cfg->base, cfg->pairing, (double)(2 * i - n));
-                    for (int64_t f = 0; f < d.Dv; f++) o[f] += a[i] * vr[f];
-                }
-            }
+            ref_head(o, att + (b * d.H + h) * d.T * d.S, qd, kd, vd, d, cfg, b, h);
+            for (int64_t t = 0; t < d.T; t++)
+                memcpy(out + ((b * d.T + t) * d.H + h) * d.Dv, o + t * d.Dv,
+                       sizeof(double) * (size_t)d.Dv);
         }
+    free(qd);
+    free(kd);
+    free(vd);
+    free(o);
 }
 
 static rp_tensor randt(int ndim, const int64_t *shape, double lo, double hi)
@@ -265,15 +303,17 @@ static void test_layouts_and_kernel(void)
         attention_case("strided inputs", &q, &k, &v, &cfg, ATT_TOL);
 
         /* the kernel on contiguous buffers of exactly the documented sizes (ASan checks) */
-        int64_t nscr = rp_attention_scratch_floats(T, Sk, D, Dv);
+        int nt = 1 + pe % 2; /* 1 and 2 threads */
+        int64_t nscr = rp_attention_scratch_floats(T, Sk, D, Dv, nt);
         CHECK(nscr >= 0, "scratch size %lld", (long long)nscr);
         float *scratch = malloc(sizeof(float) * (size_t)(nscr > 0 ? nscr : 1));
         float *out = malloc(sizeof(float) * (size_t)(B * T * H * Dv));
         float *att = malloc(sizeof(float) * (size_t)(B * H * T * Sk));
         for (int64_t i = 0; i < B * T * H * Dv; i++) out[i] = NAN;
         for (int64_t i = 0; i < B * H * T * Sk; i++) att[i] = NAN;
-        rp_attention_forward(out, att, scratch, rp_tensor_data(&qc), rp_tensor_data(&kc),
-                             rp_tensor_data(&vc), B, T, Sk, H, D, Dv, &cfg);
+        rp_attention_forward(out, H * Dv, att, scratch, rp_tensor_data(&qc), H * D,
+                             rp_tensor_data(&kc), H * D, rp_tensor_data(&vc), H * Dv, B, T, Sk, H,
+                             D, Dv, &cfg, nt);
         rp_tensor to, ta;
         if (CHECK_STATUS(rp_attention(&to, &ta, &qc, &kc, &vc, &cfg), RP_OK, NULL)) {
             char label[96];
@@ -369,6 +409,471 @@ static void test_relative_property(void)
     rp_tensor_release(&q);
     rp_tensor_release(&k);
     rp_tensor_release(&v);
+}
+
+/* ---- backward, strides, threads ---------------------------------------------------------------
+ * The kernel-level calls on buffers of exactly the documented sizes (ASan checks the bounds). */
+
+static float *rand_floats(int64_t n, double lo, double hi)
+{
+    float *p = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    for (int64_t i = 0; i < n; i++) p[i] = (float)check_rand(&rng_state, lo, hi);
+    return p;
+}
+
+static float *copy_floats(const float *x, int64_t n)
+{
+    float *p = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    memcpy(p, x, sizeof(float) * (size_t)n);
+    return p;
+}
+
+/* Contiguous operands of one problem: q [B,T,H,D], k [B,S,H,D], v [B,S,H,Dv], G = dL/dout
+ * [B,T,H,Dv] for the loss L = sum(out * G). */
+typedef struct {
+    dims d;
+    float *q, *k, *v, *G;
+    int64_t nq, nk, nv, no, na;
+} problem;
+
+static problem problem_new(dims d, double qk_range)
+{
+    problem p;
+    p.d = d;
+    p.nq = d.B * d.T * d.H * d.D;
+    p.nk = d.B * d.S * d.H * d.D;
+    p.nv = d.B * d.S * d.H * d.Dv;
+    p.no = d.B * d.T * d.H * d.Dv;
+    p.na = d.B * d.H * d.T * d.S;
+    p.q = rand_floats(p.nq, -qk_range, qk_range);
+    p.k = rand_floats(p.nk, -qk_range, qk_range);
+    p.v = rand_floats(p.nv, -1.0, 1.0);
+    p.G = rand_floats(p.no, -1.0, 1.0);
+    return p;
+}
+
+static void problem_free(problem *p)
+{
+    free(p->q);
+    free(p->k);
+    free(p->v);
+    free(p->G);
+}
+
+/* The kernel's results on a contiguous problem: out, att and the gradients, which start from
+ * dq0/dk0/dv0 (or zeros when NULL) because the backward accumulates. */
+typedef struct {
+    float *out, *att, *dq, *dk, *dv;
+} kresult;
+
+static kresult run_kernel(const problem *p, const rp_attn_cfg *cfg, int nthreads, const float *dq0,
+                          const float *dk0, const float *dv0)
+{
+    dims d = p->d;
+    kresult r;
+    int64_t ns = rp_attention_scratch_floats(d.T, d.S, d.D, d.Dv, nthreads);
+    float *scratch = rand_floats(ns, -1e3, 1e3); /* garbage: the kernel must not read it first */
+    r.out = rand_floats(p->no, -9.0, 9.0);
+    r.att = rand_floats(p->na, -9.0, 9.0);
+    r.dq = dq0 ? copy_floats(dq0, p->nq) : calloc((size_t)p->nq, sizeof(float));
+    r.dk = dk0 ? copy_floats(dk0, p->nk) : calloc((size_t)p->nk, sizeof(float));
+    r.dv = dv0 ? copy_floats(dv0, p->nv) : calloc((size_t)p->nv, sizeof(float));
+    int64_t HD = d.H * d.D, HDv = d.H * d.Dv;
+    rp_attention_forward(r.out, HDv, r.att, scratch, p->q, HD, p->k, HD, p->v, HDv, d.B, d.T, d.S,
+                         d.H, d.D, d.Dv, cfg, nthreads);
+    rp_attention_backward(r.dq, r.dk, r.dv, scratch, p->G, HDv, r.att, p->q, HD, p->k, HD, p->v,
+                          HDv, d.B, d.T, d.S, d.H, d.D, d.Dv, cfg, nthreads);
+    free(scratch);
+    return r;
+}
+
+static void kresult_free(kresult *r)
+{
+    free(r->out);
+    free(r->att);
+    free(r->dq);
+    free(r->dk);
+    free(r->dv);
+}
+
+/* sum(out * G) over head (b, h) of the double reference. */
+static double ref_head_loss(const double *q, const double *k, const double *v, const double *G,
+                            dims d, const rp_attn_cfg *cfg, int64_t b, int64_t h)
+{
+    static double o[REF_MAX_S * REF_MAX_D];
+    ref_head(o, NULL, q, k, v, d, cfg, b, h);
+    double L = 0.0;
+    for (int64_t t = 0; t < d.T; t++)
+        for (int64_t f = 0; f < d.Dv; f++) L += o[t * d.Dv + f] * G[((b * d.T + t) * d.H + h) * d.Dv + f];
+    return L;
+}
+
+#define FD_H 1e-5
+
+/* Central differences of the reference loss in double for every element of q, k and v (x is
+ * one of them, of row width W and L rows per batch): only the loss of the element's own head
+ * changes, so only that head is evaluated. */
+static void fd_grad(double *g, double *x, int64_t L, int64_t W, const double *q, const double *k,
+                    const double *v, const double *G, dims d, const rp_attn_cfg *cfg)
+{
+    for (int64_t b = 0; b < d.B; b++)
+        for (int64_t l = 0; l < L; l++)
+            for (int64_t h = 0; h < d.H; h++)
+                for (int64_t f = 0; f < W; f++) {
+                    int64_t i = ((b * L + l) * d.H + h) * W + f;
+                    double x0 = x[i];
+                    x[i] = x0 + FD_H;
+                    double lp = ref_head_loss(q, k, v, G, d, cfg, b, h);
+                    x[i] = x0 - FD_H;
+                    double lm = ref_head_loss(q, k, v, G, d, cfg, b, h);
+                    x[i] = x0;
+                    g[i] = (lp - lm) / (2.0 * FD_H);
+                }
+}
+
+static double max_err_ = 0.0; /* largest gradient error seen in the finite-difference checks */
+
+static void note_err(const float *got, const double *want, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        double e = fabs((double)got[i] - want[i]);
+        if (e > max_err_) max_err_ = e;
+    }
+}
+
+/* Gradient tolerance. The kernel computes in float: scores of D <= 8 products of |q|,|k| <= 2,
+ * probabilities and their gradients through float sgemm, with row sums in double; for the O(1)
+ * gradients here its rounding stays below 1e-6 (8.7e-7 seen). The central difference in double
+ * with h = 1e-5 has truncation error ~ h^2 |L'''| ~ 1e-9 and rounding ~ 1e-16 / h ~ 1e-11. A
+ * wrong angle, sign or mask moves gradients by 1e-2 or more. */
+#define GRAD_TOL 5e-6
+
+/* The backward against finite differences, with gradients accumulated onto pre-filled buffers:
+ * grad = (result - prefill) must match, and the prefill must survive where nothing flows
+ * (keys no query sees). */
+static void grad_case(const char *what, dims d, const rp_attn_cfg *cfg, int nthreads)
+{
+    problem p = problem_new(d, 2.0);
+    float *P[3] = {rand_floats(p.nq, -1.0, 1.0), rand_floats(p.nk, -1.0, 1.0),
+                   rand_floats(p.nv, -1.0, 1.0)};
+    kresult r = run_kernel(&p, cfg, nthreads, P[0], P[1], P[2]);
+    double *qd = to_double(p.q, p.nq), *kd = to_double(p.k, p.nk), *vd = to_double(p.v, p.nv);
+    double *Gd = to_double(p.G, p.no);
+    double *fq = malloc(sizeof(double) * (size_t)p.nq), *fk = malloc(sizeof(double) * (size_t)p.nk);
+    double *fv = malloc(sizeof(double) * (size_t)p.nv);
+    fd_grad(fq, qd, d.T, d.D, qd, kd, vd, Gd, d, cfg);
+    fd_grad(fk, kd, d.S, d.D, qd, kd, vd, Gd, d, cfg);
+    fd_grad(fv, vd, d.S, d.Dv, qd, kd, vd, Gd, d, cfg);
+    float *grads[3] = {r.dq, r.dk, r.dv};
+    const double *want[3] = {fq, fk, fv};
+    const int64_t n[3] = {p.nq, p.nk, p.nv};
+    const char *names[3] = {"dq", "dk", "dv"};
+    for (int j = 0; j < 3; j++) {
+        /* result - prefill is exact up to one rounding of the sum (|values| <= a few) */
+        for (int64_t i = 0; i < n[j]; i++) grads[j][i] -= P[j][i];
+        char label[300];
+        snprintf(label, sizeof label,
+                 "%s vs finite differences: %s pe=%s %s %s d_rot_qk=%lld d_rot_v=%lld T=%lld "
+                 "S=%lld q_offset=%lld threads=%d", names[j], what, pe_label(cfg->pe),
+                 cfg->causal ? "causal" : "full",
+                 cfg->pairing == RP_PAIR_HALF ? "half" : "interleaved", (long long)cfg->d_rot_qk,
+                 (long long)cfg->d_rot_v, (long long)d.T, (long long)d.S, (long long)cfg->q_offset,
+                 nthreads);
+        CHECK_CLOSE(grads[j], want[j], n[j], GRAD_TOL, label);
+        note_err(grads[j], want[j], n[j]);
+    }
+    /* keys no query sees get exactly nothing */
+    if (cfg->causal && cfg->q_offset + d.T < d.S) {
+        int64_t bad = 0;
+        for (int64_t b = 0; b < d.B; b++)
+            for (int64_t i = cfg->q_offset + d.T; i < d.S; i++) {
+                for (int64_t f = 0; f < d.H * d.D; f++)
+                    bad += r.dk[(b * d.S + i) * d.H * d.D + f] != 0.0f;
+                for (int64_t f = 0; f < d.H * d.Dv; f++)
+                    bad += r.dv[(b * d.S + i) * d.H * d.Dv + f] != 0.0f;
+            }
+        CHECK(bad == 0, "%s pe=%s: %lld gradient entries of unseen keys changed", what,
+              pe_label(cfg->pe), (long long)bad);
+    }
+    for (int j = 0; j < 3; j++) free(P[j]);
+    free(qd);
+    free(kd);
+    free(vd);
+    free(Gd);
+    free(fq);
+    free(fk);
+    free(fv);
+    kresult_free(&r);
+    problem_free(&p);
+}
+
+/* Every pe mode, causal and not, T == S, T < S with q_offset = S - T, a chunk whose queries sit
+ * beyond the keys (q_offset > S - T: every key visible), a short window at offset 0 (the last
+ * keys unseen under the mask), full and partial rotation, both pairings. */
+static void test_backward_fd(void)
+{
+    const int64_t B = 2, H = 2, D = 8, Dv = 6;
+    struct { int64_t T, S, off; } g[4] = {{6, 6, 0}, {4, 7, 3}, {3, 7, 40}, {4, 7, 0}};
+    for (int gi = 0; gi < 4; gi++)
+        for (int pe = RP_PE_NONE; pe <= RP_PE_ROPER_LEGACY; pe++)
+            for (int causal = 0; causal <= 1; causal++)
+                for (int variant = 0; variant <= 1; variant++) {
+                    dims d = {B, g[gi].T, g[gi].S, H, D, Dv};
+                    rp_attn_cfg cfg = base_cfg((rp_pe)pe, D, Dv);
+                    cfg.causal = causal;
+                    cfg.q_offset = g[gi].off;
+                    if (variant) { /* partial rotation, the other pairing, another scale */
+                        cfg.d_rot_qk = 4;
+                        cfg.d_rot_v = 2;
+                        cfg.pairing = RP_PAIR_INTERLEAVED;
+                        cfg.scale = 0.9;
+                    }
+                    grad_case("small", d, &cfg, 1 + (gi + pe + variant) % 2);
+                }
+    /* far along a stream (angles of thousands of radians), another base, d_rot_v != d_rot_qk */
+    for (int pe = RP_PE_ROPE; pe <= RP_PE_ROPER_LEGACY; pe++) {
+        dims d = {1, 3, 5, 2, 8, 8};
+        rp_attn_cfg cfg = base_cfg((rp_pe)pe, 8, 8);
+        cfg.q_offset = 5000;
+        cfg.base = 500.0;
+        cfg.d_rot_v = 4;
+        grad_case("far offset", d, &cfg, 2);
+    }
+}
+
+/* Several row blocks (T > 64): the causal block skipping and the dK'/dV' accumulation over
+ * blocks, checked by directional derivatives (a full finite-difference sweep is too slow here):
+ * for a random direction U on one of q, k, v, sum(grad * U) against
+ * (L(x + hU) - L(x - hU)) / 2h of the double reference. Plus out/att against the reference. */
+static void test_backward_blocks(void)
+{
+    struct { int64_t T, S, off; int causal; } g[3] = {{150, 150, 0, 1}, {100, 130, 30, 1},
+                                                      {70, 90, 0, 0}};
+    for (int gi = 0; gi < 3; gi++)
+        for (int pe = RP_PE_NONE; pe <= RP_PE_ROPER_LEGACY; pe++) {
+            if (pe == RP_PE_SINUSOIDAL || pe == RP_PE_LEARNED) continue; /* same path as none */
+            dims d = {1, g[gi].T, g[gi].S, 2, 8, 8};
+            rp_attn_cfg cfg = base_cfg((rp_pe)pe, 8, 8);
+            cfg.causal = g[gi].causal;
+            cfg.q_offset = g[gi].off;
+            cfg.d_rot_v = 6;
+            problem p = problem_new(d, 2.0);
+            kresult r = run_kernel(&p, &cfg, 2, NULL, NULL, NULL);
+            double *wo = malloc(sizeof(double) * (size_t)p.no);
+            double *wa = malloc(sizeof(double) * (size_t)p.na);
+            ref_attention(wo, wa, p.q, p.k, p.v, d, &cfg);
+            char label[200];
+            snprintf(label, sizeof label, "blocks out pe=%s T=%lld S=%lld q_offset=%lld %s",
+                     pe_label(cfg.pe), (long long)d.T, (long long)d.S, (long long)cfg.q_offset,
+                     cfg.causal ? "causal" : "full");
+            CHECK_CLOSE(r.out, wo, p.no, ATT_TOL, label);
+            snprintf(label, sizeof label, "blocks att pe=%s T=%lld S=%lld q_offset=%lld %s",
+                     pe_label(cfg.pe), (long long)d.T, (long long)d.S, (long long)cfg.q_offset,
+                     cfg.causal ? "causal" : "full");
+            CHECK_CLOSE(r.att, wa, p.na, ATT_TOL, label);
+            double *x[3] = {to_double(p.q, p.nq), to_double(p.k, p.nk), to_double(p.v, p.nv)};
+            double *Gd = to_double(p.G, p.no);
+            const float *grads[3] = {r.dq, r.dk, r.dv};
+            const int64_t n[3] = {p.nq, p.nk, p.nv};
+            const char *names[3] = {"q", "k", "v"};
+            for (int j = 0; j < 3; j++) {
+                double *U = malloc(sizeof(double) * (size_t)n[j]);
+                double *x0 = to_double(j == 0 ? p.q : j == 1 ? p.k : p.v, n[j]);
+                double dd = 0.0, mag = 0.0;
+                for (int64_t i = 0; i < n[j]; i++) {
+                    U[i] = check_rand(&rng_state, -1.0, 1.0);
+                    dd += (double)grads[j][i] * U[i];
+                    mag += fabs((double)grads[j][i] * U[i]);
+                }
+                double L[2];
+                for (int s = 0; s < 2; s++) {
+                    double hs = s ? -FD_H : FD_H;
+                    for (int64_t i = 0; i < n[j]; i++) x[j][i] = x0[i] + hs * U[i];
+                    L[s] = 0.0;
+                    for (int64_t h = 0; h < d.H; h++)
+                        L[s] += ref_head_loss(x[0], x[1], x[2], Gd, d, &cfg, 0, h);
+                }
+                memcpy(x[j], x0, sizeof(double) * (size_t)n[j]);
+                double fd = (L[0] - L[1]) / (2.0 * FD_H), err = fabs(dd - fd);
+                /* sum|terms| ~ 100 here; the float gradients' rounding (< 1e-6 each, mostly
+                 * cancelling) gives errors up to ~2e-6; a block summed twice or skipped moves
+                 * the product by O(1) */
+                CHECK(err <= 1e-7 * mag + 5e-6, "blocks pe=%s T=%lld S=%lld %s: d%s . U = %.9g, "
+                      "finite difference %.9g (err %.3g, sum|terms| %.3g)", pe_label(cfg.pe),
+                      (long long)d.T, (long long)d.S, cfg.causal ? "causal" : "full", names[j],
+                      dd, fd, err, mag);
+                printf("  blocks pe=%s T=%lld S=%lld q_offset=%lld %s: d%s . U vs directional "
+                       "difference: err %.3g (sum|terms| %.3g)\n", pe_label(cfg.pe),
+                       (long long)d.T, (long long)d.S, (long long)cfg.q_offset,
+                       cfg.causal ? "causal" : "full", names[j], err, mag);
+                /* and elementwise at a few entries: the first and last rows, keys near the end
+                 * of the visible range (the last row block), random ones */
+                int64_t L_rows = j == 0 ? d.T : d.S, W = j == 2 ? d.Dv : d.D;
+                int64_t last = j == 0 ? d.T - 1 : (cfg.causal && cfg.q_offset + d.T < d.S
+                                                       ? cfg.q_offset + d.T - 1 : d.S - 1);
+                int64_t rows[5] = {0, last, last - 1, (int64_t)check_rand(&rng_state, 0, (double)L_rows),
+                                   (int64_t)check_rand(&rng_state, 0, (double)L_rows)};
+                double worst = 0.0;
+                for (int e = 0; e < 5; e++) {
+                    int64_t hh = e % d.H, f = (e * 3) % W;
+                    int64_t idx = (rows[e] * d.H + hh) * W + f;
+                    double v0 = x[j][idx];
+                    x[j][idx] = v0 + FD_H;
+                    double lp = ref_head_loss(x[0], x[1], x[2], Gd, d, &cfg, 0, hh);
+                    x[j][idx] = v0 - FD_H;
+                    double lm = ref_head_loss(x[0], x[1], x[2], Gd, d, &cfg, 0, hh);
+                    x[j][idx] = v0;
+                    double ge = fabs((double)grads[j][idx] - (lp - lm) / (2.0 * FD_H));
+                    worst = ge > worst ? ge : worst;
+                }
+                if (worst > max_err_) max_err_ = worst;
+                CHECK(worst <= GRAD_TOL, "blocks pe=%s T=%lld S=%lld %s: d%s at sampled entries "
+                      "vs finite differences: max err %.3g", pe_label(cfg.pe), (long long)d.T,
+                      (long long)d.S, cfg.causal ? "causal" : "full", names[j], worst);
+                free(U);
+                free(x0);
+            }
+            for (int j = 0; j < 3; j++) free(x[j]);
+            free(Gd);
+            free(wo);
+            free(wa);
+            kresult_free(&r);
+            problem_free(&p);
+        }
+}
+
+/* The model's layout: one fused qkv buffer [B, T, 3C] (ld 3C, k = qkv + C, v = qkv + 2C), the
+ * output rows padded (ldo = C + 5: the padding must stay untouched), gradients into one fused
+ * dqkv buffer pre-filled with values. Everything must equal the contiguous call bit for bit
+ * (the same single-threaded sgemm on the same values), and the accumulated gradient must be the
+ * pre-fill plus the gradient from zero up to float rounding of the sums. */
+static void test_fused_strided(void)
+{
+    const int64_t B = 2, T = 70, H = 2, D = 8, C = H * D, ld = 3 * C, ldo = C + 5;
+    dims d = {B, T, T, H, D, D};
+    for (int pe = RP_PE_NONE; pe <= RP_PE_ROPER_LEGACY; pe++)
+        for (int causal = 0; causal <= 1; causal++) {
+            rp_attn_cfg cfg = base_cfg((rp_pe)pe, D, D);
+            cfg.causal = causal;
+            cfg.d_rot_v = 4;
+            float *qkv = rand_floats(B * T * ld, -2.0, 2.0);
+            float *dqkv0 = rand_floats(B * T * ld, -1.0, 1.0);
+            float *dqkv = copy_floats(dqkv0, B * T * ld);
+            float *dout = rand_floats(B * T * ldo, -1.0, 1.0);
+            float *out = rand_floats(B * T * ldo, -1.0, 1.0), *out0 = copy_floats(out, B * T * ldo);
+            float *att = malloc(sizeof(float) * (size_t)(B * H * T * T));
+            int64_t ns = rp_attention_scratch_floats(T, T, D, D, 2);
+            float *scratch = malloc(sizeof(float) * (size_t)ns);
+            rp_attention_forward(out, ldo, att, scratch, qkv, ld, qkv + C, ld, qkv + 2 * C, ld, B,
+                                 T, T, H, D, D, &cfg, 2);
+            rp_attention_backward(dqkv, dqkv + C, dqkv + 2 * C, scratch, dout, ldo, att, qkv, ld,
+                                  qkv + C, ld, qkv + 2 * C, ld, B, T, T, H, D, D, &cfg, 2);
+            /* the same problem, contiguous */
+            problem p;
+            p.d = d;
+            p.nq = p.nk = p.nv = p.no = B * T * C;
+            p.na = B * H * T * T;
+            p.q = malloc(sizeof(float) * (size_t)p.nq);
+            p.k = malloc(sizeof(float) * (size_t)p.nk);
+            p.v = malloc(sizeof(float) * (size_t)p.nv);
+            p.G = malloc(sizeof(float) * (size_t)p.no);
+            float *P[3];
+            for (int j = 0; j < 3; j++) P[j] = malloc(sizeof(float) * (size_t)(B * T * C));
+            float *cols[3] = {p.q, p.k, p.v};
+            for (int64_t r = 0; r < B * T; r++) {
+                for (int j = 0; j < 3; j++) {
+                    memcpy(cols[j] + r * C, qkv + r * ld + j * C, sizeof(float) * (size_t)C);
+                    memcpy(P[j] + r * C, dqkv0 + r * ld + j * C, sizeof(float) * (size_t)C);
+                }
+                memcpy(p.G + r * C, dout + r * ldo, sizeof(float) * (size_t)C);
+            }
+            kresult rp = run_kernel(&p, &cfg, 1, P[0], P[1], P[2]);
+            kresult rz = run_kernel(&p, &cfg, 1, NULL, NULL, NULL);
+            float *got = malloc(sizeof(float) * (size_t)(B * T * C));
+            char label[160];
+            for (int64_t r = 0; r < B * T; r++) memcpy(got + r * C, out + r * ldo, sizeof(float) * (size_t)C);
+            snprintf(label, sizeof label, "fused/padded out == contiguous, pe=%s %s",
+                     pe_label(cfg.pe), causal ? "causal" : "full");
+            CHECK_CLOSE(got, rp.out, B * T * C, 0.0, label);
+            int64_t pad_bad = 0;
+            for (int64_t r = 0; r < B * T; r++)
+                for (int64_t f = C; f < ldo; f++) pad_bad += out[r * ldo + f] != out0[r * ldo + f];
+            CHECK(pad_bad == 0, "pe=%s: %lld padding entries of out written", pe_label(cfg.pe),
+                  (long long)pad_bad);
+            snprintf(label, sizeof label, "fused att == contiguous, pe=%s %s", pe_label(cfg.pe),
+                     causal ? "causal" : "full");
+            CHECK_CLOSE(att, rp.att, p.na, 0.0, label);
+            const float *want[3] = {rp.dq, rp.dk, rp.dv}, *zero_based[3] = {rz.dq, rz.dk, rz.dv};
+            const char *names[3] = {"dq", "dk", "dv"};
+            for (int j = 0; j < 3; j++) {
+                for (int64_t r = 0; r < B * T; r++)
+                    memcpy(got + r * C, dqkv + r * ld + j * C, sizeof(float) * (size_t)C);
+                snprintf(label, sizeof label, "fused %s == contiguous (both pre-filled), pe=%s %s",
+                         names[j], pe_label(cfg.pe), causal ? "causal" : "full");
+                CHECK_CLOSE(got, want[j], B * T * C, 0.0, label);
+                double *sum = malloc(sizeof(double) * (size_t)(B * T * C));
+                for (int64_t i = 0; i < B * T * C; i++)
+                    sum[i] = (double)P[j][i] + (double)zero_based[j][i];
+                /* gradients and pre-fill are O(1): a few float roundings of O(1) sums */
+                snprintf(label, sizeof label, "accumulation: %s == pre-fill + %s from zero, pe=%s %s",
+                         names[j], names[j], pe_label(cfg.pe), causal ? "causal" : "full");
+                CHECK_CLOSE(got, sum, B * T * C, 2e-6, label);
+                free(sum);
+            }
+            free(got);
+            for (int j = 0; j < 3; j++) free(P[j]);
+            kresult_free(&rp);
+            kresult_free(&rz);
+            problem_free(&p);
+            free(qkv);
+            free(dqkv0);
+            free(dqkv);
+            free(dout);
+            free(out);
+            free(out0);
+            free(att);
+            free(scratch);
+        }
+}
+
+static int64_t count_diff(const float *a, const float *b, int64_t n)
+{
+    int64_t c = 0;
+    for (int64_t i = 0; i < n; i++) c += memcmp(a + i, b + i, sizeof(float)) != 0;
+    return c;
+}
+
+/* nthreads 1, 2, 3 and more threads than (b, h) pairs, and OpenBLAS set to 1 or 2 threads
+ * outside: out, att and every gradient are identical bit for bit (each pair is computed by the
+ * same single-threaded code whichever thread runs it). */
+static void test_threads(void)
+{
+    dims d = {3, 70, 70, 2, 8, 8};
+    int blas0 = rp_blas_threads();
+    for (int pe = RP_PE_NONE; pe <= RP_PE_ROPER_LEGACY; pe++)
+        for (int causal = 0; causal <= 1; causal++) {
+            rp_attn_cfg cfg = base_cfg((rp_pe)pe, 8, 8);
+            cfg.causal = causal;
+            problem p = problem_new(d, 2.0);
+            rp_blas_set_threads(1);
+            kresult r1 = run_kernel(&p, &cfg, 1, NULL, NULL, NULL);
+            const int nts[4] = {2, 3, 7, 2};
+            for (int ti = 0; ti < 4; ti++) {
+                rp_blas_set_threads(ti == 3 ? 1 : 2);
+                kresult rn = run_kernel(&p, &cfg, nts[ti], NULL, NULL, NULL);
+                int64_t diff = count_diff(r1.out, rn.out, p.no) + count_diff(r1.att, rn.att, p.na) +
+                               count_diff(r1.dq, rn.dq, p.nq) + count_diff(r1.dk, rn.dk, p.nk) +
+                               count_diff(r1.dv, rn.dv, p.nv);
+                CHECK(diff == 0, "pe=%s %s: nthreads %d (OpenBLAS %d) differs from 1 thread in "
+                      "%lld values", pe_label(cfg.pe), causal ? "causal" : "full", nts[ti],
+                      rp_blas_threads(), (long long)diff);
+                kresult_free(&rn);
+            }
+            kresult_free(&r1);
+            problem_free(&p);
+        }
+    rp_blas_set_threads(blas0);
+    printf("  threads: nthreads 1/2/3/7 and OpenBLAS 1/2 threads give bitwise identical results\n");
 }
 
 static void test_names(void)
@@ -489,5 +994,11 @@ int main(void)
     test_layouts_and_kernel();
     test_relative_property();
     test_errors();
+    test_backward_fd();
+    test_backward_blocks();
+    printf("  finite differences: max |grad - fd| %.3g over all elementwise checks (tol %.3g)\n",
+           max_err_, GRAD_TOL);
+    test_fused_strided();
+    test_threads();
     return check_summary("test_attention");
 }

@@ -1,0 +1,688 @@
+/* Checkpoint files (core/checkpoint.h; the format byte by byte: docs/checkpoint.md).
+ *
+ * Everything is little-endian whatever the host: integers are written byte by byte with shifts,
+ * floats and doubles as their IEEE-754 bit patterns. The checksum is FNV-1a 64 over every byte
+ * before it.
+ *
+ * Saving serialises twice through the same code: once counting bytes (the total size goes into the
+ * header), once writing to "<path>.tmp.<pid>", which is then flushed, fsync'ed, closed and renamed
+ * over path. Loading checks the first 16 bytes against the file's size (magic, version, declared
+ * size) before reading the whole file into memory, then the checksum, then parses with a bounds
+ * check on every read and builds nothing until the stored parameter count is known to agree with
+ * the stored config and to fit in the file.
+ */
+#include "checkpoint.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CK_MAGIC "RPCK"
+#define CK_VERSION 1u
+#define CK_HEADER 16u  /* magic, version, file size */
+#define CK_TRAILER 8u  /* checksum */
+#define CK_FLAG_OPTIM 1u
+
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+#define FNV_PRIME 0x100000001b3ULL
+
+static uint64_t fnv1a(uint64_t h, const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= FNV_PRIME;
+    }
+    return h;
+}
+
+static void put_le(uint8_t *b, uint64_t x, int n)
+{
+    for (int i = 0; i < n; i++) b[i] = (uint8_t)(x >> (8 * i));
+}
+
+static uint64_t get_le(const uint8_t *b, int n)
+{
+    uint64_t x = 0;
+    for (int i = 0; i < n; i++) x |= (uint64_t)b[i] << (8 * i);
+    return x;
+}
+
+static uint64_t f64_bits(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return u;
+}
+
+static double bits_f64(uint64_t u)
+{
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
+/* rp_error with "<path>: <prefix><the current message>" (the message is copied first: rp_error
+ * formats into the buffer rp_last_error() points to). */
+static rp_status rethrow(rp_status st, const char *path, const char *prefix)
+{
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", rp_last_error());
+    return rp_error(st, "%s: %s%s", path, prefix, msg);
+}
+
+/* ---- writing -------------------------------------------------------------------------------- */
+
+/* f == NULL: only count. err: the errno of the first failed write (0 while all is well). */
+typedef struct {
+    FILE *f;
+    uint64_t size;
+    uint64_t hash;
+    int err;
+} writer;
+
+static void w_bytes(writer *w, const void *p, size_t n)
+{
+    w->size += n;
+    if (!w->f || w->err) return;
+    w->hash = fnv1a(w->hash, p, n);
+    if (n && fwrite(p, 1, n, w->f) != n) w->err = errno ? errno : EIO;
+}
+
+static void w_uint(writer *w, uint64_t x, int n)
+{
+    uint8_t b[8];
+    put_le(b, x, n);
+    w_bytes(w, b, (size_t)n);
+}
+
+static void w_u32(writer *w, uint32_t x) { w_uint(w, x, 4); }
+static void w_i32(writer *w, int32_t x) { w_uint(w, (uint32_t)x, 4); }
+static void w_u64(writer *w, uint64_t x) { w_uint(w, x, 8); }
+static void w_i64(writer *w, int64_t x) { w_uint(w, (uint64_t)x, 8); }
+static void w_f64(writer *w, double x) { w_uint(w, f64_bits(x), 8); }
+
+static void w_floats(writer *w, const float *x, int64_t n)
+{
+    if (!w->f) {
+        w->size += (uint64_t)n * 4u;
+        return;
+    }
+    uint8_t buf[4096];
+    int64_t i = 0;
+    while (i < n) {
+        int64_t k = n - i < 1024 ? n - i : 1024;
+        for (int64_t j = 0; j < k; j++) {
+            uint32_t u;
+            memcpy(&u, &x[i + j], 4);
+            put_le(buf + 4 * j, u, 4);
+        }
+        w_bytes(w, buf, (size_t)(4 * k));
+        i += k;
+    }
+}
+
+static void w_model_cfg(writer *w, const rp_model_cfg *c)
+{
+    w_i64(w, c->vocab);
+    w_i64(w, c->d_model);
+    w_i64(w, c->heads);
+    w_i64(w, c->layers);
+    w_i64(w, c->d_ff);
+    w_i64(w, c->seq_len);
+    w_i64(w, c->max_batch);
+    w_i32(w, (int32_t)c->norm);
+    w_i32(w, (int32_t)c->act);
+    w_i32(w, (int32_t)c->pe);
+    w_i32(w, (int32_t)c->pairing);
+    w_f64(w, c->dropout);
+    w_f64(w, c->fraction_qk);
+    w_f64(w, c->fraction_v);
+    w_f64(w, c->rope_base);
+    w_u64(w, c->seed);
+}
+
+static void w_opt_cfg(writer *w, const rp_adam_cfg *c)
+{
+    w_f64(w, c->lr);
+    w_f64(w, c->beta1);
+    w_f64(w, c->beta2);
+    w_f64(w, c->eps);
+    w_f64(w, c->weight_decay);
+    w_i32(w, (int32_t)c->decoupled);
+    w_i32(w, (int32_t)c->schedule);
+    w_f64(w, c->clip);
+    w_i64(w, c->warmup);
+    w_i64(w, c->total_steps);
+    w_f64(w, c->min_lr);
+    w_f64(w, c->d_model);
+}
+
+/* Everything after the header and before the checksum. */
+static void w_body(writer *w, rp_model *m, const rp_adam_cfg *oc, const rp_adam_state *os)
+{
+    w_model_cfg(w, rp_model_config(m));
+    int np = rp_model_num_tensors(m);
+    w_u32(w, oc ? CK_FLAG_OPTIM : 0u);
+    w_u32(w, (uint32_t)np);
+    w_u64(w, (uint64_t)rp_model_param_count(m));
+    const float *data = rp_model_params(m)->data;
+    for (int i = 0; i < np; i++) {
+        const rp_param_info *p = rp_model_param(m, i);
+        size_t len = strlen(p->name);
+        w_u32(w, (uint32_t)len);
+        w_bytes(w, p->name, len);
+        w_u32(w, (uint32_t)p->ndim);
+        for (int d = 0; d < p->ndim; d++) w_i64(w, p->shape[d]);
+        w_floats(w, data + p->offset, p->numel);
+    }
+    const rp_rng *r = rp_model_rng(m);
+    for (int k = 0; k < 4; k++) w_u64(w, r->s[k]);
+    w_f64(w, r->spare);
+    w_i32(w, (int32_t)r->has_spare);
+    if (oc) {
+        w_opt_cfg(w, oc);
+        w_i64(w, os->step);
+        w_i64(w, os->n);
+        w_floats(w, os->m, os->n);
+        w_floats(w, os->v, os->n);
+    }
+}
+
+/* Best effort: makes the rename durable. */
+static void sync_parent_dir(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *dir;
+    if (!slash) {
+        dir = strdup(".");
+    } else if (slash == path) {
+        dir = strdup("/");
+    } else {
+        dir = malloc((size_t)(slash - path) + 1);
+        if (dir) {
+            memcpy(dir, path, (size_t)(slash - path));
+            dir[slash - path] = '\0';
+        }
+    }
+    if (!dir) return;
+    int fd = open(dir, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+    free(dir);
+}
+
+rp_status rp_checkpoint_save(const char *path, rp_model *m, const rp_adam_cfg *opt_cfg,
+                             const rp_adam_state *opt_state)
+{
+    if (!path || !*path) return rp_error(RP_ERR_ARG, "checkpoint path is empty");
+    if (!m) return rp_error(RP_ERR_ARG, "%s: no model to save", path);
+    if ((opt_cfg == NULL) != (opt_state == NULL))
+        return rp_error(RP_ERR_ARG, "%s: the optimiser needs both its config and its state", path);
+    if (opt_cfg) {
+        rp_status st = rp_adam_cfg_check(opt_cfg);
+        if (st != RP_OK) return rethrow(st, path, "optimiser config: ");
+        int64_t np = rp_model_param_count(m);
+        if (opt_state->n != np)
+            return rp_error(RP_ERR_ARG,
+                            "%s: the optimiser state has %lld floats, the model %lld parameters",
+                            path, (long long)opt_state->n, (long long)np);
+        if (opt_state->step < 0)
+            return rp_error(RP_ERR_ARG, "%s: optimiser step must be >= 0, got %lld", path,
+                            (long long)opt_state->step);
+        if (np > 0 && (!opt_state->m || !opt_state->v))
+            return rp_error(RP_ERR_ARG, "%s: the optimiser state has no m or v buffer", path);
+    }
+
+    writer w = {NULL, CK_HEADER, FNV_OFFSET, 0};
+    w_body(&w, m, opt_cfg, opt_state);
+    uint64_t total = w.size + CK_TRAILER;
+
+    size_t tlen = strlen(path) + 32;
+    char *tmp = malloc(tlen);
+    if (!tmp) return rp_error(RP_ERR_NOMEM, "%s: out of memory", path);
+    snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
+
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        int e = errno;
+        free(tmp);
+        return rp_error(RP_ERR_IO, "%s: %s", path, strerror(e));
+    }
+    FILE *f = fdopen(fd, "wb");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        free(tmp);
+        return rp_error(RP_ERR_IO, "%s: %s", path, strerror(e));
+    }
+
+    w.f = f;
+    w.size = 0;
+    w.hash = FNV_OFFSET;
+    w.err = 0;
+    w_bytes(&w, CK_MAGIC, 4);
+    w_u32(&w, CK_VERSION);
+    w_u64(&w, total);
+    w_body(&w, m, opt_cfg, opt_state);
+    w_u64(&w, w.hash); /* the hash of everything before it (w_uint reads w.hash first) */
+
+    int e = w.err;
+    if (!e && w.size != total) e = EIO; /* our own bug: the two passes disagree */
+    if (!e && fflush(f) != 0) e = errno ? errno : EIO;
+    if (!e && fsync(fileno(f)) != 0) e = errno ? errno : EIO;
+    if (fclose(f) != 0 && !e) e = errno ? errno : EIO;
+    if (!e && rename(tmp, path) != 0) e = errno ? errno : EIO;
+    if (e) {
+        unlink(tmp);
+        free(tmp);
+        return rp_error(RP_ERR_IO, "%s: %s", path, strerror(e));
+    }
+    free(tmp);
+    sync_parent_dir(path);
+    return RP_OK;
+}
+
+/* ---- reading -------------------------------------------------------------------------------- */
+
+typedef struct {
+    const uint8_t *p;
+    uint64_t n, pos; /* n: end of the parsable bytes (before the checksum) */
+    const char *what; /* first failure: what could not be read */
+} reader;
+
+static int r_need(reader *r, uint64_t k, const char *what)
+{
+    if (r->what) return 0;
+    if (k > r->n - r->pos) {
+        r->what = what;
+        return 0;
+    }
+    return 1;
+}
+
+static uint64_t r_uint(reader *r, int n, const char *what)
+{
+    if (!r_need(r, (uint64_t)n, what)) return 0;
+    uint64_t x = get_le(r->p + r->pos, n);
+    r->pos += (uint64_t)n;
+    return x;
+}
+
+static uint32_t r_u32(reader *r, const char *what) { return (uint32_t)r_uint(r, 4, what); }
+static int32_t r_i32(reader *r, const char *what) { return (int32_t)(uint32_t)r_uint(r, 4, what); }
+static uint64_t r_u64(reader *r, const char *what) { return r_uint(r, 8, what); }
+static int64_t r_i64(reader *r, const char *what) { return (int64_t)r_uint(r, 8, what); }
+static double r_f64(reader *r, const char *what) { return bits_f64(r_uint(r, 8, what)); }
+
+/* Position of n floats (bounds-checked), advancing past them; NULL when they do not fit. */
+static const uint8_t *r_floats(reader *r, int64_t n, const char *what)
+{
+    if (n < 0 || (uint64_t)n > (r->n - r->pos) / 4u) {
+        if (!r->what) r->what = what;
+        return NULL;
+    }
+    if (r->what) return NULL;
+    const uint8_t *at = r->p + r->pos;
+    r->pos += (uint64_t)n * 4u;
+    return at;
+}
+
+static void copy_floats(float *dst, const uint8_t *src, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u = (uint32_t)get_le(src + 4 * i, 4);
+        memcpy(&dst[i], &u, 4);
+    }
+}
+
+static void r_model_cfg(reader *r, rp_model_cfg *c)
+{
+    const char *w = "the model config";
+    c->vocab = r_i64(r, w);
+    c->d_model = r_i64(r, w);
+    c->heads = r_i64(r, w);
+    c->layers = r_i64(r, w);
+    c->d_ff = r_i64(r, w);
+    c->seq_len = r_i64(r, w);
+    c->max_batch = r_i64(r, w);
+    c->norm = (rp_norm)r_i32(r, w);
+    c->act = (rp_act)r_i32(r, w);
+    c->pe = (rp_pe)r_i32(r, w);
+    c->pairing = (rp_pairing)r_i32(r, w);
+    c->dropout = r_f64(r, w);
+    c->fraction_qk = r_f64(r, w);
+    c->fraction_v = r_f64(r, w);
+    c->rope_base = r_f64(r, w);
+    c->seed = r_u64(r, w);
+}
+
+static void r_opt_cfg(reader *r, rp_adam_cfg *c)
+{
+    const char *w = "the optimiser config";
+    c->lr = r_f64(r, w);
+    c->beta1 = r_f64(r, w);
+    c->beta2 = r_f64(r, w);
+    c->eps = r_f64(r, w);
+    c->weight_decay = r_f64(r, w);
+    c->decoupled = (int)r_i32(r, w);
+    c->schedule = (rp_schedule)r_i32(r, w);
+    c->clip = r_f64(r, w);
+    c->warmup = r_i64(r, w);
+    c->total_steps = r_i64(r, w);
+    c->min_lr = r_f64(r, w);
+    c->d_model = r_f64(r, w);
+}
+
+/* The parameter count model.h's layout gives for cfg (already checked), or -1 when it does not
+ * fit in int64. Used to bound the model's allocation by what the file holds before building it. */
+static int64_t expected_param_count(const rp_model_cfg *c)
+{
+    const double lim = 9.0e18;
+    double V = (double)c->vocab, C = (double)c->d_model, F = (double)c->d_ff;
+    double per_layer = 2 * C + 3 * C * C + 3 * C + C * C + C + 2 * C + F * C + F + C * F + C;
+    double total = V * C + (c->pe == RP_PE_LEARNED ? (double)c->seq_len * C : 0.0) +
+                   (double)c->layers * per_layer + (c->norm == RP_NORM_PRE ? 2 * C : 0.0) +
+                   V * C + V;
+    if (!(total < lim)) return -1;
+    int64_t v = c->vocab, d = c->d_model, f = c->d_ff;
+    int64_t pl = 2 * d + 3 * d * d + 3 * d + d * d + d + 2 * d + f * d + f + d * f + d;
+    return v * d + (c->pe == RP_PE_LEARNED ? c->seq_len * d : 0) + c->layers * pl +
+           (c->norm == RP_NORM_PRE ? 2 * d : 0) + v * d + v;
+}
+
+static void shape_str(char *buf, size_t n, int ndim, const int64_t *shape)
+{
+    if (ndim == 1)
+        snprintf(buf, n, "(%lld)", (long long)shape[0]);
+    else
+        snprintf(buf, n, "(%lld x %lld)", (long long)shape[0], (long long)shape[1]);
+}
+
+/* Reads up to n bytes at the current position (fewer only at the end of the file). */
+static int read_full(int fd, uint8_t *buf, uint64_t n, uint64_t *got)
+{
+    *got = 0;
+    while (*got < n) {
+        uint64_t want = n - *got;
+        if (want > ((uint64_t)1 << 30)) want = (uint64_t)1 << 30;
+        ssize_t k = read(fd, buf + *got, (size_t)want);
+        if (k < 0) {
+            if (errno == EINTR) continue;
+            return errno ? errno : EIO;
+        }
+        if (k == 0) break;
+        *got += (uint64_t)k;
+    }
+    return 0;
+}
+
+/* The checks that need only the first bytes (hlen of them) and the file size n: emptiness,
+ * magic, header length, version, and the size the header declares. */
+static rp_status check_header(const char *path, const uint8_t *b, uint64_t hlen, uint64_t n)
+{
+    if (n == 0) return rp_error(RP_ERR_IO, "%s: empty file (not a roper checkpoint)", path);
+    if (memcmp(b, CK_MAGIC, hlen < 4 ? (size_t)hlen : 4) != 0)
+        return rp_error(RP_ERR_IO, "%s: not a roper checkpoint", path);
+    if (n < CK_HEADER)
+        return rp_error(RP_ERR_IO, "%s: truncated (%llu bytes, shorter than the %u-byte header)",
+                        path, (unsigned long long)n, CK_HEADER);
+    uint32_t version = (uint32_t)get_le(b + 4, 4);
+    if (version != CK_VERSION)
+        return rp_error(RP_ERR_IO, "%s: version %lu is not supported (this is version %u)", path,
+                        (unsigned long)version, CK_VERSION);
+    uint64_t declared = get_le(b + 8, 8);
+    if (declared < CK_HEADER + CK_TRAILER)
+        return rp_error(RP_ERR_IO, "%s: corrupted (declared size %llu bytes is too small)", path,
+                        (unsigned long long)declared);
+    if (n < declared)
+        return rp_error(RP_ERR_IO, "%s: truncated (%llu of %llu bytes)", path,
+                        (unsigned long long)n, (unsigned long long)declared);
+    if (n > declared)
+        return rp_error(RP_ERR_IO, "%s: %llu bytes where the header says %llu (trailing data)",
+                        path, (unsigned long long)n, (unsigned long long)declared);
+    return RP_OK;
+}
+
+/* Reads path into *buf (*size bytes) after checking its header against its size, so that only
+ * a file that claims to be a checkpoint of exactly its size is read into memory; then checks the
+ * checksum. RP_ERR_IO with "path: reason". */
+static rp_status read_checked(const char *path, uint8_t **buf, uint64_t *size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return rp_error(RP_ERR_IO, "%s: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        int e = errno;
+        close(fd);
+        return rp_error(RP_ERR_IO, "%s: %s", path, strerror(e));
+    }
+    if (S_ISDIR(sb.st_mode)) {
+        close(fd);
+        return rp_error(RP_ERR_IO, "%s: %s", path, strerror(EISDIR));
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        return rp_error(RP_ERR_IO, "%s: not a regular file", path);
+    }
+    uint64_t n = (uint64_t)sb.st_size;
+    uint8_t hdr[CK_HEADER];
+    uint64_t hlen = 0;
+    int e = read_full(fd, hdr, n < CK_HEADER ? n : CK_HEADER, &hlen);
+    if (e) {
+        close(fd);
+        return rp_error(RP_ERR_IO, "%s: %s", path, strerror(e));
+    }
+    if (hlen < CK_HEADER && hlen < n) n = hlen; /* the file shrank meanwhile */
+    rp_status st = check_header(path, hdr, hlen, n);
+    if (st != RP_OK) {
+        close(fd);
+        return st;
+    }
+    if (n > (uint64_t)SIZE_MAX) {
+        close(fd);
+        return rp_error(RP_ERR_IO, "%s: file too large", path);
+    }
+    uint8_t *b = malloc((size_t)n);
+    if (!b) {
+        close(fd);
+        return rp_error(RP_ERR_IO, "%s: out of memory reading %llu bytes", path,
+                        (unsigned long long)n);
+    }
+    memcpy(b, hdr, CK_HEADER);
+    uint64_t got = 0;
+    e = read_full(fd, b + CK_HEADER, n - CK_HEADER, &got);
+    close(fd);
+    if (e) {
+        free(b);
+        return rp_error(RP_ERR_IO, "%s: %s", path, strerror(e));
+    }
+    if (got != n - CK_HEADER) { /* the file shrank meanwhile */
+        free(b);
+        return rp_error(RP_ERR_IO, "%s: truncated (%llu of %llu bytes)", path,
+                        (unsigned long long)(got + CK_HEADER), (unsigned long long)n);
+    }
+    uint64_t want = get_le(b + n - CK_TRAILER, 8);
+    if (fnv1a(FNV_OFFSET, b, (size_t)(n - CK_TRAILER)) != want) {
+        free(b);
+        return rp_error(RP_ERR_IO, "%s: checksum mismatch", path);
+    }
+    *buf = b;
+    *size = n;
+    return RP_OK;
+}
+
+static rp_status parse(const char *path, const uint8_t *b, uint64_t n, rp_checkpoint *out)
+{
+    reader r = {b, n - CK_TRAILER, CK_HEADER, NULL};
+    rp_model_cfg mc;
+    memset(&mc, 0, sizeof mc);
+    r_model_cfg(&r, &mc);
+    uint32_t flags = r_u32(&r, "the flags");
+    uint32_t np = r_u32(&r, "the parameter count");
+    uint64_t total = r_u64(&r, "the parameter count");
+    if (r.what) return rp_error(RP_ERR_IO, "%s: corrupted (%s runs past the end)", path, r.what);
+    if (flags & ~CK_FLAG_OPTIM)
+        return rp_error(RP_ERR_IO, "%s: corrupted (unknown flags 0x%lx)", path,
+                        (unsigned long)flags);
+    rp_status st = rp_model_cfg_check(&mc);
+    if (st != RP_OK) return rethrow(RP_ERR_IO, path, "bad model config: ");
+    /* The parameters must fit in what is left of the file before anything is allocated. */
+    int64_t want_total = expected_param_count(&mc);
+    if (want_total < 0 || (uint64_t)want_total != total)
+        return rp_error(RP_ERR_IO,
+                        "%s: corrupted (%llu parameters stored, the stored config needs %lld)",
+                        path, (unsigned long long)total, (long long)want_total);
+    if (total > (r.n - r.pos) / 4u)
+        return rp_error(RP_ERR_IO, "%s: corrupted (%llu parameters do not fit in the file)", path,
+                        (unsigned long long)total);
+
+    rp_model *m = rp_model_new(&mc);
+    if (!m) return rethrow(RP_ERR_IO, path, "cannot build the model: ");
+    int have_np = rp_model_num_tensors(m);
+    int64_t have_total = rp_model_param_count(m);
+    if ((int64_t)np != have_np || (int64_t)total != have_total) {
+        rp_model_free(m);
+        return rp_error(RP_ERR_IO,
+                        "%s: %lu tensors with %llu floats stored, the model has %d with %lld",
+                        path, (unsigned long)np, (unsigned long long)total, have_np,
+                        (long long)have_total);
+    }
+    float *params = rp_model_params(m)->data;
+    for (uint32_t i = 0; i < np; i++) {
+        const rp_param_info *p = rp_model_param(m, (int)i);
+        uint32_t len = r_u32(&r, "a tensor name");
+        char name[48];
+        int64_t shape[2] = {0, 0};
+        uint32_t ndim = 0;
+        if (!r.what && len >= sizeof name) {
+            rp_model_free(m);
+            return rp_error(RP_ERR_IO, "%s: corrupted (tensor %lu: name of %lu bytes)", path,
+                            (unsigned long)i, (unsigned long)len);
+        }
+        if (r_need(&r, len, "a tensor name")) {
+            memcpy(name, r.p + r.pos, len);
+            name[len] = '\0';
+            r.pos += len;
+        }
+        ndim = r_u32(&r, "a tensor shape");
+        if (!r.what && (ndim < 1 || ndim > 2)) {
+            rp_model_free(m);
+            return rp_error(RP_ERR_IO, "%s: corrupted (tensor %lu: ndim %lu)", path,
+                            (unsigned long)i, (unsigned long)ndim);
+        }
+        for (uint32_t d = 0; d < ndim && !r.what; d++) shape[d] = r_i64(&r, "a tensor shape");
+        if (r.what) break;
+        char got[64], want[64];
+        shape_str(got, sizeof got, (int)ndim, shape);
+        shape_str(want, sizeof want, p->ndim, p->shape);
+        if (strcmp(name, p->name) != 0 || strcmp(got, want) != 0) {
+            st = rp_error(RP_ERR_IO, "%s: tensor %lu is %s %s, the model expects %s %s", path,
+                          (unsigned long)i, name, got, p->name, want);
+            rp_model_free(m); /* after the message: p points into m */
+            return st;
+        }
+        const uint8_t *src = r_floats(&r, p->numel, "the parameter data");
+        if (!src) break;
+        copy_floats(params + p->offset, src, p->numel);
+    }
+    rp_rng rng;
+    memset(&rng, 0, sizeof rng);
+    for (int k = 0; k < 4; k++) rng.s[k] = r_u64(&r, "the RNG state");
+    rng.spare = r_f64(&r, "the RNG state");
+    rng.has_spare = (int)r_i32(&r, "the RNG state");
+    if (r.what) {
+        rp_model_free(m);
+        return rp_error(RP_ERR_IO, "%s: corrupted (%s runs past the end)", path, r.what);
+    }
+    if (rng.has_spare != 0 && rng.has_spare != 1) {
+        rp_model_free(m);
+        return rp_error(RP_ERR_IO, "%s: corrupted (RNG has_spare %d)", path, rng.has_spare);
+    }
+
+    rp_adam_cfg oc = rp_adam_cfg_default();
+    rp_adam_state os = {NULL, NULL, 0, 0};
+    if (flags & CK_FLAG_OPTIM) {
+        r_opt_cfg(&r, &oc);
+        os.step = r_i64(&r, "the optimiser state");
+        os.n = r_i64(&r, "the optimiser state");
+        if (r.what) {
+            rp_model_free(m);
+            return rp_error(RP_ERR_IO, "%s: corrupted (%s runs past the end)", path, r.what);
+        }
+        st = rp_adam_cfg_check(&oc);
+        if (st != RP_OK) {
+            rp_model_free(m);
+            return rethrow(RP_ERR_IO, path, "bad optimiser config: ");
+        }
+        if (os.n != (int64_t)total || os.step < 0) {
+            rp_model_free(m);
+            return rp_error(RP_ERR_IO,
+                            "%s: corrupted (optimiser state: %lld floats at step %lld for %llu "
+                            "parameters)",
+                            path, (long long)os.n, (long long)os.step, (unsigned long long)total);
+        }
+        const uint8_t *sm = r_floats(&r, os.n, "the optimiser state");
+        const uint8_t *sv = r_floats(&r, os.n, "the optimiser state");
+        if (r.what) {
+            rp_model_free(m);
+            return rp_error(RP_ERR_IO, "%s: corrupted (%s runs past the end)", path, r.what);
+        }
+        size_t bytes = (size_t)(os.n ? os.n : 1) * sizeof(float);
+        os.m = malloc(bytes);
+        os.v = malloc(bytes);
+        if (!os.m || !os.v) {
+            free(os.m);
+            free(os.v);
+            rp_model_free(m);
+            return rp_error(RP_ERR_IO, "%s: out of memory for the optimiser state", path);
+        }
+        copy_floats(os.m, sm, os.n);
+        copy_floats(os.v, sv, os.n);
+    }
+    if (r.pos != r.n) {
+        free(os.m);
+        free(os.v);
+        rp_model_free(m);
+        return rp_error(RP_ERR_IO, "%s: corrupted (%llu unexpected bytes before the checksum)",
+                        path, (unsigned long long)(r.n - r.pos));
+    }
+
+    *rp_model_rng(m) = rng;
+    out->model = m;
+    out->has_optim = (flags & CK_FLAG_OPTIM) != 0;
+    out->opt_cfg = oc;
+    out->opt_state = os;
+    return RP_OK;
+}
+
+rp_status rp_checkpoint_load(const char *path, rp_checkpoint *ck)
+{
+    if (!path || !*path) return rp_error(RP_ERR_ARG, "checkpoint path is empty");
+    if (!ck) return rp_error(RP_ERR_ARG, "%s: no checkpoint to load into", path);
+    uint8_t *b = NULL;
+    uint64_t n = 0;
+    RP_TRY(read_checked(path, &b, &n));
+    rp_status st = parse(path, b, n, ck);
+    free(b);
+    return st;
+}
+
+void rp_checkpoint_free_optim(rp_checkpoint *ck)
+{
+    if (!ck) return;
+    free(ck->opt_state.m);
+    free(ck->opt_state.v);
+    ck->opt_state.m = NULL;
+    ck->opt_state.v = NULL;
+    ck->opt_state.n = 0;
+    ck->opt_state.step = 0;
+    ck->has_optim = 0;
+}

@@ -1,0 +1,635 @@
+/* rp_checkpoint_save / rp_checkpoint_load (core/checkpoint.h, format docs/checkpoint.md):
+ * round trip (config, every parameter bitwise, RNG, optimiser), the header bytes, damaged files
+ * (truncated, flipped bytes, wrong version, empty, trailing data, consistent-checksum forgeries),
+ * bad paths, no temporary file left behind, and bit-identical resume of training.
+ *
+ * Offsets used below come from docs/checkpoint.md: header 16 bytes ("RPCK", u32 version, u64
+ * file size), model config at 16 (vocab first), flags at 128, tensor count at 132, parameter
+ * count at 136, first tensor at 144; FNV-1a 64 of everything before it in the last 8 bytes.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "rp.h"
+
+static char g_dir[64];
+
+static void path_in(char *buf, size_t n, const char *name)
+{
+    snprintf(buf, n, "%s/%s", g_dir, name);
+}
+
+static uint8_t *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = malloc((size_t)len + 1);
+    size_t got = fread(b, 1, (size_t)len, f);
+    fclose(f);
+    *n = got;
+    return b;
+}
+
+static void spit(const char *path, const uint8_t *b, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        printf("FATAL: cannot write %s: %s\n", path, strerror(errno));
+        exit(2);
+    }
+    if (n) fwrite(b, 1, n, f);
+    fclose(f);
+}
+
+/* FNV-1a 64, written independently of the core. */
+static uint64_t fnv(const uint8_t *p, size_t n)
+{
+    uint64_t h = 14695981039346656037ULL;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ULL;
+    return h;
+}
+
+static void put64(uint8_t *b, uint64_t x)
+{
+    for (int i = 0; i < 8; i++) b[i] = (uint8_t)(x >> (8 * i));
+}
+
+static uint64_t get64(const uint8_t *b)
+{
+    uint64_t x = 0;
+    for (int i = 0; i < 8; i++) x |= (uint64_t)b[i] << (8 * i);
+    return x;
+}
+
+static void reseal(uint8_t *b, size_t n) { put64(b + n - 8, fnv(b, n - 8)); }
+
+/* Names in the temporary folder other than the allowed ones (NULL-terminated list). */
+static int stray_files(const char *const *allowed)
+{
+    DIR *d = opendir(g_dir);
+    if (!d) return -1;
+    int stray = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        int ok = 0;
+        for (const char *const *a = allowed; *a; a++) ok |= !strcmp(e->d_name, *a);
+        if (!ok) {
+            printf("  stray file: %s\n", e->d_name);
+            stray++;
+        }
+    }
+    closedir(d);
+    return stray;
+}
+
+static rp_model_cfg tiny_cfg(void)
+{
+    rp_model_cfg c = rp_model_cfg_default(7);
+    c.d_model = 16;
+    c.heads = 2;
+    c.layers = 2;
+    c.d_ff = 24;
+    c.seq_len = 8;
+    c.max_batch = 3;
+    c.pe = RP_PE_ROPER;
+    c.dropout = 0.1; /* so that the model's RNG matters for resume */
+    c.seed = 42;
+    return c;
+}
+
+static rp_model *new_model(const rp_model_cfg *c)
+{
+    rp_model *m = rp_model_new(c);
+    if (!m) {
+        printf("FATAL: rp_model_new: %s\n", rp_last_error());
+        exit(2);
+    }
+    return m;
+}
+
+static int cfg_equal(const rp_model_cfg *a, const rp_model_cfg *b)
+{
+    return a->vocab == b->vocab && a->d_model == b->d_model && a->heads == b->heads &&
+           a->layers == b->layers && a->d_ff == b->d_ff && a->seq_len == b->seq_len &&
+           a->max_batch == b->max_batch && a->norm == b->norm && a->act == b->act &&
+           a->pe == b->pe && a->pairing == b->pairing && a->seed == b->seed &&
+           !memcmp(&a->dropout, &b->dropout, sizeof(double)) &&
+           !memcmp(&a->fraction_qk, &b->fraction_qk, sizeof(double)) &&
+           !memcmp(&a->fraction_v, &b->fraction_v, sizeof(double)) &&
+           !memcmp(&a->rope_base, &b->rope_base, sizeof(double));
+}
+
+static int opt_cfg_equal(const rp_adam_cfg *a, const rp_adam_cfg *b)
+{
+    return a->lr == b->lr && a->beta1 == b->beta1 && a->beta2 == b->beta2 && a->eps == b->eps &&
+           a->weight_decay == b->weight_decay && a->decoupled == b->decoupled &&
+           a->clip == b->clip && a->schedule == b->schedule && a->warmup == b->warmup &&
+           a->total_steps == b->total_steps && a->min_lr == b->min_lr &&
+           a->d_model == b->d_model;
+}
+
+static rp_adam_cfg odd_opt_cfg(void)
+{
+    rp_adam_cfg oc = rp_adam_cfg_default();
+    oc.lr = 3e-3;
+    oc.beta1 = 0.85;
+    oc.beta2 = 0.995;
+    oc.eps = 1e-7;
+    oc.weight_decay = 0.01;
+    oc.decoupled = 1;
+    oc.clip = 0.75;
+    oc.schedule = RP_SCHED_COSINE;
+    oc.warmup = 3;
+    oc.total_steps = 40;
+    oc.min_lr = 1e-4;
+    oc.d_model = 16;
+    return oc;
+}
+
+/* ---- round trip ---------------------------------------------------------------------------- */
+
+static void test_round_trip(void)
+{
+    printf("-- round trip\n");
+    rp_model_cfg c = tiny_cfg();
+    c.norm = RP_NORM_POST;
+    c.act = RP_ACT_GELU;
+    c.pairing = RP_PAIR_INTERLEAVED;
+    c.fraction_v = 0.5;
+    c.rope_base = 500.0;
+    c.seed = 0xFEEDFACECAFEBEEFULL;
+    rp_model *m = new_model(&c);
+    int64_t n = rp_model_param_count(m);
+    uint64_t seed = 1;
+    float *p = rp_model_params(m)->data;
+    for (int64_t i = 0; i < n; i++) p[i] = (float)check_rand(&seed, -2, 2);
+    p[0] = -0.0f;
+    p[1] = 1e-40f; /* a subnormal survives */
+    rp_rng *r = rp_model_rng(m);
+    for (int k = 0; k < 5; k++) rp_rng_u64(r);
+    rp_rng_normal(r); /* leaves a spare */
+    rp_rng rng_before = *r;
+
+    rp_adam_cfg oc = odd_opt_cfg();
+    rp_adam_state os = {malloc((size_t)n * sizeof(float)), malloc((size_t)n * sizeof(float)), n,
+                        17};
+    for (int64_t i = 0; i < n; i++) {
+        os.m[i] = (float)check_rand(&seed, -1, 1);
+        os.v[i] = (float)check_rand(&seed, 0, 1);
+    }
+
+    char path[128];
+    path_in(path, sizeof path, "rt.ckpt");
+    CHECK_STATUS(rp_checkpoint_save(path, m, &oc, &os), RP_OK, NULL);
+    size_t len = 0;
+    uint8_t *b = slurp(path, &len);
+    CHECK(b && len > 16 && !memcmp(b, "RPCK", 4), "file starts with RPCK");
+    CHECK(b && b[4] == 1 && b[5] == 0 && b[6] == 0 && b[7] == 0, "version 1, little-endian");
+    CHECK(b && get64(b + 8) == len, "header size %llu == file size %zu",
+          b ? (unsigned long long)get64(b + 8) : 0ULL, len);
+    CHECK(b && get64(b + len - 8) == fnv(b, len - 8), "trailer is FNV-1a 64 of the rest");
+    CHECK(b && get64(b + 16) == 7, "vocab at offset 16");
+    /* size: header + config + counts + tensors + rng + optimiser + checksum */
+    size_t want = 16 + 112 + 16 + 44 + 104 + 8;
+    for (int i = 0; i < rp_model_num_tensors(m); i++) {
+        const rp_param_info *pi = rp_model_param(m, i);
+        want += 4 + strlen(pi->name) + 4 + 8 * (size_t)pi->ndim + 4 * (size_t)pi->numel;
+    }
+    want += 2 * 4 * (size_t)n;
+    CHECK(len == want, "file size %zu, docs/checkpoint.md gives %zu", len, want);
+    free(b);
+
+    rp_checkpoint ck;
+    memset(&ck, 0, sizeof ck);
+    CHECK_STATUS(rp_checkpoint_load(path, &ck), RP_OK, NULL);
+    if (ck.model) {
+        CHECK(cfg_equal(rp_model_config(ck.model), &c), "model config restored");
+        CHECK(rp_model_param_count(ck.model) == n, "parameter count");
+        int same_layout = rp_model_num_tensors(ck.model) == rp_model_num_tensors(m);
+        for (int i = 0; same_layout && i < rp_model_num_tensors(m); i++)
+            same_layout = !strcmp(rp_model_param(ck.model, i)->name, rp_model_param(m, i)->name);
+        CHECK(same_layout, "layout names");
+        CHECK(!memcmp(rp_model_params(ck.model)->data, p, (size_t)n * sizeof(float)),
+              "every parameter bitwise");
+        rp_rng *r2 = rp_model_rng(ck.model);
+        CHECK(!memcmp(r2->s, rng_before.s, sizeof r2->s) && r2->has_spare == 1 &&
+                  !memcmp(&r2->spare, &rng_before.spare, sizeof(double)),
+              "RNG state restored (with its spare normal)");
+        CHECK(rp_rng_u64(r2) == rp_rng_u64(r), "RNG continues the same stream");
+        CHECK(ck.has_optim == 1, "optimiser present");
+        CHECK(opt_cfg_equal(&ck.opt_cfg, &oc), "optimiser config restored");
+        CHECK(ck.opt_state.n == n && ck.opt_state.step == 17, "optimiser n %lld, step %lld",
+              (long long)ck.opt_state.n, (long long)ck.opt_state.step);
+        CHECK(ck.opt_state.m && !memcmp(ck.opt_state.m, os.m, (size_t)n * sizeof(float)),
+              "m bitwise");
+        CHECK(ck.opt_state.v && !memcmp(ck.opt_state.v, os.v, (size_t)n * sizeof(float)),
+              "v bitwise");
+        rp_checkpoint_free_optim(&ck);
+        CHECK(!ck.opt_state.m && !ck.opt_state.v && !ck.has_optim, "free_optim clears");
+        rp_checkpoint_free_optim(&ck); /* twice is harmless */
+        rp_model_free(ck.model);
+    }
+
+    /* without the optimiser; saving over an existing file replaces it */
+    CHECK_STATUS(rp_checkpoint_save(path, m, NULL, NULL), RP_OK, NULL);
+    memset(&ck, 0, sizeof ck);
+    CHECK_STATUS(rp_checkpoint_load(path, &ck), RP_OK, NULL);
+    if (ck.model) {
+        CHECK(!ck.has_optim && !ck.opt_state.m && !ck.opt_state.v, "no optimiser section");
+        CHECK(!memcmp(rp_model_params(ck.model)->data, p, (size_t)n * sizeof(float)),
+              "parameters bitwise (no optimiser)");
+        rp_checkpoint_free_optim(&ck);
+        rp_model_free(ck.model);
+    }
+
+    /* argument errors at save */
+    CHECK_STATUS(rp_checkpoint_save(path, m, &oc, NULL), RP_ERR_ARG, "both");
+    os.n = n - 1;
+    CHECK_STATUS(rp_checkpoint_save(path, m, &oc, &os), RP_ERR_ARG, "floats, the model");
+    os.n = n;
+    oc.beta2 = 1.5;
+    CHECK_STATUS(rp_checkpoint_save(path, m, &oc, &os), RP_ERR_ARG,
+                 "optimiser config: beta2 must be in [0, 1), got 1.5");
+
+    const char *allowed[] = {"rt.ckpt", NULL};
+    CHECK(stray_files(allowed) == 0, "only rt.ckpt in the folder (no temporary files)");
+    unlink(path);
+    free(os.m);
+    free(os.v);
+    rp_model_free(m);
+}
+
+/* ---- damaged files --------------------------------------------------------------------------- */
+
+/* Loads path expecting RP_ERR_IO with message "<path>: <want>" (want_exact) or containing want;
+ * ck must be left untouched. */
+static int expect_io(const char *path, const char *want, int exact, const char *what)
+{
+    rp_checkpoint ck;
+    memset(&ck, 0xA5, sizeof ck);
+    rp_checkpoint before = ck;
+    rp_status st = rp_checkpoint_load(path, &ck);
+    char full[512];
+    snprintf(full, sizeof full, "%s: %s", path, want);
+    const char *msg = rp_last_error();
+    int ok = st == RP_ERR_IO && (exact ? !strcmp(msg, full) : (strstr(msg, want) != NULL &&
+                                                               !strncmp(msg, path, strlen(path))));
+    ok = ok && !memcmp(&ck, &before, sizeof ck);
+    if (st == RP_OK && ck.model) { /* should not happen; do not leak */
+        rp_checkpoint_free_optim(&ck);
+        rp_model_free(ck.model);
+    }
+    return CHECK(ok, "%s: status %s, message \"%s\", want \"%s\"%s", what, rp_status_name(st), msg,
+                 full, exact ? "" : " (substring)");
+}
+
+static void test_damaged(void)
+{
+    printf("-- damaged files\n");
+    rp_model_cfg c = tiny_cfg();
+    rp_model *m = new_model(&c);
+    int64_t n = rp_model_param_count(m);
+    rp_adam_cfg oc = rp_adam_cfg_default();
+    rp_adam_state os = {calloc((size_t)n, sizeof(float)), calloc((size_t)n, sizeof(float)), n, 3};
+    char good[128], bad[128];
+    path_in(good, sizeof good, "good.ckpt");
+    path_in(bad, sizeof bad, "bad.ckpt");
+    CHECK_STATUS(rp_checkpoint_save(good, m, &oc, &os), RP_OK, NULL);
+    size_t len = 0;
+    uint8_t *b = slurp(good, &len);
+    if (!b) {
+        CHECK(0, "cannot read %s", good);
+        return;
+    }
+    uint8_t *copy = malloc(len + 16);
+    char want[256], what[64];
+
+    /* truncated: every length up to 400 bytes, and some in the middle and at the end */
+    int trunc_ok = 1, trunc_n = 0;
+    size_t lens[420];
+    for (size_t k = 0; k <= 400 && k < len; k++) lens[trunc_n++] = k;
+    size_t extra[] = {len / 3, len / 2, len - 100, len - 9, len - 8, len - 1};
+    for (size_t k = 0; k < sizeof extra / sizeof extra[0]; k++) lens[trunc_n++] = extra[k];
+    int before_fail = check_failed_;
+    for (int k = 0; k < trunc_n; k++) {
+        size_t l = lens[k];
+        spit(bad, b, l);
+        if (l == 0)
+            snprintf(want, sizeof want, "empty file (not a roper checkpoint)");
+        else if (l < 16)
+            snprintf(want, sizeof want, "truncated (%zu bytes, shorter than the 16-byte header)",
+                     l);
+        else
+            snprintf(want, sizeof want, "truncated (%zu of %zu bytes)", l, len);
+        snprintf(what, sizeof what, "truncated to %zu bytes", l);
+        if (!expect_io(bad, want, 1, what)) trunc_ok = 0;
+    }
+    CHECK(trunc_ok && check_failed_ == before_fail,
+          "%d truncated copies each give RP_ERR_IO \"truncated ...\"", trunc_n);
+
+    /* one flipped byte */
+    size_t offs[] = {0, 3, 4, 7, 8, 15, 16, 20, 127, 128, 132, 136, 144, 150, 1000, len / 2,
+                     len - 100, len - 9, len - 8, len - 1};
+    for (size_t k = 0; k < sizeof offs / sizeof offs[0]; k++) {
+        size_t o = offs[k];
+        memcpy(copy, b, len);
+        copy[o] ^= 0x5A;
+        spit(bad, copy, len);
+        snprintf(what, sizeof what, "byte %zu flipped", o);
+        if (o < 4) {
+            expect_io(bad, "not a roper checkpoint", 1, what);
+        } else if (o < 8) {
+            uint32_t v = (uint32_t)copy[4] | (uint32_t)copy[5] << 8 | (uint32_t)copy[6] << 16 |
+                         (uint32_t)copy[7] << 24;
+            snprintf(want, sizeof want, "version %lu is not supported (this is version 1)",
+                     (unsigned long)v);
+            expect_io(bad, want, 1, what);
+        } else if (o < 16) {
+            uint64_t d = get64(copy + 8);
+            if (d < len)
+                snprintf(want, sizeof want, "%zu bytes where the header says %llu (trailing data)",
+                         len, (unsigned long long)d);
+            else
+                snprintf(want, sizeof want, "truncated (%zu of %llu bytes)", len,
+                         (unsigned long long)d);
+            expect_io(bad, want, 1, what);
+        } else {
+            expect_io(bad, "checksum mismatch", 1, what);
+        }
+    }
+
+    /* wrong version (7), with a valid checksum too: the version is checked first */
+    memcpy(copy, b, len);
+    copy[4] = 7;
+    spit(bad, copy, len);
+    expect_io(bad, "version 7 is not supported (this is version 1)", 1, "version 7");
+    reseal(copy, len);
+    spit(bad, copy, len);
+    expect_io(bad, "version 7 is not supported (this is version 1)", 1, "version 7, resealed");
+
+    /* not a checkpoint at all, and an empty file */
+    spit(bad, (const uint8_t *)"hello, world\n", 13);
+    expect_io(bad, "not a roper checkpoint", 1, "text file");
+    spit(bad, b, 0);
+    expect_io(bad, "empty file (not a roper checkpoint)", 1, "empty file");
+
+    /* trailing data */
+    memcpy(copy, b, len);
+    memset(copy + len, 0, 16);
+    spit(bad, copy, len + 16);
+    snprintf(want, sizeof want, "%zu bytes where the header says %zu (trailing data)", len + 16,
+             len);
+    expect_io(bad, want, 1, "16 bytes appended");
+
+    /* forgeries with a valid checksum: the parser's own checks */
+    memcpy(copy, b, len);
+    put64(copy + 16, (uint64_t)0x7FFFFFFF); /* vocab 2^31-1: ~275 GB of parameters */
+    reseal(copy, len);
+    spit(bad, copy, len);
+    expect_io(bad, "parameters stored, the stored config needs", 0, "huge vocab");
+    memcpy(copy, b, len);
+    {   /* huge vocab with a parameter count to match: must not allocate it */
+        uint64_t V = 0x7FFFFFFF, C = 16, F = 24, L = 2;
+        uint64_t per = 2 * C + 3 * C * C + 3 * C + C * C + C + 2 * C + F * C + F + C * F + C;
+        put64(copy + 16, V);
+        put64(copy + 136, V * C + L * per + 2 * C + V * C + V);
+        reseal(copy, len);
+        spit(bad, copy, len);
+        expect_io(bad, "parameters do not fit in the file", 0, "huge vocab and count");
+    }
+    memcpy(copy, b, len);
+    copy[132] = 0xFF, copy[133] = 0xFF, copy[134] = 0xFF, copy[135] = 0xFF; /* tensor count */
+    reseal(copy, len);
+    spit(bad, copy, len);
+    expect_io(bad, "4294967295 tensors", 0, "huge tensor count");
+    memcpy(copy, b, len);
+    copy[144] = 0xFF, copy[145] = 0xFF, copy[146] = 0xFF, copy[147] = 0x7F; /* name length */
+    reseal(copy, len);
+    spit(bad, copy, len);
+    expect_io(bad, "corrupted (tensor 0: name of 2147483647 bytes)", 1, "huge name length");
+    memcpy(copy, b, len);
+    copy[148 + 11] = 'u'; /* "embed.weight" -> "embed.weighu" */
+    reseal(copy, len);
+    spit(bad, copy, len);
+    expect_io(bad, "tensor 0 is embed.weighu (7 x 16), the model expects embed.weight (7 x 16)", 1,
+              "renamed tensor");
+    memcpy(copy, b, len);
+    copy[128] = 4; /* unknown flag */
+    reseal(copy, len);
+    spit(bad, copy, len);
+    expect_io(bad, "corrupted (unknown flags 0x4)", 1, "unknown flag");
+    memcpy(copy, b, len);
+    copy[16 + 8] = 5; /* d_model 5 with heads 2 */
+    reseal(copy, len);
+    spit(bad, copy, len);
+    expect_io(bad, "bad model config: d_model 5 is not divisible by heads 2", 1, "bad config");
+    memcpy(copy, b, len);
+    /* optimiser beta2 (second double of the optimiser config, right after the RNG's 44 bytes) */
+    {
+        size_t tensors_end = 144;
+        for (int i = 0; i < rp_model_num_tensors(m); i++) {
+            const rp_param_info *pi = rp_model_param(m, i);
+            tensors_end += 4 + strlen(pi->name) + 4 + 8 * (size_t)pi->ndim + 4 * (size_t)pi->numel;
+        }
+        double beta2 = 1.5;
+        uint64_t u;
+        memcpy(&u, &beta2, 8);
+        put64(copy + tensors_end + 44 + 16, u);
+        reseal(copy, len);
+        spit(bad, copy, len);
+        expect_io(bad, "bad optimiser config: beta2 must be in [0, 1), got 1.5", 1, "bad beta2");
+    }
+
+    /* paths */
+    char missing[128];
+    path_in(missing, sizeof missing, "missing.ckpt");
+    expect_io(missing, "No such file or directory", 1, "missing file");
+    expect_io(g_dir, "Is a directory", 1, "directory");
+    CHECK_STATUS(rp_checkpoint_load(NULL, NULL), RP_ERR_ARG, "empty");
+
+    /* saving: a directory as path, an unwritable folder; nothing left behind */
+    CHECK_STATUS(rp_checkpoint_save(g_dir, m, &oc, &os), RP_ERR_IO, "Is a directory");
+    {
+        char w[256];
+        snprintf(w, sizeof w, "%s: Is a directory", g_dir);
+        CHECK(!strcmp(rp_last_error(), w), "save to a directory: \"%s\"", rp_last_error());
+    }
+    CHECK_STATUS(rp_checkpoint_save("/nonexistent/dir/x.ckpt", m, &oc, &os), RP_ERR_IO,
+                 "/nonexistent/dir/x.ckpt: No such file or directory");
+    char sub[128], inside[160];
+    path_in(sub, sizeof sub, "sub");
+    mkdir(sub, 0700);
+    snprintf(inside, sizeof inside, "%s/x.ckpt", sub);
+    mkdir(inside, 0700); /* a directory in the way */
+    CHECK_STATUS(rp_checkpoint_save(inside, m, &oc, &os), RP_ERR_IO, "Is a directory");
+    DIR *d = opendir(sub);
+    int entries = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) entries++;
+    if (d) closedir(d);
+    CHECK(entries == 1, "failed save left %d entries in %s (want only x.ckpt/)", entries, sub);
+    rmdir(inside);
+    rmdir(sub);
+
+    /* a write that fails half way (file size limit: EFBIG): the old file stays, no temporary */
+    {
+        struct rlimit old_lim, lim;
+        void (*old_sig)(int) = signal(SIGXFSZ, SIG_IGN);
+        getrlimit(RLIMIT_FSIZE, &old_lim);
+        lim = old_lim;
+        lim.rlim_cur = 1000;
+        if (setrlimit(RLIMIT_FSIZE, &lim) == 0) {
+            rp_status st = rp_checkpoint_save(good, m, &oc, &os);
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", rp_last_error());
+            setrlimit(RLIMIT_FSIZE, &old_lim);
+            char w[256];
+            snprintf(w, sizeof w, "%s: %s", good, strerror(EFBIG));
+            CHECK(st == RP_ERR_IO && !strcmp(msg, w), "write past the size limit: %s \"%s\"",
+                  rp_status_name(st), msg);
+            size_t len2 = 0;
+            uint8_t *b2 = slurp(good, &len2);
+            CHECK(b2 && len2 == len && !memcmp(b, b2, len), "the old file is intact");
+            free(b2);
+        } else {
+            CHECK(0, "setrlimit: %s", strerror(errno));
+        }
+        signal(SIGXFSZ, old_sig);
+    }
+    const char *allowed[] = {"good.ckpt", "bad.ckpt", NULL};
+    CHECK(stray_files(allowed) == 0, "no temporary files after failed saves");
+
+    unlink(good);
+    unlink(bad);
+    free(copy);
+    free(b);
+    free(os.m);
+    free(os.v);
+    rp_model_free(m);
+}
+
+/* ---- resume ---------------------------------------------------------------------------------- */
+
+enum { RB = 3, RT = 8, N_FIRST = 5, M_MORE = 6 };
+
+static void batch_for(int step, int32_t *tok, int32_t *tgt)
+{
+    uint64_t s = 1000 + (uint64_t)step;
+    for (int i = 0; i < RB * RT; i++) {
+        tok[i] = (int32_t)(check_rand_u64(&s) % 7);
+        tgt[i] = (int32_t)(check_rand_u64(&s) % 7);
+    }
+    tgt[RT - 1] = -1; /* one unscored position */
+}
+
+static int train_steps(rp_model *m, const rp_adam_cfg *oc, rp_adam_state *os, int from, int count,
+                       float *losses)
+{
+    int32_t tok[RB * RT], tgt[RB * RT];
+    for (int s = from; s < from + count; s++) {
+        batch_for(s, tok, tgt);
+        rp_model_zero_grad(m);
+        float loss = NAN;
+        if (rp_model_forward(m, tok, tgt, NULL, RB, RT, 1, &loss) != RP_OK ||
+            rp_model_backward(m) != RP_OK) {
+            printf("FAIL: training step %d: %s\n", s, rp_last_error());
+            return 0;
+        }
+        losses[s] = loss;
+        rp_adam_step(oc, os, rp_model_params(m)->data, rp_model_grads(m)->data,
+                     rp_model_param_count(m));
+    }
+    return 1;
+}
+
+static void test_resume(void)
+{
+    printf("-- resume is bit-identical\n");
+    rp_model_cfg c = tiny_cfg();
+    rp_adam_cfg oc = odd_opt_cfg();
+    oc.lr = 1e-2;
+    oc.warmup = 2;
+    oc.total_steps = N_FIRST + M_MORE - 2;
+    float straight[N_FIRST + M_MORE], resumed[N_FIRST + M_MORE];
+
+    rp_model *a = new_model(&c);
+    int64_t n = rp_model_param_count(a);
+    rp_adam_state sa = {calloc((size_t)n, sizeof(float)), calloc((size_t)n, sizeof(float)), n, 0};
+    int ok = train_steps(a, &oc, &sa, 0, N_FIRST + M_MORE, straight);
+
+    rp_model *b = new_model(&c);
+    rp_adam_state sb = {calloc((size_t)n, sizeof(float)), calloc((size_t)n, sizeof(float)), n, 0};
+    ok = ok && train_steps(b, &oc, &sb, 0, N_FIRST, resumed);
+    char path[128];
+    path_in(path, sizeof path, "resume.ckpt");
+    CHECK_STATUS(rp_checkpoint_save(path, b, &oc, &sb), RP_OK, NULL);
+    rp_model_free(b);
+    free(sb.m);
+    free(sb.v);
+    rp_checkpoint ck;
+    memset(&ck, 0, sizeof ck);
+    CHECK_STATUS(rp_checkpoint_load(path, &ck), RP_OK, NULL);
+    if (ck.model && ck.has_optim) {
+        CHECK(ck.opt_state.step == N_FIRST, "step %lld after %d steps",
+              (long long)ck.opt_state.step, N_FIRST);
+        ok = ok && train_steps(ck.model, &ck.opt_cfg, &ck.opt_state, N_FIRST, M_MORE, resumed);
+        CHECK(ok, "training ran");
+        int same = ok && !memcmp(straight, resumed, sizeof straight);
+        for (int s = 0; ok && s < N_FIRST + M_MORE; s++)
+            if (memcmp(&straight[s], &resumed[s], sizeof(float)))
+                printf("  step %d: straight %.9g, resumed %.9g\n", s, (double)straight[s],
+                       (double)resumed[s]);
+        CHECK(same, "%d + %d steps with a save/load in between == %d straight (every loss bitwise)",
+              N_FIRST, M_MORE, N_FIRST + M_MORE);
+        CHECK(straight[N_FIRST + M_MORE - 1] < straight[0], "loss fell: %.6g -> %.6g",
+              (double)straight[0], (double)straight[N_FIRST + M_MORE - 1]);
+        CHECK(!memcmp(rp_model_params(ck.model)->data, rp_model_params(a)->data,
+                      (size_t)n * sizeof(float)),
+              "final parameters bitwise");
+        CHECK(!memcmp(ck.opt_state.m, sa.m, (size_t)n * sizeof(float)) &&
+                  !memcmp(ck.opt_state.v, sa.v, (size_t)n * sizeof(float)) &&
+                  ck.opt_state.step == sa.step,
+              "final optimiser state bitwise");
+    } else {
+        CHECK(0, "resume checkpoint did not load with an optimiser");
+    }
+    if (ck.model) {
+        rp_checkpoint_free_optim(&ck);
+        rp_model_free(ck.model);
+    }
+    unlink(path);
+    free(sa.m);
+    free(sa.v);
+    rp_model_free(a);
+}
+
+int main(void)
+{
+    snprintf(g_dir, sizeof g_dir, "/tmp/rp_ckpt_test.XXXXXX");
+    if (!mkdtemp(g_dir)) {
+        printf("FATAL: mkdtemp: %s\n", strerror(errno));
+        return 2;
+    }
+    test_round_trip();
+    test_damaged();
+    test_resume();
+    const char *none[] = {NULL};
+    CHECK(stray_files(none) == 0, "temporary folder empty at the end");
+    CHECK(rmdir(g_dir) == 0, "removed %s: %s", g_dir, strerror(errno));
+    return check_summary("test_checkpoint");
+}

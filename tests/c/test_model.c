@@ -1,0 +1,924 @@
+/* The transformer (core/model.c): layout and init, config and token checks, whole-model gradient
+ * checks by central differences for every pe mode x norm x activation (and with dropout), KV-cache
+ * decoding against full forwards, generation (greedy, sliding window, stop token, sampling), a toy
+ * training run and dropout behaviour. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+
+static const rp_pe all_pe[6] = {RP_PE_NONE, RP_PE_SINUSOIDAL, RP_PE_LEARNED,
+                                RP_PE_ROPE, RP_PE_ROPER,      RP_PE_ROPER_LEGACY};
+
+/* The tiny model of the gradient checks: vocab 7, d_model 8, heads 2, layers 2, d_ff 12,
+ * seq_len 6, max_batch 2. */
+static rp_model_cfg tiny_cfg(rp_pe pe, rp_norm norm, rp_act act)
+{
+    rp_model_cfg c = rp_model_cfg_default(7);
+    c.d_model = 8;
+    c.heads = 2;
+    c.layers = 2;
+    c.d_ff = 12;
+    c.seq_len = 6;
+    c.max_batch = 2;
+    c.pe = pe;
+    c.norm = norm;
+    c.act = act;
+    /* seeds 1..8 all pass the gradient checks; 6 has the fewest ReLU pre-activations within a
+     * finite-difference step of 0 (3 kink fallbacks, see gradcheck) */
+    c.seed = 6;
+    return c;
+}
+
+static rp_model *new_model(const rp_model_cfg *c)
+{
+    rp_model *m = rp_model_new(c);
+    if (!m) {
+        printf("FATAL: rp_model_new failed: %s\n", rp_last_error());
+        exit(2);
+    }
+    return m;
+}
+
+static int64_t argmax_row(const float *x, int64_t n)
+{
+    int64_t b = 0;
+    for (int64_t i = 1; i < n; i++)
+        if (x[i] > x[b]) b = i;
+    return b;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+static void test_layout(void)
+{
+    printf("layout\n");
+    for (int variant = 0; variant < 2; variant++) {
+        rp_model_cfg c = tiny_cfg(variant ? RP_PE_LEARNED : RP_PE_ROPE,
+                                  variant ? RP_NORM_POST : RP_NORM_PRE, RP_ACT_RELU);
+        rp_model *m = new_model(&c);
+        int64_t V = 7, C = 8, F = 12, T = 6;
+        /* expected layout */
+        char names[64][48];
+        int64_t shapes[64][2];
+        int nd[64], n = 0;
+#define ADD(nm, a, b)                                                   \
+    do {                                                                \
+        snprintf(names[n], sizeof names[n], "%s", nm);                  \
+        shapes[n][0] = a;                                               \
+        shapes[n][1] = b;                                               \
+        nd[n] = b ? 2 : 1;                                              \
+        n++;                                                            \
+    } while (0)
+        ADD("embed.weight", V, C);
+        if (variant) ADD("pos.weight", T, C);
+        for (int l = 0; l < 2; l++) {
+            char b[48];
+            const char *suf[12] = {"norm1.weight", "norm1.bias",   "attn.qkv.weight",
+                                   "attn.qkv.bias", "attn.out.weight", "attn.out.bias",
+                                   "norm2.weight", "norm2.bias",   "ff.w1.weight",
+                                   "ff.w1.bias",   "ff.w2.weight", "ff.w2.bias"};
+            int64_t s0[12] = {C, C, 3 * C, 3 * C, C, C, C, C, F, F, C, C};
+            int64_t s1[12] = {0, 0, C, 0, C, 0, 0, 0, C, 0, F, 0};
+            for (int k = 0; k < 12; k++) {
+                snprintf(b, sizeof b, "layers.%d.%s", l, suf[k]);
+                ADD(b, s0[k], s1[k]);
+            }
+        }
+        if (!variant) {
+            ADD("norm_f.weight", C, 0);
+            ADD("norm_f.bias", C, 0);
+        }
+        ADD("head.weight", V, C);
+        ADD("head.bias", V, 0);
+#undef ADD
+        CHECK(rp_model_num_tensors(m) == n, "num_params %d, want %d", rp_model_num_tensors(m), n);
+        int64_t off = 0;
+        int ok = 1;
+        for (int i = 0; i < n && i < rp_model_num_tensors(m); i++) {
+            const rp_param_info *p = rp_model_param(m, i);
+            int64_t numel = nd[i] == 2 ? shapes[i][0] * shapes[i][1] : shapes[i][0];
+            if (strcmp(p->name, names[i]) != 0 || p->ndim != nd[i] ||
+                p->shape[0] != shapes[i][0] || (nd[i] == 2 && p->shape[1] != shapes[i][1]) ||
+                p->offset != off || p->numel != numel) {
+                printf("  entry %d: %s ndim %d [%lld %lld] off %lld numel %lld; want %s off %lld\n",
+                       i, p->name, p->ndim, (long long)p->shape[0], (long long)p->shape[1],
+                       (long long)p->offset, (long long)p->numel, names[i], (long long)off);
+                ok = 0;
+            }
+            if (rp_model_find_param(m, names[i]) != i) ok = 0;
+            off += numel;
+        }
+        CHECK(ok, "layout entries (variant %d)", variant);
+        CHECK(rp_model_param_count(m) == off, "param count %lld, want %lld",
+              (long long)rp_model_param_count(m), (long long)off);
+        CHECK(rp_model_params(m)->n == (size_t)off && rp_model_grads(m)->n == (size_t)off,
+              "storages hold %zu / %zu floats", rp_model_params(m)->n, rp_model_grads(m)->n);
+        CHECK(rp_model_find_param(m, "nope") == -1, "unknown name");
+        CHECK(rp_model_param(m, -1) == NULL && rp_model_param(m, n) == NULL, "out of range");
+        /* a view outlives the model */
+        int qi = rp_model_find_param(m, "layers.1.attn.qkv.weight");
+        rp_tensor v, gv;
+        rp_model_param_view(&v, m, qi, 0);
+        rp_model_param_view(&gv, m, qi, 1);
+        CHECK(v.ndim == 2 && v.shape[0] == 24 && v.shape[1] == 8 && rp_tensor_is_contiguous(&v),
+              "view shape");
+        CHECK(rp_tensor_data(&v) == rp_model_params(m)->data + rp_model_param(m, qi)->offset,
+              "view points into the parameter buffer");
+        CHECK(rp_tensor_data(&gv) == rp_model_grads(m)->data + rp_model_param(m, qi)->offset,
+              "grad view points into the gradient buffer");
+        float first = rp_tensor_data(&v)[0];
+        rp_model_free(m);
+        CHECK(rp_tensor_data(&v)[0] == first, "view alive after rp_model_free");
+        rp_tensor_release(&v);
+        rp_tensor_release(&gv);
+    }
+}
+
+static void test_init(void)
+{
+    printf("init\n");
+    rp_model_cfg c = rp_model_cfg_default(50);
+    c.d_model = 64;
+    c.heads = 4;
+    c.layers = 1;
+    c.d_ff = 128;
+    c.seq_len = 8;
+    c.max_batch = 1;
+    c.pe = RP_PE_LEARNED;
+    c.seed = 7;
+    rp_model *m = new_model(&c);
+    const float *w = rp_model_params(m)->data;
+    int bad = 0;
+    for (int i = 0; i < rp_model_num_tensors(m); i++) {
+        const rp_param_info *p = rp_model_param(m, i);
+        const float *d = w + p->offset;
+        double s = 0.0, s2 = 0.0, mx = 0.0;
+        for (int64_t k = 0; k < p->numel; k++) {
+            s += (double)d[k];
+            s2 += (double)d[k] * (double)d[k];
+            if (fabs((double)d[k]) > mx) mx = fabs((double)d[k]);
+        }
+        double mean = s / (double)p->numel, sd = sqrt(s2 / (double)p->numel - mean * mean);
+        if (strstr(p->name, "norm")) {
+            float want = strstr(p->name, "weight") ? 1.0f : 0.0f;
+            for (int64_t k = 0; k < p->numel; k++) bad += d[k] != want;
+            continue;
+        }
+        if (strcmp(p->name, "embed.weight") == 0 || strcmp(p->name, "pos.weight") == 0) {
+            /* N(0, 1): n = 3200 / 512 values; mean within 5 standard errors, sd within 10% */
+            double se = 1.0 / sqrt((double)p->numel);
+            int ok = fabs(mean) < 5.0 * se && fabs(sd - 1.0) < 0.1 && mx < 6.0;
+            CHECK(ok, "%s: mean %.4f sd %.4f max %.3f (want N(0,1))", p->name, mean, sd, mx);
+            continue;
+        }
+        double fan = strstr(p->name, "ff.w2") ? 128.0 : 64.0, b = 1.0 / sqrt(fan);
+        /* U(-b, b): every value inside; sd b/sqrt(3) within 10% (>= 50 values); max near b */
+        int inside = mx <= b;
+        int spread = p->numel < 50 || (fabs(sd - b / sqrt(3.0)) < 0.1 * b / sqrt(3.0) &&
+                                       mx > 0.9 * b && fabs(mean) < 5.0 * b / sqrt(3.0 * (double)p->numel));
+        CHECK(inside && spread, "%s: mean %.4f sd %.4f max %.4f bound %.4f", p->name, mean, sd, mx,
+              b);
+    }
+    CHECK(bad == 0, "LayerNorm weights 1, biases 0 (%d wrong)", bad);
+    /* same seed, same parameters; another seed, others */
+    rp_model *m2 = new_model(&c);
+    c.seed = 8;
+    rp_model *m3 = new_model(&c);
+    size_t nb = (size_t)rp_model_param_count(m) * sizeof(float);
+    CHECK(memcmp(rp_model_params(m)->data, rp_model_params(m2)->data, nb) == 0, "same seed");
+    CHECK(memcmp(rp_model_params(m)->data, rp_model_params(m3)->data, nb) != 0, "other seed");
+    /* the first value of embed.weight is the first normal of rp_rng(seed) */
+    rp_rng r;
+    rp_rng_seed(&r, 7);
+    CHECK(w[0] == (float)rp_rng_normal(&r), "embed.weight[0] is rng(seed)'s first normal");
+    rp_model_free(m);
+    rp_model_free(m2);
+    rp_model_free(m3);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+static void test_cfg_check(void)
+{
+    printf("cfg_check\n");
+    rp_model_cfg c = rp_model_cfg_default(18);
+    CHECK_STATUS(rp_model_cfg_check(&c), RP_OK, NULL);
+    CHECK(c.d_model == 128 && c.heads == 4 && c.layers == 3 && c.d_ff == 512 &&
+              c.seq_len == 512 && c.max_batch == 16 && c.norm == RP_NORM_PRE &&
+              c.act == RP_ACT_RELU && c.dropout == 0.0 && c.pe == RP_PE_ROPE &&
+              c.fraction_qk == 1.0 && c.fraction_v == 1.0 && c.rope_base == 10000.0 &&
+              c.pairing == RP_PAIR_HALF && c.seed == 0 && c.vocab == 18,
+          "labml defaults");
+    rp_model_cfg b = c;
+    b.d_model = 130;
+    CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG, "d_model 130 is not divisible by heads 4");
+    b = c;
+    b.fraction_qk = 0.3;
+    CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG,
+                 "fraction_qk 0.3 gives d_rot 9 for d_k 32; it must be even and >= 2");
+    b.pe = RP_PE_NONE; /* fractions only matter for the rotary modes */
+    CHECK_STATUS(rp_model_cfg_check(&b), RP_OK, NULL);
+    b = c;
+    b.pe = RP_PE_ROPER;
+    b.fraction_v = 0.03;
+    CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG,
+                 "fraction_v 0.03 gives d_rot 0 for d_k 32; it must be even and >= 2");
+    b.pe = RP_PE_ROPE; /* rope does not rotate v */
+    CHECK_STATUS(rp_model_cfg_check(&b), RP_OK, NULL);
+    b = c;
+    b.fraction_qk = 1.5;
+    CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG, "fraction_qk 1.5 must be in (0, 1]");
+    b = c;
+    b.vocab = 0;
+    CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG, "vocab 0 must be in 1..");
+    b = c;
+    b.layers = 0;
+    CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG, "layers 0");
+    b = c;
+    b.seq_len = -1;
+    CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG, "seq_len -1");
+    b = c;
+    b.max_batch = 0;
+    CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG, "max_batch 0");
+    b = c;
+    b.d_ff = 0;
+    CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG, "d_ff 0");
+    b = c;
+    b.heads = 0;
+    CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG, "heads 0");
+    b = c;
+    b.dropout = 1.0;
+    CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG, "dropout 1 must be in [0, 1)");
+    b.dropout = NAN;
+    CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG, "dropout");
+    b = c;
+    b.pe = (rp_pe)17;
+    CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG, "pe 17");
+    b = c;
+    b.norm = (rp_norm)2;
+    CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG, "norm 2");
+    b = c;
+    b.act = (rp_act)5;
+    CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG, "act 5");
+    b = c;
+    b.pairing = (rp_pairing)3;
+    CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG, "pairing 3");
+    b = c;
+    b.rope_base = 0.0;
+    CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG, "rope_base 0");
+    b = c;
+    b.max_batch = 1 << 20;
+    b.seq_len = 1 << 20;
+    CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG, "exceeds 2^31-1 rows");
+    b = c;
+    b.d_model = 130;
+    CHECK(rp_model_new(&b) == NULL, "rp_model_new rejects a bad config");
+    CHECK(strstr(rp_last_error(), "d_model 130") != NULL, "with the message: %s", rp_last_error());
+    /* too big to allocate: a status, not an abort */
+    b = c;
+    b.max_batch = 1 << 15;
+    b.seq_len = 1 << 15;
+    CHECK(rp_model_new(&b) == NULL, "rp_model_new rejects an impossible size");
+    CHECK(strstr(rp_last_error(), "2^40") != NULL, "message: %s", rp_last_error());
+}
+
+static void test_check_tokens(void)
+{
+    printf("check_tokens\n");
+    rp_model_cfg c = rp_model_cfg_default(18);
+    c.d_model = 8;
+    c.heads = 2;
+    c.layers = 1;
+    c.d_ff = 8;
+    c.seq_len = 512;
+    c.max_batch = 16;
+    rp_model *m = new_model(&c);
+    int32_t tok[2 * 13], tgt[2 * 13];
+    for (int i = 0; i < 26; i++) {
+        tok[i] = i % 18;
+        tgt[i] = (i + 1) % 18;
+    }
+    CHECK_STATUS(rp_model_check_tokens(m, tok, tgt, 2, 13), RP_OK, NULL);
+    tgt[3] = -1;
+    CHECK_STATUS(rp_model_check_tokens(m, tok, tgt, 2, 13), RP_OK, NULL);
+    tok[13 + 12] = 57; /* batch row 2, position 13, counted from 1 */
+    CHECK_STATUS(rp_model_check_tokens(m, tok, tgt, 2, 13), RP_ERR_RANGE,
+                 "token 57 at [2, 13] is outside the vocabulary 0..17");
+    float loss = 0.0f;
+    CHECK_STATUS(rp_model_forward(m, tok, tgt, NULL, 2, 13, 0, &loss), RP_ERR_RANGE,
+                 "token 57 at [2, 13]");
+    tok[13 + 12] = -3;
+    CHECK_STATUS(rp_model_check_tokens(m, tok, NULL, 2, 13), RP_ERR_RANGE, "token -3 at [2, 13]");
+    tok[13 + 12] = 0;
+    tgt[4] = 18;
+    CHECK_STATUS(rp_model_check_tokens(m, tok, tgt, 2, 13), RP_ERR_RANGE,
+                 "target 18 at [1, 5] is outside the vocabulary 0..17");
+    tgt[4] = -2;
+    CHECK_STATUS(rp_model_check_tokens(m, tok, tgt, 2, 13), RP_ERR_RANGE, "target -2 at [1, 5]");
+    CHECK_STATUS(rp_model_check_tokens(m, tok, NULL, 20, 13), RP_ERR_RANGE,
+                 "batch 20 exceeds max_batch 16");
+    CHECK_STATUS(rp_model_check_tokens(m, tok, NULL, 1, 600), RP_ERR_RANGE,
+                 "T 600 exceeds seq_len 512");
+    CHECK_STATUS(rp_model_check_tokens(m, tok, NULL, 0, 5), RP_ERR_ARG, "batch 0");
+    CHECK_STATUS(rp_model_check_tokens(m, tok, NULL, 1, 0), RP_ERR_ARG, "T 0");
+    CHECK_STATUS(rp_model_check_tokens(m, NULL, NULL, 1, 1), RP_ERR_ARG, "tokens");
+    CHECK_STATUS(rp_model_forward(m, tok, NULL, NULL, 20, 13, 0, &loss), RP_ERR_RANGE,
+                 "batch 20 exceeds max_batch 16");
+    CHECK(rp_model_logits(m) == NULL, "no logits before a successful forward");
+    CHECK_STATUS(rp_model_backward(m), RP_ERR_ARG, "backward needs a forward");
+    CHECK_STATUS(rp_model_forward(m, tok, NULL, NULL, 2, 13, 0, &loss), RP_OK, NULL);
+    CHECK(isnan(loss), "no targets: loss NaN");
+    CHECK_STATUS(rp_model_backward(m), RP_ERR_ARG, "with targets");
+    rp_model_free(m);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* gradient checks */
+
+/* Loss of the current parameters (a train forward when dropout is on, with the dropout RNG put
+ * back to *rs first so that every evaluation uses the same masks). */
+static float eval_loss(rp_model *m, const int32_t *tok, const int32_t *tgt, const uint8_t *mask,
+                       int64_t B, int64_t T, const rp_rng *rs)
+{
+    float loss = NAN;
+    if (rs) *rp_model_rng(m) = *rs;
+    rp_status st = rp_model_forward(m, tok, tgt, mask, B, T, rs != NULL, &loss);
+    if (st != RP_OK) printf("forward failed: %s\n", rp_last_error());
+    return loss;
+}
+
+static double worst_rel_all = 0.0, worst_abs_all = 0.0;
+static double worst_abs_gelu = 0.0;
+static int total_kinks = 0;
+
+/* Central differences of the float loss against the analytic gradient for `per` elements of every
+ * named tensor (its largest-gradient element and per - 1 random ones).
+ *
+ * Tolerance: the loss (~log 7 ~ 2) is computed in float, with rounding of a few 1e-7 absolute
+ * that does not cancel between the two evaluations, so with eps = 1e-2 the central difference
+ * carries ~2e-7 / 2e-2 = 1e-5 of noise; its truncation error eps^2 f'''/6 is ~1e-5 for these
+ * O(1)-curvature losses (the GELU runs show |fd - g| <= ~1e-5 overall). |fd - g| <= 3e-4 +
+ * 3e-2 |g| leaves a margin of 20x or more over both, and is far below what a wrong term (a
+ * missing residual path, a dropped bias, a transposed rotation: errors of order |g|) gives.
+ *
+ * ReLU kinks: a ReLU pre-activation within eps of 0 makes the loss non-smooth inside the step, and
+ * with d_ff 12 such pre-activations are common (init seed 1234 had ones 6e-6, 9e-5, 1e-3 and
+ * 3e-3 from 0, and 5 of its checked elements missed the central test). For ReLU models
+ * only, an element that misses the central test gets a second chance with step 1e-3 (10x less
+ * likely to straddle a kink): the central difference, |fd - g| <= 5e-4 + 3e-2 |g| (noise
+ * 2e-7 / 2e-3 = 1e-4), or, when the two one-sided differences disagree by more than their
+ * tolerance (a kink inside the step), the one on the current point's side within 1e-3 + 3e-2 |g|
+ * (truncation eps f''/2 ~ 5e-4, noise 2e-4). A wrong gradient matches neither.
+ * These fallbacks are counted and printed. */
+static void gradcheck(const rp_model_cfg *c, const char *label, int per)
+{
+    rp_model *m = new_model(c);
+    const int64_t B = 2, T = 6;
+    int32_t tok[12], tgt[12];
+    uint8_t mask[12];
+    uint64_t s = 99;
+    for (int i = 0; i < 12; i++) {
+        tok[i] = (int32_t)(check_rand_u64(&s) % 7);
+        tgt[i] = (int32_t)(check_rand_u64(&s) % 7);
+        mask[i] = 1;
+    }
+    tgt[4] = -1;  /* not scored */
+    mask[9] = 0;  /* not scored */
+    rp_rng rs = *rp_model_rng(m);
+    const rp_rng *rsp = c->dropout > 0.0 ? &rs : NULL;
+    float loss0 = eval_loss(m, tok, tgt, mask, B, T, rsp);
+    rp_model_zero_grad(m);
+    CHECK_STATUS(rp_model_backward(m), RP_OK, NULL);
+    float *w = rp_model_params(m)->data;
+    const float *g = rp_model_grads(m)->data;
+    const double eps = 1e-2, atol = 3e-4, rtol = 3e-2;
+    double worst = 0.0, worst_abs = 0.0;
+    const char *worst_name = "";
+    int nbad = 0, nchecked = 0, nkink = 0;
+    for (int i = 0; i < rp_model_num_tensors(m); i++) {
+        const rp_param_info *p = rp_model_param(m, i);
+        /* the largest-gradient element and per-1 more spread over the tensor */
+        int64_t big = 0;
+        for (int64_t k = 1; k < p->numel; k++)
+            if (fabsf(g[p->offset + k]) > fabsf(g[p->offset + big])) big = k;
+        for (int j = 0; j < per; j++) {
+            int64_t k = j == 0 ? big : (int64_t)(check_rand_u64(&s) % (uint64_t)p->numel);
+            int64_t at = p->offset + k;
+            float orig = w[at];
+            /* divide by the step actually taken (orig +- eps rounded to float) */
+            float wp = (float)((double)orig + eps), wm = (float)((double)orig - eps);
+            w[at] = wp;
+            double lp = (double)eval_loss(m, tok, tgt, mask, B, T, rsp);
+            w[at] = wm;
+            double lm = (double)eval_loss(m, tok, tgt, mask, B, T, rsp);
+            w[at] = orig;
+            double fd = (lp - lm) / ((double)wp - (double)wm);
+            double an = (double)g[at], err = fabs(fd - an);
+            double rel = err / (atol / rtol + fabs(an));
+            nchecked++;
+            if (err > atol + rtol * fabs(an) && c->act == RP_ACT_RELU) {
+                const double e1 = 1e-3, tol1 = 5e-4 + rtol * fabs(an);
+                float wp1 = (float)((double)orig + e1), wm1 = (float)((double)orig - e1);
+                w[at] = wp1;
+                double lp1 = (double)eval_loss(m, tok, tgt, mask, B, T, rsp);
+                w[at] = wm1;
+                double lm1 = (double)eval_loss(m, tok, tgt, mask, B, T, rsp);
+                w[at] = orig;
+                double fd1 = (lp1 - lm1) / ((double)wp1 - (double)wm1);
+                double dp = (lp1 - (double)loss0) / ((double)wp1 - (double)orig);
+                double dm = ((double)loss0 - lm1) / ((double)orig - (double)wm1);
+                int kink = fabs(fd1 - an) <= tol1 ||
+                           (fabs(dp - dm) > 2.0 * (tol1 + 5e-4) &&
+                            fmin(fabs(dp - an), fabs(dm - an)) <= tol1 + 5e-4);
+                if (kink) {
+                    nkink++;
+                    continue;
+                }
+            }
+            if (err > atol + rtol * fabs(an)) {
+                if (nbad < 5)
+                    printf("  %s: %s[%lld]: fd %.6g analytic %.6g (err %.3g)\n", label, p->name,
+                           (long long)k, fd, an, err);
+                nbad++;
+            }
+            if (rel > worst) {
+                worst = rel;
+                worst_name = p->name;
+            }
+            if (err > worst_abs) worst_abs = err;
+        }
+    }
+    /* the loss did not move */
+    float loss1 = eval_loss(m, tok, tgt, mask, B, T, rsp);
+    CHECK(loss1 == loss0, "%s: loss restored (%.9g vs %.9g)", label, (double)loss1, (double)loss0);
+    CHECK(nbad == 0, "%s: %d of %d gradient elements outside |fd - g| <= %.0e + %.0e |g|", label,
+          nbad, nchecked, atol, rtol);
+    printf("  %s: loss %.4f, %d elements (%d at a ReLU kink), max |fd - g| / (1e-2 + |g|) %.3g "
+           "(%s; limit 3e-2), max |fd - g| %.3g\n",
+           label, (double)loss0, nchecked, nkink, worst, worst_name, worst_abs);
+    total_kinks += nkink;
+    if (worst > worst_rel_all) worst_rel_all = worst;
+    if (worst_abs > worst_abs_all) worst_abs_all = worst_abs;
+    if (c->act == RP_ACT_GELU && worst_abs > worst_abs_gelu) worst_abs_gelu = worst_abs;
+    rp_model_free(m);
+}
+
+static void test_gradcheck(void)
+{
+    printf("gradient checks\n");
+    static const char *norms[2] = {"pre", "post"}, *acts[2] = {"relu", "gelu"};
+    for (int p = 0; p < 6; p++)
+        for (int n = 0; n < 2; n++)
+            for (int a = 0; a < 2; a++) {
+                rp_model_cfg c = tiny_cfg(all_pe[p], (rp_norm)n, (rp_act)a);
+                char label[96];
+                snprintf(label, sizeof label, "%s/%s/%s", rp_pe_name(all_pe[p]), norms[n], acts[a]);
+                gradcheck(&c, label, 3);
+            }
+    /* partial rotation, interleaved pairing */
+    rp_model_cfg c = tiny_cfg(RP_PE_ROPER, RP_NORM_PRE, RP_ACT_GELU);
+    c.d_model = 16;
+    c.heads = 2; /* d_k 8 */
+    c.fraction_qk = 0.5;
+    c.fraction_v = 0.25;
+    c.pairing = RP_PAIR_INTERLEAVED;
+    gradcheck(&c, "roper/pre/gelu, d_rot 4/2 interleaved", 3);
+    /* dropout (the masks are held fixed by restoring the dropout RNG before each forward) */
+    c = tiny_cfg(RP_PE_ROPE, RP_NORM_PRE, RP_ACT_GELU);
+    c.dropout = 0.25;
+    gradcheck(&c, "rope/pre/gelu dropout 0.25", 3);
+    c = tiny_cfg(RP_PE_ROPER_LEGACY, RP_NORM_POST, RP_ACT_RELU);
+    c.dropout = 0.25;
+    gradcheck(&c, "roper_legacy/post/relu dropout 0.25", 3);
+    printf("  gradient checks: max |fd - g| / (1e-2 + |g|) %.3g (limit 3e-2), max |fd - g| %.3g (elements "
+           "passing the central test); %d ReLU-kink fallbacks\n",
+           worst_rel_all, worst_abs_all, total_kinks);
+    printf("  smooth (GELU) models: max |fd - g| %.3g\n", worst_abs_gelu);
+}
+
+/* Backward accumulates: two backwards give twice the gradient; nothing scored gives NaN and no
+ * gradient. */
+static void test_backward_semantics(void)
+{
+    printf("backward semantics\n");
+    rp_model_cfg c = tiny_cfg(RP_PE_ROPER, RP_NORM_PRE, RP_ACT_RELU);
+    rp_model *m = new_model(&c);
+    int32_t tok[12], tgt[12];
+    for (int i = 0; i < 12; i++) {
+        tok[i] = i % 7;
+        tgt[i] = (i * 3 + 1) % 7;
+    }
+    float loss;
+    int64_t n = rp_model_param_count(m);
+    float *g1 = malloc(sizeof(float) * (size_t)n);
+    CHECK_STATUS(rp_model_forward(m, tok, tgt, NULL, 2, 6, 1, &loss), RP_OK, NULL);
+    rp_model_zero_grad(m);
+    CHECK_STATUS(rp_model_backward(m), RP_OK, NULL);
+    memcpy(g1, rp_model_grads(m)->data, sizeof(float) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) g1[i] *= 2.0f;
+    CHECK_STATUS(rp_model_backward(m), RP_OK, NULL);
+    CHECK_CLOSE(rp_model_grads(m)->data, g1, n, 1e-6, "backward twice = 2x gradient");
+    uint8_t none[12] = {0};
+    CHECK_STATUS(rp_model_forward(m, tok, tgt, none, 2, 6, 1, &loss), RP_OK, NULL);
+    CHECK(isnan(loss), "nothing scored: NaN loss");
+    rp_model_zero_grad(m);
+    CHECK_STATUS(rp_model_backward(m), RP_OK, NULL);
+    double gs = 0.0;
+    for (int64_t i = 0; i < n; i++) gs += fabs((double)rp_model_grads(m)->data[i]);
+    CHECK(gs == 0.0, "nothing scored: zero gradient (%g)", gs);
+    free(g1);
+    rp_model_free(m);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* introspection and batch independence */
+
+static void test_introspection(void)
+{
+    printf("introspection\n");
+    rp_model_cfg c = tiny_cfg(RP_PE_NONE, RP_NORM_PRE, RP_ACT_RELU);
+    c.max_batch = 3;
+    rp_model *m = new_model(&c);
+    int64_t B0, T0;
+    rp_model_last_shape(m, &B0, &T0);
+    CHECK(B0 == 0 && T0 == 0, "no forward yet");
+    CHECK(rp_model_attention_weights(m, 0) == NULL && rp_model_residual(m, -1) == NULL,
+          "no introspection before a forward");
+    int32_t tok[3 * 5] = {1, 2, 3, 4, 5, 6, 0, 1, 2, 3, 3, 3, 3, 3, 3};
+    CHECK_STATUS(rp_model_forward(m, tok, NULL, NULL, 3, 5, 0, NULL), RP_OK, NULL);
+    rp_model_last_shape(m, &B0, &T0);
+    CHECK(B0 == 3 && T0 == 5, "last shape %lld x %lld", (long long)B0, (long long)T0);
+    const float *att = rp_model_attention_weights(m, 1);
+    int ok = att != NULL;
+    for (int64_t r = 0; ok && r < 3 * 2 * 5; r++) {
+        int64_t t = r % 5;
+        double s = 0.0;
+        for (int64_t i = 0; i < 5; i++) {
+            float a = att[r * 5 + i];
+            if (i > t && a != 0.0f) ok = 0;
+            if (a < 0.0f) ok = 0;
+            s += (double)a;
+        }
+        if (fabs(s - 1.0) > 1e-5) ok = 0;
+    }
+    CHECK(ok, "attention weights (B, H, T, T): causal rows summing to 1");
+    CHECK(rp_model_attention_weights(m, 2) == NULL && rp_model_attention_weights(m, -1) == NULL,
+          "layer out of range");
+    const float *x0 = rp_model_residual(m, -1);
+    int e = rp_model_find_param(m, "embed.weight");
+    const float *emb = rp_model_params(m)->data + rp_model_param(m, e)->offset;
+    CHECK(x0 && memcmp(x0 + 7 * 8, emb + tok[7] * 8, 8 * sizeof(float)) == 0,
+          "residual(-1) is the embedding (pe none)");
+    CHECK(rp_model_residual(m, 1) != NULL && rp_model_residual(m, 2) == NULL &&
+              rp_model_residual(m, -2) == NULL,
+          "residual range");
+    /* the logits of one sequence do not depend on the batch it came in */
+    float *l3 = malloc(sizeof(float) * 3 * 5 * 7);
+    memcpy(l3, rp_model_logits(m), sizeof(float) * 3 * 5 * 7);
+    CHECK_STATUS(rp_model_forward(m, tok + 5, NULL, NULL, 1, 5, 0, NULL), RP_OK, NULL);
+    CHECK_CLOSE(rp_model_logits(m), l3 + 5 * 7, 5 * 7, 1e-5, "batch row 2 alone = in a batch of 3");
+    /* a prefix (causal): the first 3 positions alone */
+    CHECK_STATUS(rp_model_forward(m, tok + 5, NULL, NULL, 1, 3, 0, NULL), RP_OK, NULL);
+    CHECK_CLOSE(rp_model_logits(m), l3 + 5 * 7, 3 * 7, 1e-5, "causal: a prefix's logits");
+    free(l3);
+    rp_model_free(m);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* KV cache and generation */
+
+static rp_model_cfg cache_cfg(rp_pe pe, rp_norm norm)
+{
+    rp_model_cfg c = rp_model_cfg_default(11);
+    c.d_model = 16;
+    c.heads = 2;
+    c.layers = 2;
+    c.d_ff = 24;
+    c.seq_len = 12;
+    c.max_batch = 1;
+    c.pe = pe;
+    c.norm = norm;
+    c.act = RP_ACT_GELU;
+    c.seed = 5;
+    return c;
+}
+
+static void test_cache(void)
+{
+    printf("KV cache\n");
+    double worst = 0.0;
+    for (int p = 0; p < 6; p++)
+        for (int n = 0; n < 2; n++) {
+            rp_model_cfg c = cache_cfg(all_pe[p], (rp_norm)n);
+            if (p == 4 && n == 1) { /* one case with partial, interleaved rotation */
+                c.fraction_qk = 0.5;
+                c.fraction_v = 0.75;
+                c.pairing = RP_PAIR_INTERLEAVED;
+            }
+            rp_model *m = new_model(&c);
+            const int64_t T = 12, V = 11;
+            int32_t tok[12];
+            uint64_t s = 3 + (uint64_t)p;
+            for (int i = 0; i < 12; i++) tok[i] = (int32_t)(check_rand_u64(&s) % 11);
+            CHECK_STATUS(rp_model_forward(m, tok, NULL, NULL, 1, T, 0, NULL), RP_OK, NULL);
+            float full[12 * 11], inc[12 * 11];
+            memcpy(full, rp_model_logits(m), sizeof full);
+            rp_model_cache_reset(m);
+            rp_status st = RP_OK;
+            for (int64_t t = 0; t < T && st == RP_OK; t++)
+                st = rp_model_cache_feed(m, tok + t, 1, inc + t * V);
+            CHECK(st == RP_OK && rp_model_cache_len(m) == T, "cache feed: %s", rp_last_error());
+            char label[80];
+            snprintf(label, sizeof label, "cache %s/%s: logits at every position",
+                     rp_pe_name(all_pe[p]), n ? "post" : "pre");
+            CHECK_CLOSE(inc, full, T * V, 2e-5, label);
+            for (int64_t i = 0; i < T * V; i++)
+                if (fabs((double)inc[i] - (double)full[i]) > worst)
+                    worst = fabs((double)inc[i] - (double)full[i]);
+            /* blocks: 5 tokens, then 7 */
+            float last[11];
+            rp_model_cache_reset(m);
+            CHECK_STATUS(rp_model_cache_feed(m, tok, 5, last), RP_OK, NULL);
+            CHECK_CLOSE(last, full + 4 * V, V, 2e-5, "block of 5: logits of the last");
+            CHECK_STATUS(rp_model_cache_feed(m, tok + 5, 7, last), RP_OK, NULL);
+            CHECK_CLOSE(last, full + 11 * V, V, 2e-5, "then 7 more");
+            CHECK_STATUS(rp_model_cache_feed(m, tok, 1, last), RP_ERR_RANGE, "seq_len 12");
+            rp_model_free(m);
+        }
+    printf("  KV cache vs full forward: max |diff| %.3g over all modes\n", worst);
+    rp_model_cfg c = cache_cfg(RP_PE_ROPE, RP_NORM_PRE);
+    rp_model *m = new_model(&c);
+    int32_t bad[2] = {1, 11};
+    rp_model_cache_reset(m);
+    CHECK_STATUS(rp_model_cache_feed(m, bad, 2, NULL), RP_ERR_RANGE,
+                 "token 11 at [2] is outside the vocabulary 0..10");
+    CHECK_STATUS(rp_model_cache_feed(m, bad, 0, NULL), RP_ERR_ARG, "n >= 1");
+    CHECK(rp_model_cache_len(m) == 0, "a failed feed leaves the cache alone");
+    rp_model_free(m);
+}
+
+/* The reference decoder: full forwards over the window with the sliding rule of model.h. */
+static int64_t ref_generate(rp_model *m, const int32_t *prompt, int64_t np, int64_t n_new,
+                            int32_t stop, int32_t *out)
+{
+    const rp_model_cfg *c = rp_model_config(m);
+    int64_t Tm = c->seq_len, keep = Tm / 2 > 0 ? Tm / 2 : 1, V = c->vocab;
+    int32_t *win = malloc(sizeof(int32_t) * (size_t)Tm);
+    int64_t start = np > Tm ? np - Tm : 0, wl = np - start, k = 0;
+    memcpy(win, prompt + start, sizeof(int32_t) * (size_t)wl);
+    for (; k < n_new; k++) {
+        if (rp_model_forward(m, win, NULL, NULL, 1, wl, 0, NULL) != RP_OK) break;
+        int32_t t = (int32_t)argmax_row(rp_model_logits(m) + (wl - 1) * V, V);
+        out[k] = t;
+        if (t == stop) {
+            k++;
+            break;
+        }
+        if (wl == Tm) {
+            memmove(win, win + Tm - (keep - 1), sizeof(int32_t) * (size_t)(keep - 1));
+            win[keep - 1] = t;
+            wl = keep;
+        } else {
+            win[wl++] = t;
+        }
+    }
+    free(win);
+    return k;
+}
+
+static void test_generate(void)
+{
+    printf("generate\n");
+    rp_gen_cfg greedy = {0.0, 0, -1, NULL};
+    for (int p = 0; p < 6; p++) {
+        rp_model_cfg c = cache_cfg(all_pe[p], p % 2 ? RP_NORM_POST : RP_NORM_PRE);
+        rp_model *m = new_model(&c);
+        int32_t prompt[3] = {1, 5, 2}, out[40], want[40];
+        int64_t n_out = -1;
+        /* within the window */
+        CHECK_STATUS(rp_model_generate(m, prompt, 3, 8, &greedy, out, &n_out), RP_OK, NULL);
+        int64_t nw = ref_generate(m, prompt, 3, 8, -1, want);
+        CHECK(n_out == 8 && nw == 8 && memcmp(out, want, sizeof(int32_t) * 8) == 0,
+              "%s: greedy = argmax of full forwards", rp_pe_name(all_pe[p]));
+        /* past seq_len 12: 3 + 30 tokens slide the window several times */
+        CHECK_STATUS(rp_model_generate(m, prompt, 3, 30, &greedy, out, &n_out), RP_OK, NULL);
+        nw = ref_generate(m, prompt, 3, 30, -1, want);
+        int same = n_out == 30 && nw == 30 && memcmp(out, want, sizeof(int32_t) * 30) == 0;
+        CHECK(same, "%s: greedy past seq_len slides the window like the reference",
+              rp_pe_name(all_pe[p]));
+        if (!same)
+            for (int i = 0; i < 30; i++) printf("   %d: %d %d\n", i, out[i], want[i]);
+        /* a prompt longer than the window */
+        int32_t longp[20];
+        for (int i = 0; i < 20; i++) longp[i] = (i * 7) % 11;
+        CHECK_STATUS(rp_model_generate(m, longp, 20, 10, &greedy, out, &n_out), RP_OK, NULL);
+        nw = ref_generate(m, longp, 20, 10, -1, want);
+        CHECK(n_out == 10 && memcmp(out, want, sizeof(int32_t) * 10) == 0,
+              "%s: long prompt keeps its last seq_len tokens", rp_pe_name(all_pe[p]));
+        /* stop token: the third generated token */
+        rp_gen_cfg st = greedy;
+        st.stop_token = want[2];
+        int64_t first = 0;
+        while (want[first] != st.stop_token) first++;
+        CHECK_STATUS(rp_model_generate(m, longp, 20, 10, &st, out, &n_out), RP_OK, NULL);
+        CHECK(n_out == first + 1 && out[first] == st.stop_token,
+              "%s: stops right after the stop token (n_out %lld, want %lld)",
+              rp_pe_name(all_pe[p]), (long long)n_out, (long long)(first + 1));
+        rp_model_free(m);
+    }
+
+    /* sampling */
+    rp_model_cfg c = cache_cfg(RP_PE_ROPER, RP_NORM_PRE);
+    rp_model *m = new_model(&c);
+    int32_t prompt[4] = {3, 1, 4, 1}, a[20], b[20];
+    int64_t na, nb;
+    rp_rng r1, r2;
+    rp_rng_seed(&r1, 11);
+    rp_rng_seed(&r2, 11);
+    rp_gen_cfg s1 = {1.0, 0, -1, &r1}, s2 = {1.0, 0, -1, &r2};
+    CHECK_STATUS(rp_model_generate(m, prompt, 4, 20, &s1, a, &na), RP_OK, NULL);
+    CHECK_STATUS(rp_model_generate(m, prompt, 4, 20, &s2, b, &nb), RP_OK, NULL);
+    CHECK(na == 20 && nb == 20 && memcmp(a, b, sizeof a) == 0, "sampling is reproducible");
+    rp_gen_cfg k1 = {0.7, 1, -1, &r1};
+    int32_t g[20];
+    CHECK_STATUS(rp_model_generate(m, prompt, 4, 20, &k1, a, &na), RP_OK, NULL);
+    CHECK_STATUS(rp_model_generate(m, prompt, 4, 20, &greedy, g, &nb), RP_OK, NULL);
+    CHECK(memcmp(a, g, sizeof a) == 0, "top_k 1 = greedy");
+    /* next-token frequencies against softmax(logits / temperature) restricted to the top 3 */
+    float lg[11];
+    rp_model_cache_reset(m);
+    CHECK_STATUS(rp_model_cache_feed(m, prompt, 4, lg), RP_OK, NULL);
+    const double temp = 2.0;
+    int order[11];
+    for (int i = 0; i < 11; i++) order[i] = i;
+    for (int i = 0; i < 11; i++)
+        for (int j = i + 1; j < 11; j++)
+            if (lg[order[j]] > lg[order[i]]) {
+                int t = order[i];
+                order[i] = order[j];
+                order[j] = t;
+            }
+    double pr[11] = {0}, z = 0.0;
+    for (int i = 0; i < 3; i++) z += exp(((double)lg[order[i]] - (double)lg[order[0]]) / temp);
+    for (int i = 0; i < 3; i++)
+        pr[order[i]] = exp(((double)lg[order[i]] - (double)lg[order[0]]) / temp) / z;
+    rp_gen_cfg tk = {temp, 3, -1, &r1};
+    int counts[11] = {0};
+    const int draws = 3000;
+    for (int d = 0; d < draws; d++) {
+        int32_t t;
+        int64_t nt;
+        rp_model_generate(m, prompt, 4, 1, &tk, &t, &nt);
+        counts[t]++;
+    }
+    int ok = 1;
+    for (int i = 0; i < 11; i++) {
+        double want = pr[i] * draws, sd = sqrt(draws * pr[i] * (1.0 - pr[i]));
+        if (pr[i] == 0.0 ? counts[i] != 0 : fabs((double)counts[i] - want) > 5.0 * sd + 1.0) ok = 0;
+        if (pr[i] > 0.0)
+            printf("  token %d: p %.4f, %d of %d draws\n", i, pr[i], counts[i], draws);
+    }
+    CHECK(ok, "top_k 3, temperature 2: frequencies within 5 sd of the softmax, others never");
+
+    /* errors */
+    rp_gen_cfg e = {1.0, 0, -1, NULL};
+    CHECK_STATUS(rp_model_generate(m, prompt, 4, 3, &e, a, &na), RP_ERR_ARG, "needs an rng");
+    e.rng = &r1;
+    e.temperature = -1.0;
+    CHECK_STATUS(rp_model_generate(m, prompt, 4, 3, &e, a, &na), RP_ERR_ARG, "temperature -1");
+    e.temperature = 1.0;
+    e.top_k = -2;
+    CHECK_STATUS(rp_model_generate(m, prompt, 4, 3, &e, a, &na), RP_ERR_ARG, "top_k -2");
+    CHECK_STATUS(rp_model_generate(m, prompt, 0, 3, &greedy, a, &na), RP_ERR_ARG, "prompt");
+    int32_t badp[2] = {0, 12};
+    CHECK_STATUS(rp_model_generate(m, badp, 2, 3, &greedy, a, &na), RP_ERR_RANGE,
+                 "prompt token 12 at [2] is outside the vocabulary 0..10");
+    CHECK_STATUS(rp_model_generate(m, prompt, 4, 0, &greedy, a, &na), RP_OK, NULL);
+    CHECK(na == 0, "n_new 0");
+    rp_model_free(m);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* training */
+
+static void test_train(void)
+{
+    printf("toy training\n");
+    /* "abcabc...": the next token is determined by the current one; sequences start at random
+     * phases. A 2-layer rope model with Adam (lr 1e-2) must bring the mean loss below 0.05 within
+     * 150 steps (the initial loss is about log 3 = 1.1). */
+    rp_model_cfg c = rp_model_cfg_default(3);
+    c.d_model = 16;
+    c.heads = 2;
+    c.layers = 2;
+    c.d_ff = 32;
+    c.seq_len = 16;
+    c.max_batch = 4;
+    c.seed = 3;
+    rp_model *m = new_model(&c);
+    const int64_t B = 4, T = 16, n = rp_model_param_count(m);
+    float *mo = calloc((size_t)n, sizeof(float)), *vo = calloc((size_t)n, sizeof(float));
+    int32_t tok[64], tgt[64];
+    uint64_t s = 17;
+    float first = NAN, loss = NAN;
+    const double lr = 1e-2, b1 = 0.9, b2 = 0.999, ep = 1e-8;
+    int steps = 150;
+    for (int step = 1; step <= steps; step++) {
+        for (int b = 0; b < B; b++) {
+            int ph = (int)(check_rand_u64(&s) % 3);
+            for (int t = 0; t < T; t++) {
+                tok[b * T + t] = (ph + t) % 3;
+                tgt[b * T + t] = (ph + t + 1) % 3;
+            }
+        }
+        if (rp_model_forward(m, tok, tgt, NULL, B, T, 1, &loss) != RP_OK) break;
+        if (step == 1) first = loss;
+        rp_model_zero_grad(m);
+        rp_model_backward(m);
+        float *w = rp_model_params(m)->data, *g = rp_model_grads(m)->data;
+        double bc1 = 1.0 - pow(b1, step), bc2 = 1.0 - pow(b2, step);
+        for (int64_t i = 0; i < n; i++) {
+            double gi = (double)g[i];
+            mo[i] = (float)(b1 * (double)mo[i] + (1.0 - b1) * gi);
+            vo[i] = (float)(b2 * (double)vo[i] + (1.0 - b2) * gi * gi);
+            double mh = (double)mo[i] / bc1, vh = (double)vo[i] / bc2;
+            w[i] = (float)((double)w[i] - lr * mh / (sqrt(vh) + ep));
+        }
+    }
+    printf("  loss %.4f -> %.4f after %d steps\n", (double)first, (double)loss, steps);
+    CHECK(first > 0.8f && loss < 0.05f, "toy training: loss %.4f -> %.4f (want < 0.05)",
+          (double)first, (double)loss);
+    /* and the trained model continues the pattern by greedy decoding */
+    int32_t prompt[2] = {1, 2}, out[10];
+    int64_t no;
+    rp_gen_cfg greedy = {0.0, 0, -1, NULL};
+    CHECK_STATUS(rp_model_generate(m, prompt, 2, 10, &greedy, out, &no), RP_OK, NULL);
+    int ok = no == 10;
+    for (int i = 0; i < 10; i++) ok = ok && out[i] == (i + 3) % 3;
+    CHECK(ok, "the trained model continues abcabc...");
+    free(mo);
+    free(vo);
+    rp_model_free(m);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+static void test_dropout(void)
+{
+    printf("dropout\n");
+    rp_model_cfg c = tiny_cfg(RP_PE_ROPE, RP_NORM_PRE, RP_ACT_RELU);
+    c.dropout = 0.5;
+    rp_model *m = new_model(&c);
+    c.dropout = 0.0;
+    rp_model *m0 = new_model(&c);
+    int32_t tok[12], tgt[12];
+    for (int i = 0; i < 12; i++) {
+        tok[i] = (i * 5) % 7;
+        tgt[i] = (i * 2) % 7;
+    }
+    float le1, le2, lt1, lt2, l0;
+    float e1[12 * 7], t1[12 * 7];
+    rp_model_forward(m, tok, tgt, NULL, 2, 6, 0, &le1);
+    memcpy(e1, rp_model_logits(m), sizeof e1);
+    rp_model_forward(m, tok, tgt, NULL, 2, 6, 1, &lt1);
+    memcpy(t1, rp_model_logits(m), sizeof t1);
+    rp_model_forward(m, tok, tgt, NULL, 2, 6, 1, &lt2);
+    int diff12 = memcmp(t1, rp_model_logits(m), sizeof t1) != 0;
+    rp_model_forward(m, tok, tgt, NULL, 2, 6, 0, &le2);
+    CHECK(memcmp(e1, rp_model_logits(m), sizeof e1) == 0 && le1 == le2,
+          "eval forwards are deterministic");
+    CHECK(memcmp(e1, t1, sizeof e1) != 0 && le1 != lt1, "a train forward with p 0.5 differs");
+    CHECK(diff12, "two train forwards draw different masks");
+    rp_model_forward(m0, tok, tgt, NULL, 2, 6, 1, &l0);
+    CHECK(memcmp(e1, rp_model_logits(m0), sizeof e1) == 0 && l0 == le1,
+          "eval forward = the p = 0 model (same seed, same parameters), which ignores train");
+    /* the dropout RNG is the model's own stream: reseeding reproduces a train forward */
+    rp_rng_seed(rp_model_rng(m), 42);
+    rp_model_forward(m, tok, tgt, NULL, 2, 6, 1, &lt1);
+    memcpy(t1, rp_model_logits(m), sizeof t1);
+    rp_rng_seed(rp_model_rng(m), 42);
+    rp_model_forward(m, tok, tgt, NULL, 2, 6, 1, &lt2);
+    CHECK(memcmp(t1, rp_model_logits(m), sizeof t1) == 0 && lt1 == lt2,
+          "same dropout RNG state, same train forward");
+    rp_model_free(m);
+    rp_model_free(m0);
+}
+
+int main(void)
+{
+    test_layout();
+    test_init();
+    test_cfg_check();
+    test_check_tokens();
+    test_gradcheck();
+    test_backward_semantics();
+    test_introspection();
+    test_cache();
+    test_generate();
+    test_train();
+    test_dropout();
+    return check_summary("test_model");
+}

@@ -1,0 +1,337 @@
+#!/usr/bin/python3
+"""Golden fixtures for tests/c/test_fixtures.c: a tiny roper transformer in plain PyTorch.
+
+Regenerate (from the repo root; needs Debian's python3-torch, so call /usr/bin/python3):
+
+    /usr/bin/python3 tests/reference/make_fixtures.py            # writes tests/fixtures/*.rpfx
+    /usr/bin/python3 tests/reference/make_fixtures.py --out DIR  # somewhere else
+
+Only regeneration needs torch; the C test reads the files. The format is in tests/fixtures/README.md.
+
+The model follows the contract of core/model.h and the math of core/attention.h, core/rope.h and
+core/layers.h, written independently of the C code in the style of labml's modules
+(research/labml_roper.md §1-§3):
+
+  embedding (no scaling; + a learned (seq_len, C) table for pe = learned)
+  -> layers x [pre-norm:  x += attn(LN1(x)); x += ff(LN2(x))
+               post-norm: x = LN1(x + attn(x)); x = LN2(x + ff(x))]
+  -> LN_f (pre-norm only) -> head (Linear to vocab, untied).
+  attn: one fused Linear(C, 3C) with rows [q; k; v]; head h uses features h*D .. h*D+D-1 of each;
+        scores = <q_n', k_i'> / sqrt(D), causal, softmax over keys; out = Linear(C, C).
+  rope modes: q_n' = R(n theta) q_n, k_i' = R(i theta) k_i on the first d_rot_qk features,
+        theta_j = base^(-2j/d_rot), half pairing = feature j with j + d_rot/2 (interleaved = 2j
+        with 2j+1); d_rot_qk = floor(fraction_qk * D), d_rot_v = floor(fraction_v * D).
+  roper:        o_n = R(-n theta_v) sum_i a_{n,i} R(+i theta_v) v_i
+  roper_legacy: o_n = R(-n theta_v) sum_i a_{n,i} R(+2i theta_v) v_i   (labml 2022-05-31..2024-06-20)
+  ff: Linear(C, d_ff) -> ReLU (or exact-erf GELU) -> Linear(d_ff, C).
+  LayerNorm eps 1e-5, biased variance. Loss: mean cross-entropy over scored positions (target >= 0
+  and mask != 0).
+
+Weights are NOT torch's random init: every parameter is drawn from a splitmix64 stream (pure Python,
+so the numbers do not depend on the torch version), stored in the fixture, and loaded into the C
+model by the test through rp_model_param_view. Linear weights/biases ~ U(-1/sqrt(fan_in),
+1/sqrt(fan_in)) (as PyTorch), embeddings ~ U(-1, 1), LayerNorm weights ~ U(0.5, 1.5) and biases
+~ U(-0.2, 0.2) (not 1/0, so that a swapped or ignored LayerNorm parameter shows).
+
+Everything is computed twice: in float64 (what the fixture stores, rounded to float32) and in
+float32 from the same float32 weights (only its max abs deviation from float64 is stored, per
+tensor, as a measure of the float32 rounding noise the C side should be compared against).
+"""
+
+import argparse
+import math
+import os
+import struct
+import sys
+
+import torch
+import torch.nn.functional as F
+
+FORMAT_VERSION = 1
+
+# Enum values of core/model.h and core/attention.h / core/rope.h.
+PE = {"none": 0, "sinusoidal": 1, "learned": 2, "rope": 3, "roper": 4, "roper_legacy": 5}
+NORM = {"pre": 0, "post": 1}
+ACT = {"relu": 0, "gelu": 1}
+PAIRING = {"half": 0, "interleaved": 1}
+
+BASE_CFG = dict(vocab=11, d_model=16, heads=2, layers=2, d_ff=24, seq_len=8, batch=2, T=8,
+                norm="pre", act="relu", pe="rope", fraction_qk=1.0, fraction_v=1.0,
+                rope_base=10000.0, pairing="half", dropout=0.0)
+
+# name -> overrides of BASE_CFG; seed drives the weights and the batch.
+CASES = [
+    ("rope", dict(pe="rope"), 101),
+    ("roper", dict(pe="roper"), 102),
+    ("roper_legacy", dict(pe="roper_legacy"), 103),
+    ("none", dict(pe="none"), 104),
+    ("roper_partial", dict(pe="roper", fraction_qk=0.5, fraction_v=0.5), 105),
+    ("roper_interleaved", dict(pe="roper", pairing="interleaved", rope_base=100.0), 106),
+    ("roper_post_gelu", dict(pe="roper", norm="post", act="gelu"), 107),
+    ("learned", dict(pe="learned"), 108),
+]
+
+
+# ---- deterministic numbers (splitmix64, the generator of tests/c/check.h) -----------------------
+
+class SplitMix64:
+    M = (1 << 64) - 1
+
+    def __init__(self, seed):
+        self.state = seed & self.M
+
+    def u64(self):
+        self.state = (self.state + 0x9E3779B97F4A7C15) & self.M
+        z = self.state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & self.M
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & self.M
+        return z ^ (z >> 31)
+
+    def uniform(self, lo, hi):
+        return lo + (hi - lo) * ((self.u64() >> 11) * 2.0 ** -53)
+
+    def int(self, lo, hi):  # inclusive; the tiny modulo bias does not matter here
+        return lo + self.u64() % (hi - lo + 1)
+
+
+# ---- parameters: names, shapes and order of core/model.h ----------------------------------------
+
+def param_layout(cfg):
+    """[(name, shape, kind, fan_in)] in the order of the C parameter buffer."""
+    V, C, F_, L = cfg["vocab"], cfg["d_model"], cfg["d_ff"], cfg["layers"]
+    out = [("embed.weight", (V, C), "embed", 0)]
+    if cfg["pe"] == "learned":
+        out.append(("pos.weight", (cfg["seq_len"], C), "embed", 0))
+    for l in range(L):
+        p = "layers.%d." % l
+        out += [
+            (p + "norm1.weight", (C,), "ln_w", 0),
+            (p + "norm1.bias", (C,), "ln_b", 0),
+            (p + "attn.qkv.weight", (3 * C, C), "linear", C),
+            (p + "attn.qkv.bias", (3 * C,), "linear", C),
+            (p + "attn.out.weight", (C, C), "linear", C),
+            (p + "attn.out.bias", (C,), "linear", C),
+            (p + "norm2.weight", (C,), "ln_w", 0),
+            (p + "norm2.bias", (C,), "ln_b", 0),
+            (p + "ff.w1.weight", (F_, C), "linear", C),
+            (p + "ff.w1.bias", (F_,), "linear", C),
+            (p + "ff.w2.weight", (C, F_), "linear", F_),
+            (p + "ff.w2.bias", (C,), "linear", F_),
+        ]
+    if cfg["norm"] == "pre":
+        out += [("norm_f.weight", (C,), "ln_w", 0), ("norm_f.bias", (C,), "ln_b", 0)]
+    out += [("head.weight", (V, C), "linear", C), ("head.bias", (V,), "linear", C)]
+    return out
+
+
+def make_params(cfg, rng):
+    params = {}
+    for name, shape, kind, fan_in in param_layout(cfg):
+        n = math.prod(shape)
+        if kind == "embed":
+            lo, hi = -1.0, 1.0
+        elif kind == "ln_w":
+            lo, hi = 0.5, 1.5
+        elif kind == "ln_b":
+            lo, hi = -0.2, 0.2
+        else:
+            bound = 1.0 / math.sqrt(fan_in)
+            lo, hi = -bound, bound
+        vals = [rng.uniform(lo, hi) for _ in range(n)]
+        # Rounded to float32 once: both precisions and the C model start from these exact numbers.
+        params[name] = torch.tensor(vals, dtype=torch.float32).reshape(shape)
+    return params
+
+
+def make_batch(cfg, rng):
+    B, T, V = cfg["batch"], cfg["T"], cfg["vocab"]
+    tokens = torch.tensor([[rng.int(0, V - 1) for _ in range(T)] for _ in range(B)], dtype=torch.int64)
+    targets = torch.tensor([[rng.int(0, V - 1) for _ in range(T)] for _ in range(B)], dtype=torch.int64)
+    mask = torch.ones(B, T, dtype=torch.int64)
+    mask[0, 0] = 0          # a masked position at the start of sequence 0
+    mask[1, 0:3] = 0        # a masked prefix of sequence 1 (as in the copy tasks)
+    targets[0, 5] = -1      # one target -1 (not scored) on an unmasked position
+    targets[1, 1] = -1      # and one where the mask is 0 as well
+    return tokens, targets, mask
+
+
+# ---- the model ------------------------------------------------------------------------------------
+
+def d_rot(fraction, d_k):
+    return int(math.floor(fraction * d_k))
+
+
+def rotate(x, pos, d, base, pairing, sign):
+    """Rotates the first d features of x (B, T, H, D) by sign * pos[t] * theta_j, theta_j =
+    base^(-2j/d). Angles are computed in float64 (as rp_rope_angles) and cast to x's dtype."""
+    h = d // 2
+    theta = base ** (-2.0 * torch.arange(h, dtype=torch.float64) / d)
+    ang = pos.to(torch.float64)[:, None] * theta[None, :]            # (T, h)
+    cos = ang.cos().to(x.dtype)[None, :, None, :]                     # (1, T, 1, h)
+    sin = (sign * ang.sin()).to(x.dtype)[None, :, None, :]
+    x_rot, x_pass = x[..., :d], x[..., d:]
+    if pairing == "half":
+        x1, x2 = x_rot[..., :h], x_rot[..., h:]
+        y = torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+    else:
+        x1, x2 = x_rot[..., 0::2], x_rot[..., 1::2]
+        y = torch.stack([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1).flatten(-2)
+    return torch.cat([y, x_pass], dim=-1)
+
+
+def layer_norm(x, w, b):
+    return F.layer_norm(x, (x.shape[-1],), w, b, eps=1e-5)
+
+
+def attention(x, P, p, cfg):
+    B, T, C = x.shape
+    H = cfg["heads"]
+    D = C // H
+    qkv = F.linear(x, P[p + "attn.qkv.weight"], P[p + "attn.qkv.bias"])
+    q = qkv[..., 0:C].reshape(B, T, H, D)
+    k = qkv[..., C:2 * C].reshape(B, T, H, D)
+    v = qkv[..., 2 * C:3 * C].reshape(B, T, H, D)
+    pe, base, pairing = cfg["pe"], cfg["rope_base"], cfg["pairing"]
+    pos = torch.arange(T)
+    if pe in ("rope", "roper", "roper_legacy"):
+        dq = d_rot(cfg["fraction_qk"], D)
+        q = rotate(q, pos, dq, base, pairing, +1.0)
+        k = rotate(k, pos, dq, base, pairing, +1.0)
+    scores = torch.einsum("bnhd,bihd->bhni", q, k) / math.sqrt(D)
+    causal = torch.ones(T, T, dtype=torch.bool).tril()
+    scores = scores.masked_fill(~causal, float("-inf"))
+    a = torch.softmax(scores, dim=-1)
+    if pe in ("roper", "roper_legacy"):
+        dv = d_rot(cfg["fraction_v"], D)
+        v = rotate(v, pos * (2 if pe == "roper_legacy" else 1), dv, base, pairing, +1.0)
+    o = torch.einsum("bhni,bihd->bnhd", a, v)
+    if pe in ("roper", "roper_legacy"):
+        o = rotate(o, pos, dv, base, pairing, -1.0)
+    return F.linear(o.reshape(B, T, C), P[p + "attn.out.weight"], P[p + "attn.out.bias"])
+
+
+def feed_forward(x, P, p, cfg):
+    h = F.linear(x, P[p + "ff.w1.weight"], P[p + "ff.w1.bias"])
+    h = F.relu(h) if cfg["act"] == "relu" else F.gelu(h)
+    return F.linear(h, P[p + "ff.w2.weight"], P[p + "ff.w2.bias"])
+
+
+def forward(P, tokens, cfg):
+    x = P["embed.weight"][tokens]                                     # (B, T, C)
+    if cfg["pe"] == "learned":
+        x = x + P["pos.weight"][: tokens.shape[1]][None]
+    for l in range(cfg["layers"]):
+        p = "layers.%d." % l
+        if cfg["norm"] == "pre":
+            x = x + attention(layer_norm(x, P[p + "norm1.weight"], P[p + "norm1.bias"]), P, p, cfg)
+            x = x + feed_forward(layer_norm(x, P[p + "norm2.weight"], P[p + "norm2.bias"]), P, p, cfg)
+        else:
+            x = layer_norm(x + attention(x, P, p, cfg), P[p + "norm1.weight"], P[p + "norm1.bias"])
+            x = layer_norm(x + feed_forward(x, P, p, cfg), P[p + "norm2.weight"], P[p + "norm2.bias"])
+    if cfg["norm"] == "pre":
+        x = layer_norm(x, P["norm_f.weight"], P["norm_f.bias"])
+    return F.linear(x, P["head.weight"], P["head.bias"])              # (B, T, V)
+
+
+def loss_fn(logits, targets, mask):
+    scored = (targets >= 0) & (mask != 0)
+    return F.cross_entropy(logits[scored], targets[scored], reduction="mean")
+
+
+def run(params, tokens, targets, mask, cfg, dtype):
+    P = {k: v.to(dtype).clone().requires_grad_(True) for k, v in params.items()}
+    logits = forward(P, tokens, cfg)
+    loss = loss_fn(logits, targets, mask)
+    loss.backward()
+    grads = {k: v.grad.detach() for k, v in P.items()}
+    return logits.detach(), loss.detach(), grads
+
+
+# ---- the file ---------------------------------------------------------------------------------------
+
+def pack_name(name):
+    b = name.encode("ascii")
+    return struct.pack("<I", len(b)) + b
+
+
+def write_fixture(path, ints, doubles, arrays):
+    out = bytearray(b"RPFX")
+    out += struct.pack("<I", FORMAT_VERSION)
+    out += struct.pack("<I", len(ints))
+    for k, v in ints:
+        out += pack_name(k) + struct.pack("<q", v)
+    out += struct.pack("<I", len(doubles))
+    for k, v in doubles:
+        out += pack_name(k) + struct.pack("<d", v)
+    out += struct.pack("<I", len(arrays))
+    for k, t in arrays:
+        t = t.detach().to(torch.float32).contiguous()
+        out += pack_name(k) + struct.pack("<I", t.dim())
+        out += struct.pack("<%dq" % t.dim(), *t.shape)
+        out += struct.pack("<%df" % t.numel(), *t.flatten().tolist())
+    with open(path, "wb") as f:
+        f.write(out)
+    return len(out)
+
+
+def make_case(name, overrides, seed, outdir):
+    cfg = dict(BASE_CFG)
+    cfg.update(overrides)
+    rng = SplitMix64(seed)
+    params = make_params(cfg, rng)
+    tokens, targets, mask = make_batch(cfg, rng)
+
+    logits64, loss64, grads64 = run(params, tokens, targets, mask, cfg, torch.float64)
+    logits32, loss32, grads32 = run(params, tokens, targets, mask, cfg, torch.float32)
+
+    ints = [("vocab", cfg["vocab"]), ("d_model", cfg["d_model"]), ("heads", cfg["heads"]),
+            ("layers", cfg["layers"]), ("d_ff", cfg["d_ff"]), ("seq_len", cfg["seq_len"]),
+            ("batch", cfg["batch"]), ("T", cfg["T"]), ("norm", NORM[cfg["norm"]]),
+            ("act", ACT[cfg["act"]]), ("pe", PE[cfg["pe"]]), ("pairing", PAIRING[cfg["pairing"]]),
+            ("seed", seed)]
+    doubles = [("fraction_qk", cfg["fraction_qk"]), ("fraction_v", cfg["fraction_v"]),
+               ("rope_base", cfg["rope_base"]), ("dropout", cfg["dropout"]),
+               ("loss_f64", loss64.item())]
+
+    # torch float32 vs float64, per compared tensor: the scale of float32 rounding noise.
+    noise = [("logits", logits32, logits64), ("loss", loss32, loss64)]
+    noise += [("grad." + k, grads32[k], grads64[k]) for k in params]
+    report = []
+    for k, a32, a64 in noise:
+        err = (a32.to(torch.float64) - a64).abs().max().item()
+        mag = a64.abs().max().item()
+        doubles.append(("torch_f32_maxabs." + k, err))
+        report.append((k, err, mag))
+
+    arrays = [(k, v) for k, v in params.items()]
+    arrays += [("tokens", tokens), ("targets", targets), ("mask", mask)]
+    arrays += [("logits", logits64), ("loss", loss64.reshape(1))]
+    arrays += [("grad." + k, grads64[k]) for k in params]
+
+    path = os.path.join(outdir, name + ".rpfx")
+    size = write_fixture(path, ints, doubles, arrays)
+    worst = max(err / mag if mag > 0 else 0.0 for _, err, mag in report)
+    print("%-20s %6d bytes  loss %.9f  scored %d  torch f32-vs-f64 worst max|err|/max|ref| %.2e"
+          % (path, size, loss64.item(), int(((targets >= 0) & (mask != 0)).sum()), worst))
+    return report
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("--out", default=os.path.join(here, "..", "fixtures"))
+    ap.add_argument("--verbose", action="store_true", help="per-tensor torch f32 noise")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    os.makedirs(args.out, exist_ok=True)
+    print("torch %s, python %s" % (torch.__version__, sys.version.split()[0]))
+    for name, overrides, seed in CASES:
+        report = make_case(name, overrides, seed, os.path.relpath(args.out))
+        if args.verbose:
+            for k, err, mag in report:
+                print("    %-32s max|ref| %.3e  f32 max|err| %.2e  (%.1e)"
+                      % (k, mag, err, err / mag if mag else 0.0))
+
+
+if __name__ == "__main__":
+    main()
