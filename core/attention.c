@@ -1,6 +1,5 @@
 #include "attention.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -377,20 +376,16 @@ static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
                              c->vs + i * c->hv, 1, 1, 1, Dv, 2 * c->hv, c->cfg->pairing, 1);
 }
 
-/* The loop over the (b, h) pairs: nthreads OpenMP threads, each with its own scratch slice.
- * OpenBLAS (the pthread build) would let every thread's sgemm wake its own pool and oversubscribe
- * the cores, so it runs on one thread inside the region: set outside the region, restored after.
- * Measured at B=16, T=512, H=4, d_k=32 on 2 cores, this beats leaving OpenBLAS its threads with a
- * serial loop by about 2x and OpenMP on top of a threaded OpenBLAS by 10x or more. Not meant to be
- * called from inside another parallel region (OpenBLAS's thread count is process-wide). */
+/* The loop over the (b, h) pairs: nthreads OpenMP threads, each with its own scratch slice; the
+ * sgemm calls inside run on their calling thread (OpenBLAS is kept single-threaded, blas.h).
+ * Measured at B=16, T=512, H=4, d_k=32 on 2 cores, this beats a serial loop over a threaded
+ * OpenBLAS by about 2x. */
 static void run_pairs(const attn_ctx *c, int64_t B, int nthreads, int backward)
 {
     int64_t npairs = B * c->H;
     int nt = nthreads < 1 ? 1 : nthreads;
     if ((int64_t)nt > npairs) nt = (int)npairs;
 #ifdef _OPENMP
-    int saved = openblas_get_num_threads();
-    if (saved != 1) openblas_set_num_threads(1);
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
 #endif
     for (int64_t p = 0; p < npairs; p++) {
@@ -404,9 +399,6 @@ static void run_pairs(const attn_ctx *c, int64_t B, int nthreads, int backward)
         else
             head_forward(c, ws, p / c->H, p % c->H);
     }
-#ifdef _OPENMP
-    if (saved != 1) openblas_set_num_threads(saved);
-#endif
 }
 
 void rp_attention_forward(float *out, int64_t ldo, float *att, float *scratch, const float *q,

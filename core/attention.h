@@ -53,8 +53,6 @@ typedef struct rp_attn_cfg {
  * ld = 3C with k = qkv + C and v = qkv + 2C. */
 
 /* Threads: the (b, h) pairs are spread over nthreads OpenMP threads (more than B * H is fine).
- * While a call runs it sets OpenBLAS's process-wide thread count to 1 (restored after), so these
- * calls must not run inside another parallel region or concurrently with other BLAS users.
  * Results are bitwise the same for any nthreads. */
 
 /* Floats of scratch that rp_attention_forward / _backward need for these dims when run with

@@ -5,6 +5,9 @@
 #include <stdint.h>
 
 /* Row-major C = alpha * op(A) @ op(B) + beta * C, op(X) = X or X^T when trans is nonzero.
+ * Threads: OpenBLAS itself runs single-threaded; a large product outside a parallel region is
+ * split into row (or column) blocks over the OpenMP threads, one cblas_sgemm each. Inside a
+ * parallel region it runs on the calling thread.
  * op(A) is (M, K), op(B) is (K, N), C is (M, N); lda/ldb/ldc are row strides in elements of the
  * matrices as stored. beta == 0 overwrites C (NaNs in C are not propagated). All dims must be at
  * most INT32_MAX (the caller checks). */
@@ -21,8 +24,9 @@ void rp_sgemm_naive(int transA, int transB, int64_t M, int64_t N, int64_t K, flo
 const char *rp_blas_core(void);
 /* OpenBLAS's build configuration string. */
 const char *rp_blas_config(void);
+/* The number of threads roper computes with (OpenMP's; OpenBLAS itself is kept at one). */
 int rp_blas_threads(void);
-/* Sets OpenBLAS's (and OpenMP's) thread count; n >= 1. */
+/* Sets that number; n >= 1 (values below are taken as 1). */
 void rp_blas_set_threads(int n);
 
 /* The OPENBLAS_CORETYPE this CPU needs, or NULL when none is needed: OpenBLAS 0.3.21 falls back to

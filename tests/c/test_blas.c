@@ -126,8 +126,11 @@ static void gemm_case(int ta, int tb, int64_t M, int64_t N, int64_t K, int64_t p
 
 static void test_sgemm(void)
 {
-    const int64_t sizes[][3] = {{37, 19, 53}, {53, 37, 19}, {1, 1, 1},  {1, 29, 1},
-                                {23, 1, 31},  {1, 1, 40},   {64, 48, 96}, {3, 4, 1000}};
+    /* the last two are above rp_sgemm's threading threshold (2^21 multiply-adds): split into
+     * row blocks (M >= N) and column blocks (N > M) of odd sizes over the OpenMP threads */
+    const int64_t sizes[][3] = {{37, 19, 53}, {53, 37, 19}, {1, 1, 1},    {1, 29, 1},
+                                {23, 1, 31},  {1, 1, 40},   {64, 48, 96}, {3, 4, 1000},
+                                {301, 257, 67}, {67, 301, 131}};
     const size_t nsizes = sizeof sizes / sizeof sizes[0];
     for (size_t s = 0; s < nsizes; s++)
         for (int ta = 0; ta <= 1; ta++)

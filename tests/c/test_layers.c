@@ -142,15 +142,6 @@ static int same_bits(const float *a, const float *b, int64_t n)
     return memcmp(a, b, (size_t)n * sizeof(float)) == 0;
 }
 
-static int max_threads(void)
-{
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-
 /* Relative check for elementwise values with a wide range of magnitudes:
  * |got - want| <= rtol * |want| + atol. */
 static void check_rel(const char *label, const float *got, const double *want, int64_t n,
@@ -942,42 +933,36 @@ static void test_threads(void)
                                "layernorm dinp", "layernorm dw", "layernorm db", "linear dinp",
                                "linear dw", "linear db", "crossentropy losses",
                                "crossentropy dlogits", "gelu forward", "gelu backward"};
-    float *r[3][TH_K];
-    int t_omp = max_threads(), t_blas = rp_blas_threads();
-    const int cfg[3][2] = {{1, 1}, {2, 1}, {2, 2}}; /* OpenMP, OpenBLAS threads */
-    for (int t = 0; t < 3; t++) {
-        rp_blas_set_threads(cfg[t][1]);
+    /* rp_blas_set_threads sets the OpenMP thread count; OpenBLAS itself stays at one thread and
+     * rp_sgemm splits large products over the OpenMP threads (blas.h). */
+    float *r[2][TH_K];
+    int t0 = rp_blas_threads();
+    for (int t = 0; t < 2; t++) {
+        rp_blas_set_threads(t + 1);
 #ifdef _OPENMP
-        omp_set_num_threads(cfg[t][0]);
-        CHECK(omp_get_max_threads() == cfg[t][0], "OpenMP threads set to %d: %d", cfg[t][0],
+        CHECK(omp_get_max_threads() == t + 1, "OpenMP threads set to %d: %d", t + 1,
               omp_get_max_threads());
 #endif
         th_run(&d, r[t], sz);
     }
-    rp_blas_set_threads(t_blas);
-#ifdef _OPENMP
-    omp_set_num_threads(t_omp);
-#endif
-    (void)t_omp;
-    for (int k = 0; k < TH_K; k++)
-        CHECK(same_bits(r[0][k], r[1][k], sz[k]),
-              "%s identical with 1 and 2 OpenMP threads (OpenBLAS 1 thread)", names[k]);
+    rp_blas_set_threads(t0);
     for (int k = 0; k < TH_K; k++) {
         if (k == 6 || k == 7) {
-            /* sums of up to 301 products of magnitude <= 2 on a prefill: float reordering */
+            /* linear dinp and dw are sgemm products, which rp_sgemm splits into row blocks per
+             * thread; OpenBLAS's edge tiles may sum in another order. Sums of up to 301 products
+             * of magnitude <= 2 on a prefill: float reordering stays far below 1e-4. */
             double *want = dalloc(sz[k]);
             to_double(want, r[0][k], sz[k]);
             char label[96];
-            snprintf(label, sizeof label, "%s with OpenBLAS at 2 threads (sgemm may reorder)",
-                     names[k]);
-            CHECK_CLOSE(r[2][k], want, sz[k], 1e-4, label);
+            snprintf(label, sizeof label, "%s with 1 and 2 threads (sgemm may reorder)", names[k]);
+            CHECK_CLOSE(r[1][k], want, sz[k], 1e-4, label);
             free(want);
         } else {
-            CHECK(same_bits(r[0][k], r[2][k], sz[k]),
-                  "%s identical with 2 OpenMP + 2 OpenBLAS threads", names[k]);
+            CHECK(same_bits(r[0][k], r[1][k], sz[k]), "%s identical with 1 and 2 threads",
+                  names[k]);
         }
     }
-    for (int t = 0; t < 3; t++)
+    for (int t = 0; t < 2; t++)
         for (int k = 0; k < TH_K; k++) free(r[t][k]);
     free(d.inp), free(d.w), free(d.b), free(d.dout), free(d.lw), free(d.ldout), free(d.logits);
     free(d.target);
