@@ -12,22 +12,6 @@
  * stack: 8 KB). */
 #define LN_COLS_MAX 512
 
-/* Width of a column block for the dw/db loop: an equal share of the columns per OpenMP thread,
- * rounded up to 16 (64-byte lines) and capped at LN_COLS_MAX, so each task streams long
- * contiguous pieces of every row. The width never changes a result: every column is summed on its
- * own, over n in order. */
-static int64_t ln_col_block(int64_t C)
-{
-#ifdef _OPENMP
-    int64_t nt = omp_get_max_threads();
-#else
-    int64_t nt = 1;
-#endif
-    int64_t cb = (C + nt - 1) / nt;
-    cb = (cb + 15) / 16 * 16;
-    return cb < LN_COLS_MAX ? cb : LN_COLS_MAX;
-}
-
 /* Two passes per row in double (mean, then the centred sum of squares), so a large mean does not
  * cancel the variance. out uses the double statistics; mean and rstd are saved rounded to float.
  * Rows are independent: OpenMP over rows. */
@@ -59,7 +43,7 @@ void rp_layernorm_forward(float *out, float *mean, float *rstd, const float *inp
  *   dinp += rstd * (g - mean_c(g) - xhat * mean_c(g * xhat)),
  *   dw += sum_n dout * xhat,  db += sum_n dout.
  * dinp: OpenMP over rows (each row is written by one thread). dw/db: OpenMP over blocks of
- * columns (ln_col_block); each task sums its columns over all rows in increasing n with double
+ * columns (rp_col_block); each task sums its columns over all rows in increasing n with double
  * accumulators, then adds once into dw/db, so there is no race and the result does not depend on
  * the thread count. xhat is recomputed from
  * the saved (float) mean and rstd. */
@@ -89,7 +73,7 @@ void rp_layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
         }
     }
     if (dw || db) {
-        int64_t cb = ln_col_block(C);
+        int64_t cb = rp_col_block(C, LN_COLS_MAX);
         int64_t nblocks = (C + cb - 1) / cb;
         RP_PARALLEL_FOR(N * C >= 16384)
         for (int64_t blk = 0; blk < nblocks; blk++) {

@@ -13,22 +13,6 @@
  * stack: 4 KB). */
 #define LIN_COLS_MAX 512
 
-/* Width of a column block for the column-sum loop: an equal share of the columns per OpenMP
- * thread, rounded up to 16 (64-byte lines) and capped at LIN_COLS_MAX. Each task then streams long
- * contiguous pieces of every row; narrow blocks (16 columns of 2 KB rows) were several times
- * slower. The width never changes a result: every column is summed on its own, over n in order. */
-static int64_t lin_col_block(int64_t OC)
-{
-#ifdef _OPENMP
-    int64_t nt = omp_get_max_threads();
-#else
-    int64_t nt = 1;
-#endif
-    int64_t cb = (OC + nt - 1) / nt;
-    cb = (cb + 15) / 16 * 16;
-    return cb < LIN_COLS_MAX ? cb : LIN_COLS_MAX;
-}
-
 /* The bias is broadcast into out first, then one sgemm adds inp @ w^T (beta = 1); without a
  * bias the sgemm overwrites out (beta = 0). */
 void rp_linear_forward(float *out, const float *inp, const float *w, const float *b, int64_t N,
@@ -48,7 +32,7 @@ void rp_linear_backward(float *dinp, float *dw, float *db, const float *dout, co
     if (dinp) rp_sgemm(0, 0, N, C, OC, 1.0f, dout, OC, w, C, 1.0f, dinp, C);
     if (dw) rp_sgemm(1, 0, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dw, C);
     if (db) {
-        int64_t cb = lin_col_block(OC);
+        int64_t cb = rp_col_block(OC, LIN_COLS_MAX);
         int64_t nblocks = (OC + cb - 1) / cb;
         RP_PARALLEL_FOR(N * OC >= 32768)
         for (int64_t blk = 0; blk < nblocks; blk++) {

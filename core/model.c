@@ -846,6 +846,41 @@ static const float *branch_grad(rp_model *m, const float *dres, const float *mas
     return m->dB;
 }
 
+/* Backward of a feed-forward branch drop(W2 act(W1 inp)) given dres, the gradient of the residual
+ * sum it was added to: parameter gradients accumulate, and dinp += d inp. dinp may be dres (each
+ * is read before dinp is written). */
+static void ff_branch_backward(rp_model *m, const layer_params *p, const layer_acts *a,
+                               const float *dres, const float *inp, float *dinp, int64_t N)
+{
+    const float *w = m->params->data;
+    float *g = m->grads->data;
+    int64_t C = m->cfg.d_model, F = m->cfg.d_ff;
+    const float *dproj = branch_grad(m, dres, a->mask2, N * C);
+    zero(m->dF1, N * F);
+    rp_linear_backward(m->dF1, g + p->w2w, g + p->w2b, dproj, a->fch_act, w + p->w2w, N, F, C);
+    zero(m->dF2, N * F);
+    act_backward(m, m->dF2, m->dF1, a->fch, N * F);
+    rp_linear_backward(dinp, g + p->w1w, g + p->w1b, m->dF2, inp, w + p->w1w, N, C, F);
+}
+
+/* Backward of an attention branch drop(Wo attn(Wqkv inp)) given dres, as ff_branch_backward. */
+static void attn_branch_backward(rp_model *m, const layer_params *p, const layer_acts *a,
+                                 const float *dres, const float *inp, float *dinp, int64_t B,
+                                 int64_t T, const rp_attn_cfg *acfg, int nt)
+{
+    const float *w = m->params->data;
+    float *g = m->grads->data;
+    int64_t C = m->cfg.d_model, N = B * T, NC = N * C, dk = m->dk;
+    const float *dproj = branch_grad(m, dres, a->mask1, NC);
+    zero(m->datty, NC);
+    rp_linear_backward(m->datty, g + p->outw, g + p->outb, dproj, a->atty, w + p->outw, N, C, C);
+    zero(m->dqkv, 3 * NC);
+    rp_attention_backward(m->dqkv, m->dqkv + C, m->dqkv + 2 * C, m->attn_scratch, m->datty, C,
+                          a->att, a->qkv, 3 * C, a->qkv + C, 3 * C, a->qkv + 2 * C, 3 * C, B, T,
+                          T, m->cfg.heads, dk, dk, acfg, nt);
+    rp_linear_backward(dinp, g + p->qkvw, g + p->qkvb, m->dqkv, inp, w + p->qkvw, N, C, 3 * C);
+}
+
 rp_status rp_model_backward(rp_model *m)
 {
     if (!m->have_fwd || !m->have_targets)
@@ -853,8 +888,7 @@ rp_status rp_model_backward(rp_model *m)
     const rp_model_cfg *c = &m->cfg;
     const float *w = m->params->data;
     float *g = m->grads->data;
-    int64_t B = m->lastB, T = m->lastT, N = B * T, C = c->d_model, F = c->d_ff, V = c->vocab;
-    int64_t H = c->heads, dk = m->dk, NC = N * C;
+    int64_t B = m->lastB, T = m->lastT, N = B * T, C = c->d_model, V = c->vocab, NC = N * C;
     int pre = c->norm == RP_NORM_PRE;
     rp_attn_cfg acfg = attn_cfg(m);
     int nt = attn_threads(m, T);
@@ -881,31 +915,15 @@ rp_status rp_model_backward(rp_model *m)
         const layer_params *p = &m->lp[l];
         const layer_acts *a = &m->la[l];
         const float *x = layer_out(m, l - 1);
-        const float *dproj;
         if (pre) {
-            /* dx = d res2; res2 = res1 + drop(W2 act(W1 ln2)) */
-            dproj = branch_grad(m, m->dx, a->mask2, NC);
-            zero(m->dF1, N * F);
-            rp_linear_backward(m->dF1, g + p->w2w, g + p->w2b, dproj, a->fch_act, w + p->w2w, N,
-                               F, C);
-            zero(m->dF2, N * F);
-            act_backward(m, m->dF2, m->dF1, a->fch, N * F);
+            /* dx = d res2; res2 = res1 + drop(W2 act(W1 ln2)), ln2 = LN2(res1) */
             zero(m->dA, NC);
-            rp_linear_backward(m->dA, g + p->w1w, g + p->w1b, m->dF2, a->ln2, w + p->w1w, N, C, F);
+            ff_branch_backward(m, p, a, m->dx, a->ln2, m->dA, N);
             rp_layernorm_backward(m->dx, g + p->ln2w, g + p->ln2b, m->dA, a->res1, a->ln2_mean,
                                   a->ln2_rstd, w + p->ln2w, N, C);
-            /* dx = d res1; res1 = x + drop(Wo attn(Wqkv ln1)) */
-            dproj = branch_grad(m, m->dx, a->mask1, NC);
-            zero(m->datty, NC);
-            rp_linear_backward(m->datty, g + p->outw, g + p->outb, dproj, a->atty, w + p->outw, N,
-                               C, C);
-            zero(m->dqkv, 3 * NC);
-            rp_attention_backward(m->dqkv, m->dqkv + C, m->dqkv + 2 * C, m->attn_scratch,
-                                  m->datty, C, a->att, a->qkv, 3 * C, a->qkv + C, 3 * C,
-                                  a->qkv + 2 * C, 3 * C, B, T, T, H, dk, dk, &acfg, nt);
+            /* dx = d res1; res1 = x + drop(Wo attn(Wqkv ln1)), ln1 = LN1(x) */
             zero(m->dA, NC);
-            rp_linear_backward(m->dA, g + p->qkvw, g + p->qkvb, m->dqkv, a->ln1, w + p->qkvw, N,
-                               C, 3 * C);
+            attn_branch_backward(m, p, a, m->dx, a->ln1, m->dA, B, T, &acfg, nt);
             rp_layernorm_backward(m->dx, g + p->ln1w, g + p->ln1b, m->dA, x, a->ln1_mean,
                                   a->ln1_rstd, w + p->ln1w, N, C);
             /* dx = d x */
@@ -915,28 +933,13 @@ rp_status rp_model_backward(rp_model *m)
             rp_layernorm_backward(m->dA, g + p->ln2w, g + p->ln2b, m->dx, a->res2, a->ln2_mean,
                                   a->ln2_rstd, w + p->ln2w, N, C);
             /* dA = d res2; res2 = h1 + drop(W2 act(W1 h1)), h1 = ln1 */
-            dproj = branch_grad(m, m->dA, a->mask2, NC);
-            zero(m->dF1, N * F);
-            rp_linear_backward(m->dF1, g + p->w2w, g + p->w2b, dproj, a->fch_act, w + p->w2w, N,
-                               F, C);
-            zero(m->dF2, N * F);
-            act_backward(m, m->dF2, m->dF1, a->fch, N * F);
-            rp_linear_backward(m->dA, g + p->w1w, g + p->w1b, m->dF2, a->ln1, w + p->w1w, N, C, F);
+            ff_branch_backward(m, p, a, m->dA, a->ln1, m->dA, N);
             /* dA = d h1; h1 = LN1(res1) */
             zero(m->dx, NC);
             rp_layernorm_backward(m->dx, g + p->ln1w, g + p->ln1b, m->dA, a->res1, a->ln1_mean,
                                   a->ln1_rstd, w + p->ln1w, N, C);
             /* dx = d res1; res1 = x + drop(Wo attn(Wqkv x)) */
-            dproj = branch_grad(m, m->dx, a->mask1, NC);
-            zero(m->datty, NC);
-            rp_linear_backward(m->datty, g + p->outw, g + p->outb, dproj, a->atty, w + p->outw, N,
-                               C, C);
-            zero(m->dqkv, 3 * NC);
-            rp_attention_backward(m->dqkv, m->dqkv + C, m->dqkv + 2 * C, m->attn_scratch,
-                                  m->datty, C, a->att, a->qkv, 3 * C, a->qkv + C, 3 * C,
-                                  a->qkv + 2 * C, 3 * C, B, T, T, H, dk, dk, &acfg, nt);
-            rp_linear_backward(m->dx, g + p->qkvw, g + p->qkvb, m->dqkv, x, w + p->qkvw, N, C,
-                               3 * C);
+            attn_branch_backward(m, p, a, m->dx, x, m->dx, B, T, &acfg, nt);
             /* dx = d x (the residual path plus the qkv path) */
         }
     }

@@ -74,7 +74,7 @@ static int run(const bench_cfg *bc, rp_pe pe)
     rp_adam_state st = {mom, mom + np, np, 0};
     double best = 1e30, fwd_best = 1e30;
     float loss = 0.0f;
-    for (int s = (bc->steps > 1 ? -1 : 0); s < bc->steps; s++) {
+    for (int s = -1; s < bc->steps; s++) { /* step -1: warm-up (first touch of the buffers) */
         double t0 = now();
         rp_status rs = rp_model_forward(m, tok, tgt, NULL, bc->batch, bc->seq, 1, &loss);
         double t1 = now();
