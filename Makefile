@@ -85,9 +85,10 @@ $(BUILD)/obj/roper_lua.o: $(BUILD)/roper_lua.c bindings/roper.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LUA_CFLAGS) -Ibindings -c $< -o $@
 
-# The module links no liblua: lua5.4 exports the API itself.
+# The module links no liblua: lua5.4 exports the API itself. -z nodelete keeps it (and libgomp)
+# mapped when lua_close unloads it, so OpenMP worker threads never run in unmapped code at exit.
 $(MODULE): $(BIND_OBJ) $(LIB)
-	$(CC) -shared $(LDFLAGS) -o $@ $(BIND_OBJ) $(LIB) $(LDLIBS)
+	$(CC) -shared $(LDFLAGS) -Wl,-z,nodelete -o $@ $(BIND_OBJ) $(LIB) $(LDLIBS)
 
 $(REPL): $(BUILD)/obj/bindings/repl.o $(BIND_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -llua5.4 -lreadline $(LDLIBS)

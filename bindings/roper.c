@@ -2,11 +2,12 @@
  *
  * Load order: roper.Tensor (tensor.c), roper.Rng and the default generator (rng.c), rp.rope,
  * rp.blas, rp.attention, rp.matmul (nn.c), roper.Model, rp.model, rp.load (model.c), roper.Optim,
- * rp.optim (optim.c), rp._VERSION; then every file of bindings/lua/ in name order (compiled into
- * build/roper_lua.c by bindings/embed.lua), each loaded as "@bindings/lua/<file>" and called as
- * chunk(rp, internals), where internals is a private table { Tensor_mt = <roper.Tensor metatable>,
- * Rng_mt = <roper.Rng metatable>, Model_mt = <roper.Model metatable>, Optim_mt = <roper.Optim
- * metatable>, is_live = f } (is_live(t) is true for a tensor that has not been released).
+ * rp.optim (optim.c), roper.Task, rp.tasks (tasks.c), rp._VERSION; then every file of
+ * bindings/lua/ in name order (compiled into build/roper_lua.c by bindings/embed.lua), each loaded
+ * as "@bindings/lua/<file>" and called as chunk(rp, internals), where internals is a private table
+ * { Tensor_mt = <roper.Tensor metatable>, Rng_mt = <roper.Rng metatable>, Model_mt = <roper.Model
+ * metatable>, Optim_mt = <roper.Optim metatable>, Task_mt = <roper.Task metatable>, is_live = f }
+ * (is_live(t) is true for a tensor that has not been released).
  * Finally, when OpenBLAS runs its Prescott fallback on this CPU, one warning line goes to stderr
  * (once per Lua state).
  */
@@ -81,6 +82,7 @@ LUAMOD_API int luaopen_roper(lua_State *L)
     lrp_open_nn(L, mod);
     lrp_open_model(L, mod);
     lrp_open_optim(L, mod);
+    lrp_open_tasks(L, mod);
     lua_pushliteral(L, RP_VERSION);
     lua_setfield(L, mod, "_VERSION");
 
@@ -94,6 +96,8 @@ LUAMOD_API int luaopen_roper(lua_State *L)
     lua_setfield(L, priv, "Model_mt");
     luaL_getmetatable(L, LRP_OPTIM_MT);
     lua_setfield(L, priv, "Optim_mt");
+    luaL_getmetatable(L, LRP_TASK_MT);
+    lua_setfield(L, priv, "Task_mt");
     lua_pushcfunction(L, l_is_live);
     lua_setfield(L, priv, "is_live");
     run_lua_sources(L, mod, priv);

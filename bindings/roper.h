@@ -25,6 +25,7 @@
 #define LRP_RNG_MT "roper.Rng"
 #define LRP_MODEL_MT "roper.Model"
 #define LRP_OPTIM_MT "roper.Optim"
+#define LRP_TASK_MT "roper.Task"
 /* Registry key of the module's default generator (a roper.Rng userdata). */
 #define LRP_DEFAULT_RNG_KEY "roper.default_rng"
 
@@ -54,6 +55,9 @@ void lrp_open_model(lua_State *L, int mod);  /* roper.Model metatable, rp.Model,
                                                 rp.load (model.c) */
 void lrp_open_optim(lua_State *L, int mod);  /* roper.Optim metatable, rp.Optim, rp.optim.adam,
                                                 rp.optim.adamw (optim.c) */
+void lrp_open_tasks(lua_State *L, int mod);  /* roper.Task metatable, rp.Task, rp.tasks.addition,
+                                                .substring_index, .substring_prefix, .text
+                                                (tasks.c) */
 
 /* rp.matmul(a, b) and t:matmul(u) (nn.c). */
 int lrp_matmul(lua_State *L);

@@ -512,6 +512,101 @@ kind = "adam" | "adamw"; rp.optim[c.kind](m, c) makes a fresh optimiser with con
 Example:
   > opt:config().lr]=] },
 
+  -- ---------------------------------------------------------------- tasks
+  { "rp.tasks.addition", "rp.tasks.addition([opts]) -> task", [=[
+Multi-digit addition with the carry steps written out (docs/lua_api.md "Tasks"). opts:
+  format      "writeup" (default): ?d=A+B; <steps joined by " and "> and d==S#
+              "labml": ?x=A+B; <steps joined by " "> x==S\n
+  max_digits  operand digits 1..18 (8 for writeup, 7 for labml)
+  quirk       labml's digit quirk (a digit may be 10 and carry): default true for labml
+  seq_len     length T of the packed training sequences (>= 8, default 256)
+Example:
+  > task = rp.tasks.addition{max_digits = 4, seq_len = 128}]=] },
+  { "rp.tasks.substring_index", "rp.tasks.substring_index([opts]) -> task", [=[
+Substring by index: ?s='<str_len lowercase letters>'; s[i:]=='<suffix>'# with i uniform
+0 .. str_len-1. opts: str_len (13), seq_len (256).
+Example:
+  > task = rp.tasks.substring_index{seq_len = 128}]=] },
+  { "rp.tasks.substring_prefix", "rp.tasks.substring_prefix([opts]) -> task", [=[
+Substring by prefix (labml copy_repeat): random acgt filler, '>', then a copy of
+substr_len characters of the text so far; only characters 2..substr_len of each copy are
+scored (the other targets are -1). opts: substr_len (16), rnd_len (12: filler lengths
+1..rnd_len-1), seq_len (256). No problems: evaluate with rp.eval.loss.
+Example:
+  > task = rp.tasks.substring_prefix{seq_len = 512}]=] },
+  { "rp.tasks.text", "rp.tasks.text(opts) -> task | nil, message", [=[
+Character-level language modelling on a UTF-8 file (or every regular file of a folder):
+the vocabulary is the sorted set of its characters; the last valid_fraction (0.1) of the
+text is the validation split. opts: path (required), valid_fraction, seq_len (256).
+File problems return nil, "path: reason"; bad options raise.
+Example:
+  > task = assert(rp.tasks.text{path = "input.txt", seq_len = 256})]=] },
+  { "rp.Task.vocab", "task:vocab() -> table", [=[
+The characters of the vocabulary as strings, t[id + 1] = the character of token id.
+Example:
+  > task:vocab()[1]    -- "0" for addition]=] },
+  { "rp.Task.vocab_size", "task:vocab_size() -> integer", [=[
+The number of tokens (use it as the model's vocab).
+Example:
+  > m = rp.model{vocab = task:vocab_size(), seq_len = 256}]=] },
+  { "rp.Task.encode", "task:encode(text) -> table of ids", [=[
+The token ids (0-based) of the characters of text; a character outside the vocabulary
+raises, naming it and its byte offset.
+Example:
+  > task:encode("?d=1+2;")]=] },
+  { "rp.Task.decode", "task:decode(ids) -> string", [=[
+The text of token ids given as a table or a 1-D tensor (each 0 .. vocab_size-1).
+Example:
+  > x, y = task:batch(2, g); print(task:decode(x[1]))]=] },
+  { "rp.Task.batch", "task:batch(B[, g[, split]]) -> inputs, targets", [=[
+B fresh training sequences as [B x seq_len] tensors of ids: targets are the inputs shifted
+by one, -1 where a position is not scored (ready for m:train_step(x, y, nil, opt)).
+Algorithmic tasks start every sequence at a problem boundary. g is a roper.Rng (default:
+the module's generator); split "train" (default) or "valid" (text tasks).
+Example:
+  > x, y = task:batch(16, rp.rng(1)); loss = m:train_step(x, y, nil, opt)]=] },
+  { "rp.Task.problem", "task:problem([g[, n_digits]]) -> question, answer", [=[
+A fresh evaluation problem (addition and substring_index): the question to prompt with
+("?d=A+B;", "?s='...'; s[i:]==") and the exact answer ("S", "'suffix'"). n_digits (1..18,
+addition only) fixes both operands' digit count.
+Example:
+  > q, a = task:problem(rp.rng(1), 9)]=] },
+  { "rp.Task.check", "task:check(question, continuation) -> boolean", [=[
+Whether a generated continuation answers question exactly: it is cut at the terminator
+('#', or '\n' for labml) and the answer (after the last "d==" / "x==" for addition; the
+whole text for substring_index) compared with the true one.
+Example:
+  > task:check("?d=1+2;", " 1e0+2e0+0e0==3e0 and d==3#")   -- true]=] },
+  { "rp.Task.config", "task:config() -> table", [=[
+kind ("addition", "substring_index", "substring_prefix", "text"), seq_len and the options
+of the constructor: rp.tasks[c.kind](c) makes the same task.
+Example:
+  > task:config().max_digits]=] },
+
+  -- ---------------------------------------------------------------- evaluation
+  { "rp.eval.accuracy", "rp.eval.accuracy(m, task[, opts]) -> accuracy, correct, records", [=[
+Exact-answer accuracy of model m on fresh problems of task (addition, substring_index):
+each question is encoded, m:generate continues it until the terminator ('#' or '\n') or
+max_new tokens, the output is decoded and task:check decides. opts:
+  problems 128, decode "greedy" (default) | "sample" (temperature 1, top_k 0 = all),
+  seed 0 (problems from rp.rng(seed), sampling from rp.rng(seed + 1)),
+  max_new (default: enough for the longest answer), n_digits (addition: operand digits)
+records[i] = {question =, answer =, output =, ok =}.
+Example:
+  > acc = rp.eval.accuracy(m, task, {problems = 128, decode = "sample"})]=] },
+  { "rp.eval.length_generalisation", "rp.eval.length_generalisation(m, task, opts) -> accs, records", [=[
+rp.eval.accuracy for each operand digit count of opts.digits (an addition task):
+accs[d] = accuracy with d-digit operands, records[d] its records. Other opts as for
+rp.eval.accuracy (problems, decode, temperature, top_k, seed, max_new).
+Example:
+  > accs = rp.eval.length_generalisation(m, task, {digits = {8, 9, 10}, problems = 64})]=] },
+  { "rp.eval.loss", "rp.eval.loss(m, task[, opts]) -> number", [=[
+Mean of m:loss (eval mode) over fresh batches of task. opts: batches 8, batch_size
+(min(8, max_batch)), split ("valid" for text tasks with a validation split, else
+"train"), seed 0.
+Example:
+  > print(rp.eval.loss(m, task, {batches = 16}))]=] },
+
   -- ---------------------------------------------------------------- help
   { "rp.help", "rp.help([f]) -> string | nil, message", [=[
 The help text of a public function or method, given as the function value, as a name
@@ -574,6 +669,14 @@ Optimisers: rp.help("optim").]=] },
 roper.Optim: opt = rp.optim.adam(m[, opts]) or rp.optim.adamw(m[, opts]); opt:step()
 opt:lr() opt:steps() opt:config(). m:train_step(x, y, mask, opt) runs a whole step;
 m:save(path, opt) and rp.load(path) keep the optimiser's state.]=] },
+  { "tasks", rp.tasks, [=[
+Task generators (roper.Task): rp.tasks.addition rp.tasks.substring_index
+rp.tasks.substring_prefix rp.tasks.text; methods task:vocab task:vocab_size task:encode
+task:decode task:batch task:problem task:check task:config. Evaluation: rp.help("eval").]=] },
+  { "eval", nil, [=[
+rp.eval.accuracy(m, task[, opts]) rp.eval.length_generalisation(m, task, opts)
+rp.eval.loss(m, task[, opts]): accuracy by generation (greedy or sampled) and exact check,
+per digit count, and the mean loss over fresh batches.]=] },
   { "blas", rp.blas, [=[
 OpenBLAS: rp.blas.core rp.blas.config rp.blas.threads rp.blas.wanted_coretype and
 rp.set_num_threads. Loading roper on a CPU where OpenBLAS fell back to Prescott prints one
@@ -597,32 +700,42 @@ local function format_entry(e)
   return e[2] .. "\n" .. e[3]:gsub("^\n+", ""):gsub("\n+$", "")
 end
 
-for _, e in ipairs(entries) do
-  local text = format_entry(e)
-  by_name[e[1]] = text
-  local f = resolve(e[1])
-  if f ~= nil then
-    if by_value[f] and by_value[f] ~= text then by_value[f] = by_value[f] .. "\n\n" .. text
-    else by_value[f] = text end
-  end
-  local short = e[1]:match("([^.]+)$")
-  by_short[short] = by_short[short] and (by_short[short] .. "\n\n" .. text) or text
-end
-
 local topic_text, topic_names = {}, {}
-for _, t in ipairs(topics) do
-  local text = "Topic " .. t[1] .. "\n" .. t[3]:gsub("\n+$", "")
-  topic_text[t[1]] = text
-  topic_names[#topic_names + 1] = t[1]
-  if t[2] ~= nil then by_value[t[2]] = text end
+-- Built on the first rp.help call: functions defined by later files (rp.eval) resolve then.
+local built = false
+local function build()
+  built = true
+  for _, e in ipairs(entries) do
+    local text = format_entry(e)
+    by_name[e[1]] = text
+    local f = resolve(e[1])
+    if f ~= nil then
+      if by_value[f] and by_value[f] ~= text then by_value[f] = by_value[f] .. "\n\n" .. text
+      else by_value[f] = text end
+    end
+    local short = e[1]:match("([^.]+)$")
+    by_short[short] = by_short[short] and (by_short[short] .. "\n\n" .. text) or text
+  end
+
+  for _, t in ipairs(topics) do
+    local text = "Topic " .. t[1] .. "\n" .. t[3]:gsub("\n+$", "")
+    topic_text[t[1]] = text
+    topic_names[#topic_names + 1] = t[1]
+    if t[2] ~= nil then by_value[t[2]] = text end
+  end
+  topic_text.tensors = topic_text.tensor
+  topic_text.Tensor = topic_text.tensor
+  topic_text.Rng = topic_text.rng
+  topic_text.Model = topic_text.model
+  topic_text.models = topic_text.model
+  topic_text.Optim = topic_text.optim
+  topic_text.Task = topic_text.tasks
+  topic_text.task = topic_text.tasks
+  by_value[rp.optim] = topic_text.optim
+  by_value[rp.Task] = topic_text.tasks
+  if rp.eval then by_value[rp.eval] = topic_text.eval end
+  by_value[rp.help] = by_name["rp.help"]
 end
-topic_text.tensors = topic_text.tensor
-topic_text.Tensor = topic_text.tensor
-topic_text.Rng = topic_text.rng
-topic_text.Model = topic_text.model
-topic_text.models = topic_text.model
-topic_text.Optim = topic_text.optim
-by_value[rp.optim] = topic_text.optim
 
 local function overview()
   local lines = {
@@ -649,6 +762,7 @@ end
 
 -- rp.help([f]): see the entry "rp.help" above.
 function rp.help(...)
+  if not built then build() end
   if select("#", ...) == 0 or (...) == nil then return overview() end
   local f = ...
   if f == rp then return overview() end
@@ -656,11 +770,12 @@ function rp.help(...)
   if getmetatable(f) == internals.Rng_mt then return topic_text.rng end
   if getmetatable(f) == internals.Model_mt then return topic_text.model end
   if getmetatable(f) == internals.Optim_mt then return topic_text.optim end
+  if getmetatable(f) == internals.Task_mt then return topic_text.tasks end
   local text = by_value[f]
   if text then return text end
   if type(f) == "string" then
     local key = f:gsub("^%s+", ""):gsub("%s+$", ""):gsub("^t:", "rp.Tensor."):gsub("^g:", "rp.Rng.")
-      :gsub("^m:", "rp.Model."):gsub("^opt:", "rp.Optim.")
+      :gsub("^m:", "rp.Model."):gsub("^opt:", "rp.Optim."):gsub("^task:", "rp.Task.")
     text = topic_text[key] or by_name[key] or by_name["rp." .. key] or by_short[key]
     if text then return text end
     return nil, "no help for '" .. f .. "' (rp.help() lists the topics)"
@@ -674,4 +789,3 @@ function rp.help(...)
   end
   return nil, "no help for this " .. what .. " (rp.help() lists the topics)"
 end
-by_value[rp.help] = by_name["rp.help"]

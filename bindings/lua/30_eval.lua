@@ -1,0 +1,267 @@
+-- rp.eval: evaluation of a model on a task (labml_roper.md §5.2 and DESIGN.md "Tasks").
+--   rp.eval.accuracy(m, task[, opts])               -> accuracy, correct, records
+--   rp.eval.length_generalisation(m, task, opts)    -> { [digits] = accuracy }, { [digits] = records }
+--   rp.eval.loss(m, task[, opts])                   -> mean loss over fresh batches (eval mode)
+-- A problem is prompted with its question (encoded with the task's vocabulary), the model
+-- generates with its KV cache until the task's terminator ('#', or '\n' for labml's addition
+-- format) or max_new tokens, and task:check decides (exact answer).
+--
+-- Called by luaopen_roper as chunk(rp, internals).
+local rp, internals = ...
+
+local eval = {}
+rp.eval = eval
+
+local Model_mt, Task_mt = internals.Model_mt, internals.Task_mt
+
+local SOURCE = debug.getinfo(1, "S").source
+
+-- The level (for error) of the first function outside this file: the caller of the public
+-- function, so messages carry its position as lauxlib's do.
+local function user_level()
+  local lvl = 2
+  while true do
+    local info = debug.getinfo(lvl + 1, "S")
+    if info == nil then return 0 end
+    if info.source ~= SOURCE then return lvl end
+    lvl = lvl + 1
+  end
+end
+
+-- Raises "bad argument #arg to 'fname' (msg)" at the caller of the public function.
+local function argerror(fname, arg, msg)
+  error(("bad argument #%d to '%s' (%s)"):format(arg, fname, msg), user_level())
+end
+
+local function describe(v)
+  if type(v) == "string" then return #v <= 40 and ('string "' .. v .. '"') or "string" end
+  if type(v) == "number" then return tostring(v) end
+  local mt = getmetatable(v)
+  if type(v) == "userdata" and type(mt) == "table" and type(mt.__name) == "string" then
+    return mt.__name
+  end
+  return type(v)
+end
+
+local function check_model(fname, m)
+  if getmetatable(m) ~= Model_mt then
+    argerror(fname, 1, "roper.Model expected, got " .. describe(m))
+  end
+end
+
+local function check_task(fname, task)
+  if getmetatable(task) ~= Task_mt then
+    argerror(fname, 2, "roper.Task expected, got " .. describe(task))
+  end
+end
+
+-- Checks the options table (nil or a table with only known string keys); returns a table.
+local function check_opts(fname, arg, opts, known)
+  if opts == nil then return {} end
+  if type(opts) ~= "table" then argerror(fname, arg, "options table expected, got " .. describe(opts)) end
+  local set = {}
+  for _, k in ipairs(known) do set[k] = true end
+  for k in pairs(opts) do
+    if type(k) ~= "string" then
+      argerror(fname, arg, "option names must be strings, got " .. describe(k))
+    end
+    if not set[k] then
+      argerror(fname, arg, ("unknown option '%s' (known: %s)"):format(k, table.concat(known, ", ")))
+    end
+  end
+  return opts
+end
+
+local function opt_int(fname, arg, opts, key, def, lo, hi)
+  local v = opts[key]
+  if v == nil then return def end
+  if math.type(v) == "float" and v == math.floor(v) and v >= -2^53 and v <= 2^53 then
+    v = math.tointeger(v)
+  end
+  if math.type(v) ~= "integer" then
+    argerror(fname, arg, ("option '%s' must be an integer, got %s"):format(key, describe(v)))
+  end
+  if (lo and v < lo) or (hi and v > hi) then
+    local range = hi and ("in %d..%d"):format(lo, hi) or (">= " .. lo)
+    argerror(fname, arg, ("option '%s' must be %s, got %d"):format(key, range, v))
+  end
+  return v
+end
+
+local function opt_number(fname, arg, opts, key, def)
+  local v = opts[key]
+  if v == nil then return def end
+  if type(v) ~= "number" or v ~= v or v == math.huge or v == -math.huge then
+    argerror(fname, arg, ("option '%s' must be a finite number, got %s"):format(key, describe(v)))
+  end
+  return v
+end
+
+local function opt_enum(fname, arg, opts, key, names, def)
+  local v = opts[key]
+  if v == nil then return def end
+  for _, n in ipairs(names) do
+    if v == n then return v end
+  end
+  local quoted = {}
+  for i, n in ipairs(names) do quoted[i] = '"' .. n .. '"' end
+  argerror(fname, arg, ("option '%s' must be one of %s, got %s"):format(key,
+    table.concat(quoted, ", "), describe(v)))
+end
+
+-- The model must read the task's tokens: vocab >= the task's, seq_len >= the task's (for loss).
+local function check_fit(fname, m, task, need_seq)
+  local mc, tc = m:config(), task:config()
+  if mc.vocab < task:vocab_size() then
+    argerror(fname, 1, ("the model's vocab %d is smaller than the task's %d"):format(mc.vocab,
+      task:vocab_size()))
+  end
+  if need_seq and mc.seq_len < tc.seq_len then
+    argerror(fname, 1, ("the task's seq_len %d exceeds the model's seq_len %d"):format(tc.seq_len,
+      mc.seq_len))
+  end
+  return mc, tc
+end
+
+-- The token id of the task's terminator.
+local function terminator(task)
+  local tc = task:config()
+  local term = (tc.kind == "addition" and tc.format == "labml") and "\n" or "#"
+  for i, ch in ipairs(task:vocab()) do
+    if ch == term then return i - 1 end
+  end
+  error("the task's vocabulary has no terminator " .. string.format("%q", term), user_level())
+end
+
+-- Enough new tokens for the longest continuation of a problem with n-digit operands (addition:
+-- the steps, " and d==", the sum, the terminator) or of a substring question ("'suffix'#").
+local function default_max_new(tc, n_digits)
+  if tc.kind == "addition" then
+    local places = (n_digits or tc.max_digits) + 2 -- quirk digits of 10 add a place
+    local sep = tc.format == "labml" and 1 or 5
+    local n = 0
+    for e = 0, places - 1 do n = n + 13 + 4 * #tostring(e) + sep end
+    return n + 4 + places + 1 + 8
+  end
+  return tc.str_len + 3 + 8
+end
+
+local accuracy_opts = { "problems", "decode", "temperature", "top_k", "seed", "max_new",
+                        "n_digits" }
+
+local function accuracy(fname, m, task, opts)
+  check_model(fname, m)
+  check_task(fname, task)
+  opts = check_opts(fname, 3, opts, accuracy_opts)
+  local _, tc = check_fit(fname, m, task, false)
+  if tc.kind ~= "addition" and tc.kind ~= "substring_index" then
+    argerror(fname, 2, "accuracy needs an addition or substring_index task (this is "
+      .. tc.kind .. ")")
+  end
+  local problems = opt_int(fname, 3, opts, "problems", 128, 1)
+  local decode = opt_enum(fname, 3, opts, "decode", { "greedy", "sample" }, "greedy")
+  local temperature = opt_number(fname, 3, opts, "temperature", 1)
+  if decode == "sample" and temperature <= 0 then
+    argerror(fname, 3, ("option 'temperature' must be > 0 for sampling, got %s"):format(
+      describe(temperature)))
+  end
+  local top_k = opt_int(fname, 3, opts, "top_k", 0, 0)
+  local seed = opt_int(fname, 3, opts, "seed", 0)
+  local n_digits = opt_int(fname, 3, opts, "n_digits", nil, 1, 18)
+  if n_digits and tc.kind ~= "addition" then
+    argerror(fname, 3, "option 'n_digits' applies to addition tasks only")
+  end
+  local max_new = opt_int(fname, 3, opts, "max_new", default_max_new(tc, n_digits), 1)
+
+  local stop = terminator(task)
+  local V = task:vocab_size()
+  local prng = rp.rng(seed)           -- the problems
+  local grng = rp.rng(seed + 1)       -- sampling
+  local gen = { stop = stop }
+  if decode == "sample" then
+    gen.temperature, gen.top_k, gen.rng = temperature, top_k, grng
+  end
+  local records, correct = {}, 0
+  for i = 1, problems do
+    local q, a = task:problem(prng, n_digits)
+    local ids = m:generate(task:encode(q), max_new, gen)
+    -- a model with a larger vocab than the task's may emit ids the task cannot decode: the
+    -- output ends there (with U+FFFD) and the problem counts as wrong
+    local bad
+    for j, id in ipairs(ids) do
+      if id >= V then bad = j; break end
+    end
+    if bad then ids = table.move(ids, 1, bad - 1, 1, {}) end
+    local out = task:decode(ids)
+    local ok = false
+    if bad then out = out .. "\u{FFFD}" else ok = task:check(q, out) end
+    if ok then correct = correct + 1 end
+    records[i] = { question = q, answer = a, output = out, ok = ok }
+  end
+  return correct / problems, correct, records
+end
+
+-- rp.eval.accuracy(m, task[, opts]) -> accuracy, correct, records
+function eval.accuracy(m, task, opts)
+  return accuracy("accuracy", m, task, opts)
+end
+
+-- rp.eval.length_generalisation(m, task, {digits = {..}, ...}) -> { [d] = accuracy }, { [d] = records }
+function eval.length_generalisation(m, task, opts)
+  local fname = "length_generalisation"
+  check_model(fname, m)
+  check_task(fname, task)
+  local known = { "digits" }
+  for _, k in ipairs(accuracy_opts) do
+    if k ~= "n_digits" then known[#known + 1] = k end
+  end
+  opts = check_opts(fname, 3, opts, known)
+  if task:config().kind ~= "addition" then
+    argerror(fname, 2, "length_generalisation needs an addition task (this is "
+      .. task:config().kind .. ")")
+  end
+  local digits = opts.digits
+  if type(digits) ~= "table" or #digits == 0 then
+    argerror(fname, 3, "option 'digits' must be a nonempty table of digit counts, got "
+      .. describe(digits))
+  end
+  local sub = {}
+  for k, v in pairs(opts) do
+    if k ~= "digits" then sub[k] = v end
+  end
+  local acc, recs = {}, {}
+  for i, d in ipairs(digits) do
+    if math.type(d) ~= "integer" or d < 1 or d > 18 then
+      argerror(fname, 3, ("digits[%d] must be an integer in 1..18, got %s"):format(i, describe(d)))
+    end
+    sub.n_digits = d
+    local a, _, r = accuracy(fname, m, task, sub)
+    acc[d], recs[d] = a, r
+  end
+  return acc, recs
+end
+
+-- rp.eval.loss(m, task[, opts]) -> mean loss over fresh batches (eval mode)
+function eval.loss(m, task, opts)
+  local fname = "loss"
+  check_model(fname, m)
+  check_task(fname, task)
+  opts = check_opts(fname, 3, opts, { "batches", "batch_size", "split", "seed" })
+  local mc, tc = check_fit(fname, m, task, true)
+  local batches = opt_int(fname, 3, opts, "batches", 8, 1)
+  local batch_size = opt_int(fname, 3, opts, "batch_size", math.min(8, mc.max_batch), 1,
+    mc.max_batch)
+  local split = opt_enum(fname, 3, opts, "split", { "train", "valid" },
+    tc.kind == "text" and tc.valid_fraction > 0 and "valid" or "train")
+  if split == "valid" and tc.kind ~= "text" then
+    argerror(fname, 3, "split \"valid\" exists only for text tasks (this is " .. tc.kind .. ")")
+  end
+  local seed = opt_int(fname, 3, opts, "seed", 0)
+  local g = rp.rng(seed)
+  local sum = 0
+  for _ = 1, batches do
+    local x, y = task:batch(batch_size, g, split)
+    sum = sum + m:loss(x, y)
+  end
+  return sum / batches
+end

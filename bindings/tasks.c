@@ -1,0 +1,538 @@
+/* roper.Task: the task generators of tasks/task.h (rp.tasks.addition, rp.tasks.substring_index,
+ * rp.tasks.substring_prefix, rp.tasks.text): vocabulary, encode/decode, packed training batches as
+ * [B x seq_len] tensors, evaluation problems and the answer check.
+ *
+ * The userdata holds the rp_task pointer (NULL before rp_task_new succeeds and after
+ * __gc/__close); its user value 1 is the path string of a text task (core's config points into
+ * it, so it lives as long as the task). Every option is checked here (types, names and ranges)
+ * before core runs; file problems of rp.tasks.text are returned as nil, "path: reason" (Lua io
+ * style), misuse raises. Scratch buffers are Lua userdata and results are pushed as empty tensors
+ * before core fills them, so a Lua error never leaks.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "roper.h"
+#include "task.h"
+
+#define INT32_LIMIT ((int64_t)2147483647)
+/* Upper bounds of the size options (far beyond any sensible use; they keep buffers bounded). */
+#define MAX_SEQ_LEN ((int64_t)1 << 24)
+#define MAX_STR_LEN ((int64_t)1 << 16)
+
+typedef struct lrp_task {
+    rp_task *t;
+} lrp_task;
+
+static const char *const kind_names[] = {"addition", "substring_index", "substring_prefix", "text",
+                                         NULL};
+static const char *const format_names[] = {"writeup", "labml", NULL};
+static const char *const split_names[] = {"train", "valid", NULL};
+
+/* ---- the userdata ---- */
+
+/* The live task at idx: raises "roper.Task expected, got X" and "attempt to use a released
+ * task". */
+static rp_task *check_task(lua_State *L, int idx)
+{
+    lrp_task *u = (lrp_task *)luaL_checkudata(L, idx, LRP_TASK_MT);
+    if (u->t == NULL) luaL_argerror(L, idx, "attempt to use a released task");
+    return u->t;
+}
+
+/* Pushes a new, empty (released-state) task userdata with one user value. */
+static lrp_task *new_task(lua_State *L)
+{
+    lrp_task *u = (lrp_task *)lua_newuserdatauv(L, sizeof *u, 1);
+    u->t = NULL; /* empty: safe for __gc */
+    luaL_setmetatable(L, LRP_TASK_MT);
+    return u;
+}
+
+/* __gc and __close: free the task; safe on a released task and when called twice. */
+static int t_release(lua_State *L)
+{
+    lrp_task *u = (lrp_task *)luaL_testudata(L, 1, LRP_TASK_MT);
+    if (u && u->t) {
+        rp_task_free(u->t);
+        u->t = NULL;
+    }
+    return 0;
+}
+
+static int64_t vocab_size(const rp_task *t)
+{
+    int64_t n = 0;
+    rp_task_vocab(t, &n);
+    return n;
+}
+
+/* tostring(task): "roper.Task: addition (writeup, up to 8 digits), vocab 19, seq_len 256". */
+static int t_tostring(lua_State *L)
+{
+    lrp_task *u = (lrp_task *)luaL_checkudata(L, 1, LRP_TASK_MT);
+    if (u->t == NULL) {
+        lua_pushliteral(L, "roper.Task (released)");
+        return 1;
+    }
+    const rp_task_cfg *c = rp_task_config(u->t);
+    switch (c->kind) {
+    case RP_TASK_ADDITION:
+        lua_pushfstring(L, "addition (%s, up to %I digit%s%s)", format_names[c->format],
+                        (LUAI_UACINT)c->max_digits, c->max_digits == 1 ? "" : "s",
+                        c->labml_digit_quirk ? ", digit quirk" : "");
+        break;
+    case RP_TASK_SUBSTR_INDEX:
+        lua_pushfstring(L, "substring_index (%I letters)", (LUAI_UACINT)c->str_len);
+        break;
+    case RP_TASK_SUBSTR_PREFIX:
+        lua_pushfstring(L, "substring_prefix (copies of %I, filler 1..%I)",
+                        (LUAI_UACINT)c->substr_len, (LUAI_UACINT)(c->rnd_len - 1));
+        break;
+    default:
+        lua_getiuservalue(L, 1, 1);
+        lua_pushfstring(L, "text (%s)", lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
+        break;
+    }
+    lua_pushfstring(L, "roper.Task: %s, vocab %I, seq_len %I", lua_tostring(L, -1),
+                    (LUAI_UACINT)vocab_size(u->t), (LUAI_UACINT)c->seq_len);
+    return 1;
+}
+
+/* ---- construction ---- */
+
+/* An integer option key of the table at idx in lo..hi (default def). */
+static int64_t opt_range(lua_State *L, int idx, const char *key, int64_t def, int64_t lo,
+                         int64_t hi)
+{
+    lua_Integer v = lrp_optinteger(L, idx, key, (lua_Integer)def);
+    if (v < lo || v > hi) {
+        if (hi == INT64_MAX)
+            lrp_argerror(L, idx, "option '%s' must be >= %I, got %I", key, (LUAI_UACINT)lo,
+                         (LUAI_UACINT)v);
+        lrp_argerror(L, idx, "option '%s' must be in %I..%I, got %I", key, (LUAI_UACINT)lo,
+                     (LUAI_UACINT)hi, (LUAI_UACINT)v);
+    }
+    return (int64_t)v;
+}
+
+/* Checks the options table at idx (a table or nil) against known and the optional `kind` key
+ * (as task:config() reports it; it must name the constructor). */
+static void check_task_opts(lua_State *L, int idx, const char *const *known, rp_task_kind kind)
+{
+    lrp_checkopts(L, idx, known);
+    if (lrp_hasopt(L, idx, "kind")) {
+        int k = lrp_optenum(L, idx, "kind", kind_names, (int)kind);
+        if (k != (int)kind)
+            lrp_argerror(L, idx, "option 'kind' is \"%s\", but this is rp.tasks.%s", kind_names[k],
+                         kind_names[kind]);
+    }
+}
+
+/* Makes the task from cfg into a new userdata (pushed). Returns 1 (the task) or, for a failing
+ * text task with a file problem, 2 (nil, "path: reason"). */
+static int make_task(lua_State *L, int opts, const rp_task_cfg *cfg)
+{
+    lrp_task *u = new_task(L);
+    if (cfg->path) { /* keep the path string alive with the task */
+        lua_pushstring(L, cfg->path);
+        lua_setiuservalue(L, -2, 1);
+        lua_getiuservalue(L, -1, 1);
+        rp_task_cfg c = *cfg;
+        c.path = lua_tostring(L, -1);
+        lua_pop(L, 1); /* the user value keeps it */
+        u->t = rp_task_new(&c);
+    } else {
+        u->t = rp_task_new(cfg);
+    }
+    if (u->t != NULL) return 1;
+    const char *msg = rp_last_error();
+    if (msg == NULL || msg[0] == '\0') return lrp_raise(L, RP_ERR_NOMEM);
+    size_t plen = cfg->path ? strlen(cfg->path) : 0;
+    if (cfg->path && strncmp(msg, cfg->path, plen) == 0 && msg[plen] == ':') {
+        lua_pushnil(L);
+        lua_pushstring(L, msg);
+        return 2;
+    }
+    if (strstr(msg, "memory") != NULL) return luaL_error(L, "%s", msg);
+    return lrp_argerror(L, opts, "%s", msg);
+}
+
+/* The common seq_len option. */
+static int64_t opt_seq_len(lua_State *L, int idx, int64_t def)
+{
+    return opt_range(L, idx, "seq_len", def, 8, MAX_SEQ_LEN);
+}
+
+/* rp.tasks.addition{format, max_digits, quirk, seq_len} -> task */
+static int l_addition(lua_State *L)
+{
+    static const char *const known[] = {"format", "max_digits", "quirk", "seq_len", "kind", NULL};
+    check_task_opts(L, 1, known, RP_TASK_ADDITION);
+    rp_task_cfg cfg = rp_task_cfg_default(RP_TASK_ADDITION);
+    cfg.format = (rp_add_format)lrp_optenum(L, 1, "format", format_names, (int)RP_ADD_WRITEUP);
+    int labml = cfg.format == RP_ADD_LABML;
+    cfg.max_digits = opt_range(L, 1, "max_digits", labml ? 7 : 8, 1, 18);
+    cfg.labml_digit_quirk = lrp_optboolean(L, 1, "quirk", labml);
+    cfg.seq_len = opt_seq_len(L, 1, cfg.seq_len);
+    lua_settop(L, 1);
+    return make_task(L, 1, &cfg);
+}
+
+/* rp.tasks.substring_index{str_len, seq_len} -> task */
+static int l_substring_index(lua_State *L)
+{
+    static const char *const known[] = {"str_len", "seq_len", "kind", NULL};
+    check_task_opts(L, 1, known, RP_TASK_SUBSTR_INDEX);
+    rp_task_cfg cfg = rp_task_cfg_default(RP_TASK_SUBSTR_INDEX);
+    cfg.str_len = opt_range(L, 1, "str_len", cfg.str_len, 1, MAX_STR_LEN);
+    cfg.seq_len = opt_seq_len(L, 1, cfg.seq_len);
+    lua_settop(L, 1);
+    return make_task(L, 1, &cfg);
+}
+
+/* rp.tasks.substring_prefix{substr_len, rnd_len, seq_len} -> task */
+static int l_substring_prefix(lua_State *L)
+{
+    static const char *const known[] = {"substr_len", "rnd_len", "seq_len", "kind", NULL};
+    check_task_opts(L, 1, known, RP_TASK_SUBSTR_PREFIX);
+    rp_task_cfg cfg = rp_task_cfg_default(RP_TASK_SUBSTR_PREFIX);
+    cfg.substr_len = opt_range(L, 1, "substr_len", cfg.substr_len, 2, MAX_STR_LEN);
+    cfg.rnd_len = opt_range(L, 1, "rnd_len", cfg.rnd_len, 2, MAX_STR_LEN);
+    cfg.seq_len = opt_seq_len(L, 1, cfg.seq_len);
+    lua_settop(L, 1);
+    return make_task(L, 1, &cfg);
+}
+
+/* rp.tasks.text{path, valid_fraction, seq_len} -> task | nil, "path: reason" */
+static int l_text(lua_State *L)
+{
+    static const char *const known[] = {"path", "valid_fraction", "seq_len", "kind", NULL};
+    if (lua_type(L, 1) != LUA_TTABLE)
+        return lrp_argerror(L, 1, "options table expected (with 'path'), got %s",
+                            lrp_describe(L, 1));
+    check_task_opts(L, 1, known, RP_TASK_TEXT);
+    rp_task_cfg cfg = rp_task_cfg_default(RP_TASK_TEXT);
+    int type = lua_getfield(L, 1, "path");
+    if (type == LUA_TNIL) return lrp_argerror(L, 1, "option 'path' (a UTF-8 text file) is required");
+    if (type != LUA_TSTRING)
+        return lrp_argerror(L, 1, "option 'path' must be a string, got %s", lrp_describe(L, -1));
+    size_t len;
+    const char *path = lua_tolstring(L, -1, &len);
+    if (len == 0) return lrp_argerror(L, 1, "option 'path' must not be empty");
+    if (strlen(path) != len) return lrp_argerror(L, 1, "option 'path' contains a NUL byte");
+    cfg.valid_fraction = lrp_optnumber(L, 1, "valid_fraction", cfg.valid_fraction);
+    if (!(cfg.valid_fraction >= 0.0 && cfg.valid_fraction < 1.0)) {
+        lua_getfield(L, 1, "valid_fraction"); /* described as given (1, not 1.0) */
+        return lrp_argerror(L, 1, "option 'valid_fraction' must be in [0, 1), got %s",
+                            lrp_describe(L, -1));
+    }
+    cfg.seq_len = opt_seq_len(L, 1, cfg.seq_len);
+    cfg.path = path; /* the string stays on the stack (index 2) */
+    lua_settop(L, 2);
+    return make_task(L, 1, &cfg);
+}
+
+/* ---- methods ---- */
+
+static int has_problems(const rp_task_cfg *c)
+{
+    return c->kind == RP_TASK_ADDITION || c->kind == RP_TASK_SUBSTR_INDEX;
+}
+
+/* Raises for a task without evaluation problems (method name what). */
+static void check_has_problems(lua_State *L, const rp_task *t, const char *what)
+{
+    const rp_task_cfg *c = rp_task_config(t);
+    if (!has_problems(c))
+        luaL_error(L, "task:%s needs an addition or substring_index task (this is %s)", what,
+                   kind_names[c->kind]);
+}
+
+/* task:vocab() -> { [id + 1] = character } */
+static int t_vocab(lua_State *L)
+{
+    rp_task *t = check_task(L, 1);
+    int64_t n = 0;
+    const int32_t *v = rp_task_vocab(t, &n);
+    lua_createtable(L, (int)n, 0);
+    for (int64_t i = 0; i < n; i++) {
+        lua_pushfstring(L, "%U", (long)v[i]);
+        lua_rawseti(L, -2, (lua_Integer)(i + 1));
+    }
+    return 1;
+}
+
+/* task:vocab_size() -> integer */
+static int t_vocab_size(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)vocab_size(check_task(L, 1)));
+    return 1;
+}
+
+/* A string argument without NUL bytes (core takes C strings). */
+static const char *check_cstring(lua_State *L, int arg, const char *what, size_t *len)
+{
+    if (lua_type(L, arg) != LUA_TSTRING)
+        lrp_argerror(L, arg, "%s must be a string, got %s", what, lrp_describe(L, arg));
+    const char *s = lua_tolstring(L, arg, len);
+    if (strlen(s) != *len) lrp_argerror(L, arg, "%s contains a NUL byte", what);
+    return s;
+}
+
+/* task:encode(str) -> { ids } */
+static int t_encode(lua_State *L)
+{
+    rp_task *t = check_task(L, 1);
+    size_t len;
+    const char *s = check_cstring(L, 2, "text", &len);
+    if ((int64_t)len > INT32_LIMIT) return lrp_argerror(L, 2, "text is too long");
+    lua_settop(L, 2);
+    int32_t *ids = (int32_t *)lua_newuserdatauv(L, (len ? len : 1) * sizeof(int32_t), 0);
+    int64_t n = 0;
+    rp_status st = rp_task_encode(t, s, len, ids, (int64_t)len, &n);
+    if (st == RP_ERR_ARG) return lrp_argerror(L, 2, "%s", rp_last_error());
+    if (st != RP_OK) return lrp_raise(L, st);
+    if (n > (int64_t)len) return luaL_error(L, "task:encode: core needs %I tokens for %I bytes",
+                                            (LUAI_UACINT)n, (LUAI_UACINT)len);
+    lua_createtable(L, (int)n, 0);
+    for (int64_t i = 0; i < n; i++) {
+        lua_pushinteger(L, (lua_Integer)ids[i]);
+        lua_rawseti(L, -2, (lua_Integer)(i + 1));
+    }
+    return 1;
+}
+
+/* The id value at stack index vidx (position pos, 1-based) in 0..V-1, or raises. */
+static int32_t check_id(lua_State *L, int arg, int vidx, int64_t pos, int64_t V)
+{
+    lua_Integer v = 0;
+    if (!lrp_tointeger(L, vidx, &v) || v < 0 || v >= V)
+        lrp_argerror(L, arg, "token at [%I] must be an integer in 0..%I (vocab %I), got %s",
+                     (LUAI_UACINT)pos, (LUAI_UACINT)(V - 1), (LUAI_UACINT)V,
+                     lrp_describe(L, vidx));
+    return (int32_t)v;
+}
+
+/* task:decode(ids) -> string (ids: a table or a 1-D tensor of token ids) */
+static int t_decode(lua_State *L)
+{
+    rp_task *t = check_task(L, 1);
+    int64_t V = vocab_size(t), n = 0;
+    lua_settop(L, 2);
+    rp_tensor *x = lrp_totensor(L, 2);
+    if (x) {
+        x = lrp_checktensor(L, 2);
+        if (x->ndim != 1) {
+            char buf[RP_SHAPE_STR_LEN];
+            return lrp_argerror(L, 2, "ids must be a 1-D tensor, got %s", lrp_shape_str(buf, x));
+        }
+        n = x->shape[0];
+    } else if (lua_type(L, 2) == LUA_TTABLE) {
+        n = (int64_t)lua_rawlen(L, 2);
+    } else {
+        return lrp_argerror(L, 2, "ids must be a table or a tensor, got %s", lrp_describe(L, 2));
+    }
+    if (n > INT32_LIMIT / 4) return lrp_argerror(L, 2, "ids has too many entries");
+    int32_t *ids = (int32_t *)lua_newuserdatauv(L, (size_t)(n ? n : 1) * sizeof(int32_t), 0);
+    if (x) {
+        const float *d = rp_tensor_data(x);
+        for (int64_t i = 0; i < n; i++) {
+            double v = (double)d[i * x->stride[0]];
+            if (v == floor(v) && fabs(v) <= (double)LRP_MAX_POS) lua_pushinteger(L, (lua_Integer)v);
+            else lua_pushnumber(L, (lua_Number)v);
+            ids[i] = check_id(L, 2, -1, i + 1, V);
+            lua_pop(L, 1);
+        }
+    } else {
+        for (int64_t i = 0; i < n; i++) {
+            lua_rawgeti(L, 2, (lua_Integer)(i + 1));
+            ids[i] = check_id(L, 2, -1, i + 1, V);
+            lua_pop(L, 1);
+        }
+    }
+    size_t cap = (size_t)n * 4 + 1, len = 0;
+    char *out = (char *)lua_newuserdatauv(L, cap, 0);
+    rp_status st = rp_task_decode(t, ids, n, out, cap, &len);
+    if (st != RP_OK) return lrp_raise(L, st);
+    if (len >= cap) return luaL_error(L, "task:decode: core needs %I bytes for %I tokens",
+                                      (LUAI_UACINT)len, (LUAI_UACINT)n);
+    lua_pushlstring(L, out, len);
+    return 1;
+}
+
+/* The generator at arg: a roper.Rng, or nil/none for the module's default generator. */
+static rp_rng *opt_rng(lua_State *L, int arg)
+{
+    if (!lua_isnoneornil(L, arg)) return (rp_rng *)luaL_checkudata(L, arg, LRP_RNG_MT);
+    lua_getfield(L, LUA_REGISTRYINDEX, LRP_DEFAULT_RNG_KEY);
+    rp_rng *g = (rp_rng *)luaL_testudata(L, -1, LRP_RNG_MT);
+    lua_pop(L, 1); /* the registry keeps it alive */
+    if (g == NULL) luaL_error(L, "the default generator is missing");
+    return g;
+}
+
+/* task:batch(B[, rng[, split]]) -> inputs, targets ([B x seq_len] tensors; targets -1 where not
+ * scored) */
+static int t_batch(lua_State *L)
+{
+    rp_task *t = check_task(L, 1);
+    const rp_task_cfg *c = rp_task_config(t);
+    lua_Integer B = lrp_checkint(L, 2, "B");
+    if (B < 1) return lrp_argerror(L, 2, "B must be >= 1, got %I", (LUAI_UACINT)B);
+    if (B > INT32_LIMIT / c->seq_len)
+        return lrp_argerror(L, 2, "a batch of %I sequences of %I tokens is too large",
+                            (LUAI_UACINT)B, (LUAI_UACINT)c->seq_len);
+    rp_rng *g = opt_rng(L, 3);
+    int split = 0;
+    if (!lua_isnoneornil(L, 4)) {
+        const char *s = lua_type(L, 4) == LUA_TSTRING ? lua_tostring(L, 4) : NULL;
+        split = -1;
+        for (int i = 0; s && split_names[i]; i++)
+            if (strcmp(s, split_names[i]) == 0) split = i;
+        if (split < 0)
+            return lrp_argerror(L, 4, "split must be \"train\" or \"valid\", got %s",
+                                lrp_describe(L, 4));
+        if (split == 1 && c->kind != RP_TASK_TEXT)
+            return lrp_argerror(L, 4, "split \"valid\" exists only for text tasks (this is %s)",
+                                kind_names[c->kind]);
+        if (split == 1 && c->valid_fraction <= 0.0)
+            return lrp_argerror(L, 4, "the task has no validation split (valid_fraction 0)");
+    }
+    lua_settop(L, 4);
+    int64_t n = (int64_t)B * c->seq_len, shape[2] = {(int64_t)B, c->seq_len};
+    rp_tensor *in = lrp_newtensor(L);  /* 5 */
+    rp_tensor *tg = lrp_newtensor(L);  /* 6 */
+    rp_status st = rp_tensor_new(in, 2, shape);
+    if (st == RP_OK) st = rp_tensor_new(tg, 2, shape);
+    if (st != RP_OK) return lrp_raise(L, st);
+    int32_t *ibuf = (int32_t *)lua_newuserdatauv(L, (size_t)n * sizeof(int32_t), 0);
+    int32_t *tbuf = (int32_t *)lua_newuserdatauv(L, (size_t)n * sizeof(int32_t), 0);
+    st = rp_task_batch(t, g, (int64_t)B, split, ibuf, tbuf);
+    if (st != RP_OK) return lrp_raise(L, st);
+    float *di = rp_tensor_data(in), *dt = rp_tensor_data(tg);
+    for (int64_t i = 0; i < n; i++) {
+        di[i] = (float)ibuf[i];
+        dt[i] = (float)tbuf[i];
+    }
+    lua_settop(L, 6);
+    return 2;
+}
+
+/* task:problem([rng[, n_digits]]) -> question, answer */
+static int t_problem(lua_State *L)
+{
+    rp_task *t = check_task(L, 1);
+    const rp_task_cfg *c = rp_task_config(t);
+    check_has_problems(L, t, "problem");
+    rp_rng *g = opt_rng(L, 2);
+    int64_t nd = 0;
+    if (!lua_isnoneornil(L, 3)) {
+        if (c->kind != RP_TASK_ADDITION)
+            return lrp_argerror(L, 3, "n_digits applies to addition tasks only");
+        lua_Integer v = lrp_checkint(L, 3, "n_digits");
+        if (v < 1 || v > 18)
+            return lrp_argerror(L, 3, "n_digits must be in 1..18, got %I", (LUAI_UACINT)v);
+        nd = (int64_t)v;
+    }
+    lua_settop(L, 3);
+    size_t qcap = 128 + 2 * (size_t)c->str_len, acap = 64 + (size_t)c->str_len;
+    char *q = (char *)lua_newuserdatauv(L, qcap, 0);
+    char *a = (char *)lua_newuserdatauv(L, acap, 0);
+    rp_status st = rp_task_problem(t, g, nd, q, qcap, a, acap);
+    if (st != RP_OK) return lrp_raise(L, st);
+    q[qcap - 1] = '\0';
+    a[acap - 1] = '\0';
+    lua_pushstring(L, q);
+    lua_pushstring(L, a);
+    return 2;
+}
+
+/* task:check(question, continuation) -> boolean */
+static int t_check(lua_State *L)
+{
+    rp_task *t = check_task(L, 1);
+    check_has_problems(L, t, "check");
+    size_t ql, cl;
+    const char *q = check_cstring(L, 2, "question", &ql);
+    const char *cont = check_cstring(L, 3, "continuation", &cl);
+    lua_pushboolean(L, rp_task_check(t, q, cont) == 1);
+    return 1;
+}
+
+/* task:config() -> table (the options of the constructor, and kind) */
+static int t_config(lua_State *L)
+{
+    rp_task *t = check_task(L, 1);
+    const rp_task_cfg *c = rp_task_config(t);
+    lua_createtable(L, 0, 6);
+    lua_pushstring(L, kind_names[c->kind]);
+    lua_setfield(L, -2, "kind");
+    lua_pushinteger(L, (lua_Integer)c->seq_len);
+    lua_setfield(L, -2, "seq_len");
+    switch (c->kind) {
+    case RP_TASK_ADDITION:
+        lua_pushstring(L, format_names[c->format]);
+        lua_setfield(L, -2, "format");
+        lua_pushinteger(L, (lua_Integer)c->max_digits);
+        lua_setfield(L, -2, "max_digits");
+        lua_pushboolean(L, c->labml_digit_quirk);
+        lua_setfield(L, -2, "quirk");
+        break;
+    case RP_TASK_SUBSTR_INDEX:
+        lua_pushinteger(L, (lua_Integer)c->str_len);
+        lua_setfield(L, -2, "str_len");
+        break;
+    case RP_TASK_SUBSTR_PREFIX:
+        lua_pushinteger(L, (lua_Integer)c->substr_len);
+        lua_setfield(L, -2, "substr_len");
+        lua_pushinteger(L, (lua_Integer)c->rnd_len);
+        lua_setfield(L, -2, "rnd_len");
+        break;
+    default:
+        lua_getiuservalue(L, 1, 1);
+        lua_setfield(L, -2, "path");
+        lua_pushnumber(L, (lua_Number)c->valid_fraction);
+        lua_setfield(L, -2, "valid_fraction");
+        break;
+    }
+    return 1;
+}
+
+/* ---- registration ---- */
+
+static const luaL_Reg task_methods[] = {
+    {"vocab", t_vocab},     {"vocab_size", t_vocab_size}, {"encode", t_encode},
+    {"decode", t_decode},   {"batch", t_batch},           {"problem", t_problem},
+    {"check", t_check},     {"config", t_config},         {NULL, NULL},
+};
+
+static const luaL_Reg task_funcs[] = {
+    {"addition", l_addition},
+    {"substring_index", l_substring_index},
+    {"substring_prefix", l_substring_prefix},
+    {"text", l_text},
+    {NULL, NULL},
+};
+
+void lrp_open_tasks(lua_State *L, int mod)
+{
+    mod = lua_absindex(L, mod);
+    luaL_newmetatable(L, LRP_TASK_MT); /* also sets __name */
+    int mt = lua_gettop(L);
+    luaL_newlib(L, task_methods);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, mod, "Task");
+    lua_setfield(L, mt, "__index");
+    lua_pushcfunction(L, t_release);
+    lua_setfield(L, mt, "__gc");
+    lua_pushcfunction(L, t_release);
+    lua_setfield(L, mt, "__close");
+    lua_pushcfunction(L, t_tostring);
+    lua_setfield(L, mt, "__tostring");
+    lua_settop(L, mt - 1);
+
+    luaL_newlib(L, task_funcs);
+    lua_setfield(L, mod, "tasks");
+}

@@ -1,0 +1,339 @@
+/* Task generators, common part: configuration defaults and checks, the vocabulary, UTF-8,
+ * encode/decode and the dispatch to the kinds (rules: docs/tasks.md). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "task_impl.h"
+
+rp_task_cfg rp_task_cfg_default(rp_task_kind kind)
+{
+    rp_task_cfg c;
+    memset(&c, 0, sizeof c);
+    c.kind = kind;
+    c.seq_len = 256;
+    c.format = RP_ADD_WRITEUP;
+    c.max_digits = 8;
+    c.labml_digit_quirk = 0;
+    c.str_len = 13;
+    c.substr_len = 16;
+    c.rnd_len = 12;
+    c.path = NULL;
+    c.valid_fraction = 0.1;
+    return c;
+}
+
+static rp_status check_cfg(const rp_task_cfg *c)
+{
+    if (c->kind < RP_TASK_ADDITION || c->kind > RP_TASK_TEXT)
+        return rp_error(RP_ERR_ARG, "task: kind %d is not a task kind", (int)c->kind);
+    if (c->seq_len < 8 || c->seq_len > RP_TASK_MAX_SEQ_LEN)
+        return rp_error(RP_ERR_ARG, "task: seq_len must be in 8..%lld, got %lld",
+                        (long long)RP_TASK_MAX_SEQ_LEN, (long long)c->seq_len);
+    switch (c->kind) {
+    case RP_TASK_ADDITION:
+        if (c->format != RP_ADD_WRITEUP && c->format != RP_ADD_LABML)
+            return rp_error(RP_ERR_ARG, "task: format must be writeup (0) or labml (1), got %d",
+                            (int)c->format);
+        if (c->max_digits < 1 || c->max_digits > 18)
+            return rp_error(RP_ERR_ARG, "task: max_digits must be in 1..18, got %lld",
+                            (long long)c->max_digits);
+        if (c->labml_digit_quirk != 0 && c->labml_digit_quirk != 1)
+            return rp_error(RP_ERR_ARG, "task: labml_digit_quirk must be 0 or 1, got %d",
+                            c->labml_digit_quirk);
+        break;
+    case RP_TASK_SUBSTR_INDEX:
+        if (c->str_len < 1 || c->str_len > RP_TASK_MAX_STR_LEN)
+            return rp_error(RP_ERR_ARG, "task: str_len must be in 1..%d, got %lld",
+                            RP_TASK_MAX_STR_LEN, (long long)c->str_len);
+        break;
+    case RP_TASK_SUBSTR_PREFIX:
+        if (c->substr_len < 1 || c->substr_len > RP_TASK_MAX_PIECE)
+            return rp_error(RP_ERR_ARG, "task: substr_len must be in 1..%d, got %lld",
+                            RP_TASK_MAX_PIECE, (long long)c->substr_len);
+        if (c->rnd_len < 2 || c->rnd_len > RP_TASK_MAX_PIECE)
+            return rp_error(RP_ERR_ARG,
+                            "task: rnd_len must be in 2..%d (fillers 1..rnd_len-1), got %lld",
+                            RP_TASK_MAX_PIECE, (long long)c->rnd_len);
+        break;
+    case RP_TASK_TEXT:
+        if (!c->path || !c->path[0])
+            return rp_error(RP_ERR_ARG, "task: path is required for a text task");
+        if (!(c->valid_fraction >= 0.0 && c->valid_fraction < 1.0))
+            return rp_error(RP_ERR_ARG, "task: valid_fraction must be in [0, 1), got %g",
+                            c->valid_fraction);
+        break;
+    }
+    return RP_OK;
+}
+
+int32_t rp__utf8_next(const unsigned char *s, size_t n, size_t *i)
+{
+    size_t p = *i;
+    unsigned c = s[p];
+    int len;
+    uint32_t cp, min;
+    if (c < 0x80) {
+        *i = p + 1;
+        return (int32_t)c;
+    } else if ((c & 0xE0) == 0xC0) {
+        len = 2, cp = c & 0x1F, min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+        len = 3, cp = c & 0x0F, min = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+        len = 4, cp = c & 0x07, min = 0x10000;
+    } else {
+        return -1;
+    }
+    if (n - p < (size_t)len) return -1;
+    for (int k = 1; k < len; k++) {
+        unsigned b = s[p + (size_t)k];
+        if ((b & 0xC0) != 0x80) return -1;
+        cp = (cp << 6) | (b & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return -1;
+    *i = p + (size_t)len;
+    return (int32_t)cp;
+}
+
+int rp__utf8_put(int32_t cp, char *out)
+{
+    uint32_t c = (uint32_t)cp;
+    if (c < 0x80) {
+        out[0] = (char)c;
+        return 1;
+    } else if (c < 0x800) {
+        out[0] = (char)(0xC0 | (c >> 6));
+        out[1] = (char)(0x80 | (c & 0x3F));
+        return 2;
+    } else if (c < 0x10000) {
+        out[0] = (char)(0xE0 | (c >> 12));
+        out[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+        out[2] = (char)(0x80 | (c & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | (c >> 18));
+    out[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((c >> 6) & 0x3F));
+    out[3] = (char)(0x80 | (c & 0x3F));
+    return 4;
+}
+
+static int cpid_cmp(const void *a, const void *b)
+{
+    int32_t x = ((const rp_task_cpid *)a)->cp, y = ((const rp_task_cpid *)b)->cp;
+    return (x > y) - (x < y);
+}
+
+rp_status rp__task_set_vocab(rp_task *t, const int32_t *cps, int64_t n)
+{
+    t->vocab = malloc((size_t)n * sizeof *t->vocab);
+    t->lookup = malloc((size_t)n * sizeof *t->lookup);
+    if (!t->vocab || !t->lookup) return rp_error(RP_ERR_NOMEM, "task: vocabulary allocation");
+    t->n_vocab = n;
+    for (int i = 0; i < 128; i++) t->ascii_id[i] = -1;
+    for (int64_t i = 0; i < n; i++) {
+        t->vocab[i] = cps[i];
+        t->lookup[i].cp = cps[i];
+        t->lookup[i].id = (int32_t)i;
+        if (cps[i] >= 0 && cps[i] < 128) t->ascii_id[cps[i]] = (int32_t)i;
+    }
+    qsort(t->lookup, (size_t)n, sizeof *t->lookup, cpid_cmp);
+    return RP_OK;
+}
+
+int32_t rp__ascii_id(const rp_task *t, char c)
+{
+    unsigned char u = (unsigned char)c;
+    RP_ASSERT(u < 128 && t->ascii_id[u] >= 0);
+    return t->ascii_id[u];
+}
+
+static int32_t lookup_id(const rp_task *t, int32_t cp)
+{
+    if (cp >= 0 && cp < 128) return t->ascii_id[cp];
+    int64_t lo = 0, hi = t->n_vocab - 1;
+    while (lo <= hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (t->lookup[mid].cp == cp) return t->lookup[mid].id;
+        if (t->lookup[mid].cp < cp) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return -1;
+}
+
+static rp_status set_ascii_vocab(rp_task *t, const char *chars)
+{
+    int32_t cps[128];
+    int64_t n = 0;
+    for (const char *p = chars; *p; p++) cps[n++] = (unsigned char)*p;
+    return rp__task_set_vocab(t, cps, n);
+}
+
+rp_task *rp_task_new(const rp_task_cfg *cfg)
+{
+    if (!cfg) {
+        rp_error(RP_ERR_ARG, "task: NULL config");
+        return NULL;
+    }
+    if (check_cfg(cfg) != RP_OK) return NULL;
+    rp_task *t = calloc(1, sizeof *t);
+    if (!t) {
+        rp_error(RP_ERR_NOMEM, "task: allocation");
+        return NULL;
+    }
+    t->cfg = *cfg;
+    t->cfg.path = NULL;
+    rp_status st = RP_OK;
+    switch (cfg->kind) {
+    case RP_TASK_ADDITION: st = set_ascii_vocab(t, rp__add_vocab(cfg->format)); break;
+    case RP_TASK_SUBSTR_INDEX: st = set_ascii_vocab(t, rp__sidx_vocab()); break;
+    case RP_TASK_SUBSTR_PREFIX:
+        st = set_ascii_vocab(t, rp__spre_vocab());
+        if (st == RP_OK) st = rp__spre_init(t);
+        break;
+    case RP_TASK_TEXT:
+        t->path = strdup(cfg->path);
+        if (!t->path) {
+            st = rp_error(RP_ERR_NOMEM, "task: allocation");
+            break;
+        }
+        t->cfg.path = t->path;
+        st = rp__text_load(t);
+        break;
+    }
+    if (st != RP_OK) {
+        rp_task_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+void rp_task_free(rp_task *t)
+{
+    if (!t) return;
+    free(t->path);
+    free(t->vocab);
+    free(t->lookup);
+    free(t->tokens);
+    free(t->sp_out);
+    free(t->sp_pure);
+    free(t->sp_mask);
+    free(t);
+}
+
+const rp_task_cfg *rp_task_config(const rp_task *t) { return &t->cfg; }
+
+const int32_t *rp_task_vocab(const rp_task *t, int64_t *n)
+{
+    if (n) *n = t->n_vocab;
+    return t->vocab;
+}
+
+rp_status rp_task_encode(const rp_task *t, const char *text, size_t text_len, int32_t *out,
+                         int64_t cap, int64_t *n)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    size_t i = 0;
+    int64_t k = 0;
+    if (n) *n = 0;
+    if (cap < 0) return rp_error(RP_ERR_ARG, "encode: negative capacity %lld", (long long)cap);
+    if (!text && text_len) return rp_error(RP_ERR_ARG, "encode: NULL text");
+    while (i < text_len) {
+        size_t at = i;
+        int32_t cp = rp__utf8_next(s, text_len, &i);
+        if (cp < 0) return rp_error(RP_ERR_ARG, "encode: invalid UTF-8 at byte %zu", at);
+        int32_t id = lookup_id(t, cp);
+        if (id < 0) {
+            char buf[5] = {0};
+            if (cp >= 0x20 && cp != 0x7F) rp__utf8_put(cp, buf);
+            return rp_error(RP_ERR_ARG,
+                            "encode: character U+%04X '%s' at byte %zu is not in the vocabulary",
+                            (unsigned)cp, buf, at);
+        }
+        if (k < cap) out[k] = id;
+        k++;
+    }
+    if (n) *n = k;
+    return RP_OK;
+}
+
+rp_status rp_task_decode(const rp_task *t, const int32_t *tokens, int64_t n, char *out, size_t cap,
+                         size_t *len)
+{
+    size_t k = 0;
+    if (len) *len = 0;
+    if (n < 0) return rp_error(RP_ERR_ARG, "decode: negative token count %lld", (long long)n);
+    for (int64_t i = 0; i < n; i++) {
+        if (tokens[i] < 0 || tokens[i] >= t->n_vocab)
+            return rp_error(RP_ERR_ARG, "decode: token %d at %lld is outside the vocabulary (0..%lld)",
+                            (int)tokens[i], (long long)i, (long long)(t->n_vocab - 1));
+        char buf[4];
+        int m = rp__utf8_put(t->vocab[tokens[i]], buf);
+        for (int j = 0; j < m; j++, k++)
+            if (k < cap) out[k] = buf[j];
+    }
+    if (cap > 0) out[k < cap ? k : cap - 1] = '\0';
+    if (len) *len = k;
+    return RP_OK;
+}
+
+/* Problems of an algorithmic task concatenated until the sequence holds seq_len + 1 tokens (the
+ * last one cut off), exactly labml's get_packed_math_input. */
+static void pack_problems(rp_task *t, rp_rng *rng, int32_t *inputs, int32_t *targets)
+{
+    char buf[RP_TASK_PROBLEM_CAP];
+    int64_t T = t->cfg.seq_len, filled = 0;
+    while (filled < T + 1) {
+        int64_t len = t->cfg.kind == RP_TASK_ADDITION ? rp__add_problem_text(t, rng, buf)
+                                                      : rp__sidx_problem_text(t, rng, buf);
+        for (int64_t j = 0; j < len && filled < T + 1; j++, filled++) {
+            int32_t id = rp__ascii_id(t, buf[j]);
+            if (filled < T) inputs[filled] = id;
+            if (filled > 0) targets[filled - 1] = id;
+        }
+    }
+}
+
+rp_status rp_task_batch(rp_task *t, rp_rng *rng, int64_t B, int split, int32_t *inputs,
+                        int32_t *targets)
+{
+    if (B < 0) return rp_error(RP_ERR_ARG, "batch: negative batch size %lld", (long long)B);
+    if (split != 0 && split != 1)
+        return rp_error(RP_ERR_ARG, "batch: split must be 0 (train) or 1 (validation), got %d",
+                        split);
+    if (t->cfg.kind == RP_TASK_TEXT) return rp__text_batch(t, rng, B, split, inputs, targets);
+    int64_t T = t->cfg.seq_len;
+    for (int64_t b = 0; b < B; b++) {
+        if (t->cfg.kind == RP_TASK_SUBSTR_PREFIX)
+            rp__spre_sequence(t, rng, inputs + b * T, targets + b * T);
+        else
+            pack_problems(t, rng, inputs + b * T, targets + b * T);
+    }
+    return RP_OK;
+}
+
+rp_status rp_task_problem(rp_task *t, rp_rng *rng, int64_t n_digits, char *question, size_t qcap,
+                          char *answer, size_t acap)
+{
+    switch (t->cfg.kind) {
+    case RP_TASK_ADDITION:
+        return rp__add_problem(t, rng, n_digits, question, qcap, answer, acap);
+    case RP_TASK_SUBSTR_INDEX:
+        if (n_digits != 0)
+            return rp_error(RP_ERR_ARG, "problem: n_digits applies to addition only");
+        return rp__sidx_problem(t, rng, question, qcap, answer, acap);
+    default:
+        return rp_error(RP_ERR_ARG, "problem: the %s task has no evaluation problems",
+                        t->cfg.kind == RP_TASK_TEXT ? "text" : "substring-by-prefix");
+    }
+}
+
+int rp_task_check(const rp_task *t, const char *question, const char *continuation)
+{
+    if (!question || !continuation) return 0;
+    switch (t->cfg.kind) {
+    case RP_TASK_ADDITION: return rp__add_check(t, question, continuation);
+    case RP_TASK_SUBSTR_INDEX: return rp__sidx_check(t, question, continuation);
+    default: return 0;
+    }
+}

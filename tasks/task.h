@@ -1,0 +1,93 @@
+/* Task generators: the algorithmic tasks of the RoPER write-up and character-level language
+ * modelling, behind one interface (rules: docs/tasks.md, shared/research/labml_roper.md §5).
+ *
+ * Every task has a character vocabulary (token id = index into it), packs training sequences of
+ * seq_len + 1 tokens that start at a problem boundary (inputs = the first seq_len, targets = the
+ * last seq_len, -1 where a position is not scored), and, where the metric is accuracy, draws
+ * evaluation problems (a question to prompt with and the exact expected answer) and checks a
+ * generated continuation. The same rng state gives the same data on every platform.
+ */
+#ifndef RP_TASK_H
+#define RP_TASK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rng.h"
+#include "status.h"
+
+typedef enum {
+    RP_TASK_ADDITION = 0,   /* ?d=A+B; <steps> and d==S#   or labml's  ?x=A+B; <steps> x==S\n */
+    RP_TASK_SUBSTR_INDEX,   /* ?s='<13 letters>'; s[i:]=='<suffix>'# */
+    RP_TASK_SUBSTR_PREFIX,  /* labml copy_repeat: acgt and >, 16-char copies, scored chars 2..16 */
+    RP_TASK_TEXT            /* character-level language modelling on a UTF-8 file */
+} rp_task_kind;
+
+typedef enum { RP_ADD_WRITEUP = 0, RP_ADD_LABML = 1 } rp_add_format;
+
+typedef struct rp_task_cfg {
+    rp_task_kind kind;
+    int64_t seq_len;          /* T of the packed sequences (>= 8) */
+    /* addition */
+    rp_add_format format;     /* writeup (default) or labml */
+    int64_t max_digits;       /* 8 for writeup, 7 for labml; 1..18 */
+    int labml_digit_quirk;    /* 1: labml's randrange(1, 11) digits (a digit may be 10 and carry);
+                                 default 1 for the labml format, 0 for writeup */
+    /* substring by index */
+    int64_t str_len;          /* 13 */
+    /* substring by prefix */
+    int64_t substr_len;       /* 16 */
+    int64_t rnd_len;          /* 12: filler lengths 1 .. rnd_len - 1 */
+    /* text */
+    const char *path;         /* UTF-8 file (or a directory: every regular file in it, sorted) */
+    double valid_fraction;    /* 0.1: the last 10% of the text is the validation split */
+} rp_task_cfg;
+
+/* Defaults for a kind (seq_len 256; addition writeup 8 digits; others as above; path NULL). */
+rp_task_cfg rp_task_cfg_default(rp_task_kind kind);
+
+typedef struct rp_task rp_task;
+
+/* A new task. RP_ERR_ARG for a bad config (naming the field), RP_ERR_IO ("path: reason") for an
+ * unreadable or empty text file or invalid UTF-8 in it. */
+rp_task *rp_task_new(const rp_task_cfg *cfg);
+void rp_task_free(rp_task *t);
+const rp_task_cfg *rp_task_config(const rp_task *t);
+
+/* The vocabulary: n code points (Unicode scalar values; ASCII for the algorithmic tasks), token
+ * id i <-> code point vocab[i]. The algorithmic tasks list their characters in a fixed order
+ * documented in docs/tasks.md; text tasks sort the code points of the whole file. */
+const int32_t *rp_task_vocab(const rp_task *t, int64_t *n);
+
+/* Text <-> tokens. encode: RP_ERR_ARG naming the first character outside the vocabulary (and its
+ * byte offset), or invalid UTF-8; writes at most cap tokens, *n = the count needed. decode: writes
+ * UTF-8 into out (cap bytes, NUL-terminated when it fits), *len = bytes needed (without NUL). */
+rp_status rp_task_encode(const rp_task *t, const char *text, size_t text_len, int32_t *out,
+                         int64_t cap, int64_t *n);
+rp_status rp_task_decode(const rp_task *t, const int32_t *tokens, int64_t n, char *out, size_t cap,
+                         size_t *len);
+
+/* B training sequences: inputs (B, seq_len) and targets (B, seq_len), targets[b][j] = the token
+ * after inputs[b][j], or -1 where it is not scored (substring by prefix scores only characters
+ * 2..16 of each copy; the others score everything). Algorithmic tasks draw fresh problems from
+ * rng and start every sequence at a problem boundary (the last problem is cut off); text tasks
+ * take windows at uniform random offsets of the train (split 0) or validation (split 1) part. */
+rp_status rp_task_batch(rp_task *t, rp_rng *rng, int64_t B, int split, int32_t *inputs,
+                        int32_t *targets);
+
+/* One evaluation problem (tasks with an accuracy metric: addition, substring by index):
+ * question = the prompt text (for addition "?d=A+B;" or "?x=A+B;"; for substring by index
+ * "?s='...'; s[i:]=="), answer = the exact expected answer text ("S" for addition, "'suffix'" for
+ * substring by index). n_digits > 0 fixes the operand digit count (addition only: both operands
+ * have exactly n_digits digits, for length generalisation); 0 draws from the training
+ * distribution. RP_ERR_ARG for tasks without problems or a too small buffer. */
+rp_status rp_task_problem(rp_task *t, rp_rng *rng, int64_t n_digits, char *question, size_t qcap,
+                          char *answer, size_t acap);
+
+/* Whether a generated continuation of `question` answers it exactly: the continuation is cut at
+ * the task's terminator ('#', or '\n' for labml), the answer extracted (addition: the text after
+ * the last "d==" / "x=="; substring: the whole text before the terminator) and compared with the
+ * true answer recomputed from the question. Returns 1 (correct), 0 (wrong or no terminator). */
+int rp_task_check(const rp_task *t, const char *question, const char *continuation);
+
+#endif

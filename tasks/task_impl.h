@@ -1,0 +1,61 @@
+/* Internal to tasks/: the task object and the per-kind hooks (not part of the public API). */
+#ifndef RP_TASK_IMPL_H
+#define RP_TASK_IMPL_H
+
+#include "task.h"
+
+/* Longest problem text of the algorithmic tasks, in bytes (addition <= ~700 at 18 digits,
+ * substring by index <= 2 * RP_TASK_MAX_STR_LEN + 40). */
+#define RP_TASK_PROBLEM_CAP 4096
+#define RP_TASK_MAX_STR_LEN 1000
+#define RP_TASK_MAX_SEQ_LEN ((int64_t)1 << 28)
+#define RP_TASK_MAX_PIECE (1 << 20)   /* substr_len, rnd_len */
+
+typedef struct { int32_t cp, id; } rp_task_cpid;
+
+struct rp_task {
+    rp_task_cfg cfg;
+    char *path;          /* owned copy of cfg.path (text) */
+    int32_t *vocab;      /* id -> code point */
+    int64_t n_vocab;
+    rp_task_cpid *lookup;/* sorted by code point, for encode */
+    int32_t ascii_id[128];
+    /* text */
+    int32_t *tokens;
+    int64_t n_tokens, n_train;
+    /* substring by prefix scratch (out, mask, pure) */
+    char *sp_out, *sp_pure;
+    unsigned char *sp_mask;
+};
+
+/* UTF-8 (task.c). decode: the code point at s[*i] (advances *i), or -1 for invalid UTF-8
+ * (overlong forms, surrogates, > U+10FFFF, truncated sequences). encode: bytes written (1..4). */
+int32_t rp__utf8_next(const unsigned char *s, size_t n, size_t *i);
+int rp__utf8_put(int32_t cp, char *out);
+/* Vocabulary from a list of distinct code points in id order (task.c). */
+rp_status rp__task_set_vocab(rp_task *t, const int32_t *cps, int64_t n);
+/* The id of an ASCII character of an algorithmic vocabulary (asserts it is in it). */
+int32_t rp__ascii_id(const rp_task *t, char c);
+
+/* addition.c */
+const char *rp__add_vocab(rp_add_format f);
+int64_t rp__add_problem_text(rp_task *t, rp_rng *rng, char *buf);
+rp_status rp__add_problem(rp_task *t, rp_rng *rng, int64_t n_digits, char *q, size_t qcap,
+                          char *a, size_t acap);
+int rp__add_check(const rp_task *t, const char *question, const char *continuation);
+
+/* substring.c */
+const char *rp__sidx_vocab(void);
+const char *rp__spre_vocab(void);
+int64_t rp__sidx_problem_text(rp_task *t, rp_rng *rng, char *buf);
+rp_status rp__sidx_problem(rp_task *t, rp_rng *rng, char *q, size_t qcap, char *a, size_t acap);
+int rp__sidx_check(const rp_task *t, const char *question, const char *continuation);
+rp_status rp__spre_init(rp_task *t);
+void rp__spre_sequence(rp_task *t, rp_rng *rng, int32_t *inputs, int32_t *targets);
+
+/* text.c */
+rp_status rp__text_load(rp_task *t);
+rp_status rp__text_batch(rp_task *t, rp_rng *rng, int64_t B, int split, int32_t *inputs,
+                         int32_t *targets);
+
+#endif

@@ -1,0 +1,728 @@
+/* Task generators (tasks/task.h): every generated problem is parsed and re-solved by an
+ * independent checker written here (sscanf/strtoll, the addition redone digit by digit, the
+ * slicing redone), packing and score masks are checked against labml's rules, and the text task,
+ * encode/decode, rp_task_check and the error paths are exercised. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "rp.h"
+#include "task.h"
+
+/* The documented vocabularies (docs/tasks.md), id = index. */
+static const char V_WRITEUP[] = "0123456789de =#?+;an";
+static const char V_LABML[] = "0123456789xe =\n?+;";
+static const char V_SIDX[] = "0123456789abcdefghijklmnopqrstuvwxyz ?=';[]:#";
+static const char V_SPRE[] = "acgt>";
+
+static int vocab_is(const rp_task *t, const char *want)
+{
+    int64_t n;
+    const int32_t *v = rp_task_vocab(t, &n);
+    if (n != (int64_t)strlen(want)) return 0;
+    for (int64_t i = 0; i < n; i++)
+        if (v[i] != (unsigned char)want[i]) return 0;
+    return 1;
+}
+
+static rp_task *new_task(rp_task_cfg c)
+{
+    rp_task *t = rp_task_new(&c);
+    if (!t) {
+        printf("FATAL: rp_task_new failed: %s\n", rp_last_error());
+        exit(2);
+    }
+    return t;
+}
+
+/* ---- the independent addition checker ---- */
+
+typedef struct {
+    int64_t n_problems, n_cut;
+    int64_t max_operand, min_operand;
+    int64_t len_seen[20];           /* operand digit counts seen */
+    int64_t above_max_digits;       /* operands with more digits than max_digits (labml quirk) */
+    int64_t place_carry_from_ten;   /* operand values whose digits cannot all be 0..9 draws */
+    int bad;
+} add_stats;
+
+static int n_dec_digits(int64_t v)
+{
+    int n = 1;
+    while (v >= 10) v /= 10, n++;
+    return n;
+}
+
+/* Parses one complete problem at p (without the leading '?'); returns its length including the
+ * terminator, or 0 (and reports) when it is malformed. */
+static size_t check_add_problem(const char *p, int labml, add_stats *st)
+{
+    char var = labml ? 'x' : 'd';
+    const char *sep = labml ? " " : " and ";
+    const char *s = p;
+    char v;
+    long long x, y;
+    int n = 0;
+    if (sscanf(s, "%c=%lld+%lld;%n", &v, &x, &y, &n) != 3 || n == 0 || v != var) {
+        CHECK(0, "addition: bad header in \"%.60s\"", p);
+        return 0;
+    }
+    /* the operands as printed: no sign, no leading zero */
+    {
+        const char *q = s + 2;
+        CHECK(q[0] >= '1' && q[0] <= '9', "addition: leading digit of x in \"%.40s\"", p);
+        q = strchr(s, '+') + 1;
+        CHECK(q[0] >= '1' && q[0] <= '9', "addition: leading digit of y in \"%.40s\"", p);
+    }
+    s += n;
+    if (*s++ != ' ') {
+        CHECK(0, "addition: no space after ';' in \"%.60s\"", p);
+        return 0;
+    }
+    /* the steps, recomputed place by place */
+    long long rx_, ry_, c_, tot, e1, e2, e3, e4;
+    long long xx = x, yy = y, carry = 0, e = 0;
+    while (xx > 0 || yy > 0 || carry > 0) {
+        if (e > 0) {
+            if (strncmp(s, sep, strlen(sep)) != 0) {
+                CHECK(0, "addition: separator before step %lld in \"%.80s\"", e, p);
+                return 0;
+            }
+            s += strlen(sep);
+        }
+        n = 0;
+        if (sscanf(s, "%llde%lld+%llde%lld+%llde%lld==%llde%lld%n", &rx_, &e1, &ry_, &e2, &c_, &e3,
+                   &tot, &e4, &n) != 8 || n == 0) {
+            CHECK(0, "addition: step %lld unreadable in \"%.80s\"", e, s);
+            return 0;
+        }
+        long long rx = xx % 10, ry = yy % 10;
+        if (!CHECK(rx_ == rx && ry_ == ry && c_ == carry && tot == rx + ry + carry && e1 == e &&
+                       e2 == e && e3 == e && e4 == e,
+                   "addition: step %lld of %lld+%lld is \"%.*s\"", e, x, y, n, s))
+            return 0;
+        s += n;
+        carry = (rx + ry + carry) / 10, xx /= 10, yy /= 10, e++;
+    }
+    CHECK(e >= 1, "addition: no steps");
+    char tail[64];
+    snprintf(tail, sizeof tail, "%s%c==%lld%c", sep, var, x + y, labml ? '\n' : '#');
+    if (strncmp(s, tail, strlen(tail)) != 0) {
+        CHECK(0, "addition: ending of %lld+%lld is \"%.30s\"", x, y, s);
+        return 0;
+    }
+    s += strlen(tail);
+    st->n_problems++;
+    int64_t ops[2] = {x, y};
+    for (int k = 0; k < 2; k++) {
+        int64_t o = ops[k];
+        if (o > st->max_operand) st->max_operand = o;
+        if (st->min_operand == 0 || o < st->min_operand) st->min_operand = o;
+        int nd = n_dec_digits(o);
+        st->len_seen[nd < 20 ? nd : 19]++;
+    }
+    return (size_t)(s - p);
+}
+
+/* Decodes a packed sequence (inputs + the last target) with the documented vocabulary. */
+static void to_text(const int32_t *in, const int32_t *tg, int64_t T, const char *vocab, char *out)
+{
+    for (int64_t j = 0; j < T; j++) out[j] = vocab[in[j]];
+    out[T] = tg[T - 1] >= 0 ? vocab[tg[T - 1]] : '*';
+    out[T + 1] = '\0';
+}
+
+static void check_shift(const int32_t *in, const int32_t *tg, int64_t T, int64_t nv, const char *what)
+{
+    int ok = 1;
+    for (int64_t j = 0; j < T; j++) {
+        if (in[j] < 0 || in[j] >= nv) ok = 0;
+        if (j + 1 < T && tg[j] != in[j + 1]) ok = 0;
+    }
+    if (tg[T - 1] < 0 || tg[T - 1] >= nv) ok = 0;
+    CHECK(ok, "%s: targets are the inputs shifted by one", what);
+}
+
+static void run_addition(rp_add_format fmt, int64_t max_digits, int quirk, int64_t T, int n_seeds,
+                         add_stats *st)
+{
+    rp_task_cfg c = rp_task_cfg_default(RP_TASK_ADDITION);
+    c.format = fmt, c.max_digits = max_digits, c.labml_digit_quirk = quirk, c.seq_len = T;
+    rp_task *t = new_task(c);
+    int labml = fmt == RP_ADD_LABML;
+    const char *V = labml ? V_LABML : V_WRITEUP;
+    CHECK(vocab_is(t, V), "addition vocabulary (format %d)", (int)fmt);
+    int64_t B = 4;
+    int32_t *in = malloc((size_t)(B * T) * sizeof *in), *tg = malloc((size_t)(B * T) * sizeof *tg);
+    char *txt = malloc((size_t)T + 2);
+    memset(st, 0, sizeof *st);
+    for (int seed = 0; seed < n_seeds; seed++) {
+        rp_rng r;
+        rp_rng_seed(&r, (uint64_t)seed * 7919u + 1);
+        CHECK_STATUS(rp_task_batch(t, &r, B, 0, in, tg), RP_OK, NULL);
+        for (int64_t b = 0; b < B; b++) {
+            check_shift(in + b * T, tg + b * T, T, (int64_t)strlen(V), "addition");
+            to_text(in + b * T, tg + b * T, T, V, txt);
+            if (!CHECK(txt[0] == '?', "addition: sequence starts at '?'")) continue;
+            size_t pos = 0, L = (size_t)T + 1;
+            while (pos < L) {
+                CHECK(txt[pos] == '?', "addition: problem starts with '?'");
+                pos++;
+                const char *term = memchr(txt + pos, labml ? '\n' : '#', L - pos);
+                if (!term) { st->n_cut++; break; }   /* the last problem, cut off */
+                size_t n = check_add_problem(txt + pos, labml, st);
+                if (!n) { st->bad++; break; }
+                CHECK(txt + pos + n - 1 == term, "addition: problem ends at its terminator");
+                pos += n;
+            }
+            CHECK(pos <= L, "addition: packing overran");
+        }
+    }
+    free(in), free(tg), free(txt);
+    rp_task_free(t);
+}
+
+static void test_addition(void)
+{
+    add_stats st;
+    /* write-up: operands 1..8 digits, digits 0..9, leading digit non-zero, no quirk */
+    run_addition(RP_ADD_WRITEUP, 8, 0, 256, 200, &st);
+    CHECK(st.n_problems > 1000 && st.bad == 0, "writeup: %lld problems parsed", (long long)st.n_problems);
+    CHECK(st.n_cut > 700 && st.n_cut <= 800, "writeup: sequences end in a cut problem unless one ends exactly (%lld)", (long long)st.n_cut);
+    CHECK(st.max_operand <= 99999999 && st.min_operand >= 1, "writeup operands in 1..99999999 (max %lld)",
+          (long long)st.max_operand);
+    int all = 1;
+    for (int d = 1; d <= 8; d++) all &= st.len_seen[d] > 0;
+    CHECK(all && st.len_seen[9] == 0, "writeup: every digit count 1..8 occurs, none above");
+    /* roughly uniform digit counts: each about 1/8 of the operands */
+    int64_t tot = 2 * st.n_problems;
+    for (int d = 1; d <= 8; d++)
+        CHECK(st.len_seen[d] > tot / 16 && st.len_seen[d] < tot / 5, "writeup: %d-digit share %lld of %lld",
+              d, (long long)st.len_seen[d], (long long)tot);
+
+    /* labml with the quirk: 7 digits, some operands get an 8th digit, never above 11111110 */
+    run_addition(RP_ADD_LABML, 7, 1, 512, 200, &st);
+    CHECK(st.n_problems > 1000 && st.bad == 0, "labml: %lld problems parsed", (long long)st.n_problems);
+    CHECK(st.len_seen[8] > 0 && st.len_seen[9] == 0, "labml quirk: %lld operands with 8 digits",
+          (long long)st.len_seen[8]);
+    CHECK(st.max_operand <= 11111110 && st.max_operand > 9999999, "labml quirk: max operand %lld",
+          (long long)st.max_operand);
+    /* labml without the quirk */
+    run_addition(RP_ADD_LABML, 7, 0, 512, 100, &st);
+    CHECK(st.n_problems > 500 && st.bad == 0 && st.max_operand <= 9999999,
+          "labml without quirk: max operand %lld", (long long)st.max_operand);
+    /* large operands (18 digits, quirk: 19 digits) stay exact */
+    run_addition(RP_ADD_WRITEUP, 18, 1, 1024, 30, &st);
+    CHECK(st.bad == 0 && st.max_operand <= 1111111111111111110LL, "18 digits with quirk: max %lld",
+          (long long)st.max_operand);
+    /* short sequences: seq_len 8 */
+    run_addition(RP_ADD_WRITEUP, 3, 0, 8, 50, &st);
+    CHECK(st.bad == 0 && st.n_cut == 200, "seq_len 8: %lld cut", (long long)st.n_cut);
+}
+
+/* ---- substring by index ---- */
+
+static size_t check_sidx_problem(const char *p, int64_t str_len, int64_t *seen)
+{
+    char s[1100], suf[1100];
+    long long i;
+    int n = 0;
+    if (sscanf(p, "s='%1099[a-z]'; s[%lld:]=='%1099[a-z]'#%n", s, &i, suf, &n) != 3 || n == 0) {
+        CHECK(0, "substring: unreadable \"%.60s\"", p);
+        return 0;
+    }
+    if (!CHECK((int64_t)strlen(s) == str_len && i >= 0 && i < str_len && strcmp(s + i, suf) == 0,
+               "substring: \"%.*s\"", n, p))
+        return 0;
+    seen[i]++;
+    return (size_t)n;
+}
+
+static void test_substr_index(void)
+{
+    rp_task_cfg c = rp_task_cfg_default(RP_TASK_SUBSTR_INDEX);
+    CHECK(c.str_len == 13 && c.seq_len == 256, "substring-by-index defaults");
+    rp_task *t = new_task(c);
+    CHECK(vocab_is(t, V_SIDX), "substring-by-index vocabulary");
+    int64_t T = c.seq_len, B = 3, seen[13] = {0}, n_problems = 0, bad = 0;
+    int32_t in[3 * 256], tg[3 * 256];
+    char txt[300];
+    int64_t letters[26] = {0};
+    for (int seed = 0; seed < 200; seed++) {
+        rp_rng r;
+        rp_rng_seed(&r, (uint64_t)seed + 100);
+        CHECK_STATUS(rp_task_batch(t, &r, B, 1, in, tg), RP_OK, NULL);
+        for (int64_t b = 0; b < B; b++) {
+            check_shift(in + b * T, tg + b * T, T, (int64_t)strlen(V_SIDX), "substring");
+            to_text(in + b * T, tg + b * T, T, V_SIDX, txt);
+            size_t pos = 0, L = (size_t)T + 1;
+            while (pos < L) {
+                if (!CHECK(txt[pos] == '?', "substring: problem starts with '?'")) break;
+                pos++;
+                if (!memchr(txt + pos, '#', L - pos)) break;
+                size_t n = check_sidx_problem(txt + pos, 13, seen);
+                if (!n) { bad++; break; }
+                for (size_t k = 3; k < 16; k++) letters[txt[pos + k] - 'a']++;
+                pos += n, n_problems++;
+            }
+        }
+    }
+    CHECK(bad == 0 && n_problems > 3000, "substring: %lld problems parsed", (long long)n_problems);
+    int all = 1;
+    for (int i = 0; i < 13; i++) all &= seen[i] > n_problems / 20;
+    CHECK(all, "substring: every index 0..12 occurs about uniformly");
+    all = 1;
+    for (int i = 0; i < 26; i++) all &= letters[i] > n_problems * 13 / 52;
+    CHECK(all, "substring: every letter a..z occurs");
+
+    /* evaluation problems and the checker */
+    rp_rng r;
+    rp_rng_seed(&r, 5);
+    for (int k = 0; k < 200; k++) {
+        char q[128], a[64], s[64], cont[128];
+        long long i;
+        int n = 0;
+        CHECK_STATUS(rp_task_problem(t, &r, 0, q, sizeof q, a, sizeof a), RP_OK, NULL);
+        if (!CHECK(sscanf(q, "?s='%63[a-z]'; s[%lld:]==%n", s, &i, &n) == 2 && q[n] == '\0',
+                   "substring question \"%s\"", q))
+            continue;
+        snprintf(cont, sizeof cont, "'%s'", s + i);
+        CHECK(strcmp(a, cont) == 0, "substring answer \"%s\" for \"%s\"", a, q);
+        snprintf(cont, sizeof cont, "'%s'#", s + i);
+        CHECK(rp_task_check(t, q, cont) == 1, "check correct \"%s\"", cont);
+        snprintf(cont, sizeof cont, "'%s'#?s='abc'; s[1:]=='bc'#", s + i);
+        CHECK(rp_task_check(t, q, cont) == 1, "check stops at the first '#'");
+        snprintf(cont, sizeof cont, "'%s'", s + i);
+        CHECK(rp_task_check(t, q, cont) == 0, "check: no terminator");
+        snprintf(cont, sizeof cont, "'%s'#", s + i + 1);
+        CHECK(rp_task_check(t, q, cont) == 0, "check: wrong (one short)");
+        snprintf(cont, sizeof cont, "'%sa'#", s + i);
+        CHECK(rp_task_check(t, q, cont) == 0, "check: wrong (one long)");
+        snprintf(cont, sizeof cont, "%s#", s + i);
+        CHECK(rp_task_check(t, q, cont) == 0, "check: missing quotes");
+        CHECK(rp_task_check(t, q, "") == 0 && rp_task_check(t, q, "#") == 0 &&
+                  rp_task_check(t, q, "]]=:'#") == 0 && rp_task_check(t, q, "\xff\xfe#") == 0,
+              "check: garbage");
+    }
+    CHECK(rp_task_check(t, "?s='abc'; s[5:]==", "''#") == 1, "check: python slicing past the end");
+    CHECK(rp_task_check(t, "garbage", "''#") == 0, "check: unparsable question");
+    char q[8], a[64];
+    CHECK_STATUS(rp_task_problem(t, &r, 0, q, sizeof q, a, sizeof a), RP_ERR_ARG, "too small");
+    char q2[64];
+    CHECK_STATUS(rp_task_problem(t, &r, 3, q2, sizeof q2, a, sizeof a), RP_ERR_ARG, "n_digits");
+    rp_task_free(t);
+}
+
+/* ---- substring by prefix (copy_repeat) ---- */
+
+static void test_substr_prefix(void)
+{
+    rp_task_cfg c = rp_task_cfg_default(RP_TASK_SUBSTR_PREFIX);
+    CHECK(c.substr_len == 16 && c.rnd_len == 12, "copy_repeat defaults");
+    c.seq_len = 512;
+    rp_task *t = new_task(c);
+    CHECK(vocab_is(t, V_SPRE), "copy_repeat vocabulary");
+    int64_t T = 512, B = 2, n_copies = 0, n_scored = 0, fill_seen[12] = {0};
+    int32_t *in = malloc((size_t)(B * T) * sizeof *in), *tg = malloc((size_t)(B * T) * sizeof *tg);
+    char txt[520], pure[1200];
+    int bad = 0;
+    for (int seed = 0; seed < 100 && !bad; seed++) {
+        rp_rng r;
+        rp_rng_seed(&r, (uint64_t)seed * 31 + 3);
+        CHECK_STATUS(rp_task_batch(t, &r, B, 0, in, tg), RP_OK, NULL);
+        for (int64_t b = 0; b < B && !bad; b++) {
+            const int32_t *x = in + b * T, *y = tg + b * T;
+            for (int64_t j = 0; j < T; j++) txt[j] = V_SPRE[x[j]];
+            txt[T] = '\0';
+            /* expected mask, rebuilt from the '>' markers: chars 2..16 of each copy */
+            int64_t want_scored[600];
+            for (int64_t j = 0; j <= T; j++) want_scored[j] = 0;
+            int64_t np = 16, pos = 16;
+            memcpy(pure, txt, 16);
+            for (int64_t j = 0; j < 16; j++) bad |= txt[j] == '>';
+            while (pos < T && !bad) {
+                int64_t f = 0;
+                while (pos < T && txt[pos] != '>') pure[np++] = txt[pos++], f++;
+                if (pos >= T) break;
+                if (f < 1 || f > 11) { bad = 1; CHECK(0, "filler length %lld", (long long)f); break; }
+                fill_seen[f]++;
+                pos++;   /* '>' */
+                int64_t n = T - pos < 16 ? T - pos : 16;
+                /* the copy must be pure[off..off+16) for some off in 0..np-17 */
+                int found = 0;
+                for (int64_t off = 0; off + 16 < np + 1 && off <= np - 17 && !found; off++)
+                    found = memcmp(pure + off, txt + pos, (size_t)n) == 0;
+                if (!found) { bad = 1; CHECK(0, "copy at %lld not found in the pure text", (long long)pos); break; }
+                for (int64_t k = 1; k < 16; k++) want_scored[pos + k] = 1;
+                for (int64_t k = 0; k < n; k++) bad |= txt[pos + k] == '>';
+                if (n == 16) memcpy(pure + np, txt + pos, 16), np += 16;
+                pos += 16;
+                n_copies++;
+            }
+            /* targets: -1 exactly where copy_repeat's mask is false */
+            int ok = 1;
+            for (int64_t j = 0; j < T; j++) {
+                if (want_scored[j + 1]) {
+                    n_scored++;
+                    if (j + 1 < T ? y[j] != x[j + 1] : (y[j] < 0 || y[j] > 3)) ok = 0;
+                } else if (y[j] != -1) {
+                    ok = 0;
+                }
+            }
+            if (!CHECK(ok, "copy_repeat: -1 exactly where the mask is false (seed %d)", seed)) bad = 1;
+        }
+    }
+    CHECK(!bad && n_copies > 2000, "copy_repeat: %lld copies checked, %lld scored targets",
+          (long long)n_copies, (long long)n_scored);
+    int all = 1;
+    for (int f = 1; f <= 11; f++) all &= fill_seen[f] > 0;
+    CHECK(all, "copy_repeat: every filler length 1..11 occurs");
+    rp_rng r;
+    rp_rng_seed(&r, 1);
+    char q[64], a[64];
+    CHECK_STATUS(rp_task_problem(t, &r, 0, q, sizeof q, a, sizeof a), RP_ERR_ARG, "no evaluation");
+    CHECK(rp_task_check(t, "?", "#") == 0, "copy_repeat: check is always 0");
+    free(in), free(tg);
+    rp_task_free(t);
+}
+
+/* ---- addition evaluation problems, n_digits and the checker ---- */
+
+static void test_addition_problems(void)
+{
+    for (int f = 0; f < 2; f++) {
+        rp_task_cfg c = rp_task_cfg_default(RP_TASK_ADDITION);
+        c.format = (rp_add_format)f;
+        if (f) c.max_digits = 7, c.labml_digit_quirk = 1;
+        rp_task *t = new_task(c);
+        char var = f ? 'x' : 'd', term = f ? '\n' : '#';
+        rp_rng r;
+        rp_rng_seed(&r, 77);
+        for (int64_t nd = 0; nd <= 18; nd++) {
+            for (int k = 0; k < 20; k++) {
+                char q[64], a[32], cont[256], v;
+                long long x, y;
+                int n = 0;
+                CHECK_STATUS(rp_task_problem(t, &r, nd, q, sizeof q, a, sizeof a), RP_OK, NULL);
+                if (!CHECK(sscanf(q, "?%c=%lld+%lld;%n", &v, &x, &y, &n) == 3 && v == var && q[n] == '\0',
+                           "question \"%s\"", q))
+                    continue;
+                if (nd > 0)
+                    CHECK(n_dec_digits(x) == nd && n_dec_digits(y) == nd, "n_digits %lld: %s",
+                          (long long)nd, q);
+                else
+                    CHECK(n_dec_digits(x) <= (f ? 8 : 8) && x >= 1 && y >= 1, "training distribution: %s", q);
+                char want[32];
+                snprintf(want, sizeof want, "%lld", x + y);
+                CHECK(strcmp(a, want) == 0, "answer %s for %s", a, q);
+                snprintf(cont, sizeof cont, " 1e0+2e0+0e0==3e0 %s%c==%s%c", f ? "" : "and ", var, want, term);
+                CHECK(rp_task_check(t, q, cont) == 1, "check correct: %s", cont);
+                snprintf(cont, sizeof cont, "%c==%s%cgarbage after", var, want, term);
+                CHECK(rp_task_check(t, q, cont) == 1, "check ignores what follows the terminator");
+                snprintf(cont, sizeof cont, " %c==1 and %c==%s%c", var, var, want, term);
+                CHECK(rp_task_check(t, q, cont) == 1, "check takes the last %c==", var);
+                snprintf(cont, sizeof cont, " %c==%s", var, want);
+                CHECK(rp_task_check(t, q, cont) == 0, "check: missing terminator");
+                snprintf(cont, sizeof cont, " %c==%lld%c", var, x + y + 1, term);
+                CHECK(rp_task_check(t, q, cont) == 0, "check: wrong answer");
+                snprintf(cont, sizeof cont, " %c==0%s%c", var, want, term);
+                CHECK(rp_task_check(t, q, cont) == 0, "check: leading zero is wrong");
+                snprintf(cont, sizeof cont, " %c==%s %c", var, want, term);
+                CHECK(rp_task_check(t, q, cont) == 0, "check: trailing space is wrong");
+                snprintf(cont, sizeof cont, "%c%c==%s", term, var, want);
+                CHECK(rp_task_check(t, q, cont) == 0, "check: answer after the terminator");
+                snprintf(cont, sizeof cont, " %c==%s%c", f ? 'd' : 'x', want, term);
+                CHECK(rp_task_check(t, q, cont) == 0, "check: the other format's variable");
+                CHECK(rp_task_check(t, q, "") == 0 && rp_task_check(t, q, "??++;;") == 0 &&
+                          rp_task_check(t, q, "\xc3(==#\n") == 0,
+                      "check: garbage");
+            }
+        }
+        char q[64], a[32], small[4];
+        CHECK_STATUS(rp_task_problem(t, &r, 19, q, sizeof q, a, sizeof a), RP_ERR_ARG, "n_digits");
+        CHECK_STATUS(rp_task_problem(t, &r, -1, q, sizeof q, a, sizeof a), RP_ERR_ARG, "n_digits");
+        CHECK_STATUS(rp_task_problem(t, &r, 5, small, sizeof small, a, sizeof a), RP_ERR_ARG, "too small");
+        CHECK_STATUS(rp_task_problem(t, &r, 5, q, sizeof q, small, 2), RP_ERR_ARG, "too small");
+        /* a question without '?' (labml master's prompt) and a large sum */
+        char qq[64];
+        snprintf(qq, sizeof qq, "%c=999999999999999999+999999999999999999;", var);
+        char cc[64];
+        snprintf(cc, sizeof cc, " %c==1999999999999999998%c", var, term);
+        CHECK(rp_task_check(t, qq, cc) == 1, "check: 18-digit operands, no '?'");
+        snprintf(qq, sizeof qq, "?%c=12+", var);
+        CHECK(rp_task_check(t, qq, cc) == 0, "check: malformed question");
+        rp_task_free(t);
+    }
+}
+
+/* ---- determinism and round trips ---- */
+
+static void test_determinism(void)
+{
+    rp_task_kind kinds[3] = {RP_TASK_ADDITION, RP_TASK_SUBSTR_INDEX, RP_TASK_SUBSTR_PREFIX};
+    const char *vs[3] = {V_WRITEUP, V_SIDX, V_SPRE};
+    for (int k = 0; k < 3; k++) {
+        rp_task_cfg c = rp_task_cfg_default(kinds[k]);
+        rp_task *t1 = new_task(c), *t2 = new_task(c);
+        int64_t T = c.seq_len, B = 3;
+        int32_t a1[3 * 256], b1[3 * 256], a2[3 * 256], b2[3 * 256], a3[3 * 256], b3[3 * 256];
+        rp_rng r1, r2, r3;
+        rp_rng_seed(&r1, 42), rp_rng_seed(&r2, 42), rp_rng_seed(&r3, 43);
+        rp_task_batch(t1, &r1, B, 0, a1, b1);
+        rp_task_batch(t2, &r2, B, 0, a2, b2);
+        rp_task_batch(t1, &r3, B, 0, a3, b3);
+        CHECK(memcmp(a1, a2, sizeof a1) == 0 && memcmp(b1, b2, sizeof b1) == 0,
+              "kind %d: same seed, same data", k);
+        CHECK(memcmp(a1, a3, sizeof a1) != 0, "kind %d: another seed, other data", k);
+        /* decode -> encode round trip, and decode against the documented vocabulary */
+        char txt[300];
+        size_t len = 0;
+        CHECK_STATUS(rp_task_decode(t1, a1, T, txt, sizeof txt, &len), RP_OK, NULL);
+        int ok = len == (size_t)T && txt[T] == '\0';
+        for (int64_t j = 0; j < T && ok; j++) ok = txt[j] == vs[k][a1[j]];
+        CHECK(ok, "kind %d: decode", k);
+        int32_t back[300];
+        int64_t n = 0;
+        CHECK_STATUS(rp_task_encode(t1, txt, len, back, 300, &n), RP_OK, NULL);
+        CHECK(n == T && memcmp(back, a1, (size_t)T * sizeof *back) == 0, "kind %d: encode(decode(x)) == x", k);
+        /* a small cap: the count needed, nothing written past cap */
+        back[2] = -7;
+        CHECK_STATUS(rp_task_encode(t1, txt, len, back, 2, &n), RP_OK, NULL);
+        CHECK(n == T && back[2] == -7, "kind %d: encode with a small cap", k);
+        char small[5];
+        CHECK_STATUS(rp_task_decode(t1, a1, T, small, sizeof small, &len), RP_OK, NULL);
+        CHECK(len == (size_t)T && small[4] == '\0' && memcmp(small, txt, 4) == 0, "kind %d: decode truncates", k);
+        rp_task_free(t1), rp_task_free(t2);
+    }
+    /* encode errors */
+    rp_task_cfg c = rp_task_cfg_default(RP_TASK_ADDITION);
+    rp_task *t = new_task(c);
+    int32_t out[16];
+    int64_t n;
+    CHECK_STATUS(rp_task_encode(t, "?d=1x", 5, out, 16, &n), RP_ERR_ARG, "byte 4");
+    CHECK_STATUS(rp_task_encode(t, "?d=\xe6\x97\xa5", 6, out, 16, &n), RP_ERR_ARG, "not in the vocabulary");
+    CHECK_STATUS(rp_task_encode(t, "?d\xc3", 3, out, 16, &n), RP_ERR_ARG, "invalid UTF-8");
+    CHECK_STATUS(rp_task_encode(t, "\xc0\xaf", 2, out, 16, &n), RP_ERR_ARG, "invalid UTF-8");
+    int32_t badtok[2] = {3, 20};
+    char buf[8];
+    size_t len;
+    CHECK_STATUS(rp_task_decode(t, badtok, 2, buf, sizeof buf, &len), RP_ERR_ARG, "outside the vocabulary");
+    const rp_task_cfg *cc = rp_task_config(t);
+    CHECK(cc->kind == RP_TASK_ADDITION && cc->max_digits == 8 && cc->format == RP_ADD_WRITEUP &&
+              cc->labml_digit_quirk == 0 && cc->seq_len == 256 && cc->path == NULL,
+          "addition defaults");
+    CHECK_STATUS(rp_task_batch(t, NULL, 1, 2, out, out), RP_ERR_ARG, "split");
+    CHECK_STATUS(rp_task_batch(t, NULL, -1, 0, out, out), RP_ERR_ARG, "batch");
+    rp_task_free(t);
+}
+
+/* ---- text ---- */
+
+static char tmpdir[64];
+
+static void write_file(const char *name, const char *data, size_t n)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", tmpdir, name);
+    FILE *f = fopen(p, "wb");
+    if (!f || fwrite(data, 1, n, f) != n) {
+        printf("FATAL: cannot write %s\n", p);
+        exit(2);
+    }
+    fclose(f);
+}
+
+static void test_text(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/roper_test_tasks_XXXXXX");
+    if (!mkdtemp(tmpdir)) {
+        printf("FATAL: mkdtemp: %s\n", strerror(errno));
+        exit(2);
+    }
+    /* 900 code points of "aé" (train) then 100 of "b日" (validation) */
+    char *data = malloc(4000);
+    size_t n = 0;
+    for (int i = 0; i < 450; i++) memcpy(data + n, "a\xc3\xa9", 3), n += 3;
+    for (int i = 0; i < 50; i++) memcpy(data + n, "b\xe6\x97\xa5", 4), n += 4;
+    write_file("split.txt", data, n);
+    char path[256];
+    snprintf(path, sizeof path, "%s/split.txt", tmpdir);
+    rp_task_cfg c = rp_task_cfg_default(RP_TASK_TEXT);
+    c.path = path, c.seq_len = 16;
+    rp_task *t = new_task(c);
+    CHECK(rp_task_config(t)->path != path && strcmp(rp_task_config(t)->path, path) == 0,
+          "text: the task keeps its own copy of path");
+    int64_t nv;
+    const int32_t *v = rp_task_vocab(t, &nv);
+    CHECK(nv == 4 && v[0] == 'a' && v[1] == 'b' && v[2] == 0xE9 && v[3] == 0x65E5,
+          "text: vocab = sorted distinct code points");
+    int32_t in[8 * 16], tg[8 * 16];
+    int ok_tr = 1, ok_va = 1;
+    for (int seed = 0; seed < 50; seed++) {
+        rp_rng r;
+        rp_rng_seed(&r, (uint64_t)seed);
+        CHECK_STATUS(rp_task_batch(t, &r, 8, 0, in, tg), RP_OK, NULL);
+        for (int j = 0; j < 8 * 16; j++) ok_tr &= (in[j] == 0 || in[j] == 2) && (tg[j] == 0 || tg[j] == 2);
+        for (int b = 0; b < 8; b++)
+            for (int j = 0; j < 15; j++) ok_tr &= tg[b * 16 + j] == in[b * 16 + j + 1] && in[b * 16 + j] != in[b * 16 + j + 1];
+        CHECK_STATUS(rp_task_batch(t, &r, 8, 1, in, tg), RP_OK, NULL);
+        for (int j = 0; j < 8 * 16; j++) ok_va &= (in[j] == 1 || in[j] == 3) && (tg[j] == 1 || tg[j] == 3);
+    }
+    CHECK(ok_tr, "text: train windows come from the first 90%% and targets are shifted inputs");
+    CHECK(ok_va, "text: validation windows come from the last 10%%");
+    /* round trip with non-ASCII text */
+    const char *s = "ab\xc3\xa9\xe6\x97\xa5" "a";
+    int32_t tok[8];
+    int64_t k;
+    CHECK_STATUS(rp_task_encode(t, s, strlen(s), tok, 8, &k), RP_OK, NULL);
+    CHECK(k == 5 && tok[0] == 0 && tok[1] == 1 && tok[2] == 2 && tok[3] == 3 && tok[4] == 0, "text: encode");
+    char back[16];
+    size_t len;
+    CHECK_STATUS(rp_task_decode(t, tok, k, back, sizeof back, &len), RP_OK, NULL);
+    CHECK(len == strlen(s) && strcmp(back, s) == 0, "text: decode(encode(s)) == s");
+    CHECK_STATUS(rp_task_encode(t, "a\xf0\x9f\x98\x80", 5, tok, 8, &k), RP_ERR_ARG, "U+1F600");
+    char q[8], a[8];
+    rp_rng r;
+    rp_rng_seed(&r, 1);
+    CHECK_STATUS(rp_task_problem(t, &r, 0, q, sizeof q, a, sizeof a), RP_ERR_ARG, "text");
+    rp_task_free(t);
+
+    /* a window longer than the validation split */
+    c.seq_len = 100;
+    t = new_task(c);
+    int32_t big[200];
+    CHECK_STATUS(rp_task_batch(t, &r, 1, 0, big, big + 100), RP_OK, NULL);
+    CHECK_STATUS(rp_task_batch(t, &r, 1, 1, big, big + 100), RP_ERR_ARG, "validation split");
+    rp_task_free(t);
+    c.seq_len = 900;
+    t = new_task(c);
+    int32_t *huge = malloc(2 * 900 * sizeof *huge);
+    CHECK_STATUS(rp_task_batch(t, &r, 1, 0, huge, huge + 900), RP_ERR_ARG, "train split");
+    free(huge);
+    rp_task_free(t);
+
+    /* a directory: regular files sorted by name, subdirectories skipped */
+    char sub[256];
+    snprintf(sub, sizeof sub, "%s/dir", tmpdir);
+    mkdir(sub, 0700);
+    char sub2[256];
+    snprintf(sub2, sizeof sub2, "%s/dir/c_subdir", tmpdir);
+    mkdir(sub2, 0700);
+    write_file("dir/b.txt", "BBBBBBBBBBBBBBBBBBBB", 20);
+    write_file("dir/a.txt", "AAAAAAAAAAAAAAAAAAAA", 20);
+    c.path = sub, c.seq_len = 8, c.valid_fraction = 0.5;
+    t = new_task(c);
+    v = rp_task_vocab(t, &nv);
+    CHECK(nv == 2 && v[0] == 'A' && v[1] == 'B', "directory: vocabulary");
+    int32_t i8[8], t8[8];
+    CHECK_STATUS(rp_task_batch(t, &r, 1, 0, i8, t8), RP_OK, NULL);
+    int allA = 1;
+    for (int j = 0; j < 8; j++) allA &= i8[j] == 0 && t8[j] == 0;
+    CHECK_STATUS(rp_task_batch(t, &r, 1, 1, i8, t8), RP_OK, NULL);
+    int allB = 1;
+    for (int j = 0; j < 8; j++) allB &= i8[j] == 1 && t8[j] == 1;
+    CHECK(allA && allB, "directory: a.txt before b.txt");
+    rp_task_free(t);
+
+    /* errors: missing file, empty file, invalid UTF-8 (a surrogate, a bad byte in a directory) */
+    c.valid_fraction = 0.1;
+    char p2[300];
+    snprintf(p2, sizeof p2, "%s/missing.txt", tmpdir);
+    c.path = p2;
+    CHECK(rp_task_new(&c) == NULL, "missing file");
+    char want[400];
+    snprintf(want, sizeof want, "%s: No such file", p2);
+    CHECK(strstr(rp_last_error(), want) != NULL, "message \"%s\"", rp_last_error());
+    write_file("empty.txt", "", 0);
+    snprintf(p2, sizeof p2, "%s/empty.txt", tmpdir);
+    CHECK(rp_task_new(&c) == NULL && strstr(rp_last_error(), p2) && strstr(rp_last_error(), "empty"),
+          "empty file: \"%s\"", rp_last_error());
+    write_file("bad.txt", "ok\xed\xa0\x80", 5);
+    snprintf(p2, sizeof p2, "%s/bad.txt", tmpdir);
+    CHECK(rp_task_new(&c) == NULL && strstr(rp_last_error(), p2) &&
+              strstr(rp_last_error(), "invalid UTF-8 at byte 2"),
+          "invalid UTF-8: \"%s\"", rp_last_error());
+    write_file("dir/z.txt", "x\x80", 2);
+    c.path = sub;
+    CHECK(rp_task_new(&c) == NULL && strstr(rp_last_error(), "z.txt: invalid UTF-8 at byte 1"),
+          "invalid UTF-8 in a directory: \"%s\"", rp_last_error());
+    {
+        /* the error status itself */
+        rp_task *tt = rp_task_new(&c);
+        CHECK(tt == NULL, "no task");
+    }
+    /* clean up */
+    const char *files[] = {"split.txt", "empty.txt", "bad.txt", "dir/a.txt", "dir/b.txt", "dir/z.txt"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(p2, sizeof p2, "%s/%s", tmpdir, files[i]);
+        unlink(p2);
+    }
+    rmdir(sub2), rmdir(sub), rmdir(tmpdir);
+    free(data);
+}
+
+/* ---- configuration errors ---- */
+
+static void cfg_error(rp_task_cfg c, const char *field)
+{
+    rp_task *t = rp_task_new(&c);
+    CHECK(t == NULL && strstr(rp_last_error(), field) != NULL, "config error naming %s: \"%s\"", field,
+          rp_last_error());
+    rp_task_free(t);
+}
+
+static void test_config(void)
+{
+    rp_task_cfg c = rp_task_cfg_default(RP_TASK_ADDITION), d;
+    d = c, d.seq_len = 7, cfg_error(d, "seq_len");
+    d = c, d.max_digits = 0, cfg_error(d, "max_digits");
+    d = c, d.max_digits = 19, cfg_error(d, "max_digits");
+    d = c, d.format = (rp_add_format)2, cfg_error(d, "format");
+    d = c, d.labml_digit_quirk = 2, cfg_error(d, "labml_digit_quirk");
+    d = c, d.kind = (rp_task_kind)9, cfg_error(d, "kind");
+    c = rp_task_cfg_default(RP_TASK_SUBSTR_INDEX);
+    d = c, d.str_len = 0, cfg_error(d, "str_len");
+    d = c, d.str_len = 1001, cfg_error(d, "str_len");
+    d = c, d.seq_len = ((int64_t)1 << 28) + 1, cfg_error(d, "seq_len");
+    c = rp_task_cfg_default(RP_TASK_SUBSTR_PREFIX);
+    d = c, d.substr_len = 0, cfg_error(d, "substr_len");
+    d = c, d.rnd_len = 1, cfg_error(d, "rnd_len");
+    d = c, d.substr_len = (1 << 20) + 1, cfg_error(d, "substr_len");
+    d = c, d.rnd_len = (1 << 20) + 1, cfg_error(d, "rnd_len");
+    c = rp_task_cfg_default(RP_TASK_TEXT);
+    CHECK(c.valid_fraction > 0.0999 && c.valid_fraction < 0.1001 && c.path == NULL, "text defaults");
+    d = c, cfg_error(d, "path");
+    d = c, d.path = "/etc/hostname", d.valid_fraction = 1.0, cfg_error(d, "valid_fraction");
+    d = c, d.path = "/etc/hostname", d.valid_fraction = -0.1, cfg_error(d, "valid_fraction");
+    CHECK(rp_task_new(NULL) == NULL, "NULL config");
+    rp_task_free(NULL);
+    /* a copy_repeat whose first string already fills the window: no copies, nothing scored */
+    c = rp_task_cfg_default(RP_TASK_SUBSTR_PREFIX);
+    c.seq_len = 8;
+    rp_task *t = new_task(c);
+    int32_t in[8], tg[8];
+    rp_rng r;
+    rp_rng_seed(&r, 3);
+    CHECK_STATUS(rp_task_batch(t, &r, 1, 0, in, tg), RP_OK, NULL);
+    int none = 1;
+    for (int j = 0; j < 8; j++) none &= tg[j] == -1 && in[j] >= 0 && in[j] < 4;
+    CHECK(none, "copy_repeat with substr_len > seq_len: nothing scored");
+    rp_task_free(t);
+}
+
+int main(void)
+{
+    test_addition();
+    test_addition_problems();
+    test_substr_index();
+    test_substr_prefix();
+    test_determinism();
+    test_text();
+    test_config();
+    return check_summary("test_tasks");
+}
