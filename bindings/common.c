@@ -283,12 +283,6 @@ int64_t lrp_checkindex(lua_State *L, int arg, const rp_tensor *t, int d)
 
 /* ---- broadcasting ---- */
 
-int lrp_broadcast_shape(const rp_tensor *a, const rp_tensor *b, int64_t *shape)
-{
-    int nd;
-    return rp_broadcast_shape(&nd, shape, a, b) == RP_OK ? nd : -1;
-}
-
 void lrp_check_broadcast_to(lua_State *L, int arg, const rp_tensor *src, const rp_tensor *dst)
 {
     int lead = 0;

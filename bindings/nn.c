@@ -56,8 +56,8 @@ int lrp_matmul(lua_State *L)
     for (int i = 0; i < ba.ndim; i++) ba.shape[i] = a->shape[i];
     for (int i = 0; i < bb.ndim; i++) bb.shape[i] = b->shape[i];
     int64_t shape[RP_MAX_DIMS + 2];
-    int nd = lrp_broadcast_shape(&ba, &bb, shape);
-    if (nd < 0)
+    int nd = 0;
+    if (rp_broadcast_shape(&nd, shape, &ba, &bb) != RP_OK)
         return lrp_argerror(L, 2, "batch dims of %s and %s do not broadcast", lrp_shape_str(sa, a),
                             lrp_shape_str(sb, b));
     if (M > INT32_LIMIT || N > INT32_LIMIT || K > INT32_LIMIT)

@@ -158,8 +158,6 @@ int lrp_checkdim(lua_State *L, int arg, const rp_tensor *t);
  * "index 7 out of range for dim 1 of [2 x 3]". */
 int64_t lrp_checkindex(lua_State *L, int arg, const rp_tensor *t, int d);
 
-/* Numpy broadcast shape of a and b into shape; returns ndim, or -1 when they do not broadcast. */
-int lrp_broadcast_shape(const rp_tensor *a, const rp_tensor *b, int64_t *shape);
 /* Checks that src broadcasts to dst's shape (numpy rules, leading size-1 dims of src ignored);
  * raises `bad argument #arg (cannot broadcast [..] to [..])`. */
 void lrp_check_broadcast_to(lua_State *L, int arg, const rp_tensor *src, const rp_tensor *dst);

@@ -851,8 +851,8 @@ static int t_binop(lua_State *L)
         b = lrp_checktensor(L, 2);
         int64_t shape[RP_MAX_DIMS];
         char sa[RP_SHAPE_STR_LEN], sb[RP_SHAPE_STR_LEN], sc[RP_SHAPE_STR_LEN];
-        int nd = lrp_broadcast_shape(a, b, shape);
-        if (nd < 0)
+        int nd = 0;
+        if (rp_broadcast_shape(&nd, shape, a, b) != RP_OK)
             return lrp_argerror(L, 2, "shapes %s and %s do not broadcast", lrp_shape_str(sa, a),
                                 lrp_shape_str(sb, b));
         int64_t p = 1;
