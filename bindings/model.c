@@ -22,6 +22,8 @@ static const char *const act_names[] = {"relu", "gelu", NULL};
 static const char *const pe_names[] = {"none",  "sinusoidal",   "learned", "rope",
                                        "roper", "roper_legacy", NULL};
 static const char *const pairing_names[] = {"half", "interleaved", NULL};
+static const char *const attention_names[] = {"softmax", "linear", NULL};
+static const char *const linear_rope_names[] = {"after", "before", NULL};
 
 /* ---- the userdata ---- */
 
@@ -66,7 +68,7 @@ static const char *count_str(char *buf, size_t len, int64_t n)
 }
 
 /* tostring(m): "roper.Model: 0.6M parameters (d_model 128, 4 heads, 3 layers, d_ff 512,
- * seq_len 512, pe roper, pre-norm)". */
+ * seq_len 512, pe roper, pre-norm)", with ", linear attention" for linear attention. */
 static int m_tostring(lua_State *L)
 {
     lrp_model *u = (lrp_model *)luaL_checkudata(L, 1, LRP_MODEL_MT);
@@ -79,10 +81,14 @@ static int m_tostring(lua_State *L)
     count_str(count, sizeof count, rp_model_param_count(u->m));
     lua_pushfstring(L,
                     "roper.Model: %s parameters (d_model %I, %I head%s, %I layer%s, d_ff %I, "
-                    "seq_len %I, pe %s, %s-norm)",
+                    "seq_len %I, pe %s, %s-norm%s%s)",
                     count, (LUAI_UACINT)c->d_model, (LUAI_UACINT)c->heads, c->heads == 1 ? "" : "s",
                     (LUAI_UACINT)c->layers, c->layers == 1 ? "" : "s", (LUAI_UACINT)c->d_ff,
-                    (LUAI_UACINT)c->seq_len, rp_pe_name(c->pe), norm_names[c->norm]);
+                    (LUAI_UACINT)c->seq_len, rp_pe_name(c->pe), norm_names[c->norm],
+                    c->attention == RP_ATTN_LINEAR ? ", linear attention" : "",
+                    c->attention == RP_ATTN_LINEAR && c->linear_rope == RP_LIN_BEFORE
+                        ? " (rope before phi)"
+                        : "");
     return 1;
 }
 
@@ -95,7 +101,7 @@ static void read_cfg(lua_State *L, int idx, rp_model_cfg *cfg)
                                         "d_ff",    "seq_len",     "max_batch",  "norm",
                                         "activation", "dropout",  "pe",         "fraction_qk",
                                         "fraction_v", "base",     "pairing",    "seed",
-                                        NULL};
+                                        "attention", "linear_rope", NULL};
     if (lua_type(L, idx) != LUA_TTABLE)
         lrp_argerror(L, idx, "config table expected, got %s", lrp_describe(L, idx));
     lrp_checkopts(L, idx, known);
@@ -117,6 +123,10 @@ static void read_cfg(lua_State *L, int idx, rp_model_cfg *cfg)
     cfg->rope_base = lrp_optnumber(L, idx, "base", cfg->rope_base);
     cfg->pairing = (rp_pairing)lrp_optenum(L, idx, "pairing", pairing_names, (int)cfg->pairing);
     cfg->seed = (uint64_t)lrp_optinteger(L, idx, "seed", 0);
+    cfg->attention =
+        (rp_attn_kind)lrp_optenum(L, idx, "attention", attention_names, (int)cfg->attention);
+    cfg->linear_rope = (rp_lin_placement)lrp_optenum(L, idx, "linear_rope", linear_rope_names,
+                                                     (int)cfg->linear_rope);
     /* checked here for every pe (core checks fractions only for the modes that rotate), and with
      * the Lua names ("base" is core's rope_base) */
     const char *keys[] = {"fraction_qk", "fraction_v"};
@@ -421,6 +431,10 @@ static int m_config(lua_State *L)
     lua_setfield(L, -2, "pairing");
     lua_pushinteger(L, (lua_Integer)c->seed);
     lua_setfield(L, -2, "seed");
+    lua_pushstring(L, attention_names[c->attention]);
+    lua_setfield(L, -2, "attention");
+    lua_pushstring(L, linear_rope_names[c->linear_rope]);
+    lua_setfield(L, -2, "linear_rope");
     return 1;
 }
 
@@ -532,8 +546,48 @@ static int m_attention(lua_State *L)
     int32_t *tok = check_tokens(L, 3, m, &g);
     eval_forward(L, m, tok, &g);
     int64_t shape[4] = {g.B, c->heads, g.T, g.T};
+    if (c->attention == RP_ATTN_LINEAR) {
+        /* the normalised linear weights w_nm / den_n, recomputed from the saved q and k */
+        rp_tensor *out = lrp_newtensor(L);
+        rp_status st = rp_tensor_new(out, 4, shape);
+        if (st == RP_OK) st = rp_model_linear_weights(m, (int64_t)layer - 1, rp_tensor_data(out));
+        if (st != RP_OK) lrp_raise(L, st);
+        return 1;
+    }
     push_copy(L, 4, shape, rp_model_attention_weights(m, (int64_t)layer - 1));
     return 1;
+}
+
+/* m:linear_stats(tokens) -> min_weight, min_den: after an eval forward of a linear-attention
+ * model, the smallest normalised weight w_nm / den_n (negative when the rotated numerator is) and
+ * the smallest denominator, over every layer, sequence, head and position. */
+static int m_linear_stats(lua_State *L)
+{
+    rp_model *m = lrp_checkmodel(L, 1);
+    const rp_model_cfg *c = rp_model_config(m);
+    if (c->attention != RP_ATTN_LINEAR)
+        return luaL_error(L, "linear_stats needs a model with linear attention (this one uses "
+                             "softmax)");
+    lua_settop(L, 2);
+    grid g;
+    int32_t *tok = check_tokens(L, 2, m, &g);
+    eval_forward(L, m, tok, &g);
+    int64_t n = g.B * c->heads * g.T * g.T;
+    float *w = (float *)lua_newuserdatauv(L, (size_t)n * sizeof(float), 0);
+    double min_w = INFINITY;
+    for (int64_t l = 0; l < c->layers; l++) {
+        rp_status st = rp_model_linear_weights(m, l, w);
+        if (st != RP_OK) lrp_raise(L, st);
+        for (int64_t b = 0; b < g.B * c->heads; b++)
+            for (int64_t t = 0; t < g.T; t++)
+                for (int64_t j = 0; j <= t; j++) {
+                    double v = (double)w[(b * g.T + t) * g.T + j];
+                    if (v < min_w) min_w = v;
+                }
+    }
+    lua_pushnumber(L, (lua_Number)min_w);
+    lua_pushnumber(L, (lua_Number)rp_model_linear_min_den(m));
+    return 2;
 }
 
 /* m:activations(tokens) -> { [0] = embedding output, [l] = residual stream after layer l },
@@ -704,7 +758,7 @@ static int l_load(lua_State *L)
 /* ---- registration ---- */
 
 static const luaL_Reg model_methods[] = {
-    {"config", m_config},           {"num_params", m_num_params},
+    {"linear_stats", m_linear_stats}, {"config", m_config},           {"num_params", m_num_params},
     {"params", m_params},           {"grads", m_grads},
     {"forward", m_forward},         {"loss", m_loss},
     {"train_step", m_train_step},   {"generate", m_generate},

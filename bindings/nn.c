@@ -441,6 +441,59 @@ static int l_attention(lua_State *L)
     return 2;
 }
 
+/* rp.linear_attention(q, k, v[, opts]) -> out, w, den (core/linear_attention.h) */
+static int l_linear_attention(lua_State *L)
+{
+    static const char *const known[] = {"pe",         "linear_rope", "eps",      "base", "pairing",
+                                        "fraction_qk", "fraction_v",  "q_offset", NULL};
+    static const char *const pe_names[] = {"none", "sinusoidal", "learned", "rope", "roper", NULL};
+    static const char *const placement_names[] = {"after", "before", NULL};
+    static const char *const q_letters[] = {"B", "T", "H", "D"};
+    static const char *const v_letters[] = {"B", "T", "H", "Dv"};
+    rp_tensor *q = lrp_checktensor(L, 1);
+    rp_tensor *k = lrp_checktensor(L, 2);
+    rp_tensor *v = lrp_checktensor(L, 3);
+    int64_t want[4] = {0, 0, 0, 0};
+    check_4d(L, 1, "q", q, want, q_letters);
+    int64_t B = q->shape[0], T = q->shape[1], H = q->shape[2], D = q->shape[3];
+    int64_t wk[4] = {B, T, H, D};
+    check_4d(L, 2, "k", k, wk, q_letters);
+    int64_t wv[4] = {B, T, H, -1};
+    check_4d(L, 3, "v", v, wv, v_letters);
+    int64_t Dv = v->shape[3];
+
+    lrp_checkopts(L, 4, known);
+    rp_linattn_cfg cfg =
+        rp_linattn_cfg_default((rp_pe)lrp_optenum(L, 4, "pe", pe_names, RP_PE_NONE), D, Dv);
+    cfg.placement =
+        (rp_lin_placement)lrp_optenum(L, 4, "linear_rope", placement_names, RP_LIN_AFTER);
+    cfg.eps = lrp_optfinite(L, 4, "eps", RP_LINATTN_EPS);
+    if (!(cfg.eps > 0.0)) {
+        lua_getfield(L, 4, "eps"); /* described as given (0, not 0.0) */
+        return lrp_argerror(L, 4, "option 'eps' must be > 0, got %s", lrp_describe(L, -1));
+    }
+    cfg.base = opt_base(L, 4, "base");
+    cfg.pairing = (rp_pairing)lrp_optenum(L, 4, "pairing", pairing_names, RP_PAIR_HALF);
+    int rope_qk = cfg.pe == RP_PE_ROPE || cfg.pe == RP_PE_ROPER;
+    if (rope_qk) cfg.d_rot_qk = d_rot_from_fraction(L, 4, "fraction_qk", D, "D");
+    else (void)lrp_optnumber(L, 4, "fraction_qk", 1.0);
+    if (cfg.pe == RP_PE_ROPER) cfg.d_rot_v = d_rot_from_fraction(L, 4, "fraction_v", Dv, "Dv");
+    else (void)lrp_optnumber(L, 4, "fraction_v", 1.0);
+    cfg.q_offset = opt_pos(L, 4, "q_offset", 0, 0);
+    if (T > INT32_LIMIT || D > INT32_LIMIT || Dv > INT32_LIMIT)
+        return lrp_argerror(L, 1, "attention sizes T, D, Dv must be at most 2^31-1");
+    int64_t w_sizes[4] = {B, H, T, T};
+    if (!numel_ok(4, w_sizes))
+        return lrp_argerror(L, 2, "weights [B x H x T x T] would be too large");
+    lua_settop(L, 4);
+    rp_tensor *out = lrp_newtensor(L);
+    rp_tensor *w = lrp_newtensor(L);
+    rp_tensor *den = lrp_newtensor(L);
+    rp_status st = rp_linear_attention(out, w, den, q, k, v, &cfg);
+    if (st != RP_OK) return lrp_raise(L, st);
+    return 3;
+}
+
 /* ---- BLAS and threads ---- */
 
 static int l_blas_core(lua_State *L)
@@ -492,6 +545,7 @@ static const luaL_Reg blas_funcs[] = {
 
 static const luaL_Reg nn_funcs[] = {
     {"attention", l_attention},
+    {"linear_attention", l_linear_attention},
     {"matmul", lrp_matmul},
     {"set_num_threads", l_set_num_threads},
     {NULL, NULL},

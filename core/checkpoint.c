@@ -27,6 +27,9 @@
 #define CK_HEADER 16u  /* magic, version, file size */
 #define CK_TRAILER 8u  /* checksum */
 #define CK_FLAG_OPTIM 1u
+#define CK_FLAG_LINEAR 2u        /* the model uses linear attention */
+#define CK_FLAG_ROPE_BEFORE 4u   /* ... with RoPE before the feature map */
+#define CK_FLAGS_KNOWN (CK_FLAG_OPTIM | CK_FLAG_LINEAR | CK_FLAG_ROPE_BEFORE)
 
 #define FNV_OFFSET 0xcbf29ce484222325ULL
 #define FNV_PRIME 0x100000001b3ULL
@@ -167,7 +170,11 @@ static void w_body(writer *w, rp_model *m, const rp_adam_cfg *oc, const rp_adam_
 {
     w_model_cfg(w, rp_model_config(m));
     int np = rp_model_num_tensors(m);
-    w_u32(w, oc ? CK_FLAG_OPTIM : 0u);
+    const rp_model_cfg *mc = rp_model_config(m);
+    uint32_t flags = oc ? CK_FLAG_OPTIM : 0u;
+    if (mc->attention == RP_ATTN_LINEAR) flags |= CK_FLAG_LINEAR;
+    if (mc->linear_rope == RP_LIN_BEFORE) flags |= CK_FLAG_ROPE_BEFORE;
+    w_u32(w, flags);
     w_u32(w, (uint32_t)np);
     w_u64(w, (uint64_t)rp_model_param_count(m));
     const float *data = rp_model_params(m)->data;
@@ -529,9 +536,11 @@ static rp_status parse(const char *path, const uint8_t *b, uint64_t n, rp_checkp
     uint32_t np = r_u32(&r, "the parameter count");
     uint64_t total = r_u64(&r, "the parameter count");
     if (r.what) return rp_error(RP_ERR_IO, "%s: corrupted (%s runs past the end)", path, r.what);
-    if (flags & ~CK_FLAG_OPTIM)
+    if (flags & ~CK_FLAGS_KNOWN)
         return rp_error(RP_ERR_IO, "%s: corrupted (unknown flags 0x%lx)", path,
                         (unsigned long)flags);
+    mc.attention = (flags & CK_FLAG_LINEAR) ? RP_ATTN_LINEAR : RP_ATTN_SOFTMAX;
+    mc.linear_rope = (flags & CK_FLAG_ROPE_BEFORE) ? RP_LIN_BEFORE : RP_LIN_AFTER;
     rp_status st = rp_model_cfg_check(&mc);
     if (st != RP_OK) return rethrow(RP_ERR_IO, path, "bad model config: ");
     /* The parameters must fit in what is left of the file before anything is allocated. */

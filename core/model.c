@@ -100,6 +100,8 @@ struct rp_model {
     rp_model_cfg cfg;
     int64_t dk, d_rot_qk, d_rot_v; /* d_rot_* are 0 when the mode does not rotate */
     int rot_qk, rot_v;
+    int linear;                    /* cfg.attention == RP_ATTN_LINEAR */
+    double lin_min_den;            /* the last forward's smallest denominator (linear) */
 
     /* layout */
     int nparams;
@@ -141,6 +143,7 @@ struct rp_model {
     float *c_x, *c_ln, *c_mean, *c_rstd, *c_qkv, *c_score, *c_y, *c_proj, *c_res, *c_h, *c_ha;
     float *c_logits;
     float *qk_cos, *qk_sin, *v_cos, *v_sin, *o_cos, *o_sin;
+    double *lin_state;             /* linear attention: (layers, state doubles of one sequence) */
 
     /* generation */
     double *gen_p;
@@ -171,6 +174,8 @@ rp_model_cfg rp_model_cfg_default(int64_t vocab)
     c.rope_base = 10000.0;
     c.pairing = RP_PAIR_HALF;
     c.seed = 0;
+    c.attention = RP_ATTN_SOFTMAX;
+    c.linear_rope = RP_LIN_AFTER;
     return c;
 }
 
@@ -234,6 +239,14 @@ rp_status rp_model_cfg_check(const rp_model_cfg *cfg)
     int64_t dk = cfg->d_model / cfg->heads, d;
     if (pe_rotates_qk(cfg->pe)) RP_TRY(check_fraction("fraction_qk", cfg->fraction_qk, dk, &d));
     if (pe_rotates_v(cfg->pe)) RP_TRY(check_fraction("fraction_v", cfg->fraction_v, dk, &d));
+    if (cfg->attention != RP_ATTN_SOFTMAX && cfg->attention != RP_ATTN_LINEAR)
+        return rp_error(RP_ERR_ARG, "attention %d is not softmax (0) or linear (1)",
+                        (int)cfg->attention);
+    if (cfg->linear_rope != RP_LIN_AFTER && cfg->linear_rope != RP_LIN_BEFORE)
+        return rp_error(RP_ERR_ARG, "linear_rope %d is not after (0) or before (1)",
+                        (int)cfg->linear_rope);
+    if (cfg->attention == RP_ATTN_LINEAR && cfg->pe == RP_PE_ROPER_LEGACY)
+        return rp_error(RP_ERR_ARG, "linear attention does not support pe roper_legacy");
     return RP_OK;
 }
 
@@ -356,7 +369,8 @@ static void plan_acts(rp_model *m, planner *pl)
 {
     const rp_model_cfg *c = &m->cfg;
     int64_t N = c->max_batch * c->seq_len, C = c->d_model, F = c->d_ff, V = c->vocab;
-    int64_t A = c->max_batch * c->heads * c->seq_len * c->seq_len;
+    /* linear attention keeps no (T, T) weights */
+    int64_t A = m->linear ? 0 : c->max_batch * c->heads * c->seq_len * c->seq_len;
     int drop = c->dropout > 0.0;
     m->x0 = take(pl, N * C);
     for (int64_t l = 0; l < c->layers; l++) {
@@ -365,7 +379,7 @@ static void plan_acts(rp_model *m, planner *pl)
         a.ln1_mean = take(pl, N);
         a.ln1_rstd = take(pl, N);
         a.qkv = take(pl, N * 3 * C);
-        a.att = take(pl, A);
+        a.att = A > 0 ? take(pl, A) : NULL;
         a.atty = take(pl, N * C);
         a.mask1 = drop ? take(pl, N * C) : NULL;
         a.res1 = take(pl, N * C);
@@ -411,8 +425,9 @@ static void plan_cache(rp_model *m, planner *pl)
     const rp_model_cfg *c = &m->cfg;
     int64_t Tm = c->seq_len, C = c->d_model, F = c->d_ff, V = c->vocab, L = c->layers;
     int64_t hq = m->d_rot_qk / 2, hv = m->d_rot_v / 2;
-    m->kcache = take(pl, L * Tm * C);
-    m->vcache = take(pl, L * Tm * C);
+    /* linear attention decodes with its running state instead of keys and values */
+    m->kcache = m->linear ? NULL : take(pl, L * Tm * C);
+    m->vcache = m->linear ? NULL : take(pl, L * Tm * C);
     m->c_x = take(pl, C);
     m->c_ln = take(pl, C);
     m->c_mean = take(pl, 1);
@@ -463,6 +478,7 @@ void rp_model_free(rp_model *m)
     free(m->act_mem);
     free(m->grad_mem);
     free(m->cache_mem);
+    free(m->lin_state);
     free(m->tokens);
     free(m->targets);
     free(m->mask);
@@ -480,7 +496,8 @@ rp_model *rp_model_new(const rp_model_cfg *cfg)
     double N = (double)c->max_batch * (double)c->seq_len, C = (double)c->d_model;
     double F = (double)c->d_ff, V = (double)c->vocab, L = (double)c->layers;
     double Hd = (double)c->heads, Tm = (double)c->seq_len;
-    double per_layer = N * (13.0 * C + 2.0 * F + 4.0) + N * Hd * Tm;
+    double per_layer = N * (13.0 * C + 2.0 * F + 4.0) +
+                       (c->attention == RP_ATTN_LINEAR ? 0.0 : N * Hd * Tm);
     double est = N * C * 4.0 + L * per_layer + 2.0 * N * V + N * (10.0 * C + 2.0 * F + V) +
                  2.0 * (V + 3.0 * C) * C + L * (4.0 * C * C + 2.0 * C * F);
     if (est > (double)RP_MAX_NUMEL) {
@@ -501,6 +518,8 @@ rp_model *rp_model_new(const rp_model_cfg *cfg)
     m->dk = c->d_model / c->heads;
     m->rot_qk = pe_rotates_qk(c->pe);
     m->rot_v = pe_rotates_v(c->pe);
+    m->linear = c->attention == RP_ATTN_LINEAR;
+    m->lin_min_den = (double)NAN;
     if (m->rot_qk) m->d_rot_qk = (int64_t)floor(c->fraction_qk * (double)m->dk);
     if (m->rot_v) m->d_rot_v = (int64_t)floor(c->fraction_v * (double)m->dk);
     rp_rng_seed(&m->rng, c->seed ^ RP_DROPOUT_SEED_XOR);
@@ -519,7 +538,8 @@ rp_model *rp_model_new(const rp_model_cfg *cfg)
     /* activations */
     m->nthreads = max_threads();
     m->attn_scratch_floats =
-        rp_attention_scratch_floats(c->seq_len, c->seq_len, m->dk, m->dk, m->nthreads);
+        m->linear ? rp_linattn_scratch_floats(c->seq_len, m->dk, m->dk, m->nthreads)
+                  : rp_attention_scratch_floats(c->seq_len, c->seq_len, m->dk, m->dk, m->nthreads);
     m->la = calloc((size_t)c->layers, sizeof *m->la);
     if (!m->la) goto nomem;
     planner pl = {NULL, 0};
@@ -549,6 +569,11 @@ rp_model *rp_model_new(const rp_model_cfg *cfg)
     m->cache_mem = alloc_floats(pl.off);
     if (!m->cache_mem) goto nomem;
     memset(m->cache_mem, 0, (size_t)pl.off * sizeof(float));
+    if (m->linear) {
+        size_t n = (size_t)(c->layers * rp_linattn_state_doubles(c->heads, m->dk, m->dk));
+        m->lin_state = calloc(n, sizeof(double));
+        if (!m->lin_state) goto nomem;
+    }
     pl.base = m->cache_mem;
     pl.off = 0;
     plan_cache(m, &pl);
@@ -639,6 +664,11 @@ const float *rp_model_attention_weights(const rp_model *m, int64_t layer)
     return m->la[layer].att;
 }
 
+double rp_model_linear_min_den(const rp_model *m)
+{
+    return m->linear && m->have_fwd ? m->lin_min_den : (double)NAN;
+}
+
 /* The residual stream after layer l (-1: the embedding output). */
 static float *layer_out(const rp_model *m, int64_t l)
 {
@@ -708,16 +738,84 @@ static rp_attn_cfg attn_cfg(const rp_model *m)
     return a;
 }
 
+static rp_linattn_cfg linattn_cfg(const rp_model *m, int64_t q_offset)
+{
+    rp_linattn_cfg a = rp_linattn_cfg_default(m->cfg.pe, m->dk, m->dk);
+    a.placement = m->cfg.linear_rope;
+    a.base = m->cfg.rope_base;
+    a.pairing = m->cfg.pairing;
+    if (m->rot_qk) a.d_rot_qk = m->d_rot_qk;
+    if (m->rot_v) a.d_rot_v = m->d_rot_v;
+    a.q_offset = q_offset;
+    return a;
+}
+
+static int64_t attn_scratch_need(const rp_model *m, int64_t T, int nt)
+{
+    return m->linear ? rp_linattn_scratch_floats(T, m->dk, m->dk, nt)
+                     : rp_attention_scratch_floats(T, T, m->dk, m->dk, nt);
+}
+
 /* Threads for the attention kernel: OpenMP's current maximum, clamped to what the scratch was
  * sized for at creation (and to what fits for this T). */
 static int attn_threads(const rp_model *m, int64_t T)
 {
     int nt = max_threads();
     if (nt > m->nthreads) nt = m->nthreads;
-    while (nt > 1 &&
-           rp_attention_scratch_floats(T, T, m->dk, m->dk, nt) > m->attn_scratch_floats)
-        nt--;
+    while (nt > 1 && attn_scratch_need(m, T, nt) > m->attn_scratch_floats) nt--;
     return nt;
+}
+
+/* The attention of one layer over the fused qkv buffer (B, T, 3C) into y (B, T, C); softmax
+ * weights go to att (softmax only). Linear attention lowers *min_den to its smallest
+ * denominator. */
+static void attention_forward(rp_model *m, float *y, float *att, const float *qkv, int64_t B,
+                              int64_t T, const rp_attn_cfg *acfg, int nt, double *min_den)
+{
+    int64_t C = m->cfg.d_model, H = m->cfg.heads, dk = m->dk;
+    if (m->linear) {
+        rp_linattn_cfg lc = linattn_cfg(m, 0);
+        float md = INFINITY;
+        rp_linattn_forward(y, C, m->attn_scratch, NULL, &md, qkv, 3 * C, qkv + C, 3 * C,
+                           qkv + 2 * C, 3 * C, B, T, H, dk, dk, &lc, nt);
+        if ((double)md < *min_den) *min_den = (double)md;
+    } else {
+        rp_attention_forward(y, C, att, m->attn_scratch, qkv, 3 * C, qkv + C, 3 * C, qkv + 2 * C,
+                             3 * C, B, T, T, H, dk, dk, acfg, nt);
+    }
+}
+
+rp_status rp_model_linear_weights(const rp_model *m, int64_t layer, float *out)
+{
+    if (!m->linear) return rp_error(RP_ERR_ARG, "the model uses softmax attention");
+    if (!m->have_fwd) return rp_error(RP_ERR_ARG, "no forward pass yet");
+    if (layer < 0 || layer >= m->cfg.layers)
+        return rp_error(RP_ERR_ARG, "layer %lld is outside 0..%lld", (long long)layer,
+                        (long long)(m->cfg.layers - 1));
+    int64_t B = m->lastB, T = m->lastT, H = m->cfg.heads, C = m->cfg.d_model;
+    double *w = malloc((size_t)(H * T * T) * sizeof(double));
+    double *den = malloc((size_t)(H * T) * sizeof(double));
+    if (!w || !den) {
+        free(w);
+        free(den);
+        return rp_error(RP_ERR_NOMEM, "cannot allocate %lld x %lld linear attention weights",
+                        (long long)T, (long long)T);
+    }
+    rp_linattn_cfg lc = linattn_cfg(m, 0);
+    const float *qkv = m->la[layer].qkv;
+    for (int64_t b = 0; b < B; b++) {
+        const float *q = qkv + b * T * 3 * C;
+        rp_linattn_weights(w, den, q, 3 * C, q + C, 3 * C, T, H, m->dk, &lc);
+        float *o = out + b * H * T * T;
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t n = 0; n < T; n++)
+                for (int64_t j = 0; j < T; j++)
+                    o[(h * T + n) * T + j] =
+                        j <= n ? (float)(w[(h * T + n) * T + j] / den[h * T + n]) : 0.0f;
+    }
+    free(w);
+    free(den);
+    return RP_OK;
 }
 
 static void act_forward(const rp_model *m, float *out, const float *inp, int64_t n)
@@ -755,7 +853,7 @@ rp_status rp_model_forward(rp_model *m, const int32_t *tokens, const int32_t *ta
     RP_TRY(rp_model_check_tokens(m, tokens, targets, B, T));
     const rp_model_cfg *c = &m->cfg;
     const float *w = m->params->data;
-    int64_t N = B * T, C = c->d_model, F = c->d_ff, V = c->vocab, H = c->heads, dk = m->dk;
+    int64_t N = B * T, C = c->d_model, F = c->d_ff, V = c->vocab;
     int64_t NC = N * C;
     int drop = train && c->dropout > 0.0;
     int pre = c->norm == RP_NORM_PRE;
@@ -764,6 +862,7 @@ rp_status rp_model_forward(rp_model *m, const int32_t *tokens, const int32_t *ta
 
     m->have_fwd = 0;
     memcpy(m->tokens, tokens, (size_t)N * sizeof(int32_t));
+    double min_den = INFINITY;
 
     const float *wpe = c->pe == RP_PE_LEARNED ? w + m->off_pos
                        : c->pe == RP_PE_SINUSOIDAL ? m->sin_table
@@ -781,8 +880,7 @@ rp_status rp_model_forward(rp_model *m, const int32_t *tokens, const int32_t *ta
             attn_in = a->ln1;
         }
         rp_linear_forward(a->qkv, attn_in, w + p->qkvw, w + p->qkvb, N, C, 3 * C);
-        rp_attention_forward(a->atty, C, a->att, m->attn_scratch, a->qkv, 3 * C, a->qkv + C,
-                             3 * C, a->qkv + 2 * C, 3 * C, B, T, T, H, dk, dk, &acfg, nt);
+        attention_forward(m, a->atty, a->att, a->qkv, B, T, &acfg, nt, &min_den);
         rp_linear_forward(m->proj, a->atty, w + p->outw, w + p->outb, N, C, C);
         residual_branch(m, a->res1, a->mask1, x, m->proj, drop, NC);
         const float *ff_in, *ff_res;
@@ -831,6 +929,7 @@ rp_status rp_model_forward(rp_model *m, const int32_t *tokens, const int32_t *ta
     m->lastB = B;
     m->lastT = T;
     m->dropped = drop;
+    m->lin_min_den = m->linear ? min_den : (double)NAN;
     m->have_fwd = 1;
     return RP_OK;
 }
@@ -875,9 +974,16 @@ static void attn_branch_backward(rp_model *m, const layer_params *p, const layer
     zero(m->datty, NC);
     rp_linear_backward(m->datty, g + p->outw, g + p->outb, dproj, a->atty, w + p->outw, N, C, C);
     zero(m->dqkv, 3 * NC);
-    rp_attention_backward(m->dqkv, m->dqkv + C, m->dqkv + 2 * C, m->attn_scratch, m->datty, C,
-                          a->att, a->qkv, 3 * C, a->qkv + C, 3 * C, a->qkv + 2 * C, 3 * C, B, T,
-                          T, m->cfg.heads, dk, dk, acfg, nt);
+    if (m->linear) {
+        rp_linattn_cfg lc = linattn_cfg(m, 0);
+        rp_linattn_backward(m->dqkv, m->dqkv + C, m->dqkv + 2 * C, m->attn_scratch, m->datty, C,
+                            a->qkv, 3 * C, a->qkv + C, 3 * C, a->qkv + 2 * C, 3 * C, B, T,
+                            m->cfg.heads, dk, dk, &lc, nt);
+    } else {
+        rp_attention_backward(m->dqkv, m->dqkv + C, m->dqkv + 2 * C, m->attn_scratch, m->datty,
+                              C, a->att, a->qkv, 3 * C, a->qkv + C, 3 * C, a->qkv + 2 * C, 3 * C,
+                              B, T, T, m->cfg.heads, dk, dk, acfg, nt);
+    }
     rp_linear_backward(dinp, g + p->qkvw, g + p->qkvb, m->dqkv, inp, w + p->qkvw, N, C, 3 * C);
 }
 
@@ -951,8 +1057,64 @@ rp_status rp_model_backward(rp_model *m)
 /* ------------------------------------------------------------------------------------------ */
 /* KV cache */
 
-void rp_model_cache_reset(rp_model *m) { m->cache_len = 0; }
+void rp_model_cache_reset(rp_model *m)
+{
+    m->cache_len = 0;
+    if (m->linear)
+        memset(m->lin_state, 0,
+               (size_t)(m->cfg.layers * rp_linattn_state_doubles(m->cfg.heads, m->dk, m->dk)) *
+                   sizeof(double));
+}
 int64_t rp_model_cache_len(const rp_model *m) { return m->cache_len; }
+
+/* Softmax attention of the token at position pos in layer l over the KV cache: q, k, v in c_qkv
+ * (unrotated); k and v are rotated and stored at pos, the output goes to c_y. */
+static void cache_attend(rp_model *m, int64_t l, int64_t pos, float scale)
+{
+    const rp_model_cfg *c = &m->cfg;
+    int64_t C = c->d_model, H = c->heads, dk = m->dk, Tm = c->seq_len;
+    int64_t hq = m->d_rot_qk / 2, hv = m->d_rot_v / 2;
+    float *q = m->c_qkv, *k = q + C, *v = q + 2 * C;
+    if (m->rot_qk) {
+        rp_rope_forward(q, q, m->qk_cos + pos * hq, m->qk_sin + pos * hq, 1, 1, H, dk,
+                        m->d_rot_qk, c->pairing, 1);
+        rp_rope_forward(k, k, m->qk_cos + pos * hq, m->qk_sin + pos * hq, 1, 1, H, dk,
+                        m->d_rot_qk, c->pairing, 1);
+    }
+    if (m->rot_v)
+        rp_rope_forward(v, v, m->v_cos + pos * hv, m->v_sin + pos * hv, 1, 1, H, dk,
+                        m->d_rot_v, c->pairing, 1);
+    float *kc = m->kcache + l * Tm * C, *vc = m->vcache + l * Tm * C;
+    memcpy(kc + pos * C, k, (size_t)C * sizeof(float));
+    memcpy(vc + pos * C, v, (size_t)C * sizeof(float));
+    for (int64_t h = 0; h < H; h++) {
+        const float *qh = q + h * dk;
+        float *s = m->c_score, mx = -INFINITY;
+        for (int64_t i = 0; i <= pos; i++) {
+            const float *ki = kc + i * C + h * dk;
+            float d = 0.0f;
+            for (int64_t j = 0; j < dk; j++) d += qh[j] * ki[j];
+            s[i] = d * scale;
+            if (s[i] > mx) mx = s[i];
+        }
+        double sum = 0.0;
+        for (int64_t i = 0; i <= pos; i++) {
+            s[i] = expf(s[i] - mx);
+            sum += (double)s[i];
+        }
+        float inv = (float)(1.0 / sum);
+        float *yh = m->c_y + h * dk;
+        for (int64_t j = 0; j < dk; j++) yh[j] = 0.0f;
+        for (int64_t i = 0; i <= pos; i++) {
+            const float *vi = vc + i * C + h * dk;
+            float a = s[i] * inv;
+            for (int64_t j = 0; j < dk; j++) yh[j] += a * vi[j];
+        }
+    }
+    if (m->rot_v)
+        rp_rope_forward(m->c_y, m->c_y, m->o_cos + pos * hv, m->o_sin + pos * hv, 1, 1, H, dk,
+                        m->d_rot_v, c->pairing, -1);
+}
 
 /* One token at position pos through the model with the cache; the head runs only when
  * want_logits (the logits land in c_logits). Follows rp_model_forward exactly, with attention
@@ -962,8 +1124,7 @@ static void cache_step(rp_model *m, int32_t tok, int64_t pos, int want_logits)
 {
     const rp_model_cfg *c = &m->cfg;
     const float *w = m->params->data;
-    int64_t C = c->d_model, F = c->d_ff, V = c->vocab, H = c->heads, dk = m->dk, Tm = c->seq_len;
-    int64_t hq = m->d_rot_qk / 2, hv = m->d_rot_v / 2;
+    int64_t C = c->d_model, F = c->d_ff, V = c->vocab, H = c->heads, dk = m->dk;
     int pre = c->norm == RP_NORM_PRE;
     float scale = (float)(1.0 / sqrt((double)dk));
     float *x = m->c_x;
@@ -983,45 +1144,15 @@ static void cache_step(rp_model *m, int32_t tok, int64_t pos, int want_logits)
         }
         float *q = m->c_qkv, *k = q + C, *v = q + 2 * C;
         rp_linear_forward(q, attn_in, w + p->qkvw, w + p->qkvb, 1, C, 3 * C);
-        if (m->rot_qk) {
-            rp_rope_forward(q, q, m->qk_cos + pos * hq, m->qk_sin + pos * hq, 1, 1, H, dk,
-                            m->d_rot_qk, c->pairing, 1);
-            rp_rope_forward(k, k, m->qk_cos + pos * hq, m->qk_sin + pos * hq, 1, 1, H, dk,
-                            m->d_rot_qk, c->pairing, 1);
+        if (m->linear) {
+            /* the kernel rotates q, k, v and the output itself; the state carries the prefix */
+            rp_linattn_cfg lc = linattn_cfg(m, pos);
+            double *st = m->lin_state + l * rp_linattn_state_doubles(H, dk, dk);
+            rp_linattn_forward(m->c_y, C, m->attn_scratch, st, NULL, q, 3 * C, k, 3 * C, v, 3 * C,
+                               1, 1, H, dk, dk, &lc, 1);
+        } else {
+            cache_attend(m, l, pos, scale);
         }
-        if (m->rot_v)
-            rp_rope_forward(v, v, m->v_cos + pos * hv, m->v_sin + pos * hv, 1, 1, H, dk,
-                            m->d_rot_v, c->pairing, 1);
-        float *kc = m->kcache + l * Tm * C, *vc = m->vcache + l * Tm * C;
-        memcpy(kc + pos * C, k, (size_t)C * sizeof(float));
-        memcpy(vc + pos * C, v, (size_t)C * sizeof(float));
-        for (int64_t h = 0; h < H; h++) {
-            const float *qh = q + h * dk;
-            float *s = m->c_score, mx = -INFINITY;
-            for (int64_t i = 0; i <= pos; i++) {
-                const float *ki = kc + i * C + h * dk;
-                float d = 0.0f;
-                for (int64_t j = 0; j < dk; j++) d += qh[j] * ki[j];
-                s[i] = d * scale;
-                if (s[i] > mx) mx = s[i];
-            }
-            double sum = 0.0;
-            for (int64_t i = 0; i <= pos; i++) {
-                s[i] = expf(s[i] - mx);
-                sum += (double)s[i];
-            }
-            float inv = (float)(1.0 / sum);
-            float *yh = m->c_y + h * dk;
-            for (int64_t j = 0; j < dk; j++) yh[j] = 0.0f;
-            for (int64_t i = 0; i <= pos; i++) {
-                const float *vi = vc + i * C + h * dk;
-                float a = s[i] * inv;
-                for (int64_t j = 0; j < dk; j++) yh[j] += a * vi[j];
-            }
-        }
-        if (m->rot_v)
-            rp_rope_forward(m->c_y, m->c_y, m->o_cos + pos * hv, m->o_sin + pos * hv, 1, 1, H, dk,
-                            m->d_rot_v, c->pairing, -1);
         rp_linear_forward(m->c_proj, m->c_y, w + p->outw, w + p->outb, 1, C, C);
         rp_residual_forward(m->c_res, x, m->c_proj, C);
         float *ff_in;

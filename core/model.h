@@ -22,12 +22,17 @@
 #include <stdint.h>
 
 #include "attention.h"
+#include "linear_attention.h"
 #include "rng.h"
 #include "storage.h"
 #include "tensor.h"
 
 typedef enum { RP_NORM_PRE = 0, RP_NORM_POST = 1 } rp_norm;
 typedef enum { RP_ACT_RELU = 0, RP_ACT_GELU = 1 } rp_act;
+/* softmax: scaled dot-product attention (core/attention.h); linear: causal linear attention with
+ * phi = elu + 1 and RoPE after (RoFormer eq. 19) or before the feature map
+ * (core/linear_attention.h), O(T d_k^2) per head, a constant-size decoding state. */
+typedef enum { RP_ATTN_SOFTMAX = 0, RP_ATTN_LINEAR = 1 } rp_attn_kind;
 
 typedef struct rp_model_cfg {
     int64_t vocab;        /* V >= 1 */
@@ -46,14 +51,17 @@ typedef struct rp_model_cfg {
     double rope_base;     /* 10000 */
     rp_pairing pairing;
     uint64_t seed;        /* initialisation and dropout */
+    rp_attn_kind attention;          /* softmax (default) or linear */
+    rp_lin_placement linear_rope;    /* linear attention: RoPE after (default) or before phi */
 } rp_model_cfg;
 
 /* The labml defaults: d_model 128, heads 4, layers 3, d_ff 512, seq_len 512, max_batch 16,
- * pre-norm, ReLU, dropout 0, pe rope, fractions 1, base 10000, half pairing, seed 0; vocab as
- * given. */
+ * pre-norm, ReLU, dropout 0, pe rope, fractions 1, base 10000, half pairing, seed 0, softmax
+ * attention (linear_rope after); vocab as given. */
 rp_model_cfg rp_model_cfg_default(int64_t vocab);
 
-/* Checks every field (ranges, divisibility, even d_rot); RP_ERR_ARG naming the field. */
+/* Checks every field (ranges, divisibility, even d_rot; linear attention takes pe none,
+ * sinusoidal, learned, rope or roper); RP_ERR_ARG naming the field. */
 rp_status rp_model_cfg_check(const rp_model_cfg *cfg);
 
 /* One named parameter: its place in the flat buffer. Names:
@@ -122,8 +130,16 @@ rp_status rp_model_backward(rp_model *m);
 /* Introspection of the last forward (valid until the next call): the attention weights of layer
  * l (0-based) as a pointer to (B, H, T, T) with T the last forward's T; the residual stream after
  * layer l ((B, T, C); l = -1 gives the embedding output). NULL when l is out of range or no forward
- * ran. */
+ * ran, and (weights) for linear attention, which keeps no weights: see rp_model_linear_weights. */
 const float *rp_model_attention_weights(const rp_model *m, int64_t layer);
+/* Linear attention only: the normalised weights w_nm / den_n of layer l (0-based) of the last
+ * forward, written to out ((B, H, T, T) floats, zeros above the diagonal; overwrites), computed
+ * naively in O(T^2) from the saved q, k (rp_linattn_weights). RP_ERR_ARG for a softmax model, a
+ * bad layer or no forward; RP_ERR_NOMEM. */
+rp_status rp_model_linear_weights(const rp_model *m, int64_t layer, float *out);
+/* Linear attention only: the smallest denominator (eps included) over every layer, sequence,
+ * head and position of the last forward; NAN for a softmax model or before any forward. */
+double rp_model_linear_min_den(const rp_model *m);
 const float *rp_model_residual(const rp_model *m, int64_t layer);
 /* B and T of the last forward (0 before any). */
 void rp_model_last_shape(const rp_model *m, int64_t *B, int64_t *T);
@@ -131,7 +147,9 @@ void rp_model_last_shape(const rp_model *m, int64_t *B, int64_t *T);
 /* ---- incremental decoding with a KV cache (one sequence) ----
  * The cache stores k already rotated by +i*theta and (roper modes) v already rotated by +i*theta
  * (+2i*theta for roper_legacy), as GeoV does; each new output is rotated by -n*theta for its
- * position n. Positions count from the first token fed after rp_model_cache_reset. */
+ * position n. Positions count from the first token fed after rp_model_cache_reset. Linear
+ * attention keeps no keys: its cache is the running state (S, z) of rp_linattn_forward per layer
+ * and head, a constant size whatever the position. */
 void rp_model_cache_reset(rp_model *m);
 /* Feeds n tokens at positions cache_len .. cache_len+n-1 (cache_len + n <= seq_len, else
  * RP_ERR_RANGE) and writes the logits of the LAST of them (V floats) into logits_out. */

@@ -22,6 +22,7 @@
 #include "ops.h"
 #include "rope.h"
 #include "attention.h"
+#include "linear_attention.h"
 #include "layers.h"
 #include "model.h"
 #include "optim.h"

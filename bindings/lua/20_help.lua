@@ -376,6 +376,17 @@ Example:
   > rp.set_num_threads(1)]=] },
 
   -- ---------------------------------------------------------------- models
+  { "rp.linear_attention", "rp.linear_attention(q, k, v[, opts]) -> out, w, den", [=[
+Causal linear attention with phi = elu + 1 over one sequence's positions: q, k [B,T,H,D],
+v [B,T,H,Dv] -> out [B,T,H,Dv], and the numerator weights w [B,H,T,T] (zeros above the
+diagonal) and denominators den [B,H,T] from the explicit O(T^2) formulas:
+out_n = sum_m w_nm v_m / den_n (roper: v_m turned by R((m-n)theta)). opts: pe "none" |
+"sinusoidal" | "learned" | "rope" | "roper"; linear_rope "after" (RoFormer eq. 19: phi(q),
+phi(k) rotated in the numerator only; the default) | "before" (q, k rotated before phi);
+eps 1e-6 (> 0, added to den); base, pairing, fraction_qk, fraction_v; q_offset 0.
+Example:
+  > q = rp.randn{1, 8, 2, 16}
+  > out, w, den = rp.linear_attention(q, q, q, {pe = "rope"})]=] },
   { "rp.model", "rp.model(cfg) -> model", [=[
 A new transformer (roper.Model): token embedding, layers of attention and feed-forward,
 untied output layer; parameters initialised from cfg.seed. cfg (unknown keys are errors):
@@ -387,6 +398,10 @@ untied output layer; parameters initialised from cfg.seed. cfg (unknown keys are
   pe           "rope" (default) | "roper" | "roper_legacy" | "none" | "sinusoidal" | "learned"
   fraction_qk 1, fraction_v 1: rotated share of d_k = d_model/heads (d_rot even >= 2)
   base 10000, pairing "half" | "interleaved", seed 0 (any integer)
+  attention    "softmax" (default) | "linear": causal linear attention, phi = elu + 1, with
+               pe none, sinusoidal, learned, rope or roper (not roper_legacy)
+  linear_rope  "after" (default: RoPE on phi(q), phi(k) in the numerator only, RoFormer
+               eq. 19) | "before" (q, k rotated before phi, numerator and denominator)
 Memory for (max_batch, seq_len) is allocated once, here.
 Example:
   > m = rp.model{vocab = 65, pe = "roper", max_batch = 4}
@@ -457,10 +472,20 @@ Example:
   > m:generate({0}, 20, {temperature = 0.8, top_k = 5, seed = 1})]=] },
   { "rp.Model.attention", "m:attention(layer, tokens) -> tensor [B x H x T x T]", [=[
 The softmax attention weights of layer (1-based) for tokens (as m:forward, eval mode):
-row t holds query t's weights over keys 1..t (causal; the rest are 0).
+row t holds query t's weights over keys 1..t (causal; the rest are 0). For linear attention
+the normalised weights w_nm / den_n, recomputed naively (O(T^2)); they can be negative
+under rope (after phi) and need not sum to 1.
 Example:
   > att = m:attention(1, {0, 1, 2, 3})
   > att[{1, 1, 4}]       -- weights of query 4 in head 1]=] },
+  { "rp.Model.linear_stats", "m:linear_stats(tokens) -> min_weight, min_den", [=[
+Linear attention only: after an eval forward over tokens, the smallest normalised weight
+w_nm / den_n and the smallest denominator (its epsilon, 1e-6, included) over every layer,
+sequence, head and position. A negative min_weight means the rotated numerator made the
+output leave the convex hull of the values.
+Example:
+  > m = rp.model{vocab = 8, attention = "linear", pe = "rope", seq_len = 64}
+  > print(m:linear_stats{0, 1, 2, 3, 4, 5})]=] },
   { "rp.Model.activations", "m:activations(tokens) -> table", [=[
 The residual stream for tokens (eval mode): t[0] the embedding output (with the position
 table for pe "sinusoidal" / "learned"), t[l] the stream after layer l (l = 1 .. layers), each
@@ -606,6 +631,42 @@ Mean of m:loss (eval mode) over fresh batches of task. opts: batches 8, batch_si
 "train"), seed 0.
 Example:
   > print(rp.eval.loss(m, task, {batches = 16}))]=] },
+  -- ---------------------------------------------------------------- experiments
+  { "rp.experiment.keys", "rp.experiment.keys() -> {{name =, default =, kind =, help =}, ...}", [=[
+The keys of an experiment config in order, with their defaults, kinds (a list of allowed
+strings, "int", "number", "bool" or "string"), one line of help and task (the only task the
+key applies to, or nil). scripts/train.lua,
+compare.lua and sweep.lua make their command-line options from this list.
+Example:
+  > for _, k in ipairs(rp.experiment.keys()) do print(k.name, k.default) end]=] },
+  { "rp.experiment.config", "rp.experiment.config([overrides]) -> cfg", [=[
+A full experiment config: the defaults with overrides applied (checked; strings such as
+"0.5" from a command line are converted). Resolves max_digits 0 (8 writeup, 7 labml), quirk
+"auto" (on for labml), d_ff 0 (4 * d_model) and log_every 0 (steps / 100). Unknown keys raise.
+Example:
+  > cfg = rp.experiment.config{pe = "roper", steps = 500}]=] },
+  { "rp.experiment.run", "rp.experiment.run(cfg[, progress]) -> result", [=[
+Trains a fresh model on cfg's task (cfg as for rp.experiment.config; a partial table works)
+and evaluates it. progress(step, steps, loss) is called after every step. The result holds
+config, params, metric ("correct" or "loss"), value (correct answers with cfg.decode, or the
+evaluation loss; nil when training diverged), correct, correct_greedy, accuracy, eval_loss,
+final_train_loss (mean of the last 5 curve points), curve ({step, tokens, loss, lr} per
+log_every steps), by_digits (addition with eval_digits), examples, diverged,
+seconds_train, seconds_eval, tokens_per_s, threads.
+Example:
+  > r = rp.experiment.run{task = "substring_index", pe = "roper", steps = 300}
+  > print(r.correct, r.eval_loss)]=] },
+  { "rp.experiment.applies", "rp.experiment.applies(key, task) -> boolean", [=[
+true when config key matters for task: the task-specific keys (format, max_digits, quirk,
+eval_digits: addition; str_len: substring_index; substr_len, rnd_len: substring_prefix;
+path, valid_fraction: text) do not change runs of other tasks, and resuming ignores them.
+Example:
+  > rp.experiment.applies("path", "addition")   -- false]=] },
+  { "rp.experiment.better", "rp.experiment.better(metric, a, b) -> boolean", [=[
+true when value a beats value b for metric ("correct": higher, "loss": lower); nil (a
+diverged run) loses to any number.
+Example:
+  > rp.experiment.better("loss", 0.31, 0.33)   -- true]=] },
 
   -- ---------------------------------------------------------------- help
   { "rp.help", "rp.help([f]) -> string | nil, message", [=[
@@ -659,7 +720,9 @@ Rotary position embeddings: rp.rope.theta rp.rope.angles rp.rope.rotate rp.rope.
 inside attention through rp.attention's pe option ("rope", "roper", "roper_legacy").]=] },
   { "attention", nil, [=[
 rp.attention(q, k, v[, opts]) -> out, att: multi-head attention with positional encodings
-none, sinusoidal, learned, rope, roper and roper_legacy. See rp.help(rp.attention).]=] },
+none, sinusoidal, learned, rope, roper and roper_legacy. See rp.help(rp.attention).
+rp.linear_attention(q, k, v[, opts]) -> out, w, den: causal linear attention (phi = elu + 1)
+with rope or roper after or before phi. Models: rp.model{attention = "linear", ...}.]=] },
   { "model", rp.Model, [=[
 roper.Model: the transformer. m = rp.model{vocab = ...}; m:forward m:loss m:train_step
 m:generate m:attention m:activations m:params m:grads m:config m:num_params m:save;
@@ -677,6 +740,10 @@ task:decode task:batch task:problem task:check task:config. Evaluation: rp.help(
 rp.eval.accuracy(m, task[, opts]) rp.eval.length_generalisation(m, task, opts)
 rp.eval.loss(m, task[, opts]): accuracy by generation (greedy or sampled) and exact check,
 per digit count, and the mean loss over fresh batches.]=] },
+  { "experiment", nil, [=[
+rp.experiment.keys() rp.experiment.config([overrides]) rp.experiment.run(cfg[, progress])
+rp.experiment.applies(key, task) rp.experiment.better(metric, a, b): one training run from a flat config (task, model,
+training, evaluation), the unit of scripts/train.lua, compare.lua and sweep.lua.]=] },
   { "blas", rp.blas, [=[
 OpenBLAS: rp.blas.core rp.blas.config rp.blas.threads rp.blas.wanted_coretype and
 rp.set_num_threads. Loading roper on a CPU where OpenBLAS fell back to Prescott prints one
@@ -734,6 +801,7 @@ local function build()
   by_value[rp.optim] = topic_text.optim
   by_value[rp.Task] = topic_text.tasks
   if rp.eval then by_value[rp.eval] = topic_text.eval end
+  if rp.experiment then by_value[rp.experiment] = topic_text.experiment end
   by_value[rp.help] = by_name["rp.help"]
 end
 

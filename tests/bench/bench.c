@@ -2,6 +2,7 @@
  * forward and of forward + backward for each pe mode at B=16, T=512, H=4, d_k=32 (BENCH_REPS
  * repetitions, default 5). Figures are measured, never asserted:
  * each is the best of several repetitions (the two vCPUs of a shared host are noisy). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +128,58 @@ int main(int argc, char **argv)
         printf("  %-14s %9.2f ms %9.2f ms %14.0f\n", rp_pe_name(modes[i]), best_f * 1e3,
                best_fb * 1e3, (double)(B * T) / best_f);
     }
+    free(att);
+    free(scratch);
+
+    /* linear attention at the same size, then both kinds as T grows at 8192 tokens per batch */
+    printf("\nlinear attention (phi = elu + 1), B=%lld T=%lld H=%lld d_k=%lld, causal, nthreads "
+           "%d (best of %d)\n",
+           (long long)B, (long long)T, (long long)H, (long long)D, nt, reps);
+    printf("  %-14s %12s %12s %14s %12s %12s\n", "pe", "forward", "fwd+bwd", "fwd tokens/s",
+           "min weight", "min den");
+    float *lscratch = randbuf(&r, rp_linattn_scratch_floats(T, D, D, nt));
+    double *w = malloc((size_t)(H * T * T) * sizeof(double));
+    double *den = malloc((size_t)(H * T) * sizeof(double));
+    if (!w || !den) return 1;
+    static const struct {
+        rp_pe pe;
+        rp_lin_placement at;
+        const char *label;
+    } lmodes[] = {{RP_PE_NONE, RP_LIN_AFTER, "none"},
+                  {RP_PE_ROPE, RP_LIN_AFTER, "rope"},
+                  {RP_PE_ROPE, RP_LIN_BEFORE, "rope (before)"},
+                  {RP_PE_ROPER, RP_LIN_AFTER, "roper"}};
+    for (size_t i = 0; i < sizeof lmodes / sizeof lmodes[0]; i++) {
+        rp_linattn_cfg cfg = rp_linattn_cfg_default(lmodes[i].pe, D, D);
+        cfg.placement = lmodes[i].at;
+        double best_f = 1e30, best_fb = 1e30;
+        float min_den = 0.0f;
+        for (int rep = -1; rep < reps; rep++) {
+            double t0 = now();
+            rp_linattn_forward(out, HD, lscratch, NULL, &min_den, q, HD, k, HD, v, HD, B, T, H, D,
+                               D, &cfg, nt);
+            double t1 = now();
+            rp_linattn_backward(dq, dk, dv, lscratch, dout, HD, q, HD, k, HD, v, HD, B, T, H, D,
+                                D, &cfg, nt);
+            double t2 = now();
+            if (rep >= 0 && t1 - t0 < best_f) best_f = t1 - t0;
+            if (rep >= 0 && t2 - t0 < best_fb) best_fb = t2 - t0;
+        }
+        /* the smallest normalised weight w_nm / den_n, over the first sequence */
+        rp_linattn_weights(w, den, q, HD, k, HD, T, H, D, &cfg);
+        double min_w = INFINITY;
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t n = 0; n < T; n++)
+                for (int64_t j = 0; j <= n; j++) {
+                    double x = w[(h * T + n) * T + j] / den[h * T + n];
+                    if (x < min_w) min_w = x;
+                }
+        printf("  %-14s %9.2f ms %9.2f ms %14.0f %12.3g %12.4g\n", lmodes[i].label,
+               best_f * 1e3, best_fb * 1e3, (double)(B * T) / best_f, min_w, (double)min_den);
+    }
+    free(w);
+    free(den);
+    free(lscratch);
     free(q);
     free(k);
     free(v);
@@ -135,8 +188,53 @@ int main(int argc, char **argv)
     free(dq);
     free(dk);
     free(dv);
-    free(att);
-    free(scratch);
+
+    printf("\nscaling with T at 8192 tokens per batch (B = 8192 / T), H=%lld d_k=%lld, pe rope, "
+           "forward+backward ms (best of %d)\n",
+           (long long)H, (long long)D, reps);
+    printf("  %6s %4s %14s %14s %10s\n", "T", "B", "softmax", "linear", "ratio");
+    for (int64_t Ts = 128; Ts <= 4096; Ts *= 2) {
+        int64_t Bs = 8192 / Ts, n = Bs * Ts * HD;
+        float *sq = randbuf(&r, n), *sk = randbuf(&r, n), *sv = randbuf(&r, n);
+        float *so = randbuf(&r, n), *sdo = randbuf(&r, n), *sdq = randbuf(&r, n);
+        float *sdk = randbuf(&r, n), *sdv = randbuf(&r, n);
+        float *satt = randbuf(&r, Bs * H * Ts * Ts);
+        int64_t sf = rp_attention_scratch_floats(Ts, Ts, D, D, nt);
+        int64_t lf = rp_linattn_scratch_floats(Ts, D, D, nt);
+        float *ss = randbuf(&r, sf > lf ? sf : lf);
+        rp_attn_cfg scfg = {.pe = RP_PE_ROPE, .causal = 1, .scale = 1.0 / 5.656854249492381,
+                            .base = 10000.0, .pairing = RP_PAIR_HALF, .d_rot_qk = D,
+                            .d_rot_v = D, .q_offset = 0};
+        rp_linattn_cfg lcfg = rp_linattn_cfg_default(RP_PE_ROPE, D, D);
+        double best_s = 1e30, best_l = 1e30;
+        for (int rep = -1; rep < reps; rep++) {
+            double t0 = now();
+            rp_attention_forward(so, HD, satt, ss, sq, HD, sk, HD, sv, HD, Bs, Ts, Ts, H, D, D,
+                                 &scfg, nt);
+            rp_attention_backward(sdq, sdk, sdv, ss, sdo, HD, satt, sq, HD, sk, HD, sv, HD, Bs,
+                                  Ts, Ts, H, D, D, &scfg, nt);
+            double t1 = now();
+            rp_linattn_forward(so, HD, ss, NULL, NULL, sq, HD, sk, HD, sv, HD, Bs, Ts, H, D, D,
+                               &lcfg, nt);
+            rp_linattn_backward(sdq, sdk, sdv, ss, sdo, HD, sq, HD, sk, HD, sv, HD, Bs, Ts, H, D,
+                                D, &lcfg, nt);
+            double t2 = now();
+            if (rep >= 0 && t1 - t0 < best_s) best_s = t1 - t0;
+            if (rep >= 0 && t2 - t1 < best_l) best_l = t2 - t1;
+        }
+        printf("  %6lld %4lld %11.2f ms %11.2f ms %9.2fx\n", (long long)Ts, (long long)Bs,
+               best_s * 1e3, best_l * 1e3, best_s / best_l);
+        free(sq);
+        free(sk);
+        free(sv);
+        free(so);
+        free(sdo);
+        free(sdq);
+        free(sdk);
+        free(sdv);
+        free(satt);
+        free(ss);
+    }
 
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);

@@ -428,10 +428,10 @@ static void test_damaged(void)
     expect_io(bad, "tensor 0 is embed.weighu (7 x 16), the model expects embed.weight (7 x 16)", 1,
               "renamed tensor");
     memcpy(copy, b, len);
-    copy[128] = 4; /* unknown flag */
+    copy[128] = 8; /* unknown flag (1 optimiser, 2 linear attention, 4 rope before phi) */
     reseal(copy, len);
     spit(bad, copy, len);
-    expect_io(bad, "corrupted (unknown flags 0x4)", 1, "unknown flag");
+    expect_io(bad, "corrupted (unknown flags 0x8)", 1, "unknown flag");
     memcpy(copy, b, len);
     copy[16 + 8] = 5; /* d_model 5 with heads 2 */
     reseal(copy, len);

@@ -201,6 +201,24 @@ static void test_init(void)
 
 /* ------------------------------------------------------------------------------------------ */
 
+static void test_cfg_check_linear(void)
+{
+    rp_model_cfg c = tiny_cfg(RP_PE_ROPER_LEGACY, RP_NORM_PRE, RP_ACT_RELU);
+    c.attention = RP_ATTN_LINEAR;
+    CHECK_STATUS(rp_model_cfg_check(&c), RP_ERR_ARG,
+                 "linear attention does not support pe roper_legacy");
+    c.pe = RP_PE_ROPER;
+    CHECK_STATUS(rp_model_cfg_check(&c), RP_OK, NULL);
+    c.attention = (rp_attn_kind)2;
+    CHECK_STATUS(rp_model_cfg_check(&c), RP_ERR_ARG, "attention 2 is not softmax (0) or linear");
+    c.attention = RP_ATTN_LINEAR;
+    c.linear_rope = (rp_lin_placement)5;
+    CHECK_STATUS(rp_model_cfg_check(&c), RP_ERR_ARG, "linear_rope 5 is not after (0)");
+    rp_model_cfg d = rp_model_cfg_default(7);
+    CHECK(d.attention == RP_ATTN_SOFTMAX && d.linear_rope == RP_LIN_AFTER,
+          "defaults: softmax, rope after phi");
+}
+
 static void test_cfg_check(void)
 {
     printf("cfg_check\n");
@@ -493,6 +511,27 @@ static void test_gradcheck(void)
     c = tiny_cfg(RP_PE_ROPER_LEGACY, RP_NORM_POST, RP_ACT_RELU);
     c.dropout = 0.25;
     gradcheck(&c, "roper_legacy/post/relu dropout 0.25", 3);
+    /* linear attention: every pe it takes, both placements, pre and post norm */
+    static const rp_pe lin_pe[4] = {RP_PE_NONE, RP_PE_LEARNED, RP_PE_ROPE, RP_PE_ROPER};
+    for (int p = 0; p < 4; p++)
+        for (int at = 0; at < 2; at++) {
+            if (at == 1 && (lin_pe[p] == RP_PE_NONE || lin_pe[p] == RP_PE_LEARNED)) continue;
+            c = tiny_cfg(lin_pe[p], at ? RP_NORM_POST : RP_NORM_PRE, RP_ACT_GELU);
+            c.attention = RP_ATTN_LINEAR;
+            c.linear_rope = (rp_lin_placement)at;
+            char label[96];
+            snprintf(label, sizeof label, "linear %s (rope %s phi)/%s/gelu", rp_pe_name(lin_pe[p]),
+                     at ? "before" : "after", at ? "post" : "pre");
+            gradcheck(&c, label, 3);
+        }
+    c = tiny_cfg(RP_PE_ROPER, RP_NORM_PRE, RP_ACT_GELU);
+    c.attention = RP_ATTN_LINEAR;
+    c.d_model = 16;
+    c.heads = 2;
+    c.fraction_qk = 0.5;
+    c.fraction_v = 0.25;
+    c.pairing = RP_PAIR_INTERLEAVED;
+    gradcheck(&c, "linear roper/pre/gelu, d_rot 4/2 interleaved", 3);
     printf("  gradient checks: max |fd - g| / (1e-2 + |g|) %.3g (limit 3e-2), max |fd - g| %.3g (elements "
            "passing the central test); %d ReLU-kink fallbacks\n",
            worst_rel_all, worst_abs_all, total_kinks);
@@ -649,6 +688,49 @@ static void test_cache(void)
             rp_model_free(m);
         }
     printf("  KV cache vs full forward: max |diff| %.3g over all modes\n", worst);
+
+    /* linear attention decodes with its running state (no keys kept): same logits */
+    static const rp_pe lin_pe[4] = {RP_PE_NONE, RP_PE_SINUSOIDAL, RP_PE_ROPE, RP_PE_ROPER};
+    double worst_lin = 0.0;
+    for (int p = 0; p < 4; p++)
+        for (int at = 0; at < 2; at++) {
+            rp_model_cfg lc = cache_cfg(lin_pe[p], at ? RP_NORM_POST : RP_NORM_PRE);
+            lc.attention = RP_ATTN_LINEAR;
+            lc.linear_rope = (rp_lin_placement)at;
+            rp_model *lm = new_model(&lc);
+            const int64_t T = 12, V = 11;
+            int32_t tok[12];
+            uint64_t s = 17 + (uint64_t)p;
+            for (int i = 0; i < 12; i++) tok[i] = (int32_t)(check_rand_u64(&s) % 11);
+            CHECK_STATUS(rp_model_forward(lm, tok, NULL, NULL, 1, T, 0, NULL), RP_OK, NULL);
+            float full[12 * 11], inc[12 * 11], last[11];
+            memcpy(full, rp_model_logits(lm), sizeof full);
+            for (int round = 0; round < 2; round++) { /* the second round checks the reset */
+                rp_model_cache_reset(lm);
+                rp_status st = RP_OK;
+                for (int64_t t = 0; t < T && st == RP_OK; t++)
+                    st = rp_model_cache_feed(lm, tok + t, 1, inc + t * V);
+                CHECK(st == RP_OK, "linear cache feed: %s", rp_last_error());
+                char label[96];
+                snprintf(label, sizeof label, "linear %s (%s)/%s, round %d: state decoding = full",
+                         rp_pe_name(lin_pe[p]), at ? "before" : "after", at ? "post" : "pre",
+                         round + 1);
+                CHECK_CLOSE(inc, full, T * V, 2e-5, label);
+            }
+            for (int64_t i = 0; i < T * V; i++)
+                if (fabs((double)inc[i] - (double)full[i]) > worst_lin)
+                    worst_lin = fabs((double)inc[i] - (double)full[i]);
+            rp_model_cache_reset(lm);
+            CHECK_STATUS(rp_model_cache_feed(lm, tok, 7, last), RP_OK, NULL);
+            CHECK_CLOSE(last, full + 6 * V, V, 2e-5, "linear: block of 7, logits of the last");
+            CHECK_STATUS(rp_model_cache_feed(lm, tok + 7, 5, last), RP_OK, NULL);
+            CHECK_CLOSE(last, full + 11 * V, V, 2e-5, "linear: then 5 more");
+            CHECK(rp_model_attention_weights(lm, 0) == NULL, "linear keeps no softmax weights");
+            CHECK(isfinite(rp_model_linear_min_den(lm)) && rp_model_linear_min_den(lm) > 0.0,
+                  "linear min den after a forward");
+            rp_model_free(lm);
+        }
+    printf("  linear attention state decoding vs full forward: max |diff| %.3g\n", worst_lin);
     rp_model_cfg c = cache_cfg(RP_PE_ROPE, RP_NORM_PRE);
     rp_model *m = new_model(&c);
     int32_t bad[2] = {1, 11};
@@ -912,6 +994,7 @@ int main(void)
     test_layout();
     test_init();
     test_cfg_check();
+    test_cfg_check_linear();
     test_check_tokens();
     test_gradcheck();
     test_backward_semantics();

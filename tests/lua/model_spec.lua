@@ -102,7 +102,7 @@ end
 
 describe("rp.model construction errors", function()
   local known = "vocab, d_model, heads, layers, d_ff, seq_len, max_batch, norm, activation, "
-      .. "dropout, pe, fraction_qk, fraction_v, base, pairing, seed"
+      .. "dropout, pe, fraction_qk, fraction_v, base, pairing, seed, attention, linear_rope"
   local cases = {
     { "an unknown key", { vocab = 5, d_modle = 16 },
       "bad argument #1 to 'model' (unknown option 'd_modle' (known: " .. known .. "))" },
@@ -170,7 +170,8 @@ describe("roper.Model", function()
     local c = m:config()
     assert.same({ vocab = 7, d_model = 16, heads = 2, layers = 2, d_ff = 32, seq_len = 8,
                   max_batch = 3, norm = "pre", activation = "relu", dropout = 0.25, pe = "roper",
-                  fraction_qk = 1, fraction_v = 0.5, base = 10000, pairing = "half", seed = -3 }, c)
+                  fraction_qk = 1, fraction_v = 0.5, base = 10000, pairing = "half", seed = -3,
+                  attention = "softmax", linear_rope = "after" }, c)
     local m2 = rp.model(c)
     local p1, p2 = m:params(), m2:params()
     for i, e in ipairs(p1) do assert.equal(0, rp.maxdiff(e.tensor, p2[i].tensor), e.name) end

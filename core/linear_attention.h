@@ -1,0 +1,147 @@
+/* Causal linear attention (Katharopoulos et al. 2020, "Transformers are RNNs") with rotary
+ * position embeddings as in RoFormer (Su et al., section 3.3, eq. 19) and RoPER's value rotation.
+ *
+ * Feature map phi(x) = elu(x) + 1 elementwise (x > 0: x + 1, else exp(x)), so phi > 0. Keys,
+ * values and queries of one call come from one sequence (self-attention, S == T): row t of the
+ * call sits at position n = q_offset + t, and query n sees keys m <= n (causal). No 1/sqrt(d)
+ * scale. R_p rotates the first d_rot features by the angles p * theta_i with
+ * theta_i = base^(-2i/d_rot) (rp_rope_theta; pairing as in rope.h), later features pass through.
+ *
+ * pe modes (cfg.pe) and placement (cfg.placement):
+ *  NONE (SINUSOIDAL and LEARNED behave the same here; their encodings live in the embeddings):
+ *      out_n = sum_{m<=n} (phi(q_n) . phi(k_m)) v_m / (sum_{m<=n} phi(q_n) . phi(k_m) + eps)
+ *  ROPE, RP_LIN_AFTER (the default; RoFormer eq. 19): rotate after the feature map, in the
+ *      numerator only:  w_nm = (R_n phi(q_n)) . (R_m phi(k_m))  (may be negative; depends on the
+ *      positions only through n - m),  den_n = sum_{m<=n} phi(q_n) . phi(k_m) + eps,
+ *      out_n = sum_{m<=n} w_nm v_m / den_n
+ *  ROPE, RP_LIN_BEFORE (performer style): rotate before the feature map, in numerator and
+ *      denominator:  w_nm = phi(R_n q_n) . phi(R_m k_m),  den_n = sum_{m<=n} w_nm + eps
+ *  ROPER, either placement: w and den as for ROPE with that placement; values rotated by their
+ *      position (first d_rot_v features) and the sum rotated back by -n:
+ *      out_n = R_{-n} sum_{m<=n} w_nm R_m v_m / den_n = sum_{m<=n} w_nm R_{m-n} v_m / den_n
+ *  ROPER_LEGACY: not supported (rp_linattn_check returns RP_ERR_ARG).
+ *
+ * Computation: the recurrent form. With q~_n, k~_m the numerator features (R phi or phi R) and
+ * qd_n, kd_m the denominator features (phi(q), phi(k) for AFTER; q~, k~ otherwise) the kernel
+ * keeps S_n = sum_{m<=n} k~_m v~_m^T (D x Dv, v~_m = R_m v_m for roper, else v_m) and
+ * z_n = sum_{m<=n} kd_m (D), and out_n = R_{-n}^{roper} S_n^T q~_n / (qd_n . z_n + eps): time
+ * O(B H T D Dv), no O(T^2) data. All arithmetic after reading the float inputs is in double
+ * (features, rotations with cos/sin tables computed in double, S and z, the sums); outputs and
+ * gradients are rounded to float once.
+ *
+ * Layout (as core/attention.h): element (b, t, h, d) of q, k (width W = D) and of v, out (W = Dv),
+ * and of their gradients, is at p[(b * T + t) * ld + h * W + d]. A contiguous [B, T, H, W] tensor
+ * has ld = H * W; the model's fused qkv buffer [B, T, 3C] has ld = 3C with k = qkv + C and
+ * v = qkv + 2C.
+ *
+ * Threads: the (b, h) pairs are spread over nthreads OpenMP threads (more than B * H is fine);
+ * every pair is computed by the same sequential code, so results are bitwise the same for any
+ * nthreads (and without OpenMP).
+ */
+#ifndef RP_LINEAR_ATTENTION_H
+#define RP_LINEAR_ATTENTION_H
+
+#include <stdint.h>
+
+#include "attention.h" /* rp_pe, rp_pe_name */
+#include "rope.h"      /* rp_pairing */
+#include "status.h"
+#include "tensor.h"
+
+typedef enum {
+    RP_LIN_AFTER = 0,  /* rotate phi(x): RoFormer eq. 19, unrotated denominator (the default) */
+    RP_LIN_BEFORE = 1  /* phi(R x): rotated numerator and denominator */
+} rp_lin_placement;
+
+/* The documented default of rp_linattn_cfg.eps, added to every denominator. */
+#define RP_LINATTN_EPS 1e-6
+
+typedef struct rp_linattn_cfg {
+    rp_pe pe;                   /* NONE / SINUSOIDAL / LEARNED (all plain), ROPE, ROPER */
+    rp_lin_placement placement; /* where rope/roper rotate q and k (ignored for plain modes) */
+    double base;                /* rope base, 10000 */
+    rp_pairing pairing;
+    int64_t d_rot_qk;  /* rotated features of q/k (even, 2..D) for rope/roper */
+    int64_t d_rot_v;   /* rotated features of v (even, 2..Dv) for roper */
+    double eps;        /* > 0, finite: added to the denominator; RP_LINATTN_EPS */
+    int64_t q_offset;  /* position of row 0 of the call (>= 0) */
+} rp_linattn_cfg;
+
+/* A cfg with the defaults: the given pe, placement after, base 10000, half pairing,
+ * d_rot_qk = D, d_rot_v = Dv, eps RP_LINATTN_EPS, q_offset 0. */
+rp_linattn_cfg rp_linattn_cfg_default(rp_pe pe, int64_t D, int64_t Dv);
+
+/* Name <-> enum: "after", "before". rp_lin_placement_name gives "?" for an invalid value,
+ * rp_lin_placement_from_name -1 for an unknown name. */
+const char *rp_lin_placement_name(rp_lin_placement p);
+int rp_lin_placement_from_name(const char *name);
+
+/* Validates the head sizes and cfg: D, Dv >= 1; pe known and not ROPER_LEGACY; placement and
+ * pairing known; for rope/roper base positive and finite and d_rot_qk even in 2..D; for roper
+ * d_rot_v even in 2..Dv; eps positive and finite; q_offset >= 0. d_rot_* of modes that do not
+ * use them are not checked. Returns RP_OK, or RP_ERR_ARG with a message naming the problem
+ * (rp_last_error()). The kernels below assume a cfg that passed. */
+rp_status rp_linattn_check(int64_t D, int64_t Dv, const rp_linattn_cfg *cfg);
+
+/* Doubles of recurrent state per sequence: H * (D * Dv + D). The state of B sequences is
+ * [B][H][D * Dv + D]: per (b, h) first S (D x Dv, row-major: S[f * Dv + j] = sum over the keys
+ * seen so far of k~_f v~_j, the numerator features of the key times the (rotated) value), then
+ * z (D: the sum of the denominator features: phi(k) for AFTER and plain modes, phi(R_m k) for
+ * BEFORE). */
+int64_t rp_linattn_state_doubles(int64_t H, int64_t D, int64_t Dv);
+
+/* Floats of scratch rp_linattn_forward / rp_linattn_backward need for these dims with nthreads
+ * threads (cos/sin tables plus one slice per thread; backward: O(T (D + Dv) + D Dv) per
+ * thread); never decreases as T or nthreads grow. The kernels store doubles in it (aligned
+ * internally, one spare float included), so it must be allocated memory (malloc, an rp_storage),
+ * not a declared float array. */
+int64_t rp_linattn_scratch_floats(int64_t T, int64_t D, int64_t Dv, int nthreads);
+
+/* The forward pass over T positions of B sequences. OVERWRITES out (rows ldo apart; nothing
+ * beyond the H * Dv values of a row is written). scratch: rp_linattn_scratch_floats(T, D, Dv,
+ * nthreads) floats, contents ignored. state: NULL for training (zero initial state, nothing
+ * saved), or B * rp_linattn_state_doubles(H, D, Dv) doubles ([B][H][D*Dv + D], see above): the
+ * initial state is read from it and the final state written back (in place), so a prompt can be
+ * processed in one call and then one token per call (T = 1, q_offset = its position); the result
+ * equals one call over the whole sequence (bitwise, for the same cfg apart from q_offset). A zeroed
+ * state behaves as NULL. min_den: NULL, or receives the smallest denominator den_n (eps included)
+ * over all (b, h, t), rounded to float (+inf when B * H * T == 0). Dims and cfg must be valid
+ * (rp_linattn_check); B, T, H >= 0. */
+void rp_linattn_forward(float *out, int64_t ldo, float *scratch, double *state, float *min_den,
+                        const float *q, int64_t ldq, const float *k, int64_t ldk, const float *v,
+                        int64_t ldv, int64_t B, int64_t T, int64_t H, int64_t D, int64_t Dv,
+                        const rp_linattn_cfg *cfg, int nthreads);
+
+/* The backward pass of rp_linattn_forward run with state == NULL (zero initial state) on the
+ * same q, k, v and cfg: dq += dL/dq, dk += dL/dk, dv += dL/dv (ACCUMULATES; the same strides as
+ * q, k, v), given dout = dL/dout (rows ldo apart). dq, dk, dv may point into one fused buffer
+ * (they must not overlap each other or the inputs). It saves nothing from the forward: a forward
+ * sweep recomputes S_n, z_n, the outputs and the query gradients, storing per-position vectors in
+ * scratch (same size as the forward's); a reverse sweep accumulates
+ * G = sum_{t>=n} q~_t g_u_t^T (D x Dv) and Hz = sum_{t>=n} g_den_t qd_t for the key and value
+ * gradients. Time O(B H T D Dv). */
+void rp_linattn_backward(float *dq, float *dk, float *dv, float *scratch, const float *dout,
+                         int64_t ldo, const float *q, int64_t ldq, const float *k, int64_t ldk,
+                         const float *v, int64_t ldv, int64_t B, int64_t T, int64_t H, int64_t D,
+                         int64_t Dv, const rp_linattn_cfg *cfg, int nthreads);
+
+/* Naive O(H T^2 D) introspection of ONE sequence (b = 0 of the given pointers, rows ldq / ldk
+ * apart, positions q_offset + t): OVERWRITES w [H, T, T] with the numerator weights w_nm of the
+ * mode (zeros above the diagonal, m > n) and den [H, T] with the denominators (eps included),
+ * both in double from the explicit pairwise formulas (no recurrence), so they check the kernel
+ * and let a benchmark report the smallest weight and denominator. For roper the weights are
+ * those of rope with the same placement (the value rotation is not part of w). Allocates nothing
+ * (works through the features in blocks on the stack). Dims and cfg must be valid. */
+void rp_linattn_weights(double *w, double *den, const float *q, int64_t ldq, const float *k,
+                        int64_t ldk, int64_t T, int64_t H, int64_t D, const rp_linattn_cfg *cfg);
+
+/* Tensor-level forward for one call: q, k [B, T, H, D] and v [B, T, H, Dv] (4-D, sizes >= 1,
+ * any strides; keys and queries at the same positions q_offset .. q_offset+T-1). Checks shapes
+ * (RP_ERR_SHAPE, "expected k as [...], got [...]") and cfg (rp_linattn_check), then allocates and
+ * fills out [B, T, H, Dv] and, when w / den are not NULL, w [B, H, T, T] and den [B, H, T]: the
+ * numerator weights and denominators of rp_linattn_weights, rounded to float. The caller
+ * releases what it gets (nothing on an error). */
+rp_status rp_linear_attention(rp_tensor *out, rp_tensor *w, rp_tensor *den, const rp_tensor *q,
+                              const rp_tensor *k, const rp_tensor *v, const rp_linattn_cfg *cfg);
+
+#endif
