@@ -2,7 +2,9 @@
 #
 #   make            build the library, the Lua module build/roper.so and the REPL build/roper
 #   make test       install what is missing, build, run the C tests and the busted specs
-#   make run        install what is missing, build, run the main job
+#   make run        install what is missing, build, run the main job: RoPE vs RoPER on substring
+#                   by index, 3 seeds each (about 5 minutes on 2 cores), table + plot in results/run/
+#                   (RUN_ARGS="--seeds 10 --steps 4000" changes it; see scripts/compare.lua --help)
 #   make bench      sgemm GFLOPS, OpenBLAS core, attention forward timings
 #   make test SANITIZE=1   the same suite under ASan + UBSan (separate build dir)
 #   NO_OMP=1        build without OpenMP
@@ -11,7 +13,7 @@ SHELL := /bin/bash
 
 # Debian packages the project needs (installed by `make deps` only when missing).
 PACKAGES := gcc make pkg-config lua5.4 liblua5.4-dev libopenblas-dev lua-busted libreadline-dev \
-            gnuplot-nox lua-argparse lua-cjson lua-penlight
+            gnuplot-nox lua-argparse lua-cjson lua-penlight lua-system fortunes
 
 ifeq ($(SANITIZE),1)
   BUILD := build-san
@@ -104,8 +106,9 @@ $(BENCH) $(BENCH_TRAIN): $(BUILD)/%: tests/bench/%.c $(LIB)
 test: deps all
 	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) tests/run
 
+RUN_ARGS ?= --seeds 3
 run: deps all
-	@tests/with_blas_env $(REPL) scripts/rotation_identity.lua
+	@tests/with_blas_env $(REPL) scripts/compare.lua --out results/run $(RUN_ARGS)
 
 # BENCH_MODELS="S M" limits the training part (P takes minutes).
 bench: deps all

@@ -150,7 +150,9 @@ static int make_task(lua_State *L, int opts, const rp_task_cfg *cfg)
     const char *msg = rp_last_error();
     if (msg == NULL || msg[0] == '\0') return lrp_raise(L, RP_ERR_NOMEM);
     size_t plen = cfg->path ? strlen(cfg->path) : 0;
-    if (cfg->path && strncmp(msg, cfg->path, plen) == 0 && msg[plen] == ':') {
+    /* a file problem names the path, or a file inside the folder path */
+    if (cfg->path && strncmp(msg, cfg->path, plen) == 0 &&
+        (msg[plen] == ':' || msg[plen] == '/')) {
         lua_pushnil(L);
         lua_pushstring(L, msg);
         return 2;

@@ -1,0 +1,244 @@
+-- Runs a list of experiment runs as independent processes of scripts/train.lua, at most `jobs`
+-- at a time, with a progress bar and ETA, skipping runs whose result file already exists with
+-- the same config (so an interrupted comparison or sweep resumes where it stopped).
+--
+--   runner.run(runs, opts) -> results, failures
+--     runs: { {id = "rope s1", cfg = <full config>, path = "dir/rope-s1.json"}, ... }
+--     opts: jobs (1), roper (the interpreter, arg[-1]), train (scripts/train.lua), quiet,
+--           force (rerun runs whose file holds another config instead of stopping),
+--           on_done(run, result) (called as each run finishes or is found done)
+--     results[i] is run i's decoded result (nil when it failed); failures lists
+--     {run =, message =}.
+--   runner.check_existing(run) -> "done" | "missing" | nil, message (another config)
+--
+-- Each run writes path (result JSON, name.json), name.csv (loss curve), name.log (its output);
+-- while it runs, name.progress ("step steps loss", rewritten about twice a second).
+local util = require "lib.util"
+
+local runner = {}
+
+local system_ok, system = pcall(require, "system")
+local now = system_ok and system.gettime or os.time
+local function sleep(s)
+  if system_ok then system.sleep(s) else os.execute("sleep " .. s) end
+end
+
+-- Keys that do not change a run's result beyond the last bits (threads) are left out when a
+-- finished file is compared with the wanted config, and so are the keys of other tasks.
+local IGNORED = { threads = true }
+
+-- Both sides are resolved by rp.experiment.config first: a key missing from the stored config
+-- (written before the key existed) takes its default, and resolved values compare equal to the
+-- "0 / auto" they came from.
+local function same_config(stored, wanted)
+  local rp = require "roper"
+  local known = {}
+  for _, k in ipairs(rp.experiment.keys()) do known[k.name] = true end
+  local a0 = {}
+  for k, v in pairs(stored) do
+    if not known[k] then return false, k end
+    a0[k] = v
+  end
+  local ok, a = pcall(rp.experiment.config, a0)
+  if not ok then return false, "config" end
+  local b = rp.experiment.config(wanted)
+  local function matters(k) return not IGNORED[k] and rp.experiment.applies(k, b.task) end
+  for k, v in pairs(b) do
+    if matters(k) and a[k] ~= v then return false, k, a[k], v end
+  end
+  return true
+end
+
+-- A value for messages: integral floats (JSON numbers come back as floats) without ".0".
+local function show(v)
+  if math.type(v) == "float" and v == math.floor(v) and math.abs(v) < 2^53 then
+    return tostring(math.tointeger(v))
+  end
+  return tostring(v)
+end
+
+function runner.check_existing(run)
+  if not util.exists(run.path) then return "missing" end
+  local res, err = util.read_json(run.path)
+  if not res then return nil, err end
+  if type(res.config) ~= "table" then return nil, run.path .. ": not a result file (no config)" end
+  local same, key, there, here = same_config(res.config, run.cfg)
+  if not same then
+    return nil, ("%s holds a run with another config (%s = %s there, %s here)"):format(run.path,
+      key, show(there), show(here))
+  end
+  return "done", res
+end
+
+local function fmt_time(s)
+  if s == nil or s ~= s or s == math.huge then return "?" end
+  s = math.floor(s + 0.5)
+  if s >= 3600 then return ("%dh%02dm"):format(s // 3600, s % 3600 // 60) end
+  if s >= 60 then return ("%dm%02ds"):format(s // 60, s % 60) end
+  return ("%ds"):format(s)
+end
+runner.fmt_time = fmt_time
+
+local function read_progress(path)
+  local f = io.open(path, "r")
+  if not f then return nil end
+  local line = f:read("l")
+  f:close()
+  if not line then return nil end
+  local step, steps, loss = line:match("^(%d+) (%d+) (%S+)")
+  if not step then return nil end
+  return tonumber(step), tonumber(steps), tonumber(loss)
+end
+
+local function tail(path, n)
+  local text = util.read(path) or ""
+  local lines = {}
+  for l in text:gmatch("[^\n]+") do lines[#lines + 1] = l end
+  return table.concat(lines, "\n", math.max(1, #lines - n + 1))
+end
+
+function runner.run(runs, opts)
+  opts = opts or {}
+  local jobs = math.max(1, opts.jobs or 1)
+  local roper = opts.roper or arg[-1]
+  local train = opts.train
+  local results, failures = {}, {}
+  local pending = {}
+  for i, run in ipairs(runs) do
+    local state, res = runner.check_existing(run)
+    if state == "done" then
+      results[i] = res
+      if opts.on_done then opts.on_done(run, res, true) end
+    elseif state == "missing" or opts.force then
+      pending[#pending + 1] = i
+    else
+      error(res .. "; use another --out folder, or --force to rerun it", 0)
+    end
+  end
+  if #pending == 0 then return results, failures end
+  local total_steps = 0
+  for _, i in ipairs(pending) do total_steps = total_steps + runs[i].cfg.steps end
+
+  local tty = not opts.quiet and os.execute("test -t 2") == true
+  local running = {} -- index -> {started =}
+  local nrunning, next_pending, finished_steps, nfinished = 0, 1, 0, 0
+  local t0 = now()
+  local last_line, last_print = "", 0
+
+  local function files(i)
+    local p = runs[i].path:gsub("%.json$", "")
+    return p .. ".progress", p .. ".rc", p .. ".log", p .. ".cfg.json"
+  end
+
+  local function start(i)
+    local run = runs[i]
+    local progress, rc, log, cfgfile = files(i)
+    os.remove(rc)
+    os.remove(progress)
+    assert(util.write(cfgfile, util.json(run.cfg)))
+    local cmd = ("%s %s --config %s --out %s --progress %s"):format(util.quote(roper),
+      util.quote(train), util.quote(cfgfile), util.quote(run.path), util.quote(progress))
+    -- the subshell runs in the background; its exit status lands in the .rc file
+    os.execute(("(%s > %s 2>&1; echo $? > %s) &"):format(cmd, util.quote(log), util.quote(rc)))
+    running[i] = { started = now() }
+    nrunning = nrunning + 1
+  end
+
+  local function status_line()
+    local done = finished_steps
+    local current = {}
+    for i in pairs(running) do
+      local step, steps, loss = read_progress((files(i)))
+      if step then
+        done = done + step
+        current[#current + 1] = ("%s %d/%d loss %.3f"):format(runs[i].id, step, steps, loss)
+      else
+        current[#current + 1] = runs[i].id .. " starting"
+      end
+    end
+    table.sort(current)
+    local frac = total_steps > 0 and done / total_steps or 0
+    local elapsed = now() - t0
+    local eta = done > 0 and elapsed * (total_steps - done) / done or nil
+    local width = 24
+    local fill = math.floor(frac * width + 0.5)
+    return ("[%s%s] %3d%%  %d/%d runs  %s elapsed, ETA %s  %s"):format(("#"):rep(fill),
+      ("."):rep(width - fill), math.floor(frac * 100), nfinished, #pending, fmt_time(elapsed),
+      fmt_time(eta), table.concat(current, "; ")), frac
+  end
+
+  local function show(force)
+    if opts.quiet then return end
+    local line, frac = status_line()
+    if tty then
+      local cols = 160
+      if #line > cols then line = line:sub(1, cols - 3) .. "..." end
+      io.stderr:write("\r", line, (" "):rep(math.max(0, #last_line - #line)))
+      last_line = line
+    elseif force or now() - last_print >= 30 then
+      io.stderr:write(line, "\n")
+      last_print = now()
+    end
+    io.stderr:flush()
+    return frac
+  end
+
+  local function clear_line()
+    if tty and #last_line > 0 then
+      io.stderr:write("\r", (" "):rep(#last_line), "\r")
+      last_line = ""
+    end
+  end
+
+  local function finish(i)
+    local run = runs[i]
+    local progress, rc, log, cfgfile = files(i)
+    local code = tonumber((util.read(rc) or ""):match("%d+"))
+    os.remove(rc)
+    os.remove(progress)
+    os.remove(cfgfile)
+    running[i] = nil
+    nrunning = nrunning - 1
+    nfinished = nfinished + 1
+    finished_steps = finished_steps + run.cfg.steps
+    local res, err
+    if code == 0 then res, err = util.read_json(run.path) end
+    clear_line()
+    if res then
+      results[i] = res
+      if opts.on_done then opts.on_done(run, res, false) end
+    else
+      local msg = err or ("exit status " .. tostring(code))
+      failures[#failures + 1] = { run = run, message = msg }
+      io.stderr:write(("run %s failed (%s); its log %s ends with:\n%s\n"):format(run.id, msg, log,
+        tail(log, 8)))
+    end
+  end
+
+  local ok, err = pcall(function()
+    while next_pending <= #pending or nrunning > 0 do
+      while nrunning < jobs and next_pending <= #pending do
+        start(pending[next_pending])
+        next_pending = next_pending + 1
+      end
+      sleep(0.5)
+      for i in pairs(running) do
+        local _, rc = files(i)
+        if util.exists(rc) and (util.read(rc) or ""):match("%d") then finish(i) end
+      end
+      show(false)
+    end
+  end)
+  clear_line()
+  if not ok then
+    io.stderr:write(("\nstopped (%s); finished runs are kept: the same command resumes.\n"):format(
+      tostring(err)))
+    os.exit(130)
+  end
+  if not opts.quiet then
+    io.stderr:write(("%d runs in %s\n"):format(#pending, fmt_time(now() - t0)))
+  end
+  return results, failures
+end
+
+return runner

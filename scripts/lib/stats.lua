@@ -1,0 +1,208 @@
+-- Statistics for comparing runs (pure Lua, no roper needed):
+--   stats.summary(values, higher_is_better) -> {n, mean, median, min, max, std, protocol, dropped}
+--   stats.welch(a, b)                       -> t, df, p   (two-sided Welch t-test)
+--   stats.permutation(a, b[, opts])         -> p, exact   (two-sided, difference of means)
+--   stats.t_sf2(t, df)                      -> two-sided tail probability P(|T| >= |t|)
+-- Values are plain Lua numbers; a nil entry (a diverged run) counts as the worst run.
+local stats = {}
+
+local function sorted_copy(v)
+  local s = {}
+  for i = 1, #v do s[i] = v[i] end
+  table.sort(s)
+  return s
+end
+
+local function mean(v)
+  local s = 0
+  for i = 1, #v do s = s + v[i] end
+  return s / #v
+end
+
+-- summary(values, higher_is_better) -> table
+-- values: a list (nil holes allowed: pass n as values.n) of numbers or nil (diverged).
+-- protocol: the write-up's statistic, the mean after dropping the single worst run (a diverged
+-- run first); with one run it is that run. mean/median/min/max/std are over the finite values.
+function stats.summary(values, higher_is_better)
+  local n = values.n or #values
+  local finite, diverged = {}, 0
+  for i = 1, n do
+    if values[i] == nil then diverged = diverged + 1 else finite[#finite + 1] = values[i] end
+  end
+  local out = { n = n, diverged = diverged }
+  if #finite == 0 then return out end
+  local s = sorted_copy(finite)
+  out.min, out.max = s[1], s[#s]
+  out.mean = mean(s)
+  local m = #s
+  out.median = m % 2 == 1 and s[(m + 1) // 2] or (s[m // 2] + s[m // 2 + 1]) / 2
+  if m >= 2 then
+    local ss = 0
+    for i = 1, m do ss = ss + (s[i] - out.mean) ^ 2 end
+    out.std = math.sqrt(ss / (m - 1))
+  end
+  -- the write-up's protocol: drop the worst run, average the rest
+  if n == 1 then
+    out.protocol = finite[1]
+  elseif diverged >= 1 then
+    if diverged == 1 then out.protocol, out.dropped = out.mean, "diverged" end
+    -- more than one diverged run: the protocol has no finite value
+  else
+    local kept = {}
+    if higher_is_better then
+      for i = 2, m do kept[#kept + 1] = s[i] end
+      out.dropped = s[1]
+    else
+      for i = 1, m - 1 do kept[#kept + 1] = s[i] end
+      out.dropped = s[m]
+    end
+    out.protocol = mean(kept)
+  end
+  return out
+end
+
+-- The continued fraction of the regularised incomplete beta function I_x(a, b) (modified Lentz),
+-- valid for x < (a + 1) / (a + b + 2).
+local function betacf(a, b, x)
+  local tiny = 1e-300
+  local qab, qap, qam = a + b, a + 1, a - 1
+  local c, d = 1, 1 - qab * x / qap
+  if math.abs(d) < tiny then d = tiny end
+  d = 1 / d
+  local h = d
+  for m = 1, 10000 do
+    local m2 = 2 * m
+    local aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+    d = 1 + aa * d
+    if math.abs(d) < tiny then d = tiny end
+    c = 1 + aa / c
+    if math.abs(c) < tiny then c = tiny end
+    d = 1 / d
+    h = h * d * c
+    aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+    d = 1 + aa * d
+    if math.abs(d) < tiny then d = tiny end
+    c = 1 + aa / c
+    if math.abs(c) < tiny then c = tiny end
+    d = 1 / d
+    local del = d * c
+    h = h * del
+    if math.abs(del - 1) < 1e-15 then break end
+  end
+  return h
+end
+
+-- log Gamma (Lanczos, g = 7, n = 9; relative error about 1e-15 for x > 0).
+local LANCZOS = { 0.99999999999980993, 676.5203681218851, -1259.1392167224028,
+  771.32342877765313, -176.61502916214059, 12.507343278686905, -0.13857109526572012,
+  9.9843695780195716e-6, 1.5056327351493116e-7 }
+local function lgamma(x)
+  if x < 0.5 then
+    return math.log(math.pi / math.abs(math.sin(math.pi * x))) - lgamma(1 - x)
+  end
+  x = x - 1
+  local a = LANCZOS[1]
+  local t = x + 7.5
+  for i = 1, 8 do a = a + LANCZOS[i + 1] / (x + i) end
+  return 0.5 * math.log(2 * math.pi) + (x + 0.5) * math.log(t) - t + math.log(a)
+end
+
+-- I_x(a, b), the regularised incomplete beta function.
+local function ibeta(x, a, b)
+  if x <= 0 then return 0 end
+  if x >= 1 then return 1 end
+  local lbt = lgamma(a + b) - lgamma(a) - lgamma(b) + a * math.log(x) + b * math.log(1 - x)
+  local bt = math.exp(lbt)
+  if x < (a + 1) / (a + b + 2) then return bt * betacf(a, b, x) / a end
+  return 1 - bt * betacf(b, a, 1 - x) / b
+end
+stats.ibeta = ibeta
+
+-- t_sf2(t, df) -> P(|T| >= |t|) for Student's t with df > 0 degrees of freedom (df may be
+-- fractional, as Welch's is).
+function stats.t_sf2(t, df)
+  if t ~= t then return nil end
+  if math.abs(t) == math.huge then return 0 end
+  return ibeta(df / (df + t * t), df / 2, 0.5)
+end
+
+-- welch(a, b) -> t, df, p: Welch's unequal-variance t-test of mean(a) vs mean(b), two-sided.
+-- Needs at least 2 values in each; when both variances are 0 the test is undefined: returns
+-- nil, nil, (1 when the means are equal, 0 otherwise) so identical constant groups give p = 1.
+function stats.welch(a, b)
+  local na, nb = #a, #b
+  if na < 2 or nb < 2 then return nil, nil, nil end
+  local ma, mb = mean(a), mean(b)
+  local va, vb = 0, 0
+  for i = 1, na do va = va + (a[i] - ma) ^ 2 end
+  for i = 1, nb do vb = vb + (b[i] - mb) ^ 2 end
+  va, vb = va / (na - 1), vb / (nb - 1)
+  local se2 = va / na + vb / nb
+  if se2 == 0 then return nil, nil, ma == mb and 1 or 0 end
+  local t = (ma - mb) / math.sqrt(se2)
+  local df = se2 * se2 / ((va / na) ^ 2 / (na - 1) + (vb / nb) ^ 2 / (nb - 1))
+  return t, df, stats.t_sf2(t, df)
+end
+
+-- permutation(a, b[, {max_exact = 200000, samples = 100000, seed = 1}]) -> p, exact
+-- Two-sided permutation test of the difference of means: the share of relabellings of the
+-- pooled values whose |mean difference| is at least the observed one (with a 1e-12 relative
+-- tolerance for ties). Every relabelling is enumerated when there are at most max_exact of
+-- them (exact = true); otherwise `samples` random ones (its own splitmix64 generator seeded by
+-- opts.seed, so the answer is reproducible) plus the observed labelling.
+function stats.permutation(a, b, opts)
+  opts = opts or {}
+  local na, nb = #a, #b
+  if na == 0 or nb == 0 then return nil, false end
+  local pool, total = {}, 0
+  for i = 1, na do pool[i] = a[i]; total = total + a[i] end
+  for i = 1, nb do pool[na + i] = b[i]; total = total + b[i] end
+  local n = na + nb
+  local function diff(sum_a) return math.abs(sum_a / na - (total - sum_a) / nb) end
+  local sa = 0
+  for i = 1, na do sa = sa + a[i] end
+  local observed = diff(sa)
+  local tol = 1e-12 * math.max(1, math.abs(observed))
+  -- the number of relabellings, C(n, na)
+  local combos = 1
+  for i = 1, na do combos = combos * (n - na + i) / i end
+  if combos <= (opts.max_exact or 200000) then
+    local count, seen = 0, 0
+    local function rec(start, left, sum)
+      if left == 0 then
+        seen = seen + 1
+        if diff(sum) >= observed - tol then count = count + 1 end
+        return
+      end
+      for i = start, n - left + 1 do rec(i + 1, left - 1, sum + pool[i]) end
+    end
+    rec(1, na, 0)
+    return count / seen, true
+  end
+  local samples = opts.samples or 100000
+  -- splitmix64 of its own (Lua's math.random is left alone): j uniform in i..n
+  local state = opts.seed or 1
+  local function uniform(i, hi)
+    state = state + 0x9E3779B97F4A7C15
+    local z = state
+    z = (z ~ (z >> 30)) * 0xBF58476D1CE4E5B9
+    z = (z ~ (z >> 27)) * 0x94D049BB133111EB
+    z = z ~ (z >> 31)
+    return i + (z >> 11) % (hi - i + 1)
+  end
+  local idx = {}
+  for i = 1, n do idx[i] = i end
+  local count = 1 -- the observed labelling
+  for _ = 1, samples do
+    local s = 0
+    for i = 1, na do -- partial Fisher-Yates: the first na of a random permutation
+      local j = uniform(i, n)
+      idx[i], idx[j] = idx[j], idx[i]
+      s = s + pool[idx[i]]
+    end
+    if diff(s) >= observed - tol then count = count + 1 end
+  end
+  return count / (samples + 1), false
+end
+
+return stats

@@ -1,0 +1,215 @@
+-- Small helpers shared by the experiment scripts (train.lua, compare.lua, sweep.lua):
+-- atomic file writes, JSON files, folders, shell quoting, markdown and CSV tables, and the
+-- command-line options made from rp.experiment.keys().
+local cjson = require "cjson"
+local pldir = require "pl.dir"
+local plpath = require "pl.path"
+
+local util = {}
+
+-- write(path, text) -> true | nil, message. Writes to path.tmp-<random> in the same folder, then
+-- renames it over path, so a reader never sees a partial file and an interrupted write leaves
+-- the old file (or none).
+function util.write(path, text)
+  local tmp = ("%s.tmp-%06x"):format(path, math.random(0, 0xffffff))
+  local f, err = io.open(tmp, "wb")
+  if not f then return nil, err end
+  local ok, werr = f:write(text)
+  local cok, cerr = f:close()
+  if not ok or not cok then
+    os.remove(tmp)
+    return nil, tmp .. ": " .. tostring(werr or cerr)
+  end
+  local rok, rerr = os.rename(tmp, path)
+  if not rok then
+    os.remove(tmp)
+    return nil, rerr
+  end
+  return true
+end
+
+-- read(path) -> text | nil, message
+function util.read(path)
+  local f, err = io.open(path, "rb")
+  if not f then return nil, err end
+  local text = f:read("a")
+  f:close()
+  return text
+end
+
+-- JSON with sorted keys, so files diff well and resume checks compare equal texts.
+local function sorted_json(v, indent, out)
+  local t = type(v)
+  if t == "table" then
+    local n = #v
+    local is_array = n > 0 or next(v) == nil
+    if is_array then
+      for k in pairs(v) do
+        if math.type(k) ~= "integer" or k < 1 or k > n then is_array = false; break end
+      end
+    end
+    local pad = indent .. "  "
+    if is_array then
+      if n == 0 then out[#out + 1] = "[]"; return end
+      local scalar = true
+      for i = 1, n do if type(v[i]) == "table" then scalar = false; break end end
+      out[#out + 1] = "["
+      for i = 1, n do
+        if i > 1 then out[#out + 1] = "," end
+        if not scalar then out[#out + 1] = "\n" .. pad end
+        sorted_json(v[i], pad, out)
+      end
+      out[#out + 1] = scalar and "]" or ("\n" .. indent .. "]")
+      return
+    end
+    local keys = {}
+    for k in pairs(v) do keys[#keys + 1] = tostring(k) end
+    table.sort(keys)
+    out[#out + 1] = "{"
+    for i, k in ipairs(keys) do
+      out[#out + 1] = (i > 1 and "," or "") .. "\n" .. pad
+      sorted_json(k, pad, out)
+      out[#out + 1] = ": "
+      local val = v[k]
+      if val == nil then val = v[tonumber(k)] end
+      sorted_json(val, pad, out)
+    end
+    out[#out + 1] = "\n" .. indent .. "}"
+  elseif t == "number" then
+    if v ~= v or v == math.huge or v == -math.huge then
+      out[#out + 1] = "null"
+    elseif math.type(v) == "integer" then
+      out[#out + 1] = tostring(v)
+    else
+      out[#out + 1] = ("%.17g"):format(v)
+    end
+  elseif t == "string" then
+    out[#out + 1] = (cjson.encode(v):gsub("\\/", "/")) -- cjson escapes every '/'
+  else
+    out[#out + 1] = cjson.encode(v)
+  end
+end
+
+function util.json(v)
+  local out = {}
+  sorted_json(v, "", out)
+  return table.concat(out) .. "\n"
+end
+
+-- read_json(path) -> value | nil, message (a missing file, or JSON that does not parse)
+function util.read_json(path)
+  local text, err = util.read(path)
+  if not text then return nil, err end
+  local ok, v = pcall(cjson.decode, text)
+  if not ok then return nil, path .. ": not valid JSON (" .. tostring(v) .. ")" end
+  if v == cjson.null then return nil, path .. ": empty JSON" end
+  return v
+end
+
+-- mkdir(path) -> true | nil, message (creates parents; fine when it exists)
+function util.mkdir(path)
+  if plpath.isdir(path) then return true end
+  local ok, err = pldir.makepath(path)
+  if not ok then return nil, path .. ": " .. tostring(err) end
+  return true
+end
+
+util.exists = plpath.exists
+util.join = plpath.join
+util.dirname = plpath.dirname
+
+-- quote(s): s as one word for sh.
+function util.quote(s)
+  s = tostring(s)
+  if s:match("^[%w%./_:=,+-]+$") then return s end
+  return "'" .. s:gsub("'", "'\\''") .. "'"
+end
+
+-- A number for tables: integers as they are, others with 4 significant digits.
+function util.num(v, fmt)
+  if v == nil then return "-" end
+  if type(v) ~= "number" then return tostring(v) end
+  if math.type(v) == "integer" or (v == math.floor(v) and math.abs(v) < 1e15 and not fmt) then
+    return ("%d"):format(v)
+  end
+  return (fmt or "%.4g"):format(v)
+end
+
+-- markdown(headers, rows) -> text: a pipe table; rows are lists of strings (numbers converted).
+function util.markdown(headers, rows)
+  local lines = { "| " .. table.concat(headers, " | ") .. " |" }
+  local sep = {}
+  for i = 1, #headers do sep[i] = "---" end
+  lines[2] = "|" .. table.concat(sep, "|") .. "|"
+  for _, r in ipairs(rows) do
+    local cells = {}
+    for i = 1, #headers do cells[i] = tostring(r[i] == nil and "" or r[i]) end
+    lines[#lines + 1] = "| " .. table.concat(cells, " | ") .. " |"
+  end
+  return table.concat(lines, "\n") .. "\n"
+end
+
+-- csv(headers, rows) -> text (RFC 4180 quoting where needed).
+function util.csv(headers, rows)
+  local function cell(v)
+    if v == nil then return "" end
+    if type(v) == "number" then
+      if math.type(v) == "integer" then return tostring(v) end
+      return ("%.10g"):format(v)
+    end
+    v = tostring(v)
+    if v:find('[,"\n]') then return '"' .. v:gsub('"', '""') .. '"' end
+    return v
+  end
+  local lines = {}
+  local h = {}
+  for i, x in ipairs(headers) do h[i] = cell(x) end
+  lines[1] = table.concat(h, ",")
+  for _, r in ipairs(rows) do
+    local c = {}
+    for i = 1, #headers do c[i] = cell(r[i]) end
+    lines[#lines + 1] = table.concat(c, ",")
+  end
+  return table.concat(lines, "\n") .. "\n"
+end
+
+-- The loss curve of a result as CSV (step, tokens, loss, lr).
+function util.curve_csv(result)
+  local rows = {}
+  for i, p in ipairs(result.curve or {}) do rows[i] = { p.step, p.tokens, p.loss, p.lr } end
+  return util.csv({ "step", "tokens", "loss", "lr" }, rows)
+end
+
+-- ---------------------------------------------------------------- command-line options
+-- add_config_options(parser, rp[, skip]): one option per experiment key (--d_model and --d-model),
+-- with the default and the allowed values in the help; none gets an argparse default, so
+-- config_overrides can tell what was given.
+function util.add_config_options(parser, rp, skip)
+  skip = skip or {}
+  for _, k in ipairs(rp.experiment.keys()) do
+    if not skip[k.name] then
+      local dashed = k.name:gsub("_", "-")
+      local names = "--" .. dashed .. (dashed ~= k.name and (" --" .. k.name) or "")
+      local kind = type(k.kind) == "table" and table.concat(k.kind, "|") or k.kind
+      local def = k.default
+      if def == "" then def = "none" end
+      parser:option(names, ("%s (%s; default %s)"):format(k.help, kind, tostring(def)))
+        :target(k.name):argname("<" .. (type(k.kind) == "table" and "name" or k.kind) .. ">")
+    end
+  end
+end
+
+-- config_overrides(args, rp) -> the experiment keys given on the command line, as strings
+-- (rp.experiment.config converts them).
+function util.config_overrides(args, rp)
+  local o = {}
+  for _, k in ipairs(rp.experiment.keys()) do
+    if args[k.name] ~= nil then o[k.name] = args[k.name] end
+  end
+  return o
+end
+
+-- Seeds Lua's math.random from the clock (temporary-file names only).
+math.randomseed(os.time(), math.floor((os.clock() * 1e6) % 2^31))
+
+return util

@@ -1,0 +1,673 @@
+-- rp.experiment (bindings/lua/40_experiment.lua): config defaults, conversion of command-line
+-- strings and option errors; tiny training runs on every task (result fields checked against
+-- each other, determinism, the progress callback). Then the scripts built on it, run through
+-- the REPL binary (ROPER_BIN, default build/roper) from the repository root: train.lua,
+-- compare.lua (tables, plots, resuming, config clashes, methods) and sweep.lua (grids,
+-- --print-commands, --summary). Every run is a few steps of a 16-wide model.
+
+local rp = require "roper"
+local cjson = require "cjson"
+
+local BIN = os.getenv("ROPER_BIN") or "build/roper"
+
+local function sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
+-- The message of a failing call, and the same without a "file:line: " prefix.
+local function err_of(f, ...)
+  local ok, msg = pcall(f, ...)
+  assert.is_false(ok, "expected an error")
+  msg = tostring(msg)
+  return msg, (msg:gsub("^[^ ]-:%d+: ", "", 1))
+end
+
+-- Checks that calling f raises exactly `want` (after an optional position prefix).
+local function raises(want, f, ...)
+  local msg, bare = err_of(f, ...)
+  assert.truthy(msg:find(want, 1, true), "message: " .. msg)
+  assert.are.equal(want, bare)
+end
+
+local function read(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+-- A JSON file's decoded value (fails when the file is missing).
+local function read_json(path)
+  local s = read(path)
+  assert.is_string(s, "missing " .. path)
+  return cjson.decode(s)
+end
+
+local function write(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
+-- The names in a folder, one a line.
+local function ls(dir)
+  local p = assert(io.popen("ls " .. sh_quote(dir)))
+  local s = p:read("a")
+  p:close()
+  return s
+end
+
+local function lines(s)
+  local t = {}
+  for l in s:gmatch("[^\n]+") do t[#t + 1] = l end
+  return t
+end
+
+-- Runs a shell command with stdout and stderr in separate files; returns out, err, and the exit
+-- code (0 on success).
+local errfile = os.tmpname()
+teardown(function() os.remove(errfile) end)
+local function run(cmd)
+  local p = assert(io.popen(cmd .. " 2>" .. sh_quote(errfile), "r"))
+  local out = p:read("a")
+  local ok, how, code = p:close()
+  local err = read(errfile) or ""
+  if how ~= "exit" then code = 128 + (code or 0) end
+  return out, err, ok and 0 or code
+end
+
+-- A fresh temporary folder.
+local function tmpdir()
+  local d = os.tmpname()
+  os.remove(d)
+  assert(os.execute("mkdir -p " .. sh_quote(d)))
+  return d
+end
+
+-- The tiny settings of every run here.
+local TINY = { steps = 5, d_model = 16, heads = 2, layers = 1, seq_len = 32, batch = 4,
+  problems = 3, valid_batches = 1, log_every = 2 }
+local function tiny(extra)
+  local o = {}
+  for k, v in pairs(TINY) do o[k] = v end
+  for k, v in pairs(extra or {}) do o[k] = v end
+  return o
+end
+
+-- The same options for a script command line.
+local TINY_ARGS = "--d-model 16 --heads 2 --layers 1 --seq-len 32 --batch 4 --problems 2 "
+  .. "--valid-batches 1"
+
+local function is_finite(x) return type(x) == "number" and x == x and math.abs(x) ~= math.huge end
+
+---------------------------------------------------------------------------------------------------
+describe("rp.experiment.config", function()
+  it("fills in the defaults and resolves max_digits, quirk, d_ff and log_every", function()
+    local c = rp.experiment.config()
+    assert.are.equal("substring_index", c.task)
+    assert.are.equal("writeup", c.format)
+    assert.are.equal(8, c.max_digits)
+    assert.are.equal("off", c.quirk)
+    assert.are.equal(64, c.d_model)
+    assert.are.equal(256, c.d_ff)
+    assert.are.equal(2000, c.steps)
+    assert.are.equal(20, c.log_every)
+    assert.are.equal("rope", c.pe)
+    -- every key is there
+    local keys = rp.experiment.keys()
+    for _, k in ipairs(keys) do assert.is_not_nil(c[k.name], k.name) end
+    local n = 0
+    for _ in pairs(c) do n = n + 1 end
+    assert.are.equal(#keys, n)
+    assert.are.same(c, rp.experiment.config({}))
+
+    local l = rp.experiment.config { format = "labml" }
+    assert.are.equal(7, l.max_digits)
+    assert.are.equal("on", l.quirk)
+    local l2 = rp.experiment.config { format = "labml", quirk = "off", max_digits = 3 }
+    assert.are.equal("off", l2.quirk)
+    assert.are.equal(3, l2.max_digits)
+    assert.are.equal("on", rp.experiment.config { quirk = "on" }.quirk)
+
+    assert.are.equal(64, rp.experiment.config { d_model = 16 }.d_ff)
+    assert.are.equal(10, rp.experiment.config { d_model = 16, d_ff = 10 }.d_ff)
+    assert.are.equal(1, rp.experiment.config { steps = 50 }.log_every)
+    assert.are.equal(1, rp.experiment.config { steps = 1 }.log_every)
+    assert.are.equal(2, rp.experiment.config { steps = 250 }.log_every)
+    assert.are.equal(7, rp.experiment.config { steps = 250, log_every = 7 }.log_every)
+  end)
+
+  it("converts strings from a command line", function()
+    local c = rp.experiment.config { lr = "0.5", steps = "3", d_model = "32", pe = "roper",
+      eval_digits = "9,10", task = "addition", fraction_v = "1e-1", seed = "7.0" }
+    assert.are.equal(0.5, c.lr)
+    assert.are.equal("float", math.type(c.lr))
+    assert.are.equal(3, c.steps)
+    assert.are.equal("integer", math.type(c.steps))
+    assert.are.equal(32, c.d_model)
+    assert.are.equal(128, c.d_ff) -- resolved from the converted width
+    assert.are.equal("integer", math.type(c.seed))
+    assert.are.equal(7, c.seed)
+    assert.are.equal(0.1, c.fraction_v)
+    assert.are.equal("roper", c.pe)
+    assert.are.equal("9,10", c.eval_digits)
+    -- numbers given as floats with integer values become integers
+    assert.are.equal("integer", math.type(rp.experiment.config { steps = 4.0 }.steps))
+  end)
+
+  it("raises for an unknown key, naming every known key", function()
+    local names = {}
+    for i, k in ipairs(rp.experiment.keys()) do names[i] = k.name end
+    local msg, bare = err_of(rp.experiment.config, { d_modle = 16 })
+    assert.truthy(msg:find("unknown option 'd_modle' (known: ", 1, true), msg)
+    assert.are.equal("unknown option 'd_modle' (known: " .. table.concat(names, ", ") .. ")", bare)
+    assert.truthy(bare:find(", d_model, ", 1, true))
+  end)
+
+  it("raises exact messages for bad values", function()
+    local cfg = rp.experiment.config
+    raises("option 'pe' must be one of none, sinusoidal, learned, rope, roper, roper_legacy, "
+      .. "got bogus", cfg, { pe = "bogus" })
+    raises("option 'steps' must be an integer, got 2.5", cfg, { steps = 2.5 })
+    raises("option 'steps' must be an integer, got 2.5", cfg, { steps = "2.5" })
+    raises("option 'steps' must be an integer, got abc", cfg, { steps = "abc" })
+    raises("option 'lr' must be a finite number, got fast", cfg, { lr = "fast" })
+    raises("option 'steps' must be >= 1, got 0", cfg, { steps = 0 })
+    raises("option 'problems' must be >= 1, got -2", cfg, { problems = -2 })
+    raises("option 'temperature' must be > 0 for sampling, got 0", cfg, { temperature = 0 })
+    raises("option 'eval_digits' applies to the addition task only", cfg, { eval_digits = "9" })
+    raises("option 'eval_digits' must list digit counts in 1..18, got 19", cfg,
+      { task = "addition", eval_digits = "9,19" })
+    raises("option 'path' must be a string, got 3", cfg, { path = 3 })
+    raises("bad argument #1 to 'config' (table expected, got number)", cfg, 5)
+    -- greedy decoding needs no temperature
+    assert.are.equal(0, cfg { temperature = 0, decode = "greedy" }.temperature)
+  end)
+end)
+
+describe("rp.experiment.better and keys", function()
+  it("compares by the metric's direction, nil (diverged) being worst", function()
+    assert.is_true(rp.experiment.better("loss", 0.5, 0.6))
+    assert.is_false(rp.experiment.better("loss", 0.6, 0.5))
+    assert.is_true(rp.experiment.better("correct", 6, 5))
+    assert.is_false(rp.experiment.better("correct", 5, 6))
+    assert.is_true(rp.experiment.better("loss", 9, nil))
+    assert.is_false(rp.experiment.better("correct", nil, 0))
+    assert.is_false(rp.experiment.better("correct", nil, nil))
+  end)
+
+  it("lists the keys as fresh copies with their task", function()
+    local k = rp.experiment.keys()
+    assert.are.equal("task", k[1].name)
+    local byname = {}
+    for _, e in ipairs(k) do byname[e.name] = e end
+    assert.are.equal("addition", byname.max_digits.task)
+    assert.is_nil(byname.pe.task)
+    assert.are.equal("int", byname.steps.kind)
+    local npe = #byname.pe.kind
+    assert.is_true(npe >= 6)
+    table.insert(byname.pe.kind, "mine")
+    local again = {}
+    for _, e in ipairs(rp.experiment.keys()) do again[e.name] = e end
+    assert.are.equal(npe, #again.pe.kind)
+    assert.is_true(rp.experiment.applies("path", "text"))
+    assert.is_false(rp.experiment.applies("path", "addition"))
+    assert.is_true(rp.experiment.applies("lr", "text"))
+  end)
+end)
+
+---------------------------------------------------------------------------------------------------
+-- Checks the fields of a (non-diverged) result against each other and against cfg.
+local function check_result(r, cfg, metric)
+  local c = r.config
+  assert.are.equal(metric, r.metric)
+  assert.is_false(r.diverged)
+  for k, v in pairs(cfg) do assert.are.equal(v, c[k], k) end
+  assert.is_true(math.type(r.params) == "integer" and r.params > 0)
+  for _, f in ipairs { "seconds_train", "seconds_eval", "tokens_per_s", "eval_loss",
+                       "final_train_loss" } do
+    assert.is_true(is_finite(r[f]), f)
+  end
+  if metric == "correct" then
+    assert.are.equal(r.correct, r.value)
+    assert.is_true(math.type(r.correct) == "integer", "correct is an integer")
+    assert.is_true(r.correct >= 0 and r.correct <= c.problems)
+    assert.is_true(r.correct_greedy >= 0 and r.correct_greedy <= c.problems)
+    assert.is_true(math.abs(r.accuracy - r.correct / c.problems) < 1e-12)
+    assert.are.equal(math.min(3, c.problems), #r.examples)
+    local ok = 0
+    for _, e in ipairs(r.examples) do
+      assert.is_string(e.question)
+      if e.ok then ok = ok + 1 end
+    end
+    -- with at most 3 problems the examples are every record
+    if c.problems <= 3 then assert.are.equal(ok, r.correct) end
+  else
+    assert.are.equal(r.eval_loss, r.value)
+    assert.is_nil(r.correct)
+  end
+  -- the curve: one point per log_every steps and one at the end
+  assert.are.equal(math.ceil(c.steps / c.log_every), #r.curve)
+  local prev = 0
+  for i, p in ipairs(r.curve) do
+    assert.is_true(p.step > prev, "steps increase")
+    prev = p.step
+    assert.are.equal(i < #r.curve and i * c.log_every or c.steps, p.step)
+    assert.are.equal(p.step * c.batch * c.seq_len, p.tokens)
+    assert.is_true(is_finite(p.loss) and p.loss > 0)
+    assert.is_true(is_finite(p.lr) and p.lr > 0)
+  end
+  local k, s = math.min(5, #r.curve), 0
+  for i = #r.curve - k + 1, #r.curve do s = s + r.curve[i].loss end
+  assert.is_true(math.abs(s / k - r.final_train_loss) < 1e-12, "final_train_loss")
+end
+
+describe("rp.experiment.run", function()
+  it("trains and evaluates substring_index (metric correct)", function()
+    local cfg = tiny { task = "substring_index" }
+    local r = rp.experiment.run(cfg)
+    check_result(r, cfg, "correct")
+    assert.are.equal(3, #r.curve)
+    assert.is_nil(r.by_digits)
+  end)
+
+  it("trains addition and evaluates at other operand lengths (eval_digits)", function()
+    local cfg = tiny { task = "addition", eval_digits = "2,3", max_digits = 2, seq_len = 64,
+      steps = 6, log_every = 1 }
+    local r = rp.experiment.run(cfg)
+    check_result(r, cfg, "correct")
+    assert.are.equal(6, #r.curve)
+    assert.are.equal(2, #r.by_digits)
+    for i, d in ipairs { 2, 3 } do
+      local e = r.by_digits[i]
+      assert.are.equal(d, e.digits)
+      assert.is_true(e.accuracy >= 0 and e.accuracy <= 1)
+      assert.are.equal(math.floor(e.accuracy * cfg.problems + 0.5), e.correct)
+      assert.is_true(e.correct >= 0 and e.correct <= cfg.problems)
+    end
+  end)
+
+  it("trains substring_prefix (metric loss)", function()
+    local cfg = tiny { task = "substring_prefix", seq_len = 64, steps = 4, log_every = 3 }
+    local r = rp.experiment.run(cfg)
+    check_result(r, cfg, "loss")
+    assert.are.equal(2, #r.curve)
+    assert.are.same({ 3, 4 }, { r.curve[1].step, r.curve[2].step })
+  end)
+
+  it("trains on a text file (metric loss, the validation split)", function()
+    local path = os.tmpname()
+    write(path, ("héllo wörld ☃ naïve café\nthe quick brown fox\n"):rep(40))
+    local cfg = tiny { task = "text", path = path, steps = 3, log_every = 1 }
+    local ok, r = pcall(rp.experiment.run, cfg)
+    local missing = path .. ".missing"
+    local ok2, msg = pcall(rp.experiment.run, tiny { task = "text", path = missing })
+    os.remove(path)
+    assert.is_true(ok, tostring(r))
+    check_result(r, cfg, "loss")
+    assert.is_false(ok2)
+    assert.are.equal(missing .. ": No such file or directory", msg)
+  end)
+
+  it("is deterministic for a config; another seed trains differently", function()
+    local cfg = tiny { task = "substring_index", log_every = 1 }
+    local a = rp.experiment.run(cfg)
+    local b = rp.experiment.run(cfg)
+    assert.are.same(a.curve, b.curve)
+    assert.are.equal(a.value, b.value)
+    assert.are.equal(a.eval_loss, b.eval_loss)
+    assert.are.equal(a.final_train_loss, b.final_train_loss)
+    assert.are.same(a.examples, b.examples)
+    local c = rp.experiment.run(tiny { task = "substring_index", log_every = 1, seed = 2 })
+    assert.are_not.same(a.curve, c.curve)
+    assert.are_not.equal(a.curve[1].loss, c.curve[1].loss)
+    assert.are_not.equal(a.eval_loss, c.eval_loss)
+    -- the evaluation problems depend on eval_seed only, the same for every run
+    for i = 1, #a.examples do
+      assert.are.equal(a.examples[i].question, c.examples[i].question)
+      assert.are.equal(a.examples[i].answer, c.examples[i].answer)
+    end
+    local d = rp.experiment.run(tiny { task = "substring_index", log_every = 1, steps = 1,
+      eval_seed = 99 })
+    assert.are_not.equal(a.examples[1].question, d.examples[1].question)
+  end)
+
+  it("calls progress once per step with (step, steps, loss)", function()
+    local cfg = tiny { task = "substring_prefix", seq_len = 64, steps = 4, log_every = 1 }
+    local calls = {}
+    local r = rp.experiment.run(cfg, function(...) calls[#calls + 1] = table.pack(...) end)
+    assert.are.equal(4, #calls)
+    for i, c in ipairs(calls) do
+      assert.are.equal(3, c.n)
+      assert.are.equal(i, c[1])
+      assert.are.equal(4, c[2])
+      assert.is_true(is_finite(c[3]))
+      -- with log_every 1 each curve point is that step's loss
+      assert.is_true(math.abs(c[3] - r.curve[i].loss) < 1e-12)
+    end
+  end)
+
+  it("raises for an invalid progress argument or config before training", function()
+    raises("bad argument #2 to 'run' (function expected, got number)", rp.experiment.run,
+      tiny(), 5)
+    raises("bad argument #2 to 'run' (function expected, got table)", rp.experiment.run,
+      tiny(), {})
+    raises("option 'steps' must be >= 1, got 0", rp.experiment.run, tiny { steps = 0 })
+  end)
+
+  it("stops at a non-finite loss and marks the run diverged", function()
+    local calls = 0
+    local r = rp.experiment.run(tiny { steps = 6, log_every = 1, lr = 1e30, clip = 0,
+      schedule = "constant" }, function() calls = calls + 1 end)
+    assert.is_true(r.diverged)
+    assert.is_nil(r.value)
+    assert.is_nil(r.eval_loss)
+    assert.is_true(#r.curve < 6)
+    assert.is_nil(r.curve[#r.curve].loss)
+    assert.are.equal(#r.curve, calls) -- the diverged step is reported too
+    assert.is_true(rp.experiment.better("correct", 0, r.value))
+  end)
+end)
+
+---------------------------------------------------------------------------------------------------
+describe("scripts/train.lua", function()
+  local dir
+  setup(function() dir = tmpdir() end)
+  teardown(function() os.execute("rm -rf " .. sh_quote(dir)) end)
+
+  it("writes the result JSON and the loss curve CSV", function()
+    local out = dir .. "/sub/r.json"
+    local so, se, code = run(("%s scripts/train.lua --steps 3 --log-every 1 %s --out %s")
+      :format(sh_quote(BIN), TINY_ARGS, sh_quote(out)))
+    assert.are.equal(0, code, so .. se)
+    assert.truthy(so:find("correct %d+ of 2"), so)
+    local r = read_json(out)
+    assert.are.equal(3, r.config.steps)
+    assert.are.equal(16, r.config.d_model)
+    assert.are.equal("correct", r.metric)
+    assert.are.equal(3, #r.curve)
+    local csv = lines(assert(read(dir .. "/sub/r.csv")))
+    assert.are.equal(4, #csv)
+    assert.are.equal("step,tokens,loss,lr", csv[1])
+    for i = 1, 3 do
+      local step, tokens, loss = csv[i + 1]:match("^(%d+),(%d+),([^,]+),[^,]+$")
+      assert.are.equal(i, tonumber(step))
+      assert.are.equal(i * 4 * 32, tonumber(tokens))
+      assert.is_true(math.abs(tonumber(loss) - r.curve[i].loss) < 1e-8)
+    end
+  end)
+
+  it("reads --config and lets options override it", function()
+    local cfgfile, out = dir .. "/c.json", dir .. "/o.json"
+    write(cfgfile, '{"steps": 2, "d_model": 16, "heads": 2, "layers": 1, "seq_len": 32, '
+      .. '"batch": 4, "problems": 2, "valid_batches": 1, "pe": "roper"}')
+    local so, se, code = run(("%s scripts/train.lua --config %s --pe none --out %s")
+      :format(sh_quote(BIN), sh_quote(cfgfile), sh_quote(out)))
+    assert.are.equal(0, code, so .. se)
+    local r = read_json(out)
+    assert.are.equal("none", r.config.pe)
+    assert.are.equal(2, r.config.steps)
+  end)
+
+  it("exits 2 on a bad option value, with the message", function()
+    local so, se, code = run(sh_quote(BIN) .. " scripts/train.lua --pe bogus")
+    assert.are.equal(2, code, so .. se)
+    assert.truthy(se:find("train.lua: option 'pe' must be one of none, sinusoidal, learned, "
+      .. "rope, roper, roper_legacy, got bogus\n", 1, true), se)
+    assert.are.equal(1, select(2, se:gsub("\n", "")), se) -- one line, no traceback
+  end)
+
+  it("fails on a missing --config file", function()
+    local missing = dir .. "/nope.json"
+    local so, se, code = run(sh_quote(BIN) .. " scripts/train.lua --config " .. sh_quote(missing))
+    assert.are_not.equal(0, code)
+    assert.truthy(se:find("No such file or directory", 1, true), se)
+    assert.truthy(se:find(missing, 1, true), se)
+  end)
+
+  it("prints its help with every config option", function()
+    local so, se, code = run(sh_quote(BIN) .. " scripts/train.lua --help")
+    assert.are.equal(0, code, se)
+    assert.truthy(so:find("--d-model", 1, true), so)
+    assert.truthy(so:find("--fraction-v", 1, true), so)
+    assert.truthy(so:find("--config", 1, true), so)
+  end)
+end)
+
+---------------------------------------------------------------------------------------------------
+-- The "Every run:" table's rows (and the lines before it) of a compare summary.md.
+local function table_rows_after(md, heading)
+  local at = md:find(heading, 1, true)
+  if not at then return nil end
+  local rows = {}
+  local started = false
+  for l in (md:sub(at) .. "\n"):gmatch("([^\n]*)\n") do
+    if l:match("^|") then
+      started = true
+      if not l:match("^|%-") then rows[#rows + 1] = l end
+    elseif started then
+      break
+    end
+  end
+  table.remove(rows, 1) -- the header
+  return rows
+end
+
+describe("scripts/compare.lua", function()
+  local dir, out, base_cmd
+  setup(function()
+    dir = tmpdir()
+    out = dir .. "/cmp"
+    base_cmd = ("%s scripts/compare.lua --seeds 2 --steps 3 %s --jobs 2 --out %s")
+      :format(sh_quote(BIN), TINY_ARGS, sh_quote(out))
+  end)
+  teardown(function() os.execute("rm -rf " .. sh_quote(dir)) end)
+
+  local runs = { "rope-s1", "rope-s2", "roper-s1", "roper-s2" }
+  local function snapshot()
+    local s = {}
+    for _, r in ipairs(runs) do
+      s[r .. ".json"] = read(out .. "/runs/" .. r .. ".json")
+      s[r .. ".csv"] = read(out .. "/runs/" .. r .. ".csv")
+    end
+    return s
+  end
+  local first
+
+  it("runs methods x seeds and writes the summary, tables and plots", function()
+    local so, se, code = run(base_cmd .. " --quiet")
+    assert.are.equal(0, code, so .. se)
+    local md = assert(read(out .. "/summary.md"))
+    assert.are.equal(md, so) -- the summary is also printed
+    assert.truthy(md:find("| method | runs | drop worst, mean |", 1, true), md)
+    local main = table_rows_after(md, "| method | runs")
+    assert.are.equal(2, #main, md)
+    assert.truthy(main[1]:match("^| rope | 2 | "), main[1])
+    assert.truthy(main[2]:match("^| roper | 2 | "), main[2])
+    assert.truthy(md:find("| roper - rope |", 1, true), md)
+    local every = table_rows_after(md, "Every run:")
+    assert.are.equal(4, #every, md)
+    for i, want in ipairs { "| rope | 1 |", "| rope | 2 |", "| roper | 1 |", "| roper | 2 |" } do
+      assert.are.equal(want, every[i]:sub(1, #want))
+    end
+    local csv = lines(assert(read(out .. "/summary.csv")))
+    assert.are.equal(5, #csv)
+    assert.truthy(csv[1]:find("^method,seed,pe,value,"), csv[1])
+    assert.truthy(csv[2]:find("^rope,1,rope,"), csv[2])
+    assert.truthy(csv[5]:find("^roper,2,roper,"), csv[5])
+    local png = assert(read(out .. "/loss.png"))
+    assert.are.equal("\137PNG\r\n\26\n", png:sub(1, 8))
+    assert.truthy(assert(read(out .. "/loss.svg")):find("<svg", 1, true))
+    local sj = read_json(out .. "/summary.json")
+    assert.are.equal("correct", sj.metric)
+    assert.are.equal(2, #sj.methods)
+    assert.are.equal(0, sj.failures)
+    first = snapshot()
+    for _, r in ipairs(runs) do
+      assert.is_string(first[r .. ".json"], r)
+      local res = cjson.decode(first[r .. ".json"])
+      assert.are.equal(3, res.config.steps)
+      assert.are.equal(r:match("^(%a+)"), res.config.pe)
+      assert.are.equal(tonumber(r:match("(%d+)$")), res.config.seed)
+      assert.is_string(first[r .. ".csv"], r)
+    end
+    -- the value column of the csv is each run's value
+    local rs1 = cjson.decode(first["rope-s1.json"])
+    assert.are.equal(rs1.value, tonumber(csv[2]:match("^rope,1,rope,([^,]*),")))
+    -- no leftovers of the runner
+    local names = ls(out .. "/runs")
+    assert.is_nil(names:find("%.progress"), names)
+    assert.is_nil(names:find("%.rc"), names)
+    assert.is_nil(names:find("%.cfg%.json"), names)
+    assert.is_nil(names:find("%.tmp%-"), names)
+  end)
+
+  it("does not rerun finished runs when the command is repeated", function()
+    assert.is_not_nil(first, "needs the previous test")
+    local so, se, code = run(base_cmd)
+    assert.are.equal(0, code, so .. se)
+    for _, r in ipairs { "rope s1", "rope s2", "roper s1", "roper s2" } do
+      assert.truthy(se:find("found " .. r .. ":", 1, true), se)
+    end
+    assert.is_nil(se:find("\ndone ", 1, true), se)
+    assert.are.same(first, snapshot())
+  end)
+
+  it("stops when a run file holds another config", function()
+    assert.is_not_nil(first, "needs the first test")
+    local cmd = base_cmd:gsub("%-%-steps 3", "--steps 4")
+    assert.are_not.equal(base_cmd, cmd)
+    local so, se, code = run(cmd .. " --quiet")
+    assert.are_not.equal(0, code)
+    assert.truthy(se:find("holds a run with another config", 1, true), se)
+    assert.truthy(se:find("steps", 1, true), se)
+    assert.are.same(first, snapshot())
+  end)
+
+  it("takes a method with config keys and a seed count", function()
+    local o2 = dir .. "/m"
+    local so, se, code = run(("%s scripts/compare.lua --seeds 2 --steps 2 %s --jobs 2 --quiet "
+      .. "--methods roper:fraction_v=0.5@1 --out %s"):format(sh_quote(BIN), TINY_ARGS, sh_quote(o2)))
+    assert.are.equal(0, code, so .. se)
+    local md = assert(read(o2 .. "/summary.md"))
+    local main = table_rows_after(md, "| method | runs")
+    assert.are.equal(1, #main, md)
+    assert.truthy(main[1]:find("^| roper:fraction_v=0.5 | 1 | "), main[1])
+    local every = table_rows_after(md, "Every run:")
+    assert.are.equal(1, #every, md)
+    local json = {}
+    for _, n in ipairs(lines(ls(o2 .. "/runs"))) do
+      if n:match("%.json$") then json[#json + 1] = n end
+    end
+    assert.are.same({ "roper_fraction_v=0.5-s1.json" }, json)
+    local r = read_json(o2 .. "/runs/roper_fraction_v=0.5-s1.json")
+    assert.are.equal(0.5, r.config.fraction_v)
+    assert.are.equal("roper", r.config.pe)
+    assert.are.equal(1, r.config.seed)
+  end)
+
+  it("exits 2 on a method that is not pe:key=value", function()
+    local o3 = dir .. "/bad"
+    local so, se, code = run(("%s scripts/compare.lua --methods roper:nokey --out %s --quiet")
+      :format(sh_quote(BIN), sh_quote(o3)))
+    assert.are.equal(2, code, so .. se)
+    assert.truthy(se:find("compare.lua: method roper:nokey: 'nokey' is not key=value\n", 1, true), se)
+    -- nothing was created
+    assert.is_nil(read(o3 .. "/summary.md"))
+    local so2, se2, code2 = run(("%s scripts/compare.lua --methods bogus --out %s --quiet")
+      :format(sh_quote(BIN), sh_quote(o3)))
+    assert.are.equal(2, code2, so2 .. se2)
+    assert.truthy(se2:find("compare.lua: method bogus: option 'pe' must be one of", 1, true), se2)
+  end)
+end)
+
+---------------------------------------------------------------------------------------------------
+describe("scripts/sweep.lua", function()
+  local dir, out, tail
+  setup(function()
+    dir = tmpdir()
+    out = dir .. "/sw"
+    tail = (" --steps 2 %s --jobs 2 --out %s"):format(TINY_ARGS, sh_quote(out))
+  end)
+  teardown(function() os.execute("rm -rf " .. sh_quote(dir)) end)
+  local function sweep(args) return run(sh_quote(BIN) .. " scripts/sweep.lua " .. args .. tail) end
+  local names = { "pe-rope_seed-1", "pe-rope_seed-2", "pe-none_seed-1", "pe-none_seed-2" }
+  local ran = false
+
+  it("runs every point of the grid and averages over seeds", function()
+    local so, se, code = sweep("--grid pe=rope,none --grid seed=1,2 --quiet")
+    assert.are.equal(0, code, so .. se)
+    ran = true
+    for _, n in ipairs(names) do
+      local r = read_json(out .. "/runs/" .. n .. ".json")
+      assert.are.equal(n:match("pe%-(%a+)"), r.config.pe)
+      assert.are.equal(tonumber(n:match("seed%-(%d+)")), r.config.seed)
+      assert.are.equal(2, r.config.steps)
+    end
+    local md = assert(read(out .. "/summary.md"))
+    local all = table_rows_after(md, "| pe | seed |")
+    assert.are.equal(4, #all, md)
+    for i, want in ipairs { "| rope | 1 |", "| rope | 2 |", "| none | 1 |", "| none | 2 |" } do
+      assert.are.equal(want, all[i]:sub(1, #want))
+    end
+    local over = table_rows_after(md, "Over seeds:")
+    assert.are.equal(2, #over, md)
+    assert.truthy(over[1]:find("^| rope | 2 | "), over[1])
+    assert.truthy(over[2]:find("^| none | 2 | "), over[2])
+    assert.is_nil(md:find("Not done", 1, true))
+    assert.are.equal(5, #lines(assert(read(out .. "/summary.csv"))))
+  end)
+
+  it("prints the commands of the runs not done, which produce them when run", function()
+    assert.is_true(ran, "needs the previous test")
+    local grid = "--grid pe=rope,none,roper --grid seed=1,2"
+    local so, se, code = sweep(grid .. " --print-commands")
+    assert.are.equal(0, code, so .. se)
+    assert.truthy(se:find("sweep: 2 of 6 runs to do", 1, true), se)
+    local cmds = lines(so)
+    assert.are.equal(2, #cmds, so)
+    for i, n in ipairs { "pe-roper_seed-1", "pe-roper_seed-2" } do
+      local c = cmds[i]
+      assert.truthy(c:find("scripts/train.lua", 1, true), c)
+      assert.truthy(c:find("--config " .. out .. "/runs/" .. n .. ".cfg.json", 1, true), c)
+      assert.truthy(c:find("--out " .. out .. "/runs/" .. n .. ".json", 1, true), c)
+      assert.truthy(c:find("--quiet$"), c)
+      assert.is_nil(read(out .. "/runs/" .. n .. ".json"))
+      assert.is_string(read(out .. "/runs/" .. n .. ".cfg.json"))
+    end
+    -- before they run, --summary reports them as missing
+    local so1, se1, code1 = sweep(grid .. " --summary")
+    assert.are.equal(0, code1, so1 .. se1)
+    assert.truthy(so1:find("Not done (2): pe=roper seed=1; pe=roper seed=2", 1, true), so1)
+    for i, c in ipairs(cmds) do
+      assert.is_true(os.execute(c .. " > /dev/null 2>&1") == true, c)
+      local n = ({ "pe-roper_seed-1", "pe-roper_seed-2" })[i]
+      local r = read_json(out .. "/runs/" .. n .. ".json")
+      assert.are.equal("roper", r.config.pe)
+      assert.are.equal(i, r.config.seed)
+    end
+    -- nothing left to do
+    local so2, se2, code2 = sweep(grid .. " --print-commands")
+    assert.are.equal(0, code2, se2)
+    assert.are.equal("", so2)
+    assert.truthy(se2:find("sweep: 0 of 6 runs to do", 1, true), se2)
+    -- --summary collects all six, without running anything
+    local before = read(out .. "/runs/pe-rope_seed-1.json")
+    local so3, se3, code3 = sweep(grid .. " --summary")
+    assert.are.equal(0, code3, so3 .. se3)
+    local md = assert(read(out .. "/summary.md"))
+    assert.are.equal(md, so3)
+    assert.are.equal(6, #table_rows_after(md, "| pe | seed |"), md)
+    assert.are.equal(3, #table_rows_after(md, "Over seeds:"), md)
+    assert.is_nil(md:find("Not done", 1, true), md)
+    assert.are.equal(before, read(out .. "/runs/pe-rope_seed-1.json"))
+  end)
+
+  it("exits 2 on an unknown grid key", function()
+    local so, se, code = sweep("--grid d_modle=16,32")
+    assert.are.equal(2, code, so .. se)
+    assert.truthy(se:find("unknown config key 'd_modle'", 1, true), se)
+    local so2, se2, code2 = sweep("--grid steps=2,3")
+    assert.are.equal(2, code2, so2 .. se2)
+    assert.truthy(se2:find("'steps' is both a grid key and a fixed option", 1, true), se2)
+  end)
+end)
