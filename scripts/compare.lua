@@ -194,9 +194,7 @@ for _, g in ipairs(groups) do
   summary_json.methods[#summary_json.methods + 1] = { label = g.label, config = g.cfg,
     summary = s, values = finite(g.values) }
 end
-local headers = { "method", "runs",
-  metric == "correct" and "drop worst, mean" or "drop worst, mean", "mean", "median", "min",
-  "max", "std" }
+local headers = { "method", "runs", "drop worst, mean", "mean", "median", "min", "max", "std" }
 if metric == "correct" then
   headers[#headers + 1] = "greedy mean"
   headers[#headers + 1] = "eval loss"

@@ -46,7 +46,7 @@ function plot.loss_curves(groups, prefix, opts)
   local x = opts.x or "tokens"
   local dat = {}
   local nonempty = 0
-  for gi, g in ipairs(groups) do
+  for _, g in ipairs(groups) do
     dat[#dat + 1] = ("# %s: %s  mean  min  max"):format(g.label, x)
     for _, r in ipairs(band(g.results, x)) do
       dat[#dat + 1] = ("%.10g %.6g %.6g %.6g"):format(r[1], r[2], r[3], r[4])
@@ -72,6 +72,7 @@ function plot.loss_curves(groups, prefix, opts)
   local body = {
     "set grid",
     "set key top right",
+    "set format x '%.1s%c'", -- 500k, 1.0M, ...
     ("set xlabel %s"):format(gp_string(x == "step" and "training step" or "tokens")),
     ("set ylabel %s"):format(gp_string(opts.ylabel or "training loss")),
     opts.title and ("set title %s noenhanced"):format(gp_string(opts.title)) or "",

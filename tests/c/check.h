@@ -160,6 +160,22 @@ static inline double check_rand(uint64_t *state, double lo, double hi)
     return lo + (hi - lo) * ((double)(check_rand_u64(state) >> 11) * 0x1.0p-53);
 }
 
+/* n floats uniform in [lo, hi) from state, malloc'ed (at least one float; the caller frees). */
+static inline float *check_rand_floats(uint64_t *state, int64_t n, double lo, double hi)
+{
+    float *p = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    for (int64_t i = 0; i < n; i++) p[i] = (float)check_rand(state, lo, hi);
+    return p;
+}
+
+/* A malloc'ed copy of n floats (the caller frees). */
+static inline float *check_copy_floats(const float *x, int64_t n)
+{
+    float *p = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    memcpy(p, x, sizeof(float) * (size_t)n);
+    return p;
+}
+
 /* Advances the row-major multi-index idx over shape; returns 0 after the last index. */
 static inline int check_next_index(int ndim, const int64_t *shape, int64_t *idx)
 {

@@ -416,16 +416,7 @@ static void test_relative_property(void)
 
 static float *rand_floats(int64_t n, double lo, double hi)
 {
-    float *p = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
-    for (int64_t i = 0; i < n; i++) p[i] = (float)check_rand(&rng_state, lo, hi);
-    return p;
-}
-
-static float *copy_floats(const float *x, int64_t n)
-{
-    float *p = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
-    memcpy(p, x, sizeof(float) * (size_t)n);
-    return p;
+    return check_rand_floats(&rng_state, n, lo, hi);
 }
 
 /* Contiguous operands of one problem: q [B,T,H,D], k [B,S,H,D], v [B,S,H,Dv], G = dL/dout
@@ -475,9 +466,9 @@ static kresult run_kernel(const problem *p, const rp_attn_cfg *cfg, int nthreads
     float *scratch = rand_floats(ns, -1e3, 1e3); /* garbage: the kernel must not read it first */
     r.out = rand_floats(p->no, -9.0, 9.0);
     r.att = rand_floats(p->na, -9.0, 9.0);
-    r.dq = dq0 ? copy_floats(dq0, p->nq) : calloc((size_t)p->nq, sizeof(float));
-    r.dk = dk0 ? copy_floats(dk0, p->nk) : calloc((size_t)p->nk, sizeof(float));
-    r.dv = dv0 ? copy_floats(dv0, p->nv) : calloc((size_t)p->nv, sizeof(float));
+    r.dq = dq0 ? check_copy_floats(dq0, p->nq) : calloc((size_t)p->nq, sizeof(float));
+    r.dk = dk0 ? check_copy_floats(dk0, p->nk) : calloc((size_t)p->nk, sizeof(float));
+    r.dv = dv0 ? check_copy_floats(dv0, p->nv) : calloc((size_t)p->nv, sizeof(float));
     int64_t HD = d.H * d.D, HDv = d.H * d.Dv;
     rp_attention_forward(r.out, HDv, r.att, scratch, p->q, HD, p->k, HD, p->v, HDv, d.B, d.T, d.S,
                          d.H, d.D, d.Dv, cfg, nthreads);
@@ -758,9 +749,9 @@ static void test_fused_strided(void)
             cfg.d_rot_v = 4;
             float *qkv = rand_floats(B * T * ld, -2.0, 2.0);
             float *dqkv0 = rand_floats(B * T * ld, -1.0, 1.0);
-            float *dqkv = copy_floats(dqkv0, B * T * ld);
+            float *dqkv = check_copy_floats(dqkv0, B * T * ld);
             float *dout = rand_floats(B * T * ldo, -1.0, 1.0);
-            float *out = rand_floats(B * T * ldo, -1.0, 1.0), *out0 = copy_floats(out, B * T * ldo);
+            float *out = rand_floats(B * T * ldo, -1.0, 1.0), *out0 = check_copy_floats(out, B * T * ldo);
             float *att = malloc(sizeof(float) * (size_t)(B * H * T * T));
             int64_t ns = rp_attention_scratch_floats(T, T, D, D, 2);
             float *scratch = malloc(sizeof(float) * (size_t)ns);

@@ -165,16 +165,7 @@ typedef struct {
 
 static float *rand_floats(int64_t n, double lo, double hi)
 {
-    float *p = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
-    for (int64_t i = 0; i < n; i++) p[i] = (float)check_rand(&rng_state, lo, hi);
-    return p;
-}
-
-static float *copy_floats(const float *x, int64_t n)
-{
-    float *p = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
-    memcpy(p, x, sizeof(float) * (size_t)n);
-    return p;
+    return check_rand_floats(&rng_state, n, lo, hi);
 }
 
 /* Columns off .. off+HW-1 of the nrow rows of src (row stride ld) into a contiguous double
@@ -277,7 +268,7 @@ static kres run_kernel(const problem *p, const rp_linattn_cfg *cfg, int nt, cons
     r.dqkv = NULL;
     if (backward) {
         int64_t n = p->nrow * p->ld;
-        r.dqkv = dqkv0 ? copy_floats(dqkv0, n) : calloc((size_t)(n > 0 ? n : 1), sizeof(float));
+        r.dqkv = dqkv0 ? check_copy_floats(dqkv0, n) : calloc((size_t)(n > 0 ? n : 1), sizeof(float));
         free(scratch);
         scratch = rand_floats(ns, -1e3, 1e3);
         rp_linattn_backward(r.dqkv, r.dqkv + p->HD, r.dqkv + 2 * p->HD, scratch, p->G, p->ldo, q,
@@ -630,7 +621,7 @@ static void test_threads(void)
         float *scr = ((uintptr_t)(void *)buf % 8 == 0) ? buf + 1 : buf;
         float *out = malloc(sizeof(float) * (size_t)(p.nrow * p.ldo));
         for (int64_t i = 0; i < p.nrow * p.ldo; i++) out[i] = SENTINEL;
-        float *dqkv = copy_floats(P, p.nrow * p.ld), md = 0.0f;
+        float *dqkv = check_copy_floats(P, p.nrow * p.ld), md = 0.0f;
         const float *q = p.qkv, *k = p.qkv + p.HD, *v = p.qkv + 2 * p.HD;
         rp_linattn_forward(out, p.ldo, scr, NULL, &md, q, p.ld, k, p.ld, v, p.ld, d.B, d.T, d.H,
                            d.D, d.Dv, &cfg, 2);
