@@ -205,19 +205,38 @@ end
 -- significance: the first method against each other one
 local test_rows = {}
 summary_json.tests = {}
+-- the value of each seed of group g (finite values only)
+local function by_seed(g)
+  local t = {}
+  for _, r in ipairs(g.runs) do
+    if r.res.value ~= nil then t[r.seed] = r.res.value end
+  end
+  return t
+end
+
 local a = finite(groups[1].values)
+local a_seed = by_seed(groups[1])
 for gi = 2, #groups do
   local b = finite(groups[gi].values)
   local t, df, pw = stats.welch(b, a)
   local pp, exact = stats.permutation(b, a)
   local diff = (#a > 0 and #b > 0) and (stats.summary(b).mean - stats.summary(a).mean) or nil
+  -- paired by seed: the same seed gives both methods the same initialisation and data
+  local pa, pb = {}, {}
+  for seed, v in pairs(by_seed(groups[gi])) do
+    if a_seed[seed] ~= nil then pa[#pa + 1], pb[#pb + 1] = v, a_seed[seed] end
+  end
+  local paired = stats.paired(pa, pb)
   test_rows[#test_rows + 1] = { groups[gi].label .. " - " .. groups[1].label,
     diff and util.num(diff, metric == "correct" and "%+.2f" or "%+.4f") or "-",
     t and ("%.2f (df %.1f)"):format(t, df) or "-", pw and util.num(pw, "%.3g") or "-",
-    pp and (util.num(pp, "%.3g") .. (exact and "" or " (sampled)")) or "-" }
+    pp and (util.num(pp, "%.3g") .. (exact and "" or " (sampled)")) or "-",
+    paired and tostring(paired.n) or "-",
+    paired and paired.p_t and util.num(paired.p_t, "%.3g") or "-",
+    paired and (util.num(paired.p_perm, "%.3g") .. (paired.exact and "" or " (sampled)")) or "-" }
   summary_json.tests[#summary_json.tests + 1] = { a = groups[1].label, b = groups[gi].label,
     mean_diff = diff, welch_t = t, welch_df = df, welch_p = pw, permutation_p = pp,
-    permutation_exact = exact }
+    permutation_exact = exact, paired = paired }
 end
 
 local run_rows, csv_rows = {}, {}
@@ -258,10 +277,12 @@ local md = {
   util.markdown(headers, table_rows),
 }
 if #test_rows > 0 then
-  md[#md + 1] = ("Significance (two-sided; the difference of means over all runs): Welch's "
-    .. "t-test and a permutation test.\n")
+  md[#md + 1] = ("Significance (two-sided): Welch's t-test and a permutation test on the "
+    .. "difference of means over all runs; then the runs paired by seed (the same seed gives "
+    .. "both methods the same initialisation and data): a paired t-test and the exact "
+    .. "sign-flip test.\n")
   md[#md + 1] = util.markdown({ "difference", "mean diff", "Welch t", "Welch p",
-    "permutation p" }, test_rows)
+    "permutation p", "pairs", "paired t p", "sign-flip p" }, test_rows)
 end
 md[#md + 1] = "Every run:\n"
 md[#md + 1] = util.markdown({ "method", "seed", metric == "correct" and "correct" or "eval loss",

@@ -2,6 +2,7 @@
 --   stats.summary(values, higher_is_better) -> {n, mean, median, min, max, std, protocol, dropped}
 --   stats.welch(a, b)                       -> t, df, p   (two-sided Welch t-test)
 --   stats.permutation(a, b[, opts])         -> p, exact   (two-sided, difference of means)
+--   stats.paired(a, b[, opts])              -> paired t-test and sign-flip test by seed
 --   stats.t_sf2(t, df)                      -> two-sided tail probability P(|T| >= |t|)
 -- Values are plain Lua numbers; a nil entry (a diverged run) counts as the worst run.
 local stats = {}
@@ -203,6 +204,68 @@ function stats.permutation(a, b, opts)
     if diff(s) >= observed - tol then count = count + 1 end
   end
   return count / (samples + 1), false
+end
+
+-- paired(a, b[, opts]) -> {n, mean_diff, t, df, p_t, p_perm, exact}
+-- The runs of two methods paired by seed (a[i] and b[i] from the same seed: the same
+-- initialisation and the same data), tested on the differences d_i = a[i] - b[i]: the paired
+-- t-test (t = mean(d) / (sd(d) / sqrt(n)), n - 1 degrees of freedom, two-sided; nil when every
+-- d is equal) and the exact sign-flip permutation test (the share of the 2^n sign patterns whose
+-- |sum| is at least the observed one; sampled as in stats.permutation when n > opts.max_exact_n,
+-- 20). Needs n >= 2 pairs, else nil.
+function stats.paired(a, b, opts)
+  opts = opts or {}
+  local n = #a
+  if n ~= #b then error("paired: the lists differ in length", 2) end
+  if n < 2 then return nil end
+  local d, sum = {}, 0
+  for i = 1, n do
+    d[i] = a[i] - b[i]
+    sum = sum + d[i]
+  end
+  local mean_d = sum / n
+  local ss = 0
+  for i = 1, n do ss = ss + (d[i] - mean_d) ^ 2 end
+  local sd = math.sqrt(ss / (n - 1))
+  local out = { n = n, mean_diff = mean_d }
+  if sd > 0 then
+    out.t = mean_d / (sd / math.sqrt(n))
+    out.df = n - 1
+    out.p_t = stats.t_sf2(out.t, n - 1)
+  end
+  local observed = math.abs(sum)
+  local tol = 1e-12 * math.max(1, observed)
+  local count, total = 0, 0
+  if n <= (opts.max_exact_n or 20) then
+    for mask = 0, (1 << n) - 1 do
+      local s = 0
+      for i = 1, n do
+        if mask & (1 << (i - 1)) ~= 0 then s = s - d[i] else s = s + d[i] end
+      end
+      if math.abs(s) >= observed - tol then count = count + 1 end
+      total = total + 1
+    end
+    out.exact = true
+  else
+    local state = opts.seed or 1
+    count, total = 1, 1
+    for _ = 1, opts.samples or 100000 do
+      local s = 0
+      for i = 1, n do
+        state = state + 0x9E3779B97F4A7C15
+        local z = state
+        z = (z ~ (z >> 30)) * 0xBF58476D1CE4E5B9
+        z = (z ~ (z >> 27)) * 0x94D049BB133111EB
+        z = z ~ (z >> 31)
+        if z < 0 then s = s - d[i] else s = s + d[i] end
+      end
+      if math.abs(s) >= observed - tol then count = count + 1 end
+      total = total + 1
+    end
+    out.exact = false
+  end
+  out.p_perm = count / total
+  return out
 end
 
 return stats

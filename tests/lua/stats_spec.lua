@@ -364,3 +364,49 @@ describe("stats.summary", function()
     assert.are.equal(0.25, s.median)
   end)
 end)
+
+describe("stats.paired", function()
+  local stats = require "lib.stats"
+
+  it("gives the paired t-test by hand and the exact sign-flip p by brute force", function()
+    local a = { 5, 7, 4, 9, 6 }
+    local b = { 3, 7, 5, 4, 2 }
+    local r = stats.paired(a, b)
+    -- differences 2, 0, -1, 5, 4: mean 2, sample sd sqrt(((0)^2+(-2)^2+(-3)^2+3^2+2^2)/4)
+    local sd = math.sqrt((0 + 4 + 9 + 9 + 4) / 4)
+    assert.are.equal(5, r.n)
+    assert.are.equal(2, r.mean_diff)
+    assert.is_true(math.abs(r.t - 2 / (sd / math.sqrt(5))) < 1e-12)
+    assert.are.equal(4, r.df)
+    assert.is_true(math.abs(r.p_t - stats.t_sf2(r.t, 4)) < 1e-15)
+    -- sign flips: count the 32 patterns whose |sum| >= 10 by listing the sums
+    local d, hits = { 2, 0, -1, 5, 4 }, 0
+    for m1 = 0, 1 do for m2 = 0, 1 do for m3 = 0, 1 do for m4 = 0, 1 do for m5 = 0, 1 do
+      local s = (m1 == 1 and -d[1] or d[1]) + (m2 == 1 and -d[2] or d[2]) +
+                (m3 == 1 and -d[3] or d[3]) + (m4 == 1 and -d[4] or d[4]) +
+                (m5 == 1 and -d[5] or d[5])
+      if math.abs(s) >= 10 then hits = hits + 1 end
+    end end end end end
+    assert.are.equal(hits / 32, r.p_perm)
+    assert.is_true(r.exact)
+  end)
+
+  it("samples reproducibly above max_exact_n and agrees with the exact value", function()
+    local a, b = {}, {}
+    for i = 1, 12 do a[i], b[i] = i * 1.5 + (i % 3), i * 1.5 end
+    local exact = stats.paired(a, b)
+    local s1 = stats.paired(a, b, { max_exact_n = 4, samples = 20000, seed = 9 })
+    local s2 = stats.paired(a, b, { max_exact_n = 4, samples = 20000, seed = 9 })
+    assert.is_false(s1.exact)
+    assert.are.equal(s1.p_perm, s2.p_perm)
+    assert.is_true(math.abs(s1.p_perm - exact.p_perm) < 0.01)
+  end)
+
+  it("has no t when every difference is equal, and needs two pairs", function()
+    local r = stats.paired({ 3, 4, 5 }, { 1, 2, 3 })
+    assert.is_nil(r.t)
+    assert.are.equal(2 / 8, r.p_perm) -- only all-plus and all-minus reach |6|
+    assert.is_nil(stats.paired({ 1 }, { 2 }))
+    assert.has_error(function() stats.paired({ 1, 2 }, { 1 }) end)
+  end)
+end)
