@@ -243,11 +243,15 @@ local run_rows, csv_rows = {}, {}
 for _, g in ipairs(groups) do
   for _, r in ipairs(g.runs) do
     local res = r.res
-    run_rows[#run_rows + 1] = { g.label, r.seed,
-      res.diverged and "diverged" or util.num(res.value, metric == "loss" and "%.4f" or nil),
-      metric == "correct" and util.num(res.correct_greedy) or util.num(res.final_train_loss, "%.4f"),
-      util.num(res.eval_loss, "%.4f"), util.num(res.final_train_loss, "%.4f"),
-      ("%.0f"):format(res.seconds_train) }
+    local row = { g.label, r.seed }
+    if metric == "correct" then
+      row[#row + 1] = res.diverged and "diverged" or util.num(res.value)
+      row[#row + 1] = util.num(res.correct_greedy)
+    end
+    row[#row + 1] = res.diverged and "diverged" or util.num(res.eval_loss, "%.4f")
+    row[#row + 1] = util.num(res.final_train_loss, "%.4f")
+    row[#row + 1] = ("%.0f"):format(res.seconds_train)
+    run_rows[#run_rows + 1] = row
     csv_rows[#csv_rows + 1] = { g.label, r.seed, res.config.pe, res.value, res.correct,
       res.correct_greedy, res.eval_loss, res.final_train_loss, res.diverged and 1 or 0,
       res.params, res.seconds_train, res.seconds_eval, res.tokens_per_s }
@@ -285,9 +289,10 @@ if #test_rows > 0 then
     "permutation p", "pairs", "paired t p", "sign-flip p" }, test_rows)
 end
 md[#md + 1] = "Every run:\n"
-md[#md + 1] = util.markdown({ "method", "seed", metric == "correct" and "correct" or "eval loss",
-  metric == "correct" and "greedy" or "final train loss", "eval loss", "final train loss",
-  "train s" }, run_rows)
+local run_headers = metric == "correct"
+  and { "method", "seed", "correct", "greedy", "eval loss", "final train loss", "train s" }
+  or { "method", "seed", "eval loss", "final train loss", "train s" }
+md[#md + 1] = util.markdown(run_headers, run_rows)
 if #failures > 0 then
   local ids = {}
   for i, f in ipairs(failures) do ids[i] = f.run.id end
