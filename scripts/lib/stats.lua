@@ -14,6 +14,16 @@ local function sorted_copy(v)
   return s
 end
 
+-- splitmix64: the next state and a 64-bit output (the samplers use it so that Lua's own
+-- math.random is left alone).
+local function splitmix(state)
+  state = state + 0x9E3779B97F4A7C15
+  local z = state
+  z = (z ~ (z >> 30)) * 0xBF58476D1CE4E5B9
+  z = (z ~ (z >> 27)) * 0x94D049BB133111EB
+  return state, z ~ (z >> 31)
+end
+
 local function mean(v)
   local s = 0
   for i = 1, #v do s = s + v[i] end
@@ -181,14 +191,10 @@ function stats.permutation(a, b, opts)
     return count / seen, true
   end
   local samples = opts.samples or 100000
-  -- splitmix64 of its own (Lua's math.random is left alone): j uniform in i..n
   local state = opts.seed or 1
-  local function uniform(i, hi)
-    state = state + 0x9E3779B97F4A7C15
-    local z = state
-    z = (z ~ (z >> 30)) * 0xBF58476D1CE4E5B9
-    z = (z ~ (z >> 27)) * 0x94D049BB133111EB
-    z = z ~ (z >> 31)
+  local function uniform(i, hi) -- j uniform in i..hi
+    local z
+    state, z = splitmix(state)
     return i + (z >> 11) % (hi - i + 1)
   end
   local idx = {}
@@ -252,11 +258,8 @@ function stats.paired(a, b, opts)
     for _ = 1, opts.samples or 100000 do
       local s = 0
       for i = 1, n do
-        state = state + 0x9E3779B97F4A7C15
-        local z = state
-        z = (z ~ (z >> 30)) * 0xBF58476D1CE4E5B9
-        z = (z ~ (z >> 27)) * 0x94D049BB133111EB
-        z = z ~ (z >> 31)
+        local z
+        state, z = splitmix(state)
         if z < 0 then s = s - d[i] else s = s + d[i] end
       end
       if math.abs(s) >= observed - tol then count = count + 1 end
