@@ -113,8 +113,8 @@ local metric_name = metric == "correct"
   or "evaluation loss"
 
 if not args.quiet then
-  io.stderr:write(("compare: %s, %d methods x %d seeds = %d runs, %d at a time with %d thread%s "
-    .. "each, into %s\n"):format(task, #methods, args.seeds, #runs, jobs, base.threads,
+  io.stderr:write(("compare: %s, %d methods, %d runs (up to %d seeds each), %d at a time with %d "
+    .. "thread%s each, into %s\n"):format(task, #methods, #runs, args.seeds, jobs, base.threads,
     base.threads == 1 and "" or "s", out))
 end
 
