@@ -572,21 +572,11 @@ static int m_linear_stats(lua_State *L)
     grid g;
     int32_t *tok = check_tokens(L, 2, m, &g);
     eval_forward(L, m, tok, &g);
-    int64_t n = g.B * c->heads * g.T * g.T;
-    float *w = (float *)lua_newuserdatauv(L, (size_t)n * sizeof(float), 0);
-    double min_w = INFINITY;
-    for (int64_t l = 0; l < c->layers; l++) {
-        rp_status st = rp_model_linear_weights(m, l, w);
-        if (st != RP_OK) lrp_raise(L, st);
-        for (int64_t b = 0; b < g.B * c->heads; b++)
-            for (int64_t t = 0; t < g.T; t++)
-                for (int64_t j = 0; j <= t; j++) {
-                    double v = (double)w[(b * g.T + t) * g.T + j];
-                    if (v < min_w) min_w = v;
-                }
-    }
+    double min_w, min_den;
+    rp_status st = rp_model_linear_stats(m, &min_w, &min_den);
+    if (st != RP_OK) return lrp_raise(L, st);
     lua_pushnumber(L, (lua_Number)min_w);
-    lua_pushnumber(L, (lua_Number)rp_model_linear_min_den(m));
+    lua_pushnumber(L, (lua_Number)min_den);
     return 2;
 }
 

@@ -149,16 +149,14 @@ static int make_task(lua_State *L, int opts, const rp_task_cfg *cfg)
     if (u->t != NULL) return 1;
     const char *msg = rp_last_error();
     if (msg == NULL || msg[0] == '\0') return lrp_raise(L, RP_ERR_NOMEM);
-    size_t plen = cfg->path ? strlen(cfg->path) : 0;
-    /* a file problem names the path, or a file inside the folder path */
-    if (cfg->path && strncmp(msg, cfg->path, plen) == 0 &&
-        (msg[plen] == ':' || msg[plen] == '/')) {
+    switch (rp_last_status()) {
+    case RP_ERR_IO: /* a file problem (the message names the file): nil, message */
         lua_pushnil(L);
         lua_pushstring(L, msg);
         return 2;
+    case RP_ERR_NOMEM: return luaL_error(L, "%s", msg);
+    default: return lrp_argerror(L, opts, "%s", msg);
     }
-    if (strstr(msg, "memory") != NULL) return luaL_error(L, "%s", msg);
-    return lrp_argerror(L, opts, "%s", msg);
 }
 
 /* The common seq_len option. */
@@ -173,10 +171,10 @@ static int l_addition(lua_State *L)
     static const char *const known[] = {"format", "max_digits", "quirk", "seq_len", "kind", NULL};
     check_task_opts(L, 1, known, RP_TASK_ADDITION);
     rp_task_cfg cfg = rp_task_cfg_default(RP_TASK_ADDITION);
-    cfg.format = (rp_add_format)lrp_optenum(L, 1, "format", format_names, (int)RP_ADD_WRITEUP);
-    int labml = cfg.format == RP_ADD_LABML;
-    cfg.max_digits = opt_range(L, 1, "max_digits", labml ? 7 : 8, 1, 18);
-    cfg.labml_digit_quirk = lrp_optboolean(L, 1, "quirk", labml);
+    rp_task_cfg_addition_format(
+        &cfg, (rp_add_format)lrp_optenum(L, 1, "format", format_names, (int)RP_ADD_WRITEUP));
+    cfg.max_digits = opt_range(L, 1, "max_digits", cfg.max_digits, 1, 18);
+    cfg.labml_digit_quirk = lrp_optboolean(L, 1, "quirk", cfg.labml_digit_quirk);
     cfg.seq_len = opt_seq_len(L, 1, cfg.seq_len);
     lua_settop(L, 1);
     return make_task(L, 1, &cfg);

@@ -2,11 +2,9 @@
 
 #include <math.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "blas.h"
+#include "parallel.h"
 
 static const char *const pe_names[] = {"none", "sinusoidal", "learned",
                                        "rope", "roper",      "roper_legacy"};
@@ -202,18 +200,8 @@ static inline int64_t block_keys(const attn_ctx *c, int64_t t1)
     return visible(c, t1 - 1);
 }
 
-/* Loops the compiler may vectorize (reductions reassociated): with OpenMP, `omp simd`; without
- * it, plain loops. -O2 vectorizes only such marked loops, and softmax is a large part of the
- * time at d_k = 32. The order of every sum is fixed for a given build: results do not depend on
- * the thread count. */
-#ifdef _OPENMP
-#define ATT_PRAGMA_(x) _Pragma(#x)
-#define RP_SIMD ATT_PRAGMA_(omp simd)
-#define RP_SIMD_REDUCE(op, var) ATT_PRAGMA_(omp simd reduction(op : var))
-#else
-#define RP_SIMD
-#define RP_SIMD_REDUCE(op, var)
-#endif
+/* The loops below are marked RP_SIMD / RP_SIMD_REDUCE (parallel.h): -O2 vectorizes only such
+ * marked loops, and softmax is a large part of the time at d_k = 32. */
 
 /* e^x for x <= 0, in float, without a libm call so that the loops around it vectorize (glibc's
  * expf is scalar). Cephes' expf: x = k ln2 + r with |r| <= ln2/2 (ln2 split in two so that k ln2
@@ -501,10 +489,7 @@ rp_status rp_attention(rp_tensor *out, rp_tensor *att, const rp_tensor *q, const
     if (st == RP_OK) st = rp_tensor_contiguous(&kc, k);
     if (st == RP_OK) st = rp_tensor_contiguous(&vc, v);
     int64_t so[4] = {B, T, H, Dv}, sa[4] = {B, H, T, S};
-    int nthreads = 1;
-#ifdef _OPENMP
-    nthreads = omp_get_max_threads();
-#endif
+    int nthreads = rp_max_threads();
     int64_t ns = rp_attention_scratch_floats(T, S, D, Dv, nthreads);
     if (st == RP_OK) st = rp_tensor_new(out, 4, so);
     if (st == RP_OK) st = rp_tensor_new(att, 4, sa);

@@ -6,15 +6,6 @@
 
 #include "parallel.h"
 
-/* A reduction loop the compiler may vectorize (the sum reassociated into vector lanes): the
- * order of every sum is still fixed for a given build, so results do not depend on nthreads. */
-#ifdef _OPENMP
-#define LIN_PRAGMA_(x) _Pragma(#x)
-#define LIN_SIMD_SUM(var) LIN_PRAGMA_(omp simd reduction(+ : var))
-#else
-#define LIN_SIMD_SUM(var)
-#endif
-
 /* ---- names, defaults, checks ----------------------------------------------------------------- */
 
 static const char *const placement_names[] = {"after", "before"};
@@ -246,7 +237,7 @@ static void mat_vec(double *g, const double *S, const double *b, int64_t D, int6
     for (int64_t f = 0; f < D; f++) {
         const double *Sf = S + f * Dv;
         double acc = 0.0;
-        LIN_SIMD_SUM(acc)
+        RP_SIMD_REDUCE(+, acc)
         for (int64_t j = 0; j < Dv; j++) acc += Sf[j] * b[j];
         g[f] = acc;
     }
@@ -542,6 +533,18 @@ void rp_linattn_weights(double *w, double *den, const float *q, int64_t ldq, con
     }
 }
 
+double rp_linattn_min_weight(const double *w, const double *den, int64_t T, int64_t H)
+{
+    double lo = HUGE_VAL;
+    for (int64_t h = 0; h < H; h++)
+        for (int64_t n = 0; n < T; n++)
+            for (int64_t m = 0; m <= n; m++) {
+                double x = w[(h * T + n) * T + m] / den[h * T + n];
+                if (x < lo) lo = x;
+            }
+    return lo;
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* tensor level */
 
@@ -574,10 +577,7 @@ rp_status rp_linear_attention(rp_tensor *out, rp_tensor *w, rp_tensor *den, cons
     rp_status st = rp_tensor_contiguous(&qc, q);
     if (st == RP_OK) st = rp_tensor_contiguous(&kc, k);
     if (st == RP_OK) st = rp_tensor_contiguous(&vc, v);
-    int nthreads = 1;
-#ifdef _OPENMP
-    nthreads = omp_get_max_threads();
-#endif
+    int nthreads = rp_max_threads();
     int64_t ns = rp_linattn_scratch_floats(T, D, Dv, nthreads);
     int64_t so[4] = {B, T, H, Dv}, sw[4] = {B, H, T, T}, sd[3] = {B, H, T};
     if (st == RP_OK) st = rp_tensor_new(out, 4, so);

@@ -135,6 +135,10 @@ void rp_linattn_backward(float *dq, float *dk, float *dv, float *scratch, const 
 void rp_linattn_weights(double *w, double *den, const float *q, int64_t ldq, const float *k,
                         int64_t ldk, int64_t T, int64_t H, int64_t D, const rp_linattn_cfg *cfg);
 
+/* The smallest normalised weight w_nm / den_n over m <= n of the output of rp_linattn_weights
+ * (w [H, T, T], den [H, T]); +inf when H * T == 0. Negative when a rotated numerator is. */
+double rp_linattn_min_weight(const double *w, const double *den, int64_t T, int64_t H);
+
 /* Tensor-level forward for one call: q, k [B, T, H, D] and v [B, T, H, Dv] (4-D, sizes >= 1,
  * any strides; keys and queries at the same positions q_offset .. q_offset+T-1). Checks shapes
  * (RP_ERR_SHAPE, "expected k as [...], got [...]") and cfg (rp_linattn_check), then allocates and

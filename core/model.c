@@ -64,12 +64,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "blas.h"
 #include "layers.h"
+#include "parallel.h"
 
 /* Distinguishes the dropout stream from the initialisation stream of the same seed. */
 #define RP_DROPOUT_SEED_XOR 0xD1B54A32D192ED03ULL
@@ -454,18 +452,23 @@ static float *alloc_floats(int64_t n)
     return aligned_alloc(64, bytes);
 }
 
+/* Runs plan (a counting pass), allocates what it counted and runs it again to assign the
+ * pointers; returns the block (NULL when out of memory) and its size in floats in *floats. */
+static float *plan_alloc(rp_model *m, void (*plan)(rp_model *, planner *), int64_t *floats)
+{
+    planner pl = {NULL, 0};
+    plan(m, &pl);
+    *floats = pl.off;
+    float *mem = alloc_floats(pl.off);
+    if (!mem) return NULL;
+    pl.base = mem;
+    pl.off = 0;
+    plan(m, &pl);
+    return mem;
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* creation */
-
-static int max_threads(void)
-{
-#ifdef _OPENMP
-    int n = omp_get_max_threads();
-    return n < 1 ? 1 : n;
-#else
-    return 1;
-#endif
-}
 
 void rp_model_free(rp_model *m)
 {
@@ -536,47 +539,27 @@ rp_model *rp_model_new(const rp_model_cfg *cfg)
     init_params(m);
 
     /* activations */
-    m->nthreads = max_threads();
+    m->nthreads = rp_max_threads();
     m->attn_scratch_floats =
         m->linear ? rp_linattn_scratch_floats(c->seq_len, m->dk, m->dk, m->nthreads)
                   : rp_attention_scratch_floats(c->seq_len, c->seq_len, m->dk, m->dk, m->nthreads);
     m->la = calloc((size_t)c->layers, sizeof *m->la);
     if (!m->la) goto nomem;
-    planner pl = {NULL, 0};
-    plan_acts(m, &pl);
-    m->act_floats = pl.off;
-    m->act_mem = alloc_floats(pl.off);
+    m->act_mem = plan_alloc(m, plan_acts, &m->act_floats);
     if (!m->act_mem) goto nomem;
-    pl.base = m->act_mem;
-    pl.off = 0;
-    plan_acts(m, &pl);
     if (m->sin_table)
         rp_sinusoidal_forward(m->sin_table, c->seq_len, c->d_model, 0, RP_SINUSOIDAL_BASE);
-
-    pl.base = NULL;
-    pl.off = 0;
-    plan_grads(m, &pl);
-    m->grad_floats = pl.off;
-    m->grad_mem = alloc_floats(pl.off);
+    m->grad_mem = plan_alloc(m, plan_grads, &m->grad_floats);
     if (!m->grad_mem) goto nomem;
-    pl.base = m->grad_mem;
-    pl.off = 0;
-    plan_grads(m, &pl);
-
-    pl.base = NULL;
-    pl.off = 0;
-    plan_cache(m, &pl);
-    m->cache_mem = alloc_floats(pl.off);
+    int64_t cache_floats;
+    m->cache_mem = plan_alloc(m, plan_cache, &cache_floats);
     if (!m->cache_mem) goto nomem;
-    memset(m->cache_mem, 0, (size_t)pl.off * sizeof(float));
+    memset(m->cache_mem, 0, (size_t)cache_floats * sizeof(float));
     if (m->linear) {
         size_t n = (size_t)(c->layers * rp_linattn_state_doubles(c->heads, m->dk, m->dk));
         m->lin_state = calloc(n, sizeof(double));
         if (!m->lin_state) goto nomem;
     }
-    pl.base = m->cache_mem;
-    pl.off = 0;
-    plan_cache(m, &pl);
     if (m->rot_qk)
         rp_rope_angles(m->qk_cos, m->qk_sin, NULL, 0, c->seq_len, m->d_rot_qk, c->rope_base, 1.0);
     if (m->rot_v) {
@@ -760,7 +743,7 @@ static int64_t attn_scratch_need(const rp_model *m, int64_t T, int nt)
  * sized for at creation (and to what fits for this T). */
 static int attn_threads(const rp_model *m, int64_t T)
 {
-    int nt = max_threads();
+    int nt = rp_max_threads();
     if (nt > m->nthreads) nt = m->nthreads;
     while (nt > 1 && attn_scratch_need(m, T, nt) > m->attn_scratch_floats) nt--;
     return nt;
@@ -785,27 +768,63 @@ static void attention_forward(rp_model *m, float *y, float *att, const float *qk
     }
 }
 
-rp_status rp_model_linear_weights(const rp_model *m, int64_t layer, float *out)
+/* For the linear-attention introspection: checks that a linear forward ran (and layer, unless
+ * it is -1), and allocates w (H, T, T) and den (H, T) doubles for one sequence. */
+static rp_status linear_buffers(const rp_model *m, int64_t layer, double **w, double **den)
 {
+    *w = *den = NULL;
     if (!m->linear) return rp_error(RP_ERR_ARG, "the model uses softmax attention");
     if (!m->have_fwd) return rp_error(RP_ERR_ARG, "no forward pass yet");
-    if (layer < 0 || layer >= m->cfg.layers)
+    if (layer != -1 && (layer < 0 || layer >= m->cfg.layers))
         return rp_error(RP_ERR_ARG, "layer %lld is outside 0..%lld", (long long)layer,
                         (long long)(m->cfg.layers - 1));
-    int64_t B = m->lastB, T = m->lastT, H = m->cfg.heads, C = m->cfg.d_model;
-    double *w = malloc((size_t)(H * T * T) * sizeof(double));
-    double *den = malloc((size_t)(H * T) * sizeof(double));
-    if (!w || !den) {
-        free(w);
-        free(den);
+    int64_t T = m->lastT, H = m->cfg.heads;
+    *w = malloc((size_t)(H * T * T) * sizeof(double));
+    *den = malloc((size_t)(H * T) * sizeof(double));
+    if (!*w || !*den) {
+        free(*w);
+        free(*den);
+        *w = *den = NULL;
         return rp_error(RP_ERR_NOMEM, "cannot allocate %lld x %lld linear attention weights",
                         (long long)T, (long long)T);
     }
+    return RP_OK;
+}
+
+/* rp_linattn_weights of sequence b of layer l of the last forward. */
+static void linear_seq_weights(const rp_model *m, int64_t l, int64_t b, double *w, double *den)
+{
+    int64_t T = m->lastT, C = m->cfg.d_model;
     rp_linattn_cfg lc = linattn_cfg(m, 0);
-    const float *qkv = m->la[layer].qkv;
+    const float *q = m->la[l].qkv + b * T * 3 * C;
+    rp_linattn_weights(w, den, q, 3 * C, q + C, 3 * C, T, m->cfg.heads, m->dk, &lc);
+}
+
+rp_status rp_model_linear_stats(const rp_model *m, double *min_weight, double *min_den)
+{
+    double *w, *den;
+    RP_TRY(linear_buffers(m, -1, &w, &den));
+    double lo = HUGE_VAL;
+    for (int64_t l = 0; l < m->cfg.layers; l++)
+        for (int64_t b = 0; b < m->lastB; b++) {
+            linear_seq_weights(m, l, b, w, den);
+            double x = rp_linattn_min_weight(w, den, m->lastT, m->cfg.heads);
+            if (x < lo) lo = x;
+        }
+    free(w);
+    free(den);
+    if (min_weight) *min_weight = lo;
+    if (min_den) *min_den = m->lin_min_den;
+    return RP_OK;
+}
+
+rp_status rp_model_linear_weights(const rp_model *m, int64_t layer, float *out)
+{
+    double *w, *den;
+    RP_TRY(linear_buffers(m, layer, &w, &den));
+    int64_t B = m->lastB, T = m->lastT, H = m->cfg.heads;
     for (int64_t b = 0; b < B; b++) {
-        const float *q = qkv + b * T * 3 * C;
-        rp_linattn_weights(w, den, q, 3 * C, q + C, 3 * C, T, H, m->dk, &lc);
+        linear_seq_weights(m, layer, b, w, den);
         float *o = out + b * H * T * T;
         for (int64_t h = 0; h < H; h++)
             for (int64_t n = 0; n < T; n++)

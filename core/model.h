@@ -140,6 +140,11 @@ rp_status rp_model_linear_weights(const rp_model *m, int64_t layer, float *out);
 /* Linear attention only: the smallest denominator (eps included) over every layer, sequence,
  * head and position of the last forward; NAN for a softmax model or before any forward. */
 double rp_model_linear_min_den(const rp_model *m);
+/* Linear attention only: the smallest normalised weight w_nm / den_n (rp_linattn_min_weight)
+ * and the smallest denominator over every layer, sequence, head and position of the last
+ * forward, into *min_weight / *min_den (either may be NULL). O(layers B H T^2 d_k) time,
+ * O(H T^2) temporary memory. RP_ERR_ARG for a softmax model or no forward; RP_ERR_NOMEM. */
+rp_status rp_model_linear_stats(const rp_model *m, double *min_weight, double *min_den);
 const float *rp_model_residual(const rp_model *m, int64_t layer);
 /* B and T of the last forward (0 before any). */
 void rp_model_last_shape(const rp_model *m, int64_t *B, int64_t *T);

@@ -3,11 +3,14 @@
 #include <stdarg.h>
 
 static _Thread_local char rp_err_buf[512];
+static _Thread_local rp_status rp_err_status = RP_OK;
 
 const char *rp_last_error(void) { return rp_err_buf; }
+rp_status rp_last_status(void) { return rp_err_status; }
 
 rp_status rp_error(rp_status st, const char *fmt, ...)
 {
+    rp_err_status = st;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(rp_err_buf, sizeof rp_err_buf, fmt, ap);

@@ -16,6 +16,9 @@ typedef enum {
 
 /* The message of the last failing call on this thread ("" if none). Valid until the next failure. */
 const char *rp_last_error(void);
+/* The status that call recorded with its message (RP_OK if none): for functions that return a
+ * pointer (NULL on failure) and so cannot return the status themselves. */
+rp_status rp_last_status(void);
 
 /* Records a printf-style message for this thread and returns st, so callers can write
  * `return rp_error(RP_ERR_SHAPE, "expected %s, got %s", a, b);`. */

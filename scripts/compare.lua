@@ -77,8 +77,8 @@ for _, given in ipairs(args.methods or { "rope", "roper" }) do
     if not k then die(("method %s: '%s' is not key=value"):format(spec, parts[i])) end
     o[k:gsub("-", "_")] = v
   end
-  local ok, cfg = pcall(rp.experiment.config, o)
-  if not ok then die(("method %s: %s"):format(spec, tostring(cfg):gsub("^[^ ]-:%d+: ", ""))) end
+  local cfg, err = util.config(rp, o)
+  if not cfg then die(("method %s: %s"):format(spec, err)) end
   for _, m in ipairs(methods) do
     if m.label == spec then die("method " .. spec .. " is given twice") end
   end

@@ -75,10 +75,8 @@ local function expand(i, cur)
       parts[#parts + 1] = e.key .. "=" .. cur[j]
       names[#names + 1] = e.key .. "-" .. cur[j]
     end
-    local ok, cfg = pcall(rp.experiment.config, o)
-    if not ok then
-      die(("%s: %s"):format(table.concat(parts, " "), tostring(cfg):gsub("^[^ ]-:%d+: ", "")))
-    end
+    local cfg, err = util.config(rp, o)
+    if not cfg then die(("%s: %s"):format(table.concat(parts, " "), err)) end
     local name = table.concat(names, "_"):gsub("[^%w%._=-]", "_")
     runs[#runs + 1] = { id = table.concat(parts, " "), cfg = cfg, point = { table.unpack(cur) },
       path = util.join(args.out, "runs", name .. ".json") }

@@ -39,9 +39,9 @@ if args.config then
 end
 for k, v in pairs(util.config_overrides(args, rp)) do overrides[k] = v end
 
-local okc, cfg = pcall(rp.experiment.config, overrides)
-if not okc then
-  io.stderr:write("train.lua: ", (tostring(cfg):gsub("^[^ ]-:%d+: ", "", 1)), "\n")
+local cfg, cfg_err = util.config(rp, overrides)
+if not cfg then
+  io.stderr:write("train.lua: ", cfg_err, "\n")
   os.exit(2)
 end
 

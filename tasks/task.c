@@ -5,6 +5,13 @@
 
 #include "task_impl.h"
 
+void rp_task_cfg_addition_format(rp_task_cfg *c, rp_add_format format)
+{
+    c->format = format;
+    c->max_digits = format == RP_ADD_LABML ? 7 : 8;
+    c->labml_digit_quirk = format == RP_ADD_LABML;
+}
+
 rp_task_cfg rp_task_cfg_default(rp_task_kind kind)
 {
     rp_task_cfg c;

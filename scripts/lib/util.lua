@@ -199,6 +199,14 @@ function util.add_config_options(parser, rp, skip)
   end
 end
 
+-- config(rp, overrides) -> cfg | nil, message: rp.experiment.config without raising; the message
+-- loses the "file:line: " position (it points into the script, not at the user's option).
+function util.config(rp, overrides)
+  local ok, cfg = pcall(rp.experiment.config, overrides)
+  if ok then return cfg end
+  return nil, (tostring(cfg):gsub("^[^ ]-:%d+: ", "", 1))
+end
+
 -- config_overrides(args, rp) -> the experiment keys given on the command line, as strings
 -- (rp.experiment.config converts them).
 function util.config_overrides(args, rp)

@@ -167,13 +167,7 @@ int main(int argc, char **argv)
         }
         /* the smallest normalised weight w_nm / den_n, over the first sequence */
         rp_linattn_weights(w, den, q, HD, k, HD, T, H, D, &cfg);
-        double min_w = INFINITY;
-        for (int64_t h = 0; h < H; h++)
-            for (int64_t n = 0; n < T; n++)
-                for (int64_t j = 0; j <= n; j++) {
-                    double x = w[(h * T + n) * T + j] / den[h * T + n];
-                    if (x < min_w) min_w = x;
-                }
+        double min_w = rp_linattn_min_weight(w, den, T, H);
         printf("  %-14s %9.2f ms %9.2f ms %14.0f %12.3g %12.4g\n", lmodes[i].label,
                best_f * 1e3, best_fb * 1e3, (double)(B * T) / best_f, min_w, (double)min_den);
     }

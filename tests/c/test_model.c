@@ -728,6 +728,24 @@ static void test_cache(void)
             CHECK(rp_model_attention_weights(lm, 0) == NULL, "linear keeps no softmax weights");
             CHECK(isfinite(rp_model_linear_min_den(lm)) && rp_model_linear_min_den(lm) > 0.0,
                   "linear min den after a forward");
+            /* the stats against the smallest of the normalised weights of every layer */
+            {
+                float wts[2 * 12 * 12];
+                double lo = INFINITY, min_w = 0.0, min_den = 0.0;
+                for (int64_t l = 0; l < lc.layers; l++) {
+                    CHECK_STATUS(rp_model_linear_weights(lm, l, wts), RP_OK, NULL);
+                    for (int64_t h = 0; h < 2; h++)
+                        for (int64_t n = 0; n < T; n++)
+                            for (int64_t j = 0; j <= n; j++)
+                                if ((double)wts[(h * T + n) * T + j] < lo)
+                                    lo = (double)wts[(h * T + n) * T + j];
+                }
+                CHECK_STATUS(rp_model_linear_stats(lm, &min_w, &min_den), RP_OK, NULL);
+                CHECK(fabs(min_w - lo) <= 1e-6 * (1.0 + fabs(lo)),
+                      "linear stats: min weight %g, the weights' minimum %g", min_w, lo);
+                CHECK(min_den == rp_model_linear_min_den(lm), "linear stats: min den");
+                CHECK_STATUS(rp_model_linear_weights(lm, 2, wts), RP_ERR_ARG, "layer 2 is outside");
+            }
             rp_model_free(lm);
         }
     printf("  linear attention state decoding vs full forward: max |diff| %.3g\n", worst_lin);
@@ -739,6 +757,7 @@ static void test_cache(void)
                  "token 11 at [2] is outside the vocabulary 0..10");
     CHECK_STATUS(rp_model_cache_feed(m, bad, 0, NULL), RP_ERR_ARG, "n >= 1");
     CHECK(rp_model_cache_len(m) == 0, "a failed feed leaves the cache alone");
+    CHECK_STATUS(rp_model_linear_stats(m, NULL, NULL), RP_ERR_ARG, "the model uses softmax");
     rp_model_free(m);
 }
 

@@ -397,8 +397,11 @@ static void test_addition_problems(void)
 {
     for (int f = 0; f < 2; f++) {
         rp_task_cfg c = rp_task_cfg_default(RP_TASK_ADDITION);
-        c.format = (rp_add_format)f;
-        if (f) c.max_digits = 7, c.labml_digit_quirk = 1;
+        rp_task_cfg_addition_format(&c, (rp_add_format)f);
+        CHECK(c.format == (rp_add_format)f && c.max_digits == (f ? 7 : 8) &&
+                  c.labml_digit_quirk == f && c.seq_len == 256,
+              "format %d defaults: %lld digits, quirk %d", f, (long long)c.max_digits,
+              c.labml_digit_quirk);
         rp_task *t = new_task(c);
         char var = f ? 'x' : 'd', term = f ? '\n' : '#';
         rp_rng r;
@@ -652,9 +655,16 @@ static void test_text(void)
     CHECK(rp_task_new(&c) == NULL && strstr(rp_last_error(), "z.txt: invalid UTF-8 at byte 1"),
           "invalid UTF-8 in a directory: \"%s\"", rp_last_error());
     {
-        /* the error status itself */
+        /* the error status itself: file problems are RP_ERR_IO (the binding returns nil,
+         * message for them), a bad config is RP_ERR_ARG */
         rp_task *tt = rp_task_new(&c);
-        CHECK(tt == NULL, "no task");
+        CHECK(tt == NULL && rp_last_status() == RP_ERR_IO, "a bad file in a folder: io, got %s",
+              rp_status_name(rp_last_status()));
+        c.seq_len = 2;
+        tt = rp_task_new(&c);
+        CHECK(tt == NULL && rp_last_status() == RP_ERR_ARG, "seq_len 2: argument, got %s",
+              rp_status_name(rp_last_status()));
+        c.seq_len = 8;
     }
     /* clean up */
     const char *files[] = {"split.txt", "empty.txt", "bad.txt", "dir/a.txt", "dir/b.txt", "dir/z.txt"};
