@@ -153,7 +153,33 @@ static int l_model(lua_State *L)
     lua_settop(L, 1);
     lrp_model *u = lrp_newmodel(L);
     u->m = rp_model_new(&cfg);
-    if (u->m == NULL) return lrp_raise(L, RP_ERR_NOMEM);
+    if (u->m == NULL) return lrp_argerror(L, 1, "%s", rp_last_error()); /* too large */
+    return 1;
+}
+
+/* rp.model_memory(cfg) -> {model =, optimiser =, params =, available =}: what rp.model(cfg)
+ * would allocate, in bytes, without allocating it; optimiser: Adam's moments; params: the
+ * parameter count; available: rp_mem_available() (nil when unknown). cfg is checked as rp.model
+ * checks it. */
+static int l_model_memory(lua_State *L)
+{
+    rp_model_cfg cfg;
+    read_cfg(L, 1, &cfg);
+    int64_t bytes = 0, params = 0;
+    if (rp_model_memory(&cfg, &bytes, &params) != RP_OK)
+        return lrp_argerror(L, 1, "%s", rp_last_error());
+    int64_t avail = rp_mem_available();
+    lua_createtable(L, 0, 4);
+    lua_pushinteger(L, (lua_Integer)bytes);
+    lua_setfield(L, -2, "model");
+    lua_pushinteger(L, (lua_Integer)(2 * params * (int64_t)sizeof(float)));
+    lua_setfield(L, -2, "optimiser");
+    lua_pushinteger(L, (lua_Integer)params);
+    lua_setfield(L, -2, "params");
+    if (avail >= 0) {
+        lua_pushinteger(L, (lua_Integer)avail);
+        lua_setfield(L, -2, "available");
+    }
     return 1;
 }
 
@@ -282,6 +308,7 @@ static void fill_grid(lua_State *L, int arg, const char *what, int kind, int64_t
     char pos[64];
     rp_tensor *t = lrp_totensor(L, arg);
     if (t) {
+        t = lrp_checktensor(L, arg); /* again: the buffer's allocation may have released it */
         const float *d = rp_tensor_data(t);
         for (int64_t b = 0; b < g->B; b++)
             for (int64_t j = 0; j < g->T; j++) {
@@ -331,11 +358,10 @@ static int32_t *push_ids(lua_State *L, int64_t n)
     return (int32_t *)lua_newuserdatauv(L, (size_t)n * sizeof(int32_t), 0);
 }
 
-/* The tokens at arg for m: shape within (max_batch, seq_len), values in 0..V-1. Pushes the
- * buffer. */
-static int32_t *check_tokens(lua_State *L, int arg, rp_model *m, grid *g)
+/* The tokens at arg for a model of config c: shape within (max_batch, seq_len), values in
+ * 0..V-1. Pushes the buffer. */
+static int32_t *check_tokens(lua_State *L, int arg, const rp_model_cfg *c, grid *g)
 {
-    const rp_model_cfg *c = rp_model_config(m);
     probe_grid(L, arg, "tokens", 1, g);
     if (g->B > c->max_batch)
         lrp_argerror(L, arg, "a batch of %I sequences exceeds max_batch %I", (LUAI_UACINT)g->B,
@@ -364,9 +390,9 @@ static int32_t *check_like(lua_State *L, int arg, const char *what, int kind, in
     return buf;
 }
 
-static int32_t *check_targets(lua_State *L, int arg, rp_model *m, const grid *tok)
+static int32_t *check_targets(lua_State *L, int arg, const rp_model_cfg *c, const grid *tok)
 {
-    return check_like(L, arg, "targets", IDS_TARGET, rp_model_config(m)->vocab, tok);
+    return check_like(L, arg, "targets", IDS_TARGET, c->vocab, tok);
 }
 
 /* The optional mask at arg (nil/none: NULL), as B*T bytes 0/1 (a pushed userdata). */
@@ -380,20 +406,24 @@ static uint8_t *check_mask(lua_State *L, int arg, const grid *tok)
     return mask;
 }
 
-/* Pushes a new contiguous tensor of the given shape holding a copy of its numel floats at src. */
-static void push_copy(lua_State *L, int ndim, const int64_t *shape, const float *src)
+/* Pushes a new contiguous (zeroed) tensor of the given shape and returns its data. */
+static float *push_out(lua_State *L, int ndim, const int64_t *shape)
 {
     rp_tensor *out = lrp_newtensor(L);
     rp_status st = rp_tensor_new(out, ndim, shape);
     if (st != RP_OK) lrp_raise(L, st);
-    memcpy(rp_tensor_data(out), src, (size_t)lrp_numel(ndim, shape) * sizeof(float));
+    return rp_tensor_data(out);
 }
 
-/* Runs an eval forward over tokens (no targets); raises on a core error. */
-static void eval_forward(lua_State *L, rp_model *m, const int32_t *tok, const grid *g)
+/* Runs an eval forward over tokens (no targets) on the model at stack index 1, fetched afresh
+ * (see the rule in roper.h: nothing may run Lua code between this and the use of the results).
+ * Raises on a core error. Returns the model. */
+static rp_model *eval_forward(lua_State *L, const int32_t *tok, const grid *g)
 {
+    rp_model *m = lrp_checkmodel(L, 1);
     rp_status st = rp_model_forward(m, tok, NULL, NULL, g->B, g->T, 0, NULL);
     if (st != RP_OK) lrp_raise(L, st);
+    return m;
 }
 
 /* ---- methods ---- */
@@ -401,7 +431,7 @@ static void eval_forward(lua_State *L, rp_model *m, const int32_t *tok, const gr
 /* m:config() -> table (the keys of rp.model's config) */
 static int m_config(lua_State *L)
 {
-    const rp_model_cfg *c = rp_model_config(lrp_checkmodel(L, 1));
+    const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1)), *c = &cfg;
     lua_createtable(L, 0, 16);
     const struct {
         const char *key;
@@ -448,21 +478,23 @@ static int m_num_params(lua_State *L)
 /* m:params() / m:grads(): { {name =, tensor =}, ... } in layout order, and t[name] = tensor. */
 static int push_views(lua_State *L, int grad)
 {
-    rp_model *m = lrp_checkmodel(L, 1);
-    int n = rp_model_num_tensors(m);
+    int n = rp_model_num_tensors(lrp_checkmodel(L, 1));
     lua_settop(L, 1);
-    lua_createtable(L, n, n);
+    lua_createtable(L, n, n); /* 2 */
     for (int i = 0; i < n; i++) {
-        const rp_param_info *p = rp_model_param(m, i);
-        lua_createtable(L, 0, 2);
-        lua_pushstring(L, p->name);
-        lua_setfield(L, -2, "name");
-        rp_tensor v;
-        rp_model_param_view(&v, m, i, grad);
-        lrp_pushtensor(L, &v);
-        lua_pushvalue(L, -1);
-        lua_setfield(L, 2, p->name);
-        lua_setfield(L, -2, "tensor");
+        lua_createtable(L, 0, 2);  /* 3: the entry */
+        rp_tensor *t = lrp_newtensor(L); /* 4 */
+        /* every push above may run a finalizer that releases the model: fetch it again, and take
+         * the name and the view with no Lua call in between */
+        rp_model *m = lrp_checkmodel(L, 1);
+        char name[sizeof ((rp_param_info *)NULL)->name];
+        memcpy(name, rp_model_param(m, i)->name, sizeof name);
+        rp_model_param_view(t, m, i, grad);
+        lua_pushvalue(L, 4);
+        lua_setfield(L, 2, name);
+        lua_setfield(L, 3, "tensor");
+        lua_pushstring(L, name);
+        lua_setfield(L, 3, "name");
         lua_rawseti(L, 2, i + 1);
     }
     return 1;
@@ -474,13 +506,14 @@ static int m_grads(lua_State *L) { return push_views(L, 1); }
 /* m:forward(tokens) -> logits [B x T x V] (eval mode) */
 static int m_forward(lua_State *L)
 {
-    rp_model *m = lrp_checkmodel(L, 1);
+    const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1));
     lua_settop(L, 2);
     grid g;
-    int32_t *tok = check_tokens(L, 2, m, &g);
-    eval_forward(L, m, tok, &g);
-    int64_t shape[3] = {g.B, g.T, rp_model_config(m)->vocab};
-    push_copy(L, 3, shape, rp_model_logits(m));
+    int32_t *tok = check_tokens(L, 2, &cfg, &g);
+    int64_t shape[3] = {g.B, g.T, cfg.vocab};
+    float *out = push_out(L, 3, shape);
+    rp_model *m = eval_forward(L, tok, &g);
+    memcpy(out, rp_model_logits(m), (size_t)lrp_numel(3, shape) * sizeof(float));
     return 1;
 }
 
@@ -488,73 +521,94 @@ static int m_forward(lua_State *L)
  * when nothing is scored) */
 static int m_loss(lua_State *L)
 {
-    rp_model *m = lrp_checkmodel(L, 1);
+    const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1));
     lua_settop(L, 4);
     grid g;
-    int32_t *tok = check_tokens(L, 2, m, &g);
-    int32_t *tgt = check_targets(L, 3, m, &g);
+    int32_t *tok = check_tokens(L, 2, &cfg, &g);
+    int32_t *tgt = check_targets(L, 3, &cfg, &g);
     uint8_t *mask = check_mask(L, 4, &g);
     float loss = 0.0f;
-    rp_status st = rp_model_forward(m, tok, tgt, mask, g.B, g.T, 0, &loss);
+    rp_status st = rp_model_forward(lrp_checkmodel(L, 1), tok, tgt, mask, g.B, g.T, 0, &loss);
     if (st != RP_OK) return lrp_raise(L, st);
     lua_pushnumber(L, (lua_Number)loss);
     return 1;
 }
 
-/* m:train_step(tokens, targets, mask_or_nil, opt) -> loss, grad_norm */
+static const char *const nonfinite_names[] = {"error", "skip", NULL};
+
+/* m:train_step(tokens, targets, mask_or_nil, opt[, {nonfinite = "error" | "skip"}])
+ *   -> loss, grad_norm, updated */
 static int m_train_step(lua_State *L)
 {
-    rp_model *m = lrp_checkmodel(L, 1);
-    lua_settop(L, 5);
+    static const char *const known[] = {"nonfinite", NULL};
+    const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1));
+    lua_settop(L, 6);
     grid g;
-    int32_t *tok = check_tokens(L, 2, m, &g);
-    int32_t *tgt = check_targets(L, 3, m, &g);
+    int32_t *tok = check_tokens(L, 2, &cfg, &g);
+    int32_t *tgt = check_targets(L, 3, &cfg, &g);
     if (luaL_testudata(L, 4, LRP_OPTIM_MT) && lua_isnil(L, 5))
         return lrp_argerror(L, 4, "mask or nil expected before the optimiser "
                                   "(m:train_step(tokens, targets, nil, opt))");
     uint8_t *mask = check_mask(L, 4, &g);
-    lrp_optim *o = lrp_checkoptim_for(L, 5, 1);
+    lrp_checkoptim_for(L, 5, 1);
+    lrp_checkopts(L, 6, known);
+    int skip = lrp_optenum(L, 6, "nonfinite", nonfinite_names, 0);
     int64_t scored = 0;
     for (int64_t n = 0; n < g.B * g.T; n++)
         if (tgt[n] >= 0 && (mask == NULL || mask[n])) scored++;
     if (scored == 0)
         return lrp_argerror(L, 3, "no position is scored (every target is -1 or masked out)");
+
+    /* every Lua value is read: fetch the objects, then no Lua call until core is done */
+    rp_model *m = lrp_checkmodel(L, 1);
+    lrp_optim *o = lrp_checkoptim_for(L, 5, 1);
     float loss = 0.0f;
     rp_status st = rp_model_forward(m, tok, tgt, mask, g.B, g.T, 1, &loss);
     if (st != RP_OK) return lrp_raise(L, st);
-    rp_model_zero_grad(m);
-    st = rp_model_backward(m);
-    if (st != RP_OK) return lrp_raise(L, st);
-    double norm = rp_adam_step(&o->cfg, &o->st, rp_model_params(m)->data,
-                               rp_model_grads(m)->data, o->st.n);
+    double norm = (double)NAN;
+    if (isfinite(loss)) {
+        rp_model_zero_grad(m);
+        st = rp_model_backward(m);
+        if (st != RP_OK) return lrp_raise(L, st);
+        norm = rp_adam_step(&o->cfg, &o->st, rp_model_params(m)->data, rp_model_grads(m)->data,
+                            o->st.n); /* updates nothing when the norm is not finite */
+    }
+    int updated = isfinite(loss) && isfinite(norm);
+    if (!updated && !skip) {
+        double bad = isfinite(loss) ? norm : (double)loss;
+        return luaL_error(L, "train_step: the %s is %s; the weights were not updated (pass "
+                             "{nonfinite = \"skip\"} to skip such steps)",
+                          isfinite(loss) ? "gradient norm" : "loss",
+                          isnan(bad) ? "nan" : bad > 0 ? "inf" : "-inf");
+    }
     lua_pushnumber(L, (lua_Number)loss);
     lua_pushnumber(L, (lua_Number)norm);
-    return 2;
+    lua_pushboolean(L, updated);
+    return 3;
 }
 
 /* m:attention(layer, tokens) -> att [B x H x T x T] of layer (1-based) after an eval forward */
 static int m_attention(lua_State *L)
 {
-    rp_model *m = lrp_checkmodel(L, 1);
-    const rp_model_cfg *c = rp_model_config(m);
+    const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1));
     lua_Integer layer = lrp_checkint(L, 2, "layer");
-    if (layer < 1 || layer > c->layers)
+    if (layer < 1 || layer > cfg.layers)
         return lrp_argerror(L, 2, "layer %I out of range (the model has %I layers)",
-                            (LUAI_UACINT)layer, (LUAI_UACINT)c->layers);
+                            (LUAI_UACINT)layer, (LUAI_UACINT)cfg.layers);
     lua_settop(L, 3);
     grid g;
-    int32_t *tok = check_tokens(L, 3, m, &g);
-    eval_forward(L, m, tok, &g);
-    int64_t shape[4] = {g.B, c->heads, g.T, g.T};
-    if (c->attention == RP_ATTN_LINEAR) {
+    int32_t *tok = check_tokens(L, 3, &cfg, &g);
+    int64_t shape[4] = {g.B, cfg.heads, g.T, g.T};
+    float *out = push_out(L, 4, shape);
+    rp_model *m = eval_forward(L, tok, &g);
+    if (cfg.attention == RP_ATTN_LINEAR) {
         /* the normalised linear weights w_nm / den_n, recomputed from the saved q and k */
-        rp_tensor *out = lrp_newtensor(L);
-        rp_status st = rp_tensor_new(out, 4, shape);
-        if (st == RP_OK) st = rp_model_linear_weights(m, (int64_t)layer - 1, rp_tensor_data(out));
-        if (st != RP_OK) lrp_raise(L, st);
+        rp_status st = rp_model_linear_weights(m, (int64_t)layer - 1, out);
+        if (st != RP_OK) return lrp_raise(L, st);
         return 1;
     }
-    push_copy(L, 4, shape, rp_model_attention_weights(m, (int64_t)layer - 1));
+    memcpy(out, rp_model_attention_weights(m, (int64_t)layer - 1),
+           (size_t)lrp_numel(4, shape) * sizeof(float));
     return 1;
 }
 
@@ -563,15 +617,14 @@ static int m_attention(lua_State *L)
  * the smallest denominator, over every layer, sequence, head and position. */
 static int m_linear_stats(lua_State *L)
 {
-    rp_model *m = lrp_checkmodel(L, 1);
-    const rp_model_cfg *c = rp_model_config(m);
-    if (c->attention != RP_ATTN_LINEAR)
+    const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1));
+    if (cfg.attention != RP_ATTN_LINEAR)
         return luaL_error(L, "linear_stats needs a model with linear attention (this one uses "
                              "softmax)");
     lua_settop(L, 2);
     grid g;
-    int32_t *tok = check_tokens(L, 2, m, &g);
-    eval_forward(L, m, tok, &g);
+    int32_t *tok = check_tokens(L, 2, &cfg, &g);
+    rp_model *m = eval_forward(L, tok, &g);
     double min_w, min_den;
     rp_status st = rp_model_linear_stats(m, &min_w, &min_den);
     if (st != RP_OK) return lrp_raise(L, st);
@@ -584,17 +637,23 @@ static int m_linear_stats(lua_State *L)
  * each [B x T x C] */
 static int m_activations(lua_State *L)
 {
-    rp_model *m = lrp_checkmodel(L, 1);
-    const rp_model_cfg *c = rp_model_config(m);
+    const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1));
     lua_settop(L, 2);
     grid g;
-    int32_t *tok = check_tokens(L, 2, m, &g);
-    eval_forward(L, m, tok, &g);
-    int64_t shape[3] = {g.B, g.T, c->d_model};
-    lua_createtable(L, (int)c->layers, 1);
-    for (int64_t l = -1; l < c->layers; l++) {
-        push_copy(L, 3, shape, rp_model_residual(m, l));
-        lua_rawseti(L, -2, (lua_Integer)(l + 1));
+    int32_t *tok = check_tokens(L, 2, &cfg, &g); /* 3 */
+    int64_t shape[3] = {g.B, g.T, cfg.d_model};
+    /* every result exists before the forward runs */
+    lua_createtable(L, (int)cfg.layers, 1); /* 4 */
+    for (int64_t l = -1; l < cfg.layers; l++) {
+        push_out(L, 3, shape);
+        lua_rawseti(L, 4, (lua_Integer)(l + 1));
+    }
+    rp_model *m = eval_forward(L, tok, &g);
+    size_t bytes = (size_t)lrp_numel(3, shape) * sizeof(float);
+    for (int64_t l = -1; l < cfg.layers; l++) {
+        lua_rawgeti(L, 4, (lua_Integer)(l + 1));
+        memcpy(rp_tensor_data(lrp_totensor(L, -1)), rp_model_residual(m, l), bytes);
+        lua_pop(L, 1);
     }
     return 1;
 }
@@ -603,13 +662,12 @@ static int m_activations(lua_State *L)
 static int m_generate(lua_State *L)
 {
     static const char *const known[] = {"temperature", "top_k", "seed", "rng", "stop", NULL};
-    rp_model *m = lrp_checkmodel(L, 1);
-    const rp_model_cfg *c = rp_model_config(m);
+    const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1));
     lua_settop(L, 4);
     grid g;
     probe_grid(L, 2, "prompt", 0, &g);
-    int32_t *prompt = push_ids(L, g.T); /* index 5 */
-    fill_grid(L, 2, "prompt", IDS_TOKEN, c->vocab, &g, prompt);
+    int32_t *prompt = push_ids(L, g.T); /* 5 */
+    fill_grid(L, 2, "prompt", IDS_TOKEN, cfg.vocab, &g, prompt);
     lua_Integer n = lrp_checkint(L, 3, "n");
     if (n < 0 || n > INT32_LIMIT)
         return lrp_argerror(L, 3, "n must be between 0 and 2^31-1, got %I", (LUAI_UACINT)n);
@@ -630,40 +688,37 @@ static int m_generate(lua_State *L)
     gc.stop_token = -1;
     if (lrp_hasopt(L, 4, "stop")) {
         lua_Integer stop = lrp_optinteger(L, 4, "stop", -1);
-        if (stop < 0 || stop >= c->vocab)
+        if (stop < 0 || stop >= cfg.vocab)
             return lrp_argerror(L, 4,
                                 "option 'stop' must be a token id in 0..%I (vocab %I), got %I",
-                                (LUAI_UACINT)(c->vocab - 1), (LUAI_UACINT)c->vocab,
+                                (LUAI_UACINT)(cfg.vocab - 1), (LUAI_UACINT)cfg.vocab,
                                 (LUAI_UACINT)stop);
         gc.stop_token = (int32_t)stop;
     }
     int has_seed = lrp_hasopt(L, 4, "seed"), has_rng = lrp_hasopt(L, 4, "rng");
     if (has_seed && has_rng) return lrp_argerror(L, 4, "give option 'seed' or 'rng', not both");
+    /* index 6: the generator, kept on the stack so that nothing can collect it */
     rp_rng local;
     if (has_rng) {
-        lua_getfield(L, 4, "rng"); /* stays referenced by the options table */
-        gc.rng = (rp_rng *)luaL_testudata(L, -1, LRP_RNG_MT);
-        if (gc.rng == NULL)
+        lua_getfield(L, 4, "rng");
+        if (luaL_testudata(L, -1, LRP_RNG_MT) == NULL)
             return lrp_argerror(L, 4, "option 'rng' must be a roper.Rng, got %s",
                                 lrp_describe(L, -1));
-        lua_pop(L, 1);
     } else if (has_seed) {
         rp_rng_seed(&local, (uint64_t)lrp_optinteger(L, 4, "seed", 0));
-        gc.rng = &local;
+        lua_pushnil(L);
     } else {
         /* the module's default generator (rp.seed reseeds it) */
         lua_getfield(L, LUA_REGISTRYINDEX, LRP_DEFAULT_RNG_KEY);
-        gc.rng = (rp_rng *)luaL_testudata(L, -1, LRP_RNG_MT);
-        lua_pop(L, 1); /* the registry keeps it alive */
-        if (gc.rng == NULL) {
-            rp_rng_seed(&local, 0);
-            gc.rng = &local;
-        }
+        if (luaL_testudata(L, -1, LRP_RNG_MT) == NULL) rp_rng_seed(&local, 0);
     }
+    int32_t *out = push_ids(L, n > 0 ? (int64_t)n : 1); /* 7 */
 
-    int32_t *out = push_ids(L, n > 0 ? (int64_t)n : 1);
+    /* every Lua value is read and every buffer exists: fetch the objects, then call core */
+    rp_rng *gen = (rp_rng *)luaL_testudata(L, 6, LRP_RNG_MT);
+    gc.rng = gen ? gen : &local;
     int64_t n_out = 0;
-    rp_status st = rp_model_generate(m, prompt, g.T, (int64_t)n, &gc, out, &n_out);
+    rp_status st = rp_model_generate(lrp_checkmodel(L, 1), prompt, g.T, (int64_t)n, &gc, out, &n_out);
     if (st != RP_OK) return lrp_raise(L, st);
     lua_createtable(L, (int)n_out, 0);
     for (int64_t i = 0; i < n_out; i++) {
@@ -695,12 +750,24 @@ static int fail_result(lua_State *L)
     return 2;
 }
 
-/* m:save(path[, opt]) -> true | nil, "path: reason" */
+/* m:save(path[, opt[, {allow_nonfinite = false}]]) -> true | nil, "path: reason" */
 static int m_save(lua_State *L)
 {
-    rp_model *m = lrp_checkmodel(L, 1);
+    static const char *const known[] = {"allow_nonfinite", NULL};
+    lrp_checkmodel(L, 1);
     const char *path = check_path(L, 2);
+    if (!lua_isnoneornil(L, 3)) lrp_checkoptim_for(L, 3, 1);
+    lrp_checkopts(L, 4, known);
+    int allow = lrp_optboolean(L, 4, "allow_nonfinite", 0);
+
+    /* every Lua value is read: fetch the objects */
+    rp_model *m = lrp_checkmodel(L, 1);
     lrp_optim *o = lua_isnoneornil(L, 3) ? NULL : lrp_checkoptim_for(L, 3, 1);
+    int bad = allow ? -1 : rp_model_first_nonfinite(m, 0);
+    if (bad >= 0)
+        return luaL_error(L, "m:save: parameter '%s' holds nan or inf (the model diverged); pass "
+                             "{allow_nonfinite = true} to save it anyway",
+                          rp_model_param(m, bad)->name);
     rp_status st = rp_checkpoint_save(path, m, o ? &o->cfg : NULL, o ? &o->st : NULL);
     if (st != RP_OK) return fail_result(L);
     lua_pushboolean(L, 1);
@@ -758,6 +825,7 @@ static const luaL_Reg model_methods[] = {
 
 static const luaL_Reg model_funcs[] = {
     {"model", l_model},
+    {"model_memory", l_model_memory},
     {"load", l_load},
     {NULL, NULL},
 };

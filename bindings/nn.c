@@ -70,8 +70,13 @@ int lrp_matmul(lua_State *L)
                             lrp_shape_str(sa, a), lrp_shape_str(sb, b));
     rp_tensor *out = lrp_newtensor(L);
     rp_status st;
-    if (lrp_numel(nd, shape) == 0 || K == 0) st = rp_tensor_new(out, nd, shape); /* zeros */
-    else st = rp_matmul(out, a, b, 0);
+    if (lrp_numel(nd, shape) == 0 || K == 0) {
+        st = rp_tensor_new(out, nd, shape); /* zeros */
+    } else {
+        a = lrp_checktensor(L, 1); /* again: the allocation may have run a finalizer */
+        b = lrp_checktensor(L, 2);
+        st = rp_matmul(out, a, b, 0);
+    }
     if (st != RP_OK) return lrp_raise(L, st);
     return 1;
 }
@@ -117,6 +122,7 @@ static int64_t *read_positions(lua_State *L, int arg, int idx, const char *what,
             lrp_argerror(L, arg, "%s must be a 1-D tensor, got %s", what, lrp_shape_str(buf, t));
         int64_t len = t->shape[0];
         int64_t *p = (int64_t *)lua_newuserdatauv(L, (size_t)(len ? len : 1) * sizeof(int64_t), 0);
+        t = lrp_checktensor(L, idx); /* again after the allocation */
         const float *d = rp_tensor_data(t);
         for (int64_t i = 0; i < len; i++) {
             double x = (double)d[i * t->stride[0]];
@@ -245,7 +251,8 @@ static int l_rope_rotate(lua_State *L)
 {
     static const char *const known[] = {"base",   "pairing",   "sign",  "fraction", "d_rot",
                                         "dim",    "offset",    "positions", "scale", NULL};
-    rp_tensor *x = lrp_checktensor(L, 1);
+    /* a copy of x's shape for the checks: reading the options may run Lua code */
+    const rp_tensor xs = *lrp_checktensor(L, 1), *x = &xs;
     char buf[RP_SHAPE_STR_LEN];
     if (x->ndim < 1)
         return lrp_argerror(L, 1, "expected x with at least 1 dim, got %s", lrp_shape_str(buf, x));
@@ -316,7 +323,7 @@ static int l_rope_rotate(lua_State *L)
         cfg.positions = p; /* the userdata stays on the stack during the call */
     }
     rp_tensor *out = lrp_newtensor(L);
-    rp_status st = rp_rope_rotate(out, x, &cfg);
+    rp_status st = rp_rope_rotate(out, lrp_checktensor(L, 1), &cfg);
     if (st != RP_OK) return lrp_raise(L, st);
     return 1;
 }
@@ -390,9 +397,9 @@ static int l_attention(lua_State *L)
     static const char *const q_letters[] = {"B", "T", "H", "D"};
     static const char *const k_letters[] = {"B", "S", "H", "D"};
     static const char *const v_letters[] = {"B", "S", "H", "Dv"};
-    rp_tensor *q = lrp_checktensor(L, 1);
-    rp_tensor *k = lrp_checktensor(L, 2);
-    rp_tensor *v = lrp_checktensor(L, 3);
+    const rp_tensor *q = lrp_checktensor(L, 1);
+    const rp_tensor *k = lrp_checktensor(L, 2);
+    const rp_tensor *v = lrp_checktensor(L, 3);
     int64_t want[4] = {0, 0, 0, 0};
     check_4d(L, 1, "q", q, want, q_letters);
     int64_t B = q->shape[0], T = q->shape[1], H = q->shape[2], D = q->shape[3];
@@ -436,7 +443,9 @@ static int l_attention(lua_State *L)
     lua_settop(L, 4);
     rp_tensor *out = lrp_newtensor(L);
     rp_tensor *att = lrp_newtensor(L);
-    rp_status st = rp_attention(out, att, q, k, v, &cfg);
+    /* fetched again: the option reads and allocations above may have run Lua code */
+    rp_status st = rp_attention(out, att, lrp_checktensor(L, 1), lrp_checktensor(L, 2),
+                                lrp_checktensor(L, 3), &cfg);
     if (st != RP_OK) return lrp_raise(L, st);
     return 2;
 }
@@ -450,9 +459,9 @@ static int l_linear_attention(lua_State *L)
     static const char *const placement_names[] = {"after", "before", NULL};
     static const char *const q_letters[] = {"B", "T", "H", "D"};
     static const char *const v_letters[] = {"B", "T", "H", "Dv"};
-    rp_tensor *q = lrp_checktensor(L, 1);
-    rp_tensor *k = lrp_checktensor(L, 2);
-    rp_tensor *v = lrp_checktensor(L, 3);
+    const rp_tensor *q = lrp_checktensor(L, 1);
+    const rp_tensor *k = lrp_checktensor(L, 2);
+    const rp_tensor *v = lrp_checktensor(L, 3);
     int64_t want[4] = {0, 0, 0, 0};
     check_4d(L, 1, "q", q, want, q_letters);
     int64_t B = q->shape[0], T = q->shape[1], H = q->shape[2], D = q->shape[3];
@@ -489,7 +498,8 @@ static int l_linear_attention(lua_State *L)
     rp_tensor *out = lrp_newtensor(L);
     rp_tensor *w = lrp_newtensor(L);
     rp_tensor *den = lrp_newtensor(L);
-    rp_status st = rp_linear_attention(out, w, den, q, k, v, &cfg);
+    rp_status st = rp_linear_attention(out, w, den, lrp_checktensor(L, 1), lrp_checktensor(L, 2),
+                                       lrp_checktensor(L, 3), &cfg);
     if (st != RP_OK) return lrp_raise(L, st);
     return 3;
 }

@@ -7,6 +7,7 @@
  * rp_adam_cfg_check, whose message becomes the `bad argument` text. Userdata are created empty
  * first, so a Lua error never leaks the moments.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -160,30 +161,45 @@ static int l_new(lua_State *L)
 {
     int decoupled = (int)lua_tointeger(L, lua_upvalueindex(1));
     rp_model *m = lrp_checkmodel(L, 1);
+    int64_t nparams = rp_model_param_count(m);
     rp_adam_cfg cfg = rp_adam_cfg_default();
     cfg.decoupled = decoupled;
     cfg.d_model = (double)rp_model_config(m)->d_model;
-    read_opts(L, 2, &cfg);
+    read_opts(L, 2, &cfg); /* may run Lua code: m is not used after this */
     if (rp_adam_cfg_check(&cfg) != RP_OK) return lrp_argerror(L, 2, "%s", rp_last_error());
     lua_settop(L, 2);
     lrp_optim *o = lrp_newoptim(L, 1, &cfg);
-    rp_status st = lrp_optim_alloc(o, rp_model_param_count(m));
+    lrp_checkmodel(L, 1); /* still alive after the reads and the allocation */
+    rp_status st = lrp_optim_alloc(o, nparams);
     if (st != RP_OK) return lrp_raise(L, st);
     return 1;
 }
 
 /* ---- methods ---- */
 
-/* opt:step(): one update of the model from its current gradients (clipped in place when clip > 0);
- * returns the gradient norm before clipping. */
+/* opt:step([{nonfinite = "error" | "skip"}]) -> grad_norm, updated: one update of the model from
+ * its current gradients (clipped in place when clip > 0); grad_norm is the norm before clipping.
+ * A gradient holding nan or inf updates nothing and raises (or, with nonfinite = "skip", returns
+ * the norm and false). */
 static int o_step(lua_State *L)
 {
+    static const char *const known[] = {"nonfinite", NULL};
+    static const char *const nonfinite_names[] = {"error", "skip", NULL};
+    lrp_checkoptim(L, 1);
+    lrp_checkopts(L, 2, known);
+    int skip = lrp_optenum(L, 2, "nonfinite", nonfinite_names, 0);
     lrp_optim *o = lrp_checkoptim(L, 1);
     rp_model *m = model_of(L, 1);
     float *w = rp_model_params(m)->data, *g = rp_model_grads(m)->data;
     double norm = rp_adam_step(&o->cfg, &o->st, w, g, o->st.n);
+    int updated = isfinite(norm);
+    if (!updated && !skip)
+        return luaL_error(L, "step: the gradient norm is %s; the weights were not updated (pass "
+                             "{nonfinite = \"skip\"} to skip such steps)",
+                          isnan(norm) ? "nan" : "inf");
     lua_pushnumber(L, (lua_Number)norm);
-    return 1;
+    lua_pushboolean(L, updated);
+    return 2;
 }
 
 /* opt:lr(): the learning rate the next step uses. */

@@ -83,7 +83,8 @@ static int push_random(lua_State *L, rp_rng *g, int first, int last, int kind, l
 }
 
 /* For rp.rand & co.: the generator given as the last argument (then *last is moved before it) or
- * the default one. */
+ * the default one, which is then also pushed on the stack (above the arguments) so that it stays
+ * alive during the call whatever Lua code runs. */
 static rp_rng *trailing_rng(lua_State *L, int *last)
 {
     *last = lua_gettop(L);
@@ -92,7 +93,9 @@ static rp_rng *trailing_rng(lua_State *L, int *last)
         (*last)--;
         return g;
     }
-    return default_rng(L);
+    g = default_rng(L);
+    lua_getfield(L, LUA_REGISTRYINDEX, LRP_DEFAULT_RNG_KEY);
+    return g;
 }
 
 /* rp.rand(shape[, rng]): uniform [0, 1). */

@@ -76,19 +76,20 @@ static int t_tostring(lua_State *L)
         lua_pushliteral(L, "roper.Task (released)");
         return 1;
     }
-    const rp_task_cfg *c = rp_task_config(u->t);
-    switch (c->kind) {
+    const rp_task_cfg c = *rp_task_config(u->t); /* copies: pushing may release the task */
+    int64_t vocab = vocab_size(u->t);
+    switch (c.kind) {
     case RP_TASK_ADDITION:
-        lua_pushfstring(L, "addition (%s, up to %I digit%s%s)", format_names[c->format],
-                        (LUAI_UACINT)c->max_digits, c->max_digits == 1 ? "" : "s",
-                        c->labml_digit_quirk ? ", digit quirk" : "");
+        lua_pushfstring(L, "addition (%s, up to %I digit%s%s)", format_names[c.format],
+                        (LUAI_UACINT)c.max_digits, c.max_digits == 1 ? "" : "s",
+                        c.labml_digit_quirk ? ", digit quirk" : "");
         break;
     case RP_TASK_SUBSTR_INDEX:
-        lua_pushfstring(L, "substring_index (%I letters)", (LUAI_UACINT)c->str_len);
+        lua_pushfstring(L, "substring_index (%I letters)", (LUAI_UACINT)c.str_len);
         break;
     case RP_TASK_SUBSTR_PREFIX:
         lua_pushfstring(L, "substring_prefix (copies of %I, filler 1..%I)",
-                        (LUAI_UACINT)c->substr_len, (LUAI_UACINT)(c->rnd_len - 1));
+                        (LUAI_UACINT)c.substr_len, (LUAI_UACINT)(c.rnd_len - 1));
         break;
     default:
         lua_getiuservalue(L, 1, 1);
@@ -96,7 +97,7 @@ static int t_tostring(lua_State *L)
         break;
     }
     lua_pushfstring(L, "roper.Task: %s, vocab %I, seq_len %I", lua_tostring(L, -1),
-                    (LUAI_UACINT)vocab_size(u->t), (LUAI_UACINT)c->seq_len);
+                    (LUAI_UACINT)vocab, (LUAI_UACINT)c.seq_len);
     return 1;
 }
 
@@ -253,12 +254,12 @@ static void check_has_problems(lua_State *L, const rp_task *t, const char *what)
 /* task:vocab() -> { [id + 1] = character } */
 static int t_vocab(lua_State *L)
 {
-    rp_task *t = check_task(L, 1);
-    int64_t n = 0;
-    const int32_t *v = rp_task_vocab(t, &n);
+    int64_t n = vocab_size(check_task(L, 1));
     lua_createtable(L, (int)n, 0);
     for (int64_t i = 0; i < n; i++) {
-        lua_pushfstring(L, "%U", (long)v[i]);
+        int64_t n2 = 0;
+        long cp = (long)rp_task_vocab(check_task(L, 1), &n2)[i]; /* again after each push */
+        lua_pushfstring(L, "%U", cp);
         lua_rawseti(L, -2, (lua_Integer)(i + 1));
     }
     return 1;
@@ -284,14 +285,14 @@ static const char *check_cstring(lua_State *L, int arg, const char *what, size_t
 /* task:encode(str) -> { ids } */
 static int t_encode(lua_State *L)
 {
-    rp_task *t = check_task(L, 1);
+    check_task(L, 1);
     size_t len;
     const char *s = check_cstring(L, 2, "text", &len);
     if ((int64_t)len > INT32_LIMIT) return lrp_argerror(L, 2, "text is too long");
     lua_settop(L, 2);
     int32_t *ids = (int32_t *)lua_newuserdatauv(L, (len ? len : 1) * sizeof(int32_t), 0);
     int64_t n = 0;
-    rp_status st = rp_task_encode(t, s, len, ids, (int64_t)len, &n);
+    rp_status st = rp_task_encode(check_task(L, 1), s, len, ids, (int64_t)len, &n);
     if (st == RP_ERR_ARG) return lrp_argerror(L, 2, "%s", rp_last_error());
     if (st != RP_OK) return lrp_raise(L, st);
     if (n > (int64_t)len) return luaL_error(L, "task:encode: core needs %I tokens for %I bytes",
@@ -318,12 +319,11 @@ static int32_t check_id(lua_State *L, int arg, int vidx, int64_t pos, int64_t V)
 /* task:decode(ids) -> string (ids: a table or a 1-D tensor of token ids) */
 static int t_decode(lua_State *L)
 {
-    rp_task *t = check_task(L, 1);
-    int64_t V = vocab_size(t), n = 0;
+    int64_t V = vocab_size(check_task(L, 1)), n = 0;
     lua_settop(L, 2);
-    rp_tensor *x = lrp_totensor(L, 2);
-    if (x) {
-        x = lrp_checktensor(L, 2);
+    int is_tensor = lrp_totensor(L, 2) != NULL;
+    if (is_tensor) {
+        rp_tensor *x = lrp_checktensor(L, 2);
         if (x->ndim != 1) {
             char buf[RP_SHAPE_STR_LEN];
             return lrp_argerror(L, 2, "ids must be a 1-D tensor, got %s", lrp_shape_str(buf, x));
@@ -336,7 +336,10 @@ static int t_decode(lua_State *L)
     }
     if (n > INT32_LIMIT / 4) return lrp_argerror(L, 2, "ids has too many entries");
     int32_t *ids = (int32_t *)lua_newuserdatauv(L, (size_t)(n ? n : 1) * sizeof(int32_t), 0);
-    if (x) {
+    size_t cap = (size_t)n * 4 + 1, len = 0;
+    char *out = (char *)lua_newuserdatauv(L, cap, 0);
+    if (is_tensor) {
+        rp_tensor *x = lrp_checktensor(L, 2); /* again after the allocations */
         const float *d = rp_tensor_data(x);
         for (int64_t i = 0; i < n; i++) {
             double v = (double)d[i * x->stride[0]];
@@ -352,9 +355,7 @@ static int t_decode(lua_State *L)
             lua_pop(L, 1);
         }
     }
-    size_t cap = (size_t)n * 4 + 1, len = 0;
-    char *out = (char *)lua_newuserdatauv(L, cap, 0);
-    rp_status st = rp_task_decode(t, ids, n, out, cap, &len);
+    rp_status st = rp_task_decode(check_task(L, 1), ids, n, out, cap, &len);
     if (st != RP_OK) return lrp_raise(L, st);
     if (len >= cap) return luaL_error(L, "task:decode: core needs %I bytes for %I tokens",
                                       (LUAI_UACINT)len, (LUAI_UACINT)n);
@@ -362,29 +363,30 @@ static int t_decode(lua_State *L)
     return 1;
 }
 
-/* The generator at arg: a roper.Rng, or nil/none for the module's default generator. */
-static rp_rng *opt_rng(lua_State *L, int arg)
+/* Pushes the generator for argument arg: the roper.Rng given there, or the module's default
+ * generator for nil/none (kept on the stack so that nothing can collect it during the call). */
+static void push_rng_arg(lua_State *L, int arg)
 {
-    if (!lua_isnoneornil(L, arg)) return (rp_rng *)luaL_checkudata(L, arg, LRP_RNG_MT);
+    if (!lua_isnoneornil(L, arg)) {
+        luaL_checkudata(L, arg, LRP_RNG_MT);
+        lua_pushvalue(L, arg);
+        return;
+    }
     lua_getfield(L, LUA_REGISTRYINDEX, LRP_DEFAULT_RNG_KEY);
-    rp_rng *g = (rp_rng *)luaL_testudata(L, -1, LRP_RNG_MT);
-    lua_pop(L, 1); /* the registry keeps it alive */
-    if (g == NULL) luaL_error(L, "the default generator is missing");
-    return g;
+    if (luaL_testudata(L, -1, LRP_RNG_MT) == NULL) luaL_error(L, "the default generator is missing");
 }
 
 /* task:batch(B[, rng[, split]]) -> inputs, targets ([B x seq_len] tensors; targets -1 where not
  * scored) */
 static int t_batch(lua_State *L)
 {
-    rp_task *t = check_task(L, 1);
-    const rp_task_cfg *c = rp_task_config(t);
+    const rp_task_cfg cfg = *rp_task_config(check_task(L, 1)), *c = &cfg;
     lua_Integer B = lrp_checkint(L, 2, "B");
     if (B < 1) return lrp_argerror(L, 2, "B must be >= 1, got %I", (LUAI_UACINT)B);
     if (B > INT32_LIMIT / c->seq_len)
         return lrp_argerror(L, 2, "a batch of %I sequences of %I tokens is too large",
                             (LUAI_UACINT)B, (LUAI_UACINT)c->seq_len);
-    rp_rng *g = opt_rng(L, 3);
+    if (!lua_isnoneornil(L, 3)) luaL_checkudata(L, 3, LRP_RNG_MT);
     int split = 0;
     if (!lua_isnoneornil(L, 4)) {
         const char *s = lua_type(L, 4) == LUA_TSTRING ? lua_tostring(L, 4) : NULL;
@@ -401,22 +403,24 @@ static int t_batch(lua_State *L)
             return lrp_argerror(L, 4, "the task has no validation split (valid_fraction 0)");
     }
     lua_settop(L, 4);
+    push_rng_arg(L, 3);                /* 5 */
     int64_t n = (int64_t)B * c->seq_len, shape[2] = {(int64_t)B, c->seq_len};
-    rp_tensor *in = lrp_newtensor(L);  /* 5 */
-    rp_tensor *tg = lrp_newtensor(L);  /* 6 */
+    rp_tensor *in = lrp_newtensor(L);  /* 6 */
+    rp_tensor *tg = lrp_newtensor(L);  /* 7 */
     rp_status st = rp_tensor_new(in, 2, shape);
     if (st == RP_OK) st = rp_tensor_new(tg, 2, shape);
     if (st != RP_OK) return lrp_raise(L, st);
     int32_t *ibuf = (int32_t *)lua_newuserdatauv(L, (size_t)n * sizeof(int32_t), 0);
     int32_t *tbuf = (int32_t *)lua_newuserdatauv(L, (size_t)n * sizeof(int32_t), 0);
-    st = rp_task_batch(t, g, (int64_t)B, split, ibuf, tbuf);
+    st = rp_task_batch(check_task(L, 1), (rp_rng *)lua_touserdata(L, 5), (int64_t)B, split, ibuf,
+                       tbuf);
     if (st != RP_OK) return lrp_raise(L, st);
     float *di = rp_tensor_data(in), *dt = rp_tensor_data(tg);
     for (int64_t i = 0; i < n; i++) {
         di[i] = (float)ibuf[i];
         dt[i] = (float)tbuf[i];
     }
-    lua_settop(L, 6);
+    lua_settop(L, 7);
     return 2;
 }
 
@@ -424,9 +428,9 @@ static int t_batch(lua_State *L)
 static int t_problem(lua_State *L)
 {
     rp_task *t = check_task(L, 1);
-    const rp_task_cfg *c = rp_task_config(t);
+    const rp_task_cfg cfg = *rp_task_config(t), *c = &cfg;
     check_has_problems(L, t, "problem");
-    rp_rng *g = opt_rng(L, 2);
+    if (!lua_isnoneornil(L, 2)) luaL_checkudata(L, 2, LRP_RNG_MT);
     int64_t nd = 0;
     if (!lua_isnoneornil(L, 3)) {
         if (c->kind != RP_TASK_ADDITION)
@@ -437,10 +441,12 @@ static int t_problem(lua_State *L)
         nd = (int64_t)v;
     }
     lua_settop(L, 3);
+    push_rng_arg(L, 2); /* 4 */
     size_t qcap = 128 + 2 * (size_t)c->str_len, acap = 64 + (size_t)c->str_len;
     char *q = (char *)lua_newuserdatauv(L, qcap, 0);
     char *a = (char *)lua_newuserdatauv(L, acap, 0);
-    rp_status st = rp_task_problem(t, g, nd, q, qcap, a, acap);
+    rp_status st = rp_task_problem(check_task(L, 1), (rp_rng *)lua_touserdata(L, 4), nd, q, qcap,
+                                   a, acap);
     if (st != RP_OK) return lrp_raise(L, st);
     q[qcap - 1] = '\0';
     a[acap - 1] = '\0';
@@ -464,8 +470,7 @@ static int t_check(lua_State *L)
 /* task:config() -> table (the options of the constructor, and kind) */
 static int t_config(lua_State *L)
 {
-    rp_task *t = check_task(L, 1);
-    const rp_task_cfg *c = rp_task_config(t);
+    const rp_task_cfg cfg = *rp_task_config(check_task(L, 1)), *c = &cfg;
     lua_createtable(L, 0, 6);
     lua_pushstring(L, kind_names[c->kind]);
     lua_setfield(L, -2, "kind");

@@ -68,6 +68,7 @@
 #include "blas.h"
 #include "layers.h"
 #include "parallel.h"
+#include "sysmem.h"
 
 /* Distinguishes the dropout stream from the initialisation stream of the same seed. */
 #define RP_DROPOUT_SEED_XOR 0xD1B54A32D192ED03ULL
@@ -491,11 +492,9 @@ void rp_model_free(rp_model *m)
     free(m);
 }
 
-rp_model *rp_model_new(const rp_model_cfg *cfg)
+/* The est check of rp_model_new: sizes in double first, so that nothing later can overflow. */
+static rp_status check_size_estimate(const rp_model_cfg *c)
 {
-    if (rp_model_cfg_check(cfg) != RP_OK) return NULL;
-    const rp_model_cfg *c = cfg;
-    /* sizes in double first, so that nothing below can overflow */
     double N = (double)c->max_batch * (double)c->seq_len, C = (double)c->d_model;
     double F = (double)c->d_ff, V = (double)c->vocab, L = (double)c->layers;
     double Hd = (double)c->heads, Tm = (double)c->seq_len;
@@ -503,20 +502,20 @@ rp_model *rp_model_new(const rp_model_cfg *cfg)
                        (c->attention == RP_ATTN_LINEAR ? 0.0 : N * Hd * Tm);
     double est = N * C * 4.0 + L * per_layer + 2.0 * N * V + N * (10.0 * C + 2.0 * F + V) +
                  2.0 * (V + 3.0 * C) * C + L * (4.0 * C * C + 2.0 * C * F);
-    if (est > (double)RP_MAX_NUMEL) {
-        rp_error(RP_ERR_NOMEM,
-                 "model of d_model %lld, %lld layers, max_batch %lld x seq_len %lld needs about "
-                 "%.3g floats (more than 2^40)",
-                 (long long)c->d_model, (long long)c->layers, (long long)c->max_batch,
-                 (long long)c->seq_len, est);
-        return NULL;
-    }
+    if (est > (double)RP_MAX_NUMEL)
+        return rp_error(RP_ERR_NOMEM,
+                        "model of d_model %lld, %lld layers, max_batch %lld x seq_len %lld needs "
+                        "about %.3g floats (more than 2^40)",
+                        (long long)c->d_model, (long long)c->layers, (long long)c->max_batch,
+                        (long long)c->seq_len, est);
+    return RP_OK;
+}
 
-    rp_model *m = calloc(1, sizeof *m);
-    if (!m) {
-        rp_error(RP_ERR_NOMEM, "cannot allocate the model");
-        return NULL;
-    }
+/* Fills the fields of m that follow from cfg alone (no allocation): sizes, rotation widths, the
+ * layout size (build_layout's counting pass) and the attention scratch size. */
+static void init_derived(rp_model *m, const rp_model_cfg *cfg)
+{
+    const rp_model_cfg *c = cfg;
     m->cfg = *cfg;
     m->dk = c->d_model / c->heads;
     m->rot_qk = pe_rotates_qk(c->pe);
@@ -525,10 +524,94 @@ rp_model *rp_model_new(const rp_model_cfg *cfg)
     m->lin_min_den = (double)NAN;
     if (m->rot_qk) m->d_rot_qk = (int64_t)floor(c->fraction_qk * (double)m->dk);
     if (m->rot_v) m->d_rot_v = (int64_t)floor(c->fraction_v * (double)m->dk);
+    m->nparams = build_layout(m); /* info and lp are NULL: counts, sets nfloats */
+    m->nthreads = rp_max_threads();
+    m->attn_scratch_floats =
+        m->linear ? rp_linattn_scratch_floats(c->seq_len, m->dk, m->dk, m->nthreads)
+                  : rp_attention_scratch_floats(c->seq_len, c->seq_len, m->dk, m->dk, m->nthreads);
+}
+
+/* Bytes of a float block of n (as alloc_floats rounds it). */
+static double block_bytes(int64_t n)
+{
+    return (double)(((n > 0 ? n : 1) * (int64_t)sizeof(float) + 63) / 64 * 64);
+}
+
+/* Every byte rp_model_new allocates for m (init_derived done): parameters, gradients,
+ * activations, activation gradients, the decode cache and state, token copies, generation
+ * scratch. Runs the planners in counting mode. */
+static double model_bytes(rp_model *m)
+{
+    const rp_model_cfg *c = &m->cfg;
+    planner pl = {NULL, 0};
+    double total = 2.0 * (double)m->nfloats * sizeof(float);
+    plan_acts(m, &pl);
+    total += block_bytes(pl.off);
+    pl.off = 0;
+    plan_grads(m, &pl);
+    total += block_bytes(pl.off);
+    pl.off = 0;
+    plan_cache(m, &pl);
+    total += block_bytes(pl.off);
+    if (m->linear)
+        total += (double)(c->layers * rp_linattn_state_doubles(c->heads, m->dk, m->dk)) *
+                 sizeof(double);
+    double rows = (double)c->max_batch * (double)c->seq_len;
+    total += rows * (2.0 * sizeof(int32_t) + 1.0);
+    total += (double)c->vocab * (sizeof(double) + sizeof(gen_pair));
+    total += (double)c->seq_len * sizeof(int32_t);
+    total += (double)c->layers * (sizeof(layer_params) + sizeof(layer_acts));
+    total += (double)m->nparams * sizeof(rp_param_info) + sizeof(rp_model);
+    return total;
+}
+
+rp_status rp_model_memory(const rp_model_cfg *cfg, int64_t *bytes, int64_t *params)
+{
+    RP_TRY(rp_model_cfg_check(cfg));
+    RP_TRY(check_size_estimate(cfg));
+    rp_model m;
+    memset(&m, 0, sizeof m);
+    init_derived(&m, cfg);
+    if (bytes) *bytes = (int64_t)model_bytes(&m);
+    if (params) *params = m.nfloats;
+    return RP_OK;
+}
+
+rp_model *rp_model_new(const rp_model_cfg *cfg)
+{
+    if (rp_model_cfg_check(cfg) != RP_OK) return NULL;
+    const rp_model_cfg *c = cfg;
+    if (check_size_estimate(c) != RP_OK) return NULL;
+
+    /* refuse what the machine cannot hold, rather than letting overcommit succeed and the OOM
+     * killer end the process at the first forward pass */
+    {
+        rp_model probe;
+        memset(&probe, 0, sizeof probe);
+        init_derived(&probe, cfg);
+        double need = model_bytes(&probe);
+        int64_t avail = rp_mem_available();
+        if (avail >= 0 && need > (double)avail) {
+            char a[32], b[32];
+            rp_error(RP_ERR_NOMEM,
+                     "a model of d_model %lld, %lld layers for max_batch %lld x seq_len %lld "
+                     "needs %s, more than the %s of memory available",
+                     (long long)c->d_model, (long long)c->layers, (long long)c->max_batch,
+                     (long long)c->seq_len, rp_bytes_str(a, sizeof a, need),
+                     rp_bytes_str(b, sizeof b, (double)avail));
+            return NULL;
+        }
+    }
+
+    rp_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        rp_error(RP_ERR_NOMEM, "cannot allocate the model");
+        return NULL;
+    }
+    init_derived(m, cfg);
     rp_rng_seed(&m->rng, c->seed ^ RP_DROPOUT_SEED_XOR);
 
-    /* layout: count, then fill */
-    m->nparams = build_layout(m);
+    /* layout: counted by init_derived, now filled */
     m->info = calloc((size_t)m->nparams, sizeof *m->info);
     m->lp = calloc((size_t)c->layers, sizeof *m->lp);
     if (!m->info || !m->lp) goto nomem;
@@ -539,10 +622,6 @@ rp_model *rp_model_new(const rp_model_cfg *cfg)
     init_params(m);
 
     /* activations */
-    m->nthreads = rp_max_threads();
-    m->attn_scratch_floats =
-        m->linear ? rp_linattn_scratch_floats(c->seq_len, m->dk, m->dk, m->nthreads)
-                  : rp_attention_scratch_floats(c->seq_len, c->seq_len, m->dk, m->dk, m->nthreads);
     m->la = calloc((size_t)c->layers, sizeof *m->la);
     if (!m->la) goto nomem;
     m->act_mem = plan_alloc(m, plan_acts, &m->act_floats);
@@ -590,6 +669,17 @@ nomem:
 
 /* ------------------------------------------------------------------------------------------ */
 /* accessors */
+
+int rp_model_first_nonfinite(const rp_model *m, int grad)
+{
+    const float *d = (grad ? m->grads : m->params)->data;
+    for (int i = 0; i < m->nparams; i++) {
+        const rp_param_info *p = &m->info[i];
+        for (int64_t k = 0; k < p->numel; k++)
+            if (!isfinite(d[p->offset + k])) return i;
+    }
+    return -1;
+}
 
 const rp_model_cfg *rp_model_config(const rp_model *m) { return &m->cfg; }
 int rp_model_num_tensors(const rp_model *m) { return m->nparams; }

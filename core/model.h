@@ -92,6 +92,15 @@ typedef struct rp_model rp_model;
 rp_model *rp_model_new(const rp_model_cfg *cfg);
 void rp_model_free(rp_model *m);
 
+/* What rp_model_new(cfg) would allocate, without allocating: *bytes (every buffer: parameters,
+ * gradients, activations, activation gradients, the decode cache, scratch) and *params (the
+ * parameter count in floats; an optimiser adds 2 floats per parameter). Either pointer may be
+ * NULL. RP_ERR_ARG for a bad cfg (rp_model_cfg_check's message), RP_ERR_NOMEM when the sizes
+ * exceed 2^40 floats. rp_model_new itself refuses (RP_ERR_NOMEM, naming both sizes) a model
+ * whose *bytes exceed rp_mem_available(), so that the operating system's overcommit never lets
+ * a model be created that the OOM killer ends at its first forward pass. */
+rp_status rp_model_memory(const rp_model_cfg *cfg, int64_t *bytes, int64_t *params);
+
 const rp_model_cfg *rp_model_config(const rp_model *m);
 int rp_model_num_tensors(const rp_model *m);         /* entries in the layout */
 const rp_param_info *rp_model_param(const rp_model *m, int i);
@@ -103,6 +112,10 @@ rp_storage *rp_model_grads(rp_model *m);
 /* A (retained) tensor view of parameter i in the parameter (grad = 0) or gradient (grad = 1)
  * buffer. */
 void rp_model_param_view(rp_tensor *out, rp_model *m, int i, int grad);
+
+/* The index of the first parameter (layout order) holding a nan or inf in the parameter
+ * (grad = 0) or gradient (grad = 1) buffer, or -1 when every value is finite. */
+int rp_model_first_nonfinite(const rp_model *m, int grad);
 
 /* The model's dropout RNG (its state is part of a checkpoint). */
 rp_rng *rp_model_rng(rp_model *m);

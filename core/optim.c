@@ -171,6 +171,7 @@ double rp_adam_step(const rp_adam_cfg *cfg, rp_adam_state *st, float *w, float *
     RP_ASSERT(n == 0 || (w && g && st->m && st->v));
 
     double norm = rp_grad_norm(g, n);
+    if (!isfinite(norm)) return norm; /* nan/inf somewhere in g: leave everything untouched */
     if (cfg->clip > 0.0) {
         double coef = cfg->clip / (norm + 1e-6);
         if (coef < 1.0) {

@@ -56,7 +56,10 @@ double rp_grad_norm(const float *g, int64_t n);
  *   step_size = lr_t * sqrt(1 - b2^t) / (1 - b1^t);  w -= step_size * m / (sqrt(v) + eps)
  * AdamW additionally w -= lr_t * wd * w with the scheduled lr_t (before the Adam update, as
  * torch.optim.AdamW). L2 Adam uses g + wd * w for the moments and leaves g itself alone.
- * Returns the gradient norm before clipping. Increments st->step. */
+ * Returns the gradient norm before clipping. Increments st->step.
+ * When that norm is not finite (a nan or inf in g), nothing is changed (w, g, m, v and st->step
+ * stay as they were) and the non-finite norm is returned: a diverged step never reaches the
+ * weights; the caller decides whether to stop or go on. */
 double rp_adam_step(const rp_adam_cfg *cfg, rp_adam_state *st, float *w, float *g, int64_t n);
 
 #endif

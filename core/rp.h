@@ -27,5 +27,6 @@
 #include "model.h"
 #include "optim.h"
 #include "checkpoint.h"
+#include "sysmem.h"
 
 #endif

@@ -260,7 +260,7 @@ function experiment.run(cfg, progress)
   for step = 1, cfg.steps do
     local lr = opt:lr()
     local x, y = task:batch(cfg.batch, data)
-    local loss = m:train_step(x, y, nil, opt)
+    local loss = m:train_step(x, y, nil, opt, { nonfinite = "skip" }) -- diverged: stop below
     tokens = tokens + cfg.batch * row_tokens
     if loss ~= loss or loss == math.huge or loss == -math.huge then
       res.diverged = true

@@ -1,0 +1,23 @@
+/* How much memory this process may still use: the guard that keeps a model (or a checkpoint that
+ * asks for one) from being allocated with the operating system's overcommit and then killed by
+ * the kernel's OOM killer at its first forward pass. */
+#ifndef RP_SYSMEM_H
+#define RP_SYSMEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Bytes this process can still allocate without swapping others out or hitting a limit: the
+ * smallest of
+ *   MemAvailable + SwapFree from /proc/meminfo,
+ *   the cgroup's memory.max - memory.current (cgroup v2; "max" means no limit),
+ *   RLIMIT_AS minus the process's current virtual size (only when RLIMIT_AS is set),
+ * or -1 when none of them can be read (not Linux). Reads a few small files; never allocates on
+ * the heap. The value is a snapshot: other processes change it. */
+int64_t rp_mem_available(void);
+
+/* Writes a size in bytes as "512 B", "3.2 KiB", "41.5 MiB", "7.1 GiB", "1.5 TiB" into buf (len
+ * >= 16) and returns buf. */
+const char *rp_bytes_str(char *buf, size_t len, double bytes);
+
+#endif
