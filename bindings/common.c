@@ -16,8 +16,8 @@ rp_tensor *lrp_totensor(lua_State *L, int idx)
 
 rp_tensor *lrp_checktensor(lua_State *L, int idx)
 {
-    rp_tensor *t = (rp_tensor *)luaL_checkudata(L, idx, LRP_TENSOR_MT);
-    if (t->storage == NULL) luaL_argerror(L, idx, "attempt to use a released tensor");
+    rp_tensor *t = (rp_tensor *)lrp_checkudata(L, idx, LRP_TENSOR_MT);
+    if (t->storage == NULL) lrp_argerror(L, idx, "attempt to use a released tensor");
     return t;
 }
 
@@ -64,13 +64,88 @@ int lrp_raise(lua_State *L, rp_status st)
     return luaL_error(L, "%s", msg);
 }
 
+/* Pushes "rp.<key>" (or "rp.<key>.<key2>") when the value at index f is a field of the module
+ * table (kept in the registry under LRP_MODULE_KEY) or of one of its tables (rp.optim, rp.Tensor,
+ * ...); returns 1 then, else 0 with nothing pushed. Fields of the module itself win. */
+static int push_public_name(lua_State *L, int f)
+{
+    if (lua_getfield(L, LUA_REGISTRYINDEX, LRP_MODULE_KEY) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        return 0;
+    }
+    int mod = lua_gettop(L);
+    for (int level = 1; level <= 2; level++) {
+        lua_pushnil(L);
+        while (lua_next(L, mod) != 0) {
+            if (lua_type(L, -2) != LUA_TSTRING) {
+                lua_pop(L, 1);
+                continue;
+            }
+            if (level == 1 && lua_rawequal(L, -1, f)) {
+                lua_pushfstring(L, "rp.%s", lua_tostring(L, -2));
+                lua_replace(L, mod);
+                lua_settop(L, mod);
+                return 1;
+            }
+            if (level == 2 && lua_type(L, -1) == LUA_TTABLE) {
+                int sub = lua_gettop(L);
+                lua_pushnil(L);
+                while (lua_next(L, sub) != 0) {
+                    if (lua_type(L, -2) == LUA_TSTRING && lua_rawequal(L, -1, f)) {
+                        lua_pushfstring(L, "rp.%s.%s", lua_tostring(L, sub - 1),
+                                        lua_tostring(L, -2));
+                        lua_replace(L, mod);
+                        lua_settop(L, mod);
+                        return 1;
+                    }
+                    lua_pop(L, 1);
+                }
+            }
+            lua_pop(L, 1);
+        }
+    }
+    lua_settop(L, mod - 1);
+    return 0;
+}
+
+int lrp_argerror_msg(lua_State *L, int arg, const char *msg)
+{
+    lua_Debug ar;
+    if (!lua_getstack(L, 0, &ar)) return luaL_error(L, "bad argument #%d (%s)", arg, msg);
+    lua_getinfo(L, "nf", &ar); /* pushes the running function */
+    if (ar.namewhat != NULL && strcmp(ar.namewhat, "method") == 0) {
+        /* t:f(x): Lua's convention, x is argument #1 and t is "self" */
+        arg--;
+        if (arg == 0) return luaL_error(L, "calling '%s' on bad self (%s)", ar.name, msg);
+    }
+    const char *name = ar.name;
+    /* no name, '?' (rp.optim[kind](...)) or a description ("integer index", t[1](...)): the
+     * function's public name instead */
+    if (name == NULL || strcmp(name, "?") == 0 || strchr(name, ' ') != NULL)
+        name = push_public_name(L, lua_gettop(L)) ? lua_tostring(L, -1) : "?";
+    return luaL_error(L, "bad argument #%d to '%s' (%s)", arg, name, msg);
+}
+
 int lrp_argerror(lua_State *L, int arg, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     const char *msg = lua_pushvfstring(L, fmt, ap);
     va_end(ap);
-    return luaL_argerror(L, arg, msg);
+    return lrp_argerror_msg(L, arg, msg);
+}
+
+void *lrp_checkudata(lua_State *L, int idx, const char *tname)
+{
+    void *p = luaL_testudata(L, idx, tname);
+    if (p == NULL) {
+        const char *got;
+        if (luaL_getmetafield(L, idx, "__name") == LUA_TSTRING) got = lua_tostring(L, -1);
+        else if (lua_type(L, idx) == LUA_TLIGHTUSERDATA) got = "light userdata";
+        else got = luaL_typename(L, idx);
+        lrp_argerror(L, idx, "%s expected, got %s", tname, got);
+    }
+    return p;
 }
 
 const char *lrp_shape_str_n(char *buf, int ndim, const int64_t *shape)

@@ -29,8 +29,8 @@ static const char *const linear_rope_names[] = {"after", "before", NULL};
 
 rp_model *lrp_checkmodel(lua_State *L, int idx)
 {
-    lrp_model *u = (lrp_model *)luaL_checkudata(L, idx, LRP_MODEL_MT);
-    if (u->m == NULL) luaL_argerror(L, idx, "attempt to use a released model");
+    lrp_model *u = (lrp_model *)lrp_checkudata(L, idx, LRP_MODEL_MT);
+    if (u->m == NULL) lrp_argerror(L, idx, "attempt to use a released model");
     return u->m;
 }
 
@@ -71,7 +71,7 @@ static const char *count_str(char *buf, size_t len, int64_t n)
  * seq_len 512, pe roper, pre-norm)", with ", linear attention" for linear attention. */
 static int m_tostring(lua_State *L)
 {
-    lrp_model *u = (lrp_model *)luaL_checkudata(L, 1, LRP_MODEL_MT);
+    lrp_model *u = (lrp_model *)lrp_checkudata(L, 1, LRP_MODEL_MT);
     if (u->m == NULL) {
         lua_pushliteral(L, "roper.Model (released)");
         return 1;

@@ -19,8 +19,8 @@ static const char *const schedule_names[] = {"constant", "cosine", "noam", NULL}
 
 lrp_optim *lrp_checkoptim(lua_State *L, int idx)
 {
-    lrp_optim *o = (lrp_optim *)luaL_checkudata(L, idx, LRP_OPTIM_MT);
-    if (o->buf == NULL) luaL_argerror(L, idx, "attempt to use a released optimiser");
+    lrp_optim *o = (lrp_optim *)lrp_checkudata(L, idx, LRP_OPTIM_MT);
+    if (o->buf == NULL) lrp_argerror(L, idx, "attempt to use a released optimiser");
     return o;
 }
 
@@ -60,7 +60,7 @@ static rp_model *model_of(lua_State *L, int idx)
     push_model_of(L, idx);
     lrp_model *mu = (lrp_model *)luaL_testudata(L, -1, LRP_MODEL_MT);
     lua_pop(L, 1);
-    if (mu == NULL || mu->m == NULL) luaL_argerror(L, idx, "the optimiser's model was released");
+    if (mu == NULL || mu->m == NULL) lrp_argerror(L, idx, "the optimiser's model was released");
     return mu->m;
 }
 
@@ -98,7 +98,7 @@ static const char *kind_name(const rp_adam_cfg *cfg)
 /* tostring(opt): "roper.Optim: adam, lr 0.01 (constant schedule), 12 steps". */
 static int o_tostring(lua_State *L)
 {
-    lrp_optim *o = (lrp_optim *)luaL_checkudata(L, 1, LRP_OPTIM_MT);
+    lrp_optim *o = (lrp_optim *)lrp_checkudata(L, 1, LRP_OPTIM_MT);
     if (o->buf == NULL) {
         lua_pushliteral(L, "roper.Optim (released)");
         return 1;

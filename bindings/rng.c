@@ -7,7 +7,7 @@
 /* The generator at idx (raises "roper.Rng expected, got X"). */
 static rp_rng *check_rng(lua_State *L, int idx)
 {
-    return (rp_rng *)luaL_checkudata(L, idx, LRP_RNG_MT);
+    return (rp_rng *)lrp_checkudata(L, idx, LRP_RNG_MT);
 }
 
 /* Pushes a new generator seeded with seed and returns it. */

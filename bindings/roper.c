@@ -57,26 +57,6 @@ static void warn_prescott(lua_State *L)
     fflush(stderr);
 }
 
-/* Registers the module's tables of functions in package.loaded as "roper.<name>" (roper.optim,
- * roper.rope, roper.Tensor, ...). Lua names a function in an error message after the call site
- * ("bad argument #2 to 'adam'"); when the call site gives no name (rp.optim[kind](m, opts), a
- * function kept in a table), luaL_argerror looks the function up in package.loaded, two levels
- * deep: these entries make it find "roper.optim.adam" instead of printing '?'. They also make
- * require "roper.optim" work. */
-static void register_parts(lua_State *L, int mod)
-{
-    static const char *const parts[] = {"rope", "blas", "optim", "tasks", "eval", "experiment",
-                                        "Tensor", "Model", "Optim", "Task", "Rng", NULL};
-    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-    int loaded = lua_gettop(L);
-    for (int i = 0; parts[i]; i++) {
-        lua_pushfstring(L, "roper.%s", parts[i]);
-        if (lua_getfield(L, mod, parts[i]) == LUA_TTABLE) lua_rawset(L, loaded);
-        else lua_pop(L, 2);
-    }
-    lua_pop(L, 1);
-}
-
 /* Runs the embedded Lua sources as chunk(mod, priv). Errors propagate (require fails). */
 static void run_lua_sources(lua_State *L, int mod, int priv)
 {
@@ -122,7 +102,8 @@ LUAMOD_API int luaopen_roper(lua_State *L)
     lua_setfield(L, priv, "is_live");
     run_lua_sources(L, mod, priv);
 
-    register_parts(L, mod);
+    lua_pushvalue(L, mod); /* for the public names in argument errors (lrp_argerror) */
+    lua_setfield(L, LUA_REGISTRYINDEX, LRP_MODULE_KEY);
     warn_prescott(L);
     lua_settop(L, mod);
     return 1;

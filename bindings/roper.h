@@ -3,6 +3,25 @@
  * Rules every binding function follows:
  *  - Check every argument first (raising Lua's standard `bad argument #N to 'f' (msg)`), then call
  *    core. Core must never see an input it would reject or assert on.
+ *  - Lua code can run in the middle of a binding: an option table's __index (every lua_getfield
+ *    on a user's table, so every lrp_opt* read), and any finalizer (__gc) at any call that
+ *    allocates Lua memory (lrp_newtensor, lua_newuserdatauv, lua_pushstring/fstring,
+ *    lua_createtable, ...). That code may release (__close) any object, the call's own arguments
+ *    included. So a binding works in three phases:
+ *      1. read and check every Lua value it needs (arguments, option fields, nested tables),
+ *         copying what it keeps into C locals (numbers, config structs, a copy of a tensor's
+ *         struct) or into scratch userdata on the stack; pointers into objects taken here serve
+ *         the checks only;
+ *      2. create every result and scratch userdata;
+ *      3. fetch its objects again (lrp_checktensor, lrp_checkmodel, ...: they raise "attempt to
+ *         use a released ..." for an object released meanwhile) and call core, with no Lua call
+ *         that allocates or can run Lua code between the fetch and the last use of the pointers.
+ *    A loop that must allocate while it reads an object's memory reads through a private view
+ *    (a tensor userdata of its own holding a storage reference, as t:totable does) or fetches
+ *    the object again at each step (m:params). Objects whose pointers are used (generators,
+ *    strings) stay on the Lua stack for the whole call, never only in a table the user can
+ *    change. tests/lua/reentry_spec.lua and the fuzz test (tests/fuzz) try this with metamethods
+ *    and finalizers that close the call's arguments.
  *  - Never raise while holding C memory: results are created as (empty) userdata on the Lua stack
  *    first (lrp_newtensor) and core fills them in place; scratch buffers are Lua userdata too.
  *  - Lua dims and indices are 1-based (negative ones count from the end, -1 = last); they are
@@ -26,6 +45,8 @@
 #define LRP_MODEL_MT "roper.Model"
 #define LRP_OPTIM_MT "roper.Optim"
 #define LRP_TASK_MT "roper.Task"
+/* Registry key of the module table (for the public names in argument errors). */
+#define LRP_MODULE_KEY "roper.module"
 /* Registry key of the module's default generator (a roper.Rng userdata). */
 #define LRP_DEFAULT_RNG_KEY "roper.default_rng"
 
@@ -114,9 +135,17 @@ lrp_optim *lrp_checkoptim_for(lua_State *L, int opt_idx, int model_idx);
 
 /* Raises luaL_error(L, "%s", rp_last_error()). Call only after releasing C temporaries. */
 int lrp_raise(lua_State *L, rp_status st);
-/* Raises `bad argument #arg ...` with a printf-style message (lua_pushfstring formats: %s %d %I
- * %f %p %%). */
+/* Raises `bad argument #arg to 'name' (msg)` as luaL_argerror does (methods: `calling 'name' on
+ * bad self` for arg 1 and the arguments counted from x in t:f(x)), except that where the call
+ * site gives no name, or only '?' (rp.optim[kind](m, opts)) or a description ("integer index"),
+ * the name is the function's public one ("rp.optim.adam"), found in the module table. Every
+ * binding raises its argument errors through these (never luaL_argerror / luaL_checkudata). */
+int lrp_argerror_msg(lua_State *L, int arg, const char *msg);
+/* The same with a printf-style message (lua_pushfstring formats: %s %d %I %f %p %%). */
 int lrp_argerror(lua_State *L, int arg, const char *fmt, ...);
+/* The userdata of metatable tname at idx, or `bad argument #idx ... (roper.Model expected, got
+ * number)` (luaL_checkudata's message, through lrp_argerror). */
+void *lrp_checkudata(lua_State *L, int idx, const char *tname);
 /* "[2 x 3]" for t (a 0-dim tensor gives "[]") into buf (RP_SHAPE_STR_LEN bytes); returns buf. */
 const char *lrp_shape_str(char *buf, const rp_tensor *t);
 /* The same for a bare shape (sizes may be -1). */

@@ -36,8 +36,8 @@ static const char *const split_names[] = {"train", "valid", NULL};
  * task". */
 static rp_task *check_task(lua_State *L, int idx)
 {
-    lrp_task *u = (lrp_task *)luaL_checkudata(L, idx, LRP_TASK_MT);
-    if (u->t == NULL) luaL_argerror(L, idx, "attempt to use a released task");
+    lrp_task *u = (lrp_task *)lrp_checkudata(L, idx, LRP_TASK_MT);
+    if (u->t == NULL) lrp_argerror(L, idx, "attempt to use a released task");
     return u->t;
 }
 
@@ -71,7 +71,7 @@ static int64_t vocab_size(const rp_task *t)
 /* tostring(task): "roper.Task: addition (writeup, up to 8 digits), vocab 19, seq_len 256". */
 static int t_tostring(lua_State *L)
 {
-    lrp_task *u = (lrp_task *)luaL_checkudata(L, 1, LRP_TASK_MT);
+    lrp_task *u = (lrp_task *)lrp_checkudata(L, 1, LRP_TASK_MT);
     if (u->t == NULL) {
         lua_pushliteral(L, "roper.Task (released)");
         return 1;
@@ -368,7 +368,7 @@ static int t_decode(lua_State *L)
 static void push_rng_arg(lua_State *L, int arg)
 {
     if (!lua_isnoneornil(L, arg)) {
-        luaL_checkudata(L, arg, LRP_RNG_MT);
+        lrp_checkudata(L, arg, LRP_RNG_MT);
         lua_pushvalue(L, arg);
         return;
     }
@@ -386,7 +386,7 @@ static int t_batch(lua_State *L)
     if (B > INT32_LIMIT / c->seq_len)
         return lrp_argerror(L, 2, "a batch of %I sequences of %I tokens is too large",
                             (LUAI_UACINT)B, (LUAI_UACINT)c->seq_len);
-    if (!lua_isnoneornil(L, 3)) luaL_checkudata(L, 3, LRP_RNG_MT);
+    if (!lua_isnoneornil(L, 3)) lrp_checkudata(L, 3, LRP_RNG_MT);
     int split = 0;
     if (!lua_isnoneornil(L, 4)) {
         const char *s = lua_type(L, 4) == LUA_TSTRING ? lua_tostring(L, 4) : NULL;
@@ -430,7 +430,7 @@ static int t_problem(lua_State *L)
     rp_task *t = check_task(L, 1);
     const rp_task_cfg cfg = *rp_task_config(t), *c = &cfg;
     check_has_problems(L, t, "problem");
-    if (!lua_isnoneornil(L, 2)) luaL_checkudata(L, 2, LRP_RNG_MT);
+    if (!lua_isnoneornil(L, 2)) lrp_checkudata(L, 2, LRP_RNG_MT);
     int64_t nd = 0;
     if (!lua_isnoneornil(L, 3)) {
         if (c->kind != RP_TASK_ADDITION)

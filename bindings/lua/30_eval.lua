@@ -43,33 +43,39 @@ local function describe(v)
   return type(v)
 end
 
+-- A live model at argument 1 (a released one raises here, not later inside m:generate).
 local function check_model(fname, m)
   if getmetatable(m) ~= Model_mt then
     argerror(fname, 1, "roper.Model expected, got " .. describe(m))
   end
+  if not pcall(m.num_params, m) then argerror(fname, 1, "attempt to use a released model") end
 end
 
 local function check_task(fname, task)
   if getmetatable(task) ~= Task_mt then
     argerror(fname, 2, "roper.Task expected, got " .. describe(task))
   end
+  if not pcall(task.vocab_size, task) then argerror(fname, 2, "attempt to use a released task") end
 end
 
--- Checks the options table (nil or a table with only known string keys); returns a table.
+-- Checks the options table (nil or a table with only known string keys); returns a plain copy
+-- of its entries, so that later reads run no metamethod of the caller's table.
 local function check_opts(fname, arg, opts, known)
   if opts == nil then return {} end
   if type(opts) ~= "table" then argerror(fname, arg, "options table expected, got " .. describe(opts)) end
   local set = {}
   for _, k in ipairs(known) do set[k] = true end
-  for k in pairs(opts) do
+  local copy = {}
+  for k, v in next, opts do
     if type(k) ~= "string" then
       argerror(fname, arg, "option names must be strings, got " .. describe(k))
     end
     if not set[k] then
       argerror(fname, arg, ("unknown option '%s' (known: %s)"):format(k, table.concat(known, ", ")))
     end
+    copy[k] = v
   end
-  return opts
+  return copy
 end
 
 local function opt_int(fname, arg, opts, key, def, lo, hi)
@@ -221,10 +227,11 @@ function eval.length_generalisation(m, task, opts)
       .. task:config().kind .. ")")
   end
   local digits = opts.digits
-  if type(digits) ~= "table" or #digits == 0 then
+  if type(digits) ~= "table" or rawlen(digits) == 0 then
     argerror(fname, 3, "option 'digits' must be a nonempty table of digit counts, got "
       .. describe(digits))
   end
+  digits = table.move(digits, 1, rawlen(digits), 1, {}) -- a plain copy (no metamethods)
   local sub = {}
   for k, v in pairs(opts) do
     if k ~= "digits" then sub[k] = v end

@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -1008,6 +1011,111 @@ static void test_dropout(void)
     rp_model_free(m0);
 }
 
+/* rp_model_memory against the activation formula of model.h (written out independently here),
+ * the parameter count against a created model's, and the refusal of a model larger than the
+ * memory left (in a child whose RLIMIT_AS leaves room for a small model only). */
+static void test_memory(void)
+{
+    printf("memory\n");
+    const rp_pe pes[3] = {RP_PE_NONE, RP_PE_ROPER, RP_PE_SINUSOIDAL};
+    for (int i = 0; i < 3; i++)
+        for (int linear = 0; linear <= 1; linear++) {
+            if (linear && pes[i] == RP_PE_SINUSOIDAL) continue;
+            rp_model_cfg c = rp_model_cfg_default(37);
+            c.d_model = 32;
+            c.heads = 4;
+            c.layers = 2;
+            c.d_ff = 48;
+            c.seq_len = 40;
+            c.max_batch = 3;
+            c.pe = pes[i];
+            c.attention = linear ? RP_ATTN_LINEAR : RP_ATTN_SOFTMAX;
+            int64_t bytes = 0, params = 0;
+            CHECK_STATUS(rp_model_memory(&c, &bytes, &params), RP_OK, NULL);
+            rp_model *m = new_model(&c);
+            CHECK(params == rp_model_param_count(m), "params %lld == %lld", (long long)params,
+                  (long long)rp_model_param_count(m));
+            double N = (double)(c.max_batch * c.seq_len), C = (double)c.d_model;
+            double F = (double)c.d_ff, V = (double)c.vocab, H = (double)c.heads;
+            double T = (double)c.seq_len, L = (double)c.layers;
+            double acts = L * N * (13.0 * C + 2.0 * F + 4.0 + (linear ? 0.0 : H * T)) +
+                          N * (3.0 * C + 2.0 * V);
+            double lower = 4.0 * (2.0 * (double)params + acts);
+            CHECK((double)bytes >= lower && (double)bytes <= 3.0 * lower + 4e5,
+                  "pe %d linear %d: %lld bytes within [%.0f, 3x + 400K]", (int)c.pe, linear,
+                  (long long)bytes, lower);
+            rp_model_free(m);
+        }
+    rp_model_cfg bad = rp_model_cfg_default(5);
+    bad.heads = 3;
+    CHECK_STATUS(rp_model_memory(&bad, NULL, NULL), RP_ERR_ARG, "not divisible by heads 3");
+    rp_model_cfg huge = rp_model_cfg_default(5);
+    huge.seq_len = 1 << 20;
+    huge.max_batch = 1 << 10;
+    CHECK_STATUS(rp_model_memory(&huge, NULL, NULL), RP_ERR_NOMEM, "more than 2^40");
+
+#if !defined(__SANITIZE_ADDRESS__)
+    /* ASan reserves terabytes of address space, so RLIMIT_AS cannot be tried under it */
+    rp_model_cfg small = rp_model_cfg_default(5), big = rp_model_cfg_default(5);
+    small.d_model = 16;
+    small.seq_len = 16;
+    small.max_batch = 2;
+    big.seq_len = 2048; /* about 1.6 GiB of attention weights */
+    int64_t need = 0;
+    rp_model_memory(&big, &need, NULL);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct rlimit rl;
+        getrlimit(RLIMIT_AS, &rl);
+        char st[4096];
+        FILE *f = fopen("/proc/self/status", "r");
+        size_t n = f ? fread(st, 1, sizeof st - 1, f) : 0;
+        if (f) fclose(f);
+        st[n] = '\0';
+        const char *p = strstr(st, "VmSize:");
+        long long vm_kb = p ? atoll(p + 7) : 0;
+        rl.rlim_cur = (rlim_t)(vm_kb * 1024 + need / 2); /* half of what the big model needs */
+        if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(3);
+        rp_model *ms = rp_model_new(&small);
+        if (!ms) _exit(4);
+        rp_model_free(ms);
+        rp_model *mb = rp_model_new(&big);
+        if (mb) _exit(5);
+        if (rp_last_status() != RP_ERR_NOMEM) _exit(6);
+        if (!strstr(rp_last_error(), "more than the") || !strstr(rp_last_error(), "GiB")) _exit(7);
+        _exit(0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "under RLIMIT_AS a small model is made and a %lld-byte one refused with a message "
+          "(child exit %d)", (long long)need, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+#endif
+}
+
+/* rp_model_first_nonfinite finds the first parameter holding nan or inf, in either buffer. */
+static void test_first_nonfinite(void)
+{
+    printf("first non-finite parameter\n");
+    rp_model_cfg c = tiny_cfg(RP_PE_ROPE, RP_NORM_PRE, RP_ACT_RELU);
+    rp_model *m = new_model(&c);
+    CHECK(rp_model_first_nonfinite(m, 0) == -1, "a new model is finite");
+    rp_model_zero_grad(m);
+    CHECK(rp_model_first_nonfinite(m, 1) == -1, "zeroed gradients are finite");
+    int i5 = 5, last = rp_model_num_tensors(m) - 1;
+    const rp_param_info *p = rp_model_param(m, i5), *q = rp_model_param(m, last);
+    rp_model_params(m)->data[q->offset + q->numel - 1] = INFINITY;
+    CHECK(rp_model_first_nonfinite(m, 0) == last, "inf in the last element of the last tensor");
+    rp_model_params(m)->data[p->offset] = NAN;
+    CHECK(rp_model_first_nonfinite(m, 0) == i5, "the first one wins: %d",
+          rp_model_first_nonfinite(m, 0));
+    CHECK(rp_model_first_nonfinite(m, 1) == -1, "the gradients are still finite");
+    rp_model_grads(m)->data[q->offset] = -INFINITY;
+    CHECK(rp_model_first_nonfinite(m, 1) == last, "-inf in a gradient");
+    rp_model_free(m);
+}
+
 int main(void)
 {
     test_layout();
@@ -1022,5 +1130,7 @@ int main(void)
     test_generate();
     test_train();
     test_dropout();
+    test_memory();
+    test_first_nonfinite();
     return check_summary("test_model");
 }

@@ -540,6 +540,66 @@ static void test_empty(void)
     impl_free(&s);
 }
 
+/* A gradient holding nan or inf: the step returns the non-finite norm and changes nothing (w, g,
+ * m, v, step), for Adam, AdamW and with clipping; then a finite step goes on as if the bad one
+ * never happened (equal to a fresh state's step). */
+static void test_nonfinite(void)
+{
+    printf("-- non-finite gradients\n");
+    enum { N = 40000 }; /* above the parallel threshold of the norm and of the update */
+    uint64_t seed = 77;
+    float *w0 = malloc(N * sizeof(float)), *g = malloc(N * sizeof(float));
+    float *gbad = malloc(N * sizeof(float)), *gcopy = malloc(N * sizeof(float));
+    fill_vec(w0, N, &seed, -1.0, 1.0);
+    fill_vec(g, N, &seed, -0.5, 0.5);
+    const float bad[3] = {NAN, INFINITY, -INFINITY};
+    for (int decoupled = 0; decoupled <= 1; decoupled++)
+        for (int b = 0; b < 3; b++) {
+            rp_adam_cfg cfg = rp_adam_cfg_default();
+            cfg.decoupled = decoupled;
+            cfg.weight_decay = 0.1;
+            cfg.clip = 0.5;
+            impl_state s = impl_new(w0, N), fresh = impl_new(w0, N);
+            /* one good step first, so that m and v are not zero */
+            memcpy(gcopy, g, N * sizeof(float));
+            rp_adam_step(&cfg, &s.st, s.w, gcopy, N);
+            memcpy(gcopy, g, N * sizeof(float));
+            rp_adam_step(&cfg, &fresh.st, fresh.w, gcopy, N);
+            float *wb = malloc(N * sizeof(float)), *mb = malloc(N * sizeof(float));
+            float *vb = malloc(N * sizeof(float));
+            memcpy(wb, s.w, N * sizeof(float));
+            memcpy(mb, s.m, N * sizeof(float));
+            memcpy(vb, s.v, N * sizeof(float));
+            memcpy(gbad, g, N * sizeof(float));
+            gbad[N / 3] = bad[b];
+            memcpy(gcopy, gbad, N * sizeof(float));
+            double norm = rp_adam_step(&cfg, &s.st, s.w, gcopy, N);
+            CHECK(!isfinite(norm), "%s, g holding %g: norm %g is not finite",
+                  decoupled ? "adamw" : "adam", (double)bad[b], norm);
+            CHECK(s.st.step == 1, "step stays 1, got %lld", (long long)s.st.step);
+            CHECK(memcmp(wb, s.w, N * sizeof(float)) == 0, "w unchanged");
+            CHECK(memcmp(mb, s.m, N * sizeof(float)) == 0, "m unchanged");
+            CHECK(memcmp(vb, s.v, N * sizeof(float)) == 0, "v unchanged");
+            CHECK(memcmp(gbad, gcopy, N * sizeof(float)) == 0, "g not clipped");
+            /* the next good step equals the second step of a run that never saw the bad one */
+            memcpy(gcopy, g, N * sizeof(float));
+            rp_adam_step(&cfg, &s.st, s.w, gcopy, N);
+            memcpy(gcopy, g, N * sizeof(float));
+            rp_adam_step(&cfg, &fresh.st, fresh.w, gcopy, N);
+            CHECK(memcmp(fresh.w, s.w, N * sizeof(float)) == 0 && s.st.step == 2,
+                  "after the skipped step the run goes on unchanged");
+            free(wb);
+            free(mb);
+            free(vb);
+            impl_free(&s);
+            impl_free(&fresh);
+        }
+    free(w0);
+    free(g);
+    free(gbad);
+    free(gcopy);
+}
+
 int main(void)
 {
     test_adam_vs_reference(1e-8, 0.0, "no clipping");
@@ -552,5 +612,6 @@ int main(void)
     test_cfg_check();
     test_threads();
     test_empty();
+    test_nonfinite();
     return check_summary("test_optim");
 }

@@ -661,3 +661,139 @@ describe("help", function()
     assert.truthy(rp.help(m.generate):find("^m:generate"))
   end)
 end)
+
+describe("non-finite training steps and saves", function()
+  local x, y = { 1, 2, 3, 4 }, { 2, 3, 4, 5 }
+
+  -- the model's parameters as one flat Lua list
+  local function snapshot(m)
+    local out = {}
+    for _, p in ipairs(m:params()) do
+      for _, v in ipairs(h.flatten(p.tensor)) do out[#out + 1] = v end
+    end
+    return out
+  end
+
+  local function same_bits(a, b)
+    if #a ~= #b then return false end
+    for i = 1, #a do
+      if not (a[i] == b[i] or (a[i] ~= a[i] and b[i] ~= b[i])) then return false end
+    end
+    return true
+  end
+
+  it("train_step raises on a nan loss and leaves weights and optimiser untouched", function()
+    local m = tiny()
+    local opt = rp.optim.adam(m, { lr = 1e-2 })
+    m:train_step(x, y, nil, opt)
+    m:params()["head.bias"]:set(1, 0 / 0) -- every logit of the first token becomes nan
+    local before = snapshot(m)
+    assert.has_error(function() m:train_step(x, y, nil, opt) end,
+      "train_step: the loss is nan; the weights were not updated (pass {nonfinite = \"skip\"} "
+      .. "to skip such steps)")
+    assert.is_true(same_bits(before, snapshot(m)))
+    assert.are.equal(1, opt:steps())
+    local loss, norm, updated = m:train_step(x, y, nil, opt, { nonfinite = "skip" })
+    assert.is_true(loss ~= loss)
+    assert.is_true(norm ~= norm)
+    assert.is_false(updated)
+    assert.is_true(same_bits(before, snapshot(m)))
+    assert.are.equal(1, opt:steps())
+  end)
+
+  it("train_step returns updated = true on a finite step", function()
+    local m = tiny()
+    local opt = rp.optim.adamw(m)
+    local loss, norm, updated = m:train_step(x, y, nil, opt)
+    assert.is_true(loss > 0 and norm > 0 and updated == true)
+    assert.are.equal(1, opt:steps())
+  end)
+
+  it("train_step checks its options", function()
+    local m = tiny()
+    local opt = rp.optim.adam(m)
+    assert.has_error(function() m:train_step(x, y, nil, opt, { nonfinite = "ignore" }) end,
+      "bad argument #5 to 'train_step' (option 'nonfinite' must be one of \"error\", \"skip\", "
+      .. "got string \"ignore\")")
+    assert.has_error(function() m:train_step(x, y, nil, opt, { skip = true }) end,
+      "bad argument #5 to 'train_step' (unknown option 'skip' (known: nonfinite))")
+  end)
+
+  it("opt:step raises on an inf gradient and updates nothing", function()
+    local m = tiny()
+    local opt = rp.optim.adam(m)
+    m:grads()["embed.weight"]:set(2, 3, 1 / 0)
+    local before = snapshot(m)
+    assert.has_error(function() opt:step() end,
+      "step: the gradient norm is inf; the weights were not updated (pass {nonfinite = \"skip\"} "
+      .. "to skip such steps)")
+    local norm, updated = opt:step { nonfinite = "skip" }
+    assert.are.equal(math.huge, norm)
+    assert.is_false(updated)
+    assert.is_true(same_bits(before, snapshot(m)))
+    assert.are.equal(0, opt:steps())
+    m:grads()["embed.weight"]:set(2, 3, 0)
+    norm, updated = opt:step()
+    assert.is_true(updated and norm == 0)
+    assert.are.equal(1, opt:steps())
+  end)
+
+  it("m:save refuses non-finite weights unless allowed", function()
+    local m = tiny()
+    local path = os.tmpname()
+    m:params()["layers.1.ff.w2.weight"]:set(1, 1, 0 / 0)
+    assert.has_error(function() m:save(path) end,
+      "m:save: parameter 'layers.1.ff.w2.weight' holds nan or inf (the model diverged); pass "
+      .. "{allow_nonfinite = true} to save it anyway")
+    assert.is_true(m:save(path, nil, { allow_nonfinite = true }))
+    local back = rp.load(path)
+    local v = back:params()["layers.1.ff.w2.weight"]:get(1, 1)
+    assert.is_true(v ~= v)
+    os.remove(path)
+    assert.has_error(function() m:save(path, nil, { allow = true }) end,
+      "bad argument #3 to 'save' (unknown option 'allow' (known: allow_nonfinite))")
+  end)
+end)
+
+describe("rp.model_memory", function()
+  it("gives the bytes of a model without making it, and checks the config as rp.model does", function()
+    local mem = rp.model_memory(TINY)
+    local m = tiny()
+    assert.are.equal(m:num_params(), mem.params)
+    assert.are.equal(8 * mem.params, mem.optimiser)
+    -- at least the parameters, the gradients and the attention weights of 2 layers
+    assert.is_true(mem.model >= 4 * (2 * mem.params + 2 * 3 * 2 * 8 * 8))
+    assert.is_true(math.type(mem.available) == "integer" and mem.available > 0)
+    assert.has_error(function() rp.model_memory { vocab = 7, d_model = 16, heads = 3 } end,
+      "bad argument #1 to 'model_memory' (d_model 16 is not divisible by heads 3)")
+  end)
+
+  it("rp.model refuses a model larger than the memory available", function()
+    local cfg = { vocab = 100, d_model = 4096, heads = 4, layers = 3, seq_len = 8192, max_batch = 64 }
+    local mem = rp.model_memory(cfg)
+    assert.is_true(mem.model > mem.available)
+    local ok, err = pcall(rp.model, cfg)
+    assert.is_false(ok)
+    assert.matches("^bad argument #1 to 'rp.model' %(a model of d_model 4096, 3 layers for max_batch 64 "
+      .. "x seq_len 8192 needs [%d.]+ GiB, more than the [%d.]+ [GMT]iB of memory available%)$", err)
+  end)
+end)
+
+describe("functions of the submodules are named in errors", function()
+  it("even when the call site gives no name", function()
+    local m = tiny()
+    local kind = "adam"
+    local ok, err = pcall(function() local o = rp.optim[kind](m, { warmup = -1 }); return o end)
+    assert.is_false(ok)
+    assert.matches(":%d+: bad argument #2 to 'rp.optim.adam' %(warmup must be >= 0, got %-1%)$", err)
+    ok, err = pcall(rp.rope.rotate, "x")
+    assert.are.equal("bad argument #1 to 'rp.rope.rotate' (roper.Tensor expected, got string)", err)
+    local t = { rp.eye }
+    ok, err = pcall(function() return t[1](-1) end)
+    assert.matches("bad argument #1 to 'rp.eye' %(n must be between 0 and 2^20, got %-1%)$", err)
+    -- a name given at the call site stays
+    local myrotate = rp.rope.rotate
+    ok, err = pcall(function() return myrotate(1) end)
+    assert.matches("bad argument #1 to 'myrotate' %(roper.Tensor expected, got number%)$", err)
+  end)
+end)
