@@ -29,32 +29,6 @@ rp_tensor *lrp_newtensor(lua_State *L)
     return t;
 }
 
-/* Runs under lua_pcall: creates the empty userdata, then moves the struct (light userdata arg 1)
- * into it. If creating raises, the struct still owns its reference. */
-static int pushtensor_protected(lua_State *L)
-{
-    rp_tensor *src = (rp_tensor *)lua_touserdata(L, 1);
-    rp_tensor *t = lrp_newtensor(L);
-    *t = *src;
-    memset(src, 0, sizeof *src);
-    return 1;
-}
-
-void lrp_pushtensor(lua_State *L, rp_tensor *t)
-{
-    if (!lua_checkstack(L, 3)) {
-        rp_tensor_release(t);
-        luaL_error(L, "stack overflow (cannot push a tensor)");
-        return;
-    }
-    lua_pushcfunction(L, pushtensor_protected);
-    lua_pushlightuserdata(L, t);
-    if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
-        rp_tensor_release(t);
-        lua_error(L);
-    }
-}
-
 /* ---- errors ---- */
 
 int lrp_raise(lua_State *L, rp_status st)

@@ -93,10 +93,6 @@ rp_tensor *lrp_totensor(lua_State *L, int idx);
 /* Pushes a new, empty (released-state) tensor userdata and returns its struct, for core to fill.
  * The userdata is valid at every moment, so raising afterwards never leaks. */
 rp_tensor *lrp_newtensor(lua_State *L);
-/* Pushes a tensor userdata that takes over the reference held by *t (t is left empty). The
- * userdata is created empty under protection first, so on a Lua memory error the reference is
- * released before the error propagates. */
-void lrp_pushtensor(lua_State *L, rp_tensor *t);
 
 /* ---- models and optimisers (model.c, optim.c) ---- */
 
