@@ -402,10 +402,19 @@ untied output layer; parameters initialised from cfg.seed. cfg (unknown keys are
                pe none, sinusoidal, learned, rope or roper (not roper_legacy)
   linear_rope  "after" (default: RoPE on phi(q), phi(k) in the numerator only, RoFormer
                eq. 19) | "before" (q, k rotated before phi, numerator and denominator)
-Memory for (max_batch, seq_len) is allocated once, here.
+Memory for (max_batch, seq_len) is allocated once, here; a model larger than the memory
+left on the machine is refused (see rp.model_memory).
 Example:
   > m = rp.model{vocab = 65, pe = "roper", max_batch = 4}
   > m     -- roper.Model: 0.6M parameters (d_model 128, 4 heads, 3 layers, ...)]=] },
+  { "rp.model_memory", "rp.model_memory(cfg) -> table", [=[
+What rp.model(cfg) would allocate, in bytes, without allocating it: {model = bytes,
+optimiser = bytes (Adam's moments), params = the parameter count, available = the memory
+left now (free memory and swap, the cgroup limit, ulimit -v; nil when unknown)}. cfg is
+checked as rp.model checks it.
+Example:
+  > mem = rp.model_memory{vocab = 65, seq_len = 4096, max_batch = 32}
+  > print(mem.model / 2^30, mem.available / 2^30)     -- GiB]=] },
   { "rp.load", "rp.load(path) -> model[, opt] | nil, message", [=[
 Loads a checkpoint written by m:save: a new model, and the optimiser (bound to it) when one
 was saved. A missing, unreadable, truncated or corrupted file returns nil and
@@ -449,11 +458,13 @@ tokens, each a token id or -1 (not scored); mask (optional, same shape) holds 0/
 booleans, 0/false = not scored. nan when nothing is scored.
 Example:
   > m:loss({{1, 2, 3}}, {{2, 3, -1}})]=] },
-  { "rp.Model.train_step", "m:train_step(tokens, targets, mask_or_nil, opt) -> loss, grad_norm", [=[
+  { "rp.Model.train_step", "m:train_step(tokens, targets, mask_or_nil, opt[, opts]) -> loss, grad_norm, updated", [=[
 One training step: forward in train mode (dropout on), zero the gradients, backward, then
-opt's update (gradient clipping inside). Returns the loss of that forward and the gradient
-norm before clipping. opt must be an optimiser of this model; at least one position must
-be scored.
+opt's update (gradient clipping inside). Returns the loss of that forward, the gradient
+norm before clipping and true. opt must be an optimiser of this model; at least one
+position must be scored. A loss or gradient norm that is nan or inf updates nothing
+(weights, moments, step count) and raises; with opts {nonfinite = "skip"} the step returns
+loss, grad_norm, false instead.
 Example:
   > opt = rp.optim.adam(m, {lr = 1e-3})
   > for i = 1, 100 do loss = m:train_step(x, y, nil, opt) end]=] },
@@ -492,11 +503,12 @@ table for pe "sinusoidal" / "learned"), t[l] the stream after layer l (l = 1 .. 
 a new [B x T x d_model] tensor; #t is the layer count.
 Example:
   > a = m:activations{0, 1, 2};  print(#a, a[0]:shape()[3])]=] },
-  { "rp.Model.save", "m:save(path[, opt]) -> true | nil, message", [=[
+  { "rp.Model.save", "m:save(path[, opt[, opts]]) -> true | nil, message", [=[
 Writes a checkpoint: the config, the parameters, the dropout generator and, when opt (an
 optimiser of this model) is given, its config, moments and step count. The file is written
 atomically (temporary file, fsync, rename). A file error returns nil and "path: reason";
-wrong argument types raise.
+wrong argument types raise. Weights holding nan or inf raise unless opts is
+{allow_nonfinite = true}.
 Example:
   > assert(m:save("run.ck", opt))]=] },
 
@@ -518,9 +530,11 @@ As rp.optim.adam, with decoupled weight decay (AdamW: p -= lr_t * weight_decay *
 the Adam update). Same options and defaults (weight_decay 0).
 Example:
   > opt = rp.optim.adamw(m, {lr = 3e-4, weight_decay = 0.1})]=] },
-  { "rp.Optim.step", "opt:step() -> grad_norm", [=[
+  { "rp.Optim.step", "opt:step([opts]) -> grad_norm, updated", [=[
 One update of the model from its current gradients (m:grads()), which are clipped in place
-when clip > 0. Returns the gradient norm before clipping. (m:train_step calls it.)
+when clip > 0. Returns the gradient norm before clipping and true. Gradients holding nan or
+inf update nothing and raise; with opts {nonfinite = "skip"} it returns the norm and false.
+(m:train_step does the same update.)
 Example:
   > opt:step()]=] },
   { "rp.Optim.lr", "opt:lr() -> number", [=[
