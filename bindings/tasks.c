@@ -206,10 +206,11 @@ static int l_substring_prefix(lua_State *L)
     return make_task(L, 1, &cfg);
 }
 
-/* rp.tasks.text{path, valid_fraction, seq_len} -> task | nil, "path: reason" */
+/* rp.tasks.text{path, valid_fraction, seq_len, max_bytes} -> task | nil, "path: reason" */
 static int l_text(lua_State *L)
 {
-    static const char *const known[] = {"path", "valid_fraction", "seq_len", "kind", NULL};
+    static const char *const known[] = {"path", "valid_fraction", "seq_len", "max_bytes", "kind",
+                                        NULL};
     if (lua_type(L, 1) != LUA_TTABLE)
         return lrp_argerror(L, 1, "options table expected (with 'path'), got %s",
                             lrp_describe(L, 1));
@@ -230,6 +231,7 @@ static int l_text(lua_State *L)
                             lrp_describe(L, -1));
     }
     cfg.seq_len = opt_seq_len(L, 1, cfg.seq_len);
+    cfg.max_bytes = opt_range(L, 1, "max_bytes", cfg.max_bytes, 1, INT64_MAX);
     cfg.path = path; /* the string stays on the stack (index 2) */
     lua_settop(L, 2);
     return make_task(L, 1, &cfg);
@@ -500,14 +502,31 @@ static int t_config(lua_State *L)
         lua_setfield(L, -2, "path");
         lua_pushnumber(L, (lua_Number)c->valid_fraction);
         lua_setfield(L, -2, "valid_fraction");
+        lua_pushinteger(L, (lua_Integer)c->max_bytes);
+        lua_setfield(L, -2, "max_bytes");
         break;
     }
     return 1;
 }
 
+/* task:split_sizes() -> train, valid: the characters of a text task's training and validation
+ * splits (a batch of a split needs seq_len + 1 of them). */
+static int t_split_sizes(lua_State *L)
+{
+    rp_task *t = check_task(L, 1);
+    int64_t train = 0, valid = 0;
+    if (rp_task_split_sizes(t, &train, &valid) != RP_OK)
+        return luaL_error(L, "task:split_sizes needs a text task (this is %s)",
+                          kind_names[rp_task_config(t)->kind]);
+    lua_pushinteger(L, (lua_Integer)train);
+    lua_pushinteger(L, (lua_Integer)valid);
+    return 2;
+}
+
 /* ---- registration ---- */
 
 static const luaL_Reg task_methods[] = {
+    {"split_sizes", t_split_sizes},
     {"vocab", t_vocab},     {"vocab_size", t_vocab_size}, {"encode", t_encode},
     {"decode", t_decode},   {"batch", t_batch},           {"problem", t_problem},
     {"check", t_check},     {"config", t_config},         {NULL, NULL},

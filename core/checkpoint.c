@@ -5,8 +5,8 @@
  * before it.
  *
  * Saving serialises twice through the same code: once counting bytes (the total size goes into the
- * header), once writing to "<path>.tmp.<pid>", which is then flushed, fsync'ed, closed and renamed
- * over path. Loading checks the first 16 bytes against the file's size (magic, version, declared
+ * header), once writing through rp_file_write_atomic (core/fileio.h: an anonymous temporary file,
+ * fsync, rename over path; stale temporaries of killed saves are removed). Loading checks the first 16 bytes against the file's size (magic, version, declared
  * size) before reading the whole file into memory, then the checksum, then parses with a bounds
  * check on every read and builds nothing until the stored parameter count is known to agree with
  * the stored config and to fit in the file.
@@ -21,6 +21,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "fileio.h"
 
 #define CK_MAGIC "RPCK"
 #define CK_VERSION 1u
@@ -200,29 +202,25 @@ static void w_body(writer *w, rp_model *m, const rp_adam_cfg *oc, const rp_adam_
     }
 }
 
-/* Best effort: makes the rename durable. */
-static void sync_parent_dir(const char *path)
+/* The second serialisation pass, writing into f (rp_file_write_atomic's writer). */
+typedef struct {
+    rp_model *m;
+    const rp_adam_cfg *oc;
+    const rp_adam_state *os;
+    uint64_t total; /* bytes, from the counting pass */
+} save_job;
+
+static int write_checkpoint(FILE *f, void *ctx)
 {
-    const char *slash = strrchr(path, '/');
-    char *dir;
-    if (!slash) {
-        dir = strdup(".");
-    } else if (slash == path) {
-        dir = strdup("/");
-    } else {
-        dir = malloc((size_t)(slash - path) + 1);
-        if (dir) {
-            memcpy(dir, path, (size_t)(slash - path));
-            dir[slash - path] = '\0';
-        }
-    }
-    if (!dir) return;
-    int fd = open(dir, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        (void)fsync(fd);
-        close(fd);
-    }
-    free(dir);
+    const save_job *j = ctx;
+    writer w = {f, 0, FNV_OFFSET, 0};
+    w_bytes(&w, CK_MAGIC, 4);
+    w_u32(&w, CK_VERSION);
+    w_u64(&w, j->total);
+    w_body(&w, j->m, j->oc, j->os);
+    w_u64(&w, w.hash); /* the hash of everything before it (w_uint reads w.hash first) */
+    if (!w.err && w.size != j->total) return EIO; /* our own bug: the two passes disagree */
+    return w.err;
 }
 
 rp_status rp_checkpoint_save(const char *path, rp_model *m, const rp_adam_cfg *opt_cfg,
@@ -249,52 +247,8 @@ rp_status rp_checkpoint_save(const char *path, rp_model *m, const rp_adam_cfg *o
 
     writer w = {NULL, CK_HEADER, FNV_OFFSET, 0};
     w_body(&w, m, opt_cfg, opt_state);
-    uint64_t total = w.size + CK_TRAILER;
-
-    size_t tlen = strlen(path) + 32;
-    char *tmp = malloc(tlen);
-    if (!tmp) return rp_error(RP_ERR_NOMEM, "%s: out of memory", path);
-    snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
-
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0) {
-        int e = errno;
-        free(tmp);
-        return rp_error(RP_ERR_IO, "%s: %s", path, strerror(e));
-    }
-    FILE *f = fdopen(fd, "wb");
-    if (!f) {
-        int e = errno;
-        close(fd);
-        unlink(tmp);
-        free(tmp);
-        return rp_error(RP_ERR_IO, "%s: %s", path, strerror(e));
-    }
-
-    w.f = f;
-    w.size = 0;
-    w.hash = FNV_OFFSET;
-    w.err = 0;
-    w_bytes(&w, CK_MAGIC, 4);
-    w_u32(&w, CK_VERSION);
-    w_u64(&w, total);
-    w_body(&w, m, opt_cfg, opt_state);
-    w_u64(&w, w.hash); /* the hash of everything before it (w_uint reads w.hash first) */
-
-    int e = w.err;
-    if (!e && w.size != total) e = EIO; /* our own bug: the two passes disagree */
-    if (!e && fflush(f) != 0) e = errno ? errno : EIO;
-    if (!e && fsync(fileno(f)) != 0) e = errno ? errno : EIO;
-    if (fclose(f) != 0 && !e) e = errno ? errno : EIO;
-    if (!e && rename(tmp, path) != 0) e = errno ? errno : EIO;
-    if (e) {
-        unlink(tmp);
-        free(tmp);
-        return rp_error(RP_ERR_IO, "%s: %s", path, strerror(e));
-    }
-    free(tmp);
-    sync_parent_dir(path);
-    return RP_OK;
+    save_job job = {m, opt_cfg, opt_state, w.size + CK_TRAILER};
+    return rp_file_write_atomic(path, write_checkpoint, &job);
 }
 
 /* ---- reading -------------------------------------------------------------------------------- */
@@ -463,23 +417,10 @@ static rp_status check_header(const char *path, const uint8_t *b, uint64_t hlen,
  * checksum. RP_ERR_IO with "path: reason". */
 static rp_status read_checked(const char *path, uint8_t **buf, uint64_t *size)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return rp_error(RP_ERR_IO, "%s: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        int e = errno;
-        close(fd);
-        return rp_error(RP_ERR_IO, "%s: %s", path, strerror(e));
-    }
-    if (S_ISDIR(sb.st_mode)) {
-        close(fd);
-        return rp_error(RP_ERR_IO, "%s: %s", path, strerror(EISDIR));
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return rp_error(RP_ERR_IO, "%s: not a regular file", path);
-    }
-    uint64_t n = (uint64_t)sb.st_size;
+    int fd;
+    int64_t fsize;
+    RP_TRY(rp_file_open_read(path, &fd, &fsize)); /* never blocks; regular files only */
+    uint64_t n = (uint64_t)fsize;
     uint8_t hdr[CK_HEADER];
     uint64_t hlen = 0;
     int e = read_full(fd, hdr, n < CK_HEADER ? n : CK_HEADER, &hlen);

@@ -26,6 +26,7 @@ rp_task_cfg rp_task_cfg_default(rp_task_kind kind)
     c.rnd_len = 12;
     c.path = NULL;
     c.valid_fraction = 0.1;
+    c.max_bytes = RP_TASK_DEFAULT_MAX_BYTES;
     return c;
 }
 
@@ -68,6 +69,9 @@ static rp_status check_cfg(const rp_task_cfg *c)
         if (!(c->valid_fraction >= 0.0 && c->valid_fraction < 1.0))
             return rp_error(RP_ERR_ARG, "task: valid_fraction must be in [0, 1), got %g",
                             c->valid_fraction);
+        if (c->max_bytes < 1)
+            return rp_error(RP_ERR_ARG, "task: max_bytes must be >= 1, got %lld",
+                            (long long)c->max_bytes);
         break;
     }
     return RP_OK;
@@ -213,6 +217,15 @@ rp_task *rp_task_new(const rp_task_cfg *cfg)
         return NULL;
     }
     return t;
+}
+
+rp_status rp_task_split_sizes(const rp_task *t, int64_t *train, int64_t *valid)
+{
+    if (t->cfg.kind != RP_TASK_TEXT)
+        return rp_error(RP_ERR_ARG, "task: only text tasks have splits of a fixed size");
+    *train = t->n_train;
+    *valid = t->n_tokens - t->n_train;
+    return RP_OK;
 }
 
 void rp_task_free(rp_task *t)

@@ -41,7 +41,11 @@ typedef struct rp_task_cfg {
     /* text */
     const char *path;         /* UTF-8 file (or a directory: every regular file in it, sorted) */
     double valid_fraction;    /* 0.1: the last 10% of the text is the validation split */
+    int64_t max_bytes;        /* 256 MiB: the largest corpus (bytes, over all files of a folder) */
 } rp_task_cfg;
+
+/* The default corpus size limit of text tasks (max_bytes). */
+#define RP_TASK_DEFAULT_MAX_BYTES ((int64_t)256 << 20)
 
 /* Defaults for a kind (seq_len 256; addition writeup 8 digits; others as above; path NULL). */
 rp_task_cfg rp_task_cfg_default(rp_task_kind kind);
@@ -52,11 +56,21 @@ void rp_task_cfg_addition_format(rp_task_cfg *c, rp_add_format format);
 
 typedef struct rp_task rp_task;
 
-/* A new task. RP_ERR_ARG for a bad config (naming the field), RP_ERR_IO ("path: reason") for an
- * unreadable or empty text file or invalid UTF-8 in it. */
+/* A new task. RP_ERR_ARG for a bad config (naming the field). Text tasks: RP_ERR_IO ("path:
+ * reason") when the corpus cannot be used: missing or unreadable; not a regular file or a folder
+ * (FIFOs, devices and sockets are refused at once, never opened in a way that blocks); a folder
+ * without regular files; more than max_bytes bytes; empty; invalid UTF-8; or a split too short
+ * for one window of seq_len + 1 characters (the training split, and the validation split when
+ * valid_fraction > 0), so that a run fails here and not after its training. */
 rp_task *rp_task_new(const rp_task_cfg *cfg);
 void rp_task_free(rp_task *t);
 const rp_task_cfg *rp_task_config(const rp_task *t);
+
+/* Text tasks: the characters (tokens) of the training split and of the validation split (0
+ * without one). A batch of a split needs at least seq_len + 1 of them; checking before a run
+ * starts tells a corpus too small for it. RP_ERR_ARG for the other kinds (their problems are
+ * generated without end). */
+rp_status rp_task_split_sizes(const rp_task *t, int64_t *train, int64_t *valid);
 
 /* The vocabulary: n code points (Unicode scalar values; ASCII for the algorithmic tasks), token
  * id i <-> code point vocab[i]. The algorithmic tasks list their characters in a fixed order

@@ -1,6 +1,7 @@
 /* Character-level language modelling on UTF-8 text: a file, or every regular file of a directory
  * (sorted by name, concatenated); vocabulary = the sorted distinct code points; the last
- * valid_fraction of the code points is the validation split. */
+ * valid_fraction of the code points is the validation split. Files are read through
+ * core/fileio.h: never blocking, regular files only, at most max_bytes in all. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -8,39 +9,42 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fileio.h"
+#include "sysmem.h"
 #include "task_impl.h"
 
-typedef struct { unsigned char *data; size_t n, cap; } bytes;
+typedef struct { unsigned char *data; size_t n; } bytes;
 
-static rp_status append_file(bytes *b, const char *path)
+/* Appends the regular file path (at most budget bytes; rp_file_read_all never blocks and refuses
+ * what is not a regular file) to b and checks that it is UTF-8. */
+static rp_status append_file(bytes *b, const char *path, int64_t budget)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return rp_error(RP_ERR_IO, "%s: %s", path, strerror(errno));
-    size_t start = b->n;
-    for (;;) {
-        if (b->cap - b->n < 65536) {
-            size_t cap = b->cap * 2 + 65536;
-            unsigned char *d = realloc(b->data, cap);
-            if (!d) {
-                fclose(f);
-                return rp_error(RP_ERR_NOMEM, "%s: out of memory", path);
-            }
-            b->data = d, b->cap = cap;
-        }
-        size_t got = fread(b->data + b->n, 1, b->cap - b->n, f);
-        b->n += got;
-        if (got == 0) break;
-    }
-    int err = ferror(f);
-    int e = errno;
-    fclose(f);
-    if (err) return rp_error(RP_ERR_IO, "%s: %s", path, strerror(e ? e : EIO));
-    size_t i = start;
-    while (i < b->n) {
+    char *data;
+    int64_t len;
+    RP_TRY(rp_file_read_all(path, budget, "max_bytes", &data, &len));
+    size_t i = 0;
+    while (i < (size_t)len) {
         size_t at = i;
-        if (rp__utf8_next(b->data, b->n, &i) < 0)
-            return rp_error(RP_ERR_IO, "%s: invalid UTF-8 at byte %zu", path, at - start);
+        if (rp__utf8_next((const unsigned char *)data, (size_t)len, &i) < 0) {
+            free(data);
+            return rp_error(RP_ERR_IO, "%s: invalid UTF-8 at byte %zu (not a text file?)", path,
+                            at);
+        }
     }
+    if (b->data == NULL) { /* the first file: take its buffer */
+        b->data = (unsigned char *)data;
+        b->n = (size_t)len;
+        return RP_OK;
+    }
+    unsigned char *d = realloc(b->data, b->n + (size_t)len + 1);
+    if (!d) {
+        free(data);
+        return rp_error(RP_ERR_NOMEM, "%s: out of memory", path);
+    }
+    memcpy(d + b->n, data, (size_t)len);
+    b->data = d;
+    b->n += (size_t)len;
+    free(data);
     return RP_OK;
 }
 
@@ -49,35 +53,53 @@ static int name_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static rp_status read_dir(bytes *b, const char *dir)
+/* Every regular file of folder dir (symbolic links followed; other entries skipped without being
+ * opened), sorted by name and concatenated into b; their total size at most max_bytes. */
+static rp_status read_dir(bytes *b, const char *dir, int64_t max_bytes)
 {
     DIR *d = opendir(dir);
     if (!d) return rp_error(RP_ERR_IO, "%s: %s", dir, strerror(errno));
     char **names = NULL;
     size_t n = 0, cap = 0;
+    int64_t total = 0;
     rp_status st = RP_OK;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2])))
             continue;
+        struct stat sb;
+        if (fstatat(dirfd(d), e->d_name, &sb, 0) != 0 || !S_ISREG(sb.st_mode)) continue;
+        if (n == cap) {
+            char **nn = realloc(names, (cap * 2 + 16) * sizeof *names);
+            if (!nn) {
+                st = rp_error(RP_ERR_NOMEM, "%s: out of memory", dir);
+                break;
+            }
+            names = nn;
+            cap = cap * 2 + 16;
+        }
         size_t len = strlen(dir) + strlen(e->d_name) + 2;
         char *full = malloc(len);
-        if (!full) { st = rp_error(RP_ERR_NOMEM, "%s: out of memory", dir); break; }
-        snprintf(full, len, "%s/%s", dir, e->d_name);
-        struct stat sb;
-        if (stat(full, &sb) != 0 || !S_ISREG(sb.st_mode)) { free(full); continue; }
-        if (n == cap) {
-            cap = cap * 2 + 16;
-            char **nn = realloc(names, cap * sizeof *names);
-            if (!nn) { free(full); st = rp_error(RP_ERR_NOMEM, "%s: out of memory", dir); break; }
-            names = nn;
+        if (!full) {
+            st = rp_error(RP_ERR_NOMEM, "%s: out of memory", dir);
+            break;
         }
+        snprintf(full, len, "%s/%s", dir, e->d_name);
         names[n++] = full;
+        total += (int64_t)sb.st_size;
     }
     closedir(d);
+    if (st == RP_OK && n == 0) st = rp_error(RP_ERR_IO, "%s: no regular files in this folder", dir);
+    if (st == RP_OK && total > max_bytes) {
+        char a[32], c[32];
+        st = rp_error(RP_ERR_IO, "%s: its %zu files hold %s, more than the limit of %s (max_bytes)",
+                      dir, n, rp_bytes_str(a, sizeof a, (double)total),
+                      rp_bytes_str(c, sizeof c, (double)max_bytes));
+    }
     if (st == RP_OK) {
         qsort(names, n, sizeof *names, name_cmp);
-        for (size_t i = 0; i < n && st == RP_OK; i++) st = append_file(b, names[i]);
+        for (size_t i = 0; i < n && st == RP_OK; i++)
+            st = append_file(b, names[i], max_bytes - (int64_t)b->n);
     }
     for (size_t i = 0; i < n; i++) free(names[i]);
     free(names);
@@ -93,11 +115,14 @@ static int cp_cmp(const void *a, const void *b)
 rp_status rp__text_load(rp_task *t)
 {
     const char *path = t->path;
-    bytes b = {NULL, 0, 0};
+    bytes b = {NULL, 0};
     struct stat sb;
     rp_status st;
+    /* stat never blocks (it opens nothing): a folder is read as one, anything else goes through
+     * the reader, which refuses what is not a regular file */
     if (stat(path, &sb) != 0) return rp_error(RP_ERR_IO, "%s: %s", path, strerror(errno));
-    st = S_ISDIR(sb.st_mode) ? read_dir(&b, path) : append_file(&b, path);
+    st = S_ISDIR(sb.st_mode) ? read_dir(&b, path, t->cfg.max_bytes)
+                             : append_file(&b, path, t->cfg.max_bytes);
     if (st == RP_OK && b.n == 0)
         st = rp_error(RP_ERR_IO, "%s: empty (no text to train on)", path);
     int32_t *cps = NULL, *sorted = NULL;

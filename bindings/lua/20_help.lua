@@ -576,8 +576,11 @@ Example:
   { "rp.tasks.text", "rp.tasks.text(opts) -> task | nil, message", [=[
 Character-level language modelling on a UTF-8 file (or every regular file of a folder):
 the vocabulary is the sorted set of its characters; the last valid_fraction (0.1) of the
-text is the validation split. opts: path (required), valid_fraction, seq_len (256).
-File problems return nil, "path: reason"; bad options raise.
+text is the validation split. opts: path (required), valid_fraction, seq_len (256),
+max_bytes (256 MiB: the largest corpus, all files of a folder together). File problems
+return nil, "path: reason" at once: a missing or unreadable path, a FIFO, device or socket
+(never opened in a way that blocks), a folder without regular files, a corpus over
+max_bytes, an empty or non-UTF-8 file. Bad options raise.
 Example:
   > task = assert(rp.tasks.text{path = "input.txt", seq_len = 256})]=] },
   { "rp.Task.vocab", "task:vocab() -> table", [=[
@@ -616,6 +619,12 @@ Whether a generated continuation answers question exactly: it is cut at the term
 whole text for substring_index) compared with the true one.
 Example:
   > task:check("?d=1+2;", " 1e0+2e0+0e0==3e0 and d==3#")   -- true]=] },
+  { "rp.Task.split_sizes", "task:split_sizes() -> train, valid", [=[
+Text tasks: the characters of the training split and of the validation split (0 without
+one). A batch needs seq_len + 1 characters of its split, so a corpus smaller than that
+cannot be trained or evaluated on (rp.experiment checks this before a run starts).
+Example:
+  > t = rp.tasks.text{path = "corpus.txt"};  print(t:split_sizes())]=] },
   { "rp.Task.config", "task:config() -> table", [=[
 kind ("addition", "substring_index", "substring_prefix", "text"), seq_len and the options
 of the constructor: rp.tasks[c.kind](c) makes the same task.

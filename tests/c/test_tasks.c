@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -725,6 +726,125 @@ static void test_config(void)
     rp_task_free(t);
 }
 
+/* ---- corpora that are not plain files, the size limit, split sizes ---- */
+
+/* Makes a text task on path in a child with a 5 s alarm (a regression that blocks fails instead
+ * of hanging); 1 when the child ended by itself with RP_ERR_IO and a message holding want. */
+static int text_fails_in_child(const char *path, const char *want)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(5);
+        rp_task_cfg c = rp_task_cfg_default(RP_TASK_TEXT);
+        c.path = path;
+        rp_task *t = rp_task_new(&c);
+        if (t == NULL && rp_last_status() == RP_ERR_IO && strstr(rp_last_error(), want)) _exit(0);
+        printf("  %s: %s\n", path, t ? "made a task" : rp_last_error());
+        fflush(stdout);
+        _exit(1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static void test_text_files(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/roper_test_files_XXXXXX");
+    if (!mkdtemp(tmpdir)) {
+        printf("FATAL: mkdtemp: %s\n", strerror(errno));
+        exit(2);
+    }
+    char fifo[256], only[256], onlyfifo[300], empty[256], p[300], want[400];
+    snprintf(fifo, sizeof fifo, "%s/fifo", tmpdir);
+    CHECK(mkfifo(fifo, 0600) == 0, "mkfifo: %s", strerror(errno));
+    snprintf(want, sizeof want, "%s: not a regular file (a FIFO)", fifo);
+    CHECK(text_fails_in_child(fifo, want), "a FIFO is refused at once");
+    CHECK(text_fails_in_child("/dev/zero", "/dev/zero: not a regular file (a character device)"),
+          "/dev/zero is refused (not read until memory runs out)");
+    CHECK(text_fails_in_child("/dev/null", "/dev/null: not a regular file (a character device)"),
+          "/dev/null is refused");
+    /* a folder holding only a FIFO and a subfolder; an empty folder */
+    snprintf(only, sizeof only, "%s/only", tmpdir);
+    mkdir(only, 0700);
+    snprintf(onlyfifo, sizeof onlyfifo, "%s/f", only);
+    mkfifo(onlyfifo, 0600);
+    snprintf(p, sizeof p, "%s/sub", only);
+    mkdir(p, 0700);
+    snprintf(want, sizeof want, "%s: no regular files in this folder", only);
+    CHECK(text_fails_in_child(only, want), "a folder of a FIFO and a folder");
+    snprintf(empty, sizeof empty, "%s/empty", tmpdir);
+    mkdir(empty, 0700);
+    snprintf(want, sizeof want, "%s: no regular files in this folder", empty);
+    CHECK(text_fails_in_child(empty, want), "an empty folder");
+    /* a binary file */
+    write_file("bin.dat", "\x7f" "ELF\x02\x01\x01\xff\xfe", 9);
+    snprintf(p, sizeof p, "%s/bin.dat", tmpdir);
+    CHECK(text_fails_in_child(p, "invalid UTF-8 at byte 7 (not a text file?)"), "a binary file");
+
+    /* max_bytes: exactly the size passes, one byte less fails before reading */
+    char text[1000];
+    for (int i = 0; i < 1000; i++) text[i] = (char)('a' + i % 7);
+    write_file("t.txt", text, 1000);
+    snprintf(p, sizeof p, "%s/t.txt", tmpdir);
+    rp_task_cfg c = rp_task_cfg_default(RP_TASK_TEXT);
+    c.path = p, c.seq_len = 8, c.max_bytes = 1000;
+    rp_task *t = rp_task_new(&c);
+    CHECK(t != NULL, "max_bytes = the file size: %s", t ? "ok" : rp_last_error());
+    int64_t tr = -1, va = -1;
+    if (t) {
+        CHECK_STATUS(rp_task_split_sizes(t, &tr, &va), RP_OK, NULL);
+        CHECK(tr == 900 && va == 100, "split sizes 900 / 100, got %lld / %lld", (long long)tr,
+              (long long)va);
+    }
+    rp_task_free(t);
+    c.max_bytes = 999;
+    t = rp_task_new(&c);
+    snprintf(want, sizeof want, "%s: 1000 B is more than the limit of 999 B (max_bytes)", p);
+    CHECK(t == NULL && rp_last_status() == RP_ERR_IO && !strcmp(rp_last_error(), want),
+          "max_bytes one below: \"%s\"", t ? "made a task" : rp_last_error());
+    rp_task_free(t);
+    /* a folder counts all its files */
+    snprintf(p, sizeof p, "%s/two", tmpdir);
+    mkdir(p, 0700);
+    write_file("two/a.txt", text, 600);
+    write_file("two/b.txt", text, 600);
+    c.path = p, c.max_bytes = 1199;
+    t = rp_task_new(&c);
+    snprintf(want, sizeof want, "%s: its 2 files hold 1.2 KiB, more than the limit of 1.2 KiB "
+                                "(max_bytes)", p);
+    CHECK(t == NULL && !strcmp(rp_last_error(), want), "a folder over max_bytes: \"%s\"",
+          t ? "made a task" : rp_last_error());
+    rp_task_free(t);
+    c.max_bytes = 1200;
+    t = rp_task_new(&c);
+    CHECK(t != NULL, "a folder at max_bytes");
+    rp_task_free(t);
+    c.max_bytes = 0;
+    cfg_error(c, "max_bytes");
+    CHECK(rp_task_cfg_default(RP_TASK_TEXT).max_bytes == ((int64_t)256 << 20),
+          "the default limit is 256 MiB");
+    /* split sizes: no validation split, and kinds without splits */
+    c.max_bytes = RP_TASK_DEFAULT_MAX_BYTES, c.valid_fraction = 0.0;
+    t = rp_task_new(&c);
+    CHECK(t && rp_task_split_sizes(t, &tr, &va) == RP_OK && tr == 1200 && va == 0,
+          "valid_fraction 0: all train");
+    rp_task_free(t);
+    rp_task_cfg ca = rp_task_cfg_default(RP_TASK_ADDITION);
+    t = rp_task_new(&ca);
+    CHECK_STATUS(rp_task_split_sizes(t, &tr, &va), RP_ERR_ARG, "only text tasks");
+    rp_task_free(t);
+
+    const char *files[] = {"fifo", "only/f", "only/sub", "only", "empty", "bin.dat", "t.txt",
+                           "two/a.txt", "two/b.txt", "two"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(p, sizeof p, "%s/%s", tmpdir, files[i]);
+        if (unlink(p) != 0) rmdir(p);
+    }
+    CHECK(rmdir(tmpdir) == 0, "the test folder is empty at the end: %s", strerror(errno));
+}
+
 int main(void)
 {
     test_addition();
@@ -734,5 +854,6 @@ int main(void)
     test_determinism();
     test_text();
     test_config();
+    test_text_files();
     return check_summary("test_tasks");
 }

@@ -421,6 +421,53 @@ describe("rp.tasks.text", function()
     assert.are.equal(empty .. ":", msg2:sub(1, #empty + 1))
   end)
 
+  it("limits the corpus size (max_bytes) and tells the split sizes", function()
+    local size = #line:rep(60)
+    local t = assert(rp.tasks.text { path = path, seq_len = 32, max_bytes = size })
+    assert.are.equal(size, t:config().max_bytes)
+    local n = utf8.len(line) * 60
+    local valid = math.floor(n * 0.1)
+    assert.are.same({ n - valid, valid }, { t:split_sizes() })
+    local t2, msg = rp.tasks.text { path = path, max_bytes = size - 1 }
+    assert.is_nil(t2)
+    assert.are.equal(("%s: %.1f KiB is more than the limit of %.1f KiB (max_bytes)"):format(path,
+      size / 1024, (size - 1) / 1024), msg)
+    assert.are.equal(256 * 2 ^ 20, assert(rp.tasks.text { path = path }):config().max_bytes)
+    assert.has_error(function() rp.tasks.text { path = path, max_bytes = 0 } end,
+      "bad argument #1 to 'text' (option 'max_bytes' must be >= 1, got 0)")
+    assert.has_error(function() rp.tasks.addition {}:split_sizes() end,
+      "task:split_sizes needs a text task (this is addition)")
+  end)
+
+  it("refuses FIFOs, devices and folders without files at once (in a child, 10 s limit)", function()
+    local bin = os.getenv("ROPER_BIN") or "build/roper"
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute(("mkdir -p %s/empty && mkfifo %s/fifo"):format(dir, dir)))
+    local script = ([[
+      local d = %q
+      for _, p in ipairs { d .. "/fifo", "/dev/zero", "/dev/null", d .. "/empty" } do
+        print(select(2, rp.tasks.text { path = p }))
+        print(select(2, rp.load(p)))
+      end
+    ]]):format(dir)
+    local f = assert(io.popen(("timeout -s KILL 10 %s -e %q 2>&1; echo \"exit $?\""):format(bin,
+      script)))
+    local out = f:read("a")
+    f:close()
+    os.execute(("rm -rf %s"):format(dir))
+    assert.are.equal(table.concat({
+      dir .. "/fifo: not a regular file (a FIFO)",
+      dir .. "/fifo: not a regular file (a FIFO)",
+      "/dev/zero: not a regular file (a character device)",
+      "/dev/zero: not a regular file (a character device)",
+      "/dev/null: not a regular file (a character device)",
+      "/dev/null: not a regular file (a character device)",
+      dir .. "/empty: no regular files in this folder",
+      dir .. "/empty: not a regular file (a folder)",
+      "exit 0", "" }, "\n"), out)
+  end)
+
   it("rejects characters outside the vocabulary in encode", function()
     local t = assert(rp.tasks.text { path = path, seq_len = 32 })
     assert.are.equal("bad argument #1 to 'encode' (encode: character U+0078 'x' at byte 3 is not "

@@ -1,0 +1,58 @@
+/* Files without surprises: reading that never blocks on a FIFO or a device and never reads
+ * without bound, and atomic writing that never leaves a temporary file behind for good.
+ * Checkpoints (core/checkpoint.c) and text corpora (tasks/text.c) go through these. Every error
+ * is RP_ERR_IO (RP_ERR_NOMEM for memory) with a message that starts with the path the caller
+ * gave, never with a temporary name: "runs/a.ckpt: Permission denied". */
+#ifndef RP_FILEIO_H
+#define RP_FILEIO_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "status.h"
+
+/* "a folder", "a FIFO", "a character device", "a block device", "a socket", "a symbolic link",
+ * "a regular file" or "an unknown kind of file" for an st_mode. */
+const char *rp_file_kind(mode_t mode);
+
+/* Opens path for reading: the open itself cannot block (O_NONBLOCK: a FIFO without a writer, a
+ * tape or terminal device), anything but a regular file is refused ("f: not a regular file (a
+ * FIFO)"; a folder: "d: not a regular file (a folder)"), then the descriptor is made blocking
+ * again. On success *fd is open (close-on-exec; the caller closes it) and *size is the file's
+ * size at that moment. */
+rp_status rp_file_open_read(const char *path, int *fd, int64_t *size);
+
+/* Reads the whole regular file path (rp_file_open_read) of at most max_bytes bytes into a new
+ * buffer: *data (malloc'ed, caller frees; one NUL byte after the end) and *len. A larger file is
+ * refused before anything is read, and a file that grows while it is read is cut off with the
+ * same error: "big.txt: 300.0 MiB is more than the limit of 256.0 MiB (<limit_name>)".
+ * limit_name names the setting that raises the limit (e.g. "max_bytes"); NULL leaves it out. */
+rp_status rp_file_read_all(const char *path, int64_t max_bytes, const char *limit_name,
+                           char **data, int64_t *len);
+
+/* Writes the bytes that write(f, ctx) produces (it returns 0, or an errno value on failure) to
+ * path atomically: a reader sees the old file or the whole new one, never part of one, and a
+ * save that fails or is killed leaves the old file as it was.
+ *  - A path that exists and is not a regular file (a folder, FIFO, device, ...) is refused
+ *    before anything is written: "dev: not a regular file (a character device)". A symbolic
+ *    link to a regular file is replaced by the new file, as rename(2) does.
+ *  - The data goes to an anonymous file in path's folder (O_TMPFILE), is flushed and fsync'ed,
+ *    gets the name "<path>.tmp.<pid>" (linkat) and is renamed over path; the folder is fsync'ed.
+ *    A kill before the linkat leaves nothing; a kill in the moment between linkat and rename
+ *    leaves "<path>.tmp.<pid>". Where the file system has no O_TMPFILE (or the environment
+ *    holds ROPER_NO_TMPFILE=1, for tests) the data goes to "<path>.tmp.<pid>" directly.
+ *  - Every save first removes the "<path>.tmp.<pid>" files whose process no longer exists
+ *    (kill(pid, 0) fails with ESRCH), so whatever a killed save left is gone at the next save to
+ *    the same path. Temporary files of live processes are left alone.
+ * write may run twice (when the file system refuses to name the anonymous file, the save starts
+ * again with a named one): it must produce the same bytes each time.
+ * Returns RP_OK, or RP_ERR_IO "path: reason" with nothing left behind. */
+typedef int (*rp_file_writer)(FILE *f, void *ctx);
+rp_status rp_file_write_atomic(const char *path, rp_file_writer write, void *ctx);
+
+/* Removes the stale "<path>.tmp.<pid>" files described above; returns how many it removed.
+ * (rp_file_write_atomic calls it; exposed for tests and tools.) */
+int rp_file_remove_stale_temps(const char *path);
+
+#endif
