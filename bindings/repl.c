@@ -23,12 +23,18 @@
  *    (timestamped history file with history_multiline_entries);
  *  - when stdin is not a tty, lines are read with getline() (readline would echo them), no prompt
  *    is shown and the exit status is 1 if any chunk failed.
+ *
+ * ROPER_PARENT_PID=<pid> in the environment (scripts/lib/runner.lua sets it for the runs it
+ * starts): Linux sends this process SIGTERM when its parent dies (prctl PR_SET_PDEATHSIG), even
+ * when the parent is killed with SIGKILL; if the parent is already gone (its pid is not our
+ * parent's any more), the process exits at once. So a run never trains on as an orphan.
  */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/select.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -921,6 +927,20 @@ static int pmain(lua_State *L) {
     return 1;
 }
 
+/* ROPER_PARENT_PID (see the top): die with the parent. */
+static void follow_parent(void) {
+    const char *s = getenv("ROPER_PARENT_PID");
+    if (s == NULL || *s == '\0') return;
+    char *end = NULL;
+    long want = strtol(s, &end, 10);
+    if (*end != '\0' || want <= 0) return;
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) return;
+    if (getppid() != (pid_t)want) {
+        fprintf(stderr, PROGNAME ": the process that started this run (pid %ld) is gone\n", want);
+        exit(EXIT_FAILURE);
+    }
+}
+
 int main(int argc, char **argv) {
     int status, result;
     lua_State *L;
@@ -930,6 +950,7 @@ int main(int argc, char **argv) {
         return EXIT_SUCCESS;
     }
     rp_blas_fix_coretype(argv); /* re-executes itself with OPENBLAS_CORETYPE when needed */
+    follow_parent();
     L = luaL_newstate();
     if (L == NULL) {
         l_message(argv[0], "cannot create state: not enough memory");

@@ -9,8 +9,11 @@
 -- (and .csv, .log); runs already there with the same config are not redone, so an interrupted
 -- comparison resumes. At the end: <out>/summary.md (the table, the significance tests, every run),
 -- summary.csv, summary.json and the loss curves loss.png and loss.svg.
+--
+-- Every method's config is checked in full (rp.experiment.check: model, memory, task, corpus)
+-- and the output folder is made and tried before the first run starts. Errors are one line: exit
+-- 2 for a bad option or config, 1 for failed runs; --debug (or ROPER_DEBUG=1) adds tracebacks.
 local rp = require "roper"
-local argparse = require "argparse"
 local util = require "lib.util"
 local stats = require "lib.stats"
 local runner = require "lib.runner"
@@ -23,301 +26,313 @@ local function ncores()
   return n or 1
 end
 
-local parser = argparse("roper scripts/compare.lua",
-  "Compare positional encodings over several seeds on one task (the write-up's protocol: "
-  .. "10 runs per method, drop the worst, mean of the rest), with significance tests and "
-  .. "loss-curve plots.")
-parser:option("--methods", "Methods: a pe mode, optionally with config keys, as "
-  .. "roper:fraction_v=0.5, and optionally @n to run only the first n seeds for it, as "
-  .. "none@5 (default: rope roper).")
-  :args("+"):argname("<method>")
-parser:option("--seeds", "Runs per method (seeds first-seed .. first-seed+seeds-1).", "10")
-  :convert(math.tointeger):argname("<n>")
-parser:option("--first-seed", "The first seed.", "1"):convert(math.tointeger):argname("<n>")
-parser:option("--out", "Output folder (default results/compare-<task>).")
-  :argname("<dir>")
-parser:option("--jobs", "Runs at once, each its own process (default: the number of cores).")
-  :convert(math.tointeger):argname("<n>")
-parser:option("--x", "The plots' x axis.", "tokens"):choices({ "tokens", "step" })
-parser:flag("--force", "Rerun runs whose result file holds another config.")
-parser:flag("--quiet", "No progress bar.")
-util.add_config_options(parser, rp, { seed = true })
-local args = parser:parse()
+util.main("compare.lua", function()
+  local parser = util.parser("roper scripts/compare.lua",
+    "Compare positional encodings over several seeds on one task (the write-up's protocol: "
+    .. "10 runs per method, drop the worst, mean of the rest), with significance tests and "
+    .. "loss-curve plots.")
+  parser:option("--methods", "Methods: a pe mode, optionally with config keys, as "
+    .. "roper:fraction_v=0.5, and optionally @n to run only the first n seeds for it, as "
+    .. "none@5 (default: rope roper).")
+    :args("+"):argname("<method>")
+  parser:option("--seeds", "Runs per method (seeds first-seed .. first-seed+seeds-1).", "10")
+    :convert(math.tointeger):argname("<n>")
+  parser:option("--first-seed", "The first seed.", "1"):convert(math.tointeger):argname("<n>")
+  parser:option("--out", "Output folder (default results/compare-<task>).")
+    :argname("<dir>")
+  parser:option("--jobs", "Runs at once, each its own process (default: the number of cores).")
+    :convert(math.tointeger):argname("<n>")
+  parser:option("--x", "The plots' x axis.", "tokens"):choices({ "tokens", "step" })
+  parser:flag("--force", "Rerun runs whose result file holds another config.")
+  parser:flag("--quiet", "No progress bar.")
+  util.add_config_options(parser, rp, { seed = true })
+  local args = parser:parse()
 
-local function die(msg)
-  io.stderr:write("compare.lua: ", msg, "\n")
-  os.exit(2)
-end
+  local die = util.usage
 
-if not args.seeds or args.seeds < 1 then die("--seeds must be an integer >= 1") end
-if not args.first_seed then die("--first-seed must be an integer") end
-local cores = ncores()
-local jobs = args.jobs or cores
-if jobs < 1 then die("--jobs must be an integer >= 1") end
+  if not args.seeds or args.seeds < 1 then die("--seeds must be an integer >= 1") end
+  if not args.first_seed then die("--first-seed must be an integer") end
+  local cores = ncores()
+  local jobs = args.jobs or cores
+  if jobs < 1 then die("--jobs must be an integer >= 1") end
 
-local base = util.config_overrides(args, rp)
-if base.threads == nil then base.threads = math.max(1, cores // jobs) end
+  local base = util.config_overrides(args, rp)
+  if base.threads == nil then base.threads = math.max(1, cores // jobs) end
 
--- methods: "pe[:key=value...]"
-local methods = {}
-for _, given in ipairs(args.methods or { "rope", "roper" }) do
-  local spec, nseeds = given:match("^(.-)@(%d+)$")
-  if spec then nseeds = math.tointeger(tonumber(nseeds)) else spec = given end
-  if nseeds and (nseeds < 1 or nseeds > args.seeds) then
-    die(("method %s: @%d must be in 1..--seeds (%d)"):format(given, nseeds, args.seeds))
+  -- methods: "pe[:key=value...]"
+  local methods = {}
+  for _, given in ipairs(args.methods or { "rope", "roper" }) do
+    local spec, nseeds = given:match("^(.-)@(%d+)$")
+    if spec then nseeds = math.tointeger(tonumber(nseeds)) else spec = given end
+    if nseeds and (nseeds < 1 or nseeds > args.seeds) then
+      die(("method %s: @%d must be in 1..--seeds (%d)"):format(given, nseeds, args.seeds))
+    end
+    local parts = {}
+    for p in spec:gmatch("[^:]+") do parts[#parts + 1] = p end
+    if #parts == 0 then die("empty method") end
+    local o = {}
+    for k, v in pairs(base) do o[k] = v end
+    o.pe = parts[1]
+    for i = 2, #parts do
+      local k, v = parts[i]:match("^([%w_]+)=(.*)$")
+      if not k then die(("method %s: '%s' is not key=value"):format(spec, parts[i])) end
+      o[k:gsub("-", "_")] = v
+    end
+    local cfg, mem = util.check(rp, o)
+    if not cfg then die(("method %s: %s"):format(spec, mem)) end
+    for _, m in ipairs(methods) do
+      if m.label == spec then die("method " .. spec .. " is given twice") end
+    end
+    -- the runs of --jobs run at once: their memory together
+    local need = (mem.model + mem.optimiser) * jobs
+    if mem.available and jobs > 1 and need > mem.available then
+      die(("method %s: %d runs at once (--jobs %d) need %.1f GiB, more than the %.1f GiB of "
+        .. "memory available (use fewer --jobs)"):format(spec, jobs, jobs, need / 2^30,
+        mem.available / 2^30))
+    end
+    methods[#methods + 1] = { label = spec, cfg = cfg, seeds = nseeds or args.seeds }
   end
-  local parts = {}
-  for p in spec:gmatch("[^:]+") do parts[#parts + 1] = p end
-  if #parts == 0 then die("empty method") end
-  local o = {}
-  for k, v in pairs(base) do o[k] = v end
-  o.pe = parts[1]
-  for i = 2, #parts do
-    local k, v = parts[i]:match("^([%w_]+)=(.*)$")
-    if not k then die(("method %s: '%s' is not key=value"):format(spec, parts[i])) end
-    o[k:gsub("-", "_")] = v
-  end
-  local cfg, err = util.config(rp, o)
-  if not cfg then die(("method %s: %s"):format(spec, err)) end
+
+  local task = methods[1].cfg.task
   for _, m in ipairs(methods) do
-    if m.label == spec then die("method " .. spec .. " is given twice") end
+    if m.cfg.task ~= task then die("all methods must use the same task") end
   end
-  methods[#methods + 1] = { label = spec, cfg = cfg, seeds = nseeds or args.seeds }
-end
+  local out = args.out or ("results/compare-" .. task)
+  util.check_output(util.join(out, "runs", "probe.json"), "--out")
 
-local task = methods[1].cfg.task
-for _, m in ipairs(methods) do
-  if m.cfg.task ~= task then die("all methods must use the same task") end
-end
-local out = args.out or ("results/compare-" .. task)
-assert(util.mkdir(util.join(out, "runs")))
+  local function safe(label) return (label:gsub("[^%w%._=-]", "_")) end
 
-local function safe(label) return (label:gsub("[^%w%._=-]", "_")) end
-
-local runs = {}
-for mi, m in ipairs(methods) do
-  for s = args.first_seed, args.first_seed + m.seeds - 1 do
-    local cfg = {}
-    for k, v in pairs(m.cfg) do cfg[k] = v end
-    cfg.seed = s
-    runs[#runs + 1] = { id = ("%s s%d"):format(m.label, s), cfg = cfg, method = mi, seed = s,
-      path = util.join(out, "runs", ("%s-s%d.json"):format(safe(m.label), s)) }
-  end
-end
-
-local c1 = methods[1].cfg
-local metric = (task == "addition" or task == "substring_index") and "correct" or "loss"
-local metric_name = metric == "correct"
-  and ("correct of %d (%s%s)"):format(c1.problems, c1.decode,
-    c1.decode == "sample" and (", temperature " .. util.num(c1.temperature)) or "")
-  or "evaluation loss"
-
-if not args.quiet then
-  io.stderr:write(("compare: %s, %d methods, %d runs (up to %d seeds each), %d at a time with %d "
-    .. "thread%s each, into %s\n"):format(task, #methods, #runs, args.seeds, jobs, base.threads,
-    base.threads == 1 and "" or "s", out))
-end
-
-local function describe_run(res)
-  if res.diverged then return "diverged" end
-  if res.metric == "correct" then
-    return ("correct %d (greedy %d), eval loss %.4f"):format(res.correct, res.correct_greedy,
-      res.eval_loss)
-  end
-  return ("eval loss %.4f"):format(res.eval_loss)
-end
-
-local ok_run, results, failures = pcall(runner.run, runs, {
-  jobs = jobs, train = util.join(util.dirname(arg[0]), "train.lua"), force = args.force,
-  quiet = args.quiet,
-  on_done = function(run, res, old)
-    if not args.quiet then
-      io.stderr:write(("%s %s: %s (%.0f s)\n"):format(old and "found" or "done", run.id,
-        describe_run(res), res.seconds_train + res.seconds_eval))
+  local runs = {}
+  for mi, m in ipairs(methods) do
+    for s = args.first_seed, args.first_seed + m.seeds - 1 do
+      local cfg = {}
+      for k, v in pairs(m.cfg) do cfg[k] = v end
+      cfg.seed = s
+      runs[#runs + 1] = { id = ("%s s%d"):format(m.label, s), cfg = cfg, method = mi, seed = s,
+        path = util.join(out, "runs", ("%s-s%d.json"):format(safe(m.label), s)) }
     end
-  end,
-})
-if not ok_run then die(tostring(results)) end
-
--- ---------------------------------------------------------------- the summary
-local groups = {}
-for mi, m in ipairs(methods) do
-  groups[mi] = { label = m.label, cfg = m.cfg, results = {}, values = { n = 0 }, runs = {} }
-end
-for i, run in ipairs(runs) do
-  local g = groups[run.method]
-  local res = results[i]
-  if res then
-    g.results[#g.results + 1] = res
-    g.values.n = g.values.n + 1
-    g.values[g.values.n] = res.value -- nil when diverged
-    g.runs[#g.runs + 1] = { seed = run.seed, res = res }
   end
-end
 
-local higher = metric == "correct"
-local function finite(values)
-  local f = {}
-  for i = 1, values.n do if values[i] ~= nil then f[#f + 1] = values[i] end end
-  return f
-end
+  local c1 = methods[1].cfg
+  local metric = (task == "addition" or task == "substring_index") and "correct" or "loss"
+  local metric_name = metric == "correct"
+    and ("correct of %d (%s%s)"):format(c1.problems, c1.decode,
+      c1.decode == "sample" and (", temperature " .. util.num(c1.temperature)) or "")
+    or "evaluation loss"
 
-local function mean_of(list, key)
-  local s, n = 0, 0
-  for _, r in ipairs(list) do
-    if r[key] then s, n = s + r[key], n + 1 end
+  if not args.quiet then
+    io.stderr:write(("compare: %s, %d methods, %d runs (up to %d seeds each), %d at a time with %d "
+      .. "thread%s each, into %s\n"):format(task, #methods, #runs, args.seeds, jobs, base.threads,
+      base.threads == 1 and "" or "s", out))
   end
-  return n > 0 and s / n or nil
-end
 
-local function fmt(v)
-  if v == nil then return "-" end
-  if metric == "correct" then return util.num(v, "%.2f") end
-  return util.num(v, "%.4f")
-end
-
-local table_rows, summary_json = {}, { task = task, metric = metric, metric_name = metric_name,
-  methods = {} }
-for _, g in ipairs(groups) do
-  local s = stats.summary(g.values, higher)
-  g.summary = s
-  local row = { g.label, ("%d"):format(s.n), fmt(s.protocol), fmt(s.mean), fmt(s.median),
-    fmt(s.min), fmt(s.max), s.std and util.num(s.std, "%.3g") or "-" }
-  if metric == "correct" then
-    row[#row + 1] = fmt(mean_of(g.results, "correct_greedy"))
-    row[#row + 1] = util.num(mean_of(g.results, "eval_loss"), "%.4f")
-  else
-    row[#row + 1] = util.num(mean_of(g.results, "final_train_loss"), "%.4f")
+  local function describe_run(res)
+    if res.diverged then return "diverged" end
+    if res.metric == "correct" then
+      return ("correct %d (greedy %d), eval loss %.4f"):format(res.correct, res.correct_greedy,
+        res.eval_loss)
+    end
+    return ("eval loss %.4f"):format(res.eval_loss)
   end
-  if s.diverged > 0 then row[1] = row[1] .. (" (%d diverged)"):format(s.diverged) end
-  table_rows[#table_rows + 1] = row
-  summary_json.methods[#summary_json.methods + 1] = { label = g.label, config = g.cfg,
-    summary = s, values = finite(g.values) }
-end
-local headers = { "method", "runs", "drop worst, mean", "mean", "median", "min", "max", "std" }
-if metric == "correct" then
-  headers[#headers + 1] = "greedy mean"
-  headers[#headers + 1] = "eval loss"
-else
-  headers[#headers + 1] = "final train loss"
-end
 
--- significance: the first method against each other one
-local test_rows = {}
-summary_json.tests = {}
--- the value of each seed of group g (finite values only)
-local function by_seed(g)
-  local t = {}
-  for _, r in ipairs(g.runs) do
-    if r.res.value ~= nil then t[r.seed] = r.res.value end
+  local ok_run, results, failures = pcall(runner.run, runs, {
+    jobs = jobs, train = util.join(util.dirname(arg[0]), "train.lua"), force = args.force,
+    quiet = args.quiet,
+    on_done = function(run, res, old)
+      if not args.quiet then
+        io.stderr:write(("%s %s: %s (%.0f s)\n"):format(old and "found" or "done", run.id,
+          describe_run(res), res.seconds_train + res.seconds_eval))
+      end
+    end,
+  })
+  if not ok_run then error(results, 0) end
+
+  -- ---------------------------------------------------------------- the summary
+  local groups = {}
+  for mi, m in ipairs(methods) do
+    groups[mi] = { label = m.label, cfg = m.cfg, results = {}, values = { n = 0 }, runs = {} }
   end
-  return t
-end
-
-local a = finite(groups[1].values)
-local a_seed = by_seed(groups[1])
-for gi = 2, #groups do
-  local b = finite(groups[gi].values)
-  local t, df, pw = stats.welch(b, a)
-  local pp, exact = stats.permutation(b, a)
-  local diff = (#a > 0 and #b > 0) and (stats.summary(b).mean - stats.summary(a).mean) or nil
-  -- paired by seed: the same seed gives both methods the same initialisation and data
-  local pa, pb = {}, {}
-  for seed, v in pairs(by_seed(groups[gi])) do
-    if a_seed[seed] ~= nil then pa[#pa + 1], pb[#pb + 1] = v, a_seed[seed] end
+  for i, run in ipairs(runs) do
+    local g = groups[run.method]
+    local res = results[i]
+    if res then
+      g.results[#g.results + 1] = res
+      g.values.n = g.values.n + 1
+      g.values[g.values.n] = res.value -- nil when diverged
+      g.runs[#g.runs + 1] = { seed = run.seed, res = res }
+    end
   end
-  local paired = stats.paired(pa, pb)
-  test_rows[#test_rows + 1] = { groups[gi].label .. " - " .. groups[1].label,
-    diff and util.num(diff, metric == "correct" and "%+.2f" or "%+.4f") or "-",
-    t and ("%.2f (df %.1f)"):format(t, df) or "-", pw and util.num(pw, "%.3g") or "-",
-    pp and (util.num(pp, "%.3g") .. (exact and "" or " (sampled)")) or "-",
-    paired and tostring(paired.n) or "-",
-    paired and paired.p_t and util.num(paired.p_t, "%.3g") or "-",
-    paired and (util.num(paired.p_perm, "%.3g") .. (paired.exact and "" or " (sampled)")) or "-" }
-  summary_json.tests[#summary_json.tests + 1] = { a = groups[1].label, b = groups[gi].label,
-    mean_diff = diff, welch_t = t, welch_df = df, welch_p = pw, permutation_p = pp,
-    permutation_exact = exact, paired = paired }
-end
 
-local run_rows, csv_rows = {}, {}
-for _, g in ipairs(groups) do
-  for _, r in ipairs(g.runs) do
-    local res = r.res
-    local row = { g.label, r.seed }
+  local higher = metric == "correct"
+  local function finite(values)
+    local f = {}
+    for i = 1, values.n do if values[i] ~= nil then f[#f + 1] = values[i] end end
+    return f
+  end
+
+  local function mean_of(list, key)
+    local s, n = 0, 0
+    for _, r in ipairs(list) do
+      if r[key] then s, n = s + r[key], n + 1 end
+    end
+    return n > 0 and s / n or nil
+  end
+
+  local function fmt(v)
+    if v == nil then return "-" end
+    if metric == "correct" then return util.num(v, "%.2f") end
+    return util.num(v, "%.4f")
+  end
+
+  local table_rows, summary_json = {}, { task = task, metric = metric, metric_name = metric_name,
+    methods = {} }
+  for _, g in ipairs(groups) do
+    local s = stats.summary(g.values, higher)
+    g.summary = s
+    local row = { g.label, ("%d"):format(s.n), fmt(s.protocol), fmt(s.mean), fmt(s.median),
+      fmt(s.min), fmt(s.max), s.std and util.num(s.std, "%.3g") or "-" }
     if metric == "correct" then
-      row[#row + 1] = res.diverged and "diverged" or util.num(res.value)
-      row[#row + 1] = util.num(res.correct_greedy)
+      row[#row + 1] = fmt(mean_of(g.results, "correct_greedy"))
+      row[#row + 1] = util.num(mean_of(g.results, "eval_loss"), "%.4f")
+    else
+      row[#row + 1] = util.num(mean_of(g.results, "final_train_loss"), "%.4f")
     end
-    row[#row + 1] = res.diverged and "diverged" or util.num(res.eval_loss, "%.4f")
-    row[#row + 1] = util.num(res.final_train_loss, "%.4f")
-    row[#row + 1] = ("%.0f"):format(res.seconds_train)
-    run_rows[#run_rows + 1] = row
-    csv_rows[#csv_rows + 1] = { g.label, r.seed, res.config.pe, res.value, res.correct,
-      res.correct_greedy, res.eval_loss, res.final_train_loss, res.diverged and 1 or 0,
-      res.params, res.seconds_train, res.seconds_eval, res.tokens_per_s }
+    if s.diverged > 0 then row[1] = row[1] .. (" (%d diverged)"):format(s.diverged) end
+    local exploded = 0
+    for _, r in ipairs(g.results) do if r.exploded then exploded = exploded + 1 end end
+    if exploded > 0 then row[1] = row[1] .. (" (%d exploded)"):format(exploded) end
+    table_rows[#table_rows + 1] = row
+    summary_json.methods[#summary_json.methods + 1] = { label = g.label, config = g.cfg,
+      summary = s, values = finite(g.values) }
   end
-end
+  local headers = { "method", "runs", "drop worst, mean", "mean", "median", "min", "max", "std" }
+  if metric == "correct" then
+    headers[#headers + 1] = "greedy mean"
+    headers[#headers + 1] = "eval loss"
+  else
+    headers[#headers + 1] = "final train loss"
+  end
 
-local cmd = { "roper", "scripts/compare.lua" }
-for i = 1, #arg do cmd[#cmd + 1] = util.quote(arg[i]) end
-local scale = ("d_model %d, %d layers, %d heads, d_ff %d, %s-norm, seq_len %d, batch %d, %d steps, "
-  .. "%s lr %s (%s), seeds %d..%d (the first n for methods marked @n), %d parameters"):format(c1.d_model, c1.layers, c1.heads,
-  c1.d_ff, c1.norm, c1.seq_len, c1.batch, c1.steps, c1.optimiser, util.num(c1.lr), c1.schedule,
-  args.first_seed, args.first_seed + args.seeds - 1, results[1] and results[1].params or 0)
+  -- significance: the first method against each other one
+  local test_rows = {}
+  summary_json.tests = {}
+  -- the value of each seed of group g (finite values only)
+  local function by_seed(g)
+    local t = {}
+    for _, r in ipairs(g.runs) do
+      if r.res.value ~= nil then t[r.seed] = r.res.value end
+    end
+    return t
+  end
 
-local labels = {}
-for i, m in ipairs(methods) do labels[i] = m.label end
-local md = {
-  ("# %s: %s"):format(task, table.concat(labels, " vs ")),
-  "",
-  "Command: `" .. table.concat(cmd, " ") .. "`",
-  "",
-  "Scale: " .. scale .. ".",
-  "",
-  ("Metric: %s, %s is better. \"drop worst, mean\" is the write-up's protocol (the worst run "
-    .. "of each method dropped, the rest averaged)."):format(metric_name,
-    higher and "higher" or "lower"),
-  "",
-  util.markdown(headers, table_rows),
-}
-if #test_rows > 0 then
-  md[#md + 1] = ("Significance (two-sided): Welch's t-test and a permutation test on the "
-    .. "difference of means over all runs; then the runs paired by seed (the same seed gives "
-    .. "both methods the same initialisation and data): a paired t-test and the exact "
-    .. "sign-flip test.\n")
-  md[#md + 1] = util.markdown({ "difference", "mean diff", "Welch t", "Welch p",
-    "permutation p", "pairs", "paired t p", "sign-flip p" }, test_rows)
-end
-md[#md + 1] = "Every run:\n"
-local run_headers = metric == "correct"
-  and { "method", "seed", "correct", "greedy", "eval loss", "final train loss", "train s" }
-  or { "method", "seed", "eval loss", "final train loss", "train s" }
-md[#md + 1] = util.markdown(run_headers, run_rows)
-if #failures > 0 then
-  local ids = {}
-  for i, f in ipairs(failures) do ids[i] = f.run.id end
-  md[#md + 1] = ("%d runs failed: %s\n"):format(#failures, table.concat(ids, ", "))
-end
+  local a = finite(groups[1].values)
+  local a_seed = by_seed(groups[1])
+  for gi = 2, #groups do
+    local b = finite(groups[gi].values)
+    local t, df, pw = stats.welch(b, a)
+    local pp, exact = stats.permutation(b, a)
+    local diff = (#a > 0 and #b > 0) and (stats.summary(b).mean - stats.summary(a).mean) or nil
+    -- paired by seed: the same seed gives both methods the same initialisation and data
+    local pa, pb = {}, {}
+    for seed, v in pairs(by_seed(groups[gi])) do
+      if a_seed[seed] ~= nil then pa[#pa + 1], pb[#pb + 1] = v, a_seed[seed] end
+    end
+    local paired = stats.paired(pa, pb)
+    test_rows[#test_rows + 1] = { groups[gi].label .. " - " .. groups[1].label,
+      diff and util.num(diff, metric == "correct" and "%+.2f" or "%+.4f") or "-",
+      t and ("%.2f (df %.1f)"):format(t, df) or "-", pw and util.num(pw, "%.3g") or "-",
+      pp and (util.num(pp, "%.3g") .. (exact and "" or " (sampled)")) or "-",
+      paired and tostring(paired.n) or "-",
+      paired and paired.p_t and util.num(paired.p_t, "%.3g") or "-",
+      paired and (util.num(paired.p_perm, "%.3g") .. (paired.exact and "" or " (sampled)")) or "-" }
+    summary_json.tests[#summary_json.tests + 1] = { a = groups[1].label, b = groups[gi].label,
+      mean_diff = diff, welch_t = t, welch_df = df, welch_p = pw, permutation_p = pp,
+      permutation_exact = exact, paired = paired }
+  end
 
-local plot_groups = {}
-for i, g in ipairs(groups) do plot_groups[i] = { label = g.label, results = g.results } end
-local files, perr = plot.loss_curves(plot_groups, util.join(out, "loss"), {
-  title = ("%s: training loss (mean of the runs, band min..max)"):format(task), x = args.x })
-if files then
-  md[#md + 1] = "Loss curves: `" .. files[1] .. "`, `" .. files[2] .. "`.\n"
-end
+  local run_rows, csv_rows = {}, {}
+  for _, g in ipairs(groups) do
+    for _, r in ipairs(g.runs) do
+      local res = r.res
+      local row = { g.label, r.seed .. (res.exploded and (" (exploded at step %d)"):format(
+        res.exploded_at) or "") }
+      if metric == "correct" then
+        row[#row + 1] = res.diverged and "diverged" or util.num(res.value)
+        row[#row + 1] = util.num(res.correct_greedy)
+      end
+      row[#row + 1] = res.diverged and "diverged" or util.num(res.eval_loss, "%.4f")
+      row[#row + 1] = util.num(res.final_train_loss, "%.4f")
+      row[#row + 1] = ("%.0f"):format(res.seconds_train)
+      run_rows[#run_rows + 1] = row
+      csv_rows[#csv_rows + 1] = { g.label, r.seed, res.config.pe, res.value, res.correct,
+        res.correct_greedy, res.eval_loss, res.final_train_loss, res.diverged and 1 or 0,
+        res.exploded and 1 or 0, res.params, res.seconds_train, res.seconds_eval, res.tokens_per_s }
+    end
+  end
 
-local text = table.concat(md, "\n")
-assert(util.write(util.join(out, "summary.md"), text))
-assert(util.write(util.join(out, "summary.csv"), util.csv({ "method", "seed", "pe", "value",
-  "correct", "correct_greedy", "eval_loss", "final_train_loss", "diverged", "params",
-  "seconds_train", "seconds_eval", "tokens_per_s" }, csv_rows)))
-summary_json.command = table.concat(cmd, " ")
-summary_json.failures = #failures
-assert(util.write(util.join(out, "summary.json"), util.json(summary_json)))
+  local cmd = { "roper", "scripts/compare.lua" }
+  for i = 1, #arg do cmd[#cmd + 1] = util.quote(arg[i]) end
+  local scale = ("d_model %d, %d layers, %d heads, d_ff %d, %s-norm, seq_len %d, batch %d, %d steps, "
+    .. "%s lr %s (%s), seeds %d..%d (the first n for methods marked @n), %d parameters"):format(c1.d_model, c1.layers, c1.heads,
+    c1.d_ff, c1.norm, c1.seq_len, c1.batch, c1.steps, c1.optimiser, util.num(c1.lr), c1.schedule,
+    args.first_seed, args.first_seed + args.seeds - 1, results[1] and results[1].params or 0)
 
-io.write(text)
-if not files then io.stderr:write("compare.lua: no plot: ", tostring(perr), "\n") end
-io.stderr:write(("compare: wrote %s/summary.md, summary.csv, summary.json%s\n"):format(out,
-  files and ", loss.png, loss.svg" or ""))
-if #failures > 0 then os.exit(1) end
+  local labels = {}
+  for i, m in ipairs(methods) do labels[i] = m.label end
+  local md = {
+    ("# %s: %s"):format(task, table.concat(labels, " vs ")),
+    "",
+    "Command: `" .. table.concat(cmd, " ") .. "`",
+    "",
+    "Scale: " .. scale .. ".",
+    "",
+    ("Metric: %s, %s is better. \"drop worst, mean\" is the write-up's protocol (the worst run "
+      .. "of each method dropped, the rest averaged)."):format(metric_name,
+      higher and "higher" or "lower"),
+    "",
+    util.markdown(headers, table_rows),
+  }
+  if #test_rows > 0 then
+    md[#md + 1] = ("Significance (two-sided): Welch's t-test and a permutation test on the "
+      .. "difference of means over all runs; then the runs paired by seed (the same seed gives "
+      .. "both methods the same initialisation and data): a paired t-test and the exact "
+      .. "sign-flip test.\n")
+    md[#md + 1] = util.markdown({ "difference", "mean diff", "Welch t", "Welch p",
+      "permutation p", "pairs", "paired t p", "sign-flip p" }, test_rows)
+  end
+  md[#md + 1] = "Every run:\n"
+  local run_headers = metric == "correct"
+    and { "method", "seed", "correct", "greedy", "eval loss", "final train loss", "train s" }
+    or { "method", "seed", "eval loss", "final train loss", "train s" }
+  md[#md + 1] = util.markdown(run_headers, run_rows)
+  if #failures > 0 then
+    local ids = {}
+    for i, f in ipairs(failures) do ids[i] = f.run.id end
+    md[#md + 1] = ("%d runs failed: %s\n"):format(#failures, table.concat(ids, ", "))
+  end
+
+  local plot_groups = {}
+  for i, g in ipairs(groups) do plot_groups[i] = { label = g.label, results = g.results } end
+  local files, perr = plot.loss_curves(plot_groups, util.join(out, "loss"), {
+    title = ("%s: training loss (mean of the runs, band min..max)"):format(task), x = args.x })
+  if files then
+    md[#md + 1] = "Loss curves: `" .. files[1] .. "`, `" .. files[2] .. "`.\n"
+  end
+
+  local text = table.concat(md, "\n")
+  local function write(path, data) assert(util.write(path, data)) end
+  write(util.join(out, "summary.md"), text)
+  write(util.join(out, "summary.csv"), util.csv({ "method", "seed", "pe", "value",
+    "correct", "correct_greedy", "eval_loss", "final_train_loss", "diverged", "exploded", "params",
+    "seconds_train", "seconds_eval", "tokens_per_s" }, csv_rows))
+  summary_json.command = table.concat(cmd, " ")
+  summary_json.failures = #failures
+  write(util.join(out, "summary.json"), util.json(summary_json))
+
+  io.write(text)
+  if not files then io.stderr:write("compare.lua: no plot: ", tostring(perr), "\n") end
+  io.stderr:write(("compare: wrote %s/summary.md, summary.csv, summary.json%s\n"):format(out,
+    files and ", loss.png, loss.svg" or ""))
+  if #failures > 0 then error(("%d of %d runs failed (their logs are in %s/runs)"):format(
+    #failures, #runs, out), 0) end
+end)

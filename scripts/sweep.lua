@@ -11,222 +11,230 @@
 -- scheduler's job array (docs/experiments.md) and collected afterwards with --summary. The end
 -- of a sweep writes <out>/summary.md (every run, and the mean over seeds per point when seed is a
 -- grid key), summary.csv and summary.json.
+--
+-- Every point's config is checked in full (rp.experiment.check) and the output folder is made
+-- and tried before the first run starts. Errors are one line: exit 2 for a bad option or config,
+-- 1 for failed runs; --debug (or ROPER_DEBUG=1) adds tracebacks.
 local rp = require "roper"
-local argparse = require "argparse"
 local util = require "lib.util"
 local stats = require "lib.stats"
 local runner = require "lib.runner"
 
-local parser = argparse("roper scripts/sweep.lua",
-  "Run a grid of experiment configs (the Cartesian product of the --grid values), each as its "
-  .. "own process, resumably, and summarise the results.")
-parser:option("--grid", "A key and its values: pe=rope,roper or seed=1,2,3 (repeatable; every "
-  .. "config key works).")
-  :count("*"):argname("<key=v1,v2,...>")
-parser:option("--out", "Output folder.", "results/sweep"):argname("<dir>")
-parser:option("--jobs", "Runs at once, each its own process.", "1")
-  :convert(math.tointeger):argname("<n>")
-parser:flag("--print-commands", "Print one train.lua command per run not yet done (and write "
-  .. "their config files) instead of running them.")
-parser:flag("--summary", "Do not run anything: summarise the results that are there.")
-parser:flag("--force", "Rerun runs whose result file holds another config.")
-parser:flag("--quiet", "No progress bar.")
-util.add_config_options(parser, rp)
-local args = parser:parse()
+util.main("sweep.lua", function()
+  local parser = util.parser("roper scripts/sweep.lua",
+    "Run a grid of experiment configs (the Cartesian product of the --grid values), each as its "
+    .. "own process, resumably, and summarise the results.")
+  parser:option("--grid", "A key and its values: pe=rope,roper or seed=1,2,3 (repeatable; every "
+    .. "config key works).")
+    :count("*"):argname("<key=v1,v2,...>")
+  parser:option("--out", "Output folder.", "results/sweep"):argname("<dir>")
+  parser:option("--jobs", "Runs at once, each its own process.", "1")
+    :convert(math.tointeger):argname("<n>")
+  parser:flag("--print-commands", "Print one train.lua command per run not yet done (and write "
+    .. "their config files) instead of running them.")
+  parser:flag("--summary", "Do not run anything: summarise the results that are there.")
+  parser:flag("--force", "Rerun runs whose result file holds another config.")
+  parser:flag("--quiet", "No progress bar.")
+  util.add_config_options(parser, rp)
+  local args = parser:parse()
 
-local function die(msg)
-  io.stderr:write("sweep.lua: ", msg, "\n")
-  os.exit(2)
-end
-if not args.jobs or args.jobs < 1 then die("--jobs must be an integer >= 1") end
+  local die = util.usage
+  if not args.jobs or args.jobs < 1 then die("--jobs must be an integer >= 1") end
 
-local known = {}
-for _, k in ipairs(rp.experiment.keys()) do known[k.name] = true end
+  local known = {}
+  for _, k in ipairs(rp.experiment.keys()) do known[k.name] = true end
 
--- the grid: an ordered list of {key, values}
-local grid = {}
-for _, g in ipairs(args.grid) do
-  local key, list = g:match("^([%w_-]+)=(.+)$")
-  if not key then die(("--grid %s: expected key=v1,v2,..."):format(g)) end
-  key = key:gsub("-", "_")
-  if not known[key] then die(("--grid %s: unknown config key '%s'"):format(g, key)) end
-  for _, e in ipairs(grid) do
-    if e.key == key then die(("--grid: key '%s' is given twice"):format(key)) end
-  end
-  local values = {}
-  for v in list:gmatch("[^,]+") do values[#values + 1] = v end
-  grid[#grid + 1] = { key = key, values = values }
-end
-if #grid == 0 then die("give at least one --grid key=v1,v2,...") end
-
-local base = util.config_overrides(args, rp)
-for _, e in ipairs(grid) do
-  if base[e.key] ~= nil then die(("'%s' is both a grid key and a fixed option"):format(e.key)) end
-end
-
--- the points, in odometer order (the last grid key varies fastest)
-local runs = {}
-local function expand(i, cur)
-  if i > #grid then
-    local o, parts, names = {}, {}, {}
-    for k, v in pairs(base) do o[k] = v end
-    for j, e in ipairs(grid) do
-      o[e.key] = cur[j]
-      parts[#parts + 1] = e.key .. "=" .. cur[j]
-      names[#names + 1] = e.key .. "-" .. cur[j]
+  -- the grid: an ordered list of {key, values}
+  local grid = {}
+  for _, g in ipairs(args.grid) do
+    local key, list = g:match("^([%w_-]+)=(.+)$")
+    if not key then die(("--grid %s: expected key=v1,v2,..."):format(g)) end
+    key = key:gsub("-", "_")
+    if not known[key] then die(("--grid %s: unknown config key '%s'"):format(g, key)) end
+    for _, e in ipairs(grid) do
+      if e.key == key then die(("--grid: key '%s' is given twice"):format(key)) end
     end
-    local cfg, err = util.config(rp, o)
-    if not cfg then die(("%s: %s"):format(table.concat(parts, " "), err)) end
-    local name = table.concat(names, "_"):gsub("[^%w%._=-]", "_")
-    runs[#runs + 1] = { id = table.concat(parts, " "), cfg = cfg, point = { table.unpack(cur) },
-      path = util.join(args.out, "runs", name .. ".json") }
+    local values = {}
+    for v in list:gmatch("[^,]+") do values[#values + 1] = v end
+    grid[#grid + 1] = { key = key, values = values }
+  end
+  if #grid == 0 then die("give at least one --grid key=v1,v2,...") end
+
+  local base = util.config_overrides(args, rp)
+  for _, e in ipairs(grid) do
+    if base[e.key] ~= nil then die(("'%s' is both a grid key and a fixed option"):format(e.key)) end
+  end
+
+  -- the points, in odometer order (the last grid key varies fastest)
+  local runs = {}
+  local function expand(i, cur)
+    if i > #grid then
+      local o, parts, names = {}, {}, {}
+      for k, v in pairs(base) do o[k] = v end
+      for j, e in ipairs(grid) do
+        o[e.key] = cur[j]
+        parts[#parts + 1] = e.key .. "=" .. cur[j]
+        names[#names + 1] = e.key .. "-" .. cur[j]
+      end
+      local cfg, err = util.check(rp, o)
+      if not cfg then die(("%s: %s"):format(table.concat(parts, " "), err)) end
+      local name = table.concat(names, "_"):gsub("[^%w%._=-]", "_")
+      runs[#runs + 1] = { id = table.concat(parts, " "), cfg = cfg, point = { table.unpack(cur) },
+        path = util.join(args.out, "runs", name .. ".json") }
+      return
+    end
+    for _, v in ipairs(grid[i].values) do
+      cur[i] = v
+      expand(i + 1, cur)
+    end
+    cur[i] = nil
+  end
+  expand(1, {})
+
+  local train = util.join(util.dirname(arg[0]), "train.lua")
+  util.check_output(util.join(args.out, "runs", "probe.json"), "--out")
+
+  if args.print_commands then
+    local n = 0
+    for _, run in ipairs(runs) do
+      local state, err = runner.check_existing(run)
+      if state == nil and not args.force then die(err .. "; use another --out folder or --force") end
+      if state ~= "done" then
+        local cfgfile = run.path:gsub("%.json$", "") .. ".cfg.json"
+        assert(util.write(cfgfile, util.json(run.cfg)))
+        print(("%s %s --config %s --out %s --quiet"):format(util.quote(arg[-1]), util.quote(train),
+          util.quote(cfgfile), util.quote(run.path)))
+        n = n + 1
+      end
+    end
+    io.stderr:write(("sweep: %d of %d runs to do; collect them with the same command and "
+      .. "--summary\n"):format(n, #runs))
     return
   end
-  for _, v in ipairs(grid[i].values) do
-    cur[i] = v
-    expand(i + 1, cur)
-  end
-  cur[i] = nil
-end
-expand(1, {})
 
-local train = util.join(util.dirname(arg[0]), "train.lua")
-assert(util.mkdir(util.join(args.out, "runs")))
-
-if args.print_commands then
-  local n = 0
-  for _, run in ipairs(runs) do
-    local state, err = runner.check_existing(run)
-    if state == nil and not args.force then die(err .. "; use another --out folder or --force") end
-    if state ~= "done" then
-      local cfgfile = run.path:gsub("%.json$", "") .. ".cfg.json"
-      assert(util.write(cfgfile, util.json(run.cfg)))
-      print(("%s %s --config %s --out %s --quiet"):format(util.quote(arg[-1]), util.quote(train),
-        util.quote(cfgfile), util.quote(run.path)))
-      n = n + 1
-    end
-  end
-  io.stderr:write(("sweep: %d of %d runs to do; collect them with the same command and "
-    .. "--summary\n"):format(n, #runs))
-  os.exit(0)
-end
-
-local results, failures = {}, {}
-if args.summary then
-  for i, run in ipairs(runs) do
-    local state, res = runner.check_existing(run)
-    if state == "done" then results[i] = res elseif state == nil then die(res) end
-  end
-else
-  if not args.quiet then
-    io.stderr:write(("sweep: %d runs, %d at a time, into %s\n"):format(#runs, args.jobs, args.out))
-  end
-  local ok_run
-  ok_run, results, failures = pcall(runner.run, runs, { jobs = args.jobs, train = train,
-    force = args.force,
-    quiet = args.quiet,
-    on_done = function(run, res, old)
-      if not args.quiet then
-        io.stderr:write(("%s %s: %s\n"):format(old and "found" or "done", run.id,
-          res.diverged and "diverged" or ("%s %s"):format(res.metric, util.num(res.value))))
+  local results, failures = {}, {}
+  if args.summary then
+    for i, run in ipairs(runs) do
+      local state, res = runner.check_existing(run)
+      if state == "done" then
+        results[i] = res
+        runner.tidy(run)
+      elseif state == nil then
+        die(res)
       end
-    end })
-  if not ok_run then die(tostring(results)) end
-end
-
--- ---------------------------------------------------------------- the summary
-local headers, rows, csv_rows = {}, {}, {}
-for _, e in ipairs(grid) do headers[#headers + 1] = e.key end
-for _, h in ipairs { "metric", "value", "greedy", "eval loss", "final train loss", "params",
-  "train s" } do
-  headers[#headers + 1] = h
-end
-local missing = {}
-for i, run in ipairs(runs) do
-  local res = results[i]
-  if res then
-    local row = { table.unpack(run.point) }
-    row[#row + 1] = res.metric
-    row[#row + 1] = res.diverged and "diverged" or util.num(res.value, res.metric == "loss" and "%.4f" or nil)
-    row[#row + 1] = util.num(res.correct_greedy)
-    row[#row + 1] = util.num(res.eval_loss, "%.4f")
-    row[#row + 1] = util.num(res.final_train_loss, "%.4f")
-    row[#row + 1] = util.num(res.params)
-    row[#row + 1] = ("%.0f"):format(res.seconds_train)
-    rows[#rows + 1] = row
-    local c = { table.unpack(run.point) }
-    for _, v in ipairs { res.metric, res.value, res.correct_greedy, res.eval_loss,
-      res.final_train_loss, res.params, res.seconds_train } do
-      c[#c + 1] = v
     end
-    csv_rows[#csv_rows + 1] = c
   else
-    missing[#missing + 1] = run.id
+    if not args.quiet then
+      io.stderr:write(("sweep: %d runs, %d at a time, into %s\n"):format(#runs, args.jobs, args.out))
+    end
+    local ok_run
+    ok_run, results, failures = pcall(runner.run, runs, { jobs = args.jobs, train = train,
+      force = args.force,
+      quiet = args.quiet,
+      on_done = function(run, res, old)
+        if not args.quiet then
+          io.stderr:write(("%s %s: %s\n"):format(old and "found" or "done", run.id,
+            res.diverged and "diverged" or ("%s %s"):format(res.metric, util.num(res.value))))
+        end
+      end })
+    if not ok_run then error(results, 0) end
   end
-end
 
-local cmd = { "roper", "scripts/sweep.lua" }
-for i = 1, #arg do cmd[#cmd + 1] = util.quote(arg[i]) end
-local md = { "# Sweep", "", "Command: `" .. table.concat(cmd, " ") .. "`", "",
-  util.markdown(headers, rows) }
-
--- the mean over seeds for each point of the other grid keys
-local seed_at
-for j, e in ipairs(grid) do if e.key == "seed" then seed_at = j end end
-local summary_json = { command = table.concat(cmd, " "), grid = grid, runs = #runs,
-  done = #rows, missing = missing, failures = #failures }
-if seed_at and #grid > 1 then
-  local groups, order = {}, {}
+  -- ---------------------------------------------------------------- the summary
+  local headers, rows, csv_rows = {}, {}, {}
+  for _, e in ipairs(grid) do headers[#headers + 1] = e.key end
+  for _, h in ipairs { "metric", "value", "greedy", "eval loss", "final train loss", "params",
+    "train s" } do
+    headers[#headers + 1] = h
+  end
+  local missing = {}
   for i, run in ipairs(runs) do
     local res = results[i]
     if res then
-      local parts = {}
-      for j, v in ipairs(run.point) do if j ~= seed_at then parts[#parts + 1] = v end end
-      local key = table.concat(parts, "\0")
-      local g = groups[key]
-      if not g then
-        g = { point = parts, values = { n = 0 }, metric = res.metric }
-        groups[key] = g
-        order[#order + 1] = key
+      local row = { table.unpack(run.point) }
+      row[#row + 1] = res.metric
+      row[#row + 1] = res.diverged and "diverged" or util.num(res.value, res.metric == "loss" and "%.4f" or nil)
+      row[#row + 1] = util.num(res.correct_greedy)
+      row[#row + 1] = util.num(res.eval_loss, "%.4f")
+      row[#row + 1] = util.num(res.final_train_loss, "%.4f")
+      row[#row + 1] = util.num(res.params)
+      row[#row + 1] = ("%.0f"):format(res.seconds_train)
+      rows[#rows + 1] = row
+      local c = { table.unpack(run.point) }
+      for _, v in ipairs { res.metric, res.value, res.correct_greedy, res.eval_loss,
+        res.final_train_loss, res.params, res.seconds_train } do
+        c[#c + 1] = v
       end
-      g.values.n = g.values.n + 1
-      g.values[g.values.n] = res.value
+      csv_rows[#csv_rows + 1] = c
+    else
+      missing[#missing + 1] = run.id
     end
   end
-  local gh = {}
-  for j, e in ipairs(grid) do if j ~= seed_at then gh[#gh + 1] = e.key end end
-  for _, h in ipairs { "runs", "drop worst, mean", "mean", "std", "min", "max" } do gh[#gh + 1] = h end
-  local grows = {}
-  summary_json.groups = {}
-  for _, key in ipairs(order) do
-    local g = groups[key]
-    local s = stats.summary(g.values, g.metric == "correct")
-    local f = g.metric == "loss" and "%.4f" or "%.2f"
-    local r = { table.unpack(g.point) }
-    for _, v in ipairs { s.n, util.num(s.protocol, f), util.num(s.mean, f),
-      s.std and util.num(s.std, "%.3g") or "-", util.num(s.min, f), util.num(s.max, f) } do
-      r[#r + 1] = v
+
+  local cmd = { "roper", "scripts/sweep.lua" }
+  for i = 1, #arg do cmd[#cmd + 1] = util.quote(arg[i]) end
+  local md = { "# Sweep", "", "Command: `" .. table.concat(cmd, " ") .. "`", "",
+    util.markdown(headers, rows) }
+
+  -- the mean over seeds for each point of the other grid keys
+  local seed_at
+  for j, e in ipairs(grid) do if e.key == "seed" then seed_at = j end end
+  local summary_json = { command = table.concat(cmd, " "), grid = grid, runs = #runs,
+    done = #rows, missing = missing, failures = #failures }
+  if seed_at and #grid > 1 then
+    local groups, order = {}, {}
+    for i, run in ipairs(runs) do
+      local res = results[i]
+      if res then
+        local parts = {}
+        for j, v in ipairs(run.point) do if j ~= seed_at then parts[#parts + 1] = v end end
+        local key = table.concat(parts, "\0")
+        local g = groups[key]
+        if not g then
+          g = { point = parts, values = { n = 0 }, metric = res.metric }
+          groups[key] = g
+          order[#order + 1] = key
+        end
+        g.values.n = g.values.n + 1
+        g.values[g.values.n] = res.value
+      end
     end
-    grows[#grows + 1] = r
-    summary_json.groups[#summary_json.groups + 1] = { point = g.point, metric = g.metric,
-      summary = s }
+    local gh = {}
+    for j, e in ipairs(grid) do if j ~= seed_at then gh[#gh + 1] = e.key end end
+    for _, h in ipairs { "runs", "drop worst, mean", "mean", "std", "min", "max" } do gh[#gh + 1] = h end
+    local grows = {}
+    summary_json.groups = {}
+    for _, key in ipairs(order) do
+      local g = groups[key]
+      local s = stats.summary(g.values, g.metric == "correct")
+      local f = g.metric == "loss" and "%.4f" or "%.2f"
+      local r = { table.unpack(g.point) }
+      for _, v in ipairs { s.n, util.num(s.protocol, f), util.num(s.mean, f),
+        s.std and util.num(s.std, "%.3g") or "-", util.num(s.min, f), util.num(s.max, f) } do
+        r[#r + 1] = v
+      end
+      grows[#grows + 1] = r
+      summary_json.groups[#summary_json.groups + 1] = { point = g.point, metric = g.metric,
+        summary = s }
+    end
+    md[#md + 1] = "Over seeds:\n"
+    md[#md + 1] = util.markdown(gh, grows)
   end
-  md[#md + 1] = "Over seeds:\n"
-  md[#md + 1] = util.markdown(gh, grows)
-end
-if #missing > 0 then
-  md[#md + 1] = ("Not done (%d): %s\n"):format(#missing, table.concat(missing, "; "))
-end
-local text = table.concat(md, "\n")
-assert(util.write(util.join(args.out, "summary.md"), text))
-local csv_headers = {}
-for _, e in ipairs(grid) do csv_headers[#csv_headers + 1] = e.key end
-for _, h in ipairs { "metric", "value", "correct_greedy", "eval_loss", "final_train_loss",
-  "params", "seconds_train" } do
-  csv_headers[#csv_headers + 1] = h
-end
-assert(util.write(util.join(args.out, "summary.csv"), util.csv(csv_headers, csv_rows)))
-assert(util.write(util.join(args.out, "summary.json"), util.json(summary_json)))
-io.write(text)
-io.stderr:write(("sweep: wrote %s/summary.md, summary.csv, summary.json\n"):format(args.out))
-if #failures > 0 then os.exit(1) end
+  if #missing > 0 then
+    md[#md + 1] = ("Not done (%d): %s\n"):format(#missing, table.concat(missing, "; "))
+  end
+  local text = table.concat(md, "\n")
+  assert(util.write(util.join(args.out, "summary.md"), text))
+  local csv_headers = {}
+  for _, e in ipairs(grid) do csv_headers[#csv_headers + 1] = e.key end
+  for _, h in ipairs { "metric", "value", "correct_greedy", "eval_loss", "final_train_loss",
+    "params", "seconds_train" } do
+    csv_headers[#csv_headers + 1] = h
+  end
+  assert(util.write(util.join(args.out, "summary.csv"), util.csv(csv_headers, csv_rows)))
+  assert(util.write(util.join(args.out, "summary.json"), util.json(summary_json)))
+  io.write(text)
+  io.stderr:write(("sweep: wrote %s/summary.md, summary.csv, summary.json\n"):format(args.out))
+  if #failures > 0 then error(("%d of %d runs failed (their logs are in %s/runs)"):format(
+    #failures, #runs, args.out), 0) end
+end)

@@ -8,93 +8,101 @@
 -- written as JSON (atomically) and the loss curve as CSV beside it (.csv); without, a summary is
 -- printed. This is the one-run-per-job unit that compare.lua and sweep.lua start, and what a
 -- scheduler (GNU parallel, job arrays) runs when a sweep is spread over machines.
+--
+-- Everything that can be known before training is checked before training (rp.experiment.check:
+-- the config, the model and its memory, the task and its corpus; the --out and --progress files
+-- writable). Errors are one line: exit 2 for a bad option or config, 1 for a failure during the
+-- run; --debug (or ROPER_DEBUG=1) adds the Lua traceback.
 local rp = require "roper"
-local argparse = require "argparse"
 local util = require "lib.util"
 
-local parser = argparse("roper scripts/train.lua",
-  "Train and evaluate one model (one experiment run).")
-parser:option("--config", "A JSON file of config keys (command-line options override it).")
-  :argname("<file>")
-parser:option("--out", "Write the result as JSON here and the loss curve as CSV beside it.")
-  :argname("<file.json>")
-parser:option("--progress", "Rewrite '<step> <steps> <loss>' into this file as training goes.")
-  :argname("<file>")
-parser:flag("--quiet", "No progress bar.")
-util.add_config_options(parser, rp)
-local args = parser:parse()
+util.main("train.lua", function()
+  local parser = util.parser("roper scripts/train.lua",
+    "Train and evaluate one model (one experiment run).")
+  parser:option("--config", "A JSON file of config keys (command-line options override it).")
+    :argname("<file>")
+  parser:option("--out", "Write the result as JSON here and the loss curve as CSV beside it.")
+    :argname("<file.json>")
+  parser:option("--progress", "Rewrite '<step> <steps> <loss>' into this file as training goes.")
+    :argname("<file>")
+  parser:flag("--quiet", "No progress bar.")
+  util.add_config_options(parser, rp)
+  local args = parser:parse()
 
-local overrides = {}
-if args.config then
-  local c, err = util.read_json(args.config)
-  if not c then
-    io.stderr:write("train.lua: ", err, "\n")
-    os.exit(1)
-  end
-  if type(c) ~= "table" then
-    io.stderr:write("train.lua: ", args.config, ": a JSON object of config keys expected\n")
-    os.exit(1)
-  end
-  overrides = c
-end
-for k, v in pairs(util.config_overrides(args, rp)) do overrides[k] = v end
-
-local cfg, cfg_err = util.config(rp, overrides)
-if not cfg then
-  io.stderr:write("train.lua: ", cfg_err, "\n")
-  os.exit(2)
-end
-
-local system_ok, system = pcall(require, "system")
-local now = system_ok and system.gettime or os.time
-local tty = not args.quiet and not args.progress and os.execute("test -t 2") == true
-local last = 0
-local function progress(step, steps, loss)
-  local t = now()
-  if step ~= steps and t - last < 0.5 then return end
-  last = t
-  if args.progress then
-    util.write(args.progress, ("%d %d %.6g\n"):format(step, steps, loss))
-  elseif tty then
-    io.stderr:write(("\rstep %d/%d  loss %.4f "):format(step, steps, loss))
-    if step == steps then io.stderr:write("\n") end
-  end
-end
-
-local res = rp.experiment.run(cfg, progress)
-
-local function summary()
-  local c = res.config
-  local lines = {
-    ("%s, pe %s, %d params, %d steps in %.1f s (%.0f tokens/s), eval %.1f s"):format(c.task, c.pe,
-      res.params, c.steps, res.seconds_train, res.tokens_per_s, res.seconds_eval),
-  }
-  if res.diverged then
-    lines[#lines + 1] = "diverged: a training loss was not finite"
-  elseif res.metric == "correct" then
-    lines[#lines + 1] = ("correct %d of %d (%s%s), greedy %d; eval loss %.4f, final train loss %.4f")
-      :format(res.correct, c.problems, c.decode,
-        c.decode == "sample" and (", temperature " .. c.temperature) or "", res.correct_greedy,
-        res.eval_loss, res.final_train_loss)
-    for _, d in ipairs(res.by_digits or {}) do
-      lines[#lines + 1] = ("  %2d digits: %d of %d"):format(d.digits, d.correct, c.problems)
+  local overrides = {}
+  if args.config then
+    util.check_input(args.config, "--config")
+    local c, err = util.read_json(args.config)
+    if not c then util.usage("--config " .. err) end
+    if type(c) ~= "table" then
+      util.usage("--config " .. args.config .. ": a JSON object of config keys expected")
     end
-  else
-    lines[#lines + 1] = ("eval loss %.4f, final train loss %.4f"):format(res.eval_loss,
-      res.final_train_loss)
+    overrides = c
   end
-  return table.concat(lines, "\n")
-end
+  for k, v in pairs(util.config_overrides(args, rp)) do overrides[k] = v end
 
-if args.out then
-  local dir = util.dirname(args.out)
-  if dir ~= "" then assert(util.mkdir(dir)) end
-  local csv = args.out:gsub("%.json$", "") .. ".csv"
-  local ok, err = util.write(csv, util.curve_csv(res))
-  if ok then ok, err = util.write(args.out, util.json(res)) end
-  if not ok then
-    io.stderr:write("train.lua: ", tostring(err), "\n")
-    os.exit(1)
+  local cfg, cfg_err = util.check(rp, overrides)
+  if not cfg then util.usage(cfg_err) end
+  local csv = args.out and (args.out:gsub("%.json$", "") .. ".csv")
+  if args.out then
+    util.check_output(args.out, "--out")
+    util.check_output(csv, "--out")
   end
-end
-if not args.progress then print(summary()) end
+  if args.progress then util.check_output(args.progress, "--progress") end
+
+  local system_ok, system = pcall(require, "system")
+  local now = system_ok and system.gettime or os.time
+  local tty = not args.quiet and not args.progress and os.execute("test -t 2") == true
+  local last, warned = 0, false
+  local function progress(step, steps, loss)
+    local t = now()
+    if step ~= steps and t - last < 0.5 then return end
+    last = t
+    if args.progress then
+      local ok, err = util.write(args.progress, ("%d %d %.6g\n"):format(step, steps, loss))
+      if not ok and not warned then
+        io.stderr:write("train.lua: --progress ", tostring(err), " (training goes on)\n")
+        warned = true
+      end
+    elseif tty then
+      io.stderr:write(("\rstep %d/%d  loss %.4f "):format(step, steps, loss))
+      if step == steps then io.stderr:write("\n") end
+    end
+  end
+
+  local res = rp.experiment.run(cfg, progress)
+
+  local function summary()
+    local c = res.config
+    local lines = {
+      ("%s, pe %s, %d params, %d steps in %.1f s (%.0f tokens/s), eval %.1f s"):format(c.task,
+        c.pe, res.params, c.steps, res.seconds_train, res.tokens_per_s, res.seconds_eval),
+    }
+    if res.diverged then
+      lines[#lines + 1] = "diverged: a training loss was not finite"
+    elseif res.metric == "correct" then
+      lines[#lines + 1] = ("correct %d of %d (%s%s), greedy %d; eval loss %.4f, final train "
+        .. "loss %.4f"):format(res.correct, c.problems, c.decode,
+          c.decode == "sample" and (", temperature " .. c.temperature) or "", res.correct_greedy,
+          res.eval_loss, res.final_train_loss)
+      for _, d in ipairs(res.by_digits or {}) do
+        lines[#lines + 1] = ("  %2d digits: %d of %d"):format(d.digits, d.correct, c.problems)
+      end
+    else
+      lines[#lines + 1] = ("eval loss %.4f, final train loss %.4f"):format(res.eval_loss,
+        res.final_train_loss)
+    end
+    if res.exploded then
+      lines[#lines + 1] = ("the loss exploded at step %d (above twice its best and above "
+        .. "ln(vocab)); see the curve"):format(res.exploded_at)
+    end
+    return table.concat(lines, "\n")
+  end
+
+  if args.out then
+    local ok, err = util.write(csv, util.curve_csv(res))
+    if ok then ok, err = util.write(args.out, util.json(res)) end
+    if not ok then error(err, 0) end
+  end
+  if not args.progress then print(summary()) end
+end)

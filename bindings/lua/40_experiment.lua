@@ -2,8 +2,13 @@
 -- boolean), the unit that scripts/train.lua runs once and scripts/compare.lua and
 -- scripts/sweep.lua repeat over methods, seeds and grids (docs/experiments.md).
 --   rp.experiment.keys()               -> the config keys in order: {name, default, kind, help}
---   rp.experiment.config([overrides])  -> a full, checked config (defaults filled in)
+--   rp.experiment.config([overrides])  -> a full config (defaults filled in, types and ranges
+--                                         of single keys checked)
+--   rp.experiment.check([overrides])   -> the same, and everything else that can be known before
+--                                         training (model, memory, task, corpus splits)
 --   rp.experiment.run(cfg[, progress]) -> result table (see run below)
+-- Errors name the public function: "bad argument #1 to 'rp.experiment.run' (option 'steps' must
+-- be >= 1, got 0)".
 --
 -- Called by luaopen_roper as chunk(rp, internals).
 local rp = ...
@@ -26,6 +31,7 @@ local KEYS = {
   { "path", "/usr/share/games/fortunes/cookie", "string",
     "text: a UTF-8 file or a folder of them (default: Debian's fortunes package)" },
   { "valid_fraction", 0.1, "number", "text: share kept for validation" },
+  { "max_bytes", 268435456, "int", "text: the largest corpus in bytes (a folder's files together)" },
   -- the model
   { "pe", "rope", { "none", "sinusoidal", "learned", "rope", "roper", "roper_legacy" },
     "positional encoding" },
@@ -74,7 +80,7 @@ for _, k in ipairs(KEYS) do BY_NAME[k[1]] = k end
 -- The task a task-specific key belongs to (the others apply to every task).
 local TASK_OF = { format = "addition", max_digits = "addition", quirk = "addition",
   eval_digits = "addition", str_len = "substring_index", substr_len = "substring_prefix",
-  rnd_len = "substring_prefix", path = "text", valid_fraction = "text" }
+  rnd_len = "substring_prefix", path = "text", valid_fraction = "text", max_bytes = "text" }
 
 -- rp.experiment.keys() -> a copy of KEYS as tables {name =, default =, kind =, help =, task =}
 -- (task: the only task the key applies to, or nil for every task)
@@ -90,18 +96,53 @@ end
 
 -- rp.experiment.applies(key, task) -> true when config key `key` matters for `task` (keys of
 -- other tasks, such as path for substring_index, do not change a run)
+
+local SOURCE = debug.getinfo(1, "S").source
+
+-- The level (for error) of the first function outside this file, so that a message carries the
+-- position of the user's call, as lauxlib's do.
+local function user_level()
+  local lvl = 2
+  while true do
+    local info = debug.getinfo(lvl + 1, "S")
+    if info == nil then return 0 end
+    if info.source ~= SOURCE then return lvl end
+    lvl = lvl + 1
+  end
+end
+
+-- Raises "bad argument #arg to '<fname>' (msg)" at the user's call.
+local function argerror(fname, arg, msg)
+  error(("bad argument #%d to '%s' (%s)"):format(arg, fname, msg), user_level())
+end
+
+-- The text inside "bad argument #n to 'f' (text)" (what a C function raised), without any
+-- position prefix; other messages as they are.
+local function inner(msg)
+  msg = tostring(msg):gsub("^[^ ]-:%d+: ", "", 1)
+  return msg:match("^bad argument #%d+ to '[^']*' %((.*)%)$") or msg
+end
+
 function experiment.applies(key, task)
+  local fname = "rp.experiment.applies"
+  if type(key) ~= "string" or not BY_NAME[key] then
+    argerror(fname, 1, ("a config key expected, got %s"):format(type(key) == "string"
+      and ("%q"):format(key) or type(key)))
+  end
+  local tasks = BY_NAME.task[3]
+  local known = false
+  for _, t in ipairs(tasks) do known = known or t == task end
+  if not known then
+    argerror(fname, 2, ("a task (%s) expected, got %s"):format(table.concat(tasks, ", "),
+      type(task) == "string" and ("%q"):format(task) or type(task)))
+  end
   local t = TASK_OF[key]
   return t == nil or t == task
 end
 
--- error(msg) at `level` as seen from the caller of fail (fail's own frame is skipped)
-local function fail(msg, level)
-  error(msg, level + 1)
-end
-
--- Converts v (a value or its text, as from a command line) to key k's kind, or raises.
-local function coerce(k, v, level)
+-- Converts v (a value or its text, as from a command line) to key k's kind, or raises naming
+-- the public function fname.
+local function coerce(k, v, fname)
   local name, kind = k[1], k[3]
   if type(v) == "string" and kind ~= "string" and type(kind) ~= "table" then
     if kind == "bool" then
@@ -110,39 +151,90 @@ local function coerce(k, v, level)
       v = tonumber(v) or v
     end
   end
+  local function bad(what) argerror(fname, 1, ("option '%s' must be %s, got %s"):format(name, what,
+    tostring(v))) end
   if type(kind) == "table" then
     for _, s in ipairs(kind) do
       if v == s then return v end
     end
-    fail(("option '%s' must be one of %s, got %s"):format(name, table.concat(kind, ", "),
-      tostring(v)), level)
+    bad("one of " .. table.concat(kind, ", "))
   elseif kind == "int" then
     if type(v) == "number" and v == math.floor(v) and math.abs(v) <= 2^53 then
       return math.tointeger(v)
     end
-    fail(("option '%s' must be an integer, got %s"):format(name, tostring(v)), level)
+    bad("an integer")
   elseif kind == "number" then
     if type(v) == "number" and v == v and math.abs(v) ~= math.huge then return v end
-    fail(("option '%s' must be a finite number, got %s"):format(name, tostring(v)), level)
+    bad("a finite number")
   elseif kind == "bool" then
     if type(v) == "boolean" then return v end
-    fail(("option '%s' must be true or false, got %s"):format(name, tostring(v)), level)
+    bad("true or false")
   else
     if type(v) == "string" then return v end
-    fail(("option '%s' must be a string, got %s"):format(name, tostring(v)), level)
+    bad("a string")
   end
 end
 
-local function parse_digits(s, level)
+-- The digit counts of eval_digits ("9,10,11"), or raises naming fname.
+local function parse_digits(s, fname)
   local out = {}
   for part in s:gmatch("[^,%s]+") do
     local d = math.tointeger(tonumber(part))
     if not d or d < 1 or d > 18 then
-      fail(("option 'eval_digits' must list digit counts in 1..18, got %s"):format(part), level)
+      argerror(fname, 1, ("option 'eval_digits' must list digit counts in 1..18, got %s"):format(part))
     end
     out[#out + 1] = d
   end
   return out
+end
+
+-- Ranges of single keys that the C constructors do not see (the training and evaluation keys),
+-- as {key, lowest, strict}: the value must be > lowest (strict) or >= lowest.
+local RANGES = {
+  { "steps", 1 }, { "batch", 1 }, { "problems", 1 }, { "valid_batches", 1 }, { "log_every", 1 },
+  { "lr", 0, true }, { "weight_decay", 0 }, { "clip", 0 }, { "warmup", 0 }, { "min_lr", 0 },
+  { "threads", 0 }, { "top_k", 0 },
+}
+
+-- config without its public name: fname names the function the user called.
+local function resolve(fname, overrides)
+  if overrides ~= nil and type(overrides) ~= "table" then
+    argerror(fname, 1, "table expected, got " .. type(overrides))
+  end
+  local cfg = {}
+  for _, k in ipairs(KEYS) do cfg[k[1]] = k[2] end
+  for name, v in next, overrides or {} do
+    local k = BY_NAME[name]
+    if not k then
+      local names = {}
+      for i, kk in ipairs(KEYS) do names[i] = kk[1] end
+      argerror(fname, 1, ("unknown option '%s' (known: %s)"):format(tostring(name),
+        table.concat(names, ", ")))
+    end
+    cfg[name] = coerce(k, v, fname)
+  end
+  if cfg.max_digits == 0 then cfg.max_digits = cfg.format == "labml" and 7 or 8 end
+  if cfg.quirk == "auto" then cfg.quirk = cfg.format == "labml" and "on" or "off" end
+  if cfg.d_ff == 0 then cfg.d_ff = 4 * cfg.d_model end
+  if cfg.log_every == 0 then cfg.log_every = math.max(1, cfg.steps // 100) end
+  for _, r in ipairs(RANGES) do
+    local name, lo, strict = r[1], r[2], r[3]
+    if cfg[name] < lo or (strict and cfg[name] == lo) then
+      argerror(fname, 1, ("option '%s' must be %s %s, got %s"):format(name, strict and ">" or ">=",
+        lo, cfg[name]))
+    end
+  end
+  if cfg.threads > 1024 then
+    argerror(fname, 1, "option 'threads' must be at most 1024, got " .. cfg.threads)
+  end
+  if cfg.decode == "sample" and cfg.temperature <= 0 then
+    argerror(fname, 1, "option 'temperature' must be > 0 for sampling, got " .. cfg.temperature)
+  end
+  parse_digits(cfg.eval_digits, fname)
+  if cfg.eval_digits ~= "" and cfg.task ~= "addition" then
+    argerror(fname, 1, "option 'eval_digits' applies to the addition task only")
+  end
+  return cfg
 end
 
 -- rp.experiment.config([overrides]) -> cfg: every key of KEYS, overrides checked and converted
@@ -150,57 +242,81 @@ end
 -- filled in (max_digits, quirk, d_ff, log_every). Unknown keys raise. A config fed back in keeps
 -- its resolved values (d_ff stays 256 when d_model changes): set them to 0 / "auto" again.
 function experiment.config(overrides)
-  if overrides ~= nil and type(overrides) ~= "table" then
-    fail("bad argument #1 to 'config' (table expected, got " .. type(overrides) .. ")", 2)
-  end
-  local cfg = {}
-  for _, k in ipairs(KEYS) do cfg[k[1]] = k[2] end
-  for name, v in pairs(overrides or {}) do
-    local k = BY_NAME[name]
-    if not k then
-      local names = {}
-      for i, kk in ipairs(KEYS) do names[i] = kk[1] end
-      fail(("unknown option '%s' (known: %s)"):format(tostring(name), table.concat(names, ", ")), 2)
-    end
-    cfg[name] = coerce(k, v, 3)
-  end
-  if cfg.max_digits == 0 then cfg.max_digits = cfg.format == "labml" and 7 or 8 end
-  if cfg.quirk == "auto" then cfg.quirk = cfg.format == "labml" and "on" or "off" end
-  if cfg.d_ff == 0 then cfg.d_ff = 4 * cfg.d_model end
-  if cfg.log_every == 0 then cfg.log_every = math.max(1, cfg.steps // 100) end
-  local function positive(name)
-    if cfg[name] < 1 then fail(("option '%s' must be >= 1, got %s"):format(name, cfg[name]), 3) end
-  end
-  for _, name in ipairs { "steps", "batch", "problems", "valid_batches", "log_every" } do
-    positive(name)
-  end
-  if cfg.threads < 0 then fail("option 'threads' must be >= 0, got " .. cfg.threads, 2) end
-  if cfg.decode == "sample" and cfg.temperature <= 0 then
-    fail("option 'temperature' must be > 0 for sampling, got " .. cfg.temperature, 2)
-  end
-  parse_digits(cfg.eval_digits, 3)
-  if cfg.eval_digits ~= "" and cfg.task ~= "addition" then
-    fail("option 'eval_digits' applies to the addition task only", 2)
-  end
-  return cfg
+  return resolve("rp.experiment.config", overrides)
 end
 
--- The task of cfg (raises on bad options; a text file problem raises with its message).
-local function make_task(cfg)
+-- The options of rp.tasks.<task> for cfg.
+local function task_opts(cfg)
   local t = cfg.task
   if t == "addition" then
-    return rp.tasks.addition { format = cfg.format, max_digits = cfg.max_digits,
-      quirk = cfg.quirk == "on", seq_len = cfg.seq_len }
-  elseif t == "substring_index" then
-    return rp.tasks.substring_index { str_len = cfg.str_len, seq_len = cfg.seq_len }
-  elseif t == "substring_prefix" then
-    return rp.tasks.substring_prefix { substr_len = cfg.substr_len, rnd_len = cfg.rnd_len,
+    return { format = cfg.format, max_digits = cfg.max_digits, quirk = cfg.quirk == "on",
       seq_len = cfg.seq_len }
+  elseif t == "substring_index" then
+    return { str_len = cfg.str_len, seq_len = cfg.seq_len }
+  elseif t == "substring_prefix" then
+    return { substr_len = cfg.substr_len, rnd_len = cfg.rnd_len, seq_len = cfg.seq_len }
   end
-  local task, err = rp.tasks.text { path = cfg.path, valid_fraction = cfg.valid_fraction,
-    seq_len = cfg.seq_len }
-  if not task then error(err, 0) end
+  return { path = cfg.path, valid_fraction = cfg.valid_fraction, seq_len = cfg.seq_len,
+    max_bytes = cfg.max_bytes }
+end
+
+-- The task of cfg, or nil and a one-line message (bad options, a corpus that cannot be used).
+local function make_task(cfg)
+  local ok, task, err = pcall(rp.tasks[cfg.task], task_opts(cfg))
+  if not ok then return nil, "task " .. cfg.task .. ": " .. inner(task) end
+  if not task then return nil, err end
   return task
+end
+
+-- The config of rp.model for cfg and a task of vocabulary V.
+local function model_opts(cfg, V)
+  return { vocab = V, d_model = cfg.d_model, heads = cfg.heads, layers = cfg.layers,
+    d_ff = cfg.d_ff, seq_len = cfg.seq_len, max_batch = cfg.batch, norm = cfg.norm,
+    activation = cfg.activation, dropout = cfg.dropout, pe = cfg.pe,
+    fraction_qk = cfg.fraction_qk, fraction_v = cfg.fraction_v, base = cfg.base,
+    pairing = cfg.pairing, seed = cfg.seed, attention = cfg.attention,
+    linear_rope = cfg.linear_rope }
+end
+
+local function gib(bytes) return ("%.1f GiB"):format(bytes / 2^30) end
+
+-- Everything about cfg (already resolved) that can be known before training, or raises naming
+-- fname: the task and its corpus (both splits hold a window of seq_len + 1 characters), the model
+-- config, and the memory of the model and its optimiser against the memory available.
+local function validate(fname, cfg)
+  local task, err = make_task(cfg)
+  if not task then argerror(fname, 1, err) end
+  local V = task:vocab_size()
+  if cfg.task == "text" then
+    local train, valid = task:split_sizes()
+    local need = cfg.seq_len + 1
+    if train < need then
+      argerror(fname, 1, ("option 'path': the training split of %s holds %d characters, fewer "
+        .. "than seq_len + 1 = %d"):format(cfg.path, train, need))
+    end
+    if cfg.valid_fraction > 0 and valid < need then
+      argerror(fname, 1, ("option 'path': the validation split of %s holds %d characters, fewer "
+        .. "than seq_len + 1 = %d (use a larger corpus, a larger valid_fraction or a smaller "
+        .. "seq_len)"):format(cfg.path, valid, need))
+    end
+  end
+  getmetatable(task).__close(task)
+  local ok, mem = pcall(rp.model_memory, model_opts(cfg, V))
+  if not ok then argerror(fname, 1, "model: " .. inner(mem):gsub("max_batch", "batch")) end
+  local need = mem.model + mem.optimiser
+  if mem.available and need > mem.available then
+    argerror(fname, 1, ("the model (d_model %d, %d layers, batch %d x seq_len %d) needs %s with "
+      .. "its optimiser, more than the %s of memory available"):format(cfg.d_model, cfg.layers,
+      cfg.batch, cfg.seq_len, gib(need), gib(mem.available)))
+  end
+  return cfg, mem
+end
+
+-- rp.experiment.check([overrides]) -> cfg, memory: rp.experiment.config, then everything that
+-- can be known before training (validate); memory is rp.model_memory's table for the run.
+function experiment.check(overrides)
+  local cfg = resolve("rp.experiment.check", overrides)
+  return validate("rp.experiment.check", cfg)
 end
 
 local function wall_clock()
@@ -224,22 +340,32 @@ end
 --   eval_loss, final_train_loss (mean of the last 5 curve points, the write-up's "final loss")
 --   by_digits     addition with eval_digits: { {digits =, correct =, accuracy =}, ... }
 --   curve         { {step =, tokens =, loss =, lr =}, ... }: mean training loss per log_every steps
---   diverged      true when a training loss was not finite (training stopped there)
+--   diverged      true when a training loss was not finite (training stopped there; nothing
+--                 non-finite ever reached the weights)
+--   exploded      true when the loss blew up but stayed finite: a curve point above both twice
+--                 the lowest earlier point and ln(vocab), the loss of uniform guessing (the model
+--                 had learned something and then became worse than guessing); exploded_at: the
+--                 step of the first such point
 --   seconds_train, seconds_eval, tokens_per_s, threads
+-- Everything rp.experiment.check finds is raised before anything is built or trained.
 function experiment.run(cfg, progress)
-  cfg = experiment.config(cfg)
+  local fname = "rp.experiment.run"
+  cfg = validate(fname, resolve(fname, cfg))
   if progress ~= nil and type(progress) ~= "function" then
-    fail("bad argument #2 to 'run' (function expected, got " .. type(progress) .. ")", 2)
+    argerror(fname, 2, "function expected, got " .. type(progress))
   end
   local clock = wall_clock()
   if cfg.threads > 0 then rp.set_num_threads(cfg.threads) end
-  local task <close> = make_task(cfg)
-  local m <close> = rp.model { vocab = task:vocab_size(), d_model = cfg.d_model, heads = cfg.heads,
-    layers = cfg.layers, d_ff = cfg.d_ff, seq_len = cfg.seq_len, max_batch = cfg.batch,
-    norm = cfg.norm, activation = cfg.activation, dropout = cfg.dropout, pe = cfg.pe,
-    fraction_qk = cfg.fraction_qk, fraction_v = cfg.fraction_v, base = cfg.base,
-    pairing = cfg.pairing, seed = cfg.seed, attention = cfg.attention,
-    linear_rope = cfg.linear_rope }
+  -- a failure here (the memory that check saw gone meanwhile) is named after run, not after
+  -- the constructor it happened in
+  local function build(f, ...)
+    local ok, obj, err = pcall(f, ...)
+    if not ok then argerror(fname, 1, inner(obj)) end
+    if obj == nil then argerror(fname, 1, tostring(err)) end
+    return obj
+  end
+  local task <close> = build(rp.tasks[cfg.task], task_opts(cfg))
+  local m <close> = build(rp.model, model_opts(cfg, task:vocab_size()))
   local oc = { lr = cfg.lr, weight_decay = cfg.weight_decay, clip = cfg.clip,
     schedule = cfg.schedule }
   if cfg.schedule == "cosine" then
@@ -248,7 +374,7 @@ function experiment.run(cfg, progress)
   elseif cfg.schedule == "noam" then
     oc.warmup = math.max(1, cfg.warmup)
   end
-  local opt <close> = rp.optim[cfg.optimiser](m, oc)
+  local opt <close> = build(rp.optim[cfg.optimiser], m, oc)
   -- the data stream is seeded apart from the initialisation (which uses cfg.seed itself)
   local data = rp.rng(cfg.seed + 0x100000000)
 
@@ -279,6 +405,19 @@ function experiment.run(cfg, progress)
   res.seconds_train = t1 - t0
   res.tokens_per_s = tokens / math.max(t1 - t0, 1e-9)
 
+  -- a loss that exploded but stayed finite
+  res.exploded = false
+  local best, uniform = math.huge, math.log(task:vocab_size())
+  for _, p in ipairs(res.curve) do
+    if p.loss then
+      if p.loss > 2 * best and p.loss > uniform then
+        res.exploded, res.exploded_at = true, p.step
+        break
+      end
+      best = math.min(best, p.loss)
+    end
+  end
+
   local last, k = 0, 0
   for i = #res.curve, math.max(1, #res.curve - 4), -1 do
     if res.curve[i].loss then last, k = last + res.curve[i].loss, k + 1 end
@@ -300,7 +439,7 @@ function experiment.run(cfg, progress)
       else
         res.correct_greedy = correct
       end
-      local digits = parse_digits(cfg.eval_digits, 2)
+      local digits = parse_digits(cfg.eval_digits, fname)
       if #digits > 0 then
         eo.digits = digits
         local accs = rp.eval.length_generalisation(m, task, eo)
@@ -323,6 +462,16 @@ end
 -- rp.experiment.better(metric, a, b) -> true when value a is better than value b (nil, a
 -- diverged run, is worse than anything).
 function experiment.better(metric, a, b)
+  local fname = "rp.experiment.better"
+  if metric ~= "loss" and metric ~= "correct" then
+    argerror(fname, 1, ("metric must be \"loss\" or \"correct\", got %s"):format(
+      type(metric) == "string" and ("%q"):format(metric) or type(metric)))
+  end
+  for i, v in ipairs { a, b } do
+    if v ~= nil and type(v) ~= "number" then
+      argerror(fname, i + 1, ("a number or nil expected, got %s"):format(type(v)))
+    end
+  end
   if a == nil then return false end
   if b == nil then return true end
   if metric == "loss" then return a < b end

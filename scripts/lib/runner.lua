@@ -2,6 +2,13 @@
 -- at a time, with a progress bar and ETA, skipping runs whose result file already exists with
 -- the same config (so an interrupted comparison or sweep resumes where it stopped).
 --
+-- The runs are children of this process (libuv's spawn, lua-luv), started with
+-- ROPER_PARENT_PID set: the roper binary then asks Linux to send them SIGTERM when this process
+-- dies, even by SIGKILL, so no run goes on training as an orphan. SIGINT or SIGTERM here stops
+-- the runs first. A run's bookkeeping files (.progress, .cfg.json) are removed when it is
+-- collected, and leftovers of earlier, interrupted sessions when a run is found finished or
+-- started again.
+--
 --   runner.run(runs, opts) -> results, failures
 --     runs: { {id = "rope s1", cfg = <full config>, path = "dir/rope-s1.json"}, ... }
 --     opts: jobs (1), roper (the interpreter, arg[-1]), train (scripts/train.lua), quiet,
@@ -10,18 +17,17 @@
 --     results[i] is run i's decoded result (nil when it failed); failures lists
 --     {run =, message =}.
 --   runner.check_existing(run) -> "done" | "missing" | nil, message (another config)
+--   runner.tidy(run): removes the run's bookkeeping files
 --
 -- Each run writes path (result JSON, name.json), name.csv (loss curve), name.log (its output);
--- while it runs, name.progress ("step steps loss", rewritten about twice a second).
+-- while it runs, name.progress ("step steps loss", rewritten about twice a second) and
+-- name.cfg.json (its config, read by train.lua).
+local uv = require "luv"
 local util = require "lib.util"
 
 local runner = {}
 
-local system_ok, system = pcall(require, "system")
-local now = system_ok and system.gettime or os.time
-local function sleep(s)
-  if system_ok then system.sleep(s) else os.execute("sleep " .. s) end
-end
+local function now() return uv.hrtime() / 1e9 end
 
 -- Keys that do not change a run's result beyond the last bits (threads) are left out when a
 -- finished file is compared with the wanted config, and so are the keys of other tasks.
@@ -55,6 +61,16 @@ local function show(v)
     return tostring(math.tointeger(v))
   end
   return tostring(v)
+end
+
+-- The bookkeeping files of a run: progress, config, and the exit-status file of older versions.
+local function bookkeeping(run)
+  local p = run.path:gsub("%.json$", "")
+  return p .. ".progress", p .. ".cfg.json", p .. ".rc"
+end
+
+function runner.tidy(run)
+  for _, f in ipairs { bookkeeping(run) } do os.remove(f) end
 end
 
 function runner.check_existing(run)
@@ -97,6 +113,16 @@ local function tail(path, n)
   return table.concat(lines, "\n", math.max(1, #lines - n + 1))
 end
 
+-- The environment of a child run: this one's, with ROPER_PARENT_PID set to this process.
+local function child_env()
+  local env = {}
+  for k, v in pairs(uv.os_environ()) do
+    if k ~= "ROPER_PARENT_PID" then env[#env + 1] = k .. "=" .. v end
+  end
+  env[#env + 1] = "ROPER_PARENT_PID=" .. util.pid()
+  return env
+end
+
 function runner.run(runs, opts)
   opts = opts or {}
   local jobs = math.max(1, opts.jobs or 1)
@@ -108,6 +134,7 @@ function runner.run(runs, opts)
     local state, res = runner.check_existing(run)
     if state == "done" then
       results[i] = res
+      runner.tidy(run)
       if opts.on_done then opts.on_done(run, res, true) end
     elseif state == "missing" or opts.force then
       pending[#pending + 1] = i
@@ -120,27 +147,35 @@ function runner.run(runs, opts)
   for _, i in ipairs(pending) do total_steps = total_steps + runs[i].cfg.steps end
 
   local tty = not opts.quiet and os.execute("test -t 2") == true
-  local running = {} -- index -> {started =}
+  local running = {} -- index -> {started =, handle =}
+  local exited = {}  -- index -> {code =, signal =}
   local nrunning, next_pending, finished_steps, nfinished = 0, 1, 0, 0
   local t0 = now()
   local last_line, last_print = "", 0
+  local env = child_env()
+  local devnull = assert(uv.fs_open("/dev/null", "r", 0))
 
   local function files(i)
     local p = runs[i].path:gsub("%.json$", "")
-    return p .. ".progress", p .. ".rc", p .. ".log", p .. ".cfg.json"
+    return p .. ".progress", p .. ".log", p .. ".cfg.json"
   end
 
   local function start(i)
     local run = runs[i]
-    local progress, rc, log, cfgfile = files(i)
-    os.remove(rc)
-    os.remove(progress)
+    local progress, log, cfgfile = files(i)
+    runner.tidy(run)
     assert(util.write(cfgfile, util.json(run.cfg)))
-    local cmd = ("%s %s --config %s --out %s --progress %s"):format(util.quote(roper),
-      util.quote(train), util.quote(cfgfile), util.quote(run.path), util.quote(progress))
-    -- the subshell runs in the background; its exit status lands in the .rc file
-    os.execute(("(%s > %s 2>&1; echo $? > %s) &"):format(cmd, util.quote(log), util.quote(rc)))
-    running[i] = { started = now() }
+    local fd, ferr = uv.fs_open(log, "w", tonumber("644", 8))
+    if not fd then error(log .. ": " .. tostring(ferr), 0) end
+    local handle, pid = uv.spawn(roper, {
+      args = { train, "--config", cfgfile, "--out", run.path, "--progress", progress },
+      stdio = { devnull, fd, fd }, env = env,
+    }, function(code, signal)
+      exited[i] = { code = code, signal = signal }
+    end)
+    uv.fs_close(fd)
+    if not handle then error(("cannot start %s: %s"):format(roper, tostring(pid)), 0) end
+    running[i] = { started = now(), handle = handle }
     nrunning = nrunning + 1
   end
 
@@ -190,51 +225,83 @@ function runner.run(runs, opts)
     end
   end
 
-  local function finish(i)
+  local function finish(i, how)
     local run = runs[i]
-    local progress, rc, log, cfgfile = files(i)
-    local code = tonumber((util.read(rc) or ""):match("%d+"))
-    os.remove(rc)
-    os.remove(progress)
-    os.remove(cfgfile)
+    local _, log = files(i)
+    running[i].handle:close()
     running[i] = nil
+    runner.tidy(run)
     nrunning = nrunning - 1
     nfinished = nfinished + 1
     finished_steps = finished_steps + run.cfg.steps
     local res, err
-    if code == 0 then res, err = util.read_json(run.path) end
+    if how.code == 0 and how.signal == 0 then res, err = util.read_json(run.path) end
     clear_line()
     if res then
       results[i] = res
       if opts.on_done then opts.on_done(run, res, false) end
     else
-      local msg = err or ("exit status " .. tostring(code))
+      local msg = err or (how.signal ~= 0 and ("killed by signal %d"):format(how.signal)
+        or ("exit status %d"):format(how.code))
       failures[#failures + 1] = { run = run, message = msg }
       io.stderr:write(("run %s failed (%s); its log %s ends with:\n%s\n"):format(run.id, msg, log,
         tail(log, 8)))
     end
   end
 
+  -- SIGINT / SIGTERM: stop the runs, then this process
+  local stop_signal
+  local signals = {}
+  for _, name in ipairs { "sigint", "sigterm" } do
+    local h = uv.new_signal()
+    h:start(name, function() stop_signal = stop_signal or name end)
+    signals[#signals + 1] = h
+  end
+  local timer = uv.new_timer()
+  timer:start(500, 500, function() end) -- wakes the loop to redraw the progress line
+
+  local function stop_all()
+    for _, r in pairs(running) do r.handle:kill("sigterm") end
+    local deadline = now() + 10
+    while nrunning > 0 and now() < deadline do
+      uv.run("once")
+      for i, how in pairs(exited) do
+        exited[i] = nil
+        running[i].handle:close()
+        running[i] = nil
+        nrunning = nrunning - 1
+      end
+    end
+    for _, r in pairs(running) do r.handle:kill("sigkill") end
+  end
+
   local ok, err = pcall(function()
     while next_pending <= #pending or nrunning > 0 do
-      while nrunning < jobs and next_pending <= #pending do
+      while nrunning < jobs and next_pending <= #pending and not stop_signal do
         start(pending[next_pending])
         next_pending = next_pending + 1
       end
-      sleep(0.5)
-      for i in pairs(running) do
-        local _, rc = files(i)
-        if util.exists(rc) and (util.read(rc) or ""):match("%d") then finish(i) end
+      if stop_signal then error("interrupted by " .. stop_signal:upper(), 0) end
+      uv.run("once")
+      for i, how in pairs(exited) do
+        exited[i] = nil
+        finish(i, how)
       end
       show(false)
     end
   end)
   clear_line()
   if not ok then
-    io.stderr:write(("\nstopped (%s); finished runs are kept: the same command resumes.\n"):format(
+    stop_all()
+    for _, i in ipairs(pending) do runner.tidy(runs[i]) end
+    io.stderr:write(("stopped (%s); finished runs are kept: the same command resumes.\n"):format(
       tostring(err)))
-    os.exit(130)
+    os.exit(stop_signal == "sigterm" and 143 or 130)
   end
+  timer:close()
+  for _, h in ipairs(signals) do h:close() end
+  uv.fs_close(devnull)
+  uv.run("nowait")
   if not opts.quiet then
     io.stderr:write(("%d runs in %s\n"):format(#pending, fmt_time(now() - t0)))
   end

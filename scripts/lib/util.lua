@@ -1,31 +1,153 @@
 -- Small helpers shared by the experiment scripts (train.lua, compare.lua, sweep.lua):
--- atomic file writes, JSON files, folders, shell quoting, markdown and CSV tables, and the
--- command-line options made from rp.experiment.keys().
+-- running a script's main with errors for people (util.main), atomic file writes, JSON files,
+-- folders, shell quoting, markdown and CSV tables, and the command-line options made from
+-- rp.experiment.keys().
 local cjson = require "cjson"
+local lfs = require "lfs"
 local pldir = require "pl.dir"
 local plpath = require "pl.path"
+local uv = require "luv"
 
 local util = {}
 
--- write(path, text) -> true | nil, message. Writes to path.tmp-<random> in the same folder, then
--- renames it over path, so a reader never sees a partial file and an interrupted write leaves
--- the old file (or none).
+-- ---------------------------------------------------------------- errors for people
+
+-- A usage problem (a bad option, a path that cannot be used): reported in one line, exit 2.
+local Usage = {}
+Usage.__tostring = function(e) return e.msg end
+
+-- usage(msg): raises a usage problem.
+function util.usage(msg)
+  error(setmetatable({ msg = msg }, Usage), 0)
+end
+
+-- message(err) -> the text of an error for a person: without the "file:line: " position and
+-- without the "bad argument #1 to 'rp.experiment.check' (...)" wrapper of the module's checks
+-- (a script's user wrote options, not that call).
+function util.message(err)
+  local msg = tostring(err):gsub("^[^ ]-:%d+: ", "", 1)
+  return msg:match("^bad argument #%d+ to 'rp%.experiment%.[%w_]+' %((.*)%)$") or msg
+end
+
+-- main(name, fn): runs fn() and ends the script: exit 0 when fn returns, else one line
+-- "<name>: <message>" on stderr and exit 2 for a usage problem (util.usage, a bad option or
+-- config), 1 for a failure while working. With --debug among the arguments or ROPER_DEBUG=1 the
+-- message carries its Lua traceback.
+function util.main(name, fn)
+  local debugging = os.getenv("ROPER_DEBUG") == "1"
+  for i = 1, #arg do
+    if arg[i] == "--debug" then debugging = true end
+  end
+  local ok, err = xpcall(fn, function(e)
+    if getmetatable(e) == Usage or not debugging then return e end
+    return debug.traceback(tostring(e), 2)
+  end)
+  if ok then return end
+  if getmetatable(err) == Usage then
+    io.stderr:write(name, ": ", err.msg, "\n")
+    os.exit(2)
+  end
+  io.stderr:write(name, ": ", debugging and tostring(err) or util.message(err), "\n")
+  os.exit(1)
+end
+
+-- parser(...) -> an argparse parser whose errors are one line, "<message> (see --help)", raised
+-- as usage problems; it has the flag --debug.
+function util.parser(name, description)
+  local argparse = require "argparse"
+  local p = argparse(name, description)
+  p:flag("--debug", "On an error, print the Lua traceback too (or set ROPER_DEBUG=1).")
+  p.error = function(_, msg)
+    if msg:match("^unknown option '%-[%d.]") then
+      msg = msg .. " (write a negative value as --option=-5)"
+    end
+    util.usage(msg .. " (see --help)")
+  end
+  return p
+end
+
+-- ---------------------------------------------------------------- files
+
+-- This process's id.
+function util.pid()
+  return math.tointeger(uv.os_getpid())
+end
+
+-- The "<path>.tmp.<pid>" files of processes that no longer exist are removed (once per path and
+-- process: a write killed half way leaves its temporary file, the next writer cleans up).
+local cleaned = {}
+local function remove_stale_temps(path)
+  if cleaned[path] then return end
+  cleaned[path] = true
+  local dir, base = plpath.splitpath(path)
+  if dir == "" then dir = "." end
+  local prefix = base .. ".tmp."
+  local ok, iter, state = pcall(lfs.dir, dir)
+  if not ok then return end
+  for name in iter, state do
+    if name:sub(1, #prefix) == prefix then
+      local pid = math.tointeger(tonumber(name:sub(#prefix + 1):match("^%d+$")))
+      if pid and pid ~= util.pid() then
+        local _, _, code = uv.kill(pid, 0)
+        if code == "ESRCH" then os.remove(plpath.join(dir, name)) end
+      end
+    end
+  end
+end
+
+-- write(path, text) -> true | nil, message. Writes to "<path>.tmp.<pid>" in the same folder, then
+-- renames it over path, so a reader never sees a partial file, an interrupted write leaves the
+-- old file (or none), and what a killed write left is removed by the next write to path.
+-- Messages name path, never the temporary file.
 function util.write(path, text)
-  local tmp = ("%s.tmp-%06x"):format(path, math.random(0, 0xffffff))
+  remove_stale_temps(path)
+  local tmp = ("%s.tmp.%d"):format(path, util.pid())
+  local function fail(err)
+    os.remove(tmp)
+    err = tostring(err):gsub("^" .. tmp:gsub("%p", "%%%0") .. ": ", "")
+    return nil, path .. ": " .. err
+  end
+  if plpath.isdir(path) then return nil, path .. ": is a folder" end
   local f, err = io.open(tmp, "wb")
-  if not f then return nil, err end
+  if not f then return fail(err) end
   local ok, werr = f:write(text)
   local cok, cerr = f:close()
-  if not ok or not cok then
-    os.remove(tmp)
-    return nil, tmp .. ": " .. tostring(werr or cerr)
-  end
+  if not ok or not cok then return fail(werr or cerr) end
   local rok, rerr = os.rename(tmp, path)
-  if not rok then
-    os.remove(tmp)
-    return nil, rerr
-  end
+  if not rok then return fail(rerr) end
   return true
+end
+
+-- check_output(path, what): before any work, makes sure a file can be written at path: its folder
+-- exists (created when missing), path is not a folder, and a probe file can be created and
+-- removed there. Raises a usage problem naming `what` (the option, e.g. "--out") and path.
+function util.check_output(path, what)
+  if plpath.isdir(path) then util.usage(("%s %s: is a folder, not a file"):format(what, path)) end
+  local dir = plpath.dirname(path)
+  if dir ~= "" then
+    local ok, err = util.mkdir(dir)
+    if not ok then
+      util.usage(("%s %s: cannot create its folder (%s)"):format(what, path,
+        tostring(err):gsub("^.-: ", "")))
+    end
+  end
+  local ok, err = util.write(path .. ".probe", "")
+  if not ok then
+    util.usage(("%s %s: cannot write there (%s)"):format(what, path,
+      tostring(err):gsub("^.-: ", "")))
+  end
+  os.remove(path .. ".probe")
+end
+
+-- check_input(path, what): path names a readable regular file; else a usage problem.
+function util.check_input(path, what)
+  local mode = lfs.attributes(path, "mode")
+  if mode == nil then
+    util.usage(("%s %s: no such file"):format(what, path))
+  elseif mode ~= "file" then
+    util.usage(("%s %s: not a regular file (a %s)"):format(what, path,
+      mode == "directory" and "folder" or mode))
+  end
 end
 
 -- read(path) -> text | nil, message
@@ -200,11 +322,19 @@ function util.add_config_options(parser, rp, skip)
 end
 
 -- config(rp, overrides) -> cfg | nil, message: rp.experiment.config without raising; the message
--- loses the "file:line: " position (it points into the script, not at the user's option).
+-- is for people (util.message).
 function util.config(rp, overrides)
   local ok, cfg = pcall(rp.experiment.config, overrides)
   if ok then return cfg end
-  return nil, (tostring(cfg):gsub("^[^ ]-:%d+: ", "", 1))
+  return nil, util.message(cfg)
+end
+
+-- check(rp, overrides) -> cfg, memory | nil, message: rp.experiment.check without raising (the
+-- model, the memory, the task and its corpus, before any run starts).
+function util.check(rp, overrides)
+  local ok, cfg, mem = pcall(rp.experiment.check, overrides)
+  if ok then return cfg, mem end
+  return nil, util.message(cfg)
 end
 
 -- config_overrides(args, rp) -> the experiment keys given on the command line, as strings
@@ -216,8 +346,5 @@ function util.config_overrides(args, rp)
   end
   return o
 end
-
--- Seeds Lua's math.random from the clock (temporary-file names only).
-math.randomseed(os.time(), math.floor((os.clock() * 1e6) % 2^31))
 
 return util
