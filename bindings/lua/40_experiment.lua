@@ -305,9 +305,9 @@ local function validate(fname, cfg)
   if not ok then argerror(fname, 1, "model: " .. inner(mem):gsub("max_batch", "batch")) end
   local need = mem.model + mem.optimiser
   if mem.available and need > mem.available then
-    argerror(fname, 1, ("the model (d_model %d, %d layers, batch %d x seq_len %d) needs %s with "
+    argerror(fname, 1, ("the model (d_model %d, %d layer%s, batch %d x seq_len %d) needs %s with "
       .. "its optimiser, more than the %s of memory available"):format(cfg.d_model, cfg.layers,
-      cfg.batch, cfg.seq_len, gib(need), gib(mem.available)))
+      cfg.layers == 1 and "" or "s", cfg.batch, cfg.seq_len, gib(need), gib(mem.available)))
   end
   return cfg, mem
 end

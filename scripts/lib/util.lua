@@ -58,8 +58,17 @@ function util.parser(name, description)
   local p = argparse(name, description)
   p:flag("--debug", "On an error, print the Lua traceback too (or set ROPER_DEBUG=1).")
   p.error = function(_, msg)
-    if msg:match("^unknown option '%-[%d.]") then
-      msg = msg .. " (write a negative value as --option=-5)"
+    msg = msg:gsub("\n.*", "") -- argparse's "Did you mean ...?" line
+    local value = msg:match("^unknown option '(%-[%d.][%d.eE+-]*)'$")
+    if value then
+      -- a negative number after an option: argparse takes it for an option itself
+      for i = 2, #arg do
+        if tonumber(arg[i]) and arg[i]:sub(1, #value) == value
+          and arg[i - 1]:match("^%-%-[%w-]+$") then
+          util.usage(("%s %s: write a negative value as %s=%s (see --help)"):format(arg[i - 1],
+            arg[i], arg[i - 1], arg[i]))
+        end
+      end
     end
     util.usage(msg .. " (see --help)")
   end

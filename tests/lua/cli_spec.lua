@@ -1,0 +1,327 @@
+-- The experiment scripts as a careless user meets them (issue 9): every config problem that can
+-- be known before training is reported before training, in one line naming the option and the
+-- value, with exit status 2 (1 for a failure while working); a traceback only with --debug or
+-- ROPER_DEBUG=1. Then what must not be left behind: temporary files of killed writes, bookkeeping
+-- files of collected runs, and runs training on after compare.lua was killed. And the record of a
+-- run whose loss exploded. Scripts run through the REPL binary (ROPER_BIN, default build/roper)
+-- from the repository root.
+
+local rp = require "roper"
+local cjson = require "cjson"
+local lfs = require "lfs"
+
+local BIN = os.getenv("ROPER_BIN") or "build/roper"
+
+local function sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
+local function read(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+local function write(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
+-- Runs a shell command; returns stdout, stderr and the exit code (128 + n for signal n).
+local errfile = os.tmpname()
+local function run(cmd)
+  local p = assert(io.popen(cmd .. " 2>" .. sh_quote(errfile), "r"))
+  local out = p:read("a")
+  local ok, how, code = p:close()
+  if how ~= "exit" then code = 128 + (code or 0) end
+  return out, read(errfile) or "", ok and 0 or code
+end
+
+local function tmpdir()
+  local d = os.tmpname()
+  os.remove(d)
+  assert(lfs.mkdir(d))
+  return d
+end
+
+-- The names in a folder, sorted.
+local function ls(dir)
+  local t = {}
+  for name in lfs.dir(dir) do
+    if name ~= "." and name ~= ".." then t[#t + 1] = name end
+  end
+  table.sort(t)
+  return t
+end
+
+local dir = tmpdir()
+teardown(function()
+  os.remove(errfile)
+  os.execute("rm -rf " .. sh_quote(dir))
+end)
+
+local TRAIN = sh_quote(BIN) .. " scripts/train.lua --steps 1 --d-model 16 --heads 2 --layers 1 "
+  .. "--seq-len 32 --batch 2 --problems 1 --valid-batches 1 --quiet"
+
+describe("train.lua reports config problems before training, in one line", function()
+  -- fixtures
+  write(dir .. "/small.txt", "hello world\n")
+  write(dir .. "/empty.txt", "")
+  write(dir .. "/bin.dat", "\127ELF\255\254")
+  lfs.mkdir(dir .. "/emptydir")
+  lfs.mkdir(dir .. "/folder")
+  os.execute("mkfifo " .. sh_quote(dir .. "/fifo"))
+  local D = dir
+  -- { arguments, the one stderr line (without "train.lua: "), exit code }
+  local cases = {
+    { "--heads 3", "model: d_model 16 is not divisible by heads 3" },
+    { "--pe rope --fraction-qk 0.375",
+      "model: fraction_qk 0.375 gives d_rot 3 for d_k 8; it must be even and >= 2" },
+    { "--pe roper --fraction-v 0.1",
+      "model: fraction_v 0.1 gives d_rot 0 for d_k 8; it must be even and >= 2" },
+    { "--fraction-v 0", "model: option 'fraction_v' must be in (0, 1], got 0.0" },
+    { "--d-model 4096 --seq-len 8192 --batch 64",
+      "the model %(d_model 4096, 1 layer, batch 64 x seq_len 8192%) needs %d+%.%d GiB with its "
+      .. "optimiser, more than the %d+%.%d GiB of memory available", pattern = true },
+    { "--seq-len 4", "task substring_index: option 'seq_len' must be in 8..16777216, got 4" },
+    { "--task text --path " .. D .. "/nope.txt", D .. "/nope.txt: No such file or directory" },
+    { "--task text --path " .. D .. "/empty.txt", D .. "/empty.txt: empty (no text to train on)" },
+    { "--task text --path " .. D .. "/bin.dat",
+      D .. "/bin.dat: invalid UTF-8 at byte 4 (not a text file?)" },
+    { "--task text --path " .. D .. "/emptydir", D .. "/emptydir: no regular files in this folder" },
+    { "--task text --path " .. D .. "/fifo", D .. "/fifo: not a regular file (a FIFO)" },
+    { "--task text --path /dev/zero", "/dev/zero: not a regular file (a character device)" },
+    { "--task text --path " .. D .. "/small.txt",
+      "option 'path': the training split of " .. D .. "/small.txt holds 11 characters, fewer "
+      .. "than seq_len + 1 = 33" },
+    { "--task text --path " .. D .. "/small.txt --seq-len 8 --valid-fraction 0.1",
+      "option 'path': the validation split of " .. D .. "/small.txt holds 1 characters, fewer "
+      .. "than seq_len + 1 = 9 (use a larger corpus, a larger valid_fraction or a smaller seq_len)" },
+    { "--task text --path " .. D .. "/small.txt --max-bytes 5",
+      D .. "/small.txt: 12 B is more than the limit of 5 B (max_bytes)" },
+    { "--max-bytes 0 --task text --path " .. D .. "/small.txt",
+      "task text: option 'max_bytes' must be >= 1, got 0" },
+    { "--config " .. D .. "/folder", "--config " .. D .. "/folder: not a regular file (a folder)" },
+    { "--config " .. D .. "/nope.json", "--config " .. D .. "/nope.json: no such file" },
+    { "--config " .. D .. "/small.txt",
+      "--config " .. D .. "/small.txt: not valid JSON %(.*%)", pattern = true },
+    { "--out " .. D .. "/folder", "--out " .. D .. "/folder: is a folder, not a file" },
+    { "--out " .. D .. "/small.txt/sub/r.json",
+      "--out " .. D .. "/small.txt/sub/r.json: cannot create its folder %(.*%)", pattern = true },
+    { "--out /proc/r.json", "--out /proc/r.json: cannot write there (No such file or directory)" },
+    { "--progress /proc/p", "--progress /proc/p: cannot write there (No such file or directory)" },
+    { "--steps -5", "--steps -5: write a negative value as --steps=-5 (see --help)" },
+    { "--steps=-5", "option 'steps' must be >= 1, got -5" },
+    { "--steps 2.5", "option 'steps' must be an integer, got 2.5" },
+    { "--lr 0", "option 'lr' must be > 0, got 0" },
+    { "--lr fast", "option 'lr' must be a finite number, got fast" },
+    { "--warmup=-1", "option 'warmup' must be >= 0, got -1" },
+    { "--dropout 1", "model: dropout 1 must be in [0, 1)" },
+    { "--threads 5000", "option 'threads' must be at most 1024, got 5000" },
+    { "--pe bogus",
+      "option 'pe' must be one of none, sinusoidal, learned, rope, roper, roper_legacy, got bogus" },
+    { "--bogus 1", "unknown option '--bogus' (see --help)" },
+    { "--decode sample --temperature 0", "option 'temperature' must be > 0 for sampling, got 0" },
+    { "--eval-digits 9", "option 'eval_digits' applies to the addition task only" },
+    { "--pe roper_legacy --attention linear",
+      "model: linear attention does not support pe roper_legacy" },
+  }
+  for _, c in ipairs(cases) do
+    it(c[1], function()
+      local out, err, code = run(TRAIN .. " " .. c[1])
+      assert.are.equal(2, code, out .. err)
+      local line = err:match("^train%.lua: ([^\n]*)\n$")
+      assert.is_not_nil(line, "not one line: " .. err)
+      if c.pattern then
+        assert.is_truthy(line:match("^" .. c[2] .. "$"), line)
+      else
+        assert.are.equal(c[2], line)
+      end
+    end)
+  end
+
+  it("prints the traceback only with --debug or ROPER_DEBUG=1", function()
+    local bad = sh_quote(dir .. "/nope.txt")
+    -- a runtime failure: a corpus that vanishes between the check and the run cannot be staged
+    -- here, so a failing --out write stands in: the folder is removed under the run
+    local _, err, code = run("ROPER_DEBUG=1 " .. TRAIN .. " --task text --path " .. bad)
+    assert.are.equal(2, code)
+    assert.are.equal(1, select(2, err:gsub("\n", "")), err) -- usage problems: one line anyway
+    _, err, code = run(sh_quote(BIN) .. " -e 'package.path = \"scripts/?.lua;\" .. package.path"
+      .. " arg = {[0] = \"x\", \"--debug\"} local util = require \"lib.util\""
+      .. " util.main(\"x\", function() local t = nil; return t.field end)'")
+    assert.are.equal(1, code)
+    assert.is_truthy(err:find("^x: [^\n]*attempt to index a nil value"), err)
+    assert.is_truthy(err:find("stack traceback:", 1, true), err)
+    _, err, code = run(sh_quote(BIN) .. " -e 'package.path = \"scripts/?.lua;\" .. package.path"
+      .. " arg = {[0] = \"x\"} local util = require \"lib.util\""
+      .. " util.main(\"x\", function() error(\"disk full\", 0) end)'")
+    assert.are.equal(1, code)
+    assert.are.equal("x: disk full\n", err)
+  end)
+end)
+
+describe("compare.lua and sweep.lua check every config before the first run", function()
+  it("compare.lua: a bad method stops everything before anything runs", function()
+    local out = dir .. "/cmp-bad"
+    local _, err, code = run(sh_quote(BIN) .. " scripts/compare.lua --methods rope roper:heads=3 "
+      .. "--seeds 1 --steps 1 --d-model 16 --heads 2 --quiet --out " .. sh_quote(out))
+    assert.are.equal(2, code)
+    assert.are.equal("compare.lua: method roper:heads=3: model: d_model 16 is not divisible by "
+      .. "heads 3\n", err)
+    assert.is_nil(lfs.attributes(out), "nothing was created")
+  end)
+
+  it("compare.lua: an --out that cannot be made", function()
+    local _, err, code = run(sh_quote(BIN) .. " scripts/compare.lua --seeds 1 --steps 1 --quiet "
+      .. "--out " .. sh_quote(dir .. "/small.txt/x"))
+    assert.are.equal(2, code)
+    assert.is_truthy(err:match("^compare%.lua: %-%-out [^\n]*small%.txt/x/runs/probe%.json: "
+      .. "cannot create its folder %([^\n]*%)\n$"), err)
+  end)
+
+  it("sweep.lua: a bad grid point stops everything before anything runs", function()
+    local out = dir .. "/sweep-bad"
+    local _, err, code = run(sh_quote(BIN) .. " scripts/sweep.lua --grid seq_len=32,4 --steps 1 "
+      .. "--d-model 16 --heads 2 --quiet --out " .. sh_quote(out))
+    assert.are.equal(2, code)
+    assert.are.equal("sweep.lua: seq_len=4: task substring_index: option 'seq_len' must be in "
+      .. "8..16777216, got 4\n", err)
+    assert.is_nil(lfs.attributes(out), "nothing was created")
+  end)
+end)
+
+describe("nothing is left behind", function()
+  it("util.write: a killed write's temporary file is removed by the next write", function()
+    package.path = "scripts/?.lua;" .. package.path
+    local util = require "lib.util"
+    local path = dir .. "/w.json"
+    -- a process that is gone: a shell that has exited
+    local p = io.popen("sh -c 'echo $$'")
+    local dead = math.tointeger(tonumber(p:read("l")))
+    p:close()
+    write(("%s.tmp.%d"):format(path, dead), "half")
+    write(("%s.tmp.%d"):format(path, 1), "a live process's") -- pid 1 always exists
+    assert.is_true(util.write(path, "whole"))
+    assert.are.equal("whole", read(path))
+    assert.is_nil(read(("%s.tmp.%d"):format(path, dead)))
+    assert.are.equal("a live process's", read(("%s.tmp.1"):format(path)))
+    os.remove(("%s.tmp.1"):format(path))
+    -- errors name the path, never the temporary file
+    local ok, err = util.write(dir .. "/nope/x.json", "x")
+    assert.is_nil(ok)
+    assert.are.equal(dir .. "/nope/x.json: No such file or directory", err)
+    ok, err = util.write(dir .. "/folder", "x")
+    assert.are.equal(dir .. "/folder: is a folder", err)
+  end)
+
+  -- The pids of the children of pid (from /proc).
+  local function children(pid)
+    local t = {}
+    for name in lfs.dir("/proc") do
+      local stat = name:match("^%d+$") and read("/proc/" .. name .. "/stat")
+      if stat then
+        local ppid = stat:match("%) %a (%d+)")
+        if tonumber(ppid) == pid then t[#t + 1] = math.tointeger(tonumber(name)) end
+      end
+    end
+    return t
+  end
+
+  -- Whether pid is a live (not zombie) process.
+  local function alive(pid)
+    local stat = read("/proc/" .. pid .. "/stat")
+    return stat ~= nil and stat:match("%) (%a)") ~= "Z"
+  end
+
+  local function wait_for(cond, seconds)
+    for _ = 1, seconds * 20 do
+      if cond() then return true end
+      os.execute("sleep 0.05")
+    end
+    return cond()
+  end
+
+  -- Starts compare.lua with args in the background; returns its pid.
+  local function start_compare(args)
+    local p = io.popen(sh_quote(BIN) .. " scripts/compare.lua " .. args
+      .. " > /dev/null 2>&1 & echo $!")
+    local pid = math.tointeger(tonumber(p:read("l")))
+    p:close()
+    return pid
+  end
+
+  local SMALL = "--d-model 16 --heads 2 --layers 1 --seq-len 32 --batch 2 --problems 1 "
+    .. "--valid-batches 1 --quiet"
+
+  for _, how in ipairs { "KILL", "TERM" } do
+    it("SIG" .. how .. " to compare.lua ends the run it started (a run of minutes)", function()
+      local out = dir .. "/cmp-" .. how
+      local pid = start_compare("--methods rope --seeds 1 --steps 1000000 " .. SMALL
+        .. " --out " .. sh_quote(out))
+      local progress = out .. "/runs/rope-s1.progress"
+      assert.is_true(wait_for(function()
+        return lfs.attributes(progress) ~= nil and #children(pid) == 1
+      end, 60), "the run did not start")
+      local kid = children(pid)[1]
+      os.execute("kill -" .. how .. " " .. pid)
+      assert.is_true(wait_for(function() return not alive(kid) end, 10),
+        "the run goes on after compare.lua got SIG" .. how)
+      assert.is_nil(lfs.attributes(out .. "/runs/rope-s1.json"))
+    end)
+  end
+
+  it("a resume after kill -9 reruns only the unfinished runs and leaves only results", function()
+    local out = dir .. "/cmp-resume"
+    local args = "--methods rope roper --seeds 2 --jobs 1 --steps 1500 " .. SMALL .. " --out "
+      .. sh_quote(out)
+    local pid = start_compare(args)
+    local first = out .. "/runs/rope-s1.json"
+    assert.is_true(wait_for(function()
+      return lfs.attributes(first) ~= nil and #children(pid) > 0
+    end, 120), "the first run did not finish")
+    local first_text = read(first)
+    os.execute("kill -9 " .. pid)
+    local _, err, code = run(sh_quote(BIN) .. " scripts/compare.lua " .. args)
+    assert.are.equal(0, code, err)
+    assert.are.equal(first_text, read(first))
+    local names = ls(out .. "/runs")
+    for _, n in ipairs(names) do
+      assert.is_nil(n:match("%.progress$") or n:match("%.cfg%.json$") or n:match("%.rc$")
+        or n:match("%.tmp%.%d+$") or n:match("%.probe$"), "left behind: " .. n)
+    end
+    assert.are.same({ "rope-s1.csv", "rope-s1.json", "rope-s1.log", "rope-s2.csv",
+      "rope-s2.json", "rope-s2.log", "roper-s1.csv", "roper-s1.json", "roper-s1.log",
+      "roper-s2.csv", "roper-s2.json", "roper-s2.log" }, names)
+  end)
+
+  it("a run started with ROPER_PARENT_PID of a process that is gone stops at once", function()
+    local p = io.popen("sh -c 'echo $$'")
+    local dead = p:read("l")
+    p:close()
+    local _, err, code = run("ROPER_PARENT_PID=" .. dead .. " " .. TRAIN)
+    assert.are.equal(1, code)
+    assert.are.equal(("roper: the process that started this run (pid %s) is gone\n"):format(dead),
+      err)
+  end)
+end)
+
+describe("the record of a run", function()
+  it("flags a loss that exploded but stayed finite", function()
+    local base = { task = "substring_prefix", steps = 20, d_model = 16, heads = 2, layers = 1,
+      seq_len = 32, batch = 4, valid_batches = 1, log_every = 2, clip = 0,
+      schedule = "constant", warmup = 0 }
+    base.lr = 1
+    local r = rp.experiment.run(base)
+    assert.is_false(r.diverged)
+    assert.is_true(r.exploded)
+    assert.are.equal(4, r.exploded_at)
+    -- the criterion, recomputed from the curve: above twice the best before and above ln(V)
+    assert.is_true(r.curve[2].loss > 2 * r.curve[1].loss and r.curve[2].loss > math.log(5))
+    base.lr = 0.01
+    r = rp.experiment.run(base)
+    assert.is_false(r.exploded)
+    assert.is_nil(r.exploded_at)
+  end)
+end)
