@@ -40,7 +40,8 @@ int lrp_raise(lua_State *L, rp_status st)
 
 /* Pushes "rp.<key>" (or "rp.<key>.<key2>") when the value at index f is a field of the module
  * table (kept in the registry under LRP_MODULE_KEY) or of one of its tables (rp.optim, rp.Tensor,
- * ...); returns 1 then, else 0 with nothing pushed. Fields of the module itself win. */
+ * ...), or "roper.Tensor.__add" for a metamethod of the module's metatables; returns 1 then, else
+ * 0 with nothing pushed. Fields of the module itself win. */
 static int push_public_name(lua_State *L, int f)
 {
     if (lua_getfield(L, LUA_REGISTRYINDEX, LRP_MODULE_KEY) != LUA_TTABLE) {
@@ -79,6 +80,27 @@ static int push_public_name(lua_State *L, int f)
         }
     }
     lua_settop(L, mod - 1);
+    /* a metamethod called directly (getmetatable(t).__add(t, 1)): "roper.Tensor.__add" */
+    static const char *const mts[] = {LRP_TENSOR_MT, LRP_RNG_MT, LRP_MODEL_MT, LRP_OPTIM_MT,
+                                      LRP_TASK_MT, NULL};
+    for (int i = 0; mts[i]; i++) {
+        if (luaL_getmetatable(L, mts[i]) != LUA_TTABLE) {
+            lua_pop(L, 1);
+            continue;
+        }
+        int mt = lua_gettop(L);
+        lua_pushnil(L);
+        while (lua_next(L, mt) != 0) {
+            if (lua_type(L, -2) == LUA_TSTRING && lua_rawequal(L, -1, f)) {
+                lua_pushfstring(L, "%s.%s", mts[i], lua_tostring(L, -2));
+                lua_replace(L, mt);
+                lua_settop(L, mt);
+                return 1;
+            }
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+    }
     return 0;
 }
 

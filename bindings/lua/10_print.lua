@@ -115,7 +115,22 @@ local function plan(t, sz)
   return blocks
 end
 
+local render
+
+-- __tostring: the text of a live tensor; a tensor released before or while it is rendered (a
+-- finalizer may run at any allocation) prints as released.
 local function tensor_tostring(t)
+  if not rp.is_tensor(t) then
+    error(("bad argument #1 to 'roper.Tensor.__tostring' (roper.Tensor expected, got %s)"):format(
+      type(t)), 2)
+  end
+  local ok, s = pcall(render, t)
+  if ok then return s end
+  if not is_live(t) then return "roper.Tensor (released)" end
+  error(s, 0)
+end
+
+function render(t)
   if not is_live(t) then return "roper.Tensor (released)" end
   local sz = t:shape()
   local shape_line = shape_str(sz)

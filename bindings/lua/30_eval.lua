@@ -33,6 +33,25 @@ local function argerror(fname, arg, msg)
   error(("bad argument #%d to '%s' (%s)"):format(arg, fname, msg), user_level())
 end
 
+-- Runs body(...) for the public function fname. An error of a module function that body calls
+-- (the model or task released while the call runs, by a finalizer for instance) is raised as an
+-- argument error of fname, so the message names the function the user called; body's own
+-- argument errors and errors of the user's code pass through.
+local function guard(fname, body, ...)
+  local r = table.pack(pcall(body, ...))
+  if r[1] then return table.unpack(r, 2, r.n) end
+  local msg = r[2]
+  if type(msg) ~= "string" then error(msg, 0) end
+  local bare = msg:gsub("^[^ ]-:%d+: ", "", 1)
+  if bare:find("^bad argument #%d+ to '" .. fname:gsub("%.", "%%.") .. "'") then
+    error(bare, user_level())
+  end
+  local inner = bare:match("^bad argument #%d+ to '[^']*' %((.*)%)$")
+    or bare:match("^calling '[^']*' on bad self %((.*)%)$")
+  if not inner then error(msg, 0) end
+  argerror(fname, inner:find("released task", 1, true) and 2 or 1, inner)
+end
+
 local function describe(v)
   if type(v) == "string" then return #v <= 40 and ('string "' .. v .. '"') or "string" end
   if type(v) == "number" then return tostring(v) end
@@ -177,7 +196,8 @@ local function accuracy(fname, m, task, opts)
   if n_digits and tc.kind ~= "addition" then
     argerror(fname, 3, "option 'n_digits' applies to addition tasks only")
   end
-  local max_new = opt_int(fname, 3, opts, "max_new", default_max_new(tc, n_digits), 1)
+  local max_new = opt_int(fname, 3, opts, "max_new", default_max_new(tc, n_digits), 1,
+    2147483647)
 
   local stop = terminator(task)
   local V = task:vocab_size()
@@ -209,12 +229,12 @@ end
 
 -- rp.eval.accuracy(m, task[, opts]) -> accuracy, correct, records
 function eval.accuracy(m, task, opts)
-  return accuracy("accuracy", m, task, opts)
+  return guard("rp.eval.accuracy", accuracy, "rp.eval.accuracy", m, task, opts)
 end
 
 -- rp.eval.length_generalisation(m, task, {digits = {..}, ...}) -> { [d] = accuracy }, { [d] = records }
-function eval.length_generalisation(m, task, opts)
-  local fname = "length_generalisation"
+local function length_generalisation(m, task, opts)
+  local fname = "rp.eval.length_generalisation"
   check_model(fname, m)
   check_task(fname, task)
   local known = { "digits" }
@@ -248,9 +268,13 @@ function eval.length_generalisation(m, task, opts)
   return acc, recs
 end
 
+function eval.length_generalisation(m, task, opts)
+  return guard("rp.eval.length_generalisation", length_generalisation, m, task, opts)
+end
+
 -- rp.eval.loss(m, task[, opts]) -> mean loss over fresh batches (eval mode)
-function eval.loss(m, task, opts)
-  local fname = "loss"
+local function loss(m, task, opts)
+  local fname = "rp.eval.loss"
   check_model(fname, m)
   check_task(fname, task)
   opts = check_opts(fname, 3, opts, { "batches", "batch_size", "split", "seed" })
@@ -271,4 +295,8 @@ function eval.loss(m, task, opts)
     sum = sum + m:loss(x, y)
   end
   return sum / batches
+end
+
+function eval.loss(m, task, opts)
+  return guard("rp.eval.loss", loss, m, task, opts)
 end

@@ -287,6 +287,14 @@ local function validate(fname, cfg)
   local task, err = make_task(cfg)
   if not task then argerror(fname, 1, err) end
   local V = task:vocab_size()
+  if cfg.task == "substring_prefix" and cfg.seq_len < cfg.substr_len + cfg.rnd_len + 1 then
+    -- a row scores its first character at position substr_len + filler + 2 (filler up to
+    -- rnd_len - 1): a shorter row may score nothing, and a batch of such rows stops training
+    getmetatable(task).__close(task)
+    argerror(fname, 1, ("option 'seq_len' must be at least substr_len + rnd_len + 1 = %d for "
+      .. "substring_prefix (a shorter row may score nothing), got %d"):format(
+      cfg.substr_len + cfg.rnd_len + 1, cfg.seq_len))
+  end
   if cfg.task == "text" then
     local train, valid = task:split_sizes()
     local need = cfg.seq_len + 1

@@ -1,0 +1,480 @@
+-- The cases of the fuzz test: every public function and method of the module, found by walking
+-- it (so a new function is covered without a line here), called with bad values.
+--
+--   local cases = require "cases"
+--   local list = cases.functions(rp)          -- { {name =, f =}, ... } sorted by name
+--   local n = cases.count(rp, fn)             -- cases of one function
+--   local desc, run = cases.case(rp, ctx, fn, i)  -- case i (1-based) of fn: a description and a
+--                                                 -- function that makes the arguments and calls
+--
+-- A function with a valid seed call (seeds below) is called with that call's arguments, one of
+-- them (or one field of an option table) replaced by each value of the battery; then with each
+-- of its objects released, with aliased tensors, with option tables whose __index releases the
+-- call's objects, and with a finalizer that releases them at the first allocation inside the
+-- call. A function without a seed gets each battery value at positions 1 to 3.
+-- Everything is rebuilt for each case (objects get released), deterministically: case i is the
+-- same in every process, so a child can start at any case.
+local M = {}
+
+local function close(x)
+  local mt = getmetatable(x)
+  if type(mt) == "table" and type(mt.__close) == "function" then pcall(mt.__close, x) end
+end
+
+-- ---------------------------------------------------------------- the battery
+-- Each entry: {name, make(ctx) -> value}. ctx.objects holds the case's objects (filled before the
+-- call), which the "closing" values release.
+local function battery(rp)
+  local B = {}
+  local function add(name, make) B[#B + 1] = { name, make } end
+  local function const(name, v) add(name, function() return v end) end
+  const("nil", nil)
+  const("false", false)
+  const("true", true)
+  for _, v in ipairs { 0, -1, 1, 2, 3 } do const(tostring(v), v) end
+  const("1.5", 1.5)
+  const("2^31", 2 ^ 31)
+  const("2^53", math.tointeger(2 ^ 53))
+  const("mininteger", math.mininteger)
+  const("2^63 float", 2.0 ^ 63)
+  const("1e300", 1e300)
+  const("nan", 0 / 0)
+  const("inf", math.huge)
+  const("-inf", -math.huge)
+  const("\"\"", "")
+  const("\"x\"", "x")
+  const("\"1\"", "1")
+  const("10k string", ("a"):rep(10000))
+  const("string with NUL", "a\0b")
+  const("\"rope\"", "rope")
+  add("function", function() return function() end end)
+  add("erroring function", function() return function() error("fuzz sentinel") end end)
+  add("coroutine", function() return coroutine.create(function() end) end)
+  add("{}", function() return {} end)
+  add("{1, 2, 3}", function() return { 1, 2, 3 } end)
+  add("ragged table", function() return { { 1, 2 }, { 3 } } end)
+  add("{n = 1}", function() return { n = 1 } end)
+  add("table with a hole", function() return { 1, nil, 3 } end)
+  add("__index releases the objects", function(ctx)
+    return setmetatable({}, { __index = function()
+      for _, o in ipairs(ctx.objects) do close(o) end
+    end })
+  end)
+  add("__index raises", function()
+    return setmetatable({}, { __index = function() error("fuzz sentinel") end })
+  end)
+  add("__index returns a table", function()
+    return setmetatable({}, { __index = function() return {} end })
+  end)
+  add("__len raises", function()
+    return setmetatable({ 1 }, { __len = function() error("fuzz sentinel") end })
+  end)
+  -- tensors
+  add("tensor [0]", function() return rp.zeros { 0 } end)
+  add("tensor [0 x 3]", function() return rp.zeros { 0, 3 } end)
+  add("0-dim tensor", function() return rp.zeros {} end)
+  add("tensor [3]", function() return rp.randn({ 3 }, rp.rng(1)) end)
+  add("tensor [2 x 3]", function() return rp.randn({ 2, 3 }, rp.rng(2)) end)
+  add("tensor [1 x 4 x 2 x 8]", function() return rp.randn({ 1, 4, 2, 8 }, rp.rng(3)) end)
+  add("tensor of 6 dims", function() return rp.ones { 1, 2, 1, 2, 1, 2 } end)
+  add("transposed view", function() return rp.randn({ 3, 4 }, rp.rng(4)):t() end)
+  add("narrowed view", function() return rp.randn({ 4, 6 }, rp.rng(5)):narrow(2, 2, 3) end)
+  add("selected view", function() return rp.randn({ 3, 4, 2 }, rp.rng(6)):select(2, 2) end)
+  add("nan tensor", function() return rp.full({ 3 }, 0 / 0) end)
+  add("inf tensor", function() return rp.full({ 2, 2 }, math.huge) end)
+  add("integer tensor", function() return rp.tensor { 0, 1, 2 } end)
+  add("released tensor", function()
+    local t = rp.ones { 2 }
+    close(t)
+    return t
+  end)
+  -- other objects
+  add("rng", function() return rp.rng(1) end)
+  add("model", function(ctx) return ctx.model() end)
+  add("released model", function(ctx)
+    local m = ctx.model()
+    close(m)
+    return m
+  end)
+  add("optimiser", function(ctx) return rp.optim.adam(ctx.model()) end)
+  add("released optimiser", function(ctx)
+    local o = rp.optim.adam(ctx.model())
+    close(o)
+    return o
+  end)
+  add("task", function() return rp.tasks.addition { max_digits = 2, seq_len = 32 } end)
+  add("released task", function()
+    local t = rp.tasks.addition {}
+    close(t)
+    return t
+  end)
+  add("the module", function() return rp end)
+  -- paths
+  add("path of a FIFO", function(ctx) return ctx.dir .. "/fifo" end)
+  add("/dev/zero", function() return "/dev/zero" end)
+  add("/dev/null", function() return "/dev/null" end)
+  add("path of a folder", function(ctx) return ctx.dir end)
+  add("path of an empty folder", function(ctx) return ctx.dir .. "/emptydir" end)
+  add("missing path", function(ctx) return ctx.dir .. "/missing/x" end)
+  add("path of a binary file", function(ctx) return ctx.dir .. "/bin.dat" end)
+  add("very long path", function() return ("a/"):rep(3000) .. "x" end)
+  return B
+end
+
+-- ---------------------------------------------------------------- the seeds
+-- name -> function(ctx) returning the arguments of a valid call (a table with n).
+local function pack(...) return table.pack(...) end
+
+local function seeds(rp)
+  local S = {}
+  local function T(...) return rp.randn({ ... }, rp.rng(7)) end
+  -- the cheapest run: a loss task (no generation), one step of a tiny model
+  local function tiny_cfg()
+    return { task = "substring_prefix", substr_len = 4, rnd_len = 3, steps = 1, d_model = 8,
+      heads = 2, layers = 1, d_ff = 8, seq_len = 16, batch = 1, problems = 1, valid_batches = 1,
+      log_every = 1 }
+  end
+  local function model_cfg()
+    return { vocab = 5, d_model = 8, heads = 2, layers = 1, d_ff = 8, seq_len = 8, max_batch = 2,
+      norm = "pre", activation = "relu", dropout = 0, pe = "roper", fraction_qk = 1,
+      fraction_v = 1, base = 10000, pairing = "half", seed = 1, attention = "softmax",
+      linear_rope = "after" }
+  end
+  -- constructors and functions of the module
+  S["rp.tensor"] = function() return pack({ { 1, 2 }, { 3, 4 } }) end
+  S["rp.zeros"] = function() return pack({ 2, 3 }) end
+  S["rp.ones"] = S["rp.zeros"]
+  S["rp.full"] = function() return pack({ 2, 2 }, 1) end
+  S["rp.range"] = function() return pack(1, 5, 1) end
+  S["rp.linspace"] = function() return pack(0, 1, 5) end
+  S["rp.eye"] = function() return pack(3) end
+  S["rp.rand"] = function() return pack({ 2, 3 }, rp.rng(1)) end
+  S["rp.randn"] = S["rp.rand"]
+  S["rp.randint"] = function() return pack(0, 9, { 2, 3 }, rp.rng(1)) end
+  S["rp.rng"] = function() return pack(1) end
+  S["rp.seed"] = function() return pack(1) end
+  S["rp.is_tensor"] = function() return pack(T(2)) end
+  S["rp.maxdiff"] = function() return pack(T(2, 3), T(2, 3)) end
+  S["rp.matmul"] = function() return pack(T(2, 3), T(3, 4)) end
+  S["rp.help"] = function() return pack(rp.zeros) end
+  S["rp.set_num_threads"] = function() return pack(1) end
+  S["rp.rope.theta"] = function() return pack(8, 10000) end
+  S["rp.rope.angles"] = function() return pack(4, 8, { base = 10000, scale = 1 }) end
+  S["rp.rope.rotate"] = function()
+    return pack(T(1, 4, 2, 8), { base = 10000, pairing = "half", sign = 1, fraction = 1,
+      offset = 0, scale = 1 })
+  end
+  S["rp.rope.sinusoidal"] = function() return pack(4, 8, { base = 10000, offset = 0 }) end
+  S["rp.attention"] = function()
+    return pack(T(1, 4, 2, 8), T(1, 4, 2, 8), T(1, 4, 2, 8), { pe = "roper", causal = true,
+      scale = 0.35, base = 10000, pairing = "half", fraction_qk = 1, fraction_v = 1,
+      q_offset = 0 })
+  end
+  S["rp.linear_attention"] = function()
+    return pack(T(1, 4, 2, 8), T(1, 4, 2, 8), T(1, 4, 2, 8), { pe = "roper",
+      linear_rope = "after", eps = 1e-6, base = 10000, pairing = "half", fraction_qk = 1,
+      fraction_v = 1, q_offset = 0 })
+  end
+  S["rp.model"] = function() return pack(model_cfg()) end
+  S["rp.model_memory"] = S["rp.model"]
+  S["rp.load"] = function(ctx) return pack(ctx.checkpoint) end
+  S["rp.optim.adam"] = function(ctx)
+    return pack(ctx.model(), { lr = 1e-3, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0,
+      clip = 1, schedule = "cosine", warmup = 1, total_steps = 10, min_lr = 0 })
+  end
+  S["rp.optim.adamw"] = S["rp.optim.adam"]
+  S["rp.tasks.addition"] = function()
+    return pack({ format = "writeup", max_digits = 2, quirk = false, seq_len = 32 })
+  end
+  S["rp.tasks.substring_index"] = function() return pack({ str_len = 5, seq_len = 32 }) end
+  S["rp.tasks.substring_prefix"] = function()
+    return pack({ substr_len = 4, rnd_len = 3, seq_len = 32 })
+  end
+  S["rp.tasks.text"] = function(ctx)
+    return pack({ path = ctx.corpus, valid_fraction = 0.1, seq_len = 16, max_bytes = 100000 })
+  end
+  S["rp.eval.accuracy"] = function(ctx)
+    return pack(ctx.model(20), rp.tasks.addition { max_digits = 1, seq_len = 32 },
+      { problems = 1, decode = "greedy", temperature = 1, top_k = 0, seed = 1, max_new = 5,
+        n_digits = 1 })
+  end
+  S["rp.eval.length_generalisation"] = function(ctx)
+    return pack(ctx.model(20), rp.tasks.addition { max_digits = 1, seq_len = 32 },
+      { digits = { 1, 2 }, problems = 1, max_new = 5 })
+  end
+  S["rp.eval.loss"] = function(ctx)
+    return pack(ctx.model(20, 32), rp.tasks.addition { max_digits = 1, seq_len = 32 },
+      { batches = 1, batch_size = 1, split = "train", seed = 1 })
+  end
+  S["rp.experiment.config"] = function() return pack(tiny_cfg()) end
+  S["rp.experiment.check"] = S["rp.experiment.config"]
+  S["rp.experiment.run"] = function() return pack(tiny_cfg(), function() end) end
+  S["rp.experiment.applies"] = function() return pack("path", "text") end
+  S["rp.experiment.better"] = function() return pack("loss", 1, 2) end
+  -- models
+  local TOK, TGT = { 0, 1, 2 }, { 1, 2, 3 }
+  local function m(ctx) return ctx.model() end
+  S["rp.Model.forward"] = function(ctx) return pack(m(ctx), TOK) end
+  S["rp.Model.loss"] = function(ctx) return pack(m(ctx), TOK, TGT, { 1, 1, 0 }) end
+  S["rp.Model.train_step"] = function(ctx)
+    local mm = m(ctx)
+    return pack(mm, TOK, TGT, nil, rp.optim.adam(mm), { nonfinite = "skip" })
+  end
+  S["rp.Model.generate"] = function(ctx)
+    return pack(m(ctx), { 0, 1 }, 3, { temperature = 0.5, top_k = 2, seed = 1, stop = 1 })
+  end
+  S["rp.Model.attention"] = function(ctx) return pack(m(ctx), 1, TOK) end
+  S["rp.Model.linear_stats"] = function(ctx) return pack(ctx.model(5, 8, "linear"), TOK) end
+  S["rp.Model.activations"] = function(ctx) return pack(m(ctx), TOK) end
+  S["rp.Model.save"] = function(ctx)
+    local mm = m(ctx)
+    return pack(mm, ctx.dir .. "/s.ckpt", rp.optim.adam(mm), { allow_nonfinite = false })
+  end
+  for _, k in ipairs { "config", "num_params", "params", "grads" } do
+    S["rp.Model." .. k] = function(ctx) return pack(m(ctx)) end
+  end
+  -- optimisers
+  S["rp.Optim.step"] = function(ctx) return pack(rp.optim.adam(m(ctx)), { nonfinite = "skip" }) end
+  for _, k in ipairs { "lr", "steps", "config" } do
+    S["rp.Optim." .. k] = function(ctx) return pack(rp.optim.adam(m(ctx))) end
+  end
+  -- generators
+  S["rp.Rng.int"] = function() return pack(rp.rng(1), 1, 6) end
+  S["rp.Rng.normal"] = function() return pack(rp.rng(1)) end
+  S["rp.Rng.uniform"] = S["rp.Rng.normal"]
+  S["rp.Rng.rand"] = function() return pack(rp.rng(1), { 2, 3 }) end
+  S["rp.Rng.randn"] = S["rp.Rng.rand"]
+  S["rp.Rng.randint"] = function() return pack(rp.rng(1), 0, 5, { 2, 2 }) end
+  S["rp.Rng.seed"] = function() return pack(rp.rng(1), 3) end
+  -- tasks
+  local function add_task() return rp.tasks.addition { max_digits = 2, seq_len = 32 } end
+  S["rp.Task.batch"] = function() return pack(add_task(), 2, rp.rng(1), "train") end
+  S["rp.Task.check"] = function() return pack(add_task(), "?d=1+2;", " d==3#") end
+  S["rp.Task.decode"] = function() return pack(add_task(), { 1, 2, 3 }) end
+  S["rp.Task.encode"] = function() return pack(add_task(), "1+2") end
+  S["rp.Task.problem"] = function() return pack(add_task(), rp.rng(1), 1) end
+  S["rp.Task.split_sizes"] = function(ctx)
+    return pack(rp.tasks.text { path = ctx.corpus, seq_len = 16 })
+  end
+  for _, k in ipairs { "config", "vocab", "vocab_size" } do
+    S["rp.Task." .. k] = function() return pack(add_task()) end
+  end
+  -- tensors
+  local one = { abs = 1, clone = 1, contiguous = 1, cos = 1, dim = 1, exp = 1,
+    is_contiguous = 1, log = 1, neg = 1, norm = 1, numel = 1, relu = 1, shape = 1, sigmoid = 1,
+    sin = 1, sqrt = 1, tanh = 1, totable = 1, zero = 1, item = 1 }
+  for k in pairs(one) do S["rp.Tensor." .. k] = function() return pack(T(2, 3)) end end
+  S["rp.Tensor.item"] = function() return pack(T(1)) end
+  for _, k in ipairs { "add", "mul", "div", "pow" } do
+    S["rp.Tensor." .. k] = function() return pack(T(2, 3), 2) end
+  end
+  S["rp.Tensor.sub"] = function() return pack(T(3, 4), 1, 2, 1, 2) end
+  S["rp.Tensor.argmax"] = function() return pack(T(2, 3), 1, false) end
+  S["rp.Tensor.softmax"] = function() return pack(T(2, 3), 2) end
+  for _, k in ipairs { "sum", "mean", "max", "min" } do
+    S["rp.Tensor." .. k] = function() return pack(T(2, 3), 1, true) end
+  end
+  S["rp.Tensor.narrow"] = function() return pack(T(3, 4), 1, 1, 2) end
+  S["rp.Tensor.select"] = function() return pack(T(3, 4), 1, 2) end
+  S["rp.Tensor.view"] = function() return pack(T(3, 4), { 4, 3 }) end
+  S["rp.Tensor.reshape"] = S["rp.Tensor.view"]
+  S["rp.Tensor.transpose"] = function() return pack(T(3, 4), 1, 2) end
+  S["rp.Tensor.t"] = function() return pack(T(3, 4)) end
+  S["rp.Tensor.permute"] = function() return pack(T(2, 3, 4), 3, 1, 2) end
+  S["rp.Tensor.get"] = function() return pack(T(2, 3), 1, 2) end
+  S["rp.Tensor.set"] = function() return pack(T(2, 3), 1, 2, 5) end
+  S["rp.Tensor.size"] = function() return pack(T(2, 3), 1) end
+  S["rp.Tensor.stride"] = S["rp.Tensor.size"]
+  S["rp.Tensor.copy"] = function() return pack(T(2, 3), T(1, 3)) end
+  S["rp.Tensor.fill"] = function() return pack(T(2, 3), 1) end
+  S["rp.Tensor.matmul"] = function() return pack(T(2, 3), T(3, 2)) end
+  S["rp.Tensor.maxdiff"] = function() return pack(T(2, 3), T(2, 3)) end
+  -- metamethods
+  S["roper.Tensor.__index"] = function() return pack(T(3, 4), { 2, { 1, 3 } }) end
+  S["roper.Tensor.__newindex"] = function() return pack(T(3, 4), { 2, { 1, 3 } }, 0) end
+  for _, k in ipairs { "__add", "__sub", "__mul", "__div", "__pow" } do
+    S["roper.Tensor." .. k] = function() return pack(T(2, 3), T(2, 3)) end
+  end
+  for _, k in ipairs { "__unm", "__len", "__tostring", "__gc", "__close" } do
+    S["roper.Tensor." .. k] = function() return pack(T(2, 3)) end
+  end
+  for _, k in ipairs { "__tostring", "__gc", "__close" } do
+    S["roper.Model." .. k] = function(ctx) return pack(m(ctx)) end
+    S["roper.Optim." .. k] = function(ctx) return pack(rp.optim.adam(m(ctx))) end
+    S["roper.Task." .. k] = function() return pack(add_task()) end
+  end
+  return S
+end
+
+-- ---------------------------------------------------------------- the functions
+
+-- Every function reachable from the module (rp.x, rp.x.y) and every metamethod of its userdata
+-- types (roper.Tensor.__add, ...), sorted by name.
+function M.functions(rp)
+  local list = {}
+  local function add(name, f) list[#list + 1] = { name = name, f = f } end
+  for k, v in pairs(rp) do
+    if type(v) == "function" then
+      add("rp." .. k, v)
+    elseif type(v) == "table" then
+      for k2, v2 in pairs(v) do
+        if type(v2) == "function" then add("rp." .. k .. "." .. k2, v2) end
+      end
+    end
+  end
+  local m = rp.model { vocab = 5, d_model = 8, heads = 2, layers = 1, d_ff = 8, seq_len = 4,
+    max_batch = 1 }
+  for _, obj in ipairs { rp.zeros(1), rp.rng(1), m, rp.optim.adam(m), rp.tasks.addition {} } do
+    local mt = getmetatable(obj)
+    for k, v in pairs(mt) do
+      if type(v) == "function" and k:sub(1, 2) == "__" then add(mt.__name .. "." .. k, v) end
+    end
+  end
+  table.sort(list, function(a, b) return a.name < b.name end)
+  return list
+end
+
+-- ---------------------------------------------------------------- the cases of a function
+
+-- The plan of fn: a list of case descriptors {kind =, pos =, key =, value =}.
+local plan_cache = {}
+local function plan(rp, ctx, fn)
+  if plan_cache[fn.name] then return plan_cache[fn.name] end
+  local B = battery(rp)
+  local S = seeds(rp)
+  local p = {}
+  local seed = S[fn.name]
+  if not seed then
+    p[#p + 1] = { kind = "none" }
+    for pos = 1, 3 do
+      for vi = 1, #B do p[#p + 1] = { kind = "arg", pos = pos, value = vi } end
+    end
+  else
+    local args = seed(ctx)
+    p[#p + 1] = { kind = "seed" }
+    for pos = 1, args.n + 1 do
+      for vi = 1, #B do p[#p + 1] = { kind = "arg", pos = pos, value = vi } end
+    end
+    for pos = 1, args.n do
+      local a = args[pos]
+      if type(a) == "table" and getmetatable(a) == nil then
+        local keys = {}
+        for k in pairs(a) do if type(k) == "string" then keys[#keys + 1] = k end end
+        table.sort(keys)
+        for _, k in ipairs(keys) do
+          for vi = 1, #B do p[#p + 1] = { kind = "key", pos = pos, key = k, value = vi } end
+        end
+        if #keys > 0 then p[#p + 1] = { kind = "closing options", pos = pos } end
+      end
+    end
+    local nobj, ntensor = 0, 0
+    for pos = 1, args.n do
+      if type(args[pos]) == "userdata" then
+        nobj = nobj + 1
+        p[#p + 1] = { kind = "released", pos = pos }
+        if rp.is_tensor(args[pos]) then ntensor = ntensor + 1 end
+      end
+    end
+    if ntensor >= 2 then p[#p + 1] = { kind = "alias" } end
+    if nobj > 0 then
+      for k = 1, 3 do p[#p + 1] = { kind = "finalizer", countdown = k } end
+    end
+  end
+  plan_cache[fn.name] = p
+  return p
+end
+
+function M.count(rp, ctx, fn)
+  return #plan(rp, ctx, fn)
+end
+
+function M.has_seed(rp, fn)
+  return seeds(rp)[fn.name] ~= nil
+end
+
+-- Runs f(args) with a finalizer armed to release every object of ctx at the countdown-th
+-- collection cycle inside the call (a cycle completes at every allocation: pause 1, stepmul
+-- 1000). Returns pcall's results.
+local function with_finalizer(ctx, countdown, f, args)
+  local left = countdown
+  local function arm()
+    setmetatable({}, { __gc = function()
+      left = left - 1
+      if left > 0 then arm() return end
+      for _, o in ipairs(ctx.objects) do close(o) end
+    end })
+  end
+  collectgarbage("incremental", 1, 1000)
+  collectgarbage()
+  arm()
+  local r = table.pack(pcall(f, table.unpack(args, 1, args.n)))
+  collectgarbage("incremental", 200, 100)
+  collectgarbage()
+  return table.unpack(r, 1, r.n)
+end
+
+-- Case i of fn: its description and a function that builds its arguments and makes the call
+-- (returning pcall's results).
+function M.case(rp, ctx, fn, i)
+  local p = plan(rp, ctx, fn)[i]
+  local B = battery(rp)
+  local S = seeds(rp)
+  local desc
+  if p.kind == "none" then desc = "no arguments"
+  elseif p.kind == "seed" then desc = "the seed call"
+  elseif p.kind == "arg" then desc = ("argument %d = %s"):format(p.pos, B[p.value][1])
+  elseif p.kind == "key" then desc = ("argument %d, option %s = %s"):format(p.pos, p.key,
+      B[p.value][1])
+  elseif p.kind == "closing options" then
+    desc = ("argument %d with an __index that releases the objects"):format(p.pos)
+  elseif p.kind == "released" then desc = ("argument %d released before the call"):format(p.pos)
+  elseif p.kind == "alias" then desc = "every tensor argument the same tensor"
+  else desc = ("a finalizer releases the objects at collection %d in the call"):format(
+      p.countdown) end
+  local function call()
+    ctx.objects = {}
+    local args = S[fn.name] and S[fn.name](ctx) or table.pack()
+    if p.kind == "arg" then
+      args[p.pos] = B[p.value][2](ctx)
+      if p.pos > args.n then args.n = p.pos end
+    elseif p.kind == "key" then
+      args[p.pos][p.key] = B[p.value][2](ctx)
+    elseif p.kind == "closing options" then
+      local raw = args[p.pos]
+      args[p.pos] = setmetatable({}, { __index = function(_, k)
+        for _, o in ipairs(ctx.objects) do close(o) end
+        return raw[k]
+      end })
+    elseif p.kind == "alias" then
+      local first
+      for j = 1, args.n do
+        if rp.is_tensor(args[j]) then
+          first = first or args[j]
+          args[j] = first
+        end
+      end
+    end
+    for j = 1, args.n do
+      if type(args[j]) == "userdata" then ctx.objects[#ctx.objects + 1] = args[j] end
+    end
+    if p.kind == "released" then close(args[p.pos]) end
+    if p.kind == "finalizer" then return with_finalizer(ctx, p.countdown, fn.f, args) end
+    return pcall(fn.f, table.unpack(args, 1, args.n))
+  end
+  return desc, call
+end
+
+-- Whether an error message is a raw Lua error or points inside the module: what no bad argument
+-- may produce (messages of the battery's own metamethods carry "fuzz sentinel" and are fine).
+function M.raw_error(msg)
+  if type(msg) ~= "string" then return "a non-string error (" .. type(msg) .. ")" end
+  if msg:find("fuzz sentinel", 1, true) or msg:find("fuzz budget", 1, true) then return nil end
+  for _, pat in ipairs { "attempt to index", "attempt to call", "attempt to compare",
+    "attempt to perform arithmetic", "attempt to concatenate", "bad argument #%d+ to '%?'",
+    "bindings/lua/", "%.tmp%.%d", "%.tmp%-" } do
+    if msg:find(pat) then return "matches " .. pat end
+  end
+  return nil
+end
+
+return M

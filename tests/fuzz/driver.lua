@@ -1,0 +1,186 @@
+-- The driver of the fuzz test: prepares the fuzz folder, asks a child for the list of functions,
+-- and runs every function's cases in child processes of the roper binary (tests/fuzz/child.lua),
+-- so that a crash, a hang or a sanitizer report ends a child, not the test. After such an end the
+-- driver records the case the child was running (it wrote it before starting it) and starts a new
+-- child at the next case.
+--
+--   local driver = require "driver"
+--   local dir = driver.prepare()                       -- the fuzz folder (remove with cleanup)
+--   local fns = driver.list(bin, dir)                  -- { {name =, cases =, seeded =}, ... }
+--   local report = driver.run(bin, dir, fn)            -- the outcome of one function's cases
+--   driver.cleanup(dir)
+--
+-- report: { cases =, children =, seconds =, deaths = {...}, hangs = {...}, sanitizer = {...},
+-- raw = {...}, harness = {...} }, each list holding one-line descriptions "case 12 (argument 2 =
+-- nan): <what happened>".
+--
+-- Environment: ROPER_BIN (the binary), SANITIZE=1 (ASan build: no ulimit -v, allocations over
+-- 3 GiB fail instead), FUZZ_CHILD_SECONDS (the time limit of one child, default 120; 600 under
+-- ASan), FUZZ_CASE_SECONDS (the Lua time budget of a case, default 0.5).
+local M = {}
+
+local lfs = require "lfs"
+
+-- path made absolute (children run in the fuzz folder)
+local function absolute(path)
+  if path:sub(1, 1) == "/" then return path end
+  return lfs.currentdir() .. "/" .. path
+end
+
+local here = absolute(debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".")
+
+local function sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
+local function read(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+local function write(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
+local sanitize = os.getenv("SANITIZE") == "1"
+
+-- The fuzz folder: a FIFO, an empty folder, a binary file, a small corpus and a checkpoint.
+function M.prepare(bin)
+  bin = absolute(bin)
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir -p " .. sh_quote(dir .. "/emptydir") .. " && mkfifo "
+    .. sh_quote(dir .. "/fifo")))
+  write(dir .. "/bin.dat", "\127ELF\2\1\1\255\254")
+  write(dir .. "/corpus.txt", ("the quick brown fox jumps over the lazy dog\n"):rep(40))
+  assert(os.execute(sh_quote(bin) .. " -e " .. sh_quote(("assert(rp.model{vocab = 5, d_model = "
+    .. "8, heads = 2, layers = 1, d_ff = 8, seq_len = 8, max_batch = 2}:save(%q))"):format(
+      dir .. "/model.ckpt"))))
+  return dir
+end
+
+function M.cleanup(dir)
+  os.execute("rm -rf " .. sh_quote(dir))
+end
+
+-- The command line of a child: in the fuzz folder, under a time limit, with its memory bounded.
+local function child_cmd(bin, dir, args, errfile)
+  bin = absolute(bin)
+  local limit = tonumber(os.getenv("FUZZ_CHILD_SECONDS") or "") or (sanitize and 600 or 120)
+  local env = ""
+  local ulimit = ""
+  if sanitize then
+    -- ASan reserves terabytes of address space: no ulimit -v; huge allocations fail instead
+    env = "ASAN_OPTIONS=" .. sh_quote((os.getenv("ASAN_OPTIONS") or "")
+      .. ":allocator_may_return_null=1:max_allocation_size_mb=3072") .. " "
+  else
+    ulimit = "ulimit -v 4194304; " -- 4 GiB: a huge allocation fails instead of eating the machine
+  end
+  return ("cd %s && %s%sexec timeout -s KILL %d %s %s %s > /dev/null 2> %s"):format(sh_quote(dir),
+    ulimit, env, limit, sh_quote(bin), sh_quote(here .. "/child.lua"), args, sh_quote(errfile))
+end
+
+-- Runs a shell command; returns the exit code (128 + n when killed by signal n).
+local function status_of(cmd)
+  local ok, how, code = os.execute(cmd)
+  if ok then return 0 end
+  if how == "signal" then return 128 + code end
+  return code
+end
+
+function M.list(bin, dir)
+  local errfile = dir .. "/list.err"
+  local cmd = child_cmd(bin, dir, "list " .. sh_quote(dir), errfile):gsub("> /dev/null", "> "
+    .. sh_quote(dir .. "/list.out"))
+  local code = status_of(cmd)
+  assert(code == 0, "the fuzz child could not list the functions (exit " .. code .. "): "
+    .. tostring(read(errfile)))
+  local fns = {}
+  for line in (read(dir .. "/list.out") or ""):gmatch("[^\n]+") do
+    local name, n, seeded = line:match("^(%S+)\t(%d+)\t(%d)$")
+    if name then fns[#fns + 1] = { name = name, cases = tonumber(n), seeded = seeded == "1" } end
+  end
+  return fns
+end
+
+local SANITIZER_MARKS = { "ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
+  "SUMMARY: UndefinedBehaviorSanitizer", "SUMMARY: AddressSanitizer" }
+
+local function sanitizer_report(text)
+  for _, m in ipairs(SANITIZER_MARKS) do
+    local at = text:find(m, 1, true)
+    if at then
+      local line = text:sub(at):match("^[^\n]*")
+      return line
+    end
+  end
+  return nil
+end
+
+local function now()
+  local ok, uv = pcall(require, "luv")
+  if ok then return uv.hrtime() / 1e9 end
+  return os.time()
+end
+
+-- Runs the cases of fn (from list) in children; returns the report.
+function M.run(bin, dir, fn)
+  local r = { name = fn.name, cases = fn.cases, children = 0, deaths = {}, hangs = {},
+    sanitizer = {}, raw = {}, harness = {} }
+  local t0 = now()
+  local safe = fn.name:gsub("[^%w]", "_")
+  local progress, findings, errfile = dir .. "/" .. safe .. ".progress",
+    dir .. "/" .. safe .. ".findings", dir .. "/" .. safe .. ".err"
+  os.remove(findings)
+  local first = 1
+  while first <= fn.cases do
+    os.remove(progress)
+    r.children = r.children + 1
+    local code = status_of(child_cmd(bin, dir, ("run %s %s %d %d %s %s"):format(sh_quote(dir),
+      sh_quote(fn.name), first, fn.cases, sh_quote(progress), sh_quote(findings)), errfile))
+    local p = read(progress) or ""
+    local err = read(errfile) or ""
+    local report = sanitizer_report(err)
+    if p == "done" then
+      if code ~= 0 or report then
+        -- after the last case: a leak report at exit, or an exit status of its own
+        r.sanitizer[#r.sanitizer + 1] = ("cases %d..%d: exit %d at the end: %s"):format(first,
+          fn.cases, code, report or err:sub(1, 300))
+      end
+      break
+    end
+    local i, desc = p:match("^(%d+)\t(.*)$")
+    i = tonumber(i)
+    if not i then
+      -- it died before its first case: nothing to blame a case for; stop this function
+      r.harness[#r.harness + 1] = ("the child did not start (exit %d): %s"):format(code,
+        err:sub(1, 300))
+      break
+    end
+    local what = ("case %d (%s)"):format(i, desc)
+    if code == 137 then
+      r.hangs[#r.hangs + 1] = what .. ": no answer within the time limit"
+    elseif report then
+      r.sanitizer[#r.sanitizer + 1] = what .. ": " .. report
+    elseif code > 128 then
+      r.deaths[#r.deaths + 1] = ("%s: killed by signal %d"):format(what, code - 128)
+    else
+      r.deaths[#r.deaths + 1] = ("%s: the process ended with exit %d: %s"):format(what, code,
+        err:gsub("\n", " "):sub(1, 300))
+    end
+    first = i + 1
+  end
+  for line in (read(findings) or ""):gmatch("[^\n]+") do
+    local i, desc, rest = line:match("^(%d+)\t([^\t]*)\t(.*)$")
+    local entry = ("case %s (%s): %s"):format(i or "?", desc or "?", rest or line)
+    if rest and rest:match("^harness: ") then r.harness[#r.harness + 1] = entry
+    else r.raw[#r.raw + 1] = entry end
+  end
+  r.seconds = now() - t0
+  return r
+end
+
+return M

@@ -1,0 +1,76 @@
+-- The fuzz test (issue 9): every public function and method of the module, found by walking it,
+-- called with a battery of bad values (tests/fuzz/cases.lua) in child processes of the roper
+-- binary (tests/fuzz/driver.lua, tests/fuzz/child.lua). One test per function; it fails on a
+-- death (a signal), a hang (the child's time limit), a sanitizer report (under make test
+-- SANITIZE=1) or an error message that no bad argument may produce (a raw Lua error, '?' for the
+-- function's name, a position inside the module's Lua sources, a temporary file name). The
+-- figures are printed at the end.
+--
+-- FUZZ_FILTER=<Lua pattern> runs the functions whose name matches it only, e.g.
+-- FUZZ_FILTER=attention BUSTED_ARGS=--filter=fuzz make test.
+
+local dir_of = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*/[^/]*$") or "."
+package.path = dir_of .. "/fuzz/?.lua;" .. package.path
+local driver = require "driver"
+
+local BIN = os.getenv("ROPER_BIN") or "build/roper"
+local filter = os.getenv("FUZZ_FILTER")
+
+describe("fuzz", function()
+  local dir = driver.prepare(BIN)
+  local fns = driver.list(BIN, dir)
+  local total = { functions = 0, cases = 0, children = 0, deaths = 0, hangs = 0, sanitizer = 0,
+    raw = 0, harness = 0, seconds = 0, unseeded = {}, slowest = {} }
+
+  it("finds every public function and method by walking the module", function()
+    local names = {}
+    for _, fn in ipairs(fns) do
+      names[fn.name] = true
+      assert.is_true(fn.cases > 0, fn.name .. " has no case")
+    end
+    for _, want in ipairs { "rp.attention", "rp.Model.generate", "rp.optim.adam", "rp.tasks.text",
+      "rp.load", "rp.Tensor.add", "roper.Tensor.__index", "rp.experiment.run", "rp.eval.loss",
+      "rp.Task.batch", "rp.Rng.randint", "rp.Optim.step", "roper.Model.__close" } do
+      assert.is_true(names[want], want .. " was not found")
+    end
+    assert.is_true(#fns >= 140, #fns .. " functions")
+  end)
+
+  for _, fn in ipairs(fns) do
+    if not filter or fn.name:find(filter) then
+      it(("%s survives %d cases"):format(fn.name, fn.cases), function()
+        local r = driver.run(BIN, dir, fn)
+        total.functions = total.functions + 1
+        total.cases = total.cases + r.cases
+        total.children = total.children + r.children
+        total.seconds = total.seconds + r.seconds
+        total.slowest[#total.slowest + 1] = { fn.name, r.seconds }
+        if not fn.seeded then total.unseeded[#total.unseeded + 1] = fn.name end
+        local problems = {}
+        for _, kind in ipairs { "deaths", "hangs", "sanitizer", "raw", "harness" } do
+          total[kind] = total[kind] + #r[kind]
+          for _, p in ipairs(r[kind]) do problems[#problems + 1] = kind .. ": " .. p end
+        end
+        assert.are.equal(0, #problems, fn.name .. ":\n" .. table.concat(problems, "\n"))
+      end)
+    end
+  end
+
+  teardown(function()
+    print(("\nfuzz: %d cases over %d functions in %d child processes, %.0f s: %d deaths, %d "
+      .. "hangs, %d sanitizer reports, %d raw errors, %d harness errors"):format(total.cases,
+      total.functions, total.children, total.seconds, total.deaths, total.hangs, total.sanitizer,
+      total.raw, total.harness))
+    table.sort(total.slowest, function(a, b) return a[2] > b[2] end)
+    local slow = {}
+    for i = 1, math.min(5, #total.slowest) do
+      slow[i] = ("%s %.1f s"):format(total.slowest[i][1], total.slowest[i][2])
+    end
+    print("fuzz: the slowest: " .. table.concat(slow, ", "))
+    if #total.unseeded > 0 then
+      print("fuzz: without a seed call (battery at positions 1..3 only): "
+        .. table.concat(total.unseeded, ", "))
+    end
+    driver.cleanup(dir)
+  end)
+end)
