@@ -671,8 +671,9 @@ static void test_special_files(void)
     CHECK_STATUS(rp_checkpoint_save(good, m, NULL, NULL), RP_OK, NULL);
     CHECK(symlink(good, link) == 0, "symlink: %s", strerror(errno));
     rp_checkpoint ck;
-    CHECK_STATUS(rp_checkpoint_load(link, &ck), RP_OK, NULL);
-    if (rp_last_status() == RP_OK && ck.model) rp_model_free(ck.model);
+    rp_status lst = rp_checkpoint_load(link, &ck);
+    CHECK(lst == RP_OK, "a symbolic link to a checkpoint loads: %s", rp_last_error());
+    if (lst == RP_OK) rp_model_free(ck.model);
     CHECK_STATUS(rp_checkpoint_save(link, m, NULL, NULL), RP_OK, NULL);
     CHECK(lstat(link, &sb) == 0 && S_ISREG(sb.st_mode), "the link was replaced by a file");
     unlink(link);
@@ -732,17 +733,20 @@ static void test_kills_and_stale_temps(int named)
     unlink(live);
     unlink(other);
 
-    int loads_ok = 1;
+    int loads_ok = 1, seen = 0;
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "k.ckpt.tmp.");
     for (int k = 0; k < 25; k++) {
         fflush(stdout);
         pid_t pid = fork();
         if (pid == 0) {
             for (;;) rp_checkpoint_save(path, m, NULL, NULL);
         }
-        struct timespec ts = {0, (long)(1 + (k * 7) % 23) * 1000000L};
+        struct timespec ts = {0, (long)(1 + (k * 7) % 60) * 1000000L};
         nanosleep(&ts, NULL);
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
+        seen += count_prefix(prefix) > 0; /* this kill hit a save with its temporary on disk */
         rp_checkpoint ck;
         if (rp_checkpoint_load(path, &ck) != RP_OK) {
             loads_ok = 0;
@@ -752,11 +756,8 @@ static void test_kills_and_stale_temps(int named)
         }
     }
     CHECK(loads_ok, "the checkpoint loads after every kill");
-    char prefix[64];
-    snprintf(prefix, sizeof prefix, "k.ckpt.tmp.");
-    int left = count_prefix(prefix);
-    printf("  temporaries left by 25 kills: %d\n", left);
-    if (named) CHECK(left > 0, "with a named temporary, some kills hit a save (%d left)", left);
+    printf("  kills that left a temporary on disk: %d of 25\n", seen);
+    if (named) CHECK(seen > 0, "with a named temporary, some kills hit a save (%d)", seen);
     CHECK_STATUS(rp_checkpoint_save(path, m, NULL, NULL), RP_OK, NULL);
     CHECK(count_prefix(prefix) == 0, "no temporary left after the next save (%d)",
           count_prefix(prefix));
