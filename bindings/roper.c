@@ -7,7 +7,8 @@
  * as "@bindings/lua/<file>" and called as chunk(rp, internals), where internals is a private table
  * { Tensor_mt = <roper.Tensor metatable>, Rng_mt = <roper.Rng metatable>, Model_mt = <roper.Model
  * metatable>, Optim_mt = <roper.Optim metatable>, Task_mt = <roper.Task metatable>, is_live = f }
- * (is_live(t) is true for a tensor that has not been released).
+ * (is_live(t) is true for a tensor that has not been released); 05_errors.lua adds the helpers
+ * of the Lua parts' argument errors to it (argerror, user_level, inner).
  * Finally, when OpenBLAS runs its Prescott fallback on this CPU, one warning line goes to stderr
  * (once per Lua state).
  */

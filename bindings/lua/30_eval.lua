@@ -14,24 +14,7 @@ rp.eval = eval
 
 local Model_mt, Task_mt = internals.Model_mt, internals.Task_mt
 
-local SOURCE = debug.getinfo(1, "S").source
-
--- The level (for error) of the first function outside this file: the caller of the public
--- function, so messages carry its position as lauxlib's do.
-local function user_level()
-  local lvl = 2
-  while true do
-    local info = debug.getinfo(lvl + 1, "S")
-    if info == nil then return 0 end
-    if info.source ~= SOURCE then return lvl end
-    lvl = lvl + 1
-  end
-end
-
--- Raises "bad argument #arg to 'fname' (msg)" at the caller of the public function.
-local function argerror(fname, arg, msg)
-  error(("bad argument #%d to '%s' (%s)"):format(arg, fname, msg), user_level())
-end
+local argerror, user_level = internals.argerror, internals.user_level
 
 -- Runs body(...) for the public function fname. An error of a module function that body calls
 -- (the model or task released while the call runs, by a finalizer for instance) is raised as an

@@ -11,7 +11,7 @@
 -- be >= 1, got 0)".
 --
 -- Called by luaopen_roper as chunk(rp, internals).
-local rp = ...
+local rp, internals = ...
 
 local experiment = {}
 rp.experiment = experiment
@@ -94,35 +94,10 @@ function experiment.keys()
   return out
 end
 
+local argerror, inner = internals.argerror, internals.inner
+
 -- rp.experiment.applies(key, task) -> true when config key `key` matters for `task` (keys of
 -- other tasks, such as path for substring_index, do not change a run)
-
-local SOURCE = debug.getinfo(1, "S").source
-
--- The level (for error) of the first function outside this file, so that a message carries the
--- position of the user's call, as lauxlib's do.
-local function user_level()
-  local lvl = 2
-  while true do
-    local info = debug.getinfo(lvl + 1, "S")
-    if info == nil then return 0 end
-    if info.source ~= SOURCE then return lvl end
-    lvl = lvl + 1
-  end
-end
-
--- Raises "bad argument #arg to '<fname>' (msg)" at the user's call.
-local function argerror(fname, arg, msg)
-  error(("bad argument #%d to '%s' (%s)"):format(arg, fname, msg), user_level())
-end
-
--- The text inside "bad argument #n to 'f' (text)" (what a C function raised), without any
--- position prefix; other messages as they are.
-local function inner(msg)
-  msg = tostring(msg):gsub("^[^ ]-:%d+: ", "", 1)
-  return msg:match("^bad argument #%d+ to '[^']*' %((.*)%)$") or msg
-end
-
 function experiment.applies(key, task)
   local fname = "rp.experiment.applies"
   if type(key) ~= "string" or not BY_NAME[key] then

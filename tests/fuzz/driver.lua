@@ -29,21 +29,8 @@ end
 
 local here = absolute(debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or ".")
 
-local function sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
-
-local function read(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-local function write(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
+local h = require "helpers" -- tests/lua/helpers.lua (fuzz_spec puts it on the path)
+local sh_quote, read, write = h.sh_quote, h.read, h.write
 
 local sanitize = os.getenv("SANITIZE") == "1"
 

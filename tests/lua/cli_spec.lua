@@ -12,38 +12,10 @@ local lfs = require "lfs"
 
 local BIN = os.getenv("ROPER_BIN") or "build/roper"
 
-local function sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
-
-local function read(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-local function write(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
-
--- Runs a shell command; returns stdout, stderr and the exit code (128 + n for signal n).
-local errfile = os.tmpname()
-local function run(cmd)
-  local p = assert(io.popen(cmd .. " 2>" .. sh_quote(errfile), "r"))
-  local out = p:read("a")
-  local ok, how, code = p:close()
-  if how ~= "exit" then code = 128 + (code or 0) end
-  return out, read(errfile) or "", ok and 0 or code
-end
-
-local function tmpdir()
-  local d = os.tmpname()
-  os.remove(d)
-  assert(lfs.mkdir(d))
-  return d
-end
+local dir_of = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+package.path = dir_of .. "?.lua;" .. package.path
+local h = require "helpers"
+local sh_quote, read, write, run, tmpdir = h.sh_quote, h.read, h.write, h.run, h.tmpdir
 
 -- The names in a folder, sorted.
 local function ls(dir)
@@ -56,10 +28,7 @@ local function ls(dir)
 end
 
 local dir = tmpdir()
-teardown(function()
-  os.remove(errfile)
-  os.execute("rm -rf " .. sh_quote(dir))
-end)
+teardown(function() h.remove_tree(dir) end)
 
 local TRAIN = sh_quote(BIN) .. " scripts/train.lua --steps 1 --d-model 16 --heads 2 --layers 1 "
   .. "--seq-len 32 --batch 2 --problems 1 --valid-batches 1 --quiet"

@@ -10,7 +10,10 @@ local cjson = require "cjson"
 
 local BIN = os.getenv("ROPER_BIN") or "build/roper"
 
-local function sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+local dir_of = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+package.path = dir_of .. "?.lua;" .. package.path
+local h = require "helpers"
+local sh_quote, read, write, run, tmpdir = h.sh_quote, h.read, h.write, h.run, h.tmpdir
 
 -- The message of a failing call, and the same without a "file:line: " prefix.
 local function err_of(f, ...)
@@ -33,13 +36,6 @@ local function raises_for(fname, want, f, ...)
   raises(("bad argument #1 to 'rp.experiment.%s' (%s)"):format(fname, want), f, ...)
 end
 
-local function read(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
 
 -- A JSON file's decoded value (fails when the file is missing).
 local function read_json(path)
@@ -48,11 +44,6 @@ local function read_json(path)
   return cjson.decode(s)
 end
 
-local function write(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
 
 -- The names in a folder, one a line.
 local function ls(dir)
@@ -68,26 +59,7 @@ local function lines(s)
   return t
 end
 
--- Runs a shell command with stdout and stderr in separate files; returns out, err, and the exit
--- code (0 on success).
-local errfile = os.tmpname()
-teardown(function() os.remove(errfile) end)
-local function run(cmd)
-  local p = assert(io.popen(cmd .. " 2>" .. sh_quote(errfile), "r"))
-  local out = p:read("a")
-  local ok, how, code = p:close()
-  local err = read(errfile) or ""
-  if how ~= "exit" then code = 128 + (code or 0) end
-  return out, err, ok and 0 or code
-end
 
--- A fresh temporary folder.
-local function tmpdir()
-  local d = os.tmpname()
-  os.remove(d)
-  assert(os.execute("mkdir -p " .. sh_quote(d)))
-  return d
-end
 
 -- The tiny settings of every run here.
 local TINY = { steps = 5, d_model = 16, heads = 2, layers = 1, seq_len = 32, batch = 4,

@@ -10,7 +10,7 @@
 -- FUZZ_FILTER=attention BUSTED_ARGS=--filter=fuzz make test.
 
 local dir_of = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*/[^/]*$") or "."
-package.path = dir_of .. "/fuzz/?.lua;" .. package.path
+package.path = dir_of .. "/fuzz/?.lua;" .. dir_of .. "/lua/?.lua;" .. package.path
 local driver = require "driver"
 
 local BIN = os.getenv("ROPER_BIN") or "build/roper"

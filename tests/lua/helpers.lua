@@ -74,6 +74,50 @@ end
 function M.shape(t) return t:shape() end
 
 ---------------------------------------------------------------------------------------------------
+-- Files and processes (for the specs that run scripts and the REPL binary)
+
+-- s as one word for sh.
+function M.sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
+-- The bytes of a file, or nil when it cannot be read.
+function M.read(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+function M.write(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
+-- A fresh temporary folder (the caller removes it, e.g. with M.remove_tree).
+function M.tmpdir()
+  local d = os.tmpname()
+  os.remove(d)
+  assert(os.execute("mkdir -p " .. M.sh_quote(d)))
+  return d
+end
+
+function M.remove_tree(path) os.execute("rm -rf " .. M.sh_quote(path)) end
+
+-- Runs a shell command with stdout and stderr captured apart; returns out, err and the exit code
+-- (0 on success, 128 + n when killed by signal n).
+function M.run(cmd)
+  local errfile = os.tmpname()
+  local p = assert(io.popen(cmd .. " 2>" .. M.sh_quote(errfile), "r"))
+  local out = p:read("a")
+  local ok, how, code = p:close()
+  local err = M.read(errfile) or ""
+  os.remove(errfile)
+  if how ~= "exit" then code = 128 + (code or 0) end
+  return out, err, ok and 0 or code
+end
+
+---------------------------------------------------------------------------------------------------
 -- naive: plain-Lua references in doubles
 
 local naive = {}
