@@ -668,14 +668,25 @@ A full experiment config: the defaults with overrides applied (checked; strings 
 "auto" (on for labml), d_ff 0 (4 * d_model) and log_every 0 (steps / 100). Unknown keys raise.
 Example:
   > cfg = rp.experiment.config{pe = "roper", steps = 500}]=] },
+  { "rp.experiment.check", "rp.experiment.check([overrides]) -> cfg, memory", [=[
+rp.experiment.config, and everything else that can be known before training: the task and
+its corpus (built; both splits of a text corpus must hold seq_len + 1 characters), the model
+config (heads dividing d_model, even rotated widths), and the memory of the model and its
+optimiser against the memory left (memory: rp.model_memory's table). Raises one message
+naming the option and the value; rp.experiment.run calls it first, the scripts for every run
+before the first one starts.
+Example:
+  > rp.experiment.check{heads = 3}   -- bad argument #1 to 'rp.experiment.check' (model: ...)]=] },
   { "rp.experiment.run", "rp.experiment.run(cfg[, progress]) -> result", [=[
 Trains a fresh model on cfg's task (cfg as for rp.experiment.config; a partial table works)
 and evaluates it. progress(step, steps, loss) is called after every step. The result holds
 config, params, metric ("correct" or "loss"), value (correct answers with cfg.decode, or the
 evaluation loss; nil when training diverged), correct, correct_greedy, accuracy, eval_loss,
 final_train_loss (mean of the last 5 curve points), curve ({step, tokens, loss, lr} per
-log_every steps), by_digits (addition with eval_digits), examples, diverged,
-seconds_train, seconds_eval, tokens_per_s, threads.
+log_every steps), by_digits (addition with eval_digits), examples, diverged (a loss that
+was not finite: training stopped), exploded and exploded_at (a loss above twice its best and
+above ln(vocab) while finite), seconds_train, seconds_eval, tokens_per_s, threads. Everything
+rp.experiment.check finds raises before anything is built.
 Example:
   > r = rp.experiment.run{task = "substring_index", pe = "roper", steps = 300}
   > print(r.correct, r.eval_loss)]=] },

@@ -36,6 +36,20 @@ describe("fuzz", function()
     assert.is_true(#fns >= 140, #fns .. " functions")
   end)
 
+  it("every public function found by the walk has a help text", function()
+    local rp = require "roper"
+    local missing = {}
+    for _, fn in ipairs(fns) do
+      local path = fn.name:match("^rp%.(.*)$")
+      if path then
+        local f = rp
+        for part in path:gmatch("[^.]+") do f = f[part] end
+        if not rp.help(f) then missing[#missing + 1] = fn.name end
+      end
+    end
+    assert.are.same({}, missing)
+  end)
+
   for _, fn in ipairs(fns) do
     if not filter or fn.name:find(filter) then
       it(("%s survives %d cases"):format(fn.name, fn.cases), function()
