@@ -26,17 +26,21 @@ Every check prints its max error, the tolerance and PASS or FAIL. The script end
 ]]
 
 local rp = require "roper"
-local argparse = require "argparse"
+local util = require "lib.util"
 
-local parser = argparse("linear_identity.lua",
-  "Checks RoPE/RoPER in causal linear attention (RoFormer eq. 19) against the explicit double sum.")
-parser:option("--seed", "Seed of the random inputs.", "1"):convert(math.tointeger)
-parser:option("--T", "Sequence length.", "24"):convert(math.tointeger)
-parser:option("--d", "Head size (even).", "16"):convert(math.tointeger)
-local args = parser:parse()
-if not args.seed then parser:error("--seed must be an integer") end
-if not args.T or args.T < 2 or args.T > 512 then parser:error("--T must be an integer in 2..512") end
-if not args.d or args.d < 2 or args.d % 2 ~= 0 then parser:error("--d must be even and >= 2") end
+-- A bad argument is one line on stderr and exit status 2 (util.main, util.parser).
+local args
+util.main("linear_identity.lua", function()
+  local parser = util.parser("roper scripts/linear_identity.lua",
+    "Checks RoPE/RoPER in causal linear attention (RoFormer eq. 19) against the explicit double "
+    .. "sum.")
+  parser:option("--seed", "Seed of the random inputs.", "1"):convert(math.tointeger)
+  parser:option("--T", "Sequence length (2..512).", "24"):convert(math.tointeger)
+  parser:option("--d", "Head size (even).", "16"):convert(math.tointeger)
+  args = parser:parse()
+  if args.T < 2 or args.T > 512 then util.usage("--T must be an integer in 2..512, got " .. args.T) end
+  if args.d < 2 or args.d % 2 ~= 0 then util.usage("--d must be even and >= 2, got " .. args.d) end
+end)
 
 local T, D, H, B = args.T, args.d, 2, 1
 local HALF = D // 2

@@ -28,42 +28,23 @@ Every check prints its max error, the tolerance and PASS or FAIL. The script end
 
 local rp = require "roper"
 
+local util = require "lib.util"
+
 ---------------------------------------------------------------------------------------------------
--- Arguments: --seed N (default 1), --d N (head size, even, default 64). "--name N" or "--name=N".
+-- Arguments: --seed N (default 1), --d N (head size, even, default 64). A bad one is one line on
+-- stderr and exit status 2 (util.main, util.parser).
 
-local function usage(msg)
-  local out = msg and io.stderr or io.stdout
-  if msg then out:write("rotation_identity: ", msg, "\n") end
-  out:write("usage: rotation_identity.lua [--seed N] [--d N]\n",
-            "  --seed N  seed of the random vectors and positions (integer, default 1)\n",
-            "  --d N     head size: number of features per head (even, >= 2, default 64)\n")
-  os.exit(msg and 2 or 0)
-end
-
-local function parse_args(argv)
-  local opts = { seed = 1, d = 64 }
-  local i = 1
-  while i <= #argv do
-    local a = argv[i]
-    if a == "-h" or a == "--help" then usage() end
-    local name, val = a:match("^%-%-([%w_]+)=(.*)$")
-    if not name then
-      name = a:match("^%-%-([%w_]+)$")
-      if not name then usage("unexpected argument '" .. a .. "'") end
-      i = i + 1
-      val = argv[i]
-    end
-    if name ~= "seed" and name ~= "d" then usage("unknown option --" .. name) end
-    local n = val and math.tointeger(tonumber(val))
-    if not n then usage("--" .. name .. " needs an integer, got " .. tostring(val)) end
-    opts[name] = n
-    i = i + 1
-  end
-  if opts.d < 2 or opts.d % 2 ~= 0 then usage("--d must be even and >= 2, got " .. opts.d) end
-  return opts
-end
-
-local opts = parse_args(arg or {})
+local opts
+util.main("rotation_identity.lua", function()
+  local parser = util.parser("roper scripts/rotation_identity.lua",
+    "Walks through the RoPER derivation of the write-up with numbers.")
+  parser:option("--seed", "Seed of the random vectors and positions.", "1")
+    :convert(math.tointeger):argname("<n>")
+  parser:option("--d", "Head size: features per head (even, >= 2).", "64")
+    :convert(math.tointeger):argname("<n>")
+  opts = parser:parse()
+  if opts.d < 2 or opts.d % 2 ~= 0 then util.usage("--d must be even and >= 2, got " .. opts.d) end
+end)
 local D = opts.d          -- head size
 local HALF = D // 2       -- number of rotated pairs
 local BASE = 10000
