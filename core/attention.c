@@ -6,22 +6,6 @@
 #include "blas.h"
 #include "parallel.h"
 
-static const char *const pe_names[] = {"none", "sinusoidal", "learned",
-                                       "rope", "roper",      "roper_legacy"};
-
-const char *rp_pe_name(rp_pe pe)
-{
-    if ((int)pe < 0 || (int)pe >= (int)(sizeof pe_names / sizeof pe_names[0])) return "?";
-    return pe_names[pe];
-}
-
-int rp_pe_from_name(const char *name)
-{
-    for (int i = 0; i < (int)(sizeof pe_names / sizeof pe_names[0]); i++)
-        if (strcmp(name, pe_names[i]) == 0) return i;
-    return -1;
-}
-
 static int rotates_qk(rp_pe pe)
 {
     return pe == RP_PE_ROPE || pe == RP_PE_ROPER || pe == RP_PE_ROPER_LEGACY;

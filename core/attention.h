@@ -19,22 +19,9 @@
 
 #include <stdint.h>
 
+#include "pe.h"
 #include "rope.h"
 #include "tensor.h"
-
-typedef enum {
-    RP_PE_NONE = 0,
-    RP_PE_SINUSOIDAL,
-    RP_PE_LEARNED,
-    RP_PE_ROPE,
-    RP_PE_ROPER,
-    RP_PE_ROPER_LEGACY
-} rp_pe;
-
-/* Name <-> enum ("none", "sinusoidal", "learned", "rope", "roper", "roper_legacy").
- * rp_pe_from_name returns -1 for an unknown name. */
-const char *rp_pe_name(rp_pe pe);
-int rp_pe_from_name(const char *name);
 
 typedef struct rp_attn_cfg {
     rp_pe pe;

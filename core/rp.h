@@ -21,6 +21,7 @@
 #include "blas.h"
 #include "ops.h"
 #include "rope.h"
+#include "pe.h"
 #include "attention.h"
 #include "linear_attention.h"
 #include "layers.h"
@@ -28,5 +29,6 @@
 #include "optim.h"
 #include "checkpoint.h"
 #include "sysmem.h"
+#include "fileio.h"
 
 #endif

@@ -20,6 +20,10 @@
 #define RP_MAX_DIMS 8
 /* Largest number of elements one tensor may hold (2^40). */
 #define RP_MAX_NUMEL ((int64_t)1 << 40)
+/* The 32-bit limit: the largest BLAS dimension, token id, vocabulary, sequence length or row
+ * count (int32 buffers and OpenBLAS's int take no more). The one definition core, tasks and
+ * bindings use. */
+#define RP_I32_MAX ((int64_t)2147483647)
 /* Room for any shape string "[a x b x ...]" of RP_MAX_DIMS dims. */
 #define RP_SHAPE_STR_LEN 200
 
