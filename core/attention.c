@@ -6,13 +6,6 @@
 #include "blas.h"
 #include "parallel.h"
 
-static int rotates_qk(rp_pe pe)
-{
-    return pe == RP_PE_ROPE || pe == RP_PE_ROPER || pe == RP_PE_ROPER_LEGACY;
-}
-
-static int rotates_v(rp_pe pe) { return pe == RP_PE_ROPER || pe == RP_PE_ROPER_LEGACY; }
-
 /* ---- the kernels ------------------------------------------------------------------------------
  *
  * Per (b, h) the work is blocked into row blocks of at most RB queries. Under the causal mask the
@@ -61,11 +54,13 @@ int64_t rp_attention_scratch_floats(int64_t T, int64_t S, int64_t D, int64_t Dv,
 
 typedef struct {
     int64_t T, S, H, D, Dv, ldq, ldk, ldv, ldo;
-    int64_t hq, hv;  /* rotated pairs of q/k and of v/o (0 when not rotated) */
+    int64_t hq, hv, ho; /* rotated pairs of q/k, of v and of the output (0 when not rotated) */
+    int o_sign;         /* the output's rotation: o_n = R(o_sign n theta) Y_n */
     int64_t kvis;    /* keys any query sees: min(S, q_offset + T) under the mask, else S */
     const rp_attn_cfg *cfg;
     float scale;
-    /* cos/sin tables (NULL when not rotated); row r of q/o is query t = r, of k/v key i = r */
+    /* cos/sin tables (NULL when not rotated); row r of q/o is query t = r, of k/v key i = r.
+     * The decode entry leaves hq, hv at 0 (its q, k, v arrive rotated) and sets only o. */
     const float *qc, *qs, *kc, *ks, *vc, *vs, *oc, *os;
     float *slices;   /* thread slices, thread_floats() apart */
     int64_t slice;
@@ -86,61 +81,65 @@ static void ctx_init(attn_ctx *c, float *scratch, int64_t T, int64_t S, int64_t 
     c->kvis = cfg->causal && cfg->q_offset + T < S ? cfg->q_offset + T : S;
     c->slices = scratch + table_floats(T, S, D, Dv);
     c->slice = thread_floats(T, S, D, Dv);
+    rp_pe_scheme s;
+    (void)rp_pe_scheme_init(&s, cfg->pe, cfg->d_rot_qk, cfg->d_rot_v, cfg->base, cfg->pairing);
+    c->o_sign = s.o_sign;
     /* Tables in double -> float (rp_rope_angles). Queries at q_offset .. q_offset+T-1 reuse the
-     * key table when it covers them (self-attention: q_offset = S - T); roper's v/o tables reuse
-     * the q/k ones when the angles are the same (d_rot_v == d_rot_qk, not legacy). Every table
+     * key table when it covers them (self-attention: q_offset = S - T); the v and output tables
+     * reuse the q/k ones when the angles are the same (same width, v_angle 1). Every table
      * takes at most rows * D (or rows * Dv) floats, so they fit in table_floats(). */
     float *p = scratch;
     int64_t qo = cfg->q_offset;
-    if (rotates_qk(cfg->pe)) {
-        int64_t h = c->hq = cfg->d_rot_qk / 2;
+    if (s.d_rot_qk) {
+        int64_t h = c->hq = s.d_rot_qk / 2;
         float *kc = p, *ks = p + S * h;
         p += 2 * S * h;
-        rp_rope_angles(kc, ks, NULL, 0, S, cfg->d_rot_qk, cfg->base, 1.0);
+        rp_rope_angles(kc, ks, NULL, 0, S, s.d_rot_qk, s.base, 1.0);
         c->kc = kc, c->ks = ks;
         if (qo + T <= S) {
             c->qc = kc + qo * h, c->qs = ks + qo * h;
         } else {
             float *qc = p, *qs = p + T * h;
             p += 2 * T * h;
-            rp_rope_angles(qc, qs, NULL, qo, T, cfg->d_rot_qk, cfg->base, 1.0);
+            rp_rope_angles(qc, qs, NULL, qo, T, s.d_rot_qk, s.base, 1.0);
             c->qc = qc, c->qs = qs;
         }
     }
-    if (rotates_v(cfg->pe)) {
-        int legacy = cfg->pe == RP_PE_ROPER_LEGACY;
-        int64_t h = c->hv = cfg->d_rot_v / 2;
-        int same = h == c->hq;
-        if (same && !legacy) {
+    if (s.d_rot_v) {
+        int64_t h = c->hv = s.d_rot_v / 2;
+        if (h == c->hq && s.v_angle == 1.0) {
             c->vc = c->kc, c->vs = c->ks;
         } else {
-            /* roper_legacy rotated the values twice: by 2i*theta */
             float *vc = p, *vs = p + S * h;
             p += 2 * S * h;
-            rp_rope_angles(vc, vs, NULL, 0, S, cfg->d_rot_v, cfg->base, legacy ? 2.0 : 1.0);
+            rp_rope_angles(vc, vs, NULL, 0, S, s.d_rot_v, s.base, s.v_angle);
             c->vc = vc, c->vs = vs;
         }
-        if (same) {
+    }
+    if (s.d_rot_o) {
+        int64_t h = c->ho = s.d_rot_o / 2;
+        if (h == c->hq) {
             c->oc = c->qc, c->os = c->qs;
-        } else if (!legacy && qo + T <= S) {
+        } else if (h == c->hv && s.v_angle == 1.0 && qo + T <= S) {
             c->oc = c->vc + qo * h, c->os = c->vs + qo * h;
         } else {
             float *oc = p, *os = p + T * h;
             p += 2 * T * h;
-            rp_rope_angles(oc, os, NULL, qo, T, cfg->d_rot_v, cfg->base, 1.0);
+            rp_rope_angles(oc, os, NULL, qo, T, s.d_rot_o, s.base, 1.0);
             c->oc = oc, c->os = os;
         }
     }
 }
 
-/* Rotates n rows of width W (src rows ld_src apart) into dst ([n, W], contiguous) by the first
- * d_rot features: rp_rope_forward row by row, sign +1 (row r uses table row r). */
-static void rotate_rows(float *dst, const float *src, int64_t ld_src, int64_t n, int64_t W,
-                        const float *cs, const float *sn, int64_t half, const rp_attn_cfg *cfg)
+/* Rotates n rows of width W (src rows ld_src apart) into dst (rows ld_dst apart) by the first
+ * 2 half features: rp_rope_forward row by row with sign (row r uses table row r). */
+static void rotate_rows(float *dst, int64_t ld_dst, const float *src, int64_t ld_src, int64_t n,
+                        int64_t W, const float *cs, const float *sn, int64_t half, int sign,
+                        const rp_attn_cfg *cfg)
 {
     for (int64_t r = 0; r < n; r++)
-        rp_rope_forward(dst + r * W, src + r * ld_src, cs + r * half, sn + r * half, 1, 1, 1, W,
-                        2 * half, cfg->pairing, 1);
+        rp_rope_forward(dst + r * ld_dst, src + r * ld_src, cs + r * half, sn + r * half, 1, 1, 1,
+                        W, 2 * half, cfg->pairing, sign);
 }
 
 /* The rows of the forward's operands for head (b, h): Q' (T rows), K', V' (kvis rows), each
@@ -157,14 +156,14 @@ static void build_operands(operands *o, const attn_ctx *c, float *ws, int64_t b,
     const float *vh = c->v + b * S * c->ldv + h * Dv;
     float *Qb = ws, *Kb = Qb + T * D, *Vb = Kb + S * D;
     if (c->hq) {
-        rotate_rows(Qb, qh, c->ldq, T, D, c->qc, c->qs, c->hq, c->cfg);
-        rotate_rows(Kb, kh, c->ldk, c->kvis, D, c->kc, c->ks, c->hq, c->cfg);
+        rotate_rows(Qb, D, qh, c->ldq, T, D, c->qc, c->qs, c->hq, 1, c->cfg);
+        rotate_rows(Kb, D, kh, c->ldk, c->kvis, D, c->kc, c->ks, c->hq, 1, c->cfg);
         o->Q = Qb, o->lq = D, o->K = Kb, o->lk = D;
     } else {
         o->Q = qh, o->lq = c->ldq, o->K = kh, o->lk = c->ldk;
     }
     if (c->hv) {
-        rotate_rows(Vb, vh, c->ldv, c->kvis, Dv, c->vc, c->vs, c->hv, c->cfg);
+        rotate_rows(Vb, Dv, vh, c->ldv, c->kvis, Dv, c->vc, c->vs, c->hv, 1, c->cfg);
         o->V = Vb, o->lv = Dv;
     } else {
         o->V = vh, o->lv = c->ldv;
@@ -258,12 +257,11 @@ static void head_forward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
         float *ab = a + t0 * S;
         rp_sgemm(0, 1, nr, kmax, D, c->scale, o.Q + t0 * o.lq, o.lq, o.K, o.lk, 0.0f, ab, S);
         for (int64_t t = t0; t < t1; t++) softmax_row(a + t * S, visible(c, t), S);
-        if (c->hv) {
-            /* o_n = R(-n) sum_i a_{n,i} V'_i */
+        if (c->ho) {
+            /* o_n = R(o_sign n) sum_i a_{n,i} V'_i (roper: R(-n)) */
             rp_sgemm(0, 0, nr, Dv, kmax, 1.0f, ab, S, o.V, o.lv, 0.0f, Ob, Dv);
-            for (int64_t t = t0; t < t1; t++)
-                rp_rope_forward(oh + t * c->ldo, Ob + (t - t0) * Dv, c->oc + t * c->hv,
-                                c->os + t * c->hv, 1, 1, 1, Dv, 2 * c->hv, c->cfg->pairing, -1);
+            rotate_rows(oh + t0 * c->ldo, c->ldo, Ob, Dv, nr, Dv, c->oc + t0 * c->ho,
+                        c->os + t0 * c->ho, c->ho, c->o_sign, c->cfg);
         } else {
             rp_sgemm(0, 0, nr, Dv, kmax, 1.0f, ab, S, o.V, o.lv, 0.0f, oh + t0 * c->ldo, c->ldo);
         }
@@ -309,13 +307,13 @@ static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
     for (int64_t t0 = 0; t0 < T; t0 += rb) {
         int64_t t1 = t0 + rb < T ? t0 + rb : T, nr = t1 - t0, kmax = block_keys(c, t1);
         const float *ab = a + t0 * S;
-        /* dY = d(sum_i a V'_i): roper's output was R(-n) Y, so dY = R(-n)^T dout = R(+n) dout,
-         * the forward kernel with sign +1 */
+        /* dY = d(sum_i a V'_i): the output was R(o_sign n) Y, so dY = R(-o_sign n) dout (roper:
+         * R(+n) dout), the forward kernel with sign -o_sign */
         const float *dY = doh + t0 * c->ldo;
         int64_t ldY = c->ldo;
-        if (c->hv) {
-            rotate_rows(dYb, dY, c->ldo, nr, Dv, c->oc + t0 * c->hv, c->os + t0 * c->hv, c->hv,
-                        c->cfg);
+        if (c->ho) {
+            rotate_rows(dYb, Dv, dY, c->ldo, nr, Dv, c->oc + t0 * c->ho, c->os + t0 * c->ho, c->ho,
+                        -c->o_sign, c->cfg);
             dY = dYb, ldY = Dv;
         }
         /* dA = dY V'^T, then dS in place */
@@ -396,6 +394,72 @@ void rp_attention_backward(float *dq, float *dk, float *dv, float *scratch, cons
     run_pairs(&c, B, nthreads, 1);
 }
 
+/* ---- decoding ------------------------------------------------------------------------------ */
+
+/* Tables for one position (q/k, v, output: at most D + 2 Dv floats), the weights [H, S] and one
+ * thread slice of head_forward (T = 1). */
+int64_t rp_attention_decode_scratch_floats(int64_t S, int64_t H, int64_t D, int64_t Dv)
+{
+    return 2 * (D + Dv) + H * S + thread_floats(1, S, D, Dv);
+}
+
+/* The cos/sin row of position pos for d_rot features with angles times `scale`, taken from *p. */
+static void one_row(float **cs, float **sn, float **p, int64_t pos, int64_t d_rot,
+                    const rp_pe_scheme *s, double scale)
+{
+    *cs = *p, *sn = *p + d_rot / 2;
+    *p += d_rot;
+    rp_rope_angles(*cs, *sn, NULL, pos, 1, d_rot, s->base, scale);
+}
+
+void rp_attention_decode(float *out, float *scratch, float *q, const float *k, const float *v,
+                         float *kcache, float *vcache, int64_t ldc, int64_t pos, int64_t H,
+                         int64_t D, int64_t Dv, const rp_attn_cfg *cfg)
+{
+    rp_pe_scheme s;
+    (void)rp_pe_scheme_init(&s, cfg->pe, cfg->d_rot_qk, cfg->d_rot_v, cfg->base, cfg->pairing);
+    float *p = scratch, *cs, *sn;
+    float *kr = kcache + pos * ldc, *vr = vcache + pos * ldc;
+    /* the new token: q by +pos (in place), k and v into the cache at row pos */
+    if (s.d_rot_qk) {
+        one_row(&cs, &sn, &p, pos, s.d_rot_qk, &s, 1.0);
+        rp_rope_forward(q, q, cs, sn, 1, 1, H, D, s.d_rot_qk, s.pairing, 1);
+        rp_rope_forward(kr, k, cs, sn, 1, 1, H, D, s.d_rot_qk, s.pairing, 1);
+    } else {
+        memcpy(kr, k, sizeof(float) * (size_t)(H * D));
+    }
+    if (s.d_rot_v) {
+        one_row(&cs, &sn, &p, pos, s.d_rot_v, &s, s.v_angle);
+        rp_rope_forward(vr, v, cs, sn, 1, 1, H, Dv, s.d_rot_v, s.pairing, 1);
+    } else {
+        memcpy(vr, v, sizeof(float) * (size_t)(H * Dv));
+    }
+    /* the query over cache rows 0 .. pos through head_forward, with q, k, v already rotated:
+     * only the output rotation is left to it */
+    rp_attn_cfg dc = *cfg;
+    dc.causal = 1;
+    dc.q_offset = pos;
+    attn_ctx c;
+    memset(&c, 0, sizeof c);
+    c.T = 1, c.S = pos + 1, c.H = H, c.D = D, c.Dv = Dv;
+    c.ldq = H * D, c.ldk = ldc, c.ldv = ldc, c.ldo = H * Dv;
+    c.kvis = c.S;
+    c.cfg = &dc;
+    c.scale = (float)cfg->scale;
+    if (s.d_rot_o) {
+        float *oc, *os;
+        one_row(&oc, &os, &p, pos, s.d_rot_o, &s, 1.0);
+        c.oc = oc, c.os = os;
+        c.ho = s.d_rot_o / 2;
+        c.o_sign = s.o_sign;
+    }
+    c.att_w = p;
+    c.slices = p + H * c.S;
+    c.slice = thread_floats(1, c.S, D, Dv);
+    c.out = out, c.q = q, c.k = kcache, c.v = vcache;
+    for (int64_t h = 0; h < H; h++) head_forward(&c, c.slices, 0, h);
+}
+
 static rp_status check_d_rot(const char *name, int64_t d_rot, int64_t width, const char *wname)
 {
     if (d_rot <= 0 || d_rot % 2 != 0)
@@ -440,18 +504,19 @@ rp_status rp_attention_check(const rp_tensor *q, const rp_tensor *k, const rp_te
         return rp_error(RP_ERR_SHAPE, "expected v as %s, got %s",
                         rp_shape_str(want, sizeof want, 4, w), got);
     }
-    if ((int)cfg->pe < 0 || (int)cfg->pe > (int)RP_PE_ROPER_LEGACY)
-        return rp_error(RP_ERR_ARG, "unknown pe %d", (int)cfg->pe);
+    const rp_pe_mode *mode = rp_pe_mode_of(cfg->pe);
+    if (!mode) return rp_error(RP_ERR_ARG, "unknown pe %d", (int)cfg->pe);
     if (cfg->pairing != RP_PAIR_HALF && cfg->pairing != RP_PAIR_INTERLEAVED)
         return rp_error(RP_ERR_ARG, "unknown pairing %d", (int)cfg->pairing);
     if (!isfinite(cfg->scale))
         return rp_error(RP_ERR_ARG, "scale must be finite");
-    if (rotates_qk(cfg->pe)) {
+    if (mode->rot_qk) {
         if (!(cfg->base > 0.0) || !isfinite(cfg->base))
             return rp_error(RP_ERR_ARG, "base must be positive and finite");
         RP_TRY(check_d_rot("d_rot_qk", cfg->d_rot_qk, D, "d_k"));
     }
-    if (rotates_v(cfg->pe)) RP_TRY(check_d_rot("d_rot_v", cfg->d_rot_v, v->shape[3], "d_v"));
+    if (mode->v_angle != 0.0 || mode->o_sign != 0)
+        RP_TRY(check_d_rot("d_rot_v", cfg->d_rot_v, v->shape[3], "d_v"));
     if (cfg->q_offset < 0)
         return rp_error(RP_ERR_ARG, "q_offset must be >= 0, got %lld", (long long)cfg->q_offset);
     return RP_OK;
@@ -464,8 +529,6 @@ rp_status rp_attention(rp_tensor *out, rp_tensor *att, const rp_tensor *q, const
     memset(att, 0, sizeof *att);
     RP_TRY(rp_attention_check(q, k, v, cfg));
     rp_attn_cfg c = *cfg;
-    if (!rotates_qk(c.pe)) c.d_rot_qk = 0;
-    if (!rotates_v(c.pe)) c.d_rot_v = 0;
     int64_t B = q->shape[0], T = q->shape[1], H = q->shape[2], D = q->shape[3];
     int64_t S = k->shape[1], Dv = v->shape[3];
     rp_tensor qc = {0}, kc = {0}, vc = {0}, scratch = {0};

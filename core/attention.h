@@ -5,7 +5,7 @@
  * (q_offset = S - T for self-attention over a window, larger for chunks of a longer stream).
  * Under the causal mask query n sees keys i <= n.
  *
- * pe modes:
+ * pe modes (what each rotates is the mode table of pe.h; the kernels follow its rp_pe_scheme):
  *  NONE, SINUSOIDAL, LEARNED: plain attention (absolute encodings are added to embeddings
  *      elsewhere).
  *  ROPE: q and k rotated by their positions (first d_rot_qk features).
@@ -27,7 +27,7 @@ typedef struct rp_attn_cfg {
     rp_pe pe;
     int causal;
     double scale;           /* usually 1/sqrt(D) */
-    double base;            /* rope base, 10000 */
+    double base;            /* rope base, RP_ROPE_BASE */
     rp_pairing pairing;
     int64_t d_rot_qk;       /* rotated q/k features (even, <= D) for rope modes */
     int64_t d_rot_v;        /* rotated v features (even, <= Dv) for roper modes */
@@ -65,6 +65,22 @@ void rp_attention_backward(float *dq, float *dk, float *dv, float *scratch, cons
                            const float *k, int64_t ldk, const float *v, int64_t ldv, int64_t B,
                            int64_t T, int64_t S, int64_t H, int64_t D, int64_t Dv,
                            const rp_attn_cfg *cfg, int nthreads);
+
+/* Decoding with a KV cache: one new token at position pos of one sequence, through the same
+ * per-head kernel as rp_attention_forward (scores, softmax, weighted sum, output rotation).
+ * kcache, vcache hold one row per earlier position i < pos (rows ldc apart, heads side by side:
+ * element (i, h, d) at [i * ldc + h * D + d], ldc >= H * max(D, Dv)), as this function stored
+ * them: k_i rotated by +i theta and v_i by +v_angle i theta where the mode rotates them
+ * (rp_pe_scheme). It stores the new k (H * D floats) and v (H * Dv) at row pos the same way,
+ * rotates q (H * D) by +pos IN PLACE, and OVERWRITES out (H * Dv) with the causal attention of
+ * that query over rows 0 .. pos, rotated by o_sign pos theta where the mode says. cfg: pe, scale,
+ * base, pairing, d_rot_qk, d_rot_v as for the forward (checked by the caller); causal and
+ * q_offset are ignored. scratch holds rp_attention_decode_scratch_floats(pos + 1, H, D, Dv)
+ * floats. Single-threaded. */
+int64_t rp_attention_decode_scratch_floats(int64_t S, int64_t H, int64_t D, int64_t Dv);
+void rp_attention_decode(float *out, float *scratch, float *q, const float *k, const float *v,
+                         float *kcache, float *vcache, int64_t ldc, int64_t pos, int64_t H,
+                         int64_t D, int64_t Dv, const rp_attn_cfg *cfg);
 
 /* Validates tensors and cfg for the tensor-level call: q [B,T,H,D], k [B,S,H,D], v [B,S,H,Dv]
  * (all 4-D, sizes >= 1), d_rot ranges and parity for the rope modes, q_offset >= 0, scale finite.

@@ -29,7 +29,7 @@ rp_linattn_cfg rp_linattn_cfg_default(rp_pe pe, int64_t D, int64_t Dv)
     memset(&c, 0, sizeof c);
     c.pe = pe;
     c.placement = RP_LIN_AFTER;
-    c.base = 10000.0;
+    c.base = RP_ROPE_BASE;
     c.pairing = RP_PAIR_HALF;
     c.d_rot_qk = D;
     c.d_rot_v = Dv;
@@ -38,9 +38,12 @@ rp_linattn_cfg rp_linattn_cfg_default(rp_pe pe, int64_t D, int64_t Dv)
     return c;
 }
 
-static int rotates_qk(rp_pe pe) { return pe == RP_PE_ROPE || pe == RP_PE_ROPER; }
+/* What the mode rotates (the mode table of pe.h). The kernels support the modes the table marks
+ * `linear`: q/k rotated, and v with the output by +i / -n theta together (v_angle 1, o_sign -1,
+ * the same width), which rp_linattn_check enforces. */
+static int rotates_qk(rp_pe pe) { return rp_pe_mode_of(pe)->rot_qk; }
 
-static int rotates_v(rp_pe pe) { return pe == RP_PE_ROPER; }
+static int rotates_v(rp_pe pe) { return rp_pe_mode_of(pe)->v_angle != 0.0; }
 
 static rp_status check_d_rot(const char *name, int64_t d_rot, int64_t width, const char *wname)
 {
@@ -57,10 +60,10 @@ rp_status rp_linattn_check(int64_t D, int64_t Dv, const rp_linattn_cfg *cfg)
     if (D < 1 || Dv < 1)
         return rp_error(RP_ERR_ARG, "linear attention needs D >= 1 and Dv >= 1, got D %lld, Dv %lld",
                         (long long)D, (long long)Dv);
-    if ((int)cfg->pe < 0 || (int)cfg->pe > (int)RP_PE_ROPER_LEGACY)
-        return rp_error(RP_ERR_ARG, "unknown pe %d", (int)cfg->pe);
-    if (cfg->pe == RP_PE_ROPER_LEGACY)
-        return rp_error(RP_ERR_ARG, "roper_legacy is not supported by linear attention");
+    const rp_pe_mode *mode = rp_pe_mode_of(cfg->pe);
+    if (!mode) return rp_error(RP_ERR_ARG, "unknown pe %d", (int)cfg->pe);
+    if (!mode->linear)
+        return rp_error(RP_ERR_ARG, "%s is not supported by linear attention", mode->name);
     if (cfg->placement != RP_LIN_AFTER && cfg->placement != RP_LIN_BEFORE)
         return rp_error(RP_ERR_ARG, "unknown placement %d (after or before)", (int)cfg->placement);
     if (cfg->pairing != RP_PAIR_HALF && cfg->pairing != RP_PAIR_INTERLEAVED)

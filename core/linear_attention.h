@@ -43,7 +43,7 @@
 
 #include <stdint.h>
 
-#include "attention.h" /* rp_pe, rp_pe_name */
+#include "pe.h"        /* rp_pe, the mode table */
 #include "rope.h"      /* rp_pairing */
 #include "status.h"
 #include "tensor.h"
@@ -59,7 +59,7 @@ typedef enum {
 typedef struct rp_linattn_cfg {
     rp_pe pe;                   /* NONE / SINUSOIDAL / LEARNED (all plain), ROPE, ROPER */
     rp_lin_placement placement; /* where rope/roper rotate q and k (ignored for plain modes) */
-    double base;                /* rope base, 10000 */
+    double base;                /* rope base, RP_ROPE_BASE */
     rp_pairing pairing;
     int64_t d_rot_qk;  /* rotated features of q/k (even, 2..D) for rope/roper */
     int64_t d_rot_v;   /* rotated features of v (even, 2..Dv) for roper */

@@ -5,15 +5,14 @@
  *   pre-norm (labml, the default):  x += drop(attn(LN1(x)));  x += drop(ff(LN2(x)));  LN_f at the end
  *   post-norm (the write-up's 20M): x = LN1(x + drop(attn(x)));  x = LN2(x + drop(ff(x)));  no LN_f
  *
- * pe = none | rope | roper | roper_legacy: token embedding only (the rotations act inside
- * attention); sinusoidal: + the Vaswani table (base 10000, not rope_base); learned: + a trained
- * (seq_len, C) table.
- *
- * Memory: activations take about layers * B * T * (13 C + 2 d_ff + 4 + H T) floats (the attention
- * weights, H T per row, dominate at long T): 398 MiB for B 16, T 512, d_model 128, 3 layers.
+ * pe: what a mode adds to the embeddings and rotates inside attention is the mode table of pe.h
+ * (none | rope | roper | roper_legacy: token embedding only; sinusoidal: + the Vaswani table,
+ * base RP_ROPE_BASE, not rope_base; learned: + a trained (seq_len, C) table).
  *
  * Memory: one flat buffer each for parameters, gradients (same layout) and activations, sized
  * once for (max_batch, seq_len) at creation; forward accepts any B <= max_batch, T <= seq_len.
+ * The attention weights (B H T^2 floats per layer) dominate at long T. rp_model_memory gives the
+ * exact size of a config (the planner's own count); model_impl.h shows every buffer's layout.
  * The parameter buffer is a rp_storage so that tensor views of weights outlive the model.
  */
 #ifndef RP_MODEL_H
@@ -23,6 +22,7 @@
 
 #include "attention.h"
 #include "linear_attention.h"
+#include "pe.h"
 #include "rng.h"
 #include "storage.h"
 #include "tensor.h"
@@ -48,7 +48,7 @@ typedef struct rp_model_cfg {
     rp_pe pe;
     double fraction_qk;   /* d_rot_qk = floor(fraction_qk * d_k), even >= 2 for rope modes */
     double fraction_v;    /* d_rot_v = floor(fraction_v * d_k), even >= 2 for roper modes */
-    double rope_base;     /* 10000 */
+    double rope_base;     /* RP_ROPE_BASE */
     rp_pairing pairing;
     uint64_t seed;        /* initialisation and dropout */
     rp_attn_kind attention;          /* softmax (default) or linear */
@@ -56,7 +56,7 @@ typedef struct rp_model_cfg {
 } rp_model_cfg;
 
 /* The labml defaults: d_model 128, heads 4, layers 3, d_ff 512, seq_len 512, max_batch 16,
- * pre-norm, ReLU, dropout 0, pe rope, fractions 1, base 10000, half pairing, seed 0, softmax
+ * pre-norm, ReLU, dropout 0, pe rope, fractions 1, base RP_ROPE_BASE, half pairing, seed 0, softmax
  * attention (linear_rope after); vocab as given. */
 rp_model_cfg rp_model_cfg_default(int64_t vocab);
 
@@ -75,12 +75,19 @@ rp_status rp_model_cfg_check(const rp_model_cfg *cfg);
  *   "norm_f.weight" (C), "norm_f.bias" (C) only for pre-norm;
  *   "head.weight" (V, C), "head.bias" (V).
  * The order above is the order in the buffer. */
+/* How rp_model_new initialises an entry (PyTorch's defaults): N(0, 1) (embeddings), all 1
+ * (LayerNorm weights), all 0 (LayerNorm biases), U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (linear
+ * weights and biases; a bias shares its weight's fan_in). */
+typedef enum { RP_INIT_NORMAL = 0, RP_INIT_ONES, RP_INIT_ZEROS, RP_INIT_UNIFORM } rp_init_kind;
+
 typedef struct rp_param_info {
     char name[48];
     int ndim;
     int64_t shape[2];
     int64_t offset;  /* in floats, into the parameter buffer */
     int64_t numel;
+    rp_init_kind init;
+    int64_t fan_in;  /* RP_INIT_UNIFORM: the input features; 0 otherwise */
 } rp_param_info;
 
 typedef struct rp_model rp_model;

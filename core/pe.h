@@ -10,8 +10,8 @@
  * needs to know what a mode rotates (the attention and linear-attention kernels, the model, the
  * bindings, checkpoints, the benchmarks) asks this file: rp_pe_mode_of or an rp_pe_scheme.
  *
- * theta_j = base^(-2j/d_rot) (rope.h); the default base RP_ROPE_BASE also serves the Vaswani
- * sinusoidal table.
+ * theta_j = base^(-2j/d_rot) with the default base RP_ROPE_BASE (rope.h), which also serves the
+ * Vaswani sinusoidal table.
  */
 #ifndef RP_PE_H
 #define RP_PE_H
@@ -20,9 +20,6 @@
 
 #include "rope.h"
 #include "status.h"
-
-/* The default RoPE base, and the base of the sinusoidal table (RoFormer, Vaswani et al.). */
-#define RP_ROPE_BASE 10000.0
 
 typedef enum {
     RP_PE_NONE = 0,

@@ -103,7 +103,7 @@ rp_rope_cfg rp_rope_cfg_default(int64_t d_rot)
     rp_rope_cfg c;
     memset(&c, 0, sizeof c);
     c.d_rot = d_rot;
-    c.base = 10000.0;
+    c.base = RP_ROPE_BASE;
     c.pairing = RP_PAIR_HALF;
     c.sign = 1;
     c.scale = 1.0;

@@ -8,6 +8,10 @@
 
 #include "tensor.h"
 
+/* The default base of theta (RoFormer), also the base of the sinusoidal table (Vaswani et al.):
+ * the one definition of 10000 in the project. */
+#define RP_ROPE_BASE 10000.0
+
 typedef enum {
     RP_PAIR_HALF = 0,        /* feature i with i + d_rot/2 (labml, GPT-NeoX): the default */
     RP_PAIR_INTERLEAVED = 1  /* feature 2i with 2i+1 (the RoFormer paper, GPT-J) */
@@ -39,7 +43,7 @@ void rp_rope_backward(float *din, const float *dout, const float *cos_t, const f
 /* Options of the tensor-level rotation. */
 typedef struct rp_rope_cfg {
     int64_t d_rot;          /* rotated features, even, 0 < d_rot <= D */
-    double base;            /* 10000 */
+    double base;            /* RP_ROPE_BASE */
     rp_pairing pairing;
     int sign;               /* +1 rotate by +pos*theta, -1 by -pos*theta */
     double scale;           /* multiplies every angle; 1 normally */
@@ -49,7 +53,7 @@ typedef struct rp_rope_cfg {
     const int64_t *positions; /* optional, one per element of pos_dim (or 1 when pos_dim = -1) */
 } rp_rope_cfg;
 
-/* A rp_rope_cfg with the defaults: base 10000, half pairing, sign +1, scale 1, pos_dim -1,
+/* A rp_rope_cfg with the defaults: base RP_ROPE_BASE, half pairing, sign +1, scale 1, pos_dim -1,
  * offset 0, no positions, d_rot = D (set it). */
 rp_rope_cfg rp_rope_cfg_default(int64_t d_rot);
 

@@ -1,0 +1,320 @@
+/* The forward pass of the transformer (model.h), the token checks, and the introspection of the
+ * last forward (logits, attention weights, residual stream, linear-attention statistics). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layers.h"
+#include "model_impl.h"
+#include "parallel.h"
+
+rp_status rp_model_check_tokens(const rp_model *m, const int32_t *tokens, const int32_t *targets,
+                                int64_t B, int64_t T)
+{
+    const rp_model_cfg *c = &m->cfg;
+    if (B < 1) return rp_error(RP_ERR_ARG, "batch %lld must be >= 1", (long long)B);
+    if (T < 1) return rp_error(RP_ERR_ARG, "T %lld must be >= 1", (long long)T);
+    if (B > c->max_batch)
+        return rp_error(RP_ERR_RANGE, "batch %lld exceeds max_batch %lld", (long long)B,
+                        (long long)c->max_batch);
+    if (T > c->seq_len)
+        return rp_error(RP_ERR_RANGE, "T %lld exceeds seq_len %lld", (long long)T,
+                        (long long)c->seq_len);
+    if (!tokens) return rp_error(RP_ERR_ARG, "tokens is NULL");
+    /* positions in messages count from 1, as the Lua user does (tensor.h); values from 0 */
+    for (int64_t n = 0; n < B * T; n++)
+        if (tokens[n] < 0 || tokens[n] >= c->vocab)
+            return rp_error(RP_ERR_RANGE, "token %ld at [%lld, %lld] is outside the vocabulary 0..%lld",
+                            (long)tokens[n], (long long)(n / T + 1), (long long)(n % T + 1),
+                            (long long)(c->vocab - 1));
+    if (targets)
+        for (int64_t n = 0; n < B * T; n++)
+            if (targets[n] < -1 || targets[n] >= c->vocab)
+                return rp_error(RP_ERR_RANGE,
+                                "target %ld at [%lld, %lld] is outside the vocabulary 0..%lld "
+                                "(or -1: not scored)",
+                                (long)targets[n], (long long)(n / T + 1), (long long)(n % T + 1),
+                                (long long)(c->vocab - 1));
+    return RP_OK;
+}
+
+
+rp_attn_cfg rpm_attn_cfg(const rp_model *m, int64_t q_offset)
+{
+    const rp_pe_scheme *s = &m->pe;
+    rp_attn_cfg a;
+    memset(&a, 0, sizeof a);
+    a.pe = s->pe;
+    a.causal = 1;
+    a.scale = 1.0 / sqrt((double)m->dk);
+    a.base = s->base;
+    a.pairing = s->pairing;
+    a.d_rot_qk = s->d_rot_qk;
+    a.d_rot_v = s->d_rot_v ? s->d_rot_v : s->d_rot_o;
+    a.q_offset = q_offset;
+    return a;
+}
+
+rp_linattn_cfg rpm_linattn_cfg(const rp_model *m, int64_t q_offset)
+{
+    const rp_pe_scheme *s = &m->pe;
+    rp_linattn_cfg a = rp_linattn_cfg_default(s->pe, m->dk, m->dk);
+    a.placement = m->cfg.linear_rope;
+    a.base = s->base;
+    a.pairing = s->pairing;
+    if (s->d_rot_qk) a.d_rot_qk = s->d_rot_qk;
+    if (s->d_rot_v) a.d_rot_v = s->d_rot_v;
+    a.q_offset = q_offset;
+    return a;
+}
+
+static int64_t attn_scratch_need(const rp_model *m, int64_t T, int nt)
+{
+    return m->linear ? rp_linattn_scratch_floats(T, m->dk, m->dk, nt)
+                     : rp_attention_scratch_floats(T, T, m->dk, m->dk, nt);
+}
+
+/* OpenMP's current maximum, clamped to what the scratch was sized for at creation (and to what
+ * fits for this T). */
+int rpm_attn_threads(const rp_model *m, int64_t T)
+{
+    int nt = rp_max_threads();
+    if (nt > m->nthreads) nt = m->nthreads;
+    while (nt > 1 && attn_scratch_need(m, T, nt) > m->attn_scratch_floats) nt--;
+    return nt;
+}
+
+/* The attention of one layer over the fused qkv buffer (B, T, 3C) into y (B, T, C); softmax
+ * weights go to att (softmax only). Linear attention lowers *min_den to its smallest
+ * denominator. */
+static void attention_forward(rp_model *m, float *y, float *att, const float *qkv, int64_t B,
+                              int64_t T, const rp_attn_cfg *acfg, int nt, double *min_den)
+{
+    int64_t C = m->cfg.d_model, H = m->cfg.heads, dk = m->dk;
+    if (m->linear) {
+        rp_linattn_cfg lc = rpm_linattn_cfg(m, 0);
+        float md = INFINITY;
+        rp_linattn_forward(y, C, m->attn_scratch, NULL, &md, qkv, 3 * C, qkv + C, 3 * C,
+                           qkv + 2 * C, 3 * C, B, T, H, dk, dk, &lc, nt);
+        if ((double)md < *min_den) *min_den = (double)md;
+    } else {
+        rp_attention_forward(y, C, att, m->attn_scratch, qkv, 3 * C, qkv + C, 3 * C, qkv + 2 * C,
+                             3 * C, B, T, T, H, dk, dk, acfg, nt);
+    }
+}
+
+/* For the linear-attention introspection: checks that a linear forward ran (and layer, unless
+ * it is -1), and allocates w (H, T, T) and den (H, T) doubles for one sequence. */
+static rp_status linear_buffers(const rp_model *m, int64_t layer, double **w, double **den)
+{
+    *w = *den = NULL;
+    if (!m->linear) return rp_error(RP_ERR_ARG, "the model uses softmax attention");
+    if (!m->have_fwd) return rp_error(RP_ERR_ARG, "no forward pass yet");
+    if (layer != -1 && (layer < 0 || layer >= m->cfg.layers))
+        return rp_error(RP_ERR_ARG, "layer %lld is outside 0..%lld", (long long)layer,
+                        (long long)(m->cfg.layers - 1));
+    int64_t T = m->lastT, H = m->cfg.heads;
+    *w = malloc((size_t)(H * T * T) * sizeof(double));
+    *den = malloc((size_t)(H * T) * sizeof(double));
+    if (!*w || !*den) {
+        free(*w);
+        free(*den);
+        *w = *den = NULL;
+        return rp_error(RP_ERR_NOMEM, "cannot allocate %lld x %lld linear attention weights",
+                        (long long)T, (long long)T);
+    }
+    return RP_OK;
+}
+
+/* rp_linattn_weights of sequence b of layer l of the last forward. */
+static void linear_seq_weights(const rp_model *m, int64_t l, int64_t b, double *w, double *den)
+{
+    int64_t T = m->lastT, C = m->cfg.d_model;
+    rp_linattn_cfg lc = rpm_linattn_cfg(m, 0);
+    const float *q = m->la[l].qkv + b * T * 3 * C;
+    rp_linattn_weights(w, den, q, 3 * C, q + C, 3 * C, T, m->cfg.heads, m->dk, &lc);
+}
+
+rp_status rp_model_linear_stats(const rp_model *m, double *min_weight, double *min_den)
+{
+    double *w, *den;
+    RP_TRY(linear_buffers(m, -1, &w, &den));
+    double lo = HUGE_VAL;
+    for (int64_t l = 0; l < m->cfg.layers; l++)
+        for (int64_t b = 0; b < m->lastB; b++) {
+            linear_seq_weights(m, l, b, w, den);
+            double x = rp_linattn_min_weight(w, den, m->lastT, m->cfg.heads);
+            if (x < lo) lo = x;
+        }
+    free(w);
+    free(den);
+    if (min_weight) *min_weight = lo;
+    if (min_den) *min_den = m->lin_min_den;
+    return RP_OK;
+}
+
+rp_status rp_model_linear_weights(const rp_model *m, int64_t layer, float *out)
+{
+    double *w, *den;
+    RP_TRY(linear_buffers(m, layer, &w, &den));
+    int64_t B = m->lastB, T = m->lastT, H = m->cfg.heads;
+    for (int64_t b = 0; b < B; b++) {
+        linear_seq_weights(m, layer, b, w, den);
+        float *o = out + b * H * T * T;
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t n = 0; n < T; n++)
+                for (int64_t j = 0; j < T; j++)
+                    o[(h * T + n) * T + j] =
+                        j <= n ? (float)(w[(h * T + n) * T + j] / den[h * T + n]) : 0.0f;
+    }
+    free(w);
+    free(den);
+    return RP_OK;
+}
+
+void rpm_act_forward(const rp_model *m, float *out, const float *inp, int64_t n)
+{
+    if (m->cfg.act == RP_ACT_GELU)
+        rp_gelu_forward(out, inp, n);
+    else
+        rp_relu_forward(out, inp, n);
+}
+
+void rpm_act_backward(const rp_model *m, float *dinp, const float *dout, const float *inp,
+                         int64_t n)
+{
+    if (m->cfg.act == RP_ACT_GELU)
+        rp_gelu_backward(dinp, dout, inp, n);
+    else
+        rp_relu_backward(dinp, dout, inp, n);
+}
+
+/* res = x + drop(branch) over n floats; dropout only when drop != 0 (masks drawn from rng). */
+static void residual_branch(rp_model *m, float *res, float *mask, const float *x,
+                            const float *branch, int drop, int64_t n)
+{
+    if (drop) {
+        rp_dropout_forward(res, mask, branch, (float)m->cfg.dropout, &m->rng, n);
+        rp_residual_forward(res, x, res, n);
+    } else {
+        rp_residual_forward(res, x, branch, n);
+    }
+}
+
+rp_status rp_model_forward(rp_model *m, const int32_t *tokens, const int32_t *targets,
+                           const uint8_t *mask, int64_t B, int64_t T, int train, float *loss)
+{
+    RP_TRY(rp_model_check_tokens(m, tokens, targets, B, T));
+    const rp_model_cfg *c = &m->cfg;
+    const float *w = m->params->data;
+    int64_t N = B * T, C = c->d_model, F = c->d_ff, V = c->vocab;
+    int64_t NC = N * C;
+    int drop = train && c->dropout > 0.0;
+    int pre = c->norm == RP_NORM_PRE;
+    rp_attn_cfg acfg = rpm_attn_cfg(m, 0);
+    int nt = rpm_attn_threads(m, T);
+
+    m->have_fwd = 0;
+    memcpy(m->tokens, tokens, (size_t)N * sizeof(int32_t));
+    double min_den = INFINITY;
+
+    const float *wpe = m->pe.absolute == RP_ABS_LEARNED      ? w + m->off_pos
+                       : m->pe.absolute == RP_ABS_SINUSOIDAL ? m->sin_table
+                                                             : NULL;
+    rp_embedding_forward(m->x0, m->tokens, w + m->off_embed, wpe, N, T, C);
+
+    const float *x = m->x0;
+    for (int64_t l = 0; l < c->layers; l++) {
+        const layer_params *p = &m->lp[l];
+        layer_acts *a = &m->la[l];
+        const float *attn_in = x;
+        if (pre) {
+            rp_layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, x, w + p->ln1w, w + p->ln1b, N,
+                                 C);
+            attn_in = a->ln1;
+        }
+        rp_linear_forward(a->qkv, attn_in, w + p->qkvw, w + p->qkvb, N, C, 3 * C);
+        attention_forward(m, a->atty, a->att, a->qkv, B, T, &acfg, nt, &min_den);
+        rp_linear_forward(m->proj, a->atty, w + p->outw, w + p->outb, N, C, C);
+        residual_branch(m, a->res1, a->mask1, x, m->proj, drop, NC);
+        const float *ff_in, *ff_res;
+        if (pre) {
+            rp_layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->res1, w + p->ln2w,
+                                 w + p->ln2b, N, C);
+            ff_in = a->ln2;
+            ff_res = a->res1;
+        } else {
+            rp_layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, a->res1, w + p->ln1w,
+                                 w + p->ln1b, N, C);
+            ff_in = a->ln1;
+            ff_res = a->ln1;
+        }
+        rp_linear_forward(a->fch, ff_in, w + p->w1w, w + p->w1b, N, C, F);
+        rpm_act_forward(m, a->fch_act, a->fch, N * F);
+        rp_linear_forward(m->proj, a->fch_act, w + p->w2w, w + p->w2b, N, F, C);
+        residual_branch(m, a->res2, a->mask2, ff_res, m->proj, drop, NC);
+        if (!pre)
+            rp_layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, w + p->ln2w,
+                                 w + p->ln2b, N, C);
+        x = rpm_layer_out(m, l);
+    }
+    const float *head_in = x;
+    if (pre) {
+        rp_layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, x, w + m->off_normf_w,
+                             w + m->off_normf_b, N, C);
+        head_in = m->lnf;
+    }
+    rp_linear_forward(m->logits, head_in, w + m->off_head_w, w + m->off_head_b, N, C, V);
+
+    m->have_targets = targets != NULL;
+    m->nscored = 0;
+    if (targets) {
+        memcpy(m->targets, targets, (size_t)N * sizeof(int32_t));
+        m->has_mask = mask != NULL;
+        if (mask) memcpy(m->mask, mask, (size_t)N);
+        m->nscored = rp_crossentropy_forward(m->losses, m->probs, m->logits, m->targets,
+                                             m->has_mask ? m->mask : NULL, N, V);
+        double sum = 0.0;
+        for (int64_t n = 0; n < N; n++) sum += (double)m->losses[n];
+        if (loss) *loss = m->nscored > 0 ? (float)(sum / (double)m->nscored) : NAN;
+    } else if (loss) {
+        *loss = NAN;
+    }
+    m->lastB = B;
+    m->lastT = T;
+    m->dropped = drop;
+    m->lin_min_den = m->linear ? min_den : (double)NAN;
+    m->have_fwd = 1;
+    return RP_OK;
+}
+
+const float *rp_model_logits(const rp_model *m) { return m->have_fwd ? m->logits : NULL; }
+
+void rp_model_last_shape(const rp_model *m, int64_t *B, int64_t *T)
+{
+    if (B) *B = m->have_fwd ? m->lastB : 0;
+    if (T) *T = m->have_fwd ? m->lastT : 0;
+}
+
+const float *rp_model_attention_weights(const rp_model *m, int64_t layer)
+{
+    if (!m->have_fwd || layer < 0 || layer >= m->cfg.layers) return NULL;
+    return m->la[layer].att;
+}
+
+double rp_model_linear_min_den(const rp_model *m)
+{
+    return m->linear && m->have_fwd ? m->lin_min_den : (double)NAN;
+}
+
+float *rpm_layer_out(const rp_model *m, int64_t l)
+{
+    if (l < 0) return m->x0;
+    return m->cfg.norm == RP_NORM_PRE ? m->la[l].res2 : m->la[l].ln2;
+}
+
+const float *rp_model_residual(const rp_model *m, int64_t layer)
+{
+    if (!m->have_fwd || layer < -1 || layer >= m->cfg.layers) return NULL;
+    return rpm_layer_out(m, layer);
+}

@@ -1,0 +1,181 @@
+/* The transformer's inside, shared by the files that implement model.h (and by nothing else):
+ *
+ *   model_config.c    the config: defaults, checks, the positional scheme it resolves to
+ *   model_layout.c    the parameter layout (names, shapes, offsets, init kinds), initialisation,
+ *                     the parameter accessors
+ *   model_memory.c    the memory plan (one bump planner for activations, gradients and the decode
+ *                     cache, run to count and then to assign), rp_model_memory, creation, freeing
+ *   model_forward.c   token checks, the forward pass, introspection of the last forward
+ *   model_backward.c  the backward pass
+ *   model_decode.c    the KV cache (through rp_attention_decode) and generation
+ *
+ * ---- Activation buffer (floats; N = max_batch * seq_len rows, A = max_batch * H * seq_len^2;
+ * every piece is rounded up to a multiple of 16 floats so that each starts on a 64-byte line) ----
+ *
+ *   x0        (N, C)    embedding output (+ sinusoidal table / learned rows): the residual
+ *                       stream entering layer 0 (rp_model_residual(-1))
+ *   per layer l = 0 .. layers-1, in this order:
+ *     ln1       (N, C)  pre-norm: LN1(x);  post-norm: LN1(res1) (= h1, the FF input)
+ *     ln1_mean  (N)     \ saved LayerNorm statistics of ln1
+ *     ln1_rstd  (N)     /
+ *     qkv       (N, 3C) the fused projection, columns [q | k | v] (unrotated)
+ *     att       (A)     softmax weights (B, H, T, T) of the last forward, packed for its B, T
+ *     atty      (N, C)  attention output before the output projection (heads side by side)
+ *     mask1     (N, C)  dropout mask of the attention branch (only when cfg.dropout > 0)
+ *     res1      (N, C)  x + drop(attn proj)
+ *     ln2       (N, C)  pre-norm: LN2(res1) (the FF input);  post-norm: LN2(res2) = layer output
+ *     ln2_mean  (N), ln2_rstd (N)
+ *     fch       (N, F)  FF pre-activation (ln2 or h1) @ W1^T + b1
+ *     fch_act   (N, F)  relu/gelu(fch)
+ *     mask2     (N, C)  dropout mask of the FF branch (only when cfg.dropout > 0)
+ *     res2      (N, C)  pre-norm: res1 + drop(ff) = layer output;  post-norm: h1 + drop(ff)
+ *   proj      (N, C)    scratch: the output of the attention / FF output projections before
+ *                       dropout and the residual add (backward never needs it)
+ *   lnf       (N, C), lnf_mean (N), lnf_rstd (N)   final LayerNorm (pre-norm only)
+ *   logits    (N, V)
+ *   probs     (N, V)    softmax of the logits (saved by the cross-entropy for backward)
+ *   losses    (N)       per-row cross-entropy
+ *   sin_table (seq_len, C)  the sinusoidal table (pe sinusoidal only)
+ *   attn_scratch        the attention kernel's scratch for (seq_len, nthreads at creation)
+ *
+ * The layer output (the residual stream after layer l) is res2 for pre-norm and ln2 for post-norm.
+ * Rows are packed for the B, T of the last forward: row n = b * T + t.
+ *
+ * ---- Activation-gradient buffer (sized once; backward reuses it layer after layer) ----
+ *   dx (N, C)     gradient of the residual stream at the current point
+ *   dA (N, C)     gradient of a LayerNorm output / input (pre: d ln; post: d res2, then d h1)
+ *   dB (N, C)     dropout-masked branch gradient (only touched when dropout was applied)
+ *   datty (N, C)  gradient of the attention output
+ *   dqkv (N, 3C)  gradient of the fused q, k, v
+ *   dF1 (N, F), dF2 (N, F)   gradients of fch_act and fch
+ *   dlogits (N, V)
+ * Every kernel's backward accumulates, so each target is zeroed (memset, B*T rows) right before
+ * the kernel that fills it, except dx / dA where the accumulation IS the residual sum.
+ *
+ * ---- Decode buffer ----
+ *   kcache, vcache (layers, seq_len, C) each (softmax attention only: rows as
+ *   rp_attention_decode stores them), then one token's scratch: x, ln, mean, rstd, qkv (3C), y,
+ *   proj, res, h, h_act (F), logits (V) and the decode scratch of rp_attention_decode.
+ *
+ * ---- Other memory, all allocated by rp_model_new ----
+ *   the linear attention's decode state (layers x rp_linattn_state_doubles); copies of the last
+ *   tokens / targets / mask (N each); generation scratch (V doubles, V index pairs, seq_len window
+ *   tokens). Nothing is allocated per step.
+ *
+ * ---- RNG streams ----
+ *   Initialisation: one rp_rng seeded with cfg.seed, drawn in layout order (uniform values as
+ *   lo + (hi - lo) * rp_rng_uniform, the formula of rp_rng_fill_uniform; normals rp_rng_normal).
+ *   Dropout: rp_model_rng, seeded with cfg.seed ^ RP_DROPOUT_SEED_XOR, so dropout masks do not
+ *   repeat the initialisation stream. Each training forward draws, per layer, the attention-branch
+ *   mask (B*T*C values) then the FF-branch mask, through rp_dropout_forward.
+ */
+#ifndef RP_MODEL_IMPL_H
+#define RP_MODEL_IMPL_H
+
+#include "model.h"
+
+/* Distinguishes the dropout stream from the initialisation stream of the same seed. */
+#define RP_DROPOUT_SEED_XOR 0xD1B54A32D192ED03ULL
+/* Largest layer count (keeps names and the layout table small). */
+#define RP_MAX_LAYERS 100000
+
+/* Parameter offsets of one layer (floats into the parameter / gradient buffers). */
+typedef struct {
+    int64_t ln1w, ln1b, qkvw, qkvb, outw, outb, ln2w, ln2b, w1w, w1b, w2w, w2b;
+} layer_params;
+
+/* Activation pointers of one layer (see the layout at the top). */
+typedef struct {
+    float *ln1, *ln1_mean, *ln1_rstd, *qkv, *att, *atty, *mask1, *res1;
+    float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_act, *mask2, *res2;
+} layer_acts;
+
+/* (value, index) for the top-k sort of generation. */
+typedef struct {
+    float v;
+    int32_t i;
+} gen_pair;
+
+struct rp_model {
+    rp_model_cfg cfg;
+    int64_t dk;
+    rp_pe_scheme pe;               /* what the attention rotates (rpm_scheme) */
+    int linear;                    /* cfg.attention == RP_ATTN_LINEAR */
+    double lin_min_den;            /* the last forward's smallest denominator (linear) */
+
+    /* layout */
+    int nparams;
+    rp_param_info *info;
+    int64_t nfloats;
+    int64_t off_embed, off_pos, off_normf_w, off_normf_b, off_head_w, off_head_b;
+    layer_params *lp;
+    rp_storage *params, *grads;
+
+    /* activations */
+    float *act_mem;
+    int64_t act_floats;
+    float *x0, *proj, *lnf, *lnf_mean, *lnf_rstd, *logits, *probs, *losses;
+    layer_acts *la;
+    float *sin_table;
+    float *attn_scratch;
+    int64_t attn_scratch_floats;
+    int nthreads;
+
+    /* activation gradients */
+    float *grad_mem;
+    int64_t grad_floats;
+    float *dx, *dA, *dB, *datty, *dqkv, *dF1, *dF2, *dlogits;
+
+    /* the last forward */
+    int32_t *tokens, *targets;
+    uint8_t *mask;
+    int has_mask;
+    int64_t lastB, lastT;
+    int have_fwd, have_targets, dropped;
+    int64_t nscored;
+
+    rp_rng rng;
+
+    /* KV cache and the cached path (cache_mem holds all of it) */
+    float *cache_mem;
+    float *kcache, *vcache; /* (layers, seq_len, C) each */
+    int64_t cache_len;
+    float *c_x, *c_ln, *c_mean, *c_rstd, *c_qkv, *c_y, *c_proj, *c_res, *c_h, *c_ha;
+    float *c_logits, *c_scratch;
+    double *lin_state;             /* linear attention: (layers, state doubles of one sequence) */
+
+    /* generation */
+    double *gen_p;
+    gen_pair *gen_sort;
+    int32_t *gen_win;
+};
+
+/* ---- model_config.c ---- */
+/* The positional scheme of a checked cfg (d_rot from the fractions and d_k). */
+rp_pe_scheme rpm_scheme(const rp_model_cfg *cfg);
+
+/* ---- model_layout.c ---- */
+/* a + b and a * b for sizes >= 0, saturating at INT64_MAX (counting passes of huge configs). */
+int64_t rpm_sat_add(int64_t a, int64_t b);
+int64_t rpm_sat_mul(int64_t a, int64_t b);
+/* Builds the layout into m->info / m->lp, or only counts it when they are NULL: returns the
+ * number of entries and sets m->nfloats and the off_* fields (sizes saturate at INT64_MAX, so
+ * a huge config counts without overflow). */
+int rpm_build_layout(rp_model *m);
+/* Fills the parameter buffer from cfg.seed by each entry's init kind (layout order). */
+void rpm_init_params(rp_model *m);
+
+/* ---- model_forward.c (also used by the backward pass and decoding) ---- */
+/* The attention cfg of the model's scheme (queries from position q_offset). */
+rp_attn_cfg rpm_attn_cfg(const rp_model *m, int64_t q_offset);
+rp_linattn_cfg rpm_linattn_cfg(const rp_model *m, int64_t q_offset);
+/* Threads for the attention kernel at this T (bounded by the scratch sized at creation). */
+int rpm_attn_threads(const rp_model *m, int64_t T);
+/* The residual stream after layer l (-1: the embedding output) of the last forward. */
+float *rpm_layer_out(const rp_model *m, int64_t l);
+/* out = relu / gelu(inp) over n floats (the cfg's activation); the backward accumulates. */
+void rpm_act_forward(const rp_model *m, float *out, const float *inp, int64_t n);
+void rpm_act_backward(const rp_model *m, float *dinp, const float *dout, const float *inp,
+                      int64_t n);
+
+#endif
