@@ -978,6 +978,132 @@ static void test_errors(void)
     rp_tensor_release(&v);
 }
 
+/* rp_attention_decode: tokens fed one at a time through a strided cache give, at each position,
+ * the reference's attention of that query over keys 0 .. pos (every mode, both pairings, full and
+ * partial widths, Dv != D); the cache rows hold k and v rotated as the mode says, and q comes
+ * back rotated by +pos. */
+static void test_decode(void)
+{
+    printf("decode\n");
+    enum { H = 2, D = 8, Dv = 6, Tn = 9, ldc = H * D + 3 };
+    rp_tensor q = randt(4, S(1, Tn, H, D), -2.0, 2.0), k = randt(4, S(1, Tn, H, D), -2.0, 2.0);
+    rp_tensor v = randt(4, S(1, Tn, H, Dv), -1.0, 1.0);
+    float *qc = malloc(sizeof(float) * (size_t)(Tn * H * D));
+    float *kc = malloc(sizeof(float) * (size_t)(Tn * H * D));
+    float *vc = malloc(sizeof(float) * (size_t)(Tn * H * Dv));
+    check_gather(qc, &q);
+    check_gather(kc, &k);
+    check_gather(vc, &v);
+    float *kcache = calloc((size_t)(Tn * ldc), sizeof(float));
+    float *vcache = calloc((size_t)(Tn * ldc), sizeof(float));
+    float *scratch = malloc(sizeof(float) * (size_t)rp_attention_decode_scratch_floats(Tn, H, D, Dv));
+    float qt[H * D], out[H * Dv];
+    double want[H * Dv], wa[H * Tn], qd[H * D];
+    for (int pe = RP_PE_NONE; pe < RP_PE_COUNT; pe++)
+        for (int pm = 0; pm <= 1; pm++)
+            for (int partial = 0; partial <= 1; partial++) {
+                rp_attn_cfg cfg = base_cfg((rp_pe)pe, D, Dv);
+                cfg.pairing = (rp_pairing)pm;
+                if (partial) cfg.d_rot_qk = 4, cfg.d_rot_v = 2, cfg.base = 500.0;
+                const rp_pe_mode *mode = rp_pe_mode_of((rp_pe)pe);
+                double maxerr = 0, maxq = 0, maxk = 0, maxv = 0;
+                for (int64_t pos = 0; pos < Tn; pos++) {
+                    memcpy(qt, qc + pos * H * D, sizeof qt);
+                    rp_attention_decode(out, scratch, qt, kc + pos * H * D, vc + pos * H * Dv,
+                                        kcache, vcache, ldc, pos, H, D, Dv, &cfg);
+                    /* the reference: T = 1 at q_offset pos over keys 0 .. pos */
+                    rp_attn_cfg rc = cfg;
+                    rc.q_offset = pos;
+                    dims d = {1, 1, pos + 1, H, D, Dv};
+                    ref_attention(want, wa, qc + pos * H * D, kc, vc, d, &rc);
+                    for (int64_t j = 0; j < H * Dv; j++)
+                        maxerr = fmax(maxerr, fabs((double)out[j] - want[j]));
+                    /* q rotated in place; the cache row of k and of v at pos */
+                    for (int64_t j = 0; j < H * D; j++) qd[j] = qc[pos * H * D + j];
+                    for (int64_t h = 0; h < H; h++)
+                        if (mode->rot_qk)
+                            ref_rot(qd + h * D, cfg.d_rot_qk, cfg.base, cfg.pairing, (double)pos);
+                    for (int64_t j = 0; j < H * D; j++) maxq = fmax(maxq, fabs((double)qt[j] - qd[j]));
+                    for (int64_t j = 0; j < H * D; j++) qd[j] = kc[pos * H * D + j];
+                    for (int64_t h = 0; h < H; h++)
+                        if (mode->rot_qk)
+                            ref_rot(qd + h * D, cfg.d_rot_qk, cfg.base, cfg.pairing, (double)pos);
+                    for (int64_t j = 0; j < H * D; j++)
+                        maxk = fmax(maxk, fabs((double)kcache[pos * ldc + j] - qd[j]));
+                    for (int64_t j = 0; j < H * Dv; j++) qd[j] = vc[pos * H * Dv + j];
+                    for (int64_t h = 0; h < H; h++)
+                        if (mode->v_angle != 0.0)
+                            ref_rot(qd + h * Dv, cfg.d_rot_v, cfg.base, cfg.pairing,
+                                    mode->v_angle * (double)pos);
+                    for (int64_t j = 0; j < H * Dv; j++)
+                        maxv = fmax(maxv, fabs((double)vcache[pos * ldc + j] - qd[j]));
+                }
+                char label[160];
+                snprintf(label, sizeof label, "decode pe=%s %s d_rot_qk=%lld d_rot_v=%lld",
+                         pe_label((rp_pe)pe), pm ? "interleaved" : "half",
+                         (long long)cfg.d_rot_qk, (long long)cfg.d_rot_v);
+                CHECK(maxerr < ATT_TOL, "%s: out vs reference, max |diff| %.3g", label, maxerr);
+                CHECK(maxq < 1e-5, "%s: q rotated by +pos in place, max |diff| %.3g", label, maxq);
+                CHECK(maxk < 1e-5, "%s: k cache rows, max |diff| %.3g", label, maxk);
+                CHECK(maxv < 1e-5, "%s: v cache rows, max |diff| %.3g", label, maxv);
+            }
+    free(qc);
+    free(kc);
+    free(vc);
+    free(kcache);
+    free(vcache);
+    free(scratch);
+    rp_tensor_release(&q);
+    rp_tensor_release(&k);
+    rp_tensor_release(&v);
+}
+
+/* The mode table of pe.h: names in enum order and NULL-terminated, what each mode rotates, the
+ * scheme's widths (0 where the mode does not rotate) and the fraction rule's messages. */
+static void test_pe_table(void)
+{
+    printf("pe table\n");
+    static const struct {
+        int rot_qk;
+        double v_angle;
+        int o_sign, linear;
+        rp_pe_absolute abs;
+    } want[RP_PE_COUNT] = {{0, 0.0, 0, 1, RP_ABS_NONE},  {0, 0.0, 0, 1, RP_ABS_SINUSOIDAL},
+                           {0, 0.0, 0, 1, RP_ABS_LEARNED}, {1, 0.0, 0, 1, RP_ABS_NONE},
+                           {1, 1.0, -1, 1, RP_ABS_NONE}, {1, 2.0, -1, 0, RP_ABS_NONE}};
+    for (int pe = 0; pe < RP_PE_COUNT; pe++) {
+        const rp_pe_mode *m = rp_pe_mode_of((rp_pe)pe);
+        CHECK(m && strcmp(m->name, rp_pe_names[pe]) == 0 && strcmp(rp_pe_name((rp_pe)pe), m->name) == 0,
+              "mode %d: names agree", pe);
+        CHECK(m && m->rot_qk == want[pe].rot_qk && m->v_angle == want[pe].v_angle &&
+                  m->o_sign == want[pe].o_sign && m->linear == want[pe].linear &&
+                  m->absolute == want[pe].abs,
+              "mode %s: placements", rp_pe_names[pe]);
+        rp_pe_scheme s;
+        CHECK_STATUS(rp_pe_scheme_init(&s, (rp_pe)pe, 6, 4, 100.0, RP_PAIR_INTERLEAVED), RP_OK, NULL);
+        CHECK(s.d_rot_qk == (want[pe].rot_qk ? 6 : 0) && s.d_rot_v == (want[pe].v_angle != 0.0 ? 4 : 0) &&
+                  s.d_rot_o == (want[pe].o_sign ? 4 : 0) && s.base == 100.0 &&
+                  s.pairing == RP_PAIR_INTERLEAVED && (int)s.pe == pe,
+              "scheme %s: widths %lld %lld %lld", rp_pe_names[pe], (long long)s.d_rot_qk,
+              (long long)s.d_rot_v, (long long)s.d_rot_o);
+        CHECK(rp_pe_rotates((rp_pe)pe) == (want[pe].rot_qk || want[pe].v_angle != 0.0),
+              "rp_pe_rotates(%s)", rp_pe_names[pe]);
+    }
+    CHECK(rp_pe_names[RP_PE_COUNT] == NULL, "rp_pe_names is NULL-terminated");
+    CHECK(rp_pe_mode_of((rp_pe)-1) == NULL && rp_pe_mode_of(RP_PE_COUNT) == NULL, "out of range");
+    CHECK(rp_pe_from_name(NULL) == -1, "rp_pe_from_name(NULL)");
+    rp_pe_scheme s;
+    CHECK_STATUS(rp_pe_scheme_init(&s, RP_PE_COUNT, 2, 2, 1.0, RP_PAIR_HALF), RP_ERR_ARG, "unknown pe 6");
+    int64_t d = 0;
+    CHECK_STATUS(rp_pe_fraction_width("fraction_v", 0.5, 12, &d), RP_OK, NULL);
+    CHECK(d == 6, "floor(0.5 * 12) = 6, got %lld", (long long)d);
+    CHECK_STATUS(rp_pe_fraction_width("fraction_v", 0.3, 12, &d), RP_ERR_ARG,
+                 "fraction_v 0.3 gives d_rot 3 for d_k 12; it must be even and >= 2");
+    CHECK_STATUS(rp_pe_fraction_width("fraction_qk", 1.5, 12, &d), RP_ERR_ARG,
+                 "fraction_qk 1.5 must be in (0, 1]");
+    CHECK_STATUS(rp_pe_fraction_width("fraction_qk", NAN, 12, &d), RP_ERR_ARG, "must be in (0, 1]");
+}
+
 int main(void)
 {
     test_names();
@@ -991,5 +1117,7 @@ int main(void)
            max_err_, GRAD_TOL);
     test_fused_strided();
     test_threads();
+    test_decode();
+    test_pe_table();
     return check_summary("test_attention");
 }
