@@ -78,10 +78,17 @@ $(LIB): $(CORE_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-# The Lua sources of the module are compiled into it (bindings/embed.lua writes a C array).
-$(BUILD)/roper_lua.c: bindings/embed.lua $(LUA_SRC) | deps
+# The help texts of rp.help come from docs/lua_api.md: bindings/gen_help.lua turns it into a Lua
+# chunk (19_help_data.lua, run before bindings/lua/20_help.lua), generated here and never in the tree.
+HELP_DATA := $(BUILD)/gen/19_help_data.lua
+$(HELP_DATA): bindings/gen_help.lua docs/lua_api.md | deps
 	@mkdir -p $(dir $@)
-	lua5.4 bindings/embed.lua $(LUA_SRC) > $@
+	lua5.4 bindings/gen_help.lua docs/lua_api.md > $@
+
+# The Lua sources of the module are compiled into it (bindings/embed.lua writes a C array).
+$(BUILD)/roper_lua.c: bindings/embed.lua $(LUA_SRC) $(HELP_DATA) | deps
+	@mkdir -p $(dir $@)
+	lua5.4 bindings/embed.lua $(LUA_SRC) $(HELP_DATA) > $@
 
 $(BUILD)/obj/roper_lua.o: $(BUILD)/roper_lua.c bindings/roper.h
 	@mkdir -p $(dir $@)

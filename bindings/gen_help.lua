@@ -1,0 +1,234 @@
+-- gen_help.lua: turns docs/lua_api.md into the help data of rp.help (a Lua chunk that embed.lua
+-- compiles into the module next to the files of bindings/lua/).
+--
+--   lua5.4 bindings/gen_help.lua docs/lua_api.md > build/gen/19_help_data.lua
+--
+-- The output, run as chunk(rp, internals) before 20_help.lua, sets
+--   internals.help_data = { entries = { {name, signature, text, aliases}, ... },
+--                           topics = { {name, text}, ... } }   (in the order of the file)
+--
+-- The format of lua_api.md (docs/lua_api.md says it too, under "Help"):
+--  - an entry is a heading `### `signature`` (the whole heading one code span) and the text up to
+--    the next heading or marker. The signature starts with the function's name: rp.name(,
+--    rp.sub.name(, or a method t:name( (rp.Tensor), g: (rp.Rng), m: (rp.Model), opt: (rp.Optim),
+--    task: (rp.Task). "(also t:name(...))" inside the signature names an alias (the same function
+--    reached as a method).
+--  - a topic is the text between the lines `<!-- topic NAME -->` and `<!-- end topic -->`.
+--  - every other part of the file is documentation only.
+-- The text is markdown turned into the plain text of the REPL: fenced code becomes "Example:" and
+-- lines "  > code", a bullet "- x" becomes "  x" (its continuation lines "    ...", or aligned
+-- with the value of a bullet "- key   value"), a table its
+-- rows (header and rule dropped, cells aligned), backticks, ** and backslash escapes go, blank
+-- lines are dropped. A malformed entry or marker stops the generator with "file:line: message"
+-- on stderr and exit status 1.
+
+local RECEIVERS = { t = "rp.Tensor", g = "rp.Rng", m = "rp.Model", opt = "rp.Optim",
+  task = "rp.Task" }
+local WIDTH = 92
+
+local function fail(file, line, msg)
+  io.stderr:write(("%s:%d: %s\n"):format(file, line, msg))
+  os.exit(1)
+end
+
+-- The public name of a call written as "rp.a.b(" or "t:b(", or nil.
+local function call_name(s)
+  local recv, meth = s:match("^([%a_][%w_]*):([%a_][%w_]*)%(")
+  if recv then return RECEIVERS[recv] and (RECEIVERS[recv] .. "." .. meth) end
+  return s:match("^(rp%.[%a_][%w_.]*[%w_])%(")
+end
+
+local function strip_inline(s)
+  return (s:gsub("`", ""):gsub("%*%*", ""):gsub("\\([%p])", "%1"))
+end
+
+local function split_row(line)
+  local cells = {}
+  local body = line:gsub("^%s*|", ""):gsub("|%s*$", "")
+  body = body:gsub("\\|", "\1")
+  for cell in (body .. "|"):gmatch("(.-)|") do
+    cells[#cells + 1] = strip_inline((cell:gsub("\1", "|"):gsub("^%s+", ""):gsub("%s+$", "")))
+  end
+  return cells
+end
+
+-- Rows of a markdown table (header and rule dropped) as aligned lines; the last cell wraps.
+local function table_lines(rows, out)
+  local widths = {}
+  for _, r in ipairs(rows) do
+    for i = 1, #r - 1 do widths[i] = math.max(widths[i] or 0, #r[i]) end
+  end
+  for _, r in ipairs(rows) do
+    local head = "  "
+    for i = 1, #r - 1 do head = head .. r[i] .. (" "):rep(widths[i] - #r[i] + 2) end
+    local indent, line = (" "):rep(#head), head
+    local first = true
+    for word in r[#r]:gmatch("%S+") do
+      if not first and #line + 1 + #word > WIDTH then
+        out[#out + 1] = line
+        line = indent .. word
+      else
+        line = line .. (first and "" or " ") .. word
+      end
+      first = false
+    end
+    out[#out + 1] = line
+  end
+end
+
+-- Markdown lines {text, lineno} of one entry or topic -> the plain text.
+local function plain(file, lines)
+  local out, rows = {}, nil
+  local in_fence, in_bullet, example = false, false, false
+  local function flush_table()
+    if rows then table_lines(rows, out) end
+    rows = nil
+  end
+  for _, l in ipairs(lines) do
+    local s, n = l[1], l[2]
+    if in_fence then
+      if s:match("^```%s*$") then
+        in_fence = false
+      else
+        out[#out + 1] = "  > " .. s
+      end
+    elseif s:match("^```") then
+      flush_table()
+      if not s:match("^```lua%s*$") and not s:match("^```%s*$") then
+        fail(file, n, "an example must be a ```lua fence")
+      end
+      in_fence, in_bullet = true, false
+      if not example then out[#out + 1] = "Example:" end
+      example = true
+    elseif s:match("^%s*$") then
+      flush_table()
+      in_bullet = false
+    elseif s:match("^|") then
+      if not rows then
+        rows = { header = true }
+      elseif rows.header then
+        if not s:match("^|[%s:|-]+$") then fail(file, n, "a table needs a |---| rule after its header") end
+        rows.header = nil
+      else
+        rows[#rows + 1] = split_row(s)
+      end
+      example = false
+    elseif s:match("^%- ") then
+      flush_table()
+      out[#out + 1] = "  " .. strip_inline(s:sub(3))
+      -- "- key     value": continuation lines align with the value, others indent by 4.
+      local key = s:match("^%- ([^%s`]+%s%s+)%S")
+      in_bullet, example = (" "):rep(2 + (key and #key or 2)), false
+    elseif in_bullet and s:match("^  +%S") then
+      out[#out + 1] = in_bullet .. strip_inline((s:gsub("^%s+", "")))
+    else
+      flush_table()
+      if s:match("^%s") then fail(file, n, "an indented line outside a bullet (use a ```lua fence for code)") end
+      out[#out + 1] = strip_inline(s)
+      in_bullet, example = false, false
+    end
+  end
+  if in_fence then fail(file, lines[#lines][2], "a ``` fence is not closed") end
+  flush_table()
+  return table.concat(out, "\n")
+end
+
+local function parse(file, src)
+  local entries, topics, seen = {}, {}, {}
+  local cur -- the entry or topic being read: {kind =, name =, line =, lines = {}}
+  local in_fence = false
+  local function close(n)
+    if not cur then return end
+    if cur.kind == "topic" then fail(file, cur.line, "topic '" .. cur.name .. "' has no <!-- end topic -->") end
+    local text = plain(file, cur.lines)
+    if text == "" then fail(file, cur.line, "entry " .. cur.name .. " has no text") end
+    entries[#entries + 1] = { cur.name, cur.signature, text, cur.aliases }
+    cur = nil
+  end
+  local n = 0
+  for s in (src:gsub("\r\n", "\n") .. (src:sub(-1) == "\n" and "" or "\n")):gmatch("(.-)\n") do
+    n = n + 1
+    if in_fence then
+      if s:match("^```%s*$") then in_fence = false end
+      if cur then cur.lines[#cur.lines + 1] = { s, n } end
+    elseif s:match("^```") then
+      in_fence = true
+      if cur then cur.lines[#cur.lines + 1] = { s, n } end
+    elseif s:match("^<!%-%-") then
+      local topic = s:match("^<!%-%- topic ([%w_]+) %-%->%s*$")
+      if topic then
+        close(n)
+        if seen["topic " .. topic] then fail(file, n, "topic '" .. topic .. "' appears twice") end
+        seen["topic " .. topic] = true
+        cur = { kind = "topic", name = topic, line = n, lines = {} }
+      elseif s:match("^<!%-%- end topic %-%->%s*$") then
+        if not cur or cur.kind ~= "topic" then fail(file, n, "<!-- end topic --> without a topic") end
+        local text = plain(file, cur.lines)
+        if text == "" then fail(file, cur.line, "topic '" .. cur.name .. "' has no text") end
+        topics[#topics + 1] = { cur.name, text }
+        cur = nil
+      elseif s:match("topic") then
+        fail(file, n, "a topic marker is <!-- topic NAME --> or <!-- end topic -->")
+      elseif cur then
+        cur.lines[#cur.lines + 1] = { s, n }
+      end
+    elseif s:match("^#") then
+      if cur and cur.kind == "topic" then fail(file, n, "a heading inside topic '" .. cur.name .. "'") end
+      close(n)
+      if s:match("^###%s") then
+        local sig = s:match("^### `([^`]+)`%s*$")
+        if not sig then fail(file, n, "an entry heading must be ### `signature` (one code span)") end
+        local name = call_name(sig)
+        if not name then
+          fail(file, n, "the signature '" .. sig .. "' does not start with rp.name( or "
+            .. "t:/g:/m:/opt:/task:name(")
+        end
+        local aliases = {}
+        for call in sig:gmatch("also ([%w_:.]+%()") do
+          local a = call_name(call)
+          if not a then fail(file, n, "the alias '" .. call .. "' names no public function") end
+          aliases[#aliases + 1] = a
+        end
+        for _, k in ipairs { name, table.unpack(aliases) } do
+          if seen[k] then fail(file, n, k .. " has a second entry") end
+          seen[k] = true
+        end
+        cur = { kind = "entry", name = name, signature = sig, aliases = aliases, line = n, lines = {} }
+      elseif s:match("^####") then
+        fail(file, n, "#### headings are not used (an entry is ### `signature`)")
+      end
+    elseif cur then
+      cur.lines[#cur.lines + 1] = { s, n }
+    end
+  end
+  if in_fence then fail(file, n, "a ``` fence is not closed") end
+  close(n)
+  if #entries == 0 then fail(file, n, "no entries") end
+  return entries, topics
+end
+
+local file = ...
+if not file then
+  io.stderr:write("usage: lua5.4 bindings/gen_help.lua docs/lua_api.md > 19_help_data.lua\n")
+  os.exit(2)
+end
+local f, err = io.open(file, "rb")
+if not f then
+  io.stderr:write(err, "\n")
+  os.exit(1)
+end
+local src = f:read("a")
+f:close()
+local entries, topics = parse(file, src)
+
+local out = { "-- Generated by bindings/gen_help.lua from " .. file .. ". Do not edit.\n",
+  "local _, internals = ...\n", "internals.help_data = { entries = {\n" }
+for _, e in ipairs(entries) do
+  local al = {}
+  for _, a in ipairs(e[4]) do al[#al + 1] = ("%q"):format(a) end
+  out[#out + 1] = ("  { %q, %q, %q, { %s } },\n"):format(e[1], e[2], e[3], table.concat(al, ", "))
+end
+out[#out + 1] = "}, topics = {\n"
+for _, t in ipairs(topics) do out[#out + 1] = ("  { %q, %q },\n"):format(t[1], t[2]) end
+out[#out + 1] = "} }\n"
+io.write(table.concat(out))

@@ -1,0 +1,169 @@
+-- The help texts come from docs/lua_api.md (bindings/gen_help.lua, at build time): every public
+-- function has an entry there, every entry names a function of the module, the module serves
+-- exactly those texts, and the generator rejects a malformed file with file:line.
+
+local spec_dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+package.path = spec_dir .. "?.lua;" .. package.path
+local h = require "helpers"
+local rp = require "roper"
+
+-- Runs the generator on path; returns the help data table, or nil, stderr and the exit code.
+local function generate(path)
+  local out, err, code = h.run("lua5.4 bindings/gen_help.lua " .. h.sh_quote(path))
+  if code ~= 0 then return nil, err, code end
+  local internals = {}
+  assert(load(out, "=help_data"))(nil, internals)
+  return internals.help_data
+end
+
+-- Every function reachable as rp.name or rp.table.name (as the fuzz test walks the module).
+local function public_functions()
+  local names = {}
+  for k, v in pairs(rp) do
+    if type(v) == "function" then
+      names[#names + 1] = "rp." .. k
+    elseif type(v) == "table" then
+      for k2, v2 in pairs(v) do
+        if type(v2) == "function" then names[#names + 1] = "rp." .. k .. "." .. k2 end
+      end
+    end
+  end
+  table.sort(names)
+  return names
+end
+
+local function resolve(name)
+  local cur = { rp = rp }
+  for part in name:gmatch("[^.]+") do
+    if type(cur) ~= "table" then return nil end
+    cur = cur[part]
+  end
+  return cur
+end
+
+describe("help from docs/lua_api.md", function()
+  local data = assert(generate("docs/lua_api.md"))
+  local documented = {}
+  for _, e in ipairs(data.entries) do
+    documented[e[1]] = e
+    for _, a in ipairs(e[4]) do documented[a] = e end
+  end
+
+  it("walks the whole module", function()
+    local names = public_functions()
+    local tables = {}
+    for _, n in ipairs(names) do tables[n:match("^rp%.(%a+)%.") or "rp"] = true end
+    for _, t in ipairs { "rp", "Tensor", "Rng", "Model", "Optim", "Task", "rope", "optim", "tasks",
+      "eval", "experiment", "blas" } do
+      assert.is_true(tables[t], t .. " was not walked")
+    end
+    assert.is_true(#names >= 120, #names .. " functions")
+  end)
+
+  it("has an entry for every public function", function()
+    local missing = {}
+    for _, n in ipairs(public_functions()) do
+      if not documented[n] then missing[#missing + 1] = n end
+    end
+    assert.are.same({}, missing)
+  end)
+
+  it("has no entry that names a missing function (a stale entry)", function()
+    local stale = {}
+    for name in pairs(documented) do
+      if type(resolve(name)) ~= "function" then stale[#stale + 1] = name end
+    end
+    table.sort(stale)
+    assert.are.same({}, stale)
+  end)
+
+  it("is what the module serves (the build embeds the current file)", function()
+    for _, e in ipairs(data.entries) do
+      local want = e[2] .. "\n" .. e[3]
+      assert.are.equal(want, rp.help(e[1]))
+      for _, a in ipairs(e[4]) do assert.are.equal(want, rp.help(a)) end
+      assert.truthy(rp.help(resolve(e[1])):find(want, 1, true), e[1])
+    end
+    local names = {}
+    for _, t in ipairs(data.topics) do
+      assert.are.equal("Topic " .. t[1] .. "\n" .. t[2], rp.help(t[1]))
+      names[#names + 1] = t[1]
+    end
+    assert.truthy(rp.help():find(table.concat(names, ", "), 1, true))
+  end)
+
+  it("has the topics, experiment included, and each table's help is its topic", function()
+    local names = {}
+    for _, t in ipairs(data.topics) do names[#names + 1] = t[1] end
+    assert.are.same({ "tensor", "methods", "indexing", "arithmetic", "rng", "rope", "attention",
+      "model", "optim", "tasks", "eval", "experiment", "blas" }, names)
+    for t, v in pairs { tensor = rp.Tensor, rng = rp.Rng, rope = rp.rope, model = rp.Model,
+      optim = rp.optim, tasks = rp.tasks, eval = rp.eval, experiment = rp.experiment,
+      blas = rp.blas } do
+      assert.are.equal(rp.help(t), rp.help(v))
+    end
+    assert.truthy(rp.help("experiment"):find("rp.experiment.check", 1, true))
+  end)
+
+  it("prints examples as '  > code' lines and drops markdown", function()
+    local text = rp.help(rp.zeros)
+    assert.truthy(text:find("\nExample:\n  > rp.zeros(2, 3)\n  > rp.zeros{2, 3}", 1, true))
+    for _, e in ipairs(data.entries) do
+      assert.is_nil(e[3]:find("```", 1, true), e[1])
+      assert.is_nil(e[3]:find("`", 1, true), e[1])
+    end
+    assert.truthy(rp.help(rp.rng):find("xoshiro256**", 1, true))
+  end)
+
+  it("states the ranges the code checks (str_len 1..1000)", function()
+    local text = rp.help(rp.tasks.substring_index)
+    assert.truthy(text:find("str_len (1..1000", 1, true))
+    assert.is_true(pcall(rp.tasks.substring_index, { str_len = 1000 }))
+    assert.is_false(pcall(rp.tasks.substring_index, { str_len = 1001 }))
+    assert.truthy(rp.help(rp.tasks.substring_prefix):find("substr_len (2..65536", 1, true))
+    assert.is_true(pcall(rp.tasks.substring_prefix, { substr_len = 65536, seq_len = 2 ^ 18 }))
+    assert.is_false(pcall(rp.tasks.substring_prefix, { substr_len = 65537, seq_len = 2 ^ 18 }))
+  end)
+end)
+
+describe("gen_help.lua", function()
+  local dir
+  before_each(function() dir = h.tmpdir() end)
+  after_each(function() h.remove_tree(dir) end)
+
+  local function gen(lines)
+    local path = dir .. "/api.md"
+    h.write(path, table.concat(lines, "\n") .. "\n")
+    return path, generate(path)
+  end
+
+  it("accepts a well-formed file", function()
+    local _, data = gen { "# API", "## Part", "### `rp.ones(shape) -> tensor`", "", "Text.", "",
+      "```lua", "rp.ones(2)", "```", "### `t:add(x) -> tensor (also t + x)`", "Adds." }
+    assert.are.same({ "rp.ones", "rp.ones(shape) -> tensor", "Text.\nExample:\n  > rp.ones(2)",
+      {} }, data.entries[1])
+    assert.are.equal("rp.Tensor.add", data.entries[2][1])
+  end)
+
+  local good = "### `rp.zeros(shape) -> tensor`"
+  for _, case in ipairs {
+    { { "## A", "### rp.ones(shape) -> tensor", "x" }, 2, "an entry heading must be ### `signature`" },
+    { { "## A", "### `ones(shape) -> tensor`", "x" }, 2, "the signature 'ones(shape) -> tensor' does not start" },
+    { { "## A", "### `x:ones() -> tensor`", "x" }, 2, "the signature 'x:ones() -> tensor' does not" },
+    { { "## A", good, "x", good, "y" }, 4, "rp.zeros has a second entry" },
+    { { "## A", good, "x", "### `rp.ones(s) -> t`", "## B" }, 4, "entry rp.ones has no text" },
+    { { "## A", good, "x", "<!-- topic -->" }, 4, "a topic marker is <!-- topic NAME -->" },
+    { { "## A", "<!-- topic t -->", "x", good, "y" }, 4, "a heading inside topic 't'" },
+    { { "## A", "<!-- topic t -->", "x" }, 2, "topic 't' has no <!-- end topic -->" },
+    { { "## A", good, "x", "```python", "print(1)", "```" }, 4, "an example must be a ```lua fence" },
+    { { "## A", good, "x", "```lua", "rp.zeros(1)" }, 5, "a ``` fence is not closed" },
+    { { "## A", good, "  indented" }, 3, "an indented line outside a bullet" },
+  } do
+    it("rejects a malformed file with file:line: " .. case[3], function()
+      local path, data, err, code = gen(case[1])
+      assert.is_nil(data)
+      assert.are.equal(1, code)
+      assert.truthy(err:find(path .. ":" .. case[2] .. ": " .. case[3], 1, true), err)
+    end)
+  end
+end)
