@@ -6,7 +6,8 @@
  * bindings/lua/ in name order (compiled into build/roper_lua.c by bindings/embed.lua), each loaded
  * as "@bindings/lua/<file>" and called as chunk(rp, internals), where internals is a private table
  * { Tensor_mt = <roper.Tensor metatable>, Rng_mt = <roper.Rng metatable>, Model_mt = <roper.Model
- * metatable>, Optim_mt = <roper.Optim metatable>, Task_mt = <roper.Task metatable>, is_live = f }
+ * metatable>, Optim_mt = <roper.Optim metatable>, Task_mt = <roper.Task metatable>, is_live = f,
+ * pe_names = { "none", ... } (core's mode names in enum order), rope_base = RP_ROPE_BASE }
  * (is_live(t) is true for a tensor that has not been released); 05_errors.lua adds the helpers
  * of the Lua parts' argument errors to it (argerror, user_level, inner).
  * Finally, when OpenBLAS runs its Prescott fallback on this CPU, one warning line goes to stderr
@@ -101,6 +102,15 @@ LUAMOD_API int luaopen_roper(lua_State *L)
     lua_setfield(L, priv, "Task_mt");
     lua_pushcfunction(L, l_is_live);
     lua_setfield(L, priv, "is_live");
+    /* core's mode table and default base, for the Lua parts (rp.experiment's config keys) */
+    lua_createtable(L, RP_PE_COUNT, 0);
+    for (int i = 0; i < RP_PE_COUNT; i++) {
+        lua_pushstring(L, rp_pe_names[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, priv, "pe_names");
+    lua_pushinteger(L, (lua_Integer)RP_ROPE_BASE); /* integral: prints as 10000, as before */
+    lua_setfield(L, priv, "rope_base");
     run_lua_sources(L, mod, priv);
 
     lua_pushvalue(L, mod); /* for the public names in argument errors (lrp_argerror) */

@@ -541,7 +541,7 @@ rp_status rp_attention(rp_tensor *out, rp_tensor *att, const rp_tensor *q, const
     if (st == RP_OK) st = rp_tensor_new(out, 4, so);
     if (st == RP_OK) st = rp_tensor_new(att, 4, sa);
     if (st == RP_OK) st = rp_tensor_new(&scratch, 1, &ns);
-    if (st == RP_OK && (T > INT32_MAX || S > INT32_MAX || D > INT32_MAX || Dv > INT32_MAX))
+    if (st == RP_OK && (T > RP_I32_MAX || S > RP_I32_MAX || D > RP_I32_MAX || Dv > RP_I32_MAX))
         st = rp_error(RP_ERR_SHAPE, "attention: a dim exceeds 2^31-1");
     if (st == RP_OK)
         rp_attention_forward(rp_tensor_data(out), H * Dv, rp_tensor_data(att),

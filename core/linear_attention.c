@@ -573,7 +573,7 @@ rp_status rp_linear_attention(rp_tensor *out, rp_tensor *w, rp_tensor *den, cons
                         (long long)B, (long long)T, (long long)H,
                         rp_tensor_shape_str(got, sizeof got, v));
     int64_t Dv = v->shape[3];
-    if (T > INT32_MAX || D > INT32_MAX || Dv > INT32_MAX)
+    if (T > RP_I32_MAX || D > RP_I32_MAX || Dv > RP_I32_MAX)
         return rp_error(RP_ERR_SHAPE, "linear attention: a dim exceeds 2^31-1");
     RP_TRY(rp_linattn_check(D, Dv, cfg));
     rp_tensor qc = {0}, kc = {0}, vc = {0}, scratch = {0};

@@ -394,7 +394,7 @@ rp_status rp_matmul(rp_tensor *out, const rp_tensor *a, const rp_tensor *b, int 
         st = rp_error(RP_ERR_SHAPE, "matmul: %s and %s do not fit (%lld columns vs %lld rows)",
                       rp_tensor_shape_str(b1, sizeof b1, a), rp_tensor_shape_str(b2, sizeof b2, b),
                       (long long)K, (long long)K2);
-    else if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX)
+    else if (M > RP_I32_MAX || N > RP_I32_MAX || K > RP_I32_MAX)
         st = rp_error(RP_ERR_SHAPE, "matmul: a dim exceeds 2^31-1");
     /* batch dims: broadcast ma.shape[:-2] with mb.shape[:-2] */
     rp_tensor ba = ma, bb = mb;

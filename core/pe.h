@@ -21,6 +21,8 @@
 #include "rope.h"
 #include "status.h"
 
+/* The codes are stored in checkpoints (docs/checkpoint.md): append new modes before RP_PE_COUNT,
+ * never renumber. */
 typedef enum {
     RP_PE_NONE = 0,
     RP_PE_SINUSOIDAL,

@@ -33,11 +33,10 @@ local KEYS = {
   { "valid_fraction", 0.1, "number", "text: share kept for validation" },
   { "max_bytes", 268435456, "int", "text: the largest corpus in bytes (a folder's files together)" },
   -- the model
-  { "pe", "rope", { "none", "sinusoidal", "learned", "rope", "roper", "roper_legacy" },
-    "positional encoding" },
+  { "pe", "rope", internals.pe_names, "positional encoding" },
   { "fraction_qk", 1, "number", "rotated share of d_k for q and k (rope modes)" },
   { "fraction_v", 1, "number", "rotated share of d_k for v (roper modes)" },
-  { "base", 10000, "number", "RoPE base" },
+  { "base", internals.rope_base, "number", "RoPE base" },
   { "pairing", "half", { "half", "interleaved" }, "RoPE pairing" },
   { "attention", "softmax", { "softmax", "linear" },
     "attention kind (linear: causal linear attention, phi = elu + 1)" },

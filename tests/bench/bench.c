@@ -108,10 +108,12 @@ int main(int argc, char **argv)
     float *dk = randbuf(&r, B * T * HD), *dv = randbuf(&r, B * T * HD);
     float *att = randbuf(&r, B * H * T * T);
     float *scratch = randbuf(&r, rp_attention_scratch_floats(T, T, D, D, nt));
-    static const rp_pe modes[] = {RP_PE_NONE, RP_PE_ROPE, RP_PE_ROPER, RP_PE_ROPER_LEGACY};
-    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
-        rp_attn_cfg cfg = {.pe = modes[i], .causal = 1, .scale = 1.0 / 5.656854249492381,
-                           .base = 10000.0, .pairing = RP_PAIR_HALF, .d_rot_qk = D,
+    /* every mode of the table that differs inside attention: none (sinusoidal and learned only
+     * add to the embeddings) and each rotating mode */
+    for (int pe = 0; pe < RP_PE_COUNT; pe++) {
+        if (rp_pe_mode_of((rp_pe)pe)->absolute != RP_ABS_NONE) continue;
+        rp_attn_cfg cfg = {.pe = (rp_pe)pe, .causal = 1, .scale = 1.0 / 5.656854249492381,
+                           .base = RP_ROPE_BASE, .pairing = RP_PAIR_HALF, .d_rot_qk = D,
                            .d_rot_v = D, .q_offset = 0};
         double best_f = 1e30, best_fb = 1e30;
         for (int rep = -1; rep < reps; rep++) {
@@ -125,7 +127,7 @@ int main(int argc, char **argv)
             if (rep >= 0 && t1 - t0 < best_f) best_f = t1 - t0;
             if (rep >= 0 && t2 - t0 < best_fb) best_fb = t2 - t0;
         }
-        printf("  %-14s %9.2f ms %9.2f ms %14.0f\n", rp_pe_name(modes[i]), best_f * 1e3,
+        printf("  %-14s %9.2f ms %9.2f ms %14.0f\n", rp_pe_name((rp_pe)pe), best_f * 1e3,
                best_fb * 1e3, (double)(B * T) / best_f);
     }
     free(att);
@@ -197,7 +199,7 @@ int main(int argc, char **argv)
         int64_t lf = rp_linattn_scratch_floats(Ts, D, D, nt);
         float *ss = randbuf(&r, sf > lf ? sf : lf);
         rp_attn_cfg scfg = {.pe = RP_PE_ROPE, .causal = 1, .scale = 1.0 / 5.656854249492381,
-                            .base = 10000.0, .pairing = RP_PAIR_HALF, .d_rot_qk = D,
+                            .base = RP_ROPE_BASE, .pairing = RP_PAIR_HALF, .d_rot_qk = D,
                             .d_rot_v = D, .q_offset = 0};
         rp_linattn_cfg lcfg = rp_linattn_cfg_default(RP_PE_ROPE, D, D);
         double best_s = 1e30, best_l = 1e30;
