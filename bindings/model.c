@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "args.h"
 #include "roper.h"
+#include "userdata.h"
 
 #define INT32_LIMIT ((int64_t)2147483647)
 
@@ -26,21 +28,6 @@ static const char *const attention_names[] = {"softmax", "linear", NULL};
 static const char *const linear_rope_names[] = {"after", "before", NULL};
 
 /* ---- the userdata ---- */
-
-rp_model *lrp_checkmodel(lua_State *L, int idx)
-{
-    lrp_model *u = (lrp_model *)lrp_checkudata(L, idx, LRP_MODEL_MT);
-    if (u->m == NULL) lrp_argerror(L, idx, "attempt to use a released model");
-    return u->m;
-}
-
-lrp_model *lrp_newmodel(lua_State *L)
-{
-    lrp_model *u = (lrp_model *)lua_newuserdatauv(L, sizeof *u, 0);
-    u->m = NULL; /* empty: safe for __gc */
-    luaL_setmetatable(L, LRP_MODEL_MT);
-    return u;
-}
 
 /* __gc and __close: free the model; safe on a released model and when called twice. Tensor views
  * of its parameters keep their storage. */
@@ -416,7 +403,7 @@ static float *push_out(lua_State *L, int ndim, const int64_t *shape)
 }
 
 /* Runs an eval forward over tokens (no targets) on the model at stack index 1, fetched afresh
- * (see the rule in roper.h: nothing may run Lua code between this and the use of the results).
+ * (see the rule in args.h: nothing may run Lua code between this and the use of the results).
  * Raises on a core error. Returns the model. */
 static rp_model *eval_forward(lua_State *L, const int32_t *tok, const grid *g)
 {

@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "args.h"
 #include "roper.h"
+#include "userdata.h"
 
 #define INT32_LIMIT ((int64_t)2147483647)
 

@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "args.h"
 #include "roper.h"
+#include "userdata.h"
 #include "task.h"
 
 #define INT32_LIMIT ((int64_t)2147483647)

@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "args.h"
 #include "roper.h"
+#include "userdata.h"
 
 /* ---- small helpers ---- */
 
@@ -160,7 +162,7 @@ static int l_tensor(lua_State *L)
     if (lrp_totensor(L, 1)) {
         rp_tensor *src = lrp_checktensor(L, 1);
         rp_tensor *out = lrp_newtensor(L);
-        src = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
+        src = lrp_checktensor(L, 1); /* again after the allocation (args.h) */
         rp_status st = rp_tensor_clone(out, src);
         if (st != RP_OK) return lrp_raise(L, st);
         return 1;
@@ -343,7 +345,7 @@ static int reshape_common(lua_State *L, int need_contiguous)
                             lrp_shape_str(a, t), lrp_shape_str_n(b, t->ndim, t->stride));
     }
     rp_tensor *out = lrp_newtensor(L);
-    t = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
+    t = lrp_checktensor(L, 1); /* again after the allocation (args.h) */
     rp_status st = rp_tensor_reshape(out, t, ndim, shape);
     if (st != RP_OK) return lrp_raise(L, st);
     return 1;
@@ -358,7 +360,7 @@ static int m_transpose(lua_State *L)
     rp_tensor *t = lrp_checktensor(L, 1);
     int d0 = lrp_checkdim(L, 2, t), d1 = lrp_checkdim(L, 3, t);
     rp_tensor *out = lrp_newtensor(L);
-    t = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
+    t = lrp_checktensor(L, 1); /* again after the allocation (args.h) */
     rp_status st = rp_tensor_transpose(out, t, d0, d1);
     if (st != RP_OK) return lrp_raise(L, st);
     return 1;
@@ -374,7 +376,7 @@ static int m_t(lua_State *L)
                             lrp_shape_str(buf, t));
     }
     rp_tensor *out = lrp_newtensor(L);
-    t = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
+    t = lrp_checktensor(L, 1); /* again after the allocation (args.h) */
     rp_status st = rp_tensor_transpose(out, t, 0, 1);
     if (st != RP_OK) return lrp_raise(L, st);
     return 1;
@@ -414,7 +416,7 @@ static int m_permute(lua_State *L)
         perm[i] = d0;
     }
     rp_tensor *out = lrp_newtensor(L);
-    t = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
+    t = lrp_checktensor(L, 1); /* again after the allocation (args.h) */
     rp_status st = rp_tensor_permute(out, t, perm);
     if (st != RP_OK) return lrp_raise(L, st);
     return 1;
@@ -454,7 +456,7 @@ static int m_narrow(lua_State *L)
         return lrp_argerror(L, 4, "length %I at start %I out of range for dim %d of %s",
                             (LUAI_UACINT)len, (LUAI_UACINT)start, d + 1, lrp_shape_str(buf, t));
     rp_tensor *out = lrp_newtensor(L);
-    t = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
+    t = lrp_checktensor(L, 1); /* again after the allocation (args.h) */
     rp_status st = rp_tensor_narrow(out, t, d, s0, (int64_t)len);
     if (st != RP_OK) return lrp_raise(L, st);
     return 1;
@@ -467,7 +469,7 @@ static int m_select(lua_State *L)
     int d = lrp_checkdim(L, 2, t);
     int64_t i = lrp_checkindex(L, 3, t, d);
     rp_tensor *out = lrp_newtensor(L);
-    t = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
+    t = lrp_checktensor(L, 1); /* again after the allocation (args.h) */
     rp_status st = rp_tensor_select(out, t, d, i);
     if (st != RP_OK) return lrp_raise(L, st);
     return 1;
@@ -603,7 +605,7 @@ static int m_sub(lua_State *L)
         sl[k].kind = SL_RANGE;
     }
     rp_tensor *out = lrp_newtensor(L);
-    t = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
+    t = lrp_checktensor(L, 1); /* again after the allocation (args.h) */
     rp_status st = apply_slices(out, t, sl, nargs / 2);
     if (st != RP_OK) return lrp_raise(L, st);
     return 1;
@@ -628,7 +630,7 @@ static int t_index(lua_State *L)
             return 1;
         }
         rp_tensor *out = lrp_newtensor(L);
-        t = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
+        t = lrp_checktensor(L, 1); /* again after the allocation (args.h) */
         rp_status st = rp_tensor_select(out, t, 0, i);
         if (st != RP_OK) return lrp_raise(L, st);
         return 1;
@@ -645,7 +647,7 @@ static int t_index(lua_State *L)
             return 1;
         }
         rp_tensor *out = lrp_newtensor(L);
-        t = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
+        t = lrp_checktensor(L, 1); /* again after the allocation (args.h) */
         rp_status st = apply_slices(out, t, sl, n);
         if (st != RP_OK) return lrp_raise(L, st);
         return 1;
@@ -805,7 +807,7 @@ static int m_contiguous(lua_State *L)
 {
     rp_tensor *t = lrp_checktensor(L, 1);
     rp_tensor *out = lrp_newtensor(L);
-    t = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
+    t = lrp_checktensor(L, 1); /* again after the allocation (args.h) */
     rp_status st = rp_tensor_contiguous(out, t);
     if (st != RP_OK) return lrp_raise(L, st);
     return 1;
@@ -816,7 +818,7 @@ static int m_clone(lua_State *L)
 {
     rp_tensor *t = lrp_checktensor(L, 1);
     rp_tensor *out = lrp_newtensor(L);
-    t = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
+    t = lrp_checktensor(L, 1); /* again after the allocation (args.h) */
     rp_status st = rp_tensor_clone(out, t);
     if (st != RP_OK) return lrp_raise(L, st);
     return 1;
@@ -891,7 +893,7 @@ static int t_binop(lua_State *L)
             p *= shape[i];
         }
         rp_tensor *out = lrp_newtensor(L);
-        a = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
+        a = lrp_checktensor(L, 1); /* again after the allocation (args.h) */
         b = lrp_checktensor(L, 2);
         st = rp_binary(out, op, a, b);
     } else if (a) {
@@ -899,14 +901,14 @@ static int t_binop(lua_State *L)
         if (lua_type(L, 2) != LUA_TNUMBER)
             return lrp_argerror(L, 2, "tensor or number expected, got %s", lrp_describe(L, 2));
         rp_tensor *out = lrp_newtensor(L);
-        a = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
+        a = lrp_checktensor(L, 1); /* again after the allocation (args.h) */
         st = rp_binary_scalar(out, op, a, (double)lua_tonumber(L, 2), 0);
     } else if (b) {
         b = lrp_checktensor(L, 2);
         if (lua_type(L, 1) != LUA_TNUMBER)
             return lrp_argerror(L, 1, "tensor or number expected, got %s", lrp_describe(L, 1));
         rp_tensor *out = lrp_newtensor(L);
-        b = lrp_checktensor(L, 2); /* again after the allocation (roper.h) */
+        b = lrp_checktensor(L, 2); /* again after the allocation (args.h) */
         st = rp_binary_scalar(out, op, b, (double)lua_tonumber(L, 1), 1);
     } else {
         return lrp_argerror(L, 1, "tensor expected for '%s', got %s", binop_names[op],
@@ -922,7 +924,7 @@ static int t_unop(lua_State *L)
     rp_unop op = (rp_unop)lua_tointeger(L, lua_upvalueindex(1));
     rp_tensor *t = lrp_checktensor(L, 1);
     rp_tensor *out = lrp_newtensor(L);
-    t = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
+    t = lrp_checktensor(L, 1); /* again after the allocation (args.h) */
     rp_status st = rp_unary(out, op, t);
     if (st != RP_OK) return lrp_raise(L, st);
     return 1;
@@ -967,7 +969,7 @@ static int t_reduce(lua_State *L)
         return lrp_argerror(L, 2, "%s over dim %d of size 0 in %s", reduce_names[op], d + 1,
                             lrp_shape_str(buf, t));
     rp_tensor *out = lrp_newtensor(L);
-    t = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
+    t = lrp_checktensor(L, 1); /* again after the allocation (args.h) */
     st = rp_reduce(out, op, t, d, keep);
     if (st != RP_OK) return lrp_raise(L, st);
     return 1;
@@ -991,7 +993,7 @@ static int m_argmax(lua_State *L)
                             lrp_shape_str(buf, t));
     }
     rp_tensor *out = lrp_newtensor(L);
-    t = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
+    t = lrp_checktensor(L, 1); /* again after the allocation (args.h) */
     rp_status st = rp_argmax(out, t, d, keep);
     if (st != RP_OK) return lrp_raise(L, st);
     rp_tensor_foreach_run(out, add_one_run, NULL);
@@ -1004,7 +1006,7 @@ static int m_softmax(lua_State *L)
     rp_tensor *t = lrp_checktensor(L, 1);
     int d = lrp_checkdim(L, 2, t);
     rp_tensor *out = lrp_newtensor(L);
-    t = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
+    t = lrp_checktensor(L, 1); /* again after the allocation (args.h) */
     rp_status st = rp_softmax(out, t, d);
     if (st != RP_OK) return lrp_raise(L, st);
     return 1;

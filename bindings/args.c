@@ -1,33 +1,12 @@
-/* Helpers shared by the binding files: tensor userdata, argument checks, shapes, dims, options.
- * Contracts are in roper.h. Nothing here holds C memory across a call that may raise. */
+/* The argument checks of args.h: errors, numbers, shapes, dims, indices, option tables.
+ * Nothing here holds C memory across a call that may raise. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "roper.h"
-
-/* ---- tensors ---- */
-
-rp_tensor *lrp_totensor(lua_State *L, int idx)
-{
-    return (rp_tensor *)luaL_testudata(L, idx, LRP_TENSOR_MT);
-}
-
-rp_tensor *lrp_checktensor(lua_State *L, int idx)
-{
-    rp_tensor *t = (rp_tensor *)lrp_checkudata(L, idx, LRP_TENSOR_MT);
-    if (t->storage == NULL) lrp_argerror(L, idx, "attempt to use a released tensor");
-    return t;
-}
-
-rp_tensor *lrp_newtensor(lua_State *L)
-{
-    rp_tensor *t = (rp_tensor *)lua_newuserdatauv(L, sizeof *t, 0);
-    memset(t, 0, sizeof *t); /* storage NULL: empty, safe for __gc */
-    luaL_setmetatable(L, LRP_TENSOR_MT);
-    return t;
-}
+#include "args.h"
+#include "userdata.h" /* the metatable names, for the public names in errors */
 
 /* ---- errors ---- */
 
