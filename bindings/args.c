@@ -493,3 +493,13 @@ int lrp_optenum(lua_State *L, int idx, const char *key, const char *const *names
     const char *got = lrp_describe(L, top);    /* pushes its own string */
     return lrp_argerror(L, idx, "option '%s' must be one of %s, got %s", key, allowed, got);
 }
+
+rp_lin_placement lrp_optplacement(lua_State *L, int idx, const char *key, rp_lin_placement def)
+{
+    const char *names[] = {rp_lin_placement_name(RP_LIN_AFTER),
+                           rp_lin_placement_name(RP_LIN_BEFORE), NULL};
+    return (rp_lin_placement)lrp_optenum(L, idx, key, names, (int)def);
+}
+
+const char *const lrp_pairing_names[] = {"half", "interleaved", NULL};
+const char *const lrp_nonfinite_names[] = {"error", "skip", NULL};

@@ -128,5 +128,14 @@ lua_Integer lrp_optinteger(lua_State *L, int idx, const char *key, lua_Integer d
 int lrp_optboolean(lua_State *L, int idx, const char *key, int def);
 /* The position of the field's string value in names (NULL-terminated), or def when absent. */
 int lrp_optenum(lua_State *L, int idx, const char *key, const char *const *names, int def);
+/* The field as a linear-attention placement, by core's names (rp_lin_placement_name: "after",
+ * "before"), or def when absent. */
+rp_lin_placement lrp_optplacement(lua_State *L, int idx, const char *key, rp_lin_placement def);
+
+/* Option names that several binding files read and core has no NULL-terminated table of
+ * (rp_pe_names is core's): rp_pairing in enum order ("half", "interleaved"), and the nonfinite
+ * option of m:train_step and opt:step ("error", "skip"). */
+extern const char *const lrp_pairing_names[];
+extern const char *const lrp_nonfinite_names[];
 
 #endif

@@ -17,15 +17,9 @@
 #include "roper.h"
 #include "userdata.h"
 
-#define INT32_LIMIT ((int64_t)2147483647)
-
 static const char *const norm_names[] = {"pre", "post", NULL};
 static const char *const act_names[] = {"relu", "gelu", NULL};
-static const char *const pe_names[] = {"none",  "sinusoidal",   "learned", "rope",
-                                       "roper", "roper_legacy", NULL};
-static const char *const pairing_names[] = {"half", "interleaved", NULL};
 static const char *const attention_names[] = {"softmax", "linear", NULL};
-static const char *const linear_rope_names[] = {"after", "before", NULL};
 
 /* ---- the userdata ---- */
 
@@ -104,16 +98,16 @@ static void read_cfg(lua_State *L, int idx, rp_model_cfg *cfg)
     cfg->norm = (rp_norm)lrp_optenum(L, idx, "norm", norm_names, (int)cfg->norm);
     cfg->act = (rp_act)lrp_optenum(L, idx, "activation", act_names, (int)cfg->act);
     cfg->dropout = lrp_optnumber(L, idx, "dropout", cfg->dropout);
-    cfg->pe = (rp_pe)lrp_optenum(L, idx, "pe", pe_names, (int)cfg->pe);
+    cfg->pe = (rp_pe)lrp_optenum(L, idx, "pe", rp_pe_names, (int)cfg->pe);
     cfg->fraction_qk = lrp_optnumber(L, idx, "fraction_qk", cfg->fraction_qk);
     cfg->fraction_v = lrp_optnumber(L, idx, "fraction_v", cfg->fraction_v);
     cfg->rope_base = lrp_optnumber(L, idx, "base", cfg->rope_base);
-    cfg->pairing = (rp_pairing)lrp_optenum(L, idx, "pairing", pairing_names, (int)cfg->pairing);
+    cfg->pairing =
+        (rp_pairing)lrp_optenum(L, idx, "pairing", lrp_pairing_names, (int)cfg->pairing);
     cfg->seed = (uint64_t)lrp_optinteger(L, idx, "seed", 0);
     cfg->attention =
         (rp_attn_kind)lrp_optenum(L, idx, "attention", attention_names, (int)cfg->attention);
-    cfg->linear_rope = (rp_lin_placement)lrp_optenum(L, idx, "linear_rope", linear_rope_names,
-                                                     (int)cfg->linear_rope);
+    cfg->linear_rope = lrp_optplacement(L, idx, "linear_rope", cfg->linear_rope);
     /* checked here for every pe (core checks fractions only for the modes that rotate), and with
      * the Lua names ("base" is core's rope_base) */
     const char *keys[] = {"fraction_qk", "fraction_v"};
@@ -271,7 +265,7 @@ static void probe_grid(lua_State *L, int arg, const char *what, int allow_2d, gr
         lrp_argerror(L, arg, "%s must be a table or a tensor, got %s", what, lrp_describe(L, arg));
     lua_Unsigned n = lua_rawlen(L, arg);
     if (n == 0) lrp_argerror(L, arg, "%s must hold at least one token, got an empty table", what);
-    if (n > (lua_Unsigned)INT32_LIMIT) lrp_argerror(L, arg, "%s has too many entries", what);
+    if (n > (lua_Unsigned)RP_I32_MAX) lrp_argerror(L, arg, "%s has too many entries", what);
     g->ndim = 1;
     g->B = 1;
     g->T = (int64_t)n;
@@ -279,7 +273,7 @@ static void probe_grid(lua_State *L, int arg, const char *what, int allow_2d, gr
         lua_Unsigned m = lua_rawlen(L, -1);
         if (m == 0) lrp_argerror(L, arg, "%s[1] must hold at least one token, got an empty table",
                                  what);
-        if (m > (lua_Unsigned)INT32_LIMIT) lrp_argerror(L, arg, "%s[1] has too many entries", what);
+        if (m > (lua_Unsigned)RP_I32_MAX) lrp_argerror(L, arg, "%s[1] has too many entries", what);
         g->ndim = 2;
         g->B = (int64_t)n;
         g->T = (int64_t)m;
@@ -444,13 +438,13 @@ static int m_config(lua_State *L)
     lua_setfield(L, -2, "fraction_v");
     lua_pushnumber(L, (lua_Number)c->rope_base);
     lua_setfield(L, -2, "base");
-    lua_pushstring(L, pairing_names[c->pairing]);
+    lua_pushstring(L, lrp_pairing_names[c->pairing]);
     lua_setfield(L, -2, "pairing");
     lua_pushinteger(L, (lua_Integer)c->seed);
     lua_setfield(L, -2, "seed");
     lua_pushstring(L, attention_names[c->attention]);
     lua_setfield(L, -2, "attention");
-    lua_pushstring(L, linear_rope_names[c->linear_rope]);
+    lua_pushstring(L, rp_lin_placement_name(c->linear_rope));
     lua_setfield(L, -2, "linear_rope");
     return 1;
 }
@@ -521,8 +515,6 @@ static int m_loss(lua_State *L)
     return 1;
 }
 
-static const char *const nonfinite_names[] = {"error", "skip", NULL};
-
 /* m:train_step(tokens, targets, mask_or_nil, opt[, {nonfinite = "error" | "skip"}])
  *   -> loss, grad_norm, updated */
 static int m_train_step(lua_State *L)
@@ -539,7 +531,7 @@ static int m_train_step(lua_State *L)
     uint8_t *mask = check_mask(L, 4, &g);
     lrp_checkoptim_for(L, 5, 1);
     lrp_checkopts(L, 6, known);
-    int skip = lrp_optenum(L, 6, "nonfinite", nonfinite_names, 0);
+    int skip = lrp_optenum(L, 6, "nonfinite", lrp_nonfinite_names, 0);
     int64_t scored = 0;
     for (int64_t n = 0; n < g.B * g.T; n++)
         if (tgt[n] >= 0 && (mask == NULL || mask[n])) scored++;
@@ -656,7 +648,7 @@ static int m_generate(lua_State *L)
     int32_t *prompt = push_ids(L, g.T); /* 5 */
     fill_grid(L, 2, "prompt", IDS_TOKEN, cfg.vocab, &g, prompt);
     lua_Integer n = lrp_checkint(L, 3, "n");
-    if (n < 0 || n > INT32_LIMIT)
+    if (n < 0 || n > RP_I32_MAX)
         return lrp_argerror(L, 3, "n must be between 0 and 2^31-1, got %I", (LUAI_UACINT)n);
 
     lrp_checkopts(L, 4, known);

@@ -125,10 +125,9 @@ static int l_new(lua_State *L)
 static int o_step(lua_State *L)
 {
     static const char *const known[] = {"nonfinite", NULL};
-    static const char *const nonfinite_names[] = {"error", "skip", NULL};
     lrp_checkoptim(L, 1);
     lrp_checkopts(L, 2, known);
-    int skip = lrp_optenum(L, 2, "nonfinite", nonfinite_names, 0);
+    int skip = lrp_optenum(L, 2, "nonfinite", lrp_nonfinite_names, 0);
     lrp_optim *o = lrp_checkoptim(L, 1);
     rp_model *m = lrp_optim_model(L, 1);
     float *w = rp_model_params(m)->data, *g = rp_model_grads(m)->data;
