@@ -264,6 +264,17 @@ int lrp_checkshape(lua_State *L, int first, int last, int64_t *shape, int allow_
     return ndim;
 }
 
+int lrp_shape_args(lua_State *L, int first, int last, int64_t *shape, int allow_infer)
+{
+    if (last < first)
+        lrp_argerror(L, first,
+                     "shape expected (a table of sizes, or sizes as numbers), got no value");
+    if (lua_type(L, first) == LUA_TTABLE && last > first)
+        lrp_argerror(L, first + 1, "unexpected argument after the shape table (%s)",
+                     lrp_describe(L, first + 1));
+    return lrp_checkshape(L, first, last, shape, allow_infer);
+}
+
 void lrp_infer_shape(lua_State *L, int arg, const rp_tensor *t, int ndim, int64_t *shape)
 {
     int64_t numel = rp_tensor_numel(t), known = 1;

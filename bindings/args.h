@@ -89,6 +89,9 @@ const char *lrp_describe(lua_State *L, int idx);
  * allow_infer), at most RP_MAX_DIMS of them, and the product of the nonzero sizes is at most
  * RP_MAX_NUMEL. A -1 is left in place (see lrp_infer_shape). Raises on anything else. */
 int lrp_checkshape(lua_State *L, int first, int last, int64_t *shape, int allow_infer);
+/* The shape at first..last as lrp_checkshape, but a shape table must be the last argument (the
+ * constructors and t:view/t:reshape: "unexpected argument after the shape table"). */
+int lrp_shape_args(lua_State *L, int first, int last, int64_t *shape, int allow_infer);
 /* Replaces a -1 in shape so that the shape has numel elements; raises `bad argument #arg` when
  * that is impossible or when the counts differ ("cannot view [7] as [2 x -1]"). */
 void lrp_infer_shape(lua_State *L, int arg, const rp_tensor *t, int ndim, int64_t *shape);

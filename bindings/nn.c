@@ -9,6 +9,7 @@
 
 #include "args.h"
 #include "roper.h"
+#include "tensor_methods.h"
 #include "userdata.h"
 
 /* Checks that n1 * n2 * ... (count sizes) stays within RP_MAX_NUMEL; 0 if not. */

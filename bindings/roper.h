@@ -37,7 +37,4 @@ void lrp_open_tasks(lua_State *L, int mod);  /* roper.Task metatable, rp.Task, r
                                                 .substring_index, .substring_prefix, .text
                                                 (tasks.c) */
 
-/* rp.matmul(a, b) and t:matmul(u) (nn.c). */
-int lrp_matmul(lua_State *L);
-
 #endif
