@@ -9,7 +9,6 @@
  */
 #include <math.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "args.h"
 #include "roper.h"
