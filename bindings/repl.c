@@ -8,6 +8,10 @@
  * The module is linked in statically and preloaded (`require "roper"` works in scripts), then
  * loaded as the global `rp`; the global `help(f)` prints rp.help(f).
  *
+ * This file: signals during a computation, calling Lua, printing results, the read-eval-print
+ * loop and the command line. Reading lines (readline or getline), the history and the completion
+ * are in repl_input.c (repl.h).
+ *
  * REPL notes:
  *  - each input is tried first as `return <line>` (so expressions print), then as a statement; an
  *    incomplete chunk ("<eof>" at the end of the syntax error, as lua.c does) asks for more lines;
