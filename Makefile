@@ -42,7 +42,7 @@ LDFLAGS := $(OMPFLAGS) $(SANFLAGS)
 
 CORE_SRC := $(wildcard core/*.c) $(wildcard tasks/*.c)
 CORE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC))
-BIND_SRC := $(filter-out bindings/repl.c,$(wildcard bindings/*.c))
+BIND_SRC := $(filter-out bindings/repl.c bindings/repl_input.c,$(wildcard bindings/*.c))
 BIND_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(BIND_SRC)) $(BUILD)/obj/roper_lua.o
 LUA_SRC := $(sort $(wildcard bindings/lua/*.lua))
 CTEST_SRC := $(wildcard tests/c/test_*.c)
@@ -99,7 +99,7 @@ $(BUILD)/obj/roper_lua.o: $(BUILD)/roper_lua.c bindings/roper.h
 $(MODULE): $(BIND_OBJ) $(LIB)
 	$(CC) -shared $(LDFLAGS) -Wl,-z,nodelete -o $@ $(BIND_OBJ) $(LIB) $(LDLIBS)
 
-$(REPL): $(BUILD)/obj/bindings/repl.o $(BIND_OBJ) $(LIB)
+$(REPL): $(BUILD)/obj/bindings/repl.o $(BUILD)/obj/bindings/repl_input.o $(BIND_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -llua5.4 -lreadline $(LDLIBS)
 
 $(BUILD)/tests/%: tests/c/%.c tests/c/check.h $(LIB)

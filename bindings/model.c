@@ -1,46 +1,28 @@
-/* roper.Model: the transformer of core/model.h (rp.model), its parameters as tensor views,
- * forward, loss, a training step, generation, introspection, and checkpoints (m:save, rp.load).
+/* roper.Model: the transformer of core/model.h (rp.model, rp.model_memory), the userdata's
+ * lifetime and tostring, its config (m:config) and parameters as tensor views (m:params, m:grads),
+ * checkpoints (m:save, rp.load), and the registration of every method. Running the model
+ * (forward, loss, train_step, generate, introspection) is in model_run.c (model_methods.h).
  *
  * The userdata holds the rp_model pointer (NULL before rp_model_new succeeds and after
  * __gc/__close). Every argument is checked here before core runs: the config table (types and
  * enum names here, ranges by rp_model_cfg_check, whose message becomes the `bad argument` text),
- * token grids (shape, B <= max_batch, T <= seq_len, every value, with its 1-based position in
- * the message), options. Token, target and mask buffers are Lua userdata, and results are pushed
- * as empty tensors before core fills them, so a Lua error never leaks. File errors of m:save and
- * rp.load are returned as nil, "path: reason" (Lua io style); misuse raises.
+ * options. File errors of m:save and rp.load are returned as nil, "path: reason" (Lua io style);
+ * misuse raises.
  */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "args.h"
+#include "model_methods.h"
 #include "roper.h"
-
-#define INT32_LIMIT ((int64_t)2147483647)
+#include "userdata.h"
 
 static const char *const norm_names[] = {"pre", "post", NULL};
 static const char *const act_names[] = {"relu", "gelu", NULL};
-static const char *const pe_names[] = {"none",  "sinusoidal",   "learned", "rope",
-                                       "roper", "roper_legacy", NULL};
-static const char *const pairing_names[] = {"half", "interleaved", NULL};
 static const char *const attention_names[] = {"softmax", "linear", NULL};
-static const char *const linear_rope_names[] = {"after", "before", NULL};
 
 /* ---- the userdata ---- */
-
-rp_model *lrp_checkmodel(lua_State *L, int idx)
-{
-    lrp_model *u = (lrp_model *)lrp_checkudata(L, idx, LRP_MODEL_MT);
-    if (u->m == NULL) lrp_argerror(L, idx, "attempt to use a released model");
-    return u->m;
-}
-
-lrp_model *lrp_newmodel(lua_State *L)
-{
-    lrp_model *u = (lrp_model *)lua_newuserdatauv(L, sizeof *u, 0);
-    u->m = NULL; /* empty: safe for __gc */
-    luaL_setmetatable(L, LRP_MODEL_MT);
-    return u;
-}
 
 /* __gc and __close: free the model; safe on a released model and when called twice. Tensor views
  * of its parameters keep their storage. */
@@ -117,16 +99,16 @@ static void read_cfg(lua_State *L, int idx, rp_model_cfg *cfg)
     cfg->norm = (rp_norm)lrp_optenum(L, idx, "norm", norm_names, (int)cfg->norm);
     cfg->act = (rp_act)lrp_optenum(L, idx, "activation", act_names, (int)cfg->act);
     cfg->dropout = lrp_optnumber(L, idx, "dropout", cfg->dropout);
-    cfg->pe = (rp_pe)lrp_optenum(L, idx, "pe", pe_names, (int)cfg->pe);
+    cfg->pe = (rp_pe)lrp_optenum(L, idx, "pe", rp_pe_names, (int)cfg->pe);
     cfg->fraction_qk = lrp_optnumber(L, idx, "fraction_qk", cfg->fraction_qk);
     cfg->fraction_v = lrp_optnumber(L, idx, "fraction_v", cfg->fraction_v);
     cfg->rope_base = lrp_optnumber(L, idx, "base", cfg->rope_base);
-    cfg->pairing = (rp_pairing)lrp_optenum(L, idx, "pairing", pairing_names, (int)cfg->pairing);
+    cfg->pairing =
+        (rp_pairing)lrp_optenum(L, idx, "pairing", lrp_pairing_names, (int)cfg->pairing);
     cfg->seed = (uint64_t)lrp_optinteger(L, idx, "seed", 0);
     cfg->attention =
         (rp_attn_kind)lrp_optenum(L, idx, "attention", attention_names, (int)cfg->attention);
-    cfg->linear_rope = (rp_lin_placement)lrp_optenum(L, idx, "linear_rope", linear_rope_names,
-                                                     (int)cfg->linear_rope);
+    cfg->linear_rope = lrp_optplacement(L, idx, "linear_rope", cfg->linear_rope);
     /* checked here for every pe (core checks fractions only for the modes that rotate), and with
      * the Lua names ("base" is core's rope_base) */
     const char *keys[] = {"fraction_qk", "fraction_v"};
@@ -183,249 +165,6 @@ static int l_model_memory(lua_State *L)
     return 1;
 }
 
-/* ---- token grids ---- */
-
-enum { IDS_TOKEN, IDS_TARGET, IDS_MASK };
-
-/* The shape of a grid argument: B sequences of T entries; ndim 1 for [T] forms (a flat table, a
- * 1-D tensor; B = 1), 2 for [B x T] forms. */
-typedef struct {
-    int64_t B, T;
-    int ndim;
-} grid;
-
-static const char *grid_str(char *buf, const grid *g)
-{
-    int64_t s[2] = {g->B, g->T};
-    return g->ndim == 1 ? lrp_shape_str_n(buf, 1, s + 1) : lrp_shape_str_n(buf, 2, s);
-}
-
-/* "[b][t]" (or "[t]" for a [T] grid), 1-based, into buf (64 bytes). */
-static const char *pos_str(char *buf, const grid *g, int64_t b, int64_t t)
-{
-    if (g->ndim == 1) snprintf(buf, 64, "[%lld]", (long long)(t + 1));
-    else snprintf(buf, 64, "[%lld][%lld]", (long long)(b + 1), (long long)(t + 1));
-    return buf;
-}
-
-/* Raises the message for a bad value (at stack index vidx) at position pos. */
-static int bad_value(lua_State *L, int arg, int kind, const char *pos, int64_t V, int vidx)
-{
-    const char *got = lrp_describe(L, vidx);
-    if (kind == IDS_TOKEN)
-        return lrp_argerror(L, arg, "token at %s must be an integer in 0..%I (vocab %I), got %s",
-                            pos, (LUAI_UACINT)(V - 1), (LUAI_UACINT)V, got);
-    if (kind == IDS_TARGET)
-        return lrp_argerror(L, arg,
-                            "target at %s must be -1 (not scored) or an integer in 0..%I "
-                            "(vocab %I), got %s",
-                            pos, (LUAI_UACINT)(V - 1), (LUAI_UACINT)V, got);
-    return lrp_argerror(L, arg, "mask at %s must be 0, 1, true or false, got %s", pos, got);
-}
-
-static void kind_range(int kind, int64_t V, int64_t *lo, int64_t *hi)
-{
-    *lo = kind == IDS_TARGET ? -1 : 0;
-    *hi = kind == IDS_MASK ? 1 : V - 1;
-}
-
-/* The Lua value at idx as an entry of kind; 0 when it is not acceptable. */
-static int convert_lua(lua_State *L, int idx, int kind, int64_t V, int32_t *out)
-{
-    if (kind == IDS_MASK && lua_type(L, idx) == LUA_TBOOLEAN) {
-        *out = lua_toboolean(L, idx);
-        return 1;
-    }
-    int64_t lo, hi;
-    kind_range(kind, V, &lo, &hi);
-    lua_Integer v = 0;
-    if (!lrp_tointeger(L, idx, &v) || v < lo || v > hi) return 0;
-    *out = (int32_t)v;
-    return 1;
-}
-
-/* A tensor element as an entry of kind; 0 when it is not acceptable. */
-static int convert_float(double x, int kind, int64_t V, int32_t *out)
-{
-    int64_t lo, hi;
-    kind_range(kind, V, &lo, &hi);
-    if (!(x == floor(x) && x >= (double)lo && x <= (double)hi)) return 0;
-    *out = (int32_t)x;
-    return 1;
-}
-
-/* The shape of the grid at arg (a [T] or [B x T] tensor, a flat table = one sequence, a table of
- * tables = a batch; with allow_2d = 0 only the [T] forms). Checks types and that it is not
- * empty; the rows of a nested table are checked by fill_grid. */
-static void probe_grid(lua_State *L, int arg, const char *what, int allow_2d, grid *g)
-{
-    char buf[RP_SHAPE_STR_LEN];
-    if (lrp_totensor(L, arg)) {
-        rp_tensor *t = lrp_checktensor(L, arg);
-        if (t->ndim == 1) {
-            g->ndim = 1;
-            g->B = 1;
-            g->T = t->shape[0];
-        } else if (t->ndim == 2 && allow_2d) {
-            g->ndim = 2;
-            g->B = t->shape[0];
-            g->T = t->shape[1];
-        } else {
-            lrp_argerror(L, arg, allow_2d ? "%s must be a [T] or [B x T] tensor, got %s"
-                                          : "%s must be a 1-D tensor, got %s",
-                         what, lrp_shape_str(buf, t));
-        }
-        if (g->B * g->T == 0)
-            lrp_argerror(L, arg, "%s must hold at least one token, got %s", what,
-                         lrp_shape_str(buf, t));
-        return;
-    }
-    if (lua_type(L, arg) != LUA_TTABLE)
-        lrp_argerror(L, arg, "%s must be a table or a tensor, got %s", what, lrp_describe(L, arg));
-    lua_Unsigned n = lua_rawlen(L, arg);
-    if (n == 0) lrp_argerror(L, arg, "%s must hold at least one token, got an empty table", what);
-    if (n > (lua_Unsigned)INT32_LIMIT) lrp_argerror(L, arg, "%s has too many entries", what);
-    g->ndim = 1;
-    g->B = 1;
-    g->T = (int64_t)n;
-    if (allow_2d && lua_rawgeti(L, arg, 1) == LUA_TTABLE) {
-        lua_Unsigned m = lua_rawlen(L, -1);
-        if (m == 0) lrp_argerror(L, arg, "%s[1] must hold at least one token, got an empty table",
-                                 what);
-        if (m > (lua_Unsigned)INT32_LIMIT) lrp_argerror(L, arg, "%s[1] has too many entries", what);
-        g->ndim = 2;
-        g->B = (int64_t)n;
-        g->T = (int64_t)m;
-    }
-    if (allow_2d) lua_pop(L, 1);
-}
-
-/* Reads the values of the grid at arg (shape g from probe_grid) into out (B*T entries, row
- * b * T + t), checking each for its kind. */
-static void fill_grid(lua_State *L, int arg, const char *what, int kind, int64_t V, const grid *g,
-                      int32_t *out)
-{
-    char pos[64];
-    rp_tensor *t = lrp_totensor(L, arg);
-    if (t) {
-        t = lrp_checktensor(L, arg); /* again: the buffer's allocation may have released it */
-        const float *d = rp_tensor_data(t);
-        for (int64_t b = 0; b < g->B; b++)
-            for (int64_t j = 0; j < g->T; j++) {
-                int64_t off = g->ndim == 1 ? j * t->stride[0]
-                                           : b * t->stride[0] + j * t->stride[1];
-                double x = (double)d[off];
-                if (convert_float(x, kind, V, &out[b * g->T + j])) continue;
-                if (x == floor(x) && fabs(x) <= (double)LRP_MAX_POS)
-                    lua_pushinteger(L, (lua_Integer)x);
-                else
-                    lua_pushnumber(L, (lua_Number)x);
-                bad_value(L, arg, kind, pos_str(pos, g, b, j), V, -1);
-            }
-        return;
-    }
-    luaL_checkstack(L, 4, "token table");
-    if (g->ndim == 1) {
-        for (int64_t j = 0; j < g->T; j++) {
-            lua_rawgeti(L, arg, (lua_Integer)(j + 1));
-            if (!convert_lua(L, -1, kind, V, &out[j]))
-                bad_value(L, arg, kind, pos_str(pos, g, 0, j), V, -1);
-            lua_pop(L, 1);
-        }
-        return;
-    }
-    for (int64_t b = 0; b < g->B; b++) {
-        if (lua_rawgeti(L, arg, (lua_Integer)(b + 1)) != LUA_TTABLE)
-            lrp_argerror(L, arg, "%s[%I] must be a table (one sequence), got %s", what,
-                         (LUAI_UACINT)(b + 1), lrp_describe(L, -1));
-        lua_Unsigned n = lua_rawlen(L, -1);
-        if (n != (lua_Unsigned)g->T)
-            lrp_argerror(L, arg, "%s[%I] has %I entries, expected %I (as %s[1])", what,
-                         (LUAI_UACINT)(b + 1), (LUAI_UACINT)n, (LUAI_UACINT)g->T, what);
-        for (int64_t j = 0; j < g->T; j++) {
-            lua_rawgeti(L, -1, (lua_Integer)(j + 1));
-            if (!convert_lua(L, -1, kind, V, &out[b * g->T + j]))
-                bad_value(L, arg, kind, pos_str(pos, g, b, j), V, -1);
-            lua_pop(L, 1);
-        }
-        lua_pop(L, 1);
-    }
-}
-
-/* A scratch buffer of n int32 values (a userdata pushed on the stack). */
-static int32_t *push_ids(lua_State *L, int64_t n)
-{
-    return (int32_t *)lua_newuserdatauv(L, (size_t)n * sizeof(int32_t), 0);
-}
-
-/* The tokens at arg for a model of config c: shape within (max_batch, seq_len), values in
- * 0..V-1. Pushes the buffer. */
-static int32_t *check_tokens(lua_State *L, int arg, const rp_model_cfg *c, grid *g)
-{
-    probe_grid(L, arg, "tokens", 1, g);
-    if (g->B > c->max_batch)
-        lrp_argerror(L, arg, "a batch of %I sequences exceeds max_batch %I", (LUAI_UACINT)g->B,
-                     (LUAI_UACINT)c->max_batch);
-    if (g->T > c->seq_len)
-        lrp_argerror(L, arg, "sequence length %I exceeds seq_len %I", (LUAI_UACINT)g->T,
-                     (LUAI_UACINT)c->seq_len);
-    int32_t *buf = push_ids(L, g->B * g->T);
-    fill_grid(L, arg, "tokens", IDS_TOKEN, c->vocab, g, buf);
-    return buf;
-}
-
-/* Targets or a mask at arg: the same B and T as the tokens (grid tok). Pushes the buffer. */
-static int32_t *check_like(lua_State *L, int arg, const char *what, int kind, int64_t V,
-                           const grid *tok)
-{
-    grid g;
-    probe_grid(L, arg, what, 1, &g);
-    if (g.B != tok->B || g.T != tok->T) {
-        char a[RP_SHAPE_STR_LEN], b[RP_SHAPE_STR_LEN];
-        lrp_argerror(L, arg, "%s has shape %s, expected %s (the shape of tokens)", what,
-                     grid_str(a, &g), grid_str(b, tok));
-    }
-    int32_t *buf = push_ids(L, g.B * g.T);
-    fill_grid(L, arg, what, kind, V, &g, buf);
-    return buf;
-}
-
-static int32_t *check_targets(lua_State *L, int arg, const rp_model_cfg *c, const grid *tok)
-{
-    return check_like(L, arg, "targets", IDS_TARGET, c->vocab, tok);
-}
-
-/* The optional mask at arg (nil/none: NULL), as B*T bytes 0/1 (a pushed userdata). */
-static uint8_t *check_mask(lua_State *L, int arg, const grid *tok)
-{
-    if (lua_isnoneornil(L, arg)) return NULL;
-    int32_t *v = check_like(L, arg, "mask", IDS_MASK, 2, tok);
-    int64_t n = tok->B * tok->T;
-    uint8_t *mask = (uint8_t *)lua_newuserdatauv(L, (size_t)n, 0);
-    for (int64_t i = 0; i < n; i++) mask[i] = (uint8_t)v[i];
-    return mask;
-}
-
-/* Pushes a new contiguous (zeroed) tensor of the given shape and returns its data. */
-static float *push_out(lua_State *L, int ndim, const int64_t *shape)
-{
-    rp_tensor *out = lrp_newtensor(L);
-    rp_status st = rp_tensor_new(out, ndim, shape);
-    if (st != RP_OK) lrp_raise(L, st);
-    return rp_tensor_data(out);
-}
-
-/* Runs an eval forward over tokens (no targets) on the model at stack index 1, fetched afresh
- * (see the rule in roper.h: nothing may run Lua code between this and the use of the results).
- * Raises on a core error. Returns the model. */
-static rp_model *eval_forward(lua_State *L, const int32_t *tok, const grid *g)
-{
-    rp_model *m = lrp_checkmodel(L, 1);
-    rp_status st = rp_model_forward(m, tok, NULL, NULL, g->B, g->T, 0, NULL);
-    if (st != RP_OK) lrp_raise(L, st);
-    return m;
-}
-
 /* ---- methods ---- */
 
 /* m:config() -> table (the keys of rp.model's config) */
@@ -457,13 +196,13 @@ static int m_config(lua_State *L)
     lua_setfield(L, -2, "fraction_v");
     lua_pushnumber(L, (lua_Number)c->rope_base);
     lua_setfield(L, -2, "base");
-    lua_pushstring(L, pairing_names[c->pairing]);
+    lua_pushstring(L, lrp_pairing_names[c->pairing]);
     lua_setfield(L, -2, "pairing");
     lua_pushinteger(L, (lua_Integer)c->seed);
     lua_setfield(L, -2, "seed");
     lua_pushstring(L, attention_names[c->attention]);
     lua_setfield(L, -2, "attention");
-    lua_pushstring(L, linear_rope_names[c->linear_rope]);
+    lua_pushstring(L, rp_lin_placement_name(c->linear_rope));
     lua_setfield(L, -2, "linear_rope");
     return 1;
 }
@@ -502,231 +241,6 @@ static int push_views(lua_State *L, int grad)
 
 static int m_params(lua_State *L) { return push_views(L, 0); }
 static int m_grads(lua_State *L) { return push_views(L, 1); }
-
-/* m:forward(tokens) -> logits [B x T x V] (eval mode) */
-static int m_forward(lua_State *L)
-{
-    const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1));
-    lua_settop(L, 2);
-    grid g;
-    int32_t *tok = check_tokens(L, 2, &cfg, &g);
-    int64_t shape[3] = {g.B, g.T, cfg.vocab};
-    float *out = push_out(L, 3, shape);
-    rp_model *m = eval_forward(L, tok, &g);
-    memcpy(out, rp_model_logits(m), (size_t)lrp_numel(3, shape) * sizeof(float));
-    return 1;
-}
-
-/* m:loss(tokens, targets[, mask]) -> mean cross-entropy over scored positions (eval mode; nan
- * when nothing is scored) */
-static int m_loss(lua_State *L)
-{
-    const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1));
-    lua_settop(L, 4);
-    grid g;
-    int32_t *tok = check_tokens(L, 2, &cfg, &g);
-    int32_t *tgt = check_targets(L, 3, &cfg, &g);
-    uint8_t *mask = check_mask(L, 4, &g);
-    float loss = 0.0f;
-    rp_status st = rp_model_forward(lrp_checkmodel(L, 1), tok, tgt, mask, g.B, g.T, 0, &loss);
-    if (st != RP_OK) return lrp_raise(L, st);
-    lua_pushnumber(L, (lua_Number)loss);
-    return 1;
-}
-
-static const char *const nonfinite_names[] = {"error", "skip", NULL};
-
-/* m:train_step(tokens, targets, mask_or_nil, opt[, {nonfinite = "error" | "skip"}])
- *   -> loss, grad_norm, updated */
-static int m_train_step(lua_State *L)
-{
-    static const char *const known[] = {"nonfinite", NULL};
-    const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1));
-    lua_settop(L, 6);
-    grid g;
-    int32_t *tok = check_tokens(L, 2, &cfg, &g);
-    int32_t *tgt = check_targets(L, 3, &cfg, &g);
-    if (luaL_testudata(L, 4, LRP_OPTIM_MT) && lua_isnil(L, 5))
-        return lrp_argerror(L, 4, "mask or nil expected before the optimiser "
-                                  "(m:train_step(tokens, targets, nil, opt))");
-    uint8_t *mask = check_mask(L, 4, &g);
-    lrp_checkoptim_for(L, 5, 1);
-    lrp_checkopts(L, 6, known);
-    int skip = lrp_optenum(L, 6, "nonfinite", nonfinite_names, 0);
-    int64_t scored = 0;
-    for (int64_t n = 0; n < g.B * g.T; n++)
-        if (tgt[n] >= 0 && (mask == NULL || mask[n])) scored++;
-    if (scored == 0)
-        return lrp_argerror(L, 3, "no position is scored (every target is -1 or masked out)");
-
-    /* every Lua value is read: fetch the objects, then no Lua call until core is done */
-    rp_model *m = lrp_checkmodel(L, 1);
-    lrp_optim *o = lrp_checkoptim_for(L, 5, 1);
-    float loss = 0.0f;
-    rp_status st = rp_model_forward(m, tok, tgt, mask, g.B, g.T, 1, &loss);
-    if (st != RP_OK) return lrp_raise(L, st);
-    double norm = (double)NAN;
-    if (isfinite(loss)) {
-        rp_model_zero_grad(m);
-        st = rp_model_backward(m);
-        if (st != RP_OK) return lrp_raise(L, st);
-        norm = rp_adam_step(&o->cfg, &o->st, rp_model_params(m)->data, rp_model_grads(m)->data,
-                            o->st.n); /* updates nothing when the norm is not finite */
-    }
-    int updated = isfinite(loss) && isfinite(norm);
-    if (!updated && !skip) {
-        double bad = isfinite(loss) ? norm : (double)loss;
-        return luaL_error(L, "train_step: the %s is %s; the weights were not updated (pass "
-                             "{nonfinite = \"skip\"} to skip such steps)",
-                          isfinite(loss) ? "gradient norm" : "loss",
-                          isnan(bad) ? "nan" : bad > 0 ? "inf" : "-inf");
-    }
-    lua_pushnumber(L, (lua_Number)loss);
-    lua_pushnumber(L, (lua_Number)norm);
-    lua_pushboolean(L, updated);
-    return 3;
-}
-
-/* m:attention(layer, tokens) -> att [B x H x T x T] of layer (1-based) after an eval forward */
-static int m_attention(lua_State *L)
-{
-    const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1));
-    lua_Integer layer = lrp_checkint(L, 2, "layer");
-    if (layer < 1 || layer > cfg.layers)
-        return lrp_argerror(L, 2, "layer %I out of range (the model has %I layers)",
-                            (LUAI_UACINT)layer, (LUAI_UACINT)cfg.layers);
-    lua_settop(L, 3);
-    grid g;
-    int32_t *tok = check_tokens(L, 3, &cfg, &g);
-    int64_t shape[4] = {g.B, cfg.heads, g.T, g.T};
-    float *out = push_out(L, 4, shape);
-    rp_model *m = eval_forward(L, tok, &g);
-    if (cfg.attention == RP_ATTN_LINEAR) {
-        /* the normalised linear weights w_nm / den_n, recomputed from the saved q and k */
-        rp_status st = rp_model_linear_weights(m, (int64_t)layer - 1, out);
-        if (st != RP_OK) return lrp_raise(L, st);
-        return 1;
-    }
-    memcpy(out, rp_model_attention_weights(m, (int64_t)layer - 1),
-           (size_t)lrp_numel(4, shape) * sizeof(float));
-    return 1;
-}
-
-/* m:linear_stats(tokens) -> min_weight, min_den: after an eval forward of a linear-attention
- * model, the smallest normalised weight w_nm / den_n (negative when the rotated numerator is) and
- * the smallest denominator, over every layer, sequence, head and position. */
-static int m_linear_stats(lua_State *L)
-{
-    const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1));
-    if (cfg.attention != RP_ATTN_LINEAR)
-        return luaL_error(L, "linear_stats needs a model with linear attention (this one uses "
-                             "softmax)");
-    lua_settop(L, 2);
-    grid g;
-    int32_t *tok = check_tokens(L, 2, &cfg, &g);
-    rp_model *m = eval_forward(L, tok, &g);
-    double min_w, min_den;
-    rp_status st = rp_model_linear_stats(m, &min_w, &min_den);
-    if (st != RP_OK) return lrp_raise(L, st);
-    lua_pushnumber(L, (lua_Number)min_w);
-    lua_pushnumber(L, (lua_Number)min_den);
-    return 2;
-}
-
-/* m:activations(tokens) -> { [0] = embedding output, [l] = residual stream after layer l },
- * each [B x T x C] */
-static int m_activations(lua_State *L)
-{
-    const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1));
-    lua_settop(L, 2);
-    grid g;
-    int32_t *tok = check_tokens(L, 2, &cfg, &g); /* 3 */
-    int64_t shape[3] = {g.B, g.T, cfg.d_model};
-    /* every result exists before the forward runs */
-    lua_createtable(L, (int)cfg.layers, 1); /* 4 */
-    for (int64_t l = -1; l < cfg.layers; l++) {
-        push_out(L, 3, shape);
-        lua_rawseti(L, 4, (lua_Integer)(l + 1));
-    }
-    rp_model *m = eval_forward(L, tok, &g);
-    size_t bytes = (size_t)lrp_numel(3, shape) * sizeof(float);
-    for (int64_t l = -1; l < cfg.layers; l++) {
-        lua_rawgeti(L, 4, (lua_Integer)(l + 1));
-        memcpy(rp_tensor_data(lrp_totensor(L, -1)), rp_model_residual(m, l), bytes);
-        lua_pop(L, 1);
-    }
-    return 1;
-}
-
-/* m:generate(prompt, n[, opts]) -> table of new token ids */
-static int m_generate(lua_State *L)
-{
-    static const char *const known[] = {"temperature", "top_k", "seed", "rng", "stop", NULL};
-    const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1));
-    lua_settop(L, 4);
-    grid g;
-    probe_grid(L, 2, "prompt", 0, &g);
-    int32_t *prompt = push_ids(L, g.T); /* 5 */
-    fill_grid(L, 2, "prompt", IDS_TOKEN, cfg.vocab, &g, prompt);
-    lua_Integer n = lrp_checkint(L, 3, "n");
-    if (n < 0 || n > INT32_LIMIT)
-        return lrp_argerror(L, 3, "n must be between 0 and 2^31-1, got %I", (LUAI_UACINT)n);
-
-    lrp_checkopts(L, 4, known);
-    rp_gen_cfg gc;
-    memset(&gc, 0, sizeof gc);
-    gc.temperature = lrp_optfinite(L, 4, "temperature", 0.0);
-    if (gc.temperature < 0.0) {
-        lua_pushnumber(L, (lua_Number)gc.temperature);
-        return lrp_argerror(L, 4, "option 'temperature' must be >= 0, got %s",
-                            lrp_describe(L, -1));
-    }
-    lua_Integer top_k = lrp_optinteger(L, 4, "top_k", 0);
-    if (top_k < 0)
-        return lrp_argerror(L, 4, "option 'top_k' must be >= 0, got %I", (LUAI_UACINT)top_k);
-    gc.top_k = (int64_t)top_k;
-    gc.stop_token = -1;
-    if (lrp_hasopt(L, 4, "stop")) {
-        lua_Integer stop = lrp_optinteger(L, 4, "stop", -1);
-        if (stop < 0 || stop >= cfg.vocab)
-            return lrp_argerror(L, 4,
-                                "option 'stop' must be a token id in 0..%I (vocab %I), got %I",
-                                (LUAI_UACINT)(cfg.vocab - 1), (LUAI_UACINT)cfg.vocab,
-                                (LUAI_UACINT)stop);
-        gc.stop_token = (int32_t)stop;
-    }
-    int has_seed = lrp_hasopt(L, 4, "seed"), has_rng = lrp_hasopt(L, 4, "rng");
-    if (has_seed && has_rng) return lrp_argerror(L, 4, "give option 'seed' or 'rng', not both");
-    /* index 6: the generator, kept on the stack so that nothing can collect it */
-    rp_rng local;
-    if (has_rng) {
-        lua_getfield(L, 4, "rng");
-        if (luaL_testudata(L, -1, LRP_RNG_MT) == NULL)
-            return lrp_argerror(L, 4, "option 'rng' must be a roper.Rng, got %s",
-                                lrp_describe(L, -1));
-    } else if (has_seed) {
-        rp_rng_seed(&local, (uint64_t)lrp_optinteger(L, 4, "seed", 0));
-        lua_pushnil(L);
-    } else {
-        /* the module's default generator (rp.seed reseeds it) */
-        lua_getfield(L, LUA_REGISTRYINDEX, LRP_DEFAULT_RNG_KEY);
-        if (luaL_testudata(L, -1, LRP_RNG_MT) == NULL) rp_rng_seed(&local, 0);
-    }
-    int32_t *out = push_ids(L, n > 0 ? (int64_t)n : 1); /* 7 */
-
-    /* every Lua value is read and every buffer exists: fetch the objects, then call core */
-    rp_rng *gen = (rp_rng *)luaL_testudata(L, 6, LRP_RNG_MT);
-    gc.rng = gen ? gen : &local;
-    int64_t n_out = 0;
-    rp_status st = rp_model_generate(lrp_checkmodel(L, 1), prompt, g.T, (int64_t)n, &gc, out, &n_out);
-    if (st != RP_OK) return lrp_raise(L, st);
-    lua_createtable(L, (int)n_out, 0);
-    for (int64_t i = 0; i < n_out; i++) {
-        lua_pushinteger(L, (lua_Integer)out[i]);
-        lua_rawseti(L, -2, (lua_Integer)(i + 1));
-    }
-    return 1;
-}
 
 /* ---- checkpoints ---- */
 
@@ -815,11 +329,11 @@ static int l_load(lua_State *L)
 /* ---- registration ---- */
 
 static const luaL_Reg model_methods[] = {
-    {"linear_stats", m_linear_stats}, {"config", m_config},           {"num_params", m_num_params},
+    {"linear_stats", lrp_model_linear_stats}, {"config", m_config},           {"num_params", m_num_params},
     {"params", m_params},           {"grads", m_grads},
-    {"forward", m_forward},         {"loss", m_loss},
-    {"train_step", m_train_step},   {"generate", m_generate},
-    {"attention", m_attention},     {"activations", m_activations},
+    {"forward", lrp_model_forward},         {"loss", lrp_model_loss},
+    {"train_step", lrp_model_train_step},   {"generate", lrp_model_generate},
+    {"attention", lrp_model_attention},     {"activations", lrp_model_activations},
     {"save", m_save},               {NULL, NULL},
 };
 

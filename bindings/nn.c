@@ -7,11 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "args.h"
 #include "roper.h"
-
-#define INT32_LIMIT ((int64_t)2147483647)
-
-static const char *const pairing_names[] = {"half", "interleaved", NULL};
+#include "tensor_methods.h"
+#include "userdata.h"
 
 /* Checks that n1 * n2 * ... (count sizes) stays within RP_MAX_NUMEL; 0 if not. */
 static int numel_ok(int count, const int64_t *sizes)
@@ -60,7 +59,7 @@ int lrp_matmul(lua_State *L)
     if (rp_broadcast_shape(&nd, shape, &ba, &bb) != RP_OK)
         return lrp_argerror(L, 2, "batch dims of %s and %s do not broadcast", lrp_shape_str(sa, a),
                             lrp_shape_str(sb, b));
-    if (M > INT32_LIMIT || N > INT32_LIMIT || K > INT32_LIMIT)
+    if (M > RP_I32_MAX || N > RP_I32_MAX || K > RP_I32_MAX)
         return lrp_argerror(L, 2, "matmul sizes must be at most 2^31-1 (M = %I, N = %I, K = %I)",
                             (LUAI_UACINT)M, (LUAI_UACINT)N, (LUAI_UACINT)K);
     if (a->ndim >= 2) shape[nd++] = M;
@@ -176,12 +175,29 @@ static int64_t d_rot_from_fraction(lua_State *L, int idx, const char *key, int64
 /* A rope base at option key: finite and > 0. */
 static double opt_base(lua_State *L, int idx, const char *key)
 {
-    double base = lrp_optfinite(L, idx, key, 10000.0);
+    double base = lrp_optfinite(L, idx, key, RP_ROPE_BASE);
     if (!(base > 0.0)) {
         lua_pushnumber(L, (lua_Number)base);
         lrp_argerror(L, idx, "option '%s' must be > 0, got %s", key, lrp_describe(L, -1));
     }
     return base;
+}
+
+/* A pe option of linear attention: the names of the modes it supports (rp_pe_mode_of(pe)->linear),
+ * in enum order; RP_PE_NONE when absent. */
+static rp_pe opt_linear_pe(lua_State *L, int idx, const char *key)
+{
+    const char *names[RP_PE_COUNT + 1];
+    rp_pe modes[RP_PE_COUNT];
+    int n = 0;
+    for (int pe = 0; pe < (int)RP_PE_COUNT; pe++)
+        if (rp_pe_mode_of((rp_pe)pe)->linear) {
+            modes[n] = (rp_pe)pe;
+            names[n++] = rp_pe_name((rp_pe)pe);
+        }
+    names[n] = NULL;
+    int i = lrp_optenum(L, idx, key, names, -1);
+    return i < 0 ? RP_PE_NONE : modes[i];
 }
 
 /* An integer option in [min, 2^53]; min is 0 or -2^53. */
@@ -200,7 +216,7 @@ static int64_t opt_pos(lua_State *L, int idx, const char *key, int64_t def, int6
 static int l_rope_theta(lua_State *L)
 {
     int64_t d_rot = check_d_rot(L, 1, lrp_checkint(L, 1, "d_rot"), 0);
-    double base = lua_isnoneornil(L, 2) ? 10000.0 : lrp_checkfinite(L, 2, "base");
+    double base = lua_isnoneornil(L, 2) ? RP_ROPE_BASE : lrp_checkfinite(L, 2, "base");
     if (!(base > 0.0)) return lrp_argerror(L, 2, "base must be > 0, got %f", (LUAI_UACNUMBER)base);
     int64_t half = d_rot / 2;
     double *theta = (double *)lua_newuserdatauv(L, (size_t)half * sizeof(double), 0);
@@ -262,7 +278,7 @@ static int l_rope_rotate(lua_State *L)
 
     rp_rope_cfg cfg = rp_rope_cfg_default(D);
     cfg.base = opt_base(L, 2, "base");
-    cfg.pairing = (rp_pairing)lrp_optenum(L, 2, "pairing", pairing_names, RP_PAIR_HALF);
+    cfg.pairing = (rp_pairing)lrp_optenum(L, 2, "pairing", lrp_pairing_names, RP_PAIR_HALF);
     lua_Integer sign = lrp_optinteger(L, 2, "sign", 1);
     if (sign != 1 && sign != -1)
         return lrp_argerror(L, 2, "option 'sign' must be 1 or -1, got %I", (LUAI_UACINT)sign);
@@ -392,8 +408,6 @@ static int l_attention(lua_State *L)
 {
     static const char *const known[] = {"pe",         "causal",     "scale",    "base", "pairing",
                                         "fraction_qk", "fraction_v", "q_offset", NULL};
-    static const char *const pe_names[] = {"none",  "sinusoidal", "learned", "rope",
-                                           "roper", "roper_legacy", NULL};
     static const char *const q_letters[] = {"B", "T", "H", "D"};
     static const char *const k_letters[] = {"B", "S", "H", "D"};
     static const char *const v_letters[] = {"B", "S", "H", "Dv"};
@@ -413,13 +427,13 @@ static int l_attention(lua_State *L)
     lrp_checkopts(L, 4, known);
     rp_attn_cfg cfg;
     memset(&cfg, 0, sizeof cfg);
-    cfg.pe = (rp_pe)lrp_optenum(L, 4, "pe", pe_names, RP_PE_NONE);
+    cfg.pe = (rp_pe)lrp_optenum(L, 4, "pe", rp_pe_names, RP_PE_NONE);
     cfg.causal = lrp_optboolean(L, 4, "causal", 1);
     cfg.scale = lrp_optfinite(L, 4, "scale", 1.0 / sqrt((double)D));
     cfg.base = opt_base(L, 4, "base");
-    cfg.pairing = (rp_pairing)lrp_optenum(L, 4, "pairing", pairing_names, RP_PAIR_HALF);
-    int rope_qk = cfg.pe == RP_PE_ROPE || cfg.pe == RP_PE_ROPER || cfg.pe == RP_PE_ROPER_LEGACY;
-    int rope_v = cfg.pe == RP_PE_ROPER || cfg.pe == RP_PE_ROPER_LEGACY;
+    cfg.pairing = (rp_pairing)lrp_optenum(L, 4, "pairing", lrp_pairing_names, RP_PAIR_HALF);
+    const rp_pe_mode *mode = rp_pe_mode_of(cfg.pe);
+    int rope_qk = mode->rot_qk, rope_v = mode->v_angle != 0.0;
     if (rope_qk) cfg.d_rot_qk = d_rot_from_fraction(L, 4, "fraction_qk", D, "D");
     else (void)lrp_optnumber(L, 4, "fraction_qk", 1.0);
     if (rope_v) cfg.d_rot_v = d_rot_from_fraction(L, 4, "fraction_v", Dv, "Dv");
@@ -435,7 +449,7 @@ static int l_attention(lua_State *L)
                                 (LUAI_UACINT)(S - T), (LUAI_UACINT)T, (LUAI_UACINT)S);
         cfg.q_offset = S - T;
     }
-    if (T > INT32_LIMIT || S > INT32_LIMIT || D > INT32_LIMIT || Dv > INT32_LIMIT)
+    if (T > RP_I32_MAX || S > RP_I32_MAX || D > RP_I32_MAX || Dv > RP_I32_MAX)
         return lrp_argerror(L, 1, "attention sizes T, S, D, Dv must be at most 2^31-1");
     int64_t out_sizes[4] = {B, T, H, Dv}, att_sizes[4] = {B, H, T, S};
     if (!numel_ok(4, out_sizes) || !numel_ok(4, att_sizes))
@@ -455,8 +469,6 @@ static int l_linear_attention(lua_State *L)
 {
     static const char *const known[] = {"pe",         "linear_rope", "eps",      "base", "pairing",
                                         "fraction_qk", "fraction_v",  "q_offset", NULL};
-    static const char *const pe_names[] = {"none", "sinusoidal", "learned", "rope", "roper", NULL};
-    static const char *const placement_names[] = {"after", "before", NULL};
     static const char *const q_letters[] = {"B", "T", "H", "D"};
     static const char *const v_letters[] = {"B", "T", "H", "Dv"};
     const rp_tensor *q = lrp_checktensor(L, 1);
@@ -472,24 +484,22 @@ static int l_linear_attention(lua_State *L)
     int64_t Dv = v->shape[3];
 
     lrp_checkopts(L, 4, known);
-    rp_linattn_cfg cfg =
-        rp_linattn_cfg_default((rp_pe)lrp_optenum(L, 4, "pe", pe_names, RP_PE_NONE), D, Dv);
-    cfg.placement =
-        (rp_lin_placement)lrp_optenum(L, 4, "linear_rope", placement_names, RP_LIN_AFTER);
+    rp_linattn_cfg cfg = rp_linattn_cfg_default(opt_linear_pe(L, 4, "pe"), D, Dv);
+    cfg.placement = lrp_optplacement(L, 4, "linear_rope", RP_LIN_AFTER);
     cfg.eps = lrp_optfinite(L, 4, "eps", RP_LINATTN_EPS);
     if (!(cfg.eps > 0.0)) {
         lua_getfield(L, 4, "eps"); /* described as given (0, not 0.0) */
         return lrp_argerror(L, 4, "option 'eps' must be > 0, got %s", lrp_describe(L, -1));
     }
     cfg.base = opt_base(L, 4, "base");
-    cfg.pairing = (rp_pairing)lrp_optenum(L, 4, "pairing", pairing_names, RP_PAIR_HALF);
-    int rope_qk = cfg.pe == RP_PE_ROPE || cfg.pe == RP_PE_ROPER;
-    if (rope_qk) cfg.d_rot_qk = d_rot_from_fraction(L, 4, "fraction_qk", D, "D");
+    cfg.pairing = (rp_pairing)lrp_optenum(L, 4, "pairing", lrp_pairing_names, RP_PAIR_HALF);
+    const rp_pe_mode *mode = rp_pe_mode_of(cfg.pe);
+    if (mode->rot_qk) cfg.d_rot_qk = d_rot_from_fraction(L, 4, "fraction_qk", D, "D");
     else (void)lrp_optnumber(L, 4, "fraction_qk", 1.0);
-    if (cfg.pe == RP_PE_ROPER) cfg.d_rot_v = d_rot_from_fraction(L, 4, "fraction_v", Dv, "Dv");
+    if (mode->v_angle != 0.0) cfg.d_rot_v = d_rot_from_fraction(L, 4, "fraction_v", Dv, "Dv");
     else (void)lrp_optnumber(L, 4, "fraction_v", 1.0);
     cfg.q_offset = opt_pos(L, 4, "q_offset", 0, 0);
-    if (T > INT32_LIMIT || D > INT32_LIMIT || Dv > INT32_LIMIT)
+    if (T > RP_I32_MAX || D > RP_I32_MAX || Dv > RP_I32_MAX)
         return lrp_argerror(L, 1, "attention sizes T, D, Dv must be at most 2^31-1");
     int64_t w_sizes[4] = {B, H, T, T};
     if (!numel_ok(4, w_sizes))

@@ -9,74 +9,14 @@
  */
 #include <math.h>
 #include <stdio.h>
-#include <string.h>
 
+#include "args.h"
 #include "roper.h"
+#include "userdata.h"
 
 static const char *const schedule_names[] = {"constant", "cosine", "noam", NULL};
 
 /* ---- the userdata ---- */
-
-lrp_optim *lrp_checkoptim(lua_State *L, int idx)
-{
-    lrp_optim *o = (lrp_optim *)lrp_checkudata(L, idx, LRP_OPTIM_MT);
-    if (o->buf == NULL) lrp_argerror(L, idx, "attempt to use a released optimiser");
-    return o;
-}
-
-lrp_optim *lrp_newoptim(lua_State *L, int model_idx, const rp_adam_cfg *cfg)
-{
-    model_idx = lua_absindex(L, model_idx);
-    lrp_optim *o = (lrp_optim *)lua_newuserdatauv(L, sizeof *o, 1);
-    memset(o, 0, sizeof *o); /* buf NULL: empty, safe for __gc */
-    o->cfg = *cfg;
-    luaL_setmetatable(L, LRP_OPTIM_MT);
-    lua_pushvalue(L, model_idx);
-    lua_setiuservalue(L, -2, 1);
-    return o;
-}
-
-rp_status lrp_optim_alloc(lrp_optim *o, int64_t n)
-{
-    rp_storage *s = rp_storage_new((size_t)(2 * n));
-    if (s == NULL) return RP_ERR_NOMEM;
-    o->buf = s;
-    o->st.m = s->data;
-    o->st.v = s->data + n;
-    o->st.n = n;
-    o->st.step = 0;
-    return RP_OK;
-}
-
-/* Pushes the user value of the optimiser at idx (its model). */
-static void push_model_of(lua_State *L, int idx)
-{
-    lua_getiuservalue(L, idx, 1);
-}
-
-/* The live model of the live optimiser at idx (argument idx); raises when it was released. */
-static rp_model *model_of(lua_State *L, int idx)
-{
-    push_model_of(L, idx);
-    lrp_model *mu = (lrp_model *)luaL_testudata(L, -1, LRP_MODEL_MT);
-    lua_pop(L, 1);
-    if (mu == NULL || mu->m == NULL) lrp_argerror(L, idx, "the optimiser's model was released");
-    return mu->m;
-}
-
-lrp_optim *lrp_checkoptim_for(lua_State *L, int opt_idx, int model_idx)
-{
-    opt_idx = lua_absindex(L, opt_idx);
-    model_idx = lua_absindex(L, model_idx);
-    if (luaL_testudata(L, opt_idx, LRP_OPTIM_MT) == NULL)
-        lrp_argerror(L, opt_idx, "roper.Optim expected, got %s", lrp_describe(L, opt_idx));
-    lrp_optim *o = lrp_checkoptim(L, opt_idx);
-    push_model_of(L, opt_idx);
-    int same = lua_rawequal(L, -1, model_idx);
-    lua_pop(L, 1);
-    if (!same) lrp_argerror(L, opt_idx, "the optimiser belongs to another model");
-    return o;
-}
 
 /* __gc and __close: free the moments; safe on a released optimiser and when called twice. */
 static int o_release(lua_State *L)
@@ -184,12 +124,11 @@ static int l_new(lua_State *L)
 static int o_step(lua_State *L)
 {
     static const char *const known[] = {"nonfinite", NULL};
-    static const char *const nonfinite_names[] = {"error", "skip", NULL};
     lrp_checkoptim(L, 1);
     lrp_checkopts(L, 2, known);
-    int skip = lrp_optenum(L, 2, "nonfinite", nonfinite_names, 0);
+    int skip = lrp_optenum(L, 2, "nonfinite", lrp_nonfinite_names, 0);
     lrp_optim *o = lrp_checkoptim(L, 1);
-    rp_model *m = model_of(L, 1);
+    rp_model *m = lrp_optim_model(L, 1);
     float *w = rp_model_params(m)->data, *g = rp_model_grads(m)->data;
     double norm = rp_adam_step(&o->cfg, &o->st, w, g, o->st.n);
     int updated = isfinite(norm);

@@ -2,7 +2,9 @@
  * under LRP_DEFAULT_RNG_KEY, not in a C global) and the random tensor constructors. */
 #include <string.h>
 
+#include "args.h"
 #include "roper.h"
+#include "userdata.h"
 
 /* The generator at idx (raises "roper.Rng expected, got X"). */
 static rp_rng *check_rng(lua_State *L, int idx)

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "roper.h"
+#include "userdata.h"
 
 /* internals.is_live(x): true when x is a tensor that was not released. */
 static int l_is_live(lua_State *L)

@@ -13,10 +13,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "args.h"
 #include "roper.h"
+#include "userdata.h"
 #include "task.h"
 
-#define INT32_LIMIT ((int64_t)2147483647)
 /* Upper bounds of the size options (far beyond any sensible use; they keep buffers bounded). */
 #define MAX_SEQ_LEN ((int64_t)1 << 24)
 #define MAX_STR_LEN ((int64_t)1 << 16)
@@ -290,7 +291,7 @@ static int t_encode(lua_State *L)
     check_task(L, 1);
     size_t len;
     const char *s = check_cstring(L, 2, "text", &len);
-    if ((int64_t)len > INT32_LIMIT) return lrp_argerror(L, 2, "text is too long");
+    if ((int64_t)len > RP_I32_MAX) return lrp_argerror(L, 2, "text is too long");
     lua_settop(L, 2);
     int32_t *ids = (int32_t *)lua_newuserdatauv(L, (len ? len : 1) * sizeof(int32_t), 0);
     int64_t n = 0;
@@ -336,7 +337,7 @@ static int t_decode(lua_State *L)
     } else {
         return lrp_argerror(L, 2, "ids must be a table or a tensor, got %s", lrp_describe(L, 2));
     }
-    if (n > INT32_LIMIT / 4) return lrp_argerror(L, 2, "ids has too many entries");
+    if (n > RP_I32_MAX / 4) return lrp_argerror(L, 2, "ids has too many entries");
     int32_t *ids = (int32_t *)lua_newuserdatauv(L, (size_t)(n ? n : 1) * sizeof(int32_t), 0);
     size_t cap = (size_t)n * 4 + 1, len = 0;
     char *out = (char *)lua_newuserdatauv(L, cap, 0);
@@ -385,7 +386,7 @@ static int t_batch(lua_State *L)
     const rp_task_cfg cfg = *rp_task_config(check_task(L, 1)), *c = &cfg;
     lua_Integer B = lrp_checkint(L, 2, "B");
     if (B < 1) return lrp_argerror(L, 2, "B must be >= 1, got %I", (LUAI_UACINT)B);
-    if (B > INT32_LIMIT / c->seq_len)
+    if (B > RP_I32_MAX / c->seq_len)
         return lrp_argerror(L, 2, "a batch of %I sequences of %I tokens is too large",
                             (LUAI_UACINT)B, (LUAI_UACINT)c->seq_len);
     if (!lua_isnoneornil(L, 3)) lrp_checkudata(L, 3, LRP_RNG_MT);

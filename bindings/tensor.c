@@ -1,30 +1,23 @@
-/* The roper.Tensor userdata: constructors, methods, indexing and metamethods.
+/* The roper.Tensor userdata: its lifetime, constructors, queries (shape, size, stride, ...), data
+ * movement (contiguous, clone, copy, fill, zero) and the registration of every method and
+ * metamethod (rp.Tensor, the roper.Tensor metatable). Views, slicing and element access are in
+ * tensor_index.c, arithmetic and reductions in tensor_math.c (tensor_methods.h).
  *
  * The userdata holds the rp_tensor struct by value (one storage reference). A released tensor
  * (storage NULL, after __close) raises "attempt to use a released tensor" on use. Every function
  * checks all its arguments before it calls core; results are pushed as empty userdata first and
  * filled in place, so a Lua error can never leak a reference.
  */
-#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "args.h"
 #include "roper.h"
+#include "tensor_methods.h"
+#include "userdata.h"
 
 /* ---- small helpers ---- */
-
-/* The shape at first..last as lrp_checkshape, but a shape table must be the last argument. */
-static int shape_args(lua_State *L, int first, int last, int64_t *shape, int allow_infer)
-{
-    if (last < first)
-        lrp_argerror(L, first,
-                     "shape expected (a table of sizes, or sizes as numbers), got no value");
-    if (lua_type(L, first) == LUA_TTABLE && last > first)
-        lrp_argerror(L, first + 1, "unexpected argument after the shape table (%s)",
-                     lrp_describe(L, first + 1));
-    return lrp_checkshape(L, first, last, shape, allow_infer);
-}
 
 /* Pushes a new zero-filled contiguous tensor of the given (checked) shape and returns it. */
 static rp_tensor *push_new(lua_State *L, int ndim, const int64_t *shape)
@@ -33,14 +26,6 @@ static rp_tensor *push_new(lua_State *L, int ndim, const int64_t *shape)
     rp_status st = rp_tensor_new(out, ndim, shape);
     if (st != RP_OK) lrp_raise(L, st);
     return out;
-}
-
-/* Pointer to the element at the 0-based indices idx[0..ndim-1] (already range-checked). */
-static float *elem_ptr(const rp_tensor *t, const int64_t *idx)
-{
-    int64_t off = 0;
-    for (int i = 0; i < t->ndim; i++) off += idx[i] * t->stride[i];
-    return rp_tensor_data(t) + off;
 }
 
 /* Pushes a fresh table with the n sizes (or strides) at v (a copy: pushing may release the
@@ -160,7 +145,7 @@ static int l_tensor(lua_State *L)
     if (lrp_totensor(L, 1)) {
         rp_tensor *src = lrp_checktensor(L, 1);
         rp_tensor *out = lrp_newtensor(L);
-        src = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
+        src = lrp_checktensor(L, 1); /* again after the allocation (args.h) */
         rp_status st = rp_tensor_clone(out, src);
         if (st != RP_OK) return lrp_raise(L, st);
         return 1;
@@ -172,7 +157,7 @@ static int l_tensor(lua_State *L)
 static int l_zeros(lua_State *L)
 {
     int64_t shape[RP_MAX_DIMS];
-    int ndim = shape_args(L, 1, lua_gettop(L), shape, 0);
+    int ndim = lrp_shape_args(L, 1, lua_gettop(L), shape, 0);
     push_new(L, ndim, shape);
     return 1;
 }
@@ -181,7 +166,7 @@ static int l_zeros(lua_State *L)
 static int l_ones(lua_State *L)
 {
     int64_t shape[RP_MAX_DIMS];
-    int ndim = shape_args(L, 1, lua_gettop(L), shape, 0);
+    int ndim = lrp_shape_args(L, 1, lua_gettop(L), shape, 0);
     rp_tensor_fill(push_new(L, ndim, shape), 1.0f);
     return 1;
 }
@@ -192,11 +177,11 @@ static int l_full(lua_State *L)
     int top = lua_gettop(L);
     int64_t shape[RP_MAX_DIMS];
     if (top < 2) {
-        if (top < 1) shape_args(L, 1, 0, shape, 0);
+        if (top < 1) lrp_shape_args(L, 1, 0, shape, 0);
         return lrp_argerror(L, 2, "value must be a number, got no value");
     }
     double v = lrp_checknumber(L, top, "value");
-    int ndim = shape_args(L, 1, top - 1, shape, 0);
+    int ndim = lrp_shape_args(L, 1, top - 1, shape, 0);
     rp_tensor_fill(push_new(L, ndim, shape), (float)v);
     return 1;
 }
@@ -327,477 +312,6 @@ static int m_is_contiguous(lua_State *L)
     return 1;
 }
 
-/* ---- views ---- */
-
-/* t:view(shape) / t:reshape(shape): shape as a table or numbers, one size may be -1. */
-static int reshape_common(lua_State *L, int need_contiguous)
-{
-    rp_tensor *t = lrp_checktensor(L, 1);
-    int64_t shape[RP_MAX_DIMS];
-    int ndim = shape_args(L, 2, lua_gettop(L), shape, 1);
-    lrp_infer_shape(L, 2, t, ndim, shape);
-    if (need_contiguous && !rp_tensor_is_contiguous(t)) {
-        char a[RP_SHAPE_STR_LEN], b[RP_SHAPE_STR_LEN];
-        return lrp_argerror(L, 1, "view needs a contiguous tensor, got %s with strides %s "
-                                  "(use reshape or contiguous)",
-                            lrp_shape_str(a, t), lrp_shape_str_n(b, t->ndim, t->stride));
-    }
-    rp_tensor *out = lrp_newtensor(L);
-    t = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
-    rp_status st = rp_tensor_reshape(out, t, ndim, shape);
-    if (st != RP_OK) return lrp_raise(L, st);
-    return 1;
-}
-
-static int m_view(lua_State *L) { return reshape_common(L, 1); }
-static int m_reshape(lua_State *L) { return reshape_common(L, 0); }
-
-/* t:transpose(d1, d2) */
-static int m_transpose(lua_State *L)
-{
-    rp_tensor *t = lrp_checktensor(L, 1);
-    int d0 = lrp_checkdim(L, 2, t), d1 = lrp_checkdim(L, 3, t);
-    rp_tensor *out = lrp_newtensor(L);
-    t = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
-    rp_status st = rp_tensor_transpose(out, t, d0, d1);
-    if (st != RP_OK) return lrp_raise(L, st);
-    return 1;
-}
-
-/* t:t(): transpose of a 2-D tensor. */
-static int m_t(lua_State *L)
-{
-    rp_tensor *t = lrp_checktensor(L, 1);
-    if (t->ndim != 2) {
-        char buf[RP_SHAPE_STR_LEN];
-        return lrp_argerror(L, 1, "t() needs a 2-D tensor, got %s (use transpose)",
-                            lrp_shape_str(buf, t));
-    }
-    rp_tensor *out = lrp_newtensor(L);
-    t = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
-    rp_status st = rp_tensor_transpose(out, t, 0, 1);
-    if (st != RP_OK) return lrp_raise(L, st);
-    return 1;
-}
-
-/* t:permute(d1, d2, ...) (or a table of dims): out dim i is t's dim d_i. */
-static int m_permute(lua_State *L)
-{
-    rp_tensor *t = lrp_checktensor(L, 1);
-    char buf[RP_SHAPE_STR_LEN];
-    int top = lua_gettop(L), n, first = 2;
-    if (lua_type(L, 2) == LUA_TTABLE) {
-        lua_Unsigned len = lua_rawlen(L, 2);
-        n = len > 100 ? 100 : (int)len;
-        luaL_checkstack(L, n + 4, "permute");
-        for (int i = 1; i <= n; i++) lua_rawgeti(L, 2, i);
-        first = top + 1;
-    } else {
-        n = top - 1;
-    }
-    if (n != t->ndim)
-        return lrp_argerror(L, 2, "permute needs %d dims for %s, got %d", t->ndim,
-                            lrp_shape_str(buf, t), n);
-    int perm[RP_MAX_DIMS], seen[RP_MAX_DIMS] = {0};
-    for (int i = 0; i < n; i++) {
-        int arg = first == 2 ? i + 2 : 2;
-        lua_Integer d = 0;
-        if (!lrp_tointeger(L, first + i, &d))
-            return lrp_argerror(L, arg, "dim must be an integer, got %s",
-                                lrp_describe(L, first + i));
-        int d0 = lrp_todim(d, t->ndim);
-        if (d0 < 0)
-            return lrp_argerror(L, arg, "dim %I out of range for %s", (LUAI_UACINT)d,
-                                lrp_shape_str(buf, t));
-        if (seen[d0]) return lrp_argerror(L, arg, "dim %d repeated in permute", d0 + 1);
-        seen[d0] = 1;
-        perm[i] = d0;
-    }
-    rp_tensor *out = lrp_newtensor(L);
-    t = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
-    rp_status st = rp_tensor_permute(out, t, perm);
-    if (st != RP_OK) return lrp_raise(L, st);
-    return 1;
-}
-
-/* Converts an inclusive 1-based range [a, b] (negatives count from the end) over a dim of size n
- * into start/len (0-based). Returns 0 when invalid. b == a - 1 gives an empty range. */
-static int to_range(lua_Integer a, lua_Integer b, int64_t n, int64_t *start, int64_t *len)
-{
-    if (a < -(lua_Integer)n || b < -(lua_Integer)n - 1 || a > n + 1 || b > n) return 0;
-    int64_t a0 = a < 0 ? n + a : a - 1;
-    int64_t b0 = b < 0 ? n + b : b - 1;
-    if (a0 < 0 || a0 > n || b0 < a0 - 1 || b0 >= n) return 0;
-    *start = a0;
-    *len = b0 - a0 + 1;
-    return 1;
-}
-
-/* t:narrow(dim, start, len): elements start .. start+len-1 of dim (start 1-based, negative from
- * the end). */
-static int m_narrow(lua_State *L)
-{
-    rp_tensor *t = lrp_checktensor(L, 1);
-    char buf[RP_SHAPE_STR_LEN];
-    int d = lrp_checkdim(L, 2, t);
-    lua_Integer start = lrp_checkint(L, 3, "start");
-    lua_Integer len = lrp_checkint(L, 4, "length");
-    int64_t n = t->shape[d];
-    if (len < 0) return lrp_argerror(L, 4, "length must be >= 0, got %I", (LUAI_UACINT)len);
-    int64_t s0 = -1;
-    if (start < 0 && start >= -(lua_Integer)n) s0 = n + start;
-    else if (start >= 1 && start <= n + 1) s0 = start - 1;
-    if (s0 < 0 || (s0 == n && len > 0))
-        return lrp_argerror(L, 3, "start %I out of range for dim %d of %s", (LUAI_UACINT)start,
-                            d + 1, lrp_shape_str(buf, t));
-    if (len > n - s0)
-        return lrp_argerror(L, 4, "length %I at start %I out of range for dim %d of %s",
-                            (LUAI_UACINT)len, (LUAI_UACINT)start, d + 1, lrp_shape_str(buf, t));
-    rp_tensor *out = lrp_newtensor(L);
-    t = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
-    rp_status st = rp_tensor_narrow(out, t, d, s0, (int64_t)len);
-    if (st != RP_OK) return lrp_raise(L, st);
-    return 1;
-}
-
-/* t:select(dim, i): index i of dim, which is removed. */
-static int m_select(lua_State *L)
-{
-    rp_tensor *t = lrp_checktensor(L, 1);
-    int d = lrp_checkdim(L, 2, t);
-    int64_t i = lrp_checkindex(L, 3, t, d);
-    rp_tensor *out = lrp_newtensor(L);
-    t = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
-    rp_status st = rp_tensor_select(out, t, d, i);
-    if (st != RP_OK) return lrp_raise(L, st);
-    return 1;
-}
-
-/* ---- slicing ---- */
-
-enum { SL_ALL, SL_RANGE, SL_SELECT };
-typedef struct {
-    int kind;
-    int64_t start, len; /* SL_RANGE: start/len; SL_SELECT: start is the index */
-} slice;
-
-/* Applies n slices (one per leading dim of src) into out by chained narrow/select views. out is
- * untouched (empty) on failure. Never raises. */
-static rp_status apply_slices(rp_tensor *out, const rp_tensor *src, const slice *sl, int n)
-{
-    rp_tensor cur;
-    rp_tensor_view(&cur, src);
-    int d = 0;
-    for (int i = 0; i < n; i++) {
-        rp_tensor next;
-        rp_status st;
-        if (sl[i].kind == SL_ALL) {
-            d++;
-            continue;
-        } else if (sl[i].kind == SL_RANGE) {
-            st = rp_tensor_narrow(&next, &cur, d, sl[i].start, sl[i].len);
-            d++;
-        } else {
-            st = rp_tensor_select(&next, &cur, d, sl[i].start);
-        }
-        rp_tensor_release(&cur);
-        if (st != RP_OK) return st;
-        cur = next;
-    }
-    *out = cur;
-    return RP_OK;
-}
-
-/* Parses the slicing spec (a table at stack index idx, reported as argument arg) for t into sl;
- * returns the number of specs. Also computes the shape of the result (res_ndim/res_shape).
- * Raises on any invalid spec. */
-static int parse_spec(lua_State *L, int arg, int idx, const rp_tensor *t, slice *sl, int *res_ndim,
-                      int64_t *res_shape)
-{
-    char buf[RP_SHAPE_STR_LEN];
-    lua_Unsigned n = lua_rawlen(L, idx);
-    if (n > (lua_Unsigned)t->ndim)
-        return lrp_argerror(L, arg, "too many indices (%d) for %s", (int)(n > 100 ? 100 : n),
-                            lrp_shape_str(buf, t));
-    int rn = 0;
-    for (int k = 0; k < (int)n; k++) {
-        int64_t size = t->shape[k];
-        int type = lua_rawgeti(L, idx, k + 1);
-        lua_Integer a = 0, b = 0;
-        if (type == LUA_TNUMBER) {
-            if (!lrp_tointeger(L, -1, &a))
-                return lrp_argerror(L, arg, "index %d of the slice must be an integer, got %s",
-                                    k + 1, lrp_describe(L, -1));
-            int64_t i0 = lrp_toindex(a, size);
-            if (i0 < 0)
-                return lrp_argerror(L, arg, "index %I out of range for dim %d of %s",
-                                    (LUAI_UACINT)a, k + 1, lrp_shape_str(buf, t));
-            sl[k].kind = SL_SELECT;
-            sl[k].start = i0;
-        } else if (type == LUA_TTABLE) {
-            lua_Unsigned m = lua_rawlen(L, -1);
-            if (m > 2)
-                return lrp_argerror(L, arg, "slice %d must be {}, {i} or {a, b}, got %d entries",
-                                    k + 1, (int)(m > 100 ? 100 : m));
-            if (m == 0) {
-                sl[k].kind = SL_ALL;
-                res_shape[rn++] = size;
-            } else {
-                lua_rawgeti(L, -1, 1);
-                if (!lrp_tointeger(L, -1, &a))
-                    return lrp_argerror(L, arg, "slice %d must hold integers, got %s", k + 1,
-                                        lrp_describe(L, -1));
-                lua_rawgeti(L, -2, (lua_Integer)m);
-                if (!lrp_tointeger(L, -1, &b))
-                    return lrp_argerror(L, arg, "slice %d must hold integers, got %s", k + 1,
-                                        lrp_describe(L, -1));
-                lua_pop(L, 2);
-                int64_t start, len;
-                if (m == 1) {
-                    int64_t i0 = lrp_toindex(a, size);
-                    if (i0 < 0)
-                        return lrp_argerror(L, arg, "index %I out of range for dim %d of %s",
-                                            (LUAI_UACINT)a, k + 1, lrp_shape_str(buf, t));
-                    start = i0;
-                    len = 1;
-                } else if (!to_range(a, b, size, &start, &len)) {
-                    return lrp_argerror(L, arg, "range {%I, %I} out of range for dim %d of %s",
-                                        (LUAI_UACINT)a, (LUAI_UACINT)b, k + 1,
-                                        lrp_shape_str(buf, t));
-                }
-                sl[k].kind = SL_RANGE;
-                sl[k].start = start;
-                sl[k].len = len;
-                res_shape[rn++] = len;
-            }
-        } else {
-            return lrp_argerror(L, arg, "index %d of the slice must be a number or a table, got %s",
-                                k + 1, lrp_describe(L, -1));
-        }
-        lua_pop(L, 1);
-    }
-    for (int k = (int)n; k < t->ndim; k++) res_shape[rn++] = t->shape[k];
-    *res_ndim = rn;
-    return (int)n;
-}
-
-/* t:sub(a1, b1[, a2, b2, ...]): inclusive ranges per dim (negatives count from the end). */
-static int m_sub(lua_State *L)
-{
-    rp_tensor *t = lrp_checktensor(L, 1);
-    char buf[RP_SHAPE_STR_LEN];
-    int nargs = lua_gettop(L) - 1;
-    if (nargs % 2 != 0)
-        return lrp_argerror(L, nargs + 1, "sub takes pairs of bounds (a, b), got %d numbers",
-                            nargs);
-    if (nargs / 2 > t->ndim)
-        return lrp_argerror(L, 2 * t->ndim + 2, "too many ranges (%d) for %s", nargs / 2,
-                            lrp_shape_str(buf, t));
-    slice sl[RP_MAX_DIMS];
-    for (int k = 0; k < nargs / 2; k++) {
-        lua_Integer a = lrp_checkint(L, 2 + 2 * k, "bound");
-        lua_Integer b = lrp_checkint(L, 3 + 2 * k, "bound");
-        if (!to_range(a, b, t->shape[k], &sl[k].start, &sl[k].len))
-            return lrp_argerror(L, 2 + 2 * k, "range %I..%I out of range for dim %d of %s",
-                                (LUAI_UACINT)a, (LUAI_UACINT)b, k + 1, lrp_shape_str(buf, t));
-        sl[k].kind = SL_RANGE;
-    }
-    rp_tensor *out = lrp_newtensor(L);
-    t = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
-    rp_status st = apply_slices(out, t, sl, nargs / 2);
-    if (st != RP_OK) return lrp_raise(L, st);
-    return 1;
-}
-
-/* __index: t[i] (a number for 1-D, else select(1, i)), t[{...}] (slicing; a number when every
- * dim is selected), t.name / t:name (methods, upvalue 1 is the method table). */
-static int t_index(lua_State *L)
-{
-    int kt = lua_type(L, 2);
-    if (kt == LUA_TSTRING) {
-        lua_pushvalue(L, 2);
-        lua_rawget(L, lua_upvalueindex(1));
-        return 1;
-    }
-    rp_tensor *t = lrp_checktensor(L, 1);
-    if (kt == LUA_TNUMBER) {
-        if (t->ndim == 0) return lrp_argerror(L, 2, "cannot index a 0-dim tensor (use item)");
-        int64_t i = lrp_checkindex(L, 2, t, 0);
-        if (t->ndim == 1) {
-            lua_pushnumber(L, (lua_Number)rp_tensor_data(t)[i * t->stride[0]]);
-            return 1;
-        }
-        rp_tensor *out = lrp_newtensor(L);
-        t = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
-        rp_status st = rp_tensor_select(out, t, 0, i);
-        if (st != RP_OK) return lrp_raise(L, st);
-        return 1;
-    }
-    if (kt == LUA_TTABLE) {
-        slice sl[RP_MAX_DIMS];
-        int64_t rshape[RP_MAX_DIMS];
-        int rndim = 0;
-        int n = parse_spec(L, 2, 2, t, sl, &rndim, rshape);
-        if (rndim == 0 && n == t->ndim && t->ndim > 0) {
-            int64_t idx[RP_MAX_DIMS];
-            for (int k = 0; k < n; k++) idx[k] = sl[k].start;
-            lua_pushnumber(L, (lua_Number)*elem_ptr(t, idx));
-            return 1;
-        }
-        rp_tensor *out = lrp_newtensor(L);
-        t = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
-        rp_status st = apply_slices(out, t, sl, n);
-        if (st != RP_OK) return lrp_raise(L, st);
-        return 1;
-    }
-    return lrp_argerror(L, 2, "tensor index must be an integer, a table or a method name, got %s",
-                        lrp_describe(L, 2));
-}
-
-/* Assigns the value at stack index 3 (number: fill; tensor: broadcast copy) into view. Releases
- * view. Returns the status. Never raises. */
-static rp_status assign_view(lua_State *L, rp_tensor *view, const rp_tensor *src)
-{
-    rp_status st = RP_OK;
-    if (src == NULL) {
-        rp_tensor_fill(view, (float)lua_tonumber(L, 3));
-    } else {
-        rp_tensor sq;
-        st = lrp_squeeze_lead(&sq, src, view->ndim);
-        if (st == RP_OK) {
-            st = rp_tensor_copy(view, &sq);
-            rp_tensor_release(&sq);
-        }
-    }
-    rp_tensor_release(view);
-    return st;
-}
-
-/* __newindex: t[i] = x, t[{...}] = x with x a number (fill) or a tensor (broadcast copy). */
-static int t_newindex(lua_State *L)
-{
-    rp_tensor *t = lrp_checktensor(L, 1);
-    int kt = lua_type(L, 2);
-    if (kt == LUA_TSTRING)
-        return lrp_argerror(L, 2, "cannot set field '%s' of a tensor", lua_tostring(L, 2));
-    const rp_tensor *src = NULL;
-    if (lua_type(L, 3) != LUA_TNUMBER) {
-        if (!lrp_totensor(L, 3))
-            return lrp_argerror(L, 3, "number or tensor expected, got %s", lrp_describe(L, 3));
-        src = lrp_checktensor(L, 3);
-    }
-    slice sl[RP_MAX_DIMS];
-    int n;
-    rp_tensor dst_shape; /* only ndim/shape are used, for the broadcast check */
-    memset(&dst_shape, 0, sizeof dst_shape);
-    if (kt == LUA_TNUMBER) {
-        if (t->ndim == 0) return lrp_argerror(L, 2, "cannot index a 0-dim tensor (use fill)");
-        sl[0].kind = SL_SELECT;
-        sl[0].start = lrp_checkindex(L, 2, t, 0);
-        n = 1;
-        dst_shape.ndim = t->ndim - 1;
-        for (int i = 1; i < t->ndim; i++) dst_shape.shape[i - 1] = t->shape[i];
-    } else if (kt == LUA_TTABLE) {
-        n = parse_spec(L, 2, 2, t, sl, &dst_shape.ndim, dst_shape.shape);
-    } else {
-        return lrp_argerror(L, 2, "tensor index must be an integer or a table, got %s",
-                            lrp_describe(L, 2));
-    }
-    if (src) lrp_check_broadcast_to(L, 3, src, &dst_shape);
-    rp_tensor view;
-    rp_status st = apply_slices(&view, t, sl, n);
-    if (st == RP_OK) st = assign_view(L, &view, src);
-    if (st != RP_OK) return lrp_raise(L, st);
-    return 0;
-}
-
-/* ---- elements ---- */
-
-/* Reads ndim indices at args first.. into idx (0-based), checking count and ranges. */
-static void check_indices(lua_State *L, const rp_tensor *t, int first, int count, const char *fname,
-                          int64_t *idx)
-{
-    if (count != t->ndim) {
-        char buf[RP_SHAPE_STR_LEN];
-        lrp_argerror(L, first, "%s needs %d %s for %s, got %d", fname, t->ndim,
-                     t->ndim == 1 ? "index" : "indices", lrp_shape_str(buf, t), count);
-    }
-    for (int i = 0; i < count; i++) idx[i] = lrp_checkindex(L, first + i, t, i);
-}
-
-/* t:get(i, j, ...) */
-static int m_get(lua_State *L)
-{
-    rp_tensor *t = lrp_checktensor(L, 1);
-    int64_t idx[RP_MAX_DIMS];
-    int count = lua_gettop(L) - 1;
-    if (count > RP_MAX_DIMS) count = RP_MAX_DIMS + 1;
-    check_indices(L, t, 2, count, "get", idx);
-    lua_pushnumber(L, (lua_Number)*elem_ptr(t, idx));
-    return 1;
-}
-
-/* t:set(i, j, ..., value): returns t. */
-static int m_set(lua_State *L)
-{
-    rp_tensor *t = lrp_checktensor(L, 1);
-    int top = lua_gettop(L);
-    int64_t idx[RP_MAX_DIMS];
-    if (top < 2) return lrp_argerror(L, 2, "set needs %d indices and a value", t->ndim);
-    double v = lrp_checknumber(L, top, "value");
-    int count = top - 2;
-    if (count > RP_MAX_DIMS) count = RP_MAX_DIMS + 1;
-    check_indices(L, t, 2, count, "set", idx);
-    *elem_ptr(t, idx) = (float)v;
-    lua_settop(L, 1);
-    return 1;
-}
-
-/* t:item(): the value of a one-element tensor. */
-static int m_item(lua_State *L)
-{
-    rp_tensor *t = lrp_checktensor(L, 1);
-    if (rp_tensor_numel(t) != 1) {
-        char buf[RP_SHAPE_STR_LEN];
-        return lrp_argerror(L, 1, "item() needs a tensor of one element, got %s",
-                            lrp_shape_str(buf, t));
-    }
-    int64_t idx[RP_MAX_DIMS] = {0};
-    lua_pushnumber(L, (lua_Number)*elem_ptr(t, idx));
-    return 1;
-}
-
-/* Pushes nested tables for dims d.. of t starting at p. */
-static void push_nested(lua_State *L, const rp_tensor *t, int d, const float *p)
-{
-    int64_t n = t->shape[d];
-    luaL_checkstack(L, 3, "totable");
-    lua_createtable(L, n > INT_MAX ? INT_MAX : (int)n, 0);
-    for (int64_t i = 0; i < n; i++) {
-        const float *q = p + i * t->stride[d];
-        if (d == t->ndim - 1) lua_pushnumber(L, (lua_Number)*q);
-        else push_nested(L, t, d + 1, q);
-        lua_rawseti(L, -2, (lua_Integer)i + 1);
-    }
-}
-
-/* t:totable(): nested tables (flat for 1-D; a 0-dim tensor gives its number). */
-static int m_totable(lua_State *L)
-{
-    rp_tensor *t = lrp_checktensor(L, 1);
-    if (t->ndim == 0) {
-        lua_pushnumber(L, (lua_Number)*rp_tensor_data(t));
-        return 1;
-    }
-    /* the tables are built while the data is read, and each allocation may run a finalizer that
-     * releases t: read through a private view that holds its own storage reference */
-    lua_settop(L, 1);
-    rp_tensor *pin = lrp_newtensor(L); /* 2 */
-    rp_tensor_view(pin, lrp_checktensor(L, 1));
-    push_nested(L, pin, 0, rp_tensor_data(pin));
-    return 1;
-}
-
 /* ---- data movement ---- */
 
 /* t:contiguous() */
@@ -805,7 +319,7 @@ static int m_contiguous(lua_State *L)
 {
     rp_tensor *t = lrp_checktensor(L, 1);
     rp_tensor *out = lrp_newtensor(L);
-    t = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
+    t = lrp_checktensor(L, 1); /* again after the allocation (args.h) */
     rp_status st = rp_tensor_contiguous(out, t);
     if (st != RP_OK) return lrp_raise(L, st);
     return 1;
@@ -816,7 +330,7 @@ static int m_clone(lua_State *L)
 {
     rp_tensor *t = lrp_checktensor(L, 1);
     rp_tensor *out = lrp_newtensor(L);
-    t = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
+    t = lrp_checktensor(L, 1); /* again after the allocation (args.h) */
     rp_status st = rp_tensor_clone(out, t);
     if (st != RP_OK) return lrp_raise(L, st);
     return 1;
@@ -858,243 +372,30 @@ static int m_zero(lua_State *L)
     return 1;
 }
 
-/* ---- arithmetic ---- */
-
-static const char *const binop_names[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum"};
-
-/* Elementwise a op b (upvalue 1: rp_binop) with numbers on either side: the methods add, mul,
- * div, pow and the metamethods __add, __sub, __mul, __div, __pow. */
-static int t_binop(lua_State *L)
-{
-    rp_binop op = (rp_binop)lua_tointeger(L, lua_upvalueindex(1));
-    rp_tensor *a = lrp_totensor(L, 1), *b = lrp_totensor(L, 2);
-    rp_status st;
-    if (a && b) {
-        a = lrp_checktensor(L, 1);
-        b = lrp_checktensor(L, 2);
-        int64_t shape[RP_MAX_DIMS];
-        char sa[RP_SHAPE_STR_LEN], sb[RP_SHAPE_STR_LEN], sc[RP_SHAPE_STR_LEN];
-        int nd = 0;
-        if (rp_broadcast_shape(&nd, shape, a, b) != RP_OK)
-            return lrp_argerror(L, 2, "shapes %s and %s do not broadcast", lrp_shape_str(sa, a),
-                                lrp_shape_str(sb, b));
-        int64_t p = 1;
-        for (int i = 0; i < nd; i++) {
-            if (shape[i] == 0) {
-                p = 0;
-                break;
-            }
-            if (shape[i] > RP_MAX_NUMEL / p)
-                return lrp_argerror(L, 2, "shapes %s and %s broadcast to %s: too many elements",
-                                    lrp_shape_str(sa, a), lrp_shape_str(sb, b),
-                                    lrp_shape_str_n(sc, nd, shape));
-            p *= shape[i];
-        }
-        rp_tensor *out = lrp_newtensor(L);
-        a = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
-        b = lrp_checktensor(L, 2);
-        st = rp_binary(out, op, a, b);
-    } else if (a) {
-        a = lrp_checktensor(L, 1);
-        if (lua_type(L, 2) != LUA_TNUMBER)
-            return lrp_argerror(L, 2, "tensor or number expected, got %s", lrp_describe(L, 2));
-        rp_tensor *out = lrp_newtensor(L);
-        a = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
-        st = rp_binary_scalar(out, op, a, (double)lua_tonumber(L, 2), 0);
-    } else if (b) {
-        b = lrp_checktensor(L, 2);
-        if (lua_type(L, 1) != LUA_TNUMBER)
-            return lrp_argerror(L, 1, "tensor or number expected, got %s", lrp_describe(L, 1));
-        rp_tensor *out = lrp_newtensor(L);
-        b = lrp_checktensor(L, 2); /* again after the allocation (roper.h) */
-        st = rp_binary_scalar(out, op, b, (double)lua_tonumber(L, 1), 1);
-    } else {
-        return lrp_argerror(L, 1, "tensor expected for '%s', got %s", binop_names[op],
-                            lrp_describe(L, 1));
-    }
-    if (st != RP_OK) return lrp_raise(L, st);
-    return 1;
-}
-
-/* Elementwise f(t) (upvalue 1: rp_unop): exp, log, ..., neg and __unm. */
-static int t_unop(lua_State *L)
-{
-    rp_unop op = (rp_unop)lua_tointeger(L, lua_upvalueindex(1));
-    rp_tensor *t = lrp_checktensor(L, 1);
-    rp_tensor *out = lrp_newtensor(L);
-    t = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
-    rp_status st = rp_unary(out, op, t);
-    if (st != RP_OK) return lrp_raise(L, st);
-    return 1;
-}
-
-/* ---- reductions ---- */
-
-static const char *const reduce_names[] = {"sum", "mean", "max", "min"};
-
-/* Reads the optional keepdim at arg (nil/none: 0; otherwise a boolean). */
-static int check_keepdim(lua_State *L, int arg)
-{
-    if (lua_isnoneornil(L, arg)) return 0;
-    if (lua_type(L, arg) != LUA_TBOOLEAN)
-        return lrp_argerror(L, arg, "keepdim must be a boolean, got %s", lrp_describe(L, arg));
-    return lua_toboolean(L, arg);
-}
-
-/* t:sum([dim[, keepdim]]), mean, max, min (upvalue 1: rp_reduce_op): without dim, a number over
- * all elements; with dim, a tensor. max/min of nothing is an error, mean of nothing is nan. */
-static int t_reduce(lua_State *L)
-{
-    rp_reduce_op op = (rp_reduce_op)lua_tointeger(L, lua_upvalueindex(1));
-    rp_tensor *t = lrp_checktensor(L, 1);
-    char buf[RP_SHAPE_STR_LEN];
-    int minmax = op == RP_MAX || op == RP_MIN;
-    rp_status st;
-    if (lua_isnoneornil(L, 2)) {
-        if (!lua_isnoneornil(L, 3)) return lrp_argerror(L, 3, "keepdim needs a dim");
-        if (minmax && rp_tensor_numel(t) == 0)
-            return lrp_argerror(L, 1, "%s of an empty tensor %s", reduce_names[op],
-                                lrp_shape_str(buf, t));
-        double r = 0.0;
-        st = rp_reduce_all(&r, op, t);
-        if (st != RP_OK) return lrp_raise(L, st);
-        lua_pushnumber(L, (lua_Number)r);
-        return 1;
-    }
-    int d = lrp_checkdim(L, 2, t);
-    int keep = check_keepdim(L, 3);
-    if (minmax && t->shape[d] == 0)
-        return lrp_argerror(L, 2, "%s over dim %d of size 0 in %s", reduce_names[op], d + 1,
-                            lrp_shape_str(buf, t));
-    rp_tensor *out = lrp_newtensor(L);
-    t = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
-    st = rp_reduce(out, op, t, d, keep);
-    if (st != RP_OK) return lrp_raise(L, st);
-    return 1;
-}
-
-static void add_one_run(float *p, int64_t n, int64_t stride, void *ctx)
-{
-    (void)ctx;
-    for (int64_t i = 0; i < n; i++) p[i * stride] += 1.0f;
-}
-
-/* t:argmax(dim[, keepdim]): 1-based indices of the max along dim, as floats. */
-static int m_argmax(lua_State *L)
-{
-    rp_tensor *t = lrp_checktensor(L, 1);
-    int d = lrp_checkdim(L, 2, t);
-    int keep = check_keepdim(L, 3);
-    if (t->shape[d] == 0) {
-        char buf[RP_SHAPE_STR_LEN];
-        return lrp_argerror(L, 2, "argmax over dim %d of size 0 in %s", d + 1,
-                            lrp_shape_str(buf, t));
-    }
-    rp_tensor *out = lrp_newtensor(L);
-    t = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
-    rp_status st = rp_argmax(out, t, d, keep);
-    if (st != RP_OK) return lrp_raise(L, st);
-    rp_tensor_foreach_run(out, add_one_run, NULL);
-    return 1;
-}
-
-/* t:softmax(dim) */
-static int m_softmax(lua_State *L)
-{
-    rp_tensor *t = lrp_checktensor(L, 1);
-    int d = lrp_checkdim(L, 2, t);
-    rp_tensor *out = lrp_newtensor(L);
-    t = lrp_checktensor(L, 1); /* again after the allocation (roper.h) */
-    rp_status st = rp_softmax(out, t, d);
-    if (st != RP_OK) return lrp_raise(L, st);
-    return 1;
-}
-
-static void sumsq_run(float *p, int64_t n, int64_t stride, void *ctx)
-{
-    double *acc = (double *)ctx;
-    for (int64_t i = 0; i < n; i++) {
-        double x = (double)p[i * stride];
-        *acc += x * x;
-    }
-}
-
-/* t:norm(): Euclidean norm over all elements. */
-static int m_norm(lua_State *L)
-{
-    rp_tensor *t = lrp_checktensor(L, 1);
-    double acc = 0.0;
-    if (rp_tensor_numel(t) > 0) rp_tensor_foreach_run(t, sumsq_run, &acc);
-    lua_pushnumber(L, (lua_Number)sqrt(acc));
-    return 1;
-}
-
-/* max |a - b| over same-shaped a and b (any strides); nan when any difference is nan. */
-static double max_abs_diff(const rp_tensor *a, const rp_tensor *b)
-{
-    if (rp_tensor_numel(a) == 0) return 0.0;
-    const float *pa = rp_tensor_data(a), *pb = rp_tensor_data(b);
-    int64_t idx[RP_MAX_DIMS] = {0};
-    int64_t oa = 0, ob = 0;
-    double m = 0.0;
-    int has_nan = 0;
-    for (;;) {
-        double x = fabs((double)pa[oa] - (double)pb[ob]);
-        if (isnan(x)) has_nan = 1;
-        else if (x > m) m = x;
-        int d = a->ndim - 1;
-        for (; d >= 0; d--) {
-            idx[d]++;
-            oa += a->stride[d];
-            ob += b->stride[d];
-            if (idx[d] < a->shape[d]) break;
-            oa -= a->stride[d] * a->shape[d];
-            ob -= b->stride[d] * b->shape[d];
-            idx[d] = 0;
-        }
-        if (d < 0) break;
-    }
-    return has_nan ? (double)NAN : m;
-}
-
-/* t:maxdiff(u) and rp.maxdiff(a, b): max abs difference; shapes must match. */
-static int l_maxdiff(lua_State *L)
-{
-    rp_tensor *a = lrp_checktensor(L, 1);
-    rp_tensor *b = lrp_checktensor(L, 2);
-    if (!rp_tensor_same_shape(a, b)) {
-        char sa[RP_SHAPE_STR_LEN], sb[RP_SHAPE_STR_LEN];
-        return lrp_argerror(L, 2, "shapes %s and %s differ", lrp_shape_str(sa, a),
-                            lrp_shape_str(sb, b));
-    }
-    lua_pushnumber(L, (lua_Number)max_abs_diff(a, b));
-    return 1;
-}
-
 /* ---- registration ---- */
 
 static const luaL_Reg methods[] = {
     {"shape", m_shape},       {"size", m_size},
     {"dim", m_dim},           {"numel", m_numel},
     {"stride", m_stride},     {"is_contiguous", m_is_contiguous},
-    {"view", m_view},         {"reshape", m_reshape},
-    {"t", m_t},               {"transpose", m_transpose},
-    {"permute", m_permute},   {"narrow", m_narrow},
-    {"select", m_select},     {"sub", m_sub},
-    {"get", m_get},           {"set", m_set},
-    {"item", m_item},         {"contiguous", m_contiguous},
+    {"view", lrp_tensor_view},         {"reshape", lrp_tensor_reshape},
+    {"t", lrp_tensor_t},               {"transpose", lrp_tensor_transpose},
+    {"permute", lrp_tensor_permute},   {"narrow", lrp_tensor_narrow},
+    {"select", lrp_tensor_select},     {"sub", lrp_tensor_sub},
+    {"get", lrp_tensor_get},           {"set", lrp_tensor_set},
+    {"item", lrp_tensor_item},         {"contiguous", m_contiguous},
     {"clone", m_clone},       {"copy", m_copy},
     {"fill", m_fill},         {"zero", m_zero},
-    {"totable", m_totable},   {"argmax", m_argmax},
-    {"softmax", m_softmax},   {"norm", m_norm},
-    {"matmul", lrp_matmul},   {"maxdiff", l_maxdiff},
+    {"totable", lrp_tensor_totable},   {"argmax", lrp_tensor_argmax},
+    {"softmax", lrp_tensor_softmax},   {"norm", lrp_tensor_norm},
+    {"matmul", lrp_matmul},   {"maxdiff", lrp_maxdiff},
     {NULL, NULL},
 };
 
 static const luaL_Reg constructors[] = {
     {"tensor", l_tensor},     {"zeros", l_zeros},     {"ones", l_ones},
     {"full", l_full},         {"range", l_range},     {"linspace", l_linspace},
-    {"eye", l_eye},           {"is_tensor", l_is_tensor}, {"maxdiff", l_maxdiff},
+    {"eye", l_eye},           {"is_tensor", l_is_tensor}, {"maxdiff", lrp_maxdiff},
     {NULL, NULL},
 };
 
@@ -1135,16 +436,16 @@ void lrp_open_tensor(lua_State *L, int mod)
     lua_newtable(L);
     int meth = lua_gettop(L);
     luaL_setfuncs(L, methods, 0);
-    set_op_closures(L, meth, t_binop, binop_methods);
-    set_op_closures(L, meth, t_unop, unop_methods);
-    set_op_closures(L, meth, t_reduce, reduce_methods);
+    set_op_closures(L, meth, lrp_tensor_binop, binop_methods);
+    set_op_closures(L, meth, lrp_tensor_unop, unop_methods);
+    set_op_closures(L, meth, lrp_tensor_reduce, reduce_methods);
     lua_pushvalue(L, meth);
     lua_setfield(L, mod, "Tensor");
 
     lua_pushvalue(L, meth);
-    lua_pushcclosure(L, t_index, 1);
+    lua_pushcclosure(L, lrp_tensor_index, 1);
     lua_setfield(L, mt, "__index");
-    lua_pushcfunction(L, t_newindex);
+    lua_pushcfunction(L, lrp_tensor_newindex);
     lua_setfield(L, mt, "__newindex");
     lua_pushcfunction(L, t_release);
     lua_setfield(L, mt, "__gc");
@@ -1152,9 +453,9 @@ void lrp_open_tensor(lua_State *L, int mod)
     lua_setfield(L, mt, "__close");
     lua_pushcfunction(L, t_len);
     lua_setfield(L, mt, "__len");
-    set_op_closures(L, mt, t_binop, binop_meta);
+    set_op_closures(L, mt, lrp_tensor_binop, binop_meta);
     lua_pushinteger(L, RP_NEG);
-    lua_pushcclosure(L, t_unop, 1);
+    lua_pushcclosure(L, lrp_tensor_unop, 1);
     lua_setfield(L, mt, "__unm");
     lua_settop(L, mt - 1);
 

@@ -1,33 +1,12 @@
-/* Helpers shared by the binding files: tensor userdata, argument checks, shapes, dims, options.
- * Contracts are in roper.h. Nothing here holds C memory across a call that may raise. */
+/* The argument checks of args.h: errors, numbers, shapes, dims, indices, option tables.
+ * Nothing here holds C memory across a call that may raise. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "roper.h"
-
-/* ---- tensors ---- */
-
-rp_tensor *lrp_totensor(lua_State *L, int idx)
-{
-    return (rp_tensor *)luaL_testudata(L, idx, LRP_TENSOR_MT);
-}
-
-rp_tensor *lrp_checktensor(lua_State *L, int idx)
-{
-    rp_tensor *t = (rp_tensor *)lrp_checkudata(L, idx, LRP_TENSOR_MT);
-    if (t->storage == NULL) lrp_argerror(L, idx, "attempt to use a released tensor");
-    return t;
-}
-
-rp_tensor *lrp_newtensor(lua_State *L)
-{
-    rp_tensor *t = (rp_tensor *)lua_newuserdatauv(L, sizeof *t, 0);
-    memset(t, 0, sizeof *t); /* storage NULL: empty, safe for __gc */
-    luaL_setmetatable(L, LRP_TENSOR_MT);
-    return t;
-}
+#include "args.h"
+#include "userdata.h" /* the metatable names, for the public names in errors */
 
 /* ---- errors ---- */
 
@@ -285,6 +264,17 @@ int lrp_checkshape(lua_State *L, int first, int last, int64_t *shape, int allow_
     return ndim;
 }
 
+int lrp_shape_args(lua_State *L, int first, int last, int64_t *shape, int allow_infer)
+{
+    if (last < first)
+        lrp_argerror(L, first,
+                     "shape expected (a table of sizes, or sizes as numbers), got no value");
+    if (lua_type(L, first) == LUA_TTABLE && last > first)
+        lrp_argerror(L, first + 1, "unexpected argument after the shape table (%s)",
+                     lrp_describe(L, first + 1));
+    return lrp_checkshape(L, first, last, shape, allow_infer);
+}
+
 void lrp_infer_shape(lua_State *L, int arg, const rp_tensor *t, int ndim, int64_t *shape)
 {
     int64_t numel = rp_tensor_numel(t), known = 1;
@@ -514,3 +504,13 @@ int lrp_optenum(lua_State *L, int idx, const char *key, const char *const *names
     const char *got = lrp_describe(L, top);    /* pushes its own string */
     return lrp_argerror(L, idx, "option '%s' must be one of %s, got %s", key, allowed, got);
 }
+
+rp_lin_placement lrp_optplacement(lua_State *L, int idx, const char *key, rp_lin_placement def)
+{
+    const char *names[] = {rp_lin_placement_name(RP_LIN_AFTER),
+                           rp_lin_placement_name(RP_LIN_BEFORE), NULL};
+    return (rp_lin_placement)lrp_optenum(L, idx, key, names, (int)def);
+}
+
+const char *const lrp_pairing_names[] = {"half", "interleaved", NULL};
+const char *const lrp_nonfinite_names[] = {"error", "skip", NULL};

@@ -1,0 +1,147 @@
+/* The rules of a binding function, and the argument checks every binding file uses (args.c).
+ *
+ * Why this name: the old bindings/roper.h was named after the module entry but held these rules
+ * and helpers. Now each header is named for what it holds: this one (the rules; errors, numbers,
+ * shapes, dims, indices and option tables: everything that reads and checks a Lua value), in
+ * args.c; userdata.h (the module's userdata types, their metatable names and check/new helpers),
+ * in userdata.c; roper.h (the module entry: luaopen_roper, each file's registration function,
+ * the embedded Lua sources). tensor_methods.h and model_methods.h only declare the methods that
+ * tensor_index.c, tensor_math.c and model_run.c hand to the registration in tensor.c and model.c.
+ * A binding file includes the ones it uses; no header includes another binding header.
+ *
+ * Rules every binding function follows:
+ *  - Check every argument first (raising Lua's standard `bad argument #N to 'f' (msg)`), then call
+ *    core. Core must never see an input it would reject or assert on.
+ *  - Lua code can run in the middle of a binding: an option table's __index (every lua_getfield
+ *    on a user's table, so every lrp_opt* read), and any finalizer (__gc) at any call that
+ *    allocates Lua memory (lrp_newtensor, lua_newuserdatauv, lua_pushstring/fstring,
+ *    lua_createtable, ...). That code may release (__close) any object, the call's own arguments
+ *    included. So a binding works in three phases:
+ *      1. read and check every Lua value it needs (arguments, option fields, nested tables),
+ *         copying what it keeps into C locals (numbers, config structs, a copy of a tensor's
+ *         struct) or into scratch userdata on the stack; pointers into objects taken here serve
+ *         the checks only;
+ *      2. create every result and scratch userdata;
+ *      3. fetch its objects again (lrp_checktensor, lrp_checkmodel, ...: they raise "attempt to
+ *         use a released ..." for an object released meanwhile) and call core, with no Lua call
+ *         that allocates or can run Lua code between the fetch and the last use of the pointers.
+ *    A loop that must allocate while it reads an object's memory reads through a private view
+ *    (a tensor userdata of its own holding a storage reference, as t:totable does) or fetches
+ *    the object again at each step (m:params). Objects whose pointers are used (generators,
+ *    strings) stay on the Lua stack for the whole call, never only in a table the user can
+ *    change. tests/lua/reentry_spec.lua and the fuzz test (tests/fuzz) try this with metamethods
+ *    and finalizers that close the call's arguments.
+ *  - Never raise while holding C memory: results are created as (empty) userdata on the Lua stack
+ *    first (lrp_newtensor) and core fills them in place; scratch buffers are Lua userdata too.
+ *  - Lua dims and indices are 1-based (negative ones count from the end, -1 = last); they are
+ *    converted to 0-based exactly once, by the helpers below.
+ *  - A non-OK core status becomes luaL_error(L, "%s", rp_last_error()) (lrp_raise), only after
+ *    temporaries have been released.
+ */
+#ifndef LRP_ARGS_H
+#define LRP_ARGS_H
+
+#include <stdint.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "rp.h"
+
+/* Largest magnitude for integer-valued positions, offsets and random integer bounds (2^53: exact
+ * in a double, and far from int64 overflow when sizes are added). */
+#define LRP_MAX_POS ((int64_t)1 << 53)
+
+/* ---- errors ---- */
+
+/* Raises luaL_error(L, "%s", rp_last_error()). Call only after releasing C temporaries. */
+int lrp_raise(lua_State *L, rp_status st);
+/* Raises `bad argument #arg to 'name' (msg)` as luaL_argerror does (methods: `calling 'name' on
+ * bad self` for arg 1 and the arguments counted from x in t:f(x)), except that where the call
+ * site gives no name, or only '?' (rp.optim[kind](m, opts)) or a description ("integer index"),
+ * the name is the function's public one ("rp.optim.adam"), found in the module table. Every
+ * binding raises its argument errors through these (never luaL_argerror / luaL_checkudata). */
+int lrp_argerror_msg(lua_State *L, int arg, const char *msg);
+/* The same with a printf-style message (lua_pushfstring formats: %s %d %I %f %p %%). */
+int lrp_argerror(lua_State *L, int arg, const char *fmt, ...);
+/* The userdata of metatable tname at idx, or `bad argument #idx ... (roper.Model expected, got
+ * number)` (luaL_checkudata's message, through lrp_argerror). */
+void *lrp_checkudata(lua_State *L, int idx, const char *tname);
+/* "[2 x 3]" for t (a 0-dim tensor gives "[]") into buf (RP_SHAPE_STR_LEN bytes); returns buf. */
+const char *lrp_shape_str(char *buf, const rp_tensor *t);
+/* The same for a bare shape (sizes may be -1). */
+const char *lrp_shape_str_n(char *buf, int ndim, const int64_t *shape);
+
+/* ---- numbers ---- */
+
+/* A value of type number at arg (strings are not coerced); `what` names it in errors. */
+double lrp_checknumber(lua_State *L, int arg, const char *what);
+/* As lrp_checknumber, and finite. */
+double lrp_checkfinite(lua_State *L, int arg, const char *what);
+/* An integer-valued number at arg (2 and 2.0 are fine; 2.5, nan, 1e300 and "2" are not). */
+lua_Integer lrp_checkint(lua_State *L, int arg, const char *what);
+/* 1 and *out set when the value at idx is an integer-valued number; 0 otherwise. */
+int lrp_tointeger(lua_State *L, int idx, lua_Integer *out);
+/* Pushes a description of the value at idx for messages: numbers as numbers, else the type name. */
+const char *lrp_describe(lua_State *L, int idx);
+
+/* ---- shapes, dims and indices ---- */
+
+/* Reads a shape into shape[RP_MAX_DIMS] and returns ndim: either a table of sizes at arg `first`
+ * (then `last` is ignored), or the numbers at first..last. Sizes are integers >= 0 (or one -1 when
+ * allow_infer), at most RP_MAX_DIMS of them, and the product of the nonzero sizes is at most
+ * RP_MAX_NUMEL. A -1 is left in place (see lrp_infer_shape). Raises on anything else. */
+int lrp_checkshape(lua_State *L, int first, int last, int64_t *shape, int allow_infer);
+/* The shape at first..last as lrp_checkshape, but a shape table must be the last argument (the
+ * constructors and t:view/t:reshape: "unexpected argument after the shape table"). */
+int lrp_shape_args(lua_State *L, int first, int last, int64_t *shape, int allow_infer);
+/* Replaces a -1 in shape so that the shape has numel elements; raises `bad argument #arg` when
+ * that is impossible or when the counts differ ("cannot view [7] as [2 x -1]"). */
+void lrp_infer_shape(lua_State *L, int arg, const rp_tensor *t, int ndim, int64_t *shape);
+/* Product of sizes (callers have bounded it already). */
+int64_t lrp_numel(int ndim, const int64_t *shape);
+
+/* 0-based dim for the 1-based (negative from the end) dim d of a tensor with ndim dims, or -1. */
+int lrp_todim(lua_Integer d, int ndim);
+/* 0-based index for the 1-based (negative from the end) index i into a dim of size n, or -1. */
+int64_t lrp_toindex(lua_Integer i, int64_t n);
+/* The dim at arg for t (integer, in range) as 0-based; raises "dim 5 out of range for [2 x 3]". */
+int lrp_checkdim(lua_State *L, int arg, const rp_tensor *t);
+/* The index at arg into dim d of t as 0-based; raises
+ * "index 7 out of range for dim 1 of [2 x 3]". */
+int64_t lrp_checkindex(lua_State *L, int arg, const rp_tensor *t, int d);
+
+/* Checks that src broadcasts to dst's shape (numpy rules, leading size-1 dims of src ignored);
+ * raises `bad argument #arg (cannot broadcast [..] to [..])`. */
+void lrp_check_broadcast_to(lua_State *L, int arg, const rp_tensor *src, const rp_tensor *dst);
+/* A view of src without its leading size-1 dims beyond dst_ndim (so core's copy accepts it).
+ * Fills *out with a new reference; returns the status of the core view calls. */
+rp_status lrp_squeeze_lead(rp_tensor *out, const rp_tensor *src, int dst_ndim);
+
+/* ---- option tables ---- */
+
+/* The value at idx must be nil, none or a table; every key of the table must be a string among
+ * `known` (a NULL-terminated list). Raises "unknown option 'fracton'" etc. Returns 1 if a table. */
+int lrp_checkopts(lua_State *L, int idx, const char *const *known);
+/* 1 when the options table at idx (or nil) has a non-nil field key. */
+int lrp_hasopt(lua_State *L, int idx, const char *key);
+/* Field readers: the default when the table is nil or the field is nil, else a checked value.
+ * Errors name the option: "bad argument #2 to 'rotate' (option 'base' must be a number, got
+ * string)". */
+double lrp_optnumber(lua_State *L, int idx, const char *key, double def);
+double lrp_optfinite(lua_State *L, int idx, const char *key, double def);
+lua_Integer lrp_optinteger(lua_State *L, int idx, const char *key, lua_Integer def);
+int lrp_optboolean(lua_State *L, int idx, const char *key, int def);
+/* The position of the field's string value in names (NULL-terminated), or def when absent. */
+int lrp_optenum(lua_State *L, int idx, const char *key, const char *const *names, int def);
+/* The field as a linear-attention placement, by core's names (rp_lin_placement_name: "after",
+ * "before"), or def when absent. */
+rp_lin_placement lrp_optplacement(lua_State *L, int idx, const char *key, rp_lin_placement def);
+
+/* Option names that several binding files read and core has no NULL-terminated table of
+ * (rp_pe_names is core's): rp_pairing in enum order ("half", "interleaved"), and the nonfinite
+ * option of m:train_step and opt:step ("error", "skip"). */
+extern const char *const lrp_pairing_names[];
+extern const char *const lrp_nonfinite_names[];
+
+#endif

@@ -1,0 +1,33 @@
+/* The REPL's input (repl_input.c) as the REPL program (repl.c) uses it: reading a line (readline
+ * on a terminal, getline otherwise), the history, the SIGINT handler of the prompt. Not part of
+ * the module: the Makefile builds repl.c and repl_input.c into build/roper only.
+ */
+#ifndef ROPER_REPL_H
+#define ROPER_REPL_H
+
+#include <lua.h>
+
+#define PROGNAME "roper"
+#define HISTORY_FILE ".roper_history" /* in $HOME, unless $ROPER_HISTORY is set */
+
+/* What repl_pushline read. */
+enum { READ_LINE = 1, READ_EOF = 0, READ_INTERRUPTED = -1 };
+
+/* On a terminal, before the first line: readline set up (completion on L's globals, SIGWINCH),
+ * the history file read, its saving registered with atexit. */
+void repl_input_start(lua_State *L);
+/* After the last line: the history saved, the completions and readline's handler cleared. */
+void repl_input_stop(void);
+
+/* Pushes the next input line (without its newline): through readline between repl_input_start and
+ * repl_input_stop (prompt "roper> " for the first line of a chunk, "   >> " after), else from
+ * stdin with getline(). Returns READ_LINE, READ_EOF or READ_INTERRUPTED (Ctrl-C at the prompt;
+ * nothing pushed then or at EOF). */
+int repl_pushline(lua_State *L, int firstline);
+/* Adds a chunk to the history (terminal sessions only; no empty lines, no consecutive repeats). */
+void repl_saveline(const char *line);
+
+/* The SIGINT handler while the prompt waits: the next repl_pushline returns READ_INTERRUPTED. */
+void repl_on_sigint_prompt(int sig);
+
+#endif

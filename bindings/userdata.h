@@ -1,0 +1,73 @@
+/* The userdata types of the roper module (roper.Tensor, roper.Model, roper.Optim; roper.Rng and
+ * roper.Task are private to rng.c and tasks.c), their metatable names and the registry keys, and
+ * the helpers that check and create them (userdata.c). model.c and optim.c both use the model and
+ * optimiser helpers from here, so neither needs the other. The rules these helpers serve are in
+ * args.h.
+ */
+#ifndef LRP_USERDATA_H
+#define LRP_USERDATA_H
+
+#include <stdint.h>
+
+#include <lua.h>
+
+#include "rp.h"
+
+#define LRP_TENSOR_MT "roper.Tensor"
+#define LRP_RNG_MT "roper.Rng"
+#define LRP_MODEL_MT "roper.Model"
+#define LRP_OPTIM_MT "roper.Optim"
+#define LRP_TASK_MT "roper.Task"
+/* Registry key of the module table (for the public names in argument errors). */
+#define LRP_MODULE_KEY "roper.module"
+/* Registry key of the module's default generator (a roper.Rng userdata). */
+#define LRP_DEFAULT_RNG_KEY "roper.default_rng"
+
+/* ---- tensors ---- */
+
+/* The live tensor at idx; raises "roper.Tensor expected, got X" for anything else and
+ * "attempt to use a released tensor" for one released by __close. */
+rp_tensor *lrp_checktensor(lua_State *L, int idx);
+/* The tensor at idx (possibly released) or NULL when idx holds no roper.Tensor. */
+rp_tensor *lrp_totensor(lua_State *L, int idx);
+/* Pushes a new, empty (released-state) tensor userdata and returns its struct, for core to fill.
+ * The userdata is valid at every moment, so raising afterwards never leaks. */
+rp_tensor *lrp_newtensor(lua_State *L);
+
+/* ---- models and optimisers ---- */
+
+/* The roper.Model userdata. m is NULL until rp_model_new succeeds and again after __gc/__close
+ * (a released model). */
+typedef struct lrp_model {
+    rp_model *m;
+} lrp_model;
+
+/* The roper.Optim userdata; its user value 1 is the roper.Model it updates (kept alive by it).
+ * buf holds the Adam moments, st.m = buf->data and st.v = buf->data + st.n; buf is NULL until
+ * they are allocated and again after __gc/__close (a released optimiser). */
+typedef struct lrp_optim {
+    rp_adam_cfg cfg;
+    rp_adam_state st;
+    rp_storage *buf;
+} lrp_optim;
+
+/* The live model at idx: raises "roper.Model expected, got X" and "attempt to use a released
+ * model". */
+rp_model *lrp_checkmodel(lua_State *L, int idx);
+/* Pushes a new, empty (released-state) model userdata and returns it, for rp_model_new. */
+lrp_model *lrp_newmodel(lua_State *L);
+/* The live optimiser at idx (raises as lrp_checkmodel: "attempt to use a released optimiser"). */
+lrp_optim *lrp_checkoptim(lua_State *L, int idx);
+/* Pushes a new, empty optimiser userdata bound to the model at model_idx (its user value), with
+ * cfg copied in; no moments yet (see lrp_optim_alloc). */
+lrp_optim *lrp_newoptim(lua_State *L, int model_idx, const rp_adam_cfg *cfg);
+/* Allocates o's zeroed moments for n floats (step 0); RP_ERR_NOMEM when that fails. */
+rp_status lrp_optim_alloc(lrp_optim *o, int64_t n);
+/* The live model of the live optimiser at idx (argument idx); raises "the optimiser's model was
+ * released" when it was. */
+rp_model *lrp_optim_model(lua_State *L, int idx);
+/* The live optimiser at opt_idx, which must update the model at model_idx; raises
+ * "the optimiser belongs to another model" otherwise. */
+lrp_optim *lrp_checkoptim_for(lua_State *L, int opt_idx, int model_idx);
+
+#endif
