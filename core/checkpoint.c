@@ -342,23 +342,6 @@ static void r_opt_cfg(reader *r, rp_adam_cfg *c)
     c->d_model = r_f64(r, w);
 }
 
-/* The parameter count model.h's layout gives for cfg (already checked), or -1 when it does not
- * fit in int64. Used to bound the model's allocation by what the file holds before building it. */
-static int64_t expected_param_count(const rp_model_cfg *c)
-{
-    const double lim = 9.0e18;
-    double V = (double)c->vocab, C = (double)c->d_model, F = (double)c->d_ff;
-    double per_layer = 2 * C + 3 * C * C + 3 * C + C * C + C + 2 * C + F * C + F + C * F + C;
-    double total = V * C + (c->pe == RP_PE_LEARNED ? (double)c->seq_len * C : 0.0) +
-                   (double)c->layers * per_layer + (c->norm == RP_NORM_PRE ? 2 * C : 0.0) +
-                   V * C + V;
-    if (!(total < lim)) return -1;
-    int64_t v = c->vocab, d = c->d_model, f = c->d_ff;
-    int64_t pl = 2 * d + 3 * d * d + 3 * d + d * d + d + 2 * d + f * d + f + d * f + d;
-    return v * d + (c->pe == RP_PE_LEARNED ? c->seq_len * d : 0) + c->layers * pl +
-           (c->norm == RP_NORM_PRE ? 2 * d : 0) + v * d + v;
-}
-
 static void shape_str(char *buf, size_t n, int ndim, const int64_t *shape)
 {
     if (ndim == 1)
@@ -479,8 +462,9 @@ typedef struct {
 } model_head;
 
 /* The model config, the flags and the counts. The config must pass rp_model_cfg_check, the
- * stored float count must be the one the layout gives for it and those floats must fit in what
- * is left of the file: all before anything is allocated. */
+ * stored float count must be the one core's layout gives for it (rp_model_memory, which also
+ * refuses, without allocating, configs beyond 2^40 floats: a forged config cannot make the
+ * reader allocate absurd sizes) and those floats must fit in what is left of the file. */
 static rp_status read_model_head(const char *path, reader *r, model_head *h)
 {
     rp_model_cfg *mc = &h->cfg;
@@ -495,9 +479,11 @@ static rp_status read_model_head(const char *path, reader *r, model_head *h)
                         (unsigned long)h->flags);
     mc->attention = (h->flags & CK_FLAG_LINEAR) ? RP_ATTN_LINEAR : RP_ATTN_SOFTMAX;
     mc->linear_rope = (h->flags & CK_FLAG_ROPE_BEFORE) ? RP_LIN_BEFORE : RP_LIN_AFTER;
-    if (rp_model_cfg_check(mc) != RP_OK) return rethrow(RP_ERR_IO, path, "bad model config: ");
-    int64_t want = expected_param_count(mc);
-    if (want < 0 || (uint64_t)want != h->total)
+    int64_t want = 0;
+    rp_status st = rp_model_memory(mc, NULL, &want);
+    if (st == RP_ERR_ARG) return rethrow(RP_ERR_IO, path, "bad model config: ");
+    if (st != RP_OK) return rethrow(RP_ERR_IO, path, "cannot build the model: ");
+    if ((uint64_t)want != h->total)
         return rp_error(RP_ERR_IO,
                         "%s: corrupted (%llu parameters stored, the stored config needs %lld)",
                         path, (unsigned long long)h->total, (long long)want);

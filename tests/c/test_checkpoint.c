@@ -435,6 +435,16 @@ static void test_damaged(void)
     spit(bad, copy, len);
     expect_io(bad, "corrupted (unknown flags 0x8)", 1, "unknown flag");
     memcpy(copy, b, len);
+    {   /* a config beyond 2^40 floats: refused by core's layout pass before anything is built */
+        put64(copy + 24, (uint64_t)1 << 20); /* d_model 2^20: ~2^43 floats of weights */
+        reseal(copy, len);
+        spit(bad, copy, len);
+        expect_io(bad,
+                  "cannot build the model: model of d_model 1048576, 2 layers, max_batch 3 x "
+                  "seq_len 8 needs about",
+                  0, "d_model 2^20");
+    }
+    memcpy(copy, b, len);
     copy[16 + 8] = 5; /* d_model 5 with heads 2 */
     reseal(copy, len);
     spit(bad, copy, len);
