@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "sysmem.h"
 
 #define CK_MAGIC "RPCK"
 #define CK_VERSION 1u
@@ -395,9 +396,22 @@ static rp_status check_header(const char *path, const uint8_t *b, uint64_t hlen,
     return RP_OK;
 }
 
+/* RP_ERR_IO "path: <what> needs <bytes>, more than the <avail> of memory available" when bytes
+ * exceed rp_mem_available() (never when that cannot be read): checked before an allocation whose
+ * size comes from the file, so that a forged or sparse file cannot make the loader allocate what
+ * the machine does not have (overcommit would let it, and the OOM killer end the process). */
+static rp_status check_memory(const char *path, const char *what, double bytes)
+{
+    int64_t avail = rp_mem_available();
+    if (avail < 0 || bytes <= (double)avail) return RP_OK;
+    char a[32], b[32];
+    return rp_error(RP_ERR_IO, "%s: %s needs %s, more than the %s of memory available", path, what,
+                    rp_bytes_str(a, sizeof a, bytes), rp_bytes_str(b, sizeof b, (double)avail));
+}
+
 /* Reads path into *buf (*size bytes) after checking its header against its size, so that only
- * a file that claims to be a checkpoint of exactly its size is read into memory; then checks
- * the checksum. RP_ERR_IO with "path: reason". */
+ * a file that claims to be a checkpoint of exactly its size, and that fits in memory, is read
+ * into memory; then checks the checksum. RP_ERR_IO with "path: reason". */
 static rp_status read_checked(const char *path, uint8_t **buf, uint64_t *size)
 {
     int fd;
@@ -416,6 +430,7 @@ static rp_status read_checked(const char *path, uint8_t **buf, uint64_t *size)
         st = rp_error(RP_ERR_IO, "%s: file too large", path);
         goto fail;
     }
+    if ((st = check_memory(path, "reading the file", (double)n)) != RP_OK) goto fail;
     b = malloc((size_t)n);
     if (!b) {
         st = rp_error(RP_ERR_IO, "%s: out of memory reading %llu bytes", path,
@@ -571,6 +586,7 @@ static rp_status read_optim(const char *path, reader *r, uint64_t total, rp_adam
     const uint8_t *sv = r_floats(r, os->n, "the optimiser state");
     if (r->what) return past_end(path, r);
     size_t bytes = (size_t)(os->n ? os->n : 1) * sizeof(float);
+    RP_TRY(check_memory(path, "the optimiser state", 2.0 * (double)bytes));
     os->m = malloc(bytes);
     os->v = malloc(bytes);
     if (!os->m || !os->v)

@@ -900,6 +900,37 @@ static void test_old_files(void)
     CHECK(n == 4, "%d fixture files", n);
 }
 
+/* ---- memory ---------------------------------------------------------------------------------- */
+
+/* A sparse file with a valid header that claims more bytes than this process may allocate: the
+ * loader refuses it before reading it into memory (overcommit would let malloc succeed). */
+static void test_memory_cap(void)
+{
+    printf("-- a file larger than the memory available\n");
+    int64_t avail = rp_mem_available();
+    if (avail < 0) {
+        printf("  skipped: rp_mem_available() cannot tell on this system\n");
+        return;
+    }
+    char path[128];
+    path_in(path, sizeof path, "huge.ckpt");
+    uint64_t size = (uint64_t)avail + (uint64_t)avail / 2 + ((uint64_t)1 << 30);
+    uint8_t hdr[16] = {'R', 'P', 'C', 'K', 1, 0, 0, 0};
+    put64(hdr + 8, size);
+    spit(path, hdr, sizeof hdr);
+    if (truncate(path, (off_t)size) != 0) {
+        printf("  skipped: cannot make a sparse file of %llu bytes: %s\n",
+               (unsigned long long)size, strerror(errno));
+        unlink(path);
+        return;
+    }
+    expect_io(path, "reading the file needs ", 0, "sparse file larger than memory");
+    const char *msg = rp_last_error();
+    CHECK(strstr(msg, "of memory available") != NULL, "message names the memory: \"%s\"", msg);
+    printf("  %s\n", msg);
+    unlink(path);
+}
+
 int main(void)
 {
     snprintf(g_dir, sizeof g_dir, "/tmp/rp_ckpt_test.XXXXXX");
@@ -912,6 +943,7 @@ int main(void)
     test_damaged();
     test_resume();
     test_special_files();
+    test_memory_cap();
     test_kills_and_stale_temps(0);
     test_kills_and_stale_temps(1);
     const char *none[] = {NULL};
