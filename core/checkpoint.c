@@ -7,9 +7,10 @@
  * Saving serialises twice through the same code: once counting bytes (the total size goes into the
  * header), once writing through rp_file_write_atomic (core/fileio.h: an anonymous temporary file,
  * fsync, rename over path; stale temporaries of killed saves are removed). Loading checks the first 16 bytes against the file's size (magic, version, declared
- * size) before reading the whole file into memory, then the checksum, then parses with a bounds
- * check on every read and builds nothing until the stored parameter count is known to agree with
- * the stored config and to fit in the file.
+ * size, and that size against rp_mem_available()) before reading the whole file into memory,
+ * then the checksum, then parses section by section (one reader each) with a bounds check on
+ * every read, and builds nothing until the stored parameter count is known to agree with the
+ * stored config (rp_model_memory: core's own layout pass) and to fit in the file.
  */
 #include "checkpoint.h"
 
@@ -496,8 +497,8 @@ static rp_status read_model_head(const char *path, reader *r, model_head *h)
     mc->linear_rope = (h->flags & CK_FLAG_ROPE_BEFORE) ? RP_LIN_BEFORE : RP_LIN_AFTER;
     int64_t want = 0;
     rp_status st = rp_model_memory(mc, NULL, &want);
-    if (st == RP_ERR_ARG) return rethrow(RP_ERR_IO, path, "bad model config: ");
-    if (st != RP_OK) return rethrow(RP_ERR_IO, path, "cannot build the model: ");
+    if (st == RP_ERR_NOMEM) return rethrow(RP_ERR_IO, path, "cannot build the model: ");
+    if (st != RP_OK) return rethrow(RP_ERR_IO, path, "bad model config: ");
     if ((uint64_t)want != h->total)
         return rp_error(RP_ERR_IO,
                         "%s: corrupted (%llu parameters stored, the stored config needs %lld)",
