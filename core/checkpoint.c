@@ -7,9 +7,10 @@
  * Saving serialises twice through the same code: once counting bytes (the total size goes into the
  * header), once writing through rp_file_write_atomic (core/fileio.h: an anonymous temporary file,
  * fsync, rename over path; stale temporaries of killed saves are removed). Loading checks the first 16 bytes against the file's size (magic, version, declared
- * size) before reading the whole file into memory, then the checksum, then parses with a bounds
- * check on every read and builds nothing until the stored parameter count is known to agree with
- * the stored config and to fit in the file.
+ * size, and that size against rp_mem_available()) before reading the whole file into memory,
+ * then the checksum, then parses section by section (one reader each) with a bounds check on
+ * every read, and builds nothing until the stored parameter count is known to agree with the
+ * stored config (rp_model_memory: core's own layout pass) and to fit in the file.
  */
 #include "checkpoint.h"
 
@@ -23,6 +24,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "sysmem.h"
 
 #define CK_MAGIC "RPCK"
 #define CK_VERSION 1u
@@ -342,23 +344,6 @@ static void r_opt_cfg(reader *r, rp_adam_cfg *c)
     c->d_model = r_f64(r, w);
 }
 
-/* The parameter count model.h's layout gives for cfg (already checked), or -1 when it does not
- * fit in int64. Used to bound the model's allocation by what the file holds before building it. */
-static int64_t expected_param_count(const rp_model_cfg *c)
-{
-    const double lim = 9.0e18;
-    double V = (double)c->vocab, C = (double)c->d_model, F = (double)c->d_ff;
-    double per_layer = 2 * C + 3 * C * C + 3 * C + C * C + C + 2 * C + F * C + F + C * F + C;
-    double total = V * C + (c->pe == RP_PE_LEARNED ? (double)c->seq_len * C : 0.0) +
-                   (double)c->layers * per_layer + (c->norm == RP_NORM_PRE ? 2 * C : 0.0) +
-                   V * C + V;
-    if (!(total < lim)) return -1;
-    int64_t v = c->vocab, d = c->d_model, f = c->d_ff;
-    int64_t pl = 2 * d + 3 * d * d + 3 * d + d * d + d + 2 * d + f * d + f + d * f + d;
-    return v * d + (c->pe == RP_PE_LEARNED ? c->seq_len * d : 0) + c->layers * pl +
-           (c->norm == RP_NORM_PRE ? 2 * d : 0) + v * d + v;
-}
-
 static void shape_str(char *buf, size_t n, int ndim, const int64_t *shape)
 {
     if (ndim == 1)
@@ -412,205 +397,250 @@ static rp_status check_header(const char *path, const uint8_t *b, uint64_t hlen,
     return RP_OK;
 }
 
+/* RP_ERR_IO "path: <what> needs <bytes>, more than the <avail> of memory available" when bytes
+ * exceed rp_mem_available() (never when that cannot be read): checked before an allocation whose
+ * size comes from the file, so that a forged or sparse file cannot make the loader allocate what
+ * the machine does not have (overcommit would let it, and the OOM killer end the process). */
+static rp_status check_memory(const char *path, const char *what, double bytes)
+{
+    int64_t avail = rp_mem_available();
+    if (avail < 0 || bytes <= (double)avail) return RP_OK;
+    char a[32], b[32];
+    return rp_error(RP_ERR_IO, "%s: %s needs %s, more than the %s of memory available", path, what,
+                    rp_bytes_str(a, sizeof a, bytes), rp_bytes_str(b, sizeof b, (double)avail));
+}
+
 /* Reads path into *buf (*size bytes) after checking its header against its size, so that only
- * a file that claims to be a checkpoint of exactly its size is read into memory; then checks the
- * checksum. RP_ERR_IO with "path: reason". */
+ * a file that claims to be a checkpoint of exactly its size, and that fits in memory, is read
+ * into memory; then checks the checksum. RP_ERR_IO with "path: reason". */
 static rp_status read_checked(const char *path, uint8_t **buf, uint64_t *size)
 {
     int fd;
     int64_t fsize;
     RP_TRY(rp_file_open_read(path, &fd, &fsize)); /* never blocks; regular files only */
+    uint8_t *b = NULL;
+    rp_status st;
     uint64_t n = (uint64_t)fsize;
     uint8_t hdr[CK_HEADER];
-    uint64_t hlen = 0;
+    uint64_t hlen = 0, got = 0;
     int e = read_full(fd, hdr, n < CK_HEADER ? n : CK_HEADER, &hlen);
-    if (e) {
-        close(fd);
-        return rp_error(RP_ERR_IO, "%s: %s", path, strerror(e));
-    }
+    if (e) goto io_error;
     if (hlen < CK_HEADER && hlen < n) n = hlen; /* the file shrank meanwhile */
-    rp_status st = check_header(path, hdr, hlen, n);
-    if (st != RP_OK) {
-        close(fd);
-        return st;
-    }
+    if ((st = check_header(path, hdr, hlen, n)) != RP_OK) goto fail;
     if (n > (uint64_t)SIZE_MAX) {
-        close(fd);
-        return rp_error(RP_ERR_IO, "%s: file too large", path);
+        st = rp_error(RP_ERR_IO, "%s: file too large", path);
+        goto fail;
     }
-    uint8_t *b = malloc((size_t)n);
+    if ((st = check_memory(path, "reading the file", (double)n)) != RP_OK) goto fail;
+    b = malloc((size_t)n);
     if (!b) {
-        close(fd);
-        return rp_error(RP_ERR_IO, "%s: out of memory reading %llu bytes", path,
-                        (unsigned long long)n);
+        st = rp_error(RP_ERR_IO, "%s: out of memory reading %llu bytes", path,
+                      (unsigned long long)n);
+        goto fail;
     }
     memcpy(b, hdr, CK_HEADER);
-    uint64_t got = 0;
     e = read_full(fd, b + CK_HEADER, n - CK_HEADER, &got);
-    close(fd);
-    if (e) {
-        free(b);
-        return rp_error(RP_ERR_IO, "%s: %s", path, strerror(e));
-    }
+    if (e) goto io_error;
     if (got != n - CK_HEADER) { /* the file shrank meanwhile */
-        free(b);
-        return rp_error(RP_ERR_IO, "%s: truncated (%llu of %llu bytes)", path,
-                        (unsigned long long)(got + CK_HEADER), (unsigned long long)n);
+        st = rp_error(RP_ERR_IO, "%s: truncated (%llu of %llu bytes)", path,
+                      (unsigned long long)(got + CK_HEADER), (unsigned long long)n);
+        goto fail;
     }
-    uint64_t want = get_le(b + n - CK_TRAILER, 8);
-    if (fnv1a(FNV_OFFSET, b, (size_t)(n - CK_TRAILER)) != want) {
-        free(b);
-        return rp_error(RP_ERR_IO, "%s: checksum mismatch", path);
+    if (fnv1a(FNV_OFFSET, b, (size_t)(n - CK_TRAILER)) != get_le(b + n - CK_TRAILER, 8)) {
+        st = rp_error(RP_ERR_IO, "%s: checksum mismatch", path);
+        goto fail;
     }
+    close(fd);
     *buf = b;
     *size = n;
     return RP_OK;
+io_error:
+    st = rp_error(RP_ERR_IO, "%s: %s", path, strerror(e));
+fail:
+    close(fd);
+    free(b);
+    return st;
 }
 
+/* ---- the sections, each checked as it is read (the checksum is already known to be right) ---- */
+
+static rp_status past_end(const char *path, const reader *r)
+{
+    return rp_error(RP_ERR_IO, "%s: corrupted (%s runs past the end)", path, r->what);
+}
+
+/* What the model section says: the config (flags included), the tensor and float counts. */
+typedef struct {
+    rp_model_cfg cfg;
+    uint32_t flags;
+    uint32_t ntensors;
+    uint64_t total;
+} model_head;
+
+/* The model config, the flags and the counts. The config must pass rp_model_cfg_check, the
+ * stored float count must be the one core's layout gives for it (rp_model_memory, which also
+ * refuses, without allocating, configs beyond 2^40 floats: a forged config cannot make the
+ * reader allocate absurd sizes) and those floats must fit in what is left of the file. */
+static rp_status read_model_head(const char *path, reader *r, model_head *h)
+{
+    rp_model_cfg *mc = &h->cfg;
+    memset(mc, 0, sizeof *mc);
+    r_model_cfg(r, mc);
+    h->flags = r_u32(r, "the flags");
+    h->ntensors = r_u32(r, "the parameter count");
+    h->total = r_u64(r, "the parameter count");
+    if (r->what) return past_end(path, r);
+    if (h->flags & ~CK_FLAGS_KNOWN)
+        return rp_error(RP_ERR_IO, "%s: corrupted (unknown flags 0x%lx)", path,
+                        (unsigned long)h->flags);
+    mc->attention = (h->flags & CK_FLAG_LINEAR) ? RP_ATTN_LINEAR : RP_ATTN_SOFTMAX;
+    mc->linear_rope = (h->flags & CK_FLAG_ROPE_BEFORE) ? RP_LIN_BEFORE : RP_LIN_AFTER;
+    int64_t want = 0;
+    rp_status st = rp_model_memory(mc, NULL, &want);
+    if (st == RP_ERR_NOMEM) return rethrow(RP_ERR_IO, path, "cannot build the model: ");
+    if (st != RP_OK) return rethrow(RP_ERR_IO, path, "bad model config: ");
+    if ((uint64_t)want != h->total)
+        return rp_error(RP_ERR_IO,
+                        "%s: corrupted (%llu parameters stored, the stored config needs %lld)",
+                        path, (unsigned long long)h->total, (long long)want);
+    if (h->total > (r->n - r->pos) / 4u)
+        return rp_error(RP_ERR_IO, "%s: corrupted (%llu parameters do not fit in the file)", path,
+                        (unsigned long long)h->total);
+    return RP_OK;
+}
+
+/* One tensor entry: its name and shape must be those of parameter i of m; copies its data. */
+static rp_status read_tensor(const char *path, reader *r, rp_model *m, uint32_t i)
+{
+    const rp_param_info *p = rp_model_param(m, (int)i);
+    uint32_t len = r_u32(r, "a tensor name");
+    char name[48];
+    int64_t shape[2] = {0, 0};
+    if (!r->what && len >= sizeof name)
+        return rp_error(RP_ERR_IO, "%s: corrupted (tensor %lu: name of %lu bytes)", path,
+                        (unsigned long)i, (unsigned long)len);
+    if (r_need(r, len, "a tensor name")) {
+        memcpy(name, r->p + r->pos, len);
+        name[len] = '\0';
+        r->pos += len;
+    }
+    uint32_t ndim = r_u32(r, "a tensor shape");
+    if (!r->what && (ndim < 1 || ndim > 2))
+        return rp_error(RP_ERR_IO, "%s: corrupted (tensor %lu: ndim %lu)", path,
+                        (unsigned long)i, (unsigned long)ndim);
+    for (uint32_t d = 0; d < ndim && !r->what; d++) shape[d] = r_i64(r, "a tensor shape");
+    if (r->what) return past_end(path, r);
+    char got[64], want[64];
+    shape_str(got, sizeof got, (int)ndim, shape);
+    shape_str(want, sizeof want, p->ndim, p->shape);
+    if (strcmp(name, p->name) != 0 || strcmp(got, want) != 0)
+        return rp_error(RP_ERR_IO, "%s: tensor %lu is %s %s, the model expects %s %s", path,
+                        (unsigned long)i, name, got, p->name, want);
+    const uint8_t *src = r_floats(r, p->numel, "the parameter data");
+    if (!src) return past_end(path, r);
+    copy_floats(rp_model_params(m)->data + p->offset, src, p->numel);
+    return RP_OK;
+}
+
+/* The parameter table: as many tensors and floats as the model built from the config has. */
+static rp_status read_params(const char *path, reader *r, const model_head *h, rp_model *m)
+{
+    int have_np = rp_model_num_tensors(m);
+    int64_t have_total = rp_model_param_count(m);
+    if ((int64_t)h->ntensors != have_np || (int64_t)h->total != have_total)
+        return rp_error(RP_ERR_IO,
+                        "%s: %lu tensors with %llu floats stored, the model has %d with %lld",
+                        path, (unsigned long)h->ntensors, (unsigned long long)h->total, have_np,
+                        (long long)have_total);
+    for (uint32_t i = 0; i < h->ntensors; i++) RP_TRY(read_tensor(path, r, m, i));
+    return RP_OK;
+}
+
+static rp_status read_rng(const char *path, reader *r, rp_rng *rng)
+{
+    memset(rng, 0, sizeof *rng);
+    for (int k = 0; k < 4; k++) rng->s[k] = r_u64(r, "the RNG state");
+    rng->spare = r_f64(r, "the RNG state");
+    rng->has_spare = (int)r_i32(r, "the RNG state");
+    if (r->what) return past_end(path, r);
+    if (rng->has_spare != 0 && rng->has_spare != 1)
+        return rp_error(RP_ERR_IO, "%s: corrupted (RNG has_spare %d)", path, rng->has_spare);
+    return RP_OK;
+}
+
+/* The optimiser section: its config, step and n floats of m and of v for the model's total.
+ * On failure os->m and os->v may be allocated (the caller frees them). */
+static rp_status read_optim(const char *path, reader *r, uint64_t total, rp_adam_cfg *oc,
+                            rp_adam_state *os)
+{
+    r_opt_cfg(r, oc);
+    os->step = r_i64(r, "the optimiser state");
+    os->n = r_i64(r, "the optimiser state");
+    if (r->what) return past_end(path, r);
+    if (rp_adam_cfg_check(oc) != RP_OK) return rethrow(RP_ERR_IO, path, "bad optimiser config: ");
+    if (os->n != (int64_t)total || os->step < 0)
+        return rp_error(RP_ERR_IO,
+                        "%s: corrupted (optimiser state: %lld floats at step %lld for %llu "
+                        "parameters)",
+                        path, (long long)os->n, (long long)os->step, (unsigned long long)total);
+    const uint8_t *sm = r_floats(r, os->n, "the optimiser state");
+    const uint8_t *sv = r_floats(r, os->n, "the optimiser state");
+    if (r->what) return past_end(path, r);
+    size_t bytes = (size_t)(os->n ? os->n : 1) * sizeof(float);
+    RP_TRY(check_memory(path, "the optimiser state", 2.0 * (double)bytes));
+    os->m = malloc(bytes);
+    os->v = malloc(bytes);
+    if (!os->m || !os->v)
+        return rp_error(RP_ERR_IO, "%s: out of memory for the optimiser state", path);
+    copy_floats(os->m, sm, os->n);
+    copy_floats(os->v, sv, os->n);
+    return RP_OK;
+}
+
+/* Nothing may follow the last section but the checksum (already checked by read_checked). */
+static rp_status read_trailer(const char *path, const reader *r)
+{
+    if (r->pos != r->n)
+        return rp_error(RP_ERR_IO, "%s: corrupted (%llu unexpected bytes before the checksum)",
+                        path, (unsigned long long)(r->n - r->pos));
+    return RP_OK;
+}
+
+/* The sections in file order; out is written only when all of them are good. */
 static rp_status parse(const char *path, const uint8_t *b, uint64_t n, rp_checkpoint *out)
 {
     reader r = {b, n - CK_TRAILER, CK_HEADER, NULL};
-    rp_model_cfg mc;
-    memset(&mc, 0, sizeof mc);
-    r_model_cfg(&r, &mc);
-    uint32_t flags = r_u32(&r, "the flags");
-    uint32_t np = r_u32(&r, "the parameter count");
-    uint64_t total = r_u64(&r, "the parameter count");
-    if (r.what) return rp_error(RP_ERR_IO, "%s: corrupted (%s runs past the end)", path, r.what);
-    if (flags & ~CK_FLAGS_KNOWN)
-        return rp_error(RP_ERR_IO, "%s: corrupted (unknown flags 0x%lx)", path,
-                        (unsigned long)flags);
-    mc.attention = (flags & CK_FLAG_LINEAR) ? RP_ATTN_LINEAR : RP_ATTN_SOFTMAX;
-    mc.linear_rope = (flags & CK_FLAG_ROPE_BEFORE) ? RP_LIN_BEFORE : RP_LIN_AFTER;
-    rp_status st = rp_model_cfg_check(&mc);
-    if (st != RP_OK) return rethrow(RP_ERR_IO, path, "bad model config: ");
-    /* The parameters must fit in what is left of the file before anything is allocated. */
-    int64_t want_total = expected_param_count(&mc);
-    if (want_total < 0 || (uint64_t)want_total != total)
-        return rp_error(RP_ERR_IO,
-                        "%s: corrupted (%llu parameters stored, the stored config needs %lld)",
-                        path, (unsigned long long)total, (long long)want_total);
-    if (total > (r.n - r.pos) / 4u)
-        return rp_error(RP_ERR_IO, "%s: corrupted (%llu parameters do not fit in the file)", path,
-                        (unsigned long long)total);
-
-    rp_model *m = rp_model_new(&mc);
-    if (!m) return rethrow(RP_ERR_IO, path, "cannot build the model: ");
-    int have_np = rp_model_num_tensors(m);
-    int64_t have_total = rp_model_param_count(m);
-    if ((int64_t)np != have_np || (int64_t)total != have_total) {
-        rp_model_free(m);
-        return rp_error(RP_ERR_IO,
-                        "%s: %lu tensors with %llu floats stored, the model has %d with %lld",
-                        path, (unsigned long)np, (unsigned long long)total, have_np,
-                        (long long)have_total);
-    }
-    float *params = rp_model_params(m)->data;
-    for (uint32_t i = 0; i < np; i++) {
-        const rp_param_info *p = rp_model_param(m, (int)i);
-        uint32_t len = r_u32(&r, "a tensor name");
-        char name[48];
-        int64_t shape[2] = {0, 0};
-        uint32_t ndim = 0;
-        if (!r.what && len >= sizeof name) {
-            rp_model_free(m);
-            return rp_error(RP_ERR_IO, "%s: corrupted (tensor %lu: name of %lu bytes)", path,
-                            (unsigned long)i, (unsigned long)len);
-        }
-        if (r_need(&r, len, "a tensor name")) {
-            memcpy(name, r.p + r.pos, len);
-            name[len] = '\0';
-            r.pos += len;
-        }
-        ndim = r_u32(&r, "a tensor shape");
-        if (!r.what && (ndim < 1 || ndim > 2)) {
-            rp_model_free(m);
-            return rp_error(RP_ERR_IO, "%s: corrupted (tensor %lu: ndim %lu)", path,
-                            (unsigned long)i, (unsigned long)ndim);
-        }
-        for (uint32_t d = 0; d < ndim && !r.what; d++) shape[d] = r_i64(&r, "a tensor shape");
-        if (r.what) break;
-        char got[64], want[64];
-        shape_str(got, sizeof got, (int)ndim, shape);
-        shape_str(want, sizeof want, p->ndim, p->shape);
-        if (strcmp(name, p->name) != 0 || strcmp(got, want) != 0) {
-            st = rp_error(RP_ERR_IO, "%s: tensor %lu is %s %s, the model expects %s %s", path,
-                          (unsigned long)i, name, got, p->name, want);
-            rp_model_free(m); /* after the message: p points into m */
-            return st;
-        }
-        const uint8_t *src = r_floats(&r, p->numel, "the parameter data");
-        if (!src) break;
-        copy_floats(params + p->offset, src, p->numel);
-    }
+    model_head h;
+    rp_model *m = NULL;
     rp_rng rng;
-    memset(&rng, 0, sizeof rng);
-    for (int k = 0; k < 4; k++) rng.s[k] = r_u64(&r, "the RNG state");
-    rng.spare = r_f64(&r, "the RNG state");
-    rng.has_spare = (int)r_i32(&r, "the RNG state");
-    if (r.what) {
-        rp_model_free(m);
-        return rp_error(RP_ERR_IO, "%s: corrupted (%s runs past the end)", path, r.what);
-    }
-    if (rng.has_spare != 0 && rng.has_spare != 1) {
-        rp_model_free(m);
-        return rp_error(RP_ERR_IO, "%s: corrupted (RNG has_spare %d)", path, rng.has_spare);
-    }
-
     rp_adam_cfg oc = rp_adam_cfg_default();
     rp_adam_state os = {NULL, NULL, 0, 0};
-    if (flags & CK_FLAG_OPTIM) {
-        r_opt_cfg(&r, &oc);
-        os.step = r_i64(&r, "the optimiser state");
-        os.n = r_i64(&r, "the optimiser state");
-        if (r.what) {
-            rp_model_free(m);
-            return rp_error(RP_ERR_IO, "%s: corrupted (%s runs past the end)", path, r.what);
-        }
-        st = rp_adam_cfg_check(&oc);
-        if (st != RP_OK) {
-            rp_model_free(m);
-            return rethrow(RP_ERR_IO, path, "bad optimiser config: ");
-        }
-        if (os.n != (int64_t)total || os.step < 0) {
-            rp_model_free(m);
-            return rp_error(RP_ERR_IO,
-                            "%s: corrupted (optimiser state: %lld floats at step %lld for %llu "
-                            "parameters)",
-                            path, (long long)os.n, (long long)os.step, (unsigned long long)total);
-        }
-        const uint8_t *sm = r_floats(&r, os.n, "the optimiser state");
-        const uint8_t *sv = r_floats(&r, os.n, "the optimiser state");
-        if (r.what) {
-            rp_model_free(m);
-            return rp_error(RP_ERR_IO, "%s: corrupted (%s runs past the end)", path, r.what);
-        }
-        size_t bytes = (size_t)(os.n ? os.n : 1) * sizeof(float);
-        os.m = malloc(bytes);
-        os.v = malloc(bytes);
-        if (!os.m || !os.v) {
-            free(os.m);
-            free(os.v);
-            rp_model_free(m);
-            return rp_error(RP_ERR_IO, "%s: out of memory for the optimiser state", path);
-        }
-        copy_floats(os.m, sm, os.n);
-        copy_floats(os.v, sv, os.n);
+    int has_optim = 0;
+    rp_status st;
+
+    if ((st = read_model_head(path, &r, &h)) != RP_OK) goto fail;
+    has_optim = (h.flags & CK_FLAG_OPTIM) != 0;
+    m = rp_model_new(&h.cfg);
+    if (!m) {
+        st = rethrow(RP_ERR_IO, path, "cannot build the model: ");
+        goto fail;
     }
-    if (r.pos != r.n) {
-        free(os.m);
-        free(os.v);
-        rp_model_free(m);
-        return rp_error(RP_ERR_IO, "%s: corrupted (%llu unexpected bytes before the checksum)",
-                        path, (unsigned long long)(r.n - r.pos));
-    }
+    if ((st = read_params(path, &r, &h, m)) != RP_OK) goto fail;
+    if ((st = read_rng(path, &r, &rng)) != RP_OK) goto fail;
+    if (has_optim && (st = read_optim(path, &r, h.total, &oc, &os)) != RP_OK) goto fail;
+    if ((st = read_trailer(path, &r)) != RP_OK) goto fail;
 
     *rp_model_rng(m) = rng;
     out->model = m;
-    out->has_optim = (flags & CK_FLAG_OPTIM) != 0;
+    out->has_optim = has_optim;
     out->opt_cfg = oc;
     out->opt_state = os;
     return RP_OK;
+fail:
+    free(os.m);
+    free(os.v);
+    rp_model_free(m);
+    return st;
 }
 
 rp_status rp_checkpoint_load(const char *path, rp_checkpoint *ck)

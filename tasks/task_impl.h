@@ -28,14 +28,17 @@ struct rp_task {
     unsigned char *sp_mask;
 };
 
-/* UTF-8 (task.c). decode: the code point at s[*i] (advances *i), or -1 for invalid UTF-8
- * (overlong forms, surrogates, > U+10FFFF, truncated sequences). encode: bytes written (1..4). */
+/* task_vocab.c: the helpers every part of tasks/ may call (it calls nothing in tasks/). */
+/* UTF-8. decode: the code point at s[*i] (advances *i), or -1 for invalid UTF-8 (overlong forms,
+ * surrogates, > U+10FFFF, truncated sequences). encode: bytes written (1..4). */
 int32_t rp__utf8_next(const unsigned char *s, size_t n, size_t *i);
 int rp__utf8_put(int32_t cp, char *out);
-/* Vocabulary from a list of distinct code points in id order (task.c). */
+/* Vocabulary from a list of distinct code points in id order. */
 rp_status rp__task_set_vocab(rp_task *t, const int32_t *cps, int64_t n);
 /* The id of an ASCII character of an algorithmic vocabulary (asserts it is in it). */
 int32_t rp__ascii_id(const rp_task *t, char c);
+/* The id of code point cp, or -1 when it is not in the vocabulary. */
+int32_t rp__task_lookup_id(const rp_task *t, int32_t cp);
 
 /* addition.c */
 const char *rp__add_vocab(rp_add_format f);

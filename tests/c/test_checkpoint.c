@@ -435,6 +435,16 @@ static void test_damaged(void)
     spit(bad, copy, len);
     expect_io(bad, "corrupted (unknown flags 0x8)", 1, "unknown flag");
     memcpy(copy, b, len);
+    {   /* a config beyond 2^40 floats: refused by core's layout pass before anything is built */
+        put64(copy + 24, (uint64_t)1 << 20); /* d_model 2^20: ~2^43 floats of weights */
+        reseal(copy, len);
+        spit(bad, copy, len);
+        expect_io(bad,
+                  "cannot build the model: model of d_model 1048576, 2 layers, max_batch 3 x "
+                  "seq_len 8 needs about",
+                  0, "d_model 2^20");
+    }
+    memcpy(copy, b, len);
     copy[16 + 8] = 5; /* d_model 5 with heads 2 */
     reseal(copy, len);
     spit(bad, copy, len);
@@ -766,6 +776,161 @@ static void test_kills_and_stale_temps(int named)
     unsetenv("ROPER_NO_TMPFILE");
 }
 
+/* ---- old checkpoints keep loading ---------------------------------------------------------- */
+
+/* The files in tests/fixtures/checkpoints/ were written by an earlier commit (README there);
+ * expected.h holds what was in memory when they were saved. */
+typedef struct {
+    const char *name;
+    int64_t numel;
+    uint64_t fnv;     /* FNV-1a 64 of the little-endian float bytes */
+    double first;     /* the first value */
+} ck_tensor;
+
+typedef struct {
+    const char *file;
+    rp_model_cfg cfg;
+    int64_t nparams;
+    int ntensors;
+    ck_tensor tensors[40];
+    rp_rng rng;
+    int has_optim;
+    rp_adam_cfg opt_cfg;
+    int64_t opt_step;
+    uint64_t opt_m_fnv, opt_v_fnv;
+    double loss; /* forward (train = 0) on ck_batch(-1) */
+} ck_fixture;
+
+#include "../fixtures/checkpoints/expected.h"
+
+static uint64_t fnv_floats(const float *x, int64_t n)
+{
+    uint64_t h = 14695981039346656037ULL;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], 4);
+        for (int k = 0; k < 4; k++) h = (h ^ (uint8_t)(u >> (8 * k))) * 1099511628211ULL;
+    }
+    return h;
+}
+
+enum { FB = 2, FT = 8 };
+
+/* make_checkpoints.c's batches: step s of its training, s = -1 for the recorded loss. */
+static void ck_batch(int s, int64_t vocab, int32_t *tok, int32_t *tgt)
+{
+    uint64_t x = 0x9E3779B97F4A7C15ULL * (uint64_t)(s + 17);
+    for (int i = 0; i < FB * FT; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        tok[i] = (int32_t)(x % (uint64_t)vocab);
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        tgt[i] = (int32_t)(x % (uint64_t)vocab);
+    }
+    tgt[3] = -1;
+}
+
+static void check_old_file(const ck_fixture *f)
+{
+    char path[256];
+    const char *dir = getenv("ROPER_CKPT_FIXTURES");
+    snprintf(path, sizeof path, "%s/%s", dir ? dir : "tests/fixtures/checkpoints", f->file);
+    rp_checkpoint ck;
+    memset(&ck, 0, sizeof ck);
+    if (!CHECK_STATUS(rp_checkpoint_load(path, &ck), RP_OK, NULL) || !ck.model) {
+        printf("  %s: %s\n", path, rp_last_error());
+        return;
+    }
+    rp_model *m = ck.model;
+    const rp_model_cfg *c = rp_model_config(m);
+    CHECK(cfg_equal(c, &f->cfg) && c->attention == f->cfg.attention &&
+              c->linear_rope == f->cfg.linear_rope,
+          "%s: config", f->file);
+    CHECK(rp_model_param_count(m) == f->nparams && rp_model_num_tensors(m) == f->ntensors,
+          "%s: %lld parameters in %d tensors, want %lld in %d", f->file,
+          (long long)rp_model_param_count(m), rp_model_num_tensors(m), (long long)f->nparams,
+          f->ntensors);
+    const float *w = rp_model_params(m)->data;
+    int bad = 0;
+    for (int i = 0; i < f->ntensors && i < rp_model_num_tensors(m); i++) {
+        const rp_param_info *p = rp_model_param(m, i);
+        const ck_tensor *t = &f->tensors[i];
+        if (strcmp(p->name, t->name) != 0 || p->numel != t->numel ||
+            fnv_floats(w + p->offset, p->numel) != t->fnv || (double)w[p->offset] != t->first) {
+            printf("  %s: tensor %d %s (%lld, first %a), want %s (%lld, first %a)\n", f->file, i,
+                   p->name, (long long)p->numel, (double)w[p->offset], t->name,
+                   (long long)t->numel, t->first);
+            bad++;
+        }
+    }
+    CHECK(bad == 0, "%s: every parameter value (%d tensors differ)", f->file, bad);
+    rp_rng *r = rp_model_rng(m);
+    CHECK(!memcmp(r->s, f->rng.s, sizeof r->s) && r->has_spare == f->rng.has_spare &&
+              !memcmp(&r->spare, &f->rng.spare, sizeof(double)),
+          "%s: RNG state", f->file);
+    CHECK(ck.has_optim == f->has_optim, "%s: optimiser present %d, want %d", f->file,
+          ck.has_optim, f->has_optim);
+    if (f->has_optim && ck.has_optim) {
+        CHECK(opt_cfg_equal(&ck.opt_cfg, &f->opt_cfg), "%s: optimiser config", f->file);
+        CHECK(ck.opt_state.n == f->nparams && ck.opt_state.step == f->opt_step,
+              "%s: optimiser n %lld, step %lld", f->file, (long long)ck.opt_state.n,
+              (long long)ck.opt_state.step);
+        CHECK(fnv_floats(ck.opt_state.m, ck.opt_state.n) == f->opt_m_fnv &&
+                  fnv_floats(ck.opt_state.v, ck.opt_state.n) == f->opt_v_fnv,
+              "%s: optimiser m and v", f->file);
+    } else if (!f->has_optim) {
+        rp_adam_cfg def = rp_adam_cfg_default();
+        CHECK(opt_cfg_equal(&ck.opt_cfg, &def) && ck.opt_state.n == 0 && !ck.opt_state.m,
+              "%s: no optimiser: default config, empty state", f->file);
+    }
+    int32_t tok[FB * FT], tgt[FB * FT];
+    ck_batch(-1, f->cfg.vocab, tok, tgt);
+    float loss = NAN;
+    CHECK_STATUS(rp_model_forward(m, tok, tgt, NULL, FB, FT, 0, &loss), RP_OK, NULL);
+    CHECK(fabs((double)loss - f->loss) <= 1e-5 * fabs(f->loss), "%s: loss %.9g, recorded %.9g",
+          f->file, (double)loss, f->loss);
+    rp_checkpoint_free_optim(&ck);
+    rp_model_free(m);
+}
+
+static void test_old_files(void)
+{
+    printf("-- checkpoints written by 7dfef96 load\n");
+    int n = (int)(sizeof ck_fixtures / sizeof ck_fixtures[0]);
+    for (int i = 0; i < n; i++) check_old_file(&ck_fixtures[i]);
+    CHECK(n == 4, "%d fixture files", n);
+}
+
+/* ---- memory ---------------------------------------------------------------------------------- */
+
+/* A sparse file with a valid header that claims more bytes than this process may allocate: the
+ * loader refuses it before reading it into memory (overcommit would let malloc succeed). */
+static void test_memory_cap(void)
+{
+    printf("-- a file larger than the memory available\n");
+    int64_t avail = rp_mem_available();
+    if (avail < 0) {
+        printf("  skipped: rp_mem_available() cannot tell on this system\n");
+        return;
+    }
+    char path[128];
+    path_in(path, sizeof path, "huge.ckpt");
+    uint64_t size = (uint64_t)avail + (uint64_t)avail / 2 + ((uint64_t)1 << 30);
+    uint8_t hdr[16] = {'R', 'P', 'C', 'K', 1, 0, 0, 0};
+    put64(hdr + 8, size);
+    spit(path, hdr, sizeof hdr);
+    if (truncate(path, (off_t)size) != 0) {
+        printf("  skipped: cannot make a sparse file of %llu bytes: %s\n",
+               (unsigned long long)size, strerror(errno));
+        unlink(path);
+        return;
+    }
+    expect_io(path, "reading the file needs ", 0, "sparse file larger than memory");
+    const char *msg = rp_last_error();
+    CHECK(strstr(msg, "of memory available") != NULL, "message names the memory: \"%s\"", msg);
+    printf("  %s\n", msg);
+    unlink(path);
+}
+
 int main(void)
 {
     snprintf(g_dir, sizeof g_dir, "/tmp/rp_ckpt_test.XXXXXX");
@@ -773,10 +938,12 @@ int main(void)
         printf("FATAL: mkdtemp: %s\n", strerror(errno));
         return 2;
     }
+    test_old_files();
     test_round_trip();
     test_damaged();
     test_resume();
     test_special_files();
+    test_memory_cap();
     test_kills_and_stale_temps(0);
     test_kills_and_stale_temps(1);
     const char *none[] = {NULL};
