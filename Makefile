@@ -102,7 +102,7 @@ $(MODULE): $(BIND_OBJ) $(LIB)
 $(REPL): $(BUILD)/obj/bindings/repl.o $(BUILD)/obj/bindings/repl_input.o $(BIND_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -llua5.4 -lreadline $(LDLIBS)
 
-$(BUILD)/tests/%: tests/c/%.c tests/c/check.h $(LIB)
+$(BUILD)/tests/%: tests/c/%.c tests/c/check.h $(wildcard tests/fixtures/*/*.h) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) -Itests/c $< -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
 

@@ -7,7 +7,8 @@
  * as "@bindings/lua/<file>" and called as chunk(rp, internals), where internals is a private table
  * { Tensor_mt = <roper.Tensor metatable>, Rng_mt = <roper.Rng metatable>, Model_mt = <roper.Model
  * metatable>, Optim_mt = <roper.Optim metatable>, Task_mt = <roper.Task metatable>, is_live = f,
- * pe_names = { "none", ... } (core's mode names in enum order), rope_base = RP_ROPE_BASE }
+ * pe_names = { "none", ... } (core's mode names in enum order), rope_base = RP_ROPE_BASE,
+ * i32_max = RP_I32_MAX }
  * (is_live(t) is true for a tensor that has not been released); 05_errors.lua adds the helpers
  * of the Lua parts' argument errors to it (argerror, user_level, inner).
  * Finally, when OpenBLAS runs its Prescott fallback on this CPU, one warning line goes to stderr
@@ -112,6 +113,8 @@ LUAMOD_API int luaopen_roper(lua_State *L)
     lua_setfield(L, priv, "pe_names");
     lua_pushinteger(L, (lua_Integer)RP_ROPE_BASE); /* integral: prints as 10000, as before */
     lua_setfield(L, priv, "rope_base");
+    lua_pushinteger(L, (lua_Integer)RP_I32_MAX);
+    lua_setfield(L, priv, "i32_max");
     run_lua_sources(L, mod, priv);
 
     lua_pushvalue(L, mod); /* for the public names in argument errors (lrp_argerror) */

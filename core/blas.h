@@ -10,7 +10,7 @@
  * parallel region it runs on the calling thread.
  * op(A) is (M, K), op(B) is (K, N), C is (M, N); lda/ldb/ldc are row strides in elements of the
  * matrices as stored. beta == 0 overwrites C (NaNs in C are not propagated). All dims must be at
- * most INT32_MAX (the caller checks). */
+ * most RP_I32_MAX (the caller checks). */
 void rp_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
               const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
               int64_t ldc);

@@ -67,7 +67,7 @@ typedef struct rp_linattn_cfg {
     int64_t q_offset;  /* position of row 0 of the call (>= 0) */
 } rp_linattn_cfg;
 
-/* A cfg with the defaults: the given pe, placement after, base 10000, half pairing,
+/* A cfg with the defaults: the given pe, placement after, base RP_ROPE_BASE, half pairing,
  * d_rot_qk = D, d_rot_v = Dv, eps RP_LINATTN_EPS, q_offset 0. */
 rp_linattn_cfg rp_linattn_cfg_default(rp_pe pe, int64_t D, int64_t Dv);
 

@@ -180,7 +180,7 @@ local function accuracy(fname, m, task, opts)
     argerror(fname, 3, "option 'n_digits' applies to addition tasks only")
   end
   local max_new = opt_int(fname, 3, opts, "max_new", default_max_new(tc, n_digits), 1,
-    2147483647)
+    internals.i32_max)
 
   local stop = terminator(task)
   local V = task:vocab_size()
