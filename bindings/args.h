@@ -1,11 +1,10 @@
 /* The rules of a binding function, and the argument checks every binding file uses (args.c).
  *
- * Why this name: the old bindings/roper.h was named after the module entry but held these rules
- * and helpers. Now each header is named for what it holds: this one (the rules; errors, numbers,
- * shapes, dims, indices and option tables: everything that reads and checks a Lua value), in
- * args.c; userdata.h (the module's userdata types, their metatable names and check/new helpers),
- * in userdata.c; roper.h (the module entry: luaopen_roper, each file's registration function,
- * the embedded Lua sources). tensor_methods.h and model_methods.h only declare the methods that
+ * Each binding header is named for what it holds: this one the rules and everything that reads
+ * and checks a Lua value (errors, numbers, shapes, dims, indices, option tables), in args.c;
+ * userdata.h the module's userdata types, their metatable names and check/new helpers, in
+ * userdata.c; roper.h the module entry (luaopen_roper, each file's registration function, the
+ * embedded Lua sources). tensor_methods.h and model_methods.h only declare the methods that
  * tensor_index.c, tensor_math.c and model_run.c hand to the registration in tensor.c and model.c.
  * A binding file includes the ones it uses; no header includes another binding header.
  *

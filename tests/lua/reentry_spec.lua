@@ -3,7 +3,7 @@
 -- same. Each case must end in a Lua error that names the released object (or a normal result
 -- when the object is no longer needed), never in a crash or a read of freed memory (the suite
 -- also runs under ASan: `make test SANITIZE=1`). The rule the bindings follow is in
--- bindings/roper.h; tests/fuzz tries the same on every function.
+-- bindings/args.h; tests/fuzz tries the same on every function.
 
 local rp = require "roper"
 
