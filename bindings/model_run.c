@@ -359,8 +359,8 @@ int lrp_model_attention(lua_State *L)
         if (st != RP_OK) return lrp_raise(L, st);
         return 1;
     }
-    memcpy(out, rp_model_attention_weights(m, (int64_t)layer - 1),
-           (size_t)lrp_numel(4, shape) * sizeof(float));
+    rp_status st = rp_model_attention_weights(m, (int64_t)layer - 1, out);
+    if (st != RP_OK) return lrp_raise(L, st);
     return 1;
 }
 

@@ -40,10 +40,31 @@ static int64_t table_floats(int64_t T, int64_t S, int64_t D, int64_t Dv)
 }
 
 /* One thread's slice: Q' [T, D], K' [S, D], V' [S, Dv], dK' [S, D], dV' [S, Dv] and, per row
- * block, dS [RB, S], dQ' [RB, D], dY [RB, Dv] (the forward's output block uses the dY slot). */
+ * block, dS [RB, S], dQ' [RB, D], dY [RB, Dv] and P [RB, S] (the weights of the block when the
+ * caller keeps none: the forward's scores and softmax, the backward's recomputation of them; the
+ * forward's output block uses the dY slot). */
 static int64_t thread_floats(int64_t T, int64_t S, int64_t D, int64_t Dv)
 {
-    return T * D + 2 * S * (D + Dv) + row_block(T) * (S + D + Dv);
+    return T * D + 2 * S * (D + Dv) + row_block(T) * (2 * S + D + Dv);
+}
+
+/* The slots of a thread slice ws (see thread_floats). */
+typedef struct {
+    float *Q, *K, *V, *dK, *dV, *dS, *dQ, *dY, *P;
+} slots;
+
+static void thread_slots(slots *sl, float *ws, int64_t T, int64_t S, int64_t D, int64_t Dv)
+{
+    int64_t rb = row_block(T);
+    sl->Q = ws;
+    sl->K = sl->Q + T * D;
+    sl->V = sl->K + S * D;
+    sl->dK = sl->V + S * Dv;
+    sl->dV = sl->dK + S * D;
+    sl->dS = sl->dV + S * Dv;
+    sl->dQ = sl->dS + rb * S;
+    sl->dY = sl->dQ + rb * D;
+    sl->P = sl->dY + rb * Dv;
 }
 
 int64_t rp_attention_scratch_floats(int64_t T, int64_t S, int64_t D, int64_t Dv, int nthreads)
@@ -154,7 +175,9 @@ static void build_operands(operands *o, const attn_ctx *c, float *ws, int64_t b,
     int64_t T = c->T, S = c->S, D = c->D, Dv = c->Dv;
     const float *qh = c->q + b * T * c->ldq + h * D, *kh = c->k + b * S * c->ldk + h * D;
     const float *vh = c->v + b * S * c->ldv + h * Dv;
-    float *Qb = ws, *Kb = Qb + T * D, *Vb = Kb + S * D;
+    slots sl;
+    thread_slots(&sl, ws, T, S, D, Dv);
+    float *Qb = sl.Q, *Kb = sl.K, *Vb = sl.V;
     if (c->hq) {
         rotate_rows(Qb, D, qh, c->ldq, T, D, c->qc, c->qs, c->hq, 1, c->cfg);
         rotate_rows(Kb, D, kh, c->ldk, c->kvis, D, c->kc, c->ks, c->hq, 1, c->cfg);
@@ -244,19 +267,32 @@ static void softmax_row(float *row, int64_t n, int64_t S)
     if (S > n) memset(row + n, 0, sizeof(float) * (size_t)(S - n));
 }
 
+/* The weights of row block t0 .. t1-1 (nr rows, the first kmax keys): ab [nr, S] (rows S apart)
+ * = the causal softmax of scale Q'_blk K'^T, exactly 0 on masked keys. The forward pass and the
+ * backward's recomputation run this same code, so the recomputed weights are bitwise those of
+ * the forward. */
+static void block_weights(const attn_ctx *c, const operands *o, float *ab, int64_t t0, int64_t t1)
+{
+    int64_t S = c->S, nr = t1 - t0, kmax = block_keys(c, t1);
+    rp_sgemm(0, 1, nr, kmax, c->D, c->scale, o->Q + t0 * o->lq, o->lq, o->K, o->lk, 0.0f, ab, S);
+    for (int64_t t = t0; t < t1; t++) softmax_row(ab + (t - t0) * S, visible(c, t), S);
+}
+
 static void head_forward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
 {
     int64_t T = c->T, S = c->S, D = c->D, Dv = c->Dv, rb = row_block(T);
     operands o;
     build_operands(&o, c, ws, b, h);
-    float *Ob = ws + thread_floats(T, S, D, Dv) - rb * Dv; /* the dY slot */
-    float *a = c->att_w + (b * c->H + h) * T * S;
+    slots sl;
+    thread_slots(&sl, ws, T, S, D, Dv);
+    float *Ob = sl.dY;
+    /* the weights go to att when the caller keeps them, else to the thread's P tile */
+    float *a = c->att_w ? c->att_w + (b * c->H + h) * T * S : NULL;
     float *oh = c->out + b * T * c->ldo + h * Dv;
     for (int64_t t0 = 0; t0 < T; t0 += rb) {
         int64_t t1 = t0 + rb < T ? t0 + rb : T, nr = t1 - t0, kmax = block_keys(c, t1);
-        float *ab = a + t0 * S;
-        rp_sgemm(0, 1, nr, kmax, D, c->scale, o.Q + t0 * o.lq, o.lq, o.K, o.lk, 0.0f, ab, S);
-        for (int64_t t = t0; t < t1; t++) softmax_row(a + t * S, visible(c, t), S);
+        float *ab = a ? a + t0 * S : sl.P;
+        block_weights(c, &o, ab, t0, t1);
         if (c->ho) {
             /* o_n = R(o_sign n) sum_i a_{n,i} V'_i (roper: R(-n)) */
             rp_sgemm(0, 0, nr, Dv, kmax, 1.0f, ab, S, o.V, o.lv, 0.0f, Ob, Dv);
@@ -287,9 +323,11 @@ static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
     int64_t T = c->T, S = c->S, D = c->D, Dv = c->Dv, rb = row_block(T), kvis = c->kvis;
     operands o;
     build_operands(&o, c, ws, b, h);
-    float *dKb = ws + T * D + S * (D + Dv), *dVb = dKb + S * D;
-    float *dSb = dVb + S * Dv, *dQb = dSb + rb * S, *dYb = dQb + rb * D;
-    const float *a = c->att + (b * c->H + h) * T * S;
+    slots sl;
+    thread_slots(&sl, ws, T, S, D, Dv);
+    float *dKb = sl.dK, *dVb = sl.dV, *dSb = sl.dS, *dQb = sl.dQ, *dYb = sl.dY;
+    /* the forward's weights, or their recomputation block by block (bitwise the same) */
+    const float *a = c->att ? c->att + (b * c->H + h) * T * S : NULL;
     const float *doh = c->dout + b * T * c->ldo + h * Dv;
     float *dqh = c->dq + b * T * c->ldq + h * D, *dkh = c->dk + b * S * c->ldk + h * D;
     float *dvh = c->dv + b * S * c->ldv + h * Dv;
@@ -306,7 +344,8 @@ static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
     }
     for (int64_t t0 = 0; t0 < T; t0 += rb) {
         int64_t t1 = t0 + rb < T ? t0 + rb : T, nr = t1 - t0, kmax = block_keys(c, t1);
-        const float *ab = a + t0 * S;
+        const float *ab = a ? a + t0 * S : sl.P;
+        if (!a) block_weights(c, &o, sl.P, t0, t1);
         /* dY = d(sum_i a V'_i): the output was R(o_sign n) Y, so dY = R(-o_sign n) dout (roper:
          * R(+n) dout), the forward kernel with sign -o_sign */
         const float *dY = doh + t0 * c->ldo;
@@ -319,7 +358,8 @@ static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
         /* dA = dY V'^T, then dS in place */
         rp_sgemm(0, 1, nr, kmax, Dv, 1.0f, dY, ldY, o.V, o.lv, 0.0f, dSb, kmax);
         for (int64_t t = t0; t < t1; t++)
-            softmax_backward_row(dSb + (t - t0) * kmax, a + t * S, visible(c, t), kmax, c->scale);
+            softmax_backward_row(dSb + (t - t0) * kmax, ab + (t - t0) * S, visible(c, t), kmax,
+                                 c->scale);
         /* dV' += A^T dY */
         rp_sgemm(1, 0, kmax, Dv, nr, 1.0f, ab, S, dY, ldY, 1.0f, dV, ldV);
         /* dQ' = dS K'; dq += R(-n) dQ' (rp_rope_backward with the forward's sign +1) */
@@ -396,11 +436,11 @@ void rp_attention_backward(float *dq, float *dk, float *dv, float *scratch, cons
 
 /* ---- decoding ------------------------------------------------------------------------------ */
 
-/* Tables for one position (q/k, v, output: at most D + 2 Dv floats), the weights [H, S] and one
- * thread slice of head_forward (T = 1). */
+/* Tables for one position (q/k, v, output: at most D + 2 Dv floats) and one thread slice of
+ * head_forward (T = 1). */
 int64_t rp_attention_decode_scratch_floats(int64_t S, int64_t H, int64_t D, int64_t Dv)
 {
-    return 2 * (D + Dv) + H * S + thread_floats(1, S, D, Dv);
+    return 2 * (D + Dv) + thread_floats(1, S, D, Dv);
 }
 
 /* The cos/sin row of position pos for d_rot features with angles times `scale`, taken from *p. */
@@ -453,8 +493,8 @@ void rp_attention_decode(float *out, float *scratch, float *q, const float *k, c
         c.ho = s.d_rot_o / 2;
         c.o_sign = s.o_sign;
     }
-    c.att_w = p;
-    c.slices = p + H * c.S;
+    c.att_w = NULL; /* the weights stay in the thread slice */
+    c.slices = p;
     c.slice = thread_floats(1, c.S, D, Dv);
     c.out = out, c.q = q, c.k = kcache, c.v = vcache;
     for (int64_t h = 0; h < H; h++) head_forward(&c, c.slices, 0, h);

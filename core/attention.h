@@ -46,8 +46,10 @@ typedef struct rp_attn_cfg {
  * nthreads threads (each thread gets its own slice); never decreases as T, S or nthreads grow. */
 int64_t rp_attention_scratch_floats(int64_t T, int64_t S, int64_t D, int64_t Dv, int nthreads);
 
-/* The forward pass. Overwrites out and att ([B, H, T, S], the softmax weights, saved for the
- * backward pass). scratch holds rp_attention_scratch_floats(T, S, D, Dv, nthreads) floats; the
+/* The forward pass. Overwrites out, and att ([B, H, T, S], the softmax weights) when att is not
+ * NULL. With att NULL nothing of size T x S is stored: each thread computes the weights of a
+ * block of at most 64 queries into its scratch slice and uses them at once (out is bitwise the
+ * same either way). scratch holds rp_attention_scratch_floats(T, S, D, Dv, nthreads) floats; the
  * (b, h) pairs are spread over nthreads OpenMP threads (nthreads >= 1). Dims and cfg must already
  * be valid (rp_attention_check). With q_offset >= 0 every query sees at least key 0, so no row is
  * fully masked. */
@@ -57,7 +59,9 @@ void rp_attention_forward(float *out, int64_t ldo, float *att, float *scratch, c
                           const rp_attn_cfg *cfg, int nthreads);
 
 /* The backward pass: dq += dL/dq, dk += dL/dk, dv += dL/dv (ACCUMULATES; same strides as q, k,
- * v), given dout (stride ldo), the saved att and the forward's inputs q, k, v. RoPE's backward is
+ * v), given dout (stride ldo), the forward's inputs q, k, v and its weights att, or att NULL:
+ * then the weights are recomputed block by block from q and k by the forward's own code (bitwise
+ * the same weights, so bitwise the same gradients), at the cost of one more Q K^T product. RoPE's backward is
  * the reverse rotation of the gradient; RoPER's output rotation by -n is undone on dout by +n.
  * dq, dk, dv may point into one fused buffer (they never overlap). */
 void rp_attention_backward(float *dq, float *dk, float *dv, float *scratch, const float *dout,

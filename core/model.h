@@ -11,7 +11,7 @@
  *
  * Memory: one flat buffer each for parameters, gradients (same layout) and activations, sized
  * once for (max_batch, seq_len) at creation; forward accepts any B <= max_batch, T <= seq_len.
- * The attention weights (B H T^2 floats per layer) dominate at long T. rp_model_memory gives the
+ * No (T, T) attention weights are kept (the kernels work block by block). rp_model_memory gives the
  * exact size of a config (the planner's own count); model_impl.h shows every buffer's layout.
  * The parameter buffer is a rp_storage so that tensor views of weights outlive the model.
  */
@@ -147,11 +147,15 @@ void rp_model_zero_grad(rp_model *m);
 /* Backward pass of the last forward (which must have had targets): grads += dloss/dparams. */
 rp_status rp_model_backward(rp_model *m);
 
-/* Introspection of the last forward (valid until the next call): the attention weights of layer
- * l (0-based) as a pointer to (B, H, T, T) with T the last forward's T; the residual stream after
- * layer l ((B, T, C); l = -1 gives the embedding output). NULL when l is out of range or no forward
- * ran, and (weights) for linear attention, which keeps no weights: see rp_model_linear_weights. */
-const float *rp_model_attention_weights(const rp_model *m, int64_t layer);
+/* Softmax attention only: the attention weights of layer l (0-based) of the last forward, written
+ * to out ((B, H, T, T) floats with the last forward's B and T; overwrites), recomputed from the
+ * layer's saved q, k by the forward's own kernel (bitwise the weights the forward used; the model
+ * keeps none). Uses the model's scratch. RP_ERR_ARG for a linear-attention model (see
+ * rp_model_linear_weights), a bad layer or no forward. */
+rp_status rp_model_attention_weights(rp_model *m, int64_t layer, float *out);
+/* Introspection of the last forward (valid until the next call): the residual stream after
+ * layer l ((B, T, C); l = -1 gives the embedding output); NULL when l is out of range or no
+ * forward ran. */
 /* Linear attention only: the normalised weights w_nm / den_n of layer l (0-based) of the last
  * forward, written to out ((B, H, T, T) floats, zeros above the diagonal; overwrites), computed
  * naively in O(T^2) from the saved q, k (rp_linattn_weights). RP_ERR_ARG for a softmax model, a

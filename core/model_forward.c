@@ -84,11 +84,10 @@ int rpm_attn_threads(const rp_model *m, int64_t T)
     return nt;
 }
 
-/* The attention of one layer over the fused qkv buffer (B, T, 3C) into y (B, T, C); softmax
- * weights go to att (softmax only). Linear attention lowers *min_den to its smallest
- * denominator. */
-static void attention_forward(rp_model *m, float *y, float *att, const float *qkv, int64_t B,
-                              int64_t T, const rp_attn_cfg *acfg, int nt, double *min_den)
+/* The attention of one layer over the fused qkv buffer (B, T, 3C) into y (B, T, C), keeping no
+ * weights. Linear attention lowers *min_den to its smallest denominator. */
+static void attention_forward(rp_model *m, float *y, const float *qkv, int64_t B, int64_t T,
+                              const rp_attn_cfg *acfg, int nt, double *min_den)
 {
     int64_t C = m->cfg.d_model, H = m->cfg.heads, dk = m->dk;
     if (m->linear) {
@@ -98,8 +97,8 @@ static void attention_forward(rp_model *m, float *y, float *att, const float *qk
                            qkv + 2 * C, 3 * C, B, T, H, dk, dk, &lc, nt);
         if ((double)md < *min_den) *min_den = (double)md;
     } else {
-        rp_attention_forward(y, C, att, m->attn_scratch, qkv, 3 * C, qkv + C, 3 * C, qkv + 2 * C,
-                             3 * C, B, T, T, H, dk, dk, acfg, nt);
+        rp_attention_forward(y, C, NULL, m->attn_scratch, qkv, 3 * C, qkv + C, 3 * C,
+                             qkv + 2 * C, 3 * C, B, T, T, H, dk, dk, acfg, nt);
     }
 }
 
@@ -234,7 +233,7 @@ rp_status rp_model_forward(rp_model *m, const int32_t *tokens, const int32_t *ta
             attn_in = a->ln1;
         }
         rp_linear_forward(a->qkv, attn_in, w + p->qkvw, w + p->qkvb, N, C, 3 * C);
-        attention_forward(m, a->atty, a->att, a->qkv, B, T, &acfg, nt, &min_den);
+        attention_forward(m, a->atty, a->qkv, B, T, &acfg, nt, &min_den);
         rp_linear_forward(m->proj, a->atty, w + p->outw, w + p->outb, N, C, C);
         residual_branch(m, a->res1, a->mask1, x, m->proj, drop, NC);
         const float *ff_in, *ff_res;
@@ -296,10 +295,21 @@ void rp_model_last_shape(const rp_model *m, int64_t *B, int64_t *T)
     if (T) *T = m->have_fwd ? m->lastT : 0;
 }
 
-const float *rp_model_attention_weights(const rp_model *m, int64_t layer)
+rp_status rp_model_attention_weights(rp_model *m, int64_t layer, float *out)
 {
-    if (!m->have_fwd || layer < 0 || layer >= m->cfg.layers) return NULL;
-    return m->la[layer].att;
+    if (m->linear) return rp_error(RP_ERR_ARG, "the model uses linear attention");
+    if (!m->have_fwd) return rp_error(RP_ERR_ARG, "no forward pass yet");
+    if (layer < 0 || layer >= m->cfg.layers)
+        return rp_error(RP_ERR_ARG, "layer %lld is outside 0..%lld", (long long)layer,
+                        (long long)(m->cfg.layers - 1));
+    int64_t B = m->lastB, T = m->lastT, C = m->cfg.d_model;
+    rp_attn_cfg acfg = rpm_attn_cfg(m, 0);
+    const float *qkv = m->la[layer].qkv;
+    float *y = m->proj; /* scratch: the output is not needed (proj holds nothing backward uses) */
+    rp_attention_forward(y, C, out, m->attn_scratch, qkv, 3 * C, qkv + C, 3 * C, qkv + 2 * C,
+                         3 * C, B, T, T, m->cfg.heads, m->dk, m->dk, &acfg,
+                         rpm_attn_threads(m, T));
+    return RP_OK;
 }
 
 double rp_model_linear_min_den(const rp_model *m)

@@ -9,8 +9,10 @@
  *   model_backward.c  the backward pass
  *   model_decode.c    the KV cache (through rp_attention_decode) and generation
  *
- * ---- Activation buffer (floats; N = max_batch * seq_len rows, A = max_batch * H * seq_len^2;
- * every piece is rounded up to a multiple of 16 floats so that each starts on a 64-byte line) ----
+ * ---- Activation buffer (floats; N = max_batch * seq_len rows; every piece is rounded up to a
+ * multiple of 16 floats so that each starts on a 64-byte line). No (T, T) attention weights are
+ * kept: the kernels compute them block by block in their scratch, forward and backward, and
+ * rp_model_attention_weights recomputes a layer's from its saved qkv on request. ----
  *
  *   x0        (N, C)    embedding output (+ sinusoidal table / learned rows): the residual
  *                       stream entering layer 0 (rp_model_residual(-1))
@@ -19,7 +21,6 @@
  *     ln1_mean  (N)     \ saved LayerNorm statistics of ln1
  *     ln1_rstd  (N)     /
  *     qkv       (N, 3C) the fused projection, columns [q | k | v] (unrotated)
- *     att       (A)     softmax weights (B, H, T, T) of the last forward, packed for its B, T
  *     atty      (N, C)  attention output before the output projection (heads side by side)
  *     mask1     (N, C)  dropout mask of the attention branch (only when cfg.dropout > 0)
  *     res1      (N, C)  x + drop(attn proj)
@@ -86,7 +87,7 @@ typedef struct {
 
 /* Activation pointers of one layer (see the layout at the top). */
 typedef struct {
-    float *ln1, *ln1_mean, *ln1_rstd, *qkv, *att, *atty, *mask1, *res1;
+    float *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *mask1, *res1;
     float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_act, *mask2, *res2;
 } layer_acts;
 

@@ -31,8 +31,6 @@ static void plan_acts(rp_model *m, planner *pl)
     const rp_model_cfg *c = &m->cfg;
     int64_t N = c->max_batch * c->seq_len, C = c->d_model, F = c->d_ff, V = c->vocab;
     int64_t NC = rpm_sat_mul(N, C), NF = rpm_sat_mul(N, F);
-    /* linear attention keeps no (T, T) weights */
-    int64_t A = m->linear ? 0 : mul3(N, c->heads, c->seq_len);
     int drop = c->dropout > 0.0;
     m->x0 = take(pl, NC);
     for (int64_t l = 0; l < c->layers; l++) {
@@ -41,7 +39,6 @@ static void plan_acts(rp_model *m, planner *pl)
         a.ln1_mean = take(pl, N);
         a.ln1_rstd = take(pl, N);
         a.qkv = take(pl, rpm_sat_mul(NC, 3));
-        a.att = A > 0 ? take(pl, A) : NULL;
         a.atty = take(pl, NC);
         a.mask1 = drop ? take(pl, NC) : NULL;
         a.res1 = take(pl, NC);

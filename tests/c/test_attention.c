@@ -1104,6 +1104,52 @@ static void test_pe_table(void)
     CHECK_STATUS(rp_pe_fraction_width("fraction_qk", NAN, 12, &d), RP_ERR_ARG, "must be in (0, 1]");
 }
 
+/* att = NULL (the weights are not kept): the forward's out and the backward's gradients are
+ * bitwise those of the call that keeps them, for every mode, causal and not, several row blocks
+ * (T = 150: three blocks, the last partial), queries along a stream (q_offset) and more keys than
+ * queries, on 1 and 2 threads. */
+static void test_no_weights(void)
+{
+    printf("weights not kept\n");
+    const dims ds[2] = {{2, 150, 150, 2, 8, 6}, {1, 70, 130, 3, 8, 8}};
+    const int64_t offs[2] = {0, 60};
+    for (int di = 0; di < 2; di++)
+        for (int pe = 0; pe < RP_PE_COUNT; pe++)
+            for (int causal = 0; causal <= 1; causal++)
+                for (int nt = 1; nt <= 2; nt++) {
+                    dims d = ds[di];
+                    rp_attn_cfg cfg = base_cfg((rp_pe)pe, d.D, d.Dv);
+                    cfg.causal = causal;
+                    cfg.q_offset = offs[di];
+                    if (di == 1) cfg.d_rot_qk = 4, cfg.d_rot_v = 6;
+                    problem p = problem_new(d, 2.0);
+                    kresult r = run_kernel(&p, &cfg, nt, NULL, NULL, NULL);
+                    int64_t HD = d.H * d.D, HDv = d.H * d.Dv;
+                    int64_t ns = rp_attention_scratch_floats(d.T, d.S, d.D, d.Dv, nt);
+                    float *scratch = rand_floats(ns, -1e3, 1e3);
+                    float *out = rand_floats(p.no, -9.0, 9.0);
+                    float *dq = calloc((size_t)p.nq, sizeof(float));
+                    float *dk = calloc((size_t)p.nk, sizeof(float));
+                    float *dv = calloc((size_t)p.nv, sizeof(float));
+                    rp_attention_forward(out, HDv, NULL, scratch, p.q, HD, p.k, HD, p.v, HDv, d.B,
+                                         d.T, d.S, d.H, d.D, d.Dv, &cfg, nt);
+                    rp_attention_backward(dq, dk, dv, scratch, p.G, HDv, NULL, p.q, HD, p.k, HD,
+                                          p.v, HDv, d.B, d.T, d.S, d.H, d.D, d.Dv, &cfg, nt);
+                    int64_t diff = count_diff(r.out, out, p.no) + count_diff(r.dq, dq, p.nq) +
+                                   count_diff(r.dk, dk, p.nk) + count_diff(r.dv, dv, p.nv);
+                    CHECK(diff == 0, "pe=%s %s T=%lld S=%lld q_offset=%lld nthreads %d: %lld values "
+                          "differ without the weights", pe_label(cfg.pe), causal ? "causal" : "full",
+                          (long long)d.T, (long long)d.S, (long long)cfg.q_offset, nt, (long long)diff);
+                    free(scratch);
+                    free(out);
+                    free(dq);
+                    free(dk);
+                    free(dv);
+                    kresult_free(&r);
+                    problem_free(&p);
+                }
+}
+
 int main(void)
 {
     test_names();
@@ -1118,6 +1164,7 @@ int main(void)
     test_fused_strided();
     test_threads();
     test_decode();
+    test_no_weights();
     test_pe_table();
     return check_summary("test_attention");
 }

@@ -587,14 +587,14 @@ static void test_introspection(void)
     int64_t B0, T0;
     rp_model_last_shape(m, &B0, &T0);
     CHECK(B0 == 0 && T0 == 0, "no forward yet");
-    CHECK(rp_model_attention_weights(m, 0) == NULL && rp_model_residual(m, -1) == NULL,
-          "no introspection before a forward");
+    static float att[3 * 2 * 5 * 5];
+    CHECK_STATUS(rp_model_attention_weights(m, 0, att), RP_ERR_ARG, "no forward pass yet");
+    CHECK(rp_model_residual(m, -1) == NULL, "no introspection before a forward");
     int32_t tok[3 * 5] = {1, 2, 3, 4, 5, 6, 0, 1, 2, 3, 3, 3, 3, 3, 3};
     CHECK_STATUS(rp_model_forward(m, tok, NULL, NULL, 3, 5, 0, NULL), RP_OK, NULL);
     rp_model_last_shape(m, &B0, &T0);
     CHECK(B0 == 3 && T0 == 5, "last shape %lld x %lld", (long long)B0, (long long)T0);
-    const float *att = rp_model_attention_weights(m, 1);
-    int ok = att != NULL;
+    int ok = rp_model_attention_weights(m, 1, att) == RP_OK;
     for (int64_t r = 0; ok && r < 3 * 2 * 5; r++) {
         int64_t t = r % 5;
         double s = 0.0;
@@ -607,8 +607,8 @@ static void test_introspection(void)
         if (fabs(s - 1.0) > 1e-5) ok = 0;
     }
     CHECK(ok, "attention weights (B, H, T, T): causal rows summing to 1");
-    CHECK(rp_model_attention_weights(m, 2) == NULL && rp_model_attention_weights(m, -1) == NULL,
-          "layer out of range");
+    CHECK_STATUS(rp_model_attention_weights(m, 2, att), RP_ERR_ARG, "layer 2 is outside 0..1");
+    CHECK_STATUS(rp_model_attention_weights(m, -1, att), RP_ERR_ARG, "layer -1 is outside 0..1");
     const float *x0 = rp_model_residual(m, -1);
     int e = rp_model_find_param(m, "embed.weight");
     const float *emb = rp_model_params(m)->data + rp_model_param(m, e)->offset;
@@ -728,7 +728,11 @@ static void test_cache(void)
             CHECK_CLOSE(last, full + 6 * V, V, 2e-5, "linear: block of 7, logits of the last");
             CHECK_STATUS(rp_model_cache_feed(lm, tok + 7, 5, last), RP_OK, NULL);
             CHECK_CLOSE(last, full + 11 * V, V, 2e-5, "linear: then 5 more");
-            CHECK(rp_model_attention_weights(lm, 0) == NULL, "linear keeps no softmax weights");
+            {
+                static float latt[12 * 12 * 4];
+                CHECK_STATUS(rp_model_attention_weights(lm, 0, latt), RP_ERR_ARG,
+                             "the model uses linear attention");
+            }
             CHECK(isfinite(rp_model_linear_min_den(lm)) && rp_model_linear_min_den(lm) > 0.0,
                   "linear min den after a forward");
             /* the stats against the smallest of the normalised weights of every layer */
@@ -1036,10 +1040,9 @@ static void test_memory(void)
             CHECK(params == rp_model_param_count(m), "params %lld == %lld", (long long)params,
                   (long long)rp_model_param_count(m));
             double N = (double)(c.max_batch * c.seq_len), C = (double)c.d_model;
-            double F = (double)c.d_ff, V = (double)c.vocab, H = (double)c.heads;
-            double T = (double)c.seq_len, L = (double)c.layers;
-            double acts = L * N * (13.0 * C + 2.0 * F + 4.0 + (linear ? 0.0 : H * T)) +
-                          N * (3.0 * C + 2.0 * V);
+            double F = (double)c.d_ff, V = (double)c.vocab, L = (double)c.layers;
+            /* no (T, T) attention weights are kept, softmax or linear */
+            double acts = L * N * (13.0 * C + 2.0 * F + 4.0) + N * (3.0 * C + 2.0 * V);
             double lower = 4.0 * (2.0 * (double)params + acts);
             CHECK((double)bytes >= lower && (double)bytes <= 3.0 * lower + 4e5,
                   "pe %d linear %d: %lld bytes within [%.0f, 3x + 400K]", (int)c.pe, linear,
