@@ -181,7 +181,9 @@ void rp_model_last_shape(const rp_model *m, int64_t *B, int64_t *T);
  * and head, a constant size whatever the position. */
 void rp_model_cache_reset(rp_model *m);
 /* Feeds n tokens at positions cache_len .. cache_len+n-1 (cache_len + n <= seq_len, else
- * RP_ERR_RANGE) and writes the logits of the LAST of them (V floats) into logits_out. */
+ * RP_ERR_RANGE; linear attention without an absolute table (pe none, rope, roper) has no such
+ * window: positions up to 2^31-1) and writes the logits of the LAST of them (V floats) into
+ * logits_out. */
 rp_status rp_model_cache_feed(rp_model *m, const int32_t *tokens, int64_t n, float *logits_out);
 int64_t rp_model_cache_len(const rp_model *m);
 
@@ -196,9 +198,11 @@ typedef struct rp_gen_cfg {
 } rp_gen_cfg;
 
 /* Generates up to n_new tokens after prompt (n_prompt >= 1 tokens) with the KV cache (it resets
- * the cache first). A prompt longer than seq_len is cut to its last seq_len tokens. When the
- * window is full (seq_len tokens) it re-encodes the last seq_len / 2 tokens, positions restarting
- * at 0, and goes on. Writes the new tokens to out (n_new capacity)
+ * the cache first). Softmax attention (and linear attention with an absolute table): a prompt
+ * longer than seq_len is cut to its last seq_len tokens, and when the window is full (seq_len
+ * tokens) it re-encodes the last seq_len / 2 tokens, positions restarting at 0, and goes on.
+ * Linear attention without an absolute table carries its running state instead: the whole prompt,
+ * positions counting on, nothing re-encoded. Writes the new tokens to out (n_new capacity)
  * and their count to *n_out (the stop token included when emitted). */
 rp_status rp_model_generate(rp_model *m, const int32_t *prompt, int64_t n_prompt, int64_t n_new,
                             const rp_gen_cfg *cfg, int32_t *out, int64_t *n_out);

@@ -88,12 +88,16 @@ static void cache_step(rp_model *m, int32_t tok, int64_t pos, int want_logits)
     rp_linear_forward(m->c_logits, head_in, w + m->off_head_w, w + m->off_head_b, 1, C, V);
 }
 
+/* 1 when the decode state has no window: linear attention without an absolute table carries
+ * its running state to any position (the rotations take any position), so it never re-encodes. */
+static int unbounded(const rp_model *m) { return m->linear && m->pe.absolute == RP_ABS_NONE; }
+
 rp_status rp_model_cache_feed(rp_model *m, const int32_t *tokens, int64_t n, float *logits_out)
 {
     const rp_model_cfg *c = &m->cfg;
     if (n < 1) return rp_error(RP_ERR_ARG, "cache feed needs n >= 1 tokens, got %lld", (long long)n);
     if (!tokens) return rp_error(RP_ERR_ARG, "tokens is NULL");
-    if (n > c->seq_len - m->cache_len)
+    if (unbounded(m) ? n > RP_I32_MAX - m->cache_len : n > c->seq_len - m->cache_len)
         return rp_error(RP_ERR_RANGE,
                         "cache holds %lld of seq_len %lld positions; %lld more do not fit",
                         (long long)m->cache_len, (long long)c->seq_len, (long long)n);
@@ -183,12 +187,24 @@ rp_status rp_model_generate(rp_model *m, const int32_t *prompt, int64_t n_prompt
                             "prompt token %ld at [%lld] is outside the vocabulary 0..%lld",
                             (long)prompt[i], (long long)(i + 1), (long long)(c->vocab - 1));
 
+    rp_model_cache_reset(m);
+    if (unbounded(m)) {
+        /* the running state carries the whole prompt and every new token: no window */
+        RP_TRY(rp_model_cache_feed(m, prompt, n_prompt, NULL));
+        for (int64_t k = 0; k < n_new; k++) {
+            int32_t t = gen_pick(m, m->c_logits, g);
+            out[k] = t;
+            if (n_out) *n_out = k + 1;
+            if (t == g->stop_token || k + 1 == n_new) break;
+            RP_TRY(rp_model_cache_feed(m, &t, 1, NULL));
+        }
+        return RP_OK;
+    }
     int64_t Tm = c->seq_len, keep = Tm / 2 > 0 ? Tm / 2 : 1;
     int32_t *win = m->gen_win; /* the tokens in the cache, positions 0 .. cache_len-1 */
     /* a prompt longer than the window: its last seq_len tokens */
     int64_t start = n_prompt > Tm ? n_prompt - Tm : 0, wlen = n_prompt - start;
     memcpy(win, prompt + start, (size_t)wlen * sizeof(int32_t));
-    rp_model_cache_reset(m);
     RP_TRY(rp_model_cache_feed(m, win, wlen, NULL));
     for (int64_t k = 0; k < n_new; k++) {
         int32_t t = gen_pick(m, m->c_logits, g);

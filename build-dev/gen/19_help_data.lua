@@ -410,7 +410,8 @@ Example:\
   { "rp.Model.generate", "m:generate(prompt, n[, opts]) -> table", "Up to n (an integer 0 .. 2^31-1) new token ids (a Lua table) after prompt (a table or 1-D\
 tensor of >= 1 ids), with the KV cache. A prompt longer than seq_len keeps its last seq_len\
 tokens; when the window (seq_len) is full the last seq_len/2 tokens are re-encoded from\
-position 0 and generation goes on. opts:\
+position 0 and generation goes on. Linear attention with pe none, rope or roper has no window:\
+its running state carries the whole prompt and every new token, positions counting on. opts:\
   temperature  0 (greedy: argmax, first on ties); > 0 samples softmax(logits / temperature)\
   top_k        0 (all tokens); k > 0 samples among the k largest logits\
   seed         an integer: sample with a fresh generator seeded so (reproducible)\

@@ -797,6 +797,58 @@ static int64_t ref_generate(rp_model *m, const int32_t *prompt, int64_t np, int6
     return k;
 }
 
+/* Linear attention without an absolute table decodes past seq_len on its running state: a model
+ * with seq_len 12 generates (greedy) exactly what the same weights with seq_len 64 generate, where
+ * no window is ever reached, for prompts shorter and longer than 12 and 40 new tokens; with a
+ * learned table (a window again) it still cuts and re-encodes. */
+static void test_linear_generate(void)
+{
+    printf("linear generate\n");
+    rp_gen_cfg greedy = {0.0, 0, -1, NULL};
+    const rp_pe pes[3] = {RP_PE_NONE, RP_PE_ROPE, RP_PE_ROPER};
+    for (int p = 0; p < 3; p++)
+        for (int at = 0; at <= 1; at++) {
+            rp_model_cfg c = cache_cfg(pes[p], RP_NORM_PRE);
+            c.attention = RP_ATTN_LINEAR;
+            c.linear_rope = at ? RP_LIN_BEFORE : RP_LIN_AFTER;
+            rp_model_cfg big = c;
+            big.seq_len = 64;
+            rp_model *m = new_model(&c), *mb = new_model(&big);
+            CHECK(memcmp(rp_model_params(m)->data, rp_model_params(mb)->data,
+                         sizeof(float) * (size_t)rp_model_param_count(m)) == 0,
+                  "seq_len does not change the weights of pe %s", rp_pe_name(pes[p]));
+            int32_t longp[20], out[40], want[40];
+            for (int i = 0; i < 20; i++) longp[i] = (i * 7) % 11;
+            const int64_t np[2] = {3, 20};
+            for (int k = 0; k < 2; k++) {
+                int64_t n_out = -1, n_want = -1;
+                CHECK_STATUS(rp_model_generate(m, longp, np[k], 40, &greedy, out, &n_out), RP_OK,
+                             NULL);
+                CHECK_STATUS(rp_model_generate(mb, longp, np[k], 40, &greedy, want, &n_want),
+                             RP_OK, NULL);
+                CHECK(n_out == 40 && n_want == 40 && memcmp(out, want, sizeof out) == 0,
+                      "linear %s (%s): prompt %lld + 40 tokens past seq_len 12 = the same model "
+                      "with seq_len 64", rp_pe_name(pes[p]), at ? "before" : "after",
+                      (long long)np[k]);
+                CHECK(rp_model_cache_len(m) == np[k] + 39, "positions count on: cache_len %lld",
+                      (long long)rp_model_cache_len(m));
+            }
+            rp_model_free(m);
+            rp_model_free(mb);
+        }
+    /* learned positions: the table has seq_len rows, so the window stays */
+    rp_model_cfg c = cache_cfg(RP_PE_LEARNED, RP_NORM_PRE);
+    c.attention = RP_ATTN_LINEAR;
+    rp_model *m = new_model(&c);
+    int32_t tok[13] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1, 2, 3}, out[30];
+    int64_t n_out = -1;
+    CHECK_STATUS(rp_model_cache_feed(m, tok, 13, NULL), RP_ERR_RANGE, "seq_len 12");
+    CHECK_STATUS(rp_model_generate(m, tok, 13, 30, &greedy, out, &n_out), RP_OK, NULL);
+    CHECK(n_out == 30 && rp_model_cache_len(m) <= 12, "learned: the window slides (cache_len %lld)",
+          (long long)rp_model_cache_len(m));
+    rp_model_free(m);
+}
+
 static void test_generate(void)
 {
     printf("generate\n");
@@ -1131,6 +1183,7 @@ int main(void)
     test_introspection();
     test_cache();
     test_generate();
+    test_linear_generate();
     test_train();
     test_dropout();
     test_memory();
