@@ -26,8 +26,10 @@ static void ff_branch_backward(rp_model *m, const layer_params *p, const layer_a
     float *g = m->grads->data;
     int64_t C = m->cfg.d_model, F = m->cfg.d_ff;
     const float *dproj = branch_grad(m, dres, a->mask2, N * C);
+    /* act(fch) is not kept: recomputed into dF2 (bitwise the forward's), used, then overwritten */
+    rpm_act_forward(m, m->dF2, a->fch, N * F);
     zero(m->dF1, N * F);
-    rp_linear_backward(m->dF1, g + p->w2w, g + p->w2b, dproj, a->fch_act, w + p->w2w, N, F, C);
+    rp_linear_backward(m->dF1, g + p->w2w, g + p->w2b, dproj, m->dF2, w + p->w2w, N, F, C);
     zero(m->dF2, N * F);
     rpm_act_backward(m, m->dF2, m->dF1, a->fch, N * F);
     rp_linear_backward(dinp, g + p->w1w, g + p->w1b, m->dF2, inp, w + p->w1w, N, C, F);

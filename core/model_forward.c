@@ -249,8 +249,9 @@ rp_status rp_model_forward(rp_model *m, const int32_t *tokens, const int32_t *ta
             ff_res = a->ln1;
         }
         rp_linear_forward(a->fch, ff_in, w + p->w1w, w + p->w1b, N, C, F);
-        rpm_act_forward(m, a->fch_act, a->fch, N * F);
-        rp_linear_forward(m->proj, a->fch_act, w + p->w2w, w + p->w2b, N, F, C);
+        /* act(fch) lives only until the next product: in dF2, free during a forward */
+        rpm_act_forward(m, m->dF2, a->fch, N * F);
+        rp_linear_forward(m->proj, m->dF2, w + p->w2w, w + p->w2b, N, F, C);
         residual_branch(m, a->res2, a->mask2, ff_res, m->proj, drop, NC);
         if (!pre)
             rp_layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, w + p->ln2w,

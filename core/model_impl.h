@@ -27,7 +27,6 @@
  *     ln2       (N, C)  pre-norm: LN2(res1) (the FF input);  post-norm: LN2(res2) = layer output
  *     ln2_mean  (N), ln2_rstd (N)
  *     fch       (N, F)  FF pre-activation (ln2 or h1) @ W1^T + b1
- *     fch_act   (N, F)  relu/gelu(fch)
  *     mask2     (N, C)  dropout mask of the FF branch (only when cfg.dropout > 0)
  *     res2      (N, C)  pre-norm: res1 + drop(ff) = layer output;  post-norm: h1 + drop(ff)
  *   proj      (N, C)    scratch: the output of the attention / FF output projections before
@@ -48,7 +47,9 @@
  *   dB (N, C)     dropout-masked branch gradient (only touched when dropout was applied)
  *   datty (N, C)  gradient of the attention output
  *   dqkv (N, 3C)  gradient of the fused q, k, v
- *   dF1 (N, F), dF2 (N, F)   gradients of fch_act and fch
+ *   dF1 (N, F), dF2 (N, F)   gradients of act(fch) and fch. act(fch) itself is not kept: the
+ *                 forward computes it into dF2 right before the W2 product (the gradient buffer is
+ *                 free during a forward), the backward recomputes it there for W2's gradient
  *   dlogits (N, V)
  * Every kernel's backward accumulates, so each target is zeroed (memset, B*T rows) right before
  * the kernel that fills it, except dx / dA where the accumulation IS the residual sum.
@@ -88,7 +89,7 @@ typedef struct {
 /* Activation pointers of one layer (see the layout at the top). */
 typedef struct {
     float *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *mask1, *res1;
-    float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_act, *mask2, *res2;
+    float *ln2, *ln2_mean, *ln2_rstd, *fch, *mask2, *res2;
 } layer_acts;
 
 /* (value, index) for the top-k sort of generation. */

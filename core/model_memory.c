@@ -46,7 +46,6 @@ static void plan_acts(rp_model *m, planner *pl)
         a.ln2_mean = take(pl, N);
         a.ln2_rstd = take(pl, N);
         a.fch = take(pl, NF);
-        a.fch_act = take(pl, NF);
         a.mask2 = drop ? take(pl, NC) : NULL;
         a.res2 = take(pl, NC);
         if (m->la) m->la[l] = a;
