@@ -27,11 +27,30 @@ const char *rp_file_kind(mode_t mode)
 
 /* ---- reading ---------------------------------------------------------------------------------- */
 
+/* RP_ERR_ARG for a NULL or empty path (fn names the function in the message). */
+static rp_status check_path(const char *fn, const char *path)
+{
+    if (!path) return rp_error(RP_ERR_ARG, "%s: the path is NULL", fn);
+    if (!*path) return rp_error(RP_ERR_ARG, "%s: the path is empty", fn);
+    return RP_OK;
+}
+
 rp_status rp_file_open_read(const char *path, int *fd_out, int64_t *size)
 {
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) return rp_error(RP_ERR_IO, "%s: %s", path, strerror(errno));
+    RP_TRY(check_path("rp_file_open_read", path));
+    if (!fd_out || !size) return rp_error(RP_ERR_ARG, "rp_file_open_read: NULL output pointer");
+    /* stat first: opening a FIFO (even with O_NONBLOCK) completes the open of a writer blocked
+     * on it, who then gets SIGPIPE when we close; stat opens nothing (a symbolic link is
+     * followed: a link to a regular file is read) */
     struct stat sb;
+    if (stat(path, &sb) != 0) return rp_error(RP_ERR_IO, "%s: %s", path, strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        return rp_error(RP_ERR_IO, "%s: not a regular file (%s)", path, rp_file_kind(sb.st_mode));
+    /* the path may be swapped between stat and open: O_NONBLOCK and the fstat check again */
+    int fd;
+    do fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0) return rp_error(RP_ERR_IO, "%s: %s", path, strerror(errno));
     if (fstat(fd, &sb) != 0) {
         int e = errno;
         close(fd);
@@ -67,6 +86,11 @@ static rp_status too_large(const char *path, double got, int64_t max, const char
 rp_status rp_file_read_all(const char *path, int64_t max_bytes, const char *limit_name,
                            char **data, int64_t *len)
 {
+    RP_TRY(check_path("rp_file_read_all", path));
+    if (!data || !len) return rp_error(RP_ERR_ARG, "rp_file_read_all: NULL output pointer");
+    if (max_bytes < 0)
+        return rp_error(RP_ERR_ARG, "%s: %s must be >= 0, got %lld", path,
+                        limit_name ? limit_name : "the limit", (long long)max_bytes);
     int fd;
     int64_t size;
     RP_TRY(rp_file_open_read(path, &fd, &size));
@@ -75,8 +99,12 @@ rp_status rp_file_read_all(const char *path, int64_t max_bytes, const char *limi
         return too_large(path, (double)size, max_bytes, limit_name, 0);
     }
     /* st_size is a hint (files in /proc say 0, a file may grow): read to the end, at most
-     * max_bytes + 1 bytes, growing the buffer as needed */
-    size_t cap = (size_t)(size > 0 ? size : 65536) + 1;
+     * limit = max_bytes + 1 bytes (no overflow: 0 <= max_bytes <= INT64_MAX), growing the buffer
+     * as needed; the buffer holds cap bytes and the NUL */
+    uint64_t limit = (uint64_t)max_bytes + 1;
+    if (limit > (uint64_t)SIZE_MAX - 1) limit = (uint64_t)SIZE_MAX - 1; /* 32-bit size_t */
+    uint64_t first = size > 0 ? (uint64_t)size + 1 : 65536;
+    size_t cap = (size_t)(first < limit ? first : limit);
     char *buf = malloc(cap + 1);
     if (!buf) {
         close(fd);
@@ -85,9 +113,8 @@ rp_status rp_file_read_all(const char *path, int64_t max_bytes, const char *limi
     size_t n = 0;
     for (;;) {
         if (n == cap) {
-            if ((int64_t)cap > max_bytes) break;
-            size_t ncap = cap * 2;
-            if ((int64_t)ncap > max_bytes + 1) ncap = (size_t)max_bytes + 1;
+            if ((uint64_t)cap >= limit) break;
+            size_t ncap = (uint64_t)cap <= limit / 2 ? cap * 2 : (size_t)limit;
             char *nb = realloc(buf, ncap + 1);
             if (!nb) {
                 free(buf);
@@ -107,10 +134,10 @@ rp_status rp_file_read_all(const char *path, int64_t max_bytes, const char *limi
         }
         if (got == 0) break;
         n += (size_t)got;
-        if ((int64_t)n > max_bytes) break;
+        if ((uint64_t)n > (uint64_t)max_bytes) break;
     }
     close(fd);
-    if ((int64_t)n > max_bytes) {
+    if ((uint64_t)n > (uint64_t)max_bytes) {
         free(buf);
         return too_large(path, (double)n, max_bytes, limit_name, 1);
     }
@@ -139,6 +166,7 @@ static char *dir_of(const char *path)
 
 int rp_file_remove_stale_temps(const char *path)
 {
+    if (!path || !*path) return 0;
     char *dir = dir_of(path);
     if (!dir) return 0;
     const char *slash = strrchr(path, '/');
@@ -156,7 +184,9 @@ int rp_file_remove_stale_temps(const char *path)
             continue;
         const char *digits = name + blen + 5;
         size_t nd = strspn(digits, "0123456789");
-        if (nd == 0 || nd > 9 || digits[nd] != '\0') continue;
+        /* exactly the decimal pid a save writes: no sign, no leading zero, nothing after it, at
+         * most 9 digits (Linux pids stay below 2^22; no overflow of pid_t) */
+        if (nd == 0 || nd > 9 || digits[0] == '0' || digits[nd] != '\0') continue;
         pid_t pid = (pid_t)atol(digits);
         if (pid <= 0 || pid == self) continue;
         if (kill(pid, 0) == 0 || errno != ESRCH) continue; /* alive, or not ours to judge */
@@ -239,6 +269,7 @@ static int write_once(const char *path, const char *dir, const char *tmp, int an
 rp_status rp_file_write_atomic(const char *path, rp_file_writer write, void *ctx)
 {
     if (!path || !*path) return rp_error(RP_ERR_ARG, "the path is empty");
+    if (!write) return rp_error(RP_ERR_ARG, "%s: no writer function", path);
     struct stat sb;
     if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
         return rp_error(RP_ERR_IO, "%s: not a regular file (%s)", path, rp_file_kind(sb.st_mode));

@@ -2,7 +2,8 @@
  * without bound, and atomic writing that never leaves a temporary file behind for good.
  * Checkpoints (core/checkpoint.c) and text corpora (tasks/text.c) go through these. Every error
  * is RP_ERR_IO (RP_ERR_NOMEM for memory) with a message that starts with the path the caller
- * gave, never with a temporary name: "runs/a.ckpt: Permission denied". */
+ * gave, never with a temporary name: "runs/a.ckpt: Permission denied"; bad arguments (a NULL or
+ * empty path, a NULL out-pointer or writer, a negative max_bytes) are RP_ERR_ARG. */
 #ifndef RP_FILEIO_H
 #define RP_FILEIO_H
 
@@ -16,17 +17,20 @@
  * "a regular file" or "an unknown kind of file" for an st_mode. */
 const char *rp_file_kind(mode_t mode);
 
-/* Opens path for reading: the open itself cannot block (O_NONBLOCK: a FIFO without a writer, a
- * tape or terminal device), anything but a regular file is refused ("f: not a regular file (a
- * FIFO)"; a folder: "d: not a regular file (a folder)"), then the descriptor is made blocking
- * again. On success *fd is open (close-on-exec; the caller closes it) and *size is the file's
- * size at that moment. */
+/* Opens path for reading: anything but a regular file is refused after a stat, before any open
+ * ("f: not a regular file (a FIFO)"; a folder: "d: not a regular file (a folder)"), so a FIFO is
+ * never opened (opening it would complete the open of a writer blocked on it); a symbolic link to
+ * a regular file is followed. The open itself cannot block (O_NONBLOCK, for a path swapped
+ * between the stat and the open: that is refused by an fstat), then the descriptor is made
+ * blocking again. On success *fd is open (close-on-exec; the caller closes it) and *size is the
+ * file's size at that moment. */
 rp_status rp_file_open_read(const char *path, int *fd, int64_t *size);
 
-/* Reads the whole regular file path (rp_file_open_read) of at most max_bytes bytes into a new
- * buffer: *data (malloc'ed, caller frees; one NUL byte after the end) and *len. A larger file is
- * refused before anything is read, and a file that grows while it is read is cut off with the
- * same error: "big.txt: 300.0 MiB is more than the limit of 256.0 MiB (<limit_name>)".
+/* Reads the whole regular file path (rp_file_open_read) of at most max_bytes (>= 0, up to
+ * INT64_MAX) bytes into a new buffer: *data (malloc'ed, caller frees; one NUL byte after the
+ * end) and *len. A larger file is refused before anything is read, and a file that grows while
+ * it is read is cut off with the same error: "big.txt: 300.0 MiB is more than the limit of
+ * 256.0 MiB (<limit_name>)".
  * limit_name names the setting that raises the limit (e.g. "max_bytes"); NULL leaves it out. */
 rp_status rp_file_read_all(const char *path, int64_t max_bytes, const char *limit_name,
                            char **data, int64_t *len);
@@ -51,7 +55,9 @@ rp_status rp_file_read_all(const char *path, int64_t max_bytes, const char *limi
 typedef int (*rp_file_writer)(FILE *f, void *ctx);
 rp_status rp_file_write_atomic(const char *path, rp_file_writer write, void *ctx);
 
-/* Removes the stale "<path>.tmp.<pid>" files described above; returns how many it removed.
+/* Removes the stale "<path>.tmp.<pid>" files described above: the name is exactly path's name,
+ * ".tmp." and a pid as a save writes it (decimal, no sign, no leading zero, nothing after it);
+ * only regular files and links are removed. Returns how many it removed (0 for a NULL path).
  * (rp_file_write_atomic calls it; exposed for tests and tools.) */
 int rp_file_remove_stale_temps(const char *path);
 
