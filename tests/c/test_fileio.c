@@ -383,6 +383,18 @@ static void test_read_special(void)
     CHECK(fd_count() == fds, "no fd leaked (%d before, %d after)", fds, fd_count());
 }
 
+/* Both paths are refused with "<path>: Permission denied". */
+static void expect_denied(const char *p, const char *q)
+{
+    char *data = NULL;
+    int64_t len;
+    char want[512];
+    snprintf(want, sizeof want, "%s: Permission denied", p);
+    CHECK_STATUS(rp_file_read_all(p, 10, NULL, &data, &len), RP_ERR_IO, want);
+    snprintf(want, sizeof want, "%s: Permission denied", q);
+    CHECK_STATUS(rp_file_read_all(q, 10, NULL, &data, &len), RP_ERR_IO, want);
+}
+
 /* Permission denied: a file without read permission, a folder without search permission. As
  * root (who may read anything) the checks run in a child that drops to uid/gid 65534. */
 static void test_read_permission(void)
@@ -398,18 +410,11 @@ static void test_read_permission(void)
     int root = geteuid() == 0;
     if (root) {
         chmod(g_dir, 0711);
-        chown(p, 0, 0);
         pid_t child = fork();
         if (child == 0) {
             int failed = check_failed_;
             if (setgid(65534) != 0 || setuid(65534) != 0) _exit(77);
-            char *data = NULL;
-            int64_t len;
-            char want[512];
-            snprintf(want, sizeof want, "%s: Permission denied", p);
-            CHECK_STATUS(rp_file_read_all(p, 10, NULL, &data, &len), RP_ERR_IO, want);
-            snprintf(want, sizeof want, "%s: Permission denied", q);
-            CHECK_STATUS(rp_file_read_all(q, 10, NULL, &data, &len), RP_ERR_IO, want);
+            expect_denied(p, q);
             _exit(check_failed_ != failed ? 1 : 0);
         }
         int status = 0;
@@ -423,13 +428,7 @@ static void test_read_permission(void)
         }
         chmod(g_dir, 0700);
     } else {
-        char *data = NULL;
-        int64_t len;
-        char want[512];
-        snprintf(want, sizeof want, "%s: Permission denied", p);
-        CHECK_STATUS(rp_file_read_all(p, 10, NULL, &data, &len), RP_ERR_IO, want);
-        snprintf(want, sizeof want, "%s: Permission denied", q);
-        CHECK_STATUS(rp_file_read_all(q, 10, NULL, &data, &len), RP_ERR_IO, want);
+        expect_denied(p, q);
     }
     chmod(sub, 0700);
     unlink(q);
