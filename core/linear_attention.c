@@ -224,27 +224,23 @@ static void rot(float *x, const float *c, const float *s, float sgn, int64_t hal
     }
 }
 
-/* Numerator features num (D) of the q or k row x at table row t and the denominator features
- * den: phi(x) for AFTER (unrotated), a copy of num otherwise. */
-static void features(const lin_ctx *c, const float *x, int64_t t, float *num, float *den)
+/* The features of T rows x (row stride ld) at table rows 0 .. T-1: numerator features num and
+ * denominator features den ([T][D] each): phi(x) for AFTER (unrotated), and den == num (the same
+ * array, see slice_of) otherwise. Elementwise per row, so a row's features do not depend on T. */
+static void features(const lin_ctx *c, const float *x, int64_t ld, float *num, float *den)
 {
-    int64_t D = c->D;
-    switch (c->mode) {
-    case MODE_AFTER:
-        phi_row(den, x, D);
-        memcpy(num, den, sizeof(float) * (size_t)D);
-        rot(num, c->qc + t * c->hq, c->qs + t * c->hq, 1.0f, c->hq, c->pairing);
-        return;
-    case MODE_BEFORE:
-        memcpy(den, x, sizeof(float) * (size_t)D);
-        rot(den, c->qc + t * c->hq, c->qs + t * c->hq, 1.0f, c->hq, c->pairing);
-        phi_row(num, den, D);
-        break;
-    default:
-        phi_row(num, x, D);
-        break;
+    int64_t T = c->T, D = c->D, hq = c->hq;
+    float *raw = c->mode == MODE_AFTER ? den : num;
+    for (int64_t t = 0; t < T; t++) {
+        memcpy(raw + t * D, x + t * ld, sizeof(float) * (size_t)D);
+        if (c->mode == MODE_BEFORE)
+            rot(raw + t * D, c->qc + t * hq, c->qs + t * hq, 1.0f, hq, c->pairing);
     }
-    memcpy(den, num, sizeof(float) * (size_t)D);
+    phi_row(raw, raw, T * D);
+    if (c->mode != MODE_AFTER) return;
+    memcpy(num, den, sizeof(float) * (size_t)(T * D));
+    for (int64_t t = 0; t < T; t++)
+        rot(num + t * D, c->qc + t * hq, c->qs + t * hq, 1.0f, hq, c->pairing);
 }
 
 /* dx += d(features)/dx^T (gnum, gden) for the row at table row t whose denominator features
@@ -271,59 +267,68 @@ static void all_features(const lin_ctx *c, float *Kn, float *Kd, float *Qn, floa
                          int64_t b, int64_t h)
 {
     int64_t T = c->T, D = c->D, Dv = c->Dv;
-    const float *qh = c->q + b * T * c->ldq + h * D, *kh = c->k + b * T * c->ldk + h * D;
+    features(c, c->k + b * T * c->ldk + h * D, c->ldk, Kn, Kd);
+    features(c, c->q + b * T * c->ldq + h * D, c->ldq, Qn, Qd);
     const float *vh = c->v + b * T * c->ldv + h * Dv;
     for (int64_t t = 0; t < T; t++) {
-        features(c, kh + t * c->ldk, t, Kn + t * D, Kd + t * D);
-        features(c, qh + t * c->ldq, t, Qn + t * D, Qd + t * D);
         float *vt = Vt + t * Dv;
         memcpy(vt, vh + t * c->ldv, sizeof(float) * (size_t)Dv);
         if (c->hv) rot(vt, c->vc + t * c->hv, c->vs + t * c->hv, 1.0f, c->hv, c->pairing);
     }
 }
 
-#define RK_COLS 32 /* columns of M whose accumulators stay in registers */
+/* Columns w <= 8 (one AVX register) of the step below: rows are taken four at a time into four
+ * partial sums (independent chains that stay in registers), added as (p0 + p1) + (p2 + p3);
+ * rows beyond a multiple of four go into p0. Inlined, so that w == 8 is a constant below. */
+#ifdef __GNUC__
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE static inline
+#endif
 
-/* The step of every recurrence here, one pass over M (R x C, row-major):
- * M[r][:] += a[r] x (in float, fmaf), then acc = sum_r b[r] M[r][:] with the updated rows,
- * summed over r in order (fmaf). OVERWRITES acc (C). Each element sees the same operations
- * whatever C's blocking, so the results do not depend on how a sequence is split into calls. */
+ALWAYS_INLINE void rank1_cols(float *restrict Mc, int64_t R, int64_t C, const float *restrict a,
+                             const float *restrict xc, const float *restrict b, float *restrict ac,
+                             int w)
+{
+    float xr[8], p0[8], p1[8], p2[8], p3[8];
+    for (int j = 0; j < w; j++) xr[j] = xc[j], p0[j] = p1[j] = p2[j] = p3[j] = 0.0f;
+    int64_t r = 0;
+    for (; r + 4 <= R; r += 4) {
+        float *M0 = Mc + r * C, *M1 = M0 + C, *M2 = M1 + C, *M3 = M2 + C;
+        RP_SIMD
+        for (int j = 0; j < w; j++) {
+            float m0 = fmaf(a[r], xr[j], M0[j]), m1 = fmaf(a[r + 1], xr[j], M1[j]);
+            float m2 = fmaf(a[r + 2], xr[j], M2[j]), m3 = fmaf(a[r + 3], xr[j], M3[j]);
+            M0[j] = m0, M1[j] = m1, M2[j] = m2, M3[j] = m3;
+            p0[j] = fmaf(b[r], m0, p0[j]);
+            p1[j] = fmaf(b[r + 1], m1, p1[j]);
+            p2[j] = fmaf(b[r + 2], m2, p2[j]);
+            p3[j] = fmaf(b[r + 3], m3, p3[j]);
+        }
+    }
+    for (; r < R; r++) {
+        float *Mr = Mc + r * C;
+        RP_SIMD
+        for (int j = 0; j < w; j++) {
+            float m = fmaf(a[r], xr[j], Mr[j]);
+            Mr[j] = m;
+            p0[j] = fmaf(b[r], m, p0[j]);
+        }
+    }
+    RP_SIMD
+    for (int j = 0; j < w; j++) ac[j] = (p0[j] + p1[j]) + (p2[j] + p3[j]);
+}
+
+/* The step of every recurrence here, one pass over M (R x C, row-major): M[r][:] += a[r] x (in
+ * float, fmaf), and acc = sum_r b[r] M[r][:] with the updated rows (fmaf, in the fixed order of
+ * rank1_cols). OVERWRITES acc (C). Every element sees the same operations in every call with the
+ * same R and C, so the results do not depend on how a sequence is split into calls. */
 static void rank1_acc(float *restrict M, int64_t R, int64_t C, const float *restrict a,
                       const float *restrict x, const float *restrict b, float *restrict acc)
 {
-    for (int64_t c0 = 0; c0 < C; c0 += RK_COLS) {
-        float *Mc = M + c0;
-        const float *xc = x + c0;
-        if (C - c0 >= RK_COLS) {
-            float xr[RK_COLS], ar[RK_COLS];
-            for (int j = 0; j < RK_COLS; j++) xr[j] = xc[j], ar[j] = 0.0f;
-            for (int64_t r = 0; r < R; r++) {
-                float ai = a[r], bi = b[r];
-                float *Mr = Mc + r * C;
-                RP_SIMD
-                for (int j = 0; j < RK_COLS; j++) {
-                    float m = fmaf(ai, xr[j], Mr[j]);
-                    Mr[j] = m;
-                    ar[j] = fmaf(bi, m, ar[j]);
-                }
-            }
-            for (int j = 0; j < RK_COLS; j++) acc[c0 + j] = ar[j];
-        } else {
-            int64_t w = C - c0;
-            float *ac = acc + c0;
-            for (int64_t j = 0; j < w; j++) ac[j] = 0.0f;
-            for (int64_t r = 0; r < R; r++) {
-                float ai = a[r], bi = b[r];
-                float *Mr = Mc + r * C;
-                RP_SIMD
-                for (int64_t j = 0; j < w; j++) {
-                    float m = fmaf(ai, xc[j], Mr[j]);
-                    Mr[j] = m;
-                    ac[j] = fmaf(bi, m, ac[j]);
-                }
-            }
-        }
-    }
+    int64_t c0 = 0;
+    for (; c0 + 8 <= C; c0 += 8) rank1_cols(M + c0, R, C, a, x + c0, b, acc + c0, 8);
+    if (c0 < C) rank1_cols(M + c0, R, C, a, x + c0, b, acc + c0, (int)(C - c0));
 }
 
 /* z += zd (double); returns qd . z + eps, summed over f in order. */
@@ -351,6 +356,7 @@ static slice_ptrs slice_of(const lin_ctx *c, float *ws)
     s.z = (double *)(void *)ws;
     s.M1 = ws + 2 * D, s.M2 = s.M1 + D * Dv;
     s.Kn = s.M2 + D * Dv, s.Kd = s.Kn + T * D, s.Qn = s.Kd + T * D, s.Qd = s.Qn + T * D;
+    if (c->mode != MODE_AFTER) s.Kd = s.Kn, s.Qd = s.Qn; /* the same features */
     s.Vt = s.Qd + T * D, s.GU = s.Vt + T * Dv, s.GD = s.GU + T * Dv;
     s.A1 = s.GD + T, s.A2 = s.A1 + W, s.A3 = s.A2 + D;
     return s;
