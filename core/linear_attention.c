@@ -94,7 +94,8 @@ int64_t rp_linattn_state_doubles(int64_t H, int64_t D, int64_t Dv) { return H * 
  *     Kn, Kd, Qn, Qd [T*D each]  numerator / denominator features of every key and query
  *     Vt [T*Dv]                  v~ of every position
  *     GU [T*Dv], GD [T]          backward: dL/du_t and dL/dden_t of every query
- *     A1 [max(D, Dv)], A2, A3 [D] per-row vectors (u, g_y, dv~; w, dk~; dqd, dkd)
+ *     dK [T*D], dV [T*Dv]        backward: the key and value gradients of the reverse sweep
+ *     A1 [max(D, Dv)], A2, A3 [D] per-row vectors (u or g_y; w; dqd or dkd)
  */
 
 static int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
@@ -104,7 +105,7 @@ static int64_t table_floats(int64_t T, int64_t D, int64_t Dv) { return round16(T
 static int64_t slice_floats(int64_t T, int64_t D, int64_t Dv)
 {
     int64_t W = D > Dv ? D : Dv;
-    return round16(2 * D + 2 * D * Dv + 4 * T * D + 2 * T * Dv + T + W + 2 * D);
+    return round16(2 * D + 2 * D * Dv + 5 * T * D + 3 * T * Dv + T + W + 2 * D);
 }
 
 int64_t rp_linattn_scratch_floats(int64_t T, int64_t D, int64_t Dv, int nthreads)
@@ -243,12 +244,12 @@ static void features(const lin_ctx *c, const float *x, int64_t ld, float *num, f
         rot(num + t * D, c->qc + t * hq, c->qs + t * hq, 1.0f, hq, c->pairing);
 }
 
-/* dx += d(features)/dx^T (gnum, gden) for the row at table row t whose denominator features
- * features() made den, accumulated into the float row dx; gnum is clobbered. AFTER: num =
- * R_t phi(x), den = phi(x): d phi(x) = R_{-t} gnum + gden. BEFORE: num = den = phi(y), y = R_t x:
+/* The gradient of the features of the row at table row t, d(features)/dx^T (gnum, gden), left in
+ * gnum; den are the row's denominator features as features() made them. AFTER: num = R_t phi(x),
+ * den = phi(x): d phi(x) = R_{-t} gnum + gden. BEFORE: num = den = phi(y), y = R_t x:
  * dy = (gnum + gden) phi'(y), dx = R_{-t} dy. plain: num = den = phi(x). phi' = min(den, 1). */
-static void features_backward(const lin_ctx *c, float *dx, int64_t t, float *gnum,
-                              const float *gden, const float *den)
+static void features_backward(const lin_ctx *c, int64_t t, float *gnum, const float *gden,
+                              const float *den)
 {
     int64_t D = c->D;
     if (c->mode == MODE_AFTER)
@@ -257,8 +258,13 @@ static void features_backward(const lin_ctx *c, float *dx, int64_t t, float *gnu
     for (int64_t f = 0; f < D; f++) gnum[f] = (gnum[f] + gden[f]) * min1(den[f]);
     if (c->mode == MODE_BEFORE)
         rot(gnum, c->qc + t * c->hq, c->qs + t * c->hq, -1.0f, c->hq, c->pairing);
+}
+
+/* dx += g over n floats. */
+static void add_row(float *restrict dx, const float *restrict g, int64_t n)
+{
     RP_SIMD
-    for (int64_t f = 0; f < D; f++) dx[f] += gnum[f];
+    for (int64_t i = 0; i < n; i++) dx[i] += g[i];
 }
 
 /* The features of the T rows of head (b, h): Kn, Kd, Qn, Qd [T][D] and Vt [T][Dv] (v~ = R_t v
@@ -346,7 +352,7 @@ static double den_step(double *z, const float *zd, const float *qd, int64_t D, d
 
 typedef struct {
     double *z;
-    float *M1, *M2, *Kn, *Kd, *Qn, *Qd, *Vt, *GU, *GD, *A1, *A2, *A3;
+    float *M1, *M2, *Kn, *Kd, *Qn, *Qd, *Vt, *GU, *GD, *dK, *dV, *A1, *A2, *A3;
 } slice_ptrs;
 
 static slice_ptrs slice_of(const lin_ctx *c, float *ws)
@@ -358,7 +364,8 @@ static slice_ptrs slice_of(const lin_ctx *c, float *ws)
     s.Kn = s.M2 + D * Dv, s.Kd = s.Kn + T * D, s.Qn = s.Kd + T * D, s.Qd = s.Qn + T * D;
     if (c->mode != MODE_AFTER) s.Kd = s.Kn, s.Qd = s.Qn; /* the same features */
     s.Vt = s.Qd + T * D, s.GU = s.Vt + T * Dv, s.GD = s.GU + T * Dv;
-    s.A1 = s.GD + T, s.A2 = s.A1 + W, s.A3 = s.A2 + D;
+    s.dK = s.GD + T, s.dV = s.dK + T * D;
+    s.A1 = s.dV + T * Dv, s.A2 = s.A1 + W, s.A3 = s.A2 + D;
     return s;
 }
 
@@ -432,18 +439,20 @@ static void head_backward(const lin_ctx *c, float *ws, int64_t b, int64_t h)
             w[f] *= rden;
             g2[f] = (float)(gden * z[f]);
         }
-        features_backward(c, dqh + t * c->ldq, t, w, g2, qd);
+        features_backward(c, t, w, g2, qd);
+        add_row(dqh + t * c->ldq, w, D);
     }
 
     /* reverse sweep: G = sum_{t>=m} q~_t g_u_t^T (D x Dv) and its transpose, Hz = sum_{t>=m}
      * g_den_t qd_t; dv~_m = G^T k~_m, dk~_m = G v~_m, dkd_m = Hz, dv += R_{-m} dv~ (roper) */
-    float *G = s.M1, *GT = s.M2, *dvt = s.A1, *dkt = s.A2;
+    float *G = s.M1, *GT = s.M2;
     double *Hz = z;
     memset(G, 0, sizeof(float) * (size_t)(D * Dv));
     memset(GT, 0, sizeof(float) * (size_t)(D * Dv));
     memset(Hz, 0, sizeof(double) * (size_t)D);
     for (int64_t m = T - 1; m >= 0; m--) {
         const float *qn = s.Qn + m * D, *qd = s.Qd + m * D, *gu = s.GU + m * Dv;
+        float *dkt = s.dK + m * D, *dvt = s.dV + m * Dv;
         rank1_acc(G, D, Dv, qn, gu, s.Kn + m * D, dvt);
         rank1_acc(GT, Dv, D, gu, qn, s.Vt + m * Dv, dkt);
         double gden = (double)s.GD[m];
@@ -452,11 +461,13 @@ static void head_backward(const lin_ctx *c, float *ws, int64_t b, int64_t h)
             Hz[f] += gden * (double)qd[f];
             g2[f] = (float)Hz[f];
         }
-        features_backward(c, dkh + m * c->ldk, m, dkt, g2, s.Kd + m * D);
+        features_backward(c, m, dkt, g2, s.Kd + m * D);
         if (c->hv) rot(dvt, c->vc + m * c->hv, c->vs + m * c->hv, -1.0f, c->hv, c->pairing);
-        float *dvrow = dvh + m * c->ldv;
-        RP_SIMD
-        for (int64_t j = 0; j < Dv; j++) dvrow[j] += dvt[j];
+    }
+    /* into the strided gradients in position order (streams better than the reverse sweep) */
+    for (int64_t t = 0; t < T; t++) {
+        add_row(dkh + t * c->ldk, s.dK + t * D, D);
+        add_row(dvh + t * c->ldv, s.dV + t * Dv, Dv);
     }
 }
 
