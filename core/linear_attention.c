@@ -325,6 +325,33 @@ ALWAYS_INLINE void rank1_cols(float *restrict Mc, int64_t R, int64_t C, const fl
     for (int j = 0; j < w; j++) ac[j] = (p0[j] + p1[j]) + (p2[j] + p3[j]);
 }
 
+/* 32 columns of the step below, rows in order: the four 8-column accumulators are independent
+ * chains, and a[r], b[r] are read once per row for all of them. */
+static void rank1_cols32(float *restrict Mc, int64_t R, int64_t C, const float *restrict a,
+                         const float *restrict xc, const float *restrict b, float *restrict ac)
+{
+    float x0[8], x1[8], x2[8], x3[8], p0[8], p1[8], p2[8], p3[8];
+    for (int j = 0; j < 8; j++) {
+        x0[j] = xc[j], x1[j] = xc[8 + j], x2[j] = xc[16 + j], x3[j] = xc[24 + j];
+        p0[j] = p1[j] = p2[j] = p3[j] = 0.0f;
+    }
+    for (int64_t r = 0; r < R; r++) {
+        float ar = a[r], br = b[r], *Mr = Mc + r * C;
+        RP_SIMD
+        for (int j = 0; j < 8; j++) {
+            float m0 = fmaf(ar, x0[j], Mr[j]), m1 = fmaf(ar, x1[j], Mr[8 + j]);
+            float m2 = fmaf(ar, x2[j], Mr[16 + j]), m3 = fmaf(ar, x3[j], Mr[24 + j]);
+            Mr[j] = m0, Mr[8 + j] = m1, Mr[16 + j] = m2, Mr[24 + j] = m3;
+            p0[j] = fmaf(br, m0, p0[j]);
+            p1[j] = fmaf(br, m1, p1[j]);
+            p2[j] = fmaf(br, m2, p2[j]);
+            p3[j] = fmaf(br, m3, p3[j]);
+        }
+    }
+    for (int j = 0; j < 8; j++)
+        ac[j] = p0[j], ac[8 + j] = p1[j], ac[16 + j] = p2[j], ac[24 + j] = p3[j];
+}
+
 /* The step of every recurrence here, one pass over M (R x C, row-major): M[r][:] += a[r] x (in
  * float, fmaf), and acc = sum_r b[r] M[r][:] with the updated rows (fmaf, in the fixed order of
  * rank1_cols). OVERWRITES acc (C). Every element sees the same operations in every call with the
@@ -333,6 +360,7 @@ static void rank1_acc(float *restrict M, int64_t R, int64_t C, const float *rest
                       const float *restrict x, const float *restrict b, float *restrict acc)
 {
     int64_t c0 = 0;
+    for (; c0 + 32 <= C; c0 += 32) rank1_cols32(M + c0, R, C, a, x + c0, b, acc + c0);
     for (; c0 + 8 <= C; c0 += 8) rank1_cols(M + c0, R, C, a, x + c0, b, acc + c0, 8);
     if (c0 < C) rank1_cols(M + c0, R, C, a, x + c0, b, acc + c0, (int)(C - c0));
 }
