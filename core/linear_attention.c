@@ -283,15 +283,15 @@ static void all_features(const lin_ctx *c, float *Kn, float *Kd, float *Qn, floa
     }
 }
 
-/* Columns w <= 8 (one AVX register) of the step below: rows are taken four at a time into four
- * partial sums (independent chains that stay in registers), added as (p0 + p1) + (p2 + p3);
- * rows beyond a multiple of four go into p0. Inlined, so that w == 8 is a constant below. */
 #ifdef __GNUC__
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 #else
 #define ALWAYS_INLINE static inline
 #endif
 
+/* Columns w <= 8 (one AVX register) of the step below: rows are taken four at a time into four
+ * partial sums (independent chains that stay in registers), added as (p0 + p1) + (p2 + p3);
+ * rows beyond a multiple of four go into p0. Inlined, so that w == 8 is a constant below. */
 ALWAYS_INLINE void rank1_cols(float *restrict Mc, int64_t R, int64_t C, const float *restrict a,
                              const float *restrict xc, const float *restrict b, float *restrict ac,
                              int w)
@@ -354,7 +354,7 @@ static void rank1_cols32(float *restrict Mc, int64_t R, int64_t C, const float *
 
 /* The step of every recurrence here, one pass over M (R x C, row-major): M[r][:] += a[r] x (in
  * float, fmaf), and acc = sum_r b[r] M[r][:] with the updated rows (fmaf, in the fixed order of
- * rank1_cols). OVERWRITES acc (C). Every element sees the same operations in every call with the
+ * rank1_cols32 or rank1_cols). OVERWRITES acc (C). Every element sees the same operations in every call with the
  * same R and C, so the results do not depend on how a sequence is split into calls. */
 static void rank1_acc(float *restrict M, int64_t R, int64_t C, const float *restrict a,
                       const float *restrict x, const float *restrict b, float *restrict acc)
@@ -365,7 +365,7 @@ static void rank1_acc(float *restrict M, int64_t R, int64_t C, const float *rest
     if (c0 < C) rank1_cols(M + c0, R, C, a, x + c0, b, acc + c0, (int)(C - c0));
 }
 
-/* z += zd (double); returns qd . z + eps, summed over f in order. */
+/* z += zd (double); returns qd . z + eps (a vectorised sum: its order is fixed for the build). */
 static double den_step(double *z, const float *zd, const float *qd, int64_t D, double eps)
 {
     double acc = 0.0;
@@ -492,7 +492,7 @@ static void head_backward(const lin_ctx *c, float *ws, int64_t b, int64_t h)
         features_backward(c, m, dkt, g2, s.Kd + m * D);
         if (c->hv) rot(dvt, c->vc + m * c->hv, c->vs + m * c->hv, -1.0f, c->hv, c->pairing);
     }
-    /* into the strided gradients in position order (streams better than the reverse sweep) */
+    /* into the strided gradients, in position order */
     for (int64_t t = 0; t < T; t++) {
         add_row(dkh + t * c->ldk, s.dK + t * D, D);
         add_row(dvh + t * c->ldv, s.dV + t * Dv, Dv);

@@ -132,7 +132,7 @@ void rp_linattn_forward(float *out, int64_t ldo, float *scratch, double *state, 
  * Hz = sum_{t>=n} g_den_t qd_t for the key and value gradients. Float as the forward (z, den, Hz
  * and g_den in double, rounded to float where stored). Time O(B H T D Dv): 6 D Dv multiply-adds
  * per position (S^T and w; G, G^T and their products) against the forward's 2 (S, u), so the
- * backward costs about 2.5 to 3 forwards. */
+ * backward costs 2 to 3 forwards (2.2 to 2.5 measured at D = Dv = 32). */
 void rp_linattn_backward(float *dq, float *dk, float *dv, float *scratch, const float *dout,
                          int64_t ldo, const float *q, int64_t ldq, const float *k, int64_t ldk,
                          const float *v, int64_t ldv, int64_t B, int64_t T, int64_t H, int64_t D,
