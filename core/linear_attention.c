@@ -85,36 +85,40 @@ int64_t rp_linattn_state_doubles(int64_t H, int64_t D, int64_t Dv) { return H * 
 
 /* ---- scratch layout ---------------------------------------------------------------------------
  *
- * In doubles, from the first 8-byte aligned address of scratch (hence the spare float):
+ * In floats, from the first 64-byte aligned address of scratch (hence the 16 spare floats):
  *   tables: cos/sin of q/k ([T][d_rot_qk/2] each) and of v/out ([T][d_rot_v/2] each; shared with
- *           q/k when d_rot_v == d_rot_qk): at most T * (D + Dv) doubles
- *   one slice per thread (slice_doubles apart):
- *     S [D*Dv], z [D]            forward: the running state (unless the caller's state is used);
- *                                backward: S, z in the forward sweep, then G, Hz in the reverse one
- *     Qn [T*D], Qd [T*D]         backward: numerator / denominator features of every query
+ *           q/k when d_rot_v == d_rot_qk), in float: at most T * (D + Dv) floats, rounded up to 16
+ *   one slice per thread (slice_floats apart, a multiple of 16):
+ *     zd [D doubles]             z (forward, forward sweep of the backward), then Hz (reverse sweep)
+ *     M1, M2 [D*Dv each]         forward: S in M1; backward: S^T in M1, then G in M1, G^T in M2
+ *     Kn, Kd, Qn, Qd [T*D each]  numerator / denominator features of every key and query
+ *     Vt [T*Dv]                  v~ of every position
  *     GU [T*Dv], GD [T]          backward: dL/du_t and dL/dden_t of every query
- *     V1 .. V5 [D each]          per-row vectors (features of q and k, their gradients)
- *     W1 .. W4 [Dv each]         per-row vectors (v~, u, g_y, dv~)
+ *     dK [T*D], dV [T*Dv]        backward: the key and value gradients of the reverse sweep
+ *     A1 [max(D, Dv)], A2, A3 [D] per-row vectors (u or g_y; w; dqd or dkd)
  */
 
-static int64_t table_doubles(int64_t T, int64_t D, int64_t Dv) { return T * (D + Dv); }
+static int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
 
-static int64_t slice_doubles(int64_t T, int64_t D, int64_t Dv)
+static int64_t table_floats(int64_t T, int64_t D, int64_t Dv) { return round16(T * (D + Dv)); }
+
+static int64_t slice_floats(int64_t T, int64_t D, int64_t Dv)
 {
-    return D * Dv + D + 2 * T * D + T * Dv + T + 5 * D + 4 * Dv;
+    int64_t W = D > Dv ? D : Dv;
+    return round16(2 * D + 2 * D * Dv + 5 * T * D + 3 * T * Dv + T + W + 2 * D);
 }
 
 int64_t rp_linattn_scratch_floats(int64_t T, int64_t D, int64_t Dv, int nthreads)
 {
     if (nthreads < 1) nthreads = 1;
-    return 2 * (table_doubles(T, D, Dv) + (int64_t)nthreads * slice_doubles(T, D, Dv)) + 2;
+    return table_floats(T, D, Dv) + (int64_t)nthreads * slice_floats(T, D, Dv) + 16;
 }
 
-static double *aligned_doubles(float *scratch)
+static float *aligned_floats(float *scratch)
 {
     uintptr_t p = (uintptr_t)(void *)scratch;
-    p = (p + (uintptr_t)7) & ~(uintptr_t)7;
-    return (double *)(void *)p;
+    p = (p + (uintptr_t)63) & ~(uintptr_t)63;
+    return (float *)(void *)p;
 }
 
 /* ---- the per-row building blocks ------------------------------------------------------------ */
@@ -127,9 +131,9 @@ typedef struct {
     rp_pairing pairing;
     int64_t hq, hv;           /* rotated pairs of q/k and of v/out (0 when not rotated) */
     double eps;
-    const double *qc, *qs;    /* [T][hq] cos/sin of (q_offset + t) theta_i over d_rot_qk */
-    const double *vc, *vs;    /* [T][hv] over d_rot_v */
-    double *slices;
+    const float *qc, *qs;     /* [T][hq] cos/sin of (q_offset + t) theta_i over d_rot_qk */
+    const float *vc, *vs;     /* [T][hv] over d_rot_v */
+    float *slices;
     int64_t slice;
     double *state;
     float *out, *dq, *dk, *dv;
@@ -137,229 +141,368 @@ typedef struct {
 } lin_ctx;
 
 static inline double phi(double x) { return x > 0.0 ? x + 1.0 : exp(x); }
-static inline double dphi(double x) { return x > 0.0 ? 1.0 : exp(x); }
+
+static inline uint32_t fbits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static inline float bitsf(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* Bit selects (mask m all ones or zero) instead of ?: on floats: with -ftrapping-math GCC does
+ * not if-convert float selects, and such a loop would not vectorise. */
+static inline uint32_t sel(uint32_t m, uint32_t a, uint32_t b) { return (m & a) | (~m & b); }
+
+#define F87_BITS 0x42AE0000u /* 87.0f */
+#define F1_BITS 0x3F800000u  /* 1.0f */
+
+/* phi(x) = elu(x) + 1 in float, written so that loops over it vectorise (no libm call, no
+ * branch): x + 1 for x > 0; else e^x with x = k ln2 + r, |r| <= ln2 / 2, e^r by Cephes' expf
+ * polynomial, times 2^k built in the exponent bits (within 1.5 ulp of e^x); 0 below -87
+ * (e^-87 ~ 1.6e-38 is the last normal float it gives); NaN stays NaN. phi'(x) = min(phi(x), 1)
+ * (x + 1 > 1 for x > 0, e^x <= 1 otherwise), so the backward needs no exp. */
+static inline float phi_f(float x)
+{
+    uint32_t u = fbits(x), mag = u & 0x7fffffffu;
+    float xc = bitsf(sel(0u - (uint32_t)(mag > F87_BITS), 0x80000000u | F87_BITS, u));
+    float t = fmaf(xc, 1.44269504088896341f, 12582912.0f); /* 1.5 * 2^23: rounds to an integer */
+    float kf = t - 12582912.0f;
+    float r = fmaf(kf, -0.693359375f, xc);
+    r = fmaf(kf, 2.12194440e-4f, r);
+    float p = 1.9875691500e-4f;
+    p = fmaf(p, r, 1.3981999507e-3f);
+    p = fmaf(p, r, 8.3334519073e-3f);
+    p = fmaf(p, r, 4.1665795894e-2f);
+    p = fmaf(p, r, 1.6666665459e-1f);
+    p = fmaf(p, r, 5.0000001201e-1f);
+    p = fmaf(p * r, r, r) + 1.0f;
+    float e = p * bitsf((fbits(t) - 0x4B400000u + 127u) << 23); /* the low bits of t hold k */
+    uint32_t pos = 0u - (uint32_t)(u - 1u < 0x7fffffffu), nan = 0u - (uint32_t)(mag > 0x7f800000u);
+    uint32_t tiny = 0u - (uint32_t)(mag > F87_BITS);
+    return bitsf(sel(pos, fbits(x + 1.0f), sel(nan, u, ~tiny & fbits(e))));
+}
+
+/* min(d, 1) for d >= 0 (phi'); NaN gives 1. */
+static inline float min1(float d)
+{
+    uint32_t b = fbits(d);
+    return bitsf(sel(0u - (uint32_t)(b < F1_BITS), b, F1_BITS));
+}
+
+/* y = phi(x) over n floats. */
+static void phi_row(float *y, const float *x, int64_t n)
+{
+    RP_SIMD
+    for (int64_t i = 0; i < n; i++) y[i] = phi_f(x[i]);
+}
 
 /* Rotates the first 2 * half features of x in place by the angles (c_i, sgn s_i): pair (a, b)
  * becomes (x_a c - x_b s, x_b c + x_a s) (rope.c's convention). */
-static void rot(double *x, const double *c, const double *s, double sgn, int64_t half,
+static void rot(float *x, const float *c, const float *s, float sgn, int64_t half,
                 rp_pairing pairing)
 {
-    int64_t sa = pairing == RP_PAIR_HALF ? 1 : 2, ob = pairing == RP_PAIR_HALF ? half : 1;
-    for (int64_t i = 0; i < half; i++) {
-        double x1 = x[i * sa], x2 = x[i * sa + ob], si = sgn * s[i];
-        x[i * sa] = x1 * c[i] - x2 * si;
-        x[i * sa + ob] = x2 * c[i] + x1 * si;
+    if (pairing == RP_PAIR_HALF) {
+        float *x2 = x + half;
+        RP_SIMD
+        for (int64_t i = 0; i < half; i++) {
+            float a = x[i], b = x2[i], si = sgn * s[i];
+            x[i] = a * c[i] - b * si;
+            x2[i] = b * c[i] + a * si;
+        }
+    } else {
+        for (int64_t i = 0; i < half; i++) {
+            float a = x[2 * i], b = x[2 * i + 1], si = sgn * s[i];
+            x[2 * i] = a * c[i] - b * si;
+            x[2 * i + 1] = b * c[i] + a * si;
+        }
     }
 }
 
-/* Numerator features num (D) of the q or k row x at table row t, and the denominator features:
- * returned pointer, either den (AFTER: phi(x), unrotated) or num itself. */
-static const double *features(const lin_ctx *c, const float *x, int64_t t, double *num,
-                              double *den)
+/* The features of T rows x (row stride ld) at table rows 0 .. T-1: numerator features num and
+ * denominator features den ([T][D] each): phi(x) for AFTER (unrotated), and den == num (the same
+ * array, see slice_of) otherwise. Elementwise per row, so a row's features do not depend on T. */
+static void features(const lin_ctx *c, const float *x, int64_t ld, float *num, float *den)
+{
+    int64_t T = c->T, D = c->D, hq = c->hq;
+    float *raw = c->mode == MODE_AFTER ? den : num;
+    for (int64_t t = 0; t < T; t++) {
+        memcpy(raw + t * D, x + t * ld, sizeof(float) * (size_t)D);
+        if (c->mode == MODE_BEFORE)
+            rot(raw + t * D, c->qc + t * hq, c->qs + t * hq, 1.0f, hq, c->pairing);
+    }
+    phi_row(raw, raw, T * D);
+    if (c->mode != MODE_AFTER) return;
+    memcpy(num, den, sizeof(float) * (size_t)(T * D));
+    for (int64_t t = 0; t < T; t++)
+        rot(num + t * D, c->qc + t * hq, c->qs + t * hq, 1.0f, hq, c->pairing);
+}
+
+/* The gradient of the features of the row at table row t, d(features)/dx^T (gnum, gden), left in
+ * gnum; den are the row's denominator features as features() made them. AFTER: num = R_t phi(x),
+ * den = phi(x): d phi(x) = R_{-t} gnum + gden. BEFORE: num = den = phi(y), y = R_t x:
+ * dy = (gnum + gden) phi'(y), dx = R_{-t} dy. plain: num = den = phi(x). phi' = min(den, 1). */
+static void features_backward(const lin_ctx *c, int64_t t, float *gnum, const float *gden,
+                              const float *den)
 {
     int64_t D = c->D;
-    switch (c->mode) {
-    case MODE_AFTER:
-        for (int64_t f = 0; f < D; f++) num[f] = den[f] = phi((double)x[f]);
-        rot(num, c->qc + t * c->hq, c->qs + t * c->hq, 1.0, c->hq, c->pairing);
-        return den;
-    case MODE_BEFORE:
-        for (int64_t f = 0; f < D; f++) num[f] = (double)x[f];
-        rot(num, c->qc + t * c->hq, c->qs + t * c->hq, 1.0, c->hq, c->pairing);
-        for (int64_t f = 0; f < D; f++) num[f] = phi(num[f]);
-        return num;
-    default:
-        for (int64_t f = 0; f < D; f++) num[f] = phi((double)x[f]);
-        return num;
+    if (c->mode == MODE_AFTER)
+        rot(gnum, c->qc + t * c->hq, c->qs + t * c->hq, -1.0f, c->hq, c->pairing);
+    RP_SIMD
+    for (int64_t f = 0; f < D; f++) gnum[f] = (gnum[f] + gden[f]) * min1(den[f]);
+    if (c->mode == MODE_BEFORE)
+        rot(gnum, c->qc + t * c->hq, c->qs + t * c->hq, -1.0f, c->hq, c->pairing);
+}
+
+/* dx += g over n floats. */
+static void add_row(float *restrict dx, const float *restrict g, int64_t n)
+{
+    RP_SIMD
+    for (int64_t i = 0; i < n; i++) dx[i] += g[i];
+}
+
+/* The features of the T rows of head (b, h): Kn, Kd, Qn, Qd [T][D] and Vt [T][Dv] (v~ = R_t v
+ * for roper, else v). */
+static void all_features(const lin_ctx *c, float *Kn, float *Kd, float *Qn, float *Qd, float *Vt,
+                         int64_t b, int64_t h)
+{
+    int64_t T = c->T, D = c->D, Dv = c->Dv;
+    features(c, c->k + b * T * c->ldk + h * D, c->ldk, Kn, Kd);
+    features(c, c->q + b * T * c->ldq + h * D, c->ldq, Qn, Qd);
+    const float *vh = c->v + b * T * c->ldv + h * Dv;
+    for (int64_t t = 0; t < T; t++) {
+        float *vt = Vt + t * Dv;
+        memcpy(vt, vh + t * c->ldv, sizeof(float) * (size_t)Dv);
+        if (c->hv) rot(vt, c->vc + t * c->hv, c->vs + t * c->hv, 1.0f, c->hv, c->pairing);
     }
 }
 
-/* dx += d(features)/dx^T (gnum, gden): the gradients of the numerator and denominator features
- * of row x at table row t, accumulated into the float row dx. gnum and tmp are clobbered. */
-static void features_backward(const lin_ctx *c, float *dx, const float *x, int64_t t,
-                              double *gnum, const double *gden, double *tmp)
-{
-    int64_t D = c->D;
-    switch (c->mode) {
-    case MODE_AFTER:
-        /* num = R_t phi(x): d phi(x) = R_{-t} gnum + gden */
-        rot(gnum, c->qc + t * c->hq, c->qs + t * c->hq, -1.0, c->hq, c->pairing);
-        for (int64_t f = 0; f < D; f++)
-            dx[f] = (float)((double)dx[f] + (gnum[f] + gden[f]) * dphi((double)x[f]));
-        break;
-    case MODE_BEFORE:
-        /* num = den = phi(y), y = R_t x: dy = (gnum + gden) phi'(y), dx = R_{-t} dy */
-        for (int64_t f = 0; f < D; f++) tmp[f] = (double)x[f];
-        rot(tmp, c->qc + t * c->hq, c->qs + t * c->hq, 1.0, c->hq, c->pairing);
-        for (int64_t f = 0; f < D; f++) gnum[f] = (gnum[f] + gden[f]) * dphi(tmp[f]);
-        rot(gnum, c->qc + t * c->hq, c->qs + t * c->hq, -1.0, c->hq, c->pairing);
-        for (int64_t f = 0; f < D; f++) dx[f] = (float)((double)dx[f] + gnum[f]);
-        break;
-    default:
-        for (int64_t f = 0; f < D; f++)
-            dx[f] = (float)((double)dx[f] + (gnum[f] + gden[f]) * dphi((double)x[f]));
-        break;
-    }
-}
+#ifdef __GNUC__
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE static inline
+#endif
 
-/* v~ of the v row at table row t: R_t v for roper, else v. */
-static void value_row(const lin_ctx *c, double *vt, const float *vr, int64_t t)
+/* Columns w <= 8 (one AVX register) of the step below: rows are taken four at a time into four
+ * partial sums (independent chains that stay in registers), added as (p0 + p1) + (p2 + p3);
+ * rows beyond a multiple of four go into p0. Inlined, so that w == 8 is a constant below. */
+ALWAYS_INLINE void rank1_cols(float *restrict Mc, int64_t R, int64_t C, const float *restrict a,
+                             const float *restrict xc, const float *restrict b, float *restrict ac,
+                             int w)
 {
-    for (int64_t j = 0; j < c->Dv; j++) vt[j] = (double)vr[j];
-    if (c->hv) rot(vt, c->vc + t * c->hv, c->vs + t * c->hv, 1.0, c->hv, c->pairing);
-}
-
-/* S += a b^T (S is D x Dv row-major), z += zd. */
-static void rank1_update(double *S, double *z, const double *a, const double *b, const double *zd,
-                         int64_t D, int64_t Dv)
-{
-    for (int64_t f = 0; f < D; f++) {
-        double af = a[f];
-        double *Sf = S + f * Dv;
+    float xr[8], p0[8], p1[8], p2[8], p3[8];
+    for (int j = 0; j < w; j++) xr[j] = xc[j], p0[j] = p1[j] = p2[j] = p3[j] = 0.0f;
+    int64_t r = 0;
+    for (; r + 4 <= R; r += 4) {
+        float *M0 = Mc + r * C, *M1 = M0 + C, *M2 = M1 + C, *M3 = M2 + C;
         RP_SIMD
-        for (int64_t j = 0; j < Dv; j++) Sf[j] += af * b[j];
-        z[f] += zd[f];
+        for (int j = 0; j < w; j++) {
+            float m0 = fmaf(a[r], xr[j], M0[j]), m1 = fmaf(a[r + 1], xr[j], M1[j]);
+            float m2 = fmaf(a[r + 2], xr[j], M2[j]), m3 = fmaf(a[r + 3], xr[j], M3[j]);
+            M0[j] = m0, M1[j] = m1, M2[j] = m2, M3[j] = m3;
+            p0[j] = fmaf(b[r], m0, p0[j]);
+            p1[j] = fmaf(b[r + 1], m1, p1[j]);
+            p2[j] = fmaf(b[r + 2], m2, p2[j]);
+            p3[j] = fmaf(b[r + 3], m3, p3[j]);
+        }
     }
-}
-
-/* u = S^T a (Dv), summed over f in order. */
-static void mat_t_vec(double *u, const double *S, const double *a, int64_t D, int64_t Dv)
-{
-    for (int64_t j = 0; j < Dv; j++) u[j] = 0.0;
-    for (int64_t f = 0; f < D; f++) {
-        double af = a[f];
-        const double *Sf = S + f * Dv;
+    for (; r < R; r++) {
+        float *Mr = Mc + r * C;
         RP_SIMD
-        for (int64_t j = 0; j < Dv; j++) u[j] += af * Sf[j];
+        for (int j = 0; j < w; j++) {
+            float m = fmaf(a[r], xr[j], Mr[j]);
+            Mr[j] = m;
+            p0[j] = fmaf(b[r], m, p0[j]);
+        }
     }
+    RP_SIMD
+    for (int j = 0; j < w; j++) ac[j] = (p0[j] + p1[j]) + (p2[j] + p3[j]);
 }
 
-/* g = S b (D), each a sum over j in order. */
-static void mat_vec(double *g, const double *S, const double *b, int64_t D, int64_t Dv)
+/* 32 columns of the step below, rows in order: the four 8-column accumulators are independent
+ * chains, and a[r], b[r] are read once per row for all of them. */
+static void rank1_cols32(float *restrict Mc, int64_t R, int64_t C, const float *restrict a,
+                         const float *restrict xc, const float *restrict b, float *restrict ac)
 {
-    for (int64_t f = 0; f < D; f++) {
-        const double *Sf = S + f * Dv;
-        double acc = 0.0;
-        RP_SIMD_REDUCE(+, acc)
-        for (int64_t j = 0; j < Dv; j++) acc += Sf[j] * b[j];
-        g[f] = acc;
+    float x0[8], x1[8], x2[8], x3[8], p0[8], p1[8], p2[8], p3[8];
+    for (int j = 0; j < 8; j++) {
+        x0[j] = xc[j], x1[j] = xc[8 + j], x2[j] = xc[16 + j], x3[j] = xc[24 + j];
+        p0[j] = p1[j] = p2[j] = p3[j] = 0.0f;
     }
+    for (int64_t r = 0; r < R; r++) {
+        float ar = a[r], br = b[r], *Mr = Mc + r * C;
+        RP_SIMD
+        for (int j = 0; j < 8; j++) {
+            float m0 = fmaf(ar, x0[j], Mr[j]), m1 = fmaf(ar, x1[j], Mr[8 + j]);
+            float m2 = fmaf(ar, x2[j], Mr[16 + j]), m3 = fmaf(ar, x3[j], Mr[24 + j]);
+            Mr[j] = m0, Mr[8 + j] = m1, Mr[16 + j] = m2, Mr[24 + j] = m3;
+            p0[j] = fmaf(br, m0, p0[j]);
+            p1[j] = fmaf(br, m1, p1[j]);
+            p2[j] = fmaf(br, m2, p2[j]);
+            p3[j] = fmaf(br, m3, p3[j]);
+        }
+    }
+    for (int j = 0; j < 8; j++)
+        ac[j] = p0[j], ac[8 + j] = p1[j], ac[16 + j] = p2[j], ac[24 + j] = p3[j];
 }
 
-static double dot(const double *a, const double *b, int64_t n)
+/* The step of every recurrence here, one pass over M (R x C, row-major): M[r][:] += a[r] x (in
+ * float, fmaf), and acc = sum_r b[r] M[r][:] with the updated rows (fmaf, in the fixed order of
+ * rank1_cols32 or rank1_cols). OVERWRITES acc (C). Every element sees the same operations in every call with the
+ * same R and C, so the results do not depend on how a sequence is split into calls. */
+static void rank1_acc(float *restrict M, int64_t R, int64_t C, const float *restrict a,
+                      const float *restrict x, const float *restrict b, float *restrict acc)
+{
+    int64_t c0 = 0;
+    for (; c0 + 32 <= C; c0 += 32) rank1_cols32(M + c0, R, C, a, x + c0, b, acc + c0);
+    for (; c0 + 8 <= C; c0 += 8) rank1_cols(M + c0, R, C, a, x + c0, b, acc + c0, 8);
+    if (c0 < C) rank1_cols(M + c0, R, C, a, x + c0, b, acc + c0, (int)(C - c0));
+}
+
+/* z += zd (double); returns qd . z + eps (a vectorised sum: its order is fixed for the build). */
+static double den_step(double *z, const float *zd, const float *qd, int64_t D, double eps)
 {
     double acc = 0.0;
-    for (int64_t i = 0; i < n; i++) acc += a[i] * b[i];
-    return acc;
+    RP_SIMD
+    for (int64_t f = 0; f < D; f++) z[f] += (double)zd[f];
+    RP_SIMD_REDUCE(+, acc)
+    for (int64_t f = 0; f < D; f++) acc += (double)qd[f] * z[f];
+    return acc + eps;
 }
 
 /* ---- the kernels ------------------------------------------------------------------------------ */
 
+typedef struct {
+    double *z;
+    float *M1, *M2, *Kn, *Kd, *Qn, *Qd, *Vt, *GU, *GD, *dK, *dV, *A1, *A2, *A3;
+} slice_ptrs;
+
+static slice_ptrs slice_of(const lin_ctx *c, float *ws)
+{
+    int64_t T = c->T, D = c->D, Dv = c->Dv, W = D > Dv ? D : Dv;
+    slice_ptrs s;
+    s.z = (double *)(void *)ws;
+    s.M1 = ws + 2 * D, s.M2 = s.M1 + D * Dv;
+    s.Kn = s.M2 + D * Dv, s.Kd = s.Kn + T * D, s.Qn = s.Kd + T * D, s.Qd = s.Qn + T * D;
+    if (c->mode != MODE_AFTER) s.Kd = s.Kn, s.Qd = s.Qn; /* the same features */
+    s.Vt = s.Qd + T * D, s.GU = s.Vt + T * Dv, s.GD = s.GU + T * Dv;
+    s.dK = s.GD + T, s.dV = s.dK + T * D;
+    s.A1 = s.dV + T * Dv, s.A2 = s.A1 + W, s.A3 = s.A2 + D;
+    return s;
+}
+
 /* Head (b, h) of the forward; returns its smallest denominator. */
-static double head_forward(const lin_ctx *c, double *ws, int64_t b, int64_t h)
+static double head_forward(const lin_ctx *c, float *ws, int64_t b, int64_t h)
 {
     int64_t T = c->T, D = c->D, Dv = c->Dv;
-    double *S = ws, *z = S + D * Dv;
-    double *V = ws + slice_doubles(T, D, Dv) - 5 * D - 4 * Dv;
-    double *qn = V, *qd = qn + D, *kn = qd + D, *kd = kn + D;
-    double *W = V + 5 * D, *vt = W, *u = vt + Dv;
+    slice_ptrs s = slice_of(c, ws);
+    float *S = s.M1, *u = s.A1;
+    double *z = s.z, *st = NULL;
     if (c->state) {
-        S = c->state + (b * c->H + h) * (D * Dv + D);
-        z = S + D * Dv;
+        st = c->state + (b * c->H + h) * (D * Dv + D);
+        for (int64_t i = 0; i < D * Dv; i++) S[i] = (float)st[i];
+        z = st + D * Dv;
     } else {
-        memset(S, 0, sizeof(double) * (size_t)(D * Dv + D));
+        memset(S, 0, sizeof(float) * (size_t)(D * Dv));
+        memset(z, 0, sizeof(double) * (size_t)D);
     }
-    const float *qh = c->q + b * T * c->ldq + h * D, *kh = c->k + b * T * c->ldk + h * D;
-    const float *vh = c->v + b * T * c->ldv + h * Dv;
+    all_features(c, s.Kn, s.Kd, s.Qn, s.Qd, s.Vt, b, h);
     float *oh = c->out + b * T * c->ldo + h * Dv;
     double mind = HUGE_VAL;
     for (int64_t t = 0; t < T; t++) {
         /* key t joins the state first: query t sees keys 0 .. t */
-        const double *kdp = features(c, kh + t * c->ldk, t, kn, kd);
-        value_row(c, vt, vh + t * c->ldv, t);
-        rank1_update(S, z, kn, vt, kdp, D, Dv);
-        const double *qdp = features(c, qh + t * c->ldq, t, qn, qd);
-        mat_t_vec(u, S, qn, D, Dv);
-        double den = dot(qdp, z, D) + c->eps;
+        rank1_acc(S, D, Dv, s.Kn + t * D, s.Vt + t * Dv, s.Qn + t * D, u);
+        double den = den_step(z, s.Kd + t * D, s.Qd + t * D, D, c->eps);
         mind = den < mind ? den : mind;
-        for (int64_t j = 0; j < Dv; j++) u[j] /= den;
-        if (c->hv) rot(u, c->vc + t * c->hv, c->vs + t * c->hv, -1.0, c->hv, c->pairing);
-        float *orow = oh + t * c->ldo;
-        for (int64_t j = 0; j < Dv; j++) orow[j] = (float)u[j];
+        float rden = (float)(1.0 / den);
+        RP_SIMD
+        for (int64_t j = 0; j < Dv; j++) u[j] *= rden;
+        if (c->hv) rot(u, c->vc + t * c->hv, c->vs + t * c->hv, -1.0f, c->hv, c->pairing);
+        memcpy(oh + t * c->ldo, u, sizeof(float) * (size_t)Dv);
     }
+    if (st)
+        for (int64_t i = 0; i < D * Dv; i++) st[i] = (double)S[i];
     return mind;
 }
 
 /* Head (b, h) of the backward, from a zero initial state. */
-static void head_backward(const lin_ctx *c, double *ws, int64_t b, int64_t h)
+static void head_backward(const lin_ctx *c, float *ws, int64_t b, int64_t h)
 {
     int64_t T = c->T, D = c->D, Dv = c->Dv;
-    double *S = ws, *z = S + D * Dv;
-    double *Qn = z + D, *Qd = Qn + T * D, *GU = Qd + T * D, *GD = GU + T * Dv;
-    double *V = GD + T;
-    double *kn = V, *kd = kn + D, *gn = kd + D, *gd = gn + D, *tmp = gd + D;
-    double *W = V + 5 * D, *vt = W, *u = vt + Dv, *gy = u + Dv, *dvt = gy + Dv;
-    const float *qh = c->q + b * T * c->ldq + h * D, *kh = c->k + b * T * c->ldk + h * D;
-    const float *vh = c->v + b * T * c->ldv + h * Dv;
+    slice_ptrs s = slice_of(c, ws);
+    double *z = s.z;
+    float *gy = s.A1, *w = s.A2, *g2 = s.A3;
     const float *doh = c->dout + b * T * c->ldo + h * Dv;
     float *dqh = c->dq + b * T * c->ldq + h * D, *dkh = c->dk + b * T * c->ldk + h * D;
     float *dvh = c->dv + b * T * c->ldv + h * Dv;
+    all_features(c, s.Kn, s.Kd, s.Qn, s.Qd, s.Vt, b, h);
 
-    /* forward sweep: S_t, z_t, y_t = u_t / den_t, then g_y = R_n dout (out = R_{-n} y for roper),
-     * g_u = g_y / den, g_den = -(g_y . y) / den; dq~ = S_t g_u, dqd = g_den z_t */
-    memset(S, 0, sizeof(double) * (size_t)(D * Dv + D));
+    /* forward sweep over S^T (Dv x D): w = S_t g_y with g_y = R_t dout (out = R_{-t} y for
+     * roper), den_t = qd_t . z_t + eps, g_u = g_y / den, g_den = -(g_y . u_t) / den^2 with
+     * g_y . u_t = q~_t . w; dq~ = w / den, dqd = g_den z_t */
+    float *ST = s.M1;
+    memset(ST, 0, sizeof(float) * (size_t)(D * Dv));
+    memset(z, 0, sizeof(double) * (size_t)D);
     for (int64_t t = 0; t < T; t++) {
-        const double *kdp = features(c, kh + t * c->ldk, t, kn, kd);
-        value_row(c, vt, vh + t * c->ldv, t);
-        rank1_update(S, z, kn, vt, kdp, D, Dv);
-        const float *qrow = qh + t * c->ldq;
-        double *qn = Qn + t * D;
-        const double *qdp = features(c, qrow, t, qn, Qd + t * D);
-        mat_t_vec(u, S, qn, D, Dv);
-        double den = dot(qdp, z, D) + c->eps;
-        for (int64_t j = 0; j < Dv; j++) u[j] /= den;
-        const float *drow = doh + t * c->ldo;
-        for (int64_t j = 0; j < Dv; j++) gy[j] = (double)drow[j];
-        if (c->hv) rot(gy, c->vc + t * c->hv, c->vs + t * c->hv, 1.0, c->hv, c->pairing);
-        double gden = -dot(gy, u, Dv) / den;
-        double *gu = GU + t * Dv;
-        for (int64_t j = 0; j < Dv; j++) gu[j] = gy[j] / den;
-        GD[t] = gden;
-        mat_vec(gn, S, gu, D, Dv);
-        for (int64_t f = 0; f < D; f++) gd[f] = gden * z[f];
-        features_backward(c, dqh + t * c->ldq, qrow, t, gn, gd, tmp);
+        const float *qn = s.Qn + t * D, *qd = s.Qd + t * D;
+        memcpy(gy, doh + t * c->ldo, sizeof(float) * (size_t)Dv);
+        if (c->hv) rot(gy, c->vc + t * c->hv, c->vs + t * c->hv, 1.0f, c->hv, c->pairing);
+        rank1_acc(ST, Dv, D, s.Vt + t * Dv, s.Kn + t * D, gy, w);
+        double den = den_step(z, s.Kd + t * D, qd, D, c->eps), qw = 0.0;
+        RP_SIMD_REDUCE(+, qw)
+        for (int64_t f = 0; f < D; f++) qw += (double)qn[f] * (double)w[f];
+        double gden = -qw / (den * den);
+        float rden = (float)(1.0 / den), *gu = s.GU + t * Dv;
+        RP_SIMD
+        for (int64_t j = 0; j < Dv; j++) gu[j] = gy[j] * rden;
+        s.GD[t] = (float)gden;
+        RP_SIMD
+        for (int64_t f = 0; f < D; f++) {
+            w[f] *= rden;
+            g2[f] = (float)(gden * z[f]);
+        }
+        features_backward(c, t, w, g2, qd);
+        add_row(dqh + t * c->ldq, w, D);
     }
 
-    /* reverse sweep: G = sum_{t>=m} q~_t g_u_t^T, Hz = sum_{t>=m} g_den_t qd_t;
-     * dk~_m = G v~_m, dkd_m = Hz, dv~_m = G^T k~_m, dv += R_{-m} dv~ (roper) */
-    double *G = S, *Hz = z;
-    memset(G, 0, sizeof(double) * (size_t)(D * Dv + D));
-    const double *Qdp = c->mode == MODE_AFTER ? Qd : Qn;
+    /* reverse sweep: G = sum_{t>=m} q~_t g_u_t^T (D x Dv) and its transpose, Hz = sum_{t>=m}
+     * g_den_t qd_t; dv~_m = G^T k~_m, dk~_m = G v~_m, dkd_m = Hz, dv += R_{-m} dv~ (roper) */
+    float *G = s.M1, *GT = s.M2;
+    double *Hz = z;
+    memset(G, 0, sizeof(float) * (size_t)(D * Dv));
+    memset(GT, 0, sizeof(float) * (size_t)(D * Dv));
+    memset(Hz, 0, sizeof(double) * (size_t)D);
     for (int64_t m = T - 1; m >= 0; m--) {
-        const double *qn = Qn + m * D, *qdm = Qdp + m * D, *gu = GU + m * Dv;
-        double gden = GD[m];
+        const float *qn = s.Qn + m * D, *qd = s.Qd + m * D, *gu = s.GU + m * Dv;
+        float *dkt = s.dK + m * D, *dvt = s.dV + m * Dv;
+        rank1_acc(G, D, Dv, qn, gu, s.Kn + m * D, dvt);
+        rank1_acc(GT, Dv, D, gu, qn, s.Vt + m * Dv, dkt);
+        double gden = (double)s.GD[m];
+        RP_SIMD
         for (int64_t f = 0; f < D; f++) {
-            double af = qn[f];
-            double *Gf = G + f * Dv;
-            RP_SIMD
-            for (int64_t j = 0; j < Dv; j++) Gf[j] += af * gu[j];
-            Hz[f] += gden * qdm[f];
+            Hz[f] += gden * (double)qd[f];
+            g2[f] = (float)Hz[f];
         }
-        const float *krow = kh + m * c->ldk;
-        features(c, krow, m, kn, kd);
-        value_row(c, vt, vh + m * c->ldv, m);
-        mat_vec(gn, G, vt, D, Dv);
-        mat_t_vec(dvt, G, kn, D, Dv);
-        features_backward(c, dkh + m * c->ldk, krow, m, gn, Hz, tmp);
-        if (c->hv) rot(dvt, c->vc + m * c->hv, c->vs + m * c->hv, -1.0, c->hv, c->pairing);
-        float *dvrow = dvh + m * c->ldv;
-        for (int64_t j = 0; j < Dv; j++) dvrow[j] = (float)((double)dvrow[j] + dvt[j]);
+        features_backward(c, m, dkt, g2, s.Kd + m * D);
+        if (c->hv) rot(dvt, c->vc + m * c->hv, c->vs + m * c->hv, -1.0f, c->hv, c->pairing);
+    }
+    /* into the strided gradients, in position order */
+    for (int64_t t = 0; t < T; t++) {
+        add_row(dkh + t * c->ldk, s.dK + t * D, D);
+        add_row(dvh + t * c->ldv, s.dV + t * Dv, Dv);
     }
 }
 
-/* cos/sin tables of positions q_offset .. q_offset + T - 1, in double (angles pos * theta_i with
- * theta from rp_rope_theta, as rp_rope_angles computes them). theta_tmp holds d_rot / 2 doubles. */
-static void fill_table(double *cs, double *sn, double *theta_tmp, int64_t T, int64_t d_rot,
+/* cos/sin tables of positions q_offset .. q_offset + T - 1: angles pos * theta_i with theta from
+ * rp_rope_theta (as rp_rope_angles computes them) and cos, sin in double, rounded to float.
+ * theta_tmp holds d_rot / 2 doubles. */
+static void fill_table(float *cs, float *sn, double *theta_tmp, int64_t T, int64_t d_rot,
                        double base, int64_t q_offset)
 {
     int64_t half = d_rot / 2;
@@ -368,8 +511,8 @@ static void fill_table(double *cs, double *sn, double *theta_tmp, int64_t T, int
         double p = (double)(q_offset + r);
         for (int64_t i = 0; i < half; i++) {
             double ang = p * theta_tmp[i];
-            cs[r * half + i] = cos(ang);
-            sn[r * half + i] = sin(ang);
+            cs[r * half + i] = (float)cos(ang);
+            sn[r * half + i] = (float)sin(ang);
         }
     }
 }
@@ -385,16 +528,18 @@ static void ctx_init(lin_ctx *c, float *scratch, int64_t T, int64_t H, int64_t D
     c->eps = cfg->eps;
     c->mode = !rotates_qk(cfg->pe) ? MODE_PLAIN
               : cfg->placement == RP_LIN_BEFORE ? MODE_BEFORE : MODE_AFTER;
-    double *base = aligned_doubles(scratch);
-    c->slices = base + table_doubles(T, D, Dv);
-    c->slice = slice_doubles(T, D, Dv);
-    /* the first slice (>= D + Dv doubles) holds theta while the tables are built */
-    double *p = base;
+    float *base = aligned_floats(scratch);
+    c->slices = base + table_floats(T, D, Dv);
+    c->slice = slice_floats(T, D, Dv);
+    /* the first slice (>= 2 (D + Dv) floats, 8-byte aligned) holds theta while the tables are
+     * built */
+    double *theta = (double *)(void *)c->slices;
+    float *p = base;
     if (rotates_qk(cfg->pe)) {
         int64_t hq = c->hq = cfg->d_rot_qk / 2;
-        double *qc = p, *qs = p + T * hq;
+        float *qc = p, *qs = p + T * hq;
         p += 2 * T * hq;
-        fill_table(qc, qs, c->slices, T, cfg->d_rot_qk, cfg->base, cfg->q_offset);
+        fill_table(qc, qs, theta, T, cfg->d_rot_qk, cfg->base, cfg->q_offset);
         c->qc = qc, c->qs = qs;
     }
     if (rotates_v(cfg->pe)) {
@@ -402,9 +547,9 @@ static void ctx_init(lin_ctx *c, float *scratch, int64_t T, int64_t H, int64_t D
         if (hv == c->hq) {
             c->vc = c->qc, c->vs = c->qs;
         } else {
-            double *vc = p, *vs = p + T * hv;
+            float *vc = p, *vs = p + T * hv;
             p += 2 * T * hv;
-            fill_table(vc, vs, c->slices, T, cfg->d_rot_v, cfg->base, cfg->q_offset);
+            fill_table(vc, vs, theta, T, cfg->d_rot_v, cfg->base, cfg->q_offset);
             c->vc = vc, c->vs = vs;
         }
     }
@@ -428,7 +573,7 @@ static double run_pairs(const lin_ctx *c, int64_t B, int nthreads, int backward)
 #ifdef _OPENMP
         id = omp_get_thread_num();
 #endif
-        double *ws = c->slices + (int64_t)id * c->slice;
+        float *ws = c->slices + (int64_t)id * c->slice;
         if (backward) {
             head_backward(c, ws, p / c->H, p % c->H);
         } else {

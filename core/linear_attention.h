@@ -25,9 +25,15 @@
  * qd_n, kd_m the denominator features (phi(q), phi(k) for AFTER; q~, k~ otherwise) the kernel
  * keeps S_n = sum_{m<=n} k~_m v~_m^T (D x Dv, v~_m = R_m v_m for roper, else v_m) and
  * z_n = sum_{m<=n} kd_m (D), and out_n = R_{-n}^{roper} S_n^T q~_n / (qd_n . z_n + eps): time
- * O(B H T D Dv), no O(T^2) data. All arithmetic after reading the float inputs is in double
- * (features, rotations with cos/sin tables computed in double, S and z, the sums); outputs and
- * gradients are rounded to float once.
+ * O(B H T D Dv), no O(T^2) data.
+ *
+ * Numerics: the features, the rotations and S are float, vectorised: phi's exp is a polynomial
+ * within 1.5 ulp of e^x (0 below x = -87); cos/sin are computed in double and rounded to float;
+ * S_n = S_{n-1} + k~_n v~_n^T and u_n = S_n^T q~_n use fmaf with a fixed summation order. z and
+ * the denominators are double; out_n = u_n * (float)(1 / den_n), rotated back in float. Against
+ * the same recurrence in double, outputs and gradients agree within 3e-7 of their largest
+ * magnitude (measured at T = 512 and 2048, D = Dv = 32, q, k in [-2, 2], every mode); the tests
+ * compare with a float64 pairwise reference.
  *
  * Layout (as core/attention.h): element (b, t, h, d) of q, k (width W = D) and of v, out (W = Dv),
  * and of their gradients, is at p[(b * T + t) * ld + h * W + d]. A contiguous [B, T, H, W] tensor
@@ -87,14 +93,16 @@ rp_status rp_linattn_check(int64_t D, int64_t Dv, const rp_linattn_cfg *cfg);
  * [B][H][D * Dv + D]: per (b, h) first S (D x Dv, row-major: S[f * Dv + j] = sum over the keys
  * seen so far of k~_f v~_j, the numerator features of the key times the (rotated) value), then
  * z (D: the sum of the denominator features: phi(k) for AFTER and plain modes, phi(R_m k) for
- * BEFORE). */
+ * BEFORE). The kernel keeps S in float: it stores float values widened to double and rounds what
+ * it reads to float (exact for a state it wrote); z is double throughout. */
 int64_t rp_linattn_state_doubles(int64_t H, int64_t D, int64_t Dv);
 
 /* Floats of scratch rp_linattn_forward / rp_linattn_backward need for these dims with nthreads
- * threads (cos/sin tables plus one slice per thread; backward: O(T (D + Dv) + D Dv) per
- * thread); never decreases as T or nthreads grow. The kernels store doubles in it (aligned
- * internally, one spare float included), so it must be allocated memory (malloc, an rp_storage),
- * not a declared float array. */
+ * threads (float cos/sin tables plus one slice per thread of O(T (D + Dv) + D Dv): the features
+ * of every position, the state, the backward's per-position gradients); never decreases as T or
+ * nthreads grow. The kernels store doubles in it (aligned internally to 64 bytes, the spare
+ * floats included), so it must be allocated memory (malloc, an rp_storage), not a declared float
+ * array. */
 int64_t rp_linattn_scratch_floats(int64_t T, int64_t D, int64_t Dv, int nthreads);
 
 /* The forward pass over T positions of B sequences. OVERWRITES out (rows ldo apart; nothing
@@ -115,11 +123,16 @@ void rp_linattn_forward(float *out, int64_t ldo, float *scratch, double *state, 
 /* The backward pass of rp_linattn_forward run with state == NULL (zero initial state) on the
  * same q, k, v and cfg: dq += dL/dq, dk += dL/dk, dv += dL/dv (ACCUMULATES; the same strides as
  * q, k, v), given dout = dL/dout (rows ldo apart). dq, dk, dv may point into one fused buffer
- * (they must not overlap each other or the inputs). It saves nothing from the forward: a forward
- * sweep recomputes S_n, z_n, the outputs and the query gradients, storing per-position vectors in
- * scratch (same size as the forward's); a reverse sweep accumulates
- * G = sum_{t>=n} q~_t g_u_t^T (D x Dv) and Hz = sum_{t>=n} g_den_t qd_t for the key and value
- * gradients. Time O(B H T D Dv). */
+ * (they must not overlap each other or the inputs). It saves nothing from the forward: it
+ * computes the features of every position once (in scratch, same size as the forward's; phi' =
+ * min(phi, 1) needs no second exp), then a forward sweep keeps S_n^T and z_n and gets
+ * w_n = S_n g_y_n (g_y = R_n dout for roper, else dout), hence dq~ = w_n / den_n and
+ * g_den_n = -(q~_n . w_n) / den_n^2 without recomputing the outputs; a reverse sweep accumulates
+ * G = sum_{t>=n} q~_t g_u_t^T (D x Dv, kept also transposed so both products are row sweeps) and
+ * Hz = sum_{t>=n} g_den_t qd_t for the key and value gradients. Float as the forward (z, den, Hz
+ * and g_den in double, rounded to float where stored). Time O(B H T D Dv): 6 D Dv multiply-adds
+ * per position (S^T and w; G, G^T and their products) against the forward's 2 (S, u), so the
+ * backward costs 2 to 3 forwards (2.2 to 2.5 measured at D = Dv = 32). */
 void rp_linattn_backward(float *dq, float *dk, float *dv, float *scratch, const float *dout,
                          int64_t ldo, const float *q, int64_t ldq, const float *k, int64_t ldk,
                          const float *v, int64_t ldv, int64_t B, int64_t T, int64_t H, int64_t D,
