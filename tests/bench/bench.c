@@ -1,7 +1,8 @@
-/* make bench: sgemm GFLOPS at 1 and 2 threads, the OpenBLAS core, and the time of one attention
+/* make bench: sgemm GFLOPS at 1 and 2 threads, the OpenBLAS core, the time of one attention
  * forward and of forward + backward for each pe mode at B=16, T=512, H=4, d_k=32 (BENCH_REPS
- * repetitions, default 5). Figures are measured, never asserted:
- * each is the best of several repetitions (the two vCPUs of a shared host are noisy). */
+ * repetitions, default 5), linear attention, and GELU forward/backward over S's feed-forward
+ * activations. Figures are measured, never asserted: each is the best of several repetitions
+ * (the two vCPUs of a shared host are noisy). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,6 +231,36 @@ int main(int argc, char **argv)
         free(sdv);
         free(satt);
         free(ss);
+    }
+
+    /* GELU over the feed-forward activations of config S (B=16, T=512, d_ff=512) */
+    {
+        const int64_t n = B * T * 512;
+        float *gx = randbuf(&r, n), *gy = randbuf(&r, n), *gd = randbuf(&r, n);
+        for (int64_t i = 0; i < n; i++) gx[i] *= 8.0f; /* inputs in [-4, 4) */
+        printf("\ngelu over %lld values (S's feed-forward), best of %d\n", (long long)n, reps);
+        printf("  %-10s %12s %12s %16s\n", "threads", "forward", "backward", "fwd ns/value");
+        for (int pass = 0; pass < 2; pass++) {
+            int th = pass == 0 ? 1 : max_threads;
+            if (pass == 1 && th == 1) break;
+            rp_blas_set_threads(th);
+            double best_f = 1e30, best_b = 1e30;
+            for (int rep = -1; rep < reps; rep++) {
+                double t0 = now();
+                rp_gelu_forward(gy, gx, n);
+                double t1 = now();
+                rp_gelu_backward(gd, gy, gx, n);
+                double t2 = now();
+                if (rep >= 0 && t1 - t0 < best_f) best_f = t1 - t0;
+                if (rep >= 0 && t2 - t1 < best_b) best_b = t2 - t1;
+            }
+            printf("  %-10d %9.2f ms %9.2f ms %16.2f\n", th, best_f * 1e3, best_b * 1e3,
+                   best_f * 1e9 / (double)n);
+        }
+        rp_blas_set_threads(max_threads);
+        free(gx);
+        free(gy);
+        free(gd);
     }
 
     struct rusage ru;
