@@ -106,7 +106,7 @@ $(BUILD)/tests/%: tests/c/%.c tests/c/check.h $(wildcard tests/fixtures/*/*.h) $
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) -Itests/c $< -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
 
-$(BENCH) $(BENCH_TRAIN): $(BUILD)/%: tests/bench/%.c $(LIB)
+$(BENCH) $(BENCH_TRAIN): $(BUILD)/%: tests/bench/%.c tests/bench/bench_common.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
 

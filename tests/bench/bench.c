@@ -3,79 +3,24 @@
  * repetitions, default 5), linear attention, and GELU forward/backward over S's feed-forward
  * activations. Figures are measured, never asserted: each is the best of several repetitions
  * (the two vCPUs of a shared host are noisy). */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "rp.h"
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void cpu_model(char *buf, size_t len)
-{
-    snprintf(buf, len, "unknown CPU");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10) == 0) {
-            char *p = strchr(line, ':');
-            if (p) {
-                p += 2;
-                p[strcspn(p, "\n")] = '\0';
-                snprintf(buf, len, "%s", p);
-            }
-            break;
-        }
-    }
-    fclose(f);
-}
-
-static float *randbuf(rp_rng *r, int64_t n)
-{
-    float *p = malloc(sizeof(float) * (size_t)n);
-    if (!p) {
-        fprintf(stderr, "bench: out of memory\n");
-        exit(1);
-    }
-    for (int64_t i = 0; i < n; i++) p[i] = (float)(rp_rng_uniform(r) - 0.5);
-    return p;
-}
-
-/* Best GFLOPS of `reps` timed runs of C = A @ B (M x K)(K x N), after one warm-up. */
-static double sgemm_gflops(rp_rng *r, int64_t M, int64_t N, int64_t K, int reps)
-{
-    float *A = randbuf(r, M * K), *B = randbuf(r, K * N), *C = randbuf(r, M * N);
-    double best = 1e30;
-    for (int rep = -1; rep < reps; rep++) {
-        double t0 = now();
-        rp_sgemm(0, 0, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N);
-        double dt = now() - t0;
-        if (rep >= 0 && dt < best) best = dt;
-    }
-    free(A);
-    free(B);
-    free(C);
-    return 2.0 * (double)M * (double)N * (double)K / best * 1e-9;
-}
+#include "bench_common.c"
 
 int main(int argc, char **argv)
 {
     (void)argc;
     rp_blas_fix_coretype(argv);
-    char cpu[256];
+    char cpu[256], vec[256];
     cpu_model(cpu, sizeof cpu);
+    cpu_vector_flags(vec, sizeof vec);
     const char *ct = getenv("OPENBLAS_CORETYPE");
-    printf("machine: %s, %ld cores\n", cpu, sysconf(_SC_NPROCESSORS_ONLN));
+    printf("machine: %s, %ld cores, %s\n", cpu, sysconf(_SC_NPROCESSORS_ONLN), vec);
     printf("openblas: %s (core %s, OPENBLAS_CORETYPE=%s)\n", rp_blas_config(), rp_blas_core(),
            ct ? ct : "unset");
     int max_threads = rp_blas_threads();
