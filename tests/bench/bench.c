@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include "rp.h"
 
@@ -16,13 +15,7 @@ int main(int argc, char **argv)
 {
     (void)argc;
     rp_blas_fix_coretype(argv);
-    char cpu[256], vec[256];
-    cpu_model(cpu, sizeof cpu);
-    cpu_vector_flags(vec, sizeof vec);
-    const char *ct = getenv("OPENBLAS_CORETYPE");
-    printf("machine: %s, %ld cores, %s\n", cpu, sysconf(_SC_NPROCESSORS_ONLN), vec);
-    printf("openblas: %s (core %s, OPENBLAS_CORETYPE=%s)\n", rp_blas_config(), rp_blas_core(),
-           ct ? ct : "unset");
+    print_machine();
     int max_threads = rp_blas_threads();
     rp_rng r;
     rp_rng_seed(&r, 1);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rp.h"
 
@@ -66,6 +67,18 @@ static void cpu_vector_flags(char *buf, size_t len)
         size_t used = strlen(buf);
         snprintf(buf + used, len - used, " (no AVX-512)");
     }
+}
+
+/* The lines "machine: <CPU>, <n> cores, <vector flags>" and "openblas: <config> (core ...)". */
+static void print_machine(void)
+{
+    char cpu[256], vec[256];
+    cpu_model(cpu, sizeof cpu);
+    cpu_vector_flags(vec, sizeof vec);
+    const char *ct = getenv("OPENBLAS_CORETYPE");
+    printf("machine: %s, %ld cores, %s\n", cpu, sysconf(_SC_NPROCESSORS_ONLN), vec);
+    printf("openblas: %s (core %s, OPENBLAS_CORETYPE=%s)\n", rp_blas_config(), rp_blas_core(),
+           ct ? ct : "unset");
 }
 
 static float *randbuf(rp_rng *r, int64_t n)

@@ -221,13 +221,7 @@ int main(int argc, char **argv)
     rp_blas_fix_coretype(argv);
     printf("training steps (forward + backward + Adam), %d threads, OpenBLAS core %s\n",
            rp_blas_threads(), rp_blas_core());
-    char cpu[256], vec[256];
-    cpu_model(cpu, sizeof cpu);
-    cpu_vector_flags(vec, sizeof vec);
-    const char *ct = getenv("OPENBLAS_CORETYPE");
-    printf("machine: %s, %ld cores, %s\n", cpu, sysconf(_SC_NPROCESSORS_ONLN), vec);
-    printf("openblas: %s (core %s, OPENBLAS_CORETYPE=%s)\n", rp_blas_config(), rp_blas_core(),
-           ct ? ct : "unset");
+    print_machine();
     rp_rng r;
     rp_rng_seed(&r, 1);
     double peak = sgemm_gflops(&r, 1024, 1024, 1024, 5);
