@@ -69,7 +69,8 @@ static void cpu_vector_flags(char *buf, size_t len)
     }
 }
 
-/* The lines "machine: <CPU>, <n> cores, <vector flags>" and "openblas: <config> (core ...)". */
+/* The lines "machine: <CPU>, <n> cores, <vector flags>", "openblas: <config> (core ...)" and
+ * "load: 1-minute average ..." (from /proc/loadavg, when readable). */
 static void print_machine(void)
 {
     char cpu[256], vec[256];
@@ -79,6 +80,14 @@ static void print_machine(void)
     printf("machine: %s, %ld cores, %s\n", cpu, sysconf(_SC_NPROCESSORS_ONLN), vec);
     printf("openblas: %s (core %s, OPENBLAS_CORETYPE=%s)\n", rp_blas_config(), rp_blas_core(),
            ct ? ct : "unset");
+    /* other processes are not controlled: the load tells whether the figures below are quiet */
+    double load = -1.0;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &load) != 1) load = -1.0;
+        fclose(f);
+    }
+    if (load >= 0.0) printf("load: 1-minute average %.2f at the start\n", load);
 }
 
 static float *randbuf(rp_rng *r, int64_t n)

@@ -205,7 +205,8 @@ static int run_busy(const bench_cfg *bc, double quiet)
     stop_spinner(pid);
     if (rc) return rc;
     const char *wp = getenv("OMP_WAIT_POLICY");
-    printf("\nbusy machine: %s rope, one process spinning on core 0 (OMP_WAIT_POLICY=%s)\n",
+    printf("\nbusy machine: %s rope, one process spinning on core 0 (OMP_WAIT_POLICY=%s); "
+           "quiet = without it\n",
            bc->name, wp ? wp : "unset");
     printf("  quiet, %d threads %9.1f ms/step\n", nt, quiet * 1e3);
     printf("  quiet, 1 thread  %9.1f ms/step\n", one * 1e3);
