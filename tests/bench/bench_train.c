@@ -144,20 +144,23 @@ static int time_steps(const bench_cfg *bc, rp_pe pe, double *best_out, double *f
     return 0;
 }
 
-/* One line of the table: the step, tokens/s, loss and peak RSS as before, then the FLOPs. */
-static int run(const bench_cfg *bc, rp_pe pe, double peak_gflops, double *best_out)
+/* One line of the table: the step, tokens/s, loss and peak RSS as before, then the FLOPs and their
+ * share of the sgemm peak, measured again right before this configuration (the load of other
+ * processes on a shared machine changes within a run). */
+static int run(const bench_cfg *bc, rp_pe pe, rp_rng *r, double *best_out)
 {
     double best, fwd_best;
     float loss;
     int64_t np;
+    double peak_gflops = sgemm_gflops(r, 1024, 1024, 1024, 5);
     reset_peak_rss();
     if (time_steps(bc, pe, &best, &fwd_best, &loss, &np) != 0) return 1;
     double gflop = step_flops(bc) * 1e-9, gflops = gflop / best;
     printf("  %s %-6s %7.2fM params  %9.1f ms/step (forward %8.1f ms)  %8.0f tokens/s  loss %.3f"
-           "  peak RSS %.0f MiB  %7.1f GFLOP/step %6.1f GFLOPS %4.0f%% of peak\n",
+           "  peak RSS %.0f MiB  %7.1f GFLOP/step %6.1f GFLOPS %4.0f%% of a %.0f GFLOPS peak\n",
            bc->name, rp_pe_name(pe), (double)np / 1e6, best * 1e3, fwd_best * 1e3,
            (double)(bc->batch * bc->seq) / best, (double)loss, peak_rss_mib(), gflop, gflops,
-           100.0 * gflops / peak_gflops);
+           100.0 * gflops / peak_gflops, peak_gflops);
     fflush(stdout);
     if (best_out) *best_out = best;
     return 0;
@@ -226,8 +229,9 @@ int main(int argc, char **argv)
     rp_rng r;
     rp_rng_seed(&r, 1);
     double peak = sgemm_gflops(&r, 1024, 1024, 1024, 5);
-    printf("peak: sgemm 1024^3 on %d threads, best of 5: %.1f GFLOPS (the 100%% below; FLOPs "
-           "counted: the matrix products, attention causal, backward = 2x forward)\n",
+    printf("peak: sgemm 1024^3 on %d threads, best of 5: %.1f GFLOPS now, measured again before "
+           "each line (its 100%%); FLOPs counted: the matrix products, attention causal, backward "
+           "= 2x forward\n",
            rp_blas_threads(), peak);
     int rc = 0;
     double s_quiet = 0.0;
@@ -236,8 +240,8 @@ int main(int argc, char **argv)
         for (int a = 1; a < argc; a++)
             if (strcmp(argv[a], configs[i].name) == 0) wanted = 1;
         if (!wanted) continue;
-        rc |= run(&configs[i], RP_PE_ROPE, peak, i == 0 ? &s_quiet : NULL);
-        rc |= run(&configs[i], RP_PE_ROPER, peak, NULL);
+        rc |= run(&configs[i], RP_PE_ROPE, &r, i == 0 ? &s_quiet : NULL);
+        rc |= run(&configs[i], RP_PE_ROPER, &r, NULL);
     }
     if (s_quiet > 0.0) rc |= run_busy(&configs[0], s_quiet);
     return rc;
