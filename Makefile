@@ -5,7 +5,10 @@
 #   make run        install what is missing, build, run the main job: RoPE vs RoPER on substring
 #                   by index, 3 seeds each (about 5 minutes on 2 cores), table + plot in results/run/
 #                   (RUN_ARGS="--seeds 10 --steps 4000" changes it; see scripts/compare.lua --help)
-#   make bench      sgemm GFLOPS, OpenBLAS core, attention forward timings
+#   make bench      sgemm GFLOPS, OpenBLAS core, attention and GELU timings, training steps (ms,
+#                   share of the sgemm peak, peak RSS, the S step beside a busy process)
+#   make bench-torch   the S training step in roper and in PyTorch in one run, and the ratio
+#                   (installs Debian's python3-torch when missing; not part of make test/run)
 #   make test SANITIZE=1   the same suite under ASan + UBSan (separate build dir)
 #   NO_OMP=1        build without OpenMP
 
@@ -54,7 +57,7 @@ REPL := $(BUILD)/roper
 BENCH := $(BUILD)/bench
 BENCH_TRAIN := $(BUILD)/bench_train
 
-.PHONY: all deps test test-c test-lua run bench clean
+.PHONY: all deps test test-c test-lua run bench bench-torch clean
 .DELETE_ON_ERROR:
 
 all: $(LIB) $(MODULE) $(REPL) $(CTEST_BIN) $(BENCH) $(BENCH_TRAIN)
@@ -106,7 +109,7 @@ $(BUILD)/tests/%: tests/c/%.c tests/c/check.h $(wildcard tests/fixtures/*/*.h) $
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) -Itests/c $< -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
 
-$(BENCH) $(BENCH_TRAIN): $(BUILD)/%: tests/bench/%.c $(LIB)
+$(BENCH) $(BENCH_TRAIN): $(BUILD)/%: tests/bench/%.c tests/bench/bench_common.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
 
@@ -122,6 +125,26 @@ bench: deps all
 	@tests/with_blas_env $(BENCH)
 	@echo
 	@tests/with_blas_env $(BENCH_TRAIN) $(BENCH_MODELS)
+
+# The S step in roper (bench_train) and in PyTorch (tests/reference/bench_torch.py, Debian's
+# /usr/bin/python3 and python3-torch, installed here through `deps` when missing) on the same
+# threads and OpenBLAS kernels (both under tests/with_blas_env), then roper's time / PyTorch's.
+BENCH_TORCH_OUT := $(BUILD)/bench-torch
+bench-torch: deps all
+	@$(MAKE) --no-print-directory deps PACKAGES=python3-torch
+	@set -o pipefail; threads=$${OMP_NUM_THREADS:-$$(nproc)}; \
+	tests/with_blas_env $(BENCH_TRAIN) S | tee $(BENCH_TORCH_OUT).roper.txt && echo && \
+	OMP_NUM_THREADS=$$threads OPENBLAS_NUM_THREADS=$$threads \
+	  tests/with_blas_env /usr/bin/python3 tests/reference/bench_torch.py S \
+	  | tee $(BENCH_TORCH_OUT).torch.txt && echo && \
+	awk -v threads=$$threads ' \
+	  $$1 == "S" && $$6 == "ms/step" { if (FNR == NR) r[$$2] = $$5; else t[$$2] = $$5 } \
+	  END { printf "S step, roper / PyTorch (%d threads):\n", threads; bad = 0; \
+	        for (i = 1; i <= 2; i++) { pe = i == 1 ? "rope" : "roper"; \
+	          if (!(pe in r) || !(pe in t) || t[pe] <= 0) { print "  " pe ": missing"; bad = 1; continue } \
+	          printf "  %-6s roper %9.1f ms  PyTorch %9.1f ms  ratio %.3f (roper %.2fx as fast)\n", \
+	                 pe, r[pe], t[pe], r[pe] / t[pe], t[pe] / r[pe] } \
+	        exit bad }' $(BENCH_TORCH_OUT).roper.txt $(BENCH_TORCH_OUT).torch.txt
 
 clean:
 	rm -rf build build-san

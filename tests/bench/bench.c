@@ -1,82 +1,21 @@
-/* make bench: sgemm GFLOPS at 1 and 2 threads, the OpenBLAS core, and the time of one attention
+/* make bench: sgemm GFLOPS at 1 and 2 threads, the OpenBLAS core, the time of one attention
  * forward and of forward + backward for each pe mode at B=16, T=512, H=4, d_k=32 (BENCH_REPS
- * repetitions, default 5). Figures are measured, never asserted:
- * each is the best of several repetitions (the two vCPUs of a shared host are noisy). */
-#include <math.h>
+ * repetitions, default 5), linear attention, and GELU forward/backward over S's feed-forward
+ * activations. Figures are measured, never asserted: each is the best of several repetitions
+ * (the two vCPUs of a shared host are noisy). */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/resource.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "rp.h"
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void cpu_model(char *buf, size_t len)
-{
-    snprintf(buf, len, "unknown CPU");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10) == 0) {
-            char *p = strchr(line, ':');
-            if (p) {
-                p += 2;
-                p[strcspn(p, "\n")] = '\0';
-                snprintf(buf, len, "%s", p);
-            }
-            break;
-        }
-    }
-    fclose(f);
-}
-
-static float *randbuf(rp_rng *r, int64_t n)
-{
-    float *p = malloc(sizeof(float) * (size_t)n);
-    if (!p) {
-        fprintf(stderr, "bench: out of memory\n");
-        exit(1);
-    }
-    for (int64_t i = 0; i < n; i++) p[i] = (float)(rp_rng_uniform(r) - 0.5);
-    return p;
-}
-
-/* Best GFLOPS of `reps` timed runs of C = A @ B (M x K)(K x N), after one warm-up. */
-static double sgemm_gflops(rp_rng *r, int64_t M, int64_t N, int64_t K, int reps)
-{
-    float *A = randbuf(r, M * K), *B = randbuf(r, K * N), *C = randbuf(r, M * N);
-    double best = 1e30;
-    for (int rep = -1; rep < reps; rep++) {
-        double t0 = now();
-        rp_sgemm(0, 0, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N);
-        double dt = now() - t0;
-        if (rep >= 0 && dt < best) best = dt;
-    }
-    free(A);
-    free(B);
-    free(C);
-    return 2.0 * (double)M * (double)N * (double)K / best * 1e-9;
-}
+#include "bench_common.c"
 
 int main(int argc, char **argv)
 {
     (void)argc;
     rp_blas_fix_coretype(argv);
-    char cpu[256];
-    cpu_model(cpu, sizeof cpu);
-    const char *ct = getenv("OPENBLAS_CORETYPE");
-    printf("machine: %s, %ld cores\n", cpu, sysconf(_SC_NPROCESSORS_ONLN));
-    printf("openblas: %s (core %s, OPENBLAS_CORETYPE=%s)\n", rp_blas_config(), rp_blas_core(),
-           ct ? ct : "unset");
+    print_machine();
     int max_threads = rp_blas_threads();
     rp_rng r;
     rp_rng_seed(&r, 1);
@@ -230,6 +169,36 @@ int main(int argc, char **argv)
         free(sdv);
         free(satt);
         free(ss);
+    }
+
+    /* GELU over the feed-forward activations of config S (B=16, T=512, d_ff=512) */
+    {
+        const int64_t n = B * T * 512;
+        float *gx = randbuf(&r, n), *gy = randbuf(&r, n), *gd = randbuf(&r, n);
+        for (int64_t i = 0; i < n; i++) gx[i] *= 8.0f; /* inputs in [-4, 4) */
+        printf("\ngelu over %lld values (S's feed-forward), best of %d\n", (long long)n, reps);
+        printf("  %-10s %12s %12s %16s\n", "threads", "forward", "backward", "fwd ns/value");
+        for (int pass = 0; pass < 2; pass++) {
+            int th = pass == 0 ? 1 : max_threads;
+            if (pass == 1 && th == 1) break;
+            rp_blas_set_threads(th);
+            double best_f = 1e30, best_b = 1e30;
+            for (int rep = -1; rep < reps; rep++) {
+                double t0 = now();
+                rp_gelu_forward(gy, gx, n);
+                double t1 = now();
+                rp_gelu_backward(gd, gy, gx, n);
+                double t2 = now();
+                if (rep >= 0 && t1 - t0 < best_f) best_f = t1 - t0;
+                if (rep >= 0 && t2 - t1 < best_b) best_b = t2 - t1;
+            }
+            printf("  %-10d %9.2f ms %9.2f ms %16.2f\n", th, best_f * 1e3, best_b * 1e3,
+                   best_f * 1e9 / (double)n);
+        }
+        rp_blas_set_threads(max_threads);
+        free(gx);
+        free(gy);
+        free(gd);
     }
 
     struct rusage ru;

@@ -13,6 +13,7 @@
  * Tolerance: 2e-5 * max(1, max|fd|) (absolute), two orders above the expected error and far
  * below the size of any formula error (a wrong term is O(|gradient|)).
  */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -617,6 +618,97 @@ static void test_relu_gelu(void)
     }
 }
 
+/* The vectorised GELU against double precision over a dense grid: every multiple of 2^-14 in
+ * [-16, 16] (the range where gelu differs from max(x, 0) in float, and the tail where it leaves
+ * float's normal range near x = -13.2), every 4096th float of either sign (all exponents, up to
+ * FLT_MAX), and the special values. Bounds: 1e-6 absolute for the value and the derivative (the
+ * required accuracy), 1e-6 relative for the value wherever it is a normal float (tiny negative
+ * values included), and 1e-6 relative for the derivative on x <= -2 (its tail; elsewhere it
+ * crosses 0 near x = -0.75, where only the absolute bound means anything). */
+static void test_gelu_grid(void)
+{
+    printf("gelu on a dense grid\n");
+    const int64_t ngrid = 2 * 16 * 16384 + 1, nbits = 2 * (0x7F7FFFFF / 4096 + 1);
+    const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, FLT_MAX, -FLT_MAX,
+                             FLT_MIN, -FLT_MIN, 1e-45f, -1e-45f, 40.0f, -40.0f, 41.0f, -41.0f};
+    const int64_t nsp = (int64_t)(sizeof special / sizeof special[0]);
+    const int64_t n = ngrid + nbits + nsp;
+    float *x = falloc(n), *y = falloc(n), *d = falloc(n), *one = falloc(n);
+    int64_t k = 0;
+    for (int64_t i = 0; i < ngrid; i++) x[k++] = (float)(-16.0 + (double)i / 16384.0);
+    for (uint32_t u = 0; u <= 0x7F7FFFFFu; u += 4096u) {
+        union {
+            uint32_t u;
+            float f;
+        } b = {.u = u};
+        x[k++] = b.f;
+        b.u = u | 0x80000000u;
+        x[k++] = b.f;
+    }
+    for (int64_t i = 0; i < nsp; i++) x[k++] = special[i];
+    CHECK(k == n, "gelu grid: %lld values", (long long)k);
+    for (int64_t i = 0; i < n; i++) {
+        one[i] = 1.0f;
+        d[i] = 0.0f;
+    }
+    rp_gelu_forward(y, x, n);
+    rp_gelu_backward(d, one, x, n);
+    double fabs_max = 0.0, frel_max = 0.0, dabs_max = 0.0, drel_max = 0.0;
+    int64_t bad_nan = 0, bad_fa = 0, bad_fr = 0, bad_da = 0, bad_dr = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double xi = (double)x[i];
+        if (isnan(xi)) {
+            bad_nan += !isnan(y[i]) || !isnan(d[i]);
+            continue;
+        }
+        double wy = isinf(xi) ? (xi > 0 ? xi : 0.0) : ref_gelu(xi), wd = ref_gelu_grad(xi);
+        if (isinf(wy)) {
+            bad_fa += (double)y[i] != wy;
+        } else {
+            double ea = fabs((double)y[i] - wy);
+            fabs_max = fmax(fabs_max, ea);
+            bad_fa += !(ea <= 1e-6);
+            if (fabs(wy) >= (double)FLT_MIN) {
+                double er = ea / fabs(wy);
+                frel_max = fmax(frel_max, er);
+                bad_fr += !(er <= 1e-6);
+            }
+        }
+        double ea = fabs((double)d[i] - wd);
+        dabs_max = fmax(dabs_max, ea);
+        bad_da += !(ea <= 1e-6);
+        if (xi <= -2.0 && fabs(wd) >= (double)FLT_MIN) {
+            double er = ea / fabs(wd);
+            drel_max = fmax(drel_max, er);
+            bad_dr += !(er <= 1e-6);
+        }
+    }
+    printf("  gelu over %lld values: max abs error %.3g (derivative %.3g), max rel error %.3g "
+           "(derivative, x <= -2: %.3g)\n",
+           (long long)n, fabs_max, dabs_max, frel_max, drel_max);
+    CHECK(bad_nan == 0, "gelu(NaN) and gelu'(NaN) are NaN");
+    CHECK(bad_fa == 0, "gelu within 1e-6 of double erf: %lld off, max abs error %.3g",
+          (long long)bad_fa, fabs_max);
+    CHECK(bad_fr == 0, "gelu within 1e-6 relative where normal: %lld off, max %.3g",
+          (long long)bad_fr, frel_max);
+    CHECK(bad_da == 0, "gelu' within 1e-6 of double erf: %lld off, max abs error %.3g",
+          (long long)bad_da, dabs_max);
+    CHECK(bad_dr == 0, "gelu' within 1e-6 relative on x <= -2: %lld off, max %.3g",
+          (long long)bad_dr, drel_max);
+    /* the kernels hand out blocks of elements to threads and SIMD lanes: any offset gives the
+     * same bits (a start at an odd element, a length that is no multiple of the vector width) */
+    {
+        float *y2 = falloc(n), *d2 = falloc(n);
+        for (int64_t i = 0; i < n; i++) d2[i] = 0.0f;
+        rp_gelu_forward(y2 + 3, x + 3, n - 10);
+        rp_gelu_backward(d2 + 3, one + 3, x + 3, n - 10);
+        CHECK(same_bits(y2 + 3, y + 3, n - 10) && same_bits(d2 + 3, d + 3, n - 10),
+              "gelu at an offset: the same bits");
+        free(y2), free(d2);
+    }
+    free(x), free(y), free(d), free(one);
+}
+
 static void test_residual(void)
 {
     printf("residual\n");
@@ -976,6 +1068,7 @@ int main(int argc, char **argv)
     test_layernorm();
     test_linear();
     test_relu_gelu();
+    test_gelu_grid();
     test_residual();
     test_dropout();
     test_crossentropy();

@@ -2,7 +2,10 @@
 """Times the same training step as build/bench_train in PyTorch (Debian's python3-torch), so that
 roper's figures can be compared with PyTorch on the same machine.
 
-    OPENBLAS_NUM_THREADS=2 /usr/bin/python3 tests/reference/bench_torch.py [S|M|P ...]
+    OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 /usr/bin/python3 tests/reference/bench_torch.py [S|M|P ...]
+
+`make bench-torch` runs it beside build/bench_train on S (installing python3-torch when missing)
+and prints the ratio. Threads: OMP_NUM_THREADS when set, else one per core, as roper counts them.
 
 The model is labml's (pre-LayerNorm, biases everywhere, ReLU feed-forward, untied head, RoPE on q
 and k with rotate-half pairing, RoPER rotating v and the output back), written in plain PyTorch;
@@ -11,6 +14,7 @@ Reported: the best of the timed steps after one warm-up (P: one step), like benc
 by the tests (torch is not a dependency of the project).
 """
 import math
+import os
 import sys
 import time
 
@@ -106,7 +110,7 @@ def run(name, pe):
 
 
 def main():
-    torch.set_num_threads(2)
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or os.cpu_count() or 1))
     names = sys.argv[1:] or list(CONFIGS)
     print(f"PyTorch {torch.__version__}, {torch.get_num_threads()} threads")
     for name in names:
