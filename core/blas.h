@@ -61,9 +61,12 @@ const char *rp_blas_coretype_rule(const rp_cpu_features *cpu, const char *report
  * CPU and the loaded library's core; always NULL when OPENBLAS_CORETYPE is set (non-empty). */
 const char *rp_blas_wanted_coretype(void);
 
-/* Which kernels run and why, as one sentence ("set by roper: AVX-512 CPU that OpenBLAS 0.3.21
- * maps to Haswell", "chosen by OpenBLAS 0.3.21 for this CPU", "set by the user:
- * OPENBLAS_CORETYPE=Haswell", ...). Static storage, rewritten by every call. */
+/* Which kernels run and why, as one sentence ("set by roper: AVX-512 CPU that OpenBLAS maps to
+ * Haswell", "chosen by OpenBLAS for this CPU", "set by the user: OPENBLAS_CORETYPE=Haswell", or
+ * "chosen by OpenBLAS, slower than SkylakeX on this ...: start with OPENBLAS_CORETYPE=SkylakeX
+ * ..." in a process started without the variable it needs). "Set by roper" means the variable
+ * equals what the rule gives for the core in ROPER_BLAS_DETECTED. Static storage, rewritten by
+ * every call. */
 const char *rp_blas_core_reason(void);
 
 /* The OpenMP wait policy this process should have been started with: "passive" (idle OpenMP
