@@ -516,10 +516,12 @@ static int l_linear_attention(lua_State *L)
 
 /* ---- BLAS and threads ---- */
 
+/* rp.blas.core() -> name, why (who chose the kernels and for what reason). */
 static int l_blas_core(lua_State *L)
 {
     lua_pushstring(L, rp_blas_core());
-    return 1;
+    lua_pushstring(L, rp_blas_core_reason());
+    return 2;
 }
 
 static int l_blas_config(lua_State *L)
@@ -528,10 +530,12 @@ static int l_blas_config(lua_State *L)
     return 1;
 }
 
+/* rp.blas.threads() -> n, the OpenMP wait policy and where it came from. */
 static int l_blas_threads(lua_State *L)
 {
     lua_pushinteger(L, rp_blas_threads());
-    return 1;
+    lua_pushstring(L, rp_omp_wait_policy());
+    return 2;
 }
 
 static int l_blas_wanted_coretype(lua_State *L)

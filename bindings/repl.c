@@ -4,6 +4,12 @@
  *   roper script.lua a b      runs a script; `arg` is set as lua5.4 sets it
  *   roper -e 'stmt' / -i / -l mod / -v / -h / - (stdin as a script) / -- (end of options)
  *   roper --blas-coretype     (first argument only) prints the OPENBLAS_CORETYPE this CPU needs
+ *   roper --blas-env          (first argument only) prints NAME=value for every variable a roper
+ *                             process should start with and lacks (tests/with_blas_env exports them)
+ *
+ * At start the process re-executes itself once with OPENBLAS_CORETYPE (the fastest kernels
+ * OpenBLAS has for this CPU) and OMP_WAIT_POLICY=passive (idle threads sleep) unless the user set
+ * them (rp_blas_fix_env, core/blas.h): both are read only when the libraries load.
  *
  * The module is linked in statically and preloaded (`require "roper"` works in scripts), then
  * loaded as the global `rp`; the global `help(f)` prints rp.help(f).
@@ -332,12 +338,17 @@ static void print_usage(FILE *f) {
             "The module is loaded as the global 'rp'; help(f) prints its documentation,\n"
             "help() lists the topics.\n"
             "  --blas-coretype (as the only argument) prints the OPENBLAS_CORETYPE this CPU\n"
-            "                  needs, or nothing when it needs none.\n");
+            "                  needs, or nothing when it needs none.\n"
+            "  --blas-env      (as the only argument) prints NAME=value for each variable roper\n"
+            "                  sets before OpenBLAS and OpenMP load (OPENBLAS_CORETYPE,\n"
+            "                  OMP_WAIT_POLICY) and that is not set yet.\n");
 }
 
 static void print_version(void) {
     printf(PROGNAME " %s  (" LUA_RELEASE ")  OpenBLAS core %s, %d thread%s\n", RP_VERSION,
            rp_blas_core(), rp_blas_threads(), rp_blas_threads() == 1 ? "" : "s");
+    printf("  kernels: %s (%s)\n", rp_blas_core(), rp_blas_core_reason());
+    printf("  OpenMP wait policy: %s\n", rp_omp_wait_policy());
     fflush(stdout);
 }
 
@@ -559,7 +570,14 @@ int main(int argc, char **argv) {
         if (core) printf("%s\n", core);
         return EXIT_SUCCESS;
     }
-    rp_blas_fix_coretype(argv); /* re-executes itself with OPENBLAS_CORETYPE when needed */
+    if (argc >= 2 && strcmp(argv[1], "--blas-env") == 0) {
+        const char *names[RP_BLAS_ENV_MAX], *values[RP_BLAS_ENV_MAX];
+        int n = rp_blas_wanted_env(names, values);
+        for (int i = 0; i < n; i++) printf("%s=%s\n", names[i], values[i]);
+        return EXIT_SUCCESS;
+    }
+    /* re-executes itself with OPENBLAS_CORETYPE and OMP_WAIT_POLICY when needed */
+    rp_blas_fix_env(argv);
     follow_parent();
     L = luaL_newstate();
     if (L == NULL) {

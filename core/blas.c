@@ -1,8 +1,10 @@
 #include "blas.h"
 
 #include <cblas.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -109,25 +111,164 @@ void rp_blas_set_threads(int n)
 #endif
 }
 
-const char *rp_blas_wanted_coretype(void)
+/* ---- The OpenBLAS kernel choice ---- */
+
+rp_cpu_features rp_cpu_detect(void)
 {
-    const char *env = getenv("OPENBLAS_CORETYPE");
-    if (env && *env) return NULL;
-    if (strcmp(openblas_get_corename(), "Prescott") != 0) return NULL;
+    rp_cpu_features f;
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+    f.avx2 = __builtin_cpu_supports("avx2") != 0;
+    f.fma = __builtin_cpu_supports("fma") != 0;
+    f.avx512f = __builtin_cpu_supports("avx512f") != 0;
+    f.avx512bw = __builtin_cpu_supports("avx512bw") != 0;
+    f.avx512dq = __builtin_cpu_supports("avx512dq") != 0;
+    f.avx512vl = __builtin_cpu_supports("avx512vl") != 0;
+    f.avx512_bf16 = __builtin_cpu_supports("avx512bf16") != 0;
+    return f;
+}
+
+static int has_avx512(const rp_cpu_features *c)
+{
+    return c->avx512f && c->avx512bw && c->avx512dq && c->avx512vl;
+}
+
+/* AVX-512 CPUs get SkylakeX, also those with AVX-512 BF16 that Cooperlake would accept: in 0.3.21
+ * Cooperlake runs the same sgemm kernel as SkylakeX (it adds only the bf16 routines), and measured
+ * on the AVX-512 BF16 Xeon of the research notes (/work/shared/research/toolchain.md, sgemm
+ * 1024^3, 1 / 2 threads) it was not faster: SkylakeX 152.6 / 294.7 GFLOPS, Cooperlake 153.2 /
+ * 274.6. (The machine this rule was extended on, a Zen 3 EPYC without AVX-512, cannot run either.)
+ * Only known names are ever set: OpenBLAS takes an unknown name for Cooperlake. */
+const char *rp_blas_coretype_rule(const rp_cpu_features *cpu, const char *reported, char *why,
+                                  size_t len)
+{
+    const char *want = NULL, *what = "";
+    if (why && len) why[0] = '\0';
+    if (reported == NULL) return NULL;
+    if (strcasecmp(reported, "Prescott") == 0) {
+        if (has_avx512(cpu)) want = "SkylakeX", what = "AVX-512";
+        else if (cpu->avx2 && cpu->fma) want = "Haswell", what = "AVX2";
+        if (want && why && len)
+            snprintf(why, len, "%s CPU that OpenBLAS does not know (it falls back to Prescott)",
+                     what);
+        return want;
+    }
+    if ((strcasecmp(reported, "Haswell") == 0 || strcasecmp(reported, "Zen") == 0) &&
+        has_avx512(cpu)) {
+        if (why && len) snprintf(why, len, "AVX-512 CPU that OpenBLAS maps to %s", reported);
         return "SkylakeX";
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+    }
     return NULL;
 }
 
-void rp_blas_fix_coretype(char **argv)
+static const char *env_set(const char *name)
 {
-    const char *want = rp_blas_wanted_coretype();
-    if (!want) return;
-    /* the re-executed process sees the variable, so rp_blas_wanted_coretype() is NULL there */
-    setenv("OPENBLAS_CORETYPE", want, 1);
-    execv("/proc/self/exe", argv);
-    /* exec failed: carry on with the slow kernels */
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
 }
+
+const char *rp_blas_wanted_coretype(void)
+{
+    if (env_set("OPENBLAS_CORETYPE")) return NULL;
+    rp_cpu_features cpu = rp_cpu_detect();
+    return rp_blas_coretype_rule(&cpu, openblas_get_corename(), NULL, 0);
+}
+
+/* Set beside OPENBLAS_CORETYPE by roper: the core OpenBLAS chose by itself. */
+#define DETECTED_VAR "ROPER_BLAS_DETECTED"
+
+const char *rp_blas_core_reason(void)
+{
+    static char buf[320];
+    char why[160];
+    rp_cpu_features cpu = rp_cpu_detect();
+    const char *env = env_set("OPENBLAS_CORETYPE");
+    if (env) {
+        const char *want = rp_blas_coretype_rule(&cpu, env_set(DETECTED_VAR), why, sizeof why);
+        if (want && strcasecmp(want, env) == 0)
+            snprintf(buf, sizeof buf, "set by roper: %s", why);
+        else
+            snprintf(buf, sizeof buf, "set by the user: OPENBLAS_CORETYPE=%s", env);
+        return buf;
+    }
+    const char *want = rp_blas_coretype_rule(&cpu, openblas_get_corename(), why, sizeof why);
+    if (want)
+        snprintf(buf, sizeof buf,
+                 "chosen by OpenBLAS, slower than %s on this %s: start with "
+                 "OPENBLAS_CORETYPE=%s (the roper REPL does this itself)",
+                 want, why, want);
+    else
+        snprintf(buf, sizeof buf, "chosen by OpenBLAS for this CPU");
+    return buf;
+}
+
+/* ---- The OpenMP wait policy ----
+ * libgomp's default lets an idle worker spin for a while before it sleeps. On a machine shared
+ * with another busy process the spinning workers take turns with it on the cores, and 2 threads
+ * ran about 6x slower than 1; passive workers sleep at once. */
+
+/* Set beside OMP_WAIT_POLICY by roper: the policy it set. */
+#define POLICY_VAR "ROPER_OMP_WAIT_POLICY"
+
+const char *rp_omp_wanted_wait_policy(void)
+{
+    if (env_set("OMP_WAIT_POLICY") || env_set("GOMP_SPINCOUNT")) return NULL;
+    return "passive";
+}
+
+const char *rp_omp_wait_policy(void)
+{
+    static char buf[192];
+    const char *policy = env_set("OMP_WAIT_POLICY"), *spin = env_set("GOMP_SPINCOUNT");
+    const char *mine = env_set(POLICY_VAR);
+    if (policy && !spin && mine && strcmp(policy, mine) == 0)
+        snprintf(buf, sizeof buf, "%s (set by roper)", policy);
+    else if (policy && spin)
+        snprintf(buf, sizeof buf, "%s (set by the user: OMP_WAIT_POLICY=%s, GOMP_SPINCOUNT=%s)",
+                 policy, policy, spin);
+    else if (policy)
+        snprintf(buf, sizeof buf, "%s (set by the user: OMP_WAIT_POLICY=%s)", policy, policy);
+    else if (spin)
+        snprintf(buf, sizeof buf, "spin count %s (set by the user: GOMP_SPINCOUNT=%s)", spin,
+                 spin);
+    else
+        snprintf(buf, sizeof buf, "libgomp's default (idle threads spin before they sleep)");
+    return buf;
+}
+
+/* ---- Setting the variables ---- */
+
+static int wanted_env(int coretype_only, const char *names[RP_BLAS_ENV_MAX],
+                      const char *values[RP_BLAS_ENV_MAX])
+{
+    int n = 0;
+    const char *core = rp_blas_wanted_coretype();
+    if (core) {
+        names[n] = "OPENBLAS_CORETYPE", values[n++] = core;
+        names[n] = DETECTED_VAR, values[n++] = openblas_get_corename();
+    }
+    const char *policy = coretype_only ? NULL : rp_omp_wanted_wait_policy();
+    if (policy) {
+        names[n] = "OMP_WAIT_POLICY", values[n++] = policy;
+        names[n] = POLICY_VAR, values[n++] = policy;
+    }
+    return n;
+}
+
+int rp_blas_wanted_env(const char *names[RP_BLAS_ENV_MAX], const char *values[RP_BLAS_ENV_MAX])
+{
+    return wanted_env(0, names, values);
+}
+
+static void fix(int coretype_only, char **argv)
+{
+    const char *names[RP_BLAS_ENV_MAX], *values[RP_BLAS_ENV_MAX];
+    int n = wanted_env(coretype_only, names, values);
+    if (n == 0) return;
+    /* the re-executed process sees the variables, so it wants nothing more */
+    for (int i = 0; i < n; i++) setenv(names[i], values[i], 1);
+    execv("/proc/self/exe", argv);
+    /* exec failed: carry on with the slow kernels and the default policy */
+}
+
+void rp_blas_fix_env(char **argv) { fix(0, argv); }
+void rp_blas_fix_coretype(char **argv) { fix(1, argv); }

@@ -2,6 +2,7 @@
 #ifndef RP_BLAS_H
 #define RP_BLAS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Row-major C = alpha * op(A) @ op(B) + beta * C, op(X) = X or X^T when trans is nonzero.
@@ -29,15 +30,71 @@ int rp_blas_threads(void);
 /* Sets that number; n >= 1 (values below are taken as 1). */
 void rp_blas_set_threads(int n);
 
-/* The OPENBLAS_CORETYPE this CPU needs, or NULL when none is needed: OpenBLAS 0.3.21 falls back to
- * the slow Prescott kernels on CPUs it does not know. Returns "SkylakeX" on an AVX-512 CPU and
- * "Haswell" on an AVX2+FMA CPU, only while the loaded library runs Prescott and the variable is
- * unset. */
+/* ---- The OpenBLAS kernel choice and the OpenMP wait policy ----
+ * OpenBLAS reads OPENBLAS_CORETYPE and libgomp reads OMP_WAIT_POLICY / GOMP_SPINCOUNT once, when
+ * they load, so an executable sets them and re-executes itself (rp_blas_fix_env) and
+ * tests/with_blas_env exports them for other programs (from `roper --blas-env`). A value the user
+ * set is never changed. */
+
+/* The CPU features the kernel rule looks at (1 = present and usable). */
+typedef struct rp_cpu_features {
+    int avx2, fma, avx512f, avx512bw, avx512dq, avx512vl, avx512_bf16;
+} rp_cpu_features;
+
+/* This CPU's features (cpuid through __builtin_cpu_supports, which also checks that the operating
+ * system saves the AVX-512 registers). */
+rp_cpu_features rp_cpu_detect(void);
+
+/* The kernel rule, a pure function of the CPU's features and the core OpenBLAS chose by itself
+ * (openblas_get_corename() with OPENBLAS_CORETYPE unset; compared ignoring case). Returns the
+ * OPENBLAS_CORETYPE to set, or NULL when OpenBLAS's own choice is the fastest it has:
+ *  - "Prescott" (OpenBLAS 0.3.21 does not know the CPU): "SkylakeX" with AVX-512 F, BW, DQ and
+ *    VL, else "Haswell" with AVX2 and FMA, else NULL;
+ *  - "Haswell" or "Zen" on a CPU with AVX-512 F, BW, DQ and VL (Zen 4 under 0.3.21): "SkylakeX";
+ *  - anything else: NULL.
+ * When why is not NULL, a short reason ("AVX-512 CPU that OpenBLAS maps to Haswell") is written
+ * into why[0..len) (an empty string when the result is NULL). */
+const char *rp_blas_coretype_rule(const rp_cpu_features *cpu, const char *reported, char *why,
+                                  size_t len);
+
+/* The OPENBLAS_CORETYPE this process should have been started with, or NULL: the rule for this
+ * CPU and the loaded library's core; always NULL when OPENBLAS_CORETYPE is set (non-empty). */
 const char *rp_blas_wanted_coretype(void);
 
-/* For executables: when rp_blas_wanted_coretype() names a core, set OPENBLAS_CORETYPE and re-exec
- * /proc/self/exe with argv (the variable is read only when the library loads). Returns only when
- * nothing was needed or the re-exec failed. */
+/* Which kernels run and why, as one sentence ("set by roper: AVX-512 CPU that OpenBLAS maps to
+ * Haswell", "chosen by OpenBLAS for this CPU", "set by the user: OPENBLAS_CORETYPE=Haswell", or
+ * "chosen by OpenBLAS, slower than SkylakeX on this ...: start with OPENBLAS_CORETYPE=SkylakeX
+ * ..." in a process started without the variable it needs). "Set by roper" means the variable
+ * equals what the rule gives for the core in ROPER_BLAS_DETECTED. Static storage, rewritten by
+ * every call. */
+const char *rp_blas_core_reason(void);
+
+/* The OpenMP wait policy this process should have been started with: "passive" (idle OpenMP
+ * threads sleep instead of spinning, so they never steal a core from another process), or NULL
+ * when the user set OMP_WAIT_POLICY or GOMP_SPINCOUNT (non-empty). */
+const char *rp_omp_wanted_wait_policy(void);
+
+/* The OpenMP wait policy in force and where it came from ("passive (set by roper)",
+ * "active (set by the user: OMP_WAIT_POLICY=active)", "spin count 1000 (set by the user:
+ * GOMP_SPINCOUNT=1000)", "libgomp's default (idle threads spin before they sleep)").
+ * Static storage, rewritten by every call. */
+const char *rp_omp_wait_policy(void);
+
+/* The environment variables a process of roper should start with and does not have yet: at most
+ * RP_BLAS_ENV_MAX (name, value) pairs written to names[] and values[] (static strings); returns
+ * their count. OPENBLAS_CORETYPE (with ROPER_BLAS_DETECTED, the core OpenBLAS chose by itself,
+ * which rp_blas_core_reason() reads) when rp_blas_wanted_coretype() names one, and
+ * OMP_WAIT_POLICY=passive (with ROPER_OMP_WAIT_POLICY, which rp_omp_wait_policy() reads) when
+ * rp_omp_wanted_wait_policy() says so. */
+#define RP_BLAS_ENV_MAX 4
+int rp_blas_wanted_env(const char *names[RP_BLAS_ENV_MAX], const char *values[RP_BLAS_ENV_MAX]);
+
+/* For executables: sets every variable of rp_blas_wanted_env() and re-executes /proc/self/exe with
+ * argv (the variables are read only when the libraries load). Returns only when nothing was
+ * needed or the re-exec failed. */
+void rp_blas_fix_env(char **argv);
+
+/* The same for OPENBLAS_CORETYPE alone (with ROPER_BLAS_DETECTED). */
 void rp_blas_fix_coretype(char **argv);
 
 #endif

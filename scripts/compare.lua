@@ -19,13 +19,6 @@ local stats = require "lib.stats"
 local runner = require "lib.runner"
 local plot = require "lib.plot"
 
-local function ncores()
-  local p = io.popen("nproc 2>/dev/null")
-  local n = p and tonumber(p:read("l") or "")
-  if p then p:close() end
-  return n or 1
-end
-
 util.main("compare.lua", function()
   local parser = util.parser("roper scripts/compare.lua",
     "Compare positional encodings over several seeds on one task (the write-up's protocol: "
@@ -52,12 +45,12 @@ util.main("compare.lua", function()
 
   if not args.seeds or args.seeds < 1 then die("--seeds must be an integer >= 1") end
   if not args.first_seed then die("--first-seed must be an integer") end
-  local cores = ncores()
+  local cores = util.ncores()
   local jobs = args.jobs or cores
   if jobs < 1 then die("--jobs must be an integer >= 1") end
 
   local base = util.config_overrides(args, rp)
-  if base.threads == nil then base.threads = math.max(1, cores // jobs) end
+  if base.threads == nil then base.threads = util.threads_per_job(jobs, cores) end
 
   -- methods: "pe[:key=value...]"
   local methods = {}

@@ -2,6 +2,9 @@
 --
 --   roper scripts/sweep.lua --grid pe=rope,roper --grid lr=3e-4,1e-3,3e-3 --grid seed=1,2,3
 --   roper scripts/sweep.lua --grid d_model=32,64,128 --steps 1000 --jobs 2 --out results/width
+--
+-- With --jobs N each run gets (cores / N) OpenMP threads (at least 1; cores as `nproc` counts
+-- them), unless --threads is given or threads is a grid key.
 --   roper scripts/sweep.lua ... --print-commands > jobs.txt   # one train.lua command per run
 --   roper scripts/sweep.lua ... --summary                     # only collect what is there
 --
@@ -28,7 +31,7 @@ util.main("sweep.lua", function()
     .. "config key works).")
     :count("*"):argname("<key=v1,v2,...>")
   parser:option("--out", "Output folder.", "results/sweep"):argname("<dir>")
-  parser:option("--jobs", "Runs at once, each its own process.", "1")
+  parser:option("--jobs", "Runs at once, each its own process with (cores / jobs) threads.", "1")
     :convert(math.tointeger):argname("<n>")
   parser:flag("--print-commands", "Print one train.lua command per run not yet done (and write "
     .. "their config files) instead of running them.")
@@ -63,6 +66,13 @@ util.main("sweep.lua", function()
   local base = util.config_overrides(args, rp)
   for _, e in ipairs(grid) do
     if base[e.key] ~= nil then die(("'%s' is both a grid key and a fixed option"):format(e.key)) end
+  end
+  -- the runs of --jobs run at once: each gets its share of the cores (as in compare.lua), unless
+  -- threads is given or a grid key; commands printed for other machines keep their default
+  local threads_in_grid = false
+  for _, e in ipairs(grid) do threads_in_grid = threads_in_grid or e.key == "threads" end
+  if base.threads == nil and not threads_in_grid and not args.print_commands then
+    base.threads = util.threads_per_job(args.jobs)
   end
 
   -- the points, in odometer order (the last grid key varies fastest)
@@ -125,7 +135,9 @@ util.main("sweep.lua", function()
     end
   else
     if not args.quiet then
-      io.stderr:write(("sweep: %d runs, %d at a time, into %s\n"):format(#runs, args.jobs, args.out))
+      local t = base.threads
+      io.stderr:write(("sweep: %d runs, %d at a time%s, into %s\n"):format(#runs, args.jobs,
+        t and (", %d thread%s each"):format(t, t == 1 and "" or "s") or "", args.out))
     end
     local ok_run
     ok_run, results, failures = pcall(runner.run, runs, { jobs = args.jobs, train = train,

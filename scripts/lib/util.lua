@@ -75,6 +75,24 @@ function util.parser(name, description)
   return p
 end
 
+-- ---------------------------------------------------------------- cores and threads
+
+-- The number of cores the runs of a script share: what `nproc` says (the CPUs this process may
+-- run on; OMP_NUM_THREADS or OMP_THREAD_LIMIT, when set, decide it as they do for nproc), 1 when
+-- it cannot tell.
+function util.ncores()
+  local p = io.popen("nproc 2>/dev/null")
+  local n = p and math.tointeger(tonumber(p:read("l") or ""))
+  if p then p:close() end
+  return n and n >= 1 and n or 1
+end
+
+-- The OpenMP threads of each of `jobs` runs at once: the cores split evenly (at least 1), so the
+-- runs do not fight over the cores.
+function util.threads_per_job(jobs, cores)
+  return math.max(1, (cores or util.ncores()) // jobs)
+end
+
 -- ---------------------------------------------------------------- files
 
 -- This process's id.

@@ -1,0 +1,140 @@
+-- The environment the roper binary starts with (core/blas.c: rp_blas_fix_env): OMP_WAIT_POLICY=passive
+-- and the OpenBLAS kernels only when the user set nothing, what `roper -v`, --blas-env,
+-- rp.blas.core() and rp.blas.threads() tell, and that sweep.lua --jobs N gives each run
+-- (cores / N) threads. The binary is ROPER_BIN (default build/roper); every command starts from
+-- an environment without the variables (tests/with_blas_env may have set them for busted).
+local cjson = require "cjson"
+local dir_of = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+package.path = dir_of .. "?.lua;" .. package.path
+local h = require "helpers"
+local sh_quote, run, tmpdir = h.sh_quote, h.run, h.tmpdir
+
+local BIN = os.getenv("ROPER_BIN") or "build/roper"
+
+-- every variable the tests set or that roper sets, removed first
+local CLEAN = "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u ROPER_OMP_WAIT_POLICY "
+  .. "-u OPENBLAS_CORETYPE -u ROPER_BLAS_DETECTED -u OMP_NUM_THREADS "
+
+-- runs `roper -e code` with extra "NAME=value" assignments; returns stdout, stderr, exit code
+local function roper(vars, code)
+  return run(CLEAN .. vars .. " " .. sh_quote(BIN) .. " -e " .. sh_quote(code))
+end
+
+local SHOW = 'print(os.getenv"OMP_WAIT_POLICY", os.getenv"GOMP_SPINCOUNT", select(2, rp.blas.threads()))'
+
+describe("the roper binary's OpenMP wait policy", function()
+  it("is passive when the user set neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT", function()
+    local out, err, code = roper("", SHOW)
+    assert.are.equal(0, code, err)
+    assert.are.equal("passive\tnil\tpassive (set by roper)\n", out)
+  end)
+
+  it("keeps the user's OMP_WAIT_POLICY", function()
+    local out, err, code = roper("OMP_WAIT_POLICY=active", SHOW)
+    assert.are.equal(0, code, err)
+    assert.are.equal("active\tnil\tactive (set by the user: OMP_WAIT_POLICY=active)\n", out)
+  end)
+
+  it("sets no policy when the user set GOMP_SPINCOUNT", function()
+    local out, err, code = roper("GOMP_SPINCOUNT=1000", SHOW)
+    assert.are.equal(0, code, err)
+    assert.are.equal("nil\t1000\tspin count 1000 (set by the user: GOMP_SPINCOUNT=1000)\n", out)
+  end)
+
+  it("reaches the processes a script starts", function()
+    local out, err, code = roper("", 'local p = io.popen("printenv OMP_WAIT_POLICY") '
+      .. 'io.write(p:read("a")) p:close()')
+    assert.are.equal(0, code, err)
+    assert.are.equal("passive\n", out)
+  end)
+end)
+
+describe("the roper binary's OpenBLAS kernels", function()
+  it("keeps the user's OPENBLAS_CORETYPE and says so", function()
+    -- Prescott (SSE3) runs on every x86-64 CPU roper builds for
+    local out, err, code = roper("OPENBLAS_CORETYPE=Prescott",
+      'print(os.getenv"OPENBLAS_CORETYPE", rp.blas.core())')
+    assert.are.equal(0, code, err)
+    assert.are.equal("Prescott\tPrescott\tset by the user: OPENBLAS_CORETYPE=Prescott\n", out)
+  end)
+
+  it("rp.blas.core() names the kernels and why they run", function()
+    local out, err, code = roper("", 'local c, why = rp.blas.core() print(c) print(why)')
+    assert.are.equal(0, code, err)
+    local core, why = out:match("^([^\n]+)\n([^\n]+)\n$")
+    assert.is_truthy(core, out)
+    -- roper set the variable, or OpenBLAS's own choice was the fastest it has
+    assert.is_truthy(why == "chosen by OpenBLAS for this CPU" or why:match("^set by roper: "), why)
+  end)
+end)
+
+describe("roper -v and --blas-env", function()
+  it("-v tells the kernels, why, and the wait policy", function()
+    local out, err, code = run(CLEAN .. sh_quote(BIN) .. " -v")
+    assert.are.equal(0, code, err)
+    local core = out:match("^roper [^\n]* OpenBLAS core (%S+), %d+ threads?\n")
+    assert.is_truthy(core, out)
+    assert.is_truthy(out:find("\n  kernels: " .. core .. " %((.-)%)\n"), out)
+    assert.is_truthy(out:find("\n  OpenMP wait policy: passive (set by roper)\n", 1, true), out)
+  end)
+
+  it("--blas-env prints only what is not set yet", function()
+    local out, err, code = run(CLEAN .. sh_quote(BIN) .. " --blas-env")
+    assert.are.equal(0, code, err)
+    assert.is_truthy(out:find("^OMP_WAIT_POLICY=passive\n") or out:find("\nOMP_WAIT_POLICY=passive\n"),
+      out)
+    assert.is_truthy(out:find("ROPER_OMP_WAIT_POLICY=passive\n", 1, true), out)
+    out, err, code = run(CLEAN .. "OMP_WAIT_POLICY=active GOMP_SPINCOUNT=5 OPENBLAS_CORETYPE=Prescott "
+      .. sh_quote(BIN) .. " --blas-env")
+    assert.are.equal(0, code, err)
+    assert.are.equal("", out)
+  end)
+end)
+
+describe("sweep.lua --jobs", function()
+  local dir = tmpdir()
+  local TINY = "--steps 1 --d-model 16 --heads 2 --layers 1 --seq-len 32 --batch 2 --problems 1 "
+    .. "--valid-batches 1 --quiet"
+
+  -- the threads each run of a 2-point sweep reported in its result file
+  local function sweep_threads(name, extra)
+    local out = dir .. "/" .. name
+    -- nproc (and so the cores a script shares out) follows OMP_NUM_THREADS: 4 cores
+    local _, err, code = run(CLEAN .. "OMP_NUM_THREADS=4 " .. sh_quote(BIN)
+      .. " scripts/sweep.lua --grid seed=1,2 " .. TINY .. " " .. extra .. " --out "
+      .. sh_quote(out))
+    assert.are.equal(0, code, err)
+    local got = {}
+    for _, seed in ipairs { 1, 2 } do
+      local f = assert(io.open(out .. "/runs/seed-" .. seed .. ".json"))
+      got[seed] = cjson.decode(f:read("a")).threads
+      f:close()
+    end
+    return got
+  end
+
+  it("gives each run cores / jobs threads", function()
+    assert.are.same({ 2, 2 }, sweep_threads("j2", "--jobs 2"))
+    assert.are.same({ 1, 1 }, sweep_threads("j4", "--jobs 4"))
+    assert.are.same({ 4, 4 }, sweep_threads("j1", "--jobs 1"))
+  end)
+
+  it("leaves a given --threads alone", function()
+    assert.are.same({ 3, 3 }, sweep_threads("t3", "--jobs 2 --threads 3"))
+  end)
+
+  it("writes no thread count into the commands it prints for other machines", function()
+    local out = dir .. "/printed"
+    local so, err, code = run(CLEAN .. "OMP_NUM_THREADS=4 " .. sh_quote(BIN)
+      .. " scripts/sweep.lua --grid seed=1 --jobs 2 " .. TINY .. " --print-commands --out "
+      .. sh_quote(out))
+    assert.are.equal(0, code, err)
+    assert.is_truthy(so:find("--config", 1, true), so)
+    local f = assert(io.open(out .. "/runs/seed-1.cfg.json"))
+    local cfg = cjson.decode(f:read("a"))
+    f:close()
+    assert.are.equal(0, cfg.threads)
+  end)
+
+  teardown(function() h.remove_tree(dir) end)
+end)
