@@ -11,8 +11,9 @@
  * i32_max = RP_I32_MAX }
  * (is_live(t) is true for a tensor that has not been released); 05_errors.lua adds the helpers
  * of the Lua parts' argument errors to it (argerror, user_level, inner).
- * Finally, when OpenBLAS runs its Prescott fallback on this CPU, one warning line goes to stderr
- * (once per Lua state).
+ * Finally, when OpenBLAS runs slower kernels than it has for this CPU (its Prescott fallback, or
+ * Haswell/Zen on an AVX-512 CPU: rp_blas_wanted_coretype), one warning line goes to stderr (once
+ * per Lua state).
  */
 #include <stdio.h>
 #include <string.h>
@@ -42,22 +43,21 @@ static void blas_version(char *buf, size_t len)
     buf[n] = '\0';
 }
 
-/* Prints the Prescott warning once per Lua state (the flag lives in the registry). */
-static void warn_prescott(lua_State *L)
+/* Prints the slow-kernel warning once per Lua state (the flag lives in the registry): the kernels
+ * that run and rp_blas_core_reason(), which names the faster kernels and the variable to set. */
+static void warn_slow_kernels(lua_State *L)
 {
     const char *want = rp_blas_wanted_coretype();
     if (want == NULL) return;
-    int warned = lua_getfield(L, LUA_REGISTRYINDEX, "roper.prescott_warned") != LUA_TNIL;
+    int warned = lua_getfield(L, LUA_REGISTRYINDEX, "roper.slow_kernels_warned") != LUA_TNIL;
     lua_pop(L, 1);
     if (warned) return;
     lua_pushboolean(L, 1);
-    lua_setfield(L, LUA_REGISTRYINDEX, "roper.prescott_warned");
+    lua_setfield(L, LUA_REGISTRYINDEX, "roper.slow_kernels_warned");
     char ver[32];
     blas_version(ver, sizeof ver);
-    fprintf(stderr,
-            "roper: OpenBLAS %s runs its slow Prescott kernels on this CPU; start with "
-            "OPENBLAS_CORETYPE=%s (the roper REPL does this itself)\n",
-            ver, want);
+    fprintf(stderr, "roper: OpenBLAS %s runs its %s kernels, %s\n", ver, rp_blas_core(),
+            rp_blas_core_reason());
     fflush(stderr);
 }
 
@@ -119,7 +119,7 @@ LUAMOD_API int luaopen_roper(lua_State *L)
 
     lua_pushvalue(L, mod); /* for the public names in argument errors (lrp_argerror) */
     lua_setfield(L, LUA_REGISTRYINDEX, LRP_MODULE_KEY);
-    warn_prescott(L);
+    warn_slow_kernels(L);
     lua_settop(L, mod);
     return 1;
 }

@@ -58,6 +58,36 @@ describe("the roper binary's OpenBLAS kernels", function()
     assert.are.equal("Prescott\tPrescott\tset by the user: OPENBLAS_CORETYPE=Prescott\n", out)
   end)
 
+  -- A plain lua5.4 cannot change the kernels once OpenBLAS has loaded: loading the module warns.
+  -- An LD_PRELOAD shim makes OpenBLAS report Prescott (as 0.3.21 does on CPUs it does not know);
+  -- every x86-64 CPU roper builds for with AVX2 and FMA then wants Haswell or SkylakeX. Not under
+  -- SANITIZE=1: lua5.4 needs the sanitizer runtimes preloaded first there.
+  local sanitized = (os.getenv("BUILD") or "build"):match("build%-san/?$")
+  local pit = sanitized and pending or it
+  pit("loading the module under slower kernels warns once, naming the kernels and the fix", function()
+    local dir = tmpdir()
+    local shim = dir .. "/shim.so"
+    local _, err, code = run("printf 'char *openblas_get_corename(void) { return \"Prescott\"; }\\n' > "
+      .. sh_quote(dir .. "/shim.c") .. " && cc -shared -fPIC -o " .. sh_quote(shim) .. " "
+      .. sh_quote(dir .. "/shim.c"))
+    assert.are.equal(0, code, err)
+    local build = os.getenv("BUILD") or "build"
+    local out
+    out, err, code = run(CLEAN .. "LD_PRELOAD=" .. sh_quote(shim) .. " LUA_CPATH="
+      .. sh_quote(build .. "/?.so;;") .. " lua5.4 -e "
+      .. sh_quote('local rp = require "roper" package.loaded.roper = nil require "roper" '
+        .. 'print(rp.blas.wanted_coretype())'))
+    h.remove_tree(dir)
+    assert.are.equal(0, code, err)
+    local want = out:match("^(%S+)\n$")
+    assert.is_truthy(want == "SkylakeX" or want == "Haswell", out)
+    local what = want == "SkylakeX" and "AVX-512" or "AVX2"
+    assert.are.equal("roper: OpenBLAS 0.3.21 runs its Prescott kernels, chosen by OpenBLAS, slower than "
+      .. want .. " on this " .. what .. " CPU that OpenBLAS does not know (it falls back to "
+      .. "Prescott): start with OPENBLAS_CORETYPE=" .. want .. " (the roper REPL does this itself)\n",
+      err)
+  end)
+
   it("rp.blas.core() names the kernels and why they run", function()
     local out, err, code = roper("", 'local c, why = rp.blas.core() print(c) print(why)')
     assert.are.equal(0, code, err)
