@@ -1,37 +1,46 @@
 #include "attention.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
-#include "blas.h"
 #include "parallel.h"
+#include "tile.h"
 
 /* ---- the kernels ------------------------------------------------------------------------------
  *
- * Per (b, h) the work is blocked into row blocks of at most RB queries. Under the causal mask the
- * queries t0 .. t1-1 of a block see keys 0 .. kmax-1 with kmax = min(S, q_offset + t1), so every
- * matmul of the block runs over those keys only: at T = S, q_offset = 0 the matmuls do
- * 1/2 + RB/(2T) of the full T x S work (0.5625 at T = 512), and RB = 32 .. 128 measured the same.
+ * Flash attention on the CPU: per (b, h) the queries go in blocks of at most BR rows and, inside
+ * a block, the keys in blocks of BC; only a BR x BC tile of scores ever exists.
  *
- * Forward per block: scores = scale Q'_blk K'^T (sgemm, into att), masked softmax in place (rows
- * sum to 1, masked entries exactly 0), Y = A_blk V' (sgemm), out = R(-n) Y for roper.
- * Backward per block (A from att): dY = R(+n) dout (roper), dA = dY V'^T, dS = A * (dA -
- * rowsum(dA * A)) * scale (masked entries 0), dV' += A^T dY, dQ' = dS K' -> dq += R(-n) dQ',
- * dK' += dS^T Q'_blk; after the blocks dk += R(-i) dK', dv += R(-i) dV' (R(-2i) for legacy).
- * Q', K', V' are recomputed from q, k, v; unrotated gradients accumulate straight into dq, dk, dv
- * (sgemm with beta = 1 on their strided rows).
+ * Forward per query block, for each key block (under the causal mask only the keys some query of
+ * the block sees, up to kmax = min(S, q_offset + t1)):
+ *   scores   s = Q' K'^T_blk                       (rp_tile_mm; Q' carries the scale)
+ *   online softmax per row: m' = max(m, max_j s_j), c = e^(m - m'), p_j = e^(s_j - m'),
+ *            l = c l + sum_j p_j, O = c O, m = m'  (masked keys: p = 0 exactly)
+ *   O += P V'_blk                                  (rp_tile_mm)
+ * then y = O / l, out = R(o_sign n) y where the mode rotates the output (roper: R(-n)), and the
+ * row's log-sum-exp L = m + log l goes to lse for the backward.
+ * Backward per query block (FlashAttention-2's order), with dY = R(-o_sign n) dout and
+ * Drow = <dout, out> per row (= <dY, Y>: the rotation keeps inner products), per key block:
+ *   P = e^(s - L) recomputed from the same scores, dP = dY V'^T_blk, dS = P (dP - Drow),
+ *   dV' += P^T dY, dQ' += dS K', dK' += dS^T Q'
+ * then dq += scale R(-n) dQ' per block; after all blocks dk += R(-i) dK', dv += R(-i) dV'
+ * (R(-2i) for roper_legacy, its v table).
  *
- * Rotations: Q' = R(n) q, K' = R(i) k (rope modes), V' = R(i) v (roper; R(2i) v for roper_legacy)
- * are built in the thread's scratch from cos/sin tables computed once per call; unrotated
- * operands are read in place through their row stride (sgemm takes any leading dimension).
+ * Operands per head, in the thread's slice: Q' = scale R(n) q [T, Dp], K' = R(i) k [Sp, Dp] and
+ * its transpose [D, Sp], V' = R(i) v [Sp, Dvp] (forward) or its transpose [Dv, Sp] (backward);
+ * Dp, Dvp, Sp are D, Dv, S rounded up to the vector width (rp_vl_round) with zeros in the
+ * padding, so every tile product runs over whole vectors. The exponentials are in float
+ * (exp_nonpos, below); every sum runs in a fixed order.
  *
- * Threads: the (b, h) pairs are spread over nthreads OpenMP threads; inside the parallel region
- * OpenBLAS runs on one thread (set outside the region, restored after), so every pair is computed
- * by the same single-threaded code whatever nthreads is: results do not depend on nthreads. */
+ * Threads: the (b, h) pairs are spread over nthreads OpenMP threads; a pair is computed by one
+ * thread with the same code whatever nthreads is, so results do not depend on nthreads. */
 
-#define RB_MAX 64
+#define BR 64 /* queries per block */
+#define BC 64 /* keys per block: a multiple of every RP_VL */
+#define PREFETCH_ROWS 32 /* input rows read ahead */
 
-static int64_t row_block(int64_t T) { return T < RB_MAX ? T : RB_MAX; }
+static int64_t row_block(int64_t T) { return T < BR ? T : BR; }
 
 /* cos/sin tables: at most T + S rows of d_rot_qk/2 pairs (q, k) and of d_rot_v/2 pairs (o, v). */
 static int64_t table_floats(int64_t T, int64_t S, int64_t D, int64_t Dv)
@@ -39,32 +48,33 @@ static int64_t table_floats(int64_t T, int64_t S, int64_t D, int64_t Dv)
     return (T + S) * (D + Dv);
 }
 
-/* One thread's slice: Q' [T, D], K' [S, D], V' [S, Dv], dK' [S, D], dV' [S, Dv] and, per row
- * block, dS [RB, S], dQ' [RB, D], dY [RB, Dv] and P [RB, S] (the weights of the block when the
- * caller keeps none: the forward's scores and softmax, the backward's recomputation of them; the
- * forward's output block uses the dY slot). */
-static int64_t thread_floats(int64_t T, int64_t S, int64_t D, int64_t Dv)
-{
-    return T * D + 2 * S * (D + Dv) + row_block(T) * (2 * S + D + Dv);
-}
-
-/* The slots of a thread slice ws (see thread_floats). */
+/* The slots of a thread slice (floats): Q [T, Dp], K [Sp, Dp], Kt [D, Sp], V [Sp, Dvp] (the
+ * forward's V' or the backward's transpose [Dv, Sp]), dK [Sp, Dp], dV [Sp, Dvp], and per query
+ * block P [rb, BC], dP [rb, BC], O [rb, Dvp] (the forward's output accumulator, the backward's
+ * dY), dQ [rb, Dp], m [rb], l [rb] (the forward's running max and sum, the backward's L and
+ * Drow). */
 typedef struct {
-    float *Q, *K, *V, *dK, *dV, *dS, *dQ, *dY, *P;
+    float *Q, *K, *Kt, *V, *dK, *dV, *P, *dP, *O, *dQ, *m, *l;
 } slots;
 
-static void thread_slots(slots *sl, float *ws, int64_t T, int64_t S, int64_t D, int64_t Dv)
+static int64_t thread_slots(slots *sl, float *ws, int64_t T, int64_t S, int64_t D, int64_t Dv)
 {
-    int64_t rb = row_block(T);
-    sl->Q = ws;
-    sl->K = sl->Q + T * D;
-    sl->V = sl->K + S * D;
-    sl->dK = sl->V + S * Dv;
-    sl->dV = sl->dK + S * D;
-    sl->dS = sl->dV + S * Dv;
-    sl->dQ = sl->dS + rb * S;
-    sl->dY = sl->dQ + rb * D;
-    sl->P = sl->dY + rb * Dv;
+    int64_t Dp = rp_vl_round(D), Dvp = rp_vl_round(Dv), Sp = rp_vl_round(S), rb = row_block(T);
+    int64_t sizes[12] = {T * Dp, Sp * Dp, D * Sp, Sp * Dvp, Sp * Dp, Sp * Dvp,
+                         rb * BC, rb * BC, rb * Dvp, rb * Dp, rb, rb};
+    float **dst[12] = {&sl->Q, &sl->K, &sl->Kt, &sl->V, &sl->dK, &sl->dV,
+                       &sl->P, &sl->dP, &sl->O, &sl->dQ, &sl->m, &sl->l};
+    int64_t off = 0;
+    for (int i = 0; i < 12; i++) {
+        if (sl) *dst[i] = ws + off;
+        off += sizes[i];
+    }
+    return off;
+}
+
+static int64_t thread_floats(int64_t T, int64_t S, int64_t D, int64_t Dv)
+{
+    return thread_slots(NULL, NULL, T, S, D, Dv);
 }
 
 int64_t rp_attention_scratch_floats(int64_t T, int64_t S, int64_t D, int64_t Dv, int nthreads)
@@ -74,28 +84,34 @@ int64_t rp_attention_scratch_floats(int64_t T, int64_t S, int64_t D, int64_t Dv,
 }
 
 typedef struct {
-    int64_t T, S, H, D, Dv, ldq, ldk, ldv, ldo;
+    int64_t T, S, H, D, Dv, Dp, Dvp, Sp, ldq, ldk, ldv, ldo;
     int64_t hq, hv, ho; /* rotated pairs of q/k, of v and of the output (0 when not rotated) */
     int o_sign;         /* the output's rotation: o_n = R(o_sign n theta) Y_n */
-    int64_t kvis;    /* keys any query sees: min(S, q_offset + T) under the mask, else S */
+    int64_t kvis;       /* keys any query sees: min(S, q_offset + T) under the mask, else S */
     const rp_attn_cfg *cfg;
     float scale;
     /* cos/sin tables (NULL when not rotated); row r of q/o is query t = r, of k/v key i = r.
      * The decode entry leaves hq, hv at 0 (its q, k, v arrive rotated) and sets only o. */
     const float *qc, *qs, *kc, *ks, *vc, *vs, *oc, *os;
-    float *slices;   /* thread slices, thread_floats() apart */
+    float *slices; /* thread slices, thread_floats() apart */
     int64_t slice;
     /* the call's buffers (the backward's gradients are NULL in the forward and vice versa) */
-    float *out, *att_w, *dq, *dk, *dv;
-    const float *q, *k, *v, *att, *dout;
+    float *out, *att_w, *lse_w, *dq, *dk, *dv;
+    const float *q, *k, *v, *lse, *dout, *fout;
 } attn_ctx;
+
+static void ctx_dims(attn_ctx *c, int64_t T, int64_t S, int64_t H, int64_t D, int64_t Dv)
+{
+    c->T = T, c->S = S, c->H = H, c->D = D, c->Dv = Dv;
+    c->Dp = rp_vl_round(D), c->Dvp = rp_vl_round(Dv), c->Sp = rp_vl_round(S);
+}
 
 static void ctx_init(attn_ctx *c, float *scratch, int64_t T, int64_t S, int64_t H, int64_t D,
                      int64_t Dv, int64_t ldq, int64_t ldk, int64_t ldv, int64_t ldo,
                      const rp_attn_cfg *cfg)
 {
     memset(c, 0, sizeof *c);
-    c->T = T, c->S = S, c->H = H, c->D = D, c->Dv = Dv;
+    ctx_dims(c, T, S, H, D, Dv);
     c->ldq = ldq, c->ldk = ldk, c->ldv = ldv, c->ldo = ldo;
     c->cfg = cfg;
     c->scale = (float)cfg->scale;
@@ -152,62 +168,83 @@ static void ctx_init(attn_ctx *c, float *scratch, int64_t T, int64_t S, int64_t 
     }
 }
 
-/* Rotates n rows of width W (src rows ld_src apart) into dst (rows ld_dst apart) by the first
- * 2 half features: rp_rope_forward row by row with sign (row r uses table row r). */
-static void rotate_rows(float *dst, int64_t ld_dst, const float *src, int64_t ld_src, int64_t n,
-                        int64_t W, const float *cs, const float *sn, int64_t half, int sign,
-                        const rp_attn_cfg *cfg)
-{
-    for (int64_t r = 0; r < n; r++)
-        rp_rope_forward(dst + r * ld_dst, src + r * ld_src, cs + r * half, sn + r * half, 1, 1, 1,
-                        W, 2 * half, cfg->pairing, sign);
-}
+/* ---- rows: rotation, scaling, padding ---- */
 
-/* The rows of the forward's operands for head (b, h): Q' (T rows), K', V' (kvis rows), each
- * either rotated into ws or the input itself (pointer + row stride). */
-typedef struct {
-    const float *Q, *K, *V;
-    int64_t lq, lk, lv;
-} operands;
-
-static void build_operands(operands *o, const attn_ctx *c, float *ws, int64_t b, int64_t h)
+/* dst[0 .. W) = mul * R(sgn phi) src over the first 2h features by the table row (cs, sn), the
+ * rest copied times mul; dst[W .. Wp) = 0. Pairs as rp_rope_forward: y_a = x_a c - x_b s,
+ * y_b = x_b c + x_a s with s = sgn sin. h = 0: a plain (scaled) copy. */
+static inline void rot_row(float *restrict dst, const float *restrict src, const float *cs,
+                           const float *sn, int64_t h, float sgn, float mul, int64_t W, int64_t Wp,
+                           rp_pairing pairing)
 {
-    int64_t T = c->T, S = c->S, D = c->D, Dv = c->Dv;
-    const float *qh = c->q + b * T * c->ldq + h * D, *kh = c->k + b * S * c->ldk + h * D;
-    const float *vh = c->v + b * S * c->ldv + h * Dv;
-    slots sl;
-    thread_slots(&sl, ws, T, S, D, Dv);
-    float *Qb = sl.Q, *Kb = sl.K, *Vb = sl.V;
-    if (c->hq) {
-        rotate_rows(Qb, D, qh, c->ldq, T, D, c->qc, c->qs, c->hq, 1, c->cfg);
-        rotate_rows(Kb, D, kh, c->ldk, c->kvis, D, c->kc, c->ks, c->hq, 1, c->cfg);
-        o->Q = Qb, o->lq = D, o->K = Kb, o->lk = D;
+    if (pairing == RP_PAIR_HALF) {
+        RP_SIMD
+        for (int64_t i = 0; i < h; i++) {
+            float x1 = src[i], x2 = src[i + h], s = sgn * sn[i];
+            dst[i] = (x1 * cs[i] - x2 * s) * mul;
+            dst[i + h] = (x2 * cs[i] + x1 * s) * mul;
+        }
     } else {
-        o->Q = qh, o->lq = c->ldq, o->K = kh, o->lk = c->ldk;
+        RP_SIMD
+        for (int64_t i = 0; i < h; i++) {
+            float x1 = src[2 * i], x2 = src[2 * i + 1], s = sgn * sn[i];
+            dst[2 * i] = (x1 * cs[i] - x2 * s) * mul;
+            dst[2 * i + 1] = (x2 * cs[i] + x1 * s) * mul;
+        }
     }
-    if (c->hv) {
-        rotate_rows(Vb, Dv, vh, c->ldv, c->kvis, Dv, c->vc, c->vs, c->hv, 1, c->cfg);
-        o->V = Vb, o->lv = Dv;
+    RP_SIMD
+    for (int64_t i = 2 * h; i < W; i++) dst[i] = src[i] * mul;
+    for (int64_t i = W; i < Wp; i++) dst[i] = 0.0f;
+}
+
+/* dst[0 .. W) += mul * R(-sgn phi) g: the backward of rot_row (its transpose), accumulating into
+ * a strided gradient row. */
+static inline void rot_row_back(float *restrict dst, const float *restrict g, const float *cs,
+                                const float *sn, int64_t h, float sgn, float mul, int64_t W,
+                                rp_pairing pairing)
+{
+    if (pairing == RP_PAIR_HALF) {
+        RP_SIMD
+        for (int64_t i = 0; i < h; i++) {
+            float g1 = g[i], g2 = g[i + h], s = sgn * sn[i];
+            dst[i] += (g1 * cs[i] + g2 * s) * mul;
+            dst[i + h] += (g2 * cs[i] - g1 * s) * mul;
+        }
     } else {
-        o->V = vh, o->lv = c->ldv;
+        RP_SIMD
+        for (int64_t i = 0; i < h; i++) {
+            float g1 = g[2 * i], g2 = g[2 * i + 1], s = sgn * sn[i];
+            dst[2 * i] += (g1 * cs[i] + g2 * s) * mul;
+            dst[2 * i + 1] += (g2 * cs[i] - g1 * s) * mul;
+        }
+    }
+    RP_SIMD
+    for (int64_t i = 2 * h; i < W; i++) dst[i] += g[i] * mul;
+}
+
+/* Rows 0 .. n-1 of a strided input (src, ld) rotated by the table rows 0 .. n-1 (h pairs; h = 0:
+ * copied) into dst [rows, Wp] (rows >= n zeroed up to `rows`); optionally also transposed into
+ * dt [W, ldt] (columns n .. rows-1 zeroed). */
+static void build_rows(float *dst, float *dt, int64_t ldt, const float *src, int64_t ld, int64_t n,
+                       int64_t rows, const float *cs, const float *sn, int64_t h, float mul,
+                       int64_t W, int64_t Wp, rp_pairing pairing)
+{
+    for (int64_t r = 0; r < n; r++) {
+        /* the rows lie ld apart in a large buffer (the model's fused qkv): fetch ahead */
+        if (r + PREFETCH_ROWS < n)
+            for (int64_t i = 0; i < W; i += 16) __builtin_prefetch(src + (r + PREFETCH_ROWS) * ld + i);
+        rot_row(dst + r * Wp, src + r * ld, cs ? cs + r * h : NULL, sn ? sn + r * h : NULL, h,
+                1.0f, mul, W, Wp, pairing);
+    }
+    if (rows > n) memset(dst + n * Wp, 0, sizeof(float) * (size_t)((rows - n) * Wp));
+    if (!dt) return;
+    for (int64_t d = 0; d < W; d++) {
+        float *col = dt + d * ldt;
+        for (int64_t r = 0; r < rows; r++) col[r] = dst[r * Wp + d];
     }
 }
 
-/* Keys seen by query t (position q_offset + t). */
-static inline int64_t visible(const attn_ctx *c, int64_t t)
-{
-    int64_t n = c->cfg->q_offset + t + 1;
-    return c->cfg->causal && n < c->S ? n : c->S;
-}
-
-/* Keys seen by any query of the block ending before t1. */
-static inline int64_t block_keys(const attn_ctx *c, int64_t t1)
-{
-    return visible(c, t1 - 1);
-}
-
-/* The loops below are marked RP_SIMD / RP_SIMD_REDUCE (parallel.h): -O2 vectorizes only such
- * marked loops, and softmax is a large part of the time at d_k = 32. */
+/* ---- softmax pieces ---- */
 
 /* e^x for x <= 0, in float, without a libm call so that the loops around it vectorize (glibc's
  * expf is scalar). Cephes' expf: x = k ln2 + r with |r| <= ln2/2 (ln2 split in two so that k ln2
@@ -216,7 +253,8 @@ static inline int64_t block_keys(const attn_ctx *c, int64_t t1)
  * most 8.2e-8 (glibc's expf: 6.0e-8). |x| is clamped at 87 (e^-87 ~ 1.6e-38, the bottom of the
  * normal range; below that a probability is 0 for every purpose); the clamp works on the bits
  * because a float compare-and-select may trap and blocks vectorization without
- * -fno-trapping-math. NaN (and -inf, from infinite inputs) give NaN. */
+ * -fno-trapping-math. NaN (and -inf, from infinite inputs) give NaN. A positive x is taken as
+ * -x: callers pass x <= 0 only. */
 static inline float exp_nonpos(float x)
 {
     union {
@@ -246,150 +284,219 @@ static inline float exp_nonpos(float x)
     return e * two_k.f + (x - x);              /* + 0, or NaN for NaN and -inf (no branch) */
 }
 
-/* Softmax of row[0 .. n-1] in place (scores already scaled), row[n .. S-1] = 0 exactly.
- * exp in float after subtracting the row max (the largest term is exactly 1); the sum of the
- * n <= S terms in double, so its rounding does not grow with S. */
-static void softmax_row(float *row, int64_t n, int64_t S)
+/* Keys seen by query t (position q_offset + t). */
+static inline int64_t visible(const attn_ctx *c, int64_t t)
 {
-    float m = row[0];
-    RP_SIMD_REDUCE(max, m)
-    for (int64_t i = 1; i < n; i++) m = row[i] > m ? row[i] : m;
-    double sum = 0.0;
-    RP_SIMD_REDUCE(+, sum)
-    for (int64_t i = 0; i < n; i++) {
-        float e = exp_nonpos(row[i] - m);
-        row[i] = e;
-        sum += (double)e;
-    }
-    float inv = (float)(1.0 / sum);
-    RP_SIMD
-    for (int64_t i = 0; i < n; i++) row[i] *= inv;
-    if (S > n) memset(row + n, 0, sizeof(float) * (size_t)(S - n));
+    int64_t n = c->cfg->q_offset + t + 1;
+    return c->cfg->causal && n < c->S ? n : c->S;
 }
 
-/* The weights of row block t0 .. t1-1 (nr rows, the first kmax keys): ab [nr, S] (rows S apart)
- * = the causal softmax of scale Q'_blk K'^T, exactly 0 on masked keys. The forward pass and the
- * backward's recomputation run this same code, so the recomputed weights are bitwise those of
- * the forward. */
-static void block_weights(const attn_ctx *c, const operands *o, float *ab, int64_t t0, int64_t t1)
+/* Keys of the block starting at j0 (bc of them) that query t sees: 0 .. bc. */
+static inline int64_t seen_in_block(const attn_ctx *c, int64_t t, int64_t j0, int64_t bc)
 {
-    int64_t S = c->S, nr = t1 - t0, kmax = block_keys(c, t1);
-    rp_sgemm(0, 1, nr, kmax, c->D, c->scale, o->Q + t0 * o->lq, o->lq, o->K, o->lk, 0.0f, ab, S);
-    for (int64_t t = t0; t < t1; t++) softmax_row(ab + (t - t0) * S, visible(c, t), S);
+    int64_t n = visible(c, t) - j0;
+    return n < 0 ? 0 : n < bc ? n : bc;
+}
+
+/* The scores of query rows t0 .. t0+nr-1 and key block j0 (bcp keys, a multiple of RP_VL) into
+ * P [nr, BC]: Q' K'^T. */
+static void block_scores(const attn_ctx *c, const slots *sl, int64_t t0, int64_t nr, int64_t j0,
+                         int64_t bcp)
+{
+    rp_tile_mm(sl->P, BC, sl->Q + t0 * c->Dp, c->Dp, 1, sl->Kt + j0, c->Sp, nr, bcp, c->D, 0);
+}
+
+/* The softmax step of one score row p[0 .. bcp) (bcp a multiple of RP_VL) of which the first n
+ * are keys the query sees: with mo the row's running maximum, returns the new maximum
+ * mn = max(mo, p[0 .. n)), sets p[j] = e^(p[j] - mn) for j < n and 0 after, and adds their sum
+ * to *sum. The maximum and the sum go over whole vectors (lane-wise, then across the lanes). */
+static inline float softmax_step(float *p, int64_t n, int64_t bcp, float mo, float *sum)
+{
+    for (int64_t j = n; j < bcp; j++) p[j] = -FLT_MAX;
+    rp_vf vm = rp_vload(p);
+    for (int64_t j = RP_VL; j < bcp; j += RP_VL) vm = rp_vmax(vm, rp_vload(p + j));
+    float bm = rp_vhmax(vm), mn = bm > mo ? bm : mo;
+    RP_SIMD
+    for (int64_t j = 0; j < bcp; j++) p[j] = exp_nonpos(p[j] - mn);
+    for (int64_t j = n; j < bcp; j++) p[j] = 0.0f;
+    rp_vf vs = rp_vload(p);
+    for (int64_t j = RP_VL; j < bcp; j += RP_VL) vs += rp_vload(p + j);
+    *sum = rp_vhsum(vs);
+    return mn;
+}
+
+/* ---- forward ---- */
+
+/* The weights of query rows t0 .. t0+nr-1 over all S keys into att rows (S apart): e^(s - L)
+ * by the scores of the same tile products, 0 on masked keys. */
+static void block_weights_out(const attn_ctx *c, const slots *sl, float *att, int64_t t0,
+                              int64_t nr)
+{
+    int64_t S = c->S, kmax = visible(c, t0 + nr - 1);
+    for (int64_t j0 = 0; j0 < kmax; j0 += BC) {
+        int64_t bc = kmax - j0 < BC ? kmax - j0 : BC, bcp = rp_vl_round(bc);
+        block_scores(c, sl, t0, nr, j0, bcp);
+        for (int64_t r = 0; r < nr; r++) {
+            int64_t n = seen_in_block(c, t0 + r, j0, bc);
+            float *p = sl->P + r * BC, *a = att + (t0 + r) * S + j0, L = sl->m[r];
+            RP_SIMD
+            for (int64_t j = 0; j < n; j++) {
+                float x = p[j] - L;
+                a[j] = exp_nonpos(x < 0.0f ? x : 0.0f);
+            }
+            for (int64_t j = n; j < bc; j++) a[j] = 0.0f;
+        }
+    }
+    for (int64_t r = 0; r < nr; r++)
+        if (S > kmax) memset(att + (t0 + r) * S + kmax, 0, sizeof(float) * (size_t)(S - kmax));
 }
 
 static void head_forward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
 {
-    int64_t T = c->T, S = c->S, D = c->D, Dv = c->Dv, rb = row_block(T);
-    operands o;
-    build_operands(&o, c, ws, b, h);
+    int64_t T = c->T, D = c->D, Dv = c->Dv, Dp = c->Dp, Dvp = c->Dvp, Sp = c->Sp;
+    int64_t rb = row_block(T), kvis = c->kvis, kvp = rp_vl_round(kvis);
+    rp_pairing pairing = c->cfg->pairing;
     slots sl;
-    thread_slots(&sl, ws, T, S, D, Dv);
-    float *Ob = sl.dY;
-    /* the weights go to att when the caller keeps them, else to the thread's P tile */
-    float *a = c->att_w ? c->att_w + (b * c->H + h) * T * S : NULL;
+    thread_slots(&sl, ws, T, c->S, D, Dv);
+    /* Q' = scale R(n) q, K'^T (through K), V' = R(i) v */
+    build_rows(sl.Q, NULL, 0, c->q + b * T * c->ldq + h * D, c->ldq, T, T, c->qc, c->qs, c->hq,
+               c->scale, D, Dp, pairing);
+    build_rows(sl.K, sl.Kt, Sp, c->k + b * c->S * c->ldk + h * D, c->ldk, kvis, kvp, c->kc, c->ks,
+               c->hq, 1.0f, D, Dp, pairing);
+    build_rows(sl.V, NULL, 0, c->v + b * c->S * c->ldv + h * Dv, c->ldv, kvis, kvp, c->vc, c->vs,
+               c->hv, 1.0f, Dv, Dvp, pairing);
     float *oh = c->out + b * T * c->ldo + h * Dv;
+    float *lse = c->lse_w ? c->lse_w + (b * c->H + h) * T : NULL;
+    float *att = c->att_w ? c->att_w + (b * c->H + h) * T * c->S : NULL;
     for (int64_t t0 = 0; t0 < T; t0 += rb) {
-        int64_t t1 = t0 + rb < T ? t0 + rb : T, nr = t1 - t0, kmax = block_keys(c, t1);
-        float *ab = a ? a + t0 * S : sl.P;
-        block_weights(c, &o, ab, t0, t1);
-        if (c->ho) {
-            /* o_n = R(o_sign n) sum_i a_{n,i} V'_i (roper: R(-n)) */
-            rp_sgemm(0, 0, nr, Dv, kmax, 1.0f, ab, S, o.V, o.lv, 0.0f, Ob, Dv);
-            rotate_rows(oh + t0 * c->ldo, c->ldo, Ob, Dv, nr, Dv, c->oc + t0 * c->ho,
-                        c->os + t0 * c->ho, c->ho, c->o_sign, c->cfg);
-        } else {
-            rp_sgemm(0, 0, nr, Dv, kmax, 1.0f, ab, S, o.V, o.lv, 0.0f, oh + t0 * c->ldo, c->ldo);
+        int64_t nr = T - t0 < rb ? T - t0 : rb, kmax = visible(c, t0 + nr - 1);
+        for (int64_t r = 0; r < nr; r++) sl.m[r] = -FLT_MAX, sl.l[r] = 0.0f;
+        memset(sl.O, 0, sizeof(float) * (size_t)(nr * Dvp));
+        for (int64_t j0 = 0; j0 < kmax; j0 += BC) {
+            int64_t bc = kmax - j0 < BC ? kmax - j0 : BC, bcp = rp_vl_round(bc);
+            block_scores(c, &sl, t0, nr, j0, bcp);
+            for (int64_t r = 0; r < nr; r++) {
+                float *p = sl.P + r * BC;
+                int64_t n = seen_in_block(c, t0 + r, j0, bc);
+                if (n == 0) {
+                    memset(p, 0, sizeof(float) * (size_t)bcp);
+                    continue;
+                }
+                float mo = sl.m[r], sum;
+                float mn = softmax_step(p, n, bcp, mo, &sum);
+                if (sl.l[r] == 0.0f) { /* the row's first keys: nothing to rescale */
+                    sl.l[r] = sum;
+                } else if (mn > mo) {
+                    float corr = exp_nonpos(mo - mn);
+                    float *o = sl.O + r * Dvp;
+                    sl.l[r] = sl.l[r] * corr + sum;
+                    RP_SIMD
+                    for (int64_t d = 0; d < Dvp; d++) o[d] *= corr;
+                } else {
+                    sl.l[r] += sum;
+                }
+                sl.m[r] = mn;
+            }
+            /* O += P V'_blk */
+            rp_tile_mm(sl.O, Dvp, sl.P, BC, 1, sl.V + j0 * Dvp, Dvp, nr, Dvp, bcp, 1);
         }
+        for (int64_t r = 0; r < nr; r++) {
+            int64_t t = t0 + r;
+            float inv = 1.0f / sl.l[r];
+            float *dst = oh + t * c->ldo, *o = sl.O + r * Dvp;
+            if (c->ho) {
+                rot_row(dst, o, c->oc + t * c->ho, c->os + t * c->ho, c->ho, (float)c->o_sign,
+                        inv, Dv, Dv, pairing);
+            } else {
+                RP_SIMD
+                for (int64_t d = 0; d < Dv; d++) dst[d] = o[d] * inv;
+            }
+            /* from here on m holds the row's log-sum-exp L */
+            sl.m[r] += logf(sl.l[r]);
+            if (lse) lse[t] = sl.m[r];
+        }
+        if (att) block_weights_out(c, &sl, att, t0, nr);
     }
 }
 
-/* dS = A * (dA - rowsum(dA * A)) * scale over the n visible keys of a row, 0 on the masked keys
- * up to kmax (explicitly, so that masked entries contribute nothing whatever dA holds). The row
- * sum in double. */
-static void softmax_backward_row(float *ds, const float *a, int64_t n, int64_t kmax, float scale)
-{
-    double dot = 0.0;
-    RP_SIMD_REDUCE(+, dot)
-    for (int64_t i = 0; i < n; i++) dot += (double)ds[i] * (double)a[i];
-    float fd = (float)dot;
-    RP_SIMD
-    for (int64_t i = 0; i < n; i++) ds[i] = a[i] * (ds[i] - fd) * scale;
-    if (kmax > n) memset(ds + n, 0, sizeof(float) * (size_t)(kmax - n));
-}
+/* ---- backward ---- */
 
 static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
 {
-    int64_t T = c->T, S = c->S, D = c->D, Dv = c->Dv, rb = row_block(T), kvis = c->kvis;
-    operands o;
-    build_operands(&o, c, ws, b, h);
+    int64_t T = c->T, D = c->D, Dv = c->Dv, Dp = c->Dp, Dvp = c->Dvp, Sp = c->Sp;
+    int64_t rb = row_block(T), kvis = c->kvis, kvp = rp_vl_round(kvis);
+    rp_pairing pairing = c->cfg->pairing;
     slots sl;
-    thread_slots(&sl, ws, T, S, D, Dv);
-    float *dKb = sl.dK, *dVb = sl.dV, *dSb = sl.dS, *dQb = sl.dQ, *dYb = sl.dY;
-    /* the forward's weights, or their recomputation block by block (bitwise the same) */
-    const float *a = c->att ? c->att + (b * c->H + h) * T * S : NULL;
-    const float *doh = c->dout + b * T * c->ldo + h * Dv;
-    float *dqh = c->dq + b * T * c->ldq + h * D, *dkh = c->dk + b * S * c->ldk + h * D;
-    float *dvh = c->dv + b * S * c->ldv + h * Dv;
-    /* dK', dV' accumulate over the row blocks: straight into dk, dv when unrotated */
-    float *dK = dkh, *dV = dvh;
-    int64_t ldK = c->ldk, ldV = c->ldv;
-    if (c->hq) {
-        dK = dKb, ldK = D;
-        memset(dKb, 0, sizeof(float) * (size_t)(kvis * D));
-    }
-    if (c->hv) {
-        dV = dVb, ldV = Dv;
-        memset(dVb, 0, sizeof(float) * (size_t)(kvis * Dv));
-    }
+    thread_slots(&sl, ws, T, c->S, D, Dv);
+    build_rows(sl.Q, NULL, 0, c->q + b * T * c->ldq + h * D, c->ldq, T, T, c->qc, c->qs, c->hq,
+               c->scale, D, Dp, pairing);
+    build_rows(sl.K, sl.Kt, Sp, c->k + b * c->S * c->ldk + h * D, c->ldk, kvis, kvp, c->kc, c->ks,
+               c->hq, 1.0f, D, Dp, pairing);
+    /* V'^T into the V slot, through the dV slot (zeroed after) */
+    build_rows(sl.dV, sl.V, Sp, c->v + b * c->S * c->ldv + h * Dv, c->ldv, kvis, kvp, c->vc, c->vs,
+               c->hv, 1.0f, Dv, Dvp, pairing);
+    memset(sl.dK, 0, sizeof(float) * (size_t)(kvp * Dp));
+    memset(sl.dV, 0, sizeof(float) * (size_t)(kvp * Dvp));
+    const float *doh = c->dout + b * T * c->ldo + h * Dv, *ofh = c->fout + b * T * c->ldo + h * Dv;
+    const float *lse = c->lse + (b * c->H + h) * T;
+    float *dqh = c->dq + b * T * c->ldq + h * D;
     for (int64_t t0 = 0; t0 < T; t0 += rb) {
-        int64_t t1 = t0 + rb < T ? t0 + rb : T, nr = t1 - t0, kmax = block_keys(c, t1);
-        const float *ab = a ? a + t0 * S : sl.P;
-        if (!a) block_weights(c, &o, sl.P, t0, t1);
-        /* dY = d(sum_i a V'_i): the output was R(o_sign n) Y, so dY = R(-o_sign n) dout (roper:
-         * R(+n) dout), the forward kernel with sign -o_sign */
-        const float *dY = doh + t0 * c->ldo;
-        int64_t ldY = c->ldo;
-        if (c->ho) {
-            rotate_rows(dYb, Dv, dY, c->ldo, nr, Dv, c->oc + t0 * c->ho, c->os + t0 * c->ho, c->ho,
-                        -c->o_sign, c->cfg);
-            dY = dYb, ldY = Dv;
+        int64_t nr = T - t0 < rb ? T - t0 : rb, kmax = visible(c, t0 + nr - 1);
+        for (int64_t r = 0; r < nr; r++) {
+            int64_t t = t0 + r;
+            const float *g = doh + t * c->ldo, *o = ofh + t * c->ldo;
+            /* dY = R(-o_sign n) dout (roper: R(+n)) */
+            if (c->ho)
+                rot_row(sl.O + r * Dvp, g, c->oc + t * c->ho, c->os + t * c->ho, c->ho,
+                        (float)-c->o_sign, 1.0f, Dv, Dvp, pairing);
+            else
+                rot_row(sl.O + r * Dvp, g, NULL, NULL, 0, 1.0f, 1.0f, Dv, Dvp, pairing);
+            double dot = 0.0;
+            for (int64_t d = 0; d < Dv; d++) dot += (double)g[d] * (double)o[d];
+            sl.l[r] = (float)dot;
+            sl.m[r] = lse[t];
         }
-        /* dA = dY V'^T, then dS in place */
-        rp_sgemm(0, 1, nr, kmax, Dv, 1.0f, dY, ldY, o.V, o.lv, 0.0f, dSb, kmax);
-        for (int64_t t = t0; t < t1; t++)
-            softmax_backward_row(dSb + (t - t0) * kmax, ab + (t - t0) * S, visible(c, t), kmax,
-                                 c->scale);
-        /* dV' += A^T dY */
-        rp_sgemm(1, 0, kmax, Dv, nr, 1.0f, ab, S, dY, ldY, 1.0f, dV, ldV);
-        /* dQ' = dS K'; dq += R(-n) dQ' (rp_rope_backward with the forward's sign +1) */
-        if (c->hq) {
-            rp_sgemm(0, 0, nr, D, kmax, 1.0f, dSb, kmax, o.K, o.lk, 0.0f, dQb, D);
-            for (int64_t t = t0; t < t1; t++)
-                rp_rope_backward(dqh + t * c->ldq, dQb + (t - t0) * D, c->qc + t * c->hq,
-                                 c->qs + t * c->hq, 1, 1, 1, D, 2 * c->hq, c->cfg->pairing, 1);
-        } else {
-            rp_sgemm(0, 0, nr, D, kmax, 1.0f, dSb, kmax, o.K, o.lk, 1.0f, dqh + t0 * c->ldq,
-                     c->ldq);
+        memset(sl.dQ, 0, sizeof(float) * (size_t)(nr * Dp));
+        for (int64_t j0 = 0; j0 < kmax; j0 += BC) {
+            int64_t bc = kmax - j0 < BC ? kmax - j0 : BC, bcp = rp_vl_round(bc);
+            block_scores(c, &sl, t0, nr, j0, bcp);
+            /* dP = dY V'^T */
+            rp_tile_mm(sl.dP, BC, sl.O, Dvp, 1, sl.V + j0, Sp, nr, bcp, Dv, 0);
+            for (int64_t r = 0; r < nr; r++) {
+                float *p = sl.P + r * BC, *dp = sl.dP + r * BC, L = sl.m[r], Dr = sl.l[r];
+                int64_t n = seen_in_block(c, t0 + r, j0, bc);
+                RP_SIMD
+                for (int64_t j = 0; j < n; j++) {
+                    float x = p[j] - L;
+                    float e = exp_nonpos(x < 0.0f ? x : 0.0f);
+                    p[j] = e;
+                    dp[j] = e * (dp[j] - Dr);
+                }
+                for (int64_t j = n; j < bcp; j++) p[j] = dp[j] = 0.0f;
+            }
+            /* dV' += P^T dY, dQ' += dS K', dK' += dS^T Q' */
+            rp_tile_mm(sl.dV + j0 * Dvp, Dvp, sl.P, 1, BC, sl.O, Dvp, bcp, Dvp, nr, 1);
+            rp_tile_mm(sl.dQ, Dp, sl.dP, BC, 1, sl.K + j0 * Dp, Dp, nr, Dp, bcp, 1);
+            rp_tile_mm(sl.dK + j0 * Dp, Dp, sl.dP, 1, BC, sl.Q + t0 * Dp, Dp, bcp, Dp, nr, 1);
         }
-        /* dK' += dS^T Q' */
-        rp_sgemm(1, 0, kmax, D, nr, 1.0f, dSb, kmax, o.Q + t0 * o.lq, o.lq, 1.0f, dK, ldK);
+        /* dq += scale R(-n) dQ' */
+        for (int64_t r = 0; r < nr; r++) {
+            int64_t t = t0 + r;
+            rot_row_back(dqh + t * c->ldq, sl.dQ + r * Dp, c->hq ? c->qc + t * c->hq : NULL,
+                         c->hq ? c->qs + t * c->hq : NULL, c->hq, 1.0f, c->scale, D, pairing);
+        }
     }
     /* dk += R(-i) dK', dv += R(-i) dV' (roper_legacy: R(-2i), its v table) */
-    if (c->hq)
-        for (int64_t i = 0; i < kvis; i++)
-            rp_rope_backward(dkh + i * c->ldk, dKb + i * D, c->kc + i * c->hq, c->ks + i * c->hq,
-                             1, 1, 1, D, 2 * c->hq, c->cfg->pairing, 1);
-    if (c->hv)
-        for (int64_t i = 0; i < kvis; i++)
-            rp_rope_backward(dvh + i * c->ldv, dVb + i * Dv, c->vc + i * c->hv,
-                             c->vs + i * c->hv, 1, 1, 1, Dv, 2 * c->hv, c->cfg->pairing, 1);
+    float *dkh = c->dk + b * c->S * c->ldk + h * D, *dvh = c->dv + b * c->S * c->ldv + h * Dv;
+    for (int64_t i = 0; i < kvis; i++) {
+        rot_row_back(dkh + i * c->ldk, sl.dK + i * Dp, c->hq ? c->kc + i * c->hq : NULL,
+                     c->hq ? c->ks + i * c->hq : NULL, c->hq, 1.0f, 1.0f, D, pairing);
+        rot_row_back(dvh + i * c->ldv, sl.dV + i * Dvp, c->hv ? c->vc + i * c->hv : NULL,
+                     c->hv ? c->vs + i * c->hv : NULL, c->hv, 1.0f, 1.0f, Dv, pairing);
+    }
 }
 
-/* The loop over the (b, h) pairs: nthreads OpenMP threads, each with its own scratch slice; the
- * sgemm calls inside run on their calling thread (OpenBLAS is kept single-threaded, blas.h).
- * Measured at B=16, T=512, H=4, d_k=32 on 2 cores, this beats a serial loop over a threaded
- * OpenBLAS by about 2x. */
+/* The loop over the (b, h) pairs: nthreads OpenMP threads, each with its own scratch slice. */
 static void run_pairs(const attn_ctx *c, int64_t B, int nthreads, int backward)
 {
     int64_t npairs = B * c->H;
@@ -411,26 +518,27 @@ static void run_pairs(const attn_ctx *c, int64_t B, int nthreads, int backward)
     }
 }
 
-void rp_attention_forward(float *out, int64_t ldo, float *att, float *scratch, const float *q,
-                          int64_t ldq, const float *k, int64_t ldk, const float *v, int64_t ldv,
-                          int64_t B, int64_t T, int64_t S, int64_t H, int64_t D, int64_t Dv,
-                          const rp_attn_cfg *cfg, int nthreads)
+void rp_attention_forward(float *out, int64_t ldo, float *lse, float *att, float *scratch,
+                          const float *q, int64_t ldq, const float *k, int64_t ldk, const float *v,
+                          int64_t ldv, int64_t B, int64_t T, int64_t S, int64_t H, int64_t D,
+                          int64_t Dv, const rp_attn_cfg *cfg, int nthreads)
 {
     attn_ctx c;
     ctx_init(&c, scratch, T, S, H, D, Dv, ldq, ldk, ldv, ldo, cfg);
-    c.out = out, c.att_w = att, c.q = q, c.k = k, c.v = v;
+    c.out = out, c.lse_w = lse, c.att_w = att, c.q = q, c.k = k, c.v = v;
     run_pairs(&c, B, nthreads, 0);
 }
 
 void rp_attention_backward(float *dq, float *dk, float *dv, float *scratch, const float *dout,
-                           int64_t ldo, const float *att, const float *q, int64_t ldq,
-                           const float *k, int64_t ldk, const float *v, int64_t ldv, int64_t B,
-                           int64_t T, int64_t S, int64_t H, int64_t D, int64_t Dv,
+                           const float *out, int64_t ldo, const float *lse, const float *q,
+                           int64_t ldq, const float *k, int64_t ldk, const float *v, int64_t ldv,
+                           int64_t B, int64_t T, int64_t S, int64_t H, int64_t D, int64_t Dv,
                            const rp_attn_cfg *cfg, int nthreads)
 {
     attn_ctx c;
     ctx_init(&c, scratch, T, S, H, D, Dv, ldq, ldk, ldv, ldo, cfg);
-    c.dq = dq, c.dk = dk, c.dv = dv, c.dout = dout, c.att = att, c.q = q, c.k = k, c.v = v;
+    c.dq = dq, c.dk = dk, c.dv = dv, c.dout = dout, c.fout = out, c.lse = lse;
+    c.q = q, c.k = k, c.v = v;
     run_pairs(&c, B, nthreads, 1);
 }
 
@@ -481,7 +589,7 @@ void rp_attention_decode(float *out, float *scratch, float *q, const float *k, c
     dc.q_offset = pos;
     attn_ctx c;
     memset(&c, 0, sizeof c);
-    c.T = 1, c.S = pos + 1, c.H = H, c.D = D, c.Dv = Dv;
+    ctx_dims(&c, 1, pos + 1, H, D, Dv);
     c.ldq = H * D, c.ldk = ldc, c.ldv = ldc, c.ldo = H * Dv;
     c.kvis = c.S;
     c.cfg = &dc;
@@ -493,7 +601,6 @@ void rp_attention_decode(float *out, float *scratch, float *q, const float *k, c
         c.ho = s.d_rot_o / 2;
         c.o_sign = s.o_sign;
     }
-    c.att_w = NULL; /* the weights stay in the thread slice */
     c.slices = p;
     c.slice = thread_floats(1, c.S, D, Dv);
     c.out = out, c.q = q, c.k = kcache, c.v = vcache;
@@ -584,7 +691,7 @@ rp_status rp_attention(rp_tensor *out, rp_tensor *att, const rp_tensor *q, const
     if (st == RP_OK && (T > RP_I32_MAX || S > RP_I32_MAX || D > RP_I32_MAX || Dv > RP_I32_MAX))
         st = rp_error(RP_ERR_SHAPE, "attention: a dim exceeds 2^31-1");
     if (st == RP_OK)
-        rp_attention_forward(rp_tensor_data(out), H * Dv, rp_tensor_data(att),
+        rp_attention_forward(rp_tensor_data(out), H * Dv, NULL, rp_tensor_data(att),
                              rp_tensor_data(&scratch), rp_tensor_data(&qc), H * D,
                              rp_tensor_data(&kc), H * D, rp_tensor_data(&vc), H * Dv, B, T, S, H,
                              D, Dv, &c, nthreads);

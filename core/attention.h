@@ -46,28 +46,29 @@ typedef struct rp_attn_cfg {
  * nthreads threads (each thread gets its own slice); never decreases as T, S or nthreads grow. */
 int64_t rp_attention_scratch_floats(int64_t T, int64_t S, int64_t D, int64_t Dv, int nthreads);
 
-/* The forward pass. Overwrites out, and att ([B, H, T, S], the softmax weights) when att is not
- * NULL. With att NULL nothing of size T x S is stored: each thread computes the weights of a
- * block of at most 64 queries into its scratch slice and uses them at once (out is bitwise the
- * same either way). scratch holds rp_attention_scratch_floats(T, S, D, Dv, nthreads) floats; the
- * (b, h) pairs are spread over nthreads OpenMP threads (nthreads >= 1). Dims and cfg must already
- * be valid (rp_attention_check). With q_offset >= 0 every query sees at least key 0, so no row is
- * fully masked. */
-void rp_attention_forward(float *out, int64_t ldo, float *att, float *scratch, const float *q,
-                          int64_t ldq, const float *k, int64_t ldk, const float *v, int64_t ldv,
-                          int64_t B, int64_t T, int64_t S, int64_t H, int64_t D, int64_t Dv,
-                          const rp_attn_cfg *cfg, int nthreads);
+/* The forward pass (flash attention: tiles of at most 64 queries x 64 keys with an online
+ * softmax, nothing of size T x S stored). Overwrites out; lse ([B, H, T]: each query's
+ * log-sum-exp of its scaled scores over the keys it sees, what the backward needs) when not
+ * NULL; att ([B, H, T, S], the softmax weights, 0 on masked keys) when not NULL — only on request,
+ * it costs one more score product. scratch holds rp_attention_scratch_floats(T, S, D, Dv,
+ * nthreads) floats; the (b, h) pairs are spread over nthreads OpenMP threads (nthreads >= 1).
+ * Dims and cfg must already be valid (rp_attention_check). With q_offset >= 0 every query sees at
+ * least key 0, so no row is fully masked. */
+void rp_attention_forward(float *out, int64_t ldo, float *lse, float *att, float *scratch,
+                          const float *q, int64_t ldq, const float *k, int64_t ldk, const float *v,
+                          int64_t ldv, int64_t B, int64_t T, int64_t S, int64_t H, int64_t D,
+                          int64_t Dv, const rp_attn_cfg *cfg, int nthreads);
 
 /* The backward pass: dq += dL/dq, dk += dL/dk, dv += dL/dv (ACCUMULATES; same strides as q, k,
- * v), given dout (stride ldo), the forward's inputs q, k, v and its weights att, or att NULL:
- * then the weights are recomputed block by block from q and k by the forward's own code (bitwise
- * the same weights, so bitwise the same gradients), at the cost of one more Q K^T product. RoPE's backward is
- * the reverse rotation of the gradient; RoPER's output rotation by -n is undone on dout by +n.
- * dq, dk, dv may point into one fused buffer (they never overlap). */
+ * v), given dout and the forward's out (both rows ldo apart), its lse and its inputs q, k, v. The
+ * weights are recomputed tile by tile from q, k and lse (FlashAttention-2's backward: one more
+ * Q K^T product, nothing of size T x S stored). RoPE's backward is the reverse rotation of the
+ * gradient; RoPER's output rotation by -n is undone on dout by +n. dq, dk, dv may point into one
+ * fused buffer (they never overlap). */
 void rp_attention_backward(float *dq, float *dk, float *dv, float *scratch, const float *dout,
-                           int64_t ldo, const float *att, const float *q, int64_t ldq,
-                           const float *k, int64_t ldk, const float *v, int64_t ldv, int64_t B,
-                           int64_t T, int64_t S, int64_t H, int64_t D, int64_t Dv,
+                           const float *out, int64_t ldo, const float *lse, const float *q,
+                           int64_t ldq, const float *k, int64_t ldk, const float *v, int64_t ldv,
+                           int64_t B, int64_t T, int64_t S, int64_t H, int64_t D, int64_t Dv,
                            const rp_attn_cfg *cfg, int nthreads);
 
 /* Decoding with a KV cache: one new token at position pos of one sequence, through the same

@@ -54,8 +54,8 @@ static void attn_branch_backward(rp_model *m, const layer_params *p, const layer
                             m->cfg.heads, dk, dk, &lc, nt);
     } else {
         rp_attention_backward(m->dqkv, m->dqkv + C, m->dqkv + 2 * C, m->attn_scratch, m->datty,
-                              C, NULL, a->qkv, 3 * C, a->qkv + C, 3 * C, a->qkv + 2 * C, 3 * C,
-                              B, T, T, m->cfg.heads, dk, dk, acfg, nt);
+                              a->atty, C, a->lse, a->qkv, 3 * C, a->qkv + C, 3 * C,
+                              a->qkv + 2 * C, 3 * C, B, T, T, m->cfg.heads, dk, dk, acfg, nt);
     }
     rp_linear_backward(dinp, g + p->qkvw, g + p->qkvb, m->dqkv, inp, w + p->qkvw, N, C, 3 * C);
 }

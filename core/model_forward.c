@@ -84,10 +84,10 @@ int rpm_attn_threads(const rp_model *m, int64_t T)
     return nt;
 }
 
-/* The attention of one layer over the fused qkv buffer (B, T, 3C) into y (B, T, C), keeping no
- * weights. Linear attention lowers *min_den to its smallest denominator. */
-static void attention_forward(rp_model *m, float *y, const float *qkv, int64_t B, int64_t T,
-                              const rp_attn_cfg *acfg, int nt, double *min_den)
+/* The attention of one layer over the fused qkv buffer (B, T, 3C) into y (B, T, C) and the rows'
+ * log-sum-exp into lse (B, H, T) (softmax attention), keeping no weights. Linear attention lowers *min_den to its smallest denominator. */
+static void attention_forward(rp_model *m, float *y, float *lse, const float *qkv, int64_t B,
+                              int64_t T, const rp_attn_cfg *acfg, int nt, double *min_den)
 {
     int64_t C = m->cfg.d_model, H = m->cfg.heads, dk = m->dk;
     if (m->linear) {
@@ -97,7 +97,7 @@ static void attention_forward(rp_model *m, float *y, const float *qkv, int64_t B
                            qkv + 2 * C, 3 * C, B, T, H, dk, dk, &lc, nt);
         if ((double)md < *min_den) *min_den = (double)md;
     } else {
-        rp_attention_forward(y, C, NULL, m->attn_scratch, qkv, 3 * C, qkv + C, 3 * C,
+        rp_attention_forward(y, C, lse, NULL, m->attn_scratch, qkv, 3 * C, qkv + C, 3 * C,
                              qkv + 2 * C, 3 * C, B, T, T, H, dk, dk, acfg, nt);
     }
 }
@@ -233,7 +233,7 @@ rp_status rp_model_forward(rp_model *m, const int32_t *tokens, const int32_t *ta
             attn_in = a->ln1;
         }
         rp_linear_forward(a->qkv, attn_in, w + p->qkvw, w + p->qkvb, N, C, 3 * C);
-        attention_forward(m, a->atty, a->qkv, B, T, &acfg, nt, &min_den);
+        attention_forward(m, a->atty, a->lse, a->qkv, B, T, &acfg, nt, &min_den);
         rp_linear_forward(m->proj, a->atty, w + p->outw, w + p->outb, N, C, C);
         residual_branch(m, a->res1, a->mask1, x, m->proj, drop, NC);
         const float *ff_in, *ff_res;
@@ -307,7 +307,7 @@ rp_status rp_model_attention_weights(rp_model *m, int64_t layer, float *out)
     rp_attn_cfg acfg = rpm_attn_cfg(m, 0);
     const float *qkv = m->la[layer].qkv;
     float *y = m->proj; /* scratch: the output is not needed (proj holds nothing backward uses) */
-    rp_attention_forward(y, C, out, m->attn_scratch, qkv, 3 * C, qkv + C, 3 * C, qkv + 2 * C,
+    rp_attention_forward(y, C, NULL, out, m->attn_scratch, qkv, 3 * C, qkv + C, 3 * C, qkv + 2 * C,
                          3 * C, B, T, T, m->cfg.heads, m->dk, m->dk, &acfg,
                          rpm_attn_threads(m, T));
     return RP_OK;

@@ -21,6 +21,8 @@
  *     ln1_mean  (N)     \ saved LayerNorm statistics of ln1
  *     ln1_rstd  (N)     /
  *     qkv       (N, 3C) the fused projection, columns [q | k | v] (unrotated)
+ *     lse       (B, H, T) softmax attention: each query's log-sum-exp of its scores (the
+ *                       backward recomputes the weights from it; none for linear attention)
  *     atty      (N, C)  attention output before the output projection (heads side by side)
  *     mask1     (N, C)  dropout mask of the attention branch (only when cfg.dropout > 0)
  *     res1      (N, C)  x + drop(attn proj)
@@ -88,7 +90,7 @@ typedef struct {
 
 /* Activation pointers of one layer (see the layout at the top). */
 typedef struct {
-    float *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *mask1, *res1;
+    float *ln1, *ln1_mean, *ln1_rstd, *qkv, *lse, *atty, *mask1, *res1;
     float *ln2, *ln2_mean, *ln2_rstd, *fch, *mask2, *res2;
 } layer_acts;
 

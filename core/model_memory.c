@@ -39,6 +39,7 @@ static void plan_acts(rp_model *m, planner *pl)
         a.ln1_mean = take(pl, N);
         a.ln1_rstd = take(pl, N);
         a.qkv = take(pl, rpm_sat_mul(NC, 3));
+        a.lse = m->linear ? NULL : take(pl, rpm_sat_mul(N, c->heads));
         a.atty = take(pl, NC);
         a.mask1 = drop ? take(pl, NC) : NULL;
         a.res1 = take(pl, NC);

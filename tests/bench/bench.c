@@ -45,7 +45,7 @@ int main(int argc, char **argv)
     float *v = randbuf(&r, B * T * HD), *out = randbuf(&r, B * T * HD);
     float *dout = randbuf(&r, B * T * HD), *dq = randbuf(&r, B * T * HD);
     float *dk = randbuf(&r, B * T * HD), *dv = randbuf(&r, B * T * HD);
-    float *att = randbuf(&r, B * H * T * T);
+    float *lse = randbuf(&r, B * H * T);
     float *scratch = randbuf(&r, rp_attention_scratch_floats(T, T, D, D, nt));
     /* every mode of the table that differs inside attention: none (sinusoidal and learned only
      * add to the embeddings) and each rotating mode */
@@ -57,11 +57,11 @@ int main(int argc, char **argv)
         double best_f = 1e30, best_fb = 1e30;
         for (int rep = -1; rep < reps; rep++) {
             double t0 = now();
-            rp_attention_forward(out, HD, att, scratch, q, HD, k, HD, v, HD, B, T, T, H, D, D,
-                                 &cfg, nt);
+            rp_attention_forward(out, HD, lse, NULL, scratch, q, HD, k, HD, v, HD, B, T, T, H, D,
+                                 D, &cfg, nt);
             double t1 = now();
-            rp_attention_backward(dq, dk, dv, scratch, dout, HD, att, q, HD, k, HD, v, HD, B, T,
-                                  T, H, D, D, &cfg, nt);
+            rp_attention_backward(dq, dk, dv, scratch, dout, out, HD, lse, q, HD, k, HD, v, HD, B,
+                                  T, T, H, D, D, &cfg, nt);
             double t2 = now();
             if (rep >= 0 && t1 - t0 < best_f) best_f = t1 - t0;
             if (rep >= 0 && t2 - t0 < best_fb) best_fb = t2 - t0;
@@ -69,7 +69,7 @@ int main(int argc, char **argv)
         printf("  %-14s %9.2f ms %9.2f ms %14.0f\n", rp_pe_name((rp_pe)pe), best_f * 1e3,
                best_fb * 1e3, (double)(B * T) / best_f);
     }
-    free(att);
+    free(lse);
     free(scratch);
 
     /* linear attention at the same size, then both kinds as T grows at 8192 tokens per batch */
@@ -133,7 +133,7 @@ int main(int argc, char **argv)
         float *sq = randbuf(&r, n), *sk = randbuf(&r, n), *sv = randbuf(&r, n);
         float *so = randbuf(&r, n), *sdo = randbuf(&r, n), *sdq = randbuf(&r, n);
         float *sdk = randbuf(&r, n), *sdv = randbuf(&r, n);
-        float *satt = randbuf(&r, Bs * H * Ts * Ts);
+        float *slse = randbuf(&r, Bs * H * Ts);
         int64_t sf = rp_attention_scratch_floats(Ts, Ts, D, D, nt);
         int64_t lf = rp_linattn_scratch_floats(Ts, D, D, nt);
         float *ss = randbuf(&r, sf > lf ? sf : lf);
@@ -144,9 +144,9 @@ int main(int argc, char **argv)
         double best_s = 1e30, best_l = 1e30;
         for (int rep = -1; rep < reps; rep++) {
             double t0 = now();
-            rp_attention_forward(so, HD, satt, ss, sq, HD, sk, HD, sv, HD, Bs, Ts, Ts, H, D, D,
-                                 &scfg, nt);
-            rp_attention_backward(sdq, sdk, sdv, ss, sdo, HD, satt, sq, HD, sk, HD, sv, HD, Bs,
+            rp_attention_forward(so, HD, slse, NULL, ss, sq, HD, sk, HD, sv, HD, Bs, Ts, Ts, H, D,
+                                 D, &scfg, nt);
+            rp_attention_backward(sdq, sdk, sdv, ss, sdo, so, HD, slse, sq, HD, sk, HD, sv, HD, Bs,
                                   Ts, Ts, H, D, D, &scfg, nt);
             double t1 = now();
             rp_linattn_forward(so, HD, ss, NULL, NULL, sq, HD, sk, HD, sv, HD, Bs, Ts, H, D, D,
@@ -167,7 +167,7 @@ int main(int argc, char **argv)
         free(sdq);
         free(sdk);
         free(sdv);
-        free(satt);
+        free(slse);
         free(ss);
     }
 

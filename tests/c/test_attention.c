@@ -55,9 +55,11 @@ typedef struct {
 #define REF_MAX_S 256
 
 /* One head (b, h) of contiguous double inputs q [B,T,H,D], k [B,S,H,D], v [B,S,H,Dv]: writes
- * o [T][Dv] and, when a_out != NULL, a_out [T][S]. */
-static void ref_head(double *o_out, double *a_out, const double *q, const double *k,
-                     const double *v, dims d, const rp_attn_cfg *cfg, int64_t b, int64_t h)
+ * o [T][Dv], when a_out != NULL a_out [T][S], and when lse_out != NULL lse_out [T] (the log of
+ * the sum of e^s over the keys each query sees). */
+static void ref_head_lse(double *o_out, double *a_out, double *lse_out, const double *q,
+                         const double *k, const double *v, dims d, const rp_attn_cfg *cfg,
+                         int64_t b, int64_t h)
 {
     static double kr[REF_MAX_S][REF_MAX_D];
     double qr[REF_MAX_D], vr[REF_MAX_D], s[REF_MAX_S], a[REF_MAX_S];
@@ -85,6 +87,7 @@ static void ref_head(double *o_out, double *a_out, const double *q, const double
             a[i] = (cfg->causal && i > n) ? 0.0 : exp(s[i] - m);
             z += a[i];
         }
+        if (lse_out) lse_out[t] = m + log(z);
         double *o = o_out + t * d.Dv;
         for (int64_t f = 0; f < d.Dv; f++) o[f] = 0;
         for (int64_t i = 0; i < d.S; i++) {
@@ -98,6 +101,12 @@ static void ref_head(double *o_out, double *a_out, const double *q, const double
             for (int64_t f = 0; f < d.Dv; f++) o[f] += a[i] * vr[f];
         }
     }
+}
+
+static void ref_head(double *o_out, double *a_out, const double *q, const double *k,
+                     const double *v, dims d, const rp_attn_cfg *cfg, int64_t b, int64_t h)
+{
+    ref_head_lse(o_out, a_out, NULL, q, k, v, d, cfg, b, h);
 }
 
 static double *to_double(const float *x, int64_t n)
@@ -311,7 +320,7 @@ static void test_layouts_and_kernel(void)
         float *att = malloc(sizeof(float) * (size_t)(B * H * T * Sk));
         for (int64_t i = 0; i < B * T * H * Dv; i++) out[i] = NAN;
         for (int64_t i = 0; i < B * H * T * Sk; i++) att[i] = NAN;
-        rp_attention_forward(out, H * Dv, att, scratch, rp_tensor_data(&qc), H * D,
+        rp_attention_forward(out, H * Dv, NULL, att, scratch, rp_tensor_data(&qc), H * D,
                              rp_tensor_data(&kc), H * D, rp_tensor_data(&vc), H * Dv, B, T, Sk, H,
                              D, Dv, &cfg, nt);
         rp_tensor to, ta;
@@ -454,7 +463,7 @@ static void problem_free(problem *p)
 /* The kernel's results on a contiguous problem: out, att and the gradients, which start from
  * dq0/dk0/dv0 (or zeros when NULL) because the backward accumulates. */
 typedef struct {
-    float *out, *att, *dq, *dk, *dv;
+    float *out, *lse, *att, *dq, *dk, *dv;
 } kresult;
 
 static kresult run_kernel(const problem *p, const rp_attn_cfg *cfg, int nthreads, const float *dq0,
@@ -466,14 +475,15 @@ static kresult run_kernel(const problem *p, const rp_attn_cfg *cfg, int nthreads
     float *scratch = rand_floats(ns, -1e3, 1e3); /* garbage: the kernel must not read it first */
     r.out = rand_floats(p->no, -9.0, 9.0);
     r.att = rand_floats(p->na, -9.0, 9.0);
+    r.lse = rand_floats(d.B * d.H * d.T, -9.0, 9.0);
     r.dq = dq0 ? check_copy_floats(dq0, p->nq) : calloc((size_t)p->nq, sizeof(float));
     r.dk = dk0 ? check_copy_floats(dk0, p->nk) : calloc((size_t)p->nk, sizeof(float));
     r.dv = dv0 ? check_copy_floats(dv0, p->nv) : calloc((size_t)p->nv, sizeof(float));
     int64_t HD = d.H * d.D, HDv = d.H * d.Dv;
-    rp_attention_forward(r.out, HDv, r.att, scratch, p->q, HD, p->k, HD, p->v, HDv, d.B, d.T, d.S,
-                         d.H, d.D, d.Dv, cfg, nthreads);
-    rp_attention_backward(r.dq, r.dk, r.dv, scratch, p->G, HDv, r.att, p->q, HD, p->k, HD, p->v,
-                          HDv, d.B, d.T, d.S, d.H, d.D, d.Dv, cfg, nthreads);
+    rp_attention_forward(r.out, HDv, r.lse, r.att, scratch, p->q, HD, p->k, HD, p->v, HDv, d.B,
+                         d.T, d.S, d.H, d.D, d.Dv, cfg, nthreads);
+    rp_attention_backward(r.dq, r.dk, r.dv, scratch, p->G, r.out, HDv, r.lse, p->q, HD, p->k, HD,
+                          p->v, HDv, d.B, d.T, d.S, d.H, d.D, d.Dv, cfg, nthreads);
     free(scratch);
     return r;
 }
@@ -481,6 +491,7 @@ static kresult run_kernel(const problem *p, const rp_attn_cfg *cfg, int nthreads
 static void kresult_free(kresult *r)
 {
     free(r->out);
+    free(r->lse);
     free(r->att);
     free(r->dq);
     free(r->dk);
@@ -753,12 +764,13 @@ static void test_fused_strided(void)
             float *dout = rand_floats(B * T * ldo, -1.0, 1.0);
             float *out = rand_floats(B * T * ldo, -1.0, 1.0), *out0 = check_copy_floats(out, B * T * ldo);
             float *att = malloc(sizeof(float) * (size_t)(B * H * T * T));
+            float *lse = malloc(sizeof(float) * (size_t)(B * H * T));
             int64_t ns = rp_attention_scratch_floats(T, T, D, D, 2);
             float *scratch = malloc(sizeof(float) * (size_t)ns);
-            rp_attention_forward(out, ldo, att, scratch, qkv, ld, qkv + C, ld, qkv + 2 * C, ld, B,
-                                 T, T, H, D, D, &cfg, 2);
-            rp_attention_backward(dqkv, dqkv + C, dqkv + 2 * C, scratch, dout, ldo, att, qkv, ld,
-                                  qkv + C, ld, qkv + 2 * C, ld, B, T, T, H, D, D, &cfg, 2);
+            rp_attention_forward(out, ldo, lse, att, scratch, qkv, ld, qkv + C, ld, qkv + 2 * C, ld,
+                                 B, T, T, H, D, D, &cfg, 2);
+            rp_attention_backward(dqkv, dqkv + C, dqkv + 2 * C, scratch, dout, out, ldo, lse, qkv,
+                                  ld, qkv + C, ld, qkv + 2 * C, ld, B, T, T, H, D, D, &cfg, 2);
             /* the same problem, contiguous */
             problem p;
             p.d = d;
@@ -823,6 +835,7 @@ static void test_fused_strided(void)
             free(out);
             free(out0);
             free(att);
+            free(lse);
             free(scratch);
         }
 }
@@ -853,6 +866,7 @@ static void test_threads(void)
                 rp_blas_set_threads(ti == 3 ? 1 : 2);
                 kresult rn = run_kernel(&p, &cfg, nts[ti], NULL, NULL, NULL);
                 int64_t diff = count_diff(r1.out, rn.out, p.no) + count_diff(r1.att, rn.att, p.na) +
+                               count_diff(r1.lse, rn.lse, p.d.B * p.d.H * p.d.T) +
                                count_diff(r1.dq, rn.dq, p.nq) + count_diff(r1.dk, rn.dk, p.nk) +
                                count_diff(r1.dv, rn.dv, p.nv);
                 CHECK(diff == 0, "pe=%s %s: nthreads %d (OpenBLAS %d) differs from 1 thread in "
@@ -1104,15 +1118,17 @@ static void test_pe_table(void)
     CHECK_STATUS(rp_pe_fraction_width("fraction_qk", NAN, 12, &d), RP_ERR_ARG, "must be in (0, 1]");
 }
 
-/* att = NULL (the weights are not kept): the forward's out and the backward's gradients are
- * bitwise those of the call that keeps them, for every mode, causal and not, several row blocks
- * (T = 150: three blocks, the last partial), queries along a stream (q_offset) and more keys than
- * queries, on 1 and 2 threads. */
-static void test_no_weights(void)
+/* The weights only on request: with att = NULL the forward's out and lse and the backward's
+ * gradients are bitwise those of the call that writes the weights; lse is the log-sum-exp of the
+ * float64 reference's scores; every mode, causal and not, several row blocks (T = 150: three
+ * blocks, the last partial), queries along a stream (q_offset) and more keys than queries, on 1
+ * and 2 threads. */
+static void test_weights_on_request(void)
 {
-    printf("weights not kept\n");
+    printf("weights on request, log-sum-exp\n");
     const dims ds[2] = {{2, 150, 150, 2, 8, 6}, {1, 70, 130, 3, 8, 8}};
     const int64_t offs[2] = {0, 60};
+    double lse_err = 0.0;
     for (int di = 0; di < 2; di++)
         for (int pe = 0; pe < RP_PE_COUNT; pe++)
             for (int causal = 0; causal <= 1; causal++)
@@ -1124,30 +1140,55 @@ static void test_no_weights(void)
                     if (di == 1) cfg.d_rot_qk = 4, cfg.d_rot_v = 6;
                     problem p = problem_new(d, 2.0);
                     kresult r = run_kernel(&p, &cfg, nt, NULL, NULL, NULL);
-                    int64_t HD = d.H * d.D, HDv = d.H * d.Dv;
+                    int64_t HD = d.H * d.D, HDv = d.H * d.Dv, nl = d.B * d.H * d.T;
                     int64_t ns = rp_attention_scratch_floats(d.T, d.S, d.D, d.Dv, nt);
                     float *scratch = rand_floats(ns, -1e3, 1e3);
-                    float *out = rand_floats(p.no, -9.0, 9.0);
+                    float *out = rand_floats(p.no, -9.0, 9.0), *lse = rand_floats(nl, -9.0, 9.0);
                     float *dq = calloc((size_t)p.nq, sizeof(float));
                     float *dk = calloc((size_t)p.nk, sizeof(float));
                     float *dv = calloc((size_t)p.nv, sizeof(float));
-                    rp_attention_forward(out, HDv, NULL, scratch, p.q, HD, p.k, HD, p.v, HDv, d.B,
-                                         d.T, d.S, d.H, d.D, d.Dv, &cfg, nt);
-                    rp_attention_backward(dq, dk, dv, scratch, p.G, HDv, NULL, p.q, HD, p.k, HD,
-                                          p.v, HDv, d.B, d.T, d.S, d.H, d.D, d.Dv, &cfg, nt);
-                    int64_t diff = count_diff(r.out, out, p.no) + count_diff(r.dq, dq, p.nq) +
-                                   count_diff(r.dk, dk, p.nk) + count_diff(r.dv, dv, p.nv);
+                    rp_attention_forward(out, HDv, lse, NULL, scratch, p.q, HD, p.k, HD, p.v, HDv,
+                                         d.B, d.T, d.S, d.H, d.D, d.Dv, &cfg, nt);
+                    rp_attention_backward(dq, dk, dv, scratch, p.G, out, HDv, lse, p.q, HD, p.k,
+                                          HD, p.v, HDv, d.B, d.T, d.S, d.H, d.D, d.Dv, &cfg, nt);
+                    int64_t diff = count_diff(r.out, out, p.no) + count_diff(r.lse, lse, nl) +
+                                   count_diff(r.dq, dq, p.nq) + count_diff(r.dk, dk, p.nk) +
+                                   count_diff(r.dv, dv, p.nv);
                     CHECK(diff == 0, "pe=%s %s T=%lld S=%lld q_offset=%lld nthreads %d: %lld values "
                           "differ without the weights", pe_label(cfg.pe), causal ? "causal" : "full",
                           (long long)d.T, (long long)d.S, (long long)cfg.q_offset, nt, (long long)diff);
+                    /* lse against the reference (scores of size up to ~6: 1e-5 absolute) */
+                    double *qd = to_double(p.q, p.nq), *kd = to_double(p.k, p.nk);
+                    double *vd = to_double(p.v, p.nv);
+                    double *o = malloc(sizeof(double) * (size_t)(d.T * d.Dv));
+                    double *want = malloc(sizeof(double) * (size_t)nl);
+                    for (int64_t b = 0; b < d.B; b++)
+                        for (int64_t h = 0; h < d.H; h++)
+                            ref_head_lse(o, NULL, want + (b * d.H + h) * d.T, qd, kd, vd, d, &cfg,
+                                         b, h);
+                    char label[160];
+                    snprintf(label, sizeof label, "lse == reference, pe=%s %s T=%lld S=%lld",
+                             pe_label(cfg.pe), causal ? "causal" : "full", (long long)d.T,
+                             (long long)d.S);
+                    CHECK_CLOSE(lse, want, nl, 1e-5, label);
+                    for (int64_t i = 0; i < nl; i++)
+                        if (fabs((double)lse[i] - want[i]) > lse_err)
+                            lse_err = fabs((double)lse[i] - want[i]);
+                    free(qd);
+                    free(kd);
+                    free(vd);
+                    free(o);
+                    free(want);
                     free(scratch);
                     free(out);
+                    free(lse);
                     free(dq);
                     free(dk);
                     free(dv);
                     kresult_free(&r);
                     problem_free(&p);
                 }
+    printf("  lse: max |error| %.2e against float64\n", lse_err);
 }
 
 int main(void)
@@ -1164,7 +1205,7 @@ int main(void)
     test_fused_strided();
     test_threads();
     test_decode();
-    test_no_weights();
+    test_weights_on_request();
     test_pe_table();
     return check_summary("test_attention");
 }

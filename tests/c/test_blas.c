@@ -1,5 +1,6 @@
-/* rp_sgemm / rp_sgemm_naive (core/blas.h) and rp_matmul (core/ops.h) against a double-precision
- * triple loop written here. */
+/* rp_sgemm / rp_sgemm_naive (core/blas.h), rp_matmul (core/ops.h) and the attention kernels'
+ * register-tile products rp_tile_mm (core/tile.h) against a double-precision triple loop written
+ * here. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -7,6 +8,7 @@
 
 #include "check.h"
 #include "rp.h"
+#include "tile.h"
 
 #define S(...) CHECK_SHAPE(__VA_ARGS__)
 
@@ -396,11 +398,91 @@ static void test_blas_info(void)
     CHECK(rp_blas_threads() == t0, "restored: %d, want %d", rp_blas_threads(), t0);
 }
 
+/* ---------------------------------------------------------------- rp_tile_mm */
+
+/* One product of rp_tile_mm on padded, strided buffers: against the double triple loop (within
+ * gemm_tol), bitwise against the documented order (every element: its start value, then the K
+ * products added in order of k with one rounding each: fmaf where the target has FMA), C's
+ * padding untouched, and row invariance (each row again as a product of one row, bitwise). */
+static void tile_case(int64_t M, int64_t N, int64_t K, int trans_a, int acc)
+{
+    int64_t lda = (trans_a ? M : K) + 3, ldb = N + 5, ldc = N + 7;
+    int64_t arows = trans_a ? K : M;
+    float *A = check_rand_floats(&rng_state, arows * lda + 1, -1.0, 1.0);
+    float *B = check_rand_floats(&rng_state, K * ldb + 1, -1.0, 1.0);
+    float *C0 = check_rand_floats(&rng_state, M * ldc + 1, -1.0, 1.0);
+    float *C = check_copy_floats(C0, M * ldc + 1), *R = check_copy_floats(C0, M * ldc + 1);
+    int64_t sa = trans_a ? 1 : lda, sk = trans_a ? lda : 1;
+    rp_tile_mm(C, ldc, A, sa, sk, B, ldb, M, N, K, acc);
+    double *want = malloc(sizeof(double) * (size_t)(M * N > 0 ? M * N : 1));
+    float *ordered = malloc(sizeof(float) * (size_t)(M * N > 0 ? M * N : 1));
+    int64_t pad_bad = 0;
+    for (int64_t i = 0; i < M; i++) {
+        for (int64_t j = 0; j < N; j++) {
+            double w = acc ? (double)C0[i * ldc + j] : 0.0;
+            float o = acc ? C0[i * ldc + j] : 0.0f;
+            for (int64_t k = 0; k < K; k++) {
+                float a = A[i * sa + k * sk], b = B[k * ldb + j];
+                w += (double)a * (double)b;
+#if defined(__FMA__) || defined(__AVX512F__)
+                o = fmaf(a, b, o);
+#else
+                o = a * b + o;
+#endif
+            }
+            want[i * N + j] = w;
+            ordered[i * N + j] = o;
+        }
+        for (int64_t j = N; j < ldc; j++) pad_bad += memcmp(&C[i * ldc + j], &C0[i * ldc + j], 4) != 0;
+    }
+    float *got = malloc(sizeof(float) * (size_t)(M * N > 0 ? M * N : 1));
+    for (int64_t i = 0; i < M; i++) memcpy(got + i * N, C + i * ldc, sizeof(float) * (size_t)N);
+    char label[160];
+    snprintf(label, sizeof label, "rp_tile_mm M=%lld N=%lld K=%lld %s %s == double",
+             (long long)M, (long long)N, (long long)K, trans_a ? "A^T" : "A", acc ? "+=" : "=");
+    CHECK_CLOSE(got, want, M * N, gemm_tol(K, 1.0, 1.0, 1.0, acc ? 1.0 : 0.0, 1.0), label);
+    snprintf(label, sizeof label, "rp_tile_mm M=%lld N=%lld K=%lld %s %s == in-order float sums",
+             (long long)M, (long long)N, (long long)K, trans_a ? "A^T" : "A", acc ? "+=" : "=");
+    CHECK_CLOSE(got, ordered, M * N, 0.0, label);
+    CHECK(pad_bad == 0, "rp_tile_mm M=%lld N=%lld K=%lld: %lld padding entries of C written",
+          (long long)M, (long long)N, (long long)K, (long long)pad_bad);
+    int64_t row_diff = 0;
+    for (int64_t i = 0; i < M; i++) {
+        rp_tile_mm(R + i * ldc, ldc, A + i * sa, sa, sk, B, ldb, 1, N, K, acc);
+        row_diff += memcmp(R + i * ldc, C + i * ldc, sizeof(float) * (size_t)N) != 0;
+    }
+    CHECK(row_diff == 0, "rp_tile_mm M=%lld N=%lld K=%lld: %lld rows differ when computed alone",
+          (long long)M, (long long)N, (long long)K, (long long)row_diff);
+    free(A);
+    free(B);
+    free(C0);
+    free(C);
+    free(R);
+    free(want);
+    free(ordered);
+    free(got);
+}
+
+static void test_tile(void)
+{
+    const int64_t vl = rp_vl_round(1);
+    printf("  rp_tile_mm: vectors of %lld floats\n", (long long)vl);
+    const int64_t Ms[] = {0, 1, 2, 3, 5, 7, 8, 9, 13, 17, 64};
+    const int64_t Ns[] = {1, 2, 3, 4, 5, 9}; /* in vectors */
+    const int64_t Ks[] = {0, 1, 3, 32, 65};
+    for (size_t a = 0; a < sizeof Ms / sizeof Ms[0]; a++)
+        for (size_t b = 0; b < sizeof Ns / sizeof Ns[0]; b++)
+            for (size_t c = 0; c < sizeof Ks / sizeof Ks[0]; c++)
+                for (int t = 0; t < 4; t++)
+                    tile_case(Ms[a], Ns[b] * vl, Ks[c], t & 1, t >> 1);
+}
+
 int main(void)
 {
     test_blas_info();
     test_sgemm();
     test_matmul();
+    test_tile();
     CHECK(check_poison_intact(), "failing calls released what was in out");
     return check_summary("test_blas");
 }

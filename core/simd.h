@@ -1,0 +1,109 @@
+/* Vectors of floats for the hand-written kernels (tile.c, attention.c), internal to core/.
+ *
+ * RP_VL floats per vector: 16 with AVX-512, 8 with AVX, else 4 — the widest the compiler targets
+ * (-march=native). The vector type is the GNU C vector extension (gcc, clang); loads and stores go
+ * through memcpy (no alignment needed); the fused multiply-add, the lane-wise maximum and the
+ * horizontal reductions use the target's intrinsics where it has them, else plain code. ISO C
+ * mode never contracts a * b + c into an FMA, so rp_vfma is the only way to get one. */
+#ifndef RP_SIMD_H
+#define RP_SIMD_H
+
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__AVX512F__)
+#define RP_VL 16
+#elif defined(__AVX__)
+#define RP_VL 8
+#else
+#define RP_VL 4
+#endif
+
+#if defined(__AVX__) || defined(__SSE__)
+#include <immintrin.h>
+#endif
+
+typedef float rp_vf __attribute__((vector_size(RP_VL * sizeof(float))));
+
+/* n rounded up to a multiple of RP_VL. */
+static inline int64_t rp_vl_round(int64_t n) { return (n + RP_VL - 1) / RP_VL * RP_VL; }
+
+static inline rp_vf rp_vload(const float *p)
+{
+    rp_vf v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void rp_vstore(float *p, rp_vf v) { memcpy(p, &v, sizeof v); }
+
+static inline rp_vf rp_vsplat(float a)
+{
+    rp_vf v;
+    for (int i = 0; i < RP_VL; i++) v[i] = a;
+    return v;
+}
+
+/* a * b + c, one rounding where the target has FMA. */
+static inline rp_vf rp_vfma(rp_vf a, rp_vf b, rp_vf c)
+{
+#if RP_VL == 16
+    return (rp_vf)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#elif RP_VL == 8 && defined(__FMA__)
+    return (rp_vf)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#elif RP_VL == 4 && defined(__FMA__)
+    return (rp_vf)_mm_fmadd_ps((__m128)a, (__m128)b, (__m128)c);
+#else
+    return a * b + c;
+#endif
+}
+
+/* Lane-wise maximum (for lanes holding NaN the result is unspecified, as with maxps). */
+static inline rp_vf rp_vmax(rp_vf a, rp_vf b)
+{
+#if RP_VL == 16
+    return (rp_vf)_mm512_max_ps((__m512)a, (__m512)b);
+#elif RP_VL == 8
+    return (rp_vf)_mm256_max_ps((__m256)a, (__m256)b);
+#elif defined(__SSE__)
+    return (rp_vf)_mm_max_ps((__m128)a, (__m128)b);
+#else
+    rp_vf r;
+    for (int i = 0; i < RP_VL; i++) r[i] = a[i] > b[i] ? a[i] : b[i];
+    return r;
+#endif
+}
+
+/* The largest lane. */
+static inline float rp_vhmax(rp_vf v)
+{
+#if RP_VL == 16
+    return _mm512_reduce_max_ps((__m512)v);
+#elif RP_VL == 8
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128((__m256)v), _mm256_extractf128_ps((__m256)v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+    return _mm_cvtss_f32(m);
+#else
+    float r = v[0];
+    for (int i = 1; i < RP_VL; i++) r = v[i] > r ? v[i] : r;
+    return r;
+#endif
+}
+
+/* The sum of the lanes, in a fixed order for a given build (a tree over the halves). */
+static inline float rp_vhsum(rp_vf v)
+{
+#if RP_VL == 16
+    return _mm512_reduce_add_ps((__m512)v);
+#elif RP_VL == 8
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128((__m256)v), _mm256_extractf128_ps((__m256)v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+#else
+    return (v[0] + v[2]) + (v[1] + v[3]);
+#endif
+}
+
+#endif
