@@ -46,7 +46,7 @@ typedef struct rp_attn_cfg {
  * nthreads threads (each thread gets its own slice); never decreases as T, S or nthreads grow. */
 int64_t rp_attention_scratch_floats(int64_t T, int64_t S, int64_t D, int64_t Dv, int nthreads);
 
-/* The forward pass (flash attention: tiles of at most 64 queries x 64 keys with an online
+/* The forward pass (flash attention: tiles of at most 32 queries x 128 keys with an online
  * softmax, nothing of size T x S stored). Overwrites out; lse ([B, H, T]: each query's
  * log-sum-exp of its scaled scores over the keys it sees, what the backward needs) when not
  * NULL; att ([B, H, T, S], the softmax weights, 0 on masked keys) when not NULL — only on request,
