@@ -59,24 +59,35 @@ typedef struct {
     float *Q, *K, *Kt, *V, *dK, *dV, *P, *dP, *O, *dQ, *m, *l;
 } slots;
 
-static int64_t thread_slots(slots *sl, float *ws, int64_t T, int64_t S, int64_t D, int64_t Dv)
+#define NSLOTS 12
+
+/* The slot sizes in the order of the slots struct. */
+static void slot_sizes(int64_t sizes[NSLOTS], int64_t T, int64_t S, int64_t D, int64_t Dv)
 {
     int64_t Dp = rp_vl_round(D), Dvp = rp_vl_round(Dv), Sp = rp_vl_round(S), rb = row_block(T);
-    int64_t sizes[12] = {T * Dp, Sp * Dp, D * Sp, Sp * Dvp, Sp * Dp, Sp * Dvp,
-                         rb * BC, rb * BC, rb * Dvp, rb * Dp, rb, rb};
-    float **dst[12] = {&sl->Q, &sl->K, &sl->Kt, &sl->V, &sl->dK, &sl->dV,
-                       &sl->P, &sl->dP, &sl->O, &sl->dQ, &sl->m, &sl->l};
-    int64_t off = 0;
-    for (int i = 0; i < 12; i++) {
-        if (sl) *dst[i] = ws + off;
-        off += sizes[i];
+    const int64_t z[NSLOTS] = {T * Dp,  Sp * Dp, D * Sp,   Sp * Dvp, Sp * Dp, Sp * Dvp,
+                               rb * BC, rb * BC, rb * Dvp, rb * Dp,  rb,      rb};
+    memcpy(sizes, z, sizeof z);
+}
+
+static void thread_slots(slots *sl, float *ws, int64_t T, int64_t S, int64_t D, int64_t Dv)
+{
+    int64_t sizes[NSLOTS];
+    slot_sizes(sizes, T, S, D, Dv);
+    float **dst[NSLOTS] = {&sl->Q, &sl->K, &sl->Kt, &sl->V, &sl->dK, &sl->dV,
+                           &sl->P, &sl->dP, &sl->O, &sl->dQ, &sl->m,  &sl->l};
+    for (int i = 0; i < NSLOTS; i++) {
+        *dst[i] = ws;
+        ws += sizes[i];
     }
-    return off;
 }
 
 static int64_t thread_floats(int64_t T, int64_t S, int64_t D, int64_t Dv)
 {
-    return thread_slots(NULL, NULL, T, S, D, Dv);
+    int64_t sizes[NSLOTS], n = 0;
+    slot_sizes(sizes, T, S, D, Dv);
+    for (int i = 0; i < NSLOTS; i++) n += sizes[i];
+    return n;
 }
 
 int64_t rp_attention_scratch_floats(int64_t T, int64_t S, int64_t D, int64_t Dv, int nthreads)
