@@ -161,7 +161,7 @@ typedef struct {
 
 /* One model, one decoding setting: every prompt alone through rp_model_generate, then all of them
  * through rp_model_generate_batch with 1, 4 and 64 lanes; tokens, counts and logits must be
- * bitwise the same. stop < -1 picks the stop token from the outputs without one (the sixth token
+ * bitwise the same (on one thread and on two). stop < -1 picks the stop token from the outputs without one (the sixth token
  * of prompt 0), so that lanes stop at different steps. */
 static void compare(rp_model *m, const char *label, double temp, int64_t top_k, int32_t stop,
                     tally *t)
@@ -202,8 +202,12 @@ static void compare(rp_model *m, const char *label, double temp, int64_t top_k, 
         memset(lgot, 0xff, sizeof lgot);
         g.rng = NULL;
         g.logits = lgot;
+        /* 4 lanes on one thread, 64 on two (the lanes' attention spread over them) */
+        int threads = rp_blas_threads();
+        rp_blas_set_threads(li == 1 ? 1 : 2);
         rp_status st = rp_model_generate_batch(m, tokens, off, NP, NEW, &g, rngs, lanes[li], got,
                                                ngot);
+        rp_blas_set_threads(threads);
         int same = st == RP_OK;
         for (int p = 0; p < NP && same; p++) {
             same &= ngot[p] == nwant[p];
