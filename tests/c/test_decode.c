@@ -161,8 +161,8 @@ typedef struct {
 
 /* One model, one decoding setting: every prompt alone through rp_model_generate, then all of them
  * through rp_model_generate_batch with 1, 4 and 64 lanes; tokens, counts and logits must be
- * bitwise the same (on one thread and on two). stop < -1 picks the stop token from the outputs without one (the sixth token
- * of prompt 0), so that lanes stop at different steps. */
+ * bitwise the same (on one thread and on two). stop < -1 picks the stop token from the outputs
+ * without one (the sixth token of prompt 0), so that lanes stop at different steps. */
 static void compare(rp_model *m, const char *label, double temp, int64_t top_k, int32_t stop,
                     tally *t)
 {
