@@ -7,8 +7,8 @@
  * (one per busy lane) go through the layers together; every per-row operation gives a row the
  * same bits whatever rows come with it:
  *  - the projections: rp_linear_rows_forward on the transposed weights (dec_w), whose sums have
- *    one fixed order per element (OpenBLAS's do not: a row of an M = 1 product and the same row
- *    of an M = 8 product differ in their last bits);
+ *    one fixed order per element (OpenBLAS's do not: at K = 64, N = 192 a row of a product of 7
+ *    or more rows differs in its last bits from the same row alone);
  *  - embeddings, LayerNorm (per row, statistics in double), activations and residual adds:
  *    elementwise or per row, no reduction across rows;
  *  - attention: rp_attention_decode (or rp_linattn_forward over the lane's state) per lane, the
