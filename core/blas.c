@@ -32,6 +32,9 @@ static void sgemm_block(int transA, int transB, int64_t M, int64_t N, int64_t K,
                 (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
 }
 
+/* Below this many multiply-adds a product runs on one thread (splitting would cost more). */
+#define RP_SGEMM_PAR_MIN ((int64_t)1 << 21)
+
 void rp_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
               const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
               int64_t ldc)

@@ -15,10 +15,6 @@
 void rp_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
               const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
               int64_t ldc);
-/* Below this many multiply-adds (M * N * K) rp_sgemm is one cblas_sgemm call on the calling
- * thread, inside a parallel region or not (splitting would cost more than it saves); so such a
- * product gives the same bits on any thread. */
-#define RP_SGEMM_PAR_MIN ((int64_t)1 << 21)
 
 /* The same contract, computed with plain loops and double accumulation (the reference). */
 void rp_sgemm_naive(int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,

@@ -155,8 +155,10 @@ static void rows_edge(float *restrict out, const float *restrict inp, const floa
     for (int j = 0; j < w; j++) out[j] = b ? a[j] + b[j] : a[j];
 }
 
-/* Below this many multiply-adds a product runs on the calling thread. */
-#define LR_PAR_MIN ((int64_t)1 << 20)
+/* Below this many multiply-adds a product runs on the calling thread: waking the idle threads
+ * (asleep under OMP_WAIT_POLICY=passive) costs tens of microseconds, and batched decoding of the
+ * default experiment model (products up to 64 x 64 x 256) was no faster on 2 threads. */
+#define LR_PAR_MIN ((int64_t)1 << 22)
 
 void rp_linear_rows_forward(float *out, const float *inp, const float *wt, const float *b,
                             int64_t N, int64_t C, int64_t OC)

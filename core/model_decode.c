@@ -20,10 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blas.h"
 #include "layers.h"
 #include "model_impl.h"
-#include "parallel.h"
 
 /* One lane: a sequence being decoded. Its cache holds positions 0 .. len-1; src[0 .. pend-1] are
  * the tokens still to feed before the next pick (the prompt, a re-encoded window, or the last
@@ -50,9 +48,6 @@ typedef struct {
     lane *lanes;
     int64_t *act, *wrow;
     float *x, *ln, *mean, *rstd, *qkv, *y, *proj, *res, *h, *ha, *logits;
-    int nthreads;        /* attention scratch slices, scratch_floats apart */
-    float *scratch;
-    int64_t scratch_floats;
 } decoder;
 
 /* 1 when the decode state has no window: linear attention without an absolute table carries
@@ -119,37 +114,24 @@ static void step_embed(const decoder *d, int64_t na)
     }
 }
 
-/* Attention of layer l for every row: each lane's query over its own cache (or state), the
- * lanes spread over the decoder's threads (each with its scratch slice). The kernels' products
- * (at most seq_len x d_k multiply-adds) must then stay below RP_SGEMM_PAR_MIN, so that they are
- * the same single call inside the parallel region as in the one-lane decoder outside it. */
+/* Attention of layer l for every row: each lane's query over its own cache (or state). */
 static void step_attend(const decoder *d, int64_t na, int64_t l)
 {
     rp_model *m = d->m;
     int64_t C = m->cfg.d_model, H = m->cfg.heads, dk = m->dk, Tm = m->cfg.seq_len;
-    int nt = d->nthreads > na ? (int)na : d->nthreads;
-    if (Tm * dk >= RP_SGEMM_PAR_MIN) nt = 1;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 4) if (nt > 1)
-#endif
     for (int64_t i = 0; i < na; i++) {
-        int id = 0;
-#ifdef _OPENMP
-        id = omp_get_thread_num();
-#endif
-        float *scratch = d->scratch + (int64_t)id * d->scratch_floats;
         const lane *ln = &d->lanes[d->act[i]];
         float *q = d->qkv + i * 3 * C, *k = q + C, *v = q + 2 * C, *y = d->y + i * C;
         if (m->linear) {
             /* the kernel rotates q, k, v and the output itself; the state carries the prefix */
             rp_linattn_cfg lc = rpm_linattn_cfg(m, ln->pos);
             double *st = ln->lin + l * rp_linattn_state_doubles(H, dk, dk);
-            rp_linattn_forward(y, C, scratch, st, NULL, q, 3 * C, k, 3 * C, v, 3 * C, 1, 1, H, dk,
-                               dk, &lc, 1);
+            rp_linattn_forward(y, C, m->attn_scratch, st, NULL, q, 3 * C, k, 3 * C, v, 3 * C, 1, 1,
+                               H, dk, dk, &lc, 1);
         } else {
             rp_attn_cfg acfg = rpm_attn_cfg(m, ln->pos);
-            rp_attention_decode(y, scratch, q, k, v, ln->kc + l * Tm * C, ln->vc + l * Tm * C, C,
-                                ln->pos, H, dk, dk, &acfg);
+            rp_attention_decode(y, m->c_scratch, q, k, v, ln->kc + l * Tm * C,
+                                ln->vc + l * Tm * C, C, ln->pos, H, dk, dk, &acfg);
         }
     }
 }
@@ -403,9 +385,6 @@ static void single_decoder(rp_model *m, decoder *d, lane *ln, int64_t *act, int6
     d->x = m->c_x, d->ln = m->c_ln, d->mean = m->c_mean, d->rstd = m->c_rstd, d->qkv = m->c_qkv;
     d->y = m->c_y, d->proj = m->c_proj, d->res = m->c_res, d->h = m->c_h, d->ha = m->c_ha;
     d->logits = m->c_logits;
-    d->nthreads = 1;
-    d->scratch = m->linear ? m->attn_scratch : m->c_scratch;
-    d->scratch_floats = 0;
 }
 
 rp_status rp_model_cache_feed(rp_model *m, const int32_t *tokens, int64_t n, float *logits_out)
@@ -493,14 +472,6 @@ static int64_t piece(int64_t bytes) { return (bytes + 63) / 64 * 64; }
 
 /* The bytes of one lane of a batch decoder: its share of the lane table and rows, and its cache
  * (or state) and window; batch_alloc needs at most nl times this for nl lanes. */
-/* Floats of one attention scratch slice (one thread's). */
-static int64_t slice_floats(const rp_model *m)
-{
-    int64_t dk = m->dk;
-    return m->linear ? rp_linattn_scratch_floats(1, dk, dk, 1)
-                     : rp_attention_decode_scratch_floats(m->cfg.seq_len, m->cfg.heads, dk, dk);
-}
-
 static int64_t lane_bytes(const rp_model *m)
 {
     const rp_model_cfg *c = &m->cfg;
@@ -534,10 +505,7 @@ static rp_status batch_alloc(rp_model *m, decoder *d, int64_t nl, void **block)
 {
     const rp_model_cfg *c = &m->cfg;
     int64_t C = c->d_model, F = c->d_ff, V = c->vocab, Tm = c->seq_len, f = sizeof(float);
-    int nt = rp_max_threads();
-    if (nt > nl) nt = (int)nl;
-    int64_t slice = piece(slice_floats(m) * f);
-    int64_t bytes = lane_bytes(m) * nl + nt * slice;
+    int64_t bytes = lane_bytes(m) * nl;
     char *p = aligned_alloc(64, (size_t)bytes);
     if (!p)
         return rp_error(RP_ERR_NOMEM, "cannot allocate %lld lanes of batched decoding (%lld bytes)",
@@ -552,9 +520,6 @@ static rp_status batch_alloc(rp_model *m, decoder *d, int64_t nl, void **block)
     d->qkv = cut(&p, nl * 3 * C * f);
     d->h = cut(&p, nl * F * f), d->ha = cut(&p, nl * F * f), d->logits = cut(&p, nl * V * f);
     d->mean = cut(&p, nl * f), d->rstd = cut(&p, nl * f);
-    d->nthreads = nt;
-    d->scratch_floats = slice / f;
-    d->scratch = cut(&p, nt * slice);
     for (int64_t i = 0; i < nl; i++) {
         lane *ln = &d->lanes[i];
         memset(ln, 0, sizeof *ln);
