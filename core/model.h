@@ -242,8 +242,9 @@ rp_status rp_model_generate(rp_model *m, const int32_t *prompt, int64_t n_prompt
  *    (both OVERWRITTEN; out beyond n_out[p] is left alone);
  *  - max_lanes >= 1: at most that many lanes (1: one prompt at a time).
  * n = 0 or n_new = 0 does nothing (n_out all 0). Allocates the lanes (at most RP_GEN_BATCH_BYTES)
- * once per call and transposes the current parameters into the model's decode weights; uses the
- * model's decode scratch (one call per model at a time; the model's own KV cache is not touched).
+ * once per call and transposes the current parameters into the model's decode weights (a
+ * sequence of rp_model_cache_feed goes on with those); uses the model's decode scratch (one call
+ * per model at a time; the model's own KV cache is not touched).
  * RP_ERR_ARG / RP_ERR_RANGE for bad arguments (before anything runs), RP_ERR_NOMEM. */
 rp_status rp_model_generate_batch(rp_model *m, const int32_t *tokens, const int64_t *offsets,
                                   int64_t n, int64_t n_new, const rp_gen_cfg *cfg, rp_rng *rngs,
