@@ -14,8 +14,9 @@
  *  - attention: rp_attention_decode (or rp_linattn_forward over the lane's state) per lane, the
  *    same call with the same cache contents whatever the other lanes hold.
  * So a prompt's tokens are bitwise those of one-at-a-time decoding, and sampling draws from the
- * problem's own generator. One sequence uses the model's own cache and rows (nothing allocated);
- * a batch allocates its lanes once per call. */
+ * problem's own generator. Rows that want no logits (prompt tokens before the last) stop after
+ * the last layer's attention. One sequence uses the model's own cache and rows (nothing
+ * allocated); a batch allocates its lanes once per call. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,8 +41,8 @@ typedef struct {
 } lane;
 
 /* nl lanes and the rows of one step (nl rows each: x, ln, qkv (3C), y, proj, res (C), h, ha (F),
- * logits (V), mean, rstd). act lists the busy lanes of the step (row i = lane act[i]); the rows
- * that want logits are the first nlog rows of proj / logits, for the lanes act[wrow[j]]. */
+ * logits (V), mean, rstd). act lists the busy lanes of the step (row i = lane act[i]); wrow the
+ * rows that want logits (increasing): row j of logits belongs to lane act[wrow[j]]. */
 typedef struct {
     rp_model *m;
     int64_t nl;
