@@ -334,6 +334,7 @@ static const luaL_Reg model_methods[] = {
     {"forward", lrp_model_forward},         {"loss", lrp_model_loss},
     {"train_step", lrp_model_train_step},   {"generate", lrp_model_generate},
     {"attention", lrp_model_attention},     {"activations", lrp_model_activations},
+    {"generate_batch", lrp_model_generate_batch},
     {"save", m_save},               {NULL, NULL},
 };
 

@@ -14,5 +14,6 @@ int lrp_model_attention(lua_State *L);
 int lrp_model_linear_stats(lua_State *L);
 int lrp_model_activations(lua_State *L);
 int lrp_model_generate(lua_State *L);
+int lrp_model_generate_batch(lua_State *L);
 
 #endif

@@ -1,6 +1,7 @@
 /* roper.Model running: m:forward, m:loss, m:train_step, m:attention, m:linear_stats,
- * m:activations, m:generate, and the token grids they read (tokens, targets, masks: shape,
- * B <= max_batch, T <= seq_len, every value, with its 1-based position in the message). Token,
+ * m:activations, m:generate, m:generate_batch, and the token grids they read (tokens, targets,
+ * masks: shape, B <= max_batch, T <= seq_len, every value, with its 1-based position in the
+ * message; the prompts of a batch one by one). Token,
  * target and mask buffers are Lua userdata, and results are pushed as empty tensors before core
  * fills them, so a Lua error never leaks. Registered by model.c (model_methods.h).
  */
@@ -410,6 +411,56 @@ int lrp_model_activations(lua_State *L)
     return 1;
 }
 
+/* The options of m:generate and m:generate_batch at idx (keys checked against known): temperature,
+ * top_k and stop into *gc (rng NULL); then pushes the generator the call samples from: the
+ * roper.Rng of option rng, the module's default generator (rp.seed) without seed or rng, or nil
+ * when option seed is given, with *local seeded from it. Call fetch_rng for the generator. */
+static void gen_opts(lua_State *L, int idx, const rp_model_cfg *cfg, const char *const *known,
+                     rp_gen_cfg *gc, rp_rng *local)
+{
+    lrp_checkopts(L, idx, known);
+    memset(gc, 0, sizeof *gc);
+    gc->temperature = lrp_optfinite(L, idx, "temperature", 0.0);
+    if (gc->temperature < 0.0) {
+        lua_pushnumber(L, (lua_Number)gc->temperature);
+        lrp_argerror(L, idx, "option 'temperature' must be >= 0, got %s", lrp_describe(L, -1));
+    }
+    lua_Integer top_k = lrp_optinteger(L, idx, "top_k", 0);
+    if (top_k < 0)
+        lrp_argerror(L, idx, "option 'top_k' must be >= 0, got %I", (LUAI_UACINT)top_k);
+    gc->top_k = (int64_t)top_k;
+    gc->stop_token = -1;
+    if (lrp_hasopt(L, idx, "stop")) {
+        lua_Integer stop = lrp_optinteger(L, idx, "stop", -1);
+        if (stop < 0 || stop >= cfg->vocab)
+            lrp_argerror(L, idx, "option 'stop' must be a token id in 0..%I (vocab %I), got %I",
+                         (LUAI_UACINT)(cfg->vocab - 1), (LUAI_UACINT)cfg->vocab,
+                         (LUAI_UACINT)stop);
+        gc->stop_token = (int32_t)stop;
+    }
+    int has_seed = lrp_hasopt(L, idx, "seed"), has_rng = lrp_hasopt(L, idx, "rng");
+    if (has_seed && has_rng) lrp_argerror(L, idx, "give option 'seed' or 'rng', not both");
+    rp_rng_seed(local, 0);
+    if (has_rng) {
+        lua_getfield(L, idx, "rng");
+        if (luaL_testudata(L, -1, LRP_RNG_MT) == NULL)
+            lrp_argerror(L, idx, "option 'rng' must be a roper.Rng, got %s", lrp_describe(L, -1));
+    } else if (has_seed) {
+        rp_rng_seed(local, (uint64_t)lrp_optinteger(L, idx, "seed", 0));
+        lua_pushnil(L);
+    } else {
+        /* the module's default generator (rp.seed reseeds it) */
+        lua_getfield(L, LUA_REGISTRYINDEX, LRP_DEFAULT_RNG_KEY);
+    }
+}
+
+/* The generator gen_opts pushed at idx (phase 3: fetched again), or local. */
+static rp_rng *fetch_rng(lua_State *L, int idx, rp_rng *local)
+{
+    rp_rng *g = (rp_rng *)luaL_testudata(L, idx, LRP_RNG_MT);
+    return g ? g : local;
+}
+
 /* m:generate(prompt, n[, opts]) -> table of new token ids */
 int lrp_model_generate(lua_State *L)
 {
@@ -423,52 +474,13 @@ int lrp_model_generate(lua_State *L)
     lua_Integer n = lrp_checkint(L, 3, "n");
     if (n < 0 || n > RP_I32_MAX)
         return lrp_argerror(L, 3, "n must be between 0 and 2^31-1, got %I", (LUAI_UACINT)n);
-
-    lrp_checkopts(L, 4, known);
     rp_gen_cfg gc;
-    memset(&gc, 0, sizeof gc);
-    gc.temperature = lrp_optfinite(L, 4, "temperature", 0.0);
-    if (gc.temperature < 0.0) {
-        lua_pushnumber(L, (lua_Number)gc.temperature);
-        return lrp_argerror(L, 4, "option 'temperature' must be >= 0, got %s",
-                            lrp_describe(L, -1));
-    }
-    lua_Integer top_k = lrp_optinteger(L, 4, "top_k", 0);
-    if (top_k < 0)
-        return lrp_argerror(L, 4, "option 'top_k' must be >= 0, got %I", (LUAI_UACINT)top_k);
-    gc.top_k = (int64_t)top_k;
-    gc.stop_token = -1;
-    if (lrp_hasopt(L, 4, "stop")) {
-        lua_Integer stop = lrp_optinteger(L, 4, "stop", -1);
-        if (stop < 0 || stop >= cfg.vocab)
-            return lrp_argerror(L, 4,
-                                "option 'stop' must be a token id in 0..%I (vocab %I), got %I",
-                                (LUAI_UACINT)(cfg.vocab - 1), (LUAI_UACINT)cfg.vocab,
-                                (LUAI_UACINT)stop);
-        gc.stop_token = (int32_t)stop;
-    }
-    int has_seed = lrp_hasopt(L, 4, "seed"), has_rng = lrp_hasopt(L, 4, "rng");
-    if (has_seed && has_rng) return lrp_argerror(L, 4, "give option 'seed' or 'rng', not both");
-    /* index 6: the generator, kept on the stack so that nothing can collect it */
     rp_rng local;
-    if (has_rng) {
-        lua_getfield(L, 4, "rng");
-        if (luaL_testudata(L, -1, LRP_RNG_MT) == NULL)
-            return lrp_argerror(L, 4, "option 'rng' must be a roper.Rng, got %s",
-                                lrp_describe(L, -1));
-    } else if (has_seed) {
-        rp_rng_seed(&local, (uint64_t)lrp_optinteger(L, 4, "seed", 0));
-        lua_pushnil(L);
-    } else {
-        /* the module's default generator (rp.seed reseeds it) */
-        lua_getfield(L, LUA_REGISTRYINDEX, LRP_DEFAULT_RNG_KEY);
-        if (luaL_testudata(L, -1, LRP_RNG_MT) == NULL) rp_rng_seed(&local, 0);
-    }
+    gen_opts(L, 4, &cfg, known, &gc, &local); /* 6: the generator, kept on the stack */
     int32_t *out = push_ids(L, n > 0 ? (int64_t)n : 1); /* 7 */
 
     /* every Lua value is read and every buffer exists: fetch the objects, then call core */
-    rp_rng *gen = (rp_rng *)luaL_testudata(L, 6, LRP_RNG_MT);
-    gc.rng = gen ? gen : &local;
+    gc.rng = fetch_rng(L, 6, &local);
     int64_t n_out = 0;
     rp_status st = rp_model_generate(lrp_checkmodel(L, 1), prompt, g.T, (int64_t)n, &gc, out, &n_out);
     if (st != RP_OK) return lrp_raise(L, st);
@@ -476,6 +488,143 @@ int lrp_model_generate(lua_State *L)
     for (int64_t i = 0; i < n_out; i++) {
         lua_pushinteger(L, (lua_Integer)out[i]);
         lua_rawseti(L, -2, (lua_Integer)(i + 1));
+    }
+    return 1;
+}
+
+/* The number of tokens of prompts[i] (the value at idx, i 1-based) for m:generate_batch: a table
+ * or a 1-D tensor of >= 1 entries (argument 2, the prompts, is named in errors). */
+static int64_t prompt_len(lua_State *L, int idx, lua_Integer i)
+{
+    char buf[RP_SHAPE_STR_LEN];
+    rp_tensor *t = lrp_totensor(L, idx);
+    int64_t n;
+    if (t) {
+        if (!t->storage)
+            lrp_argerror(L, 2, "prompts[%I]: attempt to use a released tensor", (LUAI_UACINT)i);
+        if (t->ndim != 1)
+            lrp_argerror(L, 2, "prompts[%I] must be a 1-D tensor, got %s", (LUAI_UACINT)i,
+                         lrp_shape_str(buf, t));
+        n = t->shape[0];
+    } else if (lua_type(L, idx) == LUA_TTABLE) {
+        lua_Unsigned u = lua_rawlen(L, idx);
+        if (u > (lua_Unsigned)RP_I32_MAX)
+            lrp_argerror(L, 2, "prompts[%I] has too many entries", (LUAI_UACINT)i);
+        n = (int64_t)u;
+    } else {
+        lrp_argerror(L, 2, "prompts[%I] must be a table or a 1-D tensor of token ids, got %s",
+                     (LUAI_UACINT)i, lrp_describe(L, idx));
+        return 0;
+    }
+    if (n == 0) lrp_argerror(L, 2, "prompts[%I] must hold at least one token", (LUAI_UACINT)i);
+    return n;
+}
+
+/* Reads the n tokens of prompts[i] (the value at idx, measured by prompt_len before a Lua
+ * allocation that may have run a finalizer) into out, checking each (positions "[i][t]"). */
+static void fill_prompt(lua_State *L, int idx, lua_Integer i, int64_t n, int64_t V, int32_t *out)
+{
+    char pos[64];
+    grid g = {0, n, 2}; /* for the "[i][t]" positions of the messages */
+    rp_tensor *t = lrp_totensor(L, idx);
+    if (t) {
+        if (!t->storage)
+            lrp_argerror(L, 2, "prompts[%I]: attempt to use a released tensor", (LUAI_UACINT)i);
+        if (t->ndim != 1 || t->shape[0] != n)
+            lrp_argerror(L, 2, "prompts[%I] changed while it was read", (LUAI_UACINT)i);
+        const float *d = rp_tensor_data(t);
+        for (int64_t j = 0; j < n; j++) {
+            double x = (double)d[j * t->stride[0]];
+            if (convert_float(x, IDS_TOKEN, V, &out[j])) continue;
+            if (x == floor(x) && fabs(x) <= (double)LRP_MAX_POS)
+                lua_pushinteger(L, (lua_Integer)x);
+            else
+                lua_pushnumber(L, (lua_Number)x);
+            bad_value(L, 2, IDS_TOKEN, pos_str(pos, &g, (int64_t)i - 1, j), V, -1);
+        }
+        return;
+    }
+    if (lua_type(L, idx) != LUA_TTABLE)
+        lrp_argerror(L, 2, "prompts[%I] changed while it was read", (LUAI_UACINT)i);
+    luaL_checkstack(L, 2, "prompt");
+    for (int64_t j = 0; j < n; j++) {
+        lua_rawgeti(L, idx, (lua_Integer)(j + 1));
+        if (!convert_lua(L, -1, IDS_TOKEN, V, &out[j]))
+            bad_value(L, 2, IDS_TOKEN, pos_str(pos, &g, (int64_t)i - 1, j), V, -1);
+        lua_pop(L, 1);
+    }
+}
+
+/* m:generate_batch(prompts, n[, opts]) -> { new ids of prompts[1], ... }: rp_model_generate_batch
+ * with up to opts.lanes (64) lanes; prompt i samples from the call's generator jumped i - 1
+ * times (rp_rng_jump), and a generator given as rng is left jumped #prompts times (greedy
+ * decoding draws nothing and leaves it alone). */
+int lrp_model_generate_batch(lua_State *L)
+{
+    static const char *const known[] = {"temperature", "top_k", "seed", "rng", "stop", "lanes",
+                                        NULL};
+    const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1));
+    lua_settop(L, 4);
+    if (lua_type(L, 2) != LUA_TTABLE)
+        return lrp_argerror(L, 2, "prompts must be a table of prompts, got %s",
+                            lrp_describe(L, 2));
+    lua_Unsigned nu = lua_rawlen(L, 2);
+    if (nu > (lua_Unsigned)RP_I32_MAX) return lrp_argerror(L, 2, "too many prompts");
+    int64_t np = (int64_t)nu;
+    int64_t *off = (int64_t *)lua_newuserdatauv(L, (size_t)(np + 1) * sizeof(int64_t), 0); /* 5 */
+    off[0] = 0;
+    for (int64_t i = 1; i <= np; i++) {
+        lua_rawgeti(L, 2, (lua_Integer)i);
+        off[i] = off[i - 1] + prompt_len(L, -1, (lua_Integer)i);
+        lua_pop(L, 1);
+        if (off[i] > RP_I32_MAX)
+            return lrp_argerror(L, 2, "the prompts hold more than 2^31-1 tokens");
+    }
+    int32_t *tok = push_ids(L, np > 0 ? off[np] : 1); /* 6 */
+    for (int64_t i = 1; i <= np; i++) {
+        lua_rawgeti(L, 2, (lua_Integer)i);
+        fill_prompt(L, -1, (lua_Integer)i, off[i] - off[i - 1], cfg.vocab, tok + off[i - 1]);
+        lua_pop(L, 1);
+    }
+    lua_Integer n = lrp_checkint(L, 3, "n");
+    if (n < 0 || n > RP_I32_MAX)
+        return lrp_argerror(L, 3, "n must be between 0 and 2^31-1, got %I", (LUAI_UACINT)n);
+    if (np > 0 && n > RP_I32_MAX / np)
+        return lrp_argerror(L, 3, "n = %I for %I prompts: more than 2^31-1 new tokens in all",
+                            (LUAI_UACINT)n, (LUAI_UACINT)np);
+    rp_gen_cfg gc;
+    rp_rng local;
+    gen_opts(L, 4, &cfg, known, &gc, &local); /* 7: the generator */
+    lua_Integer lanes = lrp_optinteger(L, 4, "lanes", 64);
+    if (lanes < 1 || lanes > RP_I32_MAX)
+        return lrp_argerror(L, 4, "option 'lanes' must be between 1 and 2^31-1, got %I",
+                            (LUAI_UACINT)lanes);
+    int sampling = gc.temperature > 0.0 && np > 0;
+    rp_rng *rngs = (rp_rng *)lua_newuserdatauv(
+        L, (size_t)(sampling ? np : 1) * sizeof(rp_rng), 0);                 /* 8 */
+    int32_t *out = push_ids(L, np * n > 0 ? np * (int64_t)n : 1);           /* 9 */
+    int64_t *n_out = (int64_t *)lua_newuserdatauv(
+        L, (size_t)(np > 0 ? np : 1) * sizeof(int64_t), 0);                  /* 10 */
+
+    /* every Lua value is read and every buffer exists: fetch the objects, then call core */
+    if (sampling) {
+        rp_rng *gen = fetch_rng(L, 7, &local);
+        for (int64_t p = 0; p < np; p++) {
+            rngs[p] = *gen;
+            rp_rng_jump(gen);
+        }
+    }
+    rp_status st = rp_model_generate_batch(lrp_checkmodel(L, 1), tok, off, np, (int64_t)n, &gc,
+                                           sampling ? rngs : NULL, (int64_t)lanes, out, n_out);
+    if (st != RP_OK) return lrp_raise(L, st);
+    lua_createtable(L, (int)np, 0);
+    for (int64_t p = 0; p < np; p++) {
+        lua_createtable(L, (int)n_out[p], 0);
+        for (int64_t i = 0; i < n_out[p]; i++) {
+            lua_pushinteger(L, (lua_Integer)out[p * n + i]);
+            lua_rawseti(L, -2, (lua_Integer)(i + 1));
+        }
+        lua_rawseti(L, -2, (lua_Integer)(p + 1));
     }
     return 1;
 }

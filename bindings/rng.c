@@ -152,6 +152,21 @@ static int g_seed(lua_State *L)
     return 1;
 }
 
+/* Most jumps one g:jump call makes (about a second of work). */
+#define LRP_MAX_JUMPS ((lua_Integer)1 << 20)
+
+/* g:jump([n]): advances g by n (default 1) times 2^128 draws; returns g. */
+static int g_jump(lua_State *L)
+{
+    rp_rng *g = check_rng(L, 1);
+    lua_Integer n = lua_isnoneornil(L, 2) ? 1 : lrp_checkint(L, 2, "n");
+    if (n < 0 || n > LRP_MAX_JUMPS)
+        return lrp_argerror(L, 2, "n must be between 0 and 2^20, got %I", (LUAI_UACINT)n);
+    for (lua_Integer i = 0; i < n; i++) rp_rng_jump(g);
+    lua_settop(L, 1);
+    return 1;
+}
+
 /* g:uniform(): a number in [0, 1). */
 static int g_uniform(lua_State *L)
 {
@@ -201,7 +216,8 @@ static int g_randint(lua_State *L)
 
 static const luaL_Reg rng_methods[] = {
     {"seed", g_seed}, {"uniform", g_uniform}, {"normal", g_normal}, {"int", g_int},
-    {"rand", g_rand}, {"randn", g_randn},     {"randint", g_randint}, {NULL, NULL},
+    {"rand", g_rand}, {"randn", g_randn},     {"randint", g_randint}, {"jump", g_jump},
+    {NULL, NULL},
 };
 
 static const luaL_Reg rng_funcs[] = {

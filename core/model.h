@@ -178,33 +178,80 @@ void rp_model_last_shape(const rp_model *m, int64_t *B, int64_t *T);
  * (+2i*theta for roper_legacy), as GeoV does; each new output is rotated by -n*theta for its
  * position n. Positions count from the first token fed after rp_model_cache_reset. Linear
  * attention keeps no keys: its cache is the running state (S, z) of rp_linattn_forward per layer
- * and head, a constant size whatever the position. */
+ * and head, a constant size whatever the position.
+ * The cached path computes every projection with rp_linear_rows_forward (layers.h) on a
+ * transposed copy of the weights, taken when a sequence starts (a feed into an empty cache, and
+ * every generate call): a row's numbers do not depend on what else is decoded with it, so
+ * rp_model_generate and rp_model_generate_batch give the same tokens bit for bit. (The logits
+ * agree with rp_model_forward's to rounding, not bitwise: the forward uses OpenBLAS.) */
 void rp_model_cache_reset(rp_model *m);
 /* Feeds n tokens at positions cache_len .. cache_len+n-1 (cache_len + n <= seq_len, else
  * RP_ERR_RANGE; linear attention without an absolute table (pe none, rope, roper) has no such
  * window: positions up to 2^31-1) and writes the logits of the LAST of them (V floats) into
- * logits_out. */
+ * logits_out (may be NULL). A feed into an empty cache (cache_len 0) first copies the parameters
+ * into the transposed decode weights (O(parameters)); later feeds of the same sequence decode
+ * with that copy, so parameters changed in the middle of a sequence take effect at the next
+ * sequence. */
 rp_status rp_model_cache_feed(rp_model *m, const int32_t *tokens, int64_t n, float *logits_out);
 int64_t rp_model_cache_len(const rp_model *m);
 
 /* Decoding options. temperature 0 = greedy (argmax, first on ties); otherwise sample from
- * softmax(logits / temperature), restricted to the top_k largest logits when top_k > 0, with rng.
- * Generation stops after n_new tokens or right after emitting stop_token (>= 0; -1 = none). */
+ * softmax(logits / temperature), restricted to the top_k largest logits when top_k > 0, one
+ * uniform draw per sampled token from the generator. Generation stops after n_new tokens or right
+ * after emitting stop_token (>= 0; -1 = none). */
 typedef struct rp_gen_cfg {
     double temperature;
     int64_t top_k;
     int32_t stop_token;
-    rp_rng *rng;        /* required when temperature > 0 */
+    rp_rng *rng;        /* rp_model_generate: required when temperature > 0 (it advances) */
+    float *logits;      /* NULL, or receives the logits each token was picked from: V floats per
+                         * new token (n_new x V per prompt; rp_model_generate_batch: prompt p at
+                         * p x n_new x V), written for the tokens emitted */
 } rp_gen_cfg;
 
 /* Generates up to n_new tokens after prompt (n_prompt >= 1 tokens) with the KV cache (it resets
- * the cache first). Softmax attention (and linear attention with an absolute table): a prompt
- * longer than seq_len is cut to its last seq_len tokens, and when the window is full (seq_len
- * tokens) it re-encodes the last seq_len / 2 tokens, positions restarting at 0, and goes on.
- * Linear attention without an absolute table carries its running state instead: the whole prompt,
- * positions counting on, nothing re-encoded. Writes the new tokens to out (n_new capacity)
- * and their count to *n_out (the stop token included when emitted). */
+ * the cache first and takes the weights of now). Softmax attention (and linear attention with an
+ * absolute table): a prompt longer than seq_len is cut to its last seq_len tokens, and when the
+ * window is full (seq_len tokens) it re-encodes the last seq_len / 2 tokens, positions
+ * restarting at 0, and goes on. Linear attention without an absolute table carries its running
+ * state instead: the whole prompt, positions counting on, nothing re-encoded. Writes the new
+ * tokens to out (n_new capacity) and their count to *n_out (the stop token included when
+ * emitted). n_new = 0 leaves the cache empty. Allocates nothing. */
 rp_status rp_model_generate(rp_model *m, const int32_t *prompt, int64_t n_prompt, int64_t n_new,
                             const rp_gen_cfg *cfg, int32_t *out, int64_t *n_out);
+
+/* The most memory one rp_model_generate_batch call allocates for its lanes. */
+#define RP_GEN_BATCH_BYTES ((int64_t)256 << 20)
+
+/* Generation for n prompts at once (the continuous batching of a server): up to
+ * rp_model_batch_lanes(m, n, max_lanes) lanes decode at a time, each a sequence with its own KV
+ * cache (softmax: 2 x layers x seq_len x C floats) or running state (linear) and window. Every
+ * step feeds one token to each busy lane (the next prompt token, or the token it just picked),
+ * runs the rows of all busy lanes through the layers together, and picks the next token of each
+ * lane whose prompt is through; a lane that emits its stop token or its n_new-th token takes the
+ * next prompt at the next step (so finished prompts cost nothing), and the call returns when
+ * every prompt is done. Each prompt is generated exactly as rp_model_generate does it: the same
+ * window rules, and bitwise the same tokens for the same generator state, whatever the lane
+ * count and whichever prompts share the steps.
+ *  - prompt p (0-based) is tokens[offsets[p] .. offsets[p+1]-1]: offsets has n + 1 entries,
+ *    offsets[0] = 0, each prompt >= 1 token, every token in 0 .. V-1;
+ *  - cfg: temperature, top_k, stop_token as for rp_model_generate; cfg->rng is ignored: prompt p
+ *    samples from rngs[p] (n generators, advanced; may be NULL for greedy decoding), so its
+ *    tokens do not depend on the other prompts;
+ *  - out (n, n_new) row-major: prompt p's new tokens at out[p * n_new ..]; n_out[p] their count
+ *    (both OVERWRITTEN; out beyond n_out[p] is left alone);
+ *  - max_lanes >= 1: at most that many lanes (1: one prompt at a time).
+ * n = 0 or n_new = 0 does nothing (n_out all 0). Allocates the lanes (at most RP_GEN_BATCH_BYTES)
+ * once per call and transposes the current parameters into the model's decode weights (a
+ * sequence of rp_model_cache_feed goes on with those); uses the model's decode scratch (one call
+ * per model at a time; the model's own KV cache is not touched).
+ * RP_ERR_ARG / RP_ERR_RANGE for bad arguments (before anything runs), RP_ERR_NOMEM. */
+rp_status rp_model_generate_batch(rp_model *m, const int32_t *tokens, const int64_t *offsets,
+                                  int64_t n, int64_t n_new, const rp_gen_cfg *cfg, rp_rng *rngs,
+                                  int64_t max_lanes, int32_t *out, int64_t *n_out);
+
+/* The lanes rp_model_generate_batch runs for n prompts (n >= 0) and max_lanes (>= 1):
+ * min(n, max_lanes), fewer when their memory would pass RP_GEN_BATCH_BYTES, at least 1. */
+int64_t rp_model_batch_lanes(const rp_model *m, int64_t n, int64_t max_lanes);
 
 #endif

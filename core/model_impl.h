@@ -59,7 +59,13 @@
  * ---- Decode buffer ----
  *   kcache, vcache (layers, seq_len, C) each (softmax attention only: rows as
  *   rp_attention_decode stores them), then one token's scratch: x, ln, mean, rstd, qkv (3C), y,
- *   proj, res, h, h_act (F), logits (V) and the decode scratch of rp_attention_decode.
+ *   proj, res, h, h_act (F), logits (V) and the decode scratch of rp_attention_decode; then
+ *   dec_w, the decode weights: every weight matrix transposed for rp_linear_rows_forward, per
+ *   layer qkv^T (C, 3C), out^T (C, C), w1^T (C, F), w2^T (F, C), then head^T (C, V)
+ *   (rpm_dec_layer_floats per layer). They are copies: rp_model_cache_reset, rp_model_generate
+ *   and rp_model_generate_batch transpose the parameters into them before decoding, so the
+ *   cached path never uses weights older than its call (or its reset). A batch of lanes
+ *   (rp_model_generate_batch) allocates its own caches and rows once per call, outside the model.
  *
  * ---- Other memory, all allocated by rp_model_new ----
  *   the linear attention's decode state (layers x rp_linattn_state_doubles); copies of the last
@@ -146,6 +152,7 @@ struct rp_model {
     int64_t cache_len;
     float *c_x, *c_ln, *c_mean, *c_rstd, *c_qkv, *c_y, *c_proj, *c_res, *c_h, *c_ha;
     float *c_logits, *c_scratch;
+    float *dec_w;                  /* the transposed weights of decoding (layout above) */
     double *lin_state;             /* linear attention: (layers, state doubles of one sequence) */
 
     /* generation */
@@ -168,6 +175,10 @@ int64_t rpm_sat_mul(int64_t a, int64_t b);
 int rpm_build_layout(rp_model *m);
 /* Fills the parameter buffer from cfg.seed by each entry's init kind (layout order). */
 void rpm_init_params(rp_model *m);
+
+/* ---- model_memory.c ---- */
+/* Floats of one layer's transposed weights in dec_w: 3C^2 + C^2 + 2 C F. */
+int64_t rpm_dec_layer_floats(const rp_model_cfg *c);
 
 /* ---- model_forward.c (also used by the backward pass and decoding) ---- */
 /* The attention cfg of the model's scheme (queries from position q_offset). */

@@ -101,6 +101,13 @@ static void plan_cache(rp_model *m, planner *pl)
     m->c_logits = take(pl, V);
     m->c_scratch =
         m->linear ? NULL : take(pl, rp_attention_decode_scratch_floats(Tm, c->heads, m->dk, m->dk));
+    m->dec_w = take(pl, rpm_sat_add(rpm_sat_mul(L, rpm_dec_layer_floats(c)), rpm_sat_mul(C, V)));
+}
+
+int64_t rpm_dec_layer_floats(const rp_model_cfg *c)
+{
+    int64_t C = c->d_model, F = c->d_ff;
+    return rpm_sat_add(rpm_sat_mul(rpm_sat_mul(C, C), 4), rpm_sat_mul(rpm_sat_mul(C, F), 2));
 }
 
 static float *alloc_floats(int64_t n)

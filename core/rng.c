@@ -32,6 +32,22 @@ uint64_t rp_rng_u64(rp_rng *r)
     return result;
 }
 
+void rp_rng_jump(rp_rng *r)
+{
+    static const uint64_t jump[4] = {0x180EC6D33CFD0ABAULL, 0xD5A61266F0C9392CULL,
+                                     0xA9582618E03FC9AAULL, 0x39ABDC4529B1661CULL};
+    uint64_t t[4] = {0, 0, 0, 0};
+    for (int i = 0; i < 4; i++)
+        for (int b = 0; b < 64; b++) {
+            if (jump[i] & ((uint64_t)1 << b))
+                for (int w = 0; w < 4; w++) t[w] ^= r->s[w];
+            (void)rp_rng_u64(r);
+        }
+    for (int w = 0; w < 4; w++) r->s[w] = t[w];
+    r->spare = 0.0;
+    r->has_spare = 0;
+}
+
 double rp_rng_uniform(rp_rng *r) { return (double)(rp_rng_u64(r) >> 11) * 0x1.0p-53; }
 
 double rp_rng_normal(rp_rng *r)

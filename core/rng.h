@@ -17,6 +17,11 @@ typedef struct rp_rng {
 
 /* (Re)starts the stream for seed (any 64-bit value). */
 void rp_rng_seed(rp_rng *r, uint64_t seed);
+/* Advances r by 2^128 draws of rp_rng_u64 (xoshiro256's jump polynomial) and drops a normal
+ * deviate kept back. The generators seed s, jumped 0, 1, 2, ... times are consecutive
+ * non-overlapping pieces of the stream of s (2^128 draws each): independent streams, as the
+ * per-prompt generators of batched generation use them. */
+void rp_rng_jump(rp_rng *r);
 /* Next raw 64-bit output. */
 uint64_t rp_rng_u64(rp_rng *r);
 /* Uniform in [0, 1) with 53 random bits. */

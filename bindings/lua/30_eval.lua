@@ -4,7 +4,10 @@
 --   rp.eval.loss(m, task[, opts])                   -> mean loss over fresh batches (eval mode)
 -- A problem is prompted with its question (encoded with the task's vocabulary), the model
 -- generates with its KV cache until the task's terminator ('#', or '\n' for labml's addition
--- format) or max_new tokens, and task:check decides (exact answer).
+-- format) or max_new tokens, and task:check decides (exact answer). The problems are decoded
+-- together, opts.batch (64) at a time, by m:generate_batch: the answers are those of one-at-a-time
+-- decoding, and problem i samples from its own generator (rp.rng(seed + 1) jumped i - 1 times),
+-- so its answer does not depend on the others.
 --
 -- Called by luaopen_roper as chunk(rp, internals).
 local rp, internals = ...
@@ -155,7 +158,10 @@ local function default_max_new(tc, n_digits)
 end
 
 local accuracy_opts = { "problems", "decode", "temperature", "top_k", "seed", "max_new",
-                        "n_digits" }
+                        "n_digits", "batch" }
+
+-- Problems per m:generate_batch call (their prompts and answers are held in tables meanwhile).
+local CHUNK = 1024
 
 local function accuracy(fname, m, task, opts)
   check_model(fname, m)
@@ -182,30 +188,40 @@ local function accuracy(fname, m, task, opts)
   local max_new = opt_int(fname, 3, opts, "max_new", default_max_new(tc, n_digits), 1,
     internals.i32_max)
 
+  local batch = opt_int(fname, 3, opts, "batch", 64, 1)
+
   local stop = terminator(task)
   local V = task:vocab_size()
   local prng = rp.rng(seed)           -- the problems
-  local grng = rp.rng(seed + 1)       -- sampling
-  local gen = { stop = stop }
+  local grng = rp.rng(seed + 1)       -- sampling: problem i from grng jumped i - 1 times
+  local gen = { stop = stop, lanes = math.min(batch, CHUNK) }
   if decode == "sample" then
     gen.temperature, gen.top_k, gen.rng = temperature, top_k, grng
   end
   local records, correct = {}, 0
-  for i = 1, problems do
-    local q, a = task:problem(prng, n_digits)
-    local ids = m:generate(task:encode(q), max_new, gen)
-    -- a model with a larger vocab than the task's may emit ids the task cannot decode: the
-    -- output ends there (with U+FFFD) and the problem counts as wrong
-    local bad
-    for j, id in ipairs(ids) do
-      if id >= V then bad = j; break end
+  for first = 1, problems, CHUNK do
+    local last = math.min(problems, first + CHUNK - 1)
+    local qs, as, prompts = {}, {}, {}
+    for i = first, last do
+      local q, a = task:problem(prng, n_digits)
+      qs[#qs + 1], as[#as + 1], prompts[#prompts + 1] = q, a, task:encode(q)
     end
-    if bad then ids = table.move(ids, 1, bad - 1, 1, {}) end
-    local out = task:decode(ids)
-    local ok = false
-    if bad then out = out .. "\u{FFFD}" else ok = task:check(q, out) end
-    if ok then correct = correct + 1 end
-    records[i] = { question = q, answer = a, output = out, ok = ok }
+    local outs = m:generate_batch(prompts, max_new, gen) -- leaves grng jumped #prompts times
+    for k, ids in ipairs(outs) do
+      local q = qs[k]
+      -- a model with a larger vocab than the task's may emit ids the task cannot decode: the
+      -- output ends there (with U+FFFD) and the problem counts as wrong
+      local bad
+      for j, id in ipairs(ids) do
+        if id >= V then bad = j; break end
+      end
+      if bad then ids = table.move(ids, 1, bad - 1, 1, {}) end
+      local out = task:decode(ids)
+      local ok = false
+      if bad then out = out .. "\u{FFFD}" else ok = task:check(q, out) end
+      if ok then correct = correct + 1 end
+      records[first + k - 1] = { question = q, answer = as[k], output = out, ok = ok }
+    end
   end
   return correct / problems, correct, records
 end

@@ -441,7 +441,7 @@ static void test_damaged(void)
         spit(bad, copy, len);
         expect_io(bad,
                   "cannot build the model: model of d_model 1048576, 2 layers, max_batch 3 x "
-                  "seq_len 8 needs 1.76e+13 floats (more than 2^40)",
+                  "seq_len 8 needs 2.64e+13 floats (more than 2^40)",
                   0, "d_model 2^20");
     }
     memcpy(copy, b, len);

@@ -10,6 +10,9 @@
  *   int(lo, hi): range = hi - lo + 1 (uint64; 0 means the full 64-bit range: the raw u64);
  *         threshold = (-range) % range; draw r until r >= threshold; lo + r % range
  *   normal: Marsaglia polar; the second deviate of a pair is kept as the spare.
+ *   jump: t = 0; for each word j of {0x180ec6d33cfd0aba, 0xd5a61266f0c9392c, 0xa9582618e03fc9aa,
+ *         0x39abdc4529b1661c}, for bit b = 0..63: if j >> b & 1: t ^= s; next(); then s = t
+ *         (xoshiro256's jump, 2^128 draws)
  */
 #include <math.h>
 #include <stdint.h>
@@ -340,10 +343,46 @@ static void test_fill(void)
     rp_tensor_release(&base);
 }
 
+/* rp_rng_jump: known answers of the reference (seed 42, jumped once and twice), the spare is
+ * dropped, and consecutive jumps give streams that do not repeat one another's start. */
+static void test_jump(void)
+{
+    rp_rng r;
+    rp_rng_seed(&r, 42);
+    CHECK(rp_rng_u64(&r) == 0x15780b2e0c2ec716ULL, "seed 42: first draw");
+    const uint64_t want[2][3] = {
+        {0x50086ef83cbf4f4aULL, 0xba285ec21347d703ULL, 0x5ea1247b4dc6452aULL},
+        {0x8677623ee7544e81ULL, 0x1f591f213a3cb979ULL, 0xbee76be78f4bfe6dULL},
+    };
+    for (int j = 1; j <= 2; j++) {
+        rp_rng_seed(&r, 42);
+        for (int i = 0; i < j; i++) rp_rng_jump(&r);
+        int ok = 1;
+        for (int i = 0; i < 3; i++) ok &= rp_rng_u64(&r) == want[j - 1][i];
+        CHECK(ok, "seed 42 jumped %d times: the reference draws", j);
+    }
+    rp_rng_seed(&r, 7);
+    (void)rp_rng_normal(&r);
+    CHECK(r.has_spare == 1, "a spare before the jump");
+    rp_rng_jump(&r);
+    CHECK(r.has_spare == 0, "the jump drops the spare");
+    /* the jump does not depend on draws made before it only through the state: jumping after
+     * k draws = k draws after jumping (the jump commutes with the step) */
+    rp_rng a, b;
+    rp_rng_seed(&a, 9);
+    rp_rng_seed(&b, 9);
+    for (int i = 0; i < 5; i++) (void)rp_rng_u64(&a);
+    rp_rng_jump(&a);
+    rp_rng_jump(&b);
+    for (int i = 0; i < 5; i++) (void)rp_rng_u64(&b);
+    CHECK(memcmp(a.s, b.s, sizeof a.s) == 0, "jump then 5 draws = 5 draws then jump");
+}
+
 int main(void)
 {
     test_known_answers();
     test_streams();
+    test_jump();
     test_int_ranges();
     test_distributions();
     test_fill();

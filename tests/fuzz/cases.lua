@@ -223,6 +223,10 @@ local function seeds(rp)
   S["rp.Model.generate"] = function(ctx)
     return pack(m(ctx), { 0, 1 }, 3, { temperature = 0.5, top_k = 2, seed = 1, stop = 1 })
   end
+  S["rp.Model.generate_batch"] = function(ctx)
+    return pack(m(ctx), { { 0, 1 }, { 2 } }, 3,
+      { temperature = 0.5, top_k = 2, seed = 1, stop = 1, lanes = 2 })
+  end
   S["rp.Model.attention"] = function(ctx) return pack(m(ctx), 1, TOK) end
   S["rp.Model.linear_stats"] = function(ctx) return pack(ctx.model(5, 8, "linear"), TOK) end
   S["rp.Model.activations"] = function(ctx) return pack(m(ctx), TOK) end
@@ -246,6 +250,7 @@ local function seeds(rp)
   S["rp.Rng.randn"] = S["rp.Rng.rand"]
   S["rp.Rng.randint"] = function() return pack(rp.rng(1), 0, 5, { 2, 2 }) end
   S["rp.Rng.seed"] = function() return pack(rp.rng(1), 3) end
+  S["rp.Rng.jump"] = function() return pack(rp.rng(1), 2) end
   -- tasks
   local function add_task() return rp.tasks.addition { max_digits = 2, seq_len = 32 } end
   S["rp.Task.batch"] = function() return pack(add_task(), 2, rp.rng(1), "train") end

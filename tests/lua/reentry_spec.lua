@@ -44,6 +44,10 @@ describe("an option table whose __index releases an argument", function()
         local m = tiny_model()
         return m:generate({ 0, 1 }, 3, closing_opts(m))
       end, "calling 'generate' on bad self (attempt to use a released model)" },
+    { "m:generate_batch", function()
+        local m = tiny_model()
+        return m:generate_batch({ { 0, 1 }, { 2 } }, 3, closing_opts(m))
+      end, "calling 'generate_batch' on bad self (attempt to use a released model)" },
     { "rp.optim.adam", function()
         local m = tiny_model()
         return rp.optim.adam(m, closing_opts(m))
@@ -151,6 +155,14 @@ describe("a finalizer that releases an argument during the call", function()
     { "m:config", function() local m = tiny_model(); return m, function() return m:config() end end },
     { "m:generate", function()
         local m = tiny_model(); return m, function() return m:generate({ 0 }, 4) end
+      end },
+    { "m:generate_batch", function()
+        local m = tiny_model()
+        return m, function() return m:generate_batch({ { 0 }, rp.tensor { 1, 2 } }, 4) end
+      end },
+    { "m:generate_batch releasing a prompt tensor", function()
+        local m, p = tiny_model(), rp.tensor { 1, 2, 3 }
+        return p, function() return m:generate_batch({ { 0 }, p }, 4) end
       end },
     { "rp.optim.adam", function()
         local m = tiny_model(); return m, function() return rp.optim.adam(m) end

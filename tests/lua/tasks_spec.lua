@@ -341,7 +341,7 @@ describe("rp.eval", function()
     local small = rp.model { vocab = 5, d_model = 16, heads = 2, layers = 1, d_ff = 32, seq_len = 16 }
     local cases = {
       { function() return rp.eval.accuracy(m, t, { problemz = 1 }) end,
-        "bad argument #3 to 'rp.eval.accuracy' (unknown option 'problemz' (known: problems, decode, temperature, top_k, seed, max_new, n_digits))" },
+        "bad argument #3 to 'rp.eval.accuracy' (unknown option 'problemz' (known: problems, decode, temperature, top_k, seed, max_new, n_digits, batch))" },
       { function() return rp.eval.accuracy(t, t) end,
         "bad argument #1 to 'rp.eval.accuracy' (roper.Model expected, got roper.Task)" },
       { function() return rp.eval.accuracy(m, m) end,
