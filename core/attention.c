@@ -57,6 +57,7 @@ static int64_t table_floats(int64_t T, int64_t S, int64_t D, int64_t Dv)
  * Drow). */
 typedef struct {
     float *Q, *K, *Kt, *V, *dK, *dV, *P, *dP, *O, *dQ, *m, *l;
+    int64_t ldkt; /* Kt's row stride: Sp here, the cache's in the decode entry */
 } slots;
 
 #define NSLOTS 12
@@ -80,6 +81,7 @@ static void thread_slots(slots *sl, float *ws, int64_t T, int64_t S, int64_t D, 
         *dst[i] = ws;
         ws += sizes[i];
     }
+    sl->ldkt = rp_vl_round(S);
 }
 
 static int64_t thread_floats(int64_t T, int64_t S, int64_t D, int64_t Dv)
@@ -331,7 +333,7 @@ static inline int64_t seen_in_block(const attn_ctx *c, int64_t t, int64_t j0, in
 static void block_scores(const attn_ctx *c, const slots *sl, int64_t t0, int64_t nr, int64_t j0,
                          int64_t bcp)
 {
-    rp_tile_mm(sl->P, BC, sl->Q + t0 * c->Dp, c->Dp, 1, sl->Kt + j0, c->Sp, nr, bcp, c->D, 0);
+    rp_tile_mm(sl->P, BC, sl->Q + t0 * c->Dp, c->Dp, 1, sl->Kt + j0, sl->ldkt, nr, bcp, c->D, 0);
 }
 
 /* The softmax step of one score row p[0 .. bcp) (bcp a multiple of RP_VL) of which the first n
@@ -379,10 +381,68 @@ static void block_weights_out(const attn_ctx *c, const slots *sl, float *att, in
         if (S > kmax) memset(att + (t0 + r) * S + kmax, 0, sizeof(float) * (size_t)(S - kmax));
 }
 
+/* The query blocks of one head over operands already in place: sl->Q (T rows, Dp apart), sl->Kt
+ * (ldkt apart) and sl->V (Dvp apart) for the keys 0 .. kvis-1. Writes the output rows (oh, ldo
+ * apart), lse[t] and the weights (att) where not NULL. */
+static void forward_blocks(const attn_ctx *c, const slots *sl, float *oh, float *lse, float *att)
+{
+    int64_t T = c->T, Dv = c->Dv, Dvp = c->Dvp, rb = row_block(T);
+    rp_pairing pairing = c->cfg->pairing;
+    for (int64_t t0 = 0; t0 < T; t0 += rb) {
+        int64_t nr = T - t0 < rb ? T - t0 : rb, kmax = visible(c, t0 + nr - 1);
+        for (int64_t r = 0; r < nr; r++) sl->m[r] = -FLT_MAX, sl->l[r] = 0.0f;
+        memset(sl->O, 0, sizeof(float) * (size_t)(nr * Dvp));
+        for (int64_t j0 = 0; j0 < kmax; j0 += BC) {
+            int64_t bc = kmax - j0 < BC ? kmax - j0 : BC, bcp = rp_vl_round(bc);
+            block_scores(c, sl, t0, nr, j0, bcp);
+            for (int64_t r = 0; r < nr; r++) {
+                float *p = sl->P + r * BC;
+                int64_t n = seen_in_block(c, t0 + r, j0, bc);
+                if (n == 0) {
+                    memset(p, 0, sizeof(float) * (size_t)bcp);
+                    continue;
+                }
+                float mo = sl->m[r], sum;
+                float mn = softmax_step(p, n, bcp, mo, &sum);
+                if (sl->l[r] == 0.0f) { /* the row's first keys: nothing to rescale */
+                    sl->l[r] = sum;
+                } else if (mn > mo) {
+                    float corr = exp_nonpos(mo - mn);
+                    float *o = sl->O + r * Dvp;
+                    sl->l[r] = sl->l[r] * corr + sum;
+                    RP_SIMD
+                    for (int64_t d = 0; d < Dvp; d++) o[d] *= corr;
+                } else {
+                    sl->l[r] += sum;
+                }
+                sl->m[r] = mn;
+            }
+            /* O += P V'_blk (the weights of the keys past bc are 0: they are left out) */
+            rp_tile_mm(sl->O, Dvp, sl->P, BC, 1, sl->V + j0 * Dvp, Dvp, nr, Dvp, bc, 1);
+        }
+        for (int64_t r = 0; r < nr; r++) {
+            int64_t t = t0 + r;
+            float inv = 1.0f / sl->l[r];
+            float *dst = oh + t * c->ldo, *o = sl->O + r * Dvp;
+            if (c->ho) {
+                rot_row(dst, o, c->oc + t * c->ho, c->os + t * c->ho, c->ho, (float)c->o_sign,
+                        inv, Dv, Dv, pairing);
+            } else {
+                RP_SIMD
+                for (int64_t d = 0; d < Dv; d++) dst[d] = o[d] * inv;
+            }
+            /* from here on m holds the row's log-sum-exp L */
+            sl->m[r] += logf(sl->l[r]);
+            if (lse) lse[t] = sl->m[r];
+        }
+        if (att) block_weights_out(c, sl, att, t0, nr);
+    }
+}
+
 static void head_forward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
 {
     int64_t T = c->T, D = c->D, Dv = c->Dv, Dp = c->Dp, Dvp = c->Dvp, Sp = c->Sp;
-    int64_t rb = row_block(T), kvis = c->kvis, kvp = rp_vl_round(kvis);
+    int64_t kvis = c->kvis, kvp = rp_vl_round(kvis);
     rp_pairing pairing = c->cfg->pairing;
     slots sl;
     thread_slots(&sl, ws, T, c->S, D, Dv);
@@ -393,58 +453,9 @@ static void head_forward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
                c->hq, 1.0f, D, Dp, pairing);
     build_rows(sl.V, NULL, 0, c->v + b * c->S * c->ldv + h * Dv, c->ldv, kvis, kvp, c->vc, c->vs,
                c->hv, 1.0f, Dv, Dvp, pairing);
-    float *oh = c->out + b * T * c->ldo + h * Dv;
-    float *lse = c->lse_w ? c->lse_w + (b * c->H + h) * T : NULL;
-    float *att = c->att_w ? c->att_w + (b * c->H + h) * T * c->S : NULL;
-    for (int64_t t0 = 0; t0 < T; t0 += rb) {
-        int64_t nr = T - t0 < rb ? T - t0 : rb, kmax = visible(c, t0 + nr - 1);
-        for (int64_t r = 0; r < nr; r++) sl.m[r] = -FLT_MAX, sl.l[r] = 0.0f;
-        memset(sl.O, 0, sizeof(float) * (size_t)(nr * Dvp));
-        for (int64_t j0 = 0; j0 < kmax; j0 += BC) {
-            int64_t bc = kmax - j0 < BC ? kmax - j0 : BC, bcp = rp_vl_round(bc);
-            block_scores(c, &sl, t0, nr, j0, bcp);
-            for (int64_t r = 0; r < nr; r++) {
-                float *p = sl.P + r * BC;
-                int64_t n = seen_in_block(c, t0 + r, j0, bc);
-                if (n == 0) {
-                    memset(p, 0, sizeof(float) * (size_t)bcp);
-                    continue;
-                }
-                float mo = sl.m[r], sum;
-                float mn = softmax_step(p, n, bcp, mo, &sum);
-                if (sl.l[r] == 0.0f) { /* the row's first keys: nothing to rescale */
-                    sl.l[r] = sum;
-                } else if (mn > mo) {
-                    float corr = exp_nonpos(mo - mn);
-                    float *o = sl.O + r * Dvp;
-                    sl.l[r] = sl.l[r] * corr + sum;
-                    RP_SIMD
-                    for (int64_t d = 0; d < Dvp; d++) o[d] *= corr;
-                } else {
-                    sl.l[r] += sum;
-                }
-                sl.m[r] = mn;
-            }
-            /* O += P V'_blk */
-            rp_tile_mm(sl.O, Dvp, sl.P, BC, 1, sl.V + j0 * Dvp, Dvp, nr, Dvp, bcp, 1);
-        }
-        for (int64_t r = 0; r < nr; r++) {
-            int64_t t = t0 + r;
-            float inv = 1.0f / sl.l[r];
-            float *dst = oh + t * c->ldo, *o = sl.O + r * Dvp;
-            if (c->ho) {
-                rot_row(dst, o, c->oc + t * c->ho, c->os + t * c->ho, c->ho, (float)c->o_sign,
-                        inv, Dv, Dv, pairing);
-            } else {
-                RP_SIMD
-                for (int64_t d = 0; d < Dv; d++) dst[d] = o[d] * inv;
-            }
-            /* from here on m holds the row's log-sum-exp L */
-            sl.m[r] += logf(sl.l[r]);
-            if (lse) lse[t] = sl.m[r];
-        }
-        if (att) block_weights_out(c, &sl, att, t0, nr);
-    }
+    forward_blocks(c, &sl, c->out + b * T * c->ldo + h * Dv,
+                   c->lse_w ? c->lse_w + (b * c->H + h) * T : NULL,
+                   c->att_w ? c->att_w + (b * c->H + h) * T * c->S : NULL);
 }
 
 /* ---- backward ---- */
@@ -505,9 +516,9 @@ static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
                 for (int64_t j = n; j < bcp; j++) p[j] = dp[j] = 0.0f;
             }
             /* dV' += P^T dY, dQ' += dS K', dK' += dS^T Q' */
-            rp_tile_mm(sl.dV + j0 * Dvp, Dvp, sl.P, 1, BC, sl.O, Dvp, bcp, Dvp, nr, 1);
-            rp_tile_mm(sl.dQ, Dp, sl.dP, BC, 1, sl.K + j0 * Dp, Dp, nr, Dp, bcp, 1);
-            rp_tile_mm(sl.dK + j0 * Dp, Dp, sl.dP, 1, BC, sl.Q + t0 * Dp, Dp, bcp, Dp, nr, 1);
+            rp_tile_mm(sl.dV + j0 * Dvp, Dvp, sl.P, 1, BC, sl.O, Dvp, bc, Dvp, nr, 1);
+            rp_tile_mm(sl.dQ, Dp, sl.dP, BC, 1, sl.K + j0 * Dp, Dp, nr, Dp, bc, 1);
+            rp_tile_mm(sl.dK + j0 * Dp, Dp, sl.dP, 1, BC, sl.Q + t0 * Dp, Dp, bc, Dp, nr, 1);
         }
         /* dq += scale R(-n) dQ' */
         for (int64_t r = 0; r < nr; r++) {
@@ -575,13 +586,39 @@ void rp_attention_backward(float *dq, float *dk, float *dv, float *scratch, cons
     run_pairs(&c, B, nthreads, 1);
 }
 
-/* ---- decoding ------------------------------------------------------------------------------ */
+/* ---- decoding ------------------------------------------------------------------------------
+ *
+ * The cache of one layer keeps, per head, the rotated keys transposed (Kt [D, capp]) and the
+ * rotated values as rows (V [cap, Dvp]), the operands forward_blocks reads: a decode step writes
+ * one column and one row and attends over the cache where it lies. */
 
-/* Tables for one position (q/k, v, output: at most D + 2 Dv floats) and one thread slice of
- * head_forward (T = 1). */
+/* The floats of one head's part of a cache. */
+static int64_t cache_head_floats(int64_t cap, int64_t D, int64_t Dv)
+{
+    return D * rp_vl_round(cap) + cap * rp_vl_round(Dv);
+}
+
+/* a * b + c for sizes >= 0, saturating at INT64_MAX. */
+static int64_t sat_mul_add(int64_t a, int64_t b, int64_t c)
+{
+    int64_t p;
+    if (__builtin_mul_overflow(a, b, &p) || __builtin_add_overflow(p, c, &p)) return INT64_MAX;
+    return p;
+}
+
+int64_t rp_attention_cache_floats(int64_t cap, int64_t H, int64_t D, int64_t Dv)
+{
+    if (cap > INT64_MAX / 2 || Dv > INT64_MAX / 2) return INT64_MAX;
+    int64_t head = sat_mul_add(D, rp_vl_round(cap), 0);
+    head = head == INT64_MAX ? head : sat_mul_add(cap, rp_vl_round(Dv), head);
+    return head == INT64_MAX ? head : sat_mul_add(H, head, 0);
+}
+
+/* Tables for one position (q/k, v, output: at most D + 2 Dv floats), the query and key rows
+ * (Dp each), a score row (BC), the output row (Dvp), m and l. */
 int64_t rp_attention_decode_scratch_floats(int64_t S, int64_t H, int64_t D, int64_t Dv)
 {
-    return 2 * (D + Dv) + thread_floats(1, S, D, Dv);
+    return 2 * (D + Dv) + 2 * rp_vl_round(D) + BC + rp_vl_round(Dv) + 2;
 }
 
 /* The cos/sin row of position pos for d_rot features with angles times `scale`, taken from *p. */
@@ -594,39 +631,25 @@ static void one_row(float **cs, float **sn, float **p, int64_t pos, int64_t d_ro
 }
 
 void rp_attention_decode(float *out, float *scratch, float *q, const float *k, const float *v,
-                         float *kcache, float *vcache, int64_t ldc, int64_t pos, int64_t H,
-                         int64_t D, int64_t Dv, const rp_attn_cfg *cfg)
+                         float *cache, int64_t cap, int64_t pos, int64_t H, int64_t D, int64_t Dv,
+                         const rp_attn_cfg *cfg)
 {
     rp_pe_scheme s;
     (void)rp_pe_scheme_init(&s, cfg->pe, cfg->d_rot_qk, cfg->d_rot_v, cfg->base, cfg->pairing);
-    float *p = scratch, *cs, *sn;
-    float *kr = kcache + pos * ldc, *vr = vcache + pos * ldc;
-    /* the new token: q by +pos (in place), k and v into the cache at row pos */
-    if (s.d_rot_qk) {
-        one_row(&cs, &sn, &p, pos, s.d_rot_qk, &s, 1.0);
-        rp_rope_forward(q, q, cs, sn, 1, 1, H, D, s.d_rot_qk, s.pairing, 1);
-        rp_rope_forward(kr, k, cs, sn, 1, 1, H, D, s.d_rot_qk, s.pairing, 1);
-    } else {
-        memcpy(kr, k, sizeof(float) * (size_t)(H * D));
-    }
-    if (s.d_rot_v) {
-        one_row(&cs, &sn, &p, pos, s.d_rot_v, &s, s.v_angle);
-        rp_rope_forward(vr, v, cs, sn, 1, 1, H, Dv, s.d_rot_v, s.pairing, 1);
-    } else {
-        memcpy(vr, v, sizeof(float) * (size_t)(H * Dv));
-    }
-    /* the query over cache rows 0 .. pos through head_forward, with q, k, v already rotated:
-     * only the output rotation is left to it */
+    /* the query over keys 0 .. pos: T = 1 at q_offset pos, causal */
     rp_attn_cfg dc = *cfg;
     dc.causal = 1;
     dc.q_offset = pos;
     attn_ctx c;
     memset(&c, 0, sizeof c);
     ctx_dims(&c, 1, pos + 1, H, D, Dv);
-    c.ldq = H * D, c.ldk = ldc, c.ldv = ldc, c.ldo = H * Dv;
+    c.ldo = H * Dv;
     c.kvis = c.S;
     c.cfg = &dc;
     c.scale = (float)cfg->scale;
+    float *p = scratch, *qc = NULL, *qs = NULL, *vc = NULL, *vs = NULL;
+    if (s.d_rot_qk) one_row(&qc, &qs, &p, pos, s.d_rot_qk, &s, 1.0);
+    if (s.d_rot_v) one_row(&vc, &vs, &p, pos, s.d_rot_v, &s, s.v_angle);
     if (s.d_rot_o) {
         float *oc, *os;
         one_row(&oc, &os, &p, pos, s.d_rot_o, &s, 1.0);
@@ -634,10 +657,26 @@ void rp_attention_decode(float *out, float *scratch, float *q, const float *k, c
         c.ho = s.d_rot_o / 2;
         c.o_sign = s.o_sign;
     }
-    c.slices = p;
-    c.slice = thread_floats(1, c.S, D, Dv);
-    c.out = out, c.q = q, c.k = kcache, c.v = vcache;
-    for (int64_t h = 0; h < H; h++) head_forward(&c, c.slices, 0, h);
+    int64_t hq = s.d_rot_qk / 2, hv = s.d_rot_v / 2, Dp = c.Dp, Dvp = c.Dvp;
+    int64_t capp = rp_vl_round(cap), hs = cache_head_floats(cap, D, Dv);
+    slots sl;
+    memset(&sl, 0, sizeof sl);
+    sl.Q = p, sl.K = sl.Q + Dp, sl.P = sl.K + Dp, sl.O = sl.P + BC, sl.m = sl.O + Dvp;
+    sl.l = sl.m + 1;
+    sl.ldkt = capp;
+    for (int64_t h = 0; h < H; h++) {
+        float *kt = cache + h * hs, *vr = kt + D * capp;
+        /* q by +pos (in place, then scaled into Q'), k by +pos into column pos of Kt, v by
+         * +v_angle pos into row pos of V (zero padded) */
+        rot_row(sl.K, q + h * D, qc, qs, hq, 1.0f, 1.0f, D, D, s.pairing);
+        memcpy(q + h * D, sl.K, sizeof(float) * (size_t)D);
+        rot_row(sl.Q, sl.K, NULL, NULL, 0, 1.0f, c.scale, D, Dp, s.pairing);
+        rot_row(sl.K, k + h * D, qc, qs, hq, 1.0f, 1.0f, D, D, s.pairing);
+        for (int64_t d = 0; d < D; d++) kt[d * capp + pos] = sl.K[d];
+        rot_row(vr + pos * Dvp, v + h * Dv, vc, vs, hv, 1.0f, 1.0f, Dv, Dvp, s.pairing);
+        sl.Kt = kt, sl.V = vr;
+        forward_blocks(&c, &sl, out + h * Dv, NULL, NULL);
+    }
 }
 
 static rp_status check_d_rot(const char *name, int64_t d_rot, int64_t width, const char *wname)

@@ -72,20 +72,25 @@ void rp_attention_backward(float *dq, float *dk, float *dv, float *scratch, cons
                            const rp_attn_cfg *cfg, int nthreads);
 
 /* Decoding with a KV cache: one new token at position pos of one sequence, through the same
- * per-head kernel as rp_attention_forward (scores, softmax, weighted sum, output rotation).
- * kcache, vcache hold one row per earlier position i < pos (rows ldc apart, heads side by side:
- * element (i, h, d) at [i * ldc + h * D + d], ldc >= H * max(D, Dv)), as this function stored
- * them: k_i rotated by +i theta and v_i by +v_angle i theta where the mode rotates them
- * (rp_pe_scheme). It stores the new k (H * D floats) and v (H * Dv) at row pos the same way,
+ * query-block code as rp_attention_forward (scores, online softmax, weighted sum, output
+ * rotation) over the cache where it lies.
+ * cache holds one layer of one sequence, rp_attention_cache_floats(cap, H, D, Dv) floats (that
+ * count saturates at INT64_MAX) for positions 0 .. cap-1 (pos < cap): per head h, at h * (D * capp + cap * Dvp), the keys k_i
+ * rotated by +i theta (where the mode rotates them) transposed, element (d, i) at [d * capp + i],
+ * then the values v_i rotated by +v_angle i theta, element (i, e) at [D * capp + i * Dvp + e]
+ * (capp, Dvp: cap and Dv rounded up to the kernels' vector width, rp_vl_round; the padding of
+ * a value row is 0). It stores the new k (H * D floats) and v (H * Dv) at position pos this way,
  * rotates q (H * D) by +pos IN PLACE, and OVERWRITES out (H * Dv) with the causal attention of
- * that query over rows 0 .. pos, rotated by o_sign pos theta where the mode says. cfg: pe, scale,
+ * that query over positions 0 .. pos, rotated by o_sign pos theta where the mode says. The
+ * cache's positions past pos never affect the result (they need no initialisation). cfg: pe, scale,
  * base, pairing, d_rot_qk, d_rot_v as for the forward (checked by the caller); causal and
- * q_offset are ignored. scratch holds rp_attention_decode_scratch_floats(pos + 1, H, D, Dv)
- * floats. Single-threaded. */
+ * q_offset are ignored. scratch holds rp_attention_decode_scratch_floats(cap, H, D, Dv) floats.
+ * Single-threaded. */
+int64_t rp_attention_cache_floats(int64_t cap, int64_t H, int64_t D, int64_t Dv);
 int64_t rp_attention_decode_scratch_floats(int64_t S, int64_t H, int64_t D, int64_t Dv);
 void rp_attention_decode(float *out, float *scratch, float *q, const float *k, const float *v,
-                         float *kcache, float *vcache, int64_t ldc, int64_t pos, int64_t H,
-                         int64_t D, int64_t Dv, const rp_attn_cfg *cfg);
+                         float *cache, int64_t cap, int64_t pos, int64_t H, int64_t D, int64_t Dv,
+                         const rp_attn_cfg *cfg);
 
 /* Validates tensors and cfg for the tensor-level call: q [B,T,H,D], k [B,S,H,D], v [B,S,H,Dv]
  * (all 4-D, sizes >= 1), d_rot ranges and parity for the rope modes, q_offset >= 0, scale finite.

@@ -29,7 +29,7 @@
  * picked token). */
 typedef struct {
     int64_t prob;          /* the prompt it decodes; -1 when idle */
-    float *kc, *vc;        /* softmax: its cache, (layers, seq_len, C) each */
+    float *kv;             /* softmax: its cache, layers x rpm_cache_layer_floats */
     double *lin;           /* linear: its running state, layers x rp_linattn_state_doubles */
     int32_t *win;          /* windowed modes: the tokens at positions 0 .. len-1 (seq_len) */
     const int32_t *src;
@@ -131,8 +131,8 @@ static void step_attend(const decoder *d, int64_t na, int64_t l)
                                H, dk, dk, &lc, 1);
         } else {
             rp_attn_cfg acfg = rpm_attn_cfg(m, ln->pos);
-            rp_attention_decode(y, m->c_scratch, q, k, v, ln->kc + l * Tm * C,
-                                ln->vc + l * Tm * C, C, ln->pos, H, dk, dk, &acfg);
+            rp_attention_decode(y, m->c_scratch, q, k, v, ln->kv + l * rpm_cache_layer_floats(m),
+                                Tm, ln->pos, H, dk, dk, &acfg);
         }
     }
 }
@@ -380,7 +380,7 @@ static rp_status dec_run(decoder *d, const gen_job *j)
 static void single_decoder(rp_model *m, decoder *d, lane *ln, int64_t *act, int64_t *wrow)
 {
     memset(ln, 0, sizeof *ln);
-    ln->kc = m->kcache, ln->vc = m->vcache, ln->lin = m->lin_state, ln->win = m->gen_win;
+    ln->kv = m->kvcache, ln->lin = m->lin_state, ln->win = m->gen_win;
     ln->len = m->cache_len;
     d->m = m, d->nl = 1, d->lanes = ln, d->act = act, d->wrow = wrow;
     d->x = m->c_x, d->ln = m->c_ln, d->mean = m->c_mean, d->rstd = m->c_rstd, d->qkv = m->c_qkv;
@@ -480,7 +480,7 @@ static int64_t lane_bytes(const rp_model *m)
     int64_t b = piece(sizeof(lane)) + 2 * piece(sizeof(int64_t));
     b += 8 * piece(C * f) + 2 * piece(F * f) + piece(V * f) + 2 * piece(f);
     if (m->linear) b += piece(state_doubles(m) * (int64_t)sizeof(double));
-    else b += 2 * piece(c->layers * Tm * C * f);
+    else b += piece(c->layers * rpm_cache_layer_floats(m) * f);
     if (!unbounded(m)) b += piece(Tm * (int64_t)sizeof(int32_t));
     return b;
 }
@@ -527,8 +527,7 @@ static rp_status batch_alloc(rp_model *m, decoder *d, int64_t nl, void **block)
         if (m->linear) {
             ln->lin = cut(&p, state_doubles(m) * (int64_t)sizeof(double));
         } else {
-            ln->kc = cut(&p, c->layers * Tm * C * f);
-            ln->vc = cut(&p, c->layers * Tm * C * f);
+            ln->kv = cut(&p, c->layers * rpm_cache_layer_floats(m) * f);
         }
         if (!unbounded(m)) ln->win = cut(&p, Tm * (int64_t)sizeof(int32_t));
     }

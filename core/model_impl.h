@@ -57,8 +57,8 @@
  * the kernel that fills it, except dx / dA where the accumulation IS the residual sum.
  *
  * ---- Decode buffer ----
- *   kcache, vcache (layers, seq_len, C) each (softmax attention only: rows as
- *   rp_attention_decode stores them), then one token's scratch: x, ln, mean, rstd, qkv (3C), y,
+ *   kvcache (layers x rpm_cache_layer_floats: softmax attention only, each layer a cache of
+ *   rp_attention_decode for seq_len positions), then one token's scratch: x, ln, mean, rstd, qkv (3C), y,
  *   proj, res, h, h_act (F), logits (V) and the decode scratch of rp_attention_decode; then
  *   dec_w, the decode weights: every weight matrix transposed for rp_linear_rows_forward, per
  *   layer qkv^T (C, 3C), out^T (C, C), w1^T (C, F), w2^T (F, C), then head^T (C, V)
@@ -148,7 +148,7 @@ struct rp_model {
 
     /* KV cache and the cached path (cache_mem holds all of it) */
     float *cache_mem;
-    float *kcache, *vcache; /* (layers, seq_len, C) each */
+    float *kvcache; /* layers x rpm_cache_layer_floats */
     int64_t cache_len;
     float *c_x, *c_ln, *c_mean, *c_rstd, *c_qkv, *c_y, *c_proj, *c_res, *c_h, *c_ha;
     float *c_logits, *c_scratch;
@@ -179,6 +179,8 @@ void rpm_init_params(rp_model *m);
 /* ---- model_memory.c ---- */
 /* Floats of one layer's transposed weights in dec_w: 3C^2 + C^2 + 2 C F. */
 int64_t rpm_dec_layer_floats(const rp_model_cfg *c);
+/* The floats of one layer's KV cache of one sequence (rp_attention_cache_floats for seq_len). */
+int64_t rpm_cache_layer_floats(const rp_model *m);
 
 /* ---- model_forward.c (also used by the backward pass and decoding) ---- */
 /* The attention cfg of the model's scheme (queries from position q_offset). */

@@ -23,8 +23,6 @@ static float *take(planner *pl, int64_t n)
     return p;
 }
 
-/* a * b * c, saturating. */
-static int64_t mul3(int64_t a, int64_t b, int64_t c) { return rpm_sat_mul(rpm_sat_mul(a, b), c); }
 
 static void plan_acts(rp_model *m, planner *pl)
 {
@@ -86,8 +84,7 @@ static void plan_cache(rp_model *m, planner *pl)
     const rp_model_cfg *c = &m->cfg;
     int64_t Tm = c->seq_len, C = c->d_model, F = c->d_ff, V = c->vocab, L = c->layers;
     /* linear attention decodes with its running state instead of keys and values */
-    m->kcache = m->linear ? NULL : take(pl, mul3(L, Tm, C));
-    m->vcache = m->linear ? NULL : take(pl, mul3(L, Tm, C));
+    m->kvcache = m->linear ? NULL : take(pl, rpm_sat_mul(L, rpm_cache_layer_floats(m)));
     m->c_x = take(pl, C);
     m->c_ln = take(pl, C);
     m->c_mean = take(pl, 1);
@@ -102,6 +99,11 @@ static void plan_cache(rp_model *m, planner *pl)
     m->c_scratch =
         m->linear ? NULL : take(pl, rp_attention_decode_scratch_floats(Tm, c->heads, m->dk, m->dk));
     m->dec_w = take(pl, rpm_sat_add(rpm_sat_mul(L, rpm_dec_layer_floats(c)), rpm_sat_mul(C, V)));
+}
+
+int64_t rpm_cache_layer_floats(const rp_model *m)
+{
+    return rp_attention_cache_floats(m->cfg.seq_len, m->cfg.heads, m->dk, m->dk);
 }
 
 int64_t rpm_dec_layer_floats(const rp_model_cfg *c)

@@ -20,6 +20,7 @@
 
 #include "check.h"
 #include "rp.h"
+#include "simd.h"
 
 #define S(...) CHECK_SHAPE(__VA_ARGS__)
 
@@ -999,7 +1000,9 @@ static void test_errors(void)
 static void test_decode(void)
 {
     printf("decode\n");
-    enum { H = 2, D = 8, Dv = 6, Tn = 9, ldc = H * D + 3 };
+    enum { H = 2, D = 8, Dv = 6, Tn = 9, cap = Tn + 2 };
+    /* the documented cache layout: per head Kt [D x capp], then V rows [cap x Dvp] */
+    const int64_t capp = rp_vl_round(cap), Dvp = rp_vl_round(Dv), hs = D * capp + cap * Dvp;
     rp_tensor q = randt(4, S(1, Tn, H, D), -2.0, 2.0), k = randt(4, S(1, Tn, H, D), -2.0, 2.0);
     rp_tensor v = randt(4, S(1, Tn, H, Dv), -1.0, 1.0);
     float *qc = malloc(sizeof(float) * (size_t)(Tn * H * D));
@@ -1008,9 +1011,12 @@ static void test_decode(void)
     check_gather(qc, &q);
     check_gather(kc, &k);
     check_gather(vc, &v);
-    float *kcache = calloc((size_t)(Tn * ldc), sizeof(float));
-    float *vcache = calloc((size_t)(Tn * ldc), sizeof(float));
-    float *scratch = malloc(sizeof(float) * (size_t)rp_attention_decode_scratch_floats(Tn, H, D, Dv));
+    int64_t ncache = rp_attention_cache_floats(cap, H, D, Dv);
+    CHECK(ncache == H * hs, "rp_attention_cache_floats %lld, want %lld", (long long)ncache,
+          (long long)(H * hs));
+    /* garbage where nothing was stored yet: positions past pos must not matter */
+    float *cache = rand_floats(ncache, -1e3, 1e3);
+    float *scratch = malloc(sizeof(float) * (size_t)rp_attention_decode_scratch_floats(cap, H, D, Dv));
     float qt[H * D], out[H * Dv];
     double want[H * Dv], wa[H * Tn], qd[H * D];
     for (int pe = RP_PE_NONE; pe < RP_PE_COUNT; pe++)
@@ -1024,7 +1030,7 @@ static void test_decode(void)
                 for (int64_t pos = 0; pos < Tn; pos++) {
                     memcpy(qt, qc + pos * H * D, sizeof qt);
                     rp_attention_decode(out, scratch, qt, kc + pos * H * D, vc + pos * H * Dv,
-                                        kcache, vcache, ldc, pos, H, D, Dv, &cfg);
+                                        cache, cap, pos, H, D, Dv, &cfg);
                     /* the reference: T = 1 at q_offset pos over keys 0 .. pos */
                     rp_attn_cfg rc = cfg;
                     rc.q_offset = pos;
@@ -1043,14 +1049,18 @@ static void test_decode(void)
                         if (mode->rot_qk)
                             ref_rot(qd + h * D, cfg.d_rot_qk, cfg.base, cfg.pairing, (double)pos);
                     for (int64_t j = 0; j < H * D; j++)
-                        maxk = fmax(maxk, fabs((double)kcache[pos * ldc + j] - qd[j]));
+                        maxk = fmax(maxk, fabs((double)cache[j / D * hs + j % D * capp + pos] - qd[j]));
                     for (int64_t j = 0; j < H * Dv; j++) qd[j] = vc[pos * H * Dv + j];
                     for (int64_t h = 0; h < H; h++)
                         if (mode->v_angle != 0.0)
                             ref_rot(qd + h * Dv, cfg.d_rot_v, cfg.base, cfg.pairing,
                                     mode->v_angle * (double)pos);
                     for (int64_t j = 0; j < H * Dv; j++)
-                        maxv = fmax(maxv, fabs((double)vcache[pos * ldc + j] - qd[j]));
+                        maxv = fmax(maxv, fabs((double)cache[j / Dv * hs + D * capp + pos * Dvp + j % Dv] -
+                                              qd[j]));
+                    for (int64_t h = 0; h < H; h++)
+                        for (int64_t e = Dv; e < Dvp; e++)
+                            maxv = fmax(maxv, fabs((double)cache[h * hs + D * capp + pos * Dvp + e]));
                 }
                 char label[160];
                 snprintf(label, sizeof label, "decode pe=%s %s d_rot_qk=%lld d_rot_v=%lld",
@@ -1064,8 +1074,7 @@ static void test_decode(void)
     free(qc);
     free(kc);
     free(vc);
-    free(kcache);
-    free(vcache);
+    free(cache);
     free(scratch);
     rp_tensor_release(&q);
     rp_tensor_release(&k);
