@@ -8,18 +8,48 @@
 /* Elementwise loops go parallel only when n is large enough to pay for the thread start-up. */
 #define ACT_PAR_MIN 65536
 
+typedef union {
+    float f;
+    uint32_t u;
+} act_bits;
+
+/* All ones where x <= 0 (-0, +0 and the negative numbers down to -inf), else 0 (x > 0 and every
+ * NaN): the test on the bits, which vectorises (a float compare-and-select does not without
+ * -fno-trapping-math, and as a branch it mispredicts on random signs). */
+static inline uint32_t relu_off(float x)
+{
+    act_bits b = {.f = x};
+    return 0u - ((uint32_t)(b.u == 0u) | (uint32_t)(b.u - 0x80000000u <= 0x7F800000u));
+}
+
+/* v where x > 0 or x is NaN, else +0 (v = x: the forward; v = dout: the backward's term). */
+static inline float relu_pass(float v, float x)
+{
+    act_bits b = {.f = v};
+    b.u &= ~relu_off(x);
+    return b.f;
+}
+
 /* x <= 0 ? 0 : x, written so that a NaN input stays NaN (NaN checks keep working). */
 void rp_relu_forward(float *out, const float *inp, int64_t n)
 {
-    RP_PARALLEL_FOR(n >= ACT_PAR_MIN)
-    for (int64_t i = 0; i < n; i++) out[i] = inp[i] <= 0.0f ? 0.0f : inp[i];
+    RP_PARALLEL_FOR_SIMD(n >= ACT_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) out[i] = relu_pass(inp[i], inp[i]);
 }
 
 /* Gradient dout where inp > 0 (and where inp is NaN), 0 where inp <= 0 (0 at inp = 0, as torch). */
 void rp_relu_backward(float *dinp, const float *dout, const float *inp, int64_t n)
 {
-    RP_PARALLEL_FOR(n >= ACT_PAR_MIN)
-    for (int64_t i = 0; i < n; i++) dinp[i] += inp[i] <= 0.0f ? 0.0f : dout[i];
+    RP_PARALLEL_FOR_SIMD(n >= ACT_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) dinp[i] += relu_pass(dout[i], inp[i]);
+}
+
+/* 0 + the term, as the accumulating entry computes it on a zeroed dinp (so a -0 term gives +0
+ * there too); element i is read before it is written, so dinp may be dout. */
+void rp_relu_backward_set(float *dinp, const float *dout, const float *inp, int64_t n)
+{
+    RP_PARALLEL_FOR_SIMD(n >= ACT_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) dinp[i] = 0.0f + relu_pass(dout[i], inp[i]);
 }
 
 /* ---- GELU without libm: every step is plain float arithmetic, so the loops vectorise ----
@@ -43,11 +73,6 @@ void rp_relu_backward(float *dinp, const float *dout, const float *inp, int64_t 
 #define GELU_RSQRT2PI 0.39894228040143268f /* 1/sqrt(2*pi) */
 #define GELU_HALF_RSQRT2 0.35355339059327376f /* 1/(2 sqrt2): z/2 = |x| / (2 sqrt2) */
 
-typedef union {
-    float f;
-    uint32_t u;
-} gelu_bits;
-
 /* 2^24 exp(y) for y <= 1: Cephes' expf polynomial after y = k ln2 + r, times 2^(k+24), a normal
  * float for every k >= -150. The callers scale by 2^-24 only after their last product, so that
  * nothing on the way is subnormal (a subnormal Q near x = -13.1 cost 1.6e-6 relative);
@@ -56,11 +81,11 @@ typedef union {
  * integer (which would be undefined for NaN). */
 static inline float gelu_exp24(float y)
 {
-    gelu_bits in = {.f = y};
+    act_bits in = {.f = y};
     /* all ones when y < -104: negative (sign set) and magnitude above 104's; NaN is left alone */
     uint32_t under = 0u - ((uint32_t)(in.u > 0xC2D00000u) & (uint32_t)(in.u <= 0xFF800000u));
-    gelu_bits yc = {.u = (in.u & ~under) | (0xC2D00000u & under)};
-    gelu_bits kb = {.f = yc.f * 1.44269504088896341f + 12582912.0f}; /* 1.5 * 2^23 + round(y/ln2) */
+    act_bits yc = {.u = (in.u & ~under) | (0xC2D00000u & under)};
+    act_bits kb = {.f = yc.f * 1.44269504088896341f + 12582912.0f}; /* 1.5 * 2^23 + round(y/ln2) */
     float kf = kb.f - 12582912.0f;
     float r = (yc.f - kf * 0.693359375f) - kf * -2.12194440e-4f;
     float p = 1.9875691500e-4f;
@@ -69,8 +94,8 @@ static inline float gelu_exp24(float y)
     p = p * r + 4.1665795894e-2f;
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
-    gelu_bits two_k = {.u = (kb.u - 0x4B400000u + 127u + 24u) << 23}; /* k + 24 in [-126, 26] */
-    gelu_bits out = {.f = ((p * (r * r) + r) + 1.0f) * two_k.f};
+    act_bits two_k = {.u = (kb.u - 0x4B400000u + 127u + 24u) << 23}; /* k + 24 in [-126, 26] */
+    act_bits out = {.f = ((p * (r * r) + r) + 1.0f) * two_k.f};
     out.u &= ~under;
     return out.f;
 }
@@ -79,7 +104,7 @@ static inline float gelu_exp24(float y)
  * (NaN stays NaN). */
 static inline float gelu_tail(float x, float *a, float *e2)
 {
-    gelu_bits b = {.f = x};
+    act_bits b = {.f = x};
     b.u &= 0x7FFFFFFFu;
     uint32_t big = 0u - ((uint32_t)(b.u > 0x42200000u) & (uint32_t)(b.u <= 0x7F800000u));
     b.u = (b.u & ~big) | (0x42200000u & big); /* |x| capped at 40 */
@@ -116,38 +141,53 @@ void rp_gelu_forward(float *out, const float *inp, int64_t n)
         for (int64_t i = i0; i < i1; i++) {
             float x = inp[i], a;
             float q24 = gelu_tail(x, &a, NULL);
-            gelu_bits pos = {.f = x};
+            act_bits pos = {.f = x};
             pos.u &= (pos.u >> 31) - 1u; /* max(x, 0) for x < 0 and -0; x (also NaN) otherwise */
             out[i] = pos.f - (a * q24) * 0x1p-24f;
         }
     }
 }
 
-/* dinp += dout * (Phi(x) + x phi(x)); at +-inf the derivative is exactly 1 and 0. */
+/* gelu'(x) = Phi(x) + x phi(x); at +-inf exactly 1 and 0. */
+static inline float gelu_grad(float x)
+{
+    float a, e2;
+    float q24 = gelu_tail(x, &a, &e2);
+    act_bits sgn = {.f = x}, one = {.f = 1.0f}, qs = {.f = q24}, xs = {.f = a};
+    uint32_t pos = (sgn.u >> 31) - 1u; /* all ones for x >= 0 (and +NaN) */
+    one.u &= pos;                      /* x >= 0: Phi = 1 - Q; x < 0: Phi = Q */
+    qs.u ^= pos & 0x80000000u;
+    xs.u |= sgn.u & 0x80000000u;       /* x, capped at +-40 */
+    float tail24 = qs.f + xs.f * (GELU_RSQRT2PI * e2);
+    return one.f + tail24 * 0x1p-24f;
+}
+
+/* dinp += dout * gelu'(x). */
 void rp_gelu_backward(float *dinp, const float *dout, const float *inp, int64_t n)
 {
     RP_PARALLEL_FOR(n >= ACT_PAR_MIN / 8)
     for (int64_t i0 = 0; i0 < n; i0 += 1024) {
         int64_t i1 = i0 + 1024 < n ? i0 + 1024 : n;
         RP_SIMD
-        for (int64_t i = i0; i < i1; i++) {
-            float x = inp[i], a, e2;
-            float q24 = gelu_tail(x, &a, &e2);
-            gelu_bits sgn = {.f = x}, one = {.f = 1.0f}, qs = {.f = q24}, xs = {.f = a};
-            uint32_t pos = (sgn.u >> 31) - 1u; /* all ones for x >= 0 (and +NaN) */
-            one.u &= pos;                      /* x >= 0: Phi = 1 - Q; x < 0: Phi = Q */
-            qs.u ^= pos & 0x80000000u;
-            xs.u |= sgn.u & 0x80000000u;       /* x, capped at +-40 */
-            float tail24 = qs.f + xs.f * (GELU_RSQRT2PI * e2);
-            dinp[i] += dout[i] * (one.f + tail24 * 0x1p-24f);
-        }
+        for (int64_t i = i0; i < i1; i++) dinp[i] += dout[i] * gelu_grad(inp[i]);
+    }
+}
+
+/* dinp = 0 + dout * gelu'(x), as on a zeroed dinp; dinp may be dout. */
+void rp_gelu_backward_set(float *dinp, const float *dout, const float *inp, int64_t n)
+{
+    RP_PARALLEL_FOR(n >= ACT_PAR_MIN / 8)
+    for (int64_t i0 = 0; i0 < n; i0 += 1024) {
+        int64_t i1 = i0 + 1024 < n ? i0 + 1024 : n;
+        RP_SIMD
+        for (int64_t i = i0; i < i1; i++) dinp[i] = 0.0f + dout[i] * gelu_grad(inp[i]);
     }
 }
 
 /* Elementwise; out may alias a or b (each element is read before it is written). */
 void rp_residual_forward(float *out, const float *a, const float *b, int64_t n)
 {
-    RP_PARALLEL_FOR(n >= ACT_PAR_MIN)
+    RP_PARALLEL_FOR_SIMD(n >= ACT_PAR_MIN)
     for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
@@ -155,11 +195,11 @@ void rp_residual_forward(float *out, const float *a, const float *b, int64_t n)
 void rp_residual_backward(float *da, float *db, const float *dout, int64_t n)
 {
     if (da) {
-        RP_PARALLEL_FOR(n >= ACT_PAR_MIN)
+        RP_PARALLEL_FOR_SIMD(n >= ACT_PAR_MIN)
         for (int64_t i = 0; i < n; i++) da[i] += dout[i];
     }
     if (db) {
-        RP_PARALLEL_FOR(n >= ACT_PAR_MIN)
+        RP_PARALLEL_FOR_SIMD(n >= ACT_PAR_MIN)
         for (int64_t i = 0; i < n; i++) db[i] += dout[i];
     }
 }
@@ -187,10 +227,23 @@ void rp_dropout_forward(float *out, float *mask, const float *inp, float p, rp_r
 void rp_dropout_backward(float *dinp, const float *dout, const float *mask, float p, int64_t n)
 {
     if (p == 0.0f) {
-        RP_PARALLEL_FOR(n >= ACT_PAR_MIN)
+        RP_PARALLEL_FOR_SIMD(n >= ACT_PAR_MIN)
         for (int64_t i = 0; i < n; i++) dinp[i] += dout[i];
         return;
     }
-    RP_PARALLEL_FOR(n >= ACT_PAR_MIN)
+    RP_PARALLEL_FOR_SIMD(n >= ACT_PAR_MIN)
     for (int64_t i = 0; i < n; i++) dinp[i] += dout[i] * mask[i];
+}
+
+/* 0 + dout * mask (p = 0: 0 + dout), as on a zeroed dinp; dinp may be dout. */
+void rp_dropout_backward_set(float *dinp, const float *dout, const float *mask, float p,
+                             int64_t n)
+{
+    if (p == 0.0f) {
+        RP_PARALLEL_FOR_SIMD(n >= ACT_PAR_MIN)
+        for (int64_t i = 0; i < n; i++) dinp[i] = 0.0f + dout[i];
+        return;
+    }
+    RP_PARALLEL_FOR_SIMD(n >= ACT_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) dinp[i] = 0.0f + dout[i] * mask[i];
 }

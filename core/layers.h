@@ -4,7 +4,10 @@
  * Argument order: forward (out, saved..., inp..., weights..., dims); backward
  * (dinp..., dweights..., dout, saved/inputs..., weights..., dims).
  * Forward OVERWRITES its outputs. Backward ACCUMULATES (+=) into every d* buffer; a NULL d*
- * pointer skips that gradient. Kernels never allocate and never fail: callers check dims.
+ * pointer skips that gradient. A backward's _set variant OVERWRITES the input gradient dinp
+ * instead (the weight gradients still accumulate), bit for bit what the accumulating entry gives
+ * on a zeroed dinp: no memset before it. Kernels never allocate and never fail: callers check
+ * dims.
  * Rows are processed in parallel with OpenMP where it pays; results do not depend on the thread
  * count (no reductions across threads change order), except inside sgemm.
  */
@@ -30,10 +33,16 @@ void rp_embedding_backward(float *dwte, float *dwpe, const float *dout, const in
 /* out (N, C) = (inp - mean) * rstd * w + b; saves mean (N) and rstd (N). */
 void rp_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
                           const float *b, int64_t N, int64_t C);
-/* dinp (N, C), dw (C), db (C) accumulate. */
+/* dinp (N, C), dw (C), db (C) accumulate. inp, mean and rstd are the forward's input and saved
+ * statistics (not its output). */
 void rp_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                            const float *mean, const float *rstd, const float *w, int64_t N,
                            int64_t C);
+/* The same with dinp OVERWRITTEN (not NULL; dw, db accumulate): bit for bit what
+ * rp_layernorm_backward accumulates onto a zeroed dinp. dinp must not overlap the inputs. */
+void rp_layernorm_backward_set(float *dinp, float *dw, float *db, const float *dout,
+                               const float *inp, const float *mean, const float *rstd,
+                               const float *w, int64_t N, int64_t C);
 
 /* ---- linear: out (N, OC) = inp (N, C) @ w^T + b, w (OC, C), b (OC) or NULL; sgemm ---- */
 void rp_linear_forward(float *out, const float *inp, const float *w, const float *b, int64_t N,
@@ -41,6 +50,12 @@ void rp_linear_forward(float *out, const float *inp, const float *w, const float
 /* dinp (N, C) += dout @ w; dw (OC, C) += dout^T @ inp; db (OC) += column sums of dout. */
 void rp_linear_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                         const float *w, int64_t N, int64_t C, int64_t OC);
+/* The same, except that dinp (N, C) = dout @ w is OVERWRITTEN (not NULL; dw and db still
+ * accumulate), and only after dw and db have read inp: dinp may be inp itself (the buffer is
+ * reused for the gradient), never dout. dinp holds exactly what rp_linear_backward accumulates
+ * onto zeros (one sgemm with beta 0 instead of a memset and beta 1). */
+void rp_linear_backward_set(float *dinp, float *dw, float *db, const float *dout,
+                            const float *inp, const float *w, int64_t N, int64_t C, int64_t OC);
 
 /* ---- row-invariant linear (decoding): out (N, OC) = inp (N, C) @ wt + b ----
  * wt (C, OC) is the weight TRANSPOSED (rp_transpose of w (OC, C)), b (OC) or NULL; OVERWRITES
@@ -55,12 +70,16 @@ void rp_linear_rows_forward(float *out, const float *inp, const float *wt, const
 /* dst (cols, rows) = src (rows, cols)^T; OVERWRITES dst (not overlapping src). */
 void rp_transpose(float *dst, const float *src, int64_t rows, int64_t cols);
 
-/* ---- activations, elementwise over n values (out may equal inp) ---- */
+/* ---- activations, elementwise over n values (out may equal inp) ----
+ * backward: dinp += dout * act'(inp); _set: dinp = that term OVERWRITTEN, bit for bit what the
+ * accumulating entry gives on a zeroed dinp, and dinp may equal dout (in place). */
 void rp_relu_forward(float *out, const float *inp, int64_t n);
 void rp_relu_backward(float *dinp, const float *dout, const float *inp, int64_t n);
+void rp_relu_backward_set(float *dinp, const float *dout, const float *inp, int64_t n);
 /* GELU, exact erf form (torch.nn.functional.gelu default). */
 void rp_gelu_forward(float *out, const float *inp, int64_t n);
 void rp_gelu_backward(float *dinp, const float *dout, const float *inp, int64_t n);
+void rp_gelu_backward_set(float *dinp, const float *dout, const float *inp, int64_t n);
 
 /* ---- residual: out = a + b (out may equal a or b); backward da += dout, db += dout ---- */
 void rp_residual_forward(float *out, const float *a, const float *b, int64_t n);
@@ -86,5 +105,9 @@ void rp_dropout_forward(float *out, float *mask, const float *inp, float p, rp_r
                         int64_t n);
 /* dinp += dout * mask (p = 0: dinp += dout; mask may then be NULL). */
 void rp_dropout_backward(float *dinp, const float *dout, const float *mask, float p, int64_t n);
+/* dinp = dout * mask OVERWRITTEN, bit for bit rp_dropout_backward onto a zeroed dinp; dinp may
+ * equal dout. */
+void rp_dropout_backward_set(float *dinp, const float *dout, const float *mask, float p,
+                             int64_t n);
 
 #endif

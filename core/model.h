@@ -11,7 +11,8 @@
  *
  * Memory: one flat buffer each for parameters, gradients (same layout) and activations, sized
  * once for (max_batch, seq_len) at creation; forward accepts any B <= max_batch, T <= seq_len.
- * No (T, T) attention weights are kept (the kernels work block by block). rp_model_memory gives the
+ * No (T, T) attention weights are kept (the kernels work block by block), and pre-norm keeps no
+ * LayerNorm outputs (the backward recomputes them, bitwise). rp_model_memory gives the
  * exact size of a config (the planner's own count); model_impl.h shows every buffer's layout.
  * The parameter buffer is a rp_storage so that tensor views of weights outlive the model.
  */
@@ -144,7 +145,8 @@ const float *rp_model_logits(const rp_model *m);
 
 /* Sets every gradient to 0. */
 void rp_model_zero_grad(rp_model *m);
-/* Backward pass of the last forward (which must have had targets): grads += dloss/dparams. */
+/* Backward pass of the last forward (which must have had targets): grads += dloss/dparams. It
+ * leaves the forward's state as it was (a second call adds the same gradient again). */
 rp_status rp_model_backward(rp_model *m);
 
 /* Softmax attention only: the attention weights of layer l (0-based) of the last forward, written

@@ -179,13 +179,13 @@ void rpm_act_forward(const rp_model *m, float *out, const float *inp, int64_t n)
         rp_relu_forward(out, inp, n);
 }
 
-void rpm_act_backward(const rp_model *m, float *dinp, const float *dout, const float *inp,
-                         int64_t n)
+void rpm_act_backward_set(const rp_model *m, float *dinp, const float *dout, const float *inp,
+                          int64_t n)
 {
     if (m->cfg.act == RP_ACT_GELU)
-        rp_gelu_backward(dinp, dout, inp, n);
+        rp_gelu_backward_set(dinp, dout, inp, n);
     else
-        rp_relu_backward(dinp, dout, inp, n);
+        rp_relu_backward_set(dinp, dout, inp, n);
 }
 
 /* res = x + drop(branch) over n floats; dropout only when drop != 0 (masks drawn from rng). */
@@ -222,25 +222,28 @@ rp_status rp_model_forward(rp_model *m, const int32_t *tokens, const int32_t *ta
                                                              : NULL;
     rp_embedding_forward(m->x0, m->tokens, w + m->off_embed, wpe, N, T, C);
 
+    /* m->work (N, C) holds each pre-norm LayerNorm output until the product that reads it, then
+     * each output projection until its residual add; act(fch) lives in m->dF until the W2
+     * product (the gradient buffer is free during a forward) */
     const float *x = m->x0;
     for (int64_t l = 0; l < c->layers; l++) {
         const layer_params *p = &m->lp[l];
         layer_acts *a = &m->la[l];
         const float *attn_in = x;
         if (pre) {
-            rp_layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, x, w + p->ln1w, w + p->ln1b, N,
-                                 C);
-            attn_in = a->ln1;
+            rp_layernorm_forward(m->work, a->ln1_mean, a->ln1_rstd, x, w + p->ln1w, w + p->ln1b,
+                                 N, C);
+            attn_in = m->work;
         }
         rp_linear_forward(a->qkv, attn_in, w + p->qkvw, w + p->qkvb, N, C, 3 * C);
         attention_forward(m, a->atty, a->lse, a->qkv, B, T, &acfg, nt, &min_den);
-        rp_linear_forward(m->proj, a->atty, w + p->outw, w + p->outb, N, C, C);
-        residual_branch(m, a->res1, a->mask1, x, m->proj, drop, NC);
+        rp_linear_forward(m->work, a->atty, w + p->outw, w + p->outb, N, C, C);
+        residual_branch(m, a->res1, a->mask1, x, m->work, drop, NC);
         const float *ff_in, *ff_res;
         if (pre) {
-            rp_layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->res1, w + p->ln2w,
+            rp_layernorm_forward(m->work, a->ln2_mean, a->ln2_rstd, a->res1, w + p->ln2w,
                                  w + p->ln2b, N, C);
-            ff_in = a->ln2;
+            ff_in = m->work;
             ff_res = a->res1;
         } else {
             rp_layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, a->res1, w + p->ln1w,
@@ -249,10 +252,9 @@ rp_status rp_model_forward(rp_model *m, const int32_t *tokens, const int32_t *ta
             ff_res = a->ln1;
         }
         rp_linear_forward(a->fch, ff_in, w + p->w1w, w + p->w1b, N, C, F);
-        /* act(fch) lives only until the next product: in dF2, free during a forward */
-        rpm_act_forward(m, m->dF2, a->fch, N * F);
-        rp_linear_forward(m->proj, m->dF2, w + p->w2w, w + p->w2b, N, F, C);
-        residual_branch(m, a->res2, a->mask2, ff_res, m->proj, drop, NC);
+        rpm_act_forward(m, m->dF, a->fch, N * F);
+        rp_linear_forward(m->work, m->dF, w + p->w2w, w + p->w2b, N, F, C);
+        residual_branch(m, a->res2, a->mask2, ff_res, m->work, drop, NC);
         if (!pre)
             rp_layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, w + p->ln2w,
                                  w + p->ln2b, N, C);
@@ -260,9 +262,9 @@ rp_status rp_model_forward(rp_model *m, const int32_t *tokens, const int32_t *ta
     }
     const float *head_in = x;
     if (pre) {
-        rp_layernorm_forward(m->lnf, m->lnf_mean, m->lnf_rstd, x, w + m->off_normf_w,
+        rp_layernorm_forward(m->work, m->lnf_mean, m->lnf_rstd, x, w + m->off_normf_w,
                              w + m->off_normf_b, N, C);
-        head_in = m->lnf;
+        head_in = m->work;
     }
     rp_linear_forward(m->logits, head_in, w + m->off_head_w, w + m->off_head_b, N, C, V);
 
@@ -306,7 +308,7 @@ rp_status rp_model_attention_weights(rp_model *m, int64_t layer, float *out)
     int64_t B = m->lastB, T = m->lastT, C = m->cfg.d_model;
     rp_attn_cfg acfg = rpm_attn_cfg(m, 0);
     const float *qkv = m->la[layer].qkv;
-    float *y = m->proj; /* scratch: the output is not needed (proj holds nothing backward uses) */
+    float *y = m->work; /* scratch: the output is not needed (work holds nothing between calls) */
     rp_attention_forward(y, C, NULL, out, m->attn_scratch, qkv, 3 * C, qkv + C, 3 * C, qkv + 2 * C,
                          3 * C, B, T, T, m->cfg.heads, m->dk, m->dk, &acfg,
                          rpm_attn_threads(m, T));

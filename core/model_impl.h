@@ -17,8 +17,8 @@
  *   x0        (N, C)    embedding output (+ sinusoidal table / learned rows): the residual
  *                       stream entering layer 0 (rp_model_residual(-1))
  *   per layer l = 0 .. layers-1, in this order:
- *     ln1       (N, C)  pre-norm: LN1(x);  post-norm: LN1(res1) (= h1, the FF input)
- *     ln1_mean  (N)     \ saved LayerNorm statistics of ln1
+ *     ln1       (N, C)  post-norm only: LN1(res1) (= h1, the FF input and its residual)
+ *     ln1_mean  (N)     \ saved LayerNorm statistics of LN1 (pre-norm: of LN1(x))
  *     ln1_rstd  (N)     /
  *     qkv       (N, 3C) the fused projection, columns [q | k | v] (unrotated)
  *     lse       (B, H, T) softmax attention: each query's log-sum-exp of its scores (the
@@ -26,35 +26,49 @@
  *     atty      (N, C)  attention output before the output projection (heads side by side)
  *     mask1     (N, C)  dropout mask of the attention branch (only when cfg.dropout > 0)
  *     res1      (N, C)  x + drop(attn proj)
- *     ln2       (N, C)  pre-norm: LN2(res1) (the FF input);  post-norm: LN2(res2) = layer output
- *     ln2_mean  (N), ln2_rstd (N)
- *     fch       (N, F)  FF pre-activation (ln2 or h1) @ W1^T + b1
+ *     ln2       (N, C)  post-norm only: LN2(res2) = layer output
+ *     ln2_mean  (N), ln2_rstd (N)   statistics of LN2 (pre-norm: of LN2(res1))
+ *     fch       (N, F)  FF pre-activation (LN2(res1) or h1) @ W1^T + b1
  *     mask2     (N, C)  dropout mask of the FF branch (only when cfg.dropout > 0)
  *     res2      (N, C)  pre-norm: res1 + drop(ff) = layer output;  post-norm: h1 + drop(ff)
- *   proj      (N, C)    scratch: the output of the attention / FF output projections before
- *                       dropout and the residual add (backward never needs it)
- *   lnf       (N, C), lnf_mean (N), lnf_rstd (N)   final LayerNorm (pre-norm only)
+ *   lnf_mean (N), lnf_rstd (N)   statistics of the final LayerNorm (pre-norm only)
  *   logits    (N, V)
  *   probs     (N, V)    softmax of the logits (saved by the cross-entropy for backward)
  *   losses    (N)       per-row cross-entropy
  *   sin_table (seq_len, C)  the sinusoidal table (pe sinusoidal only)
  *   attn_scratch        the attention kernel's scratch for (seq_len, nthreads at creation)
  *
+ * Pre-norm keeps no LayerNorm output (LN1(x), LN2(res1), the final LN(x_L), la[l].ln1/ln2 are
+ * NULL): the forward computes each into the work buffer right before the product that reads it,
+ * and the backward recomputes it there, by the same rp_layernorm_forward call on the same saved
+ * input (bitwise the forward's values; the call writes the statistics again, with the values they
+ * hold), right before the weight gradient that needs it. LayerNorm's own backward needs only its
+ * input and statistics.
  * The layer output (the residual stream after layer l) is res2 for pre-norm and ln2 for post-norm.
  * Rows are packed for the B, T of the last forward: row n = b * T + t.
  *
- * ---- Activation-gradient buffer (sized once; backward reuses it layer after layer) ----
- *   dx (N, C)     gradient of the residual stream at the current point
- *   dA (N, C)     gradient of a LayerNorm output / input (pre: d ln; post: d res2, then d h1)
- *   dB (N, C)     dropout-masked branch gradient (only touched when dropout was applied)
- *   datty (N, C)  gradient of the attention output
- *   dqkv (N, 3C)  gradient of the fused q, k, v
- *   dF1 (N, F), dF2 (N, F)   gradients of act(fch) and fch. act(fch) itself is not kept: the
- *                 forward computes it into dF2 right before the W2 product (the gradient buffer is
- *                 free during a forward), the backward recomputes it there for W2's gradient
- *   dlogits (N, V)
- * Every kernel's backward accumulates, so each target is zeroed (memset, B*T rows) right before
- * the kernel that fills it, except dx / dA where the accumulation IS the residual sum.
+ * ---- Activation-gradient buffer (sized once; backward reuses it layer after layer; a forward
+ * uses work and dF as scratch, so nothing in it outlives a call) ----
+ *   dx   (N, C)   gradient of the residual stream at the current point
+ *   work (N, C)   forward: the pre-norm LayerNorm outputs and the output of the attention / FF
+ *                 output projections (before dropout and the residual add);
+ *                 backward, pre-norm: the dropout-masked branch gradient (dropout only), then the
+ *                 recomputed LayerNorm output, overwritten in place by its gradient (the weight
+ *                 gradient reads it first) for the LayerNorm backward;
+ *                 backward, post-norm: d res2, then d h1; the attention branch's dropout-masked
+ *                 gradient (dx holds the FF branch's, as dx is free then);
+ *                 rp_model_attention_weights' scratch
+ *   then one region of max(N F, 4 N C, N V) floats for the gradients that are never live at once:
+ *   dF   (N, F)   at its start: the FF branch. The forward computes act(fch) here right before
+ *                 the W2 product; the backward recomputes it here for W2's gradient, overwrites it
+ *                 with d act = dproj @ W2 and multiplies that in place by act'(fch) (= d fch)
+ *   datty (N, C)  at its start, and dqkv (N, 3C) right after it (64-byte aligned): the attention
+ *                 branch
+ *   dlogits (N, V)  at its start: the head, before the first layer's backward
+ * The backward overwrites its targets (the _set kernels, layers.h: no memset) except where the
+ * accumulation is the residual sum (dx; post-norm's work in the FF branch), dqkv (the attention
+ * kernels accumulate: zeroed first) and dlogits (the cross-entropy fills only scored rows: zeroed
+ * first). The parameter gradients always accumulate.
  *
  * ---- Decode buffer ----
  *   kvcache (layers x rpm_cache_layer_floats: softmax attention only, each layer a cache of
@@ -124,7 +138,7 @@ struct rp_model {
     /* activations */
     float *act_mem;
     int64_t act_floats;
-    float *x0, *proj, *lnf, *lnf_mean, *lnf_rstd, *logits, *probs, *losses;
+    float *x0, *lnf_mean, *lnf_rstd, *logits, *probs, *losses;
     layer_acts *la;
     float *sin_table;
     float *attn_scratch;
@@ -134,7 +148,7 @@ struct rp_model {
     /* activation gradients */
     float *grad_mem;
     int64_t grad_floats;
-    float *dx, *dA, *dB, *datty, *dqkv, *dF1, *dF2, *dlogits;
+    float *dx, *work, *dF, *datty, *dqkv, *dlogits; /* dF, datty, dlogits: one region */
 
     /* the last forward */
     int32_t *tokens, *targets;
@@ -190,9 +204,10 @@ rp_linattn_cfg rpm_linattn_cfg(const rp_model *m, int64_t q_offset);
 int rpm_attn_threads(const rp_model *m, int64_t T);
 /* The residual stream after layer l (-1: the embedding output) of the last forward. */
 float *rpm_layer_out(const rp_model *m, int64_t l);
-/* out = relu / gelu(inp) over n floats (the cfg's activation); the backward accumulates. */
+/* out = relu / gelu(inp) over n floats (the cfg's activation); the backward OVERWRITES dinp
+ * with dout * act'(inp) (the _set kernels: dinp may be dout). */
 void rpm_act_forward(const rp_model *m, float *out, const float *inp, int64_t n);
-void rpm_act_backward(const rp_model *m, float *dinp, const float *dout, const float *inp,
-                      int64_t n);
+void rpm_act_backward_set(const rp_model *m, float *dinp, const float *dout, const float *inp,
+                          int64_t n);
 
 #endif

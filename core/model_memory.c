@@ -30,10 +30,13 @@ static void plan_acts(rp_model *m, planner *pl)
     int64_t N = c->max_batch * c->seq_len, C = c->d_model, F = c->d_ff, V = c->vocab;
     int64_t NC = rpm_sat_mul(N, C), NF = rpm_sat_mul(N, F);
     int drop = c->dropout > 0.0;
+    /* pre-norm keeps no LayerNorm output (the backward recomputes them); post-norm keeps ln1 and
+     * ln2, which are its residual stream */
+    int post = c->norm == RP_NORM_POST;
     m->x0 = take(pl, NC);
     for (int64_t l = 0; l < c->layers; l++) {
         layer_acts a;
-        a.ln1 = take(pl, NC);
+        a.ln1 = post ? take(pl, NC) : NULL;
         a.ln1_mean = take(pl, N);
         a.ln1_rstd = take(pl, N);
         a.qkv = take(pl, rpm_sat_mul(NC, 3));
@@ -41,7 +44,7 @@ static void plan_acts(rp_model *m, planner *pl)
         a.atty = take(pl, NC);
         a.mask1 = drop ? take(pl, NC) : NULL;
         a.res1 = take(pl, NC);
-        a.ln2 = take(pl, NC);
+        a.ln2 = post ? take(pl, NC) : NULL;
         a.ln2_mean = take(pl, N);
         a.ln2_rstd = take(pl, N);
         a.fch = take(pl, NF);
@@ -49,10 +52,8 @@ static void plan_acts(rp_model *m, planner *pl)
         a.res2 = take(pl, NC);
         if (m->la) m->la[l] = a;
     }
-    m->proj = take(pl, NC);
-    m->lnf = m->lnf_mean = m->lnf_rstd = NULL;
-    if (c->norm == RP_NORM_PRE) {
-        m->lnf = take(pl, NC);
+    m->lnf_mean = m->lnf_rstd = NULL;
+    if (!post) {
         m->lnf_mean = take(pl, N);
         m->lnf_rstd = take(pl, N);
     }
@@ -68,15 +69,18 @@ static void plan_grads(rp_model *m, planner *pl)
 {
     const rp_model_cfg *c = &m->cfg;
     int64_t N = c->max_batch * c->seq_len, C = c->d_model, F = c->d_ff, V = c->vocab;
-    int64_t NC = rpm_sat_mul(N, C), NF = rpm_sat_mul(N, F);
+    int64_t NC = rpm_sat_mul(N, C), NF = rpm_sat_mul(N, F), NV = rpm_sat_mul(N, V);
     m->dx = take(pl, NC);
-    m->dA = take(pl, NC);
-    m->dB = c->dropout > 0.0 ? take(pl, NC) : NULL;
-    m->datty = take(pl, NC);
-    m->dqkv = take(pl, rpm_sat_mul(NC, 3));
-    m->dF1 = take(pl, NF);
-    m->dF2 = take(pl, NF);
-    m->dlogits = take(pl, rpm_sat_mul(N, V));
+    m->work = take(pl, NC);
+    /* one region for the gradients that are never live at once: dF (the feed-forward branch),
+     * datty + dqkv (the attention branch), dlogits (the head) */
+    int64_t nc16 = NC > INT64_MAX - 15 ? INT64_MAX : (NC + 15) / 16 * 16; /* dqkv on a 64-byte line */
+    int64_t attn = rpm_sat_add(nc16, rpm_sat_mul(NC, 3));
+    int64_t region = NF > attn ? NF : attn;
+    if (NV > region) region = NV;
+    float *r = take(pl, region);
+    m->dF = m->datty = m->dlogits = r;
+    m->dqkv = r ? r + nc16 : NULL;
 }
 
 static void plan_cache(rp_model *m, planner *pl)

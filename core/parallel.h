@@ -1,7 +1,7 @@
 /* OpenMP helpers for core/ (internal). RP_PARALLEL_FOR(cond) puts
  * "#pragma omp parallel for schedule(static) if (cond)" before an independent loop, RP_SIMD
- * "#pragma omp simd"; without -fopenmp (make NO_OMP=1) both expand to nothing, so
- * -Wunknown-pragmas stays quiet. */
+ * "#pragma omp simd", RP_PARALLEL_FOR_SIMD(cond) both at once; without -fopenmp (make NO_OMP=1)
+ * they expand to nothing, so -Wunknown-pragmas stays quiet. */
 #ifndef RP_PARALLEL_H
 #define RP_PARALLEL_H
 
@@ -15,6 +15,8 @@
 #define RP_PARALLEL_FOR(cond) RP_PRAGMA_(omp parallel for schedule(static) if (cond))
 /* RP_SIMD: the loop that follows has no loop-carried dependence; vectorise it. */
 #define RP_SIMD RP_PRAGMA_(omp simd)
+/* RP_PARALLEL_FOR_SIMD(cond): both, for an elementwise loop (threads take contiguous pieces). */
+#define RP_PARALLEL_FOR_SIMD(cond) RP_PRAGMA_(omp parallel for simd schedule(static) if (cond))
 /* RP_SIMD_REDUCE(op, var): a reduction loop the compiler may vectorise (the sum reassociated
  * into vector lanes). The order of every sum is still fixed for a given build, so results do not
  * depend on the thread count (they may differ from a NO_OMP build in the last bits). */
@@ -22,6 +24,7 @@
 #else
 #define RP_PARALLEL_FOR(cond)
 #define RP_SIMD
+#define RP_PARALLEL_FOR_SIMD(cond)
 #define RP_SIMD_REDUCE(op, var)
 #endif
 
