@@ -272,19 +272,13 @@ static void build_rows(float *dst, float *dt, int64_t ldt, const float *src, int
 /* e^x for x <= 0, in float, without a libm call so that the loops around it vectorize (glibc's
  * expf is scalar). Cephes' expf: x = k ln2 + r with |r| <= ln2/2 (ln2 split in two so that k ln2
  * is exact), e^r by a degree-5 minimax polynomial in r (times r^2, plus 1 + r), times 2^k built
- * from its bits; the multiply-adds fused where the target has FMA (MAD). Checked against exp() in
+ * from its bits; the multiply-adds fused where the target has FMA (rp_fmadd). Checked against exp() in
  * double for every float in [-87, 0], with and without FMA: relative error at most 8.4e-8
  * (glibc's expf: 6.0e-8). |x| is clamped at 87 (e^-87 ~ 1.6e-38, the bottom of the
  * normal range; below that a probability is 0 for every purpose); the clamp works on the bits
  * because a float compare-and-select may trap and blocks vectorization without
  * -fno-trapping-math. NaN (and -inf, from infinite inputs) give NaN. A positive x is taken as
  * -x: callers pass x <= 0 only. */
-#ifdef FP_FAST_FMAF
-#define MAD(a, b, c) fmaf(a, b, c)
-#else
-#define MAD(a, b, c) ((a) * (b) + (c))
-#endif
-
 static inline float exp_nonpos(float x)
 {
     union {
@@ -298,14 +292,14 @@ static inline float exp_nonpos(float x)
     float xc = c.f;                                    /* -min(|x|, 87) */
     /* round(xc / ln2) by the 1.5 * 2^23 trick (exact for |value| < 2^22) */
     float kf = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    float r = MAD(kf, 2.12194440e-4f, MAD(kf, -0.693359375f, xc));
+    float r = rp_fmadd(kf, 2.12194440e-4f, rp_fmadd(kf, -0.693359375f, xc));
     float p = 1.9875691500e-4f;
-    p = MAD(p, r, 1.3981999507e-3f);
-    p = MAD(p, r, 8.3334519073e-3f);
-    p = MAD(p, r, 4.1665795894e-2f);
-    p = MAD(p, r, 1.6666665459e-1f);
-    p = MAD(p, r, 5.0000001201e-1f);
-    float e = MAD(p, r * r, r) + 1.0f;
+    p = rp_fmadd(p, r, 1.3981999507e-3f);
+    p = rp_fmadd(p, r, 8.3334519073e-3f);
+    p = rp_fmadd(p, r, 4.1665795894e-2f);
+    p = rp_fmadd(p, r, 1.6666665459e-1f);
+    p = rp_fmadd(p, r, 5.0000001201e-1f);
+    float e = rp_fmadd(p, r * r, r) + 1.0f;
     union {
         int32_t i;
         float f;
@@ -439,20 +433,26 @@ static void forward_blocks(const attn_ctx *c, const slots *sl, float *oh, float 
     }
 }
 
+/* Q' = scale R(n) q [T, Dp] and K' = R(i) k [kvp, Dp] with its transpose Kt [D, Sp] of head
+ * (b, h) into the thread's slots (the forward and the backward start alike). */
+static void build_qk(const attn_ctx *c, const slots *sl, int64_t b, int64_t h)
+{
+    int64_t T = c->T, D = c->D, kvis = c->kvis;
+    build_rows(sl->Q, NULL, 0, c->q + b * T * c->ldq + h * D, c->ldq, T, T, c->qc, c->qs, c->hq,
+               c->scale, D, c->Dp, c->cfg->pairing);
+    build_rows(sl->K, sl->Kt, c->Sp, c->k + b * c->S * c->ldk + h * D, c->ldk, kvis,
+               rp_vl_round(kvis), c->kc, c->ks, c->hq, 1.0f, D, c->Dp, c->cfg->pairing);
+}
+
 static void head_forward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
 {
-    int64_t T = c->T, D = c->D, Dv = c->Dv, Dp = c->Dp, Dvp = c->Dvp, Sp = c->Sp;
-    int64_t kvis = c->kvis, kvp = rp_vl_round(kvis);
-    rp_pairing pairing = c->cfg->pairing;
+    int64_t T = c->T, Dv = c->Dv, kvis = c->kvis;
     slots sl;
-    thread_slots(&sl, ws, T, c->S, D, Dv);
-    /* Q' = scale R(n) q, K'^T (through K), V' = R(i) v */
-    build_rows(sl.Q, NULL, 0, c->q + b * T * c->ldq + h * D, c->ldq, T, T, c->qc, c->qs, c->hq,
-               c->scale, D, Dp, pairing);
-    build_rows(sl.K, sl.Kt, Sp, c->k + b * c->S * c->ldk + h * D, c->ldk, kvis, kvp, c->kc, c->ks,
-               c->hq, 1.0f, D, Dp, pairing);
-    build_rows(sl.V, NULL, 0, c->v + b * c->S * c->ldv + h * Dv, c->ldv, kvis, kvp, c->vc, c->vs,
-               c->hv, 1.0f, Dv, Dvp, pairing);
+    thread_slots(&sl, ws, T, c->S, c->D, Dv);
+    build_qk(c, &sl, b, h);
+    /* V' = R(i) v */
+    build_rows(sl.V, NULL, 0, c->v + b * c->S * c->ldv + h * Dv, c->ldv, kvis, rp_vl_round(kvis),
+               c->vc, c->vs, c->hv, 1.0f, Dv, c->Dvp, c->cfg->pairing);
     forward_blocks(c, &sl, c->out + b * T * c->ldo + h * Dv,
                    c->lse_w ? c->lse_w + (b * c->H + h) * T : NULL,
                    c->att_w ? c->att_w + (b * c->H + h) * T * c->S : NULL);
@@ -467,10 +467,7 @@ static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
     rp_pairing pairing = c->cfg->pairing;
     slots sl;
     thread_slots(&sl, ws, T, c->S, D, Dv);
-    build_rows(sl.Q, NULL, 0, c->q + b * T * c->ldq + h * D, c->ldq, T, T, c->qc, c->qs, c->hq,
-               c->scale, D, Dp, pairing);
-    build_rows(sl.K, sl.Kt, Sp, c->k + b * c->S * c->ldk + h * D, c->ldk, kvis, kvp, c->kc, c->ks,
-               c->hq, 1.0f, D, Dp, pairing);
+    build_qk(c, &sl, b, h);
     /* V'^T into the V slot, through the dV slot (zeroed after) */
     build_rows(sl.dV, sl.V, Sp, c->v + b * c->S * c->ldv + h * Dv, c->ldv, kvis, kvp, c->vc, c->vs,
                c->hv, 1.0f, Dv, Dvp, pairing);

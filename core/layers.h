@@ -60,11 +60,12 @@ void rp_linear_backward_set(float *dinp, float *dw, float *db, const float *dout
 /* ---- row-invariant linear (decoding): out (N, OC) = inp (N, C) @ wt + b ----
  * wt (C, OC) is the weight TRANSPOSED (rp_transpose of w (OC, C)), b (OC) or NULL; OVERWRITES
  * out; out must not overlap inp. Every element is the float sum over k = 0 .. C-1 IN ORDER,
- * acc = fmaf(inp[n][k], wt[k][o], acc) from acc = 0, then acc + b[o] (no other rounding). So a
- * row's result is bitwise the same whatever N is and whichever rows come with it (and for any
- * thread count; OpenMP over column blocks for large products), which OpenBLAS does not promise:
- * the batched and the one-sequence decoders run every projection through this kernel so that
- * they agree bit for bit. Tiles of 4 rows x 32 columns are kept in registers. */
+ * acc = inp[n][k] * wt[k][o] + acc from acc = 0 (one rounding: fused where the target has FMA,
+ * rp_fmadd), then acc + b[o] (no other rounding). So a row's result is bitwise the same
+ * whatever N is and whichever rows come with it (and for any thread count; OpenMP over column
+ * blocks for large products), which OpenBLAS does not promise: the batched and the one-sequence
+ * decoders run every projection through this kernel so that they agree bit for bit. The columns
+ * in whole vectors go through rp_tile_mm (core/tile.h). */
 void rp_linear_rows_forward(float *out, const float *inp, const float *wt, const float *b,
                             int64_t N, int64_t C, int64_t OC);
 /* dst (cols, rows) = src (rows, cols)^T; OVERWRITES dst (not overlapping src). */

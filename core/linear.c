@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "blas.h"
+#include "tile.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -68,95 +69,23 @@ void rp_transpose(float *dst, const float *src, int64_t rows, int64_t cols)
         }
 }
 
-/* The full tile of rp_linear_rows_forward: LR_ROWS rows x LR_GROUPS groups of LR_VEC columns
- * (16 vector registers of 8 floats: the accumulators stay in registers over the whole sum). */
-#define LR_ROWS 4
-#define LR_GROUPS 4
-#define LR_VEC 8
-#define LR_COLS (LR_GROUPS * LR_VEC)
-/* Complete unrolling of the loops over the tile's rows and groups, so that every accumulator is
- * a register (GCC and clang know the pragma; another compiler ignores it, and the numbers stay
- * the same). */
-#ifdef __GNUC__
-#define LR_UNROLL _Pragma("GCC unroll 16")
-#else
-#define LR_UNROLL
-#endif
+/* Columns per block of rp_linear_rows_forward: whole vectors, for rp_tile_mm. */
+#define LR_COLS (4 * RP_VL)
 
-/* The tiles of rp_linear_rows_forward. For every element of out: the sum over k = 0..C-1 in
- * order, one fmaf per k from 0, then + b. The three variants (LR_ROWS rows x LR_COLS columns,
- * one row of LR_COLS columns, one row of fewer) perform exactly these operations on each element
- * (vectorising across columns changes no element's sequence), so the result of a row does not
- * depend on the tile it falls in. */
-static void rows_full(float *restrict out, int64_t ldo, const float *restrict inp, int64_t ldi,
-                      const float *restrict wt, int64_t ldw, const float *restrict b, int64_t C)
-{
-    float a[LR_ROWS][LR_GROUPS][LR_VEC];
-    LR_UNROLL
-    for (int r = 0; r < LR_ROWS; r++)
-        LR_UNROLL
-        for (int g = 0; g < LR_GROUPS; g++)
-            for (int j = 0; j < LR_VEC; j++) a[r][g][j] = 0.0f;
-    for (int64_t k = 0; k < C; k++) {
-        const float *wk = wt + k * ldw;
-        LR_UNROLL
-        for (int r = 0; r < LR_ROWS; r++) {
-            float x = inp[r * ldi + k];
-            LR_UNROLL
-            for (int g = 0; g < LR_GROUPS; g++) {
-                RP_SIMD
-                for (int j = 0; j < LR_VEC; j++)
-                    a[r][g][j] = fmaf(x, wk[g * LR_VEC + j], a[r][g][j]);
-            }
-        }
-    }
-    LR_UNROLL
-    for (int r = 0; r < LR_ROWS; r++)
-        LR_UNROLL
-        for (int g = 0; g < LR_GROUPS; g++) {
-            float *o = out + r * ldo + g * LR_VEC;
-            for (int j = 0; j < LR_VEC; j++)
-                o[j] = b ? a[r][g][j] + b[g * LR_VEC + j] : a[r][g][j];
-        }
-}
-
-/* One row of LR_COLS columns (a row of the rows beyond a multiple of LR_ROWS), accumulators in
- * registers. */
-static void rows_one(float *restrict out, const float *restrict inp, const float *restrict wt,
-                     int64_t ldw, const float *restrict b, int64_t C)
-{
-    float a[LR_GROUPS][LR_VEC];
-    LR_UNROLL
-    for (int g = 0; g < LR_GROUPS; g++)
-        for (int j = 0; j < LR_VEC; j++) a[g][j] = 0.0f;
-    for (int64_t k = 0; k < C; k++) {
-        const float *wk = wt + k * ldw;
-        float x = inp[k];
-        LR_UNROLL
-        for (int g = 0; g < LR_GROUPS; g++) {
-            RP_SIMD
-            for (int j = 0; j < LR_VEC; j++) a[g][j] = fmaf(x, wk[g * LR_VEC + j], a[g][j]);
-        }
-    }
-    LR_UNROLL
-    for (int g = 0; g < LR_GROUPS; g++)
-        for (int j = 0; j < LR_VEC; j++)
-            out[g * LR_VEC + j] = b ? a[g][j] + b[g * LR_VEC + j] : a[g][j];
-}
-
-/* One row of w < LR_COLS columns (the last column block). */
+/* The columns beyond the last whole vector (fewer than RP_VL) of one row: the same operations
+ * per element as rp_tile_mm's (a multiply-add per k in order from 0, fused where the target has
+ * FMA). */
 static void rows_edge(float *restrict out, const float *restrict inp, const float *restrict wt,
-                      int64_t ldw, const float *restrict b, int64_t C, int w)
+                      int64_t ldw, int64_t C, int w)
 {
-    float a[LR_COLS];
+    float a[RP_VL];
     for (int j = 0; j < w; j++) a[j] = 0.0f;
     for (int64_t k = 0; k < C; k++) {
         const float *wk = wt + k * ldw;
         float x = inp[k];
-        RP_SIMD
-        for (int j = 0; j < w; j++) a[j] = fmaf(x, wk[j], a[j]);
+        for (int j = 0; j < w; j++) a[j] = rp_fmadd(x, wk[j], a[j]);
     }
-    for (int j = 0; j < w; j++) out[j] = b ? a[j] + b[j] : a[j];
+    for (int j = 0; j < w; j++) out[j] = a[j];
 }
 
 /* Below this many multiply-adds a product runs on the calling thread: waking the idle threads
@@ -164,25 +93,26 @@ static void rows_edge(float *restrict out, const float *restrict inp, const floa
  * default experiment model (products up to 64 x 64 x 256) was no faster on 2 threads. */
 #define LR_PAR_MIN ((int64_t)1 << 22)
 
+/* Column blocks of whole vectors through rp_tile_mm (each element a multiply-add chain over k
+ * from 0, whatever the rows), the last OC % RP_VL columns by rows_edge, then + b. */
 void rp_linear_rows_forward(float *out, const float *inp, const float *wt, const float *b,
                             int64_t N, int64_t C, int64_t OC)
 {
-    int64_t nblk = (OC + LR_COLS - 1) / LR_COLS;
+    int64_t full = OC / RP_VL * RP_VL, nblk = (full + LR_COLS - 1) / LR_COLS;
     RP_PARALLEL_FOR(nblk > 1 && N * C * OC >= LR_PAR_MIN)
     for (int64_t cb = 0; cb < nblk; cb++) {
-        int64_t c0 = cb * LR_COLS;
-        int w = OC - c0 < LR_COLS ? (int)(OC - c0) : LR_COLS;
-        const float *wc = wt + c0, *bc = b ? b + c0 : NULL;
-        if (w < LR_COLS) {
-            for (int64_t n = 0; n < N; n++)
-                rows_edge(out + n * OC + c0, inp + n * C, wc, OC, bc, C, w);
-            continue;
-        }
-        int64_t n = 0;
-        for (; n + LR_ROWS <= N; n += LR_ROWS)
-            rows_full(out + n * OC + c0, OC, inp + n * C, C, wc, OC, bc, C);
-        for (; n < N; n++) rows_one(out + n * OC + c0, inp + n * C, wc, OC, bc, C);
+        int64_t c0 = cb * LR_COLS, w = full - c0 < LR_COLS ? full - c0 : LR_COLS;
+        rp_tile_mm(out + c0, OC, inp, C, 1, wt + c0, OC, N, w, C, 0);
     }
+    if (full < OC)
+        for (int64_t n = 0; n < N; n++)
+            rows_edge(out + n * OC + full, inp + n * C, wt + full, OC, C, (int)(OC - full));
+    if (b)
+        for (int64_t n = 0; n < N; n++) {
+            float *o = out + n * OC;
+            RP_SIMD
+            for (int64_t j = 0; j < OC; j++) o[j] += b[j];
+        }
 }
 
 /* dinp: one sgemm with beta = 1 (accumulate); then dw and db. */

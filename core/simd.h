@@ -8,6 +8,7 @@
 #ifndef RP_SIMD_H
 #define RP_SIMD_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -24,6 +25,14 @@
 #endif
 
 typedef float rp_vf __attribute__((vector_size(RP_VL * sizeof(float))));
+
+/* a * b + c for floats with the rounding of rp_vfma: one (fmaf) where the target has FMA, two
+ * otherwise (a software fmaf would be slow). */
+#ifdef FP_FAST_FMAF
+#define rp_fmadd(a, b, c) fmaf((a), (b), (c))
+#else
+#define rp_fmadd(a, b, c) ((a) * (b) + (c))
+#endif
 
 /* n rounded up to a multiple of RP_VL. */
 static inline int64_t rp_vl_round(int64_t n) { return (n + RP_VL - 1) / RP_VL * RP_VL; }
