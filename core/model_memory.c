@@ -292,7 +292,10 @@ rp_model *rp_model_new(const rp_model_cfg *cfg)
     int64_t cache_floats;
     m->cache_mem = plan_alloc(m, plan_cache, &cache_floats);
     if (!m->cache_mem) goto nomem;
-    memset(m->cache_mem, 0, (size_t)cache_floats * sizeof(float));
+    /* not cleared: every piece is written before it is read (the KV cache's positions past the
+     * current one never affect a result, rp_attention_decode), so its pages stay untouched, and
+     * out of the resident set, until decoding runs (about 100 MiB for P) */
+    (void)cache_floats;
     if (m->linear) {
         size_t n = (size_t)(c->layers * rp_linattn_state_doubles(c->heads, m->dk, m->dk));
         m->lin_state = calloc(n, sizeof(double));
