@@ -8,6 +8,7 @@
  * Usage: bench_train [S|M|P ...] (default: all). Figures are measured, never asserted; the time of
  * a configuration is the best of its timed steps after one warm-up step (P: one timed step). */
 #define _GNU_SOURCE /* sched_setaffinity, CPU_SET */
+#include <malloc.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,12 +24,15 @@
 #include "bench_common.c"
 
 /* The peak resident set since the last reset_peak_rss() (Linux's VmHWM, which writing "5" to
- * /proc/self/clear_refs resets), so that each configuration gets its own figure; the process's
+ * /proc/self/clear_refs resets, after malloc_trim), so that each configuration gets its own figure; the process's
  * whole peak (getrusage) where /proc does not allow that. */
 static int hwm_resettable;
 
 static void reset_peak_rss(void)
 {
+    /* first give back what earlier configurations freed but glibc kept (its mmap threshold grows
+     * after large frees, so their buffers may sit in the heap), else it counts here */
+    malloc_trim(0);
     FILE *f = fopen("/proc/self/clear_refs", "w");
     hwm_resettable = f && fputs("5", f) >= 0;
     if (f && fclose(f) != 0) hwm_resettable = 0;
