@@ -168,6 +168,18 @@ static inline float *check_rand_floats(uint64_t *state, int64_t n, double lo, do
     return p;
 }
 
+/* rp_model_new, or the test program stops (exit 2) with core's message: a model the test needs
+ * could not be made. */
+static inline rp_model *check_model_new(const rp_model_cfg *c)
+{
+    rp_model *m = rp_model_new(c);
+    if (!m) {
+        printf("FATAL: rp_model_new: %s\n", rp_last_error());
+        exit(2);
+    }
+    return m;
+}
+
 /* A malloc'ed copy of n floats (the caller frees). */
 static inline float *check_copy_floats(const float *x, int64_t n)
 {

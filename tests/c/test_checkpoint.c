@@ -113,16 +113,6 @@ static rp_model_cfg tiny_cfg(void)
     return c;
 }
 
-static rp_model *new_model(const rp_model_cfg *c)
-{
-    rp_model *m = rp_model_new(c);
-    if (!m) {
-        printf("FATAL: rp_model_new: %s\n", rp_last_error());
-        exit(2);
-    }
-    return m;
-}
-
 static int cfg_equal(const rp_model_cfg *a, const rp_model_cfg *b)
 {
     return a->vocab == b->vocab && a->d_model == b->d_model && a->heads == b->heads &&
@@ -174,7 +164,7 @@ static void test_round_trip(void)
     c.fraction_v = 0.5;
     c.rope_base = 500.0;
     c.seed = 0xFEEDFACECAFEBEEFULL;
-    rp_model *m = new_model(&c);
+    rp_model *m = check_model_new(&c);
     int64_t n = rp_model_param_count(m);
     uint64_t seed = 1;
     float *p = rp_model_params(m)->data;
@@ -303,7 +293,7 @@ static void test_damaged(void)
 {
     printf("-- damaged files\n");
     rp_model_cfg c = tiny_cfg();
-    rp_model *m = new_model(&c);
+    rp_model *m = check_model_new(&c);
     int64_t n = rp_model_param_count(m);
     rp_adam_cfg oc = rp_adam_cfg_default();
     rp_adam_state os = {calloc((size_t)n, sizeof(float)), calloc((size_t)n, sizeof(float)), n, 3};
@@ -580,12 +570,12 @@ static void test_resume(void)
     oc.total_steps = N_FIRST + M_MORE - 2;
     float straight[N_FIRST + M_MORE], resumed[N_FIRST + M_MORE];
 
-    rp_model *a = new_model(&c);
+    rp_model *a = check_model_new(&c);
     int64_t n = rp_model_param_count(a);
     rp_adam_state sa = {calloc((size_t)n, sizeof(float)), calloc((size_t)n, sizeof(float)), n, 0};
     int ok = train_steps(a, &oc, &sa, 0, N_FIRST + M_MORE, straight);
 
-    rp_model *b = new_model(&c);
+    rp_model *b = check_model_new(&c);
     rp_adam_state sb = {calloc((size_t)n, sizeof(float)), calloc((size_t)n, sizeof(float)), n, 0};
     ok = ok && train_steps(b, &oc, &sb, 0, N_FIRST, resumed);
     char path[128];
@@ -665,7 +655,7 @@ static void test_special_files(void)
           "load of /dev/null");
     /* saving over them is refused and leaves them as they were */
     rp_model_cfg c = tiny_cfg();
-    rp_model *m = new_model(&c);
+    rp_model *m = check_model_new(&c);
     CHECK_STATUS(rp_checkpoint_save(fifo, m, NULL, NULL), RP_ERR_IO,
                  "not a regular file (a FIFO)");
     struct stat sb;
@@ -735,7 +725,7 @@ static void test_kills_and_stale_temps(int named)
     c.d_ff = 1024;
     c.layers = 4;
     c.vocab = 1000; /* about 3.7M parameters: 15 MB */
-    rp_model *m = new_model(&c);
+    rp_model *m = check_model_new(&c);
     CHECK_STATUS(rp_checkpoint_save(path, m, NULL, NULL), RP_OK, NULL);
     CHECK(access(stale, F_OK) != 0, "the dead process's temporary was removed");
     CHECK(access(live, F_OK) == 0, "a live process's temporary was kept");

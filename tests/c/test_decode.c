@@ -138,16 +138,6 @@ static rp_model_cfg dec_cfg(rp_pe pe, rp_norm norm)
     return c;
 }
 
-static rp_model *new_model(const rp_model_cfg *c)
-{
-    rp_model *m = rp_model_new(c);
-    if (!m) {
-        printf("FATAL: rp_model_new failed: %s\n", rp_last_error());
-        exit(2);
-    }
-    return m;
-}
-
 /* The generator of prompt p: seed 1000 jumped p times (the convention of m:generate_batch). */
 static void stream(rp_rng *r, int64_t p)
 {
@@ -254,7 +244,7 @@ static void test_batch_equals_single(void)
             c.fraction_v = 2.0 / 3.0;
             c.pairing = RP_PAIR_INTERLEAVED;
         }
-        rp_model *m = new_model(&c);
+        rp_model *m = check_model_new(&c);
         snprintf(label, sizeof label, "softmax %s", rp_pe_name(all_pe[p]));
         compare_all(m, label, &t);
         rp_model_free(m);
@@ -265,7 +255,7 @@ static void test_batch_equals_single(void)
         rp_model_cfg c = dec_cfg(lin_pe[p], p % 2 ? RP_NORM_POST : RP_NORM_PRE);
         c.attention = RP_ATTN_LINEAR;
         c.linear_rope = p == 2 ? RP_LIN_BEFORE : RP_LIN_AFTER;
-        rp_model *m = new_model(&c);
+        rp_model *m = check_model_new(&c);
         snprintf(label, sizeof label, "linear %s (%s)", rp_pe_name(lin_pe[p]),
                  rp_lin_placement_name(c.linear_rope));
         compare_all(m, label, &t);
@@ -284,7 +274,7 @@ static void test_cache_untouched(void)
 {
     printf("the model's cache\n");
     rp_model_cfg c = dec_cfg(RP_PE_ROPER, RP_NORM_PRE);
-    rp_model *m = new_model(&c);
+    rp_model *m = check_model_new(&c);
     int32_t tok[10] = {1, 5, 2, 7, 3, 9, 4, 0, 22, 6}, out[8];
     float a[23], b[23];
     int64_t off[3] = {0, 4, 10}, n_out[2];
@@ -304,7 +294,7 @@ static void test_lanes_and_errors(void)
 {
     printf("lanes, errors\n");
     rp_model_cfg c = dec_cfg(RP_PE_ROPE, RP_NORM_PRE);
-    rp_model *m = new_model(&c);
+    rp_model *m = check_model_new(&c);
     CHECK(rp_model_batch_lanes(m, 128, 64) == 64, "128 prompts, 64 lanes");
     CHECK(rp_model_batch_lanes(m, 5, 64) == 5, "5 prompts, 5 lanes");
     CHECK(rp_model_batch_lanes(m, 0, 64) == 1, "no prompts: 1");
@@ -314,13 +304,13 @@ static void test_lanes_and_errors(void)
     c.heads = 4;
     c.d_ff = 64;
     c.seq_len = 4096;
-    m = new_model(&c);
+    m = check_model_new(&c);
     int64_t nl = rp_model_batch_lanes(m, 1000, 1000);
     CHECK(nl >= 56 && nl < 64, "4 MiB lanes: %lld within the budget", (long long)nl);
     rp_model_free(m);
 
     c = dec_cfg(RP_PE_ROPE, RP_NORM_PRE);
-    m = new_model(&c);
+    m = check_model_new(&c);
     int32_t tok[6] = {1, 2, 3, 4, 5, 6}, out[12];
     int64_t off[3] = {0, 3, 6}, n_out[2] = {-5, -5};
     rp_rng r[2];

@@ -35,16 +35,6 @@ static rp_model_cfg tiny_cfg(rp_pe pe, rp_norm norm, rp_act act)
     return c;
 }
 
-static rp_model *new_model(const rp_model_cfg *c)
-{
-    rp_model *m = rp_model_new(c);
-    if (!m) {
-        printf("FATAL: rp_model_new failed: %s\n", rp_last_error());
-        exit(2);
-    }
-    return m;
-}
-
 static int64_t argmax_row(const float *x, int64_t n)
 {
     int64_t b = 0;
@@ -61,7 +51,7 @@ static void test_layout(void)
     for (int variant = 0; variant < 2; variant++) {
         rp_model_cfg c = tiny_cfg(variant ? RP_PE_LEARNED : RP_PE_ROPE,
                                   variant ? RP_NORM_POST : RP_NORM_PRE, RP_ACT_RELU);
-        rp_model *m = new_model(&c);
+        rp_model *m = check_model_new(&c);
         int64_t V = 7, C = 8, F = 12, T = 6;
         /* expected layout */
         char names[64][48];
@@ -152,7 +142,7 @@ static void test_init(void)
     c.max_batch = 1;
     c.pe = RP_PE_LEARNED;
     c.seed = 7;
-    rp_model *m = new_model(&c);
+    rp_model *m = check_model_new(&c);
     const float *w = rp_model_params(m)->data;
     int bad = 0;
     for (int i = 0; i < rp_model_num_tensors(m); i++) {
@@ -187,9 +177,9 @@ static void test_init(void)
     }
     CHECK(bad == 0, "LayerNorm weights 1, biases 0 (%d wrong)", bad);
     /* same seed, same parameters; another seed, others */
-    rp_model *m2 = new_model(&c);
+    rp_model *m2 = check_model_new(&c);
     c.seed = 8;
-    rp_model *m3 = new_model(&c);
+    rp_model *m3 = check_model_new(&c);
     size_t nb = (size_t)rp_model_param_count(m) * sizeof(float);
     CHECK(memcmp(rp_model_params(m)->data, rp_model_params(m2)->data, nb) == 0, "same seed");
     CHECK(memcmp(rp_model_params(m)->data, rp_model_params(m3)->data, nb) != 0, "other seed");
@@ -316,7 +306,7 @@ static void test_check_tokens(void)
     c.d_ff = 8;
     c.seq_len = 512;
     c.max_batch = 16;
-    rp_model *m = new_model(&c);
+    rp_model *m = check_model_new(&c);
     int32_t tok[2 * 13], tgt[2 * 13];
     for (int i = 0; i < 26; i++) {
         tok[i] = i % 18;
@@ -396,7 +386,7 @@ static int total_kinks = 0;
  * These fallbacks are counted and printed. */
 static void gradcheck(const rp_model_cfg *c, const char *label, int per)
 {
-    rp_model *m = new_model(c);
+    rp_model *m = check_model_new(c);
     const int64_t B = 2, T = 6;
     int32_t tok[12], tgt[12];
     uint8_t mask[12];
@@ -547,7 +537,7 @@ static void test_backward_semantics(void)
 {
     printf("backward semantics\n");
     rp_model_cfg c = tiny_cfg(RP_PE_ROPER, RP_NORM_PRE, RP_ACT_RELU);
-    rp_model *m = new_model(&c);
+    rp_model *m = check_model_new(&c);
     int32_t tok[12], tgt[12];
     for (int i = 0; i < 12; i++) {
         tok[i] = i % 7;
@@ -583,7 +573,7 @@ static void test_introspection(void)
     printf("introspection\n");
     rp_model_cfg c = tiny_cfg(RP_PE_NONE, RP_NORM_PRE, RP_ACT_RELU);
     c.max_batch = 3;
-    rp_model *m = new_model(&c);
+    rp_model *m = check_model_new(&c);
     int64_t B0, T0;
     rp_model_last_shape(m, &B0, &T0);
     CHECK(B0 == 0 && T0 == 0, "no forward yet");
@@ -660,7 +650,7 @@ static void test_cache(void)
                 c.fraction_v = 0.75;
                 c.pairing = RP_PAIR_INTERLEAVED;
             }
-            rp_model *m = new_model(&c);
+            rp_model *m = check_model_new(&c);
             const int64_t T = 12, V = 11;
             int32_t tok[12];
             uint64_t s = 3 + (uint64_t)p;
@@ -700,7 +690,7 @@ static void test_cache(void)
             rp_model_cfg lc = cache_cfg(lin_pe[p], at ? RP_NORM_POST : RP_NORM_PRE);
             lc.attention = RP_ATTN_LINEAR;
             lc.linear_rope = (rp_lin_placement)at;
-            rp_model *lm = new_model(&lc);
+            rp_model *lm = check_model_new(&lc);
             const int64_t T = 12, V = 11;
             int32_t tok[12];
             uint64_t s = 17 + (uint64_t)p;
@@ -757,7 +747,7 @@ static void test_cache(void)
         }
     printf("  linear attention state decoding vs full forward: max |diff| %.3g\n", worst_lin);
     rp_model_cfg c = cache_cfg(RP_PE_ROPE, RP_NORM_PRE);
-    rp_model *m = new_model(&c);
+    rp_model *m = check_model_new(&c);
     int32_t bad[2] = {1, 11};
     rp_model_cache_reset(m);
     CHECK_STATUS(rp_model_cache_feed(m, bad, 2, NULL), RP_ERR_RANGE,
@@ -813,7 +803,7 @@ static void test_linear_generate(void)
             c.linear_rope = at ? RP_LIN_BEFORE : RP_LIN_AFTER;
             rp_model_cfg big = c;
             big.seq_len = 64;
-            rp_model *m = new_model(&c), *mb = new_model(&big);
+            rp_model *m = check_model_new(&c), *mb = check_model_new(&big);
             CHECK(memcmp(rp_model_params(m)->data, rp_model_params(mb)->data,
                          sizeof(float) * (size_t)rp_model_param_count(m)) == 0,
                   "seq_len does not change the weights of pe %s", rp_pe_name(pes[p]));
@@ -839,7 +829,7 @@ static void test_linear_generate(void)
     /* learned positions: the table has seq_len rows, so the window stays */
     rp_model_cfg c = cache_cfg(RP_PE_LEARNED, RP_NORM_PRE);
     c.attention = RP_ATTN_LINEAR;
-    rp_model *m = new_model(&c);
+    rp_model *m = check_model_new(&c);
     int32_t tok[13] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1, 2, 3}, out[30];
     int64_t n_out = -1;
     CHECK_STATUS(rp_model_cache_feed(m, tok, 13, NULL), RP_ERR_RANGE, "seq_len 12");
@@ -855,7 +845,7 @@ static void test_generate(void)
     rp_gen_cfg greedy = {0.0, 0, -1, NULL, NULL};
     for (int p = 0; p < 6; p++) {
         rp_model_cfg c = cache_cfg(all_pe[p], p % 2 ? RP_NORM_POST : RP_NORM_PRE);
-        rp_model *m = new_model(&c);
+        rp_model *m = check_model_new(&c);
         int32_t prompt[3] = {1, 5, 2}, out[40], want[40];
         int64_t n_out = -1;
         /* within the window */
@@ -892,7 +882,7 @@ static void test_generate(void)
 
     /* sampling */
     rp_model_cfg c = cache_cfg(RP_PE_ROPER, RP_NORM_PRE);
-    rp_model *m = new_model(&c);
+    rp_model *m = check_model_new(&c);
     int32_t prompt[4] = {3, 1, 4, 1}, a[20], b[20];
     int64_t na, nb;
     rp_rng r1, r2;
@@ -978,7 +968,7 @@ static void test_train(void)
     c.seq_len = 16;
     c.max_batch = 4;
     c.seed = 3;
-    rp_model *m = new_model(&c);
+    rp_model *m = check_model_new(&c);
     const int64_t B = 4, T = 16, n = rp_model_param_count(m);
     float *mo = calloc((size_t)n, sizeof(float)), *vo = calloc((size_t)n, sizeof(float));
     int32_t tok[64], tgt[64];
@@ -1031,9 +1021,9 @@ static void test_dropout(void)
     printf("dropout\n");
     rp_model_cfg c = tiny_cfg(RP_PE_ROPE, RP_NORM_PRE, RP_ACT_RELU);
     c.dropout = 0.5;
-    rp_model *m = new_model(&c);
+    rp_model *m = check_model_new(&c);
     c.dropout = 0.0;
-    rp_model *m0 = new_model(&c);
+    rp_model *m0 = check_model_new(&c);
     int32_t tok[12], tgt[12];
     for (int i = 0; i < 12; i++) {
         tok[i] = (i * 5) % 7;
@@ -1090,7 +1080,7 @@ static void test_memory(void)
             c.attention = linear ? RP_ATTN_LINEAR : RP_ATTN_SOFTMAX;
             int64_t bytes = 0, params = 0;
             CHECK_STATUS(rp_model_memory(&c, &bytes, &params), RP_OK, NULL);
-            rp_model *m = new_model(&c);
+            rp_model *m = check_model_new(&c);
             CHECK(params == rp_model_param_count(m), "params %lld == %lld", (long long)params,
                   (long long)rp_model_param_count(m));
             double N = (double)(c.max_batch * c.seq_len), C = (double)c.d_model;
@@ -1161,7 +1151,7 @@ static void test_first_nonfinite(void)
 {
     printf("first non-finite parameter\n");
     rp_model_cfg c = tiny_cfg(RP_PE_ROPE, RP_NORM_PRE, RP_ACT_RELU);
-    rp_model *m = new_model(&c);
+    rp_model *m = check_model_new(&c);
     CHECK(rp_model_first_nonfinite(m, 0) == -1, "a new model is finite");
     rp_model_zero_grad(m);
     CHECK(rp_model_first_nonfinite(m, 1) == -1, "zeroed gradients are finite");
