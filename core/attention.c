@@ -40,7 +40,6 @@
  * 32 x 128 measured fastest (B 16, T 512, H 4, d_k 32: 10% under 64 x 64). */
 #define BR 32
 #define BC 128
-#define PREFETCH_ROWS 32 /* input rows read ahead */
 
 static int64_t row_block(int64_t T) { return T < BR ? T : BR; }
 
@@ -237,16 +236,6 @@ static inline void rot_row_back(float *restrict dst, const float *restrict g, co
     for (int64_t i = 2 * h; i < W; i++) dst[i] += g[i] * mul;
 }
 
-/* Asks for row r + PREFETCH_ROWS of a strided buffer (W floats from p + (r + PREFETCH_ROWS) * ld)
- * when it exists (r + PREFETCH_ROWS < n): the rows of the model's fused qkv / dqkv buffers lie
- * several KB apart in a buffer larger than the caches, and the hardware does not fetch far enough
- * ahead on its own. */
-static inline void prefetch_row(const float *p, int64_t ld, int64_t r, int64_t n, int64_t W)
-{
-    if (r + PREFETCH_ROWS < n)
-        for (int64_t i = 0; i < W; i += 16) __builtin_prefetch(p + (r + PREFETCH_ROWS) * ld + i);
-}
-
 /* Rows 0 .. n-1 of a strided input (src, ld) rotated by the table rows 0 .. n-1 (h pairs; h = 0:
  * copied) into dst [rows, Wp] (rows >= n zeroed up to `rows`); optionally also transposed into
  * dt [W, ldt] (columns n .. rows-1 zeroed). */
@@ -254,11 +243,9 @@ static void build_rows(float *dst, float *dt, int64_t ldt, const float *src, int
                        int64_t rows, const float *cs, const float *sn, int64_t h, float mul,
                        int64_t W, int64_t Wp, rp_pairing pairing)
 {
-    for (int64_t r = 0; r < n; r++) {
-        prefetch_row(src, ld, r, n, W);
+    for (int64_t r = 0; r < n; r++)
         rot_row(dst + r * Wp, src + r * ld, cs ? cs + r * h : NULL, sn ? sn + r * h : NULL, h,
                 1.0f, mul, W, Wp, pairing);
-    }
     if (rows > n) memset(dst + n * Wp, 0, sizeof(float) * (size_t)((rows - n) * Wp));
     if (!dt) return;
     for (int64_t d = 0; d < W; d++) {
@@ -481,8 +468,6 @@ static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
         for (int64_t r = 0; r < nr; r++) {
             int64_t t = t0 + r;
             const float *g = doh + t * c->ldo, *o = ofh + t * c->ldo;
-            prefetch_row(doh, c->ldo, t, t0 + nr, Dv);
-            prefetch_row(ofh, c->ldo, t, t0 + nr, Dv);
             /* dY = R(-o_sign n) dout (roper: R(+n)) */
             if (c->ho)
                 rot_row(sl.O + r * Dvp, g, c->oc + t * c->ho, c->os + t * c->ho, c->ho,
@@ -520,7 +505,6 @@ static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
         /* dq += scale R(-n) dQ' */
         for (int64_t r = 0; r < nr; r++) {
             int64_t t = t0 + r;
-            prefetch_row(dqh, c->ldq, t, t0 + nr, D);
             rot_row_back(dqh + t * c->ldq, sl.dQ + r * Dp, c->hq ? c->qc + t * c->hq : NULL,
                          c->hq ? c->qs + t * c->hq : NULL, c->hq, 1.0f, c->scale, D, pairing);
         }
@@ -528,8 +512,6 @@ static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
     /* dk += R(-i) dK', dv += R(-i) dV' (roper_legacy: R(-2i), its v table) */
     float *dkh = c->dk + b * c->S * c->ldk + h * D, *dvh = c->dv + b * c->S * c->ldv + h * Dv;
     for (int64_t i = 0; i < kvis; i++) {
-        prefetch_row(dkh, c->ldk, i, kvis, D);
-        prefetch_row(dvh, c->ldv, i, kvis, Dv);
         rot_row_back(dkh + i * c->ldk, sl.dK + i * Dp, c->hq ? c->kc + i * c->hq : NULL,
                      c->hq ? c->ks + i * c->hq : NULL, c->hq, 1.0f, 1.0f, D, pairing);
         rot_row_back(dvh + i * c->ldv, sl.dV + i * Dvp, c->hv ? c->vc + i * c->hv : NULL,
