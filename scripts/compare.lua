@@ -13,6 +13,8 @@
 -- Every method's config is checked in full (rp.experiment.check: model, memory, task, corpus)
 -- and the output folder is made and tried before the first run starts. Errors are one line: exit
 -- 2 for a bad option or config, 1 for failed runs; --debug (or ROPER_DEBUG=1) adds tracebacks.
+-- lib/ beside this file, wherever it runs from: roper, lua5.4 or an installed roper-<name>
+package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
 local rp = require "roper"
 local util = require "lib.util"
 local stats = require "lib.stats"

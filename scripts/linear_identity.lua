@@ -25,6 +25,8 @@ Every check prints its max error, the tolerance and PASS or FAIL. The script end
 "linear identity: N passed, N failed" and exits with status 1 if any check failed.
 ]]
 
+-- lib/ beside this file, wherever it runs from: roper, lua5.4 or an installed roper-<name>
+package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
 local rp = require "roper"
 local util = require "lib.util"
 

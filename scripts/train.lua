@@ -13,6 +13,8 @@
 -- the config, the model and its memory, the task and its corpus; the --out and --progress files
 -- writable). Errors are one line: exit 2 for a bad option or config, 1 for a failure during the
 -- run; --debug (or ROPER_DEBUG=1) adds the Lua traceback.
+-- lib/ beside this file, wherever it runs from: roper, lua5.4 or an installed roper-<name>
+package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
 local rp = require "roper"
 local util = require "lib.util"
 
