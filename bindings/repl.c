@@ -1,7 +1,8 @@
 /* roper: the interactive workbench and script runner (build/roper).
  *
  *   roper                     REPL on a terminal (GNU readline); line-by-line evaluation of piped stdin
- *   roper script.lua a b      runs a script; `arg` is set as lua5.4 sets it
+ *   roper script.lua a b      runs a script; `arg` is set as lua5.4 sets it (scripts/NAME.lua,
+ *                             when the current folder has none, is the installed one)
  *   roper -e 'stmt' / -i / -l mod / -v / -h / - (stdin as a script) / -- (end of options)
  *   roper --blas-coretype     (first argument only) prints the OPENBLAS_CORETYPE this CPU needs
  *   roper --blas-env          (first argument only) prints NAME=value for every variable a roper
@@ -39,6 +40,7 @@
  * when the parent is killed with SIGKILL; if the parent is already gone (its pid is not our
  * parent's any more), the process exits at once. So a run never trains on as an orphan.
  */
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -455,6 +457,27 @@ static void add_script_dir(lua_State *L, const char *fname) {
     lua_pop(L, 2);
 }
 
+/* `roper scripts/NAME.lua` when the current folder has no such file: the installed script,
+ * <the binary's folder>/../share/roper/scripts/NAME.lua (where `make install` puts it), so the
+ * commands that the docs and the scripts print work from any folder. Returns fname itself when
+ * there is no such script (the error then names what the user typed). */
+static const char *installed_script(const char *fname) {
+    static char found[PATH_MAX];
+    char exe[PATH_MAX], path[2 * PATH_MAX];
+    ssize_t n;
+    char *slash;
+    if (strncmp(fname, "scripts/", 8) != 0 || access(fname, F_OK) == 0) return fname;
+    n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return fname;
+    exe[n] = '\0';
+    slash = strrchr(exe, '/');
+    if (slash == NULL) return fname;
+    *slash = '\0';
+    snprintf(path, sizeof path, "%s/../share/" PROGNAME "/%s", exe, fname);
+    if (realpath(path, found) == NULL || access(found, R_OK) != 0) return fname;
+    return found;
+}
+
 static int handle_script(lua_State *L, char **argv) {
     int status;
     const char *fname = argv[0];
@@ -526,6 +549,7 @@ static int pmain(lua_State *L) {
         return 1;
     }
     if (args & HAS_V) print_version();
+    if (script < argc) argv[script] = (char *)installed_script(argv[script]);
     luaL_openlibs(L);
     createargtable(L, argv, argc, script);
     lua_gc(L, LUA_GCRESTART);
