@@ -10,6 +10,9 @@
 #   make bench-torch   the S training step in roper and in PyTorch in one run, and the ratio
 #                   (installs Debian's python3-torch when missing; not part of make test/run)
 #   make test SANITIZE=1   the same suite under ASan + UBSan (separate build dir)
+#   make install    the REPL, the scripts, the Lua module, the C library (static and shared) with
+#                   its headers and roper.pc, the man page; PREFIX (/usr/local) and DESTDIR as
+#                   usual; make uninstall removes exactly what it installed (see "install" below)
 #   NO_OMP=1        build without OpenMP
 
 SHELL := /bin/bash
@@ -51,16 +54,23 @@ LUA_SRC := $(sort $(wildcard bindings/lua/*.lua))
 CTEST_SRC := $(wildcard tests/c/test_*.c)
 CTEST_BIN := $(patsubst tests/c/%.c,$(BUILD)/tests/%,$(CTEST_SRC))
 
+# The version (also the C library's) is RP_VERSION of core/rp.h; the shared library's soname is
+# libroper.so.$(SOVERSION).
+VERSION := $(shell sed -n 's/^\#define RP_VERSION "\(.*\)"/\1/p' core/rp.h)
+SOVERSION := 0
+
 LIB := $(BUILD)/libroper.a
+SHLIB := $(BUILD)/libroper.so.$(VERSION)
 MODULE := $(BUILD)/roper.so
 REPL := $(BUILD)/roper
 BENCH := $(BUILD)/bench
 BENCH_TRAIN := $(BUILD)/bench_train
 
-.PHONY: all deps test test-c test-lua run bench bench-torch clean
+.PHONY: all deps test test-c test-lua run bench bench-torch clean \
+        install install-lua install-bin install-lib uninstall
 .DELETE_ON_ERROR:
 
-all: $(LIB) $(MODULE) $(REPL) $(CTEST_BIN) $(BENCH) $(BENCH_TRAIN)
+all: $(LIB) $(SHLIB) $(MODULE) $(REPL) $(CTEST_BIN) $(BENCH) $(BENCH_TRAIN)
 
 # Installs only the packages that are missing; does nothing (and needs no network) otherwise.
 deps:
@@ -80,6 +90,11 @@ $(BUILD)/obj/%.o: %.c $(wildcard core/*.h tasks/*.h bindings/*.h) | deps
 $(LIB): $(CORE_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
+
+# The shared C library: the objects of libroper.a, linked with what they use (-z defs: nothing
+# left for the program to provide).
+$(SHLIB): $(CORE_OBJ)
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libroper.so.$(SOVERSION) -Wl,-z,defs -o $@ $^ $(LDLIBS)
 
 # The help texts of rp.help come from docs/lua_api.md: bindings/gen_help.lua turns it into a Lua
 # chunk (19_help_data.lua, run before bindings/lua/20_help.lua), generated here and never in the tree.
@@ -145,6 +160,108 @@ bench-torch: deps all
 	          printf "  %-6s roper %9.1f ms  PyTorch %9.1f ms  ratio %.3f (roper %.2fx as fast)\n", \
 	                 pe, r[pe], t[pe], r[pe] / t[pe], t[pe] / r[pe] } \
 	        exit bad }' $(BENCH_TORCH_OUT).roper.txt $(BENCH_TORCH_OUT).torch.txt
+
+# ---- install ----------------------------------------------------------------------------------
+# make install [PREFIX=/usr/local] [DESTDIR=<staging root>]; make uninstall the same way.
+#
+#   install-bin   $(BINDIR)/roper                the REPL (built as build/roper)
+#                 $(BINDIR)/roper-<name>         runs scripts/<name>.lua (_ becomes -), one for
+#                                                every script: packaging/roper-script.in
+#                 $(SCRIPTDIR)/                  scripts/*.lua and scripts/lib/*.lua
+#                 $(MANDIR)/man1/roper.1         packaging/roper.1.in
+#   install-lua   $(LUA_CMODDIR)/roper.so        the Lua module: require "roper" in lua5.4
+#   install-lib   $(LIBDIR)/libroper.a, libroper.so.$(VERSION), .so.$(SOVERSION), .so
+#                 $(INCLUDEDIR)/roper/*.h        #include <roper/rp.h>, <roper/task.h>
+#                 $(PKGCONFIGDIR)/roper.pc       pkg-config --cflags --libs roper
+#   each          $(DOCDIR)/LICENSE
+#
+# Every folder can be set on its own. Lua's own folder for C modules, PREFIX/lib/lua/5.4, is on
+# lua5.4's package.cpath for both /usr/local and /usr (pkg-config's INSTALL_CMOD of lua5.4 is
+# Debian's multiarch folder, which lua5.4 searches under /usr only). The installs build only what
+# they copy, from $(BUILD) (SANITIZE=1: build-san). packaging/install.sh copies, and records what
+# it wrote and the folders it made in $(MANIFEST); make uninstall removes exactly those.
+PREFIX = /usr/local
+BINDIR = $(PREFIX)/bin
+LIBDIR = $(PREFIX)/lib
+INCLUDEDIR = $(PREFIX)/include
+DATADIR = $(PREFIX)/share
+MANDIR = $(DATADIR)/man
+DOCDIR = $(DATADIR)/doc/roper
+PKGCONFIGDIR = $(LIBDIR)/pkgconfig
+LUA_CMODDIR = $(LIBDIR)/lua/5.4
+SCRIPTDIR = $(DATADIR)/roper/scripts
+MANIFEST = $(DATADIR)/roper/install-manifest.txt
+
+# The headers a C user needs: all of core/ and tasks/ but the insides of the implementation.
+PRIVATE_HEADERS := $(wildcard core/*_impl.h tasks/*_impl.h) core/simd.h core/tile.h core/parallel.h
+PUBLIC_HEADERS := $(filter-out $(PRIVATE_HEADERS),$(wildcard core/*.h tasks/*.h))
+SCRIPTS := $(wildcard scripts/*.lua)
+SCRIPT_LIBS := $(wildcard scripts/lib/*.lua)
+
+# Lines of packaging/install.sh's list: $(call inst_file,MODE,SOURCE,PATH), $(call inst_link,TARGET,PATH)
+inst_file = printf 'file\t%s\t%s\t%s\n' "$(1)" "$(2)" "$(3)";
+inst_link = printf 'link\t%s\t%s\n' "$(1)" "$(2)";
+INSTALL_RUN = packaging/install.sh install '$(DESTDIR)' '$(MANIFEST)'
+# The generated files are written to a temporary folder ($$tmp), never into the build.
+TMP_BEGIN = tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT &&
+# @NAME@ -> installed path, for the templates in packaging/
+SUBST = sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@BINDIR@|$(BINDIR)|g' \
+            -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
+            -e 's|@PKGCONFIGDIR@|$(PKGCONFIGDIR)|g' -e 's|@LUA_CMODDIR@|$(LUA_CMODDIR)|g' \
+            -e 's|@SCRIPTDIR@|$(SCRIPTDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g'
+# the C library's private link flags (static linking): OpenMP's runtime and libm
+PC_LIBS_PRIVATE := $(if $(OMPFLAGS),-lgomp )-lm
+# ldconfig after a real install as root, so the shared library is found at once
+LDCONFIG = if [ -z '$(DESTDIR)' ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
+
+install: install-bin install-lua install-lib
+
+install-bin: $(REPL)
+	@echo "installing the REPL, the scripts and the man page"
+	@$(TMP_BEGIN) \
+	rel=$$(realpath -m -s --relative-to='$(BINDIR)' '$(SCRIPTDIR)') && \
+	for f in $(notdir $(SCRIPTS)); do \
+	  name=roper-$$(basename $$f .lua | tr _ -); \
+	  $(SUBST) -e "s|@NAME@|$$name|g" -e "s|@SCRIPT@|$$f|g" -e "s|@BIN_TO_SCRIPTS@|$$rel|g" \
+	    packaging/roper-script.in > "$$tmp/$$name" || exit 1; \
+	done && \
+	$(SUBST) packaging/roper.1.in > "$$tmp/roper.1" && \
+	{ $(call inst_file,755,$(REPL),$(BINDIR)/roper) \
+	  for f in $(notdir $(SCRIPTS)); do \
+	    name=roper-$$(basename $$f .lua | tr _ -); \
+	    $(call inst_file,755,$$tmp/$$name,$(BINDIR)/$$name) \
+	  done; \
+	  $(foreach f,$(SCRIPTS),$(call inst_file,644,$(f),$(SCRIPTDIR)/$(notdir $(f)))) \
+	  $(foreach f,$(SCRIPT_LIBS),$(call inst_file,644,$(f),$(SCRIPTDIR)/lib/$(notdir $(f)))) \
+	  $(call inst_file,644,$$tmp/roper.1,$(MANDIR)/man1/roper.1) \
+	  $(call inst_file,644,LICENSE,$(DOCDIR)/LICENSE) \
+	} | $(INSTALL_RUN)
+
+install-lua: $(MODULE)
+	@echo "installing the Lua module"
+	@{ $(call inst_file,644,$(MODULE),$(LUA_CMODDIR)/roper.so) \
+	   $(call inst_file,644,LICENSE,$(DOCDIR)/LICENSE) \
+	 } | $(INSTALL_RUN)
+
+install-lib: $(LIB) $(SHLIB)
+	@echo "installing the C library"
+	@$(TMP_BEGIN) \
+	$(SUBST) -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBS_PRIVATE@|$(PC_LIBS_PRIVATE)|g' \
+	  -e 's|^libdir=$(PREFIX)/|libdir=$${prefix}/|' \
+	  -e 's|^includedir=$(PREFIX)/|includedir=$${prefix}/|' packaging/roper.pc.in > "$$tmp/roper.pc" && \
+	{ $(call inst_file,644,$(LIB),$(LIBDIR)/libroper.a) \
+	  $(call inst_file,644,$(SHLIB),$(LIBDIR)/libroper.so.$(VERSION)) \
+	  $(call inst_link,libroper.so.$(VERSION),$(LIBDIR)/libroper.so.$(SOVERSION)) \
+	  $(call inst_link,libroper.so.$(SOVERSION),$(LIBDIR)/libroper.so) \
+	  $(foreach h,$(PUBLIC_HEADERS),$(call inst_file,644,$(h),$(INCLUDEDIR)/roper/$(notdir $(h)))) \
+	  $(call inst_file,644,$$tmp/roper.pc,$(PKGCONFIGDIR)/roper.pc) \
+	  $(call inst_file,644,LICENSE,$(DOCDIR)/LICENSE) \
+	} | $(INSTALL_RUN)
+	@$(LDCONFIG)
+
+uninstall:
+	@packaging/install.sh uninstall '$(DESTDIR)' '$(MANIFEST)'
+	@$(LDCONFIG)
 
 clean:
 	rm -rf build build-san
