@@ -26,6 +26,11 @@ action=$1
 destdir=$2
 manifest=$3
 
+# One install or uninstall at a time (make -j runs install-bin, install-lua and install-lib
+# together, and all of them add to the one manifest): a lock on this script itself.
+exec 9<"$0"
+flock 9
+
 declare -a dirs=() files=()
 declare -A known=()
 
