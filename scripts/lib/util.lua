@@ -1,8 +1,15 @@
 -- Small helpers shared by the experiment scripts (train.lua, compare.lua, sweep.lua):
 -- running a script's main with errors for people (util.main), atomic file writes, JSON files,
--- folders, shell quoting, markdown and CSV tables, and the command-line options made from
--- rp.experiment.keys().
+-- folders, shell quoting, markdown and CSV tables, the progress line, and the command-line
+-- options made from rp.experiment.keys().
+--
+-- Libraries (Debian packages): argparse (options), lua-cjson (reading JSON), lua-dkjson (writing
+-- it, indented, keys sorted), penlight and lfs (paths, folders), luv (process id, signals to
+-- pids, whether stderr is a terminal and its width). The CSV writer is ours: penlight's
+-- pl.data.write quotes nothing (a comma in a cell splits it), stops a row at its first empty
+-- cell and writes numbers with tostring's 14 digits.
 local cjson = require "cjson"
+local dkjson = require "dkjson"
 local lfs = require "lfs"
 local pldir = require "pl.dir"
 local plpath = require "pl.path"
@@ -186,63 +193,51 @@ function util.read(path)
   return text
 end
 
--- JSON with sorted keys, so files diff well and resume checks compare equal texts.
-local function sorted_json(v, indent, out)
+-- json(v) -> text: v as indented JSON with every object's keys sorted (so files diff well and
+-- resume checks compare equal texts), written by lua-dkjson. Two things are prepared first,
+-- because dkjson writes the keys missing from its `keyorder` list in pairs() order and numbers
+-- with tostring (14 significant digits): the list holds every key of v, sorted, and each number
+-- goes in as a value with __tojson that writes it in full (integers as they are, floats with
+-- %.17g, so they read back bit for bit; nan and inf as null). A table is an array when its keys
+-- are exactly 1..n (an empty one is []); any other table is an object, its keys as strings.
+local JSON_NUMBER = { __tojson = function(self) return self[1] end }
+
+local function json_prepare(v, keys)
   local t = type(v)
-  if t == "table" then
-    local n = #v
-    local is_array = n > 0 or next(v) == nil
-    if is_array then
-      for k in pairs(v) do
-        if math.type(k) ~= "integer" or k < 1 or k > n then is_array = false; break end
-      end
-    end
-    local pad = indent .. "  "
-    if is_array then
-      if n == 0 then out[#out + 1] = "[]"; return end
-      local scalar = true
-      for i = 1, n do if type(v[i]) == "table" then scalar = false; break end end
-      out[#out + 1] = "["
-      for i = 1, n do
-        if i > 1 then out[#out + 1] = "," end
-        if not scalar then out[#out + 1] = "\n" .. pad end
-        sorted_json(v[i], pad, out)
-      end
-      out[#out + 1] = scalar and "]" or ("\n" .. indent .. "]")
-      return
-    end
-    local keys = {}
-    for k in pairs(v) do keys[#keys + 1] = tostring(k) end
-    table.sort(keys)
-    out[#out + 1] = "{"
-    for i, k in ipairs(keys) do
-      out[#out + 1] = (i > 1 and "," or "") .. "\n" .. pad
-      sorted_json(k, pad, out)
-      out[#out + 1] = ": "
-      local val = v[k]
-      if val == nil then val = v[tonumber(k)] end
-      sorted_json(val, pad, out)
-    end
-    out[#out + 1] = "\n" .. indent .. "}"
-  elseif t == "number" then
+  if t == "number" then
+    local s
     if v ~= v or v == math.huge or v == -math.huge then
-      out[#out + 1] = "null"
+      s = "null"
     elseif math.type(v) == "integer" then
-      out[#out + 1] = tostring(v)
+      s = tostring(v)
     else
-      out[#out + 1] = ("%.17g"):format(v)
+      s = ("%.17g"):format(v)
     end
-  elseif t == "string" then
-    out[#out + 1] = (cjson.encode(v):gsub("\\/", "/")) -- cjson escapes every '/'
-  else
-    out[#out + 1] = cjson.encode(v)
+    return setmetatable({ s }, JSON_NUMBER)
+  elseif t ~= "table" then
+    return v
   end
+  local n, count = #v, 0
+  for _ in pairs(v) do count = count + 1 end
+  local out = {}
+  if count == n then -- an array (or empty)
+    for i = 1, n do out[i] = json_prepare(v[i], keys) end
+    return out
+  end
+  for k, x in pairs(v) do
+    k = tostring(k)
+    keys[k] = true
+    out[k] = json_prepare(x, keys)
+  end
+  return out
 end
 
 function util.json(v)
-  local out = {}
-  sorted_json(v, "", out)
-  return table.concat(out) .. "\n"
+  local keys, order = {}, {}
+  local prepared = json_prepare(v, keys)
+  for k in pairs(keys) do order[#order + 1] = k end
+  table.sort(order)
+  return assert(dkjson.encode(prepared, { indent = true, keyorder = order })) .. "\n"
 end
 
 -- read_json(path) -> value | nil, message (a missing file, or JSON that does not parse)
