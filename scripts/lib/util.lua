@@ -82,6 +82,81 @@ function util.parser(name, description)
   return p
 end
 
+-- ---------------------------------------------------------------- the terminal, the progress line
+
+-- isatty(fd) -> whether file descriptor fd (2: stderr) is a terminal (libuv; no shell started).
+function util.isatty(fd)
+  return uv.guess_handle(fd) == "tty"
+end
+
+-- columns() -> the width of the terminal on stderr: its window size, else $COLUMNS (a number
+-- from 20 to 10000), else 80.
+function util.columns()
+  if util.isatty(2) then
+    local tty = uv.new_tty(2, false)
+    if tty then
+      local w = tty:get_winsize()
+      tty:close() -- libuv never closes fds 0..2
+      if math.type(w) == "integer" and w >= 20 then return w end
+    end
+  end
+  local c = math.tointeger(tonumber(os.getenv("COLUMNS") or ""))
+  if c and c >= 20 and c <= 10000 then return c end
+  return 80
+end
+
+-- fit(text, width) -> text cut to width characters (bytes), ending in "..." when cut.
+function util.fit(text, width)
+  if #text <= width then return text end
+  if width <= 3 then return text:sub(1, width) end
+  return text:sub(1, width - 3) .. "..."
+end
+
+-- status([every]) -> the progress line of a script, on stderr:
+--   s:update(text)  on a terminal without NO_COLOR: text rewritten in place ("\r"), cut to the
+--                   terminal's width less one column, so it never wraps; otherwise (stderr not a
+--                   terminal, or NO_COLOR set to anything but ""): text as a plain line, at most
+--                   one every `every` seconds (default 30), the first one `every` seconds in
+--                   (update(text, true) writes at once)
+--   s:clear()       removes the line (on a terminal), before other output to stderr
+--   s:done()        ends the line (on a terminal), leaving it on the screen
+--   s.live          whether the line is rewritten in place
+function util.status(every)
+  every = every or 30
+  local function now() return uv.hrtime() / 1e9 end
+  local no_color = os.getenv("NO_COLOR")
+  local s = { live = util.isatty(2) and (no_color == nil or no_color == "") }
+  local shown, last = "", now()
+  function s:update(text, force)
+    if self.live then
+      text = util.fit(text, util.columns() - 1)
+      io.stderr:write("\r", text, (" "):rep(math.max(0, #shown - #text)))
+      shown = text
+    elseif force or now() - last >= every then
+      io.stderr:write(text, "\n")
+      last = now()
+    else
+      return
+    end
+    io.stderr:flush()
+  end
+  function s:clear()
+    if self.live and #shown > 0 then
+      io.stderr:write("\r", (" "):rep(#shown), "\r")
+      io.stderr:flush()
+      shown = ""
+    end
+  end
+  function s:done()
+    if self.live and #shown > 0 then
+      io.stderr:write("\n")
+      io.stderr:flush()
+      shown = ""
+    end
+  end
+  return s
+end
+
 -- ---------------------------------------------------------------- cores and threads
 
 -- The number of cores the runs of a script share: what `nproc` says (the CPUs this process may
