@@ -59,10 +59,12 @@ function util.main(name, fn)
 end
 
 -- parser(...) -> an argparse parser whose errors are one line, "<message> (see --help)", raised
--- as usage problems; it has the flag --debug.
+-- as usage problems; it has the flag --debug. Its help is at most 80 columns wide.
+local parser_names = setmetatable({}, { __mode = "k" })
 function util.parser(name, description)
   local argparse = require "argparse"
-  local p = argparse(name, description)
+  local p = argparse(name, description):help_max_width(80)
+  parser_names[p] = name
   p:flag("--debug", "On an error, print the Lua traceback too (or set ROPER_DEBUG=1).")
   p.error = function(_, msg)
     msg = msg:gsub("\n.*", "") -- argparse's "Did you mean ...?" line
@@ -400,22 +402,33 @@ function util.curve_csv(result)
 end
 
 -- ---------------------------------------------------------------- command-line options
--- add_config_options(parser, rp[, skip]): one option per experiment key (--d_model and --d-model),
--- with the default and the allowed values in the help; none gets an argparse default, so
--- config_overrides can tell what was given.
+-- add_config_options(parser, rp[, skip]): one option per experiment key, --d-model, with the
+-- default and the allowed values in the help; --d_model is accepted too but not listed (each
+-- option appears once in --help, under "Config keys" after the script's own options, and the
+-- usage line does not list them).
+-- None gets an argparse default, so config_overrides can tell what was given.
 function util.add_config_options(parser, rp, skip)
   skip = skip or {}
+  -- the script's own options (argparse's list of them so far) stay first, under "Options"
+  local own = { table.unpack(parser._options or {}) }
+  if #own > 0 then parser:group("Options", table.unpack(own)) end
+  local options = {}
   for _, k in ipairs(rp.experiment.keys()) do
     if not skip[k.name] then
       local dashed = k.name:gsub("_", "-")
-      local names = "--" .. dashed .. (dashed ~= k.name and (" --" .. k.name) or "")
       local kind = type(k.kind) == "table" and table.concat(k.kind, "|") or k.kind
       local def = k.default
       if def == "" then def = "none" end
-      parser:option(names, ("%s (%s; default %s)"):format(k.help, kind, tostring(def)))
-        :target(k.name):argname("<" .. (type(k.kind) == "table" and "name" or k.kind) .. ">")
+      local o = parser:option("--" .. dashed, ("%s (%s; default %s)"):format(k.help, kind,
+        tostring(def))):target(k.name)
+        :argname("<" .. (type(k.kind) == "table" and "name" or k.kind) .. ">")
+      if dashed ~= k.name then o:hidden_name("--" .. k.name) end
+      options[#options + 1] = o
     end
   end
+  parser:group("Config keys (docs/experiments.md; --d_model works as --d-model)",
+    table.unpack(options))
+  parser:usage(("Usage: %s [options] [config keys]"):format(parser_names[parser] or "script"))
 end
 
 -- config(rp, overrides) -> cfg | nil, message: rp.experiment.config without raising; the message
