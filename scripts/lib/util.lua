@@ -336,6 +336,7 @@ function util.mkdir(path)
 end
 
 util.exists = plpath.exists
+util.abspath = plpath.abspath
 util.join = plpath.join
 util.dirname = plpath.dirname
 
