@@ -197,8 +197,8 @@ function rp.help(...)
     if text then return text end
     text = search(f)
     if text then return text end
-    return nil, "no help for '" .. f .. "': no function, topic or config key has that name and "
-      .. "no help text mentions it (rp.help() lists the topics)"
+    return nil, "no help for '" .. f .. "': no name or help text matches (rp.help() lists the "
+      .. "topics)"
   end
   local what = type(f)
   if what == "userdata" then

@@ -167,8 +167,8 @@ describe("rp.help(\"word\") for a word that names no function or topic", functio
     for _, word in ipairs { "xyzzy", "", "   " } do
       local text, msg = rp.help(word)
       assert.is_nil(text)
-      assert.are.equal("no help for '" .. word .. "': no function, topic or config key has that "
-        .. "name and no help text mentions it (rp.help() lists the topics)", msg)
+      assert.are.equal("no help for '" .. word .. "': no name or help text matches (rp.help() "
+        .. "lists the topics)", msg)
     end
   end)
 end)

@@ -178,8 +178,7 @@ describe("help in the REPL", function()
   it("help says when nothing matched (and the session goes on, exit status 0)", function()
     local out, err, code = repl('help("xyzzy")\n?xyzzy\nprint("after")\n')
     assert.are.equal(0, code, err)
-    local msg = "no help for 'xyzzy': no function, topic or config key has that name and no "
-      .. "help text mentions it (rp.help() lists the topics)"
+    local msg = "no help for 'xyzzy': no name or help text matches (rp.help() lists the topics)"
     assert.are.equal(msg .. "\n" .. msg .. "\nafter\n", out)
   end)
 
