@@ -13,7 +13,8 @@
  * them (rp_blas_fix_env, core/blas.h): both are read only when the libraries load.
  *
  * The module is linked in statically and preloaded (`require "roper"` works in scripts), then
- * loaded as the global `rp`; the global `help(f)` prints rp.help(f).
+ * loaded as the global `rp`; the global `help(f)` prints rp.help(f) (or why there is none), and an
+ * input line "?name" is help("name").
  *
  * This file: signals during a computation, calling Lua, printing results, the read-eval-print
  * loop and the command line. Reading lines (readline or getline), the history and the completion
@@ -22,7 +23,11 @@
  * REPL notes:
  *  - each input is tried first as `return <line>` (so expressions print), then as a statement; an
  *    incomplete chunk ("<eof>" at the end of the syntax error, as lua.c does) asks for more lines;
- *  - results are printed with luaL_tolstring (tensors print through __tostring), tab-separated;
+ *  - results are printed one per line: tables through rp.inspect (nested, sorted keys, a depth
+ *    limit, <cycle> for a table inside itself, as wide as the terminal), anything else with
+ *    luaL_tolstring (tensors print through __tostring);
+ *  - a line "?name" is help for name (torch7's trepl has the same shortcut): "?" alone lists the
+ *    topics, "?rp.rope.rotate" or "?t.narrow" the help of that value, "?fraction_v" a search;
  *  - errors print a traceback and the session continues;
  *  - Ctrl-C at the prompt discards the line; during a computation it sets a hook that raises
  *    "interrupted!" at the next Lua instruction (lua.c's lstop). Code running inside C (a long
@@ -178,7 +183,33 @@ static int dolibrary(lua_State *L, const char *name) {
 /* ------------------------------------------------------------------------------------------ */
 /* Printing results                                                                            */
 
-/* Builds "v1\tv2\t...\n" with luaL_tolstring, then writes it in one go. */
+#define REG_INSPECT "roper.repl.inspect" /* rp.inspect, kept when the REPL starts */
+#define REG_QUERY "roper.repl.query"     /* the "?name" handler of help_chunk */
+
+/* Pushes the text of the value at index i: a table without __tostring through rp.inspect (nested,
+ * as wide as the terminal), anything else through luaL_tolstring (tensors through __tostring). */
+static void push_value_text(lua_State *L, int i) {
+    int is_plain_table = lua_type(L, i) == LUA_TTABLE;
+    if (is_plain_table && luaL_getmetafield(L, i, "__tostring") != LUA_TNIL) {
+        lua_pop(L, 1);
+        is_plain_table = 0;
+    }
+    if (is_plain_table && lua_getfield(L, LUA_REGISTRYINDEX, REG_INSPECT) == LUA_TFUNCTION) {
+        lua_pushvalue(L, i);
+        lua_createtable(L, 0, 1);
+        lua_pushinteger(L, repl_columns());
+        lua_setfield(L, -2, "width");
+        lua_call(L, 2, 1);
+        if (lua_type(L, -1) == LUA_TSTRING) return;
+        lua_pop(L, 1);
+        luaL_tolstring(L, i, NULL);
+        return;
+    }
+    if (is_plain_table) lua_pop(L, 1); /* not a function */
+    luaL_tolstring(L, i, NULL);
+}
+
+/* Builds the text of every value, one per line ("v1\nv2\n..."), then writes it in one go. */
 static int print_values(lua_State *L) {
     int n = lua_gettop(L);
     size_t len;
@@ -186,9 +217,9 @@ static int print_values(lua_State *L) {
     luaL_Buffer b;
     luaL_buffinit(L, &b);
     for (int i = 1; i <= n; i++) {
-        luaL_tolstring(L, i, NULL);
+        push_value_text(L, i);
         luaL_addvalue(&b);
-        luaL_addchar(&b, i < n ? '\t' : '\n');
+        luaL_addchar(&b, '\n');
     }
     luaL_pushresult(&b);
     s = lua_tolstring(L, -1, &len);
@@ -279,6 +310,30 @@ static int multiline(lua_State *L) {
     }
 }
 
+/* Whether the line is a help query: "?" after optional blanks. */
+static int is_query(const char *line) {
+    while (*line == ' ' || *line == '\t') line++;
+    return *line == '?';
+}
+
+/* Runs the help query on the top (the line "?name"): the query function of help_chunk with the
+ * text after the "?". Pops the line. */
+static int run_query(lua_State *L) {
+    const char *line = lua_tostring(L, -1);
+    const char *q = strchr(line, '?') + 1;
+    int status;
+    repl_saveline(line);
+    if (lua_getfield(L, LUA_REGISTRYINDEX, REG_QUERY) != LUA_TFUNCTION) {
+        lua_pop(L, 2);
+        l_message(progname, "help is not available");
+        return LUA_ERRRUN;
+    }
+    lua_pushstring(L, q);
+    lua_remove(L, -3); /* the line */
+    status = docall(L, 1, 0);
+    return report(L, status);
+}
+
 /* Reads and evaluates chunks until EOF. Returns the number of chunks that failed. */
 static int run_repl(lua_State *L) {
     int failures = 0;
@@ -295,6 +350,11 @@ static int run_repl(lua_State *L) {
         if (r == READ_EOF) break;
         if (r == READ_INTERRUPTED) continue;
         if (lua_rawlen(L, -1) == 0) continue; /* empty line */
+        if (is_query(lua_tostring(L, -1))) {
+            status = run_query(L);
+            if (status != LUA_OK) failures++;
+            continue;
+        }
         status = addreturn(L);
         if (status != LUA_OK) {
             status = multiline(L);
@@ -338,7 +398,7 @@ static void print_usage(FILE *f) {
             "$ROPER_HISTORY, default ~/" HISTORY_FILE "), else every line of stdin is evaluated\n"
             "and printed as in the REPL; the exit status is then 1 if any chunk failed.\n"
             "The module is loaded as the global 'rp'; help(f) prints its documentation,\n"
-            "help() lists the topics.\n"
+            "help() lists the topics, help(\"word\") searches them; a line ?name is help(\"name\").\n"
             "  --blas-coretype (as the only argument) prints the OPENBLAS_CORETYPE this CPU\n"
             "                  needs, or nothing when it needs none.\n"
             "  --blas-env      (as the only argument) prints NAME=value for each variable roper\n"
@@ -498,15 +558,45 @@ static int handle_script(lua_State *L, char **argv) {
     return report(L, status);
 }
 
+/* The global help(f): prints rp.help(f), or the message when there is no help. Returns the query
+ * function of "?name": a name path that has a value (?rp.zeros, ?t.narrow, ?t:narrow, ?rp.rope)
+ * gives the help of that value when it has one, anything else is looked up as text. */
 static const char help_chunk[] =
     "local rp = ...\n"
-    "function help(...)\n"
+    "local function lookup(...)\n"
     "  if type(rp) ~= 'table' or type(rp.help) ~= 'function' then\n"
-    "    io.stderr:write('help: rp.help is not available\\n') return\n"
+    "    return nil, 'rp.help is not available'\n"
     "  end\n"
-    "  local ok, text = pcall(rp.help, ...)\n"
-    "  if not ok then io.stderr:write('help: ', tostring(text), '\\n') return end\n"
-    "  if text ~= nil then print(text) end\n"
+    "  local ok, text, msg = pcall(rp.help, ...)\n"
+    "  if not ok then return nil, tostring(text) end\n"
+    "  return text, msg\n"
+    "end\n"
+    "local function show(text, msg)\n"
+    "  if text ~= nil then print(text) else print(msg) end\n"
+    "end\n"
+    "function help(...) show(lookup(...)) end\n"
+    "local function value_of(path)\n"
+    "  if not path:match('^[%a_][%w_]*$') and not path:match('^[%a_][%w_]*[.:][%a_][%w_.:]*$')\n"
+    "     or path:find('[.:][.:]') or path:find('[.:]$') then return nil end\n"
+    "  local cur = _ENV\n"
+    "  for part in path:gmatch('[^.:]+') do\n"
+    "    local tp = type(cur)\n"
+    "    if tp ~= 'table' and tp ~= 'userdata' then return nil end\n"
+    "    local ok, v = pcall(function() return cur[part] end)\n"
+    "    if not ok then return nil end\n"
+    "    cur = v\n"
+    "  end\n"
+    "  return cur\n"
+    "end\n"
+    "return function(q)\n"
+    "  q = q:match('^%s*(.-)%s*$')\n"
+    "  if q == '' then return show(lookup()) end\n"
+    "  local v = value_of(q)\n"
+    "  if v ~= nil and type(v) ~= 'string' then\n"
+    "    local text = lookup(v)\n"
+    "    if text ~= nil then return show(text) end\n"
+    "  end\n"
+    "  show(lookup(q))\n"
     "end\n";
 
 /* Preloads the module, loads it as the global `rp` and defines `help`. */
@@ -522,10 +612,14 @@ static int load_roper(lua_State *L) {
     if (status != LUA_OK) return report(L, status);
     lua_pushvalue(L, -1);
     lua_setglobal(L, "rp");
+    lua_getfield(L, -1, "inspect");
+    lua_setfield(L, LUA_REGISTRYINDEX, REG_INSPECT);
     status = luaL_loadbuffer(L, help_chunk, sizeof help_chunk - 1, "=(roper help)");
     if (status != LUA_OK) return report(L, status);
     lua_insert(L, -2);
-    return report(L, docall(L, 1, 0));
+    status = docall(L, 1, 1);
+    if (status == LUA_OK) lua_setfield(L, LUA_REGISTRYINDEX, REG_QUERY);
+    return report(L, status);
 }
 
 /* Everything runs here, in protected mode; pushes true on success. */
@@ -560,8 +654,8 @@ static int pmain(lua_State *L) {
     if ((args & HAS_I) || (script == argc && !(args & (HAS_E | HAS_V)))) {
         g_interactive = isatty(STDIN_FILENO);
         if (g_interactive) {
-            printf(PROGNAME " %s (" LUA_RELEASE ", OpenBLAS %s x%d)  help() lists the topics, "
-                   "Ctrl-D exits\n",
+            printf(PROGNAME " %s (" LUA_RELEASE ", OpenBLAS %s x%d)\n"
+                   "help() lists the topics, ?name is help on name, Ctrl-D exits\n",
                    RP_VERSION, rp_blas_core(), rp_blas_threads());
             fflush(stdout);
         }

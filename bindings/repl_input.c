@@ -317,7 +317,7 @@ static void readline_setup(void) {
     rl_catch_signals = 0; /* SIGINT and SIGWINCH are ours (see readline_read) */
     rl_catch_sigwinch = 0;
     rl_attempted_completion_function = roper_completion;
-    rl_basic_word_break_characters = " \t\n\"\\'`><=;+-*/%^~#&|{}()[],";
+    rl_basic_word_break_characters = " \t\n\"\\'`><=;+-*/%^~#&|{}()[],?";
     rl_completer_word_break_characters = rl_basic_word_break_characters;
     {
         struct sigaction sa;
@@ -383,6 +383,20 @@ static int readline_read(const char *prompt, char **out) {
     if (result != READ_LINE) free(g_rl_line);
     g_rl_line = NULL;
     return result;
+}
+
+int repl_columns(void) {
+    const char *env = getenv("COLUMNS");
+    if (g_interactive) {
+        int rows = 0, cols = 0;
+        rl_get_screen_size(&rows, &cols);
+        if (cols >= 20) return cols;
+    }
+    if (env != NULL) {
+        long c = strtol(env, NULL, 10);
+        if (c >= 20 && c <= 10000) return (int)c;
+    }
+    return 80;
 }
 
 int repl_pushline(lua_State *L, int firstline) {

@@ -8,6 +8,15 @@
 --   roper scripts/sweep.lua ... --print-commands > jobs.txt   # one train.lua command per run
 --   roper scripts/sweep.lua ... --summary                     # only collect what is there
 --
+-- A line of --print-commands runs from any folder and says its threads:
+--   cd /abs/out && /abs/build/roper /abs/scripts/train.lua --config runs/<point>.cfg.json \
+--     --out runs/<point>.json --threads N --quiet
+-- The output folder, the interpreter and train.lua are absolute (an interpreter given without a
+-- folder, as `roper` found on PATH, stays as it is); the run's own files are relative to the
+-- output folder, so a copy of the folder elsewhere needs only the `cd` changed. N is the run's
+-- threads: --threads or the grid's value when given, else (cores / --jobs) of this machine: say
+-- with --jobs how many of the lines will run at once on one machine.
+--
 -- Every run is a process of scripts/train.lua that writes <out>/runs/<point>.json (.csv, .log);
 -- points already there with the same config are skipped, so a sweep resumes after an
 -- interruption, and the runs of --print-commands can be spread over machines by GNU parallel or a
@@ -36,7 +45,8 @@ util.main("sweep.lua", function()
   parser:option("--jobs", "Runs at once, each its own process with (cores / jobs) threads.", "1")
     :convert(math.tointeger):argname("<n>")
   parser:flag("--print-commands", "Print one train.lua command per run not yet done (and write "
-    .. "their config files) instead of running them.")
+    .. "their config files) instead of running them; each runs from any folder, with --threads "
+    .. "(cores / --jobs unless given).")
   parser:flag("--summary", "Do not run anything: summarise the results that are there.")
   parser:flag("--force", "Rerun runs whose result file holds another config.")
   parser:flag("--quiet", "No progress bar.")
@@ -70,10 +80,10 @@ util.main("sweep.lua", function()
     if base[e.key] ~= nil then die(("'%s' is both a grid key and a fixed option"):format(e.key)) end
   end
   -- the runs of --jobs run at once: each gets its share of the cores (as in compare.lua), unless
-  -- threads is given or a grid key; commands printed for other machines keep their default
+  -- threads is given or a grid key; printed commands carry the same count explicitly
   local threads_in_grid = false
   for _, e in ipairs(grid) do threads_in_grid = threads_in_grid or e.key == "threads" end
-  if base.threads == nil and not threads_in_grid and not args.print_commands then
+  if base.threads == nil and not threads_in_grid then
     base.threads = util.threads_per_job(args.jobs)
   end
 
@@ -108,14 +118,21 @@ util.main("sweep.lua", function()
 
   if args.print_commands then
     local n = 0
+    -- the rule of the lines: see the top of this file
+    local out_abs = util.abspath(args.out)
+    local roper = arg[-1]:find("/", 1, true) and util.abspath(arg[-1]) or arg[-1]
+    local train_abs = util.abspath(train)
     for _, run in ipairs(runs) do
       local state, err = runner.check_existing(run)
       if state == nil and not args.force then die(err .. "; use another --out folder or --force") end
       if state ~= "done" then
         local cfgfile = run.path:gsub("%.json$", "") .. ".cfg.json"
         assert(util.write(cfgfile, util.json(run.cfg)))
-        print(("%s %s --config %s --out %s --quiet"):format(util.quote(arg[-1]), util.quote(train),
-          util.quote(cfgfile), util.quote(run.path)))
+        local name = run.path:match("([^/]+)%.json$")
+        print(("cd %s && %s %s --config %s --out %s --threads %d --quiet"):format(
+          util.quote(out_abs), util.quote(roper), util.quote(train_abs),
+          util.quote("runs/" .. name .. ".cfg.json"), util.quote("runs/" .. name .. ".json"),
+          run.cfg.threads))
         n = n + 1
       end
     end

@@ -54,7 +54,7 @@ util.main("train.lua", function()
 
   local system_ok, system = pcall(require, "system")
   local now = system_ok and system.gettime or os.time
-  local tty = not args.quiet and not args.progress and os.execute("test -t 2") == true
+  local status = not args.quiet and not args.progress and util.status(30)
   local last, warned = 0, false
   local function progress(step, steps, loss)
     local t = now()
@@ -66,9 +66,9 @@ util.main("train.lua", function()
         io.stderr:write("train.lua: --progress ", tostring(err), " (training goes on)\n")
         warned = true
       end
-    elseif tty then
-      io.stderr:write(("\rstep %d/%d  loss %.4f "):format(step, steps, loss))
-      if step == steps then io.stderr:write("\n") end
+    elseif status then
+      status:update(("step %d/%d  loss %.4f"):format(step, steps, loss))
+      if step == steps then status:done() end
     end
   end
 

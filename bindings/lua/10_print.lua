@@ -203,3 +203,162 @@ function render(t)
 end
 
 mt.__tostring = tensor_tostring
+
+-- ---------------------------------------------------------------- rp.inspect: any value as text
+-- Tables print as Lua constructors, nested: keys sorted (the sequence part first, in order, then
+-- numbers, strings and the rest), on one line when that fits in `width` columns, else one entry
+-- per line indented by two spaces. Tables deeper than `depth` print as {...}; a table that
+-- contains itself (directly or further down) prints <cycle> where it recurs; after `items`
+-- entries a table ends with "... (N more)". Inside a table a tensor is "roper.Tensor [2 x 3]"
+-- and other values print as tostring gives them (first line only). Metamethods are not called
+-- to walk a table (raw access only); a value's __tostring is called, protected.
+local argerror, describe_type = internals.argerror, function(v)
+  return math.type(v) or type(v)
+end
+
+local KEYWORDS = {}
+for w in ([[and break do else elseif end false for function goto if in local nil not or repeat
+  return then true until while]]):gmatch("%a+") do KEYWORDS[w] = true end
+
+local ESCAPES = { ["\n"] = "\\n", ["\t"] = "\\t", ["\r"] = "\\r", ['"'] = '\\"', ["\\"] = "\\\\" }
+local function quote(s)
+  return '"' .. s:gsub('[%c"\\]', function(c)
+    return ESCAPES[c] or ("\\%03d"):format(c:byte())
+  end) .. '"'
+end
+
+-- One line for a value that is not walked (a scalar, a function, a userdata, a table with
+-- __tostring).
+local function leaf(v)
+  local tv = type(v)
+  if tv == "string" then return quote(v) end
+  if tv == "number" or tv == "boolean" or tv == "nil" then return tostring(v) end
+  if rp.is_tensor(v) then
+    if not is_live(v) then return "roper.Tensor (released)" end
+    local ok, sz = pcall(v.shape, v)
+    return ok and ("roper.Tensor " .. shape_str(sz)) or "roper.Tensor"
+  end
+  local ok, s = pcall(tostring, v)
+  if not ok or type(s) ~= "string" then return "<" .. type(v) .. ": __tostring failed>" end
+  local first = s:match("^[^\n]*")
+  return first == s and s or first .. " ..."
+end
+
+-- Sorts keys: integers and other numbers first (ascending), then strings, then the rest (by type
+-- name and text).
+local KEY_RANK = { number = 1, string = 2 }
+local function key_less(a, b)
+  local ra, rb = KEY_RANK[type(a)] or 3, KEY_RANK[type(b)] or 3
+  if ra ~= rb then return ra < rb end
+  if ra < 3 then
+    if a ~= a then return false end -- a NaN key cannot exist; kept for safety
+    return a < b
+  end
+  local sa, sb = type(a) .. leaf(a), type(b) .. leaf(b)
+  return sa < sb
+end
+
+local function is_walked(v)
+  if type(v) ~= "table" then return false end
+  local m = getmetatable(v)
+  return not (type(m) == "table" and rawget(m, "__tostring") ~= nil)
+end
+
+local function inspect_value(v, o, indent, level, path)
+  if not is_walked(v) then return leaf(v) end
+  if path[v] then return "<cycle>" end
+  if next(v) == nil then return "{}" end
+  if level > o.depth then return "{...}" end
+  path[v] = true
+  local entries = {}
+  local n = 0
+  while rawget(v, n + 1) ~= nil do n = n + 1 end
+  local keys = {}
+  for k in next, v do
+    if not (math.type(k) == "integer" and k >= 1 and k <= n) then keys[#keys + 1] = k end
+  end
+  table.sort(keys, key_less)
+  local total = n + #keys
+  local inner = indent .. "  "
+  local shown = math.min(total, o.items)
+  for i = 1, shown do
+    local k, val
+    if i <= n then
+      val = rawget(v, i)
+    else
+      k = keys[i - n]
+      val = rawget(v, k)
+    end
+    local text = inspect_value(val, o, inner, level + 1, path)
+    if k ~= nil then
+      local name
+      if type(k) == "string" and k:match("^[%a_][%w_]*$") and not KEYWORDS[k] then
+        name = k
+      else
+        name = "[" .. (is_walked(k) and "table" or leaf(k)) .. "]"
+      end
+      text = name .. " = " .. text
+    end
+    entries[#entries + 1] = text
+  end
+  if total > shown then entries[#entries + 1] = ("... (%d more)"):format(total - shown) end
+  path[v] = nil
+  local one = "{" .. table.concat(entries, ", ") .. "}"
+  if #indent + #one <= o.width and not one:find("\n", 1, true) then return one end
+  -- one entry per line, but the one-line items of the sequence part fill their lines
+  local lines, line = {}, nil
+  for i, e in ipairs(entries) do
+    local packable = i <= math.min(n, shown) and not e:find("\n", 1, true)
+    if packable and line and #inner + #line + 2 + #e + 1 <= o.width then
+      line = line .. ", " .. e
+    else
+      if line then lines[#lines + 1] = line end
+      line = e
+      if not packable then
+        lines[#lines + 1] = line
+        line = nil
+      end
+    end
+  end
+  if line then lines[#lines + 1] = line end
+  return "{\n" .. inner .. table.concat(lines, ",\n" .. inner) .. "\n" .. indent .. "}"
+end
+
+local INSPECT_OPTS = { depth = { 1, 100 }, width = { 10, 100000 }, items = { 1, 1000000 } }
+
+-- rp.inspect(v[, opts]) -> string: see the entry "rp.inspect" in docs/lua_api.md.
+function rp.inspect(v, opts)
+  local fname = "rp.inspect"
+  local o = { depth = 4, width = 80, items = 50 }
+  if opts ~= nil then
+    if type(opts) ~= "table" then
+      argerror(fname, 2, "options table expected, got " .. describe_type(opts))
+    end
+    for k, val in next, opts do
+      local range = INSPECT_OPTS[k]
+      if not range then
+        argerror(fname, 2, ("unknown option '%s' (known: depth, items, width)"):format(
+          type(k) == "string" and k or describe_type(k)))
+      end
+      if math.type(val) ~= "integer" and not (math.type(val) == "float"
+          and val == math.floor(val) and math.abs(val) < 2^53) then
+        argerror(fname, 2, ("option '%s' must be an integer, got %s"):format(k,
+          type(val) == "number" and tostring(val) or describe_type(val)))
+      end
+      val = math.tointeger(val)
+      if val < range[1] or val > range[2] then
+        argerror(fname, 2, ("option '%s' must be in %d..%d, got %d"):format(k, range[1], range[2],
+          val))
+      end
+      o[k] = val
+    end
+  end
+  if not is_walked(v) then
+    if type(v) == "string" then return quote(v) end
+    if rp.is_tensor(v) then return tostring(v) end
+    local ok, s = pcall(tostring, v)
+    if ok and type(s) == "string" then return s end
+    return leaf(v)
+  end
+  return inspect_value(v, o, "", 1, {})
+end

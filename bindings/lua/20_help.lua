@@ -1,7 +1,7 @@
 -- rp.help: help text for every public function and method, looked up by value
 -- (rp.help(rp.zeros), rp.help(rp.Tensor.narrow), rp.help(t.narrow)), by name (rp.help("narrow"),
--- rp.help("rp.rope.rotate")) or by topic (rp.help("rope"), rp.help(rp.rope)). rp.help() lists
--- the topics.
+-- rp.help("rp.rope.rotate")) or by topic (rp.help("rope"), rp.help(rp.rope)); any other word is
+-- searched for in the config keys, entries and topics. rp.help() lists the topics.
 --
 -- Called by luaopen_roper as chunk(rp, internals).
 local rp, internals = ...
@@ -82,7 +82,8 @@ local function overview()
   local lines = {
     "roper " .. tostring(rp._VERSION) .. ": rotary positional embeddings workbench.",
     "rp.help(f) gives the help of a function or method, e.g. rp.help(rp.rope.rotate),",
-    "rp.help(rp.Tensor.narrow), rp.help(\"narrow\"). Topics (rp.help(\"name\")):",
+    "rp.help(rp.Tensor.narrow), rp.help(\"narrow\"); rp.help(\"word\") searches the texts",
+    "(in the REPL: help(f), ?name). Topics (rp.help(\"name\")):",
     "  " .. table.concat(topic_names, ", "),
     "Functions:",
   }
@@ -100,6 +101,81 @@ local function overview()
   return table.concat(lines, "\n")
 end
 
+
+-- ---------------------------------------------------------------- search
+-- search(word) -> text | nil: what rp.help("word") shows for a word that names no function or
+-- topic: the config keys of rp.experiment it names or whose help mentions it, then the entries
+-- and topics whose name or text mention it (case-insensitive, plain text), each with the first
+-- line that does. nil when nothing matches.
+local MAX_HITS = 20
+
+local function first_line_with(text, word)
+  for line in text:gmatch("[^\n]+") do
+    if line:lower():find(word, 1, true) then
+      line = line:gsub("^%s+", "")
+      if #line > 96 then line = line:sub(1, 93) .. "..." end
+      return line
+    end
+  end
+end
+
+local function search(f)
+  local word = f:gsub("^%s+", ""):gsub("%s+$", ""):lower()
+  if word == "" then return nil end
+  local lines, hits, more = {}, 0, 0
+  local function hit(head, detail)
+    if hits >= MAX_HITS then
+      more = more + 1
+      return
+    end
+    hits = hits + 1
+    lines[#lines + 1] = "  " .. head
+    if detail then lines[#lines + 1] = "      " .. detail end
+  end
+  -- the config keys of rp.experiment (the options of the scripts)
+  local keys = rp.experiment and rp.experiment.keys() or {}
+  local named_key
+  for _, k in ipairs(keys) do
+    local kind = type(k.kind) == "table" and table.concat(k.kind, "|") or k.kind
+    local line = ("config key %s (%s; default %s): %s"):format(k.name, kind,
+      k.default == "" and "none" or tostring(k.default), k.help)
+    if k.name:lower() == word then
+      named_key = line
+    elseif k.name:lower():find(word, 1, true) or k.help:lower():find(word, 1, true) then
+      hit(line)
+    end
+  end
+  -- entries, then topics
+  for _, e in ipairs(entries) do
+    local names = { e[1], table.unpack(e[4]) }
+    local by_its_name = false
+    for _, n in ipairs(names) do
+      if n:lower():find(word, 1, true) then by_its_name = true end
+    end
+    local line = first_line_with(e[3], word)
+    if by_its_name or line or e[2]:lower():find(word, 1, true) then hit(e[2], line) end
+  end
+  for _, t in ipairs(topics) do
+    local line = first_line_with(t[2], word)
+    if line or t[1]:lower():find(word, 1, true) then hit("topic " .. t[1], line) end
+  end
+  if hits == 0 and not named_key then return nil end
+  local out = {}
+  if named_key then
+    out[1] = named_key:gsub("^config key", "Config key", 1) .. "."
+    out[2] = "(an option of rp.experiment and of the scripts: --" .. f:gsub("^%s+", "")
+      :gsub("%s+$", ""):gsub("_", "-") .. ")"
+  end
+  if hits > 0 then
+    if #out > 0 then out[#out + 1] = "" end
+    out[#out + 1] = ("No function or topic is named '%s'; %s in:"):format(f,
+      named_key and "it is also mentioned" or "it is mentioned")
+    for _, l in ipairs(lines) do out[#out + 1] = l end
+    if more > 0 then out[#out + 1] = ("  ... and %d more"):format(more) end
+    out[#out + 1] = "rp.help(\"name\") shows one of them in full."
+  end
+  return table.concat(out, "\n")
+end
 
 -- rp.help([f]): see the entry "rp.help" above.
 function rp.help(...)
@@ -119,7 +195,10 @@ function rp.help(...)
       :gsub("^m:", "rp.Model."):gsub("^opt:", "rp.Optim."):gsub("^task:", "rp.Task.")
     text = topic_text[key] or by_name[key] or by_name["rp." .. key] or by_short[key]
     if text then return text end
-    return nil, "no help for '" .. f .. "' (rp.help() lists the topics)"
+    text = search(f)
+    if text then return text end
+    return nil, "no help for '" .. f .. "': no name or help text matches (rp.help() lists the "
+      .. "topics)"
   end
   local what = type(f)
   if what == "userdata" then

@@ -146,12 +146,11 @@ function runner.run(runs, opts)
   local total_steps = 0
   for _, i in ipairs(pending) do total_steps = total_steps + runs[i].cfg.steps end
 
-  local tty = not opts.quiet and os.execute("test -t 2") == true
+  local status = util.status(30) -- the progress line (util.status: terminal width, NO_COLOR)
   local running = {} -- index -> {started =, handle =}
   local exited = {}  -- index -> {code =, signal =}
   local nrunning, next_pending, finished_steps, nfinished = 0, 1, 0, 0
   local t0 = now()
-  local last_line, last_print = "", 0
   local env = child_env()
   local devnull = assert(uv.fs_open("/dev/null", "r", 0))
 
@@ -179,6 +178,9 @@ function runner.run(runs, opts)
     nrunning = nrunning + 1
   end
 
+  -- The progress line: the bar, the share of all steps done, runs finished, time and ETA first,
+  -- then each running run (a terminal line is cut at its width, so the tail goes first). On a
+  -- terminal of 80 columns the bar has 10 cells; from 192 columns on, 24.
   local function status_line()
     local done = finished_steps
     local current = {}
@@ -195,35 +197,19 @@ function runner.run(runs, opts)
     local frac = total_steps > 0 and done / total_steps or 0
     local elapsed = now() - t0
     local eta = done > 0 and elapsed * (total_steps - done) / done or nil
-    local width = 24
+    local width = status.live and math.max(6, math.min(24, util.columns() // 8)) or 24
     local fill = math.floor(frac * width + 0.5)
-    return ("[%s%s] %3d%%  %d/%d runs  %s elapsed, ETA %s  %s"):format(("#"):rep(fill),
+    return ("[%s%s] %3d%% %d/%d runs %s, ETA %s%s"):format(("#"):rep(fill),
       ("."):rep(width - fill), math.floor(frac * 100), nfinished, #pending, fmt_time(elapsed),
-      fmt_time(eta), table.concat(current, "; ")), frac
+      fmt_time(eta), #current > 0 and (" | " .. table.concat(current, "; ")) or "")
   end
 
-  local function show(force)
+  local function show()
     if opts.quiet then return end
-    local line, frac = status_line()
-    if tty then
-      local cols = 160
-      if #line > cols then line = line:sub(1, cols - 3) .. "..." end
-      io.stderr:write("\r", line, (" "):rep(math.max(0, #last_line - #line)))
-      last_line = line
-    elseif force or now() - last_print >= 30 then
-      io.stderr:write(line, "\n")
-      last_print = now()
-    end
-    io.stderr:flush()
-    return frac
+    status:update(status_line())
   end
 
-  local function clear_line()
-    if tty and #last_line > 0 then
-      io.stderr:write("\r", (" "):rep(#last_line), "\r")
-      last_line = ""
-    end
-  end
+  local function clear_line() status:clear() end
 
   local function finish(i, how)
     local run = runs[i]
@@ -287,7 +273,7 @@ function runner.run(runs, opts)
         exited[i] = nil
         finish(i, how)
       end
-      show(false)
+      show()
     end
   end)
   clear_line()

@@ -1,8 +1,15 @@
 -- Small helpers shared by the experiment scripts (train.lua, compare.lua, sweep.lua):
 -- running a script's main with errors for people (util.main), atomic file writes, JSON files,
--- folders, shell quoting, markdown and CSV tables, and the command-line options made from
--- rp.experiment.keys().
+-- folders, shell quoting, markdown and CSV tables, the progress line, and the command-line
+-- options made from rp.experiment.keys().
+--
+-- Libraries (Debian packages): argparse (options), lua-cjson (reading JSON), lua-dkjson (writing
+-- it, indented, keys sorted), penlight and lfs (paths, folders), luv (process id, signals to
+-- pids, whether stderr is a terminal and its width). The CSV writer is ours: penlight's
+-- pl.data.write quotes nothing (a comma in a cell splits it), stops a row at its first empty
+-- cell and writes numbers with tostring's 14 digits.
 local cjson = require "cjson"
+local dkjson = require "dkjson"
 local lfs = require "lfs"
 local pldir = require "pl.dir"
 local plpath = require "pl.path"
@@ -52,10 +59,12 @@ function util.main(name, fn)
 end
 
 -- parser(...) -> an argparse parser whose errors are one line, "<message> (see --help)", raised
--- as usage problems; it has the flag --debug.
+-- as usage problems; it has the flag --debug. Its help is at most 80 columns wide.
+local parser_names = setmetatable({}, { __mode = "k" })
 function util.parser(name, description)
   local argparse = require "argparse"
-  local p = argparse(name, description)
+  local p = argparse(name, description):help_max_width(80)
+  parser_names[p] = name
   p:flag("--debug", "On an error, print the Lua traceback too (or set ROPER_DEBUG=1).")
   p.error = function(_, msg)
     msg = msg:gsub("\n.*", "") -- argparse's "Did you mean ...?" line
@@ -73,6 +82,81 @@ function util.parser(name, description)
     util.usage(msg .. " (see --help)")
   end
   return p
+end
+
+-- ---------------------------------------------------------------- the terminal, the progress line
+
+-- isatty(fd) -> whether file descriptor fd (2: stderr) is a terminal (libuv; no shell started).
+function util.isatty(fd)
+  return uv.guess_handle(fd) == "tty"
+end
+
+-- columns() -> the width of the terminal on stderr: its window size, else $COLUMNS (a number
+-- from 20 to 10000), else 80.
+function util.columns()
+  if util.isatty(2) then
+    local tty = uv.new_tty(2, false)
+    if tty then
+      local w = tty:get_winsize()
+      tty:close() -- libuv never closes fds 0..2
+      if math.type(w) == "integer" and w >= 20 then return w end
+    end
+  end
+  local c = math.tointeger(tonumber(os.getenv("COLUMNS") or ""))
+  if c and c >= 20 and c <= 10000 then return c end
+  return 80
+end
+
+-- fit(text, width) -> text cut to width characters (bytes), ending in "..." when cut.
+function util.fit(text, width)
+  if #text <= width then return text end
+  if width <= 3 then return text:sub(1, width) end
+  return text:sub(1, width - 3) .. "..."
+end
+
+-- status([every]) -> the progress line of a script, on stderr:
+--   s:update(text)  on a terminal without NO_COLOR: text rewritten in place ("\r"), cut to the
+--                   terminal's width less one column, so it never wraps; otherwise (stderr not a
+--                   terminal, or NO_COLOR set to anything but ""): text as a plain line, at most
+--                   one every `every` seconds (default 30), the first one `every` seconds in
+--                   (update(text, true) writes at once)
+--   s:clear()       removes the line (on a terminal), before other output to stderr
+--   s:done()        ends the line (on a terminal), leaving it on the screen
+--   s.live          whether the line is rewritten in place
+function util.status(every)
+  every = every or 30
+  local function now() return uv.hrtime() / 1e9 end
+  local no_color = os.getenv("NO_COLOR")
+  local s = { live = util.isatty(2) and (no_color == nil or no_color == "") }
+  local shown, last = "", now()
+  function s:update(text, force)
+    if self.live then
+      text = util.fit(text, util.columns() - 1)
+      io.stderr:write("\r", text, (" "):rep(math.max(0, #shown - #text)))
+      shown = text
+    elseif force or now() - last >= every then
+      io.stderr:write(text, "\n")
+      last = now()
+    else
+      return
+    end
+    io.stderr:flush()
+  end
+  function s:clear()
+    if self.live and #shown > 0 then
+      io.stderr:write("\r", (" "):rep(#shown), "\r")
+      io.stderr:flush()
+      shown = ""
+    end
+  end
+  function s:done()
+    if self.live and #shown > 0 then
+      io.stderr:write("\n")
+      io.stderr:flush()
+      shown = ""
+    end
+  end
+  return s
 end
 
 -- ---------------------------------------------------------------- cores and threads
@@ -186,63 +270,51 @@ function util.read(path)
   return text
 end
 
--- JSON with sorted keys, so files diff well and resume checks compare equal texts.
-local function sorted_json(v, indent, out)
+-- json(v) -> text: v as indented JSON with every object's keys sorted (so files diff well and
+-- resume checks compare equal texts), written by lua-dkjson. Two things are prepared first,
+-- because dkjson writes the keys missing from its `keyorder` list in pairs() order and numbers
+-- with tostring (14 significant digits): the list holds every key of v, sorted, and each number
+-- goes in as a value with __tojson that writes it in full (integers as they are, floats with
+-- %.17g, so they read back bit for bit; nan and inf as null). A table is an array when its keys
+-- are exactly 1..n (an empty one is []); any other table is an object, its keys as strings.
+local JSON_NUMBER = { __tojson = function(self) return self[1] end }
+
+local function json_prepare(v, keys)
   local t = type(v)
-  if t == "table" then
-    local n = #v
-    local is_array = n > 0 or next(v) == nil
-    if is_array then
-      for k in pairs(v) do
-        if math.type(k) ~= "integer" or k < 1 or k > n then is_array = false; break end
-      end
-    end
-    local pad = indent .. "  "
-    if is_array then
-      if n == 0 then out[#out + 1] = "[]"; return end
-      local scalar = true
-      for i = 1, n do if type(v[i]) == "table" then scalar = false; break end end
-      out[#out + 1] = "["
-      for i = 1, n do
-        if i > 1 then out[#out + 1] = "," end
-        if not scalar then out[#out + 1] = "\n" .. pad end
-        sorted_json(v[i], pad, out)
-      end
-      out[#out + 1] = scalar and "]" or ("\n" .. indent .. "]")
-      return
-    end
-    local keys = {}
-    for k in pairs(v) do keys[#keys + 1] = tostring(k) end
-    table.sort(keys)
-    out[#out + 1] = "{"
-    for i, k in ipairs(keys) do
-      out[#out + 1] = (i > 1 and "," or "") .. "\n" .. pad
-      sorted_json(k, pad, out)
-      out[#out + 1] = ": "
-      local val = v[k]
-      if val == nil then val = v[tonumber(k)] end
-      sorted_json(val, pad, out)
-    end
-    out[#out + 1] = "\n" .. indent .. "}"
-  elseif t == "number" then
+  if t == "number" then
+    local s
     if v ~= v or v == math.huge or v == -math.huge then
-      out[#out + 1] = "null"
+      s = "null"
     elseif math.type(v) == "integer" then
-      out[#out + 1] = tostring(v)
+      s = tostring(v)
     else
-      out[#out + 1] = ("%.17g"):format(v)
+      s = ("%.17g"):format(v)
     end
-  elseif t == "string" then
-    out[#out + 1] = (cjson.encode(v):gsub("\\/", "/")) -- cjson escapes every '/'
-  else
-    out[#out + 1] = cjson.encode(v)
+    return setmetatable({ s }, JSON_NUMBER)
+  elseif t ~= "table" then
+    return v
   end
+  local n, count = #v, 0
+  for _ in pairs(v) do count = count + 1 end
+  local out = {}
+  if count == n then -- an array (or empty)
+    for i = 1, n do out[i] = json_prepare(v[i], keys) end
+    return out
+  end
+  for k, x in pairs(v) do
+    k = tostring(k)
+    keys[k] = true
+    out[k] = json_prepare(x, keys)
+  end
+  return out
 end
 
 function util.json(v)
-  local out = {}
-  sorted_json(v, "", out)
-  return table.concat(out) .. "\n"
+  local keys, order = {}, {}
+  local prepared = json_prepare(v, keys)
+  for k in pairs(keys) do order[#order + 1] = k end
+  table.sort(order)
+  return assert(dkjson.encode(prepared, { indent = true, keyorder = order })) .. "\n"
 end
 
 -- read_json(path) -> value | nil, message (a missing file, or JSON that does not parse)
@@ -264,6 +336,7 @@ function util.mkdir(path)
 end
 
 util.exists = plpath.exists
+util.abspath = plpath.abspath
 util.join = plpath.join
 util.dirname = plpath.dirname
 
@@ -330,22 +403,33 @@ function util.curve_csv(result)
 end
 
 -- ---------------------------------------------------------------- command-line options
--- add_config_options(parser, rp[, skip]): one option per experiment key (--d_model and --d-model),
--- with the default and the allowed values in the help; none gets an argparse default, so
--- config_overrides can tell what was given.
+-- add_config_options(parser, rp[, skip]): one option per experiment key, --d-model, with the
+-- default and the allowed values in the help; --d_model is accepted too but not listed (each
+-- option appears once in --help, under "Config keys" after the script's own options, and the
+-- usage line does not list them).
+-- None gets an argparse default, so config_overrides can tell what was given.
 function util.add_config_options(parser, rp, skip)
   skip = skip or {}
+  -- the script's own options (argparse's list of them so far) stay first, under "Options"
+  local own = { table.unpack(parser._options or {}) }
+  if #own > 0 then parser:group("Options", table.unpack(own)) end
+  local options = {}
   for _, k in ipairs(rp.experiment.keys()) do
     if not skip[k.name] then
       local dashed = k.name:gsub("_", "-")
-      local names = "--" .. dashed .. (dashed ~= k.name and (" --" .. k.name) or "")
       local kind = type(k.kind) == "table" and table.concat(k.kind, "|") or k.kind
       local def = k.default
       if def == "" then def = "none" end
-      parser:option(names, ("%s (%s; default %s)"):format(k.help, kind, tostring(def)))
-        :target(k.name):argname("<" .. (type(k.kind) == "table" and "name" or k.kind) .. ">")
+      local o = parser:option("--" .. dashed, ("%s (%s; default %s)"):format(k.help, kind,
+        tostring(def))):target(k.name)
+        :argname("<" .. (type(k.kind) == "table" and "name" or k.kind) .. ">")
+      if dashed ~= k.name then o:hidden_name("--" .. k.name) end
+      options[#options + 1] = o
     end
   end
+  parser:group("Config keys (docs/experiments.md; --d_model works as --d-model)",
+    table.unpack(options))
+  parser:usage(("Usage: %s [options] [config keys]"):format(parser_names[parser] or "script"))
 end
 
 -- config(rp, overrides) -> cfg | nil, message: rp.experiment.config without raising; the message

@@ -157,6 +157,7 @@ local function seeds(rp)
   S["rp.maxdiff"] = function() return pack(T(2, 3), T(2, 3)) end
   S["rp.matmul"] = function() return pack(T(2, 3), T(3, 4)) end
   S["rp.help"] = function() return pack(rp.zeros) end
+  S["rp.inspect"] = function() return pack({ 1, a = { T(2) } }, { depth = 2, width = 40, items = 3 }) end
   S["rp.set_num_threads"] = function() return pack(1) end
   S["rp.rope.theta"] = function() return pack(8, 10000) end
   S["rp.rope.angles"] = function() return pack(4, 8, { base = 10000, scale = 1 }) end

@@ -604,25 +604,29 @@ describe("scripts/sweep.lua", function()
     assert.truthy(se:find("sweep: 2 of 6 runs to do", 1, true), se)
     local cmds = lines(so)
     assert.are.equal(2, #cmds, so)
+    -- "cd <out> && <roper> <train.lua> --config runs/<n>.cfg.json --out runs/<n>.json
+    -- --threads <cores / jobs> --quiet", the paths absolute (out is absolute here)
+    local abs_bin = BIN:sub(1, 1) == "/" and BIN or (h.pwd() .. "/" .. BIN)
+    local threads = math.max(1, h.nproc() // 2) -- --jobs 2
     for i, n in ipairs { "pe-roper_seed-1", "pe-roper_seed-2" } do
       local c = cmds[i]
-      assert.truthy(c:find("scripts/train.lua", 1, true), c)
-      assert.truthy(c:find("--config " .. out .. "/runs/" .. n .. ".cfg.json", 1, true), c)
-      assert.truthy(c:find("--out " .. out .. "/runs/" .. n .. ".json", 1, true), c)
-      assert.truthy(c:find("--quiet$"), c)
+      assert.are.equal(("cd %s && %s %s/scripts/train.lua --config runs/%s.cfg.json --out "
+        .. "runs/%s.json --threads %d --quiet"):format(out, abs_bin, h.pwd(), n, n, threads), c)
       assert.is_nil(read(out .. "/runs/" .. n .. ".json"))
-      assert.is_string(read(out .. "/runs/" .. n .. ".cfg.json"))
+      assert.are.equal(threads, read_json(out .. "/runs/" .. n .. ".cfg.json").threads)
     end
     -- before they run, --summary reports them as missing
     local so1, se1, code1 = sweep(grid .. " --summary")
     assert.are.equal(0, code1, so1 .. se1)
     assert.truthy(so1:find("Not done (2): pe=roper seed=1; pe=roper seed=2", 1, true), so1)
     for i, c in ipairs(cmds) do
-      assert.is_true(os.execute(c .. " > /dev/null 2>&1") == true, c)
+      -- from another folder
+      assert.is_true(os.execute("cd / && " .. c .. " > /dev/null 2>&1") == true, c)
       local n = ({ "pe-roper_seed-1", "pe-roper_seed-2" })[i]
       local r = read_json(out .. "/runs/" .. n .. ".json")
       assert.are.equal("roper", r.config.pe)
       assert.are.equal(i, r.config.seed)
+      assert.are.equal(threads, r.config.threads)
     end
     -- nothing left to do
     local so2, se2, code2 = sweep(grid .. " --print-commands")
@@ -639,6 +643,22 @@ describe("scripts/sweep.lua", function()
     assert.are.equal(3, #table_rows_after(md, "Over seeds:"), md)
     assert.is_nil(md:find("Not done", 1, true), md)
     assert.are.equal(before, read(out .. "/runs/pe-rope_seed-1.json"))
+  end)
+
+  it("prints commands that run from any folder for a relative --out", function()
+    local cwd = tmpdir()
+    local abs_bin = BIN:sub(1, 1) == "/" and BIN or (h.pwd() .. "/" .. BIN)
+    local so, se, code = run(("cd %s && %s %s/scripts/sweep.lua --grid seed=3 --threads 1 "
+      .. "--steps 1 %s --out rel/sw --print-commands"):format(sh_quote(cwd), sh_quote(abs_bin),
+      sh_quote(h.pwd()), TINY_ARGS))
+    assert.are.equal(0, code, so .. se)
+    local c = lines(so)[1]
+    assert.are.equal(("cd %s/rel/sw && %s %s/scripts/train.lua --config runs/seed-3.cfg.json "
+      .. "--out runs/seed-3.json --threads 1 --quiet"):format(cwd, abs_bin, h.pwd()), c)
+    assert.is_true(os.execute("cd " .. sh_quote(dir) .. " && " .. c .. " > /dev/null 2>&1") == true,
+      c)
+    assert.are.equal(3, read_json(cwd .. "/rel/sw/runs/seed-3.json").config.seed)
+    h.remove_tree(cwd)
   end)
 
   it("exits 2 on an unknown grid key", function()

@@ -126,6 +126,53 @@ describe("help from docs/lua_api.md", function()
   end)
 end)
 
+describe("rp.help(\"word\") for a word that names no function or topic", function()
+  it("shows the config key of that name, then the entries that mention it", function()
+    local text = assert(rp.help("fraction_v"))
+    local key
+    for _, k in ipairs(rp.experiment.keys()) do if k.name == "fraction_v" then key = k end end
+    assert.are.equal(("Config key fraction_v (number; default 1): %s."):format(key.help),
+      text:match("^[^\n]*"))
+    assert.truthy(text:find("(an option of rp.experiment and of the scripts: --fraction-v)", 1,
+      true), text)
+    assert.truthy(text:find("\n  rp.attention(q, k, v[, opts]) -> out, att\n      ", 1, true), text)
+    assert.truthy(text:find("\n  rp.model(cfg) -> model\n", 1, true), text)
+  end)
+
+  it("searches case-insensitively, names and texts, with the line that matches", function()
+    local text = assert(rp.help("COSINE"))
+    assert.truthy(text:find("^No function or topic is named 'COSINE'; it is mentioned in:\n"), text)
+    assert.truthy(text:find("\n  config key min_lr ", 1, true), text)
+    assert.truthy(text:find("\n  t:cos() -> tensor\n      Elementwise cosine.", 1, true), text)
+    local last = '\nrp.help("name") shows one of them in full.'
+    assert.are.equal(last, text:sub(-#last))
+    -- a part of a function's name
+    text = assert(rp.help("generate_b"))
+    assert.truthy(text:find("\n  m:generate_batch(", 1, true), text)
+    -- topics
+    text = assert(rp.help("OPENBLAS_CORETYPE"))
+    assert.truthy(text:find("\n  topic blas\n", 1, true), text)
+  end)
+
+  it("lists at most 20 matches and says how many more there are", function()
+    local text = assert(rp.help("tensor"))
+    assert.are.equal("Topic tensor", text:match("^[^\n]*")) -- a topic's name wins
+    text = assert(rp.help("integer"))
+    local n = select(2, text:gsub("\n  [^ .]", ""))
+    assert.are.equal(20, n, text)
+    assert.truthy(text:find("\n  ... and %d+ more\n"), text)
+  end)
+
+  it("says when nothing matched", function()
+    for _, word in ipairs { "xyzzy", "", "   " } do
+      local text, msg = rp.help(word)
+      assert.is_nil(text)
+      assert.are.equal("no help for '" .. word .. "': no name or help text matches (rp.help() "
+        .. "lists the topics)", msg)
+    end
+  end)
+end)
+
 describe("gen_help.lua", function()
   local dir
   before_each(function() dir = h.tmpdir() end)

@@ -104,6 +104,22 @@ end
 
 function M.remove_tree(path) os.execute("rm -rf " .. M.sh_quote(path)) end
 
+-- The current folder (an absolute path).
+function M.pwd()
+  local p = assert(io.popen("pwd -P"))
+  local d = p:read("l")
+  p:close()
+  return d
+end
+
+-- The cores a script shares among its runs (what `nproc` says, as util.ncores).
+function M.nproc()
+  local p = assert(io.popen("nproc"))
+  local n = math.tointeger(tonumber(p:read("l")))
+  p:close()
+  return n
+end
+
 -- Runs a shell command with stdout and stderr captured apart; returns out, err and the exit code
 -- (0 on success, 128 + n when killed by signal n).
 function M.run(cmd)

@@ -153,17 +153,22 @@ describe("sweep.lua --jobs", function()
     assert.are.same({ 3, 3 }, sweep_threads("t3", "--jobs 2 --threads 3"))
   end)
 
-  it("writes no thread count into the commands it prints for other machines", function()
-    local out = dir .. "/printed"
-    local so, err, code = run(CLEAN .. "OMP_NUM_THREADS=4 " .. sh_quote(BIN)
-      .. " scripts/sweep.lua --grid seed=1 --jobs 2 " .. TINY .. " --print-commands --out "
-      .. sh_quote(out))
-    assert.are.equal(0, code, err)
-    assert.is_truthy(so:find("--config", 1, true), so)
-    local f = assert(io.open(out .. "/runs/seed-1.cfg.json"))
-    local cfg = cjson.decode(f:read("a"))
-    f:close()
-    assert.are.equal(0, cfg.threads)
+  -- (issue 12: a printed command says its threads; before, it left them to the machine)
+  it("writes cores / jobs threads into the commands it prints, explicitly", function()
+    local function printed(name, extra)
+      local out = dir .. "/" .. name
+      local so, err, code = run(CLEAN .. "OMP_NUM_THREADS=4 " .. sh_quote(BIN)
+        .. " scripts/sweep.lua --grid seed=1 " .. extra .. " " .. TINY .. " --print-commands --out "
+        .. sh_quote(out))
+      assert.are.equal(0, code, err)
+      local f = assert(io.open(out .. "/runs/seed-1.cfg.json"))
+      local cfg = cjson.decode(f:read("a"))
+      f:close()
+      return tonumber(so:match(" %-%-threads (%d+) %-%-quiet\n$")), cfg.threads
+    end
+    assert.are.same({ 2, 2 }, { printed("printed-j2", "--jobs 2") })
+    assert.are.same({ 4, 4 }, { printed("printed-j1", "--jobs 1") })
+    assert.are.same({ 3, 3 }, { printed("printed-t3", "--jobs 2 --threads 3") })
   end)
 
   teardown(function() h.remove_tree(dir) end)

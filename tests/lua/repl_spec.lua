@@ -1,0 +1,205 @@
+-- What the REPL shows (issue 12): tables through rp.inspect (nested, sorted keys, a depth limit,
+-- <cycle>, as wide as the terminal), one result per line, help("word") searching, and "?name".
+-- rp.inspect is checked in this process (the module as plain lua5.4 loads it); the REPL through
+-- the roper binary (ROPER_BIN, default build/roper): piped, and in a pseudo-terminal (script(1)
+-- from util-linux) for the terminal's width.
+
+local rp = require "roper"
+
+local dir_of = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+package.path = dir_of .. "?.lua;" .. package.path
+local h = require "helpers"
+
+local BIN = os.getenv("ROPER_BIN") or "build/roper"
+
+local function lines(s)
+  local t = {}
+  for l in s:gmatch("([^\n]*)\n") do t[#t + 1] = l end
+  return t
+end
+
+-- Runs the REPL on piped input; returns stdout, stderr, exit code.
+local function repl(input, env)
+  return h.run("printf '%s' " .. h.sh_quote(input) .. " | " .. (env or "") .. " " .. h.sh_quote(BIN))
+end
+
+describe("rp.inspect", function()
+  it("prints a table as a nested constructor with sorted keys", function()
+    local t = { 3, 2, 1, z = true, a = "x", [10] = 0.5, ["not a name"] = 1, ["end"] = 2,
+      sub = { list = { 1, 2 }, empty = {} } }
+    assert.are.equal('{3, 2, 1, [10] = 0.5, a = "x", ["end"] = 2, ["not a name"] = 1, '
+      .. 'sub = {empty = {}, list = {1, 2}}, z = true}', rp.inspect(t, { width = 200 }))
+  end)
+
+  it("breaks a table that does not fit into one entry per line, indented", function()
+    local t = { name = "a long enough string to not fit", list = { 1, 2, 3 },
+      nested = { key = "another string that is fairly long" } }
+    assert.are.equal(table.concat({
+      "{",
+      "  list = {1, 2, 3},",
+      '  name = "a long enough string to not fit",',
+      '  nested = {key = "another string that is fairly long"}',
+      "}" }, "\n"), rp.inspect(t, { width = 50 }))
+  end)
+
+  it("keeps every line within the width, packing the items of a sequence", function()
+    local t = {}
+    for i = 1, 200 do t[i] = i * 1.5 end
+    local s = rp.inspect({ values = t, name = "x" }, { width = 40, items = 1000 })
+    for _, l in ipairs(lines(s .. "\n")) do assert.is_true(#l <= 40, l) end
+    assert.truthy(s:find("\n    1.5, 3.0, 4.5,", 1, true), s)
+    assert.truthy(s:find("300.0\n  }\n}$"), s)
+  end)
+
+  it("stops at the depth limit with {...}", function()
+    local t = { a = { b = { c = { d = { e = 1 } } } } }
+    assert.are.equal("{a = {b = {c = {d = {...}}}}}", rp.inspect(t)) -- depth 4: d is level 5
+    assert.are.equal("{a = {b = {...}}}", rp.inspect(t, { depth = 2 }))
+    assert.are.equal("{{...}}", rp.inspect({ t }, { depth = 1 }))
+    assert.are.equal("{a = {b = {c = {d = {e = 1}}}}}", rp.inspect(t, { depth = 5 }))
+    assert.are.equal("{a = {b = {c = {d = {}}}}}", rp.inspect({ a = { b = { c = { d = {} } } } }))
+  end)
+
+  it("marks a table met again inside itself as <cycle>, a shared table is printed twice", function()
+    local t = { name = "t" }
+    t.self = t
+    t.child = { parent = t, deeper = { root = t } }
+    assert.are.equal('{child = {deeper = {root = <cycle>}, parent = <cycle>}, name = "t", '
+      .. 'self = <cycle>}', rp.inspect(t, { width = 200 }))
+    local shared = { 1 }
+    assert.are.equal("{a = {1}, b = {1}}", rp.inspect({ a = shared, b = shared }))
+  end)
+
+  it("cuts a table after `items` entries", function()
+    local t = {}
+    for i = 1, 10 do t[i] = i end
+    t.x = 1
+    assert.are.equal("{1, 2, 3, ... (8 more)}", rp.inspect(t, { items = 3 }))
+  end)
+
+  it("quotes strings, shows tensors by shape and other values as tostring", function()
+    local t = { s = 'a "q"\n\tb\\', t = rp.zeros { 2, 3 }, f = print, g = rp.rng(1) }
+    local s = rp.inspect(t, { width = 400 })
+    assert.truthy(s:find('s = "a \\"q\\"\\n\\tb\\\\"', 1, true), s)
+    assert.truthy(s:find("t = roper.Tensor [2 x 3]", 1, true), s)
+    assert.truthy(s:find("f = " .. tostring(print), 1, true), s)
+    assert.truthy(s:find("g = roper.Rng: 0x", 1, true), s)
+    -- a value that is not a table: tostring (a string quoted)
+    assert.are.equal(tostring(rp.zeros { 2 }), rp.inspect(rp.zeros { 2 }))
+    assert.are.equal('"x"', rp.inspect("x"))
+    assert.are.equal("3", rp.inspect(3))
+    assert.are.equal("nil", rp.inspect(nil))
+  end)
+
+  it("reads tables raw and uses a table's __tostring", function()
+    local trap = setmetatable({ 1 }, {
+      __index = function() error("__index called") end,
+      __pairs = function() error("__pairs called") end,
+    })
+    assert.are.equal("{1}", rp.inspect(trap))
+    local obj = setmetatable({}, { __tostring = function() return "obj!" end })
+    assert.are.equal("{obj!}", rp.inspect({ obj }))
+    local bad = setmetatable({}, { __tostring = function() error("boom") end })
+    assert.are.equal("{<table: __tostring failed>}", rp.inspect({ bad }))
+  end)
+
+  for _, case in ipairs {
+    { 5, "options table expected, got integer" },
+    { { bogus = 1 }, "unknown option 'bogus' (known: depth, items, width)" },
+    { { depth = 0 }, "option 'depth' must be in 1..100, got 0" },
+    { { width = 2.5 }, "option 'width' must be an integer, got 2.5" },
+    { { items = "3" }, "option 'items' must be an integer, got string" },
+  } do
+    it("rejects bad options: " .. case[2], function()
+      local ok, err = pcall(rp.inspect, {}, case[1])
+      assert.is_false(ok)
+      assert.truthy(err:find("bad argument #2 to 'rp.inspect' (" .. case[2] .. ")", 1, true), err)
+    end)
+  end
+end)
+
+describe("the REPL prints", function()
+  it("one result per line (no tab between results)", function()
+    local out, err, code = repl('rp.rope.angles(3, 4)\n1, "two", nil, {3}\n')
+    assert.are.equal(0, code, err)
+    assert.is_nil(out:find("\t", 1, true), out)
+    local l = lines(out)
+    assert.are.equal("[3 x 2]", l[4])
+    assert.are.equal(" 0.0000  0.0000", l[5])
+    assert.are.equal("[3 x 2]", l[8])
+    assert.are.same({ "1", "two", "nil", "{3}" }, { table.unpack(l, 9, 12) })
+  end)
+
+  it("tables nested, with a depth limit and <cycle>", function()
+    local out, err, code = repl('t = {1, 2, {a = 1, b = {c = {d = {e = {}}}}}, s = "x"}\n'
+      .. "t.me = t\nt\n")
+    assert.are.equal(0, code, err)
+    assert.are.equal('{1, 2, {a = 1, b = {c = {d = {...}}}}, me = <cycle>, s = "x"}\n', out)
+  end)
+
+  it("tables as wide as COLUMNS when not on a terminal", function()
+    local input = "t = {} for i = 1, 60 do t[i] = i * 1000 end\nt\n"
+    local out = repl(input, "env COLUMNS=40")
+    assert.is_true(#lines(out) > 5, out)
+    for _, l in ipairs(lines(out)) do assert.is_true(#l <= 40, l) end
+    local wide = repl(input, "env COLUMNS=200")
+    for _, l in ipairs(lines(wide)) do assert.is_true(#l <= 200, l) end
+    assert.is_true(#lines(wide) < #lines(out))
+  end)
+
+  it("tables as wide as the terminal (in a pseudo-terminal of 50 columns)", function()
+    local input = h.tmpdir() .. "/input"
+    h.write(input, "t = {} for i = 1, 60 do t[i] = i * 1000 end\nt\nos.exit(0)\n")
+    -- script(1) runs the REPL on a pseudo-terminal; stty sets its size; COLUMNS is unset so the
+    -- width can only come from the terminal
+    local out = h.run("(cat " .. h.sh_quote(input) .. "; sleep 1) | env -u COLUMNS timeout 60 "
+      .. "script -qec " .. h.sh_quote("stty cols 50 rows 24; " .. h.sh_quote(BIN)) .. " /dev/null")
+    h.remove_tree((input:gsub("/input$", "")))
+    out = out:gsub("\27%[[%d;?]*[%a]", ""):gsub("\r", "")
+    local table_lines = {}
+    for _, l in ipairs(lines(out)) do
+      if l:match("^  %d") then table_lines[#table_lines + 1] = l end
+    end
+    assert.is_true(#table_lines >= 5, out)
+    local longest = 0
+    for _, l in ipairs(table_lines) do longest = math.max(longest, #l) end
+    assert.is_true(longest <= 50 and longest > 40, "longest line " .. longest .. ":\n" .. out)
+  end)
+end)
+
+describe("help in the REPL", function()
+  it("help(\"word\") searches the config keys, entries and topics", function()
+    local out, err, code = repl('help("fraction_v")\n')
+    assert.are.equal(0, code, err)
+    assert.truthy(out:find("^Config key fraction_v %(number; default 1%)"), out)
+    assert.truthy(out:find("\n  rp.attention(q, k, v[, opts]) -> out, att\n", 1, true), out)
+  end)
+
+  it("help says when nothing matched (and the session goes on, exit status 0)", function()
+    local out, err, code = repl('help("xyzzy")\n?xyzzy\nprint("after")\n')
+    assert.are.equal(0, code, err)
+    local msg = "no help for 'xyzzy': no name or help text matches (rp.help() lists the topics)"
+    assert.are.equal(msg .. "\n" .. msg .. "\nafter\n", out)
+  end)
+
+  it("?name is help for name: a value, a method of a variable, a search, the topics", function()
+    local out, err, code = repl("?rp.zeros\n")
+    assert.are.equal(0, code, err)
+    assert.are.equal(rp.help(rp.zeros) .. "\n", out)
+    out = repl("x = rp.zeros{2}\n?x:narrow\n  ? x.narrow  \n")
+    assert.are.equal((rp.help(rp.Tensor.narrow) .. "\n"):rep(2), out)
+    out = repl("?t:narrow\n") -- no variable t: the name is looked up as text
+    assert.are.equal(rp.help("t:narrow") .. "\n", out)
+    out = repl("?fraction_v\n")
+    assert.are.equal(rp.help("fraction_v") .. "\n", out)
+    out = repl("?rope\n?\n")
+    assert.are.equal(rp.help("rope") .. "\n" .. rp.help() .. "\n", out)
+  end)
+
+  it("?name does not call anything: a call is looked up as text", function()
+    local out, err, code = repl("called = false\nfunction f() called = true end\n?f()\ncalled\n")
+    assert.are.equal(0, code, err)
+    assert.truthy(out:find("no help for 'f()'", 1, true), out)
+    assert.truthy(out:find("\nfalse\n$"), out)
+  end)
+end)
