@@ -427,7 +427,8 @@ size_t rp_json_get(const rp_json_doc *doc, size_t obj, const char *key)
     if (obj >= doc->n || doc->nodes[obj].type != RP_JSON_OBJECT) return RP_JSON_NONE;
     size_t klen = strlen(key);
     for (size_t c = doc->nodes[obj].first; c != RP_JSON_NONE; c = doc->nodes[c].next)
-        if (doc->nodes[c].key_len == klen && memcmp(doc->strings + doc->nodes[c].key, key, klen) == 0)
+        if (doc->nodes[c].key_len == klen &&
+            memcmp(doc->strings + doc->nodes[c].key, key, klen) == 0)
             return c;
     return RP_JSON_NONE;
 }

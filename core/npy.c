@@ -39,7 +39,7 @@ static const char *tuple_str(char *buf, size_t n, int ndim, const int64_t *shape
     return buf;
 }
 
-/* ---- writing ---------------------------------------------------------------------------------- */
+/* ---- writing -------------------------------------------------------------------------------- */
 
 typedef struct {
     FILE *f;
@@ -129,7 +129,7 @@ rp_status rp_npy_save(const char *path, const rp_tensor *t)
     return rp_file_write_atomic(path, write_npy, &j);
 }
 
-/* ---- the header dict ---------------------------------------------------------------------------- */
+/* ---- the header dict ------------------------------------------------------------------------ */
 
 /* A cursor over the dict text; msg receives the first problem ("at byte 12: expected ':'"). */
 typedef struct {
@@ -188,18 +188,23 @@ static int c_shape(cursor *c, int *ndim, int64_t *shape, int *too_many)
     *too_many = 0;
     if (!c_char(c, '(', "expected '(' (the shape is a tuple)")) return 0;
     int commas = 0;
+    size_t close;
     for (;;) {
         c_ws(c);
         if (c_peek(c) == ')') {
-            c->pos++;
+            close = c->pos++;
             break;
         }
         if (c_peek(c) == '-') return c_fail(c, "shape sizes must be integers >= 0");
         if (c_peek(c) < '0' || c_peek(c) > '9') return c_fail(c, "expected a size or ')'");
         uint64_t v = 0;
+        size_t start = c->pos;
         while (c_peek(c) >= '0' && c_peek(c) <= '9') {
             uint64_t d = (uint64_t)(c->s[c->pos] - '0');
-            if (v > ((uint64_t)INT64_MAX - d) / 10) return c_fail(c, "shape size is too large");
+            if (v > ((uint64_t)INT64_MAX - d) / 10) {
+                c->pos = start;
+                return c_fail(c, "shape size is too large");
+            }
             v = v * 10 + d;
             c->pos++;
         }
@@ -215,7 +220,10 @@ static int c_shape(cursor *c, int *ndim, int64_t *shape, int *too_many)
         }
         if (c_peek(c) != ')') return c_fail(c, "expected ',' or ')' in the shape");
     }
-    if (*ndim == 1 && commas == 0) return c_fail(c, "a shape of one size needs a comma: (n,)");
+    if (*ndim == 1 && commas == 0) {
+        c->pos = close;
+        return c_fail(c, "a shape of one size needs a comma: (n,)");
+    }
     return 1;
 }
 
@@ -290,9 +298,8 @@ static int parse_dict(cursor *c, npy_header *h)
     if (c->pos != c->n) return c_fail(c, "unexpected text after the dict");
     for (int i = 0; i < 3; i++) {
         if (!seen[i]) {
-            char m[64];
-            snprintf(m, sizeof m, "no '%s' key", keys[i]);
-            return c_fail(c, m);
+            snprintf(c->msg, sizeof c->msg, "no '%s' key", keys[i]);
+            return 0;
         }
     }
     return 1;
@@ -323,7 +330,7 @@ static rp_status check_descr(const char *path, const npy_header *h, rp_npy_dtype
                                "'<f8')", path, d);
 }
 
-/* ---- reading ---------------------------------------------------------------------------------- */
+/* ---- reading -------------------------------------------------------------------------------- */
 
 static uint64_t get_le(const uint8_t *b, int n)
 {

@@ -58,7 +58,7 @@ static const char *shape_str(char *buf, size_t n, int ndim, const int64_t *shape
     return rp_shape_str(buf, n, ndim, shape);
 }
 
-/* ---- writing ---------------------------------------------------------------------------------- */
+/* ---- writing -------------------------------------------------------------------------------- */
 
 /* The header: the metadata, then every parameter in layout order; padded with spaces to a
  * multiple of 8 bytes. *out is malloc'ed. */
@@ -80,7 +80,8 @@ static rp_status make_header(const char *path, rp_model *m, char **out, size_t *
         fputc(',', f);
         rp_json_write_string(f, p->name, strlen(p->name));
         fputs(":{\"dtype\":\"F32\",\"shape\":[", f);
-        for (int d = 0; d < p->ndim; d++) fprintf(f, "%s%lld", d ? "," : "", (long long)p->shape[d]);
+        for (int d = 0; d < p->ndim; d++)
+            fprintf(f, "%s%lld", d ? "," : "", (long long)p->shape[d]);
         uint64_t bytes = (uint64_t)p->numel * 4u;
         fprintf(f, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off,
                 (unsigned long long)(off + bytes));
@@ -246,7 +247,8 @@ static rp_status read_entry(const st_file *f, size_t v, st_entry *e)
     }
     e->dtype = -1;
     for (int i = 0; i < NDTYPES; i++)
-        if (strlen(dtypes[i].name) == dt->str_len && strcmp(dtypes[i].name, d->strings + dt->str) == 0)
+        if (strlen(dtypes[i].name) == dt->str_len &&
+            strcmp(dtypes[i].name, d->strings + dt->str) == 0)
             e->dtype = i;
     if (e->dtype < 0) {
         snprintf(msg, sizeof msg, "unknown dtype %s", qname(q, sizeof q, d->strings + dt->str,
@@ -255,7 +257,8 @@ static rp_status read_entry(const st_file *f, size_t v, st_entry *e)
     }
     /* shape */
     const rp_json_node *sh = &d->nodes[at[1]];
-    if (sh->type != RP_JSON_ARRAY) return bad_entry(f, e, "shape must be an array of integers >= 0");
+    if (sh->type != RP_JSON_ARRAY)
+        return bad_entry(f, e, "shape must be an array of integers >= 0");
     int too_many = 0;
     e->ndim = 0;
     for (size_t c = sh->first; c != RP_JSON_NONE; c = d->nodes[c].next) {

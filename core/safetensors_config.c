@@ -79,7 +79,8 @@ static rp_status read_key(const rp_json_doc *doc, size_t v, const cfg_key *k, rp
         const char *const *names = enum_names(k->key, lin);
         if (x->type == RP_JSON_STRING)
             for (int i = 0; names[i]; i++)
-                if (strlen(names[i]) == x->str_len && strcmp(names[i], doc->strings + x->str) == 0) {
+                if (strlen(names[i]) == x->str_len &&
+                    strcmp(names[i], doc->strings + x->str) == 0) {
                     const char *key = k->key;
                     if (strcmp(key, "norm") == 0) c->norm = (rp_norm)i;
                     else if (strcmp(key, "activation") == 0) c->act = (rp_act)i;
@@ -142,7 +143,8 @@ static rp_status read_key(const rp_json_doc *doc, size_t v, const cfg_key *k, rp
 
 rp_status rp_model_cfg_from_json(const char *text, size_t len, rp_model_cfg *cfg)
 {
-    if (!cfg || (!text && len)) return rp_error(RP_ERR_ARG, "rp_model_cfg_from_json: NULL argument");
+    if (!cfg || (!text && len))
+        return rp_error(RP_ERR_ARG, "rp_model_cfg_from_json: NULL argument");
     rp_json_doc doc;
     rp_status st = rp_json_parse(&doc, text, len, 4096);
     if (st != RP_OK) {
