@@ -467,15 +467,9 @@ rp_status rp_npy_load(const char *path, rp_tensor *out, rp_npy_dtype *dtype)
     }
     char shp[300];
     tuple_str(shp, sizeof shp, h.ndim, h.shape);
-    int64_t numel = 1;
+    int64_t numel = 1; /* counted as core/tensor.c counts: sizes after a 0 add nothing */
     for (int i = 0; i < h.ndim; i++) {
-        if (h.shape[i] == 0) {
-            numel = 0;
-            break;
-        }
-    }
-    for (int i = 0; i < h.ndim && numel; i++) {
-        if (h.shape[i] > RP_MAX_NUMEL / numel) {
+        if (h.shape[i] > 0 && numel > RP_MAX_NUMEL / h.shape[i]) {
             st = rp_error(RP_ERR_IO, "%s: shape %s has more than 2^40 elements", path, shp);
             goto done;
         }
@@ -496,7 +490,9 @@ rp_status rp_npy_load(const char *path, rp_tensor *out, rp_npy_dtype *dtype)
     }
     if ((st = rp_mem_check(path, "the array", (double)numel * 4.0)) != RP_OK) goto done;
     if (rp_tensor_new(out, h.ndim, h.shape) != RP_OK) {
-        st = rp_error(RP_ERR_NOMEM, "%s: out of memory for %lld floats", path, (long long)numel);
+        char msg[300];
+        snprintf(msg, sizeof msg, "%s", rp_last_error());
+        st = rp_error(RP_ERR_NOMEM, "%s: %s", path, msg);
         goto done;
     }
     uint64_t read_bytes = 0;

@@ -417,6 +417,14 @@ static void test_refusals(void)
     expect_fail(p, "9 dims, more than the 8 a tensor holds");
     write_npy(p, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1048576, 1048577), }", 0);
     expect_fail(p, "shape (1048576, 1048577) has more than 2^40 elements");
+    write_npy(p, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2097152, 2097152, 0), }", 0);
+    expect_fail(p, "shape (2097152, 2097152, 0) has more than 2^40 elements");
+    write_npy(p, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 0, 99999999999, 7), }",
+              0);
+    rp_tensor z;
+    CHECK(rp_npy_load(p, &z, NULL) == RP_OK && z.ndim == 4 && rp_tensor_numel(&z) == 0,
+          "sizes after a 0 count for nothing, as in core/tensor.c: %s", rp_last_error());
+    rp_tensor_release(&z);
     write_npy(p, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 20);
     expect_fail(p, "truncated (the data of shape (2, 3) '<f4' needs 24 bytes, the file has 20)");
     write_npy(p, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }", 47);
