@@ -356,7 +356,7 @@ describe("live round trips through NumPy and PyTorch (" .. PY .. ")", function()
     local d32, d64 = rp.maxdiff(a, b32), rp.maxdiff(a, b64)
     assert.equal(0, d32)
     assert.equal(0, d64)
-    io.write(("\n  %s  roper -> NumPy -> roper: max difference %g (float32), %g (via float64)\n")
+    io.write(("\n  %s\n  roper -> NumPy -> roper: max difference %g (float32), %g (via float64)\n")
       :format(out:gsub("\n$", ""), d32, d64))
   end)
 

@@ -38,7 +38,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-# ---- the values of the .npy fixtures (tests/c/test_interop.c computes the same numbers) ---------
+# ---- the values of the .npy fixtures (tests/c/test_npy.c computes the same numbers) -------------
 
 SPECIALS = [-0.0, math.inf, -math.inf, math.nan, 1e-40, 3.4028236e38, 1e-46, 1.5 * 2.0 ** -149,
             1 + 2.0 ** -24, 1 + 3 * 2.0 ** -24, -(1 + 2.0 ** -24), 2.0 ** -126 * (1 - 2.0 ** -24)]
