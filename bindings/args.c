@@ -512,5 +512,25 @@ rp_lin_placement lrp_optplacement(lua_State *L, int idx, const char *key, rp_lin
     return (rp_lin_placement)lrp_optenum(L, idx, key, names, (int)def);
 }
 
+/* ---- files ---- */
+
+const char *lrp_checkpath(lua_State *L, int arg)
+{
+    if (lua_type(L, arg) != LUA_TSTRING)
+        lrp_argerror(L, arg, "path must be a string, got %s", lrp_describe(L, arg));
+    size_t len;
+    const char *path = lua_tolstring(L, arg, &len);
+    if (len == 0) lrp_argerror(L, arg, "path must not be empty");
+    if (strlen(path) != len) lrp_argerror(L, arg, "path contains a NUL byte");
+    return path;
+}
+
+int lrp_pushfail(lua_State *L)
+{
+    lua_pushnil(L);
+    lua_pushstring(L, rp_last_error());
+    return 2;
+}
+
 const char *const lrp_pairing_names[] = {"half", "interleaved", NULL};
 const char *const lrp_nonfinite_names[] = {"error", "skip", NULL};

@@ -137,6 +137,15 @@ int lrp_optenum(lua_State *L, int idx, const char *key, const char *const *names
  * "before"), or def when absent. */
 rp_lin_placement lrp_optplacement(lua_State *L, int idx, const char *key, rp_lin_placement def);
 
+/* ---- files ---- */
+
+/* A file name at arg: a nonempty string without NUL bytes; raises "path must be a string, got
+ * 42", "path must not be empty", "path contains a NUL byte". */
+const char *lrp_checkpath(lua_State *L, int arg);
+/* Pushes nil and rp_last_error() (a file error, "path: reason"); returns 2, for
+ * `return lrp_pushfail(L);` (Lua io style: the environment failed, not the caller). */
+int lrp_pushfail(lua_State *L);
+
 /* Option names that several binding files read and core has no NULL-terminated table of
  * (rp_pe_names is core's): rp_pairing in enum order ("half", "interleaved"), and the nonfinite
  * option of m:train_step and opt:step ("error", "skip"). */

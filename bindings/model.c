@@ -1,7 +1,9 @@
 /* roper.Model: the transformer of core/model.h (rp.model, rp.model_memory), the userdata's
  * lifetime and tostring, its config (m:config) and parameters as tensor views (m:params, m:grads),
  * checkpoints (m:save, rp.load), and the registration of every method. Running the model
- * (forward, loss, train_step, generate, introspection) is in model_run.c (model_methods.h).
+ * (forward, loss, train_step, generate, introspection) is in model_run.c, safetensors files
+ * (m:save_safetensors, m:load_safetensors, and rp.load for them and for .npy files) in interop.c
+ * (model_methods.h).
  *
  * The userdata holds the rp_model pointer (NULL before rp_model_new succeeds and after
  * __gc/__close). Every argument is checked here before core runs: the config table (types and
@@ -17,10 +19,6 @@
 #include "model_methods.h"
 #include "roper.h"
 #include "userdata.h"
-
-static const char *const norm_names[] = {"pre", "post", NULL};
-static const char *const act_names[] = {"relu", "gelu", NULL};
-static const char *const attention_names[] = {"softmax", "linear", NULL};
 
 /* ---- the userdata ---- */
 
@@ -66,7 +64,7 @@ static int m_tostring(lua_State *L)
                     "seq_len %I, pe %s, %s-norm%s%s)",
                     count, (LUAI_UACINT)c->d_model, (LUAI_UACINT)c->heads, c->heads == 1 ? "" : "s",
                     (LUAI_UACINT)c->layers, c->layers == 1 ? "" : "s", (LUAI_UACINT)c->d_ff,
-                    (LUAI_UACINT)c->seq_len, rp_pe_name(c->pe), norm_names[c->norm],
+                    (LUAI_UACINT)c->seq_len, rp_pe_name(c->pe), rp_norm_names[c->norm],
                     c->attention == RP_ATTN_LINEAR ? ", linear attention" : "",
                     c->attention == RP_ATTN_LINEAR && c->linear_rope == RP_LIN_BEFORE
                         ? " (rope before phi)"
@@ -96,8 +94,8 @@ static void read_cfg(lua_State *L, int idx, rp_model_cfg *cfg)
     cfg->d_ff = (int64_t)lrp_optinteger(L, idx, "d_ff", (lua_Integer)cfg->d_ff);
     cfg->seq_len = (int64_t)lrp_optinteger(L, idx, "seq_len", (lua_Integer)cfg->seq_len);
     cfg->max_batch = (int64_t)lrp_optinteger(L, idx, "max_batch", (lua_Integer)cfg->max_batch);
-    cfg->norm = (rp_norm)lrp_optenum(L, idx, "norm", norm_names, (int)cfg->norm);
-    cfg->act = (rp_act)lrp_optenum(L, idx, "activation", act_names, (int)cfg->act);
+    cfg->norm = (rp_norm)lrp_optenum(L, idx, "norm", rp_norm_names, (int)cfg->norm);
+    cfg->act = (rp_act)lrp_optenum(L, idx, "activation", rp_act_names, (int)cfg->act);
     cfg->dropout = lrp_optnumber(L, idx, "dropout", cfg->dropout);
     cfg->pe = (rp_pe)lrp_optenum(L, idx, "pe", rp_pe_names, (int)cfg->pe);
     cfg->fraction_qk = lrp_optnumber(L, idx, "fraction_qk", cfg->fraction_qk);
@@ -107,7 +105,7 @@ static void read_cfg(lua_State *L, int idx, rp_model_cfg *cfg)
         (rp_pairing)lrp_optenum(L, idx, "pairing", lrp_pairing_names, (int)cfg->pairing);
     cfg->seed = (uint64_t)lrp_optinteger(L, idx, "seed", 0);
     cfg->attention =
-        (rp_attn_kind)lrp_optenum(L, idx, "attention", attention_names, (int)cfg->attention);
+        (rp_attn_kind)lrp_optenum(L, idx, "attention", rp_attn_names, (int)cfg->attention);
     cfg->linear_rope = lrp_optplacement(L, idx, "linear_rope", cfg->linear_rope);
     /* checked here for every pe (core checks fractions only for the modes that rotate), and with
      * the Lua names ("base" is core's rope_base) */
@@ -182,9 +180,9 @@ static int m_config(lua_State *L)
         lua_pushinteger(L, (lua_Integer)ints[i].v);
         lua_setfield(L, -2, ints[i].key);
     }
-    lua_pushstring(L, norm_names[c->norm]);
+    lua_pushstring(L, rp_norm_names[c->norm]);
     lua_setfield(L, -2, "norm");
-    lua_pushstring(L, act_names[c->act]);
+    lua_pushstring(L, rp_act_names[c->act]);
     lua_setfield(L, -2, "activation");
     lua_pushnumber(L, (lua_Number)c->dropout);
     lua_setfield(L, -2, "dropout");
@@ -200,7 +198,7 @@ static int m_config(lua_State *L)
     lua_setfield(L, -2, "pairing");
     lua_pushinteger(L, (lua_Integer)c->seed);
     lua_setfield(L, -2, "seed");
-    lua_pushstring(L, attention_names[c->attention]);
+    lua_pushstring(L, rp_attn_names[c->attention]);
     lua_setfield(L, -2, "attention");
     lua_pushstring(L, rp_lin_placement_name(c->linear_rope));
     lua_setfield(L, -2, "linear_rope");
@@ -244,32 +242,12 @@ static int m_grads(lua_State *L) { return push_views(L, 1); }
 
 /* ---- checkpoints ---- */
 
-/* A file name at arg: a nonempty string without NUL bytes. */
-static const char *check_path(lua_State *L, int arg)
-{
-    if (lua_type(L, arg) != LUA_TSTRING)
-        lrp_argerror(L, arg, "path must be a string, got %s", lrp_describe(L, arg));
-    size_t len;
-    const char *path = lua_tolstring(L, arg, &len);
-    if (len == 0) lrp_argerror(L, arg, "path must not be empty");
-    if (strlen(path) != len) lrp_argerror(L, arg, "path contains a NUL byte");
-    return path;
-}
-
-/* Pushes nil and the last core error ("path: reason"); returns 2. */
-static int fail_result(lua_State *L)
-{
-    lua_pushnil(L);
-    lua_pushstring(L, rp_last_error());
-    return 2;
-}
-
 /* m:save(path[, opt[, {allow_nonfinite = false}]]) -> true | nil, "path: reason" */
 static int m_save(lua_State *L)
 {
     static const char *const known[] = {"allow_nonfinite", NULL};
     lrp_checkmodel(L, 1);
-    const char *path = check_path(L, 2);
+    const char *path = lrp_checkpath(L, 2);
     if (!lua_isnoneornil(L, 3)) lrp_checkoptim_for(L, 3, 1);
     lrp_checkopts(L, 4, known);
     int allow = lrp_optboolean(L, 4, "allow_nonfinite", 0);
@@ -283,23 +261,36 @@ static int m_save(lua_State *L)
                              "{allow_nonfinite = true} to save it anyway",
                           rp_model_param(m, bad)->name);
     rp_status st = rp_checkpoint_save(path, m, o ? &o->cfg : NULL, o ? &o->st : NULL);
-    if (st != RP_OK) return fail_result(L);
+    if (st != RP_OK) return lrp_pushfail(L);
     lua_pushboolean(L, 1);
     return 1;
 }
 
-/* rp.load(path) -> model[, optimiser] | nil, "path: reason" */
+/* rp.load(path) -> model[, optimiser] | tensor | model | nil, "path: reason": by the file's first
+ * bytes a checkpoint (here), a .npy file (a tensor) or a safetensors file (a model; both in
+ * interop.c). */
 static int l_load(lua_State *L)
 {
-    const char *path = check_path(L, 1);
+    const char *path = lrp_checkpath(L, 1);
     lua_settop(L, 1);
+    unsigned char head[16];
+    size_t got = 0;
+    if (rp_file_peek(path, head, sizeof head, &got) != RP_OK) return lrp_pushfail(L);
+    if (rp_npy_magic(head, got)) return lrp_load_npy(L, 1);
+    if (rp_safetensors_magic(head, got)) return lrp_load_safetensors(L, 1);
+    if (!rp_checkpoint_magic(head, got)) {
+        lua_pushnil(L);
+        lua_pushfstring(L, "%s: %snot a roper checkpoint, .npy or safetensors file%s", path,
+                        got ? "" : "empty file (", got ? "" : ")");
+        return 2;
+    }
     /* both userdata exist before core allocates anything */
     lrp_model *mu = lrp_newmodel(L);          /* 2 */
     rp_adam_cfg def = rp_adam_cfg_default();
     lrp_optim *o = lrp_newoptim(L, 2, &def);  /* 3 */
     rp_checkpoint ck;
     memset(&ck, 0, sizeof ck);
-    if (rp_checkpoint_load(path, &ck) != RP_OK) return fail_result(L);
+    if (rp_checkpoint_load(path, &ck) != RP_OK) return lrp_pushfail(L);
     mu->m = ck.model;
     if (!ck.has_optim) {
         lua_settop(L, 2);
@@ -335,7 +326,8 @@ static const luaL_Reg model_methods[] = {
     {"train_step", lrp_model_train_step},   {"generate", lrp_model_generate},
     {"attention", lrp_model_attention},     {"activations", lrp_model_activations},
     {"generate_batch", lrp_model_generate_batch},
-    {"save", m_save},               {NULL, NULL},
+    {"save", m_save},               {"save_safetensors", lrp_model_save_safetensors},
+    {"load_safetensors", lrp_model_load_safetensors},  {NULL, NULL},
 };
 
 static const luaL_Reg model_funcs[] = {

@@ -389,6 +389,7 @@ static const luaL_Reg methods[] = {
     {"totable", lrp_tensor_totable},   {"argmax", lrp_tensor_argmax},
     {"softmax", lrp_tensor_softmax},   {"norm", lrp_tensor_norm},
     {"matmul", lrp_matmul},   {"maxdiff", lrp_maxdiff},
+    {"save", lrp_tensor_save},
     {NULL, NULL},
 };
 

@@ -34,4 +34,7 @@ int lrp_maxdiff(lua_State *L); /* rp.maxdiff(a, b) and t:maxdiff(u) */
 /* ---- rp.matmul(a, b) and t:matmul(u) (nn.c) ---- */
 int lrp_matmul(lua_State *L);
 
+/* ---- t:save(path), a .npy file (interop.c) ---- */
+int lrp_tensor_save(lua_State *L);
+
 #endif

@@ -655,6 +655,12 @@ rp_status rp_checkpoint_load(const char *path, rp_checkpoint *ck)
     return st;
 }
 
+int rp_checkpoint_magic(const void *b, size_t n)
+{
+    if (n == 0) return 0;
+    return memcmp(b, CK_MAGIC, n < 4 ? n : 4) == 0;
+}
+
 void rp_checkpoint_free_optim(rp_checkpoint *ck)
 {
     if (!ck) return;

@@ -30,4 +30,8 @@ typedef struct rp_checkpoint {
 rp_status rp_checkpoint_load(const char *path, rp_checkpoint *ck);
 void rp_checkpoint_free_optim(rp_checkpoint *ck);
 
+/* 1 when the n first bytes of a file begin with the checkpoint magic "RPCK" (or, for n < 4, are a
+ * nonempty prefix of it): the test rp.load uses to pick this reader. */
+int rp_checkpoint_magic(const void *b, size_t n);
+
 #endif

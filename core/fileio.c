@@ -71,6 +71,36 @@ rp_status rp_file_open_read(const char *path, int *fd_out, int64_t *size)
     return RP_OK;
 }
 
+int rp_file_read_full(int fd, void *buf, size_t n, size_t *got)
+{
+    *got = 0;
+    while (*got < n) {
+        size_t want = n - *got;
+        if (want > ((size_t)1 << 30)) want = (size_t)1 << 30;
+        ssize_t k = read(fd, (char *)buf + *got, want);
+        if (k < 0) {
+            if (errno == EINTR) continue;
+            return errno ? errno : EIO;
+        }
+        if (k == 0) break;
+        *got += (size_t)k;
+    }
+    return 0;
+}
+
+rp_status rp_file_peek(const char *path, void *buf, size_t n, size_t *got)
+{
+    RP_TRY(check_path("rp_file_peek", path));
+    if (!got || (!buf && n)) return rp_error(RP_ERR_ARG, "rp_file_peek: NULL output pointer");
+    int fd;
+    int64_t size;
+    RP_TRY(rp_file_open_read(path, &fd, &size));
+    int e = rp_file_read_full(fd, buf, n, got);
+    close(fd);
+    if (e) return rp_error(RP_ERR_IO, "%s: %s", path, strerror(e));
+    return RP_OK;
+}
+
 /* "big.txt: 300.0 MiB is more than the limit of 256.0 MiB (max_bytes)" */
 static rp_status too_large(const char *path, double got, int64_t max, const char *limit_name,
                            int at_least)

@@ -35,6 +35,16 @@ rp_status rp_file_open_read(const char *path, int *fd, int64_t *size);
 rp_status rp_file_read_all(const char *path, int64_t max_bytes, const char *limit_name,
                            char **data, int64_t *len);
 
+/* Reads up to n bytes from fd at its current position into buf, retrying after EINTR and short
+ * reads; *got is how many arrived (fewer than n only at the end of the file). Returns 0 or the
+ * errno value of a failed read. */
+int rp_file_read_full(int fd, void *buf, size_t n, size_t *got);
+
+/* The first (up to) n bytes of the regular file path (rp_file_open_read's checks and messages):
+ * *got bytes in buf, fewer than n when the file is shorter. For telling formats apart by their
+ * magic before choosing a reader. */
+rp_status rp_file_peek(const char *path, void *buf, size_t n, size_t *got);
+
 /* Writes the bytes that write(f, ctx) produces (it returns 0, or an errno value on failure) to
  * path atomically: a reader sees the old file or the whole new one, never part of one, and a
  * save that fails or is killed leaves the old file as it was.

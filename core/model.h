@@ -35,6 +35,15 @@ typedef enum { RP_ACT_RELU = 0, RP_ACT_GELU = 1 } rp_act;
  * (core/linear_attention.h), O(T d_k^2) per head, a constant-size decoding state. */
 typedef enum { RP_ATTN_SOFTMAX = 0, RP_ATTN_LINEAR = 1 } rp_attn_kind;
 
+/* The names of rp_norm ("pre", "post"), rp_act ("relu", "gelu"), rp_attn_kind ("softmax",
+ * "linear") and rp_pairing ("half", "interleaved") in enum order, NULL-terminated: the values of
+ * rp.model's config keys norm, activation, attention and pairing, and of the roper.config a
+ * safetensors file carries (core/safetensors.h). */
+extern const char *const rp_norm_names[3];
+extern const char *const rp_act_names[3];
+extern const char *const rp_attn_names[3];
+extern const char *const rp_pairing_names[3];
+
 typedef struct rp_model_cfg {
     int64_t vocab;        /* V >= 1 */
     int64_t d_model;      /* C >= 1, divisible by heads */

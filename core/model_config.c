@@ -4,6 +4,11 @@
 
 #include "model_impl.h"
 
+const char *const rp_norm_names[3] = {"pre", "post", NULL};
+const char *const rp_act_names[3] = {"relu", "gelu", NULL};
+const char *const rp_attn_names[3] = {"softmax", "linear", NULL};
+const char *const rp_pairing_names[3] = {"half", "interleaved", NULL};
+
 rp_model_cfg rp_model_cfg_default(int64_t vocab)
 {
     rp_model_cfg c;

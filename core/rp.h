@@ -28,6 +28,9 @@
 #include "model.h"
 #include "optim.h"
 #include "checkpoint.h"
+#include "json.h"
+#include "npy.h"
+#include "safetensors.h"
 #include "sysmem.h"
 #include "fileio.h"
 

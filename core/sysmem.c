@@ -91,3 +91,12 @@ const char *rp_bytes_str(char *buf, size_t len, double bytes)
     else snprintf(buf, len, "%.1f %s", bytes, units[u]);
     return buf;
 }
+
+rp_status rp_mem_check(const char *path, const char *what, double bytes)
+{
+    int64_t avail = rp_mem_available();
+    if (avail < 0 || bytes <= (double)avail) return RP_OK;
+    char a[32], b[32];
+    return rp_error(RP_ERR_IO, "%s: %s needs %s, more than the %s of memory available", path, what,
+                    rp_bytes_str(a, sizeof a, bytes), rp_bytes_str(b, sizeof b, (double)avail));
+}

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "status.h"
+
 /* Bytes this process can still allocate without swapping others out or hitting a limit: the
  * smallest of
  *   MemAvailable + SwapFree from /proc/meminfo,
@@ -19,5 +21,11 @@ int64_t rp_mem_available(void);
 /* Writes a size in bytes as "512 B", "3.2 KiB", "41.5 MiB", "7.1 GiB", "1.5 TiB" into buf (len
  * >= 16) and returns buf. */
 const char *rp_bytes_str(char *buf, size_t len, double bytes);
+
+/* RP_OK when bytes fit in rp_mem_available() (or when that cannot be read); otherwise RP_ERR_IO
+ * "<path>: <what> needs 4.0 GiB, more than the 1.2 GiB of memory available". File readers call it
+ * before an allocation whose size comes from the file, so a forged or sparse file cannot make
+ * them allocate what the machine does not have. */
+rp_status rp_mem_check(const char *path, const char *what, double bytes);
 
 #endif

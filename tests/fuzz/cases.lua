@@ -118,6 +118,8 @@ local function battery(rp)
   add("missing path", function(ctx) return ctx.dir .. "/missing/x" end)
   add("path of a binary file", function(ctx) return ctx.dir .. "/bin.dat" end)
   add("very long path", function() return ("a/"):rep(3000) .. "x" end)
+  add("path of a .npy file", function(ctx) return ctx.npy end)
+  add("path of a safetensors file", function(ctx) return ctx.safetensors end)
   return B
 end
 
@@ -235,6 +237,10 @@ local function seeds(rp)
     local mm = m(ctx)
     return pack(mm, ctx.dir .. "/s.ckpt", rp.optim.adam(mm), { allow_nonfinite = false })
   end
+  S["rp.Model.save_safetensors"] = function(ctx)
+    return pack(m(ctx), ctx.dir .. "/s.safetensors", { allow_nonfinite = false })
+  end
+  S["rp.Model.load_safetensors"] = function(ctx) return pack(m(ctx), ctx.safetensors) end
   for _, k in ipairs { "config", "num_params", "params", "grads" } do
     S["rp.Model." .. k] = function(ctx) return pack(m(ctx)) end
   end
@@ -295,6 +301,7 @@ local function seeds(rp)
   S["rp.Tensor.fill"] = function() return pack(T(2, 3), 1) end
   S["rp.Tensor.matmul"] = function() return pack(T(2, 3), T(3, 2)) end
   S["rp.Tensor.maxdiff"] = function() return pack(T(2, 3), T(2, 3)) end
+  S["rp.Tensor.save"] = function(ctx) return pack(T(2, 3):t(), ctx.dir .. "/s.npy") end
   -- metamethods
   S["roper.Tensor.__index"] = function() return pack(T(3, 4), { 2, { 1, 3 } }) end
   S["roper.Tensor.__newindex"] = function() return pack(T(3, 4), { 2, { 1, 3 } }, 0) end

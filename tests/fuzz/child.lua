@@ -8,10 +8,11 @@
 --       or hung the process), appends "<case>\t<description>\t<problem>" to <findings> for an error
 --       message no bad argument may produce, and writes "done" to <progress> at the end.
 --
--- <dir> is the fuzz folder (special files, a corpus, a checkpoint) and the working directory, so
--- that whatever a case writes under a relative name lands there. Each case has a time budget of
--- FUZZ_CASE_SECONDS (default 0.5) of Lua execution: a call that is valid but long (an experiment
--- with a large value) is stopped by a hook and counts as done, not as a hang.
+-- <dir> is the fuzz folder (special files, a corpus, a checkpoint, a safetensors and a .npy file)
+-- and the working directory, so that whatever a case writes under a relative name lands there.
+-- Each case has a time budget of FUZZ_CASE_SECONDS (default 0.5) of Lua execution: a call that is
+-- valid but long (an experiment with a large value) is stopped by a hook and counts as done, not
+-- as a hang.
 local here = arg[0]:match("^(.*)/[^/]*$") or "."
 package.path = here .. "/?.lua;" .. package.path
 local rp = require "roper"
@@ -21,7 +22,8 @@ local cases = require "cases"
 local mode, dir = arg[1], arg[2]
 
 -- Objects the cases need, made afresh for each case.
-local ctx = { dir = dir, corpus = dir .. "/corpus.txt", checkpoint = dir .. "/model.ckpt" }
+local ctx = { dir = dir, corpus = dir .. "/corpus.txt", checkpoint = dir .. "/model.ckpt",
+  safetensors = dir .. "/model.safetensors", npy = dir .. "/t.npy" }
 function ctx.model(vocab, seq_len, attention)
   return rp.model { vocab = vocab or 5, d_model = 8, heads = 2, layers = 1, d_ff = 8,
     seq_len = seq_len or 8, max_batch = 2, attention = attention }

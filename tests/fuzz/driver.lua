@@ -34,7 +34,8 @@ local sh_quote, read, write = h.sh_quote, h.read, h.write
 
 local sanitize = os.getenv("SANITIZE") == "1"
 
--- The fuzz folder: a FIFO, an empty folder, a binary file, a small corpus and a checkpoint.
+-- The fuzz folder: a FIFO, an empty folder, a binary file, a small corpus, a checkpoint, the same
+-- model as a safetensors file and a .npy file.
 function M.prepare(bin)
   bin = absolute(bin)
   local dir = os.tmpname()
@@ -43,9 +44,10 @@ function M.prepare(bin)
     .. sh_quote(dir .. "/fifo")))
   write(dir .. "/bin.dat", "\127ELF\2\1\1\255\254")
   write(dir .. "/corpus.txt", ("the quick brown fox jumps over the lazy dog\n"):rep(40))
-  assert(os.execute(sh_quote(bin) .. " -e " .. sh_quote(("assert(rp.model{vocab = 5, d_model = "
-    .. "8, heads = 2, layers = 1, d_ff = 8, seq_len = 8, max_batch = 2}:save(%q))"):format(
-      dir .. "/model.ckpt"))))
+  assert(os.execute(sh_quote(bin) .. " -e " .. sh_quote(("local m = rp.model{vocab = 5, d_model = "
+    .. "8, heads = 2, layers = 1, d_ff = 8, seq_len = 8, max_batch = 2} assert(m:save(%q)) "
+    .. "assert(m:save_safetensors(%q)) assert(rp.range(1, 6):view(2, 3):save(%q))"):format(
+      dir .. "/model.ckpt", dir .. "/model.safetensors", dir .. "/t.npy"))))
   return dir
 end
 

@@ -593,7 +593,7 @@ describe("checkpoints", function()
     write_file(garbage, "this is not a checkpoint at all, just some text\n")
     r, msg = rp.load(garbage)
     assert.is_nil(r)
-    assert.equal(garbage .. ": not a roper checkpoint", msg)
+    assert.equal(garbage .. ": not a roper checkpoint, .npy or safetensors file", msg)
 
     local flipped = d .. "/flipped.ck"
     local i = #bytes // 2

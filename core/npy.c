@@ -1,0 +1,518 @@
+/* .npy files (core/npy.h; the format and every message: docs/interop.md).
+ *
+ * A file is the magic "\x93NUMPY", the version (two bytes), the header length (u16 for 1.0, u32
+ * for 2.0 and 3.0, little-endian), the header (a Python dict literal: 'descr', 'fortran_order',
+ * 'shape') and the raw data. Values are converted byte by byte (little-endian whatever the host),
+ * floats as their IEEE-754 bit patterns.
+ */
+#include "npy.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "sysmem.h"
+
+#define NPY_MAGIC "\x93NUMPY"
+#define NPY_MAGIC_LEN 6
+#define NPY_ALIGN 64              /* NumPy's ARRAY_ALIGN */
+#define NPY_GROWTH_DIGITS 21      /* NumPy's GROWTH_AXIS_MAX_DIGITS */
+#define CHUNK 65536               /* bytes per read while converting */
+
+int rp_npy_magic(const void *b, size_t n)
+{
+    if (n == 0) return 0;
+    return memcmp(b, NPY_MAGIC, n < NPY_MAGIC_LEN ? n : NPY_MAGIC_LEN) == 0;
+}
+
+/* "(2, 3)", "(3,)", "()": a shape as Python prints the tuple. */
+static const char *tuple_str(char *buf, size_t n, int ndim, const int64_t *shape)
+{
+    size_t o = 0;
+    o += (size_t)snprintf(buf + o, n - o, "(");
+    for (int i = 0; i < ndim && o < n; i++)
+        o += (size_t)snprintf(buf + o, n - o, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (o < n) snprintf(buf + o, n - o, ndim == 1 ? ",)" : ")");
+    return buf;
+}
+
+/* ---- writing -------------------------------------------------------------------------------- */
+
+typedef struct {
+    FILE *f;
+    int err;
+    uint8_t buf[CHUNK];
+    size_t used;
+} npy_writer;
+
+static void w_flush(npy_writer *w)
+{
+    if (w->used && !w->err && fwrite(w->buf, 1, w->used, w->f) != w->used)
+        w->err = errno ? errno : EIO;
+    w->used = 0;
+}
+
+/* rp_run_fn: n floats at p, stride apart, little-endian into the buffer. */
+static void w_run(float *p, int64_t n, int64_t stride, void *ctx)
+{
+    npy_writer *w = ctx;
+    for (int64_t i = 0; i < n; i++) {
+        if (w->used + 4 > sizeof w->buf) w_flush(w);
+        uint32_t u;
+        memcpy(&u, p + i * stride, 4);
+        for (int b = 0; b < 4; b++) w->buf[w->used++] = (uint8_t)(u >> (8 * b));
+    }
+}
+
+typedef struct {
+    const rp_tensor *t;
+    char header[512]; /* the whole preamble: magic, version, length, dict, padding, newline */
+    size_t header_len;
+} save_job;
+
+/* The preamble as NumPy 1.24's np.save writes it for a C-ordered '<f4' array of this shape. */
+static void make_header(save_job *j)
+{
+    const rp_tensor *t = j->t;
+    char dict[400], shape[300];
+    tuple_str(shape, sizeof shape, t->ndim, t->shape);
+    int n = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }",
+                     shape);
+    size_t len = (size_t)n;
+    if (t->ndim > 0) { /* spare room for the first axis to grow in place */
+        char first[32];
+        int digits = snprintf(first, sizeof first, "%lld", (long long)t->shape[0]);
+        for (int i = digits; i < NPY_GROWTH_DIGITS; i++) dict[len++] = ' ';
+        dict[len] = '\0';
+    }
+    size_t hlen = len + 1; /* the newline */
+    size_t pad = NPY_ALIGN - ((NPY_MAGIC_LEN + 2 + 2 + hlen) % NPY_ALIGN);
+    size_t total_dict = hlen + pad; /* fits in u16: at most a few hundred bytes */
+    char *h = j->header;
+    memcpy(h, NPY_MAGIC, NPY_MAGIC_LEN);
+    h[6] = 1;
+    h[7] = 0;
+    h[8] = (char)(total_dict & 0xff);
+    h[9] = (char)(total_dict >> 8);
+    memcpy(h + 10, dict, len);
+    memset(h + 10 + len, ' ', pad);
+    h[10 + len + pad] = '\n';
+    j->header_len = 10 + total_dict;
+}
+
+static int write_npy(FILE *f, void *ctx)
+{
+    const save_job *j = ctx;
+    if (fwrite(j->header, 1, j->header_len, f) != j->header_len) return errno ? errno : EIO;
+    npy_writer *w = malloc(sizeof *w);
+    if (!w) return ENOMEM;
+    w->f = f;
+    w->err = 0;
+    w->used = 0;
+    rp_tensor_foreach_run(j->t, w_run, w);
+    w_flush(w);
+    int e = w->err;
+    free(w);
+    return e;
+}
+
+rp_status rp_npy_save(const char *path, const rp_tensor *t)
+{
+    if (!path || !*path) return rp_error(RP_ERR_ARG, ".npy path is empty");
+    if (!t || !t->storage) return rp_error(RP_ERR_ARG, "%s: no tensor to save", path);
+    save_job j;
+    j.t = t;
+    make_header(&j);
+    return rp_file_write_atomic(path, write_npy, &j);
+}
+
+/* ---- the header dict ------------------------------------------------------------------------ */
+
+/* A cursor over the dict text; msg receives the first problem ("at byte 12: expected ':'"). */
+typedef struct {
+    const char *s;
+    size_t n, pos;
+    char msg[160];
+} cursor;
+
+static int c_fail(cursor *c, const char *what)
+{
+    if (!c->msg[0]) snprintf(c->msg, sizeof c->msg, "at byte %zu: %s", c->pos, what);
+    return 0;
+}
+
+static void c_ws(cursor *c)
+{
+    while (c->pos < c->n && (c->s[c->pos] == ' ' || c->s[c->pos] == '\t' || c->s[c->pos] == '\n' ||
+                             c->s[c->pos] == '\r'))
+        c->pos++;
+}
+
+static int c_peek(cursor *c) { return c->pos < c->n ? (unsigned char)c->s[c->pos] : -1; }
+
+static int c_char(cursor *c, char ch, const char *what)
+{
+    c_ws(c);
+    if (c_peek(c) != (unsigned char)ch) return c_fail(c, what);
+    c->pos++;
+    return 1;
+}
+
+/* A quoted string ('...' or "...", no escapes) into out (size n). */
+static int c_string(cursor *c, char *out, size_t n)
+{
+    c_ws(c);
+    int q = c_peek(c);
+    if (q != '\'' && q != '"') return c_fail(c, "expected a quoted string");
+    size_t start = ++c->pos;
+    while (c->pos < c->n && c->s[c->pos] != (char)q) {
+        if (c->s[c->pos] == '\\') return c_fail(c, "escapes in strings are not supported");
+        c->pos++;
+    }
+    if (c->pos >= c->n) return c_fail(c, "unterminated string");
+    size_t len = c->pos - start;
+    c->pos++;
+    if (len >= n) len = n - 1;
+    memcpy(out, c->s + start, len);
+    out[len] = '\0';
+    return 1;
+}
+
+/* The tuple of sizes: "()", "(3,)", "(2, 3)", "(2, 3,)"; Python 2's "3L" is accepted. */
+static int c_shape(cursor *c, int *ndim, int64_t *shape, int *too_many)
+{
+    *ndim = 0;
+    *too_many = 0;
+    if (!c_char(c, '(', "expected '(' (the shape is a tuple)")) return 0;
+    int commas = 0;
+    size_t close;
+    for (;;) {
+        c_ws(c);
+        if (c_peek(c) == ')') {
+            close = c->pos++;
+            break;
+        }
+        if (c_peek(c) == '-') return c_fail(c, "shape sizes must be integers >= 0");
+        if (c_peek(c) < '0' || c_peek(c) > '9') return c_fail(c, "expected a size or ')'");
+        uint64_t v = 0;
+        size_t start = c->pos;
+        while (c_peek(c) >= '0' && c_peek(c) <= '9') {
+            uint64_t d = (uint64_t)(c->s[c->pos] - '0');
+            if (v > ((uint64_t)INT64_MAX - d) / 10) {
+                c->pos = start;
+                return c_fail(c, "shape size is too large");
+            }
+            v = v * 10 + d;
+            c->pos++;
+        }
+        if (c_peek(c) == 'L') c->pos++;
+        if (*ndim < RP_MAX_DIMS) shape[*ndim] = (int64_t)v;
+        else *too_many = 1;
+        (*ndim)++;
+        c_ws(c);
+        if (c_peek(c) == ',') {
+            c->pos++;
+            commas++;
+            continue;
+        }
+        if (c_peek(c) != ')') return c_fail(c, "expected ',' or ')' in the shape");
+    }
+    if (*ndim == 1 && commas == 0) {
+        c->pos = close;
+        return c_fail(c, "a shape of one size needs a comma: (n,)");
+    }
+    return 1;
+}
+
+/* What the header says. */
+typedef struct {
+    char descr[64];
+    int descr_is_list;
+    int fortran;
+    int ndim, too_many_dims;
+    int64_t shape[RP_MAX_DIMS];
+} npy_header;
+
+/* Parses the dict into h; 0 with c->msg set when it is malformed (unknown, missing or repeated
+ * keys included). A structured dtype (descr a list) stops the parse with descr_is_list set. */
+static int parse_dict(cursor *c, npy_header *h)
+{
+    int seen[3] = {0, 0, 0};
+    static const char *const keys[] = {"descr", "fortran_order", "shape"};
+    if (!c_char(c, '{', "expected '{' (the header is a dict)")) return 0;
+    c_ws(c);
+    while (c_peek(c) != '}') {
+        char key[64];
+        size_t kpos = c->pos;
+        if (!c_string(c, key, sizeof key)) return 0;
+        int k = -1;
+        for (int i = 0; i < 3; i++)
+            if (strcmp(key, keys[i]) == 0) k = i;
+        if (k < 0) {
+            c->pos = kpos;
+            char m[100];
+            snprintf(m, sizeof m, "unknown key '%.40s'", key);
+            return c_fail(c, m);
+        }
+        if (seen[k]) {
+            c->pos = kpos;
+            char m[100];
+            snprintf(m, sizeof m, "key '%s' appears twice", key);
+            return c_fail(c, m);
+        }
+        seen[k] = 1;
+        if (!c_char(c, ':', "expected ':' after a key")) return 0;
+        c_ws(c);
+        if (k == 0) {
+            if (c_peek(c) == '[') {
+                h->descr_is_list = 1;
+                return 1;
+            }
+            if (!c_string(c, h->descr, sizeof h->descr)) return 0;
+        } else if (k == 1) {
+            if (c->n - c->pos >= 4 && memcmp(c->s + c->pos, "True", 4) == 0) {
+                h->fortran = 1;
+                c->pos += 4;
+            } else if (c->n - c->pos >= 5 && memcmp(c->s + c->pos, "False", 5) == 0) {
+                h->fortran = 0;
+                c->pos += 5;
+            } else {
+                return c_fail(c, "'fortran_order' must be True or False");
+            }
+        } else {
+            if (!c_shape(c, &h->ndim, h->shape, &h->too_many_dims)) return 0;
+        }
+        c_ws(c);
+        if (c_peek(c) == ',') {
+            c->pos++;
+            c_ws(c);
+            continue;
+        }
+        if (c_peek(c) != '}') return c_fail(c, "expected ',' or '}' in the dict");
+    }
+    c->pos++;
+    c_ws(c);
+    if (c->pos != c->n) return c_fail(c, "unexpected text after the dict");
+    for (int i = 0; i < 3; i++) {
+        if (!seen[i]) {
+            snprintf(c->msg, sizeof c->msg, "no '%s' key", keys[i]);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The dtype problems, in the words docs/interop.md lists; RP_OK for '<f4' and '<f8'. */
+static rp_status check_descr(const char *path, const npy_header *h, rp_npy_dtype *dt)
+{
+    if (h->descr_is_list)
+        return rp_error(RP_ERR_IO, "%s: structured arrays are not supported (only float32 '<f4' "
+                                   "and float64 '<f8')", path);
+    const char *d = h->descr;
+    if (strcmp(d, "<f4") == 0) {
+        *dt = RP_NPY_F32;
+        return RP_OK;
+    }
+    if (strcmp(d, "<f8") == 0) {
+        *dt = RP_NPY_F64;
+        return RP_OK;
+    }
+    if (strchr(d, 'O'))
+        return rp_error(RP_ERR_IO, "%s: object arrays ('%s') are not supported (only float32 "
+                                   "'<f4' and float64 '<f8')", path, d);
+    if (strcmp(d, ">f4") == 0 || strcmp(d, ">f8") == 0)
+        return rp_error(RP_ERR_IO, "%s: big-endian data ('%s') is not supported (save "
+                                   "a.astype('<%s'))", path, d, d + 1);
+    return rp_error(RP_ERR_IO, "%s: dtype '%s' is not supported (only float32 '<f4' and float64 "
+                               "'<f8')", path, d);
+}
+
+/* ---- reading -------------------------------------------------------------------------------- */
+
+static uint64_t get_le(const uint8_t *b, int n)
+{
+    uint64_t x = 0;
+    for (int i = 0; i < n; i++) x |= (uint64_t)b[i] << (8 * i);
+    return x;
+}
+
+/* Reads numel values of dtype dt from fd into dst, converting. *bytes_read counts what arrived. */
+static int read_values(int fd, float *dst, int64_t numel, rp_npy_dtype dt, uint64_t *bytes_read)
+{
+    size_t item = dt == RP_NPY_F32 ? 4 : 8;
+    uint8_t *buf = malloc(CHUNK);
+    if (!buf) return ENOMEM;
+    int64_t done = 0;
+    int e = 0;
+    *bytes_read = 0;
+    while (done < numel) {
+        int64_t k = numel - done;
+        if (k > (int64_t)(CHUNK / item)) k = (int64_t)(CHUNK / item);
+        size_t got;
+        e = rp_file_read_full(fd, buf, (size_t)k * item, &got);
+        *bytes_read += got;
+        if (e || got != (size_t)k * item) break;
+        for (int64_t i = 0; i < k; i++) {
+            if (dt == RP_NPY_F32) {
+                uint32_t u = (uint32_t)get_le(buf + 4 * i, 4);
+                memcpy(&dst[done + i], &u, 4);
+            } else {
+                uint64_t u = get_le(buf + 8 * i, 8);
+                double x;
+                memcpy(&x, &u, 8);
+                dst[done + i] = (float)x; /* round to nearest, ties to even */
+            }
+        }
+        done += k;
+    }
+    free(buf);
+    return e;
+}
+
+rp_status rp_npy_load(const char *path, rp_tensor *out, rp_npy_dtype *dtype)
+{
+    if (!path || !*path) return rp_error(RP_ERR_ARG, ".npy path is empty");
+    if (!out) return rp_error(RP_ERR_ARG, "%s: no tensor to load into", path);
+    memset(out, 0, sizeof *out);
+    int fd;
+    int64_t fsize;
+    RP_TRY(rp_file_open_read(path, &fd, &fsize));
+    uint64_t size = (uint64_t)fsize;
+    rp_status st = RP_OK;
+    char *text = NULL;
+    uint8_t pre[12];
+    size_t got = 0;
+    int e = rp_file_read_full(fd, pre, size < 12 ? (size_t)size : 12, &got);
+    if (e) goto io_error;
+    if (got < 12 && got < size) size = got; /* the file shrank meanwhile */
+    if (size == 0) {
+        st = rp_error(RP_ERR_IO, "%s: empty file (not a .npy file)", path);
+        goto done;
+    }
+    if (!rp_npy_magic(pre, got)) {
+        st = rp_error(RP_ERR_IO, "%s: not a .npy file (no \\x93NUMPY magic)", path);
+        goto done;
+    }
+    if (size < 10) {
+        st = rp_error(RP_ERR_IO, "%s: truncated (%llu bytes, shorter than the 10-byte .npy "
+                                 "preamble)", path, (unsigned long long)size);
+        goto done;
+    }
+    int major = pre[6], minor = pre[7];
+    if ((major != 1 && major != 2 && major != 3) || minor != 0) {
+        st = rp_error(RP_ERR_IO, "%s: .npy format version %d.%d is not supported (1.0, 2.0 and "
+                                 "3.0 are)", path, major, minor);
+        goto done;
+    }
+    size_t lenbytes = major == 1 ? 2 : 4, start = 8 + lenbytes;
+    if (size < start) {
+        st = rp_error(RP_ERR_IO, "%s: truncated (%llu bytes, shorter than the %zu-byte .npy %d.0 "
+                                 "preamble)", path, (unsigned long long)size, start, major);
+        goto done;
+    }
+    uint64_t hlen = get_le(pre + 8, (int)lenbytes);
+    if (start + hlen > size) {
+        st = rp_error(RP_ERR_IO, "%s: truncated (the header needs %llu bytes, the file has %llu)",
+                      path, (unsigned long long)(start + hlen), (unsigned long long)size);
+        goto done;
+    }
+    if (hlen > RP_NPY_MAX_HEADER) {
+        st = rp_error(RP_ERR_IO, "%s: header of %llu bytes is more than the %d this reader "
+                                 "accepts", path, (unsigned long long)hlen, RP_NPY_MAX_HEADER);
+        goto done;
+    }
+    text = malloc((size_t)hlen + 1);
+    if (!text) {
+        st = rp_error(RP_ERR_NOMEM, "%s: out of memory", path);
+        goto done;
+    }
+    /* the preamble read may have taken bytes of the header already */
+    size_t have = got - start < hlen ? got - start : (size_t)hlen;
+    memcpy(text, pre + start, have);
+    size_t more = 0;
+    e = rp_file_read_full(fd, text + have, (size_t)hlen - have, &more);
+    if (e) goto io_error;
+    if (have + more != hlen) {
+        st = rp_error(RP_ERR_IO, "%s: truncated (the header needs %llu bytes, the file has %llu)",
+                      path, (unsigned long long)(start + hlen),
+                      (unsigned long long)(start + have + more));
+        goto done;
+    }
+    text[hlen] = '\0';
+    if (got > start + hlen) { /* a tiny header: the preamble read went past it */
+        if (lseek(fd, (off_t)(start + hlen), SEEK_SET) < 0) goto io_errno;
+    }
+
+    npy_header h;
+    memset(&h, 0, sizeof h);
+    cursor c = {text, (size_t)hlen, 0, ""};
+    if (!parse_dict(&c, &h)) {
+        st = rp_error(RP_ERR_IO, "%s: bad .npy header (%s)", path, c.msg);
+        goto done;
+    }
+    rp_npy_dtype dt = RP_NPY_F32;
+    if ((st = check_descr(path, &h, &dt)) != RP_OK) goto done;
+    if (h.fortran) {
+        st = rp_error(RP_ERR_IO, "%s: Fortran-order arrays are not supported (save "
+                                 "np.ascontiguousarray(a))", path);
+        goto done;
+    }
+    if (h.too_many_dims) {
+        st = rp_error(RP_ERR_IO, "%s: %d dims, more than the %d a tensor holds", path, h.ndim,
+                      RP_MAX_DIMS);
+        goto done;
+    }
+    char shp[300];
+    tuple_str(shp, sizeof shp, h.ndim, h.shape);
+    int64_t numel = 1; /* counted as core/tensor.c counts: sizes after a 0 add nothing */
+    for (int i = 0; i < h.ndim; i++) {
+        if (h.shape[i] > 0 && numel > RP_MAX_NUMEL / h.shape[i]) {
+            st = rp_error(RP_ERR_IO, "%s: shape %s has more than 2^40 elements", path, shp);
+            goto done;
+        }
+        numel *= h.shape[i];
+    }
+    size_t item = dt == RP_NPY_F32 ? 4 : 8;
+    uint64_t need = (uint64_t)numel * item, avail = size - start - hlen;
+    if (avail < need) {
+        st = rp_error(RP_ERR_IO, "%s: truncated (the data of shape %s '%s' needs %llu bytes, the "
+                                 "file has %llu)", path, shp, h.descr, (unsigned long long)need,
+                      (unsigned long long)avail);
+        goto done;
+    }
+    if (avail > need) {
+        st = rp_error(RP_ERR_IO, "%s: %llu bytes after the data of shape %s '%s' (trailing data)",
+                      path, (unsigned long long)(avail - need), shp, h.descr);
+        goto done;
+    }
+    if ((st = rp_mem_check(path, "the array", (double)numel * 4.0)) != RP_OK) goto done;
+    if (rp_tensor_new(out, h.ndim, h.shape) != RP_OK) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "%s", rp_last_error());
+        st = rp_error(RP_ERR_NOMEM, "%s: %s", path, msg);
+        goto done;
+    }
+    uint64_t read_bytes = 0;
+    e = read_values(fd, rp_tensor_data(out), numel, dt, &read_bytes);
+    if (e) goto io_error;
+    if (read_bytes != need) {
+        st = rp_error(RP_ERR_IO, "%s: truncated (the data of shape %s '%s' needs %llu bytes, the "
+                                 "file has %llu)", path, shp, h.descr, (unsigned long long)need,
+                      (unsigned long long)read_bytes);
+        goto done;
+    }
+    if (dtype) *dtype = dt;
+    goto done;
+io_errno:
+    e = errno ? errno : EIO;
+io_error:
+    st = rp_error(RP_ERR_IO, "%s: %s", path, strerror(e));
+done:
+    if (st != RP_OK) rp_tensor_release(out);
+    free(text);
+    close(fd);
+    return st;
+}

@@ -1,0 +1,686 @@
+/* safetensors files of a model's weights (core/safetensors.h; the format and every message:
+ * docs/interop.md).
+ *
+ * Reading goes in stages, each complete before the next: the header length against the file and
+ * the limit; the header, parsed by the strict reader of core/json.h; every entry (keys, dtype,
+ * shape, offsets, sizes); the offsets together (sorted: they must tile the data exactly); the
+ * metadata; the entries against the model; only then the data, read whole into a buffer and
+ * converted into the parameters, so a failure at any stage leaves the model as it was.
+ */
+#include "safetensors.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "json.h"
+#include "sysmem.h"
+
+#define LEN_BYTES 8u
+/* The most JSON values a header may hold: far above any model's (about 10 a tensor), and a
+ * bound on what a forged header can make the parser allocate (36 bytes a value). */
+#define MAX_VALUES ((size_t)1 << 21)
+
+/* Every dtype of the format, with its size; roper reads F32 and F64. */
+static const struct {
+    const char *name;
+    size_t size;
+} dtypes[] = {{"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E5M2", 1}, {"F8_E4M3", 1},
+              {"I16", 2},  {"U16", 2}, {"F16", 2}, {"BF16", 2},    {"I32", 4},
+              {"U32", 4},  {"F32", 4}, {"F64", 8}, {"I64", 8},     {"U64", 8}};
+#define NDTYPES ((int)(sizeof dtypes / sizeof dtypes[0]))
+#define DT_F32 11
+#define DT_F64 12
+
+int rp_safetensors_magic(const void *b, size_t n)
+{
+    const uint8_t *p = b;
+    if (n < LEN_BYTES + 1) return 0;
+    uint64_t len = 0;
+    for (int i = 0; i < 8; i++) len |= (uint64_t)p[i] << (8 * i);
+    return len >= 2 && p[8] == '{';
+}
+
+static uint64_t get_le(const uint8_t *b, int n)
+{
+    uint64_t x = 0;
+    for (int i = 0; i < n; i++) x |= (uint64_t)b[i] << (8 * i);
+    return x;
+}
+
+/* "[2 x 3]" */
+static const char *shape_str(char *buf, size_t n, int ndim, const int64_t *shape)
+{
+    return rp_shape_str(buf, n, ndim, shape);
+}
+
+/* ---- writing -------------------------------------------------------------------------------- */
+
+/* The header: the metadata, then every parameter in layout order; padded with spaces to a
+ * multiple of 8 bytes. *out is malloc'ed. */
+static rp_status make_header(const char *path, rp_model *m, char **out, size_t *len)
+{
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    if (!f) return rp_error(RP_ERR_NOMEM, "%s: out of memory", path);
+    char cfg[1024];
+    size_t n = rp_model_cfg_to_json(rp_model_config(m), cfg, sizeof cfg);
+    RP_ASSERT(n < sizeof cfg);
+    fputs("{\"__metadata__\":{\"format\":\"pt\",\"roper.config\":", f);
+    rp_json_write_string(f, cfg, n);
+    fputs(",\"roper.version\":\"" RP_SAFETENSORS_VERSION "\"}", f);
+    uint64_t off = 0;
+    for (int i = 0; i < rp_model_num_tensors(m); i++) {
+        const rp_param_info *p = rp_model_param(m, i);
+        fputc(',', f);
+        rp_json_write_string(f, p->name, strlen(p->name));
+        fputs(":{\"dtype\":\"F32\",\"shape\":[", f);
+        for (int d = 0; d < p->ndim; d++)
+            fprintf(f, "%s%lld", d ? "," : "", (long long)p->shape[d]);
+        uint64_t bytes = (uint64_t)p->numel * 4u;
+        fprintf(f, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off,
+                (unsigned long long)(off + bytes));
+        off += bytes;
+    }
+    fputc('}', f);
+    fflush(f);
+    while (size % 8 != 0) {
+        fputc(' ', f);
+        fflush(f);
+    }
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad || !buf) {
+        free(buf);
+        return rp_error(RP_ERR_NOMEM, "%s: out of memory", path);
+    }
+    *out = buf;
+    *len = size;
+    return RP_OK;
+}
+
+typedef struct {
+    rp_model *m;
+    const char *header;
+    size_t hlen;
+} save_job;
+
+static int write_safetensors(FILE *f, void *ctx)
+{
+    const save_job *j = ctx;
+    uint8_t b[8];
+    for (int i = 0; i < 8; i++) b[i] = (uint8_t)((uint64_t)j->hlen >> (8 * i));
+    if (fwrite(b, 1, 8, f) != 8 || fwrite(j->header, 1, j->hlen, f) != j->hlen)
+        return errno ? errno : EIO;
+    uint8_t *buf = malloc(65536);
+    if (!buf) return ENOMEM;
+    const float *data = rp_model_params(j->m)->data;
+    int64_t total = rp_model_param_count(j->m), i = 0; /* the layout is the buffer, in order */
+    int e = 0;
+    while (i < total && !e) {
+        int64_t k = total - i < 16384 ? total - i : 16384;
+        for (int64_t t = 0; t < k; t++) {
+            uint32_t u;
+            memcpy(&u, &data[i + t], 4);
+            for (int c = 0; c < 4; c++) buf[4 * t + c] = (uint8_t)(u >> (8 * c));
+        }
+        if (fwrite(buf, 1, (size_t)(4 * k), f) != (size_t)(4 * k)) e = errno ? errno : EIO;
+        i += k;
+    }
+    free(buf);
+    return e;
+}
+
+rp_status rp_safetensors_save(const char *path, rp_model *m)
+{
+    if (!path || !*path) return rp_error(RP_ERR_ARG, "safetensors path is empty");
+    if (!m) return rp_error(RP_ERR_ARG, "%s: no model to save", path);
+    save_job j = {m, NULL, 0};
+    char *header;
+    RP_TRY(make_header(path, m, &header, &j.hlen));
+    j.header = header;
+    rp_status st = rp_file_write_atomic(path, write_safetensors, &j);
+    free(header);
+    return st;
+}
+
+/* ---- reading: the file's structure ---------------------------------------------------------- */
+
+typedef struct {
+    const char *name; /* decoded, in the document's strings */
+    size_t name_len;
+    int dtype;        /* index into dtypes */
+    int ndim;
+    int64_t shape[RP_MAX_DIMS];
+    int64_t numel;
+    uint64_t begin, end; /* byte offsets into the data */
+} st_entry;
+
+typedef struct {
+    const char *path;
+    int fd;
+    uint64_t size, hlen, data_size; /* data_size: the bytes after the header */
+    char *header;
+    rp_json_doc doc;
+    st_entry *e;
+    size_t n;
+    size_t meta; /* the __metadata__ node or RP_JSON_NONE */
+} st_file;
+
+static void st_close(st_file *f)
+{
+    if (f->fd >= 0) close(f->fd);
+    free(f->header);
+    rp_json_free(&f->doc);
+    free(f->e);
+    f->fd = -1;
+    f->header = NULL;
+    f->e = NULL;
+}
+
+/* A name for a message: "\"layers.0.attn.qkv.weight\"" (quoted, non-printable bytes as \xNN). */
+static const char *qname(char *buf, size_t n, const char *s, size_t len)
+{
+    char p[256];
+    snprintf(buf, n, "\"%s\"", rp_json_printable(p, sizeof p, s, len));
+    return buf;
+}
+
+/* RP_ERR_IO "path: bad header (tensor "w": <what>)" */
+static rp_status bad_entry(const st_file *f, const st_entry *e, const char *what)
+{
+    char q[300];
+    return rp_error(RP_ERR_IO, "%s: bad header (tensor %s: %s)", f->path,
+                    qname(q, sizeof q, e->name, e->name_len), what);
+}
+
+/* "<prefix>: <the last error>" for a failed number conversion. */
+static rp_status bad_number(const st_file *f, const st_entry *e, const char *prefix)
+{
+    char msg[300];
+    snprintf(msg, sizeof msg, "%s: %s", prefix, rp_last_error());
+    return bad_entry(f, e, msg);
+}
+
+/* One tensor entry (node v of the root) into e: its keys, dtype, shape and offsets. */
+static rp_status read_entry(const st_file *f, size_t v, st_entry *e)
+{
+    const rp_json_doc *d = &f->doc;
+    const rp_json_node *x = &d->nodes[v];
+    e->name = d->strings + x->key;
+    e->name_len = x->key_len;
+    char msg[512], q[300];
+    if (x->type != RP_JSON_OBJECT) {
+        snprintf(msg, sizeof msg, "is %s, not an object", rp_json_type_name(x->type));
+        return rp_error(RP_ERR_IO, "%s: bad header (tensor %s %s)", f->path,
+                        qname(q, sizeof q, e->name, e->name_len), msg);
+    }
+    static const char *const keys[] = {"dtype", "shape", "data_offsets"};
+    size_t at[3] = {RP_JSON_NONE, RP_JSON_NONE, RP_JSON_NONE};
+    for (size_t c = x->first; c != RP_JSON_NONE; c = d->nodes[c].next) {
+        int k = 0;
+        while (k < 3 && !(strlen(keys[k]) == d->nodes[c].key_len &&
+                          strcmp(keys[k], d->strings + d->nodes[c].key) == 0))
+            k++;
+        if (k == 3) {
+            snprintf(msg, sizeof msg, "unknown key %s",
+                     qname(q, sizeof q, d->strings + d->nodes[c].key, d->nodes[c].key_len));
+            return bad_entry(f, e, msg);
+        }
+        at[k] = c;
+    }
+    for (int k = 0; k < 3; k++) {
+        if (at[k] == RP_JSON_NONE) {
+            snprintf(msg, sizeof msg, "no \"%s\"", keys[k]);
+            return bad_entry(f, e, msg);
+        }
+    }
+    /* dtype */
+    const rp_json_node *dt = &d->nodes[at[0]];
+    if (dt->type != RP_JSON_STRING) {
+        snprintf(msg, sizeof msg, "dtype must be a string, got %s", rp_json_type_name(dt->type));
+        return bad_entry(f, e, msg);
+    }
+    e->dtype = -1;
+    for (int i = 0; i < NDTYPES; i++)
+        if (strlen(dtypes[i].name) == dt->str_len &&
+            strcmp(dtypes[i].name, d->strings + dt->str) == 0)
+            e->dtype = i;
+    if (e->dtype < 0) {
+        snprintf(msg, sizeof msg, "unknown dtype %s", qname(q, sizeof q, d->strings + dt->str,
+                                                              dt->str_len));
+        return bad_entry(f, e, msg);
+    }
+    /* shape */
+    const rp_json_node *sh = &d->nodes[at[1]];
+    if (sh->type != RP_JSON_ARRAY)
+        return bad_entry(f, e, "shape must be an array of integers >= 0");
+    int too_many = 0;
+    e->ndim = 0;
+    for (size_t c = sh->first; c != RP_JSON_NONE; c = d->nodes[c].next) {
+        uint64_t s = 0;
+        if (d->nodes[c].type != RP_JSON_NUMBER)
+            return bad_entry(f, e, "shape must be an array of integers >= 0");
+        if (rp_json_u64(d, c, &s) != RP_OK) return bad_number(f, e, "shape");
+        if (s > (uint64_t)INT64_MAX) {
+            snprintf(msg, sizeof msg, "shape: %llu is out of range", (unsigned long long)s);
+            return bad_entry(f, e, msg);
+        }
+        if (e->ndim < RP_MAX_DIMS) e->shape[e->ndim] = (int64_t)s;
+        else too_many = 1;
+        e->ndim++;
+    }
+    /* data_offsets */
+    const rp_json_node *of = &d->nodes[at[2]];
+    if (of->type != RP_JSON_ARRAY || of->count != 2 ||
+        d->nodes[of->first].type != RP_JSON_NUMBER ||
+        d->nodes[d->nodes[of->first].next].type != RP_JSON_NUMBER)
+        return bad_entry(f, e, "data_offsets must be [begin, end]");
+    if (rp_json_u64(d, of->first, &e->begin) != RP_OK ||
+        rp_json_u64(d, d->nodes[of->first].next, &e->end) != RP_OK)
+        return bad_number(f, e, "data_offsets");
+    if (e->end < e->begin) {
+        snprintf(msg, sizeof msg, "data_offsets [%llu, %llu] end before they begin",
+                 (unsigned long long)e->begin, (unsigned long long)e->end);
+        return bad_entry(f, e, msg);
+    }
+    /* sizes */
+    if (too_many)
+        return rp_error(RP_ERR_IO, "%s: tensor %s has %d dims, more than the %d a tensor holds",
+                        f->path, qname(q, sizeof q, e->name, e->name_len), e->ndim, RP_MAX_DIMS);
+    char shp[RP_SHAPE_STR_LEN];
+    shape_str(shp, sizeof shp, e->ndim, e->shape);
+    e->numel = 1;
+    for (int i = 0; i < e->ndim; i++)
+        if (e->shape[i] == 0) e->numel = 0;
+    for (int i = 0; i < e->ndim && e->numel; i++) {
+        if (e->shape[i] > RP_MAX_NUMEL / e->numel)
+            return rp_error(RP_ERR_IO, "%s: tensor %s of shape %s has more than 2^40 elements",
+                            f->path, qname(q, sizeof q, e->name, e->name_len), shp);
+        e->numel *= e->shape[i];
+    }
+    uint64_t need = (uint64_t)e->numel * dtypes[e->dtype].size;
+    if (e->end - e->begin != need)
+        return rp_error(RP_ERR_IO, "%s: tensor %s: data_offsets [%llu, %llu] hold %llu bytes, its "
+                                   "shape %s of %s needs %llu", f->path,
+                        qname(q, sizeof q, e->name, e->name_len), (unsigned long long)e->begin,
+                        (unsigned long long)e->end, (unsigned long long)(e->end - e->begin), shp,
+                        dtypes[e->dtype].name, (unsigned long long)need);
+    if (e->end > f->data_size)
+        return rp_error(RP_ERR_IO, "%s: truncated (tensor %s ends at byte %llu of the data, the "
+                                   "file has %llu data bytes)", f->path,
+                        qname(q, sizeof q, e->name, e->name_len), (unsigned long long)e->end,
+                        (unsigned long long)f->data_size);
+    return RP_OK;
+}
+
+static int by_offset(const void *a, const void *b)
+{
+    const st_entry *x = *(const st_entry *const *)a, *y = *(const st_entry *const *)b;
+    if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
+    if (x->end != y->end) return x->end < y->end ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+/* The tensors must tile the data: sorted by offset, each starts where the previous one ended,
+ * the first at 0 and the last ends at the end of the file. */
+static rp_status check_tiling(const st_file *f)
+{
+    const st_entry **s = malloc((f->n ? f->n : 1) * sizeof *s);
+    if (!s) return rp_error(RP_ERR_NOMEM, "%s: out of memory", f->path);
+    for (size_t i = 0; i < f->n; i++) s[i] = &f->e[i];
+    qsort(s, f->n, sizeof *s, by_offset);
+    rp_status st = RP_OK;
+    uint64_t at = 0;
+    char q1[300], q2[300];
+    for (size_t i = 0; i < f->n && st == RP_OK; i++) {
+        if (s[i]->begin < at)
+            st = rp_error(RP_ERR_IO, "%s: tensors %s (bytes %llu..%llu) and %s (bytes %llu..%llu) "
+                                     "overlap", f->path,
+                          qname(q1, sizeof q1, s[i - 1]->name, s[i - 1]->name_len),
+                          (unsigned long long)s[i - 1]->begin, (unsigned long long)s[i - 1]->end,
+                          qname(q2, sizeof q2, s[i]->name, s[i]->name_len),
+                          (unsigned long long)s[i]->begin, (unsigned long long)s[i]->end);
+        else if (s[i]->begin > at)
+            st = rp_error(RP_ERR_IO, "%s: bytes %llu..%llu of the data belong to no tensor",
+                          f->path, (unsigned long long)at, (unsigned long long)s[i]->begin);
+        else
+            at = s[i]->end;
+    }
+    if (st == RP_OK && at < f->data_size)
+        st = rp_error(RP_ERR_IO, "%s: %llu bytes after the last tensor (trailing data)", f->path,
+                      (unsigned long long)(f->data_size - at));
+    free(s);
+    return st;
+}
+
+/* __metadata__: an object of strings. */
+static rp_status check_metadata(const st_file *f, size_t v)
+{
+    const rp_json_doc *d = &f->doc;
+    if (d->nodes[v].type != RP_JSON_OBJECT)
+        return rp_error(RP_ERR_IO, "%s: bad header (__metadata__ is %s, not an object)", f->path,
+                        rp_json_type_name(d->nodes[v].type));
+    for (size_t c = d->nodes[v].first; c != RP_JSON_NONE; c = d->nodes[c].next) {
+        if (d->nodes[c].type != RP_JSON_STRING) {
+            char q[300];
+            return rp_error(RP_ERR_IO, "%s: bad header (__metadata__ %s is %s, not a string)",
+                            f->path, qname(q, sizeof q, d->strings + d->nodes[c].key,
+                                           d->nodes[c].key_len),
+                            rp_json_type_name(d->nodes[c].type));
+        }
+    }
+    return RP_OK;
+}
+
+/* Opens path and checks its whole structure (nothing about a model yet). On failure f is closed. */
+static rp_status st_open(const char *path, st_file *f)
+{
+    memset(f, 0, sizeof *f);
+    f->fd = -1;
+    f->path = path;
+    f->meta = RP_JSON_NONE;
+    int64_t fsize;
+    RP_TRY(rp_file_open_read(path, &f->fd, &fsize));
+    f->size = (uint64_t)fsize;
+    rp_status st = RP_OK;
+    uint8_t lenb[LEN_BYTES];
+    size_t got = 0;
+    int e = rp_file_read_full(f->fd, lenb, LEN_BYTES, &got);
+    if (e) goto io_error;
+    if (got < LEN_BYTES) {
+        st = got == 0 ? rp_error(RP_ERR_IO, "%s: empty file (not a safetensors file)", path)
+                      : rp_error(RP_ERR_IO, "%s: truncated (%zu bytes, shorter than the 8-byte "
+                                            "header length)", path, got);
+        goto fail;
+    }
+    if (f->size < LEN_BYTES) f->size = LEN_BYTES; /* it grew since the stat */
+    f->hlen = get_le(lenb, 8);
+    if (f->hlen > f->size - LEN_BYTES) {
+        st = rp_error(RP_ERR_IO, "%s: truncated (the header length says %llu bytes, %llu follow "
+                                 "it)", path, (unsigned long long)f->hlen,
+                      (unsigned long long)(f->size - LEN_BYTES));
+        goto fail;
+    }
+    if (f->hlen > RP_SAFETENSORS_MAX_HEADER) {
+        st = rp_error(RP_ERR_IO, "%s: header length %llu is more than the %u bytes safetensors "
+                                 "allows", path, (unsigned long long)f->hlen,
+                      RP_SAFETENSORS_MAX_HEADER);
+        goto fail;
+    }
+    f->data_size = f->size - LEN_BYTES - f->hlen;
+    if ((st = rp_mem_check(path, "the header", (double)f->hlen)) != RP_OK) goto fail;
+    f->header = malloc((size_t)f->hlen + 1);
+    if (!f->header) {
+        st = rp_error(RP_ERR_NOMEM, "%s: out of memory for the header", path);
+        goto fail;
+    }
+    e = rp_file_read_full(f->fd, f->header, (size_t)f->hlen, &got);
+    if (e) goto io_error;
+    if (got != f->hlen) {
+        st = rp_error(RP_ERR_IO, "%s: truncated (read %zu of the header's %llu bytes)", path, got,
+                      (unsigned long long)f->hlen);
+        goto fail;
+    }
+    f->header[f->hlen] = '\0';
+    if (f->hlen == 0 || f->header[0] != '{') {
+        st = rp_error(RP_ERR_IO, "%s: bad header (it must start with '{')", path);
+        goto fail;
+    }
+    if (rp_json_parse(&f->doc, f->header, (size_t)f->hlen, MAX_VALUES) != RP_OK) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "%s", rp_last_error());
+        st = rp_error(rp_last_status() == RP_ERR_NOMEM ? RP_ERR_NOMEM : RP_ERR_IO,
+                      "%s: bad header (%s)", path, msg);
+        goto fail;
+    }
+    const rp_json_node *root = &f->doc.nodes[0];
+    f->e = malloc((root->count ? root->count : 1) * sizeof *f->e);
+    if (!f->e) {
+        st = rp_error(RP_ERR_NOMEM, "%s: out of memory", path);
+        goto fail;
+    }
+    for (size_t c = root->first; c != RP_JSON_NONE; c = f->doc.nodes[c].next) {
+        const rp_json_node *x = &f->doc.nodes[c];
+        if (x->key_len == 12 && strcmp(f->doc.strings + x->key, "__metadata__") == 0) {
+            if ((st = check_metadata(f, c)) != RP_OK) goto fail;
+            f->meta = c;
+            continue;
+        }
+        memset(&f->e[f->n], 0, sizeof f->e[f->n]);
+        if ((st = read_entry(f, c, &f->e[f->n])) != RP_OK) goto fail;
+        f->n++;
+    }
+    if ((st = check_tiling(f)) != RP_OK) goto fail;
+    return RP_OK;
+io_error:
+    st = rp_error(RP_ERR_IO, "%s: %s", path, strerror(e));
+fail:
+    st_close(f);
+    return st;
+}
+
+/* The metadata string under key, or NULL (its length in *len). */
+static const char *meta_get(const st_file *f, const char *key, size_t *len)
+{
+    if (f->meta == RP_JSON_NONE) return NULL;
+    size_t v = rp_json_get(&f->doc, f->meta, key);
+    if (v == RP_JSON_NONE) return NULL;
+    *len = f->doc.nodes[v].str_len;
+    return f->doc.strings + f->doc.nodes[v].str;
+}
+
+/* The roper.config of the file into *cfg: *has = 0 when there is none. A roper.config needs
+ * roper.version RP_SAFETENSORS_VERSION. */
+static rp_status file_config(const st_file *f, rp_model_cfg *cfg, int *has)
+{
+    size_t clen = 0, vlen = 0;
+    const char *c = meta_get(f, "roper.config", &clen);
+    const char *v = meta_get(f, "roper.version", &vlen);
+    *has = c != NULL;
+    if (!c) return RP_OK;
+    char q[300];
+    if (!v) return rp_error(RP_ERR_IO, "%s: the metadata has roper.config but no roper.version",
+                            f->path);
+    if (vlen != strlen(RP_SAFETENSORS_VERSION) || strcmp(v, RP_SAFETENSORS_VERSION) != 0)
+        return rp_error(RP_ERR_IO, "%s: roper.version %s is not supported (this is version %s)",
+                        f->path, qname(q, sizeof q, v, vlen), RP_SAFETENSORS_VERSION);
+    if (rp_model_cfg_from_json(c, clen, cfg) != RP_OK) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "%s", rp_last_error());
+        return rp_error(RP_ERR_IO, "%s: bad roper.config (%s)", f->path, msg);
+    }
+    return RP_OK;
+}
+
+/* The fields that give the weights their meaning must agree (not seq_len, max_batch, dropout,
+ * seed). */
+static rp_status compare_config(const st_file *f, const rp_model_cfg *a, const rp_model_cfg *b)
+{
+    const char *what = "the file's roper.config has";
+    const struct {
+        const char *key;
+        int64_t x, y;
+    } ints[] = {{"vocab", a->vocab, b->vocab}, {"d_model", a->d_model, b->d_model},
+                {"heads", a->heads, b->heads}, {"layers", a->layers, b->layers},
+                {"d_ff", a->d_ff, b->d_ff}};
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+        if (ints[i].x != ints[i].y)
+            return rp_error(RP_ERR_IO, "%s: %s %s %lld, the model %lld", f->path, what,
+                            ints[i].key, (long long)ints[i].x, (long long)ints[i].y);
+    const char *lin_a = rp_lin_placement_name(a->linear_rope);
+    const char *lin_b = rp_lin_placement_name(b->linear_rope);
+    const struct {
+        const char *key, *x, *y;
+    } names[] = {{"norm", rp_norm_names[a->norm], rp_norm_names[b->norm]},
+                 {"activation", rp_act_names[a->act], rp_act_names[b->act]},
+                 {"pe", rp_pe_name(a->pe), rp_pe_name(b->pe)},
+                 {"pairing", rp_pairing_names[a->pairing], rp_pairing_names[b->pairing]},
+                 {"attention", rp_attn_names[a->attention], rp_attn_names[b->attention]},
+                 {"linear_rope", lin_a, lin_b}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(names[i].x, names[i].y) != 0)
+            return rp_error(RP_ERR_IO, "%s: %s %s \"%s\", the model \"%s\"", f->path, what,
+                            names[i].key, names[i].x, names[i].y);
+    const struct {
+        const char *key;
+        double x, y;
+    } nums[] = {{"fraction_qk", a->fraction_qk, b->fraction_qk},
+                {"fraction_v", a->fraction_v, b->fraction_v}, {"base", a->rope_base, b->rope_base}};
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
+        if (nums[i].x != nums[i].y)
+            return rp_error(RP_ERR_IO, "%s: %s %s %.17g, the model %.17g", f->path, what,
+                            nums[i].key, nums[i].x, nums[i].y);
+    return RP_OK;
+}
+
+/* Every entry against m (names, dtypes, shapes; every parameter once); *where[i] receives the
+ * entry of parameter i. */
+static rp_status match(const st_file *f, rp_model *m, const st_entry **where)
+{
+    int np = rp_model_num_tensors(m);
+    for (int i = 0; i < np; i++) where[i] = NULL;
+    char q[300], a[RP_SHAPE_STR_LEN], b[RP_SHAPE_STR_LEN];
+    for (size_t k = 0; k < f->n; k++) {
+        const st_entry *e = &f->e[k];
+        int i = strlen(e->name) == e->name_len ? rp_model_find_param(m, e->name) : -1;
+        if (i < 0)
+            return rp_error(RP_ERR_IO, "%s: tensor %s is not a parameter of the model", f->path,
+                            qname(q, sizeof q, e->name, e->name_len));
+        if (e->dtype != DT_F32 && e->dtype != DT_F64)
+            return rp_error(RP_ERR_IO, "%s: tensor %s has dtype %s; roper reads F32 and F64 "
+                                       "(convert with .float())", f->path,
+                            qname(q, sizeof q, e->name, e->name_len), dtypes[e->dtype].name);
+        const rp_param_info *p = rp_model_param(m, i);
+        int same = p->ndim == e->ndim;
+        for (int d = 0; same && d < p->ndim; d++) same = p->shape[d] == e->shape[d];
+        if (!same)
+            return rp_error(RP_ERR_IO, "%s: tensor %s is %s, the model's is %s", f->path,
+                            qname(q, sizeof q, e->name, e->name_len),
+                            shape_str(a, sizeof a, e->ndim, e->shape),
+                            shape_str(b, sizeof b, p->ndim, p->shape));
+        where[i] = e;
+    }
+    for (int i = 0; i < np; i++)
+        if (!where[i])
+            return rp_error(RP_ERR_IO, "%s: no tensor \"%s\" (the model has %d parameter tensors, "
+                                       "the file %zu)", f->path, rp_model_param(m, i)->name, np,
+                            f->n);
+    return RP_OK;
+}
+
+/* Reads the data and copies it into m (every check done: this is the last step). */
+static rp_status read_into(st_file *f, rp_model *m, const st_entry **where)
+{
+    RP_TRY(rp_mem_check(f->path, "the data", (double)f->data_size));
+    uint8_t *data = malloc(f->data_size ? (size_t)f->data_size : 1);
+    if (!data) return rp_error(RP_ERR_NOMEM, "%s: out of memory for the data", f->path);
+    size_t got = 0;
+    int e = 0;
+    if (lseek(f->fd, (off_t)(LEN_BYTES + f->hlen), SEEK_SET) < 0) e = errno ? errno : EIO;
+    if (!e) e = rp_file_read_full(f->fd, data, (size_t)f->data_size, &got);
+    if (e || got != f->data_size) {
+        free(data);
+        if (e) return rp_error(RP_ERR_IO, "%s: %s", f->path, strerror(e));
+        return rp_error(RP_ERR_IO, "%s: truncated (read %zu of %llu data bytes)", f->path, got,
+                        (unsigned long long)f->data_size);
+    }
+    float *params = rp_model_params(m)->data;
+    for (int i = 0; i < rp_model_num_tensors(m); i++) {
+        const rp_param_info *p = rp_model_param(m, i);
+        const st_entry *en = where[i];
+        const uint8_t *src = data + en->begin;
+        float *dst = params + p->offset;
+        for (int64_t j = 0; j < p->numel; j++) {
+            if (en->dtype == DT_F32) {
+                uint32_t u = (uint32_t)get_le(src + 4 * j, 4);
+                memcpy(&dst[j], &u, 4);
+            } else {
+                uint64_t u = get_le(src + 8 * j, 8);
+                double x;
+                memcpy(&x, &u, 8);
+                dst[j] = (float)x; /* round to nearest, ties to even */
+            }
+        }
+    }
+    free(data);
+    return RP_OK;
+}
+
+/* Matches the opened file against m and reads it in. */
+static rp_status load_into(st_file *f, rp_model *m)
+{
+    int np = rp_model_num_tensors(m);
+    const st_entry **where = malloc((size_t)np * sizeof *where);
+    if (!where) return rp_error(RP_ERR_NOMEM, "%s: out of memory", f->path);
+    rp_status st = match(f, m, where);
+    if (st == RP_OK) st = read_into(f, m, where);
+    free(where);
+    return st;
+}
+
+rp_status rp_safetensors_load_into(const char *path, rp_model *m)
+{
+    if (!path || !*path) return rp_error(RP_ERR_ARG, "safetensors path is empty");
+    if (!m) return rp_error(RP_ERR_ARG, "%s: no model to load into", path);
+    st_file f;
+    RP_TRY(st_open(path, &f));
+    rp_model_cfg cfg;
+    int has = 0;
+    rp_status st = file_config(&f, &cfg, &has);
+    if (st == RP_OK && has) st = compare_config(&f, &cfg, rp_model_config(m));
+    if (st == RP_OK) st = load_into(&f, m);
+    st_close(&f);
+    return st;
+}
+
+rp_status rp_safetensors_load(const char *path, rp_model **out)
+{
+    if (!path || !*path) return rp_error(RP_ERR_ARG, "safetensors path is empty");
+    if (!out) return rp_error(RP_ERR_ARG, "%s: no model pointer to load into", path);
+    st_file f;
+    RP_TRY(st_open(path, &f));
+    rp_model_cfg cfg;
+    int has = 0;
+    rp_model *m = NULL;
+    char msg[400];
+    rp_status st = file_config(&f, &cfg, &has);
+    if (st == RP_OK && !has)
+        st = rp_error(RP_ERR_IO, "%s: no roper.config in the metadata (not written by roper: "
+                                 "build the model from its config, then load the weights into "
+                                 "it)", path);
+    if (st != RP_OK) goto done;
+    int64_t params = 0, held = 0;
+    st = rp_model_memory(&cfg, NULL, &params); /* checks the config too, allocating nothing */
+    if (st != RP_OK) {
+        snprintf(msg, sizeof msg, "%s", rp_last_error());
+        st = rp_error(RP_ERR_IO, "%s: %s: %s", path,
+                      st == RP_ERR_NOMEM ? "cannot build the model" : "bad model config", msg);
+        goto done;
+    }
+    for (size_t k = 0; k < f.n; k++) held += f.e[k].numel;
+    if (params > held) { /* a forged config cannot make the loader allocate a model for nothing */
+        st = rp_error(RP_ERR_IO, "%s: the config needs %lld parameters, the file holds %lld",
+                      path, (long long)params, (long long)held);
+        goto done;
+    }
+    m = rp_model_new(&cfg);
+    if (!m) {
+        snprintf(msg, sizeof msg, "%s", rp_last_error());
+        st = rp_error(RP_ERR_IO, "%s: cannot build the model: %s", path, msg);
+        goto done;
+    }
+    st = load_into(&f, m);
+    if (st == RP_OK) {
+        *out = m;
+        m = NULL;
+    }
+done:
+    rp_model_free(m);
+    st_close(&f);
+    return st;
+}

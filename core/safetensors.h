@@ -1,0 +1,66 @@
+/* Model weights as safetensors files, the format Hugging Face and PyTorch users load with one call
+ * (safetensors.torch.load_file); the format, the names and every message: docs/interop.md.
+ *
+ * A file is an 8-byte little-endian header length N, N bytes of JSON header and the raw data. The
+ * header maps each tensor name to {"dtype", "shape", "data_offsets": [begin, end]} (offsets into
+ * the data, which follows the header) and may hold "__metadata__", an object of strings.
+ *
+ * Writing: every parameter under its layout name (core/model.h: "embed.weight",
+ * "layers.0.attn.qkv.weight", ...), dtype F32, in layout order, back to back; the metadata holds
+ * "format": "pt", "roper.version": "1" and "roper.config": the config as a JSON object with the
+ * keys and values of rp.model's config table. The header is padded with spaces to a multiple of
+ * 8 bytes, as the reference writer pads it. Atomic (core/fileio.h).
+ *
+ * Reading checks the whole file before anything is used: the header length (at most
+ * RP_SAFETENSORS_MAX_HEADER, inside the file), the JSON (core/json.h, strict), every entry's
+ * keys, dtype, shape and offsets (end - begin is exactly the shape's bytes; together the tensors
+ * cover the data exactly once: no overlap, no gap, no trailing byte), then the tensors against the
+ * model (every parameter once, nothing else, shapes equal). F32 is read bit for bit, F64 rounded
+ * to the nearest float32 (ties to even); other dtypes are refused. Errors are RP_ERR_IO
+ * "path: reason" and leave everything as it was.
+ */
+#ifndef RP_SAFETENSORS_H
+#define RP_SAFETENSORS_H
+
+#include <stddef.h>
+
+#include "model.h"
+#include "status.h"
+
+/* The largest header the reader accepts: the reference implementation's limit. */
+#define RP_SAFETENSORS_MAX_HEADER 100000000u
+/* The value of the metadata key "roper.version" this code writes and reads. */
+#define RP_SAFETENSORS_VERSION "1"
+
+/* Writes m's parameters and config to path. RP_ERR_ARG for an empty path or a NULL model,
+ * RP_ERR_IO "path: reason" when the file cannot be written (nothing is left behind then). */
+rp_status rp_safetensors_save(const char *path, rp_model *m);
+
+/* A new model (*out, the caller frees it) built from the config in the file's metadata
+ * ("roper.config"), holding the file's weights. On failure *out is untouched. */
+rp_status rp_safetensors_load(const char *path, rp_model **out);
+
+/* Copies the file's weights into m, which must have every tensor the file has, with the same
+ * names and shapes. When the file carries a roper.config, the fields that give the weights
+ * their meaning (everything but seq_len, max_batch, dropout and seed) must equal m's. On failure
+ * m is untouched. */
+rp_status rp_safetensors_load_into(const char *path, rp_model *m);
+
+/* 1 when the n first bytes of a file look like a safetensors file: n >= 9, a header length >= 2
+ * and the header starting with '{' (the reference reader's own test). */
+int rp_safetensors_magic(const void *b, size_t n);
+
+/* ---- the config as JSON (the value of "roper.config") ---- */
+
+/* Writes cfg as a JSON object ({"vocab":11,"d_model":16,...}, the keys of rp.model's config,
+ * numbers in the shortest form that reads back exactly) into buf (size n, NUL-terminated);
+ * returns the length it needs (excluding the NUL), as snprintf does. */
+size_t rp_model_cfg_to_json(const rp_model_cfg *cfg, char *buf, size_t n);
+
+/* Reads a config written by rp_model_cfg_to_json (keys in any order; max_batch, dropout and seed
+ * may be left out: 16, 0, 0) into *cfg. RP_ERR_ARG with the problem ("unknown key 'pee'",
+ * "no key 'pe'", "'heads' must be an integer, got a string", "at byte 3: ...") when it is
+ * malformed; the values are not range-checked (rp_model_cfg_check does that). */
+rp_status rp_model_cfg_from_json(const char *text, size_t len, rp_model_cfg *cfg);
+
+#endif

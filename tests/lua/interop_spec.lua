@@ -1,0 +1,391 @@
+-- Interop with NumPy and PyTorch (docs/interop.md): t:save and rp.load for .npy files,
+-- m:save_safetensors, m:load_safetensors and rp.load for safetensors files; round trips, the files
+-- the real libraries made (tests/fixtures/interop), every error; and, when Debian's
+-- /usr/bin/python3 has numpy (and torch), the live round trips through them
+-- (tests/reference/make_interop.py), pending with the reason otherwise.
+
+local rp = require "roper"
+local cjson = require "cjson"
+
+local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+package.path = dir .. "?.lua;" .. package.path
+local h = require "helpers"
+
+local FIX = os.getenv("ROPER_INTEROP_FIXTURES") or "tests/fixtures/interop"
+local PY = os.getenv("ROPER_PYTHON") or "/usr/bin/python3" -- another for the pending path
+local SCRIPT = "tests/reference/make_interop.py"
+
+local CFG = { vocab = 11, d_model = 16, heads = 2, layers = 2, d_ff = 24, seq_len = 8,
+              max_batch = 2, pe = "roper", seed = 4 }
+local function model(extra)
+  local c = {}
+  for k, v in pairs(CFG) do c[k] = v end
+  for k, v in pairs(extra or {}) do c[k] = v end
+  return rp.model(c)
+end
+
+-- values(n) of make_interop.py (without the special values): float64, rounded by the caller.
+local function value(k) return ((k * 7919) % 1009 - 504) / 7.0 + k * 1e-3 end
+local function f32(x) return string.unpack("<f", string.pack("<f", x)) end
+
+-- Largest difference between every parameter of two models (0 when bit for bit, NaN aside).
+local function param_diff(a, b)
+  local pa, pb, d = a:params(), b:params(), 0
+  assert.equal(#pa, #pb)
+  for i, e in ipairs(pa) do
+    assert.equal(e.name, pb[i].name)
+    d = math.max(d, rp.maxdiff(e.tensor, pb[i].tensor))
+  end
+  return d
+end
+
+-- The header of a safetensors file: its JSON decoded with lua-cjson (an independent reader).
+local function st_header(path)
+  local b = assert(h.read(path))
+  local n = string.unpack("<I8", b)
+  return cjson.decode(b:sub(9, 8 + n)), n, #b
+end
+
+local function python_has(modules)
+  local f = io.open(PY, "r")
+  if not f then return false, PY .. " is missing" end
+  f:close()
+  local _, err, code = h.run(PY .. " -c " .. h.sh_quote("import " .. modules))
+  if code ~= 0 then
+    return false, PY .. " cannot import " .. modules .. " (" .. (err:match("[^\n]*Error[^\n]*") or
+      "exit " .. code) .. "): apt-get install python3-numpy python3-torch"
+  end
+  return true
+end
+
+describe("tensors as .npy files", function()
+  local d
+  setup(function() d = h.tmpdir() end)
+  teardown(function() h.remove_tree(d) end)
+
+  it("round-trip every shape kind and strided views bit for bit", function()
+    local g = rp.rng(3)
+    local cases = {
+      { "0-dim", rp.zeros {}:fill(2.5) },
+      { "[0]", rp.zeros { 0 } },
+      { "[0 x 3]", rp.zeros { 0, 3 } },
+      { "[5]", g:randn { 5 } },
+      { "[2 x 3]", g:randn { 2, 3 } },
+      { "8 dims", g:randn { 1, 2, 1, 3, 1, 2, 1, 2 } },
+      { "transposed", g:randn { 3, 4 }:t() },
+      { "narrowed", g:randn { 4, 6 }:narrow(2, 2, 3) },
+      { "selected", g:randn { 3, 4, 2 }:select(2, 2) },
+      { "specials", rp.tensor { 0 / 0, math.huge, -math.huge, -0.0, 1e-45, 3.4e38 } },
+    }
+    for _, c in ipairs(cases) do
+      local p = d .. "/t.npy"
+      assert.is_true(c[2]:save(p), c[1])
+      local u = assert(rp.load(p))
+      assert.is_true(rp.is_tensor(u), c[1])
+      assert.same(c[2]:shape(), u:shape(), c[1])
+      assert.is_true(u:is_contiguous())
+      if c[1] == "specials" then
+        local a = u:totable()
+        assert.is_true(a[1] ~= a[1])
+        assert.same({ math.huge, -math.huge }, { a[2], a[3] })
+        assert.equal("-0.0", tostring(a[4]))
+        assert.equal(f32(1e-45), a[5])
+      else
+        assert.equal(0, rp.maxdiff(c[2], u), c[1])
+      end
+    end
+  end)
+
+  it("writes the header NumPy 1.24 writes", function()
+    local p = d .. "/h.npy"
+    assert.is_true(rp.zeros { 2, 3 }:save(p))
+    local b = h.read(p)
+    assert.equal(128 + 24, #b)
+    assert.equal("\147NUMPY\1\0\118\0{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
+      b:sub(1, 69))
+    assert.equal(("\32"):rep(127 - 69) .. "\n", b:sub(70, 128))
+  end)
+
+  it("reads the files NumPy wrote, float64 rounded to float32", function()
+    local t = assert(rp.load(FIX .. "/np_f32_7.npy"))
+    assert.same({ 7 }, t:shape())
+    for k = 0, 6 do assert.equal(f32(value(k)), t[k + 1]) end
+    local s = assert(rp.load(FIX .. "/np_f32_scalar.npy"))
+    assert.same({}, s:shape())
+    assert.equal(f32(value(12)), s:item())
+    assert.same({ 0, 3 }, assert(rp.load(FIX .. "/np_f32_empty.npy")):shape())
+    assert.same({ 1, 2, 1, 3, 1, 2, 1, 2 }, assert(rp.load(FIX .. "/np_f32_8d.npy")):shape())
+    local v3 = assert(rp.load(FIX .. "/np_f64_v3.npy"))
+    for k = 0, 2 do assert.equal(f32(value(k)), v3[k + 1]) end
+    local f64 = assert(rp.load(FIX .. "/np_f64_4x5.npy")):view(20):totable()
+    assert.equal("-0.0", tostring(f64[1]))
+    assert.same({ math.huge, -math.huge }, { f64[2], f64[3] })
+    assert.is_true(f64[4] ~= f64[4])
+    assert.equal(math.huge, f64[6])    -- 3.4028236e38 overflows float32
+    assert.equal(0, f64[7])            -- 1e-46 underflows
+    assert.equal(2 ^ -148, f64[8])     -- 1.5 * 2^-149: a tie, to even
+    assert.equal(1, f64[9])            -- 1 + 2^-24: a tie, to even
+    assert.equal(1 + 2 ^ -22, f64[10]) -- 1 + 3 * 2^-24: a tie, to even
+    for k = 12, 19 do assert.equal(f32(value(k)), f64[k + 1]) end
+  end)
+
+  it("refuses what it does not read with nil and 'path: reason'", function()
+    local refused = {
+      np_f32_fortran = "Fortran-order arrays are not supported (save np.ascontiguousarray(a))",
+      np_f32_big = "big-endian data ('>f4') is not supported (save a.astype('<f4'))",
+      np_i64 = "dtype '<i8' is not supported (only float32 '<f4' and float64 '<f8')",
+      np_object = "object arrays ('|O') are not supported (only float32 '<f4' and float64 '<f8')",
+      np_structured = "structured arrays are not supported (only float32 '<f4' and float64 '<f8')",
+    }
+    for name, msg in pairs(refused) do
+      local p = FIX .. "/" .. name .. ".npy"
+      local r, err = rp.load(p)
+      assert.is_nil(r)
+      assert.equal(p .. ": " .. msg, err)
+    end
+    local p = d .. "/cut.npy"
+    assert.is_true(rp.zeros { 2, 3 }:save(p))
+    h.write(p, h.read(p):sub(1, 140))
+    local r, err = rp.load(p)
+    assert.is_nil(r)
+    assert.equal(p .. ": truncated (the data of shape (2, 3) '<f4' needs 24 bytes, the file has 12)",
+      err)
+  end)
+
+  it("t:save returns nil and 'path: reason' for a file it cannot write", function()
+    local ok, err = rp.zeros(2):save(d .. "/no/such/x.npy")
+    assert.is_nil(ok)
+    assert.equal(d .. "/no/such/x.npy: No such file or directory", err)
+    ok, err = rp.zeros(2):save(d)
+    assert.is_nil(ok)
+    assert.equal(d .. ": not a regular file (a folder)", err)
+  end)
+
+  it("raises for misuse", function()
+    local t = rp.zeros(2)
+    assert.has_error(function() t:save(42) end,
+      "bad argument #1 to 'save' (path must be a string, got 42)")
+    assert.has_error(function() t:save("") end, "bad argument #1 to 'save' (path must not be empty)")
+    assert.has_error(function() t:save("a\0b") end,
+      "bad argument #1 to 'save' (path contains a NUL byte)")
+    assert.has_error(function() rp.Tensor.save(5, "x") end,
+      "bad argument #1 to 'save' (roper.Tensor expected, got number)")
+    getmetatable(t).__close(t)
+    assert.has_error(function() t:save(d .. "/x.npy") end,
+      "calling 'save' on bad self (attempt to use a released tensor)")
+  end)
+end)
+
+describe("rp.load picks the reader by the first bytes", function()
+  local d
+  setup(function() d = h.tmpdir() end)
+  teardown(function() h.remove_tree(d) end)
+
+  it("checkpoint, .npy, safetensors, or a message naming all three", function()
+    local m = model()
+    assert.is_true(m:save(d .. "/a.ck"))
+    assert.is_true(m:save_safetensors(d .. "/a.st"))
+    assert.is_true(rp.ones(3):save(d .. "/a.np"))
+    assert.equal("roper.Model", getmetatable(rp.load(d .. "/a.ck")).__name)
+    assert.equal("roper.Model", getmetatable(rp.load(d .. "/a.st")).__name)
+    assert.is_true(rp.is_tensor(rp.load(d .. "/a.np")))
+    h.write(d .. "/g", "GIF89a, not a tensor")
+    assert.same({ nil, d .. "/g: not a roper checkpoint, .npy or safetensors file" },
+      { rp.load(d .. "/g") })
+    h.write(d .. "/e", "")
+    assert.same({ nil, d .. "/e: empty file (not a roper checkpoint, .npy or safetensors file)" },
+      { rp.load(d .. "/e") })
+    h.write(d .. "/n", "\147NUM")
+    assert.same({ nil, d .. "/n: truncated (4 bytes, shorter than the 10-byte .npy preamble)" },
+      { rp.load(d .. "/n") })
+    h.write(d .. "/r", "RP")
+    assert.same({ nil, d .. "/r: truncated (2 bytes, shorter than the 16-byte header)" },
+      { rp.load(d .. "/r") })
+  end)
+end)
+
+describe("model weights as safetensors", function()
+  local d
+  setup(function() d = h.tmpdir() end)
+  teardown(function() h.remove_tree(d) end)
+
+  it("writes every parameter under its m:params() name, F32, back to back, with the config",
+    function()
+      local m = model { pe = "learned", norm = "post", activation = "gelu", pairing = "interleaved",
+                        base = 500, fraction_qk = 0.5, dropout = 0.125 }
+      local p = d .. "/m.safetensors"
+      assert.is_true(m:save_safetensors(p))
+      local hd, n, size = st_header(p)
+      assert.equal(0, n % 8)
+      local meta = hd.__metadata__
+      assert.equal("pt", meta.format)
+      assert.equal("1", meta["roper.version"])
+      local cfg = cjson.decode(meta["roper.config"])
+      local want = m:config()
+      for k, v in pairs(want) do assert.equal(v, cfg[k], k) end
+      for k in pairs(cfg) do assert.is_not_nil(want[k], k) end
+      local off = 0
+      for _, e in ipairs(m:params()) do
+        local info = hd[e.name]
+        assert.is_not_nil(info, e.name)
+        assert.equal("F32", info.dtype)
+        assert.same(e.tensor:shape(), info.shape)
+        assert.same({ off, off + 4 * e.tensor:numel() }, info.data_offsets)
+        off = off + 4 * e.tensor:numel()
+      end
+      assert.equal(8 + n + off, size)
+      local back = assert(rp.load(p))
+      assert.same(m:config(), back:config())
+      assert.equal(0, param_diff(m, back))
+    end)
+
+  it("loads weights into a model of the same architecture, and only into one", function()
+    local m = model()
+    local p = d .. "/w.safetensors"
+    assert.is_true(m:save_safetensors(p))
+    local other = model { seed = 99, max_batch = 1, dropout = 0.5, seq_len = 6 }
+    assert.is_true(param_diff(m, other) > 0)
+    assert.is_true(other:load_safetensors(p))
+    assert.equal(0, param_diff(m, other))
+    local x = { { 1, 2, 3, 4, 5 } }
+    assert.equal(0, rp.maxdiff(m:forward(x), other:forward(x)))
+
+    local wrong = model { pe = "rope", seed = 5 }
+    local before = wrong:params()[1].tensor:clone()
+    local ok, err = wrong:load_safetensors(p)
+    assert.is_nil(ok)
+    assert.equal(p .. ": the file's roper.config has pe \"roper\", the model \"rope\"", err)
+    assert.equal(0, rp.maxdiff(before, wrong:params()[1].tensor))
+    ok, err = model { d_model = 8 }:load_safetensors(p)
+    assert.is_nil(ok)
+    assert.equal(p .. ": the file's roper.config has d_model 16, the model 8", err)
+  end)
+
+  it("reads the state dicts PyTorch wrote: logits as the reference model's", function()
+    local m = assert(rp.load(FIX .. "/torch_roper.safetensors"))
+    local tok = assert(rp.load(FIX .. "/torch_roper_tokens.npy"))
+    local ref = assert(rp.load(FIX .. "/torch_roper_logits.npy"))
+    assert.is_true(rp.maxdiff(m:forward(tok), ref) < 1e-5)
+    local plain = FIX .. "/torch_roper_plain.safetensors"
+    local r, err = rp.load(plain)
+    assert.is_nil(r)
+    assert.equal(plain .. ": no roper.config in the metadata (not written by roper: build the "
+      .. "model from its config, then load the weights into it)", err)
+    local m2 = rp.model(m:config())
+    assert.is_true(m2:load_safetensors(plain))
+    assert.equal(0, param_diff(m, m2))
+    assert.is_true(m2:load_safetensors(FIX .. "/torch_roper_f64.safetensors"))
+    assert.equal(0, param_diff(m, m2))
+    local lp = assert(rp.load(FIX .. "/torch_learned_post.safetensors"))
+    assert.equal("learned", lp:config().pe)
+    assert.is_true(rp.maxdiff(lp:forward(rp.load(FIX .. "/torch_learned_post_tokens.npy")),
+      rp.load(FIX .. "/torch_learned_post_logits.npy")) < 1e-5)
+  end)
+
+  it("refuses damaged files with nil and 'path: reason'", function()
+    local m = model()
+    local p = d .. "/d.safetensors"
+    assert.is_true(m:save_safetensors(p))
+    local b = h.read(p)
+    h.write(p, b:sub(1, #b - 4))
+    local r, err = rp.load(p)
+    assert.is_nil(r)
+    assert.truthy(err:find("^" .. p:gsub("%p", "%%%0") .. ": truncated %(tensor \"head.bias\" "
+      .. "ends at byte %d+ of the data, the file has %d+ data bytes%)$"), err)
+    h.write(p, b .. "xyz")
+    assert.same({ nil, p .. ": 3 bytes after the last tensor (trailing data)" }, { rp.load(p) })
+    h.write(p, string.pack("<I8", 1e9) .. b:sub(9))
+    assert.same({ nil, p .. ": truncated (the header length says 1000000000 bytes, " .. (#b - 8)
+      .. " follow it)" }, { rp.load(p) })
+    assert.same({ nil, d .. "/missing: No such file or directory" },
+      { m:load_safetensors(d .. "/missing") })
+  end)
+
+  it("refuses non-finite weights unless allowed, and raises for misuse", function()
+    local m = model()
+    local p = d .. "/n.safetensors"
+    m:params()["head.bias"]:set(1, 0 / 0)
+    assert.has_error(function() m:save_safetensors(p) end,
+      "m:save_safetensors: parameter 'head.bias' holds nan or inf (the model diverged); pass "
+      .. "{allow_nonfinite = true} to save it anyway")
+    assert.is_true(m:save_safetensors(p, { allow_nonfinite = true }))
+    local back = assert(rp.load(p))
+    assert.is_true(back:params()["head.bias"]:get(1) ~= back:params()["head.bias"]:get(1))
+    assert.has_error(function() m:save_safetensors(p, { allow = true }) end,
+      "bad argument #2 to 'save_safetensors' (unknown option 'allow' (known: allow_nonfinite))")
+    assert.has_error(function() m:save_safetensors(42) end,
+      "bad argument #1 to 'save_safetensors' (path must be a string, got 42)")
+    assert.has_error(function() m:load_safetensors() end,
+      "bad argument #1 to 'load_safetensors' (path must be a string, got no value)")
+    assert.has_error(function() rp.Model.load_safetensors(rp.zeros(1), p) end,
+      "bad argument #1 to 'load_safetensors' (roper.Model expected, got roper.Tensor)")
+    getmetatable(m).__close(m)
+    assert.has_error(function() m:save_safetensors(p) end,
+      "calling 'save_safetensors' on bad self (attempt to use a released model)")
+    assert.same({ nil, d .. "/no/x: No such file or directory" },
+      { model():save_safetensors(d .. "/no/x") })
+  end)
+end)
+
+describe("live round trips through NumPy and PyTorch (" .. PY .. ")", function()
+  local d
+  setup(function() d = h.tmpdir() end)
+  teardown(function() h.remove_tree(d) end)
+
+  it("tensor -> .npy -> NumPy -> .npy -> roper", function()
+    local ok, why = python_has("numpy")
+    if not ok then
+      pending(why)
+      return
+    end
+    local t = rp.randn({ 3, 5, 7 }, rp.rng(11)):transpose(1, 3) -- a strided view
+    t[{ 1, 1, 1 }] = 0 / 0
+    t[{ 1, 1, 2 }] = -math.huge
+    local src, o32, o64 = d .. "/roper.npy", d .. "/np32.npy", d .. "/np64.npy"
+    assert.is_true(t:save(src))
+    local out, err, code = h.run(PY .. " " .. SCRIPT .. " npy " .. h.sh_quote(src) .. " "
+      .. h.sh_quote(o32) .. " " .. h.sh_quote(o64))
+    assert.equal(0, code, err)
+    local back32, back64 = assert(rp.load(o32)), assert(rp.load(o64))
+    for _, x in ipairs { back32, back64 } do
+      assert.is_true(x[{ 1, 1, 1 }] ~= x[{ 1, 1, 1 }])
+      assert.equal(-math.huge, x[{ 1, 1, 2 }])
+    end
+    local a, b32, b64 = t:clone(), back32:clone(), back64:clone()
+    for _, x in ipairs { a, b32, b64 } do x[{ 1, 1, { 1, 2 } }] = 0 end -- NaN, -inf checked above
+    local d32, d64 = rp.maxdiff(a, b32), rp.maxdiff(a, b64)
+    assert.equal(0, d32)
+    assert.equal(0, d64)
+    io.write(("\n  %s\n  roper -> NumPy -> roper: max difference %g (float32), %g (via float64)\n")
+      :format(out:gsub("\n$", ""), d32, d64))
+  end)
+
+  it("model -> safetensors -> PyTorch state dict (load_state_dict) -> safetensors -> roper",
+    function()
+      local ok, why = python_has("numpy, torch")
+      if not ok then
+        pending(why)
+        return
+      end
+      local m = model { pairing = "interleaved", base = 500, fraction_qk = 0.5, seed = 8 }
+      local tokens = rp.tensor { { 1, 5, 2, 9, 0, 3, 3, 7 }, { 10, 4, 6, 8, 2, 1, 0, 5 } }
+      local src, tok, lg = d .. "/roper.safetensors", d .. "/tokens.npy", d .. "/roper_logits.npy"
+      local back, tlg = d .. "/torch.safetensors", d .. "/torch_logits.npy"
+      assert.is_true(m:save_safetensors(src))
+      assert.is_true(tokens:save(tok))
+      local logits = m:forward(tokens)
+      assert.is_true(logits:save(lg))
+      local out, err, code = h.run(PY .. " " .. SCRIPT .. " model " .. table.concat({
+        h.sh_quote(src), h.sh_quote(tok), h.sh_quote(lg), h.sh_quote(back), h.sh_quote(tlg) }, " "))
+      assert.equal(0, code, err)
+      local torch_logits = assert(rp.load(tlg))
+      local dl = rp.maxdiff(logits, torch_logits)
+      assert.is_true(dl < 1e-5, "logits differ by " .. dl)
+      local m2 = assert(rp.load(back))
+      assert.same(m:config(), m2:config())
+      local dp = param_diff(m, m2)
+      assert.equal(0, dp)
+      io.write(("\n  %s\n  roper -> PyTorch -> roper: parameters max difference %g, logits "
+        .. "roper vs torch float32 max difference %.3g\n"):format(out:gsub("\n$", ""), dp, dl))
+    end)
+end)
