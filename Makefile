@@ -103,10 +103,19 @@ $(HELP_DATA): bindings/gen_help.lua docs/lua_api.md | deps
 	@mkdir -p $(dir $@)
 	lua5.4 bindings/gen_help.lua docs/lua_api.md > $@
 
-# The Lua sources of the module are compiled into it (bindings/embed.lua writes a C array).
-$(BUILD)/roper_lua.c: bindings/embed.lua $(LUA_SRC) $(HELP_DATA) | deps
+# The source commit of rp.build_info(): `git describe --always --dirty` at build time ("unknown"
+# outside a git checkout), as a Lua chunk run before bindings/lua/. Checked on every make (FORCE),
+# rewritten only when it changes.
+BUILD_INFO := $(BUILD)/gen/03_build_info.lua
+$(BUILD_INFO): bindings/gen_build_info.lua FORCE | deps
 	@mkdir -p $(dir $@)
-	lua5.4 bindings/embed.lua $(LUA_SRC) $(HELP_DATA) > $@
+	@lua5.4 bindings/gen_build_info.lua $@
+FORCE:
+
+# The Lua sources of the module are compiled into it (bindings/embed.lua writes a C array).
+$(BUILD)/roper_lua.c: bindings/embed.lua $(LUA_SRC) $(HELP_DATA) $(BUILD_INFO) | deps
+	@mkdir -p $(dir $@)
+	lua5.4 bindings/embed.lua $(LUA_SRC) $(HELP_DATA) $(BUILD_INFO) > $@
 
 $(BUILD)/obj/roper_lua.o: $(BUILD)/roper_lua.c bindings/roper.h
 	@mkdir -p $(dir $@)

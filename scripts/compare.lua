@@ -8,7 +8,10 @@
 -- (method, seed) is one process of scripts/train.lua writing <out>/runs/<method>-s<seed>.json
 -- (and .csv, .log); runs already there with the same config are not redone, so an interrupted
 -- comparison resumes. At the end: <out>/summary.md (the table, the significance tests, every run),
--- summary.csv, summary.json and the loss curves loss.png and loss.svg.
+-- summary.csv, summary.json and the loss curves loss.png and loss.svg. With --keep-models each
+-- run also saves its trained model as <out>/runs/<method>-s<seed>.ckpt (scripts/sample.lua and
+-- scripts/attention_map.lua open it); a finished run without its model is run again. Every run's
+-- JSON records its provenance, and the summaries say it once (scripts/lib/provenance.lua).
 --
 -- Every method's config is checked in full (rp.experiment.check: model, memory, task, corpus)
 -- and the output folder is made and tried before the first run starts. Errors are one line: exit
@@ -20,6 +23,7 @@ local util = require "lib.util"
 local stats = require "lib.stats"
 local runner = require "lib.runner"
 local plot = require "lib.plot"
+local provenance = require "lib.provenance"
 
 util.main("compare.lua", function()
   local parser = util.parser("roper scripts/compare.lua",
@@ -39,6 +43,8 @@ util.main("compare.lua", function()
     :convert(math.tointeger):argname("<n>")
   parser:option("--x", "The plots' x axis.", "tokens"):choices({ "tokens", "step" })
   parser:flag("--force", "Rerun runs whose result file holds another config.")
+  parser:flag("--keep-models", "Save each run's trained model beside its result "
+    .. "(<out>/runs/<run>.ckpt).")
   parser:flag("--quiet", "No progress bar.")
   util.add_config_options(parser, rp, { seed = true })
   local args = parser:parse()
@@ -103,8 +109,10 @@ util.main("compare.lua", function()
       local cfg = {}
       for k, v in pairs(m.cfg) do cfg[k] = v end
       cfg.seed = s
-      runs[#runs + 1] = { id = ("%s s%d"):format(m.label, s), cfg = cfg, method = mi, seed = s,
+      local run = { id = ("%s s%d"):format(m.label, s), cfg = cfg, method = mi, seed = s,
         path = util.join(out, "runs", ("%s-s%d.json"):format(safe(m.label), s)) }
+      if args.keep_models then run.model = runner.model_path(run) end
+      runs[#runs + 1] = run
     end
   end
 
@@ -274,12 +282,17 @@ util.main("compare.lua", function()
 
   local labels = {}
   for i, m in ipairs(methods) do labels[i] = m.label end
+  local done_results = {}
+  for i = 1, #runs do done_results[#done_results + 1] = results[i] end
+  local digest = provenance.digest(done_results)
   local md = {
     ("# %s: %s"):format(task, table.concat(labels, " vs ")),
     "",
     "Command: `" .. table.concat(cmd, " ") .. "`",
     "",
     "Scale: " .. scale .. ".",
+    "",
+    provenance.line(digest),
     "",
     ("Metric: %s, %s is better. \"drop worst, mean\" is the write-up's protocol (the worst run "
       .. "of each method dropped, the rest averaged)."):format(metric_name,
@@ -305,6 +318,17 @@ util.main("compare.lua", function()
     for i, f in ipairs(failures) do ids[i] = f.run.id end
     md[#md + 1] = ("%d runs failed: %s\n"):format(#failures, table.concat(ids, ", "))
   end
+  local models = {}
+  for i, run in ipairs(runs) do
+    if results[i] and util.exists(runner.model_path(run)) then
+      models[#models + 1] = runner.model_path(run)
+    end
+  end
+  if #models > 0 then
+    md[#md + 1] = ("Models: `%s` (%d of the %d runs; open them with scripts/sample.lua and "
+      .. "scripts/attention_map.lua).\n"):format(util.join(out, "runs", "<run>.ckpt"), #models,
+      #runs)
+  end
 
   local plot_groups = {}
   for i, g in ipairs(groups) do plot_groups[i] = { label = g.label, results = g.results } end
@@ -322,6 +346,9 @@ util.main("compare.lua", function()
     "seconds_train", "seconds_eval", "tokens_per_s" }, csv_rows))
   summary_json.command = table.concat(cmd, " ")
   summary_json.failures = #failures
+  summary_json.models = models
+  summary_json.provenance = { runs = digest.fields, runs_with = digest.with,
+    runs_without = digest.without, summary = provenance.collect(rp) }
   write(util.join(out, "summary.json"), util.json(summary_json))
 
   io.write(text)

@@ -24,6 +24,9 @@
 -- of a sweep writes <out>/summary.md (every run, and the mean over seeds per point when seed is a
 -- grid key), summary.csv and summary.json.
 --
+-- --keep-models saves each run's trained model beside its result (<out>/runs/<point>.ckpt); every
+-- run's JSON records its provenance, and the summaries say it once (scripts/lib/provenance.lua).
+--
 -- Every point's config is checked in full (rp.experiment.check) and the output folder is made
 -- and tried before the first run starts. Errors are one line: exit 2 for a bad option or config,
 -- 1 for failed runs; --debug (or ROPER_DEBUG=1) adds tracebacks.
@@ -33,6 +36,7 @@ local rp = require "roper"
 local util = require "lib.util"
 local stats = require "lib.stats"
 local runner = require "lib.runner"
+local provenance = require "lib.provenance"
 
 util.main("sweep.lua", function()
   local parser = util.parser("roper scripts/sweep.lua",
@@ -49,6 +53,8 @@ util.main("sweep.lua", function()
     .. "(cores / --jobs unless given).")
   parser:flag("--summary", "Do not run anything: summarise the results that are there.")
   parser:flag("--force", "Rerun runs whose result file holds another config.")
+  parser:flag("--keep-models", "Save each run's trained model beside its result "
+    .. "(<out>/runs/<point>.ckpt).")
   parser:flag("--quiet", "No progress bar.")
   util.add_config_options(parser, rp)
   local args = parser:parse()
@@ -101,8 +107,10 @@ util.main("sweep.lua", function()
       local cfg, err = util.check(rp, o)
       if not cfg then die(("%s: %s"):format(table.concat(parts, " "), err)) end
       local name = table.concat(names, "_"):gsub("[^%w%._=-]", "_")
-      runs[#runs + 1] = { id = table.concat(parts, " "), cfg = cfg, point = { table.unpack(cur) },
+      local run = { id = table.concat(parts, " "), cfg = cfg, point = { table.unpack(cur) },
         path = util.join(args.out, "runs", name .. ".json") }
+      if args.keep_models then run.model = runner.model_path(run) end
+      runs[#runs + 1] = run
       return
     end
     for _, v in ipairs(grid[i].values) do
@@ -129,10 +137,11 @@ util.main("sweep.lua", function()
         local cfgfile = run.path:gsub("%.json$", "") .. ".cfg.json"
         assert(util.write(cfgfile, util.json(run.cfg)))
         local name = run.path:match("([^/]+)%.json$")
-        print(("cd %s && %s %s --config %s --out %s --threads %d --quiet"):format(
+        local save = run.model and (" --save " .. util.quote("runs/" .. name .. ".ckpt")) or ""
+        print(("cd %s && %s %s --config %s --out %s --threads %d%s --quiet"):format(
           util.quote(out_abs), util.quote(roper), util.quote(train_abs),
           util.quote("runs/" .. name .. ".cfg.json"), util.quote("runs/" .. name .. ".json"),
-          run.cfg.threads))
+          run.cfg.threads, save))
         n = n + 1
       end
     end
@@ -204,14 +213,25 @@ util.main("sweep.lua", function()
 
   local cmd = { "roper", "scripts/sweep.lua" }
   for i = 1, #arg do cmd[#cmd + 1] = util.quote(arg[i]) end
+  local done_results = {}
+  for i = 1, #runs do done_results[#done_results + 1] = results[i] end
+  local digest = provenance.digest(done_results)
   local md = { "# Sweep", "", "Command: `" .. table.concat(cmd, " ") .. "`", "",
-    util.markdown(headers, rows) }
+    provenance.line(digest), "", util.markdown(headers, rows) }
 
   -- the mean over seeds for each point of the other grid keys
   local seed_at
   for j, e in ipairs(grid) do if e.key == "seed" then seed_at = j end end
+  local models = {}
+  for i, run in ipairs(runs) do
+    if results[i] and util.exists(runner.model_path(run)) then
+      models[#models + 1] = runner.model_path(run)
+    end
+  end
   local summary_json = { command = table.concat(cmd, " "), grid = grid, runs = #runs,
-    done = #rows, missing = missing, failures = #failures }
+    done = #rows, missing = missing, failures = #failures, models = models,
+    provenance = { runs = digest.fields, runs_with = digest.with, runs_without = digest.without,
+      summary = provenance.collect(rp) } }
   if seed_at and #grid > 1 then
     local groups, order = {}, {}
     for i, run in ipairs(runs) do
@@ -253,6 +273,11 @@ util.main("sweep.lua", function()
   end
   if #missing > 0 then
     md[#md + 1] = ("Not done (%d): %s\n"):format(#missing, table.concat(missing, "; "))
+  end
+  if #models > 0 then
+    md[#md + 1] = ("Models: `%s` (%d of the %d runs; open them with scripts/sample.lua and "
+      .. "scripts/attention_map.lua).\n"):format(util.join(args.out, "runs", "<point>.ckpt"),
+      #models, #runs)
   end
   local text = table.concat(md, "\n")
   assert(util.write(util.join(args.out, "summary.md"), text))

@@ -2,12 +2,20 @@
 --
 --   roper scripts/train.lua --task substring_index --pe roper --steps 2000
 --   roper scripts/train.lua --config run.cfg.json --out runs/roper-s1.json
+--   roper scripts/train.lua --task addition --save runs/add.ckpt --save-every 500
 --
 -- Every key of rp.experiment.keys() is an option (--d-model or --d_model). --config reads a JSON
 -- object of keys first; options given on the command line override it. With --out the result is
 -- written as JSON (atomically) and the loss curve as CSV beside it (.csv); without, a summary is
 -- printed. This is the one-run-per-job unit that compare.lua and sweep.lua start, and what a
--- scheduler (GNU parallel, job arrays) runs when a sweep is spread over machines.
+-- scheduler (GNU parallel, job arrays) runs when a sweep is spread over machines. The result
+-- JSON records the run's provenance (scripts/lib/provenance.lua).
+--
+-- --save writes the trained model with its optimiser (a checkpoint: rp.load gives both back, so
+-- training can go on) and, when --out is not given, the result JSON beside it (the checkpoint's
+-- name with .json for .ckpt), which sample.lua and attention_map.lua read for the run's task.
+-- --save-every N also saves every N steps, over the same file (each save is atomic: an
+-- interrupted run leaves the model of its last multiple of N).
 --
 -- Everything that can be known before training is checked before training (rp.experiment.check:
 -- the config, the model and its memory, the task and its corpus; the --out and --progress files
@@ -17,6 +25,8 @@
 package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
 local rp = require "roper"
 local util = require "lib.util"
+local provenance = require "lib.provenance"
+local saved = require "lib.saved"
 
 util.main("train.lua", function()
   local parser = util.parser("roper scripts/train.lua",
@@ -27,6 +37,11 @@ util.main("train.lua", function()
     :argname("<file.json>")
   parser:option("--progress", "Rewrite '<step> <steps> <loss>' into this file as training goes.")
     :argname("<file>")
+  parser:option("--save", "Save the trained model and its optimiser here (a checkpoint; without "
+    .. "--out the result JSON goes beside it, .json for .ckpt).")
+    :argname("<file.ckpt>")
+  parser:option("--save-every", "Also save every n steps during training (over the same file).")
+    :convert(math.tointeger):argname("<n>")
   parser:flag("--quiet", "No progress bar.")
   util.add_config_options(parser, rp)
   local args = parser:parse()
@@ -45,6 +60,18 @@ util.main("train.lua", function()
 
   local cfg, cfg_err = util.check(rp, overrides)
   if not cfg then util.usage(cfg_err) end
+  if args.save_every ~= nil then
+    if args.save_every < 1 then util.usage("--save-every must be an integer >= 1") end
+    if not args.save then util.usage("--save-every needs --save") end
+  end
+  if args.save then
+    if args.save:match("%.json$") or args.save:match("%.csv$") then
+      util.usage("--save " .. args.save .. ": a checkpoint is not a .json or .csv file (use .ckpt)")
+    end
+    util.check_output(args.save, "--save")
+    args.out = args.out or saved.beside(args.save)
+    if args.out == args.save then util.usage("--save and --out name the same file") end
+  end
   local csv = args.out and (args.out:gsub("%.json$", "") .. ".csv")
   if args.out then
     util.check_output(args.out, "--out")
@@ -72,7 +99,9 @@ util.main("train.lua", function()
     end
   end
 
-  local res = rp.experiment.run(cfg, progress)
+  local started = os.time()
+  local res = rp.experiment.run(cfg, progress, { save = args.save, save_every = args.save_every })
+  res.provenance = provenance.collect(rp, started)
 
   local function summary()
     local c = res.config
@@ -98,6 +127,7 @@ util.main("train.lua", function()
       lines[#lines + 1] = ("the loss exploded at step %d (above twice its best and above "
         .. "ln(vocab)); see the curve"):format(res.exploded_at)
     end
+    if res.checkpoint then lines[#lines + 1] = "model saved to " .. res.checkpoint end
     return table.concat(lines, "\n")
   end
 

@@ -6,7 +6,9 @@
 --                                         of single keys checked)
 --   rp.experiment.check([overrides])   -> the same, and everything else that can be known before
 --                                         training (model, memory, task, corpus splits)
---   rp.experiment.run(cfg[, progress]) -> result table (see run below)
+--   rp.experiment.task(cfg)            -> the task of a config (as run builds it)
+--   rp.experiment.run(cfg[, progress[, opts]]) -> result table (see run below); with
+--                                         opts.keep_model also the model, its task and optimiser
 -- Errors name the public function: "bad argument #1 to 'rp.experiment.run' (option 'steps' must
 -- be >= 1, got 0)".
 --
@@ -242,6 +244,18 @@ local function make_task(cfg)
   return task
 end
 
+-- rp.experiment.task(cfg) -> task | nil, message: the task of an experiment config, as
+-- rp.experiment.run builds it (to encode and decode for a model saved by a run, or to draw its
+-- problems). cfg as for rp.experiment.config; bad keys and options raise, a corpus that cannot be
+-- read returns nil and "path: reason" (as rp.tasks.text).
+function experiment.task(cfg)
+  local fname = "rp.experiment.task"
+  cfg = resolve(fname, cfg)
+  local ok, task, err = pcall(rp.tasks[cfg.task], task_opts(cfg))
+  if not ok then argerror(fname, 1, "task " .. cfg.task .. ": " .. inner(task)) end
+  return task, err
+end
+
 -- The config of rp.model for cfg and a task of vocabulary V.
 local function model_opts(cfg, V)
   return { vocab = V, d_model = cfg.d_model, heads = cfg.heads, layers = cfg.layers,
@@ -301,16 +315,83 @@ function experiment.check(overrides)
   return validate("rp.experiment.check", cfg)
 end
 
+-- The options of rp.experiment.run (argument 3), checked and copied (no metamethod of the
+-- caller's table runs later): keep_model (boolean), save (a path), save_every (steps, with save).
+-- The folder of save must take a file: a probe file "<save>.probe" is created and removed, so
+-- a path that cannot be written is an error before training, not after it.
+local RUN_OPTS = { "keep_model", "save", "save_every" }
+
+local function run_opts(fname, opts)
+  if opts == nil then return {} end
+  if type(opts) ~= "table" then
+    argerror(fname, 3, "options table expected, got " .. type(opts))
+  end
+  local known = {}
+  for _, k in ipairs(RUN_OPTS) do known[k] = true end
+  local o = {}
+  for k, v in next, opts do
+    if not known[k] then
+      argerror(fname, 3, ("unknown option '%s' (known: %s)"):format(tostring(k),
+        table.concat(RUN_OPTS, ", ")))
+    end
+    o[k] = v
+  end
+  if o.keep_model ~= nil and type(o.keep_model) ~= "boolean" then
+    argerror(fname, 3, "option 'keep_model' must be a boolean, got " .. type(o.keep_model))
+  end
+  if o.save ~= nil then
+    if type(o.save) ~= "string" then
+      argerror(fname, 3, "option 'save' must be a path (a string), got " .. type(o.save))
+    end
+    if o.save == "" or o.save:find("\0", 1, true) then
+      argerror(fname, 3, "option 'save' must be a nonempty path without NUL bytes")
+    end
+    -- a folder opens with a "/" appended (nothing else does, and nothing blocks)
+    local dir = io.open(o.save .. "/", "r")
+    if dir then
+      dir:close()
+      argerror(fname, 3, ("option 'save': %s is a folder, not a file"):format(o.save))
+    end
+    local probe = o.save .. ".probe"
+    local f, err = io.open(probe, "wb")
+    if not f then
+      argerror(fname, 3, ("option 'save': %s: cannot write there (%s)"):format(o.save,
+        tostring(err):gsub("^.-: ", "")))
+    end
+    f:close()
+    os.remove(probe)
+  end
+  if o.save_every ~= nil then
+    local n = o.save_every
+    if math.type(n) == "float" and n == math.floor(n) and math.abs(n) <= 2^53 then
+      n = math.tointeger(n)
+    end
+    if math.type(n) ~= "integer" or n < 1 then
+      argerror(fname, 3, "option 'save_every' must be an integer >= 1, got " .. tostring(n))
+    end
+    if o.save == nil then argerror(fname, 3, "option 'save_every' needs option 'save'") end
+    o.save_every = n
+  end
+  return o
+end
+
 local function wall_clock()
   local ok, system = pcall(require, "system")
   if ok and type(system) == "table" and system.gettime then return system.gettime end
   return os.time
 end
 
--- rp.experiment.run(cfg[, progress]) -> result
+-- rp.experiment.run(cfg[, progress[, opts]]) -> result[, model, task, optimiser]
 -- Trains a fresh model on cfg's task for cfg.steps steps and evaluates it. cfg is checked with
 -- rp.experiment.config first (so a partial table works). progress(step, steps, loss), when
--- given, is called after every step. The result:
+-- given, is called after every step. opts (run_opts above):
+--   keep_model    true: also return the trained model, its task and its optimiser (otherwise
+--                 all three are released when run returns, or raises)
+--   save          a path: the trained model and its optimiser are saved there (m:save, atomic)
+--                 when training ends, before the evaluation; result.checkpoint is the path
+--   save_every    n: also every n steps during training, to the same path (overwritten), so an
+--                 interrupted run leaves the model of its last multiple of n
+-- The result:
 --   config        the full config
 --   params        parameter count
 --   metric        "correct" (addition, substring_index: higher is better) or "loss" (lower)
@@ -329,13 +410,15 @@ end
 --                 had learned something and then became worse than guessing); exploded_at: the
 --                 step of the first such point
 --   seconds_train, seconds_eval, tokens_per_s, threads
+--   checkpoint    the path of opts.save (absent without it)
 -- Everything rp.experiment.check finds is raised before anything is built or trained.
-function experiment.run(cfg, progress)
+function experiment.run(cfg, progress, opts)
   local fname = "rp.experiment.run"
   cfg = validate(fname, resolve(fname, cfg))
   if progress ~= nil and type(progress) ~= "function" then
     argerror(fname, 2, "function expected, got " .. type(progress))
   end
+  opts = run_opts(fname, opts)
   local clock = wall_clock()
   if cfg.threads > 0 then rp.set_num_threads(cfg.threads) end
   -- a failure here (the memory that check saw gone meanwhile) is named after run, not after
@@ -346,8 +429,19 @@ function experiment.run(cfg, progress)
     if obj == nil then argerror(fname, 1, tostring(err)) end
     return obj
   end
-  local task <close> = build(rp.tasks[cfg.task], task_opts(cfg))
-  local m <close> = build(rp.model, model_opts(cfg, task:vocab_size()))
+  -- the task, model and optimiser are released when run ends (returns or raises), unless they
+  -- are returned (keep_model)
+  local built, kept = {}, false
+  local _ <close> = setmetatable({}, { __close = function()
+    if kept then return end
+    for i = #built, 1, -1 do getmetatable(built[i]).__close(built[i]) end
+  end })
+  local function keep(obj)
+    built[#built + 1] = obj
+    return obj
+  end
+  local task = keep(build(rp.tasks[cfg.task], task_opts(cfg)))
+  local m = keep(build(rp.model, model_opts(cfg, task:vocab_size())))
   local oc = { lr = cfg.lr, weight_decay = cfg.weight_decay, clip = cfg.clip,
     schedule = cfg.schedule }
   if cfg.schedule == "cosine" then
@@ -356,7 +450,15 @@ function experiment.run(cfg, progress)
   elseif cfg.schedule == "noam" then
     oc.warmup = math.max(1, cfg.warmup)
   end
-  local opt <close> = build(rp.optim[cfg.optimiser], m, oc)
+  local opt = keep(build(rp.optim[cfg.optimiser], m, oc))
+  local function save()
+    -- nothing non-finite reaches the weights (train_step skips such steps); should it anyway,
+    -- the run's model is still what is asked for
+    local ok, err = m:save(opts.save, opt, { allow_nonfinite = true })
+    if not ok then
+      error(("rp.experiment.run: cannot save the model: %s"):format(err), internals.user_level())
+    end
+  end
   -- the data stream is seeded apart from the initialisation (which uses cfg.seed itself)
   local data = rp.rng(cfg.seed + 0x100000000)
 
@@ -382,10 +484,16 @@ function experiment.run(cfg, progress)
       sum, n = 0, 0
     end
     if progress then progress(step, cfg.steps, loss) end
+    if opts.save_every and step % opts.save_every == 0 and step < cfg.steps then save() end
   end
   local t1 = clock()
   res.seconds_train = t1 - t0
   res.tokens_per_s = tokens / math.max(t1 - t0, 1e-9)
+  if opts.save then
+    save()
+    res.checkpoint = opts.save
+    t1 = clock()
+  end
 
   -- a loss that exploded but stayed finite
   res.exploded = false
@@ -438,6 +546,10 @@ function experiment.run(cfg, progress)
     if res.metric == "loss" then res.value = el end
   end
   res.seconds_eval = clock() - t1
+  if opts.keep_model then
+    kept = true
+    return res, m, task, opt
+  end
   return res
 end
 

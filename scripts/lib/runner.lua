@@ -10,18 +10,25 @@
 -- started again.
 --
 --   runner.run(runs, opts) -> results, failures
---     runs: { {id = "rope s1", cfg = <full config>, path = "dir/rope-s1.json"}, ... }
+--     runs: { {id = "rope s1", cfg = <full config>, path = "dir/rope-s1.json"[, model =
+--           "dir/rope-s1.ckpt"]}, ... }; with model (compare.lua and sweep.lua --keep-models)
+--           the run saves its trained model there (train.lua --save), and a finished run counts
+--           as done only when its model is there too
 --     opts: jobs (1), roper (the interpreter, arg[-1]), train (scripts/train.lua), quiet,
 --           force (rerun runs whose file holds another config instead of stopping),
 --           on_done(run, result) (called as each run finishes or is found done)
 --     results[i] is run i's decoded result (nil when it failed); failures lists
 --     {run =, message =}.
---   runner.check_existing(run) -> "done" | "missing" | nil, message (another config)
+--   runner.check_existing(run) -> "done" | "missing" | nil, message (another config); a run
+--     with model whose model file is gone is "missing"
 --   runner.tidy(run): removes the run's bookkeeping files
+--   runner.model_path(run) -> the path of the run's model (name.ckpt)
 --
 -- Each run writes path (result JSON, name.json), name.csv (loss curve), name.log (its output);
 -- while it runs, name.progress ("step steps loss", rewritten about twice a second) and
--- name.cfg.json (its config, read by train.lua).
+-- name.cfg.json (its config, read by train.lua). A name.ckpt beside them is always the model of
+-- the run in name.json: it is removed when the run starts again, and when an interrupted run
+-- had saved its model before its result (its evaluation was cut short).
 local uv = require "luv"
 local util = require "lib.util"
 
@@ -73,6 +80,10 @@ function runner.tidy(run)
   for _, f in ipairs { bookkeeping(run) } do os.remove(f) end
 end
 
+function runner.model_path(run)
+  return (run.path:gsub("%.json$", "")) .. ".ckpt"
+end
+
 function runner.check_existing(run)
   if not util.exists(run.path) then return "missing" end
   local res, err = util.read_json(run.path)
@@ -83,6 +94,8 @@ function runner.check_existing(run)
     return nil, ("%s holds a run with another config (%s = %s there, %s here)"):format(run.path,
       key, show(there), show(here))
   end
+  -- with --keep-models a run is done when its model is there too (else it is run again)
+  if run.model and not util.exists(run.model) then return "missing" end
   return "done", res
 end
 
@@ -163,11 +176,17 @@ function runner.run(runs, opts)
     local run = runs[i]
     local progress, log, cfgfile = files(i)
     runner.tidy(run)
+    os.remove(runner.model_path(run)) -- the model of an earlier run of this name
     assert(util.write(cfgfile, util.json(run.cfg)))
     local fd, ferr = uv.fs_open(log, "w", tonumber("644", 8))
     if not fd then error(log .. ": " .. tostring(ferr), 0) end
+    local args = { train, "--config", cfgfile, "--out", run.path, "--progress", progress }
+    if run.model then
+      args[#args + 1] = "--save"
+      args[#args + 1] = run.model
+    end
     local handle, pid = uv.spawn(roper, {
-      args = { train, "--config", cfgfile, "--out", run.path, "--progress", progress },
+      args = args,
       stdio = { devnull, fd, fd }, env = env,
     }, function(code, signal)
       exited[i] = { code = code, signal = signal }
@@ -227,6 +246,7 @@ function runner.run(runs, opts)
       results[i] = res
       if opts.on_done then opts.on_done(run, res, false) end
     else
+      os.remove(runner.model_path(run)) -- no model without its result
       local msg = err or (how.signal ~= 0 and ("killed by signal %d"):format(how.signal)
         or ("exit status %d"):format(how.code))
       failures[#failures + 1] = { run = run, message = msg }
@@ -260,11 +280,13 @@ function runner.run(runs, opts)
     end
     for _, r in pairs(running) do r.handle:kill("sigkill") end
   end
+  local started = {}
 
   local ok, err = pcall(function()
     while next_pending <= #pending or nrunning > 0 do
       while nrunning < jobs and next_pending <= #pending and not stop_signal do
         start(pending[next_pending])
+        started[#started + 1] = pending[next_pending]
         next_pending = next_pending + 1
       end
       if stop_signal then error("interrupted by " .. stop_signal:upper(), 0) end
@@ -280,6 +302,10 @@ function runner.run(runs, opts)
   if not ok then
     stop_all()
     for _, i in ipairs(pending) do runner.tidy(runs[i]) end
+    -- a run stopped after it saved its model and before its result: no model without a result
+    for _, i in ipairs(started) do
+      if not results[i] then os.remove(runner.model_path(runs[i])) end
+    end
     io.stderr:write(("stopped (%s); finished runs are kept: the same command resumes.\n"):format(
       tostring(err)))
     os.exit(stop_signal == "sigterm" and 143 or 130)

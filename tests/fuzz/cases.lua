@@ -211,7 +211,11 @@ local function seeds(rp)
   end
   S["rp.experiment.config"] = function() return pack(tiny_cfg()) end
   S["rp.experiment.check"] = S["rp.experiment.config"]
-  S["rp.experiment.run"] = function() return pack(tiny_cfg(), function() end) end
+  S["rp.experiment.run"] = function(ctx)
+    return pack(tiny_cfg(), function() end, { keep_model = true, save = ctx.dir .. "/run.ckpt",
+      save_every = 1 })
+  end
+  S["rp.experiment.task"] = S["rp.experiment.config"]
   S["rp.experiment.applies"] = function() return pack("path", "text") end
   S["rp.experiment.better"] = function() return pack("loss", 1, 2) end
   -- models

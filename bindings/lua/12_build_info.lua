@@ -1,0 +1,16 @@
+-- rp.build_info(): what this build of the module is, for the provenance of runs
+-- (docs/experiments.md, "What a run records").
+--   rp.build_info() -> { version = rp._VERSION, commit = "<git describe --always --dirty>" }
+-- The commit is stamped at build time by bindings/gen_build_info.lua (the chunk 03_build_info.lua,
+-- generated in the build folder and embedded before this file): "unknown" when the module was
+-- built outside a git checkout.
+--
+-- Called by luaopen_roper as chunk(rp, internals).
+local rp, internals = ...
+
+local stamp = internals.build_info or {}
+local commit = type(stamp.commit) == "string" and stamp.commit or "unknown"
+
+function rp.build_info()
+  return { version = rp._VERSION, commit = commit }
+end

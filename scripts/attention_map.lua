@@ -1,0 +1,221 @@
+-- Attention maps of a saved model: loads a checkpoint (train.lua --save, compare.lua / sweep.lua
+-- --keep-models), runs its input through the model and draws the attention weights as gnuplot
+-- heatmaps, one panel per layer (rows) and head (columns): row t of a panel is query t's weights
+-- over the keys (columns), both axes labelled with the input's characters.
+--
+--   roper scripts/attention_map.lua runs/add.ckpt                  -- a problem of its task
+--   roper scripts/attention_map.lua runs/add.ckpt --input '?d=12+34; 2e0+4e0+0e0==6e0' --layers 2
+--   roper scripts/attention_map.lua model.ckpt --config run.json --out docs/attention
+--
+-- The task (its vocabulary, its data) comes from the run's JSON beside the checkpoint or from
+-- --config (scripts/lib/saved.lua). Without --input the input is the first problem of a fresh
+-- row of the task's data (addition, substring_index: question, worked answer and terminator as
+-- in training), or the beginning of such a row (other tasks), drawn with --seed. Writes
+-- <out>.png and <out>.svg (default <out>: the checkpoint's name with -attention), the gnuplot
+-- script <out>.gp and the weights <out>.dat (one T x T matrix per panel, gnuplot's index order:
+-- layer by layer, head by head), so the picture can be restyled.
+--
+-- Errors are one line: exit 2 for a bad option, checkpoint or run JSON, 1 when gnuplot fails.
+-- lib/ beside this file, wherever it runs from: roper, lua5.4 or an installed roper-<name>
+package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
+local rp = require "roper"
+local util = require "lib.util"
+local saved = require "lib.saved"
+
+local function inner(err)
+  local msg = util.message(err)
+  return msg:match("^bad argument #%d+ to '[^']*' %((.*)%)$") or msg
+end
+
+local function gp_string(s)
+  return '"' .. tostring(s):gsub('[\\"]', "\\%0") .. '"'
+end
+
+-- A character as an axis label: blanks and control characters made visible, and "%" doubled
+-- (gnuplot reads a tic label as a format).
+local SHOW = { [" "] = "␣", ["\n"] = "↵", ["\t"] = "⇥", ["\r"] = "␍", ["%"] = "%%" }
+local function label(ch)
+  if SHOW[ch] then return SHOW[ch] end
+  if ch:match("^%c$") then return ("\\x%02x"):format(ch:byte()) end
+  return ch
+end
+
+-- A list "1,3" of integers in 1..n (all of 1..n when s is nil), or a usage problem naming what.
+local function index_list(s, n, what)
+  local out = {}
+  if s == nil then
+    for i = 1, n do out[i] = i end
+    return out
+  end
+  local seen = {}
+  for part in s:gmatch("[^,]+") do
+    local i = math.tointeger(tonumber(part))
+    if not i or i < 1 or i > n then
+      util.usage(("%s %s: each must be an integer in 1..%d"):format(what, s, n))
+    end
+    if seen[i] then util.usage(("%s %s: %d is given twice"):format(what, s, i)) end
+    seen[i] = true
+    out[#out + 1] = i
+  end
+  if #out == 0 then util.usage(what .. " must list at least one") end
+  return out
+end
+
+util.main("attention_map.lua", function()
+  local parser = util.parser("roper scripts/attention_map.lua",
+    "Draw a saved model's attention weights for an input: one gnuplot heatmap per layer and "
+    .. "head (PNG and SVG).")
+  parser:argument("checkpoint", "The checkpoint (.ckpt).")
+  parser:option("--config", "The run's result JSON or config (default: the .json beside the "
+    .. "checkpoint).")
+    :argname("<file.json>")
+  parser:option("--input", "The text to run through the model (default: a problem of the task, "
+    .. "or the beginning of a row of its data).")
+    :argname("<text>")
+  parser:option("--seed", "Seed of the default input.", "1"):convert(math.tointeger)
+    :argname("<n>")
+  parser:option("--layers", "Only these layers, e.g. 1,3 (default: all).")
+    :argname("<list>")
+  parser:option("--heads", "Only these heads, e.g. 2,4 (default: all).")
+    :argname("<list>")
+  parser:option("--out", "Output prefix: writes <out>.png, .svg, .gp and .dat (default: the "
+    .. "checkpoint's name with -attention).")
+    :argname("<prefix>")
+  local args = parser:parse()
+
+  if not args.seed then util.usage("--seed must be an integer") end
+  local m, task, cfg = saved.open(rp, args.checkpoint, args.config)
+  local mc = m:config()
+  local layers = index_list(args.layers, mc.layers, "--layers")
+  local heads = index_list(args.heads, mc.heads, "--heads")
+  local out = args.out or (args.checkpoint:gsub("%.ckpt$", "") .. "-attention")
+  for _, ext in ipairs { ".png", ".svg", ".gp", ".dat" } do
+    util.check_output(out .. ext, "--out")
+  end
+
+  -- the input
+  local ids
+  if args.input then
+    if args.input == "" then util.usage("--input must not be empty") end
+    local ok, r = pcall(task.encode, task, args.input)
+    if not ok then util.usage("--input: " .. inner(r)) end
+    ids = r
+    if #ids > mc.seq_len then
+      util.usage(("--input has %d characters, more than the model's seq_len %d"):format(#ids,
+        mc.seq_len))
+    end
+  else
+    local split = (cfg.task == "text" and select(2, task:split_sizes()) > task:config().seq_len)
+      and "valid" or "train"
+    local row = task:batch(1, rp.rng(args.seed), split)[1]:totable()
+    local len = math.min(#row, mc.seq_len, 48)
+    if cfg.task == "addition" or cfg.task == "substring_index" then
+      local term = task:encode((cfg.task == "addition" and cfg.format == "labml") and "\n" or "#")[1]
+      len = math.min(#row, mc.seq_len)
+      for i, id in ipairs(row) do
+        if id == term then len = math.min(i, len); break end
+      end
+    end
+    ids = table.move(row, 1, len, 1, {})
+    for i, id in ipairs(ids) do ids[i] = math.tointeger(id) end
+  end
+  local T = #ids
+  local chars = {}
+  for i, id in ipairs(ids) do chars[i] = task:decode { id } end
+  local text = table.concat(chars)
+
+  -- the weights: one T x T matrix per (layer, head)
+  local dat, panels = {}, {}
+  local lo, hi = math.huge, -math.huge
+  for _, l in ipairs(layers) do
+    local att = m:attention(l, { ids }) -- [1 x H x T x T]
+    for _, h in ipairs(heads) do
+      local w = att[1][h]:totable()
+      dat[#dat + 1] = ("# layer %d, head %d: row = query, column = key"):format(l, h)
+      for t = 1, T do
+        local row = w[t]
+        for s = 1, T do
+          lo, hi = math.min(lo, row[s]), math.max(hi, row[s])
+          row[s] = ("%.5g"):format(row[s])
+        end
+        dat[#dat + 1] = table.concat(row, " ")
+      end
+      dat[#dat + 1] = "\n" -- two blank lines end a gnuplot data block (index)
+      panels[#panels + 1] = { layer = l, head = h }
+    end
+  end
+  local ok, err = util.write(out .. ".dat", table.concat(dat, "\n") .. "\n")
+  if not ok then error(err, 0) end
+
+  -- the gnuplot script: the same multiplot drawn for PNG and for SVG
+  local P = math.max(240, math.min(900, 9 * T + 60)) -- pixels per panel: 9 per token
+  local nl, nh = #layers, #heads
+  -- margins and gaps in pixels: left (y label), right (colour box), top (titles), bottom (x label)
+  local ML, MR, MT, MB, GX, GY = 60, 80, 60, 60, 70, 80
+  local W, H = ML + nh * P + (nh - 1) * GX + MR, MT + nl * P + (nl - 1) * GY + MB
+  local step = math.max(1, math.ceil(T / 90))
+  local tics = {}
+  for i = 1, T, step do tics[#tics + 1] = ("%s %d"):format(gp_string(label(chars[i])), i - 1) end
+  local font = T <= 20 and 9 or 7
+  local linear = mc.attention == "linear"
+  local name = args.checkpoint:match("([^/]*)$")
+  -- the input in the title, cut to the picture's width (about 7 pixels a character)
+  local room = math.max(20, (W - 60) // 7 - #name - 20)
+  local shown = text:gsub("\n", "↵")
+  if utf8.len(shown) and utf8.len(shown) > room then
+    shown = shown:sub(1, utf8.offset(shown, room - 2) - 1) .. "..."
+  end
+  local gp = out .. ".gp"
+  local script = {
+    "# Generated by scripts/attention_map.lua; rerun with: gnuplot " .. gp,
+    ("# Attention weights of %s (pe %s%s) for %d tokens, one panel per layer (rows) and head"):format(
+      args.checkpoint, mc.pe, linear and ", linear attention" or "", T),
+    "# (columns); in a panel, row t is query t's weights over the keys (columns).",
+    ("dat = %s"):format(gp_string(out .. ".dat")),
+    "do for [fmt in \"png svg\"] {",
+    "  if (fmt eq \"png\") {",
+    ("    set terminal pngcairo size %d,%d font ',9'"):format(W, H),
+    ("    set output %s"):format(gp_string(out .. ".png")),
+    "  } else {",
+    ("    set terminal svg size %d,%d dynamic font ',9'"):format(W, H),
+    ("    set output %s"):format(gp_string(out .. ".svg")),
+    "  }",
+    "  set termoption noenhanced",
+    "  unset key",
+    "  set palette defined (0 '#ffffff', 0.15 '#deebf7', 0.4 '#9ecae1', 0.7 '#3182bd', 1 '#08306b')",
+    linear and "  set cbrange [*:*]" or "  set cbrange [0:1]",
+    ("  set xrange [-0.5:%g]"):format(T - 0.5),
+    ("  set yrange [%g:-0.5]"):format(T - 0.5),
+    "  set size ratio -1",
+    ("  set xtics (%s) rotate by 90 right font ',%d' scale 0"):format(table.concat(tics, ", "), font),
+    ("  set ytics (%s) font ',%d' scale 0"):format(table.concat(tics, ", "), font),
+    "  set xlabel 'key' offset 0,0.8",
+    "  set ylabel 'query' offset 1.5,0",
+    "  unset colorbox",
+    ("  set multiplot layout %d,%d margins %.4f,%.4f,%.4f,%.4f spacing %.4f,%.4f title %s"):format(
+      nl, nh, ML / W, 1 - MR / W, MB / H, 1 - MT / H, GX / W, GY / H,
+      gp_string(("%s: attention for \"%s\""):format(name, shown))),
+  }
+  for k, p in ipairs(panels) do
+    if k == #panels then
+      script[#script + 1] = ("  set colorbox vertical user origin screen %.4f, screen %.4f size "
+        .. "screen %.4f, screen %.4f"):format(1 - (MR - 20) / W, 0.2, 14 / W, 0.6)
+    end
+    script[#script + 1] = ("  set title 'layer %d, head %d'"):format(p.layer, p.head)
+    script[#script + 1] = ("  plot dat index %d matrix with image"):format(k - 1)
+  end
+  script[#script + 1] = "  unset multiplot"
+  script[#script + 1] = "  set output"
+  script[#script + 1] = "}"
+  ok, err = util.write(gp, table.concat(script, "\n") .. "\n")
+  if not ok then error(err, 0) end
+
+  local log = os.tmpname()
+  local okx = os.execute(("gnuplot %s > %s 2>&1"):format(util.quote(gp), util.quote(log)))
+  local glog = util.read(log) or ""
+  os.remove(log)
+  if not okx then error("gnuplot failed: " .. glog, 0) end
+  io.write(("attention_map: %d layer%s x %d head%s, %d tokens (weights %.3g .. %.3g): %s\n"):format(
+    nl, nl == 1 and "" or "s", nh, nh == 1 and "" or "s", T, lo, hi, text:gsub("\n", "\\n")))
+  io.write(("attention_map: wrote %s.png, %s.svg (%s.gp, %s.dat)\n"):format(out, out, out, out))
+end)

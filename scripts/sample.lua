@@ -1,0 +1,133 @@
+-- Text from a saved model: loads a checkpoint (train.lua --save, compare.lua / sweep.lua
+-- --keep-models), encodes a prompt with its run's task vocabulary and generates.
+--
+--   roper scripts/sample.lua runs/add.ckpt                         -- a fresh problem of its task
+--   roper scripts/sample.lua runs/add.ckpt --prompt '?d=12+34;' --greedy
+--   roper scripts/sample.lua runs/text.ckpt --prompt 'The ' --n 300 --temperature 0.8 --top-k 5
+--   roper scripts/sample.lua model.ckpt --config results/x/runs/rope-s1.json --samples 4
+--
+-- The checkpoint holds the model; the task (its vocabulary, its problems) comes from the run's
+-- JSON beside it (run.ckpt -> run.json) or from --config (scripts/lib/saved.lua). Without
+-- --prompt, tasks with problems (addition, substring_index) are prompted with fresh problems and
+-- each answer is checked; the other tasks with the beginning of a fresh row of their data (the
+-- validation split of a text). Generation stops after the task's terminator (problems) or --stop,
+-- or after --n tokens. Sampling is reproducible: --seed draws the problems (rp.rng(seed)) and
+-- sample i samples from rp.rng(seed + 1) jumped i - 1 times (m:generate_batch); --greedy (or
+-- --temperature 0) takes the most likely token.
+--
+-- Errors are one line: exit 2 for a bad option, checkpoint or run JSON.
+-- lib/ beside this file, wherever it runs from: roper, lua5.4 or an installed roper-<name>
+package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
+local rp = require "roper"
+local util = require "lib.util"
+local saved = require "lib.saved"
+
+-- The text of a module error without its "bad argument #1 to 'encode' (...)" wrapper.
+local function inner(err)
+  local msg = util.message(err)
+  return msg:match("^bad argument #%d+ to '[^']*' %((.*)%)$") or msg
+end
+
+util.main("sample.lua", function()
+  local parser = util.parser("roper scripts/sample.lua",
+    "Generate text with a saved model (a checkpoint of train.lua --save or --keep-models).")
+  parser:argument("checkpoint", "The checkpoint (.ckpt).")
+  parser:option("--config", "The run's result JSON or config (default: the .json beside the "
+    .. "checkpoint).")
+    :argname("<file.json>")
+  parser:option("--prompt", "The text to continue (default: a fresh problem of the task, or the "
+    .. "beginning of a fresh row of its data).")
+    :argname("<text>")
+  parser:option("--samples", "How many samples (of the prompt, or fresh problems).", "1")
+    :convert(math.tointeger):argname("<n>")
+  parser:option("--n", "At most this many new tokens per sample.", "200")
+    :convert(math.tointeger):argname("<n>")
+  parser:option("--temperature", "Sampling temperature (0: greedy).", "1")
+    :convert(tonumber):argname("<t>")
+  parser:option("--top-k", "Sample among the k most likely tokens (0: all).", "0")
+    :convert(math.tointeger):argname("<k>")
+  parser:flag("--greedy", "Take the most likely token (as --temperature 0).")
+  parser:option("--seed", "Seed of the problems and of sampling.", "1")
+    :convert(math.tointeger):argname("<n>")
+  parser:option("--stop", "Stop after this character (default: the task's terminator for "
+    .. "addition and substring_index, none otherwise).")
+    :argname("<char>")
+  local args = parser:parse()
+
+  local die = util.usage
+  if not args.samples or args.samples < 1 or args.samples > 100000 then
+    die("--samples must be an integer in 1..100000")
+  end
+  if not args.n or args.n < 1 or args.n > 2^31 - 1 then
+    die("--n must be an integer in 1..2147483647")
+  end
+  if args.samples * args.n > 2^31 - 1 then die("--samples times --n must be at most 2^31 - 1") end
+  local t = args.temperature
+  if not t or t ~= t or t < 0 or t == math.huge then die("--temperature must be a number >= 0") end
+  if args.greedy then t = 0 end
+  if not args.top_k or args.top_k < 0 then die("--top-k must be an integer >= 0") end
+  if not args.seed then die("--seed must be an integer") end
+
+  local m, task, cfg = saved.open(rp, args.checkpoint, args.config)
+  local problems = cfg.task == "addition" or cfg.task == "substring_index"
+
+  local function id_of(ch, what)
+    local ok, ids = pcall(task.encode, task, ch)
+    if not ok then die(what .. ": " .. inner(ids)) end
+    if #ids ~= 1 then die(what .. " must be one character, got " .. ("%q"):format(ch)) end
+    return ids[1]
+  end
+  local stop
+  if args.stop then
+    stop = id_of(args.stop, "--stop")
+  elseif problems then
+    stop = id_of((cfg.task == "addition" and cfg.format == "labml") and "\n" or "#",
+      "the task's terminator")
+  end
+
+  -- the prompts (and the questions to check)
+  local texts, questions = {}, {}
+  local g = rp.rng(args.seed)
+  if args.prompt then
+    if args.prompt == "" then die("--prompt must not be empty") end
+    local ok, err = pcall(task.encode, task, args.prompt)
+    if not ok then die("--prompt: " .. inner(err)) end
+    for i = 1, args.samples do texts[i] = args.prompt end
+  elseif problems then
+    for i = 1, args.samples do
+      local q, a = task:problem(g)
+      texts[i], questions[i] = q, a
+    end
+  else
+    local tc = task:config()
+    local split = (cfg.task == "text" and select(2, task:split_sizes()) > tc.seq_len) and "valid"
+      or "train"
+    local x = task:batch(args.samples, g, split)
+    local len = math.min(32, tc.seq_len // 2)
+    for i = 1, args.samples do texts[i] = task:decode(x[i]:narrow(1, 1, len)) end
+  end
+  local prompts = {}
+  for i, text in ipairs(texts) do prompts[i] = task:encode(text) end
+
+  local gen = { stop = stop }
+  if t > 0 then gen.temperature, gen.top_k, gen.seed = t, args.top_k, args.seed + 1 end
+  local outs = m:generate_batch(prompts, args.n, gen)
+
+  local right = 0
+  for i, ids in ipairs(outs) do
+    local out = task:decode(ids)
+    if args.samples > 1 and not questions[i] then io.write(("-- sample %d\n"):format(i)) end
+    if questions[i] then
+      local ok = task:check(texts[i], out)
+      if ok then right = right + 1 end
+      local line = (texts[i] .. out):gsub("\n$", "")
+      io.write(line, ok and "   [right]" or ("   [wrong: the answer is " .. questions[i] .. "]"),
+        "\n")
+    else
+      io.write(texts[i], out, out:sub(-1) == "\n" and "" or "\n")
+    end
+  end
+  if #questions > 1 then
+    io.write(("%d of %d right\n"):format(right, #questions))
+  end
+end)

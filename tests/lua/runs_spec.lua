@@ -1,0 +1,588 @@
+-- Runs you can keep and open, and their provenance (issue 12, parts 3 and 4): rp.build_info,
+-- rp.experiment.run's keep_model / save / save_every, train.lua --save / --save-every (a killed
+-- run leaves a whole checkpoint), compare.lua and sweep.lua --keep-models (a resume keeps the
+-- models consistent with the results), scripts/sample.lua and scripts/attention_map.lua on a tiny
+-- saved model, and the provenance block of every run's JSON and of the summaries (old result
+-- files without it still read). The scripts run through the REPL binary (ROPER_BIN, default
+-- build/roper) from the repository root; every model is a few steps of a 16-wide one.
+
+local rp = require "roper"
+local cjson = require "cjson"
+local lfs = require "lfs"
+
+local BIN = os.getenv("ROPER_BIN") or "build/roper"
+
+local dir_of = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+package.path = dir_of .. "?.lua;scripts/?.lua;" .. package.path
+local h = require "helpers"
+local sh_quote, read, write, run, tmpdir = h.sh_quote, h.read, h.write, h.run, h.tmpdir
+local provenance = require "lib.provenance"
+
+local function read_json(path)
+  local s = read(path)
+  assert.is_string(s, "missing " .. path)
+  return cjson.decode(s)
+end
+
+local function exists(path) return lfs.attributes(path) ~= nil end
+
+-- The names in a folder, sorted.
+local function ls(dir)
+  local t = {}
+  for n in lfs.dir(dir) do
+    if n ~= "." and n ~= ".." then t[#t + 1] = n end
+  end
+  table.sort(t)
+  return t
+end
+
+local function lines(s)
+  local t = {}
+  for l in s:gmatch("[^\n]+") do t[#t + 1] = l end
+  return t
+end
+
+local function wait_for(cond, seconds)
+  for _ = 1, seconds * 20 do
+    if cond() then return true end
+    os.execute("sleep 0.05")
+  end
+  return cond()
+end
+
+local TINY = { steps = 5, d_model = 16, heads = 2, layers = 2, seq_len = 32, batch = 4,
+  problems = 2, valid_batches = 1, log_every = 1 }
+local function tiny(extra)
+  local o = {}
+  for k, v in pairs(TINY) do o[k] = v end
+  for k, v in pairs(extra or {}) do o[k] = v end
+  return o
+end
+local TINY_ARGS = "--d-model 16 --heads 2 --layers 2 --seq-len 32 --batch 4 --problems 2 "
+  .. "--valid-batches 1"
+
+-- The evaluation loss of a model as rp.experiment.run computes it for cfg.
+local function eval_loss(m, cfg)
+  local task <close> = assert(rp.experiment.task(cfg))
+  return rp.eval.loss(m, task, { batches = cfg.valid_batches, batch_size = math.min(cfg.batch, 16),
+    seed = cfg.eval_seed })
+end
+
+---------------------------------------------------------------------------------------------------
+describe("rp.build_info", function()
+  it("gives the version and the source commit of the build", function()
+    local b = rp.build_info()
+    assert.are.equal(rp._VERSION, b.version)
+    assert.is_string(b.commit)
+    assert.truthy(b.commit == "unknown" or b.commit:match("^[%w%._/+-]+$"), b.commit)
+    b.commit = "changed"
+    assert.are_not.equal("changed", rp.build_info().commit) -- a fresh table
+    -- in a git checkout: git describe of the build (the -dirty mark is left out of the
+    -- comparison: a file edited since the build adds it to one side only)
+    local out, _, code = run("git describe --always --dirty 2>/dev/null")
+    if code == 0 and out ~= "" then
+      local function base(s) return (s:gsub("\n$", ""):gsub("%-dirty$", "")) end
+      assert.are.equal(base(out), base(rp.build_info().commit))
+    end
+  end)
+end)
+
+---------------------------------------------------------------------------------------------------
+describe("rp.experiment.run with opts", function()
+  local dir
+  setup(function() dir = tmpdir() end)
+  teardown(function() h.remove_tree(dir) end)
+
+  it("returns the trained model, its task and optimiser with keep_model", function()
+    local cfg = tiny { steps = 4 }
+    local r, m, task, opt = rp.experiment.run(cfg, nil, { keep_model = true })
+    assert.truthy(tostring(m):match("^roper%.Model: "), tostring(m))
+    assert.truthy(tostring(task):match("^roper%.Task: substring_index"), tostring(task))
+    assert.are.equal(4, opt:steps())
+    assert.are.equal(task:vocab_size(), m:config().vocab)
+    assert.are.equal(r.config.d_model, m:config().d_model)
+    assert.is_nil(r.checkpoint)
+    -- the model that was evaluated, and the same run as without keep_model
+    assert.are.equal(r.eval_loss, eval_loss(m, r.config))
+    local r2 = rp.experiment.run(cfg)
+    assert.are.equal(r.eval_loss, r2.eval_loss)
+    assert.are.same(r.curve, r2.curve)
+    -- training goes on with the optimiser
+    local x, y = task:batch(4, rp.rng(3))
+    assert.is_true(m:train_step(x, y, nil, opt) > 0)
+    assert.are.equal(5, opt:steps())
+  end)
+
+  it("saves the model with its optimiser at the end and every save_every steps", function()
+    local path = dir .. "/m.ckpt"
+    local held = {}
+    local r, m = rp.experiment.run(tiny { steps = 7 }, function(step)
+      -- before the save of this step: the file holds the last multiple of 3 below step
+      local saved_m, saved_opt = rp.load(path)
+      held[step] = saved_m and saved_opt:steps() or false
+    end, { keep_model = true, save = path, save_every = 3 })
+    assert.are.same({ false, false, false, 3, 3, 3, 6 }, held)
+    assert.are.equal(path, r.checkpoint)
+    local m2, opt2 = rp.load(path)
+    assert.are.equal(7, opt2:steps())
+    local x, y = rp.experiment.task(r.config):batch(4, rp.rng(9))
+    assert.are.equal(m:loss(x, y), m2:loss(x, y))
+    assert.are.equal(r.eval_loss, eval_loss(m2, r.config))
+    assert.are.same({ "m.ckpt" }, ls(dir))
+  end)
+
+  it("an interrupted run leaves the model of its last multiple of save_every", function()
+    local path = dir .. "/cut.ckpt"
+    local ok, err = pcall(rp.experiment.run, tiny { steps = 9 }, function(step)
+      if step == 5 then error("stopped at step 5") end
+    end, { save = path, save_every = 2 })
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("stopped at step 5", 1, true), err)
+    local _, opt = assert(rp.load(path))
+    assert.are.equal(4, opt:steps())
+    for _, n in ipairs(ls(dir)) do assert.is_nil(n:find("%.tmp%.") or n:find("%.probe$"), n) end
+  end)
+
+  it("checks its options before training", function()
+    local calls = 0
+    local function progress() calls = calls + 1 end
+    local function raises(want, opts)
+      local ok, msg = pcall(rp.experiment.run, tiny(), progress, opts)
+      assert.is_false(ok)
+      assert.are.equal("bad argument #3 to 'rp.experiment.run' (" .. want .. ")",
+        (tostring(msg):gsub("^[^ ]-:%d+: ", "", 1)))
+    end
+    raises("options table expected, got number", 5)
+    raises("unknown option 'keep' (known: keep_model, save, save_every)", { keep = true })
+    raises("option 'keep_model' must be a boolean, got string", { keep_model = "yes" })
+    raises("option 'save' must be a path (a string), got number", { save = 3 })
+    raises("option 'save' must be a nonempty path without NUL bytes", { save = "" })
+    raises("option 'save': " .. dir .. " is a folder, not a file", { save = dir })
+    raises("option 'save': " .. dir .. "/no/m.ckpt: cannot write there (No such file or directory)",
+      { save = dir .. "/no/m.ckpt" })
+    raises("option 'save_every' needs option 'save'", { save_every = 2 })
+    raises("option 'save_every' must be an integer >= 1, got 0", { save = dir .. "/x.ckpt",
+      save_every = 0 })
+    assert.are.equal(0, calls)
+    assert.is_false(exists(dir .. "/x.ckpt"))
+    assert.is_false(exists(dir .. "/x.ckpt.probe"))
+  end)
+end)
+
+---------------------------------------------------------------------------------------------------
+-- One tiny addition model saved by train.lua, shared by the tests of the scripts below.
+local shared = {}
+local function saved_model()
+  if shared.ckpt and exists(shared.ckpt) then return shared end
+  shared.dir = tmpdir()
+  shared.ckpt = shared.dir .. "/add.ckpt"
+  local so, se, code = run(("%s scripts/train.lua --task addition --max-digits 2 --seq-len 64 "
+    .. "--steps 6 --save-every 2 --threads 1 --log-every 1 %s --save %s"):format(sh_quote(BIN),
+    TINY_ARGS:gsub("%-%-seq%-len 32 ", ""), sh_quote(shared.ckpt)))
+  assert.are.equal(0, code, so .. se)
+  shared.stdout = so
+  shared.json = read_json(shared.dir .. "/add.json")
+  return shared
+end
+
+local function remove_saved_model()
+  if shared.dir then h.remove_tree(shared.dir) end
+end
+
+describe("scripts/train.lua --save", function()
+  teardown(remove_saved_model)
+
+  it("writes the model with its optimiser, and the result JSON beside it", function()
+    local s = saved_model()
+    assert.are.same({ "add.ckpt", "add.csv", "add.json" }, ls(s.dir))
+    assert.truthy(s.stdout:find("model saved to " .. s.ckpt, 1, true), s.stdout)
+    local j = s.json
+    assert.are.equal(s.ckpt, j.checkpoint)
+    local m, opt = assert(rp.load(s.ckpt))
+    assert.are.equal(6, opt:steps())
+    assert.are.equal(j.params, m:num_params())
+    assert.are.equal(64, m:config().seq_len)
+    -- the saved model is the one that was evaluated
+    assert.are.equal(j.eval_loss, eval_loss(m, j.config))
+  end)
+
+  it("records the run's provenance", function()
+    local j = saved_model().json
+    local p = j.provenance
+    assert.is_table(p)
+    assert.are.equal(rp._VERSION, p.roper)
+    assert.are.equal(rp.build_info().commit, p.commit)
+    assert.are.equal((rp.blas.core()), p.blas_core)
+    assert.are.equal(rp.blas.config():match("^OpenBLAS (%S+)"), p.openblas)
+    assert.are.equal(1, p.threads) -- --threads 1
+    assert.are.equal(j.threads, p.threads)
+    assert.is_string(p.wait_policy)
+    assert.truthy(p.date:match("^%d%d%d%d%-%d%d%-%d%dT%d%d:%d%d:%d%dZ$"), p.date)
+    local y, mo, d, hh, mi, ss = p.date:match("^(%d+)-(%d+)-(%d+)T(%d+):(%d+):(%d+)Z$")
+    local utc_now = os.time(os.date("!*t"))
+    local t = os.time { year = y, month = mo, day = d, hour = hh, min = mi, sec = ss }
+    assert.is_true(math.abs(utc_now - t) < 600, p.date)
+    local host = run("hostname")
+    assert.are.equal(host:gsub("\n$", ""), p.host)
+    assert.is_string(p.cpu)
+    assert.is_true(#p.cpu > 0)
+    local model = (read("/proc/cpuinfo") or ""):match("\nmodel name%s*:%s*([^\n]-)%s*\n")
+      or (read("/proc/cpuinfo") or ""):match("^model name%s*:%s*([^\n]-)%s*\n")
+    if model then assert.are.equal(model, p.cpu) end
+  end)
+
+  it("--save-every: a run killed while training leaves a whole checkpoint and no result", function()
+    local dir = tmpdir()
+    local ckpt, progress = dir .. "/k.ckpt", dir .. "/k.progress"
+    local p = io.popen(("%s scripts/train.lua --steps 1000000 --save-every 40 --threads 1 %s "
+      .. "--save %s --progress %s > /dev/null 2>&1 & echo $!"):format(sh_quote(BIN), TINY_ARGS,
+      sh_quote(ckpt), sh_quote(progress)))
+    local pid = math.tointeger(tonumber(p:read("l")))
+    p:close()
+    local function step()
+      local s = read(progress)
+      return s and tonumber(s:match("^(%d+)")) or 0
+    end
+    local started = wait_for(function() return exists(ckpt) and step() >= 130 end, 60)
+    os.execute("kill -9 " .. pid)
+    assert.is_true(started, "no checkpoint after 60 s")
+    assert.is_true(wait_for(function()
+      local stat = read("/proc/" .. pid .. "/stat")
+      return stat == nil or stat:match("%) (%a)") == "Z"
+    end, 10))
+    local m, opt = rp.load(ckpt)
+    assert.is_not_nil(m, opt)
+    assert.are.equal(0, opt:steps() % 40)
+    assert.is_true(opt:steps() >= 40 and opt:steps() < 1000000)
+    assert.is_false(exists(dir .. "/k.json"))
+    for _, n in ipairs(ls(dir)) do assert.is_nil(n:find("%.tmp%."), "left behind: " .. n) end
+    h.remove_tree(dir)
+  end)
+
+  it("refuses bad --save options before training", function()
+    local dir = tmpdir()
+    local function fails(args, want)
+      local so, se, code = run(sh_quote(BIN) .. " scripts/train.lua --steps 2 " .. TINY_ARGS
+        .. " " .. args)
+      assert.are.equal(2, code, so .. se)
+      assert.are.equal("train.lua: " .. want .. "\n", se)
+    end
+    fails("--save-every 2", "--save-every needs --save")
+    fails("--save " .. dir .. "/m.ckpt --save-every 0", "--save-every must be an integer >= 1")
+    fails("--save " .. dir .. "/m.json", "--save " .. dir .. "/m.json: a checkpoint is not a "
+      .. ".json or .csv file (use .ckpt)")
+    fails("--save " .. dir, "--save " .. dir .. ": is a folder, not a file")
+    fails("--save " .. dir .. "/m.ckpt --out " .. dir .. "/m.ckpt",
+      "--save and --out name the same file")
+    assert.are.same({}, ls(dir))
+    h.remove_tree(dir)
+  end)
+end)
+
+---------------------------------------------------------------------------------------------------
+describe("scripts/sample.lua", function()
+  teardown(remove_saved_model)
+  local function sample(args)
+    return run(sh_quote(BIN) .. " scripts/sample.lua " .. sh_quote(saved_model().ckpt) .. " "
+      .. args)
+  end
+  local function model_and_task()
+    local s = saved_model()
+    return assert(rp.load(s.ckpt)), assert(rp.experiment.task(s.json.config))
+  end
+
+  it("--greedy continues the prompt as m:generate does, up to the terminator", function()
+    local so, se, code = sample("--prompt '?d=12+34;' --greedy --n 40")
+    assert.are.equal(0, code, so .. se)
+    local m, task = model_and_task()
+    local ids = m:generate(task:encode("?d=12+34;"), 40, { stop = task:encode("#")[1] })
+    assert.are.equal("?d=12+34;" .. task:decode(ids) .. "\n", so)
+    local again = sample("--prompt '?d=12+34;' --temperature 0 --n 40")
+    assert.are.equal(so, again)
+  end)
+
+  it("samples reproducibly with --seed: sample i is m:generate_batch's prompt i", function()
+    local args = "--prompt '?d=1' --samples 3 --temperature 0.8 --top-k 5 --seed 7 --n 12"
+    local so, se, code = sample(args)
+    assert.are.equal(0, code, so .. se)
+    assert.are.equal(so, (sample(args)))
+    local m, task = model_and_task()
+    local p = task:encode("?d=1")
+    local outs = m:generate_batch({ p, p, p }, 12, { temperature = 0.8, top_k = 5, seed = 8,
+      stop = task:encode("#")[1] })
+    local want = {}
+    for i, ids in ipairs(outs) do
+      want[#want + 1] = ("-- sample %d\n?d=1%s\n"):format(i, task:decode(ids))
+    end
+    assert.are.equal(table.concat(want), so)
+    assert.are_not.equal(so, (sample(args:gsub("seed 7", "seed 8"))))
+  end)
+
+  it("without --prompt: fresh problems of the task, each answer checked", function()
+    local so, se, code = sample("--samples 3 --greedy --seed 4")
+    assert.are.equal(0, code, so .. se)
+    local l = lines(so)
+    assert.are.equal(4, #l, so)
+    local task = select(2, model_and_task())
+    local g, right = rp.rng(4), 0
+    for i = 1, 3 do
+      local q, a = task:problem(g)
+      assert.are.equal(q, l[i]:sub(1, #q))
+      if l[i]:match("   %[right%]$") then
+        right = right + 1
+      else
+        assert.truthy(l[i]:find("   [wrong: the answer is " .. a .. "]", 1, true), l[i])
+      end
+    end
+    assert.are.equal(("%d of 3 right"):format(right), l[4])
+  end)
+
+  it("needs the run's JSON: beside the checkpoint or --config", function()
+    local s = saved_model()
+    local dir = tmpdir()
+    local other = dir .. "/other.ckpt"
+    write(other, read(s.ckpt))
+    local cmd = sh_quote(BIN) .. " scripts/sample.lua " .. sh_quote(other)
+    local so, se, code = run(cmd .. " --greedy --prompt '?d=1'")
+    assert.are.equal(2, code, so .. se)
+    assert.are.equal(("sample.lua: %s: no run JSON beside it (%s/other.json) to tell the run's "
+      .. "task; give the run's result JSON or config with --config\n"):format(other, dir), se)
+    local so2, se2, code2 = run(cmd .. " --greedy --prompt '?d=1' --config "
+      .. sh_quote(s.dir .. "/add.json"))
+    assert.are.equal(0, code2, so2 .. se2)
+    assert.are.equal(so2, (sample("--greedy --prompt '?d=1'")))
+    -- a config of another task: its vocabulary is not the model's
+    write(dir .. "/c.json", '{"task": "substring_index"}')
+    local so3, se3, code3 = run(cmd .. " --config " .. sh_quote(dir .. "/c.json"))
+    assert.are.equal(2, code3, so3 .. se3)
+    assert.truthy(se3:find("not this checkpoint's run", 1, true), se3)
+    -- a character outside the vocabulary
+    local so4, se4, code4 = sample("--prompt 'hello'")
+    assert.are.equal(2, code4, so4 .. se4)
+    assert.truthy(se4:find("sample.lua: --prompt: ", 1, true), se4)
+    assert.truthy(se4:find("is not in the vocabulary", 1, true), se4)
+    h.remove_tree(dir)
+  end)
+end)
+
+---------------------------------------------------------------------------------------------------
+describe("scripts/attention_map.lua", function()
+  local dir
+  setup(function() dir = tmpdir() end)
+  teardown(function()
+    h.remove_tree(dir)
+    remove_saved_model()
+  end)
+
+  local function attention_map(args)
+    return run(sh_quote(BIN) .. " scripts/attention_map.lua " .. sh_quote(saved_model().ckpt)
+      .. " " .. args)
+  end
+
+  -- The panels of a gnuplot script: {layer, head} of each plot line, in order.
+  local function panels(gp)
+    local t, title = {}, nil
+    for l in gp:gmatch("[^\n]+") do
+      local layer, head = l:match("^%s*set title 'layer (%d+), head (%d+)'$")
+      if layer then title = { tonumber(layer), tonumber(head) } end
+      if l:match("^%s*plot ") then
+        t[#t + 1] = title
+        title = nil
+      end
+    end
+    return t
+  end
+
+  it("draws one heatmap per layer and head (PNG and SVG) with the model's weights", function()
+    local out = dir .. "/att"
+    local so, se, code = attention_map("--input '?d=12+34;' --out " .. sh_quote(out))
+    assert.are.equal(0, code, so .. se)
+    assert.are.equal("\137PNG\r\n\26\n", assert(read(out .. ".png")):sub(1, 8))
+    assert.truthy(assert(read(out .. ".svg")):find("<svg", 1, true))
+    local gp = assert(read(out .. ".gp"))
+    assert.are.same({ { 1, 1 }, { 1, 2 }, { 2, 1 }, { 2, 2 } }, panels(gp))
+    assert.truthy(gp:find("set multiplot layout 2,2 ", 1, true), gp)
+    assert.truthy(gp:find('set xtics ("?" 0, "d" 1, "=" 2, "1" 3, "2" 4, "+" 5, "3" 6, "4" 7, ";" 8)',
+      1, true), gp)
+    -- the data: a 9 x 9 matrix per panel, the weights of m:attention
+    local m = assert(rp.load(saved_model().ckpt))
+    local task = assert(rp.experiment.task(saved_model().json.config))
+    local ids = task:encode("?d=12+34;")
+    local blocks = {}
+    for block in (assert(read(out .. ".dat")) .. "\n"):gmatch("(.-)\n\n\n") do
+      local rows = {}
+      for l in block:gmatch("[^\n]+") do
+        if not l:match("^#") then
+          local row = {}
+          for v in l:gmatch("%S+") do row[#row + 1] = tonumber(v) end
+          rows[#rows + 1] = row
+        end
+      end
+      blocks[#blocks + 1] = rows
+    end
+    assert.are.equal(4, #blocks)
+    local k = 0
+    for l = 1, 2 do
+      local att = m:attention(l, { ids })
+      for hd = 1, 2 do
+        k = k + 1
+        assert.are.equal(9, #blocks[k])
+        h.approx(blocks[k], att[1][hd], 1e-4, ("layer %d head %d"):format(l, hd))
+      end
+    end
+  end)
+
+  it("--layers and --heads choose the panels; the default input is a problem of the task", function()
+    local out = dir .. "/one"
+    local so, se, code = attention_map("--layers 2 --heads 1 --out " .. sh_quote(out))
+    assert.are.equal(0, code, so .. se)
+    assert.are.same({ { 2, 1 } }, panels(assert(read(out .. ".gp"))))
+    local input = so:match("tokens %b(): ([^\n]*)\n")
+    assert.truthy(input and input:match("^%?d=%d+%+%d+;.*#$"), so)
+    -- the default name: beside the checkpoint
+    local so2, se2, code2 = attention_map("--heads 2")
+    assert.are.equal(0, code2, so2 .. se2)
+    local prefix = saved_model().ckpt:gsub("%.ckpt$", "") .. "-attention"
+    assert.is_true(exists(prefix .. ".png") and exists(prefix .. ".svg"))
+    assert.are.same({ { 1, 2 }, { 2, 2 } }, panels(assert(read(prefix .. ".gp"))))
+  end)
+
+  it("refuses bad options", function()
+    local function fails(args, want)
+      local so, se, code = attention_map(args .. " --out " .. sh_quote(dir .. "/bad"))
+      assert.are.equal(2, code, so .. se)
+      assert.truthy(se:find(want, 1, true), se)
+    end
+    fails("--layers 3", "attention_map.lua: --layers 3: each must be an integer in 1..2")
+    fails("--heads 1,1", "attention_map.lua: --heads 1,1: 1 is given twice")
+    fails("--input 'hello'", "is not in the vocabulary")
+    fails("--input '" .. ("1"):rep(65) .. "'", "--input has 65 characters, more than the model's "
+      .. "seq_len 64")
+    assert.is_false(exists(dir .. "/bad.png"))
+  end)
+end)
+
+---------------------------------------------------------------------------------------------------
+describe("compare.lua and sweep.lua --keep-models", function()
+  local dir
+  setup(function() dir = tmpdir() end)
+  teardown(function() h.remove_tree(dir) end)
+
+  it("compare.lua keeps each run's model beside its result, and a resume keeps them so", function()
+    local out = dir .. "/cmp"
+    local cmd = ("%s scripts/compare.lua --seeds 1 --steps 3 %s --jobs 2 --keep-models --out %s")
+      :format(sh_quote(BIN), TINY_ARGS, sh_quote(out))
+    local so, se, code = run(cmd .. " --quiet")
+    assert.are.equal(0, code, so .. se)
+    for _, r in ipairs { "rope-s1", "roper-s1" } do
+      local j = read_json(out .. "/runs/" .. r .. ".json")
+      local ckpt = out .. "/runs/" .. r .. ".ckpt"
+      assert.are.equal(ckpt, j.checkpoint)
+      local m = assert(rp.load(ckpt))
+      assert.are.equal(j.eval_loss, eval_loss(m, j.config))
+      -- the threads used: the cores shared by the 2 jobs
+      assert.are.equal(j.threads, j.provenance.threads)
+      local cores = math.tointeger(tonumber((run("nproc"))))
+      assert.are.equal(math.max(1, cores // 2), j.provenance.threads)
+    end
+    local md = assert(read(out .. "/summary.md"))
+    assert.truthy(md:find("\nProvenance: roper " .. rp._VERSION .. " (commit "
+      .. rp.build_info().commit .. "); host ", 1, true), md)
+    assert.truthy(md:find("Models: `" .. out .. "/runs/<run>.ckpt` (2 of the 2 runs;", 1, true), md)
+    local sj = read_json(out .. "/summary.json")
+    assert.are.same({ out .. "/runs/rope-s1.ckpt", out .. "/runs/roper-s1.ckpt" }, sj.models)
+    assert.are.equal(2, sj.provenance.runs_with)
+    assert.are.equal(0, sj.provenance.runs_without)
+    assert.are.same({ { value = rp.build_info().commit, runs = 2 } }, sj.provenance.runs.commit)
+    assert.are.equal(rp.build_info().commit, sj.provenance.summary.commit)
+
+    -- a finished run whose model is gone is run again; the other is found
+    local rope = read(out .. "/runs/rope-s1.json")
+    os.remove(out .. "/runs/roper-s1.ckpt")
+    local so2, se2, code2 = run(cmd)
+    assert.are.equal(0, code2, so2 .. se2)
+    assert.truthy(se2:find("found rope s1:", 1, true), se2)
+    assert.truthy(se2:find("done roper s1:", 1, true), se2)
+    assert.is_true(exists(out .. "/runs/roper-s1.ckpt"))
+    assert.are.equal(rope, read(out .. "/runs/rope-s1.json"))
+
+    -- a result written before runs recorded provenance is read as it is
+    local old = read_json(out .. "/runs/rope-s1.json")
+    old.provenance = nil
+    write(out .. "/runs/rope-s1.json", cjson.encode(old))
+    local so3, se3, code3 = run(cmd .. " --quiet")
+    assert.are.equal(0, code3, so3 .. se3)
+    assert.truthy(so3:find("; 1 run without provenance (written before runs recorded it).", 1,
+      true), so3)
+
+    -- runs redone without --keep-models lose their (now stale) models
+    local so4, se4, code4 = run(cmd:gsub("%-%-steps 3", "--steps 4"):gsub(" %-%-keep%-models", "")
+      .. " --force --quiet")
+    assert.are.equal(0, code4, so4 .. se4)
+    for _, n in ipairs(ls(out .. "/runs")) do assert.is_nil(n:match("%.ckpt$"), n) end
+    assert.is_nil(so4:find("Models:", 1, true))
+  end)
+
+  it("sweep.lua saves every point's model and passes --save in --print-commands", function()
+    local out = dir .. "/sw"
+    local tail = (" --steps 2 %s --jobs 2 --keep-models --out %s"):format(TINY_ARGS, sh_quote(out))
+    local so, se, code = run(sh_quote(BIN) .. " scripts/sweep.lua --grid pe=rope,none --quiet" .. tail)
+    assert.are.equal(0, code, so .. se)
+    for _, n in ipairs { "pe-rope", "pe-none" } do
+      assert.is_not_nil(rp.load(out .. "/runs/" .. n .. ".ckpt"))
+    end
+    assert.truthy(so:find("\nProvenance: roper ", 1, true), so)
+    assert.truthy(so:find("Models: `" .. out .. "/runs/<point>.ckpt` (2 of the 2 runs;", 1, true), so)
+    local so2, se2, code2 = run(sh_quote(BIN) .. " scripts/sweep.lua --grid pe=rope,none,roper "
+      .. "--print-commands" .. tail)
+    assert.are.equal(0, code2, so2 .. se2)
+    local cmds = lines(so2)
+    assert.are.equal(1, #cmds, so2)
+    assert.truthy(cmds[1]:find("--save " .. out .. "/runs/pe-roper.ckpt --quiet", 1, true), cmds[1])
+  end)
+end)
+
+---------------------------------------------------------------------------------------------------
+describe("provenance in summaries", function()
+  it("reads the committed results, written before runs recorded provenance", function()
+    local results = {}
+    for folder in lfs.dir("results") do
+      local runs = "results/" .. folder .. "/runs"
+      if folder:sub(1, 1) ~= "." and lfs.attributes(runs, "mode") == "directory" then
+        for n in lfs.dir(runs) do
+          if n:match("%.json$") and not n:match("%.cfg%.json$") then
+            results[#results + 1] = read_json(runs .. "/" .. n)
+          end
+        end
+      end
+    end
+    assert.is_true(#results > 10, #results .. " results")
+    local d = provenance.digest(results)
+    local without = 0
+    for _, r in ipairs(results) do if r.provenance == nil then without = without + 1 end end
+    assert.are.equal(without, d.without)
+    assert.are.equal(#results - without, d.with)
+    if without == #results then
+      assert.are.equal(("Provenance: not recorded (%d runs written before runs recorded it).")
+        :format(#results), provenance.line(d))
+    end
+  end)
+
+  it("says every value the runs differ in, and the first and last date", function()
+    local function res(commit, threads, date)
+      return { provenance = { roper = "0.1.0", commit = commit, date = date, host = "h",
+        cpu = "c", blas_core = "Zen", openblas = "0.3.21", threads = threads,
+        wait_policy = "passive (set by roper)" } }
+    end
+    local d = provenance.digest { res("abc", 1, "2026-01-02T00:00:00Z"),
+      res("def", 1, "2026-01-01T00:00:00Z"), res("abc", 2.0, "2026-01-03T00:00:00Z"), {} }
+    assert.are.same({ { value = "abc", runs = 2 }, { value = "def", runs = 1 } }, d.fields.commit)
+    assert.are.same({ { value = 1, runs = 2 }, { value = 2, runs = 1 } }, d.fields.threads)
+    assert.are.same({ first = "2026-01-01T00:00:00Z", last = "2026-01-03T00:00:00Z" }, d.fields.date)
+    assert.are.equal("Provenance: roper 0.1.0 (commit abc (2 runs), def (1 run)); host h; CPU c; "
+      .. "OpenBLAS 0.3.21 with its Zen kernels; 1 (2 runs), 2 (1 run) threads per run, OpenMP "
+      .. "wait policy passive (set by roper); started 2026-01-01T00:00:00Z .. "
+      .. "2026-01-03T00:00:00Z (UTC); 1 run without provenance (written before runs recorded it).",
+      provenance.line(d))
+  end)
+end)
