@@ -538,7 +538,9 @@ describe("compare.lua and sweep.lua --keep-models", function()
     assert.are.equal(0, code2, so2 .. se2)
     local cmds = lines(so2)
     assert.are.equal(1, #cmds, so2)
-    assert.truthy(cmds[1]:find("--save " .. out .. "/runs/pe-roper.ckpt --quiet", 1, true), cmds[1])
+    -- the printed lines run in the output folder (cd first), so the model path is relative
+    assert.truthy(cmds[1]:find("^cd " .. out:gsub("%p", "%%%0") .. " && "), cmds[1])
+    assert.truthy(cmds[1]:find("--save runs/pe-roper.ckpt --quiet", 1, true), cmds[1])
   end)
 end)
 
