@@ -22,11 +22,6 @@ local rp = require "roper"
 local util = require "lib.util"
 local saved = require "lib.saved"
 
-local function inner(err)
-  local msg = util.message(err)
-  return msg:match("^bad argument #%d+ to '[^']*' %((.*)%)$") or msg
-end
-
 local function gp_string(s)
   return '"' .. tostring(s):gsub('[\\"]', "\\%0") .. '"'
 end
@@ -98,7 +93,7 @@ util.main("attention_map.lua", function()
   if args.input then
     if args.input == "" then util.usage("--input must not be empty") end
     local ok, r = pcall(task.encode, task, args.input)
-    if not ok then util.usage("--input: " .. inner(r)) end
+    if not ok then util.usage("--input: " .. util.inner(r)) end
     ids = r
     if #ids > mc.seq_len then
       util.usage(("--input has %d characters, more than the model's seq_len %d"):format(#ids,

@@ -318,12 +318,7 @@ util.main("compare.lua", function()
     for i, f in ipairs(failures) do ids[i] = f.run.id end
     md[#md + 1] = ("%d runs failed: %s\n"):format(#failures, table.concat(ids, ", "))
   end
-  local models = {}
-  for i, run in ipairs(runs) do
-    if results[i] and util.exists(runner.model_path(run)) then
-      models[#models + 1] = runner.model_path(run)
-    end
-  end
+  local models = runner.kept_models(runs, results)
   if #models > 0 then
     md[#md + 1] = ("Models: `%s` (%d of the %d runs; open them with scripts/sample.lua and "
       .. "scripts/attention_map.lua).\n"):format(util.join(out, "runs", "<run>.ckpt"), #models,

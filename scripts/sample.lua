@@ -22,12 +22,6 @@ local rp = require "roper"
 local util = require "lib.util"
 local saved = require "lib.saved"
 
--- The text of a module error without its "bad argument #1 to 'encode' (...)" wrapper.
-local function inner(err)
-  local msg = util.message(err)
-  return msg:match("^bad argument #%d+ to '[^']*' %((.*)%)$") or msg
-end
-
 util.main("sample.lua", function()
   local parser = util.parser("roper scripts/sample.lua",
     "Generate text with a saved model (a checkpoint of train.lua --save or --keep-models).")
@@ -73,7 +67,7 @@ util.main("sample.lua", function()
 
   local function id_of(ch, what)
     local ok, ids = pcall(task.encode, task, ch)
-    if not ok then die(what .. ": " .. inner(ids)) end
+    if not ok then die(what .. ": " .. util.inner(ids)) end
     if #ids ~= 1 then die(what .. " must be one character, got " .. ("%q"):format(ch)) end
     return ids[1]
   end
@@ -91,7 +85,7 @@ util.main("sample.lua", function()
   if args.prompt then
     if args.prompt == "" then die("--prompt must not be empty") end
     local ok, err = pcall(task.encode, task, args.prompt)
-    if not ok then die("--prompt: " .. inner(err)) end
+    if not ok then die("--prompt: " .. util.inner(err)) end
     for i = 1, args.samples do texts[i] = args.prompt end
   elseif problems then
     for i = 1, args.samples do

@@ -222,12 +222,7 @@ util.main("sweep.lua", function()
   -- the mean over seeds for each point of the other grid keys
   local seed_at
   for j, e in ipairs(grid) do if e.key == "seed" then seed_at = j end end
-  local models = {}
-  for i, run in ipairs(runs) do
-    if results[i] and util.exists(runner.model_path(run)) then
-      models[#models + 1] = runner.model_path(run)
-    end
-  end
+  local models = runner.kept_models(runs, results)
   local summary_json = { command = table.concat(cmd, " "), grid = grid, runs = #runs,
     done = #rows, missing = missing, failures = #failures, models = models,
     provenance = { runs = digest.fields, runs_with = digest.with, runs_without = digest.without,

@@ -23,6 +23,7 @@
 --     with model whose model file is gone is "missing"
 --   runner.tidy(run): removes the run's bookkeeping files
 --   runner.model_path(run) -> the path of the run's model (name.ckpt)
+--   runner.kept_models(runs, results) -> the model files of the finished runs that have one
 --
 -- Each run writes path (result JSON, name.json), name.csv (loss curve), name.log (its output);
 -- while it runs, name.progress ("step steps loss", rewritten about twice a second) and
@@ -82,6 +83,17 @@ end
 
 function runner.model_path(run)
   return (run.path:gsub("%.json$", "")) .. ".ckpt"
+end
+
+-- kept_models(runs, results): the model files of the finished runs that have one, in run order.
+function runner.kept_models(runs, results)
+  local models = {}
+  for i, run in ipairs(runs) do
+    if results[i] and util.exists(runner.model_path(run)) then
+      models[#models + 1] = runner.model_path(run)
+    end
+  end
+  return models
 end
 
 function runner.check_existing(run)

@@ -36,6 +36,13 @@ function util.message(err)
   return msg:match("^bad argument #%d+ to 'rp%.experiment%.[%w_]+' %((.*)%)$") or msg
 end
 
+-- inner(err): util.message without the "bad argument #1 to 'encode' (...)" wrapper of any
+-- module function (for a problem in what the user typed, e.g. a prompt the vocabulary lacks).
+function util.inner(err)
+  local msg = util.message(err)
+  return msg:match("^bad argument #%d+ to '[^']*' %((.*)%)$") or msg
+end
+
 -- main(name, fn): runs fn() and ends the script: exit 0 when fn returns, else one line
 -- "<name>: <message>" on stderr and exit 2 for a usage problem (util.usage, a bad option or
 -- config), 1 for a failure while working. With --debug among the arguments or ROPER_DEBUG=1 the

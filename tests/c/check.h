@@ -180,6 +180,38 @@ static inline rp_model *check_model_new(const rp_model_cfg *c)
     return m;
 }
 
+/* Writes n bytes to path, or stops the test program (exit 2). */
+static inline void check_write_bytes(const char *path, const void *b, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f || (n && fwrite(b, 1, n, f) != n) || fclose(f) != 0) {
+        printf("FATAL: cannot write %s\n", path);
+        exit(2);
+    }
+}
+
+/* The whole file, malloc'ed with one spare byte, its size in *n (NULL when it cannot be read). */
+static inline unsigned char *check_read_bytes(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc((size_t)(len > 0 ? len : 0) + 1);
+    *n = fread(b, 1, (size_t)(len > 0 ? len : 0), f);
+    fclose(f);
+    return b;
+}
+
+/* The path of an interop fixture (ROPER_INTEROP_FIXTURES, else tests/fixtures/interop) in buf. */
+static inline const char *check_interop_fixture(char *buf, size_t n, const char *name)
+{
+    const char *dir = getenv("ROPER_INTEROP_FIXTURES");
+    snprintf(buf, n, "%s/%s", dir ? dir : "tests/fixtures/interop", name);
+    return buf;
+}
+
 /* A malloc'ed copy of n floats (the caller frees). */
 static inline float *check_copy_floats(const float *x, int64_t n)
 {

@@ -17,35 +17,6 @@ static void path_in(char *buf, size_t n, const char *name)
     snprintf(buf, n, "%s/%s", g_dir, name);
 }
 
-static void write_bytes(const char *path, const void *b, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    if (!f || (n && fwrite(b, 1, n, f) != n) || fclose(f) != 0) {
-        printf("FATAL: cannot write %s\n", path);
-        exit(2);
-    }
-}
-
-/* The whole file, malloc'ed (NULL when it cannot be read). */
-static unsigned char *read_bytes(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc((size_t)len + 1);
-    *n = fread(b, 1, (size_t)len, f);
-    fclose(f);
-    return b;
-}
-
-static const char *fixture(char *buf, size_t n, const char *name)
-{
-    const char *dir = getenv("ROPER_INTEROP_FIXTURES");
-    snprintf(buf, n, "%s/%s", dir ? dir : "tests/fixtures/interop", name);
-    return buf;
-}
 
 /* values(n) of tests/reference/make_interop.py, in float64. */
 static double value(int64_t k, int specials)
@@ -106,7 +77,7 @@ static void test_numpy_files(void)
     char path[512], out[512];
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const npy_case *k = &cases[c];
-        fixture(path, sizeof path, k->file);
+        check_interop_fixture(path, sizeof path, k->file);
         rp_tensor t;
         rp_npy_dtype dt = (rp_npy_dtype)-1;
         if (!CHECK_STATUS(rp_npy_load(path, &t, &dt), RP_OK, NULL)) continue;
@@ -123,7 +94,7 @@ static void test_numpy_files(void)
             path_in(out, sizeof out, "again.npy");
             CHECK_STATUS(rp_npy_save(out, &t), RP_OK, NULL);
             size_t na = 0, nb = 0;
-            unsigned char *a = read_bytes(path, &na), *b = read_bytes(out, &nb);
+            unsigned char *a = check_read_bytes(path, &na), *b = check_read_bytes(out, &nb);
             CHECK(a && b && na == nb && memcmp(a, b, na) == 0,
                   "%s: written again, %zu bytes, NumPy's file %zu bytes", k->file, nb, na);
             free(a);
@@ -134,7 +105,7 @@ static void test_numpy_files(void)
     }
     /* the special values of the float64 file, as the rules say (not only as the cast says) */
     rp_tensor t;
-    if (CHECK_STATUS(rp_npy_load(fixture(path, sizeof path, "np_f64_4x5.npy"), &t, NULL), RP_OK,
+    if (CHECK_STATUS(rp_npy_load(check_interop_fixture(path, sizeof path, "np_f64_4x5.npy"), &t, NULL), RP_OK,
                      NULL)) {
         const float *x = rp_tensor_data(&t);
         CHECK(x[0] == 0.0f && signbit(x[0]), "-0.0 stays negative zero");
@@ -166,7 +137,7 @@ static void test_numpy_files(void)
          "structured arrays are not supported (only float32 '<f4' and float64 '<f8')"},
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
-        expect_fail(fixture(path, sizeof path, refused[i].file), refused[i].msg);
+        expect_fail(check_interop_fixture(path, sizeof path, refused[i].file), refused[i].msg);
 }
 
 /* ---- round trips ------------------------------------------------------------------------------- */
@@ -191,7 +162,7 @@ static void round_trip(const rp_tensor *t, const char *label)
     }
     CHECK(ok, "%s: round trip differs at element %lld", label, (long long)(i - 1));
     size_t len = 0;
-    unsigned char *b = read_bytes(path, &len);
+    unsigned char *b = check_read_bytes(path, &len);
     size_t hdr = b ? (size_t)(10 + b[8] + 256 * b[9]) : 0;
     CHECK(b && hdr % 64 == 0 && b[hdr - 1] == '\n' && len == hdr + 4 * (size_t)n,
           "%s: header of %zu bytes, file of %zu", label, hdr, len);
@@ -276,7 +247,7 @@ static void test_header_text(void)
     path_in(path, sizeof path, "h.npy");
     CHECK_STATUS(rp_npy_save(path, &t), RP_OK, NULL);
     size_t n = 0;
-    unsigned char *b = read_bytes(path, &n);
+    unsigned char *b = check_read_bytes(path, &n);
     const char *dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
     size_t dl = strlen(dict);
     int ok = b && n == 128 + 24 && memcmp(b, "\x93NUMPY\x01\x00\x76\x00", 10) == 0 &&
@@ -306,7 +277,7 @@ static void write_npy(const char *path, int major, const char *header, size_t nd
     memcpy(b + pre, header, hl);
     memset(b + pre + hl, ' ', pad);
     b[pre + hl + pad] = '\n';
-    write_bytes(path, b, n);
+    check_write_bytes(path, b, n);
     free(b);
 }
 
@@ -314,27 +285,27 @@ static void test_refusals(void)
 {
     char p[512];
     path_in(p, sizeof p, "bad.npy");
-    write_bytes(p, "", 0);
+    check_write_bytes(p, "", 0);
     expect_fail(p, "empty file (not a .npy file)");
-    write_bytes(p, "hello world, this is text", 25);
+    check_write_bytes(p, "hello world, this is text", 25);
     expect_fail(p, "not a .npy file (no \\x93NUMPY magic)");
-    write_bytes(p, "\x93NUM", 4);
+    check_write_bytes(p, "\x93NUM", 4);
     expect_fail(p, "truncated (4 bytes, shorter than the 10-byte .npy preamble)");
-    write_bytes(p, "\x93NUMPY\x04\x00\x10\x00", 10);
+    check_write_bytes(p, "\x93NUMPY\x04\x00\x10\x00", 10);
     expect_fail(p, ".npy format version 4.0 is not supported (1.0, 2.0 and 3.0 are)");
-    write_bytes(p, "\x93NUMPY\x01\x01\x10\x00", 10);
+    check_write_bytes(p, "\x93NUMPY\x01\x01\x10\x00", 10);
     expect_fail(p, ".npy format version 1.1 is not supported (1.0, 2.0 and 3.0 are)");
-    write_bytes(p, "\x93NUMPY\x02\x00\x10\x00\x00", 11);
+    check_write_bytes(p, "\x93NUMPY\x02\x00\x10\x00\x00", 11);
     expect_fail(p, "truncated (11 bytes, shorter than the 12-byte .npy 2.0 preamble)");
     /* header lengths: larger than the file, larger than the limit */
     unsigned char hb[80] = "\x93NUMPY\x01\x00\xff\xff";
-    write_bytes(p, hb, sizeof hb);
+    check_write_bytes(p, hb, sizeof hb);
     expect_fail(p, "truncated (the header needs 65545 bytes, the file has 80)");
     memcpy(hb, "\x93NUMPY\x02\x00\xff\xff\xff\xff", 12);
-    write_bytes(p, hb, sizeof hb);
+    check_write_bytes(p, hb, sizeof hb);
     expect_fail(p, "truncated (the header needs 4294967307 bytes, the file has 80)");
     memcpy(hb, "\x93NUMPY\x03\x00\xa0\x86\x01\x00", 12); /* 100000 */
-    write_bytes(p, hb, sizeof hb);
+    check_write_bytes(p, hb, sizeof hb);
     CHECK(truncate(p, 200000) == 0, "truncate: %s", strerror(errno));
     expect_fail(p, "header of 100000 bytes is more than the 65536 this reader accepts");
     /* malformed dicts */
@@ -472,10 +443,10 @@ static void test_truncations(void)
     rp_npy_save(p, &t);
     rp_tensor_release(&t);
     size_t n = 0;
-    unsigned char *b = read_bytes(p, &n);
+    unsigned char *b = check_read_bytes(p, &n);
     int bad = 0;
     for (size_t len = 0; len < n; len++) {
-        write_bytes(q, b, len);
+        check_write_bytes(q, b, len);
         rp_tensor u;
         if (rp_npy_load(q, &u, NULL) != RP_ERR_IO || u.storage) bad++;
     }
@@ -485,7 +456,7 @@ static void test_truncations(void)
     for (size_t i = 0; i < 128; i++) {
         unsigned char save = b[i];
         b[i] = (unsigned char)(save ^ 0x5a);
-        write_bytes(q, b, n);
+        check_write_bytes(q, b, n);
         rp_tensor u;
         if (rp_npy_load(q, &u, NULL) == RP_OK) read_ok++;
         rp_tensor_release(&u);

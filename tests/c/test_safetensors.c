@@ -16,34 +16,6 @@ static void path_in(char *buf, size_t n, const char *name)
     snprintf(buf, n, "%s/%s", g_dir, name);
 }
 
-static void write_bytes(const char *path, const void *b, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    if (!f || (n && fwrite(b, 1, n, f) != n) || fclose(f) != 0) {
-        printf("FATAL: cannot write %s\n", path);
-        exit(2);
-    }
-}
-
-static unsigned char *read_bytes(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc((size_t)len + 1);
-    *n = fread(b, 1, (size_t)len, f);
-    fclose(f);
-    return b;
-}
-
-static const char *fixture(char *buf, size_t n, const char *name)
-{
-    const char *dir = getenv("ROPER_INTEROP_FIXTURES");
-    snprintf(buf, n, "%s/%s", dir ? dir : "tests/fixtures/interop", name);
-    return buf;
-}
 
 /* ---- the JSON reader -------------------------------------------------------------------------- */
 
@@ -279,7 +251,7 @@ static void test_round_trips(void)
         rp_model_params(m)->data[6] = -0.0f;
         if (!CHECK_STATUS(rp_safetensors_save(p, m), RP_OK, NULL)) continue;
         size_t n = 0;
-        unsigned char *b = read_bytes(p, &n);
+        unsigned char *b = check_read_bytes(p, &n);
         uint64_t hl = 0;
         for (int k = 0; k < 8; k++) hl |= (uint64_t)b[k] << (8 * k);
         CHECK(hl % 8 == 0 && b[8] == '{' && n == 8 + hl + 4 * (size_t)rp_model_param_count(m),
@@ -314,11 +286,11 @@ static void check_logits(rp_model *m, const char *name)
 {
     char p[512], q[512];
     snprintf(q, sizeof q, "%s_tokens.npy", name);
-    fixture(p, sizeof p, q);
+    check_interop_fixture(p, sizeof p, q);
     rp_tensor tok, ref;
     if (!CHECK_STATUS(rp_npy_load(p, &tok, NULL), RP_OK, NULL)) return;
     snprintf(q, sizeof q, "%s_logits.npy", name);
-    fixture(p, sizeof p, q);
+    check_interop_fixture(p, sizeof p, q);
     if (!CHECK_STATUS(rp_npy_load(p, &ref, NULL), RP_OK, NULL)) return;
     int64_t B = tok.shape[0], T = tok.shape[1];
     int32_t ids[64];
@@ -333,7 +305,7 @@ static void test_pytorch_files(void)
 {
     char p[512];
     rp_model *m = NULL, *plain = NULL;
-    if (!CHECK_STATUS(rp_safetensors_load(fixture(p, sizeof p, "torch_roper.safetensors"), &m),
+    if (!CHECK_STATUS(rp_safetensors_load(check_interop_fixture(p, sizeof p, "torch_roper.safetensors"), &m),
                       RP_OK, NULL))
         return;
     const rp_model_cfg *c = rp_model_config(m);
@@ -341,7 +313,7 @@ static void test_pytorch_files(void)
           "the config from Python's metadata");
     check_logits(m, "torch_roper");
     /* a state dict without roper's metadata: only into a model built from the config */
-    fixture(p, sizeof p, "torch_roper_plain.safetensors");
+    check_interop_fixture(p, sizeof p, "torch_roper_plain.safetensors");
     char want[1024];
     snprintf(want, sizeof want, "%s: no roper.config in the metadata (not written by roper: build "
                                 "the model from its config, then load the weights into it)", p);
@@ -353,7 +325,7 @@ static void test_pytorch_files(void)
     rp_model_free(plain);
     /* F64: the same float32 weights, exactly */
     rp_model *m64 = NULL;
-    if (CHECK_STATUS(rp_safetensors_load(fixture(p, sizeof p, "torch_roper_f64.safetensors"), &m64),
+    if (CHECK_STATUS(rp_safetensors_load(check_interop_fixture(p, sizeof p, "torch_roper_f64.safetensors"), &m64),
                      RP_OK, NULL)) {
         CHECK(same_params(m64, m), "F64 file gives the same parameters");
         rp_model_free(m64);
@@ -370,7 +342,7 @@ static void test_pytorch_files(void)
     unlink(q);
     rp_model_free(m);
     m = NULL;
-    if (CHECK_STATUS(rp_safetensors_load(fixture(p, sizeof p, "torch_learned_post.safetensors"), &m),
+    if (CHECK_STATUS(rp_safetensors_load(check_interop_fixture(p, sizeof p, "torch_learned_post.safetensors"), &m),
                      RP_OK, NULL)) {
         c = rp_model_config(m);
         CHECK(c->pe == RP_PE_LEARNED && c->norm == RP_NORM_POST && c->act == RP_ACT_GELU &&
@@ -393,7 +365,7 @@ static void write_st(const char *path, const char *header, uint64_t hlen, size_t
     for (int i = 0; i < 8; i++) b[i] = (unsigned char)(hlen >> (8 * i));
     memcpy(b + 8, header, h);
     memset(b + 8 + h, 0x3f, ndata);
-    write_bytes(path, b, 8 + h + ndata);
+    check_write_bytes(path, b, 8 + h + ndata);
     free(b);
 }
 
@@ -417,9 +389,9 @@ static void test_structure(void)
 {
     char p[512];
     path_in(p, sizeof p, "bad.safetensors");
-    write_bytes(p, "", 0);
+    check_write_bytes(p, "", 0);
     expect_fail(p, NULL, "empty file (not a safetensors file)");
-    write_bytes(p, "\x10\0\0\0\0", 5);
+    check_write_bytes(p, "\x10\0\0\0\0", 5);
     expect_fail(p, NULL, "truncated (5 bytes, shorter than the 8-byte header length)");
     write_st(p, "{}", UINT64_MAX, 0);
     expect_fail(p, NULL, "truncated (the header length says 18446744073709551615 bytes, 2 follow it)");
@@ -528,7 +500,7 @@ static void test_against_model(void)
     path_in(p, sizeof p, "bad.safetensors");
     rp_safetensors_save(good, m);
     size_t n = 0;
-    unsigned char *b = read_bytes(good, &n);
+    unsigned char *b = check_read_bytes(good, &n);
     uint64_t hl = 0;
     for (int k = 0; k < 8; k++) hl |= (uint64_t)b[k] << (8 * k);
     char *h = malloc(hl + 1);
@@ -578,7 +550,7 @@ static void test_against_model(void)
         for (int k = 0; k < 8; k++) f[k] = (unsigned char)((uint64_t)nhl >> (8 * k));
         memcpy(f + 8, nh, nhl);
         memcpy(f + 8 + nhl, data, ndata);
-        write_bytes(p, f, 8 + nhl + ndata);
+        check_write_bytes(p, f, 8 + nhl + ndata);
         expect_fail(p, into, cases[i].msg);
         CHECK(memcmp(before, rp_model_params(into)->data,
                      (size_t)rp_model_param_count(into) * 4) == 0, "case %zu: model untouched", i);
@@ -599,7 +571,7 @@ static void test_against_model(void)
         for (int k = 0; k < 8; k++) f[k] = (unsigned char)((uint64_t)nhl >> (8 * k));
         memcpy(f + 8, nh, nhl);
         memcpy(f + 8 + nhl, data, ndata - 44);
-        write_bytes(p, f, 8 + nhl + ndata - 44);
+        check_write_bytes(p, f, 8 + nhl + ndata - 44);
         char msg[128];
         snprintf(msg, sizeof msg, "no tensor \"head.bias\" (the model has %d parameter tensors, "
                                   "the file %d)", rp_model_num_tensors(m), rp_model_num_tensors(m) - 1);
@@ -630,7 +602,7 @@ static void test_against_model(void)
             for (int k = 0; k < 8; k++) f[k] = (unsigned char)((uint64_t)nhl >> (8 * k));
             memcpy(f + 8, nh, nhl);
             memcpy(f + 8 + nhl, data, ndata);
-            write_bytes(p, f, 8 + nhl + ndata);
+            check_write_bytes(p, f, 8 + nhl + ndata);
             expect_fail(p, NULL, msgs[i]);
             free(f);
             free(nh);
@@ -641,7 +613,7 @@ static void test_against_model(void)
     /* truncated at every length, and every header byte damaged: refused (or read), no crash */
     int bad = 0, read_ok = 0;
     for (size_t len = 0; len < n; len += len < 8 + hl + 64 ? 1 : 97) {
-        write_bytes(p, b, len);
+        check_write_bytes(p, b, len);
         rp_model *out = NULL;
         if (rp_safetensors_load(p, &out) != RP_ERR_IO || out) bad++;
         if (rp_safetensors_load_into(p, into) != RP_ERR_IO) bad++;
@@ -651,7 +623,7 @@ static void test_against_model(void)
     for (size_t i = 0; i < 8 + hl; i++) {
         unsigned char save = b[i];
         b[i] = (unsigned char)(save ^ (i % 2 ? 0x01 : 0x20));
-        write_bytes(p, b, n);
+        check_write_bytes(p, b, n);
         rp_model *out = NULL;
         if (rp_safetensors_load(p, &out) == RP_OK) read_ok++;
         rp_model_free(out);
