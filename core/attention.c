@@ -31,7 +31,7 @@
  * its transpose [D, Sp], V' = R(i) v [Sp, Dvp] (forward) or its transpose [Dv, Sp] (backward);
  * Dp, Dvp, Sp are D, Dv, S rounded up to the vector width (rp_vl_round) with zeros in the
  * padding, so every tile product runs over whole vectors. The exponentials are in float
- * (exp_nonpos, below); every sum runs in a fixed order.
+ * (rp_exp_nonpos, simd.h); every sum runs in a fixed order.
  *
  * Threads: the (b, h) pairs are spread over nthreads OpenMP threads; a pair is computed by one
  * thread with the same code whatever nthreads is, so results do not depend on nthreads. */
@@ -256,45 +256,6 @@ static void build_rows(float *dst, float *dt, int64_t ldt, const float *src, int
 
 /* ---- softmax pieces ---- */
 
-/* e^x for x <= 0, in float, without a libm call so that the loops around it vectorize (glibc's
- * expf is scalar). Cephes' expf: x = k ln2 + r with |r| <= ln2/2 (ln2 split in two so that k ln2
- * is exact), e^r by a degree-5 minimax polynomial in r (times r^2, plus 1 + r), times 2^k built
- * from its bits; the multiply-adds fused where the target has FMA (rp_fmadd). Checked against exp() in
- * double for every float in [-87, 0], with and without FMA: relative error at most 8.4e-8
- * (glibc's expf: 6.0e-8). |x| is clamped at 87 (e^-87 ~ 1.6e-38, the bottom of the
- * normal range; below that a probability is 0 for every purpose); the clamp works on the bits
- * because a float compare-and-select may trap and blocks vectorization without
- * -fno-trapping-math. NaN (and -inf, from infinite inputs) give NaN. A positive x is taken as
- * -x: callers pass x <= 0 only. */
-static inline float exp_nonpos(float x)
-{
-    union {
-        float f;
-        uint32_t u;
-    } c;
-    c.f = x;
-    uint32_t mag = c.u & 0x7FFFFFFFu;                  /* |x|; NaN has the largest magnitudes */
-    mag = mag < 0x42AE0000u ? mag : 0x42AE0000u;       /* min(|x|, 87) */
-    c.u = mag | 0x80000000u;
-    float xc = c.f;                                    /* -min(|x|, 87) */
-    /* round(xc / ln2) by the 1.5 * 2^23 trick (exact for |value| < 2^22) */
-    float kf = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    float r = rp_fmadd(kf, 2.12194440e-4f, rp_fmadd(kf, -0.693359375f, xc));
-    float p = 1.9875691500e-4f;
-    p = rp_fmadd(p, r, 1.3981999507e-3f);
-    p = rp_fmadd(p, r, 8.3334519073e-3f);
-    p = rp_fmadd(p, r, 4.1665795894e-2f);
-    p = rp_fmadd(p, r, 1.6666665459e-1f);
-    p = rp_fmadd(p, r, 5.0000001201e-1f);
-    float e = rp_fmadd(p, r * r, r) + 1.0f;
-    union {
-        int32_t i;
-        float f;
-    } two_k;
-    two_k.i = ((int32_t)kf + 127) * (1 << 23); /* kf in [-126, 0]: a normal power of two */
-    return e * two_k.f + (x - x);              /* + 0, or NaN for NaN and -inf (no branch) */
-}
-
 /* Keys seen by query t (position q_offset + t). */
 static inline int64_t visible(const attn_ctx *c, int64_t t)
 {
@@ -328,7 +289,7 @@ static inline float softmax_step(float *p, int64_t n, int64_t bcp, float mo, flo
     for (int64_t j = RP_VL; j < bcp; j += RP_VL) vm = rp_vmax(vm, rp_vload(p + j));
     float bm = rp_vhmax(vm), mn = bm > mo ? bm : mo;
     RP_SIMD
-    for (int64_t j = 0; j < bcp; j++) p[j] = exp_nonpos(p[j] - mn);
+    for (int64_t j = 0; j < bcp; j++) p[j] = rp_exp_nonpos(p[j] - mn);
     for (int64_t j = n; j < bcp; j++) p[j] = 0.0f;
     rp_vf vs = rp_vload(p);
     for (int64_t j = RP_VL; j < bcp; j += RP_VL) vs += rp_vload(p + j);
@@ -353,7 +314,7 @@ static void block_weights_out(const attn_ctx *c, const slots *sl, float *att, in
             RP_SIMD
             for (int64_t j = 0; j < n; j++) {
                 float x = p[j] - L;
-                a[j] = exp_nonpos(x < 0.0f ? x : 0.0f);
+                a[j] = rp_exp_nonpos(x < 0.0f ? x : 0.0f);
             }
             for (int64_t j = n; j < bc; j++) a[j] = 0.0f;
         }
@@ -388,7 +349,7 @@ static void forward_blocks(const attn_ctx *c, const slots *sl, float *oh, float 
                 if (sl->l[r] == 0.0f) { /* the row's first keys: nothing to rescale */
                     sl->l[r] = sum;
                 } else if (mn > mo) {
-                    float corr = exp_nonpos(mo - mn);
+                    float corr = rp_exp_nonpos(mo - mn);
                     float *o = sl->O + r * Dvp;
                     sl->l[r] = sl->l[r] * corr + sum;
                     RP_SIMD
@@ -491,7 +452,7 @@ static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
                 RP_SIMD
                 for (int64_t j = 0; j < n; j++) {
                     float x = p[j] - L;
-                    float e = exp_nonpos(x < 0.0f ? x : 0.0f);
+                    float e = rp_exp_nonpos(x < 0.0f ? x : 0.0f);
                     p[j] = e;
                     dp[j] = e * (dp[j] - Dr);
                 }

@@ -450,6 +450,20 @@ static const char *literal(const rp_json_doc *doc, size_t node, char *buf, size_
     return buf;
 }
 
+/* The value of the decimal digits in digits (all '0'..'9') into *x, RP_ERR_RANGE naming the
+ * literal lit when it exceeds lim. */
+static rp_status digits_value(const char *digits, const char *lit, uint64_t lim, uint64_t *x)
+{
+    uint64_t acc = 0;
+    for (const char *c = digits; *c; c++) {
+        uint64_t d = (uint64_t)(*c - '0');
+        if (acc > (lim - d) / 10) return rp_error(RP_ERR_RANGE, "%s is out of range", lit);
+        acc = acc * 10 + d;
+    }
+    *x = acc;
+    return RP_OK;
+}
+
 rp_status rp_json_u64(const rp_json_doc *doc, size_t node, uint64_t *v)
 {
     char buf[64];
@@ -458,14 +472,7 @@ rp_status rp_json_u64(const rp_json_doc *doc, size_t node, uint64_t *v)
     if (!s) return st;
     if (strspn(s, "0123456789") != strlen(s))
         return rp_error(RP_ERR_RANGE, "%s is not an integer >= 0", s);
-    uint64_t x = 0;
-    for (const char *c = s; *c; c++) {
-        uint64_t d = (uint64_t)(*c - '0');
-        if (x > (UINT64_MAX - d) / 10) return rp_error(RP_ERR_RANGE, "%s is out of range", s);
-        x = x * 10 + d;
-    }
-    *v = x;
-    return RP_OK;
+    return digits_value(s, s, UINT64_MAX, v);
 }
 
 rp_status rp_json_i64(const rp_json_doc *doc, size_t node, int64_t *v)
@@ -478,12 +485,8 @@ rp_status rp_json_i64(const rp_json_doc *doc, size_t node, int64_t *v)
     const char *digits = s + neg;
     if (!*digits || strspn(digits, "0123456789") != strlen(digits))
         return rp_error(RP_ERR_RANGE, "%s is not an integer", s);
-    uint64_t x = 0, lim = neg ? (uint64_t)INT64_MAX + 1u : (uint64_t)INT64_MAX;
-    for (const char *c = digits; *c; c++) {
-        uint64_t d = (uint64_t)(*c - '0');
-        if (x > (lim - d) / 10) return rp_error(RP_ERR_RANGE, "%s is out of range", s);
-        x = x * 10 + d;
-    }
+    uint64_t x = 0;
+    RP_TRY(digits_value(digits, s, neg ? (uint64_t)INT64_MAX + 1u : (uint64_t)INT64_MAX, &x));
     *v = neg ? (x == (uint64_t)INT64_MAX + 1u ? INT64_MIN : -(int64_t)x) : (int64_t)x;
     return RP_OK;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "parallel.h"
+#include "simd.h"
 
 /* ---- names, defaults, checks ----------------------------------------------------------------- */
 
@@ -164,26 +165,14 @@ static inline uint32_t sel(uint32_t m, uint32_t a, uint32_t b) { return (m & a) 
 #define F1_BITS 0x3F800000u  /* 1.0f */
 
 /* phi(x) = elu(x) + 1 in float, written so that loops over it vectorise (no libm call, no
- * branch): x + 1 for x > 0; else e^x with x = k ln2 + r, |r| <= ln2 / 2, e^r by Cephes' expf
- * polynomial, times 2^k built in the exponent bits (within 1.5 ulp of e^x); 0 below -87
- * (e^-87 ~ 1.6e-38 is the last normal float it gives); NaN stays NaN. phi'(x) = min(phi(x), 1)
- * (x + 1 > 1 for x > 0, e^x <= 1 otherwise), so the backward needs no exp. */
+ * branch): x + 1 for x > 0; else e^x by rp_exp_nonpos (simd.h: Cephes' expf polynomial, within
+ * 8.4e-8 relative); 0 below -87 (e^-87 ~ 1.6e-38 is the last normal float it gives); NaN stays
+ * NaN. phi'(x) = min(phi(x), 1) (x + 1 > 1 for x > 0, e^x <= 1 otherwise), so the backward needs
+ * no exp. */
 static inline float phi_f(float x)
 {
     uint32_t u = fbits(x), mag = u & 0x7fffffffu;
-    float xc = bitsf(sel(0u - (uint32_t)(mag > F87_BITS), 0x80000000u | F87_BITS, u));
-    float t = fmaf(xc, 1.44269504088896341f, 12582912.0f); /* 1.5 * 2^23: rounds to an integer */
-    float kf = t - 12582912.0f;
-    float r = fmaf(kf, -0.693359375f, xc);
-    r = fmaf(kf, 2.12194440e-4f, r);
-    float p = 1.9875691500e-4f;
-    p = fmaf(p, r, 1.3981999507e-3f);
-    p = fmaf(p, r, 8.3334519073e-3f);
-    p = fmaf(p, r, 4.1665795894e-2f);
-    p = fmaf(p, r, 1.6666665459e-1f);
-    p = fmaf(p, r, 5.0000001201e-1f);
-    p = fmaf(p * r, r, r) + 1.0f;
-    float e = p * bitsf((fbits(t) - 0x4B400000u + 127u) << 23); /* the low bits of t hold k */
+    float e = rp_exp_nonpos(x); /* used only for x <= 0 */
     uint32_t pos = 0u - (uint32_t)(u - 1u < 0x7fffffffu), nan = 0u - (uint32_t)(mag > 0x7f800000u);
     uint32_t tiny = 0u - (uint32_t)(mag > F87_BITS);
     return bitsf(sel(pos, fbits(x + 1.0f), sel(nan, u, ~tiny & fbits(e))));

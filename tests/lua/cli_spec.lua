@@ -17,15 +17,7 @@ package.path = dir_of .. "?.lua;" .. package.path
 local h = require "helpers"
 local sh_quote, read, write, run, tmpdir = h.sh_quote, h.read, h.write, h.run, h.tmpdir
 
--- The names in a folder, sorted.
-local function ls(dir)
-  local t = {}
-  for name in lfs.dir(dir) do
-    if name ~= "." and name ~= ".." then t[#t + 1] = name end
-  end
-  table.sort(t)
-  return t
-end
+local ls = h.ls
 
 local dir = tmpdir()
 teardown(function() h.remove_tree(dir) end)
@@ -204,13 +196,7 @@ describe("nothing is left behind", function()
     return stat ~= nil and stat:match("%) (%a)") ~= "Z"
   end
 
-  local function wait_for(cond, seconds)
-    for _ = 1, seconds * 20 do
-      if cond() then return true end
-      os.execute("sleep 0.05")
-    end
-    return cond()
-  end
+  local wait_for = h.wait_for
 
   -- Starts compare.lua with args in the background; returns its pid.
   local function start_compare(args)

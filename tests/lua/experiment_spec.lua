@@ -37,12 +37,7 @@ local function raises_for(fname, want, f, ...)
 end
 
 
--- A JSON file's decoded value (fails when the file is missing).
-local function read_json(path)
-  local s = read(path)
-  assert.is_string(s, "missing " .. path)
-  return cjson.decode(s)
-end
+local read_json = h.read_json
 
 
 -- The names in a folder, one a line.

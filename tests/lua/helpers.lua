@@ -104,6 +104,32 @@ end
 
 function M.remove_tree(path) os.execute("rm -rf " .. M.sh_quote(path)) end
 
+-- A JSON file's decoded value (fails when the file is missing).
+function M.read_json(path)
+  local s = M.read(path)
+  luassert.is_string(s, "missing " .. path)
+  return require("cjson").decode(s)
+end
+
+-- The names in a folder, sorted.
+function M.ls(dir)
+  local t = {}
+  for name in require("lfs").dir(dir) do
+    if name ~= "." and name ~= ".." then t[#t + 1] = name end
+  end
+  table.sort(t)
+  return t
+end
+
+-- Polls cond() every 50 ms for up to `seconds`; returns its last value.
+function M.wait_for(cond, seconds)
+  for _ = 1, seconds * 20 do
+    if cond() then return true end
+    os.execute("sleep 0.05")
+  end
+  return cond()
+end
+
 -- The current folder (an absolute path).
 function M.pwd()
   local p = assert(io.popen("pwd -P"))

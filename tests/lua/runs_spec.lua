@@ -18,36 +18,14 @@ local h = require "helpers"
 local sh_quote, read, write, run, tmpdir = h.sh_quote, h.read, h.write, h.run, h.tmpdir
 local provenance = require "lib.provenance"
 
-local function read_json(path)
-  local s = read(path)
-  assert.is_string(s, "missing " .. path)
-  return cjson.decode(s)
-end
+local read_json, ls, wait_for = h.read_json, h.ls, h.wait_for
 
 local function exists(path) return lfs.attributes(path) ~= nil end
-
--- The names in a folder, sorted.
-local function ls(dir)
-  local t = {}
-  for n in lfs.dir(dir) do
-    if n ~= "." and n ~= ".." then t[#t + 1] = n end
-  end
-  table.sort(t)
-  return t
-end
 
 local function lines(s)
   local t = {}
   for l in s:gmatch("[^\n]+") do t[#t + 1] = l end
   return t
-end
-
-local function wait_for(cond, seconds)
-  for _ = 1, seconds * 20 do
-    if cond() then return true end
-    os.execute("sleep 0.05")
-  end
-  return cond()
 end
 
 local TINY = { steps = 5, d_model = 16, heads = 2, layers = 2, seq_len = 32, batch = 4,
