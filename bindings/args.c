@@ -512,6 +512,29 @@ rp_lin_placement lrp_optplacement(lua_State *L, int idx, const char *key, rp_lin
     return (rp_lin_placement)lrp_optenum(L, idx, key, names, (int)def);
 }
 
+int lrp_optrotate(lua_State *L, int idx, const char *key)
+{
+    int t = opt_get(L, idx, key);
+    if (t == LUA_TNIL) {
+        lua_pop(L, 1);
+        return 0;
+    }
+    int mask = -1;
+    if (t == LUA_TSTRING) {
+        size_t len;
+        const char *s = lua_tolstring(L, -1, &len);
+        if (strlen(s) == len) mask = rp_rotate_from_name(s);
+    }
+    if (mask > 0) {
+        lua_pop(L, 1);
+        return mask;
+    }
+    return lrp_argerror(L, idx,
+                        "option '%s' must name the rotated placements, distinct letters of "
+                        "\"qkvo\" (\"qk\", \"vo\", \"qkvo\", ...), got %s",
+                        key, lrp_describe(L, lua_gettop(L)));
+}
+
 /* ---- files ---- */
 
 const char *lrp_checkpath(lua_State *L, int arg)

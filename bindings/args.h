@@ -136,6 +136,9 @@ int lrp_optenum(lua_State *L, int idx, const char *key, const char *const *names
 /* The field as a linear-attention placement, by core's names (rp_lin_placement_name: "after",
  * "before"), or def when absent. */
 rp_lin_placement lrp_optplacement(lua_State *L, int idx, const char *key, rp_lin_placement def);
+/* The field as a rotate mask (RP_ROT_* bits of core/pe.h): a string of distinct letters of
+ * "qkvo" (rp_rotate_from_name), or 0 when absent. */
+int lrp_optrotate(lua_State *L, int idx, const char *key);
 
 /* ---- files ---- */
 

@@ -210,6 +210,40 @@ static int64_t opt_pos(lua_State *L, int idx, const char *key, int64_t def, int6
     return (int64_t)v;
 }
 
+/* The rotation options of rp.attention into cfg (pe set): rotate (a rotary pe only), and the
+ * width of each rotated placement from fraction_q / fraction_k (else fraction_qk) of D and
+ * fraction_v / fraction_o (else fraction_v) of Dv. Every fraction is read (type-checked) even
+ * when its placement is not rotated. */
+static void opt_rotation(lua_State *L, int idx, rp_attn_cfg *cfg, int64_t D, int64_t Dv)
+{
+    const rp_pe_mode *mode = rp_pe_mode_of(cfg->pe);
+    int rotate = lrp_optrotate(L, idx, "rotate");
+    if (rotate && !mode->rotary)
+        lrp_argerror(L, idx, "option 'rotate' needs a rotary pe (rope, roper or roper_legacy), "
+                             "got pe '%s'", mode->name);
+    int rot = rotate ? rotate : mode->rotate;
+    static const struct {
+        int bit;
+        const char *own, *shared;
+        int dv;
+    } p[4] = {{RP_ROT_Q, "fraction_q", "fraction_qk", 0}, {RP_ROT_K, "fraction_k", "fraction_qk", 0},
+              {RP_ROT_V, "fraction_v", "fraction_v", 1}, {RP_ROT_O, "fraction_o", "fraction_v", 1}};
+    int64_t w[4];
+    for (int i = 0; i < 4; i++) {
+        const char *key = lrp_hasopt(L, idx, p[i].own) ? p[i].own : p[i].shared;
+        if (rot & p[i].bit)
+            w[i] = d_rot_from_fraction(L, idx, key, p[i].dv ? Dv : D, p[i].dv ? "Dv" : "D");
+        else
+            w[i] = 0;
+    }
+    /* the fractions of placements that are not rotated are still type-checked */
+    const char *all[] = {"fraction_qk", "fraction_v", "fraction_q", "fraction_k", "fraction_o"};
+    for (int i = 0; i < 5; i++) (void)lrp_optnumber(L, idx, all[i], 1.0);
+    cfg->rotate = rotate;
+    cfg->d_rot_q = w[0], cfg->d_rot_k = w[1], cfg->d_rot_v = w[2], cfg->d_rot_o = w[3];
+    cfg->d_rot_qk = 0;
+}
+
 /* ---- rp.rope ---- */
 
 /* rp.rope.theta(d_rot[, base]): 1-D tensor of base^(-2i/d_rot), i = 0 .. d_rot/2-1. */
@@ -406,8 +440,10 @@ static void check_4d(lua_State *L, int arg, const char *name, const rp_tensor *t
 /* rp.attention(q, k, v[, opts]) -> out [B,T,H,Dv], att [B,H,T,S]. */
 static int l_attention(lua_State *L)
 {
-    static const char *const known[] = {"pe",         "causal",     "scale",    "base", "pairing",
-                                        "fraction_qk", "fraction_v", "q_offset", NULL};
+    static const char *const known[] = {
+        "pe",         "causal",     "scale",      "base",       "pairing",  "fraction_qk",
+        "fraction_v", "rotate",     "fraction_q", "fraction_k", "fraction_o", "q_offset",
+        "pos_offset", NULL};
     static const char *const q_letters[] = {"B", "T", "H", "D"};
     static const char *const k_letters[] = {"B", "S", "H", "D"};
     static const char *const v_letters[] = {"B", "S", "H", "Dv"};
@@ -432,14 +468,7 @@ static int l_attention(lua_State *L)
     cfg.scale = lrp_optfinite(L, 4, "scale", 1.0 / sqrt((double)D));
     cfg.base = opt_base(L, 4, "base");
     cfg.pairing = (rp_pairing)lrp_optenum(L, 4, "pairing", lrp_pairing_names, RP_PAIR_HALF);
-    const rp_pe_mode *mode = rp_pe_mode_of(cfg.pe);
-    int rope_qk = mode->rot_qk, rope_v = mode->v_angle != 0.0;
-    if (rope_qk) cfg.d_rot_qk = d_rot_from_fraction(L, 4, "fraction_qk", D, "D");
-    else (void)lrp_optnumber(L, 4, "fraction_qk", 1.0);
-    if (rope_v) cfg.d_rot_v = d_rot_from_fraction(L, 4, "fraction_v", Dv, "Dv");
-    else (void)lrp_optnumber(L, 4, "fraction_v", 1.0);
-    if (!rope_qk) cfg.d_rot_qk = D;
-    if (!rope_v) cfg.d_rot_v = Dv;
+    opt_rotation(L, 4, &cfg, D, Dv);
     if (lrp_hasopt(L, 4, "q_offset")) {
         cfg.q_offset = opt_pos(L, 4, "q_offset", 0, 0);
     } else {
@@ -449,6 +478,7 @@ static int l_attention(lua_State *L)
                                 (LUAI_UACINT)(S - T), (LUAI_UACINT)T, (LUAI_UACINT)S);
         cfg.q_offset = S - T;
     }
+    cfg.pos_offset = opt_pos(L, 4, "pos_offset", 0, 0);
     if (T > RP_I32_MAX || S > RP_I32_MAX || D > RP_I32_MAX || Dv > RP_I32_MAX)
         return lrp_argerror(L, 1, "attention sizes T, S, D, Dv must be at most 2^31-1");
     int64_t out_sizes[4] = {B, T, H, Dv}, att_sizes[4] = {B, H, T, S};
@@ -494,9 +524,9 @@ static int l_linear_attention(lua_State *L)
     cfg.base = opt_base(L, 4, "base");
     cfg.pairing = (rp_pairing)lrp_optenum(L, 4, "pairing", lrp_pairing_names, RP_PAIR_HALF);
     const rp_pe_mode *mode = rp_pe_mode_of(cfg.pe);
-    if (mode->rot_qk) cfg.d_rot_qk = d_rot_from_fraction(L, 4, "fraction_qk", D, "D");
+    if (mode->rotate & RP_ROT_Q) cfg.d_rot_qk = d_rot_from_fraction(L, 4, "fraction_qk", D, "D");
     else (void)lrp_optnumber(L, 4, "fraction_qk", 1.0);
-    if (mode->v_angle != 0.0) cfg.d_rot_v = d_rot_from_fraction(L, 4, "fraction_v", Dv, "Dv");
+    if (mode->rotate & RP_ROT_V) cfg.d_rot_v = d_rot_from_fraction(L, 4, "fraction_v", Dv, "Dv");
     else (void)lrp_optnumber(L, 4, "fraction_v", 1.0);
     cfg.q_offset = opt_pos(L, 4, "q_offset", 0, 0);
     if (T > RP_I32_MAX || D > RP_I32_MAX || Dv > RP_I32_MAX)

@@ -7,6 +7,14 @@
 #include "parallel.h"
 #include "tile.h"
 
+rp_status rp_attn_scheme(const rp_attn_cfg *cfg, rp_pe_scheme *s)
+{
+    int64_t d_rot[4] = {cfg->d_rot_q > 0 ? cfg->d_rot_q : cfg->d_rot_qk,
+                        cfg->d_rot_k > 0 ? cfg->d_rot_k : cfg->d_rot_qk, cfg->d_rot_v,
+                        cfg->d_rot_o > 0 ? cfg->d_rot_o : cfg->d_rot_v};
+    return rp_pe_scheme_init(s, cfg->pe, cfg->rotate, d_rot, cfg->base, cfg->pairing);
+}
+
 /* ---- the kernels ------------------------------------------------------------------------------
  *
  * Flash attention on the CPU: per (b, h) the queries go in blocks of at most BR rows and, inside
@@ -43,7 +51,8 @@
 
 static int64_t row_block(int64_t T) { return T < BR ? T : BR; }
 
-/* cos/sin tables: at most T + S rows of d_rot_qk/2 pairs (q, k) and of d_rot_v/2 pairs (o, v). */
+/* cos/sin tables: T rows of at most D/2 pairs (q) and Dv/2 (o), S rows of at most D/2 (k) and
+ * Dv/2 (v). */
 static int64_t table_floats(int64_t T, int64_t S, int64_t D, int64_t Dv)
 {
     return (T + S) * (D + Dv);
@@ -99,13 +108,13 @@ int64_t rp_attention_scratch_floats(int64_t T, int64_t S, int64_t D, int64_t Dv,
 
 typedef struct {
     int64_t T, S, H, D, Dv, Dp, Dvp, Sp, ldq, ldk, ldv, ldo;
-    int64_t hq, hv, ho; /* rotated pairs of q/k, of v and of the output (0 when not rotated) */
+    int64_t hq, hk, hv, ho; /* rotated pairs of q, k, v and the output (0 when not rotated) */
     int o_sign;         /* the output's rotation: o_n = R(o_sign n theta) Y_n */
     int64_t kvis;       /* keys any query sees: min(S, q_offset + T) under the mask, else S */
     const rp_attn_cfg *cfg;
     float scale;
     /* cos/sin tables (NULL when not rotated); row r of q/o is query t = r, of k/v key i = r.
-     * The decode entry leaves hq, hv at 0 (its q, k, v arrive rotated) and sets only o. */
+     * The decode entry leaves hq, hk, hv at 0 (its q, k, v arrive rotated) and sets only o. */
     const float *qc, *qs, *kc, *ks, *vc, *vs, *oc, *os;
     float *slices; /* thread slices, thread_floats() apart */
     int64_t slice;
@@ -133,37 +142,41 @@ static void ctx_init(attn_ctx *c, float *scratch, int64_t T, int64_t S, int64_t 
     c->slices = scratch + table_floats(T, S, D, Dv);
     c->slice = thread_floats(T, S, D, Dv);
     rp_pe_scheme s;
-    (void)rp_pe_scheme_init(&s, cfg->pe, cfg->d_rot_qk, cfg->d_rot_v, cfg->base, cfg->pairing);
+    (void)rp_attn_scheme(cfg, &s);
     c->o_sign = s.o_sign;
-    /* Tables in double -> float (rp_rope_angles). Queries at q_offset .. q_offset+T-1 reuse the
-     * key table when it covers them (self-attention: q_offset = S - T); the v and output tables
-     * reuse the q/k ones when the angles are the same (same width, v_angle 1). Every table
-     * takes at most rows * D (or rows * Dv) floats, so they fit in table_floats(). */
+    /* Tables in double -> float (rp_rope_angles); key i at position p0 + i, query t at
+     * p0 + q_offset + t. A table reuses an earlier one where the angles are the same: q the k
+     * table when it covers the queries (self-attention: q_offset = S - T), v the k table (same
+     * width, v_angle 1), o the q table (same width) or the v table. Every table takes at most
+     * rows * D (q, k) or rows * Dv (v, o) floats, so they fit in table_floats(). */
     float *p = scratch;
-    int64_t qo = cfg->q_offset;
-    if (s.d_rot_qk) {
-        int64_t h = c->hq = s.d_rot_qk / 2;
+    int64_t qo = cfg->q_offset, p0 = cfg->pos_offset;
+    if (s.d_rot_k) {
+        int64_t h = c->hk = s.d_rot_k / 2;
         float *kc = p, *ks = p + S * h;
         p += 2 * S * h;
-        rp_rope_angles(kc, ks, NULL, 0, S, s.d_rot_qk, s.base, 1.0);
+        rp_rope_angles(kc, ks, NULL, p0, S, s.d_rot_k, s.base, 1.0);
         c->kc = kc, c->ks = ks;
-        if (qo + T <= S) {
-            c->qc = kc + qo * h, c->qs = ks + qo * h;
+    }
+    if (s.d_rot_q) {
+        int64_t h = c->hq = s.d_rot_q / 2;
+        if (h == c->hk && qo + T <= S) {
+            c->qc = c->kc + qo * h, c->qs = c->ks + qo * h;
         } else {
             float *qc = p, *qs = p + T * h;
             p += 2 * T * h;
-            rp_rope_angles(qc, qs, NULL, qo, T, s.d_rot_qk, s.base, 1.0);
+            rp_rope_angles(qc, qs, NULL, p0 + qo, T, s.d_rot_q, s.base, 1.0);
             c->qc = qc, c->qs = qs;
         }
     }
     if (s.d_rot_v) {
         int64_t h = c->hv = s.d_rot_v / 2;
-        if (h == c->hq && s.v_angle == 1.0) {
+        if (h == c->hk && s.v_angle == 1.0) {
             c->vc = c->kc, c->vs = c->ks;
         } else {
             float *vc = p, *vs = p + S * h;
             p += 2 * S * h;
-            rp_rope_angles(vc, vs, NULL, 0, S, s.d_rot_v, s.base, s.v_angle);
+            rp_rope_angles(vc, vs, NULL, p0, S, s.d_rot_v, s.base, s.v_angle);
             c->vc = vc, c->vs = vs;
         }
     }
@@ -176,7 +189,7 @@ static void ctx_init(attn_ctx *c, float *scratch, int64_t T, int64_t S, int64_t 
         } else {
             float *oc = p, *os = p + T * h;
             p += 2 * T * h;
-            rp_rope_angles(oc, os, NULL, qo, T, s.d_rot_o, s.base, 1.0);
+            rp_rope_angles(oc, os, NULL, p0 + qo, T, s.d_rot_o, s.base, 1.0);
             c->oc = oc, c->os = os;
         }
     }
@@ -389,7 +402,7 @@ static void build_qk(const attn_ctx *c, const slots *sl, int64_t b, int64_t h)
     build_rows(sl->Q, NULL, 0, c->q + b * T * c->ldq + h * D, c->ldq, T, T, c->qc, c->qs, c->hq,
                c->scale, D, c->Dp, c->cfg->pairing);
     build_rows(sl->K, sl->Kt, c->Sp, c->k + b * c->S * c->ldk + h * D, c->ldk, kvis,
-               rp_vl_round(kvis), c->kc, c->ks, c->hq, 1.0f, D, c->Dp, c->cfg->pairing);
+               rp_vl_round(kvis), c->kc, c->ks, c->hk, 1.0f, D, c->Dp, c->cfg->pairing);
 }
 
 static void head_forward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
@@ -473,8 +486,8 @@ static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
     /* dk += R(-i) dK', dv += R(-i) dV' (roper_legacy: R(-2i), its v table) */
     float *dkh = c->dk + b * c->S * c->ldk + h * D, *dvh = c->dv + b * c->S * c->ldv + h * Dv;
     for (int64_t i = 0; i < kvis; i++) {
-        rot_row_back(dkh + i * c->ldk, sl.dK + i * Dp, c->hq ? c->kc + i * c->hq : NULL,
-                     c->hq ? c->ks + i * c->hq : NULL, c->hq, 1.0f, 1.0f, D, pairing);
+        rot_row_back(dkh + i * c->ldk, sl.dK + i * Dp, c->hk ? c->kc + i * c->hk : NULL,
+                     c->hk ? c->ks + i * c->hk : NULL, c->hk, 1.0f, 1.0f, D, pairing);
         rot_row_back(dvh + i * c->ldv, sl.dV + i * Dvp, c->hv ? c->vc + i * c->hv : NULL,
                      c->hv ? c->vs + i * c->hv : NULL, c->hv, 1.0f, 1.0f, Dv, pairing);
     }
@@ -575,7 +588,7 @@ void rp_attention_decode(float *out, float *scratch, float *q, const float *k, c
                          const rp_attn_cfg *cfg)
 {
     rp_pe_scheme s;
-    (void)rp_pe_scheme_init(&s, cfg->pe, cfg->d_rot_qk, cfg->d_rot_v, cfg->base, cfg->pairing);
+    (void)rp_attn_scheme(cfg, &s);
     /* the query over keys 0 .. pos: T = 1 at q_offset pos, causal */
     rp_attn_cfg dc = *cfg;
     dc.causal = 1;
@@ -587,8 +600,9 @@ void rp_attention_decode(float *out, float *scratch, float *q, const float *k, c
     c.kvis = c.S;
     c.cfg = &dc;
     c.scale = (float)cfg->scale;
-    float *p = scratch, *qc = NULL, *qs = NULL, *vc = NULL, *vs = NULL;
-    if (s.d_rot_qk) one_row(&qc, &qs, &p, pos, s.d_rot_qk, &s, 1.0);
+    float *p = scratch, *qc = NULL, *qs = NULL, *kc = NULL, *ks = NULL, *vc = NULL, *vs = NULL;
+    if (s.d_rot_q) one_row(&qc, &qs, &p, pos, s.d_rot_q, &s, 1.0);
+    if (s.d_rot_k) one_row(&kc, &ks, &p, pos, s.d_rot_k, &s, 1.0);
     if (s.d_rot_v) one_row(&vc, &vs, &p, pos, s.d_rot_v, &s, s.v_angle);
     if (s.d_rot_o) {
         float *oc, *os;
@@ -597,7 +611,7 @@ void rp_attention_decode(float *out, float *scratch, float *q, const float *k, c
         c.ho = s.d_rot_o / 2;
         c.o_sign = s.o_sign;
     }
-    int64_t hq = s.d_rot_qk / 2, hv = s.d_rot_v / 2, Dp = c.Dp, Dvp = c.Dvp;
+    int64_t hq = s.d_rot_q / 2, hk = s.d_rot_k / 2, hv = s.d_rot_v / 2, Dp = c.Dp, Dvp = c.Dvp;
     int64_t capp = rp_vl_round(cap), hs = cache_head_floats(cap, D, Dv);
     slots sl;
     memset(&sl, 0, sizeof sl);
@@ -611,7 +625,7 @@ void rp_attention_decode(float *out, float *scratch, float *q, const float *k, c
         rot_row(sl.K, q + h * D, qc, qs, hq, 1.0f, 1.0f, D, D, s.pairing);
         memcpy(q + h * D, sl.K, sizeof(float) * (size_t)D);
         rot_row(sl.Q, sl.K, NULL, NULL, 0, 1.0f, c.scale, D, Dp, s.pairing);
-        rot_row(sl.K, k + h * D, qc, qs, hq, 1.0f, 1.0f, D, D, s.pairing);
+        rot_row(sl.K, k + h * D, kc, ks, hk, 1.0f, 1.0f, D, D, s.pairing);
         for (int64_t d = 0; d < D; d++) kt[d * capp + pos] = sl.K[d];
         rot_row(vr + pos * Dvp, v + h * Dv, vc, vs, hv, 1.0f, 1.0f, Dv, Dvp, s.pairing);
         sl.Kt = kt, sl.V = vr;
@@ -663,19 +677,29 @@ rp_status rp_attention_check(const rp_tensor *q, const rp_tensor *k, const rp_te
         return rp_error(RP_ERR_SHAPE, "expected v as %s, got %s",
                         rp_shape_str(want, sizeof want, 4, w), got);
     }
-    const rp_pe_mode *mode = rp_pe_mode_of(cfg->pe);
-    if (!mode) return rp_error(RP_ERR_ARG, "unknown pe %d", (int)cfg->pe);
+    if (!rp_pe_mode_of(cfg->pe)) return rp_error(RP_ERR_ARG, "unknown pe %d", (int)cfg->pe);
+    if (rp_pe_mode_of(cfg->pe)->rel != RP_REL_NONE) /* TODO(issue 13): the relative terms */
+        return rp_error(RP_ERR_ARG, "pe %s is not implemented yet", rp_pe_name(cfg->pe));
     if (cfg->pairing != RP_PAIR_HALF && cfg->pairing != RP_PAIR_INTERLEAVED)
         return rp_error(RP_ERR_ARG, "unknown pairing %d", (int)cfg->pairing);
     if (!isfinite(cfg->scale))
         return rp_error(RP_ERR_ARG, "scale must be finite");
-    if (mode->rot_qk) {
-        if (!(cfg->base > 0.0) || !isfinite(cfg->base))
-            return rp_error(RP_ERR_ARG, "base must be positive and finite");
-        RP_TRY(check_d_rot("d_rot_qk", cfg->d_rot_qk, D, "d_k"));
-    }
-    if (mode->v_angle != 0.0 || mode->o_sign != 0)
-        RP_TRY(check_d_rot("d_rot_v", cfg->d_rot_v, v->shape[3], "d_v"));
+    rp_pe_scheme sc;
+    RP_TRY(rp_attn_scheme(cfg, &sc));
+    if (sc.rotate && (!(cfg->base > 0.0) || !isfinite(cfg->base)))
+        return rp_error(RP_ERR_ARG, "base must be positive and finite");
+    /* the widths by the names the caller set them under */
+    int64_t Dv = v->shape[3];
+    if (sc.rotate & RP_ROT_Q)
+        RP_TRY(check_d_rot(cfg->d_rot_q > 0 ? "d_rot_q" : "d_rot_qk", sc.d_rot_q, D, "d_k"));
+    if (sc.rotate & RP_ROT_K)
+        RP_TRY(check_d_rot(cfg->d_rot_k > 0 ? "d_rot_k" : "d_rot_qk", sc.d_rot_k, D, "d_k"));
+    if (sc.rotate & RP_ROT_V) RP_TRY(check_d_rot("d_rot_v", sc.d_rot_v, Dv, "d_v"));
+    if (sc.rotate & RP_ROT_O)
+        RP_TRY(check_d_rot(cfg->d_rot_o > 0 ? "d_rot_o" : "d_rot_v", sc.d_rot_o, Dv, "d_v"));
+    if (cfg->pos_offset < 0)
+        return rp_error(RP_ERR_ARG, "pos_offset must be >= 0, got %lld",
+                        (long long)cfg->pos_offset);
     if (cfg->q_offset < 0)
         return rp_error(RP_ERR_ARG, "q_offset must be >= 0, got %lld", (long long)cfg->q_offset);
     return RP_OK;

@@ -5,7 +5,7 @@
  * (q_offset = S - T for self-attention over a window, larger for chunks of a longer stream).
  * Under the causal mask query n sees keys i <= n.
  *
- * pe modes (what each rotates is the mode table of pe.h; the kernels follow its rp_pe_scheme):
+ * pe modes (what each does is the mode table of pe.h; the kernels follow its rp_pe_scheme):
  *  NONE, SINUSOIDAL, LEARNED: plain attention (absolute encodings are added to embeddings
  *      elsewhere).
  *  ROPE: q and k rotated by their positions (first d_rot_qk features).
@@ -13,6 +13,8 @@
  *      result o_n rotated by -n*theta: o_n = sum_i a_{n,i} R((i-n)theta) v_i.
  *  ROPER_LEGACY: the labml code of 2022-05-31 .. 2024-06-20, which rotated v twice:
  *      o_n = sum_i a_{n,i} R((2i-n)theta) v_i.
+ *  With cfg.rotate the rotary modes rotate any subset of q, k, v and o instead (pe.h), each by its
+ *  own width (d_rot_q, d_rot_k, d_rot_o when set).
  */
 #ifndef RP_ATTENTION_H
 #define RP_ATTENTION_H
@@ -32,7 +34,20 @@ typedef struct rp_attn_cfg {
     int64_t d_rot_qk;       /* rotated q/k features (even, <= D) for rope modes */
     int64_t d_rot_v;        /* rotated v features (even, <= Dv) for roper modes */
     int64_t q_offset;       /* position of the first query */
+    /* The placement ablation (rotary modes): rotate = the placements rotated (RP_ROT_* bits of
+     * pe.h), 0 = the mode's own. Widths: q takes d_rot_q, k d_rot_k, o d_rot_o when those are
+     * > 0; otherwise q and k take d_rot_qk and o takes d_rot_v. */
+    int rotate;
+    int64_t d_rot_q, d_rot_k, d_rot_o;
+    /* Every position (queries and keys) shifted by pos_offset >= 0: key i sits at pos_offset + i,
+     * query t at pos_offset + q_offset + t (the shift test of the placement ablation; the mask
+     * and the relative distances do not change). */
+    int64_t pos_offset;
 } rp_attn_cfg;
+
+/* The scheme cfg asks for (pe, rotate and the widths resolved as above); RP_ERR_ARG as
+ * rp_pe_scheme_init. Widths are not checked (rp_attention_check does). */
+rp_status rp_attn_scheme(const rp_attn_cfg *cfg, rp_pe_scheme *s);
 
 /* Strided rows: element (b, t, h, d) of q, k, v, out (and of their gradients) is at
  * p[(b * L + t) * ld + h * W + d], with L = T (q, out) or S (k, v) and W = D (q, k) or Dv (v, out).
@@ -93,7 +108,8 @@ void rp_attention_decode(float *out, float *scratch, float *q, const float *k, c
                          const rp_attn_cfg *cfg);
 
 /* Validates tensors and cfg for the tensor-level call: q [B,T,H,D], k [B,S,H,D], v [B,S,H,Dv]
- * (all 4-D, sizes >= 1), d_rot ranges and parity for the rope modes, q_offset >= 0, scale finite.
+ * (all 4-D, sizes >= 1), the rotated widths (even, >= 2, at most D for q/k and Dv for v/o), the
+ * rotate mask, q_offset >= 0, pos_offset >= 0, scale finite.
  * Returns RP_ERR_SHAPE / RP_ERR_ARG with a message naming the problem. */
 rp_status rp_attention_check(const rp_tensor *q, const rp_tensor *k, const rp_tensor *v,
                              const rp_attn_cfg *cfg);

@@ -42,9 +42,9 @@ rp_linattn_cfg rp_linattn_cfg_default(rp_pe pe, int64_t D, int64_t Dv)
 /* What the mode rotates (the mode table of pe.h). The kernels support the modes the table marks
  * `linear`: q/k rotated, and v with the output by +i / -n theta together (v_angle 1, o_sign -1,
  * the same width), which rp_linattn_check enforces. */
-static int rotates_qk(rp_pe pe) { return rp_pe_mode_of(pe)->rot_qk; }
+static int rotates_qk(rp_pe pe) { return (rp_pe_mode_of(pe)->rotate & RP_ROT_Q) != 0; }
 
-static int rotates_v(rp_pe pe) { return rp_pe_mode_of(pe)->v_angle != 0.0; }
+static int rotates_v(rp_pe pe) { return (rp_pe_mode_of(pe)->rotate & RP_ROT_V) != 0; }
 
 static rp_status check_d_rot(const char *name, int64_t d_rot, int64_t width, const char *wname)
 {

@@ -63,7 +63,19 @@ typedef struct rp_model_cfg {
     uint64_t seed;        /* initialisation and dropout */
     rp_attn_kind attention;          /* softmax (default) or linear */
     rp_lin_placement linear_rope;    /* linear attention: RoPE after (default) or before phi */
+    /* The placement ablation (rotary pe, softmax attention): rotate = RP_ROT_* bits of pe.h, 0 =
+     * the mode's own. A rotated q, k or o takes fraction_q, fraction_k, fraction_o when > 0,
+     * else fraction_qk (q, k) or fraction_v (o). */
+    int rotate;
+    double fraction_q, fraction_k, fraction_o;
+    /* Relative modes (pe.h): rel_clip k for shaw (distances clipped to [-k, k]) and deberta
+     * (2k buckets), 1 .. RP_REL_MAX_CLIP, default 16; t5: rel_buckets (2 .. RP_REL_MAX_BUCKETS,
+     * default 32) and rel_max_distance (> rel_buckets / 2, default 128). */
+    int64_t rel_clip, rel_buckets, rel_max_distance;
 } rp_model_cfg;
+
+#define RP_REL_MAX_CLIP 65536
+#define RP_REL_MAX_BUCKETS 4096
 
 /* The labml defaults: d_model 128, heads 4, layers 3, d_ff 512, seq_len 512, max_batch 16,
  * pre-norm, ReLU, dropout 0, pe rope, fractions 1, base RP_ROPE_BASE, half pairing, seed 0, softmax
@@ -71,7 +83,8 @@ typedef struct rp_model_cfg {
 rp_model_cfg rp_model_cfg_default(int64_t vocab);
 
 /* Checks every field (ranges, divisibility, even d_rot; linear attention takes pe none,
- * sinusoidal, learned, rope or roper); RP_ERR_ARG naming the field. */
+ * sinusoidal, learned, rope or roper, with their own rotate and fraction_qk / fraction_v only);
+ * RP_ERR_ARG naming the field. */
 rp_status rp_model_cfg_check(const rp_model_cfg *cfg);
 
 /* One named parameter: its place in the flat buffer. Names:

@@ -31,6 +31,9 @@ rp_model_cfg rp_model_cfg_default(int64_t vocab)
     c.seed = 0;
     c.attention = RP_ATTN_SOFTMAX;
     c.linear_rope = RP_LIN_AFTER;
+    c.rel_clip = 16;
+    c.rel_buckets = 32;
+    c.rel_max_distance = 128;
     return c;
 }
 
@@ -39,6 +42,34 @@ static rp_status check_dim(const char *name, int64_t v, int64_t lo, int64_t hi)
     if (v < lo || v > hi)
         return rp_error(RP_ERR_ARG, "%s %lld must be in %lld..%lld", name, (long long)v,
                         (long long)lo, (long long)hi);
+    return RP_OK;
+}
+
+/* The widths of the placements in rot (0 for the others) from the fractions; RP_ERR_ARG naming
+ * the fraction key when one is out of (0, 1] or gives an odd width or one below 2. */
+static rp_status pe_widths(const rp_model_cfg *cfg, int rot, int64_t d_rot[4])
+{
+    int64_t dk = cfg->d_model / cfg->heads;
+    struct {
+        int bit;
+        const char *own;
+        double f;
+        const char *shared;
+        double fs;
+    } p[4] = {{RP_ROT_Q, "fraction_q", cfg->fraction_q, "fraction_qk", cfg->fraction_qk},
+              {RP_ROT_K, "fraction_k", cfg->fraction_k, "fraction_qk", cfg->fraction_qk},
+              {RP_ROT_V, "fraction_v", 0.0, "fraction_v", cfg->fraction_v},
+              {RP_ROT_O, "fraction_o", cfg->fraction_o, "fraction_v", cfg->fraction_v}};
+    for (int i = 0; i < 4; i++) {
+        d_rot[i] = 0;
+        if (p[i].f < 0.0 || p[i].f > 1.0 || isnan(p[i].f))
+            return rp_error(RP_ERR_ARG, "%s %g must be in (0, 1]", p[i].own, p[i].f);
+        if (!(rot & p[i].bit)) continue;
+        if (p[i].f > 0.0)
+            RP_TRY(rp_pe_fraction_width(p[i].own, p[i].f, dk, &d_rot[i]));
+        else
+            RP_TRY(rp_pe_fraction_width(p[i].shared, p[i].fs, dk, &d_rot[i]));
+    }
     return RP_OK;
 }
 
@@ -66,15 +97,28 @@ rp_status rp_model_cfg_check(const rp_model_cfg *cfg)
         return rp_error(RP_ERR_ARG, "dropout %g must be in [0, 1)", cfg->dropout);
     const rp_pe_mode *mode = rp_pe_mode_of(cfg->pe);
     if (!mode) return rp_error(RP_ERR_ARG, "pe %d is not a known mode", (int)cfg->pe);
+    if (mode->rel != RP_REL_NONE) /* TODO(issue 13): the relative terms */
+        return rp_error(RP_ERR_ARG, "pe %s is not implemented yet", mode->name);
     if (cfg->pairing != RP_PAIR_HALF && cfg->pairing != RP_PAIR_INTERLEAVED)
         return rp_error(RP_ERR_ARG, "pairing %d is not half (0) or interleaved (1)",
                         (int)cfg->pairing);
     if (!(cfg->rope_base > 0.0) || !isfinite(cfg->rope_base))
         return rp_error(RP_ERR_ARG, "rope_base %g must be positive and finite", cfg->rope_base);
-    int64_t dk = cfg->d_model / cfg->heads, d;
-    if (mode->rot_qk) RP_TRY(rp_pe_fraction_width("fraction_qk", cfg->fraction_qk, dk, &d));
-    if (mode->v_angle != 0.0 || mode->o_sign != 0)
-        RP_TRY(rp_pe_fraction_width("fraction_v", cfg->fraction_v, dk, &d));
+    if (cfg->rotate & ~RP_ROT_ALL)
+        return rp_error(RP_ERR_ARG, "rotate %d is not a subset of qkvo", cfg->rotate);
+    if (cfg->rotate && !mode->rotary)
+        return rp_error(RP_ERR_ARG, "rotate needs a rotary pe (rope, roper or roper_legacy), not %s",
+                        mode->name);
+    int rot = cfg->rotate ? cfg->rotate : mode->rotate;
+    int64_t d_rot[4];
+    RP_TRY(pe_widths(cfg, rot, d_rot));
+    if (mode->rel == RP_REL_SHAW || mode->rel == RP_REL_DEBERTA)
+        RP_TRY(check_dim("clip", cfg->rel_clip, 1, RP_REL_MAX_CLIP));
+    if (mode->rel == RP_REL_T5) {
+        RP_TRY(check_dim("buckets", cfg->rel_buckets, 2, RP_REL_MAX_BUCKETS));
+        int64_t exact = cfg->rel_buckets / 2; /* causal: one-sided buckets, half of them exact */
+        RP_TRY(check_dim("max_distance", cfg->rel_max_distance, exact + 1, RP_I32_MAX));
+    }
     if (cfg->attention != RP_ATTN_SOFTMAX && cfg->attention != RP_ATTN_LINEAR)
         return rp_error(RP_ERR_ARG, "attention %d is not softmax (0) or linear (1)",
                         (int)cfg->attention);
@@ -83,6 +127,10 @@ rp_status rp_model_cfg_check(const rp_model_cfg *cfg)
                         (int)cfg->linear_rope);
     if (cfg->attention == RP_ATTN_LINEAR && !mode->linear)
         return rp_error(RP_ERR_ARG, "linear attention does not support pe %s", mode->name);
+    if (cfg->attention == RP_ATTN_LINEAR &&
+        (cfg->rotate || cfg->fraction_q || cfg->fraction_k || cfg->fraction_o))
+        return rp_error(RP_ERR_ARG, "linear attention takes the mode's own rotate and fraction_qk, "
+                                    "fraction_v (not rotate, fraction_q, fraction_k, fraction_o)");
     return RP_OK;
 }
 
@@ -90,11 +138,9 @@ rp_status rp_model_cfg_check(const rp_model_cfg *cfg)
 rp_pe_scheme rpm_scheme(const rp_model_cfg *cfg)
 {
     const rp_pe_mode *mode = rp_pe_mode_of(cfg->pe);
-    int64_t dk = cfg->d_model / cfg->heads, d_qk = 0, d_v = 0;
-    if (mode->rot_qk) (void)rp_pe_fraction_width("fraction_qk", cfg->fraction_qk, dk, &d_qk);
-    if (mode->v_angle != 0.0 || mode->o_sign != 0)
-        (void)rp_pe_fraction_width("fraction_v", cfg->fraction_v, dk, &d_v);
+    int64_t d_rot[4];
+    (void)pe_widths(cfg, cfg->rotate ? cfg->rotate : mode->rotate, d_rot);
     rp_pe_scheme s;
-    (void)rp_pe_scheme_init(&s, cfg->pe, d_qk, d_v, cfg->rope_base, cfg->pairing);
+    (void)rp_pe_scheme_init(&s, cfg->pe, cfg->rotate, d_rot, cfg->rope_base, cfg->pairing);
     return s;
 }

@@ -49,8 +49,11 @@ rp_attn_cfg rpm_attn_cfg(const rp_model *m, int64_t q_offset)
     a.scale = 1.0 / sqrt((double)m->dk);
     a.base = s->base;
     a.pairing = s->pairing;
-    a.d_rot_qk = s->d_rot_qk;
-    a.d_rot_v = s->d_rot_v ? s->d_rot_v : s->d_rot_o;
+    a.rotate = s->rotate;
+    a.d_rot_q = s->d_rot_q;
+    a.d_rot_k = s->d_rot_k;
+    a.d_rot_v = s->d_rot_v;
+    a.d_rot_o = s->d_rot_o;
     a.q_offset = q_offset;
     return a;
 }
@@ -62,7 +65,7 @@ rp_linattn_cfg rpm_linattn_cfg(const rp_model *m, int64_t q_offset)
     a.placement = m->cfg.linear_rope;
     a.base = s->base;
     a.pairing = s->pairing;
-    if (s->d_rot_qk) a.d_rot_qk = s->d_rot_qk;
+    if (s->d_rot_q) a.d_rot_qk = s->d_rot_q; /* linear attention: q and k alike */
     if (s->d_rot_v) a.d_rot_v = s->d_rot_v;
     a.q_offset = q_offset;
     return a;

@@ -1,14 +1,26 @@
 /* Positional encodings: the one description of what each mode does.
  *
  * A mode is a row of the mode table (pe.c): its name, the absolute table it adds to the
- * embeddings (none, sinusoidal, learned) and where it rotates inside attention:
- *   q and k   q_n by +n theta, k_i by +i theta          (rope, roper, roper_legacy)
- *   v         v_i by +c i theta, c = v_angle            (roper: c = 1; roper_legacy: c = 2)
- *   output    o_n by o_sign n theta, o_sign = -1        (roper, roper_legacy)
- * The three placements are independent fields, so a placement ablation (any subset of q/k, v and
- * the output rotated) is a new row of the table, not a change to the kernels. Everything that
- * needs to know what a mode rotates (the attention and linear-attention kernels, the model, the
- * bindings, checkpoints, the benchmarks) asks this file: rp_pe_mode_of or an rp_pe_scheme.
+ * embeddings (none, sinusoidal, learned), where it rotates inside attention and which
+ * relative-position terms it adds to the scores.
+ *
+ * Rotary modes (rope, roper, roper_legacy) rotate any subset of four placements, each by its own
+ * number of features (the placement ablation; `rotate` in the configs, default: the mode's own):
+ *   q   q_n by +n theta                 (RP_ROT_Q)
+ *   k   k_i by +i theta                 (RP_ROT_K)
+ *   v   v_i by +c i theta, c = v_angle  (RP_ROT_V; roper_legacy: c = 2, the others c = 1)
+ *   o   o_n by -n theta                 (RP_ROT_O, the RoPER inverse rotation)
+ * rope is "qk" (RoFormer), roper "qkvo" (labml's RoPER), "vo" is Su's VO-RoPE (2025). The score
+ * depends on n - i alone when q and k are rotated alike or not at all; the output when v and o
+ * are (with c = 1), so of the 15 subsets exactly qk, vo and qkvo are relative in both.
+ *
+ * Relative modes (shaw, xl, t5, deberta, alibi: the baselines of the RoFormer paper's section
+ * 2.3 and ALiBi) rotate nothing; they add terms that depend on the relative distance to the
+ * scores (and, for shaw, to the values): core/attention.h says which.
+ *
+ * Everything that needs to know what a mode does (the attention and linear-attention kernels,
+ * the model, the bindings, checkpoints, the benchmarks) asks this file: rp_pe_mode_of or an
+ * rp_pe_scheme.
  *
  * theta_j = base^(-2j/d_rot) with the default base RP_ROPE_BASE (rope.h), which also serves the
  * Vaswani sinusoidal table.
@@ -30,20 +42,40 @@ typedef enum {
     RP_PE_ROPE,
     RP_PE_ROPER,
     RP_PE_ROPER_LEGACY,
+    RP_PE_SHAW,    /* Shaw et al. 2018 (RoFormer eq. 5) */
+    RP_PE_XL,      /* Transformer-XL, Dai et al. 2019 (RoFormer eq. 7) */
+    RP_PE_T5,      /* T5, Raffel et al. 2020 */
+    RP_PE_DEBERTA, /* DeBERTa, He et al. 2020 (RoFormer eq. 10) */
+    RP_PE_ALIBI,   /* ALiBi, Press et al. 2022 */
     RP_PE_COUNT /* the number of modes, not a mode */
 } rp_pe;
 
 /* The absolute encoding a mode adds to the token embeddings. */
 typedef enum { RP_ABS_NONE = 0, RP_ABS_SINUSOIDAL = 1, RP_ABS_LEARNED = 2 } rp_pe_absolute;
 
+/* The placements a rotary mode rotates (bits of a `rotate` mask). */
+enum { RP_ROT_Q = 1, RP_ROT_K = 2, RP_ROT_V = 4, RP_ROT_O = 8, RP_ROT_ALL = 15 };
+
+/* The relative-position terms of a mode (core/attention.h gives their formulas). */
+typedef enum {
+    RP_REL_NONE = 0,
+    RP_REL_SHAW,
+    RP_REL_XL,
+    RP_REL_T5,
+    RP_REL_DEBERTA,
+    RP_REL_ALIBI
+} rp_rel_kind;
+
 /* One row of the mode table. */
 typedef struct rp_pe_mode {
-    const char *name;        /* "none", "sinusoidal", "learned", "rope", "roper", "roper_legacy" */
+    const char *name;        /* "none", "sinusoidal", "learned", "rope", "roper", ... */
     rp_pe_absolute absolute; /* added to the embeddings (the model's embedding layer) */
-    int rot_qk;              /* 1: q and k rotated by their positions */
-    double v_angle;          /* 0: v not rotated; c > 0: v_i rotated by +c i theta */
-    int o_sign;              /* 0: output not rotated; -1 (or +1): o_n rotated by o_sign n theta */
-    int linear;              /* 1: causal linear attention supports the mode */
+    int rotate;              /* the placements rotated by default (RP_ROT_* bits; 0: none) */
+    int rotary;              /* 1: a rotary mode, which takes any `rotate` subset */
+    double v_angle;          /* c: v_i is rotated by +c i theta when v is rotated */
+    int o_sign;              /* o_n is rotated by o_sign n theta when o is rotated (-1) */
+    rp_rel_kind rel;         /* relative-position terms, RP_REL_NONE for the others */
+    int linear;              /* 1: causal linear attention supports the mode (its own rotate) */
 } rp_pe_mode;
 
 /* The mode names in enum order, NULL-terminated (for option parsing: lrp_optenum). */
@@ -55,30 +87,48 @@ const rp_pe_mode *rp_pe_mode_of(rp_pe pe);
  * unknown (or NULL) name. */
 const char *rp_pe_name(rp_pe pe);
 int rp_pe_from_name(const char *name);
-/* 1 when pe rotates anything inside attention (q/k, v or the output). */
+/* 1 when pe rotates anything inside attention by default (q, k, v or the output). */
 int rp_pe_rotates(rp_pe pe);
 
-/* The positional scheme of one attention call or layer, resolved from a mode and its widths:
- * what is rotated, by how many features, with which angles. The widths of placements the mode
- * does not rotate are 0, so `if (s.d_rot_v)` is the test "v is rotated". The output rotation
- * uses the value width (d_rot_o = d_rot_v when the mode rotates the output). */
+/* rotate masks <-> names: a name is a non-empty string of distinct letters from "qkvo" in any
+ * order ("vo", "qkvo", "kq"); rp_rotate_from_name returns its mask, or -1 (bad letter, repeated
+ * letter, empty, NULL). rp_rotate_name writes the canonical name (letters in the order q, k, v,
+ * o; "" for 0) to buf (5 bytes) and returns buf. */
+int rp_rotate_from_name(const char *name);
+const char *rp_rotate_name(int rotate, char buf[5]);
+
+/* The positional scheme of one attention call or layer, resolved from a mode, a `rotate` mask and
+ * the widths: what is rotated, by how many features, with which angles. The widths of placements
+ * that are not rotated are 0, so `if (s.d_rot_v)` is the test "v is rotated". */
 typedef struct rp_pe_scheme {
     rp_pe pe;
     rp_pe_absolute absolute;
-    int64_t d_rot_qk;   /* rotated q/k features (even), 0 = not rotated */
-    int64_t d_rot_v;    /* rotated v features (even), 0 = not rotated */
-    int64_t d_rot_o;    /* rotated output features (even), 0 = not rotated */
+    int rotate;         /* the placements rotated (RP_ROT_* bits) */
+    int64_t d_rot_q;    /* rotated q features (even), 0 = not rotated */
+    int64_t d_rot_k;    /* rotated k features */
+    int64_t d_rot_v;    /* rotated v features */
+    int64_t d_rot_o;    /* rotated output features */
     double v_angle;     /* v_i by +v_angle i theta (when d_rot_v > 0) */
     int o_sign;         /* o_n by o_sign n theta (when d_rot_o > 0) */
     double base;        /* theta base, > 0 */
     rp_pairing pairing;
+    rp_rel_kind rel;
 } rp_pe_scheme;
 
-/* Fills *s for mode pe from the requested widths: the mode's placements get d_rot_qk (q, k) and
- * d_rot_v (v and the output); the others 0. Checks nothing beyond pe being a mode (RP_ERR_ARG
- * otherwise); the callers check widths against their head sizes. */
-rp_status rp_pe_scheme_init(rp_pe_scheme *s, rp_pe pe, int64_t d_rot_qk, int64_t d_rot_v,
+/* Index of each placement in a width array: d_rot[RP_PLACE_Q] etc. */
+enum { RP_PLACE_Q = 0, RP_PLACE_K, RP_PLACE_V, RP_PLACE_O };
+
+/* Fills *s for mode pe: rotate is the placement mask (0: the mode's default); a rotated placement
+ * p gets the width d_rot[p] (indexed by RP_PLACE_*), the others 0. RP_ERR_ARG when pe is not a
+ * mode, when rotate has bits outside RP_ROT_ALL, or when rotate != 0 for a mode that is not
+ * rotary (the message names `rotate`). Checks no widths (the callers check them against their
+ * head sizes: rp_pe_check_widths). */
+rp_status rp_pe_scheme_init(rp_pe_scheme *s, rp_pe pe, int rotate, const int64_t d_rot[4],
                             double base, rp_pairing pairing);
+
+/* RP_ERR_ARG (naming d_rot_q, d_rot_k, d_rot_v or d_rot_o and the head size) unless every rotated
+ * width of s is even, >= 2 and at most D (q, k) or Dv (v, o). */
+rp_status rp_pe_check_widths(const rp_pe_scheme *s, int64_t D, int64_t Dv);
 
 /* d_rot = floor(fraction * d_k) (labml's int(d_k * fraction)): RP_ERR_ARG naming `what` unless
  * 0 < fraction <= 1 and the result is even and >= 2. */

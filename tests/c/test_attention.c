@@ -28,11 +28,37 @@ static uint64_t rng_state = 2718;
 
 static const char *pe_label(rp_pe pe)
 {
-    static const char *names[] = {"none", "sinusoidal", "learned", "rope", "roper", "roper_legacy"};
-    return (int)pe >= 0 && (int)pe < 6 ? names[pe] : "?";
+    static const char *names[] = {"none", "sinusoidal", "learned", "rope", "roper", "roper_legacy",
+                                  "shaw", "xl", "t5", "deberta", "alibi"};
+    return (int)pe >= 0 && (int)pe < 11 ? names[pe] : "?";
 }
 
 static int is_rope(rp_pe pe) { return pe == RP_PE_ROPE || pe == RP_PE_ROPER || pe == RP_PE_ROPER_LEGACY; }
+
+/* The placements the reference rotates and their widths, written out here from the documented
+ * rules (attention.h, pe.h), not from the mode table: rope rotates q and k, roper and
+ * roper_legacy q, k, v and o, unless cfg->rotate says otherwise; q and k take d_rot_q / d_rot_k
+ * when set, else d_rot_qk; v takes d_rot_v; o takes d_rot_o when set, else d_rot_v. */
+typedef struct {
+    int q, k, v, o;
+    int64_t wq, wk, wv, wo;
+    double vmul; /* v_i is rotated by vmul * i */
+} ref_place;
+
+static ref_place ref_placement(const rp_attn_cfg *cfg)
+{
+    ref_place p;
+    memset(&p, 0, sizeof p);
+    if (!is_rope(cfg->pe)) return p;
+    int mask = cfg->rotate ? cfg->rotate : cfg->pe == RP_PE_ROPE ? 3 : 15;
+    p.q = mask & 1, p.k = (mask >> 1) & 1, p.v = (mask >> 2) & 1, p.o = (mask >> 3) & 1;
+    p.wq = cfg->d_rot_q > 0 ? cfg->d_rot_q : cfg->d_rot_qk;
+    p.wk = cfg->d_rot_k > 0 ? cfg->d_rot_k : cfg->d_rot_qk;
+    p.wv = cfg->d_rot_v;
+    p.wo = cfg->d_rot_o > 0 ? cfg->d_rot_o : cfg->d_rot_v;
+    p.vmul = cfg->pe == RP_PE_ROPER_LEGACY ? 2.0 : 1.0;
+    return p;
+}
 
 /* Rotates the first d_rot features of x (length >= d_rot) by pos * theta_j in place, in double. */
 static void ref_rot(double *x, int64_t d_rot, double base, rp_pairing pairing, double pos)
@@ -64,18 +90,20 @@ static void ref_head_lse(double *o_out, double *a_out, double *lse_out, const do
 {
     static double kr[REF_MAX_S][REF_MAX_D];
     double qr[REF_MAX_D], vr[REF_MAX_D], s[REF_MAX_S], a[REF_MAX_S];
+    ref_place pl = ref_placement(cfg);
+    double p0 = (double)cfg->pos_offset;
     if (d.D > REF_MAX_D || d.Dv > REF_MAX_D || d.S > REF_MAX_S) {
         printf("FATAL: reference limits exceeded\n");
         exit(2);
     }
     for (int64_t i = 0; i < d.S; i++) {
         for (int64_t f = 0; f < d.D; f++) kr[i][f] = k[((b * d.S + i) * d.H + h) * d.D + f];
-        if (is_rope(cfg->pe)) ref_rot(kr[i], cfg->d_rot_qk, cfg->base, cfg->pairing, (double)i);
+        if (pl.k) ref_rot(kr[i], pl.wk, cfg->base, cfg->pairing, p0 + (double)i);
     }
     for (int64_t t = 0; t < d.T; t++) {
         int64_t n = cfg->q_offset + t;
         for (int64_t f = 0; f < d.D; f++) qr[f] = q[((b * d.T + t) * d.H + h) * d.D + f];
-        if (is_rope(cfg->pe)) ref_rot(qr, cfg->d_rot_qk, cfg->base, cfg->pairing, (double)n);
+        if (pl.q) ref_rot(qr, pl.wq, cfg->base, cfg->pairing, p0 + (double)n);
         double m = -HUGE_VAL;
         for (int64_t i = 0; i < d.S; i++) {
             double dot = 0;
@@ -95,12 +123,10 @@ static void ref_head_lse(double *o_out, double *a_out, double *lse_out, const do
             a[i] /= z;
             if (a_out) a_out[t * d.S + i] = a[i];
             for (int64_t f = 0; f < d.Dv; f++) vr[f] = v[((b * d.S + i) * d.H + h) * d.Dv + f];
-            if (cfg->pe == RP_PE_ROPER)
-                ref_rot(vr, cfg->d_rot_v, cfg->base, cfg->pairing, (double)(i - n));
-            else if (cfg->pe == RP_PE_ROPER_LEGACY)
-                ref_rot(vr, cfg->d_rot_v, cfg->base, cfg->pairing, (double)(2 * i - n));
+            if (pl.v) ref_rot(vr, pl.wv, cfg->base, cfg->pairing, pl.vmul * (p0 + (double)i));
             for (int64_t f = 0; f < d.Dv; f++) o[f] += a[i] * vr[f];
         }
+        if (pl.o) ref_rot(o, pl.wo, cfg->base, cfg->pairing, -(p0 + (double)n));
     }
 }
 
@@ -1041,18 +1067,18 @@ static void test_decode(void)
                     /* q rotated in place; the cache row of k and of v at pos */
                     for (int64_t j = 0; j < H * D; j++) qd[j] = qc[pos * H * D + j];
                     for (int64_t h = 0; h < H; h++)
-                        if (mode->rot_qk)
+                        if (mode->rotate & RP_ROT_Q)
                             ref_rot(qd + h * D, cfg.d_rot_qk, cfg.base, cfg.pairing, (double)pos);
                     for (int64_t j = 0; j < H * D; j++) maxq = fmax(maxq, fabs((double)qt[j] - qd[j]));
                     for (int64_t j = 0; j < H * D; j++) qd[j] = kc[pos * H * D + j];
                     for (int64_t h = 0; h < H; h++)
-                        if (mode->rot_qk)
+                        if (mode->rotate & RP_ROT_Q)
                             ref_rot(qd + h * D, cfg.d_rot_qk, cfg.base, cfg.pairing, (double)pos);
                     for (int64_t j = 0; j < H * D; j++)
                         maxk = fmax(maxk, fabs((double)cache[j / D * hs + j % D * capp + pos] - qd[j]));
                     for (int64_t j = 0; j < H * Dv; j++) qd[j] = vc[pos * H * Dv + j];
                     for (int64_t h = 0; h < H; h++)
-                        if (mode->v_angle != 0.0)
+                        if (mode->rotate & RP_ROT_V)
                             ref_rot(qd + h * Dv, cfg.d_rot_v, cfg.base, cfg.pairing,
                                     mode->v_angle * (double)pos);
                     for (int64_t j = 0; j < H * Dv; j++)
@@ -1087,36 +1113,79 @@ static void test_pe_table(void)
 {
     printf("pe table\n");
     static const struct {
-        int rot_qk;
+        int rotate, rotary;
         double v_angle;
         int o_sign, linear;
         rp_pe_absolute abs;
-    } want[RP_PE_COUNT] = {{0, 0.0, 0, 1, RP_ABS_NONE},  {0, 0.0, 0, 1, RP_ABS_SINUSOIDAL},
-                           {0, 0.0, 0, 1, RP_ABS_LEARNED}, {1, 0.0, 0, 1, RP_ABS_NONE},
-                           {1, 1.0, -1, 1, RP_ABS_NONE}, {1, 2.0, -1, 0, RP_ABS_NONE}};
+        rp_rel_kind rel;
+    } want[RP_PE_COUNT] = {
+        {0, 0, 0.0, 0, 1, RP_ABS_NONE, RP_REL_NONE},
+        {0, 0, 0.0, 0, 1, RP_ABS_SINUSOIDAL, RP_REL_NONE},
+        {0, 0, 0.0, 0, 1, RP_ABS_LEARNED, RP_REL_NONE},
+        {3, 1, 1.0, -1, 1, RP_ABS_NONE, RP_REL_NONE},
+        {15, 1, 1.0, -1, 1, RP_ABS_NONE, RP_REL_NONE},
+        {15, 1, 2.0, -1, 0, RP_ABS_NONE, RP_REL_NONE},
+        {0, 0, 0.0, 0, 0, RP_ABS_NONE, RP_REL_SHAW},
+        {0, 0, 0.0, 0, 0, RP_ABS_NONE, RP_REL_XL},
+        {0, 0, 0.0, 0, 0, RP_ABS_NONE, RP_REL_T5},
+        {0, 0, 0.0, 0, 0, RP_ABS_NONE, RP_REL_DEBERTA},
+        {0, 0, 0.0, 0, 0, RP_ABS_NONE, RP_REL_ALIBI}};
     for (int pe = 0; pe < RP_PE_COUNT; pe++) {
         const rp_pe_mode *m = rp_pe_mode_of((rp_pe)pe);
         CHECK(m && strcmp(m->name, rp_pe_names[pe]) == 0 && strcmp(rp_pe_name((rp_pe)pe), m->name) == 0,
               "mode %d: names agree", pe);
-        CHECK(m && m->rot_qk == want[pe].rot_qk && m->v_angle == want[pe].v_angle &&
-                  m->o_sign == want[pe].o_sign && m->linear == want[pe].linear &&
-                  m->absolute == want[pe].abs,
+        CHECK(m && m->rotate == want[pe].rotate && m->rotary == want[pe].rotary &&
+                  m->v_angle == want[pe].v_angle && m->o_sign == want[pe].o_sign &&
+                  m->linear == want[pe].linear && m->absolute == want[pe].abs &&
+                  m->rel == want[pe].rel,
               "mode %s: placements", rp_pe_names[pe]);
         rp_pe_scheme s;
-        CHECK_STATUS(rp_pe_scheme_init(&s, (rp_pe)pe, 6, 4, 100.0, RP_PAIR_INTERLEAVED), RP_OK, NULL);
-        CHECK(s.d_rot_qk == (want[pe].rot_qk ? 6 : 0) && s.d_rot_v == (want[pe].v_angle != 0.0 ? 4 : 0) &&
-                  s.d_rot_o == (want[pe].o_sign ? 4 : 0) && s.base == 100.0 &&
-                  s.pairing == RP_PAIR_INTERLEAVED && (int)s.pe == pe,
-              "scheme %s: widths %lld %lld %lld", rp_pe_names[pe], (long long)s.d_rot_qk,
-              (long long)s.d_rot_v, (long long)s.d_rot_o);
-        CHECK(rp_pe_rotates((rp_pe)pe) == (want[pe].rot_qk || want[pe].v_angle != 0.0),
-              "rp_pe_rotates(%s)", rp_pe_names[pe]);
+        const int64_t w[4] = {6, 8, 4, 2};
+        CHECK_STATUS(rp_pe_scheme_init(&s, (rp_pe)pe, 0, w, 100.0, RP_PAIR_INTERLEAVED), RP_OK, NULL);
+        int r = want[pe].rotate;
+        CHECK(s.d_rot_q == (r & 1 ? 6 : 0) && s.d_rot_k == (r & 2 ? 8 : 0) &&
+                  s.d_rot_v == (r & 4 ? 4 : 0) && s.d_rot_o == (r & 8 ? 2 : 0) && s.rotate == r &&
+                  s.base == 100.0 && s.pairing == RP_PAIR_INTERLEAVED && (int)s.pe == pe &&
+                  s.rel == want[pe].rel,
+              "scheme %s: widths %lld %lld %lld %lld", rp_pe_names[pe], (long long)s.d_rot_q,
+              (long long)s.d_rot_k, (long long)s.d_rot_v, (long long)s.d_rot_o);
+        CHECK(rp_pe_rotates((rp_pe)pe) == (r != 0), "rp_pe_rotates(%s)", rp_pe_names[pe]);
+        /* every subset on a rotary mode; none on the others */
+        for (int mask = 1; mask <= 15; mask++) {
+            rp_status st = rp_pe_scheme_init(&s, (rp_pe)pe, mask, w, 100.0, RP_PAIR_HALF);
+            if (want[pe].rotary)
+                CHECK(st == RP_OK && s.rotate == mask && s.d_rot_q == (mask & 1 ? 6 : 0) &&
+                          s.d_rot_k == (mask & 2 ? 8 : 0) && s.d_rot_v == (mask & 4 ? 4 : 0) &&
+                          s.d_rot_o == (mask & 8 ? 2 : 0),
+                      "scheme %s rotate %d", rp_pe_names[pe], mask);
+            else
+                CHECK(st == RP_ERR_ARG && strstr(rp_last_error(), "rotate needs a rotary pe"),
+                      "scheme %s rotate %d refused: %s", rp_pe_names[pe], mask, rp_last_error());
+        }
     }
+    /* rotate names: canonical order, any input order, no repeats, nothing else */
+    static const struct {
+        const char *name;
+        int mask;
+    } names[] = {{"q", 1}, {"k", 2}, {"v", 4}, {"o", 8}, {"qk", 3}, {"kq", 3}, {"vo", 12},
+                 {"qkvo", 15}, {"ovkq", 15}, {"qkv", 7}, {"", -1}, {"qq", -1}, {"x", -1},
+                 {"qkvox", -1}, {"Q", -1}, {"q k", -1}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        CHECK(rp_rotate_from_name(names[i].name) == names[i].mask, "rotate name '%s' -> %d, got %d",
+              names[i].name, names[i].mask, rp_rotate_from_name(names[i].name));
+    CHECK(rp_rotate_from_name(NULL) == -1, "rotate name NULL");
+    char buf[5];
+    CHECK(strcmp(rp_rotate_name(15, buf), "qkvo") == 0 && strcmp(rp_rotate_name(12, buf), "vo") == 0 &&
+              strcmp(rp_rotate_name(0, buf), "") == 0 && strcmp(rp_rotate_name(9, buf), "qo") == 0,
+          "rp_rotate_name");
     CHECK(rp_pe_names[RP_PE_COUNT] == NULL, "rp_pe_names is NULL-terminated");
     CHECK(rp_pe_mode_of((rp_pe)-1) == NULL && rp_pe_mode_of(RP_PE_COUNT) == NULL, "out of range");
     CHECK(rp_pe_from_name(NULL) == -1, "rp_pe_from_name(NULL)");
     rp_pe_scheme s;
-    CHECK_STATUS(rp_pe_scheme_init(&s, RP_PE_COUNT, 2, 2, 1.0, RP_PAIR_HALF), RP_ERR_ARG, "unknown pe 6");
+    const int64_t w2[4] = {2, 2, 2, 2};
+    CHECK_STATUS(rp_pe_scheme_init(&s, RP_PE_COUNT, 0, w2, 1.0, RP_PAIR_HALF), RP_ERR_ARG, "unknown pe 11");
+    CHECK_STATUS(rp_pe_scheme_init(&s, RP_PE_ROPE, 16, w2, 1.0, RP_PAIR_HALF), RP_ERR_ARG,
+                 "rotate mask 16 is not a subset of qkvo");
     int64_t d = 0;
     CHECK_STATUS(rp_pe_fraction_width("fraction_v", 0.5, 12, &d), RP_OK, NULL);
     CHECK(d == 6, "floor(0.5 * 12) = 6, got %lld", (long long)d);
