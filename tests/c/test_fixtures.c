@@ -34,8 +34,11 @@
 #define RTOL 1e-5
 
 /* Fixtures that must be present (more may be, and are checked too). */
-static const char *const required[] = {"rope", "roper", "roper_legacy", "none", "roper_partial",
-                                       "roper_interleaved", "roper_post_gelu", "learned"};
+static const char *const required[] = {
+    "rope", "roper", "roper_legacy", "none", "roper_partial", "roper_interleaved", "roper_post_gelu",
+    "learned",
+    /* the placement ablation */
+    "rope_vo", "rope_qkv_widths", "roper_legacy_ko", "rope_q_only", "roper_legacy_qvo_interleaved"};
 
 /* ---- the fixture file ---------------------------------------------------------------------- */
 

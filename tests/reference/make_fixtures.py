@@ -79,6 +79,15 @@ CASES = [
     ("roper_interleaved", dict(pe="roper", pairing="interleaved", rope_base=100.0), 106),
     ("roper_post_gelu", dict(pe="roper", norm="post", act="gelu"), 107),
     ("learned", dict(pe="learned"), 108),
+    # The placement ablation (rotate and the per-placement fractions; d_k 8).
+    ("rope_vo", dict(pe="rope", rotate="vo"), 109),
+    ("rope_qkv_widths", dict(pe="rope", rotate="qkv", fraction_q=0.5, fraction_k=0.75,
+                             fraction_v=0.75), 110),
+    ("roper_legacy_ko", dict(pe="roper_legacy", rotate="ko", fraction_o=0.5), 111),
+    ("rope_q_only", dict(pe="rope", rotate="q"), 112),
+    ("roper_legacy_qvo_interleaved", dict(pe="roper_legacy", rotate="qvo", pairing="interleaved",
+                                          rope_base=100.0, fraction_q=0.75, fraction_v=0.5,
+                                          fraction_o=1.0), 113),
 ]
 
 
