@@ -181,13 +181,16 @@ def d_rot(fraction, d_k):
 
 
 def placements(cfg, D):
-    """{placement: d_rot} for the placements the config rotates ({} for the other modes)."""
-    rot = cfg["rotate"] or MODE_ROTATE.get(cfg["pe"], "")
-    assert not cfg["rotate"] or cfg["pe"] in MODE_ROTATE, "rotate needs a rotary pe"
-    own = {"q": cfg["fraction_q"] or cfg["fraction_qk"],
-           "k": cfg["fraction_k"] or cfg["fraction_qk"],
+    """{placement: d_rot} for the placements the config rotates ({} for the other modes). The
+    placement keys may be missing (make_interop.py passes roper.config, which has them only when
+    set): rotate "" and fractions 0, as in BASE_CFG."""
+    rotate = cfg.get("rotate", "")
+    rot = rotate or MODE_ROTATE.get(cfg["pe"], "")
+    assert not rotate or cfg["pe"] in MODE_ROTATE, "rotate needs a rotary pe"
+    own = {"q": cfg.get("fraction_q", 0.0) or cfg["fraction_qk"],
+           "k": cfg.get("fraction_k", 0.0) or cfg["fraction_qk"],
            "v": cfg["fraction_v"],
-           "o": cfg["fraction_o"] or cfg["fraction_v"]}
+           "o": cfg.get("fraction_o", 0.0) or cfg["fraction_v"]}
     widths = {p: d_rot(own[p], D) for p in "qkvo" if p in rot}
     for p, w in widths.items():
         assert 2 <= w <= D and w % 2 == 0, "d_rot_%s %d for d_k %d" % (p, w, D)
