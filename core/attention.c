@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "attention_impl.h"
 #include "parallel.h"
 #include "tile.h"
 
@@ -44,13 +45,6 @@ rp_status rp_attn_scheme(const rp_attn_cfg *cfg, rp_pe_scheme *s)
  * Threads: the (b, h) pairs are spread over nthreads OpenMP threads; a pair is computed by one
  * thread with the same code whatever nthreads is, so results do not depend on nthreads. */
 
-/* Queries and keys per block (BC a multiple of every RP_VL). Of 16..128 queries x 32..256 keys,
- * 32 x 128 measured fastest (B 16, T 512, H 4, d_k 32: 10% under 64 x 64). */
-#define BR 32
-#define BC 128
-
-static int64_t row_block(int64_t T) { return T < BR ? T : BR; }
-
 /* cos/sin tables: T rows of at most D/2 pairs (q) and Dv/2 (o), S rows of at most D/2 (k) and
  * Dv/2 (v). */
 static int64_t table_floats(int64_t T, int64_t S, int64_t D, int64_t Dv)
@@ -58,16 +52,7 @@ static int64_t table_floats(int64_t T, int64_t S, int64_t D, int64_t Dv)
     return (T + S) * (D + Dv);
 }
 
-/* The slots of a thread slice (floats): Q [T, Dp], K [Sp, Dp], Kt [D, Sp], V [Sp, Dvp] (the
- * forward's V' or the backward's transpose [Dv, Sp]), dK [Sp, Dp], dV [Sp, Dvp], and per query
- * block P [rb, BC], dP [rb, BC], O [rb, Dvp] (the forward's output accumulator, the backward's
- * dY), dQ [rb, Dp], m [rb], l [rb] (the forward's running max and sum, the backward's L and
- * Drow). */
-typedef struct {
-    float *Q, *K, *Kt, *V, *dK, *dV, *P, *dP, *O, *dQ, *m, *l;
-    int64_t ldkt; /* Kt's row stride: Sp here, the cache's in the decode entry */
-} slots;
-
+/* The slots of a thread slice: attention_impl.h. */
 #define NSLOTS 12
 
 /* The slot sizes in the order of the slots struct. */
@@ -79,7 +64,8 @@ static void slot_sizes(int64_t sizes[NSLOTS], int64_t T, int64_t S, int64_t D, i
     memcpy(sizes, z, sizeof z);
 }
 
-static void thread_slots(slots *sl, float *ws, int64_t T, int64_t S, int64_t D, int64_t Dv)
+static void thread_slots(slots *sl, float *ws, int64_t T, int64_t S, int64_t D, int64_t Dv,
+                         const rp_attn_cfg *cfg)
 {
     int64_t sizes[NSLOTS];
     slot_sizes(sizes, T, S, D, Dv);
@@ -90,38 +76,25 @@ static void thread_slots(slots *sl, float *ws, int64_t T, int64_t S, int64_t D, 
         ws += sizes[i];
     }
     sl->ldkt = rp_vl_round(S);
+    rpa_rel_thread_slots(&sl->rel, ws, cfg, T, S, D, Dv);
 }
 
-static int64_t thread_floats(int64_t T, int64_t S, int64_t D, int64_t Dv)
+static int64_t thread_floats(int64_t T, int64_t S, int64_t D, int64_t Dv, const rp_attn_cfg *cfg)
 {
     int64_t sizes[NSLOTS], n = 0;
     slot_sizes(sizes, T, S, D, Dv);
     for (int i = 0; i < NSLOTS; i++) n += sizes[i];
-    return n;
+    return n + rpa_rel_thread_floats(cfg, T, S, D, Dv);
 }
 
-int64_t rp_attention_scratch_floats(int64_t T, int64_t S, int64_t D, int64_t Dv, int nthreads)
+/* Layout: the cos/sin tables, the relative terms' part of the call, the thread slices. */
+int64_t rp_attention_scratch_floats(const rp_attn_cfg *cfg, int64_t B, int64_t T, int64_t S,
+                                    int64_t H, int64_t D, int64_t Dv, int nthreads)
 {
     if (nthreads < 1) nthreads = 1;
-    return table_floats(T, S, D, Dv) + (int64_t)nthreads * thread_floats(T, S, D, Dv);
+    return table_floats(T, S, D, Dv) + rpa_rel_call_floats(cfg, B, T, S, H, D, Dv, 1) +
+           (int64_t)nthreads * thread_floats(T, S, D, Dv, cfg);
 }
-
-typedef struct {
-    int64_t T, S, H, D, Dv, Dp, Dvp, Sp, ldq, ldk, ldv, ldo;
-    int64_t hq, hk, hv, ho; /* rotated pairs of q, k, v and the output (0 when not rotated) */
-    int o_sign;         /* the output's rotation: o_n = R(o_sign n theta) Y_n */
-    int64_t kvis;       /* keys any query sees: min(S, q_offset + T) under the mask, else S */
-    const rp_attn_cfg *cfg;
-    float scale;
-    /* cos/sin tables (NULL when not rotated); row r of q/o is query t = r, of k/v key i = r.
-     * The decode entry leaves hq, hk, hv at 0 (its q, k, v arrive rotated) and sets only o. */
-    const float *qc, *qs, *kc, *ks, *vc, *vs, *oc, *os;
-    float *slices; /* thread slices, thread_floats() apart */
-    int64_t slice;
-    /* the call's buffers (the backward's gradients are NULL in the forward and vice versa) */
-    float *out, *att_w, *lse_w, *dq, *dk, *dv;
-    const float *q, *k, *v, *lse, *dout, *fout;
-} attn_ctx;
 
 static void ctx_dims(attn_ctx *c, int64_t T, int64_t S, int64_t H, int64_t D, int64_t Dv)
 {
@@ -129,9 +102,9 @@ static void ctx_dims(attn_ctx *c, int64_t T, int64_t S, int64_t H, int64_t D, in
     c->Dp = rp_vl_round(D), c->Dvp = rp_vl_round(Dv), c->Sp = rp_vl_round(S);
 }
 
-static void ctx_init(attn_ctx *c, float *scratch, int64_t T, int64_t S, int64_t H, int64_t D,
-                     int64_t Dv, int64_t ldq, int64_t ldk, int64_t ldv, int64_t ldo,
-                     const rp_attn_cfg *cfg)
+static void ctx_init(attn_ctx *c, float *scratch, int64_t B, int64_t T, int64_t S, int64_t H,
+                     int64_t D, int64_t Dv, int64_t ldq, int64_t ldk, int64_t ldv, int64_t ldo,
+                     const rp_attn_cfg *cfg, const rp_attn_rel_grad *drel)
 {
     memset(c, 0, sizeof *c);
     ctx_dims(c, T, S, H, D, Dv);
@@ -139,8 +112,10 @@ static void ctx_init(attn_ctx *c, float *scratch, int64_t T, int64_t S, int64_t 
     c->cfg = cfg;
     c->scale = (float)cfg->scale;
     c->kvis = cfg->causal && cfg->q_offset + T < S ? cfg->q_offset + T : S;
-    c->slices = scratch + table_floats(T, S, D, Dv);
-    c->slice = thread_floats(T, S, D, Dv);
+    float *call = scratch + table_floats(T, S, D, Dv);
+    rpa_rel_init(c, call, B, drel);
+    c->slices = call + rpa_rel_call_floats(cfg, B, T, S, H, D, Dv, 1);
+    c->slice = thread_floats(T, S, D, Dv, cfg);
     rp_pe_scheme s;
     (void)rp_attn_scheme(cfg, &s);
     c->o_sign = s.o_sign;
@@ -269,20 +244,6 @@ static void build_rows(float *dst, float *dt, int64_t ldt, const float *src, int
 
 /* ---- softmax pieces ---- */
 
-/* Keys seen by query t (position q_offset + t). */
-static inline int64_t visible(const attn_ctx *c, int64_t t)
-{
-    int64_t n = c->cfg->q_offset + t + 1;
-    return c->cfg->causal && n < c->S ? n : c->S;
-}
-
-/* Keys of the block starting at j0 (bc of them) that query t sees: 0 .. bc. */
-static inline int64_t seen_in_block(const attn_ctx *c, int64_t t, int64_t j0, int64_t bc)
-{
-    int64_t n = visible(c, t) - j0;
-    return n < 0 ? 0 : n < bc ? n : bc;
-}
-
 /* The scores of query rows t0 .. t0+nr-1 and key block j0 (bcp keys, a multiple of RP_VL) into
  * P [nr, BC]: Q' K'^T. */
 static void block_scores(const attn_ctx *c, const slots *sl, int64_t t0, int64_t nr, int64_t j0,
@@ -324,6 +285,7 @@ static void block_weights_out(const attn_ctx *c, const slots *sl, float *att, in
         for (int64_t r = 0; r < nr; r++) {
             int64_t n = seen_in_block(c, t0 + r, j0, bc);
             float *p = sl->P + r * BC, *a = att + (t0 + r) * S + j0, L = sl->m[r];
+            if (c->rel.kind && n) rpa_rel_scores(c, sl, t0 + r, r, j0, n);
             RP_SIMD
             for (int64_t j = 0; j < n; j++) {
                 float x = p[j] - L;
@@ -339,7 +301,7 @@ static void block_weights_out(const attn_ctx *c, const slots *sl, float *att, in
 /* The query blocks of one head over operands already in place: sl->Q (T rows, Dp apart), sl->Kt
  * (ldkt apart) and sl->V (Dvp apart) for the keys 0 .. kvis-1. Writes the output rows (oh, ldo
  * apart), lse[t] and the weights (att) where not NULL. */
-static void forward_blocks(const attn_ctx *c, const slots *sl, float *oh, float *lse, float *att)
+static void forward_blocks(const attn_ctx *c, slots *sl, float *oh, float *lse, float *att)
 {
     int64_t T = c->T, Dv = c->Dv, Dvp = c->Dvp, rb = row_block(T);
     rp_pairing pairing = c->cfg->pairing;
@@ -347,6 +309,7 @@ static void forward_blocks(const attn_ctx *c, const slots *sl, float *oh, float 
         int64_t nr = T - t0 < rb ? T - t0 : rb, kmax = visible(c, t0 + nr - 1);
         for (int64_t r = 0; r < nr; r++) sl->m[r] = -FLT_MAX, sl->l[r] = 0.0f;
         memset(sl->O, 0, sizeof(float) * (size_t)(nr * Dvp));
+        if (c->rel.kind) rpa_rel_block(c, sl, t0, nr, 0);
         for (int64_t j0 = 0; j0 < kmax; j0 += BC) {
             int64_t bc = kmax - j0 < BC ? kmax - j0 : BC, bcp = rp_vl_round(bc);
             block_scores(c, sl, t0, nr, j0, bcp);
@@ -357,6 +320,7 @@ static void forward_blocks(const attn_ctx *c, const slots *sl, float *oh, float 
                     memset(p, 0, sizeof(float) * (size_t)bcp);
                     continue;
                 }
+                if (c->rel.kind) rpa_rel_scores(c, sl, t0 + r, r, j0, n);
                 float mo = sl->m[r], sum;
                 float mn = softmax_step(p, n, bcp, mo, &sum);
                 if (sl->l[r] == 0.0f) { /* the row's first keys: nothing to rescale */
@@ -367,14 +331,17 @@ static void forward_blocks(const attn_ctx *c, const slots *sl, float *oh, float 
                     sl->l[r] = sl->l[r] * corr + sum;
                     RP_SIMD
                     for (int64_t d = 0; d < Dvp; d++) o[d] *= corr;
+                    if (c->rel.kind == RP_REL_SHAW) rpa_rel_rescale(c, sl, r, corr);
                 } else {
                     sl->l[r] += sum;
                 }
                 sl->m[r] = mn;
+                if (c->rel.kind == RP_REL_SHAW) rpa_rel_weights(c, sl, t0 + r, r, j0, n);
             }
             /* O += P V'_blk (the weights of the keys past bc are 0: they are left out) */
             rp_tile_mm(sl->O, Dvp, sl->P, BC, 1, sl->V + j0 * Dvp, Dvp, nr, Dvp, bc, 1);
         }
+        if (c->rel.kind == RP_REL_SHAW) rpa_rel_out(c, sl, nr);
         for (int64_t r = 0; r < nr; r++) {
             int64_t t = t0 + r;
             float inv = 1.0f / sl->l[r];
@@ -409,11 +376,12 @@ static void head_forward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
 {
     int64_t T = c->T, Dv = c->Dv, kvis = c->kvis;
     slots sl;
-    thread_slots(&sl, ws, T, c->S, c->D, Dv);
+    thread_slots(&sl, ws, T, c->S, c->D, Dv, c->cfg);
     build_qk(c, &sl, b, h);
     /* V' = R(i) v */
     build_rows(sl.V, NULL, 0, c->v + b * c->S * c->ldv + h * Dv, c->ldv, kvis, rp_vl_round(kvis),
                c->vc, c->vs, c->hv, 1.0f, Dv, c->Dvp, c->cfg->pairing);
+    if (c->rel.kind) rpa_rel_head(c, &sl, c->q + b * T * c->ldq + h * c->D, c->ldq, b, h, 0);
     forward_blocks(c, &sl, c->out + b * T * c->ldo + h * Dv,
                    c->lse_w ? c->lse_w + (b * c->H + h) * T : NULL,
                    c->att_w ? c->att_w + (b * c->H + h) * T * c->S : NULL);
@@ -427,13 +395,14 @@ static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
     int64_t rb = row_block(T), kvis = c->kvis, kvp = rp_vl_round(kvis);
     rp_pairing pairing = c->cfg->pairing;
     slots sl;
-    thread_slots(&sl, ws, T, c->S, D, Dv);
+    thread_slots(&sl, ws, T, c->S, D, Dv, c->cfg);
     build_qk(c, &sl, b, h);
     /* V'^T into the V slot, through the dV slot (zeroed after) */
     build_rows(sl.dV, sl.V, Sp, c->v + b * c->S * c->ldv + h * Dv, c->ldv, kvis, kvp, c->vc, c->vs,
                c->hv, 1.0f, Dv, Dvp, pairing);
     memset(sl.dK, 0, sizeof(float) * (size_t)(kvp * Dp));
     memset(sl.dV, 0, sizeof(float) * (size_t)(kvp * Dvp));
+    if (c->rel.kind) rpa_rel_head(c, &sl, c->q + b * T * c->ldq + h * D, c->ldq, b, h, 1);
     const float *doh = c->dout + b * T * c->ldo + h * Dv, *ofh = c->fout + b * T * c->ldo + h * Dv;
     const float *lse = c->lse + (b * c->H + h) * T;
     float *dqh = c->dq + b * T * c->ldq + h * D;
@@ -454,6 +423,7 @@ static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
             sl.m[r] = lse[t];
         }
         memset(sl.dQ, 0, sizeof(float) * (size_t)(nr * Dp));
+        if (c->rel.kind) rpa_rel_block(c, &sl, t0, nr, 1);
         for (int64_t j0 = 0; j0 < kmax; j0 += BC) {
             int64_t bc = kmax - j0 < BC ? kmax - j0 : BC, bcp = rp_vl_round(bc);
             block_scores(c, &sl, t0, nr, j0, bcp);
@@ -462,6 +432,10 @@ static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
             for (int64_t r = 0; r < nr; r++) {
                 float *p = sl.P + r * BC, *dp = sl.dP + r * BC, L = sl.m[r], Dr = sl.l[r];
                 int64_t n = seen_in_block(c, t0 + r, j0, bc);
+                if (c->rel.kind && n) {
+                    rpa_rel_scores(c, &sl, t0 + r, r, j0, n);
+                    if (c->rel.kind == RP_REL_SHAW) rpa_rel_dp(c, &sl, t0 + r, r, j0, n);
+                }
                 RP_SIMD
                 for (int64_t j = 0; j < n; j++) {
                     float x = p[j] - L;
@@ -470,12 +444,14 @@ static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
                     dp[j] = e * (dp[j] - Dr);
                 }
                 for (int64_t j = n; j < bcp; j++) p[j] = dp[j] = 0.0f;
+                if (c->rel.kind && n) rpa_rel_ds(c, &sl, t0 + r, r, j0, n);
             }
             /* dV' += P^T dY, dQ' += dS K', dK' += dS^T Q' */
             rp_tile_mm(sl.dV + j0 * Dvp, Dvp, sl.P, 1, BC, sl.O, Dvp, bc, Dvp, nr, 1);
             rp_tile_mm(sl.dQ, Dp, sl.dP, BC, 1, sl.K + j0 * Dp, Dp, nr, Dp, bc, 1);
             rp_tile_mm(sl.dK + j0 * Dp, Dp, sl.dP, 1, BC, sl.Q + t0 * Dp, Dp, bc, Dp, nr, 1);
         }
+        if (c->rel.kind) rpa_rel_block_back(c, &sl, nr);
         /* dq += scale R(-n) dQ' */
         for (int64_t r = 0; r < nr; r++) {
             int64_t t = t0 + r;
@@ -483,6 +459,7 @@ static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
                          c->hq ? c->qs + t * c->hq : NULL, c->hq, 1.0f, c->scale, D, pairing);
         }
     }
+    if (c->rel.kind) rpa_rel_head_back(c, &sl);
     /* dk += R(-i) dK', dv += R(-i) dV' (roper_legacy: R(-2i), its v table) */
     float *dkh = c->dk + b * c->S * c->ldk + h * D, *dvh = c->dv + b * c->S * c->ldv + h * Dv;
     for (int64_t i = 0; i < kvis; i++) {
@@ -521,22 +498,24 @@ void rp_attention_forward(float *out, int64_t ldo, float *lse, float *att, float
                           int64_t Dv, const rp_attn_cfg *cfg, int nthreads)
 {
     attn_ctx c;
-    ctx_init(&c, scratch, T, S, H, D, Dv, ldq, ldk, ldv, ldo, cfg);
+    ctx_init(&c, scratch, B, T, S, H, D, Dv, ldq, ldk, ldv, ldo, cfg, NULL);
     c.out = out, c.lse_w = lse, c.att_w = att, c.q = q, c.k = k, c.v = v;
     run_pairs(&c, B, nthreads, 0);
 }
 
-void rp_attention_backward(float *dq, float *dk, float *dv, float *scratch, const float *dout,
-                           const float *out, int64_t ldo, const float *lse, const float *q,
-                           int64_t ldq, const float *k, int64_t ldk, const float *v, int64_t ldv,
-                           int64_t B, int64_t T, int64_t S, int64_t H, int64_t D, int64_t Dv,
-                           const rp_attn_cfg *cfg, int nthreads)
+void rp_attention_backward(float *dq, float *dk, float *dv, const rp_attn_rel_grad *drel,
+                           float *scratch, const float *dout, const float *out, int64_t ldo,
+                           const float *lse, const float *q, int64_t ldq, const float *k,
+                           int64_t ldk, const float *v, int64_t ldv, int64_t B, int64_t T,
+                           int64_t S, int64_t H, int64_t D, int64_t Dv, const rp_attn_cfg *cfg,
+                           int nthreads)
 {
     attn_ctx c;
-    ctx_init(&c, scratch, T, S, H, D, Dv, ldq, ldk, ldv, ldo, cfg);
+    ctx_init(&c, scratch, B, T, S, H, D, Dv, ldq, ldk, ldv, ldo, cfg, drel);
     c.dq = dq, c.dk = dk, c.dv = dv, c.dout = dout, c.fout = out, c.lse = lse;
     c.q = q, c.k = k, c.v = v;
     run_pairs(&c, B, nthreads, 1);
+    if (c.rel.kind && drel) rpa_rel_reduce(&c, B);
 }
 
 /* ---- decoding ------------------------------------------------------------------------------
@@ -568,10 +547,14 @@ int64_t rp_attention_cache_floats(int64_t cap, int64_t H, int64_t D, int64_t Dv)
 }
 
 /* Tables for one position (q/k, v, output: at most D + 2 Dv floats), the query and key rows
- * (Dp each), a score row (BC), the output row (Dvp), m and l. */
-int64_t rp_attention_decode_scratch_floats(int64_t S, int64_t H, int64_t D, int64_t Dv)
+ * (Dp each), a score row (BC), the output row (Dvp), m and l; the relative terms' part of a
+ * forward of one query over cap keys. */
+int64_t rp_attention_decode_scratch_floats(const rp_attn_cfg *cfg, int64_t cap, int64_t H,
+                                           int64_t D, int64_t Dv)
 {
-    return 2 * (D + Dv) + 2 * rp_vl_round(D) + BC + rp_vl_round(Dv) + 2;
+    return 2 * (D + Dv) + 2 * rp_vl_round(D) + BC + rp_vl_round(Dv) + 2 +
+           rpa_rel_call_floats(cfg, 1, 1, cap, H, D, Dv, 0) +
+           rpa_rel_thread_floats(cfg, 1, cap, D, Dv);
 }
 
 /* The cos/sin row of position pos for d_rot features with angles times `scale`, taken from *p. */
@@ -618,6 +601,10 @@ void rp_attention_decode(float *out, float *scratch, float *q, const float *k, c
     sl.Q = p, sl.K = sl.Q + Dp, sl.P = sl.K + Dp, sl.O = sl.P + BC, sl.m = sl.O + Dvp;
     sl.l = sl.m + 1;
     sl.ldkt = capp;
+    float *call = sl.l + 1;
+    rpa_rel_init(&c, call, 1, NULL);
+    rpa_rel_thread_slots(&sl.rel, call + rpa_rel_call_floats(cfg, 1, 1, cap, H, D, Dv, 0), cfg, 1,
+                         cap, D, Dv);
     for (int64_t h = 0; h < H; h++) {
         float *kt = cache + h * hs, *vr = kt + D * capp;
         /* q by +pos (in place, then scaled into Q'), k by +pos into column pos of Kt, v by
@@ -629,6 +616,7 @@ void rp_attention_decode(float *out, float *scratch, float *q, const float *k, c
         for (int64_t d = 0; d < D; d++) kt[d * capp + pos] = sl.K[d];
         rot_row(vr + pos * Dvp, v + h * Dv, vc, vs, hv, 1.0f, 1.0f, Dv, Dvp, s.pairing);
         sl.Kt = kt, sl.V = vr;
+        if (c.rel.kind) rpa_rel_head(&c, &sl, q + h * D, D, 0, h, 0);
         forward_blocks(&c, &sl, out + h * Dv, NULL, NULL);
     }
 }
@@ -678,8 +666,6 @@ rp_status rp_attention_check(const rp_tensor *q, const rp_tensor *k, const rp_te
                         rp_shape_str(want, sizeof want, 4, w), got);
     }
     if (!rp_pe_mode_of(cfg->pe)) return rp_error(RP_ERR_ARG, "unknown pe %d", (int)cfg->pe);
-    if (rp_pe_mode_of(cfg->pe)->rel != RP_REL_NONE) /* TODO(issue 13): the relative terms */
-        return rp_error(RP_ERR_ARG, "pe %s is not implemented yet", rp_pe_name(cfg->pe));
     if (cfg->pairing != RP_PAIR_HALF && cfg->pairing != RP_PAIR_INTERLEAVED)
         return rp_error(RP_ERR_ARG, "unknown pairing %d", (int)cfg->pairing);
     if (!isfinite(cfg->scale))
@@ -702,7 +688,7 @@ rp_status rp_attention_check(const rp_tensor *q, const rp_tensor *k, const rp_te
                         (long long)cfg->pos_offset);
     if (cfg->q_offset < 0)
         return rp_error(RP_ERR_ARG, "q_offset must be >= 0, got %lld", (long long)cfg->q_offset);
-    return RP_OK;
+    return rpa_rel_check(cfg);
 }
 
 rp_status rp_attention(rp_tensor *out, rp_tensor *att, const rp_tensor *q, const rp_tensor *k,
@@ -720,7 +706,7 @@ rp_status rp_attention(rp_tensor *out, rp_tensor *att, const rp_tensor *q, const
     if (st == RP_OK) st = rp_tensor_contiguous(&vc, v);
     int64_t so[4] = {B, T, H, Dv}, sa[4] = {B, H, T, S};
     int nthreads = rp_max_threads();
-    int64_t ns = rp_attention_scratch_floats(T, S, D, Dv, nthreads);
+    int64_t ns = rp_attention_scratch_floats(&c, B, T, S, H, D, Dv, nthreads);
     if (st == RP_OK) st = rp_tensor_new(out, 4, so);
     if (st == RP_OK) st = rp_tensor_new(att, 4, sa);
     if (st == RP_OK) st = rp_tensor_new(&scratch, 1, &ns);

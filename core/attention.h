@@ -15,6 +15,8 @@
  *      o_n = sum_i a_{n,i} R((2i-n)theta) v_i.
  *  With cfg.rotate the rotary modes rotate any subset of q, k, v and o instead (pe.h), each by its
  *  own width (d_rot_q, d_rot_k, d_rot_o when set).
+ *  SHAW, XL, T5, DEBERTA, ALIBI: relative-position terms added to the scores (and, for shaw, to
+ *      the values), from tables the caller passes in cfg.rel: see "relative-position terms" below.
  */
 #ifndef RP_ATTENTION_H
 #define RP_ATTENTION_H
@@ -24,6 +26,61 @@
 #include "pe.h"
 #include "rope.h"
 #include "tensor.h"
+
+/* ---- relative-position terms (pe shaw, xl, t5, deberta, alibi) ---------------------------------
+ *
+ * Query t sits at n = pos_offset + q_offset + t, key i at pos_offset + i; these modes see only the
+ * distance n - i = q_offset + t - i (pos_offset cancels). With s = cfg->scale, head h:
+ *
+ *   score(n, i) = s [ (q_n + u_h) . k_i + (q_n + w_h) . Ek_h[r(n,i)] + k_i . Eq_h[r'(n,i)] ]
+ *                 + bias_h(n, i)
+ *   out_n       = sum_i a_{n,i} (v_i + Ev[r(n,i)]),   a_{n,.} = softmax of score(n, .) over the
+ *                                                     keys n sees (the causal mask as for the others)
+ *
+ * Each mode has some of the terms; the others are zero (their tables are not read):
+ *
+ *  shaw (Shaw et al. 2018; RoFormer eq. 5, f_k = W_k x + p^k_r, f_v = W_v x + p^v_r):
+ *      r = clip(i - n, -k, k) + k with k = rel_clip: 2k + 1 rows. Ek = a^K = rel->ek [2k+1, D] and
+ *      Ev = a^V = rel->ev [2k+1, Dv], one table for all heads (as in the paper).
+ *  xl (Transformer-XL, Dai et al. 2019; RoFormer eq. 7):
+ *      q.k + q.(W_kR R_{n-i}) + u.k + v.(W_kR R_{n-i}) (terms a, b, c, d of the paper), scaled.
+ *      Ek_h[r] = the projected relative encoding (W_kR R_{n-i}) of head h, computed by the caller:
+ *      rel->ek [rows, H, D], row r for the distance n - i = lo + r, where rows and lo come from
+ *      rp_attention_rel_rows (the distances of the call's visible pairs, ascending). u = rel->u
+ *      and the paper's v = rel->w, [H, D] each.
+ *  t5 (Raffel et al. 2020): bias_h(n, i) = rel->bias[h * buckets + rp_attention_t5_bucket(i - n,
+ *      !causal, rel_buckets, rel_max_distance)], rel->bias [H, buckets].
+ *  deberta (He et al. 2020; RoFormer eq. 10, content-to-position and position-to-content):
+ *      with delta(a, b) = clamp(a - b + k, 0, 2k - 1) (0 for a - b <= -k, 2k - 1 for a - b >= k),
+ *      c2p q_n . K^r_h[delta(n, i)] and p2c k_i . Q^r_h[delta(i, n)]: Ek = K^r = rel->ek and
+ *      Eq = Q^r = rel->eq, [2k, H, D] each. The paper's 1/sqrt(3d) is the caller's cfg->scale.
+ *  alibi (Press et al. 2022): bias_h(n, i) = -m_h |n - i| (under the causal mask n - i >= 0), the
+ *      slopes m_h of rp_attention_alibi_slopes. No tables.
+ *
+ * Tables are row-major float32, read only, owned by the caller; they must hold the rows above
+ * (nothing checks their sizes). The kernels compute no T x S x D tensor and no T x S matrix: per
+ * query block the products with the table rows its distances reach, gathered into each tile. */
+
+/* The tables of cfg->rel (NULL where the mode does not use them; shapes as above). */
+typedef struct rp_attn_rel {
+    const float *ek;   /* shaw a^K [2k+1, D]; xl W_kR R [rows, H, D]; deberta K^r [2k, H, D] */
+    const float *eq;   /* deberta Q^r [2k, H, D] */
+    const float *ev;   /* shaw a^V [2k+1, Dv] */
+    const float *u;    /* xl u [H, D] */
+    const float *w;    /* xl v [H, D] (the paper's v; w here, v is the values) */
+    const float *bias; /* t5 [H, buckets] */
+} rp_attn_rel;
+
+/* Gradients of the tables for rp_attention_backward: same shapes as the tables of rp_attn_rel,
+ * ACCUMULATED (+=). NULL members (or a NULL struct) are not computed. The sums over the batch and
+ * the heads run in a fixed order: bitwise the same for any nthreads. */
+typedef struct rp_attn_rel_grad {
+    float *ek, *eq, *ev, *u, *w, *bias;
+} rp_attn_rel_grad;
+
+/* Limits of rel_clip and rel_buckets (rp_attention_check, the model config). */
+#define RP_REL_MAX_CLIP 65536
+#define RP_REL_MAX_BUCKETS 4096
 
 typedef struct rp_attn_cfg {
     rp_pe pe;
@@ -43,7 +100,34 @@ typedef struct rp_attn_cfg {
      * query t at pos_offset + q_offset + t (the shift test of the placement ablation; the mask
      * and the relative distances do not change). */
     int64_t pos_offset;
+    /* Relative modes (the terms above): rel_clip k (shaw, deberta), rel_buckets and
+     * rel_max_distance (t5), and the tables (NULL: none; required by shaw, xl, t5, deberta). Zero
+     * for the other modes, which ignore them. */
+    int64_t rel_clip, rel_buckets, rel_max_distance;
+    const rp_attn_rel *rel;
 } rp_attn_cfg;
+
+/* The rows of the tables ek, eq, ev that cfg's mode needs for a call of T queries over S keys
+ * (cfg->q_offset, cfg->causal): shaw 2 rel_clip + 1, deberta 2 rel_clip, xl one row per distance
+ * n - i of the call's visible pairs, 0 for the other modes (t5's bias is [H, buckets]). *lo (when
+ * not NULL) gets the distance of xl's row 0 (0 for the other modes): under the causal mask
+ * lo = max(0, q_offset - (S - 1)), else q_offset - (S - 1); the last row is q_offset + T - 1. */
+int64_t rp_attention_rel_rows(const rp_attn_cfg *cfg, int64_t T, int64_t S, int64_t *lo);
+
+/* T5's bucket of the relative position rel = i - n, exactly as _relative_position_bucket of
+ * HF transformers' T5Attention: bidirectional halves the buckets and puts rel > 0 in the upper
+ * half; of the (remaining) nb buckets, distances below nb / 2 get their own, the others
+ * nb / 2 + trunc(logf(d / (nb/2)) / log(max_distance / (nb/2)) * (nb - nb/2)) in float32 as
+ * there, at most nb - 1. Needs buckets >= 2 (>= 4 bidirectional) and max_distance > nb / 2
+ * (rp_attention_check). */
+int64_t rp_attention_t5_bucket(int64_t rel, int bidirectional, int64_t buckets,
+                               int64_t max_distance);
+
+/* ALiBi's head slopes (Press et al. 2022, their get_slopes) into slopes[0 .. H): H a power of two:
+ * m_h = 2^(-8 (h + 1) / H); otherwise with p the largest power of two below H, the p slopes for p
+ * heads, then every other slope of the 2p list (m = 2^(-4 (2j + 1) / p), j = 0 .. H - p - 1).
+ * In double; H >= 1. */
+void rp_attention_alibi_slopes(double *slopes, int64_t H);
 
 /* The scheme cfg asks for (pe, rotate and the widths resolved as above); RP_ERR_ARG as
  * rp_pe_scheme_init. Widths are not checked (rp_attention_check does). */
@@ -57,16 +141,19 @@ rp_status rp_attn_scheme(const rp_attn_cfg *cfg, rp_pe_scheme *s);
 /* Threads: the (b, h) pairs are spread over nthreads OpenMP threads (more than B * H is fine).
  * Results are bitwise the same for any nthreads. */
 
-/* Floats of scratch that rp_attention_forward / _backward need for these dims when run with
- * nthreads threads (each thread gets its own slice); never decreases as T, S or nthreads grow. */
-int64_t rp_attention_scratch_floats(int64_t T, int64_t S, int64_t D, int64_t Dv, int nthreads);
+/* Floats of scratch that rp_attention_forward / _backward need for these dims and cfg's mode when
+ * run with nthreads threads (each thread gets its own slice; the relative modes add per-thread
+ * table products and, for the backward's table gradients, one slice per (b, h) pair); never
+ * decreases as B, T, S or nthreads grow. cfg NULL: a mode without relative terms. */
+int64_t rp_attention_scratch_floats(const rp_attn_cfg *cfg, int64_t B, int64_t T, int64_t S,
+                                    int64_t H, int64_t D, int64_t Dv, int nthreads);
 
 /* The forward pass (flash attention: tiles of at most 32 queries x 128 keys with an online
  * softmax, nothing of size T x S stored). Overwrites out; lse ([B, H, T]: each query's
  * log-sum-exp of its scaled scores over the keys it sees, what the backward needs) when not
  * NULL; att ([B, H, T, S], the softmax weights, 0 on masked keys) when not NULL — only on request,
- * it costs one more score product. scratch holds rp_attention_scratch_floats(T, S, D, Dv,
- * nthreads) floats; the (b, h) pairs are spread over nthreads OpenMP threads (nthreads >= 1).
+ * it costs one more score product. scratch holds rp_attention_scratch_floats(cfg, B, T, S, H, D,
+ * Dv, nthreads) floats; the (b, h) pairs are spread over nthreads OpenMP threads (nthreads >= 1).
  * Dims and cfg must already be valid (rp_attention_check). With q_offset >= 0 every query sees at
  * least key 0, so no row is fully masked. */
 void rp_attention_forward(float *out, int64_t ldo, float *lse, float *att, float *scratch,
@@ -79,8 +166,11 @@ void rp_attention_forward(float *out, int64_t ldo, float *lse, float *att, float
  * weights are recomputed tile by tile from q, k and lse (FlashAttention-2's backward: one more
  * Q K^T product, nothing of size T x S stored). RoPE's backward is the reverse rotation of the
  * gradient; RoPER's output rotation by -n is undone on dout by +n. dq, dk, dv may point into one
- * fused buffer (they never overlap). */
-void rp_attention_backward(float *dq, float *dk, float *dv, float *scratch, const float *dout,
+ * fused buffer (they never overlap). Relative modes: drel (NULL: none) ACCUMULATES the gradients
+ * of cfg->rel's tables (rp_attn_rel_grad); dq and dk include the table terms either way. scratch
+ * as for the forward (the same cfg, B, T, S, H, D, Dv, nthreads). */
+void rp_attention_backward(float *dq, float *dk, float *dv, const rp_attn_rel_grad *drel,
+                           float *scratch, const float *dout,
                            const float *out, int64_t ldo, const float *lse, const float *q,
                            int64_t ldq, const float *k, int64_t ldk, const float *v, int64_t ldv,
                            int64_t B, int64_t T, int64_t S, int64_t H, int64_t D, int64_t Dv,
@@ -99,23 +189,29 @@ void rp_attention_backward(float *dq, float *dk, float *dv, float *scratch, cons
  * that query over positions 0 .. pos, rotated by o_sign pos theta where the mode says. The
  * cache's positions past pos never affect the result (they need no initialisation). cfg: pe, scale,
  * base, pairing, d_rot_qk, d_rot_v as for the forward (checked by the caller); causal and
- * q_offset are ignored. scratch holds rp_attention_decode_scratch_floats(cap, H, D, Dv) floats.
- * Single-threaded. */
+ * q_offset are ignored. Relative modes: cfg's rel_* and tables as for the forward of T = 1 query
+ * at q_offset pos over S = pos + 1 keys under the causal mask (xl: rel->ek has pos + 1 rows, row r
+ * for the distance r). scratch holds rp_attention_decode_scratch_floats(cfg, cap, H, D, Dv) floats
+ * (cfg NULL: a mode without relative terms). Single-threaded. */
 int64_t rp_attention_cache_floats(int64_t cap, int64_t H, int64_t D, int64_t Dv);
-int64_t rp_attention_decode_scratch_floats(int64_t S, int64_t H, int64_t D, int64_t Dv);
+int64_t rp_attention_decode_scratch_floats(const rp_attn_cfg *cfg, int64_t cap, int64_t H,
+                                           int64_t D, int64_t Dv);
 void rp_attention_decode(float *out, float *scratch, float *q, const float *k, const float *v,
                          float *cache, int64_t cap, int64_t pos, int64_t H, int64_t D, int64_t Dv,
                          const rp_attn_cfg *cfg);
 
 /* Validates tensors and cfg for the tensor-level call: q [B,T,H,D], k [B,S,H,D], v [B,S,H,Dv]
  * (all 4-D, sizes >= 1), the rotated widths (even, >= 2, at most D for q/k and Dv for v/o), the
- * rotate mask, q_offset >= 0, pos_offset >= 0, scale finite.
+ * rotate mask, q_offset >= 0, pos_offset >= 0, scale finite; relative modes: rel_clip in
+ * 1 .. RP_REL_MAX_CLIP (shaw, deberta), rel_buckets in 2 .. RP_REL_MAX_BUCKETS (>= 4 without the
+ * causal mask) and rel_max_distance > buckets / 2 (causal) or > buckets / 4 (t5), and the tables
+ * the mode reads present in cfg->rel (their sizes are not checked: rp_attention_rel_rows).
  * Returns RP_ERR_SHAPE / RP_ERR_ARG with a message naming the problem. */
 rp_status rp_attention_check(const rp_tensor *q, const rp_tensor *k, const rp_tensor *v,
                              const rp_attn_cfg *cfg);
 
 /* Tensor-level forward: checks, makes inputs contiguous, allocates out [B,T,H,Dv] and
- * att [B,H,T,S] (caller releases both). */
+ * att [B,H,T,S] (caller releases both). Relative modes read their tables from cfg->rel. */
 rp_status rp_attention(rp_tensor *out, rp_tensor *att, const rp_tensor *q, const rp_tensor *k,
                        const rp_tensor *v, const rp_attn_cfg *cfg);
 

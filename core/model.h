@@ -74,9 +74,6 @@ typedef struct rp_model_cfg {
     int64_t rel_clip, rel_buckets, rel_max_distance;
 } rp_model_cfg;
 
-#define RP_REL_MAX_CLIP 65536
-#define RP_REL_MAX_BUCKETS 4096
-
 /* The labml defaults: d_model 128, heads 4, layers 3, d_ff 512, seq_len 512, max_batch 16,
  * pre-norm, ReLU, dropout 0, pe rope, fractions 1, base RP_ROPE_BASE, half pairing, seed 0, softmax
  * attention (linear_rope after); vocab as given. */

@@ -87,7 +87,7 @@ static void attn_branch_backward(rp_model *m, const layer_params *p, const layer
                             a->qkv, 3 * C, a->qkv + C, 3 * C, a->qkv + 2 * C, 3 * C, B, T,
                             m->cfg.heads, dk, dk, &lc, nt);
     } else {
-        rp_attention_backward(m->dqkv, m->dqkv + C, m->dqkv + 2 * C, m->attn_scratch, m->datty,
+        rp_attention_backward(m->dqkv, m->dqkv + C, m->dqkv + 2 * C, NULL, m->attn_scratch, m->datty,
                               a->atty, C, a->lse, a->qkv, 3 * C, a->qkv + C, 3 * C,
                               a->qkv + 2 * C, 3 * C, B, T, T, m->cfg.heads, dk, dk, acfg, nt);
     }

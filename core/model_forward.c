@@ -74,7 +74,8 @@ rp_linattn_cfg rpm_linattn_cfg(const rp_model *m, int64_t q_offset)
 static int64_t attn_scratch_need(const rp_model *m, int64_t T, int nt)
 {
     return m->linear ? rp_linattn_scratch_floats(T, m->dk, m->dk, nt)
-                     : rp_attention_scratch_floats(T, T, m->dk, m->dk, nt);
+                     : rp_attention_scratch_floats(NULL, m->cfg.max_batch, T, T, m->cfg.heads,
+                                                   m->dk, m->dk, nt);
 }
 
 /* OpenMP's current maximum, clamped to what the scratch was sized for at creation (and to what

@@ -100,8 +100,9 @@ static void plan_cache(rp_model *m, planner *pl)
     m->c_h = take(pl, F);
     m->c_ha = take(pl, F);
     m->c_logits = take(pl, V);
-    m->c_scratch =
-        m->linear ? NULL : take(pl, rp_attention_decode_scratch_floats(Tm, c->heads, m->dk, m->dk));
+    m->c_scratch = m->linear ? NULL
+                             : take(pl, rp_attention_decode_scratch_floats(NULL, Tm, c->heads, m->dk,
+                                                                           m->dk));
     m->dec_w = take(pl, rpm_sat_add(rpm_sat_mul(L, rpm_dec_layer_floats(c)), rpm_sat_mul(C, V)));
 }
 
@@ -172,7 +173,8 @@ static void init_derived(rp_model *m, const rp_model_cfg *cfg)
     m->nthreads = rp_max_threads();
     m->attn_scratch_floats =
         m->linear ? rp_linattn_scratch_floats(c->seq_len, m->dk, m->dk, m->nthreads)
-                  : rp_attention_scratch_floats(c->seq_len, c->seq_len, m->dk, m->dk, m->nthreads);
+                  : rp_attention_scratch_floats(NULL, c->max_batch, c->seq_len, c->seq_len,
+                                                c->heads, m->dk, m->dk, m->nthreads);
 }
 
 /* Every float block of the model (parameters and gradients, activations, activation gradients,

@@ -46,22 +46,40 @@ int main(int argc, char **argv)
     float *dout = randbuf(&r, B * T * HD), *dq = randbuf(&r, B * T * HD);
     float *dk = randbuf(&r, B * T * HD), *dv = randbuf(&r, B * T * HD);
     float *lse = randbuf(&r, B * H * T);
-    float *scratch = randbuf(&r, rp_attention_scratch_floats(T, T, D, D, nt));
+    /* the relative modes' tables, random, of the sizes of rel_clip 16, rel_buckets 32,
+     * rel_max_distance 128 (xl: T rows), and their gradients (computed in the fwd+bwd figure) */
+    const int64_t clip = 16, buckets = 32, R = 2 * T; /* R: enough rows for every mode here */
+    float *tabs[6], *grads[6];
+    for (int i = 0; i < 6; i++) {
+        tabs[i] = randbuf(&r, R * HD);
+        grads[i] = randbuf(&r, R * HD);
+    }
+    rp_attn_rel rel = {tabs[0], tabs[1], tabs[2], tabs[3], tabs[4], tabs[5]};
+    rp_attn_rel_grad drel = {grads[0], grads[1], grads[2], grads[3], grads[4], grads[5]};
     /* every mode of the table that differs inside attention: none (sinusoidal and learned only
-     * add to the embeddings) and each rotating mode */
+     * add to the embeddings), each rotating mode and each relative one */
+    int64_t nscratch = 0;
+    for (int pe = 0; pe < RP_PE_COUNT; pe++) {
+        rp_attn_cfg cfg = {.pe = (rp_pe)pe, .causal = 1, .rel_clip = clip, .rel_buckets = buckets};
+        int64_t n = rp_attention_scratch_floats(&cfg, B, T, T, H, D, D, nt);
+        nscratch = n > nscratch ? n : nscratch;
+    }
+    float *scratch = randbuf(&r, nscratch);
     for (int pe = 0; pe < RP_PE_COUNT; pe++) {
         if (rp_pe_mode_of((rp_pe)pe)->absolute != RP_ABS_NONE) continue;
         rp_attn_cfg cfg = {.pe = (rp_pe)pe, .causal = 1, .scale = 1.0 / 5.656854249492381,
                            .base = RP_ROPE_BASE, .pairing = RP_PAIR_HALF, .d_rot_qk = D,
-                           .d_rot_v = D, .q_offset = 0};
+                           .d_rot_v = D, .q_offset = 0, .rel_clip = clip, .rel_buckets = buckets,
+                           .rel_max_distance = 128, .rel = &rel};
+        int relative = rp_pe_mode_of((rp_pe)pe)->rel != RP_REL_NONE;
         double best_f = 1e30, best_fb = 1e30;
         for (int rep = -1; rep < reps; rep++) {
             double t0 = now();
             rp_attention_forward(out, HD, lse, NULL, scratch, q, HD, k, HD, v, HD, B, T, T, H, D,
                                  D, &cfg, nt);
             double t1 = now();
-            rp_attention_backward(dq, dk, dv, scratch, dout, out, HD, lse, q, HD, k, HD, v, HD, B,
-                                  T, T, H, D, D, &cfg, nt);
+            rp_attention_backward(dq, dk, dv, relative ? &drel : NULL, scratch, dout, out, HD, lse,
+                                  q, HD, k, HD, v, HD, B, T, T, H, D, D, &cfg, nt);
             double t2 = now();
             if (rep >= 0 && t1 - t0 < best_f) best_f = t1 - t0;
             if (rep >= 0 && t2 - t0 < best_fb) best_fb = t2 - t0;
@@ -71,6 +89,10 @@ int main(int argc, char **argv)
     }
     free(lse);
     free(scratch);
+    for (int i = 0; i < 6; i++) {
+        free(tabs[i]);
+        free(grads[i]);
+    }
 
     /* linear attention at the same size, then both kinds as T grows at 8192 tokens per batch */
     printf("\nlinear attention (phi = elu + 1), B=%lld T=%lld H=%lld d_k=%lld, causal, nthreads "
@@ -134,7 +156,7 @@ int main(int argc, char **argv)
         float *so = randbuf(&r, n), *sdo = randbuf(&r, n), *sdq = randbuf(&r, n);
         float *sdk = randbuf(&r, n), *sdv = randbuf(&r, n);
         float *slse = randbuf(&r, Bs * H * Ts);
-        int64_t sf = rp_attention_scratch_floats(Ts, Ts, D, D, nt);
+        int64_t sf = rp_attention_scratch_floats(NULL, Bs, Ts, Ts, H, D, D, nt);
         int64_t lf = rp_linattn_scratch_floats(Ts, D, D, nt);
         float *ss = randbuf(&r, sf > lf ? sf : lf);
         rp_attn_cfg scfg = {.pe = RP_PE_ROPE, .causal = 1, .scale = 1.0 / 5.656854249492381,
@@ -146,8 +168,8 @@ int main(int argc, char **argv)
             double t0 = now();
             rp_attention_forward(so, HD, slse, NULL, ss, sq, HD, sk, HD, sv, HD, Bs, Ts, Ts, H, D,
                                  D, &scfg, nt);
-            rp_attention_backward(sdq, sdk, sdv, ss, sdo, so, HD, slse, sq, HD, sk, HD, sv, HD, Bs,
-                                  Ts, Ts, H, D, D, &scfg, nt);
+            rp_attention_backward(sdq, sdk, sdv, NULL, ss, sdo, so, HD, slse, sq, HD, sk, HD, sv,
+                                  HD, Bs, Ts, Ts, H, D, D, &scfg, nt);
             double t1 = now();
             rp_linattn_forward(so, HD, ss, NULL, NULL, sq, HD, sk, HD, sv, HD, Bs, Ts, H, D, D,
                                &lcfg, nt);

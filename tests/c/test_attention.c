@@ -340,7 +340,7 @@ static void test_layouts_and_kernel(void)
 
         /* the kernel on contiguous buffers of exactly the documented sizes (ASan checks) */
         int nt = 1 + pe % 2; /* 1 and 2 threads */
-        int64_t nscr = rp_attention_scratch_floats(T, Sk, D, Dv, nt);
+        int64_t nscr = rp_attention_scratch_floats(&cfg, B, T, Sk, H, D, Dv, nt);
         CHECK(nscr >= 0, "scratch size %lld", (long long)nscr);
         float *scratch = malloc(sizeof(float) * (size_t)(nscr > 0 ? nscr : 1));
         float *out = malloc(sizeof(float) * (size_t)(B * T * H * Dv));
@@ -498,7 +498,7 @@ static kresult run_kernel(const problem *p, const rp_attn_cfg *cfg, int nthreads
 {
     dims d = p->d;
     kresult r;
-    int64_t ns = rp_attention_scratch_floats(d.T, d.S, d.D, d.Dv, nthreads);
+    int64_t ns = rp_attention_scratch_floats(cfg, d.B, d.T, d.S, d.H, d.D, d.Dv, nthreads);
     float *scratch = rand_floats(ns, -1e3, 1e3); /* garbage: the kernel must not read it first */
     r.out = rand_floats(p->no, -9.0, 9.0);
     r.att = rand_floats(p->na, -9.0, 9.0);
@@ -509,8 +509,8 @@ static kresult run_kernel(const problem *p, const rp_attn_cfg *cfg, int nthreads
     int64_t HD = d.H * d.D, HDv = d.H * d.Dv;
     rp_attention_forward(r.out, HDv, r.lse, r.att, scratch, p->q, HD, p->k, HD, p->v, HDv, d.B,
                          d.T, d.S, d.H, d.D, d.Dv, cfg, nthreads);
-    rp_attention_backward(r.dq, r.dk, r.dv, scratch, p->G, r.out, HDv, r.lse, p->q, HD, p->k, HD,
-                          p->v, HDv, d.B, d.T, d.S, d.H, d.D, d.Dv, cfg, nthreads);
+    rp_attention_backward(r.dq, r.dk, r.dv, NULL, scratch, p->G, r.out, HDv, r.lse, p->q, HD, p->k,
+                          HD, p->v, HDv, d.B, d.T, d.S, d.H, d.D, d.Dv, cfg, nthreads);
     free(scratch);
     return r;
 }
@@ -792,11 +792,11 @@ static void test_fused_strided(void)
             float *out = rand_floats(B * T * ldo, -1.0, 1.0), *out0 = check_copy_floats(out, B * T * ldo);
             float *att = malloc(sizeof(float) * (size_t)(B * H * T * T));
             float *lse = malloc(sizeof(float) * (size_t)(B * H * T));
-            int64_t ns = rp_attention_scratch_floats(T, T, D, D, 2);
+            int64_t ns = rp_attention_scratch_floats(&cfg, B, T, T, H, D, D, 2);
             float *scratch = malloc(sizeof(float) * (size_t)ns);
             rp_attention_forward(out, ldo, lse, att, scratch, qkv, ld, qkv + C, ld, qkv + 2 * C, ld,
                                  B, T, T, H, D, D, &cfg, 2);
-            rp_attention_backward(dqkv, dqkv + C, dqkv + 2 * C, scratch, dout, out, ldo, lse, qkv,
+            rp_attention_backward(dqkv, dqkv + C, dqkv + 2 * C, NULL, scratch, dout, out, ldo, lse, qkv,
                                   ld, qkv + C, ld, qkv + 2 * C, ld, B, T, T, H, D, D, &cfg, 2);
             /* the same problem, contiguous */
             problem p;
@@ -1042,10 +1042,11 @@ static void test_decode(void)
           (long long)(H * hs));
     /* garbage where nothing was stored yet: positions past pos must not matter */
     float *cache = rand_floats(ncache, -1e3, 1e3);
-    float *scratch = malloc(sizeof(float) * (size_t)rp_attention_decode_scratch_floats(cap, H, D, Dv));
+    float *scratch = malloc(sizeof(float) * (size_t)rp_attention_decode_scratch_floats(NULL, cap, H, D, Dv));
     float qt[H * D], out[H * Dv];
     double want[H * Dv], wa[H * Tn], qd[H * D];
-    for (int pe = RP_PE_NONE; pe < RP_PE_COUNT; pe++)
+    /* the relative modes: test_attention_rel.c */
+    for (int pe = RP_PE_NONE; pe <= RP_PE_ROPER_LEGACY; pe++)
         for (int pm = 0; pm <= 1; pm++)
             for (int partial = 0; partial <= 1; partial++) {
                 rp_attn_cfg cfg = base_cfg((rp_pe)pe, D, Dv);
@@ -1208,7 +1209,7 @@ static void test_weights_on_request(void)
     const int64_t offs[2] = {0, 60};
     double lse_err = 0.0;
     for (int di = 0; di < 2; di++)
-        for (int pe = 0; pe < RP_PE_COUNT; pe++)
+        for (int pe = 0; pe <= RP_PE_ROPER_LEGACY; pe++) /* relative modes: test_attention_rel.c */
             for (int causal = 0; causal <= 1; causal++)
                 for (int nt = 1; nt <= 2; nt++) {
                     dims d = ds[di];
@@ -1219,7 +1220,7 @@ static void test_weights_on_request(void)
                     problem p = problem_new(d, 2.0);
                     kresult r = run_kernel(&p, &cfg, nt, NULL, NULL, NULL);
                     int64_t HD = d.H * d.D, HDv = d.H * d.Dv, nl = d.B * d.H * d.T;
-                    int64_t ns = rp_attention_scratch_floats(d.T, d.S, d.D, d.Dv, nt);
+                    int64_t ns = rp_attention_scratch_floats(&cfg, d.B, d.T, d.S, d.H, d.D, d.Dv, nt);
                     float *scratch = rand_floats(ns, -1e3, 1e3);
                     float *out = rand_floats(p.no, -9.0, 9.0), *lse = rand_floats(nl, -9.0, 9.0);
                     float *dq = calloc((size_t)p.nq, sizeof(float));
@@ -1227,7 +1228,7 @@ static void test_weights_on_request(void)
                     float *dv = calloc((size_t)p.nv, sizeof(float));
                     rp_attention_forward(out, HDv, lse, NULL, scratch, p.q, HD, p.k, HD, p.v, HDv,
                                          d.B, d.T, d.S, d.H, d.D, d.Dv, &cfg, nt);
-                    rp_attention_backward(dq, dk, dv, scratch, p.G, out, HDv, lse, p.q, HD, p.k,
+                    rp_attention_backward(dq, dk, dv, NULL, scratch, p.G, out, HDv, lse, p.q, HD, p.k,
                                           HD, p.v, HDv, d.B, d.T, d.S, d.H, d.D, d.Dv, &cfg, nt);
                     int64_t diff = count_diff(r.out, out, p.no) + count_diff(r.lse, lse, nl) +
                                    count_diff(r.dq, dq, p.nq) + count_diff(r.dk, dk, p.nk) +
