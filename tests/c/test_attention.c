@@ -1339,7 +1339,7 @@ static void test_placements(void)
         const int64_t cap = 6;
         int64_t hs = D * rp_vl_round(cap) + cap * rp_vl_round(Dv);
         float *cache = rand_floats(H * hs, -1e3, 1e3);
-        float *scratch = malloc(sizeof(float) * (size_t)rp_attention_decode_scratch_floats(cap, H, D, Dv));
+        float *scratch = malloc(sizeof(float) * (size_t)rp_attention_decode_scratch_floats(NULL, cap, H, D, Dv));
         float *qc = malloc(sizeof(float) * (size_t)(cap * H * D)), *kc = malloc(sizeof(float) * (size_t)(cap * H * D));
         float *vc = malloc(sizeof(float) * (size_t)(cap * H * Dv));
         rp_tensor qq = randt(2, S(cap, H * D), -2.0, 2.0), kk = randt(2, S(cap, H * D), -2.0, 2.0);
