@@ -437,13 +437,122 @@ static void check_4d(lua_State *L, int arg, const char *name, const rp_tensor *t
                      lrp_shape_str(b, t));
 }
 
+/* The relative modes' tables of rp.attention (core/attention.h), by option name. */
+enum { REL_K, REL_Q, REL_V, REL_U, REL_W, REL_BIAS, REL_N };
+static const struct {
+    const char *key, *what;
+} rel_opt[REL_N] = {{"rel_k", "the key-side table (shaw a^K, xl W_kR R, deberta K^r)"},
+                    {"rel_q", "deberta's Q^r"},
+                    {"rel_v", "shaw's a^V"},
+                    {"rel_u", "xl's u"},
+                    {"rel_w", "xl's v"},
+                    {"rel_bias", "t5's bias"}};
+
+/* Checks the table options of cfg's mode held at stack slots first .. first+REL_N-1 (nil or
+ * tensors): the mode's tables present with their shapes, the others absent; then replaces each
+ * by a contiguous copy in its slot and points rel at them. Reads no option (they are all read:
+ * no Lua code runs between these checks and the call but allocations). */
+static void check_rel_tables(lua_State *L, int first, const rp_attn_cfg *cfg, int64_t T, int64_t S,
+                             int64_t H, int64_t D, int64_t Dv, rp_attn_rel *rel)
+{
+    memset(rel, 0, sizeof *rel);
+    rp_rel_kind kind = rp_pe_mode_of(cfg->pe)->rel;
+    int64_t K = cfg->rel_clip, want[REL_N][3];
+    int nd[REL_N] = {0};
+    if (kind == RP_REL_SHAW || kind == RP_REL_DEBERTA) {
+        if (K < 1 || K > RP_REL_MAX_CLIP)
+            lrp_argerror(L, 4, "option 'rel_clip' must be between 1 and %d, got %I",
+                         (int)RP_REL_MAX_CLIP, (LUAI_UACINT)K);
+    }
+    switch (kind) {
+    case RP_REL_SHAW:
+        nd[REL_K] = nd[REL_V] = 2;
+        want[REL_K][0] = want[REL_V][0] = 2 * K + 1;
+        want[REL_K][1] = D, want[REL_V][1] = Dv;
+        break;
+    case RP_REL_XL: {
+        int64_t lo;
+        nd[REL_K] = 3, nd[REL_U] = nd[REL_W] = 2;
+        want[REL_K][0] = rp_attention_rel_rows(cfg, T, S, &lo);
+        want[REL_K][1] = H, want[REL_K][2] = D;
+        want[REL_U][0] = want[REL_W][0] = H;
+        want[REL_U][1] = want[REL_W][1] = D;
+        break;
+    }
+    case RP_REL_T5:
+        if (cfg->rel_buckets < 2 || cfg->rel_buckets > RP_REL_MAX_BUCKETS)
+            lrp_argerror(L, 4, "option 'rel_buckets' must be between 2 and %d, got %I",
+                         (int)RP_REL_MAX_BUCKETS, (LUAI_UACINT)cfg->rel_buckets);
+        if (!cfg->causal && cfg->rel_buckets < 4)
+            lrp_argerror(L, 4, "option 'rel_buckets' must be at least 4 without the causal mask "
+                               "(t5 halves them), got %I", (LUAI_UACINT)cfg->rel_buckets);
+        if (cfg->rel_max_distance <= (cfg->causal ? cfg->rel_buckets / 2 : cfg->rel_buckets / 4))
+            lrp_argerror(L, 4, "option 'rel_max_distance' must exceed rel_buckets / %d = %I, got %I",
+                         cfg->causal ? 2 : 4,
+                         (LUAI_UACINT)(cfg->causal ? cfg->rel_buckets / 2 : cfg->rel_buckets / 4),
+                         (LUAI_UACINT)cfg->rel_max_distance);
+        nd[REL_BIAS] = 2;
+        want[REL_BIAS][0] = H, want[REL_BIAS][1] = cfg->rel_buckets;
+        break;
+    case RP_REL_DEBERTA:
+        nd[REL_K] = nd[REL_Q] = 3;
+        want[REL_K][0] = want[REL_Q][0] = 2 * K;
+        want[REL_K][1] = want[REL_Q][1] = H;
+        want[REL_K][2] = want[REL_Q][2] = D;
+        break;
+    default: break;
+    }
+    char ws[RP_SHAPE_STR_LEN], gs[RP_SHAPE_STR_LEN];
+    for (int i = 0; i < REL_N; i++) {
+        int slot = first + i;
+        if (lua_isnil(L, slot)) {
+            if (nd[i])
+                lrp_argerror(L, 4, "option '%s' (%s, %s) is required by pe '%s'", rel_opt[i].key,
+                             rel_opt[i].what, rp_shape_str(ws, sizeof ws, nd[i], want[i]),
+                             rp_pe_name(cfg->pe));
+            continue;
+        }
+        if (!nd[i])
+            lrp_argerror(L, 4, "option '%s' is not used by pe '%s'", rel_opt[i].key,
+                         rp_pe_name(cfg->pe));
+        rp_tensor *t = lrp_totensor(L, slot);
+        if (!t)
+            lrp_argerror(L, 4, "option '%s' must be a roper.Tensor, got %s", rel_opt[i].key,
+                         lrp_describe(L, slot));
+        t = lrp_checktensor(L, slot); /* raises for a released tensor */
+        int ok = t->ndim == nd[i];
+        for (int d = 0; ok && d < nd[i]; d++) ok = t->shape[d] == want[i][d];
+        if (!ok)
+            lrp_argerror(L, 4, "option '%s' (%s): expected %s, got %s", rel_opt[i].key,
+                         rel_opt[i].what, rp_shape_str(ws, sizeof ws, nd[i], want[i]),
+                         lrp_shape_str(gs, t));
+    }
+    /* contiguous copies (the kernels read plain rows), each replacing its option in its slot */
+    for (int i = 0; i < REL_N; i++) {
+        int slot = first + i;
+        if (lua_isnil(L, slot)) continue;
+        rp_tensor *c = lrp_newtensor(L);
+        rp_status st = rp_tensor_contiguous(c, lrp_checktensor(L, slot));
+        if (st != RP_OK) lrp_raise(L, st);
+        lua_replace(L, slot);
+        const float *p = rp_tensor_data(lrp_checktensor(L, slot));
+        if (i == REL_K) rel->ek = p;
+        else if (i == REL_Q) rel->eq = p;
+        else if (i == REL_V) rel->ev = p;
+        else if (i == REL_U) rel->u = p;
+        else if (i == REL_W) rel->w = p;
+        else rel->bias = p;
+    }
+}
+
 /* rp.attention(q, k, v[, opts]) -> out [B,T,H,Dv], att [B,H,T,S]. */
 static int l_attention(lua_State *L)
 {
     static const char *const known[] = {
         "pe",         "causal",     "scale",      "base",       "pairing",  "fraction_qk",
         "fraction_v", "rotate",     "fraction_q", "fraction_k", "fraction_o", "q_offset",
-        "pos_offset", NULL};
+        "pos_offset", "rel_clip",   "rel_buckets", "rel_max_distance", "rel_k", "rel_q",
+        "rel_v",      "rel_u",      "rel_w",      "rel_bias",   NULL};
     static const char *const q_letters[] = {"B", "T", "H", "D"};
     static const char *const k_letters[] = {"B", "S", "H", "D"};
     static const char *const v_letters[] = {"B", "S", "H", "Dv"};
@@ -479,12 +588,22 @@ static int l_attention(lua_State *L)
         cfg.q_offset = S - T;
     }
     cfg.pos_offset = opt_pos(L, 4, "pos_offset", 0, 0);
+    cfg.rel_clip = opt_pos(L, 4, "rel_clip", 16, 0);
+    cfg.rel_buckets = opt_pos(L, 4, "rel_buckets", 32, 0);
+    cfg.rel_max_distance = opt_pos(L, 4, "rel_max_distance", 128, 0);
     if (T > RP_I32_MAX || S > RP_I32_MAX || D > RP_I32_MAX || Dv > RP_I32_MAX)
         return lrp_argerror(L, 1, "attention sizes T, S, D, Dv must be at most 2^31-1");
     int64_t out_sizes[4] = {B, T, H, Dv}, att_sizes[4] = {B, H, T, S};
     if (!numel_ok(4, out_sizes) || !numel_ok(4, att_sizes))
         return lrp_argerror(L, 2, "attention weights [B x H x T x S] would be too large");
     lua_settop(L, 4);
+    /* the relative tables: read into slots 5 .. 10 (the last option reads), checked after */
+    for (int i = 0; i < REL_N; i++)
+        if (lua_type(L, 4) == LUA_TTABLE) lua_getfield(L, 4, rel_opt[i].key);
+        else lua_pushnil(L);
+    rp_attn_rel rel;
+    check_rel_tables(L, 5, &cfg, T, S, H, D, Dv, &rel);
+    cfg.rel = &rel;
     rp_tensor *out = lrp_newtensor(L);
     rp_tensor *att = lrp_newtensor(L);
     /* fetched again: the option reads and allocations above may have run Lua code */

@@ -70,10 +70,12 @@ static void ff_branch_backward(rp_model *m, const layer_params *p, const layer_a
 /* Backward of the attention branch drop(Wo attn(Wqkv inp)) of layer p with input x, as
  * ff_branch_backward: pre-norm (dres = dx, spare = work): inp = LN1(x) recomputed into work, then
  * work OVERWRITTEN by d inp; post-norm (dres = dx, spare = work): inp = x and dres += d x. */
-static void attn_branch_backward(rp_model *m, const layer_params *p, const layer_acts *a,
-                                 float *dres, float *spare, const float *x, int64_t B, int64_t T,
-                                 const rp_attn_cfg *acfg, int nt)
+static void attn_branch_backward(rp_model *m, int64_t l, float *dres, float *spare,
+                                 const float *x, int64_t B, int64_t T, const rp_attn_cfg *acfg,
+                                 int nt)
 {
+    const layer_params *p = &m->lp[l];
+    const layer_acts *a = &m->la[l];
     const float *w = m->params->data;
     float *g = m->grads->data;
     int64_t C = m->cfg.d_model, N = B * T, NC = N * C, dk = m->dk;
@@ -87,9 +89,17 @@ static void attn_branch_backward(rp_model *m, const layer_params *p, const layer
                             a->qkv, 3 * C, a->qkv + C, 3 * C, a->qkv + 2 * C, 3 * C, B, T,
                             m->cfg.heads, dk, dk, &lc, nt);
     } else {
-        rp_attention_backward(m->dqkv, m->dqkv + C, m->dqkv + 2 * C, NULL, m->attn_scratch, m->datty,
-                              a->atty, C, a->lse, a->qkv, 3 * C, a->qkv + C, 3 * C,
-                              a->qkv + 2 * C, 3 * C, B, T, T, m->cfg.heads, dk, dk, acfg, nt);
+        /* the relative modes' tables of the forward, and where their gradients go */
+        rp_attn_cfg lc = *acfg;
+        rp_attn_rel rel;
+        rp_attn_rel_grad drel;
+        rpm_rel_tables(m, l, &rel);
+        rpm_rel_grad_begin(m, l, T, &drel);
+        lc.rel = &rel;
+        rp_attention_backward(m->dqkv, m->dqkv + C, m->dqkv + 2 * C, &drel, m->attn_scratch,
+                              m->datty, a->atty, C, a->lse, a->qkv, 3 * C, a->qkv + C, 3 * C,
+                              a->qkv + 2 * C, 3 * C, B, T, T, m->cfg.heads, dk, dk, &lc, nt);
+        rpm_rel_grad_end(m, l, T);
     }
     if (m->cfg.norm == RP_NORM_PRE) {
         float *inp = ln_again(m, x, a->ln1_mean, a->ln1_rstd, p->ln1w, p->ln1b, N);
@@ -140,7 +150,7 @@ rp_status rp_model_backward(rp_model *m)
             rp_layernorm_backward(m->dx, g + p->ln2w, g + p->ln2b, m->work, a->res1, a->ln2_mean,
                                   a->ln2_rstd, w + p->ln2w, N, C);
             /* dx = d res1; res1 = x + drop(Wo attn(Wqkv ln1)), ln1 = LN1(x) */
-            attn_branch_backward(m, p, a, m->dx, m->work, x, B, T, &acfg, nt);
+            attn_branch_backward(m, l, m->dx, m->work, x, B, T, &acfg, nt);
             /* work = d ln1 */
             rp_layernorm_backward(m->dx, g + p->ln1w, g + p->ln1b, m->work, x, a->ln1_mean,
                                   a->ln1_rstd, w + p->ln1w, N, C);
@@ -155,7 +165,7 @@ rp_status rp_model_backward(rp_model *m)
             rp_layernorm_backward_set(m->dx, g + p->ln1w, g + p->ln1b, m->work, a->res1,
                                       a->ln1_mean, a->ln1_rstd, w + p->ln1w, N, C);
             /* dx = d res1; res1 = x + drop(Wo attn(Wqkv x)) (work is free) */
-            attn_branch_backward(m, p, a, m->dx, m->work, x, B, T, &acfg, nt);
+            attn_branch_backward(m, l, m->dx, m->work, x, B, T, &acfg, nt);
             /* dx = d x (the residual path plus the qkv path) */
         }
     }

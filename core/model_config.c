@@ -97,8 +97,9 @@ rp_status rp_model_cfg_check(const rp_model_cfg *cfg)
         return rp_error(RP_ERR_ARG, "dropout %g must be in [0, 1)", cfg->dropout);
     const rp_pe_mode *mode = rp_pe_mode_of(cfg->pe);
     if (!mode) return rp_error(RP_ERR_ARG, "pe %d is not a known mode", (int)cfg->pe);
-    if (mode->rel != RP_REL_NONE) /* TODO(issue 13): the relative terms */
-        return rp_error(RP_ERR_ARG, "pe %s is not implemented yet", mode->name);
+    if (mode->rel == RP_REL_XL && cfg->d_model % 2 != 0)
+        return rp_error(RP_ERR_ARG, "pe xl needs an even d_model (its sinusoid R), got %lld",
+                        (long long)cfg->d_model);
     if (cfg->pairing != RP_PAIR_HALF && cfg->pairing != RP_PAIR_INTERLEAVED)
         return rp_error(RP_ERR_ARG, "pairing %d is not half (0) or interleaved (1)",
                         (int)cfg->pairing);

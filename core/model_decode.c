@@ -81,6 +81,7 @@ static void refresh_weights(rp_model *m)
         rp_transpose(d + 4 * C * C + C * F, w + p->w2w, C, F);
     }
     rp_transpose(dec_layer(m, c->layers), w + m->off_head_w, c->vocab, C);
+    rpm_rel_decode_refresh(m);
 }
 
 /* Empties the lane's cache (and zeroes a linear state). */
@@ -131,6 +132,9 @@ static void step_attend(const decoder *d, int64_t na, int64_t l)
                                H, dk, dk, &lc, 1);
         } else {
             rp_attn_cfg acfg = rpm_attn_cfg(m, ln->pos);
+            rp_attn_rel rel;
+            rpm_rel_decode_tables(m, l, &rel);
+            acfg.rel = &rel;
             rp_attention_decode(y, m->c_scratch, q, k, v, ln->kv + l * rpm_cache_layer_floats(m),
                                 Tm, ln->pos, H, dk, dk, &acfg);
         }

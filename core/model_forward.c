@@ -46,7 +46,11 @@ rp_attn_cfg rpm_attn_cfg(const rp_model *m, int64_t q_offset)
     memset(&a, 0, sizeof a);
     a.pe = s->pe;
     a.causal = 1;
-    a.scale = 1.0 / sqrt((double)m->dk);
+    /* DeBERTa scales its three terms by 1/sqrt(3 d) (He et al. 2020, eq. 10) */
+    a.scale = 1.0 / sqrt((double)(s->rel == RP_REL_DEBERTA ? 3 * m->dk : m->dk));
+    a.rel_clip = m->cfg.rel_clip;
+    a.rel_buckets = m->cfg.rel_buckets;
+    a.rel_max_distance = m->cfg.rel_max_distance;
     a.base = s->base;
     a.pairing = s->pairing;
     a.rotate = s->rotate;
@@ -73,8 +77,9 @@ rp_linattn_cfg rpm_linattn_cfg(const rp_model *m, int64_t q_offset)
 
 static int64_t attn_scratch_need(const rp_model *m, int64_t T, int nt)
 {
+    rp_attn_cfg acfg = rpm_attn_cfg(m, 0);
     return m->linear ? rp_linattn_scratch_floats(T, m->dk, m->dk, nt)
-                     : rp_attention_scratch_floats(NULL, m->cfg.max_batch, T, T, m->cfg.heads,
+                     : rp_attention_scratch_floats(&acfg, m->cfg.max_batch, T, T, m->cfg.heads,
                                                    m->dk, m->dk, nt);
 }
 
@@ -240,7 +245,11 @@ rp_status rp_model_forward(rp_model *m, const int32_t *tokens, const int32_t *ta
             attn_in = m->work;
         }
         rp_linear_forward(a->qkv, attn_in, w + p->qkvw, w + p->qkvb, N, C, 3 * C);
+        rp_attn_rel rel;
+        rpm_rel_forward(m, l, T, &rel);
+        acfg.rel = &rel;
         attention_forward(m, a->atty, a->lse, a->qkv, B, T, &acfg, nt, &min_den);
+        acfg.rel = NULL;
         rp_linear_forward(m->work, a->atty, w + p->outw, w + p->outb, N, C, C);
         residual_branch(m, a->res1, a->mask1, x, m->work, drop, NC);
         const float *ff_in, *ff_res;
@@ -311,6 +320,9 @@ rp_status rp_model_attention_weights(rp_model *m, int64_t layer, float *out)
                         (long long)(m->cfg.layers - 1));
     int64_t B = m->lastB, T = m->lastT, C = m->cfg.d_model;
     rp_attn_cfg acfg = rpm_attn_cfg(m, 0);
+    rp_attn_rel rel;
+    rpm_rel_tables(m, layer, &rel);
+    acfg.rel = &rel;
     const float *qkv = m->la[layer].qkv;
     float *y = m->work; /* scratch: the output is not needed (work holds nothing between calls) */
     rp_attention_forward(y, C, NULL, out, m->attn_scratch, qkv, 3 * C, qkv + C, 3 * C, qkv + 2 * C,

@@ -24,7 +24,7 @@ static int64_t add_param(rp_param_info *info, int *np, int64_t *off, const char 
         rp_param_info *p = &info[*np];
         memset(p, 0, sizeof *p);
         size_t len = strlen(name);
-        RP_ASSERT(len < sizeof p->name); /* the longest name is "layers.99999.attn.qkv.weight" */
+        RP_ASSERT(len < sizeof p->name); /* the longest: "layers.99999.attn.rel_q_proj.weight" */
         memcpy(p->name, name, len + 1);
         p->ndim = ndim;
         p->shape[0] = s0;
@@ -51,6 +51,11 @@ int rpm_build_layout(rp_model *m)
     if (m->pe.absolute == RP_ABS_LEARNED)
         m->off_pos =
             add_param(info, &np, &off, "pos.weight", 2, c->seq_len, C, RP_INIT_NORMAL, 0);
+    rp_rel_kind rel = m->pe.rel;
+    int64_t K = c->rel_clip, dk = C / c->heads, H = c->heads;
+    m->off_rel = -1;
+    if (rel == RP_REL_DEBERTA) /* DeBERTa's relative embeddings, shared by the layers */
+        m->off_rel = add_param(info, &np, &off, "rel.weight", 2, 2 * K, C, RP_INIT_NORMAL, 0);
     for (int64_t l = 0; l < c->layers; l++) {
         layer_params lp;
 #define RP_LAYER_PARAM(field, suffix, nd, a, b, init, fan)                      \
@@ -62,6 +67,22 @@ int rpm_build_layout(rp_model *m)
         RP_LAYER_PARAM(qkvb, "attn.qkv.bias", 1, 3 * C, 0, RP_INIT_UNIFORM, C);
         RP_LAYER_PARAM(outw, "attn.out.weight", 2, C, C, RP_INIT_UNIFORM, C);
         RP_LAYER_PARAM(outb, "attn.out.bias", 1, C, 0, RP_INIT_UNIFORM, C);
+        /* the relative modes' tables (model_impl.h): linear-layer init for tables a query or a
+         * projection multiplies, zeros for additive biases (a start without positions) */
+        lp.relk = lp.relv = lp.relproj = lp.relu = lp.relw = lp.relbias = lp.relqp = lp.relkp = -1;
+        if (rel == RP_REL_SHAW) {
+            RP_LAYER_PARAM(relk, "attn.rel_k", 2, 2 * K + 1, dk, RP_INIT_UNIFORM, dk);
+            RP_LAYER_PARAM(relv, "attn.rel_v", 2, 2 * K + 1, dk, RP_INIT_UNIFORM, dk);
+        } else if (rel == RP_REL_XL) {
+            RP_LAYER_PARAM(relproj, "attn.rel_proj.weight", 2, C, C, RP_INIT_UNIFORM, C);
+            RP_LAYER_PARAM(relu, "attn.rel_u", 2, H, dk, RP_INIT_ZEROS, 0);
+            RP_LAYER_PARAM(relw, "attn.rel_w", 2, H, dk, RP_INIT_ZEROS, 0);
+        } else if (rel == RP_REL_T5) {
+            RP_LAYER_PARAM(relbias, "attn.rel_bias", 2, H, c->rel_buckets, RP_INIT_ZEROS, 0);
+        } else if (rel == RP_REL_DEBERTA) {
+            RP_LAYER_PARAM(relqp, "attn.rel_q_proj.weight", 2, C, C, RP_INIT_UNIFORM, C);
+            RP_LAYER_PARAM(relkp, "attn.rel_k_proj.weight", 2, C, C, RP_INIT_UNIFORM, C);
+        }
         RP_LAYER_PARAM(ln2w, "norm2.weight", 1, C, 0, RP_INIT_ONES, 0);
         RP_LAYER_PARAM(ln2b, "norm2.bias", 1, C, 0, RP_INIT_ZEROS, 0);
         RP_LAYER_PARAM(w1w, "ff.w1.weight", 2, F, C, RP_INIT_UNIFORM, C);

@@ -50,6 +50,10 @@ static void plan_acts(rp_model *m, planner *pl)
         a.fch = take(pl, NF);
         a.mask2 = drop ? take(pl, NC) : NULL;
         a.res2 = take(pl, NC);
+        /* the relative modes' computed tables (model_rel.c): xl one, deberta two halves */
+        int64_t nrel = rpm_rel_act_floats(m);
+        a.rel_ek = nrel ? take(pl, nrel) : NULL;
+        a.rel_eq = a.rel_ek && m->pe.rel == RP_REL_DEBERTA ? a.rel_ek + nrel / 2 : NULL;
         if (m->la) m->la[l] = a;
     }
     m->lnf_mean = m->lnf_rstd = NULL;
@@ -62,6 +66,7 @@ static void plan_acts(rp_model *m, planner *pl)
     m->losses = take(pl, N);
     m->sin_table = m->pe.absolute == RP_ABS_SINUSOIDAL ? take(pl, rpm_sat_mul(c->seq_len, C))
                                                        : NULL;
+    m->xl_table = rpm_rel_table_floats(m) ? take(pl, rpm_rel_table_floats(m)) : NULL;
     m->attn_scratch = take(pl, m->attn_scratch_floats);
 }
 
@@ -81,6 +86,7 @@ static void plan_grads(rp_model *m, planner *pl)
     float *r = take(pl, region);
     m->dF = m->datty = m->dlogits = r;
     m->dqkv = r ? r + nc16 : NULL;
+    m->drel = rpm_rel_grad_floats(m) ? take(pl, rpm_rel_grad_floats(m)) : NULL;
 }
 
 static void plan_cache(rp_model *m, planner *pl)
@@ -100,10 +106,12 @@ static void plan_cache(rp_model *m, planner *pl)
     m->c_h = take(pl, F);
     m->c_ha = take(pl, F);
     m->c_logits = take(pl, V);
+    rp_attn_cfg acfg = rpm_attn_cfg(m, 0);
     m->c_scratch = m->linear ? NULL
-                             : take(pl, rp_attention_decode_scratch_floats(NULL, Tm, c->heads, m->dk,
-                                                                           m->dk));
+                             : take(pl, rp_attention_decode_scratch_floats(&acfg, Tm, c->heads,
+                                                                           m->dk, m->dk));
     m->dec_w = take(pl, rpm_sat_add(rpm_sat_mul(L, rpm_dec_layer_floats(c)), rpm_sat_mul(C, V)));
+    m->dec_rel = rpm_rel_dec_floats(m) ? take(pl, rpm_sat_mul(L, rpm_rel_dec_floats(m))) : NULL;
 }
 
 int64_t rpm_cache_layer_floats(const rp_model *m)
@@ -171,9 +179,10 @@ static void init_derived(rp_model *m, const rp_model_cfg *cfg)
     m->lin_min_den = (double)NAN;
     m->nparams = rpm_build_layout(m); /* info and lp are NULL: counts, sets nfloats */
     m->nthreads = rp_max_threads();
+    rp_attn_cfg acfg = rpm_attn_cfg(m, 0);
     m->attn_scratch_floats =
         m->linear ? rp_linattn_scratch_floats(c->seq_len, m->dk, m->dk, m->nthreads)
-                  : rp_attention_scratch_floats(NULL, c->max_batch, c->seq_len, c->seq_len,
+                  : rp_attention_scratch_floats(&acfg, c->max_batch, c->seq_len, c->seq_len,
                                                 c->heads, m->dk, m->dk, m->nthreads);
 }
 
@@ -289,6 +298,7 @@ rp_model *rp_model_new(const rp_model_cfg *cfg)
     m->act_mem = plan_alloc(m, plan_acts, &m->act_floats);
     if (!m->act_mem) goto nomem;
     if (m->sin_table) rp_sinusoidal_forward(m->sin_table, c->seq_len, c->d_model, 0, RP_ROPE_BASE);
+    rpm_rel_init(m);
     m->grad_mem = plan_alloc(m, plan_grads, &m->grad_floats);
     if (!m->grad_mem) goto nomem;
     int64_t cache_floats;

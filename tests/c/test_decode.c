@@ -135,6 +135,9 @@ static rp_model_cfg dec_cfg(rp_pe pe, rp_norm norm)
     c.norm = norm;
     c.act = norm == RP_NORM_POST ? RP_ACT_GELU : RP_ACT_RELU;
     c.seed = 11 + (uint64_t)pe;
+    c.rel_clip = 3; /* clipping and t5's log buckets within the 12 positions */
+    c.rel_buckets = 6;
+    c.rel_max_distance = 8;
     return c;
 }
 
@@ -232,12 +235,13 @@ static void compare_all(rp_model *m, const char *label, tally *t)
 static void test_batch_equals_single(void)
 {
     printf("batch = one at a time\n");
-    static const rp_pe all_pe[6] = {RP_PE_NONE,  RP_PE_SINUSOIDAL, RP_PE_LEARNED,
-                                    RP_PE_ROPE, RP_PE_ROPER,      RP_PE_ROPER_LEGACY};
+    static const rp_pe all_pe[11] = {RP_PE_NONE,  RP_PE_SINUSOIDAL,   RP_PE_LEARNED, RP_PE_ROPE,
+                                     RP_PE_ROPER, RP_PE_ROPER_LEGACY, RP_PE_SHAW,    RP_PE_XL,
+                                     RP_PE_T5,    RP_PE_DEBERTA,      RP_PE_ALIBI};
     tally t;
     memset(&t, 0, sizeof t);
     char label[96];
-    for (int p = 0; p < 6; p++) {
+    for (int p = 0; p < 11; p++) {
         rp_model_cfg c = dec_cfg(all_pe[p], p % 2 ? RP_NORM_POST : RP_NORM_PRE);
         if (all_pe[p] == RP_PE_ROPER) { /* partial, interleaved rotation */
             c.fraction_qk = 0.5;

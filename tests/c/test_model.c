@@ -12,8 +12,26 @@
 
 #include "check.h"
 
-static const rp_pe all_pe[6] = {RP_PE_NONE, RP_PE_SINUSOIDAL, RP_PE_LEARNED,
-                                RP_PE_ROPE, RP_PE_ROPER,      RP_PE_ROPER_LEGACY};
+#define NPE 11
+static const rp_pe all_pe[NPE] = {RP_PE_NONE,  RP_PE_SINUSOIDAL, RP_PE_LEARNED, RP_PE_ROPE,
+                                  RP_PE_ROPER, RP_PE_ROPER_LEGACY, RP_PE_SHAW,  RP_PE_XL,
+                                  RP_PE_T5,    RP_PE_DEBERTA,    RP_PE_ALIBI};
+
+/* A model whose zero-initialised relative tables (t5's bias, xl's u and v) are drawn at random,
+ * so that the tests see them act; small clip and buckets (set by the cfg helpers) so that
+ * clipping and the logarithmic buckets happen within a few positions. */
+static rp_model *new_model(const rp_model_cfg *c)
+{
+    rp_model *m = check_model_new(c);
+    uint64_t s = 4242;
+    float *w = rp_model_params(m)->data;
+    for (int i = 0; i < rp_model_num_tensors(m); i++) {
+        const rp_param_info *p = rp_model_param(m, i);
+        if (strstr(p->name, ".rel_u") || strstr(p->name, ".rel_w") || strstr(p->name, ".rel_bias"))
+            for (int64_t k = 0; k < p->numel; k++) w[p->offset + k] = (float)check_rand(&s, -0.5, 0.5);
+    }
+    return m;
+}
 
 /* The tiny model of the gradient checks: vocab 7, d_model 8, heads 2, layers 2, d_ff 12,
  * seq_len 6, max_batch 2. */
@@ -29,6 +47,9 @@ static rp_model_cfg tiny_cfg(rp_pe pe, rp_norm norm, rp_act act)
     c.pe = pe;
     c.norm = norm;
     c.act = act;
+    c.rel_clip = 2;
+    c.rel_buckets = 4;
+    c.rel_max_distance = 4;
     /* seeds 1..8 all pass the gradient checks; 6 has the fewest ReLU pre-activations within a
      * finite-difference step of 0 (3 kink fallbacks, see gradcheck) */
     c.seed = 6;
@@ -386,7 +407,7 @@ static int total_kinks = 0;
  * These fallbacks are counted and printed. */
 static void gradcheck(const rp_model_cfg *c, const char *label, int per)
 {
-    rp_model *m = check_model_new(c);
+    rp_model *m = new_model(c);
     const int64_t B = 2, T = 6;
     int32_t tok[12], tgt[12];
     uint8_t mask[12];
@@ -481,9 +502,13 @@ static void test_gradcheck(void)
 {
     printf("gradient checks\n");
     static const char *norms[2] = {"pre", "post"}, *acts[2] = {"relu", "gelu"};
-    for (int p = 0; p < 6; p++)
+    for (int p = 0; p < NPE; p++)
         for (int n = 0; n < 2; n++)
             for (int a = 0; a < 2; a++) {
+                /* the relative modes with GELU only: their terms are in the attention, and ReLU's
+                 * kinks (covered by the other modes) only bring the finite differences near the
+                 * limit */
+                if (all_pe[p] >= RP_PE_SHAW && a == RP_ACT_RELU) continue;
                 rp_model_cfg c = tiny_cfg(all_pe[p], (rp_norm)n, (rp_act)a);
                 char label[96];
                 snprintf(label, sizeof label, "%s/%s/%s", rp_pe_name(all_pe[p]), norms[n], acts[a]);
@@ -635,6 +660,9 @@ static rp_model_cfg cache_cfg(rp_pe pe, rp_norm norm)
     c.norm = norm;
     c.act = RP_ACT_GELU;
     c.seed = 5;
+    c.rel_clip = 3;
+    c.rel_buckets = 6;
+    c.rel_max_distance = 8;
     return c;
 }
 
@@ -642,7 +670,7 @@ static void test_cache(void)
 {
     printf("KV cache\n");
     double worst = 0.0;
-    for (int p = 0; p < 6; p++)
+    for (int p = 0; p < NPE; p++)
         for (int n = 0; n < 2; n++) {
             rp_model_cfg c = cache_cfg(all_pe[p], (rp_norm)n);
             if (p == 4 && n == 1) { /* one case with partial, interleaved rotation */
@@ -650,7 +678,7 @@ static void test_cache(void)
                 c.fraction_v = 0.75;
                 c.pairing = RP_PAIR_INTERLEAVED;
             }
-            rp_model *m = check_model_new(&c);
+            rp_model *m = new_model(&c);
             const int64_t T = 12, V = 11;
             int32_t tok[12];
             uint64_t s = 3 + (uint64_t)p;
@@ -843,9 +871,9 @@ static void test_generate(void)
 {
     printf("generate\n");
     rp_gen_cfg greedy = {0.0, 0, -1, NULL, NULL};
-    for (int p = 0; p < 6; p++) {
+    for (int p = 0; p < NPE; p++) {
         rp_model_cfg c = cache_cfg(all_pe[p], p % 2 ? RP_NORM_POST : RP_NORM_PRE);
-        rp_model *m = check_model_new(&c);
+        rp_model *m = new_model(&c);
         int32_t prompt[3] = {1, 5, 2}, out[40], want[40];
         int64_t n_out = -1;
         /* within the window */

@@ -99,7 +99,7 @@ describe("scripts/pe_identity.lua", function()
     assert.is_true(ok == true, string.format("exit %s %s:\n%s", tostring(how), tostring(code), out))
     local n_pass, n_fail = out:match("pe identity: (%d+) passed, (%d+) failed\n$")
     assert.equal("0", n_fail, out)
-    assert.is_true(tonumber(n_pass) >= 18, out)
+    assert.is_true(tonumber(n_pass) >= 23, out)
     -- the rows that matter most, as printed
     local function row(name) return out:match("\n" .. name:gsub("%p", "%%%0") .. " +[^\n]*") end
     assert.truthy(row("rotate qk (rope)"):find("relative distance  relative distance  PASS", 1, true))
@@ -107,6 +107,8 @@ describe("scripts/pe_identity.lua", function()
     assert.truthy(row("rotate v"):find("nothing            absolute positions PASS", 1, true))
     assert.truthy(row("roper_legacy (v by 2i)"):find("relative distance  absolute positions PASS",
       1, true))
+    assert.truthy(row("shaw (clip 16)"):find("clipped distance   clipped distance   PASS", 1, true))
+    assert.truthy(row("alibi"):find("relative distance  relative distance  PASS", 1, true))
   end)
 
   it("rejects a bad --d with exit status 2", function()
