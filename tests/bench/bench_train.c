@@ -1,6 +1,6 @@
 /* make bench, training part: ms per training step (forward + backward + Adam), tokens/s, the
  * achieved GFLOPS as a share of the sgemm peak measured in the same run, and peak RSS for the
- * issue-3 configurations, for pe = rope and roper:
+ * issue-3 configurations, for pe = rope and roper (S also for shaw, xl, t5, deberta, alibi):
  *   S: d_model 128, 4 heads, 3 layers, d_ff 512, seq 512, batch 16 (labml substring-by-prefix)
  *   M: the same with 6 layers (labml arithmetic)
  *   P: d_model 512, 8 heads, 6 layers, d_ff 2048, seq 640, batch 32 (the write-up's 20M), 1 step
@@ -246,6 +246,11 @@ int main(int argc, char **argv)
         if (!wanted) continue;
         rc |= run(&configs[i], RP_PE_ROPE, &r, i == 0 ? &s_quiet : NULL);
         rc |= run(&configs[i], RP_PE_ROPER, &r, NULL);
+        /* S: every other mode of the zoo too (issue 13); the FLOPs counted are those of rope
+         * (the relative terms' products are not counted), so their share of the peak compares
+         * time, not work */
+        if (i == 0)
+            for (int pe = RP_PE_SHAW; pe < RP_PE_COUNT; pe++) rc |= run(&configs[i], (rp_pe)pe, &r, NULL);
     }
     if (s_quiet > 0.0) rc |= run_busy(&configs[0], s_quiet);
     return rc;
