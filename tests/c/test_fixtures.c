@@ -40,7 +40,9 @@ static const char *const required[] = {
     "rope", "roper", "roper_legacy", "none", "roper_partial", "roper_interleaved", "roper_post_gelu",
     "learned",
     /* the placement ablation */
-    "rope_vo", "rope_qkv_widths", "roper_legacy_ko", "rope_q_only", "roper_legacy_qvo_interleaved"};
+    "rope_vo", "rope_qkv_widths", "roper_legacy_ko", "rope_q_only", "roper_legacy_qvo_interleaved",
+    /* the relative modes */
+    "shaw", "xl", "t5", "deberta", "alibi", "deberta_post_gelu"};
 
 /* ---- the fixture file ---------------------------------------------------------------------- */
 
