@@ -8,7 +8,9 @@
  * twice: with max_batch = B and with max_batch = B + 2 (activation buffers sized for more
  * sequences than the forward uses), after filling the gradient buffer with garbage and zeroing it.
  * The files of the placement cases (rope_vo, ...) also carry rotate and fraction_q/_k/_o; a
- * missing key reads as 0 (the mode's own placements, inherited widths).
+ * missing key reads as 0 (the mode's own placements, inherited widths). The files of the relative
+ * modes (shaw, xl, t5, deberta, alibi) carry rel_clip, rel_buckets and rel_max_distance; a missing
+ * one reads as the model's default (rp_model_cfg_default: 16, 32, 128).
  *
  * Tolerance: the reference is float64 (stored rounded to float32); the C model computes in
  * float32 with its own summation orders (sgemm blocking, OpenMP), so the error we expect is float32
@@ -38,7 +40,9 @@ static const char *const required[] = {
     "rope", "roper", "roper_legacy", "none", "roper_partial", "roper_interleaved", "roper_post_gelu",
     "learned",
     /* the placement ablation */
-    "rope_vo", "rope_qkv_widths", "roper_legacy_ko", "rope_q_only", "roper_legacy_qvo_interleaved"};
+    "rope_vo", "rope_qkv_widths", "roper_legacy_ko", "rope_q_only", "roper_legacy_qvo_interleaved",
+    /* the relative modes */
+    "shaw", "xl", "t5", "deberta", "alibi", "deberta_post_gelu"};
 
 /* ---- the fixture file ---------------------------------------------------------------------- */
 
@@ -213,6 +217,14 @@ static int64_t fx_int_or0(const fixture *f, const char *name)
     return e ? e->ival : 0;
 }
 
+/* The relative modes' keys (rel_clip, rel_buckets, rel_max_distance) are only in their files: a
+ * missing one reads as dflt, the model's default. */
+static int64_t fx_int_or(const fixture *f, const char *name, int64_t dflt)
+{
+    const fx_entry *e = find(f->ints, f->nint, name);
+    return e ? e->ival : dflt;
+}
+
 static double fx_dbl_or0(const fixture *f, const char *name)
 {
     const fx_entry *e = find(f->dbls, f->ndbl, name);
@@ -311,6 +323,9 @@ static void run_fixture(const char *path, const char *label)
     cfg.fraction_q = fx_dbl_or0(&f, "fraction_q");
     cfg.fraction_k = fx_dbl_or0(&f, "fraction_k");
     cfg.fraction_o = fx_dbl_or0(&f, "fraction_o");
+    cfg.rel_clip = fx_int_or(&f, "rel_clip", cfg.rel_clip);
+    cfg.rel_buckets = fx_int_or(&f, "rel_buckets", cfg.rel_buckets);
+    cfg.rel_max_distance = fx_int_or(&f, "rel_max_distance", cfg.rel_max_distance);
     cfg.seed = 99;  /* irrelevant: every parameter is overwritten */
     double loss_ref = fx_dbl(&f, "loss_f64", &ok);
     const fx_entry *tok = fx_arr(&f, "tokens"), *tgt = fx_arr(&f, "targets"),
@@ -324,12 +339,13 @@ static void run_fixture(const char *path, const char *label)
     }
     char rot[5];
     printf("%s: pe %s, rotate %s, norm %s, act %s, pairing %s, fractions qk %g v %g q %g k %g o %g"
-           ", base %g, B %lld, T %lld\n",
+           ", base %g, rel clip %lld buckets %lld max_distance %lld, heads %lld, B %lld, T %lld\n",
            label, rp_pe_name(cfg.pe), cfg.rotate ? rp_rotate_name(cfg.rotate, rot) : "(own)",
            cfg.norm == RP_NORM_PRE ? "pre" : "post", cfg.act == RP_ACT_RELU ? "relu" : "gelu",
            cfg.pairing == RP_PAIR_HALF ? "half" : "interleaved", cfg.fraction_qk, cfg.fraction_v,
-           cfg.fraction_q, cfg.fraction_k, cfg.fraction_o, cfg.rope_base, (long long)B,
-           (long long)T);
+           cfg.fraction_q, cfg.fraction_k, cfg.fraction_o, cfg.rope_base, (long long)cfg.rel_clip,
+           (long long)cfg.rel_buckets, (long long)cfg.rel_max_distance, (long long)cfg.heads,
+           (long long)B, (long long)T);
 
     int32_t *tokens = malloc((size_t)(B * T) * sizeof(int32_t));
     int32_t *targets = malloc((size_t)(B * T) * sizeof(int32_t));

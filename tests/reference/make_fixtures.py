@@ -30,6 +30,15 @@ core/layers.h, written independently of the C code in the style of labml's modul
         j + d_rot/2 (interleaved = 2j with 2j+1). So rope: q, k; roper:
         o_n = R(-n theta) sum_i a_{n,i} R(+i theta) v_i; roper_legacy (labml code of
         2022-05-31..2024-06-20): o_n = R(-n theta) sum_i a_{n,i} R(+2i theta) v_i.
+  relative modes (core/attention.h "relative-position terms"; s = 1/sqrt(D), distances n - i):
+        shaw     s (q_n.k_i + q_n.rel_k[r]), out_n = sum_i a_{n,i} (v_i + rel_v[r]),
+                 r = clip(i - n, -k, k) + k, rel_k and rel_v [2k+1, D] shared by the heads
+        xl       s ((q_n + u_h).k_i + (q_n + w_h).Ek_h[n - i]), Ek = R W_kR^T, R_d = [sin(d f_j) |
+                 cos(d f_j)], f_j = 10000^(-2j/C)
+        t5       s q_n.k_i + rel_bias[h, bucket(i - n)] (HF's _relative_position_bucket, causal)
+        deberta  s' (q_n.k_i + q_n.K^r_h[delta(n, i)] + k_i.Q^r_h[delta(i, n)]), s' = 1/sqrt(3D),
+                 K^r = P W_kr^T, Q^r = P W_qr^T, delta(a, b) = clamp(a - b + k, 0, 2k - 1)
+        alibi    s q_n.k_i - m_h (n - i), m_h from Press et al.'s get_slopes
   ff: Linear(C, d_ff) -> ReLU (or exact-erf GELU) -> Linear(d_ff, C).
   LayerNorm eps 1e-5, biased variance. Loss: mean cross-entropy over scored positions (target >= 0
   and mask != 0).
@@ -38,7 +47,10 @@ Weights are NOT torch's random init: every parameter is drawn from a splitmix64 
 so the numbers do not depend on the torch version), stored in the fixture, and loaded into the C
 model by the test through rp_model_param_view. Linear weights/biases ~ U(-1/sqrt(fan_in),
 1/sqrt(fan_in)) (as PyTorch), embeddings ~ U(-1, 1), LayerNorm weights ~ U(0.5, 1.5) and biases
-~ U(-0.2, 0.2) (not 1/0, so that a swapped or ignored LayerNorm parameter shows).
+~ U(-0.2, 0.2) (not 1/0, so that a swapped or ignored LayerNorm parameter shows). The relative
+tables: rel_k, rel_v and the projections as linear weights (fan_in D for rel_k and rel_v), deberta's
+P = rel.weight as an embedding, rel_u, rel_w and rel_bias ~ U(-0.5, 0.5) (the C model starts them at
+zero; here no table is zero).
 
 Everything is computed twice: in float64 (what the fixture stores, rounded to float32) and in
 float32 from the same float32 weights (only its max abs deviation from float64 is stored, per
@@ -57,7 +69,9 @@ import torch.nn.functional as F
 FORMAT_VERSION = 1
 
 # Enum values of core/model.h and core/attention.h / core/rope.h.
-PE = {"none": 0, "sinusoidal": 1, "learned": 2, "rope": 3, "roper": 4, "roper_legacy": 5}
+PE = {"none": 0, "sinusoidal": 1, "learned": 2, "rope": 3, "roper": 4, "roper_legacy": 5,
+      "shaw": 6, "xl": 7, "t5": 8, "deberta": 9, "alibi": 10}
+REL_PE = ("shaw", "xl", "t5", "deberta", "alibi")                   # the relative modes
 NORM = {"pre": 0, "post": 1}
 ACT = {"relu": 0, "gelu": 1}
 PAIRING = {"half": 0, "interleaved": 1}
@@ -67,7 +81,8 @@ MODE_ROTATE = {"rope": "qk", "roper": "qkvo", "roper_legacy": "qkvo"}  # the mod
 BASE_CFG = dict(vocab=11, d_model=16, heads=2, layers=2, d_ff=24, seq_len=8, batch=2, T=8,
                 norm="pre", act="relu", pe="rope", fraction_qk=1.0, fraction_v=1.0,
                 rope_base=10000.0, pairing="half", dropout=0.0,
-                rotate="", fraction_q=0.0, fraction_k=0.0, fraction_o=0.0)
+                rotate="", fraction_q=0.0, fraction_k=0.0, fraction_o=0.0,
+                rel_clip=16, rel_buckets=32, rel_max_distance=128)   # rel_*: core/model.h defaults
 
 # name -> overrides of BASE_CFG; seed drives the weights and the batch.
 CASES = [
@@ -88,6 +103,16 @@ CASES = [
     ("roper_legacy_qvo_interleaved", dict(pe="roper_legacy", rotate="qvo", pairing="interleaved",
                                           rope_base=100.0, fraction_q=0.75, fraction_v=0.5,
                                           fraction_o=1.0), 113),
+    # The relative modes (T = 8, so the clip, the log buckets and their last bucket all happen:
+    # shaw's distances 3..7 share row 0; t5 gives the distances 0..7 the buckets 0 1 2 2 3 3 3 3;
+    # deberta's c2p/p2c rows saturate from distance 2). alibi: 3 heads, the slopes of the rule for
+    # a head count that is not a power of two.
+    ("shaw", dict(pe="shaw", rel_clip=3), 114),
+    ("xl", dict(pe="xl"), 115),
+    ("t5", dict(pe="t5", rel_buckets=4, rel_max_distance=6), 116),
+    ("deberta", dict(pe="deberta", rel_clip=2), 117),
+    ("alibi", dict(pe="alibi", d_model=24, heads=3), 118),
+    ("deberta_post_gelu", dict(pe="deberta", rel_clip=3, norm="post", act="gelu"), 119),
 ]
 
 
@@ -118,9 +143,13 @@ class SplitMix64:
 def param_layout(cfg):
     """[(name, shape, kind, fan_in)] in the order of the C parameter buffer."""
     V, C, F_, L = cfg["vocab"], cfg["d_model"], cfg["d_ff"], cfg["layers"]
+    pe, H = cfg["pe"], cfg["heads"]
+    D = C // H
     out = [("embed.weight", (V, C), "embed", 0)]
-    if cfg["pe"] == "learned":
+    if pe == "learned":
         out.append(("pos.weight", (cfg["seq_len"], C), "embed", 0))
+    if pe == "deberta":  # DeBERTa's relative embeddings P [2k, C], shared by the layers
+        out.append(("rel.weight", (2 * cfg["rel_clip"], C), "embed", 0))
     for l in range(L):
         p = "layers.%d." % l
         out += [
@@ -130,6 +159,22 @@ def param_layout(cfg):
             (p + "attn.qkv.bias", (3 * C,), "linear", C),
             (p + "attn.out.weight", (C, C), "linear", C),
             (p + "attn.out.bias", (C,), "linear", C),
+        ]
+        # the relative modes' per-layer tables ("table": U(-0.5, 0.5), never zero)
+        K = cfg.get("rel_clip")
+        if pe == "shaw":
+            out += [(p + "attn.rel_k", (2 * K + 1, D), "linear", D),
+                    (p + "attn.rel_v", (2 * K + 1, D), "linear", D)]
+        elif pe == "xl":
+            out += [(p + "attn.rel_proj.weight", (C, C), "linear", C),
+                    (p + "attn.rel_u", (H, D), "table", 0),
+                    (p + "attn.rel_w", (H, D), "table", 0)]
+        elif pe == "t5":
+            out += [(p + "attn.rel_bias", (H, cfg["rel_buckets"]), "table", 0)]
+        elif pe == "deberta":
+            out += [(p + "attn.rel_q_proj.weight", (C, C), "linear", C),
+                    (p + "attn.rel_k_proj.weight", (C, C), "linear", C)]
+        out += [
             (p + "norm2.weight", (C,), "ln_w", 0),
             (p + "norm2.bias", (C,), "ln_b", 0),
             (p + "ff.w1.weight", (F_, C), "linear", C),
@@ -153,6 +198,8 @@ def make_params(cfg, rng):
             lo, hi = 0.5, 1.5
         elif kind == "ln_b":
             lo, hi = -0.2, 0.2
+        elif kind == "table":
+            lo, hi = -0.5, 0.5
         else:
             bound = 1.0 / math.sqrt(fan_in)
             lo, hi = -bound, bound
@@ -223,6 +270,96 @@ def layer_norm(x, w, b):
     return F.layer_norm(x, (x.shape[-1],), w, b, eps=1e-5)
 
 
+# ---- the relative modes (core/attention.h "relative-position terms"; query n, key i) -------------
+
+def t5_bucket(relative_position, num_buckets, max_distance):
+    """HF transformers' T5Attention._relative_position_bucket with bidirectional=False (the causal
+    model), relative_position = i - n (memory minus context position), transcribed as it is: the
+    log in float32, truncated by .to(torch.long)."""
+    relative_buckets = 0
+    relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
+    max_exact = num_buckets // 2
+    is_small = relative_position < max_exact
+    relative_position_if_large = max_exact + (
+        torch.log(relative_position.float() / max_exact)
+        / math.log(max_distance / max_exact)
+        * (num_buckets - max_exact)
+    ).to(torch.long)
+    relative_position_if_large = torch.min(
+        relative_position_if_large, torch.full_like(relative_position_if_large, num_buckets - 1))
+    relative_buckets += torch.where(is_small, relative_position, relative_position_if_large)
+    return relative_buckets
+
+
+def alibi_slopes(n):
+    """get_slopes of Press et al. (ofirpress/attention_with_linear_biases), as published."""
+    def get_slopes_power_of_2(n):
+        start = 2 ** (-2 ** -(math.log2(n) - 3))
+        ratio = start
+        return [start * ratio ** i for i in range(n)]
+    if math.log2(n).is_integer():
+        return get_slopes_power_of_2(n)
+    closest_power_of_2 = 2 ** math.floor(math.log2(n))
+    return (get_slopes_power_of_2(closest_power_of_2)
+            + alibi_slopes(2 * closest_power_of_2)[0::2][:n - closest_power_of_2])
+
+
+def xl_sinusoid(T, C, dtype):
+    """Transformer-XL's R [T, C]: row d = [sin(d f_j) | cos(d f_j)], f_j = 10000^(-2j/C), in
+    float64 and cast to dtype (a constant, like the C model's table)."""
+    f = 10000.0 ** (-2.0 * torch.arange(C // 2, dtype=torch.float64) / C)
+    a = torch.arange(T, dtype=torch.float64)[:, None] * f[None, :]
+    return torch.cat([a.sin(), a.cos()], dim=-1).to(dtype)
+
+
+def rel_scores(q, k, P, p, cfg):
+    """The scores (B, H, T, T) of a relative mode before the causal mask, and shaw's value table
+    gathered per (n, i) (None for the others)."""
+    B, T, H, D = q.shape
+    pe = cfg["pe"]
+    n = torch.arange(T)[:, None]
+    i = torch.arange(T)[None, :]
+    s = 1.0 / math.sqrt(3 * D if pe == "deberta" else D)
+    qk = torch.einsum("bnhd,bihd->bhni", q, k)
+    if pe == "shaw":
+        # Shaw et al. 2018: e_ni = q_n.(k_i + a^K_r) / sqrt(d), out_n = sum_i a_ni (v_i + a^V_r),
+        # r = clip(i - n, -k, k) + k, one table for all heads
+        K = cfg["rel_clip"]
+        r = (i - n).clamp(-K, K) + K                                  # (T, T)
+        ak = P[p + "attn.rel_k"][r]                                   # (T, T, D)
+        av = P[p + "attn.rel_v"][r]
+        return s * (qk + torch.einsum("bnhd,nid->bhni", q, ak)), av
+    if pe == "xl":
+        # Dai et al. 2019 eq. (a)+(b)+(c)+(d): (q_n + u).k_i + (q_n + v).W_kR R_{n-i}
+        C = H * D
+        R = xl_sinusoid(T, C, q.dtype)
+        Ek = F.linear(R, P[p + "attn.rel_proj.weight"]).reshape(T, H, D)  # row d = W_kR R_d
+        Eg = Ek[(n - i).clamp(min=0)]                                 # (T, T, H, D); n < i masked
+        u, w = P[p + "attn.rel_u"], P[p + "attn.rel_w"]               # (H, D)
+        ac = torch.einsum("bnhd,bihd->bhni", q + u, k)
+        bd = torch.einsum("bnhd,nihd->bhni", q + w, Eg)
+        return s * (ac + bd), None
+    if pe == "t5":
+        # Raffel et al. 2020: a learned scalar per head and bucket of i - n, added unscaled
+        bucket = t5_bucket(i - n, cfg["rel_buckets"], cfg["rel_max_distance"])  # (T, T)
+        bias = P[p + "attn.rel_bias"][:, bucket]                      # (H, T, T)
+        return s * qk + bias[None], None
+    if pe == "deberta":
+        # He et al. 2020 eq. (4)-(6): c2p q_n.K^r[delta(n, i)] + p2c k_i.Q^r[delta(i, n)],
+        # delta(a, b) = clamp(a - b + k, 0, 2k - 1), K^r = P W_kr^T, Q^r = P W_qr^T, / sqrt(3d)
+        K = cfg["rel_clip"]
+        Pr = P["rel.weight"]
+        Kr = F.linear(Pr, P[p + "attn.rel_k_proj.weight"]).reshape(2 * K, H, D)
+        Qr = F.linear(Pr, P[p + "attn.rel_q_proj.weight"]).reshape(2 * K, H, D)
+        c2p = torch.einsum("bnhd,nihd->bhni", q, Kr[(n - i + K).clamp(0, 2 * K - 1)])
+        p2c = torch.einsum("bihd,nihd->bhni", k, Qr[(i - n + K).clamp(0, 2 * K - 1)])
+        return s * (qk + c2p + p2c), None
+    assert pe == "alibi"
+    # Press et al. 2022: -m_h (n - i), added unscaled
+    m = torch.tensor(alibi_slopes(H), dtype=q.dtype)
+    return s * qk - m[:, None, None] * (n - i).to(q.dtype)[None], None
+
+
 def attention(x, P, p, cfg):
     B, T, C = x.shape
     H = cfg["heads"]
@@ -238,13 +375,19 @@ def attention(x, P, p, cfg):
         q = rotate(q, pos, w["q"], base, pairing, +1.0)
     if "k" in w:
         k = rotate(k, pos, w["k"], base, pairing, +1.0)
-    scores = torch.einsum("bnhd,bihd->bhni", q, k) / math.sqrt(D)
+    av = None
+    if cfg["pe"] in REL_PE:
+        scores, av = rel_scores(q, k, P, p, cfg)
+    else:
+        scores = torch.einsum("bnhd,bihd->bhni", q, k) / math.sqrt(D)
     causal = torch.ones(T, T, dtype=torch.bool).tril()
     scores = scores.masked_fill(~causal, float("-inf"))
     a = torch.softmax(scores, dim=-1)
     if "v" in w:
         v = rotate(v, pos * (2 if cfg["pe"] == "roper_legacy" else 1), w["v"], base, pairing, +1.0)
     o = torch.einsum("bhni,bihd->bnhd", a, v)
+    if av is not None:                                                # shaw's a^V
+        o = o + torch.einsum("bhni,nid->bnhd", a, av)
     if "o" in w:
         o = rotate(o, pos, w["o"], base, pairing, -1.0)
     return F.linear(o.reshape(B, T, C), P[p + "attn.out.weight"], P[p + "attn.out.bias"])
@@ -332,6 +475,11 @@ def make_case(name, overrides, seed, outdir):
     doubles = [("fraction_qk", cfg["fraction_qk"]), ("fraction_v", cfg["fraction_v"]),
                ("rope_base", cfg["rope_base"]), ("dropout", cfg["dropout"]),
                ("loss_f64", loss64.item())]
+    if cfg["pe"] in REL_PE:
+        # The relative modes' keys, only in their files (the C test reads a missing one as the
+        # model's default: 16, 32, 128).
+        ints += [("rel_clip", cfg["rel_clip"]), ("rel_buckets", cfg["rel_buckets"]),
+                 ("rel_max_distance", cfg["rel_max_distance"])]
     if cfg["rotate"]:
         # The placement keys, only in the files of the placement cases (so the earlier files stay
         # as they were); the C test reads a missing key as 0: the mode's own rotate, inherited
