@@ -515,7 +515,7 @@ void rp_attention_backward(float *dq, float *dk, float *dv, const rp_attn_rel_gr
     c.dq = dq, c.dk = dk, c.dv = dv, c.dout = dout, c.fout = out, c.lse = lse;
     c.q = q, c.k = k, c.v = v;
     run_pairs(&c, B, nthreads, 1);
-    if (c.rel.kind && drel) rpa_rel_reduce(&c, B);
+    if (c.rel.kind && drel) rpa_rel_reduce(&c, B, nthreads);
 }
 
 /* ---- decoding ------------------------------------------------------------------------------
