@@ -57,14 +57,15 @@ static int m_tostring(lua_State *L)
         return 1;
     }
     const rp_model_cfg *c = rp_model_config(u->m);
-    char count[32];
+    char count[32], rot[5];
     count_str(count, sizeof count, rp_model_param_count(u->m));
     lua_pushfstring(L,
                     "roper.Model: %s parameters (d_model %I, %I head%s, %I layer%s, d_ff %I, "
-                    "seq_len %I, pe %s, %s-norm%s%s)",
+                    "seq_len %I, pe %s%s%s, %s-norm%s%s)",
                     count, (LUAI_UACINT)c->d_model, (LUAI_UACINT)c->heads, c->heads == 1 ? "" : "s",
                     (LUAI_UACINT)c->layers, c->layers == 1 ? "" : "s", (LUAI_UACINT)c->d_ff,
-                    (LUAI_UACINT)c->seq_len, rp_pe_name(c->pe), rp_norm_names[c->norm],
+                    (LUAI_UACINT)c->seq_len, rp_pe_name(c->pe), c->rotate ? " rotate " : "",
+                    rp_rotate_name(c->rotate, rot), rp_norm_names[c->norm],
                     c->attention == RP_ATTN_LINEAR ? ", linear attention" : "",
                     c->attention == RP_ATTN_LINEAR && c->linear_rope == RP_LIN_BEFORE
                         ? " (rope before phi)"
@@ -81,7 +82,9 @@ static void read_cfg(lua_State *L, int idx, rp_model_cfg *cfg)
                                         "d_ff",    "seq_len",     "max_batch",  "norm",
                                         "activation", "dropout",  "pe",         "fraction_qk",
                                         "fraction_v", "base",     "pairing",    "seed",
-                                        "attention", "linear_rope", NULL};
+                                        "attention", "linear_rope", "rotate",     "fraction_q",
+                                        "fraction_k", "fraction_o", "rel_clip",   "rel_buckets",
+                                        "rel_max_distance", NULL};
     if (lua_type(L, idx) != LUA_TTABLE)
         lrp_argerror(L, idx, "config table expected, got %s", lrp_describe(L, idx));
     lrp_checkopts(L, idx, known);
@@ -107,12 +110,29 @@ static void read_cfg(lua_State *L, int idx, rp_model_cfg *cfg)
     cfg->attention =
         (rp_attn_kind)lrp_optenum(L, idx, "attention", rp_attn_names, (int)cfg->attention);
     cfg->linear_rope = lrp_optplacement(L, idx, "linear_rope", cfg->linear_rope);
+    cfg->rotate = lrp_optrotate(L, idx, "rotate");
+    cfg->fraction_q = lrp_optnumber(L, idx, "fraction_q", 0.0);
+    cfg->fraction_k = lrp_optnumber(L, idx, "fraction_k", 0.0);
+    cfg->fraction_o = lrp_optnumber(L, idx, "fraction_o", 0.0);
+    const struct {
+        const char *key;
+        int64_t *at;
+    } rel[] = {{"rel_clip", &cfg->rel_clip}, {"rel_buckets", &cfg->rel_buckets},
+               {"rel_max_distance", &cfg->rel_max_distance}};
+    for (int i = 0; i < 3; i++) {
+        lua_Integer v = lrp_optinteger(L, idx, rel[i].key, (lua_Integer)*rel[i].at);
+        if (v < 1 || v > RP_I32_MAX)
+            lrp_argerror(L, idx, "option '%s' must be between 1 and 2^31-1, got %I", rel[i].key,
+                         (LUAI_UACINT)v);
+        *rel[i].at = (int64_t)v;
+    }
     /* checked here for every pe (core checks fractions only for the modes that rotate), and with
-     * the Lua names ("base" is core's rope_base) */
-    const char *keys[] = {"fraction_qk", "fraction_v"};
-    double fr[] = {cfg->fraction_qk, cfg->fraction_v};
-    for (int i = 0; i < 2; i++)
-        if (!(fr[i] > 0.0 && fr[i] <= 1.0)) {
+     * the Lua names ("base" is core's rope_base); fraction_q, _k, _o only when given */
+    const char *keys[] = {"fraction_qk", "fraction_v", "fraction_q", "fraction_k", "fraction_o"};
+    double fr[] = {cfg->fraction_qk, cfg->fraction_v, cfg->fraction_q, cfg->fraction_k,
+                   cfg->fraction_o};
+    for (int i = 0; i < 5; i++)
+        if (!(fr[i] > 0.0 && fr[i] <= 1.0) && (i < 2 || lrp_hasopt(L, idx, keys[i]))) {
             lua_pushnumber(L, (lua_Number)fr[i]);
             lrp_argerror(L, idx, "option '%s' must be in (0, 1], got %s", keys[i],
                          lrp_describe(L, -1));
@@ -122,6 +142,16 @@ static void read_cfg(lua_State *L, int idx, rp_model_cfg *cfg)
         lrp_argerror(L, idx, "option 'base' must be a finite number > 0, got %s",
                      lrp_describe(L, -1));
     }
+    const rp_pe_mode *mode = rp_pe_mode_of(cfg->pe);
+    if (cfg->rotate && !mode->rotary)
+        lrp_argerror(L, idx, "option 'rotate' needs a rotary pe (rope, roper or roper_legacy), "
+                             "got pe '%s'", mode->name);
+    /* one model, one config: the mode's own placements and the shared fractions are stored as
+     * "not set", so equal models have equal configs (and checkpoints) */
+    if (cfg->rotate == mode->rotate) cfg->rotate = 0;
+    if (cfg->fraction_q == cfg->fraction_qk) cfg->fraction_q = 0.0;
+    if (cfg->fraction_k == cfg->fraction_qk) cfg->fraction_k = 0.0;
+    if (cfg->fraction_o == cfg->fraction_v) cfg->fraction_o = 0.0;
 }
 
 /* rp.model(cfg) -> roper.Model */
@@ -202,6 +232,32 @@ static int m_config(lua_State *L)
     lua_setfield(L, -2, "attention");
     lua_pushstring(L, rp_lin_placement_name(c->linear_rope));
     lua_setfield(L, -2, "linear_rope");
+    const rp_pe_mode *mode = rp_pe_mode_of(c->pe);
+    if (mode->rotary) { /* the placements rotated, set or the mode's own */
+        char name[5];
+        lua_pushstring(L, rp_rotate_name(c->rotate ? c->rotate : mode->rotate, name));
+        lua_setfield(L, -2, "rotate");
+    }
+    const struct {
+        const char *key;
+        double v;
+    } fr[] = {{"fraction_q", c->fraction_q}, {"fraction_k", c->fraction_k},
+              {"fraction_o", c->fraction_o}};
+    for (int i = 0; i < 3; i++)
+        if (fr[i].v != 0.0) {
+            lua_pushnumber(L, (lua_Number)fr[i].v);
+            lua_setfield(L, -2, fr[i].key);
+        }
+    if (mode->rel == RP_REL_SHAW || mode->rel == RP_REL_DEBERTA) {
+        lua_pushinteger(L, (lua_Integer)c->rel_clip);
+        lua_setfield(L, -2, "rel_clip");
+    }
+    if (mode->rel == RP_REL_T5) {
+        lua_pushinteger(L, (lua_Integer)c->rel_buckets);
+        lua_setfield(L, -2, "rel_buckets");
+        lua_pushinteger(L, (lua_Integer)c->rel_max_distance);
+        lua_setfield(L, -2, "rel_max_distance");
+    }
     return 1;
 }
 

@@ -27,7 +27,7 @@
 #include "sysmem.h"
 
 #define CK_MAGIC "RPCK"
-#define CK_VERSION 1u
+#define CK_VERSION 2u /* the newest; version 1 is written when its config says everything */
 #define CK_HEADER 16u  /* magic, version, file size */
 #define CK_TRAILER 8u  /* checksum */
 #define CK_FLAG_OPTIM 1u
@@ -133,6 +133,19 @@ static void w_floats(writer *w, const float *x, int64_t n)
     }
 }
 
+/* The format version a config needs: 2 when it uses anything version 1 cannot hold (the
+ * relative modes, a rotate mask, per-placement fractions, relative-mode settings other than the
+ * defaults), else 1, so that files of models version 1 can describe stay readable by the roper
+ * that wrote version 1. */
+static uint32_t cfg_version(const rp_model_cfg *c)
+{
+    rp_model_cfg d = rp_model_cfg_default(1);
+    int v2 = (int)c->pe >= (int)RP_PE_SHAW || c->rotate != 0 || c->fraction_q != 0.0 ||
+             c->fraction_k != 0.0 || c->fraction_o != 0.0 || c->rel_clip != d.rel_clip ||
+             c->rel_buckets != d.rel_buckets || c->rel_max_distance != d.rel_max_distance;
+    return v2 ? 2u : 1u;
+}
+
 static void w_model_cfg(writer *w, const rp_model_cfg *c)
 {
     w_i64(w, c->vocab);
@@ -151,6 +164,15 @@ static void w_model_cfg(writer *w, const rp_model_cfg *c)
     w_f64(w, c->fraction_v);
     w_f64(w, c->rope_base);
     w_u64(w, c->seed);
+    if (cfg_version(c) < 2) return;
+    w_i32(w, (int32_t)c->rotate);
+    w_i32(w, 0); /* reserved */
+    w_f64(w, c->fraction_q);
+    w_f64(w, c->fraction_k);
+    w_f64(w, c->fraction_o);
+    w_i64(w, c->rel_clip);
+    w_i64(w, c->rel_buckets);
+    w_i64(w, c->rel_max_distance);
 }
 
 static void w_opt_cfg(writer *w, const rp_adam_cfg *c)
@@ -217,7 +239,7 @@ static int write_checkpoint(FILE *f, void *ctx)
     const save_job *j = ctx;
     writer w = {f, 0, FNV_OFFSET, 0};
     w_bytes(&w, CK_MAGIC, 4);
-    w_u32(&w, CK_VERSION);
+    w_u32(&w, cfg_version(rp_model_config(j->m)));
     w_u64(&w, j->total);
     w_body(&w, j->m, j->oc, j->os);
     w_u64(&w, w.hash); /* the hash of everything before it (w_uint reads w.hash first) */
@@ -306,7 +328,7 @@ static void copy_floats(float *dst, const uint8_t *src, int64_t n)
     }
 }
 
-static void r_model_cfg(reader *r, rp_model_cfg *c)
+static void r_model_cfg(reader *r, rp_model_cfg *c, uint32_t version)
 {
     const char *w = "the model config";
     c->vocab = r_i64(r, w);
@@ -325,6 +347,18 @@ static void r_model_cfg(reader *r, rp_model_cfg *c)
     c->fraction_v = r_f64(r, w);
     c->rope_base = r_f64(r, w);
     c->seed = r_u64(r, w);
+    rp_model_cfg d = rp_model_cfg_default(1);
+    c->rel_clip = d.rel_clip, c->rel_buckets = d.rel_buckets;
+    c->rel_max_distance = d.rel_max_distance;
+    if (version < 2) return;
+    c->rotate = (int)r_i32(r, w);
+    (void)r_i32(r, w); /* reserved (0) */
+    c->fraction_q = r_f64(r, w);
+    c->fraction_k = r_f64(r, w);
+    c->fraction_o = r_f64(r, w);
+    c->rel_clip = r_i64(r, w);
+    c->rel_buckets = r_i64(r, w);
+    c->rel_max_distance = r_i64(r, w);
 }
 
 static void r_opt_cfg(reader *r, rp_adam_cfg *c)
@@ -381,8 +415,8 @@ static rp_status check_header(const char *path, const uint8_t *b, uint64_t hlen,
         return rp_error(RP_ERR_IO, "%s: truncated (%llu bytes, shorter than the %u-byte header)",
                         path, (unsigned long long)n, CK_HEADER);
     uint32_t version = (uint32_t)get_le(b + 4, 4);
-    if (version != CK_VERSION)
-        return rp_error(RP_ERR_IO, "%s: version %lu is not supported (this is version %u)", path,
+    if (version < 1 || version > CK_VERSION)
+        return rp_error(RP_ERR_IO, "%s: version %lu is not supported (this roper reads versions 1 to %u)", path,
                         (unsigned long)version, CK_VERSION);
     uint64_t declared = get_le(b + 8, 8);
     if (declared < CK_HEADER + CK_TRAILER)
@@ -481,11 +515,11 @@ typedef struct {
  * stored float count must be the one core's layout gives for it (rp_model_memory, which also
  * refuses, without allocating, configs beyond 2^40 floats: a forged config cannot make the
  * reader allocate absurd sizes) and those floats must fit in what is left of the file. */
-static rp_status read_model_head(const char *path, reader *r, model_head *h)
+static rp_status read_model_head(const char *path, reader *r, model_head *h, uint32_t version)
 {
     rp_model_cfg *mc = &h->cfg;
     memset(mc, 0, sizeof *mc);
-    r_model_cfg(r, mc);
+    r_model_cfg(r, mc, version);
     h->flags = r_u32(r, "the flags");
     h->ntensors = r_u32(r, "the parameter count");
     h->total = r_u64(r, "the parameter count");
@@ -618,7 +652,7 @@ static rp_status parse(const char *path, const uint8_t *b, uint64_t n, rp_checkp
     int has_optim = 0;
     rp_status st;
 
-    if ((st = read_model_head(path, &r, &h)) != RP_OK) goto fail;
+    if ((st = read_model_head(path, &r, &h, (uint32_t)get_le(b + 4, 4))) != RP_OK) goto fail;
     has_optim = (h.flags & CK_FLAG_OPTIM) != 0;
     m = rp_model_new(&h.cfg);
     if (!m) {

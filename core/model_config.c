@@ -113,11 +113,11 @@ rp_status rp_model_cfg_check(const rp_model_cfg *cfg)
     int64_t d_rot[4];
     RP_TRY(pe_widths(cfg, rot, d_rot));
     if (mode->rel == RP_REL_SHAW || mode->rel == RP_REL_DEBERTA)
-        RP_TRY(check_dim("clip", cfg->rel_clip, 1, RP_REL_MAX_CLIP));
+        RP_TRY(check_dim("rel_clip", cfg->rel_clip, 1, RP_REL_MAX_CLIP));
     if (mode->rel == RP_REL_T5) {
-        RP_TRY(check_dim("buckets", cfg->rel_buckets, 2, RP_REL_MAX_BUCKETS));
+        RP_TRY(check_dim("rel_buckets", cfg->rel_buckets, 2, RP_REL_MAX_BUCKETS));
         int64_t exact = cfg->rel_buckets / 2; /* causal: one-sided buckets, half of them exact */
-        RP_TRY(check_dim("max_distance", cfg->rel_max_distance, exact + 1, RP_I32_MAX));
+        RP_TRY(check_dim("rel_max_distance", cfg->rel_max_distance, exact + 1, RP_I32_MAX));
     }
     if (cfg->attention != RP_ATTN_SOFTMAX && cfg->attention != RP_ATTN_LINEAR)
         return rp_error(RP_ERR_ARG, "attention %d is not softmax (0) or linear (1)",

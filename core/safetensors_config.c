@@ -18,15 +18,43 @@ static const char *num_str(char *buf, size_t n, double x)
     return buf;
 }
 
+/* The keys of the placement ablation and the relative modes, after the others, only where the
+ * config uses them (so a config of the earlier keys reads as before). */
+static int extra_json(const rp_model_cfg *c, char *buf, size_t n)
+{
+    char num[32], name[5];
+    size_t k = 0;
+    if (n) buf[0] = '\0';
+#define PUT(...)                                                                                    \
+    do {                                                                                            \
+        int w_ = snprintf(buf + (k < n ? k : n), k < n ? n - k : 0, __VA_ARGS__);                   \
+        if (w_ < 0) return -1;                                                                      \
+        k += (size_t)w_;                                                                            \
+    } while (0)
+    if (c->rotate) PUT(",\"rotate\":\"%s\"", rp_rotate_name(c->rotate, name));
+    const char *fk[3] = {"fraction_q", "fraction_k", "fraction_o"};
+    double fv[3] = {c->fraction_q, c->fraction_k, c->fraction_o};
+    for (int i = 0; i < 3; i++)
+        if (fv[i] != 0.0) PUT(",\"%s\":%s", fk[i], num_str(num, sizeof num, fv[i]));
+    rp_rel_kind rel = rp_pe_mode_of(c->pe) ? rp_pe_mode_of(c->pe)->rel : RP_REL_NONE;
+    if (rel == RP_REL_SHAW || rel == RP_REL_DEBERTA) PUT(",\"rel_clip\":%lld", (long long)c->rel_clip);
+    if (rel == RP_REL_T5)
+        PUT(",\"rel_buckets\":%lld,\"rel_max_distance\":%lld", (long long)c->rel_buckets,
+            (long long)c->rel_max_distance);
+#undef PUT
+    return (int)k;
+}
+
 size_t rp_model_cfg_to_json(const rp_model_cfg *c, char *buf, size_t n)
 {
-    char d[32], fq[32], fv[32], base[32];
+    char d[32], fq[32], fv[32], base[32], extra[256];
+    if (extra_json(c, extra, sizeof extra) < 0) return 0;
     int k = snprintf(buf, n,
                      "{\"vocab\":%lld,\"d_model\":%lld,\"heads\":%lld,\"layers\":%lld,"
                      "\"d_ff\":%lld,\"seq_len\":%lld,\"max_batch\":%lld,\"norm\":\"%s\","
                      "\"activation\":\"%s\",\"dropout\":%s,\"pe\":\"%s\",\"fraction_qk\":%s,"
                      "\"fraction_v\":%s,\"base\":%s,\"pairing\":\"%s\",\"seed\":%llu,"
-                     "\"attention\":\"%s\",\"linear_rope\":\"%s\"}",
+                     "\"attention\":\"%s\",\"linear_rope\":\"%s\"%s}",
                      (long long)c->vocab, (long long)c->d_model, (long long)c->heads,
                      (long long)c->layers, (long long)c->d_ff, (long long)c->seq_len,
                      (long long)c->max_batch, rp_norm_names[c->norm], rp_act_names[c->act],
@@ -34,11 +62,11 @@ size_t rp_model_cfg_to_json(const rp_model_cfg *c, char *buf, size_t n)
                      num_str(fq, sizeof fq, c->fraction_qk), num_str(fv, sizeof fv, c->fraction_v),
                      num_str(base, sizeof base, c->rope_base), rp_pairing_names[c->pairing],
                      (unsigned long long)c->seed, rp_attn_names[c->attention],
-                     rp_lin_placement_name(c->linear_rope));
+                     rp_lin_placement_name(c->linear_rope), extra);
     return k < 0 ? 0 : (size_t)k;
 }
 
-enum { K_INT, K_NUM, K_ENUM, K_SEED };
+enum { K_INT, K_NUM, K_ENUM, K_SEED, K_ROTATE };
 
 typedef struct {
     const char *key;
@@ -53,6 +81,9 @@ static const cfg_key keys[] = {
     {"dropout", K_NUM, 0},      {"pe", K_ENUM, 1},          {"fraction_qk", K_NUM, 1},
     {"fraction_v", K_NUM, 1},   {"base", K_NUM, 1},         {"pairing", K_ENUM, 1},
     {"seed", K_SEED, 0},        {"attention", K_ENUM, 1},   {"linear_rope", K_ENUM, 1},
+    {"rotate", K_ROTATE, 0},    {"fraction_q", K_NUM, 0},   {"fraction_k", K_NUM, 0},
+    {"fraction_o", K_NUM, 0},   {"rel_clip", K_INT, 0},     {"rel_buckets", K_INT, 0},
+    {"rel_max_distance", K_INT, 0},
 };
 #define NKEYS (sizeof keys / sizeof keys[0])
 
@@ -74,6 +105,22 @@ static const char *const *enum_names(const char *key, const char *lin[3])
 static rp_status read_key(const rp_json_doc *doc, size_t v, const cfg_key *k, rp_model_cfg *c)
 {
     const rp_json_node *x = &doc->nodes[v];
+    if (k->kind == K_ROTATE) {
+        int mask = -1;
+        char pr[80];
+        if (x->type == RP_JSON_STRING && strlen(doc->strings + x->str) == x->str_len)
+            mask = rp_rotate_from_name(doc->strings + x->str);
+        if (mask > 0) {
+            c->rotate = mask;
+            return RP_OK;
+        }
+        if (x->type != RP_JSON_STRING)
+            return rp_error(RP_ERR_ARG, "'rotate' must be a string of distinct letters of qkvo, "
+                                        "got %s", rp_json_type_name(x->type));
+        return rp_error(RP_ERR_ARG, "'rotate' must be a string of distinct letters of qkvo, got "
+                                    "\"%s\"",
+                        rp_json_printable(pr, sizeof pr, doc->strings + x->str, x->str_len));
+    }
     if (k->kind == K_ENUM) {
         const char *lin[3];
         const char *const *names = enum_names(k->key, lin);
@@ -114,6 +161,9 @@ static rp_status read_key(const rp_json_doc *doc, size_t v, const cfg_key *k, rp
             if (strcmp(k->key, "dropout") == 0) c->dropout = d;
             else if (strcmp(k->key, "fraction_qk") == 0) c->fraction_qk = d;
             else if (strcmp(k->key, "fraction_v") == 0) c->fraction_v = d;
+            else if (strcmp(k->key, "fraction_q") == 0) c->fraction_q = d;
+            else if (strcmp(k->key, "fraction_k") == 0) c->fraction_k = d;
+            else if (strcmp(k->key, "fraction_o") == 0) c->fraction_o = d;
             else c->rope_base = d;
         }
     } else if (k->kind == K_SEED) {
@@ -133,6 +183,9 @@ static rp_status read_key(const rp_json_doc *doc, size_t v, const cfg_key *k, rp
             else if (strcmp(key, "layers") == 0) c->layers = i;
             else if (strcmp(key, "d_ff") == 0) c->d_ff = i;
             else if (strcmp(key, "seq_len") == 0) c->seq_len = i;
+            else if (strcmp(key, "rel_clip") == 0) c->rel_clip = i;
+            else if (strcmp(key, "rel_buckets") == 0) c->rel_buckets = i;
+            else if (strcmp(key, "rel_max_distance") == 0) c->rel_max_distance = i;
             else c->max_batch = i;
         }
     }

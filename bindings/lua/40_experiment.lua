@@ -37,7 +37,15 @@ local KEYS = {
   -- the model
   { "pe", "rope", internals.pe_names, "positional encoding" },
   { "fraction_qk", 1, "number", "rotated share of d_k for q and k (rope modes)" },
-  { "fraction_v", 1, "number", "rotated share of d_k for v (roper modes)" },
+  { "fraction_v", 1, "number", "rotated share of d_k for v and the output (roper modes)" },
+  { "rotate", "", "string", "rotary pe: the placements rotated, letters of qkvo (\"vo\", "
+    .. "\"qkv\"; \"\": the mode's own, rope qk, roper qkvo)" },
+  { "fraction_q", 0, "number", "rotated share of d_k for q (0: fraction_qk)" },
+  { "fraction_k", 0, "number", "rotated share of d_k for k (0: fraction_qk)" },
+  { "fraction_o", 0, "number", "rotated share of d_k for the output (0: fraction_v)" },
+  { "rel_clip", 16, "int", "shaw, deberta: relative distances clipped to [-k, k]" },
+  { "rel_buckets", 32, "int", "t5: relative-distance buckets" },
+  { "rel_max_distance", 128, "int", "t5: the distance where the last bucket starts" },
   { "base", internals.rope_base, "number", "RoPE base" },
   { "pairing", "half", { "half", "interleaved" }, "RoPE pairing" },
   { "attention", "softmax", { "softmax", "linear" },
@@ -263,7 +271,13 @@ local function model_opts(cfg, V)
     activation = cfg.activation, dropout = cfg.dropout, pe = cfg.pe,
     fraction_qk = cfg.fraction_qk, fraction_v = cfg.fraction_v, base = cfg.base,
     pairing = cfg.pairing, seed = cfg.seed, attention = cfg.attention,
-    linear_rope = cfg.linear_rope }
+    linear_rope = cfg.linear_rope,
+    rotate = cfg.rotate ~= "" and cfg.rotate or nil,
+    fraction_q = cfg.fraction_q ~= 0 and cfg.fraction_q or nil,
+    fraction_k = cfg.fraction_k ~= 0 and cfg.fraction_k or nil,
+    fraction_o = cfg.fraction_o ~= 0 and cfg.fraction_o or nil,
+    rel_clip = cfg.rel_clip, rel_buckets = cfg.rel_buckets,
+    rel_max_distance = cfg.rel_max_distance }
 end
 
 local function gib(bytes) return ("%.1f GiB"):format(bytes / 2^30) end

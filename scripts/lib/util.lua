@@ -424,7 +424,7 @@ function util.add_config_options(parser, rp, skip)
   for _, k in ipairs(rp.experiment.keys()) do
     if not skip[k.name] then
       local dashed = k.name:gsub("_", "-")
-      local kind = type(k.kind) == "table" and table.concat(k.kind, "|") or k.kind
+      local kind = type(k.kind) == "table" and table.concat(k.kind, " | ") or k.kind
       local def = k.default
       if def == "" then def = "none" end
       local o = parser:option("--" .. dashed, ("%s (%s; default %s)"):format(k.help, kind,

@@ -1270,6 +1270,141 @@ static void test_weights_on_request(void)
     printf("  lse: max |error| %.2e against float64\n", lse_err);
 }
 
+/* The placement ablation: every subset of q, k, v, o on rope and roper_legacy with a different
+ * width per placement, against the reference (forward, lse through the gradients, finite
+ * differences, decode), with pos_offset; and the shift test: which subsets give weights and
+ * outputs that do not change when every position moves. */
+static void test_placements(void)
+{
+    printf("placements\n");
+    const int64_t B = 1, T = 5, Sk = 7, H = 2, D = 8, Dv = 6;
+    rp_tensor q = randt(4, S(B, T, H, D), -2.0, 2.0), k = randt(4, S(B, Sk, H, D), -2.0, 2.0);
+    rp_tensor v = randt(4, S(B, Sk, H, Dv), -1.0, 1.0);
+    const rp_pe pes[2] = {RP_PE_ROPE, RP_PE_ROPER_LEGACY};
+    for (int pi = 0; pi < 2; pi++)
+        for (int mask = 1; mask <= 15; mask++) {
+            rp_attn_cfg cfg = base_cfg(pes[pi], D, Dv);
+            cfg.rotate = mask;
+            cfg.d_rot_q = 6, cfg.d_rot_k = 4, cfg.d_rot_v = 6, cfg.d_rot_o = 2;
+            cfg.pos_offset = 3;
+            char what[64];
+            char nm[5];
+            snprintf(what, sizeof what, "rotate %s of %s", rp_rotate_name(mask, nm), pe_label(pes[pi]));
+            attention_case(what, &q, &k, &v, &cfg, ATT_TOL);
+            cfg.causal = 0;
+            cfg.pairing = RP_PAIR_INTERLEAVED;
+            attention_case(what, &q, &k, &v, &cfg, ATT_TOL);
+            dims d = {1, 4, 6, 2, 8, 6};
+            cfg.q_offset = 2;
+            grad_case(what, d, &cfg, 1 + mask % 2);
+        }
+    /* the shift test, on equal widths: the weights move with the positions unless q and k are
+     * rotated together (or neither), the output unless v and o are (or neither) */
+    float *o0 = NULL, *a0 = NULL;
+    for (int mask = 0; mask <= 15; mask++) {
+        rp_attn_cfg cfg = base_cfg(mask ? RP_PE_ROPE : RP_PE_NONE, D, Dv);
+        cfg.rotate = mask;
+        cfg.d_rot_qk = 4, cfg.d_rot_v = 4;
+        double dmax[2][2] = {{0, 0}, {0, 0}};
+        for (int shift = 0; shift <= 1; shift++) {
+            cfg.pos_offset = shift ? 1000 : 0;
+            rp_tensor out, att;
+            CHECK_STATUS(rp_attention(&out, &att, &q, &k, &v, &cfg), RP_OK, NULL);
+            int64_t no = rp_tensor_numel(&out), na = rp_tensor_numel(&att);
+            if (!shift) {
+                o0 = malloc(sizeof(float) * (size_t)no), a0 = malloc(sizeof(float) * (size_t)na);
+                memcpy(o0, rp_tensor_data(&out), sizeof(float) * (size_t)no);
+                memcpy(a0, rp_tensor_data(&att), sizeof(float) * (size_t)na);
+            } else {
+                const float *o1 = rp_tensor_data(&out), *a1 = rp_tensor_data(&att);
+                for (int64_t i = 0; i < no; i++) dmax[0][0] = fmax(dmax[0][0], fabs((double)o1[i] - (double)o0[i]));
+                for (int64_t i = 0; i < na; i++) dmax[0][1] = fmax(dmax[0][1], fabs((double)a1[i] - (double)a0[i]));
+                free(o0);
+                free(a0);
+            }
+            rp_tensor_release(&out);
+            rp_tensor_release(&att);
+        }
+        int qk_rel = ((mask & 1) != 0) == ((mask & 2) != 0);
+        int vo_rel = ((mask & 4) != 0) == ((mask & 8) != 0);
+        char nm[5];
+        /* float angles of ~1000 rad: invariance to ~1e-4; a dependence shows at ~1e-1 */
+        CHECK(qk_rel ? dmax[0][1] < 2e-4 : dmax[0][1] > 1e-2, "shift test rotate '%s': weights "
+              "moved %.3g (relative: %d)", rp_rotate_name(mask, nm), dmax[0][1], qk_rel);
+        CHECK(qk_rel && vo_rel ? dmax[0][0] < 2e-4 : dmax[0][0] > 1e-2, "shift test rotate '%s': "
+              "output moved %.3g (relative: %d)", rp_rotate_name(mask, nm), dmax[0][0], qk_rel && vo_rel);
+    }
+    /* decode over a cache for subsets with different widths */
+    {
+        const int64_t cap = 6;
+        int64_t hs = D * rp_vl_round(cap) + cap * rp_vl_round(Dv);
+        float *cache = rand_floats(H * hs, -1e3, 1e3);
+        float *scratch = malloc(sizeof(float) * (size_t)rp_attention_decode_scratch_floats(NULL, cap, H, D, Dv));
+        float *qc = malloc(sizeof(float) * (size_t)(cap * H * D)), *kc = malloc(sizeof(float) * (size_t)(cap * H * D));
+        float *vc = malloc(sizeof(float) * (size_t)(cap * H * Dv));
+        rp_tensor qq = randt(2, S(cap, H * D), -2.0, 2.0), kk = randt(2, S(cap, H * D), -2.0, 2.0);
+        rp_tensor vv = randt(2, S(cap, H * Dv), -1.0, 1.0);
+        check_gather(qc, &qq);
+        check_gather(kc, &kk);
+        check_gather(vc, &vv);
+        const int masks[5] = {1, 2, 5, 12, 11};
+        for (int mi = 0; mi < 5; mi++) {
+            rp_attn_cfg cfg = base_cfg(RP_PE_ROPER, D, Dv);
+            cfg.rotate = masks[mi];
+            cfg.d_rot_q = 6, cfg.d_rot_k = 4, cfg.d_rot_v = 6, cfg.d_rot_o = 2;
+            double maxerr = 0;
+            float qt[2 * 8], out[2 * 6]; /* H * D, H * Dv */
+            double want[2 * 6], wa[2 * 8];
+            for (int64_t pos = 0; pos < cap; pos++) {
+                memcpy(qt, qc + pos * H * D, sizeof qt);
+                rp_attention_decode(out, scratch, qt, kc + pos * H * D, vc + pos * H * Dv, cache,
+                                    cap, pos, H, D, Dv, &cfg);
+                rp_attn_cfg rc = cfg;
+                rc.q_offset = pos;
+                dims d = {1, 1, pos + 1, H, D, Dv};
+                ref_attention(want, wa, qc + pos * H * D, kc, vc, d, &rc);
+                for (int64_t j = 0; j < H * Dv; j++) maxerr = fmax(maxerr, fabs((double)out[j] - want[j]));
+            }
+            char nm[5];
+            CHECK(maxerr < 1e-5, "decode rotate %s: max |diff| %.3g", rp_rotate_name(masks[mi], nm), maxerr);
+        }
+        free(cache);
+        free(scratch);
+        free(qc);
+        free(kc);
+        free(vc);
+        rp_tensor_release(&qq);
+        rp_tensor_release(&kk);
+        rp_tensor_release(&vv);
+    }
+    /* errors: widths by the names they were set under */
+    rp_attn_cfg cfg = base_cfg(RP_PE_ROPE, D, Dv);
+    cfg.rotate = 16;
+    CHECK_STATUS(rp_attention_check(&q, &k, &v, &cfg), RP_ERR_ARG, "rotate mask 16 is not a subset of qkvo");
+    cfg = base_cfg(RP_PE_NONE, D, Dv);
+    cfg.rotate = 4;
+    CHECK_STATUS(rp_attention_check(&q, &k, &v, &cfg), RP_ERR_ARG,
+                 "rotate needs a rotary pe (rope, roper or roper_legacy), not none");
+    cfg = base_cfg(RP_PE_ROPE, D, Dv);
+    cfg.rotate = RP_ROT_Q | RP_ROT_O;
+    cfg.d_rot_q = 3;
+    CHECK_STATUS(rp_attention_check(&q, &k, &v, &cfg), RP_ERR_ARG, "d_rot_q must be even and positive, got 3");
+    cfg.d_rot_q = 0, cfg.d_rot_o = 8;
+    CHECK_STATUS(rp_attention_check(&q, &k, &v, &cfg), RP_ERR_ARG, "d_rot_o 8 exceeds d_v 6");
+    cfg.d_rot_o = 0, cfg.d_rot_v = 0;
+    CHECK_STATUS(rp_attention_check(&q, &k, &v, &cfg), RP_ERR_ARG, "d_rot_v must be even and positive, got 0");
+    cfg = base_cfg(RP_PE_ROPE, D, Dv);
+    cfg.rotate = RP_ROT_K;
+    cfg.d_rot_k = 10;
+    CHECK_STATUS(rp_attention_check(&q, &k, &v, &cfg), RP_ERR_ARG, "d_rot_k 10 exceeds d_k 8");
+    cfg = base_cfg(RP_PE_ROPE, D, Dv);
+    cfg.pos_offset = -1;
+    CHECK_STATUS(rp_attention_check(&q, &k, &v, &cfg), RP_ERR_ARG, "pos_offset must be >= 0, got -1");
+    rp_tensor_release(&q);
+    rp_tensor_release(&k);
+    rp_tensor_release(&v);
+}
+
 int main(void)
 {
     test_names();
@@ -1286,5 +1421,6 @@ int main(void)
     test_decode();
     test_weights_on_request();
     test_pe_table();
+    test_placements();
     return check_summary("test_attention");
 }

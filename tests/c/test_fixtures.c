@@ -7,6 +7,8 @@
  * compare the logits, the loss and every parameter gradient with the reference. Each fixture runs
  * twice: with max_batch = B and with max_batch = B + 2 (activation buffers sized for more
  * sequences than the forward uses), after filling the gradient buffer with garbage and zeroing it.
+ * The files of the placement cases (rope_vo, ...) also carry rotate and fraction_q/_k/_o; a
+ * missing key reads as 0 (the mode's own placements, inherited widths).
  *
  * Tolerance: the reference is float64 (stored rounded to float32); the C model computes in
  * float32 with its own summation orders (sgemm blocking, OpenMP), so the error we expect is float32
@@ -32,8 +34,11 @@
 #define RTOL 1e-5
 
 /* Fixtures that must be present (more may be, and are checked too). */
-static const char *const required[] = {"rope", "roper", "roper_legacy", "none", "roper_partial",
-                                       "roper_interleaved", "roper_post_gelu", "learned"};
+static const char *const required[] = {
+    "rope", "roper", "roper_legacy", "none", "roper_partial", "roper_interleaved", "roper_post_gelu",
+    "learned",
+    /* the placement ablation */
+    "rope_vo", "rope_qkv_widths", "roper_legacy_ko", "rope_q_only", "roper_legacy_qvo_interleaved"};
 
 /* ---- the fixture file ---------------------------------------------------------------------- */
 
@@ -199,6 +204,21 @@ static double fx_dbl(const fixture *f, const char *name, int *ok)
     return e->dval;
 }
 
+/* The placement keys (rotate, fraction_q, fraction_k, fraction_o) are only in the files of the
+ * placement cases: a missing one reads as 0, the model's own default (the mode's rotate, the
+ * inherited widths). */
+static int64_t fx_int_or0(const fixture *f, const char *name)
+{
+    const fx_entry *e = find(f->ints, f->nint, name);
+    return e ? e->ival : 0;
+}
+
+static double fx_dbl_or0(const fixture *f, const char *name)
+{
+    const fx_entry *e = find(f->dbls, f->ndbl, name);
+    return e ? e->dval : 0.0;
+}
+
 static const fx_entry *fx_arr(const fixture *f, const char *name)
 {
     return find(f->arrs, f->narr, name);
@@ -287,6 +307,10 @@ static void run_fixture(const char *path, const char *label)
     cfg.fraction_v = fx_dbl(&f, "fraction_v", &ok);
     cfg.rope_base = fx_dbl(&f, "rope_base", &ok);
     cfg.dropout = fx_dbl(&f, "dropout", &ok);
+    cfg.rotate = (int)fx_int_or0(&f, "rotate");
+    cfg.fraction_q = fx_dbl_or0(&f, "fraction_q");
+    cfg.fraction_k = fx_dbl_or0(&f, "fraction_k");
+    cfg.fraction_o = fx_dbl_or0(&f, "fraction_o");
     cfg.seed = 99;  /* irrelevant: every parameter is overwritten */
     double loss_ref = fx_dbl(&f, "loss_f64", &ok);
     const fx_entry *tok = fx_arr(&f, "tokens"), *tgt = fx_arr(&f, "targets"),
@@ -298,11 +322,14 @@ static void run_fixture(const char *path, const char *label)
         fixture_free(&f);
         return;
     }
-    printf("%s: pe %s, norm %s, act %s, pairing %s, fractions %g/%g, base %g, B %lld, T %lld\n",
-           label, rp_pe_name(cfg.pe), cfg.norm == RP_NORM_PRE ? "pre" : "post",
-           cfg.act == RP_ACT_RELU ? "relu" : "gelu",
+    char rot[5];
+    printf("%s: pe %s, rotate %s, norm %s, act %s, pairing %s, fractions qk %g v %g q %g k %g o %g"
+           ", base %g, B %lld, T %lld\n",
+           label, rp_pe_name(cfg.pe), cfg.rotate ? rp_rotate_name(cfg.rotate, rot) : "(own)",
+           cfg.norm == RP_NORM_PRE ? "pre" : "post", cfg.act == RP_ACT_RELU ? "relu" : "gelu",
            cfg.pairing == RP_PAIR_HALF ? "half" : "interleaved", cfg.fraction_qk, cfg.fraction_v,
-           cfg.rope_base, (long long)B, (long long)T);
+           cfg.fraction_q, cfg.fraction_k, cfg.fraction_o, cfg.rope_base, (long long)B,
+           (long long)T);
 
     int32_t *tokens = malloc((size_t)(B * T) * sizeof(int32_t));
     int32_t *targets = malloc((size_t)(B * T) * sizeof(int32_t));

@@ -140,7 +140,8 @@ local function seeds(rp)
     return { vocab = 5, d_model = 8, heads = 2, layers = 1, d_ff = 8, seq_len = 8, max_batch = 2,
       norm = "pre", activation = "relu", dropout = 0, pe = "roper", fraction_qk = 1,
       fraction_v = 1, base = 10000, pairing = "half", seed = 1, attention = "softmax",
-      linear_rope = "after" }
+      linear_rope = "after", rotate = "qkv", fraction_q = 0.5, fraction_k = 0.5,
+      fraction_o = 0.5, rel_clip = 4, rel_buckets = 8, rel_max_distance = 16 }
   end
   -- constructors and functions of the module
   S["rp.tensor"] = function() return pack({ { 1, 2 }, { 3, 4 } }) end
@@ -171,7 +172,8 @@ local function seeds(rp)
   S["rp.attention"] = function()
     return pack(T(1, 4, 2, 8), T(1, 4, 2, 8), T(1, 4, 2, 8), { pe = "roper", causal = true,
       scale = 0.35, base = 10000, pairing = "half", fraction_qk = 1, fraction_v = 1,
-      q_offset = 0 })
+      q_offset = 0, rotate = "vo", fraction_q = 0.5, fraction_k = 0.5, fraction_o = 0.5,
+      pos_offset = 3 })
   end
   S["rp.linear_attention"] = function()
     return pack(T(1, 4, 2, 8), T(1, 4, 2, 8), T(1, 4, 2, 8), { pe = "roper",

@@ -81,7 +81,7 @@ describe("train.lua reports config problems before training, in one line", funct
     { "--dropout 1", "model: dropout 1 must be in [0, 1)" },
     { "--threads 5000", "option 'threads' must be at most 1024, got 5000" },
     { "--pe bogus",
-      "option 'pe' must be one of none, sinusoidal, learned, rope, roper, roper_legacy, got bogus" },
+      "option 'pe' must be one of none, sinusoidal, learned, rope, roper, roper_legacy, shaw, xl, t5, deberta, alibi, got bogus" },
     { "--bogus 1", "unknown option '--bogus' (see --help)" },
     { "--decode sample --temperature 0", "option 'temperature' must be > 0 for sampling, got 0" },
     { "--eval-digits 9", "option 'eval_digits' applies to the addition task only" },

@@ -152,9 +152,9 @@ local cases = {
     "bad argument #2 to 'rotate' (option 'dim': dim 3 out of range for [4 x 6])" },
   { "theta with an odd d_rot", function() return rp.rope.theta(5) end,
     "bad argument #1 to 'theta' (d_rot must be even, got 5)" },
-  { "unknown pe", function() local q, k, v = qkv(2, 2, 4) return rp.attention(q, k, v, { pe = "alibi" }) end,
+  { "unknown pe", function() local q, k, v = qkv(2, 2, 4) return rp.attention(q, k, v, { pe = "alibi2" }) end,
     "bad argument #4 to 'attention' (option 'pe' must be one of \"none\", \"sinusoidal\", \"learned\", "
-      .. "\"rope\", \"roper\", \"roper_legacy\", got string \"alibi\")" },
+      .. "\"rope\", \"roper\", \"roper_legacy\", \"shaw\", \"xl\", \"t5\", \"deberta\", \"alibi\", got string \"alibi2\")" },
   { "attention with an odd d_rot from fraction_qk",
     function() local q, k, v = qkv(2, 2, 6) return rp.attention(q, k, v, { pe = "rope", fraction_qk = 0.5 }) end,
     "bad argument #4 to 'attention' (d_rot must be even, got 3 (from fraction_qk 0.5 of D = 6))" },

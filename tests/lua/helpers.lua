@@ -278,12 +278,22 @@ function naive.attention(q, k, v, opts)
   local causal = opts.causal ~= false
   local scale = opts.scale or 1 / math.sqrt(D)
   local q_offset = opts.q_offset or (S - T)
-  local rope = pe == "rope" or pe == "roper" or pe == "roper_legacy"
-  local value_rot = pe == "roper" or pe == "roper_legacy"
-  local rq = { d_rot = opts.d_rot_qk or D, base = opts.base, pairing = opts.pairing }
-  local function rv(scl, sign)
-    return { d_rot = opts.d_rot_v or Dv, base = opts.base, pairing = opts.pairing, scale = scl, sign = sign }
+  local p0 = opts.pos_offset or 0
+  -- the placements: rotate (letters of qkvo) or the mode's own; widths from the fractions
+  local rotary = pe == "rope" or pe == "roper" or pe == "roper_legacy"
+  local places = opts.rotate or (pe == "rope" and "qk" or rotary and "qkvo" or "")
+  local function has(c) return rotary and places:find(c, 1, true) ~= nil end
+  local function width(own, shared, W, direct)
+    if direct then return direct end
+    return math.floor((opts[own] or opts[shared] or 1) * W)
   end
+  local function r(d_rot, scl, sign)
+    return { d_rot = d_rot, base = opts.base, pairing = opts.pairing, scale = scl, sign = sign }
+  end
+  local rq = r(width("fraction_q", "fraction_qk", D, opts.d_rot_q or opts.d_rot_qk))
+  local rk = r(width("fraction_k", "fraction_qk", D, opts.d_rot_k or opts.d_rot_qk))
+  local rvv = r(width("fraction_v", "fraction_v", Dv, opts.d_rot_v), pe == "roper_legacy" and 2 or 1)
+  local ro = r(width("fraction_o", "fraction_v", Dv, opts.d_rot_o or opts.d_rot_v), 1, -1)
   local out, att = {}, {}
   for b = 1, B do
     out[b], att[b] = {}, {}
@@ -295,7 +305,7 @@ function naive.attention(q, k, v, opts)
       for t = 1, T do
         local n = q_offset + t - 1
         local qv = q[b][t][h]
-        if rope then qv = naive.rotate(qv, n, rq) end
+        if has("q") then qv = naive.rotate(qv, p0 + n, rq) end
         local row = {}
         for s = 1, S do
           local i = s - 1
@@ -303,7 +313,7 @@ function naive.attention(q, k, v, opts)
             row[s] = -math.huge
           else
             local kv = k[b][s][h]
-            if rope then kv = naive.rotate(kv, i, rq) end
+            if has("k") then kv = naive.rotate(kv, p0 + i, rk) end
             row[s] = naive.dot(qv, kv) * scale
           end
         end
@@ -313,11 +323,10 @@ function naive.attention(q, k, v, opts)
         for j = 1, Dv do o[j] = 0 end
         for s = 1, S do
           local vv = v[b][s][h]
-          if pe == "roper" then vv = naive.rotate(vv, s - 1, rv(1))
-          elseif pe == "roper_legacy" then vv = naive.rotate(vv, s - 1, rv(2)) end
+          if has("v") then vv = naive.rotate(vv, p0 + s - 1, rvv) end
           for j = 1, Dv do o[j] = o[j] + a[s] * vv[j] end
         end
-        if value_rot then o = naive.rotate(o, n, rv(1, -1)) end
+        if has("o") then o = naive.rotate(o, p0 + n, ro) end
         out[b][t][h] = o
       end
     end

@@ -102,7 +102,8 @@ end
 
 describe("rp.model construction errors", function()
   local known = "vocab, d_model, heads, layers, d_ff, seq_len, max_batch, norm, activation, "
-      .. "dropout, pe, fraction_qk, fraction_v, base, pairing, seed, attention, linear_rope"
+      .. "dropout, pe, fraction_qk, fraction_v, base, pairing, seed, attention, linear_rope, "
+      .. "rotate, fraction_q, fraction_k, fraction_o, rel_clip, rel_buckets, rel_max_distance"
   local cases = {
     { "an unknown key", { vocab = 5, d_modle = 16 },
       "bad argument #1 to 'model' (unknown option 'd_modle' (known: " .. known .. "))" },
@@ -113,9 +114,9 @@ describe("rp.model construction errors", function()
     { "an odd d_rot from fraction_v (roper)",
       { vocab = 5, d_model = 32, heads = 2, pe = "roper", fraction_v = 0.2 },
       "bad argument #1 to 'model' (fraction_v 0.2 gives d_rot 3 for d_k 16; it must be even and >= 2)" },
-    { "an unknown pe", { vocab = 5, pe = "alibi" },
+    { "an unknown pe", { vocab = 5, pe = "alibi2" },
       "bad argument #1 to 'model' (option 'pe' must be one of \"none\", \"sinusoidal\", \"learned\", "
-      .. "\"rope\", \"roper\", \"roper_legacy\", got string \"alibi\")" },
+      .. "\"rope\", \"roper\", \"roper_legacy\", \"shaw\", \"xl\", \"t5\", \"deberta\", \"alibi\", got string \"alibi2\")" },
     { "vocab missing", { d_model = 16 },
       "bad argument #1 to 'model' (option 'vocab' (the vocabulary size) is required)" },
     { "vocab 0", { vocab = 0 },
@@ -171,7 +172,7 @@ describe("roper.Model", function()
     assert.same({ vocab = 7, d_model = 16, heads = 2, layers = 2, d_ff = 32, seq_len = 8,
                   max_batch = 3, norm = "pre", activation = "relu", dropout = 0.25, pe = "roper",
                   fraction_qk = 1, fraction_v = 0.5, base = 10000, pairing = "half", seed = -3,
-                  attention = "softmax", linear_rope = "after" }, c)
+                  attention = "softmax", linear_rope = "after", rotate = "qkvo" }, c)
     local m2 = rp.model(c)
     local p1, p2 = m:params(), m2:params()
     for i, e in ipairs(p1) do assert.equal(0, rp.maxdiff(e.tensor, p2[i].tensor), e.name) end

@@ -92,3 +92,28 @@ describe("the REPL", function()
     assert.equal(1, code)
   end)
 end)
+
+describe("scripts/pe_identity.lua", function()
+  it("classifies every scheme as its formula says and exits 0", function()
+    local out, ok, how, code = run(sh_quote(BIN) .. " scripts/pe_identity.lua --seed 3 --d 8")
+    assert.is_true(ok == true, string.format("exit %s %s:\n%s", tostring(how), tostring(code), out))
+    local n_pass, n_fail = out:match("pe identity: (%d+) passed, (%d+) failed\n$")
+    assert.equal("0", n_fail, out)
+    assert.is_true(tonumber(n_pass) >= 18, out)
+    -- the rows that matter most, as printed
+    local function row(name) return out:match("\n" .. name:gsub("%p", "%%%0") .. " +[^\n]*") end
+    assert.truthy(row("rotate qk (rope)"):find("relative distance  relative distance  PASS", 1, true))
+    assert.truthy(row("rotate vo (VO-RoPE)"):find("nothing            relative distance  PASS", 1, true))
+    assert.truthy(row("rotate v"):find("nothing            absolute positions PASS", 1, true))
+    assert.truthy(row("roper_legacy (v by 2i)"):find("relative distance  absolute positions PASS",
+      1, true))
+  end)
+
+  it("rejects a bad --d with exit status 2", function()
+    local out, ok, how, code = run(sh_quote(BIN) .. " scripts/pe_identity.lua --d 3")
+    assert.is_not_true(ok)
+    assert.equal("exit", how)
+    assert.equal(2, code)
+    assert.truthy(out:find("--d must be even and >= 4, got 3", 1, true), out)
+  end)
+end)

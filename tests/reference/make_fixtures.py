@@ -5,6 +5,7 @@ Regenerate (from the repo root; needs Debian's python3-torch, so call /usr/bin/p
 
     /usr/bin/python3 tests/reference/make_fixtures.py            # writes tests/fixtures/*.rpfx
     /usr/bin/python3 tests/reference/make_fixtures.py --out DIR  # somewhere else
+    /usr/bin/python3 tests/reference/make_fixtures.py --check    # placement identities, no files
 
 Only regeneration needs torch; the C test reads the files. The format is in tests/fixtures/README.md.
 
@@ -18,11 +19,17 @@ core/layers.h, written independently of the C code in the style of labml's modul
   -> LN_f (pre-norm only) -> head (Linear to vocab, untied).
   attn: one fused Linear(C, 3C) with rows [q; k; v]; head h uses features h*D .. h*D+D-1 of each;
         scores = <q_n', k_i'> / sqrt(D), causal, softmax over keys; out = Linear(C, C).
-  rope modes: q_n' = R(n theta) q_n, k_i' = R(i theta) k_i on the first d_rot_qk features,
-        theta_j = base^(-2j/d_rot), half pairing = feature j with j + d_rot/2 (interleaved = 2j
-        with 2j+1); d_rot_qk = floor(fraction_qk * D), d_rot_v = floor(fraction_v * D).
-  roper:        o_n = R(-n theta_v) sum_i a_{n,i} R(+i theta_v) v_i
-  roper_legacy: o_n = R(-n theta_v) sum_i a_{n,i} R(+2i theta_v) v_i   (labml 2022-05-31..2024-06-20)
+  rotary modes rotate the placements of `rotate` (a subset of "qkvo"; "" = the mode's own: rope
+        "qk", roper and roper_legacy "qkvo"; core/pe.h), each on its own first d_rot features:
+          q_n' = R(+n theta) q_n     d_rot_q = floor(fraction_q * D)  (fraction_qk when 0)
+          k_i' = R(+i theta) k_i     d_rot_k = floor(fraction_k * D)  (fraction_qk when 0)
+          v_i' = R(+c i theta) v_i   d_rot_v = floor(fraction_v * D)  (c: 2 for roper_legacy, else 1)
+          o_n' = R(-n theta) o_n     d_rot_o = floor(fraction_o * D)  (fraction_v when 0)
+        with o_n = sum_i a_{n,i} v_i' the weighted sum before the output Linear, and
+        theta_j = base^(-2j/d_rot) for each placement's own d_rot; half pairing = feature j with
+        j + d_rot/2 (interleaved = 2j with 2j+1). So rope: q, k; roper:
+        o_n = R(-n theta) sum_i a_{n,i} R(+i theta) v_i; roper_legacy (labml code of
+        2022-05-31..2024-06-20): o_n = R(-n theta) sum_i a_{n,i} R(+2i theta) v_i.
   ff: Linear(C, d_ff) -> ReLU (or exact-erf GELU) -> Linear(d_ff, C).
   LayerNorm eps 1e-5, biased variance. Loss: mean cross-entropy over scored positions (target >= 0
   and mask != 0).
@@ -54,10 +61,13 @@ PE = {"none": 0, "sinusoidal": 1, "learned": 2, "rope": 3, "roper": 4, "roper_le
 NORM = {"pre": 0, "post": 1}
 ACT = {"relu": 0, "gelu": 1}
 PAIRING = {"half": 0, "interleaved": 1}
+ROT_BITS = {"q": 1, "k": 2, "v": 4, "o": 8}                      # RP_ROT_* of core/pe.h
+MODE_ROTATE = {"rope": "qk", "roper": "qkvo", "roper_legacy": "qkvo"}  # the modes' own placements
 
 BASE_CFG = dict(vocab=11, d_model=16, heads=2, layers=2, d_ff=24, seq_len=8, batch=2, T=8,
                 norm="pre", act="relu", pe="rope", fraction_qk=1.0, fraction_v=1.0,
-                rope_base=10000.0, pairing="half", dropout=0.0)
+                rope_base=10000.0, pairing="half", dropout=0.0,
+                rotate="", fraction_q=0.0, fraction_k=0.0, fraction_o=0.0)
 
 # name -> overrides of BASE_CFG; seed drives the weights and the batch.
 CASES = [
@@ -69,6 +79,15 @@ CASES = [
     ("roper_interleaved", dict(pe="roper", pairing="interleaved", rope_base=100.0), 106),
     ("roper_post_gelu", dict(pe="roper", norm="post", act="gelu"), 107),
     ("learned", dict(pe="learned"), 108),
+    # The placement ablation (rotate and the per-placement fractions; d_k 8).
+    ("rope_vo", dict(pe="rope", rotate="vo"), 109),
+    ("rope_qkv_widths", dict(pe="rope", rotate="qkv", fraction_q=0.5, fraction_k=0.75,
+                             fraction_v=0.75), 110),
+    ("roper_legacy_ko", dict(pe="roper_legacy", rotate="ko", fraction_o=0.5), 111),
+    ("rope_q_only", dict(pe="rope", rotate="q"), 112),
+    ("roper_legacy_qvo_interleaved", dict(pe="roper_legacy", rotate="qvo", pairing="interleaved",
+                                          rope_base=100.0, fraction_q=0.75, fraction_v=0.5,
+                                          fraction_o=1.0), 113),
 ]
 
 
@@ -161,6 +180,27 @@ def d_rot(fraction, d_k):
     return int(math.floor(fraction * d_k))
 
 
+def placements(cfg, D):
+    """{placement: d_rot} for the placements the config rotates ({} for the other modes). The
+    placement keys may be missing (make_interop.py passes roper.config, which has them only when
+    set): rotate "" and fractions 0, as in BASE_CFG."""
+    rotate = cfg.get("rotate", "")
+    rot = rotate or MODE_ROTATE.get(cfg["pe"], "")
+    assert not rotate or cfg["pe"] in MODE_ROTATE, "rotate needs a rotary pe"
+    own = {"q": cfg.get("fraction_q", 0.0) or cfg["fraction_qk"],
+           "k": cfg.get("fraction_k", 0.0) or cfg["fraction_qk"],
+           "v": cfg["fraction_v"],
+           "o": cfg.get("fraction_o", 0.0) or cfg["fraction_v"]}
+    widths = {p: d_rot(own[p], D) for p in "qkvo" if p in rot}
+    for p, w in widths.items():
+        assert 2 <= w <= D and w % 2 == 0, "d_rot_%s %d for d_k %d" % (p, w, D)
+    return widths
+
+
+def rotate_mask(name):
+    return sum(ROT_BITS[p] for p in name)
+
+
 def rotate(x, pos, d, base, pairing, sign):
     """Rotates the first d features of x (B, T, H, D) by sign * pos[t] * theta_j, theta_j =
     base^(-2j/d). Angles are computed in float64 (as rp_rope_angles) and cast to x's dtype."""
@@ -191,22 +231,22 @@ def attention(x, P, p, cfg):
     q = qkv[..., 0:C].reshape(B, T, H, D)
     k = qkv[..., C:2 * C].reshape(B, T, H, D)
     v = qkv[..., 2 * C:3 * C].reshape(B, T, H, D)
-    pe, base, pairing = cfg["pe"], cfg["rope_base"], cfg["pairing"]
-    pos = torch.arange(T)
-    if pe in ("rope", "roper", "roper_legacy"):
-        dq = d_rot(cfg["fraction_qk"], D)
-        q = rotate(q, pos, dq, base, pairing, +1.0)
-        k = rotate(k, pos, dq, base, pairing, +1.0)
+    base, pairing = cfg["rope_base"], cfg["pairing"]
+    w = placements(cfg, D)
+    pos = torch.arange(T) + cfg.get("pos_offset", 0)  # pos_offset: only for self_check's shift test
+    if "q" in w:
+        q = rotate(q, pos, w["q"], base, pairing, +1.0)
+    if "k" in w:
+        k = rotate(k, pos, w["k"], base, pairing, +1.0)
     scores = torch.einsum("bnhd,bihd->bhni", q, k) / math.sqrt(D)
     causal = torch.ones(T, T, dtype=torch.bool).tril()
     scores = scores.masked_fill(~causal, float("-inf"))
     a = torch.softmax(scores, dim=-1)
-    if pe in ("roper", "roper_legacy"):
-        dv = d_rot(cfg["fraction_v"], D)
-        v = rotate(v, pos * (2 if pe == "roper_legacy" else 1), dv, base, pairing, +1.0)
+    if "v" in w:
+        v = rotate(v, pos * (2 if cfg["pe"] == "roper_legacy" else 1), w["v"], base, pairing, +1.0)
     o = torch.einsum("bhni,bihd->bnhd", a, v)
-    if pe in ("roper", "roper_legacy"):
-        o = rotate(o, pos, dv, base, pairing, -1.0)
+    if "o" in w:
+        o = rotate(o, pos, w["o"], base, pairing, -1.0)
     return F.linear(o.reshape(B, T, C), P[p + "attn.out.weight"], P[p + "attn.out.bias"])
 
 
@@ -292,6 +332,13 @@ def make_case(name, overrides, seed, outdir):
     doubles = [("fraction_qk", cfg["fraction_qk"]), ("fraction_v", cfg["fraction_v"]),
                ("rope_base", cfg["rope_base"]), ("dropout", cfg["dropout"]),
                ("loss_f64", loss64.item())]
+    if cfg["rotate"]:
+        # The placement keys, only in the files of the placement cases (so the earlier files stay
+        # as they were); the C test reads a missing key as 0: the mode's own rotate, inherited
+        # widths.
+        ints.append(("rotate", rotate_mask(cfg["rotate"])))
+        doubles[4:4] = [("fraction_q", cfg["fraction_q"]), ("fraction_k", cfg["fraction_k"]),
+                        ("fraction_o", cfg["fraction_o"])]
 
     # torch float32 vs float64, per compared tensor: the scale of float32 rounding noise.
     noise = [("logits", logits32, logits64), ("loss", loss32, loss64)]
@@ -316,13 +363,67 @@ def make_case(name, overrides, seed, outdir):
     return report
 
 
+def self_check():
+    """Identities of the placement ablation, in float64 on the whole model (logits and every
+    gradient): rotate "qkvo" on rope is roper, "qk" on roper is rope, and an explicit rotate equal
+    to a mode's own changes nothing; and the shift test below. Returns the worst max abs
+    difference (1 when the shift test fails)."""
+    pairs = [(dict(pe="rope", rotate="qkvo"), dict(pe="roper")),
+             (dict(pe="roper", rotate="qk"), dict(pe="rope")),
+             (dict(pe="roper_legacy", rotate="qkvo"), dict(pe="roper_legacy")),
+             (dict(pe="rope", rotate="qkvo", pairing="interleaved", fraction_qk=0.5,
+                   fraction_v=0.75),
+              dict(pe="roper", pairing="interleaved", fraction_qk=0.5, fraction_v=0.75)),
+             (dict(pe="roper", rotate="qkvo", fraction_q=0.5, fraction_k=0.5, fraction_o=0.75,
+                   fraction_v=0.75), dict(pe="roper", fraction_qk=0.5, fraction_v=0.75))]
+    worst = 0.0
+    # The shift test: every position moved by 5 leaves the model unchanged exactly when the
+    # rotation is relative (qk, vo, qkvo with c = 1: pe.h), up to float64 rounding; the others
+    # must change (else the test could not see a wrong sign).
+    for rot in ("qk", "vo", "qkvo", "q", "k", "v", "o", "ko", "qkv"):
+        outs = []
+        for off in (0, 5):
+            cfg = dict(BASE_CFG, pe="rope", rotate=rot, pos_offset=off, fraction_v=0.75)
+            rng = SplitMix64(202)
+            params = make_params(cfg, rng)
+            tokens, targets, mask = make_batch(cfg, rng)
+            outs.append(run(params, tokens, targets, mask, cfg, torch.float64)[0])
+        diff = (outs[0] - outs[1]).abs().max().item()
+        relative = rot in ("qk", "vo", "qkvo")
+        bad = diff > 1e-12 if relative else diff < 1e-3
+        worst = max(worst, 1.0 if bad else 0.0)
+        print("shift rotate %-5s logits max|diff| %.1e  (%s)%s"
+              % (rot, diff, "relative" if relative else "absolute", "  <-- WRONG" if bad else ""))
+    for a, b in pairs:
+        outs = []
+        for over in (a, b):
+            cfg = dict(BASE_CFG)
+            cfg.update(over)
+            rng = SplitMix64(201)
+            params = make_params(cfg, rng)
+            tokens, targets, mask = make_batch(cfg, rng)
+            outs.append(run(params, tokens, targets, mask, cfg, torch.float64))
+        (la, sa, ga), (lb, sb, gb) = outs
+        diff = max([(la - lb).abs().max().item(), (sa - sb).abs().item()] +
+                   [(ga[k] - gb[k]).abs().max().item() for k in ga])
+        worst = max(worst, diff)
+        print("check %-60s == %-50s max|diff| %.1e" % (a, b, diff))
+    return worst
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--out", default=os.path.join(here, "..", "fixtures"))
     ap.add_argument("--verbose", action="store_true", help="per-tensor torch f32 noise")
+    ap.add_argument("--check", action="store_true",
+                    help="only check the placement identities in float64 (writes nothing)")
     args = ap.parse_args()
     torch.set_num_threads(1)
+    if args.check:
+        worst = self_check()
+        print("worst max|diff| %.1e" % worst)
+        sys.exit(0 if worst <= 1e-15 else 1)
     os.makedirs(args.out, exist_ok=True)
     print("torch %s, python %s" % (torch.__version__, sys.version.split()[0]))
     for name, overrides, seed in CASES:
