@@ -104,7 +104,7 @@ void rpa_rel_thread_slots(rel_slots *rs, float *ws, const rp_attn_cfg *cfg, int6
                           int64_t D, int64_t Dv);
 /* Sets c->rel for c's dims and cfg (c->T, S, H, D, Dv, kvis, cfg set), with the call's part in
  * call (rpa_rel_call_floats of them); grad: the backward's table gradients or NULL. */
-void rpa_rel_init(attn_ctx *c, float *call, int64_t B, const rp_attn_rel_grad *grad);
+void rpa_rel_init(attn_ctx *c, float *call, const rp_attn_rel_grad *grad);
 /* Per head, after Q', K', Kt (and V) are in place: the head's table operands; Q' becomes
  * s (q + u) for xl (q: the head's q rows, ldq apart). backward: also the backward's operands and
  * the pair's gradient slice zeroed. */

@@ -283,7 +283,7 @@ rp_status rpa_rel_check(const rp_attn_cfg *cfg)
 
 /* ---- the call and the head ---- */
 
-void rpa_rel_init(attn_ctx *c, float *call, int64_t B, const rp_attn_rel_grad *grad)
+void rpa_rel_init(attn_ctx *c, float *call, const rp_attn_rel_grad *grad)
 {
     rel_ctx *r = &c->rel;
     memset(r, 0, sizeof *r);
@@ -324,7 +324,6 @@ void rpa_rel_init(attn_ctx *c, float *call, int64_t B, const rp_attn_rel_grad *g
         r->p_eq = off[0], r->p_ev = off[1], r->p_u = off[2], r->p_w = off[3], r->p_bias = off[4];
         r->pairs = p;
     }
-    (void)B;
 }
 
 /* dst [rows, ldt] = src^T for rows 0 .. W-1 of the transposed (src: n rows ld apart, W wide),
