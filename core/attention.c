@@ -113,7 +113,7 @@ static void ctx_init(attn_ctx *c, float *scratch, int64_t B, int64_t T, int64_t 
     c->scale = (float)cfg->scale;
     c->kvis = cfg->causal && cfg->q_offset + T < S ? cfg->q_offset + T : S;
     float *call = scratch + table_floats(T, S, D, Dv);
-    rpa_rel_init(c, call, B, drel);
+    rpa_rel_init(c, call, drel);
     c->slices = call + rpa_rel_call_floats(cfg, B, T, S, H, D, Dv, 1);
     c->slice = thread_floats(T, S, D, Dv, cfg);
     rp_pe_scheme s;
@@ -515,7 +515,7 @@ void rp_attention_backward(float *dq, float *dk, float *dv, const rp_attn_rel_gr
     c.dq = dq, c.dk = dk, c.dv = dv, c.dout = dout, c.fout = out, c.lse = lse;
     c.q = q, c.k = k, c.v = v;
     run_pairs(&c, B, nthreads, 1);
-    if (c.rel.kind && drel) rpa_rel_reduce(&c, B);
+    if (c.rel.kind && drel) rpa_rel_reduce(&c, B, nthreads);
 }
 
 /* ---- decoding ------------------------------------------------------------------------------
@@ -602,7 +602,7 @@ void rp_attention_decode(float *out, float *scratch, float *q, const float *k, c
     sl.l = sl.m + 1;
     sl.ldkt = capp;
     float *call = sl.l + 1;
-    rpa_rel_init(&c, call, 1, NULL);
+    rpa_rel_init(&c, call, NULL);
     rpa_rel_thread_slots(&sl.rel, call + rpa_rel_call_floats(cfg, 1, 1, cap, H, D, Dv, 0), cfg, 1,
                          cap, D, Dv);
     for (int64_t h = 0; h < H; h++) {

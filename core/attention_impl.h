@@ -104,7 +104,7 @@ void rpa_rel_thread_slots(rel_slots *rs, float *ws, const rp_attn_cfg *cfg, int6
                           int64_t D, int64_t Dv);
 /* Sets c->rel for c's dims and cfg (c->T, S, H, D, Dv, kvis, cfg set), with the call's part in
  * call (rpa_rel_call_floats of them); grad: the backward's table gradients or NULL. */
-void rpa_rel_init(attn_ctx *c, float *call, int64_t B, const rp_attn_rel_grad *grad);
+void rpa_rel_init(attn_ctx *c, float *call, const rp_attn_rel_grad *grad);
 /* Per head, after Q', K', Kt (and V) are in place: the head's table operands; Q' becomes
  * s (q + u) for xl (q: the head's q rows, ldq apart). backward: also the backward's operands and
  * the pair's gradient slice zeroed. */
@@ -128,8 +128,9 @@ void rpa_rel_dp(const attn_ctx *c, const slots *sl, int64_t t, int64_t r, int64_
 void rpa_rel_ds(const attn_ctx *c, const slots *sl, int64_t t, int64_t r, int64_t j0, int64_t n);
 void rpa_rel_block_back(const attn_ctx *c, slots *sl, int64_t nr);
 void rpa_rel_head_back(const attn_ctx *c, slots *sl);
-/* After the backward's pairs: the table gradients += the pair slices, in a fixed order. */
-void rpa_rel_reduce(const attn_ctx *c, int64_t B);
+/* After the backward's pairs: the table gradients += the pair slices, in a fixed order (rows
+ * spread over nthreads OpenMP threads). */
+void rpa_rel_reduce(const attn_ctx *c, int64_t B, int nthreads);
 /* rp_attention_check's part for the relative modes (rel_clip, rel_buckets, rel_max_distance, the
  * tables). */
 rp_status rpa_rel_check(const rp_attn_cfg *cfg);

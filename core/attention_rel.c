@@ -12,16 +12,16 @@
  *    [nr, nb] (rp_tile_mm, Q'_w = s (q + w), = Q' without w) and, per score row, score +=
  *    QE[r, idx(delta) - blo] gathered (a straight run of QE, reversed for shaw, with the clipped
  *    ends constant);
- *  - deberta's p2c per head: KE = K' (s Eq)^T [kvis, nq] (only the rows the call's distances
- *    reach), score += KE[i, r'(delta)]; for a single query (decode) the dot products of the keys
- *    with their one row each instead;
+ *  - deberta's p2c per head: KE = (s Eq) K'^T [nq, kvis] (only the rows the call's distances
+ *    reach), score += KE[r'(delta), i] (the clipped runs are rows of KE, read straight); for a
+ *    single query (decode) the dot products of the keys with their one row each instead;
  *  - t5, alibi: a row of bias values per distance of the call, score += brow[e] with
  *    e = dhi - delta (increasing with the key);
  *  - shaw's Ev, forward: per query row the bucket sums W[r, idx] of the unnormalised weights p,
  *    rescaled with O by the online softmax's correction, then O += W Ev before O / l;
  *  - backward (dS = P (dP - Drow), dP including dY . Ev[idx] for shaw): the bucket sums
  *    G[r, idx] of dS give dQ' += G Ek and dEk += G^T Q'_w per block; shaw's WB[r, idx] of P give
- *    dEv += WB^T dY; deberta's Hk[i, r'] of s dS give dK' += Hk Eq and dEq += Hk^T K' per head;
+ *    dEv += WB^T dY; deberta's Hk[r', i] of dS give dK' += Hk^T (s Eq), dEq += s Hk K' per head;
  *    xl's du = s sum (dS K'), dw = s sum (G Ek); t5's per-distance sums of dS go to the buckets.
  *
  * Table gradients go to the (b, h) pair's own slice of the scratch; rpa_rel_reduce adds the
@@ -102,8 +102,8 @@ static rel_dims dims_of(const rp_attn_cfg *cfg, int64_t T, int64_t S)
 
 /* The sizes of the thread slots in the order of rel_slots: EkT [D, ldE], EkR [ne, Dp], Ev
  * (forward rows [ne, Dvp], backward transposed [Dv, ldE]), QE, W (backward: G), WB, dYE
- * [rb, ldE], Qw, dQw [rb, Dp], EqT [D, ldQ], EqR [nq, Dp], KE, Hk [Sp, ldQ], pkey [Sp], brow, gd
- * [nd]. */
+ * [rb, ldE], Qw, dQw [rb, Dp], EqT [D, ldQ] (one query), EqR [nq, Dp], KE, Hk [nq, Sp], pkey
+ * [Sp] (one query), brow, gd [nd]. */
 static void rel_sizes(int64_t z[NREL], const rp_attn_cfg *cfg, int64_t T, int64_t S, int64_t D,
                       int64_t Dv)
 {
@@ -116,8 +116,8 @@ static void rel_sizes(int64_t z[NREL], const rp_attn_cfg *cfg, int64_t T, int64_
     int64_t ev = Dv * d.ldE > d.ne * Dvp ? Dv * d.ldE : d.ne * Dvp;
     const int64_t s[NREL] = {D * d.ldE,      d.ne * Dp,          shaw * ev,      rb * d.ldE,
                              rb * d.ldE,     shaw * rb * d.ldE,  shaw * rb * d.ldE,
-                             xl * rb * Dp,   xl * rb * Dp,       D * d.ldQ,      d.nq * Dp,
-                             (T > 1) * Sp * d.ldQ, Sp * d.ldQ,   (T == 1) * deb * Sp,
+                             xl * rb * Dp,   xl * rb * Dp,       (T == 1) * D * d.ldQ, d.nq * Dp,
+                             (T > 1) * d.nq * Sp,  d.nq * Sp,    (T == 1) * deb * Sp,
                              (t5 || d.kind == RP_REL_ALIBI) * ndp, t5 * ndp};
     memcpy(z, s, sizeof s);
 }
@@ -283,7 +283,7 @@ rp_status rpa_rel_check(const rp_attn_cfg *cfg)
 
 /* ---- the call and the head ---- */
 
-void rpa_rel_init(attn_ctx *c, float *call, int64_t B, const rp_attn_rel_grad *grad)
+void rpa_rel_init(attn_ctx *c, float *call, const rp_attn_rel_grad *grad)
 {
     rel_ctx *r = &c->rel;
     memset(r, 0, sizeof *r);
@@ -324,7 +324,6 @@ void rpa_rel_init(attn_ctx *c, float *call, int64_t B, const rp_attn_rel_grad *g
         r->p_eq = off[0], r->p_ev = off[1], r->p_u = off[2], r->p_w = off[3], r->p_bias = off[4];
         r->pairs = p;
     }
-    (void)B;
 }
 
 /* dst [rows, ldt] = src^T for rows 0 .. W-1 of the transposed (src: n rows ld apart, W wide),
@@ -339,11 +338,12 @@ static void transpose_rows(float *dst, int64_t ldt, const float *src, int64_t ld
     }
 }
 
-/* dst [n, Wp] = src rows (ld apart), zero padded from W to Wp. */
-static void copy_rows(float *dst, int64_t Wp, const float *src, int64_t ld, int64_t n, int64_t W)
+/* dst [n, Wp] = mul * src rows (ld apart), zero padded from W to Wp. */
+static void copy_rows(float *dst, int64_t Wp, const float *src, int64_t ld, int64_t n, int64_t W,
+                      float mul)
 {
     for (int64_t x = 0; x < n; x++) {
-        memcpy(dst + x * Wp, src + x * ld, sizeof(float) * (size_t)W);
+        for (int64_t d = 0; d < W; d++) dst[x * Wp + d] = src[x * ld + d] * mul;
         for (int64_t d = W; d < Wp; d++) dst[x * Wp + d] = 0.0f;
     }
 }
@@ -370,27 +370,25 @@ void rpa_rel_head(const attn_ctx *c, slots *sl, const float *q, int64_t ldq, int
     if (r->ne) { /* the rows ilo .. ilo+ne-1 of head h's Ek: transposed, and as rows (backward) */
         const float *ek = tb->ek + r->ilo * r->ek_ldr + h * r->ek_ldh;
         transpose_rows(rs->EkT, r->ldE, ek, r->ek_ldr, r->ne, D, 1.0f);
-        if (backward) copy_rows(rs->EkR, Dp, ek, r->ek_ldr, r->ne, D);
+        if (backward) copy_rows(rs->EkR, Dp, ek, r->ek_ldr, r->ne, D, 1.0f);
     }
     if (r->kind == RP_REL_SHAW) { /* Ev rows ilo .. (forward: rows; backward: transposed) */
         const float *ev = tb->ev + r->ilo * Dv;
         if (backward)
             transpose_rows(rs->Ev, r->ldE, ev, Dv, r->ne, Dv, 1.0f);
         else
-            copy_rows(rs->Ev, Dvp, ev, Dv, r->ne, Dv);
+            copy_rows(rs->Ev, Dvp, ev, Dv, r->ne, Dv, 1.0f);
     }
-    if (r->kind == RP_REL_DEBERTA) { /* Eq rows jlo .. jlo+nq-1: s Eq^T, Eq (backward) */
+    if (r->kind == RP_REL_DEBERTA) { /* Eq rows jlo .. jlo+nq-1, times s */
         const float *eq = tb->eq + r->jlo * c->H * D + h * D;
-        transpose_rows(rs->EqT, r->ldQ, eq, c->H * D, r->nq, D, s);
-        if (backward) {
-            copy_rows(rs->EqR, Dp, eq, c->H * D, r->nq, D);
-            memset(rs->Hk, 0, sizeof(float) * (size_t)(kvis * r->ldQ));
-        }
-        if (c->T > 1) { /* KE = K' (s Eq)^T */
-            rp_tile_mm(rs->KE, r->ldQ, sl->K, Dp, 1, rs->EqT, r->ldQ, kvis, rp_vl_round(r->nq), D,
+        copy_rows(rs->EqR, Dp, eq, c->H * D, r->nq, D, s);
+        if (backward) memset(rs->Hk, 0, sizeof(float) * (size_t)(r->nq * c->Sp));
+        if (c->T > 1) { /* KE = (s Eq) K'^T */
+            rp_tile_mm(rs->KE, c->Sp, rs->EqR, Dp, 1, sl->Kt, sl->ldkt, r->nq, rp_vl_round(kvis), D,
                        0);
         } else { /* one query at q_offset: key i meets only row r'(q_offset - i) */
             int64_t qo = c->cfg->q_offset;
+            transpose_rows(rs->EqT, r->ldQ, eq, c->H * D, r->nq, D, s);
             for (int64_t i = 0; i < kvis; i++) rs->pkey[i] = 0.0f;
             for (int64_t d = 0; d < D; d++) {
                 const float *kt = sl->Kt + d * sl->ldkt, *e = rs->EqT + d * r->ldQ;
@@ -439,6 +437,7 @@ static void add_gather(float *restrict p, const float *restrict src, int64_t n, 
     int64_t ja, jb;
     runs(c, st, lo, hi, n, &ja, &jb);
     float a = src[st > 0 ? lo : hi], z = src[st > 0 ? hi : lo];
+    RP_SIMD
     for (int64_t j = 0; j < ja; j++) p[j] += a;
     if (st > 0) {
         RP_SIMD
@@ -447,6 +446,7 @@ static void add_gather(float *restrict p, const float *restrict src, int64_t n, 
         RP_SIMD
         for (int64_t j = ja; j < jb; j++) p[j] += src[c - j];
     }
+    RP_SIMD
     for (int64_t j = jb; j < n; j++) p[j] += z;
 }
 
@@ -458,6 +458,7 @@ static void scatter_add(float *restrict dst, const float *restrict x, int64_t n,
     runs(c, st, lo, hi, n, &ja, &jb);
     if (ja > 0) {
         float sum = 0.0f;
+        RP_SIMD_REDUCE(+, sum)
         for (int64_t j = 0; j < ja; j++) sum += x[j];
         dst[st > 0 ? lo : hi] += sum;
     }
@@ -470,9 +471,39 @@ static void scatter_add(float *restrict dst, const float *restrict x, int64_t n,
     }
     if (jb < n) {
         float sum = 0.0f;
+        RP_SIMD_REDUCE(+, sum)
         for (int64_t j = jb; j < n; j++) sum += x[j];
         dst[st > 0 ? hi : lo] += sum;
     }
+}
+
+/* The same along the columns of M (rows ld apart): p[j] += M[clamp(c + st j, lo, hi), j] and
+ * M[clamp(c + st j, lo, hi), j] += x[j] for j < n (the clipped runs read or write a row of M
+ * straight, the run between walks a diagonal). */
+static void add_gather_cols(float *restrict p, const float *restrict M, int64_t ld, int64_t n,
+                            int64_t c, int64_t st, int64_t lo, int64_t hi)
+{
+    int64_t ja, jb;
+    runs(c, st, lo, hi, n, &ja, &jb);
+    const float *a = M + (st > 0 ? lo : hi) * ld, *z = M + (st > 0 ? hi : lo) * ld;
+    RP_SIMD
+    for (int64_t j = 0; j < ja; j++) p[j] += a[j];
+    for (int64_t j = ja; j < jb; j++) p[j] += M[(c + st * j) * ld + j];
+    RP_SIMD
+    for (int64_t j = jb; j < n; j++) p[j] += z[j];
+}
+
+static void scatter_cols(float *restrict M, int64_t ld, const float *restrict x, int64_t n,
+                         int64_t c, int64_t st, int64_t lo, int64_t hi)
+{
+    int64_t ja, jb;
+    runs(c, st, lo, hi, n, &ja, &jb);
+    float *a = M + (st > 0 ? lo : hi) * ld, *z = M + (st > 0 ? hi : lo) * ld;
+    RP_SIMD
+    for (int64_t j = 0; j < ja; j++) a[j] += x[j];
+    for (int64_t j = ja; j < jb; j++) M[(c + st * j) * ld + j] += x[j];
+    RP_SIMD
+    for (int64_t j = jb; j < n; j++) z[j] += x[j];
 }
 
 /* The Ek row run of query t and keys j0 ..: row clamp(c + st j, 0, nb - 1) of the block's QE. */
@@ -531,9 +562,8 @@ void rpa_rel_scores(const attn_ctx *c, const slots *sl, int64_t t, int64_t r, in
         add_gather(p, rs->QE + r * x->ldE, n, ek_start(c, sl, t, j0), -x->ks, 0, rs->nb - 1);
     if (x->kind == RP_REL_DEBERTA) {
         if (c->T > 1) {
-            const float *ke = rs->KE + j0 * x->ldQ - x->jlo;
-            for (int64_t j = 0; j < n; j++)
-                p[j] += ke[j * x->ldQ + clampi(x->qa + x->qs * (del0 - j), 0, x->qR - 1)];
+            add_gather_cols(p, rs->KE + j0, c->Sp, n, x->qa + x->qs * del0 - x->jlo, -x->qs, 0,
+                            x->nq - 1);
         } else {
             RP_SIMD
             for (int64_t j = 0; j < n; j++) p[j] += rs->pkey[j0 + j];
@@ -588,11 +618,9 @@ void rpa_rel_ds(const attn_ctx *c, const slots *sl, int64_t t, int64_t r, int64_
             scatter_add(rs->WB + r * x->ldE, p, n, c0, -x->ks, 0, rs->nb - 1);
     }
     int64_t del0 = c->cfg->q_offset + t - j0;
-    if (x->kind == RP_REL_DEBERTA) {
-        float *hk = rs->Hk + j0 * x->ldQ - x->jlo, s = c->scale;
-        for (int64_t j = 0; j < n; j++)
-            hk[j * x->ldQ + clampi(x->qa + x->qs * (del0 - j), 0, x->qR - 1)] += s * ds[j];
-    }
+    if (x->kind == RP_REL_DEBERTA)
+        scatter_cols(rs->Hk + j0, c->Sp, ds, n, x->qa + x->qs * del0 - x->jlo, -x->qs, 0,
+                     x->nq - 1);
     if (x->kind == RP_REL_T5 && rs->pair && x->grad->bias) {
         float *g = rs->gd + (x->dhi - del0);
         RP_SIMD
@@ -641,10 +669,13 @@ void rpa_rel_head_back(const attn_ctx *c, slots *sl)
     int64_t Dp = c->Dp, kvis = c->kvis;
     const rp_attn_rel_grad *g = rs->pair ? x->grad : NULL;
     if (x->kind == RP_REL_DEBERTA) {
-        /* dK' += Hk Eq, dEq += Hk^T K' (Hk holds s dS) */
-        rp_tile_mm(sl->dK, Dp, rs->Hk, x->ldQ, 1, rs->EqR, Dp, kvis, Dp, x->nq, 1);
-        if (g && g->eq)
-            rp_tile_mm(rs->pair + x->p_eq, Dp, rs->Hk, 1, x->ldQ, sl->K, Dp, x->nq, Dp, kvis, 1);
+        /* dK' += Hk^T (s Eq); dEq = s Hk K' (the slice's only term of this head) */
+        rp_tile_mm(sl->dK, Dp, rs->Hk, 1, c->Sp, rs->EqR, Dp, kvis, Dp, x->nq, 1);
+        if (g && g->eq) {
+            float *de = rs->pair + x->p_eq;
+            rp_tile_mm(de, Dp, rs->Hk, c->Sp, 1, sl->K, Dp, x->nq, Dp, kvis, 0);
+            for (int64_t i = 0; i < x->nq * Dp; i++) de[i] *= c->scale;
+        }
     }
     if (x->kind == RP_REL_T5 && g && g->bias) {
         float *db = rs->pair + x->p_bias;
@@ -655,11 +686,14 @@ void rpa_rel_head_back(const attn_ctx *c, slots *sl)
 /* out rows (ldr apart; head h at h * ldh, ldh 0: one table for all heads) += the pair slices'
  * rows (lds apart from offset off), W wide, over the pairs in order: (b, h) for b = 0 .. B-1 for
  * a head's rows, every pair for a shared table. */
-static void reduce(const rel_ctx *x, int64_t B, float *out, int64_t ldr, int64_t ldh,
+static void reduce(const rel_ctx *x, int64_t B, int nt, float *out, int64_t ldr, int64_t ldh,
                    int64_t rows, int64_t W, int64_t off, int64_t lds)
 {
     int64_t H = x->H, ng = ldh ? H : 1;
-    RP_PARALLEL_FOR(ng * rows * W * B * H > 32768)
+    (void)nt;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static) if (ng * rows * W * B * H > 32768)
+#endif
     for (int64_t gi = 0; gi < ng * rows; gi++) {
         int64_t h = gi / rows, i = gi % rows;
         float *o = out + i * ldr + h * ldh;
@@ -672,19 +706,20 @@ static void reduce(const rel_ctx *x, int64_t B, float *out, int64_t ldr, int64_t
     }
 }
 
-void rpa_rel_reduce(const attn_ctx *c, int64_t B)
+void rpa_rel_reduce(const attn_ctx *c, int64_t B, int nthreads)
 {
+    int nt = nthreads < 1 ? 1 : nthreads;
     const rel_ctx *x = &c->rel;
     const rp_attn_rel_grad *g = x->grad;
     int64_t D = c->D, Dv = c->Dv, H = c->H, Dp = c->Dp, Dvp = c->Dvp;
     if (x->ne && g->ek)
-        reduce(x, B, g->ek + x->ilo * x->ek_ldr, x->ek_ldr, x->ek_ldh, x->ne, D, 0, Dp);
+        reduce(x, B, nt, g->ek + x->ilo * x->ek_ldr, x->ek_ldr, x->ek_ldh, x->ne, D, 0, Dp);
     if (x->kind == RP_REL_DEBERTA && g->eq)
-        reduce(x, B, g->eq + x->jlo * H * D, H * D, D, x->nq, D, x->p_eq, Dp);
+        reduce(x, B, nt, g->eq + x->jlo * H * D, H * D, D, x->nq, D, x->p_eq, Dp);
     if (x->kind == RP_REL_SHAW && g->ev)
-        reduce(x, B, g->ev + x->ilo * Dv, Dv, 0, x->ne, Dv, x->p_ev, Dvp);
-    if (x->kind == RP_REL_XL && g->u) reduce(x, B, g->u, 0, D, 1, D, x->p_u, 0);
-    if (x->kind == RP_REL_XL && g->w) reduce(x, B, g->w, 0, D, 1, D, x->p_w, 0);
+        reduce(x, B, nt, g->ev + x->ilo * Dv, Dv, 0, x->ne, Dv, x->p_ev, Dvp);
+    if (x->kind == RP_REL_XL && g->u) reduce(x, B, nt, g->u, 0, D, 1, D, x->p_u, 0);
+    if (x->kind == RP_REL_XL && g->w) reduce(x, B, nt, g->w, 0, D, 1, D, x->p_w, 0);
     if (x->kind == RP_REL_T5 && g->bias)
-        reduce(x, B, g->bias, 0, x->buckets, 1, x->buckets, x->p_bias, 0);
+        reduce(x, B, nt, g->bias, 0, x->buckets, 1, x->buckets, x->p_bias, 0);
 }

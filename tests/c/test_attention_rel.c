@@ -485,9 +485,10 @@ static void test_threads(void)
         }
 }
 
-/* rp_attention_decode, one token at a time, against the forward of that query over keys
- * 0 .. pos (the reference), for every mode; xl's table holds the distances 0 .. cap-1 (row r:
- * distance r), each call reading rows 0 .. pos. */
+/* rp_attention_decode, one token at a time, against the reference of that query over keys
+ * 0 .. pos and against row pos of rp_attention_forward over the whole sequence, for every mode;
+ * xl's table holds the distances 0 .. Tn-1 (row r: distance r), each decode reading rows
+ * 0 .. pos. */
 static void test_decode(void)
 {
     printf("decode\n");
@@ -502,7 +503,12 @@ static void test_decode(void)
         float *scratch = check_rand_floats(
             &rng_state, rp_attention_decode_scratch_floats(&p.cfg, cap, H, D, Dv), -1e3, 1e3);
         float q[H * D], out[H * Dv];
-        double worst = 0.0;
+        float *fwd = malloc(sizeof(float) * (size_t)p.no), *lse = malloc(sizeof(float) * (size_t)p.nl);
+        float *fs = malloc(sizeof(float) *
+                           (size_t)rp_attention_scratch_floats(&p.cfg, 1, Tn, Tn, H, D, Dv, 1));
+        rp_attention_forward(fwd, H * Dv, lse, NULL, fs, p.x[IQ], H * D, p.x[IK], H * D, p.x[IV],
+                             H * Dv, 1, Tn, Tn, H, D, Dv, &p.cfg, 1);
+        double worst = 0.0, worst_fwd = 0.0;
         double *x[NIN];
         for (int j = 0; j < NIN; j++) x[j] = to_double(p.x[j], p.n[j]);
         for (int64_t pos = 0; pos < Tn; pos++) {
@@ -522,7 +528,14 @@ static void test_decode(void)
             ref_forward(&one, xo, want, NULL, NULL);
             double e = max_abs_diff(out, want, H * Dv);
             worst = e > worst ? e : worst;
+            for (int64_t j = 0; j < H * Dv; j++)
+                worst_fwd = fmax(worst_fwd, fabs((double)out[j] - (double)fwd[pos * H * Dv + j]));
         }
+        CHECK(worst_fwd <= OUT_TOL, "decode pe=%s: out vs rp_attention_forward's row, max |diff| "
+              "%.3g", pe_name(p.cfg.pe), worst_fwd);
+        free(fwd);
+        free(lse);
+        free(fs);
         CHECK(worst <= OUT_TOL, "decode pe=%s: out vs the forward of each query, max |diff| %.3g",
               pe_name(p.cfg.pe), worst);
         printf("  decode pe=%s: max |diff| %.3g\n", pe_name(p.cfg.pe), worst);
