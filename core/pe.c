@@ -102,23 +102,6 @@ rp_status rp_pe_scheme_init(rp_pe_scheme *s, rp_pe pe, int rotate, const int64_t
     return RP_OK;
 }
 
-rp_status rp_pe_check_widths(const rp_pe_scheme *s, int64_t D, int64_t Dv)
-{
-    static const char *const names[4] = {"d_rot_q", "d_rot_k", "d_rot_v", "d_rot_o"};
-    const int64_t w[4] = {s->d_rot_q, s->d_rot_k, s->d_rot_v, s->d_rot_o};
-    for (int p = 0; p < 4; p++) {
-        if (!(s->rotate & (1 << p))) continue;
-        int64_t lim = p < 2 ? D : Dv;
-        if (w[p] < 2 || w[p] % 2 != 0)
-            return rp_error(RP_ERR_ARG, "%s must be even and >= 2, got %lld", names[p],
-                            (long long)w[p]);
-        if (w[p] > lim)
-            return rp_error(RP_ERR_ARG, "%s %lld exceeds %s %lld", names[p], (long long)w[p],
-                            p < 2 ? "d_k" : "d_v", (long long)lim);
-    }
-    return RP_OK;
-}
-
 rp_status rp_pe_fraction_width(const char *what, double fraction, int64_t d_k, int64_t *d_rot)
 {
     if (!(fraction > 0.0 && fraction <= 1.0))

@@ -122,13 +122,9 @@ enum { RP_PLACE_Q = 0, RP_PLACE_K, RP_PLACE_V, RP_PLACE_O };
  * p gets the width d_rot[p] (indexed by RP_PLACE_*), the others 0. RP_ERR_ARG when pe is not a
  * mode, when rotate has bits outside RP_ROT_ALL, or when rotate != 0 for a mode that is not
  * rotary (the message names `rotate`). Checks no widths (the callers check them against their
- * head sizes: rp_pe_check_widths). */
+ * head sizes: rp_attention_check, rp_model_cfg_check). */
 rp_status rp_pe_scheme_init(rp_pe_scheme *s, rp_pe pe, int rotate, const int64_t d_rot[4],
                             double base, rp_pairing pairing);
-
-/* RP_ERR_ARG (naming d_rot_q, d_rot_k, d_rot_v or d_rot_o and the head size) unless every rotated
- * width of s is even, >= 2 and at most D (q, k) or Dv (v, o). */
-rp_status rp_pe_check_widths(const rp_pe_scheme *s, int64_t D, int64_t Dv);
 
 /* d_rot = floor(fraction * d_k) (labml's int(d_k * fraction)): RP_ERR_ARG naming `what` unless
  * 0 < fraction <= 1 and the result is even and >= 2. */

@@ -105,6 +105,20 @@ end
 function M.remove_tree(path) os.execute("rm -rf " .. M.sh_quote(path)) end
 
 -- A JSON file's decoded value (fails when the file is missing).
+-- One busted test per case { options, message }: fn(options) raises an error holding prefix
+-- (nil: any) and message, both as plain text. `it` is busted's (passed in: this file is not a
+-- spec).
+function M.refusals(it, fn, prefix, cases)
+  for _, c in ipairs(cases) do
+    it("refuses: " .. c[2]:sub(1, 60), function()
+      local ok, err = pcall(fn, c[1])
+      assert(not ok, "no error for: " .. c[2])
+      if prefix then assert(err:find(prefix, 1, true), err) end
+      assert(err:find(c[2], 1, true), err)
+    end)
+  end
+end
+
 function M.read_json(path)
   local s = M.read(path)
   luassert.is_string(s, "missing " .. path)
