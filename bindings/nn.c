@@ -519,7 +519,8 @@ static void check_rel_tables(lua_State *L, int first, const rp_attn_cfg *cfg, in
         if (!t)
             lrp_argerror(L, 4, "option '%s' must be a roper.Tensor, got %s", rel_opt[i].key,
                          lrp_describe(L, slot));
-        t = lrp_checktensor(L, slot); /* raises for a released tensor */
+        if (t->storage == NULL)
+            lrp_argerror(L, 4, "option '%s' is a released tensor", rel_opt[i].key);
         int ok = t->ndim == nd[i];
         for (int d = 0; ok && d < nd[i]; d++) ok = t->shape[d] == want[i][d];
         if (!ok)
@@ -532,7 +533,11 @@ static void check_rel_tables(lua_State *L, int first, const rp_attn_cfg *cfg, in
         int slot = first + i;
         if (lua_isnil(L, slot)) continue;
         rp_tensor *c = lrp_newtensor(L);
-        rp_status st = rp_tensor_contiguous(c, lrp_checktensor(L, slot));
+        /* fetched again: the allocation may have run a finalizer that released it */
+        rp_tensor *t = lrp_totensor(L, slot);
+        if (t->storage == NULL)
+            lrp_argerror(L, 4, "option '%s' is a released tensor", rel_opt[i].key);
+        rp_status st = rp_tensor_contiguous(c, t);
         if (st != RP_OK) lrp_raise(L, st);
         lua_replace(L, slot);
         const float *p = rp_tensor_data(lrp_checktensor(L, slot));

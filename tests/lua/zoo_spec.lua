@@ -127,6 +127,31 @@ describe("rp.attention, relative modes", function()
   }
   h.refusals(it, function(o) return rp.attention(q, k, v, o) end,
     "bad argument #4 to 'attention' (", bad)
+
+  it("refuses a released table, also one released by a later option read", function()
+    local function release(t) getmetatable(t).__close(t) end
+    local dead = rp.zeros { 5, D }
+    release(dead)
+    local ok, err = pcall(rp.attention, q, k, v, { pe = "shaw", rel_clip = 2, rel_k = dead,
+      rel_v = rp.zeros { 5, D } })
+    assert.is_false(ok)
+    assert.truthy(err:find("(option 'rel_k' is a released tensor)", 1, true), err)
+    local rk = rp.zeros { 5, D }
+    local o = setmetatable({ pe = "shaw", rel_clip = 2, rel_k = rk }, { __index = function(_, key)
+      if key == "rel_v" then release(rk); return rp.zeros { 5, D } end
+    end })
+    ok, err = pcall(rp.attention, q, k, v, o)
+    assert.is_false(ok)
+    assert.truthy(err:find("(option 'rel_k' is a released tensor)", 1, true), err)
+  end)
+
+  it("reads a non-contiguous table as its values", function()
+    local big = g:randn { D, 5 }
+    local o = { pe = "shaw", rel_clip = 2, rel_k = big:t(), rel_v = g:randn { 5, D } }
+    local a = rp.attention(q, k, v, o)
+    o.rel_k = big:t():clone()
+    assert.equal(0, rp.maxdiff(a, rp.attention(q, k, v, o)))
+  end)
 end)
 
 describe("models with relative modes", function()
