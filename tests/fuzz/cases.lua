@@ -170,10 +170,12 @@ local function seeds(rp)
   end
   S["rp.rope.sinusoidal"] = function() return pack(4, 8, { base = 10000, offset = 0 }) end
   S["rp.attention"] = function()
-    return pack(T(1, 4, 2, 8), T(1, 4, 2, 8), T(1, 4, 2, 8), { pe = "roper", causal = true,
+    -- a relative mode with its tables (tensors inside the options); the rotation options are
+    -- read for every mode (rotate itself, refused with shaw, is fuzzed through rp.model's seed)
+    return pack(T(1, 4, 2, 8), T(1, 4, 2, 8), T(1, 4, 2, 8), { pe = "shaw", causal = true,
       scale = 0.35, base = 10000, pairing = "half", fraction_qk = 1, fraction_v = 1,
-      q_offset = 0, rotate = "vo", fraction_q = 0.5, fraction_k = 0.5, fraction_o = 0.5,
-      pos_offset = 3 })
+      q_offset = 0, fraction_q = 0.5, fraction_k = 0.5, fraction_o = 0.5, pos_offset = 3,
+      rel_clip = 2, rel_buckets = 8, rel_max_distance = 16, rel_k = T(5, 8), rel_v = T(5, 8) })
   end
   S["rp.linear_attention"] = function()
     return pack(T(1, 4, 2, 8), T(1, 4, 2, 8), T(1, 4, 2, 8), { pe = "roper",
@@ -473,8 +475,16 @@ function M.case(rp, ctx, fn, i)
         end
       end
     end
+    -- the call's objects: userdata arguments, and userdata values of its option tables (the
+    -- relative tables of rp.attention, a generator in an options table), which the releasing
+    -- cases release too
+    local function register(o) ctx.objects[#ctx.objects + 1] = o end
     for j = 1, args.n do
-      if type(args[j]) == "userdata" then ctx.objects[#ctx.objects + 1] = args[j] end
+      local a = args[j]
+      if type(a) == "userdata" then register(a)
+      elseif type(a) == "table" and getmetatable(a) == nil then
+        for _, val in pairs(a) do if type(val) == "userdata" then register(val) end end
+      end
     end
     if p.kind == "released" then close(args[p.pos]) end
     if p.kind == "finalizer" then return with_finalizer(ctx, p.countdown, fn.f, args) end
