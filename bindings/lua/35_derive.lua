@@ -1,0 +1,99 @@
+-- m:derive([overrides]) -> a new model: m's config (m:config()) with overrides merged on top,
+-- built by rp.model, holding a copy of every parameter of m. The two layouts must match name
+-- for name and shape for shape, so overrides may change what holds no parameter (seq_len,
+-- max_batch, dropout, the base and pairing of RoPE, the rotary pe modes among themselves, the
+-- context-extension keys) but not the shapes. m is left as it is.
+--
+-- Errors read as the C methods' do: "bad argument #1 to 'derive' (...)" for m:derive(x),
+-- "calling 'derive' on bad self (...)" for a released model or a self that is no model
+-- (argument numbers as for the method call m:derive(x), however derive is called).
+--
+-- Also internals.learned_limit(rows, seq_len): the message for a learned position table of
+-- `rows` rows asked for seq_len positions (shared with rp.eval.lengths and rp.experiment).
+--
+-- Called by luaopen_roper as chunk(rp, internals).
+local rp, internals = ...
+
+local Model_mt, inner, user_level = internals.Model_mt, internals.inner, internals.user_level
+
+function internals.learned_limit(rows, seq_len)
+  return ("learned absolute positions hold %d positions; seq_len %d asks for more (a learned "
+    .. "table cannot be extended)"):format(rows, seq_len)
+end
+
+local function describe(v)
+  if type(v) == "string" then return #v <= 40 and ('string "' .. v .. '"') or "string" end
+  if type(v) == "number" then return tostring(v) end
+  local mt = getmetatable(v)
+  if type(v) == "userdata" and type(mt) == "table" and type(mt.__name) == "string" then
+    return mt.__name
+  end
+  return type(v)
+end
+
+local function shape_str(t)
+  return table.concat(t:shape(), "x")
+end
+
+function rp.Model.derive(m, overrides)
+  -- errors as the C methods report them for m:derive(x), however derive was called (a tail
+  -- call or pcall(m.derive, m, x) leaves no name to tell a method call by): self is "bad self",
+  -- the overrides argument #1
+  local function bad(arg, msg)
+    if arg == 1 then
+      error(("calling 'derive' on bad self (%s)"):format(msg), user_level())
+    end
+    error(("bad argument #%d to 'derive' (%s)"):format(arg - 1, msg), user_level())
+  end
+
+  if getmetatable(m) ~= Model_mt then bad(1, "roper.Model expected, got " .. describe(m)) end
+  if not pcall(m.num_params, m) then bad(1, "attempt to use a released model") end
+  if overrides ~= nil and type(overrides) ~= "table" then
+    bad(2, "overrides table expected, got " .. describe(overrides))
+  end
+  -- a plain copy: no metamethod of the caller's table runs later
+  local over = {}
+  for k, v in next, overrides or {} do
+    if type(k) ~= "string" then bad(2, "option names must be strings, got " .. describe(k)) end
+    over[k] = v
+  end
+
+  local cfg = m:config()
+  -- m:config() names the placements of a rotary pe (its own when none were set); another pe
+  -- takes its own unless overrides name them
+  if over.pe ~= nil and over.rotate == nil then cfg.rotate = nil end
+  for k, v in pairs(over) do cfg[k] = v end
+  local old = m:config()
+  if cfg.pe == "learned" and old.pe == "learned" and math.type(cfg.seq_len) == "integer"
+      and cfg.seq_len > old.seq_len then
+    bad(2, internals.learned_limit(old.seq_len, cfg.seq_len))
+  end
+
+  local ok, m2 = pcall(rp.model, cfg)
+  if not ok then bad(2, inner(m2)) end
+  -- m2 is released unless it is returned
+  local done = false
+  local _ <close> = setmetatable({}, { __close = function()
+    if not done then Model_mt.__close(m2) end
+  end })
+  local p1, p2 = m:params(), m2:params()
+  if #p1 ~= #p2 then
+    bad(2, ("the derived model has %d parameter tensors, the model %d (the overrides change "
+      .. "the layout)"):format(#p2, #p1))
+  end
+  for i, a in ipairs(p1) do
+    local b = p2[i]
+    if a.name ~= b.name then
+      bad(2, ("parameter %d is %s in the derived model, %s in the model (the overrides change "
+        .. "the layout)"):format(i, b.name, a.name))
+    end
+    local sa, sb = shape_str(a.tensor), shape_str(b.tensor)
+    if sa ~= sb then
+      bad(2, ("parameter %s is %s in the derived model, %s in the model (the overrides change "
+        .. "the layout)"):format(a.name, sb, sa))
+    end
+  end
+  for i, a in ipairs(p1) do p2[i].tensor:copy(a.tensor) end
+  done = true
+  return m2
+end
