@@ -2,6 +2,7 @@
 --   rp.eval.accuracy(m, task[, opts])               -> accuracy, correct, records
 --   rp.eval.length_generalisation(m, task, opts)    -> { [digits] = accuracy }, { [digits] = records }
 --   rp.eval.loss(m, task[, opts])                   -> mean loss over fresh batches (eval mode)
+--   rp.eval.lengths(m, task, opts)                  -> { {length =, accuracy =, correct =} | {length =, loss =}, ... }
 -- A problem is prompted with its question (encoded with the task's vocabulary), the model
 -- generates with its KV cache until the task's terminator ('#', or '\n' for labml's addition
 -- format) or max_new tokens, and task:check decides (exact answer). The problems are decoded
@@ -163,6 +164,30 @@ local accuracy_opts = { "problems", "decode", "temperature", "top_k", "seed", "m
 -- Problems per m:generate_batch call (their prompts and answers are held in tables meanwhile).
 local CHUNK = 1024
 
+-- The options of rp.eval.accuracy (opts already a checked copy) for a task of config tc.
+-- max_new stays nil when not given (run_accuracy takes the default for the task it runs on).
+local function accuracy_options(fname, opts, tc)
+  local o = {}
+  o.problems = opt_int(fname, 3, opts, "problems", 128, 1)
+  o.decode = opt_enum(fname, 3, opts, "decode", { "greedy", "sample" }, "greedy")
+  o.temperature = opt_number(fname, 3, opts, "temperature", 1)
+  if o.decode == "sample" and o.temperature <= 0 then
+    argerror(fname, 3, ("option 'temperature' must be > 0 for sampling, got %s"):format(
+      describe(o.temperature)))
+  end
+  o.top_k = opt_int(fname, 3, opts, "top_k", 0, 0)
+  o.seed = opt_int(fname, 3, opts, "seed", 0)
+  o.n_digits = opt_int(fname, 3, opts, "n_digits", nil, 1, 18)
+  if o.n_digits and tc.kind ~= "addition" then
+    argerror(fname, 3, "option 'n_digits' applies to addition tasks only")
+  end
+  o.max_new = opt_int(fname, 3, opts, "max_new", nil, 1, internals.i32_max)
+  o.batch = opt_int(fname, 3, opts, "batch", 64, 1)
+  return o
+end
+
+local run_accuracy
+
 local function accuracy(fname, m, task, opts)
   check_model(fname, m)
   check_task(fname, task)
@@ -172,24 +197,14 @@ local function accuracy(fname, m, task, opts)
     argerror(fname, 2, "accuracy needs an addition or substring_index task (this is "
       .. tc.kind .. ")")
   end
-  local problems = opt_int(fname, 3, opts, "problems", 128, 1)
-  local decode = opt_enum(fname, 3, opts, "decode", { "greedy", "sample" }, "greedy")
-  local temperature = opt_number(fname, 3, opts, "temperature", 1)
-  if decode == "sample" and temperature <= 0 then
-    argerror(fname, 3, ("option 'temperature' must be > 0 for sampling, got %s"):format(
-      describe(temperature)))
-  end
-  local top_k = opt_int(fname, 3, opts, "top_k", 0, 0)
-  local seed = opt_int(fname, 3, opts, "seed", 0)
-  local n_digits = opt_int(fname, 3, opts, "n_digits", nil, 1, 18)
-  if n_digits and tc.kind ~= "addition" then
-    argerror(fname, 3, "option 'n_digits' applies to addition tasks only")
-  end
-  local max_new = opt_int(fname, 3, opts, "max_new", default_max_new(tc, n_digits), 1,
-    internals.i32_max)
+  return run_accuracy(m, task, tc, accuracy_options(fname, opts, tc))
+end
 
-  local batch = opt_int(fname, 3, opts, "batch", 64, 1)
-
+-- Decodes o.problems problems of task (config tc) with m; o as accuracy_options returns it.
+function run_accuracy(m, task, tc, o)
+  local problems, decode, seed, n_digits, batch = o.problems, o.decode, o.seed, o.n_digits, o.batch
+  local temperature, top_k = o.temperature, o.top_k
+  local max_new = o.max_new or default_max_new(tc, n_digits)
   local stop = terminator(task)
   local V = task:vocab_size()
   local prng = rp.rng(seed)           -- the problems
@@ -271,31 +286,222 @@ function eval.length_generalisation(m, task, opts)
   return guard("rp.eval.length_generalisation", length_generalisation, m, task, opts)
 end
 
+-- The options of rp.eval.loss (opts a checked copy) for a model of config mc and a task of
+-- config tc.
+local function loss_options(fname, opts, mc, tc)
+  local o = {}
+  o.batches = opt_int(fname, 3, opts, "batches", 8, 1)
+  o.batch_size = opt_int(fname, 3, opts, "batch_size", math.min(8, mc.max_batch), 1, mc.max_batch)
+  o.split = opt_enum(fname, 3, opts, "split", { "train", "valid" },
+    tc.kind == "text" and tc.valid_fraction > 0 and "valid" or "train")
+  if o.split == "valid" and tc.kind ~= "text" then
+    argerror(fname, 3, "split \"valid\" exists only for text tasks (this is " .. tc.kind .. ")")
+  end
+  o.seed = opt_int(fname, 3, opts, "seed", 0)
+  return o
+end
+
+local loss_opts = { "batches", "batch_size", "split", "seed" }
+
+-- The mean of m:loss over o.batches fresh batches of task.
+local function run_loss(m, task, o)
+  local g = rp.rng(o.seed)
+  local sum = 0
+  for _ = 1, o.batches do
+    local x, y = task:batch(o.batch_size, g, o.split)
+    sum = sum + m:loss(x, y)
+  end
+  return sum / o.batches
+end
+
 -- rp.eval.loss(m, task[, opts]) -> mean loss over fresh batches (eval mode)
 local function loss(m, task, opts)
   local fname = "rp.eval.loss"
   check_model(fname, m)
   check_task(fname, task)
-  opts = check_opts(fname, 3, opts, { "batches", "batch_size", "split", "seed" })
+  opts = check_opts(fname, 3, opts, loss_opts)
   local mc, tc = check_fit(fname, m, task, true)
-  local batches = opt_int(fname, 3, opts, "batches", 8, 1)
-  local batch_size = opt_int(fname, 3, opts, "batch_size", math.min(8, mc.max_batch), 1,
-    mc.max_batch)
-  local split = opt_enum(fname, 3, opts, "split", { "train", "valid" },
-    tc.kind == "text" and tc.valid_fraction > 0 and "valid" or "train")
-  if split == "valid" and tc.kind ~= "text" then
-    argerror(fname, 3, "split \"valid\" exists only for text tasks (this is " .. tc.kind .. ")")
-  end
-  local seed = opt_int(fname, 3, opts, "seed", 0)
-  local g = rp.rng(seed)
-  local sum = 0
-  for _ = 1, batches do
-    local x, y = task:batch(batch_size, g, split)
-    sum = sum + m:loss(x, y)
-  end
-  return sum / batches
+  return run_loss(m, task, loss_options(fname, opts, mc, tc))
 end
 
 function eval.loss(m, task, opts)
   return guard("rp.eval.loss", loss, m, task, opts)
+end
+
+-- ---------------------------------------------------------------- lengths
+
+-- The context extensions rp.eval.lengths applies (rp.model's scaling names).
+local SCALINGS = { "none", "pi", "ntk", "yarn" }
+internals.scalings = SCALINGS
+
+-- The longest prompt of a substring_index problem of n letters ("?s='<n letters>'; s[<i>:]=="
+-- with i < n) and max_new tokens after it.
+local function substring_need(n, max_new)
+  return n + 13 + #tostring(n - 1) + max_new
+end
+
+-- The largest seq_len of a task (rp.tasks: 8 .. 2^24).
+local MAX_SEQ_LEN = 1 << 24
+
+-- internals.length_plan(fname, arg, mc, tc, o) -> plans: what rp.eval.lengths does at each
+-- length, every length checked before anything is evaluated (errors name fname, argument arg).
+--   mc  the model's config (m:config(), or the rp.model config an experiment builds)
+--   tc  the task's config (task:config())
+--   o   {lengths = {...} (integers), scaling = "none" | "pi" | "ntk" | "yarn", train_length =,
+--       max_new = (accuracy tasks, or nil), batch_size = (loss tasks), split =, split_size =
+--       (text: the characters of that split)}
+-- A plan: {length =, factor =, seq_len = (of the model that evaluates), n_digits = (addition),
+-- task = (options of a task built for this length, or nil: the task itself), derive = (the
+-- overrides of m:derive, or nil: m itself)}.
+function internals.length_plan(fname, arg, mc, tc, o)
+  local kind, plans = tc.kind, {}
+  local function bad(L, msg) argerror(fname, arg, ("length %d: %s"):format(L, msg)) end
+  for i, L in ipairs(o.lengths) do
+    local lo, hi = 1, 18
+    if kind == "substring_index" then hi = 1 << 16
+    elseif kind == "substring_prefix" then lo, hi = tc.substr_len + tc.rnd_len + 1, MAX_SEQ_LEN
+    elseif kind == "text" then lo, hi = 8, MAX_SEQ_LEN end
+    if math.type(L) ~= "integer" or L < lo or L > hi then
+      local what = kind == "addition" and "operand digits" or kind == "substring_index"
+        and "a str_len" or "a seq_len"
+      local why = kind == "substring_prefix" and " (substr_len + rnd_len + 1 and up: a shorter "
+        .. "row may score nothing)" or ""
+      argerror(fname, arg, ("lengths[%d] must be %s in %d..%d%s, got %s"):format(i, what, lo, hi,
+        why, describe(L)))
+    end
+    local factor = math.max(1.0, L / o.train_length)
+    local p = { length = L, factor = factor, seq_len = mc.seq_len }
+    if kind == "addition" then
+      p.n_digits = L
+      -- the window of the model grows with the context extension (no scaling: the model's own,
+      -- sliding as rp.eval.accuracy's generation does)
+      if o.scaling ~= "none" then p.seq_len = math.ceil(mc.seq_len * factor) end
+    elseif kind == "substring_index" then
+      p.task = { str_len = L, seq_len = tc.seq_len }
+      -- the whole problem in one window: its string is read back from the prompt
+      p.seq_len = math.max(mc.seq_len, substring_need(L, o.max_new or default_max_new(
+        { kind = kind, str_len = L })))
+    else
+      p.task = { seq_len = L }
+      for k, v in pairs(tc) do if p.task[k] == nil then p.task[k] = v end end
+      p.seq_len = math.max(mc.seq_len, L)
+      if kind == "text" and o.split_size < L + 1 then
+        bad(L, ("the %s split of %s holds %d characters, fewer than length + 1 = %d"):format(
+          o.split == "valid" and "validation" or "training", tc.path, o.split_size, L + 1))
+      end
+    end
+    if p.seq_len > mc.seq_len or o.scaling ~= "none" then
+      local d = { seq_len = p.seq_len, max_batch = (kind == "addition"
+        or kind == "substring_index") and 1 or o.batch_size }
+      if o.scaling ~= "none" then
+        d.scaling, d.scaling_factor, d.orig_len = o.scaling, factor, mc.seq_len
+      end
+      if mc.pe == "learned" and p.seq_len > mc.seq_len then
+        bad(L, internals.learned_limit(mc.seq_len, p.seq_len))
+      end
+      local cfg = {}
+      for k, v in pairs(mc) do cfg[k] = v end
+      for k, v in pairs(d) do cfg[k] = v end
+      local ok, mem = pcall(rp.model_memory, cfg)
+      if not ok then bad(L, internals.inner(mem)) end
+      if mem.available and mem.model > mem.available then
+        bad(L, ("the model at seq_len %d needs %.1f GiB, more than the %.1f GiB of memory "
+          .. "available"):format(p.seq_len, mem.model / 2^30, mem.available / 2^30))
+      end
+      p.derive = d
+    end
+    if p.task then
+      -- the task's own limits (checked by building it; the text corpus is read when evaluated)
+      if kind ~= "text" then
+        local ok, t = pcall(rp.tasks[kind], p.task)
+        if not ok then bad(L, internals.inner(t)) end
+        getmetatable(t).__close(t)
+      end
+    end
+    plans[i] = p
+  end
+  return plans
+end
+
+-- rp.eval.lengths(m, task, opts) -> { {length =, accuracy =, correct =, factor =, seq_len =} |
+-- {length =, loss =, factor =, seq_len =}, ... } in the order of opts.lengths
+local function lengths(m, task, opts)
+  local fname = "rp.eval.lengths"
+  check_model(fname, m)
+  check_task(fname, task)
+  local tc = task:config()
+  local by_accuracy = tc.kind == "addition" or tc.kind == "substring_index"
+  local known = { "lengths", "scaling", "train_length" }
+  for _, k in ipairs(by_accuracy and accuracy_opts or loss_opts) do
+    if k ~= "n_digits" then known[#known + 1] = k end
+  end
+  opts = check_opts(fname, 3, opts, known)
+  local mc = check_fit(fname, m, task, false)
+  local list = opts.lengths
+  if type(list) ~= "table" or rawlen(list) == 0 then
+    argerror(fname, 3, "option 'lengths' must be a nonempty list of lengths, got " .. describe(list))
+  end
+  list = table.move(list, 1, rawlen(list), 1, {}) -- a plain copy (no metamethods)
+  for i, L in ipairs(list) do
+    if math.type(L) == "float" and L == math.floor(L) and math.abs(L) <= 2^53 then
+      list[i] = math.tointeger(L)
+    end
+  end
+  local scaling = opt_enum(fname, 3, opts, "scaling", SCALINGS, "none")
+  local def = tc.kind == "addition" and tc.max_digits or tc.kind == "substring_index"
+    and tc.str_len or tc.seq_len
+  local train_length = opt_int(fname, 3, opts, "train_length", def, 1)
+  local sub = {}
+  for k, v in pairs(opts) do
+    if k ~= "lengths" and k ~= "scaling" and k ~= "train_length" then sub[k] = v end
+  end
+  local o = by_accuracy and accuracy_options(fname, sub, tc) or loss_options(fname, sub, mc, tc)
+  local split_size
+  if tc.kind == "text" then
+    local train, valid = task:split_sizes()
+    split_size = o.split == "valid" and valid or train
+  end
+  local plans = internals.length_plan(fname, 3, mc, tc, { lengths = list, scaling = scaling,
+    train_length = train_length, max_new = o.max_new, batch_size = o.batch_size, split = o.split,
+    split_size = split_size })
+
+  -- the tasks and models built here are released when lengths returns or raises
+  local held = {}
+  local _ <close> = setmetatable({}, { __close = function()
+    for i = #held, 1, -1 do
+      getmetatable(held[i]).__close(held[i])
+      held[i] = nil
+    end
+  end })
+  local out = {}
+  for i, p in ipairs(plans) do
+    local t, mm = task, m
+    if p.task then
+      local err
+      t, err = rp.tasks[tc.kind](p.task)
+      if not t then argerror(fname, 2, ("length %d: %s"):format(p.length, tostring(err))) end
+      held[#held + 1] = t
+    end
+    if p.derive then
+      mm = m:derive(p.derive)
+      held[#held + 1] = mm
+    end
+    local r = { length = p.length, factor = p.factor, seq_len = p.seq_len }
+    if by_accuracy then
+      o.n_digits = p.n_digits
+      r.accuracy, r.correct = run_accuracy(mm, t, t:config(), o)
+    else
+      r.loss = run_loss(mm, t, o)
+    end
+    out[i] = r
+    for j = #held, 1, -1 do -- this length's task and model, before the next ones are built
+      getmetatable(held[j]).__close(held[j])
+      held[j] = nil
+    end
+  end
+  return out
+end
+
+function eval.lengths(m, task, opts)
+  return guard("rp.eval.lengths", lengths, m, task, opts)
 end
