@@ -60,6 +60,14 @@ local KEYS = {
   { "activation", "relu", { "relu", "gelu" }, "feed-forward activation" },
   { "dropout", 0, "number", "dropout on the residual branches" },
   { "seq_len", 128, "int", "training sequence length (tokens per row)" },
+  { "scaling", "none", { "none", "pi", "ntk", "yarn" },
+    "rotary pe, softmax attention: context extension of the positions (PI, NTK-aware, YaRN)" },
+  { "scaling_factor", 1, "number", "scaling: the extension factor (> 0)" },
+  { "orig_len", 0, "int", "scaling yarn: the original context length (0: unset)" },
+  { "yarn_alpha", 1, "number", "scaling yarn: alpha (rotations below it are interpolated)" },
+  { "yarn_beta", 32, "number", "scaling yarn: beta (rotations above it are kept)" },
+  { "xpos", 0, "number", "rotary pe: xPos decay gamma (0: off; e.g. 0.4)" },
+  { "xpos_scale_base", 512, "number", "xpos: the scale base" },
   -- training
   { "steps", 2000, "int", "optimiser steps" },
   { "batch", 16, "int", "rows per step" },
@@ -79,6 +87,10 @@ local KEYS = {
   { "top_k", 0, "int", "sample among the top k logits (0: all)" },
   { "eval_seed", 12345, "int", "evaluation problems and sampling (the same for every run)" },
   { "eval_digits", "", "string", "addition: also evaluate at these operand lengths, e.g. 9,10,11" },
+  { "eval_lengths", "", "string", "also evaluate at these lengths, e.g. 3,6,12 (addition: operand "
+    .. "digits; substring_index: str_len; substring_prefix, text: seq_len; rp.eval.lengths)" },
+  { "eval_scaling", "none", "string", "eval_lengths: the context extensions evaluated, a list of "
+    .. "none, pi, ntk, yarn" },
   { "valid_batches", 16, "int", "loss tasks: fresh batches for the evaluation loss" },
   { "log_every", 0, "int", "steps per loss-curve point (0: steps / 100, at least 1)" },
 }
@@ -172,12 +184,50 @@ local function parse_digits(s, fname)
   return out
 end
 
+-- The lengths of eval_lengths ("3,6,12": integers >= 1; each task's own range is checked by
+-- validate), or raises naming fname.
+local function parse_lengths(s, fname)
+  local out = {}
+  for part in s:gmatch("[^,%s]+") do
+    local L = math.tointeger(tonumber(part))
+    if not L or L < 1 then
+      argerror(fname, 1, ("option 'eval_lengths' must list lengths (integers >= 1), got %s"):format(
+        part))
+    end
+    out[#out + 1] = L
+  end
+  return out
+end
+
+-- The context extensions of eval_scaling ("none,pi"; at least one, each once), or raises.
+local function parse_scalings(s, fname)
+  local out, seen = {}, {}
+  for part in s:gmatch("[^,%s]+") do
+    local ok = false
+    for _, n in ipairs(internals.scalings) do ok = ok or n == part end
+    if not ok then
+      argerror(fname, 1, ("option 'eval_scaling' must list names of %s, got %s"):format(
+        table.concat(internals.scalings, ", "), part))
+    end
+    if seen[part] then
+      argerror(fname, 1, ("option 'eval_scaling' names %s twice"):format(part))
+    end
+    seen[part] = true
+    out[#out + 1] = part
+  end
+  if #out == 0 then
+    argerror(fname, 1, ("option 'eval_scaling' must list names of %s, got nothing"):format(
+      table.concat(internals.scalings, ", ")))
+  end
+  return out
+end
+
 -- Ranges of single keys that the C constructors do not see (the training and evaluation keys),
 -- as {key, lowest, strict}: the value must be > lowest (strict) or >= lowest.
 local RANGES = {
   { "steps", 1 }, { "batch", 1 }, { "problems", 1 }, { "valid_batches", 1 }, { "log_every", 1 },
   { "lr", 0, true }, { "weight_decay", 0 }, { "clip", 0 }, { "warmup", 0 }, { "min_lr", 0 },
-  { "threads", 0 }, { "top_k", 0 },
+  { "threads", 0 }, { "top_k", 0 }, { "scaling_factor", 0, true }, { "orig_len", 0 },
 }
 
 -- config without its public name: fname names the function the user called.
@@ -215,6 +265,8 @@ local function resolve(fname, overrides)
     argerror(fname, 1, "option 'temperature' must be > 0 for sampling, got " .. cfg.temperature)
   end
   parse_digits(cfg.eval_digits, fname)
+  parse_lengths(cfg.eval_lengths, fname)
+  parse_scalings(cfg.eval_scaling, fname)
   if cfg.eval_digits ~= "" and cfg.task ~= "addition" then
     argerror(fname, 1, "option 'eval_digits' applies to the addition task only")
   end
@@ -264,9 +316,14 @@ function experiment.task(cfg)
   return task, err
 end
 
+-- The context-extension keys of the model: passed to rp.model only when set (a config without
+-- them builds the model it always built).
+local CONTEXT_KEYS = { "scaling", "scaling_factor", "orig_len", "yarn_alpha", "yarn_beta", "xpos",
+  "xpos_scale_base" }
+
 -- The config of rp.model for cfg and a task of vocabulary V.
 local function model_opts(cfg, V)
-  return { vocab = V, d_model = cfg.d_model, heads = cfg.heads, layers = cfg.layers,
+  local o = { vocab = V, d_model = cfg.d_model, heads = cfg.heads, layers = cfg.layers,
     d_ff = cfg.d_ff, seq_len = cfg.seq_len, max_batch = cfg.batch, norm = cfg.norm,
     activation = cfg.activation, dropout = cfg.dropout, pe = cfg.pe,
     fraction_qk = cfg.fraction_qk, fraction_v = cfg.fraction_v, base = cfg.base,
@@ -278,6 +335,17 @@ local function model_opts(cfg, V)
     fraction_o = cfg.fraction_o ~= 0 and cfg.fraction_o or nil,
     rel_clip = cfg.rel_clip, rel_buckets = cfg.rel_buckets,
     rel_max_distance = cfg.rel_max_distance }
+  for _, k in ipairs(CONTEXT_KEYS) do
+    if cfg[k] ~= BY_NAME[k][2] then o[k] = cfg[k] end
+  end
+  return o
+end
+
+-- The length a task trains at, in the units of eval_lengths (rp.eval.lengths's default).
+local function eval_train_length(tc)
+  if tc.kind == "addition" then return tc.max_digits end
+  if tc.kind == "substring_index" then return tc.str_len end
+  return tc.seq_len
 end
 
 local function gib(bytes) return ("%.1f GiB"):format(bytes / 2^30) end
@@ -310,14 +378,32 @@ local function validate(fname, cfg)
         .. "seq_len)"):format(cfg.path, valid, need))
     end
   end
+  local tc, split_sizes = task:config(), cfg.task == "text" and { task:split_sizes() }
   getmetatable(task).__close(task)
-  local ok, mem = pcall(rp.model_memory, model_opts(cfg, V))
+  local mc = model_opts(cfg, V)
+  local ok, mem = pcall(rp.model_memory, mc)
   if not ok then argerror(fname, 1, "model: " .. inner(mem):gsub("max_batch", "batch")) end
   local need = mem.model + mem.optimiser
   if mem.available and need > mem.available then
     argerror(fname, 1, ("the model (d_model %d, %d layer%s, batch %d x seq_len %d) needs %s with "
       .. "its optimiser, more than the %s of memory available"):format(cfg.d_model, cfg.layers,
       cfg.layers == 1 and "" or "s", cfg.batch, cfg.seq_len, gib(need), gib(mem.available)))
+  end
+  -- every length of eval_lengths with every context extension of eval_scaling, as run will
+  -- evaluate them (rp.eval.lengths's checks)
+  local lengths = parse_lengths(cfg.eval_lengths, fname)
+  if #lengths > 0 then
+    local split = cfg.task == "text" and cfg.valid_fraction > 0 and "valid" or "train"
+    for _, sc in ipairs(parse_scalings(cfg.eval_scaling, fname)) do
+      local pok, perr = pcall(internals.length_plan, fname, 1, mc, tc, { lengths = lengths,
+        scaling = sc, train_length = eval_train_length(tc),
+        batch_size = math.min(cfg.batch, 16), split = split,
+        split_size = split_sizes and split_sizes[split == "valid" and 2 or 1] })
+      if not pok then
+        argerror(fname, 1, ("option 'eval_lengths'%s: %s"):format(sc == "none" and ""
+          or (" with eval_scaling " .. sc), inner(perr)))
+      end
+    end
   end
   return cfg, mem
 end
@@ -416,6 +502,10 @@ end
 --                 (the first 3 records of rp.eval.accuracy)
 --   eval_loss, final_train_loss (mean of the last 5 curve points, the write-up's "final loss")
 --   by_digits     addition with eval_digits: { {digits =, correct =, accuracy =}, ... }
+--   by_length     with eval_lengths: for each context extension of eval_scaling, each length:
+--                 { {length =, scaling =, factor =, correct =, accuracy =} (addition,
+--                 substring_index) or {length =, scaling =, factor =, loss =}, ... }
+--                 (rp.eval.lengths with the evaluation's options); seconds_eval_lengths its time
 --   curve         { {step =, tokens =, loss =, lr =}, ... }: mean training loss per log_every steps
 --   diverged      true when a training loss was not finite (training stopped there; nothing
 --                 non-finite ever reached the weights)
@@ -560,6 +650,25 @@ function experiment.run(cfg, progress, opts)
     if res.metric == "loss" then res.value = el end
   end
   res.seconds_eval = clock() - t1
+  local lengths = parse_lengths(cfg.eval_lengths, fname)
+  if not res.diverged and #lengths > 0 then
+    local t2 = clock()
+    res.by_length = {}
+    for _, sc in ipairs(parse_scalings(cfg.eval_scaling, fname)) do
+      local eo = { lengths = lengths, scaling = sc, seed = cfg.eval_seed }
+      if res.metric == "correct" then
+        eo.problems, eo.decode = cfg.problems, cfg.decode
+        if cfg.decode == "sample" then eo.temperature, eo.top_k = cfg.temperature, cfg.top_k end
+      else
+        eo.batches, eo.batch_size = cfg.valid_batches, math.min(cfg.batch, 16)
+      end
+      for _, r in ipairs(rp.eval.lengths(m, task, eo)) do
+        res.by_length[#res.by_length + 1] = { length = r.length, scaling = sc, factor = r.factor,
+          accuracy = r.accuracy, correct = r.correct, loss = r.loss }
+      end
+    end
+    res.seconds_eval_lengths = clock() - t2
+  end
   if opts.keep_model then
     kept = true
     return res, m, task, opt
