@@ -24,6 +24,7 @@ local stats = require "lib.stats"
 local runner = require "lib.runner"
 local plot = require "lib.plot"
 local provenance = require "lib.provenance"
+local lengths = require "lib.lengths"
 
 util.main("compare.lua", function()
   local parser = util.parser("roper scripts/compare.lua",
@@ -231,26 +232,11 @@ util.main("compare.lua", function()
   local a = finite(groups[1].values)
   local a_seed = by_seed(groups[1])
   for gi = 2, #groups do
-    local b = finite(groups[gi].values)
-    local t, df, pw = stats.welch(b, a)
-    local pp, exact = stats.permutation(b, a)
-    local diff = (#a > 0 and #b > 0) and (stats.summary(b).mean - stats.summary(a).mean) or nil
-    -- paired by seed: the same seed gives both methods the same initialisation and data
-    local pa, pb = {}, {}
-    for seed, v in pairs(by_seed(groups[gi])) do
-      if a_seed[seed] ~= nil then pa[#pa + 1], pb[#pb + 1] = v, a_seed[seed] end
-    end
-    local paired = stats.paired(pa, pb)
-    test_rows[#test_rows + 1] = { groups[gi].label .. " - " .. groups[1].label,
-      diff and util.num(diff, metric == "correct" and "%+.2f" or "%+.4f") or "-",
-      t and ("%.2f (df %.1f)"):format(t, df) or "-", pw and util.num(pw, "%.3g") or "-",
-      pp and (util.num(pp, "%.3g") .. (exact and "" or " (sampled)")) or "-",
-      paired and tostring(paired.n) or "-",
-      paired and paired.p_t and util.num(paired.p_t, "%.3g") or "-",
-      paired and (util.num(paired.p_perm, "%.3g") .. (paired.exact and "" or " (sampled)")) or "-" }
-    summary_json.tests[#summary_json.tests + 1] = { a = groups[1].label, b = groups[gi].label,
-      mean_diff = diff, welch_t = t, welch_df = df, welch_p = pw, permutation_p = pp,
-      permutation_exact = exact, paired = paired }
+    local c = stats.compare(a, finite(groups[gi].values), a_seed, by_seed(groups[gi]))
+    local label = groups[gi].label .. " - " .. groups[1].label
+    test_rows[#test_rows + 1] = util.test_row(label, c, metric == "correct" and "%+.2f" or "%+.4f")
+    c.a, c.b = groups[1].label, groups[gi].label
+    summary_json.tests[#summary_json.tests + 1] = c
   end
 
   local run_rows, csv_rows = {}, {}
@@ -305,8 +291,28 @@ util.main("compare.lua", function()
       .. "difference of means over all runs; then the runs paired by seed (the same seed gives "
       .. "both methods the same initialisation and data): a paired t-test and the exact "
       .. "sign-flip test.\n")
-    md[#md + 1] = util.markdown({ "difference", "mean diff", "Welch t", "Welch p",
-      "permutation p", "pairs", "paired t p", "sign-flip p" }, test_rows)
+    md[#md + 1] = util.markdown(util.test_headers, test_rows)
+  end
+  -- length generalisation (eval_lengths): per method x scaling x length, tests, plot
+  local ls = lengths.summarise(groups, metric)
+  local lfiles, lerr
+  if ls then
+    md[#md + 1] = ("Length generalisation (eval_lengths %s, eval_scaling %s; %s): %s at each "
+      .. "length, over the runs (seeds) of each method.\n"):format(c1.eval_lengths,
+      c1.eval_scaling, task == "addition" and "operand digits" or task == "substring_index"
+      and "str_len" or "seq_len", metric_name)
+    md[#md + 1] = lengths.markdown(ls, metric)
+    lfiles, lerr = lengths.plot(ls, util.join(out, "lengths"), {
+      title = ("%s: %s against length (mean of the runs, bars min..max)"):format(task,
+        metric == "correct" and "correct answers" or "evaluation loss"),
+      xlabel = task == "addition" and "operand digits" or task == "substring_index"
+        and "string length" or "sequence length",
+      ylabel = metric == "correct" and ("correct of %d"):format(c1.problems) or "evaluation loss" })
+    if lfiles then
+      md[#md + 1] = "Lengths plot: `" .. lfiles[1] .. "`, `" .. lfiles[2] .. "`; table: `"
+        .. util.join(out, "summary_lengths.csv") .. "`.\n"
+    end
+    summary_json.lengths = { rows = ls.rows, tests = ls.tests }
   end
   md[#md + 1] = "Every run:\n"
   local run_headers = metric == "correct"
@@ -339,6 +345,7 @@ util.main("compare.lua", function()
   write(util.join(out, "summary.csv"), util.csv({ "method", "seed", "pe", "value",
     "correct", "correct_greedy", "eval_loss", "final_train_loss", "diverged", "exploded", "params",
     "seconds_train", "seconds_eval", "tokens_per_s" }, csv_rows))
+  if ls then write(util.join(out, "summary_lengths.csv"), lengths.csv(ls)) end
   summary_json.command = table.concat(cmd, " ")
   summary_json.failures = #failures
   summary_json.models = models
@@ -348,8 +355,10 @@ util.main("compare.lua", function()
 
   io.write(text)
   if not files then io.stderr:write("compare.lua: no plot: ", tostring(perr), "\n") end
-  io.stderr:write(("compare: wrote %s/summary.md, summary.csv, summary.json%s\n"):format(out,
-    files and ", loss.png, loss.svg" or ""))
+  if ls and not lfiles then io.stderr:write("compare.lua: no lengths plot: ", tostring(lerr), "\n") end
+  io.stderr:write(("compare: wrote %s/summary.md, summary.csv, summary.json%s%s\n"):format(out,
+    files and ", loss.png, loss.svg" or "", ls and (", summary_lengths.csv"
+    .. (lfiles and ", lengths.png, lengths.svg" or "")) or ""))
   if #failures > 0 then error(("%d of %d runs failed (their logs are in %s/runs)"):format(
     #failures, #runs, out), 0) end
 end)

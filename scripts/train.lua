@@ -6,8 +6,8 @@
 --
 -- Every key of rp.experiment.keys() is an option (--d-model or --d_model). --config reads a JSON
 -- object of keys first; options given on the command line override it. With --out the result is
--- written as JSON (atomically) and the loss curve as CSV beside it (.csv); without, a summary is
--- printed. This is the one-run-per-job unit that compare.lua and sweep.lua start, and what a
+-- written as JSON (atomically) and the loss curve as CSV beside it (.csv), with eval_lengths
+-- also the metric at each length (.lengths.csv); without, a summary is printed. This is the one-run-per-job unit that compare.lua and sweep.lua start, and what a
 -- scheduler (GNU parallel, job arrays) runs when a sweep is spread over machines. The result
 -- JSON records the run's provenance (scripts/lib/provenance.lua).
 --
@@ -73,9 +73,13 @@ util.main("train.lua", function()
     if args.out == args.save then util.usage("--save and --out name the same file") end
   end
   local csv = args.out and (args.out:gsub("%.json$", "") .. ".csv")
+  -- with eval_lengths, the metric at each length (result.by_length) as CSV too
+  local lengths_csv = args.out and cfg.eval_lengths ~= ""
+    and (args.out:gsub("%.json$", "") .. ".lengths.csv")
   if args.out then
     util.check_output(args.out, "--out")
     util.check_output(csv, "--out")
+    if lengths_csv then util.check_output(lengths_csv, "--out") end
   end
   if args.progress then util.check_output(args.progress, "--progress") end
 
@@ -119,9 +123,16 @@ util.main("train.lua", function()
       for _, d in ipairs(res.by_digits or {}) do
         lines[#lines + 1] = ("  %2d digits: %d of %d"):format(d.digits, d.correct, c.problems)
       end
+      for _, l in ipairs(res.by_length or {}) do
+        lines[#lines + 1] = ("  length %d, %s: %d of %d"):format(l.length, l.scaling, l.correct,
+          c.problems)
+      end
     else
       lines[#lines + 1] = ("eval loss %.4f, final train loss %.4f"):format(res.eval_loss,
         res.final_train_loss)
+      for _, l in ipairs(res.by_length or {}) do
+        lines[#lines + 1] = ("  length %d, %s: eval loss %.4f"):format(l.length, l.scaling, l.loss)
+      end
     end
     if res.exploded then
       lines[#lines + 1] = ("the loss exploded at step %d (above twice its best and above "
@@ -133,6 +144,7 @@ util.main("train.lua", function()
 
   if args.out then
     local ok, err = util.write(csv, util.curve_csv(res))
+    if ok and lengths_csv then ok, err = util.write(lengths_csv, util.lengths_csv(res)) end
     if ok then ok, err = util.write(args.out, util.json(res)) end
     if not ok then error(err, 0) end
   end

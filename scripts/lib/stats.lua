@@ -4,6 +4,7 @@
 --   stats.permutation(a, b[, opts])         -> p, exact   (two-sided, difference of means)
 --   stats.paired(a, b[, opts])              -> paired t-test and sign-flip test by seed
 --   stats.t_sf2(t, df)                      -> two-sided tail probability P(|T| >= |t|)
+--   stats.compare(a, b, a_seed, b_seed)     -> the tests of b against a that the summaries report
 -- Values are plain Lua numbers; a nil entry (a diverged run) counts as the worst run.
 local stats = {}
 
@@ -269,6 +270,27 @@ function stats.paired(a, b, opts)
   end
   out.p_perm = count / total
   return out
+end
+
+-- compare(a, b, a_seed, b_seed) -> {mean_diff, welch_t, welch_df, welch_p, permutation_p,
+-- permutation_exact, paired}: method b against method a, as the comparison summaries report it.
+-- a, b: the finite values of each method's runs; a_seed, b_seed: the same values by seed
+-- ({[seed] = value}), paired by seed for stats.paired (b - a). mean_diff is mean(b) - mean(a)
+-- (nil when either list is empty); a test that needs more values is nil.
+function stats.compare(a, b, a_seed, b_seed)
+  local t, df, pw = stats.welch(b, a)
+  local pp, exact = stats.permutation(b, a)
+  local diff = (#a > 0 and #b > 0) and (stats.summary(b).mean - stats.summary(a).mean) or nil
+  -- paired by seed: the same seed gives both methods the same initialisation and data
+  local seeds = {}
+  for seed in pairs(b_seed) do
+    if a_seed[seed] ~= nil then seeds[#seeds + 1] = seed end
+  end
+  table.sort(seeds)
+  local pa, pb = {}, {}
+  for i, seed in ipairs(seeds) do pa[i], pb[i] = b_seed[seed], a_seed[seed] end
+  return { mean_diff = diff, welch_t = t, welch_df = df, welch_p = pw, permutation_p = pp,
+    permutation_exact = exact, paired = stats.paired(pa, pb) }
 end
 
 return stats

@@ -378,6 +378,24 @@ function util.markdown(headers, rows)
   return table.concat(lines, "\n") .. "\n"
 end
 
+-- test_row(label, c, diff_fmt) -> the cells of a significance table row for stats.compare's
+-- result c: label, mean diff (diff_fmt), Welch t (df), Welch p, permutation p, pairs, paired t
+-- p, sign-flip p (util.test_headers).
+util.test_headers = { "difference", "mean diff", "Welch t", "Welch p", "permutation p", "pairs",
+  "paired t p", "sign-flip p" }
+
+function util.test_row(label, c, diff_fmt)
+  local paired = c.paired
+  return { label, c.mean_diff and util.num(c.mean_diff, diff_fmt) or "-",
+    c.welch_t and ("%.2f (df %.1f)"):format(c.welch_t, c.welch_df) or "-",
+    c.welch_p and util.num(c.welch_p, "%.3g") or "-",
+    c.permutation_p and (util.num(c.permutation_p, "%.3g") .. (c.permutation_exact and ""
+      or " (sampled)")) or "-",
+    paired and tostring(paired.n) or "-",
+    paired and paired.p_t and util.num(paired.p_t, "%.3g") or "-",
+    paired and (util.num(paired.p_perm, "%.3g") .. (paired.exact and "" or " (sampled)")) or "-" }
+end
+
 -- csv(headers, rows) -> text (RFC 4180 quoting where needed).
 function util.csv(headers, rows)
   local function cell(v)
@@ -407,6 +425,16 @@ function util.curve_csv(result)
   local rows = {}
   for i, p in ipairs(result.curve or {}) do rows[i] = { p.step, p.tokens, p.loss, p.lr } end
   return util.csv({ "step", "tokens", "loss", "lr" }, rows)
+end
+
+-- The metric at each length of a result (by_length) as CSV (length, scaling, factor, correct,
+-- accuracy, loss; the cells a task does not have are empty).
+function util.lengths_csv(result)
+  local rows = {}
+  for i, e in ipairs(result.by_length or {}) do
+    rows[i] = { e.length, e.scaling, e.factor, e.correct, e.accuracy, e.loss }
+  end
+  return util.csv({ "length", "scaling", "factor", "correct", "accuracy", "loss" }, rows)
 end
 
 -- ---------------------------------------------------------------- command-line options
