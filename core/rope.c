@@ -1,6 +1,7 @@
 #include "rope.h"
 
 #include "parallel.h"
+#include "rope_freq.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -8,23 +9,13 @@
 
 void rp_rope_theta(double *theta_out, int64_t d_rot, double base)
 {
-    for (int64_t i = 0; i < d_rot / 2; i++)
-        theta_out[i] = pow(base, -2.0 * (double)i / (double)d_rot);
+    rp_rope_freq_theta(theta_out, NULL, d_rot, base);
 }
 
 void rp_rope_angles(float *cos_out, float *sin_out, const int64_t *pos, int64_t offset, int64_t n,
                     int64_t d_rot, double base, double scale)
 {
-    int64_t half = d_rot / 2;
-    for (int64_t i = 0; i < half; i++) {
-        double theta = pow(base, -2.0 * (double)i / (double)d_rot);
-        for (int64_t r = 0; r < n; r++) {
-            double p = (double)(pos ? pos[r] : offset + r);
-            double ang = scale * p * theta;
-            cos_out[r * half + i] = (float)cos(ang);
-            sin_out[r * half + i] = (float)sin(ang);
-        }
-    }
+    rp_rope_freq_tables(cos_out, sin_out, NULL, d_rot, base, scale, 0, pos, offset, n);
 }
 
 /* Rotates the first d_rot features of one row by the angles (c, sgn * s):
