@@ -694,19 +694,8 @@ rp_status rp_attention_check(const rp_tensor *q, const rp_tensor *k, const rp_te
                         (long long)cfg->pos_offset);
     if (cfg->q_offset < 0)
         return rp_error(RP_ERR_ARG, "q_offset must be >= 0, got %lld", (long long)cfg->q_offset);
-    if (!rp_rope_freq_is_plain(cfg->freq)) {
-        if (!sc.rotate)
-            return rp_error(RP_ERR_ARG, "scaling, xpos, freq and angles need a rotary pe (rope, "
-                                        "roper or roper_legacy), not %s", rp_pe_name(cfg->pe));
-        RP_TRY(rp_rope_freq_check(cfg->freq));
-        /* the last key and query positions against the widths and an angle table */
-        int64_t kl = cfg->pos_offset + S - 1, ql = cfg->pos_offset + cfg->q_offset + q->shape[1] - 1;
-        const struct { int64_t d; int64_t last; const char *name; } use[4] = {
-            {sc.d_rot_q, ql, "d_rot_q"}, {sc.d_rot_k, kl, "d_rot_k"}, {sc.d_rot_v, kl, "d_rot_v"},
-            {sc.d_rot_o, ql, "d_rot_o"}};
-        for (int i = 0; i < 4; i++)
-            if (use[i].d) RP_TRY(rp_rope_freq_check_use(cfg->freq, use[i].d, use[i].last, use[i].name));
-    }
+    RP_TRY(rp_pe_scheme_check_freq(&sc, cfg->freq, cfg->pos_offset + cfg->q_offset + q->shape[1] - 1,
+                                   cfg->pos_offset + S - 1));
     return rpa_rel_check(cfg);
 }
 

@@ -99,6 +99,7 @@ rp_rope_cfg rp_rope_cfg_default(int64_t d_rot)
     c.sign = 1;
     c.scale = 1.0;
     c.pos_dim = -1;
+    c.xpos_side = 1;
     return c;
 }
 
@@ -122,6 +123,8 @@ rp_status rp_rope_rotate(rp_tensor *out, const rp_tensor *x, const rp_rope_cfg *
         return rp_error(RP_ERR_ARG, "base must be positive and finite");
     if (cfg->pairing != RP_PAIR_HALF && cfg->pairing != RP_PAIR_INTERLEAVED)
         return rp_error(RP_ERR_ARG, "unknown pairing %d", (int)cfg->pairing);
+    if (cfg->xpos_side != 1 && cfg->xpos_side != -1)
+        return rp_error(RP_ERR_ARG, "xpos_side must be 1 or -1, got %d", cfg->xpos_side);
     /* view x as [N, T, M, D] */
     int64_t N = 1, T = 1, M = 1;
     for (int i = 0; i < x->ndim - 1; i++) {
@@ -136,6 +139,18 @@ rp_status rp_rope_rotate(rp_tensor *out, const rp_tensor *x, const rp_rope_cfg *
         M = 1;
         N = rp_tensor_numel(x) / (D > 0 ? D : 1);
     }
+    if (cfg->freq) {
+        RP_TRY(rp_rope_freq_check(cfg->freq));
+        int64_t lo = INT64_MAX, hi = INT64_MIN;
+        for (int64_t t = 0; t < T; t++) {
+            int64_t p = cfg->positions ? cfg->positions[t] : cfg->offset + t;
+            lo = p < lo ? p : lo, hi = p > hi ? p : hi;
+        }
+        if (T > 0 && cfg->freq->angles && lo < 0)
+            return rp_error(RP_ERR_ARG, "angles hold positions 0..%lld; position %lld is asked",
+                            (long long)(cfg->freq->rows - 1), (long long)lo);
+        RP_TRY(rp_rope_freq_check_use(cfg->freq, cfg->d_rot, T > 0 ? hi : 0, "d_rot"));
+    }
     RP_TRY(rp_tensor_clone(out, x));
     int64_t half = cfg->d_rot / 2;
     if (rp_tensor_numel(out) == 0) return RP_OK;
@@ -144,8 +159,8 @@ rp_status rp_rope_rotate(rp_tensor *out, const rp_tensor *x, const rp_rope_cfg *
         rp_tensor_release(out);
         return rp_error(RP_ERR_NOMEM, "rotate: out of memory");
     }
-    rp_rope_angles(cs, cs + T * half, cfg->positions, cfg->offset, T, cfg->d_rot, cfg->base,
-                   cfg->scale);
+    rp_rope_freq_tables(cs, cs + T * half, cfg->freq, cfg->d_rot, cfg->base, cfg->scale,
+                        cfg->xpos_side, cfg->positions, cfg->offset, T);
     float *p = rp_tensor_data(out);
     rp_rope_forward(p, p, cs, cs + T * half, N, T, M, D, cfg->d_rot, cfg->pairing, cfg->sign);
     free(cs);

@@ -61,8 +61,8 @@ rp_status rp_rope_freq_check(const rp_rope_freq *f)
         if (f->n_theta < 1) return rp_error(RP_ERR_ARG, "freq must not be empty");
         int64_t i = first_bad(f->theta, f->n_theta);
         if (i >= 0)
-            return rp_error(RP_ERR_ARG, "freq[%lld] is %g; frequencies must be finite",
-                            (long long)i, f->theta[i]);
+            return rp_error(RP_ERR_ARG, "freq: pair %lld has frequency %g; frequencies must be "
+                                        "finite", (long long)i, f->theta[i]);
     }
     if (f->angles) {
         if (f->rows < 1 || f->n_angles < 1) return rp_error(RP_ERR_ARG, "angles must not be empty");
@@ -72,7 +72,8 @@ rp_status rp_rope_freq_check(const rp_rope_freq *f)
                             rp_scaling_names[f->scaling]);
         int64_t i = first_bad(f->angles, f->rows * f->n_angles);
         if (i >= 0)
-            return rp_error(RP_ERR_ARG, "angles[%lld][%lld] is %g; angles must be finite",
+            return rp_error(RP_ERR_ARG, "angles: position %lld, pair %lld has angle %g; angles "
+                                        "must be finite",
                             (long long)(i / f->n_angles), (long long)(i % f->n_angles),
                             f->angles[i]);
     }
