@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "freq.h"
 #include "model_methods.h"
 #include "roper.h"
 #include "userdata.h"
@@ -84,7 +85,7 @@ static void read_cfg(lua_State *L, int idx, rp_model_cfg *cfg)
                                         "fraction_v", "base",     "pairing",    "seed",
                                         "attention", "linear_rope", "rotate",     "fraction_q",
                                         "fraction_k", "fraction_o", "rel_clip",   "rel_buckets",
-                                        "rel_max_distance", NULL};
+                                        "rel_max_distance", LRP_FREQ_KEYS, NULL};
     if (lua_type(L, idx) != LUA_TTABLE)
         lrp_argerror(L, idx, "config table expected, got %s", lrp_describe(L, idx));
     lrp_checkopts(L, idx, known);
@@ -126,6 +127,18 @@ static void read_cfg(lua_State *L, int idx, rp_model_cfg *cfg)
                          (LUAI_UACINT)v);
         *rel[i].at = (int64_t)v;
     }
+    /* the frequency scalars (the tables: read_freq_tables) */
+    cfg->scaling = (rp_rope_scaling)lrp_optenum(L, idx, "scaling", rp_scaling_names, 0);
+    cfg->scaling_factor = lrp_optnumber(L, idx, "scaling_factor", 1.0);
+    lua_Integer ol = lrp_optinteger(L, idx, "orig_len", 0);
+    if (ol < 0 || ol > RP_I32_MAX)
+        lrp_argerror(L, idx, "option 'orig_len' must be between 0 (seq_len) and 2^31-1, got %I",
+                     (LUAI_UACINT)ol);
+    cfg->orig_len = (int64_t)ol;
+    cfg->yarn_alpha = lrp_optnumber(L, idx, "yarn_alpha", RP_YARN_ALPHA);
+    cfg->yarn_beta = lrp_optnumber(L, idx, "yarn_beta", RP_YARN_BETA);
+    cfg->xpos = lrp_optnumber(L, idx, "xpos", 0.0);
+    cfg->xpos_scale_base = lrp_optnumber(L, idx, "xpos_scale_base", RP_XPOS_SCALE_BASE);
     /* checked here for every pe (core checks fractions only for the modes that rotate), and with
      * the Lua names ("base" is core's rope_base); fraction_q, _k, _o only when given */
     const char *keys[] = {"fraction_qk", "fraction_v", "fraction_q", "fraction_k", "fraction_o"};
@@ -161,9 +174,25 @@ static int l_model(lua_State *L)
     read_cfg(L, 1, &cfg);
     if (rp_model_cfg_check(&cfg) != RP_OK) return lrp_argerror(L, 1, "%s", rp_last_error());
     lua_settop(L, 1);
+    /* the user's frequencies or angles (slots 2, 3, the copy at 4), for every position and pair
+     * the model rotates */
+    rp_rope_freq f;
+    lrp_optfreq(L, 1, &f, 0.0);
+    rp_pe_scheme s = rp_model_cfg_scheme(&cfg);
+    int64_t d_rot[4] = {s.d_rot_q, s.d_rot_k, s.d_rot_v, s.d_rot_o}, half = 0;
+    for (int i = 0; i < 4; i++) half = d_rot[i] / 2 > half ? d_rot[i] / 2 : half;
+    lrp_freq_tables(L, 1, 2, &f, cfg.seq_len, half);
     lrp_model *u = lrp_newmodel(L);
     u->m = rp_model_new(&cfg);
     if (u->m == NULL) return lrp_argerror(L, 1, "%s", rp_last_error()); /* too large */
+    if ((f.theta || f.angles) &&
+        rp_model_set_freq(u->m, f.theta, f.n_theta, f.angles, f.rows, f.n_angles) != RP_OK) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", rp_last_error());
+        rp_model_free(u->m);
+        u->m = NULL;
+        return lrp_argerror(L, 1, "%s", msg);
+    }
     return 1;
 }
 
@@ -194,6 +223,62 @@ static int l_model_memory(lua_State *L)
 }
 
 /* ---- methods ---- */
+
+/* The frequency keys of m:config() (at the table on top): the scalars that differ from the
+ * defaults, and the model's own frequencies as a list (freq) or a list of lists (angles), exact
+ * doubles, so that rp.model(m:config()) rebuilds the same scheme. */
+static void push_freq_config(lua_State *L, const rp_model_cfg *c)
+{
+    if (c->scaling != RP_SCALING_NONE) {
+        lua_pushstring(L, rp_scaling_names[c->scaling]);
+        lua_setfield(L, -2, "scaling");
+        lua_pushnumber(L, (lua_Number)c->scaling_factor);
+        lua_setfield(L, -2, "scaling_factor");
+    }
+    if (c->scaling == RP_SCALING_YARN) {
+        const struct {
+            const char *key;
+            double v;
+        } y[2] = {{"yarn_alpha", c->yarn_alpha}, {"yarn_beta", c->yarn_beta}};
+        for (int i = 0; i < 2; i++) {
+            lua_pushnumber(L, (lua_Number)y[i].v);
+            lua_setfield(L, -2, y[i].key);
+        }
+    }
+    if (c->orig_len > 0) {
+        lua_pushinteger(L, (lua_Integer)c->orig_len);
+        lua_setfield(L, -2, "orig_len");
+    }
+    if (c->xpos > 0.0) {
+        lua_pushnumber(L, (lua_Number)c->xpos);
+        lua_setfield(L, -2, "xpos");
+        lua_pushnumber(L, (lua_Number)c->xpos_scale_base);
+        lua_setfield(L, -2, "xpos_scale_base");
+    }
+}
+
+/* The model's own frequencies into the config table on top (m:config()): freq as a list, angles
+ * as a list of lists; each allocation may run a finalizer, so the model is fetched at each row. */
+static void push_freq_tables(lua_State *L, int model_idx)
+{
+    const rp_rope_freq *f = rp_model_freq(lrp_checkmodel(L, model_idx));
+    int64_t rows = f->theta ? 1 : f->angles ? f->rows : 0;
+    int64_t n = f->theta ? f->n_theta : f->n_angles;
+    if (!rows) return;
+    int is_theta = f->theta != NULL;
+    lua_createtable(L, (int)(is_theta ? n : rows), 0);
+    for (int64_t r = 0; r < rows; r++) {
+        if (!is_theta) lua_createtable(L, (int)n, 0);
+        f = rp_model_freq(lrp_checkmodel(L, model_idx));
+        const double *src = is_theta ? f->theta : f->angles + r * n;
+        for (int64_t i = 0; i < n; i++) {
+            lua_pushnumber(L, (lua_Number)src[i]);
+            lua_rawseti(L, -2, (lua_Integer)(i + 1));
+        }
+        if (!is_theta) lua_rawseti(L, -2, (lua_Integer)(r + 1));
+    }
+    lua_setfield(L, -2, is_theta ? "freq" : "angles");
+}
 
 /* m:config() -> table (the keys of rp.model's config) */
 static int m_config(lua_State *L)
@@ -258,6 +343,8 @@ static int m_config(lua_State *L)
         lua_pushinteger(L, (lua_Integer)c->rel_max_distance);
         lua_setfield(L, -2, "rel_max_distance");
     }
+    push_freq_config(L, c);
+    push_freq_tables(L, 1);
     return 1;
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "freq.h"
 #include "roper.h"
 #include "tensor_methods.h"
 #include "userdata.h"
@@ -263,11 +264,33 @@ static int l_rope_theta(lua_State *L)
     return 1;
 }
 
-/* rp.rope.angles(positions, d_rot[, {base=, scale=}]): cos, sin as [n x d_rot/2]. positions: a
- * count n (positions 0..n-1), a table or a 1-D tensor of positions. */
+/* The xpos_side option: 1 (the query side, the default) or -1 (the key side). */
+static int opt_xpos_side(lua_State *L, int idx)
+{
+    lua_Integer side = lrp_optinteger(L, idx, "xpos_side", 1);
+    if (side != 1 && side != -1)
+        lrp_argerror(L, idx, "option 'xpos_side' must be 1 (query side) or -1 (key side), got %I",
+                     (LUAI_UACINT)side);
+    return (int)side;
+}
+
+/* The rows a sampled angle function needs for positions pos[0 .. n) (offset + r when NULL). */
+static int64_t rows_for(const int64_t *pos, int64_t offset, int64_t n)
+{
+    int64_t hi = 0;
+    for (int64_t r = 0; r < n; r++) {
+        int64_t p = pos ? pos[r] : offset + r;
+        hi = p > hi ? p : hi;
+    }
+    return hi + 1;
+}
+
+/* rp.rope.angles(positions, d_rot[, opts]): cos, sin as [n x d_rot/2] (options: base, scale,
+ * xpos_side and the frequency options, bindings/freq.h). positions: a count n (positions
+ * 0..n-1), a table or a 1-D tensor of positions. */
 static int l_rope_angles(lua_State *L)
 {
-    static const char *const known[] = {"base", "scale", NULL};
+    static const char *const known[] = {"base", "scale", "xpos_side", LRP_FREQ_KEYS, NULL};
     int64_t n = 0;
     const int64_t *pos = NULL;
     if (lua_type(L, 1) == LUA_TNUMBER) {
@@ -281,8 +304,18 @@ static int l_rope_angles(lua_State *L)
     lrp_checkopts(L, 3, known);
     double base = opt_base(L, 3, "base");
     double scale = lrp_optfinite(L, 3, "scale", 1.0);
+    int side = opt_xpos_side(L, 3);
     lua_settop(L, 3);
+    rp_rope_freq f;
+    lrp_optfreq(L, 3, &f, 0.0); /* slots 4, 5 */
     if (lua_type(L, 1) != LUA_TNUMBER) pos = read_positions(L, 1, 1, "positions", 0, &n);
+    lrp_freq_tables(L, 3, 4, &f, rows_for(pos, 0, n), d_rot / 2);
+    if (n > 0 && rp_rope_freq_check_use(&f, d_rot, rows_for(pos, 0, n) - 1, "d_rot") != RP_OK)
+        return lrp_argerror(L, 3, "%s", rp_last_error());
+    for (int64_t r = 0; r < n && f.angles; r++)
+        if (pos && pos[r] < 0)
+            return lrp_argerror(L, 1, "positions[%I] is %I; an angle table starts at 0",
+                                (LUAI_UACINT)(r + 1), (LUAI_UACINT)pos[r]);
     int64_t shape[2] = {n, d_rot / 2};
     if (!numel_ok(2, shape)) return lrp_argerror(L, 2, "angles table would be too large");
     rp_tensor *c = lrp_newtensor(L);
@@ -291,7 +324,9 @@ static int l_rope_angles(lua_State *L)
     rp_tensor *s = lrp_newtensor(L);
     st = rp_tensor_new(s, 2, shape);
     if (st != RP_OK) return lrp_raise(L, st);
-    if (n > 0) rp_rope_angles(rp_tensor_data(c), rp_tensor_data(s), pos, 0, n, d_rot, base, scale);
+    if (n > 0)
+        rp_rope_freq_tables(rp_tensor_data(c), rp_tensor_data(s), &f, d_rot, base, scale, side,
+                            pos, 0, n);
     return 2;
 }
 
@@ -299,8 +334,9 @@ static int l_rope_angles(lua_State *L)
  * See docs/lua_api.md for the options. */
 static int l_rope_rotate(lua_State *L)
 {
-    static const char *const known[] = {"base",   "pairing",   "sign",  "fraction", "d_rot",
-                                        "dim",    "offset",    "positions", "scale", NULL};
+    static const char *const known[] = {"base",   "pairing",   "sign",      "fraction",
+                                        "d_rot",  "dim",       "offset",    "positions",
+                                        "scale",  "xpos_side", LRP_FREQ_KEYS, NULL};
     /* a copy of x's shape for the checks: reading the options may run Lua code */
     const rp_tensor xs = *lrp_checktensor(L, 1), *x = &xs;
     char buf[RP_SHAPE_STR_LEN];
@@ -327,6 +363,9 @@ static int l_rope_rotate(lua_State *L)
         cfg.d_rot = d_rot_from_fraction(L, 2, "fraction", D, "D");
     }
     cfg.scale = lrp_optfinite(L, 2, "scale", 1.0);
+    cfg.xpos_side = opt_xpos_side(L, 2);
+    rp_rope_freq f;
+    lrp_optfreq(L, 2, &f, 0.0); /* slots 3, 4 */
 
     /* the dim that holds positions */
     if (lrp_hasopt(L, 2, "dim")) {
@@ -359,8 +398,8 @@ static int l_rope_rotate(lua_State *L)
     cfg.offset = opt_pos(L, 2, "offset", 0, -LRP_MAX_POS);
     if (has_pos) {
         int64_t n = 0;
-        lua_getfield(L, 2, "positions"); /* index 3 */
-        const int64_t *p = read_positions(L, 2, 3, "option 'positions'", cfg.pos_dim < 0, &n);
+        lua_getfield(L, 2, "positions"); /* index 5 */
+        const int64_t *p = read_positions(L, 2, 5, "option 'positions'", cfg.pos_dim < 0, &n);
         if (n != npos && cfg.pos_dim < 0)
             return lrp_argerror(L, 2, "option 'positions' has %I entries, expected 1 (x is one "
                                       "vector %s)",
@@ -372,6 +411,17 @@ static int l_rope_rotate(lua_State *L)
                                 lrp_shape_str(buf, x));
         cfg.positions = p; /* the userdata stays on the stack during the call */
     }
+    lrp_freq_tables(L, 2, 3, &f, rows_for(cfg.positions, cfg.offset, npos), cfg.d_rot / 2);
+    if (!rp_rope_freq_is_plain(&f)) cfg.freq = &f;
+    for (int64_t t = 0; t < npos && f.angles; t++) {
+        int64_t p = cfg.positions ? cfg.positions[t] : cfg.offset + t;
+        if (p < 0)
+            return lrp_argerror(L, 2, "position %I is below 0, where the angle table starts",
+                                (LUAI_UACINT)p);
+    }
+    if (rp_rope_freq_check_use(&f, cfg.d_rot, rows_for(cfg.positions, cfg.offset, npos) - 1,
+                               "d_rot") != RP_OK)
+        return lrp_argerror(L, 2, "%s", rp_last_error());
     rp_tensor *out = lrp_newtensor(L);
     rp_status st = rp_rope_rotate(out, lrp_checktensor(L, 1), &cfg);
     if (st != RP_OK) return lrp_raise(L, st);
@@ -557,7 +607,7 @@ static int l_attention(lua_State *L)
         "pe",         "causal",     "scale",      "base",       "pairing",  "fraction_qk",
         "fraction_v", "rotate",     "fraction_q", "fraction_k", "fraction_o", "q_offset",
         "pos_offset", "rel_clip",   "rel_buckets", "rel_max_distance", "rel_k", "rel_q",
-        "rel_v",      "rel_u",      "rel_w",      "rel_bias",   NULL};
+        "rel_v",      "rel_u",      "rel_w",      "rel_bias",   LRP_FREQ_KEYS, NULL};
     static const char *const q_letters[] = {"B", "T", "H", "D"};
     static const char *const k_letters[] = {"B", "S", "H", "D"};
     static const char *const v_letters[] = {"B", "S", "H", "Dv"};
@@ -606,9 +656,22 @@ static int l_attention(lua_State *L)
     for (int i = 0; i < REL_N; i++)
         if (lua_type(L, 4) == LUA_TTABLE) lua_getfield(L, 4, rel_opt[i].key);
         else lua_pushnil(L);
+    rp_rope_freq f;
+    lrp_optfreq(L, 4, &f, 0.0); /* slots 11, 12 */
     rp_attn_rel rel;
     check_rel_tables(L, 5, &cfg, T, S, H, D, Dv, &rel);
     cfg.rel = &rel;
+    /* the frequencies: a function is sampled for every position and pair the call rotates */
+    rp_pe_scheme sc;
+    if (rp_attn_scheme(&cfg, &sc) != RP_OK) return lrp_argerror(L, 4, "%s", rp_last_error());
+    int64_t qlast = cfg.pos_offset + cfg.q_offset + T - 1, klast = cfg.pos_offset + S - 1;
+    int64_t half = sc.d_rot_q > sc.d_rot_k ? sc.d_rot_q : sc.d_rot_k;
+    half = (sc.d_rot_v > half ? sc.d_rot_v : half) / 2;
+    half = sc.d_rot_o / 2 > half ? sc.d_rot_o / 2 : half;
+    lrp_freq_tables(L, 4, 11, &f, (qlast > klast ? qlast : klast) + 1, half);
+    if (rp_pe_scheme_check_freq(&sc, &f, qlast, klast) != RP_OK)
+        return lrp_argerror(L, 4, "%s", rp_last_error());
+    if (!rp_rope_freq_is_plain(&f)) cfg.freq = &f;
     rp_tensor *out = lrp_newtensor(L);
     rp_tensor *att = lrp_newtensor(L);
     /* fetched again: the option reads and allocations above may have run Lua code */

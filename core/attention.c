@@ -110,7 +110,7 @@ static void ctx_init(attn_ctx *c, float *scratch, int64_t B, int64_t T, int64_t 
     ctx_dims(c, T, S, H, D, Dv);
     c->ldq = ldq, c->ldk = ldk, c->ldv = ldv, c->ldo = ldo;
     c->cfg = cfg;
-    c->scale = (float)cfg->scale;
+    c->scale = (float)(cfg->scale * rp_rope_freq_score_scale(cfg->freq));
     c->kvis = cfg->causal && cfg->q_offset + T < S ? cfg->q_offset + T : S;
     float *call = scratch + table_floats(T, S, D, Dv);
     rpa_rel_init(c, call, drel);
@@ -126,21 +126,25 @@ static void ctx_init(attn_ctx *c, float *scratch, int64_t B, int64_t T, int64_t 
      * rows * D (q, k) or rows * Dv (v, o) floats, so they fit in table_floats(). */
     float *p = scratch;
     int64_t qo = cfg->q_offset, p0 = cfg->pos_offset;
+    /* xPos scales the query side (q, o) by zeta^(+p) and the key side (k, v) by zeta^(-p):
+     * a table is shared only within a side then */
+    const rp_rope_freq *fq = cfg->freq;
+    int xp = fq && fq->xpos > 0.0;
     if (s.d_rot_k) {
         int64_t h = c->hk = s.d_rot_k / 2;
         float *kc = p, *ks = p + S * h;
         p += 2 * S * h;
-        rp_rope_angles(kc, ks, NULL, p0, S, s.d_rot_k, s.base, 1.0);
+        rp_rope_freq_tables(kc, ks, fq, s.d_rot_k, s.base, 1.0, -1, NULL, p0, S);
         c->kc = kc, c->ks = ks;
     }
     if (s.d_rot_q) {
         int64_t h = c->hq = s.d_rot_q / 2;
-        if (h == c->hk && qo + T <= S) {
+        if (h == c->hk && qo + T <= S && !xp) {
             c->qc = c->kc + qo * h, c->qs = c->ks + qo * h;
         } else {
             float *qc = p, *qs = p + T * h;
             p += 2 * T * h;
-            rp_rope_angles(qc, qs, NULL, p0 + qo, T, s.d_rot_q, s.base, 1.0);
+            rp_rope_freq_tables(qc, qs, fq, s.d_rot_q, s.base, 1.0, 1, NULL, p0 + qo, T);
             c->qc = qc, c->qs = qs;
         }
     }
@@ -151,7 +155,7 @@ static void ctx_init(attn_ctx *c, float *scratch, int64_t B, int64_t T, int64_t 
         } else {
             float *vc = p, *vs = p + S * h;
             p += 2 * S * h;
-            rp_rope_angles(vc, vs, NULL, p0, S, s.d_rot_v, s.base, s.v_angle);
+            rp_rope_freq_tables(vc, vs, fq, s.d_rot_v, s.base, s.v_angle, -1, NULL, p0, S);
             c->vc = vc, c->vs = vs;
         }
     }
@@ -159,12 +163,12 @@ static void ctx_init(attn_ctx *c, float *scratch, int64_t B, int64_t T, int64_t 
         int64_t h = c->ho = s.d_rot_o / 2;
         if (h == c->hq) {
             c->oc = c->qc, c->os = c->qs;
-        } else if (h == c->hv && s.v_angle == 1.0 && qo + T <= S) {
+        } else if (h == c->hv && s.v_angle == 1.0 && qo + T <= S && !xp) {
             c->oc = c->vc + qo * h, c->os = c->vs + qo * h;
         } else {
             float *oc = p, *os = p + T * h;
             p += 2 * T * h;
-            rp_rope_angles(oc, os, NULL, p0 + qo, T, s.d_rot_o, s.base, 1.0);
+            rp_rope_freq_tables(oc, os, fq, s.d_rot_o, s.base, 1.0, 1, NULL, p0 + qo, T);
             c->oc = oc, c->os = os;
         }
     }
@@ -557,13 +561,14 @@ int64_t rp_attention_decode_scratch_floats(const rp_attn_cfg *cfg, int64_t cap, 
            rpa_rel_thread_floats(cfg, 1, cap, D, Dv);
 }
 
-/* The cos/sin row of position pos for d_rot features with angles times `scale`, taken from *p. */
+/* The cos/sin row of position pos for d_rot features with angles times `scale` and the xPos
+ * side, taken from *p. */
 static void one_row(float **cs, float **sn, float **p, int64_t pos, int64_t d_rot,
-                    const rp_pe_scheme *s, double scale)
+                    const rp_pe_scheme *s, const rp_rope_freq *fq, double scale, int side)
 {
     *cs = *p, *sn = *p + d_rot / 2;
     *p += d_rot;
-    rp_rope_angles(*cs, *sn, NULL, pos, 1, d_rot, s->base, scale);
+    rp_rope_freq_tables(*cs, *sn, fq, d_rot, s->base, scale, side, NULL, pos, 1);
 }
 
 void rp_attention_decode(float *out, float *scratch, float *q, const float *k, const float *v,
@@ -582,14 +587,15 @@ void rp_attention_decode(float *out, float *scratch, float *q, const float *k, c
     c.ldo = H * Dv;
     c.kvis = c.S;
     c.cfg = &dc;
-    c.scale = (float)cfg->scale;
+    c.scale = (float)(cfg->scale * rp_rope_freq_score_scale(cfg->freq));
     float *p = scratch, *qc = NULL, *qs = NULL, *kc = NULL, *ks = NULL, *vc = NULL, *vs = NULL;
-    if (s.d_rot_q) one_row(&qc, &qs, &p, pos, s.d_rot_q, &s, 1.0);
-    if (s.d_rot_k) one_row(&kc, &ks, &p, pos, s.d_rot_k, &s, 1.0);
-    if (s.d_rot_v) one_row(&vc, &vs, &p, pos, s.d_rot_v, &s, s.v_angle);
+    const rp_rope_freq *fq = cfg->freq;
+    if (s.d_rot_q) one_row(&qc, &qs, &p, pos, s.d_rot_q, &s, fq, 1.0, 1);
+    if (s.d_rot_k) one_row(&kc, &ks, &p, pos, s.d_rot_k, &s, fq, 1.0, -1);
+    if (s.d_rot_v) one_row(&vc, &vs, &p, pos, s.d_rot_v, &s, fq, s.v_angle, -1);
     if (s.d_rot_o) {
         float *oc, *os;
-        one_row(&oc, &os, &p, pos, s.d_rot_o, &s, 1.0);
+        one_row(&oc, &os, &p, pos, s.d_rot_o, &s, fq, 1.0, 1);
         c.oc = oc, c.os = os;
         c.ho = s.d_rot_o / 2;
         c.o_sign = s.o_sign;
@@ -688,6 +694,8 @@ rp_status rp_attention_check(const rp_tensor *q, const rp_tensor *k, const rp_te
                         (long long)cfg->pos_offset);
     if (cfg->q_offset < 0)
         return rp_error(RP_ERR_ARG, "q_offset must be >= 0, got %lld", (long long)cfg->q_offset);
+    RP_TRY(rp_pe_scheme_check_freq(&sc, cfg->freq, cfg->pos_offset + cfg->q_offset + q->shape[1] - 1,
+                                   cfg->pos_offset + S - 1));
     return rpa_rel_check(cfg);
 }
 

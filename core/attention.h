@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "pe.h"
+#include "rope_freq.h"
 #include "rope.h"
 #include "tensor.h"
 
@@ -105,6 +106,10 @@ typedef struct rp_attn_cfg {
      * for the other modes, which ignore them. */
     int64_t rel_clip, rel_buckets, rel_max_distance;
     const rp_attn_rel *rel;
+    /* Rotary modes: the frequency scheme (context extension, xPos, user frequencies or angles;
+     * core/rope_freq.h), NULL = the standard theta of `base`. YaRN's temperature multiplies
+     * `scale`. Borrowed for the call. */
+    const rp_rope_freq *freq;
 } rp_attn_cfg;
 
 /* The rows of the tables ek, eq, ev that cfg's mode needs for a call of T queries over S keys

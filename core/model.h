@@ -24,6 +24,7 @@
 #include "attention.h"
 #include "linear_attention.h"
 #include "pe.h"
+#include "rope_freq.h"
 #include "rng.h"
 #include "storage.h"
 #include "tensor.h"
@@ -72,6 +73,14 @@ typedef struct rp_model_cfg {
      * (2k buckets), 1 .. RP_REL_MAX_CLIP, default 16; t5: rel_buckets (2 .. RP_REL_MAX_BUCKETS,
      * default 32) and rel_max_distance (> rel_buckets / 2, default 128). */
     int64_t rel_clip, rel_buckets, rel_max_distance;
+    /* The rotary frequency scheme (core/rope_freq.h; rotary pe with softmax attention):
+     * scaling (RP_SCALING_NONE by default) with scaling_factor (1), orig_len (YaRN's original
+     * context length; 0: seq_len), yarn_alpha (1), yarn_beta (32); xpos (xPos gamma, 0 = off)
+     * with xpos_scale_base (512). User frequencies or angles are not config: rp_model_set_freq. */
+    rp_rope_scaling scaling;
+    double scaling_factor;
+    int64_t orig_len;
+    double yarn_alpha, yarn_beta, xpos, xpos_scale_base;
 } rp_model_cfg;
 
 /* The labml defaults: d_model 128, heads 4, layers 3, d_ff 512, seq_len 512, max_batch 16,
@@ -143,6 +152,21 @@ void rp_model_param_view(rp_tensor *out, rp_model *m, int i, int grad);
 /* The index of the first parameter (layout order) holding a nan or inf in the parameter
  * (grad = 0) or gradient (grad = 1) buffer, or -1 when every value is finite. */
 int rp_model_first_nonfinite(const rp_model *m, int grad);
+
+/* The model's own frequencies (a rotary pe with softmax attention): theta [n_theta] replaces
+ * theta_i, or angles [rows x n_angles] give the angle of position p on pair i (rows >= seq_len);
+ * both NULL restores the standard theta. The arrays are copied. RP_ERR_ARG (naming freq or angles)
+ * for a model that does not rotate, a table that rp_rope_freq_check refuses or that is too small
+ * for the model's widths (n >= d_rot / 2 of every rotated placement) or seq_len; nothing changes
+ * then. */
+rp_status rp_model_set_freq(rp_model *m, const double *theta, int64_t n_theta,
+                            const double *angles, int64_t rows, int64_t n_angles);
+/* The model's frequency scheme (config and own tables; valid until the next set_freq). */
+const rp_rope_freq *rp_model_freq(const rp_model *m);
+/* The positional scheme of a checked cfg (what is rotated, d_rot from the fractions and d_k). */
+rp_pe_scheme rp_model_cfg_scheme(const rp_model_cfg *cfg);
+/* cfg's frequency scheme, without user tables (orig_len 0 resolved to seq_len). */
+rp_rope_freq rp_model_cfg_freq(const rp_model_cfg *cfg);
 
 /* The model's dropout RNG (its state is part of a checkpoint). */
 rp_rng *rp_model_rng(rp_model *m);

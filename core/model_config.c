@@ -1,5 +1,6 @@
 /* The model's config: defaults, checks, and the positional scheme it resolves to. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "model_impl.h"
@@ -34,6 +35,11 @@ rp_model_cfg rp_model_cfg_default(int64_t vocab)
     c.rel_clip = 16;
     c.rel_buckets = 32;
     c.rel_max_distance = 128;
+    c.scaling = RP_SCALING_NONE;
+    c.scaling_factor = 1.0;
+    c.yarn_alpha = RP_YARN_ALPHA;
+    c.yarn_beta = RP_YARN_BETA;
+    c.xpos_scale_base = RP_XPOS_SCALE_BASE;
     return c;
 }
 
@@ -128,6 +134,15 @@ rp_status rp_model_cfg_check(const rp_model_cfg *cfg)
                         (int)cfg->linear_rope);
     if (cfg->attention == RP_ATTN_LINEAR && !mode->linear)
         return rp_error(RP_ERR_ARG, "linear attention does not support pe %s", mode->name);
+    if (cfg->orig_len < 0)
+        return rp_error(RP_ERR_ARG, "orig_len must be >= 0 (0: seq_len), got %lld",
+                        (long long)cfg->orig_len);
+    rp_rope_freq f = rp_model_cfg_freq(cfg);
+    RP_TRY(rp_rope_freq_check(&f));
+    if (!rp_rope_freq_is_plain(&f) && (!mode->rotary || cfg->attention == RP_ATTN_LINEAR))
+        return rp_error(RP_ERR_ARG, "scaling and xpos need a rotary pe (rope, roper or "
+                                    "roper_legacy) with softmax attention, not %s%s", mode->name,
+                        cfg->attention == RP_ATTN_LINEAR ? " with linear attention" : "");
     if (cfg->attention == RP_ATTN_LINEAR &&
         (cfg->rotate || cfg->fraction_q || cfg->fraction_k || cfg->fraction_o))
         return rp_error(RP_ERR_ARG, "linear attention takes the mode's own rotate and fraction_qk, "
@@ -136,7 +151,20 @@ rp_status rp_model_cfg_check(const rp_model_cfg *cfg)
 }
 
 
-rp_pe_scheme rpm_scheme(const rp_model_cfg *cfg)
+rp_rope_freq rp_model_cfg_freq(const rp_model_cfg *cfg)
+{
+    rp_rope_freq f = rp_rope_freq_default();
+    f.scaling = cfg->scaling;
+    f.factor = cfg->scaling_factor;
+    f.orig_len = (double)(cfg->orig_len > 0 ? cfg->orig_len : cfg->seq_len);
+    f.yarn_alpha = cfg->yarn_alpha;
+    f.yarn_beta = cfg->yarn_beta;
+    f.xpos = cfg->xpos;
+    f.xpos_scale_base = cfg->xpos_scale_base;
+    return f;
+}
+
+rp_pe_scheme rp_model_cfg_scheme(const rp_model_cfg *cfg)
 {
     const rp_pe_mode *mode = rp_pe_mode_of(cfg->pe);
     int64_t d_rot[4];
@@ -145,3 +173,31 @@ rp_pe_scheme rpm_scheme(const rp_model_cfg *cfg)
     (void)rp_pe_scheme_init(&s, cfg->pe, cfg->rotate, d_rot, cfg->rope_base, cfg->pairing);
     return s;
 }
+
+rp_status rp_model_set_freq(rp_model *m, const double *theta, int64_t n_theta,
+                            const double *angles, int64_t rows, int64_t n_angles)
+{
+    rp_rope_freq f = rp_model_cfg_freq(&m->cfg);
+    if (theta) f.theta = theta, f.n_theta = n_theta;
+    if (angles) f.angles = angles, f.rows = rows, f.n_angles = n_angles;
+    if ((theta || angles) && (!m->pe.rotate || m->linear))
+        return rp_error(RP_ERR_ARG, "freq and angles need a rotary pe (rope, roper or "
+                                    "roper_legacy) with softmax attention, not %s%s",
+                        rp_pe_name(m->pe.pe), m->linear ? " with linear attention" : "");
+    RP_TRY(rp_pe_scheme_check_freq(&m->pe, &f, m->cfg.seq_len - 1, m->cfg.seq_len - 1));
+    double *copy = NULL;
+    int64_t n = theta ? n_theta : angles ? rows * n_angles : 0;
+    if (n) {
+        copy = malloc((size_t)n * sizeof(double));
+        if (!copy) return rp_error(RP_ERR_NOMEM, "cannot allocate the frequency table");
+        memcpy(copy, theta ? theta : angles, (size_t)n * sizeof(double));
+        if (theta) f.theta = copy;
+        else f.angles = copy;
+    }
+    free(m->freq_table);
+    m->freq_table = copy;
+    m->freq = f;
+    return RP_OK;
+}
+
+const rp_rope_freq *rp_model_freq(const rp_model *m) { return &m->freq; }

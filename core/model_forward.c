@@ -59,6 +59,7 @@ rp_attn_cfg rpm_attn_cfg(const rp_model *m, int64_t q_offset)
     a.d_rot_v = s->d_rot_v;
     a.d_rot_o = s->d_rot_o;
     a.q_offset = q_offset;
+    a.freq = rp_rope_freq_is_plain(&m->freq) ? NULL : &m->freq;
     return a;
 }
 

@@ -130,7 +130,9 @@ typedef struct {
 struct rp_model {
     rp_model_cfg cfg;
     int64_t dk;
-    rp_pe_scheme pe;               /* what the attention rotates (rpm_scheme) */
+    rp_pe_scheme pe;               /* what the attention rotates (rp_model_cfg_scheme) */
+    rp_rope_freq freq;             /* its frequencies: the config's, with the tables below */
+    double *freq_table;            /* rp_model_set_freq's copy (theta or angles), or NULL */
     int linear;                    /* cfg.attention == RP_ATTN_LINEAR */
     double lin_min_den;            /* the last forward's smallest denominator (linear) */
 
@@ -187,8 +189,6 @@ struct rp_model {
 };
 
 /* ---- model_config.c ---- */
-/* The positional scheme of a checked cfg (d_rot from the fractions and d_k). */
-rp_pe_scheme rpm_scheme(const rp_model_cfg *cfg);
 
 /* ---- model_layout.c ---- */
 /* a + b and a * b for sizes >= 0, saturating at INT64_MAX (counting passes of huge configs). */

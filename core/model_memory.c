@@ -150,6 +150,7 @@ void rp_model_free(rp_model *m)
 {
     if (!m) return;
     free(m->info);
+    free(m->freq_table);
     free(m->lp);
     free(m->la);
     rp_storage_release(m->params);
@@ -174,7 +175,8 @@ static void init_derived(rp_model *m, const rp_model_cfg *cfg)
     const rp_model_cfg *c = cfg;
     m->cfg = *cfg;
     m->dk = c->d_model / c->heads;
-    m->pe = rpm_scheme(c);
+    m->pe = rp_model_cfg_scheme(c);
+    m->freq = rp_model_cfg_freq(c);
     m->linear = c->attention == RP_ATTN_LINEAR;
     m->lin_min_den = (double)NAN;
     m->nparams = rpm_build_layout(m); /* info and lp are NULL: counts, sets nfloats */

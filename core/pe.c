@@ -113,3 +113,21 @@ rp_status rp_pe_fraction_width(const char *what, double fraction, int64_t d_k, i
     *d_rot = d;
     return RP_OK;
 }
+
+rp_status rp_pe_scheme_check_freq(const rp_pe_scheme *s, const rp_rope_freq *f, int64_t qlast,
+                                  int64_t klast)
+{
+    if (rp_rope_freq_is_plain(f)) return RP_OK;
+    if (!s->rotate)
+        return rp_error(RP_ERR_ARG, "scaling, xpos, freq and angles need a rotary pe (rope, "
+                                    "roper or roper_legacy), not %s", rp_pe_name(s->pe));
+    RP_TRY(rp_rope_freq_check(f));
+    const struct {
+        int64_t d, last;
+        const char *name;
+    } use[4] = {{s->d_rot_q, qlast, "d_rot_q"}, {s->d_rot_k, klast, "d_rot_k"},
+                {s->d_rot_v, klast, "d_rot_v"}, {s->d_rot_o, qlast, "d_rot_o"}};
+    for (int i = 0; i < 4; i++)
+        if (use[i].d) RP_TRY(rp_rope_freq_check_use(f, use[i].d, use[i].last, use[i].name));
+    return RP_OK;
+}

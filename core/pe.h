@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "rope.h"
+#include "rope_freq.h"
 #include "status.h"
 
 /* The codes are stored in checkpoints (docs/checkpoint.md): append new modes before RP_PE_COUNT,
@@ -125,6 +126,12 @@ enum { RP_PLACE_Q = 0, RP_PLACE_K, RP_PLACE_V, RP_PLACE_O };
  * head sizes: rp_attention_check, rp_model_cfg_check). */
 rp_status rp_pe_scheme_init(rp_pe_scheme *s, rp_pe pe, int rotate, const int64_t d_rot[4],
                             double base, rp_pairing pairing);
+
+/* Checks f (rp_rope_freq_check) against what s rotates: a plain f always passes; otherwise s must
+ * rotate something, and f's tables must cover every rotated placement's width and the positions
+ * up to qlast (q, o) and klast (k, v). RP_ERR_ARG. */
+rp_status rp_pe_scheme_check_freq(const rp_pe_scheme *s, const rp_rope_freq *f, int64_t qlast,
+                                  int64_t klast);
 
 /* d_rot = floor(fraction * d_k) (labml's int(d_k * fraction)): RP_ERR_ARG naming `what` unless
  * 0 < fraction <= 1 and the result is even and >= 2. */

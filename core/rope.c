@@ -1,6 +1,7 @@
 #include "rope.h"
 
 #include "parallel.h"
+#include "rope_freq.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -8,23 +9,13 @@
 
 void rp_rope_theta(double *theta_out, int64_t d_rot, double base)
 {
-    for (int64_t i = 0; i < d_rot / 2; i++)
-        theta_out[i] = pow(base, -2.0 * (double)i / (double)d_rot);
+    rp_rope_freq_theta(theta_out, NULL, d_rot, base);
 }
 
 void rp_rope_angles(float *cos_out, float *sin_out, const int64_t *pos, int64_t offset, int64_t n,
                     int64_t d_rot, double base, double scale)
 {
-    int64_t half = d_rot / 2;
-    for (int64_t i = 0; i < half; i++) {
-        double theta = pow(base, -2.0 * (double)i / (double)d_rot);
-        for (int64_t r = 0; r < n; r++) {
-            double p = (double)(pos ? pos[r] : offset + r);
-            double ang = scale * p * theta;
-            cos_out[r * half + i] = (float)cos(ang);
-            sin_out[r * half + i] = (float)sin(ang);
-        }
-    }
+    rp_rope_freq_tables(cos_out, sin_out, NULL, d_rot, base, scale, 0, pos, offset, n);
 }
 
 /* Rotates the first d_rot features of one row by the angles (c, sgn * s):
@@ -108,6 +99,7 @@ rp_rope_cfg rp_rope_cfg_default(int64_t d_rot)
     c.sign = 1;
     c.scale = 1.0;
     c.pos_dim = -1;
+    c.xpos_side = 1;
     return c;
 }
 
@@ -131,6 +123,8 @@ rp_status rp_rope_rotate(rp_tensor *out, const rp_tensor *x, const rp_rope_cfg *
         return rp_error(RP_ERR_ARG, "base must be positive and finite");
     if (cfg->pairing != RP_PAIR_HALF && cfg->pairing != RP_PAIR_INTERLEAVED)
         return rp_error(RP_ERR_ARG, "unknown pairing %d", (int)cfg->pairing);
+    if (cfg->xpos_side != 1 && cfg->xpos_side != -1)
+        return rp_error(RP_ERR_ARG, "xpos_side must be 1 or -1, got %d", cfg->xpos_side);
     /* view x as [N, T, M, D] */
     int64_t N = 1, T = 1, M = 1;
     for (int i = 0; i < x->ndim - 1; i++) {
@@ -145,6 +139,18 @@ rp_status rp_rope_rotate(rp_tensor *out, const rp_tensor *x, const rp_rope_cfg *
         M = 1;
         N = rp_tensor_numel(x) / (D > 0 ? D : 1);
     }
+    if (cfg->freq) {
+        RP_TRY(rp_rope_freq_check(cfg->freq));
+        int64_t lo = INT64_MAX, hi = INT64_MIN;
+        for (int64_t t = 0; t < T; t++) {
+            int64_t p = cfg->positions ? cfg->positions[t] : cfg->offset + t;
+            lo = p < lo ? p : lo, hi = p > hi ? p : hi;
+        }
+        if (T > 0 && cfg->freq->angles && lo < 0)
+            return rp_error(RP_ERR_ARG, "angles hold positions 0..%lld; position %lld is asked",
+                            (long long)(cfg->freq->rows - 1), (long long)lo);
+        RP_TRY(rp_rope_freq_check_use(cfg->freq, cfg->d_rot, T > 0 ? hi : 0, "d_rot"));
+    }
     RP_TRY(rp_tensor_clone(out, x));
     int64_t half = cfg->d_rot / 2;
     if (rp_tensor_numel(out) == 0) return RP_OK;
@@ -153,8 +159,8 @@ rp_status rp_rope_rotate(rp_tensor *out, const rp_tensor *x, const rp_rope_cfg *
         rp_tensor_release(out);
         return rp_error(RP_ERR_NOMEM, "rotate: out of memory");
     }
-    rp_rope_angles(cs, cs + T * half, cfg->positions, cfg->offset, T, cfg->d_rot, cfg->base,
-                   cfg->scale);
+    rp_rope_freq_tables(cs, cs + T * half, cfg->freq, cfg->d_rot, cfg->base, cfg->scale,
+                        cfg->xpos_side, cfg->positions, cfg->offset, T);
     float *p = rp_tensor_data(out);
     rp_rope_forward(p, p, cs, cs + T * half, N, T, M, D, cfg->d_rot, cfg->pairing, cfg->sign);
     free(cs);

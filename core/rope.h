@@ -51,14 +51,18 @@ typedef struct rp_rope_cfg {
                                ([D]) at position offset / positions[0] */
     int64_t offset;         /* positions are offset + t when positions == NULL */
     const int64_t *positions; /* optional, one per element of pos_dim (or 1 when pos_dim = -1) */
+    const struct rp_rope_freq *freq; /* the frequency scheme (rope_freq.h), NULL: standard */
+    int xpos_side;          /* xPos: +1 the query side (q, o), -1 the key side (k, v) */
 } rp_rope_cfg;
 
 /* A rp_rope_cfg with the defaults: base RP_ROPE_BASE, half pairing, sign +1, scale 1, pos_dim -1,
- * offset 0, no positions, d_rot = D (set it). */
+ * offset 0, no positions, no freq, xpos_side +1, d_rot = D (set it). */
 rp_rope_cfg rp_rope_cfg_default(int64_t d_rot);
 
-/* out = x with the first d_rot features of its last dim rotated by position. x: any shape with
- * ndim >= 1; last dim D >= d_rot. RP_ERR_ARG for odd or out-of-range d_rot, bad pos_dim. */
+/* out = x with the first d_rot features of its last dim rotated by position (with cfg->freq:
+ * by its angles, times its xPos magnitude on cfg->xpos_side). x: any shape with ndim >= 1; last
+ * dim D >= d_rot. RP_ERR_ARG for odd or out-of-range d_rot, bad pos_dim, a freq that
+ * rp_rope_freq_check refuses or whose tables do not cover d_rot or the positions. */
 rp_status rp_rope_rotate(rp_tensor *out, const rp_tensor *x, const rp_rope_cfg *cfg);
 
 /* Sinusoidal absolute encodings (Vaswani et al.): out[t][2i] = sin(p / base^(2i/d)),

@@ -21,6 +21,7 @@
 #include "blas.h"
 #include "ops.h"
 #include "rope.h"
+#include "rope_freq.h"
 #include "pe.h"
 #include "attention.h"
 #include "linear_attention.h"

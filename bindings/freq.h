@@ -1,0 +1,30 @@
+/* The frequency options of the rotary bindings (freq.c): read in two phases, as args.h asks. */
+#ifndef LRP_FREQ_H
+#define LRP_FREQ_H
+
+#include <stdint.h>
+
+#include <lua.h>
+
+#include "rp.h"
+
+/* The option names lrp_optfreq reads, for a known-keys list. */
+#define LRP_FREQ_KEYS                                                                          \
+    "scaling", "scaling_factor", "orig_len", "yarn_alpha", "yarn_beta", "xpos",                \
+        "xpos_scale_base", "freq", "angles"
+
+/* Phase 1: reads the scalar options of the table at idx (nil: none) into *f (the defaults of
+ * rp_rope_freq_default, orig_len = default_orig_len unless given; scaling "yarn" needs one) and
+ * pushes the values of freq and angles (nil when absent): two stack slots, which must stay there
+ * for lrp_freq_tables. Raises naming the option. */
+void lrp_optfreq(lua_State *L, int idx, rp_rope_freq *f, double default_orig_len);
+
+/* Phase 2: copies the values in slots slot, slot + 1 (from lrp_optfreq) into one userdata of
+ * doubles pushed on the stack (nil when neither is given; keep it there while f is used) and
+ * points f->theta or f->angles at it; a function given as angles is called as fn(p, i) for
+ * p = 0 .. rows-1, i = 0 .. half-1 (at most 2^24 calls). Then checks *f (rp_rope_freq_check).
+ * Raises naming the option (and the entry, 1-based as the user wrote it). */
+void lrp_freq_tables(lua_State *L, int idx, int slot, rp_rope_freq *f, int64_t rows,
+                     int64_t half);
+
+#endif

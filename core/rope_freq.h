@@ -1,0 +1,106 @@
+/* Frequency schemes of the rotary encodings: which angle, and for xPos which scale, a position p
+ * gets on rotation pair i of a placement d_rot features wide.
+ *
+ * The standard scheme (RoFormer): theta_i = base^(-2i/d_rot), i = 0 .. d_rot/2 - 1, angle
+ * p theta_i (times the mode's v_angle c for the value rotation). On top of it:
+ *
+ *   context extension (`scaling`, factor s > 0; docs/positional.md has the derivations):
+ *     pi    position interpolation (Chen et al. 2023): theta'_i = theta_i / s
+ *     ntk   NTK-aware scaling (bloc97 2023): base' = base s^(d_rot/(d_rot-2)), i.e.
+ *           theta'_i = theta_i s^(-2i/(d_rot-2)) (d_rot = 2: theta'_0 = theta_0)
+ *     yarn  YaRN (Peng et al. 2023, eqs. 17-20): r_i = L / lambda_i with lambda_i = 2 pi /
+ *           theta_i and L = orig_len; gamma(r) = 0 for r < alpha, 1 for r > beta, else
+ *           (r - alpha) / (beta - alpha); theta'_i = (1 - gamma(r_i)) theta_i / s + gamma(r_i)
+ *           theta_i; and the attention temperature: the scores are multiplied by
+ *           (0.1 ln s + 1)^2 when s > 1 (rp_rope_freq_score_scale)
+ *   xPos (Sun et al. 2022): pair i of a row at position p is also multiplied by
+ *           zeta_i^(side p / scale_base), zeta_i = (2i/d_rot + gamma) / (1 + gamma), with side +1
+ *           for the query-side placements (q, and RoPER's output o) and -1 for the key side (k,
+ *           and RoPER's values v), so a score (or an output term) carries zeta^((n - m) / scale_base)
+ *   user frequencies: theta[0 .. n_theta) replaces theta_i (pair i takes theta[i]; the scalings
+ *           apply to it as to the standard theta)
+ *   user angles: angles[p * n_angles + i] is the angle of position p on pair i, for positions
+ *           0 .. rows - 1 (times c for v); no scaling applies (they are the final angles)
+ *
+ * The magnitudes (xPos) are folded into the cos/sin tables: the rotation kernels compute
+ * y = x c - x' s, so tables m cos, m sin give m R x, and their transposes (the backward) stay
+ * right. The scores' temperature is applied by the attention kernels (their scale).
+ */
+#ifndef RP_ROPE_FREQ_H
+#define RP_ROPE_FREQ_H
+
+#include <stdint.h>
+
+#include "status.h"
+
+/* The codes are stored in checkpoints: never renumber. */
+typedef enum {
+    RP_SCALING_NONE = 0,
+    RP_SCALING_PI,
+    RP_SCALING_NTK,
+    RP_SCALING_YARN,
+    RP_SCALING_COUNT /* not a scaling */
+} rp_rope_scaling;
+
+/* "none", "pi", "ntk", "yarn", NULL. */
+extern const char *const rp_scaling_names[RP_SCALING_COUNT + 1];
+
+/* The defaults of the parameters (the papers'). */
+#define RP_YARN_ALPHA 1.0
+#define RP_YARN_BETA 32.0
+#define RP_XPOS_SCALE_BASE 512.0
+
+typedef struct rp_rope_freq {
+    rp_rope_scaling scaling;
+    double factor;          /* s: finite, > 0 (1: no change) */
+    double orig_len;        /* yarn: L, the context trained at: finite, >= 1 */
+    double yarn_alpha;      /* yarn: the ramp in rotations per L: 0 <= alpha < beta, finite */
+    double yarn_beta;
+    double xpos;            /* xPos gamma: 0 = off, else finite > 0 (the paper: 0.4) */
+    double xpos_scale_base; /* xPos: finite > 0 */
+    const double *theta;    /* user frequencies [n_theta], or NULL; finite. Borrowed. */
+    int64_t n_theta;
+    const double *angles;   /* user angles [rows x n_angles], or NULL; finite. Borrowed. */
+    int64_t rows, n_angles;
+} rp_rope_freq;
+
+/* Nothing set: no scaling (factor 1), no xPos, no user tables; alpha, beta and the xPos scale
+ * base at their defaults, orig_len 0. */
+rp_rope_freq rp_rope_freq_default(void);
+
+/* 1 when f is NULL or changes nothing (no scaling, no xPos, no user tables). */
+int rp_rope_freq_is_plain(const rp_rope_freq *f);
+
+/* Checks every field: the scaling code, factor, orig_len (yarn), alpha < beta, xpos, the scale
+ * base, theta and angles (non-empty, finite: the message gives the first bad entry), not both
+ * tables, and no scaling with user angles. RP_ERR_ARG naming the field as the config keys do
+ * ("scaling_factor", "orig_len", "yarn_alpha", "yarn_beta", "xpos", "xpos_scale_base", "freq",
+ * "angles"). NULL is fine. */
+rp_status rp_rope_freq_check(const rp_rope_freq *f);
+
+/* Checks f against one use: a placement d_rot wide (the user tables need d_rot/2 entries per
+ * row) at positions 0 .. last_pos (the angle table needs last_pos + 1 rows). RP_ERR_ARG naming
+ * `what` ("d_rot_q", ...). NULL is fine. */
+rp_status rp_rope_freq_check_use(const rp_rope_freq *f, int64_t d_rot, int64_t last_pos,
+                                 const char *what);
+
+/* theta'_i for i = 0 .. d_rot/2 - 1 (the scaling applied to the standard or the user theta),
+ * in double. Not for user angles (they have no theta). f may be NULL. */
+void rp_rope_freq_theta(double *theta, const rp_rope_freq *f, int64_t d_rot, double base);
+
+/* The factor the attention scores take: YaRN's (0.1 ln s + 1)^2 for s > 1, else 1. */
+double rp_rope_freq_score_scale(const rp_rope_freq *f);
+
+/* cos/sin tables for n positions (pos[r], or offset + r when pos is NULL):
+ * cos[r * half + i] = m cos(c a), sin[r * half + i] = m sin(c a), half = d_rot / 2, with a the
+ * angle of position p on pair i (p theta'_i, or the user angle) and m = zeta_i^(side p /
+ * scale_base) under xPos (side +1 or -1), else 1. Computed in double, stored as float. Positions
+ * must be within the user angle table (rp_rope_freq_check_use). Overwrites. */
+void rp_rope_freq_tables(float *cos_out, float *sin_out, const rp_rope_freq *f, int64_t d_rot,
+                         double base, double c, int side, const int64_t *pos, int64_t offset,
+                         int64_t n);
+
+/* Equal as schemes (fields and table contents; NULL equals a plain one). */
+int rp_rope_freq_equal(const rp_rope_freq *a, const rp_rope_freq *b);
+
+#endif
