@@ -750,6 +750,7 @@ static void test_backward_fd(void)
         f.xpos_scale_base = 4.0; /* magnitudes far from 1 within a few positions */
         rp_attn_cfg cfg = base_cfg((rp_pe)g[gi].pe, AD, ADV, &f);
         cfg.q_offset = g[gi].qo, cfg.pos_offset = g[gi].po;
+        if (g[gi].si == 6) cfg.pairing = RP_PAIR_INTERLEAVED;
         int64_t n[3] = {d.T * AH * AD, d.S * AH * AD, d.S * AH * ADV}, no = d.T * AH * ADV;
         float *x[3] = {check_rand_floats(&rng_state, n[0], -2.0, 2.0),
                        check_rand_floats(&rng_state, n[1], -2.0, 2.0),
