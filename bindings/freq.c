@@ -173,3 +173,22 @@ void lrp_freq_tables(lua_State *L, int idx, int slot, rp_rope_freq *f, int64_t r
     }
     if (rp_rope_freq_check(f) != RP_OK) lrp_argerror(L, idx, "%s", rp_last_error());
 }
+
+int lrp_optxposside(lua_State *L, int idx)
+{
+    lua_Integer side = lrp_optinteger(L, idx, "xpos_side", 1);
+    if (side != 1 && side != -1)
+        lrp_argerror(L, idx, "option 'xpos_side' must be 1 (query side) or -1 (key side), got %I",
+                     (LUAI_UACINT)side);
+    return (int)side;
+}
+
+int64_t lrp_freq_rows(const int64_t *pos, int64_t offset, int64_t n)
+{
+    int64_t hi = 0;
+    for (int64_t r = 0; r < n; r++) {
+        int64_t p = pos ? pos[r] : offset + r;
+        hi = p > hi ? p : hi;
+    }
+    return hi + 1;
+}

@@ -27,4 +27,11 @@ void lrp_optfreq(lua_State *L, int idx, rp_rope_freq *f, double default_orig_len
 void lrp_freq_tables(lua_State *L, int idx, int slot, rp_rope_freq *f, int64_t rows,
                      int64_t half);
 
+/* The xpos_side option at idx: 1 (the query side, the default) or -1 (the key side). */
+int lrp_optxposside(lua_State *L, int idx);
+
+/* The rows a sampled angle function needs for positions pos[0 .. n) (offset + r when pos is
+ * NULL): the largest position + 1 (at least 1). */
+int64_t lrp_freq_rows(const int64_t *pos, int64_t offset, int64_t n);
+
 #endif

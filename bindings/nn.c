@@ -264,27 +264,6 @@ static int l_rope_theta(lua_State *L)
     return 1;
 }
 
-/* The xpos_side option: 1 (the query side, the default) or -1 (the key side). */
-static int opt_xpos_side(lua_State *L, int idx)
-{
-    lua_Integer side = lrp_optinteger(L, idx, "xpos_side", 1);
-    if (side != 1 && side != -1)
-        lrp_argerror(L, idx, "option 'xpos_side' must be 1 (query side) or -1 (key side), got %I",
-                     (LUAI_UACINT)side);
-    return (int)side;
-}
-
-/* The rows a sampled angle function needs for positions pos[0 .. n) (offset + r when NULL). */
-static int64_t rows_for(const int64_t *pos, int64_t offset, int64_t n)
-{
-    int64_t hi = 0;
-    for (int64_t r = 0; r < n; r++) {
-        int64_t p = pos ? pos[r] : offset + r;
-        hi = p > hi ? p : hi;
-    }
-    return hi + 1;
-}
-
 /* rp.rope.angles(positions, d_rot[, opts]): cos, sin as [n x d_rot/2] (options: base, scale,
  * xpos_side and the frequency options, bindings/freq.h). positions: a count n (positions
  * 0..n-1), a table or a 1-D tensor of positions. */
@@ -304,13 +283,13 @@ static int l_rope_angles(lua_State *L)
     lrp_checkopts(L, 3, known);
     double base = opt_base(L, 3, "base");
     double scale = lrp_optfinite(L, 3, "scale", 1.0);
-    int side = opt_xpos_side(L, 3);
+    int side = lrp_optxposside(L, 3);
     lua_settop(L, 3);
     rp_rope_freq f;
     lrp_optfreq(L, 3, &f, 0.0); /* slots 4, 5 */
     if (lua_type(L, 1) != LUA_TNUMBER) pos = read_positions(L, 1, 1, "positions", 0, &n);
-    lrp_freq_tables(L, 3, 4, &f, rows_for(pos, 0, n), d_rot / 2);
-    if (n > 0 && rp_rope_freq_check_use(&f, d_rot, rows_for(pos, 0, n) - 1, "d_rot") != RP_OK)
+    lrp_freq_tables(L, 3, 4, &f, lrp_freq_rows(pos, 0, n), d_rot / 2);
+    if (n > 0 && rp_rope_freq_check_use(&f, d_rot, lrp_freq_rows(pos, 0, n) - 1, "d_rot") != RP_OK)
         return lrp_argerror(L, 3, "%s", rp_last_error());
     for (int64_t r = 0; r < n && f.angles; r++)
         if (pos && pos[r] < 0)
@@ -363,7 +342,7 @@ static int l_rope_rotate(lua_State *L)
         cfg.d_rot = d_rot_from_fraction(L, 2, "fraction", D, "D");
     }
     cfg.scale = lrp_optfinite(L, 2, "scale", 1.0);
-    cfg.xpos_side = opt_xpos_side(L, 2);
+    cfg.xpos_side = lrp_optxposside(L, 2);
     rp_rope_freq f;
     lrp_optfreq(L, 2, &f, 0.0); /* slots 3, 4 */
 
@@ -411,7 +390,7 @@ static int l_rope_rotate(lua_State *L)
                                 lrp_shape_str(buf, x));
         cfg.positions = p; /* the userdata stays on the stack during the call */
     }
-    lrp_freq_tables(L, 2, 3, &f, rows_for(cfg.positions, cfg.offset, npos), cfg.d_rot / 2);
+    lrp_freq_tables(L, 2, 3, &f, lrp_freq_rows(cfg.positions, cfg.offset, npos), cfg.d_rot / 2);
     if (!rp_rope_freq_is_plain(&f)) cfg.freq = &f;
     for (int64_t t = 0; t < npos && f.angles; t++) {
         int64_t p = cfg.positions ? cfg.positions[t] : cfg.offset + t;
@@ -419,7 +398,7 @@ static int l_rope_rotate(lua_State *L)
             return lrp_argerror(L, 2, "position %I is below 0, where the angle table starts",
                                 (LUAI_UACINT)p);
     }
-    if (rp_rope_freq_check_use(&f, cfg.d_rot, rows_for(cfg.positions, cfg.offset, npos) - 1,
+    if (rp_rope_freq_check_use(&f, cfg.d_rot, lrp_freq_rows(cfg.positions, cfg.offset, npos) - 1,
                                "d_rot") != RP_OK)
         return lrp_argerror(L, 2, "%s", rp_last_error());
     rp_tensor *out = lrp_newtensor(L);

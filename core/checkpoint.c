@@ -27,7 +27,7 @@
 #include "sysmem.h"
 
 #define CK_MAGIC "RPCK"
-#define CK_VERSION 2u /* the newest; version 1 is written when its config says everything */
+#define CK_VERSION 3u /* the newest; the oldest that holds a model's config is written */
 #define CK_HEADER 16u  /* magic, version, file size */
 #define CK_TRAILER 8u  /* checksum */
 #define CK_FLAG_OPTIM 1u
@@ -146,7 +146,42 @@ static uint32_t cfg_version(const rp_model_cfg *c)
     return v2 ? 2u : 1u;
 }
 
-static void w_model_cfg(writer *w, const rp_model_cfg *c)
+/* Version 3 (issue 14): the frequency scheme, when the model's differs from the standard one in
+ * anything (a scaling, xPos, user tables, or those settings away from their defaults). */
+static uint32_t model_version(const rp_model *m)
+{
+    const rp_model_cfg *c = rp_model_config(m);
+    const rp_rope_freq *f = rp_model_freq(m);
+    rp_model_cfg d = rp_model_cfg_default(1);
+    int v3 = c->scaling != d.scaling || c->scaling_factor != d.scaling_factor ||
+             c->orig_len != d.orig_len || c->yarn_alpha != d.yarn_alpha ||
+             c->yarn_beta != d.yarn_beta || c->xpos != d.xpos ||
+             c->xpos_scale_base != d.xpos_scale_base || f->theta || f->angles;
+    return v3 ? 3u : cfg_version(c);
+}
+
+/* The version 3 block: the frequency settings and the model's own table (docs/checkpoint.md). */
+static void w_freq(writer *w, const rp_model *m)
+{
+    const rp_model_cfg *c = rp_model_config(m);
+    const rp_rope_freq *f = rp_model_freq(m);
+    int64_t rows = f->theta ? 1 : f->angles ? f->rows : 0;
+    int64_t n = f->theta ? f->n_theta : f->angles ? f->n_angles : 0;
+    w_i32(w, (int32_t)c->scaling);
+    w_i32(w, f->theta ? 1 : f->angles ? 2 : 0);
+    w_f64(w, c->scaling_factor);
+    w_i64(w, c->orig_len);
+    w_f64(w, c->yarn_alpha);
+    w_f64(w, c->yarn_beta);
+    w_f64(w, c->xpos);
+    w_f64(w, c->xpos_scale_base);
+    w_i64(w, rows);
+    w_i64(w, n);
+    const double *t = f->theta ? f->theta : f->angles;
+    for (int64_t i = 0; i < rows * n; i++) w_f64(w, t[i]);
+}
+
+static void w_model_cfg(writer *w, const rp_model_cfg *c, uint32_t version)
 {
     w_i64(w, c->vocab);
     w_i64(w, c->d_model);
@@ -164,7 +199,7 @@ static void w_model_cfg(writer *w, const rp_model_cfg *c)
     w_f64(w, c->fraction_v);
     w_f64(w, c->rope_base);
     w_u64(w, c->seed);
-    if (cfg_version(c) < 2) return;
+    if (version < 2) return;
     w_i32(w, (int32_t)c->rotate);
     w_i32(w, 0); /* reserved */
     w_f64(w, c->fraction_q);
@@ -194,7 +229,9 @@ static void w_opt_cfg(writer *w, const rp_adam_cfg *c)
 /* Everything after the header and before the checksum. */
 static void w_body(writer *w, rp_model *m, const rp_adam_cfg *oc, const rp_adam_state *os)
 {
-    w_model_cfg(w, rp_model_config(m));
+    uint32_t version = model_version(m);
+    w_model_cfg(w, rp_model_config(m), version);
+    if (version >= 3) w_freq(w, m);
     int np = rp_model_num_tensors(m);
     const rp_model_cfg *mc = rp_model_config(m);
     uint32_t flags = oc ? CK_FLAG_OPTIM : 0u;
@@ -239,7 +276,7 @@ static int write_checkpoint(FILE *f, void *ctx)
     const save_job *j = ctx;
     writer w = {f, 0, FNV_OFFSET, 0};
     w_bytes(&w, CK_MAGIC, 4);
-    w_u32(&w, cfg_version(rp_model_config(j->m)));
+    w_u32(&w, model_version(j->m));
     w_u64(&w, j->total);
     w_body(&w, j->m, j->oc, j->os);
     w_u64(&w, w.hash); /* the hash of everything before it (w_uint reads w.hash first) */
@@ -350,6 +387,9 @@ static void r_model_cfg(reader *r, rp_model_cfg *c, uint32_t version)
     rp_model_cfg d = rp_model_cfg_default(1);
     c->rel_clip = d.rel_clip, c->rel_buckets = d.rel_buckets;
     c->rel_max_distance = d.rel_max_distance;
+    c->scaling = d.scaling, c->scaling_factor = d.scaling_factor, c->orig_len = d.orig_len;
+    c->yarn_alpha = d.yarn_alpha, c->yarn_beta = d.yarn_beta;
+    c->xpos = d.xpos, c->xpos_scale_base = d.xpos_scale_base;
     if (version < 2) return;
     c->rotate = (int)r_i32(r, w);
     (void)r_i32(r, w); /* reserved (0) */
@@ -503,9 +543,13 @@ static rp_status past_end(const char *path, const reader *r)
     return rp_error(RP_ERR_IO, "%s: corrupted (%s runs past the end)", path, r->what);
 }
 
-/* What the model section says: the config (flags included), the tensor and float counts. */
+/* What the model section says: the config (flags included), the frequency table (version 3), the
+ * tensor and float counts. */
 typedef struct {
     rp_model_cfg cfg;
+    int32_t freq_kind;       /* 0 none, 1 theta (one row), 2 angles */
+    int64_t freq_rows, freq_n;
+    const uint8_t *freq_at;  /* freq_rows * freq_n little-endian doubles in the file */
     uint32_t flags;
     uint32_t ntensors;
     uint64_t total;
@@ -520,6 +564,30 @@ static rp_status read_model_head(const char *path, reader *r, model_head *h, uin
     rp_model_cfg *mc = &h->cfg;
     memset(mc, 0, sizeof *mc);
     r_model_cfg(r, mc, version);
+    h->freq_kind = 0, h->freq_rows = h->freq_n = 0, h->freq_at = NULL;
+    if (version >= 3) {
+        const char *w = "the frequency settings";
+        mc->scaling = (rp_rope_scaling)r_i32(r, w);
+        h->freq_kind = r_i32(r, w);
+        mc->scaling_factor = r_f64(r, w);
+        mc->orig_len = r_i64(r, w);
+        mc->yarn_alpha = r_f64(r, w);
+        mc->yarn_beta = r_f64(r, w);
+        mc->xpos = r_f64(r, w);
+        mc->xpos_scale_base = r_f64(r, w);
+        h->freq_rows = r_i64(r, w);
+        h->freq_n = r_i64(r, w);
+        if (r->what) return past_end(path, r);
+        int64_t rows = h->freq_rows, n = h->freq_n;
+        int bad = h->freq_kind < 0 || h->freq_kind > 2 || rows < 0 || n < 0 ||
+                  (h->freq_kind == 0) != (rows == 0 || n == 0) || (h->freq_kind == 1 && rows != 1) ||
+                  (n > 0 && rows > (int64_t)((r->n - r->pos) / 8u) / n);
+        if (bad)
+            return rp_error(RP_ERR_IO, "%s: corrupted (frequency table kind %ld, %lld x %lld)",
+                            path, (long)h->freq_kind, (long long)rows, (long long)n);
+        h->freq_at = r->p + r->pos;
+        r->pos += (uint64_t)(rows * n) * 8u;
+    }
     h->flags = r_u32(r, "the flags");
     h->ntensors = r_u32(r, "the parameter count");
     h->total = r_u64(r, "the parameter count");
@@ -574,6 +642,22 @@ static rp_status read_tensor(const char *path, reader *r, rp_model *m, uint32_t 
     if (!src) return past_end(path, r);
     copy_floats(rp_model_params(m)->data + p->offset, src, p->numel);
     return RP_OK;
+}
+
+/* The model's own frequency table (version 3), checked by rp_model_set_freq. */
+static rp_status read_freq(const char *path, const model_head *h, rp_model *m)
+{
+    if (!h->freq_kind) return RP_OK;
+    int64_t k = h->freq_rows * h->freq_n;
+    RP_TRY(check_memory(path, "the frequency table", 8.0 * (double)k));
+    double *t = malloc((size_t)k * sizeof(double));
+    if (!t) return rp_error(RP_ERR_IO, "%s: out of memory for the frequency table", path);
+    for (int64_t i = 0; i < k; i++) t[i] = bits_f64(get_le(h->freq_at + 8 * i, 8));
+    rp_status st = h->freq_kind == 1
+                       ? rp_model_set_freq(m, t, h->freq_n, NULL, 0, 0)
+                       : rp_model_set_freq(m, NULL, 0, t, h->freq_rows, h->freq_n);
+    free(t);
+    return st == RP_OK ? RP_OK : rethrow(RP_ERR_IO, path, "bad frequency table: ");
 }
 
 /* The parameter table: as many tensors and floats as the model built from the config has. */
@@ -659,6 +743,7 @@ static rp_status parse(const char *path, const uint8_t *b, uint64_t n, rp_checkp
         st = rethrow(RP_ERR_IO, path, "cannot build the model: ");
         goto fail;
     }
+    if ((st = read_freq(path, &h, m)) != RP_OK) goto fail;
     if ((st = read_params(path, &r, &h, m)) != RP_OK) goto fail;
     if ((st = read_rng(path, &r, &rng)) != RP_OK) goto fail;
     if (has_optim && (st = read_optim(path, &r, h.total, &oc, &os)) != RP_OK) goto fail;

@@ -68,7 +68,7 @@ static rp_status make_header(const char *path, rp_model *m, char **out, size_t *
     size_t size = 0;
     FILE *f = open_memstream(&buf, &size);
     if (!f) return rp_error(RP_ERR_NOMEM, "%s: out of memory", path);
-    char cfg[1024];
+    char cfg[2048];
     size_t n = rp_model_cfg_to_json(rp_model_config(m), cfg, sizeof cfg);
     RP_ASSERT(n < sizeof cfg);
     fputs("{\"__metadata__\":{\"format\":\"pt\",\"roper.config\":", f);
@@ -139,6 +139,11 @@ rp_status rp_safetensors_save(const char *path, rp_model *m)
 {
     if (!path || !*path) return rp_error(RP_ERR_ARG, "safetensors path is empty");
     if (!m) return rp_error(RP_ERR_ARG, "%s: no model to save", path);
+    const rp_rope_freq *f = rp_model_freq(m);
+    if (f->theta || f->angles)
+        return rp_error(RP_ERR_ARG, "%s: the model's own %s are not stored in safetensors files "
+                                    "(m:save keeps them)", path, f->theta ? "frequencies (freq)"
+                                                                          : "angles");
     save_job j = {m, NULL, 0};
     char *header;
     RP_TRY(make_header(path, m, &header, &j.hlen));

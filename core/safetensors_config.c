@@ -41,13 +41,23 @@ static int extra_json(const rp_model_cfg *c, char *buf, size_t n)
     if (rel == RP_REL_T5)
         PUT(",\"rel_buckets\":%lld,\"rel_max_distance\":%lld", (long long)c->rel_buckets,
             (long long)c->rel_max_distance);
+    rp_model_cfg d = rp_model_cfg_default(1);
+    if (c->scaling != RP_SCALING_NONE)
+        PUT(",\"scaling\":\"%s\",\"scaling_factor\":%s", rp_scaling_names[c->scaling],
+            num_str(num, sizeof num, c->scaling_factor));
+    if (c->orig_len) PUT(",\"orig_len\":%lld", (long long)c->orig_len);
+    const char *yk[4] = {"yarn_alpha", "yarn_beta", "xpos", "xpos_scale_base"};
+    double yv[4] = {c->yarn_alpha, c->yarn_beta, c->xpos, c->xpos_scale_base};
+    double yd[4] = {d.yarn_alpha, d.yarn_beta, d.xpos, d.xpos_scale_base};
+    for (int i = 0; i < 4; i++)
+        if (yv[i] != yd[i]) PUT(",\"%s\":%s", yk[i], num_str(num, sizeof num, yv[i]));
 #undef PUT
     return (int)k;
 }
 
 size_t rp_model_cfg_to_json(const rp_model_cfg *c, char *buf, size_t n)
 {
-    char d[32], fq[32], fv[32], base[32], extra[256];
+    char d[32], fq[32], fv[32], base[32], extra[640];
     if (extra_json(c, extra, sizeof extra) < 0) return 0;
     int k = snprintf(buf, n,
                      "{\"vocab\":%lld,\"d_model\":%lld,\"heads\":%lld,\"layers\":%lld,"
@@ -84,6 +94,9 @@ static const cfg_key keys[] = {
     {"rotate", K_ROTATE, 0},    {"fraction_q", K_NUM, 0},   {"fraction_k", K_NUM, 0},
     {"fraction_o", K_NUM, 0},   {"rel_clip", K_INT, 0},     {"rel_buckets", K_INT, 0},
     {"rel_max_distance", K_INT, 0},
+    {"scaling", K_ENUM, 0},     {"scaling_factor", K_NUM, 0}, {"orig_len", K_INT, 0},
+    {"yarn_alpha", K_NUM, 0},   {"yarn_beta", K_NUM, 0},    {"xpos", K_NUM, 0},
+    {"xpos_scale_base", K_NUM, 0},
 };
 #define NKEYS (sizeof keys / sizeof keys[0])
 
@@ -95,6 +108,7 @@ static const char *const *enum_names(const char *key, const char *lin[3])
     if (strcmp(key, "pe") == 0) return rp_pe_names;
     if (strcmp(key, "pairing") == 0) return rp_pairing_names;
     if (strcmp(key, "attention") == 0) return rp_attn_names;
+    if (strcmp(key, "scaling") == 0) return rp_scaling_names;
     lin[0] = rp_lin_placement_name(RP_LIN_AFTER);
     lin[1] = rp_lin_placement_name(RP_LIN_BEFORE);
     lin[2] = NULL;
@@ -134,6 +148,7 @@ static rp_status read_key(const rp_json_doc *doc, size_t v, const cfg_key *k, rp
                     else if (strcmp(key, "pe") == 0) c->pe = (rp_pe)i;
                     else if (strcmp(key, "pairing") == 0) c->pairing = (rp_pairing)i;
                     else if (strcmp(key, "attention") == 0) c->attention = (rp_attn_kind)i;
+                    else if (strcmp(key, "scaling") == 0) c->scaling = (rp_rope_scaling)i;
                     else c->linear_rope = (rp_lin_placement)i;
                     return RP_OK;
                 }
@@ -164,6 +179,11 @@ static rp_status read_key(const rp_json_doc *doc, size_t v, const cfg_key *k, rp
             else if (strcmp(k->key, "fraction_q") == 0) c->fraction_q = d;
             else if (strcmp(k->key, "fraction_k") == 0) c->fraction_k = d;
             else if (strcmp(k->key, "fraction_o") == 0) c->fraction_o = d;
+            else if (strcmp(k->key, "scaling_factor") == 0) c->scaling_factor = d;
+            else if (strcmp(k->key, "yarn_alpha") == 0) c->yarn_alpha = d;
+            else if (strcmp(k->key, "yarn_beta") == 0) c->yarn_beta = d;
+            else if (strcmp(k->key, "xpos") == 0) c->xpos = d;
+            else if (strcmp(k->key, "xpos_scale_base") == 0) c->xpos_scale_base = d;
             else c->rope_base = d;
         }
     } else if (k->kind == K_SEED) {
@@ -186,6 +206,7 @@ static rp_status read_key(const rp_json_doc *doc, size_t v, const cfg_key *k, rp
             else if (strcmp(key, "rel_clip") == 0) c->rel_clip = i;
             else if (strcmp(key, "rel_buckets") == 0) c->rel_buckets = i;
             else if (strcmp(key, "rel_max_distance") == 0) c->rel_max_distance = i;
+            else if (strcmp(key, "orig_len") == 0) c->orig_len = i;
             else c->max_batch = i;
         }
     }

@@ -347,7 +347,7 @@ static void test_damaged(void)
         } else if (o < 8) {
             uint32_t v = (uint32_t)copy[4] | (uint32_t)copy[5] << 8 | (uint32_t)copy[6] << 16 |
                          (uint32_t)copy[7] << 24;
-            snprintf(want, sizeof want, "version %lu is not supported (this roper reads versions 1 to 2)",
+            snprintf(want, sizeof want, "version %lu is not supported (this roper reads versions 1 to 3)",
                      (unsigned long)v);
             expect_io(bad, want, 1, what);
         } else if (o < 16) {
@@ -368,10 +368,10 @@ static void test_damaged(void)
     memcpy(copy, b, len);
     copy[4] = 7;
     spit(bad, copy, len);
-    expect_io(bad, "version 7 is not supported (this roper reads versions 1 to 2)", 1, "version 7");
+    expect_io(bad, "version 7 is not supported (this roper reads versions 1 to 3)", 1, "version 7");
     reseal(copy, len);
     spit(bad, copy, len);
-    expect_io(bad, "version 7 is not supported (this roper reads versions 1 to 2)", 1, "version 7, resealed");
+    expect_io(bad, "version 7 is not supported (this roper reads versions 1 to 3)", 1, "version 7, resealed");
 
     /* not a checkpoint at all, and an empty file */
     spit(bad, (const uint8_t *)"hello, world\n", 13);
@@ -890,6 +890,121 @@ static void test_old_files(void)
     CHECK(n == 4, "%d fixture files", n);
 }
 
+/* ---- version 3: the frequency scheme -------------------------------------------------------- */
+
+/* Saves m, checks the version byte and the size docs/checkpoint.md gives (version 1 + 56 + 72
+ * bytes + the table), loads it and compares config, table and logits. */
+static void v3_case(rp_model *m, const char *what, uint32_t want_version, int64_t table)
+{
+    char path[128];
+    path_in(path, sizeof path, "v3.ckpt");
+    CHECK_STATUS(rp_checkpoint_save(path, m, NULL, NULL), RP_OK, what);
+    size_t len = 0;
+    uint8_t *b = slurp(path, &len);
+    size_t want = 16 + 112 + 16 + 44 + 8 + (want_version >= 2 ? 56 : 0) +
+                  (want_version >= 3 ? 72 + 8 * (size_t)table : 0);
+    for (int i = 0; i < rp_model_num_tensors(m); i++) {
+        const rp_param_info *pi = rp_model_param(m, i);
+        want += 4 + strlen(pi->name) + 4 + 8 * (size_t)pi->ndim + 4 * (size_t)pi->numel;
+    }
+    CHECK(b && b[4] == want_version, "%s: version %d, want %u", what, b ? b[4] : -1, want_version);
+    CHECK(len == want, "%s: file size %zu, docs/checkpoint.md gives %zu", what, len, want);
+    free(b);
+    rp_checkpoint ck;
+    memset(&ck, 0, sizeof ck);
+    CHECK_STATUS(rp_checkpoint_load(path, &ck), RP_OK, what);
+    if (ck.model) {
+        const rp_model_cfg *a = rp_model_config(ck.model), *c = rp_model_config(m);
+        CHECK(a->scaling == c->scaling && a->scaling_factor == c->scaling_factor &&
+                  a->orig_len == c->orig_len && a->yarn_alpha == c->yarn_alpha &&
+                  a->yarn_beta == c->yarn_beta && a->xpos == c->xpos &&
+                  a->xpos_scale_base == c->xpos_scale_base,
+              "%s: frequency settings restored", what);
+        CHECK(rp_rope_freq_equal(rp_model_freq(ck.model), rp_model_freq(m)),
+              "%s: the frequency scheme and its table restored", what);
+        int32_t tok[8] = {1, 2, 3, 4, 5, 6, 0, 1};
+        CHECK_STATUS(rp_model_forward(m, tok, NULL, NULL, 1, 8, 0, NULL), RP_OK, what);
+        float l1[8 * 7];
+        memcpy(l1, rp_model_logits(m), sizeof l1);
+        CHECK_STATUS(rp_model_forward(ck.model, tok, NULL, NULL, 1, 8, 0, NULL), RP_OK, what);
+        CHECK(!memcmp(l1, rp_model_logits(ck.model), sizeof l1), "%s: logits bitwise", what);
+        rp_model_free(ck.model);
+    }
+    unlink(path);
+}
+
+static void test_version3(void)
+{
+    printf("-- version 3: scalings, xPos, the model's own frequencies\n");
+    rp_model_cfg c = tiny_cfg();
+    c.dropout = 0.0;
+    rp_model *m = check_model_new(&c);
+    v3_case(m, "standard scheme", 1, 0);
+    rp_model_free(m);
+    const struct {
+        rp_rope_scaling s;
+        double factor, xpos;
+        int64_t orig_len;
+        const char *what;
+    } cases[] = {{RP_SCALING_PI, 2.0, 0.0, 0, "pi"},
+                 {RP_SCALING_NTK, 3.5, 0.0, 0, "ntk"},
+                 {RP_SCALING_YARN, 4.0, 0.0, 3, "yarn"},
+                 {RP_SCALING_NONE, 1.0, 0.4, 0, "xpos"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        rp_model_cfg d = c;
+        d.scaling = cases[i].s;
+        d.scaling_factor = cases[i].factor;
+        d.xpos = cases[i].xpos;
+        d.xpos_scale_base = cases[i].xpos > 0 ? 4.0 : d.xpos_scale_base;
+        d.orig_len = cases[i].orig_len;
+        d.yarn_beta = cases[i].s == RP_SCALING_YARN ? 8.0 : d.yarn_beta;
+        m = check_model_new(&d);
+        v3_case(m, cases[i].what, 3, 0);
+        rp_model_free(m);
+    }
+    /* the model's own tables: d_k 8, four pairs */
+    m = check_model_new(&c);
+    double theta[5] = {1.0, 0.25, 0.0625, 1.0 / 3.0, 7.0};
+    CHECK_STATUS(rp_model_set_freq(m, theta, 5, NULL, 0, 0), RP_OK, NULL);
+    v3_case(m, "freq", 3, 5);
+    double ang[9 * 4];
+    for (int i = 0; i < 36; i++) ang[i] = 0.1 * (double)(i * i % 17) - 0.3;
+    CHECK_STATUS(rp_model_set_freq(m, NULL, 0, ang, 9, 4), RP_OK, NULL);
+    v3_case(m, "angles", 3, 36);
+    CHECK_STATUS(rp_model_set_freq(m, NULL, 0, ang, 7, 4), RP_ERR_ARG,
+                 "angles hold positions 0..6; position 7 is asked");
+    CHECK_STATUS(rp_model_set_freq(m, theta, 3, NULL, 0, 0), RP_ERR_ARG,
+                 "freq holds 3 frequencies; d_rot_q 8 needs 4");
+    CHECK(rp_rope_freq_equal(rp_model_freq(m), &(rp_rope_freq){.factor = 1, .angles = ang, .rows = 9,
+                                                               .n_angles = 4, .yarn_alpha = 1,
+                                                               .yarn_beta = 32,
+                                                               .xpos_scale_base = 512}),
+          "a refused table leaves the model's as it was");
+
+    /* damaged version 3 files: a bad table kind, a NaN in the table (checksums resealed) */
+    char path[128];
+    path_in(path, sizeof path, "v3bad.ckpt");
+    CHECK_STATUS(rp_checkpoint_save(path, m, NULL, NULL), RP_OK, NULL);
+    size_t len = 0;
+    uint8_t *b = slurp(path, &len);
+    if (b) {
+        size_t fo = 16 + 112 + 56; /* the version 3 block */
+        b[fo + 4] = 5;
+        reseal(b, len);
+        spit(path, b, len);
+        expect_io(path, "corrupted (frequency table kind 5, 9 x 4)", 1, "table kind 5");
+        b[fo + 4] = 2;
+        put64(b + fo + 72, 0x7FF8000000000000ULL); /* angles[0][0] = NaN */
+        reseal(b, len);
+        spit(path, b, len);
+        expect_io(path, "bad frequency table: angles: position 0, pair 0 has angle nan; angles "
+                        "must be finite", 1, "a NaN angle");
+        free(b);
+    }
+    unlink(path);
+    rp_model_free(m);
+}
+
 /* ---- memory ---------------------------------------------------------------------------------- */
 
 /* A sparse file with a valid header that claims more bytes than this process may allocate: the
@@ -930,6 +1045,7 @@ int main(void)
     }
     test_old_files();
     test_round_trip();
+    test_version3();
     test_damaged();
     test_resume();
     test_special_files();

@@ -138,7 +138,8 @@ local cases = {
     "bad argument #2 to 'rotate' (d_rot must be between 2 and D, got 8 (D = 6))" },
   { "unknown option name", function() return rp.rope.rotate(rp.zeros { 4, 6 }, { fractoin = 0.5 }) end,
     "bad argument #2 to 'rotate' (unknown option 'fractoin' (known: base, pairing, sign, fraction, d_rot, "
-      .. "dim, offset, positions, scale))" },
+      .. "dim, offset, positions, scale, xpos_side, scaling, scaling_factor, orig_len, yarn_alpha, "
+      .. "yarn_beta, xpos, xpos_scale_base, freq, angles))" },
   { "unknown pairing", function() return rp.rope.rotate(rp.zeros { 4, 6 }, { pairing = "zigzag" }) end,
     "bad argument #2 to 'rotate' (option 'pairing' must be one of \"half\", \"interleaved\", got string \"zigzag\")" },
   { "sign 0", function() return rp.rope.rotate(rp.zeros { 4, 6 }, { sign = 0 }) end,

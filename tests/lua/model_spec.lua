@@ -103,7 +103,9 @@ end
 describe("rp.model construction errors", function()
   local known = "vocab, d_model, heads, layers, d_ff, seq_len, max_batch, norm, activation, "
       .. "dropout, pe, fraction_qk, fraction_v, base, pairing, seed, attention, linear_rope, "
-      .. "rotate, fraction_q, fraction_k, fraction_o, rel_clip, rel_buckets, rel_max_distance"
+      .. "rotate, fraction_q, fraction_k, fraction_o, rel_clip, rel_buckets, rel_max_distance, "
+      .. "scaling, scaling_factor, orig_len, yarn_alpha, yarn_beta, xpos, xpos_scale_base, freq, "
+      .. "angles"
   local cases = {
     { "an unknown key", { vocab = 5, d_modle = 16 },
       "bad argument #1 to 'model' (unknown option 'd_modle' (known: " .. known .. "))" },
