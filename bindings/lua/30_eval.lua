@@ -48,6 +48,7 @@ local function describe(v)
   end
   return type(v)
 end
+internals.describe = describe
 
 -- A live model at argument 1 (a released one raises here, not later inside m:generate).
 local function check_model(fname, m)

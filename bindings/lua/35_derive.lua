@@ -21,15 +21,8 @@ function internals.learned_limit(rows, seq_len)
     .. "table cannot be extended)"):format(rows, seq_len)
 end
 
-local function describe(v)
-  if type(v) == "string" then return #v <= 40 and ('string "' .. v .. '"') or "string" end
-  if type(v) == "number" then return tostring(v) end
-  local mt = getmetatable(v)
-  if type(v) == "userdata" and type(mt) == "table" and type(mt.__name) == "string" then
-    return mt.__name
-  end
-  return type(v)
-end
+-- describe(v): a value for messages (30_eval.lua's)
+local describe = internals.describe
 
 local function shape_str(t)
   return table.concat(t:shape(), "x")
