@@ -28,16 +28,36 @@ local function shape_str(t)
   return table.concat(t:shape(), "x")
 end
 
-function rp.Model.derive(m, overrides)
-  -- errors as the C methods report them for m:derive(x), however derive was called (a tail
-  -- call or pcall(m.derive, m, x) leaves no name to tell a method call by): self is "bad self",
-  -- the overrides argument #1
-  local function bad(arg, msg)
-    if arg == 1 then
-      error(("calling 'derive' on bad self (%s)"):format(msg), user_level())
-    end
-    error(("bad argument #%d to 'derive' (%s)"):format(arg - 1, msg), user_level())
+-- errors as the C methods report them for m:derive(x), however derive was called (a tail
+-- call or pcall(m.derive, m, x) leaves no name to tell a method call by): self is "bad self",
+-- the overrides argument #1
+local function bad(arg, msg)
+  if arg == 1 then
+    error(("calling 'derive' on bad self (%s)"):format(msg), user_level())
   end
+  error(("bad argument #%d to 'derive' (%s)"):format(arg - 1, msg), user_level())
+end
+
+local derive
+
+-- An error of a module function that derive calls (m released by a finalizer while derive
+-- runs, for instance) is raised as derive's own: a released model as a bad self, anything
+-- else as a bad overrides table. derive's own errors and the user's pass through.
+function rp.Model.derive(m, overrides)
+  local ok, res = pcall(derive, m, overrides)
+  if ok then return res end
+  if type(res) ~= "string" then error(res, 0) end
+  local bare = res:gsub("^[^ ]-:%d+: ", "", 1)
+  if bare:find("^bad argument #%d+ to 'derive'") or bare:find("^calling 'derive' on bad self") then
+    error(bare, user_level())
+  end
+  local msg = bare:match("^bad argument #%d+ to '[^']*' %((.*)%)$")
+    or bare:match("^calling '[^']*' on bad self %((.*)%)$")
+  if not msg then error(res, 0) end
+  bad(msg:find("released model", 1, true) and 1 or 2, msg)
+end
+
+function derive(m, overrides)
 
   if getmetatable(m) ~= Model_mt then bad(1, "roper.Model expected, got " .. describe(m)) end
   if not pcall(m.num_params, m) then bad(1, "attempt to use a released model") end

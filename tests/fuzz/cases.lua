@@ -209,6 +209,10 @@ local function seeds(rp)
     return pack(ctx.model(20), rp.tasks.addition { max_digits = 1, seq_len = 32 },
       { digits = { 1, 2 }, problems = 1, max_new = 5 })
   end
+  S["rp.eval.lengths"] = function(ctx)
+    return pack(ctx.model(20), rp.tasks.addition { max_digits = 1, seq_len = 32 },
+      { lengths = { 1, 2 }, scaling = "none", train_length = 1, problems = 1, max_new = 5 })
+  end
   S["rp.eval.loss"] = function(ctx)
     return pack(ctx.model(20, 32), rp.tasks.addition { max_digits = 1, seq_len = 32 },
       { batches = 1, batch_size = 1, split = "train", seed = 1 })
@@ -231,6 +235,7 @@ local function seeds(rp)
     local mm = m(ctx)
     return pack(mm, TOK, TGT, nil, rp.optim.adam(mm), { nonfinite = "skip" })
   end
+  S["rp.Model.derive"] = function(ctx) return pack(m(ctx), { max_batch = 1, dropout = 0 }) end
   S["rp.Model.generate"] = function(ctx)
     return pack(m(ctx), { 0, 1 }, 3, { temperature = 0.5, top_k = 2, seed = 1, stop = 1 })
   end
