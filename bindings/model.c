@@ -176,8 +176,9 @@ static int l_model(lua_State *L)
     lua_settop(L, 1);
     /* the user's frequencies or angles (slots 2, 3, the copy at 4), for every position and pair
      * the model rotates */
-    rp_rope_freq f;
-    lrp_optfreq(L, 1, &f, 0.0);
+    rp_rope_freq f = rp_model_cfg_freq(&cfg); /* the scalars are read_cfg's */
+    lua_getfield(L, 1, "freq");
+    lua_getfield(L, 1, "angles");
     rp_pe_scheme s = rp_model_cfg_scheme(&cfg);
     int64_t d_rot[4] = {s.d_rot_q, s.d_rot_k, s.d_rot_v, s.d_rot_o}, half = 0;
     for (int i = 0; i < 4; i++) half = d_rot[i] / 2 > half ? d_rot[i] / 2 : half;
