@@ -236,6 +236,9 @@ describe("models with a frequency scheme", function()
   end)
 
   it("reports the settings it was given, and the tables as exact numbers", function()
+    assert.truthy(tostring(rp.model(cfg { scaling = "yarn", scaling_factor = 2, orig_len = 6, xpos = 0.4 }))
+      :find("pe roper yarn x2 xpos 0.4, pre-norm", 1, true))
+    assert.truthy(tostring(rp.model(cfg { freq = { 1, 1, 1, 1 } })):find("pe roper own frequencies,", 1, true))
     local c = rp.model(cfg { scaling = "yarn", scaling_factor = 2, orig_len = 6 }):config()
     assert.same({ "yarn", 2, 6, 1, 32 }, { c.scaling, c.scaling_factor, c.orig_len, c.yarn_alpha,
       c.yarn_beta })
