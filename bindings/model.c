@@ -49,7 +49,8 @@ static const char *count_str(char *buf, size_t len, int64_t n)
 }
 
 /* tostring(m): "roper.Model: 0.6M parameters (d_model 128, 4 heads, 3 layers, d_ff 512,
- * seq_len 512, pe roper, pre-norm)", with ", linear attention" for linear attention. */
+ * seq_len 512, pe roper, pre-norm)", with ", linear attention" for linear attention and the
+ * frequency scheme after the pe ("pe roper yarn x4 xpos 0.4", "pe rope own angles"). */
 static int m_tostring(lua_State *L)
 {
     lrp_model *u = (lrp_model *)lrp_checkudata(L, 1, LRP_MODEL_MT);
@@ -58,15 +59,23 @@ static int m_tostring(lua_State *L)
         return 1;
     }
     const rp_model_cfg *c = rp_model_config(u->m);
-    char count[32], rot[5];
+    char count[32], rot[5], fs[96] = "";
     count_str(count, sizeof count, rp_model_param_count(u->m));
+    const rp_rope_freq *f = rp_model_freq(u->m);
+    size_t k = 0;
+    if (c->scaling != RP_SCALING_NONE)
+        k += (size_t)snprintf(fs + k, sizeof fs - k, " %s x%g", rp_scaling_names[c->scaling],
+                              c->scaling_factor);
+    if (c->xpos > 0.0 && k < sizeof fs) k += (size_t)snprintf(fs + k, sizeof fs - k, " xpos %g", c->xpos);
+    if ((f->theta || f->angles) && k < sizeof fs)
+        snprintf(fs + k, sizeof fs - k, " own %s", f->theta ? "frequencies" : "angles");
     lua_pushfstring(L,
                     "roper.Model: %s parameters (d_model %I, %I head%s, %I layer%s, d_ff %I, "
-                    "seq_len %I, pe %s%s%s, %s-norm%s%s)",
+                    "seq_len %I, pe %s%s%s%s, %s-norm%s%s)",
                     count, (LUAI_UACINT)c->d_model, (LUAI_UACINT)c->heads, c->heads == 1 ? "" : "s",
                     (LUAI_UACINT)c->layers, c->layers == 1 ? "" : "s", (LUAI_UACINT)c->d_ff,
                     (LUAI_UACINT)c->seq_len, rp_pe_name(c->pe), c->rotate ? " rotate " : "",
-                    rp_rotate_name(c->rotate, rot), rp_norm_names[c->norm],
+                    rp_rotate_name(c->rotate, rot), fs, rp_norm_names[c->norm],
                     c->attention == RP_ATTN_LINEAR ? ", linear attention" : "",
                     c->attention == RP_ATTN_LINEAR && c->linear_rope == RP_LIN_BEFORE
                         ? " (rope before phi)"
@@ -176,8 +185,9 @@ static int l_model(lua_State *L)
     lua_settop(L, 1);
     /* the user's frequencies or angles (slots 2, 3, the copy at 4), for every position and pair
      * the model rotates */
-    rp_rope_freq f;
-    lrp_optfreq(L, 1, &f, 0.0);
+    rp_rope_freq f = rp_model_cfg_freq(&cfg); /* the scalars are read_cfg's */
+    lua_getfield(L, 1, "freq");
+    lua_getfield(L, 1, "angles");
     rp_pe_scheme s = rp_model_cfg_scheme(&cfg);
     int64_t d_rot[4] = {s.d_rot_q, s.d_rot_k, s.d_rot_v, s.d_rot_o}, half = 0;
     for (int i = 0; i < 4; i++) half = d_rot[i] / 2 > half ? d_rot[i] / 2 : half;

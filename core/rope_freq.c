@@ -149,10 +149,11 @@ void rp_rope_freq_tables(float *cos_out, float *sin_out, const rp_rope_freq *f, 
         double zeta = xg > 0.0 ? (2.0 * (double)i / (double)d_rot + xg) / (1.0 + xg) : 1.0;
         for (int64_t r = 0; r < n; r++) {
             int64_t p = pos ? pos[r] : offset + r;
-            double a = ang ? ang[p * f->n_angles + i] : (double)p * theta;
+            /* (c p) theta, as rp_rope_angles always computed it */
+            double a = ang ? c * ang[p * f->n_angles + i] : c * (double)p * theta;
             double m = xg > 0.0 ? pow(zeta, (double)side * (double)p / sb) : 1.0;
-            cos_out[r * half + i] = (float)(m * cos(c * a));
-            sin_out[r * half + i] = (float)(m * sin(c * a));
+            cos_out[r * half + i] = (float)(m * cos(a));
+            sin_out[r * half + i] = (float)(m * sin(a));
         }
     }
 }

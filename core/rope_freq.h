@@ -79,8 +79,8 @@ int rp_rope_freq_is_plain(const rp_rope_freq *f);
 rp_status rp_rope_freq_check(const rp_rope_freq *f);
 
 /* Checks f against one use: a placement d_rot wide (the user tables need d_rot/2 entries per
- * row) at positions 0 .. last_pos (the angle table needs last_pos + 1 rows). RP_ERR_ARG naming
- * `what` ("d_rot_q", ...). NULL is fine. */
+ * row) at positions 0 .. last_pos (the angle table needs last_pos + 1 rows). RP_ERR_ARG; a width
+ * message names `what` ("d_rot_q", ...). NULL is fine. */
 rp_status rp_rope_freq_check_use(const rp_rope_freq *f, int64_t d_rot, int64_t last_pos,
                                  const char *what);
 

@@ -17,6 +17,12 @@ random contents. Three experiments tell what a scheme's numbers depend on:
              beyond T5's max_distance of 128): a scheme that clips (or buckets) distances cannot
              tell them apart, one that sees exact distances can.
 
+Beside the modes it runs the frequency schemes of issue 14: random frequencies, the context
+extensions (PI, NTK-aware, YaRN), xPos and an angle table that is not linear in the position; the
+property needs angles p theta_i for some theta_i, nothing more. Last, xPos's shift test at large
+offsets shows where its float32 magnitudes leave the float range (about 36,000 positions for the
+default scale base 512).
+
 From these the script names the dependence of the score (the attention weights) and of the output:
 "absolute positions", "relative distance", "clipped distance" or "nothing", and checks it against
 what the scheme's formula says (the "expected" column, derived by hand: for rotations, the score
@@ -79,9 +85,14 @@ local function attend(scheme, k, v, shift)
   return out:view(D):totable(), att:view(S):log():totable()
 end
 
+-- The largest difference; NaN when any entry is NaN (a comparison would skip it).
 local function maxdiff(a, b)
   local m = 0
-  for i = 1, #a do m = math.max(m, math.abs(a[i] - b[i])) end
+  for i = 1, #a do
+    local d = math.abs(a[i] - b[i])
+    if d ~= d then return d end
+    m = math.max(m, d)
+  end
   return m
 end
 
@@ -171,6 +182,25 @@ schemes[#schemes + 1] = { name = "t5 (32 buckets, max 128)", score = CLIP, outpu
 schemes[#schemes + 1] = { name = "deberta (clip 16)", score = CLIP, output = CLIP,
   opts = { pe = "deberta", rel_clip = 16, rel_k = tab(32, 1, D), rel_q = tab(32, 1, D) } }
 schemes[#schemes + 1] = { name = "alibi", opts = { pe = "alibi" }, score = REL, output = REL }
+-- frequency schemes (issue 14): the proof of the relative-distance property needs angles linear in
+-- the position (p theta_i), not the standard theta_i: random frequencies, the context extensions
+-- (which only change theta_i) and xPos (its magnitudes multiply to zeta^((n - i) / scale_base))
+-- keep it; an angle table that is not linear in p does not.
+local freq, th = {}, {}
+for i = 1, D // 2 do freq[i], th[i] = g:uniform() * 2, 10000 ^ (-2 * (i - 1) / D) end
+local function add(name, o, score, output)
+  schemes[#schemes + 1] = { name = name, opts = o, score = score, output = output }
+end
+add("rope, random freq", { pe = "rope", freq = freq }, REL, REL)
+add("roper, random freq", { pe = "roper", freq = freq }, REL, REL)
+add("rope, pi x4", { pe = "rope", scaling = "pi", scaling_factor = 4 }, REL, REL)
+add("rope, ntk x4", { pe = "rope", scaling = "ntk", scaling_factor = 4 }, REL, REL)
+add("roper, yarn x4 (L 64)", { pe = "roper", scaling = "yarn", scaling_factor = 4, orig_len = 64 },
+  REL, REL)
+add("rope, xpos 0.4", { pe = "rope", xpos = 0.4 }, REL, REL)
+add("roper, xpos 0.4", { pe = "roper", xpos = 0.4 }, REL, REL)
+add("rope, angles p^1.5 theta", { pe = "rope", angles = function(p, i) return p ^ 1.5 * th[i + 1] end },
+  ABS, ABS)
 
 ---------------------------------------------------------------------------------------------------
 
@@ -194,6 +224,28 @@ for _, s in ipairs(schemes) do
     ("%.1e"):format(r.far.o), cs, co,
     ok and "PASS" or ("FAIL (expected %s / %s)"):format(s.score, s.output)))
 end
+
+-- xPos in float32: the query side is scaled by zeta_i^(+p/512) and the key side by
+-- zeta_i^(-p/512), zeta_0 = 0.4 / 1.4. Their product depends on n - i alone, but each factor is
+-- stored on its own: near p = 88.7 * 512 / ln(1.4 / 0.4) = 36,250 the key side's exceeds the
+-- float range (and the query side's underflows), so the shift test breaks there.
+print()
+print("xPos (gamma 0.4, scale base 512) in float32: the shift test of rope + xpos at large offsets")
+print(("%-10s %-14s %-14s %s"):format("offset", "shift w", "shift o", ""))
+local xs = { name = "xpos", opts = { pe = "rope", xpos = 0.4 } }
+local o0, w0 = attend(xs, k0, v0, 0)
+local first_bad
+for _, off in ipairs { 1000, 10000, 20000, 30000, 34000, 35000, 36000, 40000 } do
+  local o1, w1 = attend(xs, k0, v0, off)
+  local dw, dv = maxdiff(w0, w1), maxdiff(o0, o1)
+  local bad = not (dw <= DIFFERENT and dv <= DIFFERENT) -- NaN is bad too
+  if bad and not first_bad then first_bad = off end
+  print(("%-10d %-14.3e %-14.3e %s"):format(off, dw, dv, bad and "broken" or "invariant"))
+end
+local ok = first_bad and first_bad > 20000 and first_bad <= 40000
+if ok then passed = passed + 1 else failed = failed + 1 end
+print(("xPos keeps the shift test up to offset 20000 and loses it by 40000 (first broken: %s): %s")
+  :format(tostring(first_bad), ok and "PASS" or "FAIL"))
 print()
 print(("pe identity: %d passed, %d failed"):format(passed, failed))
 os.exit(failed == 0 and 0 or 1)

@@ -399,7 +399,7 @@ static void test_checks(void)
     f.theta = th, f.n_theta = 4;
     FCHECK_OK();
     th[2] = NAN;
-    FCHECK("freq[2] is nan; frequencies must be finite");
+    FCHECK("freq: pair 2 has frequency nan; frequencies must be finite");
     th[2] = 0.25;
     f.n_theta = 0;
     FCHECK("freq must not be empty");
@@ -407,9 +407,9 @@ static void test_checks(void)
     f.angles = ang, f.rows = 3, f.n_angles = 4;
     FCHECK_OK();
     ang[1 * 4 + 2] = INFINITY;
-    FCHECK("angles[1][2] is inf; angles must be finite");
+    FCHECK("angles: position 1, pair 2 has angle inf; angles must be finite");
     ang[1 * 4 + 2] = -INFINITY;
-    FCHECK("angles[1][2] is -inf; angles must be finite");
+    FCHECK("angles: position 1, pair 2 has angle -inf; angles must be finite");
     ang[1 * 4 + 2] = 0.6;
     f.rows = 0;
     FCHECK("angles must not be empty");
@@ -931,7 +931,7 @@ static void test_attention_errors(void)
     ACHECK("scaling_factor must be a finite number > 0, got -1");
     f = rp_rope_freq_default();
     f.theta = th, f.n_theta = 4;
-    ACHECK("freq[1] is nan; frequencies must be finite");
+    ACHECK("freq: pair 1 has frequency nan; frequencies must be finite");
     th[1] = 0.5;
     ACHECK_OK();
     f.n_theta = 3;

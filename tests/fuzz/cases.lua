@@ -141,7 +141,9 @@ local function seeds(rp)
       norm = "pre", activation = "relu", dropout = 0, pe = "roper", fraction_qk = 1,
       fraction_v = 1, base = 10000, pairing = "half", seed = 1, attention = "softmax",
       linear_rope = "after", rotate = "qkv", fraction_q = 0.5, fraction_k = 0.5,
-      fraction_o = 0.5, rel_clip = 4, rel_buckets = 8, rel_max_distance = 16 }
+      fraction_o = 0.5, rel_clip = 4, rel_buckets = 8, rel_max_distance = 16,
+      scaling = "yarn", scaling_factor = 2, orig_len = 4, yarn_alpha = 1, yarn_beta = 8,
+      xpos = 0.4, xpos_scale_base = 16, freq = T(2) }
   end
   -- constructors and functions of the module
   S["rp.tensor"] = function() return pack({ { 1, 2 }, { 3, 4 } }) end
@@ -163,10 +165,14 @@ local function seeds(rp)
   S["rp.inspect"] = function() return pack({ 1, a = { T(2) } }, { depth = 2, width = 40, items = 3 }) end
   S["rp.set_num_threads"] = function() return pack(1) end
   S["rp.rope.theta"] = function() return pack(8, 10000) end
-  S["rp.rope.angles"] = function() return pack(4, 8, { base = 10000, scale = 1 }) end
+  S["rp.rope.angles"] = function()
+    return pack(4, 8, { base = 10000, scale = 1, xpos_side = -1, xpos = 0.4, xpos_scale_base = 16,
+      angles = T(4, 4) })
+  end
   S["rp.rope.rotate"] = function()
     return pack(T(1, 4, 2, 8), { base = 10000, pairing = "half", sign = 1, fraction = 1,
-      offset = 0, scale = 1 })
+      offset = 0, scale = 1, xpos_side = 1, scaling = "yarn", scaling_factor = 2, orig_len = 4,
+      yarn_alpha = 1, yarn_beta = 8, freq = T(4) })
   end
   S["rp.rope.sinusoidal"] = function() return pack(4, 8, { base = 10000, offset = 0 }) end
   S["rp.attention"] = function()

@@ -238,6 +238,31 @@ function naive.theta(d_rot, base)
   return th
 end
 
+-- The frequencies of a scheme f (the frequency options of rp.rope.angles as a table: scaling,
+-- scaling_factor, orig_len, yarn_alpha, yarn_beta, freq (a list)), written from the papers:
+-- PI (Chen et al. 2023) theta / s; NTK-aware base' = base s^(d/(d-2)); YaRN (Peng et al. 2023)
+-- h(theta) = (1 - gamma(r)) theta / s + gamma(r) theta with r = L theta / (2 pi).
+function naive.freq_theta(d_rot, base, f)
+  f = f or {}
+  local s = f.scaling_factor or 1
+  local b = base or 10000
+  if f.scaling == "ntk" and d_rot > 2 then b = b * s ^ (d_rot / (d_rot - 2)) end
+  local th = {}
+  for i = 0, d_rot // 2 - 1 do
+    local t = f.freq and f.freq[i + 1] or b ^ (-2 * i / d_rot)
+    if f.freq and f.scaling == "ntk" and d_rot > 2 then t = t * s ^ (-2 * i / (d_rot - 2)) end
+    if f.scaling == "pi" then t = t / s end
+    if f.scaling == "yarn" then
+      local alpha, beta = f.yarn_alpha or 1, f.yarn_beta or 32
+      local r = f.orig_len * math.abs(t) / (2 * math.pi)
+      local g = r < alpha and 0 or r > beta and 1 or (r - alpha) / (beta - alpha)
+      t = (1 - g) * t / s + g * t
+    end
+    th[i + 1] = t
+  end
+  return th
+end
+
 -- The 1-based feature indices (a, b) of rotation pair i (1-based) for a pairing.
 function naive.pair(i, d_rot, pairing)
   if pairing == "interleaved" then return 2 * i - 1, 2 * i end
@@ -246,18 +271,27 @@ end
 
 -- Rotation of a vector x (Lua list of D numbers) to position pos:
 -- pair i of the first d_rot features is multiplied by the 2x2 matrix R(sign * scale * pos * theta_i);
--- features beyond d_rot are copied. opts: d_rot (default #x), base, pairing, sign, scale.
+-- features beyond d_rot are copied. opts: d_rot (default #x), base, pairing, sign, scale, and a
+-- frequency scheme freq (naive.freq_theta's table; angles: a function (p, i) with 0-based i;
+-- xpos, xpos_scale_base: pair i also scaled by zeta_i^(side * pos / scale_base),
+-- zeta_i = (2i/d_rot + gamma) / (1 + gamma), side = opts.side or 1).
 function naive.rotate(x, pos, opts)
   opts = opts or {}
   local d_rot = opts.d_rot or #x
-  local th = naive.theta(d_rot, opts.base)
+  local f = opts.freq or {}
+  local th = naive.freq_theta(d_rot, opts.base, f)
   local sign, scale = opts.sign or 1, opts.scale or 1
   local y = {}
   for j = 1, #x do y[j] = x[j] end
   for i = 1, d_rot // 2 do
     local a, b = naive.pair(i, d_rot, opts.pairing)
-    local ang = sign * scale * pos * th[i]
-    local c, s = math.cos(ang), math.sin(ang)
+    local ang = sign * scale * (f.angles and f.angles(pos, i - 1) or pos * th[i])
+    local m = 1
+    if (f.xpos or 0) > 0 then
+      local zeta = (2 * (i - 1) / d_rot + f.xpos) / (1 + f.xpos)
+      m = zeta ^ ((opts.side or 1) * pos / (f.xpos_scale_base or 512))
+    end
+    local c, s = m * math.cos(ang), m * math.sin(ang)
     y[a] = c * x[a] - s * x[b]
     y[b] = s * x[a] + c * x[b]
   end
@@ -301,13 +335,21 @@ function naive.attention(q, k, v, opts)
     if direct then return direct end
     return math.floor((opts[own] or opts[shared] or 1) * W)
   end
-  local function r(d_rot, scl, sign)
-    return { d_rot = d_rot, base = opts.base, pairing = opts.pairing, scale = scl, sign = sign }
+  -- opts.freq: the frequency scheme (naive.rotate); q and o on the xPos query side, k and v on
+  -- the key side; YaRN's temperature (0.1 ln s + 1)^2 on the scores
+  local f = opts.freq
+  local function r(d_rot, scl, sign, side)
+    return { d_rot = d_rot, base = opts.base, pairing = opts.pairing, scale = scl, sign = sign,
+      freq = f, side = side }
   end
-  local rq = r(width("fraction_q", "fraction_qk", D, opts.d_rot_q or opts.d_rot_qk))
-  local rk = r(width("fraction_k", "fraction_qk", D, opts.d_rot_k or opts.d_rot_qk))
-  local rvv = r(width("fraction_v", "fraction_v", Dv, opts.d_rot_v), pe == "roper_legacy" and 2 or 1)
-  local ro = r(width("fraction_o", "fraction_v", Dv, opts.d_rot_o or opts.d_rot_v), 1, -1)
+  local rq = r(width("fraction_q", "fraction_qk", D, opts.d_rot_q or opts.d_rot_qk), 1, 1, 1)
+  local rk = r(width("fraction_k", "fraction_qk", D, opts.d_rot_k or opts.d_rot_qk), 1, 1, -1)
+  local rvv = r(width("fraction_v", "fraction_v", Dv, opts.d_rot_v), pe == "roper_legacy" and 2 or 1,
+    1, -1)
+  local ro = r(width("fraction_o", "fraction_v", Dv, opts.d_rot_o or opts.d_rot_v), 1, -1, 1)
+  if f and f.scaling == "yarn" and f.scaling_factor > 1 then
+    scale = scale * (0.1 * math.log(f.scaling_factor) + 1) ^ 2
+  end
   local out, att = {}, {}
   for b = 1, B do
     out[b], att[b] = {}, {}

@@ -109,6 +109,13 @@ describe("scripts/pe_identity.lua", function()
       1, true))
     assert.truthy(row("shaw (clip 16)"):find("clipped distance   clipped distance   PASS", 1, true))
     assert.truthy(row("alibi"):find("relative distance  relative distance  PASS", 1, true))
+    -- any frequencies keep the property; angles not linear in p do not; xPos's float range
+    assert.is_true(tonumber(n_pass) >= 32, out)
+    assert.truthy(row("roper, random freq"):find("relative distance  relative distance  PASS", 1, true))
+    assert.truthy(row("rope, angles p^1.5 theta"):find("absolute positions absolute positions PASS",
+      1, true))
+    assert.truthy(out:find("\n40000 +[^\n]*broken", 1, false), out)
+    assert.truthy(out:find("\n20000 +[^\n]*invariant", 1, false), out)
   end)
 
   it("rejects a bad --d with exit status 2", function()
