@@ -90,7 +90,7 @@ local KEYS = {
   { "eval_lengths", "", "string", "also evaluate at these lengths, e.g. 3,6,12 (addition: operand "
     .. "digits; substring_index: str_len; substring_prefix, text: seq_len; rp.eval.lengths)" },
   { "eval_scaling", "none", "string", "eval_lengths: the context extensions evaluated, a list of "
-    .. "none, pi, ntk, yarn" },
+    .. "none, pi, ntk, yarn (a pe that rotates nothing: none only)" },
   { "valid_batches", 16, "int", "loss tasks: fresh batches for the evaluation loss" },
   { "log_every", 0, "int", "steps per loss-curve point (0: steps / 100, at least 1)" },
 }
@@ -199,8 +199,11 @@ local function parse_lengths(s, fname)
   return out
 end
 
--- The context extensions of eval_scaling ("none,pi"; at least one, each once), or raises.
-local function parse_scalings(s, fname)
+-- The context extensions of eval_scaling ("none,pi"; at least one, each once), or raises. With
+-- cfg, those that apply to its model: a scaling changes the rotation angles, so a pe that rotates
+-- nothing (or linear attention) is evaluated as it is, under "none" alone.
+local ROTARY = { rope = true, roper = true, roper_legacy = true }
+local function parse_scalings(s, fname, cfg)
   local out, seen = {}, {}
   for part in s:gmatch("[^,%s]+") do
     local ok = false
@@ -219,6 +222,7 @@ local function parse_scalings(s, fname)
     argerror(fname, 1, ("option 'eval_scaling' must list names of %s, got nothing"):format(
       table.concat(internals.scalings, ", ")))
   end
+  if cfg and (not ROTARY[cfg.pe] or cfg.attention == "linear") then return { "none" } end
   return out
 end
 
@@ -394,7 +398,7 @@ local function validate(fname, cfg)
   local lengths = parse_lengths(cfg.eval_lengths, fname)
   if #lengths > 0 then
     local split = cfg.task == "text" and cfg.valid_fraction > 0 and "valid" or "train"
-    for _, sc in ipairs(parse_scalings(cfg.eval_scaling, fname)) do
+    for _, sc in ipairs(parse_scalings(cfg.eval_scaling, fname, cfg)) do
       local pok, perr = pcall(internals.length_plan, fname, 1, mc, tc, { lengths = lengths,
         scaling = sc, train_length = eval_train_length(tc),
         batch_size = math.min(cfg.batch, 16), split = split,
@@ -654,7 +658,7 @@ function experiment.run(cfg, progress, opts)
   if not res.diverged and #lengths > 0 then
     local t2 = clock()
     res.by_length = {}
-    for _, sc in ipairs(parse_scalings(cfg.eval_scaling, fname)) do
+    for _, sc in ipairs(parse_scalings(cfg.eval_scaling, fname, cfg)) do
       local eo = { lengths = lengths, scaling = sc, seed = cfg.eval_seed }
       if res.metric == "correct" then
         eo.problems, eo.decode = cfg.problems, cfg.decode

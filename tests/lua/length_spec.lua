@@ -246,9 +246,13 @@ describe("experiment keys eval_lengths and eval_scaling", function()
     assert.are.equal(B .. "option 'eval_lengths': length 64: learned absolute positions hold 32 "
       .. "positions; seq_len 64 asks for more (a learned table cannot be extended))",
       check_msg { task = "text", pe = "learned", eval_lengths = "16,64" })
-    assert.are.equal(B .. "option 'eval_lengths' with eval_scaling yarn: length 4: scaling and "
-      .. "xpos need a rotary pe (rope, roper or roper_legacy) with softmax attention, not none)",
-      check_msg { task = "addition", pe = "none", eval_lengths = "4", eval_scaling = "none,yarn" })
+    -- a pe that rotates nothing is evaluated under "none" alone (the scalings change rotations)
+    assert.is_table(rp.experiment.check(tiny { task = "addition", pe = "none", eval_lengths = "4",
+      eval_scaling = "none,yarn" }))
+    local res = rp.experiment.run(tiny { task = "addition", pe = "alibi", max_digits = 2,
+      eval_lengths = "2,4", eval_scaling = "pi,yarn" })
+    assert.are.same({ "none", "none" }, { res.by_length[1].scaling, res.by_length[2].scaling })
+    assert.are.equal(2, #res.by_length)
     assert.are.equal(B .. "option 'eval_lengths': lengths[1] must be operand digits in 1..18, got "
       .. "20)", check_msg { task = "addition", eval_lengths = "20" })
     -- a learned model is fine where no longer window is needed
