@@ -5,6 +5,9 @@
 --   stats.paired(a, b[, opts])              -> paired t-test and sign-flip test by seed
 --   stats.t_sf2(t, df)                      -> two-sided tail probability P(|T| >= |t|)
 --   stats.compare(a, b, a_seed, b_seed)     -> the tests of b against a that the summaries report
+--   stats.t_quantile(q, df)                 -> t with P(T <= t) = q (Student's t, df > 0)
+--   stats.paired_ci(a, b[, level])          -> lo, hi: the paired t interval of mean(a - b)
+--   stats.holm(ps)                          -> Holm-adjusted p-values, in the order given
 -- Values are plain Lua numbers; a nil entry (a diverged run) counts as the worst run.
 local stats = {}
 
@@ -291,6 +294,60 @@ function stats.compare(a, b, a_seed, b_seed)
   for i, seed in ipairs(seeds) do pa[i], pb[i] = b_seed[seed], a_seed[seed] end
   return { mean_diff = diff, welch_t = t, welch_df = df, welch_p = pw, permutation_p = pp,
     permutation_exact = exact, paired = stats.paired(pa, pb) }
+end
+
+-- t_quantile(q, df) -> t with P(T <= t) = q, 0 < q < 1 (bisection on t_sf2 to 1e-12).
+function stats.t_quantile(q, df)
+  if not (q > 0 and q < 1) or not (df > 0) then error("t_quantile: need 0 < q < 1 and df > 0", 2) end
+  if q == 0.5 then return 0 end
+  -- P(T <= t) = 1 - t_sf2(t) / 2 for t > 0
+  local tail = q > 0.5 and 2 * (1 - q) or 2 * q
+  local lo, hi = 0, 1
+  while stats.t_sf2(hi, df) > tail do hi = hi * 2 end
+  for _ = 1, 200 do
+    local mid = (lo + hi) / 2
+    if stats.t_sf2(mid, df) > tail then lo = mid else hi = mid end
+    if hi - lo <= 1e-12 * math.max(1, hi) then break end
+  end
+  local t = (lo + hi) / 2
+  return q > 0.5 and t or -t
+end
+
+-- paired_ci(a, b[, level = 0.95]) -> lo, hi: mean(d) -+ t_{(1+level)/2, n-1} sd(d) / sqrt(n),
+-- d_i = a[i] - b[i] (pairs by position, as stats.paired); nil with fewer than 2 pairs.
+function stats.paired_ci(a, b, level)
+  local n = #a
+  if n ~= #b then error("paired_ci: the lists differ in length", 2) end
+  if n < 2 then return nil end
+  local d, m = {}, 0
+  for i = 1, n do
+    d[i] = a[i] - b[i]
+    m = m + d[i] / n
+  end
+  local ss = 0
+  for i = 1, n do ss = ss + (d[i] - m) ^ 2 end
+  local half = stats.t_quantile((1 + (level or 0.95)) / 2, n - 1) * math.sqrt(ss / (n - 1) / n)
+  return m - half, m + half
+end
+
+-- holm(ps) -> the Holm-Bonferroni adjusted p-values of the family ps (a list, length ps.n or #ps;
+-- nil entries are left out of the family and stay nil): with the m p-values sorted ascending,
+-- the i-th (1-based) gets max over j <= i of min(1, (m - j + 1) p_(j)).
+function stats.holm(ps)
+  local idx = {}
+  for i = 1, ps.n or #ps do
+    if ps[i] ~= nil then idx[#idx + 1] = i end
+  end
+  table.sort(idx, function(x, y)
+    if ps[x] ~= ps[y] then return ps[x] < ps[y] end
+    return x < y
+  end)
+  local m, out, run = #idx, {}, 0
+  for r, i in ipairs(idx) do
+    run = math.max(run, math.min(1, (m - r + 1) * ps[i]))
+    out[i] = run
+  end
+  return out
 end
 
 return stats

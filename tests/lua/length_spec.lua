@@ -341,6 +341,28 @@ describe("compare.lua --eval-lengths", function()
     assert.truthy(dat:find("# roper yarn: length  mean  min  max\n3 ", 1, true), dat)
     assert.truthy(assert(h.read(out .. "/lengths.gp")):find("yerrorlines", 1, true))
     assert.truthy(so:find("lengths.png", 1, true), so)
+
+    -- lengths_report.lua on the same folder: the paired rows recompute from the run files
+    local rep, rse, rcode = h.run(("%s scripts/lengths_report.lua %s"):format(h.sh_quote(BIN),
+      h.sh_quote(out)))
+    assert.are.equal(0, rcode, rep .. rse)
+    local r0 = { h.read_json(out .. "/runs/rope-s1.json"), h.read_json(out .. "/runs/rope-s2.json") }
+    local d1 = r1.by_length[4].correct - r0[1].by_length[4].correct
+    local d2 = res.by_length[4].correct - r0[2].by_length[4].correct
+    assert.truthy(rep:find(("| roper - rope | yarn | 6 | %+.1f |"):format((d1 + d2) / 2), 1, true), rep)
+    local m3 = (r1.by_length[3].correct + res.by_length[3].correct) / 2
+    local a3, a6 = rep:match("\n| roper | yarn | 2 | ([%d.]+) %b() | ([%d.]+) %b() |\n")
+    assert.are.same({ ("%.1f"):format(m3), ("%.1f"):format(mean) }, { a3, a6 }, rep)
+    -- within roper: yarn against none at length 6, the same models
+    local e1 = r1.by_length[4].correct - r1.by_length[2].correct
+    local e2 = res.by_length[4].correct - res.by_length[2].correct
+    assert.truthy(rep:find(("| roper: yarn - none | yarn | 6 | %+.1f |"):format((e1 + e2) / 2), 1,
+      true), rep)
+    local _, bse, bcode = h.run(("%s scripts/lengths_report.lua %s --pairs roper/nope"):format(
+      h.sh_quote(BIN), h.sh_quote(out)))
+    assert.are.equal(2, bcode)
+    assert.are.equal("lengths_report.lua: --pairs roper/nope: two methods of the comparison a/b "
+      .. "expected\n", bse)
   end)
 
   it("stops before any run for a length the methods cannot take", function()

@@ -410,3 +410,63 @@ describe("stats.paired", function()
     assert.has_error(function() stats.paired({ 1, 2 }, { 1 }) end)
   end)
 end)
+
+describe("stats.t_quantile", function()
+  it("inverts the closed forms: df 1 (Cauchy) tan(pi (q - 1/2)), df 2 (2q - 1) / sqrt(2q(1 - q))",
+    function()
+      for _, q in ipairs { 0.025, 0.1, 0.5, 0.8, 0.975, 0.999 } do
+        assert.near(math.tan(math.pi * (q - 0.5)), stats.t_quantile(q, 1), 1e-9)
+        assert.near((2 * q - 1) / math.sqrt(2 * q * (1 - q)), stats.t_quantile(q, 2), 1e-9)
+      end
+    end)
+  it("gives the tabled 97.5% points (4 df: 2.776445, 9 df: 2.262157) and the normal's far out",
+    function()
+      assert.near(2.776445105, stats.t_quantile(0.975, 4), 1e-8)
+      assert.near(2.262157163, stats.t_quantile(0.975, 9), 1e-8)
+      assert.near(1.959963985, stats.t_quantile(0.975, 1e7), 1e-6)
+      assert.has_error(function() stats.t_quantile(1, 3) end)
+    end)
+end)
+
+describe("stats.paired_ci", function()
+  it("is mean(d) -+ t sd / sqrt(n), by hand for d = 1, 2, 3, 6", function()
+    -- d: mean 3, sd sqrt(14/3), n 4, t_{0.975, 3} = 3.182446305
+    local lo, hi = stats.paired_ci({ 2, 4, 6, 10 }, { 1, 2, 3, 4 })
+    local half = 3.182446305 * math.sqrt(14 / 3) / 2
+    assert.near(3 - half, lo, 1e-8)
+    assert.near(3 + half, hi, 1e-8)
+    assert.is_nil(stats.paired_ci({ 1 }, { 2 }))
+  end)
+end)
+
+describe("stats.holm", function()
+  it("matches the step-down rule by brute force over every order of 6 p-values", function()
+    local g = 7
+    for _ = 1, 200 do
+      local ps = {}
+      for i = 1, 6 do
+        g = (g * 1103515245 + 12345) % 2147483648
+        ps[i] = (g % 1000) / 1000 * 0.2
+      end
+      local adj = stats.holm(ps)
+      for i = 1, 6 do
+        -- brute force: adj_i = max over the p_j <= p_i (ranks up to i's) of min(1, (m - rank_j + 1) p_j)
+        local sorted = {}
+        for j = 1, 6 do sorted[j] = ps[j] end
+        table.sort(sorted)
+        local want = 0
+        for r = 1, 6 do
+          if sorted[r] <= ps[i] then want = math.max(want, math.min(1, (6 - r + 1) * sorted[r])) end
+        end
+        assert.near(want, adj[i], 1e-15)
+      end
+    end
+  end)
+  it("leaves nil entries out of the family, and a single p as it is", function()
+    local adj = stats.holm({ 0.01, nil, 0.04, n = 3 })
+    assert.near(0.02, adj[1], 1e-15)
+    assert.is_nil(adj[2])
+    assert.near(0.04, adj[3], 1e-15)
+    assert.same({ 0.3 }, stats.holm({ 0.3 }))
+  end)
+end)
