@@ -66,7 +66,8 @@ static int m_tostring(lua_State *L)
     if (c->scaling != RP_SCALING_NONE)
         k += (size_t)snprintf(fs + k, sizeof fs - k, " %s x%g", rp_scaling_names[c->scaling],
                               c->scaling_factor);
-    if (c->xpos > 0.0 && k < sizeof fs) k += (size_t)snprintf(fs + k, sizeof fs - k, " xpos %g", c->xpos);
+    if (c->xpos > 0.0 && k < sizeof fs)
+        k += (size_t)snprintf(fs + k, sizeof fs - k, " xpos %g", c->xpos);
     if ((f->theta || f->angles) && k < sizeof fs)
         snprintf(fs + k, sizeof fs - k, " own %s", f->theta ? "frequencies" : "angles");
     lua_pushfstring(L,

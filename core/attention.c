@@ -694,8 +694,8 @@ rp_status rp_attention_check(const rp_tensor *q, const rp_tensor *k, const rp_te
                         (long long)cfg->pos_offset);
     if (cfg->q_offset < 0)
         return rp_error(RP_ERR_ARG, "q_offset must be >= 0, got %lld", (long long)cfg->q_offset);
-    RP_TRY(rp_pe_scheme_check_freq(&sc, cfg->freq, cfg->pos_offset + cfg->q_offset + q->shape[1] - 1,
-                                   cfg->pos_offset + S - 1));
+    int64_t qlast = cfg->pos_offset + cfg->q_offset + q->shape[1] - 1;
+    RP_TRY(rp_pe_scheme_check_freq(&sc, cfg->freq, qlast, cfg->pos_offset + S - 1));
     return rpa_rel_check(cfg);
 }
 

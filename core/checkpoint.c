@@ -580,7 +580,8 @@ static rp_status read_model_head(const char *path, reader *r, model_head *h, uin
         if (r->what) return past_end(path, r);
         int64_t rows = h->freq_rows, n = h->freq_n;
         int bad = h->freq_kind < 0 || h->freq_kind > 2 || rows < 0 || n < 0 ||
-                  (h->freq_kind == 0) != (rows == 0 || n == 0) || (h->freq_kind == 1 && rows != 1) ||
+                  (h->freq_kind == 0) != (rows == 0 || n == 0) ||
+                  (h->freq_kind == 1 && rows != 1) ||
                   (n > 0 && rows > (int64_t)((r->n - r->pos) / 8u) / n);
         if (bad)
             return rp_error(RP_ERR_IO, "%s: corrupted (frequency table kind %ld, %lld x %lld)",

@@ -16,7 +16,8 @@
  *   xPos (Sun et al. 2022): pair i of a row at position p is also multiplied by
  *           zeta_i^(side p / scale_base), zeta_i = (2i/d_rot + gamma) / (1 + gamma), with side +1
  *           for the query-side placements (q, and RoPER's output o) and -1 for the key side (k,
- *           and RoPER's values v), so a score (or an output term) carries zeta^((n - m) / scale_base)
+ *           and RoPER's values v), so a score (or an output term) carries
+ *           zeta^((n - m) / scale_base)
  *   user frequencies: theta[0 .. n_theta) replaces theta_i (pair i takes theta[i]; the scalings
  *           apply to it as to the standard theta)
  *   user angles: angles[p * n_angles + i] is the angle of position p on pair i, for positions
