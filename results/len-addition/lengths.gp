@@ -5,28 +5,29 @@ set grid
 set key outside right top
 set logscale x 2
 set xrange [2.5:14.4]
+set xtics (3, 4, 5, 6, 8, 12)
 set xlabel "operand digits"
 set ylabel "correct of 128"
 set title "addition: correct answers against length (mean of the runs, bars min..max)" noenhanced
 set key noenhanced
-plot "results/len-addition/lengths.dat" index 0 using 1:2:3:4 with yerrorlines lw 2 pt 7 lc rgb "#1f77b4" title "rope none", \
-     "results/len-addition/lengths.dat" index 1 using 1:2:3:4 with yerrorlines lw 2 pt 7 lc rgb "#d62728" title "rope pi", \
-     "results/len-addition/lengths.dat" index 2 using 1:2:3:4 with yerrorlines lw 2 pt 7 lc rgb "#2ca02c" title "rope ntk", \
-     "results/len-addition/lengths.dat" index 3 using 1:2:3:4 with yerrorlines lw 2 pt 7 lc rgb "#9467bd" title "rope yarn", \
-     "results/len-addition/lengths.dat" index 4 using 1:2:3:4 with yerrorlines lw 2 pt 7 lc rgb "#ff7f0e" title "roper none", \
-     "results/len-addition/lengths.dat" index 5 using 1:2:3:4 with yerrorlines lw 2 pt 7 lc rgb "#8c564b" title "roper pi", \
-     "results/len-addition/lengths.dat" index 6 using 1:2:3:4 with yerrorlines lw 2 pt 7 lc rgb "#e377c2" title "roper ntk", \
-     "results/len-addition/lengths.dat" index 7 using 1:2:3:4 with yerrorlines lw 2 pt 7 lc rgb "#7f7f7f" title "roper yarn", \
-     "results/len-addition/lengths.dat" index 8 using 1:2:3:4 with yerrorlines lw 2 pt 7 lc rgb "#1f77b4" title "rope:xpos=0.4 none", \
-     "results/len-addition/lengths.dat" index 9 using 1:2:3:4 with yerrorlines lw 2 pt 7 lc rgb "#d62728" title "rope:xpos=0.4 pi", \
-     "results/len-addition/lengths.dat" index 10 using 1:2:3:4 with yerrorlines lw 2 pt 7 lc rgb "#2ca02c" title "rope:xpos=0.4 ntk", \
-     "results/len-addition/lengths.dat" index 11 using 1:2:3:4 with yerrorlines lw 2 pt 7 lc rgb "#9467bd" title "rope:xpos=0.4 yarn", \
-     "results/len-addition/lengths.dat" index 12 using 1:2:3:4 with yerrorlines lw 2 pt 7 lc rgb "#ff7f0e" title "roper:xpos=0.4 none", \
-     "results/len-addition/lengths.dat" index 13 using 1:2:3:4 with yerrorlines lw 2 pt 7 lc rgb "#8c564b" title "roper:xpos=0.4 pi", \
-     "results/len-addition/lengths.dat" index 14 using 1:2:3:4 with yerrorlines lw 2 pt 7 lc rgb "#e377c2" title "roper:xpos=0.4 ntk", \
-     "results/len-addition/lengths.dat" index 15 using 1:2:3:4 with yerrorlines lw 2 pt 7 lc rgb "#7f7f7f" title "roper:xpos=0.4 yarn", \
-     "results/len-addition/lengths.dat" index 16 using 1:2:3:4 with yerrorlines lw 2 pt 7 lc rgb "#1f77b4" title "none none", \
-     "results/len-addition/lengths.dat" index 17 using 1:2:3:4 with yerrorlines lw 2 pt 7 lc rgb "#d62728" title "alibi none"
+plot "results/len-addition/lengths.dat" index 0 using 1:2:3:4 with yerrorlines lw 2 dt 1 pt 7 lc rgb "#1f77b4" title "rope none", \
+     "results/len-addition/lengths.dat" index 1 using 1:2:3:4 with yerrorlines lw 2 dt 2 pt 5 lc rgb "#1f77b4" title "rope pi", \
+     "results/len-addition/lengths.dat" index 2 using 1:2:3:4 with yerrorlines lw 2 dt 3 pt 9 lc rgb "#1f77b4" title "rope ntk", \
+     "results/len-addition/lengths.dat" index 3 using 1:2:3:4 with yerrorlines lw 2 dt 4 pt 13 lc rgb "#1f77b4" title "rope yarn", \
+     "results/len-addition/lengths.dat" index 4 using 1:2:3:4 with yerrorlines lw 2 dt 1 pt 7 lc rgb "#d62728" title "roper none", \
+     "results/len-addition/lengths.dat" index 5 using 1:2:3:4 with yerrorlines lw 2 dt 2 pt 5 lc rgb "#d62728" title "roper pi", \
+     "results/len-addition/lengths.dat" index 6 using 1:2:3:4 with yerrorlines lw 2 dt 3 pt 9 lc rgb "#d62728" title "roper ntk", \
+     "results/len-addition/lengths.dat" index 7 using 1:2:3:4 with yerrorlines lw 2 dt 4 pt 13 lc rgb "#d62728" title "roper yarn", \
+     "results/len-addition/lengths.dat" index 8 using 1:2:3:4 with yerrorlines lw 2 dt 1 pt 7 lc rgb "#2ca02c" title "rope:xpos=0.4 none", \
+     "results/len-addition/lengths.dat" index 9 using 1:2:3:4 with yerrorlines lw 2 dt 2 pt 5 lc rgb "#2ca02c" title "rope:xpos=0.4 pi", \
+     "results/len-addition/lengths.dat" index 10 using 1:2:3:4 with yerrorlines lw 2 dt 3 pt 9 lc rgb "#2ca02c" title "rope:xpos=0.4 ntk", \
+     "results/len-addition/lengths.dat" index 11 using 1:2:3:4 with yerrorlines lw 2 dt 4 pt 13 lc rgb "#2ca02c" title "rope:xpos=0.4 yarn", \
+     "results/len-addition/lengths.dat" index 12 using 1:2:3:4 with yerrorlines lw 2 dt 1 pt 7 lc rgb "#9467bd" title "roper:xpos=0.4 none", \
+     "results/len-addition/lengths.dat" index 13 using 1:2:3:4 with yerrorlines lw 2 dt 2 pt 5 lc rgb "#9467bd" title "roper:xpos=0.4 pi", \
+     "results/len-addition/lengths.dat" index 14 using 1:2:3:4 with yerrorlines lw 2 dt 3 pt 9 lc rgb "#9467bd" title "roper:xpos=0.4 ntk", \
+     "results/len-addition/lengths.dat" index 15 using 1:2:3:4 with yerrorlines lw 2 dt 4 pt 13 lc rgb "#9467bd" title "roper:xpos=0.4 yarn", \
+     "results/len-addition/lengths.dat" index 16 using 1:2:3:4 with yerrorlines lw 2 dt 1 pt 7 lc rgb "#ff7f0e" title "none none", \
+     "results/len-addition/lengths.dat" index 17 using 1:2:3:4 with yerrorlines lw 2 dt 1 pt 7 lc rgb "#8c564b" title "alibi none"
 set terminal svg size 960,600 dynamic font ',11'
 set output "results/len-addition/lengths.svg"
 replot

@@ -135,7 +135,7 @@ function lengths.plot(s, prefix, opts)
     local label = s.one_scaling and r.method or (r.method .. " " .. r.scaling)
     local sr = by_label[label]
     if not sr then
-      sr = { label = label, points = {} }
+      sr = { label = label, points = {}, group = r.method, style = r.scaling }
       by_label[label] = sr
       series[#series + 1] = sr
     end

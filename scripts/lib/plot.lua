@@ -112,13 +112,14 @@ end
 
 function plot.lengths(series, prefix, opts)
   opts = opts or {}
-  local dat, nonempty, lo, hi = {}, 0, math.huge, -math.huge
+  local dat, nonempty, lo, hi, xs, seen = {}, 0, math.huge, -math.huge, {}, {}
   for _, sr in ipairs(series) do
     dat[#dat + 1] = ("# %s: length  mean  min  max"):format(sr.label)
     for _, p in ipairs(sr.points) do
       dat[#dat + 1] = ("%.10g %.6g %.6g %.6g"):format(p[1], p[2], p[3], p[4])
       nonempty = nonempty + 1
       lo, hi = math.min(lo, p[1]), math.max(hi, p[1])
+      if not seen[p[1]] then seen[p[1]], xs[#xs + 1] = true, ("%.10g"):format(p[1]) end
     end
     dat[#dat + 1] = "\n"
   end
@@ -126,11 +127,19 @@ function plot.lengths(series, prefix, opts)
   local datfile = prefix .. ".dat"
   local ok, err = util.write(datfile, table.concat(dat, "\n") .. "\n")
   if not ok then return nil, err end
-  local plots = {}
+  -- a colour per group (a method), a dash and point type per style (a context extension), so
+  -- that every line of several methods x extensions is told apart; without groups a colour each
+  local plots, group_of, ngroups, style_of, nstyles = {}, {}, 0, {}, 0
+  local points = { 7, 5, 9, 13, 11, 3 }
   for i, sr in ipairs(series) do
-    local c = colours[(i - 1) % #colours + 1]
-    plots[#plots + 1] = ("%s index %d using 1:2:3:4 with yerrorlines lw 2 pt 7 lc rgb %s title %s")
-      :format(gp_string(datfile), i - 1, gp_string(c), gp_string(sr.label))
+    local g, st = sr.group or i, sr.style or 1
+    if not group_of[g] then ngroups = ngroups + 1; group_of[g] = ngroups end
+    if not style_of[st] then nstyles = nstyles + 1; style_of[st] = nstyles end
+    local c = colours[(group_of[g] - 1) % #colours + 1]
+    local k = style_of[st]
+    plots[#plots + 1] = ("%s index %d using 1:2:3:4 with yerrorlines lw 2 dt %d pt %d lc rgb %s "
+      .. "title %s"):format(gp_string(datfile), i - 1, k, points[(k - 1) % #points + 1],
+      gp_string(c), gp_string(sr.label))
   end
   local body = {
     "set grid",
@@ -139,6 +148,8 @@ function plot.lengths(series, prefix, opts)
     (lo > 0 and hi / lo >= 4) and "set logscale x 2" or "",
     ("set xrange [%.10g:%.10g]"):format(lo > 0 and hi / lo >= 4 and lo / 1.2 or lo - 0.5,
       lo > 0 and hi / lo >= 4 and hi * 1.2 or hi + 0.5),
+    -- a tick at every length evaluated (a few of them)
+    #xs <= 12 and ("set xtics (%s)"):format(table.concat(xs, ", ")) or "",
     ("set xlabel %s"):format(gp_string(opts.xlabel or "length")),
     ("set ylabel %s"):format(gp_string(opts.ylabel or "")),
     opts.title and ("set title %s noenhanced"):format(gp_string(opts.title)) or "",
