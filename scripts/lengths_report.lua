@@ -10,8 +10,10 @@
 --   2. method against method (--pairs a/b: a - b), at every extension and length, paired by
 --      seed: the mean difference, its 95% paired t interval, the paired t p and the exact
 --      sign-flip p, and the t p Holm-adjusted over the rows of the table;
---   3. each extension against none within each rotary method, at every length beyond the first
---      (the same model evaluated both ways, paired by seed), Holm-adjusted over the table.
+--   3. each extension against none within each rotary method, at every length where it ran
+--      with a factor above 1 (the same model evaluated both ways, paired by seed),
+--      Holm-adjusted over the table.
+-- An extension at factor 1 (the training length) changes nothing: its rows are not tested.
 -- With n seeds the sign-flip p cannot go below 2 / 2^n (0.0625 for 5): it is listed, and the
 -- t-test (which assumes roughly normal differences) carries the decision.
 package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
@@ -35,8 +37,9 @@ util.main("lengths_report.lua", function()
   local methods = {}
   for i, m in ipairs(summary.methods) do methods[i] = m.label end
 
-  -- values[method][scaling][length][seed] = metric
-  local values, lengths, scalings, seeds_of = {}, {}, {}, {}
+  -- values[method][scaling][length][seed] = metric; plain[scaling][length]: the extension ran
+  -- with factor 1 there (it changes nothing: the rows repeat none's and are left out of the tests)
+  local values, lengths, scalings, seeds_of, plain = {}, {}, {}, {}, {}
   local seen_len, seen_sc = {}, {}
   for _, label in ipairs(methods) do
     values[label] = {}
@@ -55,6 +58,8 @@ util.main("lengths_report.lua", function()
         values[label][sc] = values[label][sc] or {}
         values[label][sc][L] = values[label][sc][L] or {}
         values[label][sc][L][seed] = v
+        plain[sc] = plain[sc] or {}
+        plain[sc][L] = sc ~= "none" and e.factor == 1
       end
     end
   end
@@ -138,7 +143,7 @@ util.main("lengths_report.lua", function()
     for _, sc in ipairs(scalings) do
       for _, L in ipairs(lengths) do
         local va, vb = values[pr[1]][sc], values[pr[2]][sc]
-        if va and vb and va[L] and vb[L] then
+        if va and vb and va[L] and vb[L] and not plain[sc][L] then
           local p, lo, hi = paired(va[L], vb[L])
           list[#list + 1] = { label = pr[1] .. " - " .. pr[2], scaling = sc, length = L, p = p,
             lo = lo, hi = hi }
@@ -154,9 +159,8 @@ util.main("lengths_report.lua", function()
     local none = values[label].none
     for _, sc in ipairs(scalings) do
       if sc ~= "none" and values[label][sc] and none then
-        for i = 2, #lengths do
-          local L = lengths[i]
-          if values[label][sc][L] and none[L] then
+        for _, L in ipairs(lengths) do
+          if values[label][sc][L] and none[L] and not plain[sc][L] then
             local p, lo, hi = paired(values[label][sc][L], none[L])
             list[#list + 1] = { label = label .. ": " .. sc .. " - none", scaling = sc, length = L,
               p = p, lo = lo, hi = hi }
