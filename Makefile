@@ -19,7 +19,8 @@ SHELL := /bin/bash
 
 # Debian packages the project needs (installed by `make deps` only when missing).
 PACKAGES := gcc make pkg-config lua5.4 liblua5.4-dev libopenblas-dev lua-busted libreadline-dev \
-            gnuplot-nox lua-argparse lua-cjson lua-penlight lua-filesystem lua-system lua-luv fortunes lua-dkjson
+            gnuplot-nox lua-argparse lua-cjson lua-penlight lua-filesystem lua-system lua-luv fortunes lua-dkjson \
+            parallel
 
 ifeq ($(SANITIZE),1)
   BUILD := build-san

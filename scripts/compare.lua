@@ -46,6 +46,9 @@ util.main("compare.lua", function()
   parser:flag("--force", "Rerun runs whose result file holds another config.")
   parser:flag("--keep-models", "Save each run's trained model beside its result "
     .. "(<out>/runs/<run>.ckpt).")
+  parser:flag("--print-commands", "Print one train.lua command per run not yet done (each runs "
+    .. "from any folder, with its thread count: for GNU parallel or a cluster) and write their "
+    .. "config files, then stop; the same command without this flag collects the results.")
   parser:flag("--quiet", "No progress bar.")
   util.add_config_options(parser, rp, { seed = true })
   local args = parser:parse()
@@ -117,6 +120,15 @@ util.main("compare.lua", function()
     end
   end
 
+  local train = util.join(util.dirname(arg[0]), "train.lua")
+  if args.print_commands then
+    local n, err = runner.print_commands(runs, { out = out, train = train, force = args.force })
+    if not n then die(err .. "; use another --out folder or --force") end
+    io.stderr:write(("compare: %d of %d runs to do; collect them with the same command without "
+      .. "--print-commands\n"):format(n, #runs))
+    return
+  end
+
   local c1 = methods[1].cfg
   local metric = (task == "addition" or task == "substring_index") and "correct" or "loss"
   local metric_name = metric == "correct"
@@ -140,7 +152,7 @@ util.main("compare.lua", function()
   end
 
   local ok_run, results, failures = pcall(runner.run, runs, {
-    jobs = jobs, train = util.join(util.dirname(arg[0]), "train.lua"), force = args.force,
+    jobs = jobs, train = train, force = args.force,
     quiet = args.quiet,
     on_done = function(run, res, old)
       if not args.quiet then

@@ -125,26 +125,9 @@ util.main("sweep.lua", function()
   util.check_output(util.join(args.out, "runs", "probe.json"), "--out")
 
   if args.print_commands then
-    local n = 0
     -- the rule of the lines: see the top of this file
-    local out_abs = util.abspath(args.out)
-    local roper = arg[-1]:find("/", 1, true) and util.abspath(arg[-1]) or arg[-1]
-    local train_abs = util.abspath(train)
-    for _, run in ipairs(runs) do
-      local state, err = runner.check_existing(run)
-      if state == nil and not args.force then die(err .. "; use another --out folder or --force") end
-      if state ~= "done" then
-        local cfgfile = run.path:gsub("%.json$", "") .. ".cfg.json"
-        assert(util.write(cfgfile, util.json(run.cfg)))
-        local name = run.path:match("([^/]+)%.json$")
-        local save = run.model and (" --save " .. util.quote("runs/" .. name .. ".ckpt")) or ""
-        print(("cd %s && %s %s --config %s --out %s --threads %d%s --quiet"):format(
-          util.quote(out_abs), util.quote(roper), util.quote(train_abs),
-          util.quote("runs/" .. name .. ".cfg.json"), util.quote("runs/" .. name .. ".json"),
-          run.cfg.threads, save))
-        n = n + 1
-      end
-    end
+    local n, err = runner.print_commands(runs, { out = args.out, train = train, force = args.force })
+    if not n then die(err .. "; use another --out folder or --force") end
     io.stderr:write(("sweep: %d of %d runs to do; collect them with the same command and "
       .. "--summary\n"):format(n, #runs))
     return

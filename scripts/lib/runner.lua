@@ -23,6 +23,13 @@
 --     with model whose model file is gone is "missing"
 --   runner.tidy(run): removes the run's bookkeeping files
 --   runner.model_path(run) -> the path of the run's model (name.ckpt)
+--   runner.print_commands(runs, opts) -> n, or nil, message: for every run not done, writes its
+--     config file (name.cfg.json) and prints one self-contained train.lua command that runs it
+--     from any folder (cd to the absolute output folder, the interpreter and train.lua as
+--     absolute paths, config and result relative to the folder, an explicit --threads, --save
+--     for a run with model). opts: out (the output folder), train (scripts/train.lua), roper
+--     (the interpreter, arg[-1]: printed as given when it has no folder, as `roper` on PATH),
+--     force (a run whose file holds another config is printed again instead of refused)
 --   runner.kept_models(runs, results) -> the model files of the finished runs that have one
 --
 -- Each run writes path (result JSON, name.json), name.csv (loss curve), name.log (its output);
@@ -330,6 +337,31 @@ function runner.run(runs, opts)
     io.stderr:write(("%d runs in %s\n"):format(#pending, fmt_time(now() - t0)))
   end
   return results, failures
+end
+
+function runner.print_commands(runs, opts)
+  local out_abs = util.abspath(opts.out)
+  local roper = opts.roper or arg[-1]
+  roper = roper:find("/", 1, true) and util.abspath(roper) or roper
+  local train_abs = util.abspath(opts.train)
+  local n = 0
+  for _, run in ipairs(runs) do
+    local state, err = runner.check_existing(run)
+    if state == nil and not opts.force then return nil, err end
+    if state ~= "done" then
+      local cfgfile = run.path:gsub("%.json$", "") .. ".cfg.json"
+      local ok, werr = util.write(cfgfile, util.json(run.cfg))
+      if not ok then return nil, werr end
+      local name = run.path:match("([^/]+)%.json$")
+      local save = run.model and (" --save " .. util.quote("runs/" .. name .. ".ckpt")) or ""
+      print(("cd %s && %s %s --config %s --out %s --threads %d%s --quiet"):format(
+        util.quote(out_abs), util.quote(roper), util.quote(train_abs),
+        util.quote("runs/" .. name .. ".cfg.json"), util.quote("runs/" .. name .. ".json"),
+        run.cfg.threads, save))
+      n = n + 1
+    end
+  end
+  return n
 end
 
 return runner
