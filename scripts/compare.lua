@@ -49,11 +49,13 @@ util.main("compare.lua", function()
   parser:flag("--print-commands", "Print one train.lua command per run not yet done (each runs "
     .. "from any folder, with its thread count: for GNU parallel or a cluster) and write their "
     .. "config files, then stop; the same command without this flag collects the results.")
+  util.add_slurm_options(parser)
   parser:flag("--quiet", "No progress bar.")
   util.add_config_options(parser, rp, { seed = true })
   local args = parser:parse()
 
   local die = util.usage
+  local slurm = util.slurm_options(args)
 
   if not args.seeds or args.seeds < 1 then die("--seeds must be an integer >= 1") end
   if not args.first_seed then die("--first-seed must be an integer") end
@@ -121,6 +123,16 @@ util.main("compare.lua", function()
   end
 
   local train = util.join(util.dirname(arg[0]), "train.lua")
+  if args.print_sbatch then
+    slurm.out, slurm.train, slurm.force, slurm.name = out, train, args.force, "roper-compare"
+    local script, n = runner.sbatch(runs, slurm)
+    if script == nil then die(n .. "; use another --out folder or --force") end
+    if script then print(script) end
+    io.stderr:write(("compare: %d of %d runs in the job array%s; submit it with sbatch, then "
+      .. "collect with the same command without --print-sbatch\n"):format(n, #runs,
+      script and "" or " (nothing to do, no script written)"))
+    return
+  end
   if args.print_commands then
     local n, err = runner.print_commands(runs, { out = out, train = train, force = args.force })
     if not n then die(err .. "; use another --out folder or --force") end

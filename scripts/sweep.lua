@@ -55,6 +55,7 @@ util.main("sweep.lua", function()
   parser:flag("--force", "Rerun runs whose result file holds another config.")
   parser:flag("--keep-models", "Save each run's trained model beside its result "
     .. "(<out>/runs/<point>.ckpt).")
+  util.add_slurm_options(parser)
   parser:flag("--quiet", "No progress bar.")
   util.add_config_options(parser, rp)
   local args = parser:parse()
@@ -124,6 +125,17 @@ util.main("sweep.lua", function()
   local train = util.join(util.dirname(arg[0]), "train.lua")
   util.check_output(util.join(args.out, "runs", "probe.json"), "--out")
 
+  if args.print_sbatch then
+    local slurm = util.slurm_options(args)
+    slurm.out, slurm.train, slurm.force, slurm.name = args.out, train, args.force, "roper-sweep"
+    local script, n = runner.sbatch(runs, slurm)
+    if script == nil then die(n .. "; use another --out folder or --force") end
+    if script then print(script) end
+    io.stderr:write(("sweep: %d of %d runs in the job array%s; submit it with sbatch, then "
+      .. "collect with the same command and --summary\n"):format(n, #runs,
+      script and "" or " (nothing to do, no script written)"))
+    return
+  end
   if args.print_commands then
     -- the rule of the lines: see the top of this file
     local n, err = runner.print_commands(runs, { out = args.out, train = train, force = args.force })

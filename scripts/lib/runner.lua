@@ -29,7 +29,14 @@
 --     absolute paths, config and result relative to the folder, an explicit --threads, --save
 --     for a run with model). opts: out (the output folder), train (scripts/train.lua), roper
 --     (the interpreter, arg[-1]: printed as given when it has no folder, as `roper` on PATH),
---     force (a run whose file holds another config is printed again instead of refused)
+--     force (a run whose file holds another config is printed again instead of refused),
+--     threads (the --threads of every line instead of each run's own), emit(line) (instead of
+--     printing it)
+--   runner.sbatch(runs, opts) -> script path, n | nil, message: the Slurm job array of the runs
+--     not done: <out>/slurm/commands.txt (runner.print_commands' lines, --threads =
+--     cpus_per_task) and <out>/slurm/array.sbatch, whose task i runs line i. opts: out, train,
+--     roper, force, cpus_per_task (1), partition, time, mem, extra (a list of sbatch options),
+--     name (the job name). Nothing is submitted. Nothing to do: false, 0 (no files written).
 --   runner.kept_models(runs, results) -> the model files of the finished runs that have one
 --
 -- Each run writes path (result JSON, name.json), name.csv (loss curve), name.log (its output);
@@ -354,14 +361,54 @@ function runner.print_commands(runs, opts)
       if not ok then return nil, werr end
       local name = run.path:match("([^/]+)%.json$")
       local save = run.model and (" --save " .. util.quote("runs/" .. name .. ".ckpt")) or ""
-      print(("cd %s && %s %s --config %s --out %s --threads %d%s --quiet"):format(
+      local line = ("cd %s && %s %s --config %s --out %s --threads %d%s --quiet"):format(
         util.quote(out_abs), util.quote(roper), util.quote(train_abs),
         util.quote("runs/" .. name .. ".cfg.json"), util.quote("runs/" .. name .. ".json"),
-        run.cfg.threads, save))
+        opts.threads or run.cfg.threads, save)
+      if opts.emit then opts.emit(line) else print(line) end
       n = n + 1
     end
   end
   return n
+end
+
+function runner.sbatch(runs, opts)
+  local lines = {}
+  local o = {}
+  for k, v in pairs(opts) do o[k] = v end
+  o.threads = opts.cpus_per_task or 1
+  o.emit = function(line) lines[#lines + 1] = line end
+  local n, err = runner.print_commands(runs, o)
+  if not n then return nil, err end
+  if n == 0 then return false, 0 end
+  local dir = util.join(util.abspath(opts.out), "slurm")
+  local ok, merr = util.mkdir(dir)
+  if not ok then return nil, merr end
+  local cmds = util.join(dir, "commands.txt")
+  ok, merr = util.write(cmds, table.concat(lines, "\n") .. "\n")
+  if not ok then return nil, merr end
+  local h = {
+    "#!/bin/bash",
+    "# A Slurm job array written by roper (compare.lua / sweep.lua --print-sbatch): task i runs",
+    "# line i of commands.txt, one train.lua run with --threads = --cpus-per-task.",
+    "#SBATCH --job-name=" .. (opts.name or "roper"),
+    ("#SBATCH --array=1-%d"):format(n),
+    ("#SBATCH --cpus-per-task=%d"):format(opts.cpus_per_task or 1),
+    "#SBATCH --output=" .. util.join(dir, "%A_%a.out"),
+  }
+  if opts.partition then h[#h + 1] = "#SBATCH --partition=" .. opts.partition end
+  if opts.time then h[#h + 1] = "#SBATCH --time=" .. opts.time end
+  if opts.mem then h[#h + 1] = "#SBATCH --mem=" .. opts.mem end
+  for _, e in ipairs(opts.extra or {}) do h[#h + 1] = "#SBATCH " .. e end
+  h[#h + 1] = "set -euo pipefail"
+  h[#h + 1] = ": \"${SLURM_ARRAY_TASK_ID:?run by sbatch as a job array}\""
+  h[#h + 1] = ("line=$(sed -n \"${SLURM_ARRAY_TASK_ID}p\" %s)"):format(util.quote(cmds))
+  h[#h + 1] = "[ -n \"$line\" ] || { echo \"no line $SLURM_ARRAY_TASK_ID\" >&2; exit 2; }"
+  h[#h + 1] = "exec bash -c \"$line\""
+  local script = util.join(dir, "array.sbatch")
+  ok, merr = util.write(script, table.concat(h, "\n") .. "\n")
+  if not ok then return nil, merr end
+  return script, n
 end
 
 return runner

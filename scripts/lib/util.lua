@@ -436,6 +436,47 @@ function util.lengths_csv(result)
   end
   return util.csv({ "length", "scaling", "factor", "correct", "accuracy", "loss" }, rows)
 end
+-- add_slurm_options(parser): the Slurm job-array options of compare.lua and sweep.lua
+-- (--print-sbatch and the sbatch settings); slurm_options(args) -> the opts of runner.sbatch, or
+-- raises a usage problem for a bad value.
+function util.add_slurm_options(parser)
+  parser:flag("--print-sbatch", "Write a Slurm job array of the runs not yet done to "
+    .. "<out>/slurm/array.sbatch (task i runs line i of <out>/slurm/commands.txt) and print its "
+    .. "path; submit nothing (sbatch it yourself; the same command without this flag collects).")
+  parser:option("--partition", "sbatch --partition of the array."):argname("<name>")
+  parser:option("--time", "sbatch --time limit of each task, e.g. 2:00:00."):argname("<limit>")
+  parser:option("--cpus-per-task", "sbatch --cpus-per-task, also each run's --threads.", "1")
+    :argname("<n>")
+  parser:option("--mem", "sbatch --mem of each task, e.g. 4G."):argname("<size>")
+  parser:option("--sbatch", "Another sbatch option for the array's header, e.g. "
+    .. "--sbatch=--account=proj (repeatable).")
+    :count("*"):argname("<option>")
+end
+
+function util.slurm_options(args)
+  local cpus = math.tointeger(tonumber(args.cpus_per_task))
+  if not cpus or cpus < 1 or cpus > 4096 then
+    util.usage("--cpus-per-task must be an integer in 1..4096, got " .. tostring(args.cpus_per_task))
+  end
+  local o = { cpus_per_task = cpus, extra = {} }
+  for _, k in ipairs { "partition", "time", "mem" } do
+    local v = args[k]
+    if v ~= nil then
+      if v == "" or v:find("[%s'\"\\]") then
+        util.usage(("--%s must be one word, got %q"):format(k, v))
+      end
+      o[k] = v
+    end
+  end
+  for _, e in ipairs(args.sbatch or {}) do
+    if not e:match("^%-%-?%w") or e:find("[\n\r]") then
+      util.usage(("--sbatch takes an sbatch option such as --account=proj, got %q"):format(e))
+    end
+    o.extra[#o.extra + 1] = e
+  end
+  return o
+end
+
 
 -- ---------------------------------------------------------------- command-line options
 -- add_config_options(parser, rp[, skip]): one option per experiment key, --d-model, with the

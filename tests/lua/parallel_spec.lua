@@ -1,7 +1,8 @@
--- GNU parallel, the light path over a few machines (issue 15, item 3): compare.lua and sweep.lua
--- --print-commands lines run from any folder under `parallel --jobs N --joblog`, a failed line is
--- rerun by --resume-failed, and the same compare command then collects every run without
--- training anything again (docs/experiments.md, "Spreading a sweep over machines").
+-- Runs outside roper's own scheduler (issue 15): GNU parallel, the light path over a few machines
+-- (compare.lua and sweep.lua --print-commands lines run from any folder under `parallel --jobs N
+-- --joblog`, a failed line is rerun by --resume-failed, and the same compare command then collects
+-- every run without training anything again), and the Slurm job-array script of --print-sbatch,
+-- whose tasks are run here as Slurm would run them (SLURM_ARRAY_TASK_ID set; no Slurm needed).
 
 local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = dir .. "?.lua;" .. package.path
@@ -97,4 +98,76 @@ describe("GNU parallel over --print-commands", function()
       assert.are.equal("", cmds3)
       assert.truthy(se3:find("compare: 0 of 4 runs to do", 1, true), se3)
     end)
+end)
+
+describe("--print-sbatch: the Slurm job array", function()
+  local tmp
+  setup(function() tmp = h.tmpdir() end)
+  teardown(function() h.remove_tree(tmp) end)
+
+  it("writes the array and its commands; each task runs one run; compare collects", function()
+    local out = tmp .. "/sb"
+    local compare = ("%s scripts/compare.lua %s --out %s"):format(h.sh_quote(BIN), TINY,
+      h.sh_quote(out))
+    local so, se, code = h.run(compare .. " --print-sbatch --partition debug --time 0:10:00 "
+      .. "--mem 1G --sbatch=--account=proj --cpus-per-task 2")
+    assert.are.equal(0, code, se)
+    local script = out .. "/slurm/array.sbatch"
+    assert.are.equal(script .. "\n", so)
+    assert.truthy(se:find("compare: 4 of 4 runs in the job array; submit it with sbatch", 1, true), se)
+    local body = assert(h.read(script))
+    for _, want in ipairs { "#!/bin/bash\n", "\n#SBATCH --array=1-4\n", "\n#SBATCH --cpus-per-task=2\n",
+      "\n#SBATCH --output=" .. out .. "/slurm/%A_%a.out\n", "\n#SBATCH --partition=debug\n",
+      "\n#SBATCH --time=0:10:00\n", "\n#SBATCH --mem=1G\n", "\n#SBATCH --account=proj\n",
+      "\n#SBATCH --job-name=roper-compare\n" } do
+      assert.truthy(body:find(want, 1, true), want)
+    end
+    local cmds = lines(assert(h.read(out .. "/slurm/commands.txt")))
+    assert.are.equal(4, #cmds)
+    for _, c in ipairs(cmds) do assert.truthy(c:find(" %-%-threads 2 %-%-quiet$"), c) end
+    -- outside an array the script refuses; a task beyond the array says so
+    local _, e1, c1 = h.run("bash " .. h.sh_quote(script))
+    assert.are_not.equal(0, c1)
+    assert.truthy(e1:find("run by sbatch as a job array", 1, true), e1)
+    local _, e5, c5 = h.run("SLURM_ARRAY_TASK_ID=5 bash " .. h.sh_quote(script))
+    assert.are.equal(2, c5)
+    assert.truthy(e5:find("no line 5", 1, true), e5)
+    -- the tasks, as Slurm runs them, from another folder
+    for i = 1, 4 do
+      local _, ei, ci = h.run(("cd / && SLURM_ARRAY_TASK_ID=%d bash %s"):format(i, h.sh_quote(script)))
+      assert.are.equal(0, ci, ei)
+    end
+    local so2, se2, code2 = h.run(compare)
+    assert.are.equal(0, code2, so2 .. se2)
+    assert.is_nil(se2:find("\ndone ", 1, true), se2)
+    assert.truthy(h.read(out .. "/summary.md"):find("| rope | 2 |", 1, true))
+    -- nothing left: no script is written
+    local so3, se3, code3 = h.run(compare .. " --print-sbatch")
+    assert.are.same({ 0, "" }, { code3, so3 })
+    assert.truthy(se3:find("0 of 4 runs in the job array (nothing to do, no script written)", 1,
+      true), se3)
+  end)
+
+  it("sweep.lua writes one too", function()
+    local out = tmp .. "/sw"
+    local so, se, code = h.run(("%s scripts/sweep.lua --grid seed=1,2,3 --steps 1 --d-model 16 "
+      .. "--heads 2 --layers 1 --seq-len 32 --batch 4 --problems 2 --valid-batches 1 --out %s "
+      .. "--print-sbatch"):format(h.sh_quote(BIN), h.sh_quote(out)))
+    assert.are.equal(0, code, se)
+    assert.are.equal(out .. "/slurm/array.sbatch\n", so)
+    assert.truthy(assert(h.read(out .. "/slurm/array.sbatch")):find("\n#SBATCH --array=1-3\n", 1, true))
+  end)
+
+  for _, c in ipairs {
+    { "--cpus-per-task 0", "--cpus-per-task must be an integer in 1..4096, got 0" },
+    { "--partition 'a b'", '--partition must be one word, got "a b"' },
+    { "--sbatch=account", '--sbatch takes an sbatch option such as --account=proj, got "account"' },
+  } do
+    it("refuses " .. c[1], function()
+      local _, se, code = h.run(("%s scripts/compare.lua %s --out %s --print-sbatch %s"):format(
+        h.sh_quote(BIN), TINY, h.sh_quote(tmp .. "/bad"), c[1]))
+      assert.are.equal(2, code)
+      assert.are.equal("compare.lua: " .. c[2] .. "\n", se)
+    end)
+  end
 end)
