@@ -24,6 +24,7 @@ local stats = require "lib.stats"
 local runner = require "lib.runner"
 local plot = require "lib.plot"
 local provenance = require "lib.provenance"
+local slurmrun = require "lib.slurm"
 local lengths = require "lib.lengths"
 
 util.main("compare.lua", function()
@@ -123,8 +124,16 @@ util.main("compare.lua", function()
   end
 
   local train = util.join(util.dirname(arg[0]), "train.lua")
+  slurm.out, slurm.train, slurm.force, slurm.name = out, train, args.force, "roper-compare"
+  if args.slurm then
+    slurm.log = function(text) io.stderr:write("compare: ", text, "\n") end
+    local state, msg = slurmrun.step(runs, slurm)
+    if state ~= "collect" then
+      io.stderr:write("compare: ", msg, "\n")
+      return
+    end
+  end
   if args.print_sbatch then
-    slurm.out, slurm.train, slurm.force, slurm.name = out, train, args.force, "roper-compare"
     local script, n = runner.sbatch(runs, slurm)
     if script == nil then die(n .. "; use another --out folder or --force") end
     if script then print(script) end

@@ -37,6 +37,7 @@ local util = require "lib.util"
 local stats = require "lib.stats"
 local runner = require "lib.runner"
 local provenance = require "lib.provenance"
+local slurmrun = require "lib.slurm"
 
 util.main("sweep.lua", function()
   local parser = util.parser("roper scripts/sweep.lua",
@@ -125,9 +126,18 @@ util.main("sweep.lua", function()
   local train = util.join(util.dirname(arg[0]), "train.lua")
   util.check_output(util.join(args.out, "runs", "probe.json"), "--out")
 
+  local slurm = util.slurm_options(args)
+  slurm.out, slurm.train, slurm.force, slurm.name = args.out, train, args.force, "roper-sweep"
+  if args.slurm then
+    slurm.log = function(text) io.stderr:write("sweep: ", text, "\n") end
+    local state, msg = slurmrun.step(runs, slurm)
+    if state ~= "collect" then
+      io.stderr:write("sweep: ", msg, "\n")
+      return
+    end
+    args.summary = true
+  end
   if args.print_sbatch then
-    local slurm = util.slurm_options(args)
-    slurm.out, slurm.train, slurm.force, slurm.name = args.out, train, args.force, "roper-sweep"
     local script, n = runner.sbatch(runs, slurm)
     if script == nil then die(n .. "; use another --out folder or --force") end
     if script then print(script) end

@@ -30,13 +30,14 @@
 --     for a run with model). opts: out (the output folder), train (scripts/train.lua), roper
 --     (the interpreter, arg[-1]: printed as given when it has no folder, as `roper` on PATH),
 --     force (a run whose file holds another config is printed again instead of refused),
---     threads (the --threads of every line instead of each run's own), emit(line) (instead of
---     printing it)
---   runner.sbatch(runs, opts) -> script path, n | nil, message: the Slurm job array of the runs
+--     threads (the --threads of every line instead of each run's own), emit(line, run)
+--     (instead of printing it)
+--   runner.sbatch(runs, opts) -> script path, n, included | nil, message: the job array of the runs
 --     not done: <out>/slurm/commands.txt (runner.print_commands' lines, --threads =
 --     cpus_per_task) and <out>/slurm/array.sbatch, whose task i runs line i. opts: out, train,
 --     roper, force, cpus_per_task (1), partition, time, mem, extra (a list of sbatch options),
---     name (the job name). Nothing is submitted. Nothing to do: false, 0 (no files written).
+--     name (the job name); included: the runs of its tasks, in task order. Nothing is submitted.
+--     Nothing to do: false, 0 (no files written).
 --   runner.kept_models(runs, results) -> the model files of the finished runs that have one
 --
 -- Each run writes path (result JSON, name.json), name.csv (loss curve), name.log (its output);
@@ -365,7 +366,7 @@ function runner.print_commands(runs, opts)
         util.quote(out_abs), util.quote(roper), util.quote(train_abs),
         util.quote("runs/" .. name .. ".cfg.json"), util.quote("runs/" .. name .. ".json"),
         opts.threads or run.cfg.threads, save)
-      if opts.emit then opts.emit(line) else print(line) end
+      if opts.emit then opts.emit(line, run) else print(line) end
       n = n + 1
     end
   end
@@ -373,11 +374,14 @@ function runner.print_commands(runs, opts)
 end
 
 function runner.sbatch(runs, opts)
-  local lines = {}
+  local lines, included = {}, {}
   local o = {}
   for k, v in pairs(opts) do o[k] = v end
   o.threads = opts.cpus_per_task or 1
-  o.emit = function(line) lines[#lines + 1] = line end
+  o.emit = function(line, run)
+    lines[#lines + 1] = line
+    included[#included + 1] = run
+  end
   local n, err = runner.print_commands(runs, o)
   if not n then return nil, err end
   if n == 0 then return false, 0 end
@@ -408,7 +412,7 @@ function runner.sbatch(runs, opts)
   local script = util.join(dir, "array.sbatch")
   ok, merr = util.write(script, table.concat(h, "\n") .. "\n")
   if not ok then return nil, merr end
-  return script, n
+  return script, n, included
 end
 
 return runner

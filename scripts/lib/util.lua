@@ -437,9 +437,15 @@ function util.lengths_csv(result)
   return util.csv({ "length", "scaling", "factor", "correct", "accuracy", "loss" }, rows)
 end
 -- add_slurm_options(parser): the Slurm job-array options of compare.lua and sweep.lua
--- (--print-sbatch and the sbatch settings); slurm_options(args) -> the opts of runner.sbatch, or
--- raises a usage problem for a bad value.
+-- (--slurm, --wait, --print-sbatch and the sbatch settings); slurm_options(args) -> the opts of
+-- runner.sbatch and slurm.step, or raises a usage problem for a bad value.
 function util.add_slurm_options(parser)
+  parser:flag("--slurm", "Run the pending runs as a Slurm job array (sbatch) instead of here; "
+    .. "the same command again reports the job, reruns its failed tasks, or collects.")
+  parser:flag("--wait", "With --slurm: wait for the job array to finish, then collect.")
+  parser:option("--wait-timeout", "With --wait: give up waiting after this many seconds (the "
+    .. "job goes on).")
+    :argname("<s>")
   parser:flag("--print-sbatch", "Write a Slurm job array of the runs not yet done to "
     .. "<out>/slurm/array.sbatch (task i runs line i of <out>/slurm/commands.txt) and print its "
     .. "path; submit nothing (sbatch it yourself; the same command without this flag collects).")
@@ -458,7 +464,15 @@ function util.slurm_options(args)
   if not cpus or cpus < 1 or cpus > 4096 then
     util.usage("--cpus-per-task must be an integer in 1..4096, got " .. tostring(args.cpus_per_task))
   end
-  local o = { cpus_per_task = cpus, extra = {} }
+  local o = { cpus_per_task = cpus, extra = {}, wait = args.wait }
+  if args.wait and not args.slurm then util.usage("--wait needs --slurm") end
+  if args.slurm and args.print_sbatch then util.usage("give --slurm or --print-sbatch, not both") end
+  if args.wait_timeout ~= nil then
+    o.timeout = math.tointeger(tonumber(args.wait_timeout))
+    if not o.timeout or o.timeout < 1 then
+      util.usage("--wait-timeout must be an integer >= 1, got " .. tostring(args.wait_timeout))
+    end
+  end
   for _, k in ipairs { "partition", "time", "mem" } do
     local v = args[k]
     if v ~= nil then

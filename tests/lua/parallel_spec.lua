@@ -171,3 +171,109 @@ describe("--print-sbatch: the Slurm job array", function()
     end)
   end
 end)
+
+-- A stand-in for Slurm's sbatch and squeue (on PATH before the real ones): sbatch --parsable
+-- runs every task of the array at once, in order, as Slurm would (SLURM_ARRAY_TASK_ID set, output
+-- to the script's --output pattern), except task $FAKE_FAIL, which it drops (a task that died);
+-- $FAKE_REFUSE makes it refuse the job as sbatch does. squeue lists the job while $FAKE_QUEUED
+-- is set. Job ids count from 1 in $FAKE_DIR/next.
+local FAKE_SBATCH = [[#!/bin/bash
+set -euo pipefail
+[ "$1" = --parsable ] || { echo "fake sbatch: --parsable expected" >&2; exit 9; }
+script=$2
+if [ -n "${FAKE_REFUSE:-}" ]; then echo "sbatch: error: $FAKE_REFUSE" >&2; exit 1; fi
+n=$(sed -n 's/^#SBATCH --array=1-\([0-9]*\)$/\1/p' "$script")
+pattern=$(sed -n 's/^#SBATCH --output=\(.*\)$/\1/p' "$script")
+jid=$(cat "$FAKE_DIR/next" 2>/dev/null || echo 1)
+echo $((jid + 1)) > "$FAKE_DIR/next"
+for i in $(seq 1 "$n"); do
+  [ "$i" = "${FAKE_FAIL:-0}" ] && continue
+  log=${pattern//%A/$jid}; log=${log//%a/$i}
+  (cd / && SLURM_ARRAY_TASK_ID=$i bash "$script" > "$log" 2>&1) || true
+done
+echo "$jid"
+]]
+local FAKE_SQUEUE = [[#!/bin/bash
+# squeue -h -j <jid> -o %i
+[ -n "${FAKE_QUEUED:-}" ] && echo "$3" || true
+]]
+
+describe("--slurm: submit, report, rerun failed tasks, collect", function()
+  local tmp, env
+  setup(function()
+    tmp = h.tmpdir()
+    os.execute("mkdir -p " .. h.sh_quote(tmp .. "/bin"))
+    h.write(tmp .. "/bin/sbatch", FAKE_SBATCH)
+    h.write(tmp .. "/bin/squeue", FAKE_SQUEUE)
+    os.execute("chmod +x " .. h.sh_quote(tmp .. "/bin/sbatch") .. " " .. h.sh_quote(tmp .. "/bin/squeue"))
+    env = ("PATH=%s:$PATH FAKE_DIR=%s "):format(h.sh_quote(tmp .. "/bin"), h.sh_quote(tmp))
+  end)
+  teardown(function() h.remove_tree(tmp) end)
+
+  it("a failed task is reported with its log and rerun by the next invocation", function()
+    local out = tmp .. "/sl"
+    local compare = ("%s scripts/compare.lua %s --out %s --slurm"):format(h.sh_quote(BIN), TINY,
+      h.sh_quote(out))
+    local _, se, code = h.run(env .. "FAKE_FAIL=2 " .. compare)
+    assert.are.equal(0, code, se)
+    assert.truthy(se:find("compare: submitted job array 1: 4 runs (", 1, true), se)
+    assert.truthy(se:find("compare: job 1 submitted; run the same command again to collect", 1, true), se)
+    assert.is_nil(h.read(out .. "/summary.md"))
+    -- while the job is queued, nothing happens
+    local _, seq, codeq = h.run(env .. "FAKE_QUEUED=1 " .. compare)
+    assert.are.equal(0, codeq, seq)
+    assert.truthy(seq:find("compare: job 1 is still in the queue; run the same command again later "
+      .. "to collect", 1, true), seq)
+    -- then: task 2 (rope s2) is reported and submitted again, alone
+    local _, se2, code2 = h.run(env .. compare)
+    assert.are.equal(0, code2, se2)
+    assert.truthy(se2:find("compare: rope s2: array task 1_2 left no result (log " .. out
+      .. "/slurm/1_2.out); it is submitted again", 1, true), se2)
+    assert.truthy(se2:find("compare: submitted job array 2: 1 run (", 1, true), se2)
+    -- and collected
+    local so3, se3, code3 = h.run(env .. compare)
+    assert.are.equal(0, code3, so3 .. se3)
+    assert.is_nil(se3:find("\ndone ", 1, true), se3)
+    assert.truthy(h.read(out .. "/summary.md"):find("| roper | 2 |", 1, true))
+    assert.is_nil(h.read(out .. "/slurm/job"))
+  end)
+
+  it("--wait submits, waits and collects in one call; a failed task fails the call", function()
+    local out = tmp .. "/sw"
+    local compare = ("%s scripts/compare.lua %s --out %s --slurm --wait"):format(h.sh_quote(BIN),
+      TINY, h.sh_quote(out))
+    local _, se, code = h.run(env .. "FAKE_FAIL=3 " .. compare)
+    assert.are.equal(1, code, se)
+    assert.truthy(se:find("compare.lua: --slurm: 1 run failed; run the same command again to rerun "
+      .. "it:\n  roper s1: array task ", 1, true), se)
+    local so2, se2, code2 = h.run(env .. compare)
+    assert.are.equal(0, code2, so2 .. se2)
+    assert.truthy(h.read(out .. "/summary.md"):find("| rope | 2 |", 1, true))
+  end)
+
+  it("sweep.lua --slurm --wait runs the grid as an array and summarises", function()
+    local out = tmp .. "/swp"
+    local so, se, code = h.run(env .. ("%s scripts/sweep.lua --grid seed=1,2 --steps 1 --d-model 16 "
+      .. "--heads 2 --layers 1 --seq-len 32 --batch 4 --problems 2 --valid-batches 1 --out %s "
+      .. "--slurm --wait"):format(h.sh_quote(BIN), h.sh_quote(out)))
+    assert.are.equal(0, code, so .. se)
+    assert.truthy(se:find("sweep: submitted job array %d+: 2 runs"), se)
+    assert.truthy(h.read(out .. "/summary.md"), "no summary")
+  end)
+
+  it("says so when Slurm is missing or refuses the job, with exit status 2", function()
+    local compare = ("%s scripts/compare.lua %s --out %s --slurm"):format(h.sh_quote(BIN), TINY,
+      h.sh_quote(tmp .. "/x"))
+    local _, se, code = h.run("PATH=/nonexistent " .. h.sh_quote(h.pwd() .. "/" .. BIN)
+      .. compare:sub(#h.sh_quote(BIN) + 1))
+    assert.are.equal(2, code, se)
+    assert.are.equal("compare.lua: --slurm: sbatch not found (is Slurm installed and on PATH?)\n", se)
+    local _, se2, code2 = h.run(env .. "FAKE_REFUSE='invalid partition specified: nope' " .. compare)
+    assert.are.equal(2, code2, se2)
+    assert.truthy(se2:find("compare.lua: --slurm: sbatch refused the job array (", 1, true), se2)
+    assert.truthy(se2:find("): sbatch: error: invalid partition specified: nope\n", 1, true), se2)
+    local _, se3, code3 = h.run(compare:gsub("%-%-slurm", "--wait"))
+    assert.are.equal(2, code3)
+    assert.are.equal("compare.lua: --wait needs --slurm\n", se3)
+  end)
+end)
