@@ -67,7 +67,7 @@ REPL := $(BUILD)/roper
 BENCH := $(BUILD)/bench
 BENCH_TRAIN := $(BUILD)/bench_train
 
-.PHONY: all deps test test-c test-lua run bench bench-torch clean \
+.PHONY: all deps test test-c test-lua test-cluster run bench bench-torch clean \
         install install-lua install-bin install-lib uninstall
 .DELETE_ON_ERROR:
 
@@ -140,6 +140,11 @@ $(BENCH) $(BENCH_TRAIN): $(BUILD)/%: tests/bench/%.c tests/bench/bench_common.c 
 
 test: deps all
 	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) tests/run
+
+# compare.lua --slurm on a one-node Slurm that tests/cluster/run installs (Debian's slurmctld,
+# slurmd, slurm-client, munge), starts in a private folder, uses and stops again.
+test-cluster: deps all
+	@ROPER_BIN=$(REPL) tests/with_blas_env tests/cluster/run
 
 RUN_ARGS ?= --seeds 3
 run: deps all
