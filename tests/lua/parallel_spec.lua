@@ -264,7 +264,7 @@ describe("--slurm: submit, report, rerun failed tasks, collect", function()
   it("says so when Slurm is missing or refuses the job, with exit status 2", function()
     local compare = ("%s scripts/compare.lua %s --out %s --slurm"):format(h.sh_quote(BIN), TINY,
       h.sh_quote(tmp .. "/x"))
-    local _, se, code = h.run("PATH=/nonexistent " .. h.sh_quote(h.pwd() .. "/" .. BIN)
+    local _, se, code = h.run("PATH=/nonexistent " .. h.sh_quote(ABS_BIN)
       .. compare:sub(#h.sh_quote(BIN) + 1))
     assert.are.equal(2, code, se)
     assert.are.equal("compare.lua: --slurm: sbatch not found (is Slurm installed and on PATH?)\n", se)
