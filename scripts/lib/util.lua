@@ -207,7 +207,11 @@ local function remove_stale_temps(path)
       local pid = math.tointeger(tonumber(name:sub(#prefix + 1):match("^%d+$")))
       if pid and pid ~= util.pid() then
         local _, _, code = uv.kill(pid, 0)
-        if code == "ESRCH" then os.remove(plpath.join(dir, name)) end
+        -- a writer killed with its parent is a zombie until PID 1 reaps it: dead as well
+        local f = code ~= "ESRCH" and io.open(("/proc/%d/stat"):format(pid))
+        local zombie = f and (f:read("a") or ""):match("^%d+ %b() (%a)") == "Z"
+        if f then f:close() end
+        if code == "ESRCH" or zombie then os.remove(plpath.join(dir, name)) end
       end
     end
   end
