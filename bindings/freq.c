@@ -192,3 +192,17 @@ int64_t lrp_freq_rows(const int64_t *pos, int64_t offset, int64_t n)
     }
     return hi + 1;
 }
+
+void lrp_freq_check_positions(lua_State *L, int idx, const rp_rope_freq *f, int64_t d_rot,
+                              const int64_t *pos, int64_t offset, int64_t n)
+{
+    if (n < 1) return;
+    for (int64_t r = 0; r < n && f->angles; r++) {
+        int64_t p = pos ? pos[r] : offset + r;
+        if (p < 0)
+            lrp_argerror(L, idx, "position %I is below 0, where the angle table starts",
+                         (LUAI_UACINT)p);
+    }
+    if (rp_rope_freq_check_use(f, d_rot, lrp_freq_rows(pos, offset, n) - 1, "d_rot") != RP_OK)
+        lrp_argerror(L, idx, "%s", rp_last_error());
+}

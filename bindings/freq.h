@@ -34,4 +34,10 @@ int lrp_optxposside(lua_State *L, int idx);
  * NULL): the largest position + 1 (at least 1). */
 int64_t lrp_freq_rows(const int64_t *pos, int64_t offset, int64_t n);
 
+/* Checks f against a placement d_rot wide at the positions pos[0 .. n) (offset + r when pos is
+ * NULL): an angle table must hold every one of them (it starts at position 0), the user tables
+ * must be wide enough. Raises naming the option table at idx. */
+void lrp_freq_check_positions(lua_State *L, int idx, const rp_rope_freq *f, int64_t d_rot,
+                              const int64_t *pos, int64_t offset, int64_t n);
+
 #endif

@@ -289,12 +289,7 @@ static int l_rope_angles(lua_State *L)
     lrp_optfreq(L, 3, &f, 0.0); /* slots 4, 5 */
     if (lua_type(L, 1) != LUA_TNUMBER) pos = read_positions(L, 1, 1, "positions", 0, &n);
     lrp_freq_tables(L, 3, 4, &f, lrp_freq_rows(pos, 0, n), d_rot / 2);
-    if (n > 0 && rp_rope_freq_check_use(&f, d_rot, lrp_freq_rows(pos, 0, n) - 1, "d_rot") != RP_OK)
-        return lrp_argerror(L, 3, "%s", rp_last_error());
-    for (int64_t r = 0; r < n && f.angles; r++)
-        if (pos && pos[r] < 0)
-            return lrp_argerror(L, 1, "positions[%I] is %I; an angle table starts at 0",
-                                (LUAI_UACINT)(r + 1), (LUAI_UACINT)pos[r]);
+    lrp_freq_check_positions(L, 3, &f, d_rot, pos, 0, n);
     int64_t shape[2] = {n, d_rot / 2};
     if (!numel_ok(2, shape)) return lrp_argerror(L, 2, "angles table would be too large");
     rp_tensor *c = lrp_newtensor(L);
@@ -391,16 +386,8 @@ static int l_rope_rotate(lua_State *L)
         cfg.positions = p; /* the userdata stays on the stack during the call */
     }
     lrp_freq_tables(L, 2, 3, &f, lrp_freq_rows(cfg.positions, cfg.offset, npos), cfg.d_rot / 2);
+    lrp_freq_check_positions(L, 2, &f, cfg.d_rot, cfg.positions, cfg.offset, npos);
     if (!rp_rope_freq_is_plain(&f)) cfg.freq = &f;
-    for (int64_t t = 0; t < npos && f.angles; t++) {
-        int64_t p = cfg.positions ? cfg.positions[t] : cfg.offset + t;
-        if (p < 0)
-            return lrp_argerror(L, 2, "position %I is below 0, where the angle table starts",
-                                (LUAI_UACINT)p);
-    }
-    if (rp_rope_freq_check_use(&f, cfg.d_rot, lrp_freq_rows(cfg.positions, cfg.offset, npos) - 1,
-                               "d_rot") != RP_OK)
-        return lrp_argerror(L, 2, "%s", rp_last_error());
     rp_tensor *out = lrp_newtensor(L);
     rp_status st = rp_rope_rotate(out, lrp_checktensor(L, 1), &cfg);
     if (st != RP_OK) return lrp_raise(L, st);

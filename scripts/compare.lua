@@ -125,30 +125,9 @@ util.main("compare.lua", function()
 
   local train = util.join(util.dirname(arg[0]), "train.lua")
   slurm.out, slurm.train, slurm.force, slurm.name = out, train, args.force, "roper-compare"
-  if args.slurm then
-    slurm.log = function(text) io.stderr:write("compare: ", text, "\n") end
-    local state, msg = slurmrun.step(runs, slurm)
-    if state ~= "collect" then
-      io.stderr:write("compare: ", msg, "\n")
-      return
-    end
-  end
-  if args.print_sbatch then
-    local script, n = runner.sbatch(runs, slurm)
-    if script == nil then die(n .. "; use another --out folder or --force") end
-    if script then print(script) end
-    io.stderr:write(("compare: %d of %d runs in the job array%s; submit it with sbatch, then "
-      .. "collect with the same command without --print-sbatch\n"):format(n, #runs,
-      script and "" or " (nothing to do, no script written)"))
-    return
-  end
-  if args.print_commands then
-    local n, err = runner.print_commands(runs, { out = out, train = train, force = args.force })
-    if not n then die(err .. "; use another --out folder or --force") end
-    io.stderr:write(("compare: %d of %d runs to do; collect them with the same command without "
-      .. "--print-commands\n"):format(n, #runs))
-    return
-  end
+  slurm.who = "compare"
+  slurm.collect = function(flag) return "the same command without " .. flag end
+  if slurmrun.dispatch(args, runs, slurm) == "stop" then return end
 
   local c1 = methods[1].cfg
   local metric = (task == "addition" or task == "substring_index") and "correct" or "loss"

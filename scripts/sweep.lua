@@ -128,32 +128,11 @@ util.main("sweep.lua", function()
 
   local slurm = util.slurm_options(args)
   slurm.out, slurm.train, slurm.force, slurm.name = args.out, train, args.force, "roper-sweep"
-  if args.slurm then
-    slurm.log = function(text) io.stderr:write("sweep: ", text, "\n") end
-    local state, msg = slurmrun.step(runs, slurm)
-    if state ~= "collect" then
-      io.stderr:write("sweep: ", msg, "\n")
-      return
-    end
-    args.summary = true
-  end
-  if args.print_sbatch then
-    local script, n = runner.sbatch(runs, slurm)
-    if script == nil then die(n .. "; use another --out folder or --force") end
-    if script then print(script) end
-    io.stderr:write(("sweep: %d of %d runs in the job array%s; submit it with sbatch, then "
-      .. "collect with the same command and --summary\n"):format(n, #runs,
-      script and "" or " (nothing to do, no script written)"))
-    return
-  end
-  if args.print_commands then
-    -- the rule of the lines: see the top of this file
-    local n, err = runner.print_commands(runs, { out = args.out, train = train, force = args.force })
-    if not n then die(err .. "; use another --out folder or --force") end
-    io.stderr:write(("sweep: %d of %d runs to do; collect them with the same command and "
-      .. "--summary\n"):format(n, #runs))
-    return
-  end
+  slurm.who = "sweep"
+  slurm.collect = function() return "the same command and --summary" end
+  local how = slurmrun.dispatch(args, runs, slurm)
+  if how == "stop" then return end
+  if how == "collect" then args.summary = true end
 
   local results, failures = {}, {}
   if args.summary then

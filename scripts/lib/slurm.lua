@@ -11,6 +11,12 @@
 --     (seconds to wait at most, nil = no limit), log(text) (progress lines).
 --     Raises a usage problem when sbatch or squeue is missing or sbatch refuses the job, and a
 --     failure naming every failed task's log when a waited-for job leaves runs without results.
+--   slurm.dispatch(args, runs, o) -> "stop" | "collect" | nil: what compare.lua and sweep.lua do
+--     for --slurm, --print-sbatch and --print-commands (args: the parsed options), with
+--     o = util.slurm_options(args) plus out, train, force, and who ("compare", "sweep": the
+--     prefix of the messages) and collect(flag) (how the same command collects afterwards).
+--     "stop": the caller is done (a job submitted or queued, a script or commands printed);
+--     "collect": --slurm found every run done; nil: none of the three was asked for.
 local util = require "lib.util"
 local runner = require "lib.runner"
 
@@ -141,6 +147,34 @@ function slurm.step(runs, opts)
   end
   os.remove(util.join(out, "slurm", "job"))
   return "collect", "every run has its result"
+end
+
+function slurm.dispatch(args, runs, o)
+  local function say(text) io.stderr:write(o.who, ": ", text, "\n") end
+  local function refuse(err) util.usage(err .. "; use another --out folder or --force") end
+  if args.slurm then
+    o.log = say
+    local state, msg = slurm.step(runs, o)
+    if state == "collect" then return "collect" end
+    say(msg)
+    return "stop"
+  end
+  if args.print_sbatch then
+    local script, n = runner.sbatch(runs, o)
+    if script == nil then refuse(n) end
+    if script then print(script) end
+    say(("%d of %d runs in the job array%s; submit it with sbatch, then collect with %s"):format(
+      n, #runs, script and "" or " (nothing to do, no script written)", o.collect("--print-sbatch")))
+    return "stop"
+  end
+  if args.print_commands then
+    -- the rule of the lines: runner.print_commands
+    local n, err = runner.print_commands(runs, o)
+    if not n then refuse(err) end
+    say(("%d of %d runs to do; collect them with %s"):format(n, #runs,
+      o.collect("--print-commands")))
+    return "stop"
+  end
 end
 
 return slurm

@@ -97,6 +97,20 @@ describe("rp.rope.rotate with a frequency scheme", function()
     end)
   end
 
+  it("refuses positions an angle table does not hold, below 0 or past its end", function()
+    local a = { angles = rp.zeros { 6, 4 } }
+    assert.has_error(function() rp.rope.rotate(rp.zeros { 3, 8 }, copy(a, { offset = -1 })) end,
+      "bad argument #2 to 'rotate' (position -1 is below 0, where the angle table starts)")
+    assert.has_error(function() rp.rope.rotate(rp.zeros { 3, 8 }, copy(a, { offset = 4 })) end,
+      "bad argument #2 to 'rotate' (angles hold positions 0..5; position 6 is asked)")
+    assert.has_error(function() rp.rope.angles({ 2, -3 }, 8, a) end,
+      "bad argument #3 to 'angles' (position -3 is below 0, where the angle table starts)")
+    assert.has_error(function() rp.rope.angles(7, 8, a) end,
+      "bad argument #3 to 'angles' (angles hold positions 0..5; position 6 is asked)")
+    -- a plain scheme takes negative positions as before
+    assert.is_not_nil(rp.rope.rotate(rp.zeros { 3, 8 }, { offset = -1 }))
+  end)
+
   it("sign -1 with the same scheme undoes the rotation (no xPos)", function()
     local x = g:randn { 6, 8 }
     for _, s in ipairs(SCHEMES) do
