@@ -17,6 +17,7 @@
 -- With n seeds the sign-flip p cannot go below 2 / 2^n (0.0625 for 5): it is listed, and the
 -- t-test (which assumes roughly normal differences) carries the decision.
 package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
+local lfs = require "lfs"
 local util = require "lib.util"
 local stats = require "lib.stats"
 
@@ -41,15 +42,22 @@ util.main("lengths_report.lua", function()
   -- with factor 1 there (it changes nothing: the rows repeat none's and are left out of the tests)
   local values, lengths, scalings, seeds_of, plain = {}, {}, {}, {}, {}
   local seen_len, seen_sc = {}, {}
+  -- the run files of each method, whatever its seeds (--first-seed): <safe label>-s<seed>.json
+  local files = {}
+  local okd, iter, state = pcall(lfs.dir, util.join(args.dir, "runs"))
+  if not okd then util.usage(args.dir .. ": no runs folder") end
+  for name in iter, state do files[#files + 1] = name end
   for _, label in ipairs(methods) do
     values[label] = {}
     seeds_of[label] = {}
     local safe = label:gsub("[^%w%._=-]", "_")
-    for seed = 1, 1000 do
-      local path = util.join(args.dir, "runs", ("%s-s%d.json"):format(safe, seed))
-      if not util.exists(path) then break end
-      local r = assert(util.read_json(path))
-      seeds_of[label][#seeds_of[label] + 1] = seed
+    for _, name in ipairs(files) do
+      local s = name:sub(1, #safe + 2) == safe .. "-s" and name:sub(#safe + 3):match("^(%d+)%.json$")
+      if s then seeds_of[label][#seeds_of[label] + 1] = math.tointeger(tonumber(s)) end
+    end
+    table.sort(seeds_of[label])
+    for _, seed in ipairs(seeds_of[label]) do
+      local r = assert(util.read_json(util.join(args.dir, "runs", ("%s-s%d.json"):format(safe, seed))))
       for _, e in ipairs(r.by_length or {}) do
         local v = higher and e.correct or e.loss
         local sc, L = e.scaling or "none", math.tointeger(e.length) or e.length

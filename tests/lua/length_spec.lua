@@ -358,6 +358,18 @@ describe("compare.lua --eval-lengths", function()
     local e2 = res.by_length[4].correct - res.by_length[2].correct
     assert.truthy(rep:find(("| roper: yarn - none | yarn | 6 | %+.1f |"):format((e1 + e2) / 2), 1,
       true), rep)
+    -- runs of other seeds (--first-seed 11) are found as well: the same tables
+    local moved = tmp .. "/moved"
+    os.execute(("cp -r %s %s"):format(h.sh_quote(out), h.sh_quote(moved)))
+    for _, m in ipairs { "rope", "roper" } do
+      for s = 1, 2 do
+        os.rename(("%s/runs/%s-s%d.json"):format(moved, m, s), ("%s/runs/%s-s%d.json"):format(moved, m, s + 10))
+      end
+    end
+    local rep2, rse2, rcode2 = h.run(("%s scripts/lengths_report.lua %s"):format(h.sh_quote(BIN),
+      h.sh_quote(moved)))
+    assert.are.equal(0, rcode2, rse2)
+    assert.are.equal(rep, rep2)
     local _, bse, bcode = h.run(("%s scripts/lengths_report.lua %s --pairs roper/nope"):format(
       h.sh_quote(BIN), h.sh_quote(out)))
     assert.are.equal(2, bcode)
