@@ -20,7 +20,7 @@ SHELL := /bin/bash
 # Debian packages the project needs (installed by `make deps` only when missing).
 PACKAGES := gcc make pkg-config lua5.4 liblua5.4-dev libopenblas-dev lua-busted libreadline-dev \
             gnuplot-nox lua-argparse lua-cjson lua-penlight lua-filesystem lua-system lua-luv fortunes lua-dkjson \
-            parallel
+            parallel openmpi-bin libopenmpi-dev
 
 ifeq ($(SANITIZE),1)
   BUILD := build-san
@@ -66,12 +66,17 @@ MODULE := $(BUILD)/roper.so
 REPL := $(BUILD)/roper
 BENCH := $(BUILD)/bench
 BENCH_TRAIN := $(BUILD)/bench_train
+# The MPI plugin (mpi/roper_mpi.c): opened by core/dist.c only when mpirun or srun started the
+# process, so nothing else links libmpi.
+MPI_PLUGIN := $(BUILD)/roper_mpi.so
+MPI_CFLAGS = $(patsubst -I%,-isystem %,$(shell pkg-config --cflags ompi-c 2>/dev/null))
+MPI_LIBS = $(shell pkg-config --libs ompi-c 2>/dev/null)
 
 .PHONY: all deps test test-c test-lua test-cluster run bench bench-torch clean \
         install install-lua install-bin install-lib uninstall
 .DELETE_ON_ERROR:
 
-all: $(LIB) $(SHLIB) $(MODULE) $(REPL) $(CTEST_BIN) $(BENCH) $(BENCH_TRAIN)
+all: $(LIB) $(SHLIB) $(MODULE) $(REPL) $(MPI_PLUGIN) $(CTEST_BIN) $(BENCH) $(BENCH_TRAIN)
 
 # Installs only the packages that are missing; does nothing (and needs no network) otherwise.
 deps:
@@ -126,6 +131,9 @@ $(BUILD)/obj/roper_lua.o: $(BUILD)/roper_lua.c bindings/roper.h
 # mapped when lua_close unloads it, so OpenMP worker threads never run in unmapped code at exit.
 $(MODULE): $(BIND_OBJ) $(LIB)
 	$(CC) -shared $(LDFLAGS) -Wl,-z,nodelete -o $@ $(BIND_OBJ) $(LIB) $(LDLIBS)
+
+$(MPI_PLUGIN): mpi/roper_mpi.c core/dist.h | deps
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) -shared -o $@ $< $(LDFLAGS) $(MPI_LIBS)
 
 $(REPL): $(BUILD)/obj/bindings/repl.o $(BUILD)/obj/bindings/repl_input.o $(BIND_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -llua5.4 -lreadline $(LDLIBS)

@@ -420,18 +420,31 @@ static int m_save(lua_State *L)
     return 1;
 }
 
-/* rp.load(path) -> model[, optimiser] | tensor | model | nil, "path: reason": by the file's first
- * bytes a checkpoint (here), a .npy file (a tensor) or a safetensors file (a model; both in
- * interop.c). */
+/* rp.load(path[, {max_batch = n}]) -> model[, optimiser] | tensor | model | nil, "path: reason":
+ * by the file's first bytes a checkpoint (here), a .npy file (a tensor) or a safetensors file (a
+ * model; both in interop.c). max_batch (checkpoints only) builds the model for n sequences
+ * instead of the saved max_batch. */
 static int l_load(lua_State *L)
 {
+    static const char *const known[] = {"max_batch", NULL};
     const char *path = lrp_checkpath(L, 1);
+    lrp_checkopts(L, 2, known);
+    lua_Integer max_batch = lrp_optinteger(L, 2, "max_batch", 0);
+    if (lrp_hasopt(L, 2, "max_batch") && max_batch < 1)
+        return lrp_argerror(L, 2, "option 'max_batch' must be >= 1, got %I",
+                            (LUAI_UACINT)max_batch);
     lua_settop(L, 1);
+    path = lua_tostring(L, 1);
     unsigned char head[16];
     size_t got = 0;
     if (rp_file_peek(path, head, sizeof head, &got) != RP_OK) return lrp_pushfail(L);
-    if (rp_npy_magic(head, got)) return lrp_load_npy(L, 1);
-    if (rp_safetensors_magic(head, got)) return lrp_load_safetensors(L, 1);
+    int other = rp_npy_magic(head, got) ? 1 : rp_safetensors_magic(head, got) ? 2 : 0;
+    if (other && max_batch > 0)
+        return lrp_argerror(L, 2, "option 'max_batch' applies to roper checkpoints; %s is a %s "
+                                  "file",
+                            path, other == 1 ? ".npy" : "safetensors");
+    if (other == 1) return lrp_load_npy(L, 1);
+    if (other == 2) return lrp_load_safetensors(L, 1);
     if (!rp_checkpoint_magic(head, got)) {
         lua_pushnil(L);
         lua_pushfstring(L, "%s: %snot a roper checkpoint, .npy or safetensors file%s", path,
@@ -444,7 +457,7 @@ static int l_load(lua_State *L)
     lrp_optim *o = lrp_newoptim(L, 2, &def);  /* 3 */
     rp_checkpoint ck;
     memset(&ck, 0, sizeof ck);
-    if (rp_checkpoint_load(path, &ck) != RP_OK) return lrp_pushfail(L);
+    if (rp_checkpoint_load_batch(path, (int64_t)max_batch, &ck) != RP_OK) return lrp_pushfail(L);
     mu->m = ck.model;
     if (!ck.has_optim) {
         lua_settop(L, 2);

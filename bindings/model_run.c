@@ -190,10 +190,19 @@ static int32_t *push_ids(lua_State *L, int64_t n)
 
 /* The tokens at arg for a model of config c: shape within (max_batch, seq_len), values in
  * 0..V-1. Pushes the buffer. */
-static int32_t *check_tokens(lua_State *L, int arg, const rp_model_cfg *c, grid *g)
+static int32_t *check_tokens(lua_State *L, int arg, const rp_model_cfg *c, grid *g, int ranks)
 {
     probe_grid(L, arg, "tokens", 1, g);
-    if (g->B > c->max_batch)
+    if (ranks > g->B)
+        lrp_argerror(L, arg, "%d ranks share a batch of %I sequence%s (each rank needs at least "
+                             "one; use at most %I ranks or a larger batch)",
+                     ranks, (LUAI_UACINT)g->B, g->B == 1 ? "" : "s", (LUAI_UACINT)g->B);
+    int64_t rows = (g->B + ranks - 1) / ranks; /* the largest share */
+    if (ranks > 1 && rows > c->max_batch)
+        lrp_argerror(L, arg, "a batch of %I sequences over %d ranks gives %I per rank, which "
+                             "exceeds max_batch %I",
+                     (LUAI_UACINT)g->B, ranks, (LUAI_UACINT)rows, (LUAI_UACINT)c->max_batch);
+    if (ranks == 1 && g->B > c->max_batch)
         lrp_argerror(L, arg, "a batch of %I sequences exceeds max_batch %I", (LUAI_UACINT)g->B,
                      (LUAI_UACINT)c->max_batch);
     if (g->T > c->seq_len)
@@ -264,7 +273,7 @@ int lrp_model_forward(lua_State *L)
     const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1));
     lua_settop(L, 2);
     grid g;
-    int32_t *tok = check_tokens(L, 2, &cfg, &g);
+    int32_t *tok = check_tokens(L, 2, &cfg, &g, 1);
     int64_t shape[3] = {g.B, g.T, cfg.vocab};
     float *out = push_out(L, 3, shape);
     rp_model *m = eval_forward(L, tok, &g);
@@ -279,7 +288,7 @@ int lrp_model_loss(lua_State *L)
     const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1));
     lua_settop(L, 4);
     grid g;
-    int32_t *tok = check_tokens(L, 2, &cfg, &g);
+    int32_t *tok = check_tokens(L, 2, &cfg, &g, 1);
     int32_t *tgt = check_targets(L, 3, &cfg, &g);
     uint8_t *mask = check_mask(L, 4, &g);
     float loss = 0.0f;
@@ -289,23 +298,86 @@ int lrp_model_loss(lua_State *L)
     return 1;
 }
 
-/* m:train_step(tokens, targets, mask_or_nil, opt[, {nonfinite = "error" | "skip"}])
- *   -> loss, grad_norm, updated */
+/* One data-parallel step over the rows [b0, b1) of a global batch of B x T (the grids of tok, tgt
+ * and mask), with `scored` positions scored over the whole batch: every rank computes the gradient
+ * of its rows' mean loss, weighted by its share of the scored positions, the gradients and the
+ * weighted losses are summed over the ranks (MPI_Allreduce), and every rank takes the same
+ * optimiser step. With dropout each rank draws its own masks from a stream split off the model's
+ * (the model's generator then advances alike on every rank). *loss is the mean over the whole
+ * batch; returns the gradient norm (nan: nothing was updated). A failure in the middle ends the
+ * whole job, since the other ranks wait for this one. */
+static double dist_step(lua_State *L, rp_model *m, lrp_optim *o, const int32_t *tok,
+                        const int32_t *tgt, const uint8_t *mask, int64_t B, int64_t T,
+                        int64_t scored, float *loss)
+{
+    const int rank = rp_dist_rank(), ranks = rp_dist_size();
+    const int64_t b0 = B * rank / ranks, b1 = B * (rank + 1) / ranks;
+    int64_t mine = 0;
+    for (int64_t n = b0 * T; n < b1 * T; n++)
+        if (tgt[n] >= 0 && (mask == NULL || mask[n])) mine++;
+    rp_rng *rng = rp_model_rng(m), keep = *rng;
+    if (rp_model_config(m)->dropout > 0.0) {
+        rp_rng_seed(rng, rp_rng_u64(&keep)); /* keep: the model's stream, one draw on */
+        for (int r = 0; r < rank; r++) rp_rng_jump(rng);
+    }
+    float local = 0.0f;
+    rp_status st = RP_OK;
+    if (mine > 0)
+        st = rp_model_forward(m, tok + b0 * T, tgt + b0 * T, mask ? mask + b0 * T : NULL,
+                              b1 - b0, T, 1, &local);
+    if (st == RP_OK && mine > 0 && isfinite(local)) {
+        rp_model_zero_grad(m);
+        st = rp_model_backward(m);
+    }
+    if (rp_model_config(m)->dropout > 0.0) *rng = keep;
+    if (st != RP_OK) lrp_dist_abort(L, "train_step", rp_last_error());
+    double sum = mine > 0 ? (double)local * (double)mine : 0.0;
+    if (rp_dist_allreduce_f64(&sum, 1) != RP_OK)
+        lrp_dist_abort(L, "train_step", rp_last_error());
+    *loss = (float)(sum / (double)scored);
+    if (!isfinite(sum)) return (double)NAN; /* every rank sees it: none updates */
+    float *g = rp_model_grads(m)->data;
+    const int64_t n = o->st.n;
+    if (mine == 0) memset(g, 0, (size_t)n * sizeof *g);
+    else if (mine != scored) {
+        const float w = (float)((double)mine / (double)scored);
+        for (int64_t i = 0; i < n; i++) g[i] *= w;
+    }
+    if (rp_dist_allreduce_f32(g, n) != RP_OK) lrp_dist_abort(L, "train_step", rp_last_error());
+    return rp_adam_step(&o->cfg, &o->st, rp_model_params(m)->data, g, n);
+}
+
+/* m:train_step(tokens, targets, mask_or_nil, opt[, {nonfinite = "error" | "skip", comm = c}])
+ *   -> loss, grad_norm, updated
+ * With comm (rp.mpi.init()), tokens, targets and mask are the global batch, the same on every
+ * rank; each rank trains on its share of the rows (dist_step) and loss is the whole batch's. */
 int lrp_model_train_step(lua_State *L)
 {
-    static const char *const known[] = {"nonfinite", NULL};
+    static const char *const known[] = {"nonfinite", "comm", NULL};
     const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1));
     lua_settop(L, 6);
+    lrp_checkopts(L, 6, known);
+    int ranks = 1;
+    if (lua_istable(L, 6)) {
+        if (lua_getfield(L, 6, "comm") != LUA_TNIL) {
+            if (!luaL_testudata(L, -1, LRP_COMM_MT))
+                return lrp_argerror(L, 6, "option 'comm' must be a roper.Comm (rp.mpi.init()), "
+                                          "got %s",
+                                    luaL_typename(L, -1));
+            lrp_checkcomm(L, lua_gettop(L), "train_step");
+            ranks = rp_dist_size();
+        }
+        lua_pop(L, 1);
+    }
+    int skip = lrp_optenum(L, 6, "nonfinite", lrp_nonfinite_names, 0);
     grid g;
-    int32_t *tok = check_tokens(L, 2, &cfg, &g);
+    int32_t *tok = check_tokens(L, 2, &cfg, &g, ranks);
     int32_t *tgt = check_targets(L, 3, &cfg, &g);
     if (luaL_testudata(L, 4, LRP_OPTIM_MT) && lua_isnil(L, 5))
         return lrp_argerror(L, 4, "mask or nil expected before the optimiser "
                                   "(m:train_step(tokens, targets, nil, opt))");
     uint8_t *mask = check_mask(L, 4, &g);
     lrp_checkoptim_for(L, 5, 1);
-    lrp_checkopts(L, 6, known);
-    int skip = lrp_optenum(L, 6, "nonfinite", lrp_nonfinite_names, 0);
     int64_t scored = 0;
     for (int64_t n = 0; n < g.B * g.T; n++)
         if (tgt[n] >= 0 && (mask == NULL || mask[n])) scored++;
@@ -316,15 +388,20 @@ int lrp_model_train_step(lua_State *L)
     rp_model *m = lrp_checkmodel(L, 1);
     lrp_optim *o = lrp_checkoptim_for(L, 5, 1);
     float loss = 0.0f;
-    rp_status st = rp_model_forward(m, tok, tgt, mask, g.B, g.T, 1, &loss);
-    if (st != RP_OK) return lrp_raise(L, st);
     double norm = (double)NAN;
-    if (isfinite(loss)) {
-        rp_model_zero_grad(m);
-        st = rp_model_backward(m);
+    if (ranks > 1) {
+        norm = dist_step(L, m, o, tok, tgt, mask, g.B, g.T, scored, &loss);
+    } else {
+        rp_status st = rp_model_forward(m, tok, tgt, mask, g.B, g.T, 1, &loss);
         if (st != RP_OK) return lrp_raise(L, st);
-        norm = rp_adam_step(&o->cfg, &o->st, rp_model_params(m)->data, rp_model_grads(m)->data,
-                            o->st.n); /* updates nothing when the norm is not finite */
+        if (isfinite(loss)) {
+            rp_model_zero_grad(m);
+            st = rp_model_backward(m);
+            if (st != RP_OK) return lrp_raise(L, st);
+            norm = rp_adam_step(&o->cfg, &o->st, rp_model_params(m)->data,
+                                rp_model_grads(m)->data,
+                                o->st.n); /* updates nothing when the norm is not finite */
+        }
     }
     int updated = isfinite(loss) && isfinite(norm);
     if (!updated && !skip) {
@@ -350,7 +427,7 @@ int lrp_model_attention(lua_State *L)
                             (LUAI_UACINT)layer, (LUAI_UACINT)cfg.layers);
     lua_settop(L, 3);
     grid g;
-    int32_t *tok = check_tokens(L, 3, &cfg, &g);
+    int32_t *tok = check_tokens(L, 3, &cfg, &g, 1);
     int64_t shape[4] = {g.B, cfg.heads, g.T, g.T};
     float *out = push_out(L, 4, shape);
     rp_model *m = eval_forward(L, tok, &g);
@@ -376,7 +453,7 @@ int lrp_model_linear_stats(lua_State *L)
                              "softmax)");
     lua_settop(L, 2);
     grid g;
-    int32_t *tok = check_tokens(L, 2, &cfg, &g);
+    int32_t *tok = check_tokens(L, 2, &cfg, &g, 1);
     rp_model *m = eval_forward(L, tok, &g);
     double min_w, min_den;
     rp_status st = rp_model_linear_stats(m, &min_w, &min_den);
@@ -393,7 +470,7 @@ int lrp_model_activations(lua_State *L)
     const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1));
     lua_settop(L, 2);
     grid g;
-    int32_t *tok = check_tokens(L, 2, &cfg, &g); /* 3 */
+    int32_t *tok = check_tokens(L, 2, &cfg, &g, 1); /* 3 */
     int64_t shape[3] = {g.B, g.T, cfg.d_model};
     /* every result exists before the forward runs */
     lua_createtable(L, (int)cfg.layers, 1); /* 4 */

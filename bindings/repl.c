@@ -710,6 +710,12 @@ int main(int argc, char **argv) {
     status = lua_pcall(L, 2, 1, 0);
     result = lua_toboolean(L, -1);
     report(L, status);
+    /* under mpirun: a clean end shuts MPI down on every rank; a failed script ends the whole job,
+     * since the other ranks may be waiting for this one in a collective */
+    if (rp_dist_active()) {
+        if (result && status == LUA_OK) rp_dist_finalize();
+        else rp_dist_abort(EXIT_FAILURE);
+    }
     lua_close(L);
     globalL = NULL;
     return (result && status == LUA_OK) ? EXIT_SUCCESS : EXIT_FAILURE;

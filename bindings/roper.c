@@ -87,6 +87,7 @@ LUAMOD_API int luaopen_roper(lua_State *L)
     lrp_open_model(L, mod);
     lrp_open_optim(L, mod);
     lrp_open_tasks(L, mod);
+    lrp_open_dist(L, mod);
     lua_pushliteral(L, RP_VERSION);
     lua_setfield(L, mod, "_VERSION");
 

@@ -36,5 +36,6 @@ void lrp_open_optim(lua_State *L, int mod);  /* roper.Optim metatable, rp.Optim,
 void lrp_open_tasks(lua_State *L, int mod);  /* roper.Task metatable, rp.Task, rp.tasks.addition,
                                                 .substring_index, .substring_prefix, .text
                                                 (tasks.c) */
+void lrp_open_dist(lua_State *L, int mod);   /* roper.Comm metatable, rp.Comm, rp.mpi (dist.c) */
 
 #endif

@@ -18,6 +18,7 @@
 #define LRP_MODEL_MT "roper.Model"
 #define LRP_OPTIM_MT "roper.Optim"
 #define LRP_TASK_MT "roper.Task"
+#define LRP_COMM_MT "roper.Comm"
 /* Registry key of the module table (for the public names in argument errors). */
 #define LRP_MODULE_KEY "roper.module"
 /* Registry key of the module's default generator (a roper.Rng userdata). */
@@ -69,5 +70,15 @@ rp_model *lrp_optim_model(lua_State *L, int idx);
 /* The live optimiser at opt_idx, which must update the model at model_idx; raises
  * "the optimiser belongs to another model" otherwise. */
 lrp_optim *lrp_checkoptim_for(lua_State *L, int opt_idx, int model_idx);
+
+/* ---- communicators (dist.c) ---- */
+
+/* Checks that idx holds a roper.Comm and that MPI is still usable in this process; raises
+ * "<what>: MPI was finalised in this process" otherwise. */
+void lrp_checkcomm(lua_State *L, int idx, const char *what);
+/* Prints "roper: rank r of n: <what>: <msg>; ending every rank of the job" and ends the whole
+ * job (MPI_Abort): for a failure in the middle of a collective step, where the other ranks wait
+ * for this one. Never returns. */
+_Noreturn void lrp_dist_abort(lua_State *L, const char *what, const char *msg);
 
 #endif

@@ -726,7 +726,8 @@ static rp_status read_trailer(const char *path, const reader *r)
 }
 
 /* The sections in file order; out is written only when all of them are good. */
-static rp_status parse(const char *path, const uint8_t *b, uint64_t n, rp_checkpoint *out)
+static rp_status parse(const char *path, const uint8_t *b, uint64_t n, int64_t max_batch,
+                       rp_checkpoint *out)
 {
     reader r = {b, n - CK_TRAILER, CK_HEADER, NULL};
     model_head h;
@@ -739,6 +740,7 @@ static rp_status parse(const char *path, const uint8_t *b, uint64_t n, rp_checkp
 
     if ((st = read_model_head(path, &r, &h, (uint32_t)get_le(b + 4, 4))) != RP_OK) goto fail;
     has_optim = (h.flags & CK_FLAG_OPTIM) != 0;
+    if (max_batch > 0) h.cfg.max_batch = max_batch;
     m = rp_model_new(&h.cfg);
     if (!m) {
         st = rethrow(RP_ERR_IO, path, "cannot build the model: ");
@@ -765,12 +767,17 @@ fail:
 
 rp_status rp_checkpoint_load(const char *path, rp_checkpoint *ck)
 {
+    return rp_checkpoint_load_batch(path, 0, ck);
+}
+
+rp_status rp_checkpoint_load_batch(const char *path, int64_t max_batch, rp_checkpoint *ck)
+{
     if (!path || !*path) return rp_error(RP_ERR_ARG, "checkpoint path is empty");
     if (!ck) return rp_error(RP_ERR_ARG, "%s: no checkpoint to load into", path);
     uint8_t *b = NULL;
     uint64_t n = 0;
     RP_TRY(read_checked(path, &b, &n));
-    rp_status st = parse(path, b, n, ck);
+    rp_status st = parse(path, b, n, max_batch, ck);
     free(b);
     return st;
 }
@@ -786,9 +793,7 @@ void rp_checkpoint_free_optim(rp_checkpoint *ck)
     if (!ck) return;
     free(ck->opt_state.m);
     free(ck->opt_state.v);
-    ck->opt_state.m = NULL;
-    ck->opt_state.v = NULL;
-    ck->opt_state.n = 0;
-    ck->opt_state.step = 0;
+    ck->opt_state.m = ck->opt_state.v = NULL;
+    ck->opt_state.n = ck->opt_state.step = 0;
     ck->has_optim = 0;
 }

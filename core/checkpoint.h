@@ -28,6 +28,10 @@ typedef struct rp_checkpoint {
  * allocated and ck is left untouched then. Without an optimiser section, opt_cfg is the default
  * config and opt_state is empty. */
 rp_status rp_checkpoint_load(const char *path, rp_checkpoint *ck);
+/* The same, with the model built for max_batch sequences instead of the saved max_batch when
+ * max_batch > 0 (a run saved under N data-parallel ranks goes on under M; the weights do not
+ * depend on it). RP_ERR_IO as rp_checkpoint_load, also when the model cannot be built so. */
+rp_status rp_checkpoint_load_batch(const char *path, int64_t max_batch, rp_checkpoint *ck);
 void rp_checkpoint_free_optim(rp_checkpoint *ck);
 
 /* 1 when the n first bytes of a file begin with the checkpoint magic "RPCK" (or, for n < 4, are a

@@ -34,5 +34,6 @@
 #include "safetensors.h"
 #include "sysmem.h"
 #include "fileio.h"
+#include "dist.h"
 
 #endif

@@ -42,8 +42,13 @@ util.main("train.lua", function()
     :argname("<file.ckpt>")
   parser:option("--save-every", "Also save every n steps during training (over the same file).")
     :convert(math.tointeger):argname("<n>")
+  parser:flag("--resume", "Go on from the --save checkpoint when it exists (the run then "
+    .. "ends as the uninterrupted one would).")
   parser:flag("--quiet", "No progress bar.")
   util.add_config_options(parser, rp)
+  -- under mpirun (or srun): data-parallel training, rank 0 writes everything
+  local comm = rp.mpi.launched() and rp.mpi.init() or nil
+  local root = comm == nil or comm:rank() == 0
   local args = parser:parse()
 
   local overrides = {}
@@ -64,6 +69,7 @@ util.main("train.lua", function()
     if args.save_every < 1 then util.usage("--save-every must be an integer >= 1") end
     if not args.save then util.usage("--save-every needs --save") end
   end
+  if args.resume and not args.save then util.usage("--resume needs --save") end
   if args.save then
     if args.save:match("%.json$") or args.save:match("%.csv$") then
       util.usage("--save " .. args.save .. ": a checkpoint is not a .json or .csv file (use .ckpt)")
@@ -85,7 +91,7 @@ util.main("train.lua", function()
 
   local system_ok, system = pcall(require, "system")
   local now = system_ok and system.gettime or os.time
-  local status = not args.quiet and not args.progress and util.status(30)
+  local status = root and not args.quiet and not args.progress and util.status(30)
   local last, warned = 0, false
   local function progress(step, steps, loss)
     local t = now()
@@ -104,7 +110,9 @@ util.main("train.lua", function()
   end
 
   local started = os.time()
-  local res = rp.experiment.run(cfg, progress, { save = args.save, save_every = args.save_every })
+  local res = rp.experiment.run(cfg, progress, { save = args.save, save_every = args.save_every,
+    resume = args.resume or nil, comm = comm })
+  if not root then return end -- rank 0 reports and writes
   res.provenance = provenance.collect(rp, started)
 
   local function summary()
@@ -113,6 +121,13 @@ util.main("train.lua", function()
       ("%s, pe %s, %d params, %d steps in %.1f s (%.0f tokens/s), eval %.1f s"):format(c.task,
         c.pe, res.params, c.steps, res.seconds_train, res.tokens_per_s, res.seconds_eval),
     }
+    if res.ranks then
+      lines[#lines + 1] = ("%d ranks (MPI), %d thread%s each, %.2f s in MPI_Allreduce"):format(
+        res.ranks, res.threads, res.threads == 1 and "" or "s", res.comm_seconds)
+    end
+    if res.resumed_at and res.resumed_at > 0 then
+      lines[#lines + 1] = ("resumed at step %d"):format(res.resumed_at)
+    end
     if res.diverged then
       lines[#lines + 1] = "diverged: a training loss was not finite"
     elseif res.metric == "correct" then

@@ -420,10 +420,11 @@ function experiment.check(overrides)
 end
 
 -- The options of rp.experiment.run (argument 3), checked and copied (no metamethod of the
--- caller's table runs later): keep_model (boolean), save (a path), save_every (steps, with save).
--- The folder of save must take a file: a probe file "<save>.probe" is created and removed, so
--- a path that cannot be written is an error before training, not after it.
-local RUN_OPTS = { "keep_model", "save", "save_every" }
+-- caller's table runs later): keep_model (boolean), save (a path), save_every (steps, with save),
+-- resume (boolean, with save), comm (a roper.Comm). The folder of save must take a file: a probe
+-- file "<save>.probe" is created and removed, so a path that cannot be written is an error before
+-- training, not after it.
+local RUN_OPTS = { "keep_model", "save", "save_every", "resume", "comm" }
 
 local function run_opts(fname, opts)
   if opts == nil then return {} end
@@ -440,9 +441,19 @@ local function run_opts(fname, opts)
     end
     o[k] = v
   end
-  if o.keep_model ~= nil and type(o.keep_model) ~= "boolean" then
-    argerror(fname, 3, "option 'keep_model' must be a boolean, got " .. type(o.keep_model))
+  for _, k in ipairs { "keep_model", "resume" } do
+    if o[k] ~= nil and type(o[k]) ~= "boolean" then
+      argerror(fname, 3, ("option '%s' must be a boolean, got %s"):format(k, type(o[k])))
+    end
   end
+  if o.comm ~= nil then
+    local mt = type(o.comm) == "userdata" and getmetatable(o.comm)
+    if not (mt and mt.__index == rp.Comm) then
+      argerror(fname, 3, "option 'comm' must be a roper.Comm (rp.mpi.init()), got " .. type(o.comm))
+    end
+    if rp.mpi.world() == nil then argerror(fname, 3, "option 'comm': MPI was finalised") end
+  end
+  if o.resume and o.save == nil then argerror(fname, 3, "option 'resume' needs option 'save'") end
   if o.save ~= nil then
     if type(o.save) ~= "string" then
       argerror(fname, 3, "option 'save' must be a path (a string), got " .. type(o.save))
@@ -485,16 +496,127 @@ local function wall_clock()
   return os.time
 end
 
+-- The config as one string, the same on every rank that was given the same config (keys in
+-- KEYS order, numbers with 17 digits), for comm:agree.
+local function config_text(cfg, opts)
+  local parts = {}
+  for _, k in ipairs(KEYS) do
+    local v = cfg[k[1]]
+    parts[#parts + 1] = k[1] .. "=" .. (math.type(v) == "float" and ("%.17g"):format(v)
+      or tostring(v))
+  end
+  parts[#parts + 1] = ("save=%s;save_every=%s;resume=%s"):format(tostring(opts.save ~= nil),
+    tostring(opts.save_every), tostring(opts.resume))
+  return table.concat(parts, ";")
+end
+
+-- The training state beside a checkpoint (<save>.state): the step, the tokens, the seconds of
+-- training so far, the open log_every window (sum, count) and the curve, so a resumed run gives
+-- the result of an uninterrupted one. Written after the checkpoint, atomically (a temporary
+-- name, then rename); read back only when its step is the checkpoint's.
+local STATE_HEAD = "roper-run-state 1"
+
+local function fmt_num(x)
+  if x ~= x then return "nan" end
+  return ("%.17g"):format(x)
+end
+
+local function write_state(path, st)
+  local lines = { STATE_HEAD, ("%d %d %s %s %d"):format(st.step, st.tokens, fmt_num(st.seconds),
+    fmt_num(st.sum), st.n) }
+  for _, c in ipairs(st.curve) do
+    lines[#lines + 1] = ("%d %d %s %s"):format(c.step, c.tokens, c.loss and fmt_num(c.loss) or "-",
+      fmt_num(c.lr))
+  end
+  local tmp = path .. ".tmp"
+  local f, err = io.open(tmp, "wb")
+  if not f then return nil, err end
+  local ok, werr = f:write(table.concat(lines, "\n"), "\n")
+  local cok, cerr = f:close()
+  if not ok or not cok then
+    os.remove(tmp)
+    return nil, tostring(werr or cerr)
+  end
+  local rok, rerr = os.rename(tmp, path)
+  if not rok then
+    os.remove(tmp)
+    return nil, rerr
+  end
+  return true
+end
+
+-- The state at path when it is whole and at step; nil otherwise.
+local function read_state(path, step)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local text = f:read("a")
+  f:close()
+  local lines = {}
+  for l in text:gmatch("[^\n]+") do lines[#lines + 1] = l end
+  if lines[1] ~= STATE_HEAD or not lines[2] then return nil end
+  local at, tokens, seconds, sum, n = lines[2]:match("^(%d+) (%d+) (%S+) (%S+) (%d+)$")
+  if math.tointeger(tonumber(at)) ~= step then return nil end
+  local st = { step = step, tokens = math.tointeger(tonumber(tokens)), seconds = tonumber(seconds),
+    sum = tonumber(sum), n = math.tointeger(tonumber(n)), curve = {} }
+  if not (st.tokens and st.seconds and st.sum and st.n) then return nil end
+  for i = 3, #lines do
+    local cs, ct, cl, clr = lines[i]:match("^(%d+) (%d+) (%S+) (%S+)$")
+    if not cs then return nil end
+    st.curve[#st.curve + 1] = { step = math.tointeger(tonumber(cs)),
+      tokens = math.tointeger(tonumber(ct)), loss = tonumber(cl), lr = tonumber(clr) }
+  end
+  return st
+end
+
+-- The model and optimiser of a run saved at path, loaded for max_batch rows, after checking
+-- that they are the ones cfg builds (mc: rp.model's options, oc: the optimiser's).
+local function load_resume(fname, path, mc, oc, kind, steps)
+  local m, opt = rp.load(path, { max_batch = mc.max_batch })
+  if not m then argerror(fname, 3, "option 'resume': " .. tostring(opt)) end
+  local function bad(what)
+    getmetatable(m).__close(m)
+    argerror(fname, 3, ("option 'resume': %s %s"):format(path, what))
+  end
+  if type(opt) ~= "userdata" then bad("holds no optimiser (it was not saved by a run)") end
+  local got = m:config()
+  for k, v in pairs(mc) do
+    if k ~= "max_batch" and got[k] ~= v then
+      bad(("was trained with %s = %s, the config asks for %s"):format(k, tostring(got[k]),
+        tostring(v)))
+    end
+  end
+  local ogot = opt:config()
+  if ogot.kind ~= kind then bad(("was trained with %s, the config asks for %s"):format(ogot.kind, kind)) end
+  for k, v in pairs(oc) do
+    if ogot[k] ~= v then
+      bad(("was trained with %s = %s, the config asks for %s"):format(k, tostring(ogot[k]),
+        tostring(v)))
+    end
+  end
+  if opt:steps() > steps then
+    bad(("is at step %d, beyond the config's steps = %d"):format(opt:steps(), steps))
+  end
+  return m, opt
+end
+
 -- rp.experiment.run(cfg[, progress[, opts]]) -> result[, model, task, optimiser]
 -- Trains a fresh model on cfg's task for cfg.steps steps and evaluates it. cfg is checked with
 -- rp.experiment.config first (so a partial table works). progress(step, steps, loss), when
--- given, is called after every step. opts (run_opts above):
+-- given, is called after every step (on rank 0 only with comm). opts (run_opts above):
 --   keep_model    true: also return the trained model, its task and its optimiser (otherwise
 --                 all three are released when run returns, or raises)
 --   save          a path: the trained model and its optimiser are saved there (m:save, atomic)
 --                 when training ends, before the evaluation; result.checkpoint is the path
 --   save_every    n: also every n steps during training, to the same path (overwritten), so an
---                 interrupted run leaves the model of its last multiple of n
+--                 interrupted run leaves the model of its last multiple of n; with save_every or
+--                 resume, the training state (curve, tokens, time) goes beside it as <save>.state
+--   resume        true: when save exists, go on from it (the model, optimiser, data stream and
+--                 curve of the interrupted run; the result is the uninterrupted run's)
+--   comm          a roper.Comm (rp.mpi.init()): data-parallel training over its ranks. Every
+--                 rank runs the same config (checked by a hash); each takes its share of each
+--                 batch's rows (at most ceil(batch / ranks)), the gradients are summed; rank 0
+--                 alone saves, reports progress and evaluates. Other ranks return the result
+--                 without the evaluation (result.rank set).
 -- The result:
 --   config        the full config
 --   params        parameter count
@@ -519,6 +641,8 @@ end
 --                 step of the first such point
 --   seconds_train, seconds_eval, tokens_per_s, threads
 --   checkpoint    the path of opts.save (absent without it)
+--   resumed_at    with resume: the step the run went on from (0: it started afresh)
+--   ranks, comm_seconds   with comm: the number of ranks and the seconds in MPI_Allreduce
 -- Everything rp.experiment.check finds is raised before anything is built or trained.
 function experiment.run(cfg, progress, opts)
   local fname = "rp.experiment.run"
@@ -527,8 +651,26 @@ function experiment.run(cfg, progress, opts)
     argerror(fname, 2, "function expected, got " .. type(progress))
   end
   opts = run_opts(fname, opts)
+  local comm = opts.comm
+  local ranks, rank = comm and comm:size() or 1, comm and comm:rank() or 0
+  if ranks > cfg.batch then
+    argerror(fname, 1, ("%d ranks share a batch of %d sequence%s (each rank needs at least one: "
+      .. "use at most %d ranks or a larger batch)"):format(ranks, cfg.batch,
+      cfg.batch == 1 and "" or "s", cfg.batch))
+  end
+  if ranks > 1 and not comm:agree(config_text(cfg, opts)) then
+    argerror(fname, 1, ("the %d ranks were given different configs (every rank must run the same "
+      .. "command)"):format(ranks))
+  end
+  if rank ~= 0 then progress = nil end
   local clock = wall_clock()
-  if cfg.threads > 0 then rp.set_num_threads(cfg.threads) end
+  local threads = rp.blas.threads()
+  if cfg.threads > 0 then
+    rp.set_num_threads(cfg.threads)
+  elseif ranks > 1 and (os.getenv("OMP_NUM_THREADS") or "") == "" then
+    -- the cores of a node shared by the ranks on it
+    rp.set_num_threads(math.max(1, threads // comm:local_size()))
+  end
   -- a failure here (the memory that check saw gone meanwhile) is named after run, not after
   -- the constructor it happened in
   local function build(f, ...)
@@ -549,7 +691,8 @@ function experiment.run(cfg, progress, opts)
     return obj
   end
   local task = keep(build(rp.tasks[cfg.task], task_opts(cfg)))
-  local m = keep(build(rp.model, model_opts(cfg, task:vocab_size())))
+  local mc = model_opts(cfg, task:vocab_size())
+  mc.max_batch = (cfg.batch + ranks - 1) // ranks
   local oc = { lr = cfg.lr, weight_decay = cfg.weight_decay, clip = cfg.clip,
     schedule = cfg.schedule }
   if cfg.schedule == "cosine" then
@@ -558,28 +701,66 @@ function experiment.run(cfg, progress, opts)
   elseif cfg.schedule == "noam" then
     oc.warmup = math.max(1, cfg.warmup)
   end
-  local opt = keep(build(rp.optim[cfg.optimiser], m, oc))
-  local function save()
+  local m, opt
+  local resuming = opts.resume and io.open(opts.save, "rb")
+  if resuming then
+    resuming:close()
+    m, opt = load_resume(fname, opts.save, mc, oc, cfg.optimiser, cfg.steps)
+    keep(m)
+    keep(opt)
+  else
+    m = keep(build(rp.model, mc))
+    opt = keep(build(rp.optim[cfg.optimiser], m, oc))
+  end
+  if ranks > 1 then
+    local same = true
+    for _, p in ipairs(m:params()) do same = comm:agree(p.tensor) and same end
+    if not same then
+      argerror(fname, 1, ("the %d ranks built different initial models"):format(ranks))
+    end
+  end
+  local state_path = opts.save and (opts.save .. ".state")
+  local res = { config = cfg, params = m:num_params(), curve = {}, diverged = false,
+    threads = rp.blas.threads() }
+  local sum, n, tokens, before = 0, 0, 0, 0
+  local first = opt:steps() + 1
+  if opts.resume then res.resumed_at = first - 1 end
+  if first > 1 then
+    local st = read_state(state_path, first - 1)
+    if st then
+      res.curve, sum, n, tokens, before = st.curve, st.sum, st.n, st.tokens, st.seconds
+    end
+  end
+  local t0
+  local keep_state = opts.save_every ~= nil or opts.resume
+  local function save(step)
+    if rank ~= 0 then return end
     -- nothing non-finite reaches the weights (train_step skips such steps); should it anyway,
     -- the run's model is still what is asked for
     local ok, err = m:save(opts.save, opt, { allow_nonfinite = true })
+    if ok and keep_state then
+      ok, err = write_state(state_path, { step = step, tokens = tokens, sum = sum, n = n,
+        seconds = before + clock() - t0, curve = res.curve })
+    end
     if not ok then
       error(("rp.experiment.run: cannot save the model: %s"):format(err), internals.user_level())
     end
   end
-  -- the data stream is seeded apart from the initialisation (which uses cfg.seed itself)
+  -- the data stream is seeded apart from the initialisation (which uses cfg.seed itself); a
+  -- resumed run draws the batches it already trained on again to reach its place in it
   local data = rp.rng(cfg.seed + 0x100000000)
+  for _ = 1, first - 1 do task:batch(cfg.batch, data) end
 
-  local res = { config = cfg, params = m:num_params(), curve = {}, diverged = false,
-    threads = rp.blas.threads() }
-  local t0 = clock()
-  local sum, n, tokens = 0, 0, 0
+  t0 = clock()
   local row_tokens = cfg.seq_len
-  for step = 1, cfg.steps do
+  local step_opts = { nonfinite = "skip", comm = ranks > 1 and comm or nil }
+  local last_step = first - 1
+  for step = first, cfg.steps do
     local lr = opt:lr()
     local x, y = task:batch(cfg.batch, data)
-    local loss = m:train_step(x, y, nil, opt, { nonfinite = "skip" }) -- diverged: stop below
+    local loss = m:train_step(x, y, nil, opt, step_opts) -- diverged: stop below
     tokens = tokens + cfg.batch * row_tokens
+    last_step = step
     if loss ~= loss or loss == math.huge or loss == -math.huge then
       res.diverged = true
       res.curve[#res.curve + 1] = { step = step, tokens = tokens, loss = nil, lr = lr }
@@ -592,15 +773,38 @@ function experiment.run(cfg, progress, opts)
       sum, n = 0, 0
     end
     if progress then progress(step, cfg.steps, loss) end
-    if opts.save_every and step % opts.save_every == 0 and step < cfg.steps then save() end
+    if opts.save_every and step % opts.save_every == 0 and step < cfg.steps then save(step) end
   end
   local t1 = clock()
-  res.seconds_train = t1 - t0
-  res.tokens_per_s = tokens / math.max(t1 - t0, 1e-9)
+  res.seconds_train = before + (t1 - t0)
+  res.tokens_per_s = tokens / math.max(res.seconds_train, 1e-9)
+  if ranks > 1 then
+    local same = true
+    for _, p in ipairs(m:params()) do same = comm:agree(p.tensor) and same end
+    if not same then
+      error(("rp.experiment.run: the weights of the %d ranks differ after training"):format(ranks),
+        internals.user_level())
+    end
+    res.ranks, res.comm_seconds = ranks, comm:stats().seconds
+  end
   if opts.save then
-    save()
+    save(last_step)
     res.checkpoint = opts.save
     t1 = clock()
+  end
+  if rank ~= 0 then
+    -- the evaluation is rank 0's
+    res.rank = rank
+    if opts.keep_model then
+      kept = true
+      return res, m, task, opt
+    end
+    return res
+  end
+  if cfg.threads == 0 then rp.set_num_threads(threads) end
+  if mc.max_batch < cfg.batch then
+    -- the evaluation's batches are the single-process run's
+    m = keep(m:derive { max_batch = cfg.batch })
   end
 
   -- a loss that exploded but stayed finite

@@ -56,13 +56,25 @@ function util.main(name, fn)
     if getmetatable(e) == Usage or not debugging then return e end
     return debug.traceback(tostring(e), 2)
   end)
-  if ok then return end
-  if getmetatable(err) == Usage then
-    io.stderr:write(name, ": ", err.msg, "\n")
-    os.exit(2)
+  -- under mpirun (rp.mpi.init was called): a clean end shuts MPI down; an error ends every rank
+  -- of the job (the others may wait for this one), each rank saying which it is
+  local rp = package.loaded.roper
+  local comm = type(rp) == "table" and rp.mpi and rp.mpi.world()
+  if comm and not comm:mpi() then comm = nil end
+  if ok then
+    if comm then comm:finalize() end
+    return
   end
-  io.stderr:write(name, ": ", debugging and tostring(err) or util.message(err), "\n")
-  os.exit(1)
+  local who = comm and comm:size() > 1 and ("rank %d of %d: "):format(comm:rank(), comm:size())
+    or ""
+  local code = getmetatable(err) == Usage and 2 or 1
+  if code == 2 then
+    io.stderr:write(name, ": ", who, err.msg, "\n")
+  else
+    io.stderr:write(name, ": ", who, debugging and tostring(err) or util.message(err), "\n")
+  end
+  if comm then comm:abort(code) end
+  os.exit(code)
 end
 
 -- parser(...) -> an argparse parser whose errors are one line, "<message> (see --help)", raised
