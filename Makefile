@@ -6,7 +6,8 @@
 #                   by index, 3 seeds each (about 5 minutes on 2 cores), table + plot in results/run/
 #                   (RUN_ARGS="--seeds 10 --steps 4000" changes it; see scripts/compare.lua --help)
 #   make bench      sgemm GFLOPS, OpenBLAS core, attention and GELU timings, training steps (ms,
-#                   share of the sgemm peak, peak RSS, the S step beside a busy process)
+#                   share of the sgemm peak, peak RSS, the S step beside a busy process), and the
+#                   S and P steps on 1 process x N threads against N ranks x 1 thread (MPI)
 #   make bench-torch   the S training step in roper and in PyTorch in one run, and the ratio
 #                   (installs Debian's python3-torch when missing; not part of make test/run)
 #   make test SANITIZE=1   the same suite under ASan + UBSan (separate build dir)
@@ -158,11 +159,14 @@ RUN_ARGS ?= --seeds 3
 run: deps all
 	@tests/with_blas_env $(REPL) scripts/compare.lua --out results/run $(RUN_ARGS)
 
-# BENCH_MODELS="S M" limits the training part (P takes minutes).
+# BENCH_MODELS="S M" limits the training part (P takes minutes); the data-parallel part
+# (tests/bench/mpi_bench: 1 process x N threads against N ranks x 1 thread) runs S and P of them.
 bench: deps all
 	@tests/with_blas_env $(BENCH)
 	@echo
 	@tests/with_blas_env $(BENCH_TRAIN) $(BENCH_MODELS)
+	@echo
+	@ROPER_BIN=$(abspath $(REPL)) tests/with_blas_env tests/bench/mpi_bench $(or $(BENCH_MODELS),S M P)
 
 # The S step in roper (bench_train) and in PyTorch (tests/reference/bench_torch.py, Debian's
 # /usr/bin/python3 and python3-torch, installed here through `deps` when missing) on the same
@@ -193,6 +197,7 @@ bench-torch: deps all
 #                 $(SCRIPTDIR)/                  scripts/*.lua and scripts/lib/*.lua
 #                 $(MANDIR)/man1/roper.1         packaging/roper.1.in
 #   install-lua   $(LUA_CMODDIR)/roper.so        the Lua module: require "roper" in lua5.4
+#   each          $(LIBDIR)/roper/roper_mpi.so   the MPI plugin (loaded only under mpirun)
 #   install-lib   $(LIBDIR)/libroper.a, libroper.so.$(VERSION), .so.$(SOVERSION), .so
 #                 $(INCLUDEDIR)/roper/*.h        #include <roper/rp.h>, <roper/task.h>
 #                 $(PKGCONFIGDIR)/roper.pc       pkg-config --cflags --libs roper
@@ -239,7 +244,7 @@ LDCONFIG = if [ -z '$(DESTDIR)' ] && [ "$$(id -u)" = 0 ] && command -v ldconfig 
 
 install: install-bin install-lua install-lib
 
-install-bin: $(REPL)
+install-bin: $(REPL) $(MPI_PLUGIN)
 	@echo "installing the REPL, the scripts and the man page"
 	@$(TMP_BEGIN) \
 	rel=$$(realpath -m -s --relative-to='$(BINDIR)' '$(SCRIPTDIR)') && \
@@ -257,16 +262,18 @@ install-bin: $(REPL)
 	  $(foreach f,$(SCRIPTS),$(call inst_file,644,$(f),$(SCRIPTDIR)/$(notdir $(f)))) \
 	  $(foreach f,$(SCRIPT_LIBS),$(call inst_file,644,$(f),$(SCRIPTDIR)/lib/$(notdir $(f)))) \
 	  $(call inst_file,644,$$tmp/roper.1,$(MANDIR)/man1/roper.1) \
+	  $(call inst_file,644,$(MPI_PLUGIN),$(LIBDIR)/roper/roper_mpi.so) \
 	  $(call inst_file,644,LICENSE,$(DOCDIR)/LICENSE) \
 	} | $(INSTALL_RUN)
 
-install-lua: $(MODULE)
+install-lua: $(MODULE) $(MPI_PLUGIN)
 	@echo "installing the Lua module"
 	@{ $(call inst_file,644,$(MODULE),$(LUA_CMODDIR)/roper.so) \
+	   $(call inst_file,644,$(MPI_PLUGIN),$(LIBDIR)/roper/roper_mpi.so) \
 	   $(call inst_file,644,LICENSE,$(DOCDIR)/LICENSE) \
 	 } | $(INSTALL_RUN)
 
-install-lib: $(LIB) $(SHLIB)
+install-lib: $(LIB) $(SHLIB) $(MPI_PLUGIN)
 	@echo "installing the C library"
 	@$(TMP_BEGIN) \
 	$(SUBST) -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBS_PRIVATE@|$(PC_LIBS_PRIVATE)|g' \
@@ -278,6 +285,7 @@ install-lib: $(LIB) $(SHLIB)
 	  $(call inst_link,libroper.so.$(SOVERSION),$(LIBDIR)/libroper.so) \
 	  $(foreach h,$(PUBLIC_HEADERS),$(call inst_file,644,$(h),$(INCLUDEDIR)/roper/$(notdir $(h)))) \
 	  $(call inst_file,644,$$tmp/roper.pc,$(PKGCONFIGDIR)/roper.pc) \
+	  $(call inst_file,644,$(MPI_PLUGIN),$(LIBDIR)/roper/roper_mpi.so) \
 	  $(call inst_file,644,LICENSE,$(DOCDIR)/LICENSE) \
 	} | $(INSTALL_RUN)
 	@$(LDCONFIG)

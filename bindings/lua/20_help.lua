@@ -17,6 +17,7 @@ local entries, topics = data.entries, data.topics
 local topic_values = {
   tensor = { rp.Tensor }, rng = { rp.Rng }, rope = { rp.rope }, model = { rp.Model },
   optim = { rp.Optim, rp.optim }, tasks = { rp.tasks, rp.Task }, blas = { rp.blas },
+  mpi = { rp.mpi, rp.Comm },
 }
 
 -- ---------------------------------------------------------------- lookup tables
@@ -193,6 +194,7 @@ function rp.help(...)
   if type(f) == "string" then
     local key = f:gsub("^%s+", ""):gsub("%s+$", ""):gsub("^t:", "rp.Tensor."):gsub("^g:", "rp.Rng.")
       :gsub("^m:", "rp.Model."):gsub("^opt:", "rp.Optim."):gsub("^task:", "rp.Task.")
+      :gsub("^comm:", "rp.Comm.")
     text = topic_text[key] or by_name[key] or by_name["rp." .. key] or by_short[key]
     if text then return text end
     text = search(f)

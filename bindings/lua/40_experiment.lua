@@ -580,7 +580,7 @@ local function load_resume(fname, path, mc, oc, kind, steps)
   if type(opt) ~= "userdata" then bad("holds no optimiser (it was not saved by a run)") end
   local got = m:config()
   for k, v in pairs(mc) do
-    if k ~= "max_batch" and got[k] ~= v then
+    if k ~= "max_batch" and got[k] ~= nil and got[k] ~= v then -- (keys a pe ignores: absent)
       bad(("was trained with %s = %s, the config asks for %s"):format(k, tostring(got[k]),
         tostring(v)))
     end
@@ -610,6 +610,7 @@ end
 --   save_every    n: also every n steps during training, to the same path (overwritten), so an
 --                 interrupted run leaves the model of its last multiple of n; with save_every or
 --                 resume, the training state (curve, tokens, time) goes beside it as <save>.state
+--                 until the run has finished
 --   resume        true: when save exists, go on from it (the model, optimiser, data stream and
 --                 curve of the interrupted run; the result is the uninterrupted run's)
 --   comm          a roper.Comm (rp.mpi.init()): data-parallel training over its ranks. Every
@@ -789,6 +790,8 @@ function experiment.run(cfg, progress, opts)
   end
   if opts.save then
     save(last_step)
+    -- the state serves an unfinished run only
+    if rank == 0 and keep_state then os.remove(state_path) end
     res.checkpoint = opts.save
     t1 = clock()
   end

@@ -96,13 +96,15 @@ describe("help from docs/lua_api.md", function()
     local names = {}
     for _, t in ipairs(data.topics) do names[#names + 1] = t[1] end
     assert.are.same({ "tensor", "methods", "indexing", "arithmetic", "rng", "rope", "attention",
-      "model", "optim", "tasks", "eval", "experiment", "blas" }, names)
+      "model", "optim", "tasks", "eval", "experiment", "mpi", "blas" }, names)
     for t, v in pairs { tensor = rp.Tensor, rng = rp.Rng, rope = rp.rope, model = rp.Model,
       optim = rp.optim, tasks = rp.tasks, eval = rp.eval, experiment = rp.experiment,
-      blas = rp.blas } do
+      mpi = rp.mpi, blas = rp.blas } do
       assert.are.equal(rp.help(t), rp.help(v))
     end
     assert.truthy(rp.help("experiment"):find("rp.experiment.check", 1, true))
+    assert.are.equal(rp.help("mpi"), rp.help(rp.Comm))
+    assert.truthy(rp.help("comm:allreduce"):find("^comm:allreduce%(x%)"))
   end)
 
   it("prints examples as '  > code' lines and drops markdown", function()

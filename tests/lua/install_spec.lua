@@ -98,6 +98,7 @@ describe("make install into a DESTDIR", function()
       "/lib/libroper.a", "/lib/libroper.so.0", "/lib/libroper.so",
       "/include/roper/rp.h", "/include/roper/tensor.h", "/include/roper/task.h",
       "/lib/pkgconfig/roper.pc", "/share/man/man1/roper.1", "/share/doc/roper/LICENSE",
+      "/lib/roper/roper_mpi.so",
     }
     for _, f in ipairs(want) do
       assert.is_truthy(lfs.attributes(P .. f), f .. " not installed")
@@ -129,17 +130,18 @@ describe("make install into a DESTDIR", function()
     assert.is_true(installed, install_err)
     local out, err, code = run(in_w .. CLEAN .. "LUA_CPATH=" .. sh_quote(P .. "/lib/lua/5.4/?.so;;")
       .. " " .. lua_env() .. "lua5.4 -e " .. sh_quote('local rp = require "roper" '
-        .. 'print(package.searchpath("roper", package.cpath), rp.ones{2}:sum())'))
+        .. 'print(package.searchpath("roper", package.cpath), rp.ones{2}:sum(), rp.mpi.plugin())'))
     assert.are.equal(0, code, err)
-    assert.are.equal(P .. "/lib/lua/5.4/roper.so\t2.0\n", out)
+    -- the MPI plugin is found from the module's folder
+    assert.are.equal(P .. "/lib/lua/5.4/roper.so\t2.0\t" .. P .. "/lib/roper/roper_mpi.so\n", out)
   end)
 
   it("the installed REPL runs from another folder and sets its environment itself", function()
     assert.is_true(installed, install_err)
     local out, err, code = run(in_w .. CLEAN .. sh_quote(P .. "/bin/roper")
-      .. " -e 'print(rp.ones{2})'")
+      .. " -e 'print(rp.ones{2}) print(rp.mpi.plugin())'")
     assert.are.equal(0, code, err)
-    assert.are.equal(" 1\n 1\n[2]\n", out)
+    assert.are.equal(" 1\n 1\n[2]\n" .. P .. "/lib/roper/roper_mpi.so\n", out)
     -- the policy is set by re-executing /proc/self/exe: the installed binary
     out, err, code = run(in_w .. CLEAN .. sh_quote(P .. "/bin/roper") .. " -v")
     assert.are.equal(0, code, err)

@@ -655,7 +655,7 @@ describe("help", function()
     for name, f in pairs(rp.Optim) do assert.truthy(rp.help(f), "rp.Optim." .. name) end
     for name, f in pairs(rp.optim) do assert.truthy(rp.help(f), "rp.optim." .. name) end
     assert.truthy(rp.help(rp.model):find("^rp%.model%(cfg%)"))
-    assert.truthy(rp.help(rp.load):find("^rp%.load%(path%)"))
+    assert.truthy(rp.help(rp.load):find("^rp%.load%(path%[, opts%]%)"))
     assert.truthy(rp.help("m:train_step"):find("^m:train_step"))
     assert.truthy(rp.help("opt:lr"):find("^opt:lr"))
     local m = tiny()
@@ -719,7 +719,7 @@ describe("non-finite training steps and saves", function()
       "bad argument #5 to 'train_step' (option 'nonfinite' must be one of \"error\", \"skip\", "
       .. "got string \"ignore\")")
     assert.has_error(function() m:train_step(x, y, nil, opt, { skip = true }) end,
-      "bad argument #5 to 'train_step' (unknown option 'skip' (known: nonfinite))")
+      "bad argument #5 to 'train_step' (unknown option 'skip' (known: nonfinite, comm))")
   end)
 
   it("opt:step raises on an inf gradient and updates nothing", function()
