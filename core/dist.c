@@ -78,9 +78,10 @@ rp_status rp_dist_plugin_path(char *buf, size_t cap)
         char path[PATH_MAX];
         int k = snprintf(path, sizeof path, "%s%s/roper_mpi.so", self, rel[i]);
         if (k < 0 || (size_t)k >= sizeof path) continue;
-        if (file_exists(path)) {
-            if ((size_t)k >= cap) return rp_error(RP_ERR_IO, "plugin path too long: %s", path);
-            memcpy(buf, path, (size_t)k + 1);
+        char real[PATH_MAX];
+        if (file_exists(path) && realpath(path, real) != NULL) {
+            if (strlen(real) >= cap) return rp_error(RP_ERR_IO, "plugin path too long: %s", real);
+            strcpy(buf, real);
             return RP_OK;
         }
         size_t used = strlen(tried);
