@@ -8,6 +8,7 @@
 --   stats.t_quantile(q, df)                 -> t with P(T <= t) = q (Student's t, df > 0)
 --   stats.paired_ci(a, b[, level])          -> lo, hi: the paired t interval of mean(a - b)
 --   stats.holm(ps)                          -> Holm-adjusted p-values, in the order given
+--   stats.bootstrap_ci(a, b[, opts])        -> lo, hi, est: percentile bootstrap, mean difference
 -- Values are plain Lua numbers; a nil entry (a diverged run) counts as the worst run.
 local stats = {}
 
@@ -348,6 +349,68 @@ function stats.holm(ps)
     out[i] = run
   end
   return out
+end
+
+-- type-7 quantile (R's default: linear interpolation between order statistics) of the sorted
+-- list s at probability q in [0, 1].
+local function quantile7(s, q)
+  local h = (#s - 1) * q + 1
+  local k = math.floor(h)
+  if k >= #s then return s[#s] end
+  return s[k] + (h - k) * (s[k + 1] - s[k])
+end
+
+-- bootstrap_ci(a, b[, {level = 0.95, samples = 10000, seed = 1, paired = false}]) -> lo, hi, est
+-- Percentile bootstrap interval of a difference of means: est is the observed statistic, lo and
+-- hi the type-7 quantiles (1 - level) / 2 and (1 + level) / 2 of `samples` bootstrap statistics.
+-- paired: a[i] and b[i] are paired by position; the n differences d_i = a[i] - b[i] are
+-- resampled with replacement and the statistic is mean(d) (the lists must have one length).
+-- Otherwise a and b are resampled independently and the statistic is mean(a) - mean(b).
+-- The values are finite numbers (leave diverged runs out first); nil when a group (or the
+-- pairs) has fewer than 2 values. Resampling uses its own splitmix64 generator seeded by
+-- opts.seed (an integer), so the interval is reproducible.
+function stats.bootstrap_ci(a, b, opts)
+  opts = opts or {}
+  local level = opts.level or 0.95
+  if not (level > 0 and level < 1) then error("bootstrap_ci: need 0 < level < 1", 2) end
+  local samples = opts.samples or 10000
+  if math.type(samples) ~= "integer" or samples < 1 then
+    error("bootstrap_ci: samples must be a positive integer", 2)
+  end
+  local state = math.tointeger(opts.seed or 1)
+  if not state then error("bootstrap_ci: seed must be an integer", 2) end
+  local function index(n) -- uniform in 1..n
+    local z
+    state, z = splitmix(state)
+    return (z >> 11) % n + 1
+  end
+  local stat = {}
+  local est
+  if opts.paired then
+    local n = #a
+    if n ~= #b then error("bootstrap_ci: the lists differ in length", 2) end
+    if n < 2 then return nil end
+    local d = {}
+    for i = 1, n do d[i] = a[i] - b[i] end
+    est = mean(d)
+    for r = 1, samples do
+      local s = 0
+      for _ = 1, n do s = s + d[index(n)] end
+      stat[r] = s / n
+    end
+  else
+    local na, nb = #a, #b
+    if na < 2 or nb < 2 then return nil end
+    est = mean(a) - mean(b)
+    for r = 1, samples do
+      local sa, sb = 0, 0
+      for _ = 1, na do sa = sa + a[index(na)] end
+      for _ = 1, nb do sb = sb + b[index(nb)] end
+      stat[r] = sa / na - sb / nb
+    end
+  end
+  table.sort(stat)
+  return quantile7(stat, (1 - level) / 2), quantile7(stat, (1 + level) / 2), est
 end
 
 return stats

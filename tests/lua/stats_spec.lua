@@ -470,3 +470,210 @@ describe("stats.holm", function()
     assert.same({ 0.3 }, stats.holm({ 0.3 }))
   end)
 end)
+
+describe("stats.bootstrap_ci", function()
+  -- f(idx) for each of the n^n index tuples (1..n)^n: every resample with replacement of n
+  -- values, each equally likely.
+  local function each_tuple(n, f)
+    local idx = {}
+    for i = 1, n do idx[i] = 1 end
+    while true do
+      f(idx)
+      local j = 1
+      while j <= n and idx[j] == n do
+        idx[j] = 1
+        j = j + 1
+      end
+      if j > n then return end
+      idx[j] = idx[j] + 1
+    end
+  end
+
+  -- the means of all n^n resamples of v
+  local function resample_means(v)
+    local out = {}
+    each_tuple(#v, function(idx)
+      local s = 0
+      for i = 1, #v do s = s + v[idx[i]] end
+      out[#out + 1] = s / #v
+    end)
+    return out
+  end
+
+  -- The exact bootstrap distributions, by brute force: every resample's statistic, equally
+  -- weighted, sorted. Paired: mean of the resampled differences (n^n of them); unpaired:
+  -- mean(a*) - mean(b*) over every pair of resamples (na^na * nb^nb of them).
+  local function exact_paired(a, b)
+    local d = {}
+    for i = 1, #a do d[i] = a[i] - b[i] end
+    local s = resample_means(d)
+    table.sort(s)
+    return s
+  end
+  local function exact_unpaired(a, b)
+    local out = {}
+    for _, x in ipairs(resample_means(a)) do
+      for _, y in ipairs(resample_means(b)) do out[#out + 1] = x - y end
+    end
+    table.sort(out)
+    return out
+  end
+
+  -- The quantile of that distribution (its inverse CDF): the smallest listed value x with
+  -- F(x) >= u, i.e. the ceil(u M)-th of the M sorted values.
+  local function inv_cdf(s, u)
+    local k = math.ceil(u * #s)
+    return s[math.max(1, math.min(#s, k))]
+  end
+
+  -- The type-7 quantile of the M-point list itself (R's quantile(x, q) on the n^n values).
+  local function type7(s, q)
+    local h = (#s - 1) * q + 1
+    local k = math.floor(h)
+    if k >= #s then return s[#s] end
+    return s[k] + (h - k) * (s[k + 1] - s[k])
+  end
+
+  -- The tolerance. With N bootstrap samples, the sampled type-7 q-quantile lies between the
+  -- sample's order statistics floor((N - 1) q + 1) and the next, that is at an empirical CDF
+  -- level within 2 / N of q. The empirical CDF of N draws from the exact distribution is off
+  -- its CDF by a binomial error of sd sqrt(q (1 - q) / N) (3.5e-4 at q = 0.025, N = 200000);
+  -- allowing 6 sd (a two-sided chance of about 2e-9 per check, whatever the seed) the sampled
+  -- quantile must lie between the distribution's quantiles at q - eps and q + eps,
+  -- eps = 6 sd + 2 / N. For the 256 resamples of n = 4 that is at most one position of the
+  -- sorted list either side of q M: a wrong level, a wrong resampling or a shifted index lands
+  -- elsewhere.
+  local N = 200000
+  local function check(s, lo, hi, level, label)
+    for _, c in ipairs { { lo, (1 - level) / 2, "lo" }, { hi, (1 + level) / 2, "hi" } } do
+      local got, q = c[1], c[2]
+      local eps = 6 * math.sqrt(q * (1 - q) / N) + 2 / N
+      local below, above = inv_cdf(s, q - eps), inv_cdf(s, q + eps)
+      assert.is_true(got >= below - 1e-12 and got <= above + 1e-12,
+        ("%s %s: %.15g outside [%.15g, %.15g] (type-7 of the %d resamples: %.15g)"):format(
+          label, c[3], got, below, above, #s, type7(s, q)))
+    end
+  end
+
+  it("paired, n <= 4: within the quantiles of the exact distribution of all n^n resamples",
+    function()
+      local cases = {
+        { { 1, 3 }, { 1, 2 } },                         -- d = 0, 1
+        { { 2, 5, 4 }, { 3, 4.5, 0 } },                 -- d = -1, 0.5, 4
+        { { 0, 1, 3, 7 }, { 0, 0, 0, 0 } },             -- d = 0, 1, 3, 7
+        { { 1, 2.25, 3, 10 }, { 3.5, 2, 2, 4 }, 0.8 },  -- d = -2.5, 0.25, 1, 6 at 80%
+        { { 4, 4, 9, 1 }, { 1, 2, 2, 3 }, 0.5 },        -- d = 3, 2, 7, -2 at 50%
+      }
+      for ci, c in ipairs(cases) do
+        local a, b, level = c[1], c[2], c[3] or 0.95
+        local lo, hi, est = stats.bootstrap_ci(a, b,
+          { paired = true, samples = N, seed = ci, level = c[3] })
+        local s = exact_paired(a, b)
+        check(s, lo, hi, level, "case " .. ci)
+        local d = 0
+        for i = 1, #a do d = d + (a[i] - b[i]) / #a end
+        close(d, est, 1e-12, "est, case " .. ci)
+      end
+    end)
+
+  it("unpaired: within the quantiles of the exact distribution over all resamples of each group",
+    function()
+      local cases = {
+        { { 1, 2, 4 }, { 0, 3, 3.5 } },       -- 27 * 27 resamples
+        { { 5, 1 }, { 2, 2.5, 7 } },          -- 4 * 27
+        { { 10, 0, 1 }, { 2, 9 }, 0.9 },      -- 27 * 4 at 90%
+      }
+      for ci, c in ipairs(cases) do
+        local a, b, level = c[1], c[2], c[3] or 0.95
+        local lo, hi, est = stats.bootstrap_ci(a, b, { samples = N, seed = 10 + ci, level = c[3] })
+        check(exact_unpaired(a, b), lo, hi, level, "unpaired case " .. ci)
+        local ma, mb = 0, 0
+        for i = 1, #a do ma = ma + a[i] / #a end
+        for i = 1, #b do mb = mb + b[i] / #b end
+        close(ma - mb, est, 1e-12, "est, unpaired case " .. ci)
+      end
+    end)
+
+  -- Why the check above is not "the type-7 quantiles of the n^n list within 0.02 * range": a
+  -- large bootstrap sample estimates the quantiles of the distribution the list describes, and
+  -- where that distribution has an atom the two differ by up to a step of the list. For d = 0, 1
+  -- the list is 0, 0.5, 0.5, 1: its type-7 2.5% point is 0.075 * 0.5 = 0.0375 (0.0375 of the
+  -- range), but a quarter of all resamples have mean 0, so the 2.5% point of any large sample
+  -- is 0.
+  it("estimates the bootstrap distribution's quantiles, not the type-7 points of its list",
+    function()
+      local lo, hi, est = stats.bootstrap_ci({ 1, 3 }, { 1, 2 }, { paired = true, samples = N })
+      assert.are.equal(0, lo)
+      assert.are.equal(1, hi)
+      assert.are.equal(0.5, est)
+      local s = exact_paired({ 1, 3 }, { 1, 2 })
+      close(0.0375, type7(s, 0.025), 1e-15, "type-7 of the list")
+    end)
+
+  it("interpolates the sorted bootstrap statistics by the type-7 rule", function()
+    -- With 2 samples s1 <= s2 the type-7 points are lo = s1 + 0.025 (s2 - s1) and
+    -- hi = s1 + 0.975 (s2 - s1). For d = 0, 1 every statistic is 0, 0.5 or 1, so s1 and s2
+    -- recovered from lo and hi must be among them (a nearest-rank rule would give lo = s1,
+    -- hi = s2, and the recovered pair would not be).
+    local spread = 0
+    for seed = 1, 40 do
+      local lo, hi = stats.bootstrap_ci({ 1, 3 }, { 1, 2 }, { paired = true, samples = 2,
+        seed = seed })
+      local gap = (hi - lo) / 0.95
+      local s1 = lo - 0.025 * gap
+      local s2 = s1 + gap
+      for _, v in ipairs { s1, s2 } do
+        local r = v * 2
+        assert.is_true(math.abs(r - math.floor(r + 0.5)) < 1e-12 and v >= -1e-12
+          and v <= 1 + 1e-12, ("seed %d: recovered %.15g"):format(seed, v))
+      end
+      if gap > 0 then spread = spread + 1 end
+    end
+    assert.is_true(spread >= 5, "some seeds draw two different statistics")
+    -- one sample: lo = hi = that statistic
+    local lo, hi = stats.bootstrap_ci({ 1, 3 }, { 1, 2 }, { paired = true, samples = 1 })
+    assert.are.equal(lo, hi)
+  end)
+
+  it("gives lo = hi = est for a constant difference (paired) and constant groups", function()
+    local lo, hi, est = stats.bootstrap_ci({ 3, 5, 7, 9 }, { 1, 3, 5, 7 }, { paired = true })
+    assert.are.equal(2, lo)
+    assert.are.equal(2, hi)
+    assert.are.equal(2, est)
+    lo, hi, est = stats.bootstrap_ci({ 4, 4, 4 }, { 1, 1 })
+    assert.are.equal(3, lo)
+    assert.are.equal(3, hi)
+    assert.are.equal(3, est)
+  end)
+
+  it("is reproducible with one seed, changes with another, and defaults to 10000, 1, 0.95",
+    function()
+      -- irrational values: resample means almost never tie, so a quantile moves with the draws
+      local a, b = {}, {}
+      for i = 1, 8 do a[i], b[i] = math.sqrt(i + 1), math.log(i + 2) end
+      for _, paired in ipairs { true, false } do
+        local r1 = { stats.bootstrap_ci(a, b, { paired = paired, seed = 7, samples = 2000 }) }
+        local r2 = { stats.bootstrap_ci(a, b, { paired = paired, seed = 7, samples = 2000 }) }
+        local r3 = { stats.bootstrap_ci(a, b, { paired = paired, seed = 8, samples = 2000 }) }
+        assert.are.same(r1, r2)
+        assert.are.equal(r1[3], r3[3])
+        assert.is_true(r1[1] ~= r3[1] or r1[2] ~= r3[2], "another seed, another interval")
+        assert.is_true(r1[1] < r1[3] and r1[3] < r1[2])
+        local d = { stats.bootstrap_ci(a, b, { paired = paired }) }
+        local e = { stats.bootstrap_ci(a, b,
+          { paired = paired, samples = 10000, seed = 1, level = 0.95 }) }
+        assert.are.same(e, d)
+        local f = { stats.bootstrap_ci(a, b, { paired = paired, samples = 10001 }) }
+        assert.is_true(f[1] ~= e[1] or f[2] ~= e[2], "not 10001 samples")
+      end
+    end)
+
+  it("returns nil with fewer than 2 values in a group, refuses unequal pairs", function()
+    assert.is_nil(stats.bootstrap_ci({ 1 }, { 2 }, { paired = true }))
+    assert.is_nil(stats.bootstrap_ci({ 1 }, { 2, 3 }))
+    assert.is_nil(stats.bootstrap_ci({ 1, 2 }, { 3 }))
+    assert.is_not_nil(stats.bootstrap_ci({ 1, 2 }, { 3, 5 }))
+    assert.has_error(function() stats.bootstrap_ci({ 1, 2 }, { 1 }, { paired = true }) end)
+    assert.has_error(function() stats.bootstrap_ci({ 1, 2 }, { 1, 3 }, { seed = 1.5 }) end)
+  end)
+end)
