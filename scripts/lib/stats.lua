@@ -9,6 +9,7 @@
 --   stats.paired_ci(a, b[, level])          -> lo, hi: the paired t interval of mean(a - b)
 --   stats.holm(ps)                          -> Holm-adjusted p-values, in the order given
 --   stats.bootstrap_ci(a, b[, opts])        -> lo, hi, est: percentile bootstrap, mean difference
+--   stats.effect_size(a, b[, paired])       -> Cohen's d_z (paired) or Hedges' g (unpaired)
 -- Values are plain Lua numbers; a nil entry (a diverged run) counts as the worst run.
 local stats = {}
 
@@ -411,6 +412,42 @@ function stats.bootstrap_ci(a, b, opts)
   end
   table.sort(stat)
   return quantile7(stat, (1 - level) / 2), quantile7(stat, (1 + level) / 2), est
+end
+
+-- effect_size(a, b[, paired]) -> value
+-- paired: Cohen's d_z = mean(d) / sd(d) of the differences d_i = a[i] - b[i] (pairs by
+-- position, sd with n - 1); nil with fewer than 2 pairs or when every d_i is equal (sd = 0).
+-- Otherwise Hedges' g = J (mean(a) - mean(b)) / s_pooled, with
+-- s_pooled = sqrt(((na - 1) var(a) + (nb - 1) var(b)) / (na + nb - 2)) and the small-sample
+-- correction J = 1 - 3 / (4 (na + nb) - 9); nil when a group has fewer than 2 values or both
+-- groups are constant (s_pooled = 0). Values are finite numbers (leave diverged runs out).
+function stats.effect_size(a, b, paired)
+  if paired then
+    local n = #a
+    if n ~= #b then error("effect_size: the lists differ in length", 2) end
+    if n < 2 then return nil end
+    local d, constant = {}, true
+    for i = 1, n do
+      d[i] = a[i] - b[i]
+      if d[i] ~= d[1] then constant = false end
+    end
+    -- tested on the values, not on sd: rounding can leave a tiny sd for equal differences
+    if constant then return nil end
+    local m, ss = mean(d), 0
+    for i = 1, n do ss = ss + (d[i] - m) ^ 2 end
+    return m / math.sqrt(ss / (n - 1))
+  end
+  local na, nb = #a, #b
+  if na < 2 or nb < 2 then return nil end
+  local constant = true
+  for i = 2, na do if a[i] ~= a[1] then constant = false end end
+  for i = 2, nb do if b[i] ~= b[1] then constant = false end end
+  if constant then return nil end
+  local ma, mb, ss = mean(a), mean(b), 0
+  for i = 1, na do ss = ss + (a[i] - ma) ^ 2 end
+  for i = 1, nb do ss = ss + (b[i] - mb) ^ 2 end
+  local s_pooled = math.sqrt(ss / (na + nb - 2))
+  return (1 - 3 / (4 * (na + nb) - 9)) * (ma - mb) / s_pooled
 end
 
 return stats

@@ -677,3 +677,57 @@ describe("stats.bootstrap_ci", function()
     assert.has_error(function() stats.bootstrap_ci({ 1, 2 }, { 1, 3 }, { seed = 1.5 }) end)
   end)
 end)
+
+describe("stats.effect_size", function()
+  it("gives Cohen's d_z of the paired differences, by hand", function()
+    -- d = a - b = 2, 0, -1, 5, 4: mean 10 / 5 = 2; deviations 0, -2, -3, 3, 2, whose squares
+    -- sum to 0 + 4 + 9 + 9 + 4 = 26; sd = sqrt(26 / 4) = sqrt(6.5) = 2.5495097568;
+    -- d_z = 2 / 2.5495097568 = 0.78446454055
+    local dz = stats.effect_size({ 5, 7, 4, 9, 6 }, { 3, 7, 5, 4, 2 }, true)
+    close(2 / math.sqrt(6.5), dz, 1e-14, "d_z")
+    close(0.78446454055, dz, 1e-10, "d_z, decimal")
+    -- d = 1, 2, 3, 6: mean 3, squares 4 + 1 + 0 + 9 = 14, sd = sqrt(14 / 3), d_z = 3 / 2.1602469
+    close(3 / math.sqrt(14 / 3), stats.effect_size({ 2, 4, 6, 10 }, { 1, 2, 3, 4 }, true),
+      1e-14, "d_z 2")
+  end)
+
+  it("gives Hedges' g with the pooled sd and J = 1 - 3 / (4 (na + nb) - 9), by hand", function()
+    -- a = 1, 2, 3, 4: mean 2.5, sum of squares 2.25 + 0.25 + 0.25 + 2.25 = 5 (var 5/3)
+    -- b = 2, 4, 6, 8, 10: mean 6, sum of squares 16 + 4 + 0 + 4 + 16 = 40 (var 10)
+    -- s_pooled^2 = (3 * 5/3 + 4 * 10) / (4 + 5 - 2) = 45 / 7, s_pooled = 2.5354627642
+    -- J = 1 - 3 / (4 * 9 - 9) = 1 - 3 / 27 = 8 / 9
+    -- g = 8/9 * (2.5 - 6) / 2.5354627642 = -1.2270387698
+    local g = stats.effect_size({ 1, 2, 3, 4 }, { 2, 4, 6, 8, 10 })
+    close(8 / 9 * -3.5 / math.sqrt(45 / 7), g, 1e-14, "g")
+    close(-1.2270387698, g, 1e-9, "g, decimal")
+    -- a = 10, 12, 14: mean 12, squares 4 + 0 + 4 = 8; b = 7, 8, 9: mean 8, squares 2
+    -- s_pooled^2 = (8 + 2) / 4 = 2.5; J = 1 - 3 / (24 - 9) = 0.8; g = 0.8 * 4 / sqrt(2.5)
+    --   = 3.2 / 1.5811388301 = 2.0238577025
+    g = stats.effect_size({ 10, 12, 14 }, { 7, 8, 9 })
+    close(3.2 / math.sqrt(2.5), g, 1e-14, "g 2")
+    close(2.0238577025, g, 1e-9, "g 2, decimal")
+    -- paired = false is the unpaired statistic too
+    assert.are.equal(g, stats.effect_size({ 10, 12, 14 }, { 7, 8, 9 }, false))
+  end)
+
+  it("changes sign when the groups swap", function()
+    local a, b = { 1.5, 2, 7, 3 }, { 0.5, 2.5, 4, 1 }
+    assert.are.equal(-stats.effect_size(a, b), stats.effect_size(b, a))
+    assert.are.equal(-stats.effect_size(a, b, true), stats.effect_size(b, a, true))
+  end)
+
+  it("is nil for a zero sd (tested on the values: 0.1 three times has a rounding sd) or n < 2",
+    function()
+      -- the mean of 0.1, 0.1, 0.1 is 0.10000000000000002, so a computed sd is 1.7e-17, not 0
+      assert.is_nil(stats.effect_size({ 0.1, 0.1, 0.1 }, { 0, 0, 0 }, true))
+      assert.is_nil(stats.effect_size({ 3, 4, 5 }, { 1, 2, 3 }, true))
+      assert.is_nil(stats.effect_size({ 1 }, { 2 }, true))
+      assert.is_nil(stats.effect_size({ 0.1, 0.1, 0.1 }, { 0.2, 0.2 }))
+      assert.is_nil(stats.effect_size({ 1 }, { 2, 3 }))
+      assert.is_nil(stats.effect_size({ 1, 2 }, { 3 }))
+      -- one constant group is enough for a pooled sd: a = 1, 1 (squares 0), b = 2, 4 (squares 2)
+      -- s_pooled = sqrt(2 / 2) = 1, J = 1 - 3 / 7 = 4/7, g = 4/7 * (1 - 3) = -8/7
+      close(-8 / 7, stats.effect_size({ 1, 1 }, { 2, 4 }), 1e-15, "one constant group")
+      assert.has_error(function() stats.effect_size({ 1, 2 }, { 1 }, true) end)
+    end)
+end)
