@@ -10,6 +10,8 @@
 --   stats.holm(ps)                          -> Holm-adjusted p-values, in the order given
 --   stats.bootstrap_ci(a, b[, opts])        -> lo, hi, est: percentile bootstrap, mean difference
 --   stats.effect_size(a, b[, paired])       -> Cohen's d_z (paired) or Hedges' g (unpaired)
+--   stats.sign_flip_floor(n)                -> the smallest p the sign-flip test can give, 2 / 2^n
+--   stats.can_reach(n, alpha)               -> true when that floor is <= alpha
 -- Values are plain Lua numbers; a nil entry (a diverged run) counts as the worst run.
 local stats = {}
 
@@ -448,6 +450,21 @@ function stats.effect_size(a, b, paired)
   for i = 1, nb do ss = ss + (b[i] - mb) ^ 2 end
   local s_pooled = math.sqrt(ss / (na + nb - 2))
   return (1 - 3 / (4 * (na + nb) - 9)) * (ma - mb) / s_pooled
+end
+
+-- sign_flip_floor(n) -> the smallest two-sided p the exact sign-flip test of stats.paired can
+-- give with n pairs: 2 / 2^n (only the all-plus and all-minus patterns reach the observed |sum|
+-- when every difference has one sign); 1 for n <= 1.
+function stats.sign_flip_floor(n)
+  if math.tointeger(n) == nil then error("sign_flip_floor: n must be an integer", 2) end
+  if n <= 1 then return 1 end
+  return 2 / 2 ^ n
+end
+
+-- can_reach(n, alpha) -> boolean: whether n pairs can give a sign-flip p <= alpha at all
+-- (stats.sign_flip_floor(n) <= alpha); 5 pairs cannot reach 0.05 (floor 0.0625), 6 can.
+function stats.can_reach(n, alpha)
+  return stats.sign_flip_floor(n) <= alpha
 end
 
 return stats

@@ -731,3 +731,49 @@ describe("stats.effect_size", function()
       assert.has_error(function() stats.effect_size({ 1, 2 }, { 1 }, true) end)
     end)
 end)
+
+describe("stats.sign_flip_floor and stats.can_reach", function()
+  it("is the p stats.paired gives when every difference has one sign, for n = 2..8", function()
+    for n = 2, 8 do
+      local a, b = {}, {}
+      for i = 1, n do a[i], b[i] = i * 1.5 + i * i * 0.25, 0 end -- distinct magnitudes
+      local floor = stats.sign_flip_floor(n)
+      assert.are.equal(2 / 2 ^ n, floor)
+      assert.are.equal(stats.paired(a, b).p_perm, floor, "n=" .. n)
+      assert.are.equal(stats.paired(b, a).p_perm, floor, "n=" .. n .. ", negative")
+    end
+  end)
+
+  it("is the smallest p stats.paired can give: every sign pattern of n = 2..7 magnitudes",
+    function()
+      for n = 2, 7 do
+        local smallest = 1
+        for mask = 0, (1 << n) - 1 do
+          local a, b = {}, {}
+          for i = 1, n do
+            a[i] = (mask >> (i - 1)) & 1 == 1 and -(i + 0.5) or i + 0.5
+            b[i] = 0
+          end
+          smallest = math.min(smallest, stats.paired(a, b).p_perm)
+        end
+        assert.are.equal(smallest, stats.sign_flip_floor(n), "n=" .. n)
+      end
+      assert.are.equal(1, stats.sign_flip_floor(1))
+      assert.are.equal(1, stats.sign_flip_floor(0))
+      assert.are.equal(0.5, stats.sign_flip_floor(2))
+      assert.has_error(function() stats.sign_flip_floor(2.5) end)
+    end)
+
+  it("can_reach: 5 pairs cannot reach 0.05 (0.0625), 6 can (0.03125); 8 are needed for 0.01",
+    function()
+      assert.is_false(stats.can_reach(5, 0.05))
+      assert.is_true(stats.can_reach(6, 0.05))
+      for n = 1, 12 do
+        assert.are.equal(n >= 6, stats.can_reach(n, 0.05), "0.05, n=" .. n)
+        assert.are.equal(n >= 8, stats.can_reach(n, 0.01), "0.01, n=" .. n) -- 1/128 <= 0.01 < 1/64
+      end
+      -- the floor itself is reachable: 4 pairs give 2/16 = 0.125 exactly
+      assert.is_true(stats.can_reach(4, 0.125))
+      assert.is_false(stats.can_reach(4, 0.1249))
+    end)
+end)
