@@ -12,6 +12,7 @@
 --   stats.effect_size(a, b[, paired])       -> Cohen's d_z (paired) or Hedges' g (unpaired)
 --   stats.sign_flip_floor(n)                -> the smallest p the sign-flip test can give, 2 / 2^n
 --   stats.can_reach(n, alpha)               -> true when that floor is <= alpha
+--   stats.fisher_exact(x1, n1, x2, n2)      -> p: two-sided Fisher exact test of x1/n1 vs x2/n2
 -- Values are plain Lua numbers; a nil entry (a diverged run) counts as the worst run.
 local stats = {}
 
@@ -465,6 +466,43 @@ end
 -- (stats.sign_flip_floor(n) <= alpha); 5 pairs cannot reach 0.05 (floor 0.0625), 6 can.
 function stats.can_reach(n, alpha)
   return stats.sign_flip_floor(n) <= alpha
+end
+
+local function lchoose(n, k)
+  return lgamma(n + 1) - lgamma(k + 1) - lgamma(n - k + 1)
+end
+
+-- fisher_exact(x1, n1, x2, n2) -> p: the two-sided Fisher exact test of the 2x2 table with x1
+-- successes of n1 against x2 of n2 (integers, 0 <= x <= n). With the margins fixed, the
+-- successes of the first row are hypergeometric; p is the sum of the probabilities of the
+-- tables no more probable than the observed one, within a relative 1e-7 (R's fisher.test rule,
+-- so that ties computed with rounding count). Probabilities from log-factorials (lgamma).
+function stats.fisher_exact(x1, n1, x2, n2)
+  for _, v in ipairs { x1, n1, x2, n2 } do
+    if math.tointeger(v) == nil or v < 0 then
+      error("fisher_exact: counts must be non-negative integers", 2)
+    end
+  end
+  if x1 > n1 or x2 > n2 then error("fisher_exact: more successes than trials", 2) end
+  local m = x1 + x2
+  local lo, hi = math.max(0, m - n2), math.min(n1, m)
+  local logp, top = {}, -math.huge
+  for k = lo, hi do
+    local l = lchoose(n1, k) + lchoose(n2, m - k)
+    logp[k - lo + 1] = l
+    if l > top then top = l end
+  end
+  local total, prob = 0, {}
+  for i = 1, hi - lo + 1 do
+    prob[i] = math.exp(logp[i] - top)
+    total = total + prob[i]
+  end
+  local cut = prob[x1 - lo + 1] * (1 + 1e-7)
+  local p = 0
+  for i = 1, hi - lo + 1 do
+    if prob[i] <= cut then p = p + prob[i] end
+  end
+  return math.min(1, p / total)
 end
 
 return stats

@@ -777,3 +777,113 @@ describe("stats.sign_flip_floor and stats.can_reach", function()
       assert.is_false(stats.can_reach(4, 0.1249))
     end)
 end)
+
+describe("stats.fisher_exact", function()
+  -- C(n, k) in exact integer arithmetic (each partial product C(n - k + i, i) is an integer)
+  local function choose(n, k)
+    if k < 0 or k > n then return 0 end
+    local c = 1
+    for i = 1, k do c = c * (n - k + i) // i end
+    return c
+  end
+
+  -- The two-sided p by brute force: list the hypergeometric table of the successes of the
+  -- first row, C(n1, k) C(n2, m - k) / C(n1 + n2, m), in integers, and add the tables no more
+  -- probable than the observed one (exact integer comparison: below 12 + 12 no two different
+  -- numerators are within R's relative 1e-7).
+  local function fisher_ref(x1, n1, x2, n2)
+    local m = x1 + x2
+    local observed, hits = choose(n1, x1) * choose(n2, x2), 0
+    for k = 0, n1 do
+      local w = choose(n1, k) * choose(n2, m - k)
+      if w > 0 and w <= observed then hits = hits + w end
+    end
+    return hits / choose(n1 + n2, m)
+  end
+
+  it("gives R's fisher.test values: the tea-tasting table, a complete separation, a diet table",
+    function()
+      -- fisher.test(matrix(c(3, 1, 1, 3), 2)): the tables 0..4 of 4 have weights
+      -- 1, 16, 36, 16, 1 (of 70); those <= 16 add to 34
+      close(34 / 70, stats.fisher_exact(3, 4, 1, 4), 1e-14, "tea")
+      close(0.4857142857, stats.fisher_exact(3, 4, 1, 4), 1e-10, "tea, R's print")
+      -- 10 of 10 against 0 of 10: the two extreme tables, 2 / C(20, 10) = 2 / 184756
+      close(2 / 184756, stats.fisher_exact(10, 10, 0, 10), 1e-17, "separation")
+      close(1.0825088e-05, stats.fisher_exact(10, 10, 0, 10), 1e-12, "separation, R's print")
+      close(2 / 184756, stats.fisher_exact(0, 10, 10, 10), 1e-17, "separation, swapped")
+      -- fisher.test(matrix(c(1, 9, 11, 3), 2)) (1 of 12 men dieting, 9 of 12 women): 0.002759
+      close(0.002759456185, stats.fisher_exact(1, 12, 9, 12), 1e-12, "diet")
+    end)
+
+  it("is symmetric in the rows and in successes and failures", function()
+    for _, t in ipairs { { 3, 4, 1, 4 }, { 1, 12, 9, 12 }, { 2, 7, 5, 9 }, { 0, 3, 6, 11 },
+      { 17, 40, 9, 35 } } do
+      local x1, n1, x2, n2 = t[1], t[2], t[3], t[4]
+      local p = stats.fisher_exact(x1, n1, x2, n2)
+      close(p, stats.fisher_exact(x2, n2, x1, n1), 1e-13, "rows swapped")
+      close(p, stats.fisher_exact(n1 - x1, n1, n2 - x2, n2), 1e-13, "outcomes swapped")
+    end
+  end)
+
+  it("gives 1 when the proportions are equal (the observed table is the most probable)",
+    function()
+      for _, t in ipairs { { 1, 2, 1, 2 }, { 2, 4, 3, 6 }, { 5, 10, 5, 10 }, { 1, 3, 4, 12 },
+        { 0, 5, 0, 7 }, { 6, 6, 9, 9 }, { 30, 100, 60, 200 } } do
+        close(1, stats.fisher_exact(t[1], t[2], t[3], t[4]), 1e-12,
+          table.concat(t, ","))
+      end
+      -- an empty row leaves one possible table
+      assert.are.equal(1, stats.fisher_exact(0, 0, 3, 5))
+    end)
+
+  it("matches the integer brute force for every table with n1, n2 <= 12", function()
+    local count = 0
+    for n1 = 0, 12 do
+      for n2 = 0, 12 do
+        for x1 = 0, n1 do
+          for x2 = 0, n2 do
+            close(fisher_ref(x1, n1, x2, n2), stats.fisher_exact(x1, n1, x2, n2), 1e-12,
+              ("%d/%d vs %d/%d"):format(x1, n1, x2, n2))
+            count = count + 1
+          end
+        end
+      end
+    end
+    assert.are.equal(91 * 91, count)
+  end)
+
+  it("matches the hypergeometric ratio recurrence for large tables (no lgamma)", function()
+    -- P(k + 1) / P(k) = (n1 - k)(m - k) / ((k + 1)(n2 - m + k + 1)); from weight 1 at the mode
+    -- outwards, so nothing overflows; then R's rule on the normalised weights
+    local function ref(x1, n1, x2, n2)
+      local m = x1 + x2
+      local lo, hi = math.max(0, m - n2), math.min(n1, m)
+      local mode = math.max(lo, math.min(hi, (n1 + 1) * (m + 1) // (n1 + n2 + 2)))
+      local w = { [mode] = 1 }
+      for k = mode, hi - 1 do
+        w[k + 1] = w[k] * (n1 - k) * (m - k) / ((k + 1) * (n2 - m + k + 1))
+      end
+      for k = mode, lo + 1, -1 do
+        w[k - 1] = w[k] * k * (n2 - m + k) / ((n1 - k + 1) * (m - k + 1))
+      end
+      local total, hits = 0, 0
+      for k = lo, hi do total = total + w[k] end
+      for k = lo, hi do
+        if w[k] <= w[x1] * (1 + 1e-7) then hits = hits + w[k] end
+      end
+      return hits / total
+    end
+    for _, t in ipairs { { 30, 100, 45, 100 }, { 300, 1000, 250, 1000 }, { 2, 500, 11, 480 },
+      { 120, 400, 80, 250 }, { 0, 2000, 7, 2000 } } do
+      local want = ref(t[1], t[2], t[3], t[4])
+      local got = stats.fisher_exact(t[1], t[2], t[3], t[4])
+      close(want, got, 1e-9 * want, table.concat(t, ","))
+    end
+  end)
+
+  it("refuses counts that are not a 2x2 table", function()
+    assert.has_error(function() stats.fisher_exact(5, 4, 1, 4) end)
+    assert.has_error(function() stats.fisher_exact(-1, 4, 1, 4) end)
+    assert.has_error(function() stats.fisher_exact(1.5, 4, 1, 4) end)
+  end)
+end)
