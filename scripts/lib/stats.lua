@@ -13,6 +13,7 @@
 --   stats.sign_flip_floor(n)                -> the smallest p the sign-flip test can give, 2 / 2^n
 --   stats.can_reach(n, alpha)               -> true when that floor is <= alpha
 --   stats.fisher_exact(x1, n1, x2, n2)      -> p: two-sided Fisher exact test of x1/n1 vs x2/n2
+--   stats.kaplan_meier(times, events)       -> {{time, at_risk, events, surv}} at each event time
 -- Values are plain Lua numbers; a nil entry (a diverged run) counts as the worst run.
 local stats = {}
 
@@ -503,6 +504,41 @@ function stats.fisher_exact(x1, n1, x2, n2)
     if prob[i] <= cut then p = p + prob[i] end
   end
   return math.min(1, p / total)
+end
+
+-- kaplan_meier(times, events) -> {{time =, at_risk =, events =, surv =}, ...}
+-- The Kaplan-Meier estimate of the survival function: one entry per distinct time at which an
+-- event happened, in increasing time: the number at risk just before it (those whose time is
+-- >= it), the events at it and S(t) = product over event times u <= t of (1 - d_u / n_u).
+-- events[i] is true when the event happened at times[i], false when censored there; at a tie
+-- the events come first (a run censored at t was still at risk at t). {} when nothing happened.
+function stats.kaplan_meier(times, events)
+  local n = #times
+  if n ~= #events then error("kaplan_meier: times and events differ in length", 2) end
+  local idx = {}
+  for i = 1, n do
+    if type(times[i]) ~= "number" or times[i] ~= times[i] then
+      error("kaplan_meier: times must be numbers", 2)
+    end
+    if type(events[i]) ~= "boolean" then error("kaplan_meier: events must be booleans", 2) end
+    idx[i] = i
+  end
+  table.sort(idx, function(x, y) return times[x] < times[y] end)
+  local out, at_risk, surv, i = {}, n, 1, 1
+  while i <= n do
+    local t, d, c = times[idx[i]], 0, 0
+    while i <= n and times[idx[i]] == t do
+      if events[idx[i]] then d = d + 1 else c = c + 1 end
+      i = i + 1
+    end
+    if d > 0 then
+      surv = surv * (1 - d / at_risk)
+      out[#out + 1] = { time = t, at_risk = at_risk, events = d, surv = surv }
+    end
+    -- the censored at t leave after the events at t
+    at_risk = at_risk - d - c
+  end
+  return out
 end
 
 return stats

@@ -887,3 +887,93 @@ describe("stats.fisher_exact", function()
     assert.has_error(function() stats.fisher_exact(1.5, 4, 1, 4) end)
   end)
 end)
+
+-- Freireich et al. (1963), remission times in weeks of acute leukaemia patients (Gehan 1965):
+-- the 6-MP arm (false: censored, the patient was still in remission) and the placebo arm
+-- (every remission ended).
+local MP_TIMES = { 6, 6, 6, 6, 7, 9, 10, 10, 11, 13, 16, 17, 19, 20, 22, 23, 25, 32, 32, 34, 35 }
+local MP_EVENTS = { true, true, true, false, true, false, true, false, false, true, true, false,
+  false, false, true, true, false, false, false, false, false }
+local PLACEBO_TIMES = { 1, 1, 2, 2, 3, 4, 4, 5, 5, 8, 8, 8, 8, 11, 11, 12, 12, 15, 17, 22, 23 }
+local PLACEBO_EVENTS = {}
+for i = 1, #PLACEBO_TIMES do PLACEBO_EVENTS[i] = true end
+
+describe("stats.kaplan_meier", function()
+  it("gives the classical estimate of the 6-MP arm of Freireich's leukaemia data", function()
+    -- at risk just before each event time (the 4th 6 is censored: still at risk at 6):
+    --   6: 21, 3 events; 7: 17 (21 - 4 at 6); 10: 15 (7 and 9* gone); 13: 12 (10, 10*, 11*);
+    --   16: 11; 22: 7 (16, 17*, 19*, 20*); 23: 6
+    local want = {
+      { time = 6, at_risk = 21, events = 3, frac = 18 / 21, classical = 0.857 },
+      { time = 7, at_risk = 17, events = 1, frac = 16 / 17, classical = 0.807 },
+      { time = 10, at_risk = 15, events = 1, frac = 14 / 15, classical = 0.753 },
+      { time = 13, at_risk = 12, events = 1, frac = 11 / 12, classical = 0.690 },
+      { time = 16, at_risk = 11, events = 1, frac = 10 / 11, classical = 0.627 },
+      { time = 22, at_risk = 7, events = 1, frac = 6 / 7, classical = 0.538 },
+      { time = 23, at_risk = 6, events = 1, frac = 5 / 6, classical = 0.448 },
+    }
+    local km = stats.kaplan_meier(MP_TIMES, MP_EVENTS)
+    assert.are.equal(#want, #km)
+    local s = 1
+    for i, w in ipairs(want) do
+      local r = km[i]
+      assert.are.equal(w.time, r.time)
+      assert.are.equal(w.at_risk, r.at_risk, "at risk at " .. w.time)
+      assert.are.equal(w.events, r.events, "events at " .. w.time)
+      s = s * w.frac -- S(t) as a product of the fractions (n - d) / n
+      close(s, r.surv, 1e-12, "S(" .. w.time .. ") exact")
+      close(w.classical, r.surv, 1e-3, "S(" .. w.time .. ") classical")
+    end
+    -- the last product written out: 18/21 16/17 14/15 11/12 10/11 6/7 5/6 = 0.448179...
+    close(18 * 16 * 14 * 11 * 10 * 6 * 5 / (21 * 17 * 15 * 12 * 11 * 7 * 6), km[7].surv, 1e-12,
+      "S(23)")
+  end)
+
+  it("does not depend on the order of the input", function()
+    local t, e, n = {}, {}, #MP_TIMES
+    for i = 1, n do -- reversed, then rotated
+      local j = (i * 8) % n + 1
+      t[i], e[i] = MP_TIMES[n + 1 - j], MP_EVENTS[n + 1 - j]
+    end
+    assert.are.same(stats.kaplan_meier(MP_TIMES, MP_EVENTS), stats.kaplan_meier(t, e))
+  end)
+
+  it("is the empirical survival 1 - F_n without censoring, and reaches 0", function()
+    local times = { 3, 1, 4, 1, 5, 9, 2, 6, 5, 3 }
+    local events = {}
+    for i = 1, #times do events[i] = true end
+    local km = stats.kaplan_meier(times, events)
+    local distinct = { 1, 2, 3, 4, 5, 6, 9 }
+    assert.are.equal(#distinct, #km)
+    for i, t in ipairs(distinct) do
+      local above, at = 0, 0
+      for _, u in ipairs(times) do
+        if u > t then above = above + 1 end
+        if u >= t then at = at + 1 end
+      end
+      assert.are.equal(t, km[i].time)
+      assert.are.equal(at, km[i].at_risk)
+      close(above / #times, km[i].surv, 1e-12, "S(" .. t .. ")")
+    end
+    assert.are.equal(0, km[#km].surv)
+  end)
+
+  it("keeps a run censored at an event time at risk at it", function()
+    -- 2 (censored), 2, 3: at 2 three are at risk, one event: S = 2/3; at 3 one is at risk, S = 0
+    -- (censoring first would give at risk 2 and S(2) = 1/2)
+    local km = stats.kaplan_meier({ 2, 2, 3 }, { false, true, true })
+    assert.are.equal(2, #km)
+    assert.are.equal(3, km[1].at_risk)
+    close(2 / 3, km[1].surv, 1e-15, "S(2)")
+    assert.are.equal(1, km[2].at_risk)
+    assert.are.equal(0, km[2].surv)
+  end)
+
+  it("is empty when nothing happened, and refuses bad input", function()
+    assert.are.same({}, stats.kaplan_meier({ 1, 2, 3 }, { false, false, false }))
+    assert.are.same({}, stats.kaplan_meier({}, {}))
+    assert.has_error(function() stats.kaplan_meier({ 1, 2 }, { true }) end)
+    assert.has_error(function() stats.kaplan_meier({ 1, 2 }, { true, 1 }) end)
+    assert.has_error(function() stats.kaplan_meier({ 1, 0 / 0 }, { true, true }) end)
+  end)
+end)
