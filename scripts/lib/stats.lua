@@ -14,6 +14,8 @@
 --   stats.can_reach(n, alpha)               -> true when that floor is <= alpha
 --   stats.fisher_exact(x1, n1, x2, n2)      -> p: two-sided Fisher exact test of x1/n1 vs x2/n2
 --   stats.kaplan_meier(times, events)       -> {{time, at_risk, events, surv}} at each event time
+--   stats.logrank(t1, e1, t2, e2)           -> chi2, p: two-group log-rank (Mantel-Cox) test
+--   stats.chi2_sf(x, df)                    -> P(X >= x) for chi-square with df degrees of freedom
 -- Values are plain Lua numbers; a nil entry (a diverged run) counts as the worst run.
 local stats = {}
 
@@ -539,6 +541,98 @@ function stats.kaplan_meier(times, events)
     at_risk = at_risk - d - c
   end
   return out
+end
+
+-- Q(a, x), the regularised upper incomplete gamma function, a > 0, x >= 0: the series of
+-- P(a, x) when x < a + 1, else the continued fraction of Q (modified Lentz).
+local function gamma_q(a, x)
+  if x <= 0 then return 1 end
+  if x == math.huge then return 0 end
+  local lpre = a * math.log(x) - x - lgamma(a)
+  if x < a + 1 then
+    local ap, del = a, 1 / a
+    local sum = del
+    for _ = 1, 100000 do
+      ap = ap + 1
+      del = del * x / ap
+      sum = sum + del
+      if del < sum * 1e-17 then break end
+    end
+    return 1 - sum * math.exp(lpre)
+  end
+  local tiny = 1e-300
+  local b = x + 1 - a
+  local c, d = 1 / tiny, 1 / b
+  local h = d
+  for i = 1, 100000 do
+    local an = -i * (i - a)
+    b = b + 2
+    d = an * d + b
+    if math.abs(d) < tiny then d = tiny end
+    c = b + an / c
+    if math.abs(c) < tiny then c = tiny end
+    d = 1 / d
+    local del = d * c
+    h = h * del
+    if math.abs(del - 1) < 1e-15 then break end
+  end
+  return math.exp(lpre) * h
+end
+
+-- chi2_sf(x, df) -> P(X >= x) for X chi-square with df > 0 degrees of freedom, Q(df/2, x/2);
+-- for df = 1 it is erfc(sqrt(x / 2)). 1 for x <= 0, nil for a NaN x.
+function stats.chi2_sf(x, df)
+  if not (df > 0) then error("chi2_sf: need df > 0", 2) end
+  if x ~= x then return nil end
+  return gamma_q(df / 2, x / 2)
+end
+
+-- logrank(t1, e1, t2, e2) -> chi2, p: the two-group log-rank (Mantel-Cox) test of survival
+-- times t1 (events e1: true for an event, false for a censoring, as in stats.kaplan_meier)
+-- against t2 (e2). At each distinct event time, with n at risk (n1 in group 1), d events:
+-- E1 += d n1 / n and V += n1 n2 d (n - d) / (n^2 (n - 1)); the censored at a time are still
+-- at risk at it. chi2 = (O1 - E1)^2 / V on 1 degree of freedom, p = P(chi2_1 >= chi2).
+-- nil, nil when V = 0 (no event, or no time with both groups at risk and a variance).
+function stats.logrank(t1, e1, t2, e2)
+  if #t1 ~= #e1 or #t2 ~= #e2 then error("logrank: times and events differ in length", 2) end
+  local all = {}
+  for g, tt in ipairs { { t1, e1 }, { t2, e2 } } do
+    local times, events = tt[1], tt[2]
+    for i = 1, #times do
+      if type(times[i]) ~= "number" or times[i] ~= times[i] then
+        error("logrank: times must be numbers", 2)
+      end
+      if type(events[i]) ~= "boolean" then error("logrank: events must be booleans", 2) end
+      all[#all + 1] = { t = times[i], event = events[i], g = g }
+    end
+  end
+  table.sort(all, function(x, y) return x.t < y.t end)
+  local n1, n2 = #t1, #t2
+  local o1, e1sum, v = 0, 0, 0
+  local i = 1
+  while i <= #all do
+    local t = all[i].t
+    local d1, d2, c1, c2 = 0, 0, 0, 0
+    while i <= #all and all[i].t == t do
+      local r = all[i]
+      if r.g == 1 then
+        if r.event then d1 = d1 + 1 else c1 = c1 + 1 end
+      else
+        if r.event then d2 = d2 + 1 else c2 = c2 + 1 end
+      end
+      i = i + 1
+    end
+    local d, n = d1 + d2, n1 + n2
+    if d > 0 then
+      o1 = o1 + d1
+      e1sum = e1sum + d * n1 / n
+      if n > 1 then v = v + n1 * n2 * d * (n - d) / (n * n * (n - 1)) end
+    end
+    n1, n2 = n1 - d1 - c1, n2 - d2 - c2
+  end
+  if not (v > 0) then return nil, nil end
+  local chi2 = (o1 - e1sum) ^ 2 / v
+  return chi2, stats.chi2_sf(chi2, 1)
 end
 
 return stats

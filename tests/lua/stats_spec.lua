@@ -2,6 +2,10 @@
 -- small df, numerical integration (Simpson's rule) for fractional df and the normal limit, a
 -- hand-written Welch t and df, a brute-force permutation test over bitmasks in exact integer
 -- arithmetic, and the write-up's "drop the worst, mean of the rest" protocol on its labml numbers.
+-- And for the later functions: the exact bootstrap distributions over every resample, effect
+-- sizes by hand, stats.paired's own sign-flip enumeration, exact integer hypergeometric tables
+-- and R's fisher.test values, Freireich's leukaemia data (Kaplan-Meier, log-rank) with
+-- brute-force loops, and closed forms of the chi-square tail.
 
 package.path = "scripts/?.lua;" .. package.path
 local stats = require "lib.stats"
@@ -975,5 +979,137 @@ describe("stats.kaplan_meier", function()
     assert.has_error(function() stats.kaplan_meier({ 1, 2 }, { true }) end)
     assert.has_error(function() stats.kaplan_meier({ 1, 2 }, { true, 1 }) end)
     assert.has_error(function() stats.kaplan_meier({ 1, 0 / 0 }, { true, true }) end)
+  end)
+end)
+
+describe("stats.chi2_sf", function()
+  it("gives the tabled critical values of chi-square with 1 df and erfc(sqrt(x / 2))", function()
+    close(0.05, stats.chi2_sf(3.841459, 1), 1e-6, "3.841459")
+    close(0.05, stats.chi2_sf(3.841458820694124, 1), 1e-14, "95%")
+    close(0.01, stats.chi2_sf(6.634896601021214, 1), 1e-15, "99%")
+    close(0.001, stats.chi2_sf(10.827566170662733, 1), 1e-16, "99.9%")
+    -- erfc(1), erfc(2), erfc(3), erfc(5) (as C's erfc gives them)
+    close(0.15729920705028513, stats.chi2_sf(2, 1), 1e-15, "erfc(1)")
+    close(0.004677734981047265, stats.chi2_sf(8, 1), 1e-16, "erfc(2)")
+    close(2.2090496998585438e-05, stats.chi2_sf(18, 1), 1e-18, "erfc(3)")
+    close(1.5374597944280351e-12, stats.chi2_sf(50, 1), 1e-24, "erfc(5)")
+    close(2.088487583762545e-45, stats.chi2_sf(200, 1), 1e-56, "erfc(10)")
+  end)
+
+  it("is the two-sided normal tail of sqrt(x) for 1 df (Simpson's rule) over a grid", function()
+    for _, x in ipairs { 0.01, 0.3, 1, 1.4, 1.6, 2.5, 4, 9, 16, 25 } do
+      close(normal_tail2(math.sqrt(x)), stats.chi2_sf(x, 1), 1e-11, "x=" .. x)
+    end
+  end)
+
+  it("matches the closed forms for 2, 4 and (from 1 df) 3 degrees of freedom", function()
+    for _, x in ipairs { 0.05, 0.5, 1, 2.9, 3.1, 6, 12, 40 } do
+      local e = math.exp(-x / 2)
+      close(e, stats.chi2_sf(x, 2), 1e-15 * math.max(1, 1 / e) * e + 1e-16, "df 2, x=" .. x)
+      close(e * (1 + x / 2), stats.chi2_sf(x, 4), 1e-14 * e * (1 + x / 2), "df 4, x=" .. x)
+      -- Q(3/2, y) = Q(1/2, y) + y^(1/2) e^-y / Gamma(3/2), y = x / 2
+      local want3 = stats.chi2_sf(x, 1) + math.sqrt(2 * x / math.pi) * e
+      close(want3, stats.chi2_sf(x, 3), 1e-14 * want3, "df 3, x=" .. x)
+    end
+    assert.are.equal(1, stats.chi2_sf(0, 1))
+    assert.are.equal(0, stats.chi2_sf(math.huge, 1))
+    assert.is_nil(stats.chi2_sf(0 / 0, 1))
+  end)
+end)
+
+describe("stats.logrank", function()
+  -- O1, E1 and V by brute force: for each distinct event time (found by scanning), count those
+  -- at risk (time >= t) and the events at t in each group by scanning every subject.
+  local function logrank_ref(t1, e1, t2, e2)
+    local times = {}
+    local function add(t)
+      for _, u in ipairs(times) do if u == t then return end end
+      times[#times + 1] = t
+    end
+    for i = 1, #t1 do if e1[i] then add(t1[i]) end end
+    for i = 1, #t2 do if e2[i] then add(t2[i]) end end
+    local o, e, v = 0, 0, 0
+    for _, t in ipairs(times) do
+      local n1, n2, d1, d2 = 0, 0, 0, 0
+      for i = 1, #t1 do
+        if t1[i] >= t then n1 = n1 + 1 end
+        if t1[i] == t and e1[i] then d1 = d1 + 1 end
+      end
+      for i = 1, #t2 do
+        if t2[i] >= t then n2 = n2 + 1 end
+        if t2[i] == t and e2[i] then d2 = d2 + 1 end
+      end
+      local n, d = n1 + n2, d1 + d2
+      o = o + d1
+      e = e + d * n1 / n
+      if n > 1 then v = v + n1 * n2 * d * (n - d) / (n ^ 2 * (n - 1)) end
+    end
+    return o, e, v
+  end
+
+  it("gives the classical chi2 = 16.79 for Freireich's 6-MP against placebo", function()
+    local o, e, v = logrank_ref(MP_TIMES, MP_EVENTS, PLACEBO_TIMES, PLACEBO_EVENTS)
+    -- the textbook table (to its decimals): 6-MP observed 9, expected 19.25 (placebo 21 and
+    -- 10.75), V = 6.257
+    assert.are.equal(9, o)
+    close(19.25, e, 1e-3, "E1")
+    close(6.257, v, 1e-3, "V")
+    local chi2, p = stats.logrank(MP_TIMES, MP_EVENTS, PLACEBO_TIMES, PLACEBO_EVENTS)
+    close(16.79, chi2, 0.01, "chi2")
+    close((o - e) ^ 2 / v, chi2, 1e-12, "chi2 by brute force")
+    close(4.2e-5, p, 0.1e-5, "p")
+    assert.are.equal(stats.chi2_sf(chi2, 1), p)
+    -- the groups swapped: the same test
+    local chi2b, pb = stats.logrank(PLACEBO_TIMES, PLACEBO_EVENTS, MP_TIMES, MP_EVENTS)
+    close(chi2, chi2b, 1e-12, "swapped")
+    close(p, pb, 1e-15, "swapped p")
+  end)
+
+  it("is the (N - 1) chi-square of the 2x2 table when every event happens at one time",
+    function()
+      -- 10 in each group, all at time 1: 6 events in group 1, 2 in group 2.
+      -- One stratum: chi2 = (N - 1) (a d - b c)^2 / (n1 n2 m1 m2) with a = 6, b = 4, c = 2,
+      -- d = 8: 19 * (48 - 8)^2 / (10 * 10 * 8 * 12) = 30400 / 9600 = 19/6
+      local t1, e1, t2, e2 = {}, {}, {}, {}
+      for i = 1, 10 do
+        t1[i], e1[i], t2[i], e2[i] = 1, i <= 6, 1, i <= 2
+      end
+      close(19 / 6, stats.logrank(t1, e1, t2, e2), 1e-14, "one time")
+    end)
+
+  it("gives chi2 0 and p 1 for identical groups", function()
+    local chi2, p = stats.logrank(MP_TIMES, MP_EVENTS, MP_TIMES, MP_EVENTS)
+    assert.are.equal(0, chi2)
+    assert.are.equal(1, p)
+  end)
+
+  it("matches the brute force on random samples with ties and censoring", function()
+    local g = 12345
+    local function rand(k) -- 0 .. k - 1, a small LCG
+      g = (g * 1103515245 + 12345) % 2147483648
+      return (g >> 8) % k
+    end
+    for case = 1, 60 do
+      local t1, e1, t2, e2 = {}, {}, {}, {}
+      for i = 1, 2 + rand(25) do t1[i], e1[i] = 1 + rand(12), rand(10) < 7 end
+      for i = 1, 2 + rand(25) do t2[i], e2[i] = 1 + rand(12) + rand(4), rand(10) < 6 end
+      local o, e, v = logrank_ref(t1, e1, t2, e2)
+      local chi2, p = stats.logrank(t1, e1, t2, e2)
+      if v > 0 then
+        local want = (o - e) ^ 2 / v
+        close(want, chi2, 1e-12 * math.max(1, want), "case " .. case)
+        close(stats.chi2_sf(want, 1), p, 1e-12, "p, case " .. case)
+      else
+        assert.is_nil(chi2, "case " .. case)
+      end
+    end
+  end)
+
+  it("is nil without an event, and refuses bad input", function()
+    local chi2, p = stats.logrank({ 1, 2 }, { false, false }, { 3 }, { false })
+    assert.is_nil(chi2)
+    assert.is_nil(p)
+    assert.has_error(function() stats.logrank({ 1, 2 }, { true }, { 3 }, { true }) end)
+    assert.has_error(function() stats.logrank({ 1 }, { 1 }, { 3 }, { true }) end)
   end)
 end)
