@@ -8,6 +8,14 @@
 --   stats.t_quantile(q, df)                 -> t with P(T <= t) = q (Student's t, df > 0)
 --   stats.paired_ci(a, b[, level])          -> lo, hi: the paired t interval of mean(a - b)
 --   stats.holm(ps)                          -> Holm-adjusted p-values, in the order given
+--   stats.bootstrap_ci(a, b[, opts])        -> lo, hi, est: percentile bootstrap, mean difference
+--   stats.effect_size(a, b[, paired])       -> Cohen's d_z (paired) or Hedges' g (unpaired)
+--   stats.sign_flip_floor(n)                -> the smallest p the sign-flip test can give, 2 / 2^n
+--   stats.can_reach(n, alpha)               -> true when that floor is <= alpha
+--   stats.fisher_exact(x1, n1, x2, n2)      -> p: two-sided Fisher exact test of x1/n1 vs x2/n2
+--   stats.kaplan_meier(times, events)       -> {{time, at_risk, events, surv}} at each event time
+--   stats.logrank(t1, e1, t2, e2)           -> chi2, p: two-group log-rank (Mantel-Cox) test
+--   stats.chi2_sf(x, df)                    -> P(X >= x) for chi-square with df degrees of freedom
 -- Values are plain Lua numbers; a nil entry (a diverged run) counts as the worst run.
 local stats = {}
 
@@ -348,6 +356,283 @@ function stats.holm(ps)
     out[i] = run
   end
   return out
+end
+
+-- type-7 quantile (R's default: linear interpolation between order statistics) of the sorted
+-- list s at probability q in [0, 1].
+local function quantile7(s, q)
+  local h = (#s - 1) * q + 1
+  local k = math.floor(h)
+  if k >= #s then return s[#s] end
+  return s[k] + (h - k) * (s[k + 1] - s[k])
+end
+
+-- bootstrap_ci(a, b[, {level = 0.95, samples = 10000, seed = 1, paired = false}]) -> lo, hi, est
+-- Percentile bootstrap interval of a difference of means: est is the observed statistic, lo and
+-- hi the type-7 quantiles (1 - level) / 2 and (1 + level) / 2 of `samples` bootstrap statistics.
+-- paired: a[i] and b[i] are paired by position; the n differences d_i = a[i] - b[i] are
+-- resampled with replacement and the statistic is mean(d) (the lists must have one length).
+-- Otherwise a and b are resampled independently and the statistic is mean(a) - mean(b).
+-- The values are finite numbers (leave diverged runs out first); nil when a group (or the
+-- pairs) has fewer than 2 values. Resampling uses its own splitmix64 generator seeded by
+-- opts.seed (an integer), so the interval is reproducible.
+function stats.bootstrap_ci(a, b, opts)
+  opts = opts or {}
+  local level = opts.level or 0.95
+  if not (level > 0 and level < 1) then error("bootstrap_ci: need 0 < level < 1", 2) end
+  local samples = opts.samples or 10000
+  if math.type(samples) ~= "integer" or samples < 1 then
+    error("bootstrap_ci: samples must be a positive integer", 2)
+  end
+  local state = math.tointeger(opts.seed or 1)
+  if not state then error("bootstrap_ci: seed must be an integer", 2) end
+  local function index(n) -- uniform in 1..n
+    local z
+    state, z = splitmix(state)
+    return (z >> 11) % n + 1
+  end
+  local stat = {}
+  local est
+  if opts.paired then
+    local n = #a
+    if n ~= #b then error("bootstrap_ci: the lists differ in length", 2) end
+    if n < 2 then return nil end
+    local d = {}
+    for i = 1, n do d[i] = a[i] - b[i] end
+    est = mean(d)
+    for r = 1, samples do
+      local s = 0
+      for _ = 1, n do s = s + d[index(n)] end
+      stat[r] = s / n
+    end
+  else
+    local na, nb = #a, #b
+    if na < 2 or nb < 2 then return nil end
+    est = mean(a) - mean(b)
+    for r = 1, samples do
+      local sa, sb = 0, 0
+      for _ = 1, na do sa = sa + a[index(na)] end
+      for _ = 1, nb do sb = sb + b[index(nb)] end
+      stat[r] = sa / na - sb / nb
+    end
+  end
+  table.sort(stat)
+  return quantile7(stat, (1 - level) / 2), quantile7(stat, (1 + level) / 2), est
+end
+
+-- effect_size(a, b[, paired]) -> value
+-- paired: Cohen's d_z = mean(d) / sd(d) of the differences d_i = a[i] - b[i] (pairs by
+-- position, sd with n - 1); nil with fewer than 2 pairs or when every d_i is equal (sd = 0).
+-- Otherwise Hedges' g = J (mean(a) - mean(b)) / s_pooled, with
+-- s_pooled = sqrt(((na - 1) var(a) + (nb - 1) var(b)) / (na + nb - 2)) and the small-sample
+-- correction J = 1 - 3 / (4 (na + nb) - 9); nil when a group has fewer than 2 values or both
+-- groups are constant (s_pooled = 0). Values are finite numbers (leave diverged runs out).
+function stats.effect_size(a, b, paired)
+  if paired then
+    local n = #a
+    if n ~= #b then error("effect_size: the lists differ in length", 2) end
+    if n < 2 then return nil end
+    local d, constant = {}, true
+    for i = 1, n do
+      d[i] = a[i] - b[i]
+      if d[i] ~= d[1] then constant = false end
+    end
+    -- tested on the values, not on sd: rounding can leave a tiny sd for equal differences
+    if constant then return nil end
+    local m, ss = mean(d), 0
+    for i = 1, n do ss = ss + (d[i] - m) ^ 2 end
+    return m / math.sqrt(ss / (n - 1))
+  end
+  local na, nb = #a, #b
+  if na < 2 or nb < 2 then return nil end
+  local constant = true
+  for i = 2, na do if a[i] ~= a[1] then constant = false end end
+  for i = 2, nb do if b[i] ~= b[1] then constant = false end end
+  if constant then return nil end
+  local ma, mb, ss = mean(a), mean(b), 0
+  for i = 1, na do ss = ss + (a[i] - ma) ^ 2 end
+  for i = 1, nb do ss = ss + (b[i] - mb) ^ 2 end
+  local s_pooled = math.sqrt(ss / (na + nb - 2))
+  return (1 - 3 / (4 * (na + nb) - 9)) * (ma - mb) / s_pooled
+end
+
+-- sign_flip_floor(n) -> the smallest two-sided p the exact sign-flip test of stats.paired can
+-- give with n pairs: 2 / 2^n (only the all-plus and all-minus patterns reach the observed |sum|
+-- when every difference has one sign); 1 for n <= 1.
+function stats.sign_flip_floor(n)
+  if math.tointeger(n) == nil then error("sign_flip_floor: n must be an integer", 2) end
+  if n <= 1 then return 1 end
+  return 2 / 2 ^ n
+end
+
+-- can_reach(n, alpha) -> boolean: whether n pairs can give a sign-flip p <= alpha at all
+-- (stats.sign_flip_floor(n) <= alpha); 5 pairs cannot reach 0.05 (floor 0.0625), 6 can.
+function stats.can_reach(n, alpha)
+  return stats.sign_flip_floor(n) <= alpha
+end
+
+local function lchoose(n, k)
+  return lgamma(n + 1) - lgamma(k + 1) - lgamma(n - k + 1)
+end
+
+-- fisher_exact(x1, n1, x2, n2) -> p: the two-sided Fisher exact test of the 2x2 table with x1
+-- successes of n1 against x2 of n2 (integers, 0 <= x <= n). With the margins fixed, the
+-- successes of the first row are hypergeometric; p is the sum of the probabilities of the
+-- tables no more probable than the observed one, within a relative 1e-7 (R's fisher.test rule,
+-- so that ties computed with rounding count). Probabilities from log-factorials (lgamma).
+function stats.fisher_exact(x1, n1, x2, n2)
+  for _, v in ipairs { x1, n1, x2, n2 } do
+    if math.tointeger(v) == nil or v < 0 then
+      error("fisher_exact: counts must be non-negative integers", 2)
+    end
+  end
+  if x1 > n1 or x2 > n2 then error("fisher_exact: more successes than trials", 2) end
+  local m = x1 + x2
+  local lo, hi = math.max(0, m - n2), math.min(n1, m)
+  local logp, top = {}, -math.huge
+  for k = lo, hi do
+    local l = lchoose(n1, k) + lchoose(n2, m - k)
+    logp[k - lo + 1] = l
+    if l > top then top = l end
+  end
+  local total, prob = 0, {}
+  for i = 1, hi - lo + 1 do
+    prob[i] = math.exp(logp[i] - top)
+    total = total + prob[i]
+  end
+  local cut = prob[x1 - lo + 1] * (1 + 1e-7)
+  local p = 0
+  for i = 1, hi - lo + 1 do
+    if prob[i] <= cut then p = p + prob[i] end
+  end
+  return math.min(1, p / total)
+end
+
+-- kaplan_meier(times, events) -> {{time =, at_risk =, events =, surv =}, ...}
+-- The Kaplan-Meier estimate of the survival function: one entry per distinct time at which an
+-- event happened, in increasing time: the number at risk just before it (those whose time is
+-- >= it), the events at it and S(t) = product over event times u <= t of (1 - d_u / n_u).
+-- events[i] is true when the event happened at times[i], false when censored there; at a tie
+-- the events come first (a run censored at t was still at risk at t). {} when nothing happened.
+function stats.kaplan_meier(times, events)
+  local n = #times
+  if n ~= #events then error("kaplan_meier: times and events differ in length", 2) end
+  local idx = {}
+  for i = 1, n do
+    if type(times[i]) ~= "number" or times[i] ~= times[i] then
+      error("kaplan_meier: times must be numbers", 2)
+    end
+    if type(events[i]) ~= "boolean" then error("kaplan_meier: events must be booleans", 2) end
+    idx[i] = i
+  end
+  table.sort(idx, function(x, y) return times[x] < times[y] end)
+  local out, at_risk, surv, i = {}, n, 1, 1
+  while i <= n do
+    local t, d, c = times[idx[i]], 0, 0
+    while i <= n and times[idx[i]] == t do
+      if events[idx[i]] then d = d + 1 else c = c + 1 end
+      i = i + 1
+    end
+    if d > 0 then
+      surv = surv * (1 - d / at_risk)
+      out[#out + 1] = { time = t, at_risk = at_risk, events = d, surv = surv }
+    end
+    -- the censored at t leave after the events at t
+    at_risk = at_risk - d - c
+  end
+  return out
+end
+
+-- Q(a, x), the regularised upper incomplete gamma function, a > 0, x >= 0: the series of
+-- P(a, x) when x < a + 1, else the continued fraction of Q (modified Lentz).
+local function gamma_q(a, x)
+  if x <= 0 then return 1 end
+  if x == math.huge then return 0 end
+  local lpre = a * math.log(x) - x - lgamma(a)
+  if x < a + 1 then
+    local ap, del = a, 1 / a
+    local sum = del
+    for _ = 1, 100000 do
+      ap = ap + 1
+      del = del * x / ap
+      sum = sum + del
+      if del < sum * 1e-17 then break end
+    end
+    return 1 - sum * math.exp(lpre)
+  end
+  local tiny = 1e-300
+  local b = x + 1 - a
+  local c, d = 1 / tiny, 1 / b
+  local h = d
+  for i = 1, 100000 do
+    local an = -i * (i - a)
+    b = b + 2
+    d = an * d + b
+    if math.abs(d) < tiny then d = tiny end
+    c = b + an / c
+    if math.abs(c) < tiny then c = tiny end
+    d = 1 / d
+    local del = d * c
+    h = h * del
+    if math.abs(del - 1) < 1e-15 then break end
+  end
+  return math.exp(lpre) * h
+end
+
+-- chi2_sf(x, df) -> P(X >= x) for X chi-square with df > 0 degrees of freedom, Q(df/2, x/2);
+-- for df = 1 it is erfc(sqrt(x / 2)). 1 for x <= 0, nil for a NaN x.
+function stats.chi2_sf(x, df)
+  if not (df > 0) then error("chi2_sf: need df > 0", 2) end
+  if x ~= x then return nil end
+  return gamma_q(df / 2, x / 2)
+end
+
+-- logrank(t1, e1, t2, e2) -> chi2, p: the two-group log-rank (Mantel-Cox) test of survival
+-- times t1 (events e1: true for an event, false for a censoring, as in stats.kaplan_meier)
+-- against t2 (e2). At each distinct event time, with n at risk (n1 in group 1), d events:
+-- E1 += d n1 / n and V += n1 n2 d (n - d) / (n^2 (n - 1)); the censored at a time are still
+-- at risk at it. chi2 = (O1 - E1)^2 / V on 1 degree of freedom, p = P(chi2_1 >= chi2).
+-- nil, nil when V = 0 (no event, or no time with both groups at risk and a variance).
+function stats.logrank(t1, e1, t2, e2)
+  if #t1 ~= #e1 or #t2 ~= #e2 then error("logrank: times and events differ in length", 2) end
+  local all = {}
+  for g, tt in ipairs { { t1, e1 }, { t2, e2 } } do
+    local times, events = tt[1], tt[2]
+    for i = 1, #times do
+      if type(times[i]) ~= "number" or times[i] ~= times[i] then
+        error("logrank: times must be numbers", 2)
+      end
+      if type(events[i]) ~= "boolean" then error("logrank: events must be booleans", 2) end
+      all[#all + 1] = { t = times[i], event = events[i], g = g }
+    end
+  end
+  table.sort(all, function(x, y) return x.t < y.t end)
+  local n1, n2 = #t1, #t2
+  local o1, e1sum, v = 0, 0, 0
+  local i = 1
+  while i <= #all do
+    local t = all[i].t
+    local d1, d2, c1, c2 = 0, 0, 0, 0
+    while i <= #all and all[i].t == t do
+      local r = all[i]
+      if r.g == 1 then
+        if r.event then d1 = d1 + 1 else c1 = c1 + 1 end
+      else
+        if r.event then d2 = d2 + 1 else c2 = c2 + 1 end
+      end
+      i = i + 1
+    end
+    local d, n = d1 + d2, n1 + n2
+    if d > 0 then
+      o1 = o1 + d1
+      e1sum = e1sum + d * n1 / n
+      if n > 1 then v = v + n1 * n2 * d * (n - d) / (n * n * (n - 1)) end
+    end
+    n1, n2 = n1 - d1 - c1, n2 - d2 - c2
+  end
+  if not (v > 0) then return nil, nil end
+  local chi2 = (o1 - e1sum) ^ 2 / v
+  return chi2, stats.chi2_sf(chi2, 1)
 end
 
 return stats
