@@ -26,6 +26,7 @@ local plot = require "lib.plot"
 local provenance = require "lib.provenance"
 local slurmrun = require "lib.slurm"
 local lengths = require "lib.lengths"
+local report = require "lib.report"
 
 util.main("compare.lua", function()
   local parser = util.parser("roper scripts/compare.lua",
@@ -44,6 +45,10 @@ util.main("compare.lua", function()
   parser:option("--jobs", "Runs at once, each its own process (default: the number of cores).")
     :convert(math.tointeger):argname("<n>")
   parser:option("--x", "The plots' x axis.", "tokens"):choices({ "tokens", "step" })
+  parser:option("--jump-loss", "A task learned in a jump: a run jumps at the first curve point "
+    .. "with training loss below this; adds jump rates (Fisher), jump steps (log-rank) and a "
+    .. "Kaplan-Meier plot.")
+    :argname("<loss>"):convert(tonumber)
   parser:flag("--force", "Rerun runs whose result file holds another config.")
   parser:flag("--keep-models", "Save each run's trained model beside its result "
     .. "(<out>/runs/<run>.ckpt).")
@@ -305,6 +310,23 @@ util.main("compare.lua", function()
       .. "sign-flip test.\n")
     md[#md + 1] = util.markdown(util.test_headers, test_rows)
   end
+  -- every pair of methods: intervals, effect sizes, Holm
+  local diffs = report.differences(groups, metric)
+  summary_json.differences = diffs
+  if #diffs.rows > 0 then md[#md + 1] = report.differences_markdown(diffs, metric) end
+  -- the jump endpoint (--jump-loss): rates, steps, Kaplan-Meier
+  local jumps = report.jumps(groups, args.jump_loss)
+  local kfiles, kerr
+  if jumps then
+    summary_json.jumps = jumps
+    md[#md + 1] = report.jumps_markdown(jumps, metric)
+    kfiles, kerr = plot.km(report.km_series(jumps, c1.steps), util.join(out, "jumps"), {
+      title = ("%s: runs that have not jumped yet (training loss above %s)"):format(task,
+        util.num(args.jump_loss)) })
+    if kfiles then
+      md[#md + 1] = "Kaplan-Meier plot: `" .. kfiles[1] .. "`, `" .. kfiles[2] .. "`.\n"
+    end
+  end
   -- length generalisation (eval_lengths): per method x scaling x length, tests, plot
   local ls = lengths.summarise(groups, metric)
   local lfiles, lerr
@@ -368,9 +390,11 @@ util.main("compare.lua", function()
   io.write(text)
   if not files then io.stderr:write("compare.lua: no plot: ", tostring(perr), "\n") end
   if ls and not lfiles then io.stderr:write("compare.lua: no lengths plot: ", tostring(lerr), "\n") end
-  io.stderr:write(("compare: wrote %s/summary.md, summary.csv, summary.json%s%s\n"):format(out,
+  if jumps and not kfiles then io.stderr:write("compare.lua: no jumps plot: ", tostring(kerr), "\n") end
+  io.stderr:write(("compare: wrote %s/summary.md, summary.csv, summary.json%s%s%s\n"):format(out,
     files and ", loss.png, loss.svg" or "", ls and (", summary_lengths.csv"
-    .. (lfiles and ", lengths.png, lengths.svg" or "")) or ""))
+    .. (lfiles and ", lengths.png, lengths.svg" or "")) or "",
+    kfiles and ", jumps.png, jumps.svg" or ""))
   if #failures > 0 then error(("%d of %d runs failed (their logs are in %s/runs)"):format(
     #failures, #runs, out), 0) end
 end)

@@ -10,6 +10,9 @@
 --     series: { {label = "rope pi", points = { {x, mean, min, max}, ... }}, ... } (x ascending)
 --     writes prefix.dat, .gp, .png, .svg: one line per series through the means, with error
 --     bars from min to max; opts: title, xlabel ("length"), ylabel
+--   plot.km(series, prefix[, opts]) -> files | nil, message
+--     series: { {label = "rope", points = { {step, surv}, ... }}, ... }: Kaplan-Meier curves
+--     drawn as steps (the share of runs that have not jumped yet); opts: title, xlabel
 local util = require "lib.util"
 
 local plot = {}
@@ -154,6 +157,38 @@ function plot.lengths(series, prefix, opts)
     ("set ylabel %s"):format(gp_string(opts.ylabel or "")),
     opts.title and ("set title %s noenhanced"):format(gp_string(opts.title)) or "",
     "set key noenhanced",
+    "plot " .. table.concat(plots, ", \\\n     "),
+  }
+  return render(prefix, datfile, body)
+end
+
+function plot.km(series, prefix, opts)
+  opts = opts or {}
+  local dat, nonempty = {}, 0
+  for _, sr in ipairs(series) do
+    dat[#dat + 1] = ("# %s: step  share not jumped"):format(sr.label)
+    for _, p in ipairs(sr.points) do
+      dat[#dat + 1] = ("%.10g %.6g"):format(p[1], p[2])
+      nonempty = nonempty + 1
+    end
+    dat[#dat + 1] = "\n"
+  end
+  if nonempty == 0 then return nil, "no Kaplan-Meier curves to plot" end
+  local datfile = prefix .. ".dat"
+  local ok, err = util.write(datfile, table.concat(dat, "\n") .. "\n")
+  if not ok then return nil, err end
+  local plots = {}
+  for i, sr in ipairs(series) do
+    plots[#plots + 1] = ("%s index %d using 1:2 with steps lw 2 lc rgb %s title %s"):format(
+      gp_string(datfile), i - 1, gp_string(colours[(i - 1) % #colours + 1]), gp_string(sr.label))
+  end
+  local body = {
+    "set grid",
+    "set key top right noenhanced",
+    "set yrange [0:1.05]",
+    ("set xlabel %s"):format(gp_string(opts.xlabel or "training step")),
+    "set ylabel 'share of runs not yet jumped (Kaplan-Meier)'",
+    opts.title and ("set title %s noenhanced"):format(gp_string(opts.title)) or "",
     "plot " .. table.concat(plots, ", \\\n     "),
   }
   return render(prefix, datfile, body)

@@ -1,0 +1,220 @@
+-- The statistics tables of a comparison beyond the first-method tests (issue 16):
+--
+--   report.differences(groups, metric[, opts]) -> {rows = {...}, family = n, floor_pairs = {...}}
+--     every pair of methods (b - a for a listed before b), the runs paired by seed: mean
+--     difference, its 95% paired t interval and percentile bootstrap interval, Cohen's d_z, the
+--     paired t p and the exact sign-flip p, each with its Holm-adjusted p over the family of rows
+--     (the t and sign-flip families adjusted apart), and whether the sign-flip test can reach
+--     0.05 at all with that many pairs (stats.sign_flip_floor)
+--   report.differences_markdown(d, metric) -> text
+--   report.jumps(groups, threshold[, opts]) -> table | nil: the "jump" endpoint of a task that is
+--     learned suddenly: a run jumps at the first curve point whose training loss is below
+--     threshold, and is censored at its last curve point when it never does. Per method: runs,
+--     jumps, rate, the Kaplan-Meier curve and median jump step, the metric's mean over the runs
+--     that jumped; per pair: Fisher's exact test of the jump rates and the log-rank test of the
+--     jump steps, with Holm over the pairs (each test its own family)
+--   report.jumps_markdown(j, metric) -> text
+--
+-- groups: compare.lua's groups: { {label =, runs = { {seed =, res = result}, ... }}, ... }.
+-- Pure Lua (lib.stats); nothing here runs a model.
+local stats = require "lib.stats"
+local util = require "lib.util"
+
+local report = {}
+
+-- {seed = value} of a group's runs with a finite metric value
+local function by_seed(g)
+  local t = {}
+  for _, r in ipairs(g.runs) do
+    if r.res.value ~= nil then t[r.seed] = r.res.value end
+  end
+  return t
+end
+
+-- the values of b and a at the seeds both have, seeds ascending
+local function pairs_of(a, b)
+  local seeds = {}
+  for s in pairs(b) do if a[s] ~= nil then seeds[#seeds + 1] = s end end
+  table.sort(seeds)
+  local va, vb = {}, {}
+  for i, s in ipairs(seeds) do va[i], vb[i] = a[s], b[s] end
+  return va, vb
+end
+
+function report.differences(groups, metric, opts)
+  opts = opts or {}
+  local alpha = opts.alpha or 0.05
+  local rows = {}
+  for i = 1, #groups do
+    for j = i + 1, #groups do
+      local a, b = by_seed(groups[i]), by_seed(groups[j])
+      local va, vb = pairs_of(a, b)
+      local row = { a = groups[i].label, b = groups[j].label, pairs = #va }
+      if #va >= 2 then
+        local p = stats.paired(vb, va)
+        row.mean_diff = p.mean_diff
+        row.p_t, row.p_sign, row.sign_exact = p.p_t, p.p_perm, p.exact
+        row.t_lo, row.t_hi = stats.paired_ci(vb, va)
+        row.boot_lo, row.boot_hi = stats.bootstrap_ci(vb, va, { paired = true,
+          samples = opts.samples or 10000, seed = opts.seed or 1 })
+        row.d_z = stats.effect_size(vb, va, true)
+        row.sign_floor = stats.sign_flip_floor(#va)
+        row.sign_can_reach = stats.can_reach(#va, alpha)
+      end
+      rows[#rows + 1] = row
+    end
+  end
+  local pt, ps = { n = #rows }, { n = #rows }
+  for k, r in ipairs(rows) do pt[k], ps[k] = r.p_t, r.p_sign end
+  local ht, hs = stats.holm(pt), stats.holm(ps)
+  local floor_pairs = {}
+  for k, r in ipairs(rows) do
+    r.p_t_holm, r.p_sign_holm = ht[k], hs[k]
+    if r.sign_can_reach == false then floor_pairs[r.pairs] = r.sign_floor end
+  end
+  return { rows = rows, family = #rows, alpha = alpha, floor_pairs = floor_pairs,
+    samples = opts.samples or 10000 }
+end
+
+local function p_fmt(p) return p and util.num(p, "%.3g") or "-" end
+
+function report.differences_markdown(d, metric)
+  if #d.rows == 0 then return "" end
+  local f = metric == "correct" and "%+.2f" or "%+.4f"
+  local function ci(lo, hi)
+    if not lo then return "-" end
+    return "[" .. util.num(lo, f) .. ", " .. util.num(hi, f) .. "]"
+  end
+  local body = {}
+  for _, r in ipairs(d.rows) do
+    body[#body + 1] = { r.b .. " - " .. r.a, tostring(r.pairs), r.mean_diff and util.num(
+      r.mean_diff, f) or "-", ci(r.t_lo, r.t_hi), ci(r.boot_lo, r.boot_hi),
+      r.d_z and util.num(r.d_z, "%.2f") or "-", p_fmt(r.p_t), p_fmt(r.p_t_holm),
+      r.p_sign and (p_fmt(r.p_sign) .. (r.sign_can_reach == false and " (floor)" or "")) or "-",
+      p_fmt(r.p_sign_holm) }
+  end
+  local out = {
+    ("Every pair of methods, the runs paired by seed (b - a over the seeds both have): the "
+      .. "mean difference with its 95%% paired t interval and percentile bootstrap interval "
+      .. "(%d resamples of the pairs), the effect size d_z = mean / sd of the differences, "
+      .. "and the paired t and exact sign-flip p-values, raw and Holm-adjusted over the %d "
+      .. "comparison%s of this table (each test its own family). An interval that holds 0 is "
+      .. "no evidence of a difference at this scale, not evidence that there is none.\n")
+      :format(d.samples, d.family, d.family == 1 and "" or "s"),
+    util.markdown({ "difference", "pairs", "mean diff", "95% t CI", "95% bootstrap CI", "d_z",
+      "paired t p", "Holm", "sign-flip p", "Holm" }, body),
+  }
+  local ns = {}
+  for n in pairs(d.floor_pairs) do ns[#ns + 1] = n end
+  table.sort(ns)
+  for _, n in ipairs(ns) do
+    out[#out + 1] = ("Warning: with %d pairs the exact sign-flip test cannot give p below "
+      .. "2 / 2^%d = %s, so it cannot reach %s whatever the data (rows marked \"floor\"); "
+      .. "%d pairs are the fewest that can.\n"):format(n, n, util.num(d.floor_pairs[n], "%.4g"),
+      util.num(d.alpha), math.ceil(1 - math.log(d.alpha, 2)))
+  end
+  return table.concat(out, "\n")
+end
+
+-- The first curve step with loss < threshold, or nil (then censored at the last step).
+local function jump_step(res, threshold)
+  local last
+  for _, p in ipairs(res.curve or {}) do
+    if p.loss and p.loss < threshold then return p.step, true end
+    last = p.step
+  end
+  return last, false
+end
+
+function report.jumps(groups, threshold, opts)
+  if threshold == nil then return nil end
+  opts = opts or {}
+  local methods = {}
+  for gi, g in ipairs(groups) do
+    local times, events, after, runs = {}, {}, {}, {}
+    for _, r in ipairs(g.runs) do
+      local t, ev = jump_step(r.res, threshold)
+      if t then
+        times[#times + 1], events[#events + 1] = t, ev
+        runs[#runs + 1] = { seed = r.seed, step = t, jumped = ev, value = r.res.value }
+        if ev and r.res.value ~= nil then after[#after + 1] = r.res.value end
+      end
+    end
+    local km = #times > 0 and stats.kaplan_meier(times, events) or {}
+    -- the KM median: the first event time where the survival falls to 0.5 or below
+    local median
+    for _, k in ipairs(km) do
+      if k.surv <= 0.5 then median = k.time; break end
+    end
+    local jumped = 0
+    for _, e in ipairs(events) do if e then jumped = jumped + 1 end end
+    methods[gi] = { label = g.label, runs = #times, jumped = jumped,
+      rate = #times > 0 and jumped / #times or nil, km = km, median_step = median,
+      mean_after = #after > 0 and stats.summary(after).mean or nil, by_run = runs,
+      times = times, events = events }
+  end
+  local tests = {}
+  for i = 1, #methods do
+    for j = i + 1, #methods do
+      local a, b = methods[i], methods[j]
+      local t = { a = a.label, b = b.label }
+      if a.runs > 0 and b.runs > 0 then
+        t.fisher_p = stats.fisher_exact(b.jumped, b.runs, a.jumped, a.runs)
+        t.logrank_chi2, t.logrank_p = stats.logrank(b.times, b.events, a.times, a.events)
+      end
+      tests[#tests + 1] = t
+    end
+  end
+  local pf, pl = { n = #tests }, { n = #tests }
+  for k, t in ipairs(tests) do pf[k], pl[k] = t.fisher_p, t.logrank_p end
+  local hf, hl = stats.holm(pf), stats.holm(pl)
+  for k, t in ipairs(tests) do t.fisher_p_holm, t.logrank_p_holm = hf[k], hl[k] end
+  -- the JSON keeps no internal lists
+  for _, m in ipairs(methods) do m.times, m.events = nil, nil end
+  return { threshold = threshold, methods = methods, tests = tests }
+end
+
+function report.jumps_markdown(j, metric)
+  local rows = {}
+  for _, m in ipairs(j.methods) do
+    rows[#rows + 1] = { m.label, tostring(m.runs), tostring(m.jumped),
+      m.rate and ("%.0f%%"):format(100 * m.rate) or "-",
+      m.median_step and tostring(m.median_step) or "not reached",
+      m.mean_after and util.num(m.mean_after, metric == "correct" and "%.2f" or "%.4f") or "-" }
+  end
+  local trows = {}
+  for _, t in ipairs(j.tests) do
+    trows[#trows + 1] = { t.b .. " vs " .. t.a, p_fmt(t.fisher_p), p_fmt(t.fisher_p_holm),
+      t.logrank_chi2 and util.num(t.logrank_chi2, "%.3g") or "-", p_fmt(t.logrank_p),
+      p_fmt(t.logrank_p_holm) }
+  end
+  local out = {
+    ("Jumps (training loss below %s): a run jumps at the first curve point below the threshold "
+      .. "and is censored at its last point when it never gets there. Jump step: the "
+      .. "Kaplan-Meier median. The metric after the jump: the mean over the runs that jumped.\n")
+      :format(util.num(j.threshold)),
+    util.markdown({ "method", "runs", "jumped", "rate", "median jump step", "metric when jumped" },
+      rows),
+  }
+  if #trows > 0 then
+    out[#out + 1] = "Jump rate: Fisher's exact test; jump step: the log-rank test (censored "
+      .. "runs included); Holm over the pairs, each test its own family.\n"
+    out[#out + 1] = util.markdown({ "pair", "Fisher p", "Holm", "log-rank chi2", "log-rank p",
+      "Holm" }, trows)
+  end
+  return table.concat(out, "\n")
+end
+
+-- report.km_series(j) -> plot.km's series: each method's Kaplan-Meier steps of "not yet jumped".
+function report.km_series(j, last_step)
+  local series = {}
+  for _, m in ipairs(j.methods) do
+    local pts = { { 0, 1 } }
+    for _, k in ipairs(m.km) do pts[#pts + 1] = { k.time, k.surv } end
+    pts[#pts + 1] = { last_step, pts[#pts][2] }
+    series[#series + 1] = { label = m.label, points = pts }
+  end
+  return series
+end
+
+return report

@@ -1,0 +1,163 @@
+-- scripts/lib/report.lua (issue 16): the table of every pair of methods (paired intervals, effect
+-- sizes, Holm) and the jump endpoint (Fisher, log-rank, Kaplan-Meier), on made-up runs whose
+-- answers are worked out by hand here, and compare.lua writing both.
+
+local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+package.path = dir .. "?.lua;" .. dir .. "../../scripts/?.lua;" .. package.path
+local h = require "helpers"
+local report = require "lib.report"
+
+local BIN = os.getenv("ROPER_BIN") or "build/roper"
+
+-- a group of runs: values by seed (nil: diverged), curves optional
+local function group(label, values, curves)
+  local g = { label = label, runs = {} }
+  for seed, v in pairs(values) do
+    g.runs[#g.runs + 1] = { seed = seed, res = { value = v ~= false and v or nil,
+      curve = curves and curves[seed] } }
+  end
+  table.sort(g.runs, function(x, y) return x.seed < y.seed end)
+  return g
+end
+
+local function close(want, got, tol, what)
+  assert.is_true(math.abs(want - got) <= tol, ("%s: want %.10g, got %.10g"):format(what, want, got))
+end
+
+describe("report.differences", function()
+  -- b - a at seeds 1..5: 1, 2, 3, 4, 5 (mean 3, sd sqrt(2.5)); c lacks seed 5 and diverged at 4
+  local a = group("a", { 10, 10, 10, 10, 10 })
+  local b = group("b", { 11, 12, 13, 14, 15 })
+  local c = group("c", { 9, 10, 12, false, 20, [6] = 7 })
+  local d = report.differences({ a, b, c }, "correct")
+
+  it("has every pair, later minus earlier, paired over the seeds both have", function()
+    assert.are.equal(3, #d.rows)
+    assert.are.same({ "a", "b" }, { d.rows[1].a, d.rows[1].b })
+    assert.are.same({ "a", "c" }, { d.rows[2].a, d.rows[2].b })
+    assert.are.same({ "b", "c" }, { d.rows[3].a, d.rows[3].b })
+    assert.are.equal(5, d.rows[1].pairs)
+    -- c: seeds 1, 2, 3, 5 (4 diverged, 6 not in a)
+    assert.are.equal(4, d.rows[2].pairs)
+    close(3, d.rows[1].mean_diff, 1e-12, "b - a")
+    close(((9 + 10 + 12 + 20) - 40) / 4, d.rows[2].mean_diff, 1e-12, "c - a")
+  end)
+
+  it("gives the paired t interval, d_z and p by the closed forms", function()
+    local r = d.rows[1]
+    -- mean 3, sd sqrt(2.5), n 5: half width t_{0.975,4} sqrt(2.5 / 5), t_{0.975,4} = 2.776445105
+    local half = 2.776445105 * math.sqrt(0.5)
+    close(3 - half, r.t_lo, 1e-8, "t lo")
+    close(3 + half, r.t_hi, 1e-8, "t hi")
+    close(3 / math.sqrt(2.5), r.d_z, 1e-12, "d_z")
+    -- t = 3 / sqrt(0.5) on 4 df: two-sided p = 1 - x (3 - x^2) / 2 with x = t / sqrt(4 + t^2)
+    -- (the closed form of Student's t at 4 degrees of freedom)
+    local t = 3 / math.sqrt(0.5)
+    local x = t / math.sqrt(4 + t * t)
+    close(1 - x * (3 - x * x) / 2, r.p_t, 1e-9, "p_t")
+    -- every difference positive: the sign-flip p is its floor 2 / 32, which cannot reach 0.05
+    close(0.0625, r.p_sign, 1e-15, "p_sign")
+    assert.is_false(r.sign_can_reach)
+    -- the bootstrap interval of the mean of 1..5 lies inside [1, 5] and around 3
+    assert.is_true(r.boot_lo >= 1 and r.boot_lo < 3 and r.boot_hi > 3 and r.boot_hi <= 5)
+  end)
+
+  it("adjusts each family by Holm over the rows", function()
+    local ps = {}
+    for i, r in ipairs(d.rows) do ps[i] = r.p_t end
+    -- Holm by hand: sort ascending, multiply by 3, 2, 1, running maximum
+    local order = { 1, 2, 3 }
+    table.sort(order, function(x, y) return ps[x] < ps[y] end)
+    local run = 0
+    for k, i in ipairs(order) do
+      run = math.max(run, math.min(1, (4 - k) * ps[i]))
+      close(run, d.rows[i].p_t_holm, 1e-15, "holm " .. i)
+    end
+  end)
+
+  it("warns about the sign-flip floor with the pair counts that cannot reach 0.05", function()
+    local text = report.differences_markdown(d, "correct")
+    assert.truthy(text:find("| b - a | 5 | +3.00 | [+1.04, +4.96] |", 1, true), text)
+    assert.truthy(text:find("0.0625 (floor)", 1, true), text)
+    assert.truthy(text:find("Warning: with 4 pairs the exact sign-flip test cannot give p below "
+      .. "2 / 2^4 = 0.125, so it cannot reach 0.05 whatever the data", 1, true), text)
+    assert.truthy(text:find("with 5 pairs", 1, true), text)
+    assert.truthy(text:find("6 pairs are the fewest that can", 1, true), text)
+    -- six pairs: no warning
+    local six = report.differences({ group("a", { 1, 2, 3, 4, 5, 6 }),
+      group("b", { 2, 4, 4, 6, 7, 9 }) }, "loss")
+    assert.is_true(six.rows[1].sign_can_reach)
+    assert.is_nil(report.differences_markdown(six, "loss"):find("Warning", 1, true))
+  end)
+end)
+
+describe("report.jumps", function()
+  -- curves logged every 10 steps to step 100; a run jumps where its loss first falls below 1
+  local function curve(jump_at)
+    local c = {}
+    for s = 10, 100, 10 do c[#c + 1] = { step = s, loss = (jump_at and s >= jump_at) and 0.5 or 2 } end
+    return c
+  end
+  local late = group("late", { 1, 2, 3, 4 }, { curve(nil), curve(nil), curve(nil), curve(nil) })
+  local early = group("early", { 90, 80, 70, 60 }, { curve(10), curve(10), curve(10), curve(10) })
+  local mixed = group("mixed", { 5, 6, 7, 8 }, { curve(30), curve(nil), curve(50), curve(nil) })
+  local j = report.jumps({ late, early, mixed }, 1.0)
+
+  it("finds each run's jump step, censoring the runs that never jump", function()
+    assert.are.equal(0, j.methods[1].jumped)
+    assert.are.equal(4, j.methods[2].jumped)
+    assert.are.equal(2, j.methods[3].jumped)
+    assert.are.same({ 30, 100, 50, 100 }, { j.methods[3].by_run[1].step, j.methods[3].by_run[2].step,
+      j.methods[3].by_run[3].step, j.methods[3].by_run[4].step })
+    assert.is_false(j.methods[3].by_run[2].jumped)
+    assert.are.equal(10, j.methods[2].median_step)
+    -- mixed: KM 3/4 after step 30, 3/4 * 2/3 = 1/2 after step 50: the median is 50
+    assert.are.equal(50, j.methods[3].median_step)
+    assert.is_nil(j.methods[1].median_step)
+    close(75, j.methods[2].mean_after, 1e-12, "early after")
+    close(6, j.methods[3].mean_after, 1e-12, "mixed after") -- seeds 1 and 3: 5 and 7
+  end)
+
+  it("tests the jump rates by Fisher and the jump steps by log-rank", function()
+    local t = j.tests[1] -- early vs late
+    assert.are.same({ "late", "early" }, { t.a, t.b })
+    -- 4 of 4 against 0 of 4: two tables as extreme, each 1 / C(8, 4): p = 2 / 70
+    close(2 / 70, t.fisher_p, 1e-12, "fisher")
+    -- at step 10: n = 8 at risk, d = 4 events, all in early: E = 2, V = 4*4*4*4 / (64 * 7)
+    local v = 256 / 448
+    close((4 - 2) ^ 2 / v, t.logrank_chi2, 1e-12, "chi2")
+    close(0.0081509, t.logrank_p, 1e-6, "log-rank p") -- P(chi2_1 >= 7)
+    -- Holm over the three pairs of each family
+    assert.is_true(t.fisher_p_holm >= t.fisher_p and t.logrank_p_holm >= t.logrank_p)
+  end)
+
+  it("draws the Kaplan-Meier steps and writes the tables", function()
+    local km = report.km_series(j, 100)
+    assert.are.same({ { 0, 1 }, { 30, 0.75 }, { 50, 0.5 }, { 100, 0.5 } }, km[3].points)
+    assert.are.same({ { 0, 1 }, { 100, 1 } }, km[1].points)
+    local text = report.jumps_markdown(j, "correct")
+    assert.truthy(text:find("| early | 4 | 4 | 100% | 10 | 75.00 |", 1, true), text)
+    assert.truthy(text:find("| late | 4 | 0 | 0% | not reached | - |", 1, true), text)
+    assert.truthy(text:find("| early vs late | 0.0286 |", 1, true), text)
+    assert.is_nil(report.jumps({ late }, nil))
+  end)
+end)
+
+describe("compare.lua with the new tables", function()
+  it("writes every pair's row, the jump tables and the Kaplan-Meier plot", function()
+    local out = h.tmpdir()
+    local _, err, code = h.run(("%s scripts/compare.lua --methods rope roper --seeds 2 --steps 20 "
+      .. "--d-model 16 --heads 2 --layers 1 --seq-len 32 --batch 4 --problems 4 --valid-batches 1 "
+      .. "--log-every 5 --jobs 2 --quiet --jump-loss 3.4 --out %s"):format(h.sh_quote(BIN),
+      h.sh_quote(out)))
+    assert.are.equal(0, code, err)
+    local md = h.read(out .. "/summary.md")
+    assert.truthy(md:find("| roper - rope | 2 |", 1, true), md)
+    assert.truthy(md:find("Jumps (training loss below 3.4)", 1, true), md)
+    local s = h.read_json(out .. "/summary.json")
+    assert.are.equal(1, #s.differences.rows)
+    assert.are.equal(3.4, s.jumps.threshold)
+    assert.truthy(h.read(out .. "/jumps.png"))
+    h.remove_tree(out)
+  end)
+end)
