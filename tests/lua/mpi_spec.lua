@@ -317,14 +317,15 @@ comm:finalize()
       local s = h.read(out .. ".progress")
       return s and (tonumber(s:match("^(%d+)")) or 0) >= 12
     end, 60), "training did not start")
-    local ranks = {}
-    local q = assert(io.popen("pgrep -f " .. h.sh_quote(out .. ".progress")))
-    for l in q:lines() do ranks[#ranks + 1] = tonumber(l) end
-    q:close()
+    -- the rank processes: roper binaries whose command line names this run's progress file
     local victim
-    for _, r in ipairs(ranks) do
-      local comm = h.read("/proc/" .. r .. "/comm") or ""
-      if r ~= pid and comm:find("roper") then victim = r end
+    for name in require("lfs").dir("/proc") do
+      local r = tonumber(name)
+      local cmdline = r and h.read("/proc/" .. name .. "/cmdline") or ""
+      local comm = r and h.read("/proc/" .. name .. "/comm") or ""
+      if r ~= pid and comm:find("roper") and cmdline:find(out .. ".progress", 1, true) then
+        victim = r
+      end
     end
     assert.truthy(victim, "no rank process found")
     os.execute("kill -9 " .. victim)
