@@ -13,11 +13,16 @@ for step in "${steps[@]}"; do
   case "$step" in
     # substring by index at the CPU scale, 6,000 steps (3x the v1 runs: most seeds jump; the
     # pilot, results/v2-index-pilot, chose it), jumps at training loss 1.6
-    index) $R --methods rope roper 'roper_legacy@10' --seeds 20 --steps 6000 --log-every 50 \
-             --jump-loss 1.6 --out results/v2-index ;;
+    # (seeds added four at a time, so an interrupted step still leaves a balanced summary)
+    index) for n in 4 8 12 16 20; do
+             $R --methods rope roper 'roper_legacy@10' --seeds $n --steps 6000 --log-every 50 \
+               --jump-loss 1.6 --out results/v2-index
+           done ;;
     # addition with 3-digit operands, 30 seeds (80% power for +15.5 correct at sd 21.5)
-    addition) $R --task addition --max-digits 3 --methods rope roper --seeds 30 \
-             --out results/v2-addition ;;
+    addition) for n in 10 20 30; do
+                $R --task addition --max-digits 3 --methods rope roper --seeds $n \
+                  --out results/v2-addition
+              done ;;
     # the learning-rate check: 3 rates x 3 methods x 5 seeds on each task at the CPU scale
     # (lr 1e-3 is the rate of the index and addition steps: their seeds 1..5 are copied, and
     # compare.lua takes them as done, since their configs are the same)
