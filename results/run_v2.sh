@@ -12,11 +12,11 @@ steps=("$@")
 for step in "${steps[@]}"; do
   case "$step" in
     # substring by index at the CPU scale, 6,000 steps (3x the v1 runs: most seeds jump; the
-    # pilot, results/v2-index-pilot, chose it), jumps at training loss 1.6
+    # pilot, results/v2-index-pilot, chose it), jumps at training loss 1.5 (after a jump the loss settles at 1.33-1.47; before it, 1.84-1.87; a slow drift to 1.58 without correct answers is no jump)
     # (seeds added four at a time, so an interrupted step still leaves a balanced summary)
     index) for n in 4 8 12 16 20; do
              $R --methods rope roper 'roper_legacy@10' --seeds $n --steps 6000 --log-every 50 \
-               --jump-loss 1.6 --out results/v2-index
+               --jump-loss 1.5 --out results/v2-index
            done ;;
     # addition with 3-digit operands, 30 seeds (80% power for +15.5 correct at sd 21.5)
     addition) for n in 10 20 30; do
@@ -37,7 +37,7 @@ for step in "${steps[@]}"; do
             done
           fi
           $R --methods rope roper roper_legacy --seeds 5 --lr $lr --steps 6000 --log-every 50 \
-             --jump-loss 1.6 --out results/v2-lr-index-$lr
+             --jump-loss 1.5 --out results/v2-lr-index-$lr
           $R --task addition --max-digits 3 --methods rope roper roper_legacy --seeds 5 --lr $lr \
              --out results/v2-lr-addition-$lr
           $R --task substring_prefix --methods rope roper roper_legacy --seeds 5 --lr $lr \
