@@ -12,7 +12,9 @@ steps=("$@")
 for step in "${steps[@]}"; do
   case "$step" in
     # substring by index at the CPU scale, 6,000 steps (3x the v1 runs: most seeds jump; the
-    # pilot, results/v2-index-pilot, chose it), jumps at training loss 1.5 (after a jump the loss settles at 1.33-1.47; before it, 1.84-1.87; a slow drift to 1.58 without correct answers is no jump)
+    # pilot, results/v2-index-pilot, chose it), a jump at training loss 1.5 (after a jump the
+    # loss settles at 1.33-1.47, before it at 1.84-1.87; a slow drift to 1.58 with 1 correct
+    # answer is no jump)
     # (seeds added four at a time, so an interrupted step still leaves a balanced summary)
     index) for n in 4 8 12 16 20; do
              $R --methods rope roper 'roper_legacy@10' --seeds $n --steps 6000 --log-every 50 \
