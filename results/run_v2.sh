@@ -17,7 +17,8 @@ for step in "${steps[@]}"; do
     # answer is no jump)
     # (seeds added four at a time, so an interrupted step still leaves a balanced summary)
     index) for n in 4 8 12 16 20; do
-             $R --methods rope roper 'roper_legacy@10' --seeds $n --steps 6000 --log-every 50 \
+             $R --methods rope roper "roper_legacy@$(( n < 10 ? n : 10 ))" --seeds $n --steps 6000 \
+               --log-every 50 \
                --jump-loss 1.5 --out results/v2-index
            done ;;
     # addition with 3-digit operands, 30 seeds (80% power for +15.5 correct at sd 21.5)

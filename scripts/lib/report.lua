@@ -90,7 +90,7 @@ function report.differences_markdown(d, metric)
     body[#body + 1] = { r.b .. " - " .. r.a, tostring(r.pairs), r.mean_diff and util.num(
       r.mean_diff, f) or "-", ci(r.t_lo, r.t_hi), ci(r.boot_lo, r.boot_hi),
       r.d_z and util.num(r.d_z, "%.2f") or "-", p_fmt(r.p_t), p_fmt(r.p_t_holm),
-      r.p_sign and (p_fmt(r.p_sign) .. (r.sign_can_reach == false and " (floor)" or "")) or "-",
+      r.p_sign and (p_fmt(r.p_sign) .. (r.sign_can_reach == false and " †" or "")) or "-",
       p_fmt(r.p_sign_holm) }
   end
   local out = {
@@ -109,7 +109,7 @@ function report.differences_markdown(d, metric)
   table.sort(ns)
   for _, n in ipairs(ns) do
     out[#out + 1] = ("Warning: with %d pairs the exact sign-flip test cannot give p below "
-      .. "2 / 2^%d = %s, so it cannot reach %s whatever the data (rows marked \"floor\"); "
+      .. "2 / 2^%d = %s, so it cannot reach %s whatever the data (rows marked †); "
       .. "%d pairs are the fewest that can.\n"):format(n, n, util.num(d.floor_pairs[n], "%.4g"),
       util.num(d.alpha), math.ceil(1 - math.log(d.alpha, 2)))
   end
@@ -179,7 +179,7 @@ function report.jumps_markdown(j, metric)
   for _, m in ipairs(j.methods) do
     rows[#rows + 1] = { m.label, tostring(m.runs), tostring(m.jumped),
       m.rate and ("%.0f%%"):format(100 * m.rate) or "-",
-      m.median_step and tostring(m.median_step) or "not reached",
+      m.median_step and util.num(m.median_step) or "not reached",
       m.mean_after and util.num(m.mean_after, metric == "correct" and "%.2f" or "%.4f") or "-" }
   end
   local trows = {}

@@ -78,7 +78,7 @@ describe("report.differences", function()
   it("warns about the sign-flip floor with the pair counts that cannot reach 0.05", function()
     local text = report.differences_markdown(d, "correct")
     assert.truthy(text:find("| b - a | 5 | +3.00 | [+1.04, +4.96] |", 1, true), text)
-    assert.truthy(text:find("0.0625 (floor)", 1, true), text)
+    assert.truthy(text:find("0.0625 †", 1, true), text)
     assert.truthy(text:find("Warning: with 4 pairs the exact sign-flip test cannot give p below "
       .. "2 / 2^4 = 0.125, so it cannot reach 0.05 whatever the data", 1, true), text)
     assert.truthy(text:find("with 5 pairs", 1, true), text)
