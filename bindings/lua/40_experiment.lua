@@ -578,21 +578,25 @@ local function load_resume(fname, path, mc, oc, kind, steps)
     argerror(fname, 3, ("option 'resume': %s %s"):format(path, what))
   end
   if type(opt) ~= "userdata" then bad("holds no optimiser (it was not saved by a run)") end
-  local got = m:config()
-  for k, v in pairs(mc) do
-    if k ~= "max_batch" and got[k] ~= nil and got[k] ~= v then -- (keys a pe ignores: absent)
-      bad(("was trained with %s = %s, the config asks for %s"):format(k, tostring(got[k]),
-        tostring(v)))
+  -- the keys in order, so the first difference named is always the same
+  local function differs(want, have, skip)
+    local keys = {}
+    for k in pairs(want) do keys[#keys + 1] = k end
+    table.sort(keys)
+    for _, k in ipairs(keys) do
+      -- (keys a pe ignores are absent from m:config())
+      if not skip[k] and have[k] ~= nil and have[k] ~= want[k] then
+        bad(("was trained with %s = %s, the config asks for %s"):format(k, tostring(have[k]),
+          tostring(want[k])))
+      end
     end
   end
+  differs(mc, m:config(), { max_batch = true })
   local ogot = opt:config()
-  if ogot.kind ~= kind then bad(("was trained with %s, the config asks for %s"):format(ogot.kind, kind)) end
-  for k, v in pairs(oc) do
-    if ogot[k] ~= v then
-      bad(("was trained with %s = %s, the config asks for %s"):format(k, tostring(ogot[k]),
-        tostring(v)))
-    end
+  if ogot.kind ~= kind then
+    bad(("was trained with %s, the config asks for %s"):format(ogot.kind, kind))
   end
+  differs(oc, ogot, {})
   if opt:steps() > steps then
     bad(("is at step %d, beyond the config's steps = %d"):format(opt:steps(), steps))
   end

@@ -121,6 +121,44 @@ describe("rp.experiment.run with opts", function()
     for _, n in ipairs(ls(dir)) do assert.is_nil(n:find("%.tmp%.") or n:find("%.probe$"), n) end
   end)
 
+  it("resume goes on from an interrupted run and ends as the uninterrupted run, bit for bit",
+    function()
+      local cfg = tiny { steps = 9, log_every = 2, dropout = 0.1 }
+      local straight = rp.experiment.run(cfg)
+      local path = dir .. "/resume.ckpt"
+      local ok = pcall(rp.experiment.run, cfg, function(step)
+        if step == 7 then error("stopped at step 7") end
+      end, { save = path, save_every = 3 })
+      assert.is_false(ok)
+      -- the checkpoint of step 6 and its training state (the curve, the open log window)
+      local state = assert(io.open(path .. ".state")):read("a")
+      assert.truthy(state:find("^roper%-run%-state 1\n6 "), state)
+      -- a checkpoint of another model is refused, naming the key
+      local bad_ok, bad_err = pcall(rp.experiment.run, tiny { steps = 9, log_every = 2,
+        dropout = 0.1, d_model = 32 }, nil, { save = path, resume = true })
+      assert.is_false(bad_ok)
+      assert.truthy(tostring(bad_err):find("option 'resume': " .. path .. " was trained with "
+        .. "d_ff = 64, the config asks for 128", 1, true), bad_err)
+      bad_ok, bad_err = pcall(rp.experiment.run, tiny { steps = 9, log_every = 2,
+        dropout = 0.1, lr = 2e-3 }, nil, { save = path, resume = true })
+      assert.is_false(bad_ok)
+      assert.truthy(tostring(bad_err):find("was trained with lr = 0.001, the config asks for "
+        .. "0.002", 1, true), bad_err)
+      local resumed = rp.experiment.run(cfg, nil, { save = path, resume = true })
+      assert.are.equal(6, resumed.resumed_at)
+      assert.are.same(straight.curve, resumed.curve)
+      assert.are.equal(straight.eval_loss, resumed.eval_loss)
+      assert.are.equal(straight.final_train_loss, resumed.final_train_loss)
+      -- the state serves an unfinished run only
+      assert.is_nil(io.open(path .. ".state"))
+      -- without the checkpoint, resume starts afresh
+      os.remove(path)
+      local fresh = rp.experiment.run(cfg, nil, { save = path, resume = true })
+      assert.are.equal(0, fresh.resumed_at)
+      assert.are.same(straight.curve, fresh.curve)
+      os.remove(path)
+    end)
+
   it("checks its options before training", function()
     local calls = 0
     local function progress() calls = calls + 1 end
