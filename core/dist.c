@@ -158,16 +158,21 @@ static rp_status plugin_fail(const char *what, const char *msg)
     return rp_error(RP_ERR_IO, "%s failed: %s", what, msg);
 }
 
+/* The status of an allreduce that started at t0 and returned rc, counted in the statistics. */
+static rp_status allreduce_done(int rc, double t0, const char *msg)
+{
+    g.comm_s += now_s() - t0;
+    g.comm_calls++;
+    return rc == 0 ? RP_OK : plugin_fail("MPI_Allreduce", msg);
+}
+
 rp_status rp_dist_allreduce_f32(float *buf, int64_t n)
 {
     RP_TRY(usable("allreduce"));
     if (g.ops == NULL || n <= 0) return RP_OK;
     char msg[256] = "";
     double t0 = now_s();
-    int rc = g.ops->allreduce_f32(buf, n, msg, sizeof msg);
-    g.comm_s += now_s() - t0;
-    g.comm_calls++;
-    return rc == 0 ? RP_OK : plugin_fail("MPI_Allreduce", msg);
+    return allreduce_done(g.ops->allreduce_f32(buf, n, msg, sizeof msg), t0, msg);
 }
 
 rp_status rp_dist_allreduce_f64(double *buf, int64_t n)
@@ -176,10 +181,7 @@ rp_status rp_dist_allreduce_f64(double *buf, int64_t n)
     if (g.ops == NULL || n <= 0) return RP_OK;
     char msg[256] = "";
     double t0 = now_s();
-    int rc = g.ops->allreduce_f64(buf, n, msg, sizeof msg);
-    g.comm_s += now_s() - t0;
-    g.comm_calls++;
-    return rc == 0 ? RP_OK : plugin_fail("MPI_Allreduce", msg);
+    return allreduce_done(g.ops->allreduce_f64(buf, n, msg, sizeof msg), t0, msg);
 }
 
 rp_status rp_dist_agree(uint64_t h, int *same)

@@ -237,14 +237,7 @@ util.main("compare.lua", function()
   -- significance: the first method against each other one
   local test_rows = {}
   summary_json.tests = {}
-  -- the value of each seed of group g (finite values only)
-  local function by_seed(g)
-    local t = {}
-    for _, r in ipairs(g.runs) do
-      if r.res.value ~= nil then t[r.seed] = r.res.value end
-    end
-    return t
-  end
+  local by_seed = report.by_seed
 
   local a = finite(groups[1].values)
   local a_seed = by_seed(groups[1])

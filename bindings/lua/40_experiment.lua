@@ -717,12 +717,14 @@ function experiment.run(cfg, progress, opts)
     m = keep(build(rp.model, mc))
     opt = keep(build(rp.optim[cfg.optimiser], m, oc))
   end
-  if ranks > 1 then
+  -- every rank holds the same weights (a hash of each parameter compared over the ranks)
+  local function weights_agree()
     local same = true
     for _, p in ipairs(m:params()) do same = comm:agree(p.tensor) and same end
-    if not same then
-      argerror(fname, 1, ("the %d ranks built different initial models"):format(ranks))
-    end
+    return same
+  end
+  if ranks > 1 and not weights_agree() then
+    argerror(fname, 1, ("the %d ranks built different initial models"):format(ranks))
   end
   local state_path = opts.save and (opts.save .. ".state")
   local res = { config = cfg, params = m:num_params(), curve = {}, diverged = false,
@@ -784,9 +786,7 @@ function experiment.run(cfg, progress, opts)
   res.seconds_train = before + (t1 - t0)
   res.tokens_per_s = tokens / math.max(res.seconds_train, 1e-9)
   if ranks > 1 then
-    local same = true
-    for _, p in ipairs(m:params()) do same = comm:agree(p.tensor) and same end
-    if not same then
+    if not weights_agree() then
       error(("rp.experiment.run: the weights of the %d ranks differ after training"):format(ranks),
         internals.user_level())
     end

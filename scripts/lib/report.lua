@@ -22,8 +22,8 @@ local util = require "lib.util"
 
 local report = {}
 
--- {seed = value} of a group's runs with a finite metric value
-local function by_seed(g)
+-- report.by_seed(g) -> {seed = value} of a group's runs with a finite metric value
+function report.by_seed(g)
   local t = {}
   for _, r in ipairs(g.runs) do
     if r.res.value ~= nil then t[r.seed] = r.res.value end
@@ -47,7 +47,7 @@ function report.differences(groups, metric, opts)
   local rows = {}
   for i = 1, #groups do
     for j = i + 1, #groups do
-      local a, b = by_seed(groups[i]), by_seed(groups[j])
+      local a, b = report.by_seed(groups[i]), report.by_seed(groups[j])
       local va, vb = pairs_of(a, b)
       local row = { a = groups[i].label, b = groups[j].label, pairs = #va }
       if #va >= 2 then
