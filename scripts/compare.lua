@@ -55,12 +55,19 @@ util.main("compare.lua", function()
   parser:flag("--print-commands", "Print one train.lua command per run not yet done (each runs "
     .. "from any folder, with its thread count: for GNU parallel or a cluster) and write their "
     .. "config files, then stop; the same command without this flag collects the results.")
+  parser:option("--checkpoint-every", "Each run saves a checkpoint every n steps "
+    .. "(<out>/runs/<run>.part.ckpt, removed when it finishes); a run stopped before it finished "
+    .. "goes on from there when the command is run again.")
+    :convert(math.tointeger):argname("<n>")
   util.add_slurm_options(parser)
   parser:flag("--quiet", "No progress bar.")
   util.add_config_options(parser, rp, { seed = true })
   local args = parser:parse()
 
   local die = util.usage
+  if args.checkpoint_every ~= nil and args.checkpoint_every < 1 then
+    die("--checkpoint-every must be an integer >= 1")
+  end
   local slurm = util.slurm_options(args)
 
   if not args.seeds or args.seeds < 1 then die("--seeds must be an integer >= 1") end
@@ -130,6 +137,7 @@ util.main("compare.lua", function()
 
   local train = util.join(util.dirname(arg[0]), "train.lua")
   slurm.out, slurm.train, slurm.force, slurm.name = out, train, args.force, "roper-compare"
+  slurm.checkpoint_every = args.checkpoint_every
   slurm.who = "compare"
   slurm.collect = function(flag) return "the same command without " .. flag end
   if slurmrun.dispatch(args, runs, slurm) == "stop" then return end
@@ -158,6 +166,7 @@ util.main("compare.lua", function()
 
   local ok_run, results, failures = pcall(runner.run, runs, {
     jobs = jobs, train = train, force = args.force,
+    checkpoint_every = args.checkpoint_every,
     quiet = args.quiet,
     on_done = function(run, res, old)
       if not args.quiet then

@@ -56,12 +56,19 @@ util.main("sweep.lua", function()
   parser:flag("--force", "Rerun runs whose result file holds another config.")
   parser:flag("--keep-models", "Save each run's trained model beside its result "
     .. "(<out>/runs/<point>.ckpt).")
+  parser:option("--checkpoint-every", "Each run saves a checkpoint every n steps "
+    .. "(<out>/runs/<point>.part.ckpt, removed when it finishes); a run stopped before it "
+    .. "finished goes on from there when the command is run again.")
+    :convert(math.tointeger):argname("<n>")
   util.add_slurm_options(parser)
   parser:flag("--quiet", "No progress bar.")
   util.add_config_options(parser, rp)
   local args = parser:parse()
 
   local die = util.usage
+  if args.checkpoint_every ~= nil and args.checkpoint_every < 1 then
+    die("--checkpoint-every must be an integer >= 1")
+  end
   if not args.jobs or args.jobs < 1 then die("--jobs must be an integer >= 1") end
 
   local known = {}
@@ -128,6 +135,7 @@ util.main("sweep.lua", function()
 
   local slurm = util.slurm_options(args)
   slurm.out, slurm.train, slurm.force, slurm.name = args.out, train, args.force, "roper-sweep"
+  slurm.checkpoint_every = args.checkpoint_every
   slurm.who = "sweep"
   slurm.collect = function() return "the same command and --summary" end
   local how = slurmrun.dispatch(args, runs, slurm)
@@ -153,7 +161,7 @@ util.main("sweep.lua", function()
     end
     local ok_run
     ok_run, results, failures = pcall(runner.run, runs, { jobs = args.jobs, train = train,
-      force = args.force,
+      force = args.force, checkpoint_every = args.checkpoint_every,
       quiet = args.quiet,
       on_done = function(run, res, old)
         if not args.quiet then

@@ -17,6 +17,13 @@
 -- --save-every N also saves every N steps, over the same file (each save is atomic: an
 -- interrupted run leaves the model of its last multiple of N).
 --
+-- --checkpoint F --checkpoint-every N makes a run that can be stopped at any time: every N steps
+-- it saves the model, the optimiser and the training state (F, F.state) with the run's config
+-- (F.run.json); started again with the same options it goes on from there and ends as the
+-- uninterrupted run would, bit for bit. F is removed when the run finishes (or becomes the
+-- --save file). A checkpoint of another run (another seed, say) is refused, not overwritten
+-- (scripts/lib/resume.lua). compare.lua and sweep.lua --checkpoint-every use it.
+--
 -- Everything that can be known before training is checked before training (rp.experiment.check:
 -- the config, the model and its memory, the task and its corpus; the --out and --progress files
 -- writable). Errors are one line: exit 2 for a bad option or config, 1 for a failure during the
@@ -27,6 +34,7 @@ local rp = require "roper"
 local util = require "lib.util"
 local provenance = require "lib.provenance"
 local saved = require "lib.saved"
+local resume = require "lib.resume"
 
 util.main("train.lua", function()
   local parser = util.parser("roper scripts/train.lua",
@@ -44,6 +52,12 @@ util.main("train.lua", function()
     :convert(math.tointeger):argname("<n>")
   parser:flag("--resume", "Go on from the --save checkpoint when it exists (the run then "
     .. "ends as the uninterrupted one would).")
+  parser:option("--checkpoint", "Save the model, its optimiser and the training state here every "
+    .. "--checkpoint-every steps, and go on from there when started again with the same options; "
+    .. "removed when the run finishes (moved to --save when given).")
+    :argname("<file.ckpt>")
+  parser:option("--checkpoint-every", "The steps between --checkpoint saves.")
+    :convert(math.tointeger):argname("<n>")
   parser:flag("--quiet", "No progress bar.")
   util.add_config_options(parser, rp)
   -- under mpirun (or srun): data-parallel training, rank 0 writes everything
@@ -78,6 +92,25 @@ util.main("train.lua", function()
     args.out = args.out or saved.beside(args.save)
     if args.out == args.save then util.usage("--save and --out name the same file") end
   end
+  if args.checkpoint_every ~= nil then
+    if args.checkpoint_every < 1 then util.usage("--checkpoint-every must be an integer >= 1") end
+    if not args.checkpoint then util.usage("--checkpoint-every needs --checkpoint") end
+  end
+  if args.checkpoint then
+    if not args.checkpoint_every then util.usage("--checkpoint needs --checkpoint-every") end
+    if args.save_every or args.resume then
+      util.usage("--checkpoint goes without --save-every and --resume (it saves and resumes itself)")
+    end
+    if args.checkpoint:match("%.json$") or args.checkpoint:match("%.csv$") then
+      util.usage("--checkpoint " .. args.checkpoint
+        .. ": a checkpoint is not a .json or .csv file (use .ckpt)")
+    end
+    if args.checkpoint == args.save or args.checkpoint == args.out then
+      util.usage("--checkpoint names the file of --" .. (args.checkpoint == args.save and "save"
+        or "out"))
+    end
+    util.check_output(args.checkpoint, "--checkpoint")
+  end
   local csv = args.out and (args.out:gsub("%.json$", "") .. ".csv")
   -- with eval_lengths, the metric at each length (result.by_length) as CSV too
   local lengths_csv = args.out and cfg.eval_lengths ~= ""
@@ -109,10 +142,35 @@ util.main("train.lua", function()
     end
   end
 
+  local run_opts = { save = args.save, save_every = args.save_every, resume = args.resume or nil,
+    comm = comm }
+  if args.checkpoint then
+    local state, why = resume.check(rp, args.checkpoint, cfg)
+    if not state then
+      util.usage(("--checkpoint %s %s; remove it or choose another file"):format(args.checkpoint,
+        why))
+    end
+    if state == "fresh" and root then
+      local ok, err = resume.start(args.checkpoint, cfg)
+      if not ok then util.usage("--checkpoint " .. tostring(err)) end
+    end
+    run_opts.save, run_opts.save_every, run_opts.resume = args.checkpoint, args.checkpoint_every,
+      true
+  end
+
   local started = os.time()
-  local res = rp.experiment.run(cfg, progress, { save = args.save, save_every = args.save_every,
-    resume = args.resume or nil, comm = comm })
+  local res = rp.experiment.run(cfg, progress, run_opts)
   if not root then return end -- rank 0 reports and writes
+  if args.checkpoint then
+    -- the run is over: its checkpoint becomes the --save file, or goes
+    res.checkpoint = nil
+    if args.save then
+      local ok, err = os.rename(args.checkpoint, args.save)
+      if not ok then error(("cannot move %s to --save: %s"):format(args.checkpoint, err), 0) end
+      res.checkpoint = args.save
+    end
+    resume.discard(args.checkpoint)
+  end
   res.provenance = provenance.collect(rp, started)
 
   local function summary()

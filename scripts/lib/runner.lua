@@ -16,6 +16,9 @@
 --           as done only when its model is there too
 --     opts: jobs (1), roper (the interpreter, arg[-1]), train (scripts/train.lua), quiet,
 --           force (rerun runs whose file holds another config instead of stopping),
+--           checkpoint_every (n: each run saves a checkpoint every n steps, name.part.ckpt
+--           with its state and run file, lib/resume.lua, and a run stopped before it finished
+--           goes on from there the next time; a run finished or found done has none),
 --           on_done(run, result) (called as each run finishes or is found done)
 --     results[i] is run i's decoded result (nil when it failed); failures lists
 --     {run =, message =}.
@@ -23,11 +26,13 @@
 --     with model whose model file is gone is "missing"
 --   runner.tidy(run): removes the run's bookkeeping files
 --   runner.model_path(run) -> the path of the run's model (name.ckpt)
+--   runner.part_path(run) -> the path of the run's checkpoint while it trains (name.part.ckpt)
 --   runner.print_commands(runs, opts) -> n, or nil, message: for every run not done, writes its
 --     config file (name.cfg.json) and prints one self-contained train.lua command that runs it
 --     from any folder (cd to the absolute output folder, the interpreter and train.lua as
 --     absolute paths, config and result relative to the folder, an explicit --threads, --save
---     for a run with model). opts: out (the output folder), train (scripts/train.lua), roper
+--     for a run with model, --checkpoint runs/name.part.ckpt with opts.checkpoint_every).
+--     opts: out (the output folder), train (scripts/train.lua), roper
 --     (the interpreter, arg[-1]: printed as given when it has no folder, as `roper` on PATH),
 --     force (a run whose file holds another config is printed again instead of refused),
 --     threads (the --threads of every line instead of each run's own), emit(line, run)
@@ -44,47 +49,18 @@
 -- while it runs, name.progress ("step steps loss", rewritten about twice a second) and
 -- name.cfg.json (its config, read by train.lua). A name.ckpt beside them is always the model of
 -- the run in name.json: it is removed when the run starts again, and when an interrupted run
--- had saved its model before its result (its evaluation was cut short).
+-- had saved its model before its result (its evaluation was cut short). With checkpoint_every,
+-- name.part.ckpt (with .part.ckpt.state and .part.ckpt.run.json) is the checkpoint of a run
+-- that trains or was stopped: it stays when the run is stopped, and goes when it finishes.
 local uv = require "luv"
 local util = require "lib.util"
+local resume = require "lib.resume"
 
 local runner = {}
 
 local function now() return uv.hrtime() / 1e9 end
 
--- Keys that do not change a run's result beyond the last bits (threads) are left out when a
--- finished file is compared with the wanted config, and so are the keys of other tasks.
-local IGNORED = { threads = true }
-
--- Both sides are resolved by rp.experiment.config first: a key missing from the stored config
--- (written before the key existed) takes its default, and resolved values compare equal to the
--- "0 / auto" they came from.
-local function same_config(stored, wanted)
-  local rp = require "roper"
-  local known = {}
-  for _, k in ipairs(rp.experiment.keys()) do known[k.name] = true end
-  local a0 = {}
-  for k, v in pairs(stored) do
-    if not known[k] then return false, k end
-    a0[k] = v
-  end
-  local ok, a = pcall(rp.experiment.config, a0)
-  if not ok then return false, "config" end
-  local b = rp.experiment.config(wanted)
-  local function matters(k) return not IGNORED[k] and rp.experiment.applies(k, b.task) end
-  for k, v in pairs(b) do
-    if matters(k) and a[k] ~= v then return false, k, a[k], v end
-  end
-  return true
-end
-
--- A value for messages: integral floats (JSON numbers come back as floats) without ".0".
-local function show(v)
-  if math.type(v) == "float" and v == math.floor(v) and math.abs(v) < 2^53 then
-    return tostring(math.tointeger(v))
-  end
-  return tostring(v)
-end
+local same_config, show = resume.same_config, resume.show
 
 -- The bookkeeping files of a run: progress, config, and the exit-status file of older versions.
 local function bookkeeping(run)
@@ -98,6 +74,10 @@ end
 
 function runner.model_path(run)
   return (run.path:gsub("%.json$", "")) .. ".ckpt"
+end
+
+function runner.part_path(run)
+  return (run.path:gsub("%.json$", "")) .. ".part.ckpt"
 end
 
 -- kept_models(runs, results): the model files of the finished runs that have one, in run order.
@@ -175,6 +155,7 @@ function runner.run(runs, opts)
     if state == "done" then
       results[i] = res
       runner.tidy(run)
+      resume.discard(runner.part_path(run)) -- a leftover of an interrupted earlier run
       if opts.on_done then opts.on_done(run, res, true) end
     elseif state == "missing" or opts.force then
       pending[#pending + 1] = i
@@ -211,6 +192,15 @@ function runner.run(runs, opts)
     if run.model then
       args[#args + 1] = "--save"
       args[#args + 1] = run.model
+    end
+    if opts.checkpoint_every then
+      -- the checkpoint of an interrupted run of this config is gone on from; any other goes
+      local part = runner.part_path(run)
+      if resume.check(require "roper", part, run.cfg) ~= "resume" then resume.discard(part) end
+      for _, a in ipairs { "--checkpoint", part, "--checkpoint-every",
+        tostring(opts.checkpoint_every) } do
+        args[#args + 1] = a
+      end
     end
     local handle, pid = uv.spawn(roper, {
       args = args,
@@ -362,6 +352,10 @@ function runner.print_commands(runs, opts)
       if not ok then return nil, werr end
       local name = run.path:match("([^/]+)%.json$")
       local save = run.model and (" --save " .. util.quote("runs/" .. name .. ".ckpt")) or ""
+      if opts.checkpoint_every then
+        save = save .. (" --checkpoint %s --checkpoint-every %d"):format(
+          util.quote("runs/" .. name .. ".part.ckpt"), opts.checkpoint_every)
+      end
       local line = ("cd %s && %s %s --config %s --out %s --threads %d%s --quiet"):format(
         util.quote(out_abs), util.quote(roper), util.quote(train_abs),
         util.quote("runs/" .. name .. ".cfg.json"), util.quote("runs/" .. name .. ".json"),

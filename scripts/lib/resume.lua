@@ -1,0 +1,95 @@
+-- A run's resumable checkpoint (train.lua --checkpoint; compare.lua and sweep.lua
+-- --checkpoint-every): rp.experiment.run saves the model with its optimiser to <path> every n
+-- steps and its training state beside it (<path>.state: the curve, tokens and time so far);
+-- <path>.run.json holds the run's config, so that a checkpoint is gone on from only by the run
+-- it belongs to (rp.experiment.run itself checks the model and optimiser, not the seed or the
+-- task's data).
+--
+--   resume.same_config(stored, wanted) -> true | false, key, stored value, wanted value: two
+--     configs give the same result (both resolved by rp.experiment.config; threads and the keys
+--     of other tasks do not count; a key unknown to this version makes them differ)
+--   resume.check(rp, path, cfg) -> "resume": path holds this run's checkpoint with its state;
+--     "fresh": nothing is at path; nil, reason: something else is (another run's checkpoint, one
+--     without its run file or state, one whose state is of another step, or no checkpoint)
+--   resume.start(path, cfg) -> true | nil, message: writes <path>.run.json (atomically)
+--   resume.discard(path): removes path, its state and its run file (those that are there)
+local util = require "lib.util"
+
+local resume = {}
+
+local IGNORED = { threads = true }
+
+function resume.same_config(stored, wanted)
+  local rp = require "roper"
+  local known = {}
+  for _, k in ipairs(rp.experiment.keys()) do known[k.name] = true end
+  local a0 = {}
+  for k, v in pairs(stored) do
+    if not known[k] then return false, k end
+    a0[k] = v
+  end
+  local ok, a = pcall(rp.experiment.config, a0)
+  if not ok then return false, "config" end
+  local b = rp.experiment.config(wanted)
+  local function matters(k) return not IGNORED[k] and rp.experiment.applies(k, b.task) end
+  for k, v in pairs(b) do
+    if matters(k) and a[k] ~= v then return false, k, a[k], v end
+  end
+  return true
+end
+
+-- A value for messages: integral floats (JSON numbers come back as floats) without ".0".
+function resume.show(v)
+  if math.type(v) == "float" and v == math.floor(v) and math.abs(v) < 2^53 then
+    return tostring(math.tointeger(v))
+  end
+  return tostring(v)
+end
+
+local function files(path) return path .. ".state", path .. ".run.json" end
+
+-- The step of the training state at path (its second line starts with it), or nil.
+local function state_step(path)
+  local text = util.read(path)
+  local step = text and text:match("^roper%-run%-state 1\n(%d+) ")
+  return step and math.tointeger(tonumber(step))
+end
+
+function resume.check(rp, path, cfg)
+  if not util.exists(path) then return "fresh" end
+  local statef, runf = files(path)
+  local stored = util.exists(runf) and util.read_json(runf)
+  if type(stored) ~= "table" then
+    return nil, ("has no run file beside it (%s): not a checkpoint of --checkpoint"):format(runf)
+  end
+  local same, key, there, here = resume.same_config(stored, cfg)
+  if not same then
+    return nil, ("is the checkpoint of another run (%s = %s there, %s here)"):format(key,
+      resume.show(there), resume.show(here))
+  end
+  local at = state_step(statef)
+  if not at then
+    return nil, ("has no training state beside it (%s): its run finished training or stopped "
+      .. "while saving"):format(statef)
+  end
+  local m, opt = rp.load(path)
+  if not m then return nil, ("cannot be loaded (%s)"):format(tostring(opt)) end
+  local steps = type(opt) == "userdata" and opt:steps() or nil
+  getmetatable(m).__close(m)
+  if steps ~= at then
+    return nil, ("is at step %s and its training state at step %d"):format(tostring(steps), at)
+  end
+  return "resume"
+end
+
+function resume.start(path, cfg)
+  local _, runf = files(path)
+  return util.write(runf, util.json(cfg))
+end
+
+function resume.discard(path)
+  local statef, runf = files(path)
+  for _, f in ipairs { path, statef, runf } do os.remove(f) end
+end
+
+return resume
