@@ -2,6 +2,7 @@
 -- results document, and for comparisons collected before compare.lua printed them):
 --
 --   roper scripts/pairs_report.lua results/substring_index [--jump-loss 1.5]
+--   roper scripts/pairs_report.lua results/v2-lr-addition-3e-4 results/v2-lr-addition-1e-3 ...
 --
 -- Reads <dir>/summary.json (the metric and the methods, in order) and every
 -- <dir>/runs/<method>-s<seed>.json, and prints what compare.lua's summary now holds
@@ -9,7 +10,9 @@
 -- intervals, d_z, and the paired t and sign-flip p with Holm over the table; with --jump-loss
 -- also the jump rates, Kaplan-Meier medians, Fisher and log-rank tests. --metric
 -- final_train_loss tests the mean of the last 5 curve points instead of the summary's metric
--- (the write-up's statistic on substring by prefix).
+-- (the write-up's statistic on substring by prefix). With several folders (the same task at
+-- several learning rates, say) each gets its tables, and then one table holds every folder's
+-- pairs, labelled by folder, with Holm over all of them.
 package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
 local lfs = require "lfs"
 local util = require "lib.util"
@@ -18,42 +21,69 @@ local report = require "lib.report"
 util.main("pairs_report.lua", function()
   local parser = util.parser("roper scripts/pairs_report.lua",
     "Pair and jump tables of a comparison, recomputed from its run files.")
-  parser:argument("dir", "The comparison's output folder.")
+  parser:argument("dir", "The comparison's output folder (several: also one table of all their "
+    .. "pairs, Holm over all)."):args("+")
   parser:option("--jump-loss", "Also the jump tables: a run jumps at the first curve point with "
     .. "training loss below this."):argname("<loss>"):convert(tonumber)
   parser:option("--metric", "The value tested: the summary's metric or the final training loss.",
     "value"):choices({ "value", "final_train_loss" })
   local args = parser:parse()
 
-  local summary, err = util.read_json(util.join(args.dir, "summary.json"))
-  if not summary then util.usage(tostring(err)) end
-  local metric = args.metric == "value" and summary.metric or "loss"
-  local okd, iter, state = pcall(lfs.dir, util.join(args.dir, "runs"))
-  if not okd then util.usage(args.dir .. ": no runs folder") end
-  local files = {}
-  for name in iter, state do files[#files + 1] = name end
-  local groups = {}
-  for i, m in ipairs(summary.methods) do
-    local g = { label = m.label, runs = {} }
-    local safe = m.label:gsub("[^%w%._=-]", "_")
-    for _, name in ipairs(files) do
-      local s = name:sub(1, #safe + 2) == safe .. "-s" and name:sub(#safe + 3):match("^(%d+)%.json$")
-      if s then
-        local r = assert(util.read_json(util.join(args.dir, "runs", name)))
-        if args.metric == "final_train_loss" then r.value = r.final_train_loss end
-        g.runs[#g.runs + 1] = { seed = math.tointeger(tonumber(s)), res = r }
+  -- one folder: its tables; returns its pair table and metric
+  local function folder(dir)
+    local summary, err = util.read_json(util.join(dir, "summary.json"))
+    if not summary then util.usage(tostring(err)) end
+    local metric = args.metric == "value" and summary.metric or "loss"
+    local okd, iter, state = pcall(lfs.dir, util.join(dir, "runs"))
+    if not okd then util.usage(dir .. ": no runs folder") end
+    local files = {}
+    for name in iter, state do files[#files + 1] = name end
+    local groups = {}
+    for i, m in ipairs(summary.methods) do
+      local g = { label = m.label, runs = {} }
+      local safe = m.label:gsub("[^%w%._=-]", "_")
+      for _, name in ipairs(files) do
+        local s = name:sub(1, #safe + 2) == safe .. "-s" and name:sub(#safe + 3):match("^(%d+)%.json$")
+        if s then
+          local r = assert(util.read_json(util.join(dir, "runs", name)))
+          if args.metric == "final_train_loss" then r.value = r.final_train_loss end
+          g.runs[#g.runs + 1] = { seed = math.tointeger(tonumber(s)), res = r }
+        end
       end
+      table.sort(g.runs, function(a, b) return a.seed < b.seed end)
+      groups[i] = g
     end
-    table.sort(g.runs, function(a, b) return a.seed < b.seed end)
-    groups[i] = g
+    io.write(("%s (%s): %s\n\n"):format(dir, args.metric == "value" and summary.metric_name
+      or "final training loss, the mean of the last 5 curve points", table.concat((function()
+        local l = {}
+        for i, g in ipairs(groups) do l[i] = ("%s %d runs"):format(g.label, #g.runs) end
+        return l
+      end)(), ", ")))
+    local d = report.differences(groups, metric)
+    io.write(report.differences_markdown(d, metric), "\n")
+    local jumps = report.jumps(groups, args.jump_loss)
+    if jumps then io.write(report.jumps_markdown(jumps, metric)) end
+    return d, metric
   end
-  io.write(("%s (%s): %s\n\n"):format(args.dir, args.metric == "value" and summary.metric_name
-    or "final training loss, the mean of the last 5 curve points", table.concat((function()
-      local l = {}
-      for i, g in ipairs(groups) do l[i] = ("%s %d runs"):format(g.label, #g.runs) end
-      return l
-    end)(), ", ")))
-  io.write(report.differences_markdown(report.differences(groups, metric), metric), "\n")
-  local jumps = report.jumps(groups, args.jump_loss)
-  if jumps then io.write(report.jumps_markdown(jumps, metric)) end
+
+  -- the folders' metrics agree before anything is printed
+  for i = 2, #args.dir do
+    local a, b = util.read_json(util.join(args.dir[1], "summary.json")),
+      util.read_json(util.join(args.dir[i], "summary.json"))
+    if a and b and a.metric ~= b.metric then
+      util.usage(("%s measures %s, %s %s: one table cannot hold both"):format(args.dir[i],
+        tostring(b.metric), args.dir[1], tostring(a.metric)))
+    end
+  end
+  local all, metric = {}, nil
+  for i, dir in ipairs(args.dir) do
+    if i > 1 then io.write("\n") end
+    local d
+    d, metric = folder(dir)
+    all[#all + 1] = { name = dir:gsub("/+$", ""):match("[^/]+$") or dir, d = d }
+  end
+  if #all > 1 then
+    io.write(("\nAll %d folders together (Holm over every row):\n\n"):format(#all))
+    io.write(report.differences_markdown(report.combine(all), metric))
+  end
 end)

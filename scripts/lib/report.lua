@@ -6,6 +6,9 @@
 --     paired t p and the exact sign-flip p, each with its Holm-adjusted p over the family of rows
 --     (the t and sign-flip families adjusted apart), and whether the sign-flip test can reach
 --     0.05 at all with that many pairs (stats.sign_flip_floor)
+--   report.combine(list) -> d: several report.differences results as one table, list =
+--     { {name =, d =}, ... }: every row labelled "<name>: b - a", and Holm recomputed over all
+--     the rows (one family per test: the comparisons across folders, say learning rates)
 --   report.differences_markdown(d, metric) -> text
 --   report.jumps(groups, threshold[, opts]) -> table | nil: the "jump" endpoint of a task that is
 --     learned suddenly: a run jumps at the first curve point whose training loss is below
@@ -41,6 +44,20 @@ local function pairs_of(a, b)
   return va, vb
 end
 
+-- The table of rows: Holm over them (the t and sign-flip p apart) and the sign-flip floors.
+local function adjusted(rows, alpha, samples)
+  local pt, ps = { n = #rows }, { n = #rows }
+  for k, r in ipairs(rows) do pt[k], ps[k] = r.p_t, r.p_sign end
+  local ht, hs = stats.holm(pt), stats.holm(ps)
+  local floor_pairs = {}
+  for k, r in ipairs(rows) do
+    r.p_t_holm, r.p_sign_holm = ht[k], hs[k]
+    if r.sign_can_reach == false then floor_pairs[r.pairs] = r.sign_floor end
+  end
+  return { rows = rows, family = #rows, alpha = alpha, floor_pairs = floor_pairs,
+    samples = samples }
+end
+
 function report.differences(groups, metric, opts)
   opts = opts or {}
   local alpha = opts.alpha or 0.05
@@ -64,16 +81,21 @@ function report.differences(groups, metric, opts)
       rows[#rows + 1] = row
     end
   end
-  local pt, ps = { n = #rows }, { n = #rows }
-  for k, r in ipairs(rows) do pt[k], ps[k] = r.p_t, r.p_sign end
-  local ht, hs = stats.holm(pt), stats.holm(ps)
-  local floor_pairs = {}
-  for k, r in ipairs(rows) do
-    r.p_t_holm, r.p_sign_holm = ht[k], hs[k]
-    if r.sign_can_reach == false then floor_pairs[r.pairs] = r.sign_floor end
+  return adjusted(rows, alpha, opts.samples or 10000)
+end
+
+function report.combine(list)
+  local rows, alpha, samples = {}, 0.05, 10000
+  for _, e in ipairs(list) do
+    for _, r in ipairs(e.d.rows) do
+      local c = {}
+      for k, v in pairs(r) do c[k] = v end
+      c.name = e.name
+      rows[#rows + 1] = c
+    end
+    alpha, samples = e.d.alpha, e.d.samples
   end
-  return { rows = rows, family = #rows, alpha = alpha, floor_pairs = floor_pairs,
-    samples = opts.samples or 10000 }
+  return adjusted(rows, alpha, samples)
 end
 
 local function p_fmt(p) return p and util.num(p, "%.3g") or "-" end
@@ -87,7 +109,8 @@ function report.differences_markdown(d, metric)
   end
   local body = {}
   for _, r in ipairs(d.rows) do
-    body[#body + 1] = { r.b .. " - " .. r.a, tostring(r.pairs), r.mean_diff and util.num(
+    body[#body + 1] = { (r.name and (r.name .. ": ") or "") .. r.b .. " - " .. r.a,
+      tostring(r.pairs), r.mean_diff and util.num(
       r.mean_diff, f) or "-", ci(r.t_lo, r.t_hi), ci(r.boot_lo, r.boot_hi),
       r.d_z and util.num(r.d_z, "%.2f") or "-", p_fmt(r.p_t), p_fmt(r.p_t_holm),
       r.p_sign and (p_fmt(r.p_sign) .. (r.sign_can_reach == false and " †" or "")) or "-",

@@ -91,6 +91,32 @@ describe("report.differences", function()
   end)
 end)
 
+describe("report.combine", function()
+  it("labels each folder's rows and adjusts by Holm over all of them", function()
+    local one = report.differences({ group("a", { 10, 10, 10, 10, 10 }),
+      group("b", { 11, 12, 13, 14, 15 }), group("c", { 9, 10, 12, 13, 20 }) }, "correct")
+    local two = report.differences({ group("a", { 1, 2, 3, 4, 5, 6 }),
+      group("b", { 2, 4, 4, 6, 7, 9 }) }, "correct")
+    local all = report.combine({ { name = "lr-1", d = one }, { name = "lr-2", d = two } })
+    assert.are.equal(4, all.family)
+    local ps = { one.rows[1].p_t, one.rows[2].p_t, one.rows[3].p_t, two.rows[1].p_t }
+    local order = { 1, 2, 3, 4 }
+    table.sort(order, function(x, y) return ps[x] < ps[y] end)
+    local run = 0
+    for k, i in ipairs(order) do
+      run = math.max(run, math.min(1, (5 - k) * ps[i]))
+      close(run, all.rows[i].p_t_holm, 1e-15, "holm " .. i)
+      close(ps[i], all.rows[i].p_t, 0, "raw " .. i)
+    end
+    -- the folders' own tables keep their own adjustment
+    close(math.min(1, two.rows[1].p_t), two.rows[1].p_t_holm, 1e-15, "one row")
+    local text = report.differences_markdown(all, "correct")
+    assert.truthy(text:find("| lr-1: b - a | 5 | +3.00 | [+1.04, +4.96] |", 1, true), text)
+    assert.truthy(text:find("| lr-2: b - a | 6 |", 1, true), text)
+    assert.truthy(text:find("Holm-adjusted over the 4 comparisons of this table", 1, true), text)
+  end)
+end)
+
 describe("report.jumps", function()
   -- curves logged every 10 steps to step 100; a run jumps where its loss first falls below 1
   local function curve(jump_at)
@@ -173,6 +199,34 @@ describe("compare.lua with the new tables", function()
       h.sh_quote(BIN), h.sh_quote(out)))
     assert.are.equal(2, ucode)
     assert.truthy(uerr:find("^pairs_report.lua: "), uerr)
+    -- two folders (here the same one twice): each its tables, then both rows in one table,
+    -- Holm over the two (the final training loss: the tiny runs' counts are all 0)
+    local both, berr, bcode = h.run(("%s scripts/pairs_report.lua %s %s/ --metric "
+      .. "final_train_loss"):format(h.sh_quote(BIN), h.sh_quote(out), h.sh_quote(out)))
+    assert.are.equal(0, bcode, berr)
+    local function p_of(text, label)
+      local cells = {}
+      for c in text:match("\n| " .. label:gsub("%p", "%%%0") .. " |([^\n]*)"):gmatch("([^|]+)|") do
+        cells[#cells + 1] = c:match("^%s*(.-)%s*$")
+      end
+      return tonumber(cells[6]), tonumber(cells[7]) -- paired t p and its Holm
+    end
+    local p, own = p_of(ftl, "roper - rope")
+    assert.is_true(p > 0 and p <= 1, ftl)
+    assert.are.equal(p, own) -- one row: Holm changes nothing
+    assert.truthy(both:find("All 2 folders together (Holm over every row):", 1, true), both)
+    local name = out:match("[^/]+$")
+    local _, n = both:gsub(("| %s: roper - rope | 2 |"):format(name):gsub("%p", "%%%0"), "")
+    assert.are.equal(2, n, both)
+    local p2, adj = p_of(both, name .. ": roper - rope")
+    assert.are.equal(p, p2)
+    close(math.min(1, 2 * p), adj, 5e-3 * adj, "Holm over two equal rows")
+    -- folders of different metrics cannot share a table
+    local _, merr, mcode = h.run(("%s scripts/pairs_report.lua %s results/substring_prefix")
+      :format(h.sh_quote(BIN), h.sh_quote(out)))
+    assert.are.equal(2, mcode, merr)
+    assert.are.equal(("pairs_report.lua: results/substring_prefix measures loss, %s correct: one "
+      .. "table cannot hold both\n"):format(out), merr)
     h.remove_tree(out)
   end)
 end)
