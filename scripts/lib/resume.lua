@@ -17,6 +17,10 @@ local util = require "lib.util"
 
 local resume = {}
 
+-- Keys that do not change a run's result beyond the last bits (threads) are left out, and so are
+-- the keys of other tasks. Both sides are resolved by rp.experiment.config first: a key missing
+-- from the stored config (written before the key existed) takes its default, and resolved values
+-- compare equal to the "0 / auto" they came from.
 local IGNORED = { threads = true }
 
 function resume.same_config(stored, wanted)
