@@ -10,9 +10,10 @@
 -- intervals, d_z, and the paired t and sign-flip p with Holm over the table; with --jump-loss
 -- also the jump rates, Kaplan-Meier medians, Fisher and log-rank tests. --metric
 -- final_train_loss tests the mean of the last 5 curve points instead of the summary's metric
--- (the write-up's statistic on substring by prefix). With several folders (the same task at
--- several learning rates, say) each gets its tables, and then one table holds every folder's
--- pairs, labelled by folder, with Holm over all of them.
+-- (the write-up's statistic on substring by prefix). Each folder's tables start with one row
+-- per method: the write-up's "drop worst, mean", the mean, median, min, max and sd. With
+-- several folders (the same task at several learning rates, say) each gets its tables, and
+-- then one table holds every folder's pairs, labelled by folder, with Holm over all of them.
 package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
 local lfs = require "lfs"
 local util = require "lib.util"
@@ -59,6 +60,7 @@ util.main("pairs_report.lua", function()
         for i, g in ipairs(groups) do l[i] = ("%s %d runs"):format(g.label, #g.runs) end
         return l
       end)(), ", ")))
+    io.write(report.methods_markdown(groups, metric), "\n")
     local d = report.differences(groups, metric)
     io.write(report.differences_markdown(d, metric), "\n")
     local jumps = report.jumps(groups, args.jump_loss)

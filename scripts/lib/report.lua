@@ -10,6 +10,9 @@
 --     { {name =, d =}, ... }: every row labelled "<name>: b - a", and Holm recomputed over all
 --     the rows (one family per test: the comparisons across folders, say learning rates)
 --   report.differences_markdown(d, metric) -> text
+--   report.methods_markdown(groups, metric) -> text: one row per method: runs, the write-up's
+--     "drop worst, mean" (stats.summary: the worst run dropped, the rest averaged), mean,
+--     median, min, max and sd of the runs' values (res.value; nil: diverged)
 --   report.jumps(groups, threshold[, opts]) -> table | nil: the "jump" endpoint of a task that is
 --     learned suddenly: a run jumps at the first curve point whose training loss is below
 --     threshold, and is censored at its last curve point when it never does. Per method: runs,
@@ -137,6 +140,22 @@ function report.differences_markdown(d, metric)
       util.num(d.alpha), math.ceil(1 - math.log(d.alpha, 2)))
   end
   return table.concat(out, "\n")
+end
+
+function report.methods_markdown(groups, metric)
+  local f = metric == "correct" and "%.2f" or "%.4f"
+  local function num(v) return v and util.num(v, f) or "-" end
+  local body = {}
+  for _, g in ipairs(groups) do
+    local values = { n = #g.runs }
+    for i, r in ipairs(g.runs) do values[i] = r.res.value end
+    local s = stats.summary(values, metric == "correct")
+    body[#body + 1] = { g.label .. (s.diverged > 0 and (" (%d diverged)"):format(s.diverged) or ""),
+      tostring(s.n), num(s.protocol), num(s.mean), num(s.median), num(s.min), num(s.max),
+      s.std and util.num(s.std, "%.3g") or "-" }
+  end
+  return util.markdown({ "method", "runs", "drop worst, mean", "mean", "median", "min", "max",
+    "std" }, body)
 end
 
 -- The first curve step with loss < threshold, or nil (then censored at the last step).

@@ -117,6 +117,26 @@ describe("report.combine", function()
   end)
 end)
 
+describe("report.methods_markdown", function()
+  it("drops the worst run by the metric's direction and counts the diverged", function()
+    -- counts 10, 12, 14, 20: the worst is 10, (12 + 14 + 20) / 3 = 15.33, sd sqrt(56 / 3) = 4.32
+    -- (whole counts print as integers, as in compare.lua's table)
+    local text = report.methods_markdown({ group("a", { 12, 10, 20, 14 }),
+      group("c", { 1, false, 3 }) }, "correct")
+    assert.truthy(text:find("| method | runs | drop worst, mean | mean | median | min | max | std |",
+      1, true), text)
+    assert.truthy(text:find("\n| a | 4 | 15.33 | 14.00 | 13.00 | 10 | 20 | 4.32 |\n", 1, true),
+      text)
+    -- one diverged run is the one dropped: the rest's mean
+    assert.truthy(text:find("\n| c (1 diverged) | 3 | 2.00 | 2.00 | 2.00 | 1 | 3 | 1.41 |\n",
+      1, true), text)
+    -- a loss: the worst is the largest
+    local loss = report.methods_markdown({ group("b", { 0.3, 0.5, 0.4 }) }, "loss")
+    assert.truthy(loss:find("\n| b | 3 | 0.3500 | 0.4000 | 0.4000 | 0.3000 | 0.5000 | 0.1 |\n",
+      1, true), loss)
+  end)
+end)
+
 describe("report.jumps", function()
   -- curves logged every 10 steps to step 100; a run jumps where its loss first falls below 1
   local function curve(jump_at)
@@ -195,6 +215,11 @@ describe("compare.lua with the new tables", function()
       :format(h.sh_quote(BIN), h.sh_quote(out)))
     assert.are.equal(0, fcode, ferr)
     assert.truthy(ftl:find("final training loss, the mean of the last 5 curve points", 1, true))
+    -- the method rows of the final training loss: of 2 runs, the drop-worst mean is the smaller
+    local l1 = h.read_json(out .. "/runs/roper-s1.json").final_train_loss
+    local l2 = h.read_json(out .. "/runs/roper-s2.json").final_train_loss
+    local roper_row = ("\n| roper | 2 | %.4f | %.4f |"):format(math.min(l1, l2), (l1 + l2) / 2)
+    assert.truthy(ftl:find(roper_row, 1, true), roper_row .. "\n" .. ftl)
     local _, uerr, ucode = h.run(("%s scripts/pairs_report.lua %s/nowhere"):format(
       h.sh_quote(BIN), h.sh_quote(out)))
     assert.are.equal(2, ucode)
