@@ -52,11 +52,14 @@ for step in "${steps[@]}"; do
         done ;;
     # the write-up's substring-by-prefix configuration (labml's copy_repeat: 0.6M parameters,
     # 4,096 steps of 16 x 512, labml's Adam at 2.5e-4 without schedule, clip 1): ~70 min a run,
-    # so each run keeps a checkpoint every 256 steps and a stopped one goes on from it
-    prefix) $R --task substring_prefix --methods rope roper roper_legacy --seeds 10 \
-             --d-model 128 --heads 4 --layers 3 --d-ff 512 --seq-len 512 --batch 16 --steps 4096 \
-             --lr 2.5e-4 --schedule constant --clip 1 --checkpoint-every 256 \
-             --out results/v2-prefix ;;
+    # so each run keeps a checkpoint every 256 steps and a stopped one goes on from it (seeds
+    # added two at a time, about 4 hours each, so every session leaves a balanced comparison)
+    prefix) for n in 2 4 6 8 10; do
+              $R --task substring_prefix --methods rope roper roper_legacy --seeds $n \
+                --d-model 128 --heads 4 --layers 3 --d-ff 512 --seq-len 512 --batch 16 \
+                --steps 4096 --lr 2.5e-4 --schedule constant --clip 1 --checkpoint-every 256 \
+                --out results/v2-prefix
+            done ;;
     *) echo "run_v2.sh: unknown step $step (index addition lr prefix)" >&2; exit 2 ;;
   esac
 done
