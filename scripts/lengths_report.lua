@@ -8,18 +8,21 @@
 --   1. the metric at every length: one row per method and context extension, mean (sd) over the
 --      seeds at each length;
 --   2. method against method (--pairs a/b: a - b), at every extension and length, paired by
---      seed: the mean difference, its 95% paired t interval, the paired t p and the exact
---      sign-flip p, and the t p Holm-adjusted over the rows of the table;
+--      seed: the rows of compare.lua's pair table (lib/report.lua): the mean difference, its 95%
+--      paired t and bootstrap intervals, d_z, the paired t and exact sign-flip p, each
+--      Holm-adjusted over the rows of the table;
 --   3. each extension against none within each rotary method, at every length where it ran
---      with a factor above 1 (the same model evaluated both ways, paired by seed),
---      Holm-adjusted over the table.
+--      with a factor above 1 (the same model evaluated both ways, paired by seed), the same
+--      columns, Holm over this table.
 -- An extension at factor 1 (the training length) changes nothing: its rows are not tested.
--- With n seeds the sign-flip p cannot go below 2 / 2^n (0.0625 for 5): it is listed, and the
--- t-test (which assumes roughly normal differences) carries the decision.
+-- With n seeds the sign-flip p cannot go below 2 / 2^n (0.0625 for 5): it is listed, marked,
+-- with a warning under the table, and the t-test (which assumes roughly normal differences)
+-- carries the decision.
 package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
 local lfs = require "lfs"
 local util = require "lib.util"
 local stats = require "lib.stats"
+local report = require "lib.report"
 
 local args
 util.main("lengths_report.lua", function()
@@ -104,34 +107,19 @@ util.main("lengths_report.lua", function()
   end
   print(util.markdown(headers, rows))
 
-  -- a paired comparison of a[s] - b[s] over the seeds both have
-  local function paired(a, b)
-    local xa, xb = {}, {}
-    for s, v in pairs(a or {}) do
-      if b and b[s] ~= nil then xa[#xa + 1], xb[#xb + 1] = v, b[s] end
-    end
-    local p = stats.paired(xa, xb)
-    local lo, hi = stats.paired_ci(xa, xb)
-    return p, lo, hi
-  end
-  local function table_of(title, list)
+  -- a table of rows of report.pair (b - a), Holm over its rows
+  local columns = { { header = "scaling", key = "scaling" }, { header = "length", key = "length" } }
+  local function table_of(what, list)
     if #list == 0 then return end
-    local ps = { n = #list }
-    for i, c in ipairs(list) do ps[i] = c.p and c.p.p_t end
-    local adj = stats.holm(ps)
-    local body = {}
-    for i, c in ipairs(list) do
-      local p = c.p
-      body[i] = { c.label, c.scaling, tostring(c.length), p and dfmt:format(p.mean_diff) or "-",
-        c.lo and ("[" .. dfmt .. ", " .. dfmt .. "]"):format(c.lo, c.hi) or "-",
-        p and tostring(p.n) or "-", p and p.p_t and ("%.2g"):format(p.p_t) or "-",
-        adj[i] and ("%.2g"):format(adj[i]) or "-", p and ("%.3g"):format(p.p_perm) or "-" }
-    end
     print()
-    print(title)
-    print()
-    print(util.markdown({ "difference", "scaling", "length", "mean diff", "95% CI", "pairs",
-      "paired t p", "Holm p", "sign-flip p" }, body))
+    io.write(report.differences_markdown(report.table(list), metric, { what = what,
+      columns = columns }))
+  end
+  -- b - a at one extension and length, labelled
+  local function row(a, b, fields)
+    local r = report.pair(a, b)
+    for k, v in pairs(fields) do r[k] = v end
+    return r
   end
 
   -- 2. method against method
@@ -152,14 +140,12 @@ util.main("lengths_report.lua", function()
       for _, L in ipairs(lengths) do
         local va, vb = values[pr[1]][sc], values[pr[2]][sc]
         if va and vb and va[L] and vb[L] and not plain[sc][L] then
-          local p, lo, hi = paired(va[L], vb[L])
-          list[#list + 1] = { label = pr[1] .. " - " .. pr[2], scaling = sc, length = L, p = p,
-            lo = lo, hi = hi }
+          list[#list + 1] = row(vb[L], va[L], { a = pr[2], b = pr[1], scaling = sc, length = L })
         end
       end
     end
   end
-  table_of("Methods against each other, paired by seed (Holm over the rows of this table):", list)
+  table_of("Methods against each other at every extension and length", list)
 
   -- 3. each extension against none, within a method
   list = {}
@@ -169,14 +155,12 @@ util.main("lengths_report.lua", function()
       if sc ~= "none" and values[label][sc] and none then
         for _, L in ipairs(lengths) do
           if values[label][sc][L] and none[L] and not plain[sc][L] then
-            local p, lo, hi = paired(values[label][sc][L], none[L])
-            list[#list + 1] = { label = label .. ": " .. sc .. " - none", scaling = sc, length = L,
-              p = p, lo = lo, hi = hi }
+            list[#list + 1] = row(none[L], values[label][sc][L], { name = label, a = "none",
+              b = sc, scaling = sc, length = L })
           end
         end
       end
     end
   end
-  table_of("Each extension against none on the same models, paired by seed (Holm over the rows "
-    .. "of this table):", list)
+  table_of("Each extension against none on the same models", list)
 end)

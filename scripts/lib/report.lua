@@ -9,7 +9,13 @@
 --   report.combine(list) -> d: several report.differences results as one table, list =
 --     { {name =, d =}, ... }: every row labelled "<name>: b - a", and Holm recomputed over all
 --     the rows (one family per test: the comparisons across folders, say learning rates)
---   report.differences_markdown(d, metric) -> text
+--   report.differences_markdown(d, metric[, opts]) -> text; opts.what: what the rows are (the
+--     sentence before the table starts with it; default "Every pair of methods"), opts.columns:
+--     { {header =, key =}, ... } cells of each row's own keys after the difference
+--   report.pair(a, b[, opts]) -> row: one row of a differences table, b - a over the seeds both
+--     have (a, b: {seed = value}); the caller labels it (a =, b =, name = and its own keys)
+--   report.table(rows[, opts]) -> d: rows of report.pair as one table, Holm over them (what
+--     report.differences returns, for rows that are not every pair of groups)
 --   report.methods_markdown(groups, metric) -> text: one row per method: runs, the write-up's
 --     "drop worst, mean" (stats.summary: the worst run dropped, the rest averaged), mean,
 --     median, min, max and sd of the runs' values (res.value; nil: diverged)
@@ -61,30 +67,40 @@ local function adjusted(rows, alpha, samples)
     samples = samples }
 end
 
+function report.pair(a, b, opts)
+  opts = opts or {}
+  local va, vb = pairs_of(a, b)
+  local row = { pairs = #va }
+  if #va >= 2 then
+    local p = stats.paired(vb, va)
+    row.mean_diff = p.mean_diff
+    row.p_t, row.p_sign, row.sign_exact = p.p_t, p.p_perm, p.exact
+    row.t_lo, row.t_hi = stats.paired_ci(vb, va)
+    row.boot_lo, row.boot_hi = stats.bootstrap_ci(vb, va, { paired = true,
+      samples = opts.samples or 10000, seed = opts.seed or 1 })
+    row.d_z = stats.effect_size(vb, va, true)
+    row.sign_floor = stats.sign_flip_floor(#va)
+    row.sign_can_reach = stats.can_reach(#va, opts.alpha or 0.05)
+  end
+  return row
+end
+
+function report.table(rows, opts)
+  opts = opts or {}
+  return adjusted(rows, opts.alpha or 0.05, opts.samples or 10000)
+end
+
 function report.differences(groups, metric, opts)
   opts = opts or {}
-  local alpha = opts.alpha or 0.05
   local rows = {}
   for i = 1, #groups do
     for j = i + 1, #groups do
-      local a, b = report.by_seed(groups[i]), report.by_seed(groups[j])
-      local va, vb = pairs_of(a, b)
-      local row = { a = groups[i].label, b = groups[j].label, pairs = #va }
-      if #va >= 2 then
-        local p = stats.paired(vb, va)
-        row.mean_diff = p.mean_diff
-        row.p_t, row.p_sign, row.sign_exact = p.p_t, p.p_perm, p.exact
-        row.t_lo, row.t_hi = stats.paired_ci(vb, va)
-        row.boot_lo, row.boot_hi = stats.bootstrap_ci(vb, va, { paired = true,
-          samples = opts.samples or 10000, seed = opts.seed or 1 })
-        row.d_z = stats.effect_size(vb, va, true)
-        row.sign_floor = stats.sign_flip_floor(#va)
-        row.sign_can_reach = stats.can_reach(#va, alpha)
-      end
+      local row = report.pair(report.by_seed(groups[i]), report.by_seed(groups[j]), opts)
+      row.a, row.b = groups[i].label, groups[j].label
       rows[#rows + 1] = row
     end
   end
-  return adjusted(rows, alpha, opts.samples or 10000)
+  return report.table(rows, opts)
 end
 
 function report.combine(list)
@@ -103,8 +119,10 @@ end
 
 local function p_fmt(p) return p and util.num(p, "%.3g") or "-" end
 
-function report.differences_markdown(d, metric)
+function report.differences_markdown(d, metric, opts)
   if #d.rows == 0 then return "" end
+  opts = opts or {}
+  local columns = opts.columns or {}
   local f = metric == "correct" and "%+.2f" or "%+.4f"
   local function ci(lo, hi)
     if not lo then return "-" end
@@ -112,23 +130,32 @@ function report.differences_markdown(d, metric)
   end
   local body = {}
   for _, r in ipairs(d.rows) do
-    body[#body + 1] = { (r.name and (r.name .. ": ") or "") .. r.b .. " - " .. r.a,
-      tostring(r.pairs), r.mean_diff and util.num(
-      r.mean_diff, f) or "-", ci(r.t_lo, r.t_hi), ci(r.boot_lo, r.boot_hi),
-      r.d_z and util.num(r.d_z, "%.2f") or "-", p_fmt(r.p_t), p_fmt(r.p_t_holm),
+    local cells = { (r.name and (r.name .. ": ") or "") .. r.b .. " - " .. r.a }
+    for _, c in ipairs(columns) do cells[#cells + 1] = tostring(r[c.key]) end
+    for _, v in ipairs { tostring(r.pairs), r.mean_diff and util.num(r.mean_diff, f) or "-",
+      ci(r.t_lo, r.t_hi), ci(r.boot_lo, r.boot_hi), r.d_z and util.num(r.d_z, "%.2f") or "-",
+      p_fmt(r.p_t), p_fmt(r.p_t_holm),
       r.p_sign and (p_fmt(r.p_sign) .. (r.sign_can_reach == false and " †" or "")) or "-",
-      p_fmt(r.p_sign_holm) }
+      p_fmt(r.p_sign_holm) } do
+      cells[#cells + 1] = v
+    end
+    body[#body + 1] = cells
+  end
+  local headers = { "difference" }
+  for _, c in ipairs(columns) do headers[#headers + 1] = c.header end
+  for _, h in ipairs { "pairs", "mean diff", "95% t CI", "95% bootstrap CI", "d_z", "paired t p",
+    "Holm", "sign-flip p", "Holm" } do
+    headers[#headers + 1] = h
   end
   local out = {
-    ("Every pair of methods, the runs paired by seed (b - a over the seeds both have): the "
-      .. "mean difference with its 95%% paired t interval and percentile bootstrap interval "
-      .. "(%d resamples of the pairs), the effect size d_z = mean / sd of the differences, "
-      .. "and the paired t and exact sign-flip p-values, raw and Holm-adjusted over the %d "
-      .. "comparison%s of this table (each test its own family). An interval that holds 0 is "
-      .. "no evidence of a difference at this scale, not evidence that there is none.\n")
-      :format(d.samples, d.family, d.family == 1 and "" or "s"),
-    util.markdown({ "difference", "pairs", "mean diff", "95% t CI", "95% bootstrap CI", "d_z",
-      "paired t p", "Holm", "sign-flip p", "Holm" }, body),
+    (opts.what or "Every pair of methods") .. (", the runs paired by seed (b - a over the "
+      .. "seeds both have): the mean difference with its 95%% paired t interval and percentile "
+      .. "bootstrap interval (%d resamples of the pairs), the effect size d_z = mean / sd of the "
+      .. "differences, and the paired t and exact sign-flip p-values, raw and Holm-adjusted "
+      .. "over the %d comparison%s of this table (each test its own family). An interval that "
+      .. "holds 0 is no evidence of a difference at this scale, not evidence that there is "
+      .. "none.\n"):format(d.samples, d.family, d.family == 1 and "" or "s"),
+    util.markdown(headers, body),
   }
   local ns = {}
   for n in pairs(d.floor_pairs) do ns[#ns + 1] = n end

@@ -349,15 +349,22 @@ describe("compare.lua --eval-lengths", function()
     local r0 = { h.read_json(out .. "/runs/rope-s1.json"), h.read_json(out .. "/runs/rope-s2.json") }
     local d1 = r1.by_length[4].correct - r0[1].by_length[4].correct
     local d2 = res.by_length[4].correct - r0[2].by_length[4].correct
-    assert.truthy(rep:find(("| roper - rope | yarn | 6 | %+.1f |"):format((d1 + d2) / 2), 1, true), rep)
+    -- the pair table's columns (lib/report.lua) after the extension and length: 2 pairs, the
+    -- mean difference, and each of the 2 pairs' sign-flip p cannot reach 0.05 (the warning)
+    assert.truthy(rep:find(("| roper - rope | yarn | 6 | 2 | %+.2f |"):format((d1 + d2) / 2), 1,
+      true), rep)
+    assert.truthy(rep:find("| difference | scaling | length | pairs | mean diff | 95% t CI | "
+      .. "95% bootstrap CI | d_z | paired t p | Holm | sign-flip p | Holm |", 1, true), rep)
+    assert.truthy(rep:find("Warning: with 2 pairs the exact sign-flip test cannot give p below", 1,
+      true), rep)
     local m3 = (r1.by_length[3].correct + res.by_length[3].correct) / 2
     local a3, a6 = rep:match("\n| roper | yarn | 2 | ([%d.]+) %b() | ([%d.]+) %b() |\n")
     assert.are.same({ ("%.1f"):format(m3), ("%.1f"):format(mean) }, { a3, a6 }, rep)
     -- within roper: yarn against none at length 6, the same models
     local e1 = r1.by_length[4].correct - r1.by_length[2].correct
     local e2 = res.by_length[4].correct - res.by_length[2].correct
-    assert.truthy(rep:find(("| roper: yarn - none | yarn | 6 | %+.1f |"):format((e1 + e2) / 2), 1,
-      true), rep)
+    assert.truthy(rep:find(("| roper: yarn - none | yarn | 6 | 2 | %+.2f |"):format((e1 + e2) / 2),
+      1, true), rep)
     -- runs of other seeds (--first-seed 11) are found as well: the same tables
     local moved = tmp .. "/moved"
     os.execute(("cp -r %s %s"):format(h.sh_quote(out), h.sh_quote(moved)))
