@@ -511,19 +511,54 @@ local function config_text(cfg, opts)
 end
 
 -- The training state beside a checkpoint (<save>.state): the step, the tokens, the seconds of
--- training so far, the open log_every window (sum, count) and the curve, so a resumed run gives
--- the result of an uninterrupted one. Written after the checkpoint, atomically (a temporary
--- name, then rename); read back only when its step is the checkpoint's.
-local STATE_HEAD = "roper-run-state 1"
+-- training so far, the open log_every window (sum, count), the run's config and the curve, so a
+-- resumed run gives the result of an uninterrupted one, and only the run it belongs to goes on
+-- from it. Written after the checkpoint, atomically (a temporary name, then rename); read back
+-- only when its step is the checkpoint's. Version 1 (before the config was kept) is still read.
+local STATE_HEAD = "roper-run-state 2"
+
+-- A config value as one word of the state: numbers in their shortest exact form, strings with
+-- spaces, controls and % escaped as %XX. Equal values give equal words.
+local function state_word(v)
+  if math.type(v) == "float" then
+    for digits = 15, 17 do
+      local t = ("%." .. digits .. "g"):format(v)
+      if tonumber(t) == v or digits == 17 then return t end
+    end
+  end
+  if type(v) == "string" then
+    return (v:gsub("[%c%s%%]", function(c) return ("%%%02X"):format(c:byte()) end))
+  end
+  return tostring(v)
+end
+
+-- The keys a resumed run must share with the run it goes on from: all of them but threads and
+-- the keys of other tasks (they do not change the result).
+local function state_keys(cfg)
+  local keys = {}
+  for _, k in ipairs(KEYS) do
+    local t = TASK_OF[k[1]]
+    if k[1] ~= "threads" and (t == nil or t == cfg.task) then keys[#keys + 1] = k[1] end
+  end
+  return keys
+end
 
 local function fmt_num(x)
   if x ~= x then return "nan" end
   return ("%.17g"):format(x)
 end
 
-local function write_state(path, st)
+-- The state is written in two halves around the model's save, so that a run killed at any
+-- moment leaves a model and a state of the same step: write_state writes <path>.tmp whole
+-- (before the model is saved), commit_state renames it to <path> (after). Killed between the
+-- model's rename and the state's, the model's step is in <path>.tmp, and read_state is asked
+-- for both files.
+local function write_state(path, st, cfg)
   local lines = { STATE_HEAD, ("%d %d %s %s %d"):format(st.step, st.tokens, fmt_num(st.seconds),
     fmt_num(st.sum), st.n) }
+  local keys = state_keys(cfg)
+  lines[3] = ("config %d"):format(#keys)
+  for _, k in ipairs(keys) do lines[#lines + 1] = k .. " " .. state_word(cfg[k]) end
   for _, c in ipairs(st.curve) do
     lines[#lines + 1] = ("%d %d %s %s"):format(c.step, c.tokens, c.loss and fmt_num(c.loss) or "-",
       fmt_num(c.lr))
@@ -537,9 +572,13 @@ local function write_state(path, st)
     os.remove(tmp)
     return nil, tostring(werr or cerr)
   end
-  local rok, rerr = os.rename(tmp, path)
+  return true
+end
+
+local function commit_state(path)
+  local rok, rerr = os.rename(path .. ".tmp", path)
   if not rok then
-    os.remove(tmp)
+    os.remove(path .. ".tmp")
     return nil, rerr
   end
   return true
@@ -553,13 +592,26 @@ local function read_state(path, step)
   f:close()
   local lines = {}
   for l in text:gmatch("[^\n]+") do lines[#lines + 1] = l end
-  if lines[1] ~= STATE_HEAD or not lines[2] then return nil end
+  local version = lines[1] == STATE_HEAD and 2 or lines[1] == "roper-run-state 1" and 1
+  if not version or not lines[2] then return nil end
   local at, tokens, seconds, sum, n = lines[2]:match("^(%d+) (%d+) (%S+) (%S+) (%d+)$")
   if math.tointeger(tonumber(at)) ~= step then return nil end
   local st = { step = step, tokens = math.tointeger(tonumber(tokens)), seconds = tonumber(seconds),
     sum = tonumber(sum), n = math.tointeger(tonumber(n)), curve = {} }
   if not (st.tokens and st.seconds and st.sum and st.n) then return nil end
-  for i = 3, #lines do
+  local first = 3
+  if version == 2 then
+    local nkeys = math.tointeger(tonumber((lines[3] or ""):match("^config (%d+)$")))
+    if not nkeys then return nil end
+    st.config = {}
+    for i = 4, 3 + nkeys do
+      local k, v = (lines[i] or ""):match("^(%S+) (.*)$")
+      if not k then return nil end
+      st.config[k] = v
+    end
+    first = 4 + nkeys
+  end
+  for i = first, #lines do
     local cs, ct, cl, clr = lines[i]:match("^(%d+) (%d+) (%S+) (%S+)$")
     if not cs then return nil end
     st.curve[#st.curve + 1] = { step = math.tointeger(tonumber(cs)),
@@ -733,7 +785,16 @@ function experiment.run(cfg, progress, opts)
   local first = opt:steps() + 1
   if opts.resume then res.resumed_at = first - 1 end
   if first > 1 then
-    local st = read_state(state_path, first - 1)
+    local st = read_state(state_path, first - 1) or read_state(state_path .. ".tmp", first - 1)
+    -- the state names the run it belongs to: another run's checkpoint is refused, whatever
+    -- its model (the seed, the task's data, the schedule's length all count)
+    for _, k in ipairs(st and st.config and state_keys(cfg) or {}) do
+      local there, here = st.config[k], state_word(cfg[k])
+      if there ~= nil and there ~= here then
+        argerror(fname, 3, ("option 'resume': %s was trained with %s = %s, the config asks for %s")
+          :format(opts.save, k, there, here))
+      end
+    end
     if st then
       res.curve, sum, n, tokens, before = st.curve, st.sum, st.n, st.tokens, st.seconds
     end
@@ -744,11 +805,13 @@ function experiment.run(cfg, progress, opts)
     if rank ~= 0 then return end
     -- nothing non-finite reaches the weights (train_step skips such steps); should it anyway,
     -- the run's model is still what is asked for
-    local ok, err = m:save(opts.save, opt, { allow_nonfinite = true })
-    if ok and keep_state then
+    local ok, err = true, nil
+    if keep_state then
       ok, err = write_state(state_path, { step = step, tokens = tokens, sum = sum, n = n,
-        seconds = before + clock() - t0, curve = res.curve })
+        seconds = before + clock() - t0, curve = res.curve }, cfg)
     end
+    if ok then ok, err = m:save(opts.save, opt, { allow_nonfinite = true }) end
+    if ok and keep_state then ok, err = commit_state(state_path) end
     if not ok then
       error(("rp.experiment.run: cannot save the model: %s"):format(err), internals.user_level())
     end
@@ -795,7 +858,10 @@ function experiment.run(cfg, progress, opts)
   if opts.save then
     save(last_step)
     -- the state serves an unfinished run only
-    if rank == 0 and keep_state then os.remove(state_path) end
+    if rank == 0 and keep_state then
+      os.remove(state_path)
+      os.remove(state_path .. ".tmp")
+    end
     res.checkpoint = opts.save
     t1 = clock()
   end

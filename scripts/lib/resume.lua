@@ -12,7 +12,8 @@
 --     "fresh": nothing is at path; nil, reason: something else is (another run's checkpoint, one
 --     without its run file or state, one whose state is of another step, or no checkpoint)
 --   resume.start(path, cfg) -> true | nil, message: writes <path>.run.json (atomically)
---   resume.discard(path): removes path, its state and its run file (those that are there)
+--   resume.discard(path): removes path, its state (and a half-saved one) and its run file (those
+--     that are there)
 local util = require "lib.util"
 
 local resume = {}
@@ -55,7 +56,7 @@ local function files(path) return path .. ".state", path .. ".run.json" end
 -- The step of the training state at path (its second line starts with it), or nil.
 local function state_step(path)
   local text = util.read(path)
-  local step = text and text:match("^roper%-run%-state 1\n(%d+) ")
+  local step = text and text:match("^roper%-run%-state %d+\n(%d+) ")
   return step and math.tointeger(tonumber(step))
 end
 
@@ -71,8 +72,10 @@ function resume.check(rp, path, cfg)
     return nil, ("is the checkpoint of another run (%s = %s there, %s here)"):format(key,
       resume.show(there), resume.show(here))
   end
-  local at = state_step(statef)
-  if not at then
+  -- (a run killed between its model's save and its state's leaves the state of the model's
+  -- step in <state>.tmp: rp.experiment.run reads it from there)
+  local at, at_tmp = state_step(statef), state_step(statef .. ".tmp")
+  if not at and not at_tmp then
     return nil, ("has no training state beside it (%s): its run finished training or stopped "
       .. "while saving"):format(statef)
   end
@@ -80,8 +83,9 @@ function resume.check(rp, path, cfg)
   if not m then return nil, ("cannot be loaded (%s)"):format(tostring(opt)) end
   local steps = type(opt) == "userdata" and opt:steps() or nil
   getmetatable(m).__close(m)
-  if steps ~= at then
-    return nil, ("is at step %s and its training state at step %d"):format(tostring(steps), at)
+  if steps ~= at and steps ~= at_tmp then
+    return nil, ("is at step %s and its training state at step %d"):format(tostring(steps),
+      at or at_tmp)
   end
   return "resume"
 end
@@ -93,7 +97,7 @@ end
 
 function resume.discard(path)
   local statef, runf = files(path)
-  for _, f in ipairs { path, statef, runf } do os.remove(f) end
+  for _, f in ipairs { path, statef, statef .. ".tmp", runf } do os.remove(f) end
 end
 
 return resume

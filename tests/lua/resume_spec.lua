@@ -109,7 +109,7 @@ describe("train.lua --checkpoint", function()
       local why = select(2, resume.check(rp, lone, straight.config))
       assert.are.equal(("has no training state beside it (%s.state): its run finished training "
         .. "or stopped while saving"):format(lone), why)
-      write(lone .. ".state", (read(ckpt .. ".state"):gsub("^(roper%-run%-state 1\n)(%d+)",
+      write(lone .. ".state", (read(ckpt .. ".state"):gsub("^(roper%-run%-state 2\n)(%d+)",
         function(head, step) return head .. (tonumber(step) + 40) end)))
       why = select(2, resume.check(rp, lone, straight.config))
       assert.are.equal(("is at step %d and its training state at step %d"):format(at, at + 40), why)

@@ -132,7 +132,24 @@ describe("rp.experiment.run with opts", function()
       assert.is_false(ok)
       -- the checkpoint of step 6 and its training state (the curve, the open log window)
       local state = assert(io.open(path .. ".state")):read("a")
-      assert.truthy(state:find("^roper%-run%-state 1\n6 "), state)
+      assert.truthy(state:find("^roper%-run%-state 2\n6 "), state)
+      -- with the run's config: every key that counts, one per line
+      assert.truthy(state:find("\nseed " .. straight.config.seed .. "\n", 1, true), state)
+      assert.truthy(state:find("\nlr 0.001\n", 1, true), state)
+      assert.is_nil(state:find("\nthreads ", 1, true), state)
+      -- a checkpoint of another run of the same model is refused too, naming the key: another
+      -- seed, or another evaluation (the model and optimiser are the same, only the state tells
+      -- them apart)
+      local seed = straight.config.seed
+      for _, c in ipairs { { seed = seed + 1, key = "seed", there = seed,
+        here = seed + 1 }, { eval_seed = 7, key = "eval_seed", there = 12345, here = 7 } } do
+        local other = tiny { steps = 9, log_every = 2, dropout = 0.1, seed = c.seed,
+          eval_seed = c.eval_seed }
+        local o_ok, o_err = pcall(rp.experiment.run, other, nil, { save = path, resume = true })
+        assert.is_false(o_ok)
+        assert.truthy(tostring(o_err):find(("option 'resume': %s was trained with %s = %s, the "
+          .. "config asks for %s"):format(path, c.key, c.there, c.here), 1, true), o_err)
+      end
       -- a checkpoint of another model is refused, naming the key
       local bad_ok, bad_err = pcall(rp.experiment.run, tiny { steps = 9, log_every = 2,
         dropout = 0.1, d_model = 32 }, nil, { save = path, resume = true })
@@ -144,6 +161,16 @@ describe("rp.experiment.run with opts", function()
       assert.is_false(bad_ok)
       assert.truthy(tostring(bad_err):find("was trained with lr = 0.001, the config asks for "
         .. "0.002", 1, true), bad_err)
+      -- a state written before the config was kept (version 1) is still read
+      local lines = {}
+      for l in state:gmatch("[^\n]+") do lines[#lines + 1] = l end
+      local nkeys = math.tointeger(tonumber(lines[3]:match("^config (%d+)$")))
+      local v1 = { "roper-run-state 1", lines[2] }
+      for i = 4 + nkeys, #lines do v1[#v1 + 1] = lines[i] end
+      assert.is_true(#v1 > 2) -- the curve so far
+      local f = assert(io.open(path .. ".state", "wb"))
+      f:write(table.concat(v1, "\n"), "\n")
+      f:close()
       local resumed = rp.experiment.run(cfg, nil, { save = path, resume = true })
       assert.are.equal(6, resumed.resumed_at)
       assert.are.same(straight.curve, resumed.curve)
@@ -157,6 +184,38 @@ describe("rp.experiment.run with opts", function()
       assert.are.equal(0, fresh.resumed_at)
       assert.are.same(straight.curve, fresh.curve)
       os.remove(path)
+    end)
+
+  it("a run killed between saving its model and its state goes on from the state it wrote",
+    function()
+      -- the state is written whole to <state>.tmp before the model is saved and renamed after
+      -- it: killed in between, the model's step is in <state>.tmp (here the first save, so
+      -- there is no <state> at all; then an older <state> beside it)
+      local cfg = tiny { steps = 9, log_every = 2 }
+      local straight = rp.experiment.run(cfg)
+      local resume = require "lib.resume"
+      for _, older in ipairs { false, true } do
+        local path = dir .. "/half.ckpt"
+        local ok = pcall(rp.experiment.run, cfg, function(step)
+          if step == (older and 7 or 4) then error("stopped") end
+        end, { save = path, save_every = 3 })
+        assert.is_false(ok)
+        local state = read(path .. ".state")
+        os.rename(path .. ".state", path .. ".state.tmp")
+        if older then
+          -- the state of step 3, as the last save before would have left it
+          write(path .. ".state", (state:gsub("^(roper%-run%-state 2\n)6 ", "%13 ")))
+        end
+        write(path .. ".run.json", cjson.encode(straight.config))
+        assert.are.equal("resume", (resume.check(rp, path, straight.config)))
+        local resumed = rp.experiment.run(cfg, nil, { save = path, resume = true })
+        assert.are.equal(older and 6 or 3, resumed.resumed_at)
+        assert.are.same(straight.curve, resumed.curve)
+        assert.are.equal(straight.final_train_loss, resumed.final_train_loss)
+        assert.is_false(exists(path .. ".state"))
+        assert.is_false(exists(path .. ".state.tmp"))
+        resume.discard(path)
+      end
     end)
 
   it("checks its options before training", function()
