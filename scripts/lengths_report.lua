@@ -78,7 +78,6 @@ util.main("lengths_report.lua", function()
   if #lengths == 0 then util.usage(args.dir .. ": no run has by_length (run compare.lua with "
     .. "--eval-lengths)") end
   local fmt = higher and "%.1f" or "%.4f"
-  local dfmt = higher and "%+.1f" or "%+.4f"
 
   -- 1. the metric at every length
   print(("Metric: %s (%s), mean (sd) over the seeds.\n"):format(summary.metric_name or metric,

@@ -513,8 +513,9 @@ end
 -- The training state beside a checkpoint (<save>.state): the step, the tokens, the seconds of
 -- training so far, the open log_every window (sum, count), the run's config and the curve, so a
 -- resumed run gives the result of an uninterrupted one, and only the run it belongs to goes on
--- from it. Written after the checkpoint, atomically (a temporary name, then rename); read back
--- only when its step is the checkpoint's. Version 1 (before the config was kept) is still read.
+-- from it. Written whole under a temporary name before the checkpoint and renamed after it
+-- (write_state, commit_state); read back only when its step is the checkpoint's. Version 1
+-- (before the config was kept) is still read.
 local STATE_HEAD = "roper-run-state 2"
 
 -- A config value as one word of the state: numbers in their shortest exact form, strings with
