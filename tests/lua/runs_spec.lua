@@ -203,7 +203,7 @@ describe("rp.experiment.run with opts", function()
         local state = read(path .. ".state")
         os.rename(path .. ".state", path .. ".state.tmp")
         if older then
-          -- the state of step 3, as the last save before would have left it
+          -- a state of step 3 beside it, standing for the one the save before left
           write(path .. ".state", (state:gsub("^(roper%-run%-state 2\n)6 ", "%13 ")))
         end
         write(path .. ".run.json", cjson.encode(straight.config))
