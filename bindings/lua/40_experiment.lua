@@ -591,6 +591,7 @@ local function read_state(path, step)
   if not f then return nil end
   local text = f:read("a")
   f:close()
+  if not text then return nil end -- (a folder opens, but does not read)
   local lines = {}
   for l in text:gmatch("[^\n]+") do lines[#lines + 1] = l end
   local version = lines[1] == STATE_HEAD and 2 or lines[1] == "roper-run-state 1" and 1

@@ -216,6 +216,20 @@ describe("rp.experiment.run with opts", function()
         assert.is_false(exists(path .. ".state.tmp"))
         resume.discard(path)
       end
+      -- a folder where the state would be is read as no state, and the save that would replace
+      -- it raises naming the problem
+      local path = dir .. "/folder.ckpt"
+      assert.is_false(pcall(rp.experiment.run, cfg, function(step)
+        if step == 4 then error("stopped") end
+      end, { save = path, save_every = 3 }))
+      os.remove(path .. ".state")
+      assert.is_true(lfs.mkdir(path .. ".state"))
+      local fok, ferr = pcall(rp.experiment.run, cfg, nil, { save = path, resume = true })
+      assert.is_false(fok)
+      assert.truthy(tostring(ferr):find("rp.experiment.run: cannot save the model: ", 1, true), ferr)
+      assert.truthy(tostring(ferr):find("Is a directory", 1, true), ferr)
+      lfs.rmdir(path .. ".state")
+      os.remove(path)
     end)
 
   it("checks its options before training", function()
