@@ -14,10 +14,14 @@
 -- per method: the write-up's "drop worst, mean", the mean, median, min, max and sd. With
 -- several folders (the same task at several learning rates, say) each gets its tables, and
 -- then one table holds every folder's pairs, labelled by folder, with Holm over all of them.
+-- --pairs a/b ... adds one compact table, a row per folder: each method's mean and the pairs
+-- asked for (a - b) with their t interval and paired t p, Holm as in the table above it (the
+-- learning-rate tables of docs/results.md).
 package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
 local lfs = require "lfs"
 local util = require "lib.util"
 local report = require "lib.report"
+local stats = require "lib.stats"
 
 util.main("pairs_report.lua", function()
   local parser = util.parser("roper scripts/pairs_report.lua",
@@ -28,6 +32,9 @@ util.main("pairs_report.lua", function()
     .. "training loss below this."):argname("<loss>"):convert(tonumber)
   parser:option("--metric", "The value tested: the summary's metric or the final training loss.",
     "value"):choices({ "value", "final_train_loss" })
+  parser:option("--pairs", "Also one compact table, a row per folder: each method's mean and "
+    .. "these pairs a/b (a - b) with their 95% t interval and paired t p (Holm as in the table "
+    .. "of all folders)."):args("+"):argname("<a/b>")
   local args = parser:parse()
 
   -- one folder: its tables; returns its pair table and metric
@@ -65,7 +72,7 @@ util.main("pairs_report.lua", function()
     io.write(report.differences_markdown(d, metric), "\n")
     local jumps = report.jumps(groups, args.jump_loss)
     if jumps then io.write(report.jumps_markdown(jumps, metric)) end
-    return d, metric
+    return d, metric, groups
   end
 
   -- the folders' metrics agree before anything is printed
@@ -77,15 +84,85 @@ util.main("pairs_report.lua", function()
         tostring(b.metric), args.dir[1], tostring(a.metric)))
     end
   end
-  local all, metric = {}, nil
+  -- --pairs: every a/b names two methods of the first folder
+  local wanted = {}
+  if args.pairs then
+    local first = util.read_json(util.join(args.dir[1], "summary.json"))
+    local labels = {}
+    for _, m in ipairs(first and first.methods or {}) do labels[m.label] = true end
+    for _, spec in ipairs(args.pairs) do
+      local a, b = spec:match("^(.+)/(.+)$")
+      if not a or not labels[a] or not labels[b] or a == b then
+        util.usage(("--pairs %s: two methods of the comparison a/b expected"):format(spec))
+      end
+      wanted[#wanted + 1] = { a, b }
+    end
+  end
+
+  local all, metric, groups_of = {}, nil, {}
   for i, dir in ipairs(args.dir) do
     if i > 1 then io.write("\n") end
-    local d
-    d, metric = folder(dir)
+    local d, groups
+    d, metric, groups = folder(dir)
     all[#all + 1] = { name = dir:gsub("/+$", ""):match("[^/]+$") or dir, d = d }
+    groups_of[#groups_of + 1] = groups
   end
+  local table_all = #all > 1 and report.combine(all) or all[1].d
   if #all > 1 then
     io.write(("\nAll %d folders together (Holm over every row):\n\n"):format(#all))
-    io.write(report.differences_markdown(report.combine(all), metric))
+    io.write(report.differences_markdown(table_all, metric))
   end
+  if #wanted == 0 then return end
+
+  -- the compact table: the rows of table_all (Holm over all of its rows), turned to a - b
+  local f = metric == "correct" and "%+.2f" or "%+.4f"
+  local function p_fmt(p) return p and util.num(p, "%.3g") or "-" end
+  local headers, methods = { "folder" }, {}
+  for _, g in ipairs(groups_of[1]) do
+    methods[#methods + 1] = g.label
+    headers[#headers + 1] = g.label
+  end
+  for _, w in ipairs(wanted) do
+    headers[#headers + 1] = ("%s - %s [95%% t CI]"):format(w[1], w[2])
+    headers[#headers + 1] = "p (Holm)"
+  end
+  local body = {}
+  for i, e in ipairs(all) do
+    local row = { e.name }
+    for _, label in ipairs(methods) do
+      local values = {}
+      for _, g in ipairs(groups_of[i]) do
+        if g.label == label then
+          for k, r in ipairs(g.runs) do values[k] = r.res.value end
+          values.n = #g.runs
+        end
+      end
+      local st = stats.summary(values, metric == "correct")
+      row[#row + 1] = st.mean and util.num(st.mean, metric == "correct" and "%.1f" or "%.4f") or "-"
+    end
+    for _, w in ipairs(wanted) do
+      local found
+      for _, r in ipairs(table_all.rows) do
+        if r.name == (#all > 1 and e.name or nil) then
+          if r.b == w[1] and r.a == w[2] then found = { r, 1 } end
+          if r.b == w[2] and r.a == w[1] then found = { r, -1 } end
+        end
+      end
+      local r, sign = found and found[1], found and found[2]
+      if r and r.mean_diff then
+        local lo, hi = r.t_lo * sign, r.t_hi * sign
+        if sign < 0 then lo, hi = hi, lo end
+        row[#row + 1] = ("%s [%s, %s]"):format(util.num(sign * r.mean_diff, f), util.num(lo, f),
+          util.num(hi, f))
+        row[#row + 1] = ("%s (%s)"):format(p_fmt(r.p_t), p_fmt(r.p_t_holm))
+      else
+        row[#row + 1], row[#row + 1] = "-", "-"
+      end
+    end
+    body[#body + 1] = row
+  end
+  io.write(("\nIn short (method means; a - b paired by seed, p the paired t-test's with Holm "
+    .. "over the %d rows of the table%s):\n\n"):format(table_all.family,
+    #all > 1 and " of all folders" or ""))
+  io.write(util.markdown(headers, body))
 end)

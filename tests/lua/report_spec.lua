@@ -246,6 +246,34 @@ describe("compare.lua with the new tables", function()
     local p2, adj = p_of(both, name .. ": roper - rope")
     assert.are.equal(p, p2)
     close(math.min(1, 2 * p), adj, 5e-3 * adj, "Holm over two equal rows")
+    -- --pairs: the compact table, a row per folder, from the rows of the table of all folders
+    -- (a - b either way round: rope - roper is roper - rope negated, its interval turned)
+    local short, serr, scode = h.run(("%s scripts/pairs_report.lua %s %s/ --metric "
+      .. "final_train_loss --pairs roper/rope rope/roper"):format(h.sh_quote(BIN), h.sh_quote(out),
+      h.sh_quote(out)))
+    assert.are.equal(0, scode, serr)
+    local cells = {}
+    for c in both:match("\n| " .. (name .. ": roper - rope"):gsub("%p", "%%%0")
+      .. " |([^\n]*)"):gmatch("([^|]+)|") do
+      cells[#cells + 1] = c:match("^%s*(.-)%s*$")
+    end
+    local diff, lo, hi = cells[2], cells[3]:match("^%[(%S+), (%S+)%]$")
+    local neg = function(v) return v:sub(1, 1) == "+" and "-" .. v:sub(2) or "+" .. v:sub(2) end
+    local l1 = h.read_json(out .. "/runs/rope-s1.json").final_train_loss
+    local l2 = h.read_json(out .. "/runs/rope-s2.json").final_train_loss
+    local row = ("| %s | %.4f | "):format(name, (l1 + l2) / 2)
+    local _, rows = short:gsub(row:gsub("%p", "%%%0"), "")
+    assert.are.equal(2, rows, short)
+    local want = ("%s [%s, %s] | %s (%s) | %s [%s, %s] | %s (%s) |\n"):format(diff, lo, hi,
+      cells[6], cells[7], neg(diff), neg(hi), neg(lo), cells[6], cells[7])
+    local _, same = short:gsub(want:gsub("%p", "%%%0"), "")
+    assert.are.equal(2, same, want .. "\n" .. short)
+    assert.truthy(short:find("Holm over the 2 rows of the table of all folders", 1, true), short)
+    local _, perr, pcode = h.run(("%s scripts/pairs_report.lua %s --pairs roper/nope"):format(
+      h.sh_quote(BIN), h.sh_quote(out)))
+    assert.are.equal(2, pcode)
+    assert.are.equal("pairs_report.lua: --pairs roper/nope: two methods of the comparison a/b "
+      .. "expected\n", perr)
     -- folders of different metrics cannot share a table
     local _, merr, mcode = h.run(("%s scripts/pairs_report.lua %s results/substring_prefix")
       :format(h.sh_quote(BIN), h.sh_quote(out)))
