@@ -21,7 +21,6 @@ package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua
 local lfs = require "lfs"
 local util = require "lib.util"
 local report = require "lib.report"
-local stats = require "lib.stats"
 
 util.main("pairs_report.lua", function()
   local parser = util.parser("roper scripts/pairs_report.lua",
@@ -37,10 +36,16 @@ util.main("pairs_report.lua", function()
     .. "of all folders)."):args("+"):argname("<a/b>")
   local args = parser:parse()
 
-  -- one folder: its tables; returns its pair table and metric
-  local function folder(dir)
+  -- every folder's summary.json (the metric and the methods, in order), read once
+  local summaries = {}
+  for i, dir in ipairs(args.dir) do
     local summary, err = util.read_json(util.join(dir, "summary.json"))
     if not summary then util.usage(tostring(err)) end
+    summaries[i] = summary
+  end
+
+  -- one folder: its tables; returns its pair table, metric and groups
+  local function folder(dir, summary)
     local metric = args.metric == "value" and summary.metric or "loss"
     local okd, iter, state = pcall(lfs.dir, util.join(dir, "runs"))
     if not okd then util.usage(dir .. ": no runs folder") end
@@ -77,9 +82,8 @@ util.main("pairs_report.lua", function()
 
   -- the folders' metrics agree before anything is printed
   for i = 2, #args.dir do
-    local a, b = util.read_json(util.join(args.dir[1], "summary.json")),
-      util.read_json(util.join(args.dir[i], "summary.json"))
-    if a and b and a.metric ~= b.metric then
+    local a, b = summaries[1], summaries[i]
+    if a.metric ~= b.metric then
       util.usage(("%s measures %s, %s %s: one table cannot hold both"):format(args.dir[i],
         tostring(b.metric), args.dir[1], tostring(a.metric)))
     end
@@ -87,9 +91,8 @@ util.main("pairs_report.lua", function()
   -- --pairs: every a/b names two methods of the first folder
   local wanted = {}
   if args.pairs then
-    local first = util.read_json(util.join(args.dir[1], "summary.json"))
     local labels = {}
-    for _, m in ipairs(first and first.methods or {}) do labels[m.label] = true end
+    for _, m in ipairs(summaries[1].methods or {}) do labels[m.label] = true end
     for _, spec in ipairs(args.pairs) do
       local a, b = spec:match("^(.+)/(.+)$")
       if not a or not labels[a] or not labels[b] or a == b then
@@ -99,13 +102,14 @@ util.main("pairs_report.lua", function()
     end
   end
 
-  local all, metric, groups_of = {}, nil, {}
+  local all, metric, folders = {}, nil, {}
   for i, dir in ipairs(args.dir) do
     if i > 1 then io.write("\n") end
     local d, groups
-    d, metric, groups = folder(dir)
-    all[#all + 1] = { name = dir:gsub("/+$", ""):match("[^/]+$") or dir, d = d }
-    groups_of[#groups_of + 1] = groups
+    d, metric, groups = folder(dir, summaries[i])
+    local name = dir:gsub("/+$", ""):match("[^/]+$") or dir
+    all[#all + 1] = { name = name, d = d }
+    folders[#folders + 1] = { name = name, groups = groups }
   end
   local table_all = #all > 1 and report.combine(all) or all[1].d
   if #all > 1 then
@@ -114,55 +118,5 @@ util.main("pairs_report.lua", function()
   end
   if #wanted == 0 then return end
 
-  -- the compact table: the rows of table_all (Holm over all of its rows), turned to a - b
-  local f = metric == "correct" and "%+.2f" or "%+.4f"
-  local function p_fmt(p) return p and util.num(p, "%.3g") or "-" end
-  local headers, methods = { "folder" }, {}
-  for _, g in ipairs(groups_of[1]) do
-    methods[#methods + 1] = g.label
-    headers[#headers + 1] = g.label
-  end
-  for _, w in ipairs(wanted) do
-    headers[#headers + 1] = ("%s - %s [95%% t CI]"):format(w[1], w[2])
-    headers[#headers + 1] = "p (Holm)"
-  end
-  local body = {}
-  for i, e in ipairs(all) do
-    local row = { e.name }
-    for _, label in ipairs(methods) do
-      local values = {}
-      for _, g in ipairs(groups_of[i]) do
-        if g.label == label then
-          for k, r in ipairs(g.runs) do values[k] = r.res.value end
-          values.n = #g.runs
-        end
-      end
-      local st = stats.summary(values, metric == "correct")
-      row[#row + 1] = st.mean and util.num(st.mean, metric == "correct" and "%.1f" or "%.4f") or "-"
-    end
-    for _, w in ipairs(wanted) do
-      local found
-      for _, r in ipairs(table_all.rows) do
-        if r.name == (#all > 1 and e.name or nil) then
-          if r.b == w[1] and r.a == w[2] then found = { r, 1 } end
-          if r.b == w[2] and r.a == w[1] then found = { r, -1 } end
-        end
-      end
-      local r, sign = found and found[1], found and found[2]
-      if r and r.mean_diff then
-        local lo, hi = r.t_lo * sign, r.t_hi * sign
-        if sign < 0 then lo, hi = hi, lo end
-        row[#row + 1] = ("%s [%s, %s]"):format(util.num(sign * r.mean_diff, f), util.num(lo, f),
-          util.num(hi, f))
-        row[#row + 1] = ("%s (%s)"):format(p_fmt(r.p_t), p_fmt(r.p_t_holm))
-      else
-        row[#row + 1], row[#row + 1] = "-", "-"
-      end
-    end
-    body[#body + 1] = row
-  end
-  io.write(("\nIn short (method means; a - b paired by seed, p the paired t-test's with Holm "
-    .. "over the %d rows of the table%s):\n\n"):format(table_all.family,
-    #all > 1 and " of all folders" or ""))
-  io.write(util.markdown(headers, body))
+  io.write("\n", report.compact_markdown(folders, table_all, wanted, metric))
 end)

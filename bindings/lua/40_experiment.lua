@@ -496,15 +496,27 @@ local function wall_clock()
   return os.time
 end
 
+-- A config value as one word (for comm:agree and the training state): numbers in their shortest
+-- exact form, strings with spaces, controls, %, ; and = escaped as %XX. Equal values give equal
+-- words, and a word never holds a separator.
+local function config_word(v)
+  if math.type(v) == "float" then
+    for digits = 15, 17 do
+      local t = ("%." .. digits .. "g"):format(v)
+      if tonumber(t) == v or digits == 17 then return t end
+    end
+  end
+  if type(v) == "string" then
+    return (v:gsub("[%c%s%%;=]", function(c) return ("%%%02X"):format(c:byte()) end))
+  end
+  return tostring(v)
+end
+
 -- The config as one string, the same on every rank that was given the same config (keys in
--- KEYS order, numbers with 17 digits), for comm:agree.
+-- KEYS order, each value a config_word), for comm:agree.
 local function config_text(cfg, opts)
   local parts = {}
-  for _, k in ipairs(KEYS) do
-    local v = cfg[k[1]]
-    parts[#parts + 1] = k[1] .. "=" .. (math.type(v) == "float" and ("%.17g"):format(v)
-      or tostring(v))
-  end
+  for _, k in ipairs(KEYS) do parts[#parts + 1] = k[1] .. "=" .. config_word(cfg[k[1]]) end
   parts[#parts + 1] = ("save=%s;save_every=%s;resume=%s"):format(tostring(opts.save ~= nil),
     tostring(opts.save_every), tostring(opts.resume))
   return table.concat(parts, ";")
@@ -517,21 +529,6 @@ end
 -- (write_state, commit_state); read back only when its step is the checkpoint's. Version 1
 -- (before the config was kept) is still read.
 local STATE_HEAD = "roper-run-state 2"
-
--- A config value as one word of the state: numbers in their shortest exact form, strings with
--- spaces, controls and % escaped as %XX. Equal values give equal words.
-local function state_word(v)
-  if math.type(v) == "float" then
-    for digits = 15, 17 do
-      local t = ("%." .. digits .. "g"):format(v)
-      if tonumber(t) == v or digits == 17 then return t end
-    end
-  end
-  if type(v) == "string" then
-    return (v:gsub("[%c%s%%]", function(c) return ("%%%02X"):format(c:byte()) end))
-  end
-  return tostring(v)
-end
 
 -- The keys a resumed run must share with the run it goes on from: all of them but threads and
 -- the keys of other tasks (they do not change the result).
@@ -559,7 +556,7 @@ local function write_state(path, st, cfg)
     fmt_num(st.sum), st.n) }
   local keys = state_keys(cfg)
   lines[3] = ("config %d"):format(#keys)
-  for _, k in ipairs(keys) do lines[#lines + 1] = k .. " " .. state_word(cfg[k]) end
+  for _, k in ipairs(keys) do lines[#lines + 1] = k .. " " .. config_word(cfg[k]) end
   for _, c in ipairs(st.curve) do
     lines[#lines + 1] = ("%d %d %s %s"):format(c.step, c.tokens, c.loss and fmt_num(c.loss) or "-",
       fmt_num(c.lr))
@@ -791,7 +788,7 @@ function experiment.run(cfg, progress, opts)
     -- the state names the run it belongs to: another run's checkpoint is refused, whatever
     -- its model (the seed, the task's data, the schedule's length all count)
     for _, k in ipairs(st and st.config and state_keys(cfg) or {}) do
-      local there, here = st.config[k], state_word(cfg[k])
+      local there, here = st.config[k], config_word(cfg[k])
       if there ~= nil and there ~= here then
         argerror(fname, 3, ("option 'resume': %s was trained with %s = %s, the config asks for %s")
           :format(opts.save, k, there, here))

@@ -19,6 +19,10 @@
 --   report.methods_markdown(groups, metric) -> text: one row per method: runs, the write-up's
 --     "drop worst, mean" (stats.summary: the worst run dropped, the rest averaged), mean,
 --     median, min, max and sd of the runs' values (res.value; nil: diverged)
+--   report.compact_markdown(folders, d, pairs, metric) -> text: a row per folder (folders =
+--     { {name =, groups =}, ... }): each method's mean and, for each {a, b} of pairs, a - b with
+--     its t interval, paired t p and Holm, taken from d (report.combine of the folders, or the
+--     one folder's report.differences); a pair d holds as b - a is turned round
 --   report.jumps(groups, threshold[, opts]) -> table | nil: the "jump" endpoint of a task that is
 --     learned suddenly: a run jumps at the first curve point whose training loss is below
 --     threshold, and is censored at its last curve point when it never does. Per method: runs,
@@ -119,15 +123,19 @@ end
 
 local function p_fmt(p) return p and util.num(p, "%.3g") or "-" end
 
+-- a difference and an interval in the metric's format
+local function diff_fmt(metric) return metric == "correct" and "%+.2f" or "%+.4f" end
+local function ci_fmt(lo, hi, f)
+  if not lo then return "-" end
+  return "[" .. util.num(lo, f) .. ", " .. util.num(hi, f) .. "]"
+end
+
 function report.differences_markdown(d, metric, opts)
   if #d.rows == 0 then return "" end
   opts = opts or {}
   local columns = opts.columns or {}
-  local f = metric == "correct" and "%+.2f" or "%+.4f"
-  local function ci(lo, hi)
-    if not lo then return "-" end
-    return "[" .. util.num(lo, f) .. ", " .. util.num(hi, f) .. "]"
-  end
+  local f = diff_fmt(metric)
+  local function ci(lo, hi) return ci_fmt(lo, hi, f) end
   local body = {}
   for _, r in ipairs(d.rows) do
     local cells = { (r.name and (r.name .. ": ") or "") .. r.b .. " - " .. r.a }
@@ -169,20 +177,70 @@ function report.differences_markdown(d, metric, opts)
   return table.concat(out, "\n")
 end
 
+-- stats.summary of a group's run values (nil: diverged)
+local function summary_of(g, metric)
+  local values = { n = #g.runs }
+  for i, r in ipairs(g.runs) do values[i] = r.res.value end
+  return stats.summary(values, metric == "correct")
+end
+
 function report.methods_markdown(groups, metric)
   local f = metric == "correct" and "%.2f" or "%.4f"
   local function num(v) return v and util.num(v, f) or "-" end
   local body = {}
   for _, g in ipairs(groups) do
-    local values = { n = #g.runs }
-    for i, r in ipairs(g.runs) do values[i] = r.res.value end
-    local s = stats.summary(values, metric == "correct")
+    local s = summary_of(g, metric)
     body[#body + 1] = { g.label .. (s.diverged > 0 and (" (%d diverged)"):format(s.diverged) or ""),
       tostring(s.n), num(s.protocol), num(s.mean), num(s.median), num(s.min), num(s.max),
       s.std and util.num(s.std, "%.3g") or "-" }
   end
   return util.markdown({ "method", "runs", "drop worst, mean", "mean", "median", "min", "max",
     "std" }, body)
+end
+
+function report.compact_markdown(folders, d, pairs_, metric)
+  local f = diff_fmt(metric)
+  local mean_f = metric == "correct" and "%.1f" or "%.4f"
+  local headers, methods = { "folder" }, {}
+  for _, g in ipairs(folders[1].groups) do
+    methods[#methods + 1] = g.label
+    headers[#headers + 1] = g.label
+  end
+  for _, w in ipairs(pairs_) do
+    headers[#headers + 1] = ("%s - %s [95%% t CI]"):format(w[1], w[2])
+    headers[#headers + 1] = "p (Holm)"
+  end
+  local body = {}
+  for _, e in ipairs(folders) do
+    local row, by_label = { e.name }, {}
+    for _, g in ipairs(e.groups) do by_label[g.label] = g end
+    for _, label in ipairs(methods) do
+      local s = by_label[label] and summary_of(by_label[label], metric)
+      row[#row + 1] = s and s.mean and util.num(s.mean, mean_f) or "-"
+    end
+    for _, w in ipairs(pairs_) do
+      -- the row of the pair in d (b - a), turned round when it is a - b
+      local r, sign
+      for _, x in ipairs(d.rows) do
+        if x.name == (#folders > 1 and e.name or nil) then
+          if x.b == w[1] and x.a == w[2] then r, sign = x, 1 end
+          if x.b == w[2] and x.a == w[1] then r, sign = x, -1 end
+        end
+      end
+      if r and r.mean_diff then
+        local lo, hi = sign * r.t_lo, sign * r.t_hi
+        if sign < 0 then lo, hi = hi, lo end
+        row[#row + 1] = util.num(sign * r.mean_diff, f) .. " " .. ci_fmt(lo, hi, f)
+        row[#row + 1] = ("%s (%s)"):format(p_fmt(r.p_t), p_fmt(r.p_t_holm))
+      else
+        row[#row + 1], row[#row + 1] = "-", "-"
+      end
+    end
+    body[#body + 1] = row
+  end
+  return ("In short (method means; a - b paired by seed, p the paired t-test's with Holm over the "
+    .. "%d rows of the table%s):\n\n"):format(d.family, #folders > 1 and " of all folders" or "")
+    .. util.markdown(headers, body)
 end
 
 -- The first curve step with loss < threshold, or nil (then censored at the last step).
