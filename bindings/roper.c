@@ -8,18 +8,44 @@
  * { Tensor_mt = <roper.Tensor metatable>, Rng_mt = <roper.Rng metatable>, Model_mt = <roper.Model
  * metatable>, Optim_mt = <roper.Optim metatable>, Task_mt = <roper.Task metatable>, is_live = f,
  * pe_names = { "none", ... } (core's mode names in enum order), rope_base = RP_ROPE_BASE,
- * i32_max = RP_I32_MAX }
- * (is_live(t) is true for a tensor that has not been released); 05_errors.lua adds the helpers
+ * i32_max = RP_I32_MAX, path_kind = f }
+ * (is_live(t) is true for a tensor that has not been released; path_kind(path) tells what is at
+ * a path without opening it); 05_errors.lua adds the helpers
  * of the Lua parts' argument errors to it (argerror, user_level, inner).
  * Finally, when OpenBLAS runs slower kernels than it has for this CPU (its Prescott fallback, or
  * Haswell/Zen on an AVX-512 CPU: rp_blas_wanted_coretype), one warning line goes to stderr (once
  * per Lua state).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "fileio.h"
 #include "roper.h"
 #include "userdata.h"
+
+/* internals.path_kind(path) -> kind | false | nil, message: what is at path, told by a stat that
+ * opens nothing (so a FIFO never blocks; a symbolic link is followed): rp_file_kind's words ("a
+ * regular file", "a folder", "a FIFO", ...); false when nothing is there (ENOENT); nil and
+ * "path: reason" when it cannot be told (ENOTDIR, EACCES, ...). */
+static int l_path_kind(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    struct stat sb;
+    if (stat(path, &sb) == 0) {
+        lua_pushstring(L, rp_file_kind(sb.st_mode));
+        return 1;
+    }
+    int e = errno;
+    if (e == ENOENT) {
+        lua_pushboolean(L, 0);
+        return 1;
+    }
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s: %s", path, strerror(e));
+    return 2;
+}
 
 /* internals.is_live(x): true when x is a tensor that was not released. */
 static int l_is_live(lua_State *L)
@@ -105,6 +131,8 @@ LUAMOD_API int luaopen_roper(lua_State *L)
     lua_setfield(L, priv, "Task_mt");
     lua_pushcfunction(L, l_is_live);
     lua_setfield(L, priv, "is_live");
+    lua_pushcfunction(L, l_path_kind);
+    lua_setfield(L, priv, "path_kind");
     /* core's mode table and default base, for the Lua parts (rp.experiment's config keys) */
     lua_createtable(L, RP_PE_COUNT, 0);
     for (int i = 0; i < RP_PE_COUNT; i++) {

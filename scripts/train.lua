@@ -147,8 +147,7 @@ util.main("train.lua", function()
   if args.checkpoint then
     local state, why = resume.check(rp, args.checkpoint, cfg)
     if not state then
-      util.usage(("--checkpoint %s %s; remove it or choose another file"):format(args.checkpoint,
-        why))
+      util.usage(("--checkpoint %s; remove it or choose another file"):format(why))
     end
     if state == "fresh" and root then
       local ok, err = resume.start(args.checkpoint, cfg)

@@ -9,11 +9,14 @@
 --   rp.experiment.task(cfg)            -> the task of a config (as run builds it)
 --   rp.experiment.run(cfg[, progress[, opts]]) -> result table (see run below); with
 --                                         opts.keep_model also the model, its task and optimiser
+--   rp.experiment.resumable(cfg, path) -> the step run with {save = path, resume = true} would
+--                                         go on from (0: afresh), or nil and why
 -- Errors name the public function: "bad argument #1 to 'rp.experiment.run' (option 'steps' must
 -- be >= 1, got 0)".
 --
 -- Called by luaopen_roper as chunk(rp, internals).
 local rp, internals = ...
+local path_kind = internals.path_kind
 
 local experiment = {}
 rp.experiment = experiment
@@ -356,7 +359,8 @@ local function gib(bytes) return ("%.1f GiB"):format(bytes / 2^30) end
 
 -- Everything about cfg (already resolved) that can be known before training, or raises naming
 -- fname: the task and its corpus (both splits hold a window of seq_len + 1 characters), the model
--- config, and the memory of the model and its optimiser against the memory available.
+-- config, and the memory of the model and its optimiser against the memory available. Returns
+-- cfg, rp.model_memory's table and the task's vocabulary size.
 local function validate(fname, cfg)
   local task, err = make_task(cfg)
   if not task then argerror(fname, 1, err) end
@@ -409,21 +413,21 @@ local function validate(fname, cfg)
       end
     end
   end
-  return cfg, mem
+  return cfg, mem, V
 end
 
 -- rp.experiment.check([overrides]) -> cfg, memory: rp.experiment.config, then everything that
 -- can be known before training (validate); memory is rp.model_memory's table for the run.
 function experiment.check(overrides)
-  local cfg = resolve("rp.experiment.check", overrides)
-  return validate("rp.experiment.check", cfg)
+  local cfg, mem = validate("rp.experiment.check", resolve("rp.experiment.check", overrides))
+  return cfg, mem
 end
 
 -- The options of rp.experiment.run (argument 3), checked and copied (no metamethod of the
 -- caller's table runs later): keep_model (boolean), save (a path), save_every (steps, with save),
 -- resume (boolean, with save), comm (a roper.Comm). The folder of save must take a file: a probe
--- file "<save>.probe" is created and removed, so a path that cannot be written is an error before
--- training, not after it.
+-- file "<save>.probe" is created and removed (unless something is there already, which is left
+-- alone), so a path that cannot be written is an error before training, not after it.
 local RUN_OPTS = { "keep_model", "save", "save_every", "resume", "comm" }
 
 local function run_opts(fname, opts)
@@ -461,20 +465,25 @@ local function run_opts(fname, opts)
     if o.save == "" or o.save:find("\0", 1, true) then
       argerror(fname, 3, "option 'save' must be a nonempty path without NUL bytes")
     end
-    -- a folder opens with a "/" appended (nothing else does, and nothing blocks)
-    local dir = io.open(o.save .. "/", "r")
-    if dir then
-      dir:close()
+    if path_kind(o.save) == "a folder" then
       argerror(fname, 3, ("option 'save': %s is a folder, not a file"):format(o.save))
     end
+    -- (a file of that name is left alone, and so is a FIFO, whose open would block)
     local probe = o.save .. ".probe"
-    local f, err = io.open(probe, "wb")
-    if not f then
+    local there, why = path_kind(probe)
+    if there == nil then
       argerror(fname, 3, ("option 'save': %s: cannot write there (%s)"):format(o.save,
-        tostring(err):gsub("^.-: ", "")))
+        tostring(why):gsub("^.-: ", "")))
     end
-    f:close()
-    os.remove(probe)
+    if there == false then
+      local f, err = io.open(probe, "wb")
+      if not f then
+        argerror(fname, 3, ("option 'save': %s: cannot write there (%s)"):format(o.save,
+          tostring(err):gsub("^.-: ", "")))
+      end
+      f:close()
+      os.remove(probe)
+    end
   end
   if o.save_every ~= nil then
     local n = o.save_every
@@ -562,6 +571,10 @@ local function write_state(path, st, cfg)
       fmt_num(c.lr))
   end
   local tmp = path .. ".tmp"
+  local kind = path_kind(tmp)
+  if kind and kind ~= "a regular file" then
+    return nil, ("%s: not a regular file (%s)"):format(tmp, kind)
+  end
   local f, err = io.open(tmp, "wb")
   if not f then return nil, err end
   local ok, werr = f:write(table.concat(lines, "\n"), "\n")
@@ -584,11 +597,12 @@ end
 
 -- The state at path when it is whole and at step; nil otherwise.
 local function read_state(path, step)
+  if path_kind(path) ~= "a regular file" then return nil end -- (a FIFO would block the open)
   local f = io.open(path, "rb")
   if not f then return nil end
   local text = f:read("a")
   f:close()
-  if not text then return nil end -- (a folder opens, but does not read)
+  if not text then return nil end
   local lines = {}
   for l in text:gmatch("[^\n]+") do lines[#lines + 1] = l end
   local version = lines[1] == STATE_HEAD and 2 or lines[1] == "roper-run-state 1" and 1
@@ -619,39 +633,114 @@ local function read_state(path, step)
   return st
 end
 
--- The model and optimiser of a run saved at path, loaded for max_batch rows, after checking
--- that they are the ones cfg builds (mc: rp.model's options, oc: the optimiser's).
-local function load_resume(fname, path, mc, oc, kind, steps)
-  local m, opt = rp.load(path, { max_batch = mc.max_batch })
-  if not m then argerror(fname, 3, "option 'resume': " .. tostring(opt)) end
-  local function bad(what)
-    getmetatable(m).__close(m)
-    argerror(fname, 3, ("option 'resume': %s %s"):format(path, what))
+-- The options of the optimiser cfg builds (rp.optim[cfg.optimiser]'s), for a model of any size.
+local function optim_opts(cfg)
+  local oc = { lr = cfg.lr, weight_decay = cfg.weight_decay, clip = cfg.clip,
+    schedule = cfg.schedule }
+  if cfg.schedule == "cosine" then
+    oc.warmup, oc.total_steps = math.min(cfg.warmup, cfg.steps), cfg.steps
+    oc.min_lr = math.min(cfg.min_lr, cfg.lr)
+  elseif cfg.schedule == "noam" then
+    oc.warmup = math.max(1, cfg.warmup)
   end
-  if type(opt) ~= "userdata" then bad("holds no optimiser (it was not saved by a run)") end
-  -- the keys in order, so the first difference named is always the same
+  return oc
+end
+
+-- The checkpoint a run saved at path, checked against the run cfg builds (mc: rp.model's
+-- options, the model loaded for mc.max_batch rows; oc: the optimiser's): the model, its
+-- optimiser and the training state of the optimiser's step (from <path>.state, or from
+-- <path>.state.tmp where a run killed between its two saves left it; nil when neither holds
+-- it). Otherwise nil and why, a sentence that starts with path: it cannot be loaded, holds no
+-- optimiser, was trained with another model or optimiser or (its state says) another config,
+-- or is beyond cfg.steps. The caller owns (and closes) the model and the optimiser.
+local function open_checkpoint(path, cfg, mc, oc)
+  local ok, m, opt = pcall(rp.load, path, { max_batch = mc.max_batch })
+  if not ok then
+    -- (max_batch is an error for a .npy or safetensors file: no run saves those)
+    local kind = inner(m):match("is an? (%S+) file$")
+    return nil, kind and ("%s: a %s file, not a checkpoint of a run"):format(path, kind) or inner(m)
+  end
+  if not m then return nil, tostring(opt) end
+  local function bad(what)
+    if type(opt) == "userdata" then getmetatable(opt).__close(opt) end
+    getmetatable(m).__close(m)
+    return nil, ("%s %s"):format(path, what)
+  end
+  local function trained_with(k, have, want)
+    return bad(("was trained with %s = %s, the config asks for %s"):format(k, tostring(have),
+      tostring(want)))
+  end
+  if type(opt) ~= "userdata" then return bad("holds no optimiser (it was not saved by a run)") end
+  -- the first difference in key order, so the one named is always the same
   local function differs(want, have, skip)
     local keys = {}
     for k in pairs(want) do keys[#keys + 1] = k end
     table.sort(keys)
     for _, k in ipairs(keys) do
       -- (keys a pe ignores are absent from m:config())
-      if not skip[k] and have[k] ~= nil and have[k] ~= want[k] then
-        bad(("was trained with %s = %s, the config asks for %s"):format(k, tostring(have[k]),
-          tostring(want[k])))
-      end
+      if not skip[k] and have[k] ~= nil and have[k] ~= want[k] then return k, have[k], want[k] end
     end
   end
-  differs(mc, m:config(), { max_batch = true })
+  local k, have, want = differs(mc, m:config(), { max_batch = true })
+  if k then return trained_with(k, have, want) end
   local ogot = opt:config()
-  if ogot.kind ~= kind then
-    bad(("was trained with %s, the config asks for %s"):format(ogot.kind, kind))
+  if ogot.kind ~= cfg.optimiser then
+    return bad(("was trained with %s, the config asks for %s"):format(ogot.kind, cfg.optimiser))
   end
-  differs(oc, ogot, {})
-  if opt:steps() > steps then
-    bad(("is at step %d, beyond the config's steps = %d"):format(opt:steps(), steps))
+  k, have, want = differs(oc, ogot, {})
+  if k then return trained_with(k, have, want) end
+  local steps = opt:steps()
+  if steps > cfg.steps then
+    return bad(("is at step %d, beyond the config's steps = %d"):format(steps, cfg.steps))
   end
-  return m, opt
+  if steps == 0 then return m, opt, nil end
+  local state = path .. ".state"
+  local st = read_state(state, steps) or read_state(state .. ".tmp", steps)
+  -- the state names the run it belongs to: another run's checkpoint is refused, whatever its
+  -- model (the seed, the task's data, the schedule's length all count); a version 1 state
+  -- names none
+  for _, key in ipairs(st and st.config and state_keys(cfg) or {}) do
+    local there, here = st.config[key], config_word(cfg[key])
+    if there ~= nil and there ~= here then return trained_with(key, there, here) end
+  end
+  return m, opt, st
+end
+
+-- rp.experiment.resumable(cfg, path) -> step | nil, why
+-- The step rp.experiment.run(cfg, progress, {save = path, resume = true}) would go on from, when
+-- that run gives the result of an uninterrupted one: 0 when nothing is at path (it starts
+-- afresh); the step of the checkpoint at path when its model and optimiser are the ones cfg
+-- builds, its step at most cfg.steps, and a training state of that step is beside it (saved
+-- with save_every) whose config is cfg's. Otherwise nil and why, a sentence that starts with
+-- path: run would refuse the file (another model, optimiser or config, as it raises), or would
+-- go on from it without the curve so far (no state of its step: a finished run's model, or a
+-- state lost). cfg as for rp.experiment.run (bad configs raise as there); path a nonempty string
+-- without NUL bytes. Reads the files only (the model is loaded for one row, then released).
+function experiment.resumable(cfg, path)
+  local fname = "rp.experiment.resumable"
+  cfg = resolve(fname, cfg)
+  if type(path) ~= "string" then
+    argerror(fname, 2, "path (a string) expected, got " .. type(path))
+  end
+  if path == "" or path:find("\0", 1, true) then
+    argerror(fname, 2, "path must be a nonempty string without NUL bytes")
+  end
+  local _, _, V = validate(fname, cfg)
+  local kind, err = path_kind(path)
+  if kind == false then return 0 end
+  if not kind then return nil, err end
+  local mc = model_opts(cfg, V)
+  mc.max_batch = 1
+  local m, opt, st = open_checkpoint(path, cfg, mc, optim_opts(cfg))
+  if not m then return nil, opt end
+  local steps = opt:steps()
+  getmetatable(opt).__close(opt)
+  getmetatable(m).__close(m)
+  if steps > 0 and not st then
+    return nil, ("%s is at step %d and has no training state of that step beside it (%s.state)")
+      :format(path, steps, path)
+  end
+  return steps
 end
 
 -- rp.experiment.run(cfg[, progress[, opts]]) -> result[, model, task, optimiser]
@@ -749,19 +838,11 @@ function experiment.run(cfg, progress, opts)
   local task = keep(build(rp.tasks[cfg.task], task_opts(cfg)))
   local mc = model_opts(cfg, task:vocab_size())
   mc.max_batch = (cfg.batch + ranks - 1) // ranks
-  local oc = { lr = cfg.lr, weight_decay = cfg.weight_decay, clip = cfg.clip,
-    schedule = cfg.schedule }
-  if cfg.schedule == "cosine" then
-    oc.warmup, oc.total_steps = math.min(cfg.warmup, cfg.steps), cfg.steps
-    oc.min_lr = math.min(cfg.min_lr, cfg.lr)
-  elseif cfg.schedule == "noam" then
-    oc.warmup = math.max(1, cfg.warmup)
-  end
-  local m, opt
-  local resuming = opts.resume and io.open(opts.save, "rb")
-  if resuming then
-    resuming:close()
-    m, opt = load_resume(fname, opts.save, mc, oc, cfg.optimiser, cfg.steps)
+  local oc = optim_opts(cfg)
+  local m, opt, st
+  if opts.resume and path_kind(opts.save) ~= false then
+    m, opt, st = open_checkpoint(opts.save, cfg, mc, oc)
+    if not m then argerror(fname, 3, "option 'resume': " .. opt) end
     keep(m)
     keep(opt)
   else
@@ -783,20 +864,9 @@ function experiment.run(cfg, progress, opts)
   local sum, n, tokens, before = 0, 0, 0, 0
   local first = opt:steps() + 1
   if opts.resume then res.resumed_at = first - 1 end
-  if first > 1 then
-    local st = read_state(state_path, first - 1) or read_state(state_path .. ".tmp", first - 1)
-    -- the state names the run it belongs to: another run's checkpoint is refused, whatever
-    -- its model (the seed, the task's data, the schedule's length all count)
-    for _, k in ipairs(st and st.config and state_keys(cfg) or {}) do
-      local there, here = st.config[k], config_word(cfg[k])
-      if there ~= nil and there ~= here then
-        argerror(fname, 3, ("option 'resume': %s was trained with %s = %s, the config asks for %s")
-          :format(opts.save, k, there, here))
-      end
-    end
-    if st then
-      res.curve, sum, n, tokens, before = st.curve, st.sum, st.n, st.tokens, st.seconds
-    end
+  if st then
+    -- (without its state a checkpoint is gone on from with the curve from there on)
+    res.curve, sum, n, tokens, before = st.curve, st.sum, st.n, st.tokens, st.seconds
   end
   local t0
   local keep_state = opts.save_every ~= nil or opts.resume

@@ -2,15 +2,16 @@
 -- --checkpoint-every): rp.experiment.run saves the model with its optimiser to <path> every n
 -- steps and its training state beside it (<path>.state: the curve, tokens and time so far);
 -- <path>.run.json holds the run's config, so that a checkpoint is gone on from only by the run
--- it belongs to (rp.experiment.run itself checks the model and optimiser, not the seed or the
--- task's data).
+-- it belongs to (rp.experiment.run checks the model and optimiser, and the config kept in the
+-- state; a state of version 1 keeps none, so the run file is checked too).
 --
 --   resume.same_config(stored, wanted) -> true | false, key, stored value, wanted value: two
 --     configs give the same result (both resolved by rp.experiment.config; threads and the keys
 --     of other tasks do not count; a key unknown to this version makes them differ)
 --   resume.check(rp, path, cfg) -> "resume": path holds this run's checkpoint with its state;
---     "fresh": nothing is at path; nil, reason: something else is (another run's checkpoint, one
---     without its run file or state, one whose state is of another step, or no checkpoint)
+--     "fresh": nothing is at path; nil, reason (a sentence starting with path): something else
+--     is (another run's checkpoint, one without its run file, or one rp.experiment.resumable
+--     refuses: without a state of its step, of another model, or no checkpoint)
 --   resume.start(path, cfg) -> true | nil, message: writes <path>.run.json (atomically)
 --   resume.discard(path): removes path, its state (and a half-saved one) and its run file (those
 --     that are there)
@@ -53,40 +54,23 @@ end
 
 local function files(path) return path .. ".state", path .. ".run.json" end
 
--- The step of the training state at path (its second line starts with it), or nil.
-local function state_step(path)
-  local text = util.read(path)
-  local step = text and text:match("^roper%-run%-state %d+\n(%d+) ")
-  return step and math.tointeger(tonumber(step))
-end
-
 function resume.check(rp, path, cfg)
   if not util.exists(path) then return "fresh" end
-  local statef, runf = files(path)
+  local _, runf = files(path)
   local stored = util.exists(runf) and util.read_json(runf)
   if type(stored) ~= "table" then
-    return nil, ("has no run file beside it (%s): not a checkpoint of --checkpoint"):format(runf)
+    return nil, ("%s has no run file beside it (%s): not a checkpoint of --checkpoint"):format(
+      path, runf)
   end
   local same, key, there, here = resume.same_config(stored, cfg)
   if not same then
-    return nil, ("is the checkpoint of another run (%s = %s there, %s here)"):format(key,
+    return nil, ("%s is the checkpoint of another run (%s = %s there, %s here)"):format(path, key,
       resume.show(there), resume.show(here))
   end
-  -- (a run killed between its model's save and its state's leaves the state of the model's
-  -- step in <state>.tmp: rp.experiment.run reads it from there)
-  local at, at_tmp = state_step(statef), state_step(statef .. ".tmp")
-  if not at and not at_tmp then
-    return nil, ("has no training state beside it (%s): its run finished training or stopped "
-      .. "while saving"):format(statef)
-  end
-  local m, opt = rp.load(path)
-  if not m then return nil, ("cannot be loaded (%s)"):format(tostring(opt)) end
-  local steps = type(opt) == "userdata" and opt:steps() or nil
-  getmetatable(m).__close(m)
-  if steps ~= at and steps ~= at_tmp then
-    return nil, ("is at step %s and its training state at step %d"):format(tostring(steps),
-      at or at_tmp)
-  end
+  -- the model, the optimiser and the training state of the same step, as rp.experiment.run
+  -- would go on from them (the run file serves states that do not name their config)
+  local step, why = rp.experiment.resumable(cfg, path)
+  if not step then return nil, why end
   return "resume"
 end
 

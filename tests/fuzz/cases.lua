@@ -230,6 +230,9 @@ local function seeds(rp)
       save_every = 1 })
   end
   S["rp.experiment.task"] = S["rp.experiment.config"]
+  S["rp.experiment.resumable"] = function(ctx)
+    return pack(tiny_cfg(), ctx.dir .. "/run.ckpt")
+  end
   S["rp.experiment.applies"] = function() return pack("path", "text") end
   S["rp.experiment.better"] = function() return pack("loss", 1, 2) end
   -- models

@@ -106,18 +106,17 @@ describe("train.lua --checkpoint", function()
       local lone = dir .. "/lone.part.ckpt"
       write(lone, read(ckpt))
       write(lone .. ".run.json", read(ckpt .. ".run.json"))
-      local why = select(2, resume.check(rp, lone, straight.config))
-      assert.are.equal(("has no training state beside it (%s.state): its run finished training "
-        .. "or stopped while saving"):format(lone), why)
+      local no_state = ("%s is at step %d and has no training state of that step beside it "
+        .. "(%s.state)"):format(lone, at, lone)
+      assert.are.same({ nil, no_state }, { resume.check(rp, lone, straight.config) })
       write(lone .. ".state", (read(ckpt .. ".state"):gsub("^(roper%-run%-state 2\n)(%d+)",
         function(head, step) return head .. (tonumber(step) + 40) end)))
-      why = select(2, resume.check(rp, lone, straight.config))
-      assert.are.equal(("is at step %d and its training state at step %d"):format(at, at + 40), why)
+      assert.are.same({ nil, no_state }, { resume.check(rp, lone, straight.config) })
       so, se, code = run(("%s scripts/train.lua --steps 3000 %s --checkpoint %s "
         .. "--checkpoint-every 40"):format(sh_quote(BIN), TINY_ARGS, sh_quote(lone)))
       assert.are.equal(2, code, so .. se)
-      assert.are.equal(("train.lua: --checkpoint %s %s; remove it or choose another file\n")
-        :format(lone, why), se)
+      assert.are.equal(("train.lua: --checkpoint %s; remove it or choose another file\n")
+        :format(no_state), se)
 
       -- the same command goes on from step `at` and ends as the run that was never stopped
       so, se, code = run(cmd .. " --save " .. sh_quote(dir .. "/k.ckpt"))
@@ -244,7 +243,8 @@ describe("compare.lua --checkpoint-every", function()
     os.remove(runs .. "rope-s1.part.json")
     os.remove(runs .. "rope-s1.part.csv")
     write(runs .. "rope-s1.part.ckpt.state", "roper-run-state 1\n200 0 0 0 0\n")
-    assert.are.same({ nil, "is the checkpoint of another run (seed = 7 there, 1 here)" },
+    assert.are.same({ nil, runs .. "rope-s1.part.ckpt is the checkpoint of another run (seed = 7 "
+      .. "there, 1 here)" },
       { resume.check(rp, runs .. "rope-s1.part.ckpt", want) })
     so, se, code = run(cmd)
     assert.are.equal(0, code, so .. se)

@@ -230,6 +230,142 @@ describe("rp.experiment.run with opts", function()
       assert.truthy(tostring(ferr):find("Is a directory", 1, true), ferr)
       lfs.rmdir(path .. ".state")
       os.remove(path)
+      -- a FIFO where the state is written first is refused, not opened (that would wait for a
+      -- reader); a file where the probe of the save's folder goes is left as it is
+      assert.is_true(os.execute("mkfifo " .. sh_quote(path .. ".state.tmp")))
+      write(path .. ".probe", "mine")
+      fok, ferr = pcall(rp.experiment.run, cfg, nil, { save = path, save_every = 3 })
+      assert.is_false(fok)
+      assert.truthy(tostring(ferr):find(("rp.experiment.run: cannot save the model: "
+        .. "%s.state.tmp: not a regular file (a FIFO)"):format(path), 1, true), ferr)
+      assert.are.equal("mine", read(path .. ".probe"))
+      for _, f in ipairs { ".state.tmp", ".probe", "" } do os.remove(path .. f) end
+    end)
+
+  it("rp.experiment.resumable tells the step a resumed run goes on from, or why it would not",
+    function()
+      local cfg = tiny { steps = 9, log_every = 2 }
+      local path = dir .. "/able.ckpt"
+      -- nothing there: the run starts afresh
+      assert.are.equal(0, rp.experiment.resumable(cfg, path))
+      assert.is_false(pcall(rp.experiment.run, cfg, function(step)
+        if step == 7 then error("stopped") end
+      end, { save = path, save_every = 3 }))
+      local saved = { read(path), read(path .. ".state") }
+      assert.are.equal(6, rp.experiment.resumable(cfg, path))
+      -- it reads only
+      assert.are.same(saved, { read(path), read(path .. ".state") })
+      assert.is_false(exists(path .. ".state.tmp"))
+      -- what run refuses, with run's reason: another seed (the state's config), another model,
+      -- another optimiser setting, fewer steps than the checkpoint's
+      for _, c in ipairs {
+        { tiny { steps = 9, log_every = 2, seed = 2 }, "was trained with seed = 1, the config asks "
+          .. "for 2" },
+        { tiny { steps = 9, log_every = 2, d_model = 32 }, "was trained with d_ff = 64, the config "
+          .. "asks for 128" },
+        { tiny { steps = 9, log_every = 2, lr = 2e-3 }, "was trained with lr = 0.001, the config "
+          .. "asks for 0.002" },
+        { tiny { steps = 5, log_every = 2 }, "was trained with total_steps = 9, the config asks "
+          .. "for 5" },
+      } do
+        local why = path .. " " .. c[2]
+        assert.are.same({ nil, why }, { rp.experiment.resumable(c[1], path) })
+        local ok, err = pcall(rp.experiment.run, c[1], nil, { save = path, resume = true })
+        assert.is_false(ok)
+        assert.truthy(tostring(err):find("option 'resume': " .. why, 1, true), err)
+      end
+      -- a checkpoint beyond the config's steps (a schedule that does not know the steps)
+      local const = dir .. "/const.ckpt"
+      assert.is_false(pcall(rp.experiment.run, tiny { steps = 9, schedule = "constant" },
+        function(step) if step == 7 then error("stopped") end end, { save = const, save_every = 3 }))
+      assert.are.same({ nil, const .. " was trained with steps = 9, the config asks for 6" },
+        { rp.experiment.resumable(tiny { steps = 6, schedule = "constant" }, const) })
+      assert.are.same({ nil, const .. " is at step 6, beyond the config's steps = 5" },
+        { rp.experiment.resumable(tiny { steps = 5, schedule = "constant" }, const) })
+      os.remove(const)
+      os.remove(const .. ".state")
+      -- threads does not count
+      assert.are.equal(6, rp.experiment.resumable(tiny { steps = 9, log_every = 2, threads = 1 },
+        path))
+      -- the state of the step in <state>.tmp (a run killed between its saves) is found there;
+      -- without a state of its step the curve so far is lost, so it is not resumable
+      os.rename(path .. ".state", path .. ".state.tmp")
+      assert.are.equal(6, rp.experiment.resumable(cfg, path))
+      local no_state = ("%s is at step 6 and has no training state of that step beside it "
+        .. "(%s.state)"):format(path, path)
+      os.remove(path .. ".state.tmp")
+      assert.are.same({ nil, no_state }, { rp.experiment.resumable(cfg, path) })
+      write(path .. ".state", (saved[2]:gsub("^(roper%-run%-state 2\n)6 ", "%13 ")))
+      assert.are.same({ nil, no_state }, { rp.experiment.resumable(cfg, path) })
+      -- a version 1 state (no config kept) is taken, as run takes it
+      local lines = {}
+      for l in saved[2]:gmatch("[^\n]+") do lines[#lines + 1] = l end
+      local nkeys = math.tointeger(tonumber(lines[3]:match("^config (%d+)$")))
+      local v1 = { "roper-run-state 1", lines[2] }
+      for i = 4 + nkeys, #lines do v1[#v1 + 1] = lines[i] end
+      write(path .. ".state", table.concat(v1, "\n") .. "\n")
+      assert.are.equal(6, rp.experiment.resumable(cfg, path))
+      -- a model without its optimiser, a file that is no checkpoint, a folder, a path under a file
+      local m <close> = assert(rp.load(path))
+      assert(m:save(path))
+      assert.are.same({ nil, path .. " holds no optimiser (it was not saved by a run)" },
+        { rp.experiment.resumable(cfg, path) })
+      write(path, "not a checkpoint")
+      assert.are.same({ nil, select(2, rp.load(path)) }, { rp.experiment.resumable(cfg, path) })
+      -- (a .npy file, which rp.load reads, is no run's either)
+      assert(rp.zeros(2):save(path))
+      assert.are.same({ nil, path .. ": a .npy file, not a checkpoint of a run" },
+        { rp.experiment.resumable(cfg, path) })
+      local nok, nerr = pcall(rp.experiment.run, cfg, nil, { save = path, resume = true })
+      assert.is_false(nok)
+      assert.truthy(tostring(nerr):find("(option 'resume': " .. path .. ": a .npy file, not a "
+        .. "checkpoint of a run)", 1, true), nerr)
+      local n, why = rp.experiment.resumable(cfg, dir)
+      assert.is_nil(n)
+      assert.are.equal(select(2, rp.load(dir)), why)
+      n, why = rp.experiment.resumable(cfg, path .. "/x.ckpt")
+      assert.is_nil(n)
+      assert.truthy(why:find("Not a directory", 1, true), why)
+      -- a FIFO is told apart without opening it (an open would wait for a writer), at path
+      -- and where the state would be
+      os.remove(path)
+      os.remove(path .. ".state")
+      assert.is_true(os.execute("mkfifo " .. sh_quote(path)))
+      assert.are.same({ nil, path .. ": not a regular file (a FIFO)" },
+        { rp.experiment.resumable(cfg, path) })
+      local fok, ferr = pcall(rp.experiment.run, cfg, nil, { save = path, resume = true })
+      assert.is_false(fok)
+      assert.truthy(tostring(ferr):find("(option 'resume': " .. path .. ": not a regular file (a "
+        .. "FIFO))", 1, true), ferr)
+      os.remove(path)
+      assert.is_false(pcall(rp.experiment.run, cfg, function(step)
+        if step == 7 then error("stopped") end
+      end, { save = path, save_every = 3 }))
+      os.remove(path .. ".state")
+      assert.is_true(os.execute("mkfifo " .. sh_quote(path .. ".state")))
+      assert.are.same({ nil, no_state }, { rp.experiment.resumable(cfg, path) })
+      os.remove(path .. ".state")
+      os.remove(path)
+      -- bad arguments raise naming the function
+      local function raises(want, ...)
+        local ok, err = pcall(rp.experiment.resumable, ...)
+        assert.is_false(ok)
+        assert.are.equal("bad argument " .. want, tostring(err):match("bad argument .*$"), err)
+      end
+      raises("#2 to 'rp.experiment.resumable' (path (a string) expected, got number)", cfg, 5)
+      raises("#2 to 'rp.experiment.resumable' (path (a string) expected, got nil)", cfg)
+      raises("#2 to 'rp.experiment.resumable' (path must be a nonempty string without NUL bytes)",
+        cfg, "")
+      raises("#2 to 'rp.experiment.resumable' (path must be a nonempty string without NUL bytes)",
+        cfg, "a\0b")
+      local ok, err = pcall(rp.experiment.resumable, { d_modle = 16 }, path)
+      assert.is_false(ok)
+      assert.truthy(tostring(err):find("bad argument #1 to 'rp.experiment.resumable' (unknown "
+        .. "option 'd_modle'", 1, true), err)
+      ok, err = pcall(rp.experiment.resumable, tiny { heads = 3 }, path)
+      assert.is_false(ok)
+      assert.truthy(tostring(err):find("bad argument #1 to 'rp.experiment.resumable' (model: ",
+        1, true), err)
     end)
 
   it("checks its options before training", function()
