@@ -273,19 +273,30 @@ function util.check_output(path, what)
   os.remove(path .. ".probe")
 end
 
+-- lfs's word for a kind of file in the words of the C core's messages ("a folder", "a FIFO").
+local KIND = { directory = "a folder", ["named pipe"] = "a FIFO",
+  ["char device"] = "a character device", ["block device"] = "a block device",
+  socket = "a socket", link = "a symbolic link" }
+local function kind_of(mode) return KIND[mode] or "an unknown kind of file" end
+
 -- check_input(path, what): path names a readable regular file; else a usage problem.
 function util.check_input(path, what)
   local mode = lfs.attributes(path, "mode")
   if mode == nil then
     util.usage(("%s %s: no such file"):format(what, path))
   elseif mode ~= "file" then
-    util.usage(("%s %s: not a regular file (a %s)"):format(what, path,
-      mode == "directory" and "folder" or mode))
+    util.usage(("%s %s: not a regular file (%s)"):format(what, path, kind_of(mode)))
   end
 end
 
--- read(path) -> text | nil, message
+-- read(path) -> text | nil, message: the whole file; anything but a regular file is refused
+-- before it is opened ("f: not a regular file (a FIFO)": opening a FIFO would wait for a
+-- writer, and a folder opens but does not read)
 function util.read(path)
+  local mode = lfs.attributes(path, "mode")
+  if mode and mode ~= "file" then
+    return nil, ("%s: not a regular file (%s)"):format(path, kind_of(mode))
+  end
   local f, err = io.open(path, "rb")
   if not f then return nil, err end
   local text = f:read("a")

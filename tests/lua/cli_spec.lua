@@ -64,6 +64,7 @@ describe("train.lua reports config problems before training, in one line", funct
     { "--max-bytes 0 --task text --path " .. D .. "/small.txt",
       "task text: option 'max_bytes' must be >= 1, got 0" },
     { "--config " .. D .. "/folder", "--config " .. D .. "/folder: not a regular file (a folder)" },
+    { "--config " .. D .. "/fifo", "--config " .. D .. "/fifo: not a regular file (a FIFO)" },
     { "--config " .. D .. "/nope.json", "--config " .. D .. "/nope.json: no such file" },
     { "--config " .. D .. "/small.txt",
       "--config " .. D .. "/small.txt: not valid JSON %(.*%)", pattern = true },

@@ -85,6 +85,23 @@ describe("util.json (lua-dkjson)", function()
   end)
 end)
 
+describe("util.read", function()
+  it("reads a file whole, and refuses a folder or a FIFO without opening it", function()
+    local d = h.tmpdir()
+    local f = d .. "/f.txt"
+    h.write(f, "a\0b\n")
+    assert.are.equal("a\0b\n", util.read(f))
+    assert.are.same({ nil, d .. ": not a regular file (a folder)" }, { util.read(d) })
+    assert.is_true(os.execute("mkfifo " .. sh_quote(d .. "/p")))
+    -- (a hang here is the failure: the open would wait for a writer)
+    assert.are.same({ nil, d .. "/p: not a regular file (a FIFO)" }, { util.read(d .. "/p") })
+    local n, err = util.read(d .. "/missing")
+    assert.is_nil(n)
+    assert.are.equal(d .. "/missing: No such file or directory", err)
+    h.remove_tree(d)
+  end)
+end)
+
 describe("the progress line", function()
   -- A script that shows three long lines through util.status(0) (every update printed).
   local driver = h.tmpdir() .. "/status.lua"
