@@ -253,8 +253,9 @@ function util.write(path, text)
 end
 
 -- check_output(path, what): before any work, makes sure a file can be written at path: its folder
--- exists (created when missing), path is not a folder, and a probe file can be created and
--- removed there. Raises a usage problem naming `what` (the option, e.g. "--out") and path.
+-- exists (created when missing), path is not a folder, and a probe file "<path>.probe" can be
+-- created and removed there (unless something is there already: that is left alone). Raises a
+-- usage problem naming `what` (the option, e.g. "--out") and path.
 function util.check_output(path, what)
   if plpath.isdir(path) then util.usage(("%s %s: is a folder, not a file"):format(what, path)) end
   local dir = plpath.dirname(path)
@@ -265,6 +266,7 @@ function util.check_output(path, what)
         tostring(err):gsub("^.-: ", "")))
     end
   end
+  if lfs.attributes(path .. ".probe", "mode") then return end
   local ok, err = util.write(path .. ".probe", "")
   if not ok then
     util.usage(("%s %s: cannot write there (%s)"):format(what, path,

@@ -102,6 +102,19 @@ describe("util.read", function()
   end)
 end)
 
+describe("util.check_output", function()
+  it("probes the folder with a file it removes, and leaves a file of that name alone", function()
+    local d = h.tmpdir()
+    util.check_output(d .. "/sub/r.json", "--out")
+    assert.are.equal("directory", require("lfs").attributes(d .. "/sub", "mode"))
+    assert.is_nil(require("lfs").attributes(d .. "/sub/r.json.probe"))
+    h.write(d .. "/sub/r.json.probe", "mine")
+    util.check_output(d .. "/sub/r.json", "--out")
+    assert.are.equal("mine", read(d .. "/sub/r.json.probe"))
+    h.remove_tree(d)
+  end)
+end)
+
 describe("the progress line", function()
   -- A script that shows three long lines through util.status(0) (every update printed).
   local driver = h.tmpdir() .. "/status.lua"
