@@ -8,9 +8,10 @@
  * { Tensor_mt = <roper.Tensor metatable>, Rng_mt = <roper.Rng metatable>, Model_mt = <roper.Model
  * metatable>, Optim_mt = <roper.Optim metatable>, Task_mt = <roper.Task metatable>, is_live = f,
  * pe_names = { "none", ... } (core's mode names in enum order), rope_base = RP_ROPE_BASE,
- * i32_max = RP_I32_MAX, path_kind = f }
+ * i32_max = RP_I32_MAX, path_kind = f, read_file = f, write_file = f }
  * (is_live(t) is true for a tensor that has not been released; path_kind(path) tells what is at
- * a path without opening it); 05_errors.lua adds the helpers
+ * a path without opening it; read_file and write_file are core/fileio.h's reading and atomic
+ * writing, for the Lua parts' own files); 05_errors.lua adds the helpers
  * of the Lua parts' argument errors to it (argerror, user_level, inner).
  * Finally, when OpenBLAS runs slower kernels than it has for this CPU (its Prescott fallback, or
  * Haswell/Zen on an AVX-512 CPU: rp_blas_wanted_coretype), one warning line goes to stderr (once
@@ -18,6 +19,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -45,6 +47,70 @@ static int l_path_kind(lua_State *L)
     lua_pushnil(L);
     lua_pushfstring(L, "%s: %s", path, strerror(e));
     return 2;
+}
+
+/* The box of a malloc'ed buffer that a Lua error (memory, while the buffer becomes a string) may
+ * abandon: its __gc frees it. */
+#define FILEBUF_MT "roper.filebuf"
+
+static int filebuf_gc(lua_State *L)
+{
+    char **box = (char **)luaL_checkudata(L, 1, FILEBUF_MT);
+    free(*box);
+    *box = NULL;
+    return 0;
+}
+
+/* internals.read_file(path, max_bytes) -> text | nil, message: the whole regular file at path
+ * (rp_file_read_all: anything else is refused after a stat, before any open, so a FIFO never
+ * blocks; more than max_bytes is refused before anything is read). */
+static int l_read_file(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    lua_Integer max_bytes = luaL_checkinteger(L, 2);
+    luaL_argcheck(L, max_bytes >= 0, 2, "max_bytes must be >= 0");
+    char **box = (char **)lua_newuserdatauv(L, sizeof *box, 0);
+    *box = NULL;
+    luaL_setmetatable(L, FILEBUF_MT);
+    int64_t len = 0;
+    if (rp_file_read_all(path, (int64_t)max_bytes, NULL, box, &len) != RP_OK) {
+        lua_pushnil(L);
+        lua_pushstring(L, rp_last_error());
+        return 2;
+    }
+    lua_pushlstring(L, *box, (size_t)len);
+    free(*box);
+    *box = NULL;
+    return 1;
+}
+
+struct text_job {
+    const char *text;
+    size_t len;
+};
+
+static int write_text(FILE *f, void *ctx)
+{
+    const struct text_job *j = ctx;
+    if (fwrite(j->text, 1, j->len, f) != j->len) return errno ? errno : EIO;
+    return 0;
+}
+
+/* internals.write_file(path, text) -> true | nil, message: text written to path atomically
+ * (rp_file_write_atomic: a reader sees the old file or the new one whole; a path that is not a
+ * regular file, a FIFO say, is refused before anything is written). */
+static int l_write_file(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    struct text_job j;
+    j.text = luaL_checklstring(L, 2, &j.len);
+    if (rp_file_write_atomic(path, write_text, &j) != RP_OK) {
+        lua_pushnil(L);
+        lua_pushstring(L, rp_last_error());
+        return 2;
+    }
+    lua_pushboolean(L, 1);
+    return 1;
 }
 
 /* internals.is_live(x): true when x is a tensor that was not released. */
@@ -133,6 +199,15 @@ LUAMOD_API int luaopen_roper(lua_State *L)
     lua_setfield(L, priv, "is_live");
     lua_pushcfunction(L, l_path_kind);
     lua_setfield(L, priv, "path_kind");
+    if (luaL_newmetatable(L, FILEBUF_MT)) {
+        lua_pushcfunction(L, filebuf_gc);
+        lua_setfield(L, -2, "__gc");
+    }
+    lua_pop(L, 1);
+    lua_pushcfunction(L, l_read_file);
+    lua_setfield(L, priv, "read_file");
+    lua_pushcfunction(L, l_write_file);
+    lua_setfield(L, priv, "write_file");
     /* core's mode table and default base, for the Lua parts (rp.experiment's config keys) */
     lua_createtable(L, RP_PE_COUNT, 0);
     for (int i = 0; i < RP_PE_COUNT; i++) {

@@ -16,7 +16,8 @@
 --
 -- Called by luaopen_roper as chunk(rp, internals).
 local rp, internals = ...
-local path_kind = internals.path_kind
+local path_kind, read_file, write_file = internals.path_kind, internals.read_file,
+  internals.write_file
 
 local experiment = {}
 rp.experiment = experiment
@@ -470,19 +471,19 @@ local function run_opts(fname, opts)
     end
     -- (a file of that name is left alone, and so is a FIFO, whose open would block)
     local probe = o.save .. ".probe"
-    local there, why = path_kind(probe)
+    local there, err = path_kind(probe)
+    if there == false then
+      local f
+      f, err = io.open(probe, "wb")
+      if f then
+        f:close()
+        os.remove(probe)
+      end
+      there = f and true or nil
+    end
     if there == nil then
       argerror(fname, 3, ("option 'save': %s: cannot write there (%s)"):format(o.save,
-        tostring(why):gsub("^.-: ", "")))
-    end
-    if there == false then
-      local f, err = io.open(probe, "wb")
-      if not f then
-        argerror(fname, 3, ("option 'save': %s: cannot write there (%s)"):format(o.save,
-          tostring(err):gsub("^.-: ", "")))
-      end
-      f:close()
-      os.remove(probe)
+        tostring(err):gsub("^.-: ", "")))
     end
   end
   if o.save_every ~= nil then
@@ -538,6 +539,8 @@ end
 -- (write_state, commit_state); read back only when its step is the checkpoint's. Version 1
 -- (before the config was kept) is still read.
 local STATE_HEAD = "roper-run-state 2"
+-- (a state is a few lines per curve point: a larger file is none)
+local STATE_MAX_BYTES = 1 << 32
 
 -- The keys a resumed run must share with the run it goes on from: all of them but threads and
 -- the keys of other tasks (they do not change the result).
@@ -557,7 +560,8 @@ end
 
 -- The state is written in two halves around the model's save, so that a run killed at any
 -- moment leaves a model and a state of the same step: write_state writes <path>.tmp whole
--- (before the model is saved), commit_state renames it to <path> (after). Killed between the
+-- (before the model is saved; atomically, through core's writer as the model is, which refuses
+-- a FIFO or a folder there), commit_state renames it to <path> (after). Killed between the
 -- model's rename and the state's, the model's step is in <path>.tmp, and read_state is asked
 -- for both files.
 local function write_state(path, st, cfg)
@@ -570,20 +574,7 @@ local function write_state(path, st, cfg)
     lines[#lines + 1] = ("%d %d %s %s"):format(c.step, c.tokens, c.loss and fmt_num(c.loss) or "-",
       fmt_num(c.lr))
   end
-  local tmp = path .. ".tmp"
-  local kind = path_kind(tmp)
-  if kind and kind ~= "a regular file" then
-    return nil, ("%s: not a regular file (%s)"):format(tmp, kind)
-  end
-  local f, err = io.open(tmp, "wb")
-  if not f then return nil, err end
-  local ok, werr = f:write(table.concat(lines, "\n"), "\n")
-  local cok, cerr = f:close()
-  if not ok or not cok then
-    os.remove(tmp)
-    return nil, tostring(werr or cerr)
-  end
-  return true
+  return write_file(path .. ".tmp", table.concat(lines, "\n") .. "\n")
 end
 
 local function commit_state(path)
@@ -597,11 +588,7 @@ end
 
 -- The state at path when it is whole and at step; nil otherwise.
 local function read_state(path, step)
-  if path_kind(path) ~= "a regular file" then return nil end -- (a FIFO would block the open)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local text = f:read("a")
-  f:close()
+  local text = read_file(path, STATE_MAX_BYTES)
   if not text then return nil end
   local lines = {}
   for l in text:gmatch("[^\n]+") do lines[#lines + 1] = l end
