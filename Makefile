@@ -1,7 +1,8 @@
 # roper: `make test` and `make run` set up everything on a fresh Debian 12 machine (as root).
 #
 #   make            build the library, the Lua module build/roper.so and the REPL build/roper
-#   make test       install what is missing, build, run the C tests and the busted specs
+#   make test       install what is missing (and python3-numpy for a live NumPy round trip),
+#                   build, run the C tests and the busted specs
 #   make run        install what is missing, build, run the main job: RoPE vs RoPER on substring
 #                   by index, 3 seeds each (about 5 minutes on 2 cores), table + plot in results/run/
 #                   (RUN_ARGS="--seeds 10 --steps 4000" changes it; see scripts/compare.lua --help)
@@ -147,7 +148,10 @@ $(BENCH) $(BENCH_TRAIN): $(BUILD)/%: tests/bench/%.c tests/bench/bench_common.c 
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
 
+# python3-numpy (small) lets interop_spec's live NumPy round trip run; the PyTorch one needs
+# python3-torch, which only bench-torch installs (large), and is pending without it.
 test: deps all
+	@$(MAKE) --no-print-directory deps PACKAGES=python3-numpy
 	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) tests/run
 
 # compare.lua --slurm on a one-node Slurm that tests/cluster/run installs (Debian's slurmctld,
