@@ -8,9 +8,10 @@
  *   roper --blas-env          (first argument only) prints NAME=value for every variable a roper
  *                             process should start with and lacks (tests/with_blas_env exports them)
  *
- * At start the process re-executes itself once with OPENBLAS_CORETYPE (the fastest kernels
- * OpenBLAS has for this CPU) and OMP_WAIT_POLICY=passive (idle threads sleep) unless the user set
- * them (rp_blas_fix_env, core/blas.h): both are read only when the libraries load.
+ * At start the process re-executes itself with OPENBLAS_CORETYPE (the fastest kernels OpenBLAS
+ * has for this CPU) and OMP_WAIT_POLICY=passive (idle threads sleep) unless the user set them
+ * (rp_blas_fix_env, core/blas.h): both are read only when the libraries load. An OPENBLAS_CORETYPE
+ * naming slower kernels than this CPU runs is dropped first (unless ROPER_KEEP_CORETYPE is set).
  *
  * The module is linked in statically and preloaded (`require "roper"` works in scripts), then
  * loaded as the global `rp`; the global `help(f)` prints rp.help(f) (or why there is none), and an
@@ -403,7 +404,9 @@ static void print_usage(FILE *f) {
             "                  needs, or nothing when it needs none.\n"
             "  --blas-env      (as the only argument) prints NAME=value for each variable roper\n"
             "                  sets before OpenBLAS and OpenMP load (OPENBLAS_CORETYPE,\n"
-            "                  OMP_WAIT_POLICY) and that is not set yet.\n");
+            "                  OMP_WAIT_POLICY) and that is not set yet, or whose value it\n"
+            "                  replaces (an OPENBLAS_CORETYPE naming slower kernels than the\n"
+            "                  CPU runs; ROPER_KEEP_CORETYPE=1 keeps it).\n");
 }
 
 static void print_version(void) {
@@ -683,15 +686,15 @@ static void follow_parent(void) {
 int main(int argc, char **argv) {
     int status, result;
     lua_State *L;
-    if (argc >= 2 && strcmp(argv[1], "--blas-coretype") == 0) {
-        const char *core = rp_blas_wanted_coretype();
-        if (core) printf("%s\n", core);
-        return EXIT_SUCCESS;
-    }
-    if (argc >= 2 && strcmp(argv[1], "--blas-env") == 0) {
+    if (argc >= 2 && (strcmp(argv[1], "--blas-env") == 0 || strcmp(argv[1], "--blas-coretype") == 0)) {
+        int core_only = strcmp(argv[1], "--blas-coretype") == 0;
+        rp_blas_drop_coretype(argv); /* to read OpenBLAS's own choice */
         const char *names[RP_BLAS_ENV_MAX], *values[RP_BLAS_ENV_MAX];
         int n = rp_blas_wanted_env(names, values);
-        for (int i = 0; i < n; i++) printf("%s=%s\n", names[i], values[i]);
+        for (int i = 0; i < n; i++) {
+            if (!core_only) printf("%s=%s\n", names[i], values[i]);
+            else if (strcmp(names[i], "OPENBLAS_CORETYPE") == 0) printf("%s\n", values[i]);
+        }
         return EXIT_SUCCESS;
     }
     /* re-executes itself with OPENBLAS_CORETYPE and OMP_WAIT_POLICY when needed */

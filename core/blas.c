@@ -166,26 +166,60 @@ static const char *env_set(const char *name)
     return v && *v ? v : NULL;
 }
 
-const char *rp_blas_wanted_coretype(void)
-{
-    if (env_set("OPENBLAS_CORETYPE")) return NULL;
-    rp_cpu_features cpu = rp_cpu_detect();
-    return rp_blas_coretype_rule(&cpu, openblas_get_corename(), NULL, 0);
-}
-
+/* Set by the user: keep any OPENBLAS_CORETYPE as it is. */
+#define KEEP_VAR "ROPER_KEEP_CORETYPE"
+/* Set by roper when it drops an OPENBLAS_CORETYPE it found in the environment: the value dropped. */
+#define REPLACED_VAR "ROPER_BLAS_REPLACED"
 /* Set beside OPENBLAS_CORETYPE by roper: the core OpenBLAS chose by itself. */
 #define DETECTED_VAR "ROPER_BLAS_DETECTED"
 
-const char *rp_blas_core_reason(void)
+static const char *isa_name(const rp_cpu_features *cpu)
 {
-    static char buf[320];
-    char why[160];
+    return has_avx512(cpu) ? "AVX-512" : cpu->avx2 && cpu->fma ? "AVX2" : "x86-64";
+}
+
+const char *rp_blas_dropped_coretype(void)
+{
+    const char *env = env_set("OPENBLAS_CORETYPE");
+    if (env == NULL || env_set(KEEP_VAR) || env_set(REPLACED_VAR)) return NULL;
+    rp_cpu_features cpu = rp_cpu_detect();
+    return rp_blas_coretype_rule(&cpu, env, NULL, 0) ? env : NULL;
+}
+
+const char *rp_blas_wanted_coretype(void)
+{
     rp_cpu_features cpu = rp_cpu_detect();
     const char *env = env_set("OPENBLAS_CORETYPE");
+    if (env) return rp_blas_dropped_coretype() ? rp_blas_coretype_rule(&cpu, env, NULL, 0) : NULL;
+    return rp_blas_coretype_rule(&cpu, openblas_get_corename(), NULL, 0);
+}
+
+const char *rp_blas_core_reason(void)
+{
+    static char buf[512];
+    char why[160], note[192] = "";
+    rp_cpu_features cpu = rp_cpu_detect();
+    const char *env = env_set("OPENBLAS_CORETYPE"), *dropped = env_set(REPLACED_VAR);
+    if (dropped)
+        snprintf(note, sizeof note,
+                 ", in place of OPENBLAS_CORETYPE=%s from the environment (slower kernels on "
+                 "this CPU; " KEEP_VAR "=1 keeps such a value)",
+                 dropped);
     if (env) {
-        const char *want = rp_blas_coretype_rule(&cpu, env_set(DETECTED_VAR), why, sizeof why);
-        if (want && strcasecmp(want, env) == 0)
-            snprintf(buf, sizeof buf, "set by roper: %s", why);
+        const char *det = env_set(DETECTED_VAR);
+        const char *want = rp_blas_dropped_coretype() ? rp_blas_coretype_rule(&cpu, env, NULL, 0)
+                                                      : NULL;
+        if (want) /* a plain lua5.4 started with it: too late to change */
+            snprintf(buf, sizeof buf,
+                     "set in the environment (OPENBLAS_CORETYPE=%s), slower than %s on this %s "
+                     "CPU: start without it (the roper REPL and tests/with_blas_env drop it "
+                     "themselves; " KEEP_VAR "=1 keeps it)",
+                     env, want, isa_name(&cpu));
+        else if (dropped && det && strcasecmp(env, det) == 0)
+            snprintf(buf, sizeof buf, "chosen by OpenBLAS for this CPU%s", note);
+        else if ((want = rp_blas_coretype_rule(&cpu, det, why, sizeof why)) &&
+                 strcasecmp(want, env) == 0)
+            snprintf(buf, sizeof buf, "set by roper: %s%s", why, note);
         else
             snprintf(buf, sizeof buf, "set by the user: OPENBLAS_CORETYPE=%s", env);
         return buf;
@@ -197,7 +231,7 @@ const char *rp_blas_core_reason(void)
                  "OPENBLAS_CORETYPE=%s (the roper REPL does this itself)",
                  want, why, want);
     else
-        snprintf(buf, sizeof buf, "chosen by OpenBLAS for this CPU");
+        snprintf(buf, sizeof buf, "chosen by OpenBLAS for this CPU%s", note);
     return buf;
 }
 
@@ -237,14 +271,18 @@ const char *rp_omp_wait_policy(void)
 
 /* ---- Setting the variables ---- */
 
-static int wanted_env(int coretype_only, const char *names[RP_BLAS_ENV_MAX],
+static int wanted_env(int coretype_only, int pin, const char *names[RP_BLAS_ENV_MAX],
                       const char *values[RP_BLAS_ENV_MAX])
 {
     int n = 0;
     const char *core = rp_blas_wanted_coretype();
+    const char *dropped = env_set("OPENBLAS_CORETYPE") ? NULL : env_set(REPLACED_VAR);
+    /* a shell must override the variable it still has: name OpenBLAS's own choice */
+    if (core == NULL && pin && dropped) core = openblas_get_corename();
     if (core) {
         names[n] = "OPENBLAS_CORETYPE", values[n++] = core;
         names[n] = DETECTED_VAR, values[n++] = openblas_get_corename();
+        if (pin && dropped) names[n] = REPLACED_VAR, values[n++] = dropped;
     }
     const char *policy = coretype_only ? NULL : rp_omp_wanted_wait_policy();
     if (policy) {
@@ -256,13 +294,29 @@ static int wanted_env(int coretype_only, const char *names[RP_BLAS_ENV_MAX],
 
 int rp_blas_wanted_env(const char *names[RP_BLAS_ENV_MAX], const char *values[RP_BLAS_ENV_MAX])
 {
-    return wanted_env(0, names, values);
+    return wanted_env(0, 1, names, values);
+}
+
+void rp_blas_drop_coretype(char **argv)
+{
+    const char *drop = rp_blas_dropped_coretype();
+    if (drop == NULL) return;
+    char saved[128];
+    snprintf(saved, sizeof saved, "%s", drop);
+    setenv(REPLACED_VAR, saved, 1);
+    unsetenv("OPENBLAS_CORETYPE");
+    unsetenv(DETECTED_VAR);
+    execv("/proc/self/exe", argv);
+    /* exec failed: the library keeps the kernels it loaded with, and the variables say so */
+    setenv("OPENBLAS_CORETYPE", saved, 1);
+    unsetenv(REPLACED_VAR);
 }
 
 static void fix(int coretype_only, char **argv)
 {
+    rp_blas_drop_coretype(argv);
     const char *names[RP_BLAS_ENV_MAX], *values[RP_BLAS_ENV_MAX];
-    int n = wanted_env(coretype_only, names, values);
+    int n = wanted_env(coretype_only, 0, names, values);
     if (n == 0) return;
     /* the re-executed process sees the variables, so it wants nothing more */
     for (int i = 0; i < n; i++) setenv(names[i], values[i], 1);

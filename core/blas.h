@@ -34,7 +34,9 @@ void rp_blas_set_threads(int n);
  * OpenBLAS reads OPENBLAS_CORETYPE and libgomp reads OMP_WAIT_POLICY / GOMP_SPINCOUNT once, when
  * they load, so an executable sets them and re-executes itself (rp_blas_fix_env) and
  * tests/with_blas_env exports them for other programs (from `roper --blas-env`). A value the user
- * set is never changed. */
+ * set is kept, with one exception: an OPENBLAS_CORETYPE that names slower kernels than this CPU
+ * runs (Prescott on an AVX2 or AVX-512 CPU, Haswell or Zen on an AVX-512 one, as some machines set
+ * in every shell) is dropped unless ROPER_KEEP_CORETYPE is set (non-empty). */
 
 /* The CPU features the kernel rule looks at (1 = present and usable). */
 typedef struct rp_cpu_features {
@@ -57,16 +59,27 @@ rp_cpu_features rp_cpu_detect(void);
 const char *rp_blas_coretype_rule(const rp_cpu_features *cpu, const char *reported, char *why,
                                   size_t len);
 
+/* The OPENBLAS_CORETYPE found in the environment that roper drops, or NULL: the variable's value
+ * when the rule, applied to it as if OpenBLAS had chosen it, names faster kernels for this CPU;
+ * NULL when it is unset or empty, when ROPER_KEEP_CORETYPE is set, or when ROPER_BLAS_REPLACED is
+ * set (roper dropped one already: never a second time, so re-executing cannot loop). Points into
+ * the environment. */
+const char *rp_blas_dropped_coretype(void);
+
 /* The OPENBLAS_CORETYPE this process should have been started with, or NULL: the rule for this
- * CPU and the loaded library's core; always NULL when OPENBLAS_CORETYPE is set (non-empty). */
+ * CPU and the loaded library's core; when OPENBLAS_CORETYPE is set, NULL unless roper drops it
+ * (rp_blas_dropped_coretype), and then the rule for its value. */
 const char *rp_blas_wanted_coretype(void);
 
 /* Which kernels run and why, as one sentence ("set by roper: AVX-512 CPU that OpenBLAS maps to
  * Haswell", "chosen by OpenBLAS for this CPU", "set by the user: OPENBLAS_CORETYPE=Haswell", or
  * "chosen by OpenBLAS, slower than SkylakeX on this ...: start with OPENBLAS_CORETYPE=SkylakeX
- * ..." in a process started without the variable it needs). "Set by roper" means the variable
- * equals what the rule gives for the core in ROPER_BLAS_DETECTED. Static storage, rewritten by
- * every call. */
+ * ..." in a process started without the variable it needs, or "set in the environment
+ * (OPENBLAS_CORETYPE=Haswell), slower than SkylakeX on this AVX-512 CPU: start without it ..." in
+ * one started with a value roper drops). "Set by roper" means the variable equals what the rule
+ * gives for the core in ROPER_BLAS_DETECTED. After roper dropped a value (ROPER_BLAS_REPLACED
+ * holds it), the first two end in ", in place of OPENBLAS_CORETYPE=Haswell from the environment
+ * (...)". Static storage, rewritten by every call. */
 const char *rp_blas_core_reason(void);
 
 /* The OpenMP wait policy this process should have been started with: "passive" (idle OpenMP
@@ -81,17 +94,26 @@ const char *rp_omp_wanted_wait_policy(void);
 const char *rp_omp_wait_policy(void);
 
 /* The environment variables a process of roper should start with and does not have yet: at most
- * RP_BLAS_ENV_MAX (name, value) pairs written to names[] and values[] (static strings); returns
- * their count. OPENBLAS_CORETYPE (with ROPER_BLAS_DETECTED, the core OpenBLAS chose by itself,
- * which rp_blas_core_reason() reads) when rp_blas_wanted_coretype() names one, and
- * OMP_WAIT_POLICY=passive (with ROPER_OMP_WAIT_POLICY, which rp_omp_wait_policy() reads) when
- * rp_omp_wanted_wait_policy() says so. */
-#define RP_BLAS_ENV_MAX 4
+ * RP_BLAS_ENV_MAX (name, value) pairs written to names[] and values[] (static strings or the
+ * environment's); returns their count. OPENBLAS_CORETYPE (with ROPER_BLAS_DETECTED, the core
+ * OpenBLAS chose by itself, which rp_blas_core_reason() reads) when rp_blas_wanted_coretype()
+ * names one, and also, in a process re-executed by rp_blas_drop_coretype (OPENBLAS_CORETYPE unset,
+ * ROPER_BLAS_REPLACED set), OpenBLAS's own choice with ROPER_BLAS_REPLACED, so that a shell
+ * replaces the value it still has; OMP_WAIT_POLICY=passive (with ROPER_OMP_WAIT_POLICY, which
+ * rp_omp_wait_policy() reads) when rp_omp_wanted_wait_policy() says so. */
+#define RP_BLAS_ENV_MAX 5
 int rp_blas_wanted_env(const char *names[RP_BLAS_ENV_MAX], const char *values[RP_BLAS_ENV_MAX]);
 
-/* For executables: sets every variable of rp_blas_wanted_env() and re-executes /proc/self/exe with
- * argv (the variables are read only when the libraries load). Returns only when nothing was
- * needed or the re-exec failed. */
+/* For executables: when rp_blas_dropped_coretype() names a value, re-executes /proc/self/exe with
+ * argv, OPENBLAS_CORETYPE (and ROPER_BLAS_DETECTED) unset and ROPER_BLAS_REPLACED set to the value,
+ * so that OpenBLAS chooses by itself. Returns only when nothing was dropped or the re-exec failed
+ * (the variables then are as they were). */
+void rp_blas_drop_coretype(char **argv);
+
+/* For executables: rp_blas_drop_coretype, then sets every variable of rp_blas_wanted_env() (but a
+ * dropped value is not named again) and re-executes /proc/self/exe with argv (the variables are
+ * read only when the libraries load). Returns only when nothing was needed or the re-exec
+ * failed. */
 void rp_blas_fix_env(char **argv);
 
 /* The same for OPENBLAS_CORETYPE alone (with ROPER_BLAS_DETECTED). */

@@ -143,40 +143,103 @@ static void test_wait_policy(void)
     put("GOMP_SPINCOUNT", NULL);
 }
 
+/* the environment variables the kernel choice reads, saved and cleared, then restored */
+static const char *const CORE_VARS[] = {"OPENBLAS_CORETYPE", "ROPER_BLAS_DETECTED",
+                                        "ROPER_BLAS_REPLACED", "ROPER_KEEP_CORETYPE"};
+#define N_CORE_VARS (sizeof CORE_VARS / sizeof CORE_VARS[0])
+
+#define KEEP_NOTE_HASWELL                                                                          \
+    ", in place of OPENBLAS_CORETYPE=Haswell from the environment (slower kernels on this CPU; "  \
+    "ROPER_KEEP_CORETYPE=1 keeps such a value)"
+
 static void test_core_reason(void)
 {
-    const char *saved_ct = getenv("OPENBLAS_CORETYPE"), *saved_det = getenv("ROPER_BLAS_DETECTED");
-    char *ct = saved_ct ? strdup(saved_ct) : NULL, *det = saved_det ? strdup(saved_det) : NULL;
+    char *saved[N_CORE_VARS];
+    for (size_t i = 0; i < N_CORE_VARS; i++) {
+        const char *v = getenv(CORE_VARS[i]);
+        saved[i] = v ? strdup(v) : NULL;
+        put(CORE_VARS[i], NULL);
+    }
     const char *names[RP_BLAS_ENV_MAX], *values[RP_BLAS_ENV_MAX];
     rp_cpu_features cpu = rp_cpu_detect();
-    printf("  this CPU: avx2 %d fma %d avx512 f %d bw %d dq %d vl %d bf16 %d; OpenBLAS core %s (%s)\n",
+    printf("  this CPU: avx2 %d fma %d avx512 f %d bw %d dq %d vl %d bf16 %d; OpenBLAS core %s\n",
            cpu.avx2, cpu.fma, cpu.avx512f, cpu.avx512bw, cpu.avx512dq, cpu.avx512vl,
-           cpu.avx512_bf16, rp_blas_core(), rp_blas_core_reason());
+           cpu.avx512_bf16, rp_blas_core());
 
-    /* the user's variable is never replaced, and the reason names it */
+    /* a value found in the environment is dropped exactly when the rule would replace it as a
+     * choice of OpenBLAS's (Prescott: on every CPU with AVX2 and FMA) */
     put("OPENBLAS_CORETYPE", "Prescott");
-    put("ROPER_BLAS_DETECTED", NULL);
-    CHECK(rp_blas_wanted_coretype() == NULL, "OPENBLAS_CORETYPE set: nothing wanted");
+    const char *faster = rp_blas_coretype_rule(&cpu, "Prescott", NULL, 0);
+    const char *r = rp_blas_core_reason();
     int n = rp_blas_wanted_env(names, values);
-    CHECK(!find(n, names, values, "OPENBLAS_CORETYPE", NULL), "OPENBLAS_CORETYPE set: not wanted");
+    if (faster) {
+        const char *d = rp_blas_dropped_coretype();
+        CHECK(d && strcmp(d, "Prescott") == 0, "Prescott dropped: '%s'", d ? d : "(null)");
+        CHECK(rp_blas_wanted_coretype() == faster, "wanted: the rule's %s", faster);
+        CHECK(find(n, names, values, "OPENBLAS_CORETYPE", faster), "OPENBLAS_CORETYPE=%s wanted",
+              faster);
+        char want[200];
+        snprintf(want, sizeof want,
+                 "set in the environment (OPENBLAS_CORETYPE=Prescott), slower than %s on this %s "
+                 "CPU: start without it",
+                 faster, strcmp(faster, "SkylakeX") == 0 ? "AVX-512" : "AVX2");
+        CHECK(strncmp(r, want, strlen(want)) == 0, "'%s'", r);
+    } else { /* a CPU without AVX2: Prescott is the best there is, and the value is kept */
+        CHECK(rp_blas_dropped_coretype() == NULL, "Prescott kept on this CPU");
+        CHECK(strcmp(r, "set by the user: OPENBLAS_CORETYPE=Prescott") == 0, "'%s'", r);
+    }
+
+    /* ROPER_KEEP_CORETYPE keeps any value, and the reason names it as the user's */
+    put("ROPER_KEEP_CORETYPE", "1");
+    CHECK(rp_blas_dropped_coretype() == NULL, "kept with ROPER_KEEP_CORETYPE");
+    CHECK(rp_blas_wanted_coretype() == NULL, "kept: nothing wanted");
+    n = rp_blas_wanted_env(names, values);
+    CHECK(!find(n, names, values, "OPENBLAS_CORETYPE", NULL), "kept: not wanted");
     CHECK(strcmp(rp_blas_core_reason(), "set by the user: OPENBLAS_CORETYPE=Prescott") == 0, "'%s'",
           rp_blas_core_reason());
+    /* an empty ROPER_KEEP_CORETYPE counts as unset */
+    put("ROPER_KEEP_CORETYPE", "");
+    CHECK((rp_blas_dropped_coretype() != NULL) == (faster != NULL), "an empty keep is unset");
+    put("ROPER_KEEP_CORETYPE", NULL);
+
+    /* dropped once (the marker is set): never a second time, so re-executing cannot loop */
+    put("ROPER_BLAS_REPLACED", "Haswell");
+    CHECK(rp_blas_dropped_coretype() == NULL, "nothing dropped twice");
+    put("ROPER_BLAS_REPLACED", NULL);
+
+    /* a value the rule leaves alone is never dropped */
+    put("OPENBLAS_CORETYPE", "SkylakeX");
+    CHECK(rp_blas_dropped_coretype() == NULL, "SkylakeX is never dropped");
 
     /* set by roper: the marker holds the core OpenBLAS chose, and the rule must give the value */
-    put("OPENBLAS_CORETYPE", "SkylakeX");
     put("ROPER_BLAS_DETECTED", "Haswell");
-    const char *r = rp_blas_core_reason();
-    if (cpu.avx512f && cpu.avx512bw && cpu.avx512dq && cpu.avx512vl)
+    r = rp_blas_core_reason();
+    int avx512 = cpu.avx512f && cpu.avx512bw && cpu.avx512dq && cpu.avx512vl;
+    if (avx512)
         CHECK(strcmp(r, "set by roper: AVX-512 CPU that OpenBLAS maps to Haswell") == 0, "'%s'", r);
     else /* this CPU would not get SkylakeX from the rule: someone else set it */
         CHECK(strcmp(r, "set by the user: OPENBLAS_CORETYPE=SkylakeX") == 0, "'%s'", r);
+    /* the same after a dropped value: the reason says what it replaced */
+    put("ROPER_BLAS_REPLACED", "Haswell");
+    r = rp_blas_core_reason();
+    if (avx512)
+        CHECK(strcmp(r, "set by roper: AVX-512 CPU that OpenBLAS maps to Haswell" KEEP_NOTE_HASWELL) ==
+                  0,
+              "'%s'", r);
+    /* a shell's copy of OpenBLAS's own choice, after a dropped value */
+    put("OPENBLAS_CORETYPE", "Cooperlake");
+    put("ROPER_BLAS_DETECTED", "Cooperlake");
+    r = rp_blas_core_reason();
+    CHECK(strcmp(r, "chosen by OpenBLAS for this CPU" KEEP_NOTE_HASWELL) == 0, "'%s'", r);
 
     /* unset: OpenBLAS's own choice, and the variable is wanted exactly when the rule says so */
     put("OPENBLAS_CORETYPE", NULL);
     put("ROPER_BLAS_DETECTED", NULL);
+    put("ROPER_BLAS_REPLACED", NULL);
     const char *want = rp_blas_coretype_rule(&cpu, rp_blas_core(), NULL, 0);
     CHECK(rp_blas_wanted_coretype() == want, "wanted_coretype follows the rule");
     n = rp_blas_wanted_env(names, values);
+    CHECK(!find(n, names, values, "ROPER_BLAS_REPLACED", NULL), "no marker of a dropped value");
     if (want) {
         CHECK(find(n, names, values, "OPENBLAS_CORETYPE", want), "OPENBLAS_CORETYPE=%s wanted", want);
         CHECK(find(n, names, values, "ROPER_BLAS_DETECTED", rp_blas_core()), "with the marker");
@@ -187,10 +250,24 @@ static void test_core_reason(void)
         CHECK(strcmp(rp_blas_core_reason(), "chosen by OpenBLAS for this CPU") == 0, "'%s'",
               rp_blas_core_reason());
     }
-    put("OPENBLAS_CORETYPE", ct);
-    put("ROPER_BLAS_DETECTED", det);
-    free(ct);
-    free(det);
+
+    /* the process re-executed without a dropped value: a shell still holding the value is told
+     * to replace it, by OpenBLAS's own choice (or the rule's) and the marker */
+    put("ROPER_BLAS_REPLACED", "Haswell");
+    n = rp_blas_wanted_env(names, values);
+    CHECK(find(n, names, values, "OPENBLAS_CORETYPE", want ? want : rp_blas_core()),
+          "OPENBLAS_CORETYPE=%s named", want ? want : rp_blas_core());
+    CHECK(find(n, names, values, "ROPER_BLAS_DETECTED", rp_blas_core()), "with the marker");
+    CHECK(find(n, names, values, "ROPER_BLAS_REPLACED", "Haswell"), "and the value replaced");
+    CHECK(n <= RP_BLAS_ENV_MAX, "%d variables", n);
+    if (!want)
+        CHECK(strcmp(rp_blas_core_reason(), "chosen by OpenBLAS for this CPU" KEEP_NOTE_HASWELL) == 0,
+              "'%s'", rp_blas_core_reason());
+
+    for (size_t i = 0; i < N_CORE_VARS; i++) {
+        put(CORE_VARS[i], saved[i]);
+        free(saved[i]);
+    }
 }
 
 int main(void)

@@ -45,7 +45,8 @@ end
 
 -- the variables roper sets for itself, removed, so its re-execution is exercised
 local CLEAN = "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u ROPER_OMP_WAIT_POLICY "
-  .. "-u OPENBLAS_CORETYPE -u ROPER_BLAS_DETECTED -u LUA_PATH -u LUA_CPATH "
+  .. "-u OPENBLAS_CORETYPE -u ROPER_BLAS_DETECTED -u ROPER_BLAS_REPLACED -u ROPER_KEEP_CORETYPE "
+  .. "-u LUA_PATH -u LUA_CPATH "
 
 local TINY = "--steps 1 --d-model 16 --heads 2 --layers 1 --seq-len 32 --batch 2 --problems 1 "
   .. "--valid-batches 1 --quiet"

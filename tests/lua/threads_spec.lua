@@ -1,5 +1,6 @@
 -- The environment the roper binary starts with (core/blas.c: rp_blas_fix_env): OMP_WAIT_POLICY=passive
--- and the OpenBLAS kernels only when the user set nothing, what `roper -v`, --blas-env,
+-- and the OpenBLAS kernels only when the user set nothing (or a value naming slower kernels than the
+-- CPU runs, which roper drops unless ROPER_KEEP_CORETYPE is set), what `roper -v`, --blas-env,
 -- rp.blas.core() and rp.blas.threads() tell, and that sweep.lua --jobs N gives each run
 -- (cores / N) threads. The binary is ROPER_BIN (default build/roper); every command starts from
 -- an environment without the variables (tests/with_blas_env may have set them for busted).
@@ -13,12 +14,18 @@ local BIN = os.getenv("ROPER_BIN") or "build/roper"
 
 -- every variable the tests set or that roper sets, removed first
 local CLEAN = "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u ROPER_OMP_WAIT_POLICY "
-  .. "-u OPENBLAS_CORETYPE -u ROPER_BLAS_DETECTED -u OMP_NUM_THREADS "
+  .. "-u OPENBLAS_CORETYPE -u ROPER_BLAS_DETECTED -u ROPER_BLAS_REPLACED -u ROPER_KEEP_CORETYPE "
+  .. "-u OMP_NUM_THREADS "
 
 -- runs `roper -e code` with extra "NAME=value" assignments; returns stdout, stderr, exit code
 local function roper(vars, code)
   return run(CLEAN .. vars .. " " .. sh_quote(BIN) .. " -e " .. sh_quote(code))
 end
+
+-- Prescott (SSE3) runs on every x86-64 CPU roper builds for; on one with AVX2 and FMA the kernel
+-- rule names faster kernels, so roper drops OPENBLAS_CORETYPE=Prescott unless told to keep it
+local flags = (io.open("/proc/cpuinfo"):read("a"):match("\nflags%s*:([^\n]*)") or "") .. " "
+local fast_cpu = flags:find(" avx2 ", 1, true) and flags:find(" fma ", 1, true)
 
 local SHOW = 'print(os.getenv"OMP_WAIT_POLICY", os.getenv"GOMP_SPINCOUNT", select(2, rp.blas.threads()))'
 
@@ -50,12 +57,48 @@ describe("the roper binary's OpenMP wait policy", function()
 end)
 
 describe("the roper binary's OpenBLAS kernels", function()
-  it("keeps the user's OPENBLAS_CORETYPE and says so", function()
-    -- Prescott (SSE3) runs on every x86-64 CPU roper builds for
-    local out, err, code = roper("OPENBLAS_CORETYPE=Prescott",
-      'print(os.getenv"OPENBLAS_CORETYPE", rp.blas.core())')
+  local SHOW_CORE = 'print(os.getenv"OPENBLAS_CORETYPE", os.getenv"ROPER_BLAS_REPLACED", rp.blas.core())'
+  local NOTE = ", in place of OPENBLAS_CORETYPE=Prescott from the environment (slower kernels on "
+    .. "this CPU; ROPER_KEEP_CORETYPE=1 keeps such a value)"
+
+  it("keeps the user's OPENBLAS_CORETYPE with ROPER_KEEP_CORETYPE and says so", function()
+    local out, err, code = roper("ROPER_KEEP_CORETYPE=1 OPENBLAS_CORETYPE=Prescott", SHOW_CORE)
     assert.are.equal(0, code, err)
-    assert.are.equal("Prescott\tPrescott\tset by the user: OPENBLAS_CORETYPE=Prescott\n", out)
+    assert.are.equal("Prescott\tnil\tPrescott\tset by the user: OPENBLAS_CORETYPE=Prescott\n", out)
+  end)
+
+  it("drops an OPENBLAS_CORETYPE that names slower kernels than the CPU runs, and says so", function()
+    local out, err, code = roper("OPENBLAS_CORETYPE=Prescott", SHOW_CORE)
+    assert.are.equal(0, code, err)
+    if not fast_cpu then -- Prescott is the best this CPU has: kept
+      assert.are.equal("Prescott\tnil\tPrescott\tset by the user: OPENBLAS_CORETYPE=Prescott\n", out)
+      return
+    end
+    local env, replaced, core, why = out:match("^(%S+)\t(%S+)\t(%S+)\t([^\n]+)\n$")
+    assert.is_truthy(env, out)
+    assert.are.equal("Prescott", replaced)
+    assert.are_not.equal("Prescott", core)
+    -- OpenBLAS chose by itself (the variable unset), or roper set the rule's kernels
+    if env == "nil" then
+      assert.are.equal("chosen by OpenBLAS for this CPU" .. NOTE, why)
+    else
+      assert.are.equal(core, env)
+      assert.is_truthy(why:match("^set by roper: ") and why:sub(-#NOTE) == NOTE, why)
+    end
+  end)
+
+  it("tests/with_blas_env replaces such a value in the environment it passes on", function()
+    local out, err, code = run(CLEAN .. "OPENBLAS_CORETYPE=Prescott tests/with_blas_env "
+      .. "printenv OPENBLAS_CORETYPE ROPER_BLAS_REPLACED")
+    assert.are.equal(0, code, err)
+    if not fast_cpu then
+      assert.are.equal("Prescott\n", out)
+      return
+    end
+    local core = out:match("^(%S+)\nPrescott\n$")
+    assert.is_truthy(core and core ~= "Prescott", out)
+    assert.are.equal("with_blas_env: OPENBLAS_CORETYPE=" .. core .. " in place of Prescott from the "
+      .. "environment (slower kernels here; ROPER_KEEP_CORETYPE=1 keeps such a value)\n", err)
   end)
 
   -- A plain lua5.4 cannot change the kernels once OpenBLAS has loaded: loading the module warns.
@@ -115,9 +158,27 @@ describe("roper -v and --blas-env", function()
       out)
     assert.is_truthy(out:find("ROPER_OMP_WAIT_POLICY=passive\n", 1, true), out)
     out, err, code = run(CLEAN .. "OMP_WAIT_POLICY=active GOMP_SPINCOUNT=5 OPENBLAS_CORETYPE=Prescott "
-      .. sh_quote(BIN) .. " --blas-env")
+      .. "ROPER_KEEP_CORETYPE=1 " .. sh_quote(BIN) .. " --blas-env")
     assert.are.equal(0, code, err)
     assert.are.equal("", out)
+  end)
+
+  it("--blas-env and --blas-coretype name the kernels that replace a dropped value", function()
+    local vars = CLEAN .. "OMP_WAIT_POLICY=active OPENBLAS_CORETYPE=Prescott "
+    local out, err, code = run(vars .. sh_quote(BIN) .. " --blas-env")
+    assert.are.equal(0, code, err)
+    local core_out
+    core_out, err, code = run(vars .. sh_quote(BIN) .. " --blas-coretype")
+    assert.are.equal(0, code, err)
+    if not fast_cpu then
+      assert.are.equal("", out)
+      assert.are.equal("", core_out)
+      return
+    end
+    local core, detected = out:match("^OPENBLAS_CORETYPE=(%S+)\nROPER_BLAS_DETECTED=(%S+)\n"
+      .. "ROPER_BLAS_REPLACED=Prescott\n$")
+    assert.is_truthy(core and core ~= "Prescott" and detected ~= "Prescott", out)
+    assert.are.equal(core .. "\n", core_out)
   end)
 end)
 
