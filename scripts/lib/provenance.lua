@@ -7,7 +7,8 @@
 --                 --always --dirty` at build time, "-dirty" for uncommitted changes), or "unknown"
 --     date        time (os.time() value; default now) in UTC, ISO 8601: "2026-11-23T14:20:01Z"
 --     host        the host name
---     cpu         the CPU model (/proc/cpuinfo "model name", else what libuv reports), or "unknown"
+--     cpu         the CPU model (/proc/cpuinfo's "model name" with its "cpu family" and "model":
+--                 "AMD EPYC (family 26, model 2)"; else what libuv reports), or "unknown"
 --     blas_core   the OpenBLAS kernels in use (rp.blas.core())
 --     openblas    the OpenBLAS version ("0.3.21"), from rp.blas.config()
 --     threads     the threads roper computes with now (rp.blas.threads())
@@ -26,17 +27,23 @@ local FIELDS = { "roper", "commit", "host", "cpu", "openblas", "blas_core", "thr
   "wait_policy" }
 provenance.FIELDS = FIELDS
 
+-- The first processor's "model name", with its "cpu family" and "model" numbers when
+-- /proc/cpuinfo has them (names such as "AMD EPYC" cover several generations).
 local function cpu_model()
   local f = io.open("/proc/cpuinfo", "r")
   if f then
+    local name, family, model
     for line in f:lines() do
-      local name = line:match("^model name%s*:%s*(.-)%s*$")
-      if name and name ~= "" then
-        f:close()
-        return name
-      end
+      if line:match("^%s*$") then break end -- the end of the first processor's block
+      name = name or line:match("^model name%s*:%s*(.-)%s*$")
+      family = family or line:match("^cpu family%s*:%s*(%d+)%s*$")
+      model = model or line:match("^model%s*:%s*(%d+)%s*$")
     end
     f:close()
+    if name and name ~= "" then
+      if family and model then name = ("%s (family %s, model %s)"):format(name, family, model) end
+      return name
+    end
   end
   local ok, info = pcall(uv.cpu_info)
   if ok and type(info) == "table" and info[1] and type(info[1].model) == "string"

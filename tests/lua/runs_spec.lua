@@ -455,9 +455,16 @@ describe("scripts/train.lua --save", function()
     assert.are.equal(host:gsub("\n$", ""), p.host)
     assert.is_string(p.cpu)
     assert.is_true(#p.cpu > 0)
-    local model = (read("/proc/cpuinfo") or ""):match("\nmodel name%s*:%s*([^\n]-)%s*\n")
-      or (read("/proc/cpuinfo") or ""):match("^model name%s*:%s*([^\n]-)%s*\n")
-    if model then assert.are.equal(model, p.cpu) end
+    -- the first processor's block of /proc/cpuinfo: its model name, cpu family and model
+    local first = ((read("/proc/cpuinfo") or "") .. "\n\n"):match("^(.-\n)\n")
+    local model = ("\n" .. first):match("\nmodel name%s*:%s*([^\n]-)%s*\n")
+    local family = ("\n" .. first):match("\ncpu family%s*:%s*(%d+)%s*\n")
+    local number = ("\n" .. first):match("\nmodel%s*:%s*(%d+)%s*\n")
+    if model and family and number then
+      assert.are.equal(("%s (family %s, model %s)"):format(model, family, number), p.cpu)
+    elseif model then
+      assert.are.equal(model, p.cpu)
+    end
   end)
 
   it("--save-every: a run killed while training leaves a whole checkpoint and no result", function()
