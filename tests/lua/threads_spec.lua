@@ -177,7 +177,9 @@ describe("roper -v and --blas-env", function()
     end
     local core, detected = out:match("^OPENBLAS_CORETYPE=(%S+)\nROPER_BLAS_DETECTED=(%S+)\n"
       .. "ROPER_BLAS_REPLACED=Prescott\n$")
-    assert.is_truthy(core and core ~= "Prescott" and detected ~= "Prescott", out)
+    -- detected is OpenBLAS's own choice: Prescott itself on a CPU it does not know (0.3.21 on
+    -- an Emerald Rapids Xeon, family 6 model 207), where the rule names SkylakeX
+    assert.is_truthy(core and core ~= "Prescott" and detected, out)
     assert.are.equal(core .. "\n", core_out)
   end)
 end)
