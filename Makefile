@@ -15,6 +15,9 @@
 #   make install    the REPL, the scripts, the Lua module, the C library (static and shared) with
 #                   its headers and roper.pc, the man page; PREFIX (/usr/local) and DESTDIR as
 #                   usual; make uninstall removes exactly what it installed (see "install" below)
+#   PORTABLE=1      the portable build in build-portable/: -march=x86-64-v3 and OpenBLAS's Haswell
+#                   kernels on every CPU, so a run gives the same bits on every such machine
+#                   (slower on AVX-512 CPUs; docs/experiments.md "Runs that reproduce anywhere")
 #   NO_OMP=1        build without OpenMP
 
 SHELL := /bin/bash
@@ -28,6 +31,11 @@ ifeq ($(SANITIZE),1)
   BUILD := build-san
   SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
   OPT := -O1
+else ifeq ($(PORTABLE),1)
+  # the portable build (core/build.h): the same bits on every x86-64-v3 CPU
+  BUILD := build-portable
+  SANFLAGS :=
+  OPT := -O2 -march=x86-64-v3 -DRP_PORTABLE=1
 else
   BUILD := build
   SANFLAGS :=
@@ -74,7 +82,7 @@ MPI_PLUGIN := $(BUILD)/roper_mpi.so
 MPI_CFLAGS = $(patsubst -I%,-isystem %,$(shell pkg-config --cflags ompi-c 2>/dev/null))
 MPI_LIBS = $(shell pkg-config --libs ompi-c 2>/dev/null)
 
-.PHONY: all deps test test-c test-lua test-cluster run bench bench-torch clean \
+.PHONY: all deps test test-c test-lua test-cluster run bench bench-torch clean portable \
         install install-lua install-bin install-lib uninstall
 .DELETE_ON_ERROR:
 
@@ -150,9 +158,14 @@ $(BENCH) $(BENCH_TRAIN): $(BUILD)/%: tests/bench/%.c tests/bench/bench_common.c 
 
 # python3-numpy (small) lets interop_spec's live NumPy round trip run; the PyTorch one needs
 # python3-torch, which only bench-torch installs (large), and is pending without it.
-test: deps all
+test: deps all portable
 	@$(MAKE) --no-print-directory deps PACKAGES=python3-numpy
 	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) tests/run
+
+# The portable REPL (make PORTABLE=1: -march=x86-64-v3, OpenBLAS's Haswell kernels on every CPU;
+# core/build.h), for portable_spec's check that it reproduces a committed run bit for bit.
+portable:
+	@$(MAKE) --no-print-directory PORTABLE=1 SANITIZE= build-portable/roper
 
 # compare.lua --slurm on a one-node Slurm that tests/cluster/run installs (Debian's slurmctld,
 # slurmd, slurm-client, munge), starts in a private folder, uses and stops again.
@@ -299,4 +312,4 @@ uninstall:
 	@$(LDCONFIG)
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-portable

@@ -414,6 +414,7 @@ static void print_version(void) {
            rp_blas_core(), rp_blas_threads(), rp_blas_threads() == 1 ? "" : "s");
     printf("  kernels: %s (%s)\n", rp_blas_core(), rp_blas_core_reason());
     printf("  OpenMP wait policy: %s\n", rp_omp_wait_policy());
+    printf("  build: %s (-march=%s)\n", rp_build_kind(), rp_build_target());
     fflush(stdout);
 }
 
@@ -686,6 +687,11 @@ static void follow_parent(void) {
 int main(int argc, char **argv) {
     int status, result;
     lua_State *L;
+    char why[192];
+    if (!rp_build_cpu_ok(why, sizeof why)) { /* the portable build on a CPU below x86-64-v3 */
+        fprintf(stderr, PROGNAME ": %s\n", why);
+        return EXIT_FAILURE;
+    }
     if (argc >= 2 && (strcmp(argv[1], "--blas-env") == 0 || strcmp(argv[1], "--blas-coretype") == 0)) {
         int core_only = strcmp(argv[1], "--blas-coretype") == 0;
         rp_blas_drop_coretype(argv); /* to read OpenBLAS's own choice */

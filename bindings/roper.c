@@ -8,7 +8,8 @@
  * { Tensor_mt = <roper.Tensor metatable>, Rng_mt = <roper.Rng metatable>, Model_mt = <roper.Model
  * metatable>, Optim_mt = <roper.Optim metatable>, Task_mt = <roper.Task metatable>, is_live = f,
  * pe_names = { "none", ... } (core's mode names in enum order), rope_base = RP_ROPE_BASE,
- * i32_max = RP_I32_MAX, path_kind = f, read_file = f, write_file = f }
+ * i32_max = RP_I32_MAX, build_kind = rp_build_kind(), build_target = rp_build_target(),
+ * path_kind = f, read_file = f, write_file = f }
  * (is_live(t) is true for a tensor that has not been released; path_kind(path) tells what is at
  * a path without opening it; read_file and write_file are core/fileio.h's reading and atomic
  * writing, for the Lua parts' own files); 05_errors.lua adds the helpers
@@ -171,6 +172,8 @@ static void run_lua_sources(lua_State *L, int mod, int priv)
 LUAMOD_API int luaopen_roper(lua_State *L)
 {
     luaL_checkversion(L);
+    char why[192];
+    if (!rp_build_cpu_ok(why, sizeof why)) return luaL_error(L, "roper: %s", why);
     lua_newtable(L);
     int mod = lua_gettop(L);
     lrp_open_tensor(L, mod);
@@ -219,6 +222,10 @@ LUAMOD_API int luaopen_roper(lua_State *L)
     lua_setfield(L, priv, "rope_base");
     lua_pushinteger(L, (lua_Integer)RP_I32_MAX);
     lua_setfield(L, priv, "i32_max");
+    lua_pushstring(L, rp_build_kind());
+    lua_setfield(L, priv, "build_kind");
+    lua_pushstring(L, rp_build_target());
+    lua_setfield(L, priv, "build_target");
     run_lua_sources(L, mod, priv);
 
     lua_pushvalue(L, mod); /* for the public names in argument errors (lrp_argerror) */

@@ -1,5 +1,7 @@
 #include "blas.h"
 
+#include "build.h"
+
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,10 +180,18 @@ static const char *isa_name(const rp_cpu_features *cpu)
     return has_avx512(cpu) ? "AVX-512" : cpu->avx2 && cpu->fma ? "AVX2" : "x86-64";
 }
 
+/* The portable build (core/build.h) runs these kernels on every CPU, whatever the environment
+ * says (ROPER_KEEP_CORETYPE included): its results are the same everywhere only with them. */
+#define PORTABLE_CORE "Haswell"
+
+static int portable(void) { return strcmp(rp_build_kind(), "portable") == 0; }
+
 const char *rp_blas_dropped_coretype(void)
 {
     const char *env = env_set("OPENBLAS_CORETYPE");
-    if (env == NULL || env_set(KEEP_VAR) || env_set(REPLACED_VAR)) return NULL;
+    if (env == NULL || env_set(REPLACED_VAR)) return NULL;
+    if (portable()) return strcasecmp(env, PORTABLE_CORE) != 0 ? env : NULL;
+    if (env_set(KEEP_VAR)) return NULL;
     rp_cpu_features cpu = rp_cpu_detect();
     return rp_blas_coretype_rule(&cpu, env, NULL, 0) ? env : NULL;
 }
@@ -190,6 +200,7 @@ const char *rp_blas_wanted_coretype(void)
 {
     rp_cpu_features cpu = rp_cpu_detect();
     const char *env = env_set("OPENBLAS_CORETYPE");
+    if (portable()) return env && strcasecmp(env, PORTABLE_CORE) == 0 ? NULL : PORTABLE_CORE;
     if (env) return rp_blas_dropped_coretype() ? rp_blas_coretype_rule(&cpu, env, NULL, 0) : NULL;
     return rp_blas_coretype_rule(&cpu, openblas_get_corename(), NULL, 0);
 }
@@ -205,6 +216,23 @@ const char *rp_blas_core_reason(void)
                  ", in place of OPENBLAS_CORETYPE=%s from the environment (slower kernels on "
                  "this CPU; " KEEP_VAR "=1 keeps such a value)",
                  dropped);
+    if (portable()) {
+        if (env && strcasecmp(env, PORTABLE_CORE) == 0)
+            snprintf(buf, sizeof buf,
+                     "set by roper: the portable build runs OpenBLAS's " PORTABLE_CORE
+                     " kernels on every CPU (its results are the same on every x86-64-v3 "
+                     "machine)%s%s%s",
+                     dropped ? ", in place of OPENBLAS_CORETYPE=" : "", dropped ? dropped : "",
+                     dropped ? " from the environment" : "");
+        else
+            snprintf(buf, sizeof buf,
+                     "%s%s%s, not the portable build's " PORTABLE_CORE " kernels: its results "
+                     "are not the same on every machine then; start with "
+                     "OPENBLAS_CORETYPE=" PORTABLE_CORE " (the roper REPL does this itself)",
+                     env ? "set in the environment (OPENBLAS_CORETYPE=" : "chosen by OpenBLAS",
+                     env ? env : "", env ? ")" : "");
+        return buf;
+    }
     if (env) {
         const char *det = env_set(DETECTED_VAR);
         const char *want = rp_blas_dropped_coretype() ? rp_blas_coretype_rule(&cpu, env, NULL, 0)

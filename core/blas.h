@@ -36,7 +36,9 @@ void rp_blas_set_threads(int n);
  * tests/with_blas_env exports them for other programs (from `roper --blas-env`). A value the user
  * set is kept, with one exception: an OPENBLAS_CORETYPE that names slower kernels than this CPU
  * runs (Prescott on an AVX2 or AVX-512 CPU, Haswell or Zen on an AVX-512 one, as some machines set
- * in every shell) is dropped unless ROPER_KEEP_CORETYPE is set (non-empty). */
+ * in every shell) is dropped unless ROPER_KEEP_CORETYPE is set (non-empty).
+ * The portable build (core/build.h) runs OpenBLAS's Haswell kernels on every CPU: there any other
+ * OPENBLAS_CORETYPE is dropped (ROPER_KEEP_CORETYPE does not keep it) and Haswell is wanted. */
 
 /* The CPU features the kernel rule looks at (1 = present and usable). */
 typedef struct rp_cpu_features {
@@ -62,13 +64,15 @@ const char *rp_blas_coretype_rule(const rp_cpu_features *cpu, const char *report
 /* The OPENBLAS_CORETYPE found in the environment that roper drops, or NULL: the variable's value
  * when the rule, applied to it as if OpenBLAS had chosen it, names faster kernels for this CPU;
  * NULL when it is unset or empty, when ROPER_KEEP_CORETYPE is set, or when ROPER_BLAS_REPLACED is
- * set (roper dropped one already: never a second time, so re-executing cannot loop). Points into
- * the environment. */
+ * set (roper dropped one already: never a second time, so re-executing cannot loop). In the
+ * portable build: any value but Haswell (unless ROPER_BLAS_REPLACED is set). Points into the
+ * environment. */
 const char *rp_blas_dropped_coretype(void);
 
 /* The OPENBLAS_CORETYPE this process should have been started with, or NULL: the rule for this
  * CPU and the loaded library's core; when OPENBLAS_CORETYPE is set, NULL unless roper drops it
- * (rp_blas_dropped_coretype), and then the rule for its value. */
+ * (rp_blas_dropped_coretype), and then the rule for its value. In the portable build: "Haswell"
+ * unless OPENBLAS_CORETYPE is Haswell already. */
 const char *rp_blas_wanted_coretype(void);
 
 /* Which kernels run and why, as one sentence ("set by roper: AVX-512 CPU that OpenBLAS maps to

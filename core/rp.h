@@ -19,6 +19,7 @@
 #include "tensor.h"
 #include "rng.h"
 #include "blas.h"
+#include "build.h"
 #include "ops.h"
 #include "rope.h"
 #include "rope_freq.h"

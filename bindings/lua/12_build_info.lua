@@ -1,6 +1,9 @@
 -- rp.build_info(): what this build of the module is, for the provenance of runs
 -- (docs/experiments.md, "What a run records").
---   rp.build_info() -> { version = rp._VERSION, commit = "<git describe --always --dirty>" }
+--   rp.build_info() -> { version = rp._VERSION, commit = "<git describe --always --dirty>",
+--                        build = "native" | "portable" | "sanitize", target = "native" |
+--                        "x86-64-v3" | "x86-64" } (core/build.h: the portable build gives the
+--                        same bits on every x86-64-v3 CPU)
 -- The commit is stamped at build time by bindings/gen_build_info.lua (the chunk 03_build_info.lua,
 -- generated in the build folder and embedded before this file): "unknown" when the module was
 -- built outside a git checkout.
@@ -12,5 +15,6 @@ local stamp = internals.build_info or {}
 local commit = type(stamp.commit) == "string" and stamp.commit or "unknown"
 
 function rp.build_info()
-  return { version = rp._VERSION, commit = commit }
+  return { version = rp._VERSION, commit = commit, build = internals.build_kind,
+    target = internals.build_target }
 end

@@ -5,6 +5,9 @@
 --     roper       rp._VERSION
 --     commit      the source commit the module was built from (rp.build_info(): `git describe
 --                 --always --dirty` at build time, "-dirty" for uncommitted changes), or "unknown"
+--     build       which build ran it (rp.build_info()): "native (-march=native)", "portable
+--                 (-march=x86-64-v3)" (the same bits on every x86-64-v3 CPU: docs/experiments.md)
+--                 or "sanitize (-march=x86-64)"
 --     date        time (os.time() value; default now) in UTC, ISO 8601: "2026-11-23T14:20:01Z"
 --     host        the host name
 --     cpu         the CPU model (/proc/cpuinfo's "model name" with its "cpu family" and "model":
@@ -23,7 +26,7 @@ local uv = require "luv"
 local provenance = {}
 
 -- The fields in the order of the summary line.
-local FIELDS = { "roper", "commit", "host", "cpu", "openblas", "blas_core", "threads",
+local FIELDS = { "roper", "commit", "build", "host", "cpu", "openblas", "blas_core", "threads",
   "wait_policy" }
 provenance.FIELDS = FIELDS
 
@@ -56,9 +59,11 @@ end
 function provenance.collect(rp, time)
   local ok, host = pcall(uv.os_gethostname)
   local threads, policy = rp.blas.threads()
+  local info = rp.build_info()
   return {
     roper = rp._VERSION,
-    commit = rp.build_info().commit,
+    commit = info.commit,
+    build = ("%s (-march=%s)"):format(info.build, info.target),
     date = os.date("!%Y-%m-%dT%H:%M:%SZ", time or os.time()),
     host = ok and type(host) == "string" and host or "unknown",
     cpu = cpu_model(),
@@ -132,8 +137,10 @@ function provenance.line(d)
   end
   local threads = values(f.threads)
   local one = #f.threads == 1 and f.threads[1].value == 1
+  -- (runs written before runs recorded their build say nothing of it)
+  local build = #f.build > 0 and ("; %s build"):format(values(f.build)) or ""
   local parts = {
-    ("roper %s (commit %s)"):format(values(f.roper), values(f.commit)),
+    ("roper %s (commit %s%s)"):format(values(f.roper), values(f.commit), build),
     "host " .. values(f.host),
     "CPU " .. values(f.cpu),
     ("OpenBLAS %s with its %s kernels"):format(values(f.openblas), values(f.blas_core)),

@@ -441,6 +441,8 @@ describe("scripts/train.lua --save", function()
     assert.is_table(p)
     assert.are.equal(rp._VERSION, p.roper)
     assert.are.equal(rp.build_info().commit, p.commit)
+    assert.are.equal(("%s (-march=%s)"):format(rp.build_info().build, rp.build_info().target),
+      p.build)
     assert.are.equal((rp.blas.core()), p.blas_core)
     assert.are.equal(rp.blas.config():match("^OpenBLAS (%S+)"), p.openblas)
     assert.are.equal(1, p.threads) -- --threads 1
@@ -730,7 +732,8 @@ describe("compare.lua and sweep.lua --keep-models", function()
     end
     local md = assert(read(out .. "/summary.md"))
     assert.truthy(md:find("\nProvenance: roper " .. rp._VERSION .. " (commit "
-      .. rp.build_info().commit .. "); host ", 1, true), md)
+      .. rp.build_info().commit .. "; " .. rp.build_info().build .. " (-march="
+      .. rp.build_info().target .. ") build); host ", 1, true), md)
     assert.truthy(md:find("Models: `" .. out .. "/runs/<run>.ckpt` (2 of the 2 runs;", 1, true), md)
     local sj = read_json(out .. "/summary.json")
     assert.are.same({ out .. "/runs/rope-s1.ckpt", out .. "/runs/roper-s1.ckpt" }, sj.models)
@@ -829,5 +832,11 @@ describe("provenance in summaries", function()
       .. "wait policy passive (set by roper); started 2026-01-01T00:00:00Z .. "
       .. "2026-01-03T00:00:00Z (UTC); 1 run without provenance (written before runs recorded it).",
       provenance.line(d))
+    -- the build, where runs record it
+    local a, b = res("abc", 1, "2026-01-02T00:00:00Z"), res("abc", 1, "2026-01-02T00:00:00Z")
+    a.provenance.build, b.provenance.build = "portable (-march=x86-64-v3)", "native (-march=native)"
+    assert.truthy(provenance.line(provenance.digest { a, b, a }):find("^Provenance: roper 0%.1%.0 "
+      .. "%(commit abc; portable %(%-march=x86%-64%-v3%) %(2 runs%), native %(%-march=native%) "
+      .. "%(1 run%) build%); host h;"), provenance.line(provenance.digest { a, b, a }))
   end)
 end)
