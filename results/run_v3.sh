@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The runs of docs/results.md "Results v3" (does the answer change with scale?). Every step is a
+# compare.lua command of the PORTABLE build (make PORTABLE=1: the same bits on every x86-64-v3
+# machine, so a run resumed or repeated on another machine gives the same numbers); run again, it
+# finds the finished runs and trains only the rest, so this script resumes after an interruption.
+# Run it from a checkout, after `make PORTABLE=1`:
+#   nice -n 19 results/run_v3.sh [step ...]      steps: pilot (default: pilot)
+# Each step writes results/v3-<name>/ (summary.md, summary.json, plots, runs/*.json and .csv).
+#
+# The 0.6M model is the one of the prefix runs (results/v2-prefix): d_model 128, 4 heads,
+# 3 layers, d_ff 512; the 0.1M one is compare.lua's default (d_model 64, 2 layers, d_ff 256).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+R="build-portable/roper scripts/compare.lua --jobs 2 --quiet"
+M06="--d-model 128 --heads 4 --layers 3 --d-ff 512"
+steps=("$@")
+[ ${#steps[@]} -gt 0 ] || steps=(pilot)
+for step in "${steps[@]}"; do
+  case "$step" in
+    # the pilot: 2 seeds (101, 102: apart from the main runs' 1..n) of each task at 0.6M with the
+    # 0.1M recipes of results v2 (3-digit addition: 2,000 steps; substring by index: 6,000 steps),
+    # and the write-up's addition format (operands up to 8 digits: a problem is about 200
+    # characters, so seq_len 256) at both sizes, to fix the main runs' plan
+    pilot)
+      $R --task addition --max-digits 3 --methods rope roper --seeds 2 --first-seed 101 $M06 \
+        --out results/v3-pilot-addition
+      $R --task addition --methods rope roper --seeds 2 --first-seed 101 --seq-len 256 \
+        --steps 4000 --out results/v3-pilot-writeup-0.1m
+      $R --methods rope roper --seeds 2 --first-seed 101 $M06 --steps 6000 --log-every 50 \
+        --jump-loss 1.5 --out results/v3-pilot-index
+      $R --task addition --methods rope roper --seeds 2 --first-seed 101 --seq-len 256 \
+        --steps 4000 $M06 --out results/v3-pilot-writeup-0.6m
+      ;;
+    *) echo "run_v3.sh: unknown step $step (pilot)" >&2; exit 2 ;;
+  esac
+done
