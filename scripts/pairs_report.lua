@@ -14,6 +14,10 @@
 -- per method: the write-up's "drop worst, mean", the mean, median, min, max and sd. With
 -- several folders (the same task at several learning rates, say) each gets its tables, and
 -- then one table holds every folder's pairs, labelled by folder, with Holm over all of them.
+-- --metric mean_train_loss tests the mean of every curve point (the area under the training
+-- loss curve over its length: an endpoint without a threshold, lower is better).
+-- --jump-sensitivity t1 t2 ... adds the jump counts, Fisher and log-rank p at each threshold.
+-- --skip-seeds 1-4 leaves those seeds out (a pilot's runs, say; a list: 1-4,7).
 -- --pairs a/b ... adds one compact table, a row per folder: each method's mean and the pairs
 -- asked for (a - b) with their t interval and paired t p, Holm as in the table above it (the
 -- learning-rate tables of docs/results.md).
@@ -29,12 +33,35 @@ util.main("pairs_report.lua", function()
     .. "pairs, Holm over all)."):args("+")
   parser:option("--jump-loss", "Also the jump tables: a run jumps at the first curve point with "
     .. "training loss below this."):argname("<loss>"):convert(tonumber)
-  parser:option("--metric", "The value tested: the summary's metric or the final training loss.",
-    "value"):choices({ "value", "final_train_loss" })
+  parser:option("--metric", "The value tested: the summary's metric, the final training loss "
+    .. "(the mean of the last 5 curve points) or the mean training loss (of every curve point: "
+    .. "the area under the loss curve, no threshold).", "value")
+    :choices({ "value", "final_train_loss", "mean_train_loss" })
+  parser:option("--jump-sensitivity", "Also the jump counts and tests at each of these "
+    .. "thresholds, one row each."):args("+"):argname("<loss>"):convert(tonumber)
+  parser:option("--skip-seeds", "Leave these seeds out (a pilot's, say): a list of seeds and "
+    .. "ranges, as 1-4,7."):argname("<list>")
   parser:option("--pairs", "Also one compact table, a row per folder: each method's mean and "
     .. "these pairs a/b (a - b) with their 95% t interval and paired t p (Holm as in the table "
     .. "of all folders)."):args("+"):argname("<a/b>")
   local args = parser:parse()
+  local skip = {}
+  for part in (args.skip_seeds or ""):gmatch("[^,]+") do
+    local a, b = part:match("^%s*(%d+)%s*%-%s*(%d+)%s*$")
+    if not a then a = part:match("^%s*(%d+)%s*$"); b = a end
+    if not a then util.usage(("--skip-seeds %s: seeds and ranges expected, as 1-4,7")
+      :format(args.skip_seeds)) end
+    for seed = tonumber(a), tonumber(b) do skip[seed] = true end
+  end
+
+  -- the mean of every curve point's loss (nil without any)
+  local function mean_curve_loss(r)
+    local sum, n = 0, 0
+    for _, p in ipairs(r.curve or {}) do
+      if p.loss then sum, n = sum + p.loss, n + 1 end
+    end
+    return n > 0 and sum / n or nil
+  end
 
   -- every folder's summary.json (the metric and the methods, in order), read once
   local summaries = {}
@@ -57,17 +84,21 @@ util.main("pairs_report.lua", function()
       local safe = m.label:gsub("[^%w%._=-]", "_")
       for _, name in ipairs(files) do
         local s = name:sub(1, #safe + 2) == safe .. "-s" and name:sub(#safe + 3):match("^(%d+)%.json$")
-        if s then
+        if s and not skip[math.tointeger(tonumber(s))] then
           local r = assert(util.read_json(util.join(dir, "runs", name)))
           if args.metric == "final_train_loss" then r.value = r.final_train_loss end
+          if args.metric == "mean_train_loss" then r.value = mean_curve_loss(r) end
           g.runs[#g.runs + 1] = { seed = math.tointeger(tonumber(s)), res = r }
         end
       end
       table.sort(g.runs, function(a, b) return a.seed < b.seed end)
       groups[i] = g
     end
-    io.write(("%s (%s): %s\n\n"):format(dir, args.metric == "value" and summary.metric_name
-      or "final training loss, the mean of the last 5 curve points", table.concat((function()
+    local metric_name = ({ value = summary.metric_name,
+      final_train_loss = "final training loss, the mean of the last 5 curve points",
+      mean_train_loss = "mean training loss, of every curve point" })[args.metric]
+    io.write(("%s (%s%s): %s\n\n"):format(dir, metric_name, args.skip_seeds
+      and "; seeds " .. args.skip_seeds .. " left out" or "", table.concat((function()
         local l = {}
         for i, g in ipairs(groups) do l[i] = ("%s %d runs"):format(g.label, #g.runs) end
         return l
@@ -77,6 +108,9 @@ util.main("pairs_report.lua", function()
     io.write(report.differences_markdown(d, metric), "\n")
     local jumps = report.jumps(groups, args.jump_loss)
     if jumps then io.write(report.jumps_markdown(jumps, metric)) end
+    if args.jump_sensitivity then
+      io.write("\n", report.jump_sensitivity_markdown(groups, args.jump_sensitivity))
+    end
     return d, metric, groups
   end
 

@@ -332,6 +332,33 @@ function report.jumps_markdown(j, metric)
   return table.concat(out, "\n")
 end
 
+-- report.jump_sensitivity_markdown(groups, thresholds) -> the jump analysis at each threshold,
+-- one row per threshold: each method's jumped/runs and, for every pair, Fisher's p (jump rate)
+-- and the log-rank p (jump step), raw (how much the jump endpoint's reading depends on where the
+-- threshold is put).
+function report.jump_sensitivity_markdown(groups, thresholds)
+  local headers, rows = { "threshold" }, {}
+  for ti, th in ipairs(thresholds) do
+    local j = report.jumps(groups, th)
+    local row = { util.num(th) }
+    for _, m in ipairs(j.methods) do
+      if ti == 1 then headers[#headers + 1] = m.label .. " jumped" end
+      row[#row + 1] = ("%d/%d"):format(m.jumped, m.runs)
+    end
+    for _, t in ipairs(j.tests) do
+      if ti == 1 then
+        headers[#headers + 1] = t.b .. " vs " .. t.a .. " Fisher p"
+        headers[#headers + 1] = "log-rank p"
+      end
+      row[#row + 1] = p_fmt(t.fisher_p)
+      row[#row + 1] = p_fmt(t.logrank_p)
+    end
+    rows[#rows + 1] = row
+  end
+  return "Jumps at each threshold (training loss below it; raw p, no adjustment):\n\n"
+    .. util.markdown(headers, rows)
+end
+
 -- report.km_series(j) -> plot.km's series: each method's Kaplan-Meier steps of "not yet jumped".
 function report.km_series(j, last_step)
   local series = {}

@@ -187,6 +187,17 @@ describe("report.jumps", function()
     assert.truthy(text:find("| early vs late | 0.0286 |", 1, true), text)
     assert.is_nil(report.jumps({ late }, nil))
   end)
+
+  it("gives the jump counts and raw p at each threshold, one row each", function()
+    -- below 1.0 as above; below 3.0 every run "jumps" at its first point (every loss is 0.5 or 2)
+    local text = report.jump_sensitivity_markdown({ late, early }, { 1.0, 3.0 })
+    assert.truthy(text:find("| threshold | late jumped | early jumped | early vs late Fisher p | "
+      .. "log-rank p |", 1, true), text)
+    -- Fisher and log-rank as in the test above (4 of 4 against 0 of 4; chi2 7)
+    assert.truthy(text:find("\n| 1 | 0/4 | 4/4 | 0.0286 | 0.00815 |\n", 1, true), text)
+    -- all jump at step 10 on both sides: nothing to tell apart
+    assert.truthy(text:find("\n| 3 | 4/4 | 4/4 | 1 | ", 1, true), text)
+  end)
 end)
 
 describe("compare.lua with the new tables", function()
@@ -220,6 +231,21 @@ describe("compare.lua with the new tables", function()
     local l2 = h.read_json(out .. "/runs/roper-s2.json").final_train_loss
     local roper_row = ("\n| roper | 2 | %.4f | %.4f |"):format(math.min(l1, l2), (l1 + l2) / 2)
     assert.truthy(ftl:find(roper_row, 1, true), roper_row .. "\n" .. ftl)
+    -- the mean of every curve point, and a seed left out
+    local mtl, merr0, mcode0 = h.run(("%s scripts/pairs_report.lua %s --metric mean_train_loss "
+      .. "--skip-seeds 2"):format(h.sh_quote(BIN), h.sh_quote(out)))
+    assert.are.equal(0, mcode0, merr0)
+    assert.truthy(mtl:find("(mean training loss, of every curve point; seeds 2 left out): rope 1 "
+      .. "runs, roper 1 runs", 1, true), mtl)
+    local c1, sum1 = h.read_json(out .. "/runs/roper-s1.json").curve, 0
+    for _, pt in ipairs(c1) do sum1 = sum1 + pt.loss end
+    local mean_row = ("\n| roper | 1 | %.4f | %.4f |"):format(sum1 / #c1, sum1 / #c1)
+    assert.truthy(mtl:find(mean_row, 1, true), mean_row .. "\n" .. mtl)
+    local _, serr0, scode0 = h.run(("%s scripts/pairs_report.lua %s --skip-seeds 1-x"):format(
+      h.sh_quote(BIN), h.sh_quote(out)))
+    assert.are.equal(2, scode0)
+    assert.are.equal("pairs_report.lua: --skip-seeds 1-x: seeds and ranges expected, as 1-4,7\n",
+      serr0)
     local _, uerr, ucode = h.run(("%s scripts/pairs_report.lua %s/nowhere"):format(
       h.sh_quote(BIN), h.sh_quote(out)))
     assert.are.equal(2, ucode)
