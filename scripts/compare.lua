@@ -262,8 +262,15 @@ util.main("compare.lua", function()
   for _, g in ipairs(groups) do
     for _, r in ipairs(g.runs) do
       local res = r.res
-      local row = { g.label, r.seed .. (res.exploded and (" (exploded at step %d)"):format(
-        res.exploded_at) or "") }
+      -- a run that went on from a checkpoint says so (its curve before that step came from the
+      -- interrupted process, possibly on another machine)
+      local notes = {}
+      if res.exploded then notes[#notes + 1] = ("exploded at step %d"):format(res.exploded_at) end
+      if (res.resumed_at or 0) > 0 then
+        notes[#notes + 1] = ("resumed at step %d"):format(res.resumed_at)
+      end
+      local row = { g.label, r.seed .. (#notes > 0 and " (" .. table.concat(notes, "; ") .. ")"
+        or "") }
       if metric == "correct" then
         row[#row + 1] = res.diverged and "diverged" or util.num(res.value)
         row[#row + 1] = util.num(res.correct_greedy)

@@ -214,11 +214,15 @@ describe("compare.lua --checkpoint-every", function()
     local res = read_json(runs .. "rope-s1.json")
     assert.are.equal(at, res.resumed_at)
     assert.are.same({}, part_files(runs .. "rope-s1.part.ckpt"))
+    -- summary.md's table of every run says which run went on from a checkpoint
+    assert.truthy(read(out .. "/summary.md"):find(("\n| rope | 1 (resumed at step %d) |"):format(at),
+      1, true), read(out .. "/summary.md"))
     -- the same numbers as a comparison never stopped
     local so2, se2, code2 = run(compare(dir .. "/u", ""))
     assert.are.equal(0, code2, so2 .. se2)
     local straight = read_json(dir .. "/u/runs/rope-s1.json")
     assert.is_nil(straight.resumed_at)
+    assert.truthy(read(dir .. "/u/summary.md"):find("\n| rope | 1 |", 1, true))
     same_run(straight, res)
     for _, n in ipairs(ls(out .. "/runs")) do assert.is_nil(n:find("part"), n) end
   end)
