@@ -59,7 +59,8 @@ static double take_number(lua_State *L, int idx, const char *what)
     return v;
 }
 
-/* The sizes of the value at slot: a tensor (1-D for freq, 2-D for angles) or a list (of lists). */
+/* The sizes of the value at slot: a tensor (1-D for freq, 2-D for angles) or a list (of lists).
+ * Both are >= 1 on return (an empty tensor or list raises, [3 x 0] as {{}, {}, {}}). */
 static void table_sizes(lua_State *L, int idx, int slot, const char *key, int nd, int64_t *n0,
                         int64_t *n1)
 {
@@ -74,20 +75,20 @@ static void table_sizes(lua_State *L, int idx, int slot, const char *key, int nd
         }
         *n0 = t->shape[0];
         if (nd == 2) *n1 = t->shape[1];
-        return;
-    }
-    if (lua_type(L, slot) != LUA_TTABLE)
-        lrp_argerror(L, idx, "option '%s' must be a tensor, a list%s, got %s", key,
-                     nd == 1 ? " of numbers" : " of lists or a function(p, i)",
-                     lrp_describe(L, slot));
-    *n0 = (int64_t)lua_rawlen(L, slot);
-    if (nd == 2 && *n0 > 0) {
-        lua_rawgeti(L, slot, 1);
-        if (lua_type(L, -1) != LUA_TTABLE)
-            lrp_argerror(L, idx, "option '%s'[1] must be a list of angles, got %s", key,
-                         lrp_describe(L, -1));
-        *n1 = (int64_t)lua_rawlen(L, -1);
-        lua_pop(L, 1);
+    } else {
+        if (lua_type(L, slot) != LUA_TTABLE)
+            lrp_argerror(L, idx, "option '%s' must be a tensor, a list%s, got %s", key,
+                         nd == 1 ? " of numbers" : " of lists or a function(p, i)",
+                         lrp_describe(L, slot));
+        *n0 = (int64_t)lua_rawlen(L, slot);
+        if (nd == 2 && *n0 > 0) {
+            lua_rawgeti(L, slot, 1);
+            if (lua_type(L, -1) != LUA_TTABLE)
+                lrp_argerror(L, idx, "option '%s'[1] must be a list of angles, got %s", key,
+                             lrp_describe(L, -1));
+            *n1 = (int64_t)lua_rawlen(L, -1);
+            lua_pop(L, 1);
+        }
     }
     if (*n0 < 1 || *n1 < 1) lrp_argerror(L, idx, "option '%s' must not be empty", key);
 }

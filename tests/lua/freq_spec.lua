@@ -312,3 +312,34 @@ describe("models with a frequency scheme", function()
       .. "roper_legacy) with softmax attention, not none" },
   })
 end)
+
+describe("user tables: empty ones", function()
+  -- a [n x 0] tensor was divided by its 0 columns before it was refused: SIGFPE (issue 29)
+  it("an empty table of any shape is refused by every call that takes one", function()
+    local q = rp.zeros { 1, 4, 2, 8 }
+    local mcfg = { vocab = 9, d_model = 16, heads = 2, layers = 1, d_ff = 16, seq_len = 12,
+      max_batch = 2, pe = "roper" }
+    local m = rp.model(mcfg)
+    local function calls(o)
+      return {
+        { function() return rp.rope.angles(4, 8, o) end, "bad argument #3 to 'angles'" },
+        { function() return rp.rope.rotate(rp.zeros { 4, 8 }, o) end, "bad argument #2 to 'rotate'" },
+        { function() return rp.attention(q, q, q, copy(o, { pe = "rope" })) end,
+          "bad argument #4 to 'attention'" },
+        { function() return rp.model(copy(mcfg, o)) end, "bad argument #1 to 'model'" },
+        { function() return m:derive(o) end, "bad argument #1 to 'derive'" },
+      }
+    end
+    local n = 0
+    for key, values in pairs { angles = { rp.zeros { 3, 0 }, rp.zeros { 0, 4 }, { {}, {}, {} }, {} },
+      freq = { rp.zeros { 0 }, {} } } do
+      for _, v in ipairs(values) do
+        for _, c in ipairs(calls { [key] = v }) do
+          assert.has_error(c[1], ("%s (option '%s' must not be empty)"):format(c[2], key))
+          n = n + 1
+        end
+      end
+    end
+    assert.are.equal(30, n)
+  end)
+end)
