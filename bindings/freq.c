@@ -186,20 +186,18 @@ int lrp_optxposside(lua_State *L, int idx)
 
 int64_t lrp_freq_rows(const int64_t *pos, int64_t offset, int64_t n)
 {
-    int64_t hi = 0;
-    for (int64_t r = 0; r < n; r++) {
-        int64_t p = pos ? pos[r] : offset + r;
-        hi = p > hi ? p : hi;
-    }
-    return hi + 1;
+    int64_t hi = !pos && n > 0 ? offset + n - 1 : 0;
+    for (int64_t r = 0; pos && r < n; r++) hi = pos[r] > hi ? pos[r] : hi;
+    return (hi > 0 ? hi : 0) + 1;
 }
 
 void lrp_freq_check_positions(lua_State *L, int idx, const rp_rope_freq *f, int64_t d_rot,
                               const int64_t *pos, int64_t offset, int64_t n)
 {
     if (n < 1) return;
-    for (int64_t r = 0; r < n && f->angles; r++) {
-        int64_t p = pos ? pos[r] : offset + r;
+    /* the first position below 0 (of offset + r: offset itself, when it is) */
+    for (int64_t r = 0; r < (pos ? n : 1) && f->angles; r++) {
+        int64_t p = pos ? pos[r] : offset;
         if (p < 0)
             lrp_argerror(L, idx, "position %I is below 0, where the angle table starts",
                          (LUAI_UACINT)p);

@@ -313,7 +313,7 @@ describe("models with a frequency scheme", function()
   })
 end)
 
-describe("user tables: empty ones", function()
+describe("user tables: empty ones, and positions beyond them", function()
   -- a [n x 0] tensor was divided by its 0 columns before it was refused: SIGFPE (issue 29)
   it("an empty table of any shape is refused by every call that takes one", function()
     local q = rp.zeros { 1, 4, 2, 8 }
@@ -341,5 +341,22 @@ describe("user tables: empty ones", function()
       end
     end
     assert.are.equal(30, n)
+  end)
+
+  -- a count of positions was walked three times before the table's range was checked (2^31
+  -- positions: 5.6 s; 2^40, the largest count: hours): in a child, killed after 60 s
+  it("a count of positions beyond an angle table is refused before anything is done", function()
+    local bin = os.getenv("ROPER_BIN") or "build/roper"
+    local script = [[
+      local a = { angles = rp.zeros { 3, 4 } }
+      print(select(2, pcall(rp.rope.angles, 2^40, 8, a)))
+      print(select(2, pcall(rp.rope.angles, 2^31, 8, a)))
+    ]]
+    local out, err, code = h.run(("timeout -s KILL 60 %s -e %s"):format(h.sh_quote(bin),
+      h.sh_quote(script)))
+    assert.are.equal(0, code, err)
+    assert.are.equal("bad argument #3 to 'rp.rope.angles' (angles hold positions 0..2; position "
+      .. "1099511627775 is asked)\nbad argument #3 to 'rp.rope.angles' (angles hold positions "
+      .. "0..2; position 2147483647 is asked)\n", out)
   end)
 end)
