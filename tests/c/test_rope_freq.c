@@ -345,6 +345,73 @@ static void test_tables(void)
     area_end("tables");
 }
 
+/* rp_rope_rotate with sign -1: rotated back by the angles and divided by xPos's magnitude on
+ * cfg->xpos_side (the reference: ref_row on the other side, the angle negated), so that it undoes
+ * sign +1 with the same cfg; under every scheme, on both sides, both pairings */
+static void test_rotate_inverse(void)
+{
+    area("rotate sign -1");
+    enum { RT = 9, RD = 8, RH = RD / 2, ROFF = 5 };
+    double th[RH], ang[(RT + ROFF) * RH];
+    for (int64_t i = 0; i < RH; i++) th[i] = check_rand(&rng_state, -1.5, 1.5);
+    for (int64_t i = 0; i < (RT + ROFF) * RH; i++) ang[i] = check_rand(&rng_state, -50.0, 50.0);
+    float *xf = check_rand_floats(&rng_state, RT * RD, -1.0, 1.0), got[RT * RD];
+    rp_tensor x = check_new(2, CHECK_SHAPE(RT, RD)), y, back, z;
+    check_scatter(&x, xf);
+    const char *names[4] = {"standard", "yarn s=4 L=30", "user theta", "user angles"};
+    char label[160];
+    double max_back = 0.0, max_ref = 0.0;
+    for (int sch = 0; sch < 4; sch++)
+        for (int side = -1; side <= 1; side += 2)
+            for (int pr = 0; pr < 2; pr++) {
+                rp_rope_freq f = rp_rope_freq_default();
+                if (sch == 1) f = freq_of(RP_SCALING_YARN, 4.0), f.orig_len = 30.0;
+                if (sch == 2) f.theta = th, f.n_theta = RH;
+                if (sch == 3) f.angles = ang, f.rows = RT + ROFF, f.n_angles = RH;
+                f.xpos = 0.4, f.xpos_scale_base = 16.0;
+                rp_rope_cfg cfg = rp_rope_cfg_default(RD);
+                cfg.pairing = pr ? RP_PAIR_INTERLEAVED : RP_PAIR_HALF;
+                cfg.pos_dim = 0, cfg.offset = ROFF, cfg.freq = &f, cfg.xpos_side = side;
+                CHECK_MSG(rp_rope_rotate(&y, &x, &cfg), RP_OK, "");
+                cfg.sign = -1;
+                CHECK_MSG(rp_rope_rotate(&back, &y, &cfg), RP_OK, "");
+                CHECK_MSG(rp_rope_rotate(&z, &x, &cfg), RP_OK, "");
+                double worst_back = 0.0, worst_ref = 0.0;
+                check_gather(got, &back);
+                for (int64_t i = 0; i < RT * RD; i++)
+                    worst_back = fmax(worst_back, fabs((double)got[i] - (double)xf[i]));
+                check_gather(got, &z);
+                for (int64_t t = 0; t < RT; t++) {
+                    double cs[RH], sn[RH], mag[RH];
+                    ref_row(cs, sn, mag, &f, RD, RP_ROPE_BASE, 1.0, -side, ROFF + t);
+                    for (int64_t i = 0; i < RH; i++) {
+                        int64_t a = pr ? 2 * i : i, b = pr ? 2 * i + 1 : i + RH;
+                        double xa = xf[t * RD + a], xb = xf[t * RD + b];
+                        /* R(-angle): [c s; -s c] */
+                        double wa = xa * cs[i] + xb * sn[i], wb = xb * cs[i] - xa * sn[i];
+                        worst_ref = fmax(worst_ref, fmax(fabs((double)got[t * RD + a] - wa),
+                                                         fabs((double)got[t * RD + b] - wb)) /
+                                                        mag[i]);
+                    }
+                }
+                snprintf(label, sizeof label, "%s xpos side %+d %s", names[sch], side,
+                         pr ? "interleaved" : "half");
+                CHECK(worst_back <= 1e-6, "rotate(rotate(x), sign -1) - x, %s: %.3g", label,
+                      worst_back);
+                CHECK(worst_ref <= 1e-6, "rotate(x, sign -1) vs R(-a) x / zeta^(side p / B), %s: "
+                      "%.3g of the magnitude", label, worst_ref);
+                max_back = fmax(max_back, worst_back), max_ref = fmax(max_ref, worst_ref);
+                rp_tensor_release(&y);
+                rp_tensor_release(&back);
+                rp_tensor_release(&z);
+            }
+    printf("  16 cases: |rotate(rotate(x), sign -1) - x| <= %.3g, sign -1 against the reference "
+           "<= %.3g of the magnitude\n", max_back, max_ref);
+    rp_tensor_release(&x);
+    free(xf);
+    area_end("rotate sign -1");
+}
+
 /* ---- 3. checks ----------------------------------------------------------------------------- */
 
 static void test_checks(void)
@@ -963,6 +1030,7 @@ int main(void)
 {
     test_theta();
     test_tables();
+    test_rotate_inverse();
     test_checks();
     test_equal();
     test_attention_ref();

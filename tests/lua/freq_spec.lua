@@ -111,12 +111,22 @@ describe("rp.rope.rotate with a frequency scheme", function()
     assert.is_not_nil(rp.rope.rotate(rp.zeros { 3, 8 }, { offset = -1 }))
   end)
 
-  it("sign -1 with the same scheme undoes the rotation (no xPos)", function()
+  -- with xPos, sign -1 multiplied by the magnitude again instead of dividing by it: the round
+  -- trip gave x times zeta^(2 side p / scale_base) (issue 29)
+  it("sign -1 with the same options undoes the rotation, xPos on either side included", function()
     local x = g:randn { 6, 8 }
     for _, s in ipairs(SCHEMES) do
-      if not s.f.xpos then
-        local y = rp.rope.rotate(x, s.f)
-        h.approx(rp.rope.rotate(y, copy(s.f, { sign = -1 })), x, 1e-5, s.name)
+      for _, side in ipairs { 1, -1 } do
+        local o = copy(s.f, { xpos_side = side, offset = 5 })
+        local y = rp.rope.rotate(x, o)
+        local back = rp.rope.rotate(y, copy(o, { sign = -1 }))
+        h.approx(back, x, 1e-5, ("%s, side %d"):format(s.name, side))
+        -- the rule: rotated back by the angle, divided by the side's magnitude
+        local xt, want = x:totable(), {}
+        for t = 1, 6 do
+          want[t] = naive.rotate(xt[t], 4 + t, { freq = s.f, sign = -1, side = -side })
+        end
+        h.approx(rp.rope.rotate(x, copy(o, { sign = -1 })), want, TOL, s.name .. " sign -1")
       end
     end
   end)
