@@ -5,7 +5,7 @@
  *   pi        theta_i / s (Chen et al. 2023)
  *   ntk       base' = base s^(d/(d-2)), theta'_i = base'^(-2i/d) (bloc97 2023; computed through
  *             the scaled base, the code goes through s^(-2i/(d-2)))
- *   yarn      lambda_i = 2 pi / theta_i, r_i = L / lambda_i, gamma(r) = 0 below alpha, 1 above
+ *   yarn      lambda_i = 2 pi / |theta_i|, r_i = L / lambda_i, gamma(r) = 0 below alpha, 1 above
  *             beta, linear between; theta'_i = (1 - gamma) theta_i / s + gamma theta_i; scores
  *             times (0.1 ln s + 1)^2 when s > 1 (Peng et al. 2023, sections 3.2 and 3.4)
  *   xPos      pair i at position p scaled by zeta_i^(side p / scale_base), zeta_i =
@@ -48,7 +48,8 @@ static double ref_theta(const rp_rope_freq *f, int64_t i, int64_t d, double base
                         : pow(bs, -2.0 * (double)i / (double)d);
     }
     case RP_SCALING_YARN: {
-        double lambda = TWO_PI / t, g = ref_ramp(f->orig_len / lambda, f->yarn_alpha, f->yarn_beta);
+        double lambda = TWO_PI / fabs(t), g = ref_ramp(f->orig_len / lambda, f->yarn_alpha,
+                                                         f->yarn_beta);
         return (1.0 - g) * t / s + g * t;
     }
     default: return t;
@@ -260,9 +261,9 @@ static void test_tables(void)
     float cg[TN * TH], sg[TN * TH];
     double cw[TN * TH], sw[TN * TH], mw[TN * TH];
     char label[200];
-    const char *names[6] = {"standard",       "pi s=4",     "ntk s=8.5", "yarn s=4 L=300",
-                            "user theta + pi s=2", "user angles"};
-    for (int sch = 0; sch < 6; sch++)
+    const char *names[7] = {"standard",       "pi s=4",     "ntk s=8.5", "yarn s=4 L=300",
+                            "user theta + pi s=2", "user angles", "user theta + yarn s=4 L=30"};
+    for (int sch = 0; sch < 7; sch++)
         for (int xp = 0; xp < 3; xp++)           /* no xPos, side +1, side -1 */
             for (int ci = 0; ci < 2; ci++)       /* c = 1, 2 */
                 for (int pm = 0; pm < 3; pm++) { /* offset 0, offset 11, explicit positions */
@@ -272,6 +273,9 @@ static void test_tables(void)
                     if (sch == 3) f = freq_of(RP_SCALING_YARN, 4.0), f.orig_len = 300.0;
                     if (sch == 4) f = freq_of(RP_SCALING_PI, 2.0), f.theta = th, f.n_theta = TH;
                     if (sch == 5) f.angles = ang, f.rows = 120, f.n_angles = TH;
+                    if (sch == 6) /* theta of either sign: the ramp by |theta| (r up to 7.2) */
+                        f = freq_of(RP_SCALING_YARN, 4.0), f.orig_len = 30.0, f.theta = th,
+                        f.n_theta = TH;
                     if (xp) f.xpos = 0.4, f.xpos_scale_base = 16.0;
                     int side = xp == 2 ? -1 : 1;
                     double c = ci ? 2.0 : 1.0;

@@ -77,6 +77,21 @@ describe("rp.rope.angles with a frequency scheme", function()
     local g3 = (r3 - 1) / 7
     assert.near((1 - g3) * th[3] / 8 + g3 * th[3], got[3], 1e-7)
   end)
+
+  -- docs/positional.md: the wavelength is 2 pi / |theta|, so a negative own frequency is scaled
+  -- as its magnitude (2 pi / theta would leave every negative one below alpha: theta / s)
+  it("YaRN scales a negative own frequency as its magnitude, on each part of the ramp", function()
+    local f = { scaling = "yarn", scaling_factor = 4, orig_len = 64, yarn_alpha = 1, yarn_beta = 8,
+      freq = { -2.5, -0.31, -0.09, 0.31 } } -- r = 64 |theta| / (2 pi): 25.5, 3.2, 0.92, 3.2
+    local c, sn = rp.rope.angles({ 1 }, 8, f)
+    for i = 1, 4 do
+      local t = f.freq[i]
+      local r = 64 * math.abs(t) / (2 * math.pi)
+      local gm = r < 1 and 0 or r > 8 and 1 or (r - 1) / 7
+      assert.near((1 - gm) * t / 4 + gm * t, math.atan(sn:get(1, i), c:get(1, i)), 1e-7)
+    end
+    assert.near(-math.atan(sn:get(1, 4), c:get(1, 4)), math.atan(sn:get(1, 2), c:get(1, 2)), 1e-7)
+  end)
 end)
 
 describe("rp.rope.rotate with a frequency scheme", function()
@@ -333,7 +348,8 @@ describe("user tables: empty ones, and positions beyond them", function()
     local function calls(o)
       return {
         { function() return rp.rope.angles(4, 8, o) end, "bad argument #3 to 'angles'" },
-        { function() return rp.rope.rotate(rp.zeros { 4, 8 }, o) end, "bad argument #2 to 'rotate'" },
+        { function() return rp.rope.rotate(rp.zeros { 4, 8 }, o) end,
+          "bad argument #2 to 'rotate'" },
         { function() return rp.attention(q, q, q, copy(o, { pe = "rope" })) end,
           "bad argument #4 to 'attention'" },
         { function() return rp.model(copy(mcfg, o)) end, "bad argument #1 to 'model'" },
@@ -341,8 +357,9 @@ describe("user tables: empty ones, and positions beyond them", function()
       }
     end
     local n = 0
-    for key, values in pairs { angles = { rp.zeros { 3, 0 }, rp.zeros { 0, 4 }, { {}, {}, {} }, {} },
-      freq = { rp.zeros { 0 }, {} } } do
+    local empty = { angles = { rp.zeros { 3, 0 }, rp.zeros { 0, 4 }, { {}, {}, {} }, {} },
+      freq = { rp.zeros { 0 }, {} } }
+    for key, values in pairs(empty) do
       for _, v in ipairs(values) do
         for _, c in ipairs(calls { [key] = v }) do
           assert.has_error(c[1], ("%s (option '%s' must not be empty)"):format(c[2], key))

@@ -149,6 +149,29 @@ describe("rp.attention, relative modes", function()
     end
   end)
 
+  -- docs/positional.md: -m_h |n - i|, symmetric without the mask. With q = 0 the weights are
+  -- the bias's softmax alone.
+  it("alibi without the causal mask: the bias is -m_h |n - i| on both sides", function()
+    local H4, n, g2 = 4, 5, rp.rng(29)
+    local zq, kk, vv = rp.zeros { 1, n, H4, 2 }, g2:randn { 1, n, H4, 2 }, g2:randn { 1, n, H4, 2 }
+    local _, att = rp.attention(zq, kk, vv, { pe = "alibi", causal = false })
+    local want = { {} }
+    for hh = 1, H4 do
+      local m = 2 ^ (-8 * hh / H4)
+      want[1][hh] = {}
+      for t = 1, n do
+        local row, sum = {}, 0
+        for i = 1, n do
+          row[i] = math.exp(-m * math.abs(t - i))
+          sum = sum + row[i]
+        end
+        for i = 1, n do row[i] = row[i] / sum end
+        want[1][hh][t] = row
+      end
+    end
+    h.approx(att, want, 1e-6, "alibi weights")
+  end)
+
   it("refuses a released table, also one released by a later option read", function()
     local function release(t) getmetatable(t).__close(t) end
     local dead = rp.zeros { 5, D }
