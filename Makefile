@@ -206,7 +206,8 @@ bench-torch: deps all
 	        exit bad }' $(BENCH_TORCH_OUT).roper.txt $(BENCH_TORCH_OUT).torch.txt
 
 # ---- install ----------------------------------------------------------------------------------
-# make install [PREFIX=/usr/local] [DESTDIR=<staging root>]; make uninstall the same way.
+# make install [PREFIX=/usr/local] [DESTDIR=<staging root, created when missing>]; make uninstall
+# the same way.
 #
 #   install-bin   $(BINDIR)/roper                the REPL (built as build/roper)
 #                 $(BINDIR)/roper-<name>         runs scripts/<name>.lua (_ becomes -), one for

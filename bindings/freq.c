@@ -59,7 +59,8 @@ static double take_number(lua_State *L, int idx, const char *what)
     return v;
 }
 
-/* The sizes of the value at slot: a tensor (1-D for freq, 2-D for angles) or a list (of lists). */
+/* The sizes of the value at slot: a tensor (1-D for freq, 2-D for angles) or a list (of lists).
+ * Both are >= 1 on return (an empty tensor or list raises, [3 x 0] as {{}, {}, {}}). */
 static void table_sizes(lua_State *L, int idx, int slot, const char *key, int nd, int64_t *n0,
                         int64_t *n1)
 {
@@ -74,20 +75,20 @@ static void table_sizes(lua_State *L, int idx, int slot, const char *key, int nd
         }
         *n0 = t->shape[0];
         if (nd == 2) *n1 = t->shape[1];
-        return;
-    }
-    if (lua_type(L, slot) != LUA_TTABLE)
-        lrp_argerror(L, idx, "option '%s' must be a tensor, a list%s, got %s", key,
-                     nd == 1 ? " of numbers" : " of lists or a function(p, i)",
-                     lrp_describe(L, slot));
-    *n0 = (int64_t)lua_rawlen(L, slot);
-    if (nd == 2 && *n0 > 0) {
-        lua_rawgeti(L, slot, 1);
-        if (lua_type(L, -1) != LUA_TTABLE)
-            lrp_argerror(L, idx, "option '%s'[1] must be a list of angles, got %s", key,
-                         lrp_describe(L, -1));
-        *n1 = (int64_t)lua_rawlen(L, -1);
-        lua_pop(L, 1);
+    } else {
+        if (lua_type(L, slot) != LUA_TTABLE)
+            lrp_argerror(L, idx, "option '%s' must be a tensor, a list%s, got %s", key,
+                         nd == 1 ? " of numbers" : " of lists or a function(p, i)",
+                         lrp_describe(L, slot));
+        *n0 = (int64_t)lua_rawlen(L, slot);
+        if (nd == 2 && *n0 > 0) {
+            lua_rawgeti(L, slot, 1);
+            if (lua_type(L, -1) != LUA_TTABLE)
+                lrp_argerror(L, idx, "option '%s'[1] must be a list of angles, got %s", key,
+                             lrp_describe(L, -1));
+            *n1 = (int64_t)lua_rawlen(L, -1);
+            lua_pop(L, 1);
+        }
     }
     if (*n0 < 1 || *n1 < 1) lrp_argerror(L, idx, "option '%s' must not be empty", key);
 }
@@ -185,20 +186,18 @@ int lrp_optxposside(lua_State *L, int idx)
 
 int64_t lrp_freq_rows(const int64_t *pos, int64_t offset, int64_t n)
 {
-    int64_t hi = 0;
-    for (int64_t r = 0; r < n; r++) {
-        int64_t p = pos ? pos[r] : offset + r;
-        hi = p > hi ? p : hi;
-    }
-    return hi + 1;
+    int64_t hi = !pos && n > 0 ? offset + n - 1 : 0;
+    for (int64_t r = 0; pos && r < n; r++) hi = pos[r] > hi ? pos[r] : hi;
+    return (hi > 0 ? hi : 0) + 1;
 }
 
 void lrp_freq_check_positions(lua_State *L, int idx, const rp_rope_freq *f, int64_t d_rot,
                               const int64_t *pos, int64_t offset, int64_t n)
 {
     if (n < 1) return;
-    for (int64_t r = 0; r < n && f->angles; r++) {
-        int64_t p = pos ? pos[r] : offset + r;
+    /* the first position below 0 (of offset + r: offset itself, when it is) */
+    for (int64_t r = 0; r < (pos ? n : 1) && f->angles; r++) {
+        int64_t p = pos ? pos[r] : offset;
         if (p < 0)
             lrp_argerror(L, idx, "position %I is below 0, where the angle table starts",
                          (LUAI_UACINT)p);

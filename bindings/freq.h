@@ -31,12 +31,13 @@ void lrp_freq_tables(lua_State *L, int idx, int slot, rp_rope_freq *f, int64_t r
 int lrp_optxposside(lua_State *L, int idx);
 
 /* The rows a sampled angle function needs for positions pos[0 .. n) (offset + r when pos is
- * NULL): the largest position + 1 (at least 1). */
+ * NULL): the largest position + 1 (at least 1). Without pos no loop: a count of 2^40 positions
+ * costs nothing. */
 int64_t lrp_freq_rows(const int64_t *pos, int64_t offset, int64_t n);
 
 /* Checks f against a placement d_rot wide at the positions pos[0 .. n) (offset + r when pos is
  * NULL): an angle table must hold every one of them (it starts at position 0), the user tables
- * must be wide enough. Raises naming the option table at idx. */
+ * must be wide enough. Raises naming the option table at idx. Without pos no loop. */
 void lrp_freq_check_positions(lua_State *L, int idx, const rp_rope_freq *f, int64_t d_rot,
                               const int64_t *pos, int64_t offset, int64_t n);
 

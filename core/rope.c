@@ -159,8 +159,11 @@ rp_status rp_rope_rotate(rp_tensor *out, const rp_tensor *x, const rp_rope_cfg *
         rp_tensor_release(out);
         return rp_error(RP_ERR_NOMEM, "rotate: out of memory");
     }
+    /* sign -1 undoes sign +1: the angles negated (by the kernel) and xPos's magnitude divided
+     * out (zeta^(-side p / scale_base) is the inverse of zeta^(side p / scale_base)) */
     rp_rope_freq_tables(cs, cs + T * half, cfg->freq, cfg->d_rot, cfg->base, cfg->scale,
-                        cfg->xpos_side, cfg->positions, cfg->offset, T);
+                        cfg->sign < 0 ? -cfg->xpos_side : cfg->xpos_side, cfg->positions,
+                        cfg->offset, T);
     float *p = rp_tensor_data(out);
     rp_rope_forward(p, p, cs, cs + T * half, N, T, M, D, cfg->d_rot, cfg->pairing, cfg->sign);
     free(cs);

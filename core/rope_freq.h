@@ -9,10 +9,11 @@
  *     ntk   NTK-aware scaling (bloc97 2023): base' = base s^(d_rot/(d_rot-2)), i.e.
  *           theta'_i = theta_i s^(-2i/(d_rot-2)) (d_rot = 2: theta'_0 = theta_0)
  *     yarn  YaRN (Peng et al. 2023, eqs. 17-20): r_i = L / lambda_i with lambda_i = 2 pi /
- *           theta_i and L = orig_len; gamma(r) = 0 for r < alpha, 1 for r > beta, else
- *           (r - alpha) / (beta - alpha); theta'_i = (1 - gamma(r_i)) theta_i / s + gamma(r_i)
- *           theta_i; and the attention temperature: the scores are multiplied by
- *           (0.1 ln s + 1)^2 when s > 1 (rp_rope_freq_score_scale)
+ *           |theta_i| (a negative user frequency has its magnitude's wavelength) and
+ *           L = orig_len; gamma(r) = 0 for r < alpha, 1 for r > beta, else (r - alpha) /
+ *           (beta - alpha); theta'_i = (1 - gamma(r_i)) theta_i / s + gamma(r_i) theta_i; and
+ *           the attention temperature: the scores are multiplied by (0.1 ln s + 1)^2 when
+ *           s > 1 (rp_rope_freq_score_scale)
  *   xPos (Sun et al. 2022): pair i of a row at position p is also multiplied by
  *           zeta_i^(side p / scale_base), zeta_i = (2i/d_rot + gamma) / (1 + gamma), with side +1
  *           for the query-side placements (q, and RoPER's output o) and -1 for the key side (k,

@@ -10,11 +10,12 @@
 #                                               a loaded module is never overwritten in place)
 #   link <tab> TARGET <tab> PATH                a symbolic link
 #
-# DESTDIR ("" for none) goes before every path. Missing folders are created. MANIFEST (a final
-# path too) records every file and link written (f) and every folder created (d); a second
-# install adds to it. `uninstall` removes exactly the files and links of the manifest, the
-# manifest, then the folders it records when they are empty, deepest first: whatever was there
-# before, or was added since by someone else, stays.
+# DESTDIR ("" for none) goes before every path; install creates it when missing (a fresh
+# staging folder). Missing folders are created. MANIFEST (a final path too) records every file
+# and link written (f) and every folder created under DESTDIR (d); a second install adds to it.
+# `uninstall` removes exactly the files and links of the manifest, the manifest, then the
+# folders it records when they are empty, deepest first: whatever was there before, or was
+# added since by someone else, stays.
 set -euo pipefail
 
 usage() {
@@ -82,6 +83,9 @@ write_manifest() {
 
 install_all() {
     local kind a b c tmp
+    # DESTDIR is usually a fresh staging folder: made here, with its parents (never recorded:
+    # the manifest holds final paths only, and uninstall leaves the staging root)
+    if [ -n "$destdir" ]; then mkdir -p -- "$destdir"; fi
     read_manifest
     make_dir "$(dirname "$manifest")"
     trap write_manifest EXIT

@@ -15,7 +15,9 @@
 -- training can go on) and, when --out is not given, the result JSON beside it (the checkpoint's
 -- name with .json for .ckpt), which sample.lua and attention_map.lua read for the run's task.
 -- --save-every N also saves every N steps, over the same file (each save is atomic: an
--- interrupted run leaves the model of its last multiple of N).
+-- interrupted run leaves the model of its last multiple of N). --resume goes on from there; when
+-- the --save file holds the model of the finished run (at --steps, its training state gone) it
+-- says so in one line ("nothing to do") and exits 0 without training or writing anything.
 --
 -- --checkpoint F --checkpoint-every N makes a run that can be stopped at any time: every N steps
 -- it saves the model, the optimiser and the training state (F, F.state) with the run's config
@@ -51,7 +53,7 @@ util.main("train.lua", function()
   parser:option("--save-every", "Also save every n steps during training (over the same file).")
     :convert(math.tointeger):argname("<n>")
   parser:flag("--resume", "Go on from the --save checkpoint when it exists (the run then "
-    .. "ends as the uninterrupted one would).")
+    .. "ends as the uninterrupted one would); a finished run's is left alone (exit 0).")
   parser:option("--checkpoint", "Save the model, its optimiser and the training state here every "
     .. "--checkpoint-every steps, and go on from there when started again with the same options; "
     .. "removed when the run finishes (moved to --save when given).")
@@ -139,6 +141,18 @@ util.main("train.lua", function()
     elseif status then
       status:update(("step %d/%d  loss %.4f"):format(step, steps, loss))
       if step == steps then status:done() end
+    end
+  end
+
+  if args.resume then
+    -- the model of the finished run: nothing is left to train (and its curve is gone)
+    local _, why, finished = rp.experiment.resumable(cfg, args.save)
+    if finished then
+      if root then
+        print(("train.lua: --resume: %s; nothing to do%s"):format(why, util.exists(args.out)
+          and (" (its result: %s)"):format(args.out) or ""))
+      end
+      return
     end
   end
 

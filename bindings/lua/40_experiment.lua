@@ -10,7 +10,8 @@
 --   rp.experiment.run(cfg[, progress[, opts]]) -> result table (see run below); with
 --                                         opts.keep_model also the model, its task and optimiser
 --   rp.experiment.resumable(cfg, path) -> the step run with {save = path, resume = true} would
---                                         go on from (0: afresh), or nil and why
+--                                         go on from (0: afresh), or nil and why (and
+--                                         "finished" for the model of a finished run)
 -- Errors name the public function: "bad argument #1 to 'rp.experiment.run' (option 'steps' must
 -- be >= 1, got 0)".
 --
@@ -693,16 +694,18 @@ local function open_checkpoint(path, cfg, mc, oc)
   return m, opt, st
 end
 
--- rp.experiment.resumable(cfg, path) -> step | nil, why
+-- rp.experiment.resumable(cfg, path) -> step | nil, why[, "finished"]
 -- The step rp.experiment.run(cfg, progress, {save = path, resume = true}) would go on from, when
 -- that run gives the result of an uninterrupted one: 0 when nothing is at path (it starts
 -- afresh); the step of the checkpoint at path when its model and optimiser are the ones cfg
 -- builds, its step at most cfg.steps, and a training state of that step is beside it (saved
 -- with save_every) whose config is cfg's. Otherwise nil and why, a sentence that starts with
 -- path: run would refuse the file (another model, optimiser or config, as it raises), or would
--- go on from it without the curve so far (no state of its step: a finished run's model, or a
--- state lost). cfg as for rp.experiment.run (bad configs raise as there); path a nonempty string
--- without NUL bytes. Reads the files only (the model is loaded for one row, then released).
+-- go on from it without the curve so far (no state of its step: a state lost, or a finished
+-- run's model: at step cfg.steps, its state removed when the run ended; then also "finished",
+-- there is nothing left to train). cfg as for rp.experiment.run (bad configs raise as there);
+-- path a nonempty string without NUL bytes. Reads the files only (the model is loaded for one
+-- row, then released).
 function experiment.resumable(cfg, path)
   local fname = "rp.experiment.resumable"
   cfg = resolve(fname, cfg)
@@ -723,6 +726,10 @@ function experiment.resumable(cfg, path)
   local steps = opt:steps()
   getmetatable(opt).__close(opt)
   getmetatable(m).__close(m)
+  if steps > 0 and not st and steps == cfg.steps then
+    return nil, ("%s is the model of a finished run (step %d of steps = %d)"):format(path, steps,
+      steps), "finished"
+  end
   if steps > 0 and not st then
     return nil, ("%s is at step %d and has no training state of that step beside it (%s.state)")
       :format(path, steps, path)

@@ -5,7 +5,7 @@
  *   pi        theta_i / s (Chen et al. 2023)
  *   ntk       base' = base s^(d/(d-2)), theta'_i = base'^(-2i/d) (bloc97 2023; computed through
  *             the scaled base, the code goes through s^(-2i/(d-2)))
- *   yarn      lambda_i = 2 pi / theta_i, r_i = L / lambda_i, gamma(r) = 0 below alpha, 1 above
+ *   yarn      lambda_i = 2 pi / |theta_i|, r_i = L / lambda_i, gamma(r) = 0 below alpha, 1 above
  *             beta, linear between; theta'_i = (1 - gamma) theta_i / s + gamma theta_i; scores
  *             times (0.1 ln s + 1)^2 when s > 1 (Peng et al. 2023, sections 3.2 and 3.4)
  *   xPos      pair i at position p scaled by zeta_i^(side p / scale_base), zeta_i =
@@ -48,7 +48,8 @@ static double ref_theta(const rp_rope_freq *f, int64_t i, int64_t d, double base
                         : pow(bs, -2.0 * (double)i / (double)d);
     }
     case RP_SCALING_YARN: {
-        double lambda = TWO_PI / t, g = ref_ramp(f->orig_len / lambda, f->yarn_alpha, f->yarn_beta);
+        double lambda = TWO_PI / fabs(t), g = ref_ramp(f->orig_len / lambda, f->yarn_alpha,
+                                                         f->yarn_beta);
         return (1.0 - g) * t / s + g * t;
     }
     default: return t;
@@ -260,9 +261,9 @@ static void test_tables(void)
     float cg[TN * TH], sg[TN * TH];
     double cw[TN * TH], sw[TN * TH], mw[TN * TH];
     char label[200];
-    const char *names[6] = {"standard",       "pi s=4",     "ntk s=8.5", "yarn s=4 L=300",
-                            "user theta + pi s=2", "user angles"};
-    for (int sch = 0; sch < 6; sch++)
+    const char *names[7] = {"standard",       "pi s=4",     "ntk s=8.5", "yarn s=4 L=300",
+                            "user theta + pi s=2", "user angles", "user theta + yarn s=4 L=30"};
+    for (int sch = 0; sch < 7; sch++)
         for (int xp = 0; xp < 3; xp++)           /* no xPos, side +1, side -1 */
             for (int ci = 0; ci < 2; ci++)       /* c = 1, 2 */
                 for (int pm = 0; pm < 3; pm++) { /* offset 0, offset 11, explicit positions */
@@ -272,6 +273,9 @@ static void test_tables(void)
                     if (sch == 3) f = freq_of(RP_SCALING_YARN, 4.0), f.orig_len = 300.0;
                     if (sch == 4) f = freq_of(RP_SCALING_PI, 2.0), f.theta = th, f.n_theta = TH;
                     if (sch == 5) f.angles = ang, f.rows = 120, f.n_angles = TH;
+                    if (sch == 6) /* theta of either sign: the ramp by |theta| (r up to 7.2) */
+                        f = freq_of(RP_SCALING_YARN, 4.0), f.orig_len = 30.0, f.theta = th,
+                        f.n_theta = TH;
                     if (xp) f.xpos = 0.4, f.xpos_scale_base = 16.0;
                     int side = xp == 2 ? -1 : 1;
                     double c = ci ? 2.0 : 1.0;
@@ -343,6 +347,73 @@ static void test_tables(void)
             free(t);
         }
     area_end("tables");
+}
+
+/* rp_rope_rotate with sign -1: rotated back by the angles and divided by xPos's magnitude on
+ * cfg->xpos_side (the reference: ref_row on the other side, the angle negated), so that it undoes
+ * sign +1 with the same cfg; under every scheme, on both sides, both pairings */
+static void test_rotate_inverse(void)
+{
+    area("rotate sign -1");
+    enum { RT = 9, RD = 8, RH = RD / 2, ROFF = 5 };
+    double th[RH], ang[(RT + ROFF) * RH];
+    for (int64_t i = 0; i < RH; i++) th[i] = check_rand(&rng_state, -1.5, 1.5);
+    for (int64_t i = 0; i < (RT + ROFF) * RH; i++) ang[i] = check_rand(&rng_state, -50.0, 50.0);
+    float *xf = check_rand_floats(&rng_state, RT * RD, -1.0, 1.0), got[RT * RD];
+    rp_tensor x = check_new(2, CHECK_SHAPE(RT, RD)), y, back, z;
+    check_scatter(&x, xf);
+    const char *names[4] = {"standard", "yarn s=4 L=30", "user theta", "user angles"};
+    char label[160];
+    double max_back = 0.0, max_ref = 0.0;
+    for (int sch = 0; sch < 4; sch++)
+        for (int side = -1; side <= 1; side += 2)
+            for (int pr = 0; pr < 2; pr++) {
+                rp_rope_freq f = rp_rope_freq_default();
+                if (sch == 1) f = freq_of(RP_SCALING_YARN, 4.0), f.orig_len = 30.0;
+                if (sch == 2) f.theta = th, f.n_theta = RH;
+                if (sch == 3) f.angles = ang, f.rows = RT + ROFF, f.n_angles = RH;
+                f.xpos = 0.4, f.xpos_scale_base = 16.0;
+                rp_rope_cfg cfg = rp_rope_cfg_default(RD);
+                cfg.pairing = pr ? RP_PAIR_INTERLEAVED : RP_PAIR_HALF;
+                cfg.pos_dim = 0, cfg.offset = ROFF, cfg.freq = &f, cfg.xpos_side = side;
+                CHECK_MSG(rp_rope_rotate(&y, &x, &cfg), RP_OK, "");
+                cfg.sign = -1;
+                CHECK_MSG(rp_rope_rotate(&back, &y, &cfg), RP_OK, "");
+                CHECK_MSG(rp_rope_rotate(&z, &x, &cfg), RP_OK, "");
+                double worst_back = 0.0, worst_ref = 0.0;
+                check_gather(got, &back);
+                for (int64_t i = 0; i < RT * RD; i++)
+                    worst_back = fmax(worst_back, fabs((double)got[i] - (double)xf[i]));
+                check_gather(got, &z);
+                for (int64_t t = 0; t < RT; t++) {
+                    double cs[RH], sn[RH], mag[RH];
+                    ref_row(cs, sn, mag, &f, RD, RP_ROPE_BASE, 1.0, -side, ROFF + t);
+                    for (int64_t i = 0; i < RH; i++) {
+                        int64_t a = pr ? 2 * i : i, b = pr ? 2 * i + 1 : i + RH;
+                        double xa = xf[t * RD + a], xb = xf[t * RD + b];
+                        /* R(-angle): [c s; -s c] */
+                        double wa = xa * cs[i] + xb * sn[i], wb = xb * cs[i] - xa * sn[i];
+                        worst_ref = fmax(worst_ref, fmax(fabs((double)got[t * RD + a] - wa),
+                                                         fabs((double)got[t * RD + b] - wb)) /
+                                                        mag[i]);
+                    }
+                }
+                snprintf(label, sizeof label, "%s xpos side %+d %s", names[sch], side,
+                         pr ? "interleaved" : "half");
+                CHECK(worst_back <= 1e-6, "rotate(rotate(x), sign -1) - x, %s: %.3g", label,
+                      worst_back);
+                CHECK(worst_ref <= 1e-6, "rotate(x, sign -1) vs R(-a) x / zeta^(side p / B), %s: "
+                      "%.3g of the magnitude", label, worst_ref);
+                max_back = fmax(max_back, worst_back), max_ref = fmax(max_ref, worst_ref);
+                rp_tensor_release(&y);
+                rp_tensor_release(&back);
+                rp_tensor_release(&z);
+            }
+    printf("  16 cases: |rotate(rotate(x), sign -1) - x| <= %.3g, sign -1 against the reference "
+           "<= %.3g of the magnitude\n", max_back, max_ref);
+    rp_tensor_release(&x);
+    free(xf);
+    area_end("rotate sign -1");
 }
 
 /* ---- 3. checks ----------------------------------------------------------------------------- */
@@ -963,6 +1034,7 @@ int main(void)
 {
     test_theta();
     test_tables();
+    test_rotate_inverse();
     test_checks();
     test_equal();
     test_attention_ref();

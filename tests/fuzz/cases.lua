@@ -72,6 +72,7 @@ local function battery(rp)
   -- tensors
   add("tensor [0]", function() return rp.zeros { 0 } end)
   add("tensor [0 x 3]", function() return rp.zeros { 0, 3 } end)
+  add("tensor [3 x 0]", function() return rp.zeros { 3, 0 } end)
   add("0-dim tensor", function() return rp.zeros {} end)
   add("tensor [3]", function() return rp.randn({ 3 }, rp.rng(1)) end)
   add("tensor [2 x 3]", function() return rp.randn({ 2, 3 }, rp.rng(2)) end)

@@ -77,6 +77,21 @@ describe("rp.rope.angles with a frequency scheme", function()
     local g3 = (r3 - 1) / 7
     assert.near((1 - g3) * th[3] / 8 + g3 * th[3], got[3], 1e-7)
   end)
+
+  -- docs/positional.md: the wavelength is 2 pi / |theta|, so a negative own frequency is scaled
+  -- as its magnitude (2 pi / theta would leave every negative one below alpha: theta / s)
+  it("YaRN scales a negative own frequency as its magnitude, on each part of the ramp", function()
+    local f = { scaling = "yarn", scaling_factor = 4, orig_len = 64, yarn_alpha = 1, yarn_beta = 8,
+      freq = { -2.5, -0.31, -0.09, 0.31 } } -- r = 64 |theta| / (2 pi): 25.5, 3.2, 0.92, 3.2
+    local c, sn = rp.rope.angles({ 1 }, 8, f)
+    for i = 1, 4 do
+      local t = f.freq[i]
+      local r = 64 * math.abs(t) / (2 * math.pi)
+      local gm = r < 1 and 0 or r > 8 and 1 or (r - 1) / 7
+      assert.near((1 - gm) * t / 4 + gm * t, math.atan(sn:get(1, i), c:get(1, i)), 1e-7)
+    end
+    assert.near(-math.atan(sn:get(1, 4), c:get(1, 4)), math.atan(sn:get(1, 2), c:get(1, 2)), 1e-7)
+  end)
 end)
 
 describe("rp.rope.rotate with a frequency scheme", function()
@@ -111,12 +126,22 @@ describe("rp.rope.rotate with a frequency scheme", function()
     assert.is_not_nil(rp.rope.rotate(rp.zeros { 3, 8 }, { offset = -1 }))
   end)
 
-  it("sign -1 with the same scheme undoes the rotation (no xPos)", function()
+  -- with xPos, sign -1 multiplied by the magnitude again instead of dividing by it: the round
+  -- trip gave x times zeta^(2 side p / scale_base) (issue 29)
+  it("sign -1 with the same options undoes the rotation, xPos on either side included", function()
     local x = g:randn { 6, 8 }
     for _, s in ipairs(SCHEMES) do
-      if not s.f.xpos then
-        local y = rp.rope.rotate(x, s.f)
-        h.approx(rp.rope.rotate(y, copy(s.f, { sign = -1 })), x, 1e-5, s.name)
+      for _, side in ipairs { 1, -1 } do
+        local o = copy(s.f, { xpos_side = side, offset = 5 })
+        local y = rp.rope.rotate(x, o)
+        local back = rp.rope.rotate(y, copy(o, { sign = -1 }))
+        h.approx(back, x, 1e-5, ("%s, side %d"):format(s.name, side))
+        -- the rule: rotated back by the angle, divided by the side's magnitude
+        local xt, want = x:totable(), {}
+        for t = 1, 6 do
+          want[t] = naive.rotate(xt[t], 4 + t, { freq = s.f, sign = -1, side = -side })
+        end
+        h.approx(rp.rope.rotate(x, copy(o, { sign = -1 })), want, TOL, s.name .. " sign -1")
       end
     end
   end)
@@ -311,4 +336,54 @@ describe("models with a frequency scheme", function()
     { { pe = "none", freq = { 1, 2, 3, 4 } }, "freq and angles need a rotary pe (rope, roper or "
       .. "roper_legacy) with softmax attention, not none" },
   })
+end)
+
+describe("user tables: empty ones, and positions beyond them", function()
+  -- a [n x 0] tensor was divided by its 0 columns before it was refused: SIGFPE (issue 29)
+  it("an empty table of any shape is refused by every call that takes one", function()
+    local q = rp.zeros { 1, 4, 2, 8 }
+    local mcfg = { vocab = 9, d_model = 16, heads = 2, layers = 1, d_ff = 16, seq_len = 12,
+      max_batch = 2, pe = "roper" }
+    local m = rp.model(mcfg)
+    local function calls(o)
+      return {
+        { function() return rp.rope.angles(4, 8, o) end, "bad argument #3 to 'angles'" },
+        { function() return rp.rope.rotate(rp.zeros { 4, 8 }, o) end,
+          "bad argument #2 to 'rotate'" },
+        { function() return rp.attention(q, q, q, copy(o, { pe = "rope" })) end,
+          "bad argument #4 to 'attention'" },
+        { function() return rp.model(copy(mcfg, o)) end, "bad argument #1 to 'model'" },
+        { function() return m:derive(o) end, "bad argument #1 to 'derive'" },
+      }
+    end
+    local n = 0
+    local empty = { angles = { rp.zeros { 3, 0 }, rp.zeros { 0, 4 }, { {}, {}, {} }, {} },
+      freq = { rp.zeros { 0 }, {} } }
+    for key, values in pairs(empty) do
+      for _, v in ipairs(values) do
+        for _, c in ipairs(calls { [key] = v }) do
+          assert.has_error(c[1], ("%s (option '%s' must not be empty)"):format(c[2], key))
+          n = n + 1
+        end
+      end
+    end
+    assert.are.equal(30, n)
+  end)
+
+  -- a count of positions was walked three times before the table's range was checked (2^31
+  -- positions: 5.6 s; 2^40, the largest count: hours): in a child, killed after 60 s
+  it("a count of positions beyond an angle table is refused before anything is done", function()
+    local bin = os.getenv("ROPER_BIN") or "build/roper"
+    local script = [[
+      local a = { angles = rp.zeros { 3, 4 } }
+      print(select(2, pcall(rp.rope.angles, 2^40, 8, a)))
+      print(select(2, pcall(rp.rope.angles, 2^31, 8, a)))
+    ]]
+    local out, err, code = h.run(("timeout -s KILL 60 %s -e %s"):format(h.sh_quote(bin),
+      h.sh_quote(script)))
+    assert.are.equal(0, code, err)
+    assert.are.equal("bad argument #3 to 'rp.rope.angles' (angles hold positions 0..2; position "
+      .. "1099511627775 is asked)\nbad argument #3 to 'rp.rope.angles' (angles hold positions "
+      .. "0..2; position 2147483647 is asked)\n", out)
+  end)
 end)

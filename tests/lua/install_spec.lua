@@ -294,6 +294,27 @@ int main(void) {
     end)
 end)
 
+-- DESTDIR is usually a fresh staging folder: make install failed at its first mkdir when the
+-- folder did not exist yet (issue 29).
+describe("make install into a DESTDIR that does not exist yet", function()
+  it("creates it with its parents; make uninstall leaves it empty", function()
+    local top = h.tmpdir()
+    local D = top .. "/stage/root"
+    local out, err, code = make("install-lua DESTDIR=" .. sh_quote(D) .. " PREFIX=/usr/local")
+    assert.are.equal(0, code, err .. out)
+    local files = {}
+    for _, p in ipairs(tree(D)) do
+      if lfs.attributes(D .. p, "mode") == "file" then files[#files + 1] = p end
+    end
+    assert.are.same({ "/usr/local/lib/lua/5.4/roper.so", "/usr/local/lib/roper/roper_mpi.so",
+      "/usr/local/share/doc/roper/LICENSE", "/usr/local/share/roper/install-manifest.txt" }, files)
+    out, err, code = make("uninstall DESTDIR=" .. sh_quote(D) .. " PREFIX=/usr/local")
+    assert.are.equal(0, code, err .. out)
+    assert.are.same({}, tree(D))
+    h.remove_tree(top)
+  end)
+end)
+
 -- Every script of scripts/ (the README: each prints its options with --help), so a new one that
 -- requires lib/ without the two lines at its top that find it fails here.
 describe("the scripts under a plain lua5.4", function()

@@ -346,6 +346,12 @@ describe("rp.experiment.run with opts", function()
       assert.are.same({ nil, no_state }, { rp.experiment.resumable(cfg, path) })
       os.remove(path .. ".state")
       os.remove(path)
+      -- the model of a finished run (its state goes when the run ends): nothing is left to train
+      assert.is_table(rp.experiment.run(cfg, nil, { save = path, save_every = 3 }))
+      assert.is_false(exists(path .. ".state"))
+      assert.are.same({ nil, path .. " is the model of a finished run (step 9 of steps = 9)",
+        "finished" }, { rp.experiment.resumable(cfg, path) })
+      os.remove(path)
       -- bad arguments raise naming the function
       local function raises(want, ...)
         local ok, err = pcall(rp.experiment.resumable, ...)
@@ -405,9 +411,10 @@ local function saved_model()
   if shared.ckpt and exists(shared.ckpt) then return shared end
   shared.dir = tmpdir()
   shared.ckpt = shared.dir .. "/add.ckpt"
-  local so, se, code = run(("%s scripts/train.lua --task addition --max-digits 2 --seq-len 64 "
-    .. "--steps 6 --save-every 2 --threads 1 --log-every 1 %s --save %s"):format(sh_quote(BIN),
-    TINY_ARGS:gsub("%-%-seq%-len 32 ", ""), sh_quote(shared.ckpt)))
+  shared.cmd = ("%s scripts/train.lua --task addition --max-digits 2 --seq-len 64 --steps 6 "
+    .. "--save-every 2 --threads 1 --log-every 1 %s --save %s"):format(sh_quote(BIN),
+    TINY_ARGS:gsub("%-%-seq%-len 32 ", ""), sh_quote(shared.ckpt))
+  local so, se, code = run(shared.cmd)
   assert.are.equal(0, code, so .. se)
   shared.stdout = so
   shared.json = read_json(shared.dir .. "/add.json")
@@ -467,6 +474,22 @@ describe("scripts/train.lua --save", function()
     elseif model then
       assert.are.equal(model, p.cpu)
     end
+  end)
+
+  -- it went on from the finished model with no curve and died in its summary: "bad argument #7
+  -- to 'format' (number expected, got nil)", exit 1 (under mpirun the job aborted; issue 29)
+  it("--resume with the finished run's checkpoint says so and exits 0, writing nothing", function()
+    local s = saved_model()
+    local files = { "add.ckpt", "add.csv", "add.json" }
+    local before = {}
+    for i, f in ipairs(files) do before[i] = read(s.dir .. "/" .. f) end
+    local so, se, code = run(s.cmd .. " --resume")
+    assert.are.equal(0, code, so .. se)
+    assert.are.equal("", se)
+    assert.are.equal(("train.lua: --resume: %s is the model of a finished run (step 6 of steps = "
+      .. "6); nothing to do (its result: %s/add.json)\n"):format(s.ckpt, s.dir), so)
+    assert.are.same(files, ls(s.dir))
+    for i, f in ipairs(files) do assert.are.equal(before[i], read(s.dir .. "/" .. f), f) end
   end)
 
   it("--save-every: a run killed while training leaves a whole checkpoint and no result", function()

@@ -124,9 +124,53 @@ describe("rp.attention, relative modes", function()
       "option 'rel_max_distance' must exceed rel_buckets / 2 = 16, got 16" },
     { { pe = "deberta", rel_clip = 0 }, "option 'rel_clip' must be between 1 and 65536, got 0" },
     { { pe = "alibi", rel_bias = rp.zeros { H, 32 } }, "option 'rel_bias' is not used by pe 'alibi'" },
+    -- t5's limits as rp.attention's help states them: without the mask at least 4 buckets, and
+    -- the distance beyond rel_buckets / 4 (with it: / 2, above)
+    { { pe = "t5", causal = false, rel_buckets = 3, rel_bias = rp.zeros { H, 3 } },
+      "option 'rel_buckets' must be at least 4 without the causal mask (t5 halves them), got 3" },
+    { { pe = "t5", causal = false, rel_buckets = 8, rel_max_distance = 2,
+      rel_bias = rp.zeros { H, 8 } }, "option 'rel_max_distance' must exceed rel_buckets / 4 = 2, "
+      .. "got 2" },
   }
   h.refusals(it, function(o) return rp.attention(q, k, v, o) end,
     "bad argument #4 to 'attention' (", bad)
+
+  it("t5 takes the limits its help states, and its help states the causal default", function()
+    assert.is_not_nil(rp.attention(q, k, v, { pe = "t5", causal = false, rel_buckets = 4,
+      rel_max_distance = 2, rel_bias = rp.zeros { H, 4 } }))
+    assert.is_not_nil(rp.attention(q, k, v, { pe = "t5", rel_buckets = 8, rel_max_distance = 5,
+      rel_bias = rp.zeros { H, 8 } }))
+    local help = rp.help(rp.attention):gsub("%s+", " ")
+    for _, want in ipairs { "causal true (the default): query n sees keys i <= n only; false: "
+      .. "every key", "rel_buckets 2..4096, at least 4 without the causal mask",
+      "rel_max_distance must exceed where the exact buckets end: rel_buckets / 2 with the mask, "
+      .. "rel_buckets / 4 without it" } do
+      assert.truthy(help:find(want, 1, true), want)
+    end
+  end)
+
+  -- docs/positional.md: -m_h |n - i|, symmetric without the mask. With q = 0 the weights are
+  -- the bias's softmax alone.
+  it("alibi without the causal mask: the bias is -m_h |n - i| on both sides", function()
+    local H4, n, g2 = 4, 5, rp.rng(29)
+    local zq, kk, vv = rp.zeros { 1, n, H4, 2 }, g2:randn { 1, n, H4, 2 }, g2:randn { 1, n, H4, 2 }
+    local _, att = rp.attention(zq, kk, vv, { pe = "alibi", causal = false })
+    local want = { {} }
+    for hh = 1, H4 do
+      local m = 2 ^ (-8 * hh / H4)
+      want[1][hh] = {}
+      for t = 1, n do
+        local row, sum = {}, 0
+        for i = 1, n do
+          row[i] = math.exp(-m * math.abs(t - i))
+          sum = sum + row[i]
+        end
+        for i = 1, n do row[i] = row[i] / sum end
+        want[1][hh][t] = row
+      end
+    end
+    h.approx(att, want, 1e-6, "alibi weights")
+  end)
 
   it("refuses a released table, also one released by a later option read", function()
     local function release(t) getmetatable(t).__close(t) end
