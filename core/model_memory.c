@@ -144,6 +144,8 @@ static float *plan_alloc(rp_model *m, void (*plan)(rp_model *, planner *), int64
 void rp_model_free(rp_model *m)
 {
     if (!m) return;
+    int64_t floats = rpm_sat_add(rpm_sat_add(m->act_floats, m->grad_floats),
+                                 rpm_sat_add(m->cache_floats, rpm_sat_mul(m->nfloats, 2)));
     free(m->info);
     free(m->freq_table);
     free(m->lp);
@@ -161,6 +163,7 @@ void rp_model_free(rp_model *m)
     free(m->gen_sort);
     free(m->gen_win);
     free(m);
+    if (floats >= RP_MODEL_TRIM_BYTES / (int64_t)sizeof(float)) rp_mem_trim();
 }
 
 /* Fills the fields of m that follow from a checked cfg alone (no allocation): sizes, the
