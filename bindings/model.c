@@ -8,8 +8,8 @@
  * The userdata holds the rp_model pointer (NULL before rp_model_new succeeds and after
  * m:free(), __gc or __close). Every argument is checked here before core runs: the config table
  * (types and enum names here, ranges by rp_model_cfg_check, whose message becomes the `bad
- * argument` text), options. File errors of m:save and rp.load are returned as nil, "path: reason" (Lua io style);
- * misuse raises.
+ * argument` text), options. File errors of m:save and rp.load are returned as nil, "path:
+ * reason" (Lua io style); misuse raises.
  */
 #include <math.h>
 #include <stdio.h>

@@ -6,8 +6,8 @@
  * task:free(), __gc or __close); its user value 1 is the path string of a text task (core's
  * config points into it, so it lives as long as the task). Every option is checked here (types,
  * names and ranges) before core runs; file problems of rp.tasks.text are returned as nil, "path:
- * reason" (Lua io style), misuse raises. Scratch buffers are Lua userdata and results are pushed as empty tensors
- * before core fills them, so a Lua error never leaks.
+ * reason" (Lua io style), misuse raises. Scratch buffers are Lua userdata and results are pushed
+ * as empty tensors before core fills them, so a Lua error never leaks.
  */
 #include <math.h>
 #include <stdio.h>

@@ -4,9 +4,9 @@
  * tensor_index.c, arithmetic and reductions in tensor_math.c (tensor_methods.h).
  *
  * The userdata holds the rp_tensor struct by value (one storage reference). A released tensor
- * (storage NULL, after t:free() or __close) raises "attempt to use a released tensor" on use. Every function
- * checks all its arguments before it calls core; results are pushed as empty userdata first and
- * filled in place, so a Lua error can never leak a reference.
+ * (storage NULL, after t:free() or __close) raises "attempt to use a released tensor" on use.
+ * Every function checks all its arguments before it calls core; results are pushed as empty
+ * userdata first and filled in place, so a Lua error can never leak a reference.
  */
 #include <math.h>
 #include <stdio.h>
