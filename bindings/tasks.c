@@ -46,7 +46,7 @@ static rp_task *check_task(lua_State *L, int idx)
  * first (lrp_gc_pace). */
 static lrp_task *new_task(lua_State *L)
 {
-    lrp_gc_pace(L);
+    lrp_gc_pace(L, 0);
     lrp_task *u = (lrp_task *)lua_newuserdatauv(L, sizeof *u, 1);
     u->t = NULL; /* empty: safe for __gc */
     luaL_setmetatable(L, LRP_TASK_MT);

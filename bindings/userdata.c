@@ -10,7 +10,7 @@
 /* The key of this state's pacing limit in the registry (a full userdata holding an int64_t). */
 static const char pace_key = 0;
 
-void lrp_gc_pace(lua_State *L)
+void lrp_gc_pace(lua_State *L, int tight)
 {
     lua_rawgetp(L, LUA_REGISTRYINDEX, &pace_key);
     int64_t *limit = (int64_t *)lua_touserdata(L, -1);
@@ -20,7 +20,10 @@ void lrp_gc_pace(lua_State *L)
         *limit = LRP_GC_MIN_BYTES;
         lua_rawsetp(L, LUA_REGISTRYINDEX, &pace_key);
     }
-    if (rp_mem_held() <= *limit) return;
+    if (rp_mem_held() <= *limit) {
+        int64_t avail = tight ? rp_mem_available() : -1;
+        if (avail < 0 || rp_mem_held() <= avail) return;
+    }
     /* 1 when running; 0 when stopped by the user (or, before Lua 5.4.4, inside a finalizer); -1
      * from 5.4.4 on inside a finalizer, where lua_gc does nothing */
     if (lua_gc(L, LUA_GCISRUNNING) == 1) lua_gc(L, LUA_GCCOLLECT);
@@ -69,7 +72,7 @@ rp_tensor *lrp_checktensor(lua_State *L, int idx)
 
 rp_tensor *lrp_newtensor(lua_State *L)
 {
-    lrp_gc_pace(L);
+    lrp_gc_pace(L, 0);
     rp_tensor *t = (rp_tensor *)lua_newuserdatauv(L, sizeof *t, 0);
     memset(t, 0, sizeof *t); /* storage NULL: empty, safe for __gc */
     luaL_setmetatable(L, LRP_TENSOR_MT);
@@ -87,7 +90,7 @@ rp_model *lrp_checkmodel(lua_State *L, int idx)
 
 lrp_model *lrp_newmodel(lua_State *L)
 {
-    lrp_gc_pace(L);
+    lrp_gc_pace(L, 1);
     lrp_model *u = (lrp_model *)lua_newuserdatauv(L, sizeof *u, 0);
     u->m = NULL; /* empty: safe for __gc */
     luaL_setmetatable(L, LRP_MODEL_MT);
@@ -106,7 +109,7 @@ lrp_optim *lrp_checkoptim(lua_State *L, int idx)
 lrp_optim *lrp_newoptim(lua_State *L, int model_idx, const rp_adam_cfg *cfg)
 {
     model_idx = lua_absindex(L, model_idx);
-    lrp_gc_pace(L);
+    lrp_gc_pace(L, 0);
     lrp_optim *o = (lrp_optim *)lua_newuserdatauv(L, sizeof *o, 1);
     memset(o, 0, sizeof *o); /* buf NULL: empty, safe for __gc */
     o->cfg = *cfg;

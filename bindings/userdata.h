@@ -32,10 +32,13 @@
  * userdata owning C memory (before core allocates it), runs a full collection when rp_mem_held
  * exceeds this state's limit, then sets the limit to the memory held plus the memory live (held
  * and Lua's heap, at least LRP_GC_MIN_BYTES): the pause of Lua's own collector (200%) applied to
- * the memory it cannot see. It collects nothing while the collector is stopped
- * (collectgarbage "stop") or inside a finalizer. Like any allocation, it may run finalizers. */
+ * the memory it cannot see. tight (before a model, which core refuses when it needs more than
+ * the memory left: rp_mem_available) also collects when rp_mem_held exceeds the memory left, so
+ * that dead models do not make a new one fail. It collects nothing while the collector is
+ * stopped (collectgarbage "stop") or inside a finalizer. Like any allocation, it may run
+ * finalizers. */
 #define LRP_GC_MIN_BYTES ((int64_t)16 << 20)
-void lrp_gc_pace(lua_State *L);
+void lrp_gc_pace(lua_State *L, int tight);
 
 /* Registers release (a __gc function: safe on a released object and when called twice) as the
  * metatable's __gc and __close (mt: the type's metatable, whose __name names the type) and, as
@@ -76,7 +79,7 @@ typedef struct lrp_optim {
  * model". */
 rp_model *lrp_checkmodel(lua_State *L, int idx);
 /* Pushes a new, empty (released-state) model userdata and returns it, for rp_model_new. Paces
- * the collector first (lrp_gc_pace). */
+ * the collector first (lrp_gc_pace, tight). */
 lrp_model *lrp_newmodel(lua_State *L);
 /* The live optimiser at idx (raises as lrp_checkmodel: "attempt to use a released optimiser"). */
 lrp_optim *lrp_checkoptim(lua_State *L, int idx);

@@ -18,10 +18,11 @@ local BIN = os.getenv("ROPER_BIN") or "build/roper"
 local sanitized = (os.getenv("BUILD") or "build"):match("build%-san/?$")
 local MiB = 2 ^ 20
 
--- Runs code (a chunk that gets the arguments as ...) in a child roper process; returns its
+-- Runs code (a chunk that gets the strings of the list args as ...) in a child roper process,
+-- started by the shell words prefix (environment settings, a wrapper) when given; returns its
 -- stdout split into numbers. status(key) (bytes of a /proc/self/status line such as VmRSS) is
 -- defined for it.
-local function child(code, ...)
+local function child(code, args, prefix)
   local dir = h.tmpdir()
   local path = dir .. "/child.lua"
   h.write(path, [[
@@ -32,10 +33,9 @@ local function status(key)
   end
 end
 ]] .. code)
-  local args = {}
-  for i, a in ipairs { ... } do args[i] = h.sh_quote(a) end
-  local out, err, code_ = h.run(h.sh_quote(BIN) .. " " .. h.sh_quote(path) .. " "
-    .. table.concat(args, " "))
+  local words = { prefix or "", h.sh_quote(BIN), h.sh_quote(path) }
+  for _, a in ipairs(args or {}) do words[#words + 1] = h.sh_quote(a) end
+  local out, err, code_ = h.run(table.concat(words, " "))
   h.remove_tree(dir)
   assert.are.equal(0, code_, err)
   local nums = {}
@@ -70,11 +70,14 @@ print(live_rss, status("VmHWM") - rss0, live_held, rp.memory().peak - held0)
 ]]
 
 describe("memory behind tensors and models", function()
+  -- the checks of the resident size and of RLIMIT_AS (see the top)
+  local plain_it = sanitized and pending or it
+
   for _, case in ipairs { { "tensor", 24 }, { "model", 12 } } do
     local which, n = case[1], case[2]
     it(("a loop of %d dropped %ss holds about one at a time (core's count)"):format(n, which),
       function()
-        local r = child(LOOP, which, n)
+        local r = child(LOOP, { which, n })
         local live_held, peak_held = r[3], r[4]
         assert.is_true(live_held > 16 * MiB, "one iteration holds " .. live_held)
         -- without the pacing every iteration's object stays until Lua's own collector runs
@@ -83,10 +86,9 @@ describe("memory behind tensors and models", function()
           .. "%.1f MiB"):format(peak_held / MiB, live_held / MiB))
       end)
 
-    local pit = sanitized and pending or it
-    pit(("a loop of %d dropped %ss peaks at about twice its live set (resident size)"):format(n,
+    plain_it(("a loop of %d dropped %ss peaks at about twice its live set (resident size)"):format(n,
       which), function()
-      local r = child(LOOP, which, n)
+      local r = child(LOOP, { which, n })
       local live_rss, peak_rss = r[1], r[2]
       assert.is_true(live_rss > 16 * MiB, "one iteration is resident with " .. live_rss)
       assert.is_true(peak_rss <= 2.2 * live_rss, ("peak %.1f MiB for a live set of %.1f MiB")
@@ -194,11 +196,38 @@ print(made and made:numel() or -1, rp.memory().held <= 3 * 16 * 2^20 and 1 or 0)
     assert.are.equal(before.held, rp.memory().held)
   end)
 
+  -- rp.model refuses a model larger than the memory left (rp_mem_available: here RLIMIT_AS minus
+  -- the process's size); dead models not yet collected must not make it refuse one that fits.
+  -- Re-assigning a global keeps the old model alive during the call, so two models must fit:
+  -- models of 0.42 of the memory left, re-assigned five times. Plain build only: ASan reserves
+  -- terabytes of address space, so RLIMIT_AS cannot be tried under it.
+  plain_it("re-assigning a model as large as 0.42 of the memory left works every time", function()
+    local code = [[
+local cfg = {vocab = 64, d_model = 64, heads = 4, layers = 1, d_ff = 64, seq_len = 256,
+  max_batch = 1}
+do local m <close> = rp.model(cfg) end
+if ... == "size" then print(status("VmSize")) return end
+local avail = rp.model_memory(cfg).available
+while rp.model_memory(cfg).model < 0.42 * avail do cfg.max_batch = cfg.max_batch + 1 end
+local made = 0
+for i = 1, 5 do
+  if not pcall(function() M = rp.model(cfg) end) then break end
+  made = made + 1
+end
+print(made, avail)
+]]
+    local env = "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1"
+    local size = child(code, { "size" }, env)[1]
+    local kb = math.floor(size / 1024) + 1024 * 1024 -- room for 1 GiB more
+    local r = child(code, { "run" }, env .. " sh -c 'ulimit -v " .. kb .. ' && exec "$0" "$@"\'')
+    assert.is_true(r[2] < 1.1 * 2 ^ 30, "the limit is what is left: " .. r[2])
+    assert.are.equal(5, r[1])
+  end)
+
   -- Point 14: glibc keeps freed blocks below its dynamic mmap threshold (which rises to the size
   -- of the largest block freed, up to 32 MiB) in the heap, resident; after many small models the
   -- process stayed at many times its live set. A freed model now trims the heap.
-  local pit = sanitized and pending or it
-  pit("after many small models freed, the resident size falls back", function()
+  plain_it("after many small models freed, the resident size falls back", function()
     local r = child([[
 local x = {}
 for b = 1, 8 do x[b] = {} for j = 1, 128 do x[b][j] = (j * b) % 64 end end
