@@ -86,8 +86,8 @@ describe("memory behind tensors and models", function()
           .. "%.1f MiB"):format(peak_held / MiB, live_held / MiB))
       end)
 
-    plain_it(("a loop of %d dropped %ss peaks at about twice its live set (resident size)"):format(n,
-      which), function()
+    plain_it(("a loop of %d dropped %ss peaks at about twice its live set (resident size)")
+      :format(n, which), function()
       local r = child(LOOP, { which, n })
       local live_rss, peak_rss = r[1], r[2]
       assert.is_true(live_rss > 16 * MiB, "one iteration is resident with " .. live_rss)
