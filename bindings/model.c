@@ -6,10 +6,10 @@
  * (model_methods.h).
  *
  * The userdata holds the rp_model pointer (NULL before rp_model_new succeeds and after
- * __gc/__close). Every argument is checked here before core runs: the config table (types and
- * enum names here, ranges by rp_model_cfg_check, whose message becomes the `bad argument` text),
- * options. File errors of m:save and rp.load are returned as nil, "path: reason" (Lua io style);
- * misuse raises.
+ * m:free(), __gc or __close). Every argument is checked here before core runs: the config table
+ * (types and enum names here, ranges by rp_model_cfg_check, whose message becomes the `bad
+ * argument` text), options. File errors of m:save and rp.load are returned as nil, "path:
+ * reason" (Lua io style); misuse raises.
  */
 #include <math.h>
 #include <stdio.h>
@@ -23,8 +23,8 @@
 
 /* ---- the userdata ---- */
 
-/* __gc and __close: free the model; safe on a released model and when called twice. Tensor views
- * of its parameters keep their storage. */
+/* __gc, __close and m:free(): free the model; safe on a released model and when called twice.
+ * Tensor views of its parameters keep their storage. */
 static int m_release(lua_State *L)
 {
     lrp_model *u = (lrp_model *)luaL_testudata(L, 1, LRP_MODEL_MT);
@@ -510,13 +510,10 @@ void lrp_open_model(lua_State *L, int mod)
     luaL_newmetatable(L, LRP_MODEL_MT); /* also sets __name */
     int mt = lua_gettop(L);
     luaL_newlib(L, model_methods);
+    lrp_set_release(L, mt, -1, m_release);
     lua_pushvalue(L, -1);
     lua_setfield(L, mod, "Model");
     lua_setfield(L, mt, "__index");
-    lua_pushcfunction(L, m_release);
-    lua_setfield(L, mt, "__gc");
-    lua_pushcfunction(L, m_release);
-    lua_setfield(L, mt, "__close");
     lua_pushcfunction(L, m_tostring);
     lua_setfield(L, mt, "__tostring");
     lua_settop(L, mt - 1);

@@ -18,7 +18,8 @@ static const char *const schedule_names[] = {"constant", "cosine", "noam", NULL}
 
 /* ---- the userdata ---- */
 
-/* __gc and __close: free the moments; safe on a released optimiser and when called twice. */
+/* __gc, __close and opt:free(): free the moments; safe on a released optimiser and when called
+ * twice. */
 static int o_release(lua_State *L)
 {
     lrp_optim *o = (lrp_optim *)luaL_testudata(L, 1, LRP_OPTIM_MT);
@@ -200,13 +201,10 @@ void lrp_open_optim(lua_State *L, int mod)
     luaL_newmetatable(L, LRP_OPTIM_MT); /* also sets __name */
     int mt = lua_gettop(L);
     luaL_newlib(L, optim_methods);
+    lrp_set_release(L, mt, -1, o_release);
     lua_pushvalue(L, -1);
     lua_setfield(L, mod, "Optim");
     lua_setfield(L, mt, "__index");
-    lua_pushcfunction(L, o_release);
-    lua_setfield(L, mt, "__gc");
-    lua_pushcfunction(L, o_release);
-    lua_setfield(L, mt, "__close");
     lua_pushcfunction(L, o_tostring);
     lua_setfield(L, mt, "__tostring");
     lua_settop(L, mt - 1);

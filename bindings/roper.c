@@ -2,7 +2,7 @@
  *
  * Load order: roper.Tensor (tensor.c), roper.Rng and the default generator (rng.c), rp.rope,
  * rp.blas, rp.attention, rp.matmul (nn.c), roper.Model, rp.model, rp.load (model.c), roper.Optim,
- * rp.optim (optim.c), roper.Task, rp.tasks (tasks.c), rp._VERSION; then every file of
+ * rp.optim (optim.c), roper.Task, rp.tasks (tasks.c), rp._VERSION, rp.memory; then every file of
  * bindings/lua/ in name order (compiled into build/roper_lua.c by bindings/embed.lua), each loaded
  * as "@bindings/lua/<file>" and called as chunk(rp, internals), where internals is a private table
  * { Tensor_mt = <roper.Tensor metatable>, Rng_mt = <roper.Rng metatable>, Model_mt = <roper.Model
@@ -114,6 +114,19 @@ static int l_write_file(lua_State *L)
     return 1;
 }
 
+/* rp.memory() -> {held = bytes, peak = bytes}: core's count of the memory behind tensors, models
+ * and optimisers (rp_mem_held, rp_mem_peak). */
+static int l_memory(lua_State *L)
+{
+    int64_t held = rp_mem_held(), peak = rp_mem_peak();
+    lua_createtable(L, 0, 2);
+    lua_pushinteger(L, (lua_Integer)held);
+    lua_setfield(L, -2, "held");
+    lua_pushinteger(L, (lua_Integer)peak);
+    lua_setfield(L, -2, "peak");
+    return 1;
+}
+
 /* internals.is_live(x): true when x is a tensor that was not released. */
 static int l_is_live(lua_State *L)
 {
@@ -185,6 +198,8 @@ LUAMOD_API int luaopen_roper(lua_State *L)
     lrp_open_dist(L, mod);
     lua_pushliteral(L, RP_VERSION);
     lua_setfield(L, mod, "_VERSION");
+    lua_pushcfunction(L, l_memory);
+    lua_setfield(L, mod, "memory");
 
     lua_newtable(L);
     int priv = lua_gettop(L);

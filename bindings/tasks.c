@@ -3,11 +3,11 @@
  * [B x seq_len] tensors, evaluation problems and the answer check.
  *
  * The userdata holds the rp_task pointer (NULL before rp_task_new succeeds and after
- * __gc/__close); its user value 1 is the path string of a text task (core's config points into
- * it, so it lives as long as the task). Every option is checked here (types, names and ranges)
- * before core runs; file problems of rp.tasks.text are returned as nil, "path: reason" (Lua io
- * style), misuse raises. Scratch buffers are Lua userdata and results are pushed as empty tensors
- * before core fills them, so a Lua error never leaks.
+ * task:free(), __gc or __close); its user value 1 is the path string of a text task (core's
+ * config points into it, so it lives as long as the task). Every option is checked here (types,
+ * names and ranges) before core runs; file problems of rp.tasks.text are returned as nil, "path:
+ * reason" (Lua io style), misuse raises. Scratch buffers are Lua userdata and results are pushed
+ * as empty tensors before core fills them, so a Lua error never leaks.
  */
 #include <math.h>
 #include <stdio.h>
@@ -42,16 +42,18 @@ static rp_task *check_task(lua_State *L, int idx)
     return u->t;
 }
 
-/* Pushes a new, empty (released-state) task userdata with one user value. */
+/* Pushes a new, empty (released-state) task userdata with one user value; paces the collector
+ * first (lrp_gc_pace). */
 static lrp_task *new_task(lua_State *L)
 {
+    lrp_gc_pace(L, 0);
     lrp_task *u = (lrp_task *)lua_newuserdatauv(L, sizeof *u, 1);
     u->t = NULL; /* empty: safe for __gc */
     luaL_setmetatable(L, LRP_TASK_MT);
     return u;
 }
 
-/* __gc and __close: free the task; safe on a released task and when called twice. */
+/* __gc, __close and task:free(): free the task; safe on a released task and when called twice. */
 static int t_release(lua_State *L)
 {
     lrp_task *u = (lrp_task *)luaL_testudata(L, 1, LRP_TASK_MT);
@@ -547,13 +549,10 @@ void lrp_open_tasks(lua_State *L, int mod)
     luaL_newmetatable(L, LRP_TASK_MT); /* also sets __name */
     int mt = lua_gettop(L);
     luaL_newlib(L, task_methods);
+    lrp_set_release(L, mt, -1, t_release);
     lua_pushvalue(L, -1);
     lua_setfield(L, mod, "Task");
     lua_setfield(L, mt, "__index");
-    lua_pushcfunction(L, t_release);
-    lua_setfield(L, mt, "__gc");
-    lua_pushcfunction(L, t_release);
-    lua_setfield(L, mt, "__close");
     lua_pushcfunction(L, t_tostring);
     lua_setfield(L, mt, "__tostring");
     lua_settop(L, mt - 1);

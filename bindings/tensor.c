@@ -4,9 +4,9 @@
  * tensor_index.c, arithmetic and reductions in tensor_math.c (tensor_methods.h).
  *
  * The userdata holds the rp_tensor struct by value (one storage reference). A released tensor
- * (storage NULL, after __close) raises "attempt to use a released tensor" on use. Every function
- * checks all its arguments before it calls core; results are pushed as empty userdata first and
- * filled in place, so a Lua error can never leak a reference.
+ * (storage NULL, after t:free() or __close) raises "attempt to use a released tensor" on use.
+ * Every function checks all its arguments before it calls core; results are pushed as empty
+ * userdata first and filled in place, so a Lua error can never leak a reference.
  */
 #include <math.h>
 #include <stdio.h>
@@ -43,7 +43,8 @@ static void push_sizes(lua_State *L, int n, const int64_t *src)
 
 /* ---- lifetime ---- */
 
-/* __gc and __close: drop the storage reference; safe on a released tensor and when called twice. */
+/* __gc, __close and t:free(): drop the storage reference; safe on a released tensor and when
+ * called twice. */
 static int t_release(lua_State *L)
 {
     rp_tensor *t = lrp_totensor(L, 1);
@@ -448,10 +449,7 @@ void lrp_open_tensor(lua_State *L, int mod)
     lua_setfield(L, mt, "__index");
     lua_pushcfunction(L, lrp_tensor_newindex);
     lua_setfield(L, mt, "__newindex");
-    lua_pushcfunction(L, t_release);
-    lua_setfield(L, mt, "__gc");
-    lua_pushcfunction(L, t_release);
-    lua_setfield(L, mt, "__close");
+    lrp_set_release(L, mt, meth, t_release);
     lua_pushcfunction(L, t_len);
     lua_setfield(L, mt, "__len");
     set_op_closures(L, mt, lrp_tensor_binop, binop_meta);

@@ -24,28 +24,51 @@
 /* Registry key of the module's default generator (a roper.Rng userdata). */
 #define LRP_DEFAULT_RNG_KEY "roper.default_rng"
 
+/* ---- the C memory behind the userdata ---- */
+
+/* Lua's collector counts only Lua's own heap, not the buffers core holds behind a tensor, a model
+ * or an optimiser (core/storage.h: rp_mem_held), so without help dead ones would stay until
+ * Lua's heap alone triggered a cycle. lrp_gc_pace, called by every helper below that creates a
+ * userdata owning C memory (before core allocates it), runs a full collection when rp_mem_held
+ * exceeds this state's limit, then sets the limit to the memory held plus the memory live (held
+ * and Lua's heap, at least LRP_GC_MIN_BYTES): the pause of Lua's own collector (200%) applied to
+ * the memory it cannot see. tight (before a model, which core refuses when it needs more than
+ * the memory left: rp_mem_available) also collects when rp_mem_held exceeds the memory left, so
+ * that dead models do not make a new one fail. It collects nothing while the collector is
+ * stopped (collectgarbage "stop") or inside a finalizer. Like any allocation, it may run
+ * finalizers. */
+#define LRP_GC_MIN_BYTES ((int64_t)16 << 20)
+void lrp_gc_pace(lua_State *L, int tight);
+
+/* Registers release (a __gc function: safe on a released object and when called twice) as the
+ * metatable's __gc and __close (mt: the type's metatable, whose __name names the type) and, as
+ * free, a method (meth: the method table) that checks its self ("calling 'free' on bad self
+ * (roper.Tensor expected, got number)") and releases it at once. */
+void lrp_set_release(lua_State *L, int mt, int meth, lua_CFunction release);
+
 /* ---- tensors ---- */
 
 /* The live tensor at idx; raises "roper.Tensor expected, got X" for anything else and
- * "attempt to use a released tensor" for one released by __close. */
+ * "attempt to use a released tensor" for one released (free, __close). */
 rp_tensor *lrp_checktensor(lua_State *L, int idx);
 /* The tensor at idx (possibly released) or NULL when idx holds no roper.Tensor. */
 rp_tensor *lrp_totensor(lua_State *L, int idx);
 /* Pushes a new, empty (released-state) tensor userdata and returns its struct, for core to fill.
- * The userdata is valid at every moment, so raising afterwards never leaks. */
+ * The userdata is valid at every moment, so raising afterwards never leaks. Paces the collector
+ * first (lrp_gc_pace). */
 rp_tensor *lrp_newtensor(lua_State *L);
 
 /* ---- models and optimisers ---- */
 
-/* The roper.Model userdata. m is NULL until rp_model_new succeeds and again after __gc/__close
- * (a released model). */
+/* The roper.Model userdata. m is NULL until rp_model_new succeeds and again after
+ * free/__gc/__close (a released model). */
 typedef struct lrp_model {
     rp_model *m;
 } lrp_model;
 
 /* The roper.Optim userdata; its user value 1 is the roper.Model it updates (kept alive by it).
  * buf holds the Adam moments, st.m = buf->data and st.v = buf->data + st.n; buf is NULL until
- * they are allocated and again after __gc/__close (a released optimiser). */
+ * they are allocated and again after free/__gc/__close (a released optimiser). */
 typedef struct lrp_optim {
     rp_adam_cfg cfg;
     rp_adam_state st;
@@ -55,12 +78,14 @@ typedef struct lrp_optim {
 /* The live model at idx: raises "roper.Model expected, got X" and "attempt to use a released
  * model". */
 rp_model *lrp_checkmodel(lua_State *L, int idx);
-/* Pushes a new, empty (released-state) model userdata and returns it, for rp_model_new. */
+/* Pushes a new, empty (released-state) model userdata and returns it, for rp_model_new. Paces
+ * the collector first (lrp_gc_pace, tight). */
 lrp_model *lrp_newmodel(lua_State *L);
 /* The live optimiser at idx (raises as lrp_checkmodel: "attempt to use a released optimiser"). */
 lrp_optim *lrp_checkoptim(lua_State *L, int idx);
 /* Pushes a new, empty optimiser userdata bound to the model at model_idx (its user value), with
- * cfg copied in; no moments yet (see lrp_optim_alloc). */
+ * cfg copied in; no moments yet (see lrp_optim_alloc). Paces the collector first
+ * (lrp_gc_pace). */
 lrp_optim *lrp_newoptim(lua_State *L, int model_idx, const rp_adam_cfg *cfg);
 /* Allocates o's zeroed moments for n floats (step 0); RP_ERR_NOMEM when that fails. */
 rp_status lrp_optim_alloc(lrp_optim *o, int64_t n);

@@ -126,6 +126,11 @@ typedef struct rp_model rp_model;
  * and bias 0 (drawn in layout order from one rp_rng). Returns NULL with the error recorded (bad
  * cfg: RP_ERR_ARG; no memory: RP_ERR_NOMEM). Free with rp_model_free. */
 rp_model *rp_model_new(const rp_model_cfg *cfg);
+/* Frees m (NULL: nothing); its parameter and gradient storages live on while tensors view them.
+ * A model whose buffers held RP_MODEL_TRIM_BYTES or more then gives the heap's free memory back
+ * to the system (rp_mem_trim): without it glibc keeps most of a freed model resident, and a
+ * process that builds models one after another stays at many times its live memory. */
+#define RP_MODEL_TRIM_BYTES ((int64_t)1 << 20)
 void rp_model_free(rp_model *m);
 
 /* What rp_model_new(cfg) would allocate, without allocating: *bytes (every buffer: parameters,

@@ -174,6 +174,7 @@ struct rp_model {
 
     /* KV cache and the cached path (cache_mem holds all of it) */
     float *cache_mem;
+    int64_t cache_floats;
     float *kvcache; /* layers x rpm_cache_layer_floats */
     int64_t cache_len;
     float *c_x, *c_ln, *c_mean, *c_rstd, *c_qkv, *c_y, *c_proj, *c_res, *c_h, *c_ha;

@@ -125,20 +125,15 @@ int64_t rpm_dec_layer_floats(const rp_model_cfg *c)
     return rpm_sat_add(rpm_sat_mul(rpm_sat_mul(C, C), 4), rpm_sat_mul(rpm_sat_mul(C, F), 2));
 }
 
-static float *alloc_floats(int64_t n)
-{
-    size_t bytes = ((size_t)(n > 0 ? n : 1) * sizeof(float) + 63) / 64 * 64;
-    return aligned_alloc(64, bytes);
-}
-
-/* Runs plan (a counting pass), allocates what it counted and runs it again to assign the
- * pointers; returns the block (NULL when out of memory) and its size in floats in *floats. */
+/* Runs plan (a counting pass), allocates what it counted (rp_buffer_new: counted in rp_mem_held,
+ * not cleared) and runs it again to assign the pointers; returns the block (NULL when out of
+ * memory) and its size in floats in *floats. */
 static float *plan_alloc(rp_model *m, void (*plan)(rp_model *, planner *), int64_t *floats)
 {
     planner pl = {NULL, 0};
     plan(m, &pl);
     *floats = pl.off;
-    float *mem = alloc_floats(pl.off);
+    float *mem = rp_buffer_new(pl.off);
     if (!mem) return NULL;
     pl.base = mem;
     pl.off = 0;
@@ -149,15 +144,17 @@ static float *plan_alloc(rp_model *m, void (*plan)(rp_model *, planner *), int64
 void rp_model_free(rp_model *m)
 {
     if (!m) return;
+    int64_t floats = rpm_sat_add(rpm_sat_add(m->act_floats, m->grad_floats),
+                                 rpm_sat_add(m->cache_floats, rpm_sat_mul(m->nfloats, 2)));
     free(m->info);
     free(m->freq_table);
     free(m->lp);
     free(m->la);
     rp_storage_release(m->params);
     rp_storage_release(m->grads);
-    free(m->act_mem);
-    free(m->grad_mem);
-    free(m->cache_mem);
+    rp_buffer_free(m->act_mem, m->act_floats);
+    rp_buffer_free(m->grad_mem, m->grad_floats);
+    rp_buffer_free(m->cache_mem, m->cache_floats);
     free(m->lin_state);
     free(m->tokens);
     free(m->targets);
@@ -166,6 +163,7 @@ void rp_model_free(rp_model *m)
     free(m->gen_sort);
     free(m->gen_win);
     free(m);
+    if (floats >= RP_MODEL_TRIM_BYTES / (int64_t)sizeof(float)) rp_mem_trim();
 }
 
 /* Fills the fields of m that follow from a checked cfg alone (no allocation): sizes, the
@@ -204,7 +202,7 @@ static void model_size(rp_model *m, int64_t *floats, double *bytes)
         plans[i](m, &pl);
         blocks[i] = pl.off;
         total = rpm_sat_add(total, pl.off);
-        /* as alloc_floats rounds it */
+        /* as rp_buffer_new rounds it */
         b += (double)(((blocks[i] > 0 ? blocks[i] : 1) * (int64_t)sizeof(float) + 63) / 64 * 64);
     }
     if (m->linear)
@@ -303,13 +301,11 @@ rp_model *rp_model_new(const rp_model_cfg *cfg)
     rpm_rel_init(m);
     m->grad_mem = plan_alloc(m, plan_grads, &m->grad_floats);
     if (!m->grad_mem) goto nomem;
-    int64_t cache_floats;
-    m->cache_mem = plan_alloc(m, plan_cache, &cache_floats);
+    m->cache_mem = plan_alloc(m, plan_cache, &m->cache_floats);
     if (!m->cache_mem) goto nomem;
     /* not cleared: every piece is written before it is read (the KV cache's positions past the
      * current one never affect a result, rp_attention_decode), so its pages stay untouched, and
      * out of the resident set, until decoding runs (about 100 MiB for P) */
-    (void)cache_floats;
     if (m->linear) {
         size_t n = (size_t)(c->layers * rp_linattn_state_doubles(c->heads, m->dk, m->dk));
         m->lin_state = calloc(n, sizeof(double));

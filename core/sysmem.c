@@ -1,9 +1,13 @@
-/* rp_mem_available: /proc/meminfo, the cgroup v2 limit and RLIMIT_AS (see sysmem.h). */
+/* rp_mem_available: /proc/meminfo, the cgroup v2 limit and RLIMIT_AS (see sysmem.h); rp_mem_trim:
+ * glibc's malloc_trim. */
 #include "sysmem.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 /* The value of "Key:   1234 kB" in /proc/meminfo in bytes, or -1. */
 static int64_t meminfo_bytes(const char *text, const char *key)
@@ -99,4 +103,11 @@ rp_status rp_mem_check(const char *path, const char *what, double bytes)
     char a[32], b[32];
     return rp_error(RP_ERR_IO, "%s: %s needs %s, more than the %s of memory available", path, what,
                     rp_bytes_str(a, sizeof a, bytes), rp_bytes_str(b, sizeof b, (double)avail));
+}
+
+void rp_mem_trim(void)
+{
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
 }

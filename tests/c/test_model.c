@@ -1086,8 +1086,9 @@ static void test_dropout(void)
 }
 
 /* rp_model_memory against the activation formula of model.h (written out independently here),
- * the parameter count against a created model's, and the refusal of a model larger than the
- * memory left (in a child whose RLIMIT_AS leaves room for a small model only). */
+ * the parameter count against a created model's, what a model adds to rp_mem_held, and the
+ * refusal of a model larger than the memory left (in a child whose RLIMIT_AS leaves room for a
+ * small model only). */
 static void test_memory(void)
 {
     printf("memory\n");
@@ -1108,7 +1109,9 @@ static void test_memory(void)
             c.attention = linear ? RP_ATTN_LINEAR : RP_ATTN_SOFTMAX;
             int64_t bytes = 0, params = 0;
             CHECK_STATUS(rp_model_memory(&c, &bytes, &params), RP_OK, NULL);
+            int64_t held0 = rp_mem_held();
             rp_model *m = check_model_new(&c);
+            int64_t held = rp_mem_held() - held0;
             CHECK(params == rp_model_param_count(m), "params %lld == %lld", (long long)params,
                   (long long)rp_model_param_count(m));
             double N = (double)(c.max_batch * c.seq_len), C = (double)c.d_model;
@@ -1124,7 +1127,14 @@ static void test_memory(void)
             CHECK((double)bytes >= lower && (double)bytes <= 1.5 * lower + 4e5,
                   "pe %d linear %d norm %s: %lld bytes within [%.0f, 1.5x + 400K]", (int)c.pe,
                   linear, post ? "post" : "pre", (long long)bytes, lower);
+            /* rp_mem_held counts the parameters, gradients and the three blocks: all of it
+             * but the small tables (token copies, generation scratch, the layout) */
+            CHECK((double)held >= lower && held <= bytes && bytes - held < 32768,
+                  "pe %d linear %d: the model holds %lld of its %lld bytes in rp_mem_held",
+                  (int)c.pe, linear, (long long)held, (long long)bytes);
             rp_model_free(m);
+            CHECK(rp_mem_held() == held0, "rp_model_free gives back all it counted (%lld left)",
+                  (long long)(rp_mem_held() - held0));
         }
     rp_model_cfg bad = rp_model_cfg_default(5);
     bad.heads = 3;

@@ -56,6 +56,35 @@ static void test_storage(void)
     CHECK(s->refcount == 1, "refcount after release: %ld", s->refcount);
     rp_storage_release(s);
 
+    /* the count of held memory: whole 64-byte lines (at least one) while a storage or a buffer
+     * lives, the peak never below it */
+    int64_t h0 = rp_mem_held();
+    rp_storage *s0 = rp_storage_new(0), *s100 = rp_storage_new(100);
+    CHECK(rp_mem_held() - h0 == 64 + 448, "held %lld after storages of 0 and 100 floats, want 512",
+          (long long)(rp_mem_held() - h0));
+    rp_storage_retain(s100);
+    rp_storage_release(s100);
+    CHECK(rp_mem_held() - h0 == 512, "a released reference frees nothing (held %lld)",
+          (long long)(rp_mem_held() - h0));
+    float *b17 = rp_buffer_new(17), *b0 = rp_buffer_new(0);
+    CHECK(b17 && b0 && (uintptr_t)b17 % 64 == 0, "buffers of 17 and 0 floats, 64-byte aligned");
+    CHECK(rp_mem_held() - h0 == 512 + 128 + 64, "held %lld with the buffers, want 704",
+          (long long)(rp_mem_held() - h0));
+    CHECK(rp_mem_peak() >= rp_mem_held(), "peak %lld >= held %lld", (long long)rp_mem_peak(),
+          (long long)rp_mem_held());
+    int64_t peak = rp_mem_peak();
+    rp_buffer_free(b17, 17);
+    rp_buffer_free(b0, 0);
+    rp_buffer_free(NULL, 5);
+    rp_storage_release(s100);
+    rp_storage_release(s0);
+    CHECK(rp_mem_held() == h0, "held %lld after freeing everything, want %lld",
+          (long long)rp_mem_held(), (long long)h0);
+    CHECK(rp_mem_peak() == peak, "the peak stays (%lld, want %lld)", (long long)rp_mem_peak(),
+          (long long)peak);
+    CHECK(rp_buffer_new(-1) == NULL && rp_buffer_new((int64_t)1 << 41) == NULL,
+          "a buffer of -1 or 2^41 floats is refused");
+
     /* A view keeps the storage alive after the original is released (ASan reports a UAF
      * otherwise). */
     rp_tensor t = iota(2, S(4, 5));

@@ -165,6 +165,7 @@ local function seeds(rp)
   S["rp.help"] = function() return pack(rp.zeros) end
   S["rp.inspect"] = function() return pack({ 1, a = { T(2) } }, { depth = 2, width = 40, items = 3 }) end
   S["rp.set_num_threads"] = function() return pack(1) end
+  S["rp.memory"] = function() return pack() end
   S["rp.rope.theta"] = function() return pack(8, 10000) end
   S["rp.rope.angles"] = function()
     return pack(4, 8, { base = 10000, scale = 1, xpos_side = -1, xpos = 0.4, xpos_scale_base = 16,
@@ -264,12 +265,12 @@ local function seeds(rp)
     return pack(m(ctx), ctx.dir .. "/s.safetensors", { allow_nonfinite = false })
   end
   S["rp.Model.load_safetensors"] = function(ctx) return pack(m(ctx), ctx.safetensors) end
-  for _, k in ipairs { "config", "num_params", "params", "grads" } do
+  for _, k in ipairs { "config", "num_params", "params", "grads", "free" } do
     S["rp.Model." .. k] = function(ctx) return pack(m(ctx)) end
   end
   -- optimisers
   S["rp.Optim.step"] = function(ctx) return pack(rp.optim.adam(m(ctx)), { nonfinite = "skip" }) end
-  for _, k in ipairs { "lr", "steps", "config" } do
+  for _, k in ipairs { "lr", "steps", "config", "free" } do
     S["rp.Optim." .. k] = function(ctx) return pack(rp.optim.adam(m(ctx))) end
   end
   -- generators
@@ -291,13 +292,13 @@ local function seeds(rp)
   S["rp.Task.split_sizes"] = function(ctx)
     return pack(rp.tasks.text { path = ctx.corpus, seq_len = 16 })
   end
-  for _, k in ipairs { "config", "vocab", "vocab_size" } do
+  for _, k in ipairs { "config", "vocab", "vocab_size", "free" } do
     S["rp.Task." .. k] = function() return pack(add_task()) end
   end
   -- tensors
   local one = { abs = 1, clone = 1, contiguous = 1, cos = 1, dim = 1, exp = 1,
     is_contiguous = 1, log = 1, neg = 1, norm = 1, numel = 1, relu = 1, shape = 1, sigmoid = 1,
-    sin = 1, sqrt = 1, tanh = 1, totable = 1, zero = 1, item = 1 }
+    sin = 1, sqrt = 1, tanh = 1, totable = 1, zero = 1, item = 1, free = 1 }
   for k in pairs(one) do S["rp.Tensor." .. k] = function() return pack(T(2, 3)) end end
   S["rp.Tensor.item"] = function() return pack(T(1)) end
   for _, k in ipairs { "add", "mul", "div", "pow" } do
