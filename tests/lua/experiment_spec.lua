@@ -506,6 +506,24 @@ describe("scripts/compare.lua", function()
     assert.are.same(first, snapshot())
   end)
 
+  it("with stdout and stderr in one file, the table is whole and before the \"wrote\" line",
+    function()
+    assert.is_not_nil(first, "needs the first test")
+    local log = dir .. "/both.log"
+    local so, se, code = run("(" .. base_cmd .. " > " .. sh_quote(log) .. " 2>&1)")
+    assert.are.equal(0, code, so .. se)
+    local both = assert(read(log))
+    local md = assert(read(out .. "/summary.md"))
+    -- the progress lines, then the table in one piece, then the last line
+    local at = both:find(md, 1, true)
+    assert.is_not_nil(at, "the table is not in one piece:\n" .. both)
+    local before, after = both:sub(1, at - 1), both:sub(at + #md)
+    assert.truthy(before:find("found roper s2:", 1, true), before)
+    assert.truthy(before:find("\n$"), before)
+    assert.are.equal(("compare: wrote %s/summary.md, summary.csv, summary.json, loss.png, "
+      .. "loss.svg\n"):format(out), after)
+  end)
+
   it("stops when a run file holds another config", function()
     assert.is_not_nil(first, "needs the first test")
     local cmd = base_cmd:gsub("%-%-steps 3", "--steps 4")
@@ -589,6 +607,18 @@ describe("scripts/sweep.lua", function()
     assert.truthy(over[2]:find("^| none | 2 | "), over[2])
     assert.is_nil(md:find("Not done", 1, true))
     assert.are.equal(5, #lines(assert(read(out .. "/summary.csv"))))
+    -- stdout and stderr in one file: the table in one piece before the "wrote" line
+    local log = dir .. "/both.log"
+    local so1, se1, code1 = run("(" .. sh_quote(BIN) .. " scripts/sweep.lua --grid pe=rope,none "
+      .. "--grid seed=1,2" .. tail .. " > " .. sh_quote(log) .. " 2>&1)")
+    assert.are.equal(0, code1, so1 .. se1)
+    local both = assert(read(log))
+    md = assert(read(out .. "/summary.md")) -- its command has no --quiet now
+    local at = both:find(md, 1, true)
+    assert.is_not_nil(at, "the table is not in one piece:\n" .. both)
+    assert.truthy(both:sub(1, at - 1):find("found pe=none seed=2:", 1, true), both)
+    assert.are.equal(("sweep: wrote %s/summary.md, summary.csv, summary.json\n"):format(out),
+      both:sub(at + #md))
   end)
 
   it("prints the commands of the runs not done, which produce them when run", function()
