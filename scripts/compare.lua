@@ -370,7 +370,8 @@ util.main("compare.lua", function()
   local plot_groups = {}
   for i, g in ipairs(groups) do plot_groups[i] = { label = g.label, results = g.results } end
   local files, perr = plot.loss_curves(plot_groups, util.join(out, "loss"), {
-    title = ("%s: training loss (mean of the runs, band min..max)"):format(task), x = args.x })
+    title = ("%s: training loss (each run thin, the mean of the runs thick)"):format(task),
+    x = args.x })
   if files then
     md[#md + 1] = "Loss curves: `" .. files[1] .. "`, `" .. files[2] .. "`.\n"
   end

@@ -495,6 +495,64 @@ describe("scripts/compare.lua", function()
     assert.is_nil(names:find("%.tmp%-"), names)
   end)
 
+  it("draws every run's loss curve thin under each method's mean, in loss.png and loss.svg",
+    function()
+    assert.is_not_nil(first, "needs the first test")
+    -- the data blocks of loss.dat (gnuplot's index order), each a list of rows of numbers
+    local blocks = {}
+    for text in (assert(read(out .. "/loss.dat")) .. "\n\n"):gmatch("(.-)\n\n\n+") do
+      local rows = {}
+      for l in text:gmatch("[^\n]+") do
+        if l:sub(1, 1) ~= "#" then
+          local row = {}
+          for v in l:gmatch("%S+") do row[#row + 1] = tonumber(v) end
+          rows[#rows + 1] = row
+        end
+      end
+      blocks[#blocks + 1] = rows
+    end
+    -- the plot command: thin pale lines without a title, then one thick titled line per method
+    local gp = assert(read(out .. "/loss.gp"))
+    local thin, thick = {}, {}
+    for index, rest in gp:gmatch('index (%d+) using 1:2 with lines ([^,\n]*)') do
+      if rest:find("notitle", 1, true) then
+        assert.is_nil(next(thick), "a run drawn over a mean: " .. gp)
+        assert.truthy(rest:find("^lw 0%.8 lc rgb \"#80"), rest)
+        thin[#thin + 1] = tonumber(index) + 1
+      else
+        thick[#thick + 1] = { tonumber(index) + 1, rest:match('title "([^"]*)"') }
+      end
+    end
+    assert.are.equal(4, #thin, gp)
+    assert.are.same({ "rope (mean)", "roper (mean)" }, { thick[1][2], thick[2][2] })
+    -- each thin line is one run's curve (tokens, loss), each thick one the mean of its runs'
+    local curves = {}
+    for i, r in ipairs(runs) do
+      local res = cjson.decode(first[r .. ".json"])
+      local rows = {}
+      for j, p in ipairs(res.curve) do rows[j] = { p.tokens, p.loss } end
+      curves[i] = rows
+      local got = blocks[thin[i]]
+      assert.are.equal(#rows, #got, r)
+      for j = 1, #rows do
+        assert.are.equal(rows[j][1], got[j][1], r)
+        assert.is_true(math.abs(rows[j][2] - got[j][2]) <= 1e-5 * rows[j][2], r)
+      end
+    end
+    for m = 1, 2 do
+      local mean = blocks[thick[m][1]]
+      for j, row in ipairs(mean) do
+        local a, b = curves[2 * m - 1][j][2], curves[2 * m][j][2]
+        assert.are.equal(curves[2 * m - 1][j][1], row[1])
+        assert.is_true(math.abs((a + b) / 2 - row[2]) <= 1e-5 * row[2], thick[m][2])
+      end
+    end
+    -- the SVG has a path per line: 4 runs and 2 means (and the key's samples)
+    local svg = assert(read(out .. "/loss.svg"))
+    local paths = select(2, svg:gsub("<path", ""))
+    assert.is_true(paths >= 6, paths)
+  end)
+
   it("does not rerun finished runs when the command is repeated", function()
     assert.is_not_nil(first, "needs the previous test")
     local so, se, code = run(base_cmd)
