@@ -22,7 +22,8 @@
 -- interruption, and the runs of --print-commands can be spread over machines by GNU parallel or a
 -- scheduler's job array (docs/experiments.md) and collected afterwards with --summary. The end
 -- of a sweep writes <out>/summary.md (every run, and the mean over seeds per point when seed is a
--- grid key), summary.csv and summary.json.
+-- grid key), summary.csv, summary.json and the loss curves loss.png and loss.svg (one colour per
+-- point of the grid keys other than seed: each run thin, the mean over its seeds thick).
 --
 -- --keep-models saves each run's trained model beside its result (<out>/runs/<point>.ckpt); every
 -- run's JSON records its provenance, and the summaries say it once (scripts/lib/provenance.lua).
@@ -38,6 +39,7 @@ local stats = require "lib.stats"
 local runner = require "lib.runner"
 local provenance = require "lib.provenance"
 local slurmrun = require "lib.slurm"
+local plot = require "lib.plot"
 
 util.main("sweep.lua", function()
   local parser = util.parser("roper scripts/sweep.lua",
@@ -266,6 +268,35 @@ util.main("sweep.lua", function()
       .. "scripts/attention_map.lua).\n"):format(util.join(args.out, "runs", "<point>.ckpt"),
       #models, #runs)
   end
+  -- the loss curves: a group per point of the other grid keys (its seeds), in grid order
+  local plot_groups, group_of = {}, {}
+  for i, run in ipairs(runs) do
+    if results[i] then
+      local parts = {}
+      for j, e in ipairs(grid) do
+        if j ~= seed_at then parts[#parts + 1] = e.key .. "=" .. run.point[j] end
+      end
+      local label = #parts > 0 and table.concat(parts, " ") or "all seeds"
+      local g = group_of[label]
+      if not g then
+        g = { label = label, results = {} }
+        group_of[label] = g
+        plot_groups[#plot_groups + 1] = g
+      end
+      g.results[#g.results + 1] = results[i]
+    end
+  end
+  local files, perr
+  if #plot_groups > 0 then
+    files, perr = plot.loss_curves(plot_groups, util.join(args.out, "loss"), {
+      title = seed_at and "sweep: training loss (each run thin, the mean over its seeds thick)"
+        or "sweep: training loss (one line per run)" })
+  else
+    perr = "no finished runs"
+  end
+  if files then
+    md[#md + 1] = "Loss curves: `" .. files[1] .. "`, `" .. files[2] .. "`.\n"
+  end
   local text = table.concat(md, "\n")
   assert(util.write(util.join(args.out, "summary.md"), text))
   local csv_headers = {}
@@ -277,7 +308,9 @@ util.main("sweep.lua", function()
   assert(util.write(util.join(args.out, "summary.csv"), util.csv(csv_headers, csv_rows)))
   assert(util.write(util.join(args.out, "summary.json"), util.json(summary_json)))
   io.write(text)
-  io.stderr:write(("sweep: wrote %s/summary.md, summary.csv, summary.json\n"):format(args.out))
+  if not files then io.stderr:write("sweep.lua: no plot: ", tostring(perr), "\n") end
+  io.stderr:write(("sweep: wrote %s/summary.md, summary.csv, summary.json%s\n"):format(args.out,
+    files and ", loss.png, loss.svg" or ""))
   if #failures > 0 then error(("%d of %d runs failed (their logs are in %s/runs)"):format(
     #failures, #runs, args.out), 0) end
 end)

@@ -665,6 +665,23 @@ describe("scripts/sweep.lua", function()
     assert.truthy(over[2]:find("^| none | 2 | "), over[2])
     assert.is_nil(md:find("Not done", 1, true))
     assert.are.equal(5, #lines(assert(read(out .. "/summary.csv"))))
+    -- the loss curves: a colour per point of the other keys, its seeds thin, their mean thick
+    assert.truthy(md:find(("Loss curves: `%s/loss.png`, `%s/loss.svg`."):format(out, out), 1,
+      true), md)
+    assert.are.equal("\137PNG\r\n\26\n", assert(read(out .. "/loss.png")):sub(1, 8))
+    assert.truthy(assert(read(out .. "/loss.svg")):find("<svg", 1, true))
+    local gp = assert(read(out .. "/loss.gp"))
+    local thin, titles = 0, {}
+    for rest in gp:gmatch("using 1:2 with lines ([^,\n]*)") do
+      if rest:find("notitle", 1, true) then
+        thin = thin + 1
+      else
+        titles[#titles + 1] = rest:match('title "([^"]*)"')
+      end
+    end
+    assert.are.equal(4, thin, gp)
+    assert.are.same({ "pe=rope (mean)", "pe=none (mean)" }, titles)
+    assert.truthy(gp:find("each run thin, the mean over its seeds thick", 1, true), gp)
     -- stdout and stderr in one file: the table in one piece before the "wrote" line
     local log = dir .. "/both.log"
     local so1, se1, code1 = run("(" .. sh_quote(BIN) .. " scripts/sweep.lua --grid pe=rope,none "
@@ -675,8 +692,8 @@ describe("scripts/sweep.lua", function()
     local at = both:find(md, 1, true)
     assert.is_not_nil(at, "the table is not in one piece:\n" .. both)
     assert.truthy(both:sub(1, at - 1):find("found pe=none seed=2:", 1, true), both)
-    assert.are.equal(("sweep: wrote %s/summary.md, summary.csv, summary.json\n"):format(out),
-      both:sub(at + #md))
+    assert.are.equal(("sweep: wrote %s/summary.md, summary.csv, summary.json, loss.png, "
+      .. "loss.svg\n"):format(out), both:sub(at + #md))
   end)
 
   it("prints the commands of the runs not done, which produce them when run", function()
