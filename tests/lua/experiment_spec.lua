@@ -578,8 +578,8 @@ describe("scripts/compare.lua", function()
     local before, after = both:sub(1, at - 1), both:sub(at + #md)
     assert.truthy(before:find("found roper s2:", 1, true), before)
     assert.truthy(before:find("\n$"), before)
-    assert.are.equal(("compare: wrote %s/summary.md, summary.csv, summary.json, loss.png, "
-      .. "loss.svg\n"):format(out), after)
+    assert.are.equal(("compare: wrote %s/summary.md, summary.csv, summary.json, report.html, "
+      .. "loss.png, loss.svg\n"):format(out), after)
   end)
 
   it("stops when a run file holds another config", function()
@@ -692,8 +692,8 @@ describe("scripts/sweep.lua", function()
     local at = both:find(md, 1, true)
     assert.is_not_nil(at, "the table is not in one piece:\n" .. both)
     assert.truthy(both:sub(1, at - 1):find("found pe=none seed=2:", 1, true), both)
-    assert.are.equal(("sweep: wrote %s/summary.md, summary.csv, summary.json, loss.png, "
-      .. "loss.svg\n"):format(out), both:sub(at + #md))
+    assert.are.equal(("sweep: wrote %s/summary.md, summary.csv, summary.json, report.html, "
+      .. "loss.png, loss.svg\n"):format(out), both:sub(at + #md))
   end)
 
   it("prints the commands of the runs not done, which produce them when run", function()
