@@ -1,6 +1,7 @@
 -- The repository stands alone: no tracked file (code, comments, tests, docs, the committed
--- results) points at notes or copies that live outside it (research notes, a shared folder, seed
--- copies) or at a path of one machine (/work/..., /root/...). Such a pointer leaves the reader with
+-- results) points at notes or copies that live outside it (notes of the research, a folder
+-- shared beside the checkout, copies of the seeds) or at a path of one machine (its work folder,
+-- root's home). Such a pointer leaves the reader with
 -- a fact whose source they cannot open; the fact belongs in the file with its public source (the
 -- RoPER write-up, labml's repository and file, the paper), or "measured here".
 --
@@ -16,10 +17,10 @@ local h = require "helpers"
 
 -- What must not appear (extended regular expressions, case-insensitive).
 local PATTERNS = {
-  "re" .. "search/",                 -- research/<note>.md
-  "re" .. "search note",             -- "the research notes"
+  "re" .. "search/",                 -- a note in the folder of the research
+  "re" .. "search note",             -- "the ... notes" of it
   "labml" .. "_roper",               -- the note on labml's code
-  "sha" .. "red/",                   -- ../shared/...
+  "sha" .. "red/",                   -- the folder beside the checkout
   "seed" .. "s/",                    -- the seed copies
   "/wo" .. "rk/",                    -- this machine's work folder
   "/ro" .. "ot/",                    -- root's home
