@@ -499,18 +499,7 @@ describe("scripts/compare.lua", function()
     function()
     assert.is_not_nil(first, "needs the first test")
     -- the data blocks of loss.dat (gnuplot's index order), each a list of rows of numbers
-    local blocks = {}
-    for text in (assert(read(out .. "/loss.dat")) .. "\n\n"):gmatch("(.-)\n\n\n+") do
-      local rows = {}
-      for l in text:gmatch("[^\n]+") do
-        if l:sub(1, 1) ~= "#" then
-          local row = {}
-          for v in l:gmatch("%S+") do row[#row + 1] = tonumber(v) end
-          rows[#rows + 1] = row
-        end
-      end
-      blocks[#blocks + 1] = rows
-    end
+    local blocks = h.gnuplot_blocks(assert(read(out .. "/loss.dat")))
     -- the plot command: thin pale lines without a title, then one thick titled line per method
     local gp = assert(read(out .. "/loss.gp"))
     local thin, thick = {}, {}

@@ -675,18 +675,7 @@ describe("scripts/attention_map.lua", function()
     local m = assert(rp.load(saved_model().ckpt))
     local task = assert(rp.experiment.task(saved_model().json.config))
     local ids = task:encode("?d=12+34;")
-    local blocks = {}
-    for block in (assert(read(out .. ".dat")) .. "\n"):gmatch("(.-)\n\n\n") do
-      local rows = {}
-      for l in block:gmatch("[^\n]+") do
-        if not l:match("^#") then
-          local row = {}
-          for v in l:gmatch("%S+") do row[#row + 1] = tonumber(v) end
-          rows[#rows + 1] = row
-        end
-      end
-      blocks[#blocks + 1] = rows
-    end
+    local blocks = h.gnuplot_blocks(assert(read(out .. ".dat")))
     assert.are.equal(4, #blocks)
     local k = 0
     for l = 1, 2 do
