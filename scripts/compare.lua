@@ -175,9 +175,9 @@ util.main("compare.lua", function()
 
   -- report.html while the runs go: the runs finished so far, rewritten as each one ends
   local report_path, finished = util.join(out, "report.html"), {}
-  local function live_report()
+  local function live_report(stopped)
     local ok, err = util.write(report_path, html.live { title = title,
-      command = table.concat(cmd, " "), total = #runs, runs = finished })
+      command = table.concat(cmd, " "), total = #runs, runs = finished, stopped = stopped })
     if not ok and not args.quiet then io.stderr:write("compare.lua: ", err, "\n") end
   end
   live_report()
@@ -195,6 +195,7 @@ util.main("compare.lua", function()
         result = res, files = html.files(run.path, out) }
       live_report()
     end,
+    on_stop = live_report,
   })
   if not ok_run then error(results, 0) end
 

@@ -173,9 +173,9 @@ util.main("sweep.lua", function()
     end
     -- report.html while the runs go: the runs finished so far, rewritten as each one ends
     local finished = {}
-    local function live_report()
+    local function live_report(stopped)
       local ok, err = util.write(report_path, html.live { title = "Sweep",
-        command = table.concat(cmd, " "), total = #runs, runs = finished })
+        command = table.concat(cmd, " "), total = #runs, runs = finished, stopped = stopped })
       if not ok and not args.quiet then io.stderr:write("sweep.lua: ", err, "\n") end
     end
     live_report()
@@ -190,7 +190,8 @@ util.main("sweep.lua", function()
         finished[#finished + 1] = { id = run.id, title = run.id .. ": " .. describe(res),
           result = res, files = html.files(run.path, args.out) }
         live_report()
-      end })
+      end,
+      on_stop = live_report })
     if not ok_run then error(results, 0) end
   end
 

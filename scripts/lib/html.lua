@@ -19,10 +19,10 @@
 --     body's first heading); refresh: seconds between reloads, nil for a finished report
 --   html.files(run_json, folder) -> the files of a run that are there ({label, href}: its JSON,
 --     loss curve CSV, log and model), the hrefs relative to folder (where report.html is)
---   html.live{title =, command =, total =, runs = {{id =, title =, result =, files =}, ...}}
---     -> the page
---     of a comparison or sweep whose runs are still going: the runs finished so far (a table and
---     their details), reloading every html.REFRESH seconds
+--   html.live{title =, command =, total =, runs = {{id =, title =, result =, files =}, ...}[,
+--     stopped = reason]} -> the page of a comparison or sweep whose runs are still going: the
+--     runs finished so far (a table and their details), reloading every html.REFRESH seconds;
+--     with stopped (a signal stopped the runs) it says so and no longer reloads
 local util = require "lib.util"
 
 local html = {}
@@ -246,12 +246,14 @@ function html.live(t)
     md[#md + 1] = util.markdown({ "run", "metric", "value", "eval loss", "final train loss",
       "train s" }, rows)
   end
+  local now = os.date("!%Y-%m-%d %H:%M:%S")
   return html.page {
-    title = t.title .. " (running)",
-    refresh = html.REFRESH,
-    status = ("Running: %d of %d runs finished (%s UTC). This page reloads every %d s until "
-      .. "the runs end; then it holds the full report."):format(#t.runs, t.total,
-      os.date("!%Y-%m-%d %H:%M:%S"), html.REFRESH),
+    title = t.title .. (t.stopped and " (stopped)" or " (running)"),
+    refresh = not t.stopped and html.REFRESH or nil,
+    status = t.stopped and ("Stopped (%s): %d of %d runs finished (%s UTC). The same command "
+      .. "goes on from here."):format(t.stopped, #t.runs, t.total, now)
+      or ("Running: %d of %d runs finished (%s UTC). This page reloads every %d s until the "
+      .. "runs end; then it holds the full report."):format(#t.runs, t.total, now, html.REFRESH),
     body = html.markdown(table.concat(md, "\n")) .. "\n" .. html.runs(t.runs),
   }
 end

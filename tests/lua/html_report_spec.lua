@@ -8,7 +8,8 @@
 --     --dump-dom) the numbers of summary.json and of every run's JSON;
 --   - be drawn: a screenshot of the right size whose pixels are not blank and carry the plot
 --     colours of both methods (the browser itself decodes the screenshot on a canvas);
---   - while runs go, list the runs finished so far and reload itself; the final page does not.
+--   - while runs go, list the runs finished so far and reload itself; once a signal stopped the
+--     runs, or they ended, it does not.
 -- The browser runs as the brief of this sandbox needs: --headless --no-sandbox --disable-gpu,
 -- no network use (--disable-background-networking and the rest) and a fresh empty profile.
 
@@ -318,7 +319,8 @@ describe("report.html in a browser", function()
     assert.are.same({ 400, 300, 0, 1, 0 }, t)
   end)
 
-  it("while the runs go, the page lists the runs finished so far and reloads itself", function()
+  it("while the runs go, the page lists the runs finished so far and reloads itself; stopped, "
+    .. "it says so and stops reloading", function()
     if not need_browser() then return end
     local out = dir .. "/live"
     -- one run of a few steps, then one of a million (stopped once the page is seen)
@@ -347,6 +349,11 @@ describe("report.html in a browser", function()
     local res = h.read_json(out .. "/runs/rope_steps=4-s1.json")
     assert.are.equal("rope:steps=4 s1", t[2][1])
     holds(t[2][4], res.eval_loss, "eval loss")
+    -- SIGTERM stopped it: the page says so and reloads no more
+    local stopped = read(page) or ""
+    assert.truthy(stopped:find("Stopped (interrupted by SIGTERM): 1 of 2 runs finished", 1, true),
+      stopped)
+    assert.is_nil(stopped:find("http-equiv", 1, true), stopped)
   end)
 
   it("sweep.lua's report loads without a console message and holds summary.json's numbers",
