@@ -5,7 +5,8 @@
 #                   chromium-headless-shell to open report.html in a browser), build, run the C
 #                   tests and the busted specs
 #   make run        install what is missing, build, run the main job: RoPE vs RoPER on substring
-#                   by index, 3 seeds each (about 5 minutes on 2 cores), table + plot in results/run/
+#                   by index, 3 seeds each (about 5 minutes on 2 cores): tables, plots and
+#                   report.html (open it in a browser) in results/run/
 #                   (RUN_ARGS="--seeds 10 --steps 4000" changes it; see scripts/compare.lua --help)
 #   make bench      sgemm GFLOPS, OpenBLAS core, attention and GELU timings, training steps (ms,
 #                   share of the sgemm peak, peak RSS, the S step beside a busy process), and the
