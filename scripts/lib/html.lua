@@ -77,7 +77,7 @@ function html.svg(path, prefix)
   text = text:gsub("^.-(<svg)", "%1")
   local ids = {}
   for id in text:gmatch("id=['\"]([%w_:.-]+)['\"]") do ids[id] = true end
-  -- the references first (#id), then the definitions: no id is the start of another's prefix
+  -- every reference to an id of this file (#id, as xlink:href and url() write it), then every id
   text = text:gsub("#([%w_:.-]+)(['\")])", function(id, q)
     if ids[id] then return "#" .. prefix .. id .. q end
   end)
