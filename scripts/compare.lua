@@ -8,9 +8,11 @@
 -- (method, seed) is one process of scripts/train.lua writing <out>/runs/<method>-s<seed>.json
 -- (and .csv, .log); runs already there with the same config are not redone, so an interrupted
 -- comparison resumes. At the end: <out>/summary.md (the table, the significance tests, every run),
--- summary.csv, summary.json and the loss curves loss.png and loss.svg. With --keep-models each
--- run also saves its trained model as <out>/runs/<method>-s<seed>.ckpt (scripts/sample.lua and
--- scripts/attention_map.lua open it); a finished run without its model is run again. Every run's
+-- summary.csv, summary.json, the loss curves loss.png and loss.svg, and report.html: all of it
+-- on one page for a browser, with every run's details and provenance (scripts/lib/html.lua;
+-- while the runs go, the page shows the runs finished so far and reloads itself). With
+-- --keep-models each run also saves its trained model as <out>/runs/<method>-s<seed>.ckpt
+-- (scripts/sample.lua and scripts/attention_map.lua open it); a finished run without its model is run again. Every run's
 -- JSON records its provenance, and the summaries say it once (scripts/lib/provenance.lua).
 --
 -- Every method's config is checked in full (rp.experiment.check: model, memory, task, corpus)
@@ -27,6 +29,7 @@ local provenance = require "lib.provenance"
 local slurmrun = require "lib.slurm"
 local lengths = require "lib.lengths"
 local report = require "lib.report"
+local html = require "lib.html"
 
 util.main("compare.lua", function()
   local parser = util.parser("roper scripts/compare.lua",
@@ -164,6 +167,21 @@ util.main("compare.lua", function()
     return ("eval loss %.4f"):format(res.eval_loss)
   end
 
+  local cmd = { "roper", "scripts/compare.lua" }
+  for i = 1, #arg do cmd[#cmd + 1] = util.quote(arg[i]) end
+  local labels = {}
+  for i, m in ipairs(methods) do labels[i] = m.label end
+  local title = ("%s: %s"):format(task, table.concat(labels, " vs "))
+
+  -- report.html while the runs go: the runs finished so far, rewritten as each one ends
+  local report_path, finished = util.join(out, "report.html"), {}
+  local function live_report(stopped)
+    local ok, err = util.write(report_path, html.live { title = title,
+      command = table.concat(cmd, " "), total = #runs, runs = finished, stopped = stopped })
+    if not ok and not args.quiet then io.stderr:write("compare.lua: ", err, "\n") end
+  end
+  live_report()
+
   local ok_run, results, failures = pcall(runner.run, runs, {
     jobs = jobs, train = train, force = args.force,
     checkpoint_every = args.checkpoint_every,
@@ -173,7 +191,11 @@ util.main("compare.lua", function()
         io.stderr:write(("%s %s: %s (%.0f s)\n"):format(old and "found" or "done", run.id,
           describe_run(res), res.seconds_train + res.seconds_eval))
       end
+      finished[#finished + 1] = { id = run.id, title = run.id .. ": " .. describe_run(res),
+        result = res, files = html.files(run.path, out) }
+      live_report()
     end,
+    on_stop = live_report,
   })
   if not ok_run then error(results, 0) end
 
@@ -285,20 +307,16 @@ util.main("compare.lua", function()
     end
   end
 
-  local cmd = { "roper", "scripts/compare.lua" }
-  for i = 1, #arg do cmd[#cmd + 1] = util.quote(arg[i]) end
   local scale = ("d_model %d, %d layers, %d heads, d_ff %d, %s-norm, seq_len %d, batch %d, %d steps, "
     .. "%s lr %s (%s), seeds %d..%d (the first n for methods marked @n), %d parameters"):format(c1.d_model, c1.layers, c1.heads,
     c1.d_ff, c1.norm, c1.seq_len, c1.batch, c1.steps, c1.optimiser, util.num(c1.lr), c1.schedule,
     args.first_seed, args.first_seed + args.seeds - 1, results[1] and results[1].params or 0)
 
-  local labels = {}
-  for i, m in ipairs(methods) do labels[i] = m.label end
   local done_results = {}
   for i = 1, #runs do done_results[#done_results + 1] = results[i] end
   local digest = provenance.digest(done_results)
   local md = {
-    ("# %s: %s"):format(task, table.concat(labels, " vs ")),
+    "# " .. title,
     "",
     "Command: `" .. table.concat(cmd, " ") .. "`",
     "",
@@ -312,6 +330,15 @@ util.main("compare.lua", function()
     "",
     util.markdown(headers, table_rows),
   }
+  -- the loss curves, right under the table they explain
+  local plot_groups = {}
+  for i, g in ipairs(groups) do plot_groups[i] = { label = g.label, results = g.results } end
+  local files, perr = plot.loss_curves(plot_groups, util.join(out, "loss"), {
+    title = ("%s: training loss (each run thin, the mean of the runs thick)"):format(task),
+    x = args.x })
+  if files then
+    md[#md + 1] = "Loss curves: `" .. files[1] .. "`, `" .. files[2] .. "`.\n"
+  end
   if #test_rows > 0 then
     md[#md + 1] = ("Significance (two-sided): Welch's t-test and a permutation test on the "
       .. "difference of means over all runs; then the runs paired by seed (the same seed gives "
@@ -374,13 +401,6 @@ util.main("compare.lua", function()
       #runs)
   end
 
-  local plot_groups = {}
-  for i, g in ipairs(groups) do plot_groups[i] = { label = g.label, results = g.results } end
-  local files, perr = plot.loss_curves(plot_groups, util.join(out, "loss"), {
-    title = ("%s: training loss (mean of the runs, band min..max)"):format(task), x = args.x })
-  if files then
-    md[#md + 1] = "Loss curves: `" .. files[1] .. "`, `" .. files[2] .. "`.\n"
-  end
 
   local text = table.concat(md, "\n")
   local function write(path, data) assert(util.write(path, data)) end
@@ -395,12 +415,26 @@ util.main("compare.lua", function()
   summary_json.provenance = { runs = digest.fields, runs_with = digest.with,
     runs_without = digest.without, summary = provenance.collect(rp) }
   write(util.join(out, "summary.json"), util.json(summary_json))
+  -- report.html: the summary for a browser, its plots inline, and every run in detail
+  local items = {}
+  for i, run in ipairs(runs) do
+    if results[i] then
+      items[#items + 1] = { title = ("%s, seed %d: %s"):format(methods[run.method].label,
+        run.seed, describe_run(results[i])), result = results[i],
+        files = html.files(run.path, out) }
+    end
+  end
+  write(report_path, html.page { title = title,
+    status = ("Finished: %d of %d runs%s (%s UTC)."):format(#runs - #failures, #runs,
+      #failures > 0 and (", %d failed"):format(#failures) or "", os.date("!%Y-%m-%d %H:%M:%S")),
+    body = html.markdown(text) .. "\n<h2>Every run in detail</h2>\n" .. html.runs(items) })
 
   io.write(text)
   if not files then io.stderr:write("compare.lua: no plot: ", tostring(perr), "\n") end
   if ls and not lfiles then io.stderr:write("compare.lua: no lengths plot: ", tostring(lerr), "\n") end
   if jumps and not kfiles then io.stderr:write("compare.lua: no jumps plot: ", tostring(kerr), "\n") end
-  io.stderr:write(("compare: wrote %s/summary.md, summary.csv, summary.json%s%s%s\n"):format(out,
+  io.stderr:write(("compare: wrote %s/summary.md, summary.csv, summary.json, report.html%s%s%s\n")
+    :format(out,
     files and ", loss.png, loss.svg" or "", ls and (", summary_lengths.csv"
     .. (lfiles and ", lengths.png, lengths.svg" or "")) or "",
     kfiles and ", jumps.png, jumps.svg" or ""))

@@ -22,7 +22,10 @@
 -- interruption, and the runs of --print-commands can be spread over machines by GNU parallel or a
 -- scheduler's job array (docs/experiments.md) and collected afterwards with --summary. The end
 -- of a sweep writes <out>/summary.md (every run, and the mean over seeds per point when seed is a
--- grid key), summary.csv and summary.json.
+-- grid key), summary.csv, summary.json, the loss curves loss.png and loss.svg (one colour per
+-- point of the grid keys other than seed: each run thin, the mean over its seeds thick) and
+-- report.html, all of it on one page for a browser with every run's details and provenance
+-- (scripts/lib/html.lua; while the runs go, the runs finished so far, reloading itself).
 --
 -- --keep-models saves each run's trained model beside its result (<out>/runs/<point>.ckpt); every
 -- run's JSON records its provenance, and the summaries say it once (scripts/lib/provenance.lua).
@@ -38,6 +41,8 @@ local stats = require "lib.stats"
 local runner = require "lib.runner"
 local provenance = require "lib.provenance"
 local slurmrun = require "lib.slurm"
+local plot = require "lib.plot"
+local html = require "lib.html"
 
 util.main("sweep.lua", function()
   local parser = util.parser("roper scripts/sweep.lua",
@@ -142,7 +147,14 @@ util.main("sweep.lua", function()
   if how == "stop" then return end
   if how == "collect" then args.summary = true end
 
+  local cmd = { "roper", "scripts/sweep.lua" }
+  for i = 1, #arg do cmd[#cmd + 1] = util.quote(arg[i]) end
+  local function describe(res)
+    return res.diverged and "diverged" or ("%s %s"):format(res.metric, util.num(res.value))
+  end
+
   local results, failures = {}, {}
+  local report_path = util.join(args.out, "report.html")
   if args.summary then
     for i, run in ipairs(runs) do
       local state, res = runner.check_existing(run)
@@ -159,16 +171,27 @@ util.main("sweep.lua", function()
       io.stderr:write(("sweep: %d runs, %d at a time%s, into %s\n"):format(#runs, args.jobs,
         t and (", %d thread%s each"):format(t, t == 1 and "" or "s") or "", args.out))
     end
+    -- report.html while the runs go: the runs finished so far, rewritten as each one ends
+    local finished = {}
+    local function live_report(stopped)
+      local ok, err = util.write(report_path, html.live { title = "Sweep",
+        command = table.concat(cmd, " "), total = #runs, runs = finished, stopped = stopped })
+      if not ok and not args.quiet then io.stderr:write("sweep.lua: ", err, "\n") end
+    end
+    live_report()
     local ok_run
     ok_run, results, failures = pcall(runner.run, runs, { jobs = args.jobs, train = train,
       force = args.force, checkpoint_every = args.checkpoint_every,
       quiet = args.quiet,
       on_done = function(run, res, old)
         if not args.quiet then
-          io.stderr:write(("%s %s: %s\n"):format(old and "found" or "done", run.id,
-            res.diverged and "diverged" or ("%s %s"):format(res.metric, util.num(res.value))))
+          io.stderr:write(("%s %s: %s\n"):format(old and "found" or "done", run.id, describe(res)))
         end
-      end })
+        finished[#finished + 1] = { id = run.id, title = run.id .. ": " .. describe(res),
+          result = res, files = html.files(run.path, args.out) }
+        live_report()
+      end,
+      on_stop = live_report })
     if not ok_run then error(results, 0) end
   end
 
@@ -203,8 +226,6 @@ util.main("sweep.lua", function()
     end
   end
 
-  local cmd = { "roper", "scripts/sweep.lua" }
-  for i = 1, #arg do cmd[#cmd + 1] = util.quote(arg[i]) end
   local done_results = {}
   for i = 1, #runs do done_results[#done_results + 1] = results[i] end
   local digest = provenance.digest(done_results)
@@ -266,6 +287,35 @@ util.main("sweep.lua", function()
       .. "scripts/attention_map.lua).\n"):format(util.join(args.out, "runs", "<point>.ckpt"),
       #models, #runs)
   end
+  -- the loss curves: a group per point of the other grid keys (its seeds), in grid order
+  local plot_groups, group_of = {}, {}
+  for i, run in ipairs(runs) do
+    if results[i] then
+      local parts = {}
+      for j, e in ipairs(grid) do
+        if j ~= seed_at then parts[#parts + 1] = e.key .. "=" .. run.point[j] end
+      end
+      local label = #parts > 0 and table.concat(parts, " ") or "all seeds"
+      local g = group_of[label]
+      if not g then
+        g = { label = label, results = {} }
+        group_of[label] = g
+        plot_groups[#plot_groups + 1] = g
+      end
+      g.results[#g.results + 1] = results[i]
+    end
+  end
+  local files, perr
+  if #plot_groups > 0 then
+    files, perr = plot.loss_curves(plot_groups, util.join(args.out, "loss"), {
+      title = seed_at and "sweep: training loss (each run thin, the mean over its seeds thick)"
+        or "sweep: training loss (one line per run)" })
+  else
+    perr = "no finished runs"
+  end
+  if files then
+    md[#md + 1] = "Loss curves: `" .. files[1] .. "`, `" .. files[2] .. "`.\n"
+  end
   local text = table.concat(md, "\n")
   assert(util.write(util.join(args.out, "summary.md"), text))
   local csv_headers = {}
@@ -276,8 +326,24 @@ util.main("sweep.lua", function()
   end
   assert(util.write(util.join(args.out, "summary.csv"), util.csv(csv_headers, csv_rows)))
   assert(util.write(util.join(args.out, "summary.json"), util.json(summary_json)))
+  -- report.html: the summary for a browser, the plot inline, and every run in detail
+  local items = {}
+  for i, run in ipairs(runs) do
+    if results[i] then
+      items[#items + 1] = { title = run.id .. ": " .. describe(results[i]), result = results[i],
+        files = html.files(run.path, args.out) }
+    end
+  end
+  assert(util.write(report_path, html.page { title = "Sweep",
+    status = ("Finished: %d of %d runs%s%s (%s UTC)."):format(#rows, #runs,
+      #failures > 0 and (", %d failed"):format(#failures) or "",
+      #missing > #failures and (", %d not done"):format(#missing - #failures) or "",
+      os.date("!%Y-%m-%d %H:%M:%S")),
+    body = html.markdown(text) .. "\n<h2>Every run in detail</h2>\n" .. html.runs(items) }))
   io.write(text)
-  io.stderr:write(("sweep: wrote %s/summary.md, summary.csv, summary.json\n"):format(args.out))
+  if not files then io.stderr:write("sweep.lua: no plot: ", tostring(perr), "\n") end
+  io.stderr:write(("sweep: wrote %s/summary.md, summary.csv, summary.json, report.html%s\n")
+    :format(args.out, files and ", loss.png, loss.svg" or ""))
   if #failures > 0 then error(("%d of %d runs failed (their logs are in %s/runs)"):format(
     #failures, #runs, args.out), 0) end
 end)

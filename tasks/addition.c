@@ -1,5 +1,6 @@
 /* Addition with step-by-step explanations: the write-up format (?d=A+B; ... and d==S#) and labml's
- * (?x=A+B; ... x==S\n), rules in docs/tasks.md and shared/research/labml_roper.md §5.1-5.3. */
+ * (?x=A+B; ... x==S\n), rules in docs/tasks.md (labml's: labml_nn/experiments/arithmetic_dataset.py
+ * in labml's repository, github.com/labmlai/annotated_deep_learning_paper_implementations). */
 #include <stdio.h>
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /* Task generators: the algorithmic tasks of the RoPER write-up and character-level language
- * modelling, behind one interface (rules: docs/tasks.md, shared/research/labml_roper.md §5).
+ * modelling, behind one interface (rules: docs/tasks.md, which names labml's originals).
  *
  * Every task has a character vocabulary (token id = index into it), packs training sequences of
  * seq_len + 1 tokens that start at a problem boundary (inputs = the first seq_len, targets = the
@@ -50,8 +50,8 @@ typedef struct rp_task_cfg {
 /* Defaults for a kind (seq_len 256; addition writeup 8 digits; others as above; path NULL). */
 rp_task_cfg rp_task_cfg_default(rp_task_kind kind);
 /* Sets c's addition format and that format's defaults: writeup 8 digits without the quirk,
- * labml 7 digits with labml's 0..10 digit quirk (labml_roper.md §5.1). Overwrites format,
- * max_digits and labml_digit_quirk only. */
+ * labml 7 digits with labml's 0..10 digit quirk (make_int in labml's arithmetic_dataset.py).
+ * Overwrites format, max_digits and labml_digit_quirk only. */
 void rp_task_cfg_addition_format(rp_task_cfg *c, rp_add_format format);
 
 typedef struct rp_task rp_task;

@@ -1,4 +1,5 @@
--- rp.eval: evaluation of a model on a task (labml_roper.md §5.2 and DESIGN.md "Tasks").
+-- rp.eval: evaluation of a model on a task (labml's protocol, `sample` of
+-- labml_nn/experiments/arithmetic_dataset.py in labml's repository, and docs/tasks.md).
 --   rp.eval.accuracy(m, task[, opts])               -> accuracy, correct, records
 --   rp.eval.length_generalisation(m, task, opts)    -> { [digits] = accuracy }, { [digits] = records }
 --   rp.eval.loss(m, task[, opts])                   -> mean loss over fresh batches (eval mode)

@@ -1,11 +1,15 @@
 -- Loss-curve charts through gnuplot (like the write-up's: training loss against tokens, one
--- line per method). For each group the line is the mean over its runs at each logged step and
--- the shaded band spans the runs' min..max.
+-- line per method). For each group every run's curve is drawn thin and pale in the group's
+-- colour, and the mean over its runs at each logged step thick on top: a task learned in a jump
+-- by some seeds and never by others shows as the two bundles it is, not as a mean between them
+-- that no run followed.
 --
 --   plot.loss_curves(groups, prefix[, opts]) -> files | nil, message
 --     groups: { {label = "rope", results = {result, ...}}, ... } (results of rp.experiment.run)
 --     prefix: output path without extension; writes prefix.dat, prefix.gp, prefix.png, prefix.svg
 --     opts: title, ylabel ("training loss"), x ("tokens" or "step")
+--     prefix.dat holds, per group, a block "x mean min max" and then one block "x loss" per run
+--     (gnuplot's index order)
 --   plot.lengths(series, prefix[, opts]) -> files | nil, message
 --     series: { {label = "rope pi", points = { {x, mean, min, max}, ... }}, ... } (x ascending)
 --     writes prefix.dat, .gp, .png, .svg: one line per series through the means, with error
@@ -79,26 +83,50 @@ function plot.loss_curves(groups, prefix, opts)
   local x = opts.x or "tokens"
   local dat = {}
   local nonempty = 0
-  for _, g in ipairs(groups) do
+  local block = 0          -- gnuplot's index of the next block
+  local mean_at, runs_at = {}, {} -- per group: the index of its mean, of each of its runs
+  for gi, g in ipairs(groups) do
     dat[#dat + 1] = ("# %s: %s  mean  min  max"):format(g.label, x)
     for _, r in ipairs(band(g.results, x)) do
       dat[#dat + 1] = ("%.10g %.6g %.6g %.6g"):format(r[1], r[2], r[3], r[4])
       nonempty = nonempty + 1
     end
     dat[#dat + 1] = "\n" -- two blank lines separate gnuplot data blocks (index)
+    mean_at[gi], runs_at[gi], block = block, {}, block + 1
+    for ri, r in ipairs(g.results) do
+      local rows = {}
+      for _, p in ipairs(r.curve or {}) do
+        if p.loss then
+          rows[#rows + 1] = ("%.10g %.6g"):format(x == "step" and p.step or p.tokens, p.loss)
+        end
+      end
+      if #rows > 0 then
+        dat[#dat + 1] = ("# %s, run %d (seed %s): %s  loss"):format(g.label, ri,
+          tostring(r.config and r.config.seed or "?"), x)
+        dat[#dat + 1] = table.concat(rows, "\n")
+        dat[#dat + 1] = "\n"
+        runs_at[gi][#runs_at[gi] + 1], block = block, block + 1
+      end
+    end
   end
   if nonempty == 0 then return nil, "no loss curves to plot" end
   local datfile = prefix .. ".dat"
   local ok, err = util.write(datfile, table.concat(dat, "\n") .. "\n")
   if not ok then return nil, err end
 
+  -- every run thin and pale (gnuplot's #AARRGGBB: AA is the transparency), then the means on top
   local plots = {}
+  for gi in ipairs(groups) do
+    local pale = "#80" .. colours[(gi - 1) % #colours + 1]:sub(2)
+    for _, b in ipairs(runs_at[gi]) do
+      plots[#plots + 1] = ("%s index %d using 1:2 with lines lw 0.8 lc rgb %s notitle"):format(
+        gp_string(datfile), b, gp_string(pale))
+    end
+  end
   for gi, g in ipairs(groups) do
-    local c = colours[(gi - 1) % #colours + 1]
-    plots[#plots + 1] = ("%s index %d using 1:3:4 with filledcurves lc rgb %s fs transparent solid "
-      .. "0.18 noborder notitle"):format(gp_string(datfile), gi - 1, gp_string(c))
-    plots[#plots + 1] = ("%s index %d using 1:2 with lines lw 2 lc rgb %s title %s"):format(
-      gp_string(datfile), gi - 1, gp_string(c), gp_string(g.label))
+    plots[#plots + 1] = ("%s index %d using 1:2 with lines lw 2.5 lc rgb %s title %s"):format(
+      gp_string(datfile), mean_at[gi], gp_string(colours[(gi - 1) % #colours + 1]),
+      gp_string(g.label .. " (mean)"))
   end
   local body = {
     "set grid",

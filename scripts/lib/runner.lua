@@ -19,7 +19,8 @@
 --           checkpoint_every (n: each run saves a checkpoint every n steps, name.part.ckpt
 --           with its state and run file, lib/resume.lua, and a run stopped before it finished
 --           goes on from there the next time; a run finished or found done has none),
---           on_done(run, result) (called as each run finishes or is found done)
+--           on_done(run, result) (called as each run finishes or is found done),
+--           on_stop(reason) (called when a signal stops the runs, before this process exits)
 --     results[i] is run i's decoded result (nil when it failed); failures lists
 --     {run =, message =}.
 --   runner.check_existing(run) -> "done" | "missing" | nil, message (another config); a run
@@ -325,6 +326,7 @@ function runner.run(runs, opts)
     end
     io.stderr:write(("stopped (%s); finished runs are kept: the same command resumes.\n"):format(
       tostring(err)))
+    if opts.on_stop then pcall(opts.on_stop, tostring(err)) end
     os.exit(stop_signal == "sigterm" and 143 or 130)
   end
   timer:close()

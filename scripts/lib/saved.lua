@@ -9,7 +9,8 @@
 --     config: a run JSON (a result, whose "config" is used) or a JSON object of config keys
 --     (as train.lua --config takes); default saved.beside(ckpt). Problems (a missing or bad
 --     checkpoint, no run JSON, a task whose vocabulary is not the model's) are usage problems
---     (util.usage: one line, exit 2).
+--     (util.usage: one line, exit 2). A checkpoint that is missing while its run's JSON is there
+--     is a run that did not keep its model: the message says how to keep it (--keep-models).
 local util = require "lib.util"
 
 local saved = {}
@@ -19,6 +20,12 @@ function saved.beside(ckpt)
 end
 
 function saved.open(rp, ckpt, config)
+  if not util.exists(ckpt) and ckpt:match("%.ckpt$") and util.exists(saved.beside(ckpt)) then
+    util.usage(("checkpoint %s: no such file, but its run is there (%s): the run did not keep its "
+      .. "model; run the same compare.lua or sweep.lua command again with --keep-models (it "
+      .. "trains again only the runs without a model), or train.lua with --save"):format(ckpt,
+      saved.beside(ckpt)))
+  end
   util.check_input(ckpt, "checkpoint")
   local cfgpath = config or saved.beside(ckpt)
   if not config and not util.exists(cfgpath) then

@@ -46,8 +46,12 @@ end
 -- main(name, fn): runs fn() and ends the script: exit 0 when fn returns, else one line
 -- "<name>: <message>" on stderr and exit 2 for a usage problem (util.usage, a bad option or
 -- config), 1 for a failure while working. With --debug among the arguments or ROPER_DEBUG=1 the
--- message carries its Lua traceback.
+-- message carries its Lua traceback. stdout is line-buffered, so that when stdout and stderr go
+-- to one file (`> log 2>&1`) the lines stand in the order they were written: a table printed on
+-- stdout is not cut by, nor put after, the progress and "wrote" lines that follow it on stderr
+-- (stdio would hold a file's stdout back in a 4 KiB buffer while stderr goes out at once).
 function util.main(name, fn)
+  io.stdout:setvbuf("line")
   local debugging = os.getenv("ROPER_DEBUG") == "1"
   for i = 1, #arg do
     if arg[i] == "--debug" then debugging = true end

@@ -495,6 +495,53 @@ describe("scripts/compare.lua", function()
     assert.is_nil(names:find("%.tmp%-"), names)
   end)
 
+  it("draws every run's loss curve thin under each method's mean, in loss.png and loss.svg",
+    function()
+    assert.is_not_nil(first, "needs the first test")
+    -- the data blocks of loss.dat (gnuplot's index order), each a list of rows of numbers
+    local blocks = h.gnuplot_blocks(assert(read(out .. "/loss.dat")))
+    -- the plot command: thin pale lines without a title, then one thick titled line per method
+    local gp = assert(read(out .. "/loss.gp"))
+    local thin, thick = {}, {}
+    for index, rest in gp:gmatch('index (%d+) using 1:2 with lines ([^,\n]*)') do
+      if rest:find("notitle", 1, true) then
+        assert.is_nil(next(thick), "a run drawn over a mean: " .. gp)
+        assert.truthy(rest:find("^lw 0%.8 lc rgb \"#80"), rest)
+        thin[#thin + 1] = tonumber(index) + 1
+      else
+        thick[#thick + 1] = { tonumber(index) + 1, rest:match('title "([^"]*)"') }
+      end
+    end
+    assert.are.equal(4, #thin, gp)
+    assert.are.same({ "rope (mean)", "roper (mean)" }, { thick[1][2], thick[2][2] })
+    -- each thin line is one run's curve (tokens, loss), each thick one the mean of its runs'
+    local curves = {}
+    for i, r in ipairs(runs) do
+      local res = cjson.decode(first[r .. ".json"])
+      local rows = {}
+      for j, p in ipairs(res.curve) do rows[j] = { p.tokens, p.loss } end
+      curves[i] = rows
+      local got = blocks[thin[i]]
+      assert.are.equal(#rows, #got, r)
+      for j = 1, #rows do
+        assert.are.equal(rows[j][1], got[j][1], r)
+        assert.is_true(math.abs(rows[j][2] - got[j][2]) <= 1e-5 * rows[j][2], r)
+      end
+    end
+    for m = 1, 2 do
+      local mean = blocks[thick[m][1]]
+      for j, row in ipairs(mean) do
+        local a, b = curves[2 * m - 1][j][2], curves[2 * m][j][2]
+        assert.are.equal(curves[2 * m - 1][j][1], row[1])
+        assert.is_true(math.abs((a + b) / 2 - row[2]) <= 1e-5 * row[2], thick[m][2])
+      end
+    end
+    -- the SVG has a path per line: 4 runs and 2 means (and the key's samples)
+    local svg = assert(read(out .. "/loss.svg"))
+    local paths = select(2, svg:gsub("<path", ""))
+    assert.is_true(paths >= 6, paths)
+  end)
+
   it("does not rerun finished runs when the command is repeated", function()
     assert.is_not_nil(first, "needs the previous test")
     local so, se, code = run(base_cmd)
@@ -504,6 +551,24 @@ describe("scripts/compare.lua", function()
     end
     assert.is_nil(se:find("\ndone ", 1, true), se)
     assert.are.same(first, snapshot())
+  end)
+
+  it("with stdout and stderr in one file, the table is whole and before the \"wrote\" line",
+    function()
+    assert.is_not_nil(first, "needs the first test")
+    local log = dir .. "/both.log"
+    local so, se, code = run("(" .. base_cmd .. " > " .. sh_quote(log) .. " 2>&1)")
+    assert.are.equal(0, code, so .. se)
+    local both = assert(read(log))
+    local md = assert(read(out .. "/summary.md"))
+    -- the progress lines, then the table in one piece, then the last line
+    local at = both:find(md, 1, true)
+    assert.is_not_nil(at, "the table is not in one piece:\n" .. both)
+    local before, after = both:sub(1, at - 1), both:sub(at + #md)
+    assert.truthy(before:find("found roper s2:", 1, true), before)
+    assert.truthy(before:find("\n$"), before)
+    assert.are.equal(("compare: wrote %s/summary.md, summary.csv, summary.json, report.html, "
+      .. "loss.png, loss.svg\n"):format(out), after)
   end)
 
   it("stops when a run file holds another config", function()
@@ -589,6 +654,35 @@ describe("scripts/sweep.lua", function()
     assert.truthy(over[2]:find("^| none | 2 | "), over[2])
     assert.is_nil(md:find("Not done", 1, true))
     assert.are.equal(5, #lines(assert(read(out .. "/summary.csv"))))
+    -- the loss curves: a colour per point of the other keys, its seeds thin, their mean thick
+    assert.truthy(md:find(("Loss curves: `%s/loss.png`, `%s/loss.svg`."):format(out, out), 1,
+      true), md)
+    assert.are.equal("\137PNG\r\n\26\n", assert(read(out .. "/loss.png")):sub(1, 8))
+    assert.truthy(assert(read(out .. "/loss.svg")):find("<svg", 1, true))
+    local gp = assert(read(out .. "/loss.gp"))
+    local thin, titles = 0, {}
+    for rest in gp:gmatch("using 1:2 with lines ([^,\n]*)") do
+      if rest:find("notitle", 1, true) then
+        thin = thin + 1
+      else
+        titles[#titles + 1] = rest:match('title "([^"]*)"')
+      end
+    end
+    assert.are.equal(4, thin, gp)
+    assert.are.same({ "pe=rope (mean)", "pe=none (mean)" }, titles)
+    assert.truthy(gp:find("each run thin, the mean over its seeds thick", 1, true), gp)
+    -- stdout and stderr in one file: the table in one piece before the "wrote" line
+    local log = dir .. "/both.log"
+    local so1, se1, code1 = run("(" .. sh_quote(BIN) .. " scripts/sweep.lua --grid pe=rope,none "
+      .. "--grid seed=1,2" .. tail .. " > " .. sh_quote(log) .. " 2>&1)")
+    assert.are.equal(0, code1, so1 .. se1)
+    local both = assert(read(log))
+    md = assert(read(out .. "/summary.md")) -- its command has no --quiet now
+    local at = both:find(md, 1, true)
+    assert.is_not_nil(at, "the table is not in one piece:\n" .. both)
+    assert.truthy(both:sub(1, at - 1):find("found pe=none seed=2:", 1, true), both)
+    assert.are.equal(("sweep: wrote %s/summary.md, summary.csv, summary.json, report.html, "
+      .. "loss.png, loss.svg\n"):format(out), both:sub(at + #md))
   end)
 
   it("prints the commands of the runs not done, which produce them when run", function()

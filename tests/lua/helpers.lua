@@ -94,6 +94,24 @@ function M.write(path, text)
   f:close()
 end
 
+-- The data blocks of a gnuplot data file (blocks apart by two blank lines, gnuplot's index
+-- order; "#" lines skipped): a list of blocks, each a list of rows of numbers.
+function M.gnuplot_blocks(text)
+  local blocks = {}
+  for block in (text .. "\n\n"):gmatch("(.-)\n\n\n+") do
+    local rows = {}
+    for l in block:gmatch("[^\n]+") do
+      if not l:match("^#") then
+        local row = {}
+        for v in l:gmatch("%S+") do row[#row + 1] = tonumber(v) end
+        rows[#rows + 1] = row
+      end
+    end
+    blocks[#blocks + 1] = rows
+  end
+  return blocks
+end
+
 -- A fresh temporary folder (the caller removes it, e.g. with M.remove_tree).
 function M.tmpdir()
   local d = os.tmpname()

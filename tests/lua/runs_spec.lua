@@ -631,6 +631,28 @@ describe("scripts/sample.lua", function()
     assert.truthy(se4:find("is not in the vocabulary", 1, true), se4)
     h.remove_tree(dir)
   end)
+
+  it("on a run that did not keep its model, says so and names --keep-models", function()
+    local s = saved_model()
+    local dir = tmpdir()
+    -- a run of compare.lua without --keep-models: its JSON, no checkpoint
+    write(dir .. "/rope-s1.json", read(s.dir .. "/add.json"))
+    for _, script in ipairs { "sample.lua", "attention_map.lua" } do
+      local so, se, code = run(("%s scripts/%s %s"):format(sh_quote(BIN), script,
+        sh_quote(dir .. "/rope-s1.ckpt")))
+      assert.are.equal(2, code, so .. se)
+      assert.are.equal(("%s: checkpoint %s/rope-s1.ckpt: no such file, but its run is there "
+        .. "(%s/rope-s1.json): the run did not keep its model; run the same compare.lua or "
+        .. "sweep.lua command again with --keep-models (it trains again only the runs without a "
+        .. "model), or train.lua with --save\n"):format(script, dir, dir), se)
+    end
+    -- without the run either, the plain message
+    local so, se, code = run(("%s scripts/sample.lua %s"):format(sh_quote(BIN),
+      sh_quote(dir .. "/none.ckpt")))
+    assert.are.equal(2, code, so .. se)
+    assert.are.equal(("sample.lua: checkpoint %s/none.ckpt: no such file\n"):format(dir), se)
+    h.remove_tree(dir)
+  end)
 end)
 
 ---------------------------------------------------------------------------------------------------
@@ -676,18 +698,7 @@ describe("scripts/attention_map.lua", function()
     local m = assert(rp.load(saved_model().ckpt))
     local task = assert(rp.experiment.task(saved_model().json.config))
     local ids = task:encode("?d=12+34;")
-    local blocks = {}
-    for block in (assert(read(out .. ".dat")) .. "\n"):gmatch("(.-)\n\n\n") do
-      local rows = {}
-      for l in block:gmatch("[^\n]+") do
-        if not l:match("^#") then
-          local row = {}
-          for v in l:gmatch("%S+") do row[#row + 1] = tonumber(v) end
-          rows[#rows + 1] = row
-        end
-      end
-      blocks[#blocks + 1] = rows
-    end
+    local blocks = h.gnuplot_blocks(assert(read(out .. ".dat")))
     assert.are.equal(4, #blocks)
     local k = 0
     for l = 1, 2 do

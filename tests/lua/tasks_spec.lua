@@ -19,7 +19,8 @@ local function row(x, b)
   return t
 end
 
--- The steps of an addition as the task writes them (labml_roper.md §5.1).
+-- The steps of an addition as the task writes them (labml's get_add_explanation,
+-- labml_nn/experiments/arithmetic_dataset.py).
 local function steps(x, y)
   local carry, e, out = 0, 0, {}
   while x > 0 or y > 0 or carry > 0 do

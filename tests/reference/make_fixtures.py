@@ -11,7 +11,8 @@ Only regeneration needs torch; the C test reads the files. The format is in test
 
 The model follows the contract of core/model.h and the math of core/attention.h, core/rope.h and
 core/layers.h, written independently of the C code in the style of labml's modules
-(research/labml_roper.md §1-§3):
+(labml_nn/transformers/mha.py, models.py and rope/ in labml's repository,
+github.com/labmlai/annotated_deep_learning_paper_implementations):
 
   embedding (no scaling; + a learned (seq_len, C) table for pe = learned)
   -> layers x [pre-norm:  x += attn(LN1(x)); x += ff(LN2(x))

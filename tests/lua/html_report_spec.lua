@@ -1,0 +1,383 @@
+-- report.html of compare.lua and sweep.lua (scripts/lib/html.lua) in a real browser: Debian's
+-- chromium-headless-shell (or chromium), which `make test` installs. A tiny comparison (2 methods x
+-- 3 seeds, --jump-loss for the jump tables and their plot) and a tiny sweep write their reports;
+-- then the page must
+--   - be self-contained: no script, style sheet, font or image from elsewhere, every link a file
+--     of the output folder;
+--   - load without a console message, and hold in its tables (as the browser parsed them, from
+--     --dump-dom) the numbers of summary.json and of every run's JSON;
+--   - be drawn: a screenshot of the right size whose pixels are not blank and carry the plot
+--     colours of both methods (the browser itself decodes the screenshot on a canvas);
+--   - while runs go, list the runs finished so far and reload itself; once a signal stopped the
+--     runs, or they ended, it does not.
+-- The browser runs as the brief of this sandbox needs: --headless --no-sandbox --disable-gpu,
+-- no network use (--disable-background-networking and the rest) and a fresh empty profile.
+
+local cjson = require "cjson"
+local lfs = require "lfs"
+
+local BIN = os.getenv("ROPER_BIN") or "build/roper"
+
+local dir_of = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+package.path = dir_of .. "?.lua;" .. package.path
+local h = require "helpers"
+local sh_quote, read, write, run, tmpdir = h.sh_quote, h.read, h.write, h.run, h.tmpdir
+
+local function find_browser()
+  for _, name in ipairs { "chromium-headless-shell", "chromium" } do
+    local out = run("command -v " .. name)
+    if out:match("^/") then return (out:gsub("%s+$", "")) end
+  end
+end
+local BROWSER = find_browser()
+
+-- Runs the browser on a file with extra arguments; returns stdout, stderr (its log, where console
+-- messages appear as "CONSOLE"), exit code.
+local function browser(args, file)
+  local profile = tmpdir()
+  local so, se, code = run(("timeout 120 %s --headless --no-sandbox --disable-gpu --disable-quic "
+    .. "--no-first-run --disable-background-networking --disable-component-update --disable-sync "
+    .. "--disable-dev-shm-usage --user-data-dir=%s --enable-logging=stderr --v=0 %s %s")
+    :format(sh_quote(BROWSER), sh_quote(profile), args, sh_quote("file://" .. file)))
+  h.remove_tree(profile)
+  return so, se, code
+end
+
+-- The console messages in a browser log.
+local function console(log)
+  local t = {}
+  for l in log:gmatch("[^\n]+") do
+    if l:find("CONSOLE", 1, true) then t[#t + 1] = l end
+  end
+  return t
+end
+
+local ENT = { amp = "&", lt = "<", gt = ">", quot = '"', nbsp = " ", ["#39"] = "'" }
+local function text_of(s)
+  return (s:gsub("<[^>]*>", ""):gsub("&(#?%w+);", function(e) return ENT[e] end)
+    :gsub("%s+", " "):gsub("^ ", ""):gsub(" $", ""))
+end
+
+-- The tables of an HTML text: each a list of rows, a row a list of cell texts (header first).
+local function tables(doc)
+  local out = {}
+  for t in doc:gmatch("<table[^>]*>(.-)</table>") do
+    local rows = {}
+    for tr in t:gmatch("<tr[^>]*>(.-)</tr>") do
+      local row = {}
+      for cell in tr:gmatch("<t[hd][^>]*>(.-)</t[hd]>") do row[#row + 1] = text_of(cell) end
+      rows[#rows + 1] = row
+    end
+    out[#out + 1] = rows
+  end
+  return out
+end
+
+local function table_with(doc, header)
+  for _, t in ipairs(tables(doc)) do
+    if t[1] and table.concat(t[1], " | "):sub(1, #header) == header then return t end
+  end
+  error("no table with the header " .. header)
+end
+
+-- cell holds v as printed (to its last digit), or "-" for nil.
+local function holds(cell, v, what)
+  if v == nil then
+    assert.are.equal("-", cell, what)
+    return
+  end
+  local mant, exp = cell:match("^([+-]?[%d.]+)[eE]([+-]?%d+)$")
+  mant, exp = mant or cell:match("^([+-]?[%d.]+)$"), tonumber(exp or 0)
+  assert.is_not_nil(mant, what .. ": not a number: " .. cell)
+  local decimals = #(mant:match("%.(%d+)$") or "")
+  local tol = 0.5 * 10 ^ (exp - decimals) * (1 + 1e-9)
+  assert.is_true(math.abs(tonumber(cell) - v) <= tol,
+    ("%s: %s does not print %.10g"):format(what, cell, v))
+end
+
+-- A PNG's width and height (its IHDR chunk).
+local function png_size(data)
+  assert.are.equal("\137PNG\r\n\26\n", data:sub(1, 8))
+  local w, ht = string.unpack(">I4I4", data, 17)
+  return w, ht
+end
+
+local function base64(data)
+  local abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+  local out = {}
+  for i = 1, #data, 3 do
+    local a, b, c = data:byte(i, i + 2)
+    local n = a * 65536 + (b or 0) * 256 + (c or 0)
+    local s = {}
+    for k = 1, 4 do
+      local j = (n >> (6 * (4 - k))) & 63
+      s[k] = abc:sub(j + 1, j + 1)
+    end
+    if not b then s[3] = "=" end
+    if not c then s[4] = "=" end
+    out[#out + 1] = table.concat(s)
+  end
+  return table.concat(out)
+end
+
+-- What the browser sees in a PNG: width, height, pixels not white, distinct colours (4 bits a
+-- channel), and the pixels near each of the given colours.
+local function pixels(png, dir, colours)
+  local page = dir .. "/pixels.html"
+  local want = {}
+  for i, c in ipairs(colours) do
+    want[i] = ("[%d,%d,%d]"):format(tonumber(c:sub(2, 3), 16), tonumber(c:sub(4, 5), 16),
+      tonumber(c:sub(6, 7), 16))
+  end
+  write(page, table.concat {
+    '<!DOCTYPE html><html><head><meta charset="utf-8"></head><body><pre id="out">none</pre>',
+    '<img id="shot" src="data:image/png;base64,', base64(png), '"><script>',
+    "window.onload = function () {",
+    "  var im = document.getElementById('shot'), c = document.createElement('canvas');",
+    "  c.width = im.naturalWidth; c.height = im.naturalHeight;",
+    "  var g = c.getContext('2d'); g.drawImage(im, 0, 0);",
+    "  var d = g.getImageData(0, 0, c.width, c.height).data, white = 0, seen = {}, n = 0;",
+    "  var want = [", table.concat(want, ","), "], near = want.map(function () { return 0; });",
+    "  for (var k = 0; k < d.length; k += 4) {",
+    "    if (d[k] > 250 && d[k + 1] > 250 && d[k + 2] > 250) white++;",
+    "    var key = (d[k] >> 4) * 256 + (d[k + 1] >> 4) * 16 + (d[k + 2] >> 4);",
+    "    if (!seen[key]) { seen[key] = 1; n++; }",
+    "    for (var w = 0; w < want.length; w++)",
+    "      if (Math.abs(d[k] - want[w][0]) + Math.abs(d[k + 1] - want[w][1])",
+    "          + Math.abs(d[k + 2] - want[w][2]) < 40) near[w]++;",
+    "  }",
+    "  document.getElementById('out').textContent = [c.width, c.height, d.length / 4 - white, n]",
+    "    .concat(near).join(' ');",
+    "};</script></body></html>" })
+  local so, se, code = browser("--dump-dom", page)
+  assert.are.equal(0, code, se)
+  local stats = so:match('<pre id="out">([%d ]+)</pre>')
+  assert.is_not_nil(stats, "the page did not measure the screenshot:\n" .. so:sub(1, 500))
+  local t = {}
+  for v in stats:gmatch("%d+") do t[#t + 1] = tonumber(v) end
+  return t
+end
+
+local TINY = "--d-model 16 --heads 2 --layers 1 --seq-len 32 --batch 4 --problems 4 "
+  .. "--valid-batches 1 --quiet"
+
+describe("report.html in a browser", function()
+  local dir, cmp, sw
+  setup(function()
+    dir = tmpdir()
+    cmp, sw = dir .. "/cmp", dir .. "/sw"
+  end)
+  teardown(function() h.remove_tree(dir) end)
+
+  local function need_browser()
+    if not BROWSER then
+      pending("no chromium-headless-shell or chromium (make test installs it)")
+      return false
+    end
+    return true
+  end
+
+  local compared = false
+  local function compare()
+    if compared then return end
+    local so, se, code = run(("%s scripts/compare.lua --seeds 3 --steps 24 --jobs 2 "
+      .. "--jump-loss 3.6 %s --out %s"):format(sh_quote(BIN), TINY, sh_quote(cmp)))
+    assert.are.equal(0, code, so .. se)
+    compared = true
+  end
+
+  it("the console check sees a page's console message", function()
+    if not need_browser() then return end
+    local page = dir .. "/planted.html"
+    write(page, '<!DOCTYPE html><html><head><meta charset="utf-8"></head><body><p>x</p>'
+      .. '<script>console.error("planted message")</script></body></html>')
+    local _, se, code = browser("--dump-dom", page)
+    assert.are.equal(0, code, se)
+    local msgs = console(se)
+    assert.are.equal(1, #msgs, se)
+    assert.truthy(msgs[1]:find("planted message", 1, true), msgs[1])
+  end)
+
+  it("compare.lua's report is self-contained: no script, nothing from elsewhere", function()
+    compare()
+    local doc = assert(read(cmp .. "/report.html"))
+    assert.truthy(doc:find("^<!DOCTYPE html>"))
+    assert.is_nil(doc:find("<script", 1, true))
+    assert.is_nil(doc:find("<link", 1, true))
+    assert.is_nil(doc:find("<img", 1, true))
+    assert.is_nil(doc:find("@import", 1, true))
+    assert.is_nil(doc:find("http-equiv=\"refresh\"", 1, true), "the final page reloads")
+    -- "http" only as the SVG name spaces; every link a file of the folder
+    for url in doc:gmatch("https?://[^\"'%s<]*") do
+      assert.truthy(url == "http://www.w3.org/2000/svg"
+        or url == "http://www.w3.org/1999/xlink", url)
+    end
+    local links = 0
+    for href in doc:gmatch('href="([^"]*)"') do
+      links = links + 1
+      assert.is_nil(href:find("^/"), href)
+      assert.is_nil(href:find(":", 1, true), href)
+      assert.is_not_nil(lfs.attributes(cmp .. "/" .. href), href)
+    end
+    assert.is_true(links >= 6 * 3 + 2, links) -- each run's result, curve and log; the PNGs
+    -- the plots are inline, their ids distinct
+    local ids = {}
+    for id in doc:gmatch("<[^>]- id=['\"]([^'\"]+)['\"]") do
+      assert.is_nil(ids[id], "id given twice: " .. id)
+      ids[id] = true
+    end
+    assert.are.equal(2, select(2, doc:gsub("<figure>", "")))
+  end)
+
+  it("compare.lua's report loads without a console message and holds summary.json's numbers",
+    function()
+    if not need_browser() then return end
+    compare()
+    local dom, se, code = browser("--dump-dom", cmp .. "/report.html")
+    assert.are.equal(0, code, se)
+    assert.are.same({}, console(se))
+    local sj = h.read_json(cmp .. "/summary.json")
+    -- the methods table
+    local t = table_with(dom, "method | runs | drop worst, mean | mean | median | min | max | std")
+    assert.are.equal(3, #t, cjson.encode(t))
+    for i, m in ipairs(sj.methods) do
+      local row, s = t[i + 1], m.summary
+      assert.are.equal(m.label, row[1])
+      assert.are.equal(("%d"):format(s.n), row[2])
+      for j, k in ipairs { "protocol", "mean", "median", "min", "max", "std" } do
+        holds(row[2 + j], s[k], m.label .. " " .. k)
+      end
+    end
+    -- every pair: mean difference, its t interval, the paired t p
+    local p = table_with(dom, "difference | pairs | mean diff | 95% t CI")
+    assert.are.equal(#sj.differences.rows + 1, #p)
+    for i, r in ipairs(sj.differences.rows) do
+      local row = p[i + 1]
+      assert.are.equal(r.b .. " - " .. r.a, row[1])
+      assert.are.equal(("%d"):format(r.pairs), row[2])
+      holds(row[3], r.mean_diff, "mean diff")
+      local lo, hi = row[4]:match("^%[(%S+), (%S+)%]$")
+      holds(lo, r.t_lo, "t_lo")
+      holds(hi, r.t_hi, "t_hi")
+    end
+    -- the warning of the statistics: 3 pairs cannot reach 0.05 with the sign-flip test
+    assert.truthy(dom:find('<p class="warning">Warning: with 3 pairs the exact sign-flip test',
+      1, true), dom)
+    -- every run, against its own JSON
+    local e = table_with(dom, "method | seed | correct | greedy | eval loss | final train loss")
+    assert.are.equal(7, #e)
+    local k = 1
+    for _, m in ipairs { "rope", "roper" } do
+      for s = 1, 3 do
+        k = k + 1
+        local res = h.read_json(("%s/runs/%s-s%d.json"):format(cmp, m, s))
+        assert.are.same({ m, tostring(s), ("%d"):format(res.value),
+          ("%d"):format(res.correct_greedy) }, { e[k][1], e[k][2], e[k][3], e[k][4] })
+        holds(e[k][5], res.eval_loss, "eval loss")
+        holds(e[k][6], res.final_train_loss, "final train loss")
+      end
+    end
+    -- each run's details: its provenance and config as the run's JSON says
+    local res = h.read_json(cmp .. "/runs/roper-s2.json")
+    local details = dom:match('<details class="run"><summary>roper, seed 2: (.-)</details>')
+    assert.is_not_nil(details, "no details of roper s2")
+    assert.truthy(details:find("<th>commit</th><td>" .. res.provenance.commit .. "</td>", 1,
+      true), details)
+    assert.truthy(details:find("<th>host</th><td>" .. res.provenance.host .. "</td>", 1, true))
+    assert.truthy(details:find("<th>pe</th><td>roper</td>", 1, true), details)
+    assert.truthy(details:find('href="runs/roper-s2.json"', 1, true), details)
+  end)
+
+  it("compare.lua's report is drawn: a screenshot with both methods' plot colours", function()
+    if not need_browser() then return end
+    compare()
+    local shot = dir .. "/shot.png"
+    local _, se, code = browser(("--hide-scrollbars --window-size=1200,2000 --screenshot=%s")
+      :format(sh_quote(shot)), cmp .. "/report.html")
+    assert.are.equal(0, code, se)
+    assert.are.same({}, console(se))
+    local png = assert(read(shot))
+    assert.are.same({ 1200, 2000 }, { png_size(png) })
+    -- rope's blue and roper's red (scripts/lib/plot.lua), as the browser drew the inline SVGs
+    local t = pixels(png, dir, { "#1f77b4", "#d62728" })
+    assert.are.same({ 1200, 2000 }, { t[1], t[2] })
+    assert.is_true(t[3] > 1200 * 2000 // 50, "almost blank: " .. t[3] .. " pixels not white")
+    assert.is_true(t[4] >= 30, "only " .. t[4] .. " colours")
+    assert.is_true(t[5] > 500, "rope's blue: " .. t[5] .. " pixels")
+    assert.is_true(t[6] > 500, "roper's red: " .. t[6] .. " pixels")
+  end)
+
+  it("a blank page fails the screenshot check", function()
+    if not need_browser() then return end
+    local page = dir .. "/blank.html"
+    write(page, '<!DOCTYPE html><html><head><meta charset="utf-8"></head><body></body></html>')
+    local shot = dir .. "/blank.png"
+    local _, se, code = browser(("--hide-scrollbars --window-size=400,300 --screenshot=%s")
+      :format(sh_quote(shot)), page)
+    assert.are.equal(0, code, se)
+    local t = pixels(assert(read(shot)), dir, { "#1f77b4" })
+    assert.are.same({ 400, 300, 0, 1, 0 }, t)
+  end)
+
+  it("while the runs go, the page lists the runs finished so far and reloads itself; stopped, "
+    .. "it says so and stops reloading", function()
+    if not need_browser() then return end
+    local out = dir .. "/live"
+    -- one run of a few steps, then one of a million (stopped once the page is seen)
+    local p = io.popen(("%s scripts/compare.lua --methods rope:steps=4 none:steps=1000000 "
+      .. "--seeds 1 --jobs 1 %s --out %s > /dev/null 2>&1 & echo $!"):format(sh_quote(BIN), TINY,
+      sh_quote(out)))
+    local pid = math.tointeger(tonumber(p:read("l")))
+    p:close()
+    local page = out .. "/report.html"
+    local seen = h.wait_for(function()
+      return (read(page) or ""):find("Running: 1 of 2 runs finished", 1, true) ~= nil
+    end, 120)
+    local doc = read(page) or ""
+    local dom, se, code = browser("--dump-dom", page)
+    os.execute("kill -TERM " .. pid)
+    h.wait_for(function()
+      local stat = read("/proc/" .. pid .. "/stat")
+      return stat == nil or stat:match("%) Z") ~= nil
+    end, 20)
+    assert.is_true(seen, "no page of the runs going:\n" .. doc)
+    assert.truthy(doc:find('<meta http-equiv="refresh" content="10">', 1, true), doc)
+    assert.are.equal(0, code, se)
+    assert.are.same({}, console(se))
+    local t = table_with(dom, "run | metric | value | eval loss")
+    assert.are.equal(2, #t)
+    local res = h.read_json(out .. "/runs/rope_steps=4-s1.json")
+    assert.are.equal("rope:steps=4 s1", t[2][1])
+    holds(t[2][4], res.eval_loss, "eval loss")
+    -- SIGTERM stopped it: the page says so and reloads no more
+    local stopped = read(page) or ""
+    assert.truthy(stopped:find("Stopped (interrupted by SIGTERM): 1 of 2 runs finished", 1, true),
+      stopped)
+    assert.is_nil(stopped:find("http-equiv", 1, true), stopped)
+  end)
+
+  it("sweep.lua's report loads without a console message and holds summary.json's numbers",
+    function()
+    if not need_browser() then return end
+    local so, se, code = run(("%s scripts/sweep.lua --grid pe=rope,none --grid seed=1,2 "
+      .. "--steps 8 --jobs 2 %s --out %s"):format(sh_quote(BIN), TINY, sh_quote(sw)))
+    assert.are.equal(0, code, so .. se)
+    local doc = assert(read(sw .. "/report.html"))
+    assert.is_nil(doc:find("<script", 1, true))
+    assert.are.equal(1, select(2, doc:gsub("<figure>", "")))
+    local dom, se2, code2 = browser("--dump-dom", sw .. "/report.html")
+    assert.are.equal(0, code2, se2)
+    assert.are.same({}, console(se2))
+    local sj = h.read_json(sw .. "/summary.json")
+    local t = table_with(dom, "pe | runs | drop worst, mean | mean | std | min | max")
+    assert.are.equal(#sj.groups + 1, #t)
+    for i, g in ipairs(sj.groups) do
+      assert.are.equal(g.point[1], t[i + 1][1])
+      assert.are.equal(("%d"):format(g.summary.n), t[i + 1][2])
+      for j, k in ipairs { "protocol", "mean", "std", "min", "max" } do
+        holds(t[i + 1][2 + j], g.summary[k], g.point[1] .. " " .. k)
+      end
+    end
+    assert.truthy(dom:find('<details class="run"><summary>pe=none seed=2: ', 1, true))
+  end)
+end)
