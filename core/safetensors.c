@@ -139,13 +139,18 @@ rp_status rp_safetensors_save(const char *path, rp_model *m)
 {
     if (!path || !*path) return rp_error(RP_ERR_ARG, "safetensors path is empty");
     if (!m) return rp_error(RP_ERR_ARG, "%s: no model to save", path);
+    if (rp_model_cfg_check(rp_model_config(m)) != RP_OK) { /* never what the reader refuses */
+        char msg[400];
+        snprintf(msg, sizeof msg, "%s", rp_last_error());
+        return rp_error(RP_ERR_ARG, "%s: bad model config: %s", path, msg);
+    }
     const rp_rope_freq *f = rp_model_freq(m);
     if (f->theta || f->angles)
         return rp_error(RP_ERR_ARG, "%s: the model's own %s are not stored in safetensors files "
                                     "(m:save keeps them)", path, f->theta ? "frequencies (freq)"
                                                                           : "angles");
     save_job j = {m, NULL, 0};
-    char *header;
+    char *header = NULL;
     RP_TRY(make_header(path, m, &header, &j.hlen));
     j.header = header;
     rp_status st = rp_file_write_atomic(path, write_safetensors, &j);
@@ -637,6 +642,11 @@ rp_status rp_safetensors_load_into(const char *path, rp_model *m)
     rp_model_cfg cfg;
     int has = 0;
     rp_status st = file_config(&f, &cfg, &has);
+    if (st == RP_OK && has && rp_model_cfg_check(&cfg) != RP_OK) { /* as rp_safetensors_load */
+        char msg[400];
+        snprintf(msg, sizeof msg, "%s", rp_last_error());
+        st = rp_error(RP_ERR_IO, "%s: bad model config: %s", path, msg);
+    }
     if (st == RP_OK && has) st = compare_config(&f, &cfg, rp_model_config(m));
     if (st == RP_OK) st = load_into(&f, m);
     st_close(&f);
