@@ -32,7 +32,7 @@ _Static_assert(RP_PE_COUNT == 11, "a new pe mode needs its format version in pe_
 const rp_cfg_key rp_model_cfg_keys[] = {
     {.name = "vocab", .type = RP_CFG_INT, .offset = F(vocab), .def = 0, .lo = 1, .hi = I32,
      .flags = RP_CFG_REQUIRED, .json = RP_CFG_JSON_REQUIRED, .since = 1,
-     .help = "vocabulary size (token ids 0 .. vocab-1)"},
+     .help = "the vocabulary size"},
     {.name = "d_model", .type = RP_CFG_INT, .offset = F(d_model), .def = 128, .lo = 1,
      .hi = (double)(RP_I32_MAX / 3), .json = RP_CFG_JSON_REQUIRED, .since = 1,
      .help = "model width"},
@@ -264,15 +264,17 @@ const char *rp_model_cfg_value_str(const rp_model_cfg *c, const rp_cfg_key *k, c
 
 /* ---- ranges ------------------------------------------------------------------------------- */
 
-/* "a (0), b (1) or c (2)": the names of an enum row with their values, into buf. */
-static const char *enum_list(const rp_cfg_key *k, char *buf, size_t n)
+/* names[0 .. count) as "a, b or c" into buf (n bytes), each with its index when values is set:
+ * "a (0), b (1) or c (2)". */
+static const char *join_names(char *buf, size_t n, const char *const *names, int count,
+                              int values)
 {
     size_t at = 0;
-    int count = name_count(k);
     buf[0] = '\0';
     for (int i = 0; i < count && at < n; i++) {
-        int w = snprintf(buf + at, n - at, "%s%s (%d)", i == 0 ? "" : i == count - 1 ? " or " : ", ",
-                         k->names[i], i);
+        const char *sep = i == 0 ? "" : i == count - 1 ? " or " : ", ";
+        int w = values ? snprintf(buf + at, n - at, "%s%s (%d)", sep, names[i], i)
+                       : snprintf(buf + at, n - at, "%s%s", sep, names[i]);
         if (w < 0) break;
         at += (size_t)w;
     }
@@ -305,7 +307,7 @@ rp_status rp_model_cfg_check_key(const rp_model_cfg *c, const rp_cfg_key *k, int
         if (v < 0 || v >= name_count(k)) {
             char list[256];
             return rp_error(RP_ERR_ARG, "%s %lld is not %s", k->name, (long long)v,
-                            enum_list(k, list, sizeof list));
+                            join_names(list, sizeof list, k->names, name_count(k), 1));
         }
         return RP_OK;
     case RP_CFG_ROTATE:
@@ -340,15 +342,7 @@ static const char *modes_where(char *buf, size_t n, int rotary, int rel_mask, in
             continue;
         names[count++] = m->name;
     }
-    size_t at = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < count && at < n; i++) {
-        int w = snprintf(buf + at, n - at, "%s%s", i == 0 ? "" : i == count - 1 ? " or " : ", ",
-                         names[i]);
-        if (w < 0) break;
-        at += (size_t)w;
-    }
-    return buf;
+    return join_names(buf, n, names, count, 0);
 }
 
 /* "q or k": the placements of a mask. */

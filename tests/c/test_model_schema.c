@@ -48,7 +48,8 @@ static rp_model_cfg small(rp_pe pe)
 /* ---- the rows ------------------------------------------------------------------------------ */
 
 /* rp_model_cfg's fields, written out here independently of the schema. */
-#define FIELD(key, member) {key, offsetof(rp_model_cfg, member), sizeof(((rp_model_cfg *)0)->member)}
+#define FIELD(key, member)                                                                         \
+    {key, offsetof(rp_model_cfg, member), sizeof(((rp_model_cfg *)0)->member)}
 static const struct {
     const char *key;
     size_t offset, size;
