@@ -54,6 +54,8 @@ enum {
     RP_CFG_REQUIRED = 8,    /* rp.model's table must give it (no default) */
     RP_CFG_SHOW_SET = 16,   /* m:config() gives it only when it differs from its default (and
                              * does something: every key) */
+    RP_CFG_WEIGHTS = 32,    /* the weights' meaning depends on it: loading a safetensors file into
+                             * a model needs the file's value (rp_safetensors_load_into) */
 };
 
 /* What the safetensors roper.config (core/safetensors.h) holds of a row; a key that is not

@@ -101,6 +101,16 @@ static void test_rows(void)
                   rp_model_cfg_get_int(&c, k) == 3,
               "%s: a write through the row changes that field alone", k->name);
     }
+    /* the fields a safetensors file loaded into a model must agree on (docs/interop.md): all
+     * but seq_len, max_batch, dropout, seed and the later keys */
+    const char *weights = " vocab d_model heads layers d_ff norm activation pe fraction_qk "
+                          "fraction_v base pairing attention linear_rope ";
+    for (int i = 0; i < rp_model_cfg_nkeys; i++) {
+        char word[40];
+        snprintf(word, sizeof word, " %s ", rp_model_cfg_keys[i].name);
+        CHECK(!(rp_model_cfg_keys[i].flags & RP_CFG_WEIGHTS) == !strstr(weights, word),
+              "%s: RP_CFG_WEIGHTS", rp_model_cfg_keys[i].name);
+    }
     CHECK(rp_model_cfg_key("d_modle", (size_t)-1) == NULL && rp_model_cfg_key("vocabx", 5) &&
               rp_model_cfg_key(NULL, 0) == NULL,
           "lookups by name and length");
