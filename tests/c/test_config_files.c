@@ -18,22 +18,6 @@
 #include "check.h"
 #include "rp.h"
 
-/* vocab 5, d_model 8, one head (d_k 8: fractions 0.25, 0.5, 0.75 give even widths), one layer,
- * d_ff 4, seq_len 6, max_batch 1: about 2 KB of parameters. */
-static rp_model_cfg small(rp_pe pe, uint64_t seed)
-{
-    rp_model_cfg c = rp_model_cfg_default(5);
-    c.d_model = 8;
-    c.heads = 1;
-    c.layers = 1;
-    c.d_ff = 4;
-    c.seq_len = 6;
-    c.max_batch = 1;
-    c.pe = pe;
-    c.seed = seed;
-    return c;
-}
-
 typedef struct {
     const char *name;
     rp_model_cfg cfg;
@@ -47,45 +31,45 @@ enum { NCASES = 19 };
 static void make_cases(config_case *k)
 {
     int n = 0;
-    k[n++] = (config_case){"v1_rope", small(RP_PE_ROPE, 1), 0, 0};
-    k[n] = (config_case){"v1_roper_settings", small(RP_PE_ROPER, UINT64_MAX - 6), 0, 1};
+    k[n++] = (config_case){"v1_rope", check_small_cfg(RP_PE_ROPE, 1), 0, 0};
+    k[n] = (config_case){"v1_roper_settings", check_small_cfg(RP_PE_ROPER, UINT64_MAX - 6), 0, 1};
     k[n].cfg.fraction_qk = 0.5, k[n].cfg.fraction_v = 0.75, k[n].cfg.rope_base = 500.0;
     k[n].cfg.pairing = RP_PAIR_INTERLEAVED, k[n].cfg.dropout = 0.1, k[n].cfg.norm = RP_NORM_POST;
     k[n++].cfg.act = RP_ACT_GELU;
-    k[n] = (config_case){"v1_learned_unused_values", small(RP_PE_LEARNED, 3), 0, 0};
+    k[n] = (config_case){"v1_learned_unused_values", check_small_cfg(RP_PE_LEARNED, 3), 0, 0};
     k[n].cfg.rope_base = 100.0, k[n].cfg.pairing = RP_PAIR_INTERLEAVED;
     k[n].cfg.fraction_qk = 0.5, k[n++].cfg.fraction_v = 0.25;
-    k[n] = (config_case){"v1_sinusoidal", small(RP_PE_SINUSOIDAL, 4), 0, 0};
+    k[n] = (config_case){"v1_sinusoidal", check_small_cfg(RP_PE_SINUSOIDAL, 4), 0, 0};
     k[n++].cfg.linear_rope = RP_LIN_BEFORE; /* a value softmax attention does not use */
-    k[n] = (config_case){"v1_linear_before", small(RP_PE_ROPER, 5), 0, 0};
+    k[n] = (config_case){"v1_linear_before", check_small_cfg(RP_PE_ROPER, 5), 0, 0};
     k[n].cfg.attention = RP_ATTN_LINEAR, k[n].cfg.linear_rope = RP_LIN_BEFORE;
     k[n++].cfg.fraction_v = 0.25;
-    k[n] = (config_case){"v2_shaw", small(RP_PE_SHAW, 6), 0, 0};
+    k[n] = (config_case){"v2_shaw", check_small_cfg(RP_PE_SHAW, 6), 0, 0};
     k[n++].cfg.rel_clip = 3;
-    k[n] = (config_case){"v2_t5", small(RP_PE_T5, 7), 0, 0};
+    k[n] = (config_case){"v2_t5", check_small_cfg(RP_PE_T5, 7), 0, 0};
     k[n].cfg.rel_buckets = 6, k[n++].cfg.rel_max_distance = 9;
-    k[n++] = (config_case){"v2_xl", small(RP_PE_XL, 8), 0, 0};
-    k[n] = (config_case){"v2_deberta", small(RP_PE_DEBERTA, 9), 0, 0};
+    k[n++] = (config_case){"v2_xl", check_small_cfg(RP_PE_XL, 8), 0, 0};
+    k[n] = (config_case){"v2_deberta", check_small_cfg(RP_PE_DEBERTA, 9), 0, 0};
     k[n++].cfg.rel_clip = 2;
-    k[n++] = (config_case){"v2_alibi", small(RP_PE_ALIBI, 10), 0, 0};
-    k[n] = (config_case){"v2_rope_vo", small(RP_PE_ROPE, 11), 0, 0};
+    k[n++] = (config_case){"v2_alibi", check_small_cfg(RP_PE_ALIBI, 10), 0, 0};
+    k[n] = (config_case){"v2_rope_vo", check_small_cfg(RP_PE_ROPE, 11), 0, 0};
     k[n].cfg.rotate = RP_ROT_V | RP_ROT_O, k[n++].cfg.fraction_o = 0.5;
-    k[n] = (config_case){"v2_roper_widths", small(RP_PE_ROPER, 12), 0, 0};
+    k[n] = (config_case){"v2_roper_widths", check_small_cfg(RP_PE_ROPER, 12), 0, 0};
     k[n].cfg.fraction_q = 0.25, k[n].cfg.fraction_k = 0.75, k[n++].cfg.fraction_o = 0.5;
-    k[n] = (config_case){"v2_rope_unused_rel_clip", small(RP_PE_ROPE, 13), 0, 0};
+    k[n] = (config_case){"v2_rope_unused_rel_clip", check_small_cfg(RP_PE_ROPE, 13), 0, 0};
     k[n++].cfg.rel_clip = 8;
-    k[n] = (config_case){"v3_yarn", small(RP_PE_ROPER, 14), 0, 0};
+    k[n] = (config_case){"v3_yarn", check_small_cfg(RP_PE_ROPER, 14), 0, 0};
     k[n].cfg.scaling = RP_SCALING_YARN, k[n].cfg.scaling_factor = 4.0, k[n].cfg.orig_len = 3;
     k[n].cfg.yarn_alpha = 0.5, k[n++].cfg.yarn_beta = 8.0;
-    k[n] = (config_case){"v3_pi_xpos", small(RP_PE_ROPE, 15), 0, 0};
+    k[n] = (config_case){"v3_pi_xpos", check_small_cfg(RP_PE_ROPE, 15), 0, 0};
     k[n].cfg.scaling = RP_SCALING_PI, k[n].cfg.scaling_factor = 2.0, k[n].cfg.xpos = 0.4;
     k[n++].cfg.xpos_scale_base = 64.0;
-    k[n] = (config_case){"v3_ntk", small(RP_PE_ROPER_LEGACY, 16), 0, 0};
+    k[n] = (config_case){"v3_ntk", check_small_cfg(RP_PE_ROPER_LEGACY, 16), 0, 0};
     k[n].cfg.scaling = RP_SCALING_NTK, k[n++].cfg.scaling_factor = 1.0 / 3.0;
-    k[n] = (config_case){"v3_unused_factor", small(RP_PE_ROPE, 17), 0, 0};
+    k[n] = (config_case){"v3_unused_factor", check_small_cfg(RP_PE_ROPE, 17), 0, 0};
     k[n++].cfg.scaling_factor = 2.0; /* no scaling: the factor does nothing */
-    k[n++] = (config_case){"v3_freq", small(RP_PE_ROPE, 18), 1, 0};
-    k[n++] = (config_case){"v3_angles", small(RP_PE_ROPER, 19), 2, 0};
+    k[n++] = (config_case){"v3_freq", check_small_cfg(RP_PE_ROPE, 18), 1, 0};
+    k[n++] = (config_case){"v3_angles", check_small_cfg(RP_PE_ROPER, 19), 2, 0};
     if (n != NCASES) {
         printf("FATAL: %d cases, NCASES is %d\n", n, NCASES);
         exit(2);

@@ -32,18 +32,7 @@ static int expect(rp_status st, rp_status want, const char *msg, const char *wha
                  rp_status_name(st), rp_last_error(), msg);
 }
 
-static rp_model_cfg small(rp_pe pe)
-{
-    rp_model_cfg c = rp_model_cfg_default(5);
-    c.d_model = 8;
-    c.heads = 1;
-    c.layers = 1;
-    c.d_ff = 4;
-    c.seq_len = 6;
-    c.max_batch = 1;
-    c.pe = pe;
-    return c;
-}
+static rp_model_cfg small(rp_pe pe) { return check_small_cfg(pe, 0); }
 
 /* ---- the rows ------------------------------------------------------------------------------ */
 
