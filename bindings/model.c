@@ -220,6 +220,14 @@ static void set_bool(lua_State *L, const char *key, int v)
     lua_setfield(L, -2, key);
 }
 
+/* Sets field key of the table on top to v, an integer when integer is set. */
+static void set_number(lua_State *L, const char *key, double v, int integer)
+{
+    if (integer) lua_pushinteger(L, (lua_Integer)v);
+    else lua_pushnumber(L, (lua_Number)v);
+    lua_setfield(L, -2, key);
+}
+
 void lrp_model_internals(lua_State *L, int priv)
 {
     static const char *const types[] = {"int", "number", "enum", "seed", "rotate"};
@@ -232,20 +240,10 @@ void lrp_model_internals(lua_State *L, int priv)
         lua_setfield(L, -2, "name");
         lua_pushstring(L, types[k->type]);
         lua_setfield(L, -2, "type");
-        if (k->type == RP_CFG_NUM) {
-            lua_pushnumber(L, (lua_Number)k->def);
-            lua_setfield(L, -2, "default");
-            lua_pushnumber(L, (lua_Number)k->lo);
-            lua_setfield(L, -2, "lo");
-            lua_pushnumber(L, (lua_Number)k->hi);
-            lua_setfield(L, -2, "hi");
-        } else if (k->type == RP_CFG_INT) {
-            lua_pushinteger(L, (lua_Integer)k->def);
-            lua_setfield(L, -2, "default");
-            lua_pushinteger(L, (lua_Integer)k->lo);
-            lua_setfield(L, -2, "lo");
-            lua_pushinteger(L, (lua_Integer)k->hi);
-            lua_setfield(L, -2, "hi");
+        if (k->type == RP_CFG_NUM || k->type == RP_CFG_INT) {
+            set_number(L, "default", k->def, k->type == RP_CFG_INT);
+            set_number(L, "lo", k->lo, k->type == RP_CFG_INT);
+            set_number(L, "hi", k->hi, k->type == RP_CFG_INT);
         } else if (k->type == RP_CFG_ENUM) {
             lua_pushstring(L, k->names[(int)k->def]);
             lua_setfield(L, -2, "default");
