@@ -505,13 +505,6 @@ int lrp_optenum(lua_State *L, int idx, const char *key, const char *const *names
     return lrp_argerror(L, idx, "option '%s' must be one of %s, got %s", key, allowed, got);
 }
 
-rp_lin_placement lrp_optplacement(lua_State *L, int idx, const char *key, rp_lin_placement def)
-{
-    const char *names[] = {rp_lin_placement_name(RP_LIN_AFTER),
-                           rp_lin_placement_name(RP_LIN_BEFORE), NULL};
-    return (rp_lin_placement)lrp_optenum(L, idx, key, names, (int)def);
-}
-
 int lrp_optrotate(lua_State *L, int idx, const char *key)
 {
     int t = opt_get(L, idx, key);
@@ -535,6 +528,12 @@ int lrp_optrotate(lua_State *L, int idx, const char *key)
                         key, lrp_describe(L, lua_gettop(L)));
 }
 
+void lrp_check_used(lua_State *L, int idx, rp_model_cfg *view)
+{
+    rp_model_cfg_normalise(view);
+    if (rp_model_cfg_check_used(view) != RP_OK) lrp_argerror(L, idx, "%s", rp_last_error());
+}
+
 /* ---- files ---- */
 
 const char *lrp_checkpath(lua_State *L, int arg)
@@ -555,5 +554,4 @@ int lrp_pushfail(lua_State *L)
     return 2;
 }
 
-const char *const lrp_pairing_names[] = {"half", "interleaved", NULL};
 const char *const lrp_nonfinite_names[] = {"error", "skip", NULL};

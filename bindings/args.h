@@ -133,12 +133,17 @@ lua_Integer lrp_optinteger(lua_State *L, int idx, const char *key, lua_Integer d
 int lrp_optboolean(lua_State *L, int idx, const char *key, int def);
 /* The position of the field's string value in names (NULL-terminated), or def when absent. */
 int lrp_optenum(lua_State *L, int idx, const char *key, const char *const *names, int def);
-/* The field as a linear-attention placement, by core's names (rp_lin_placement_name: "after",
- * "before"), or def when absent. */
-rp_lin_placement lrp_optplacement(lua_State *L, int idx, const char *key, rp_lin_placement def);
 /* The field as a rotate mask (RP_ROT_* bits of core/pe.h): a string of distinct letters of
  * "qkvo" (rp_rotate_from_name), or 0 when absent. */
 int lrp_optrotate(lua_State *L, int idx, const char *key);
+
+/* Refuses a key of rp.model's config among a call's options (rp.attention's, rp.rope.*'s) whose
+ * value does nothing for the call's pe, by the rule of rp.model's config (core/model_schema.h,
+ * rp_model_cfg_check_used: base with pe shaw, rel_clip with t5, scaling_factor without scaling;
+ * a key at its default is accepted), raising naming the options table at idx. view holds the
+ * options that are such keys, the schema's defaults for the others (normalised here). No Lua code
+ * runs but the error. */
+void lrp_check_used(lua_State *L, int idx, rp_model_cfg *view);
 
 /* ---- files ---- */
 
@@ -149,10 +154,9 @@ const char *lrp_checkpath(lua_State *L, int arg);
  * `return lrp_pushfail(L);` (Lua io style: the environment failed, not the caller). */
 int lrp_pushfail(lua_State *L);
 
-/* Option names that several binding files read and core has no NULL-terminated table of
- * (rp_pe_names is core's): rp_pairing in enum order ("half", "interleaved"), and the nonfinite
- * option of m:train_step and opt:step ("error", "skip"). */
-extern const char *const lrp_pairing_names[];
+/* Option names that several binding files read and core has no NULL-terminated table of (the
+ * config's enums are core's: rp_pe_names, rp_pairing_names, ...): the nonfinite option of
+ * m:train_step and opt:step ("error", "skip"). */
 extern const char *const lrp_nonfinite_names[];
 
 #endif

@@ -48,6 +48,17 @@ void lrp_optfreq(lua_State *L, int idx, rp_rope_freq *f, double default_orig_len
                              "with scaling \"yarn\"");
 }
 
+void lrp_freq_into_cfg(rp_model_cfg *c, const rp_rope_freq *f)
+{
+    c->scaling = f->scaling;
+    c->scaling_factor = f->factor;
+    c->orig_len = f->orig_len >= 1.0 ? (int64_t)f->orig_len : 0;
+    c->yarn_alpha = f->yarn_alpha;
+    c->yarn_beta = f->yarn_beta;
+    c->xpos = f->xpos;
+    c->xpos_scale_base = f->xpos_scale_base;
+}
+
 /* A finite number at the top of the stack (popped), or an error naming what. */
 static double take_number(lua_State *L, int idx, const char *what)
 {

@@ -7,9 +7,10 @@
  *
  * The userdata holds the rp_model pointer (NULL before rp_model_new succeeds and after
  * m:free(), __gc or __close). Every argument is checked here before core runs: the config table
- * (types and enum names here, ranges by rp_model_cfg_check, whose message becomes the `bad
- * argument` text), options. File errors of m:save and rp.load are returned as nil, "path:
- * reason" (Lua io style); misuse raises.
+ * (read by the rows of core's config schema, core/model_schema.h: types and names here, ranges
+ * and the rules between fields by rp_model_cfg_check, keys that do nothing by
+ * rp_model_cfg_check_used, whose messages become the `bad argument` text), options. File errors
+ * of m:save and rp.load are returned as nil, "path: reason" (Lua io style); misuse raises.
  */
 #include <math.h>
 #include <stdio.h>
@@ -86,84 +87,39 @@ static int m_tostring(lua_State *L)
 
 /* ---- construction ---- */
 
-/* Reads the config table at idx into cfg (types and names; ranges are rp_model_cfg_check's). */
-static void read_cfg(lua_State *L, int idx, rp_model_cfg *cfg)
+/* Reads the config table at idx into cfg: every key a row of the config schema
+ * (core/model_schema.h) or freq / angles (read later), each read by its row's type and names
+ * and checked against its range (an absent key keeps its default); then the stored form
+ * (rp_model_cfg_normalise). Raises naming argument idx. */
+static void read_fields(lua_State *L, int idx, rp_model_cfg *cfg)
 {
-    static const char *const known[] = {"vocab",   "d_model",     "heads",      "layers",
-                                        "d_ff",    "seq_len",     "max_batch",  "norm",
-                                        "activation", "dropout",  "pe",         "fraction_qk",
-                                        "fraction_v", "base",     "pairing",    "seed",
-                                        "attention", "linear_rope", "rotate",     "fraction_q",
-                                        "fraction_k", "fraction_o", "rel_clip",   "rel_buckets",
-                                        "rel_max_distance", LRP_FREQ_KEYS, NULL};
+    const char *known[RP_CFG_MAX_KEYS + 3];
+    int n = 0;
+    for (int i = 0; i < rp_model_cfg_nkeys; i++) known[n++] = rp_model_cfg_keys[i].name;
+    known[n++] = "freq";
+    known[n++] = "angles";
+    known[n] = NULL;
     if (lua_type(L, idx) != LUA_TTABLE)
         lrp_argerror(L, idx, "config table expected, got %s", lrp_describe(L, idx));
     lrp_checkopts(L, idx, known);
-    if (!lrp_hasopt(L, idx, "vocab"))
-        lrp_argerror(L, idx, "option 'vocab' (the vocabulary size) is required");
-    *cfg = rp_model_cfg_default((int64_t)lrp_optinteger(L, idx, "vocab", 0));
-    cfg->d_model = (int64_t)lrp_optinteger(L, idx, "d_model", (lua_Integer)cfg->d_model);
-    cfg->heads = (int64_t)lrp_optinteger(L, idx, "heads", (lua_Integer)cfg->heads);
-    cfg->layers = (int64_t)lrp_optinteger(L, idx, "layers", (lua_Integer)cfg->layers);
-    cfg->d_ff = (int64_t)lrp_optinteger(L, idx, "d_ff", (lua_Integer)cfg->d_ff);
-    cfg->seq_len = (int64_t)lrp_optinteger(L, idx, "seq_len", (lua_Integer)cfg->seq_len);
-    cfg->max_batch = (int64_t)lrp_optinteger(L, idx, "max_batch", (lua_Integer)cfg->max_batch);
-    cfg->norm = (rp_norm)lrp_optenum(L, idx, "norm", rp_norm_names, (int)cfg->norm);
-    cfg->act = (rp_act)lrp_optenum(L, idx, "activation", rp_act_names, (int)cfg->act);
-    cfg->dropout = lrp_optnumber(L, idx, "dropout", cfg->dropout);
-    cfg->pe = (rp_pe)lrp_optenum(L, idx, "pe", rp_pe_names, (int)cfg->pe);
-    cfg->fraction_qk = lrp_optnumber(L, idx, "fraction_qk", cfg->fraction_qk);
-    cfg->fraction_v = lrp_optnumber(L, idx, "fraction_v", cfg->fraction_v);
-    cfg->rope_base = lrp_optnumber(L, idx, "base", cfg->rope_base);
-    cfg->pairing =
-        (rp_pairing)lrp_optenum(L, idx, "pairing", lrp_pairing_names, (int)cfg->pairing);
-    cfg->seed = (uint64_t)lrp_optinteger(L, idx, "seed", 0);
-    cfg->attention =
-        (rp_attn_kind)lrp_optenum(L, idx, "attention", rp_attn_names, (int)cfg->attention);
-    cfg->linear_rope = lrp_optplacement(L, idx, "linear_rope", cfg->linear_rope);
-    cfg->rotate = lrp_optrotate(L, idx, "rotate");
-    cfg->fraction_q = lrp_optnumber(L, idx, "fraction_q", 0.0);
-    cfg->fraction_k = lrp_optnumber(L, idx, "fraction_k", 0.0);
-    cfg->fraction_o = lrp_optnumber(L, idx, "fraction_o", 0.0);
-    const struct {
-        const char *key;
-        int64_t *at;
-    } rel[] = {{"rel_clip", &cfg->rel_clip}, {"rel_buckets", &cfg->rel_buckets},
-               {"rel_max_distance", &cfg->rel_max_distance}};
-    for (int i = 0; i < 3; i++) {
-        lua_Integer v = lrp_optinteger(L, idx, rel[i].key, (lua_Integer)*rel[i].at);
-        if (v < 1 || v > RP_I32_MAX)
-            lrp_argerror(L, idx, "option '%s' must be between 1 and 2^31-1, got %I", rel[i].key,
-                         (LUAI_UACINT)v);
-        *rel[i].at = (int64_t)v;
-    }
-    /* the frequency scalars (the tables: read_freq_tables) */
-    cfg->scaling = (rp_rope_scaling)lrp_optenum(L, idx, "scaling", rp_scaling_names, 0);
-    cfg->scaling_factor = lrp_optnumber(L, idx, "scaling_factor", 1.0);
-    lua_Integer ol = lrp_optinteger(L, idx, "orig_len", 0);
-    if (ol < 0 || ol > RP_I32_MAX)
-        lrp_argerror(L, idx, "option 'orig_len' must be between 0 (seq_len) and 2^31-1, got %I",
-                     (LUAI_UACINT)ol);
-    cfg->orig_len = (int64_t)ol;
-    cfg->yarn_alpha = lrp_optnumber(L, idx, "yarn_alpha", RP_YARN_ALPHA);
-    cfg->yarn_beta = lrp_optnumber(L, idx, "yarn_beta", RP_YARN_BETA);
-    cfg->xpos = lrp_optnumber(L, idx, "xpos", 0.0);
-    cfg->xpos_scale_base = lrp_optnumber(L, idx, "xpos_scale_base", RP_XPOS_SCALE_BASE);
-    /* checked here for every pe (core checks fractions only for the modes that rotate), and with
-     * the Lua names ("base" is core's rope_base); fraction_q, _k, _o only when given */
-    const char *keys[] = {"fraction_qk", "fraction_v", "fraction_q", "fraction_k", "fraction_o"};
-    double fr[] = {cfg->fraction_qk, cfg->fraction_v, cfg->fraction_q, cfg->fraction_k,
-                   cfg->fraction_o};
-    for (int i = 0; i < 5; i++)
-        if (!(fr[i] > 0.0 && fr[i] <= 1.0) && (i < 2 || lrp_hasopt(L, idx, keys[i]))) {
-            lua_pushnumber(L, (lua_Number)fr[i]);
-            lrp_argerror(L, idx, "option '%s' must be in (0, 1], got %s", keys[i],
-                         lrp_describe(L, -1));
+    *cfg = rp_model_cfg_default(0);
+    for (int i = 0; i < rp_model_cfg_nkeys; i++) {
+        const rp_cfg_key *k = &rp_model_cfg_keys[i];
+        if (!lrp_hasopt(L, idx, k->name)) {
+            if (k->flags & RP_CFG_REQUIRED)
+                lrp_argerror(L, idx, "option '%s' (%s) is required", k->name, k->help);
+            continue;
         }
-    if (!(cfg->rope_base > 0.0 && isfinite(cfg->rope_base))) {
-        lua_pushnumber(L, (lua_Number)cfg->rope_base);
-        lrp_argerror(L, idx, "option 'base' must be a finite number > 0, got %s",
-                     lrp_describe(L, -1));
+        switch (k->type) {
+        case RP_CFG_NUM: rp_model_cfg_set_num(cfg, k, lrp_optnumber(L, idx, k->name, 0.0)); break;
+        case RP_CFG_ENUM:
+            rp_model_cfg_set_int(cfg, k, lrp_optenum(L, idx, k->name, k->names, 0));
+            break;
+        case RP_CFG_ROTATE: rp_model_cfg_set_int(cfg, k, lrp_optrotate(L, idx, k->name)); break;
+        default: /* an integer; a seed keeps a negative one's bits */
+            rp_model_cfg_set_int(cfg, k, (int64_t)lrp_optinteger(L, idx, k->name, 0));
+        }
+        if (rp_model_cfg_check_key(cfg, k, 1) != RP_OK) lrp_argerror(L, idx, "%s", rp_last_error());
     }
     const rp_pe_mode *mode = rp_pe_mode_of(cfg->pe);
     if (cfg->rotate && !mode->rotary)
@@ -171,10 +127,17 @@ static void read_cfg(lua_State *L, int idx, rp_model_cfg *cfg)
                              "got pe '%s'", mode->name);
     /* one model, one config: the mode's own placements and the shared fractions are stored as
      * "not set", so equal models have equal configs (and checkpoints) */
-    if (cfg->rotate == mode->rotate) cfg->rotate = 0;
-    if (cfg->fraction_q == cfg->fraction_qk) cfg->fraction_q = 0.0;
-    if (cfg->fraction_k == cfg->fraction_qk) cfg->fraction_k = 0.0;
-    if (cfg->fraction_o == cfg->fraction_v) cfg->fraction_o = 0.0;
+    rp_model_cfg_normalise(cfg);
+}
+
+/* read_fields, then the checks every config passes (rp_model_cfg_check: ranges, the rules between
+ * fields) and the refusal of a key whose value does nothing for the mode (rp_model_cfg_check_used:
+ * a key at its default is accepted, any other value raises). */
+static void read_cfg(lua_State *L, int idx, rp_model_cfg *cfg)
+{
+    read_fields(L, idx, cfg);
+    if (rp_model_cfg_check(cfg) != RP_OK || rp_model_cfg_check_used(cfg) != RP_OK)
+        lrp_argerror(L, idx, "%s", rp_last_error());
 }
 
 /* rp.model(cfg) -> roper.Model */
@@ -182,7 +145,6 @@ static int l_model(lua_State *L)
 {
     rp_model_cfg cfg;
     read_cfg(L, 1, &cfg);
-    if (rp_model_cfg_check(&cfg) != RP_OK) return lrp_argerror(L, 1, "%s", rp_last_error());
     lua_settop(L, 1);
     /* the user's frequencies or angles (slots 2, 3, the copy at 4), for every position and pair
      * the model rotates */
@@ -233,40 +195,98 @@ static int l_model_memory(lua_State *L)
     return 1;
 }
 
-/* ---- methods ---- */
+/* ---- the schema for the Lua parts ---- */
 
-/* The frequency keys of m:config() (at the table on top): the scalars that differ from the
- * defaults, and the model's own frequencies as a list (freq) or a list of lists (angles), exact
- * doubles, so that rp.model(m:config()) rebuilds the same scheme. */
-static void push_freq_config(lua_State *L, const rp_model_cfg *c)
+/* internals.model_unused(cfg) -> {key = why, ...}: the keys of rp.model's config that do nothing
+ * for the config table cfg (read as rp.model reads it, before its checks), with the reason
+ * (rp_model_cfg_unused). Raises as rp.model for a bad table. */
+static int l_model_unused(lua_State *L)
 {
-    if (c->scaling != RP_SCALING_NONE) {
-        lua_pushstring(L, rp_scaling_names[c->scaling]);
-        lua_setfield(L, -2, "scaling");
-        lua_pushnumber(L, (lua_Number)c->scaling_factor);
-        lua_setfield(L, -2, "scaling_factor");
-    }
-    if (c->scaling == RP_SCALING_YARN) {
-        const struct {
-            const char *key;
-            double v;
-        } y[2] = {{"yarn_alpha", c->yarn_alpha}, {"yarn_beta", c->yarn_beta}};
-        for (int i = 0; i < 2; i++) {
-            lua_pushnumber(L, (lua_Number)y[i].v);
-            lua_setfield(L, -2, y[i].key);
+    rp_model_cfg cfg;
+    read_fields(L, 1, &cfg);
+    lua_newtable(L);
+    char why[256];
+    for (int i = 0; i < rp_model_cfg_nkeys; i++)
+        if (rp_model_cfg_unused(&cfg, &rp_model_cfg_keys[i], why, sizeof why)) {
+            lua_pushstring(L, why);
+            lua_setfield(L, -2, rp_model_cfg_keys[i].name);
         }
-    }
-    if (c->orig_len > 0) {
-        lua_pushinteger(L, (lua_Integer)c->orig_len);
-        lua_setfield(L, -2, "orig_len");
-    }
-    if (c->xpos > 0.0) {
-        lua_pushnumber(L, (lua_Number)c->xpos);
-        lua_setfield(L, -2, "xpos");
-        lua_pushnumber(L, (lua_Number)c->xpos_scale_base);
-        lua_setfield(L, -2, "xpos_scale_base");
-    }
+    return 1;
 }
+
+static void set_bool(lua_State *L, const char *key, int v)
+{
+    lua_pushboolean(L, v);
+    lua_setfield(L, -2, key);
+}
+
+/* Sets field key of the table on top to v, an integer when integer is set. */
+static void set_number(lua_State *L, const char *key, double v, int integer)
+{
+    if (integer) lua_pushinteger(L, (lua_Integer)v);
+    else lua_pushnumber(L, (lua_Number)v);
+    lua_setfield(L, -2, key);
+}
+
+void lrp_model_internals(lua_State *L, int priv)
+{
+    static const char *const types[] = {"int", "number", "enum", "seed", "rotate"};
+    priv = lua_absindex(L, priv);
+    lua_createtable(L, rp_model_cfg_nkeys, 0);
+    for (int i = 0; i < rp_model_cfg_nkeys; i++) {
+        const rp_cfg_key *k = &rp_model_cfg_keys[i];
+        lua_createtable(L, 0, 12);
+        lua_pushstring(L, k->name);
+        lua_setfield(L, -2, "name");
+        lua_pushstring(L, types[k->type]);
+        lua_setfield(L, -2, "type");
+        if (k->type == RP_CFG_NUM || k->type == RP_CFG_INT) {
+            set_number(L, "default", k->def, k->type == RP_CFG_INT);
+            set_number(L, "lo", k->lo, k->type == RP_CFG_INT);
+            set_number(L, "hi", k->hi, k->type == RP_CFG_INT);
+        } else if (k->type == RP_CFG_ENUM) {
+            lua_pushstring(L, k->names[(int)k->def]);
+            lua_setfield(L, -2, "default");
+            lua_newtable(L);
+            for (int j = 0; k->names[j]; j++) {
+                lua_pushstring(L, k->names[j]);
+                lua_rawseti(L, -2, j + 1);
+            }
+            lua_setfield(L, -2, "names");
+        } else if (k->type == RP_CFG_SEED) {
+            lua_pushinteger(L, (lua_Integer)k->def);
+            lua_setfield(L, -2, "default");
+        } else { /* rotate: not set, the mode's own */
+            lua_pushliteral(L, "");
+            lua_setfield(L, -2, "default");
+        }
+        set_bool(L, "lo_open", k->flags & RP_CFG_LO_OPEN);
+        set_bool(L, "hi_open", k->flags & RP_CFG_HI_OPEN);
+        set_bool(L, "unset0", k->flags & RP_CFG_UNSET0);
+        set_bool(L, "required", k->flags & RP_CFG_REQUIRED);
+        lua_pushinteger(L, (lua_Integer)k->since);
+        lua_setfield(L, -2, "since");
+        lua_pushstring(L, k->help);
+        lua_setfield(L, -2, "help");
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, priv, "model_keys");
+    /* the mode table's flags, by name */
+    lua_createtable(L, 0, RP_PE_COUNT);
+    for (int p = 0; p < (int)RP_PE_COUNT; p++) {
+        const rp_pe_mode *m = rp_pe_mode_of((rp_pe)p);
+        lua_createtable(L, 0, 3);
+        set_bool(L, "rotary", m->rotary);
+        set_bool(L, "linear", m->linear);
+        set_bool(L, "relative", m->rel != RP_REL_NONE);
+        lua_setfield(L, -2, m->name);
+    }
+    lua_setfield(L, priv, "pe_modes");
+    lua_pushcfunction(L, l_model_unused);
+    lua_setfield(L, priv, "model_unused");
+}
+
+/* ---- methods ---- */
 
 /* The model's own frequencies into the config table on top (m:config()): freq as a list, angles
  * as a list of lists; each allocation may run a finalizer, so the model is fetched at each row. */
@@ -291,70 +311,33 @@ static void push_freq_tables(lua_State *L, int model_idx)
     lua_setfield(L, -2, is_theta ? "freq" : "angles");
 }
 
-/* m:config() -> table (the keys of rp.model's config) */
+/* m:config() -> table: the keys of rp.model's config that do something for this model (a key
+ * whose value does nothing is left out: rp.model refuses it unless it is at its default, and a
+ * file of an older roper may hold one), without the unset ones (an RP_CFG_SHOW_SET key at its
+ * default); rotate as the placements rotated (the mode's own when not set); and the model's own
+ * frequencies or angles, so that rp.model(m:config()) rebuilds the same model. */
 static int m_config(lua_State *L)
 {
     const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1)), *c = &cfg;
-    lua_createtable(L, 0, 16);
-    const struct {
-        const char *key;
-        int64_t v;
-    } ints[] = {{"vocab", c->vocab},     {"d_model", c->d_model}, {"heads", c->heads},
-                {"layers", c->layers},   {"d_ff", c->d_ff},       {"seq_len", c->seq_len},
-                {"max_batch", c->max_batch}};
-    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
-        lua_pushinteger(L, (lua_Integer)ints[i].v);
-        lua_setfield(L, -2, ints[i].key);
-    }
-    lua_pushstring(L, rp_norm_names[c->norm]);
-    lua_setfield(L, -2, "norm");
-    lua_pushstring(L, rp_act_names[c->act]);
-    lua_setfield(L, -2, "activation");
-    lua_pushnumber(L, (lua_Number)c->dropout);
-    lua_setfield(L, -2, "dropout");
-    lua_pushstring(L, rp_pe_name(c->pe));
-    lua_setfield(L, -2, "pe");
-    lua_pushnumber(L, (lua_Number)c->fraction_qk);
-    lua_setfield(L, -2, "fraction_qk");
-    lua_pushnumber(L, (lua_Number)c->fraction_v);
-    lua_setfield(L, -2, "fraction_v");
-    lua_pushnumber(L, (lua_Number)c->rope_base);
-    lua_setfield(L, -2, "base");
-    lua_pushstring(L, lrp_pairing_names[c->pairing]);
-    lua_setfield(L, -2, "pairing");
-    lua_pushinteger(L, (lua_Integer)c->seed);
-    lua_setfield(L, -2, "seed");
-    lua_pushstring(L, rp_attn_names[c->attention]);
-    lua_setfield(L, -2, "attention");
-    lua_pushstring(L, rp_lin_placement_name(c->linear_rope));
-    lua_setfield(L, -2, "linear_rope");
     const rp_pe_mode *mode = rp_pe_mode_of(c->pe);
-    if (mode->rotary) { /* the placements rotated, set or the mode's own */
-        char name[5];
-        lua_pushstring(L, rp_rotate_name(c->rotate ? c->rotate : mode->rotate, name));
-        lua_setfield(L, -2, "rotate");
-    }
-    const struct {
-        const char *key;
-        double v;
-    } fr[] = {{"fraction_q", c->fraction_q}, {"fraction_k", c->fraction_k},
-              {"fraction_o", c->fraction_o}};
-    for (int i = 0; i < 3; i++)
-        if (fr[i].v != 0.0) {
-            lua_pushnumber(L, (lua_Number)fr[i].v);
-            lua_setfield(L, -2, fr[i].key);
+    lua_createtable(L, 0, rp_model_cfg_nkeys);
+    char why[256], rot[5];
+    for (int i = 0; i < rp_model_cfg_nkeys; i++) {
+        const rp_cfg_key *k = &rp_model_cfg_keys[i];
+        if (rp_model_cfg_unused(c, k, why, sizeof why) ||
+            ((k->flags & RP_CFG_SHOW_SET) && rp_model_cfg_is_default(c, k)))
+            continue;
+        int64_t v = rp_model_cfg_get_int(c, k);
+        switch (k->type) {
+        case RP_CFG_NUM: lua_pushnumber(L, (lua_Number)rp_model_cfg_get_num(c, k)); break;
+        case RP_CFG_ENUM: lua_pushstring(L, k->names[v]); break;
+        case RP_CFG_ROTATE:
+            lua_pushstring(L, rp_rotate_name(v ? (int)v : mode->rotate, rot));
+            break;
+        default: lua_pushinteger(L, (lua_Integer)v); break;
         }
-    if (mode->rel == RP_REL_SHAW || mode->rel == RP_REL_DEBERTA) {
-        lua_pushinteger(L, (lua_Integer)c->rel_clip);
-        lua_setfield(L, -2, "rel_clip");
+        lua_setfield(L, -2, k->name);
     }
-    if (mode->rel == RP_REL_T5) {
-        lua_pushinteger(L, (lua_Integer)c->rel_buckets);
-        lua_setfield(L, -2, "rel_buckets");
-        lua_pushinteger(L, (lua_Integer)c->rel_max_distance);
-        lua_setfield(L, -2, "rel_max_distance");
-    }
-    push_freq_config(L, c);
     push_freq_tables(L, 1);
     return 1;
 }

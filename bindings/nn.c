@@ -214,8 +214,10 @@ static int64_t opt_pos(lua_State *L, int idx, const char *key, int64_t def, int6
 /* The rotation options of rp.attention into cfg (pe set): rotate (a rotary pe only), and the
  * width of each rotated placement from fraction_q / fraction_k (else fraction_qk) of D and
  * fraction_v / fraction_o (else fraction_v) of Dv. Every fraction is read (type-checked) even
- * when its placement is not rotated. */
-static void opt_rotation(lua_State *L, int idx, rp_attn_cfg *cfg, int64_t D, int64_t Dv)
+ * when its placement is not rotated, and kept in view (fraction_q, _k, _o 0 when not given) with
+ * rotate. */
+static void opt_rotation(lua_State *L, int idx, rp_attn_cfg *cfg, int64_t D, int64_t Dv,
+                         rp_model_cfg *view)
 {
     const rp_pe_mode *mode = rp_pe_mode_of(cfg->pe);
     int rotate = lrp_optrotate(L, idx, "rotate");
@@ -239,7 +241,10 @@ static void opt_rotation(lua_State *L, int idx, rp_attn_cfg *cfg, int64_t D, int
     }
     /* the fractions of placements that are not rotated are still type-checked */
     const char *all[] = {"fraction_qk", "fraction_v", "fraction_q", "fraction_k", "fraction_o"};
-    for (int i = 0; i < 5; i++) (void)lrp_optnumber(L, idx, all[i], 1.0);
+    double *at[] = {&view->fraction_qk, &view->fraction_v, &view->fraction_q, &view->fraction_k,
+                    &view->fraction_o};
+    for (int i = 0; i < 5; i++) *at[i] = lrp_optnumber(L, idx, all[i], i < 2 ? 1.0 : 0.0);
+    view->rotate = rotate;
     cfg->rotate = rotate;
     cfg->d_rot_q = w[0], cfg->d_rot_k = w[1], cfg->d_rot_v = w[2], cfg->d_rot_o = w[3];
     cfg->d_rot_qk = 0;
@@ -290,6 +295,10 @@ static int l_rope_angles(lua_State *L)
     if (lua_type(L, 1) != LUA_TNUMBER) pos = read_positions(L, 1, 1, "positions", 0, &n);
     lrp_freq_tables(L, 3, 4, &f, lrp_freq_rows(pos, 0, n), d_rot / 2);
     lrp_freq_check_positions(L, 3, &f, d_rot, pos, 0, n);
+    rp_model_cfg view = rp_model_cfg_default(1); /* pe rope: the frequency keys' rule */
+    view.rope_base = base;
+    lrp_freq_into_cfg(&view, &f);
+    lrp_check_used(L, 3, &view);
     int64_t shape[2] = {n, d_rot / 2};
     if (!numel_ok(2, shape)) return lrp_argerror(L, 2, "angles table would be too large");
     rp_tensor *c = lrp_newtensor(L);
@@ -322,7 +331,7 @@ static int l_rope_rotate(lua_State *L)
 
     rp_rope_cfg cfg = rp_rope_cfg_default(D);
     cfg.base = opt_base(L, 2, "base");
-    cfg.pairing = (rp_pairing)lrp_optenum(L, 2, "pairing", lrp_pairing_names, RP_PAIR_HALF);
+    cfg.pairing = (rp_pairing)lrp_optenum(L, 2, "pairing", rp_pairing_names, RP_PAIR_HALF);
     lua_Integer sign = lrp_optinteger(L, 2, "sign", 1);
     if (sign != 1 && sign != -1)
         return lrp_argerror(L, 2, "option 'sign' must be 1 or -1, got %I", (LUAI_UACINT)sign);
@@ -387,6 +396,10 @@ static int l_rope_rotate(lua_State *L)
     }
     lrp_freq_tables(L, 2, 3, &f, lrp_freq_rows(cfg.positions, cfg.offset, npos), cfg.d_rot / 2);
     lrp_freq_check_positions(L, 2, &f, cfg.d_rot, cfg.positions, cfg.offset, npos);
+    rp_model_cfg view = rp_model_cfg_default(1); /* pe rope: the frequency keys' rule */
+    view.rope_base = cfg.base, view.pairing = cfg.pairing;
+    lrp_freq_into_cfg(&view, &f);
+    lrp_check_used(L, 2, &view);
     if (!rp_rope_freq_is_plain(&f)) cfg.freq = &f;
     rp_tensor *out = lrp_newtensor(L);
     rp_status st = rp_rope_rotate(out, lrp_checktensor(L, 1), &cfg);
@@ -597,8 +610,9 @@ static int l_attention(lua_State *L)
     cfg.causal = lrp_optboolean(L, 4, "causal", 1);
     cfg.scale = lrp_optfinite(L, 4, "scale", 1.0 / sqrt((double)D));
     cfg.base = opt_base(L, 4, "base");
-    cfg.pairing = (rp_pairing)lrp_optenum(L, 4, "pairing", lrp_pairing_names, RP_PAIR_HALF);
-    opt_rotation(L, 4, &cfg, D, Dv);
+    cfg.pairing = (rp_pairing)lrp_optenum(L, 4, "pairing", rp_pairing_names, RP_PAIR_HALF);
+    rp_model_cfg view = rp_model_cfg_default(1); /* the relative defaults too */
+    opt_rotation(L, 4, &cfg, D, Dv, &view);
     if (lrp_hasopt(L, 4, "q_offset")) {
         cfg.q_offset = opt_pos(L, 4, "q_offset", 0, 0);
     } else {
@@ -609,9 +623,9 @@ static int l_attention(lua_State *L)
         cfg.q_offset = S - T;
     }
     cfg.pos_offset = opt_pos(L, 4, "pos_offset", 0, 0);
-    cfg.rel_clip = opt_pos(L, 4, "rel_clip", 16, 0);
-    cfg.rel_buckets = opt_pos(L, 4, "rel_buckets", 32, 0);
-    cfg.rel_max_distance = opt_pos(L, 4, "rel_max_distance", 128, 0);
+    cfg.rel_clip = opt_pos(L, 4, "rel_clip", view.rel_clip, 0);
+    cfg.rel_buckets = opt_pos(L, 4, "rel_buckets", view.rel_buckets, 0);
+    cfg.rel_max_distance = opt_pos(L, 4, "rel_max_distance", view.rel_max_distance, 0);
     if (T > RP_I32_MAX || S > RP_I32_MAX || D > RP_I32_MAX || Dv > RP_I32_MAX)
         return lrp_argerror(L, 1, "attention sizes T, S, D, Dv must be at most 2^31-1");
     int64_t out_sizes[4] = {B, T, H, Dv}, att_sizes[4] = {B, H, T, S};
@@ -637,6 +651,11 @@ static int l_attention(lua_State *L)
     lrp_freq_tables(L, 4, 11, &f, (qlast > klast ? qlast : klast) + 1, half);
     if (rp_pe_scheme_check_freq(&sc, &f, qlast, klast) != RP_OK)
         return lrp_argerror(L, 4, "%s", rp_last_error());
+    view.pe = cfg.pe, view.rope_base = cfg.base, view.pairing = cfg.pairing;
+    view.rel_clip = cfg.rel_clip, view.rel_buckets = cfg.rel_buckets;
+    view.rel_max_distance = cfg.rel_max_distance;
+    lrp_freq_into_cfg(&view, &f);
+    lrp_check_used(L, 4, &view);
     if (!rp_rope_freq_is_plain(&f)) cfg.freq = &f;
     rp_tensor *out = lrp_newtensor(L);
     rp_tensor *att = lrp_newtensor(L);
@@ -668,20 +687,25 @@ static int l_linear_attention(lua_State *L)
 
     lrp_checkopts(L, 4, known);
     rp_linattn_cfg cfg = rp_linattn_cfg_default(opt_linear_pe(L, 4, "pe"), D, Dv);
-    cfg.placement = lrp_optplacement(L, 4, "linear_rope", RP_LIN_AFTER);
+    cfg.placement =
+        (rp_lin_placement)lrp_optenum(L, 4, "linear_rope", rp_lin_placement_names, RP_LIN_AFTER);
     cfg.eps = lrp_optfinite(L, 4, "eps", RP_LINATTN_EPS);
     if (!(cfg.eps > 0.0)) {
         lua_getfield(L, 4, "eps"); /* described as given (0, not 0.0) */
         return lrp_argerror(L, 4, "option 'eps' must be > 0, got %s", lrp_describe(L, -1));
     }
     cfg.base = opt_base(L, 4, "base");
-    cfg.pairing = (rp_pairing)lrp_optenum(L, 4, "pairing", lrp_pairing_names, RP_PAIR_HALF);
+    cfg.pairing = (rp_pairing)lrp_optenum(L, 4, "pairing", rp_pairing_names, RP_PAIR_HALF);
     const rp_pe_mode *mode = rp_pe_mode_of(cfg.pe);
+    rp_model_cfg view = rp_model_cfg_default(1);
+    view.fraction_qk = lrp_optnumber(L, 4, "fraction_qk", 1.0);
+    view.fraction_v = lrp_optnumber(L, 4, "fraction_v", 1.0);
     if (mode->rotate & RP_ROT_Q) cfg.d_rot_qk = d_rot_from_fraction(L, 4, "fraction_qk", D, "D");
-    else (void)lrp_optnumber(L, 4, "fraction_qk", 1.0);
     if (mode->rotate & RP_ROT_V) cfg.d_rot_v = d_rot_from_fraction(L, 4, "fraction_v", Dv, "Dv");
-    else (void)lrp_optnumber(L, 4, "fraction_v", 1.0);
     cfg.q_offset = opt_pos(L, 4, "q_offset", 0, 0);
+    view.pe = cfg.pe, view.attention = RP_ATTN_LINEAR, view.linear_rope = cfg.placement;
+    view.rope_base = cfg.base, view.pairing = cfg.pairing;
+    lrp_check_used(L, 4, &view);
     if (T > RP_I32_MAX || D > RP_I32_MAX || Dv > RP_I32_MAX)
         return lrp_argerror(L, 1, "attention sizes T, D, Dv must be at most 2^31-1");
     int64_t w_sizes[4] = {B, H, T, T};

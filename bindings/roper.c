@@ -7,9 +7,9 @@
  * as "@bindings/lua/<file>" and called as chunk(rp, internals), where internals is a private table
  * { Tensor_mt = <roper.Tensor metatable>, Rng_mt = <roper.Rng metatable>, Model_mt = <roper.Model
  * metatable>, Optim_mt = <roper.Optim metatable>, Task_mt = <roper.Task metatable>, is_live = f,
- * pe_names = { "none", ... } (core's mode names in enum order), rope_base = RP_ROPE_BASE,
- * i32_max = RP_I32_MAX, build_kind = rp_build_kind(), build_target = rp_build_target(),
- * path_kind = f, read_file = f, write_file = f }
+ * model_keys, pe_modes, model_unused (core's config schema and mode table: lrp_model_internals
+ * in roper.h), i32_max = RP_I32_MAX, build_kind = rp_build_kind(), build_target =
+ * rp_build_target(), path_kind = f, read_file = f, write_file = f }
  * (is_live(t) is true for a tensor that has not been released; path_kind(path) tells what is at
  * a path without opening it; read_file and write_file are core/fileio.h's reading and atomic
  * writing, for the Lua parts' own files); 05_errors.lua adds the helpers
@@ -226,15 +226,8 @@ LUAMOD_API int luaopen_roper(lua_State *L)
     lua_setfield(L, priv, "read_file");
     lua_pushcfunction(L, l_write_file);
     lua_setfield(L, priv, "write_file");
-    /* core's mode table and default base, for the Lua parts (rp.experiment's config keys) */
-    lua_createtable(L, RP_PE_COUNT, 0);
-    for (int i = 0; i < RP_PE_COUNT; i++) {
-        lua_pushstring(L, rp_pe_names[i]);
-        lua_rawseti(L, -2, i + 1);
-    }
-    lua_setfield(L, priv, "pe_names");
-    lua_pushinteger(L, (lua_Integer)RP_ROPE_BASE); /* integral: prints as 10000, as before */
-    lua_setfield(L, priv, "rope_base");
+    /* core's config schema and mode table, for the Lua parts (rp.experiment's config keys) */
+    lrp_model_internals(L, priv);
     lua_pushinteger(L, (lua_Integer)RP_I32_MAX);
     lua_setfield(L, priv, "i32_max");
     lua_pushstring(L, rp_build_kind());

@@ -11,6 +11,11 @@
  * then the checksum, then parses section by section (one reader each) with a bounds check on
  * every read, and builds nothing until the stored parameter count is known to agree with the
  * stored config (rp_model_memory: core's own layout pass) and to fit in the file.
+ *
+ * The config's fields are written and read through the config schema (model_schema.h): the
+ * version a config needs is the newest row it uses, a row's version names its block and its type
+ * the encoding; the stored config must pass rp_model_cfg_check, as rp.model's does, and a save
+ * checks it first, so a file the reader refuses is never written.
  */
 #include "checkpoint.h"
 
@@ -24,16 +29,14 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "model_schema.h"
 #include "sysmem.h"
 
 #define CK_MAGIC "RPCK"
-#define CK_VERSION 3u /* the newest; the oldest that holds a model's config is written */
 #define CK_HEADER 16u  /* magic, version, file size */
 #define CK_TRAILER 8u  /* checksum */
-#define CK_FLAG_OPTIM 1u
-#define CK_FLAG_LINEAR 2u        /* the model uses linear attention */
-#define CK_FLAG_ROPE_BEFORE 4u   /* ... with RoPE before the feature map */
-#define CK_FLAGS_KNOWN (CK_FLAG_OPTIM | CK_FLAG_LINEAR | CK_FLAG_ROPE_BEFORE)
+#define CK_FLAG_OPTIM 1u /* an optimiser section follows; the config rows' ck_flag bits: 2
+                          * linear attention, 4 RoPE before its feature map */
 
 #define FNV_OFFSET 0xcbf29ce484222325ULL
 #define FNV_PRIME 0x100000001b3ULL
@@ -133,81 +136,82 @@ static void w_floats(writer *w, const float *x, int64_t n)
     }
 }
 
-/* The format version a config needs: 2 when it uses anything version 1 cannot hold (the
- * relative modes, a rotate mask, per-placement fractions, relative-mode settings other than the
- * defaults), else 1, so that files of models version 1 can describe stay readable by the roper
- * that wrote version 1. */
-static uint32_t cfg_version(const rp_model_cfg *c)
-{
-    rp_model_cfg d = rp_model_cfg_default(1);
-    int v2 = (int)c->pe >= (int)RP_PE_SHAW || c->rotate != 0 || c->fraction_q != 0.0 ||
-             c->fraction_k != 0.0 || c->fraction_o != 0.0 || c->rel_clip != d.rel_clip ||
-             c->rel_buckets != d.rel_buckets || c->rel_max_distance != d.rel_max_distance;
-    return v2 ? 2u : 1u;
-}
-
-/* Version 3 (issue 14): the frequency scheme, when the model's differs from the standard one in
- * anything (a scaling, xPos, user tables, or those settings away from their defaults). */
+/* The format version m needs: its config's (rp_model_cfg_version: the oldest version that holds
+ * it, so that files of models an older roper can describe stay readable by it), and 3 for the
+ * model's own frequency table. */
 static uint32_t model_version(const rp_model *m)
 {
-    const rp_model_cfg *c = rp_model_config(m);
     const rp_rope_freq *f = rp_model_freq(m);
-    rp_model_cfg d = rp_model_cfg_default(1);
-    int v3 = c->scaling != d.scaling || c->scaling_factor != d.scaling_factor ||
-             c->orig_len != d.orig_len || c->yarn_alpha != d.yarn_alpha ||
-             c->yarn_beta != d.yarn_beta || c->xpos != d.xpos ||
-             c->xpos_scale_base != d.xpos_scale_base || f->theta || f->angles;
-    return v3 ? 3u : cfg_version(c);
+    uint32_t v = rp_model_cfg_version(rp_model_config(m));
+    return (f->theta || f->angles) && v < 3 ? 3u : v;
 }
 
-/* The version 3 block: the frequency settings and the model's own table (docs/checkpoint.md). */
-static void w_freq(writer *w, const rp_model *m)
+/* The config fields of format version v's block, in file order (docs/checkpoint.md), into rows;
+ * returns their count. Version 1 holds its fields grouped by type (the integers, the enums, the
+ * numbers, the seed) and keeps the two-valued attention and linear_rope as flag bits instead;
+ * the later versions hold theirs in schema order. */
+static int block_rows(uint32_t v, const rp_cfg_key **rows)
+{
+    static const rp_cfg_type v1_order[4] = {RP_CFG_INT, RP_CFG_ENUM, RP_CFG_NUM, RP_CFG_SEED};
+    int n = 0;
+    for (int pass = 0; pass < (v == 1 ? 4 : 1); pass++)
+        for (int i = 0; i < rp_model_cfg_nkeys; i++) {
+            const rp_cfg_key *k = &rp_model_cfg_keys[i];
+            if (k->since == v && !k->ck_flag && (v != 1 || k->type == v1_order[pass]))
+                rows[n++] = k;
+        }
+    return n;
+}
+
+/* The newest format version: the newest of a config row (3: the frequency table, too). */
+static uint32_t newest_version(void)
+{
+    uint32_t v = 3;
+    for (int i = 0; i < rp_model_cfg_nkeys; i++)
+        if (rp_model_cfg_keys[i].since > v) v = rp_model_cfg_keys[i].since;
+    return v;
+}
+
+/* One config field, by its row's type: int64, int32 (enums, rotate), double or uint64. */
+static void w_field(writer *w, const rp_model_cfg *c, const rp_cfg_key *k)
+{
+    int64_t v = rp_model_cfg_get_int(c, k);
+    switch (k->type) {
+    case RP_CFG_INT: w_i64(w, v); break;
+    case RP_CFG_NUM: w_f64(w, rp_model_cfg_get_num(c, k)); break;
+    case RP_CFG_SEED: w_u64(w, (uint64_t)v); break;
+    default: w_i32(w, (int32_t)v); break;
+    }
+}
+
+/* Version v's block of config fields; versions 2 and 3 hold one more int32 after their first
+ * field (2: reserved, 0; 3: the kind of the model's own table), given as word. */
+static void w_block(writer *w, const rp_model_cfg *c, uint32_t v, int32_t word)
+{
+    const rp_cfg_key *rows[RP_CFG_MAX_KEYS];
+    int n = block_rows(v, rows);
+    for (int i = 0; i < n; i++) {
+        w_field(w, c, rows[i]);
+        if (i == 0 && (v == 2 || v == 3)) w_i32(w, word);
+    }
+}
+
+/* The config blocks of the versions up to version, and after version 3's block the model's own
+ * frequency table (docs/checkpoint.md). */
+static void w_model_cfg(writer *w, const rp_model *m, uint32_t version)
 {
     const rp_model_cfg *c = rp_model_config(m);
     const rp_rope_freq *f = rp_model_freq(m);
-    int64_t rows = f->theta ? 1 : f->angles ? f->rows : 0;
-    int64_t n = f->theta ? f->n_theta : f->angles ? f->n_angles : 0;
-    w_i32(w, (int32_t)c->scaling);
-    w_i32(w, f->theta ? 1 : f->angles ? 2 : 0);
-    w_f64(w, c->scaling_factor);
-    w_i64(w, c->orig_len);
-    w_f64(w, c->yarn_alpha);
-    w_f64(w, c->yarn_beta);
-    w_f64(w, c->xpos);
-    w_f64(w, c->xpos_scale_base);
-    w_i64(w, rows);
-    w_i64(w, n);
-    const double *t = f->theta ? f->theta : f->angles;
-    for (int64_t i = 0; i < rows * n; i++) w_f64(w, t[i]);
-}
-
-static void w_model_cfg(writer *w, const rp_model_cfg *c, uint32_t version)
-{
-    w_i64(w, c->vocab);
-    w_i64(w, c->d_model);
-    w_i64(w, c->heads);
-    w_i64(w, c->layers);
-    w_i64(w, c->d_ff);
-    w_i64(w, c->seq_len);
-    w_i64(w, c->max_batch);
-    w_i32(w, (int32_t)c->norm);
-    w_i32(w, (int32_t)c->act);
-    w_i32(w, (int32_t)c->pe);
-    w_i32(w, (int32_t)c->pairing);
-    w_f64(w, c->dropout);
-    w_f64(w, c->fraction_qk);
-    w_f64(w, c->fraction_v);
-    w_f64(w, c->rope_base);
-    w_u64(w, c->seed);
-    if (version < 2) return;
-    w_i32(w, (int32_t)c->rotate);
-    w_i32(w, 0); /* reserved */
-    w_f64(w, c->fraction_q);
-    w_f64(w, c->fraction_k);
-    w_f64(w, c->fraction_o);
-    w_i64(w, c->rel_clip);
-    w_i64(w, c->rel_buckets);
-    w_i64(w, c->rel_max_distance);
+    for (uint32_t v = 1; v <= version; v++) {
+        w_block(w, c, v, v == 3 ? (f->theta ? 1 : f->angles ? 2 : 0) : 0);
+        if (v != 3) continue;
+        int64_t rows = f->theta ? 1 : f->angles ? f->rows : 0;
+        int64_t n = f->theta ? f->n_theta : f->angles ? f->n_angles : 0;
+        w_i64(w, rows);
+        w_i64(w, n);
+        const double *t = f->theta ? f->theta : f->angles;
+        for (int64_t i = 0; i < rows * n; i++) w_f64(w, t[i]);
+    }
 }
 
 static void w_opt_cfg(writer *w, const rp_adam_cfg *c)
@@ -229,14 +233,13 @@ static void w_opt_cfg(writer *w, const rp_adam_cfg *c)
 /* Everything after the header and before the checksum. */
 static void w_body(writer *w, rp_model *m, const rp_adam_cfg *oc, const rp_adam_state *os)
 {
-    uint32_t version = model_version(m);
-    w_model_cfg(w, rp_model_config(m), version);
-    if (version >= 3) w_freq(w, m);
+    w_model_cfg(w, m, model_version(m));
     int np = rp_model_num_tensors(m);
     const rp_model_cfg *mc = rp_model_config(m);
     uint32_t flags = oc ? CK_FLAG_OPTIM : 0u;
-    if (mc->attention == RP_ATTN_LINEAR) flags |= CK_FLAG_LINEAR;
-    if (mc->linear_rope == RP_LIN_BEFORE) flags |= CK_FLAG_ROPE_BEFORE;
+    for (int i = 0; i < rp_model_cfg_nkeys; i++) /* attention, linear_rope */
+        if (rp_model_cfg_keys[i].ck_flag && rp_model_cfg_get_int(mc, &rp_model_cfg_keys[i]) == 1)
+            flags |= (uint32_t)rp_model_cfg_keys[i].ck_flag;
     w_u32(w, flags);
     w_u32(w, (uint32_t)np);
     w_u64(w, (uint64_t)rp_model_param_count(m));
@@ -289,6 +292,8 @@ rp_status rp_checkpoint_save(const char *path, rp_model *m, const rp_adam_cfg *o
 {
     if (!path || !*path) return rp_error(RP_ERR_ARG, "checkpoint path is empty");
     if (!m) return rp_error(RP_ERR_ARG, "%s: no model to save", path);
+    if (rp_model_cfg_check(rp_model_config(m)) != RP_OK) /* never what the reader refuses */
+        return rethrow(RP_ERR_ARG, path, "bad model config: ");
     if ((opt_cfg == NULL) != (opt_state == NULL))
         return rp_error(RP_ERR_ARG, "%s: the optimiser needs both its config and its state", path);
     if (opt_cfg) {
@@ -365,40 +370,29 @@ static void copy_floats(float *dst, const uint8_t *src, int64_t n)
     }
 }
 
-static void r_model_cfg(reader *r, rp_model_cfg *c, uint32_t version)
+/* One config field, by its row's type (w_field's encoding). */
+static void r_field(reader *r, rp_model_cfg *c, const rp_cfg_key *k, const char *what)
 {
-    const char *w = "the model config";
-    c->vocab = r_i64(r, w);
-    c->d_model = r_i64(r, w);
-    c->heads = r_i64(r, w);
-    c->layers = r_i64(r, w);
-    c->d_ff = r_i64(r, w);
-    c->seq_len = r_i64(r, w);
-    c->max_batch = r_i64(r, w);
-    c->norm = (rp_norm)r_i32(r, w);
-    c->act = (rp_act)r_i32(r, w);
-    c->pe = (rp_pe)r_i32(r, w);
-    c->pairing = (rp_pairing)r_i32(r, w);
-    c->dropout = r_f64(r, w);
-    c->fraction_qk = r_f64(r, w);
-    c->fraction_v = r_f64(r, w);
-    c->rope_base = r_f64(r, w);
-    c->seed = r_u64(r, w);
-    rp_model_cfg d = rp_model_cfg_default(1);
-    c->rel_clip = d.rel_clip, c->rel_buckets = d.rel_buckets;
-    c->rel_max_distance = d.rel_max_distance;
-    c->scaling = d.scaling, c->scaling_factor = d.scaling_factor, c->orig_len = d.orig_len;
-    c->yarn_alpha = d.yarn_alpha, c->yarn_beta = d.yarn_beta;
-    c->xpos = d.xpos, c->xpos_scale_base = d.xpos_scale_base;
-    if (version < 2) return;
-    c->rotate = (int)r_i32(r, w);
-    (void)r_i32(r, w); /* reserved (0) */
-    c->fraction_q = r_f64(r, w);
-    c->fraction_k = r_f64(r, w);
-    c->fraction_o = r_f64(r, w);
-    c->rel_clip = r_i64(r, w);
-    c->rel_buckets = r_i64(r, w);
-    c->rel_max_distance = r_i64(r, w);
+    switch (k->type) {
+    case RP_CFG_INT: rp_model_cfg_set_int(c, k, r_i64(r, what)); break;
+    case RP_CFG_NUM: rp_model_cfg_set_num(c, k, r_f64(r, what)); break;
+    case RP_CFG_SEED: rp_model_cfg_set_int(c, k, (int64_t)r_u64(r, what)); break;
+    default: rp_model_cfg_set_int(c, k, r_i32(r, what)); break;
+    }
+}
+
+/* Version v's block of config fields (w_block's layout) into c; returns the int32 after the first
+ * field of versions 2 and 3 (0 for the others). */
+static int32_t r_block(reader *r, rp_model_cfg *c, uint32_t v, const char *what)
+{
+    const rp_cfg_key *rows[RP_CFG_MAX_KEYS];
+    int n = block_rows(v, rows);
+    int32_t word = 0;
+    for (int i = 0; i < n; i++) {
+        r_field(r, c, rows[i], what);
+        if (i == 0 && (v == 2 || v == 3)) word = r_i32(r, what);
+    }
+    return word;
 }
 
 static void r_opt_cfg(reader *r, rp_adam_cfg *c)
@@ -455,9 +449,10 @@ static rp_status check_header(const char *path, const uint8_t *b, uint64_t hlen,
         return rp_error(RP_ERR_IO, "%s: truncated (%llu bytes, shorter than the %u-byte header)",
                         path, (unsigned long long)n, CK_HEADER);
     uint32_t version = (uint32_t)get_le(b + 4, 4);
-    if (version < 1 || version > CK_VERSION)
+    uint32_t newest = newest_version();
+    if (version < 1 || version > newest)
         return rp_error(RP_ERR_IO, "%s: version %lu is not supported (this roper reads versions 1 to %u)", path,
-                        (unsigned long)version, CK_VERSION);
+                        (unsigned long)version, newest);
     uint64_t declared = get_le(b + 8, 8);
     if (declared < CK_HEADER + CK_TRAILER)
         return rp_error(RP_ERR_IO, "%s: corrupted (declared size %llu bytes is too small)", path,
@@ -562,19 +557,13 @@ typedef struct {
 static rp_status read_model_head(const char *path, reader *r, model_head *h, uint32_t version)
 {
     rp_model_cfg *mc = &h->cfg;
-    memset(mc, 0, sizeof *mc);
-    r_model_cfg(r, mc, version);
+    *mc = rp_model_cfg_default(0); /* the fields of later versions keep their defaults */
     h->freq_kind = 0, h->freq_rows = h->freq_n = 0, h->freq_at = NULL;
-    if (version >= 3) {
-        const char *w = "the frequency settings";
-        mc->scaling = (rp_rope_scaling)r_i32(r, w);
-        h->freq_kind = r_i32(r, w);
-        mc->scaling_factor = r_f64(r, w);
-        mc->orig_len = r_i64(r, w);
-        mc->yarn_alpha = r_f64(r, w);
-        mc->yarn_beta = r_f64(r, w);
-        mc->xpos = r_f64(r, w);
-        mc->xpos_scale_base = r_f64(r, w);
+    for (uint32_t v = 1; v <= version; v++) {
+        const char *w = v == 3 ? "the frequency settings" : "the model config";
+        int32_t word = r_block(r, mc, v, w);
+        if (v != 3) continue;
+        h->freq_kind = word;
         h->freq_rows = r_i64(r, w);
         h->freq_n = r_i64(r, w);
         if (r->what) return past_end(path, r);
@@ -593,11 +582,15 @@ static rp_status read_model_head(const char *path, reader *r, model_head *h, uin
     h->ntensors = r_u32(r, "the parameter count");
     h->total = r_u64(r, "the parameter count");
     if (r->what) return past_end(path, r);
-    if (h->flags & ~CK_FLAGS_KNOWN)
+    uint32_t known = CK_FLAG_OPTIM;
+    for (int i = 0; i < rp_model_cfg_nkeys; i++) known |= (uint32_t)rp_model_cfg_keys[i].ck_flag;
+    if (h->flags & ~known)
         return rp_error(RP_ERR_IO, "%s: corrupted (unknown flags 0x%lx)", path,
                         (unsigned long)h->flags);
-    mc->attention = (h->flags & CK_FLAG_LINEAR) ? RP_ATTN_LINEAR : RP_ATTN_SOFTMAX;
-    mc->linear_rope = (h->flags & CK_FLAG_ROPE_BEFORE) ? RP_LIN_BEFORE : RP_LIN_AFTER;
+    for (int i = 0; i < rp_model_cfg_nkeys; i++) /* attention, linear_rope */
+        if (rp_model_cfg_keys[i].ck_flag)
+            rp_model_cfg_set_int(mc, &rp_model_cfg_keys[i],
+                                 (h->flags & (uint32_t)rp_model_cfg_keys[i].ck_flag) != 0);
     int64_t want = 0;
     rp_status st = rp_model_memory(mc, NULL, &want);
     if (st == RP_ERR_NOMEM) return rethrow(RP_ERR_IO, path, "cannot build the model: ");

@@ -11,7 +11,10 @@
 /* Saves m (and, when opt_cfg and opt_state are not NULL, the optimiser). RP_ERR_IO with
  * "path: reason" when the file cannot be written; nothing is left behind then (an existing file
  * at path stays as it was). RP_ERR_ARG for an empty path, only one of opt_cfg / opt_state, a state
- * whose n differs from the parameter count, or an optimiser config that fails its check. */
+ * whose n differs from the parameter count, or an optimiser config that fails its check; and
+ * ("path: bad model config: ...") for a model config that rp_model_cfg_check refuses, which the
+ * reader would refuse too. The config's fields are laid out by the config schema
+ * (core/model_schema.h: each row's since and type). */
 rp_status rp_checkpoint_save(const char *path, rp_model *m, const rp_adam_cfg *opt_cfg,
                              const rp_adam_state *opt_state);
 

@@ -9,18 +9,18 @@
 
 /* ---- names, defaults, checks ----------------------------------------------------------------- */
 
-static const char *const placement_names[] = {"after", "before"};
+const char *const rp_lin_placement_names[3] = {"after", "before", NULL};
 
 const char *rp_lin_placement_name(rp_lin_placement p)
 {
     if ((int)p < 0 || (int)p > 1) return "?";
-    return placement_names[p];
+    return rp_lin_placement_names[p];
 }
 
 int rp_lin_placement_from_name(const char *name)
 {
     for (int i = 0; i < 2; i++)
-        if (strcmp(name, placement_names[i]) == 0) return i;
+        if (strcmp(name, rp_lin_placement_names[i]) == 0) return i;
     return -1;
 }
 

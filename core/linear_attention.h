@@ -77,8 +77,10 @@ typedef struct rp_linattn_cfg {
  * d_rot_qk = D, d_rot_v = Dv, eps RP_LINATTN_EPS, q_offset 0. */
 rp_linattn_cfg rp_linattn_cfg_default(rp_pe pe, int64_t D, int64_t Dv);
 
-/* Name <-> enum: "after", "before". rp_lin_placement_name gives "?" for an invalid value,
- * rp_lin_placement_from_name -1 for an unknown name. */
+/* Name <-> enum: "after", "before" (rp_lin_placement_names, in enum order, NULL-terminated).
+ * rp_lin_placement_name gives "?" for an invalid value, rp_lin_placement_from_name -1 for an
+ * unknown name. */
+extern const char *const rp_lin_placement_names[3];
 const char *rp_lin_placement_name(rp_lin_placement p);
 int rp_lin_placement_from_name(const char *name);
 

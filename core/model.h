@@ -86,12 +86,16 @@ typedef struct rp_model_cfg {
 
 /* The labml defaults: d_model 128, heads 4, layers 3, d_ff 512, seq_len 512, max_batch 16,
  * pre-norm, ReLU, dropout 0, pe rope, fractions 1, base RP_ROPE_BASE, half pairing, seed 0, softmax
- * attention (linear_rope after); vocab as given. */
+ * attention (linear_rope after); the later keys' defaults above; vocab as given. Each row of the
+ * config schema gives its own (core/model_schema.c). */
 rp_model_cfg rp_model_cfg_default(int64_t vocab);
 
-/* Checks every field (ranges, divisibility, even d_rot; linear attention takes pe none,
- * sinusoidal, learned, rope or roper, with their own rotate and fraction_qk / fraction_v only);
- * RP_ERR_ARG naming the field. */
+/* Checks every field against its range (the schema's, core/model_schema.h, whatever the mode:
+ * a field the mode does not use cannot hold a nan either), then the rules between fields
+ * (divisibility, even d_rot; linear attention takes pe none, sinusoidal, learned, rope or roper,
+ * with their own rotate and fraction_qk / fraction_v only; scaling and xpos need a rotary pe with
+ * softmax attention). RP_ERR_ARG naming the field as rp.model's key ("base", "activation"). The
+ * one check of a config: rp.model's, the checkpoint and safetensors readers' (and writers'). */
 rp_status rp_model_cfg_check(const rp_model_cfg *cfg);
 
 /* One named parameter: its place in the flat buffer. Names:

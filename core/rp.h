@@ -28,6 +28,7 @@
 #include "linear_attention.h"
 #include "layers.h"
 #include "model.h"
+#include "model_schema.h"
 #include "optim.h"
 #include "checkpoint.h"
 #include "json.h"

@@ -18,6 +18,7 @@
 
 #include "fileio.h"
 #include "json.h"
+#include "model_schema.h"
 #include "sysmem.h"
 
 #define LEN_BYTES 8u
@@ -139,13 +140,18 @@ rp_status rp_safetensors_save(const char *path, rp_model *m)
 {
     if (!path || !*path) return rp_error(RP_ERR_ARG, "safetensors path is empty");
     if (!m) return rp_error(RP_ERR_ARG, "%s: no model to save", path);
+    if (rp_model_cfg_check(rp_model_config(m)) != RP_OK) { /* never what the reader refuses */
+        char msg[400];
+        snprintf(msg, sizeof msg, "%s", rp_last_error());
+        return rp_error(RP_ERR_ARG, "%s: bad model config: %s", path, msg);
+    }
     const rp_rope_freq *f = rp_model_freq(m);
     if (f->theta || f->angles)
         return rp_error(RP_ERR_ARG, "%s: the model's own %s are not stored in safetensors files "
                                     "(m:save keeps them)", path, f->theta ? "frequencies (freq)"
                                                                           : "angles");
     save_job j = {m, NULL, 0};
-    char *header;
+    char *header = NULL;
     RP_TRY(make_header(path, m, &header, &j.hlen));
     j.header = header;
     rp_status st = rp_file_write_atomic(path, write_safetensors, &j);
@@ -502,44 +508,25 @@ static rp_status file_config(const st_file *f, rp_model_cfg *cfg, int *has)
     return RP_OK;
 }
 
-/* The fields that give the weights their meaning must agree (not seq_len, max_batch, dropout,
- * seed). */
+/* The fields that give the weights their meaning (the config schema's RP_CFG_WEIGHTS rows: not
+ * seq_len, max_batch, dropout, seed) must agree. */
 static rp_status compare_config(const st_file *f, const rp_model_cfg *a, const rp_model_cfg *b)
 {
     const char *what = "the file's roper.config has";
-    const struct {
-        const char *key;
-        int64_t x, y;
-    } ints[] = {{"vocab", a->vocab, b->vocab}, {"d_model", a->d_model, b->d_model},
-                {"heads", a->heads, b->heads}, {"layers", a->layers, b->layers},
-                {"d_ff", a->d_ff, b->d_ff}};
-    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
-        if (ints[i].x != ints[i].y)
-            return rp_error(RP_ERR_IO, "%s: %s %s %lld, the model %lld", f->path, what,
-                            ints[i].key, (long long)ints[i].x, (long long)ints[i].y);
-    const char *lin_a = rp_lin_placement_name(a->linear_rope);
-    const char *lin_b = rp_lin_placement_name(b->linear_rope);
-    const struct {
-        const char *key, *x, *y;
-    } names[] = {{"norm", rp_norm_names[a->norm], rp_norm_names[b->norm]},
-                 {"activation", rp_act_names[a->act], rp_act_names[b->act]},
-                 {"pe", rp_pe_name(a->pe), rp_pe_name(b->pe)},
-                 {"pairing", rp_pairing_names[a->pairing], rp_pairing_names[b->pairing]},
-                 {"attention", rp_attn_names[a->attention], rp_attn_names[b->attention]},
-                 {"linear_rope", lin_a, lin_b}};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strcmp(names[i].x, names[i].y) != 0)
-            return rp_error(RP_ERR_IO, "%s: %s %s \"%s\", the model \"%s\"", f->path, what,
-                            names[i].key, names[i].x, names[i].y);
-    const struct {
-        const char *key;
-        double x, y;
-    } nums[] = {{"fraction_qk", a->fraction_qk, b->fraction_qk},
-                {"fraction_v", a->fraction_v, b->fraction_v}, {"base", a->rope_base, b->rope_base}};
-    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
-        if (nums[i].x != nums[i].y)
-            return rp_error(RP_ERR_IO, "%s: %s %s %.17g, the model %.17g", f->path, what,
-                            nums[i].key, nums[i].x, nums[i].y);
+    for (int i = 0; i < rp_model_cfg_nkeys; i++) {
+        const rp_cfg_key *k = &rp_model_cfg_keys[i];
+        if (!(k->flags & RP_CFG_WEIGHTS)) continue;
+        double x = rp_model_cfg_get_num(a, k), y = rp_model_cfg_get_num(b, k);
+        if (x == y) continue;
+        if (k->type == RP_CFG_NUM)
+            return rp_error(RP_ERR_IO, "%s: %s %s %.17g, the model %.17g", f->path, what, k->name,
+                            x, y);
+        char vx[64], vy[64];
+        const char *quote = k->type == RP_CFG_ENUM ? "\"" : "";
+        return rp_error(RP_ERR_IO, "%s: %s %s %s%s%s, the model %s%s%s", f->path, what, k->name,
+                        quote, rp_model_cfg_value_str(a, k, vx, sizeof vx), quote, quote,
+                        rp_model_cfg_value_str(b, k, vy, sizeof vy), quote);
+    }
     return RP_OK;
 }
 
@@ -637,6 +624,11 @@ rp_status rp_safetensors_load_into(const char *path, rp_model *m)
     rp_model_cfg cfg;
     int has = 0;
     rp_status st = file_config(&f, &cfg, &has);
+    if (st == RP_OK && has && rp_model_cfg_check(&cfg) != RP_OK) { /* as rp_safetensors_load */
+        char msg[400];
+        snprintf(msg, sizeof msg, "%s", rp_last_error());
+        st = rp_error(RP_ERR_IO, "%s: bad model config: %s", path, msg);
+    }
     if (st == RP_OK && has) st = compare_config(&f, &cfg, rp_model_config(m));
     if (st == RP_OK) st = load_into(&f, m);
     st_close(&f);

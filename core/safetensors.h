@@ -32,7 +32,8 @@
 /* The value of the metadata key "roper.version" this code writes and reads. */
 #define RP_SAFETENSORS_VERSION "1"
 
-/* Writes m's parameters and config to path. RP_ERR_ARG for an empty path or a NULL model,
+/* Writes m's parameters and config to path. RP_ERR_ARG for an empty path, a NULL model or one
+ * whose config rp_model_cfg_check refuses ("path: bad model config: ...": the reader would),
  * RP_ERR_IO "path: reason" when the file cannot be written (nothing is left behind then). */
 rp_status rp_safetensors_save(const char *path, rp_model *m);
 
@@ -41,9 +42,10 @@ rp_status rp_safetensors_save(const char *path, rp_model *m);
 rp_status rp_safetensors_load(const char *path, rp_model **out);
 
 /* Copies the file's weights into m, which must have every tensor the file has, with the same
- * names and shapes. When the file carries a roper.config, the fields that give the weights
- * their meaning (everything but seq_len, max_batch, dropout and seed) must equal m's. On failure
- * m is untouched. */
+ * names and shapes. When the file carries a roper.config, it must pass rp_model_cfg_check ("bad
+ * model config: ...", as rp_safetensors_load) and the fields that give the weights their meaning
+ * (everything but seq_len, max_batch, dropout and seed) must equal m's. On failure m is
+ * untouched. */
 rp_status rp_safetensors_load_into(const char *path, rp_model *m);
 
 /* 1 when the n first bytes of a file look like a safetensors file: n >= 9, a header length >= 2
@@ -54,7 +56,10 @@ int rp_safetensors_magic(const void *b, size_t n);
 
 /* Writes cfg as a JSON object ({"vocab":11,"d_model":16,...}, the keys of rp.model's config,
  * numbers in the shortest form that reads back exactly) into buf (size n, NUL-terminated);
- * returns the length it needs (excluding the NUL), as snprintf does. */
+ * returns the length it needs (excluding the NUL), as snprintf does. Which keys it holds: the
+ * config schema's json column (model_schema.h). Returns 0 (RP_ERR_ARG recorded) for a config
+ * with a field out of its range (rp_model_cfg_check_keys): never JSON that the reader refuses
+ * (no bare nan). */
 size_t rp_model_cfg_to_json(const rp_model_cfg *cfg, char *buf, size_t n);
 
 /* Reads a config written by rp_model_cfg_to_json (keys in any order; max_batch, dropout and seed

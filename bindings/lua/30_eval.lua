@@ -332,8 +332,11 @@ end
 
 -- ---------------------------------------------------------------- lengths
 
--- The context extensions rp.eval.lengths applies (rp.model's scaling names).
-local SCALINGS = { "none", "pi", "ntk", "yarn" }
+-- The context extensions rp.eval.lengths applies: rp.model's scaling names (core's config schema).
+local SCALINGS
+for _, k in ipairs(internals.model_keys) do
+  if k.name == "scaling" then SCALINGS = k.names end
+end
 internals.scalings = SCALINGS
 
 -- The longest prompt of a substring_index problem of n letters ("?s='<n letters>'; s[<i>:]=="
@@ -396,14 +399,14 @@ function internals.length_plan(fname, arg, mc, tc, o)
       local d = { seq_len = p.seq_len, max_batch = (kind == "addition"
         or kind == "substring_index") and 1 or o.batch_size }
       if o.scaling ~= "none" then
-        d.scaling, d.scaling_factor, d.orig_len = o.scaling, factor, mc.seq_len
+        d.scaling, d.scaling_factor = o.scaling, factor
+        if o.scaling == "yarn" then d.orig_len = mc.seq_len end
       end
       if mc.pe == "learned" and p.seq_len > mc.seq_len then
         bad(L, internals.learned_limit(mc.seq_len, p.seq_len))
       end
-      local cfg = {}
-      for k, v in pairs(mc) do cfg[k] = v end
-      for k, v in pairs(d) do cfg[k] = v end
+      -- the model m:derive(d) builds (mc's keys that do nothing for it dropped)
+      local cfg = internals.model_merge(mc, d)
       local ok, mem = pcall(rp.model_memory, cfg)
       if not ok then bad(L, internals.inner(mem)) end
       if mem.available and mem.model > mem.available then

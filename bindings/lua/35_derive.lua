@@ -1,5 +1,6 @@
--- m:derive([overrides]) -> a new model: m's config (m:config()) with overrides merged on top,
--- built by rp.model, holding a copy of every parameter of m. The two layouts must match name
+-- m:derive([overrides]) -> a new model: m's config (m:config()) with overrides merged on top
+-- (internals.model_merge: m's keys that do nothing for the new config are dropped), built by
+-- rp.model, holding a copy of every parameter of m. The two layouts must match name
 -- for name and shape for shape, so overrides may change what holds no parameter (seq_len,
 -- max_batch, dropout, the base and pairing of RoPE, the rotary pe modes among themselves, the
 -- context-extension keys) but not the shapes. m is left as it is.
@@ -9,12 +10,32 @@
 -- (argument numbers as for the method call m:derive(x), however derive is called).
 --
 -- Also internals.learned_limit(rows, seq_len): the message for a learned position table of
--- `rows` rows asked for seq_len positions (shared with rp.eval.lengths and rp.experiment).
+-- `rows` rows asked for seq_len positions (shared with rp.eval.lengths and rp.experiment), and
+-- internals.model_merge(base, over): an rp.model config from another one and overrides.
 --
 -- Called by luaopen_roper as chunk(rp, internals).
 local rp, internals = ...
 
 local Model_mt, inner, user_level = internals.Model_mt, internals.inner, internals.user_level
+
+-- internals.model_merge(base, over) -> a new rp.model config table: base with over's keys on
+-- top, less base's keys that do nothing for the result (internals.model_unused: pe shaw drops a
+-- rope model's base and pairing, scaling "pi" a yarn model's yarn_beta). So the config of one
+-- model is a base for a model of another mode, while a key of over that does nothing stays and
+-- rp.model refuses it. base and over are not changed; a table that cannot be read is merged
+-- without dropping anything (rp.model then names the problem).
+function internals.model_merge(base, over)
+  local cfg = {}
+  for k, v in pairs(base) do cfg[k] = v end
+  for k, v in pairs(over or {}) do cfg[k] = v end
+  local ok, unused = pcall(internals.model_unused, cfg)
+  if ok then
+    for k in pairs(unused) do
+      if over == nil or over[k] == nil then cfg[k] = nil end
+    end
+  end
+  return cfg
+end
 
 function internals.learned_limit(rows, seq_len)
   return ("learned absolute positions hold %d positions; seq_len %d asks for more (a learned "
@@ -71,12 +92,13 @@ function derive(m, overrides)
     over[k] = v
   end
 
-  local cfg = m:config()
-  -- m:config() names the placements of a rotary pe (its own when none were set); another pe
-  -- takes its own unless overrides name them
-  if over.pe ~= nil and over.rotate == nil then cfg.rotate = nil end
-  for k, v in pairs(over) do cfg[k] = v end
   local old = m:config()
+  -- m:config() names the placements of a rotary pe (its own when none were set); another pe
+  -- takes its own unless overrides name them; keys of m's config that do nothing for the
+  -- derived model's mode are dropped
+  local base = m:config()
+  if over.pe ~= nil and over.rotate == nil then base.rotate = nil end
+  local cfg = internals.model_merge(base, over)
   if cfg.pe == "learned" and old.pe == "learned" and math.type(cfg.seq_len) == "integer"
       and cfg.seq_len > old.seq_len then
     bad(2, internals.learned_limit(old.seq_len, cfg.seq_len))

@@ -39,40 +39,33 @@ local KEYS = {
     "text: a UTF-8 file or a folder of them (default: Debian's fortunes package)" },
   { "valid_fraction", 0.1, "number", "text: share kept for validation" },
   { "max_bytes", 268435456, "int", "text: the largest corpus in bytes (a folder's files together)" },
-  -- the model
-  { "pe", "rope", internals.pe_names, "positional encoding" },
-  { "fraction_qk", 1, "number", "rotated share of d_k for q and k (rope modes)" },
-  { "fraction_v", 1, "number", "rotated share of d_k for v and the output (roper modes)" },
-  { "rotate", "", "string", "rotary pe: the placements rotated, letters of qkvo (\"vo\", "
-    .. "\"qkv\"; \"\": the mode's own, rope qk, roper qkvo)" },
-  { "fraction_q", 0, "number", "rotated share of d_k for q (0: fraction_qk)" },
-  { "fraction_k", 0, "number", "rotated share of d_k for k (0: fraction_qk)" },
-  { "fraction_o", 0, "number", "rotated share of d_k for the output (0: fraction_v)" },
-  { "rel_clip", 16, "int", "shaw, deberta: relative distances clipped to [-k, k]" },
-  { "rel_buckets", 32, "int", "t5: relative-distance buckets" },
-  { "rel_max_distance", 128, "int", "t5: the distance where the last bucket starts" },
-  { "base", internals.rope_base, "number", "RoPE base" },
-  { "pairing", "half", { "half", "interleaved" }, "RoPE pairing" },
-  { "attention", "softmax", { "softmax", "linear" },
-    "attention kind (linear: causal linear attention, phi = elu + 1)" },
-  { "linear_rope", "after", { "after", "before" },
-    "linear attention: RoPE after phi (RoFormer eq. 19) or before it" },
-  { "d_model", 64, "int", "model width" },
-  { "heads", 4, "int", "attention heads" },
-  { "layers", 2, "int", "transformer blocks" },
-  { "d_ff", 0, "int", "feed-forward width (0: 4 * d_model)" },
-  { "norm", "pre", { "pre", "post" }, "LayerNorm placement" },
-  { "activation", "relu", { "relu", "gelu" }, "feed-forward activation" },
-  { "dropout", 0, "number", "dropout on the residual branches" },
-  { "seq_len", 128, "int", "training sequence length (tokens per row)" },
-  { "scaling", "none", { "none", "pi", "ntk", "yarn" },
-    "rotary pe, softmax attention: context extension of the positions (PI, NTK-aware, YaRN)" },
-  { "scaling_factor", 1, "number", "scaling: the extension factor (> 0)" },
-  { "orig_len", 0, "int", "scaling yarn: the original context length (0: unset)" },
-  { "yarn_alpha", 1, "number", "scaling yarn: alpha (rotations below it are interpolated)" },
-  { "yarn_beta", 32, "number", "scaling yarn: beta (rotations above it are kept)" },
-  { "xpos", 0, "number", "rotary pe: xPos decay gamma (0: off; e.g. 0.4)" },
-  { "xpos_scale_base", 512, "number", "xpos: the scale base" },
+}
+
+-- The model: the keys of rp.model's config (core's config schema: internals.model_keys), in its
+-- order, but vocab (the task's), max_batch (batch) and seed (a training key below); the
+-- experiment's own default and help where they differ from rp.model's. A number whose default is
+-- integral is an integer (as the experiment has always written it: base 10000).
+local MODEL_OWN = {
+  d_model = { 64 }, layers = { 2 }, d_ff = { 0, "feed-forward width (0: 4 * d_model)" },
+  seq_len = { 128, "training sequence length (tokens per row)" },
+  rotate = { "", "rotary pe: the placements rotated, letters of qkvo (\"vo\", \"qkv\"; \"\": the "
+    .. "mode's own, rope qk, roper qkvo)" },
+}
+local NOT_MODEL = { vocab = true, max_batch = true, seed = true }
+local MODEL_ROW = {}
+for _, row in ipairs(internals.model_keys) do
+  if not NOT_MODEL[row.name] then
+    local own = MODEL_OWN[row.name] or {}
+    local kind = row.type == "enum" and row.names or row.type == "rotate" and "string"
+      or row.type == "number" and "number" or "int"
+    local default = own[1]
+    if default == nil then default = math.tointeger(row.default) or row.default end
+    KEYS[#KEYS + 1] = { row.name, default, kind, own[2] or row.help }
+    MODEL_ROW[row.name] = row
+  end
+end
+
+for _, k in ipairs {
   -- training
   { "steps", 2000, "int", "optimiser steps" },
   { "batch", 16, "int", "rows per step" },
@@ -98,7 +91,9 @@ local KEYS = {
     .. "none, pi, ntk, yarn (a pe that rotates nothing: none only)" },
   { "valid_batches", 16, "int", "loss tasks: fresh batches for the evaluation loss" },
   { "log_every", 0, "int", "steps per loss-curve point (0: steps / 100, at least 1)" },
-}
+} do
+  KEYS[#KEYS + 1] = k
+end
 
 local BY_NAME = {}
 for _, k in ipairs(KEYS) do BY_NAME[k[1]] = k end
@@ -207,7 +202,6 @@ end
 -- The context extensions of eval_scaling ("none,pi"; at least one, each once), or raises. With
 -- cfg, those that apply to its model: a scaling changes the rotation angles, so a pe that rotates
 -- nothing (or linear attention) is evaluated as it is, under "none" alone.
-local ROTARY = { rope = true, roper = true, roper_legacy = true }
 local function parse_scalings(s, fname, cfg)
   local out, seen = {}, {}
   for part in s:gmatch("[^,%s]+") do
@@ -227,17 +221,30 @@ local function parse_scalings(s, fname, cfg)
     argerror(fname, 1, ("option 'eval_scaling' must list names of %s, got nothing"):format(
       table.concat(internals.scalings, ", ")))
   end
-  if cfg and (not ROTARY[cfg.pe] or cfg.attention == "linear") then return { "none" } end
+  if cfg and (not internals.pe_modes[cfg.pe].rotary or cfg.attention == "linear") then
+    return { "none" }
+  end
   return out
 end
 
--- Ranges of single keys that the C constructors do not see (the training and evaluation keys),
--- as {key, lowest, strict}: the value must be > lowest (strict) or >= lowest.
+-- Ranges of single keys, as {key, lowest, strict, highest, strict at the top}: the value must be
+-- > lowest (strict) or >= lowest, and when highest is given < or <= it. The training and
+-- evaluation keys (the C constructors do not see them), then every model key's range from the
+-- config schema, so that a bad value is refused even where the run's model does not use the key
+-- (model_opts leaves it out then); an unset per-placement fraction is 0.
 local RANGES = {
   { "steps", 1 }, { "batch", 1 }, { "problems", 1 }, { "valid_batches", 1 }, { "log_every", 1 },
   { "lr", 0, true }, { "weight_decay", 0 }, { "clip", 0 }, { "warmup", 0 }, { "min_lr", 0 },
-  { "threads", 0 }, { "top_k", 0 }, { "scaling_factor", 0, true }, { "orig_len", 0 },
+  { "threads", 0 }, { "top_k", 0 },
 }
+local function int(x) return math.tointeger(x) or x end
+for _, row in ipairs(internals.model_keys) do
+  if MODEL_ROW[row.name] and row.lo then
+    RANGES[#RANGES + 1] = { row.name, int(row.lo), row.lo_open,
+      row.hi ~= math.huge and int(row.hi) or nil, row.hi_open, unset0 = row.unset0,
+      int = row.type == "int" }
+  end
+end
 
 -- config without its public name: fname names the function the user called.
 local function resolve(fname, overrides)
@@ -261,10 +268,17 @@ local function resolve(fname, overrides)
   if cfg.d_ff == 0 then cfg.d_ff = 4 * cfg.d_model end
   if cfg.log_every == 0 then cfg.log_every = math.max(1, cfg.steps // 100) end
   for _, r in ipairs(RANGES) do
-    local name, lo, strict = r[1], r[2], r[3]
-    if cfg[name] < lo or (strict and cfg[name] == lo) then
-      argerror(fname, 1, ("option '%s' must be %s %s, got %s"):format(name, strict and ">" or ">=",
-        lo, cfg[name]))
+    local name, lo, strict, hi, hi_strict = r[1], r[2], r[3], r[4], r[5]
+    local v = cfg[name]
+    if not (r.unset0 and v == 0) then
+      if hi and (v < lo or (strict and v == lo) or v > hi or (hi_strict and v == hi)) then
+        local range = r.int and ("%d..%d"):format(lo, hi)
+          or ("%s%s, %s%s"):format(strict and "(" or "[", lo, hi, hi_strict and ")" or "]")
+        argerror(fname, 1, ("option '%s' must be in %s, got %s"):format(name, range, v))
+      elseif v < lo or (strict and v == lo) then
+        argerror(fname, 1, ("option '%s' must be %s %s, got %s"):format(name,
+          strict and ">" or ">=", lo, v))
+      end
     end
   end
   if cfg.threads > 1024 then
@@ -325,29 +339,16 @@ function experiment.task(cfg)
   return task, err
 end
 
--- The context-extension keys of the model: passed to rp.model only when set (a config without
--- them builds the model it always built).
-local CONTEXT_KEYS = { "scaling", "scaling_factor", "orig_len", "yarn_alpha", "yarn_beta", "xpos",
-  "xpos_scale_base" }
-
--- The config of rp.model for cfg and a task of vocabulary V.
+-- The config of rp.model for cfg and a task of vocabulary V: every model key of cfg (rotate ""
+-- and an unset fraction left out), less those that do nothing for the run's model (a shared
+-- config sets rel_clip for shaw and rope alike; internals.model_merge).
 local function model_opts(cfg, V)
-  local o = { vocab = V, d_model = cfg.d_model, heads = cfg.heads, layers = cfg.layers,
-    d_ff = cfg.d_ff, seq_len = cfg.seq_len, max_batch = cfg.batch, norm = cfg.norm,
-    activation = cfg.activation, dropout = cfg.dropout, pe = cfg.pe,
-    fraction_qk = cfg.fraction_qk, fraction_v = cfg.fraction_v, base = cfg.base,
-    pairing = cfg.pairing, seed = cfg.seed, attention = cfg.attention,
-    linear_rope = cfg.linear_rope,
-    rotate = cfg.rotate ~= "" and cfg.rotate or nil,
-    fraction_q = cfg.fraction_q ~= 0 and cfg.fraction_q or nil,
-    fraction_k = cfg.fraction_k ~= 0 and cfg.fraction_k or nil,
-    fraction_o = cfg.fraction_o ~= 0 and cfg.fraction_o or nil,
-    rel_clip = cfg.rel_clip, rel_buckets = cfg.rel_buckets,
-    rel_max_distance = cfg.rel_max_distance }
-  for _, k in ipairs(CONTEXT_KEYS) do
-    if cfg[k] ~= BY_NAME[k][2] then o[k] = cfg[k] end
+  local o = { vocab = V, max_batch = cfg.batch, seed = cfg.seed }
+  for name, row in pairs(MODEL_ROW) do
+    local v = cfg[name]
+    if not (row.unset0 and v == 0) and not (row.type == "rotate" and v == "") then o[name] = v end
   end
-  return o
+  return internals.model_merge(o)
 end
 
 -- The length a task trains at, in the units of eval_lengths (rp.eval.lengths's default).

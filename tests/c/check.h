@@ -180,6 +180,23 @@ static inline rp_model *check_model_new(const rp_model_cfg *c)
     return m;
 }
 
+/* A small model config, about 2 KB of parameters: vocab 5, d_model 8, one head (d_k 8: fractions
+ * 0.25, 0.5, 0.75 give even widths), one layer, d_ff 4, seq_len 6, max_batch 1, pe and seed as
+ * given, the rest rp_model_cfg_default's. */
+static inline rp_model_cfg check_small_cfg(rp_pe pe, uint64_t seed)
+{
+    rp_model_cfg c = rp_model_cfg_default(5);
+    c.d_model = 8;
+    c.heads = 1;
+    c.layers = 1;
+    c.d_ff = 4;
+    c.seq_len = 6;
+    c.max_batch = 1;
+    c.pe = pe;
+    c.seed = seed;
+    return c;
+}
+
 /* Writes n bytes to path, or stops the test program (exit 2). */
 static inline void check_write_bytes(const char *path, const void *b, size_t n)
 {

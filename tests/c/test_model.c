@@ -294,13 +294,13 @@ static void test_cfg_check(void)
     CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG, "norm 2");
     b = c;
     b.act = (rp_act)5;
-    CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG, "act 5");
+    CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG, "activation 5 is not relu (0) or gelu (1)");
     b = c;
     b.pairing = (rp_pairing)3;
     CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG, "pairing 3");
     b = c;
     b.rope_base = 0.0;
-    CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG, "rope_base 0");
+    CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG, "base must be a finite number > 0, got 0");
     b = c;
     b.max_batch = 1 << 20;
     b.seq_len = 1 << 20;

@@ -41,7 +41,7 @@ describe("train.lua reports config problems before training, in one line", funct
       "model: fraction_qk 0.375 gives d_rot 3 for d_k 8; it must be even and >= 2" },
     { "--pe roper --fraction-v 0.1",
       "model: fraction_v 0.1 gives d_rot 0 for d_k 8; it must be even and >= 2" },
-    { "--fraction-v 0", "model: option 'fraction_v' must be in (0, 1], got 0.0" },
+    { "--fraction-v 0", "option 'fraction_v' must be in (0, 1], got 0" },
     { "--d-model 4096 --seq-len 8192 --batch 64",
       "the model %(d_model 4096, 1 layer, batch 64 x seq_len 8192%) needs %d+%.%d GiB with its "
       .. "optimiser, more than the %d+%.%d GiB of memory available", pattern = true },
@@ -79,7 +79,7 @@ describe("train.lua reports config problems before training, in one line", funct
     { "--lr 0", "option 'lr' must be > 0, got 0" },
     { "--lr fast", "option 'lr' must be a finite number, got fast" },
     { "--warmup=-1", "option 'warmup' must be >= 0, got -1" },
-    { "--dropout 1", "model: dropout 1 must be in [0, 1)" },
+    { "--dropout 1", "option 'dropout' must be in [0, 1), got 1" },
     { "--threads 5000", "option 'threads' must be at most 1024, got 5000" },
     { "--pe bogus",
       "option 'pe' must be one of none, sinusoidal, learned, rope, roper, roper_legacy, shaw, xl, t5, deberta, alibi, got bogus" },

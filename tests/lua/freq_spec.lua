@@ -327,7 +327,7 @@ describe("models with a frequency scheme", function()
       .. "roper or roper_legacy) with softmax attention, not alibi" },
     { { pe = "rope", attention = "linear", xpos = 0.4 }, "not rope with linear attention" },
     { { scaling = "pi", scaling_factor = -2 }, "scaling_factor must be a finite number > 0, got -2" },
-    { { orig_len = -1 }, "option 'orig_len' must be between 0 (seq_len) and 2^31-1, got -1" },
+    { { orig_len = -1 }, "orig_len -1 must be in 0..2147483647" },
     { { scaling = "yarn", scaling_factor = 2, yarn_alpha = 5, yarn_beta = 2 }, "yarn_alpha 5 must be "
       .. "below yarn_beta 2" },
     { { angles = rp.zeros { 11, 4 } }, "angles hold positions 0..10; position 11 is asked" },

@@ -127,8 +127,7 @@ describe("rp.eval.lengths", function()
       local task = rp.tasks.addition { max_digits = 2, seq_len = 32 }
       local m = model(task, { pe = "rope" })
       local r = rp.eval.lengths(m, task, { lengths = { 4 }, problems = 5, scaling = "pi" })
-      local d = m:derive { seq_len = 64, max_batch = 1, scaling = "pi", scaling_factor = 2,
-        orig_len = 32 }
+      local d = m:derive { seq_len = 64, max_batch = 1, scaling = "pi", scaling_factor = 2 }
       local acc, correct = rp.eval.accuracy(d, task, { problems = 5, n_digits = 4 })
       assert.are.same({ length = 4, accuracy = acc, correct = correct, factor = 2,
         seq_len = 64 }, r[1])
@@ -169,13 +168,11 @@ describe("rp.eval.lengths", function()
       local mt = model(text, { pe = "roper" })
       local rt = rp.eval.lengths(mt, text, { lengths = { 16, 128 }, batches = 1, scaling = "ntk" })
       local t16 = assert(rp.tasks.text { path = CORPUS, seq_len = 16 })
-      local d16 = mt:derive { seq_len = 32, max_batch = 4, scaling = "ntk", scaling_factor = 1,
-        orig_len = 32 }
+      local d16 = mt:derive { seq_len = 32, max_batch = 4, scaling = "ntk", scaling_factor = 1 }
       assert.are.same({ length = 16, loss = rp.eval.loss(d16, t16, { batches = 1, batch_size = 4 }),
         factor = 1, seq_len = 32 }, rt[1])
       local t128 = assert(rp.tasks.text { path = CORPUS, seq_len = 128 })
-      local d128 = mt:derive { seq_len = 128, max_batch = 4, scaling = "ntk", scaling_factor = 4,
-        orig_len = 32 }
+      local d128 = mt:derive { seq_len = 128, max_batch = 4, scaling = "ntk", scaling_factor = 4 }
       assert.are.same({ length = 128, loss = rp.eval.loss(d128, t128, { batches = 1,
         batch_size = 4 }), factor = 4, seq_len = 128 }, rt[2])
     end)

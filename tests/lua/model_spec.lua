@@ -133,9 +133,9 @@ describe("rp.model construction errors", function()
       "bad argument #1 to 'model' (option 'seed' must be an integer, got string \"1\")" },
     { "no table", nil, "bad argument #1 to 'model' (config table expected, got nil)" },
     { "fraction_qk above 1 (any pe)", { vocab = 5, pe = "none", fraction_qk = 1.5 },
-      "bad argument #1 to 'model' (option 'fraction_qk' must be in (0, 1], got 1.5)" },
+      "bad argument #1 to 'model' (fraction_qk 1.5 must be in (0, 1])" },
     { "base 0", { vocab = 5, base = 0 },
-      "bad argument #1 to 'model' (option 'base' must be a finite number > 0, got 0.0)" },
+      "bad argument #1 to 'model' (base must be a finite number > 0, got 0)" },
   }
   for _, c in ipairs(cases) do
     it(c[1], function()
@@ -174,7 +174,7 @@ describe("roper.Model", function()
     assert.same({ vocab = 7, d_model = 16, heads = 2, layers = 2, d_ff = 32, seq_len = 8,
                   max_batch = 3, norm = "pre", activation = "relu", dropout = 0.25, pe = "roper",
                   fraction_qk = 1, fraction_v = 0.5, base = 10000, pairing = "half", seed = -3,
-                  attention = "softmax", linear_rope = "after", rotate = "qkvo" }, c)
+                  attention = "softmax", rotate = "qkvo" }, c)
     local m2 = rp.model(c)
     local p1, p2 = m:params(), m2:params()
     for i, e in ipairs(p1) do assert.equal(0, rp.maxdiff(e.tensor, p2[i].tensor), e.name) end

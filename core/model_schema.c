@@ -1,0 +1,456 @@
+/* The model config's schema (model_schema.h): the rows, the enum names they use, and the
+ * functions that iterate them (defaults, range checks, what a key does for a mode, the checkpoint
+ * version a config needs). */
+#include "model_schema.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "model_impl.h" /* RP_MAX_LAYERS */
+
+const char *const rp_norm_names[3] = {"pre", "post", NULL};
+const char *const rp_act_names[3] = {"relu", "gelu", NULL};
+const char *const rp_attn_names[3] = {"softmax", "linear", NULL};
+const char *const rp_pairing_names[3] = {"half", "interleaved", NULL};
+
+/* Enum fields are read and written as ints. */
+_Static_assert(sizeof(rp_norm) == sizeof(int) && sizeof(rp_act) == sizeof(int) &&
+                   sizeof(rp_pe) == sizeof(int) && sizeof(rp_pairing) == sizeof(int) &&
+                   sizeof(rp_attn_kind) == sizeof(int) &&
+                   sizeof(rp_lin_placement) == sizeof(int) &&
+                   sizeof(rp_rope_scaling) == sizeof(int),
+               "the config's enums are ints");
+
+/* The checkpoint format version each pe needs: the relative modes came with version 2. */
+static const uint8_t pe_since[RP_PE_COUNT] = {1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2};
+_Static_assert(RP_PE_COUNT == 11, "a new pe mode needs its format version in pe_since");
+
+#define F(field) offsetof(rp_model_cfg, field)
+#define I32 ((double)RP_I32_MAX)
+
+const rp_cfg_key rp_model_cfg_keys[] = {
+    {.name = "vocab", .type = RP_CFG_INT, .offset = F(vocab), .def = 0, .lo = 1, .hi = I32,
+     .flags = RP_CFG_REQUIRED | RP_CFG_WEIGHTS, .json = RP_CFG_JSON_REQUIRED, .since = 1,
+     .help = "the vocabulary size"},
+    {.name = "d_model", .type = RP_CFG_INT, .offset = F(d_model), .def = 128, .lo = 1,
+     .hi = (double)(RP_I32_MAX / 3), .flags = RP_CFG_WEIGHTS, .json = RP_CFG_JSON_REQUIRED,
+     .since = 1, .help = "model width"},
+    {.name = "heads", .type = RP_CFG_INT, .offset = F(heads), .def = 4, .lo = 1, .hi = I32,
+     .flags = RP_CFG_WEIGHTS, .json = RP_CFG_JSON_REQUIRED, .since = 1, .help = "attention heads"},
+    {.name = "layers", .type = RP_CFG_INT, .offset = F(layers), .def = 3, .lo = 1,
+     .hi = RP_MAX_LAYERS, .flags = RP_CFG_WEIGHTS, .json = RP_CFG_JSON_REQUIRED, .since = 1,
+     .help = "transformer blocks"},
+    {.name = "d_ff", .type = RP_CFG_INT, .offset = F(d_ff), .def = 512, .lo = 1, .hi = I32,
+     .flags = RP_CFG_WEIGHTS, .json = RP_CFG_JSON_REQUIRED, .since = 1,
+     .help = "feed-forward width"},
+    {.name = "seq_len", .type = RP_CFG_INT, .offset = F(seq_len), .def = 512, .lo = 1,
+     .hi = I32, .json = RP_CFG_JSON_REQUIRED, .since = 1,
+     .help = "the longest sequence (tokens per row)"},
+    {.name = "max_batch", .type = RP_CFG_INT, .offset = F(max_batch), .def = 16, .lo = 1,
+     .hi = I32, .json = RP_CFG_JSON_ALWAYS, .since = 1, .help = "the most rows per call"},
+    {.name = "norm", .type = RP_CFG_ENUM, .offset = F(norm), .def = RP_NORM_PRE,
+     .names = rp_norm_names, .flags = RP_CFG_WEIGHTS, .json = RP_CFG_JSON_REQUIRED, .since = 1,
+     .help = "LayerNorm placement"},
+    {.name = "activation", .type = RP_CFG_ENUM, .offset = F(act), .def = RP_ACT_RELU,
+     .names = rp_act_names, .flags = RP_CFG_WEIGHTS, .json = RP_CFG_JSON_REQUIRED, .since = 1,
+     .help = "feed-forward activation"},
+    {.name = "dropout", .type = RP_CFG_NUM, .offset = F(dropout), .def = 0, .lo = 0, .hi = 1,
+     .flags = RP_CFG_HI_OPEN, .json = RP_CFG_JSON_ALWAYS, .since = 1,
+     .help = "dropout on the residual branches"},
+    {.name = "pe", .type = RP_CFG_ENUM, .offset = F(pe), .def = RP_PE_ROPE, .names = rp_pe_names,
+     .flags = RP_CFG_WEIGHTS, .json = RP_CFG_JSON_REQUIRED, .since = 1, .value_since = pe_since,
+     .help = "positional encoding"},
+    {.name = "fraction_qk", .type = RP_CFG_NUM, .offset = F(fraction_qk), .def = 1, .lo = 0,
+     .hi = 1, .flags = RP_CFG_LO_OPEN | RP_CFG_WEIGHTS, .json = RP_CFG_JSON_REQUIRED,
+     .use = RP_CFG_PLACEMENT, .use_arg = RP_ROT_Q | RP_ROT_K, .since = 1,
+     .help = "rotated share of d_k for q and k (rope modes)"},
+    {.name = "fraction_v", .type = RP_CFG_NUM, .offset = F(fraction_v), .def = 1, .lo = 0,
+     .hi = 1, .flags = RP_CFG_LO_OPEN | RP_CFG_WEIGHTS, .json = RP_CFG_JSON_REQUIRED,
+     .use = RP_CFG_PLACEMENT, .use_arg = RP_ROT_V | RP_ROT_O, .since = 1,
+     .help = "rotated share of d_k for v and the output (roper modes)"},
+    {.name = "base", .type = RP_CFG_NUM, .offset = F(rope_base), .def = RP_ROPE_BASE, .lo = 0,
+     .hi = INFINITY, .flags = RP_CFG_LO_OPEN | RP_CFG_WEIGHTS, .json = RP_CFG_JSON_REQUIRED,
+     .use = RP_CFG_ROTARY, .since = 1, .help = "RoPE base"},
+    {.name = "pairing", .type = RP_CFG_ENUM, .offset = F(pairing), .def = RP_PAIR_HALF,
+     .names = rp_pairing_names, .flags = RP_CFG_WEIGHTS, .json = RP_CFG_JSON_REQUIRED,
+     .use = RP_CFG_ROTARY, .since = 1, .help = "RoPE pairing"},
+    {.name = "seed", .type = RP_CFG_SEED, .offset = F(seed), .def = 0,
+     .json = RP_CFG_JSON_ALWAYS, .since = 1, .help = "initialisation and the dropout stream"},
+    {.name = "attention", .type = RP_CFG_ENUM, .offset = F(attention), .def = RP_ATTN_SOFTMAX,
+     .names = rp_attn_names, .flags = RP_CFG_WEIGHTS, .json = RP_CFG_JSON_REQUIRED, .since = 1,
+     .ck_flag = 2,
+     .help = "attention kind (linear: causal linear attention, phi = elu + 1)"},
+    {.name = "linear_rope", .type = RP_CFG_ENUM, .offset = F(linear_rope), .def = RP_LIN_AFTER,
+     .names = rp_lin_placement_names, .flags = RP_CFG_WEIGHTS, .json = RP_CFG_JSON_REQUIRED,
+     .use = RP_CFG_LINEAR_ROTARY, .since = 1, .ck_flag = 4,
+     .help = "linear attention: RoPE after phi (RoFormer eq. 19) or before it"},
+    {.name = "rotate", .type = RP_CFG_ROTATE, .offset = F(rotate), .def = 0,
+     .use = RP_CFG_ROTARY, .since = 2,
+     .help = "rotary pe: the placements rotated, letters of qkvo (the mode's own: rope qk, "
+             "roper qkvo)"},
+    {.name = "fraction_q", .type = RP_CFG_NUM, .offset = F(fraction_q), .def = 0, .lo = 0,
+     .hi = 1, .flags = RP_CFG_LO_OPEN | RP_CFG_UNSET0 | RP_CFG_SHOW_SET,
+     .use = RP_CFG_PLACEMENT, .use_arg = RP_ROT_Q, .since = 2,
+     .help = "rotated share of d_k for q (0: fraction_qk)"},
+    {.name = "fraction_k", .type = RP_CFG_NUM, .offset = F(fraction_k), .def = 0, .lo = 0,
+     .hi = 1, .flags = RP_CFG_LO_OPEN | RP_CFG_UNSET0 | RP_CFG_SHOW_SET,
+     .use = RP_CFG_PLACEMENT, .use_arg = RP_ROT_K, .since = 2,
+     .help = "rotated share of d_k for k (0: fraction_qk)"},
+    {.name = "fraction_o", .type = RP_CFG_NUM, .offset = F(fraction_o), .def = 0, .lo = 0,
+     .hi = 1, .flags = RP_CFG_LO_OPEN | RP_CFG_UNSET0 | RP_CFG_SHOW_SET,
+     .use = RP_CFG_PLACEMENT, .use_arg = RP_ROT_O, .since = 2,
+     .help = "rotated share of d_k for the output (0: fraction_v)"},
+    {.name = "rel_clip", .type = RP_CFG_INT, .offset = F(rel_clip), .def = 16, .lo = 1,
+     .hi = RP_REL_MAX_CLIP, .json = RP_CFG_JSON_APPLIES, .use = RP_CFG_RELATIVE,
+     .use_arg = 1 << RP_REL_SHAW | 1 << RP_REL_DEBERTA, .since = 2,
+     .help = "shaw, deberta: relative distances clipped to [-k, k]"},
+    {.name = "rel_buckets", .type = RP_CFG_INT, .offset = F(rel_buckets), .def = 32, .lo = 2,
+     .hi = RP_REL_MAX_BUCKETS, .json = RP_CFG_JSON_APPLIES, .use = RP_CFG_RELATIVE,
+     .use_arg = 1 << RP_REL_T5, .since = 2, .help = "t5: relative-distance buckets"},
+    {.name = "rel_max_distance", .type = RP_CFG_INT, .offset = F(rel_max_distance), .def = 128,
+     .lo = 1, .hi = I32, .json = RP_CFG_JSON_APPLIES, .use = RP_CFG_RELATIVE,
+     .use_arg = 1 << RP_REL_T5, .since = 2,
+     .help = "t5: the distance where the last bucket starts"},
+    {.name = "scaling", .type = RP_CFG_ENUM, .offset = F(scaling), .def = RP_SCALING_NONE,
+     .names = rp_scaling_names, .flags = RP_CFG_SHOW_SET, .use = RP_CFG_FREQ, .since = 3,
+     .help = "rotary pe, softmax attention: context extension of the positions (PI, NTK-aware, "
+             "YaRN)"},
+    {.name = "scaling_factor", .type = RP_CFG_NUM, .offset = F(scaling_factor), .def = 1,
+     .lo = 0, .hi = INFINITY, .flags = RP_CFG_LO_OPEN, .json = RP_CFG_JSON_APPLIES,
+     .use = RP_CFG_SCALED, .since = 3, .help = "scaling: the extension factor (> 0)"},
+    {.name = "orig_len", .type = RP_CFG_INT, .offset = F(orig_len), .def = 0, .lo = 0, .hi = I32,
+     .flags = RP_CFG_SHOW_SET, .use = RP_CFG_YARN, .since = 3,
+     .help = "scaling yarn: the original context length (0: seq_len)"},
+    {.name = "yarn_alpha", .type = RP_CFG_NUM, .offset = F(yarn_alpha), .def = RP_YARN_ALPHA,
+     .lo = 0, .hi = INFINITY, .use = RP_CFG_YARN, .since = 3,
+     .help = "scaling yarn: alpha (rotations below it are interpolated)"},
+    {.name = "yarn_beta", .type = RP_CFG_NUM, .offset = F(yarn_beta), .def = RP_YARN_BETA,
+     .lo = 0, .hi = INFINITY, .use = RP_CFG_YARN, .since = 3,
+     .help = "scaling yarn: beta (rotations above it are kept)"},
+    {.name = "xpos", .type = RP_CFG_NUM, .offset = F(xpos), .def = 0, .lo = 0, .hi = INFINITY,
+     .flags = RP_CFG_SHOW_SET, .use = RP_CFG_FREQ, .since = 3,
+     .help = "rotary pe: xPos decay gamma (0: off; e.g. 0.4)"},
+    {.name = "xpos_scale_base", .type = RP_CFG_NUM, .offset = F(xpos_scale_base),
+     .def = RP_XPOS_SCALE_BASE, .lo = 0, .hi = INFINITY, .flags = RP_CFG_LO_OPEN,
+     .use = RP_CFG_XPOS, .since = 3, .help = "xpos: the scale base"},
+};
+const int rp_model_cfg_nkeys = (int)(sizeof rp_model_cfg_keys / sizeof rp_model_cfg_keys[0]);
+_Static_assert(sizeof rp_model_cfg_keys / sizeof rp_model_cfg_keys[0] <= RP_CFG_MAX_KEYS,
+               "more rows than RP_CFG_MAX_KEYS");
+
+#undef F
+#undef I32
+
+const rp_cfg_key *rp_model_cfg_key(const char *name, size_t len)
+{
+    if (!name) return NULL;
+    if (len == (size_t)-1) len = strlen(name);
+    for (int i = 0; i < rp_model_cfg_nkeys; i++) {
+        const rp_cfg_key *k = &rp_model_cfg_keys[i];
+        if (strlen(k->name) == len && memcmp(k->name, name, len) == 0) return k;
+    }
+    return NULL;
+}
+
+/* ---- field access ------------------------------------------------------------------------- */
+
+static const void *field(const rp_model_cfg *c, const rp_cfg_key *k)
+{
+    return (const char *)c + k->offset;
+}
+
+int64_t rp_model_cfg_get_int(const rp_model_cfg *c, const rp_cfg_key *k)
+{
+    switch (k->type) {
+    case RP_CFG_INT: {
+        int64_t v;
+        memcpy(&v, field(c, k), sizeof v);
+        return v;
+    }
+    case RP_CFG_SEED: {
+        uint64_t v;
+        memcpy(&v, field(c, k), sizeof v);
+        return (int64_t)v;
+    }
+    case RP_CFG_NUM: {
+        double v;
+        memcpy(&v, field(c, k), sizeof v);
+        return (int64_t)v;
+    }
+    default: {
+        int v;
+        memcpy(&v, field(c, k), sizeof v);
+        return v;
+    }
+    }
+}
+
+double rp_model_cfg_get_num(const rp_model_cfg *c, const rp_cfg_key *k)
+{
+    if (k->type == RP_CFG_NUM) {
+        double v;
+        memcpy(&v, field(c, k), sizeof v);
+        return v;
+    }
+    if (k->type == RP_CFG_SEED) return (double)(uint64_t)rp_model_cfg_get_int(c, k);
+    return (double)rp_model_cfg_get_int(c, k);
+}
+
+void rp_model_cfg_set_int(rp_model_cfg *c, const rp_cfg_key *k, int64_t v)
+{
+    void *at = (char *)c + k->offset;
+    if (k->type == RP_CFG_INT || k->type == RP_CFG_SEED) {
+        memcpy(at, &v, sizeof v); /* a seed keeps the bits */
+    } else if (k->type == RP_CFG_NUM) {
+        double d = (double)v;
+        memcpy(at, &d, sizeof d);
+    } else {
+        int i = (int)v;
+        memcpy(at, &i, sizeof i);
+    }
+}
+
+void rp_model_cfg_set_num(rp_model_cfg *c, const rp_cfg_key *k, double v)
+{
+    if (k->type == RP_CFG_NUM) memcpy((char *)c + k->offset, &v, sizeof v);
+    else if (k->type == RP_CFG_SEED) rp_model_cfg_set_int(c, k, (int64_t)(uint64_t)v);
+    else rp_model_cfg_set_int(c, k, (int64_t)v);
+}
+
+int rp_model_cfg_is_default(const rp_model_cfg *c, const rp_cfg_key *k)
+{
+    if (k->type == RP_CFG_NUM) return rp_model_cfg_get_num(c, k) == k->def;
+    if (k->type == RP_CFG_SEED) return (uint64_t)rp_model_cfg_get_int(c, k) == (uint64_t)k->def;
+    return rp_model_cfg_get_int(c, k) == (int64_t)k->def;
+}
+
+rp_model_cfg rp_model_cfg_default(int64_t vocab)
+{
+    rp_model_cfg c;
+    memset(&c, 0, sizeof c);
+    for (int i = 0; i < rp_model_cfg_nkeys; i++)
+        rp_model_cfg_set_num(&c, &rp_model_cfg_keys[i], rp_model_cfg_keys[i].def);
+    c.vocab = vocab;
+    return c;
+}
+
+/* The number of names of an enum row. */
+static int name_count(const rp_cfg_key *k)
+{
+    int n = 0;
+    while (k->names[n]) n++;
+    return n;
+}
+
+const char *rp_model_cfg_value_str(const rp_model_cfg *c, const rp_cfg_key *k, char *buf,
+                                   size_t n)
+{
+    int64_t v = rp_model_cfg_get_int(c, k);
+    char rot[5];
+    switch (k->type) {
+    case RP_CFG_INT: snprintf(buf, n, "%lld", (long long)v); break;
+    case RP_CFG_SEED: snprintf(buf, n, "%llu", (unsigned long long)(uint64_t)v); break;
+    case RP_CFG_NUM: snprintf(buf, n, "%g", rp_model_cfg_get_num(c, k)); break;
+    case RP_CFG_ENUM:
+        if (v >= 0 && v < name_count(k)) snprintf(buf, n, "%s", k->names[v]);
+        else snprintf(buf, n, "%lld", (long long)v);
+        break;
+    case RP_CFG_ROTATE:
+        if (v > 0 && !(v & ~RP_ROT_ALL)) snprintf(buf, n, "%s", rp_rotate_name((int)v, rot));
+        else snprintf(buf, n, "%lld", (long long)v);
+        break;
+    }
+    return buf;
+}
+
+/* ---- ranges ------------------------------------------------------------------------------- */
+
+/* names[0 .. count) as "a, b or c" into buf (n bytes), each with its index when values is set:
+ * "a (0), b (1) or c (2)". */
+static const char *join_names(char *buf, size_t n, const char *const *names, int count,
+                              int values)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < count && at < n; i++) {
+        const char *sep = i == 0 ? "" : i == count - 1 ? " or " : ", ";
+        int w = values ? snprintf(buf + at, n - at, "%s%s (%d)", sep, names[i], i)
+                       : snprintf(buf + at, n - at, "%s%s", sep, names[i]);
+        if (w < 0) break;
+        at += (size_t)w;
+    }
+    return buf;
+}
+
+rp_status rp_model_cfg_check_key(const rp_model_cfg *c, const rp_cfg_key *k, int given)
+{
+    int64_t v = rp_model_cfg_get_int(c, k);
+    switch (k->type) {
+    case RP_CFG_INT:
+        if (v < (int64_t)k->lo || v > (int64_t)k->hi)
+            return rp_error(RP_ERR_ARG, "%s %lld must be in %lld..%lld", k->name, (long long)v,
+                            (long long)k->lo, (long long)k->hi);
+        return RP_OK;
+    case RP_CFG_NUM: {
+        double x = rp_model_cfg_get_num(c, k);
+        if ((k->flags & RP_CFG_UNSET0) && x == 0.0 && !given) return RP_OK;
+        int lo_ok = k->flags & RP_CFG_LO_OPEN ? x > k->lo : x >= k->lo;
+        int hi_ok = k->flags & RP_CFG_HI_OPEN ? x < k->hi : x <= k->hi;
+        if (lo_ok && hi_ok && isfinite(x)) return RP_OK;
+        if (isinf(k->hi))
+            return rp_error(RP_ERR_ARG, "%s must be a finite number %s %g, got %g", k->name,
+                            k->flags & RP_CFG_LO_OPEN ? ">" : ">=", k->lo, x);
+        return rp_error(RP_ERR_ARG, "%s %g must be in %c%g, %g%c", k->name, x,
+                        k->flags & RP_CFG_LO_OPEN ? '(' : '[', k->lo, k->hi,
+                        k->flags & RP_CFG_HI_OPEN ? ')' : ']');
+    }
+    case RP_CFG_ENUM:
+        if (v < 0 || v >= name_count(k)) {
+            char list[256];
+            return rp_error(RP_ERR_ARG, "%s %lld is not %s", k->name, (long long)v,
+                            join_names(list, sizeof list, k->names, name_count(k), 1));
+        }
+        return RP_OK;
+    case RP_CFG_ROTATE:
+        if (v & ~(int64_t)RP_ROT_ALL)
+            return rp_error(RP_ERR_ARG, "%s %lld is not a subset of qkvo", k->name, (long long)v);
+        return RP_OK;
+    case RP_CFG_SEED: return RP_OK;
+    }
+    return RP_OK;
+}
+
+rp_status rp_model_cfg_check_keys(const rp_model_cfg *c)
+{
+    if (!c) return rp_error(RP_ERR_ARG, "model config is NULL");
+    for (int i = 0; i < rp_model_cfg_nkeys; i++)
+        RP_TRY(rp_model_cfg_check_key(c, &rp_model_cfg_keys[i], 0));
+    return RP_OK;
+}
+
+/* ---- what a key does for a mode ----------------------------------------------------------- */
+
+/* "rope, roper or roper_legacy": the modes that are rotary (when rotary), have relative terms in
+ * rel_mask (when not 0) and are supported by linear attention (when linear), into buf. */
+static const char *modes_where(char *buf, size_t n, int rotary, int rel_mask, int linear)
+{
+    const char *names[RP_PE_COUNT];
+    int count = 0;
+    for (int p = 0; p < (int)RP_PE_COUNT; p++) {
+        const rp_pe_mode *m = rp_pe_mode_of((rp_pe)p);
+        if ((rotary && !m->rotary) || (rel_mask && !(rel_mask >> m->rel & 1)) ||
+            (linear && !m->linear))
+            continue;
+        names[count++] = m->name;
+    }
+    return join_names(buf, n, names, count, 0);
+}
+
+/* "q or k": the placements of a mask. */
+static const char *placements(char *buf, size_t n, int mask)
+{
+    static const char letters[4] = {'q', 'k', 'v', 'o'};
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < 4; i++)
+        if (mask & (1 << i) && at < n) {
+            int w = snprintf(buf + at, n - at, "%s%c", at ? " or " : "", letters[i]);
+            if (w > 0) at += (size_t)w;
+        }
+    return buf;
+}
+
+const char *rp_model_cfg_unused(const rp_model_cfg *c, const rp_cfg_key *k, char *why, size_t n)
+{
+    const rp_pe_mode *mode = rp_pe_mode_of(c->pe);
+    int linear = c->attention == RP_ATTN_LINEAR;
+    int rot = c->rotate && !linear ? c->rotate : mode->rotate;
+    char list[160], a[16], b[16];
+    rp_cfg_use use = k->use;
+    if (use == RP_CFG_ALWAYS) return NULL;
+    if (use == RP_CFG_RELATIVE) {
+        if (k->use_arg >> mode->rel & 1) return NULL;
+        snprintf(why, n, "for pe %s: it applies to pe %s", mode->name,
+                 modes_where(list, sizeof list, 0, k->use_arg, 0));
+        return why;
+    }
+    if (use == RP_CFG_LINEAR_ROTARY) {
+        if (linear && mode->rotary) return NULL;
+        snprintf(why, n, "%s%s: it applies to linear attention with pe %s",
+                 linear ? "for pe " : "with softmax attention", linear ? mode->name : "",
+                 modes_where(list, sizeof list, 1, 0, 1));
+        return why;
+    }
+    /* the others need a rotary pe */
+    if (!mode->rotary) {
+        snprintf(why, n, "for pe %s: it applies to the rotary modes (%s)", mode->name,
+                 modes_where(list, sizeof list, 1, 0, 0));
+        return why;
+    }
+    switch (use) {
+    case RP_CFG_PLACEMENT:
+        if (rot & k->use_arg) return NULL;
+        snprintf(why, n, "for pe %s rotating %s: it applies when %s is rotated", mode->name,
+                 rp_rotate_name(rot, a), placements(b, sizeof b, k->use_arg));
+        return why;
+    case RP_CFG_FREQ:
+    case RP_CFG_SCALED:
+    case RP_CFG_YARN:
+    case RP_CFG_XPOS:
+        if (linear) {
+            snprintf(why, n, "with linear attention: it applies to softmax attention");
+            return why;
+        }
+        if (use == RP_CFG_SCALED && c->scaling == RP_SCALING_NONE) {
+            snprintf(why, n, "with scaling none: it applies to the scalings (pi, ntk or yarn)");
+            return why;
+        }
+        if (use == RP_CFG_YARN && c->scaling != RP_SCALING_YARN) {
+            snprintf(why, n, "with scaling %s: it applies to scaling yarn",
+                     rp_scaling_names[c->scaling]);
+            return why;
+        }
+        if (use == RP_CFG_XPOS && !(c->xpos > 0.0)) {
+            snprintf(why, n, "with xpos 0: it applies when xpos > 0 (xPos on)");
+            return why;
+        }
+        return NULL;
+    default: return NULL; /* RP_CFG_ROTARY */
+    }
+}
+
+rp_status rp_model_cfg_check_used(const rp_model_cfg *c)
+{
+    char why[256], val[64];
+    for (int i = 0; i < rp_model_cfg_nkeys; i++) {
+        const rp_cfg_key *k = &rp_model_cfg_keys[i];
+        if (rp_model_cfg_is_default(c, k) || !rp_model_cfg_unused(c, k, why, sizeof why)) continue;
+        return rp_error(RP_ERR_ARG, "%s %s does nothing %s", k->name,
+                        rp_model_cfg_value_str(c, k, val, sizeof val), why);
+    }
+    return RP_OK;
+}
+
+void rp_model_cfg_normalise(rp_model_cfg *c)
+{
+    const rp_pe_mode *mode = rp_pe_mode_of(c->pe);
+    if (mode && c->rotate == mode->rotate) c->rotate = 0;
+    if (c->fraction_q == c->fraction_qk) c->fraction_q = 0.0;
+    if (c->fraction_k == c->fraction_qk) c->fraction_k = 0.0;
+    if (c->fraction_o == c->fraction_v) c->fraction_o = 0.0;
+}
+
+uint32_t rp_model_cfg_version(const rp_model_cfg *c)
+{
+    uint32_t v = 1;
+    for (int i = 0; i < rp_model_cfg_nkeys; i++) {
+        const rp_cfg_key *k = &rp_model_cfg_keys[i];
+        uint32_t need = rp_model_cfg_is_default(c, k) ? 1 : k->since;
+        int64_t x = rp_model_cfg_get_int(c, k);
+        if (k->value_since && x >= 0 && x < name_count(k) && k->value_since[x] > need)
+            need = k->value_since[x];
+        if (need > v) v = need;
+    }
+    return v;
+}

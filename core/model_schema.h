@@ -1,0 +1,140 @@
+/* The schema of the model config: one row per key of rp.model's config table, each naming its
+ * field of rp_model_cfg (core/model.h), its type, default, range, the modes it does something
+ * for and the checkpoint format version that stores it.
+ *
+ * Everything that handles a config iterates the rows instead of listing the fields: the defaults
+ * (rp_model_cfg_default), the range checks (rp_model_cfg_check, for a config from rp.model or
+ * from a file alike), the refusal of a key that does nothing (rp_model_cfg_check_used), the
+ * checkpoint format (core/checkpoint.c: the version a config needs, the fields of each version's
+ * block), the safetensors roper.config JSON (core/safetensors_config.c), the binding's reading
+ * of rp.model's table and m:config() (bindings/model.c), and rp.experiment's keys (the rows
+ * reach the Lua parts as internals.model_keys). A new config key is a field of rp_model_cfg and
+ * a row in model_schema.c (docs/architecture.md, "How to add a config key").
+ */
+#ifndef RP_MODEL_SCHEMA_H
+#define RP_MODEL_SCHEMA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+#include "status.h"
+
+/* How a field is stored and named. */
+typedef enum {
+    RP_CFG_INT,    /* int64_t */
+    RP_CFG_NUM,    /* double */
+    RP_CFG_ENUM,   /* an enum, stored as an int; its values named by the row's names */
+    RP_CFG_SEED,   /* uint64_t: any integer (a negative one as its two's complement) */
+    RP_CFG_ROTATE, /* int: a mask of RP_ROT_* bits (pe.h) named by letters of "qkvo"; 0 is the
+                    * mode's own */
+} rp_cfg_type;
+
+/* When a key does something (its value matters). A key that does not is refused by
+ * rp_model_cfg_check_used unless it holds its default. */
+typedef enum {
+    RP_CFG_ALWAYS,        /* every config */
+    RP_CFG_ROTARY,        /* a rotary pe (rope, roper, roper_legacy: pe.h's rotary column) */
+    RP_CFG_PLACEMENT,     /* a rotary pe that rotates one of the placements in use_arg (RP_ROT_*
+                           * bits; the mode's own with linear attention) */
+    RP_CFG_RELATIVE,      /* a pe whose relative terms are one of use_arg (1 << rp_rel_kind) */
+    RP_CFG_FREQ,          /* a rotary pe with softmax attention (the frequency scheme) */
+    RP_CFG_SCALED,        /* RP_CFG_FREQ with a scaling (not none) */
+    RP_CFG_YARN,          /* RP_CFG_FREQ with scaling yarn */
+    RP_CFG_XPOS,          /* RP_CFG_FREQ with xpos > 0 */
+    RP_CFG_LINEAR_ROTARY, /* linear attention with a rotary pe */
+} rp_cfg_use;
+
+/* Row flags. */
+enum {
+    RP_CFG_LO_OPEN = 1,     /* RP_CFG_NUM: lo itself is outside the range */
+    RP_CFG_HI_OPEN = 2,     /* RP_CFG_NUM: hi itself is outside the range */
+    RP_CFG_UNSET0 = 4,      /* 0 (the default) stands for "not set": a stored config may hold it,
+                             * a value a user gives may not (rp_model_cfg_check_key) */
+    RP_CFG_REQUIRED = 8,    /* rp.model's table must give it (no default) */
+    RP_CFG_SHOW_SET = 16,   /* m:config() gives it only when it differs from its default (and
+                             * does something: every key) */
+    RP_CFG_WEIGHTS = 32,    /* the weights' meaning depends on it: loading a safetensors file into
+                             * a model needs the file's value (rp_safetensors_load_into) */
+};
+
+/* What the safetensors roper.config (core/safetensors.h) holds of a row; a key that is not
+ * written reads back as its default. */
+typedef enum {
+    RP_CFG_JSON_SET = 0,  /* written when it differs from its default */
+    RP_CFG_JSON_APPLIES,  /* written when it does something (rp_model_cfg_unused) */
+    RP_CFG_JSON_ALWAYS,   /* always written; may be left out */
+    RP_CFG_JSON_REQUIRED, /* always written; a roper.config must hold it */
+} rp_cfg_json;
+
+typedef struct rp_cfg_key {
+    const char *name;          /* the key (rp.model's table, roper.config, m:config(), docs) */
+    rp_cfg_type type;
+    size_t offset;             /* of the field in rp_model_cfg */
+    double def;                /* the default (an enum's value, a mask) */
+    double lo, hi;             /* the range: RP_CFG_INT lo .. hi; RP_CFG_NUM finite numbers from
+                                * lo to hi (hi may be INFINITY), ends excluded by the flags;
+                                * not used by the other types */
+    int flags;                 /* RP_CFG_* flags */
+    rp_cfg_json json;
+    const char *const *names;  /* RP_CFG_ENUM: the names in value order, NULL-terminated */
+    rp_cfg_use use;
+    int use_arg;               /* RP_CFG_PLACEMENT, RP_CFG_RELATIVE: see rp_cfg_use */
+    uint32_t since;            /* the checkpoint format version whose block holds it */
+    const uint8_t *value_since; /* RP_CFG_ENUM or NULL: the format version each value needs */
+    int ck_flag;               /* 0, or the checkpoint's flag bit that holds the field (a
+                                * two-valued enum: the bit is set for value 1) */
+    const char *help;          /* one line: rp.experiment.keys(), the scripts' --help */
+} rp_cfg_key;
+
+/* The rows, in the order of rp.model's known keys and of roper.config's JSON; at most
+ * RP_CFG_MAX_KEYS of them. */
+#define RP_CFG_MAX_KEYS 64
+extern const rp_cfg_key rp_model_cfg_keys[];
+extern const int rp_model_cfg_nkeys;
+
+/* The row named name (len bytes; NUL-terminated when len is (size_t)-1), or NULL. */
+const rp_cfg_key *rp_model_cfg_key(const char *name, size_t len);
+
+/* A field's value: as an int64 (RP_CFG_INT, RP_CFG_ENUM, RP_CFG_ROTATE; RP_CFG_SEED's bits) or a
+ * double (RP_CFG_NUM; the others converted); and set from either. */
+int64_t rp_model_cfg_get_int(const rp_model_cfg *c, const rp_cfg_key *k);
+double rp_model_cfg_get_num(const rp_model_cfg *c, const rp_cfg_key *k);
+void rp_model_cfg_set_int(rp_model_cfg *c, const rp_cfg_key *k, int64_t v);
+void rp_model_cfg_set_num(rp_model_cfg *c, const rp_cfg_key *k, double v);
+/* 1 when the field holds the row's default. */
+int rp_model_cfg_is_default(const rp_model_cfg *c, const rp_cfg_key *k);
+/* The value as messages write it (12, 0.5, nan, interleaved, qk), in buf (n bytes). */
+const char *rp_model_cfg_value_str(const rp_model_cfg *c, const rp_cfg_key *k, char *buf,
+                                   size_t n);
+
+/* Checks one field against its row: an integer or number in range (a number finite), an enum
+ * value that has a name, a rotate mask of qkvo bits. given = 1 for a value a user wrote (then
+ * an RP_CFG_UNSET0 key's 0 is refused too). RP_ERR_ARG naming the key and the value
+ * ("fraction_qk nan must be in (0, 1]", "rel_clip 0 must be in 1..65536", "base must be a finite
+ * number > 0, got 0", "pe 11 is not none (0), ... or alibi (10)"). */
+rp_status rp_model_cfg_check_key(const rp_model_cfg *c, const rp_cfg_key *k, int given);
+/* rp_model_cfg_check_key for every row (given = 0), in row order: the first bad field. */
+rp_status rp_model_cfg_check_keys(const rp_model_cfg *c);
+
+/* NULL when row k does something for c (its rp_cfg_use holds), else why not, written to why
+ * (n bytes) and returned: "for pe shaw: it applies to the rotary modes (rope, roper or
+ * roper_legacy)". c's enum fields must be in range. */
+const char *rp_model_cfg_unused(const rp_model_cfg *c, const rp_cfg_key *k, char *why, size_t n);
+/* RP_ERR_ARG for the first field (row order) that holds another value than its default while it
+ * does nothing for c: "rel_clip 8 does nothing for pe rope: it applies to pe shaw or deberta".
+ * A value that does nothing is refused where a user writes it (rp.model, m:derive, rp.attention,
+ * rp.rope.*); a stored config may hold one (older roper accepted them), which is harmless. c must
+ * have passed rp_model_cfg_check_keys. */
+rp_status rp_model_cfg_check_used(const rp_model_cfg *c);
+
+/* The one config of equal models: a rotate mask equal to the mode's own and per-placement
+ * fractions equal to the shared ones (fraction_q, fraction_k = fraction_qk, fraction_o =
+ * fraction_v) become 0 ("not set"), as rp.model stores them. */
+void rp_model_cfg_normalise(rp_model_cfg *c);
+
+/* The oldest checkpoint format version that holds c: the largest since of a row whose field
+ * differs from its default (an enum value: the larger of that and its value_since). */
+uint32_t rp_model_cfg_version(const rp_model_cfg *c);
+
+#endif

@@ -1,0 +1,440 @@
+/* The model config's schema (core/model_schema.h) and the one check every config passes:
+ *  - the rows against an independent list of rp_model_cfg's fields (name, offset, size), the
+ *    documented defaults, the format version of each row;
+ *  - the range of every field checked whatever the mode (rp_model_cfg_check), with the key's name;
+ *  - what a key does for a mode (rp_model_cfg_unused, rp_model_cfg_check_used) and the messages;
+ *  - the format version a config needs (rp_model_cfg_version);
+ *  - forged checkpoints of each format version (checksum recomputed) and safetensors files with a
+ *    bad field: refused with the field's name, nothing built, the model loaded into unchanged;
+ *  - the writers never write what the readers refuse (rp_model_cfg_to_json of a nan).
+ * Offsets in checkpoint files: docs/checkpoint.md (the version 1 block at 16, flags at 128 for
+ * version 1; the version 2 block at 128; the version 3 block at 184).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "rp.h"
+
+static char g_dir[64];
+
+/* st is want and rp_last_error() is exactly msg. */
+static int expect(rp_status st, rp_status want, const char *msg, const char *what)
+{
+    return CHECK(st == want && (want == RP_OK || strcmp(rp_last_error(), msg) == 0),
+                 "%s: status %s, message\n   got  \"%s\"\n   want \"%s\"", what,
+                 rp_status_name(st), rp_last_error(), msg);
+}
+
+static rp_model_cfg small(rp_pe pe) { return check_small_cfg(pe, 0); }
+
+/* ---- the rows ------------------------------------------------------------------------------ */
+
+/* rp_model_cfg's fields, written out here independently of the schema. */
+#define FIELD(key, member)                                                                         \
+    {key, offsetof(rp_model_cfg, member), sizeof(((rp_model_cfg *)0)->member)}
+static const struct {
+    const char *key;
+    size_t offset, size;
+} fields[] = {
+    FIELD("vocab", vocab), FIELD("d_model", d_model), FIELD("heads", heads),
+    FIELD("layers", layers), FIELD("d_ff", d_ff), FIELD("seq_len", seq_len),
+    FIELD("max_batch", max_batch), FIELD("norm", norm), FIELD("activation", act),
+    FIELD("dropout", dropout), FIELD("pe", pe), FIELD("fraction_qk", fraction_qk),
+    FIELD("fraction_v", fraction_v), FIELD("base", rope_base), FIELD("pairing", pairing),
+    FIELD("seed", seed), FIELD("attention", attention), FIELD("linear_rope", linear_rope),
+    FIELD("rotate", rotate), FIELD("fraction_q", fraction_q), FIELD("fraction_k", fraction_k),
+    FIELD("fraction_o", fraction_o), FIELD("rel_clip", rel_clip),
+    FIELD("rel_buckets", rel_buckets), FIELD("rel_max_distance", rel_max_distance),
+    FIELD("scaling", scaling), FIELD("scaling_factor", scaling_factor),
+    FIELD("orig_len", orig_len), FIELD("yarn_alpha", yarn_alpha), FIELD("yarn_beta", yarn_beta),
+    FIELD("xpos", xpos), FIELD("xpos_scale_base", xpos_scale_base),
+};
+#undef FIELD
+enum { NFIELDS = (int)(sizeof fields / sizeof fields[0]) };
+
+static void test_rows(void)
+{
+    printf("-- the rows: one per field of rp_model_cfg, in place\n");
+    CHECK(rp_model_cfg_nkeys == NFIELDS, "%d rows, %d fields", rp_model_cfg_nkeys, NFIELDS);
+    for (int i = 0; i < NFIELDS && i < rp_model_cfg_nkeys; i++) {
+        const rp_cfg_key *k = &rp_model_cfg_keys[i];
+        size_t size = k->type == RP_CFG_INT || k->type == RP_CFG_NUM || k->type == RP_CFG_SEED
+                          ? 8
+                          : sizeof(int);
+        CHECK(!strcmp(k->name, fields[i].key) && k->offset == fields[i].offset &&
+                  size == fields[i].size,
+              "row %d is %s at %zu (%zu bytes), the field %s is at %zu (%zu bytes)", i, k->name,
+              k->offset, size, fields[i].key, fields[i].offset, fields[i].size);
+        CHECK(rp_model_cfg_key(k->name, (size_t)-1) == k, "%s found by name", k->name);
+        CHECK(k->since >= 1 && k->since <= 3 && k->help && *k->help, "%s: since %u, help", k->name,
+              k->since);
+        /* a value written through the row is what the field holds */
+        rp_model_cfg c;
+        memset(&c, 0, sizeof c);
+        rp_model_cfg_set_int(&c, k, 3);
+        rp_model_cfg z;
+        memset(&z, 0, sizeof z);
+        CHECK(memcmp((char *)&c + fields[i].offset, (char *)&z + fields[i].offset,
+                     fields[i].size) != 0 &&
+                  !memcmp(&c, &z, fields[i].offset) &&
+                  !memcmp((char *)&c + fields[i].offset + fields[i].size,
+                          (char *)&z + fields[i].offset + fields[i].size,
+                          sizeof c - fields[i].offset - fields[i].size) &&
+                  rp_model_cfg_get_int(&c, k) == 3,
+              "%s: a write through the row changes that field alone", k->name);
+    }
+    /* the fields a safetensors file loaded into a model must agree on (docs/interop.md): all
+     * but seq_len, max_batch, dropout, seed and the later keys */
+    const char *weights = " vocab d_model heads layers d_ff norm activation pe fraction_qk "
+                          "fraction_v base pairing attention linear_rope ";
+    for (int i = 0; i < rp_model_cfg_nkeys; i++) {
+        char word[40];
+        snprintf(word, sizeof word, " %s ", rp_model_cfg_keys[i].name);
+        CHECK(!(rp_model_cfg_keys[i].flags & RP_CFG_WEIGHTS) == !strstr(weights, word),
+              "%s: RP_CFG_WEIGHTS", rp_model_cfg_keys[i].name);
+    }
+    CHECK(rp_model_cfg_key("d_modle", (size_t)-1) == NULL && rp_model_cfg_key("vocabx", 5) &&
+              rp_model_cfg_key(NULL, 0) == NULL,
+          "lookups by name and length");
+    /* the documented defaults (core/model.h, docs/lua_api.md) */
+    rp_model_cfg d = rp_model_cfg_default(9);
+    CHECK(d.vocab == 9 && d.d_model == 128 && d.heads == 4 && d.layers == 3 && d.d_ff == 512 &&
+              d.seq_len == 512 && d.max_batch == 16 && d.pe == RP_PE_ROPE &&
+              d.rope_base == RP_ROPE_BASE && d.rel_clip == 16 && d.rel_buckets == 32 &&
+              d.rel_max_distance == 128 && d.scaling == RP_SCALING_NONE &&
+              d.scaling_factor == 1.0 && d.orig_len == 0 && d.yarn_alpha == 1.0 &&
+              d.yarn_beta == 32.0 && d.xpos == 0.0 && d.xpos_scale_base == 512.0 &&
+              d.rotate == 0 && d.fraction_q == 0.0 && d.seed == 0 && d.dropout == 0.0,
+          "the defaults");
+    CHECK_STATUS(rp_model_cfg_check(&d), RP_OK, NULL);
+    CHECK_STATUS(rp_model_cfg_check_used(&d), RP_OK, NULL);
+    for (int i = 0; i < rp_model_cfg_nkeys; i++)
+        if (!(rp_model_cfg_keys[i].flags & RP_CFG_REQUIRED))
+            CHECK(rp_model_cfg_is_default(&d, &rp_model_cfg_keys[i]), "%s at its default",
+                  rp_model_cfg_keys[i].name);
+}
+
+/* ---- ranges -------------------------------------------------------------------------------- */
+
+static void test_ranges(void)
+{
+    printf("-- every field in range, whatever the mode\n");
+    /* the values issue 29 found loading: a fraction the mode does not use, yarn settings
+     * without yarn */
+    const struct {
+        rp_pe pe;
+        const char *key;
+        double v;
+        const char *msg;
+    } bad[] = {
+        {RP_PE_SHAW, "fraction_qk", NAN, "fraction_qk nan must be in (0, 1]"},
+        {RP_PE_ROPE, "fraction_v", NAN, "fraction_v nan must be in (0, 1]"},
+        {RP_PE_NONE, "fraction_qk", 1.5, "fraction_qk 1.5 must be in (0, 1]"},
+        {RP_PE_ROPE, "fraction_o", -0.5, "fraction_o -0.5 must be in (0, 1]"},
+        {RP_PE_ROPE, "yarn_alpha", NAN, "yarn_alpha must be a finite number >= 0, got nan"},
+        {RP_PE_ROPE, "yarn_beta", -3.0, "yarn_beta must be a finite number >= 0, got -3"},
+        {RP_PE_ALIBI, "xpos_scale_base", 0.0, "xpos_scale_base must be a finite number > 0, got 0"},
+        {RP_PE_ALIBI, "base", INFINITY, "base must be a finite number > 0, got inf"},
+        {RP_PE_ROPE, "dropout", 1.0, "dropout 1 must be in [0, 1)"},
+        {RP_PE_ROPE, "rel_clip", 0, "rel_clip 0 must be in 1..65536"},
+        {RP_PE_ROPE, "rel_buckets", 5000, "rel_buckets 5000 must be in 2..4096"},
+        {RP_PE_ROPE, "rel_max_distance", -1, "rel_max_distance -1 must be in 1..2147483647"},
+        {RP_PE_NONE, "orig_len", -1, "orig_len -1 must be in 0..2147483647"},
+        {RP_PE_ROPE, "pe", 11, "pe 11 is not none (0), sinusoidal (1), learned (2), rope (3), "
+                              "roper (4), roper_legacy (5), shaw (6), xl (7), t5 (8), deberta "
+                              "(9) or alibi (10)"},
+        {RP_PE_ROPE, "scaling", 9, "scaling 9 is not none (0), pi (1), ntk (2) or yarn (3)"},
+        {RP_PE_SHAW, "pairing", -1, "pairing -1 is not half (0) or interleaved (1)"},
+        {RP_PE_ROPE, "linear_rope", 2, "linear_rope 2 is not after (0) or before (1)"},
+        {RP_PE_ROPE, "rotate", 16, "rotate 16 is not a subset of qkvo"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rp_model_cfg c = small(bad[i].pe);
+        rp_model_cfg_set_num(&c, rp_model_cfg_key(bad[i].key, (size_t)-1), bad[i].v);
+        expect(rp_model_cfg_check(&c), RP_ERR_ARG, bad[i].msg, bad[i].key);
+        CHECK(rp_model_new(&c) == NULL, "%s: no model", bad[i].key);
+    }
+    /* an unset per-placement fraction (0) is a stored value, not one to give */
+    rp_model_cfg c = small(RP_PE_ROPE);
+    const rp_cfg_key *fq = rp_model_cfg_key("fraction_q", (size_t)-1);
+    CHECK_STATUS(rp_model_cfg_check_key(&c, fq, 0), RP_OK, NULL);
+    expect(rp_model_cfg_check_key(&c, fq, 1), RP_ERR_ARG, "fraction_q 0 must be in (0, 1]",
+           "fraction_q 0 given");
+    /* the rules between fields stay: t5's distance, yarn's ramp */
+    c = small(RP_PE_T5);
+    c.rel_buckets = 8, c.rel_max_distance = 4;
+    expect(rp_model_cfg_check(&c), RP_ERR_ARG, "rel_max_distance 4 must be in 5..2147483647",
+           "t5 distance");
+    c = small(RP_PE_ROPE);
+    c.scaling = RP_SCALING_YARN, c.scaling_factor = 2, c.yarn_alpha = 5, c.yarn_beta = 2;
+    expect(rp_model_cfg_check(&c), RP_ERR_ARG,
+           "yarn_alpha 5 must be below yarn_beta 2 (the ramp runs from alpha to beta)", "ramp");
+}
+
+/* ---- what a key does ----------------------------------------------------------------------- */
+
+static void test_used(void)
+{
+    printf("-- a key that does nothing for the mode\n");
+    const struct {
+        rp_pe pe;
+        const char *set; /* key=value pairs applied in order: "attention=1,linear_rope=1" */
+        const char *msg; /* NULL: accepted */
+    } cases[] = {
+        {RP_PE_SHAW, "base=500", "base 500 does nothing for pe shaw: it applies to the rotary "
+                                 "modes (rope, roper or roper_legacy)"},
+        {RP_PE_ALIBI, "pairing=1", "pairing interleaved does nothing for pe alibi: it applies to "
+                                   "the rotary modes (rope, roper or roper_legacy)"},
+        {RP_PE_ALIBI, "rel_clip=8", "rel_clip 8 does nothing for pe alibi: it applies to pe shaw "
+                                    "or deberta"},
+        {RP_PE_T5, "rel_clip=8", "rel_clip 8 does nothing for pe t5: it applies to pe shaw or "
+                                 "deberta"},
+        {RP_PE_SHAW, "rel_buckets=8", "rel_buckets 8 does nothing for pe shaw: it applies to pe "
+                                      "t5"},
+        {RP_PE_ROPE, "scaling_factor=2", "scaling_factor 2 does nothing with scaling none: it "
+                                         "applies to the scalings (pi, ntk or yarn)"},
+        {RP_PE_ROPE, "scaling=1,yarn_beta=16", "yarn_beta 16 does nothing with scaling pi: it "
+                                               "applies to scaling yarn"},
+        {RP_PE_ROPE, "orig_len=64", "orig_len 64 does nothing with scaling none: it applies to "
+                                    "scaling yarn"},
+        {RP_PE_ROPE, "xpos_scale_base=64", "xpos_scale_base 64 does nothing with xpos 0: it "
+                                           "applies when xpos > 0 (xPos on)"},
+        {RP_PE_ROPE, "fraction_v=0.5", "fraction_v 0.5 does nothing for pe rope rotating qk: it "
+                                       "applies when v or o is rotated"},
+        {RP_PE_ROPER, "rotate=12,fraction_q=0.5", "fraction_q 0.5 does nothing for pe roper "
+                                                  "rotating vo: it applies when q is rotated"},
+        {RP_PE_NONE, "fraction_qk=0.5", "fraction_qk 0.5 does nothing for pe none: it applies to "
+                                        "the rotary modes (rope, roper or roper_legacy)"},
+        {RP_PE_ROPE, "linear_rope=1", "linear_rope before does nothing with softmax attention: "
+                                      "it applies to linear attention with pe rope or roper"},
+        {RP_PE_NONE, "attention=1,linear_rope=1", "linear_rope before does nothing for pe none: "
+                                                  "it applies to linear attention with pe rope "
+                                                  "or roper"},
+        {RP_PE_ROPE, "attention=1,fraction_v=0.5", "fraction_v 0.5 does nothing for pe rope "
+                                                   "rotating qk: it applies when v or o is "
+                                                   "rotated"},
+        /* what applies, and defaults, are accepted */
+        {RP_PE_SHAW, "base=10000,pairing=0,fraction_qk=1,rel_buckets=32", NULL},
+        {RP_PE_ROPE, "rotate=12,fraction_v=0.5,fraction_o=0.25", NULL},
+        {RP_PE_ROPE, "scaling=3,orig_len=64,yarn_alpha=2,yarn_beta=8", NULL},
+        {RP_PE_ROPER, "attention=1,linear_rope=1,fraction_v=0.5", NULL},
+        {RP_PE_DEBERTA, "rel_clip=4", NULL},
+        {RP_PE_ROPE, "xpos=0.4,xpos_scale_base=64", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        rp_model_cfg c = small(cases[i].pe);
+        char set[128];
+        snprintf(set, sizeof set, "%s", cases[i].set);
+        for (char *tok = strtok(set, ","); tok; tok = strtok(NULL, ",")) {
+            char *eq = strchr(tok, '=');
+            *eq = '\0';
+            rp_model_cfg_set_num(&c, rp_model_cfg_key(tok, (size_t)-1), strtod(eq + 1, NULL));
+        }
+        CHECK_STATUS(rp_model_cfg_check(&c), RP_OK, cases[i].set);
+        expect(rp_model_cfg_check_used(&c), cases[i].msg ? RP_ERR_ARG : RP_OK,
+               cases[i].msg ? cases[i].msg : "", cases[i].set);
+    }
+    /* the mode's own placements and the shared fractions are the unset ones */
+    rp_model_cfg c = small(RP_PE_ROPER);
+    c.rotate = RP_ROT_ALL, c.fraction_q = 1.0, c.fraction_o = 1.0, c.fraction_k = 0.5;
+    rp_model_cfg_normalise(&c);
+    CHECK(c.rotate == 0 && c.fraction_q == 0.0 && c.fraction_o == 0.0 && c.fraction_k == 0.5,
+          "normalised: rotate %d, fractions %g %g %g", c.rotate, c.fraction_q, c.fraction_k,
+          c.fraction_o);
+}
+
+/* ---- format versions ----------------------------------------------------------------------- */
+
+static void test_versions(void)
+{
+    printf("-- the format version a config needs\n");
+    rp_model_cfg c = small(RP_PE_LEARNED);
+    c.rope_base = 100.0, c.attention = RP_ATTN_SOFTMAX, c.seed = 99;
+    CHECK(rp_model_cfg_version(&c) == 1, "version 1 fields: 1");
+    c = small(RP_PE_ALIBI);
+    CHECK(rp_model_cfg_version(&c) == 2, "a relative mode: 2");
+    c = small(RP_PE_ROPE);
+    c.rel_clip = 8;
+    CHECK(rp_model_cfg_version(&c) == 2, "a version 2 field off its default: 2");
+    c.xpos = 0.4;
+    CHECK(rp_model_cfg_version(&c) == 3, "a version 3 field: 3");
+    c = small(RP_PE_ROPE);
+    c.scaling_factor = 2.0;
+    CHECK(rp_model_cfg_version(&c) == 3, "a version 3 field that does nothing: 3");
+}
+
+/* ---- forged files -------------------------------------------------------------------------- */
+
+static void put_le(uint8_t *b, uint64_t x, int n)
+{
+    for (int i = 0; i < n; i++) b[i] = (uint8_t)(x >> (8 * i));
+}
+
+static uint64_t fnv(const uint8_t *p, size_t n)
+{
+    uint64_t h = 14695981039346656037ULL;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ULL;
+    return h;
+}
+
+static void put_f64(uint8_t *b, double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    put_le(b, u, 8);
+}
+
+/* A model of c saved as a checkpoint at path, with bytes [at, at + n) replaced by the n bytes of
+ * the little-endian value x (an int) or d (n = 8 and isdbl) and the checksum recomputed; loading
+ * it must give RP_ERR_IO "path: bad model config: <msg>" and leave ck as it was. */
+static void forged_checkpoint(const rp_model_cfg *c, uint32_t version, size_t at, int n,
+                              int isdbl, int64_t x, double d, const char *msg)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/forged.ckpt", g_dir);
+    rp_model *m = check_model_new(c);
+    CHECK_STATUS(rp_checkpoint_save(path, m, NULL, NULL), RP_OK, msg);
+    rp_model_free(m);
+    size_t len = 0;
+    uint8_t *b = check_read_bytes(path, &len);
+    if (!CHECK(b && len > at + 8 && b[4] == version, "%s: a version %u file (got %d)", msg,
+               version, b ? b[4] : -1)) {
+        free(b);
+        return;
+    }
+    if (isdbl) put_f64(b + at, d);
+    else put_le(b + at, (uint64_t)x, n);
+    put_le(b + len - 8, fnv(b, len - 8), 8);
+    check_write_bytes(path, b, len);
+    free(b);
+    rp_checkpoint ck;
+    memset(&ck, 0xA5, sizeof ck);
+    rp_checkpoint before = ck;
+    char want[512];
+    snprintf(want, sizeof want, "%s: bad model config: %s", path, msg);
+    expect(rp_checkpoint_load(path, &ck), RP_ERR_IO, want, msg);
+    CHECK(!memcmp(&ck, &before, sizeof ck), "%s: the checkpoint struct untouched", msg);
+    unlink(path);
+}
+
+static void test_forged_checkpoints(void)
+{
+    printf("-- forged checkpoints of each version (checksum recomputed)\n");
+    /* version 1: the block at 16 (vocab .. max_batch int64, norm act pe pairing int32 at 72,
+     * dropout fraction_qk fraction_v base at 88) */
+    rp_model_cfg c = small(RP_PE_ROPE);
+    forged_checkpoint(&c, 1, 104, 8, 1, 0, NAN, "fraction_v nan must be in (0, 1]");
+    forged_checkpoint(&c, 1, 80, 4, 0, 11, 0,
+                      "pe 11 is not none (0), sinusoidal (1), learned (2), rope (3), roper (4), "
+                      "roper_legacy (5), shaw (6), xl (7), t5 (8), deberta (9) or alibi (10)");
+    c = small(RP_PE_LEARNED);
+    forged_checkpoint(&c, 1, 84, 4, 0, 7, 0, "pairing 7 is not half (0) or interleaved (1)");
+    forged_checkpoint(&c, 1, 112, 8, 1, 0, -1.0, "base must be a finite number > 0, got -1");
+    /* version 2: pe shaw with fraction_qk nan (issue 29), a negative rel_clip of a rope model */
+    c = small(RP_PE_SHAW);
+    forged_checkpoint(&c, 2, 96, 8, 1, 0, NAN, "fraction_qk nan must be in (0, 1]");
+    c = small(RP_PE_ROPE);
+    c.rotate = RP_ROT_V | RP_ROT_O;
+    forged_checkpoint(&c, 2, 160, 8, 0, -1, 0, "rel_clip -1 must be in 1..65536");
+    forged_checkpoint(&c, 2, 152, 8, 1, 0, 2.0, "fraction_o 2 must be in (0, 1]");
+    /* version 3 (block at 184: scaling, kind, factor, orig_len, alpha, beta, xpos, scale base) */
+    c = small(RP_PE_ROPE);
+    c.scaling = RP_SCALING_PI, c.scaling_factor = 2.0;
+    forged_checkpoint(&c, 3, 216, 8, 1, 0, -3.0, "yarn_beta must be a finite number >= 0, got -3");
+    c = small(RP_PE_ROPER);
+    c.xpos = 0.4;
+    forged_checkpoint(&c, 3, 208, 8, 1, 0, NAN, "yarn_alpha must be a finite number >= 0, got nan");
+    forged_checkpoint(&c, 3, 184, 4, 0, 9, 0, "scaling 9 is not none (0), pi (1), ntk (2) or "
+                                              "yarn (3)");
+    forged_checkpoint(&c, 3, 200, 8, 0, -5, 0, "orig_len -5 must be in 0..2147483647");
+}
+
+/* A safetensors file of a shaw model with `from` in its roper.config replaced by `to` (the same
+ * length; the config is a JSON string in the header, so its quotes are escaped: fraction_qk\":1,)
+ * rp.load's reader and m:load_safetensors's both refuse it with msg; the model loaded into keeps
+ * its weights. */
+static void forged_safetensors(const char *from, const char *to, const char *msg)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/forged.safetensors", g_dir);
+    rp_model_cfg c = small(RP_PE_SHAW);
+    rp_model *m = check_model_new(&c);
+    CHECK_STATUS(rp_safetensors_save(path, m), RP_OK, NULL);
+    size_t len = 0;
+    uint8_t *b = check_read_bytes(path, &len);
+    char *at = b ? strstr((char *)b + 8, from) : NULL;
+    if (!CHECK(at && strlen(from) == strlen(to), "%s in the header", from)) {
+        free(b);
+        rp_model_free(m);
+        return;
+    }
+    memcpy(at, to, strlen(to));
+    check_write_bytes(path, b, len);
+    free(b);
+    char want[512];
+    snprintf(want, sizeof want, "%s: bad model config: %s", path, msg);
+    rp_model *out = (rp_model *)&c; /* a marker: must stay */
+    expect(rp_safetensors_load(path, &out), RP_ERR_IO, want, msg);
+    CHECK(out == (rp_model *)&c, "%s: nothing built", msg);
+    int64_t n = rp_model_param_count(m);
+    float *keep = check_copy_floats(rp_model_params(m)->data, n);
+    expect(rp_safetensors_load_into(path, m), RP_ERR_IO, want, msg);
+    CHECK(!memcmp(keep, rp_model_params(m)->data, (size_t)n * sizeof(float)),
+          "%s: the model loaded into is unchanged", msg);
+    free(keep);
+    rp_model_free(m);
+    unlink(path);
+}
+
+static void test_forged_safetensors(void)
+{
+    printf("-- safetensors files with a bad roper.config\n");
+    forged_safetensors("fraction_qk\\\":1,", "fraction_qk\\\":9,",
+                       "fraction_qk 9 must be in (0, 1]");
+    forged_safetensors("base\\\":10000,", "base\\\":-1000,",
+                       "base must be a finite number > 0, got -1000");
+    forged_safetensors("rel_clip\\\":16}", "rel_clip\\\":-1}",
+                       "rel_clip -1 must be in 1..65536");
+}
+
+static void test_writers(void)
+{
+    printf("-- the writers never write what the readers refuse\n");
+    rp_model_cfg c = small(RP_PE_SHAW);
+    c.fraction_qk = NAN;
+    char buf[2048];
+    size_t n = rp_model_cfg_to_json(&c, buf, sizeof buf);
+    CHECK(n == 0 && !strcmp(rp_last_error(), "fraction_qk nan must be in (0, 1]"),
+          "no JSON for a nan: %zu bytes, \"%s\"", n, rp_last_error());
+    c.fraction_qk = 1.0;
+    n = rp_model_cfg_to_json(&c, buf, sizeof buf);
+    rp_model_cfg back;
+    CHECK(n > 0 && n < sizeof buf && rp_model_cfg_from_json(buf, n, &back) == RP_OK &&
+              rp_model_cfg_check(&back) == RP_OK && back.pe == RP_PE_SHAW && back.rel_clip == 16,
+          "a good config reads back: %s", buf);
+}
+
+int main(void)
+{
+    snprintf(g_dir, sizeof g_dir, "/tmp/rp_schema_test.XXXXXX");
+    if (!mkdtemp(g_dir)) {
+        printf("FATAL: mkdtemp: %s\n", strerror(errno));
+        return 2;
+    }
+    test_rows();
+    test_ranges();
+    test_used();
+    test_versions();
+    test_forged_checkpoints();
+    test_forged_safetensors();
+    test_writers();
+    CHECK(rmdir(g_dir) == 0, "removed %s: %s", g_dir, strerror(errno));
+    return check_summary("test_model_schema");
+}

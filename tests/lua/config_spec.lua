@@ -1,0 +1,221 @@
+-- The model config's one validation path (issue 29) and the keys that do nothing (issue 29,
+-- point 10), through the Lua API: rp.model, rp.model_memory, m:derive, rp.attention,
+-- rp.linear_attention, rp.rope.rotate and rp.rope.angles refuse a key whose value does nothing for
+-- the mode with the same message, and accept it at its default; m:config() gives the keys that do
+-- something and rebuilds the model, also for files of older roper that hold values that do
+-- nothing; a forged checkpoint with a nan the mode does not use is refused by rp.load; an
+-- experiment config serves every pe (rp.experiment passes rp.model the keys that apply).
+
+local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+package.path = dir .. "?.lua;" .. package.path
+local h = require "helpers"
+local rp = require "roper"
+
+local FIXTURES = "tests/fixtures/config/"
+
+local function cfg(o)
+  local c = { vocab = 5, d_model = 8, heads = 1, layers = 1, d_ff = 4, seq_len = 6, max_batch = 1 }
+  for k, v in pairs(o or {}) do c[k] = v end
+  return c
+end
+
+local function raises(msg, fn, ...)
+  local ok, err = pcall(fn, ...)
+  assert.is_false(ok, "no error, want: " .. msg)
+  assert.truthy(err:find(msg, 1, true), ("\n got: %s\nwant: %s"):format(err, msg))
+end
+
+describe("keys that do nothing for the mode", function()
+  -- { config, the reason after "bad argument #1 to 'model' (" }
+  local cases = {
+    { { pe = "shaw", base = 500 }, "base 500 does nothing for pe shaw: it applies to the rotary "
+      .. "modes (rope, roper or roper_legacy)" },
+    { { pe = "alibi", pairing = "interleaved" }, "pairing interleaved does nothing for pe alibi: "
+      .. "it applies to the rotary modes (rope, roper or roper_legacy)" },
+    { { pe = "alibi", rel_clip = 8 }, "rel_clip 8 does nothing for pe alibi: it applies to pe "
+      .. "shaw or deberta" },
+    { { pe = "t5", rel_clip = 8 }, "rel_clip 8 does nothing for pe t5: it applies to pe shaw or "
+      .. "deberta" },
+    { { pe = "rope", rel_max_distance = 64 }, "rel_max_distance 64 does nothing for pe rope: it "
+      .. "applies to pe t5" },
+    { { pe = "rope", scaling_factor = 2 }, "scaling_factor 2 does nothing with scaling none: it "
+      .. "applies to the scalings (pi, ntk or yarn)" },
+    { { pe = "rope", scaling = "pi", scaling_factor = 2, orig_len = 6 }, "orig_len 6 does "
+      .. "nothing with scaling pi: it applies to scaling yarn" },
+    { { pe = "rope", xpos_scale_base = 64 }, "xpos_scale_base 64 does nothing with xpos 0: it "
+      .. "applies when xpos > 0 (xPos on)" },
+    { { pe = "rope", fraction_v = 0.5 }, "fraction_v 0.5 does nothing for pe rope rotating qk: it "
+      .. "applies when v or o is rotated" },
+    { { pe = "roper", rotate = "vo", fraction_k = 0.5 }, "fraction_k 0.5 does nothing for pe "
+      .. "roper rotating vo: it applies when k is rotated" },
+    { { pe = "learned", fraction_qk = 0.5 }, "fraction_qk 0.5 does nothing for pe learned: it "
+      .. "applies to the rotary modes (rope, roper or roper_legacy)" },
+    { { pe = "rope", linear_rope = "before" }, "linear_rope before does nothing with softmax "
+      .. "attention: it applies to linear attention with pe rope or roper" },
+    { { pe = "none", attention = "linear", linear_rope = "before" }, "linear_rope before does "
+      .. "nothing for pe none: it applies to linear attention with pe rope or roper" },
+  }
+  for _, c in ipairs(cases) do
+    it("rp.model and rp.model_memory: " .. c[2]:match("^%S+ %S+ does nothing [^:]*"), function()
+      raises("bad argument #1 to 'model' (" .. c[2] .. ")",
+        function() return rp.model(cfg(c[1])) end)
+      raises("bad argument #1 to 'model_memory' (" .. c[2] .. ")",
+        function() return rp.model_memory(cfg(c[1])) end)
+    end)
+  end
+
+  it("accepts a key at its default: the same model as without it", function()
+    for _, o in ipairs {
+      { pe = "rope", rel_clip = 16, rel_buckets = 32, scaling_factor = 1, xpos_scale_base = 512,
+        linear_rope = "after", fraction_o = 1 },
+      { pe = "shaw", base = 10000, pairing = "half", fraction_qk = 1.0, fraction_v = 1 },
+      { pe = "none", attention = "linear", linear_rope = "after", yarn_beta = 32 },
+    } do
+      local bare = { pe = o.pe, attention = o.attention }
+      assert.same(rp.model(cfg(bare)):config(), rp.model(cfg(o)):config())
+    end
+  end)
+
+  local q = rp.randn { 1, 4, 2, 8 }
+  h.refusals(it, function(o) return rp.attention(q, q, q, o) end,
+    "bad argument #4 to 'attention' (", {
+    { { pe = "alibi", rel_clip = 8 }, "rel_clip 8 does nothing for pe alibi: it applies to pe shaw "
+      .. "or deberta" },
+    { { pe = "none", base = 500 }, "base 500 does nothing for pe none: it applies to the rotary "
+      .. "modes (rope, roper or roper_legacy)" },
+    { { pe = "rope", fraction_o = 0.5 }, "fraction_o 0.5 does nothing for pe rope rotating qk: it "
+      .. "applies when o is rotated" },
+    { { pe = "rope", scaling_factor = 2 }, "scaling_factor 2 does nothing with scaling none: it "
+      .. "applies to the scalings (pi, ntk or yarn)" },
+    { { pe = "roper", scaling = "ntk", scaling_factor = 2, yarn_alpha = 2 }, "yarn_alpha 2 does "
+      .. "nothing with scaling ntk: it applies to scaling yarn" },
+  })
+  h.refusals(it, function(o) return rp.linear_attention(q, q, q, o) end,
+    "bad argument #4 to 'linear_attention' (", {
+    { { pe = "none", linear_rope = "before" }, "linear_rope before does nothing for pe none: it "
+      .. "applies to linear attention with pe rope or roper" },
+    { { pe = "rope", fraction_v = 0.5 }, "fraction_v 0.5 does nothing for pe rope rotating qk: it "
+      .. "applies when v or o is rotated" },
+    { { pe = "learned", pairing = "interleaved" }, "pairing interleaved does nothing for pe "
+      .. "learned: it applies to the rotary modes (rope, roper or roper_legacy)" },
+  })
+  h.refusals(it, function(o) return rp.rope.rotate(q, o) end, "bad argument #2 to 'rotate' (", {
+    { { scaling_factor = 2 }, "scaling_factor 2 does nothing with scaling none: it applies to the "
+      .. "scalings (pi, ntk or yarn)" },
+    { { scaling = "pi", scaling_factor = 2, orig_len = 6 }, "orig_len 6 does nothing with "
+      .. "scaling pi: it applies to scaling yarn" },
+  })
+  h.refusals(it, function(o) return rp.rope.angles(4, 8, o) end, "bad argument #3 to 'angles' (", {
+    { { xpos_scale_base = 64 }, "xpos_scale_base 64 does nothing with xpos 0: it applies when xpos "
+      .. "> 0 (xPos on)" },
+    { { yarn_beta = 16 }, "yarn_beta 16 does nothing with scaling none: it applies to scaling "
+      .. "yarn" },
+  })
+
+  it("rp.attention and rp.rope take the keys that do something, and defaults", function()
+    assert.is_true(pcall(rp.attention, q, q, q, { pe = "shaw", rel_clip = 2, base = 10000,
+      rel_k = rp.zeros { 5, 8 }, rel_v = rp.zeros { 5, 8 } }))
+    assert.is_true(pcall(rp.attention, q, q, q, { pe = "rope", rotate = "qo", fraction_o = 0.5,
+      fraction_v = 1, scaling = "yarn", scaling_factor = 2, orig_len = 4, yarn_beta = 16 }))
+    assert.is_true(pcall(rp.rope.rotate, q, { xpos = 0.4, xpos_scale_base = 64 }))
+    assert.is_true(pcall(rp.linear_attention, q, q, q, { pe = "roper", linear_rope = "before",
+      fraction_v = 0.5 }))
+  end)
+
+  it("m:derive drops m's keys that do nothing for the new mode, and refuses such overrides",
+    function()
+      local m = rp.model(cfg { pe = "roper", fraction_v = 0.5, base = 500 })
+      local d = m:derive { pe = "rope" }
+      assert.is_nil(d:config().fraction_v)
+      assert.equal(500, d:config().base)
+      raises("bad argument #1 to 'derive' (fraction_v 0.25 does nothing for pe rope rotating qk: "
+        .. "it applies when v or o is rotated)",
+        function() return m:derive { pe = "rope", fraction_v = 0.25 } end)
+      local y = rp.model(cfg { pe = "rope", scaling = "yarn", scaling_factor = 2, yarn_beta = 8 })
+      local p = y:derive { scaling = "pi" }
+      assert.same({ "pi", 2 }, { p:config().scaling, p:config().scaling_factor })
+      assert.is_nil(p:config().yarn_beta)
+    end)
+end)
+
+describe("m:config()", function()
+  local modes = { "none", "sinusoidal", "learned", "rope", "roper", "roper_legacy", "shaw", "xl",
+    "t5", "deberta", "alibi" }
+
+  it("gives the keys that do something, and rebuilds the same model (every pe, both attentions)",
+    function()
+      for _, pe in ipairs(modes) do
+        for _, attention in ipairs { "softmax", "linear" } do
+          local ok, m = pcall(rp.model, cfg { pe = pe, attention = attention, seed = 3 })
+          if ok then
+            local c = m:config()
+            assert.same(c, rp.model(c):config(), pe)
+            local rotary = pe == "rope" or pe == "roper" or pe == "roper_legacy"
+            assert.equal(rotary, c.base ~= nil, pe .. " base")
+            assert.equal(rotary, c.rotate ~= nil, pe .. " rotate")
+            assert.equal(pe == "shaw" or pe == "deberta", c.rel_clip ~= nil, pe .. " rel_clip")
+            assert.equal(attention == "linear" and rotary, c.linear_rope ~= nil,
+              pe .. " linear_rope")
+            assert.equal(0, rp.maxdiff(m:params()[1].tensor, rp.model(c):params()[1].tensor))
+          else
+            assert.equal("linear", attention, m)
+          end
+        end
+      end
+    end)
+
+  it("of a file of an older roper that holds values that do nothing: without them", function()
+    -- each file and the keys it holds values of that do nothing
+    for f, keys in pairs {
+      ["v1_learned_unused_values.rpck"] = { "base", "pairing", "fraction_qk", "fraction_v" },
+      ["v1_learned_unused_values.safetensors"] = { "base", "pairing", "fraction_qk" },
+      ["v1_sinusoidal.rpck"] = { "linear_rope" },
+      ["v2_rope_unused_rel_clip.rpck"] = { "rel_clip" },
+      ["v3_unused_factor.rpck"] = { "scaling_factor" },
+    } do
+      local m = assert(rp.load(FIXTURES .. f))
+      local c = m:config()
+      for _, k in ipairs(keys) do assert.is_nil(c[k], f .. " " .. k) end
+      assert.same(c, rp.model(c):config(), f)
+    end
+  end)
+end)
+
+describe("a config from a file passes rp.model's checks", function()
+  -- FNV-1a 64 (docs/checkpoint.md), with Lua's wrapping integers
+  local function fnv(s)
+    local x = -3750763034362895579 -- 0xcbf29ce484222325
+    for i = 1, #s do x = (x ~ s:byte(i)) * 1099511628211 end
+    return x
+  end
+
+  it("rp.load refuses a version 2 checkpoint of pe shaw with fraction_qk nan (issue 29)", function()
+    local d = h.tmpdir()
+    local path = d .. "/shaw.ckpt"
+    assert.is_true(rp.model(cfg { pe = "shaw" }):save(path))
+    local b = h.read(path)
+    assert.equal(2, string.unpack("<I4", b, 5))
+    -- fraction_qk: the version 1 block's second double, at byte 96 (0-based)
+    b = b:sub(1, 96) .. string.pack("<i8", 0x7FF8000000000000) .. b:sub(105, -9) -- a quiet nan
+    h.write(path, b .. string.pack("<i8", fnv(b)))
+    assert.same({ nil, path .. ": bad model config: fraction_qk nan must be in (0, 1]" },
+      { rp.load(path) })
+    h.remove_tree(d)
+  end)
+end)
+
+describe("rp.experiment and the model keys", function()
+  it("checks every model key's range, and passes rp.model the keys that do something", function()
+    raises("option 'fraction_v' must be in (0, 1], got 0", rp.experiment.config, { fraction_v = 0 })
+    raises("option 'rel_clip' must be in 1..65536, got 0", rp.experiment.config, { rel_clip = 0 })
+    raises("option 'scaling_factor' must be > 0, got 0", rp.experiment.config,
+      { scaling_factor = 0 })
+    -- one config for a comparison of rope, shaw and t5: each run takes what applies to it
+    for _, pe in ipairs { "rope", "shaw", "t5", "roper" } do
+      local c, mem = rp.experiment.check { pe = pe, rel_clip = 4, rel_buckets = 8, fraction_v = 0.5,
+        base = 500, d_model = 16, seq_len = 16, layers = 1, steps = 1 }
+      assert.equal(pe, c.pe)
+      assert.is_true(mem.params > 0)
+    end
+  end)
+end)
