@@ -13,18 +13,8 @@
 --   build-portable/roper tests/portable/block.lua > tests/fixtures/portable/block.txt
 rp.set_num_threads(1)
 
--- FNV-1a over the float32 bits of a list of tensors (Lua's integers wrap at 2^64)
-local function hash(tensors)
-  local h = -3750763034362895579 -- 0xcbf29ce484222325
-  for _, t in ipairs(tensors) do
-    for _, v in ipairs(t:contiguous():view { t:numel() }:totable()) do
-      for i = 1, 4 do
-        h = (h ~ string.byte(string.pack("<f", v), i)) * 0x100000001b3
-      end
-    end
-  end
-  return ("%016x"):format(h)
-end
+-- FNV-1a over the float32 bits of a list of tensors (fnv.lua)
+local hash = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "fnv.lua")
 
 local function tensors_of(list)
   local out = {}
