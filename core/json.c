@@ -112,10 +112,10 @@ static void put_utf8(unsigned char *b, size_t *k, uint32_t cp)
     }
 }
 
-/* Length of the valid UTF-8 sequence at p (of at most n bytes), or 0 (overlong forms,
- * surrogates and code points above U+10FFFF are invalid). */
-static size_t utf8_len(const unsigned char *p, size_t n)
+size_t rp_json_utf8_len(const void *s, size_t n)
 {
+    const unsigned char *p = s;
+    if (n == 0) return 0;
     unsigned char c = p[0];
     if (c < 0x80) return 1;
     size_t k;
@@ -194,7 +194,7 @@ static rp_status parse_string(parser *ps, size_t *off, size_t *n)
             RP_TRY(put_bytes(ps, b, k));
             continue;
         }
-        size_t k = utf8_len(ps->p + ps->pos, ps->len - ps->pos);
+        size_t k = rp_json_utf8_len(ps->p + ps->pos, ps->len - ps->pos);
         if (k == 0) return fail(ps, ps->pos, "invalid UTF-8 in a string");
         RP_TRY(put_bytes(ps, ps->p + ps->pos, k));
         ps->pos += k;
