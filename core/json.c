@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checked.h"
+
 typedef struct {
     rp_json_doc *doc;
     const unsigned char *p;
@@ -456,9 +458,9 @@ static rp_status digits_value(const char *digits, const char *lit, uint64_t lim,
 {
     uint64_t acc = 0;
     for (const char *c = digits; *c; c++) {
-        uint64_t d = (uint64_t)(*c - '0');
-        if (acc > (lim - d) / 10) return rp_error(RP_ERR_RANGE, "%s is out of range", lit);
-        acc = acc * 10 + d;
+        if (!rp_mul_u64(acc, 10, &acc) || !rp_add_u64(acc, (uint64_t)(*c - '0'), &acc) ||
+            acc > lim)
+            return rp_error(RP_ERR_RANGE, "%s is out of range", lit);
     }
     *x = acc;
     return RP_OK;

@@ -234,11 +234,10 @@ static int c_size(cursor *c, int64_t *out)
             c->pos = start;
             return c_fail(c, "a size with a leading zero (Python refuses 02)");
         }
-        if (v > ((uint64_t)INT64_MAX - d) / 10) {
+        if (!rp_mul_u64(v, 10, &v) || !rp_add_u64(v, d, &v) || v > (uint64_t)INT64_MAX) {
             c->pos = start;
             return c_fail(c, "shape size is too large");
         }
-        v = v * 10 + d;
         c->pos++;
     }
     if (c->long_ints && c_peek(c) == 'L') c->pos++;
