@@ -356,7 +356,8 @@ local function variants(rp)
   local SCALING = { "scaling", "scaling_factor", "orig_len", "yarn_alpha", "yarn_beta" }
   V["rp.attention"] = function()
     return {
-      { pos = 4, drop = REL, set = { pe = "xl", rel_k = T(4, 2, 8), rel_u = T(2, 8), rel_w = T(2, 8) } },
+      { pos = 4, drop = REL,
+        set = { pe = "xl", rel_k = T(4, 2, 8), rel_u = T(2, 8), rel_w = T(2, 8) } },
       { pos = 4, drop = REL, set = { pe = "t5", rel_bias = T(2, 8) } },
       { pos = 4, drop = REL, set = { pe = "deberta", rel_k = T(4, 2, 8), rel_q = T(4, 2, 8) } },
       { pos = 4, drop = REL, set = { pe = "rope", freq = T(4) } },
@@ -391,7 +392,9 @@ local function degenerate_shapes(shape)
   end
   for d = 1, #shape do
     variant(("a 0 in dim %d"):format(d), function(s) s[d] = 0 end)
-    if shape[d] ~= 1 then variant(("a single row in dim %d"):format(d), function(s) s[d] = 1 end) end
+    if shape[d] ~= 1 then
+      variant(("a single row in dim %d"):format(d), function(s) s[d] = 1 end)
+    end
     if #shape >= 2 then
       variant(("2^31 in dim %d, empty"):format(d), function(s)
         s[d] = 2 ^ 31
