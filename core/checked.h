@@ -37,6 +37,20 @@ static inline int rp_add_u64(uint64_t a, uint64_t b, uint64_t *out)
     return !__builtin_add_overflow(a, b, out);
 }
 
+/* a * b and a + b for sizes >= 0, saturating at INT64_MAX: a counting pass over a huge config,
+ * which a limit then refuses, never overflows. */
+static inline int64_t rp_sat_mul_i64(int64_t a, int64_t b)
+{
+    int64_t p;
+    return rp_mul_i64(a, b, &p) ? p : INT64_MAX;
+}
+
+static inline int64_t rp_sat_add_i64(int64_t a, int64_t b)
+{
+    int64_t s;
+    return rp_add_i64(a, b, &s) ? s : INT64_MAX;
+}
+
 /* For shape[0..ndim-1] (sizes >= 0; 0 when one is negative): 1 when the product of its sizes
  * other than 0 is at most limit, with *numel the element count (0 when a size is 0); 0 when it
  * exceeds limit. */
