@@ -16,7 +16,7 @@
 -- valid but long (an experiment with a large value) is stopped by a hook and counts as done, not
 -- as a hang.
 local here = arg[0]:match("^(.*)/[^/]*$") or "."
-package.path = here .. "/?.lua;" .. package.path
+package.path = here .. "/?.lua;" .. here .. "/../lua/?.lua;" .. package.path
 local rp = require "roper"
 local uv = require "luv"
 local cases = require "cases"

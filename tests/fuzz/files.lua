@@ -28,6 +28,7 @@
 local M = {}
 
 local cases = require "cases"
+local h = require "helpers" -- tests/lua/helpers.lua (child.lua and the spec put it on the path)
 
 local SEED = math.tointeger(tonumber(os.getenv("FUZZ_FILES_SEED") or "")) or 29
 local RANDOM = math.tointeger(tonumber(os.getenv("FUZZ_FILES_CASES") or "")) or 200
@@ -39,18 +40,8 @@ end
 
 local function pick(t) return t[math.random(#t)] end
 
-local function write(path, bytes)
-  local f = assert(io.open(path, "wb"))
-  f:write(bytes)
-  f:close()
-end
-
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local write = h.write
+local function read(path) return assert(h.read(path)) end
 
 -- s with bytes [at, at + n) replaced by rep (at 1-based)
 local function splice(s, at, n, rep) return s:sub(1, at - 1) .. rep .. s:sub(at + n) end
@@ -81,6 +72,14 @@ local function file_error_problem(path, what, ok, v, msg)
     end
   end
   return nil
+end
+
+-- Writes bytes to path and loads it with rp.load: the problem of the call (file_error_problem)
+-- or nil, then rp.load's results.
+local function load_file(rp, path, bytes)
+  write(path, bytes)
+  local ok, v, msg = pcall(rp.load, path)
+  return file_error_problem(path, "rp.load", ok, v, msg), v, msg
 end
 
 -- A raw error in an error message (cases.raw_error: "attempt to index", '?', ...), or nil.
@@ -316,9 +315,7 @@ local function npy_case(rp, ctx, i, named)
   local must_refuse = i <= #named
   return desc, function()
     local path = ctx.dir .. "/fuzz.npy"
-    write(path, bytes)
-    local ok, t, msg = pcall(rp.load, path)
-    local p = file_error_problem(path, "rp.load", ok, t, msg)
+    local p, t, msg = load_file(rp, path, bytes)
     if p then return p end
     if not t then
       return clean and "raw: a file in NumPy's own layout was refused: " .. tostring(msg) or nil
@@ -587,9 +584,7 @@ local function st_case(rp, ctx, i, named)
   desc = d2 or desc
   return desc, function()
     local path = ctx.dir .. "/fuzz.safetensors"
-    write(path, bytes)
-    local ok, m, msg = pcall(rp.load, path)
-    local p = file_error_problem(path, "rp.load", ok, m, msg)
+    local p, m, msg = load_file(rp, path, bytes)
     if p then return p end
     if must_load and not m then return "raw: the base file was refused: " .. tostring(msg) end
     if m then
@@ -844,10 +839,7 @@ local function ck_case(rp, ctx, i, named)
     desc, bytes = ck_random(ctx)
   end
   return desc, function()
-    local path = ctx.dir .. "/fuzz.ckpt"
-    write(path, bytes)
-    local ok, m, o = pcall(rp.load, path)
-    local p = file_error_problem(path, "rp.load", ok, m, o)
+    local p, m, o = load_file(rp, ctx.dir .. "/fuzz.ckpt", bytes)
     if p then return p end
     if not m then return must_load and "raw: the base file was refused: " .. tostring(o) or nil end
     return exercise(rp, m, o)
