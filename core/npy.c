@@ -165,13 +165,19 @@ typedef struct {
 
 static int c_fail(cursor *c, const char *what)
 {
-    snprintf(c->msg, sizeof c->msg, "at byte %zu: %s", c->pos, what);
+    if (!c->msg[0]) snprintf(c->msg, sizeof c->msg, "at byte %zu: %s", c->pos, what);
     return 0;
+}
+
+/* 1 when the byte at the cursor is one of set (never for the end or a NUL). */
+static int c_at(cursor *c, const char *set)
+{
+    return c->pos < c->n && c->s[c->pos] != '\0' && strchr(set, c->s[c->pos]) != NULL;
 }
 
 static void c_ws(cursor *c)
 {
-    while (c->pos < c->n && strchr(" \t\f\r\n", c->s[c->pos])) c->pos++;
+    while (c_at(c, " \t\f\r\n")) c->pos++;
 }
 
 static int c_peek(cursor *c) { return c->pos < c->n ? (unsigned char)c->s[c->pos] : -1; }
@@ -306,7 +312,7 @@ static int c_bool(cursor *c, int *out)
 /* What may follow the dict: spaces, tabs and form feeds, then at most one newline. */
 static int c_tail(cursor *c)
 {
-    while (c->pos < c->n && strchr(" \t\f", c->s[c->pos])) c->pos++;
+    while (c_at(c, " \t\f")) c->pos++;
     if (c->n - c->pos >= 2 && c->s[c->pos] == '\r' && c->s[c->pos + 1] == '\n') c->pos += 2;
     else if (c->pos < c->n && c->s[c->pos] == '\n') c->pos++;
     if (c->pos != c->n) return c_fail(c, "unexpected text after the dict");
@@ -546,7 +552,8 @@ rp_status rp_npy_load(const char *path, rp_tensor *out, rp_npy_dtype *dtype)
     tuple_str(shp, sizeof shp, h.ndim, h.shape);
     int64_t numel; /* the rule of core/tensor.h, so that rp_tensor_new takes the shape */
     if (!rp_shape_span(h.ndim, h.shape, RP_MAX_NUMEL, &numel)) {
-        st = rp_error(RP_ERR_IO, "%s: shape %s %s", path, shp, rp_shape_too_large(h.ndim, h.shape));
+        st = rp_error(RP_ERR_IO, "%s: shape %s %s", path, shp,
+                      rp_shape_too_large(h.ndim, h.shape));
         goto done;
     }
     const char *dname = dt == RP_NPY_F32 ? "<f4" : "<f8";

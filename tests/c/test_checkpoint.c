@@ -462,8 +462,9 @@ static void test_damaged(void)
         reseal(copy, len);
         spit(bad, copy, len);
         char w[200];
-        snprintf(w, sizeof w, "corrupted (optimiser state: %lld floats at step 9223372036854775807 "
-                 "for %lld parameters; steps 0 to 2^53)", (long long)os.n, (long long)os.n);
+        snprintf(w, sizeof w, "corrupted (optimiser state: %lld floats at step "
+                 "9223372036854775807 for %lld parameters; steps 0 to 2^53)", (long long)os.n,
+                 (long long)os.n);
         expect_io(bad, w, 1, "step 2^63-1");
         put64(copy + at_step, (uint64_t)RP_ADAM_MAX_STEP + 1);
         reseal(copy, len);
