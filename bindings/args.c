@@ -247,19 +247,15 @@ int lrp_checkshape(lua_State *L, int first, int last, int64_t *shape, int allow_
                      lrp_describe(L, first));
     }
     int ninfer = 0;
-    int64_t p = 1;
+    int64_t known[RP_MAX_DIMS], numel; /* the sizes, a -1 counted as 1 */
     for (int i = 0; i < ndim; i++) {
-        if (shape[i] == -1) {
-            if (++ninfer > 1) lrp_argerror(L, first, "only one size may be -1");
-            continue;
-        }
-        if (shape[i] == 0) continue;
-        if (shape[i] > RP_MAX_NUMEL / p) {
-            char buf[RP_SHAPE_STR_LEN];
-            lrp_argerror(L, first, "shape %s has too many elements (more than 2^40)",
-                         lrp_shape_str_n(buf, ndim, shape));
-        }
-        p *= shape[i];
+        if (shape[i] == -1 && ++ninfer > 1) lrp_argerror(L, first, "only one size may be -1");
+        known[i] = shape[i] == -1 ? 1 : shape[i];
+    }
+    if (!rp_shape_span(ndim, known, RP_MAX_NUMEL, &numel)) { /* the rule of rp_tensor_new */
+        char buf[RP_SHAPE_STR_LEN];
+        lrp_argerror(L, first, "shape %s has too many elements (more than 2^40)",
+                     lrp_shape_str_n(buf, ndim, shape));
     }
     return ndim;
 }

@@ -13,17 +13,12 @@
 #include "tensor_methods.h"
 #include "userdata.h"
 
-/* Checks that n1 * n2 * ... (count sizes) stays within RP_MAX_NUMEL; 0 if not. */
+/* 1 when a tensor of these count sizes (>= 0) can exist: the rule of rp_tensor_new (the sizes
+ * other than 0 multiply to at most RP_MAX_NUMEL; a 0 does not lift the limit). */
 static int numel_ok(int count, const int64_t *sizes)
 {
-    int64_t p = 1;
-    for (int i = 0; i < count; i++)
-        if (sizes[i] == 0) return 1;
-    for (int i = 0; i < count; i++) {
-        if (sizes[i] > RP_MAX_NUMEL / p) return 0;
-        p *= sizes[i];
-    }
-    return 1;
+    int64_t n;
+    return rp_shape_span(count, sizes, RP_MAX_NUMEL, &n);
 }
 
 /* ---- matmul ---- */

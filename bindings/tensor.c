@@ -65,11 +65,14 @@ static int nested_shape(lua_State *L, int arg, int64_t *shape)
         if (ndim == RP_MAX_DIMS)
             lrp_argerror(L, arg, "nested table deeper than %d levels", RP_MAX_DIMS);
         lua_Unsigned n = lua_rawlen(L, -1);
-        if (n > 0 && (lua_Unsigned)(RP_MAX_NUMEL / numel) < n)
+        if (n == 0) {
+            shape[ndim++] = 0;
+            break; /* nothing below an empty level */
+        }
+        if (n > (lua_Unsigned)RP_MAX_NUMEL || !rp_mul_i64(numel, (int64_t)n, &numel) ||
+            numel > RP_MAX_NUMEL)
             lrp_argerror(L, arg, "nested table has too many elements (more than 2^40)");
         shape[ndim++] = (int64_t)n;
-        numel *= (int64_t)n;
-        if (n == 0) break;
         lua_rawgeti(L, -1, 1);
         lua_remove(L, -2);
     }

@@ -28,18 +28,11 @@ int lrp_tensor_binop(lua_State *L)
         if (rp_broadcast_shape(&nd, shape, a, b) != RP_OK)
             return lrp_argerror(L, 2, "shapes %s and %s do not broadcast", lrp_shape_str(sa, a),
                                 lrp_shape_str(sb, b));
-        int64_t p = 1;
-        for (int i = 0; i < nd; i++) {
-            if (shape[i] == 0) {
-                p = 0;
-                break;
-            }
-            if (shape[i] > RP_MAX_NUMEL / p)
-                return lrp_argerror(L, 2, "shapes %s and %s broadcast to %s: too many elements",
-                                    lrp_shape_str(sa, a), lrp_shape_str(sb, b),
-                                    lrp_shape_str_n(sc, nd, shape));
-            p *= shape[i];
-        }
+        int64_t numel; /* the rule of rp_tensor_new: a 0 does not lift the limit */
+        if (!rp_shape_span(nd, shape, RP_MAX_NUMEL, &numel))
+            return lrp_argerror(L, 2, "shapes %s and %s broadcast to %s: too many elements",
+                                lrp_shape_str(sa, a), lrp_shape_str(sb, b),
+                                lrp_shape_str_n(sc, nd, shape));
         rp_tensor *out = lrp_newtensor(L);
         a = lrp_checktensor(L, 1); /* again after the allocation (args.h) */
         b = lrp_checktensor(L, 2);

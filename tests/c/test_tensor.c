@@ -153,6 +153,27 @@ static void test_new(void)
     st = rp_tensor_new(&t, 2, S((int64_t)1 << 30, (int64_t)1 << 30));
     CHECK(st != RP_OK && t.storage == NULL, "more than RP_MAX_NUMEL elements rejected (%d)",
           (int)st);
+    /* an empty shape is held to the limit of its sizes other than 0: its strides are their
+     * product ([0 x 2^32 x 2^32] once got a stride of 2^64) */
+    CHECK_STATUS(rp_tensor_new(&t, 3, S(0, (int64_t)1 << 32, (int64_t)1 << 32)), RP_ERR_SHAPE,
+                 "shape [0 x 4294967296 x 4294967296] is too large (its sizes other than 0 "
+                 "multiply to more than 2^40)");
+    CHECK(t.storage == NULL, "empty shape over the limit leaves t empty");
+    CHECK_STATUS(rp_tensor_new(&t, 3, S(INT64_MAX, 0, INT64_MAX)), RP_ERR_SHAPE, "is too large");
+    CHECK_STATUS(rp_tensor_new(&t, 2, S(RP_MAX_NUMEL, 0)), RP_OK, NULL);
+    CHECK(t.stride[0] == 1 && t.stride[1] == 1 && rp_tensor_numel(&t) == 0,
+          "[2^40 x 0]: strides %lld %lld", (long long)t.stride[0], (long long)t.stride[1]);
+    rp_tensor e;
+    CHECK_STATUS(rp_tensor_reshape(&e, &t, 3, S(0, RP_MAX_NUMEL, RP_MAX_NUMEL)), RP_ERR_SHAPE,
+                 "shape [0 x 1099511627776 x 1099511627776] is too large");
+    CHECK_STATUS(rp_tensor_reshape(&e, &t, 3, S(0, -1, RP_MAX_NUMEL)), RP_ERR_SHAPE,
+                 "cannot reshape [1099511627776 x 0] into [0 x -1 x 1099511627776]");
+    CHECK_STATUS(rp_tensor_reshape(&e, &t, 3, S(RP_MAX_NUMEL, 0, 1)), RP_OK, NULL);
+    CHECK(e.ndim == 3 && e.stride[0] == 1 && e.stride[1] == 1, "reshape to [2^40 x 0 x 1]");
+    rp_tensor_release(&e);
+    CHECK_STATUS(rp_tensor_expand(&e, &t, 3, S(RP_MAX_NUMEL, RP_MAX_NUMEL, 0)), RP_ERR_SHAPE,
+                 "is too large");
+    rp_tensor_release(&t);
 }
 
 static void test_shape_str(void)

@@ -99,6 +99,19 @@ local cases = {
     "bad argument #1 to 'zeros' (size 2 must be an integer, got 1.5)" },
   { "nine dims", function() return rp.zeros { 1, 1, 1, 1, 1, 1, 1, 1, 1 } end,
     "bad argument #1 to 'zeros' (shape has 9 dims, at most 8 allowed)" },
+  -- an empty shape is held to the limit of its sizes other than 0 (a 0 once lifted it in the
+  -- broadcast and matmul checks, and rp.load made such tensors with overflowed strides)
+  { "empty shape over the limit", function() return rp.zeros { 0, 2 ^ 32, 2 ^ 32 } end,
+    "bad argument #1 to 'zeros' (shape [0 x 4294967296 x 4294967296] has too many elements "
+      .. "(more than 2^40))" },
+  { "empty broadcast over the limit",
+    function() return rp.zeros { 0, 2 ^ 21, 1 } + rp.zeros { 1, 2 ^ 20 } end,
+    "bad argument #2 to 'add' (shapes [0 x 2097152 x 1] and [1 x 1048576] broadcast to "
+      .. "[0 x 2097152 x 1048576]: too many elements)" },
+  { "empty matmul over the limit",
+    function() return rp.matmul(rp.zeros { 0, 2 ^ 21, 1 }, rp.zeros { 1, 2 ^ 20 }) end,
+    "bad argument #2 to 'matmul' (matmul of [0 x 2097152 x 1] and [1 x 1048576] gives too large "
+      .. "a result)" },
   { "ragged nested table", function() return rp.tensor { { 1, 2 }, { 3 } } end,
     "bad argument #1 to 'tensor' (ragged nested table: [2] has 1 entries, expected 2)" },
   { "eye(-1)", function() return rp.eye(-1) end,
