@@ -121,7 +121,11 @@ function util.columns()
     local tty = uv.new_tty(2, false)
     if tty then
       local w = tty:get_winsize()
-      tty:close() -- libuv never closes fds 0..2
+      -- libuv never closes fds 0..2; the handle's close must complete in the loop before its
+      -- memory goes: a handle closed but left in the loop crashed every process that asked
+      -- for the width on a terminal (SIGSEGV inside luv when the Lua state closed at exit)
+      tty:close()
+      uv.run("nowait")
       if math.type(w) == "integer" and w >= 20 then return w end
     end
   end
