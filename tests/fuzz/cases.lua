@@ -323,6 +323,8 @@ local function seeds(rp)
   S["rp.Tensor.fill"] = function() return pack(T(2, 3), 1) end
   S["rp.Tensor.matmul"] = function() return pack(T(2, 3), T(3, 2)) end
   S["rp.Tensor.maxdiff"] = function() return pack(T(2, 3), T(2, 3)) end
+  S["rp.Tensor.dot"] = function() return pack(T(5), T(5)) end
+  S["rp.Tensor.diag"] = function() return pack(T(3, 4), 1) end
   S["rp.Tensor.save"] = function(ctx) return pack(T(2, 3):t(), ctx.dir .. "/s.npy") end
   -- metamethods
   S["roper.Tensor.__index"] = function() return pack(T(3, 4), { 2, { 1, 3 } }) end
