@@ -164,6 +164,26 @@ local function seeds(rp)
   S["rp.help"] = function() return pack(rp.zeros) end
   S["rp.inspect"] = function() return pack({ 1, a = { T(2) } }, { depth = 2, width = 40, items = 3 }) end
   S["rp.set_num_threads"] = function() return pack(1) end
+  -- pictures: into text files of the fuzz folder (out replaced by nil draws on stdout); of the
+  -- string options only the title (each accepted value runs gnuplot, about 50 ms)
+  local function pic(ctx, extra)
+    local o = { title = "t", out = ctx.dir .. "/pic.txt", size = { 40, 12 } }
+    for k, v in pairs(extra) do o[k] = v end
+    return o
+  end
+  S["rp.plot"] = function(ctx)
+    return pack({ 1, 2, 3 }, { T(3), { 1, 3, 2 } }, pic(ctx, { labels = { "a", "b" }, logx = true,
+      xrange = { 1, 3 }, yrange = { -3, 3 } }))
+  end
+  S["rp.scatter"] = function(ctx)
+    return pack(T(4), { 1, 2, 3, 4 }, pic(ctx, { labels = { "a" }, logy = true, xrange = { -2, 2 },
+      yrange = { 1, 5 } }))
+  end
+  S["rp.heatmap"] = function(ctx) return pack(T(3, 4), pic(ctx, { range = { -1, 1 } })) end
+  S["rp.hist"] = function(ctx) return pack(T(2, 10), pic(ctx, { bins = 4, range = { -1, 1 } })) end
+  S["rp.gnuplot"] = function(ctx)
+    return pack({ "unset key", "plot x" }, { out = ctx.dir .. "/g.txt", size = { 40, 12 }, font_size = 9 })
+  end
   S["rp.rope.theta"] = function() return pack(8, 10000) end
   S["rp.rope.angles"] = function()
     return pack(4, 8, { base = 10000, scale = 1, xpos_side = -1, xpos = 0.4, xpos_scale_base = 16,

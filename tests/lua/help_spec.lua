@@ -96,7 +96,7 @@ describe("help from docs/lua_api.md", function()
     local names = {}
     for _, t in ipairs(data.topics) do names[#names + 1] = t[1] end
     assert.are.same({ "tensor", "methods", "indexing", "arithmetic", "rng", "rope", "attention",
-      "model", "optim", "tasks", "eval", "experiment", "mpi", "blas" }, names)
+      "model", "optim", "tasks", "eval", "experiment", "plot", "mpi", "blas" }, names)
     for t, v in pairs { tensor = rp.Tensor, rng = rp.Rng, rope = rp.rope, model = rp.Model,
       optim = rp.optim, tasks = rp.tasks, eval = rp.eval, experiment = rp.experiment,
       mpi = rp.mpi, blas = rp.blas } do
