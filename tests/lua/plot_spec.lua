@@ -197,6 +197,23 @@ describe("files", function()
   end)
 end)
 
+describe("the scripts' pictures (scripts/lib/plot.lua) through rp.gnuplot", function()
+  it("loss curves as PNG and SVG of 960 x 600, a label with backquotes staying text", function()
+    package.path = "scripts/?.lua;" .. package.path
+    local plot = require "lib.plot"
+    local marker = dir .. "/pwned-by-label"
+    local curve = { { step = 1, tokens = 100, loss = 2 }, { step = 2, tokens = 200, loss = 1 } }
+    local files = assert(plot.loss_curves({ { label = "`touch " .. marker .. "`",
+      results = { { curve = curve } } } }, dir .. "/loss"))
+    assert.are.same({ dir .. "/loss.png", dir .. "/loss.svg", dir .. "/loss.gp", dir .. "/loss.dat" },
+      files)
+    assert.are.same({ 960, 600 }, { png_size(dir .. "/loss.png") })
+    assert.truthy(assert(h.read(dir .. "/loss.svg")):find("`touch", 1, true))
+    assert.is_nil(h.read(marker)) -- gnuplot would run `...` in a double-quoted string
+    assert.are.equal('"a\\`b\\"c\\\\"', plot.gp_string('a`b"c\\'))
+  end)
+end)
+
 describe("where a picture goes", function()
   local function roper(env, code)
     return h.run(env .. " " .. h.sh_quote(BIN) .. " -e " .. h.sh_quote(code))
