@@ -343,16 +343,18 @@ local function known(...)
   return list
 end
 
--- The title and axis labels of opts (strings) as commands. In a text picture gnuplot puts the y
--- label right against the tic labels ("count1.5"): there it stands one column further left, in a
--- left margin wide enough for it and tic labels of up to 8 characters (the heatmap sets its own).
+-- The title and axis labels of opts (strings) as commands. In a text picture gnuplot centres the
+-- y label at a fixed column, where a long one runs into the tic labels or is dropped: there it is
+-- a label at the left edge, halfway up, in a left margin wide enough for it and tic labels of up
+-- to 8 characters (the heatmap sets its own margin).
 local function labels(fname, arg, o, lines, kind, own_margin)
   for _, key in ipairs { "title", "xlabel", "ylabel" } do
     local v = opt_string(fname, arg, o, key)
-    if v then
-      local text = key == "ylabel" and kind == "text"
-      lines[#lines + 1] = ("set %s %s%s"):format(key, gp_string(v), text and " offset -1, 0" or "")
-      if text and not own_margin then lines[#lines + 1] = ("set lmargin %d"):format(#v + 11) end
+    if v and key == "ylabel" and kind == "text" then
+      lines[#lines + 1] = ("set label 100 %s at screen 0, graph 0.5 left"):format(gp_string(v))
+      if not own_margin then lines[#lines + 1] = ("set lmargin %d"):format(#v + 11) end
+    elseif v then
+      lines[#lines + 1] = ("set %s %s"):format(key, gp_string(v))
     end
   end
 end

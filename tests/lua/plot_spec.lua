@@ -125,6 +125,18 @@ describe("text pictures", function()
     end
   end)
 
+  it("a long y label stands at the left edge, apart from the tic labels", function()
+    -- gnuplot's own y label runs into the tic labels (count1.5) or is dropped when long
+    for _, draw in ipairs { function(out) return rp.plot({ 1, 2, 3 }, { ylabel = "a long y label",
+        size = { 50, 10 }, out = out }) end,
+      function(out) return rp.heatmap(rp.eye(5), { ylabel = "a long y label", out = out }) end } do
+      local out = dir .. "/ylabel.txt"
+      assert.are.equal(out, draw(out))
+      local text = assert(h.read(out))
+      assert.truthy(text:find("\na long y label +[%d.]* *|"), text)
+    end
+  end)
+
   it("rp.hist counts into bins", function()
     local text = golden("hist.txt", function(out)
       return rp.hist({ 1, 2, 2, 3, 3, 3 }, { bins = 3, size = { 40, 12 }, out = out })
