@@ -283,9 +283,10 @@ local function tidy_text(s)
   return s .. "\n"
 end
 
--- Runs gnuplot on the commands (a list of lines) for the target t; `footer` is text added under a
--- text picture. Returns the path written, nothing (the terminal), or nil and a message.
-local function render(fname, t, commands, footer)
+-- Runs gnuplot on the commands (a list of lines) for the target t; `header` and `footer` are text
+-- added above and under a text picture. Returns the path written, nothing (the terminal), or nil
+-- and a message.
+local function render(fname, t, commands, footer, header)
   if t.out then
     local kind, err = path_kind(t.out)
     if kind == nil then return nil, fname .. ": " .. err end
@@ -323,7 +324,7 @@ local function render(fname, t, commands, footer)
       or ("exit status " .. tostring(code)))
   end
   if not bytes then return nil, fname .. ": gnuplot wrote no picture: " .. tostring(rerr) end
-  if t.kind == "text" then bytes = tidy_text(bytes) .. (footer or "") end
+  if t.kind == "text" then bytes = (header or "") .. tidy_text(bytes) .. (footer or "") end
   if t.out then
     local okf, ferr = write_file(t.out, bytes)
     if not okf then return nil, fname .. ": " .. ferr end
@@ -472,13 +473,17 @@ end
 -- A text heatmap: one character per cell (a shade of SHADES), two columns wide, one line high;
 -- a matrix larger than the picture (at most t.size) is averaged over blocks of br x bc cells.
 -- Each block sits at its centre in the matrix's 1-based indices; the picture is exactly as large
--- as its blocks need. Returns the commands and the line under the picture.
+-- as its blocks need, and its title and x label are lines of their own above and below it
+-- (gnuplot would drop a title wider than the cells). Adds the commands to lines; returns the
+-- lines above and below the picture.
 local function text_heatmap(rows, lo, hi, t, o, lines)
   local nr, nc = #rows, #rows[1]
   local lm = (o.ylabel and #o.ylabel + 2 or 0) + #tostring(nr) + 3
-  local rm, tm, bm = 2, o.title and 2 or 1, o.xlabel and 3 or 2
+  local rm, tm, bm = 2, 0, 1
+  local above = o.title and 2 or 0 -- the title and a blank line
+  local below = (o.xlabel and 1 or 0) + 1 -- the x label, the shades
   local max_cols = math.max(1, (t.size[1] - lm - rm - 3) // 2)
-  local max_rows = math.max(1, t.size[2] - tm - bm - 2)
+  local max_rows = math.max(1, t.size[2] - tm - bm - 2 - above - below)
   local br, bc = math.ceil(nr / max_rows), math.ceil(nc / max_cols)
   local nbr, nbc = math.ceil(nr / br), math.ceil(nc / bc)
   local cells = {}
@@ -495,7 +500,8 @@ local function text_heatmap(rows, lo, hi, t, o, lines)
     end
   end
   -- one block a unit more on each side than the blocks: 2 columns and 1 line per block
-  t.size = { lm + rm + 2 * (nbc + 1) + 1, tm + bm + nbr + 2 }
+  local width = lm + rm + 2 * (nbc + 1) + 1
+  t.size = { width, tm + bm + nbr + 2 }
   local xstep = nice_step(math.max((#tostring(nc) + 1) * bc / 2, nc / 12))
   local ystep = nice_step(math.max(br, nr / 12))
   for _, l in ipairs {
@@ -510,7 +516,11 @@ local function text_heatmap(rows, lo, hi, t, o, lines)
   end
   datablock(lines, "m", cells)
   lines[#lines + 1] = "plot $m using 1:2:3 with labels"
-  return ("shades \"%s\" from %s to %s%s\n"):format(SHADES, num(lo), num(hi),
+  -- the title centred over the picture, the x label under the cells
+  local function centred(text, centre) return (" "):rep(math.max(0, centre - #text // 2)) .. text end
+  local header = o.title and centred(o.title, math.max(width, #o.title) // 2) .. "\n\n" or ""
+  local footer = o.xlabel and centred(o.xlabel, lm + nbc + 1) .. "\n" or ""
+  return header, footer .. ("shades \"%s\" from %s to %s%s\n"):format(SHADES, num(lo), num(hi),
     (br > 1 or bc > 1) and (", each the mean of %d x %d"):format(br, bc) or "")
 end
 
@@ -526,12 +536,15 @@ function rp.heatmap(m, opts)
     for _, x in ipairs(r) do lo, hi = math.min(lo, x), math.max(hi, x) end
   end
   if range then lo, hi = range[1], range[2] end
-  local lines, footer = {}, nil
-  labels(fname, 2, o, lines, t.kind, true)
+  local lines, header, footer = {}, nil, nil
   lines[#lines + 1] = "unset key"
   if t.kind == "text" then
-    footer = text_heatmap(rows, lo, hi, t, o, lines)
+    labels(fname, 2, { ylabel = o.ylabel }, lines, t.kind, true)
+    opt_string(fname, 2, o, "title")
+    opt_string(fname, 2, o, "xlabel")
+    header, footer = text_heatmap(rows, lo, hi, t, o, lines)
   else
+    labels(fname, 2, o, lines, t.kind)
     lines[#lines + 1] = ("set xrange [0.5:%s]"):format(num(nc + 0.5))
     lines[#lines + 1] = ("set yrange [%s:0.5]"):format(num(nr + 0.5)) -- row 1 at the top
     datablock(lines, "m", rows)
@@ -541,7 +554,7 @@ function rp.heatmap(m, opts)
     lines[#lines + 1] = "set tics out nomirror"
     lines[#lines + 1] = "plot $m matrix using ($1 + 1):($2 + 1):3 with image"
   end
-  return render(fname, t, lines, footer)
+  return render(fname, t, lines, footer, header)
 end
 
 function rp.hist(values, opts)
