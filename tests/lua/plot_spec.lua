@@ -137,6 +137,15 @@ describe("text pictures", function()
     end
   end)
 
+  it("a heatmap keeps a title and an x label wider than its cells", function()
+    local out = dir .. "/wide.txt"
+    assert.are.equal(out, rp.heatmap(rp.eye(2), { title = "a title wider than two cells",
+      xlabel = "an x label as wide", out = out }))
+    local l = lines(assert(h.read(out)))
+    assert.are.equal("a title wider than two cells", l[1]) -- gnuplot dropped it
+    assert.truthy(l[#l - 1]:find("^ *an x label as wide$"), l[#l - 1])
+  end)
+
   it("rp.hist counts into bins", function()
     local text = golden("hist.txt", function(out)
       return rp.hist({ 1, 2, 2, 3, 3, 3 }, { bins = 3, size = { 40, 12 }, out = out })
