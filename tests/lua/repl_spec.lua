@@ -239,6 +239,23 @@ describe("roper -e", function()
   end)
 end)
 
+describe("pictures in the REPL", function()
+  it("fill the terminal's width (in a pseudo-terminal of 100 columns)", function()
+    local d = h.tmpdir()
+    h.write(d .. "/input", "rp.plot({1, 3, 2})\nos.exit(0)\n")
+    local out = h.run("(cat " .. h.sh_quote(d .. "/input") .. "; sleep 1) | env -u COLUMNS -u "
+      .. "ROPER_PLOT_DIR -u ROPER_PLOT_TERMINAL timeout 60 script -qec " .. h.sh_quote("stty cols 100 "
+      .. "rows 30; " .. h.sh_quote(BIN)) .. " /dev/null")
+    h.remove_tree(d)
+    out = out:gsub("\27%[[%d;?]*[%a]", ""):gsub("\r", "")
+    local widest = 0
+    for _, l in ipairs(lines(out)) do
+      if l:find("+---", 1, true) then widest = math.max(widest, #(l:gsub("%s+$", ""))) end
+    end
+    assert.is_true(widest > 90 and widest <= 100, "widest frame line " .. widest .. ":\n" .. out)
+  end)
+end)
+
 describe("help in the REPL", function()
   it("help(\"word\") searches the config keys, entries and topics", function()
     local out, err, code = repl('help("fraction_v")\n')
