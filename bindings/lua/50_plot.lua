@@ -153,20 +153,17 @@ local function matrix_of(fname, arg, m)
   return rows
 end
 
-local function opt_string(fname, arg, o, key)
+-- o[key]: nil or a value of Lua type kind ("string", "boolean").
+local function opt_typed(fname, arg, o, key, kind)
   local v = o[key]
-  if v ~= nil and type(v) ~= "string" then
-    argerror(fname, arg, ("option '%s' must be a string, got %s"):format(key, describe(v)))
+  if v ~= nil and type(v) ~= kind then
+    argerror(fname, arg, ("option '%s' must be a %s, got %s"):format(key, kind, describe(v)))
   end
   return v
 end
-
+local function opt_string(fname, arg, o, key) return opt_typed(fname, arg, o, key, "string") end
 local function opt_boolean(fname, arg, o, key)
-  local v = o[key]
-  if v ~= nil and type(v) ~= "boolean" then
-    argerror(fname, arg, ("option '%s' must be a boolean, got %s"):format(key, describe(v)))
-  end
-  return v == true
+  return opt_typed(fname, arg, o, key, "boolean") == true
 end
 
 -- {lo, hi}: two finite numbers, lo < hi.

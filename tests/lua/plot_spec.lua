@@ -27,11 +27,7 @@ local function golden(name, fn)
   return text
 end
 
-local function lines(s)
-  local t = {}
-  for l in s:gmatch("([^\n]*)\n") do t[#t + 1] = l end
-  return t
-end
+local lines = h.lines
 
 -- width and height of a PNG file, from its IHDR chunk
 local function png_size(path)
