@@ -117,6 +117,7 @@ static int method_without_colon(lua_State *L, const char *tname)
 {
     lua_Debug ar;
     if (!lua_getstack(L, 0, &ar)) return 0;
+    luaL_checkstack(L, 6, NULL);
     lua_getinfo(L, "nf", &ar); /* pushes the running function */
     int f = lua_gettop(L);
     if (ar.name == NULL || (ar.namewhat != NULL && strcmp(ar.namewhat, "method") == 0)) return 0;

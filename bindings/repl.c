@@ -269,13 +269,10 @@ typedef struct {
 } padded_chunk;
 
 static const char *read_padded(lua_State *L, void *data, size_t *size) {
-    static const char newlines[256] = {
-#define NL16 '\n', '\n', '\n', '\n', '\n', '\n', '\n', '\n', '\n', '\n', '\n', '\n', '\n', '\n', '\n', '\n'
-        NL16, NL16, NL16, NL16, NL16, NL16, NL16, NL16, NL16, NL16, NL16, NL16, NL16, NL16, NL16, NL16
-#undef NL16
-    };
+    static char newlines[256];
     padded_chunk *c = data;
     (void)L;
+    if (newlines[0] != '\n') memset(newlines, '\n', sizeof newlines);
     if (c->pad > 0) {
         int n = c->pad < (int)sizeof newlines ? c->pad : (int)sizeof newlines;
         c->pad -= n;

@@ -10,9 +10,10 @@
 --
 -- How: the commands go to gnuplot in a temporary script file, the data inline in it as data
 -- blocks (numbers written by Lua, never text of the user's); titles and labels are gnuplot
--- strings with every backslash and double quote escaped. The one shell command is gnuplot with
--- its -e settings (the terminal, its size and a temporary output path: no user text) and the
--- script's path, each quoted. gnuplot writes to the temporary output; the picture is then read
+-- strings with every backslash, double quote and backquote escaped (gp_string). The one shell
+-- command is gnuplot with its -e settings (the terminal, its size and a temporary output path:
+-- no user text) and the script's path, each quoted. gnuplot writes to the temporary output; the
+-- picture is then read
 -- and written to opts.out atomically (internals.write_file: core's rp_file_write_atomic), or to
 -- stdout. gnuplot runs with -d (no ~/.gnuplot), so the pictures do not depend on the user's
 -- settings. A failing gnuplot or an unwritable file gives nil and "fname: message".
