@@ -389,10 +389,11 @@ local function tensor_list_tostring(t, what)
     local e = rawget(t, i)
     local name, x = type(e) == "table" and rawget(e, "name"), type(e) == "table" and rawget(e, "tensor")
     local shape, norm = "?", ""
-    if rp.is_tensor(x) and is_live(x) then
-      shape = shape_str(x:shape())
-      values = values + x:numel()
-      norm = ("norm %.4g"):format(x:norm())
+    -- a tensor released before or while the table prints (a finalizer) prints as released
+    local ok, sz, n, nrm = false, nil, nil, nil
+    if rp.is_tensor(x) then ok, sz, n, nrm = pcall(function() return x:shape(), x:numel(), x:norm() end) end
+    if ok then
+      shape, values, norm = shape_str(sz), values + n, ("norm %.4g"):format(nrm)
     elseif rp.is_tensor(x) then
       shape = "(released)"
     end

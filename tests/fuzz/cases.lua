@@ -300,6 +300,7 @@ local function seeds(rp)
   S["rp.Rng.randint"] = function() return pack(rp.rng(1), 0, 5, { 2, 2 }) end
   S["rp.Rng.seed"] = function() return pack(rp.rng(1), 3) end
   S["rp.Rng.jump"] = function() return pack(rp.rng(1), 2) end
+  S["roper.Rng.__tostring"] = function() return pack(rp.rng(1)) end
   -- tasks
   local function add_task() return rp.tasks.addition { max_digits = 2, seq_len = 32 } end
   S["rp.Task.batch"] = function() return pack(add_task(), 2, rp.rng(1), "train") end

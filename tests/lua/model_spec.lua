@@ -267,6 +267,10 @@ describe("m:params() and m:grads()", function()
     local col = lines[2]:find("embed", 1, true)
     for i = 3, #lines do assert.equal(col, lines[i]:find("%a"), lines[i]) end
     assert.truthy(tostring(m:grads()):find("^%d+ gradient tensors, "), tostring(m:grads()))
+    -- a released view prints as released
+    local q = m:params()
+    getmetatable(q[2].tensor).__close(q[2].tensor)
+    assert.truthy(tostring(q):find("\n   2  layers%.0%.norm1%.weight +%(released%)\n"), tostring(q))
     -- still a plain table: fields, # and ipairs as before; inside a table the first line
     assert.equal(p[1].tensor, p["embed.weight"])
     local inside = rp.inspect({ p = p }, { width = 400 })
