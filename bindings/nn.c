@@ -350,8 +350,8 @@ static int l_rope_rotate(lua_State *L)
         lua_Integer d = lrp_optinteger(L, 2, "dim", 0);
         int d0 = lrp_todim(d, x->ndim);
         if (d0 < 0)
-            return lrp_argerror(L, 2, "option 'dim': dim %I out of range for %s", (LUAI_UACINT)d,
-                                lrp_shape_str(buf, x));
+            return lrp_argerror(L, 2, "option 'dim': dim %I out of range for %s%s", (LUAI_UACINT)d,
+                                lrp_shape_str(buf, x), lrp_base_hint(d == 0));
         if (d0 == x->ndim - 1)
             return lrp_argerror(L, 2, "option 'dim': dim %I of %s is the feature dim, not a "
                                       "position dim",

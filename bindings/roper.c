@@ -6,7 +6,8 @@
  * bindings/lua/ in name order (compiled into build/roper_lua.c by bindings/embed.lua), each loaded
  * as "@bindings/lua/<file>" and called as chunk(rp, internals), where internals is a private table
  * { Tensor_mt = <roper.Tensor metatable>, Rng_mt = <roper.Rng metatable>, Model_mt = <roper.Model
- * metatable>, Optim_mt = <roper.Optim metatable>, Task_mt = <roper.Task metatable>, is_live = f,
+ * metatable>, Optim_mt = <roper.Optim metatable>, Task_mt = <roper.Task metatable>, Params_mt,
+ * Grads_mt, Memory_mt = <the metatables of m:params(), m:grads(), rp.model_memory()>, is_live = f,
  * model_keys, pe_modes, model_unused (core's config schema and mode table: lrp_model_internals
  * in roper.h), i32_max = RP_I32_MAX, build_kind = rp_build_kind(), build_target =
  * rp_build_target(), path_kind = f, read_file = f, write_file = f }
@@ -213,6 +214,12 @@ LUAMOD_API int luaopen_roper(lua_State *L)
     lua_setfield(L, priv, "Optim_mt");
     luaL_getmetatable(L, LRP_TASK_MT);
     lua_setfield(L, priv, "Task_mt");
+    luaL_getmetatable(L, LRP_PARAMS_MT);
+    lua_setfield(L, priv, "Params_mt");
+    luaL_getmetatable(L, LRP_GRADS_MT);
+    lua_setfield(L, priv, "Grads_mt");
+    luaL_getmetatable(L, LRP_MEMORY_MT);
+    lua_setfield(L, priv, "Memory_mt");
     lua_pushcfunction(L, l_is_live);
     lua_setfield(L, priv, "is_live");
     lua_pushcfunction(L, l_path_kind);

@@ -392,6 +392,7 @@ static const luaL_Reg methods[] = {
     {"fill", m_fill},         {"zero", m_zero},
     {"totable", lrp_tensor_totable},   {"argmax", lrp_tensor_argmax},
     {"softmax", lrp_tensor_softmax},   {"norm", lrp_tensor_norm},
+    {"dot", lrp_tensor_dot},           {"diag", lrp_tensor_diag},
     {"matmul", lrp_matmul},   {"maxdiff", lrp_maxdiff},
     {"save", lrp_tensor_save},
     {NULL, NULL},

@@ -172,6 +172,25 @@ int lrp_tensor_norm(lua_State *L)
     return 1;
 }
 
+/* t:dot(u) -> number: the dot product of two 1-D tensors of one length (double accumulation). */
+int lrp_tensor_dot(lua_State *L)
+{
+    rp_tensor *a = lrp_checktensor(L, 1);
+    rp_tensor *b = lrp_checktensor(L, 2);
+    char sa[RP_SHAPE_STR_LEN], sb[RP_SHAPE_STR_LEN];
+    if (a->ndim != 1)
+        return lrp_argerror(L, 1, "dot takes 1-D tensors, got %s (rp.matmul multiplies matrices)",
+                            lrp_shape_str(sa, a));
+    if (b->ndim != 1 || b->shape[0] != a->shape[0])
+        return lrp_argerror(L, 2, "dot needs two 1-D tensors of one length, got %s and %s",
+                            lrp_shape_str(sa, a), lrp_shape_str(sb, b));
+    double r = 0.0;
+    rp_status st = rp_dot(&r, a, b);
+    if (st != RP_OK) return lrp_raise(L, st);
+    lua_pushnumber(L, (lua_Number)r);
+    return 1;
+}
+
 /* max |a - b| over same-shaped a and b (any strides); nan when any difference is nan. */
 static double max_abs_diff(const rp_tensor *a, const rp_tensor *b)
 {

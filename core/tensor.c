@@ -249,6 +249,29 @@ rp_status rp_tensor_select(rp_tensor *out, const rp_tensor *src, int dim, int64_
     return RP_OK;
 }
 
+rp_status rp_tensor_diagonal(rp_tensor *out, const rp_tensor *src, int64_t k)
+{
+    clear(out);
+    if (src->ndim != 2) {
+        char buf[RP_SHAPE_STR_LEN];
+        return rp_error(RP_ERR_SHAPE, "diagonal: expected a 2-D tensor, got %s",
+                        rp_tensor_shape_str(buf, sizeof buf, src));
+    }
+    int64_t rows = src->shape[0], cols = src->shape[1];
+    /* the first element (r0, c0) and how many fit from there (-k only where k > -rows) */
+    int64_t r0 = 0, c0 = 0, len = 0;
+    if (k >= 0 && k < cols) c0 = k;
+    else if (k < 0 && k > -rows) r0 = -k;
+    else rows = 0; /* past the corner: empty */
+    if (rows > 0) len = rows - r0 < cols - c0 ? rows - r0 : cols - c0;
+    rp_tensor_view(out, src);
+    if (len > 0) out->offset += r0 * src->stride[0] + c0 * src->stride[1];
+    out->ndim = 1;
+    out->shape[0] = len;
+    out->stride[0] = src->stride[0] + src->stride[1];
+    return RP_OK;
+}
+
 rp_status rp_tensor_expand(rp_tensor *out, const rp_tensor *src, int ndim, const int64_t *shape)
 {
     clear(out);

@@ -80,6 +80,10 @@ rp_status rp_tensor_permute(rp_tensor *out, const rp_tensor *src, const int *per
 rp_status rp_tensor_narrow(rp_tensor *out, const rp_tensor *src, int dim, int64_t start, int64_t len);
 /* Index `index` of dim, which is removed (ndim decreases by one). */
 rp_status rp_tensor_select(rp_tensor *out, const rp_tensor *src, int dim, int64_t index);
+/* The k-th diagonal of the 2-D src as a 1-D view: elements (i, i + k) for k >= 0, (i - k, i) for
+ * k < 0 (0-based), as many as fit (0 when |k| reaches past the matrix). RP_ERR_SHAPE unless src
+ * is 2-D. */
+rp_status rp_tensor_diagonal(rp_tensor *out, const rp_tensor *src, int64_t k);
 /* Views src with the given shape by stride-0 broadcasting (numpy rules, aligned at the right). */
 rp_status rp_tensor_expand(rp_tensor *out, const rp_tensor *src, int ndim, const int64_t *shape);
 

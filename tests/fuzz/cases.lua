@@ -169,6 +169,26 @@ local function seeds(rp)
   S["rp.inspect"] = function() return pack({ 1, a = { T(2) } }, { depth = 2, width = 40, items = 3 }) end
   S["rp.set_num_threads"] = function() return pack(1) end
   S["rp.memory"] = function() return pack() end
+  -- pictures: into text files of the fuzz folder (out replaced by nil draws on stdout); of the
+  -- string options only the title (each accepted value runs gnuplot, about 50 ms)
+  local function pic(ctx, extra)
+    local o = { title = "t", out = ctx.dir .. "/pic.txt", size = { 40, 12 } }
+    for k, v in pairs(extra) do o[k] = v end
+    return o
+  end
+  S["rp.plot"] = function(ctx)
+    return pack({ 1, 2, 3 }, { T(3), { 1, 3, 2 } }, pic(ctx, { labels = { "a", "b" }, logx = true,
+      xrange = { 1, 3 }, yrange = { -3, 3 } }))
+  end
+  S["rp.scatter"] = function(ctx)
+    return pack(T(4), { 1, 2, 3, 4 }, pic(ctx, { labels = { "a" }, logy = true, xrange = { -2, 2 },
+      yrange = { 1, 5 } }))
+  end
+  S["rp.heatmap"] = function(ctx) return pack(T(3, 4), pic(ctx, { range = { -1, 1 } })) end
+  S["rp.hist"] = function(ctx) return pack(T(2, 10), pic(ctx, { bins = 4, range = { -1, 1 } })) end
+  S["rp.gnuplot"] = function(ctx)
+    return pack({ "unset key", "plot x" }, { out = ctx.dir .. "/g.txt", size = { 40, 12 }, font_size = 9 })
+  end
   S["rp.rope.theta"] = function() return pack(8, 10000) end
   S["rp.rope.angles"] = function()
     return pack(4, 8, { base = 10000, scale = 1, xpos_side = -1, xpos = 0.4, xpos_scale_base = 16,
@@ -285,6 +305,7 @@ local function seeds(rp)
   S["rp.Rng.randint"] = function() return pack(rp.rng(1), 0, 5, { 2, 2 }) end
   S["rp.Rng.seed"] = function() return pack(rp.rng(1), 3) end
   S["rp.Rng.jump"] = function() return pack(rp.rng(1), 2) end
+  S["roper.Rng.__tostring"] = function() return pack(rp.rng(1)) end
   -- tasks
   local function add_task() return rp.tasks.addition { max_digits = 2, seq_len = 32 } end
   S["rp.Task.batch"] = function() return pack(add_task(), 2, rp.rng(1), "train") end
@@ -328,6 +349,8 @@ local function seeds(rp)
   S["rp.Tensor.fill"] = function() return pack(T(2, 3), 1) end
   S["rp.Tensor.matmul"] = function() return pack(T(2, 3), T(3, 2)) end
   S["rp.Tensor.maxdiff"] = function() return pack(T(2, 3), T(2, 3)) end
+  S["rp.Tensor.dot"] = function() return pack(T(5), T(5)) end
+  S["rp.Tensor.diag"] = function() return pack(T(3, 4), 1) end
   S["rp.Tensor.save"] = function(ctx) return pack(T(2, 3):t(), ctx.dir .. "/s.npy") end
   -- metamethods
   S["roper.Tensor.__index"] = function() return pack(T(3, 4), { 2, { 1, 3 } }) end

@@ -169,7 +169,8 @@ describe("tensors as .npy files", function()
     assert.has_error(function() t:save("a\0b") end,
       "bad argument #1 to 'save' (path contains a NUL byte)")
     assert.has_error(function() rp.Tensor.save(5, "x") end,
-      "bad argument #1 to 'save' (roper.Tensor expected, got number)")
+      "bad argument #1 to 'save' (roper.Tensor expected, got number; call methods with ':', as in "
+        .. "x:save())")
     getmetatable(t).__close(t)
     assert.has_error(function() t:save(d .. "/x.npy") end,
       "calling 'save' on bad self (attempt to use a released tensor)")
@@ -319,7 +320,8 @@ describe("model weights as safetensors", function()
     assert.has_error(function() m:load_safetensors() end,
       "bad argument #1 to 'load_safetensors' (path must be a string, got no value)")
     assert.has_error(function() rp.Model.load_safetensors(rp.zeros(1), p) end,
-      "bad argument #1 to 'load_safetensors' (roper.Model expected, got roper.Tensor)")
+      "bad argument #1 to 'load_safetensors' (roper.Model expected, got roper.Tensor; call methods "
+        .. "with ':', as in x:load_safetensors())")
     getmetatable(m).__close(m)
     assert.has_error(function() m:save_safetensors(p) end,
       "calling 'save_safetensors' on bad self (attempt to use a released model)")
