@@ -181,9 +181,11 @@ print(made and made:numel() or -1, rp.memory().held <= 3 * 16 * 2^20 and 1 or 0)
       "bad argument #1 to 'free' (roper.Model expected, got number; call methods with ':', as in "
       .. "x:free())")
     assert.has_error(function() return rp.Optim.free() end,
-      "bad argument #1 to 'free' (roper.Optim expected, got no value)")
+      "bad argument #1 to 'free' (roper.Optim expected, got no value; call methods with ':', as "
+      .. "in x:free())")
     assert.has_error(function() return rp.Task.free({}) end,
-      "bad argument #1 to 'free' (roper.Task expected, got table)")
+      "bad argument #1 to 'free' (roper.Task expected, got table; call methods with ':', as in "
+      .. "x:free())")
     m:free()
   end)
 
