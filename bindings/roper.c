@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "args.h"
 #include "fileio.h"
 #include "roper.h"
 #include "userdata.h"
@@ -128,6 +129,35 @@ static int l_memory(lua_State *L)
     return 1;
 }
 
+/* rp.read_file(path[, max_bytes]) -> text | nil, "path: reason": the whole regular file (core's
+ * rp_file_read_all; max_bytes defaults to 1 GiB). rp.write_file(path, text) -> true | nil,
+ * "path: reason": text written atomically (core's rp_file_write_atomic). Both check their
+ * arguments first, then call the internals' versions. */
+#define READ_FILE_DEFAULT_MAX ((lua_Integer)1 << 30)
+
+static int l_pub_read_file(lua_State *L)
+{
+    lrp_checkpath(L, 1);
+    lua_Integer max_bytes = READ_FILE_DEFAULT_MAX;
+    if (!lua_isnoneornil(L, 2)) {
+        max_bytes = lrp_checkint(L, 2, "max_bytes");
+        if (max_bytes < 0)
+            return lrp_argerror(L, 2, "max_bytes must be >= 0, got %I", (LUAI_UACINT)max_bytes);
+    }
+    lua_settop(L, 1);
+    lua_pushinteger(L, max_bytes);
+    return l_read_file(L);
+}
+
+static int l_pub_write_file(lua_State *L)
+{
+    lrp_checkpath(L, 1);
+    if (lua_type(L, 2) != LUA_TSTRING)
+        return lrp_argerror(L, 2, "text must be a string, got %s", lrp_describe(L, 2));
+    lua_settop(L, 2);
+    return l_write_file(L);
+}
+
 /* internals.is_live(x): true when x is a tensor that was not released. */
 static int l_is_live(lua_State *L)
 {
@@ -199,6 +229,10 @@ LUAMOD_API int luaopen_roper(lua_State *L)
     lrp_open_dist(L, mod);
     lua_pushliteral(L, RP_VERSION);
     lua_setfield(L, mod, "_VERSION");
+    lua_pushcfunction(L, l_pub_read_file);
+    lua_setfield(L, mod, "read_file");
+    lua_pushcfunction(L, l_pub_write_file);
+    lua_setfield(L, mod, "write_file");
     lua_pushcfunction(L, l_memory);
     lua_setfield(L, mod, "memory");
 

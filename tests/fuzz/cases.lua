@@ -216,6 +216,8 @@ local function seeds(rp)
   S["rp.model"] = function() return pack(model_cfg()) end
   S["rp.model_memory"] = S["rp.model"]
   S["rp.load"] = function(ctx) return pack(ctx.checkpoint) end
+  S["rp.read_file"] = function(ctx) return pack(ctx.checkpoint, 1 << 20) end
+  S["rp.write_file"] = function(ctx) return pack(ctx.dir .. "/written.txt", "some text") end
   S["rp.optim.adam"] = function(ctx)
     return pack(ctx.model(), { lr = 1e-3, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0,
       clip = 1, schedule = "cosine", warmup = 1, total_steps = 10, min_lr = 0 })
