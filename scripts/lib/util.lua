@@ -225,8 +225,10 @@ end
 
 -- check_output(path, what): before any work, makes sure a file can be written at path: its folder
 -- exists (created when missing), path is not a folder, and a probe file "<path>.probe" can be
--- created and removed there (unless something is there already: that is left alone). Raises a
--- usage problem naming `what` (the option, e.g. "--out") and path.
+-- created and removed there. An empty regular file already at "<path>.probe" is the leftover of a
+-- probe cut short (kill -9 between its write and its removal) and is removed; anything else there
+-- is left alone and the probe skipped. Raises a usage problem naming `what` (the option, e.g.
+-- "--out") and path.
 function util.check_output(path, what)
   if plpath.isdir(path) then util.usage(("%s %s: is a folder, not a file"):format(what, path)) end
   local dir = plpath.dirname(path)
@@ -237,7 +239,8 @@ function util.check_output(path, what)
         tostring(err):gsub("^.-: ", "")))
     end
   end
-  if lfs.attributes(path .. ".probe", "mode") then return end
+  local probe = lfs.attributes(path .. ".probe")
+  if probe and (probe.mode ~= "file" or probe.size ~= 0) then return end
   local ok, err = util.write(path .. ".probe", "")
   if not ok then
     util.usage(("%s %s: cannot write there (%s)"):format(what, path,
