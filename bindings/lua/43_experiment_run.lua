@@ -445,6 +445,13 @@ function experiment.run(cfg, progress, opts)
   end
   local res = { config = cfg, params = m:num_params(), curve = {}, diverged = false,
     threads = rp.blas.threads() }
+  -- what run returns: the result, with keep_model also the model (the one evaluated), its task
+  -- and its optimiser, which `own` then leaves to the caller
+  local function returned()
+    if not opts.keep_model then return res end
+    own.kept = true
+    return res, m, task, opt
+  end
   local tr = start_training({ cfg = cfg, opts = opts, ranks = ranks, comm = comm, rank = rank,
     clock = clock, m = m, opt = opt, res = res }, st)
   train(tr, task, progress)
@@ -452,11 +459,7 @@ function experiment.run(cfg, progress, opts)
   if rank ~= 0 then
     -- the evaluation is rank 0's
     res.rank = rank
-    if opts.keep_model then
-      own.kept = true
-      return res, m, task, opt
-    end
-    return res
+    return returned()
   end
   if cfg.threads == 0 then rp.set_num_threads(threads) end
   if mc.max_batch < cfg.batch then
@@ -467,9 +470,5 @@ function experiment.run(cfg, progress, opts)
   evaluate(fname, cfg, res, m, task)
   res.seconds_eval = clock() - t1
   evaluate_lengths(fname, cfg, res, m, task, clock)
-  if opts.keep_model then
-    own.kept = true
-    return res, m, task, opt
-  end
-  return res
+  return returned()
 end
