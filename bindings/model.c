@@ -122,9 +122,10 @@ static void read_fields(lua_State *L, int idx, rp_model_cfg *cfg)
         if (rp_model_cfg_check_key(cfg, k, 1) != RP_OK) lrp_argerror(L, idx, "%s", rp_last_error());
     }
     const rp_pe_mode *mode = rp_pe_mode_of(cfg->pe);
+    char list[128];
     if (cfg->rotate && !mode->rotary)
-        lrp_argerror(L, idx, "option 'rotate' needs a rotary pe (rope, roper or roper_legacy), "
-                             "got pe '%s'", mode->name);
+        lrp_argerror(L, idx, "option 'rotate' needs a rotary pe (%s), got pe '%s'",
+                     rp_pe_list(list, sizeof list, 1, 0, 0), mode->name);
     /* one model, one config: the mode's own placements and the shared fractions are stored as
      * "not set", so equal models have equal configs (and checkpoints) */
     rp_model_cfg_normalise(cfg);
@@ -278,7 +279,8 @@ void lrp_model_internals(lua_State *L, int priv)
         lua_createtable(L, 0, 3);
         set_bool(L, "rotary", m->rotary);
         set_bool(L, "linear", m->linear);
-        set_bool(L, "relative", m->rel != RP_REL_NONE);
+        set_bool(L, "relative", rp_rel_of(m->rel)->terms != 0);
+        set_bool(L, "learned", m->absolute == RP_ABS_LEARNED);
         lua_setfield(L, -2, m->name);
     }
     lua_setfield(L, priv, "pe_modes");

@@ -221,9 +221,10 @@ static void opt_rotation(lua_State *L, int idx, rp_attn_cfg *cfg, int64_t D, int
 {
     const rp_pe_mode *mode = rp_pe_mode_of(cfg->pe);
     int rotate = lrp_optrotate(L, idx, "rotate");
+    char list[128];
     if (rotate && !mode->rotary)
-        lrp_argerror(L, idx, "option 'rotate' needs a rotary pe (rope, roper or roper_legacy), "
-                             "got pe '%s'", mode->name);
+        lrp_argerror(L, idx, "option 'rotate' needs a rotary pe (%s), got pe '%s'",
+                     rp_pe_list(list, sizeof list, 1, 0, 0), mode->name);
     int rot = rotate ? rotate : mode->rotate;
     static const struct {
         int bit;
