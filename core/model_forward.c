@@ -107,8 +107,11 @@ static void attention_forward(rp_model *m, float *y, float *lse, const float *qk
                            qkv + 2 * C, 3 * C, B, T, H, dk, dk, &lc, nt);
         if ((double)md < *min_den) *min_den = (double)md;
     } else {
-        rp_attention_forward(y, C, lse, NULL, m->attn_scratch, qkv, 3 * C, qkv + C, 3 * C,
-                             qkv + 2 * C, 3 * C, B, T, T, H, dk, dk, acfg, nt);
+        rp_attn_io io = {.B = B, .T = T, .S = T, .H = H, .D = dk, .Dv = dk, .q = qkv,
+                         .k = qkv + C, .v = qkv + 2 * C, .ldq = 3 * C, .ldk = 3 * C,
+                         .ldv = 3 * C, .out = y, .ldo = C, .lse = lse,
+                         .scratch = m->attn_scratch, .nthreads = nt};
+        rp_attention_forward(&io, acfg);
     }
 }
 
@@ -326,9 +329,11 @@ rp_status rp_model_attention_weights(rp_model *m, int64_t layer, float *out)
     acfg.rel = &rel;
     const float *qkv = m->la[layer].qkv;
     float *y = m->work; /* scratch: the output is not needed (work holds nothing between calls) */
-    rp_attention_forward(y, C, NULL, out, m->attn_scratch, qkv, 3 * C, qkv + C, 3 * C, qkv + 2 * C,
-                         3 * C, B, T, T, m->cfg.heads, m->dk, m->dk, &acfg,
-                         rpm_attn_threads(m, T));
+    rp_attn_io io = {.B = B, .T = T, .S = T, .H = m->cfg.heads, .D = m->dk, .Dv = m->dk,
+                     .q = qkv, .k = qkv + C, .v = qkv + 2 * C, .ldq = 3 * C, .ldk = 3 * C,
+                     .ldv = 3 * C, .out = y, .ldo = C, .att = out, .scratch = m->attn_scratch,
+                     .nthreads = rpm_attn_threads(m, T)};
+    rp_attention_forward(&io, &acfg);
     return RP_OK;
 }
 

@@ -347,9 +347,11 @@ static void test_layouts_and_kernel(void)
         float *att = malloc(sizeof(float) * (size_t)(B * H * T * Sk));
         for (int64_t i = 0; i < B * T * H * Dv; i++) out[i] = NAN;
         for (int64_t i = 0; i < B * H * T * Sk; i++) att[i] = NAN;
-        rp_attention_forward(out, H * Dv, NULL, att, scratch, rp_tensor_data(&qc), H * D,
-                             rp_tensor_data(&kc), H * D, rp_tensor_data(&vc), H * Dv, B, T, Sk, H,
-                             D, Dv, &cfg, nt);
+        rp_attn_io io = {.B = B, .T = T, .S = Sk, .H = H, .D = D, .Dv = Dv,
+                         .q = rp_tensor_data(&qc), .k = rp_tensor_data(&kc),
+                         .v = rp_tensor_data(&vc), .ldq = H * D, .ldk = H * D, .ldv = H * Dv,
+                         .out = out, .ldo = H * Dv, .att = att, .scratch = scratch, .nthreads = nt};
+        rp_attention_forward(&io, &cfg);
         rp_tensor to, ta;
         if (CHECK_STATUS(rp_attention(&to, &ta, &qc, &kc, &vc, &cfg), RP_OK, NULL)) {
             char label[96];
@@ -507,10 +509,12 @@ static kresult run_kernel(const problem *p, const rp_attn_cfg *cfg, int nthreads
     r.dk = dk0 ? check_copy_floats(dk0, p->nk) : calloc((size_t)p->nk, sizeof(float));
     r.dv = dv0 ? check_copy_floats(dv0, p->nv) : calloc((size_t)p->nv, sizeof(float));
     int64_t HD = d.H * d.D, HDv = d.H * d.Dv;
-    rp_attention_forward(r.out, HDv, r.lse, r.att, scratch, p->q, HD, p->k, HD, p->v, HDv, d.B,
-                         d.T, d.S, d.H, d.D, d.Dv, cfg, nthreads);
-    rp_attention_backward(r.dq, r.dk, r.dv, NULL, scratch, p->G, r.out, HDv, r.lse, p->q, HD, p->k,
-                          HD, p->v, HDv, d.B, d.T, d.S, d.H, d.D, d.Dv, cfg, nthreads);
+    rp_attn_io io = {.B = d.B, .T = d.T, .S = d.S, .H = d.H, .D = d.D, .Dv = d.Dv, .q = p->q,
+                     .k = p->k, .v = p->v, .ldq = HD, .ldk = HD, .ldv = HDv, .out = r.out,
+                     .ldo = HDv, .lse = r.lse, .att = r.att, .dout = p->G, .dq = r.dq,
+                     .dk = r.dk, .dv = r.dv, .scratch = scratch, .nthreads = nthreads};
+    rp_attention_forward(&io, cfg);
+    rp_attention_backward(&io, cfg);
     free(scratch);
     return r;
 }
@@ -794,10 +798,13 @@ static void test_fused_strided(void)
             float *lse = malloc(sizeof(float) * (size_t)(B * H * T));
             int64_t ns = rp_attention_scratch_floats(&cfg, B, T, T, H, D, D, 2);
             float *scratch = malloc(sizeof(float) * (size_t)ns);
-            rp_attention_forward(out, ldo, lse, att, scratch, qkv, ld, qkv + C, ld, qkv + 2 * C, ld,
-                                 B, T, T, H, D, D, &cfg, 2);
-            rp_attention_backward(dqkv, dqkv + C, dqkv + 2 * C, NULL, scratch, dout, out, ldo, lse, qkv,
-                                  ld, qkv + C, ld, qkv + 2 * C, ld, B, T, T, H, D, D, &cfg, 2);
+            rp_attn_io io = {.B = B, .T = T, .S = T, .H = H, .D = D, .Dv = D, .q = qkv,
+                             .k = qkv + C, .v = qkv + 2 * C, .ldq = ld, .ldk = ld, .ldv = ld,
+                             .out = out, .ldo = ldo, .lse = lse, .att = att, .dout = dout,
+                             .dq = dqkv, .dk = dqkv + C, .dv = dqkv + 2 * C, .scratch = scratch,
+                             .nthreads = 2};
+            rp_attention_forward(&io, &cfg);
+            rp_attention_backward(&io, &cfg);
             /* the same problem, contiguous */
             problem p;
             p.d = d;
@@ -1226,10 +1233,13 @@ static void test_weights_on_request(void)
                     float *dq = calloc((size_t)p.nq, sizeof(float));
                     float *dk = calloc((size_t)p.nk, sizeof(float));
                     float *dv = calloc((size_t)p.nv, sizeof(float));
-                    rp_attention_forward(out, HDv, lse, NULL, scratch, p.q, HD, p.k, HD, p.v, HDv,
-                                         d.B, d.T, d.S, d.H, d.D, d.Dv, &cfg, nt);
-                    rp_attention_backward(dq, dk, dv, NULL, scratch, p.G, out, HDv, lse, p.q, HD, p.k,
-                                          HD, p.v, HDv, d.B, d.T, d.S, d.H, d.D, d.Dv, &cfg, nt);
+                    rp_attn_io io = {.B = d.B, .T = d.T, .S = d.S, .H = d.H, .D = d.D, .Dv = d.Dv,
+                                     .q = p.q, .k = p.k, .v = p.v, .ldq = HD, .ldk = HD,
+                                     .ldv = HDv, .out = out, .ldo = HDv, .lse = lse, .dout = p.G,
+                                     .dq = dq, .dk = dk, .dv = dv, .scratch = scratch,
+                                     .nthreads = nt};
+                    rp_attention_forward(&io, &cfg);
+                    rp_attention_backward(&io, &cfg);
                     int64_t diff = count_diff(r.out, out, p.no) + count_diff(r.lse, lse, nl) +
                                    count_diff(r.dq, dq, p.nq) + count_diff(r.dk, dk, p.nk) +
                                    count_diff(r.dv, dv, p.nv);

@@ -257,12 +257,14 @@ static kres run_kernel(const prob *p, int nthreads, float *const pre[NIN])
     r.att = check_rand_floats(&rng_state, p->na, -9.0, 9.0);
     for (int j = 0; j < NIN; j++) r.g[j] = p->n[j] ? copy_or_zero(pre ? pre[j] : NULL, p->n[j]) : NULL;
     int64_t HD = p->H * p->D, HDv = p->H * p->Dv;
-    rp_attention_forward(r.out, HDv, r.lse, r.att, scratch, p->x[IQ], HD, p->x[IK], HD, p->x[IV],
-                         HDv, p->B, p->T, p->S, p->H, p->D, p->Dv, &p->cfg, nthreads);
     rp_attn_rel_grad dr = {r.g[IEK], r.g[IEQ], r.g[IEV], r.g[IU], r.g[IW], r.g[IBIAS]};
-    rp_attention_backward(r.g[IQ], r.g[IK], r.g[IV], &dr, scratch, p->G, r.out, HDv, r.lse,
-                          p->x[IQ], HD, p->x[IK], HD, p->x[IV], HDv, p->B, p->T, p->S, p->H, p->D,
-                          p->Dv, &p->cfg, nthreads);
+    rp_attn_io io = {.B = p->B, .T = p->T, .S = p->S, .H = p->H, .D = p->D, .Dv = p->Dv,
+                     .q = p->x[IQ], .k = p->x[IK], .v = p->x[IV], .ldq = HD, .ldk = HD,
+                     .ldv = HDv, .out = r.out, .ldo = HDv, .lse = r.lse, .att = r.att,
+                     .dout = p->G, .dq = r.g[IQ], .dk = r.g[IK], .dv = r.g[IV], .drel = &dr,
+                     .scratch = scratch, .nthreads = nthreads};
+    rp_attention_forward(&io, &p->cfg);
+    rp_attention_backward(&io, &p->cfg);
     free(scratch);
     return r;
 }
@@ -506,8 +508,10 @@ static void test_decode(void)
         float *fwd = malloc(sizeof(float) * (size_t)p.no), *lse = malloc(sizeof(float) * (size_t)p.nl);
         float *fs = malloc(sizeof(float) *
                            (size_t)rp_attention_scratch_floats(&p.cfg, 1, Tn, Tn, H, D, Dv, 1));
-        rp_attention_forward(fwd, H * Dv, lse, NULL, fs, p.x[IQ], H * D, p.x[IK], H * D, p.x[IV],
-                             H * Dv, 1, Tn, Tn, H, D, Dv, &p.cfg, 1);
+        rp_attn_io io = {.B = 1, .T = Tn, .S = Tn, .H = H, .D = D, .Dv = Dv, .q = p.x[IQ],
+                         .k = p.x[IK], .v = p.x[IV], .ldq = H * D, .ldk = H * D, .ldv = H * Dv,
+                         .out = fwd, .ldo = H * Dv, .lse = lse, .scratch = fs, .nthreads = 1};
+        rp_attention_forward(&io, &p.cfg);
         double worst = 0.0, worst_fwd = 0.0;
         double *x[NIN];
         for (int j = 0; j < NIN; j++) x[j] = to_double(p.x[j], p.n[j]);

@@ -787,11 +787,12 @@ static void kernel_fwd_bwd(float *out, float *dq, float *dk, float *dv, const fl
     float *scratch = check_rand_floats(&rng_state, ns, -1e3, 1e3);
     float *lse = malloc(sizeof(float) * (size_t)(d.B * d.H * d.T));
     int64_t HD = d.H * d.D, HDv = d.H * d.Dv;
-    rp_attention_forward(out, HDv, lse, NULL, scratch, q, HD, k, HD, v, HDv, d.B, d.T, d.S, d.H,
-                         d.D, d.Dv, cfg, 2);
-    if (dq)
-        rp_attention_backward(dq, dk, dv, NULL, scratch, G, out, HDv, lse, q, HD, k, HD, v, HDv,
-                              d.B, d.T, d.S, d.H, d.D, d.Dv, cfg, 2);
+    rp_attn_io io = {.B = d.B, .T = d.T, .S = d.S, .H = d.H, .D = d.D, .Dv = d.Dv, .q = q,
+                     .k = k, .v = v, .ldq = HD, .ldk = HD, .ldv = HDv, .out = out, .ldo = HDv,
+                     .lse = lse, .dout = G, .dq = dq, .dk = dk, .dv = dv, .scratch = scratch,
+                     .nthreads = 2};
+    rp_attention_forward(&io, cfg);
+    if (dq) rp_attention_backward(&io, cfg);
     free(scratch);
     free(lse);
 }
