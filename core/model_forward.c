@@ -47,7 +47,7 @@ rp_attn_cfg rpm_attn_cfg(const rp_model *m, int64_t q_offset)
     a.pe = s->pe;
     a.causal = 1;
     /* DeBERTa scales its three terms by 1/sqrt(3 d) (He et al. 2020, eq. 10) */
-    a.scale = 1.0 / sqrt((double)(s->rel == RP_REL_DEBERTA ? 3 * m->dk : m->dk));
+    a.scale = 1.0 / sqrt((double)(rp_rel_of(s->rel)->scale_terms * m->dk));
     a.rel_clip = m->cfg.rel_clip;
     a.rel_buckets = m->cfg.rel_buckets;
     a.rel_max_distance = m->cfg.rel_max_distance;
