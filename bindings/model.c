@@ -229,6 +229,37 @@ static void set_number(lua_State *L, const char *key, double v, int integer)
     lua_setfield(L, -2, key);
 }
 
+/* The mode table (core/pe.h) as a new table on the stack: t[i] = {name =, absolute =, rotate =,
+ * rotary =, linear =, relative =} in the table's order, and t[name] = the same row. */
+static void push_pe_modes(lua_State *L)
+{
+    char rot[5];
+    lua_createtable(L, RP_PE_COUNT, RP_PE_COUNT);
+    for (int p = 0; p < (int)RP_PE_COUNT; p++) {
+        const rp_pe_mode *m = rp_pe_mode_of((rp_pe)p);
+        lua_createtable(L, 0, 6);
+        lua_pushstring(L, m->name);
+        lua_setfield(L, -2, "name");
+        lua_pushstring(L, rp_pe_absolute_names[m->absolute]);
+        lua_setfield(L, -2, "absolute");
+        lua_pushstring(L, rp_rotate_name(m->rotate, rot));
+        lua_setfield(L, -2, "rotate");
+        set_bool(L, "rotary", m->rotary);
+        set_bool(L, "linear", m->linear);
+        set_bool(L, "relative", rp_rel_of(m->rel)->terms != 0);
+        lua_pushvalue(L, -1);
+        lua_setfield(L, -3, m->name);
+        lua_rawseti(L, -2, p + 1);
+    }
+}
+
+/* rp.pe_modes() -> the mode table (push_pe_modes), a new table at each call. */
+static int l_pe_modes(lua_State *L)
+{
+    push_pe_modes(L);
+    return 1;
+}
+
 void lrp_model_internals(lua_State *L, int priv)
 {
     static const char *const types[] = {"int", "number", "enum", "seed", "rotate"};
@@ -272,17 +303,7 @@ void lrp_model_internals(lua_State *L, int priv)
         lua_rawseti(L, -2, i + 1);
     }
     lua_setfield(L, priv, "model_keys");
-    /* the mode table's flags, by name */
-    lua_createtable(L, 0, RP_PE_COUNT);
-    for (int p = 0; p < (int)RP_PE_COUNT; p++) {
-        const rp_pe_mode *m = rp_pe_mode_of((rp_pe)p);
-        lua_createtable(L, 0, 3);
-        set_bool(L, "rotary", m->rotary);
-        set_bool(L, "linear", m->linear);
-        set_bool(L, "relative", rp_rel_of(m->rel)->terms != 0);
-        set_bool(L, "learned", m->absolute == RP_ABS_LEARNED);
-        lua_setfield(L, -2, m->name);
-    }
+    push_pe_modes(L);
     lua_setfield(L, priv, "pe_modes");
     lua_pushcfunction(L, l_model_unused);
     lua_setfield(L, priv, "model_unused");
@@ -486,6 +507,7 @@ static const luaL_Reg model_funcs[] = {
     {"model", l_model},
     {"model_memory", l_model_memory},
     {"load", l_load},
+    {"pe_modes", l_pe_modes},
     {NULL, NULL},
 };
 

@@ -22,6 +22,8 @@
     X("deberta",      RP_ABS_NONE,       0,          0, 0.0, 0,  RP_REL_DEBERTA, 0, 2) \
     X("alibi",        RP_ABS_NONE,       0,          0, 0.0, 0,  RP_REL_ALIBI,   0, 2)
 
+const char *const rp_pe_absolute_names[4] = {"none", "sinusoidal", "learned", NULL};
+
 #define ROW(name, ...) {name, __VA_ARGS__},
 #define NAME(name, ...) name,
 static const rp_pe_mode modes[] = {MODES(ROW)};

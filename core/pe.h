@@ -54,6 +54,8 @@ typedef enum {
 
 /* The absolute encoding a mode adds to the token embeddings. */
 typedef enum { RP_ABS_NONE = 0, RP_ABS_SINUSOIDAL = 1, RP_ABS_LEARNED = 2 } rp_pe_absolute;
+/* Their names ("none", "sinusoidal", "learned"), NULL-terminated. */
+extern const char *const rp_pe_absolute_names[4];
 
 /* The placements a rotary mode rotates (bits of a `rotate` mask). */
 enum { RP_ROT_Q = 1, RP_ROT_K = 2, RP_ROT_V = 4, RP_ROT_O = 8, RP_ROT_ALL = 15 };

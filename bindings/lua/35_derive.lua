@@ -41,8 +41,8 @@ end
 -- internals.has_learned(pe): true when pe (a mode name, or anything) adds a learned table of
 -- absolute positions (the mode table's absolute column), which holds seq_len rows.
 function internals.has_learned(pe)
-  local row = internals.pe_modes[pe]
-  return row ~= nil and row.learned
+  local row = type(pe) == "string" and internals.pe_modes[pe]
+  return row and row.absolute == "learned" or false
 end
 
 function internals.learned_limit(rows, seq_len)

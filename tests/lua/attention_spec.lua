@@ -163,3 +163,38 @@ describe("rp.attention", function()
     assert.equal(0, q:maxdiff(q0) + k:maxdiff(k0) + v:maxdiff(v0))
   end)
 end)
+
+describe("rp.pe_modes", function()
+  it("lists the modes in the order of their codes, with what each does", function()
+    -- name, absolute, rotate, rotary, linear, relative (pe.h and docs/positional.md)
+    local want = {
+      { "none", "none", "", false, true, false },
+      { "sinusoidal", "sinusoidal", "", false, true, false },
+      { "learned", "learned", "", false, true, false },
+      { "rope", "none", "qk", true, true, false },
+      { "roper", "none", "qkvo", true, true, false },
+      { "roper_legacy", "none", "qkvo", true, false, false },
+      { "shaw", "none", "", false, false, true },
+      { "xl", "none", "", false, false, true },
+      { "t5", "none", "", false, false, true },
+      { "deberta", "none", "", false, false, true },
+      { "alibi", "none", "", false, false, true },
+    }
+    local t = rp.pe_modes()
+    assert.equal(#want, #t)
+    for i, w in ipairs(want) do
+      local row = t[i]
+      assert.same({ w[1], w[2], w[3], w[4], w[5], w[6] }, { row.name, row.absolute, row.rotate,
+        row.rotary, row.linear, row.relative })
+      assert.equal(row, t[row.name])
+    end
+  end)
+
+  it("gives a new table at each call", function()
+    local t = rp.pe_modes()
+    t.rope.rotary = false
+    t[1] = nil
+    assert.is_true(rp.pe_modes().rope.rotary)
+    assert.equal("none", rp.pe_modes()[1].name)
+  end)
+end)
