@@ -197,6 +197,38 @@ static inline rp_model_cfg check_small_cfg(rp_pe pe, uint64_t seed)
     return c;
 }
 
+/* The sets of modes the tests loop over, read off the mode table (pe.h) so that a new mode enters
+ * every loop of its kind: every mode, the rotary ones (all, or those linear attention supports),
+ * those without relative terms (the plain and rotary ones), the relative ones. What a test
+ * expects of a mode (its reference formula) stays written out in the test, which then fails
+ * until the new mode's is there. */
+typedef enum {
+    CHECK_PE_ALL,
+    CHECK_PE_ROTARY,
+    CHECK_PE_LINEAR_ROTARY, /* the rotary ones linear attention supports */
+    CHECK_PE_NOT_RELATIVE,
+    CHECK_PE_RELATIVE
+} check_pe_set;
+
+static inline int check_pe_in(int pe, check_pe_set set)
+{
+    const rp_pe_mode *m = rp_pe_mode_of((rp_pe)pe);
+    int relative = rp_rel_of(m->rel)->terms != 0;
+    switch (set) {
+    case CHECK_PE_ROTARY: return m->rotary;
+    case CHECK_PE_LINEAR_ROTARY: return m->rotary && m->linear;
+    case CHECK_PE_NOT_RELATIVE: return !relative;
+    case CHECK_PE_RELATIVE: return relative;
+    default: return 1;
+    }
+}
+
+/* for (pe over the modes of set) statement: CHECK_EACH_PE(pe, CHECK_PE_ROTARY) { ... } */
+#define CHECK_EACH_PE(pe, set)                    \
+    for (int pe = 0; pe < (int)RP_PE_COUNT; pe++) \
+        if (!check_pe_in(pe, set)) {              \
+        } else
+
 /* Writes n bytes to path, or stops the test program (exit 2). */
 static inline void check_write_bytes(const char *path, const void *b, size_t n)
 {

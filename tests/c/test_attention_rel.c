@@ -379,7 +379,7 @@ static void test_grad_small(void)
     struct {
         int64_t T, S, off;
     } g[4] = {{5, 5, 0}, {4, 7, 3}, {3, 6, 10}, {4, 7, 0}};
-    for (int pe = RP_PE_SHAW; pe <= RP_PE_ALIBI; pe++)
+    CHECK_EACH_PE(pe, CHECK_PE_RELATIVE)
         for (int gi = 0; gi < 4; gi++)
             for (int causal = 0; causal <= 1; causal++)
                 for (int var = 0; var <= 1; var++) {
@@ -416,7 +416,7 @@ static void test_blocks(void)
         int64_t clip;
     } g[4] = {{160, 160, 0, 1, 16}, {160, 160, 0, 0, 200}, {70, 150, 80, 1, 3},
               {40, 140, 0, 0, 40}};
-    for (int pe = RP_PE_SHAW; pe <= RP_PE_ALIBI; pe++)
+    CHECK_EACH_PE(pe, CHECK_PE_RELATIVE)
         for (int gi = 0; gi < 4; gi++) {
             prob p = prob_new((rp_pe)pe, 1, g[gi].T, g[gi].S, gi % 2 ? 3 : 2, 8, 6, g[gi].causal,
                               g[gi].off, g[gi].clip, 32, 128);
@@ -466,7 +466,7 @@ static int64_t count_diff(const float *a, const float *b, int64_t n)
 static void test_threads(void)
 {
     printf("threads\n");
-    for (int pe = RP_PE_SHAW; pe <= RP_PE_ALIBI; pe++)
+    CHECK_EACH_PE(pe, CHECK_PE_RELATIVE)
         for (int causal = 0; causal <= 1; causal++) {
             prob p = prob_new((rp_pe)pe, 3, 70, 150, 2, 8, 8, causal, 80, 5, 16, 40);
             prob_fix(&p);
@@ -495,7 +495,7 @@ static void test_decode(void)
 {
     printf("decode\n");
     enum { H = 3, D = 8, Dv = 6, Tn = 40, cap = Tn + 3 };
-    for (int pe = RP_PE_SHAW; pe <= RP_PE_ALIBI; pe++) {
+    CHECK_EACH_PE(pe, CHECK_PE_RELATIVE) {
         /* the whole sequence as one problem (T = S = Tn, causal); xl rows: distances 0 .. Tn-1 */
         prob p = prob_new((rp_pe)pe, 1, Tn, Tn, H, D, Dv, 1, 0, 4, 16, 20);
         p.cfg.pos_offset = 0;
@@ -554,7 +554,7 @@ static void test_decode(void)
 static void test_tensor_call(void)
 {
     printf("rp_attention\n");
-    for (int pe = RP_PE_SHAW; pe <= RP_PE_ALIBI; pe++) {
+    CHECK_EACH_PE(pe, CHECK_PE_RELATIVE) {
         prob p = prob_new((rp_pe)pe, 2, 5, 9, 3, 4, 3, 1, 4, 2, 8, 6);
         prob_fix(&p);
         rp_tensor q = check_new(4, CHECK_SHAPE(2, 5, 3, 4)), k = check_new(4, CHECK_SHAPE(2, 9, 3, 4));

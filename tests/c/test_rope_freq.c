@@ -756,7 +756,7 @@ static void test_attention_ref(void)
         float *k = check_rand_floats(&rng_state, d.S * AH * AD, -2.0, 2.0);
         float *v = check_rand_floats(&rng_state, d.S * AH * ADV, -1.0, 1.0);
         for (int si = 0; si < 7; si++)
-            for (int pe = RP_PE_ROPE; pe <= RP_PE_ROPER_LEGACY; pe++) {
+            CHECK_EACH_PE(pe, CHECK_PE_ROTARY) {
                 const char *name;
                 rp_rope_freq f = scheme(si, th, ang, &name);
                 rp_attn_cfg cfg = base_cfg((rp_pe)pe, AD, ADV, &f);
@@ -867,7 +867,7 @@ static void test_decode(void)
     area("decode");
     enum { Tn = 37, cap = Tn };
     for (int si = 2; si <= 3; si++)
-        for (int pe = RP_PE_ROPE; pe <= RP_PE_ROPER_LEGACY; pe++) {
+        CHECK_EACH_PE(pe, CHECK_PE_ROTARY) {
             const char *name;
             rp_rope_freq f = scheme(si, NULL, NULL, &name);
             rp_attn_cfg cfg = base_cfg((rp_pe)pe, AD, ADV, &f);

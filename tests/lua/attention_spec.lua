@@ -23,7 +23,7 @@ end
 describe("rp.attention", function()
   local g = rp.rng(2024)
 
-  for _, pe in ipairs { "none", "sinusoidal", "learned", "rope", "roper", "roper_legacy" } do
+  for _, pe in ipairs(h.pe_names("not relative")) do
     it("pe = " .. pe .. " matches the double reference (B 2, T = S = 5, H 2, D 8, Dv 6)", function()
       local q, k, v = case(g, 2, 5, 5, 2, 8, 6)
       local out, att, rout, ratt = both(q, k, v, { pe = pe })
@@ -105,7 +105,7 @@ describe("rp.attention", function()
   it("an explicit q_offset places the queries (large positions too)", function()
     local q, k, v = case(g, 1, 2, 5, 1, 8)
     for _, qo in ipairs { 0, 2, 40000 } do
-      for _, pe in ipairs { "rope", "roper", "roper_legacy" } do
+      for _, pe in ipairs(h.pe_names("rotary")) do
         local out, att, rout, ratt = both(q, k, v, { pe = pe, q_offset = qo })
         h.approx(att, ratt, TOL, pe .. " att, q_offset " .. qo)
         h.approx(out, rout, TOL, pe .. " out, q_offset " .. qo)

@@ -139,8 +139,7 @@ describe("keys that do nothing for the mode", function()
 end)
 
 describe("m:config()", function()
-  local modes = { "none", "sinusoidal", "learned", "rope", "roper", "roper_legacy", "shaw", "xl",
-    "t5", "deberta", "alibi" }
+  local modes = h.pe_names()
 
   it("gives the keys that do something, and rebuilds the same model (every pe, both attentions)",
     function()

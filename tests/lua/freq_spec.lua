@@ -149,7 +149,7 @@ end)
 
 describe("rp.attention with a frequency scheme", function()
   local g = rp.rng(15)
-  for _, pe in ipairs { "rope", "roper", "roper_legacy" } do
+  for _, pe in ipairs(h.pe_names("rotary")) do
     for _, s in ipairs(SCHEMES) do
       it(("%s, %s: out and weights against the reference"):format(pe, s.name), function()
         local q, k, v = g:randn { 1, 5, 2, 8 }, g:randn { 1, 7, 2, 8 }, g:randn { 1, 7, 2, 8 }

@@ -398,7 +398,7 @@ end)
 
 describe("m:generate", function()
   it("greedy decoding equals repeated argmax of full forwards (within the window)", function()
-    for _, pe in ipairs { "rope", "roper", "roper_legacy", "learned" } do
+    for _, pe in ipairs(h.pe_names(function(m) return m.rotary or m.absolute == "learned" end)) do
       local m = tiny { pe = pe, seed = 11 }
       local prompt = { 3, 1 }
       local got = m:generate(prompt, 6)

@@ -27,7 +27,7 @@ end
 describe("rp.attention rotate", function()
   local g = rp.rng(13)
 
-  for _, pe in ipairs { "rope", "roper", "roper_legacy" } do
+  for _, pe in ipairs(h.pe_names("rotary")) do
     for _, sub in ipairs(SUBSETS) do
       it(("%s rotate %q with a width per placement matches the reference"):format(pe, sub), function()
         local q, k, v = case(g, 1, 4, 6, 2, 8, 6)

@@ -7,7 +7,7 @@ package.path = dir .. "?.lua;" .. package.path
 local h = require "helpers"
 local rp = require "roper"
 
-local RELATIVE = { "shaw", "xl", "t5", "deberta", "alibi" }
+local RELATIVE = h.pe_names("relative")
 
 -- The reference: one head h of q [T][D], k [S][D], v [S][Dv] (Lua tables, 1-based), causal,
 -- query t at position q_offset + t - 1, with the tables of opts as nested Lua tables.
