@@ -199,7 +199,8 @@ static inline rp_model_cfg check_small_cfg(rp_pe pe, uint64_t seed)
 
 /* The sets of modes the tests loop over, read off the mode table (pe.h) so that a new mode enters
  * every loop of its kind: every mode, the rotary ones (all, or those linear attention supports),
- * those without relative terms (the plain and rotary ones), the relative ones. What a test
+ * those without relative terms (the plain and rotary ones), the relative ones (all, or those
+ * that read a config key); and the lists of them the expected messages hold (check_pe_msg). What a test
  * expects of a mode (its reference formula) stays written out in the test, which then fails
  * until the new mode's is there. */
 typedef enum {
@@ -207,7 +208,9 @@ typedef enum {
     CHECK_PE_ROTARY,
     CHECK_PE_LINEAR_ROTARY, /* the rotary ones linear attention supports */
     CHECK_PE_NOT_RELATIVE,
-    CHECK_PE_RELATIVE
+    CHECK_PE_RELATIVE,
+    CHECK_PE_CLIP,   /* the relative ones that read rel_clip */
+    CHECK_PE_BUCKETS /* the relative ones that read rel_buckets */
 } check_pe_set;
 
 static inline int check_pe_in(int pe, check_pe_set set)
@@ -219,8 +222,54 @@ static inline int check_pe_in(int pe, check_pe_set set)
     case CHECK_PE_LINEAR_ROTARY: return m->rotary && m->linear;
     case CHECK_PE_NOT_RELATIVE: return !relative;
     case CHECK_PE_RELATIVE: return relative;
+    case CHECK_PE_CLIP: return (rp_rel_of(m->rel)->uses & RP_USES_CLIP) != 0;
+    case CHECK_PE_BUCKETS: return (rp_rel_of(m->rel)->uses & RP_USES_BUCKETS) != 0;
     default: return 1;
     }
+}
+
+/* The names of the modes of set as messages list them, "rope, roper or roper_legacy" (joined here,
+ * not by core's rp_pe_list), into buf. */
+static inline const char *check_pe_list(char *buf, size_t n, check_pe_set set)
+{
+    int count = 0, done = 0;
+    for (int pe = 0; pe < (int)RP_PE_COUNT; pe++) count += check_pe_in(pe, set);
+    buf[0] = '\0';
+    for (int pe = 0; pe < (int)RP_PE_COUNT; pe++)
+        if (check_pe_in(pe, set)) {
+            const char *sep = done == 0 ? "" : done == count - 1 ? " or " : ", ";
+            snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", sep, rp_pe_name((rp_pe)pe));
+            done++;
+        }
+    return buf;
+}
+
+/* msg with each of {rotary}, {linear_rotary}, {clip} and {buckets} replaced by check_pe_list of
+ * that set, into buf: an expected message that lists modes. */
+static inline const char *check_pe_msg(char *buf, size_t n, const char *msg)
+{
+    static const struct {
+        const char *token;
+        check_pe_set set;
+    } tokens[] = {{"{rotary}", CHECK_PE_ROTARY},
+                  {"{linear_rotary}", CHECK_PE_LINEAR_ROTARY},
+                  {"{clip}", CHECK_PE_CLIP},
+                  {"{buckets}", CHECK_PE_BUCKETS}};
+    size_t at = 0;
+    buf[0] = '\0';
+    while (*msg && at + 1 < n) {
+        size_t i = 0, nt = sizeof tokens / sizeof tokens[0];
+        while (i < nt && strncmp(msg, tokens[i].token, strlen(tokens[i].token)) != 0) i++;
+        if (i < nt) {
+            check_pe_list(buf + at, n - at, tokens[i].set);
+            at += strlen(buf + at);
+            msg += strlen(tokens[i].token);
+        } else {
+            buf[at++] = *msg++;
+            buf[at] = '\0';
+        }
+    }
+    return buf;
 }
 
 /* for (pe over the modes of set) statement: CHECK_EACH_PE(pe, CHECK_PE_ROTARY) { ... } */

@@ -1386,8 +1386,9 @@ static void test_placements(void)
     CHECK_STATUS(rp_attention_check(&q, &k, &v, &cfg), RP_ERR_ARG, "rotate mask 16 is not a subset of qkvo");
     cfg = base_cfg(RP_PE_NONE, D, Dv);
     cfg.rotate = 4;
+    char msg[128];
     CHECK_STATUS(rp_attention_check(&q, &k, &v, &cfg), RP_ERR_ARG,
-                 "rotate needs a rotary pe (rope, roper or roper_legacy), not none");
+                 check_pe_msg(msg, sizeof msg, "rotate needs a rotary pe ({rotary}), not none"));
     cfg = base_cfg(RP_PE_ROPE, D, Dv);
     cfg.rotate = RP_ROT_Q | RP_ROT_O;
     cfg.d_rot_q = 3;

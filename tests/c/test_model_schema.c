@@ -189,15 +189,15 @@ static void test_used(void)
         const char *msg; /* NULL: accepted */
     } cases[] = {
         {RP_PE_SHAW, "base=500", "base 500 does nothing for pe shaw: it applies to the rotary "
-                                 "modes (rope, roper or roper_legacy)"},
+                                 "modes ({rotary})"},
         {RP_PE_ALIBI, "pairing=1", "pairing interleaved does nothing for pe alibi: it applies to "
-                                   "the rotary modes (rope, roper or roper_legacy)"},
-        {RP_PE_ALIBI, "rel_clip=8", "rel_clip 8 does nothing for pe alibi: it applies to pe shaw "
-                                    "or deberta"},
-        {RP_PE_T5, "rel_clip=8", "rel_clip 8 does nothing for pe t5: it applies to pe shaw or "
-                                 "deberta"},
+                                   "the rotary modes ({rotary})"},
+        {RP_PE_ALIBI, "rel_clip=8", "rel_clip 8 does nothing for pe alibi: it applies to pe "
+                                    "{clip}"},
+        {RP_PE_T5, "rel_clip=8", "rel_clip 8 does nothing for pe t5: it applies to pe "
+                                 "{clip}"},
         {RP_PE_SHAW, "rel_buckets=8", "rel_buckets 8 does nothing for pe shaw: it applies to pe "
-                                      "t5"},
+                                      "{buckets}"},
         {RP_PE_ROPE, "scaling_factor=2", "scaling_factor 2 does nothing with scaling none: it "
                                          "applies to the scalings (pi, ntk or yarn)"},
         {RP_PE_ROPE, "scaling=1,yarn_beta=16", "yarn_beta 16 does nothing with scaling pi: it "
@@ -211,12 +211,12 @@ static void test_used(void)
         {RP_PE_ROPER, "rotate=12,fraction_q=0.5", "fraction_q 0.5 does nothing for pe roper "
                                                   "rotating vo: it applies when q is rotated"},
         {RP_PE_NONE, "fraction_qk=0.5", "fraction_qk 0.5 does nothing for pe none: it applies to "
-                                        "the rotary modes (rope, roper or roper_legacy)"},
+                                        "the rotary modes ({rotary})"},
         {RP_PE_ROPE, "linear_rope=1", "linear_rope before does nothing with softmax attention: "
-                                      "it applies to linear attention with pe rope or roper"},
+                                      "it applies to linear attention with pe {linear_rotary}"},
         {RP_PE_NONE, "attention=1,linear_rope=1", "linear_rope before does nothing for pe none: "
-                                                  "it applies to linear attention with pe rope "
-                                                  "or roper"},
+                                                  "it applies to linear attention with pe "
+                                                  "{linear_rotary}"},
         {RP_PE_ROPE, "attention=1,fraction_v=0.5", "fraction_v 0.5 does nothing for pe rope "
                                                    "rotating qk: it applies when v or o is "
                                                    "rotated"},
@@ -238,8 +238,9 @@ static void test_used(void)
             rp_model_cfg_set_num(&c, rp_model_cfg_key(tok, (size_t)-1), strtod(eq + 1, NULL));
         }
         CHECK_STATUS(rp_model_cfg_check(&c), RP_OK, cases[i].set);
+        char msg[256];
         expect(rp_model_cfg_check_used(&c), cases[i].msg ? RP_ERR_ARG : RP_OK,
-               cases[i].msg ? cases[i].msg : "", cases[i].set);
+               cases[i].msg ? check_pe_msg(msg, sizeof msg, cases[i].msg) : "", cases[i].set);
     }
     /* the mode's own placements and the shared fractions are the unset ones */
     rp_model_cfg c = small(RP_PE_ROPER);

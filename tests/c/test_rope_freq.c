@@ -990,11 +990,14 @@ static void test_attention_errors(void)
     double ang[13 * 4] = {0}, th[4] = {1.0, NAN, 0.1, 0.01};
     rp_rope_freq f = freq_of(RP_SCALING_PI, 2.0);
     rp_attn_cfg cfg = base_cfg(RP_PE_NONE, 8, 8, &f);
+    char msg[128];
     CHECK_MSG(rp_attention_check(&q, &k, &v, &cfg), RP_ERR_ARG,
-              "scaling, xpos, freq and angles need a rotary pe (rope, roper or roper_legacy), not none");
+              check_pe_msg(msg, sizeof msg,
+                           "scaling, xpos, freq and angles need a rotary pe ({rotary}), not none"));
     cfg.pe = RP_PE_ALIBI;
     CHECK_MSG(rp_attention_check(&q, &k, &v, &cfg), RP_ERR_ARG,
-              "scaling, xpos, freq and angles need a rotary pe (rope, roper or roper_legacy), not alibi");
+              check_pe_msg(msg, sizeof msg,
+                           "scaling, xpos, freq and angles need a rotary pe ({rotary}), not alibi"));
     rp_rope_freq plain = rp_rope_freq_default();
     cfg.freq = &plain;
     ACHECK_OK();

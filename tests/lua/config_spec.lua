@@ -9,6 +9,9 @@
 local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = dir .. "?.lua;" .. package.path
 local h = require "helpers"
+-- the modes the messages list, from the mode table (rp.pe_modes)
+local ROTARY = h.pe_list("rotary")
+local LINEAR_ROTARY = h.pe_list(function(m) return m.rotary and m.linear end)
 local rp = require "roper"
 
 local FIXTURES = "tests/fixtures/config/"
@@ -29,9 +32,9 @@ describe("keys that do nothing for the mode", function()
   -- { config, the reason after "bad argument #1 to 'model' (" }
   local cases = {
     { { pe = "shaw", base = 500 }, "base 500 does nothing for pe shaw: it applies to the rotary "
-      .. "modes (rope, roper or roper_legacy)" },
+      .. "modes (" .. ROTARY .. ")" },
     { { pe = "alibi", pairing = "interleaved" }, "pairing interleaved does nothing for pe alibi: "
-      .. "it applies to the rotary modes (rope, roper or roper_legacy)" },
+      .. "it applies to the rotary modes (" .. ROTARY .. ")" },
     { { pe = "alibi", rel_clip = 8 }, "rel_clip 8 does nothing for pe alibi: it applies to pe "
       .. "shaw or deberta" },
     { { pe = "t5", rel_clip = 8 }, "rel_clip 8 does nothing for pe t5: it applies to pe shaw or "
@@ -49,11 +52,11 @@ describe("keys that do nothing for the mode", function()
     { { pe = "roper", rotate = "vo", fraction_k = 0.5 }, "fraction_k 0.5 does nothing for pe "
       .. "roper rotating vo: it applies when k is rotated" },
     { { pe = "learned", fraction_qk = 0.5 }, "fraction_qk 0.5 does nothing for pe learned: it "
-      .. "applies to the rotary modes (rope, roper or roper_legacy)" },
+      .. "applies to the rotary modes (" .. ROTARY .. ")" },
     { { pe = "rope", linear_rope = "before" }, "linear_rope before does nothing with softmax "
-      .. "attention: it applies to linear attention with pe rope or roper" },
+      .. "attention: it applies to linear attention with pe " .. LINEAR_ROTARY },
     { { pe = "none", attention = "linear", linear_rope = "before" }, "linear_rope before does "
-      .. "nothing for pe none: it applies to linear attention with pe rope or roper" },
+      .. "nothing for pe none: it applies to linear attention with pe " .. LINEAR_ROTARY },
   }
   for _, c in ipairs(cases) do
     it("rp.model and rp.model_memory: " .. c[2]:match("^%S+ %S+ does nothing [^:]*"), function()
@@ -82,7 +85,7 @@ describe("keys that do nothing for the mode", function()
     { { pe = "alibi", rel_clip = 8 }, "rel_clip 8 does nothing for pe alibi: it applies to pe shaw "
       .. "or deberta" },
     { { pe = "none", base = 500 }, "base 500 does nothing for pe none: it applies to the rotary "
-      .. "modes (rope, roper or roper_legacy)" },
+      .. "modes (" .. ROTARY .. ")" },
     { { pe = "rope", fraction_o = 0.5 }, "fraction_o 0.5 does nothing for pe rope rotating qk: it "
       .. "applies when o is rotated" },
     { { pe = "rope", scaling_factor = 2 }, "scaling_factor 2 does nothing with scaling none: it "
@@ -93,11 +96,11 @@ describe("keys that do nothing for the mode", function()
   h.refusals(it, function(o) return rp.linear_attention(q, q, q, o) end,
     "bad argument #4 to 'linear_attention' (", {
     { { pe = "none", linear_rope = "before" }, "linear_rope before does nothing for pe none: it "
-      .. "applies to linear attention with pe rope or roper" },
+      .. "applies to linear attention with pe " .. LINEAR_ROTARY },
     { { pe = "rope", fraction_v = 0.5 }, "fraction_v 0.5 does nothing for pe rope rotating qk: it "
       .. "applies when v or o is rotated" },
     { { pe = "learned", pairing = "interleaved" }, "pairing interleaved does nothing for pe "
-      .. "learned: it applies to the rotary modes (rope, roper or roper_legacy)" },
+      .. "learned: it applies to the rotary modes (" .. ROTARY .. ")" },
   })
   h.refusals(it, function(o) return rp.rope.rotate(q, o) end, "bad argument #2 to 'rotate' (", {
     { { scaling_factor = 2 }, "scaling_factor 2 does nothing with scaling none: it applies to the "

@@ -30,6 +30,13 @@ function M.pe_names(keep)
   return names
 end
 
+-- M.pe_names(keep) as messages list them: "rope, roper or roper_legacy".
+function M.pe_list(keep)
+  local names = M.pe_names(keep)
+  if #names < 2 then return names[1] or "" end
+  return table.concat(names, ", ", 1, #names - 1) .. " or " .. names[#names]
+end
+
 -- A tensor, nested table or number -> (flat list of numbers, shape list).
 function M.flatten(x)
   if rp.is_tensor(x) then x = x:totable() end

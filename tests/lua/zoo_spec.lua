@@ -273,7 +273,7 @@ describe("models with relative modes", function()
     { { pe = "t5", rel_buckets = 8, rel_max_distance = 4 }, "rel_max_distance 4 must be in 5..2147483647" },
     { { pe = "deberta", rel_clip = 70000 }, "rel_clip 70000 must be in 1..65536" },
     { { pe = "alibi", rotate = "qk" },
-      "option 'rotate' needs a rotary pe (rope, roper or roper_legacy), got pe 'alibi'" },
+      "option 'rotate' needs a rotary pe (" .. h.pe_list("rotary") .. "), got pe 'alibi'" },
   }
   h.refusals(it, tiny, nil, bad)
 end)
