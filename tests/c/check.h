@@ -244,30 +244,41 @@ static inline const char *check_pe_list(char *buf, size_t n, check_pe_set set)
     return buf;
 }
 
+/* Every mode with its code, as an enum's range message lists them: "none (0), ... or alibi (10)". */
+static inline const char *check_pe_values(char *buf, size_t n)
+{
+    buf[0] = '\0';
+    for (int pe = 0; pe < (int)RP_PE_COUNT; pe++)
+        snprintf(buf + strlen(buf), n - strlen(buf), "%s%s (%d)",
+                 pe == 0 ? "" : pe == (int)RP_PE_COUNT - 1 ? " or " : ", ", rp_pe_name((rp_pe)pe),
+                 pe);
+    return buf;
+}
+
 /* msg with each of {rotary}, {linear_rotary}, {clip} and {buckets} replaced by check_pe_list of
- * that set, into buf: an expected message that lists modes. */
+ * that set, {values} by check_pe_values and {count} by the number of modes (the first code that
+ * is no mode), into buf: an expected message that lists modes. */
 static inline const char *check_pe_msg(char *buf, size_t n, const char *msg)
 {
-    static const struct {
-        const char *token;
-        check_pe_set set;
-    } tokens[] = {{"{rotary}", CHECK_PE_ROTARY},
-                  {"{linear_rotary}", CHECK_PE_LINEAR_ROTARY},
-                  {"{clip}", CHECK_PE_CLIP},
-                  {"{buckets}", CHECK_PE_BUCKETS}};
+    static const char *const tokens[] = {"{rotary}", "{linear_rotary}", "{clip}", "{buckets}",
+                                         "{values}", "{count}"};
+    static const check_pe_set sets[] = {CHECK_PE_ROTARY, CHECK_PE_LINEAR_ROTARY, CHECK_PE_CLIP,
+                                        CHECK_PE_BUCKETS};
     size_t at = 0;
     buf[0] = '\0';
     while (*msg && at + 1 < n) {
-        size_t i = 0, nt = sizeof tokens / sizeof tokens[0];
-        while (i < nt && strncmp(msg, tokens[i].token, strlen(tokens[i].token)) != 0) i++;
-        if (i < nt) {
-            check_pe_list(buf + at, n - at, tokens[i].set);
-            at += strlen(buf + at);
-            msg += strlen(tokens[i].token);
-        } else {
+        int i = 0;
+        while (i < 6 && strncmp(msg, tokens[i], strlen(tokens[i])) != 0) i++;
+        if (i == 6) {
             buf[at++] = *msg++;
             buf[at] = '\0';
+            continue;
         }
+        if (i < 4) check_pe_list(buf + at, n - at, sets[i]);
+        else if (i == 4) check_pe_values(buf + at, n - at);
+        else snprintf(buf + at, n - at, "%d", (int)RP_PE_COUNT);
+        at += strlen(buf + at);
+        msg += strlen(tokens[i]);
     }
     return buf;
 }

@@ -147,9 +147,7 @@ static void test_ranges(void)
         {RP_PE_ROPE, "rel_buckets", 5000, "rel_buckets 5000 must be in 2..4096"},
         {RP_PE_ROPE, "rel_max_distance", -1, "rel_max_distance -1 must be in 1..2147483647"},
         {RP_PE_NONE, "orig_len", -1, "orig_len -1 must be in 0..2147483647"},
-        {RP_PE_ROPE, "pe", 11, "pe 11 is not none (0), sinusoidal (1), learned (2), rope (3), "
-                              "roper (4), roper_legacy (5), shaw (6), xl (7), t5 (8), deberta "
-                              "(9) or alibi (10)"},
+        {RP_PE_ROPE, "pe", RP_PE_COUNT, "pe {count} is not {values}"},
         {RP_PE_ROPE, "scaling", 9, "scaling 9 is not none (0), pi (1), ntk (2) or yarn (3)"},
         {RP_PE_SHAW, "pairing", -1, "pairing -1 is not half (0) or interleaved (1)"},
         {RP_PE_ROPE, "linear_rope", 2, "linear_rope 2 is not after (0) or before (1)"},
@@ -158,7 +156,9 @@ static void test_ranges(void)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         rp_model_cfg c = small(bad[i].pe);
         rp_model_cfg_set_num(&c, rp_model_cfg_key(bad[i].key, (size_t)-1), bad[i].v);
-        expect(rp_model_cfg_check(&c), RP_ERR_ARG, bad[i].msg, bad[i].key);
+        char msg[512];
+        expect(rp_model_cfg_check(&c), RP_ERR_ARG, check_pe_msg(msg, sizeof msg, bad[i].msg),
+               bad[i].key);
         CHECK(rp_model_new(&c) == NULL, "%s: no model", bad[i].key);
     }
     /* an unset per-placement fraction (0) is a stored value, not one to give */
@@ -332,9 +332,9 @@ static void test_forged_checkpoints(void)
      * dropout fraction_qk fraction_v base at 88) */
     rp_model_cfg c = small(RP_PE_ROPE);
     forged_checkpoint(&c, 1, 104, 8, 1, 0, NAN, "fraction_v nan must be in (0, 1]");
-    forged_checkpoint(&c, 1, 80, 4, 0, 11, 0,
-                      "pe 11 is not none (0), sinusoidal (1), learned (2), rope (3), roper (4), "
-                      "roper_legacy (5), shaw (6), xl (7), t5 (8), deberta (9) or alibi (10)");
+    char msg[512];
+    forged_checkpoint(&c, 1, 80, 4, 0, RP_PE_COUNT,
+                      0, check_pe_msg(msg, sizeof msg, "pe {count} is not {values}"));
     c = small(RP_PE_LEARNED);
     forged_checkpoint(&c, 1, 84, 4, 0, 7, 0, "pairing 7 is not half (0) or interleaved (1)");
     forged_checkpoint(&c, 1, 112, 8, 1, 0, -1.0, "base must be a finite number > 0, got -1");
