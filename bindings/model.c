@@ -230,7 +230,9 @@ static void set_number(lua_State *L, const char *key, double v, int integer)
 }
 
 /* The mode table (core/pe.h) as a new table on the stack: t[i] = {name =, absolute =, rotate =,
- * rotary =, linear =, relative =} in the table's order, and t[name] = the same row. */
+ * rotary =, linear =, relative =, rel_keys =} in the table's order, and t[name] = the same row;
+ * rel_keys lists the config keys the mode's relative kind reads (the schema's RP_CFG_RELATIVE
+ * rows whose keys the kind's row uses). */
 static void push_pe_modes(lua_State *L)
 {
     char rot[5];
@@ -247,6 +249,15 @@ static void push_pe_modes(lua_State *L)
         set_bool(L, "rotary", m->rotary);
         set_bool(L, "linear", m->linear);
         set_bool(L, "relative", rp_rel_of(m->rel)->terms != 0);
+        lua_newtable(L);
+        int n = 0;
+        for (int i = 0; i < rp_model_cfg_nkeys; i++) {
+            const rp_cfg_key *k = &rp_model_cfg_keys[i];
+            if (k->use != RP_CFG_RELATIVE || !(rp_rel_of(m->rel)->uses & k->use_arg)) continue;
+            lua_pushstring(L, k->name);
+            lua_rawseti(L, -2, ++n);
+        }
+        lua_setfield(L, -2, "rel_keys");
         lua_pushvalue(L, -1);
         lua_setfield(L, -3, m->name);
         lua_rawseti(L, -2, p + 1);

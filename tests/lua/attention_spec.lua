@@ -166,26 +166,27 @@ end)
 
 describe("rp.pe_modes", function()
   it("lists the modes in the order of their codes, with what each does", function()
-    -- name, absolute, rotate, rotary, linear, relative (pe.h and docs/positional.md)
+    -- name, absolute, rotate, rotary, linear, relative, rel_keys (pe.h, docs/positional.md)
+    local clip, t5 = { "rel_clip" }, { "rel_buckets", "rel_max_distance" }
     local want = {
-      { "none", "none", "", false, true, false },
-      { "sinusoidal", "sinusoidal", "", false, true, false },
-      { "learned", "learned", "", false, true, false },
-      { "rope", "none", "qk", true, true, false },
-      { "roper", "none", "qkvo", true, true, false },
-      { "roper_legacy", "none", "qkvo", true, false, false },
-      { "shaw", "none", "", false, false, true },
-      { "xl", "none", "", false, false, true },
-      { "t5", "none", "", false, false, true },
-      { "deberta", "none", "", false, false, true },
-      { "alibi", "none", "", false, false, true },
+      { "none", "none", "", false, true, false, {} },
+      { "sinusoidal", "sinusoidal", "", false, true, false, {} },
+      { "learned", "learned", "", false, true, false, {} },
+      { "rope", "none", "qk", true, true, false, {} },
+      { "roper", "none", "qkvo", true, true, false, {} },
+      { "roper_legacy", "none", "qkvo", true, false, false, {} },
+      { "shaw", "none", "", false, false, true, clip },
+      { "xl", "none", "", false, false, true, {} },
+      { "t5", "none", "", false, false, true, t5 },
+      { "deberta", "none", "", false, false, true, clip },
+      { "alibi", "none", "", false, false, true, {} },
     }
     local t = rp.pe_modes()
     assert.equal(#want, #t)
     for i, w in ipairs(want) do
       local row = t[i]
-      assert.same({ w[1], w[2], w[3], w[4], w[5], w[6] }, { row.name, row.absolute, row.rotate,
-        row.rotary, row.linear, row.relative })
+      assert.same(w, { row.name, row.absolute, row.rotate, row.rotary, row.linear, row.relative,
+        row.rel_keys })
       assert.equal(row, t[row.name])
     end
   end)
