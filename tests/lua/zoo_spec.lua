@@ -8,6 +8,11 @@ local h = require "helpers"
 local rp = require "roper"
 
 local RELATIVE = h.pe_names("relative")
+-- READS.rel_clip[pe]: the mode's relative terms read rel_clip (rp.pe_modes' rel_keys)
+local READS = { rel_clip = {}, rel_buckets = {} }
+for key, set in pairs(READS) do
+  for _, pe in ipairs(h.pe_names(key)) do set[pe] = true end
+end
 
 -- The reference: one head h of q [T][D], k [S][D], v [S][Dv] (Lua tables, 1-based), causal,
 -- query t at position q_offset + t - 1, with the tables of opts as nested Lua tables.
@@ -208,8 +213,8 @@ describe("models with relative modes", function()
                 max_batch = 2, seed = 5 }
     -- each mode's own settings (a key that does nothing for the mode is refused)
     local pe = o and o.pe
-    if pe == "shaw" or pe == "deberta" then c.rel_clip = 3 end
-    if pe == "t5" then c.rel_buckets, c.rel_max_distance = 6, 8 end
+    if READS.rel_clip[pe] then c.rel_clip = 3 end
+    if READS.rel_buckets[pe] then c.rel_buckets, c.rel_max_distance = 6, 8 end
     for key, val in pairs(o or {}) do c[key] = val end
     return rp.model(c)
   end
@@ -221,8 +226,11 @@ describe("models with relative modes", function()
       local m = tiny { pe = pe }
       local c = m:config()
       assert.equal(pe, c.pe)
-      if pe == "shaw" or pe == "deberta" then assert.equal(3, c.rel_clip) end
-      if pe == "t5" then assert.equal(6, c.rel_buckets); assert.equal(8, c.rel_max_distance) end
+      if READS.rel_clip[pe] then assert.equal(3, c.rel_clip) end
+      if READS.rel_buckets[pe] then
+        assert.equal(6, c.rel_buckets)
+        assert.equal(8, c.rel_max_distance)
+      end
       local opt = rp.optim.adam(m, { lr = 1e-2 })
       local first = m:train_step(tok, tgt, nil, opt)
       local last
