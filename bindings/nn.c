@@ -467,37 +467,11 @@ static void check_4d(lua_State *L, int arg, const char *name, const rp_tensor *t
                      lrp_shape_str(b, t));
 }
 
-/* The relative modes' tables of rp.attention (core/attention.h), by option name. */
-/* The table options of rp.attention, in the order of rp_attn_rel's tables (RP_TAB_*), and what
- * each is when more than one mode reads it. */
+/* The relative modes' tables of rp.attention (core/attention.h): the options, in the order of
+ * rp_attn_rel's tables (RP_TAB_*); messages name a table as the mode's ("shaw's a^V": the symbol
+ * of its kind's row, core/pe.c). */
 static const char *const rel_keys[RP_TAB_COUNT] = {"rel_k", "rel_q", "rel_v",
                                                    "rel_u", "rel_w", "rel_bias"};
-static const char *const rel_role[RP_TAB_COUNT] = {"key-side table", "query-side table",
-                                                   "value table",    "u",
-                                                   "w",              "bias"};
-
-/* What table t is, from the modes that read it (the kind table of core/pe.c): "shaw's a^V" for
- * one, "the key-side table (shaw a^K, xl W_kR R, deberta K^r)" for several; into buf. */
-static const char *rel_what(char *buf, size_t n, int t)
-{
-    const char *names[RP_PE_COUNT], *syms[RP_PE_COUNT];
-    int count = 0;
-    for (int pe = 0; pe < (int)RP_PE_COUNT; pe++) {
-        const rp_pe_mode *m = rp_pe_mode_of((rp_pe)pe);
-        const rp_rel_desc *x = rp_rel_of(m->rel);
-        if (rp_rel_tables(x) >> t & 1) names[count] = m->name, syms[count++] = x->sym[t];
-    }
-    if (count == 1) {
-        snprintf(buf, n, "%s's %s", names[0], syms[0]);
-        return buf;
-    }
-    size_t at = 0;
-    int w = snprintf(buf, n, "the %s (", rel_role[t]);
-    for (int i = 0; i < count && w >= 0 && (at += (size_t)w) < n; i++)
-        w = snprintf(buf + at, n - at, "%s%s %s", i ? ", " : "", names[i], syms[i]);
-    if (w >= 0 && (at += (size_t)w) < n) snprintf(buf + at, n - at, ")");
-    return buf;
-}
 
 /* Checks the table options of cfg's mode held at stack slots first .. first+RP_TAB_COUNT-1 (nil
  * or tensors): rel_clip and the buckets where the mode reads them, the mode's tables present with
@@ -530,14 +504,13 @@ static void check_rel_tables(lua_State *L, int first, const rp_attn_cfg *cfg, in
     }
     for (int i = 0; i < RP_TAB_COUNT; i++)
         nd[i] = rp_attention_rel_shape(cfg, i, T, S, H, D, Dv, want[i]);
-    char ws[RP_SHAPE_STR_LEN], gs[RP_SHAPE_STR_LEN], what[128];
+    char ws[RP_SHAPE_STR_LEN], gs[RP_SHAPE_STR_LEN];
     for (int i = 0; i < RP_TAB_COUNT; i++) {
         int slot = first + i;
         if (lua_isnil(L, slot)) {
             if (nd[i])
-                lrp_argerror(L, 4, "option '%s' (%s, %s) is required by pe '%s'", rel_keys[i],
-                             rel_what(what, sizeof what, i),
-                             rp_shape_str(ws, sizeof ws, nd[i], want[i]), pe);
+                lrp_argerror(L, 4, "option '%s' (%s's %s, %s) is required by pe '%s'", rel_keys[i],
+                             pe, x->sym[i], rp_shape_str(ws, sizeof ws, nd[i], want[i]), pe);
             continue;
         }
         if (!nd[i]) lrp_argerror(L, 4, "option '%s' is not used by pe '%s'", rel_keys[i], pe);
@@ -550,9 +523,9 @@ static void check_rel_tables(lua_State *L, int first, const rp_attn_cfg *cfg, in
         int ok = t->ndim == nd[i];
         for (int d = 0; ok && d < nd[i]; d++) ok = t->shape[d] == want[i][d];
         if (!ok)
-            lrp_argerror(L, 4, "option '%s' (%s): expected %s, got %s", rel_keys[i],
-                         rel_what(what, sizeof what, i),
-                         rp_shape_str(ws, sizeof ws, nd[i], want[i]), lrp_shape_str(gs, t));
+            lrp_argerror(L, 4, "option '%s' (%s's %s): expected %s, got %s", rel_keys[i], pe,
+                         x->sym[i], rp_shape_str(ws, sizeof ws, nd[i], want[i]),
+                         lrp_shape_str(gs, t));
     }
     /* contiguous copies (the kernels read plain rows), each replacing its option in its slot */
     for (int i = 0; i < RP_TAB_COUNT; i++) {

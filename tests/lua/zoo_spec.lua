@@ -120,10 +120,11 @@ describe("rp.attention, relative modes", function()
       "expected [5 x 4], got [4 x 4]" },
     { { pe = "xl", rel_k = rp.zeros { S, H, D }, rel_u = rp.zeros { H, D } },
       "option 'rel_w' (xl's v, [2 x 4]) is required by pe 'xl'" },
-    -- a table several modes read is named with each mode's meaning of it (the kind table)
+    -- a table is named as the mode's (its kind's symbol): rel_k is deberta's K^r
     { { pe = "deberta", rel_clip = 2, rel_q = rp.zeros { 4, H, D } },
-      "option 'rel_k' (the key-side table (shaw a^K, xl W_kR R, deberta K^r), [4 x 2 x 4]) is "
-      .. "required by pe 'deberta'" },
+      "option 'rel_k' (deberta's K^r, [4 x 2 x 4]) is required by pe 'deberta'" },
+    { { pe = "xl", rel_k = rp.zeros { S, D }, rel_u = rp.zeros { H, D }, rel_w = rp.zeros { H, D } },
+      "option 'rel_k' (xl's W_kR R): expected [9 x 2 x 4], got [9 x 4]" },
     { { pe = "t5", rel_bias = rp.zeros { H, 32 }, rel_k = rp.zeros { 1, 1 } },
       "option 'rel_k' is not used by pe 't5'" },
     { { pe = "t5", rel_bias = "x" }, "option 'rel_bias' must be a roper.Tensor, got string \"x\"" },
