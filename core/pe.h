@@ -16,11 +16,12 @@
  *
  * Relative modes (shaw, xl, t5, deberta, alibi: the baselines of the RoFormer paper's section
  * 2.3 and ALiBi) rotate nothing; they add terms that depend on the relative distance to the
- * scores (and, for shaw, to the values): core/attention.h says which.
+ * scores (and, for shaw, to the values): their relative kind's row (rp_rel_of) says which, and
+ * core/attention.h gives the formulas.
  *
  * Everything that needs to know what a mode does (the attention and linear-attention kernels,
- * the model, the bindings, checkpoints, the benchmarks) asks this file: rp_pe_mode_of or an
- * rp_pe_scheme.
+ * the model, the config checks, the bindings, checkpoints, the benchmarks, the tests' loops)
+ * asks this file: rp_pe_mode_of, rp_rel_of or an rp_pe_scheme.
  *
  * theta_j = base^(-2j/d_rot) with the default base RP_ROPE_BASE (rope.h), which also serves the
  * Vaswani sinusoidal table.
@@ -157,7 +158,10 @@ typedef struct rp_rel_param {
 #define RP_REL_MAX_PARAMS 4
 
 /* One row of the kind table. Tables: Ek [rows, H, D] per head when ek_heads, else [rows, D]
- * shared by the heads (Ev then [rows, Dv]); Eq [rows, H, D]; u, w [H, D]; bias [H, buckets]. */
+ * shared by the heads; Ev [rows, Dv] (Ek's rows, shared: EV needs ek_heads 0); Eq [rows, H, D];
+ * u, w [H, D]; bias [H, buckets]. A row names at most one of BUCKET and SLOPE, rows (and a sign
+ * of +1 or -1) for each of Ek and Eq it reads, a symbol for each table it reads, and one
+ * parameter for each table (test_kind_rows in tests/c/test_attention_rel.c checks these). */
 typedef struct rp_rel_desc {
     int terms;           /* RP_TERM_* bits; 0: RP_REL_NONE */
     rp_rel_rows ek_rows; /* the rows of Ek (and Ev) */

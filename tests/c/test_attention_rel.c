@@ -744,8 +744,55 @@ static void test_buckets(void)
     }
 }
 
+/* The kind table's rows (core/pe.c) keep the rules the kernels and the model assume (pe.h): EV
+ * and UW come with EK, EV with a shared Ek, at most one bias term; rows and a sign for each table
+ * whose rows follow the distance, a symbol for every table read; one parameter of the right
+ * shape per table (a projection: [C, C], with a shared P for RP_PARAM_PROJ_SHARED). */
+static void test_kind_rows(void)
+{
+    printf("kind table\n");
+    for (int kind = 0; kind < RP_REL_COUNT; kind++) {
+        const rp_rel_desc *x = rp_rel_of((rp_rel_kind)kind);
+        int t = x->terms, tabs = rp_rel_tables(x);
+        CHECK(x->scale_terms >= 1, "kind %d: scale_terms %d", kind, x->scale_terms);
+        CHECK(!(t & (RP_TERM_EV | RP_TERM_UW)) || (t & RP_TERM_EK), "kind %d: EV, UW need EK", kind);
+        CHECK(!(t & RP_TERM_EV) || !x->ek_heads, "kind %d: EV needs a shared Ek", kind);
+        CHECK(!((t & RP_TERM_BUCKET) && (t & RP_TERM_SLOPE)), "kind %d: one bias term", kind);
+        CHECK(!(t & RP_TERM_BUCKET) == !(x->uses & RP_USES_BUCKETS), "kind %d: buckets", kind);
+        CHECK((x->ek_rows != RP_ROWS_NONE) == !!(t & RP_TERM_EK) &&
+                  (x->eq_rows != RP_ROWS_NONE) == !!(t & RP_TERM_EQ),
+              "kind %d: rows for EK and EQ", kind);
+        CHECK(!(t & RP_TERM_EK) || x->ek_sign == 1 || x->ek_sign == -1, "kind %d: ek_sign", kind);
+        CHECK(!(t & RP_TERM_EQ) || x->eq_sign == 1 || x->eq_sign == -1, "kind %d: eq_sign", kind);
+        CHECK(x->ek_rows != RP_ROWS_DISTANCE || x->ek_sign == 1, "kind %d: distance rows", kind);
+        int clip = x->ek_rows == RP_ROWS_CLIP || x->ek_rows == RP_ROWS_CLIP2 ||
+                   x->eq_rows == RP_ROWS_CLIP || x->eq_rows == RP_ROWS_CLIP2;
+        CHECK(clip == !!(x->uses & RP_USES_CLIP), "kind %d: rel_clip read where rows clip", kind);
+        int shared = 0, given[RP_TAB_COUNT] = {0};
+        for (int i = 0; i < x->nparams; i++) {
+            const rp_rel_param *p = &x->params[i];
+            if (p->use == RP_PARAM_SHARED) {
+                shared++;
+                continue;
+            }
+            given[p->table]++;
+            if (p->use != RP_PARAM_TABLE)
+                CHECK(p->rows == RP_DIM_C && p->cols == RP_DIM_C, "kind %d: %s is [C, C]", kind,
+                      p->name);
+            if (p->use == RP_PARAM_PROJ_SHARED) CHECK(shared == 1, "kind %d: P first", kind);
+        }
+        CHECK(shared <= 1 && x->nparams <= RP_REL_MAX_PARAMS, "kind %d: params", kind);
+        for (int i = 0; i < RP_TAB_COUNT; i++)
+            CHECK((tabs >> i & 1) ? given[i] == 1 && x->sym[i] != NULL : given[i] == 0,
+                  "kind %d: table %d has one parameter and a symbol", kind, i);
+    }
+    CHECK(rp_rel_of(RP_REL_COUNT) == NULL && rp_rel_of((rp_rel_kind)-1) == NULL, "out of range");
+    CHECK(rp_rel_of(RP_REL_NONE)->terms == 0, "none adds nothing");
+}
+
 int main(void)
 {
+    test_kind_rows();
     test_buckets();
     test_errors();
     test_grad_small();
