@@ -110,6 +110,29 @@ int lrp_argerror(lua_State *L, int arg, const char *fmt, ...)
     return lrp_argerror_msg(L, arg, msg);
 }
 
+/* Whether the running function is a method of the type tname ("roper.Tensor": a field of
+ * rp.Tensor, and not also a function of the module, as rp.matmul is) called without ':'
+ * (x.sum() instead of x:sum(), so that no self came). Pushes values; the caller raises. */
+static int method_without_colon(lua_State *L, const char *tname)
+{
+    lua_Debug ar;
+    if (!lua_getstack(L, 0, &ar)) return 0;
+    luaL_checkstack(L, 6, NULL);
+    lua_getinfo(L, "nf", &ar); /* pushes the running function */
+    int f = lua_gettop(L);
+    if (ar.name == NULL || (ar.namewhat != NULL && strcmp(ar.namewhat, "method") == 0)) return 0;
+    const char *dot = strchr(tname, '.');
+    if (dot == NULL || lua_getfield(L, LUA_REGISTRYINDEX, LRP_MODULE_KEY) != LUA_TTABLE) return 0;
+    int mod = lua_gettop(L);
+    if (lua_getfield(L, mod, dot + 1) != LUA_TTABLE) return 0;
+    lua_pushstring(L, ar.name);
+    lua_rawget(L, -2); /* rp.Tensor[name] */
+    if (!lua_rawequal(L, -1, f)) return 0;
+    lua_pushstring(L, ar.name);
+    lua_rawget(L, mod); /* rp[name]: a module function that is also a method (rp.matmul) */
+    return !lua_rawequal(L, -1, f);
+}
+
 void *lrp_checkudata(lua_State *L, int idx, const char *tname)
 {
     void *p = luaL_testudata(L, idx, tname);
@@ -118,6 +141,13 @@ void *lrp_checkudata(lua_State *L, int idx, const char *tname)
         if (luaL_getmetafield(L, idx, "__name") == LUA_TSTRING) got = lua_tostring(L, -1);
         else if (lua_type(L, idx) == LUA_TLIGHTUSERDATA) got = "light userdata";
         else got = luaL_typename(L, idx);
+        if (idx == 1 && method_without_colon(L, tname)) {
+            lua_Debug ar;
+            lua_getstack(L, 0, &ar);
+            lua_getinfo(L, "n", &ar);
+            lrp_argerror(L, idx, "%s expected, got %s; call methods with ':', as in x:%s()", tname,
+                         got, ar.name);
+        }
         lrp_argerror(L, idx, "%s expected, got %s", tname, got);
     }
     return p;
@@ -247,19 +277,15 @@ int lrp_checkshape(lua_State *L, int first, int last, int64_t *shape, int allow_
                      lrp_describe(L, first));
     }
     int ninfer = 0;
-    int64_t p = 1;
+    int64_t known[RP_MAX_DIMS], numel; /* the sizes, a -1 counted as 1 */
     for (int i = 0; i < ndim; i++) {
-        if (shape[i] == -1) {
-            if (++ninfer > 1) lrp_argerror(L, first, "only one size may be -1");
-            continue;
-        }
-        if (shape[i] == 0) continue;
-        if (shape[i] > RP_MAX_NUMEL / p) {
-            char buf[RP_SHAPE_STR_LEN];
-            lrp_argerror(L, first, "shape %s has too many elements (more than 2^40)",
-                         lrp_shape_str_n(buf, ndim, shape));
-        }
-        p *= shape[i];
+        if (shape[i] == -1 && ++ninfer > 1) lrp_argerror(L, first, "only one size may be -1");
+        known[i] = shape[i] == -1 ? 1 : shape[i];
+    }
+    if (!rp_shape_span(ndim, known, RP_MAX_NUMEL, &numel)) { /* the rule of rp_tensor_new */
+        char buf[RP_SHAPE_STR_LEN];
+        lrp_argerror(L, first, "shape %s has too many elements (more than 2^40)",
+                     lrp_shape_str_n(buf, ndim, shape));
     }
     return ndim;
 }
@@ -319,13 +345,19 @@ int64_t lrp_toindex(lua_Integer i, int64_t n)
     return (int64_t)(i - 1);
 }
 
+const char *lrp_base_hint(int zero)
+{
+    return zero ? "; dims and indices are 1-based (1 is the first, -1 the last)" : "";
+}
+
 int lrp_checkdim(lua_State *L, int arg, const rp_tensor *t)
 {
     lua_Integer d = lrp_checkint(L, arg, "dim");
     int r = lrp_todim(d, t->ndim);
     if (r < 0) {
         char buf[RP_SHAPE_STR_LEN];
-        lrp_argerror(L, arg, "dim %I out of range for %s", (LUAI_UACINT)d, lrp_shape_str(buf, t));
+        lrp_argerror(L, arg, "dim %I out of range for %s%s", (LUAI_UACINT)d, lrp_shape_str(buf, t),
+                     lrp_base_hint(d == 0));
     }
     return r;
 }
@@ -336,8 +368,8 @@ int64_t lrp_checkindex(lua_State *L, int arg, const rp_tensor *t, int d)
     int64_t r = lrp_toindex(i, t->shape[d]);
     if (r < 0) {
         char buf[RP_SHAPE_STR_LEN];
-        lrp_argerror(L, arg, "index %I out of range for dim %d of %s", (LUAI_UACINT)i, d + 1,
-                     lrp_shape_str(buf, t));
+        lrp_argerror(L, arg, "index %I out of range for dim %d of %s%s", (LUAI_UACINT)i, d + 1,
+                     lrp_shape_str(buf, t), lrp_base_hint(i == 0));
     }
     return r;
 }

@@ -104,6 +104,9 @@ int64_t lrp_numel(int ndim, const int64_t *shape);
 int lrp_todim(lua_Integer d, int ndim);
 /* 0-based index for the 1-based (negative from the end) index i into a dim of size n, or -1. */
 int64_t lrp_toindex(lua_Integer i, int64_t n);
+/* "; dims and indices are 1-based (1 is the first, -1 the last)" when zero is true (a dim, index
+ * or bound of 0 was given: a 0-based habit), else "": the end of every out-of-range message. */
+const char *lrp_base_hint(int zero);
 /* The dim at arg for t (integer, in range) as 0-based; raises "dim 5 out of range for [2 x 3]". */
 int lrp_checkdim(lua_State *L, int arg, const rp_tensor *t);
 /* The index at arg into dim d of t as 0-based; raises

@@ -86,11 +86,11 @@ static void table_sizes(lua_State *L, int idx, int slot, const char *key, int nd
         }
         *n0 = t->shape[0];
         if (nd == 2) *n1 = t->shape[1];
+    } else if (lua_type(L, slot) != LUA_TTABLE) {
+        lrp_argerror(L, idx, "option '%s' must be a tensor, a list%s, got %s", key,
+                     nd == 1 ? " of numbers" : " of lists or a function(p, i)",
+                     lrp_describe(L, slot));
     } else {
-        if (lua_type(L, slot) != LUA_TTABLE)
-            lrp_argerror(L, idx, "option '%s' must be a tensor, a list%s, got %s", key,
-                         nd == 1 ? " of numbers" : " of lists or a function(p, i)",
-                         lrp_describe(L, slot));
         *n0 = (int64_t)lua_rawlen(L, slot);
         if (nd == 2 && *n0 > 0) {
             lua_rawgeti(L, slot, 1);
@@ -101,6 +101,7 @@ static void table_sizes(lua_State *L, int idx, int slot, const char *key, int nd
             lua_pop(L, 1);
         }
     }
+    /* a tensor with a 0 in its shape too (its [4 x 0] once divided by 0 below) */
     if (*n0 < 1 || *n1 < 1) lrp_argerror(L, idx, "option '%s' must not be empty", key);
 }
 
@@ -176,8 +177,10 @@ void lrp_freq_tables(lua_State *L, int idx, int slot, rp_rope_freq *f, int64_t r
     } else if (has_ang) {
         int64_t n0, n1;
         table_sizes(L, idx, slot + 1, "angles", 2, &n0, &n1);
-        if (n0 > RP_MAX_NUMEL / n1) lrp_argerror(L, idx, "option 'angles' is too large");
-        double *d = (double *)lua_newuserdatauv(L, (size_t)(n0 * n1) * sizeof(double), 0);
+        int64_t cells;
+        if (!rp_mul_i64(n0, n1, &cells) || cells > RP_MAX_NUMEL)
+            lrp_argerror(L, idx, "option 'angles' is too large");
+        double *d = (double *)lua_newuserdatauv(L, (size_t)cells * sizeof(double), 0);
         copy_table(L, idx, slot + 1, "angles", 2, d, n0, n1);
         f->angles = d, f->rows = n0, f->n_angles = n1;
     } else {

@@ -18,7 +18,7 @@
 -- The text is markdown turned into the plain text of the REPL: fenced code becomes "Example:" and
 -- lines "  > code", a bullet "- x" becomes "  x" (its continuation lines "    ...", or aligned
 -- with the value of a bullet "- key   value"), a table its
--- rows (header and rule dropped, cells aligned), backticks, ** and backslash escapes go, blank
+-- rows (header and rule dropped, cells aligned and wrapped in their columns), backticks, ** and backslash escapes go, blank
 -- lines are dropped. A malformed entry or marker stops the generator with "file:line: message"
 -- on stderr and exit status 1.
 
@@ -52,27 +52,52 @@ local function split_row(line)
   return cells
 end
 
--- Rows of a markdown table (header and rule dropped) as aligned lines; the last cell wraps.
+-- Words of text in lines of at most width columns (a longer word has a line of its own).
+local function wrap(text, width)
+  local lines, line = {}, nil
+  for word in text:gmatch("%S+") do
+    if line and #line + 1 + #word <= width then
+      line = line .. " " .. word
+    else
+      if line then lines[#lines + 1] = line end
+      line = word
+    end
+  end
+  lines[#lines + 1] = line or ""
+  return lines
+end
+
+-- Rows of a markdown table (header and rule dropped) as aligned lines, every cell wrapped in its
+-- column: the columns before the last are as wide as their cells but at most CELL_MAX (or their
+-- longest word), so the last column, the meaning, keeps the rest of the WIDTH.
+local CELL_MAX = 20
 local function table_lines(rows, out)
   local widths = {}
   for _, r in ipairs(rows) do
-    for i = 1, #r - 1 do widths[i] = math.max(widths[i] or 0, #r[i]) end
-  end
-  for _, r in ipairs(rows) do
-    local head = "  "
-    for i = 1, #r - 1 do head = head .. r[i] .. (" "):rep(widths[i] - #r[i] + 2) end
-    local indent, line = (" "):rep(#head), head
-    local first = true
-    for word in r[#r]:gmatch("%S+") do
-      if not first and #line + 1 + #word > WIDTH then
-        out[#out + 1] = line
-        line = indent .. word
-      else
-        line = line .. (first and "" or " ") .. word
-      end
-      first = false
+    for i = 1, #r - 1 do
+      local w = math.min(#r[i], CELL_MAX)
+      for word in r[i]:gmatch("%S+") do w = math.max(w, #word) end
+      widths[i] = math.max(widths[i] or 0, w)
     end
-    out[#out + 1] = line
+  end
+  local start = 2
+  for i = 1, #widths do start = start + widths[i] + 2 end
+  local last_width = math.max(WIDTH - start, 24)
+  for _, r in ipairs(rows) do
+    local cells, height = {}, 1
+    for i = 1, #r do
+      cells[i] = wrap(r[i], i < #r and widths[i] or last_width)
+      height = math.max(height, #cells[i])
+    end
+    for k = 1, height do
+      local line = "  "
+      for i = 1, #r - 1 do
+        local piece = cells[i][k] or ""
+        line = line .. piece .. (" "):rep(widths[i] - #piece + 2)
+      end
+      line = line .. (cells[#r][k] or "")
+      out[#out + 1] = (line:gsub("%s+$", ""))
+    end
   end
 end
 

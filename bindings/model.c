@@ -193,6 +193,7 @@ static int l_model_memory(lua_State *L)
         lua_pushinteger(L, (lua_Integer)avail);
         lua_setfield(L, -2, "available");
     }
+    luaL_setmetatable(L, LRP_MEMORY_MT); /* prints the bytes with their units */
     return 1;
 }
 
@@ -383,7 +384,8 @@ static int m_num_params(lua_State *L)
     return 1;
 }
 
-/* m:params() / m:grads(): { {name =, tensor =}, ... } in layout order, and t[name] = tensor. */
+/* m:params() / m:grads(): { {name =, tensor =}, ... } in layout order, and t[name] = tensor; the
+ * table's metatable (LRP_PARAMS_MT, LRP_GRADS_MT) only prints it, one line per tensor. */
 static int push_views(lua_State *L, int grad)
 {
     int n = rp_model_num_tensors(lrp_checkmodel(L, 1));
@@ -405,6 +407,7 @@ static int push_views(lua_State *L, int grad)
         lua_setfield(L, 3, "name");
         lua_rawseti(L, 2, i + 1);
     }
+    luaL_setmetatable(L, grad ? LRP_GRADS_MT : LRP_PARAMS_MT);
     return 1;
 }
 
@@ -535,6 +538,12 @@ void lrp_open_model(lua_State *L, int mod)
     lua_pushcfunction(L, m_tostring);
     lua_setfield(L, mt, "__tostring");
     lua_settop(L, mt - 1);
+    /* the result tables' metatables: their __tostring comes from bindings/lua/10_print.lua */
+    const char *const result_mts[] = {LRP_PARAMS_MT, LRP_GRADS_MT, LRP_MEMORY_MT};
+    for (int i = 0; i < 3; i++) {
+        luaL_newmetatable(L, result_mts[i]);
+        lua_pop(L, 1);
+    }
 
     lua_pushvalue(L, mod);
     luaL_setfuncs(L, model_funcs, 0);

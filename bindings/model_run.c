@@ -423,8 +423,9 @@ int lrp_model_attention(lua_State *L)
     const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1));
     lua_Integer layer = lrp_checkint(L, 2, "layer");
     if (layer < 1 || layer > cfg.layers)
-        return lrp_argerror(L, 2, "layer %I out of range (the model has %I layers)",
-                            (LUAI_UACINT)layer, (LUAI_UACINT)cfg.layers);
+        return lrp_argerror(L, 2, "layer %I out of range (the model has %I layers%s)",
+                            (LUAI_UACINT)layer, (LUAI_UACINT)cfg.layers,
+                            layer == 0 ? ", numbered from 1 here" : "");
     lua_settop(L, 3);
     grid g;
     int32_t *tok = check_tokens(L, 3, &cfg, &g, 1);

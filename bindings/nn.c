@@ -13,17 +13,12 @@
 #include "tensor_methods.h"
 #include "userdata.h"
 
-/* Checks that n1 * n2 * ... (count sizes) stays within RP_MAX_NUMEL; 0 if not. */
+/* 1 when a tensor of these count sizes (>= 0) can exist: the rule of rp_tensor_new (the sizes
+ * other than 0 multiply to at most RP_MAX_NUMEL; a 0 does not lift the limit). */
 static int numel_ok(int count, const int64_t *sizes)
 {
-    int64_t p = 1;
-    for (int i = 0; i < count; i++)
-        if (sizes[i] == 0) return 1;
-    for (int i = 0; i < count; i++) {
-        if (sizes[i] > RP_MAX_NUMEL / p) return 0;
-        p *= sizes[i];
-    }
-    return 1;
+    int64_t n;
+    return rp_shape_span(count, sizes, RP_MAX_NUMEL, &n);
 }
 
 /* ---- matmul ---- */
@@ -356,8 +351,8 @@ static int l_rope_rotate(lua_State *L)
         lua_Integer d = lrp_optinteger(L, 2, "dim", 0);
         int d0 = lrp_todim(d, x->ndim);
         if (d0 < 0)
-            return lrp_argerror(L, 2, "option 'dim': dim %I out of range for %s", (LUAI_UACINT)d,
-                                lrp_shape_str(buf, x));
+            return lrp_argerror(L, 2, "option 'dim': dim %I out of range for %s%s", (LUAI_UACINT)d,
+                                lrp_shape_str(buf, x), lrp_base_hint(d == 0));
         if (d0 == x->ndim - 1)
             return lrp_argerror(L, 2, "option 'dim': dim %I of %s is the feature dim, not a "
                                       "position dim",

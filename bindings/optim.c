@@ -146,7 +146,7 @@ static int o_step(lua_State *L)
 static int o_lr(lua_State *L)
 {
     lrp_optim *o = lrp_checkoptim(L, 1);
-    lua_pushnumber(L, (lua_Number)rp_lr_at(&o->cfg, o->st.step + 1));
+    lua_pushnumber(L, (lua_Number)rp_lr_at(&o->cfg, rp_adam_next_step(&o->st)));
     return 1;
 }
 

@@ -39,7 +39,11 @@
  *    read at start and appended at exit (also on os.exit); multi-line chunks stay one entry
  *    (timestamped history file with history_multiline_entries);
  *  - when stdin is not a tty, lines are read with getline() (readline would echo them), no prompt
- *    is shown and the exit status is 1 if any chunk failed.
+ *    is shown, each chunk is compiled with the line numbers of the input (errors say stdin:7, the
+ *    line where it went wrong, as `lua5.4 - < file` would) and the exit status is 1 if any chunk
+ *    failed;
+ *  - roper -e 'text' prints the values of an expression as the REPL does (roper -e
+ *    'rp.ones{2}:sum()' prints 2); a statement runs as in lua5.4 -e.
  *
  * ROPER_PARENT_PID=<pid> in the environment (scripts/lib/runner.lua sets it for the runs it
  * starts): Linux sends this process SIGTERM when its parent dies (prctl PR_SET_PDEATHSIG), even
@@ -229,14 +233,14 @@ static int print_values(lua_State *L) {
     return 0;
 }
 
-/* Prints every value on the stack (a __tostring may fail or be interrupted: protected). */
-static int print_results(lua_State *L) {
-    int n = lua_gettop(L);
+/* Prints the n values on the top of the stack and pops them (a __tostring may fail or be
+ * interrupted: protected). */
+static int print_results(lua_State *L, int n) {
     int status = LUA_OK;
     if (n > 0) {
         luaL_checkstack(L, LUA_MINSTACK, "too many results to print");
         lua_pushcfunction(L, print_values);
-        lua_insert(L, 1);
+        lua_insert(L, -n - 1);
         status = docall(L, n, 0);
         if (status != LUA_OK) {
             l_message(progname, lua_pushfstring(L, "error printing the results (%s)",
@@ -249,6 +253,49 @@ static int print_results(lua_State *L) {
 
 /* ------------------------------------------------------------------------------------------ */
 /* The read-eval-print loop                                                                    */
+
+/* Compiles the chunk s (len bytes) named `name` as if it started at line `line` of its input:
+ * line - 1 newlines are read before it, so error messages and tracebacks give the input's line
+ * numbers (piped input). Lua cannot start a chunk at another line, and lexing the newlines costs
+ * about 10 ns each, so beyond PAD_MAX lines (where a session of many lines would spend seconds
+ * on them) the chunk is named "stdin (from line <line>)" instead: its messages read
+ * "stdin (from line 12345):2: ...", the chunk's second line. Pushes the function or the error
+ * message, as luaL_loadbuffer. */
+#define PAD_MAX 10000
+typedef struct {
+    int pad;       /* newlines still to give */
+    const char *s; /* then the chunk */
+    size_t len;
+} padded_chunk;
+
+static const char *read_padded(lua_State *L, void *data, size_t *size) {
+    static char newlines[256];
+    padded_chunk *c = data;
+    (void)L;
+    if (newlines[0] != '\n') memset(newlines, '\n', sizeof newlines);
+    if (c->pad > 0) {
+        int n = c->pad < (int)sizeof newlines ? c->pad : (int)sizeof newlines;
+        c->pad -= n;
+        *size = (size_t)n;
+        return newlines;
+    }
+    if (c->s == NULL) return NULL;
+    const char *s = c->s;
+    *size = c->len;
+    c->s = NULL;
+    return s;
+}
+
+static int load_at(lua_State *L, const char *s, size_t len, const char *name, int line) {
+    if (line <= 1) return luaL_loadbuffer(L, s, len, name);
+    if (line > PAD_MAX) {
+        char far[64];
+        snprintf(far, sizeof far, "%s (from line %d)", name, line);
+        return luaL_loadbuffer(L, s, len, far);
+    }
+    padded_chunk c = {line - 1, s, len};
+    return lua_load(L, read_padded, &c, name, NULL);
+}
 
 #define EOFMARK "<eof>"
 #define MARKLEN (sizeof(EOFMARK) / sizeof(char) - 1)
@@ -266,11 +313,12 @@ static int incomplete(lua_State *L, int status) {
     return 0;
 }
 
-/* Tries "return <line>;" for the line on the top; on success replaces it with the function. */
-static int addreturn(lua_State *L) {
+/* Tries "return <line>;" for the line on the top (line `at` of the input); on success replaces it
+ * with the function. */
+static int addreturn(lua_State *L, int at) {
     const char *line = lua_tostring(L, -1);
     const char *retline = lua_pushfstring(L, "return %s;", line);
-    int status = luaL_loadbuffer(L, retline, strlen(retline), CHUNKNAME);
+    int status = load_at(L, retline, strlen(retline), CHUNKNAME, at);
     if (status == LUA_OK) {
         lua_remove(L, -2); /* the modified line */
         repl_saveline(line);
@@ -281,13 +329,14 @@ static int addreturn(lua_State *L) {
     return status;
 }
 
-/* Compiles the line on the top as a statement, reading more lines while it is incomplete.
- * Replaces it with the function or the error message; READ_INTERRUPTED drops it. */
-static int multiline(lua_State *L) {
+/* Compiles the line on the top (line `at` of the input) as a statement, reading more lines while
+ * it is incomplete. Replaces it with the function or the error message; READ_INTERRUPTED drops
+ * it. */
+static int multiline(lua_State *L, int at) {
     for (;;) {
         size_t len;
         const char *chunk = lua_tolstring(L, -1, &len);
-        int status = luaL_loadbuffer(L, chunk, len, CHUNKNAME);
+        int status = load_at(L, chunk, len, CHUNKNAME, at);
         int r;
         if (!incomplete(L, status)) {
             repl_saveline(chunk);
@@ -300,7 +349,7 @@ static int multiline(lua_State *L) {
             return READ_INTERRUPTED;
         }
         if (r == READ_EOF) { /* report the incomplete chunk's error */
-            status = luaL_loadbuffer(L, chunk, len, CHUNKNAME);
+            status = load_at(L, chunk, len, CHUNKNAME, at);
             repl_saveline(chunk);
             lua_remove(L, -2);
             return status;
@@ -345,20 +394,22 @@ static int run_repl(lua_State *L) {
         set_sigint(SIGMODE_PROMPT);
     }
     for (;;) {
-        int status, r;
+        int status, r, at;
         lua_settop(L, 0);
         r = repl_pushline(L, 1);
         if (r == READ_EOF) break;
         if (r == READ_INTERRUPTED) continue;
+        /* piped input: the chunk's line numbers are the input's; a terminal's lines are each 1 */
+        at = g_interactive ? 1 : repl_lines_read();
         if (lua_rawlen(L, -1) == 0) continue; /* empty line */
         if (is_query(lua_tostring(L, -1))) {
             status = run_query(L);
             if (status != LUA_OK) failures++;
             continue;
         }
-        status = addreturn(L);
+        status = addreturn(L, at);
         if (status != LUA_OK) {
-            status = multiline(L);
+            status = multiline(L, at);
             if (status == READ_INTERRUPTED) continue;
         }
         if (status == LUA_OK) status = docall(L, 0, LUA_MULTRET);
@@ -367,7 +418,7 @@ static int run_repl(lua_State *L) {
             fputs("\n", stderr); /* after the ^C the terminal echoed */
         }
         if (status == LUA_OK)
-            status = print_results(L);
+            status = print_results(L, lua_gettop(L));
         else
             report(L, status);
         if (status != LUA_OK) failures++;
@@ -388,7 +439,7 @@ static void print_usage(FILE *f) {
     fprintf(f,
             "usage: " PROGNAME " [options] [script [args]]\n"
             "Available options are:\n"
-            "  -e stat    execute string 'stat'\n"
+            "  -e stat    execute string 'stat' (an expression's values are printed)\n"
             "  -i         enter the REPL after running 'script' and -e\n"
             "  -l mod     require library 'mod' into global 'mod'\n"
             "  -v         show version information (with the OpenBLAS core and threads)\n"
@@ -470,6 +521,23 @@ static int collectargs(char **argv, int *first) {
     return args;
 }
 
+/* -e text: an expression's values are printed as the REPL prints them (roper -e '1 + 1' prints
+ * 2); anything else runs as a statement, as lua5.4 -e runs it. */
+static int doexpr(lua_State *L, const char *s) {
+    const char *name = "=(command line)";
+    const char *ret = lua_pushfstring(L, "return %s;", s);
+    int status = luaL_loadbuffer(L, ret, strlen(ret), name);
+    lua_remove(L, -2); /* the text with return */
+    if (status != LUA_OK) {
+        lua_pop(L, 1); /* not an expression */
+        return dostring(L, s, name);
+    }
+    int base = lua_gettop(L) - 1; /* below the function */
+    status = docall(L, 0, LUA_MULTRET);
+    if (status != LUA_OK) return report(L, status);
+    return print_results(L, lua_gettop(L) - base);
+}
+
 /* Runs -e, -l and -W in order. */
 static int runargs(lua_State *L, char **argv, int n) {
     for (int i = 1; i < n; i++) {
@@ -480,7 +548,7 @@ static int runargs(lua_State *L, char **argv, int n) {
             const char *extra = argv[i] + 2;
             int status;
             if (*extra == '\0') extra = argv[++i];
-            status = option == 'e' ? dostring(L, extra, "=(command line)") : dolibrary(L, extra);
+            status = option == 'e' ? doexpr(L, extra) : dolibrary(L, extra);
             if (status != LUA_OK) return 0;
         }
     }

@@ -24,6 +24,9 @@ void repl_input_stop(void);
  * stdin with getline(). Returns READ_LINE, READ_EOF or READ_INTERRUPTED (Ctrl-C at the prompt;
  * nothing pushed then or at EOF). */
 int repl_pushline(lua_State *L, int firstline);
+/* How many lines repl_pushline has read from piped stdin (getline) so far: the number of the line
+ * it read last. */
+int repl_lines_read(void);
 /* The width the REPL prints to: the terminal's columns (readline's idea of them) in a terminal
  * session, else $COLUMNS when it is a number from 20 to 10000, else 80. */
 int repl_columns(void);

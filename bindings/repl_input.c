@@ -4,6 +4,7 @@
  * nothing here uses repl.c.
  */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -399,6 +400,10 @@ int repl_columns(void) {
     return 80;
 }
 
+static int g_lines_read = 0; /* lines read from stdin by getline (piped input) */
+
+int repl_lines_read(void) { return g_lines_read; }
+
 int repl_pushline(lua_State *L, int firstline) {
     char *line = NULL;
     size_t len;
@@ -415,6 +420,7 @@ int repl_pushline(lua_State *L, int firstline) {
         }
         len = (size_t)n;
         if (len > 0 && line[len - 1] == '\n') line[--len] = '\0';
+        if (g_lines_read < INT_MAX) g_lines_read++;
     }
     lua_pushlstring(L, line, len);
     free(line);

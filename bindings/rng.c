@@ -6,20 +6,41 @@
 #include "roper.h"
 #include "userdata.h"
 
-/* The generator at idx (raises "roper.Rng expected, got X"). */
+/* The roper.Rng userdata: the generator first (the other binding files take the userdata as an
+ * rp_rng *), then what __tostring tells: the seed it was last seeded with and the jumps since. */
+typedef struct lrp_rng {
+    rp_rng g;
+    lua_Integer seed;
+    lua_Integer jumps;
+} lrp_rng;
+
+/* The userdata at idx (raises "roper.Rng expected, got X"), and its generator. */
+static lrp_rng *check_urng(lua_State *L, int idx)
+{
+    return (lrp_rng *)lrp_checkudata(L, idx, LRP_RNG_MT);
+}
+
 static rp_rng *check_rng(lua_State *L, int idx)
 {
-    return (rp_rng *)lrp_checkudata(L, idx, LRP_RNG_MT);
+    return &check_urng(L, idx)->g;
+}
+
+/* Restarts the stream of the userdata u for seed. */
+static void reseed(lrp_rng *u, lua_Integer seed)
+{
+    rp_rng_seed(&u->g, (uint64_t)seed);
+    u->seed = seed;
+    u->jumps = 0;
 }
 
 /* Pushes a new generator seeded with seed and returns it. */
-static rp_rng *push_rng(lua_State *L, uint64_t seed)
+static rp_rng *push_rng(lua_State *L, lua_Integer seed)
 {
-    rp_rng *g = (rp_rng *)lua_newuserdatauv(L, sizeof *g, 0);
-    memset(g, 0, sizeof *g);
+    lrp_rng *u = (lrp_rng *)lua_newuserdatauv(L, sizeof *u, 0);
+    memset(u, 0, sizeof *u);
     luaL_setmetatable(L, LRP_RNG_MT);
-    rp_rng_seed(g, seed);
-    return g;
+    reseed(u, seed);
+    return &u->g;
 }
 
 /* The default generator (created on first use if missing). Leaves the stack unchanged; the
@@ -130,7 +151,7 @@ static int l_randint(lua_State *L)
 static int l_rng(lua_State *L)
 {
     lua_Integer seed = lua_isnoneornil(L, 1) ? 0 : lrp_checkint(L, 1, "seed");
-    push_rng(L, (uint64_t)seed);
+    push_rng(L, seed);
     return 1;
 }
 
@@ -138,16 +159,16 @@ static int l_rng(lua_State *L)
 static int l_seed(lua_State *L)
 {
     lua_Integer seed = lrp_checkint(L, 1, "seed");
-    rp_rng_seed(default_rng(L), (uint64_t)seed);
+    reseed((lrp_rng *)default_rng(L), seed);
     return 0;
 }
 
 /* g:seed(n): restarts g's stream; returns g. */
 static int g_seed(lua_State *L)
 {
-    rp_rng *g = check_rng(L, 1);
+    lrp_rng *u = check_urng(L, 1);
     lua_Integer seed = lrp_checkint(L, 2, "seed");
-    rp_rng_seed(g, (uint64_t)seed);
+    reseed(u, seed);
     lua_settop(L, 1);
     return 1;
 }
@@ -158,11 +179,13 @@ static int g_seed(lua_State *L)
 /* g:jump([n]): advances g by n (default 1) times 2^128 draws; returns g. */
 static int g_jump(lua_State *L)
 {
-    rp_rng *g = check_rng(L, 1);
+    lrp_rng *u = check_urng(L, 1);
     lua_Integer n = lua_isnoneornil(L, 2) ? 1 : lrp_checkint(L, 2, "n");
     if (n < 0 || n > LRP_MAX_JUMPS)
         return lrp_argerror(L, 2, "n must be between 0 and 2^20, got %I", (LUAI_UACINT)n);
-    for (lua_Integer i = 0; i < n; i++) rp_rng_jump(g);
+    for (lua_Integer i = 0; i < n; i++) rp_rng_jump(&u->g);
+    /* at most 2^20 per call: the count saturates instead of overflowing */
+    u->jumps = u->jumps > LUA_MAXINTEGER - n ? LUA_MAXINTEGER : u->jumps + n;
     lua_settop(L, 1);
     return 1;
 }
@@ -214,6 +237,19 @@ static int g_randint(lua_State *L)
     return push_random(L, g, 4, lua_gettop(L), R_INT, lo, hi);
 }
 
+/* tostring(g): "roper.Rng (seed 1)", "roper.Rng (seed 1, jumped 3 times)": the seed it was last
+ * (re)seeded with (rp.rng, g:seed, rp.seed for the default generator) and the jumps since. */
+static int g_tostring(lua_State *L)
+{
+    const lrp_rng *u = check_urng(L, 1);
+    if (u->jumps == 0)
+        lua_pushfstring(L, "roper.Rng (seed %I)", (LUAI_UACINT)u->seed);
+    else
+        lua_pushfstring(L, "roper.Rng (seed %I, jumped %I time%s)", (LUAI_UACINT)u->seed,
+                        (LUAI_UACINT)u->jumps, u->jumps == 1 ? "" : "s");
+    return 1;
+}
+
 static const luaL_Reg rng_methods[] = {
     {"seed", g_seed}, {"uniform", g_uniform}, {"normal", g_normal}, {"int", g_int},
     {"rand", g_rand}, {"randn", g_randn},     {"randint", g_randint}, {"jump", g_jump},
@@ -233,6 +269,8 @@ void lrp_open_rng(lua_State *L, int mod)
     lua_pushvalue(L, -1);
     lua_setfield(L, mod, "Rng");
     lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, g_tostring);
+    lua_setfield(L, -2, "__tostring");
     lua_pop(L, 1);
 
     lua_pushvalue(L, mod);

@@ -6,7 +6,8 @@
  * bindings/lua/ in name order (compiled into build/roper_lua.c by bindings/embed.lua), each loaded
  * as "@bindings/lua/<file>" and called as chunk(rp, internals), where internals is a private table
  * { Tensor_mt = <roper.Tensor metatable>, Rng_mt = <roper.Rng metatable>, Model_mt = <roper.Model
- * metatable>, Optim_mt = <roper.Optim metatable>, Task_mt = <roper.Task metatable>, is_live = f,
+ * metatable>, Optim_mt = <roper.Optim metatable>, Task_mt = <roper.Task metatable>, Params_mt,
+ * Grads_mt, Memory_mt = <the metatables of m:params(), m:grads(), rp.model_memory()>, is_live = f,
  * model_keys, pe_modes, model_unused (core's config schema and mode table: lrp_model_internals
  * in roper.h), i32_max = RP_I32_MAX, build_kind = rp_build_kind(), build_target =
  * rp_build_target(), path_kind = f, read_file = f, write_file = f }
@@ -24,6 +25,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "args.h"
 #include "fileio.h"
 #include "roper.h"
 #include "userdata.h"
@@ -127,6 +129,35 @@ static int l_memory(lua_State *L)
     return 1;
 }
 
+/* rp.read_file(path[, max_bytes]) -> text | nil, "path: reason": the whole regular file (core's
+ * rp_file_read_all; max_bytes defaults to 1 GiB). rp.write_file(path, text) -> true | nil,
+ * "path: reason": text written atomically (core's rp_file_write_atomic). Both check their
+ * arguments first, then call the internals' versions. */
+#define READ_FILE_DEFAULT_MAX ((lua_Integer)1 << 30)
+
+static int l_pub_read_file(lua_State *L)
+{
+    lrp_checkpath(L, 1);
+    lua_Integer max_bytes = READ_FILE_DEFAULT_MAX;
+    if (!lua_isnoneornil(L, 2)) {
+        max_bytes = lrp_checkint(L, 2, "max_bytes");
+        if (max_bytes < 0)
+            return lrp_argerror(L, 2, "max_bytes must be >= 0, got %I", (LUAI_UACINT)max_bytes);
+    }
+    lua_settop(L, 1);
+    lua_pushinteger(L, max_bytes);
+    return l_read_file(L);
+}
+
+static int l_pub_write_file(lua_State *L)
+{
+    lrp_checkpath(L, 1);
+    if (lua_type(L, 2) != LUA_TSTRING)
+        return lrp_argerror(L, 2, "text must be a string, got %s", lrp_describe(L, 2));
+    lua_settop(L, 2);
+    return l_write_file(L);
+}
+
 /* internals.is_live(x): true when x is a tensor that was not released. */
 static int l_is_live(lua_State *L)
 {
@@ -198,6 +229,10 @@ LUAMOD_API int luaopen_roper(lua_State *L)
     lrp_open_dist(L, mod);
     lua_pushliteral(L, RP_VERSION);
     lua_setfield(L, mod, "_VERSION");
+    lua_pushcfunction(L, l_pub_read_file);
+    lua_setfield(L, mod, "read_file");
+    lua_pushcfunction(L, l_pub_write_file);
+    lua_setfield(L, mod, "write_file");
     lua_pushcfunction(L, l_memory);
     lua_setfield(L, mod, "memory");
 
@@ -213,6 +248,12 @@ LUAMOD_API int luaopen_roper(lua_State *L)
     lua_setfield(L, priv, "Optim_mt");
     luaL_getmetatable(L, LRP_TASK_MT);
     lua_setfield(L, priv, "Task_mt");
+    luaL_getmetatable(L, LRP_PARAMS_MT);
+    lua_setfield(L, priv, "Params_mt");
+    luaL_getmetatable(L, LRP_GRADS_MT);
+    lua_setfield(L, priv, "Grads_mt");
+    luaL_getmetatable(L, LRP_MEMORY_MT);
+    lua_setfield(L, priv, "Memory_mt");
     lua_pushcfunction(L, l_is_live);
     lua_setfield(L, priv, "is_live");
     lua_pushcfunction(L, l_path_kind);

@@ -65,11 +65,14 @@ static int nested_shape(lua_State *L, int arg, int64_t *shape)
         if (ndim == RP_MAX_DIMS)
             lrp_argerror(L, arg, "nested table deeper than %d levels", RP_MAX_DIMS);
         lua_Unsigned n = lua_rawlen(L, -1);
-        if (n > 0 && (lua_Unsigned)(RP_MAX_NUMEL / numel) < n)
+        if (n == 0) {
+            shape[ndim++] = 0;
+            break; /* nothing below an empty level */
+        }
+        if (n > (lua_Unsigned)RP_MAX_NUMEL || !rp_mul_i64(numel, (int64_t)n, &numel) ||
+            numel > RP_MAX_NUMEL)
             lrp_argerror(L, arg, "nested table has too many elements (more than 2^40)");
         shape[ndim++] = (int64_t)n;
-        numel *= (int64_t)n;
-        if (n == 0) break;
         lua_rawgeti(L, -1, 1);
         lua_remove(L, -2);
     }
@@ -389,6 +392,7 @@ static const luaL_Reg methods[] = {
     {"fill", m_fill},         {"zero", m_zero},
     {"totable", lrp_tensor_totable},   {"argmax", lrp_tensor_argmax},
     {"softmax", lrp_tensor_softmax},   {"norm", lrp_tensor_norm},
+    {"dot", lrp_tensor_dot},           {"diag", lrp_tensor_diag},
     {"matmul", lrp_matmul},   {"maxdiff", lrp_maxdiff},
     {"save", lrp_tensor_save},
     {NULL, NULL},

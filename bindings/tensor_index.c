@@ -97,8 +97,8 @@ int lrp_tensor_permute(lua_State *L)
                                 lrp_describe(L, first + i));
         int d0 = lrp_todim(d, t->ndim);
         if (d0 < 0)
-            return lrp_argerror(L, arg, "dim %I out of range for %s", (LUAI_UACINT)d,
-                                lrp_shape_str(buf, t));
+            return lrp_argerror(L, arg, "dim %I out of range for %s%s", (LUAI_UACINT)d,
+                                lrp_shape_str(buf, t), lrp_base_hint(d == 0));
         if (seen[d0]) return lrp_argerror(L, arg, "dim %d repeated in permute", d0 + 1);
         seen[d0] = 1;
         perm[i] = d0;
@@ -138,8 +138,8 @@ int lrp_tensor_narrow(lua_State *L)
     if (start < 0 && start >= -(lua_Integer)n) s0 = n + start;
     else if (start >= 1 && start <= n + 1) s0 = start - 1;
     if (s0 < 0 || (s0 == n && len > 0))
-        return lrp_argerror(L, 3, "start %I out of range for dim %d of %s", (LUAI_UACINT)start,
-                            d + 1, lrp_shape_str(buf, t));
+        return lrp_argerror(L, 3, "start %I out of range for dim %d of %s%s", (LUAI_UACINT)start,
+                            d + 1, lrp_shape_str(buf, t), lrp_base_hint(start == 0));
     if (len > n - s0)
         return lrp_argerror(L, 4, "length %I at start %I out of range for dim %d of %s",
                             (LUAI_UACINT)len, (LUAI_UACINT)start, d + 1, lrp_shape_str(buf, t));
@@ -220,8 +220,9 @@ static int parse_spec(lua_State *L, int arg, int idx, const rp_tensor *t, slice 
                                     k + 1, lrp_describe(L, -1));
             int64_t i0 = lrp_toindex(a, size);
             if (i0 < 0)
-                return lrp_argerror(L, arg, "index %I out of range for dim %d of %s",
-                                    (LUAI_UACINT)a, k + 1, lrp_shape_str(buf, t));
+                return lrp_argerror(L, arg, "index %I out of range for dim %d of %s%s",
+                                    (LUAI_UACINT)a, k + 1, lrp_shape_str(buf, t),
+                                    lrp_base_hint(a == 0));
             sl[k].kind = SL_SELECT;
             sl[k].start = i0;
         } else if (type == LUA_TTABLE) {
@@ -246,14 +247,15 @@ static int parse_spec(lua_State *L, int arg, int idx, const rp_tensor *t, slice 
                 if (m == 1) {
                     int64_t i0 = lrp_toindex(a, size);
                     if (i0 < 0)
-                        return lrp_argerror(L, arg, "index %I out of range for dim %d of %s",
-                                            (LUAI_UACINT)a, k + 1, lrp_shape_str(buf, t));
+                        return lrp_argerror(L, arg, "index %I out of range for dim %d of %s%s",
+                                            (LUAI_UACINT)a, k + 1, lrp_shape_str(buf, t),
+                                            lrp_base_hint(a == 0));
                     start = i0;
                     len = 1;
                 } else if (!to_range(a, b, size, &start, &len)) {
-                    return lrp_argerror(L, arg, "range {%I, %I} out of range for dim %d of %s",
+                    return lrp_argerror(L, arg, "range {%I, %I} out of range for dim %d of %s%s",
                                         (LUAI_UACINT)a, (LUAI_UACINT)b, k + 1,
-                                        lrp_shape_str(buf, t));
+                                        lrp_shape_str(buf, t), lrp_base_hint(a == 0 || b == 0));
                 }
                 sl[k].kind = SL_RANGE;
                 sl[k].start = start;
@@ -269,6 +271,42 @@ static int parse_spec(lua_State *L, int arg, int idx, const rp_tensor *t, slice 
     for (int k = (int)n; k < t->ndim; k++) res_shape[rn++] = t->shape[k];
     *res_ndim = rn;
     return (int)n;
+}
+
+/* t:diag([k]): of a 2-D t its k-th diagonal (default 0; k > 0 above the main one, k < 0 below)
+ * as a 1-D view; of a 1-D t of size n a new (n + |k|) x (n + |k|) matrix with t on its k-th
+ * diagonal and zeros elsewhere (torch.diag). */
+int lrp_tensor_diag(lua_State *L)
+{
+    rp_tensor *t = lrp_checktensor(L, 1);
+    char buf[RP_SHAPE_STR_LEN];
+    lua_Integer k = lua_isnoneornil(L, 2) ? 0 : lrp_checkint(L, 2, "k");
+    if (t->ndim != 1 && t->ndim != 2)
+        return lrp_argerror(L, 1, "diag takes a 1-D or 2-D tensor, got %s", lrp_shape_str(buf, t));
+    if (t->ndim == 2) {
+        rp_tensor *out = lrp_newtensor(L);
+        t = lrp_checktensor(L, 1); /* again after the allocation (args.h) */
+        rp_status st = rp_tensor_diagonal(out, t, (int64_t)k);
+        if (st != RP_OK) return lrp_raise(L, st);
+        return 1;
+    }
+    int64_t n = t->shape[0];
+    int64_t mag = k < -RP_I32_MAX || k > RP_I32_MAX ? RP_I32_MAX : k < 0 ? -k : k; /* |k|, bounded */
+    if (n + mag > RP_I32_MAX || (n + mag) * (n + mag) > RP_MAX_NUMEL)
+        return lrp_argerror(L, 2, "diag of %s with k = %I gives too large a matrix",
+                            lrp_shape_str(buf, t), (LUAI_UACINT)k);
+    int64_t shape[2] = {n + mag, n + mag};
+    rp_tensor *out = lrp_newtensor(L);
+    rp_tensor d;
+    rp_status st = rp_tensor_new(out, 2, shape);
+    if (st != RP_OK) return lrp_raise(L, st);
+    st = rp_tensor_diagonal(&d, out, (int64_t)k);
+    if (st != RP_OK) return lrp_raise(L, st);
+    t = lrp_checktensor(L, 1); /* again after the allocations; no Lua call from here on */
+    st = rp_tensor_copy(&d, t);
+    rp_tensor_release(&d);
+    if (st != RP_OK) return lrp_raise(L, st);
+    return 1;
 }
 
 /* t:sub(a1, b1[, a2, b2, ...]): inclusive ranges per dim (negatives count from the end). */
@@ -288,8 +326,9 @@ int lrp_tensor_sub(lua_State *L)
         lua_Integer a = lrp_checkint(L, 2 + 2 * k, "bound");
         lua_Integer b = lrp_checkint(L, 3 + 2 * k, "bound");
         if (!to_range(a, b, t->shape[k], &sl[k].start, &sl[k].len))
-            return lrp_argerror(L, 2 + 2 * k, "range %I..%I out of range for dim %d of %s",
-                                (LUAI_UACINT)a, (LUAI_UACINT)b, k + 1, lrp_shape_str(buf, t));
+            return lrp_argerror(L, 2 + 2 * k, "range %I..%I out of range for dim %d of %s%s",
+                                (LUAI_UACINT)a, (LUAI_UACINT)b, k + 1, lrp_shape_str(buf, t),
+                                lrp_base_hint(a == 0 || b == 0));
         sl[k].kind = SL_RANGE;
     }
     rp_tensor *out = lrp_newtensor(L);

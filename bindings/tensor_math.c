@@ -28,18 +28,11 @@ int lrp_tensor_binop(lua_State *L)
         if (rp_broadcast_shape(&nd, shape, a, b) != RP_OK)
             return lrp_argerror(L, 2, "shapes %s and %s do not broadcast", lrp_shape_str(sa, a),
                                 lrp_shape_str(sb, b));
-        int64_t p = 1;
-        for (int i = 0; i < nd; i++) {
-            if (shape[i] == 0) {
-                p = 0;
-                break;
-            }
-            if (shape[i] > RP_MAX_NUMEL / p)
-                return lrp_argerror(L, 2, "shapes %s and %s broadcast to %s: too many elements",
-                                    lrp_shape_str(sa, a), lrp_shape_str(sb, b),
-                                    lrp_shape_str_n(sc, nd, shape));
-            p *= shape[i];
-        }
+        int64_t numel; /* the rule of rp_tensor_new: a 0 does not lift the limit */
+        if (!rp_shape_span(nd, shape, RP_MAX_NUMEL, &numel))
+            return lrp_argerror(L, 2, "shapes %s and %s broadcast to %s: too many elements",
+                                lrp_shape_str(sa, a), lrp_shape_str(sb, b),
+                                lrp_shape_str_n(sc, nd, shape));
         rp_tensor *out = lrp_newtensor(L);
         a = lrp_checktensor(L, 1); /* again after the allocation (args.h) */
         b = lrp_checktensor(L, 2);
@@ -176,6 +169,25 @@ int lrp_tensor_norm(lua_State *L)
     double acc = 0.0;
     if (rp_tensor_numel(t) > 0) rp_tensor_foreach_run(t, sumsq_run, &acc);
     lua_pushnumber(L, (lua_Number)sqrt(acc));
+    return 1;
+}
+
+/* t:dot(u) -> number: the dot product of two 1-D tensors of one length (double accumulation). */
+int lrp_tensor_dot(lua_State *L)
+{
+    rp_tensor *a = lrp_checktensor(L, 1);
+    rp_tensor *b = lrp_checktensor(L, 2);
+    char sa[RP_SHAPE_STR_LEN], sb[RP_SHAPE_STR_LEN];
+    if (a->ndim != 1)
+        return lrp_argerror(L, 1, "dot takes 1-D tensors, got %s (rp.matmul multiplies matrices)",
+                            lrp_shape_str(sa, a));
+    if (b->ndim != 1 || b->shape[0] != a->shape[0])
+        return lrp_argerror(L, 2, "dot needs two 1-D tensors of one length, got %s and %s",
+                            lrp_shape_str(sa, a), lrp_shape_str(sb, b));
+    double r = 0.0;
+    rp_status st = rp_dot(&r, a, b);
+    if (st != RP_OK) return lrp_raise(L, st);
+    lua_pushnumber(L, (lua_Number)r);
     return 1;
 }
 

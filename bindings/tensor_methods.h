@@ -15,6 +15,7 @@ int lrp_tensor_permute(lua_State *L);
 int lrp_tensor_narrow(lua_State *L);
 int lrp_tensor_select(lua_State *L);
 int lrp_tensor_sub(lua_State *L);
+int lrp_tensor_diag(lua_State *L);
 int lrp_tensor_index(lua_State *L);    /* __index; upvalue 1: the method table */
 int lrp_tensor_newindex(lua_State *L); /* __newindex */
 int lrp_tensor_get(lua_State *L);
@@ -29,6 +30,7 @@ int lrp_tensor_reduce(lua_State *L); /* upvalue 1: the rp_reduce_op */
 int lrp_tensor_argmax(lua_State *L);
 int lrp_tensor_softmax(lua_State *L);
 int lrp_tensor_norm(lua_State *L);
+int lrp_tensor_dot(lua_State *L);
 int lrp_maxdiff(lua_State *L); /* rp.maxdiff(a, b) and t:maxdiff(u) */
 
 /* ---- rp.matmul(a, b) and t:matmul(u) (nn.c) ---- */

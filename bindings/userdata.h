@@ -19,6 +19,11 @@
 #define LRP_OPTIM_MT "roper.Optim"
 #define LRP_TASK_MT "roper.Task"
 #define LRP_COMM_MT "roper.Comm"
+/* Metatables of plain result tables that print in their own way (__tostring, set by the module's
+ * Lua part bindings/lua/10_print.lua): m:params(), m:grads() and rp.model_memory(cfg). */
+#define LRP_PARAMS_MT "roper.Params"
+#define LRP_GRADS_MT "roper.Grads"
+#define LRP_MEMORY_MT "roper.Memory"
 /* Registry key of the module table (for the public names in argument errors). */
 #define LRP_MODULE_KEY "roper.module"
 /* Registry key of the module's default generator (a roper.Rng userdata). */

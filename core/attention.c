@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checked.h"
 #include "parallel.h"
 #include "simd.h"
 #include "tile.h"
@@ -1389,12 +1390,10 @@ static int64_t cache_head_floats(int64_t cap, int64_t D, int64_t Dv)
     return D * rp_vl_round(cap) + cap * rp_vl_round(Dv);
 }
 
-/* a * b + c for sizes >= 0, saturating at INT64_MAX. */
+/* a * b + c for sizes >= 0, saturating at INT64_MAX (core/checked.h). */
 static int64_t sat_mul_add(int64_t a, int64_t b, int64_t c)
 {
-    int64_t p;
-    if (__builtin_mul_overflow(a, b, &p) || __builtin_add_overflow(p, c, &p)) return INT64_MAX;
-    return p;
+    return rp_sat_add_i64(rp_sat_mul_i64(a, b), c);
 }
 
 int64_t rp_attention_cache_floats(int64_t cap, int64_t H, int64_t D, int64_t Dv)

@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "checked.h"
 #include "fileio.h"
 #include "model_schema.h"
 #include "sysmem.h"
@@ -304,9 +305,9 @@ rp_status rp_checkpoint_save(const char *path, rp_model *m, const rp_adam_cfg *o
             return rp_error(RP_ERR_ARG,
                             "%s: the optimiser state has %lld floats, the model %lld parameters",
                             path, (long long)opt_state->n, (long long)np);
-        if (opt_state->step < 0)
-            return rp_error(RP_ERR_ARG, "%s: optimiser step must be >= 0, got %lld", path,
-                            (long long)opt_state->step);
+        if (opt_state->step < 0 || opt_state->step > RP_ADAM_MAX_STEP)
+            return rp_error(RP_ERR_ARG, "%s: optimiser step must be between 0 and 2^53, got %lld",
+                            path, (long long)opt_state->step);
         if (np > 0 && (!opt_state->m || !opt_state->v))
             return rp_error(RP_ERR_ARG, "%s: the optimiser state has no m or v buffer", path);
     }
@@ -352,13 +353,14 @@ static double r_f64(reader *r, const char *what) { return bits_f64(r_uint(r, 8, 
 /* Position of n floats (bounds-checked), advancing past them; NULL when they do not fit. */
 static const uint8_t *r_floats(reader *r, int64_t n, const char *what)
 {
-    if (n < 0 || (uint64_t)n > (r->n - r->pos) / 4u) {
+    uint64_t bytes;
+    if (n < 0 || !rp_mul_u64((uint64_t)n, 4u, &bytes) || bytes > r->n - r->pos) {
         if (!r->what) r->what = what;
         return NULL;
     }
     if (r->what) return NULL;
     const uint8_t *at = r->p + r->pos;
-    r->pos += (uint64_t)n * 4u;
+    r->pos += bytes;
     return at;
 }
 
@@ -420,24 +422,6 @@ static void shape_str(char *buf, size_t n, int ndim, const int64_t *shape)
         snprintf(buf, n, "(%lld x %lld)", (long long)shape[0], (long long)shape[1]);
 }
 
-/* Reads up to n bytes at the current position (fewer only at the end of the file). */
-static int read_full(int fd, uint8_t *buf, uint64_t n, uint64_t *got)
-{
-    *got = 0;
-    while (*got < n) {
-        uint64_t want = n - *got;
-        if (want > ((uint64_t)1 << 30)) want = (uint64_t)1 << 30;
-        ssize_t k = read(fd, buf + *got, (size_t)want);
-        if (k < 0) {
-            if (errno == EINTR) continue;
-            return errno ? errno : EIO;
-        }
-        if (k == 0) break;
-        *got += (uint64_t)k;
-    }
-    return 0;
-}
-
 /* The checks that need only the first bytes (hlen of them) and the file size n: emptiness,
  * magic, header length, version, and the size the header declares. */
 static rp_status check_header(const char *path, const uint8_t *b, uint64_t hlen, uint64_t n)
@@ -466,19 +450,6 @@ static rp_status check_header(const char *path, const uint8_t *b, uint64_t hlen,
     return RP_OK;
 }
 
-/* RP_ERR_IO "path: <what> needs <bytes>, more than the <avail> of memory available" when bytes
- * exceed rp_mem_available() (never when that cannot be read): checked before an allocation whose
- * size comes from the file, so that a forged or sparse file cannot make the loader allocate what
- * the machine does not have (overcommit would let it, and the OOM killer end the process). */
-static rp_status check_memory(const char *path, const char *what, double bytes)
-{
-    int64_t avail = rp_mem_available();
-    if (avail < 0 || bytes <= (double)avail) return RP_OK;
-    char a[32], b[32];
-    return rp_error(RP_ERR_IO, "%s: %s needs %s, more than the %s of memory available", path, what,
-                    rp_bytes_str(a, sizeof a, bytes), rp_bytes_str(b, sizeof b, (double)avail));
-}
-
 /* Reads path into *buf (*size bytes) after checking its header against its size, so that only
  * a file that claims to be a checkpoint of exactly its size, and that fits in memory, is read
  * into memory; then checks the checksum. RP_ERR_IO with "path: reason". */
@@ -491,8 +462,8 @@ static rp_status read_checked(const char *path, uint8_t **buf, uint64_t *size)
     rp_status st;
     uint64_t n = (uint64_t)fsize;
     uint8_t hdr[CK_HEADER];
-    uint64_t hlen = 0, got = 0;
-    int e = read_full(fd, hdr, n < CK_HEADER ? n : CK_HEADER, &hlen);
+    size_t hlen = 0, got = 0;
+    int e = rp_file_read_full(fd, hdr, n < CK_HEADER ? (size_t)n : CK_HEADER, &hlen);
     if (e) goto io_error;
     if (hlen < CK_HEADER && hlen < n) n = hlen; /* the file shrank meanwhile */
     if ((st = check_header(path, hdr, hlen, n)) != RP_OK) goto fail;
@@ -500,7 +471,7 @@ static rp_status read_checked(const char *path, uint8_t **buf, uint64_t *size)
         st = rp_error(RP_ERR_IO, "%s: file too large", path);
         goto fail;
     }
-    if ((st = check_memory(path, "reading the file", (double)n)) != RP_OK) goto fail;
+    if ((st = rp_mem_check(path, "reading the file", (double)n)) != RP_OK) goto fail;
     b = malloc((size_t)n);
     if (!b) {
         st = rp_error(RP_ERR_IO, "%s: out of memory reading %llu bytes", path,
@@ -508,11 +479,11 @@ static rp_status read_checked(const char *path, uint8_t **buf, uint64_t *size)
         goto fail;
     }
     memcpy(b, hdr, CK_HEADER);
-    e = read_full(fd, b + CK_HEADER, n - CK_HEADER, &got);
+    e = rp_file_read_full(fd, b + CK_HEADER, (size_t)(n - CK_HEADER), &got);
     if (e) goto io_error;
     if (got != n - CK_HEADER) { /* the file shrank meanwhile */
         st = rp_error(RP_ERR_IO, "%s: truncated (%llu of %llu bytes)", path,
-                      (unsigned long long)(got + CK_HEADER), (unsigned long long)n);
+                      (unsigned long long)got + CK_HEADER, (unsigned long long)n);
         goto fail;
     }
     if (fnv1a(FNV_OFFSET, b, (size_t)(n - CK_TRAILER)) != get_le(b + n - CK_TRAILER, 8)) {
@@ -543,8 +514,8 @@ static rp_status past_end(const char *path, const reader *r)
 typedef struct {
     rp_model_cfg cfg;
     int32_t freq_kind;       /* 0 none, 1 theta (one row), 2 angles */
-    int64_t freq_rows, freq_n;
-    const uint8_t *freq_at;  /* freq_rows * freq_n little-endian doubles in the file */
+    int64_t freq_rows, freq_n, freq_cells; /* freq_cells = freq_rows * freq_n */
+    const uint8_t *freq_at;  /* freq_cells little-endian doubles in the file */
     uint32_t flags;
     uint32_t ntensors;
     uint64_t total;
@@ -558,7 +529,7 @@ static rp_status read_model_head(const char *path, reader *r, model_head *h, uin
 {
     rp_model_cfg *mc = &h->cfg;
     *mc = rp_model_cfg_default(0); /* the fields of later versions keep their defaults */
-    h->freq_kind = 0, h->freq_rows = h->freq_n = 0, h->freq_at = NULL;
+    h->freq_kind = 0, h->freq_rows = h->freq_n = h->freq_cells = 0, h->freq_at = NULL;
     for (uint32_t v = 1; v <= version; v++) {
         const char *w = v == 3 ? "the frequency settings" : "the model config";
         int32_t word = r_block(r, mc, v, w);
@@ -568,15 +539,16 @@ static rp_status read_model_head(const char *path, reader *r, model_head *h, uin
         h->freq_n = r_i64(r, w);
         if (r->what) return past_end(path, r);
         int64_t rows = h->freq_rows, n = h->freq_n;
+        uint64_t bytes = 0;
         int bad = h->freq_kind < 0 || h->freq_kind > 2 || rows < 0 || n < 0 ||
                   (h->freq_kind == 0) != (rows == 0 || n == 0) ||
-                  (h->freq_kind == 1 && rows != 1) ||
-                  (n > 0 && rows > (int64_t)((r->n - r->pos) / 8u) / n);
+                  (h->freq_kind == 1 && rows != 1) || !rp_mul_i64(rows, n, &h->freq_cells) ||
+                  !rp_mul_u64((uint64_t)h->freq_cells, 8u, &bytes) || bytes > r->n - r->pos;
         if (bad)
             return rp_error(RP_ERR_IO, "%s: corrupted (frequency table kind %ld, %lld x %lld)",
                             path, (long)h->freq_kind, (long long)rows, (long long)n);
         h->freq_at = r->p + r->pos;
-        r->pos += (uint64_t)(rows * n) * 8u;
+        r->pos += bytes;
     }
     h->flags = r_u32(r, "the flags");
     h->ntensors = r_u32(r, "the parameter count");
@@ -642,8 +614,8 @@ static rp_status read_tensor(const char *path, reader *r, rp_model *m, uint32_t 
 static rp_status read_freq(const char *path, const model_head *h, rp_model *m)
 {
     if (!h->freq_kind) return RP_OK;
-    int64_t k = h->freq_rows * h->freq_n;
-    RP_TRY(check_memory(path, "the frequency table", 8.0 * (double)k));
+    int64_t k = h->freq_cells;
+    RP_TRY(rp_mem_check(path, "the frequency table", 8.0 * (double)k));
     double *t = malloc((size_t)k * sizeof(double));
     if (!t) return rp_error(RP_ERR_IO, "%s: out of memory for the frequency table", path);
     for (int64_t i = 0; i < k; i++) t[i] = bits_f64(get_le(h->freq_at + 8 * i, 8));
@@ -690,16 +662,16 @@ static rp_status read_optim(const char *path, reader *r, uint64_t total, rp_adam
     os->n = r_i64(r, "the optimiser state");
     if (r->what) return past_end(path, r);
     if (rp_adam_cfg_check(oc) != RP_OK) return rethrow(RP_ERR_IO, path, "bad optimiser config: ");
-    if (os->n != (int64_t)total || os->step < 0)
+    if (os->n != (int64_t)total || os->step < 0 || os->step > RP_ADAM_MAX_STEP)
         return rp_error(RP_ERR_IO,
                         "%s: corrupted (optimiser state: %lld floats at step %lld for %llu "
-                        "parameters)",
+                        "parameters; steps 0 to 2^53)",
                         path, (long long)os->n, (long long)os->step, (unsigned long long)total);
     const uint8_t *sm = r_floats(r, os->n, "the optimiser state");
     const uint8_t *sv = r_floats(r, os->n, "the optimiser state");
     if (r->what) return past_end(path, r);
     size_t bytes = (size_t)(os->n ? os->n : 1) * sizeof(float);
-    RP_TRY(check_memory(path, "the optimiser state", 2.0 * (double)bytes));
+    RP_TRY(rp_mem_check(path, "the optimiser state", 2.0 * (double)bytes));
     os->m = malloc(bytes);
     os->v = malloc(bytes);
     if (!os->m || !os->v)

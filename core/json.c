@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checked.h"
+
 typedef struct {
     rp_json_doc *doc;
     const unsigned char *p;
@@ -112,10 +114,10 @@ static void put_utf8(unsigned char *b, size_t *k, uint32_t cp)
     }
 }
 
-/* Length of the valid UTF-8 sequence at p (of at most n bytes), or 0 (overlong forms,
- * surrogates and code points above U+10FFFF are invalid). */
-static size_t utf8_len(const unsigned char *p, size_t n)
+size_t rp_json_utf8_len(const void *s, size_t n)
 {
+    const unsigned char *p = s;
+    if (n == 0) return 0;
     unsigned char c = p[0];
     if (c < 0x80) return 1;
     size_t k;
@@ -194,7 +196,7 @@ static rp_status parse_string(parser *ps, size_t *off, size_t *n)
             RP_TRY(put_bytes(ps, b, k));
             continue;
         }
-        size_t k = utf8_len(ps->p + ps->pos, ps->len - ps->pos);
+        size_t k = rp_json_utf8_len(ps->p + ps->pos, ps->len - ps->pos);
         if (k == 0) return fail(ps, ps->pos, "invalid UTF-8 in a string");
         RP_TRY(put_bytes(ps, ps->p + ps->pos, k));
         ps->pos += k;
@@ -456,9 +458,9 @@ static rp_status digits_value(const char *digits, const char *lit, uint64_t lim,
 {
     uint64_t acc = 0;
     for (const char *c = digits; *c; c++) {
-        uint64_t d = (uint64_t)(*c - '0');
-        if (acc > (lim - d) / 10) return rp_error(RP_ERR_RANGE, "%s is out of range", lit);
-        acc = acc * 10 + d;
+        if (!rp_mul_u64(acc, 10, &acc) || !rp_add_u64(acc, (uint64_t)(*c - '0'), &acc) ||
+            acc > lim)
+            return rp_error(RP_ERR_RANGE, "%s is out of range", lit);
     }
     *x = acc;
     return RP_OK;

@@ -86,6 +86,11 @@ const char *rp_json_type_name(rp_json_type t);
  * when f is NULL. */
 size_t rp_json_write_string(FILE *f, const char *s, size_t len);
 
+/* The length of the valid UTF-8 sequence at s (of at most n bytes), or 0 when it is not one (or n
+ * is 0): overlong forms, surrogates and code points above U+10FFFF are invalid, as in Python's
+ * strict decoder. */
+size_t rp_json_utf8_len(const void *s, size_t n);
+
 /* Writes s[0..len-1] for a message into buf (size n): printable ASCII as it is, every other byte
  * as \xNN, cut with "..." when longer than 60 bytes; returns buf. */
 const char *rp_json_printable(char *buf, size_t n, const char *s, size_t len);

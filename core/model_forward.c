@@ -94,26 +94,54 @@ int rpm_attn_threads(const rp_model *m, int64_t T)
     return nt;
 }
 
-/* The attention of one layer over the fused qkv buffer (B, T, 3C) into y (B, T, C) and the rows'
- * log-sum-exp into lse (B, H, T) (softmax attention), keeping no weights. Linear attention lowers *min_den to its smallest denominator. */
-static void attention_forward(rp_model *m, float *y, float *lse, const float *qkv, int64_t B,
-                              int64_t T, const rp_attn_cfg *acfg, int nt, double *min_den)
+/* The training forward's side of the block (rpm_block_ops): the products by OpenBLAS on the
+ * parameters, attention over B sequences of T positions. */
+typedef struct {
+    rp_model *m;
+    int64_t B, T;
+    rp_attn_cfg acfg;
+    int nt;
+    double min_den; /* linear attention: the smallest denominator so far */
+} train_path;
+
+static void train_linear(void *ctx, int64_t l, rpm_proj p, float *out, const float *in, int64_t n)
 {
+    const train_path *t = ctx;
+    const float *w = t->m->params->data;
+    rpm_proj_info pi = rpm_proj_of(t->m, l, p);
+    rp_linear_forward(out, in, w + pi.w, w + pi.b, n, pi.in, pi.out);
+}
+
+/* The attention of layer l over the fused qkv buffer (B, T, 3C) into y (B, T, C) and the rows'
+ * log-sum-exp into lse (B, H, T) (softmax attention), keeping no weights; the relative modes'
+ * tables computed first. Linear attention lowers min_den to its smallest denominator. */
+static int64_t train_attend(void *ctx, int64_t l, const rpm_block_bufs *b, int64_t n)
+{
+    train_path *t = ctx;
+    rp_model *m = t->m;
     int64_t C = m->cfg.d_model, H = m->cfg.heads, dk = m->dk;
+    const float *qkv = b->qkv;
+    rp_attn_rel rel;
+    rpm_rel_forward(m, l, t->T, &rel);
     if (m->linear) {
         rp_linattn_cfg lc = rpm_linattn_cfg(m, 0);
         float md = INFINITY;
-        rp_linattn_forward(y, C, m->attn_scratch, NULL, &md, qkv, 3 * C, qkv + C, 3 * C,
-                           qkv + 2 * C, 3 * C, B, T, H, dk, dk, &lc, nt);
-        if ((double)md < *min_den) *min_den = (double)md;
+        rp_linattn_forward(b->y, C, m->attn_scratch, NULL, &md, qkv, 3 * C, qkv + C, 3 * C,
+                           qkv + 2 * C, 3 * C, t->B, t->T, H, dk, dk, &lc, t->nt);
+        if ((double)md < t->min_den) t->min_den = (double)md;
     } else {
-        rp_attn_io io = {.B = B, .T = T, .S = T, .H = H, .D = dk, .Dv = dk, .q = qkv,
+        rp_attn_cfg acfg = t->acfg;
+        acfg.rel = &rel;
+        rp_attn_io io = {.B = t->B, .T = t->T, .S = t->T, .H = H, .D = dk, .Dv = dk, .q = qkv,
                          .k = qkv + C, .v = qkv + 2 * C, .ldq = 3 * C, .ldk = 3 * C,
-                         .ldv = 3 * C, .out = y, .ldo = C, .lse = lse,
-                         .scratch = m->attn_scratch, .nthreads = nt};
-        rp_attention_forward(&io, acfg);
+                         .ldv = 3 * C, .out = b->y, .ldo = C, .lse = b->lse,
+                         .scratch = m->attn_scratch, .nthreads = t->nt};
+        rp_attention_forward(&io, &acfg);
     }
+    return n;
 }
+
+static const rpm_block_ops train_ops = {train_linear, train_attend};
 
 /* For the linear-attention introspection: checks that a linear forward ran (and layer, unless
  * it is -1), and allocates w (H, T, T) and den (H, T) doubles for one sequence. */
@@ -184,106 +212,35 @@ rp_status rp_model_linear_weights(const rp_model *m, int64_t layer, float *out)
     return RP_OK;
 }
 
-void rpm_act_forward(const rp_model *m, float *out, const float *inp, int64_t n)
-{
-    if (m->cfg.act == RP_ACT_GELU)
-        rp_gelu_forward(out, inp, n);
-    else
-        rp_relu_forward(out, inp, n);
-}
-
-void rpm_act_backward_set(const rp_model *m, float *dinp, const float *dout, const float *inp,
-                          int64_t n)
-{
-    if (m->cfg.act == RP_ACT_GELU)
-        rp_gelu_backward_set(dinp, dout, inp, n);
-    else
-        rp_relu_backward_set(dinp, dout, inp, n);
-}
-
-/* res = x + drop(branch) over n floats; dropout only when drop != 0 (masks drawn from rng). */
-static void residual_branch(rp_model *m, float *res, float *mask, const float *x,
-                            const float *branch, int drop, int64_t n)
-{
-    if (drop) {
-        rp_dropout_forward(res, mask, branch, (float)m->cfg.dropout, &m->rng, n);
-        rp_residual_forward(res, x, res, n);
-    } else {
-        rp_residual_forward(res, x, branch, n);
-    }
-}
-
 rp_status rp_model_forward(rp_model *m, const int32_t *tokens, const int32_t *targets,
                            const uint8_t *mask, int64_t B, int64_t T, int train, float *loss)
 {
     RP_TRY(rp_model_check_tokens(m, tokens, targets, B, T));
     const rp_model_cfg *c = &m->cfg;
-    const float *w = m->params->data;
-    int64_t N = B * T, C = c->d_model, F = c->d_ff, V = c->vocab;
-    int64_t NC = N * C;
+    int64_t N = B * T, V = c->vocab;
     int drop = train && c->dropout > 0.0;
-    int pre = c->norm == RP_NORM_PRE;
-    rp_attn_cfg acfg = rpm_attn_cfg(m, 0);
-    int nt = rpm_attn_threads(m, T);
+    train_path t = {m, B, T, rpm_attn_cfg(m, 0), rpm_attn_threads(m, T), INFINITY};
 
     m->have_fwd = 0;
     memcpy(m->tokens, tokens, (size_t)N * sizeof(int32_t));
-    double min_den = INFINITY;
-
-    const float *wpe = m->pe.absolute == RP_ABS_LEARNED      ? w + m->off_pos
-                       : m->pe.absolute == RP_ABS_SINUSOIDAL ? m->sin_table
-                                                             : NULL;
-    rp_embedding_forward(m->x0, m->tokens, w + m->off_embed, wpe, N, T, C);
+    rp_embedding_forward(m->x0, m->tokens, m->params->data + m->off_embed, rpm_abs_table(m), N,
+                         T, c->d_model);
 
     /* m->work (N, C) holds each pre-norm LayerNorm output until the product that reads it, then
      * each output projection until its residual add; act(fch) lives in m->dF until the W2
      * product (the gradient buffer is free during a forward) */
-    const float *x = m->x0;
     for (int64_t l = 0; l < c->layers; l++) {
-        const layer_params *p = &m->lp[l];
         layer_acts *a = &m->la[l];
-        const float *attn_in = x;
-        if (pre) {
-            rp_layernorm_forward(m->work, a->ln1_mean, a->ln1_rstd, x, w + p->ln1w, w + p->ln1b,
-                                 N, C);
-            attn_in = m->work;
-        }
-        rp_linear_forward(a->qkv, attn_in, w + p->qkvw, w + p->qkvb, N, C, 3 * C);
-        rp_attn_rel rel;
-        rpm_rel_forward(m, l, T, &rel);
-        acfg.rel = &rel;
-        attention_forward(m, a->atty, a->lse, a->qkv, B, T, &acfg, nt, &min_den);
-        acfg.rel = NULL;
-        rp_linear_forward(m->work, a->atty, w + p->outw, w + p->outb, N, C, C);
-        residual_branch(m, a->res1, a->mask1, x, m->work, drop, NC);
-        const float *ff_in, *ff_res;
-        if (pre) {
-            rp_layernorm_forward(m->work, a->ln2_mean, a->ln2_rstd, a->res1, w + p->ln2w,
-                                 w + p->ln2b, N, C);
-            ff_in = m->work;
-            ff_res = a->res1;
-        } else {
-            rp_layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, a->res1, w + p->ln1w,
-                                 w + p->ln1b, N, C);
-            ff_in = a->ln1;
-            ff_res = a->ln1;
-        }
-        rp_linear_forward(a->fch, ff_in, w + p->w1w, w + p->w1b, N, C, F);
-        rpm_act_forward(m, m->dF, a->fch, N * F);
-        rp_linear_forward(m->work, m->dF, w + p->w2w, w + p->w2b, N, F, C);
-        residual_branch(m, a->res2, a->mask2, ff_res, m->work, drop, NC);
-        if (!pre)
-            rp_layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, w + p->ln2w,
-                                 w + p->ln2b, N, C);
-        x = rpm_layer_out(m, l);
+        rpm_block_bufs b = {.x = rpm_layer_out(m, l - 1), .ln = m->work,
+                            .ln1_mean = a->ln1_mean, .ln1_rstd = a->ln1_rstd,
+                            .ln2_mean = a->ln2_mean, .ln2_rstd = a->ln2_rstd, .qkv = a->qkv,
+                            .lse = a->lse, .y = a->atty, .proj = m->work, .mask1 = a->mask1,
+                            .res1 = a->res1, .h1 = a->ln1, .fch = a->fch, .act = m->dF,
+                            .mask2 = a->mask2, .res2 = a->res2, .out = a->ln2};
+        rpm_block_forward(m, &train_ops, &t, l, &b, N, drop);
     }
-    const float *head_in = x;
-    if (pre) {
-        rp_layernorm_forward(m->work, m->lnf_mean, m->lnf_rstd, x, w + m->off_normf_w,
-                             w + m->off_normf_b, N, C);
-        head_in = m->work;
-    }
-    rp_linear_forward(m->logits, head_in, w + m->off_head_w, w + m->off_head_b, N, C, V);
+    rpm_head_forward(m, &train_ops, &t, m->logits, rpm_layer_out(m, c->layers - 1), m->work,
+                     m->lnf_mean, m->lnf_rstd, N);
 
     m->have_targets = targets != NULL;
     m->nscored = 0;
@@ -302,7 +259,7 @@ rp_status rp_model_forward(rp_model *m, const int32_t *tokens, const int32_t *ta
     m->lastB = B;
     m->lastT = T;
     m->dropped = drop;
-    m->lin_min_den = m->linear ? min_den : (double)NAN;
+    m->lin_min_den = m->linear ? t.min_den : (double)NAN;
     m->have_fwd = 1;
     return RP_OK;
 }

@@ -3,8 +3,12 @@
  *   model_config.c    the config: defaults, checks, the positional scheme it resolves to
  *   model_layout.c    the parameter layout (names, shapes, offsets, init kinds), initialisation,
  *                     the parameter accessors
- *   model_memory.c    the memory plan (one bump planner for activations, gradients and the decode
- *                     cache, run to count and then to assign), rp_model_memory, creation, freeing
+ *   model_memory.c    the memory plan (one bump planner for activations, gradients, the decode
+ *                     buffer and the decoders of any number of lanes, run to count and then to
+ *                     assign), rp_model_memory, creation, freeing
+ *   model_block.c     the transformer block and the head, one definition that the training
+ *                     forward and decoding run with their own products and attention
+ *                     (rpm_block_ops); the projections' places, the absolute table
  *   model_forward.c   token checks, the forward pass, introspection of the last forward
  *   model_backward.c  the backward pass
  *   model_decode.c    the KV cache (through rp_attention_decode) and generation
@@ -70,21 +74,29 @@
  * kernels accumulate: zeroed first) and dlogits (the cross-entropy fills only scored rows: zeroed
  * first). The parameter gradients always accumulate.
  *
- * ---- Decode buffer ----
- *   kvcache (layers x rpm_cache_layer_floats: softmax attention only, each layer a cache of
- *   rp_attention_decode for seq_len positions), then one token's scratch: x, ln, mean, rstd, qkv (3C), y,
- *   proj, res, h, h_act (F), logits (V) and the decode scratch of rp_attention_decode; then
- *   dec_w, the decode weights: every weight matrix transposed for rp_linear_rows_forward, per
- *   layer qkv^T (C, 3C), out^T (C, C), w1^T (C, F), w2^T (F, C), then head^T (C, V)
- *   (rpm_dec_layer_floats per layer). They are copies: rp_model_cache_reset, rp_model_generate
- *   and rp_model_generate_batch transpose the parameters into them before decoding, so the
- *   cached path never uses weights older than its call (or its reset). A batch of lanes
- *   (rp_model_generate_batch) allocates its own caches and rows once per call, outside the model.
+ * ---- A decoder of nl lanes (plan_lanes in model_memory.c: the one plan of every decoder) ----
+ *   lanes (nl rpm_lane), act and wrow (nl int64 each), the rows of a step (nl each): x, ln, y,
+ *   proj, res (C), qkv (3C), h, ha (F), logits (V), mean, rstd; then the lanes' KV caches
+ *   (softmax: layers x rpm_cache_layer_floats each, every layer a cache of rp_attention_decode
+ *   for seq_len positions) or running states (linear: layers x rpm_state_layer_doubles each);
+ *   then the lanes' windows (seq_len tokens each; none when rpm_unbounded). Every piece (and
+ *   every lane's cache, state and window) starts on a 64-byte line.
+ *
+ * ---- Decode buffer (cache_mem) ----
+ *   dec, the model's own decoder of 1 lane (rp_model_cache_feed, rp_model_generate); then what
+ *   every decoder of the model shares: the decode scratch of rp_attention_decode (softmax), the
+ *   pick scratch gen_p (V doubles) and gen_sort (V pairs); dec_w, the decode weights: every
+ *   weight matrix transposed for rp_linear_rows_forward (rpm_proj_of gives each one's place):
+ *   per layer qkv^T (C, 3C), out^T (C, C), w1^T (C, F), w2^T (F, C), then head^T (C, V)
+ *   (rpm_dec_layer_floats per layer); dec_rel. The weights are copies: rp_model_cache_reset,
+ *   rp_model_generate and rp_model_generate_batch transpose the parameters into them before
+ *   decoding, so the cached path never uses weights older than its call (or its reset).
+ *   rp_model_generate_batch allocates a decoder of its lanes once per call (rpm_decoder_new),
+ *   outside the model; rp_model_memory counts the model's, rp_model_batch_lanes sizes the
+ *   batch's by the same plan (rpm_decoder_bytes).
  *
  * ---- Other memory, all allocated by rp_model_new ----
- *   the linear attention's decode state (layers x rp_linattn_state_doubles); copies of the last
- *   tokens / targets / mask (N each); generation scratch (V doubles, V index pairs, seq_len window
- *   tokens). Nothing is allocated per step.
+ *   copies of the last tokens / targets / mask (N each). Nothing is allocated per step.
  *
  * ---- RNG streams ----
  *   Initialisation: one rp_rng seeded with cfg.seed, drawn in layout order (uniform values as
@@ -122,6 +134,34 @@ typedef struct {
     float v;
     int32_t i;
 } gen_pair;
+
+/* One lane of a decoder: a sequence being decoded. Its cache holds positions 0 .. len-1;
+ * src[0 .. pend-1] are the tokens still to feed before the next pick (the prompt, a re-encoded
+ * window, or the last picked token). */
+typedef struct {
+    int64_t prob;          /* the prompt it decodes; -1 when idle */
+    float *kv;             /* softmax: its cache, layers x rpm_cache_layer_floats */
+    double *lin;           /* linear: its running state, layers x rpm_state_layer_doubles */
+    int32_t *win;          /* windowed modes: the tokens at positions 0 .. len-1 (seq_len) */
+    const int32_t *src;
+    int64_t pend, len;
+    int64_t k;             /* tokens emitted for prob */
+    int32_t last;          /* unbounded modes: the last picked token (src points here) */
+    int32_t feed;          /* this step: the token fed, at position pos */
+    int64_t pos;
+} rpm_lane;
+
+/* A decoder: nl lanes and the rows of one step (the layout above). act lists the busy lanes of
+ * the step (row i = lane act[i]); wrow the nlog rows that want logits (increasing): row j of
+ * logits belongs to lane act[wrow[j]]. */
+typedef struct {
+    rp_model *m;
+    int64_t nl;
+    rpm_lane *lanes;
+    int64_t *act, *wrow;
+    int64_t nlog;
+    float *x, *ln, *mean, *rstd, *qkv, *y, *proj, *res, *h, *ha, *logits;
+} rpm_decoder;
 
 struct rp_model {
     rp_model_cfg cfg;
@@ -168,21 +208,15 @@ struct rp_model {
 
     rp_rng rng;
 
-    /* KV cache and the cached path (cache_mem holds all of it) */
+    /* the cached path (cache_mem holds all of it: the decode buffer above) */
     float *cache_mem;
-    int64_t cache_floats;
-    float *kvcache; /* layers x rpm_cache_layer_floats */
-    int64_t cache_len;
-    float *c_x, *c_ln, *c_mean, *c_rstd, *c_qkv, *c_y, *c_proj, *c_res, *c_h, *c_ha;
-    float *c_logits, *c_scratch;
+    int64_t cache_floats;          /* its size (rp_buffer_new) */
+    rpm_decoder dec;               /* the model's own (its lane's len: the positions cached) */
+    float *c_scratch;              /* rp_attention_decode's scratch (softmax) */
+    double *gen_p;                 /* generation: the candidates' weights (V) */
+    gen_pair *gen_sort;            /* and the candidates (V) */
     float *dec_w;                  /* the transposed weights of decoding (layout above) */
     float *dec_rel;                /* relative modes: per layer, the tables decoding reads */
-    double *lin_state;             /* linear attention: (layers, state doubles of one sequence) */
-
-    /* generation */
-    double *gen_p;
-    gen_pair *gen_sort;
-    int32_t *gen_win;
 };
 
 /* ---- model_config.c ---- */
@@ -199,10 +233,87 @@ int rpm_build_layout(rp_model *m);
 void rpm_init_params(rp_model *m);
 
 /* ---- model_memory.c ---- */
-/* Floats of one layer's transposed weights in dec_w: 3C^2 + C^2 + 2 C F. */
-int64_t rpm_dec_layer_floats(const rp_model_cfg *c);
-/* The floats of one layer's KV cache of one sequence (rp_attention_cache_floats for seq_len). */
+/* 1 when the decode state has no window: linear attention without an absolute table carries
+ * its running state to any position (the rotations take any position), so it never re-encodes
+ * (and its lanes have no window). */
+int rpm_unbounded(const rp_model *m);
+/* The floats of one layer's KV cache of one sequence (rp_attention_cache_floats for seq_len),
+ * and the doubles of one layer's linear-attention state of one sequence. */
 int64_t rpm_cache_layer_floats(const rp_model *m);
+int64_t rpm_state_layer_doubles(const rp_model *m);
+/* The bytes of a decoder of nl >= 1 lanes (the layout above) as rpm_decoder_new allocates it:
+ * the counting pass of the plan that lays out the model's own decoder too (O(1) in nl;
+ * saturates at INT64_MAX). */
+int64_t rpm_decoder_bytes(const rp_model *m, int64_t nl);
+/* A decoder of nl lanes of m in one new block (*block, for the caller to free), every lane
+ * idle with an empty cache; RP_ERR_NOMEM. */
+rp_status rpm_decoder_new(rp_model *m, rpm_decoder *d, int64_t nl, void **block);
+
+/* ---- model_block.c: the transformer block, one definition for every path ---- */
+/* The block's products and the head. */
+typedef enum { RPM_PROJ_QKV, RPM_PROJ_OUT, RPM_PROJ_W1, RPM_PROJ_W2, RPM_PROJ_HEAD } rpm_proj;
+/* Where a product lives: its weight (out, in) and bias as offsets into the parameters, its
+ * sizes, and the offset of its transposed weight (in, out) in dec_w. */
+typedef struct {
+    int64_t w, b, in, out, dec;
+} rpm_proj_info;
+/* Product p of layer l (any l for RPM_PROJ_HEAD). */
+rpm_proj_info rpm_proj_of(const rp_model *m, int64_t l, rpm_proj p);
+/* Floats of one layer's transposed weights in dec_w: 3C^2 + C^2 + 2 C F (saturating). */
+int64_t rpm_dec_layer_floats(const rp_model_cfg *c);
+/* The table added to the embeddings, (seq_len, C) (pe learned: the parameters; sinusoidal: the
+ * model's table), or NULL. */
+const float *rpm_abs_table(const rp_model *m);
+
+/* Where one block reads and writes its n rows (row-major, C = d_model, F = d_ff). Pointers may
+ * repeat where a path reuses a buffer whose value is dead by then (decoding keeps one ln, one
+ * proj and one mean / rstd for every LayerNorm, and the layer output in x).
+ *   x (n, C)     the layer input (the rows an attend cut are moved within it)
+ *   ln (n, C)    pre-norm: LN1(x), then LN2(res1)
+ *   ln1_mean, ln1_rstd, ln2_mean, ln2_rstd (n)  the LayerNorms' statistics
+ *   qkv (n, 3C), lse (attend's; may be NULL), y (n, C) the attention output
+ *   proj (n, C)  the output of the attention's and of the feed-forward's output product
+ *   mask1, mask2 (n, C)  dropout masks (with drop only)
+ *   res1 (n, C)  x + drop(attention)
+ *   h1 (n, C)    post-norm: LN1(res1), the feed-forward's input and residual
+ *   fch (n, F)   the feed-forward's pre-activation; act (n, F) its activation
+ *   res2 (n, C)  (pre-norm: res1, post-norm: h1) + drop(feed-forward): pre-norm's layer output
+ *   out (n, C)   post-norm: LN2(res2), the layer output */
+typedef struct {
+    const float *x;
+    float *ln, *ln1_mean, *ln1_rstd, *ln2_mean, *ln2_rstd;
+    float *qkv, *lse, *y, *proj, *mask1, *res1, *h1, *fch, *act, *mask2, *res2, *out;
+} rpm_block_bufs;
+
+/* What differs between the paths that run the block: how a product is computed (the training
+ * forward: rp_linear_forward on the parameters; decoding: rp_linear_rows_forward on dec_w) and
+ * how attention is (the forward: over (B, T) sequences; decoding: each row's lane over its own
+ * cache). ctx is the path's own. */
+typedef struct {
+    /* out (n, o) = in (n, i) W^T + b for product p of layer l, (o, i) its sizes (rpm_proj_of);
+     * OVERWRITES out */
+    void (*linear)(void *ctx, int64_t l, rpm_proj p, float *out, const float *in, int64_t n);
+    /* the attention of layer l over the n rows of b->qkv into b->y (and b->lse); returns the
+     * rows that go on through the block: n, or fewer (then the rows kept are rows 0 .. of b->x
+     * and b->y; 0 ends the block there) */
+    int64_t (*attend)(void *ctx, int64_t l, const rpm_block_bufs *b, int64_t n);
+} rpm_block_ops;
+
+/* Block l over n rows (the model's norm, activation and dropout; drop != 0: dropout on both
+ * branches, masks drawn from the model's rng): LayerNorm, the qkv product, attention, the
+ * output product and residual, LayerNorm, the feed-forward and residual (model.h). Returns the
+ * rows that went through (attend's count). */
+int64_t rpm_block_forward(rp_model *m, const rpm_block_ops *ops, void *ctx, int64_t l,
+                          const rpm_block_bufs *b, int64_t n, int drop);
+/* The head over n rows of the last layer's output x: pre-norm's final LayerNorm (into ln, with
+ * its statistics in mean, rstd), then logits (n, V) by the head product. */
+void rpm_head_forward(rp_model *m, const rpm_block_ops *ops, void *ctx, float *logits,
+                      const float *x, float *ln, float *mean, float *rstd, int64_t n);
+/* out = relu / gelu(inp) over n floats (the cfg's activation); the backward OVERWRITES dinp
+ * with dout * act'(inp) (the _set kernels: dinp may be dout). */
+void rpm_act_forward(const rp_model *m, float *out, const float *inp, int64_t n);
+void rpm_act_backward_set(const rp_model *m, float *dinp, const float *dout, const float *inp,
+                          int64_t n);
 
 /* ---- model_rel.c: the relative modes (shaw, xl, t5, deberta, alibi) ---- */
 /* Floats of one layer's computed tables (layer_acts rel_tab), of the model-level sinusoid
@@ -238,10 +349,5 @@ rp_linattn_cfg rpm_linattn_cfg(const rp_model *m, int64_t q_offset);
 int rpm_attn_threads(const rp_model *m, int64_t T);
 /* The residual stream after layer l (-1: the embedding output) of the last forward. */
 float *rpm_layer_out(const rp_model *m, int64_t l);
-/* out = relu / gelu(inp) over n floats (the cfg's activation); the backward OVERWRITES dinp
- * with dout * act'(inp) (the _set kernels: dinp may be dout). */
-void rpm_act_forward(const rp_model *m, float *out, const float *inp, int64_t n);
-void rpm_act_backward_set(const rp_model *m, float *dinp, const float *dout, const float *inp,
-                          int64_t n);
 
 #endif

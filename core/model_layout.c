@@ -4,15 +4,13 @@
 #include <math.h>
 #include <string.h>
 
+#include "checked.h"
 #include "model_impl.h"
 
-/* a + b and a * b for sizes >= 0, saturating at INT64_MAX: the counting pass of a huge config
- * (which rp_model_memory then refuses) never overflows. */
-int64_t rpm_sat_add(int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; }
-int64_t rpm_sat_mul(int64_t a, int64_t b)
-{
-    return a != 0 && b > INT64_MAX / a ? INT64_MAX : a * b;
-}
+/* a + b and a * b for sizes >= 0, saturating at INT64_MAX (core/checked.h): the counting pass of
+ * a huge config (which rp_model_memory then refuses) never overflows. */
+int64_t rpm_sat_add(int64_t a, int64_t b) { return rp_sat_add_i64(a, b); }
+int64_t rpm_sat_mul(int64_t a, int64_t b) { return rp_sat_mul_i64(a, b); }
 
 /* Appends one entry (info may be NULL: counting pass). fan_in is the input features of a
  * RP_INIT_UNIFORM entry (a bias shares its weight's), 0 otherwise. */

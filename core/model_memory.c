@@ -1,6 +1,7 @@
 /* The memory plan and the model's life: one bump planner lays out the activation, gradient and
- * decode buffers (model_impl.h shows the layouts); it runs once to count (rp_model_memory, the
- * size checks) and once more to assign the pointers into what rp_model_new allocated. */
+ * decode buffers and the decoders of any number of lanes (model_impl.h shows the layouts); it
+ * runs once to count (rp_model_memory, the size checks, rp_model_batch_lanes) and once more to
+ * assign the pointers into what rp_model_new (or rp_model_generate_batch) allocated. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,11 +17,32 @@ typedef struct {
     int64_t off;
 } planner;
 
+/* n rounded up to a whole number of 16 floats (saturating) */
+static int64_t line_floats(int64_t n)
+{
+    return n > INT64_MAX - 15 ? INT64_MAX : (n + 15) / 16 * 16;
+}
+
 static float *take(planner *pl, int64_t n)
 {
     float *p = pl->base ? pl->base + pl->off : NULL;
-    pl->off = rpm_sat_add(pl->off, n > INT64_MAX - 15 ? INT64_MAX : (n + 15) / 16 * 16);
+    pl->off = rpm_sat_add(pl->off, line_floats(n));
     return p;
+}
+
+/* The floats that hold `bytes` (pieces of other types). */
+static int64_t floats_of(int64_t bytes) { return bytes / 4 + (bytes % 4 != 0); }
+
+/* A piece of `bytes`. */
+static void *take_bytes(planner *pl, int64_t bytes) { return take(pl, floats_of(bytes)); }
+
+/* nl pieces of `bytes` each in a row, each on its own 64-byte line: the first (NULL when
+ * counting); *stride is the distance from one to the next, in bytes. */
+static char *take_each(planner *pl, int64_t nl, int64_t bytes, int64_t *stride)
+{
+    int64_t f = line_floats(floats_of(bytes));
+    *stride = rpm_sat_mul(f, sizeof(float));
+    return (char *)take(pl, rpm_sat_mul(nl, f));
 }
 
 
@@ -78,7 +100,7 @@ static void plan_grads(rp_model *m, planner *pl)
     m->work = take(pl, NC);
     /* one region for the gradients that are never live at once: dF (the feed-forward branch),
      * datty + dqkv (the attention branch), dlogits (the head) */
-    int64_t nc16 = NC > INT64_MAX - 15 ? INT64_MAX : (NC + 15) / 16 * 16; /* dqkv on a 64-byte line */
+    int64_t nc16 = line_floats(NC); /* dqkv on a 64-byte line */
     int64_t attn = rpm_sat_add(nc16, rpm_sat_mul(NC, 3));
     int64_t region = NF > attn ? NF : attn;
     if (NV > region) region = NV;
@@ -88,27 +110,65 @@ static void plan_grads(rp_model *m, planner *pl)
     m->drel = rpm_rel_grad_floats(m) ? take(pl, rpm_rel_grad_floats(m)) : NULL;
 }
 
+/* A decoder of nl lanes (model_impl.h: the one layout of the model's own decoder and of a
+ * batch's): the lane table, the rows, and each lane's cache or state and window. Assigning, it
+ * also points every lane at its own and leaves it idle and empty (prob -1, len 0, a linear
+ * state zeroed). O(1) when counting. */
+static void plan_lanes(const rp_model *m, planner *pl, rpm_decoder *d, int64_t nl)
+{
+    const rp_model_cfg *c = &m->cfg;
+    int64_t C = c->d_model, F = c->d_ff, V = c->vocab, L = c->layers;
+    d->nl = nl;
+    d->lanes = take_bytes(pl, rpm_sat_mul(nl, sizeof(rpm_lane)));
+    d->act = take_bytes(pl, rpm_sat_mul(nl, sizeof(int64_t)));
+    d->wrow = take_bytes(pl, rpm_sat_mul(nl, sizeof(int64_t)));
+    d->x = take(pl, rpm_sat_mul(nl, C));
+    d->ln = take(pl, rpm_sat_mul(nl, C));
+    d->y = take(pl, rpm_sat_mul(nl, C));
+    d->proj = take(pl, rpm_sat_mul(nl, C));
+    d->res = take(pl, rpm_sat_mul(nl, C));
+    d->qkv = take(pl, rpm_sat_mul(nl, 3 * C));
+    d->h = take(pl, rpm_sat_mul(nl, F));
+    d->ha = take(pl, rpm_sat_mul(nl, F));
+    d->logits = take(pl, rpm_sat_mul(nl, V));
+    d->mean = take(pl, nl);
+    d->rstd = take(pl, nl);
+    /* softmax attention keeps keys and values, linear attention its running state */
+    int64_t layer_bytes = m->linear ? rpm_sat_mul(rpm_state_layer_doubles(m), sizeof(double))
+                                    : rpm_sat_mul(rpm_cache_layer_floats(m), sizeof(float));
+    int64_t skv, swin = 0;
+    char *kv = take_each(pl, nl, rpm_sat_mul(L, layer_bytes), &skv);
+    char *win = NULL;
+    if (!rpm_unbounded(m)) win = take_each(pl, nl, rpm_sat_mul(c->seq_len, sizeof(int32_t)), &swin);
+    if (!pl->base) return;
+    for (int64_t i = 0; i < nl; i++) {
+        rpm_lane *ln = &d->lanes[i];
+        memset(ln, 0, sizeof *ln);
+        ln->prob = -1;
+        if (m->linear) {
+            ln->lin = (double *)(kv + i * skv);
+            memset(ln->lin, 0, (size_t)(L * layer_bytes));
+        } else {
+            ln->kv = (float *)(kv + i * skv);
+        }
+        ln->win = win ? (int32_t *)(win + i * swin) : NULL;
+    }
+}
+
+/* The decode buffer: the model's own decoder (1 lane), then what every decoder of the model
+ * shares (model_impl.h). */
 static void plan_cache(rp_model *m, planner *pl)
 {
     const rp_model_cfg *c = &m->cfg;
-    int64_t Tm = c->seq_len, C = c->d_model, F = c->d_ff, V = c->vocab, L = c->layers;
-    /* linear attention decodes with its running state instead of keys and values */
-    m->kvcache = m->linear ? NULL : take(pl, rpm_sat_mul(L, rpm_cache_layer_floats(m)));
-    m->c_x = take(pl, C);
-    m->c_ln = take(pl, C);
-    m->c_mean = take(pl, 1);
-    m->c_rstd = take(pl, 1);
-    m->c_qkv = take(pl, 3 * C);
-    m->c_y = take(pl, C);
-    m->c_proj = take(pl, C);
-    m->c_res = take(pl, C);
-    m->c_h = take(pl, F);
-    m->c_ha = take(pl, F);
-    m->c_logits = take(pl, V);
+    int64_t C = c->d_model, V = c->vocab, L = c->layers;
+    m->dec.m = m;
+    plan_lanes(m, pl, &m->dec, 1);
     rp_attn_cfg acfg = rpm_attn_cfg(m, 0);
     m->c_scratch = m->linear ? NULL
-                             : take(pl, rp_attention_decode_scratch_floats(&acfg, Tm, c->heads,
-                                                                           m->dk, m->dk));
+                             : take(pl, rp_attention_decode_scratch_floats(&acfg, c->seq_len,
+                                                                           c->heads, m->dk, m->dk));
+    m->gen_p = take_bytes(pl, rpm_sat_mul(V, sizeof(double)));
+    m->gen_sort = take_bytes(pl, rpm_sat_mul(V, sizeof(gen_pair)));
     m->dec_w = take(pl, rpm_sat_add(rpm_sat_mul(L, rpm_dec_layer_floats(c)), rpm_sat_mul(C, V)));
     m->dec_rel = rpm_rel_dec_floats(m) ? take(pl, rpm_sat_mul(L, rpm_rel_dec_floats(m))) : NULL;
 }
@@ -118,10 +178,43 @@ int64_t rpm_cache_layer_floats(const rp_model *m)
     return rp_attention_cache_floats(m->cfg.seq_len, m->cfg.heads, m->dk, m->dk);
 }
 
-int64_t rpm_dec_layer_floats(const rp_model_cfg *c)
+int64_t rpm_state_layer_doubles(const rp_model *m)
 {
-    int64_t C = c->d_model, F = c->d_ff;
-    return rpm_sat_add(rpm_sat_mul(rpm_sat_mul(C, C), 4), rpm_sat_mul(rpm_sat_mul(C, F), 2));
+    return rp_linattn_state_doubles(m->cfg.heads, m->dk, m->dk);
+}
+
+int rpm_unbounded(const rp_model *m) { return m->linear && m->pe.absolute == RP_ABS_NONE; }
+
+/* The bytes alloc_floats takes for n floats. */
+static int64_t alloc_bytes(int64_t n)
+{
+    return rpm_sat_mul(line_floats(n > 0 ? n : 1), sizeof(float));
+}
+
+static float *alloc_floats(int64_t n) { return aligned_alloc(64, (size_t)alloc_bytes(n)); }
+
+int64_t rpm_decoder_bytes(const rp_model *m, int64_t nl)
+{
+    planner pl = {NULL, 0};
+    rpm_decoder d;
+    plan_lanes(m, &pl, &d, nl);
+    return alloc_bytes(pl.off);
+}
+
+rp_status rpm_decoder_new(rp_model *m, rpm_decoder *d, int64_t nl, void **block)
+{
+    planner pl = {NULL, 0};
+    plan_lanes(m, &pl, d, nl);
+    float *mem = alloc_floats(pl.off);
+    if (!mem)
+        return rp_error(RP_ERR_NOMEM, "cannot allocate %lld lanes of batched decoding (%lld bytes)",
+                        (long long)nl, (long long)alloc_bytes(pl.off));
+    pl.base = mem;
+    pl.off = 0;
+    plan_lanes(m, &pl, d, nl);
+    d->m = m;
+    *block = mem;
+    return RP_OK;
 }
 
 /* Runs plan (a counting pass), allocates what it counted (rp_buffer_new: counted in rp_mem_held,
@@ -154,13 +247,9 @@ void rp_model_free(rp_model *m)
     rp_buffer_free(m->act_mem, m->act_floats);
     rp_buffer_free(m->grad_mem, m->grad_floats);
     rp_buffer_free(m->cache_mem, m->cache_floats);
-    free(m->lin_state);
     free(m->tokens);
     free(m->targets);
     free(m->mask);
-    free(m->gen_p);
-    free(m->gen_sort);
-    free(m->gen_win);
     free(m);
     if (floats >= RP_MODEL_TRIM_BYTES / (int64_t)sizeof(float)) rp_mem_trim();
 }
@@ -187,8 +276,8 @@ static void init_derived(rp_model *m, const rp_model_cfg *cfg)
 
 /* Every float block of the model (parameters and gradients, activations, activation gradients,
  * the decode buffer), counted by the planner: *floats, saturating. *bytes adds everything else
- * rp_model_new allocates (the linear decode state, token copies, generation scratch, the layout
- * tables), as allocated. init_derived must have run. */
+ * rp_model_new allocates (token copies, the layout tables), as allocated. init_derived must have
+ * run. */
 static void model_size(rp_model *m, int64_t *floats, double *bytes)
 {
     const rp_model_cfg *c = &m->cfg;
@@ -201,16 +290,10 @@ static void model_size(rp_model *m, int64_t *floats, double *bytes)
         plans[i](m, &pl);
         blocks[i] = pl.off;
         total = rpm_sat_add(total, pl.off);
-        /* as rp_buffer_new rounds it */
-        b += (double)(((blocks[i] > 0 ? blocks[i] : 1) * (int64_t)sizeof(float) + 63) / 64 * 64);
+        b += (double)alloc_bytes(blocks[i]);
     }
-    if (m->linear)
-        b += (double)(c->layers * rp_linattn_state_doubles(c->heads, m->dk, m->dk)) *
-             sizeof(double);
     double rows = (double)c->max_batch * (double)c->seq_len;
     b += rows * (2.0 * sizeof(int32_t) + 1.0);
-    b += (double)c->vocab * (sizeof(double) + sizeof(gen_pair));
-    b += (double)c->seq_len * sizeof(int32_t);
     b += (double)c->layers * (sizeof(layer_params) + sizeof(layer_acts));
     b += (double)m->nparams * sizeof(rp_param_info) + sizeof(rp_model);
     *floats = total;
@@ -304,22 +387,14 @@ rp_model *rp_model_new(const rp_model_cfg *cfg)
     if (!m->cache_mem) goto nomem;
     /* not cleared: every piece is written before it is read (the KV cache's positions past the
      * current one never affect a result, rp_attention_decode), so its pages stay untouched, and
-     * out of the resident set, until decoding runs (about 100 MiB for P) */
-    if (m->linear) {
-        size_t n = (size_t)(c->layers * rp_linattn_state_doubles(c->heads, m->dk, m->dk));
-        m->lin_state = calloc(n, sizeof(double));
-        if (!m->lin_state) goto nomem;
-    }
+     * out of the resident set, until decoding runs (about 100 MiB for P); only a linear
+     * state is zeroed (plan_lanes) */
 
     size_t nrows = (size_t)(c->max_batch * c->seq_len);
     m->tokens = malloc(nrows * sizeof(int32_t));
     m->targets = malloc(nrows * sizeof(int32_t));
     m->mask = malloc(nrows);
-    m->gen_p = malloc((size_t)c->vocab * sizeof(double));
-    m->gen_sort = malloc((size_t)c->vocab * sizeof(gen_pair));
-    m->gen_win = malloc((size_t)c->seq_len * sizeof(int32_t));
-    if (!m->tokens || !m->targets || !m->mask || !m->gen_p || !m->gen_sort || !m->gen_win)
-        goto nomem;
+    if (!m->tokens || !m->targets || !m->mask) goto nomem;
     return m;
 
 nomem:

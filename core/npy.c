@@ -13,7 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "checked.h"
 #include "fileio.h"
+#include "json.h"
 #include "sysmem.h"
 
 #define NPY_MAGIC "\x93NUMPY"
@@ -131,12 +133,35 @@ rp_status rp_npy_save(const char *path, const rp_tensor *t)
 
 /* ---- the header dict ------------------------------------------------------------------------ */
 
+/* The header is the Python dict literal NumPy writes and reads back with ast.literal_eval; this
+ * reader takes the part of Python's grammar that every NumPy reads alike, for exactly the keys
+ * 'descr', 'fortran_order' and 'shape', each once (docs/interop.md):
+ *  - strings in '...' or "...": no prefix, no escapes, no line break and no NUL inside; in
+ *    version 3.0 valid UTF-8 (1.0 and 2.0 are Latin-1: any other byte);
+ *  - True and False;
+ *  - the shape, a tuple of Python decimal integers: no sign, no leading zero (0, 00 and 0_0 are
+ *    0), single underscores between digits; Python 2's 3L in versions 1.0 and 2.0 (NumPy filters
+ *    the L out there, not in 3.0);
+ *  - whitespace (space, tab, form feed, CR, LF) between the tokens inside the braces; after the
+ *    closing brace spaces, tabs and form feeds, then at most one newline (NumPy's padding);
+ *    nothing before the opening brace (Python refused a leading space or tab before 3.10);
+ *  - no NUL byte anywhere (Python refuses one in source text).
+ * Keys and strings are compared with their lengths, never as C strings. */
+
 /* A cursor over the dict text; msg receives the first problem ("at byte 12: expected ':'"). */
 typedef struct {
     const char *s;
     size_t n, pos;
+    int long_ints; /* Python 2's 3L (versions 1.0 and 2.0) */
+    int utf8;      /* strings must be UTF-8 (version 3.0) */
     char msg[160];
 } cursor;
+
+/* A string of the header: its bytes are s[0..len-1] of the text (not NUL-terminated). */
+typedef struct {
+    const char *s;
+    size_t len;
+} span;
 
 static int c_fail(cursor *c, const char *what)
 {
@@ -144,14 +169,20 @@ static int c_fail(cursor *c, const char *what)
     return 0;
 }
 
+/* 1 when the byte at the cursor is one of set (never for the end or a NUL). */
+static int c_at(cursor *c, const char *set)
+{
+    return c->pos < c->n && c->s[c->pos] != '\0' && strchr(set, c->s[c->pos]) != NULL;
+}
+
 static void c_ws(cursor *c)
 {
-    while (c->pos < c->n && (c->s[c->pos] == ' ' || c->s[c->pos] == '\t' || c->s[c->pos] == '\n' ||
-                             c->s[c->pos] == '\r'))
-        c->pos++;
+    while (c_at(c, " \t\f\r\n")) c->pos++;
 }
 
 static int c_peek(cursor *c) { return c->pos < c->n ? (unsigned char)c->s[c->pos] : -1; }
+
+static int c_digit(cursor *c) { return c_peek(c) >= '0' && c_peek(c) <= '9'; }
 
 static int c_char(cursor *c, char ch, const char *what)
 {
@@ -161,27 +192,66 @@ static int c_char(cursor *c, char ch, const char *what)
     return 1;
 }
 
-/* A quoted string ('...' or "...", no escapes) into out (size n). */
-static int c_string(cursor *c, char *out, size_t n)
+/* A quoted string ('...' or "...", no escapes) into *out. */
+static int c_string(cursor *c, span *out)
 {
     c_ws(c);
     int q = c_peek(c);
     if (q != '\'' && q != '"') return c_fail(c, "expected a quoted string");
     size_t start = ++c->pos;
     while (c->pos < c->n && c->s[c->pos] != (char)q) {
-        if (c->s[c->pos] == '\\') return c_fail(c, "escapes in strings are not supported");
-        c->pos++;
+        char ch = c->s[c->pos];
+        if (ch == '\\') return c_fail(c, "escapes in strings are not supported");
+        if (ch == '\n' || ch == '\r') return c_fail(c, "a line break inside a string");
+        size_t k = 1;
+        if (c->utf8 && (k = rp_json_utf8_len(c->s + c->pos, c->n - c->pos)) == 0)
+            return c_fail(c, "invalid UTF-8 in a string");
+        c->pos += k;
     }
     if (c->pos >= c->n) return c_fail(c, "unterminated string");
-    size_t len = c->pos - start;
+    out->s = c->s + start;
+    out->len = c->pos - start;
     c->pos++;
-    if (len >= n) len = n - 1;
-    memcpy(out, c->s + start, len);
-    out[len] = '\0';
     return 1;
 }
 
-/* The tuple of sizes: "()", "(3,)", "(2, 3)", "(2, 3,)"; Python 2's "3L" is accepted. */
+static int span_is(span a, const char *b)
+{
+    return a.len == strlen(b) && memcmp(a.s, b, a.len) == 0;
+}
+
+/* One size: a Python decimal integer literal (see above) without a sign. */
+static int c_size(cursor *c, int64_t *out)
+{
+    if (c_peek(c) == '-') return c_fail(c, "shape sizes must be integers >= 0");
+    if (!c_digit(c)) return c_fail(c, "expected a size or ')'");
+    size_t start = c->pos;
+    int zero = c_peek(c) == '0';
+    uint64_t v = 0;
+    for (;;) {
+        if (c_peek(c) == '_') {
+            c->pos++;
+            if (!c_digit(c)) return c_fail(c, "'_' must stand between two digits");
+        } else if (!c_digit(c)) {
+            break;
+        }
+        uint64_t d = (uint64_t)(c->s[c->pos] - '0');
+        if (zero && d != 0) {
+            c->pos = start;
+            return c_fail(c, "a size with a leading zero (Python refuses 02)");
+        }
+        if (!rp_mul_u64(v, 10, &v) || !rp_add_u64(v, d, &v) || v > (uint64_t)INT64_MAX) {
+            c->pos = start;
+            return c_fail(c, "shape size is too large");
+        }
+        c->pos++;
+    }
+    if (c->long_ints && c_peek(c) == 'L') c->pos++;
+    *out = (int64_t)v;
+    return 1;
+}
+
+/* The tuple of sizes: "()", "(3,)", "(2, 3)", "(2, 3,)". */
 static int c_shape(cursor *c, int *ndim, int64_t *shape, int *too_many)
 {
     *ndim = 0;
@@ -195,21 +265,9 @@ static int c_shape(cursor *c, int *ndim, int64_t *shape, int *too_many)
             close = c->pos++;
             break;
         }
-        if (c_peek(c) == '-') return c_fail(c, "shape sizes must be integers >= 0");
-        if (c_peek(c) < '0' || c_peek(c) > '9') return c_fail(c, "expected a size or ')'");
-        uint64_t v = 0;
-        size_t start = c->pos;
-        while (c_peek(c) >= '0' && c_peek(c) <= '9') {
-            uint64_t d = (uint64_t)(c->s[c->pos] - '0');
-            if (v > ((uint64_t)INT64_MAX - d) / 10) {
-                c->pos = start;
-                return c_fail(c, "shape size is too large");
-            }
-            v = v * 10 + d;
-            c->pos++;
-        }
-        if (c_peek(c) == 'L') c->pos++;
-        if (*ndim < RP_MAX_DIMS) shape[*ndim] = (int64_t)v;
+        int64_t v;
+        if (!c_size(c, &v)) return 0;
+        if (*ndim < RP_MAX_DIMS) shape[*ndim] = v;
         else *too_many = 1;
         (*ndim)++;
         c_ws(c);
@@ -229,38 +287,69 @@ static int c_shape(cursor *c, int *ndim, int64_t *shape, int *too_many)
 
 /* What the header says. */
 typedef struct {
-    char descr[64];
+    span descr;
     int descr_is_list;
     int fortran;
     int ndim, too_many_dims;
     int64_t shape[RP_MAX_DIMS];
 } npy_header;
 
+/* Python's True or False. */
+static int c_bool(cursor *c, int *out)
+{
+    static const char *const words[] = {"False", "True"};
+    for (int v = 0; v < 2; v++) {
+        size_t k = strlen(words[v]);
+        if (c->n - c->pos >= k && memcmp(c->s + c->pos, words[v], k) == 0) {
+            c->pos += k;
+            *out = v;
+            return 1;
+        }
+    }
+    return c_fail(c, "'fortran_order' must be True or False");
+}
+
+/* What may follow the dict: spaces, tabs and form feeds, then at most one newline. */
+static int c_tail(cursor *c)
+{
+    while (c_at(c, " \t\f")) c->pos++;
+    if (c->n - c->pos >= 2 && c->s[c->pos] == '\r' && c->s[c->pos + 1] == '\n') c->pos += 2;
+    else if (c->pos < c->n && c->s[c->pos] == '\n') c->pos++;
+    if (c->pos != c->n) return c_fail(c, "unexpected text after the dict");
+    return 1;
+}
+
 /* Parses the dict into h; 0 with c->msg set when it is malformed (unknown, missing or repeated
  * keys included). A structured dtype (descr a list) stops the parse with descr_is_list set. */
 static int parse_dict(cursor *c, npy_header *h)
 {
+    const char *nul = memchr(c->s, '\0', c->n);
+    if (nul) {
+        c->pos = (size_t)(nul - c->s);
+        return c_fail(c, "a NUL byte");
+    }
     int seen[3] = {0, 0, 0};
     static const char *const keys[] = {"descr", "fortran_order", "shape"};
-    if (!c_char(c, '{', "expected '{' (the header is a dict)")) return 0;
+    if (c_peek(c) != '{') return c_fail(c, "expected '{' (the header is a dict)");
+    c->pos++;
     c_ws(c);
     while (c_peek(c) != '}') {
-        char key[64];
+        span key;
         size_t kpos = c->pos;
-        if (!c_string(c, key, sizeof key)) return 0;
+        if (!c_string(c, &key)) return 0;
         int k = -1;
         for (int i = 0; i < 3; i++)
-            if (strcmp(key, keys[i]) == 0) k = i;
+            if (span_is(key, keys[i])) k = i;
+        char m[120], p[64];
         if (k < 0) {
             c->pos = kpos;
-            char m[100];
-            snprintf(m, sizeof m, "unknown key '%.40s'", key);
+            snprintf(m, sizeof m, "unknown key '%s'", rp_json_printable(p, sizeof p, key.s,
+                                                                         key.len));
             return c_fail(c, m);
         }
         if (seen[k]) {
             c->pos = kpos;
-            char m[100];
-            snprintf(m, sizeof m, "key '%s' appears twice", key);
+            snprintf(m, sizeof m, "key '%s' appears twice", keys[k]);
             return c_fail(c, m);
         }
         seen[k] = 1;
@@ -271,17 +360,9 @@ static int parse_dict(cursor *c, npy_header *h)
                 h->descr_is_list = 1;
                 return 1;
             }
-            if (!c_string(c, h->descr, sizeof h->descr)) return 0;
+            if (!c_string(c, &h->descr)) return 0;
         } else if (k == 1) {
-            if (c->n - c->pos >= 4 && memcmp(c->s + c->pos, "True", 4) == 0) {
-                h->fortran = 1;
-                c->pos += 4;
-            } else if (c->n - c->pos >= 5 && memcmp(c->s + c->pos, "False", 5) == 0) {
-                h->fortran = 0;
-                c->pos += 5;
-            } else {
-                return c_fail(c, "'fortran_order' must be True or False");
-            }
+            if (!c_bool(c, &h->fortran)) return 0;
         } else {
             if (!c_shape(c, &h->ndim, h->shape, &h->too_many_dims)) return 0;
         }
@@ -294,8 +375,7 @@ static int parse_dict(cursor *c, npy_header *h)
         if (c_peek(c) != '}') return c_fail(c, "expected ',' or '}' in the dict");
     }
     c->pos++;
-    c_ws(c);
-    if (c->pos != c->n) return c_fail(c, "unexpected text after the dict");
+    if (!c_tail(c)) return 0;
     for (int i = 0; i < 3; i++) {
         if (!seen[i]) {
             snprintf(c->msg, sizeof c->msg, "no '%s' key", keys[i]);
@@ -305,29 +385,32 @@ static int parse_dict(cursor *c, npy_header *h)
     return 1;
 }
 
-/* The dtype problems, in the words docs/interop.md lists; RP_OK for '<f4' and '<f8'. */
+/* The dtype problems, in the words docs/interop.md lists; RP_OK for '<f4' and '<f8'. The descr
+ * is printed with its bytes outside printable ASCII as \xNN. */
 static rp_status check_descr(const char *path, const npy_header *h, rp_npy_dtype *dt)
 {
     if (h->descr_is_list)
         return rp_error(RP_ERR_IO, "%s: structured arrays are not supported (only float32 '<f4' "
                                    "and float64 '<f8')", path);
-    const char *d = h->descr;
-    if (strcmp(d, "<f4") == 0) {
+    span d = h->descr;
+    if (span_is(d, "<f4")) {
         *dt = RP_NPY_F32;
         return RP_OK;
     }
-    if (strcmp(d, "<f8") == 0) {
+    if (span_is(d, "<f8")) {
         *dt = RP_NPY_F64;
         return RP_OK;
     }
-    if (strchr(d, 'O'))
+    char p[80];
+    rp_json_printable(p, sizeof p, d.s, d.len);
+    if (memchr(d.s, 'O', d.len))
         return rp_error(RP_ERR_IO, "%s: object arrays ('%s') are not supported (only float32 "
-                                   "'<f4' and float64 '<f8')", path, d);
-    if (strcmp(d, ">f4") == 0 || strcmp(d, ">f8") == 0)
+                                   "'<f4' and float64 '<f8')", path, p);
+    if (span_is(d, ">f4") || span_is(d, ">f8"))
         return rp_error(RP_ERR_IO, "%s: big-endian data ('%s') is not supported (save "
-                                   "a.astype('<%s'))", path, d, d + 1);
+                                   "a.astype('<%s'))", path, p, p + 1);
     return rp_error(RP_ERR_IO, "%s: dtype '%s' is not supported (only float32 '<f4' and float64 "
-                               "'<f8')", path, d);
+                               "'<f8')", path, p);
 }
 
 /* ---- reading -------------------------------------------------------------------------------- */
@@ -448,7 +531,7 @@ rp_status rp_npy_load(const char *path, rp_tensor *out, rp_npy_dtype *dtype)
 
     npy_header h;
     memset(&h, 0, sizeof h);
-    cursor c = {text, (size_t)hlen, 0, ""};
+    cursor c = {text, (size_t)hlen, 0, major <= 2, major == 3, ""};
     if (!parse_dict(&c, &h)) {
         st = rp_error(RP_ERR_IO, "%s: bad .npy header (%s)", path, c.msg);
         goto done;
@@ -467,25 +550,24 @@ rp_status rp_npy_load(const char *path, rp_tensor *out, rp_npy_dtype *dtype)
     }
     char shp[300];
     tuple_str(shp, sizeof shp, h.ndim, h.shape);
-    int64_t numel = 1; /* counted as core/tensor.c counts: sizes after a 0 add nothing */
-    for (int i = 0; i < h.ndim; i++) {
-        if (h.shape[i] > 0 && numel > RP_MAX_NUMEL / h.shape[i]) {
-            st = rp_error(RP_ERR_IO, "%s: shape %s has more than 2^40 elements", path, shp);
-            goto done;
-        }
-        numel *= h.shape[i];
+    int64_t numel; /* the rule of core/tensor.h, so that rp_tensor_new takes the shape */
+    if (!rp_shape_span(h.ndim, h.shape, RP_MAX_NUMEL, &numel)) {
+        st = rp_error(RP_ERR_IO, "%s: shape %s %s", path, shp,
+                      rp_shape_too_large(h.ndim, h.shape));
+        goto done;
     }
+    const char *dname = dt == RP_NPY_F32 ? "<f4" : "<f8";
     size_t item = dt == RP_NPY_F32 ? 4 : 8;
-    uint64_t need = (uint64_t)numel * item, avail = size - start - hlen;
+    uint64_t need = (uint64_t)numel * item, avail = size - start - hlen; /* numel <= 2^40 */
     if (avail < need) {
         st = rp_error(RP_ERR_IO, "%s: truncated (the data of shape %s '%s' needs %llu bytes, the "
-                                 "file has %llu)", path, shp, h.descr, (unsigned long long)need,
+                                 "file has %llu)", path, shp, dname, (unsigned long long)need,
                       (unsigned long long)avail);
         goto done;
     }
     if (avail > need) {
         st = rp_error(RP_ERR_IO, "%s: %llu bytes after the data of shape %s '%s' (trailing data)",
-                      path, (unsigned long long)(avail - need), shp, h.descr);
+                      path, (unsigned long long)(avail - need), shp, dname);
         goto done;
     }
     if ((st = rp_mem_check(path, "the array", (double)numel * 4.0)) != RP_OK) goto done;
@@ -500,7 +582,7 @@ rp_status rp_npy_load(const char *path, rp_tensor *out, rp_npy_dtype *dtype)
     if (e) goto io_error;
     if (read_bytes != need) {
         st = rp_error(RP_ERR_IO, "%s: truncated (the data of shape %s '%s' needs %llu bytes, the "
-                                 "file has %llu)", path, shp, h.descr, (unsigned long long)need,
+                                 "file has %llu)", path, shp, dname, (unsigned long long)need,
                       (unsigned long long)read_bytes);
         goto done;
     }

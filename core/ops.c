@@ -274,6 +274,23 @@ rp_status rp_reduce_all(double *result, rp_reduce_op op, const rp_tensor *a)
     return RP_OK;
 }
 
+rp_status rp_dot(double *result, const rp_tensor *a, const rp_tensor *b)
+{
+    if (a->ndim != 1 || b->ndim != 1 || a->shape[0] != b->shape[0]) {
+        char ba[RP_SHAPE_STR_LEN], bb[RP_SHAPE_STR_LEN];
+        return rp_error(RP_ERR_SHAPE, "dot: expected two 1-D tensors of one length, got %s and %s",
+                        rp_tensor_shape_str(ba, sizeof ba, a), rp_tensor_shape_str(bb, sizeof bb, b));
+    }
+    double acc = 0.0;
+    if (a->shape[0] > 0) {
+        const float *pa = rp_tensor_data(a), *pb = rp_tensor_data(b);
+        for (int64_t i = 0; i < a->shape[0]; i++)
+            acc += (double)pa[i * a->stride[0]] * (double)pb[i * b->stride[0]];
+    }
+    *result = acc;
+    return RP_OK;
+}
+
 static void argmax_visit(void *vctx, int64_t k, const float *p, int64_t n, int64_t stride)
 {
     float *out = vctx;

@@ -24,6 +24,9 @@ rp_status rp_unary(rp_tensor *out, rp_unop op, const rp_tensor *a);
 rp_status rp_reduce(rp_tensor *out, rp_reduce_op op, const rp_tensor *a, int dim, int keepdim);
 /* Reduce over all elements into *result (double). Same empty-tensor rules. */
 rp_status rp_reduce_all(double *result, rp_reduce_op op, const rp_tensor *a);
+/* The dot product of the 1-D a and b of one length (any strides), products and sum in double,
+ * into *result (0 for length 0). RP_ERR_SHAPE unless both are 1-D of the same length. */
+rp_status rp_dot(double *result, const rp_tensor *a, const rp_tensor *b);
 /* Index (0-based) of the max along dim, stored as float, keepdim as above. */
 rp_status rp_argmax(rp_tensor *out, const rp_tensor *a, int dim, int keepdim);
 

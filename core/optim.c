@@ -100,6 +100,11 @@ rp_status rp_adam_cfg_check(const rp_adam_cfg *cfg)
     return RP_OK;
 }
 
+int64_t rp_adam_next_step(const rp_adam_state *st)
+{
+    return st->step < RP_ADAM_MAX_STEP ? st->step + 1 : RP_ADAM_MAX_STEP;
+}
+
 double rp_lr_at(const rp_adam_cfg *cfg, int64_t t)
 {
     if (t < 0) t = 0; /* before the first step: the warm-up schedules give 0 */
@@ -168,6 +173,7 @@ enum { PAR_MIN = 1 << 15 };
 double rp_adam_step(const rp_adam_cfg *cfg, rp_adam_state *st, float *w, float *g, int64_t n)
 {
     RP_ASSERT(cfg && st && n >= 0 && n == st->n);
+    RP_ASSERT(st->step >= 0 && st->step <= RP_ADAM_MAX_STEP); /* checkpoints check it */
     RP_ASSERT(n == 0 || (w && g && st->m && st->v));
 
     double norm = rp_grad_norm(g, n);
@@ -183,7 +189,7 @@ double rp_adam_step(const rp_adam_cfg *cfg, rp_adam_state *st, float *w, float *
         }
     }
 
-    int64_t t = st->step + 1;
+    int64_t t = rp_adam_next_step(st);
     double lr_t = rp_lr_at(cfg, t);
     double bc1 = 1.0 - pow(cfg->beta1, (double)t);
     double bc2 = 1.0 - pow(cfg->beta2, (double)t);

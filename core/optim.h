@@ -39,8 +39,17 @@ rp_status rp_adam_cfg_check(const rp_adam_cfg *cfg);
 typedef struct rp_adam_state {
     float *m, *v;   /* n floats each (caller-owned) */
     int64_t n;
-    int64_t step;   /* steps taken so far */
+    int64_t step;   /* steps taken so far: 0 .. RP_ADAM_MAX_STEP */
 } rp_adam_state;
+
+/* The most steps a state records (2^53): the schedules and bias corrections use the step as a
+ * double, exact up to here, and step + 1 stays far from overflow. rp_adam_step stops counting
+ * there; checkpoints refuse a step beyond it, saved or loaded. */
+#define RP_ADAM_MAX_STEP ((int64_t)1 << 53)
+
+/* The step number t (1-based) the next rp_adam_step on st uses: step + 1, at most
+ * RP_ADAM_MAX_STEP. */
+int64_t rp_adam_next_step(const rp_adam_state *st);
 
 /* Learning rate at step t (1-based) under cfg's schedule. */
 double rp_lr_at(const rp_adam_cfg *cfg, int64_t t);
@@ -56,7 +65,9 @@ double rp_grad_norm(const float *g, int64_t n);
  *   step_size = lr_t * sqrt(1 - b2^t) / (1 - b1^t);  w -= step_size * m / (sqrt(v) + eps)
  * AdamW additionally w -= lr_t * wd * w with the scheduled lr_t (before the Adam update, as
  * torch.optim.AdamW). L2 Adam uses g + wd * w for the moments and leaves g itself alone.
- * Returns the gradient norm before clipping. Increments st->step.
+ * Returns the gradient norm before clipping. Increments st->step, which must be in 0 ..
+ * RP_ADAM_MAX_STEP (RP_ASSERT) and stays at RP_ADAM_MAX_STEP once there (the update then uses
+ * t = RP_ADAM_MAX_STEP: the bias corrections are 1 long before).
  * When that norm is not finite (a nan or inf in g), nothing is changed (w, g, m, v and st->step
  * stay as they were) and the non-finite norm is returned: a diverged step never reaches the
  * weights; the caller decides whether to stop or go on. */

@@ -15,6 +15,7 @@
 #define RP_VERSION "0.1.0"
 
 #include "status.h"
+#include "checked.h"
 #include "storage.h"
 #include "tensor.h"
 #include "rng.h"

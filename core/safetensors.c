@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "checked.h"
 #include "fileio.h"
 #include "json.h"
 #include "model_schema.h"
@@ -305,16 +306,11 @@ static rp_status read_entry(const st_file *f, size_t v, st_entry *e)
                         f->path, qname(q, sizeof q, e->name, e->name_len), e->ndim, RP_MAX_DIMS);
     char shp[RP_SHAPE_STR_LEN];
     shape_str(shp, sizeof shp, e->ndim, e->shape);
-    e->numel = 1;
-    for (int i = 0; i < e->ndim; i++)
-        if (e->shape[i] == 0) e->numel = 0;
-    for (int i = 0; i < e->ndim && e->numel; i++) {
-        if (e->shape[i] > RP_MAX_NUMEL / e->numel)
-            return rp_error(RP_ERR_IO, "%s: tensor %s of shape %s has more than 2^40 elements",
-                            f->path, qname(q, sizeof q, e->name, e->name_len), shp);
-        e->numel *= e->shape[i];
-    }
-    uint64_t need = (uint64_t)e->numel * dtypes[e->dtype].size;
+    if (!rp_shape_span(e->ndim, e->shape, RP_MAX_NUMEL, &e->numel)) /* a tensor's limit */
+        return rp_error(RP_ERR_IO, "%s: tensor %s of shape %s %s", f->path,
+                        qname(q, sizeof q, e->name, e->name_len), shp,
+                        rp_shape_too_large(e->ndim, e->shape));
+    uint64_t need = (uint64_t)e->numel * dtypes[e->dtype].size; /* at most 2^43 */
     if (e->end - e->begin != need)
         return rp_error(RP_ERR_IO, "%s: tensor %s: data_offsets [%llu, %llu] hold %llu bytes, its "
                                    "shape %s of %s needs %llu", f->path,
@@ -659,7 +655,8 @@ rp_status rp_safetensors_load(const char *path, rp_model **out)
                       st == RP_ERR_NOMEM ? "cannot build the model" : "bad model config", msg);
         goto done;
     }
-    for (size_t k = 0; k < f.n; k++) held += f.e[k].numel;
+    for (size_t k = 0; k < f.n; k++) /* saturating (it cannot reach 2^63: 2^21 entries of 2^40) */
+        if (!rp_add_i64(held, f.e[k].numel, &held)) held = INT64_MAX;
     if (params > held) { /* a forged config cannot make the loader allocate a model for nothing */
         st = rp_error(RP_ERR_IO, "%s: the config needs %lld parameters, the file holds %lld",
                       path, (long long)params, (long long)held);

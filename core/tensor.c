@@ -3,6 +3,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "checked.h"
+
+/* For a shape check_shape accepted: every stride is at most the product of the sizes other than
+ * 0, within RP_MAX_NUMEL, so none overflows. */
 static void set_contiguous_strides(rp_tensor *t)
 {
     int64_t s = 1;
@@ -12,24 +16,28 @@ static void set_contiguous_strides(rp_tensor *t)
     }
 }
 
-/* Checks ndim/sizes and returns the element count in *numel. */
+const char *rp_shape_too_large(int ndim, const int64_t *shape)
+{
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] == 0)
+            return "is too large (its sizes other than 0 multiply to more than 2^40)";
+    return "has more than 2^40 elements";
+}
+
+/* Checks ndim/sizes (the rule of rp_shape_span) and returns the element count in *numel. */
 static rp_status check_shape(int ndim, const int64_t *shape, int64_t *numel)
 {
     if (ndim < 0 || ndim > RP_MAX_DIMS)
         return rp_error(RP_ERR_SHAPE, "a tensor has 0 to %d dims, got %d", RP_MAX_DIMS, ndim);
-    int64_t n = 1;
-    for (int i = 0; i < ndim; i++) {
+    for (int i = 0; i < ndim; i++)
         if (shape[i] < 0)
             return rp_error(RP_ERR_SHAPE, "size %lld of dim %d is negative", (long long)shape[i],
                             i + 1);
-        if (shape[i] > 0 && n > RP_MAX_NUMEL / shape[i]) {
-            char buf[RP_SHAPE_STR_LEN];
-            return rp_error(RP_ERR_SHAPE, "shape %s has more than 2^40 elements",
-                            rp_shape_str(buf, sizeof buf, ndim, shape));
-        }
-        n *= shape[i];
+    if (!rp_shape_span(ndim, shape, RP_MAX_NUMEL, numel)) {
+        char buf[RP_SHAPE_STR_LEN];
+        return rp_error(RP_ERR_SHAPE, "shape %s %s", rp_shape_str(buf, sizeof buf, ndim, shape),
+                        rp_shape_too_large(ndim, shape));
     }
-    *numel = n;
     return RP_OK;
 }
 
@@ -138,29 +146,26 @@ rp_status rp_tensor_reshape(rp_tensor *out, const rp_tensor *src, int ndim, cons
         return rp_error(RP_ERR_SHAPE, "a tensor has 0 to %d dims, got %d", RP_MAX_DIMS, ndim);
     int64_t want[RP_MAX_DIMS];
     int infer = -1;
-    int64_t known = 1;
     for (int i = 0; i < ndim; i++) {
         want[i] = shape[i];
         if (shape[i] == -1) {
             if (infer >= 0) return rp_error(RP_ERR_SHAPE, "only one size may be -1");
             infer = i;
+            want[i] = 1; /* counted as 1 until it is known */
         } else if (shape[i] < 0) {
             return rp_error(RP_ERR_SHAPE, "size %lld of dim %d is negative", (long long)shape[i],
                             i + 1);
-        } else {
-            if (shape[i] > 0 && known > RP_MAX_NUMEL / shape[i])
-                return rp_error(RP_ERR_SHAPE, "reshape: too many elements");
-            known *= shape[i];
         }
     }
-    int64_t n = rp_tensor_numel(src);
+    int64_t n = rp_tensor_numel(src), known;
+    RP_TRY(check_shape(ndim, want, &known));
     char b1[RP_SHAPE_STR_LEN], b2[RP_SHAPE_STR_LEN];
     if (infer >= 0) {
         if (known == 0 || n % known != 0)
             return rp_error(RP_ERR_SHAPE, "cannot reshape %s into %s",
                             rp_tensor_shape_str(b1, sizeof b1, src),
                             rp_shape_str(b2, sizeof b2, ndim, shape));
-        want[infer] = n / known;
+        want[infer] = n / known; /* the shape now has n elements, n within the limit */
         known = n;
     }
     if (known != n)
@@ -241,6 +246,29 @@ rp_status rp_tensor_select(rp_tensor *out, const rp_tensor *src, int dim, int64_
         out->stride[i] = src->stride[i + 1];
     }
     out->ndim = src->ndim - 1;
+    return RP_OK;
+}
+
+rp_status rp_tensor_diagonal(rp_tensor *out, const rp_tensor *src, int64_t k)
+{
+    clear(out);
+    if (src->ndim != 2) {
+        char buf[RP_SHAPE_STR_LEN];
+        return rp_error(RP_ERR_SHAPE, "diagonal: expected a 2-D tensor, got %s",
+                        rp_tensor_shape_str(buf, sizeof buf, src));
+    }
+    int64_t rows = src->shape[0], cols = src->shape[1];
+    /* the first element (r0, c0) and how many fit from there (-k only where k > -rows) */
+    int64_t r0 = 0, c0 = 0, len = 0;
+    if (k >= 0 && k < cols) c0 = k;
+    else if (k < 0 && k > -rows) r0 = -k;
+    else rows = 0; /* past the corner: empty */
+    if (rows > 0) len = rows - r0 < cols - c0 ? rows - r0 : cols - c0;
+    rp_tensor_view(out, src);
+    if (len > 0) out->offset += r0 * src->stride[0] + c0 * src->stride[1];
+    out->ndim = 1;
+    out->shape[0] = len;
+    out->stride[0] = src->stride[0] + src->stride[1];
     return RP_OK;
 }
 

@@ -18,7 +18,9 @@
 #include "storage.h"
 
 #define RP_MAX_DIMS 8
-/* Largest number of elements one tensor may hold (2^40). */
+/* Largest number of elements one tensor may hold (2^40). The limit holds for the product of the
+ * sizes other than 0 (rp_shape_span of core/checked.h), so that an empty shape such as
+ * [0 x 2^32 x 2^32] is refused as the full one would be: its strides are that product. */
 #define RP_MAX_NUMEL ((int64_t)1 << 40)
 /* The 32-bit limit: the largest BLAS dimension, token id, vocabulary, sequence length or row
  * count (int32 buffers and OpenBLAS's int take no more). The one definition core, tasks and
@@ -37,7 +39,8 @@ typedef struct rp_tensor {
 
 /* ---- creation and lifetime ---- */
 
-/* A new contiguous, zero-filled tensor of the given shape (each size >= 0). */
+/* A new contiguous, zero-filled tensor of the given shape (each size >= 0, the sizes other than 0
+ * multiplying to at most RP_MAX_NUMEL; RP_ERR_SHAPE otherwise). */
 rp_status rp_tensor_new(rp_tensor *out, int ndim, const int64_t *shape);
 /* A new tensor with the shape of t (contiguous, zero-filled). */
 rp_status rp_tensor_new_like(rp_tensor *out, const rp_tensor *t);
@@ -52,6 +55,10 @@ float *rp_tensor_data(const rp_tensor *t);
 /* Writes "[2 x 3 x 4]" (scalar: "[]") into buf (RP_SHAPE_STR_LEN bytes suffice); returns buf. */
 char *rp_shape_str(char *buf, size_t len, int ndim, const int64_t *shape);
 char *rp_tensor_shape_str(char *buf, size_t len, const rp_tensor *t);
+/* The end of the message for a shape over the limit ("shape [..] <this>"): "has more than 2^40
+ * elements", or for a shape with a 0 "is too large (its sizes other than 0 multiply to more than
+ * 2^40)". */
+const char *rp_shape_too_large(int ndim, const int64_t *shape);
 /* 1 if both have the same ndim and sizes. */
 int rp_tensor_same_shape(const rp_tensor *a, const rp_tensor *b);
 /* Offset (in elements, relative to rp_tensor_data) of the element at idx[0..ndim-1]. No checks. */
@@ -62,7 +69,8 @@ int64_t rp_tensor_index_offset(const rp_tensor *t, const int64_t *idx);
 /* Another reference to the same view. */
 void rp_tensor_view(rp_tensor *out, const rp_tensor *src);
 /* Same data, new shape; one size may be -1 (inferred). A view when src is contiguous,
- * otherwise a contiguous copy. RP_ERR_SHAPE when the element counts differ. */
+ * otherwise a contiguous copy. RP_ERR_SHAPE when the element counts differ or the shape is over
+ * the limit (as rp_tensor_new). */
 rp_status rp_tensor_reshape(rp_tensor *out, const rp_tensor *src, int ndim, const int64_t *shape);
 /* Swaps dims d0 and d1 (0-based). */
 rp_status rp_tensor_transpose(rp_tensor *out, const rp_tensor *src, int d0, int d1);
@@ -72,6 +80,10 @@ rp_status rp_tensor_permute(rp_tensor *out, const rp_tensor *src, const int *per
 rp_status rp_tensor_narrow(rp_tensor *out, const rp_tensor *src, int dim, int64_t start, int64_t len);
 /* Index `index` of dim, which is removed (ndim decreases by one). */
 rp_status rp_tensor_select(rp_tensor *out, const rp_tensor *src, int dim, int64_t index);
+/* The k-th diagonal of the 2-D src as a 1-D view: elements (i, i + k) for k >= 0, (i - k, i) for
+ * k < 0 (0-based), as many as fit (0 when |k| reaches past the matrix). RP_ERR_SHAPE unless src
+ * is 2-D. */
+rp_status rp_tensor_diagonal(rp_tensor *out, const rp_tensor *src, int64_t k);
 /* Views src with the given shape by stride-0 broadcasting (numpy rules, aligned at the right). */
 rp_status rp_tensor_expand(rp_tensor *out, const rp_tensor *src, int ndim, const int64_t *shape);
 

@@ -4,7 +4,8 @@
 # machine, so a run resumed or repeated on another machine gives the same numbers); run again, it
 # finds the finished runs and trains only the rest, so this script resumes after an interruption.
 # Run it from a checkout, after `make PORTABLE=1`:
-#   nice -n 19 results/run_v3.sh [step ...]      steps: pilot (default: pilot)
+#   nice -n 19 results/run_v3.sh [step ...]      steps: pilot index addition writeup
+#                                                  (default: all, in that order)
 # Each step writes results/v3-<name>/ (summary.md, summary.json, plots, runs/*.json and .csv).
 #
 # The 0.6M model is the one of the prefix runs (results/v2-prefix): d_model 128, 4 heads,
@@ -14,7 +15,7 @@ cd "$(dirname "$0")/.."
 R="build-portable/roper scripts/compare.lua --jobs 2 --quiet"
 M06="--d-model 128 --heads 4 --layers 3 --d-ff 512"
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(pilot)
+[ ${#steps[@]} -gt 0 ] || steps=(pilot index addition writeup)
 for step in "${steps[@]}"; do
   case "$step" in
     # the pilot: 2 seeds (101, 102: apart from the main runs' 1..n) of each task at 0.6M with the
@@ -31,6 +32,27 @@ for step in "${steps[@]}"; do
       $R --task addition --methods rope roper --seeds 2 --first-seed 101 --seq-len 256 \
         --steps 4000 $M06 --out results/v3-pilot-writeup-0.6m
       ;;
-    *) echo "run_v3.sh: unknown step $step (pilot)" >&2; exit 2 ;;
+    # the plan fixed after the pilot (docs/results.md, "Results v3"): the 0.1M recipes at 0.6M,
+    # rope and roper, seeds 1..10, added two at a time so that an interrupted step still leaves a
+    # balanced, paired comparison
+    # substring by index: 6,000 steps, the jump analysis at 1.5 (and pairs_report's thresholds)
+    index) for n in 2 4 6 8 10; do
+             $R --methods rope roper --seeds $n $M06 --steps 6000 --log-every 50 --jump-loss 1.5 \
+               --out results/v3-index
+           done ;;
+    # 3-digit addition: 2,000 steps
+    addition) for n in 2 4 6 8 10; do
+                $R --task addition --max-digits 3 --methods rope roper --seeds $n $M06 \
+                  --out results/v3-addition
+              done ;;
+    # the write-up's addition format (operands up to 8 digits, seq_len 256, 4,000 steps) at 0.1M
+    # and at 0.6M
+    writeup) for n in 2 4 6 8 10; do
+               $R --task addition --methods rope roper --seeds $n --seq-len 256 --steps 4000 \
+                 --out results/v3-writeup-0.1m
+               $R --task addition --methods rope roper --seeds $n --seq-len 256 --steps 4000 \
+                 $M06 --out results/v3-writeup-0.6m
+             done ;;
+    *) echo "run_v3.sh: unknown step $step (pilot index addition writeup)" >&2; exit 2 ;;
   esac
 done

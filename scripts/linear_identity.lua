@@ -21,7 +21,8 @@ RoPER also rotates the values by their position and the output back by -n, so it
 sum_m w_nm R((m-n) theta) v_m / den_n. Positions start at 5000 and 60000 as well as 0: the result
 depends on distances only, which the script also checks by shifting them.
 
-Every check prints its max error, the tolerance and PASS or FAIL. The script ends with
+Every check prints PASS or FAIL and what it checked, with its numbers below (the max error and
+the tolerance; for a difference that must be there, the difference and its least). It ends with
 "linear identity: N passed, N failed" and exits with status 1 if any check failed.
 ]]
 
@@ -29,6 +30,7 @@ Every check prints its max error, the tolerance and PASS or FAIL. The script end
 package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
 local rp = require "roper"
 local util = require "lib.util"
+local checks = require "lib.checks"
 
 -- A bad argument is one line on stderr and exit status 2 (util.main, util.parser).
 local args
@@ -49,13 +51,8 @@ local HALF = D // 2
 local BASE, EPS = 10000, 1e-6
 local TOL = 2e-5 -- relative to the output's largest magnitude (float32 state sums)
 
-local passed, failed = 0, 0
-local function check(name, err, tol)
-  local ok = err <= tol
-  if ok then passed = passed + 1 else failed = failed + 1 end
-  print(("  %-4s %-60s max error %.2e (tolerance %.0e)"):format(ok and "PASS" or "FAIL", name, err,
-    tol))
-end
+local report = checks.new()
+local function check(name, err, tol) report:close(name, err, tol) end
 
 -- random inputs (the same tensors feed the library and the double-precision reference)
 local g = rp.rng(args.seed)
@@ -191,8 +188,8 @@ do
       end
     end
   end
-  print(("  smallest weight %.4g (normalised %.4g), smallest denominator %.4g"):format(min_w,
-    min_norm, min_den))
+  print(("%ssmallest weight %.4g (normalised %.4g), smallest denominator %.4g"):format(checks.INDENT,
+    min_w, min_norm, min_den))
   local _, w0 = rp.linear_attention(q, k, v, { pe = "none" })
   local W0, min0 = w0:totable(), math.huge
   for h = 1, H do
@@ -200,10 +197,11 @@ do
       for m = 1, t do min0 = math.min(min0, W0[1][h][t][m]) end
     end
   end
-  print(("  without rotation the smallest weight is %.4g (phi > 0 keeps every weight >= 0)"):format(
-    min0))
-  check("every unrotated weight is >= 0", min0 >= 0 and 0 or -min0, 0)
-  check("every denominator is > eps", min_den > EPS and 0 or 1, 0)
+  print(("%swithout rotation the smallest weight is %.4g (phi > 0 keeps every weight >= 0)"):format(
+    checks.INDENT, min0))
+  report:verdict(min0 >= 0, "every unrotated weight is >= 0", ("smallest %.4g"):format(min0))
+  report:verdict(min_den > EPS, "every denominator is > eps",
+    ("smallest %.4g, eps %g"):format(min_den, EPS))
 end
 
 title("rotation before phi (performer-style) is not a function of distance alone")
@@ -214,11 +212,10 @@ do
   local d = rp.linear_attention(q, k, v, { pe = "rope", q_offset = 5000 })
   local moved = (a - b):abs():max()
   local kept = (c - d):abs():max()
-  print(("  shifting every position by 5000 changes the output by %.3g before phi, by %.3g after")
-    :format(moved, kept))
+  print(("%sshifting every position by 5000 changes the output by %.3g before phi, by %.3g after")
+    :format(checks.INDENT, moved, kept))
   check("after phi: shift-invariant", kept / magnitude(reference(false)), TOL)
-  check("before phi: the shift changes the output (> 1e-3)", moved > 1e-3 and 0 or 1, 0)
+  report:apart("before phi: the shift changes the output", moved, 1e-3)
 end
 
-print(("\nlinear identity: %d passed, %d failed"):format(passed, failed))
-os.exit(failed == 0 and 0 or 1)
+os.exit(report:summary("linear identity"))

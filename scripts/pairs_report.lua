@@ -17,7 +17,11 @@
 -- --metric mean_train_loss tests the mean of every curve point (the area under the training
 -- loss curve over its length: an endpoint without a threshold, lower is better).
 -- --jump-sensitivity t1 t2 ... adds the jump counts, Fisher and log-rank p at each threshold.
--- --skip-seeds 1-4 leaves those seeds out (a pilot's runs, say; a list: 1-4,7).
+-- --skip-seeds 1-4 leaves those seeds out (a pilot's runs, say; a list: 1-4,7); DIR=1-4 only in
+-- that folder (repeatable).
+-- --interaction a/b ... (two folders: one task at two model sizes, say) adds, for each pair,
+-- whether its paired difference a - b changes from the first folder to the second: the change
+-- with its 95% interval and Welch's t-test over the two lists of per-seed differences.
 -- --pairs a/b ... adds one compact table, a row per folder: each method's mean and the pairs
 -- asked for (a - b) with their t interval and paired t p, Holm as in the table above it (the
 -- learning-rate tables of docs/results.md).
@@ -40,18 +44,41 @@ util.main("pairs_report.lua", function()
   parser:option("--jump-sensitivity", "Also the jump counts and tests at each of these "
     .. "thresholds, one row each."):args("+"):argname("<loss>"):convert(tonumber)
   parser:option("--skip-seeds", "Leave these seeds out (a pilot's, say): a list of seeds and "
-    .. "ranges, as 1-4,7."):argname("<list>")
+    .. "ranges, as 1-4,7; DIR=1-4 leaves them out of that folder only (repeatable).")
+    :argname("<list>"):count("*")
+  parser:option("--interaction", "With two folders: for each pair a/b, whether its paired "
+    .. "difference a - b changes from the first folder to the second (Welch's t-test over the "
+    .. "per-seed differences)."):args("+"):argname("<a/b>")
   parser:option("--pairs", "Also one compact table, a row per folder: each method's mean and "
     .. "these pairs a/b (a - b) with their 95% t interval and paired t p (Holm as in the table "
     .. "of all folders)."):args("+"):argname("<a/b>")
   local args = parser:parse()
-  local skip = {}
-  for part in (args.skip_seeds or ""):gmatch("[^,]+") do
-    local a, b = part:match("^%s*(%d+)%s*%-%s*(%d+)%s*$")
-    if not a then a = part:match("^%s*(%d+)%s*$"); b = a end
-    if not a then util.usage(("--skip-seeds %s: seeds and ranges expected, as 1-4,7")
-      :format(args.skip_seeds)) end
-    for seed = tonumber(a), tonumber(b) do skip[seed] = true end
+  -- skip[dir or true][seed]: the seeds left out of a folder (true: of every folder)
+  local skip = { [true] = {} }
+  for _, spec in ipairs(args.skip_seeds or {}) do
+    local dir, list = spec:match("^(.*)=([^=]*)$")
+    dir = dir and dir:gsub("/+$", "") or true
+    skip[dir] = skip[dir] or {}
+    for part in (list or spec):gmatch("[^,]+") do
+      local a, b = part:match("^%s*(%d+)%s*%-%s*(%d+)%s*$")
+      if not a then a = part:match("^%s*(%d+)%s*$"); b = a end
+      if not a then util.usage(("--skip-seeds %s: seeds and ranges expected, as 1-4,7 or DIR=1-4")
+        :format(spec)) end
+      for seed = tonumber(a), tonumber(b) do skip[dir][seed] = true end
+    end
+  end
+  local function skipped(dir, seed)
+    local own = skip[(dir:gsub("/+$", ""))]
+    return skip[true][seed] or (own and own[seed]) or false
+  end
+  local function skip_text(dir)
+    local parts = {}
+    for _, spec in ipairs(args.skip_seeds or {}) do
+      local d, list = spec:match("^(.*)=([^=]*)$")
+      if not d then parts[#parts + 1] = spec
+      elseif d:gsub("/+$", "") == dir:gsub("/+$", "") then parts[#parts + 1] = list end
+    end
+    return #parts > 0 and "; seeds " .. table.concat(parts, ",") .. " left out" or ""
   end
 
   -- the mean of every curve point's loss (nil without any)
@@ -84,7 +111,7 @@ util.main("pairs_report.lua", function()
       local safe = m.label:gsub("[^%w%._=-]", "_")
       for _, name in ipairs(files) do
         local s = name:sub(1, #safe + 2) == safe .. "-s" and name:sub(#safe + 3):match("^(%d+)%.json$")
-        if s and not skip[math.tointeger(tonumber(s))] then
+        if s and not skipped(dir, math.tointeger(tonumber(s))) then
           local r = assert(util.read_json(util.join(dir, "runs", name)))
           if args.metric == "final_train_loss" then r.value = r.final_train_loss end
           if args.metric == "mean_train_loss" then r.value = mean_curve_loss(r) end
@@ -97,8 +124,8 @@ util.main("pairs_report.lua", function()
     local metric_name = ({ value = summary.metric_name,
       final_train_loss = "final training loss, the mean of the last 5 curve points",
       mean_train_loss = "mean training loss, of every curve point" })[args.metric]
-    io.write(("%s (%s%s): %s\n\n"):format(dir, metric_name, args.skip_seeds
-      and "; seeds " .. args.skip_seeds .. " left out" or "", table.concat((function()
+    io.write(("%s (%s%s): %s\n\n"):format(dir, metric_name, skip_text(dir),
+      table.concat((function()
         local l = {}
         for i, g in ipairs(groups) do l[i] = ("%s %d runs"):format(g.label, #g.runs) end
         return l
@@ -121,6 +148,9 @@ util.main("pairs_report.lua", function()
       util.usage(("%s measures %s, %s %s: one table cannot hold both"):format(args.dir[i],
         tostring(b.metric), args.dir[1], tostring(a.metric)))
     end
+  end
+  if args.interaction and #args.dir ~= 2 then
+    util.usage(("--interaction compares two folders, %d given"):format(#args.dir))
   end
   -- --pairs: every a/b names two methods of the first folder
   local wanted = {}
@@ -150,7 +180,20 @@ util.main("pairs_report.lua", function()
     io.write(("\nAll %d folders together (Holm over every row):\n\n"):format(#all))
     io.write(report.differences_markdown(table_all, metric))
   end
-  if #wanted == 0 then return end
-
-  io.write("\n", report.compact_markdown(folders, table_all, wanted, metric))
+  if #wanted > 0 then
+    io.write("\n", report.compact_markdown(folders, table_all, wanted, metric))
+  end
+  if args.interaction then
+    local rows = {}
+    for _, spec in ipairs(args.interaction) do
+      local a, b = spec:match("^(.+)/(.+)$")
+      local r = a and report.interaction(folders[1].groups, folders[2].groups, b, a)
+      if not r then
+        util.usage(("--interaction %s: two methods a/b with at least 2 pairs in each folder "
+          .. "expected"):format(spec))
+      end
+      rows[#rows + 1] = r
+    end
+    io.write("\n", report.interaction_markdown(rows, { folders[1].name, folders[2].name }, metric))
+  end
 end)

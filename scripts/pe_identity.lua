@@ -27,7 +27,7 @@ From these the script names the dependence of the score (the attention weights) 
 "absolute positions", "relative distance", "clipped distance" or "nothing", and checks it against
 what the scheme's formula says (the "expected" column, derived by hand: for rotations, the score
 is relative when q and k are rotated alike, the output when v and o are too; pe.h and
-docs/positional.md give the argument). Every check prints PASS or FAIL; the script ends with
+docs/positional.md give the argument). Every row starts with PASS or FAIL; the script ends with
 "pe identity: N passed, N failed" and exits with status 1 if any check failed.
 ]]
 
@@ -35,6 +35,7 @@ package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua
 local rp = require "roper"
 
 local util = require "lib.util"
+local checks = require "lib.checks"
 
 local opts
 util.main("pe_identity.lua", function()
@@ -130,26 +131,28 @@ end
 -- Invariance holds to float32 rounding of angles of ~1000 rad; a dependence shows far above.
 local SAME, DIFFERENT = 1e-4, 1e-3
 
+-- What a score or an output depends on: absolute positions, the relative distance, the distance
+-- clipped (or bucketed), or nothing.
+local ABS, REL, CLIP, NOTHING = "absolute", "relative", "clipped", "nothing"
+
 local function classify(r, part)
   local function same(x) return x[part] <= SAME end
   local function diff(x) return x[part] > DIFFERENT end
-  if diff(r.shift) then return "absolute positions" end
+  if diff(r.shift) then return ABS end
   if not same(r.shift) then return "unclear" end
-  if same(r.near) then return same(r.far) and "nothing" or "unclear" end
+  if same(r.near) then return same(r.far) and NOTHING or "unclear" end
   if not diff(r.near) then return "unclear" end
-  if same(r.far) then return "clipped distance" end
-  if diff(r.far) then return "relative distance" end
+  if same(r.far) then return CLIP end
+  if diff(r.far) then return REL end
   return "unclear"
 end
 
 ---------------------------------------------------------------------------------------------------
 -- The schemes and what their formulas say.
 
-local ABS, REL, CLIP, NOTHING = "absolute positions", "relative distance", "clipped distance", "nothing"
-
 local schemes = {
   { name = "none", opts = { pe = "none" }, score = NOTHING, output = NOTHING },
-  { name = "sinusoidal (on the embeddings)", opts = { pe = "none" }, embed = sinusoidal,
+  { name = "sinusoidal (embeddings)", opts = { pe = "none" }, embed = sinusoidal,
     score = ABS, output = ABS },
 }
 -- every subset of the rotations of q, k, v and o (pe rope with rotate)
@@ -204,25 +207,29 @@ add("rope, angles p^1.5 theta", { pe = "rope", angles = function(p, i) return p 
 
 ---------------------------------------------------------------------------------------------------
 
-print(("One query at position %d over keys 0..%d (d = %d, seed %d). Columns: how far the "
-  .. "log-weights (w)"):format(N, N, D, opts.seed))
-print(("and the output (o; under the swaps, relative to the weight of the two keys) move under the "
-  .. "shift by %d"):format(SHIFT))
-print(("and the near and far swaps; invariant means <= %g, dependent > %g."):format(SAME, DIFFERENT))
+print(("One query at position %d over keys 0..%d (d = %d, seed %d). The columns: how far the"):format(
+  N, N, D, opts.seed))
+print("log-weights (w) and the output (o; under the swaps, relative to the weight of the two keys)")
+print(("move under the shift by %d and the near and far swaps (invariant: <= %g, dependent:"):format(
+  SHIFT, SAME))
+print(("> %g), then what the score and the output depend on: absolute positions, the relative"):format(
+  DIFFERENT))
+print("distance, the distance clipped (or bucketed), or nothing.")
 print()
-local fmt = "%-32s %-9s %-9s %-9s %-9s %-9s %-9s  %-18s %-18s %s"
-print(fmt:format("scheme", "shift w", "shift o", "near w", "near o", "far w", "far o",
-  "score depends on", "output depends on", ""))
-local passed, failed = 0, 0
+local report = checks.new()
+local width = 0
+for _, s in ipairs(schemes) do width = math.max(width, #s.name) end
+local fmt = "%-" .. width .. "s %-7s %-7s %-7s %-7s %-7s %-7s %-8s %s"
+report:line((fmt:format("scheme", "shift w", "shift o", "near w", "near o", "far w", "far o",
+  "score", "output")))
 for _, s in ipairs(schemes) do
   local r = measure(s)
   local cs, co = classify(r, "w"), classify(r, "o")
   local ok = cs == s.score and co == s.output
-  if ok then passed = passed + 1 else failed = failed + 1 end
-  print(fmt:format(s.name, ("%.1e"):format(r.shift.w), ("%.1e"):format(r.shift.o),
+  report:verdict(ok, (fmt:format(s.name, ("%.1e"):format(r.shift.w), ("%.1e"):format(r.shift.o),
     ("%.1e"):format(r.near.w), ("%.1e"):format(r.near.o), ("%.1e"):format(r.far.w),
-    ("%.1e"):format(r.far.o), cs, co,
-    ok and "PASS" or ("FAIL (expected %s / %s)"):format(s.score, s.output)))
+    ("%.1e"):format(r.far.o), cs, co)), not ok and ("expected %s / %s"):format(s.score, s.output)
+    or nil)
 end
 
 -- xPos in float32: the query side is scaled by zeta_i^(+p/512) and the key side by
@@ -231,7 +238,7 @@ end
 -- float range (and the query side's underflows), so the shift test breaks there.
 print()
 print("xPos (gamma 0.4, scale base 512) in float32: the shift test of rope + xpos at large offsets")
-print(("%-10s %-14s %-14s %s"):format("offset", "shift w", "shift o", ""))
+report:line(("%-10s %-14s %s"):format("offset", "shift w", "shift o"))
 local xs = { name = "xpos", opts = { pe = "rope", xpos = 0.4 } }
 local o0, w0 = attend(xs, k0, v0, 0)
 local first_bad
@@ -240,12 +247,9 @@ for _, off in ipairs { 1000, 10000, 20000, 30000, 34000, 35000, 36000, 40000 } d
   local dw, dv = maxdiff(w0, w1), maxdiff(o0, o1)
   local bad = not (dw <= DIFFERENT and dv <= DIFFERENT) -- NaN is bad too
   if bad and not first_bad then first_bad = off end
-  print(("%-10d %-14.3e %-14.3e %s"):format(off, dw, dv, bad and "broken" or "invariant"))
+  report:line(("%-10d %-14.3e %-14.3e %s"):format(off, dw, dv, bad and "broken" or "invariant"))
 end
-local ok = first_bad and first_bad > 20000 and first_bad <= 40000
-if ok then passed = passed + 1 else failed = failed + 1 end
-print(("xPos keeps the shift test up to offset 20000 and loses it by 40000 (first broken: %s): %s")
-  :format(tostring(first_bad), ok and "PASS" or "FAIL"))
-print()
-print(("pe identity: %d passed, %d failed"):format(passed, failed))
-os.exit(failed == 0 and 0 or 1)
+report:verdict(first_bad and first_bad > 20000 and first_bad <= 40000,
+  "xPos keeps the shift test up to offset 20000 and loses it by 40000",
+  ("first broken: %s"):format(tostring(first_bad)))
+os.exit(report:summary("pe identity"))

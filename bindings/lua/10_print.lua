@@ -3,14 +3,14 @@
 -- Called by luaopen_roper as chunk(rp, internals). Output: the values (one format for the whole
 -- tensor: integers without decimals, otherwise 4 decimals, with a common scale line such as
 -- "1e-03 *" when the magnitudes call for one, and "%11.4e" when they span too widely), then a last
--- line with the shape, "[2 x 3]". 1-D tensors print as a column; tensors of more than 2 dims print
--- their 2-D slices, each headed "(1,1,.,.) = ". Big tensors are cut with "...": at most 20 rows x
--- 10 columns per slice and 10 slices.
+-- line with the shape, "[2 x 3]". 1-D tensors print as a row, wrapped at 80 columns; tensors of
+-- more than 2 dims print their 2-D slices, each headed "(1,1,.,.) = ". Big tensors are cut with
+-- "...": at most 40 values of a 1-D tensor, 20 rows x 10 columns per slice and 10 slices.
 local rp, internals = ...
 local mt = internals.Tensor_mt
 local is_live = internals.is_live
 
-local MAX_ROWS, MAX_COLS, MAX_SLICES = 20, 10, 10
+local MAX_ROWS, MAX_COLS, MAX_SLICES, MAX_VALUES, LINE_WIDTH = 20, 10, 10, 40, 80
 
 local floor, abs, log10 = math.floor, math.abs, function(x) return math.log(x, 10) end
 local huge = math.huge
@@ -80,7 +80,8 @@ local function plan(t, sz)
     local v = t:item()
     return { { rows = { 1 }, cols = { 1 }, get = function() return v end } }
   elseif nd == 1 then
-    return { { rows = pick(sz[1], MAX_ROWS), cols = { 1 }, get = function(r) return t[r] end } }
+    return { { rows = { 1 }, cols = pick(sz[1], MAX_VALUES), wrap = true,
+               get = function(_, c) return t[c] end } }
   elseif nd == 2 then
     return { { rows = pick(sz[1], MAX_ROWS), cols = pick(sz[2], MAX_COLS),
                get = function(r, c) return t:get(r, c) end } }
@@ -183,6 +184,8 @@ function render(t)
     else
       if b.header then add(b.header) end
       if scale then add(string.format("%.0e *", scale)) end
+      -- a 1-D tensor's one row wraps: as many cells per line as fit in LINE_WIDTH
+      local per_line = b.wrap and math.max(1, (LINE_WIDTH + 1) // (width + 1)) or #b.cols
       for i, r in ipairs(b.rows) do
         if not r then
           add(gap)
@@ -191,8 +194,12 @@ function render(t)
           for j, c in ipairs(b.cols) do
             local str = c and b.vals[i][j] or "..."
             cells[#cells + 1] = string.rep(" ", width - #str) .. str
+            if #cells == per_line then
+              add(table.concat(cells, " "))
+              cells = {}
+            end
           end
-          add(table.concat(cells, " "))
+          if #cells > 0 then add(table.concat(cells, " ")) end
         end
       end
       if b.header and bi < #blocks then add("") end
@@ -361,4 +368,70 @@ function rp.inspect(v, opts)
     return leaf(v)
   end
   return inspect_value(v, o, "", 1, {})
+end
+
+-- ---------------------------------------------------------------- result tables that print
+-- m:params() and m:grads() print one line per tensor (index, name, shape, norm) under a line with
+-- the counts; rp.model_memory(cfg) prints its fields with the bytes also in KiB/MiB/GiB. The
+-- tables stay plain tables (raw fields); only their metatables' __tostring is set here.
+
+-- 596357 -> "596,357"
+local function grouped(n)
+  local s = ("%d"):format(n)
+  local head, digits = s:match("^(-?)(%d+)$")
+  digits = digits:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", "")
+  return head .. digits
+end
+
+local function tensor_list_tostring(t, what)
+  local rows, wname, wshape, values = {}, 0, 0, 0
+  for i = 1, rawlen(t) do
+    local e = rawget(t, i)
+    local name, x = type(e) == "table" and rawget(e, "name"), type(e) == "table" and rawget(e, "tensor")
+    local shape, norm = "?", ""
+    -- a tensor released before or while the table prints (a finalizer) prints as released
+    local ok, sz, n, nrm = false, nil, nil, nil
+    if rp.is_tensor(x) then ok, sz, n, nrm = pcall(function() return x:shape(), x:numel(), x:norm() end) end
+    if ok then
+      shape, values, norm = shape_str(sz), values + n, ("norm %.4g"):format(nrm)
+    elseif rp.is_tensor(x) then
+      shape = "(released)"
+    end
+    name = tostring(name)
+    rows[i] = { name, shape, norm }
+    wname, wshape = math.max(wname, #name), math.max(wshape, #shape)
+  end
+  local lines = { ("%d %s tensors, %s values (t[i] = {name =, tensor =}, t[name] = tensor):")
+    :format(#rows, what, grouped(values)) }
+  local wi = #tostring(#rows)
+  for i, r in ipairs(rows) do
+    lines[#lines + 1] = ("  %" .. wi .. "d  %-" .. wname .. "s  %-" .. wshape .. "s  %s"):format(
+      i, r[1], r[2], r[3]):gsub("%s+$", "")
+  end
+  return table.concat(lines, "\n")
+end
+
+internals.Params_mt.__tostring = function(t) return tensor_list_tostring(t, "parameter") end
+internals.Grads_mt.__tostring = function(t) return tensor_list_tostring(t, "gradient") end
+
+-- 166330112 -> "166330112 (158.6 MiB)"
+local function bytes_str(n)
+  if math.type(n) ~= "integer" then return tostring(n) end
+  local units, v, u = { "KiB", "MiB", "GiB", "TiB" }, n, nil
+  for _, unit in ipairs(units) do
+    if v < 1024 then break end
+    v, u = v / 1024, unit
+  end
+  return u and ("%d (%.1f %s)"):format(n, v, u) or ("%d bytes"):format(n)
+end
+
+internals.Memory_mt.__tostring = function(t)
+  local parts = {}
+  for _, k in ipairs { "model", "optimiser", "params", "available" } do
+    local v = rawget(t, k)
+    if v ~= nil then
+      parts[#parts + 1] = k .. " = " .. (k == "params" and grouped(v) or bytes_str(v))
+    end
+  end
+  return "{" .. table.concat(parts, ", ") .. "}"
 end

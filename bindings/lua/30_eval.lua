@@ -123,6 +123,10 @@ local function opt_enum(fname, arg, opts, key, names, def)
     table.concat(quoted, ", "), describe(v)))
 end
 
+-- the option checks, for the other Lua parts (50_plot.lua)
+internals.check_opts, internals.opt_int = check_opts, opt_int
+internals.opt_number, internals.opt_enum = opt_number, opt_enum
+
 -- The model must read the task's tokens: vocab >= the task's, seq_len >= the task's (for loss).
 local function check_fit(fname, m, task, need_seq)
   local mc, tc = m:config(), task:config()

@@ -30,6 +30,12 @@
 --     that jumped; per pair: Fisher's exact test of the jump rates and the log-rank test of the
 --     jump steps, with Holm over the pairs (each test its own family)
 --   report.jumps_markdown(j, metric) -> text
+--   report.interaction(g1, g2, a, b) -> row | nil: whether the paired difference b - a changes
+--     between two comparisons (two model sizes, say): each comparison's per-seed differences b - a
+--     (the seeds both methods have), their means d1 and d2, and Welch's t-test of d2 - d1 over
+--     the two lists (independent seeds), with its 95% interval (Welch's df); g1, g2: the groups
+--     of the two comparisons; nil when a list has fewer than 2 differences
+--   report.jump_sensitivity_markdown(groups, thresholds) -> text
 --
 -- groups: compare.lua's groups: { {label =, runs = { {seed =, res = result}, ... }}, ... }.
 -- Pure Lua (lib.stats); nothing here runs a model.
@@ -330,6 +336,60 @@ function report.jumps_markdown(j, metric)
       "Holm" }, trows)
   end
   return table.concat(out, "\n")
+end
+
+-- the per-seed differences b - a of one comparison's groups (labels a and b), or nil
+local function seed_differences(groups, a, b)
+  local ga, gb
+  for _, g in ipairs(groups) do
+    if g.label == a then ga = g end
+    if g.label == b then gb = g end
+  end
+  if not ga or not gb then return nil end
+  local va, out = report.by_seed(ga), {}
+  for seed, v in pairs(report.by_seed(gb)) do
+    if va[seed] ~= nil then out[#out + 1] = v - va[seed] end
+  end
+  return out
+end
+
+function report.interaction(g1, g2, a, b)
+  local d1, d2 = seed_differences(g1, a, b), seed_differences(g2, a, b)
+  if not d1 or not d2 or #d1 < 2 or #d2 < 2 then return nil end
+  local function mean(x)
+    local sum = 0
+    for _, v in ipairs(x) do sum = sum + v end
+    return sum / #x
+  end
+  local t, df, p = stats.welch(d2, d1)
+  local row = { a = a, b = b, n1 = #d1, n2 = #d2, diff1 = mean(d1), diff2 = mean(d2) }
+  row.change = row.diff2 - row.diff1
+  row.t, row.df, row.p = t, df, p
+  if t and t ~= 0 then
+    local se = row.change / t
+    local q = stats.t_quantile(0.975, df)
+    row.lo, row.hi = row.change - q * math.abs(se), row.change + q * math.abs(se)
+  end
+  return row
+end
+
+-- report.interaction_markdown(rows, names, metric) -> text: the rows of report.interaction, the
+-- two comparisons named names[1] and names[2]
+function report.interaction_markdown(rows, names, metric)
+  local f = diff_fmt(metric)
+  local body = {}
+  for _, r in ipairs(rows) do
+    body[#body + 1] = { r.b .. " - " .. r.a, ("%s (%d)"):format(util.num(r.diff1, f), r.n1),
+      ("%s (%d)"):format(util.num(r.diff2, f), r.n2), util.num(r.change, f),
+      r.lo and ci_fmt(r.lo, r.hi, f) or "-", r.df and util.num(r.df, "%.1f") or "-", p_fmt(r.p) }
+  end
+  return ("Does the difference change between %s and %s? Each comparison's mean paired "
+    .. "difference (over its seeds; pairs in brackets), the change (second - first) with "
+    .. "its 95%% interval and Welch's two-sided t-test over the two lists of per-seed "
+    .. "differences (the seeds of the two comparisons are independent runs):\n\n"):format(
+      names[1], names[2])
+    .. util.markdown({ "difference", names[1], names[2], "change", "95% CI", "Welch df",
+      "p" }, body)
 end
 
 -- report.jump_sensitivity_markdown(groups, thresholds) -> the jump analysis at each threshold,

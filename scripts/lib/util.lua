@@ -1,5 +1,6 @@
 -- Small helpers shared by the experiment scripts (train.lua, compare.lua, sweep.lua):
--- running a script's main with errors for people (util.main), atomic file writes, JSON files,
+-- running a script's main with errors for people (util.main), atomic file writes (through the
+-- module's rp.write_file), JSON files,
 -- folders, shell quoting, markdown and CSV tables, the progress line, and the command-line
 -- options made from rp.experiment.keys().
 --
@@ -14,6 +15,7 @@ local lfs = require "lfs"
 local pldir = require "pl.dir"
 local plpath = require "pl.path"
 local uv = require "luv"
+local rp = require "roper"
 
 local util = {}
 
@@ -121,7 +123,11 @@ function util.columns()
     local tty = uv.new_tty(2, false)
     if tty then
       local w = tty:get_winsize()
-      tty:close() -- libuv never closes fds 0..2
+      -- libuv never closes fds 0..2; the handle's close must complete in the loop before its
+      -- memory goes: a handle closed but left in the loop crashed every process that asked
+      -- for the width on a terminal (SIGSEGV inside luv when the Lua state closed at exit)
+      tty:close()
+      uv.run("nowait")
       if math.type(w) == "integer" and w >= 20 then return w end
     end
   end
@@ -207,59 +213,22 @@ function util.pid()
   return math.tointeger(uv.os_getpid())
 end
 
--- The "<path>.tmp.<pid>" files of processes that no longer exist are removed (once per path and
--- process: a write killed half way leaves its temporary file, the next writer cleans up).
-local cleaned = {}
-local function remove_stale_temps(path)
-  if cleaned[path] then return end
-  cleaned[path] = true
-  local dir, base = plpath.splitpath(path)
-  if dir == "" then dir = "." end
-  local prefix = base .. ".tmp."
-  local ok, iter, state = pcall(lfs.dir, dir)
-  if not ok then return end
-  for name in iter, state do
-    if name:sub(1, #prefix) == prefix then
-      local pid = math.tointeger(tonumber(name:sub(#prefix + 1):match("^%d+$")))
-      if pid and pid ~= util.pid() then
-        local _, _, code = uv.kill(pid, 0)
-        -- a writer killed with its parent is a zombie until PID 1 reaps it: dead as well
-        local f = code ~= "ESRCH" and io.open(("/proc/%d/stat"):format(pid))
-        local zombie = f and (f:read("a") or ""):match("^%d+ %b() (%a)") == "Z"
-        if f then f:close() end
-        if code == "ESRCH" or zombie then os.remove(plpath.join(dir, name)) end
-      end
-    end
-  end
-end
-
--- write(path, text) -> true | nil, message. Writes to "<path>.tmp.<pid>" in the same folder, then
--- renames it over path, so a reader never sees a partial file, an interrupted write leaves the
--- old file (or none), and what a killed write left is removed by the next write to path.
--- Messages name path, never the temporary file.
+-- write(path, text) -> true | nil, message: the module's atomic writer (rp.write_file, core's
+-- rp_file_write_atomic): a reader never sees a partial file, an interrupted write leaves the old
+-- file (or none), the data is fsync'ed before the rename, and what a killed write left
+-- ("<path>.tmp.<pid>") is removed by the next write to path. Anything at path but a regular file
+-- (a folder, a FIFO) is refused before anything is written. Messages name path, never the
+-- temporary file.
 function util.write(path, text)
-  remove_stale_temps(path)
-  local tmp = ("%s.tmp.%d"):format(path, util.pid())
-  local function fail(err)
-    os.remove(tmp)
-    err = tostring(err):gsub("^" .. tmp:gsub("%p", "%%%0") .. ": ", "")
-    return nil, path .. ": " .. err
-  end
-  if plpath.isdir(path) then return nil, path .. ": is a folder" end
-  local f, err = io.open(tmp, "wb")
-  if not f then return fail(err) end
-  local ok, werr = f:write(text)
-  local cok, cerr = f:close()
-  if not ok or not cok then return fail(werr or cerr) end
-  local rok, rerr = os.rename(tmp, path)
-  if not rok then return fail(rerr) end
-  return true
+  return rp.write_file(path, text)
 end
 
 -- check_output(path, what): before any work, makes sure a file can be written at path: its folder
 -- exists (created when missing), path is not a folder, and a probe file "<path>.probe" can be
--- created and removed there (unless something is there already: that is left alone). Raises a
--- usage problem naming `what` (the option, e.g. "--out") and path.
+-- created and removed there. An empty regular file already at "<path>.probe" is the leftover of a
+-- probe cut short (kill -9 between its write and its removal) and is removed; anything else there
+-- is left alone and the probe skipped. Raises a usage problem naming `what` (the option, e.g.
+-- "--out") and path.
 function util.check_output(path, what)
   if plpath.isdir(path) then util.usage(("%s %s: is a folder, not a file"):format(what, path)) end
   local dir = plpath.dirname(path)
@@ -270,7 +239,8 @@ function util.check_output(path, what)
         tostring(err):gsub("^.-: ", "")))
     end
   end
-  if lfs.attributes(path .. ".probe", "mode") then return end
+  local probe = lfs.attributes(path .. ".probe")
+  if probe and (probe.mode ~= "file" or probe.size ~= 0) then return end
   local ok, err = util.write(path .. ".probe", "")
   if not ok then
     util.usage(("%s %s: cannot write there (%s)"):format(what, path,
@@ -295,19 +265,11 @@ function util.check_input(path, what)
   end
 end
 
--- read(path) -> text | nil, message: the whole file; anything but a regular file is refused
--- before it is opened ("f: not a regular file (a FIFO)": opening a FIFO would wait for a
--- writer, and a folder opens but does not read)
+-- read(path) -> text | nil, message: the whole file (rp.read_file, core's reader, up to 1 GiB);
+-- anything but a regular file is refused before it is opened ("f: not a regular file (a FIFO)":
+-- opening a FIFO would wait for a writer, and a folder opens but does not read)
 function util.read(path)
-  local mode = lfs.attributes(path, "mode")
-  if mode and mode ~= "file" then
-    return nil, ("%s: not a regular file (%s)"):format(path, kind_of(mode))
-  end
-  local f, err = io.open(path, "rb")
-  if not f then return nil, err end
-  local text = f:read("a")
-  f:close()
-  return text
+  return rp.read_file(path)
 end
 
 -- json(v) -> text: v as indented JSON with every object's keys sorted (so files diff well and

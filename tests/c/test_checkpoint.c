@@ -454,6 +454,44 @@ static void test_damaged(void)
         reseal(copy, len);
         spit(bad, copy, len);
         expect_io(bad, "bad optimiser config: beta2 must be in [0, 1), got 1.5", 1, "bad beta2");
+        /* the optimiser step (after its 88 bytes of config): 2^63-1 once loaded, and the next
+         * step overflowed step + 1; up to 2^53 loads, and the count stops there */
+        memcpy(copy, b, len);
+        size_t at_step = tensors_end + 44 + 88;
+        put64(copy + at_step, (uint64_t)INT64_MAX);
+        reseal(copy, len);
+        spit(bad, copy, len);
+        char w[200];
+        snprintf(w, sizeof w, "corrupted (optimiser state: %lld floats at step "
+                 "9223372036854775807 for %lld parameters; steps 0 to 2^53)", (long long)os.n,
+                 (long long)os.n);
+        expect_io(bad, w, 1, "step 2^63-1");
+        put64(copy + at_step, (uint64_t)RP_ADAM_MAX_STEP + 1);
+        reseal(copy, len);
+        spit(bad, copy, len);
+        expect_io(bad, "at step 9007199254740993 for", 0, "step 2^53+1");
+        put64(copy + at_step, (uint64_t)RP_ADAM_MAX_STEP);
+        reseal(copy, len);
+        spit(bad, copy, len);
+        rp_checkpoint ck;
+        if (CHECK_STATUS(rp_checkpoint_load(bad, &ck), RP_OK, NULL)) {
+            int64_t np = ck.opt_state.n;
+            float *g = calloc((size_t)np, sizeof *g);
+            rp_adam_step(&ck.opt_cfg, &ck.opt_state, rp_model_params(ck.model)->data, g, np);
+            rp_adam_step(&ck.opt_cfg, &ck.opt_state, rp_model_params(ck.model)->data, g, np);
+            CHECK(ck.opt_state.step == RP_ADAM_MAX_STEP &&
+                      rp_adam_next_step(&ck.opt_state) == RP_ADAM_MAX_STEP,
+                  "the step count stops at 2^53: %lld", (long long)ck.opt_state.step);
+            free(g);
+            rp_checkpoint_free_optim(&ck);
+            rp_model_free(ck.model);
+        }
+    }
+    {   /* saving refuses a step beyond 2^53 too */
+        rp_adam_state big = os;
+        big.step = RP_ADAM_MAX_STEP + 1;
+        CHECK_STATUS(rp_checkpoint_save(bad, m, &oc, &big), RP_ERR_ARG,
+                     "optimiser step must be between 0 and 2^53, got 9007199254740993");
     }
 
     /* paths */

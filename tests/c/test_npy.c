@@ -261,24 +261,38 @@ static void test_header_text(void)
 
 /* ---- refusals ------------------------------------------------------------------------------------ */
 
-/* A file: the v1.0 (or v2/v3) preamble with the header text padded to 64 bytes, then ndata bytes
+/* A file: the preamble of version major.0, the hl header bytes exactly as given, then ndata bytes
  * of data (zeros). */
-static void write_npy(const char *path, int major, const char *header, size_t ndata)
+static void write_npy_raw(const char *path, int major, const char *header, size_t hl, size_t ndata)
 {
-    size_t pre = major == 1 ? 10 : 12, hl = strlen(header);
-    size_t total = pre + hl + 1;
-    size_t pad = (64 - total % 64) % 64;
-    size_t n = total + pad + ndata;
+    size_t pre = major == 1 ? 10 : 12, n = pre + hl + ndata;
     unsigned char *b = calloc(1, n);
     memcpy(b, "\x93NUMPY", 6);
     b[6] = (unsigned char)major;
-    uint32_t len = (uint32_t)(hl + pad + 1);
-    for (size_t i = 0; i < pre - 8; i++) b[8 + i] = (unsigned char)(len >> (8 * i));
+    for (size_t i = 0; i < pre - 8; i++) b[8 + i] = (unsigned char)((uint32_t)hl >> (8 * i));
     memcpy(b + pre, header, hl);
-    memset(b + pre + hl, ' ', pad);
-    b[pre + hl + pad] = '\n';
     check_write_bytes(path, b, n);
     free(b);
+}
+
+/* A file: the v1.0 (or v2/v3) preamble with the header (hl bytes) padded with spaces and a newline
+ * to 64 bytes, then ndata bytes of data (zeros). */
+static void write_npy_n(const char *path, int major, const char *header, size_t hl, size_t ndata)
+{
+    size_t pre = major == 1 ? 10 : 12;
+    size_t total = pre + hl + 1;
+    size_t pad = (64 - total % 64) % 64;
+    char *h = malloc(hl + pad + 1);
+    memcpy(h, header, hl);
+    memset(h + hl, ' ', pad);
+    h[hl + pad] = '\n';
+    write_npy_raw(path, major, h, hl + pad + 1, ndata);
+    free(h);
+}
+
+static void write_npy(const char *path, int major, const char *header, size_t ndata)
+{
+    write_npy_n(path, major, header, strlen(header), ndata);
 }
 
 static void test_refusals(void)
@@ -345,14 +359,15 @@ static void test_refusals(void)
         write_npy(p, 1, dicts[i].header, 0);
         expect_fail(p, dicts[i].msg);
     }
-    /* accepted variants: double quotes, no trailing comma, Python 2 longs, other key order, v2 */
+    /* accepted variants: double quotes, no trailing comma, Python 2 longs (not in 3.0: NumPy
+     * filters the L out of 1.0 and 2.0 headers only), other key order, v2 */
     static const char *const fine[] = {
         "{\"descr\": \"<f4\", \"fortran_order\": False, \"shape\": (2, 3)}",
         "{'shape': (2L, 3L), 'fortran_order': False, 'descr': '<f4'}",
         "{ 'descr' : '<f4' , 'fortran_order' : False , 'shape' : ( 2 , 3 , ) , }",
     };
     for (size_t i = 0; i < 3; i++) {
-        for (int major = 1; major <= 3; major++) {
+        for (int major = 1; major <= (i == 1 ? 2 : 3); major++) {
             write_npy(p, major, fine[i], 24);
             rp_tensor t;
             CHECK(rp_npy_load(p, &t, NULL) == RP_OK && t.ndim == 2 && t.shape[0] == 2 &&
@@ -388,13 +403,25 @@ static void test_refusals(void)
     expect_fail(p, "9 dims, more than the 8 a tensor holds");
     write_npy(p, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1048576, 1048577), }", 0);
     expect_fail(p, "shape (1048576, 1048577) has more than 2^40 elements");
+    /* an empty shape is held to the limit of its sizes other than 0 (its strides), as
+     * rp_tensor_new holds it: (0, 2^32, 2^32) once gave strides that overflowed */
     write_npy(p, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2097152, 2097152, 0), }", 0);
-    expect_fail(p, "shape (2097152, 2097152, 0) has more than 2^40 elements");
+    expect_fail(p, "shape (2097152, 2097152, 0) is too large (its sizes other than 0 multiply to "
+                   "more than 2^40)");
+    write_npy(p, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 4294967296, "
+                    "4294967296), }", 0);
+    expect_fail(p, "shape (0, 4294967296, 4294967296) is too large (its sizes other than 0 "
+                   "multiply to more than 2^40)");
     write_npy(p, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 0, 99999999999, 7), }",
               0);
+    expect_fail(p, "shape (3, 0, 99999999999, 7) is too large (its sizes other than 0 multiply "
+                   "to more than 2^40)");
+    write_npy(p, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 0, 1048576, 349525), }",
+              0);
     rp_tensor z;
-    CHECK(rp_npy_load(p, &z, NULL) == RP_OK && z.ndim == 4 && rp_tensor_numel(&z) == 0,
-          "sizes after a 0 count for nothing, as in core/tensor.c: %s", rp_last_error());
+    CHECK(rp_npy_load(p, &z, NULL) == RP_OK && z.ndim == 4 && rp_tensor_numel(&z) == 0 &&
+              z.stride[0] == (int64_t)1048576 * 349525 && z.stride[1] == z.stride[0],
+          "an empty shape whose other sizes fit: %s", rp_last_error());
     rp_tensor_release(&z);
     write_npy(p, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 20);
     expect_fail(p, "truncated (the data of shape (2, 3) '<f4' needs 24 bytes, the file has 20)");
@@ -428,6 +455,102 @@ static void test_refusals(void)
     rp_tensor t;
     CHECK_STATUS(rp_npy_load("", &t, NULL), RP_ERR_ARG, ".npy path is empty");
     CHECK_STATUS(rp_npy_load(NULL, &t, NULL), RP_ERR_ARG, ".npy path is empty");
+}
+
+/* The header is read as the Python literal NumPy reads (ast.literal_eval), no more: keys and
+ * strings with a NUL were once compared as C strings ('descr\0' was 'descr', '<f4\0junk' was
+ * '<f4'), and (02, 3), a leading tab and text after the newline were taken. */
+static void test_header_grammar(void)
+{
+    char p[512];
+    path_in(p, sizeof p, "grammar.npy");
+    static const struct {
+        int major;
+        const char *header;
+        size_t len; /* 0: strlen */
+        const char *msg;
+    } bad[] = {
+        {1, "{'descr\0': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 60,
+         "bad .npy header (at byte 7: a NUL byte)"},
+        {1, "{'descr': '<f4\0junk', 'fortran_order': False, 'shape': (2, 3), }", 65,
+         "bad .npy header (at byte 14: a NUL byte)"},
+        {1, "{'descr': '<f4', 'fortran_order': False, 'shape\0xyz': (2, 3), }", 64,
+         "bad .npy header (at byte 47: a NUL byte)"},
+        {1, "{'descr': '<f4', 'fortran_order': False, 'shape': (02, 3), }", 0,
+         "bad .npy header (at byte 51: a size with a leading zero (Python refuses 02))"},
+        {1, "{'descr': '<f4', 'fortran_order': False, 'shape': (0_1, 3), }", 0,
+         "bad .npy header (at byte 51: a size with a leading zero (Python refuses 02))"},
+        {1, "\t{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 0,
+         "bad .npy header (at byte 0: expected '{' (the header is a dict))"},
+        {1, " {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 0,
+         "bad .npy header (at byte 0: expected '{' (the header is a dict))"},
+        {1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2_, 3), }", 0,
+         "bad .npy header (at byte 53: '_' must stand between two digits)"},
+        {1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2__0, 3), }", 0,
+         "bad .npy header (at byte 53: '_' must stand between two digits)"},
+        {1, "{'descr': '<f4', 'fortran_order': False, 'shape': (0x2, 3), }", 0,
+         "bad .npy header (at byte 52: expected ',' or ')' in the shape)"},
+        {1, "{'descr': '<f4', 'fortran_order': False, 'shape': (+2, 3), }", 0,
+         "bad .npy header (at byte 51: expected a size or ')')"},
+        {1, "{'descr': '<f4', 'fortran_order': False, 'shape': ((2, 3)), }", 0,
+         "bad .npy header (at byte 51: expected a size or ')')"},
+        {1, "{'descr': '<f4', 'fortran_order': Falsey, 'shape': (2, 3), }", 0,
+         "bad .npy header (at byte 39: expected ',' or '}' in the dict)"},
+        {1, "{'descr': '<f4\n', 'fortran_order': False, 'shape': (2, 3), }", 0,
+         "bad .npy header (at byte 14: a line break inside a string)"},
+        {1, "{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 0,
+         "bad .npy header (at byte 17: key 'descr' appears twice)"},
+        {1, "{'d\x01': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 0,
+         "bad .npy header (at byte 1: unknown key 'd\\x01')"},
+        {1, "{u'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 0,
+         "bad .npy header (at byte 1: expected a quoted string)"},
+        {1, "{'descr':\v'<f4', 'fortran_order': False, 'shape': (2, 3), }", 0,
+         "bad .npy header (at byte 9: expected a quoted string)"},
+        {1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }\n  ", 0,
+         "bad .npy header (at byte 60: unexpected text after the dict)"},
+        {1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }\n\n", 0,
+         "bad .npy header (at byte 60: unexpected text after the dict)"},
+        {1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), } # note\n", 0,
+         "bad .npy header (at byte 60: unexpected text after the dict)"},
+        {3, "{'descr': '<f4', 'fortran_order': False, 'shape': (2L, 3L), }\n", 0,
+         "bad .npy header (at byte 52: expected ',' or ')' in the shape)"},
+        {3, "{'descr': '<f4\xff', 'fortran_order': False, 'shape': (2, 3), }\n", 0,
+         "bad .npy header (at byte 14: invalid UTF-8 in a string)"},
+        {3, "{'descr': '<f4\xed\xa0\x80', 'fortran_order': False, 'shape': (2, 3), }\n", 0,
+         "bad .npy header (at byte 14: invalid UTF-8 in a string)"},
+        {1, "{'descr': '<f4\xe9', 'fortran_order': False, 'shape': (2, 3), }\n", 0,
+         "dtype '<f4\\xe9' is not supported (only float32 '<f4' and float64 '<f8')"},
+        {3, "{'descr': '<f4\xc3\xa9', 'fortran_order': False, 'shape': (2, 3), }\n", 0,
+         "dtype '<f4\\xc3\\xa9' is not supported (only float32 '<f4' and float64 '<f8')"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        size_t len = bad[i].len ? bad[i].len : strlen(bad[i].header);
+        write_npy_raw(p, bad[i].major, bad[i].header, len, 24);
+        expect_fail(p, bad[i].msg);
+    }
+    /* what Python reads too: whitespace and line breaks inside the braces, a form feed, decimal
+     * integers with underscores, 00, the newline written as CR LF, no newline at all */
+    static const struct {
+        const char *header;
+        int64_t rows;
+    } good[] = {
+        {"{'descr': '<f4',\n 'fortran_order': False,\r\n\t'shape': (2,\f 3)}\n", 2},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (1_0, 3), }   \n", 10},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (00, 3), }\t\f \r\n", 0},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (0_0, 3), }", 0},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        for (int major = 1; major <= 3; major++) {
+            write_npy_raw(p, major, good[i].header, strlen(good[i].header),
+                          (size_t)good[i].rows * 12);
+            rp_tensor t;
+            CHECK(rp_npy_load(p, &t, NULL) == RP_OK && t.ndim == 2 &&
+                      t.shape[0] == good[i].rows && t.shape[1] == 3,
+                  "accepted header %zu, version %d.0: %s", i, major, rp_last_error());
+            rp_tensor_release(&t);
+        }
+    }
+    unlink(p);
 }
 
 /* Truncating a good file at every length gives an error each time, never a crash. */
@@ -514,6 +637,7 @@ int main(void)
     test_round_trips();
     test_header_text();
     test_refusals();
+    test_header_grammar();
     test_truncations();
     test_save_errors();
     CHECK(leftovers() == 0, "temporary folder empty at the end");

@@ -449,6 +449,9 @@ static void test_structure(void)
          "tensor \"w\" has 9 dims, more than the 8 a tensor holds"},
         {"{\"w\":{\"dtype\":\"F32\",\"shape\":[1048576,1048577],\"data_offsets\":[0,4]}}", 4,
          "tensor \"w\" of shape [1048576 x 1048577] has more than 2^40 elements"},
+        {"{\"w\":{\"dtype\":\"F32\",\"shape\":[0,4294967296,4294967296],\"data_offsets\":[0,0]}}",
+         0, "tensor \"w\" of shape [0 x 4294967296 x 4294967296] is too large (its sizes other "
+            "than 0 multiply to more than 2^40)"},
         {"{\"w\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,20]}}", 20,
          "tensor \"w\": data_offsets [0, 20] hold 20 bytes, its shape [2 x 3] of F32 needs 24"},
         {"{\"w\":{\"dtype\":\"F64\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8,

@@ -153,6 +153,27 @@ static void test_new(void)
     st = rp_tensor_new(&t, 2, S((int64_t)1 << 30, (int64_t)1 << 30));
     CHECK(st != RP_OK && t.storage == NULL, "more than RP_MAX_NUMEL elements rejected (%d)",
           (int)st);
+    /* an empty shape is held to the limit of its sizes other than 0: its strides are their
+     * product ([0 x 2^32 x 2^32] once got a stride of 2^64) */
+    CHECK_STATUS(rp_tensor_new(&t, 3, S(0, (int64_t)1 << 32, (int64_t)1 << 32)), RP_ERR_SHAPE,
+                 "shape [0 x 4294967296 x 4294967296] is too large (its sizes other than 0 "
+                 "multiply to more than 2^40)");
+    CHECK(t.storage == NULL, "empty shape over the limit leaves t empty");
+    CHECK_STATUS(rp_tensor_new(&t, 3, S(INT64_MAX, 0, INT64_MAX)), RP_ERR_SHAPE, "is too large");
+    CHECK_STATUS(rp_tensor_new(&t, 2, S(RP_MAX_NUMEL, 0)), RP_OK, NULL);
+    CHECK(t.stride[0] == 1 && t.stride[1] == 1 && rp_tensor_numel(&t) == 0,
+          "[2^40 x 0]: strides %lld %lld", (long long)t.stride[0], (long long)t.stride[1]);
+    rp_tensor e;
+    CHECK_STATUS(rp_tensor_reshape(&e, &t, 3, S(0, RP_MAX_NUMEL, RP_MAX_NUMEL)), RP_ERR_SHAPE,
+                 "shape [0 x 1099511627776 x 1099511627776] is too large");
+    CHECK_STATUS(rp_tensor_reshape(&e, &t, 3, S(0, -1, RP_MAX_NUMEL)), RP_ERR_SHAPE,
+                 "cannot reshape [1099511627776 x 0] into [0 x -1 x 1099511627776]");
+    CHECK_STATUS(rp_tensor_reshape(&e, &t, 3, S(RP_MAX_NUMEL, 0, 1)), RP_OK, NULL);
+    CHECK(e.ndim == 3 && e.stride[0] == 1 && e.stride[1] == 1, "reshape to [2^40 x 0 x 1]");
+    rp_tensor_release(&e);
+    CHECK_STATUS(rp_tensor_expand(&e, &t, 3, S(RP_MAX_NUMEL, RP_MAX_NUMEL, 0)), RP_ERR_SHAPE,
+                 "is too large");
+    rp_tensor_release(&t);
 }
 
 static void test_shape_str(void)
@@ -366,6 +387,75 @@ static void test_narrow_select_expand(void)
     CHECK(st != RP_OK && r.storage == NULL, "expand to fewer dims rejected (%d)", (int)st);
     rp_tensor_release(&c);
     rp_tensor_release(&t);
+}
+
+/* Diagonals of a 3 x 5 matrix and of its transpose (a strided view) at every offset k, element by
+ * element against (i, i + k) read from the matrix itself; empty past the corners; 2-D only. */
+static void test_diagonal(void)
+{
+    rp_tensor m = iota(2, S(3, 5)), mt, d;
+    CHECK_STATUS(rp_tensor_transpose(&mt, &m, 0, 1), RP_OK, NULL);
+    const rp_tensor *mats[2] = {&m, &mt};
+    for (int w = 0; w < 2; w++) {
+        const rp_tensor *a = mats[w];
+        int64_t rows = a->shape[0], cols = a->shape[1];
+        for (int64_t k = -6; k <= 6; k++) {
+            CHECK_STATUS(rp_tensor_diagonal(&d, a, k), RP_OK, NULL);
+            int64_t want = 0; /* count the (i, i + k) inside the matrix */
+            for (int64_t i = 0; i < rows; i++)
+                if (i + k >= 0 && i + k < cols) want++;
+            CHECK(d.ndim == 1 && d.shape[0] == want && d.storage == m.storage,
+                  "diagonal %lld of %s: %lld elements, want %lld", (long long)k,
+                  w ? "the transpose" : "[3 x 5]", (long long)d.shape[0], (long long)want);
+            int ok = 1;
+            for (int64_t i = 0, j = 0; i < rows && d.ndim == 1; i++) {
+                if (i + k < 0 || i + k >= cols) continue;
+                int64_t at[2] = {i, i + k}, one[1] = {j++};
+                ok &= *check_at(&d, one) == *check_at(a, at);
+            }
+            CHECK(ok, "diagonal %lld of %s: the values (i, i + k)", (long long)k,
+                  w ? "the transpose" : "[3 x 5]");
+            rp_tensor_release(&d);
+        }
+    }
+    check_poison(&d);
+    rp_tensor v = iota(1, S(4));
+    CHECK_STATUS(rp_tensor_diagonal(&d, &v, 0), RP_ERR_SHAPE, "expected a 2-D tensor, got [4]");
+    CHECK(d.storage == NULL, "out empty on failure");
+    rp_tensor_release(&v);
+    rp_tensor_release(&mt);
+    rp_tensor_release(&m);
+}
+
+/* rp_dot against a sum of products in long double, on contiguous and strided 1-D views; shapes
+ * that are not two 1-D tensors of one length are refused. */
+static void test_dot(void)
+{
+    rp_tensor m = randt(2, S(7, 3), -2, 2), a, b, c, e;
+    CHECK_STATUS(rp_tensor_select(&a, &m, 1, 0), RP_OK, NULL); /* stride 3 */
+    rp_tensor v = randt(1, S(7), -2, 2);
+    double got = -1;
+    CHECK_STATUS(rp_dot(&got, &a, &v), RP_OK, NULL);
+    long double want = 0;
+    for (int64_t i = 0; i < 7; i++) {
+        int64_t at[2] = {i, 0}, one[1] = {i};
+        want += (long double)*check_at(&m, at) * (long double)*check_at(&v, one);
+    }
+    CHECK(fabs(got - (double)want) <= 1e-12, "dot of a strided column and a vector: %.17g vs %.17g",
+          got, (double)want);
+    CHECK_STATUS(rp_tensor_narrow(&b, &v, 0, 2, 0), RP_OK, NULL);
+    CHECK_STATUS(rp_tensor_narrow(&c, &a, 0, 5, 0), RP_OK, NULL);
+    CHECK_STATUS(rp_dot(&got, &b, &c), RP_OK, NULL);
+    CHECK(got == 0.0, "the dot of two empty vectors is 0");
+    CHECK_STATUS(rp_dot(&got, &m, &v), RP_ERR_SHAPE, "got [7 x 3] and [7]");
+    CHECK_STATUS(rp_tensor_narrow(&e, &v, 0, 0, 6), RP_OK, NULL);
+    CHECK_STATUS(rp_dot(&got, &e, &v), RP_ERR_SHAPE, "got [6] and [7]");
+    rp_tensor_release(&e);
+    rp_tensor_release(&c);
+    rp_tensor_release(&b);
+    rp_tensor_release(&v);
+    rp_tensor_release(&a);
+    rp_tensor_release(&m);
 }
 
 /* ---------------------------------------------------------------- data movement */
@@ -996,6 +1086,8 @@ int main(void)
     test_reshape();
     test_transpose_permute();
     test_narrow_select_expand();
+    test_diagonal();
+    test_dot();
     test_contiguous_clone_copy();
     test_foreach_run();
     test_binary();

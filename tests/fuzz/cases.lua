@@ -8,10 +8,13 @@
 --                                                 -- function that makes the arguments and calls
 --
 -- A function with a valid seed call (seeds below) is called with that call's arguments, one of
--- them (or one field of an option table) replaced by each value of the battery; then with each
--- of its objects released, with aliased tensors, with option tables whose __index releases the
--- call's objects, and with a finalizer that releases them at the first allocation inside the
--- call. A function without a seed gets each battery value at positions 1 to 3.
+-- them (or one field of an option table) replaced by each value of the battery; every tensor
+-- among them (an argument or an option's value) also by degenerate tensors of its own shape
+-- (degenerate_shapes: a 0 in each dim, a single row in each dim, 2^31 positions in each dim of
+-- an empty tensor); then with each of its objects released, with aliased tensors, with option
+-- tables whose __index releases the call's objects, and with a finalizer that releases them at
+-- the first allocation inside the call. A function without a seed gets each battery value at
+-- positions 1 to 3.
 -- Everything is rebuilt for each case (objects get released), deterministically: case i is the
 -- same in every process, so a child can start at any case.
 local M = {}
@@ -166,6 +169,26 @@ local function seeds(rp)
   S["rp.inspect"] = function() return pack({ 1, a = { T(2) } }, { depth = 2, width = 40, items = 3 }) end
   S["rp.set_num_threads"] = function() return pack(1) end
   S["rp.memory"] = function() return pack() end
+  -- pictures: into text files of the fuzz folder (out replaced by nil draws on stdout); of the
+  -- string options only the title (each accepted value runs gnuplot, about 50 ms)
+  local function pic(ctx, extra)
+    local o = { title = "t", out = ctx.dir .. "/pic.txt", size = { 40, 12 } }
+    for k, v in pairs(extra) do o[k] = v end
+    return o
+  end
+  S["rp.plot"] = function(ctx)
+    return pack({ 1, 2, 3 }, { T(3), { 1, 3, 2 } }, pic(ctx, { labels = { "a", "b" }, logx = true,
+      xrange = { 1, 3 }, yrange = { -3, 3 } }))
+  end
+  S["rp.scatter"] = function(ctx)
+    return pack(T(4), { 1, 2, 3, 4 }, pic(ctx, { labels = { "a" }, logy = true, xrange = { -2, 2 },
+      yrange = { 1, 5 } }))
+  end
+  S["rp.heatmap"] = function(ctx) return pack(T(3, 4), pic(ctx, { range = { -1, 1 } })) end
+  S["rp.hist"] = function(ctx) return pack(T(2, 10), pic(ctx, { bins = 4, range = { -1, 1 } })) end
+  S["rp.gnuplot"] = function(ctx)
+    return pack({ "unset key", "plot x" }, { out = ctx.dir .. "/g.txt", size = { 40, 12 }, font_size = 9 })
+  end
   S["rp.rope.theta"] = function() return pack(8, 10000) end
   S["rp.rope.angles"] = function()
     return pack(4, 8, { base = 10000, scale = 1, xpos_side = -1, xpos = 0.4, xpos_scale_base = 16,
@@ -193,6 +216,8 @@ local function seeds(rp)
   S["rp.model"] = function() return pack(model_cfg()) end
   S["rp.model_memory"] = S["rp.model"]
   S["rp.load"] = function(ctx) return pack(ctx.checkpoint) end
+  S["rp.read_file"] = function(ctx) return pack(ctx.checkpoint, 1 << 20) end
+  S["rp.write_file"] = function(ctx) return pack(ctx.dir .. "/written.txt", "some text") end
   S["rp.optim.adam"] = function(ctx)
     return pack(ctx.model(), { lr = 1e-3, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0,
       clip = 1, schedule = "cosine", warmup = 1, total_steps = 10, min_lr = 0 })
@@ -282,6 +307,7 @@ local function seeds(rp)
   S["rp.Rng.randint"] = function() return pack(rp.rng(1), 0, 5, { 2, 2 }) end
   S["rp.Rng.seed"] = function() return pack(rp.rng(1), 3) end
   S["rp.Rng.jump"] = function() return pack(rp.rng(1), 2) end
+  S["roper.Rng.__tostring"] = function() return pack(rp.rng(1)) end
   -- tasks
   local function add_task() return rp.tasks.addition { max_digits = 2, seq_len = 32 } end
   S["rp.Task.batch"] = function() return pack(add_task(), 2, rp.rng(1), "train") end
@@ -325,6 +351,8 @@ local function seeds(rp)
   S["rp.Tensor.fill"] = function() return pack(T(2, 3), 1) end
   S["rp.Tensor.matmul"] = function() return pack(T(2, 3), T(3, 2)) end
   S["rp.Tensor.maxdiff"] = function() return pack(T(2, 3), T(2, 3)) end
+  S["rp.Tensor.dot"] = function() return pack(T(5), T(5)) end
+  S["rp.Tensor.diag"] = function() return pack(T(3, 4), 1) end
   S["rp.Tensor.save"] = function(ctx) return pack(T(2, 3):t(), ctx.dir .. "/s.npy") end
   -- metamethods
   S["roper.Tensor.__index"] = function() return pack(T(3, 4), { 2, { 1, 3 } }) end
@@ -341,6 +369,82 @@ local function seeds(rp)
     S["roper.Task." .. k] = function() return pack(add_task()) end
   end
   return S
+end
+
+-- ---------------------------------------------------------------- the variants
+-- The tensor-valued options a seed does not hold (it holds one mode's): name -> function(T)
+-- returning { pos =, drop = {keys}, set = {key = value} } option sets, each a valid call when
+-- merged into the seed's options at pos (drop removed first). Their tensors get the degenerate
+-- shapes as the seed's own do.
+local function variants(rp)
+  local V = {}
+  local function T(...) return rp.randn({ ... }, rp.rng(7)) end
+  local REL = { "rel_k", "rel_q", "rel_v", "rel_u", "rel_w", "rel_bias" }
+  local SCALING = { "scaling", "scaling_factor", "orig_len", "yarn_alpha", "yarn_beta" }
+  V["rp.attention"] = function()
+    return {
+      { pos = 4, drop = REL,
+        set = { pe = "xl", rel_k = T(4, 2, 8), rel_u = T(2, 8), rel_w = T(2, 8) } },
+      { pos = 4, drop = REL, set = { pe = "t5", rel_bias = T(2, 8) } },
+      { pos = 4, drop = REL, set = { pe = "deberta", rel_k = T(4, 2, 8), rel_q = T(4, 2, 8) } },
+      { pos = 4, drop = REL, set = { pe = "rope", freq = T(4) } },
+      { pos = 4, drop = REL, set = { pe = "rope", angles = T(7, 4) } },
+    }
+  end
+  V["rp.rope.rotate"] = function()
+    return {
+      { pos = 2, drop = { "offset" }, set = { positions = rp.tensor { 0, 1, 2, 3 } } },
+      { pos = 2, drop = { "freq", table.unpack(SCALING) }, set = { angles = T(4, 4) } },
+    }
+  end
+  V["rp.model"] = function()
+    return { { pos = 1, drop = { "freq", table.unpack(SCALING) }, set = { angles = T(8, 2) } } }
+  end
+  V["rp.model_memory"] = V["rp.model"]
+  return V
+end
+
+-- ---------------------------------------------------------------- degenerate tensors
+
+-- The degenerate variants of a tensor's shape: each dim 0 (the tensor empty), each dim 1 (a
+-- single row), each dim 2^31 with another dim 0 (2^31 positions, no memory). Each entry:
+-- { shape =, what = }.
+local function degenerate_shapes(shape)
+  local list = {}
+  local function variant(what, change)
+    local s = {}
+    for i, n in ipairs(shape) do s[i] = n end
+    change(s)
+    list[#list + 1] = { shape = s, what = what }
+  end
+  for d = 1, #shape do
+    variant(("a 0 in dim %d"):format(d), function(s) s[d] = 0 end)
+    if shape[d] ~= 1 then
+      variant(("a single row in dim %d"):format(d), function(s) s[d] = 1 end)
+    end
+    if #shape >= 2 then
+      variant(("2^31 in dim %d, empty"):format(d), function(s)
+        s[d] = 2 ^ 31
+        s[d == #shape and 1 or #shape] = 0
+      end)
+    end
+  end
+  return list
+end
+
+-- "[0 x 4 x 2 x 8]"
+local function shape_str(s)
+  local parts = {}
+  for i, n in ipairs(s) do parts[i] = ("%d"):format(n) end
+  return "[" .. table.concat(parts, " x ") .. "]"
+end
+
+-- A tensor of that shape: random values when it holds any, zeros (no memory) otherwise.
+local function degenerate_tensor(rp, shape)
+  for _, n in ipairs(shape) do
+    if n == 0 then return rp.zeros(shape) end
+  end
+  return rp.randn(shape, rp.rng(8))
 end
 
 -- ---------------------------------------------------------------- the functions
@@ -400,8 +504,29 @@ local function plan(rp, ctx, fn)
         table.sort(keys)
         for _, k in ipairs(keys) do
           for vi = 1, #B do p[#p + 1] = { kind = "key", pos = pos, key = k, value = vi } end
+          if rp.is_tensor(a[k]) then
+            for _, v in ipairs(degenerate_shapes(a[k]:shape())) do
+              p[#p + 1] = { kind = "key shape", pos = pos, key = k, shape = v.shape, what = v.what }
+            end
+          end
         end
         if #keys > 0 then p[#p + 1] = { kind = "closing options", pos = pos } end
+      elseif rp.is_tensor(a) then
+        for _, v in ipairs(degenerate_shapes(a:shape())) do
+          p[#p + 1] = { kind = "arg shape", pos = pos, shape = v.shape, what = v.what }
+        end
+      end
+    end
+    local V = variants(rp)[fn.name]
+    for vi, v in ipairs(V and V() or {}) do
+      p[#p + 1] = { kind = "variant", var = vi }
+      local keys = {}
+      for k, val in pairs(v.set) do if rp.is_tensor(val) then keys[#keys + 1] = k end end
+      table.sort(keys)
+      for _, k in ipairs(keys) do
+        for _, d in ipairs(degenerate_shapes(v.set[k]:shape())) do
+          p[#p + 1] = { kind = "variant shape", var = vi, key = k, shape = d.shape, what = d.what }
+        end
       end
     end
     local nobj, ntensor = 0, 0
@@ -462,6 +587,19 @@ function M.case(rp, ctx, fn, i)
   elseif p.kind == "arg" then desc = ("argument %d = %s"):format(p.pos, B[p.value][1])
   elseif p.kind == "key" then desc = ("argument %d, option %s = %s"):format(p.pos, p.key,
       B[p.value][1])
+  elseif p.kind == "arg shape" then desc = ("argument %d = tensor %s (%s)"):format(p.pos,
+      shape_str(p.shape), p.what)
+  elseif p.kind == "key shape" then desc = ("argument %d, option %s = tensor %s (%s)"):format(
+      p.pos, p.key, shape_str(p.shape), p.what)
+  elseif p.kind == "variant" or p.kind == "variant shape" then
+    local v = variants(rp)[fn.name]()[p.var]
+    local keys = {}
+    for k in pairs(v.set) do keys[#keys + 1] = k end
+    table.sort(keys)
+    desc = ("argument %d with options %s"):format(v.pos, table.concat(keys, ", "))
+    if p.kind == "variant shape" then
+      desc = desc .. (", %s = tensor %s (%s)"):format(p.key, shape_str(p.shape), p.what)
+    end
   elseif p.kind == "closing options" then
     desc = ("argument %d with an __index that releases the objects"):format(p.pos)
   elseif p.kind == "released" then desc = ("argument %d released before the call"):format(p.pos)
@@ -476,6 +614,16 @@ function M.case(rp, ctx, fn, i)
       if p.pos > args.n then args.n = p.pos end
     elseif p.kind == "key" then
       args[p.pos][p.key] = B[p.value][2](ctx)
+    elseif p.kind == "arg shape" then
+      args[p.pos] = degenerate_tensor(rp, p.shape)
+    elseif p.kind == "key shape" then
+      args[p.pos][p.key] = degenerate_tensor(rp, p.shape)
+    elseif p.kind == "variant" or p.kind == "variant shape" then
+      local v = variants(rp)[fn.name]()[p.var]
+      local o = args[v.pos]
+      for _, k in ipairs(v.drop) do o[k] = nil end
+      for k, val in pairs(v.set) do o[k] = val end
+      if p.kind == "variant shape" then o[p.key] = degenerate_tensor(rp, p.shape) end
     elseif p.kind == "closing options" then
       local raw = args[p.pos]
       args[p.pos] = setmetatable({}, { __index = function(_, k)

@@ -10,14 +10,17 @@
 --
 -- <dir> is the fuzz folder (special files, a corpus, a checkpoint, a safetensors and a .npy file)
 -- and the working directory, so that whatever a case writes under a relative name lands there.
+-- A <name> of the file fuzzer ("file:npy", tests/fuzz/files.lua) runs that kind's forged files:
+-- a case's call returns nil or "<class>: <problem>", which goes to <findings> as it is.
 -- Each case has a time budget of FUZZ_CASE_SECONDS (default 0.5) of Lua execution: a call that is
 -- valid but long (an experiment with a large value) is stopped by a hook and counts as done, not
 -- as a hang.
 local here = arg[0]:match("^(.*)/[^/]*$") or "."
-package.path = here .. "/?.lua;" .. package.path
+package.path = here .. "/?.lua;" .. here .. "/../lua/?.lua;" .. package.path
 local rp = require "roper"
 local uv = require "luv"
 local cases = require "cases"
+local files = require "files"
 
 local mode, dir = arg[1], arg[2]
 
@@ -44,7 +47,8 @@ if mode == "list" then
 end
 
 assert(mode == "run", "usage: child.lua list|run ...")
-local fn = find(arg[3])
+local is_file = files.is_kind(arg[3])
+local fn = is_file and { name = arg[3] } or find(arg[3])
 local first, last = math.tointeger(tonumber(arg[4])), math.tointeger(tonumber(arg[5]))
 local progress_path, findings_path = arg[6], arg[7]
 local findings = assert(io.open(findings_path, "a"))
@@ -58,7 +62,14 @@ local function progress(text)
 end
 
 for i = first, last do
-  local desc, call = cases.case(rp, ctx, fn, i)
+  local made, desc, call
+  if is_file then made, desc, call = pcall(files.case, rp, ctx, fn.name, i)
+  else made, desc, call = true, cases.case(rp, ctx, fn, i) end
+  if not made then -- forging the file failed: the harness's problem, named as such
+    local why = tostring(desc):gsub("\n", " ")
+    findings:write(("%d\tforging the file\tharness: %s\n"):format(i, why))
+    desc, call = "forging the file failed", function() return nil end
+  end
   progress(("%d\t%s"):format(i, desc))
   local deadline = uv.hrtime() + budget * 1e9
   debug.sethook(function()
@@ -73,6 +84,8 @@ for i = first, last do
     if not tostring(outer[2]):find("fuzz budget", 1, true) then
       line = ("%d\t%s\tharness: %s"):format(i, desc, tostring(outer[2]))
     end
+  elseif is_file then
+    if outer[2] then line = ("%d\t%s\t%s"):format(i, desc, outer[2]) end
   elseif not outer[2] then
     local why = cases.raw_error(outer[3])
     if why then line = ("%d\t%s\t%s: %s"):format(i, desc, why, tostring(outer[3])) end

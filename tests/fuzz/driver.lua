@@ -11,8 +11,9 @@
 --   driver.cleanup(dir)
 --
 -- report: { cases =, children =, seconds =, deaths = {...}, hangs = {...}, sanitizer = {...},
--- raw = {...}, harness = {...} }, each list holding one-line descriptions "case 12 (argument 2 =
--- nan): <what happened>".
+-- raw = {...}, harness = {...}, config = {...} }, each list holding one-line descriptions
+-- "case 12 (argument 2 = nan): <what happened>" (config: the file fuzzer's "config: " findings,
+-- tests/fuzz/files.lua).
 --
 -- Environment: ROPER_BIN (the binary), SANITIZE=1 (ASan build: no ulimit -v, allocations over
 -- 3 GiB fail instead), FUZZ_CHILD_SECONDS (the time limit of one child, default 120; 600 under
@@ -118,7 +119,7 @@ end
 -- Runs the cases of fn (from list) in children; returns the report.
 function M.run(bin, dir, fn)
   local r = { name = fn.name, cases = fn.cases, children = 0, deaths = {}, hangs = {},
-    sanitizer = {}, raw = {}, harness = {} }
+    sanitizer = {}, raw = {}, harness = {}, config = {} }
   local t0 = now()
   local safe = fn.name:gsub("[^%w]", "_")
   local progress, findings, errfile = dir .. "/" .. safe .. ".progress",
@@ -166,6 +167,7 @@ function M.run(bin, dir, fn)
     local i, desc, rest = line:match("^(%d+)\t([^\t]*)\t(.*)$")
     local entry = ("case %s (%s): %s"):format(i or "?", desc or "?", rest or line)
     if rest and rest:match("^harness: ") then r.harness[#r.harness + 1] = entry
+    elseif rest and rest:match("^config: ") then r.config[#r.config + 1] = entry
     else r.raw[#r.raw + 1] = entry end
   end
   r.seconds = now() - t0

@@ -174,7 +174,11 @@ describe("nothing is left behind", function()
     assert.is_nil(ok)
     assert.are.equal(dir .. "/nope/x.json: No such file or directory", err)
     ok, err = util.write(dir .. "/folder", "x")
-    assert.are.equal(dir .. "/folder: is a folder", err)
+    assert.are.equal(dir .. "/folder: not a regular file (a folder)", err)
+    -- a FIFO is refused before anything opens it (which would wait for a reader)
+    assert.is_true(os.execute("mkfifo " .. h.sh_quote(dir .. "/w.fifo")))
+    ok, err = util.write(dir .. "/w.fifo", "x")
+    assert.are.equal(dir .. "/w.fifo: not a regular file (a FIFO)", err)
   end)
 
   -- The pids of the children of pid (from /proc).

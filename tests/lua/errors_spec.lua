@@ -80,7 +80,7 @@ local cases = {
   { "t[3] of a [2 x 3] tensor", function() return M23()[3] end,
     "bad argument #2 to 'index' (index 3 out of range for dim 1 of [2 x 3])" },
   { "t[0]", function() return M23()[0] end,
-    "bad argument #2 to 'index' (index 0 out of range for dim 1 of [2 x 3])" },
+    "bad argument #2 to 'index' (index 0 out of range for dim 1 of [2 x 3]; dims and indices are 1-based (1 is the first, -1 the last))" },
   { "t[-3] of a [2 x 3] tensor", function() return M23()[-3] end,
     "bad argument #2 to 'index' (index -3 out of range for dim 1 of [2 x 3])" },
   { "get(3, 1) of a [2 x 3] tensor", function() return M23():get(3, 1) end,
@@ -92,9 +92,52 @@ local cases = {
   { "sum over dim 3 of a 2-D tensor", function() return M23():sum(3) end,
     "bad argument #1 to 'sum' (dim 3 out of range for [2 x 3])" },
   { "softmax over dim 0", function() return M23():softmax(0) end,
-    "bad argument #1 to 'softmax' (dim 0 out of range for [2 x 3])" },
+    "bad argument #1 to 'softmax' (dim 0 out of range for [2 x 3]; dims and indices are 1-based (1 is the first, -1 the last))" },
   { "t[{1, 4}] slice index out of range", function() return M23()[{ 1, 4 }] end,
     "bad argument #2 to 'index' (index 4 out of range for dim 2 of [2 x 3])" },
+  -- a 0 where Lua counts from 1 (a PyTorch or NumPy habit) says so, wherever it is given
+  { "t[{0}]", function() return M23()[{ 0 }] end,
+    "bad argument #2 to 'index' (index 0 out of range for dim 1 of [2 x 3]; dims and indices are 1-based (1 is the first, -1 the last))" },
+  { "t[{1, {0}}]", function() return M23()[{ 1, { 0 } }] end,
+    "bad argument #2 to 'index' (index 0 out of range for dim 2 of [2 x 3]; dims and indices are 1-based (1 is the first, -1 the last))" },
+  { "t[{{0, 1}}]", function() return M23()[{ { 0, 1 } }] end,
+    "bad argument #2 to 'index' (range {0, 1} out of range for dim 1 of [2 x 3]; dims and indices are 1-based (1 is the first, -1 the last))" },
+  { "t:sub(0, 1)", function() return M23():sub(0, 1) end,
+    "bad argument #1 to 'sub' (range 0..1 out of range for dim 1 of [2 x 3]; dims and indices are 1-based (1 is the first, -1 the last))" },
+  { "t:narrow(1, 0, 1)", function() return M23():narrow(1, 0, 1) end,
+    "bad argument #2 to 'narrow' (start 0 out of range for dim 1 of [2 x 3]; dims and indices are 1-based (1 is the first, -1 the last))" },
+  { "t:get(0, 1)", function() return M23():get(0, 1) end,
+    "bad argument #1 to 'get' (index 0 out of range for dim 1 of [2 x 3]; dims and indices are 1-based (1 is the first, -1 the last))" },
+  { "t:sum(0)", function() return M23():sum(0) end,
+    "bad argument #1 to 'sum' (dim 0 out of range for [2 x 3]; dims and indices are 1-based (1 is the first, -1 the last))" },
+  { "t:permute(0, 1)", function() return M23():permute(0, 1) end,
+    "bad argument #1 to 'permute' (dim 0 out of range for [2 x 3]; dims and indices are 1-based (1 is the first, -1 the last))" },
+  { "rotate with dim = 0", function() return rp.rope.rotate(rp.zeros { 4, 6 }, { dim = 0 }) end,
+    "bad argument #2 to 'rotate' (option 'dim': dim 0 out of range for [4 x 6]; dims and indices are 1-based (1 is the first, -1 the last))" },
+  -- a method called with '.' (x.sum() as in PyTorch) says to use ':'; a function that is also a
+  -- method of the module (rp.matmul) does not
+  { "x.sum()", function() local x = M23() return x.sum() end,
+    "bad argument #1 to 'sum' (roper.Tensor expected, got no value; call methods with ':', as in x:sum())" },
+  { "x.sum(2)", function() local x = M23() return x.sum(2) end,
+    "bad argument #1 to 'sum' (roper.Tensor expected, got number; call methods with ':', as in x:sum())" },
+  { "m.forward({0, 1})", function()
+      local m = rp.model { vocab = 3, d_model = 8, heads = 2, layers = 1, d_ff = 8, seq_len = 4, max_batch = 1 }
+      return m.forward({ 0, 1 })
+    end,
+    "bad argument #1 to 'forward' (roper.Model expected, got table; call methods with ':', as in x:forward())" },
+  { "rp.matmul() without arguments", function() return rp.matmul() end,
+    "bad argument #1 to 'matmul' (roper.Tensor expected, got no value)" },
+  -- t:dot and t:diag
+  { "dot of a matrix", function() return M23():dot(M23()) end,
+    "calling 'dot' on bad self (dot takes 1-D tensors, got [2 x 3] (rp.matmul multiplies matrices))" },
+  { "dot of vectors of two lengths", function() return rp.ones { 3 }:dot(rp.ones { 2 }) end,
+    "bad argument #1 to 'dot' (dot needs two 1-D tensors of one length, got [3] and [2])" },
+  { "diag of a 3-D tensor", function() return rp.zeros { 2, 2, 2 }:diag() end,
+    "calling 'diag' on bad self (diag takes a 1-D or 2-D tensor, got [2 x 2 x 2])" },
+  { "diag with a non-integer k", function() return M23():diag(0.5) end,
+    "bad argument #1 to 'diag' (k must be an integer, got 0.5)" },
+  { "diag of a vector too far off the diagonal", function() return rp.ones { 2 }:diag(2 ^ 40) end,
+    "bad argument #1 to 'diag' (diag of [2] with k = 1099511627776 gives too large a matrix)" },
 
   -- sizes
   { "negative size", function() return rp.zeros { 2, -1 } end,
@@ -103,6 +146,19 @@ local cases = {
     "bad argument #1 to 'zeros' (size 2 must be an integer, got 1.5)" },
   { "nine dims", function() return rp.zeros { 1, 1, 1, 1, 1, 1, 1, 1, 1 } end,
     "bad argument #1 to 'zeros' (shape has 9 dims, at most 8 allowed)" },
+  -- an empty shape is held to the limit of its sizes other than 0 (a 0 once lifted it in the
+  -- broadcast and matmul checks, and rp.load made such tensors with overflowed strides)
+  { "empty shape over the limit", function() return rp.zeros { 0, 2 ^ 32, 2 ^ 32 } end,
+    "bad argument #1 to 'zeros' (shape [0 x 4294967296 x 4294967296] has too many elements "
+      .. "(more than 2^40))" },
+  { "empty broadcast over the limit",
+    function() return rp.zeros { 0, 2 ^ 21, 1 } + rp.zeros { 1, 2 ^ 20 } end,
+    "bad argument #2 to 'add' (shapes [0 x 2097152 x 1] and [1 x 1048576] broadcast to "
+      .. "[0 x 2097152 x 1048576]: too many elements)" },
+  { "empty matmul over the limit",
+    function() return rp.matmul(rp.zeros { 0, 2 ^ 21, 1 }, rp.zeros { 1, 2 ^ 20 }) end,
+    "bad argument #2 to 'matmul' (matmul of [0 x 2097152 x 1] and [1 x 1048576] gives too large "
+      .. "a result)" },
   { "ragged nested table", function() return rp.tensor { { 1, 2 }, { 3 } } end,
     "bad argument #1 to 'tensor' (ragged nested table: [2] has 1 entries, expected 2)" },
   { "eye(-1)", function() return rp.eye(-1) end,

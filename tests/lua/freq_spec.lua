@@ -230,6 +230,11 @@ describe("rp.attention with a frequency scheme", function()
       "scaling pi does not apply to an angle table" },
     { { pe = "rope", angles = 7 }, "option 'angles' must be a tensor, a list of lists or a function(p, "
       .. "i), got 7" },
+    -- empty tensors (a [4 x 0] table once divided by its 0 width: SIGFPE)
+    { { pe = "rope", angles = rp.zeros { 4, 0 } }, "option 'angles' must not be empty" },
+    { { pe = "rope", angles = rp.zeros { 0, 4 } }, "option 'angles' must not be empty" },
+    { { pe = "rope", angles = { {}, {} } }, "option 'angles' must not be empty" },
+    { { pe = "rope", freq = rp.zeros { 0 } }, "option 'freq' must not be empty" },
   })
 
   it("an angle function's own error reaches the caller", function()

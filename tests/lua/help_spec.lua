@@ -96,7 +96,7 @@ describe("help from docs/lua_api.md", function()
     local names = {}
     for _, t in ipairs(data.topics) do names[#names + 1] = t[1] end
     assert.are.same({ "tensor", "methods", "indexing", "arithmetic", "rng", "rope", "attention",
-      "model", "optim", "tasks", "eval", "experiment", "mpi", "memory", "blas" }, names)
+      "model", "optim", "tasks", "eval", "experiment", "plot", "mpi", "memory", "blas" }, names)
     for t, v in pairs { tensor = rp.Tensor, rng = rp.Rng, rope = rp.rope, model = rp.Model,
       optim = rp.optim, tasks = rp.tasks, eval = rp.eval, experiment = rp.experiment,
       mpi = rp.mpi, blas = rp.blas } do
@@ -115,6 +115,23 @@ describe("help from docs/lua_api.md", function()
       assert.is_nil(e[3]:find("`", 1, true), e[1])
     end
     assert.truthy(rp.help(rp.rng):find("xoshiro256**", 1, true))
+  end)
+
+  it("gives rp.model's options table a meaning column of 40 or more columns", function()
+    local text = rp.help(rp.model)
+    -- was 16 columns wide: the long key and default cells set the widths of their columns
+    assert.truthy(text:find("\n  vocab +required +vocabulary size V; token ids are the values 0\n", 1),
+      text)
+    local start
+    for line in text:gmatch("[^\n]+") do
+      if line:find("^  vocab ") then start = line:find("vocabulary", 1, true) end
+    end
+    assert.is_true(start <= 92 - 40, "the meanings start at column " .. tostring(start))
+    for line in text:gmatch("[^\n]+") do
+      if line:sub(1, 2) == "  " and not line:find("^  >") then
+        assert.is_true(#line <= 92, line)
+      end
+    end
   end)
 
   it("states the ranges the code checks (str_len 1..1000)", function()
@@ -192,6 +209,20 @@ describe("gen_help.lua", function()
     assert.are.same({ "rp.ones", "rp.ones(shape) -> tensor", "Text.\nExample:\n  > rp.ones(2)",
       {} }, data.entries[1])
     assert.are.equal("rp.Tensor.add", data.entries[2][1])
+  end)
+
+  it("wraps a table's cells in their columns, the meaning keeping most of the width", function()
+    local _, data = gen { "## A", "### `rp.ones(shape) -> tensor`", "Options:", "",
+      "| key | default | meaning |", "|---|---|---|",
+      "| `a` | 1 | short |",
+      "| `fraction_q`, `fraction_k`, `fraction_o` | fraction_qk, fraction_qk, fraction_v | the width "
+        .. "of one rotated placement, in (0, 1], a long enough meaning to wrap at the width of 92 |" }
+    assert.are.equal(table.concat({
+      "Options:",
+      "  a                     1                     short",
+      "  fraction_q,           fraction_qk,          the width of one rotated placement, in (0, 1],",
+      "  fraction_k,           fraction_qk,          a long enough meaning to wrap at the width of",
+      "  fraction_o            fraction_v            92" }, "\n"), data.entries[1][3])
   end)
 
   local good = "### `rp.zeros(shape) -> tensor`"

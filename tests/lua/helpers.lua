@@ -104,6 +104,13 @@ function M.shape(t) return t:shape() end
 -- s as one word for sh.
 function M.sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 
+-- The lines of s (each ended by a newline; a last line without one is left out).
+function M.lines(s)
+  local t = {}
+  for l in s:gmatch("([^\n]*)\n") do t[#t + 1] = l end
+  return t
+end
+
 -- The bytes of a file, or nil when it cannot be read.
 function M.read(path)
   local f = io.open(path, "rb")

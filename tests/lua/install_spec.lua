@@ -142,7 +142,7 @@ describe("make install into a DESTDIR", function()
     local out, err, code = run(in_w .. CLEAN .. sh_quote(P .. "/bin/roper")
       .. " -e 'print(rp.ones{2}) print(rp.mpi.plugin())'")
     assert.are.equal(0, code, err)
-    assert.are.equal(" 1\n 1\n[2]\n" .. P .. "/lib/roper/roper_mpi.so\n", out)
+    assert.are.equal(" 1  1\n[2]\n" .. P .. "/lib/roper/roper_mpi.so\n", out)
     -- the policy is set by re-executing /proc/self/exe: the installed binary
     out, err, code = run(in_w .. CLEAN .. sh_quote(P .. "/bin/roper") .. " -v")
     assert.are.equal(0, code, err)

@@ -169,7 +169,8 @@ describe("tensors as .npy files", function()
     assert.has_error(function() t:save("a\0b") end,
       "bad argument #1 to 'save' (path contains a NUL byte)")
     assert.has_error(function() rp.Tensor.save(5, "x") end,
-      "bad argument #1 to 'save' (roper.Tensor expected, got number)")
+      "bad argument #1 to 'save' (roper.Tensor expected, got number; call methods with ':', as in "
+        .. "x:save())")
     getmetatable(t).__close(t)
     assert.has_error(function() t:save(d .. "/x.npy") end,
       "calling 'save' on bad self (attempt to use a released tensor)")
@@ -319,7 +320,8 @@ describe("model weights as safetensors", function()
     assert.has_error(function() m:load_safetensors() end,
       "bad argument #1 to 'load_safetensors' (path must be a string, got no value)")
     assert.has_error(function() rp.Model.load_safetensors(rp.zeros(1), p) end,
-      "bad argument #1 to 'load_safetensors' (roper.Model expected, got roper.Tensor)")
+      "bad argument #1 to 'load_safetensors' (roper.Model expected, got roper.Tensor; call methods "
+        .. "with ':', as in x:load_safetensors())")
     getmetatable(m).__close(m)
     assert.has_error(function() m:save_safetensors(p) end,
       "calling 'save_safetensors' on bad self (attempt to use a released model)")
@@ -359,6 +361,91 @@ describe("live round trips through NumPy and PyTorch (" .. PY .. ")", function()
     assert.equal(0, d64)
     io.write(("\n  %s\n  roper -> NumPy -> roper: max difference %g (float32), %g (via float64)\n")
       :format(out:gsub("\n$", ""), d32, d64))
+  end)
+
+  -- The .npy header grammar (docs/interop.md): every header roper reads, NumPy reads too, with
+  -- the same shape; the headers of the first list both read, of the second both refuse; the
+  -- third are what NumPy 1.24 reads and roper refuses (Python takes them, NumPy never writes
+  -- them; a negative size NumPy reads as 0; trailing data it ignores).
+  it("NumPy reads every .npy header roper reads (the header grammar, no more)", function()
+    local ok, why = python_has("numpy")
+    if not ok then
+      pending(why)
+      return
+    end
+    local D = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }"
+    local function sub(s, from, to) return (s:gsub(from, to)) end
+    local function with_shape(s) return sub(D, "%(2, 3%)", s) end
+    -- { version, header, data bytes (default 24: the 2 x 3 floats of D) }
+    local both = {
+      { 1, D .. "   \n" }, { 2, D .. "\n" }, { 3, D .. "\n" },
+      { 1, "{\"shape\": (2, 3), \"descr\": \"<f4\", \"fortran_order\": False}\n" },
+      { 1, "{ 'descr' : '<f4' ,\n\t'fortran_order' : False ,\r\n 'shape' : ( 2 ,\f3 , ) , }" },
+      { 1, with_shape("(1_0, 3)"), 120 }, { 1, with_shape("(00, 3)"), 0 },
+      { 1, with_shape("(0_0, 3)"), 0 }, { 1, with_shape("(2L, 3L)") },
+      { 2, with_shape("(2L, 3L)") },
+      { 1, D .. "\t\f \r\n" }, { 1, D }, { 1, with_shape("()"), 4 }, { 1, with_shape("(6,)") },
+      { 1, with_shape("(0, 0, 7)"), 0 }, { 1, with_shape("(0, 1048576, 1048576)"), 0 },
+    }
+    local refused = {
+      { 1, sub(D, "'descr'", "'descr\0'") }, { 1, sub(D, "'<f4'", "'<f4\0junk'") },
+      { 1, sub(D, "'shape'", "'shape\0xyz'") }, { 1, with_shape("(02, 3)") },
+      { 1, with_shape("(2_, 3)") }, { 1, with_shape("(2__0, 3)") }, { 3, D .. "\n  " },
+      { 3, with_shape("(2L, 3L)") }, { 3, sub(D, "'<f4'", "'<f4\255'") },
+      { 1, sub(D, "'<f4'", "'<f4\n'") }, { 1, sub(D, "False", "Falsey") },
+      { 1, with_shape("(0, 4294967296, 4294967296)"), 0 }, { 1, sub(D, "'descr'", "'descr2'") },
+      { 1, sub(D, "'shape': %(2, 3%), ", "") }, { 1, D, 20 },
+    }
+    local stricter = {
+      { 1, "\t" .. D }, { 1, " " .. D }, { 1, with_shape("(0x2, 3)") },
+      { 1, with_shape("(+2, 3)") }, { 1, with_shape("((2, 3))") },
+      { 1, sub(D, "'descr'", "u'descr'") },
+      { 1, D .. " # note" }, { 1, D .. "\n\n" }, { 1, D .. "\n  " },
+      { 1, sub(D, "'<f4'", "'<\\x66\\x34'") }, { 1, with_shape("(2 L, 3)") },
+      { 1, sub(D, "{", "{'descr': '<i8', ") }, { 1, with_shape("(-2, 3)"), 0 }, { 1, D, 28 },
+    }
+    local files, expect = {}, {}
+    local function add(list, verdict)
+      for _, c in ipairs(list) do
+        local name = ("h%02d.npy"):format(#files + 1)
+        local major, text = c[1], c[2]
+        local pre = major == 1 and string.pack("<I2", #text) or string.pack("<I4", #text)
+        h.write(d .. "/" .. name, "\147NUMPY" .. string.char(major, 0) .. pre .. text
+          .. ("\0"):rep(c[3] or 24))
+        files[#files + 1] = name
+        expect[name] = { verdict = verdict, text = text, major = major }
+      end
+    end
+    add(both, "both")
+    add(refused, "refused")
+    add(stricter, "stricter")
+    local paths = {}
+    for i, f in ipairs(files) do paths[i] = h.sh_quote(d .. "/" .. f) end
+    local out, err, code = h.run(PY .. " " .. SCRIPT .. " headers " .. table.concat(paths, " "))
+    assert.equal(0, code, err)
+    local numpy = {}
+    for name, verdict, shape in out:gmatch("([^\t\n]+)\t([^\t\n]+)\t([^\n]*)") do
+      numpy[name] = { ok = verdict == "ok", shape = shape }
+    end
+    local problems = {}
+    for _, name in ipairs(files) do
+      local e, np = expect[name], numpy[name]
+      local t = rp.load(d .. "/" .. name)
+      local mine = t and "(" .. table.concat(t:shape(), ", ") .. (t:dim() == 1 and ",)" or ")")
+      local np_ok = np and np.ok
+      local what = ("%s (version %d.0, %q)"):format(name, e.major, e.text)
+      if t and not (np_ok and np.shape == mine) then
+        problems[#problems + 1] = what .. ": roper reads " .. mine .. ", NumPy "
+          .. (np and np.shape or "?")
+      elseif e.verdict == "both" and not (t and np_ok) then
+        problems[#problems + 1] = what .. ": not read by both"
+      elseif e.verdict == "refused" and np_ok then
+        problems[#problems + 1] = what .. ": NumPy reads it"
+      elseif e.verdict == "stricter" and t then
+        problems[#problems + 1] = what .. ": roper reads it"
+      end
+    end
+    assert.same({}, problems)
   end)
 
   it("model -> safetensors -> PyTorch state dict (load_state_dict) -> safetensors -> roper",

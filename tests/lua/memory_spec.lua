@@ -175,13 +175,17 @@ print(made and made:numel() or -1, rp.memory().held <= 3 * 16 * 2^20 and 1 or 0)
     local m = rp.model { vocab = 5, d_model = 8, heads = 2, layers = 1, d_ff = 8, seq_len = 8,
       max_batch = 1 }
     assert.has_error(function() return rp.Tensor.free(m) end,
-      "bad argument #1 to 'free' (roper.Tensor expected, got roper.Model)")
+      "bad argument #1 to 'free' (roper.Tensor expected, got roper.Model; call methods with ':', "
+      .. "as in x:free())")
     assert.has_error(function() return m.free(3) end,
-      "bad argument #1 to 'free' (roper.Model expected, got number)")
+      "bad argument #1 to 'free' (roper.Model expected, got number; call methods with ':', as in "
+      .. "x:free())")
     assert.has_error(function() return rp.Optim.free() end,
-      "bad argument #1 to 'free' (roper.Optim expected, got no value)")
+      "bad argument #1 to 'free' (roper.Optim expected, got no value; call methods with ':', as "
+      .. "in x:free())")
     assert.has_error(function() return rp.Task.free({}) end,
-      "bad argument #1 to 'free' (roper.Task expected, got table)")
+      "bad argument #1 to 'free' (roper.Task expected, got table; call methods with ':', as in "
+      .. "x:free())")
     m:free()
   end)
 

@@ -246,6 +246,37 @@ describe("m:params() and m:grads()", function()
     assert.equal(21, m:params()["head.bias"]:sum())
   end)
 
+  it("print one line per tensor (index, name, shape, norm) under the counts", function()
+    local m = tiny()
+    local p = m:params()
+    local text = tostring(p)
+    local lines = {}
+    for l in text:gmatch("[^\n]+") do lines[#lines + 1] = l end
+    local values = tostring(m:num_params()):reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", "")
+    assert.equal(("%d parameter tensors, %s values (t[i] = {name =, tensor =}, t[name] = tensor):")
+      :format(#p, values), lines[1])
+    assert.equal(#p + 1, #lines)
+    for i, e in ipairs(p) do
+      local idx, name, shape, norm = lines[i + 1]:match("^ +(%d+)  (%S+) +(%[[%d x]+%]) +norm (%S+)$")
+      assert.equal(tostring(i), idx, lines[i + 1])
+      assert.equal(e.name, name)
+      assert.equal("[" .. table.concat(e.tensor:shape(), " x ") .. "]", shape)
+      assert.near(e.tensor:norm(), tonumber(norm), 1e-3 * e.tensor:norm() + 1e-12)
+    end
+    -- the names line up in one column
+    local col = lines[2]:find("embed", 1, true)
+    for i = 3, #lines do assert.equal(col, lines[i]:find("%a"), lines[i]) end
+    assert.truthy(tostring(m:grads()):find("^%d+ gradient tensors, "), tostring(m:grads()))
+    -- a released view prints as released
+    local q = m:params()
+    getmetatable(q[2].tensor).__close(q[2].tensor)
+    assert.truthy(tostring(q):find("\n   2  layers%.0%.norm1%.weight +%(released%)\n"), tostring(q))
+    -- still a plain table: fields, # and ipairs as before; inside a table the first line
+    assert.equal(p[1].tensor, p["embed.weight"])
+    local inside = rp.inspect({ p = p }, { width = 400 })
+    assert.truthy(inside:find("^{p = %d+ parameter tensors, [^\n]* %.%.%.}$"), inside)
+  end)
+
   it("gradient views follow the model's gradient buffer", function()
     local m = tiny()
     local g = m:grads()
@@ -502,7 +533,8 @@ describe("m:attention and m:activations", function()
     assert.has_error(function() return m:attention(3, tok) end,
                      "bad argument #1 to 'attention' (layer 3 out of range (the model has 2 layers))")
     assert.has_error(function() return m:attention(0, tok) end,
-                     "bad argument #1 to 'attention' (layer 0 out of range (the model has 2 layers))")
+                     "bad argument #1 to 'attention' (layer 0 out of range (the model has 2 layers, numbered "
+                     .. "from 1 here))")
   end)
 
   it("activations: the embedding output and one residual stream per layer", function()
@@ -769,6 +801,24 @@ describe("rp.model_memory", function()
     assert.is_true(math.type(mem.available) == "integer" and mem.available > 0)
     assert.has_error(function() rp.model_memory { vocab = 7, d_model = 16, heads = 3 } end,
       "bad argument #1 to 'model_memory' (d_model 16 is not divisible by heads 3)")
+  end)
+
+  it("prints the bytes with their units, the fields stay numbers", function()
+    local mem = rp.model_memory(TINY)
+    local text = tostring(mem)
+    local scale = { KiB = 2 ^ 10, MiB = 2 ^ 20, GiB = 2 ^ 30, TiB = 2 ^ 40 }
+    for _, k in ipairs { "model", "optimiser", "available" } do
+      local n, v, u = text:match(k .. " = (%d+) %(([%d.]+) (%a+)%)")
+      assert.equal(tostring(mem[k]), n, text)
+      assert.is_true(scale[u] ~= nil and mem[k] / scale[u] >= 1 and mem[k] / scale[u] < 1024, text)
+      assert.near(mem[k] / scale[u], tonumber(v), 0.05)
+    end
+    -- the parameter count with thousands separators: 1234567 -> 1,234,567
+    local count = text:match("params = ([%d,]*%d)")
+    assert.equal(tostring(mem.params), (count:gsub(",", "")))
+    assert.truthy(count:match("^%d%d?%d?,%d%d%d$"), count) -- TINY has thousands of parameters
+    assert.truthy(text:find("^{model = .*, optimiser = .*, params = .*, available = .*}$"), text)
+    assert.equal("integer", math.type(mem.model))
   end)
 
   it("rp.model refuses a model larger than the memory available", function()

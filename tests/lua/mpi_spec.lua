@@ -126,7 +126,8 @@ describe("rp.mpi without mpirun", function()
       { function() comm:abort(300) end,
         "bad argument #1 to 'abort' (code must be in 0..255, got 300)" },
       { function() rp.Comm.rank(5) end,
-        "bad argument #1 to 'rank' (roper.Comm expected, got number)" },
+        "bad argument #1 to 'rank' (roper.Comm expected, got number; call methods with ':', as in "
+          .. "x:rank())" },
       { function() m:train_step(x, x, nil, opt, { comm = 5 }) end,
         "bad argument #5 to 'train_step' (option 'comm' must be a roper.Comm (rp.mpi.init()), "
           .. "got number)" },

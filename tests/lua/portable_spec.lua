@@ -3,7 +3,9 @@
 -- same bits on every x86-64-v3 machine. tests/portable/run.lua trains two short runs (rope,
 -- roper) and prints every loss in hexadecimal and a hash of the final weights' bits; the text
 -- must equal tests/fixtures/portable/run.txt, made on another machine (an Emerald Rapids Xeon,
--- AVX-512; `make test` builds build-portable/roper). Pending on a CPU below x86-64-v3.
+-- AVX-512; `make test` builds build-portable/roper). tests/portable/block.lua does the same for
+-- the transformer block over many configs (forward, training steps, decoding):
+-- tests/fixtures/portable/block.txt. Pending on a CPU below x86-64-v3.
 local dir_of = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = dir_of .. "?.lua;" .. package.path
 local h = require "helpers"
@@ -13,6 +15,8 @@ local root = dir_of .. "../../"
 local BIN = root .. "build-portable/roper"
 local FIXTURE = root .. "tests/fixtures/portable/run.txt"
 local SCRIPT = root .. "tests/portable/run.lua"
+local BLOCK_FIXTURE = root .. "tests/fixtures/portable/block.txt"
+local BLOCK_SCRIPT = root .. "tests/portable/block.lua"
 
 -- every variable roper or the tests set, removed first
 local CLEAN = "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u ROPER_OMP_WAIT_POLICY "
@@ -45,9 +49,9 @@ describe("the portable build", function()
     return
   end
 
-  local function fingerprint(vars)
+  local function fingerprint(vars, script)
     local out, err, code = run(CLEAN .. (vars or "") .. " " .. sh_quote(BIN) .. " "
-      .. sh_quote(SCRIPT))
+      .. sh_quote(script or SCRIPT))
     assert.are.equal(0, code, err)
     return out
   end
@@ -55,6 +59,12 @@ describe("the portable build", function()
   it("reproduces the committed run bit for bit", function()
     local want = assert(read(FIXTURE))
     local got = fingerprint()
+    assert.is_true(got == want, first_difference(want, got))
+  end)
+
+  it("reproduces the block's forward, training and decoding bit for bit", function()
+    local want = assert(read(BLOCK_FIXTURE))
+    local got = fingerprint(nil, BLOCK_SCRIPT)
     assert.is_true(got == want, first_difference(want, got))
   end)
 

@@ -26,14 +26,16 @@ end
 local function with_finalizer(x, call)
   local fired = false
   -- pause 1 (0 would mean "unchanged"): a new cycle starts as soon as the last one ends;
-  -- stepmul 1000: a step runs a whole cycle. The full collection applies them (the next
-  -- allocation starts the next cycle).
-  collectgarbage("incremental", 1, 1000)
+  -- stepmul 1000 and a step size of 2^40 bytes: a step runs a whole cycle, however large the
+  -- heap (with the default 8 KiB steps a call that allocates little, task:problem say, did not
+  -- finish a cycle once the busted process held the heap of the whole suite). The full
+  -- collection applies them (the next allocation starts the next cycle).
+  collectgarbage("incremental", 1, 1000, 40)
   collectgarbage()
   setmetatable({}, { __gc = function() fired = true; close(x) end })
   local ok, err = pcall(call)
   local fired_in_call = fired
-  collectgarbage("incremental", 200, 100)
+  collectgarbage("incremental", 200, 100, 13)
   collectgarbage()
   return ok, err, fired_in_call
 end

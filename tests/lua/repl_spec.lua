@@ -83,7 +83,7 @@ describe("rp.inspect", function()
     assert.truthy(s:find('s = "a \\"q\\"\\n\\tb\\\\"', 1, true), s)
     assert.truthy(s:find("t = roper.Tensor [2 x 3]", 1, true), s)
     assert.truthy(s:find("f = " .. tostring(print), 1, true), s)
-    assert.truthy(s:find("g = roper.Rng: 0x", 1, true), s)
+    assert.truthy(s:find("g = roper.Rng (seed 1)", 1, true), s)
     -- a value that is not a table: tostring (a string quoted)
     assert.are.equal(tostring(rp.zeros { 2 }), rp.inspect(rp.zeros { 2 }))
     assert.are.equal('"x"', rp.inspect("x"))
@@ -164,6 +164,95 @@ describe("the REPL prints", function()
     local longest = 0
     for _, l in ipairs(table_lines) do longest = math.max(longest, #l) end
     assert.is_true(longest <= 50 and longest > 40, "longest line " .. longest .. ":\n" .. out)
+  end)
+end)
+
+describe("the REPL prints (issue 31)", function()
+  it("a generator, a 1-D tensor, the parameters and the memory plan readably", function()
+    local out, err, code = repl("rp.rng(1)\nrp.ones{3}\nm = rp.model{vocab = 5, d_model = 8, "
+      .. "heads = 2, layers = 1, d_ff = 8, seq_len = 4, max_batch = 1}\nm:params()\n"
+      .. "rp.model_memory(m:config())\n")
+    assert.are.equal(0, code, err)
+    local l = lines(out)
+    assert.are.equal("roper.Rng (seed 1)", l[1]) -- was roper.Rng: 0x55d0...
+    assert.are.equal(" 1  1  1", l[2])            -- was one value per line
+    assert.are.equal("[3]", l[3])
+    assert.truthy(l[4]:find("^17 parameter tensors, 565 values "), l[4]) -- was 17 + 17 entries cut
+    assert.truthy(l[5]:find("^   1  embed%.weight +%[5 x 8%] +norm "), l[5])
+    assert.truthy(l[21]:find("^  17  head%.bias +%[5%] +norm "), l[21])
+    assert.truthy(l[22]:find("^{model = %d+ %([%d.]+ KiB%), optimiser = 4520 %(4%.4 KiB%), "
+      .. "params = 565, available = %d+ %([%d.]+ [GMT]iB%)}$"), l[22]) -- was raw bytes
+    assert.are.equal(22, #l)
+  end)
+end)
+
+describe("piped input", function()
+  it("errors give the line of the input, multi-line chunks and functions included", function()
+    local out, err, code = repl("x = 1\ny = nil\n\nprint(y.z)\nfunction f()\n  return nil + 1\n"
+      .. "end\nf()\nrp.ones{2, 3}[0]\nx\n")
+    assert.are.equal(1, code)
+    assert.are.equal("1\n", out) -- the session went on after the errors
+    local msgs = {}
+    for m in err:gmatch("(stdin:%d+: [^\n]*)") do msgs[#msgs + 1] = m end
+    assert.are.same({
+      "stdin:4: attempt to index a nil value (global 'y')",
+      "stdin:4: in main chunk",
+      "stdin:6: attempt to perform arithmetic on a nil value",
+      "stdin:6: in function 'f'", -- called from line 8 as "return f()", a tail call
+      "stdin:9: bad argument #2 to 'index' (index 0 out of range for dim 1 of [2 x 3]; dims and "
+        .. "indices are 1-based (1 is the first, -1 the last))",
+      "stdin:9: in main chunk" }, msgs)
+    -- a syntax error names its line too
+    _, err = repl("x = 1\n\nx = = 2\n")
+    assert.truthy(err:find("^stdin:3: unexpected symbol near '='"), err)
+  end)
+
+  it("after line 10,000 the chunk names the line it starts at", function()
+    local out, err, code = repl(("x = 1\n"):rep(10000) .. "x = 1 +\n  nil\nx\n")
+    assert.are.equal(1, code)
+    assert.are.equal("1\n", out)
+    assert.truthy(err:find("^stdin %(from line 10001%):1: attempt to perform arithmetic on a nil "
+      .. "value"), err)
+  end)
+end)
+
+describe("roper -e", function()
+  local function e(...)
+    local args = {}
+    for i = 1, select("#", ...) do args[i] = "-e " .. h.sh_quote((select(i, ...))) end
+    return h.run(h.sh_quote(BIN) .. " " .. table.concat(args, " "))
+  end
+
+  it("prints the values of an expression as the REPL does", function()
+    assert.are.same({ "2.0\n", "", 0 }, { e("rp.ones{2}:sum()") }) -- lua5.4 -e prints nothing
+    assert.are.same({ " 1  1\n[2]\nnil\ntwo\n", "", 0 }, { e("rp.ones{2}, nil, 'two'") })
+    assert.are.same({ "{1, 2}\n", "", 0 }, { e("{1, 2}") })
+  end)
+
+  it("runs a statement as lua5.4 -e does, printing nothing of its own", function()
+    assert.are.same({ "3\n", "", 0 }, { e("x = 1", "print(x + 2)") })
+    assert.are.same({ "", "", 0 }, { e("local t = {} t[1] = 2") })
+    local out, err, code = e("print(1)", "error('boom')", "print(2)")
+    assert.are.equal("1\n", out)
+    assert.truthy(err:find("roper: (command line):1: boom\n", 1, true), err)
+    assert.are.equal(1, code)
+  end)
+end)
+
+describe("pictures in the REPL", function()
+  it("fill the terminal's width (in a pseudo-terminal of 100 columns)", function()
+    local d = h.tmpdir()
+    h.write(d .. "/input", "rp.plot({1, 3, 2})\nos.exit(0)\n")
+    local out = h.run("(cat " .. h.sh_quote(d .. "/input") .. "; sleep 1) | env -u COLUMNS -u "
+      .. "ROPER_PLOT_DIR -u ROPER_PLOT_TERMINAL timeout 60 script -qec " .. h.sh_quote("stty cols 100 "
+      .. "rows 30; " .. h.sh_quote(BIN)) .. " /dev/null")
+    h.remove_tree(d)
+    out = out:gsub("\27%[[%d;?]*[%a]", ""):gsub("\r", "")
+    local widest = 0
+    for _, l in ipairs(lines(out)) do
+      if l:find("+---", 1, true) then widest = math.max(widest, #(l:gsub("%s+$", ""))) end
+    end
+    assert.is_true(widest > 90 and widest <= 100, "widest frame line " .. widest .. ":\n" .. out)
   end)
 end)
 

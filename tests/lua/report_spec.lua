@@ -6,6 +6,7 @@ local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = dir .. "?.lua;" .. dir .. "../../scripts/?.lua;" .. package.path
 local h = require "helpers"
 local report = require "lib.report"
+local stats = require "lib.stats"
 
 local BIN = os.getenv("ROPER_BIN") or "build/roper"
 
@@ -137,6 +138,30 @@ describe("report.methods_markdown", function()
   end)
 end)
 
+describe("report.interaction", function()
+  it("tests the change of a paired difference between two comparisons by Welch", function()
+    -- first: b - a = 1, 2, 3 (mean 2, var 1); second: 5, 9 (mean 7, var 8)
+    local first = { group("a", { 10, 10, 10 }), group("b", { 11, 12, 13 }) }
+    local second = { group("a", { 0, 0, 50 }), group("b", { 5, 9 }) } -- seed 3 has no pair
+    local r = report.interaction(first, second, "a", "b")
+    assert.are.same({ 3, 2 }, { r.n1, r.n2 })
+    close(2, r.diff1, 1e-12, "diff1")
+    close(7, r.diff2, 1e-12, "diff2")
+    close(5, r.change, 1e-12, "change")
+    -- se^2 = 8 / 2 + 1 / 3 = 13 / 3; df = (13/3)^2 / (16 / 1 + (1/9) / 2)
+    local se2 = 13 / 3
+    close(5 / math.sqrt(se2), r.t, 1e-12, "t")
+    close(se2 ^ 2 / (16 + 1 / 18), r.df, 1e-12, "df")
+    local q = stats.t_quantile(0.975, r.df)
+    close(5 - q * math.sqrt(se2), r.lo, 1e-9, "lo")
+    close(5 + q * math.sqrt(se2), r.hi, 1e-9, "hi")
+    close(stats.t_sf2(r.t, r.df), r.p, 1e-12, "p")
+    assert.is_nil(report.interaction(first, { group("a", { 1 }), group("b", { 2 }) }, "a", "b"))
+    local text = report.interaction_markdown({ r }, { "small", "large" }, "correct")
+    assert.truthy(text:find("| b - a | +2.00 (3) | +7.00 (2) | +5.00 |", 1, true), text)
+  end)
+end)
+
 describe("report.jumps", function()
   -- curves logged every 10 steps to step 100; a run jumps where its loss first falls below 1
   local function curve(jump_at)
@@ -244,8 +269,22 @@ describe("compare.lua with the new tables", function()
     local _, serr0, scode0 = h.run(("%s scripts/pairs_report.lua %s --skip-seeds 1-x"):format(
       h.sh_quote(BIN), h.sh_quote(out)))
     assert.are.equal(2, scode0)
-    assert.are.equal("pairs_report.lua: --skip-seeds 1-x: seeds and ranges expected, as 1-4,7\n",
-      serr0)
+    assert.are.equal("pairs_report.lua: --skip-seeds 1-x: seeds and ranges expected, as 1-4,7 "
+      .. "or DIR=1-4\n", serr0)
+    -- a folder's own list: here the only folder, so the same runs are left out
+    local own = h.run(("%s scripts/pairs_report.lua %s --metric mean_train_loss --skip-seeds %s=2")
+      :format(h.sh_quote(BIN), h.sh_quote(out), h.sh_quote(out)))
+    assert.truthy(own:find("seeds 2 left out): rope 1 runs, roper 1 runs", 1, true), own)
+    -- --interaction wants two folders
+    local _, ierr, icode = h.run(("%s scripts/pairs_report.lua %s --interaction roper/rope")
+      :format(h.sh_quote(BIN), h.sh_quote(out)))
+    assert.are.equal(2, icode)
+    assert.are.equal("pairs_report.lua: --interaction compares two folders, 1 given\n", ierr)
+    -- the same folder twice: the change is 0 (and Welch's p 1)
+    local same = h.run(("%s scripts/pairs_report.lua %s %s/ --interaction roper/rope --metric "
+      .. "final_train_loss"):format(h.sh_quote(BIN), h.sh_quote(out), h.sh_quote(out)))
+    assert.truthy(same:find("| roper - rope | ", 1, true) and same:find(" | +0.0000 | ", 1, true),
+      same)
     local _, uerr, ucode = h.run(("%s scripts/pairs_report.lua %s/nowhere"):format(
       h.sh_quote(BIN), h.sh_quote(out)))
     assert.are.equal(2, ucode)

@@ -93,6 +93,60 @@ describe("the REPL", function()
   end)
 end)
 
+describe("the identity scripts' layout (issue 31)", function()
+  -- was: PASS at the end of rotation_identity's check lines, at the start of linear_identity's,
+  -- at the end of pe_identity's 170-column rows; linear_identity's check that a shift changes the
+  -- output printed "max error 0.00e+00 (tolerance 0e+00)"
+  local outputs = {}
+  for _, name in ipairs { "rotation_identity", "linear_identity", "pe_identity" } do
+    outputs[name] = run(sh_quote(BIN) .. " scripts/" .. name .. ".lua")
+  end
+
+  it("puts every verdict at the start of its line, at one column, within 100 columns", function()
+    for name, out in pairs(outputs) do
+      local verdicts, summary = 0, out:match("identity: (%d+) passed, 0 failed\n$")
+      assert.truthy(summary, name .. ":\n" .. out)
+      for _, line in ipairs(lines(out)) do
+        assert.is_true(#line <= 100, ("%s: %d columns: %s"):format(name, #line, line))
+        if line:find("%f[%w]PASS%f[%W]") or line:find("%f[%w]FAIL%f[%W]") then
+          assert.truthy(line:find("^  PASS  %S"), name .. ": " .. line)
+          verdicts = verdicts + 1
+        end
+      end
+      assert.are.equal(tonumber(summary), verdicts, name)
+    end
+  end)
+
+  it("shows the difference that must be there, and the least it must be", function()
+    local out = outputs.linear_identity
+    local diff = out:match("\n  PASS  before phi: the shift changes the output\n"
+      .. "        difference (%S+), must exceed 1%.00e%-03\n")
+    assert.truthy(diff, out)
+    assert.is_true(tonumber(diff) > 1e-3, diff)
+    local legacy = outputs.rotation_identity:match("\n  PASS  roper_legacy: the same shifts change "
+      .. "the output by a clear margin %(NOT shift invariant%)\n        difference (%S+), must exceed (%S+)\n")
+    assert.truthy(legacy, outputs.rotation_identity)
+  end)
+
+  it("lib/checks: NaN never passes, a difference must exceed its least, the exit status", function()
+    package.path = "scripts/?.lua;" .. package.path
+    local checks = require "lib.checks"
+    local printed = {}
+    local c = checks.new(function(line) printed[#printed + 1] = (line:gsub("%-nan", "nan")) end)
+    local r = { c:close("a", 1e-9, 1e-6), c:close("b", 0 / 0, 1e-6), c:apart("c", 2e-3, 1e-3),
+      c:apart("d", 1e-3, 1e-3), c:apart("e", 0 / 0, 1e-3), c:verdict(true, "f") }
+    assert.are.same({ true, false, true, false, false, true }, r)
+    assert.are.equal(1, c:summary("x"))
+    assert.are.same({ "  PASS  a", "        max error 1.00e-09, tolerance 1.00e-06", "  FAIL  b",
+      "        max error nan, tolerance 1.00e-06", "  PASS  c",
+      "        difference 2.00e-03, must exceed 1.00e-03", "  FAIL  d",
+      "        difference 1.00e-03, must exceed 1.00e-03", "  FAIL  e",
+      "        difference nan, must exceed 1.00e-03", "  PASS  f", "", "x: 3 passed, 3 failed" },
+      printed)
+    assert.are.equal(0, checks.new(function() end):summary("y"))
+  end)
+end)
+
 describe("scripts/pe_identity.lua", function()
   it("classifies every scheme as its formula says and exits 0", function()
     local out, ok, how, code = run(sh_quote(BIN) .. " scripts/pe_identity.lua --seed 3 --d 8")
@@ -101,21 +155,25 @@ describe("scripts/pe_identity.lua", function()
     assert.equal("0", n_fail, out)
     assert.is_true(tonumber(n_pass) >= 23, out)
     -- the rows that matter most, as printed
-    local function row(name) return out:match("\n" .. name:gsub("%p", "%%%0") .. " +[^\n]*") end
-    assert.truthy(row("rotate qk (rope)"):find("relative distance  relative distance  PASS", 1, true))
-    assert.truthy(row("rotate vo (VO-RoPE)"):find("nothing            relative distance  PASS", 1, true))
-    assert.truthy(row("rotate v"):find("nothing            absolute positions PASS", 1, true))
-    assert.truthy(row("roper_legacy (v by 2i)"):find("relative distance  absolute positions PASS",
-      1, true))
-    assert.truthy(row("shaw (clip 16)"):find("clipped distance   clipped distance   PASS", 1, true))
-    assert.truthy(row("alibi"):find("relative distance  relative distance  PASS", 1, true))
+    -- a row: its verdict, then the name, six measurements, the score's and the output's words
+    local function row(name)
+      local r = out:match("\n  (%u%u%u%u  " .. name:gsub("%p", "%%%0") .. " +[^\n]*)")
+      local words = {}
+      for w in r:gmatch("%S+") do words[#words + 1] = w end
+      return words[1] .. " " .. words[#words - 1] .. " " .. words[#words]
+    end
+    assert.are.equal("PASS relative relative", row("rotate qk (rope)"))
+    assert.are.equal("PASS nothing relative", row("rotate vo (VO-RoPE)"))
+    assert.are.equal("PASS nothing absolute", row("rotate v"))
+    assert.are.equal("PASS relative absolute", row("roper_legacy (v by 2i)"))
+    assert.are.equal("PASS clipped clipped", row("shaw (clip 16)"))
+    assert.are.equal("PASS relative relative", row("alibi"))
     -- any frequencies keep the property; angles not linear in p do not; xPos's float range
     assert.is_true(tonumber(n_pass) >= 32, out)
-    assert.truthy(row("roper, random freq"):find("relative distance  relative distance  PASS", 1, true))
-    assert.truthy(row("rope, angles p^1.5 theta"):find("absolute positions absolute positions PASS",
-      1, true))
-    assert.truthy(out:find("\n40000 +[^\n]*broken", 1, false), out)
-    assert.truthy(out:find("\n20000 +[^\n]*invariant", 1, false), out)
+    assert.are.equal("PASS relative relative", row("roper, random freq"))
+    assert.are.equal("PASS absolute absolute", row("rope, angles p^1.5 theta"))
+    assert.truthy(out:find("\n +40000 +[^\n]*broken", 1, false), out)
+    assert.truthy(out:find("\n +20000 +[^\n]*invariant", 1, false), out)
   end)
 
   it("rejects a bad --d with exit status 2", function()

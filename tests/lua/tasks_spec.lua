@@ -542,7 +542,8 @@ describe("task errors", function()
     { function() return t:decode("12") end,
       "bad argument #1 to 'decode' (ids must be a table or a tensor, got string \"12\")" },
     { function() return rp.Task.vocab(5) end,
-      "bad argument #1 to 'vocab' (roper.Task expected, got number)" },
+      "bad argument #1 to 'vocab' (roper.Task expected, got number; call methods with ':', as in "
+        .. "x:vocab())" },
   }
   for i, c in ipairs(cases) do
     it("case " .. i .. ": " .. c[2]:sub(1, 60), function()

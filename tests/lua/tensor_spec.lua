@@ -479,6 +479,26 @@ describe("tostring", function()
     assert.equal("[5]", tostring(rp.zeros { 5 }):match("([^\n]+)\n*$"))
   end)
 
+  it("prints a 1-D tensor as a row, wrapped at 80 columns, cut after 20 and before the last 20", function()
+    assert.equal(" 1  2  3  4  5\n[5]", tostring(rp.range(1, 5)))
+    local lines = {}
+    for line in tostring(rp.range(1, 50)):gmatch("[^\n]+") do lines[#lines + 1] = line end
+    assert.equal("[50]", table.remove(lines))
+    local words = {}
+    for _, line in ipairs(lines) do
+      assert.is_true(#line <= 80, line)
+      for w in line:gmatch("%S+") do words[#words + 1] = w end
+    end
+    local want = {}
+    for i = 1, 20 do want[#want + 1] = tostring(i) end
+    want[#want + 1] = "..."
+    for i = 31, 50 do want[#want + 1] = tostring(i) end
+    assert.same(want, words)
+    assert.equal(3, #lines) -- 20 cells of 3 columns and a space fill a line; 41 cells
+    -- 40 values are shown whole
+    assert.is_nil(tostring(rp.range(1, 40)):find("...", 1, true))
+  end)
+
   it("abbreviates to the first and last 10 rows and 5 columns", function()
     -- row r holds the value r in every column
     local t = rp.range(1, 100):view { 100, 1 }:add(rp.zeros { 1, 100 })
@@ -500,11 +520,50 @@ describe("tostring", function()
 
   it("formats values: integers, 4 decimals, a scale line, %.4e for wide ranges", function()
     local function body(t) return (tostring(t):gsub("\n%[[^\n]*%]\n*$", "")) end
-    assert.equal(" 1.5000\n 2.2500", body(rp.tensor { 1.5, 2.25 }))
-    assert.equal("1e-03 *\n 1.0000\n 2.0000", body(rp.tensor { 1e-3, 2e-3 }))
-    assert.equal(" 1.0000e-05\n 1.0000e+00", body(rp.tensor { 1e-5, 1 }))
-    assert.equal(" 0\n-3\n 7", body(rp.tensor { 0, -3, 7 }))
+    assert.equal(" 1.5000  2.2500", body(rp.tensor { 1.5, 2.25 }))
+    assert.equal("1e-03 *\n 1.0000  2.0000", body(rp.tensor { 1e-3, 2e-3 }))
+    assert.equal(" 1.0000e-05  1.0000e+00", body(rp.tensor { 1e-5, 1 }))
+    assert.equal(" 0 -3  7", body(rp.tensor { 0, -3, 7 }))
+    assert.equal(" 1.5000\n 2.2500", body(rp.tensor { { 1.5 }, { 2.25 } })) -- a column stays one
     assert.equal("[2 x 0]", tostring(rp.zeros { 2, 0 }):match("^%s*(.-)%s*$"))
+  end)
+end)
+
+describe("t:dot and t:diag", function()
+  it("dot is the sum of products of two vectors, strided views too, in double", function()
+    local a, b = rp.randn({ 50 }, rp.rng(1)), rp.randn({ 5, 10 }, rp.rng(2)):t():contiguous():view(50)
+    assert.near(naive.dot(a:totable(), b:totable()), a:dot(b), 1e-12)
+    local m = rp.randn({ 6, 4 }, rp.rng(3))
+    local col = m:select(2, 3) -- stride 4
+    local want = 0
+    for i = 1, 6 do want = want + m:get(i, 3) * m:get(i, 1) end
+    assert.near(want, col:dot(m:select(2, 1)), 1e-12)
+    assert.equal(0, rp.zeros { 0 }:dot(rp.zeros { 0 }))
+    assert.equal(32, rp.tensor { 1, 2, 3 }:dot(rp.tensor { 4, 5, 6 }))
+  end)
+
+  it("diag of a matrix is a view of its k-th diagonal", function()
+    local t = rp.range(1, 12):view(3, 4)
+    assert.same({ 1, 6, 11 }, t:diag():totable())
+    assert.same({ 2, 7, 12 }, t:diag(1):totable())
+    assert.same({ 4 }, t:diag(3):totable())
+    assert.same({ 5, 10 }, t:diag(-1):totable())
+    assert.same({ 9 }, t:diag(-2):totable())
+    assert.same({ 0 }, t:diag(4):shape())
+    assert.same({ 0 }, t:diag(-3):shape())
+    assert.same({ 1, 6, 11 }, t:t():diag():totable()) -- of a transposed view
+    t:diag():fill(0)                                  -- writes through
+    assert.same({ { 0, 2, 3, 4 }, { 5, 0, 7, 8 }, { 9, 10, 0, 12 } }, t:totable())
+  end)
+
+  it("diag of a vector is a new matrix with the vector on its k-th diagonal", function()
+    assert.same({ { 1, 0 }, { 0, 2 } }, rp.tensor { 1, 2 }:diag():totable())
+    assert.same({ { 0, 1, 0 }, { 0, 0, 2 }, { 0, 0, 0 } }, rp.tensor { 1, 2 }:diag(1):totable())
+    assert.same({ { 0, 0, 0 }, { 1, 0, 0 }, { 0, 2, 0 } }, rp.tensor { 1, 2 }:diag(-1):totable())
+    local v = rp.randn({ 5 }, rp.rng(4))
+    assert.equal(0, v:diag():diag():maxdiff(v))        -- the round trip
+    assert.equal(0, rp.ones { 4 }:diag():maxdiff(rp.eye(4)))
+    assert.same({ 0, 0 }, rp.zeros { 0 }:diag():shape())
   end)
 end)
 
@@ -531,6 +590,18 @@ describe("random generators", function()
     assert.equal(0, rp.rng(2):randn { 3, 4 }:maxdiff(rp.randn({ 3, 4 }, rp.rng(2))))
     assert.equal(0, rp.rng(2):rand { 5 }:maxdiff(rp.rand({ 5 }, rp.rng(2))))
     assert.equal(0, rp.rng(2):randint(0, 9, { 5 }):maxdiff(rp.randint(0, 9, { 5 }, rp.rng(2))))
+  end)
+
+  it("a generator prints its seed and its jumps, not an address", function()
+    local g = rp.rng(42)
+    assert.equal("roper.Rng (seed 42)", tostring(g))
+    g:uniform()
+    assert.equal("roper.Rng (seed 42)", tostring(g)) -- the seed it was seeded with
+    assert.equal("roper.Rng (seed 42, jumped 1 time)", tostring(g:jump()))
+    assert.equal("roper.Rng (seed 42, jumped 4 times)", tostring(g:jump(3)))
+    assert.equal("roper.Rng (seed -7)", tostring(g:seed(-7)))
+    assert.equal("roper.Rng (seed 0)", tostring(rp.rng()))
+    assert.equal("{g = roper.Rng (seed 3)}", rp.inspect({ g = rp.rng(3) }))
   end)
 
   it("g:int is inclusive and hits every value", function()

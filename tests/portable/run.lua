@@ -8,18 +8,12 @@
 -- Arguments: [threads] (default 1).
 local threads = math.tointeger(tonumber(arg[1] or "1"))
 
--- FNV-1a over the float32 bits of every parameter, in layout order (Lua's integers wrap at 2^64)
+-- FNV-1a over the float32 bits of every parameter, in layout order (fnv.lua)
+local fnv = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "fnv.lua")
 local function weights_hash(m)
-  local h = -3750763034362895579 -- 0xcbf29ce484222325
-  for _, p in ipairs(m:params()) do
-    local t = p.tensor
-    for _, v in ipairs(t:view { t:numel() }:totable()) do
-      for i = 1, 4 do
-        h = (h ~ string.byte(string.pack("<f", v), i)) * 0x100000001b3
-      end
-    end
-  end
-  return ("%016x"):format(h)
+  local list = {}
+  for _, p in ipairs(m:params()) do list[#list + 1] = p.tensor end
+  return fnv(list)
 end
 
 local info = rp.build_info()

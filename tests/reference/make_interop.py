@@ -15,6 +15,10 @@ core/safetensors.c.
         The live .npy round trip: np.load a file roper wrote (checks dtype '<f4', C order), print
         its shape and a checksum, write it back with np.save as float32 and as float64.
 
+    make_interop.py headers FILE.npy...
+        np.load each file and print "<name>\tok\t<shape>" or "<name>\trefused\t<exception>",
+        one line a file: NumPy's verdict on the .npy headers of interop_spec's grammar test.
+
     make_interop.py model ROPER.safetensors TOKENS.npy ROPER_LOGITS.npy OUT.safetensors OUT_LOGITS.npy
         The live model round trip: read roper's safetensors file with json + struct +
         torch.frombuffer, load the state dict into RoperRef (a torch module whose parameter names
@@ -268,6 +272,18 @@ def live_npy(src, out32, out64):
              tuple(a.shape), float(a[finite].astype(np.float64).sum())))
 
 
+def headers(paths):
+    import warnings
+    for path in paths:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the Python 2 header filter warns
+                a = np.load(path)
+            print("%s\tok\t%s" % (os.path.basename(path), tuple(a.shape)))
+        except Exception as e:  # noqa: BLE001 -- any refusal is the verdict
+            print("%s\trefused\t%s" % (os.path.basename(path), type(e).__name__))
+
+
 def live_model(src, tokens_path, roper_logits_path, out, out_logits):
     import torch
     state, meta = read_safetensors(src)
@@ -294,6 +310,8 @@ def main():
         make_fixtures(out)
     elif len(sys.argv) == 5 and sys.argv[1] == "npy":
         live_npy(*sys.argv[2:])
+    elif len(sys.argv) >= 3 and sys.argv[1] == "headers":
+        headers(sys.argv[2:])
     elif len(sys.argv) == 7 and sys.argv[1] == "model":
         live_model(*sys.argv[2:])
     else:

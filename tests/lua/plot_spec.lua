@@ -1,0 +1,364 @@
+-- Pictures (issue 31): rp.plot, rp.scatter, rp.heatmap, rp.hist and rp.gnuplot through gnuplot.
+-- The text pictures against golden files (tests/fixtures/plot/, made by gnuplot 5.4 patchlevel 4,
+-- Debian 12's gnuplot-nox; ROPER_PLOT_GOLDEN=write rewrites them) and against what the data say
+-- (where the marks are); PNG and SVG files of the size asked for; where a picture goes (a file,
+-- $ROPER_PLOT_DIR, the terminal as text or sixel); files written whole, user text never reaching
+-- gnuplot or the shell as commands; bad input refused with messages naming the function.
+
+local dir_of = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+package.path = dir_of .. "?.lua;" .. package.path
+local h = require "helpers"
+local rp = require "roper"
+
+local BIN = os.getenv("ROPER_BIN") or "build/roper"
+local GOLDEN = "tests/fixtures/plot/"
+
+local dir
+setup(function() dir = h.tmpdir() end)
+teardown(function() h.remove_tree(dir) end)
+
+-- The text picture fn(out) writes (opts.out = a .txt file), checked against the golden file.
+local function golden(name, fn)
+  local path = dir .. "/" .. name
+  assert.are.equal(path, fn(path))
+  local text = assert(h.read(path))
+  if os.getenv("ROPER_PLOT_GOLDEN") == "write" then h.write(GOLDEN .. name, text) end
+  assert.are.equal(assert(h.read(GOLDEN .. name), "missing " .. GOLDEN .. name), text)
+  return text
+end
+
+local lines = h.lines
+
+-- width and height of a PNG file, from its IHDR chunk
+local function png_size(path)
+  local s = assert(h.read(path))
+  assert.are.equal("\137PNG\r\n\26\n", s:sub(1, 8))
+  assert.are.equal("IHDR", s:sub(13, 16))
+  local w, ht = (">I4I4"):unpack(s, 17)
+  return w, ht
+end
+
+describe("text pictures", function()
+  it("rp.plot draws lines: the golden picture, and a rising series rises", function()
+    local y = {}
+    for i = 1, 30 do y[i] = i end
+    local text = golden("lines.txt", function(out)
+      return rp.plot(y, { title = "a line", xlabel = "x", ylabel = "y", size = { 50, 16 }, out = out })
+    end)
+    -- the marks of y = x: each column's '*' is no lower than the column before
+    local rows = {}
+    for r, l in ipairs(lines(text)) do
+      local inside = l:match("|(.*)|")
+      if inside then
+        for c = 1, #inside do
+          if inside:sub(c, c) == "*" then rows[c] = math.min(rows[c] or r, r) end
+        end
+      end
+    end
+    local last, n = math.huge, 0
+    for c = 1, 100 do
+      if rows[c] then
+        assert.is_true(rows[c] <= last, "column " .. c)
+        last, n = rows[c], n + 1
+      end
+    end
+    assert.is_true(n >= 30, n .. " columns with marks")
+    assert.truthy(text:find("a line", 1, true))
+  end)
+
+  it("rp.plot of several series over x, with their labels in the key", function()
+    local x, a, b = {}, {}, {}
+    for i = 1, 20 do x[i], a[i], b[i] = i / 2, math.sin(i / 3), math.cos(i / 3) end
+    local text = golden("series.txt", function(out)
+      return rp.plot(x, { a, rp.tensor(b) }, { labels = { "sin", "cos" }, size = { 60, 18 },
+        out = out })
+    end)
+    assert.truthy(text:find("sin %*+"), text)
+    assert.truthy(text:find("cos #+"), text)
+  end)
+
+  it("rp.scatter marks each series with its letter", function()
+    local text = golden("scatter.txt", function(out)
+      return rp.scatter({ 1, 2, 3 }, { { 1, 4, 9 }, { 3, 2, 1 } }, { labels = { "up", "down" },
+        size = { 40, 14 }, out = out })
+    end)
+    local _, a = text:gsub("A", "")
+    local _, b = text:gsub("B", "")
+    assert.are.same({ 4, 4 }, { a, b }) -- three points and the key's sample each
+  end)
+
+  it("rp.heatmap: one shade per cell, row 1 at the top, the shades named below", function()
+    local m = rp.eye(4)
+    m:set(2, 1, 0.5)
+    local text = golden("heatmap.txt", function(out)
+      return rp.heatmap(m, { title = "eye", xlabel = "key", ylabel = "query", out = out })
+    end)
+    -- the cells: row i of the matrix on the line labelled i, column j at the (2j)-th column
+    local cells = {}
+    for _, l in ipairs(lines(text)) do
+      local i, inside = l:match("(%d) |(.*)|$")
+      if i then
+        cells[tonumber(i)] = {}
+        for j = 1, 4 do cells[tonumber(i)][j] = inside:sub(2 * j, 2 * j) end
+      end
+    end
+    assert.are.same({ { "@", " ", " ", " " }, { "+", "@", " ", " " }, { " ", " ", "@", " " },
+      { " ", " ", " ", "@" } }, cells)
+    assert.are.equal('shades " .:-=+*#%@" from 0 to 1', lines(text)[#lines(text)])
+  end)
+
+  it("rp.heatmap averages blocks of a matrix larger than the picture, and says so", function()
+    local out = dir .. "/big.txt"
+    assert.are.equal(out, rp.heatmap(rp.eye(100), { size = { 60, 20 }, out = out }))
+    local text = assert(h.read(out))
+    for _, l in ipairs(lines(text)) do assert.is_true(#l <= 60, l) end
+    assert.is_true(#lines(text) <= 21, text)
+    local br, bc = text:match("each the mean of (%d+) x (%d+)\n$")
+    assert.are.same({ "7", "5" }, { br, bc }, text) -- 100 rows in 15 lines, 100 columns in 20 cells
+    for _, l in ipairs(lines(text)) do -- only shades inside the frame
+      local inside = l:match("|(.*)|")
+      if inside then assert.is_nil(inside:find("[^ .:%-=+*#%%@]"), l) end
+    end
+  end)
+
+  it("a long y label stands at the left edge, apart from the tic labels", function()
+    -- gnuplot's own y label runs into the tic labels (count1.5) or is dropped when long
+    for _, draw in ipairs { function(out) return rp.plot({ 1, 2, 3 }, { ylabel = "a long y label",
+        size = { 50, 10 }, out = out }) end,
+      function(out) return rp.heatmap(rp.eye(5), { ylabel = "a long y label", out = out }) end } do
+      local out = dir .. "/ylabel.txt"
+      assert.are.equal(out, draw(out))
+      local text = assert(h.read(out))
+      assert.truthy(text:find("\na long y label +[%d.]* *|"), text)
+    end
+  end)
+
+  it("a heatmap keeps a title and an x label wider than its cells", function()
+    local out = dir .. "/wide.txt"
+    assert.are.equal(out, rp.heatmap(rp.eye(2), { title = "a title wider than two cells",
+      xlabel = "an x label as wide", out = out }))
+    local l = lines(assert(h.read(out)))
+    assert.are.equal("a title wider than two cells", l[1]) -- gnuplot dropped it
+    assert.truthy(l[#l - 1]:find("^ *an x label as wide$"), l[#l - 1])
+  end)
+
+  it("rp.hist counts into bins", function()
+    local text = golden("hist.txt", function(out)
+      return rp.hist({ 1, 2, 2, 3, 3, 3 }, { bins = 3, size = { 40, 12 }, out = out })
+    end)
+    assert.truthy(text:find("count", 1, true))
+  end)
+
+  it("rp.gnuplot runs any commands", function()
+    golden("gnuplot.txt", function(out)
+      return rp.gnuplot({ "set xrange [0:6.3]", "unset key", "plot sin(x)" },
+        { size = { 40, 12 }, out = out })
+    end)
+  end)
+end)
+
+describe("files", function()
+  it("PNG and SVG of the size asked for, 800 x 500 by default", function()
+    local m = rp.randn({ 6, 6 }, rp.rng(1)):softmax(2)
+    local cases = {
+      { "plot.png", function(out) return rp.plot({ 1, 3, 2 }, { out = out }) end, 800, 500 },
+      { "scatter.png", function(out) return rp.scatter({ 1, 3, 2 }, { out = out, size = { 320, 200 } }) end, 320, 200 },
+      { "heatmap.png", function(out) return rp.heatmap(m, { out = out, size = { 400, 400 } }) end, 400, 400 },
+      { "hist.png", function(out) return rp.hist(rp.randn({ 100 }, rp.rng(2)), { out = out, size = { 640, 480 } }) end, 640, 480 },
+      { "g.png", function(out) return rp.gnuplot("plot x", { out = out, size = { 100, 80 } }) end, 100, 80 },
+    }
+    for _, c in ipairs(cases) do
+      local out = dir .. "/" .. c[1]
+      assert.are.equal(out, c[2](out))
+      assert.are.same({ c[3], c[4] }, { png_size(out) }, c[1])
+    end
+    local svg = dir .. "/p.svg"
+    assert.are.equal(svg, rp.plot({ 1, 2 }, { out = svg, size = { 300, 200 } }))
+    local text = assert(h.read(svg))
+    assert.truthy(text:find('<svg%s[^>]*viewBox="0 0 300 200"'), text:sub(1, 400))
+  end)
+
+  it("replace a file whole and leave nothing else in the folder", function()
+    local sub = dir .. "/whole"
+    os.execute("mkdir " .. h.sh_quote(sub))
+    local out = sub .. "/p.png"
+    h.write(out, "old")
+    assert.are.equal(out, rp.plot({ 1, 2 }, { out = out, size = { 200, 100 } }))
+    assert.are.same({ 200, 100 }, { png_size(out) })
+    assert.are.same({ "p.png" }, h.ls(sub))
+  end)
+
+  it("a folder, a FIFO or a missing folder give nil and a message", function()
+    os.execute("mkdir " .. h.sh_quote(dir .. "/d.png") .. " && mkfifo " .. h.sh_quote(dir .. "/f.png"))
+    assert.are.same({ nil, "rp.plot: " .. dir .. "/d.png: not a regular file (a folder)" },
+      { rp.plot({ 1 }, { out = dir .. "/d.png" }) })
+    -- (a hang here is the failure: writing would wait for a reader)
+    assert.are.same({ nil, "rp.heatmap: " .. dir .. "/f.png: not a regular file (a FIFO)" },
+      { rp.heatmap({ { 1 } }, { out = dir .. "/f.png" }) })
+    local ok, err = rp.hist({ 1 }, { out = dir .. "/missing/h.png" })
+    assert.is_nil(ok)
+    assert.truthy(err:find("^rp.hist: " .. dir:gsub("%p", "%%%0") .. "/missing/h.png: "), err)
+  end)
+
+  it("user text stays text: quotes, backslashes, newlines, gnuplot and shell syntax", function()
+    local out, marker = dir .. "/t.txt", dir .. "/pwned"
+    local title = 'a"b\\c `touch ' .. marker .. '` $(touch ' .. marker .. ')"; system("touch ' .. marker .. '") #'
+    assert.are.equal(out, rp.plot({ 1, 2 }, { title = title, size = { 120, 12 }, out = out }))
+    assert.is_nil(h.read(marker))
+    assert.truthy(assert(h.read(out)):find(title, 1, true))
+    assert.are.equal(out, rp.plot({ 1, 2 }, { title = "two\nlines", size = { 40, 12 }, out = out }))
+    assert.truthy(assert(h.read(out)):find("two\n +lines\n"), h.read(out))
+    local odd = dir .. "/it's a \"plot\" $(x).txt"
+    assert.are.equal(odd, rp.plot({ 1, 2 }, { size = { 40, 12 }, out = odd }))
+    assert.truthy(h.read(odd))
+  end)
+end)
+
+describe("the scripts' pictures (scripts/lib/plot.lua) through rp.gnuplot", function()
+  it("loss curves as PNG and SVG of 960 x 600, a label with backquotes staying text", function()
+    package.path = "scripts/?.lua;" .. package.path
+    local plot = require "lib.plot"
+    local marker = dir .. "/pwned-by-label"
+    local curve = { { step = 1, tokens = 100, loss = 2 }, { step = 2, tokens = 200, loss = 1 } }
+    local files = assert(plot.loss_curves({ { label = "`touch " .. marker .. "`",
+      results = { { curve = curve } } } }, dir .. "/loss"))
+    assert.are.same({ dir .. "/loss.png", dir .. "/loss.svg", dir .. "/loss.gp", dir .. "/loss.dat" },
+      files)
+    assert.are.same({ 960, 600 }, { png_size(dir .. "/loss.png") })
+    assert.truthy(assert(h.read(dir .. "/loss.svg")):find("`touch", 1, true))
+    assert.is_nil(h.read(marker)) -- gnuplot would run `...` in a double-quoted string
+    assert.are.equal('"a\\`b\\"c\\\\"', plot.gp_string('a`b"c\\'))
+  end)
+end)
+
+describe("where a picture goes", function()
+  local function roper(env, code)
+    return h.run(env .. " " .. h.sh_quote(BIN) .. " -e " .. h.sh_quote(code))
+  end
+
+  it("the terminal: the text picture on stdout, nothing returned", function()
+    local file = dir .. "/same.txt"
+    rp.plot({ 3, 1, 2 }, { size = { 40, 12 }, out = file })
+    local so, se, code = roper("env -u ROPER_PLOT_DIR -u ROPER_PLOT_TERMINAL",
+      "print(select('#', rp.plot({3, 1, 2}, {size = {40, 12}})))")
+    assert.are.equal(0, code, se)
+    assert.are.equal(assert(h.read(file)) .. "0\n", so)
+    -- the width follows COLUMNS
+    so = roper("env -u ROPER_PLOT_DIR COLUMNS=50", "rp.plot({3, 1, 2})")
+    local widest = 0
+    for _, l in ipairs(lines(so)) do widest = math.max(widest, #l) end
+    assert.is_true(widest > 40 and widest <= 50, so)
+  end)
+
+  it("sixel graphics with terminal = 'sixel' or ROPER_PLOT_TERMINAL=sixel", function()
+    for _, c in ipairs { { "", "rp.heatmap(rp.eye(3), {terminal = 'sixel'})" },
+      { "ROPER_PLOT_TERMINAL=sixel", "rp.hist({1, 2, 2})" } } do
+      local so, se, code = roper("env -u ROPER_PLOT_DIR " .. c[1], c[2])
+      assert.are.equal(0, code, se)
+      assert.are.equal("\27Pq", so:sub(1, 3))
+      assert.truthy(so:find("\27\\%s*$"), so:sub(-20))
+    end
+    local _, se, code = roper("env -u ROPER_PLOT_DIR ROPER_PLOT_TERMINAL=kitty", "rp.plot({1})")
+    assert.are.equal(1, code)
+    assert.truthy(se:find('rp.plot: ROPER_PLOT_TERMINAL must be "text" or "sixel", got "kitty"', 1,
+      true), se)
+  end)
+
+  it("ROPER_PLOT_DIR: PNG files plot-1.png, plot-2.png, ... whose paths come back", function()
+    local pics = dir .. "/pics"
+    os.execute("mkdir " .. h.sh_quote(pics))
+    local so, se, code = roper("ROPER_PLOT_DIR=" .. h.sh_quote(pics),
+      "print(rp.plot({1, 2})) print(rp.heatmap(rp.eye(3))) print(rp.plot({1}, {out = '"
+      .. pics .. "/mine.svg'})) print(rp.hist({1, 2}, {size = {300, 200}}))")
+    assert.are.equal(0, code, se)
+    assert.are.equal(("%s/plot-1.png\n%s/plot-2.png\n%s/mine.svg\n%s/plot-3.png\n"):format(pics,
+      pics, pics, pics), so)
+    assert.are.same({ "mine.svg", "plot-1.png", "plot-2.png", "plot-3.png" }, h.ls(pics))
+    assert.are.same({ 800, 500 }, { png_size(pics .. "/plot-2.png") })
+    assert.are.same({ 300, 200 }, { png_size(pics .. "/plot-3.png") })
+  end)
+
+  it("gnuplot missing or failing gives nil and gnuplot's message", function()
+    assert.are.same({ nil, "rp.gnuplot: gnuplot failed: line 2 of the commands: undefined variable: y" },
+      { rp.gnuplot({ "unset key", "plot y" }, { out = dir .. "/x.txt" }) })
+    local so, se, code = roper("env PATH=/nonexistent", "print(rp.plot({1, 2}))")
+    assert.are.equal(0, code, se)
+    assert.are.equal("nil\trp.plot: gnuplot is not installed (Debian: apt-get install gnuplot-nox)\n", so)
+  end)
+end)
+
+describe("bad input", function()
+  local function refuses(fn, msg)
+    local ok, err = pcall(fn)
+    assert.is_false(ok, "no error for: " .. msg)
+    assert.are.equal(msg, err)
+  end
+  local cases = {
+    { function() return rp.plot() end,
+      "bad argument #1 to 'rp.plot' (y must be a 1-D tensor, a list of numbers or a list of them, got nil)" },
+    { function() return rp.plot({}) end, "bad argument #1 to 'rp.plot' (y is empty)" },
+    { function() return rp.plot({ 1, 0 / 0 }) end,
+      "bad argument #1 to 'rp.plot' (y[2] is nan; values must be finite)" },
+    { function() return rp.plot({ { 1 }, { 2, "x" } }) end,
+      "bad argument #1 to 'rp.plot' (y[2][2] must be a number, got string \"x\")" },
+    { function() return rp.plot(rp.zeros { 2, 3 }) end,
+      "bad argument #1 to 'rp.plot' (y must be a 1-D tensor or a list of numbers, got a tensor [2 x 3])" },
+    { function() return rp.plot({ 1, 2 }, { 1, 2, 3 }) end,
+      "bad argument #2 to 'rp.plot' (y has 3 values, x has 2)" },
+    { function() return rp.plot({ 1, 2 }, { titel = "x" }) end,
+      "bad argument #2 to 'rp.plot' (unknown option 'titel' (known: title, xlabel, ylabel, out, "
+        .. "terminal, size, labels, logx, logy, xrange, yrange))" },
+    { function() return rp.plot({ 1, 2 }, { title = 3 }) end,
+      "bad argument #2 to 'rp.plot' (option 'title' must be a string, got 3)" },
+    { function() return rp.plot({ 1, 2 }, { labels = { "a", "b" } }) end,
+      "bad argument #2 to 'rp.plot' (option 'labels' must be a list of 1 string (one per series), got 2 entries)" },
+    { function() return rp.plot({ 1, -2 }, { logy = true }) end,
+      "bad argument #1 to 'rp.plot' (option 'logy': every y must be > 0 on a log scale, got -2 at y[2])" },
+    { function() return rp.scatter({ 0, 1 }, { 1, 2 }, { logx = true }) end,
+      "bad argument #1 to 'rp.scatter' (option 'logx': every x must be > 0 on a log scale, got 0 at x[1])" },
+    { function() return rp.plot({ 1, 2 }, { yrange = { 2, 1 } }) end,
+      "bad argument #2 to 'rp.plot' (option 'yrange' must be {lo, hi} with finite lo < hi, got {2, 1})" },
+    { function() return rp.plot({ 1, 2 }, { out = "x.jpg" }) end,
+      "bad argument #2 to 'rp.plot' (option 'out' must be a file name ending in .png, .svg or .txt, got string \"x.jpg\")" },
+    { function() return rp.plot({ 1, 2 }, { out = "x.png", terminal = "text" }) end,
+      "bad argument #2 to 'rp.plot' (options 'out' and 'terminal' exclude each other (a file or the terminal))" },
+    { function() return rp.plot({ 1, 2 }, { terminal = "kitty" }) end,
+      "bad argument #2 to 'rp.plot' (option 'terminal' must be one of \"text\", \"sixel\", got string \"kitty\")" },
+    { function() return rp.plot({ 1, 2 }, { size = { 5, 5 } }) end,
+      "bad argument #2 to 'rp.plot' (option 'size' must be {width, height}, integers in 10..1000 (characters), got {5, 5})" },
+    { function() return rp.plot({ 1, 2 }, { out = "p.png", size = { 20, 20 } }) end,
+      "bad argument #2 to 'rp.plot' (option 'size' must be {width, height}, integers in 64..10000 (pixels), got {20, 20})" },
+    { function() return rp.heatmap(rp.zeros { 1, 2, 3, 3 }) end,
+      "bad argument #1 to 'rp.heatmap' (expected a 2-D tensor or a list of rows, got a tensor [1 x 2 x 3 x 3] "
+        .. "(select one matrix: att[{1, 1}]))" },
+    { function() return rp.heatmap({ { 1, 2 }, { 3 } }) end,
+      "bad argument #1 to 'rp.heatmap' (row 2 has 1 values, row 1 has 2)" },
+    { function() return rp.heatmap(rp.full({ 2, 2 }, math.huge)) end,
+      "bad argument #1 to 'rp.heatmap' (the value at [1, 1] is inf; values must be finite)" },
+    { function() return rp.heatmap(rp.zeros { 0, 3 }) end, "bad argument #1 to 'rp.heatmap' (the matrix is empty)" },
+    { function() local t = rp.ones { 2, 2 }; getmetatable(t).__close(t) return rp.heatmap(t) end,
+      "bad argument #1 to 'rp.heatmap' (attempt to use a released tensor)" },
+    { function() return rp.hist({ 1 }, { bins = 0 }) end,
+      "bad argument #2 to 'rp.hist' (option 'bins' must be in 1..10000, got 0)" },
+    { function() return rp.hist("x") end,
+      "bad argument #1 to 'rp.hist' (values must be a 1-D tensor or a list of numbers, got string \"x\")" },
+    { function() return rp.gnuplot(3) end,
+      "bad argument #1 to 'rp.gnuplot' (commands must be a string or a list of strings, got 3)" },
+    { function() return rp.gnuplot({ "plot x", false }) end,
+      "bad argument #1 to 'rp.gnuplot' (commands[2] must be a string, got boolean)" },
+    { function() return rp.gnuplot("plot x", { font_size = 100 }) end,
+      "bad argument #2 to 'rp.gnuplot' (option 'font_size' must be in 4..72, got 100)" },
+  }
+  for _, c in ipairs(cases) do
+    it(c[2]:match("%((.*)%)$"):sub(1, 70), function() refuses(c[1], c[2]) end)
+  end
+
+  it("a tensor of any shape is a histogram's values, as the list of its values", function()
+    local t = rp.randn({ 2, 3, 4 }, rp.rng(5))
+    local a, b = dir .. "/h4.txt", dir .. "/h1.txt"
+    assert.are.equal(a, rp.hist(t:transpose(1, 3), { bins = 4, size = { 40, 12 }, out = a }))
+    assert.are.equal(b, rp.hist(t:transpose(1, 3):contiguous():view(24):totable(),
+      { bins = 4, size = { 40, 12 }, out = b }))
+    assert.are.equal(h.read(b), h.read(a))
+  end)
+end)
