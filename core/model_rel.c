@@ -8,8 +8,8 @@
  *                         (xl_table: [sin(d f_j) | cos(d f_j)], f_j = 10000^(-2j/C), the
  *                         distances d = 0 .. T-1 of a causal self-attention of T positions;
  *                         xl's W_kR R, Dai et al. 2019)
- *   RP_PARAM_PROJ_SHARED  a projection W: the table P W^T, P the model's shared parameter (deberta's
- *                         K^r = P W_kr^T and Q^r = P W_qr^T, He et al. 2020)
+ *   RP_PARAM_PROJ_SHARED  a projection W: the table P W^T, P the model's shared parameter
+ *                         (deberta's K^r = P W_kr^T and Q^r = P W_qr^T, He et al. 2020)
  *   RP_PARAM_SHARED       P (the model's off_rel)
  *
  * Computed tables are [rows, C] = [rows, H, d_k]: head h's row r at r * C + h * d_k, the layout

@@ -200,9 +200,9 @@ static inline rp_model_cfg check_small_cfg(rp_pe pe, uint64_t seed)
 /* The sets of modes the tests loop over, read off the mode table (pe.h) so that a new mode enters
  * every loop of its kind: every mode, the rotary ones (all, or those linear attention supports),
  * those without relative terms (the plain and rotary ones), the relative ones (all, or those
- * that read a config key); and the lists of them the expected messages hold (check_pe_msg). What a test
- * expects of a mode (its reference formula) stays written out in the test, which then fails
- * until the new mode's is there. */
+ * that read a config key); and the lists of them the expected messages hold (check_pe_msg).
+ * What a test expects of a mode (its reference formula) stays written out in the test, which
+ * then fails until the new mode's is there. */
 typedef enum {
     CHECK_PE_ALL,
     CHECK_PE_ROTARY,
@@ -244,7 +244,8 @@ static inline const char *check_pe_list(char *buf, size_t n, check_pe_set set)
     return buf;
 }
 
-/* Every mode with its code, as an enum's range message lists them: "none (0), ... or alibi (10)". */
+/* Every mode with its code, as an enum's range message lists them:
+ * "none (0), ... or alibi (10)". */
 static inline const char *check_pe_values(char *buf, size_t n)
 {
     buf[0] = '\0';

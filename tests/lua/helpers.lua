@@ -16,9 +16,9 @@ local M = {}
 
 -- The names of the modes of core's mode table (rp.pe_modes) whose row passes keep (a function of
 -- the row, or a field name that must be true, or "not relative", or a config key its relative
--- terms read, "rel_clip"; nil: every mode), in the table's order. The specs loop over these, so a new mode enters every loop of its kind; what a
--- spec expects of a mode (naive.attention below) stays written out, and fails until the new
--- mode's formula is there.
+-- terms read, "rel_clip"; nil: every mode), in the table's order. The specs loop over these, so
+-- a new mode enters every loop of its kind; what a spec expects of a mode (naive.attention
+-- below) stays written out, and fails until the new mode's formula is there.
 function M.pe_names(keep)
   local names = {}
   for _, row in ipairs(rp.pe_modes()) do
