@@ -10,12 +10,6 @@
 
 /* ---- errors ---- */
 
-int lrp_raise(lua_State *L, rp_status st)
-{
-    const char *msg = rp_last_error();
-    if (msg == NULL || msg[0] == '\0') return luaL_error(L, "roper: %s error", rp_status_name(st));
-    return luaL_error(L, "%s", msg);
-}
 
 /* Pushes "rp.<key>" (or "rp.<key>.<key2>") when the value at index f is a field of the module
  * table (kept in the registry under LRP_MODULE_KEY) or of one of its tables (rp.optim, rp.Tensor,
@@ -81,6 +75,21 @@ static int push_public_name(lua_State *L, int f)
         lua_pop(L, 1);
     }
     return 0;
+}
+
+/* Raises core's last error as "<public name>: <message>" (the running function's public name when
+ * it has one, "roper" otherwise). */
+int lrp_raise(lua_State *L, rp_status st)
+{
+    const char *msg = rp_last_error();
+    lua_Debug ar;
+    const char *name = "roper";
+    if (lua_getstack(L, 0, &ar)) {
+        lua_getinfo(L, "f", &ar); /* pushes the running function */
+        if (push_public_name(L, lua_gettop(L))) name = lua_tostring(L, -1);
+    }
+    if (msg == NULL || msg[0] == '\0') return luaL_error(L, "%s: %s error", name, rp_status_name(st));
+    return luaL_error(L, "%s: %s", name, msg);
 }
 
 int lrp_argerror_msg(lua_State *L, int arg, const char *msg)

@@ -34,8 +34,8 @@
  *    first (lrp_newtensor) and core fills them in place; scratch buffers are Lua userdata too.
  *  - Lua dims and indices are 1-based (negative ones count from the end, -1 = last); they are
  *    converted to 0-based exactly once, by the helpers below.
- *  - A non-OK core status becomes luaL_error(L, "%s", rp_last_error()) (lrp_raise), only after
- *    temporaries have been released.
+ *  - A non-OK core status becomes the error "<public name>: <rp_last_error()>" (lrp_raise, e.g.
+ *    "rp.rope.angles: cannot allocate ... floats"), only after temporaries have been released.
  */
 #ifndef LRP_ARGS_H
 #define LRP_ARGS_H
@@ -53,7 +53,9 @@
 
 /* ---- errors ---- */
 
-/* Raises luaL_error(L, "%s", rp_last_error()). Call only after releasing C temporaries. */
+/* Raises "<public name>: <rp_last_error()>": the running function's public name as in
+ * lrp_argerror ("rp.load", "rp.Tensor.matmul"), "roper" when it has none. Call only after
+ * releasing C temporaries. */
 int lrp_raise(lua_State *L, rp_status st);
 /* Raises `bad argument #arg to 'name' (msg)` as luaL_argerror does (methods: `calling 'name' on
  * bad self` for arg 1 and the arguments counted from x in t:f(x)), except that where the call

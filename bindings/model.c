@@ -122,9 +122,10 @@ static void read_fields(lua_State *L, int idx, rp_model_cfg *cfg)
         if (rp_model_cfg_check_key(cfg, k, 1) != RP_OK) lrp_argerror(L, idx, "%s", rp_last_error());
     }
     const rp_pe_mode *mode = rp_pe_mode_of(cfg->pe);
+    char list[128];
     if (cfg->rotate && !mode->rotary)
-        lrp_argerror(L, idx, "option 'rotate' needs a rotary pe (rope, roper or roper_legacy), "
-                             "got pe '%s'", mode->name);
+        lrp_argerror(L, idx, "option 'rotate' needs a rotary pe (%s), got pe '%s'",
+                     rp_pe_list(list, sizeof list, 1, 0, 0), mode->name);
     /* one model, one config: the mode's own placements and the shared fractions are stored as
      * "not set", so equal models have equal configs (and checkpoints) */
     rp_model_cfg_normalise(cfg);
@@ -229,6 +230,48 @@ static void set_number(lua_State *L, const char *key, double v, int integer)
     lua_setfield(L, -2, key);
 }
 
+/* The mode table (core/pe.h) as a new table on the stack: t[i] = {name =, absolute =, rotate =,
+ * rotary =, linear =, relative =, rel_keys =} in the table's order, and t[name] = the same row;
+ * rel_keys lists the config keys the mode's relative kind reads (the schema's RP_CFG_RELATIVE
+ * rows whose keys the kind's row uses). */
+static void push_pe_modes(lua_State *L)
+{
+    char rot[5];
+    lua_createtable(L, RP_PE_COUNT, RP_PE_COUNT);
+    for (int p = 0; p < (int)RP_PE_COUNT; p++) {
+        const rp_pe_mode *m = rp_pe_mode_of((rp_pe)p);
+        lua_createtable(L, 0, 6);
+        lua_pushstring(L, m->name);
+        lua_setfield(L, -2, "name");
+        lua_pushstring(L, rp_pe_absolute_names[m->absolute]);
+        lua_setfield(L, -2, "absolute");
+        lua_pushstring(L, rp_rotate_name(m->rotate, rot));
+        lua_setfield(L, -2, "rotate");
+        set_bool(L, "rotary", m->rotary);
+        set_bool(L, "linear", m->linear);
+        set_bool(L, "relative", rp_rel_of(m->rel)->terms != 0);
+        lua_newtable(L);
+        int n = 0;
+        for (int i = 0; i < rp_model_cfg_nkeys; i++) {
+            const rp_cfg_key *k = &rp_model_cfg_keys[i];
+            if (k->use != RP_CFG_RELATIVE || !(rp_rel_of(m->rel)->uses & k->use_arg)) continue;
+            lua_pushstring(L, k->name);
+            lua_rawseti(L, -2, ++n);
+        }
+        lua_setfield(L, -2, "rel_keys");
+        lua_pushvalue(L, -1);
+        lua_setfield(L, -3, m->name);
+        lua_rawseti(L, -2, p + 1);
+    }
+}
+
+/* rp.pe_modes() -> the mode table (push_pe_modes), a new table at each call. */
+static int l_pe_modes(lua_State *L)
+{
+    push_pe_modes(L);
+    return 1;
+}
+
 void lrp_model_internals(lua_State *L, int priv)
 {
     static const char *const types[] = {"int", "number", "enum", "seed", "rotate"};
@@ -272,16 +315,7 @@ void lrp_model_internals(lua_State *L, int priv)
         lua_rawseti(L, -2, i + 1);
     }
     lua_setfield(L, priv, "model_keys");
-    /* the mode table's flags, by name */
-    lua_createtable(L, 0, RP_PE_COUNT);
-    for (int p = 0; p < (int)RP_PE_COUNT; p++) {
-        const rp_pe_mode *m = rp_pe_mode_of((rp_pe)p);
-        lua_createtable(L, 0, 3);
-        set_bool(L, "rotary", m->rotary);
-        set_bool(L, "linear", m->linear);
-        set_bool(L, "relative", m->rel != RP_REL_NONE);
-        lua_setfield(L, -2, m->name);
-    }
+    push_pe_modes(L);
     lua_setfield(L, priv, "pe_modes");
     lua_pushcfunction(L, l_model_unused);
     lua_setfield(L, priv, "model_unused");
@@ -487,6 +521,7 @@ static const luaL_Reg model_funcs[] = {
     {"model", l_model},
     {"model_memory", l_model_memory},
     {"load", l_load},
+    {"pe_modes", l_pe_modes},
     {NULL, NULL},
 };
 

@@ -216,9 +216,10 @@ static void opt_rotation(lua_State *L, int idx, rp_attn_cfg *cfg, int64_t D, int
 {
     const rp_pe_mode *mode = rp_pe_mode_of(cfg->pe);
     int rotate = lrp_optrotate(L, idx, "rotate");
+    char list[128];
     if (rotate && !mode->rotary)
-        lrp_argerror(L, idx, "option 'rotate' needs a rotary pe (rope, roper or roper_legacy), "
-                             "got pe '%s'", mode->name);
+        lrp_argerror(L, idx, "option 'rotate' needs a rotary pe (%s), got pe '%s'",
+                     rp_pe_list(list, sizeof list, 1, 0, 0), mode->name);
     int rot = rotate ? rotate : mode->rotate;
     static const struct {
         int bit;
@@ -461,116 +462,79 @@ static void check_4d(lua_State *L, int arg, const char *name, const rp_tensor *t
                      lrp_shape_str(b, t));
 }
 
-/* The relative modes' tables of rp.attention (core/attention.h), by option name. */
-enum { REL_K, REL_Q, REL_V, REL_U, REL_W, REL_BIAS, REL_N };
-static const struct {
-    const char *key, *what;
-} rel_opt[REL_N] = {{"rel_k", "the key-side table (shaw a^K, xl W_kR R, deberta K^r)"},
-                    {"rel_q", "deberta's Q^r"},
-                    {"rel_v", "shaw's a^V"},
-                    {"rel_u", "xl's u"},
-                    {"rel_w", "xl's v"},
-                    {"rel_bias", "t5's bias"}};
+/* The relative modes' tables of rp.attention (core/attention.h): the options, in the order of
+ * rp_attn_rel's tables (RP_TAB_*); messages name a table as the mode's ("shaw's a^V": the symbol
+ * of its kind's row, core/pe.c). */
+static const char *const rel_keys[RP_TAB_COUNT] = {"rel_k", "rel_q", "rel_v",
+                                                   "rel_u", "rel_w", "rel_bias"};
 
-/* Checks the table options of cfg's mode held at stack slots first .. first+REL_N-1 (nil or
- * tensors): the mode's tables present with their shapes, the others absent; then replaces each
- * by a contiguous copy in its slot and points rel at them. Reads no option (they are all read:
- * no Lua code runs between these checks and the call but allocations). */
+/* Checks the table options of cfg's mode held at stack slots first .. first+RP_TAB_COUNT-1 (nil
+ * or tensors): rel_clip and the buckets where the mode reads them, the mode's tables present with
+ * their shapes (rp_attention_rel_shape), the others absent; then replaces each by a contiguous
+ * copy in its slot and points rel at them. Reads no option (they are all read: no Lua code runs
+ * between these checks and the call but allocations). */
 static void check_rel_tables(lua_State *L, int first, const rp_attn_cfg *cfg, int64_t T, int64_t S,
                              int64_t H, int64_t D, int64_t Dv, rp_attn_rel *rel)
 {
     memset(rel, 0, sizeof *rel);
-    rp_rel_kind kind = rp_pe_mode_of(cfg->pe)->rel;
-    int64_t K = cfg->rel_clip, want[REL_N][3];
-    int nd[REL_N] = {0};
-    if (kind == RP_REL_SHAW || kind == RP_REL_DEBERTA) {
-        if (K < 1 || K > RP_REL_MAX_CLIP)
-            lrp_argerror(L, 4, "option 'rel_clip' must be between 1 and %d, got %I",
-                         (int)RP_REL_MAX_CLIP, (LUAI_UACINT)K);
-    }
-    switch (kind) {
-    case RP_REL_SHAW:
-        nd[REL_K] = nd[REL_V] = 2;
-        want[REL_K][0] = want[REL_V][0] = 2 * K + 1;
-        want[REL_K][1] = D, want[REL_V][1] = Dv;
-        break;
-    case RP_REL_XL: {
-        int64_t lo;
-        nd[REL_K] = 3, nd[REL_U] = nd[REL_W] = 2;
-        want[REL_K][0] = rp_attention_rel_rows(cfg, T, S, &lo);
-        want[REL_K][1] = H, want[REL_K][2] = D;
-        want[REL_U][0] = want[REL_W][0] = H;
-        want[REL_U][1] = want[REL_W][1] = D;
-        break;
-    }
-    case RP_REL_T5:
+    const rp_rel_desc *x = rp_rel_of(rp_pe_mode_of(cfg->pe)->rel);
+    const char *pe = rp_pe_name(cfg->pe);
+    int64_t K = cfg->rel_clip, want[RP_TAB_COUNT][3];
+    int nd[RP_TAB_COUNT];
+    if ((x->uses & RP_USES_CLIP) && (K < 1 || K > RP_REL_MAX_CLIP))
+        lrp_argerror(L, 4, "option 'rel_clip' must be between 1 and %d, got %I",
+                     (int)RP_REL_MAX_CLIP, (LUAI_UACINT)K);
+    if (x->uses & RP_USES_BUCKETS) {
         if (cfg->rel_buckets < 2 || cfg->rel_buckets > RP_REL_MAX_BUCKETS)
             lrp_argerror(L, 4, "option 'rel_buckets' must be between 2 and %d, got %I",
                          (int)RP_REL_MAX_BUCKETS, (LUAI_UACINT)cfg->rel_buckets);
         if (!cfg->causal && cfg->rel_buckets < 4)
             lrp_argerror(L, 4, "option 'rel_buckets' must be at least 4 without the causal mask "
-                               "(t5 halves them), got %I", (LUAI_UACINT)cfg->rel_buckets);
+                               "(%s halves them), got %I", pe, (LUAI_UACINT)cfg->rel_buckets);
         if (cfg->rel_max_distance <= (cfg->causal ? cfg->rel_buckets / 2 : cfg->rel_buckets / 4))
             lrp_argerror(L, 4, "option 'rel_max_distance' must exceed rel_buckets / %d = %I, got %I",
                          cfg->causal ? 2 : 4,
                          (LUAI_UACINT)(cfg->causal ? cfg->rel_buckets / 2 : cfg->rel_buckets / 4),
                          (LUAI_UACINT)cfg->rel_max_distance);
-        nd[REL_BIAS] = 2;
-        want[REL_BIAS][0] = H, want[REL_BIAS][1] = cfg->rel_buckets;
-        break;
-    case RP_REL_DEBERTA:
-        nd[REL_K] = nd[REL_Q] = 3;
-        want[REL_K][0] = want[REL_Q][0] = 2 * K;
-        want[REL_K][1] = want[REL_Q][1] = H;
-        want[REL_K][2] = want[REL_Q][2] = D;
-        break;
-    default: break;
     }
+    for (int i = 0; i < RP_TAB_COUNT; i++)
+        nd[i] = rp_attention_rel_shape(cfg, i, T, S, H, D, Dv, want[i]);
     char ws[RP_SHAPE_STR_LEN], gs[RP_SHAPE_STR_LEN];
-    for (int i = 0; i < REL_N; i++) {
+    for (int i = 0; i < RP_TAB_COUNT; i++) {
         int slot = first + i;
         if (lua_isnil(L, slot)) {
             if (nd[i])
-                lrp_argerror(L, 4, "option '%s' (%s, %s) is required by pe '%s'", rel_opt[i].key,
-                             rel_opt[i].what, rp_shape_str(ws, sizeof ws, nd[i], want[i]),
-                             rp_pe_name(cfg->pe));
+                lrp_argerror(L, 4, "option '%s' (%s's %s, %s) is required by pe '%s'", rel_keys[i],
+                             pe, x->sym[i], rp_shape_str(ws, sizeof ws, nd[i], want[i]), pe);
             continue;
         }
-        if (!nd[i])
-            lrp_argerror(L, 4, "option '%s' is not used by pe '%s'", rel_opt[i].key,
-                         rp_pe_name(cfg->pe));
+        if (!nd[i]) lrp_argerror(L, 4, "option '%s' is not used by pe '%s'", rel_keys[i], pe);
         rp_tensor *t = lrp_totensor(L, slot);
         if (!t)
-            lrp_argerror(L, 4, "option '%s' must be a roper.Tensor, got %s", rel_opt[i].key,
+            lrp_argerror(L, 4, "option '%s' must be a roper.Tensor, got %s", rel_keys[i],
                          lrp_describe(L, slot));
         if (t->storage == NULL)
-            lrp_argerror(L, 4, "option '%s' is a released tensor", rel_opt[i].key);
+            lrp_argerror(L, 4, "option '%s' is a released tensor", rel_keys[i]);
         int ok = t->ndim == nd[i];
         for (int d = 0; ok && d < nd[i]; d++) ok = t->shape[d] == want[i][d];
         if (!ok)
-            lrp_argerror(L, 4, "option '%s' (%s): expected %s, got %s", rel_opt[i].key,
-                         rel_opt[i].what, rp_shape_str(ws, sizeof ws, nd[i], want[i]),
+            lrp_argerror(L, 4, "option '%s' (%s's %s): expected %s, got %s", rel_keys[i], pe,
+                         x->sym[i], rp_shape_str(ws, sizeof ws, nd[i], want[i]),
                          lrp_shape_str(gs, t));
     }
     /* contiguous copies (the kernels read plain rows), each replacing its option in its slot */
-    for (int i = 0; i < REL_N; i++) {
+    for (int i = 0; i < RP_TAB_COUNT; i++) {
         int slot = first + i;
         if (lua_isnil(L, slot)) continue;
         rp_tensor *c = lrp_newtensor(L);
         /* fetched again: the allocation may have run a finalizer that released it */
         rp_tensor *t = lrp_totensor(L, slot);
         if (t->storage == NULL)
-            lrp_argerror(L, 4, "option '%s' is a released tensor", rel_opt[i].key);
+            lrp_argerror(L, 4, "option '%s' is a released tensor", rel_keys[i]);
         rp_status st = rp_tensor_contiguous(c, t);
         if (st != RP_OK) lrp_raise(L, st);
         lua_replace(L, slot);
-        const float *p = rp_tensor_data(lrp_checktensor(L, slot));
-        if (i == REL_K) rel->ek = p;
-        else if (i == REL_Q) rel->eq = p;
-        else if (i == REL_V) rel->ev = p;
-        else if (i == REL_U) rel->u = p;
-        else if (i == REL_W) rel->w = p;
-        else rel->bias = p;
+        *rp_attn_rel_member(rel, i) = rp_tensor_data(lrp_checktensor(L, slot));
     }
 }
 
@@ -627,12 +591,13 @@ static int l_attention(lua_State *L)
     if (!numel_ok(4, out_sizes) || !numel_ok(4, att_sizes))
         return lrp_argerror(L, 2, "attention weights [B x H x T x S] would be too large");
     lua_settop(L, 4);
-    /* the relative tables: read into slots 5 .. 10 (the last option reads), checked after */
-    for (int i = 0; i < REL_N; i++)
-        if (lua_type(L, 4) == LUA_TTABLE) lua_getfield(L, 4, rel_opt[i].key);
+    /* the relative tables: read into slots 5 .. 4 + RP_TAB_COUNT (the last option reads), checked
+     * after */
+    for (int i = 0; i < RP_TAB_COUNT; i++)
+        if (lua_type(L, 4) == LUA_TTABLE) lua_getfield(L, 4, rel_keys[i]);
         else lua_pushnil(L);
     rp_rope_freq f;
-    lrp_optfreq(L, 4, &f, 0.0); /* slots 11, 12 */
+    lrp_optfreq(L, 4, &f, 0.0); /* the next two slots */
     rp_attn_rel rel;
     check_rel_tables(L, 5, &cfg, T, S, H, D, Dv, &rel);
     cfg.rel = &rel;
@@ -643,7 +608,7 @@ static int l_attention(lua_State *L)
     int64_t half = sc.d_rot_q > sc.d_rot_k ? sc.d_rot_q : sc.d_rot_k;
     half = (sc.d_rot_v > half ? sc.d_rot_v : half) / 2;
     half = sc.d_rot_o / 2 > half ? sc.d_rot_o / 2 : half;
-    lrp_freq_tables(L, 4, 11, &f, (qlast > klast ? qlast : klast) + 1, half);
+    lrp_freq_tables(L, 4, 5 + RP_TAB_COUNT, &f, (qlast > klast ? qlast : klast) + 1, half);
     if (rp_pe_scheme_check_freq(&sc, &f, qlast, klast) != RP_OK)
         return lrp_argerror(L, 4, "%s", rp_last_error());
     view.pe = cfg.pe, view.rope_base = cfg.base, view.pairing = cfg.pairing;

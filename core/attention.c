@@ -1,13 +1,103 @@
+/* Softmax attention, one unit: the shared state (block sizes, a thread's slots, the call
+ * context), the relative-position terms, the flash kernels (forward, backward) that run them at
+ * fixed points of their loops (per call, head, query block and score row, over the same slots),
+ * the decode entry over a KV cache, and the checks. Which relative terms run is the mode's
+ * relative kind (its row of pe.c: RP_TERM_* bits), so a kind made of these terms needs no code
+ * here. */
 #include "attention.h"
 
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "attention_impl.h"
 #include "checked.h"
 #include "parallel.h"
+#include "simd.h"
 #include "tile.h"
+
+/* Queries and keys per block (BC a multiple of every RP_VL). Of 16..128 queries x 32..256 keys,
+ * 32 x 128 measured fastest (B 16, T 512, H 4, d_k 32: 10% under 64 x 64). */
+#define BR 32
+#define BC 128
+
+static inline int64_t row_block(int64_t T) { return T < BR ? T : BR; }
+
+/* A thread's slots of the relative terms (rel_sizes says which term uses which), and the state of
+ * the current head and query block. */
+typedef struct {
+    float *EkT, *EkR, *Ev, *QE, *W, *WB, *dYE, *Qw, *dQw, *EqT, *EqR, *KE, *Hk, *pkey, *brow, *gd;
+    const float *q, *w; /* the head's q rows (ldq apart) and w row, for Q'_w = s (q + w) */
+    int64_t ldq;
+    float *pair;    /* the (b, h) pair's slice of table gradients (backward) */
+    int64_t blo, nb; /* the query block's table rows: blo .. blo + nb - 1 */
+    const float *qw; /* the query block's Q'_w rows (Dp apart) */
+} rel_slots;
+
+/* The slots of a thread slice (floats): Q [T, Dp], K [Sp, Dp], Kt [D, Sp], V [Sp, Dvp] (the
+ * forward's V' or the backward's transpose [Dv, Sp]), dK [Sp, Dp], dV [Sp, Dvp], and per query
+ * block P [rb, BC], dP [rb, BC], O [rb, Dvp] (the forward's output accumulator, the backward's
+ * dY), dQ [rb, Dp], m [rb], l [rb] (the forward's running max and sum, the backward's L and
+ * Drow); then the relative slots. */
+typedef struct {
+    float *Q, *K, *Kt, *V, *dK, *dV, *P, *dP, *O, *dQ, *m, *l;
+    int64_t ldkt; /* Kt's row stride: Sp here, the cache's in the decode entry */
+    rel_slots rel;
+} slots;
+
+/* The relative terms of a call (terms 0: none, every rel_ step is skipped). Table rows are
+ * indexed by the distance delta = n - i: idx(delta) = clamp(a + sg delta, 0, R - 1), for Ek (and
+ * Ev) with (ka, ks, kR), for Eq with (qa, qs, qR); the call's distances dlo .. dhi reach the rows
+ * ilo .. ilo + ne - 1 of Ek and jlo .. jlo + nq - 1 of Eq. Distance rows (the bucket and slope
+ * biases; the buckets) are indexed by e = dhi - delta, which grows with the key. */
+typedef struct {
+    int terms; /* the kind's RP_TERM_* bits (pe.h) */
+    const rp_attn_rel *tab;
+    const rp_attn_rel_grad *grad; /* backward: the table gradients asked for (NULL: none) */
+    int64_t H, D, Dv;
+    int64_t dlo, dhi, nd;
+    int64_t ka, ks, kR, ilo, ne, ek_ldr, ek_ldh, ldE;
+    int64_t qa, qs, qR, jlo, nq, ldQ;
+    int64_t buckets;
+    const float *bkt;  /* RP_TERM_BUCKET: the bucket of each distance row (nd) */
+    float *pairs;      /* per (b, h) pair: pair_floats of table gradients */
+    int64_t pair_floats;
+    /* offsets in a pair slice */
+    int64_t p_eq, p_ev, p_u, p_w, p_bias;
+} rel_ctx;
+
+typedef struct {
+    int64_t T, S, H, D, Dv, Dp, Dvp, Sp, ldq, ldk, ldv, ldo;
+    int64_t hq, hk, hv, ho; /* rotated pairs of q, k, v and the output (0 when not rotated) */
+    int o_sign;         /* the output's rotation: o_n = R(o_sign n theta) Y_n */
+    int64_t kvis;       /* keys any query sees: min(S, q_offset + T) under the mask, else S */
+    const rp_attn_cfg *cfg;
+    float scale;
+    /* cos/sin tables (NULL when not rotated); row r of q/o is query t = r, of k/v key i = r.
+     * The decode entry leaves hq, hk, hv at 0 (its q, k, v arrive rotated) and sets only o. */
+    const float *qc, *qs, *kc, *ks, *vc, *vs, *oc, *os;
+    float *slices; /* thread slices, slice floats apart */
+    int64_t slice;
+    /* the call's buffers (the backward's gradients are NULL in the forward and vice versa) */
+    float *out, *att_w, *lse_w, *dq, *dk, *dv;
+    const float *q, *k, *v, *lse, *dout, *fout;
+    rel_ctx rel;
+} attn_ctx;
+
+/* Keys seen by query t (position q_offset + t). */
+static inline int64_t visible(const attn_ctx *c, int64_t t)
+{
+    int64_t n = c->cfg->q_offset + t + 1;
+    return c->cfg->causal && n < c->S ? n : c->S;
+}
+
+/* Keys of the block starting at j0 (bc of them) that query t sees: 0 .. bc. */
+static inline int64_t seen_in_block(const attn_ctx *c, int64_t t, int64_t j0, int64_t bc)
+{
+    int64_t n = visible(c, t) - j0;
+    return n < 0 ? 0 : n < bc ? n : bc;
+}
 
 rp_status rp_attn_scheme(const rp_attn_cfg *cfg, rp_pe_scheme *s)
 {
@@ -15,6 +105,775 @@ rp_status rp_attn_scheme(const rp_attn_cfg *cfg, rp_pe_scheme *s)
                         cfg->d_rot_k > 0 ? cfg->d_rot_k : cfg->d_rot_qk, cfg->d_rot_v,
                         cfg->d_rot_o > 0 ? cfg->d_rot_o : cfg->d_rot_v};
     return rp_pe_scheme_init(s, cfg->pe, cfg->rotate, d_rot, cfg->base, cfg->pairing);
+}
+
+/* ---- the relative-position terms -----------------------------------------------------------
+ *
+ * The terms of the mode's relative kind (pe.h's RP_TERM_* bits; the kinds named below are
+ * examples). Every term depends on the distance delta = n - i (query position minus key
+ * position) through a table row: Ek and Ev rows r = idx(delta) = clamp(ka + ks delta, 0, kR - 1)
+ * (shaw: k - delta of 2k + 1 rows; xl: delta - lo of the call's rows; deberta c2p: k + delta of
+ * 2k), Eq rows r' = clamp(qa + qs delta, 0, qR - 1) (deberta p2c: k - delta), and the bias rows
+ * (BUCKET, SLOPE) one value per distance. Per head (b, h), in the thread's slots:
+ *
+ *  - EK per query block (rows t0 .. t0+nr-1, the keys they see): its distances reach the table
+ *    rows blo .. blo+nb-1 (at most nr + kmax - 1 of them, at most 2k + 1 for shaw); QE = Q'_w Ek^T
+ *    [nr, nb] (rp_tile_mm, Q'_w = s (q + w) with UW, = Q' without) and, per score row, score +=
+ *    QE[r, idx(delta) - blo] gathered (a straight run of QE, reversed for a sign of -1, with the
+ *    clipped ends constant);
+ *  - EQ per head: KE = (s Eq) K'^T [nq, kvis] (only the rows the call's distances reach),
+ *    score += KE[r'(delta), i] (the clipped runs are rows of KE, read straight); for a single
+ *    query (decode) the dot products of the keys with their one row each instead;
+ *  - BUCKET, SLOPE: a row of bias values per distance of the call, score += brow[e] with
+ *    e = dhi - delta (increasing with the key);
+ *  - EV, forward: per query row the bucket sums W[r, idx] of the unnormalised weights p,
+ *    rescaled with O by the online softmax's correction, then O += W Ev before O / l;
+ *  - backward (dS = P (dP - Drow), dP including dY . Ev[idx] with EV): the bucket sums
+ *    G[r, idx] of dS give dQ' += G Ek and dEk += G^T Q'_w per block; EV's WB[r, idx] of P give
+ *    dEv += WB^T dY; EQ's Hk[r', i] of dS give dK' += Hk^T (s Eq), dEq += s Hk K' per head;
+ *    UW's du = s sum (dS K'), dw = s sum (G Ek); BUCKET's per-distance sums of dS go to the
+ *    buckets.
+ *
+ * Table gradients go to the (b, h) pair's own slice of the scratch; rel_reduce adds the
+ * slices to the caller's gradients in the order of the pairs, so results do not depend on the
+ * thread count. */
+
+/* The relative kind of cfg's mode (NULL cfg: RP_REL_NONE's row, no terms). */
+static const rp_rel_desc *rel_desc(const rp_attn_cfg *cfg)
+{
+    const rp_pe_mode *m = cfg ? rp_pe_mode_of(cfg->pe) : NULL;
+    return rp_rel_of(m ? m->rel : RP_REL_NONE);
+}
+
+static int64_t clampi(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
+
+/* The distances n - i of a call's visible pairs: dlo .. dhi. */
+static void distances(const rp_attn_cfg *cfg, int64_t T, int64_t S, int64_t *dlo, int64_t *dhi)
+{
+    int64_t lo = cfg->q_offset - (S - 1);
+    *dlo = cfg->causal && lo < 0 ? 0 : lo;
+    *dhi = cfg->q_offset + T - 1;
+}
+
+/* A table's row of distance delta: clamp(a + s delta, 0, R - 1). */
+typedef struct {
+    int64_t a, s, R;
+} imap;
+
+/* The map of a table whose rows follow the distance by (rows, sign) (pe.h): clip rows
+ * clamp(k + sign delta, 0, R - 1), or one row per distance, delta - dlo of nd. */
+static imap row_map(rp_rel_rows rows, int sign, int64_t k, int64_t dlo, int64_t nd)
+{
+    if (rows == RP_ROWS_DISTANCE) return (imap){-dlo, 1, nd};
+    return (imap){k, sign, rp_rel_clip_rows(rows, k)};
+}
+
+/* The rows distances dlo .. dhi reach: *lo .. *lo + *n - 1. */
+static void map_range(imap m, int64_t dlo, int64_t dhi, int64_t *lo, int64_t *n)
+{
+    int64_t x = clampi(m.a + m.s * dlo, 0, m.R - 1), y = clampi(m.a + m.s * dhi, 0, m.R - 1);
+    *lo = x < y ? x : y;
+    *n = (x < y ? y - x : x - y) + 1;
+}
+
+/* ---- sizes ---- */
+
+/* Upper bounds of a call's rows (for the scratch): Ek/Ev rows ne, Eq rows nq, distances nd (at
+ * most T + S - 1), the leading dims of the transposed tables, the buckets. */
+typedef struct {
+    int terms;
+    int64_t ne, nq, nd, ldE, ldQ, buckets;
+} rel_dims;
+
+/* The rows a call reaches of a table whose rows follow the distance: at most nd. */
+static int64_t rows_bound(rp_rel_rows rows, int64_t k, int64_t nd)
+{
+    int64_t r = rows == RP_ROWS_DISTANCE ? nd : rp_rel_clip_rows(rows, k);
+    return r < nd ? r : nd;
+}
+
+static rel_dims dims_of(const rp_attn_cfg *cfg, int64_t T, int64_t S)
+{
+    const rp_rel_desc *x = rel_desc(cfg);
+    rel_dims d = {x->terms, 0, 0, T + S - 1, 0, 0, 0};
+    int64_t k = x->uses & RP_USES_CLIP ? cfg->rel_clip : 0;
+    if (d.terms & RP_TERM_EK) d.ne = rows_bound(x->ek_rows, k, d.nd);
+    if (d.terms & RP_TERM_EQ) d.nq = rows_bound(x->eq_rows, k, d.nd);
+    if (d.ne) d.ldE = rp_vl_round(d.ne) + RP_VL;
+    if (d.nq) d.ldQ = rp_vl_round(d.nq) + RP_VL;
+    if (d.terms & RP_TERM_BUCKET) d.buckets = cfg->rel_buckets;
+    return d;
+}
+
+#define NREL 16
+
+/* The sizes of the thread slots in the order of rel_slots: EkT [D, ldE], EkR [ne, Dp], Ev
+ * (forward rows [ne, Dvp], backward transposed [Dv, ldE]), QE, W (backward: G), WB, dYE
+ * [rb, ldE], Qw, dQw [rb, Dp], EqT [D, ldQ] (one query), EqR [nq, Dp], KE, Hk [nq, Sp], pkey
+ * [Sp] (one query), brow, gd [nd]. */
+static void rel_sizes(int64_t z[NREL], const rp_attn_cfg *cfg, int64_t T, int64_t S, int64_t D,
+                      int64_t Dv)
+{
+    memset(z, 0, sizeof(int64_t) * NREL);
+    rel_dims d = dims_of(cfg, T, S);
+    if (!d.terms) return;
+    int64_t Dp = rp_vl_round(D), Dvp = rp_vl_round(Dv), Sp = rp_vl_round(S), rb = row_block(T);
+    int64_t ndp = rp_vl_round(d.nd), ev = !!(d.terms & RP_TERM_EV), uw = !!(d.terms & RP_TERM_UW);
+    int64_t eq = !!(d.terms & RP_TERM_EQ), bkt = !!(d.terms & RP_TERM_BUCKET);
+    int64_t bias = !!(d.terms & (RP_TERM_BUCKET | RP_TERM_SLOPE));
+    int64_t evf = Dv * d.ldE > d.ne * Dvp ? Dv * d.ldE : d.ne * Dvp;
+    const int64_t s[NREL] = {D * d.ldE,      d.ne * Dp,          ev * evf,       rb * d.ldE,
+                             rb * d.ldE,     ev * rb * d.ldE,    ev * rb * d.ldE,
+                             uw * rb * Dp,   uw * rb * Dp,       (T == 1) * D * d.ldQ, d.nq * Dp,
+                             (T > 1) * d.nq * Sp,  d.nq * Sp,    (T == 1) * eq * Sp,
+                             bias * ndp,     bkt * ndp};
+    memcpy(z, s, sizeof s);
+}
+
+/* Sizes (cfg NULL or a mode without relative terms: 0): floats of a thread's relative slots, and
+ * of the call's own part (the bucket rows; backward: also the B * H pair slices). */
+static int64_t rel_thread_floats(const rp_attn_cfg *cfg, int64_t T, int64_t S, int64_t D,
+                                 int64_t Dv)
+{
+    int64_t z[NREL], n = 0;
+    rel_sizes(z, cfg, T, S, D, Dv);
+    for (int i = 0; i < NREL; i++) n += z[i];
+    return n;
+}
+
+/* Carves a thread's relative slots from ws (rel_thread_floats of them). */
+static void rel_thread_slots(rel_slots *rs, float *ws, const rp_attn_cfg *cfg, int64_t T, int64_t S,
+                          int64_t D, int64_t Dv)
+{
+    memset(rs, 0, sizeof *rs);
+    int64_t z[NREL];
+    rel_sizes(z, cfg, T, S, D, Dv);
+    float **dst[NREL] = {&rs->EkT, &rs->EkR, &rs->Ev,  &rs->QE,  &rs->W,  &rs->WB,
+                         &rs->dYE, &rs->Qw,  &rs->dQw, &rs->EqT, &rs->EqR, &rs->KE,
+                         &rs->Hk,  &rs->pkey, &rs->brow, &rs->gd};
+    for (int i = 0; i < NREL; i++) {
+        *dst[i] = z[i] ? ws : NULL;
+        ws += z[i];
+    }
+}
+
+/* A pair slice: dEk [ne, Dp], dEq [nq, Dp], dEv [ne, Dvp], du, dw [Dp], dbias [buckets]; offsets
+ * of each into *off (p_eq, p_ev, p_u, p_w, p_bias), the total returned. */
+static int64_t pair_layout(const rel_dims *d, int64_t D, int64_t Dv, int64_t off[5])
+{
+    int64_t Dp = rp_vl_round(D), uw = !!(d->terms & RP_TERM_UW);
+    int64_t ev = d->terms & RP_TERM_EV ? d->ne * rp_vl_round(Dv) : 0;
+    off[0] = d->ne * Dp;
+    off[1] = off[0] + d->nq * Dp;
+    off[2] = off[1] + ev;
+    off[3] = off[2] + uw * Dp;
+    off[4] = off[3] + uw * Dp;
+    return off[4] + d->buckets;
+}
+
+static int64_t rel_call_floats(const rp_attn_cfg *cfg, int64_t B, int64_t T, int64_t S, int64_t H,
+                            int64_t D, int64_t Dv, int backward)
+{
+    rel_dims d = dims_of(cfg, T, S);
+    if (!d.terms) return 0;
+    int64_t off[5], n = d.terms & RP_TERM_BUCKET ? rp_vl_round(d.nd) : 0;
+    return n + (backward ? B * H * pair_layout(&d, D, Dv, off) : 0);
+}
+
+/* ---- the public helpers ---- */
+
+int64_t rp_attention_rel_rows(const rp_attn_cfg *cfg, int64_t T, int64_t S, int64_t *lo)
+{
+    const rp_rel_desc *x = rel_desc(cfg);
+    int64_t dlo = 0, dhi = 0;
+    if (lo) *lo = 0;
+    if (!(x->terms & RP_TERM_EK)) return 0;
+    if (x->ek_rows != RP_ROWS_DISTANCE) return rp_rel_clip_rows(x->ek_rows, cfg->rel_clip);
+    distances(cfg, T, S, &dlo, &dhi);
+    if (lo) *lo = dlo;
+    return dhi - dlo + 1;
+}
+
+int64_t rp_attention_t5_bucket(int64_t rel, int bidirectional, int64_t buckets,
+                               int64_t max_distance)
+{
+    int64_t nb = buckets, base = 0, n;
+    if (bidirectional) {
+        nb /= 2;
+        if (rel > 0) base = nb;
+        n = rel < 0 ? -rel : rel;
+    } else {
+        n = rel < 0 ? -rel : 0;
+    }
+    int64_t max_exact = nb / 2;
+    if (n < max_exact) return base + n;
+    /* float32 as torch: log(n / max_exact) / log(max_distance / max_exact) * (nb - max_exact) */
+    float x = logf((float)n / (float)max_exact) /
+              (float)log((double)max_distance / (double)max_exact) * (float)(nb - max_exact);
+    int64_t large = max_exact + (int64_t)x;
+    return base + (large < nb - 1 ? large : nb - 1);
+}
+
+static double alibi_slope(int64_t h, int64_t H)
+{
+    int64_t p = 1;
+    while (p * 2 <= H) p *= 2;
+    if (h < p) return exp2(-8.0 * (double)(h + 1) / (double)p);
+    return exp2(-4.0 * (double)(2 * (h - p) + 1) / (double)p);
+}
+
+void rp_attention_alibi_slopes(double *slopes, int64_t H)
+{
+    for (int64_t h = 0; h < H; h++) slopes[h] = alibi_slope(h, H);
+}
+
+/* The tables of rp_attn_rel as fields (RP_TAB_* order). */
+static const char *const tab_names[RP_TAB_COUNT] = {"ek", "eq", "ev", "u", "w", "bias"};
+
+static const float *tab_of(const rp_attn_rel *r, int t)
+{
+    rp_attn_rel copy = *r;
+    return *rp_attn_rel_member(&copy, t);
+}
+
+int rp_attention_rel_shape(const rp_attn_cfg *cfg, int t, int64_t T, int64_t S, int64_t H,
+                           int64_t D, int64_t Dv, int64_t shape[3])
+{
+    const rp_rel_desc *x = rel_desc(cfg);
+    if (!(rp_rel_tables(x) >> t & 1)) return 0;
+    int64_t lo;
+    switch (t) {
+    case RP_TAB_EK:
+    case RP_TAB_EV:
+        shape[0] = rp_attention_rel_rows(cfg, T, S, &lo);
+        if (x->ek_heads) {
+            shape[1] = H, shape[2] = t == RP_TAB_EK ? D : Dv;
+            return 3;
+        }
+        shape[1] = t == RP_TAB_EK ? D : Dv;
+        return 2;
+    case RP_TAB_EQ:
+        shape[0] = rp_rel_clip_rows(x->eq_rows, cfg->rel_clip), shape[1] = H, shape[2] = D;
+        return 3;
+    case RP_TAB_BIAS: shape[0] = H, shape[1] = cfg->rel_buckets; return 2;
+    default: shape[0] = H, shape[1] = D; return 2; /* u, w */
+    }
+}
+
+/* Table t's shape in words: "a^K [2 clip + 1, D]" (a table whose rows follow the distance, by
+ * its symbol), "[H, D]". */
+static const char *shape_words(char *buf, size_t n, const rp_rel_desc *x, int t)
+{
+    static const char *const rows[] = {"", "2 clip + 1", "2 clip", "rows"};
+    switch (t) {
+    case RP_TAB_EK:
+    case RP_TAB_EV:
+        snprintf(buf, n, "%s [%s, %s%s]", x->sym[t], rows[x->ek_rows], x->ek_heads ? "H, " : "",
+                 t == RP_TAB_EK ? "D" : "Dv");
+        break;
+    case RP_TAB_EQ: snprintf(buf, n, "%s [%s, H, D]", x->sym[t], rows[x->eq_rows]); break;
+    case RP_TAB_BIAS: snprintf(buf, n, "[H, buckets]"); break;
+    default: snprintf(buf, n, "[H, D]"); break;
+    }
+    return buf;
+}
+
+/* rp_attention_check's part for the relative modes (rel_clip, rel_buckets, rel_max_distance, the
+ * tables). */
+static rp_status rel_check(const rp_attn_cfg *cfg)
+{
+    const rp_rel_desc *x = rel_desc(cfg);
+    const char *pe = rp_pe_name(cfg->pe);
+    if ((x->uses & RP_USES_CLIP) && (cfg->rel_clip < 1 || cfg->rel_clip > RP_REL_MAX_CLIP))
+        return rp_error(RP_ERR_ARG, "clip must be in 1 .. %d for pe %s, got %lld",
+                        RP_REL_MAX_CLIP, pe, (long long)cfg->rel_clip);
+    if (x->uses & RP_USES_BUCKETS) {
+        int64_t nb = cfg->rel_buckets, md = cfg->rel_max_distance;
+        if (nb < 2 || nb > RP_REL_MAX_BUCKETS)
+            return rp_error(RP_ERR_ARG, "buckets must be in 2 .. %d for pe %s, got %lld",
+                            RP_REL_MAX_BUCKETS, pe, (long long)nb);
+        if (!cfg->causal && nb < 4)
+            return rp_error(RP_ERR_ARG,
+                            "buckets must be >= 4 for pe %s without the causal mask, got %lld", pe,
+                            (long long)nb);
+        int64_t exact = cfg->causal ? nb / 2 : nb / 4;
+        if (md <= exact)
+            return rp_error(RP_ERR_ARG, "max_distance must exceed buckets / %d = %lld for pe %s "
+                            "(%s), got %lld", cfg->causal ? 2 : 4, (long long)exact, pe,
+                            cfg->causal ? "causal" : "bidirectional", (long long)md);
+        if (md > RP_I32_MAX)
+            return rp_error(RP_ERR_ARG, "max_distance must be at most 2^31-1, got %lld",
+                            (long long)md);
+    }
+    rp_attn_rel none = {0};
+    const rp_attn_rel *t = cfg->rel ? cfg->rel : &none;
+    int tables = rp_rel_tables(x);
+    char words[64];
+    for (int i = 0; i < RP_TAB_COUNT; i++)
+        if ((tables >> i & 1) && !tab_of(t, i))
+            return rp_error(RP_ERR_ARG, "pe %s needs the table rel->%s (%s)", pe, tab_names[i],
+                            shape_words(words, sizeof words, x, i));
+    return RP_OK;
+}
+
+/* ---- the call and the head ---- */
+
+/* Sets c->rel for c's dims and cfg (c->T, S, H, D, Dv, kvis, cfg set), with the call's part in
+ * call (rel_call_floats of them); grad: the backward's table gradients or NULL. */
+static void rel_init(attn_ctx *c, float *call, const rp_attn_rel_grad *grad)
+{
+    rel_ctx *r = &c->rel;
+    memset(r, 0, sizeof *r);
+    const rp_attn_cfg *cfg = c->cfg;
+    const rp_rel_desc *x = rel_desc(cfg);
+    r->terms = x->terms;
+    if (!r->terms) return;
+    rel_dims d = dims_of(cfg, c->T, c->S);
+    r->tab = cfg->rel;
+    r->grad = grad;
+    r->H = c->H, r->D = c->D, r->Dv = c->Dv;
+    distances(cfg, c->T, c->S, &r->dlo, &r->dhi);
+    r->nd = r->dhi - r->dlo + 1;
+    int64_t k = cfg->rel_clip;
+    if (d.ne) {
+        imap m = row_map(x->ek_rows, x->ek_sign, k, r->dlo, r->nd);
+        r->ka = m.a, r->ks = m.s, r->kR = m.R, r->ldE = d.ldE;
+        map_range(m, r->dlo, r->dhi, &r->ilo, &r->ne);
+        r->ek_ldr = x->ek_heads ? c->H * c->D : c->D;
+        r->ek_ldh = x->ek_heads ? c->D : 0;
+    }
+    if (d.nq) {
+        imap m = row_map(x->eq_rows, x->eq_sign, k, r->dlo, r->nd);
+        r->qa = m.a, r->qs = m.s, r->qR = m.R, r->ldQ = d.ldQ;
+        map_range(m, r->dlo, r->dhi, &r->jlo, &r->nq);
+    }
+    float *p = call;
+    if (r->terms & RP_TERM_BUCKET) {
+        r->buckets = cfg->rel_buckets;
+        for (int64_t e = 0; e < r->nd; e++)
+            p[e] = (float)rp_attention_t5_bucket(e - r->dhi, !cfg->causal, cfg->rel_buckets,
+                                                 cfg->rel_max_distance);
+        r->bkt = p;
+        p += rp_vl_round(d.nd);
+    }
+    if (grad) {
+        int64_t off[5];
+        r->pair_floats = pair_layout(&d, c->D, c->Dv, off);
+        r->p_eq = off[0], r->p_ev = off[1], r->p_u = off[2], r->p_w = off[3], r->p_bias = off[4];
+        r->pairs = p;
+    }
+}
+
+/* dst [rows, ldt] = src^T for rows 0 .. W-1 of the transposed (src: n rows ld apart, W wide),
+ * times mul, columns n .. ldt-1 zero. */
+static void transpose_rows(float *dst, int64_t ldt, const float *src, int64_t ld, int64_t n,
+                           int64_t W, float mul)
+{
+    for (int64_t d = 0; d < W; d++) {
+        float *row = dst + d * ldt;
+        for (int64_t x = 0; x < n; x++) row[x] = src[x * ld + d] * mul;
+        for (int64_t x = n; x < ldt; x++) row[x] = 0.0f;
+    }
+}
+
+/* dst [n, Wp] = mul * src rows (ld apart), zero padded from W to Wp. */
+static void copy_rows(float *dst, int64_t Wp, const float *src, int64_t ld, int64_t n, int64_t W,
+                      float mul)
+{
+    for (int64_t x = 0; x < n; x++) {
+        for (int64_t d = 0; d < W; d++) dst[x * Wp + d] = src[x * ld + d] * mul;
+        for (int64_t d = W; d < Wp; d++) dst[x * Wp + d] = 0.0f;
+    }
+}
+
+/* Per head, after Q', K', Kt (and V) are in place: the head's table operands; Q' becomes
+ * s (q + u) with UW (q: the head's q rows, ldq apart). backward: also the backward's operands and
+ * the pair's gradient slice zeroed. */
+static void rel_head(const attn_ctx *c, slots *sl, const float *q, int64_t ldq, int64_t b,
+                     int64_t h, int backward)
+{
+    const rel_ctx *r = &c->rel;
+    rel_slots *rs = &sl->rel;
+    const rp_attn_rel *tb = r->tab;
+    int64_t D = c->D, Dp = c->Dp, Dv = c->Dv, Dvp = c->Dvp, kvis = c->kvis;
+    float s = c->scale;
+    rs->q = q, rs->ldq = ldq;
+    rs->w = r->terms & RP_TERM_UW ? tb->w + h * D : NULL;
+    if (r->terms & RP_TERM_UW) { /* Q' = s (q + u) */
+        const float *u = tb->u + h * D;
+        for (int64_t t = 0; t < c->T; t++) {
+            float *dst = sl->Q + t * Dp;
+            const float *src = q + t * ldq;
+            RP_SIMD
+            for (int64_t d = 0; d < D; d++) dst[d] = (src[d] + u[d]) * s;
+        }
+    }
+    if (r->ne) { /* the rows ilo .. ilo+ne-1 of head h's Ek: transposed, and as rows (backward) */
+        const float *ek = tb->ek + r->ilo * r->ek_ldr + h * r->ek_ldh;
+        transpose_rows(rs->EkT, r->ldE, ek, r->ek_ldr, r->ne, D, 1.0f);
+        if (backward) copy_rows(rs->EkR, Dp, ek, r->ek_ldr, r->ne, D, 1.0f);
+    }
+    if (r->terms & RP_TERM_EV) { /* Ev rows ilo .. (forward: rows; backward: transposed) */
+        const float *ev = tb->ev + r->ilo * Dv;
+        if (backward)
+            transpose_rows(rs->Ev, r->ldE, ev, Dv, r->ne, Dv, 1.0f);
+        else
+            copy_rows(rs->Ev, Dvp, ev, Dv, r->ne, Dv, 1.0f);
+    }
+    if (r->terms & RP_TERM_EQ) { /* Eq rows jlo .. jlo+nq-1, times s */
+        const float *eq = tb->eq + r->jlo * c->H * D + h * D;
+        copy_rows(rs->EqR, Dp, eq, c->H * D, r->nq, D, s);
+        if (backward) memset(rs->Hk, 0, sizeof(float) * (size_t)(r->nq * c->Sp));
+        if (c->T > 1) { /* KE = (s Eq) K'^T */
+            rp_tile_mm(rs->KE, c->Sp, rs->EqR, Dp, 1, sl->Kt, sl->ldkt, r->nq, rp_vl_round(kvis), D,
+                       0);
+        } else { /* one query at q_offset: key i meets only row r'(q_offset - i) */
+            int64_t qo = c->cfg->q_offset;
+            transpose_rows(rs->EqT, r->ldQ, eq, c->H * D, r->nq, D, s);
+            for (int64_t i = 0; i < kvis; i++) rs->pkey[i] = 0.0f;
+            for (int64_t d = 0; d < D; d++) {
+                const float *kt = sl->Kt + d * sl->ldkt, *e = rs->EqT + d * r->ldQ;
+                for (int64_t i = 0; i < kvis; i++)
+                    rs->pkey[i] +=
+                        kt[i] * e[clampi(r->qa + r->qs * (qo - i), 0, r->qR - 1) - r->jlo];
+            }
+        }
+    }
+    if (r->terms & RP_TERM_BUCKET) {
+        const float *bias = tb->bias + h * r->buckets;
+        for (int64_t e = 0; e < r->nd; e++) rs->brow[e] = bias[(int64_t)r->bkt[e]];
+        if (backward) memset(rs->gd, 0, sizeof(float) * (size_t)r->nd);
+    }
+    if (r->terms & RP_TERM_SLOPE) {
+        double m = alibi_slope(h, c->H);
+        for (int64_t e = 0; e < r->nd; e++) {
+            int64_t delta = r->dhi - e;
+            rs->brow[e] = (float)(-m * (double)(delta < 0 ? -delta : delta));
+        }
+    }
+    rs->pair = NULL;
+    if (backward && r->grad) {
+        rs->pair = r->pairs + (b * c->H + h) * r->pair_floats;
+        memset(rs->pair, 0, sizeof(float) * (size_t)r->pair_floats);
+    }
+}
+
+/* ---- gathers and scatters along a row ----
+ *
+ * For keys j = 0 .. n-1 of a score row the table row is clamp(c + st j, lo, hi) (st = +-1,
+ * lo <= hi): a run of constant rows (j < ja), a straight run (ja <= j < jb), a constant run. */
+static void runs(int64_t c, int64_t st, int64_t lo, int64_t hi, int64_t n, int64_t *ja,
+                 int64_t *jb)
+{
+    if (st > 0) {
+        *ja = clampi(lo - c, 0, n), *jb = clampi(hi - c + 1, 0, n);
+    } else {
+        *ja = clampi(c - hi, 0, n), *jb = clampi(c - lo + 1, 0, n);
+    }
+}
+
+/* p[j] += src[clamp(c + st j, lo, hi)] for j < n. */
+static void add_gather(float *restrict p, const float *restrict src, int64_t n, int64_t c,
+                       int64_t st, int64_t lo, int64_t hi)
+{
+    int64_t ja, jb;
+    runs(c, st, lo, hi, n, &ja, &jb);
+    float a = src[st > 0 ? lo : hi], z = src[st > 0 ? hi : lo];
+    RP_SIMD
+    for (int64_t j = 0; j < ja; j++) p[j] += a;
+    if (st > 0) {
+        RP_SIMD
+        for (int64_t j = ja; j < jb; j++) p[j] += src[c + j];
+    } else {
+        RP_SIMD
+        for (int64_t j = ja; j < jb; j++) p[j] += src[c - j];
+    }
+    RP_SIMD
+    for (int64_t j = jb; j < n; j++) p[j] += z;
+}
+
+/* dst[clamp(c + st j, lo, hi)] += x[j] for j < n (the constant runs summed first). */
+static void scatter_add(float *restrict dst, const float *restrict x, int64_t n, int64_t c,
+                        int64_t st, int64_t lo, int64_t hi)
+{
+    int64_t ja, jb;
+    runs(c, st, lo, hi, n, &ja, &jb);
+    if (ja > 0) {
+        float sum = 0.0f;
+        RP_SIMD_REDUCE(+, sum)
+        for (int64_t j = 0; j < ja; j++) sum += x[j];
+        dst[st > 0 ? lo : hi] += sum;
+    }
+    if (st > 0) {
+        RP_SIMD
+        for (int64_t j = ja; j < jb; j++) dst[c + j] += x[j];
+    } else {
+        RP_SIMD
+        for (int64_t j = ja; j < jb; j++) dst[c - j] += x[j];
+    }
+    if (jb < n) {
+        float sum = 0.0f;
+        RP_SIMD_REDUCE(+, sum)
+        for (int64_t j = jb; j < n; j++) sum += x[j];
+        dst[st > 0 ? hi : lo] += sum;
+    }
+}
+
+/* The same along the columns of M (rows ld apart): p[j] += M[clamp(c + st j, lo, hi), j] and
+ * M[clamp(c + st j, lo, hi), j] += x[j] for j < n (the clipped runs read or write a row of M
+ * straight, the run between walks a diagonal). */
+static void add_gather_cols(float *restrict p, const float *restrict M, int64_t ld, int64_t n,
+                            int64_t c, int64_t st, int64_t lo, int64_t hi)
+{
+    int64_t ja, jb;
+    runs(c, st, lo, hi, n, &ja, &jb);
+    const float *a = M + (st > 0 ? lo : hi) * ld, *z = M + (st > 0 ? hi : lo) * ld;
+    RP_SIMD
+    for (int64_t j = 0; j < ja; j++) p[j] += a[j];
+    for (int64_t j = ja; j < jb; j++) p[j] += M[(c + st * j) * ld + j];
+    RP_SIMD
+    for (int64_t j = jb; j < n; j++) p[j] += z[j];
+}
+
+static void scatter_cols(float *restrict M, int64_t ld, const float *restrict x, int64_t n,
+                         int64_t c, int64_t st, int64_t lo, int64_t hi)
+{
+    int64_t ja, jb;
+    runs(c, st, lo, hi, n, &ja, &jb);
+    float *a = M + (st > 0 ? lo : hi) * ld, *z = M + (st > 0 ? hi : lo) * ld;
+    RP_SIMD
+    for (int64_t j = 0; j < ja; j++) a[j] += x[j];
+    for (int64_t j = ja; j < jb; j++) M[(c + st * j) * ld + j] += x[j];
+    RP_SIMD
+    for (int64_t j = jb; j < n; j++) z[j] += x[j];
+}
+
+/* The Ek row run of query t and keys j0 ..: row clamp(c + st j, 0, nb - 1) of the block's QE. */
+static int64_t ek_start(const attn_ctx *c, const slots *sl, int64_t t, int64_t j0)
+{
+    const rel_ctx *r = &c->rel;
+    return r->ka + r->ks * (c->cfg->q_offset + t - j0) - sl->rel.blo;
+}
+
+/* ---- per query block ---- */
+
+/* Per query block t0 .. t0+nr-1: its table rows and products (backward: after dY is in sl->O). */
+static void rel_block(const attn_ctx *c, slots *sl, int64_t t0, int64_t nr, int backward)
+{
+    const rel_ctx *r = &c->rel;
+    rel_slots *rs = &sl->rel;
+    if (!r->ne) return;
+    int64_t D = c->D, Dp = c->Dp, Dvp = c->Dvp, qo = c->cfg->q_offset, ldE = r->ldE;
+    /* the block's distances and rows */
+    int64_t bdlo = qo + t0 - (visible(c, t0) - 1), bdhi = qo + t0 + nr - 1;
+    imap m = {r->ka, r->ks, r->kR};
+    map_range(m, bdlo, bdhi, &rs->blo, &rs->nb);
+    int64_t nb = rs->nb, nbp = rp_vl_round(nb), off = rs->blo - r->ilo;
+    rs->qw = sl->Q + t0 * Dp;
+    if (r->terms & RP_TERM_UW) { /* Q'_w = s (q + w) */
+        for (int64_t i = 0; i < nr; i++) {
+            float *dst = rs->Qw + i * Dp;
+            const float *src = rs->q + (t0 + i) * rs->ldq, *w = rs->w;
+            RP_SIMD
+            for (int64_t d = 0; d < D; d++) dst[d] = (src[d] + w[d]) * c->scale;
+            for (int64_t d = D; d < Dp; d++) dst[d] = 0.0f;
+        }
+        rs->qw = rs->Qw;
+    }
+    /* QE = Q'_w Ek^T over the block's rows */
+    rp_tile_mm(rs->QE, ldE, rs->qw, Dp, 1, rs->EkT + off, ldE, nr, nbp, D, 0);
+    if (!backward && !(r->terms & RP_TERM_EV)) return;
+    for (int64_t i = 0; i < nr; i++) memset(rs->W + i * ldE, 0, sizeof(float) * (size_t)nb);
+    if (backward && (r->terms & RP_TERM_EV)) {
+        /* dYE = dY Ev^T over the block's rows */
+        rp_tile_mm(rs->dYE, ldE, sl->O, Dvp, 1, rs->Ev + off, ldE, nr, nbp, c->Dv, 0);
+        if (r->grad && r->grad->ev)
+            for (int64_t i = 0; i < nr; i++)
+                memset(rs->WB + i * ldE, 0, sizeof(float) * (size_t)nb);
+    }
+}
+
+/* ---- per score row ---- */
+
+/* Adds the terms to the scores of query t (row r of the block) in sl->P, keys j0 .. j0+n-1. */
+static void rel_scores(const attn_ctx *c, const slots *sl, int64_t t, int64_t r, int64_t j0,
+                    int64_t n)
+{
+    const rel_ctx *x = &c->rel;
+    const rel_slots *rs = &sl->rel;
+    float *p = sl->P + r * BC;
+    int64_t del0 = c->cfg->q_offset + t - j0; /* the distance of key j0 + j: del0 - j */
+    if (x->ne)
+        add_gather(p, rs->QE + r * x->ldE, n, ek_start(c, sl, t, j0), -x->ks, 0, rs->nb - 1);
+    if (x->terms & RP_TERM_EQ) {
+        if (c->T > 1) {
+            add_gather_cols(p, rs->KE + j0, c->Sp, n, x->qa + x->qs * del0 - x->jlo, -x->qs, 0,
+                            x->nq - 1);
+        } else {
+            RP_SIMD
+            for (int64_t j = 0; j < n; j++) p[j] += rs->pkey[j0 + j];
+        }
+    }
+    if (x->terms & (RP_TERM_BUCKET | RP_TERM_SLOPE)) {
+        const float *br = rs->brow + (x->dhi - del0);
+        RP_SIMD
+        for (int64_t j = 0; j < n; j++) p[j] += br[j];
+    }
+}
+
+/* Forward (EV): the row's value-table weights times corr (the online-softmax rescale), and the
+ * row's new weights p (keys j0 .. j0+n-1) added to them; at the block's end O += W Ev. */
+static void rel_rescale(const attn_ctx *c, const slots *sl, int64_t r, float corr)
+{
+    float *w = sl->rel.W + r * c->rel.ldE;
+    RP_SIMD
+    for (int64_t i = 0; i < sl->rel.nb; i++) w[i] *= corr;
+}
+
+static void rel_weights(const attn_ctx *c, const slots *sl, int64_t t, int64_t r, int64_t j0,
+                     int64_t n)
+{
+    scatter_add(sl->rel.W + r * c->rel.ldE, sl->P + r * BC, n, ek_start(c, sl, t, j0),
+                -c->rel.ks, 0, sl->rel.nb - 1);
+}
+
+static void rel_out(const attn_ctx *c, const slots *sl, int64_t nr)
+{
+    const rel_ctx *x = &c->rel;
+    const rel_slots *rs = &sl->rel;
+    rp_tile_mm(sl->O, c->Dvp, rs->W, x->ldE, 1, rs->Ev + (rs->blo - x->ilo) * c->Dvp, c->Dvp, nr,
+               c->Dvp, rs->nb, 1);
+}
+
+/* ---- backward ---- */
+
+/* Backward: dP += dY Ev[r] (EV) before dS; then the row's P and dS gathered into the tables'
+ * sums; at the block's end the table terms of dQ' and the tables' gradients of the block; at the
+ * head's end the Eq terms of dK' and the head's gradients. */
+static void rel_dp(const attn_ctx *c, const slots *sl, int64_t t, int64_t r, int64_t j0, int64_t n)
+{
+    add_gather(sl->dP + r * BC, sl->rel.dYE + r * c->rel.ldE, n, ek_start(c, sl, t, j0),
+               -c->rel.ks, 0, sl->rel.nb - 1);
+}
+
+static void rel_ds(const attn_ctx *c, const slots *sl, int64_t t, int64_t r, int64_t j0, int64_t n)
+{
+    const rel_ctx *x = &c->rel;
+    const rel_slots *rs = &sl->rel;
+    const float *p = sl->P + r * BC, *ds = sl->dP + r * BC;
+    if (x->ne) {
+        int64_t c0 = ek_start(c, sl, t, j0);
+        scatter_add(rs->W + r * x->ldE, ds, n, c0, -x->ks, 0, rs->nb - 1);
+        if ((x->terms & RP_TERM_EV) && rs->pair && x->grad->ev)
+            scatter_add(rs->WB + r * x->ldE, p, n, c0, -x->ks, 0, rs->nb - 1);
+    }
+    int64_t del0 = c->cfg->q_offset + t - j0;
+    if (x->terms & RP_TERM_EQ)
+        scatter_cols(rs->Hk + j0, c->Sp, ds, n, x->qa + x->qs * del0 - x->jlo, -x->qs, 0,
+                     x->nq - 1);
+    if ((x->terms & RP_TERM_BUCKET) && rs->pair && x->grad->bias) {
+        float *g = rs->gd + (x->dhi - del0);
+        RP_SIMD
+        for (int64_t j = 0; j < n; j++) g[j] += ds[j];
+    }
+}
+
+/* acc[d] += s * sum_r X[r, d] over nr rows Dp apart (rows in order). */
+static void add_row_sum(float *acc, const float *X, int64_t nr, int64_t Dp, float s)
+{
+    for (int64_t d = 0; d < Dp; d++) {
+        float sum = 0.0f;
+        for (int64_t i = 0; i < nr; i++) sum += X[i * Dp + d];
+        acc[d] += s * sum;
+    }
+}
+
+static void rel_block_back(const attn_ctx *c, slots *sl, int64_t nr)
+{
+    const rel_ctx *x = &c->rel;
+    rel_slots *rs = &sl->rel;
+    if (!x->ne) return;
+    int64_t Dp = c->Dp, Dvp = c->Dvp, ldE = x->ldE, nb = rs->nb, off = rs->blo - x->ilo;
+    const rp_attn_rel_grad *g = rs->pair ? x->grad : NULL;
+    const float *ekr = rs->EkR + off * Dp;
+    if (x->terms & RP_TERM_UW) {
+        /* du = s sum_n (dS K')_n before dQ' takes the position term dQw = G Ek; dw = s sum dQw */
+        if (g && g->u) add_row_sum(rs->pair + x->p_u, sl->dQ, nr, Dp, c->scale);
+        rp_tile_mm(rs->dQw, Dp, rs->W, ldE, 1, ekr, Dp, nr, Dp, nb, 0);
+        if (g && g->w) add_row_sum(rs->pair + x->p_w, rs->dQw, nr, Dp, c->scale);
+        for (int64_t i = 0; i < nr * Dp; i++) sl->dQ[i] += rs->dQw[i];
+    } else {
+        rp_tile_mm(sl->dQ, Dp, rs->W, ldE, 1, ekr, Dp, nr, Dp, nb, 1); /* dQ' += G Ek */
+    }
+    if (g && g->ek) /* dEk += G^T Q'_w */
+        rp_tile_mm(rs->pair + off * Dp, Dp, rs->W, 1, ldE, rs->qw, Dp, nb, Dp, nr, 1);
+    if ((x->terms & RP_TERM_EV) && g && g->ev) /* dEv += WB^T dY */
+        rp_tile_mm(rs->pair + x->p_ev + off * Dvp, Dvp, rs->WB, 1, ldE, sl->O, Dvp, nb, Dvp, nr,
+                   1);
+}
+
+static void rel_head_back(const attn_ctx *c, slots *sl)
+{
+    const rel_ctx *x = &c->rel;
+    rel_slots *rs = &sl->rel;
+    int64_t Dp = c->Dp, kvis = c->kvis;
+    const rp_attn_rel_grad *g = rs->pair ? x->grad : NULL;
+    if (x->terms & RP_TERM_EQ) {
+        /* dK' += Hk^T (s Eq); dEq = s Hk K' (the slice's only term of this head) */
+        rp_tile_mm(sl->dK, Dp, rs->Hk, 1, c->Sp, rs->EqR, Dp, kvis, Dp, x->nq, 1);
+        if (g && g->eq) {
+            float *de = rs->pair + x->p_eq;
+            rp_tile_mm(de, Dp, rs->Hk, c->Sp, 1, sl->K, Dp, x->nq, Dp, kvis, 0);
+            for (int64_t i = 0; i < x->nq * Dp; i++) de[i] *= c->scale;
+        }
+    }
+    if ((x->terms & RP_TERM_BUCKET) && g && g->bias) {
+        float *db = rs->pair + x->p_bias;
+        for (int64_t e = 0; e < x->nd; e++) db[(int64_t)x->bkt[e]] += rs->gd[e];
+    }
+}
+
+/* out rows (ldr apart; head h at h * ldh, ldh 0: one table for all heads) += the pair slices'
+ * rows (lds apart from offset off), W wide, over the pairs in order: (b, h) for b = 0 .. B-1 for
+ * a head's rows, every pair for a shared table. */
+static void reduce(const rel_ctx *x, int64_t B, int nt, float *out, int64_t ldr, int64_t ldh,
+                   int64_t rows, int64_t W, int64_t off, int64_t lds)
+{
+    int64_t H = x->H, ng = ldh ? H : 1;
+    (void)nt;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static) if (ng * rows * W * B * H > 32768)
+#endif
+    for (int64_t gi = 0; gi < ng * rows; gi++) {
+        int64_t h = gi / rows, i = gi % rows;
+        float *o = out + i * ldr + h * ldh;
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t hh = ldh ? h : 0; hh < (ldh ? h + 1 : H); hh++) {
+                const float *src = x->pairs + (b * H + hh) * x->pair_floats + off + i * lds;
+                RP_SIMD
+                for (int64_t d = 0; d < W; d++) o[d] += src[d];
+            }
+    }
+}
+
+/* After the backward's pairs: the table gradients += the pair slices, in a fixed order (rows
+ * spread over nthreads OpenMP threads). */
+static void rel_reduce(const attn_ctx *c, int64_t B, int nthreads)
+{
+    int nt = nthreads < 1 ? 1 : nthreads;
+    const rel_ctx *x = &c->rel;
+    const rp_attn_rel_grad *g = x->grad;
+    int64_t D = c->D, Dv = c->Dv, H = c->H, Dp = c->Dp, Dvp = c->Dvp;
+    if (x->ne && g->ek)
+        reduce(x, B, nt, g->ek + x->ilo * x->ek_ldr, x->ek_ldr, x->ek_ldh, x->ne, D, 0, Dp);
+    if ((x->terms & RP_TERM_EQ) && g->eq)
+        reduce(x, B, nt, g->eq + x->jlo * H * D, H * D, D, x->nq, D, x->p_eq, Dp);
+    if ((x->terms & RP_TERM_EV) && g->ev)
+        reduce(x, B, nt, g->ev + x->ilo * Dv, Dv, 0, x->ne, Dv, x->p_ev, Dvp);
+    if ((x->terms & RP_TERM_UW) && g->u) reduce(x, B, nt, g->u, 0, D, 1, D, x->p_u, 0);
+    if ((x->terms & RP_TERM_UW) && g->w) reduce(x, B, nt, g->w, 0, D, 1, D, x->p_w, 0);
+    if ((x->terms & RP_TERM_BUCKET) && g->bias)
+        reduce(x, B, nt, g->bias, 0, x->buckets, 1, x->buckets, x->p_bias, 0);
 }
 
 /* ---- the kernels ------------------------------------------------------------------------------
@@ -53,7 +912,7 @@ static int64_t table_floats(int64_t T, int64_t S, int64_t D, int64_t Dv)
     return (T + S) * (D + Dv);
 }
 
-/* The slots of a thread slice: attention_impl.h. */
+/* The slots of a thread slice (the slots struct above). */
 #define NSLOTS 12
 
 /* The slot sizes in the order of the slots struct. */
@@ -77,7 +936,7 @@ static void thread_slots(slots *sl, float *ws, int64_t T, int64_t S, int64_t D, 
         ws += sizes[i];
     }
     sl->ldkt = rp_vl_round(S);
-    rpa_rel_thread_slots(&sl->rel, ws, cfg, T, S, D, Dv);
+    rel_thread_slots(&sl->rel, ws, cfg, T, S, D, Dv);
 }
 
 static int64_t thread_floats(int64_t T, int64_t S, int64_t D, int64_t Dv, const rp_attn_cfg *cfg)
@@ -85,7 +944,7 @@ static int64_t thread_floats(int64_t T, int64_t S, int64_t D, int64_t Dv, const 
     int64_t sizes[NSLOTS], n = 0;
     slot_sizes(sizes, T, S, D, Dv);
     for (int i = 0; i < NSLOTS; i++) n += sizes[i];
-    return n + rpa_rel_thread_floats(cfg, T, S, D, Dv);
+    return n + rel_thread_floats(cfg, T, S, D, Dv);
 }
 
 /* Layout: the cos/sin tables, the relative terms' part of the call, the thread slices. */
@@ -93,7 +952,7 @@ int64_t rp_attention_scratch_floats(const rp_attn_cfg *cfg, int64_t B, int64_t T
                                     int64_t H, int64_t D, int64_t Dv, int nthreads)
 {
     if (nthreads < 1) nthreads = 1;
-    return table_floats(T, S, D, Dv) + rpa_rel_call_floats(cfg, B, T, S, H, D, Dv, 1) +
+    return table_floats(T, S, D, Dv) + rel_call_floats(cfg, B, T, S, H, D, Dv, 1) +
            (int64_t)nthreads * thread_floats(T, S, D, Dv, cfg);
 }
 
@@ -103,19 +962,23 @@ static void ctx_dims(attn_ctx *c, int64_t T, int64_t S, int64_t H, int64_t D, in
     c->Dp = rp_vl_round(D), c->Dvp = rp_vl_round(Dv), c->Sp = rp_vl_round(S);
 }
 
-static void ctx_init(attn_ctx *c, float *scratch, int64_t B, int64_t T, int64_t S, int64_t H,
-                     int64_t D, int64_t Dv, int64_t ldq, int64_t ldk, int64_t ldv, int64_t ldo,
-                     const rp_attn_cfg *cfg, const rp_attn_rel_grad *drel)
+/* The call context of io's dims and strides (its buffers are the caller's to set) and cfg, with
+ * the backward's table gradients drel (NULL: none; the forward's). */
+static void ctx_init(attn_ctx *c, const rp_attn_io *io, const rp_attn_cfg *cfg,
+                     const rp_attn_rel_grad *drel)
 {
+    int64_t B = io->B, T = io->T, S = io->S, H = io->H, D = io->D, Dv = io->Dv;
+    float *scratch = io->scratch;
     memset(c, 0, sizeof *c);
     ctx_dims(c, T, S, H, D, Dv);
-    c->ldq = ldq, c->ldk = ldk, c->ldv = ldv, c->ldo = ldo;
+    c->ldq = io->ldq, c->ldk = io->ldk, c->ldv = io->ldv, c->ldo = io->ldo;
+    c->q = io->q, c->k = io->k, c->v = io->v;
     c->cfg = cfg;
     c->scale = (float)(cfg->scale * rp_rope_freq_score_scale(cfg->freq));
     c->kvis = cfg->causal && cfg->q_offset + T < S ? cfg->q_offset + T : S;
     float *call = scratch + table_floats(T, S, D, Dv);
-    rpa_rel_init(c, call, drel);
-    c->slices = call + rpa_rel_call_floats(cfg, B, T, S, H, D, Dv, 1);
+    rel_init(c, call, drel);
+    c->slices = call + rel_call_floats(cfg, B, T, S, H, D, Dv, 1);
     c->slice = thread_floats(T, S, D, Dv, cfg);
     rp_pe_scheme s;
     (void)rp_attn_scheme(cfg, &s);
@@ -290,7 +1153,7 @@ static void block_weights_out(const attn_ctx *c, const slots *sl, float *att, in
         for (int64_t r = 0; r < nr; r++) {
             int64_t n = seen_in_block(c, t0 + r, j0, bc);
             float *p = sl->P + r * BC, *a = att + (t0 + r) * S + j0, L = sl->m[r];
-            if (c->rel.kind && n) rpa_rel_scores(c, sl, t0 + r, r, j0, n);
+            if (c->rel.terms && n) rel_scores(c, sl, t0 + r, r, j0, n);
             RP_SIMD
             for (int64_t j = 0; j < n; j++) {
                 float x = p[j] - L;
@@ -314,7 +1177,7 @@ static void forward_blocks(const attn_ctx *c, slots *sl, float *oh, float *lse, 
         int64_t nr = T - t0 < rb ? T - t0 : rb, kmax = visible(c, t0 + nr - 1);
         for (int64_t r = 0; r < nr; r++) sl->m[r] = -FLT_MAX, sl->l[r] = 0.0f;
         memset(sl->O, 0, sizeof(float) * (size_t)(nr * Dvp));
-        if (c->rel.kind) rpa_rel_block(c, sl, t0, nr, 0);
+        if (c->rel.terms) rel_block(c, sl, t0, nr, 0);
         for (int64_t j0 = 0; j0 < kmax; j0 += BC) {
             int64_t bc = kmax - j0 < BC ? kmax - j0 : BC, bcp = rp_vl_round(bc);
             block_scores(c, sl, t0, nr, j0, bcp);
@@ -325,7 +1188,7 @@ static void forward_blocks(const attn_ctx *c, slots *sl, float *oh, float *lse, 
                     memset(p, 0, sizeof(float) * (size_t)bcp);
                     continue;
                 }
-                if (c->rel.kind) rpa_rel_scores(c, sl, t0 + r, r, j0, n);
+                if (c->rel.terms) rel_scores(c, sl, t0 + r, r, j0, n);
                 float mo = sl->m[r], sum;
                 float mn = softmax_step(p, n, bcp, mo, &sum);
                 if (sl->l[r] == 0.0f) { /* the row's first keys: nothing to rescale */
@@ -336,17 +1199,17 @@ static void forward_blocks(const attn_ctx *c, slots *sl, float *oh, float *lse, 
                     sl->l[r] = sl->l[r] * corr + sum;
                     RP_SIMD
                     for (int64_t d = 0; d < Dvp; d++) o[d] *= corr;
-                    if (c->rel.kind == RP_REL_SHAW) rpa_rel_rescale(c, sl, r, corr);
+                    if (c->rel.terms & RP_TERM_EV) rel_rescale(c, sl, r, corr);
                 } else {
                     sl->l[r] += sum;
                 }
                 sl->m[r] = mn;
-                if (c->rel.kind == RP_REL_SHAW) rpa_rel_weights(c, sl, t0 + r, r, j0, n);
+                if (c->rel.terms & RP_TERM_EV) rel_weights(c, sl, t0 + r, r, j0, n);
             }
             /* O += P V'_blk (the weights of the keys past bc are 0: they are left out) */
             rp_tile_mm(sl->O, Dvp, sl->P, BC, 1, sl->V + j0 * Dvp, Dvp, nr, Dvp, bc, 1);
         }
-        if (c->rel.kind == RP_REL_SHAW) rpa_rel_out(c, sl, nr);
+        if (c->rel.terms & RP_TERM_EV) rel_out(c, sl, nr);
         for (int64_t r = 0; r < nr; r++) {
             int64_t t = t0 + r;
             float inv = 1.0f / sl->l[r];
@@ -386,7 +1249,7 @@ static void head_forward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
     /* V' = R(i) v */
     build_rows(sl.V, NULL, 0, c->v + b * c->S * c->ldv + h * Dv, c->ldv, kvis, rp_vl_round(kvis),
                c->vc, c->vs, c->hv, 1.0f, Dv, c->Dvp, c->cfg->pairing);
-    if (c->rel.kind) rpa_rel_head(c, &sl, c->q + b * T * c->ldq + h * c->D, c->ldq, b, h, 0);
+    if (c->rel.terms) rel_head(c, &sl, c->q + b * T * c->ldq + h * c->D, c->ldq, b, h, 0);
     forward_blocks(c, &sl, c->out + b * T * c->ldo + h * Dv,
                    c->lse_w ? c->lse_w + (b * c->H + h) * T : NULL,
                    c->att_w ? c->att_w + (b * c->H + h) * T * c->S : NULL);
@@ -407,7 +1270,7 @@ static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
                c->hv, 1.0f, Dv, Dvp, pairing);
     memset(sl.dK, 0, sizeof(float) * (size_t)(kvp * Dp));
     memset(sl.dV, 0, sizeof(float) * (size_t)(kvp * Dvp));
-    if (c->rel.kind) rpa_rel_head(c, &sl, c->q + b * T * c->ldq + h * D, c->ldq, b, h, 1);
+    if (c->rel.terms) rel_head(c, &sl, c->q + b * T * c->ldq + h * D, c->ldq, b, h, 1);
     const float *doh = c->dout + b * T * c->ldo + h * Dv, *ofh = c->fout + b * T * c->ldo + h * Dv;
     const float *lse = c->lse + (b * c->H + h) * T;
     float *dqh = c->dq + b * T * c->ldq + h * D;
@@ -428,7 +1291,7 @@ static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
             sl.m[r] = lse[t];
         }
         memset(sl.dQ, 0, sizeof(float) * (size_t)(nr * Dp));
-        if (c->rel.kind) rpa_rel_block(c, &sl, t0, nr, 1);
+        if (c->rel.terms) rel_block(c, &sl, t0, nr, 1);
         for (int64_t j0 = 0; j0 < kmax; j0 += BC) {
             int64_t bc = kmax - j0 < BC ? kmax - j0 : BC, bcp = rp_vl_round(bc);
             block_scores(c, &sl, t0, nr, j0, bcp);
@@ -437,9 +1300,9 @@ static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
             for (int64_t r = 0; r < nr; r++) {
                 float *p = sl.P + r * BC, *dp = sl.dP + r * BC, L = sl.m[r], Dr = sl.l[r];
                 int64_t n = seen_in_block(c, t0 + r, j0, bc);
-                if (c->rel.kind && n) {
-                    rpa_rel_scores(c, &sl, t0 + r, r, j0, n);
-                    if (c->rel.kind == RP_REL_SHAW) rpa_rel_dp(c, &sl, t0 + r, r, j0, n);
+                if (c->rel.terms && n) {
+                    rel_scores(c, &sl, t0 + r, r, j0, n);
+                    if (c->rel.terms & RP_TERM_EV) rel_dp(c, &sl, t0 + r, r, j0, n);
                 }
                 RP_SIMD
                 for (int64_t j = 0; j < n; j++) {
@@ -449,14 +1312,14 @@ static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
                     dp[j] = e * (dp[j] - Dr);
                 }
                 for (int64_t j = n; j < bcp; j++) p[j] = dp[j] = 0.0f;
-                if (c->rel.kind && n) rpa_rel_ds(c, &sl, t0 + r, r, j0, n);
+                if (c->rel.terms && n) rel_ds(c, &sl, t0 + r, r, j0, n);
             }
             /* dV' += P^T dY, dQ' += dS K', dK' += dS^T Q' */
             rp_tile_mm(sl.dV + j0 * Dvp, Dvp, sl.P, 1, BC, sl.O, Dvp, bc, Dvp, nr, 1);
             rp_tile_mm(sl.dQ, Dp, sl.dP, BC, 1, sl.K + j0 * Dp, Dp, nr, Dp, bc, 1);
             rp_tile_mm(sl.dK + j0 * Dp, Dp, sl.dP, 1, BC, sl.Q + t0 * Dp, Dp, bc, Dp, nr, 1);
         }
-        if (c->rel.kind) rpa_rel_block_back(c, &sl, nr);
+        if (c->rel.terms) rel_block_back(c, &sl, nr);
         /* dq += scale R(-n) dQ' */
         for (int64_t r = 0; r < nr; r++) {
             int64_t t = t0 + r;
@@ -464,7 +1327,7 @@ static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
                          c->hq ? c->qs + t * c->hq : NULL, c->hq, 1.0f, c->scale, D, pairing);
         }
     }
-    if (c->rel.kind) rpa_rel_head_back(c, &sl);
+    if (c->rel.terms) rel_head_back(c, &sl);
     /* dk += R(-i) dK', dv += R(-i) dV' (roper_legacy: R(-2i), its v table) */
     float *dkh = c->dk + b * c->S * c->ldk + h * D, *dvh = c->dv + b * c->S * c->ldv + h * Dv;
     for (int64_t i = 0; i < kvis; i++) {
@@ -497,30 +1360,22 @@ static void run_pairs(const attn_ctx *c, int64_t B, int nthreads, int backward)
     }
 }
 
-void rp_attention_forward(float *out, int64_t ldo, float *lse, float *att, float *scratch,
-                          const float *q, int64_t ldq, const float *k, int64_t ldk, const float *v,
-                          int64_t ldv, int64_t B, int64_t T, int64_t S, int64_t H, int64_t D,
-                          int64_t Dv, const rp_attn_cfg *cfg, int nthreads)
+void rp_attention_forward(const rp_attn_io *io, const rp_attn_cfg *cfg)
 {
     attn_ctx c;
-    ctx_init(&c, scratch, B, T, S, H, D, Dv, ldq, ldk, ldv, ldo, cfg, NULL);
-    c.out = out, c.lse_w = lse, c.att_w = att, c.q = q, c.k = k, c.v = v;
-    run_pairs(&c, B, nthreads, 0);
+    ctx_init(&c, io, cfg, NULL);
+    c.out = io->out, c.lse_w = io->lse, c.att_w = io->att;
+    run_pairs(&c, io->B, io->nthreads, 0);
 }
 
-void rp_attention_backward(float *dq, float *dk, float *dv, const rp_attn_rel_grad *drel,
-                           float *scratch, const float *dout, const float *out, int64_t ldo,
-                           const float *lse, const float *q, int64_t ldq, const float *k,
-                           int64_t ldk, const float *v, int64_t ldv, int64_t B, int64_t T,
-                           int64_t S, int64_t H, int64_t D, int64_t Dv, const rp_attn_cfg *cfg,
-                           int nthreads)
+void rp_attention_backward(const rp_attn_io *io, const rp_attn_cfg *cfg)
 {
     attn_ctx c;
-    ctx_init(&c, scratch, B, T, S, H, D, Dv, ldq, ldk, ldv, ldo, cfg, drel);
-    c.dq = dq, c.dk = dk, c.dv = dv, c.dout = dout, c.fout = out, c.lse = lse;
-    c.q = q, c.k = k, c.v = v;
-    run_pairs(&c, B, nthreads, 1);
-    if (c.rel.kind && drel) rpa_rel_reduce(&c, B, nthreads);
+    ctx_init(&c, io, cfg, io->drel);
+    c.dq = io->dq, c.dk = io->dk, c.dv = io->dv, c.dout = io->dout, c.fout = io->out;
+    c.lse = io->lse;
+    run_pairs(&c, io->B, io->nthreads, 1);
+    if (c.rel.terms && io->drel) rel_reduce(&c, io->B, io->nthreads);
 }
 
 /* ---- decoding ------------------------------------------------------------------------------
@@ -556,8 +1411,8 @@ int64_t rp_attention_decode_scratch_floats(const rp_attn_cfg *cfg, int64_t cap, 
                                            int64_t D, int64_t Dv)
 {
     return 2 * (D + Dv) + 2 * rp_vl_round(D) + BC + rp_vl_round(Dv) + 2 +
-           rpa_rel_call_floats(cfg, 1, 1, cap, H, D, Dv, 0) +
-           rpa_rel_thread_floats(cfg, 1, cap, D, Dv);
+           rel_call_floats(cfg, 1, 1, cap, H, D, Dv, 0) +
+           rel_thread_floats(cfg, 1, cap, D, Dv);
 }
 
 /* The cos/sin row of position pos for d_rot features with angles times `scale` and the xPos
@@ -607,8 +1462,8 @@ void rp_attention_decode(float *out, float *scratch, float *q, const float *k, c
     sl.l = sl.m + 1;
     sl.ldkt = capp;
     float *call = sl.l + 1;
-    rpa_rel_init(&c, call, NULL);
-    rpa_rel_thread_slots(&sl.rel, call + rpa_rel_call_floats(cfg, 1, 1, cap, H, D, Dv, 0), cfg, 1,
+    rel_init(&c, call, NULL);
+    rel_thread_slots(&sl.rel, call + rel_call_floats(cfg, 1, 1, cap, H, D, Dv, 0), cfg, 1,
                          cap, D, Dv);
     for (int64_t h = 0; h < H; h++) {
         float *kt = cache + h * hs, *vr = kt + D * capp;
@@ -621,7 +1476,7 @@ void rp_attention_decode(float *out, float *scratch, float *q, const float *k, c
         for (int64_t d = 0; d < D; d++) kt[d * capp + pos] = sl.K[d];
         rot_row(vr + pos * Dvp, v + h * Dv, vc, vs, hv, 1.0f, 1.0f, Dv, Dvp, s.pairing);
         sl.Kt = kt, sl.V = vr;
-        if (c.rel.kind) rpa_rel_head(&c, &sl, q + h * D, D, 0, h, 0);
+        if (c.rel.terms) rel_head(&c, &sl, q + h * D, D, 0, h, 0);
         forward_blocks(&c, &sl, out + h * Dv, NULL, NULL);
     }
 }
@@ -695,7 +1550,7 @@ rp_status rp_attention_check(const rp_tensor *q, const rp_tensor *k, const rp_te
         return rp_error(RP_ERR_ARG, "q_offset must be >= 0, got %lld", (long long)cfg->q_offset);
     int64_t qlast = cfg->pos_offset + cfg->q_offset + q->shape[1] - 1;
     RP_TRY(rp_pe_scheme_check_freq(&sc, cfg->freq, qlast, cfg->pos_offset + S - 1));
-    return rpa_rel_check(cfg);
+    return rel_check(cfg);
 }
 
 rp_status rp_attention(rp_tensor *out, rp_tensor *att, const rp_tensor *q, const rp_tensor *k,
@@ -719,11 +1574,14 @@ rp_status rp_attention(rp_tensor *out, rp_tensor *att, const rp_tensor *q, const
     if (st == RP_OK) st = rp_tensor_new(&scratch, 1, &ns);
     if (st == RP_OK && (T > RP_I32_MAX || S > RP_I32_MAX || D > RP_I32_MAX || Dv > RP_I32_MAX))
         st = rp_error(RP_ERR_SHAPE, "attention: a dim exceeds 2^31-1");
-    if (st == RP_OK)
-        rp_attention_forward(rp_tensor_data(out), H * Dv, NULL, rp_tensor_data(att),
-                             rp_tensor_data(&scratch), rp_tensor_data(&qc), H * D,
-                             rp_tensor_data(&kc), H * D, rp_tensor_data(&vc), H * Dv, B, T, S, H,
-                             D, Dv, &c, nthreads);
+    if (st == RP_OK) {
+        rp_attn_io io = {.B = B, .T = T, .S = S, .H = H, .D = D, .Dv = Dv,
+                         .q = rp_tensor_data(&qc), .k = rp_tensor_data(&kc),
+                         .v = rp_tensor_data(&vc), .ldq = H * D, .ldk = H * D, .ldv = H * Dv,
+                         .out = rp_tensor_data(out), .ldo = H * Dv, .att = rp_tensor_data(att),
+                         .scratch = rp_tensor_data(&scratch), .nthreads = nthreads};
+        rp_attention_forward(&io, &c);
+    }
     rp_tensor_release(&qc);
     rp_tensor_release(&kc);
     rp_tensor_release(&vc);

@@ -79,6 +79,18 @@ typedef struct rp_attn_rel_grad {
     float *ek, *eq, *ev, *u, *w, *bias;
 } rp_attn_rel_grad;
 
+/* Member t (RP_TAB_* of pe.h: ek, eq, ev, u, w, bias) of rel and of g. */
+static inline const float **rp_attn_rel_member(rp_attn_rel *rel, int t)
+{
+    const float **m[RP_TAB_COUNT] = {&rel->ek, &rel->eq, &rel->ev, &rel->u, &rel->w, &rel->bias};
+    return m[t];
+}
+static inline float **rp_attn_rel_grad_member(rp_attn_rel_grad *g, int t)
+{
+    float **m[RP_TAB_COUNT] = {&g->ek, &g->eq, &g->ev, &g->u, &g->w, &g->bias};
+    return m[t];
+}
+
 /* Limits of rel_clip and rel_buckets (rp_attention_check, the model config). */
 #define RP_REL_MAX_CLIP 65536
 #define RP_REL_MAX_BUCKETS 4096
@@ -119,6 +131,12 @@ typedef struct rp_attn_cfg {
  * lo = max(0, q_offset - (S - 1)), else q_offset - (S - 1); the last row is q_offset + T - 1. */
 int64_t rp_attention_rel_rows(const rp_attn_cfg *cfg, int64_t T, int64_t S, int64_t *lo);
 
+/* The shape of table t (RP_TAB_*: ek, eq, ev, u, w, bias) of cfg's mode for a call of T queries
+ * over S keys, H heads, D and Dv features: its dims into shape (2 or 3 of them, as above), their
+ * number returned; 0 when the mode does not read the table. */
+int rp_attention_rel_shape(const rp_attn_cfg *cfg, int t, int64_t T, int64_t S, int64_t H,
+                           int64_t D, int64_t Dv, int64_t shape[3]);
+
 /* T5's bucket of the relative position rel = i - n, exactly as _relative_position_bucket of
  * HF transformers' T5Attention: bidirectional halves the buckets and puts rel > 0 in the upper
  * half; of the (remaining) nb buckets, distances below nb / 2 get their own, the others
@@ -138,11 +156,6 @@ void rp_attention_alibi_slopes(double *slopes, int64_t H);
  * rp_pe_scheme_init. Widths are not checked (rp_attention_check does). */
 rp_status rp_attn_scheme(const rp_attn_cfg *cfg, rp_pe_scheme *s);
 
-/* Strided rows: element (b, t, h, d) of q, k, v, out (and of their gradients) is at
- * p[(b * L + t) * ld + h * W + d], with L = T (q, out) or S (k, v) and W = D (q, k) or Dv (v, out).
- * A contiguous [B, L, H, W] tensor has ld = H * W; the model's fused qkv buffer [B, T, 3C] has
- * ld = 3C with k = qkv + C and v = qkv + 2C. */
-
 /* Threads: the (b, h) pairs are spread over nthreads OpenMP threads (more than B * H is fine).
  * Results are bitwise the same for any nthreads. */
 
@@ -153,33 +166,47 @@ rp_status rp_attn_scheme(const rp_attn_cfg *cfg, rp_pe_scheme *s);
 int64_t rp_attention_scratch_floats(const rp_attn_cfg *cfg, int64_t B, int64_t T, int64_t S,
                                     int64_t H, int64_t D, int64_t Dv, int nthreads);
 
-/* The forward pass (flash attention: tiles of at most 32 queries x 128 keys with an online
- * softmax, nothing of size T x S stored). Overwrites out; lse ([B, H, T]: each query's
- * log-sum-exp of its scaled scores over the keys it sees, what the backward needs) when not
- * NULL; att ([B, H, T, S], the softmax weights, 0 on masked keys) when not NULL — only on request,
- * it costs one more score product. scratch holds rp_attention_scratch_floats(cfg, B, T, S, H, D,
- * Dv, nthreads) floats; the (b, h) pairs are spread over nthreads OpenMP threads (nthreads >= 1).
- * Dims and cfg must already be valid (rp_attention_check). With q_offset >= 0 every query sees at
- * least key 0, so no row is fully masked. */
-void rp_attention_forward(float *out, int64_t ldo, float *lse, float *att, float *scratch,
-                          const float *q, int64_t ldq, const float *k, int64_t ldk, const float *v,
-                          int64_t ldv, int64_t B, int64_t T, int64_t S, int64_t H, int64_t D,
-                          int64_t Dv, const rp_attn_cfg *cfg, int nthreads);
+/* The operands of rp_attention_forward and rp_attention_backward: the dims, the strided rows of
+ * q, k, v and out (and of their gradients), the outputs, the scratch and the threads.
+ *
+ * Strided rows: element (b, t, h, d) of q, k, v, out (and of dq, dk, dv, dout) is at
+ * p[(b * L + t) * ld + h * W + d], with L = T (q, out) or S (k, v) and W = D (q, k) or Dv (v, out).
+ * A contiguous [B, L, H, W] tensor has ld = H * W; the model's fused qkv buffer [B, T, 3C] has
+ * ld = 3C with k = qkv + C and v = qkv + 2C. Members a pass does not use are ignored (0, NULL). */
+typedef struct rp_attn_io {
+    int64_t B, T, S, H, D, Dv;
+    const float *q, *k, *v;
+    int64_t ldq, ldk, ldv; /* the row strides of q and dq, k and dk, v and dv */
+    float *out;            /* [B, T, H, Dv] rows ldo apart: the forward OVERWRITES it, the
+                            * backward reads it (the forward's) */
+    int64_t ldo;           /* the row stride of out and dout */
+    float *lse;            /* [B, H, T]: each query's log-sum-exp of its scaled scores over the
+                            * keys it sees; the forward writes it when not NULL, the backward
+                            * reads it */
+    float *att;            /* forward, when not NULL: the weights [B, H, T, S], 0 on masked keys */
+    const float *dout;     /* backward: the gradient of out */
+    float *dq, *dk, *dv;   /* backward: ACCUMULATED (+=); they may lie in one fused buffer (they
+                            * never overlap) */
+    const rp_attn_rel_grad *drel; /* backward: the table gradients, ACCUMULATED (NULL: none) */
+    float *scratch;        /* rp_attention_scratch_floats(cfg, B, T, S, H, D, Dv, nthreads) */
+    int nthreads;          /* >= 1 */
+} rp_attn_io;
 
-/* The backward pass: dq += dL/dq, dk += dL/dk, dv += dL/dv (ACCUMULATES; same strides as q, k,
- * v), given dout and the forward's out (both rows ldo apart), its lse and its inputs q, k, v. The
- * weights are recomputed tile by tile from q, k and lse (FlashAttention-2's backward: one more
- * Q K^T product, nothing of size T x S stored). RoPE's backward is the reverse rotation of the
- * gradient; RoPER's output rotation by -n is undone on dout by +n. dq, dk, dv may point into one
- * fused buffer (they never overlap). Relative modes: drel (NULL: none) ACCUMULATES the gradients
- * of cfg->rel's tables (rp_attn_rel_grad); dq and dk include the table terms either way. scratch
- * as for the forward (the same cfg, B, T, S, H, D, Dv, nthreads). */
-void rp_attention_backward(float *dq, float *dk, float *dv, const rp_attn_rel_grad *drel,
-                           float *scratch, const float *dout,
-                           const float *out, int64_t ldo, const float *lse, const float *q,
-                           int64_t ldq, const float *k, int64_t ldk, const float *v, int64_t ldv,
-                           int64_t B, int64_t T, int64_t S, int64_t H, int64_t D, int64_t Dv,
-                           const rp_attn_cfg *cfg, int nthreads);
+/* The forward pass (flash attention: tiles of at most 32 queries x 128 keys with an online
+ * softmax, nothing of size T x S stored): OVERWRITES io->out, and io->lse and io->att where not
+ * NULL (att only on request: it costs one more score product). Dims and cfg must already be valid
+ * (rp_attention_check). With q_offset >= 0 every query sees at least key 0, so no row is fully
+ * masked. */
+void rp_attention_forward(const rp_attn_io *io, const rp_attn_cfg *cfg);
+
+/* The backward pass: dq += dL/dq, dk += dL/dk, dv += dL/dv (ACCUMULATES), given io->dout, the
+ * forward's out and lse and its inputs q, k, v (the same io and cfg). The weights are recomputed
+ * tile by tile from q, k and lse (FlashAttention-2's backward: one more Q K^T product, nothing of
+ * size T x S stored). RoPE's backward is the reverse rotation of the gradient; RoPER's output
+ * rotation by -n is undone on dout by +n. Relative modes: io->drel (NULL: none) ACCUMULATES the
+ * gradients of cfg->rel's tables (rp_attn_rel_grad); dq and dk include the table terms either
+ * way. */
+void rp_attention_backward(const rp_attn_io *io, const rp_attn_cfg *cfg);
 
 /* Decoding with a KV cache: one new token at position pos of one sequence, through the same
  * query-block code as rp_attention_forward (scores, online softmax, weighted sum, output

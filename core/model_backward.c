@@ -96,9 +96,13 @@ static void attn_branch_backward(rp_model *m, int64_t l, float *dres, float *spa
         rpm_rel_tables(m, l, &rel);
         rpm_rel_grad_begin(m, l, T, &drel);
         lc.rel = &rel;
-        rp_attention_backward(m->dqkv, m->dqkv + C, m->dqkv + 2 * C, &drel, m->attn_scratch,
-                              m->datty, a->atty, C, a->lse, a->qkv, 3 * C, a->qkv + C, 3 * C,
-                              a->qkv + 2 * C, 3 * C, B, T, T, m->cfg.heads, dk, dk, &lc, nt);
+        rp_attn_io io = {.B = B, .T = T, .S = T, .H = m->cfg.heads, .D = dk, .Dv = dk,
+                         .q = a->qkv, .k = a->qkv + C, .v = a->qkv + 2 * C, .ldq = 3 * C,
+                         .ldk = 3 * C, .ldv = 3 * C, .out = a->atty, .ldo = C, .lse = a->lse,
+                         .dout = m->datty, .dq = m->dqkv, .dk = m->dqkv + C,
+                         .dv = m->dqkv + 2 * C, .drel = &drel, .scratch = m->attn_scratch,
+                         .nthreads = nt};
+        rp_attention_backward(&io, &lc);
         rpm_rel_grad_end(m, l, T);
     }
     if (m->cfg.norm == RP_NORM_PRE) {

@@ -52,16 +52,19 @@ rp_status rp_model_cfg_check(const rp_model_cfg *cfg)
         return rp_error(RP_ERR_ARG, "d_model %lld is not divisible by heads %lld",
                         (long long)cfg->d_model, (long long)cfg->heads);
     const rp_pe_mode *mode = rp_pe_mode_of(cfg->pe);
-    if (mode->rel == RP_REL_XL && cfg->d_model % 2 != 0)
-        return rp_error(RP_ERR_ARG, "pe xl needs an even d_model (its sinusoid R), got %lld",
-                        (long long)cfg->d_model);
+    const rp_rel_desc *rel = rp_rel_of(mode->rel);
+    char list[128];
+    for (int i = 0; i < rel->nparams; i++)
+        if (rel->params[i].use == RP_PARAM_PROJ_SIN && cfg->d_model % 2 != 0)
+            return rp_error(RP_ERR_ARG, "pe %s needs an even d_model (its sinusoid R), got %lld",
+                            mode->name, (long long)cfg->d_model);
     if (cfg->rotate && !mode->rotary)
-        return rp_error(RP_ERR_ARG, "rotate needs a rotary pe (rope, roper or roper_legacy), not %s",
-                        mode->name);
+        return rp_error(RP_ERR_ARG, "rotate needs a rotary pe (%s), not %s",
+                        rp_pe_list(list, sizeof list, 1, 0, 0), mode->name);
     int rot = cfg->rotate ? cfg->rotate : mode->rotate;
     int64_t d_rot[4];
     RP_TRY(pe_widths(cfg, rot, d_rot));
-    if (mode->rel == RP_REL_T5) {
+    if (rel->uses & RP_USES_BUCKETS) {
         int64_t exact = cfg->rel_buckets / 2; /* causal: one-sided buckets, half of them exact */
         RP_TRY(check_dim("rel_max_distance", cfg->rel_max_distance, exact + 1, RP_I32_MAX));
     }
@@ -70,8 +73,9 @@ rp_status rp_model_cfg_check(const rp_model_cfg *cfg)
     rp_rope_freq f = rp_model_cfg_freq(cfg);
     RP_TRY(rp_rope_freq_check(&f));
     if (!rp_rope_freq_is_plain(&f) && (!mode->rotary || cfg->attention == RP_ATTN_LINEAR))
-        return rp_error(RP_ERR_ARG, "scaling and xpos need a rotary pe (rope, roper or "
-                                    "roper_legacy) with softmax attention, not %s%s", mode->name,
+        return rp_error(RP_ERR_ARG, "scaling and xpos need a rotary pe (%s) with softmax "
+                                    "attention, not %s%s", rp_pe_list(list, sizeof list, 1, 0, 0),
+                        mode->name,
                         cfg->attention == RP_ATTN_LINEAR ? " with linear attention" : "");
     if (cfg->attention == RP_ATTN_LINEAR &&
         (cfg->rotate || cfg->fraction_q || cfg->fraction_k || cfg->fraction_o))
@@ -110,9 +114,10 @@ rp_status rp_model_set_freq(rp_model *m, const double *theta, int64_t n_theta,
     rp_rope_freq f = rp_model_cfg_freq(&m->cfg);
     if (theta) f.theta = theta, f.n_theta = n_theta;
     if (angles) f.angles = angles, f.rows = rows, f.n_angles = n_angles;
+    char list[128];
     if ((theta || angles) && (!m->pe.rotate || m->linear))
-        return rp_error(RP_ERR_ARG, "freq and angles need a rotary pe (rope, roper or "
-                                    "roper_legacy) with softmax attention, not %s%s",
+        return rp_error(RP_ERR_ARG, "freq and angles need a rotary pe (%s) with softmax attention, "
+                                    "not %s%s", rp_pe_list(list, sizeof list, 1, 0, 0),
                         rp_pe_name(m->pe.pe), m->linear ? " with linear attention" : "");
     RP_TRY(rp_pe_scheme_check_freq(&m->pe, &f, m->cfg.seq_len - 1, m->cfg.seq_len - 1));
     double *copy = NULL;

@@ -47,7 +47,7 @@ rp_attn_cfg rpm_attn_cfg(const rp_model *m, int64_t q_offset)
     a.pe = s->pe;
     a.causal = 1;
     /* DeBERTa scales its three terms by 1/sqrt(3 d) (He et al. 2020, eq. 10) */
-    a.scale = 1.0 / sqrt((double)(s->rel == RP_REL_DEBERTA ? 3 * m->dk : m->dk));
+    a.scale = 1.0 / sqrt((double)(rp_rel_of(s->rel)->scale_terms * m->dk));
     a.rel_clip = m->cfg.rel_clip;
     a.rel_buckets = m->cfg.rel_buckets;
     a.rel_max_distance = m->cfg.rel_max_distance;
@@ -132,8 +132,11 @@ static int64_t train_attend(void *ctx, int64_t l, const rpm_block_bufs *b, int64
     } else {
         rp_attn_cfg acfg = t->acfg;
         acfg.rel = &rel;
-        rp_attention_forward(b->y, C, b->lse, NULL, m->attn_scratch, qkv, 3 * C, qkv + C, 3 * C,
-                             qkv + 2 * C, 3 * C, t->B, t->T, t->T, H, dk, dk, &acfg, t->nt);
+        rp_attn_io io = {.B = t->B, .T = t->T, .S = t->T, .H = H, .D = dk, .Dv = dk, .q = qkv,
+                         .k = qkv + C, .v = qkv + 2 * C, .ldq = 3 * C, .ldk = 3 * C,
+                         .ldv = 3 * C, .out = b->y, .ldo = C, .lse = b->lse,
+                         .scratch = m->attn_scratch, .nthreads = t->nt};
+        rp_attention_forward(&io, &acfg);
     }
     return n;
 }
@@ -283,9 +286,11 @@ rp_status rp_model_attention_weights(rp_model *m, int64_t layer, float *out)
     acfg.rel = &rel;
     const float *qkv = m->la[layer].qkv;
     float *y = m->work; /* scratch: the output is not needed (work holds nothing between calls) */
-    rp_attention_forward(y, C, NULL, out, m->attn_scratch, qkv, 3 * C, qkv + C, 3 * C, qkv + 2 * C,
-                         3 * C, B, T, T, m->cfg.heads, m->dk, m->dk, &acfg,
-                         rpm_attn_threads(m, T));
+    rp_attn_io io = {.B = B, .T = T, .S = T, .H = m->cfg.heads, .D = m->dk, .Dv = m->dk,
+                     .q = qkv, .k = qkv + C, .v = qkv + 2 * C, .ldq = 3 * C, .ldk = 3 * C,
+                     .ldv = 3 * C, .out = y, .ldo = C, .att = out, .scratch = m->attn_scratch,
+                     .nthreads = rpm_attn_threads(m, T)};
+    rp_attention_forward(&io, &acfg);
     return RP_OK;
 }
 

@@ -115,22 +115,18 @@
 /* Largest layer count (keeps names and the layout table small). */
 #define RP_MAX_LAYERS 100000
 
-/* Parameter offsets of one layer (floats into the parameter / gradient buffers). The relative
- * modes' entries are -1 where the mode has none (model_rel.c):
- *   shaw:    relk (2k+1, d_k) a^K, relv (2k+1, d_k) a^V
- *   xl:      relproj (C, C) W_kR, relu (H, d_k) u, relw (H, d_k) v (the paper's v)
- *   t5:      relbias (H, buckets)
- *   deberta: relqp (C, C) W_qr, relkp (C, C) W_kr (the shared P is the model's off_rel) */
+/* Parameter offsets of one layer (floats into the parameter / gradient buffers). rel[i]: the
+ * relative kind's parameter i (its row's params, pe.c; model_rel.c), -1 where there is none. */
 typedef struct {
     int64_t ln1w, ln1b, qkvw, qkvb, outw, outb, ln2w, ln2b, w1w, w1b, w2w, w2b;
-    int64_t relk, relv, relproj, relu, relw, relbias, relqp, relkp;
+    int64_t rel[RP_REL_MAX_PARAMS];
 } layer_params;
 
 /* Activation pointers of one layer (see the layout at the top). */
 typedef struct {
     float *ln1, *ln1_mean, *ln1_rstd, *qkv, *lse, *atty, *mask1, *res1;
     float *ln2, *ln2_mean, *ln2_rstd, *fch, *mask2, *res2;
-    float *rel_ek, *rel_eq; /* xl: W_kR R (seq_len, C); deberta: P W_kr^T, P W_qr^T (2k, C) */
+    float *rel_tab; /* the relative tables computed from projections (model_rel.c) */
 } layer_acts;
 
 /* (value, index) for the top-k sort of generation. */
@@ -181,7 +177,7 @@ struct rp_model {
     rp_param_info *info;
     int64_t nfloats;
     int64_t off_embed, off_pos, off_normf_w, off_normf_b, off_head_w, off_head_b;
-    int64_t off_rel; /* deberta: the shared relative embeddings P (2k, C); -1 otherwise */
+    int64_t off_rel; /* the relative kind's shared parameter P (deberta's (2k, C)); -1: none */
     layer_params *lp;
     rp_storage *params, *grads;
 
@@ -191,7 +187,7 @@ struct rp_model {
     float *x0, *lnf_mean, *lnf_rstd, *logits, *probs, *losses;
     layer_acts *la;
     float *sin_table;
-    float *xl_table; /* xl: the sinusoid R_d of distances d = 0 .. seq_len-1 (seq_len, C) */
+    float *xl_table; /* RP_PARAM_PROJ_SIN (xl): the sinusoid R_d, d = 0 .. seq_len-1 (seq_len, C) */
     float *attn_scratch;
     int64_t attn_scratch_floats;
     int nthreads;
@@ -200,7 +196,7 @@ struct rp_model {
     float *grad_mem;
     int64_t grad_floats;
     float *dx, *work, *dF, *datty, *dqkv, *dlogits; /* dF, datty, dlogits: one region */
-    float *drel; /* xl / deberta: the gradient of one layer's computed tables (rel_ek, rel_eq) */
+    float *drel; /* the gradient of one layer's computed tables (rel_tab) */
 
     /* the last forward */
     int32_t *tokens, *targets;
@@ -320,16 +316,16 @@ void rpm_act_backward_set(const rp_model *m, float *dinp, const float *dout, con
                           int64_t n);
 
 /* ---- model_rel.c: the relative modes (shaw, xl, t5, deberta, alibi) ---- */
-/* Floats of one layer's computed tables (layer_acts rel_ek + rel_eq), of the model-level xl
- * sinusoid, of the gradient scratch drel, and of one layer's decode tables (dec_rel). */
+/* Floats of one layer's computed tables (layer_acts rel_tab), of the model-level sinusoid
+ * xl_table, of the gradient scratch drel, and of one layer's decode tables (dec_rel). */
 int64_t rpm_rel_act_floats(const rp_model *m);
 int64_t rpm_rel_table_floats(const rp_model *m);
 int64_t rpm_rel_grad_floats(const rp_model *m);
 int64_t rpm_rel_dec_floats(const rp_model *m);
-/* Fills the xl sinusoid (once, at creation). */
+/* Fills the sinusoid xl_table (once, at creation). */
 void rpm_rel_init(rp_model *m);
 /* Forward: the tables of layer l for a self-attention call of T positions, computed from the
- * current parameters where the mode needs it (xl, deberta) into the layer's activations, into
+ * current parameters where they are projections (xl, deberta) into the layer's activations, into
  * *rel (pointers into the parameters or the activations). */
 void rpm_rel_forward(rp_model *m, int64_t l, int64_t T, rp_attn_rel *rel);
 /* The tables of layer l of the last forward (no computation), for the backward and
@@ -337,7 +333,7 @@ void rpm_rel_forward(rp_model *m, int64_t l, int64_t T, rp_attn_rel *rel);
 void rpm_rel_tables(const rp_model *m, int64_t l, rp_attn_rel *rel);
 /* Backward, around rp_attention_backward of layer l: rpm_rel_grad_begin points *g at the
  * parameter gradients (accumulate) or the zeroed drel scratch; rpm_rel_grad_end carries drel
- * back through the projections of xl and deberta into the parameter gradients. */
+ * back through the projections into the parameter gradients. */
 void rpm_rel_grad_begin(rp_model *m, int64_t l, int64_t T, rp_attn_rel_grad *g);
 void rpm_rel_grad_end(rp_model *m, int64_t l, int64_t T);
 /* Decoding: the tables of every layer from the current parameters into dec_rel (with the decode

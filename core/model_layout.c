@@ -37,6 +37,15 @@ static int64_t add_param(rp_param_info *info, int *np, int64_t *off, const char 
     return start;
 }
 
+/* Appends a relative kind's parameter p of shape rs (rp_rel_init: uniform with cols' fan-in). */
+static int64_t rel_param(rp_param_info *info, int *np, int64_t *off, const char *name,
+                         const rp_rel_param *p, const int64_t rs[2])
+{
+    static const rp_init_kind init[] = {RP_INIT_UNIFORM, RP_INIT_ZEROS, RP_INIT_NORMAL};
+    return add_param(info, np, off, name, 2, rs[0], rs[1], init[p->init],
+                     p->init == RP_RI_UNIFORM ? rs[1] : 0);
+}
+
 int rpm_build_layout(rp_model *m)
 {
     const rp_model_cfg *c = &m->cfg;
@@ -49,11 +58,18 @@ int rpm_build_layout(rp_model *m)
     if (m->pe.absolute == RP_ABS_LEARNED)
         m->off_pos =
             add_param(info, &np, &off, "pos.weight", 2, c->seq_len, C, RP_INIT_NORMAL, 0);
-    rp_rel_kind rel = m->pe.rel;
-    int64_t K = c->rel_clip, dk = C / c->heads, H = c->heads;
+    /* the relative kind's parameters (core/pe.c's kind table): the shared one before the
+     * layers, the others in each layer after the attention's projections */
+    const rp_rel_desc *rel = rp_rel_of(m->pe.rel);
+    int64_t rs[RP_REL_MAX_PARAMS][2];
+    for (int i = 0; i < rel->nparams; i++)
+        for (int j = 0; j < 2; j++)
+            rs[i][j] = rp_rel_dim_size(j ? rel->params[i].cols : rel->params[i].rows,
+                                       c->rel_clip, C / c->heads, C, c->heads, c->rel_buckets);
     m->off_rel = -1;
-    if (rel == RP_REL_DEBERTA) /* DeBERTa's relative embeddings, shared by the layers */
-        m->off_rel = add_param(info, &np, &off, "rel.weight", 2, 2 * K, C, RP_INIT_NORMAL, 0);
+    for (int i = 0; i < rel->nparams; i++)
+        if (rel->params[i].use == RP_PARAM_SHARED)
+            m->off_rel = rel_param(info, &np, &off, rel->params[i].name, &rel->params[i], rs[i]);
     for (int64_t l = 0; l < c->layers; l++) {
         layer_params lp;
 #define RP_LAYER_PARAM(field, suffix, nd, a, b, init, fan)                      \
@@ -65,21 +81,11 @@ int rpm_build_layout(rp_model *m)
         RP_LAYER_PARAM(qkvb, "attn.qkv.bias", 1, 3 * C, 0, RP_INIT_UNIFORM, C);
         RP_LAYER_PARAM(outw, "attn.out.weight", 2, C, C, RP_INIT_UNIFORM, C);
         RP_LAYER_PARAM(outb, "attn.out.bias", 1, C, 0, RP_INIT_UNIFORM, C);
-        /* the relative modes' tables (model_impl.h): linear-layer init for tables a query or a
-         * projection multiplies, zeros for additive biases (a start without positions) */
-        lp.relk = lp.relv = lp.relproj = lp.relu = lp.relw = lp.relbias = lp.relqp = lp.relkp = -1;
-        if (rel == RP_REL_SHAW) {
-            RP_LAYER_PARAM(relk, "attn.rel_k", 2, 2 * K + 1, dk, RP_INIT_UNIFORM, dk);
-            RP_LAYER_PARAM(relv, "attn.rel_v", 2, 2 * K + 1, dk, RP_INIT_UNIFORM, dk);
-        } else if (rel == RP_REL_XL) {
-            RP_LAYER_PARAM(relproj, "attn.rel_proj.weight", 2, C, C, RP_INIT_UNIFORM, C);
-            RP_LAYER_PARAM(relu, "attn.rel_u", 2, H, dk, RP_INIT_ZEROS, 0);
-            RP_LAYER_PARAM(relw, "attn.rel_w", 2, H, dk, RP_INIT_ZEROS, 0);
-        } else if (rel == RP_REL_T5) {
-            RP_LAYER_PARAM(relbias, "attn.rel_bias", 2, H, c->rel_buckets, RP_INIT_ZEROS, 0);
-        } else if (rel == RP_REL_DEBERTA) {
-            RP_LAYER_PARAM(relqp, "attn.rel_q_proj.weight", 2, C, C, RP_INIT_UNIFORM, C);
-            RP_LAYER_PARAM(relkp, "attn.rel_k_proj.weight", 2, C, C, RP_INIT_UNIFORM, C);
+        for (int i = 0; i < RP_REL_MAX_PARAMS; i++) lp.rel[i] = -1;
+        for (int i = 0; i < rel->nparams; i++) {
+            if (rel->params[i].use == RP_PARAM_SHARED) continue;
+            snprintf(name, sizeof name, "layers.%d.%s", (int)l, rel->params[i].name);
+            lp.rel[i] = rel_param(info, &np, &off, name, &rel->params[i], rs[i]);
         }
         RP_LAYER_PARAM(ln2w, "norm2.weight", 1, C, 0, RP_INIT_ONES, 0);
         RP_LAYER_PARAM(ln2b, "norm2.bias", 1, C, 0, RP_INIT_ZEROS, 0);

@@ -72,10 +72,9 @@ static void plan_acts(rp_model *m, planner *pl)
         a.fch = take(pl, NF);
         a.mask2 = drop ? take(pl, NC) : NULL;
         a.res2 = take(pl, NC);
-        /* the relative modes' computed tables (model_rel.c): xl one, deberta two halves */
+        /* the relative modes' computed tables (model_rel.c) */
         int64_t nrel = rpm_rel_act_floats(m);
-        a.rel_ek = nrel ? take(pl, nrel) : NULL;
-        a.rel_eq = a.rel_ek && m->pe.rel == RP_REL_DEBERTA ? a.rel_ek + nrel / 2 : NULL;
+        a.rel_tab = nrel ? take(pl, nrel) : NULL;
         if (m->la) m->la[l] = a;
     }
     m->lnf_mean = m->lnf_rstd = NULL;

@@ -1,60 +1,101 @@
-/* The relative modes in the model (pe shaw, xl, t5, deberta, alibi): which tables each layer
- * hands the attention kernels (core/attention.h gives the formulas), how the computed ones are
- * made from the parameters, and how their gradients go back.
+/* The relative modes in the model (pe shaw, xl, t5, deberta, alibi): the tables each layer hands
+ * the attention kernels (core/attention.h gives the formulas), made from the parameters its kind's
+ * row lists (core/pe.c), and the way back of their gradients. A parameter is
  *
- *   shaw     a^K, a^V: the layer's parameters relk, relv, read directly (Shaw et al. 2018)
- *   xl       Ek = R W_kR^T (rows: the distances 0 .. T-1 of a causal self-attention, R the
- *            sinusoid of Transformer-XL: [sin(d f_j) | cos(d f_j)], f_j = 10000^(-2j/C)),
- *            u and v (relu, relw) read directly (Dai et al. 2019, eq. 7 of RoFormer)
- *   t5       the bias table relbias [H, buckets] (Raffel et al. 2020)
- *   deberta  K^r = P W_kr^T and Q^r = P W_qr^T from the shared relative embeddings P [2k, C]
- *            (He et al. 2020, eq. 10 of RoFormer); the scores are scaled by 1/sqrt(3 d_k)
- *   alibi    nothing (fixed slopes, Press et al. 2022)
+ *   RP_PARAM_TABLE        a table itself, read where it lies (shaw's a^K, a^V; xl's u, v; t5's
+ *                         bias)
+ *   RP_PARAM_PROJ_SIN     a projection W: the table R W^T, R the fixed sinusoid of Transformer-XL
+ *                         (xl_table: [sin(d f_j) | cos(d f_j)], f_j = 10000^(-2j/C), the
+ *                         distances d = 0 .. T-1 of a causal self-attention of T positions;
+ *                         xl's W_kR R, Dai et al. 2019)
+ *   RP_PARAM_PROJ_SHARED  a projection W: the table P W^T, P the model's shared parameter
+ *                         (deberta's K^r = P W_kr^T and Q^r = P W_qr^T, He et al. 2020)
+ *   RP_PARAM_SHARED       P (the model's off_rel)
  *
  * Computed tables are [rows, C] = [rows, H, d_k]: head h's row r at r * C + h * d_k, the layout
- * the kernels read. The backward of Ek = R W^T is dW += dEk^T R (and dP += dEk W for deberta).
- */
+ * the kernels read; a layer's (layer_acts rel_tab) and their gradients (drel) lie in table order
+ * (RP_TAB_*), each at its most rows (seq_len for R, P's rows). The backward of E = R W^T is
+ * dW += dE^T R (and dP += dE W for P W^T). Decoding reads per layer every table of the kind from
+ * dec_rel, in table order: a copy of a table parameter, a computed table of seq_len rows (R) or
+ * P's rows, as of the sequence start. */
 #include <math.h>
 #include <string.h>
 
 #include "layers.h"
 #include "model_impl.h"
 
-static rp_rel_kind kind(const rp_model *m) { return m->pe.rel; }
+static const rp_rel_desc *kind(const rp_model *m) { return rp_rel_of(m->pe.rel); }
 
-/* Rows of deberta's tables (2k) and of xl's (seq_len, the longest call). */
-static int64_t deberta_rows(const rp_model *m) { return 2 * m->cfg.rel_clip; }
-
-int64_t rpm_rel_act_floats(const rp_model *m)
+static int computed(const rp_rel_param *p)
 {
-    int64_t C = m->cfg.d_model;
-    if (kind(m) == RP_REL_XL) return rpm_sat_mul(m->cfg.seq_len, C);
-    if (kind(m) == RP_REL_DEBERTA) return rpm_sat_mul(2 * deberta_rows(m), C);
+    return p->use == RP_PARAM_PROJ_SIN || p->use == RP_PARAM_PROJ_SHARED;
+}
+
+static int64_t dim(const rp_model *m, rp_rel_dim d)
+{
+    return rp_rel_dim_size(d, m->cfg.rel_clip, m->dk, m->cfg.d_model, m->cfg.heads,
+                           m->cfg.rel_buckets);
+}
+
+/* The parameter index of the layer parameter that gives table t: -1 when none does. */
+static int giver(const rp_rel_desc *x, int t)
+{
+    for (int i = 0; i < x->nparams; i++)
+        if (x->params[i].use != RP_PARAM_SHARED && x->params[i].table == t) return i;
+    return -1;
+}
+
+/* The rows of the computed table of p for a call of T positions: T (R) or P's rows. */
+static int64_t computed_rows(const rp_model *m, const rp_rel_param *p, int64_t T)
+{
+    const rp_rel_desc *x = kind(m);
+    if (p->use == RP_PARAM_PROJ_SIN) return T;
+    for (int i = 0; i < x->nparams; i++)
+        if (x->params[i].use == RP_PARAM_SHARED) return dim(m, x->params[i].rows);
     return 0;
 }
 
-int64_t rpm_rel_table_floats(const rp_model *m)
+/* The floats of table t in a layer's computed tables (0 unless computed) or, when dec, in its
+ * decode tables (0 unless the kind reads it). */
+static int64_t table_floats(const rp_model *m, int t, int dec)
 {
-    return kind(m) == RP_REL_XL ? rpm_sat_mul(m->cfg.seq_len, m->cfg.d_model) : 0;
+    const rp_rel_desc *x = kind(m);
+    int i = giver(x, t);
+    if (i < 0) return 0;
+    const rp_rel_param *p = &x->params[i];
+    if (computed(p)) return rpm_sat_mul(computed_rows(m, p, m->cfg.seq_len), m->cfg.d_model);
+    return dec ? rpm_sat_mul(dim(m, p->rows), dim(m, p->cols)) : 0;
 }
 
-int64_t rpm_rel_grad_floats(const rp_model *m) { return rpm_rel_act_floats(m); }
-
-int64_t rpm_rel_dec_floats(const rp_model *m)
+/* The offset of table t in a layer's computed tables (dec 0) or decode tables (dec 1). */
+static int64_t table_offset(const rp_model *m, int t, int dec)
 {
-    int64_t C = m->cfg.d_model, K = m->cfg.rel_clip;
-    switch (kind(m)) {
-    case RP_REL_SHAW: return rpm_sat_mul(2 * (2 * K + 1), m->dk);
-    case RP_REL_XL: return rpm_sat_add(rpm_sat_mul(m->cfg.seq_len, C), 2 * C);
-    case RP_REL_T5: return rpm_sat_mul(m->cfg.heads, m->cfg.rel_buckets);
-    case RP_REL_DEBERTA: return rpm_sat_mul(2 * deberta_rows(m), C);
-    default: return 0;
-    }
+    int64_t off = 0;
+    for (int i = 0; i < t; i++) off = rpm_sat_add(off, table_floats(m, i, dec));
+    return off;
+}
+
+static int64_t tables_floats(const rp_model *m, int dec)
+{
+    return table_offset(m, RP_TAB_COUNT, dec);
+}
+
+int64_t rpm_rel_act_floats(const rp_model *m) { return tables_floats(m, 0); }
+int64_t rpm_rel_grad_floats(const rp_model *m) { return tables_floats(m, 0); }
+int64_t rpm_rel_dec_floats(const rp_model *m) { return tables_floats(m, 1); }
+
+int64_t rpm_rel_table_floats(const rp_model *m)
+{
+    const rp_rel_desc *x = kind(m);
+    for (int i = 0; i < x->nparams; i++)
+        if (x->params[i].use == RP_PARAM_PROJ_SIN)
+            return rpm_sat_mul(m->cfg.seq_len, m->cfg.d_model);
+    return 0;
 }
 
 void rpm_rel_init(rp_model *m)
 {
-    if (kind(m) != RP_REL_XL) return;
+    if (!rpm_rel_table_floats(m)) return;
     int64_t C = m->cfg.d_model, half = C / 2;
     for (int64_t d = 0; d < m->cfg.seq_len; d++)
         for (int64_t j = 0; j < half; j++) {
@@ -64,155 +105,119 @@ void rpm_rel_init(rp_model *m)
         }
 }
 
-/* The tables of layer l whose storage is given: ek, eq the computed tables (xl, deberta), w the
- * parameters. */
-static void point(const rp_model *m, int64_t l, const float *w, const float *ek, const float *eq,
-                  rp_attn_rel *rel)
+/* E = src W^T of the projection p of layer l (rows of T positions for R) into dst, from the
+ * parameters w. */
+static void project(const rp_model *m, int64_t l, const rp_rel_param *p, int i, const float *w,
+                    int64_t T, float *dst)
 {
-    const layer_params *p = &m->lp[l];
-    memset(rel, 0, sizeof *rel);
-    switch (kind(m)) {
-    case RP_REL_SHAW:
-        rel->ek = w + p->relk;
-        rel->ev = w + p->relv;
-        break;
-    case RP_REL_XL:
-        rel->ek = ek;
-        rel->u = w + p->relu;
-        rel->w = w + p->relw;
-        break;
-    case RP_REL_T5: rel->bias = w + p->relbias; break;
-    case RP_REL_DEBERTA:
-        rel->ek = ek;
-        rel->eq = eq;
-        break;
-    default: break;
-    }
+    int64_t C = m->cfg.d_model;
+    const float *src = p->use == RP_PARAM_PROJ_SIN ? m->xl_table : w + m->off_rel;
+    rp_linear_forward(dst, src, w + m->lp[l].rel[i], NULL, computed_rows(m, p, T), C, C);
 }
 
-/* Computes the tables of layer l from the parameters w into ek (and eq): xl rows 0 .. rows-1. */
-static void compute(const rp_model *m, int64_t l, const float *w, int64_t rows, float *ek,
-                    float *eq)
+/* Layer l's tables into *rel: the table parameters from w, the computed ones from tabs (laid out
+ * as the computed tables, dec 0, or as the decode tables, dec 1). */
+static void point(const rp_model *m, int64_t l, const float *w, const float *tabs, int dec,
+                  rp_attn_rel *rel)
 {
-    const layer_params *p = &m->lp[l];
-    int64_t C = m->cfg.d_model;
-    if (kind(m) == RP_REL_XL) {
-        rp_linear_forward(ek, m->xl_table, w + p->relproj, NULL, rows, C, C);
-    } else if (kind(m) == RP_REL_DEBERTA) {
-        rp_linear_forward(ek, w + m->off_rel, w + p->relkp, NULL, deberta_rows(m), C, C);
-        rp_linear_forward(eq, w + m->off_rel, w + p->relqp, NULL, deberta_rows(m), C, C);
+    const rp_rel_desc *x = kind(m);
+    memset(rel, 0, sizeof *rel);
+    for (int t = 0; t < RP_TAB_COUNT; t++) {
+        int i = giver(x, t);
+        if (i < 0) continue;
+        *rp_attn_rel_member(rel, t) = dec || computed(&x->params[i])
+                                          ? tabs + table_offset(m, t, dec)
+                                          : w + m->lp[l].rel[i];
     }
 }
 
 void rpm_rel_forward(rp_model *m, int64_t l, int64_t T, rp_attn_rel *rel)
 {
+    const rp_rel_desc *x = kind(m);
     const float *w = m->params->data;
-    layer_acts *a = &m->la[l];
-    compute(m, l, w, T, a->rel_ek, a->rel_eq);
-    point(m, l, w, a->rel_ek, a->rel_eq, rel);
+    for (int t = 0; t < RP_TAB_COUNT; t++) {
+        int i = giver(x, t);
+        if (i >= 0 && computed(&x->params[i]))
+            project(m, l, &x->params[i], i, w, T, m->la[l].rel_tab + table_offset(m, t, 0));
+    }
+    point(m, l, w, m->la[l].rel_tab, 0, rel);
 }
 
 void rpm_rel_tables(const rp_model *m, int64_t l, rp_attn_rel *rel)
 {
-    point(m, l, m->params->data, m->la[l].rel_ek, m->la[l].rel_eq, rel);
+    point(m, l, m->params->data, m->la[l].rel_tab, 0, rel);
 }
 
 void rpm_rel_grad_begin(rp_model *m, int64_t l, int64_t T, rp_attn_rel_grad *g)
 {
-    const layer_params *p = &m->lp[l];
+    const rp_rel_desc *x = kind(m);
     float *gr = m->grads->data;
-    int64_t C = m->cfg.d_model;
     memset(g, 0, sizeof *g);
-    switch (kind(m)) {
-    case RP_REL_SHAW:
-        g->ek = gr + p->relk;
-        g->ev = gr + p->relv;
-        break;
-    case RP_REL_XL:
-        memset(m->drel, 0, (size_t)(T * C) * sizeof(float));
-        g->ek = m->drel;
-        g->u = gr + p->relu;
-        g->w = gr + p->relw;
-        break;
-    case RP_REL_T5: g->bias = gr + p->relbias; break;
-    case RP_REL_DEBERTA:
-        memset(m->drel, 0, (size_t)(2 * deberta_rows(m) * C) * sizeof(float));
-        g->ek = m->drel;
-        g->eq = m->drel + deberta_rows(m) * C;
-        break;
-    default: break;
+    for (int t = 0; t < RP_TAB_COUNT; t++) {
+        int i = giver(x, t);
+        if (i < 0) continue;
+        const rp_rel_param *p = &x->params[i];
+        float **slot = rp_attn_rel_grad_member(g, t);
+        if (!computed(p)) {
+            *slot = gr + m->lp[l].rel[i];
+            continue;
+        }
+        *slot = m->drel + table_offset(m, t, 0);
+        memset(*slot, 0, (size_t)(computed_rows(m, p, T) * m->cfg.d_model) * sizeof(float));
     }
 }
 
 void rpm_rel_grad_end(rp_model *m, int64_t l, int64_t T)
 {
-    const layer_params *p = &m->lp[l];
+    const rp_rel_desc *x = kind(m);
     const float *w = m->params->data;
     float *gr = m->grads->data;
     int64_t C = m->cfg.d_model;
-    if (kind(m) == RP_REL_XL) {
-        /* Ek = R W^T: dW += dEk^T R (R is fixed) */
-        rp_linear_backward(NULL, gr + p->relproj, NULL, m->drel, m->xl_table, w + p->relproj, T,
-                           C, C);
-    } else if (kind(m) == RP_REL_DEBERTA) {
-        int64_t K2 = deberta_rows(m);
-        rp_linear_backward(gr + m->off_rel, gr + p->relkp, NULL, m->drel, w + m->off_rel,
-                           w + p->relkp, K2, C, C);
-        rp_linear_backward(gr + m->off_rel, gr + p->relqp, NULL, m->drel + K2 * C, w + m->off_rel,
-                           w + p->relqp, K2, C, C);
+    for (int t = 0; t < RP_TAB_COUNT; t++) {
+        int i = giver(x, t);
+        if (i < 0 || !computed(&x->params[i])) continue;
+        const rp_rel_param *p = &x->params[i];
+        int64_t o = m->lp[l].rel[i];
+        const float *dtab = m->drel + table_offset(m, t, 0);
+        if (p->use == RP_PARAM_PROJ_SIN) /* E = R W^T: dW += dE^T R (R is fixed) */
+            rp_linear_backward(NULL, gr + o, NULL, dtab, m->xl_table, w + o, T, C, C);
+        else /* E = P W^T: dW += dE^T P, dP += dE W */
+            rp_linear_backward(gr + m->off_rel, gr + o, NULL, dtab, w + m->off_rel, w + o,
+                               computed_rows(m, p, T), C, C);
     }
 }
 
-/* Layer l's part of dec_rel. */
-static float *dec_part(const rp_model *m, int64_t l) { return m->dec_rel + l * rpm_rel_dec_floats(m); }
+/* Layer l's part of dec_rel (the kind reads tables). */
+static float *dec_part(const rp_model *m, int64_t l)
+{
+    return m->dec_rel + l * rpm_rel_dec_floats(m);
+}
 
 void rpm_rel_decode_refresh(rp_model *m)
 {
-    if (kind(m) == RP_REL_NONE || kind(m) == RP_REL_ALIBI) return;
+    const rp_rel_desc *x = kind(m);
+    if (!rpm_rel_dec_floats(m)) return;
     const float *w = m->params->data;
-    int64_t C = m->cfg.d_model, K = m->cfg.rel_clip, dk = m->dk;
     for (int64_t l = 0; l < m->cfg.layers; l++) {
-        const layer_params *p = &m->lp[l];
         float *d = dec_part(m, l);
-        switch (kind(m)) {
-        case RP_REL_SHAW:
-            memcpy(d, w + p->relk, (size_t)((2 * K + 1) * dk) * sizeof(float));
-            memcpy(d + (2 * K + 1) * dk, w + p->relv, (size_t)((2 * K + 1) * dk) * sizeof(float));
-            break;
-        case RP_REL_XL:
-            compute(m, l, w, m->cfg.seq_len, d, NULL);
-            memcpy(d + m->cfg.seq_len * C, w + p->relu, (size_t)C * sizeof(float));
-            memcpy(d + m->cfg.seq_len * C + C, w + p->relw, (size_t)C * sizeof(float));
-            break;
-        case RP_REL_T5:
-            memcpy(d, w + p->relbias, (size_t)(m->cfg.heads * m->cfg.rel_buckets) * sizeof(float));
-            break;
-        case RP_REL_DEBERTA: compute(m, l, w, 0, d, d + deberta_rows(m) * C); break;
-        default: break;
+        for (int t = 0; t < RP_TAB_COUNT; t++) {
+            int i = giver(x, t);
+            if (i < 0) continue;
+            const rp_rel_param *p = &x->params[i];
+            float *dst = d + table_offset(m, t, 1);
+            if (computed(p))
+                project(m, l, p, i, w, m->cfg.seq_len, dst);
+            else
+                memcpy(dst, w + m->lp[l].rel[i], (size_t)table_floats(m, t, 1) * sizeof(float));
         }
     }
 }
 
 void rpm_rel_decode_tables(const rp_model *m, int64_t l, rp_attn_rel *rel)
 {
-    memset(rel, 0, sizeof *rel);
-    const float *d = kind(m) == RP_REL_NONE || kind(m) == RP_REL_ALIBI ? NULL : dec_part(m, l);
-    int64_t C = m->cfg.d_model, K = m->cfg.rel_clip;
-    switch (kind(m)) {
-    case RP_REL_SHAW:
-        rel->ek = d;
-        rel->ev = d + (2 * K + 1) * m->dk;
-        break;
-    case RP_REL_XL:
-        rel->ek = d;
-        rel->u = d + m->cfg.seq_len * C;
-        rel->w = d + m->cfg.seq_len * C + C;
-        break;
-    case RP_REL_T5: rel->bias = d; break;
-    case RP_REL_DEBERTA:
-        rel->ek = d;
-        rel->eq = d + deberta_rows(m) * C;
-        break;
-    default: break;
+    if (!rpm_rel_dec_floats(m)) {
+        memset(rel, 0, sizeof *rel);
+        return;
     }
+    point(m, l, m->params->data, dec_part(m, l), 1, rel);
 }

@@ -22,9 +22,8 @@ _Static_assert(sizeof(rp_norm) == sizeof(int) && sizeof(rp_act) == sizeof(int) &
                    sizeof(rp_rope_scaling) == sizeof(int),
                "the config's enums are ints");
 
-/* The checkpoint format version each pe needs: the relative modes came with version 2. */
-static const uint8_t pe_since[RP_PE_COUNT] = {1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2};
-_Static_assert(RP_PE_COUNT == 11, "a new pe mode needs its format version in pe_since");
+/* The checkpoint format version a pe needs: its row's (pe.h). */
+static uint32_t pe_since(int64_t pe) { return (uint32_t)rp_pe_mode_of((rp_pe)pe)->since; }
 
 #define F(field) offsetof(rp_model_cfg, field)
 #define I32 ((double)RP_I32_MAX)
@@ -103,14 +102,14 @@ const rp_cfg_key rp_model_cfg_keys[] = {
      .help = "rotated share of d_k for the output (0: fraction_v)"},
     {.name = "rel_clip", .type = RP_CFG_INT, .offset = F(rel_clip), .def = 16, .lo = 1,
      .hi = RP_REL_MAX_CLIP, .json = RP_CFG_JSON_APPLIES, .use = RP_CFG_RELATIVE,
-     .use_arg = 1 << RP_REL_SHAW | 1 << RP_REL_DEBERTA, .since = 2,
+     .use_arg = RP_USES_CLIP, .since = 2,
      .help = "shaw, deberta: relative distances clipped to [-k, k]"},
     {.name = "rel_buckets", .type = RP_CFG_INT, .offset = F(rel_buckets), .def = 32, .lo = 2,
      .hi = RP_REL_MAX_BUCKETS, .json = RP_CFG_JSON_APPLIES, .use = RP_CFG_RELATIVE,
-     .use_arg = 1 << RP_REL_T5, .since = 2, .help = "t5: relative-distance buckets"},
+     .use_arg = RP_USES_BUCKETS, .since = 2, .help = "t5: relative-distance buckets"},
     {.name = "rel_max_distance", .type = RP_CFG_INT, .offset = F(rel_max_distance), .def = 128,
      .lo = 1, .hi = I32, .json = RP_CFG_JSON_APPLIES, .use = RP_CFG_RELATIVE,
-     .use_arg = 1 << RP_REL_T5, .since = 2,
+     .use_arg = RP_USES_BUCKETS, .since = 2,
      .help = "t5: the distance where the last bucket starts"},
     {.name = "scaling", .type = RP_CFG_ENUM, .offset = F(scaling), .def = RP_SCALING_NONE,
      .names = rp_scaling_names, .flags = RP_CFG_SHOW_SET, .use = RP_CFG_FREQ, .since = 3,
@@ -266,23 +265,6 @@ const char *rp_model_cfg_value_str(const rp_model_cfg *c, const rp_cfg_key *k, c
 
 /* ---- ranges ------------------------------------------------------------------------------- */
 
-/* names[0 .. count) as "a, b or c" into buf (n bytes), each with its index when values is set:
- * "a (0), b (1) or c (2)". */
-static const char *join_names(char *buf, size_t n, const char *const *names, int count,
-                              int values)
-{
-    size_t at = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < count && at < n; i++) {
-        const char *sep = i == 0 ? "" : i == count - 1 ? " or " : ", ";
-        int w = values ? snprintf(buf + at, n - at, "%s%s (%d)", sep, names[i], i)
-                       : snprintf(buf + at, n - at, "%s%s", sep, names[i]);
-        if (w < 0) break;
-        at += (size_t)w;
-    }
-    return buf;
-}
-
 rp_status rp_model_cfg_check_key(const rp_model_cfg *c, const rp_cfg_key *k, int given)
 {
     int64_t v = rp_model_cfg_get_int(c, k);
@@ -309,7 +291,7 @@ rp_status rp_model_cfg_check_key(const rp_model_cfg *c, const rp_cfg_key *k, int
         if (v < 0 || v >= name_count(k)) {
             char list[256];
             return rp_error(RP_ERR_ARG, "%s %lld is not %s", k->name, (long long)v,
-                            join_names(list, sizeof list, k->names, name_count(k), 1));
+                            rp_join_names(list, sizeof list, k->names, name_count(k), 1));
         }
         return RP_OK;
     case RP_CFG_ROTATE:
@@ -330,22 +312,6 @@ rp_status rp_model_cfg_check_keys(const rp_model_cfg *c)
 }
 
 /* ---- what a key does for a mode ----------------------------------------------------------- */
-
-/* "rope, roper or roper_legacy": the modes that are rotary (when rotary), have relative terms in
- * rel_mask (when not 0) and are supported by linear attention (when linear), into buf. */
-static const char *modes_where(char *buf, size_t n, int rotary, int rel_mask, int linear)
-{
-    const char *names[RP_PE_COUNT];
-    int count = 0;
-    for (int p = 0; p < (int)RP_PE_COUNT; p++) {
-        const rp_pe_mode *m = rp_pe_mode_of((rp_pe)p);
-        if ((rotary && !m->rotary) || (rel_mask && !(rel_mask >> m->rel & 1)) ||
-            (linear && !m->linear))
-            continue;
-        names[count++] = m->name;
-    }
-    return join_names(buf, n, names, count, 0);
-}
 
 /* "q or k": the placements of a mask. */
 static const char *placements(char *buf, size_t n, int mask)
@@ -370,22 +336,22 @@ const char *rp_model_cfg_unused(const rp_model_cfg *c, const rp_cfg_key *k, char
     rp_cfg_use use = k->use;
     if (use == RP_CFG_ALWAYS) return NULL;
     if (use == RP_CFG_RELATIVE) {
-        if (k->use_arg >> mode->rel & 1) return NULL;
+        if (rp_rel_of(mode->rel)->uses & k->use_arg) return NULL;
         snprintf(why, n, "for pe %s: it applies to pe %s", mode->name,
-                 modes_where(list, sizeof list, 0, k->use_arg, 0));
+                 rp_pe_list(list, sizeof list, 0, 0, k->use_arg));
         return why;
     }
     if (use == RP_CFG_LINEAR_ROTARY) {
         if (linear && mode->rotary) return NULL;
         snprintf(why, n, "%s%s: it applies to linear attention with pe %s",
                  linear ? "for pe " : "with softmax attention", linear ? mode->name : "",
-                 modes_where(list, sizeof list, 1, 0, 1));
+                 rp_pe_list(list, sizeof list, 1, 1, 0));
         return why;
     }
     /* the others need a rotary pe */
     if (!mode->rotary) {
         snprintf(why, n, "for pe %s: it applies to the rotary modes (%s)", mode->name,
-                 modes_where(list, sizeof list, 1, 0, 0));
+                 rp_pe_list(list, sizeof list, 1, 0, 0));
         return why;
     }
     switch (use) {
@@ -448,8 +414,8 @@ uint32_t rp_model_cfg_version(const rp_model_cfg *c)
         const rp_cfg_key *k = &rp_model_cfg_keys[i];
         uint32_t need = rp_model_cfg_is_default(c, k) ? 1 : k->since;
         int64_t x = rp_model_cfg_get_int(c, k);
-        if (k->value_since && x >= 0 && x < name_count(k) && k->value_since[x] > need)
-            need = k->value_since[x];
+        if (k->value_since && x >= 0 && x < name_count(k) && k->value_since(x) > need)
+            need = k->value_since(x);
         if (need > v) v = need;
     }
     return v;

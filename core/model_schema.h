@@ -34,10 +34,11 @@ typedef enum {
  * rp_model_cfg_check_used unless it holds its default. */
 typedef enum {
     RP_CFG_ALWAYS,        /* every config */
-    RP_CFG_ROTARY,        /* a rotary pe (rope, roper, roper_legacy: pe.h's rotary column) */
+    RP_CFG_ROTARY,        /* a rotary pe (pe.h's rotary column) */
     RP_CFG_PLACEMENT,     /* a rotary pe that rotates one of the placements in use_arg (RP_ROT_*
                            * bits; the mode's own with linear attention) */
-    RP_CFG_RELATIVE,      /* a pe whose relative terms are one of use_arg (1 << rp_rel_kind) */
+    RP_CFG_RELATIVE,      /* a pe whose relative kind reads one of the keys in use_arg (RP_USES_*
+                           * bits of pe.h) */
     RP_CFG_FREQ,          /* a rotary pe with softmax attention (the frequency scheme) */
     RP_CFG_SCALED,        /* RP_CFG_FREQ with a scaling (not none) */
     RP_CFG_YARN,          /* RP_CFG_FREQ with scaling yarn */
@@ -81,7 +82,8 @@ typedef struct rp_cfg_key {
     rp_cfg_use use;
     int use_arg;               /* RP_CFG_PLACEMENT, RP_CFG_RELATIVE: see rp_cfg_use */
     uint32_t since;            /* the checkpoint format version whose block holds it */
-    const uint8_t *value_since; /* RP_CFG_ENUM or NULL: the format version each value needs */
+    uint32_t (*value_since)(int64_t value); /* RP_CFG_ENUM or NULL: the format version a value
+                                             * needs (0 .. the count of names - 1) */
     int ck_flag;               /* 0, or the checkpoint's flag bit that holds the field (a
                                 * two-valued enum: the bit is set for value 1) */
     const char *help;          /* one line: rp.experiment.keys(), the scripts' --help */

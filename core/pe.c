@@ -1,30 +1,85 @@
 #include "pe.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
-/* The mode table: the one place that says what each mode does (pe.h). */
+/* The mode table: the one place that says what each mode does (pe.h). One row per mode, in enum
+ * order: name, absolute table, default rotate mask, rotary, v_angle, o_sign, relative kind,
+ * linear attention, the checkpoint format version that stores it. roper_legacy is the labml code
+ * of 2022-05-31 .. 2024-06-20, which rotated v twice: o_n = sum a R((2i-n)theta) v_i. */
 #define QK (RP_ROT_Q | RP_ROT_K)
-static const rp_pe_mode modes[RP_PE_COUNT] = {
-    /* name          absolute           rotate      rotary v_angle o_sign rel             linear */
-    {"none",         RP_ABS_NONE,       0,          0,     0.0,    0,     RP_REL_NONE,    1},
-    {"sinusoidal",   RP_ABS_SINUSOIDAL, 0,          0,     0.0,    0,     RP_REL_NONE,    1},
-    {"learned",      RP_ABS_LEARNED,    0,          0,     0.0,    0,     RP_REL_NONE,    1},
-    {"rope",         RP_ABS_NONE,       QK,         1,     1.0,    -1,    RP_REL_NONE,    1},
-    {"roper",        RP_ABS_NONE,       RP_ROT_ALL, 1,     1.0,    -1,    RP_REL_NONE,    1},
-    /* the labml code of 2022-05-31 .. 2024-06-20 rotated v twice: o_n = sum a R((2i-n)theta) v_i */
-    {"roper_legacy", RP_ABS_NONE,       RP_ROT_ALL, 1,     2.0,    -1,    RP_REL_NONE,    0},
-    {"shaw",         RP_ABS_NONE,       0,          0,     0.0,    0,     RP_REL_SHAW,    0},
-    {"xl",           RP_ABS_NONE,       0,          0,     0.0,    0,     RP_REL_XL,      0},
-    {"t5",           RP_ABS_NONE,       0,          0,     0.0,    0,     RP_REL_T5,      0},
-    {"deberta",      RP_ABS_NONE,       0,          0,     0.0,    0,     RP_REL_DEBERTA, 0},
-    {"alibi",        RP_ABS_NONE,       0,          0,     0.0,    0,     RP_REL_ALIBI,   0},
-};
+#define MODES(X)                                                                 \
+    X("none",         RP_ABS_NONE,       0,          0, 0.0, 0,  RP_REL_NONE,    1, 1) \
+    X("sinusoidal",   RP_ABS_SINUSOIDAL, 0,          0, 0.0, 0,  RP_REL_NONE,    1, 1) \
+    X("learned",      RP_ABS_LEARNED,    0,          0, 0.0, 0,  RP_REL_NONE,    1, 1) \
+    X("rope",         RP_ABS_NONE,       QK,         1, 1.0, -1, RP_REL_NONE,    1, 1) \
+    X("roper",        RP_ABS_NONE,       RP_ROT_ALL, 1, 1.0, -1, RP_REL_NONE,    1, 1) \
+    X("roper_legacy", RP_ABS_NONE,       RP_ROT_ALL, 1, 2.0, -1, RP_REL_NONE,    0, 1) \
+    X("shaw",         RP_ABS_NONE,       0,          0, 0.0, 0,  RP_REL_SHAW,    0, 2) \
+    X("xl",           RP_ABS_NONE,       0,          0, 0.0, 0,  RP_REL_XL,      0, 2) \
+    X("t5",           RP_ABS_NONE,       0,          0, 0.0, 0,  RP_REL_T5,      0, 2) \
+    X("deberta",      RP_ABS_NONE,       0,          0, 0.0, 0,  RP_REL_DEBERTA, 0, 2) \
+    X("alibi",        RP_ABS_NONE,       0,          0, 0.0, 0,  RP_REL_ALIBI,   0, 2)
+
+const char *const rp_pe_absolute_names[4] = {"none", "sinusoidal", "learned", NULL};
+
+#define ROW(name, ...) {name, __VA_ARGS__},
+#define NAME(name, ...) name,
+static const rp_pe_mode modes[] = {MODES(ROW)};
+const char *const rp_pe_names[RP_PE_COUNT + 1] = {MODES(NAME) NULL};
+_Static_assert(sizeof modes / sizeof modes[0] == RP_PE_COUNT, "one row per rp_pe value");
+#undef ROW
+#undef NAME
+#undef MODES
 #undef QK
 
-const char *const rp_pe_names[RP_PE_COUNT + 1] = {
-    "none", "sinusoidal", "learned", "rope", "roper", "roper_legacy",
-    "shaw", "xl",         "t5",      "deberta", "alibi", NULL};
+/* The kind table: the relative terms of each kind, its tables' rows, the config keys it reads
+ * and the model's parameters (pe.h; the formulas: core/attention.h). */
+static const rp_rel_desc kinds[RP_REL_COUNT] = {
+    [RP_REL_NONE] = {.scale_terms = 1},
+    /* Shaw et al. 2018 (RoFormer eq. 5): Ek = a^K and Ev = a^V, rows clip(i - n, -k, k) + k */
+    [RP_REL_SHAW] = {
+        .terms = RP_TERM_EK | RP_TERM_EV, .ek_rows = RP_ROWS_CLIP, .ek_sign = -1,
+        .uses = RP_USES_CLIP, .scale_terms = 1,
+        .sym = {[RP_TAB_EK] = "a^K", [RP_TAB_EV] = "a^V"},
+        .nparams = 2,
+        .params = {{"attn.rel_k", RP_PARAM_TABLE, RP_TAB_EK, RP_DIM_CLIP1, RP_DIM_DK,
+                    RP_RI_UNIFORM},
+                   {"attn.rel_v", RP_PARAM_TABLE, RP_TAB_EV, RP_DIM_CLIP1, RP_DIM_DK,
+                    RP_RI_UNIFORM}}},
+    /* Transformer-XL, Dai et al. 2019 (RoFormer eq. 7): Ek = W_kR R per distance, u and v (w) */
+    [RP_REL_XL] = {
+        .terms = RP_TERM_EK | RP_TERM_UW, .ek_rows = RP_ROWS_DISTANCE, .ek_sign = 1,
+        .ek_heads = 1, .scale_terms = 1,
+        .sym = {[RP_TAB_EK] = "W_kR R", [RP_TAB_U] = "u", [RP_TAB_W] = "v"},
+        .nparams = 3,
+        .params = {{"attn.rel_proj.weight", RP_PARAM_PROJ_SIN, RP_TAB_EK, RP_DIM_C, RP_DIM_C,
+                    RP_RI_UNIFORM},
+                   {"attn.rel_u", RP_PARAM_TABLE, RP_TAB_U, RP_DIM_HEADS, RP_DIM_DK, RP_RI_ZEROS},
+                   {"attn.rel_w", RP_PARAM_TABLE, RP_TAB_W, RP_DIM_HEADS, RP_DIM_DK, RP_RI_ZEROS}}},
+    /* T5, Raffel et al. 2020: a learned bias per head and bucket */
+    [RP_REL_T5] = {
+        .terms = RP_TERM_BUCKET, .uses = RP_USES_BUCKETS, .scale_terms = 1,
+        .sym = {[RP_TAB_BIAS] = "bias"},
+        .nparams = 1,
+        .params = {{"attn.rel_bias", RP_PARAM_TABLE, RP_TAB_BIAS, RP_DIM_HEADS, RP_DIM_BUCKETS,
+                    RP_RI_ZEROS}}},
+    /* DeBERTa, He et al. 2020 (RoFormer eq. 10): c2p K^r rows k + delta, p2c Q^r rows k - delta,
+     * both projections of the shared P, scores scaled by 1/sqrt(3 d_k) */
+    [RP_REL_DEBERTA] = {
+        .terms = RP_TERM_EK | RP_TERM_EQ, .ek_rows = RP_ROWS_CLIP2, .ek_sign = 1, .ek_heads = 1,
+        .eq_rows = RP_ROWS_CLIP2, .eq_sign = -1, .uses = RP_USES_CLIP, .scale_terms = 3,
+        .sym = {[RP_TAB_EK] = "K^r", [RP_TAB_EQ] = "Q^r"},
+        .nparams = 3,
+        .params = {{"rel.weight", RP_PARAM_SHARED, RP_TAB_EK, RP_DIM_CLIP2, RP_DIM_C, RP_RI_NORMAL},
+                   {"attn.rel_q_proj.weight", RP_PARAM_PROJ_SHARED, RP_TAB_EQ, RP_DIM_C, RP_DIM_C,
+                    RP_RI_UNIFORM},
+                   {"attn.rel_k_proj.weight", RP_PARAM_PROJ_SHARED, RP_TAB_EK, RP_DIM_C, RP_DIM_C,
+                    RP_RI_UNIFORM}}},
+    /* ALiBi, Press et al. 2022: fixed slopes, no parameters */
+    [RP_REL_ALIBI] = {.terms = RP_TERM_SLOPE, .scale_terms = 1},
+};
 
 const rp_pe_mode *rp_pe_mode_of(rp_pe pe)
 {
@@ -50,6 +105,70 @@ int rp_pe_rotates(rp_pe pe)
 {
     const rp_pe_mode *m = rp_pe_mode_of(pe);
     return m && m->rotate != 0;
+}
+
+const rp_rel_desc *rp_rel_of(rp_rel_kind kind)
+{
+    if ((int)kind < 0 || (int)kind >= (int)RP_REL_COUNT) return NULL;
+    return &kinds[kind];
+}
+
+int rp_rel_tables(const rp_rel_desc *x)
+{
+    static const int tables[][2] = {
+        {RP_TERM_EK, 1 << RP_TAB_EK}, {RP_TERM_EQ, 1 << RP_TAB_EQ}, {RP_TERM_EV, 1 << RP_TAB_EV},
+        {RP_TERM_UW, 1 << RP_TAB_U | 1 << RP_TAB_W}, {RP_TERM_BUCKET, 1 << RP_TAB_BIAS}};
+    int mask = 0;
+    for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)
+        if (x->terms & tables[i][0]) mask |= tables[i][1];
+    return mask;
+}
+
+int64_t rp_rel_clip_rows(rp_rel_rows rows, int64_t k)
+{
+    return rows == RP_ROWS_CLIP ? 2 * k + 1 : rows == RP_ROWS_CLIP2 ? 2 * k : 0;
+}
+
+int64_t rp_rel_dim_size(rp_rel_dim d, int64_t clip, int64_t d_k, int64_t d_model, int64_t heads,
+                        int64_t buckets)
+{
+    switch (d) {
+    case RP_DIM_CLIP1: return 2 * clip + 1;
+    case RP_DIM_CLIP2: return 2 * clip;
+    case RP_DIM_DK: return d_k;
+    case RP_DIM_C: return d_model;
+    case RP_DIM_HEADS: return heads;
+    case RP_DIM_BUCKETS: return buckets;
+    }
+    return 0;
+}
+
+const char *rp_join_names(char *buf, size_t n, const char *const *names, int count, int values)
+{
+    size_t at = 0;
+    if (n) buf[0] = '\0';
+    for (int i = 0; i < count && at < n; i++) {
+        const char *sep = i == 0 ? "" : i == count - 1 ? " or " : ", ";
+        int w = values ? snprintf(buf + at, n - at, "%s%s (%d)", sep, names[i], i)
+                       : snprintf(buf + at, n - at, "%s%s", sep, names[i]);
+        if (w < 0) break;
+        at += (size_t)w;
+    }
+    return buf;
+}
+
+const char *rp_pe_list(char *buf, size_t n, int rotary, int linear, int uses)
+{
+    const char *names[RP_PE_COUNT];
+    int count = 0;
+    for (int p = 0; p < (int)RP_PE_COUNT; p++) {
+        const rp_pe_mode *m = &modes[p];
+        if ((rotary && !m->rotary) || (linear && !m->linear) ||
+            (uses && !(kinds[m->rel].uses & uses)))
+            continue;
+        names[count++] = m->name;
+    }
+    return rp_join_names(buf, n, names, count, 0);
 }
 
 static const char rot_letters[4] = {'q', 'k', 'v', 'o'};
@@ -84,9 +203,10 @@ rp_status rp_pe_scheme_init(rp_pe_scheme *s, rp_pe pe, int rotate, const int64_t
     const rp_pe_mode *m = rp_pe_mode_of(pe);
     if (!m) return rp_error(RP_ERR_ARG, "unknown pe %d", (int)pe);
     if (rotate & ~RP_ROT_ALL) return rp_error(RP_ERR_ARG, "rotate mask %d is not a subset of qkvo", rotate);
+    char list[128];
     if (rotate && !m->rotary)
-        return rp_error(RP_ERR_ARG, "rotate needs a rotary pe (rope, roper or roper_legacy), not %s",
-                        m->name);
+        return rp_error(RP_ERR_ARG, "rotate needs a rotary pe (%s), not %s",
+                        rp_pe_list(list, sizeof list, 1, 0, 0), m->name);
     s->pe = pe;
     s->absolute = m->absolute;
     s->rotate = rotate ? rotate : m->rotate;
@@ -118,9 +238,10 @@ rp_status rp_pe_scheme_check_freq(const rp_pe_scheme *s, const rp_rope_freq *f, 
                                   int64_t klast)
 {
     if (rp_rope_freq_is_plain(f)) return RP_OK;
+    char list[128];
     if (!s->rotate)
-        return rp_error(RP_ERR_ARG, "scaling, xpos, freq and angles need a rotary pe (rope, "
-                                    "roper or roper_legacy), not %s", rp_pe_name(s->pe));
+        return rp_error(RP_ERR_ARG, "scaling, xpos, freq and angles need a rotary pe (%s), not %s",
+                        rp_pe_list(list, sizeof list, 1, 0, 0), rp_pe_name(s->pe));
     RP_TRY(rp_rope_freq_check(f));
     const struct {
         int64_t d, last;

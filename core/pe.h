@@ -16,11 +16,12 @@
  *
  * Relative modes (shaw, xl, t5, deberta, alibi: the baselines of the RoFormer paper's section
  * 2.3 and ALiBi) rotate nothing; they add terms that depend on the relative distance to the
- * scores (and, for shaw, to the values): core/attention.h says which.
+ * scores (and, for shaw, to the values): their relative kind's row (rp_rel_of) says which, and
+ * core/attention.h gives the formulas.
  *
  * Everything that needs to know what a mode does (the attention and linear-attention kernels,
- * the model, the bindings, checkpoints, the benchmarks) asks this file: rp_pe_mode_of or an
- * rp_pe_scheme.
+ * the model, the config checks, the bindings, checkpoints, the benchmarks, the tests' loops)
+ * asks this file: rp_pe_mode_of, rp_rel_of or an rp_pe_scheme.
  *
  * theta_j = base^(-2j/d_rot) with the default base RP_ROPE_BASE (rope.h), which also serves the
  * Vaswani sinusoidal table.
@@ -28,6 +29,7 @@
 #ifndef RP_PE_H
 #define RP_PE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "rope.h"
@@ -53,18 +55,21 @@ typedef enum {
 
 /* The absolute encoding a mode adds to the token embeddings. */
 typedef enum { RP_ABS_NONE = 0, RP_ABS_SINUSOIDAL = 1, RP_ABS_LEARNED = 2 } rp_pe_absolute;
+/* Their names ("none", "sinusoidal", "learned"), NULL-terminated. */
+extern const char *const rp_pe_absolute_names[4];
 
 /* The placements a rotary mode rotates (bits of a `rotate` mask). */
 enum { RP_ROT_Q = 1, RP_ROT_K = 2, RP_ROT_V = 4, RP_ROT_O = 8, RP_ROT_ALL = 15 };
 
-/* The relative-position terms of a mode (core/attention.h gives their formulas). */
+/* The relative kinds: the rows of the kind table (rp_rel_of), the relative terms of a mode. */
 typedef enum {
     RP_REL_NONE = 0,
     RP_REL_SHAW,
     RP_REL_XL,
     RP_REL_T5,
     RP_REL_DEBERTA,
-    RP_REL_ALIBI
+    RP_REL_ALIBI,
+    RP_REL_COUNT /* the number of kinds, not a kind */
 } rp_rel_kind;
 
 /* One row of the mode table. */
@@ -75,9 +80,116 @@ typedef struct rp_pe_mode {
     int rotary;              /* 1: a rotary mode, which takes any `rotate` subset */
     double v_angle;          /* c: v_i is rotated by +c i theta when v is rotated */
     int o_sign;              /* o_n is rotated by o_sign n theta when o is rotated (-1) */
-    rp_rel_kind rel;         /* relative-position terms, RP_REL_NONE for the others */
+    rp_rel_kind rel;         /* relative-position terms (rp_rel_of), RP_REL_NONE for the others */
     int linear;              /* 1: causal linear attention supports the mode (its own rotate) */
+    int since;               /* the oldest checkpoint format version that stores the mode
+                              * (docs/checkpoint.md; the relative modes came with version 2) */
 } rp_pe_mode;
+
+/* ---- relative kinds --------------------------------------------------------------------------
+ *
+ * A relative kind is a row of the kind table (pe.c): the terms it adds (the attention kernels run
+ * each term where a kind's row names it; core/attention.h gives the formulas), how its tables'
+ * rows follow the distance, the config keys it reads and the model's parameters that give its
+ * tables. A kind made of these terms is a row (and a mode row that names it); a new kind of term
+ * is kernel code (docs/architecture.md, "How to add a positional encoding"). */
+
+/* The terms (bits of rp_rel_desc.terms), with delta = n - i (query minus key position) and s the
+ * score scale: */
+enum {
+    RP_TERM_EK = 1,      /* score += s (q_n [+ w_h]) . Ek[row(delta)]  (the table rel->ek) */
+    RP_TERM_EQ = 2,      /* score += s k_i . Eq[row'(delta)]           (rel->eq) */
+    RP_TERM_EV = 4,      /* out_n += sum_i a_ni Ev[row(delta)], the rows of Ek (rel->ev; with EK) */
+    RP_TERM_UW = 8,      /* q_n + u_h in the content term q . k, q_n + w_h in Ek's (rel->u,
+                          * rel->w; with EK) */
+    RP_TERM_BUCKET = 16, /* score += bias_h[T5's bucket of -delta]     (rel->bias) */
+    RP_TERM_SLOPE = 32,  /* score += -m_h |delta|, ALiBi's head slopes  (no table) */
+};
+
+/* The tables of rp_attn_rel (core/attention.h), in its member order. */
+enum { RP_TAB_EK = 0, RP_TAB_EQ, RP_TAB_EV, RP_TAB_U, RP_TAB_W, RP_TAB_BIAS, RP_TAB_COUNT };
+
+/* How a table's rows follow the distance, with k = rel_clip: row = clamp(k + sign delta, 0,
+ * R - 1), R = 2k + 1 (RP_ROWS_CLIP) or 2k (RP_ROWS_CLIP2); or one row per distance of the call,
+ * row = delta - lo (RP_ROWS_DISTANCE, sign +1; rp_attention_rel_rows gives lo). */
+typedef enum { RP_ROWS_NONE = 0, RP_ROWS_CLIP, RP_ROWS_CLIP2, RP_ROWS_DISTANCE } rp_rel_rows;
+
+/* The config keys a kind reads (bits of rp_rel_desc.uses; the schema's RP_CFG_RELATIVE rows name
+ * theirs, core/model_schema.c). */
+enum {
+    RP_USES_CLIP = 1,    /* rel_clip k, 1 .. RP_REL_MAX_CLIP */
+    RP_USES_BUCKETS = 2, /* rel_buckets and rel_max_distance (T5's buckets) */
+};
+
+/* The sizes a parameter's dims stand for (rp_rel_dim_size). */
+typedef enum {
+    RP_DIM_CLIP1 = 0, /* 2 rel_clip + 1 */
+    RP_DIM_CLIP2,     /* 2 rel_clip */
+    RP_DIM_DK,        /* d_k = d_model / heads */
+    RP_DIM_C,         /* d_model */
+    RP_DIM_HEADS,
+    RP_DIM_BUCKETS,   /* rel_buckets */
+} rp_rel_dim;
+
+/* What a parameter of the model is to the kind's tables. */
+typedef enum {
+    RP_PARAM_TABLE = 0,   /* the layer's table itself */
+    RP_PARAM_PROJ_SIN,    /* a layer's W [C, C]: table = R W^T, R the fixed sinusoid of
+                           * Transformer-XL with one row per distance d, [sin(d f_j) | cos(d f_j)],
+                           * f_j = 10000^(-2j/C) (so d_model must be even) */
+    RP_PARAM_PROJ_SHARED, /* a layer's W [C, C]: table = P W^T, P the shared parameter */
+    RP_PARAM_SHARED,      /* P: the model's one parameter for all layers (the table's rows) */
+} rp_rel_use;
+
+/* A parameter's initialisation: uniform in +-1/sqrt(cols) (a linear layer's), zeros (an additive
+ * term: a start without positions), standard normal (embeddings). */
+typedef enum { RP_RI_UNIFORM = 0, RP_RI_ZEROS, RP_RI_NORMAL } rp_rel_init;
+
+typedef struct rp_rel_param {
+    const char *name; /* RP_PARAM_SHARED: the model's ("rel.weight"); the others the layer's,
+                       * after "layers.<l>." ("attn.rel_k") */
+    rp_rel_use use;
+    int table;        /* RP_TAB_*: the table it gives (RP_PARAM_SHARED: the table of the
+                       * projections, which give it its rows) */
+    rp_rel_dim rows, cols;
+    rp_rel_init init;
+} rp_rel_param;
+
+#define RP_REL_MAX_PARAMS 4
+
+/* One row of the kind table. Tables: Ek [rows, H, D] per head when ek_heads, else [rows, D]
+ * shared by the heads; Ev [rows, Dv] (Ek's rows, shared: EV needs ek_heads 0); Eq [rows, H, D];
+ * u, w [H, D]; bias [H, buckets]. A row names at most one of BUCKET and SLOPE, rows (and a sign
+ * of +1 or -1) for each of Ek and Eq it reads, a symbol for each table it reads, and one
+ * parameter for each table (test_kind_rows in tests/c/test_attention_rel.c checks these). */
+typedef struct rp_rel_desc {
+    int terms;           /* RP_TERM_* bits; 0: RP_REL_NONE */
+    rp_rel_rows ek_rows; /* the rows of Ek (and Ev) */
+    int ek_sign;         /* +1 or -1 in the row rule above */
+    int ek_heads;        /* 1: Ek per head */
+    rp_rel_rows eq_rows;
+    int eq_sign;
+    int uses;            /* RP_USES_* bits: the config keys it reads */
+    int scale_terms;     /* the model scales the scores by 1/sqrt(scale_terms d_k) (DeBERTa's
+                          * three terms: 3; the others 1) */
+    const char *sym[RP_TAB_COUNT]; /* each table it reads as messages name it ("a^K"; u, w,
+                                    * bias: the paper's letter) */
+    int nparams;
+    rp_rel_param params[RP_REL_MAX_PARAMS]; /* the model's, in layout order (the shared one
+                                             * first: it precedes the layers) */
+} rp_rel_desc;
+
+/* The row of kind (RP_REL_NONE's has no terms), or NULL for a value outside the enum. */
+const rp_rel_desc *rp_rel_of(rp_rel_kind kind);
+/* The tables x's terms read, as bits 1 << RP_TAB_*: EK ek, EQ eq, EV ev, UW u and w, BUCKET
+ * bias. */
+int rp_rel_tables(const rp_rel_desc *x);
+/* The rows a table takes for rel_clip k: RP_ROWS_CLIP 2k + 1, RP_ROWS_CLIP2 2k, 0 for the others
+ * (RP_ROWS_DISTANCE's depend on the call: rp_attention_rel_rows). */
+int64_t rp_rel_clip_rows(rp_rel_rows rows, int64_t k);
+/* The size dim d stands for. */
+int64_t rp_rel_dim_size(rp_rel_dim d, int64_t clip, int64_t d_k, int64_t d_model, int64_t heads,
+                        int64_t buckets);
 
 /* The mode names in enum order, NULL-terminated (for option parsing: lrp_optenum). */
 extern const char *const rp_pe_names[RP_PE_COUNT + 1];
@@ -90,6 +202,14 @@ const char *rp_pe_name(rp_pe pe);
 int rp_pe_from_name(const char *name);
 /* 1 when pe rotates anything inside attention by default (q, k, v or the output). */
 int rp_pe_rotates(rp_pe pe);
+/* The names of the modes that are rotary (when rotary is set), supported by linear attention
+ * (when linear is set) and whose relative kind reads one of the config keys in uses (RP_USES_*
+ * bits; when not 0), as messages list them ("rope, roper or roper_legacy"), into buf (n bytes);
+ * returns buf. */
+const char *rp_pe_list(char *buf, size_t n, int rotary, int linear, int uses);
+/* names[0 .. count) as messages list them, "a, b or c", into buf (n bytes), each followed by its
+ * index when values is set ("a (0), b (1) or c (2)"); returns buf. */
+const char *rp_join_names(char *buf, size_t n, const char *const *names, int count, int values);
 
 /* rotate masks <-> names: a name is a non-empty string of distinct letters from "qkvo" in any
  * order ("vo", "qkvo", "kq"); rp_rotate_from_name returns its mask, or -1 (bad letter, repeated

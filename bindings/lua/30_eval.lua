@@ -406,7 +406,7 @@ function internals.length_plan(fname, arg, mc, tc, o)
         d.scaling, d.scaling_factor = o.scaling, factor
         if o.scaling == "yarn" then d.orig_len = mc.seq_len end
       end
-      if mc.pe == "learned" and p.seq_len > mc.seq_len then
+      if internals.has_learned(mc.pe) and p.seq_len > mc.seq_len then
         bad(L, internals.learned_limit(mc.seq_len, p.seq_len))
       end
       -- the model m:derive(d) builds (mc's keys that do nothing for it dropped)

@@ -9,8 +9,9 @@
 -- "calling 'derive' on bad self (...)" for a released model or a self that is no model
 -- (argument numbers as for the method call m:derive(x), however derive is called).
 --
--- Also internals.learned_limit(rows, seq_len): the message for a learned position table of
--- `rows` rows asked for seq_len positions (shared with rp.eval.lengths and rp.experiment), and
+-- Also internals.has_learned(pe) and internals.learned_limit(rows, seq_len): whether a mode has a
+-- learned position table, and the message for one of `rows` rows asked for seq_len positions
+-- (shared with rp.eval.lengths and rp.experiment), and
 -- internals.model_merge(base, over): an rp.model config from another one and overrides.
 --
 -- Called by luaopen_roper as chunk(rp, internals).
@@ -35,6 +36,13 @@ function internals.model_merge(base, over)
     end
   end
   return cfg
+end
+
+-- internals.has_learned(pe): true when pe (a mode name, or anything) adds a learned table of
+-- absolute positions (the mode table's absolute column), which holds seq_len rows.
+function internals.has_learned(pe)
+  local row = type(pe) == "string" and internals.pe_modes[pe]
+  return row and row.absolute == "learned" or false
 end
 
 function internals.learned_limit(rows, seq_len)
@@ -99,7 +107,8 @@ function derive(m, overrides)
   local base = m:config()
   if over.pe ~= nil and over.rotate == nil then base.rotate = nil end
   local cfg = internals.model_merge(base, over)
-  if cfg.pe == "learned" and old.pe == "learned" and math.type(cfg.seq_len) == "integer"
+  if internals.has_learned(cfg.pe) and internals.has_learned(old.pe)
+      and math.type(cfg.seq_len) == "integer"
       and cfg.seq_len > old.seq_len then
     bad(2, internals.learned_limit(old.seq_len, cfg.seq_len))
   end

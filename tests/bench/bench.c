@@ -71,15 +71,17 @@ int main(int argc, char **argv)
                            .base = RP_ROPE_BASE, .pairing = RP_PAIR_HALF, .d_rot_qk = D,
                            .d_rot_v = D, .q_offset = 0, .rel_clip = clip, .rel_buckets = buckets,
                            .rel_max_distance = 128, .rel = &rel};
-        int relative = rp_pe_mode_of((rp_pe)pe)->rel != RP_REL_NONE;
+        int relative = rp_rel_of(rp_pe_mode_of((rp_pe)pe)->rel)->terms != 0;
+        rp_attn_io io = {.B = B, .T = T, .S = T, .H = H, .D = D, .Dv = D, .q = q, .k = k, .v = v,
+                         .ldq = HD, .ldk = HD, .ldv = HD, .out = out, .ldo = HD, .lse = lse,
+                         .dout = dout, .dq = dq, .dk = dk, .dv = dv,
+                         .drel = relative ? &drel : NULL, .scratch = scratch, .nthreads = nt};
         double best_f = 1e30, best_fb = 1e30;
         for (int rep = -1; rep < reps; rep++) {
             double t0 = now();
-            rp_attention_forward(out, HD, lse, NULL, scratch, q, HD, k, HD, v, HD, B, T, T, H, D,
-                                 D, &cfg, nt);
+            rp_attention_forward(&io, &cfg);
             double t1 = now();
-            rp_attention_backward(dq, dk, dv, relative ? &drel : NULL, scratch, dout, out, HD, lse,
-                                  q, HD, k, HD, v, HD, B, T, T, H, D, D, &cfg, nt);
+            rp_attention_backward(&io, &cfg);
             double t2 = now();
             if (rep >= 0 && t1 - t0 < best_f) best_f = t1 - t0;
             if (rep >= 0 && t2 - t0 < best_fb) best_fb = t2 - t0;
@@ -163,13 +165,15 @@ int main(int argc, char **argv)
                             .base = RP_ROPE_BASE, .pairing = RP_PAIR_HALF, .d_rot_qk = D,
                             .d_rot_v = D, .q_offset = 0};
         rp_linattn_cfg lcfg = rp_linattn_cfg_default(RP_PE_ROPE, D, D);
+        rp_attn_io sio = {.B = Bs, .T = Ts, .S = Ts, .H = H, .D = D, .Dv = D, .q = sq, .k = sk,
+                          .v = sv, .ldq = HD, .ldk = HD, .ldv = HD, .out = so, .ldo = HD,
+                          .lse = slse, .dout = sdo, .dq = sdq, .dk = sdk, .dv = sdv,
+                          .scratch = ss, .nthreads = nt};
         double best_s = 1e30, best_l = 1e30;
         for (int rep = -1; rep < reps; rep++) {
             double t0 = now();
-            rp_attention_forward(so, HD, slse, NULL, ss, sq, HD, sk, HD, sv, HD, Bs, Ts, Ts, H, D,
-                                 D, &scfg, nt);
-            rp_attention_backward(sdq, sdk, sdv, NULL, ss, sdo, so, HD, slse, sq, HD, sk, HD, sv,
-                                  HD, Bs, Ts, Ts, H, D, D, &scfg, nt);
+            rp_attention_forward(&sio, &scfg);
+            rp_attention_backward(&sio, &scfg);
             double t1 = now();
             rp_linattn_forward(so, HD, ss, NULL, NULL, sq, HD, sk, HD, sv, HD, Bs, Ts, H, D, D,
                                &lcfg, nt);

@@ -197,6 +197,99 @@ static inline rp_model_cfg check_small_cfg(rp_pe pe, uint64_t seed)
     return c;
 }
 
+/* The sets of modes the tests loop over, read off the mode table (pe.h) so that a new mode enters
+ * every loop of its kind: every mode, the rotary ones (all, or those linear attention supports),
+ * those without relative terms (the plain and rotary ones), the relative ones (all, or those
+ * that read a config key); and the lists of them the expected messages hold (check_pe_msg).
+ * What a test expects of a mode (its reference formula) stays written out in the test, which
+ * then fails until the new mode's is there. */
+typedef enum {
+    CHECK_PE_ALL,
+    CHECK_PE_ROTARY,
+    CHECK_PE_LINEAR_ROTARY, /* the rotary ones linear attention supports */
+    CHECK_PE_NOT_RELATIVE,
+    CHECK_PE_RELATIVE,
+    CHECK_PE_CLIP,   /* the relative ones that read rel_clip */
+    CHECK_PE_BUCKETS /* the relative ones that read rel_buckets */
+} check_pe_set;
+
+static inline int check_pe_in(int pe, check_pe_set set)
+{
+    const rp_pe_mode *m = rp_pe_mode_of((rp_pe)pe);
+    int relative = rp_rel_of(m->rel)->terms != 0;
+    switch (set) {
+    case CHECK_PE_ROTARY: return m->rotary;
+    case CHECK_PE_LINEAR_ROTARY: return m->rotary && m->linear;
+    case CHECK_PE_NOT_RELATIVE: return !relative;
+    case CHECK_PE_RELATIVE: return relative;
+    case CHECK_PE_CLIP: return (rp_rel_of(m->rel)->uses & RP_USES_CLIP) != 0;
+    case CHECK_PE_BUCKETS: return (rp_rel_of(m->rel)->uses & RP_USES_BUCKETS) != 0;
+    default: return 1;
+    }
+}
+
+/* The names of the modes of set as messages list them, "rope, roper or roper_legacy" (joined here,
+ * not by core's rp_pe_list), into buf. */
+static inline const char *check_pe_list(char *buf, size_t n, check_pe_set set)
+{
+    int count = 0, done = 0;
+    for (int pe = 0; pe < (int)RP_PE_COUNT; pe++) count += check_pe_in(pe, set);
+    buf[0] = '\0';
+    for (int pe = 0; pe < (int)RP_PE_COUNT; pe++)
+        if (check_pe_in(pe, set)) {
+            const char *sep = done == 0 ? "" : done == count - 1 ? " or " : ", ";
+            snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", sep, rp_pe_name((rp_pe)pe));
+            done++;
+        }
+    return buf;
+}
+
+/* Every mode with its code, as an enum's range message lists them:
+ * "none (0), ... or alibi (10)". */
+static inline const char *check_pe_values(char *buf, size_t n)
+{
+    buf[0] = '\0';
+    for (int pe = 0; pe < (int)RP_PE_COUNT; pe++)
+        snprintf(buf + strlen(buf), n - strlen(buf), "%s%s (%d)",
+                 pe == 0 ? "" : pe == (int)RP_PE_COUNT - 1 ? " or " : ", ", rp_pe_name((rp_pe)pe),
+                 pe);
+    return buf;
+}
+
+/* msg with each of {rotary}, {linear_rotary}, {clip} and {buckets} replaced by check_pe_list of
+ * that set, {values} by check_pe_values and {count} by the number of modes (the first code that
+ * is no mode), into buf: an expected message that lists modes. */
+static inline const char *check_pe_msg(char *buf, size_t n, const char *msg)
+{
+    static const char *const tokens[] = {"{rotary}", "{linear_rotary}", "{clip}", "{buckets}",
+                                         "{values}", "{count}"};
+    static const check_pe_set sets[] = {CHECK_PE_ROTARY, CHECK_PE_LINEAR_ROTARY, CHECK_PE_CLIP,
+                                        CHECK_PE_BUCKETS};
+    size_t at = 0;
+    buf[0] = '\0';
+    while (*msg && at + 1 < n) {
+        int i = 0;
+        while (i < 6 && strncmp(msg, tokens[i], strlen(tokens[i])) != 0) i++;
+        if (i == 6) {
+            buf[at++] = *msg++;
+            buf[at] = '\0';
+            continue;
+        }
+        if (i < 4) check_pe_list(buf + at, n - at, sets[i]);
+        else if (i == 4) check_pe_values(buf + at, n - at);
+        else snprintf(buf + at, n - at, "%d", (int)RP_PE_COUNT);
+        at += strlen(buf + at);
+        msg += strlen(tokens[i]);
+    }
+    return buf;
+}
+
+/* for (pe over the modes of set) statement: CHECK_EACH_PE(pe, CHECK_PE_ROTARY) { ... } */
+#define CHECK_EACH_PE(pe, set)                    \
+    for (int pe = 0; pe < (int)RP_PE_COUNT; pe++) \
+        if (!check_pe_in(pe, set)) {              \
+        } else
+
 /* Writes n bytes to path, or stops the test program (exit 2). */
 static inline void check_write_bytes(const char *path, const void *b, size_t n)
 {

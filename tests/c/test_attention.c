@@ -26,13 +26,6 @@
 
 static uint64_t rng_state = 2718;
 
-static const char *pe_label(rp_pe pe)
-{
-    static const char *names[] = {"none", "sinusoidal", "learned", "rope", "roper", "roper_legacy",
-                                  "shaw", "xl", "t5", "deberta", "alibi"};
-    return (int)pe >= 0 && (int)pe < 11 ? names[pe] : "?";
-}
-
 static int is_rope(rp_pe pe) { return pe == RP_PE_ROPE || pe == RP_PE_ROPER || pe == RP_PE_ROPER_LEGACY; }
 
 /* The placements the reference rotates and their widths, written out here from the documented
@@ -202,7 +195,7 @@ static int attention_case(const char *what, const rp_tensor *q, const rp_tensor 
     char label[256];
     snprintf(label, sizeof label,
              "%s pe=%s %s %s d_rot_qk=%lld d_rot_v=%lld T=%lld S=%lld q_offset=%lld scale=%.3g", what,
-             pe_label(cfg->pe), cfg->causal ? "causal" : "full", cfg->pairing == RP_PAIR_HALF ? "half" : "interleaved",
+             rp_pe_name(cfg->pe), cfg->causal ? "causal" : "full", cfg->pairing == RP_PAIR_HALF ? "half" : "interleaved",
              (long long)cfg->d_rot_qk, (long long)cfg->d_rot_v, (long long)d.T, (long long)d.S,
              (long long)cfg->q_offset, cfg->scale);
     rp_tensor out, att;
@@ -262,7 +255,7 @@ static void test_against_reference(void)
     rp_tensor v = randt(4, S(B, Sk, H, Dv), -1.0, 1.0);
     for (int g = 0; g < 3; g++) {
         rp_tensor q = randt(4, S(B, Ts[g], H, D), -2.0, 2.0);
-        for (int pe = RP_PE_NONE; pe <= RP_PE_ROPER_LEGACY; pe++)
+        CHECK_EACH_PE(pe, CHECK_PE_NOT_RELATIVE)
             for (int causal = 0; causal <= 1; causal++)
                 for (int pm = 0; pm <= 1; pm++)
                     for (int partial = 0; partial <= 1; partial++) {
@@ -282,7 +275,7 @@ static void test_against_reference(void)
     /* a query far along a stream (angles of thousands of radians), other base */
     {
         rp_tensor q = randt(4, S(B, 2, H, D), -2.0, 2.0);
-        for (int pe = RP_PE_ROPE; pe <= RP_PE_ROPER_LEGACY; pe++) {
+        CHECK_EACH_PE(pe, CHECK_PE_ROTARY) {
             rp_attn_cfg cfg = base_cfg((rp_pe)pe, D, Dv);
             cfg.q_offset = 5000;
             cfg.base = 500.0;
@@ -331,7 +324,7 @@ static void test_layouts_and_kernel(void)
     CHECK_STATUS(rp_tensor_contiguous(&qc, &q), RP_OK, NULL);
     CHECK_STATUS(rp_tensor_contiguous(&kc, &k), RP_OK, NULL);
     CHECK_STATUS(rp_tensor_contiguous(&vc, &v), RP_OK, NULL);
-    for (int pe = RP_PE_NONE; pe <= RP_PE_ROPER_LEGACY; pe++) {
+    CHECK_EACH_PE(pe, CHECK_PE_NOT_RELATIVE) {
         rp_attn_cfg cfg = base_cfg((rp_pe)pe, D, Dv);
         cfg.q_offset = 1;
         cfg.d_rot_qk = 6;
@@ -347,15 +340,17 @@ static void test_layouts_and_kernel(void)
         float *att = malloc(sizeof(float) * (size_t)(B * H * T * Sk));
         for (int64_t i = 0; i < B * T * H * Dv; i++) out[i] = NAN;
         for (int64_t i = 0; i < B * H * T * Sk; i++) att[i] = NAN;
-        rp_attention_forward(out, H * Dv, NULL, att, scratch, rp_tensor_data(&qc), H * D,
-                             rp_tensor_data(&kc), H * D, rp_tensor_data(&vc), H * Dv, B, T, Sk, H,
-                             D, Dv, &cfg, nt);
+        rp_attn_io io = {.B = B, .T = T, .S = Sk, .H = H, .D = D, .Dv = Dv,
+                         .q = rp_tensor_data(&qc), .k = rp_tensor_data(&kc),
+                         .v = rp_tensor_data(&vc), .ldq = H * D, .ldk = H * D, .ldv = H * Dv,
+                         .out = out, .ldo = H * Dv, .att = att, .scratch = scratch, .nthreads = nt};
+        rp_attention_forward(&io, &cfg);
         rp_tensor to, ta;
         if (CHECK_STATUS(rp_attention(&to, &ta, &qc, &kc, &vc, &cfg), RP_OK, NULL)) {
             char label[96];
-            snprintf(label, sizeof label, "rp_attention_forward out == rp_attention, pe=%s", pe_label((rp_pe)pe));
+            snprintf(label, sizeof label, "rp_attention_forward out == rp_attention, pe=%s", rp_pe_name((rp_pe)pe));
             CHECK_CLOSE(out, rp_tensor_data(&to), B * T * H * Dv, 1e-6, label);
-            snprintf(label, sizeof label, "rp_attention_forward att == rp_attention, pe=%s", pe_label((rp_pe)pe));
+            snprintf(label, sizeof label, "rp_attention_forward att == rp_attention, pe=%s", rp_pe_name((rp_pe)pe));
             CHECK_CLOSE(att, rp_tensor_data(&ta), B * H * T * Sk, 1e-6, label);
             rp_tensor_release(&to);
             rp_tensor_release(&ta);
@@ -385,7 +380,7 @@ static void test_relative_property(void)
     rp_tensor q = randt(4, S(B, T, H, D), -2.0, 2.0), k = randt(4, S(B, Sk, H, D), -2.0, 2.0);
     rp_tensor v = randt(4, S(B, Sk, H, Dv), -1.0, 1.0);
     const int64_t shifts[3] = {0, 5, 1000};
-    for (int pe = RP_PE_ROPE; pe <= RP_PE_ROPER_LEGACY; pe++)
+    CHECK_EACH_PE(pe, CHECK_PE_ROTARY)
         for (int pm = 0; pm <= 1; pm++) {
             rp_attn_cfg cfg = base_cfg((rp_pe)pe, D, Dv);
             cfg.q_offset = off;
@@ -427,10 +422,10 @@ static void test_relative_property(void)
                 else CHECK_STATUS(rp_rope_rotate(&o_back, &o_n, &ro), RP_OK, NULL);
                 char label[128];
                 snprintf(label, sizeof label, "%s %s == pre-rotated plain attention, shift %lld: att",
-                         pe_label((rp_pe)pe), pm ? "interleaved" : "half", (long long)sh);
+                         rp_pe_name((rp_pe)pe), pm ? "interleaved" : "half", (long long)sh);
                 CHECK_CLOSE(rp_tensor_data(&a_n), rp_tensor_data(&att_r), B * H * T * Sk, ATT_TOL, label);
                 snprintf(label, sizeof label, "%s %s == pre-rotated plain attention, shift %lld: out",
-                         pe_label((rp_pe)pe), pm ? "interleaved" : "half", (long long)sh);
+                         rp_pe_name((rp_pe)pe), pm ? "interleaved" : "half", (long long)sh);
                 CHECK_CLOSE(rp_tensor_data(&o_back), rp_tensor_data(&out_r), B * T * H * Dv, ATT_TOL, label);
                 rp_tensor_release(&qr);
                 rp_tensor_release(&kr);
@@ -507,10 +502,12 @@ static kresult run_kernel(const problem *p, const rp_attn_cfg *cfg, int nthreads
     r.dk = dk0 ? check_copy_floats(dk0, p->nk) : calloc((size_t)p->nk, sizeof(float));
     r.dv = dv0 ? check_copy_floats(dv0, p->nv) : calloc((size_t)p->nv, sizeof(float));
     int64_t HD = d.H * d.D, HDv = d.H * d.Dv;
-    rp_attention_forward(r.out, HDv, r.lse, r.att, scratch, p->q, HD, p->k, HD, p->v, HDv, d.B,
-                         d.T, d.S, d.H, d.D, d.Dv, cfg, nthreads);
-    rp_attention_backward(r.dq, r.dk, r.dv, NULL, scratch, p->G, r.out, HDv, r.lse, p->q, HD, p->k,
-                          HD, p->v, HDv, d.B, d.T, d.S, d.H, d.D, d.Dv, cfg, nthreads);
+    rp_attn_io io = {.B = d.B, .T = d.T, .S = d.S, .H = d.H, .D = d.D, .Dv = d.Dv, .q = p->q,
+                     .k = p->k, .v = p->v, .ldq = HD, .ldk = HD, .ldv = HDv, .out = r.out,
+                     .ldo = HDv, .lse = r.lse, .att = r.att, .dout = p->G, .dq = r.dq,
+                     .dk = r.dk, .dv = r.dv, .scratch = scratch, .nthreads = nthreads};
+    rp_attention_forward(&io, cfg);
+    rp_attention_backward(&io, cfg);
     free(scratch);
     return r;
 }
@@ -603,7 +600,7 @@ static void grad_case(const char *what, dims d, const rp_attn_cfg *cfg, int nthr
         char label[300];
         snprintf(label, sizeof label,
                  "%s vs finite differences: %s pe=%s %s %s d_rot_qk=%lld d_rot_v=%lld T=%lld "
-                 "S=%lld q_offset=%lld threads=%d", names[j], what, pe_label(cfg->pe),
+                 "S=%lld q_offset=%lld threads=%d", names[j], what, rp_pe_name(cfg->pe),
                  cfg->causal ? "causal" : "full",
                  cfg->pairing == RP_PAIR_HALF ? "half" : "interleaved", (long long)cfg->d_rot_qk,
                  (long long)cfg->d_rot_v, (long long)d.T, (long long)d.S, (long long)cfg->q_offset,
@@ -622,7 +619,7 @@ static void grad_case(const char *what, dims d, const rp_attn_cfg *cfg, int nthr
                     bad += r.dv[(b * d.S + i) * d.H * d.Dv + f] != 0.0f;
             }
         CHECK(bad == 0, "%s pe=%s: %lld gradient entries of unseen keys changed", what,
-              pe_label(cfg->pe), (long long)bad);
+              rp_pe_name(cfg->pe), (long long)bad);
     }
     for (int j = 0; j < 3; j++) free(P[j]);
     free(qd);
@@ -644,7 +641,7 @@ static void test_backward_fd(void)
     const int64_t B = 2, H = 2, D = 8, Dv = 6;
     struct { int64_t T, S, off; } g[4] = {{6, 6, 0}, {4, 7, 3}, {3, 7, 40}, {4, 7, 0}};
     for (int gi = 0; gi < 4; gi++)
-        for (int pe = RP_PE_NONE; pe <= RP_PE_ROPER_LEGACY; pe++)
+        CHECK_EACH_PE(pe, CHECK_PE_NOT_RELATIVE)
             for (int causal = 0; causal <= 1; causal++)
                 for (int variant = 0; variant <= 1; variant++) {
                     dims d = {B, g[gi].T, g[gi].S, H, D, Dv};
@@ -660,7 +657,7 @@ static void test_backward_fd(void)
                     grad_case("small", d, &cfg, 1 + (gi + pe + variant) % 2);
                 }
     /* far along a stream (angles of thousands of radians), another base, d_rot_v != d_rot_qk */
-    for (int pe = RP_PE_ROPE; pe <= RP_PE_ROPER_LEGACY; pe++) {
+    CHECK_EACH_PE(pe, CHECK_PE_ROTARY) {
         dims d = {1, 3, 5, 2, 8, 8};
         rp_attn_cfg cfg = base_cfg((rp_pe)pe, 8, 8);
         cfg.q_offset = 5000;
@@ -679,7 +676,7 @@ static void test_backward_blocks(void)
     struct { int64_t T, S, off; int causal; } g[3] = {{150, 150, 0, 1}, {100, 130, 30, 1},
                                                       {70, 90, 0, 0}};
     for (int gi = 0; gi < 3; gi++)
-        for (int pe = RP_PE_NONE; pe <= RP_PE_ROPER_LEGACY; pe++) {
+        CHECK_EACH_PE(pe, CHECK_PE_NOT_RELATIVE) {
             if (pe == RP_PE_SINUSOIDAL || pe == RP_PE_LEARNED) continue; /* same path as none */
             dims d = {1, g[gi].T, g[gi].S, 2, 8, 8};
             rp_attn_cfg cfg = base_cfg((rp_pe)pe, 8, 8);
@@ -693,11 +690,11 @@ static void test_backward_blocks(void)
             ref_attention(wo, wa, p.q, p.k, p.v, d, &cfg);
             char label[200];
             snprintf(label, sizeof label, "blocks out pe=%s T=%lld S=%lld q_offset=%lld %s",
-                     pe_label(cfg.pe), (long long)d.T, (long long)d.S, (long long)cfg.q_offset,
+                     rp_pe_name(cfg.pe), (long long)d.T, (long long)d.S, (long long)cfg.q_offset,
                      cfg.causal ? "causal" : "full");
             CHECK_CLOSE(r.out, wo, p.no, ATT_TOL, label);
             snprintf(label, sizeof label, "blocks att pe=%s T=%lld S=%lld q_offset=%lld %s",
-                     pe_label(cfg.pe), (long long)d.T, (long long)d.S, (long long)cfg.q_offset,
+                     rp_pe_name(cfg.pe), (long long)d.T, (long long)d.S, (long long)cfg.q_offset,
                      cfg.causal ? "causal" : "full");
             CHECK_CLOSE(r.att, wa, p.na, ATT_TOL, label);
             double *x[3] = {to_double(p.q, p.nq), to_double(p.k, p.nk), to_double(p.v, p.nv)};
@@ -728,11 +725,11 @@ static void test_backward_blocks(void)
                  * cancelling) gives errors up to ~2e-6; a block summed twice or skipped moves
                  * the product by O(1) */
                 CHECK(err <= 1e-7 * mag + 5e-6, "blocks pe=%s T=%lld S=%lld %s: d%s . U = %.9g, "
-                      "finite difference %.9g (err %.3g, sum|terms| %.3g)", pe_label(cfg.pe),
+                      "finite difference %.9g (err %.3g, sum|terms| %.3g)", rp_pe_name(cfg.pe),
                       (long long)d.T, (long long)d.S, cfg.causal ? "causal" : "full", names[j],
                       dd, fd, err, mag);
                 printf("  blocks pe=%s T=%lld S=%lld q_offset=%lld %s: d%s . U vs directional "
-                       "difference: err %.3g (sum|terms| %.3g)\n", pe_label(cfg.pe),
+                       "difference: err %.3g (sum|terms| %.3g)\n", rp_pe_name(cfg.pe),
                        (long long)d.T, (long long)d.S, (long long)cfg.q_offset,
                        cfg.causal ? "causal" : "full", names[j], err, mag);
                 /* and elementwise at a few entries: the first and last rows, keys near the end
@@ -757,7 +754,7 @@ static void test_backward_blocks(void)
                 }
                 if (worst > max_err_) max_err_ = worst;
                 CHECK(worst <= GRAD_TOL, "blocks pe=%s T=%lld S=%lld %s: d%s at sampled entries "
-                      "vs finite differences: max err %.3g", pe_label(cfg.pe), (long long)d.T,
+                      "vs finite differences: max err %.3g", rp_pe_name(cfg.pe), (long long)d.T,
                       (long long)d.S, cfg.causal ? "causal" : "full", names[j], worst);
                 free(U);
                 free(x0);
@@ -780,7 +777,7 @@ static void test_fused_strided(void)
 {
     const int64_t B = 2, T = 70, H = 2, D = 8, C = H * D, ld = 3 * C, ldo = C + 5;
     dims d = {B, T, T, H, D, D};
-    for (int pe = RP_PE_NONE; pe <= RP_PE_ROPER_LEGACY; pe++)
+    CHECK_EACH_PE(pe, CHECK_PE_NOT_RELATIVE)
         for (int causal = 0; causal <= 1; causal++) {
             rp_attn_cfg cfg = base_cfg((rp_pe)pe, D, D);
             cfg.causal = causal;
@@ -794,10 +791,13 @@ static void test_fused_strided(void)
             float *lse = malloc(sizeof(float) * (size_t)(B * H * T));
             int64_t ns = rp_attention_scratch_floats(&cfg, B, T, T, H, D, D, 2);
             float *scratch = malloc(sizeof(float) * (size_t)ns);
-            rp_attention_forward(out, ldo, lse, att, scratch, qkv, ld, qkv + C, ld, qkv + 2 * C, ld,
-                                 B, T, T, H, D, D, &cfg, 2);
-            rp_attention_backward(dqkv, dqkv + C, dqkv + 2 * C, NULL, scratch, dout, out, ldo, lse, qkv,
-                                  ld, qkv + C, ld, qkv + 2 * C, ld, B, T, T, H, D, D, &cfg, 2);
+            rp_attn_io io = {.B = B, .T = T, .S = T, .H = H, .D = D, .Dv = D, .q = qkv,
+                             .k = qkv + C, .v = qkv + 2 * C, .ldq = ld, .ldk = ld, .ldv = ld,
+                             .out = out, .ldo = ldo, .lse = lse, .att = att, .dout = dout,
+                             .dq = dqkv, .dk = dqkv + C, .dv = dqkv + 2 * C, .scratch = scratch,
+                             .nthreads = 2};
+            rp_attention_forward(&io, &cfg);
+            rp_attention_backward(&io, &cfg);
             /* the same problem, contiguous */
             problem p;
             p.d = d;
@@ -823,14 +823,14 @@ static void test_fused_strided(void)
             char label[160];
             for (int64_t r = 0; r < B * T; r++) memcpy(got + r * C, out + r * ldo, sizeof(float) * (size_t)C);
             snprintf(label, sizeof label, "fused/padded out == contiguous, pe=%s %s",
-                     pe_label(cfg.pe), causal ? "causal" : "full");
+                     rp_pe_name(cfg.pe), causal ? "causal" : "full");
             CHECK_CLOSE(got, rp.out, B * T * C, 0.0, label);
             int64_t pad_bad = 0;
             for (int64_t r = 0; r < B * T; r++)
                 for (int64_t f = C; f < ldo; f++) pad_bad += out[r * ldo + f] != out0[r * ldo + f];
-            CHECK(pad_bad == 0, "pe=%s: %lld padding entries of out written", pe_label(cfg.pe),
+            CHECK(pad_bad == 0, "pe=%s: %lld padding entries of out written", rp_pe_name(cfg.pe),
                   (long long)pad_bad);
-            snprintf(label, sizeof label, "fused att == contiguous, pe=%s %s", pe_label(cfg.pe),
+            snprintf(label, sizeof label, "fused att == contiguous, pe=%s %s", rp_pe_name(cfg.pe),
                      causal ? "causal" : "full");
             CHECK_CLOSE(att, rp.att, p.na, 0.0, label);
             const float *want[3] = {rp.dq, rp.dk, rp.dv}, *zero_based[3] = {rz.dq, rz.dk, rz.dv};
@@ -839,14 +839,14 @@ static void test_fused_strided(void)
                 for (int64_t r = 0; r < B * T; r++)
                     memcpy(got + r * C, dqkv + r * ld + j * C, sizeof(float) * (size_t)C);
                 snprintf(label, sizeof label, "fused %s == contiguous (both pre-filled), pe=%s %s",
-                         names[j], pe_label(cfg.pe), causal ? "causal" : "full");
+                         names[j], rp_pe_name(cfg.pe), causal ? "causal" : "full");
                 CHECK_CLOSE(got, want[j], B * T * C, 0.0, label);
                 double *sum = malloc(sizeof(double) * (size_t)(B * T * C));
                 for (int64_t i = 0; i < B * T * C; i++)
                     sum[i] = (double)P[j][i] + (double)zero_based[j][i];
                 /* gradients and pre-fill are O(1): a few float roundings of O(1) sums */
                 snprintf(label, sizeof label, "accumulation: %s == pre-fill + %s from zero, pe=%s %s",
-                         names[j], names[j], pe_label(cfg.pe), causal ? "causal" : "full");
+                         names[j], names[j], rp_pe_name(cfg.pe), causal ? "causal" : "full");
                 CHECK_CLOSE(got, sum, B * T * C, 2e-6, label);
                 free(sum);
             }
@@ -881,7 +881,7 @@ static void test_threads(void)
 {
     dims d = {3, 70, 70, 2, 8, 8};
     int blas0 = rp_blas_threads();
-    for (int pe = RP_PE_NONE; pe <= RP_PE_ROPER_LEGACY; pe++)
+    CHECK_EACH_PE(pe, CHECK_PE_NOT_RELATIVE)
         for (int causal = 0; causal <= 1; causal++) {
             rp_attn_cfg cfg = base_cfg((rp_pe)pe, 8, 8);
             cfg.causal = causal;
@@ -897,7 +897,7 @@ static void test_threads(void)
                                count_diff(r1.dq, rn.dq, p.nq) + count_diff(r1.dk, rn.dk, p.nk) +
                                count_diff(r1.dv, rn.dv, p.nv);
                 CHECK(diff == 0, "pe=%s %s: nthreads %d (OpenBLAS %d) differs from 1 thread in "
-                      "%lld values", pe_label(cfg.pe), causal ? "causal" : "full", nts[ti],
+                      "%lld values", rp_pe_name(cfg.pe), causal ? "causal" : "full", nts[ti],
                       rp_blas_threads(), (long long)diff);
                 kresult_free(&rn);
             }
@@ -1046,7 +1046,7 @@ static void test_decode(void)
     float qt[H * D], out[H * Dv];
     double want[H * Dv], wa[H * Tn], qd[H * D];
     /* the relative modes: test_attention_rel.c */
-    for (int pe = RP_PE_NONE; pe <= RP_PE_ROPER_LEGACY; pe++)
+    CHECK_EACH_PE(pe, CHECK_PE_NOT_RELATIVE)
         for (int pm = 0; pm <= 1; pm++)
             for (int partial = 0; partial <= 1; partial++) {
                 rp_attn_cfg cfg = base_cfg((rp_pe)pe, D, Dv);
@@ -1091,7 +1091,7 @@ static void test_decode(void)
                 }
                 char label[160];
                 snprintf(label, sizeof label, "decode pe=%s %s d_rot_qk=%lld d_rot_v=%lld",
-                         pe_label((rp_pe)pe), pm ? "interleaved" : "half",
+                         rp_pe_name((rp_pe)pe), pm ? "interleaved" : "half",
                          (long long)cfg.d_rot_qk, (long long)cfg.d_rot_v);
                 CHECK(maxerr < ATT_TOL, "%s: out vs reference, max |diff| %.3g", label, maxerr);
                 CHECK(maxq < 1e-5, "%s: q rotated by +pos in place, max |diff| %.3g", label, maxq);
@@ -1184,7 +1184,9 @@ static void test_pe_table(void)
     CHECK(rp_pe_from_name(NULL) == -1, "rp_pe_from_name(NULL)");
     rp_pe_scheme s;
     const int64_t w2[4] = {2, 2, 2, 2};
-    CHECK_STATUS(rp_pe_scheme_init(&s, RP_PE_COUNT, 0, w2, 1.0, RP_PAIR_HALF), RP_ERR_ARG, "unknown pe 11");
+    char unknown[32];
+    CHECK_STATUS(rp_pe_scheme_init(&s, RP_PE_COUNT, 0, w2, 1.0, RP_PAIR_HALF), RP_ERR_ARG,
+                 check_pe_msg(unknown, sizeof unknown, "unknown pe {count}"));
     CHECK_STATUS(rp_pe_scheme_init(&s, RP_PE_ROPE, 16, w2, 1.0, RP_PAIR_HALF), RP_ERR_ARG,
                  "rotate mask 16 is not a subset of qkvo");
     int64_t d = 0;
@@ -1209,7 +1211,7 @@ static void test_weights_on_request(void)
     const int64_t offs[2] = {0, 60};
     double lse_err = 0.0;
     for (int di = 0; di < 2; di++)
-        for (int pe = 0; pe <= RP_PE_ROPER_LEGACY; pe++) /* relative modes: test_attention_rel.c */
+        CHECK_EACH_PE(pe, CHECK_PE_NOT_RELATIVE) /* relative modes: test_attention_rel.c */
             for (int causal = 0; causal <= 1; causal++)
                 for (int nt = 1; nt <= 2; nt++) {
                     dims d = ds[di];
@@ -1226,15 +1228,18 @@ static void test_weights_on_request(void)
                     float *dq = calloc((size_t)p.nq, sizeof(float));
                     float *dk = calloc((size_t)p.nk, sizeof(float));
                     float *dv = calloc((size_t)p.nv, sizeof(float));
-                    rp_attention_forward(out, HDv, lse, NULL, scratch, p.q, HD, p.k, HD, p.v, HDv,
-                                         d.B, d.T, d.S, d.H, d.D, d.Dv, &cfg, nt);
-                    rp_attention_backward(dq, dk, dv, NULL, scratch, p.G, out, HDv, lse, p.q, HD, p.k,
-                                          HD, p.v, HDv, d.B, d.T, d.S, d.H, d.D, d.Dv, &cfg, nt);
+                    rp_attn_io io = {.B = d.B, .T = d.T, .S = d.S, .H = d.H, .D = d.D, .Dv = d.Dv,
+                                     .q = p.q, .k = p.k, .v = p.v, .ldq = HD, .ldk = HD,
+                                     .ldv = HDv, .out = out, .ldo = HDv, .lse = lse, .dout = p.G,
+                                     .dq = dq, .dk = dk, .dv = dv, .scratch = scratch,
+                                     .nthreads = nt};
+                    rp_attention_forward(&io, &cfg);
+                    rp_attention_backward(&io, &cfg);
                     int64_t diff = count_diff(r.out, out, p.no) + count_diff(r.lse, lse, nl) +
                                    count_diff(r.dq, dq, p.nq) + count_diff(r.dk, dk, p.nk) +
                                    count_diff(r.dv, dv, p.nv);
                     CHECK(diff == 0, "pe=%s %s T=%lld S=%lld q_offset=%lld nthreads %d: %lld values "
-                          "differ without the weights", pe_label(cfg.pe), causal ? "causal" : "full",
+                          "differ without the weights", rp_pe_name(cfg.pe), causal ? "causal" : "full",
                           (long long)d.T, (long long)d.S, (long long)cfg.q_offset, nt, (long long)diff);
                     /* lse against the reference (scores of size up to ~6: 1e-5 absolute) */
                     double *qd = to_double(p.q, p.nq), *kd = to_double(p.k, p.nk);
@@ -1247,7 +1252,7 @@ static void test_weights_on_request(void)
                                          b, h);
                     char label[160];
                     snprintf(label, sizeof label, "lse == reference, pe=%s %s T=%lld S=%lld",
-                             pe_label(cfg.pe), causal ? "causal" : "full", (long long)d.T,
+                             rp_pe_name(cfg.pe), causal ? "causal" : "full", (long long)d.T,
                              (long long)d.S);
                     CHECK_CLOSE(lse, want, nl, 1e-5, label);
                     for (int64_t i = 0; i < nl; i++)
@@ -1289,7 +1294,7 @@ static void test_placements(void)
             cfg.pos_offset = 3;
             char what[64];
             char nm[5];
-            snprintf(what, sizeof what, "rotate %s of %s", rp_rotate_name(mask, nm), pe_label(pes[pi]));
+            snprintf(what, sizeof what, "rotate %s of %s", rp_rotate_name(mask, nm), rp_pe_name(pes[pi]));
             attention_case(what, &q, &k, &v, &cfg, ATT_TOL);
             cfg.causal = 0;
             cfg.pairing = RP_PAIR_INTERLEAVED;
@@ -1383,8 +1388,9 @@ static void test_placements(void)
     CHECK_STATUS(rp_attention_check(&q, &k, &v, &cfg), RP_ERR_ARG, "rotate mask 16 is not a subset of qkvo");
     cfg = base_cfg(RP_PE_NONE, D, Dv);
     cfg.rotate = 4;
+    char msg[128];
     CHECK_STATUS(rp_attention_check(&q, &k, &v, &cfg), RP_ERR_ARG,
-                 "rotate needs a rotary pe (rope, roper or roper_legacy), not none");
+                 check_pe_msg(msg, sizeof msg, "rotate needs a rotary pe ({rotary}), not none"));
     cfg = base_cfg(RP_PE_ROPE, D, Dv);
     cfg.rotate = RP_ROT_Q | RP_ROT_O;
     cfg.d_rot_q = 3;

@@ -257,12 +257,14 @@ static kres run_kernel(const prob *p, int nthreads, float *const pre[NIN])
     r.att = check_rand_floats(&rng_state, p->na, -9.0, 9.0);
     for (int j = 0; j < NIN; j++) r.g[j] = p->n[j] ? copy_or_zero(pre ? pre[j] : NULL, p->n[j]) : NULL;
     int64_t HD = p->H * p->D, HDv = p->H * p->Dv;
-    rp_attention_forward(r.out, HDv, r.lse, r.att, scratch, p->x[IQ], HD, p->x[IK], HD, p->x[IV],
-                         HDv, p->B, p->T, p->S, p->H, p->D, p->Dv, &p->cfg, nthreads);
     rp_attn_rel_grad dr = {r.g[IEK], r.g[IEQ], r.g[IEV], r.g[IU], r.g[IW], r.g[IBIAS]};
-    rp_attention_backward(r.g[IQ], r.g[IK], r.g[IV], &dr, scratch, p->G, r.out, HDv, r.lse,
-                          p->x[IQ], HD, p->x[IK], HD, p->x[IV], HDv, p->B, p->T, p->S, p->H, p->D,
-                          p->Dv, &p->cfg, nthreads);
+    rp_attn_io io = {.B = p->B, .T = p->T, .S = p->S, .H = p->H, .D = p->D, .Dv = p->Dv,
+                     .q = p->x[IQ], .k = p->x[IK], .v = p->x[IV], .ldq = HD, .ldk = HD,
+                     .ldv = HDv, .out = r.out, .ldo = HDv, .lse = r.lse, .att = r.att,
+                     .dout = p->G, .dq = r.g[IQ], .dk = r.g[IK], .dv = r.g[IV], .drel = &dr,
+                     .scratch = scratch, .nthreads = nthreads};
+    rp_attention_forward(&io, &p->cfg);
+    rp_attention_backward(&io, &p->cfg);
     free(scratch);
     return r;
 }
@@ -377,7 +379,7 @@ static void test_grad_small(void)
     struct {
         int64_t T, S, off;
     } g[4] = {{5, 5, 0}, {4, 7, 3}, {3, 6, 10}, {4, 7, 0}};
-    for (int pe = RP_PE_SHAW; pe <= RP_PE_ALIBI; pe++)
+    CHECK_EACH_PE(pe, CHECK_PE_RELATIVE)
         for (int gi = 0; gi < 4; gi++)
             for (int causal = 0; causal <= 1; causal++)
                 for (int var = 0; var <= 1; var++) {
@@ -414,7 +416,7 @@ static void test_blocks(void)
         int64_t clip;
     } g[4] = {{160, 160, 0, 1, 16}, {160, 160, 0, 0, 200}, {70, 150, 80, 1, 3},
               {40, 140, 0, 0, 40}};
-    for (int pe = RP_PE_SHAW; pe <= RP_PE_ALIBI; pe++)
+    CHECK_EACH_PE(pe, CHECK_PE_RELATIVE)
         for (int gi = 0; gi < 4; gi++) {
             prob p = prob_new((rp_pe)pe, 1, g[gi].T, g[gi].S, gi % 2 ? 3 : 2, 8, 6, g[gi].causal,
                               g[gi].off, g[gi].clip, 32, 128);
@@ -464,7 +466,7 @@ static int64_t count_diff(const float *a, const float *b, int64_t n)
 static void test_threads(void)
 {
     printf("threads\n");
-    for (int pe = RP_PE_SHAW; pe <= RP_PE_ALIBI; pe++)
+    CHECK_EACH_PE(pe, CHECK_PE_RELATIVE)
         for (int causal = 0; causal <= 1; causal++) {
             prob p = prob_new((rp_pe)pe, 3, 70, 150, 2, 8, 8, causal, 80, 5, 16, 40);
             prob_fix(&p);
@@ -493,7 +495,7 @@ static void test_decode(void)
 {
     printf("decode\n");
     enum { H = 3, D = 8, Dv = 6, Tn = 40, cap = Tn + 3 };
-    for (int pe = RP_PE_SHAW; pe <= RP_PE_ALIBI; pe++) {
+    CHECK_EACH_PE(pe, CHECK_PE_RELATIVE) {
         /* the whole sequence as one problem (T = S = Tn, causal); xl rows: distances 0 .. Tn-1 */
         prob p = prob_new((rp_pe)pe, 1, Tn, Tn, H, D, Dv, 1, 0, 4, 16, 20);
         p.cfg.pos_offset = 0;
@@ -506,8 +508,10 @@ static void test_decode(void)
         float *fwd = malloc(sizeof(float) * (size_t)p.no), *lse = malloc(sizeof(float) * (size_t)p.nl);
         float *fs = malloc(sizeof(float) *
                            (size_t)rp_attention_scratch_floats(&p.cfg, 1, Tn, Tn, H, D, Dv, 1));
-        rp_attention_forward(fwd, H * Dv, lse, NULL, fs, p.x[IQ], H * D, p.x[IK], H * D, p.x[IV],
-                             H * Dv, 1, Tn, Tn, H, D, Dv, &p.cfg, 1);
+        rp_attn_io io = {.B = 1, .T = Tn, .S = Tn, .H = H, .D = D, .Dv = Dv, .q = p.x[IQ],
+                         .k = p.x[IK], .v = p.x[IV], .ldq = H * D, .ldk = H * D, .ldv = H * Dv,
+                         .out = fwd, .ldo = H * Dv, .lse = lse, .scratch = fs, .nthreads = 1};
+        rp_attention_forward(&io, &p.cfg);
         double worst = 0.0, worst_fwd = 0.0;
         double *x[NIN];
         for (int j = 0; j < NIN; j++) x[j] = to_double(p.x[j], p.n[j]);
@@ -550,7 +554,7 @@ static void test_decode(void)
 static void test_tensor_call(void)
 {
     printf("rp_attention\n");
-    for (int pe = RP_PE_SHAW; pe <= RP_PE_ALIBI; pe++) {
+    CHECK_EACH_PE(pe, CHECK_PE_RELATIVE) {
         prob p = prob_new((rp_pe)pe, 2, 5, 9, 3, 4, 3, 1, 4, 2, 8, 6);
         prob_fix(&p);
         rp_tensor q = check_new(4, CHECK_SHAPE(2, 5, 3, 4)), k = check_new(4, CHECK_SHAPE(2, 9, 3, 4));
@@ -740,8 +744,55 @@ static void test_buckets(void)
     }
 }
 
+/* The kind table's rows (core/pe.c) keep the rules the kernels and the model assume (pe.h): EV
+ * and UW come with EK, EV with a shared Ek, at most one bias term; rows and a sign for each table
+ * whose rows follow the distance, a symbol for every table read; one parameter of the right
+ * shape per table (a projection: [C, C], with a shared P for RP_PARAM_PROJ_SHARED). */
+static void test_kind_rows(void)
+{
+    printf("kind table\n");
+    for (int kind = 0; kind < RP_REL_COUNT; kind++) {
+        const rp_rel_desc *x = rp_rel_of((rp_rel_kind)kind);
+        int t = x->terms, tabs = rp_rel_tables(x);
+        CHECK(x->scale_terms >= 1, "kind %d: scale_terms %d", kind, x->scale_terms);
+        CHECK(!(t & (RP_TERM_EV | RP_TERM_UW)) || (t & RP_TERM_EK), "kind %d: EV, UW need EK", kind);
+        CHECK(!(t & RP_TERM_EV) || !x->ek_heads, "kind %d: EV needs a shared Ek", kind);
+        CHECK(!((t & RP_TERM_BUCKET) && (t & RP_TERM_SLOPE)), "kind %d: one bias term", kind);
+        CHECK(!(t & RP_TERM_BUCKET) == !(x->uses & RP_USES_BUCKETS), "kind %d: buckets", kind);
+        CHECK((x->ek_rows != RP_ROWS_NONE) == !!(t & RP_TERM_EK) &&
+                  (x->eq_rows != RP_ROWS_NONE) == !!(t & RP_TERM_EQ),
+              "kind %d: rows for EK and EQ", kind);
+        CHECK(!(t & RP_TERM_EK) || x->ek_sign == 1 || x->ek_sign == -1, "kind %d: ek_sign", kind);
+        CHECK(!(t & RP_TERM_EQ) || x->eq_sign == 1 || x->eq_sign == -1, "kind %d: eq_sign", kind);
+        CHECK(x->ek_rows != RP_ROWS_DISTANCE || x->ek_sign == 1, "kind %d: distance rows", kind);
+        int clip = x->ek_rows == RP_ROWS_CLIP || x->ek_rows == RP_ROWS_CLIP2 ||
+                   x->eq_rows == RP_ROWS_CLIP || x->eq_rows == RP_ROWS_CLIP2;
+        CHECK(clip == !!(x->uses & RP_USES_CLIP), "kind %d: rel_clip read where rows clip", kind);
+        int shared = 0, given[RP_TAB_COUNT] = {0};
+        for (int i = 0; i < x->nparams; i++) {
+            const rp_rel_param *p = &x->params[i];
+            if (p->use == RP_PARAM_SHARED) {
+                shared++;
+                continue;
+            }
+            given[p->table]++;
+            if (p->use != RP_PARAM_TABLE)
+                CHECK(p->rows == RP_DIM_C && p->cols == RP_DIM_C, "kind %d: %s is [C, C]", kind,
+                      p->name);
+            if (p->use == RP_PARAM_PROJ_SHARED) CHECK(shared == 1, "kind %d: P first", kind);
+        }
+        CHECK(shared <= 1 && x->nparams <= RP_REL_MAX_PARAMS, "kind %d: params", kind);
+        for (int i = 0; i < RP_TAB_COUNT; i++)
+            CHECK((tabs >> i & 1) ? given[i] == 1 && x->sym[i] != NULL : given[i] == 0,
+                  "kind %d: table %d has one parameter and a symbol", kind, i);
+    }
+    CHECK(rp_rel_of(RP_REL_COUNT) == NULL && rp_rel_of((rp_rel_kind)-1) == NULL, "out of range");
+    CHECK(rp_rel_of(RP_REL_NONE)->terms == 0, "none adds nothing");
+}
+
 int main(void)
 {
+    test_kind_rows();
     test_buckets();
     test_errors();
     test_grad_small();

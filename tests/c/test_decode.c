@@ -235,21 +235,18 @@ static void compare_all(rp_model *m, const char *label, tally *t)
 static void test_batch_equals_single(void)
 {
     printf("batch = one at a time\n");
-    static const rp_pe all_pe[11] = {RP_PE_NONE,  RP_PE_SINUSOIDAL,   RP_PE_LEARNED, RP_PE_ROPE,
-                                     RP_PE_ROPER, RP_PE_ROPER_LEGACY, RP_PE_SHAW,    RP_PE_XL,
-                                     RP_PE_T5,    RP_PE_DEBERTA,      RP_PE_ALIBI};
     tally t;
     memset(&t, 0, sizeof t);
     char label[96];
-    for (int p = 0; p < 11; p++) {
-        rp_model_cfg c = dec_cfg(all_pe[p], p % 2 ? RP_NORM_POST : RP_NORM_PRE);
-        if (all_pe[p] == RP_PE_ROPER) { /* partial, interleaved rotation */
+    CHECK_EACH_PE(p, CHECK_PE_ALL) {
+        rp_model_cfg c = dec_cfg((rp_pe)p, p % 2 ? RP_NORM_POST : RP_NORM_PRE);
+        if (p == RP_PE_ROPER) { /* partial, interleaved rotation */
             c.fraction_qk = 0.5;
             c.fraction_v = 2.0 / 3.0;
             c.pairing = RP_PAIR_INTERLEAVED;
         }
         rp_model *m = check_model_new(&c);
-        snprintf(label, sizeof label, "softmax %s", rp_pe_name(all_pe[p]));
+        snprintf(label, sizeof label, "softmax %s", rp_pe_name((rp_pe)p));
         compare_all(m, label, &t);
         rp_model_free(m);
     }

@@ -877,7 +877,7 @@ static void test_names_and_errors(void)
           (long long)s1, (long long)s2, (long long)s3);
 
     rp_linattn_cfg c;
-    for (int pe = RP_PE_ROPE; pe <= RP_PE_ROPER; pe++) {
+    CHECK_EACH_PE(pe, CHECK_PE_LINEAR_ROTARY) {
         c = c0;
         c.pe = (rp_pe)pe;
         c.d_rot_qk = 5;

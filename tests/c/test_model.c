@@ -12,10 +12,8 @@
 
 #include "check.h"
 
-#define NPE 11
-static const rp_pe all_pe[NPE] = {RP_PE_NONE,  RP_PE_SINUSOIDAL, RP_PE_LEARNED, RP_PE_ROPE,
-                                  RP_PE_ROPER, RP_PE_ROPER_LEGACY, RP_PE_SHAW,  RP_PE_XL,
-                                  RP_PE_T5,    RP_PE_DEBERTA,    RP_PE_ALIBI};
+/* The loops over the modes run over the whole mode table: mode p is (rp_pe)p. */
+#define NPE ((int)RP_PE_COUNT)
 
 /* A model whose zero-initialised relative tables (t5's bias, xl's u and v) are drawn at random,
  * so that the tests see them act; small clip and buckets (set by the cfg helpers) so that
@@ -508,10 +506,10 @@ static void test_gradcheck(void)
                 /* the relative modes with GELU only: their terms are in the attention, and ReLU's
                  * kinks (covered by the other modes) only bring the finite differences near the
                  * limit */
-                if (all_pe[p] >= RP_PE_SHAW && a == RP_ACT_RELU) continue;
-                rp_model_cfg c = tiny_cfg(all_pe[p], (rp_norm)n, (rp_act)a);
+                if (check_pe_in(p, CHECK_PE_RELATIVE) && a == RP_ACT_RELU) continue;
+                rp_model_cfg c = tiny_cfg((rp_pe)p, (rp_norm)n, (rp_act)a);
                 char label[96];
-                snprintf(label, sizeof label, "%s/%s/%s", rp_pe_name(all_pe[p]), norms[n], acts[a]);
+                snprintf(label, sizeof label, "%s/%s/%s", rp_pe_name((rp_pe)p), norms[n], acts[a]);
                 gradcheck(&c, label, 3);
             }
     /* partial rotation, interleaved pairing */
@@ -672,7 +670,7 @@ static void test_cache(void)
     double worst = 0.0;
     for (int p = 0; p < NPE; p++)
         for (int n = 0; n < 2; n++) {
-            rp_model_cfg c = cache_cfg(all_pe[p], (rp_norm)n);
+            rp_model_cfg c = cache_cfg((rp_pe)p, (rp_norm)n);
             if (p == 4 && n == 1) { /* one case with partial, interleaved rotation */
                 c.fraction_qk = 0.5;
                 c.fraction_v = 0.75;
@@ -693,7 +691,7 @@ static void test_cache(void)
             CHECK(st == RP_OK && rp_model_cache_len(m) == T, "cache feed: %s", rp_last_error());
             char label[80];
             snprintf(label, sizeof label, "cache %s/%s: logits at every position",
-                     rp_pe_name(all_pe[p]), n ? "post" : "pre");
+                     rp_pe_name((rp_pe)p), n ? "post" : "pre");
             CHECK_CLOSE(inc, full, T * V, 2e-5, label);
             for (int64_t i = 0; i < T * V; i++)
                 if (fabs((double)inc[i] - (double)full[i]) > worst)
@@ -872,7 +870,7 @@ static void test_generate(void)
     printf("generate\n");
     rp_gen_cfg greedy = {0.0, 0, -1, NULL, NULL};
     for (int p = 0; p < NPE; p++) {
-        rp_model_cfg c = cache_cfg(all_pe[p], p % 2 ? RP_NORM_POST : RP_NORM_PRE);
+        rp_model_cfg c = cache_cfg((rp_pe)p, p % 2 ? RP_NORM_POST : RP_NORM_PRE);
         rp_model *m = new_model(&c);
         int32_t prompt[3] = {1, 5, 2}, out[40], want[40];
         int64_t n_out = -1;
@@ -880,13 +878,13 @@ static void test_generate(void)
         CHECK_STATUS(rp_model_generate(m, prompt, 3, 8, &greedy, out, &n_out), RP_OK, NULL);
         int64_t nw = ref_generate(m, prompt, 3, 8, -1, want);
         CHECK(n_out == 8 && nw == 8 && memcmp(out, want, sizeof(int32_t) * 8) == 0,
-              "%s: greedy = argmax of full forwards", rp_pe_name(all_pe[p]));
+              "%s: greedy = argmax of full forwards", rp_pe_name((rp_pe)p));
         /* past seq_len 12: 3 + 30 tokens slide the window several times */
         CHECK_STATUS(rp_model_generate(m, prompt, 3, 30, &greedy, out, &n_out), RP_OK, NULL);
         nw = ref_generate(m, prompt, 3, 30, -1, want);
         int same = n_out == 30 && nw == 30 && memcmp(out, want, sizeof(int32_t) * 30) == 0;
         CHECK(same, "%s: greedy past seq_len slides the window like the reference",
-              rp_pe_name(all_pe[p]));
+              rp_pe_name((rp_pe)p));
         if (!same)
             for (int i = 0; i < 30; i++) printf("   %d: %d %d\n", i, out[i], want[i]);
         /* a prompt longer than the window */
@@ -895,7 +893,7 @@ static void test_generate(void)
         CHECK_STATUS(rp_model_generate(m, longp, 20, 10, &greedy, out, &n_out), RP_OK, NULL);
         nw = ref_generate(m, longp, 20, 10, -1, want);
         CHECK(n_out == 10 && memcmp(out, want, sizeof(int32_t) * 10) == 0,
-              "%s: long prompt keeps its last seq_len tokens", rp_pe_name(all_pe[p]));
+              "%s: long prompt keeps its last seq_len tokens", rp_pe_name((rp_pe)p));
         /* stop token: the third generated token */
         rp_gen_cfg st = greedy;
         st.stop_token = want[2];
@@ -904,7 +902,7 @@ static void test_generate(void)
         CHECK_STATUS(rp_model_generate(m, longp, 20, 10, &st, out, &n_out), RP_OK, NULL);
         CHECK(n_out == first + 1 && out[first] == st.stop_token,
               "%s: stops right after the stop token (n_out %lld, want %lld)",
-              rp_pe_name(all_pe[p]), (long long)n_out, (long long)(first + 1));
+              rp_pe_name((rp_pe)p), (long long)n_out, (long long)(first + 1));
         rp_model_free(m);
     }
 

@@ -147,9 +147,7 @@ static void test_ranges(void)
         {RP_PE_ROPE, "rel_buckets", 5000, "rel_buckets 5000 must be in 2..4096"},
         {RP_PE_ROPE, "rel_max_distance", -1, "rel_max_distance -1 must be in 1..2147483647"},
         {RP_PE_NONE, "orig_len", -1, "orig_len -1 must be in 0..2147483647"},
-        {RP_PE_ROPE, "pe", 11, "pe 11 is not none (0), sinusoidal (1), learned (2), rope (3), "
-                              "roper (4), roper_legacy (5), shaw (6), xl (7), t5 (8), deberta "
-                              "(9) or alibi (10)"},
+        {RP_PE_ROPE, "pe", RP_PE_COUNT, "pe {count} is not {values}"},
         {RP_PE_ROPE, "scaling", 9, "scaling 9 is not none (0), pi (1), ntk (2) or yarn (3)"},
         {RP_PE_SHAW, "pairing", -1, "pairing -1 is not half (0) or interleaved (1)"},
         {RP_PE_ROPE, "linear_rope", 2, "linear_rope 2 is not after (0) or before (1)"},
@@ -158,7 +156,9 @@ static void test_ranges(void)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         rp_model_cfg c = small(bad[i].pe);
         rp_model_cfg_set_num(&c, rp_model_cfg_key(bad[i].key, (size_t)-1), bad[i].v);
-        expect(rp_model_cfg_check(&c), RP_ERR_ARG, bad[i].msg, bad[i].key);
+        char msg[512];
+        expect(rp_model_cfg_check(&c), RP_ERR_ARG, check_pe_msg(msg, sizeof msg, bad[i].msg),
+               bad[i].key);
         CHECK(rp_model_new(&c) == NULL, "%s: no model", bad[i].key);
     }
     /* an unset per-placement fraction (0) is a stored value, not one to give */
@@ -189,15 +189,15 @@ static void test_used(void)
         const char *msg; /* NULL: accepted */
     } cases[] = {
         {RP_PE_SHAW, "base=500", "base 500 does nothing for pe shaw: it applies to the rotary "
-                                 "modes (rope, roper or roper_legacy)"},
+                                 "modes ({rotary})"},
         {RP_PE_ALIBI, "pairing=1", "pairing interleaved does nothing for pe alibi: it applies to "
-                                   "the rotary modes (rope, roper or roper_legacy)"},
-        {RP_PE_ALIBI, "rel_clip=8", "rel_clip 8 does nothing for pe alibi: it applies to pe shaw "
-                                    "or deberta"},
-        {RP_PE_T5, "rel_clip=8", "rel_clip 8 does nothing for pe t5: it applies to pe shaw or "
-                                 "deberta"},
+                                   "the rotary modes ({rotary})"},
+        {RP_PE_ALIBI, "rel_clip=8", "rel_clip 8 does nothing for pe alibi: it applies to pe "
+                                    "{clip}"},
+        {RP_PE_T5, "rel_clip=8", "rel_clip 8 does nothing for pe t5: it applies to pe "
+                                 "{clip}"},
         {RP_PE_SHAW, "rel_buckets=8", "rel_buckets 8 does nothing for pe shaw: it applies to pe "
-                                      "t5"},
+                                      "{buckets}"},
         {RP_PE_ROPE, "scaling_factor=2", "scaling_factor 2 does nothing with scaling none: it "
                                          "applies to the scalings (pi, ntk or yarn)"},
         {RP_PE_ROPE, "scaling=1,yarn_beta=16", "yarn_beta 16 does nothing with scaling pi: it "
@@ -211,12 +211,12 @@ static void test_used(void)
         {RP_PE_ROPER, "rotate=12,fraction_q=0.5", "fraction_q 0.5 does nothing for pe roper "
                                                   "rotating vo: it applies when q is rotated"},
         {RP_PE_NONE, "fraction_qk=0.5", "fraction_qk 0.5 does nothing for pe none: it applies to "
-                                        "the rotary modes (rope, roper or roper_legacy)"},
+                                        "the rotary modes ({rotary})"},
         {RP_PE_ROPE, "linear_rope=1", "linear_rope before does nothing with softmax attention: "
-                                      "it applies to linear attention with pe rope or roper"},
+                                      "it applies to linear attention with pe {linear_rotary}"},
         {RP_PE_NONE, "attention=1,linear_rope=1", "linear_rope before does nothing for pe none: "
-                                                  "it applies to linear attention with pe rope "
-                                                  "or roper"},
+                                                  "it applies to linear attention with pe "
+                                                  "{linear_rotary}"},
         {RP_PE_ROPE, "attention=1,fraction_v=0.5", "fraction_v 0.5 does nothing for pe rope "
                                                    "rotating qk: it applies when v or o is "
                                                    "rotated"},
@@ -238,8 +238,9 @@ static void test_used(void)
             rp_model_cfg_set_num(&c, rp_model_cfg_key(tok, (size_t)-1), strtod(eq + 1, NULL));
         }
         CHECK_STATUS(rp_model_cfg_check(&c), RP_OK, cases[i].set);
+        char msg[256];
         expect(rp_model_cfg_check_used(&c), cases[i].msg ? RP_ERR_ARG : RP_OK,
-               cases[i].msg ? cases[i].msg : "", cases[i].set);
+               cases[i].msg ? check_pe_msg(msg, sizeof msg, cases[i].msg) : "", cases[i].set);
     }
     /* the mode's own placements and the shared fractions are the unset ones */
     rp_model_cfg c = small(RP_PE_ROPER);
@@ -331,9 +332,9 @@ static void test_forged_checkpoints(void)
      * dropout fraction_qk fraction_v base at 88) */
     rp_model_cfg c = small(RP_PE_ROPE);
     forged_checkpoint(&c, 1, 104, 8, 1, 0, NAN, "fraction_v nan must be in (0, 1]");
-    forged_checkpoint(&c, 1, 80, 4, 0, 11, 0,
-                      "pe 11 is not none (0), sinusoidal (1), learned (2), rope (3), roper (4), "
-                      "roper_legacy (5), shaw (6), xl (7), t5 (8), deberta (9) or alibi (10)");
+    char msg[512];
+    forged_checkpoint(&c, 1, 80, 4, 0, RP_PE_COUNT,
+                      0, check_pe_msg(msg, sizeof msg, "pe {count} is not {values}"));
     c = small(RP_PE_LEARNED);
     forged_checkpoint(&c, 1, 84, 4, 0, 7, 0, "pairing 7 is not half (0) or interleaved (1)");
     forged_checkpoint(&c, 1, 112, 8, 1, 0, -1.0, "base must be a finite number > 0, got -1");

@@ -756,7 +756,7 @@ static void test_attention_ref(void)
         float *k = check_rand_floats(&rng_state, d.S * AH * AD, -2.0, 2.0);
         float *v = check_rand_floats(&rng_state, d.S * AH * ADV, -1.0, 1.0);
         for (int si = 0; si < 7; si++)
-            for (int pe = RP_PE_ROPE; pe <= RP_PE_ROPER_LEGACY; pe++) {
+            CHECK_EACH_PE(pe, CHECK_PE_ROTARY) {
                 const char *name;
                 rp_rope_freq f = scheme(si, th, ang, &name);
                 rp_attn_cfg cfg = base_cfg((rp_pe)pe, AD, ADV, &f);
@@ -787,11 +787,12 @@ static void kernel_fwd_bwd(float *out, float *dq, float *dk, float *dv, const fl
     float *scratch = check_rand_floats(&rng_state, ns, -1e3, 1e3);
     float *lse = malloc(sizeof(float) * (size_t)(d.B * d.H * d.T));
     int64_t HD = d.H * d.D, HDv = d.H * d.Dv;
-    rp_attention_forward(out, HDv, lse, NULL, scratch, q, HD, k, HD, v, HDv, d.B, d.T, d.S, d.H,
-                         d.D, d.Dv, cfg, 2);
-    if (dq)
-        rp_attention_backward(dq, dk, dv, NULL, scratch, G, out, HDv, lse, q, HD, k, HD, v, HDv,
-                              d.B, d.T, d.S, d.H, d.D, d.Dv, cfg, 2);
+    rp_attn_io io = {.B = d.B, .T = d.T, .S = d.S, .H = d.H, .D = d.D, .Dv = d.Dv, .q = q,
+                     .k = k, .v = v, .ldq = HD, .ldk = HD, .ldv = HDv, .out = out, .ldo = HDv,
+                     .lse = lse, .dout = G, .dq = dq, .dk = dk, .dv = dv, .scratch = scratch,
+                     .nthreads = 2};
+    rp_attention_forward(&io, cfg);
+    if (dq) rp_attention_backward(&io, cfg);
     free(scratch);
     free(lse);
 }
@@ -866,7 +867,7 @@ static void test_decode(void)
     area("decode");
     enum { Tn = 37, cap = Tn };
     for (int si = 2; si <= 3; si++)
-        for (int pe = RP_PE_ROPE; pe <= RP_PE_ROPER_LEGACY; pe++) {
+        CHECK_EACH_PE(pe, CHECK_PE_ROTARY) {
             const char *name;
             rp_rope_freq f = scheme(si, NULL, NULL, &name);
             rp_attn_cfg cfg = base_cfg((rp_pe)pe, AD, ADV, &f);
@@ -989,11 +990,14 @@ static void test_attention_errors(void)
     double ang[13 * 4] = {0}, th[4] = {1.0, NAN, 0.1, 0.01};
     rp_rope_freq f = freq_of(RP_SCALING_PI, 2.0);
     rp_attn_cfg cfg = base_cfg(RP_PE_NONE, 8, 8, &f);
+    char msg[128];
     CHECK_MSG(rp_attention_check(&q, &k, &v, &cfg), RP_ERR_ARG,
-              "scaling, xpos, freq and angles need a rotary pe (rope, roper or roper_legacy), not none");
+              check_pe_msg(msg, sizeof msg,
+                           "scaling, xpos, freq and angles need a rotary pe ({rotary}), not none"));
     cfg.pe = RP_PE_ALIBI;
     CHECK_MSG(rp_attention_check(&q, &k, &v, &cfg), RP_ERR_ARG,
-              "scaling, xpos, freq and angles need a rotary pe (rope, roper or roper_legacy), not alibi");
+              check_pe_msg(msg, sizeof msg,
+                           "scaling, xpos, freq and angles need a rotary pe ({rotary}), not alibi"));
     rp_rope_freq plain = rp_rope_freq_default();
     cfg.freq = &plain;
     ACHECK_OK();

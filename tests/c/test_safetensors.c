@@ -222,8 +222,12 @@ static void test_config_json(void)
     cfg_fails("{\"vocab\":99999999999999999999}", "'vocab': 99999999999999999999 is out of range");
     cfg_fails("{\"base\":true}", "'base' must be a number, got true");
     cfg_fails("{\"base\":1e999}", "'base': 1e999 is out of range");
-    cfg_fails("{\"pe\":\"rope2\"}",
-              "'pe' must be one of none, sinusoidal, learned, rope, roper, roper_legacy, shaw, xl, t5, deberta, alibi; got \"rope2\"");
+    char want[512] = "'pe' must be one of "; /* every mode of the table, in code order */
+    for (int pe = 0; pe < RP_PE_COUNT; pe++)
+        snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", pe ? ", " : "",
+                 rp_pe_names[pe]);
+    snprintf(want + strlen(want), sizeof want - strlen(want), "; got \"rope2\"");
+    cfg_fails("{\"pe\":\"rope2\"}", want);
     cfg_fails("{\"norm\":1}", "'norm' must be one of pre, post; got a number");
     cfg_fails("{\"linear_rope\":\"\\u0001\"}", "'linear_rope' must be one of after, before; got \"\\x01\"");
     cfg_fails("{\"seed\":1.5}", "'seed': 1.5 is not an integer");

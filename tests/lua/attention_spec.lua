@@ -23,7 +23,7 @@ end
 describe("rp.attention", function()
   local g = rp.rng(2024)
 
-  for _, pe in ipairs { "none", "sinusoidal", "learned", "rope", "roper", "roper_legacy" } do
+  for _, pe in ipairs(h.pe_names("not relative")) do
     it("pe = " .. pe .. " matches the double reference (B 2, T = S = 5, H 2, D 8, Dv 6)", function()
       local q, k, v = case(g, 2, 5, 5, 2, 8, 6)
       local out, att, rout, ratt = both(q, k, v, { pe = pe })
@@ -105,7 +105,7 @@ describe("rp.attention", function()
   it("an explicit q_offset places the queries (large positions too)", function()
     local q, k, v = case(g, 1, 2, 5, 1, 8)
     for _, qo in ipairs { 0, 2, 40000 } do
-      for _, pe in ipairs { "rope", "roper", "roper_legacy" } do
+      for _, pe in ipairs(h.pe_names("rotary")) do
         local out, att, rout, ratt = both(q, k, v, { pe = pe, q_offset = qo })
         h.approx(att, ratt, TOL, pe .. " att, q_offset " .. qo)
         h.approx(out, rout, TOL, pe .. " out, q_offset " .. qo)
@@ -161,5 +161,41 @@ describe("rp.attention", function()
     local q0, k0, v0 = q:clone(), k:clone(), v:clone()
     rp.attention(q, k, v, { pe = "roper" })
     assert.equal(0, q:maxdiff(q0) + k:maxdiff(k0) + v:maxdiff(v0))
+  end)
+end)
+
+describe("rp.pe_modes", function()
+  it("lists the modes in the order of their codes, with what each does", function()
+    -- name, absolute, rotate, rotary, linear, relative, rel_keys (pe.h, docs/positional.md)
+    local clip, t5 = { "rel_clip" }, { "rel_buckets", "rel_max_distance" }
+    local want = {
+      { "none", "none", "", false, true, false, {} },
+      { "sinusoidal", "sinusoidal", "", false, true, false, {} },
+      { "learned", "learned", "", false, true, false, {} },
+      { "rope", "none", "qk", true, true, false, {} },
+      { "roper", "none", "qkvo", true, true, false, {} },
+      { "roper_legacy", "none", "qkvo", true, false, false, {} },
+      { "shaw", "none", "", false, false, true, clip },
+      { "xl", "none", "", false, false, true, {} },
+      { "t5", "none", "", false, false, true, t5 },
+      { "deberta", "none", "", false, false, true, clip },
+      { "alibi", "none", "", false, false, true, {} },
+    }
+    local t = rp.pe_modes()
+    assert.equal(#want, #t)
+    for i, w in ipairs(want) do
+      local row = t[i]
+      assert.same(w, { row.name, row.absolute, row.rotate, row.rotary, row.linear, row.relative,
+        row.rel_keys })
+      assert.equal(row, t[row.name])
+    end
+  end)
+
+  it("gives a new table at each call", function()
+    local t = rp.pe_modes()
+    t.rope.rotary = false
+    t[1] = nil
+    assert.is_true(rp.pe_modes().rope.rotary)
+    assert.equal("none", rp.pe_modes()[1].name)
   end)
 end)

@@ -9,6 +9,10 @@
 local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = dir .. "?.lua;" .. package.path
 local h = require "helpers"
+-- the modes the messages list, from the mode table (rp.pe_modes)
+local ROTARY = h.pe_list("rotary")
+local LINEAR_ROTARY = h.pe_list(function(m) return m.rotary and m.linear end)
+local CLIP, BUCKETS = h.pe_list("rel_clip"), h.pe_list("rel_buckets")
 local rp = require "roper"
 
 local FIXTURES = "tests/fixtures/config/"
@@ -29,15 +33,14 @@ describe("keys that do nothing for the mode", function()
   -- { config, the reason after "bad argument #1 to 'model' (" }
   local cases = {
     { { pe = "shaw", base = 500 }, "base 500 does nothing for pe shaw: it applies to the rotary "
-      .. "modes (rope, roper or roper_legacy)" },
+      .. "modes (" .. ROTARY .. ")" },
     { { pe = "alibi", pairing = "interleaved" }, "pairing interleaved does nothing for pe alibi: "
-      .. "it applies to the rotary modes (rope, roper or roper_legacy)" },
+      .. "it applies to the rotary modes (" .. ROTARY .. ")" },
     { { pe = "alibi", rel_clip = 8 }, "rel_clip 8 does nothing for pe alibi: it applies to pe "
-      .. "shaw or deberta" },
-    { { pe = "t5", rel_clip = 8 }, "rel_clip 8 does nothing for pe t5: it applies to pe shaw or "
-      .. "deberta" },
+      .. CLIP },
+    { { pe = "t5", rel_clip = 8 }, "rel_clip 8 does nothing for pe t5: it applies to pe " .. CLIP },
     { { pe = "rope", rel_max_distance = 64 }, "rel_max_distance 64 does nothing for pe rope: it "
-      .. "applies to pe t5" },
+      .. "applies to pe " .. BUCKETS },
     { { pe = "rope", scaling_factor = 2 }, "scaling_factor 2 does nothing with scaling none: it "
       .. "applies to the scalings (pi, ntk or yarn)" },
     { { pe = "rope", scaling = "pi", scaling_factor = 2, orig_len = 6 }, "orig_len 6 does "
@@ -49,11 +52,11 @@ describe("keys that do nothing for the mode", function()
     { { pe = "roper", rotate = "vo", fraction_k = 0.5 }, "fraction_k 0.5 does nothing for pe "
       .. "roper rotating vo: it applies when k is rotated" },
     { { pe = "learned", fraction_qk = 0.5 }, "fraction_qk 0.5 does nothing for pe learned: it "
-      .. "applies to the rotary modes (rope, roper or roper_legacy)" },
+      .. "applies to the rotary modes (" .. ROTARY .. ")" },
     { { pe = "rope", linear_rope = "before" }, "linear_rope before does nothing with softmax "
-      .. "attention: it applies to linear attention with pe rope or roper" },
+      .. "attention: it applies to linear attention with pe " .. LINEAR_ROTARY },
     { { pe = "none", attention = "linear", linear_rope = "before" }, "linear_rope before does "
-      .. "nothing for pe none: it applies to linear attention with pe rope or roper" },
+      .. "nothing for pe none: it applies to linear attention with pe " .. LINEAR_ROTARY },
   }
   for _, c in ipairs(cases) do
     it("rp.model and rp.model_memory: " .. c[2]:match("^%S+ %S+ does nothing [^:]*"), function()
@@ -79,10 +82,10 @@ describe("keys that do nothing for the mode", function()
   local q = rp.randn { 1, 4, 2, 8 }
   h.refusals(it, function(o) return rp.attention(q, q, q, o) end,
     "bad argument #4 to 'attention' (", {
-    { { pe = "alibi", rel_clip = 8 }, "rel_clip 8 does nothing for pe alibi: it applies to pe shaw "
-      .. "or deberta" },
+    { { pe = "alibi", rel_clip = 8 }, "rel_clip 8 does nothing for pe alibi: it applies to pe "
+      .. CLIP },
     { { pe = "none", base = 500 }, "base 500 does nothing for pe none: it applies to the rotary "
-      .. "modes (rope, roper or roper_legacy)" },
+      .. "modes (" .. ROTARY .. ")" },
     { { pe = "rope", fraction_o = 0.5 }, "fraction_o 0.5 does nothing for pe rope rotating qk: it "
       .. "applies when o is rotated" },
     { { pe = "rope", scaling_factor = 2 }, "scaling_factor 2 does nothing with scaling none: it "
@@ -93,11 +96,11 @@ describe("keys that do nothing for the mode", function()
   h.refusals(it, function(o) return rp.linear_attention(q, q, q, o) end,
     "bad argument #4 to 'linear_attention' (", {
     { { pe = "none", linear_rope = "before" }, "linear_rope before does nothing for pe none: it "
-      .. "applies to linear attention with pe rope or roper" },
+      .. "applies to linear attention with pe " .. LINEAR_ROTARY },
     { { pe = "rope", fraction_v = 0.5 }, "fraction_v 0.5 does nothing for pe rope rotating qk: it "
       .. "applies when v or o is rotated" },
     { { pe = "learned", pairing = "interleaved" }, "pairing interleaved does nothing for pe "
-      .. "learned: it applies to the rotary modes (rope, roper or roper_legacy)" },
+      .. "learned: it applies to the rotary modes (" .. ROTARY .. ")" },
   })
   h.refusals(it, function(o) return rp.rope.rotate(q, o) end, "bad argument #2 to 'rotate' (", {
     { { scaling_factor = 2 }, "scaling_factor 2 does nothing with scaling none: it applies to the "
@@ -139,8 +142,9 @@ describe("keys that do nothing for the mode", function()
 end)
 
 describe("m:config()", function()
-  local modes = { "none", "sinusoidal", "learned", "rope", "roper", "roper_legacy", "shaw", "xl",
-    "t5", "deberta", "alibi" }
+  local modes = h.pe_names()
+  local reads_clip = {}
+  for _, pe in ipairs(h.pe_names("rel_clip")) do reads_clip[pe] = true end
 
   it("gives the keys that do something, and rebuilds the same model (every pe, both attentions)",
     function()
@@ -150,10 +154,10 @@ describe("m:config()", function()
           if ok then
             local c = m:config()
             assert.same(c, rp.model(c):config(), pe)
-            local rotary = pe == "rope" or pe == "roper" or pe == "roper_legacy"
+            local rotary = rp.pe_modes()[pe].rotary
             assert.equal(rotary, c.base ~= nil, pe .. " base")
             assert.equal(rotary, c.rotate ~= nil, pe .. " rotate")
-            assert.equal(pe == "shaw" or pe == "deberta", c.rel_clip ~= nil, pe .. " rel_clip")
+            assert.equal(reads_clip[pe] == true, c.rel_clip ~= nil, pe .. " rel_clip")
             assert.equal(attention == "linear" and rotary, c.linear_rope ~= nil,
               pe .. " linear_rope")
             assert.equal(0, rp.maxdiff(m:params()[1].tensor, rp.model(c):params()[1].tensor))

@@ -5,6 +5,10 @@
 
 local rp = require "roper"
 
+local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+package.path = dir .. "?.lua;" .. package.path
+local h = require "helpers"
+
 local function M23() return rp.tensor { { 1, 2, 3 }, { 4, 5, 6 } } end
 local function qkv(Tq, S, D, Dv)
   return rp.zeros { 1, Tq, 2, D }, rp.zeros { 1, S, 2, D }, rp.zeros { 1, S, 2, Dv or D }
@@ -210,8 +214,8 @@ local cases = {
   { "theta with an odd d_rot", function() return rp.rope.theta(5) end,
     "bad argument #1 to 'theta' (d_rot must be even, got 5)" },
   { "unknown pe", function() local q, k, v = qkv(2, 2, 4) return rp.attention(q, k, v, { pe = "alibi2" }) end,
-    "bad argument #4 to 'attention' (option 'pe' must be one of \"none\", \"sinusoidal\", \"learned\", "
-      .. "\"rope\", \"roper\", \"roper_legacy\", \"shaw\", \"xl\", \"t5\", \"deberta\", \"alibi\", got string \"alibi2\")" },
+    "bad argument #4 to 'attention' (option 'pe' must be one of \"" .. table.concat(h.pe_names(), "\", \"")
+      .. "\", got string \"alibi2\")" },
   { "attention with an odd d_rot from fraction_qk",
     function() local q, k, v = qkv(2, 2, 6) return rp.attention(q, k, v, { pe = "rope", fraction_qk = 0.5 }) end,
     "bad argument #4 to 'attention' (d_rot must be even, got 3 (from fraction_qk 0.5 of D = 6))" },

@@ -140,8 +140,8 @@ describe("rp.experiment.config", function()
 
   it("raises exact messages for bad values", function()
     local cfg = rp.experiment.config
-    raises_for("config", "option 'pe' must be one of none, sinusoidal, learned, rope, roper, roper_legacy, "
-      .. "shaw, xl, t5, deberta, alibi, got bogus", cfg, { pe = "bogus" })
+    raises_for("config", "option 'pe' must be one of " .. table.concat(h.pe_names(), ", ")
+      .. ", got bogus", cfg, { pe = "bogus" })
     raises_for("config", "option 'steps' must be an integer, got 2.5", cfg, { steps = 2.5 })
     raises_for("config", "option 'steps' must be an integer, got 2.5", cfg, { steps = "2.5" })
     raises_for("config", "option 'steps' must be an integer, got abc", cfg, { steps = "abc" })
@@ -387,8 +387,8 @@ describe("scripts/train.lua", function()
   it("exits 2 on a bad option value, with the message", function()
     local so, se, code = run(sh_quote(BIN) .. " scripts/train.lua --pe bogus")
     assert.are.equal(2, code, so .. se)
-    assert.truthy(se:find("train.lua: option 'pe' must be one of none, sinusoidal, learned, "
-      .. "rope, roper, roper_legacy, shaw, xl, t5, deberta, alibi, got bogus\n", 1, true), se)
+    assert.truthy(se:find("train.lua: option 'pe' must be one of "
+      .. table.concat(h.pe_names(), ", ") .. ", got bogus\n", 1, true), se)
     assert.are.equal(1, select(2, se:gsub("\n", "")), se) -- one line, no traceback
   end)
 

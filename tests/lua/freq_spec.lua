@@ -149,7 +149,7 @@ end)
 
 describe("rp.attention with a frequency scheme", function()
   local g = rp.rng(15)
-  for _, pe in ipairs { "rope", "roper", "roper_legacy" } do
+  for _, pe in ipairs(h.pe_names("rotary")) do
     for _, s in ipairs(SCHEMES) do
       it(("%s, %s: out and weights against the reference"):format(pe, s.name), function()
         local q, k, v = g:randn { 1, 5, 2, 8 }, g:randn { 1, 7, 2, 8 }, g:randn { 1, 7, 2, 8 }
@@ -194,8 +194,8 @@ describe("rp.attention with a frequency scheme", function()
     local q = rp.zeros { 1, 4, 2, 8 }
     return rp.attention(q, q, q, o)
   end, "bad argument #4 to 'attention'", {
-    { { pe = "alibi", xpos = 0.4 }, "scaling, xpos, freq and angles need a rotary pe (rope, roper or "
-      .. "roper_legacy), not alibi" },
+    { { pe = "alibi", xpos = 0.4 }, "scaling, xpos, freq and angles need a rotary pe ("
+      .. h.pe_list("rotary") .. "), not alibi" },
     { { pe = "rope", scaling = "pi", scaling_factor = 0 }, "scaling_factor must be a finite number "
       .. "> 0, got 0" },
     { { pe = "rope", scaling = "pi", scaling_factor = 0 / 0 }, "scaling_factor must be a finite" },
@@ -328,8 +328,8 @@ describe("models with a frequency scheme", function()
   end)
 
   h.refusals(it, function(o) return rp.model(cfg(o)) end, "bad argument #1 to 'model'", {
-    { { pe = "alibi", scaling = "pi", scaling_factor = 2 }, "scaling and xpos need a rotary pe (rope, "
-      .. "roper or roper_legacy) with softmax attention, not alibi" },
+    { { pe = "alibi", scaling = "pi", scaling_factor = 2 }, "scaling and xpos need a rotary pe ("
+      .. h.pe_list("rotary") .. ") with softmax attention, not alibi" },
     { { pe = "rope", attention = "linear", xpos = 0.4 }, "not rope with linear attention" },
     { { scaling = "pi", scaling_factor = -2 }, "scaling_factor must be a finite number > 0, got -2" },
     { { orig_len = -1 }, "orig_len -1 must be in 0..2147483647" },
@@ -338,8 +338,8 @@ describe("models with a frequency scheme", function()
     { { angles = rp.zeros { 11, 4 } }, "angles hold positions 0..10; position 11 is asked" },
     { { freq = { 1, 2, 3 } }, "freq holds 3 frequencies; d_rot_q 8 needs 4" },
     { { pe = "none", angles = function() return 0 end }, "option 'angles': nothing is rotated here" },
-    { { pe = "none", freq = { 1, 2, 3, 4 } }, "freq and angles need a rotary pe (rope, roper or "
-      .. "roper_legacy) with softmax attention, not none" },
+    { { pe = "none", freq = { 1, 2, 3, 4 } }, "freq and angles need a rotary pe ("
+      .. h.pe_list("rotary") .. ") with softmax attention, not none" },
   })
 end)
 

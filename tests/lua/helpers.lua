@@ -14,6 +14,31 @@ local M = {}
 ---------------------------------------------------------------------------------------------------
 -- Nested tables and tensors
 
+-- The names of the modes of core's mode table (rp.pe_modes) whose row passes keep (a function of
+-- the row, or a field name that must be true, or "not relative", or a config key its relative
+-- terms read, "rel_clip"; nil: every mode), in the table's order. The specs loop over these, so
+-- a new mode enters every loop of its kind; what a spec expects of a mode (naive.attention
+-- below) stays written out, and fails until the new mode's formula is there.
+function M.pe_names(keep)
+  local names = {}
+  for _, row in ipairs(rp.pe_modes()) do
+    local reads = false
+    for _, key in ipairs(row.rel_keys) do reads = reads or key == keep end
+    local ok = keep == nil or (keep == "not relative" and not row.relative) or reads
+      or (type(keep) == "string" and keep ~= "not relative" and row[keep] == true)
+      or (type(keep) == "function" and keep(row))
+    if ok then names[#names + 1] = row.name end
+  end
+  return names
+end
+
+-- M.pe_names(keep) as messages list them: "rope, roper or roper_legacy".
+function M.pe_list(keep)
+  local names = M.pe_names(keep)
+  if #names < 2 then return names[1] or "" end
+  return table.concat(names, ", ", 1, #names - 1) .. " or " .. names[#names]
+end
+
 -- A tensor, nested table or number -> (flat list of numbers, shape list).
 function M.flatten(x)
   if rp.is_tensor(x) then x = x:totable() end

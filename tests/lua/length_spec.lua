@@ -185,8 +185,8 @@ describe("rp.eval.lengths", function()
     assert.are.equal(B .. "length 64: learned absolute positions hold 32 positions; seq_len 64 asks "
       .. "for more (a learned table cannot be extended))",
       msg(learned, pre, { lengths = { 32, 64 } }))
-    assert.are.equal(B .. "length 32: scaling and xpos need a rotary pe (rope, roper or "
-      .. "roper_legacy) with softmax attention, not learned)",
+    assert.are.equal(B .. "length 32: scaling and xpos need a rotary pe ("
+      .. h.pe_list("rotary") .. ") with softmax attention, not learned)",
       msg(learned, pre, { lengths = { 32 }, scaling = "pi" }))
     assert.are.equal(B .. "lengths[2] must be a seq_len in 9..16777216 (substr_len + rnd_len + 1 "
       .. "and up: a shorter row may score nothing), got 8)", msg(learned, pre, { lengths = { 32, 8 } }))

@@ -228,6 +228,21 @@ print(made, avail)
     assert.are.equal(5, r[1])
   end)
 
+  -- A core error raised through the binding names the public function (lrp_raise): here malloc
+  -- fails for a tensor of 2^28 floats (1 GiB) under a limit of 512 MiB above the process's size.
+  -- Plain build only (RLIMIT_AS, as above).
+  plain_it("an allocation that fails names the function: 'rp.zeros: cannot allocate ...'", function()
+    local code = [[
+if ... == "size" then print(status("VmSize")) return end
+local ok, err = pcall(rp.zeros, { 2 ^ 28 })
+io.write(tostring(ok), "|", err, "\n")
+]]
+    local env = "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1"
+    local kb = math.floor(child(code, { "size" }, env)[1] / 1024) + 512 * 1024
+    local _, out = child(code, { "run" }, env .. " sh -c 'ulimit -v " .. kb .. ' && exec "$0" "$@"\'')
+    assert.are.equal("false|rp.zeros: cannot allocate 268435456 floats\n", out)
+  end)
+
   -- Point 14: glibc keeps freed blocks below its dynamic mmap threshold (which rises to the size
   -- of the largest block freed, up to 32 MiB) in the heap, resident; after many small models the
   -- process stayed at many times its live set. A freed model now trims the heap.

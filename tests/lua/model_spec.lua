@@ -117,8 +117,8 @@ describe("rp.model construction errors", function()
       { vocab = 5, d_model = 32, heads = 2, pe = "roper", fraction_v = 0.2 },
       "bad argument #1 to 'model' (fraction_v 0.2 gives d_rot 3 for d_k 16; it must be even and >= 2)" },
     { "an unknown pe", { vocab = 5, pe = "alibi2" },
-      "bad argument #1 to 'model' (option 'pe' must be one of \"none\", \"sinusoidal\", \"learned\", "
-      .. "\"rope\", \"roper\", \"roper_legacy\", \"shaw\", \"xl\", \"t5\", \"deberta\", \"alibi\", got string \"alibi2\")" },
+      "bad argument #1 to 'model' (option 'pe' must be one of \"" .. table.concat(h.pe_names(), "\", \"")
+      .. "\", got string \"alibi2\")" },
     { "vocab missing", { d_model = 16 },
       "bad argument #1 to 'model' (option 'vocab' (the vocabulary size) is required)" },
     { "vocab 0", { vocab = 0 },
@@ -429,7 +429,7 @@ end)
 
 describe("m:generate", function()
   it("greedy decoding equals repeated argmax of full forwards (within the window)", function()
-    for _, pe in ipairs { "rope", "roper", "roper_legacy", "learned" } do
+    for _, pe in ipairs(h.pe_names(function(m) return m.rotary or m.absolute == "learned" end)) do
       local m = tiny { pe = pe, seed = 11 }
       local prompt = { 3, 1 }
       local got = m:generate(prompt, 6)

@@ -27,7 +27,7 @@ end
 describe("rp.attention rotate", function()
   local g = rp.rng(13)
 
-  for _, pe in ipairs { "rope", "roper", "roper_legacy" } do
+  for _, pe in ipairs(h.pe_names("rotary")) do
     for _, sub in ipairs(SUBSETS) do
       it(("%s rotate %q with a width per placement matches the reference"):format(pe, sub), function()
         local q, k, v = case(g, 1, 4, 6, 2, 8, 6)
@@ -77,7 +77,7 @@ describe("rp.attention rotate", function()
   local q, k, v = case(rp.rng(1), 1, 2, 2, 1, 8, 8)
   local bad = {
     { { pe = "none", rotate = "vo" },
-      "option 'rotate' needs a rotary pe (rope, roper or roper_legacy), got pe 'none'" },
+      "option 'rotate' needs a rotary pe (" .. h.pe_list("rotary") .. "), got pe 'none'" },
     { { pe = "rope", rotate = "qq" }, "option 'rotate' must name the rotated placements, distinct "
       .. "letters of \"qkvo\" (\"qk\", \"vo\", \"qkvo\", ...), got string \"qq\"" },
     { { pe = "rope", rotate = "" }, "got string \"\"" },
@@ -167,7 +167,7 @@ describe("models with rotate", function()
 
   local bad = {
     { { pe = "none", rotate = "v" },
-      "option 'rotate' needs a rotary pe (rope, roper or roper_legacy), got pe 'none'" },
+      "option 'rotate' needs a rotary pe (" .. h.pe_list("rotary") .. "), got pe 'none'" },
     { { pe = "rope", rotate = "vv" }, "option 'rotate' must name the rotated placements" },
     { { pe = "rope", rotate = "o", fraction_o = 0.2 },
       "fraction_o 0.2 gives d_rot 1 for d_k 8; it must be even and >= 2" },

@@ -7,7 +7,12 @@ package.path = dir .. "?.lua;" .. package.path
 local h = require "helpers"
 local rp = require "roper"
 
-local RELATIVE = { "shaw", "xl", "t5", "deberta", "alibi" }
+local RELATIVE = h.pe_names("relative")
+-- READS.rel_clip[pe]: the mode's relative terms read rel_clip (rp.pe_modes' rel_keys)
+local READS = { rel_clip = {}, rel_buckets = {} }
+for key, set in pairs(READS) do
+  for _, pe in ipairs(h.pe_names(key)) do set[pe] = true end
+end
 
 -- The reference: one head h of q [T][D], k [S][D], v [S][Dv] (Lua tables, 1-based), causal,
 -- query t at position q_offset + t - 1, with the tables of opts as nested Lua tables.
@@ -115,6 +120,11 @@ describe("rp.attention, relative modes", function()
       "expected [5 x 4], got [4 x 4]" },
     { { pe = "xl", rel_k = rp.zeros { S, H, D }, rel_u = rp.zeros { H, D } },
       "option 'rel_w' (xl's v, [2 x 4]) is required by pe 'xl'" },
+    -- a table is named as the mode's (its kind's symbol): rel_k is deberta's K^r
+    { { pe = "deberta", rel_clip = 2, rel_q = rp.zeros { 4, H, D } },
+      "option 'rel_k' (deberta's K^r, [4 x 2 x 4]) is required by pe 'deberta'" },
+    { { pe = "xl", rel_k = rp.zeros { S, D }, rel_u = rp.zeros { H, D }, rel_w = rp.zeros { H, D } },
+      "option 'rel_k' (xl's W_kR R): expected [9 x 2 x 4], got [9 x 4]" },
     { { pe = "t5", rel_bias = rp.zeros { H, 32 }, rel_k = rp.zeros { 1, 1 } },
       "option 'rel_k' is not used by pe 't5'" },
     { { pe = "t5", rel_bias = "x" }, "option 'rel_bias' must be a roper.Tensor, got string \"x\"" },
@@ -204,8 +214,8 @@ describe("models with relative modes", function()
                 max_batch = 2, seed = 5 }
     -- each mode's own settings (a key that does nothing for the mode is refused)
     local pe = o and o.pe
-    if pe == "shaw" or pe == "deberta" then c.rel_clip = 3 end
-    if pe == "t5" then c.rel_buckets, c.rel_max_distance = 6, 8 end
+    if READS.rel_clip[pe] then c.rel_clip = 3 end
+    if READS.rel_buckets[pe] then c.rel_buckets, c.rel_max_distance = 6, 8 end
     for key, val in pairs(o or {}) do c[key] = val end
     return rp.model(c)
   end
@@ -217,8 +227,11 @@ describe("models with relative modes", function()
       local m = tiny { pe = pe }
       local c = m:config()
       assert.equal(pe, c.pe)
-      if pe == "shaw" or pe == "deberta" then assert.equal(3, c.rel_clip) end
-      if pe == "t5" then assert.equal(6, c.rel_buckets); assert.equal(8, c.rel_max_distance) end
+      if READS.rel_clip[pe] then assert.equal(3, c.rel_clip) end
+      if READS.rel_buckets[pe] then
+        assert.equal(6, c.rel_buckets)
+        assert.equal(8, c.rel_max_distance)
+      end
       local opt = rp.optim.adam(m, { lr = 1e-2 })
       local first = m:train_step(tok, tgt, nil, opt)
       local last
@@ -269,7 +282,7 @@ describe("models with relative modes", function()
     { { pe = "t5", rel_buckets = 8, rel_max_distance = 4 }, "rel_max_distance 4 must be in 5..2147483647" },
     { { pe = "deberta", rel_clip = 70000 }, "rel_clip 70000 must be in 1..65536" },
     { { pe = "alibi", rotate = "qk" },
-      "option 'rotate' needs a rotary pe (rope, roper or roper_legacy), got pe 'alibi'" },
+      "option 'rotate' needs a rotary pe (" .. h.pe_list("rotary") .. "), got pe 'alibi'" },
   }
   h.refusals(it, tiny, nil, bad)
 end)

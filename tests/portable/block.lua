@@ -25,9 +25,10 @@ end
 -- the configs: the base model below with these keys changed
 local BASE = { vocab = 23, d_model = 32, heads = 4, layers = 2, d_ff = 48, seq_len = 12,
   max_batch = 3 }
--- the relative modes' keys, given only where they do something (rp.model refuses the others)
-local REL = { shaw = { rel_clip = 3 }, deberta = { rel_clip = 3 },
-  t5 = { rel_buckets = 6, rel_max_distance = 8 } }
+-- the relative modes' keys, given only to the modes whose terms read them (rp.pe_modes()'s
+-- rel_keys: rp.model refuses the others)
+local REL = { rel_clip = 3, rel_buckets = 6, rel_max_distance = 8 }
+local MODES = rp.pe_modes()
 local CONFIGS = {
   { pe = "rope" },
   { pe = "rope", norm = "post" },
@@ -78,7 +79,7 @@ for i, over in ipairs(CONFIGS) do
   local cfg = { seed = i }
   for k, v in pairs(BASE) do cfg[k] = v end
   for k, v in pairs(over) do cfg[k] = v end
-  for k, v in pairs(REL[over.pe] or {}) do cfg[k] = v end
+  for _, k in ipairs(MODES[over.pe].rel_keys) do cfg[k] = REL[k] end
   local name = label(over)
   local m = rp.model(cfg)
   local g = rp.rng(100 + i)
