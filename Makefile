@@ -61,7 +61,7 @@ LDFLAGS := $(OMPFLAGS) $(SANFLAGS)
 
 CORE_SRC := $(wildcard core/*.c) $(wildcard tasks/*.c)
 CORE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC))
-BIND_SRC := $(filter-out bindings/repl.c bindings/repl_input.c,$(wildcard bindings/*.c))
+BIND_SRC := $(wildcard bindings/*.c)
 BIND_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(BIND_SRC)) $(BUILD)/obj/roper_lua.o
 LUA_SRC := $(sort $(wildcard bindings/lua/*.lua))
 CTEST_SRC := $(wildcard tests/c/test_*.c)
@@ -147,7 +147,11 @@ $(MODULE): $(BIND_OBJ) $(LIB)
 $(MPI_PLUGIN): mpi/roper_mpi.c core/dist.h | deps
 	$(CC) $(CFLAGS) $(MPI_CFLAGS) -shared -o $@ $< $(LDFLAGS) $(MPI_LIBS)
 
-$(REPL): $(BUILD)/obj/bindings/repl.o $(BUILD)/obj/bindings/repl_input.o $(BIND_OBJ) $(LIB)
+# The REPL program (repl/): the module's objects linked with liblua and readline. It includes
+# the module's headers (-Ibindings); the module never includes repl/'s.
+REPL_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard repl/*.c))
+$(REPL_OBJ): $(wildcard repl/*.h)
+$(REPL): $(REPL_OBJ) $(BIND_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -llua5.4 -lreadline $(LDLIBS)
 
 $(BUILD)/tests/%: tests/c/%.c tests/c/check.h $(wildcard tests/fixtures/*/*.h) $(LIB)

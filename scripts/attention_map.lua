@@ -19,7 +19,8 @@
 -- lib/ beside this file, wherever it runs from: roper, lua5.4 or an installed roper-<name>
 package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
 local rp = require "roper"
-local util = require "lib.util"
+local cli = require "lib.cli"
+local fileio = require "lib.fileio"
 local saved = require "lib.saved"
 
 local gp_string = require("lib.plot").gp_string
@@ -44,18 +45,18 @@ local function index_list(s, n, what)
   for part in s:gmatch("[^,]+") do
     local i = math.tointeger(tonumber(part))
     if not i or i < 1 or i > n then
-      util.usage(("%s %s: each must be an integer in 1..%d"):format(what, s, n))
+      cli.usage(("%s %s: each must be an integer in 1..%d"):format(what, s, n))
     end
-    if seen[i] then util.usage(("%s %s: %d is given twice"):format(what, s, i)) end
+    if seen[i] then cli.usage(("%s %s: %d is given twice"):format(what, s, i)) end
     seen[i] = true
     out[#out + 1] = i
   end
-  if #out == 0 then util.usage(what .. " must list at least one") end
+  if #out == 0 then cli.usage(what .. " must list at least one") end
   return out
 end
 
-util.main("attention_map.lua", function()
-  local parser = util.parser("roper scripts/attention_map.lua",
+cli.main("attention_map.lua", function()
+  local parser = cli.parser("roper scripts/attention_map.lua",
     "Draw a saved model's attention weights for an input: one gnuplot heatmap per layer and "
     .. "head (PNG and SVG).")
   parser:argument("checkpoint", "The checkpoint (.ckpt).")
@@ -76,25 +77,25 @@ util.main("attention_map.lua", function()
     :argname("<prefix>")
   local args = parser:parse()
 
-  if not args.seed then util.usage("--seed must be an integer") end
+  if not args.seed then cli.usage("--seed must be an integer") end
   local m, task, cfg = saved.open(rp, args.checkpoint, args.config)
   local mc = m:config()
   local layers = index_list(args.layers, mc.layers, "--layers")
   local heads = index_list(args.heads, mc.heads, "--heads")
   local out = args.out or (args.checkpoint:gsub("%.ckpt$", "") .. "-attention")
   for _, ext in ipairs { ".png", ".svg", ".gp", ".dat" } do
-    util.check_output(out .. ext, "--out")
+    fileio.check_output(out .. ext, "--out")
   end
 
   -- the input
   local ids
   if args.input then
-    if args.input == "" then util.usage("--input must not be empty") end
+    if args.input == "" then cli.usage("--input must not be empty") end
     local ok, r = pcall(task.encode, task, args.input)
-    if not ok then util.usage("--input: " .. util.inner(r)) end
+    if not ok then cli.usage("--input: " .. cli.inner(r)) end
     ids = r
     if #ids > mc.seq_len then
-      util.usage(("--input has %d characters, more than the model's seq_len %d"):format(#ids,
+      cli.usage(("--input has %d characters, more than the model's seq_len %d"):format(#ids,
         mc.seq_len))
     end
   else
@@ -137,7 +138,7 @@ util.main("attention_map.lua", function()
       panels[#panels + 1] = { layer = l, head = h }
     end
   end
-  local ok, err = util.write(out .. ".dat", table.concat(dat, "\n") .. "\n")
+  local ok, err = fileio.write(out .. ".dat", table.concat(dat, "\n") .. "\n")
   if not ok then error(err, 0) end
 
   -- the gnuplot script: the same multiplot drawn for PNG and for SVG
@@ -204,7 +205,7 @@ util.main("attention_map.lua", function()
   for _, l in ipairs(body) do script[#script + 1] = "  " .. l end
   script[#script + 1] = "  set output"
   script[#script + 1] = "}"
-  ok, err = util.write(gp, table.concat(script, "\n") .. "\n")
+  ok, err = fileio.write(gp, table.concat(script, "\n") .. "\n")
   if not ok then error(err, 0) end
   for _, ext in ipairs { ".png", ".svg" } do
     ok, err = rp.gnuplot(body, { out = out .. ext, size = { W, H }, font_size = 9 })

@@ -21,7 +21,11 @@
 -- lib/ beside this file, wherever it runs from: roper, lua5.4 or an installed roper-<name>
 package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
 local rp = require "roper"
-local util = require "lib.util"
+local cli = require "lib.cli"
+local fileio = require "lib.fileio"
+local json = require "lib.json"
+local tables = require "lib.tables"
+local proc = require "lib.proc"
 local stats = require "lib.stats"
 local runner = require "lib.runner"
 local plot = require "lib.plot"
@@ -31,8 +35,8 @@ local lengths = require "lib.lengths"
 local report = require "lib.report"
 local html = require "lib.html"
 
-util.main("compare.lua", function()
-  local parser = util.parser("roper scripts/compare.lua",
+cli.main("compare.lua", function()
+  local parser = cli.parser("roper scripts/compare.lua",
     "Compare positional encodings over several seeds on one task (the write-up's protocol: "
     .. "10 runs per method, drop the worst, mean of the rest), with significance tests and "
     .. "loss-curve plots.")
@@ -62,25 +66,25 @@ util.main("compare.lua", function()
     .. "(<out>/runs/<run>.part.ckpt, removed when it finishes); a run stopped before it finished "
     .. "goes on from there when the command is run again.")
     :convert(math.tointeger):argname("<n>")
-  util.add_slurm_options(parser)
+  slurmrun.add_options(parser)
   parser:flag("--quiet", "No progress bar.")
-  util.add_config_options(parser, rp, { seed = true })
+  cli.add_config_options(parser, rp, { seed = true })
   local args = parser:parse()
 
-  local die = util.usage
+  local die = cli.usage
   if args.checkpoint_every ~= nil and args.checkpoint_every < 1 then
     die("--checkpoint-every must be an integer >= 1")
   end
-  local slurm = util.slurm_options(args)
+  local slurm = slurmrun.options(args)
 
   if not args.seeds or args.seeds < 1 then die("--seeds must be an integer >= 1") end
   if not args.first_seed then die("--first-seed must be an integer") end
-  local cores = util.ncores()
+  local cores = proc.ncores()
   local jobs = args.jobs or cores
   if jobs < 1 then die("--jobs must be an integer >= 1") end
 
-  local base = util.config_overrides(args, rp)
-  if base.threads == nil then base.threads = util.threads_per_job(jobs, cores) end
+  local base = cli.config_overrides(args, rp)
+  if base.threads == nil then base.threads = proc.threads_per_job(jobs, cores) end
 
   -- methods: "pe[:key=value...]"
   local methods = {}
@@ -101,7 +105,7 @@ util.main("compare.lua", function()
       if not k then die(("method %s: '%s' is not key=value"):format(spec, parts[i])) end
       o[k:gsub("-", "_")] = v
     end
-    local cfg, mem = util.check(rp, o)
+    local cfg, mem = cli.check(rp, o)
     if not cfg then die(("method %s: %s"):format(spec, mem)) end
     for _, m in ipairs(methods) do
       if m.label == spec then die("method " .. spec .. " is given twice") end
@@ -121,7 +125,7 @@ util.main("compare.lua", function()
     if m.cfg.task ~= task then die("all methods must use the same task") end
   end
   local out = args.out or ("results/compare-" .. task)
-  util.check_output(util.join(out, "runs", "probe.json"), "--out")
+  fileio.check_output(fileio.join(out, "runs", "probe.json"), "--out")
 
   local function safe(label) return (label:gsub("[^%w%._=-]", "_")) end
 
@@ -132,13 +136,13 @@ util.main("compare.lua", function()
       for k, v in pairs(m.cfg) do cfg[k] = v end
       cfg.seed = s
       local run = { id = ("%s s%d"):format(m.label, s), cfg = cfg, method = mi, seed = s,
-        path = util.join(out, "runs", ("%s-s%d.json"):format(safe(m.label), s)) }
+        path = fileio.join(out, "runs", ("%s-s%d.json"):format(safe(m.label), s)) }
       if args.keep_models then run.model = runner.model_path(run) end
       runs[#runs + 1] = run
     end
   end
 
-  local train = util.join(util.dirname(arg[0]), "train.lua")
+  local train = fileio.join(fileio.dirname(arg[0]), "train.lua")
   slurm.out, slurm.train, slurm.force, slurm.name = out, train, args.force, "roper-compare"
   slurm.checkpoint_every = args.checkpoint_every
   slurm.who = "compare"
@@ -149,7 +153,7 @@ util.main("compare.lua", function()
   local metric = (task == "addition" or task == "substring_index") and "correct" or "loss"
   local metric_name = metric == "correct"
     and ("correct of %d (%s%s)"):format(c1.problems, c1.decode,
-      c1.decode == "sample" and (", temperature " .. util.num(c1.temperature)) or "")
+      c1.decode == "sample" and (", temperature " .. tables.num(c1.temperature)) or "")
     or "evaluation loss"
 
   if not args.quiet then
@@ -168,15 +172,15 @@ util.main("compare.lua", function()
   end
 
   local cmd = { "roper", "scripts/compare.lua" }
-  for i = 1, #arg do cmd[#cmd + 1] = util.quote(arg[i]) end
+  for i = 1, #arg do cmd[#cmd + 1] = proc.quote(arg[i]) end
   local labels = {}
   for i, m in ipairs(methods) do labels[i] = m.label end
   local title = ("%s: %s"):format(task, table.concat(labels, " vs "))
 
   -- report.html while the runs go: the runs finished so far, rewritten as each one ends
-  local report_path, finished = util.join(out, "report.html"), {}
+  local report_path, finished = fileio.join(out, "report.html"), {}
   local function live_report(stopped)
-    local ok, err = util.write(report_path, html.live { title = title,
+    local ok, err = fileio.write(report_path, html.live { title = title,
       command = table.concat(cmd, " "), total = #runs, runs = finished, stopped = stopped })
     if not ok and not args.quiet then io.stderr:write("compare.lua: ", err, "\n") end
   end
@@ -232,8 +236,8 @@ util.main("compare.lua", function()
 
   local function fmt(v)
     if v == nil then return "-" end
-    if metric == "correct" then return util.num(v, "%.2f") end
-    return util.num(v, "%.4f")
+    if metric == "correct" then return tables.num(v, "%.2f") end
+    return tables.num(v, "%.4f")
   end
 
   local table_rows, summary_json = {}, { task = task, metric = metric, metric_name = metric_name,
@@ -242,12 +246,12 @@ util.main("compare.lua", function()
     local s = stats.summary(g.values, higher)
     g.summary = s
     local row = { g.label, ("%d"):format(s.n), fmt(s.protocol), fmt(s.mean), fmt(s.median),
-      fmt(s.min), fmt(s.max), s.std and util.num(s.std, "%.3g") or "-" }
+      fmt(s.min), fmt(s.max), s.std and tables.num(s.std, "%.3g") or "-" }
     if metric == "correct" then
       row[#row + 1] = fmt(mean_of(g.results, "correct_greedy"))
-      row[#row + 1] = util.num(mean_of(g.results, "eval_loss"), "%.4f")
+      row[#row + 1] = tables.num(mean_of(g.results, "eval_loss"), "%.4f")
     else
-      row[#row + 1] = util.num(mean_of(g.results, "final_train_loss"), "%.4f")
+      row[#row + 1] = tables.num(mean_of(g.results, "final_train_loss"), "%.4f")
     end
     if s.diverged > 0 then row[1] = row[1] .. (" (%d diverged)"):format(s.diverged) end
     local exploded = 0
@@ -275,7 +279,8 @@ util.main("compare.lua", function()
   for gi = 2, #groups do
     local c = stats.compare(a, finite(groups[gi].values), a_seed, by_seed(groups[gi]))
     local label = groups[gi].label .. " - " .. groups[1].label
-    test_rows[#test_rows + 1] = util.test_row(label, c, metric == "correct" and "%+.2f" or "%+.4f")
+    test_rows[#test_rows + 1] = tables.test_row(label, c,
+      metric == "correct" and "%+.2f" or "%+.4f")
     c.a, c.b = groups[1].label, groups[gi].label
     summary_json.tests[#summary_json.tests + 1] = c
   end
@@ -294,11 +299,11 @@ util.main("compare.lua", function()
       local row = { g.label, r.seed .. (#notes > 0 and " (" .. table.concat(notes, "; ") .. ")"
         or "") }
       if metric == "correct" then
-        row[#row + 1] = res.diverged and "diverged" or util.num(res.value)
-        row[#row + 1] = util.num(res.correct_greedy)
+        row[#row + 1] = res.diverged and "diverged" or tables.num(res.value)
+        row[#row + 1] = tables.num(res.correct_greedy)
       end
-      row[#row + 1] = res.diverged and "diverged" or util.num(res.eval_loss, "%.4f")
-      row[#row + 1] = util.num(res.final_train_loss, "%.4f")
+      row[#row + 1] = res.diverged and "diverged" or tables.num(res.eval_loss, "%.4f")
+      row[#row + 1] = tables.num(res.final_train_loss, "%.4f")
       row[#row + 1] = ("%.0f"):format(res.seconds_train)
       run_rows[#run_rows + 1] = row
       csv_rows[#csv_rows + 1] = { g.label, r.seed, res.config.pe, res.value, res.correct,
@@ -309,7 +314,7 @@ util.main("compare.lua", function()
 
   local scale = ("d_model %d, %d layers, %d heads, d_ff %d, %s-norm, seq_len %d, batch %d, %d steps, "
     .. "%s lr %s (%s), seeds %d..%d (the first n for methods marked @n), %d parameters"):format(c1.d_model, c1.layers, c1.heads,
-    c1.d_ff, c1.norm, c1.seq_len, c1.batch, c1.steps, c1.optimiser, util.num(c1.lr), c1.schedule,
+    c1.d_ff, c1.norm, c1.seq_len, c1.batch, c1.steps, c1.optimiser, tables.num(c1.lr), c1.schedule,
     args.first_seed, args.first_seed + args.seeds - 1, results[1] and results[1].params or 0)
 
   local done_results = {}
@@ -328,12 +333,12 @@ util.main("compare.lua", function()
       .. "of each method dropped, the rest averaged)."):format(metric_name,
       higher and "higher" or "lower"),
     "",
-    util.markdown(headers, table_rows),
+    tables.markdown(headers, table_rows),
   }
   -- the loss curves, right under the table they explain
   local plot_groups = {}
   for i, g in ipairs(groups) do plot_groups[i] = { label = g.label, results = g.results } end
-  local files, perr = plot.loss_curves(plot_groups, util.join(out, "loss"), {
+  local files, perr = plot.loss_curves(plot_groups, fileio.join(out, "loss"), {
     title = ("%s: training loss (each run thin, the mean of the runs thick)"):format(task),
     x = args.x })
   if files then
@@ -344,7 +349,7 @@ util.main("compare.lua", function()
       .. "difference of means over all runs; then the runs paired by seed (the same seed gives "
       .. "both methods the same initialisation and data): a paired t-test and the exact "
       .. "sign-flip test.\n")
-    md[#md + 1] = util.markdown(util.test_headers, test_rows)
+    md[#md + 1] = tables.markdown(tables.test_headers, test_rows)
   end
   -- every pair of methods: intervals, effect sizes, Holm
   local diffs = report.differences(groups, metric)
@@ -356,9 +361,9 @@ util.main("compare.lua", function()
   if jumps then
     summary_json.jumps = jumps
     md[#md + 1] = report.jumps_markdown(jumps, metric)
-    kfiles, kerr = plot.km(report.km_series(jumps, c1.steps), util.join(out, "jumps"), {
+    kfiles, kerr = plot.km(report.km_series(jumps, c1.steps), fileio.join(out, "jumps"), {
       title = ("%s: runs that have not jumped yet (training loss above %s)"):format(task,
-        util.num(args.jump_loss)) })
+        tables.num(args.jump_loss)) })
     if kfiles then
       md[#md + 1] = "Kaplan-Meier plot: `" .. kfiles[1] .. "`, `" .. kfiles[2] .. "`.\n"
     end
@@ -372,7 +377,7 @@ util.main("compare.lua", function()
       c1.eval_scaling, task == "addition" and "operand digits" or task == "substring_index"
       and "str_len" or "seq_len", metric_name)
     md[#md + 1] = lengths.markdown(ls, metric)
-    lfiles, lerr = lengths.plot(ls, util.join(out, "lengths"), {
+    lfiles, lerr = lengths.plot(ls, fileio.join(out, "lengths"), {
       title = ("%s: %s against length (mean of the runs, bars min..max)"):format(task,
         metric == "correct" and "correct answers" or "evaluation loss"),
       xlabel = task == "addition" and "operand digits" or task == "substring_index"
@@ -380,7 +385,7 @@ util.main("compare.lua", function()
       ylabel = metric == "correct" and ("correct of %d"):format(c1.problems) or "evaluation loss" })
     if lfiles then
       md[#md + 1] = "Lengths plot: `" .. lfiles[1] .. "`, `" .. lfiles[2] .. "`; table: `"
-        .. util.join(out, "summary_lengths.csv") .. "`.\n"
+        .. fileio.join(out, "summary_lengths.csv") .. "`.\n"
     end
     summary_json.lengths = { rows = ls.rows, tests = ls.tests }
   end
@@ -388,7 +393,7 @@ util.main("compare.lua", function()
   local run_headers = metric == "correct"
     and { "method", "seed", "correct", "greedy", "eval loss", "final train loss", "train s" }
     or { "method", "seed", "eval loss", "final train loss", "train s" }
-  md[#md + 1] = util.markdown(run_headers, run_rows)
+  md[#md + 1] = tables.markdown(run_headers, run_rows)
   if #failures > 0 then
     local ids = {}
     for i, f in ipairs(failures) do ids[i] = f.run.id end
@@ -397,24 +402,24 @@ util.main("compare.lua", function()
   local models = runner.kept_models(runs, results)
   if #models > 0 then
     md[#md + 1] = ("Models: `%s` (%d of the %d runs; open them with scripts/sample.lua and "
-      .. "scripts/attention_map.lua).\n"):format(util.join(out, "runs", "<run>.ckpt"), #models,
+      .. "scripts/attention_map.lua).\n"):format(fileio.join(out, "runs", "<run>.ckpt"), #models,
       #runs)
   end
 
 
   local text = table.concat(md, "\n")
-  local function write(path, data) assert(util.write(path, data)) end
-  write(util.join(out, "summary.md"), text)
-  write(util.join(out, "summary.csv"), util.csv({ "method", "seed", "pe", "value",
+  local function write(path, data) assert(fileio.write(path, data)) end
+  write(fileio.join(out, "summary.md"), text)
+  write(fileio.join(out, "summary.csv"), tables.csv({ "method", "seed", "pe", "value",
     "correct", "correct_greedy", "eval_loss", "final_train_loss", "diverged", "exploded", "params",
     "seconds_train", "seconds_eval", "tokens_per_s" }, csv_rows))
-  if ls then write(util.join(out, "summary_lengths.csv"), lengths.csv(ls)) end
+  if ls then write(fileio.join(out, "summary_lengths.csv"), lengths.csv(ls)) end
   summary_json.command = table.concat(cmd, " ")
   summary_json.failures = #failures
   summary_json.models = models
   summary_json.provenance = { runs = digest.fields, runs_with = digest.with,
     runs_without = digest.without, summary = provenance.collect(rp) }
-  write(util.join(out, "summary.json"), util.json(summary_json))
+  write(fileio.join(out, "summary.json"), json.encode(summary_json))
   -- report.html: the summary for a browser, its plots inline, and every run in detail
   local items = {}
   for i, run in ipairs(runs) do

@@ -20,13 +20,16 @@
 -- carries the decision.
 package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
 local lfs = require "lfs"
-local util = require "lib.util"
+local cli = require "lib.cli"
+local fileio = require "lib.fileio"
+local json = require "lib.json"
+local tables = require "lib.tables"
 local stats = require "lib.stats"
 local report = require "lib.report"
 
 local args
-util.main("lengths_report.lua", function()
-  local parser = util.parser("roper scripts/lengths_report.lua",
+cli.main("lengths_report.lua", function()
+  local parser = cli.parser("roper scripts/lengths_report.lua",
     "Length-generalisation tables of a comparison made with --eval-lengths.")
   parser:argument("dir", "The comparison's output folder.")
   parser:option("--pairs", "Method pairs a/b compared as a - b (default: every method against "
@@ -34,8 +37,8 @@ util.main("lengths_report.lua", function()
     :args("+"):argname("<a/b>")
   args = parser:parse()
 
-  local summary, err = util.read_json(util.join(args.dir, "summary.json"))
-  if not summary then util.usage(tostring(err)) end
+  local summary, err = json.read(fileio.join(args.dir, "summary.json"))
+  if not summary then cli.usage(tostring(err)) end
   local metric = summary.metric
   local higher = metric == "correct"
   local methods = {}
@@ -47,8 +50,8 @@ util.main("lengths_report.lua", function()
   local seen_len, seen_sc = {}, {}
   -- the run files of each method, whatever its seeds (--first-seed): <safe label>-s<seed>.json
   local files = {}
-  local okd, iter, state = pcall(lfs.dir, util.join(args.dir, "runs"))
-  if not okd then util.usage(args.dir .. ": no runs folder") end
+  local okd, iter, state = pcall(lfs.dir, fileio.join(args.dir, "runs"))
+  if not okd then cli.usage(args.dir .. ": no runs folder") end
   for name in iter, state do files[#files + 1] = name end
   for _, label in ipairs(methods) do
     values[label] = {}
@@ -60,7 +63,7 @@ util.main("lengths_report.lua", function()
     end
     table.sort(seeds_of[label])
     for _, seed in ipairs(seeds_of[label]) do
-      local r = assert(util.read_json(util.join(args.dir, "runs", ("%s-s%d.json"):format(safe, seed))))
+      local r = assert(json.read(fileio.join(args.dir, "runs", ("%s-s%d.json"):format(safe, seed))))
       for _, e in ipairs(r.by_length or {}) do
         local v = higher and e.correct or e.loss
         local sc, L = e.scaling or "none", math.tointeger(e.length) or e.length
@@ -75,7 +78,7 @@ util.main("lengths_report.lua", function()
     end
   end
   table.sort(lengths)
-  if #lengths == 0 then util.usage(args.dir .. ": no run has by_length (run compare.lua with "
+  if #lengths == 0 then cli.usage(args.dir .. ": no run has by_length (run compare.lua with "
     .. "--eval-lengths)") end
   local fmt = higher and "%.1f" or "%.4f"
 
@@ -104,7 +107,7 @@ util.main("lengths_report.lua", function()
       end
     end
   end
-  print(util.markdown(headers, rows))
+  print(tables.markdown(headers, rows))
 
   -- a table of rows of report.pair (b - a), Holm over its rows
   local columns = { { header = "scaling", key = "scaling" }, { header = "length", key = "length" } }
@@ -126,7 +129,7 @@ util.main("lengths_report.lua", function()
   for _, spec in ipairs(args.pairs or {}) do
     local a, b = spec:match("^(.+)/(.+)$")
     if not a or not values[a] or not values[b] then
-      util.usage(("--pairs %s: two methods of the comparison a/b expected"):format(spec))
+      cli.usage(("--pairs %s: two methods of the comparison a/b expected"):format(spec))
     end
     pairs_[#pairs_ + 1] = { a, b }
   end

@@ -29,21 +29,21 @@ the tolerance; for a difference that must be there, the difference and its least
 -- lib/ beside this file, wherever it runs from: roper, lua5.4 or an installed roper-<name>
 package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
 local rp = require "roper"
-local util = require "lib.util"
+local cli = require "lib.cli"
 local checks = require "lib.checks"
 
--- A bad argument is one line on stderr and exit status 2 (util.main, util.parser).
+-- A bad argument is one line on stderr and exit status 2 (cli.main, cli.parser).
 local args
-util.main("linear_identity.lua", function()
-  local parser = util.parser("roper scripts/linear_identity.lua",
+cli.main("linear_identity.lua", function()
+  local parser = cli.parser("roper scripts/linear_identity.lua",
     "Checks RoPE/RoPER in causal linear attention (RoFormer eq. 19) against the explicit double "
     .. "sum.")
   parser:option("--seed", "Seed of the random inputs.", "1"):convert(math.tointeger)
   parser:option("--T", "Sequence length (2..512).", "24"):convert(math.tointeger)
   parser:option("--d", "Head size (even).", "16"):convert(math.tointeger)
   args = parser:parse()
-  if args.T < 2 or args.T > 512 then util.usage("--T must be an integer in 2..512, got " .. args.T) end
-  if args.d < 2 or args.d % 2 ~= 0 then util.usage("--d must be even and >= 2, got " .. args.d) end
+  if args.T < 2 or args.T > 512 then cli.usage("--T must be an integer in 2..512, got " .. args.T) end
+  if args.d < 2 or args.d % 2 ~= 0 then cli.usage("--d must be even and >= 2, got " .. args.d) end
 end)
 
 local T, D, H, B = args.T, args.d, 2, 1

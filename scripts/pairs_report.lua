@@ -27,11 +27,13 @@
 -- learning-rate tables of docs/results.md).
 package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
 local lfs = require "lfs"
-local util = require "lib.util"
+local cli = require "lib.cli"
+local fileio = require "lib.fileio"
+local json = require "lib.json"
 local report = require "lib.report"
 
-util.main("pairs_report.lua", function()
-  local parser = util.parser("roper scripts/pairs_report.lua",
+cli.main("pairs_report.lua", function()
+  local parser = cli.parser("roper scripts/pairs_report.lua",
     "Pair and jump tables of a comparison, recomputed from its run files.")
   parser:argument("dir", "The comparison's output folder (several: also one table of all their "
     .. "pairs, Holm over all)."):args("+")
@@ -62,7 +64,7 @@ util.main("pairs_report.lua", function()
     for part in (list or spec):gmatch("[^,]+") do
       local a, b = part:match("^%s*(%d+)%s*%-%s*(%d+)%s*$")
       if not a then a = part:match("^%s*(%d+)%s*$"); b = a end
-      if not a then util.usage(("--skip-seeds %s: seeds and ranges expected, as 1-4,7 or DIR=1-4")
+      if not a then cli.usage(("--skip-seeds %s: seeds and ranges expected, as 1-4,7 or DIR=1-4")
         :format(spec)) end
       for seed = tonumber(a), tonumber(b) do skip[dir][seed] = true end
     end
@@ -93,16 +95,16 @@ util.main("pairs_report.lua", function()
   -- every folder's summary.json (the metric and the methods, in order), read once
   local summaries = {}
   for i, dir in ipairs(args.dir) do
-    local summary, err = util.read_json(util.join(dir, "summary.json"))
-    if not summary then util.usage(tostring(err)) end
+    local summary, err = json.read(fileio.join(dir, "summary.json"))
+    if not summary then cli.usage(tostring(err)) end
     summaries[i] = summary
   end
 
   -- one folder: its tables; returns its pair table, metric and groups
   local function folder(dir, summary)
     local metric = args.metric == "value" and summary.metric or "loss"
-    local okd, iter, state = pcall(lfs.dir, util.join(dir, "runs"))
-    if not okd then util.usage(dir .. ": no runs folder") end
+    local okd, iter, state = pcall(lfs.dir, fileio.join(dir, "runs"))
+    if not okd then cli.usage(dir .. ": no runs folder") end
     local files = {}
     for name in iter, state do files[#files + 1] = name end
     local groups = {}
@@ -112,7 +114,7 @@ util.main("pairs_report.lua", function()
       for _, name in ipairs(files) do
         local s = name:sub(1, #safe + 2) == safe .. "-s" and name:sub(#safe + 3):match("^(%d+)%.json$")
         if s and not skipped(dir, math.tointeger(tonumber(s))) then
-          local r = assert(util.read_json(util.join(dir, "runs", name)))
+          local r = assert(json.read(fileio.join(dir, "runs", name)))
           if args.metric == "final_train_loss" then r.value = r.final_train_loss end
           if args.metric == "mean_train_loss" then r.value = mean_curve_loss(r) end
           g.runs[#g.runs + 1] = { seed = math.tointeger(tonumber(s)), res = r }
@@ -145,12 +147,12 @@ util.main("pairs_report.lua", function()
   for i = 2, #args.dir do
     local a, b = summaries[1], summaries[i]
     if a.metric ~= b.metric then
-      util.usage(("%s measures %s, %s %s: one table cannot hold both"):format(args.dir[i],
+      cli.usage(("%s measures %s, %s %s: one table cannot hold both"):format(args.dir[i],
         tostring(b.metric), args.dir[1], tostring(a.metric)))
     end
   end
   if args.interaction and #args.dir ~= 2 then
-    util.usage(("--interaction compares two folders, %d given"):format(#args.dir))
+    cli.usage(("--interaction compares two folders, %d given"):format(#args.dir))
   end
   -- --pairs: every a/b names two methods of the first folder
   local wanted = {}
@@ -160,7 +162,7 @@ util.main("pairs_report.lua", function()
     for _, spec in ipairs(args.pairs) do
       local a, b = spec:match("^(.+)/(.+)$")
       if not a or not labels[a] or not labels[b] or a == b then
-        util.usage(("--pairs %s: two methods of the comparison a/b expected"):format(spec))
+        cli.usage(("--pairs %s: two methods of the comparison a/b expected"):format(spec))
       end
       wanted[#wanted + 1] = { a, b }
     end
@@ -189,7 +191,7 @@ util.main("pairs_report.lua", function()
       local a, b = spec:match("^(.+)/(.+)$")
       local r = a and report.interaction(folders[1].groups, folders[2].groups, b, a)
       if not r then
-        util.usage(("--interaction %s: two methods a/b with at least 2 pairs in each folder "
+        cli.usage(("--interaction %s: two methods a/b with at least 2 pairs in each folder "
           .. "expected"):format(spec))
       end
       rows[#rows + 1] = r

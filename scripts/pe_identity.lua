@@ -34,19 +34,19 @@ docs/positional.md give the argument). Every row starts with PASS or FAIL; the s
 package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
 local rp = require "roper"
 
-local util = require "lib.util"
+local cli = require "lib.cli"
 local checks = require "lib.checks"
 
 local opts
-util.main("pe_identity.lua", function()
-  local parser = util.parser("roper scripts/pe_identity.lua",
+cli.main("pe_identity.lua", function()
+  local parser = cli.parser("roper scripts/pe_identity.lua",
     "Shows what the attention score and output of each positional scheme depend on.")
   parser:option("--seed", "Seed of the random contents.", "1"):convert(math.tointeger)
     :argname("<n>")
   parser:option("--d", "Head size: features per head (even, >= 4).", "16")
     :convert(math.tointeger):argname("<n>")
   opts = parser:parse()
-  if opts.d < 4 or opts.d % 2 ~= 0 then util.usage("--d must be even and >= 4, got " .. opts.d) end
+  if opts.d < 4 or opts.d % 2 ~= 0 then cli.usage("--d must be even and >= 4, got " .. opts.d) end
 end)
 
 local D = opts.d

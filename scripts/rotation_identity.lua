@@ -31,23 +31,23 @@ formula is wrong: the difference and the least it must be) below. The script end
 package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
 local rp = require "roper"
 
-local util = require "lib.util"
+local cli = require "lib.cli"
 local checks = require "lib.checks"
 
 ---------------------------------------------------------------------------------------------------
 -- Arguments: --seed N (default 1), --d N (head size, even, default 64). A bad one is one line on
--- stderr and exit status 2 (util.main, util.parser).
+-- stderr and exit status 2 (cli.main, cli.parser).
 
 local opts
-util.main("rotation_identity.lua", function()
-  local parser = util.parser("roper scripts/rotation_identity.lua",
+cli.main("rotation_identity.lua", function()
+  local parser = cli.parser("roper scripts/rotation_identity.lua",
     "Walks through the RoPER derivation of the write-up with numbers.")
   parser:option("--seed", "Seed of the random vectors and positions.", "1")
     :convert(math.tointeger):argname("<n>")
   parser:option("--d", "Head size: features per head (even, >= 2).", "64")
     :convert(math.tointeger):argname("<n>")
   opts = parser:parse()
-  if opts.d < 2 or opts.d % 2 ~= 0 then util.usage("--d must be even and >= 2, got " .. opts.d) end
+  if opts.d < 2 or opts.d % 2 ~= 0 then cli.usage("--d must be even and >= 2, got " .. opts.d) end
 end)
 local D = opts.d          -- head size
 local HALF = D // 2       -- number of rotated pairs

@@ -19,11 +19,11 @@
 -- lib/ beside this file, wherever it runs from: roper, lua5.4 or an installed roper-<name>
 package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
 local rp = require "roper"
-local util = require "lib.util"
+local cli = require "lib.cli"
 local saved = require "lib.saved"
 
-util.main("sample.lua", function()
-  local parser = util.parser("roper scripts/sample.lua",
+cli.main("sample.lua", function()
+  local parser = cli.parser("roper scripts/sample.lua",
     "Generate text with a saved model (a checkpoint of train.lua --save or --keep-models).")
   parser:argument("checkpoint", "The checkpoint (.ckpt).")
   parser:option("--config", "The run's result JSON or config (default: the .json beside the "
@@ -48,7 +48,7 @@ util.main("sample.lua", function()
     :argname("<char>")
   local args = parser:parse()
 
-  local die = util.usage
+  local die = cli.usage
   if not args.samples or args.samples < 1 or args.samples > 100000 then
     die("--samples must be an integer in 1..100000")
   end
@@ -67,7 +67,7 @@ util.main("sample.lua", function()
 
   local function id_of(ch, what)
     local ok, ids = pcall(task.encode, task, ch)
-    if not ok then die(what .. ": " .. util.inner(ids)) end
+    if not ok then die(what .. ": " .. cli.inner(ids)) end
     if #ids ~= 1 then die(what .. " must be one character, got " .. ("%q"):format(ch)) end
     return ids[1]
   end
@@ -85,7 +85,7 @@ util.main("sample.lua", function()
   if args.prompt then
     if args.prompt == "" then die("--prompt must not be empty") end
     local ok, err = pcall(task.encode, task, args.prompt)
-    if not ok then die("--prompt: " .. util.inner(err)) end
+    if not ok then die("--prompt: " .. cli.inner(err)) end
     for i = 1, args.samples do texts[i] = args.prompt end
   elseif problems then
     for i = 1, args.samples do

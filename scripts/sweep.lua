@@ -36,7 +36,11 @@
 -- lib/ beside this file, wherever it runs from: roper, lua5.4 or an installed roper-<name>
 package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
 local rp = require "roper"
-local util = require "lib.util"
+local cli = require "lib.cli"
+local fileio = require "lib.fileio"
+local json = require "lib.json"
+local tables = require "lib.tables"
+local proc = require "lib.proc"
 local stats = require "lib.stats"
 local runner = require "lib.runner"
 local provenance = require "lib.provenance"
@@ -44,8 +48,8 @@ local slurmrun = require "lib.slurm"
 local plot = require "lib.plot"
 local html = require "lib.html"
 
-util.main("sweep.lua", function()
-  local parser = util.parser("roper scripts/sweep.lua",
+cli.main("sweep.lua", function()
+  local parser = cli.parser("roper scripts/sweep.lua",
     "Run a grid of experiment configs (the Cartesian product of the --grid values), each as its "
     .. "own process, resumably, and summarise the results.")
   parser:option("--grid", "A key and its values: pe=rope,roper or seed=1,2,3 (repeatable; every "
@@ -65,12 +69,12 @@ util.main("sweep.lua", function()
     .. "(<out>/runs/<point>.part.ckpt, removed when it finishes); a run stopped before it "
     .. "finished goes on from there when the command is run again.")
     :convert(math.tointeger):argname("<n>")
-  util.add_slurm_options(parser)
+  slurmrun.add_options(parser)
   parser:flag("--quiet", "No progress bar.")
-  util.add_config_options(parser, rp)
+  cli.add_config_options(parser, rp)
   local args = parser:parse()
 
-  local die = util.usage
+  local die = cli.usage
   if args.checkpoint_every ~= nil and args.checkpoint_every < 1 then
     die("--checkpoint-every must be an integer >= 1")
   end
@@ -95,7 +99,7 @@ util.main("sweep.lua", function()
   end
   if #grid == 0 then die("give at least one --grid key=v1,v2,...") end
 
-  local base = util.config_overrides(args, rp)
+  local base = cli.config_overrides(args, rp)
   for _, e in ipairs(grid) do
     if base[e.key] ~= nil then die(("'%s' is both a grid key and a fixed option"):format(e.key)) end
   end
@@ -104,7 +108,7 @@ util.main("sweep.lua", function()
   local threads_in_grid = false
   for _, e in ipairs(grid) do threads_in_grid = threads_in_grid or e.key == "threads" end
   if base.threads == nil and not threads_in_grid then
-    base.threads = util.threads_per_job(args.jobs)
+    base.threads = proc.threads_per_job(args.jobs)
   end
 
   -- the points, in odometer order (the last grid key varies fastest)
@@ -118,11 +122,11 @@ util.main("sweep.lua", function()
         parts[#parts + 1] = e.key .. "=" .. cur[j]
         names[#names + 1] = e.key .. "-" .. cur[j]
       end
-      local cfg, err = util.check(rp, o)
+      local cfg, err = cli.check(rp, o)
       if not cfg then die(("%s: %s"):format(table.concat(parts, " "), err)) end
       local name = table.concat(names, "_"):gsub("[^%w%._=-]", "_")
       local run = { id = table.concat(parts, " "), cfg = cfg, point = { table.unpack(cur) },
-        path = util.join(args.out, "runs", name .. ".json") }
+        path = fileio.join(args.out, "runs", name .. ".json") }
       if args.keep_models then run.model = runner.model_path(run) end
       runs[#runs + 1] = run
       return
@@ -135,10 +139,10 @@ util.main("sweep.lua", function()
   end
   expand(1, {})
 
-  local train = util.join(util.dirname(arg[0]), "train.lua")
-  util.check_output(util.join(args.out, "runs", "probe.json"), "--out")
+  local train = fileio.join(fileio.dirname(arg[0]), "train.lua")
+  fileio.check_output(fileio.join(args.out, "runs", "probe.json"), "--out")
 
-  local slurm = util.slurm_options(args)
+  local slurm = slurmrun.options(args)
   slurm.out, slurm.train, slurm.force, slurm.name = args.out, train, args.force, "roper-sweep"
   slurm.checkpoint_every = args.checkpoint_every
   slurm.who = "sweep"
@@ -148,13 +152,13 @@ util.main("sweep.lua", function()
   if how == "collect" then args.summary = true end
 
   local cmd = { "roper", "scripts/sweep.lua" }
-  for i = 1, #arg do cmd[#cmd + 1] = util.quote(arg[i]) end
+  for i = 1, #arg do cmd[#cmd + 1] = proc.quote(arg[i]) end
   local function describe(res)
-    return res.diverged and "diverged" or ("%s %s"):format(res.metric, util.num(res.value))
+    return res.diverged and "diverged" or ("%s %s"):format(res.metric, tables.num(res.value))
   end
 
   local results, failures = {}, {}
-  local report_path = util.join(args.out, "report.html")
+  local report_path = fileio.join(args.out, "report.html")
   if args.summary then
     for i, run in ipairs(runs) do
       local state, res = runner.check_existing(run)
@@ -174,7 +178,7 @@ util.main("sweep.lua", function()
     -- report.html while the runs go: the runs finished so far, rewritten as each one ends
     local finished = {}
     local function live_report(stopped)
-      local ok, err = util.write(report_path, html.live { title = "Sweep",
+      local ok, err = fileio.write(report_path, html.live { title = "Sweep",
         command = table.concat(cmd, " "), total = #runs, runs = finished, stopped = stopped })
       if not ok and not args.quiet then io.stderr:write("sweep.lua: ", err, "\n") end
     end
@@ -208,11 +212,11 @@ util.main("sweep.lua", function()
     if res then
       local row = { table.unpack(run.point) }
       row[#row + 1] = res.metric
-      row[#row + 1] = res.diverged and "diverged" or util.num(res.value, res.metric == "loss" and "%.4f" or nil)
-      row[#row + 1] = util.num(res.correct_greedy)
-      row[#row + 1] = util.num(res.eval_loss, "%.4f")
-      row[#row + 1] = util.num(res.final_train_loss, "%.4f")
-      row[#row + 1] = util.num(res.params)
+      row[#row + 1] = res.diverged and "diverged" or tables.num(res.value, res.metric == "loss" and "%.4f" or nil)
+      row[#row + 1] = tables.num(res.correct_greedy)
+      row[#row + 1] = tables.num(res.eval_loss, "%.4f")
+      row[#row + 1] = tables.num(res.final_train_loss, "%.4f")
+      row[#row + 1] = tables.num(res.params)
       row[#row + 1] = ("%.0f"):format(res.seconds_train)
       rows[#rows + 1] = row
       local c = { table.unpack(run.point) }
@@ -230,7 +234,7 @@ util.main("sweep.lua", function()
   for i = 1, #runs do done_results[#done_results + 1] = results[i] end
   local digest = provenance.digest(done_results)
   local md = { "# Sweep", "", "Command: `" .. table.concat(cmd, " ") .. "`", "",
-    provenance.line(digest), "", util.markdown(headers, rows) }
+    provenance.line(digest), "", tables.markdown(headers, rows) }
 
   -- the mean over seeds for each point of the other grid keys
   local seed_at
@@ -268,8 +272,8 @@ util.main("sweep.lua", function()
       local s = stats.summary(g.values, g.metric == "correct")
       local f = g.metric == "loss" and "%.4f" or "%.2f"
       local r = { table.unpack(g.point) }
-      for _, v in ipairs { s.n, util.num(s.protocol, f), util.num(s.mean, f),
-        s.std and util.num(s.std, "%.3g") or "-", util.num(s.min, f), util.num(s.max, f) } do
+      for _, v in ipairs { s.n, tables.num(s.protocol, f), tables.num(s.mean, f),
+        s.std and tables.num(s.std, "%.3g") or "-", tables.num(s.min, f), tables.num(s.max, f) } do
         r[#r + 1] = v
       end
       grows[#grows + 1] = r
@@ -277,14 +281,14 @@ util.main("sweep.lua", function()
         summary = s }
     end
     md[#md + 1] = "Over seeds:\n"
-    md[#md + 1] = util.markdown(gh, grows)
+    md[#md + 1] = tables.markdown(gh, grows)
   end
   if #missing > 0 then
     md[#md + 1] = ("Not done (%d): %s\n"):format(#missing, table.concat(missing, "; "))
   end
   if #models > 0 then
     md[#md + 1] = ("Models: `%s` (%d of the %d runs; open them with scripts/sample.lua and "
-      .. "scripts/attention_map.lua).\n"):format(util.join(args.out, "runs", "<point>.ckpt"),
+      .. "scripts/attention_map.lua).\n"):format(fileio.join(args.out, "runs", "<point>.ckpt"),
       #models, #runs)
   end
   -- the loss curves: a group per point of the other grid keys (its seeds), in grid order
@@ -307,7 +311,7 @@ util.main("sweep.lua", function()
   end
   local files, perr
   if #plot_groups > 0 then
-    files, perr = plot.loss_curves(plot_groups, util.join(args.out, "loss"), {
+    files, perr = plot.loss_curves(plot_groups, fileio.join(args.out, "loss"), {
       title = seed_at and "sweep: training loss (each run thin, the mean over its seeds thick)"
         or "sweep: training loss (one line per run)" })
   else
@@ -317,15 +321,15 @@ util.main("sweep.lua", function()
     md[#md + 1] = "Loss curves: `" .. files[1] .. "`, `" .. files[2] .. "`.\n"
   end
   local text = table.concat(md, "\n")
-  assert(util.write(util.join(args.out, "summary.md"), text))
+  assert(fileio.write(fileio.join(args.out, "summary.md"), text))
   local csv_headers = {}
   for _, e in ipairs(grid) do csv_headers[#csv_headers + 1] = e.key end
   for _, h in ipairs { "metric", "value", "correct_greedy", "eval_loss", "final_train_loss",
     "params", "seconds_train" } do
     csv_headers[#csv_headers + 1] = h
   end
-  assert(util.write(util.join(args.out, "summary.csv"), util.csv(csv_headers, csv_rows)))
-  assert(util.write(util.join(args.out, "summary.json"), util.json(summary_json)))
+  assert(fileio.write(fileio.join(args.out, "summary.csv"), tables.csv(csv_headers, csv_rows)))
+  assert(fileio.write(fileio.join(args.out, "summary.json"), json.encode(summary_json)))
   -- report.html: the summary for a browser, the plot inline, and every run in detail
   local items = {}
   for i, run in ipairs(runs) do
@@ -334,7 +338,7 @@ util.main("sweep.lua", function()
         files = html.files(run.path, args.out) }
     end
   end
-  assert(util.write(report_path, html.page { title = "Sweep",
+  assert(fileio.write(report_path, html.page { title = "Sweep",
     status = ("Finished: %d of %d runs%s%s (%s UTC)."):format(#rows, #runs,
       #failures > 0 and (", %d failed"):format(#failures) or "",
       #missing > #failures and (", %d not done"):format(#missing - #failures) or "",

@@ -33,13 +33,17 @@
 -- lib/ beside this file, wherever it runs from: roper, lua5.4 or an installed roper-<name>
 package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
 local rp = require "roper"
-local util = require "lib.util"
+local cli = require "lib.cli"
+local term = require "lib.term"
+local fileio = require "lib.fileio"
+local json = require "lib.json"
+local tables = require "lib.tables"
 local provenance = require "lib.provenance"
 local saved = require "lib.saved"
 local resume = require "lib.resume"
 
-util.main("train.lua", function()
-  local parser = util.parser("roper scripts/train.lua",
+cli.main("train.lua", function()
+  local parser = cli.parser("roper scripts/train.lua",
     "Train and evaluate one model (one experiment run).")
   parser:option("--config", "A JSON file of config keys (command-line options override it).")
     :argname("<file>")
@@ -61,7 +65,7 @@ util.main("train.lua", function()
   parser:option("--checkpoint-every", "The steps between --checkpoint saves.")
     :convert(math.tointeger):argname("<n>")
   parser:flag("--quiet", "No progress bar.")
-  util.add_config_options(parser, rp)
+  cli.add_config_options(parser, rp)
   -- under mpirun (or srun): data-parallel training, rank 0 writes everything
   local comm = rp.mpi.launched() and rp.mpi.init() or nil
   local root = comm == nil or comm:rank() == 0
@@ -69,71 +73,71 @@ util.main("train.lua", function()
 
   local overrides = {}
   if args.config then
-    util.check_input(args.config, "--config")
-    local c, err = util.read_json(args.config)
-    if not c then util.usage("--config " .. err) end
+    fileio.check_input(args.config, "--config")
+    local c, err = json.read(args.config)
+    if not c then cli.usage("--config " .. err) end
     if type(c) ~= "table" then
-      util.usage("--config " .. args.config .. ": a JSON object of config keys expected")
+      cli.usage("--config " .. args.config .. ": a JSON object of config keys expected")
     end
     overrides = c
   end
-  for k, v in pairs(util.config_overrides(args, rp)) do overrides[k] = v end
+  for k, v in pairs(cli.config_overrides(args, rp)) do overrides[k] = v end
 
-  local cfg, cfg_err = util.check(rp, overrides)
-  if not cfg then util.usage(cfg_err) end
+  local cfg, cfg_err = cli.check(rp, overrides)
+  if not cfg then cli.usage(cfg_err) end
   if args.save_every ~= nil then
-    if args.save_every < 1 then util.usage("--save-every must be an integer >= 1") end
-    if not args.save then util.usage("--save-every needs --save") end
+    if args.save_every < 1 then cli.usage("--save-every must be an integer >= 1") end
+    if not args.save then cli.usage("--save-every needs --save") end
   end
-  if args.resume and not args.save then util.usage("--resume needs --save") end
+  if args.resume and not args.save then cli.usage("--resume needs --save") end
   if args.save then
     if args.save:match("%.json$") or args.save:match("%.csv$") then
-      util.usage("--save " .. args.save .. ": a checkpoint is not a .json or .csv file (use .ckpt)")
+      cli.usage("--save " .. args.save .. ": a checkpoint is not a .json or .csv file (use .ckpt)")
     end
-    util.check_output(args.save, "--save")
+    fileio.check_output(args.save, "--save")
     args.out = args.out or saved.beside(args.save)
-    if args.out == args.save then util.usage("--save and --out name the same file") end
+    if args.out == args.save then cli.usage("--save and --out name the same file") end
   end
   if args.checkpoint_every ~= nil then
-    if args.checkpoint_every < 1 then util.usage("--checkpoint-every must be an integer >= 1") end
-    if not args.checkpoint then util.usage("--checkpoint-every needs --checkpoint") end
+    if args.checkpoint_every < 1 then cli.usage("--checkpoint-every must be an integer >= 1") end
+    if not args.checkpoint then cli.usage("--checkpoint-every needs --checkpoint") end
   end
   if args.checkpoint then
-    if not args.checkpoint_every then util.usage("--checkpoint needs --checkpoint-every") end
+    if not args.checkpoint_every then cli.usage("--checkpoint needs --checkpoint-every") end
     if args.save_every or args.resume then
-      util.usage("--checkpoint goes without --save-every and --resume (it saves and resumes itself)")
+      cli.usage("--checkpoint goes without --save-every and --resume (it saves and resumes itself)")
     end
     if args.checkpoint:match("%.json$") or args.checkpoint:match("%.csv$") then
-      util.usage("--checkpoint " .. args.checkpoint
+      cli.usage("--checkpoint " .. args.checkpoint
         .. ": a checkpoint is not a .json or .csv file (use .ckpt)")
     end
     if args.checkpoint == args.save or args.checkpoint == args.out then
-      util.usage("--checkpoint names the file of --" .. (args.checkpoint == args.save and "save"
+      cli.usage("--checkpoint names the file of --" .. (args.checkpoint == args.save and "save"
         or "out"))
     end
-    util.check_output(args.checkpoint, "--checkpoint")
+    fileio.check_output(args.checkpoint, "--checkpoint")
   end
   local csv = args.out and (args.out:gsub("%.json$", "") .. ".csv")
   -- with eval_lengths, the metric at each length (result.by_length) as CSV too
   local lengths_csv = args.out and cfg.eval_lengths ~= ""
     and (args.out:gsub("%.json$", "") .. ".lengths.csv")
   if args.out then
-    util.check_output(args.out, "--out")
-    util.check_output(csv, "--out")
-    if lengths_csv then util.check_output(lengths_csv, "--out") end
+    fileio.check_output(args.out, "--out")
+    fileio.check_output(csv, "--out")
+    if lengths_csv then fileio.check_output(lengths_csv, "--out") end
   end
-  if args.progress then util.check_output(args.progress, "--progress") end
+  if args.progress then fileio.check_output(args.progress, "--progress") end
 
   local system_ok, system = pcall(require, "system")
   local now = system_ok and system.gettime or os.time
-  local status = root and not args.quiet and not args.progress and util.status(30)
+  local status = root and not args.quiet and not args.progress and term.status(30)
   local last, warned = 0, false
   local function progress(step, steps, loss)
     local t = now()
     if step ~= steps and t - last < 0.5 then return end
     last = t
     if args.progress then
-      local ok, err = util.write(args.progress, ("%d %d %.6g\n"):format(step, steps, loss))
+      local ok, err = fileio.write(args.progress, ("%d %d %.6g\n"):format(step, steps, loss))
       if not ok and not warned then
         io.stderr:write("train.lua: --progress ", tostring(err), " (training goes on)\n")
         warned = true
@@ -149,7 +153,7 @@ util.main("train.lua", function()
     local _, why, finished = rp.experiment.resumable(cfg, args.save)
     if finished then
       if root then
-        print(("train.lua: --resume: %s; nothing to do%s"):format(why, util.exists(args.out)
+        print(("train.lua: --resume: %s; nothing to do%s"):format(why, fileio.exists(args.out)
           and (" (its result: %s)"):format(args.out) or ""))
       end
       return
@@ -161,11 +165,11 @@ util.main("train.lua", function()
   if args.checkpoint then
     local state, why = resume.check(rp, args.checkpoint, cfg)
     if not state then
-      util.usage(("--checkpoint %s; remove it or choose another file"):format(why))
+      cli.usage(("--checkpoint %s; remove it or choose another file"):format(why))
     end
     if state == "fresh" and root then
       local ok, err = resume.start(args.checkpoint, cfg)
-      if not ok then util.usage("--checkpoint " .. tostring(err)) end
+      if not ok then cli.usage("--checkpoint " .. tostring(err)) end
     end
     run_opts.save, run_opts.save_every, run_opts.resume = args.checkpoint, args.checkpoint_every,
       true
@@ -229,9 +233,9 @@ util.main("train.lua", function()
   end
 
   if args.out then
-    local ok, err = util.write(csv, util.curve_csv(res))
-    if ok and lengths_csv then ok, err = util.write(lengths_csv, util.lengths_csv(res)) end
-    if ok then ok, err = util.write(args.out, util.json(res)) end
+    local ok, err = fileio.write(csv, tables.curve_csv(res))
+    if ok and lengths_csv then ok, err = fileio.write(lengths_csv, tables.lengths_csv(res)) end
+    if ok then ok, err = fileio.write(args.out, json.encode(res)) end
     if not ok then error(err, 0) end
   end
   if not args.progress then print(summary()) end

@@ -5,7 +5,7 @@
 -- (<meta http-equiv="refresh">); the final page has no reload.
 --
 --   html.escape(s) -> s with & < > " escaped
---   html.markdown(md) -> HTML for the markdown the scripts write (util.markdown): "# " headings,
+--   html.markdown(md) -> HTML for the markdown the scripts write (tables.markdown): "# " headings,
 --     pipe tables (the first row the header; cells that are numbers right-aligned), paragraphs
 --     with `code` and **bold**; a paragraph that starts with "Warning" is marked as a warning;
 --     after a paragraph that names SVG files in backquotes (`.../loss.svg`), each of them inline
@@ -23,7 +23,8 @@
 --     stopped = reason]} -> the page of a comparison or sweep whose runs are still going: the
 --     runs finished so far (a table and their details), reloading every html.REFRESH seconds;
 --     with stopped (a signal stopped the runs) it says so and no longer reloads
-local util = require "lib.util"
+local fileio = require "lib.fileio"
+local tables = require "lib.tables"
 
 local html = {}
 
@@ -72,7 +73,7 @@ local function table_html(lines)
 end
 
 function html.svg(path, prefix)
-  local text = util.read(path)
+  local text = fileio.read(path)
   if not text or not text:find("<svg", 1, true) then return nil end
   text = text:gsub("^.-(<svg)", "%1")
   local ids = {}
@@ -95,7 +96,7 @@ local function figures_of(paragraph)
     local svg = html.svg(path, ("f%d-"):format(figures))
     if svg then
       local png = path:gsub("%.svg$", ".png")
-      local name = (util.exists(png) and png or path):match("[^/]+$")
+      local name = (fileio.exists(png) and png or path):match("[^/]+$")
       out[#out + 1] = ('<figure>%s<figcaption><a href="%s">%s</a></figcaption></figure>'):format(
         svg, html.escape(name), html.escape(name))
     end
@@ -138,7 +139,7 @@ local function fields(t, keys)
     local v = (t or {})[k]
     if v ~= nil and type(v) ~= "table" then
       rows[#rows + 1] = ("<tr><th>%s</th><td>%s</td></tr>"):format(html.escape(k),
-        html.escape(type(v) == "number" and util.num(v, math.type(v) == "float"
+        html.escape(type(v) == "number" and tables.num(v, math.type(v) == "float"
           and v ~= math.floor(v) and "%.6g" or nil) or tostring(v)))
     end
   end
@@ -221,7 +222,7 @@ function html.files(run_json, folder)
   for _, f in ipairs { { "result", ".json" }, { "loss curve", ".csv" }, { "log", ".log" },
     { "model", ".ckpt" } } do
     local path = base .. f[2]
-    if util.exists(path) then
+    if fileio.exists(path) then
       local rel = path:sub(1, #folder + 1) == folder .. "/" and path:sub(#folder + 2) or path
       out[#out + 1] = { f[1], rel }
     end
@@ -236,14 +237,14 @@ function html.live(t)
   for _, r in ipairs(t.runs) do
     local res = r.result
     rows[#rows + 1] = { r.id, res.metric or "-", res.diverged and "diverged"
-      or util.num(res.value, res.metric == "loss" and "%.4f" or nil),
-      util.num(res.eval_loss, "%.4f"), util.num(res.final_train_loss, "%.4f"),
+      or tables.num(res.value, res.metric == "loss" and "%.4f" or nil),
+      tables.num(res.eval_loss, "%.4f"), tables.num(res.final_train_loss, "%.4f"),
       ("%.0f"):format(res.seconds_train or 0) }
   end
   local md = { "# " .. t.title, "", "Command: `" .. t.command .. "`", "" }
   if #rows > 0 then
     md[#md + 1] = "Runs finished so far:\n"
-    md[#md + 1] = util.markdown({ "run", "metric", "value", "eval loss", "final train loss",
+    md[#md + 1] = tables.markdown({ "run", "metric", "value", "eval loss", "final train loss",
       "train s" }, rows)
   end
   local now = os.date("!%Y-%m-%d %H:%M:%S")

@@ -16,7 +16,7 @@
 --   lengths.csv(summary) -> text (one line per row of the table)
 --   lengths.plot(summary, prefix, opts) -> files | nil, message (plot.lengths: one line per
 --     method and extension, the mean over the seeds with error bars over min..max)
-local util = require "lib.util"
+local tables = require "lib.tables"
 local stats = require "lib.stats"
 local plot = require "lib.plot"
 
@@ -94,28 +94,28 @@ end
 
 local function fmt(metric, v)
   if v == nil then return "-" end
-  return util.num(v, metric == "correct" and "%.2f" or "%.4f")
+  return tables.num(v, metric == "correct" and "%.2f" or "%.4f")
 end
 
 function lengths.markdown(s, metric)
   local out = {}
   local body = {}
   for _, r in ipairs(s.rows) do
-    body[#body + 1] = { r.method, r.scaling, util.num(r.length), util.num(r.factor, "%.3g"),
-      tostring(r.n), fmt(metric, r.mean), r.sd and util.num(r.sd, "%.3g") or "-",
+    body[#body + 1] = { r.method, r.scaling, tables.num(r.length), tables.num(r.factor, "%.3g"),
+      tostring(r.n), fmt(metric, r.mean), r.sd and tables.num(r.sd, "%.3g") or "-",
       fmt(metric, r.min) .. ".." .. fmt(metric, r.max) }
   end
-  out[#out + 1] = util.markdown({ "method", "scaling", "length", "factor", "runs",
+  out[#out + 1] = tables.markdown({ "method", "scaling", "length", "factor", "runs",
     metric == "correct" and "mean correct" or "mean loss", "sd", "min..max" }, body)
   if #s.tests > 0 then
     out[#out + 1] = "Significance at each length (the tests of the main table, per scaling "
       .. "and length):\n"
     local trows = {}
     for _, c in ipairs(s.tests) do
-      trows[#trows + 1] = util.test_row(("%s - %s (%s, %d)"):format(c.b, c.a, c.scaling,
+      trows[#trows + 1] = tables.test_row(("%s - %s (%s, %d)"):format(c.b, c.a, c.scaling,
         c.length), c, metric == "correct" and "%+.2f" or "%+.4f")
     end
-    out[#out + 1] = util.markdown(util.test_headers, trows)
+    out[#out + 1] = tables.markdown(tables.test_headers, trows)
   end
   return table.concat(out, "\n")
 end
@@ -125,7 +125,7 @@ function lengths.csv(s)
   for i, r in ipairs(s.rows) do
     rows[i] = { r.method, r.scaling, r.length, r.factor, r.n, r.mean, r.sd, r.min, r.max }
   end
-  return util.csv({ "method", "scaling", "length", "factor", "n", "mean", "sd", "min", "max" },
+  return tables.csv({ "method", "scaling", "length", "factor", "n", "mean", "sd", "min", "max" },
     rows)
 end
 

@@ -19,7 +19,7 @@
 --     series: { {label = "rope", points = { {step, surv}, ... }}, ... }: Kaplan-Meier curves
 --     drawn as steps (the share of runs that have not jumped yet); opts: title, xlabel
 local rp = require "roper"
-local util = require "lib.util"
+local fileio = require "lib.fileio"
 
 local plot = {}
 
@@ -78,7 +78,7 @@ local function render(prefix, datfile, body)
   script[#script + 1] = "replot"
   script[#script + 1] = "set output"
   local gp = prefix .. ".gp"
-  local ok, err = util.write(gp, table.concat(script, "\n") .. "\n")
+  local ok, err = fileio.write(gp, table.concat(script, "\n") .. "\n")
   if not ok then return nil, err end
   for _, ext in ipairs { ".png", ".svg" } do
     local done, gerr = rp.gnuplot(body, { out = prefix .. ext, size = SIZE })
@@ -120,7 +120,7 @@ function plot.loss_curves(groups, prefix, opts)
   end
   if nonempty == 0 then return nil, "no loss curves to plot" end
   local datfile = prefix .. ".dat"
-  local ok, err = util.write(datfile, table.concat(dat, "\n") .. "\n")
+  local ok, err = fileio.write(datfile, table.concat(dat, "\n") .. "\n")
   if not ok then return nil, err end
 
   -- every run thin and pale (gnuplot's #AARRGGBB: AA is the transparency), then the means on top
@@ -165,7 +165,7 @@ function plot.lengths(series, prefix, opts)
   end
   if nonempty == 0 then return nil, "no lengths to plot" end
   local datfile = prefix .. ".dat"
-  local ok, err = util.write(datfile, table.concat(dat, "\n") .. "\n")
+  local ok, err = fileio.write(datfile, table.concat(dat, "\n") .. "\n")
   if not ok then return nil, err end
   -- a colour per group (a method), a dash and point type per style (a context extension), so
   -- that every line of several methods x extensions is told apart; without groups a colour each
@@ -212,7 +212,7 @@ function plot.km(series, prefix, opts)
   end
   if nonempty == 0 then return nil, "no Kaplan-Meier curves to plot" end
   local datfile = prefix .. ".dat"
-  local ok, err = util.write(datfile, table.concat(dat, "\n") .. "\n")
+  local ok, err = fileio.write(datfile, table.concat(dat, "\n") .. "\n")
   if not ok then return nil, err end
   local plots = {}
   for i, sr in ipairs(series) do

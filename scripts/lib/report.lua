@@ -40,7 +40,7 @@
 -- groups: compare.lua's groups: { {label =, runs = { {seed =, res = result}, ... }}, ... }.
 -- Pure Lua (lib.stats); nothing here runs a model.
 local stats = require "lib.stats"
-local util = require "lib.util"
+local tables = require "lib.tables"
 
 local report = {}
 
@@ -127,13 +127,13 @@ function report.combine(list)
   return adjusted(rows, alpha, samples)
 end
 
-local function p_fmt(p) return p and util.num(p, "%.3g") or "-" end
+local function p_fmt(p) return p and tables.num(p, "%.3g") or "-" end
 
 -- a difference and an interval in the metric's format
 local function diff_fmt(metric) return metric == "correct" and "%+.2f" or "%+.4f" end
 local function ci_fmt(lo, hi, f)
   if not lo then return "-" end
-  return "[" .. util.num(lo, f) .. ", " .. util.num(hi, f) .. "]"
+  return "[" .. tables.num(lo, f) .. ", " .. tables.num(hi, f) .. "]"
 end
 
 function report.differences_markdown(d, metric, opts)
@@ -146,8 +146,8 @@ function report.differences_markdown(d, metric, opts)
   for _, r in ipairs(d.rows) do
     local cells = { (r.name and (r.name .. ": ") or "") .. r.b .. " - " .. r.a }
     for _, c in ipairs(columns) do cells[#cells + 1] = tostring(r[c.key]) end
-    for _, v in ipairs { tostring(r.pairs), r.mean_diff and util.num(r.mean_diff, f) or "-",
-      ci(r.t_lo, r.t_hi), ci(r.boot_lo, r.boot_hi), r.d_z and util.num(r.d_z, "%.2f") or "-",
+    for _, v in ipairs { tostring(r.pairs), r.mean_diff and tables.num(r.mean_diff, f) or "-",
+      ci(r.t_lo, r.t_hi), ci(r.boot_lo, r.boot_hi), r.d_z and tables.num(r.d_z, "%.2f") or "-",
       p_fmt(r.p_t), p_fmt(r.p_t_holm),
       r.p_sign and (p_fmt(r.p_sign) .. (r.sign_can_reach == false and " †" or "")) or "-",
       p_fmt(r.p_sign_holm) } do
@@ -169,7 +169,7 @@ function report.differences_markdown(d, metric, opts)
       .. "over the %d comparison%s of this table (each test its own family). An interval that "
       .. "holds 0 is no evidence of a difference at this scale, not evidence that there is "
       .. "none.\n"):format(d.samples, d.family, d.family == 1 and "" or "s"),
-    util.markdown(headers, body),
+    tables.markdown(headers, body),
   }
   local ns = {}
   for n in pairs(d.floor_pairs) do ns[#ns + 1] = n end
@@ -177,8 +177,8 @@ function report.differences_markdown(d, metric, opts)
   for _, n in ipairs(ns) do
     out[#out + 1] = ("Warning: with %d pairs the exact sign-flip test cannot give p below "
       .. "2 / 2^%d = %s, so it cannot reach %s whatever the data (rows marked †); "
-      .. "%d pairs are the fewest that can.\n"):format(n, n, util.num(d.floor_pairs[n], "%.4g"),
-      util.num(d.alpha), math.ceil(1 - math.log(d.alpha, 2)))
+      .. "%d pairs are the fewest that can.\n"):format(n, n, tables.num(d.floor_pairs[n], "%.4g"),
+      tables.num(d.alpha), math.ceil(1 - math.log(d.alpha, 2)))
   end
   return table.concat(out, "\n")
 end
@@ -192,15 +192,15 @@ end
 
 function report.methods_markdown(groups, metric)
   local f = metric == "correct" and "%.2f" or "%.4f"
-  local function num(v) return v and util.num(v, f) or "-" end
+  local function num(v) return v and tables.num(v, f) or "-" end
   local body = {}
   for _, g in ipairs(groups) do
     local s = summary_of(g, metric)
     body[#body + 1] = { g.label .. (s.diverged > 0 and (" (%d diverged)"):format(s.diverged) or ""),
       tostring(s.n), num(s.protocol), num(s.mean), num(s.median), num(s.min), num(s.max),
-      s.std and util.num(s.std, "%.3g") or "-" }
+      s.std and tables.num(s.std, "%.3g") or "-" }
   end
-  return util.markdown({ "method", "runs", "drop worst, mean", "mean", "median", "min", "max",
+  return tables.markdown({ "method", "runs", "drop worst, mean", "mean", "median", "min", "max",
     "std" }, body)
 end
 
@@ -222,7 +222,7 @@ function report.compact_markdown(folders, d, pairs_, metric)
     for _, g in ipairs(e.groups) do by_label[g.label] = g end
     for _, label in ipairs(methods) do
       local s = by_label[label] and summary_of(by_label[label], metric)
-      row[#row + 1] = s and s.mean and util.num(s.mean, mean_f) or "-"
+      row[#row + 1] = s and s.mean and tables.num(s.mean, mean_f) or "-"
     end
     for _, w in ipairs(pairs_) do
       -- the row of the pair in d (b - a), turned round when it is a - b
@@ -236,7 +236,7 @@ function report.compact_markdown(folders, d, pairs_, metric)
       if r and r.mean_diff then
         local lo, hi = sign * r.t_lo, sign * r.t_hi
         if sign < 0 then lo, hi = hi, lo end
-        row[#row + 1] = util.num(sign * r.mean_diff, f) .. " " .. ci_fmt(lo, hi, f)
+        row[#row + 1] = tables.num(sign * r.mean_diff, f) .. " " .. ci_fmt(lo, hi, f)
         row[#row + 1] = ("%s (%s)"):format(p_fmt(r.p_t), p_fmt(r.p_t_holm))
       else
         row[#row + 1], row[#row + 1] = "-", "-"
@@ -246,7 +246,7 @@ function report.compact_markdown(folders, d, pairs_, metric)
   end
   return ("In short (method means; a - b paired by seed, p the paired t-test's with Holm over the "
     .. "%d rows of the table%s):\n\n"):format(d.family, #folders > 1 and " of all folders" or "")
-    .. util.markdown(headers, body)
+    .. tables.markdown(headers, body)
 end
 
 -- The first curve step with loss < threshold, or nil (then censored at the last step).
@@ -312,27 +312,27 @@ function report.jumps_markdown(j, metric)
   for _, m in ipairs(j.methods) do
     rows[#rows + 1] = { m.label, tostring(m.runs), tostring(m.jumped),
       m.rate and ("%.0f%%"):format(100 * m.rate) or "-",
-      m.median_step and util.num(m.median_step) or "not reached",
-      m.mean_after and util.num(m.mean_after, metric == "correct" and "%.2f" or "%.4f") or "-" }
+      m.median_step and tables.num(m.median_step) or "not reached",
+      m.mean_after and tables.num(m.mean_after, metric == "correct" and "%.2f" or "%.4f") or "-" }
   end
   local trows = {}
   for _, t in ipairs(j.tests) do
     trows[#trows + 1] = { t.b .. " vs " .. t.a, p_fmt(t.fisher_p), p_fmt(t.fisher_p_holm),
-      t.logrank_chi2 and util.num(t.logrank_chi2, "%.3g") or "-", p_fmt(t.logrank_p),
+      t.logrank_chi2 and tables.num(t.logrank_chi2, "%.3g") or "-", p_fmt(t.logrank_p),
       p_fmt(t.logrank_p_holm) }
   end
   local out = {
     ("Jumps (training loss below %s): a run jumps at the first curve point below the threshold "
       .. "and is censored at its last point when it never gets there. Jump step: the "
       .. "Kaplan-Meier median. The metric after the jump: the mean over the runs that jumped.\n")
-      :format(util.num(j.threshold)),
-    util.markdown({ "method", "runs", "jumped", "rate", "median jump step", "metric when jumped" },
-      rows),
+      :format(tables.num(j.threshold)),
+    tables.markdown({ "method", "runs", "jumped", "rate", "median jump step",
+      "metric when jumped" }, rows),
   }
   if #trows > 0 then
     out[#out + 1] = "Jump rate: Fisher's exact test; jump step: the log-rank test (censored "
       .. "runs included); Holm over the pairs, each test its own family.\n"
-    out[#out + 1] = util.markdown({ "pair", "Fisher p", "Holm", "log-rank chi2", "log-rank p",
+    out[#out + 1] = tables.markdown({ "pair", "Fisher p", "Holm", "log-rank chi2", "log-rank p",
       "Holm" }, trows)
   end
   return table.concat(out, "\n")
@@ -379,16 +379,16 @@ function report.interaction_markdown(rows, names, metric)
   local f = diff_fmt(metric)
   local body = {}
   for _, r in ipairs(rows) do
-    body[#body + 1] = { r.b .. " - " .. r.a, ("%s (%d)"):format(util.num(r.diff1, f), r.n1),
-      ("%s (%d)"):format(util.num(r.diff2, f), r.n2), util.num(r.change, f),
-      r.lo and ci_fmt(r.lo, r.hi, f) or "-", r.df and util.num(r.df, "%.1f") or "-", p_fmt(r.p) }
+    body[#body + 1] = { r.b .. " - " .. r.a, ("%s (%d)"):format(tables.num(r.diff1, f), r.n1),
+      ("%s (%d)"):format(tables.num(r.diff2, f), r.n2), tables.num(r.change, f),
+      r.lo and ci_fmt(r.lo, r.hi, f) or "-", r.df and tables.num(r.df, "%.1f") or "-", p_fmt(r.p) }
   end
   return ("Does the difference change between %s and %s? Each comparison's mean paired "
     .. "difference (over its seeds; pairs in brackets), the change (second - first) with "
     .. "its 95%% interval and Welch's two-sided t-test over the two lists of per-seed "
     .. "differences (the seeds of the two comparisons are independent runs):\n\n"):format(
       names[1], names[2])
-    .. util.markdown({ "difference", names[1], names[2], "change", "95% CI", "Welch df",
+    .. tables.markdown({ "difference", names[1], names[2], "change", "95% CI", "Welch df",
       "p" }, body)
 end
 
@@ -400,7 +400,7 @@ function report.jump_sensitivity_markdown(groups, thresholds)
   local headers, rows = { "threshold" }, {}
   for ti, th in ipairs(thresholds) do
     local j = report.jumps(groups, th)
-    local row = { util.num(th) }
+    local row = { tables.num(th) }
     for _, m in ipairs(j.methods) do
       if ti == 1 then headers[#headers + 1] = m.label .. " jumped" end
       row[#row + 1] = ("%d/%d"):format(m.jumped, m.runs)
@@ -416,7 +416,7 @@ function report.jump_sensitivity_markdown(groups, thresholds)
     rows[#rows + 1] = row
   end
   return "Jumps at each threshold (training loss below it; raw p, no adjustment):\n\n"
-    .. util.markdown(headers, rows)
+    .. tables.markdown(headers, rows)
 end
 
 -- report.km_series(j) -> plot.km's series: each method's Kaplan-Meier steps of "not yet jumped".

@@ -15,7 +15,8 @@
 --   resume.start(path, cfg) -> true | nil, message: writes <path>.run.json (atomically)
 --   resume.discard(path): removes path, its state (and a half-saved one) and its run file (those
 --     that are there)
-local util = require "lib.util"
+local fileio = require "lib.fileio"
+local json = require "lib.json"
 
 local resume = {}
 
@@ -55,9 +56,9 @@ end
 local function files(path) return path .. ".state", path .. ".run.json" end
 
 function resume.check(rp, path, cfg)
-  if not util.exists(path) then return "fresh" end
+  if not fileio.exists(path) then return "fresh" end
   local _, runf = files(path)
-  local stored = util.exists(runf) and util.read_json(runf)
+  local stored = fileio.exists(runf) and json.read(runf)
   if type(stored) ~= "table" then
     return nil, ("%s has no run file beside it (%s): not a checkpoint of --checkpoint"):format(
       path, runf)
@@ -76,7 +77,7 @@ end
 
 function resume.start(path, cfg)
   local _, runf = files(path)
-  return util.write(runf, util.json(cfg))
+  return fileio.write(runf, json.encode(cfg))
 end
 
 function resume.discard(path)

@@ -54,7 +54,10 @@
 -- name.part.ckpt (with .part.ckpt.state and .part.ckpt.run.json) is the checkpoint of a run
 -- that trains or was stopped: it stays when the run is stopped, and goes when it finishes.
 local uv = require "luv"
-local util = require "lib.util"
+local term = require "lib.term"
+local fileio = require "lib.fileio"
+local json = require "lib.json"
+local proc = require "lib.proc"
 local resume = require "lib.resume"
 
 local runner = {}
@@ -85,7 +88,7 @@ end
 function runner.kept_models(runs, results)
   local models = {}
   for i, run in ipairs(runs) do
-    if results[i] and util.exists(runner.model_path(run)) then
+    if results[i] and fileio.exists(runner.model_path(run)) then
       models[#models + 1] = runner.model_path(run)
     end
   end
@@ -93,8 +96,8 @@ function runner.kept_models(runs, results)
 end
 
 function runner.check_existing(run)
-  if not util.exists(run.path) then return "missing" end
-  local res, err = util.read_json(run.path)
+  if not fileio.exists(run.path) then return "missing" end
+  local res, err = json.read(run.path)
   if not res then return nil, err end
   if type(res.config) ~= "table" then return nil, run.path .. ": not a result file (no config)" end
   local same, key, there, here = same_config(res.config, run.cfg)
@@ -103,7 +106,7 @@ function runner.check_existing(run)
       key, show(there), show(here))
   end
   -- with --keep-models a run is done when its model is there too (else it is run again)
-  if run.model and not util.exists(run.model) then return "missing" end
+  if run.model and not fileio.exists(run.model) then return "missing" end
   return "done", res
 end
 
@@ -128,7 +131,7 @@ local function read_progress(path)
 end
 
 local function tail(path, n)
-  local text = util.read(path) or ""
+  local text = fileio.read(path) or ""
   local lines = {}
   for l in text:gmatch("[^\n]+") do lines[#lines + 1] = l end
   return table.concat(lines, "\n", math.max(1, #lines - n + 1))
@@ -140,7 +143,7 @@ local function child_env()
   for k, v in pairs(uv.os_environ()) do
     if k ~= "ROPER_PARENT_PID" then env[#env + 1] = k .. "=" .. v end
   end
-  env[#env + 1] = "ROPER_PARENT_PID=" .. util.pid()
+  env[#env + 1] = "ROPER_PARENT_PID=" .. proc.pid()
   return env
 end
 
@@ -168,7 +171,7 @@ function runner.run(runs, opts)
   local total_steps = 0
   for _, i in ipairs(pending) do total_steps = total_steps + runs[i].cfg.steps end
 
-  local status = util.status(30) -- the progress line (util.status: terminal width, NO_COLOR)
+  local status = term.status(30) -- the progress line (term.status: terminal width, NO_COLOR)
   local running = {} -- index -> {started =, handle =}
   local exited = {}  -- index -> {code =, signal =}
   local nrunning, next_pending, finished_steps, nfinished = 0, 1, 0, 0
@@ -186,7 +189,7 @@ function runner.run(runs, opts)
     local progress, log, cfgfile = files(i)
     runner.tidy(run)
     os.remove(runner.model_path(run)) -- the model of an earlier run of this name
-    assert(util.write(cfgfile, util.json(run.cfg)))
+    assert(fileio.write(cfgfile, json.encode(run.cfg)))
     local fd, ferr = uv.fs_open(log, "w", tonumber("644", 8))
     if not fd then error(log .. ": " .. tostring(ferr), 0) end
     local args = { train, "--config", cfgfile, "--out", run.path, "--progress", progress }
@@ -234,7 +237,7 @@ function runner.run(runs, opts)
     local frac = total_steps > 0 and done / total_steps or 0
     local elapsed = now() - t0
     local eta = done > 0 and elapsed * (total_steps - done) / done or nil
-    local width = status.live and math.max(6, math.min(24, util.columns() // 8)) or 24
+    local width = status.live and math.max(6, math.min(24, term.columns() // 8)) or 24
     local fill = math.floor(frac * width + 0.5)
     return ("[%s%s] %3d%% %d/%d runs %s, ETA %s%s"):format(("#"):rep(fill),
       ("."):rep(width - fill), math.floor(frac * 100), nfinished, #pending, fmt_time(elapsed),
@@ -258,7 +261,7 @@ function runner.run(runs, opts)
     nfinished = nfinished + 1
     finished_steps = finished_steps + run.cfg.steps
     local res, err
-    if how.code == 0 and how.signal == 0 then res, err = util.read_json(run.path) end
+    if how.code == 0 and how.signal == 0 then res, err = json.read(run.path) end
     clear_line()
     if res then
       results[i] = res
@@ -340,27 +343,27 @@ function runner.run(runs, opts)
 end
 
 function runner.print_commands(runs, opts)
-  local out_abs = util.abspath(opts.out)
+  local out_abs = fileio.abspath(opts.out)
   local roper = opts.roper or arg[-1]
-  roper = roper:find("/", 1, true) and util.abspath(roper) or roper
-  local train_abs = util.abspath(opts.train)
+  roper = roper:find("/", 1, true) and fileio.abspath(roper) or roper
+  local train_abs = fileio.abspath(opts.train)
   local n = 0
   for _, run in ipairs(runs) do
     local state, err = runner.check_existing(run)
     if state == nil and not opts.force then return nil, err end
     if state ~= "done" then
       local cfgfile = run.path:gsub("%.json$", "") .. ".cfg.json"
-      local ok, werr = util.write(cfgfile, util.json(run.cfg))
+      local ok, werr = fileio.write(cfgfile, json.encode(run.cfg))
       if not ok then return nil, werr end
       local name = run.path:match("([^/]+)%.json$")
-      local save = run.model and (" --save " .. util.quote("runs/" .. name .. ".ckpt")) or ""
+      local save = run.model and (" --save " .. proc.quote("runs/" .. name .. ".ckpt")) or ""
       if opts.checkpoint_every then
         save = save .. (" --checkpoint %s --checkpoint-every %d"):format(
-          util.quote("runs/" .. name .. ".part.ckpt"), opts.checkpoint_every)
+          proc.quote("runs/" .. name .. ".part.ckpt"), opts.checkpoint_every)
       end
       local line = ("cd %s && %s %s --config %s --out %s --threads %d%s --quiet"):format(
-        util.quote(out_abs), util.quote(roper), util.quote(train_abs),
-        util.quote("runs/" .. name .. ".cfg.json"), util.quote("runs/" .. name .. ".json"),
+        proc.quote(out_abs), proc.quote(roper), proc.quote(train_abs),
+        proc.quote("runs/" .. name .. ".cfg.json"), proc.quote("runs/" .. name .. ".json"),
         opts.threads or run.cfg.threads, save)
       if opts.emit then opts.emit(line, run) else print(line) end
       n = n + 1
@@ -381,11 +384,11 @@ function runner.sbatch(runs, opts)
   local n, err = runner.print_commands(runs, o)
   if not n then return nil, err end
   if n == 0 then return false, 0 end
-  local dir = util.join(util.abspath(opts.out), "slurm")
-  local ok, merr = util.mkdir(dir)
+  local dir = fileio.join(fileio.abspath(opts.out), "slurm")
+  local ok, merr = fileio.mkdir(dir)
   if not ok then return nil, merr end
-  local cmds = util.join(dir, "commands.txt")
-  ok, merr = util.write(cmds, table.concat(lines, "\n") .. "\n")
+  local cmds = fileio.join(dir, "commands.txt")
+  ok, merr = fileio.write(cmds, table.concat(lines, "\n") .. "\n")
   if not ok then return nil, merr end
   local h = {
     "#!/bin/bash",
@@ -394,7 +397,7 @@ function runner.sbatch(runs, opts)
     "#SBATCH --job-name=" .. (opts.name or "roper"),
     ("#SBATCH --array=1-%d"):format(n),
     ("#SBATCH --cpus-per-task=%d"):format(opts.cpus_per_task or 1),
-    "#SBATCH --output=" .. util.join(dir, "%A_%a.out"),
+    "#SBATCH --output=" .. fileio.join(dir, "%A_%a.out"),
   }
   if opts.partition then h[#h + 1] = "#SBATCH --partition=" .. opts.partition end
   if opts.time then h[#h + 1] = "#SBATCH --time=" .. opts.time end
@@ -402,11 +405,11 @@ function runner.sbatch(runs, opts)
   for _, e in ipairs(opts.extra or {}) do h[#h + 1] = "#SBATCH " .. e end
   h[#h + 1] = "set -euo pipefail"
   h[#h + 1] = ": \"${SLURM_ARRAY_TASK_ID:?run by sbatch as a job array}\""
-  h[#h + 1] = ("line=$(sed -n \"${SLURM_ARRAY_TASK_ID}p\" %s)"):format(util.quote(cmds))
+  h[#h + 1] = ("line=$(sed -n \"${SLURM_ARRAY_TASK_ID}p\" %s)"):format(proc.quote(cmds))
   h[#h + 1] = "[ -n \"$line\" ] || { echo \"no line $SLURM_ARRAY_TASK_ID\" >&2; exit 2; }"
   h[#h + 1] = "exec bash -c \"$line\""
-  local script = util.join(dir, "array.sbatch")
-  ok, merr = util.write(script, table.concat(h, "\n") .. "\n")
+  local script = fileio.join(dir, "array.sbatch")
+  ok, merr = fileio.write(script, table.concat(h, "\n") .. "\n")
   if not ok then return nil, merr end
   return script, n, included
 end

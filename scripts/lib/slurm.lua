@@ -13,19 +13,78 @@
 --     failure naming every failed task's log when a waited-for job leaves runs without results.
 --   slurm.dispatch(args, runs, o) -> "stop" | "collect" | nil: what compare.lua and sweep.lua do
 --     for --slurm, --print-sbatch and --print-commands (args: the parsed options), with
---     o = util.slurm_options(args) plus out, train, force, and who ("compare", "sweep": the
+--     o = slurm.options(args) plus out, train, force, and who ("compare", "sweep": the
 --     prefix of the messages) and collect(flag) (how the same command collects afterwards).
 --     "stop": the caller is done (a job submitted or queued, a script or commands printed);
 --     "collect": --slurm found every run done; nil: none of the three was asked for.
-local util = require "lib.util"
+--   slurm.add_options(parser): the options of all this (--slurm, --wait, --print-sbatch, the
+--     sbatch settings); slurm.options(args) -> their values checked, for slurm.dispatch.
+local cli = require "lib.cli"
+local fileio = require "lib.fileio"
+local proc = require "lib.proc"
 local runner = require "lib.runner"
 
 local slurm = {}
 
+-- add_options(parser): the Slurm job-array options of compare.lua and sweep.lua (--slurm,
+-- --wait, --print-sbatch and the sbatch settings); options(args) -> the opts of runner.sbatch
+-- and slurm.step, or raises a usage problem for a bad value.
+function slurm.add_options(parser)
+  parser:flag("--slurm", "Run the pending runs as a Slurm job array (sbatch) instead of here; "
+    .. "the same command again reports the job, reruns its failed tasks, or collects.")
+  parser:flag("--wait", "With --slurm: wait for the job array to finish, then collect.")
+  parser:option("--wait-timeout", "With --wait: give up waiting after this many seconds (the "
+    .. "job goes on).")
+    :argname("<s>")
+  parser:flag("--print-sbatch", "Write a Slurm job array of the runs not yet done to "
+    .. "<out>/slurm/array.sbatch (task i runs line i of <out>/slurm/commands.txt) and print its "
+    .. "path; submit nothing (sbatch it yourself; the same command without this flag collects).")
+  parser:option("--partition", "sbatch --partition of the array."):argname("<name>")
+  parser:option("--time", "sbatch --time limit of each task, e.g. 2:00:00."):argname("<limit>")
+  parser:option("--cpus-per-task", "sbatch --cpus-per-task, also each run's --threads.", "1")
+    :argname("<n>")
+  parser:option("--mem", "sbatch --mem of each task, e.g. 4G."):argname("<size>")
+  parser:option("--sbatch", "Another sbatch option for the array's header, e.g. "
+    .. "--sbatch=--account=proj (repeatable).")
+    :count("*"):argname("<option>")
+end
+
+function slurm.options(args)
+  local cpus = math.tointeger(tonumber(args.cpus_per_task))
+  if not cpus or cpus < 1 or cpus > 4096 then
+    cli.usage("--cpus-per-task must be an integer in 1..4096, got " .. tostring(args.cpus_per_task))
+  end
+  local o = { cpus_per_task = cpus, extra = {}, wait = args.wait }
+  if args.wait and not args.slurm then cli.usage("--wait needs --slurm") end
+  if args.slurm and args.print_sbatch then cli.usage("give --slurm or --print-sbatch, not both") end
+  if args.wait_timeout ~= nil then
+    o.timeout = math.tointeger(tonumber(args.wait_timeout))
+    if not o.timeout or o.timeout < 1 then
+      cli.usage("--wait-timeout must be an integer >= 1, got " .. tostring(args.wait_timeout))
+    end
+  end
+  for _, k in ipairs { "partition", "time", "mem" } do
+    local v = args[k]
+    if v ~= nil then
+      if v == "" or v:find("[%s'\"\\]") then
+        cli.usage(("--%s must be one word, got %q"):format(k, v))
+      end
+      o[k] = v
+    end
+  end
+  for _, e in ipairs(args.sbatch or {}) do
+    if not e:match("^%-%-?%w") or e:find("[\n\r]") then
+      cli.usage(("--sbatch takes an sbatch option such as --account=proj, got %q"):format(e))
+    end
+    o.extra[#o.extra + 1] = e
+  end
+  return o
+end
+
 -- Runs a command; returns its stdout and exit status (a shell's code).
 local function capture(cmd)
   local errfile = os.tmpname()
-  local p = io.popen(cmd .. " 2>" .. util.quote(errfile))
+  local p = io.popen(cmd .. " 2>" .. proc.quote(errfile))
   local out = p:read("a")
   local ok, _, code = p:close()
   local f = io.open(errfile)
@@ -46,7 +105,7 @@ end
 -- The job id recorded in <out>/slurm/job and the runs its array ran (their result paths, in task
 -- order), or nil.
 local function recorded(out)
-  local text = util.read(util.join(out, "slurm", "job"))
+  local text = fileio.read(fileio.join(out, "slurm", "job"))
   if not text then return nil end
   local jid = text:match("^(%d+)\n")
   if not jid then return nil end
@@ -61,7 +120,8 @@ local function queued(jid)
   if code ~= 0 then
     -- a job that left the queue long ago is unknown to squeue: it is not queued
     if err:find("Invalid job id", 1, true) then return false end
-    util.usage("--slurm: squeue failed: " .. (err ~= "" and err:gsub("\n$", "") or ("exit " .. code)))
+    cli.usage("--slurm: squeue failed: "
+      .. (err ~= "" and err:gsub("\n$", "") or ("exit " .. code)))
   end
   return out:find("%S") ~= nil
 end
@@ -74,7 +134,7 @@ local function failed_tasks(runs, out, jid, paths)
     local run = by_path[p]
     if run and runner.check_existing(run) ~= "done" then
       msgs[#msgs + 1] = ("%s: array task %s_%d left no result (log %s)"):format(run.id, jid, i,
-        util.join(util.abspath(out), "slurm", ("%s_%d.out"):format(jid, i)))
+        fileio.join(fileio.abspath(out), "slurm", ("%s_%d.out"):format(jid, i)))
     end
   end
   return msgs
@@ -84,7 +144,7 @@ function slurm.step(runs, opts)
   local log = opts.log or function() end
   for _, c in ipairs { "sbatch", "squeue" } do
     if not have(c) then
-      util.usage(("--slurm: %s not found (is Slurm installed and on PATH?)"):format(c))
+      cli.usage(("--slurm: %s not found (is Slurm installed and on PATH?)"):format(c))
     end
   end
   local out = opts.out
@@ -108,24 +168,24 @@ function slurm.step(runs, opts)
   if jid then
     local failed = failed_tasks(runs, out, jid, paths)
     for _, m in ipairs(failed) do log(m .. "; it is submitted again") end
-    os.remove(util.join(out, "slurm", "job"))
+    os.remove(fileio.join(out, "slurm", "job"))
   end
   -- submit whatever is pending (the failed tasks of the last array among them)
   local script, n, included = runner.sbatch(runs, opts)
-  if script == nil then util.usage(n) end
+  if script == nil then cli.usage(n) end
   if not script then return "collect", "every run has its result" end
   -- the runs of the array's tasks, in task order, recorded before anything can finish
   local list = {}
   for i, run in ipairs(included) do list[i] = run.path end
-  assert(util.write(util.join(out, "slurm", "job"), "submitting\n" .. table.concat(list, "\n") .. "\n"))
-  local so, code, err = capture("sbatch --parsable " .. util.quote(script))
+  assert(fileio.write(fileio.join(out, "slurm", "job"), "submitting\n" .. table.concat(list, "\n") .. "\n"))
+  local so, code, err = capture("sbatch --parsable " .. proc.quote(script))
   local new = so:match("^(%d+)")
   if code ~= 0 or not new then
-    os.remove(util.join(out, "slurm", "job"))
-    util.usage(("--slurm: sbatch refused the job array (%s): %s"):format(script,
+    os.remove(fileio.join(out, "slurm", "job"))
+    cli.usage(("--slurm: sbatch refused the job array (%s): %s"):format(script,
       (err ~= "" and err or so):gsub("\n+$", "")))
   end
-  assert(util.write(util.join(out, "slurm", "job"), new .. "\n" .. table.concat(list, "\n") .. "\n"))
+  assert(fileio.write(fileio.join(out, "slurm", "job"), new .. "\n" .. table.concat(list, "\n") .. "\n"))
   log(("submitted job array %s: %d run%s (%s)"):format(new, n, n == 1 and "" or "s", script))
   if not opts.wait then
     return "submitted", ("job %s submitted; run the same command again to collect"):format(new)
@@ -145,13 +205,13 @@ function slurm.step(runs, opts)
       #failed, #failed == 1 and "" or "s", #failed == 1 and "it" or "them",
       table.concat(failed, "\n  ")), 0)
   end
-  os.remove(util.join(out, "slurm", "job"))
+  os.remove(fileio.join(out, "slurm", "job"))
   return "collect", "every run has its result"
 end
 
 function slurm.dispatch(args, runs, o)
   local function say(text) io.stderr:write(o.who, ": ", text, "\n") end
-  local function refuse(err) util.usage(err .. "; use another --out folder or --force") end
+  local function refuse(err) cli.usage(err .. "; use another --out folder or --force") end
   if args.slurm then
     o.log = say
     local state, msg = slurm.step(runs, o)

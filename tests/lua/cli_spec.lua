@@ -110,14 +110,14 @@ describe("train.lua reports config problems before training, in one line", funct
     assert.are.equal(2, code)
     assert.are.equal(1, select(2, err:gsub("\n", "")), err) -- usage problems: one line anyway
     _, err, code = run(sh_quote(BIN) .. " -e 'package.path = \"scripts/?.lua;\" .. package.path"
-      .. " arg = {[0] = \"x\", \"--debug\"} local util = require \"lib.util\""
-      .. " util.main(\"x\", function() local t = nil; return t.field end)'")
+      .. " arg = {[0] = \"x\", \"--debug\"} local cli = require \"lib.cli\""
+      .. " cli.main(\"x\", function() local t = nil; return t.field end)'")
     assert.are.equal(1, code)
     assert.is_truthy(err:find("^x: [^\n]*attempt to index a nil value"), err)
     assert.is_truthy(err:find("stack traceback:", 1, true), err)
     _, err, code = run(sh_quote(BIN) .. " -e 'package.path = \"scripts/?.lua;\" .. package.path"
-      .. " arg = {[0] = \"x\"} local util = require \"lib.util\""
-      .. " util.main(\"x\", function() error(\"disk full\", 0) end)'")
+      .. " arg = {[0] = \"x\"} local cli = require \"lib.cli\""
+      .. " cli.main(\"x\", function() error(\"disk full\", 0) end)'")
     assert.are.equal(1, code)
     assert.are.equal("x: disk full\n", err)
   end)
@@ -154,9 +154,9 @@ describe("compare.lua and sweep.lua check every config before the first run", fu
 end)
 
 describe("nothing is left behind", function()
-  it("util.write: a killed write's temporary file is removed by the next write", function()
+  it("fileio.write: a killed write's temporary file is removed by the next write", function()
     package.path = "scripts/?.lua;" .. package.path
-    local util = require "lib.util"
+    local fileio = require "lib.fileio"
     local path = dir .. "/w.json"
     -- a process that is gone: a shell that has exited
     local p = io.popen("sh -c 'echo $$'")
@@ -164,20 +164,20 @@ describe("nothing is left behind", function()
     p:close()
     write(("%s.tmp.%d"):format(path, dead), "half")
     write(("%s.tmp.%d"):format(path, 1), "a live process's") -- pid 1 always exists
-    assert.is_true(util.write(path, "whole"))
+    assert.is_true(fileio.write(path, "whole"))
     assert.are.equal("whole", read(path))
     assert.is_nil(read(("%s.tmp.%d"):format(path, dead)))
     assert.are.equal("a live process's", read(("%s.tmp.1"):format(path)))
     os.remove(("%s.tmp.1"):format(path))
     -- errors name the path, never the temporary file
-    local ok, err = util.write(dir .. "/nope/x.json", "x")
+    local ok, err = fileio.write(dir .. "/nope/x.json", "x")
     assert.is_nil(ok)
     assert.are.equal(dir .. "/nope/x.json: No such file or directory", err)
-    ok, err = util.write(dir .. "/folder", "x")
+    ok, err = fileio.write(dir .. "/folder", "x")
     assert.are.equal(dir .. "/folder: not a regular file (a folder)", err)
     -- a FIFO is refused before anything opens it (which would wait for a reader)
     assert.is_true(os.execute("mkfifo " .. h.sh_quote(dir .. "/w.fifo")))
-    ok, err = util.write(dir .. "/w.fifo", "x")
+    ok, err = fileio.write(dir .. "/w.fifo", "x")
     assert.are.equal(dir .. "/w.fifo: not a regular file (a FIFO)", err)
   end)
 

@@ -1,9 +1,10 @@
--- rp.experiment (bindings/lua/40_experiment.lua): config defaults, conversion of command-line
--- strings and option errors; tiny training runs on every task (result fields checked against
--- each other, determinism, the progress callback). Then the scripts built on it, run through
--- the REPL binary (ROPER_BIN, default build/roper) from the repository root: train.lua,
--- compare.lua (tables, plots, resuming, config clashes, methods) and sweep.lua (grids,
--- --print-commands, --summary). Every run is a few steps of a 16-wide model.
+-- rp.experiment (bindings/lua/40_experiment_keys.lua to 44_experiment_better.lua): config
+-- defaults, conversion of command-line strings and option errors; tiny training runs on every
+-- task (result fields checked against each other, determinism, the progress callback). Then the
+-- scripts built on it, run through the REPL binary (ROPER_BIN, default build/roper) from the
+-- repository root: train.lua, compare.lua (tables, plots, resuming, config clashes, methods)
+-- and sweep.lua (grids, --print-commands, --summary). Every run is a few steps of a 16-wide
+-- model.
 
 local rp = require "roper"
 local cjson = require "cjson"

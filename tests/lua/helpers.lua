@@ -202,7 +202,7 @@ function M.pwd()
   return d
 end
 
--- The cores a script shares among its runs (what `nproc` says, as util.ncores).
+-- The cores a script shares among its runs (what `nproc` says, as proc.ncores).
 function M.nproc()
   local p = assert(io.popen("nproc"))
   local n = math.tointeger(tonumber(p:read("l")))

@@ -94,7 +94,7 @@ describe("make install into a DESTDIR", function()
     local want = {
       "/bin/roper", "/bin/roper-train", "/bin/roper-compare", "/bin/roper-sweep",
       "/bin/roper-rotation-identity", "/bin/roper-linear-identity",
-      "/share/roper/scripts/train.lua", "/share/roper/scripts/lib/util.lua",
+      "/share/roper/scripts/train.lua", "/share/roper/scripts/lib/cli.lua",
       "/lib/lua/5.4/roper.so",
       "/lib/libroper.a", "/lib/libroper.so.0", "/lib/libroper.so",
       "/include/roper/rp.h", "/include/roper/tensor.h", "/include/roper/task.h",

@@ -1,14 +1,17 @@
--- The layering of the C code (docs/architecture.md): scripts -> bindings -> tasks -> core, one
--- way. Read off the sources (#include lines) and off the built objects (nm: which object uses a
--- symbol another one defines), so a call that goes back up, or two files of a folder that call
--- each other, fails here and not in a review.
+-- The layering of the C code (docs/architecture.md): repl -> bindings -> tasks -> core, one way
+-- (the REPL program on top of the module, the module on top of the C library; the scripts use the
+-- module from Lua). Read off the sources (#include lines) and off the built objects (nm: which
+-- object uses a symbol another one defines), so a call that goes back up, or two files of a folder
+-- that call each other, fails here and not in a review.
 local lfs = require "lfs"
 
 local BUILD = os.getenv("BUILD") or "build"
-local FOLDERS = { "core", "tasks", "bindings" }
-local RANK = { core = 1, tasks = 2, bindings = 3 }
+local FOLDERS = { "core", "tasks", "bindings", "repl" }
+local RANK = { core = 1, tasks = 2, bindings = 3, repl = 4 }
+-- the layers that may include Lua's headers and call its API
+local LUA_LAYERS = { bindings = true, repl = true }
 
--- "core/model_forward" for every C source of the three folders.
+-- "core/model_forward" for every C source of the four folders.
 local function sources()
   local list = {}
   for _, dir in ipairs(FOLDERS) do
@@ -27,9 +30,10 @@ local function read_lines(path)
 end
 
 -- The folder whose header `name` is, searching as the Makefile's -I flags do (the includer's own
--- folder first, then core, tasks, bindings); nil for a system header.
+-- folder first, then core, tasks, bindings), then repl (no -I flag names it: a module file that
+-- named its header would not compile, and is reported here by name); nil for a system header.
 local function header_folder(includer_dir, name)
-  for _, dir in ipairs({ includer_dir, "core", "tasks", "bindings" }) do
+  for _, dir in ipairs({ includer_dir, "core", "tasks", "bindings", "repl" }) do
     if lfs.attributes(dir .. "/" .. name, "mode") == "file" then return dir end
   end
   return nil
@@ -133,7 +137,7 @@ describe("layering", function()
             header_graph[path][hdir .. "/" .. name] = true
           end
         end
-        if dir ~= "bindings" and (l:match('#%s*include%s*[<"]lua') or l:match('#%s*include%s*[<"]lauxlib')) then
+        if not LUA_LAYERS[dir] and (l:match('#%s*include%s*[<"]lua') or l:match('#%s*include%s*[<"]lauxlib')) then
           bad[#bad + 1] = path .. " includes a Lua header"
         end
       end
@@ -142,7 +146,8 @@ describe("layering", function()
     assert.is_nil(find_cycle(header_graph))
   end)
 
-  it("calls only into its own layer or below (no Lua in core and tasks)", function()
+  it("calls only into its own layer or below (no Lua in core and tasks, no REPL in the module)",
+    function()
     local g, syms = call_graph(units)
     local bad = {}
     for _, u in ipairs(units) do
@@ -151,7 +156,7 @@ describe("layering", function()
         local odir = o:match("^(%a+)/")
         if RANK[odir] > RANK[dir] then bad[#bad + 1] = u .. " uses " .. sym .. " of " .. o end
       end
-      if dir ~= "bindings" then
+      if not LUA_LAYERS[dir] then
         for s in pairs(syms[u].undefined) do
           if s:match("^lua[L_]") then bad[#bad + 1] = u .. " uses " .. s end
         end
@@ -166,9 +171,32 @@ describe("layering", function()
     assert.is_nil(find_cycle(g))
   end)
 
+  it("builds the module without the REPL: roper.so defines none of repl/'s symbols", function()
+    local repl = {}
+    for _, u in ipairs(units) do
+      if u:match("^repl/") then
+        for s in pairs(symbols(u).defined) do repl[s] = u end
+      end
+    end
+    assert.is_not_nil(next(repl), "repl/ defines no symbol")
+    local path = BUILD .. "/roper.so"
+    assert(lfs.attributes(path, "mode") == "file", path .. " is not built")
+    local p = assert(io.popen("nm -P " .. path))
+    local bad = {}
+    for line in p:lines() do
+      local name, kind = line:match("^(%S+) (%a)")
+      if name and kind:match("[TDBRC]") and repl[name] then
+        bad[#bad + 1] = name .. " of " .. repl[name]
+      end
+    end
+    p:close()
+    table.sort(bad)
+    assert.are.same({}, bad)
+  end)
+
   -- A guard against monoliths only, well above any whole unit (attention.c, the kernels with
   -- their relative terms, is the longest): the seams between concerns decide the files.
-  it("keeps every C file of core/, tasks/ and bindings/ within 2000 lines", function()
+  it("keeps every C file of core/, tasks/, bindings/ and repl/ within 2000 lines", function()
     local long = {}
     for _, dir in ipairs(FOLDERS) do
       for f in lfs.dir(dir) do
@@ -185,5 +213,7 @@ describe("layering", function()
     assert.are.equal("a -> b -> c -> a", find_cycle({ a = { b = true }, b = { c = true }, c = { a = true } }))
     assert.is_nil(find_cycle({ a = { b = true }, b = { c = true }, c = {} }))
     assert.are.equal("bindings", header_folder("core", "args.h"))
+    assert.are.equal("repl", header_folder("bindings", "repl.h")) -- a module file would be caught
+    assert.is_true(RANK[header_folder("bindings", "repl.h")] > RANK.bindings)
   end)
 end)

@@ -346,9 +346,9 @@ comm:finalize()
   it("ends the job when one rank raises, with its message", function()
     h.write(tmp .. "/raise.lua", [[
 package.path = "scripts/?.lua;" .. package.path
-local util = require "lib.util"
+local cli = require "lib.cli"
 local rp = require "roper"
-util.main("raise.lua", function()
+cli.main("raise.lua", function()
   local comm = rp.mpi.init()
   if comm:rank() == 1 then error("rank one gives up", 0) end
   comm:barrier() -- rank 0 waits here for a rank that never comes

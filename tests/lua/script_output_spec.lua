@@ -13,7 +13,8 @@ local h = require "helpers"
 local sh_quote, run, read = h.sh_quote, h.run, h.read
 
 package.path = "scripts/?.lua;" .. package.path
-local util = require "lib.util"
+local fileio = require "lib.fileio"
+local json = require "lib.json"
 
 local BIN = os.getenv("ROPER_BIN") or "build/roper"
 
@@ -28,7 +29,7 @@ local function on_terminal(cmd, cols, env)
   return out
 end
 
-describe("util.json (lua-dkjson)", function()
+describe("json.encode (lua-dkjson)", function()
   it("writes keys sorted at every level, arrays, numbers in full, in dkjson's layout", function()
     local v = { b = { 1, 2, 3 }, a = 0.1, c = { { y = 2.5, x = 1 } }, e = {}, s = 'a/b"c\n',
       n = 1 / 3, f = 1.0, i = 3, inf = math.huge, mixed = { 1, 2, x = 3 } }
@@ -52,12 +53,12 @@ describe("util.json (lua-dkjson)", function()
       '  "n":0.33333333333333331,',
       '  "s":"a/b\\"c\\n"',
       "}",
-      "" }, "\n"), util.json(v))
+      "" }, "\n"), json.encode(v))
   end)
 
   it("reads back bit for bit", function()
     local v = { 0.1, 1 / 3, 2 ^ -1074, 1e300, -123456789.123456789, 3, -7, 2 ^ 53 + 2.0 }
-    assert.are.same(v, cjson.decode(util.json(v)))
+    assert.are.same(v, cjson.decode(json.encode(v)))
   end)
 
   -- The key sequence of a JSON text (every "name": in order) and its numbers as written.
@@ -73,7 +74,7 @@ describe("util.json (lua-dkjson)", function()
     local n = 0
     for path in p:lines() do
       local text = assert(read(path))
-      local again = util.json(cjson.decode(text))
+      local again = json.encode(cjson.decode(text))
       local k1, n1 = keys_and_numbers(text)
       local k2, n2 = keys_and_numbers(again)
       assert.are.equal(k1, k2, path)
@@ -88,31 +89,31 @@ describe("util.json (lua-dkjson)", function()
   end)
 end)
 
-describe("util.read", function()
+describe("fileio.read", function()
   it("reads a file whole, and refuses a folder or a FIFO without opening it", function()
     local d = h.tmpdir()
     local f = d .. "/f.txt"
     h.write(f, "a\0b\n")
-    assert.are.equal("a\0b\n", util.read(f))
-    assert.are.same({ nil, d .. ": not a regular file (a folder)" }, { util.read(d) })
+    assert.are.equal("a\0b\n", fileio.read(f))
+    assert.are.same({ nil, d .. ": not a regular file (a folder)" }, { fileio.read(d) })
     assert.is_true(os.execute("mkfifo " .. sh_quote(d .. "/p")))
     -- (a hang here is the failure: the open would wait for a writer)
-    assert.are.same({ nil, d .. "/p: not a regular file (a FIFO)" }, { util.read(d .. "/p") })
-    local n, err = util.read(d .. "/missing")
+    assert.are.same({ nil, d .. "/p: not a regular file (a FIFO)" }, { fileio.read(d .. "/p") })
+    local n, err = fileio.read(d .. "/missing")
     assert.is_nil(n)
     assert.are.equal(d .. "/missing: No such file or directory", err)
     h.remove_tree(d)
   end)
 end)
 
-describe("util.check_output", function()
+describe("fileio.check_output", function()
   it("probes the folder with a file it removes, and leaves a file of that name alone", function()
     local d = h.tmpdir()
-    util.check_output(d .. "/sub/r.json", "--out")
+    fileio.check_output(d .. "/sub/r.json", "--out")
     assert.are.equal("directory", require("lfs").attributes(d .. "/sub", "mode"))
     assert.is_nil(require("lfs").attributes(d .. "/sub/r.json.probe"))
     h.write(d .. "/sub/r.json.probe", "mine")
-    util.check_output(d .. "/sub/r.json", "--out")
+    fileio.check_output(d .. "/sub/r.json", "--out")
     assert.are.equal("mine", read(d .. "/sub/r.json.probe"))
     h.remove_tree(d)
   end)
@@ -120,19 +121,19 @@ describe("util.check_output", function()
   it("removes the empty leftover of a probe cut short (kill -9 between write and removal)", function()
     local d = h.tmpdir()
     h.write(d .. "/r.json.probe", "")
-    util.check_output(d .. "/r.json", "--out")
+    fileio.check_output(d .. "/r.json", "--out")
     assert.is_nil(require("lfs").attributes(d .. "/r.json.probe"))
     h.remove_tree(d)
   end)
 end)
 
 describe("the progress line", function()
-  -- A script that shows three long lines through util.status(0) (every update printed).
+  -- A script that shows three long lines through term.status(0) (every update printed).
   local driver = h.tmpdir() .. "/status.lua"
   h.write(driver, [[
 package.path = "scripts/?.lua;" .. package.path
-local util = require "lib.util"
-local s = util.status(0)
+local term = require "lib.term"
+local s = term.status(0)
 for i = 1, 3 do s:update(("x"):rep(100) .. i) end
 s:done()
 io.stderr:write("live=", tostring(s.live), "\n")

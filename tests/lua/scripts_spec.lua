@@ -86,7 +86,7 @@ describe("the REPL", function()
     assert.truthy(out:find("[2 x 3]", 1, true), out)
     assert.truthy(out:find("shapes [2] and [3] do not broadcast", 1, true), out)
     assert.truthy(out:find("after\t2", 1, true), out)
-    -- bindings/repl.c: without a terminal the exit status is 1 if any chunk failed
+    -- repl/repl.c: without a terminal the exit status is 1 if any chunk failed
     assert.is_not_true(ok)
     assert.equal("exit", how)
     assert.equal(1, code)

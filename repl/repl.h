@@ -1,6 +1,7 @@
 /* The REPL's input (repl_input.c) as the REPL program (repl.c) uses it: reading a line (readline
  * on a terminal, getline otherwise), the history, the SIGINT handler of the prompt. Not part of
- * the module: the Makefile builds repl.c and repl_input.c into build/roper only.
+ * the module: the Makefile builds repl/ (repl.c, repl_input.c) into build/roper only, and the
+ * module (bindings/) never includes this header (tests/lua/layering_spec.lua).
  */
 #ifndef ROPER_REPL_H
 #define ROPER_REPL_H

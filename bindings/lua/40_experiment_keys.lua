@@ -1,0 +1,325 @@
+-- rp.experiment: one training run described by a flat config (every value a string, number or
+-- boolean), the unit that scripts/train.lua runs once and scripts/compare.lua and
+-- scripts/sweep.lua repeat over methods, seeds and grids (docs/experiments.md).
+--   rp.experiment.keys()               -> the config keys in order: {name, default, kind, help}
+--   rp.experiment.config([overrides])  -> a full config (defaults filled in, types and ranges
+--                                         of single keys checked)
+--   rp.experiment.check([overrides])   -> the same, and everything else that can be known before
+--                                         training (model, memory, task, corpus splits)
+--   rp.experiment.task(cfg)            -> the task of a config (as run builds it)
+--   rp.experiment.run(cfg[, progress[, opts]]) -> result table (43_experiment_run.lua); with
+--                                         opts.keep_model also the model, its task and optimiser
+--   rp.experiment.resumable(cfg, path) -> the step run with {save = path, resume = true} would
+--                                         go on from (0: afresh), or nil and why (and
+--                                         "finished" for the model of a finished run)
+--   rp.experiment.applies(key, task)   -> whether config key `key` matters for `task`
+--   rp.experiment.better(metric, a, b) -> whether value a of the metric beats value b
+-- Errors name the public function: "bad argument #1 to 'rp.experiment.run' (option 'steps' must
+-- be >= 1, got 0)".
+--
+-- rp.experiment is five chunks, one concern each, which share their private parts through
+-- internals.experiment (never globals):
+--   40_experiment_keys.lua   (this one) the config keys, their conversion and ranges:
+--                            keys, applies, config; shares resolve and the parsers of the
+--                            list-valued keys
+--   41_experiment_check.lua  what a config builds (the options of its task, model and
+--                            optimiser) and everything known before training: task, check;
+--                            shares validate and the option builders
+--   42_experiment_state.lua  the training state beside a checkpoint and the checkpoint a run
+--                            goes on from: resumable; shares them with run
+--   43_experiment_run.lua    run, in named steps
+--   44_experiment_better.lua better: which of two values of a metric is better
+--
+-- Called by luaopen_roper as chunk(rp, internals).
+local rp, internals = ...
+
+local experiment = {}
+rp.experiment = experiment
+-- the private parts the chunks of rp.experiment share (filled in below and by 41..43)
+local E = {}
+internals.experiment = E
+
+-- {name, default, kind, help}; kind: a list of allowed strings, "int", "number", "bool",
+-- "string". Keys named "<task>: ..." in their help apply to that task only (TASK_OF below).
+local KEYS = {
+  -- the task
+  { "task", "substring_index", { "substring_index", "addition", "substring_prefix", "text" },
+    "the task (docs/tasks.md)" },
+  { "format", "writeup", { "writeup", "labml" }, "addition: problem format" },
+  { "max_digits", 0, "int", "addition: largest operand length (0: 8 for writeup, 7 for labml)" },
+  { "quirk", "auto", { "auto", "on", "off" }, "addition: labml's digit quirk (auto: on for labml)" },
+  { "str_len", 13, "int", "substring_index: letters per string" },
+  { "substr_len", 16, "int", "substring_prefix: copy length" },
+  { "rnd_len", 12, "int", "substring_prefix: filler lengths 1..rnd_len-1" },
+  { "path", "/usr/share/games/fortunes/cookie", "string",
+    "text: a UTF-8 file or a folder of them (default: Debian's fortunes package)" },
+  { "valid_fraction", 0.1, "number", "text: share kept for validation" },
+  { "max_bytes", 268435456, "int", "text: the largest corpus in bytes (a folder's files together)" },
+}
+
+-- The model: the keys of rp.model's config (core's config schema: internals.model_keys), in its
+-- order, but vocab (the task's), max_batch (batch) and seed (a training key below); the
+-- experiment's own default and help where they differ from rp.model's. A number whose default is
+-- integral is an integer (as the experiment has always written it: base 10000).
+local MODEL_OWN = {
+  d_model = { 64 }, layers = { 2 }, d_ff = { 0, "feed-forward width (0: 4 * d_model)" },
+  seq_len = { 128, "training sequence length (tokens per row)" },
+  rotate = { "", "rotary pe: the placements rotated, letters of qkvo (\"vo\", \"qkv\"; \"\": the "
+    .. "mode's own, rope qk, roper qkvo)" },
+}
+local NOT_MODEL = { vocab = true, max_batch = true, seed = true }
+local MODEL_ROW = {}
+for _, row in ipairs(internals.model_keys) do
+  if not NOT_MODEL[row.name] then
+    local own = MODEL_OWN[row.name] or {}
+    local kind = row.type == "enum" and row.names or row.type == "rotate" and "string"
+      or row.type == "number" and "number" or "int"
+    local default = own[1]
+    if default == nil then default = math.tointeger(row.default) or row.default end
+    KEYS[#KEYS + 1] = { row.name, default, kind, own[2] or row.help }
+    MODEL_ROW[row.name] = row
+  end
+end
+
+for _, k in ipairs {
+  -- training
+  { "steps", 2000, "int", "optimiser steps" },
+  { "batch", 16, "int", "rows per step" },
+  { "optimiser", "adam", { "adam", "adamw" }, "optimiser" },
+  { "lr", 1e-3, "number", "peak learning rate" },
+  { "weight_decay", 0, "number", "L2 (adam) or decoupled (adamw) weight decay" },
+  { "schedule", "cosine", { "constant", "cosine", "noam" }, "learning-rate schedule" },
+  { "warmup", 100, "int", "warmup steps (cosine, noam)" },
+  { "min_lr", 1e-4, "number", "cosine: final learning rate" },
+  { "clip", 1, "number", "gradient-norm clip (0: off)" },
+  { "seed", 1, "int", "model initialisation and training data" },
+  { "threads", 0, "int", "OpenMP threads for this run (0: leave as set)" },
+  -- evaluation
+  { "problems", 128, "int", "accuracy tasks: problems evaluated" },
+  { "decode", "sample", { "sample", "greedy" }, "accuracy tasks: decoding (the write-up samples)" },
+  { "temperature", 1, "number", "sampling temperature" },
+  { "top_k", 0, "int", "sample among the top k logits (0: all)" },
+  { "eval_seed", 12345, "int", "evaluation problems and sampling (the same for every run)" },
+  { "eval_digits", "", "string", "addition: also evaluate at these operand lengths, e.g. 9,10,11" },
+  { "eval_lengths", "", "string", "also evaluate at these lengths, e.g. 3,6,12 (addition: operand "
+    .. "digits; substring_index: str_len; substring_prefix, text: seq_len; rp.eval.lengths)" },
+  { "eval_scaling", "none", "string", "eval_lengths: the context extensions evaluated, a list of "
+    .. "none, pi, ntk, yarn (a pe that rotates nothing: none only)" },
+  { "valid_batches", 16, "int", "loss tasks: fresh batches for the evaluation loss" },
+  { "log_every", 0, "int", "steps per loss-curve point (0: steps / 100, at least 1)" },
+} do
+  KEYS[#KEYS + 1] = k
+end
+
+local BY_NAME = {}
+for _, k in ipairs(KEYS) do BY_NAME[k[1]] = k end
+
+-- The task a task-specific key belongs to (the others apply to every task).
+local TASK_OF = { format = "addition", max_digits = "addition", quirk = "addition",
+  eval_digits = "addition", str_len = "substring_index", substr_len = "substring_prefix",
+  rnd_len = "substring_prefix", path = "text", valid_fraction = "text", max_bytes = "text" }
+
+-- rp.experiment.keys() -> a copy of KEYS as tables {name =, default =, kind =, help =, task =}
+-- (task: the only task the key applies to, or nil for every task)
+function experiment.keys()
+  local out = {}
+  for i, k in ipairs(KEYS) do
+    local kind = k[3]
+    if type(kind) == "table" then kind = table.move(kind, 1, #kind, 1, {}) end
+    out[i] = { name = k[1], default = k[2], kind = kind, help = k[4], task = TASK_OF[k[1]] }
+  end
+  return out
+end
+
+local argerror = internals.argerror
+
+-- rp.experiment.applies(key, task) -> true when config key `key` matters for `task` (keys of
+-- other tasks, such as path for substring_index, do not change a run)
+function experiment.applies(key, task)
+  local fname = "rp.experiment.applies"
+  if type(key) ~= "string" or not BY_NAME[key] then
+    argerror(fname, 1, ("a config key expected, got %s"):format(type(key) == "string"
+      and ("%q"):format(key) or type(key)))
+  end
+  local tasks = BY_NAME.task[3]
+  local known = false
+  for _, t in ipairs(tasks) do known = known or t == task end
+  if not known then
+    argerror(fname, 2, ("a task (%s) expected, got %s"):format(table.concat(tasks, ", "),
+      type(task) == "string" and ("%q"):format(task) or type(task)))
+  end
+  local t = TASK_OF[key]
+  return t == nil or t == task
+end
+
+-- Converts v (a value or its text, as from a command line) to key k's kind, or raises naming
+-- the public function fname.
+local function coerce(k, v, fname)
+  local name, kind = k[1], k[3]
+  if type(v) == "string" and kind ~= "string" and type(kind) ~= "table" then
+    if kind == "bool" then
+      if v == "true" then v = true elseif v == "false" then v = false end
+    else
+      v = tonumber(v) or v
+    end
+  end
+  local function bad(what) argerror(fname, 1, ("option '%s' must be %s, got %s"):format(name, what,
+    tostring(v))) end
+  if type(kind) == "table" then
+    for _, s in ipairs(kind) do
+      if v == s then return v end
+    end
+    bad("one of " .. table.concat(kind, ", "))
+  elseif kind == "int" then
+    if type(v) == "number" and v == math.floor(v) and math.abs(v) <= 2^53 then
+      return math.tointeger(v)
+    end
+    bad("an integer")
+  elseif kind == "number" then
+    if type(v) == "number" and v == v and math.abs(v) ~= math.huge then return v end
+    bad("a finite number")
+  elseif kind == "bool" then
+    if type(v) == "boolean" then return v end
+    bad("true or false")
+  else
+    if type(v) == "string" then return v end
+    bad("a string")
+  end
+end
+
+-- The digit counts of eval_digits ("9,10,11"), or raises naming fname.
+local function parse_digits(s, fname)
+  local out = {}
+  for part in s:gmatch("[^,%s]+") do
+    local d = math.tointeger(tonumber(part))
+    if not d or d < 1 or d > 18 then
+      argerror(fname, 1, ("option 'eval_digits' must list digit counts in 1..18, got %s"):format(part))
+    end
+    out[#out + 1] = d
+  end
+  return out
+end
+
+-- The lengths of eval_lengths ("3,6,12": integers >= 1; each task's own range is checked by
+-- validate), or raises naming fname.
+local function parse_lengths(s, fname)
+  local out = {}
+  for part in s:gmatch("[^,%s]+") do
+    local L = math.tointeger(tonumber(part))
+    if not L or L < 1 then
+      argerror(fname, 1, ("option 'eval_lengths' must list lengths (integers >= 1), got %s"):format(
+        part))
+    end
+    out[#out + 1] = L
+  end
+  return out
+end
+
+-- The context extensions of eval_scaling ("none,pi"; at least one, each once), or raises. With
+-- cfg, those that apply to its model: a scaling changes the rotation angles, so a pe that rotates
+-- nothing (or linear attention) is evaluated as it is, under "none" alone.
+local function parse_scalings(s, fname, cfg)
+  local out, seen = {}, {}
+  for part in s:gmatch("[^,%s]+") do
+    local ok = false
+    for _, n in ipairs(internals.scalings) do ok = ok or n == part end
+    if not ok then
+      argerror(fname, 1, ("option 'eval_scaling' must list names of %s, got %s"):format(
+        table.concat(internals.scalings, ", "), part))
+    end
+    if seen[part] then
+      argerror(fname, 1, ("option 'eval_scaling' names %s twice"):format(part))
+    end
+    seen[part] = true
+    out[#out + 1] = part
+  end
+  if #out == 0 then
+    argerror(fname, 1, ("option 'eval_scaling' must list names of %s, got nothing"):format(
+      table.concat(internals.scalings, ", ")))
+  end
+  if cfg and (not internals.pe_modes[cfg.pe].rotary or cfg.attention == "linear") then
+    return { "none" }
+  end
+  return out
+end
+
+-- Ranges of single keys, as {key, lowest, strict, highest, strict at the top}: the value must be
+-- > lowest (strict) or >= lowest, and when highest is given < or <= it. The training and
+-- evaluation keys (the C constructors do not see them), then every model key's range from the
+-- config schema, so that a bad value is refused even where the run's model does not use the key
+-- (model_opts leaves it out then); an unset per-placement fraction is 0.
+local RANGES = {
+  { "steps", 1 }, { "batch", 1 }, { "problems", 1 }, { "valid_batches", 1 }, { "log_every", 1 },
+  { "lr", 0, true }, { "weight_decay", 0 }, { "clip", 0 }, { "warmup", 0 }, { "min_lr", 0 },
+  { "threads", 0 }, { "top_k", 0 },
+}
+local function int(x) return math.tointeger(x) or x end
+for _, row in ipairs(internals.model_keys) do
+  if MODEL_ROW[row.name] and row.lo then
+    RANGES[#RANGES + 1] = { row.name, int(row.lo), row.lo_open,
+      row.hi ~= math.huge and int(row.hi) or nil, row.hi_open, unset0 = row.unset0,
+      int = row.type == "int" }
+  end
+end
+
+-- config without its public name: fname names the function the user called.
+local function resolve(fname, overrides)
+  if overrides ~= nil and type(overrides) ~= "table" then
+    argerror(fname, 1, "table expected, got " .. type(overrides))
+  end
+  local cfg = {}
+  for _, k in ipairs(KEYS) do cfg[k[1]] = k[2] end
+  for name, v in next, overrides or {} do
+    local k = BY_NAME[name]
+    if not k then
+      local names = {}
+      for i, kk in ipairs(KEYS) do names[i] = kk[1] end
+      argerror(fname, 1, ("unknown option '%s' (known: %s)"):format(tostring(name),
+        table.concat(names, ", ")))
+    end
+    cfg[name] = coerce(k, v, fname)
+  end
+  if cfg.max_digits == 0 then cfg.max_digits = cfg.format == "labml" and 7 or 8 end
+  if cfg.quirk == "auto" then cfg.quirk = cfg.format == "labml" and "on" or "off" end
+  if cfg.d_ff == 0 then cfg.d_ff = 4 * cfg.d_model end
+  if cfg.log_every == 0 then cfg.log_every = math.max(1, cfg.steps // 100) end
+  for _, r in ipairs(RANGES) do
+    local name, lo, strict, hi, hi_strict = r[1], r[2], r[3], r[4], r[5]
+    local v = cfg[name]
+    if not (r.unset0 and v == 0) then
+      if hi and (v < lo or (strict and v == lo) or v > hi or (hi_strict and v == hi)) then
+        local range = r.int and ("%d..%d"):format(lo, hi)
+          or ("%s%s, %s%s"):format(strict and "(" or "[", lo, hi, hi_strict and ")" or "]")
+        argerror(fname, 1, ("option '%s' must be in %s, got %s"):format(name, range, v))
+      elseif v < lo or (strict and v == lo) then
+        argerror(fname, 1, ("option '%s' must be %s %s, got %s"):format(name,
+          strict and ">" or ">=", lo, v))
+      end
+    end
+  end
+  if cfg.threads > 1024 then
+    argerror(fname, 1, "option 'threads' must be at most 1024, got " .. cfg.threads)
+  end
+  if cfg.decode == "sample" and cfg.temperature <= 0 then
+    argerror(fname, 1, "option 'temperature' must be > 0 for sampling, got " .. cfg.temperature)
+  end
+  parse_digits(cfg.eval_digits, fname)
+  parse_lengths(cfg.eval_lengths, fname)
+  parse_scalings(cfg.eval_scaling, fname)
+  if cfg.eval_digits ~= "" and cfg.task ~= "addition" then
+    argerror(fname, 1, "option 'eval_digits' applies to the addition task only")
+  end
+  return cfg
+end
+
+-- rp.experiment.config([overrides]) -> cfg: every key of KEYS, overrides checked and converted
+-- (strings from a command line are accepted for numbers), the "resolved by config" defaults
+-- filled in (max_digits, quirk, d_ff, log_every). Unknown keys raise. A config fed back in keeps
+-- its resolved values (d_ff stays 256 when d_model changes): set them to 0 / "auto" again.
+function experiment.config(overrides)
+  return resolve("rp.experiment.config", overrides)
+end
+
+E.keys, E.task_of, E.model_row = KEYS, TASK_OF, MODEL_ROW
+E.resolve, E.parse_digits, E.parse_lengths, E.parse_scalings = resolve, parse_digits,
+  parse_lengths, parse_scalings

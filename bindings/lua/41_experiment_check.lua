@@ -1,0 +1,149 @@
+-- rp.experiment, what a config builds and what can be known before training: the options of
+-- its task, model and optimiser (shared with run and resumable), rp.experiment.task and
+-- rp.experiment.check, and validate, their checks before anything is built or trained (shared
+-- with run and resumable). The keys and resolve are 40_experiment_keys.lua's.
+--
+-- Called by luaopen_roper as chunk(rp, internals).
+local rp, internals = ...
+
+local experiment, E = rp.experiment, internals.experiment
+local argerror, inner = internals.argerror, internals.inner
+local resolve, parse_lengths, parse_scalings = E.resolve, E.parse_lengths, E.parse_scalings
+local MODEL_ROW = E.model_row
+
+-- The options of rp.tasks.<task> for cfg.
+local function task_opts(cfg)
+  local t = cfg.task
+  if t == "addition" then
+    return { format = cfg.format, max_digits = cfg.max_digits, quirk = cfg.quirk == "on",
+      seq_len = cfg.seq_len }
+  elseif t == "substring_index" then
+    return { str_len = cfg.str_len, seq_len = cfg.seq_len }
+  elseif t == "substring_prefix" then
+    return { substr_len = cfg.substr_len, rnd_len = cfg.rnd_len, seq_len = cfg.seq_len }
+  end
+  return { path = cfg.path, valid_fraction = cfg.valid_fraction, seq_len = cfg.seq_len,
+    max_bytes = cfg.max_bytes }
+end
+
+-- The task of cfg, or nil and a one-line message (bad options, a corpus that cannot be used).
+local function make_task(cfg)
+  local ok, task, err = pcall(rp.tasks[cfg.task], task_opts(cfg))
+  if not ok then return nil, "task " .. cfg.task .. ": " .. inner(task) end
+  if not task then return nil, err end
+  return task
+end
+
+-- rp.experiment.task(cfg) -> task | nil, message: the task of an experiment config, as
+-- rp.experiment.run builds it (to encode and decode for a model saved by a run, or to draw its
+-- problems). cfg as for rp.experiment.config; bad keys and options raise, a corpus that cannot be
+-- read returns nil and "path: reason" (as rp.tasks.text).
+function experiment.task(cfg)
+  local fname = "rp.experiment.task"
+  cfg = resolve(fname, cfg)
+  local ok, task, err = pcall(rp.tasks[cfg.task], task_opts(cfg))
+  if not ok then argerror(fname, 1, "task " .. cfg.task .. ": " .. inner(task)) end
+  return task, err
+end
+
+-- The config of rp.model for cfg and a task of vocabulary V: every model key of cfg (rotate ""
+-- and an unset fraction left out), less those that do nothing for the run's model (a shared
+-- config sets rel_clip for shaw and rope alike; internals.model_merge).
+local function model_opts(cfg, V)
+  local o = { vocab = V, max_batch = cfg.batch, seed = cfg.seed }
+  for name, row in pairs(MODEL_ROW) do
+    local v = cfg[name]
+    if not (row.unset0 and v == 0) and not (row.type == "rotate" and v == "") then o[name] = v end
+  end
+  return internals.model_merge(o)
+end
+
+-- The options of the optimiser cfg builds (rp.optim[cfg.optimiser]'s), for a model of any size.
+local function optim_opts(cfg)
+  local oc = { lr = cfg.lr, weight_decay = cfg.weight_decay, clip = cfg.clip,
+    schedule = cfg.schedule }
+  if cfg.schedule == "cosine" then
+    oc.warmup, oc.total_steps = math.min(cfg.warmup, cfg.steps), cfg.steps
+    oc.min_lr = math.min(cfg.min_lr, cfg.lr)
+  elseif cfg.schedule == "noam" then
+    oc.warmup = math.max(1, cfg.warmup)
+  end
+  return oc
+end
+
+-- The length a task trains at, in the units of eval_lengths (rp.eval.lengths's default).
+local function eval_train_length(tc)
+  if tc.kind == "addition" then return tc.max_digits end
+  if tc.kind == "substring_index" then return tc.str_len end
+  return tc.seq_len
+end
+
+local function gib(bytes) return ("%.1f GiB"):format(bytes / 2^30) end
+
+-- Everything about cfg (already resolved) that can be known before training, or raises naming
+-- fname: the task and its corpus (both splits hold a window of seq_len + 1 characters), the model
+-- config, and the memory of the model and its optimiser against the memory available. Returns
+-- cfg, rp.model_memory's table and the task's vocabulary size.
+local function validate(fname, cfg)
+  local task, err = make_task(cfg)
+  if not task then argerror(fname, 1, err) end
+  local V = task:vocab_size()
+  if cfg.task == "substring_prefix" and cfg.seq_len < cfg.substr_len + cfg.rnd_len + 1 then
+    -- a row scores its first character at position substr_len + filler + 2 (filler up to
+    -- rnd_len - 1): a shorter row may score nothing, and a batch of such rows stops training
+    getmetatable(task).__close(task)
+    argerror(fname, 1, ("option 'seq_len' must be at least substr_len + rnd_len + 1 = %d for "
+      .. "substring_prefix (a shorter row may score nothing), got %d"):format(
+      cfg.substr_len + cfg.rnd_len + 1, cfg.seq_len))
+  end
+  if cfg.task == "text" then
+    local train, valid = task:split_sizes()
+    local need = cfg.seq_len + 1
+    if train < need then
+      argerror(fname, 1, ("option 'path': the training split of %s holds %d characters, fewer "
+        .. "than seq_len + 1 = %d"):format(cfg.path, train, need))
+    end
+    if cfg.valid_fraction > 0 and valid < need then
+      argerror(fname, 1, ("option 'path': the validation split of %s holds %d characters, fewer "
+        .. "than seq_len + 1 = %d (use a larger corpus, a larger valid_fraction or a smaller "
+        .. "seq_len)"):format(cfg.path, valid, need))
+    end
+  end
+  local tc, split_sizes = task:config(), cfg.task == "text" and { task:split_sizes() }
+  getmetatable(task).__close(task)
+  local mc = model_opts(cfg, V)
+  local ok, mem = pcall(rp.model_memory, mc)
+  if not ok then argerror(fname, 1, "model: " .. inner(mem):gsub("max_batch", "batch")) end
+  local need = mem.model + mem.optimiser
+  if mem.available and need > mem.available then
+    argerror(fname, 1, ("the model (d_model %d, %d layer%s, batch %d x seq_len %d) needs %s with "
+      .. "its optimiser, more than the %s of memory available"):format(cfg.d_model, cfg.layers,
+      cfg.layers == 1 and "" or "s", cfg.batch, cfg.seq_len, gib(need), gib(mem.available)))
+  end
+  -- every length of eval_lengths with every context extension of eval_scaling, as run will
+  -- evaluate them (rp.eval.lengths's checks)
+  local lengths = parse_lengths(cfg.eval_lengths, fname)
+  if #lengths > 0 then
+    local split = cfg.task == "text" and cfg.valid_fraction > 0 and "valid" or "train"
+    for _, sc in ipairs(parse_scalings(cfg.eval_scaling, fname, cfg)) do
+      local pok, perr = pcall(internals.length_plan, fname, 1, mc, tc, { lengths = lengths,
+        scaling = sc, train_length = eval_train_length(tc),
+        batch_size = math.min(cfg.batch, 16), split = split,
+        split_size = split_sizes and split_sizes[split == "valid" and 2 or 1] })
+      if not pok then
+        argerror(fname, 1, ("option 'eval_lengths'%s: %s"):format(sc == "none" and ""
+          or (" with eval_scaling " .. sc), inner(perr)))
+      end
+    end
+  end
+  return cfg, mem, V
+end
+
+-- rp.experiment.check([overrides]) -> cfg, memory: rp.experiment.config, then everything that
+-- can be known before training (validate); memory is rp.model_memory's table for the run.
+function experiment.check(overrides)
+  local cfg, mem = validate("rp.experiment.check", resolve("rp.experiment.check", overrides))
+  return cfg, mem
+end
+
+E.task_opts, E.model_opts, E.optim_opts, E.validate = task_opts, model_opts, optim_opts, validate

@@ -1,0 +1,225 @@
+-- rp.experiment, the training state and resuming: the state file beside a run's checkpoint
+-- (written in two halves around the model's save, read back), the checkpoint a run goes on
+-- from (open_checkpoint: checked against the run's config), and rp.experiment.resumable. run
+-- (43_experiment_run.lua) shares config_word, write_state, commit_state and open_checkpoint.
+--
+-- Called by luaopen_roper as chunk(rp, internals).
+local rp, internals = ...
+
+local experiment, E = rp.experiment, internals.experiment
+local argerror, inner = internals.argerror, internals.inner
+local path_kind, read_file, write_file = internals.path_kind, internals.read_file,
+  internals.write_file
+local KEYS, TASK_OF = E.keys, E.task_of
+local resolve, validate, model_opts, optim_opts = E.resolve, E.validate, E.model_opts,
+  E.optim_opts
+
+-- A config value as one word (for comm:agree and the training state): numbers in their shortest
+-- exact form, strings with spaces, controls, %, ; and = escaped as %XX. Equal values give equal
+-- words, and a word never holds a separator.
+local function config_word(v)
+  if math.type(v) == "float" then
+    for digits = 15, 17 do
+      local t = ("%." .. digits .. "g"):format(v)
+      if tonumber(t) == v or digits == 17 then return t end
+    end
+  end
+  if type(v) == "string" then
+    return (v:gsub("[%c%s%%;=]", function(c) return ("%%%02X"):format(c:byte()) end))
+  end
+  return tostring(v)
+end
+
+-- The training state beside a checkpoint (<save>.state): the step, the tokens, the seconds of
+-- training so far, the open log_every window (sum, count), the run's config and the curve, so a
+-- resumed run gives the result of an uninterrupted one, and only the run it belongs to goes on
+-- from it. Written whole under a temporary name before the checkpoint and renamed after it
+-- (write_state, commit_state); read back only when its step is the checkpoint's. Version 1
+-- (before the config was kept) is still read.
+local STATE_HEAD = "roper-run-state 2"
+-- (a state is a few lines per curve point: a larger file is none)
+local STATE_MAX_BYTES = 1 << 32
+
+-- The keys a resumed run must share with the run it goes on from: all of them but threads and
+-- the keys of other tasks (they do not change the result).
+local function state_keys(cfg)
+  local keys = {}
+  for _, k in ipairs(KEYS) do
+    local t = TASK_OF[k[1]]
+    if k[1] ~= "threads" and (t == nil or t == cfg.task) then keys[#keys + 1] = k[1] end
+  end
+  return keys
+end
+
+local function fmt_num(x)
+  if x ~= x then return "nan" end
+  return ("%.17g"):format(x)
+end
+
+-- The state is written in two halves around the model's save, so that a run killed at any
+-- moment leaves a model and a state of the same step: write_state writes <path>.tmp whole
+-- (before the model is saved; atomically, through core's writer as the model is, which refuses
+-- a FIFO or a folder there), commit_state renames it to <path> (after). Killed between the
+-- model's rename and the state's, the model's step is in <path>.tmp, and read_state is asked
+-- for both files.
+local function write_state(path, st, cfg)
+  local lines = { STATE_HEAD, ("%d %d %s %s %d"):format(st.step, st.tokens, fmt_num(st.seconds),
+    fmt_num(st.sum), st.n) }
+  local keys = state_keys(cfg)
+  lines[3] = ("config %d"):format(#keys)
+  for _, k in ipairs(keys) do lines[#lines + 1] = k .. " " .. config_word(cfg[k]) end
+  for _, c in ipairs(st.curve) do
+    lines[#lines + 1] = ("%d %d %s %s"):format(c.step, c.tokens, c.loss and fmt_num(c.loss) or "-",
+      fmt_num(c.lr))
+  end
+  return write_file(path .. ".tmp", table.concat(lines, "\n") .. "\n")
+end
+
+local function commit_state(path)
+  local rok, rerr = os.rename(path .. ".tmp", path)
+  if not rok then
+    os.remove(path .. ".tmp")
+    return nil, rerr
+  end
+  return true
+end
+
+-- The state at path when it is whole and at step; nil otherwise.
+local function read_state(path, step)
+  local text = read_file(path, STATE_MAX_BYTES)
+  if not text then return nil end
+  local lines = {}
+  for l in text:gmatch("[^\n]+") do lines[#lines + 1] = l end
+  local version = lines[1] == STATE_HEAD and 2 or lines[1] == "roper-run-state 1" and 1
+  if not version or not lines[2] then return nil end
+  local at, tokens, seconds, sum, n = lines[2]:match("^(%d+) (%d+) (%S+) (%S+) (%d+)$")
+  if math.tointeger(tonumber(at)) ~= step then return nil end
+  local st = { step = step, tokens = math.tointeger(tonumber(tokens)), seconds = tonumber(seconds),
+    sum = tonumber(sum), n = math.tointeger(tonumber(n)), curve = {} }
+  if not (st.tokens and st.seconds and st.sum and st.n) then return nil end
+  local first = 3
+  if version == 2 then
+    local nkeys = math.tointeger(tonumber((lines[3] or ""):match("^config (%d+)$")))
+    if not nkeys then return nil end
+    st.config = {}
+    for i = 4, 3 + nkeys do
+      local k, v = (lines[i] or ""):match("^(%S+) (.*)$")
+      if not k then return nil end
+      st.config[k] = v
+    end
+    first = 4 + nkeys
+  end
+  for i = first, #lines do
+    local cs, ct, cl, clr = lines[i]:match("^(%d+) (%d+) (%S+) (%S+)$")
+    if not cs then return nil end
+    st.curve[#st.curve + 1] = { step = math.tointeger(tonumber(cs)),
+      tokens = math.tointeger(tonumber(ct)), loss = tonumber(cl), lr = tonumber(clr) }
+  end
+  return st
+end
+
+-- The checkpoint a run saved at path, checked against the run cfg builds (mc: rp.model's
+-- options, the model loaded for mc.max_batch rows; oc: the optimiser's): the model, its
+-- optimiser and the training state of the optimiser's step (from <path>.state, or from
+-- <path>.state.tmp where a run killed between its two saves left it; nil when neither holds
+-- it). Otherwise nil and why, a sentence that starts with path: it cannot be loaded, holds no
+-- optimiser, was trained with another model or optimiser or (its state says) another config,
+-- or is beyond cfg.steps. The caller owns (and closes) the model and the optimiser.
+local function open_checkpoint(path, cfg, mc, oc)
+  local ok, m, opt = pcall(rp.load, path, { max_batch = mc.max_batch })
+  if not ok then
+    -- (max_batch is an error for a .npy or safetensors file: no run saves those)
+    local kind = inner(m):match("is an? (%S+) file$")
+    return nil, kind and ("%s: a %s file, not a checkpoint of a run"):format(path, kind) or inner(m)
+  end
+  if not m then return nil, tostring(opt) end
+  local function bad(what)
+    if type(opt) == "userdata" then getmetatable(opt).__close(opt) end
+    getmetatable(m).__close(m)
+    return nil, ("%s %s"):format(path, what)
+  end
+  local function trained_with(k, have, want)
+    return bad(("was trained with %s = %s, the config asks for %s"):format(k, tostring(have),
+      tostring(want)))
+  end
+  if type(opt) ~= "userdata" then return bad("holds no optimiser (it was not saved by a run)") end
+  -- the first difference in key order, so the one named is always the same
+  local function differs(want, have, skip)
+    local keys = {}
+    for k in pairs(want) do keys[#keys + 1] = k end
+    table.sort(keys)
+    for _, k in ipairs(keys) do
+      -- (keys a pe ignores are absent from m:config())
+      if not skip[k] and have[k] ~= nil and have[k] ~= want[k] then return k, have[k], want[k] end
+    end
+  end
+  local k, have, want = differs(mc, m:config(), { max_batch = true })
+  if k then return trained_with(k, have, want) end
+  local ogot = opt:config()
+  if ogot.kind ~= cfg.optimiser then
+    return bad(("was trained with %s, the config asks for %s"):format(ogot.kind, cfg.optimiser))
+  end
+  k, have, want = differs(oc, ogot, {})
+  if k then return trained_with(k, have, want) end
+  local steps = opt:steps()
+  if steps > cfg.steps then
+    return bad(("is at step %d, beyond the config's steps = %d"):format(steps, cfg.steps))
+  end
+  if steps == 0 then return m, opt, nil end
+  local state = path .. ".state"
+  local st = read_state(state, steps) or read_state(state .. ".tmp", steps)
+  -- the state names the run it belongs to: another run's checkpoint is refused, whatever its
+  -- model (the seed, the task's data, the schedule's length all count); a version 1 state
+  -- names none
+  for _, key in ipairs(st and st.config and state_keys(cfg) or {}) do
+    local there, here = st.config[key], config_word(cfg[key])
+    if there ~= nil and there ~= here then return trained_with(key, there, here) end
+  end
+  return m, opt, st
+end
+
+-- rp.experiment.resumable(cfg, path) -> step | nil, why[, "finished"]
+-- The step rp.experiment.run(cfg, progress, {save = path, resume = true}) would go on from, when
+-- that run gives the result of an uninterrupted one: 0 when nothing is at path (it starts
+-- afresh); the step of the checkpoint at path when its model and optimiser are the ones cfg
+-- builds, its step at most cfg.steps, and a training state of that step is beside it (saved
+-- with save_every) whose config is cfg's. Otherwise nil and why, a sentence that starts with
+-- path: run would refuse the file (another model, optimiser or config, as it raises), or would
+-- go on from it without the curve so far (no state of its step: a state lost, or a finished
+-- run's model: at step cfg.steps, its state removed when the run ended; then also "finished",
+-- there is nothing left to train). cfg as for rp.experiment.run (bad configs raise as there);
+-- path a nonempty string without NUL bytes. Reads the files only (the model is loaded for one
+-- row, then released).
+function experiment.resumable(cfg, path)
+  local fname = "rp.experiment.resumable"
+  cfg = resolve(fname, cfg)
+  if type(path) ~= "string" then
+    argerror(fname, 2, "path (a string) expected, got " .. type(path))
+  end
+  if path == "" or path:find("\0", 1, true) then
+    argerror(fname, 2, "path must be a nonempty string without NUL bytes")
+  end
+  local _, _, V = validate(fname, cfg)
+  local kind, err = path_kind(path)
+  if kind == false then return 0 end
+  if not kind then return nil, err end
+  local mc = model_opts(cfg, V)
+  mc.max_batch = 1
+  local m, opt, st = open_checkpoint(path, cfg, mc, optim_opts(cfg))
+  if not m then return nil, opt end
+  local steps = opt:steps()
+  getmetatable(opt).__close(opt)
+  getmetatable(m).__close(m)
+  if steps > 0 and not st and steps == cfg.steps then
+    return nil, ("%s is the model of a finished run (step %d of steps = %d)"):format(path, steps,
+      steps), "finished"
+  end
+  if steps > 0 and not st then
+    return nil, ("%s is at step %d and has no training state of that step beside it (%s.state)")
+      :format(path, steps, path)
+  end
+  return steps
+end
+
+E.config_word, E.write_state, E.commit_state, E.open_checkpoint = config_word, write_state,
+  commit_state, open_checkpoint

@@ -1,0 +1,87 @@
+-- The files and folders of the experiment scripts: atomic writes and whole reads through the
+-- module's rp.write_file / rp.read_file (core's writer and reader: one atomic writer for every
+-- file roper writes), the checks of an output and an input path before any work (usage
+-- problems), folders made with their parents, and penlight's path helpers.
+--
+-- Libraries (Debian packages): penlight and lfs (paths, folders).
+local lfs = require "lfs"
+local pldir = require "pl.dir"
+local plpath = require "pl.path"
+local rp = require "roper"
+local cli = require "lib.cli"
+
+local fileio = {}
+
+-- write(path, text) -> true | nil, message: the module's atomic writer (rp.write_file, core's
+-- rp_file_write_atomic): a reader never sees a partial file, an interrupted write leaves the old
+-- file (or none), the data is fsync'ed before the rename, and what a killed write left
+-- ("<path>.tmp.<pid>") is removed by the next write to path. Anything at path but a regular file
+-- (a folder, a FIFO) is refused before anything is written. Messages name path, never the
+-- temporary file.
+function fileio.write(path, text)
+  return rp.write_file(path, text)
+end
+
+-- check_output(path, what): before any work, makes sure a file can be written at path: its folder
+-- exists (created when missing), path is not a folder, and a probe file "<path>.probe" can be
+-- created and removed there. An empty regular file already at "<path>.probe" is the leftover of a
+-- probe cut short (kill -9 between its write and its removal) and is removed; anything else there
+-- is left alone and the probe skipped. Raises a usage problem naming `what` (the option, e.g.
+-- "--out") and path.
+function fileio.check_output(path, what)
+  if plpath.isdir(path) then cli.usage(("%s %s: is a folder, not a file"):format(what, path)) end
+  local dir = plpath.dirname(path)
+  if dir ~= "" then
+    local ok, err = fileio.mkdir(dir)
+    if not ok then
+      cli.usage(("%s %s: cannot create its folder (%s)"):format(what, path,
+        tostring(err):gsub("^.-: ", "")))
+    end
+  end
+  local probe = lfs.attributes(path .. ".probe")
+  if probe and (probe.mode ~= "file" or probe.size ~= 0) then return end
+  local ok, err = fileio.write(path .. ".probe", "")
+  if not ok then
+    cli.usage(("%s %s: cannot write there (%s)"):format(what, path,
+      tostring(err):gsub("^.-: ", "")))
+  end
+  os.remove(path .. ".probe")
+end
+
+-- lfs's word for a kind of file in the words of the C core's messages ("a folder", "a FIFO").
+local KIND = { directory = "a folder", ["named pipe"] = "a FIFO",
+  ["char device"] = "a character device", ["block device"] = "a block device",
+  socket = "a socket", link = "a symbolic link" }
+local function kind_of(mode) return KIND[mode] or "an unknown kind of file" end
+
+-- check_input(path, what): path names a readable regular file; else a usage problem.
+function fileio.check_input(path, what)
+  local mode = lfs.attributes(path, "mode")
+  if mode == nil then
+    cli.usage(("%s %s: no such file"):format(what, path))
+  elseif mode ~= "file" then
+    cli.usage(("%s %s: not a regular file (%s)"):format(what, path, kind_of(mode)))
+  end
+end
+
+-- read(path) -> text | nil, message: the whole file (rp.read_file, core's reader, up to 1 GiB);
+-- anything but a regular file is refused before it is opened ("f: not a regular file (a FIFO)":
+-- opening a FIFO would wait for a writer, and a folder opens but does not read)
+function fileio.read(path)
+  return rp.read_file(path)
+end
+
+-- mkdir(path) -> true | nil, message (creates parents; fine when it exists)
+function fileio.mkdir(path)
+  if plpath.isdir(path) then return true end
+  local ok, err = pldir.makepath(path)
+  if not ok then return nil, path .. ": " .. tostring(err) end
+  return true
+end
+
+fileio.exists = plpath.exists
+fileio.abspath = plpath.abspath
+fileio.join = plpath.join
+fileio.dirname = plpath.dirname
+
+return fileio

@@ -1,0 +1,91 @@
+-- The tables of the experiment scripts' reports: a number for a table (tables.num), markdown
+-- pipe tables, a row of a significance table (tables.test_row), CSV, and a result's loss curve
+-- and metric per length as CSV. The CSV writer is ours: penlight's pl.data.write quotes nothing
+-- (a comma in a cell splits it), stops a row at its first empty cell and writes numbers with
+-- tostring's 14 digits.
+local tables = {}
+
+-- A number for tables: integers as they are, others with 4 significant digits.
+function tables.num(v, fmt)
+  if v == nil then return "-" end
+  if type(v) ~= "number" then return tostring(v) end
+  if math.type(v) == "integer" or (v == math.floor(v) and math.abs(v) < 1e15 and not fmt) then
+    return ("%d"):format(v)
+  end
+  return (fmt or "%.4g"):format(v)
+end
+
+-- markdown(headers, rows) -> text: a pipe table; rows are lists of strings (numbers converted).
+function tables.markdown(headers, rows)
+  local lines = { "| " .. table.concat(headers, " | ") .. " |" }
+  local sep = {}
+  for i = 1, #headers do sep[i] = "---" end
+  lines[2] = "|" .. table.concat(sep, "|") .. "|"
+  for _, r in ipairs(rows) do
+    local cells = {}
+    for i = 1, #headers do cells[i] = tostring(r[i] == nil and "" or r[i]) end
+    lines[#lines + 1] = "| " .. table.concat(cells, " | ") .. " |"
+  end
+  return table.concat(lines, "\n") .. "\n"
+end
+
+-- test_row(label, c, diff_fmt) -> the cells of a significance table row for stats.compare's
+-- result c: label, mean diff (diff_fmt), Welch t (df), Welch p, permutation p, pairs, paired t
+-- p, sign-flip p (tables.test_headers).
+tables.test_headers = { "difference", "mean diff", "Welch t", "Welch p", "permutation p", "pairs",
+  "paired t p", "sign-flip p" }
+
+function tables.test_row(label, c, diff_fmt)
+  local paired = c.paired
+  return { label, c.mean_diff and tables.num(c.mean_diff, diff_fmt) or "-",
+    c.welch_t and ("%.2f (df %.1f)"):format(c.welch_t, c.welch_df) or "-",
+    c.welch_p and tables.num(c.welch_p, "%.3g") or "-",
+    c.permutation_p and (tables.num(c.permutation_p, "%.3g") .. (c.permutation_exact and ""
+      or " (sampled)")) or "-",
+    paired and tostring(paired.n) or "-",
+    paired and paired.p_t and tables.num(paired.p_t, "%.3g") or "-",
+    paired and (tables.num(paired.p_perm, "%.3g") .. (paired.exact and "" or " (sampled)")) or "-" }
+end
+
+-- csv(headers, rows) -> text (RFC 4180 quoting where needed).
+function tables.csv(headers, rows)
+  local function cell(v)
+    if v == nil then return "" end
+    if type(v) == "number" then
+      if math.type(v) == "integer" then return tostring(v) end
+      return ("%.10g"):format(v)
+    end
+    v = tostring(v)
+    if v:find('[,"\n]') then return '"' .. v:gsub('"', '""') .. '"' end
+    return v
+  end
+  local lines = {}
+  local h = {}
+  for i, x in ipairs(headers) do h[i] = cell(x) end
+  lines[1] = table.concat(h, ",")
+  for _, r in ipairs(rows) do
+    local c = {}
+    for i = 1, #headers do c[i] = cell(r[i]) end
+    lines[#lines + 1] = table.concat(c, ",")
+  end
+  return table.concat(lines, "\n") .. "\n"
+end
+
+-- The loss curve of a result as CSV (step, tokens, loss, lr).
+function tables.curve_csv(result)
+  local rows = {}
+  for i, p in ipairs(result.curve or {}) do rows[i] = { p.step, p.tokens, p.loss, p.lr } end
+  return tables.csv({ "step", "tokens", "loss", "lr" }, rows)
+end
+
+-- The metric at each length of a result (by_length) as CSV (length, scaling, factor, correct,
+-- accuracy, loss; the cells a task does not have are empty).
+function tables.lengths_csv(result)
+  local rows = {}
+  for i, e in ipairs(result.by_length or {}) do
+    rows[i] = { e.length, e.scaling, e.factor, e.correct, e.accuracy, e.loss }
+  end
+  return tables.csv({ "length", "scaling", "factor", "correct", "accuracy", "loss" }, rows)
+end
+
+return tables
