@@ -34,7 +34,7 @@ ifeq ($(SANITIZE),1)
   SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
   OPT := -O1
 else ifeq ($(PORTABLE),1)
-  # the portable build (core/build.h): the same bits on every x86-64-v3 CPU
+  # the portable build (core/sys/build.h): the same bits on every x86-64-v3 CPU
   BUILD := build-portable
   SANFLAGS :=
   OPT := -O2 -march=x86-64-v3 -DRP_PORTABLE=1
@@ -50,16 +50,21 @@ else
   OMPFLAGS := -fopenmp
 endif
 
+# core's floors, lowest first (tests/lua/layering_spec.lua checks that each includes and calls only
+# its own and lower ones): sys (status, checked sizes, build, memory, threads, dist, BLAS), tensor,
+# nn (rope, positional modes, attention, layers, optimiser), model, io (files). Sources include a
+# header by its name; every floor is on the include path.
+CORE_DIRS := core/sys core/tensor core/nn core/model core/io
 WARN := -Wall -Wextra -Wpedantic -Wshadow -Wdouble-promotion -Wstrict-prototypes \
         -Wmissing-prototypes -Wformat=2 -Wundef -Wvla -Wno-unused-parameter -Werror
 LUA_CFLAGS = $(shell pkg-config --cflags lua5.4 2>/dev/null)
 BLAS_CFLAGS = $(shell pkg-config --cflags openblas 2>/dev/null)
 CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(OPT) -g -fPIC $(WARN) \
-          $(OMPFLAGS) $(SANFLAGS) -Icore -Itasks
+          $(OMPFLAGS) $(SANFLAGS) -Icore $(addprefix -I,$(CORE_DIRS)) -Itasks
 LDLIBS := -lopenblas -lm
 LDFLAGS := $(OMPFLAGS) $(SANFLAGS)
 
-CORE_SRC := $(wildcard core/*.c) $(wildcard tasks/*.c)
+CORE_SRC := $(wildcard $(addsuffix /*.c,$(CORE_DIRS))) $(wildcard tasks/*.c)
 CORE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC))
 BIND_SRC := $(wildcard bindings/*.c)
 BIND_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(BIND_SRC)) $(BUILD)/obj/roper_lua.o
@@ -78,7 +83,7 @@ MODULE := $(BUILD)/roper.so
 REPL := $(BUILD)/roper
 BENCH := $(BUILD)/bench
 BENCH_TRAIN := $(BUILD)/bench_train
-# The MPI plugin (mpi/roper_mpi.c): opened by core/dist.c only when mpirun or srun started the
+# The MPI plugin (mpi/roper_mpi.c): opened by core/sys/dist.c only when mpirun or srun started the
 # process, so nothing else links libmpi.
 MPI_PLUGIN := $(BUILD)/roper_mpi.so
 MPI_CFLAGS = $(patsubst -I%,-isystem %,$(shell pkg-config --cflags ompi-c 2>/dev/null))
@@ -101,7 +106,7 @@ deps:
 	  apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing </dev/null; \
 	fi
 
-$(BUILD)/obj/%.o: %.c $(wildcard core/*.h tasks/*.h bindings/*.h) | deps
+$(BUILD)/obj/%.o: %.c $(wildcard core/*.h $(addsuffix /*.h,$(CORE_DIRS)) tasks/*.h bindings/*.h) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LUA_CFLAGS) $(BLAS_CFLAGS) -Ibindings -c $< -o $@
 
@@ -144,7 +149,7 @@ $(BUILD)/obj/roper_lua.o: $(BUILD)/roper_lua.c bindings/roper.h
 $(MODULE): $(BIND_OBJ) $(LIB)
 	$(CC) -shared $(LDFLAGS) -Wl,-z,nodelete -o $@ $(BIND_OBJ) $(LIB) $(LDLIBS)
 
-$(MPI_PLUGIN): mpi/roper_mpi.c core/dist.h | deps
+$(MPI_PLUGIN): mpi/roper_mpi.c core/sys/dist.h | deps
 	$(CC) $(CFLAGS) $(MPI_CFLAGS) -shared -o $@ $< $(LDFLAGS) $(MPI_LIBS)
 
 # The REPL program (repl/): the module's objects linked with liblua and readline. It includes
@@ -171,7 +176,7 @@ test: deps all portable
 	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) tests/run
 
 # The portable REPL (make PORTABLE=1: -march=x86-64-v3, OpenBLAS's Haswell kernels on every CPU;
-# core/build.h), for portable_spec's check that it reproduces a committed run bit for bit.
+# core/sys/build.h), for portable_spec's check that it reproduces a committed run bit for bit.
 portable:
 	@$(MAKE) --no-print-directory PORTABLE=1 SANITIZE= build-portable/roper
 
@@ -247,8 +252,9 @@ SCRIPTDIR = $(DATADIR)/roper/scripts
 MANIFEST = $(DATADIR)/roper/install-manifest.txt
 
 # The headers a C user needs: all of core/ and tasks/ but the insides of the implementation.
-PRIVATE_HEADERS := $(wildcard core/*_impl.h tasks/*_impl.h) core/simd.h core/tile.h core/parallel.h
-PUBLIC_HEADERS := $(filter-out $(PRIVATE_HEADERS),$(wildcard core/*.h tasks/*.h))
+PRIVATE_HEADERS := $(wildcard core/*/*_impl.h tasks/*_impl.h) core/tensor/simd.h core/tensor/tile.h \
+                   core/sys/parallel.h
+PUBLIC_HEADERS := $(filter-out $(PRIVATE_HEADERS),$(wildcard core/*.h core/*/*.h tasks/*.h))
 SCRIPTS := $(wildcard scripts/*.lua)
 SCRIPT_LIBS := $(wildcard scripts/lib/*.lua)
 

@@ -138,12 +138,12 @@ lua_Integer lrp_optinteger(lua_State *L, int idx, const char *key, lua_Integer d
 int lrp_optboolean(lua_State *L, int idx, const char *key, int def);
 /* The position of the field's string value in names (NULL-terminated), or def when absent. */
 int lrp_optenum(lua_State *L, int idx, const char *key, const char *const *names, int def);
-/* The field as a rotate mask (RP_ROT_* bits of core/pe.h): a string of distinct letters of
+/* The field as a rotate mask (RP_ROT_* bits of core/nn/pe.h): a string of distinct letters of
  * "qkvo" (rp_rotate_from_name), or 0 when absent. */
 int lrp_optrotate(lua_State *L, int idx, const char *key);
 
 /* Refuses a key of rp.model's config among a call's options (rp.attention's, rp.rope.*'s) whose
- * value does nothing for the call's pe, by the rule of rp.model's config (core/model_schema.h,
+ * value does nothing for the call's pe, by the rule of rp.model's config (core/model/model_schema.h,
  * rp_model_cfg_check_used: base with pe shaw, rel_clip with t5, scaling_factor without scaling;
  * a key at its default is accepted), raising naming the options table at idx. view holds the
  * options that are such keys, the schema's defaults for the others (normalised here). No Lua code

@@ -1,4 +1,4 @@
-/* rp.mpi: data-parallel communication from Lua (core/dist.h) and the roper.Comm userdata.
+/* rp.mpi: data-parallel communication from Lua (core/sys/dist.h) and the roper.Comm userdata.
  *
  *   local comm = rp.mpi.init()       -- under mpirun: MPI starts; otherwise one rank of one
  *   m:train_step(x, y, nil, opt, {comm = comm})   -- each rank trains on its rows of the batch

@@ -1,7 +1,7 @@
 /* The frequency options of the rotary calls (rp.rope.angles, rp.rope.rotate, rp.attention,
  * rp.model): the context extensions and xPos as numbers, and user frequencies (freq: a 1-D tensor
  * or a list of numbers) or angles (angles: a 2-D tensor, a list of lists, or a function(p, i)
- * sampled for positions p = 0 .. rows-1 and pairs i = 0 .. half-1), core/rope_freq.h.
+ * sampled for positions p = 0 .. rows-1 and pairs i = 0 .. half-1), core/nn/rope_freq.h.
  *
  * Two phases, as args.h asks: lrp_optfreq reads every option (the scalars into the struct, the
  * table values into two stack slots); lrp_freq_tables, called when the caller knows the sizes,

@@ -28,7 +28,7 @@ void lrp_freq_tables(lua_State *L, int idx, int slot, rp_rope_freq *f, int64_t r
                      int64_t half);
 
 /* The scalars of f into the frequency fields of c (scaling .. xpos_scale_base; an orig_len below
- * 1, not given, as 0), for the rule of core/model_schema.h on keys that do nothing. */
+ * 1, not given, as 0), for the rule of core/model/model_schema.h on keys that do nothing. */
 void lrp_freq_into_cfg(rp_model_cfg *c, const rp_rope_freq *f);
 
 /* The xpos_side option at idx: 1 (the query side, the default) or -1 (the key side). */

@@ -1,7 +1,7 @@
 /* Files that NumPy and PyTorch read and write: a tensor as a .npy file (t:save; rp.load reads one
  * back through lrp_load_npy) and a model's weights as a safetensors file (m:save_safetensors,
  * m:load_safetensors; rp.load builds a model from one through lrp_load_safetensors). The formats
- * are core's (core/npy.h, core/safetensors.h), described in docs/interop.md.
+ * are core's (core/io/npy.h, core/io/safetensors.h), described in docs/interop.md.
  *
  * As m:save and rp.load: a file that cannot be read or written gives nil, "path: reason"; misuse
  * (a wrong type, an empty path, a released object) raises.

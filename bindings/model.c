@@ -1,4 +1,4 @@
-/* roper.Model: the transformer of core/model.h (rp.model, rp.model_memory), the userdata's
+/* roper.Model: the transformer of core/model/model.h (rp.model, rp.model_memory), the userdata's
  * lifetime and tostring, its config (m:config) and parameters as tensor views (m:params, m:grads),
  * checkpoints (m:save, rp.load), and the registration of every method. Running the model
  * (forward, loss, train_step, generate, introspection) is in model_run.c, safetensors files
@@ -7,7 +7,7 @@
  *
  * The userdata holds the rp_model pointer (NULL before rp_model_new succeeds and after
  * m:free(), __gc or __close). Every argument is checked here before core runs: the config table
- * (read by the rows of core's config schema, core/model_schema.h: types and names here, ranges
+ * (read by the rows of core's config schema, core/model/model_schema.h: types and names here, ranges
  * and the rules between fields by rp_model_cfg_check, keys that do nothing by
  * rp_model_cfg_check_used, whose messages become the `bad argument` text), options. File errors
  * of m:save and rp.load are returned as nil, "path: reason" (Lua io style); misuse raises.
@@ -88,7 +88,7 @@ static int m_tostring(lua_State *L)
 /* ---- construction ---- */
 
 /* Reads the config table at idx into cfg: every key a row of the config schema
- * (core/model_schema.h) or freq / angles (read later), each read by its row's type and names
+ * (core/model/model_schema.h) or freq / angles (read later), each read by its row's type and names
  * and checked against its range (an absent key keeps its default); then the stored form
  * (rp_model_cfg_normalise). Raises naming argument idx. */
 static void read_fields(lua_State *L, int idx, rp_model_cfg *cfg)
@@ -230,7 +230,7 @@ static void set_number(lua_State *L, const char *key, double v, int integer)
     lua_setfield(L, -2, key);
 }
 
-/* The mode table (core/pe.h) as a new table on the stack: t[i] = {name =, absolute =, rotate =,
+/* The mode table (core/nn/pe.h) as a new table on the stack: t[i] = {name =, absolute =, rotate =,
  * rotary =, linear =, relative =, rel_keys =} in the table's order, and t[name] = the same row;
  * rel_keys lists the config keys the mode's relative kind reads (the schema's RP_CFG_RELATIVE
  * rows whose keys the kind's row uses). */

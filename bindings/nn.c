@@ -462,9 +462,9 @@ static void check_4d(lua_State *L, int arg, const char *name, const rp_tensor *t
                      lrp_shape_str(b, t));
 }
 
-/* The relative modes' tables of rp.attention (core/attention.h): the options, in the order of
+/* The relative modes' tables of rp.attention (core/nn/attention.h): the options, in the order of
  * rp_attn_rel's tables (RP_TAB_*); messages name a table as the mode's ("shaw's a^V": the symbol
- * of its kind's row, core/pe.c). */
+ * of its kind's row, core/nn/pe.c). */
 static const char *const rel_keys[RP_TAB_COUNT] = {"rel_k", "rel_q", "rel_v",
                                                    "rel_u", "rel_w", "rel_bias"};
 
@@ -626,7 +626,7 @@ static int l_attention(lua_State *L)
     return 2;
 }
 
-/* rp.linear_attention(q, k, v[, opts]) -> out, w, den (core/linear_attention.h) */
+/* rp.linear_attention(q, k, v[, opts]) -> out, w, den (core/nn/linear_attention.h) */
 static int l_linear_attention(lua_State *L)
 {
     static const char *const known[] = {"pe",         "linear_rope", "eps",      "base", "pairing",

@@ -1,5 +1,5 @@
 /* roper.Optim: Adam and AdamW over a model's flat parameter buffer (rp.optim.adam,
- * rp.optim.adamw), with gradient clipping and learning-rate schedules (core/optim.h).
+ * rp.optim.adamw), with gradient clipping and learning-rate schedules (core/nn/optim.h).
  *
  * The userdata holds the rp_adam_cfg, the rp_adam_state and the storage of its moments m and v
  * (2n floats, n = the model's parameter count); its user value is the roper.Model it updates, so

@@ -12,7 +12,7 @@
  * in roper.h), i32_max = RP_I32_MAX, build_kind = rp_build_kind(), build_target =
  * rp_build_target(), path_kind = f, read_file = f, write_file = f }
  * (is_live(t) is true for a tensor that has not been released; path_kind(path) tells what is at
- * a path without opening it; read_file and write_file are core/fileio.h's reading and atomic
+ * a path without opening it; read_file and write_file are core/io/fileio.h's reading and atomic
  * writing, for the Lua parts' own files); 05_errors.lua adds the helpers
  * of the Lua parts' argument errors to it (argerror, user_level, inner).
  * Finally, when OpenBLAS runs slower kernels than it has for this CPU (its Prescott fallback, or

@@ -32,7 +32,7 @@
 /* ---- the C memory behind the userdata ---- */
 
 /* Lua's collector counts only Lua's own heap, not the buffers core holds behind a tensor, a model
- * or an optimiser (core/storage.h: rp_mem_held), so without help dead ones would stay until
+ * or an optimiser (core/tensor/storage.h: rp_mem_held), so without help dead ones would stay until
  * Lua's heap alone triggered a cycle. lrp_gc_pace, called by every helper below that creates a
  * userdata owning C memory (before core allocates it), runs a full collection when rp_mem_held
  * exceeds this state's limit, then sets the limit to the memory held plus the memory live (held

@@ -1,4 +1,4 @@
-/* The MPI plugin of roper's data-parallel layer (core/dist.h): the only code that includes mpi.h.
+/* The MPI plugin of roper's data-parallel layer (core/sys/dist.h): the only code that includes mpi.h.
  * Built as build/roper_mpi.so, linked with Open MPI's libmpi.so.40, and opened by rp_dist_init
  * with dlopen only when the process was launched by mpirun or srun, so nothing else of roper
  * needs MPI at run time. Every call is on MPI_COMM_WORLD from the main thread

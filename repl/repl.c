@@ -10,7 +10,7 @@
  *
  * At start the process re-executes itself with OPENBLAS_CORETYPE (the fastest kernels OpenBLAS
  * has for this CPU) and OMP_WAIT_POLICY=passive (idle threads sleep) unless the user set them
- * (rp_blas_fix_env, core/blas.h): both are read only when the libraries load. An OPENBLAS_CORETYPE
+ * (rp_blas_fix_env, core/sys/blas.h): both are read only when the libraries load. An OPENBLAS_CORETYPE
  * naming slower kernels than this CPU runs is dropped first (unless ROPER_KEEP_CORETYPE is set).
  *
  * The module is linked in statically and preloaded (`require "roper"` works in scripts), then

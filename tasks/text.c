@@ -1,7 +1,7 @@
 /* Character-level language modelling on UTF-8 text: a file, or every regular file of a directory
  * (sorted by name, concatenated); vocabulary = the sorted distinct code points; the last
  * valid_fraction of the code points is the validation split. Files are read through
- * core/fileio.h: never blocking, regular files only, at most max_bytes in all. */
+ * core/io/fileio.h: never blocking, regular files only, at most max_bytes in all. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
 -- (docs/experiments.md, "What a run records").
 --   rp.build_info() -> { version = rp._VERSION, commit = "<git describe --always --dirty>",
 --                        build = "native" | "portable" | "sanitize", target = "native" |
---                        "x86-64-v3" | "x86-64" } (core/build.h: the portable build gives the
+--                        "x86-64-v3" | "x86-64" } (core/sys/build.h: the portable build gives the
 --                        same bits on every x86-64-v3 CPU)
 -- The commit is stamped at build time by bindings/gen_build_info.lua (the chunk 03_build_info.lua,
 -- generated in the build folder and embedded before this file): "unknown" when the module was

@@ -1,4 +1,4 @@
-/* Multi-head attention (core/attention.h) against a double-precision reference written from the
+/* Multi-head attention (core/nn/attention.h) against a double-precision reference written from the
  * formulas of the header:
  *   q_n' = R(n theta) q_n, k_i' = R(i theta) k_i on the first d_rot_qk features (rope modes),
  *   theta_j = base^(-2j/d_rot_qk); query t sits at n = q_offset + t, key i at i;

@@ -1,4 +1,4 @@
-/* The relative-position terms of pe shaw, xl, t5, deberta and alibi (core/attention.h) against a
+/* The relative-position terms of pe shaw, xl, t5, deberta and alibi (core/nn/attention.h) against a
  * float64 reference written here from the formulas of the header, with naive loops over every
  * (query, key) pair: query t at n = P + q_offset + t, key i at m = P + i (P = pos_offset),
  *   score = s [ (q + u) . k + (q + w) . Ek[r] + k . Eq[r'] ] + bias,  a = softmax over m <= n
@@ -744,7 +744,7 @@ static void test_buckets(void)
     }
 }
 
-/* The kind table's rows (core/pe.c) keep the rules the kernels and the model assume (pe.h): EV
+/* The kind table's rows (core/nn/pe.c) keep the rules the kernels and the model assume (pe.h): EV
  * and UW come with EK, EV with a shared Ek, at most one bias term; rows and a sign for each table
  * whose rows follow the distance, a symbol for every table read; one parameter of the right
  * shape per table (a projection: [C, C], with a shared P for RP_PARAM_PROJ_SHARED). */

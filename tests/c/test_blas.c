@@ -1,5 +1,5 @@
-/* rp_sgemm / rp_sgemm_naive (core/blas.h), rp_matmul (core/ops.h) and the attention kernels'
- * register-tile products rp_tile_mm (core/tile.h) against a double-precision triple loop written
+/* rp_sgemm / rp_sgemm_naive (core/sys/blas.h), rp_matmul (core/tensor/ops.h) and the attention kernels'
+ * register-tile products rp_tile_mm (core/tensor/tile.h) against a double-precision triple loop written
  * here. */
 #include <math.h>
 #include <stdint.h>

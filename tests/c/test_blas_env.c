@@ -1,4 +1,4 @@
-/* The OpenBLAS kernel rule and the OpenMP wait policy (core/blas.h): rp_blas_coretype_rule driven
+/* The OpenBLAS kernel rule and the OpenMP wait policy (core/sys/blas.h): rp_blas_coretype_rule driven
  * by a table of (CPU features, core OpenBLAS reports) cases, no real CPU needed; then the
  * environment functions (rp_blas_wanted_env, rp_omp_wait_policy, rp_blas_core_reason) with the
  * variables set and unset in this process. */

@@ -1,4 +1,4 @@
-/* rp_checkpoint_save / rp_checkpoint_load (core/checkpoint.h, format docs/checkpoint.md):
+/* rp_checkpoint_save / rp_checkpoint_load (core/io/checkpoint.h, format docs/checkpoint.md):
  * round trip (config, every parameter bitwise, RNG, optimiser), the header bytes, damaged files
  * (truncated, flipped bytes, wrong version, empty, trailing data, consistent-checksum forgeries),
  * bad paths, no temporary file left behind, and bit-identical resume of training.

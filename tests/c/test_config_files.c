@@ -1,7 +1,7 @@
 /* The config in files, byte for byte: for every case below (a config of each checkpoint format
  * version, every pe family, the scalings, the model's own tables, values in fields their mode
- * does not use), a fresh model saved as a checkpoint (core/checkpoint.h) and as a safetensors
- * file (core/safetensors.h) gives exactly the bytes of the files in tests/fixtures/config, which
+ * does not use), a fresh model saved as a checkpoint (core/io/checkpoint.h) and as a safetensors
+ * file (core/io/safetensors.h) gives exactly the bytes of the files in tests/fixtures/config, which
  * were written before the config schema existed (the README there says by which commit and how);
  * each of those files loads, and saving the loaded model gives its bytes again.
  *

@@ -1,4 +1,4 @@
-/* Decoding in batches (core/model_decode.c) and its row-invariant product (core/linear.c):
+/* Decoding in batches (core/model/model_decode.c) and its row-invariant product (core/nn/linear.c):
  *  - rp_linear_rows_forward against rp_sgemm_naive (double) on odd shapes, and bitwise the same
  *    row whatever rows come with it, wherever it falls in the tiles, for any thread count;
  *  - rp_model_generate_batch against rp_model_generate one prompt at a time: the same tokens

@@ -1,4 +1,4 @@
-/* core/fileio.h on hostile inputs: bounded reads of regular files only (empty, /proc, exactly the
+/* core/io/fileio.h on hostile inputs: bounded reads of regular files only (empty, /proc, exactly the
  * limit and one byte more, growing, a folder, a FIFO with a writer blocked in open, symbolic
  * links, missing paths, permission denied, limits near INT64_MAX, bad arguments), atomic writes
  * (replacement, mode, missing folder, the named fallback, failing writers) and the removal of

@@ -1,4 +1,4 @@
-/* The whole model (core/model.h) against golden fixtures computed by an independent PyTorch
+/* The whole model (core/model/model.h) against golden fixtures computed by an independent PyTorch
  * reference (tests/reference/make_fixtures.py; format and origin in tests/fixtures/README.md).
  *
  * For every tests/fixtures/NAME.rpfx (or $ROPER_FIXTURES/NAME.rpfx): build the model with the stored

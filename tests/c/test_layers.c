@@ -1,4 +1,4 @@
-/* Layer kernels (core/layers.h) against double-precision references written here.
+/* Layer kernels (core/nn/layers.h) against double-precision references written here.
  *
  * For every kernel: the forward against a naive double reference on odd sizes; the backward
  * against central finite differences of L = sum(dout_fixed * out), where out comes from the

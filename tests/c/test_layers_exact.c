@@ -1,4 +1,4 @@
-/* Bit-exact checks of the layer kernels (core/layers.h), beside test_layers.c's tolerance checks:
+/* Bit-exact checks of the layer kernels (core/nn/layers.h), beside test_layers.c's tolerance checks:
  *
  *  - every _set variant (linear, LayerNorm, ReLU, GELU, dropout) against its accumulating entry
  *    run on a zeroed buffer, bit for bit, also in place where the contract allows it (linear:
@@ -95,7 +95,7 @@ static void ref_bias_grad(float *db, const float *g, int64_t N, int64_t OC)
     }
 }
 
-/* The forward of core/layernorm.c, one row at a time in the order its header promises. */
+/* The forward of core/nn/layernorm.c, one row at a time in the order its header promises. */
 static void ref_ln_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
                            const float *b, int64_t N, int64_t C)
 {

@@ -1,4 +1,4 @@
-/* Causal linear attention (core/linear_attention.h) against a double-precision reference that
+/* Causal linear attention (core/nn/linear_attention.h) against a double-precision reference that
  * evaluates the header's formulas literally, pair by pair (O(T^2), no recurrence), with its own
  * rotation code:
  *   phi(x) = x + 1 (x > 0), exp(x) (x <= 0); positions n = q_offset + t for queries and keys;

@@ -1,4 +1,4 @@
-/* The transformer (core/model.c): layout and init, config and token checks, whole-model gradient
+/* The transformer (core/model/): layout and init, config and token checks, whole-model gradient
  * checks by central differences for every pe mode x norm x activation (and with dropout), KV-cache
  * decoding against full forwards, generation (greedy, sliding window, stop token, sampling), a toy
  * training run and dropout behaviour. */

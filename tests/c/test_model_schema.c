@@ -1,4 +1,4 @@
-/* The model config's schema (core/model_schema.h) and the one check every config passes:
+/* The model config's schema (core/model/model_schema.h) and the one check every config passes:
  *  - the rows against an independent list of rp_model_cfg's fields (name, offset, size), the
  *    documented defaults, the format version of each row;
  *  - the range of every field checked whatever the mode (rp_model_cfg_check), with the key's name;
@@ -103,7 +103,7 @@ static void test_rows(void)
     CHECK(rp_model_cfg_key("d_modle", (size_t)-1) == NULL && rp_model_cfg_key("vocabx", 5) &&
               rp_model_cfg_key(NULL, 0) == NULL,
           "lookups by name and length");
-    /* the documented defaults (core/model.h, docs/lua_api.md) */
+    /* the documented defaults (core/model/model.h, docs/lua_api.md) */
     rp_model_cfg d = rp_model_cfg_default(9);
     CHECK(d.vocab == 9 && d.d_model == 128 && d.heads == 4 && d.layers == 3 && d.d_ff == 512 &&
               d.seq_len == 512 && d.max_batch == 16 && d.pe == RP_PE_ROPE &&

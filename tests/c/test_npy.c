@@ -1,4 +1,4 @@
-/* .npy files (core/npy.h): the files NumPy made (tests/fixtures/interop, README there) read bit
+/* .npy files (core/io/npy.h): the files NumPy made (tests/fixtures/interop, README there) read bit
  * for bit and written back byte for byte, round trips of every shape kind and of strided views,
  * and every refusal with its exact message (crafted headers, truncations, sizes, special files).
  */

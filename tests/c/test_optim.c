@@ -1,4 +1,4 @@
-/* rp_adam_step, rp_grad_norm, rp_lr_at, rp_adam_cfg_check (core/optim.h) against references
+/* rp_adam_step, rp_grad_norm, rp_lr_at, rp_adam_cfg_check (core/nn/optim.h) against references
  * written here in double from the formulas:
  *
  *   labml's Adam ("optimized" update, eps added to sqrt(v) BEFORE the bias correction):

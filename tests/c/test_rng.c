@@ -1,4 +1,4 @@
-/* rp_rng (core/rng.h): known answers and statistical sanity checks.
+/* rp_rng (core/tensor/rng.h): known answers and statistical sanity checks.
  *
  * The known answers come from an independent Python implementation of the specification:
  *   seed: x = seed; for i in 0..3: x += 0x9E3779B97F4A7C15; z = x;

@@ -1,4 +1,4 @@
-/* Rotary position embeddings (core/rope.h) against a double-precision reference written from the
+/* Rotary position embeddings (core/nn/rope.h) against a double-precision reference written from the
  * math: theta_i = base^(-2i/d_rot); a pair (x_p, x_q) rotated by phi becomes
  * (x_p cos phi - x_q sin phi, x_q cos phi + x_p sin phi); half pairing p = i, q = i + d_rot/2,
  * interleaved p = 2i, q = 2i+1; features >= d_rot pass through. */

@@ -1,4 +1,4 @@
-/* Frequency schemes of the rotary encodings (core/rope_freq.h) and the attention kernels under
+/* Frequency schemes of the rotary encodings (core/nn/rope_freq.h) and the attention kernels under
  * them, against a double-precision reference written from the papers' formulas (it never calls
  * the code under test):
  *   standard  theta_i = base^(-2i/d), i = 0 .. d/2 - 1 (RoFormer)

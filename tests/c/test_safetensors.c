@@ -1,4 +1,4 @@
-/* safetensors files (core/safetensors.h) and the JSON reader under them (core/json.h): the
+/* safetensors files (core/io/safetensors.h) and the JSON reader under them (core/io/json.h): the
  * reader's rules and messages, the config as JSON, model round trips, the files PyTorch made
  * (tests/fixtures/interop, README there: the weights give the reference logits), and every refusal
  * of a damaged or forged file with its exact message, the model untouched after each.

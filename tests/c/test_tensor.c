@@ -1,4 +1,4 @@
-/* Tensors (core/tensor.h) and tensor ops (core/ops.h) against naive loops written here. */
+/* Tensors (core/tensor/tensor.h) and tensor ops (core/tensor/ops.h) against naive loops written here. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -18,7 +18,7 @@
 -- values; the issue's .npy headers), then FUZZ_FILES_CASES random forgeries (default 200) drawn
 -- from math.random seeded with (FUZZ_FILES_SEED, i) (default seed 29), so case i is the same in
 -- every process. A checkpoint keeps a valid checksum and declared size (recomputed as
--- core/checkpoint.c computes them), so the forged fields reach the parser's checks.
+-- core/io/checkpoint.c computes them), so the forged fields reach the parser's checks.
 --
 -- Every load goes through rp.load (safetensors also through m:load_safetensors into a fresh
 -- model). Problems: raw, a raised error where a file error belongs (nil, "path: reason"), a
@@ -695,7 +695,7 @@ local EDGES = {
   f64 = { 0.0, -0.0, -1.0, 0.5, 1.0, 2.0, 1e-310, 1e300, -1e300, math.huge, -math.huge, 0 / 0 },
 }
 
--- FNV-1a 64 of s (core/checkpoint.c: offset basis 0xcbf29ce484222325, prime 0x100000001b3,
+-- FNV-1a 64 of s (core/io/checkpoint.c: offset basis 0xcbf29ce484222325, prime 0x100000001b3,
 -- modulo 2^64: Lua's integers wrap as the C code's uint64_t does).
 local function fnv1a(s)
   local h = 0xcbf29ce484222325

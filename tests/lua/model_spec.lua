@@ -18,7 +18,7 @@ local function tiny(extra)
   return rp.model(cfg)
 end
 
--- Floats of a model, counted from the layout of core/model.h.
+-- Floats of a model, counted from the layout of core/model/model.h.
 local function expected_count(c)
   local C, F, V = c.d_model, c.d_ff, c.vocab
   local per_layer = 2 * C + (3 * C * C + 3 * C) + (C * C + C) + 2 * C + (F * C + F) + (C * F + C)
@@ -28,7 +28,7 @@ local function expected_count(c)
   return n
 end
 
--- The parameter names of core/model.h in layout order.
+-- The parameter names of core/model/model.h in layout order.
 local function expected_names(layers, norm, pe)
   local names = { "embed.weight" }
   if pe == "learned" then names[#names + 1] = "pos.weight" end

@@ -1,4 +1,4 @@
--- The portable build (make PORTABLE=1, build-portable/; core/build.h): -march=x86-64-v3 and
+-- The portable build (make PORTABLE=1, build-portable/; core/sys/build.h): -march=x86-64-v3 and
 -- OpenBLAS's Haswell kernels on every CPU, whatever the environment asks, so that a run gives the
 -- same bits on every x86-64-v3 machine. tests/portable/run.lua trains two short runs (rope,
 -- roper) and prints every loss in hexadecimal and a hash of the final weights' bits; the text

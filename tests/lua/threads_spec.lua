@@ -1,9 +1,10 @@
--- The environment the roper binary starts with (core/blas.c: rp_blas_fix_env): OMP_WAIT_POLICY=passive
--- and the OpenBLAS kernels only when the user set nothing (or a value naming slower kernels than the
--- CPU runs, which roper drops unless ROPER_KEEP_CORETYPE is set), what `roper -v`, --blas-env,
--- rp.blas.core() and rp.blas.threads() tell, and that sweep.lua --jobs N gives each run
--- (cores / N) threads. The binary is ROPER_BIN (default build/roper); every command starts from
--- an environment without the variables (tests/with_blas_env may have set them for busted).
+-- The environment the roper binary starts with (core/sys/blas.c: rp_blas_fix_env):
+-- OMP_WAIT_POLICY=passive and the OpenBLAS kernels only when the user set nothing (or a value
+-- naming slower kernels than the CPU runs, which roper drops unless ROPER_KEEP_CORETYPE is set),
+-- what `roper -v`, --blas-env, rp.blas.core() and rp.blas.threads() tell, and that sweep.lua --jobs
+-- N gives each run (cores / N) threads. The binary is ROPER_BIN (default build/roper); every
+-- command starts from an environment without the variables (tests/with_blas_env may have set them
+-- for busted).
 local cjson = require "cjson"
 local dir_of = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = dir_of .. "?.lua;" .. package.path

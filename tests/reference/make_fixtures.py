@@ -9,8 +9,8 @@ Regenerate (from the repo root; needs Debian's python3-torch, so call /usr/bin/p
 
 Only regeneration needs torch; the C test reads the files. The format is in tests/fixtures/README.md.
 
-The model follows the contract of core/model.h and the math of core/attention.h, core/rope.h and
-core/layers.h, written independently of the C code in the style of labml's modules
+The model follows the contract of core/model/model.h and the math of core/nn/attention.h, core/nn/rope.h and
+core/nn/layers.h, written independently of the C code in the style of labml's modules
 (labml_nn/transformers/mha.py, models.py and rope/ in labml's repository,
 github.com/labmlai/annotated_deep_learning_paper_implementations):
 
@@ -21,7 +21,7 @@ github.com/labmlai/annotated_deep_learning_paper_implementations):
   attn: one fused Linear(C, 3C) with rows [q; k; v]; head h uses features h*D .. h*D+D-1 of each;
         scores = <q_n', k_i'> / sqrt(D), causal, softmax over keys; out = Linear(C, C).
   rotary modes rotate the placements of `rotate` (a subset of "qkvo"; "" = the mode's own: rope
-        "qk", roper and roper_legacy "qkvo"; core/pe.h), each on its own first d_rot features:
+        "qk", roper and roper_legacy "qkvo"; core/nn/pe.h), each on its own first d_rot features:
           q_n' = R(+n theta) q_n     d_rot_q = floor(fraction_q * D)  (fraction_qk when 0)
           k_i' = R(+i theta) k_i     d_rot_k = floor(fraction_k * D)  (fraction_qk when 0)
           v_i' = R(+c i theta) v_i   d_rot_v = floor(fraction_v * D)  (c: 2 for roper_legacy, else 1)
@@ -31,7 +31,7 @@ github.com/labmlai/annotated_deep_learning_paper_implementations):
         j + d_rot/2 (interleaved = 2j with 2j+1). So rope: q, k; roper:
         o_n = R(-n theta) sum_i a_{n,i} R(+i theta) v_i; roper_legacy (labml code of
         2022-05-31..2024-06-20): o_n = R(-n theta) sum_i a_{n,i} R(+2i theta) v_i.
-  relative modes (core/attention.h "relative-position terms"; s = 1/sqrt(D), distances n - i):
+  relative modes (core/nn/attention.h "relative-position terms"; s = 1/sqrt(D), distances n - i):
         shaw     s (q_n.k_i + q_n.rel_k[r]), out_n = sum_i a_{n,i} (v_i + rel_v[r]),
                  r = clip(i - n, -k, k) + k, rel_k and rel_v [2k+1, D] shared by the heads
         xl       s ((q_n + u_h).k_i + (q_n + w_h).Ek_h[n - i]), Ek = R W_kR^T, R_d = [sin(d f_j) |
@@ -69,21 +69,21 @@ import torch.nn.functional as F
 
 FORMAT_VERSION = 1
 
-# Enum values of core/model.h and core/attention.h / core/rope.h.
+# Enum values of core/model/model.h and core/nn/attention.h / core/nn/rope.h.
 PE = {"none": 0, "sinusoidal": 1, "learned": 2, "rope": 3, "roper": 4, "roper_legacy": 5,
       "shaw": 6, "xl": 7, "t5": 8, "deberta": 9, "alibi": 10}
 REL_PE = ("shaw", "xl", "t5", "deberta", "alibi")                   # the relative modes
 NORM = {"pre": 0, "post": 1}
 ACT = {"relu": 0, "gelu": 1}
 PAIRING = {"half": 0, "interleaved": 1}
-ROT_BITS = {"q": 1, "k": 2, "v": 4, "o": 8}                      # RP_ROT_* of core/pe.h
+ROT_BITS = {"q": 1, "k": 2, "v": 4, "o": 8}                      # RP_ROT_* of core/nn/pe.h
 MODE_ROTATE = {"rope": "qk", "roper": "qkvo", "roper_legacy": "qkvo"}  # the modes' own placements
 
 BASE_CFG = dict(vocab=11, d_model=16, heads=2, layers=2, d_ff=24, seq_len=8, batch=2, T=8,
                 norm="pre", act="relu", pe="rope", fraction_qk=1.0, fraction_v=1.0,
                 rope_base=10000.0, pairing="half", dropout=0.0,
                 rotate="", fraction_q=0.0, fraction_k=0.0, fraction_o=0.0,
-                rel_clip=16, rel_buckets=32, rel_max_distance=128)   # rel_*: core/model.h defaults
+                rel_clip=16, rel_buckets=32, rel_max_distance=128)   # rel_*: core/model/model.h defaults
 
 # name -> overrides of BASE_CFG; seed drives the weights and the batch.
 CASES = [
@@ -139,7 +139,7 @@ class SplitMix64:
         return lo + self.u64() % (hi - lo + 1)
 
 
-# ---- parameters: names, shapes and order of core/model.h ----------------------------------------
+# ---- parameters: names, shapes and order of core/model/model.h ----------------------------------------
 
 def param_layout(cfg):
     """[(name, shape, kind, fan_in)] in the order of the C parameter buffer."""
@@ -271,7 +271,7 @@ def layer_norm(x, w, b):
     return F.layer_norm(x, (x.shape[-1],), w, b, eps=1e-5)
 
 
-# ---- the relative modes (core/attention.h "relative-position terms"; query n, key i) -------------
+# ---- the relative modes (core/nn/attention.h "relative-position terms"; query n, key i) -------------
 
 def t5_bucket(relative_position, num_buckets, max_distance):
     """HF transformers' T5Attention._relative_position_bucket with bidirectional=False (the causal

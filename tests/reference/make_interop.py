@@ -2,8 +2,8 @@
 """Interop with NumPy and PyTorch: the committed fixtures and the live round trips.
 
 Run with Debian's /usr/bin/python3 (python3-numpy; python3-torch for the safetensors parts) from
-the repo root. The formats are in docs/interop.md; roper's side is core/npy.c and
-core/safetensors.c.
+the repo root. The formats are in docs/interop.md; roper's side is core/io/npy.c and
+core/io/safetensors.c.
 
     make_interop.py fixtures [--out DIR]
         Writes tests/fixtures/interop/ (README there): .npy files made by NumPy (float32 and
@@ -124,7 +124,7 @@ def ref_cfg(cfg):
 
 
 def roper_module(cfg):
-    """RoperRef: nn.Module whose state_dict keys are roper's parameter names (core/model.h), so
+    """RoperRef: nn.Module whose state_dict keys are roper's parameter names (core/model/model.h), so
     load_state_dict takes a roper safetensors file as it is; forward is make_fixtures.forward."""
     import torch
     from torch import nn

@@ -1,4 +1,4 @@
-/* .npy files (core/npy.h; the format and every message: docs/interop.md).
+/* .npy files (core/io/npy.h; the format and every message: docs/interop.md).
  *
  * A file is the magic "\x93NUMPY", the version (two bytes), the header length (u16 for 1.0, u32
  * for 2.0 and 3.0, little-endian), the header (a Python dict literal: 'descr', 'fortran_order',
@@ -550,7 +550,7 @@ rp_status rp_npy_load(const char *path, rp_tensor *out, rp_npy_dtype *dtype)
     }
     char shp[300];
     tuple_str(shp, sizeof shp, h.ndim, h.shape);
-    int64_t numel; /* the rule of core/tensor.h, so that rp_tensor_new takes the shape */
+    int64_t numel; /* the rule of core/tensor/tensor.h, so that rp_tensor_new takes the shape */
     if (!rp_shape_span(h.ndim, h.shape, RP_MAX_NUMEL, &numel)) {
         st = rp_error(RP_ERR_IO, "%s: shape %s %s", path, shp,
                       rp_shape_too_large(h.ndim, h.shape));

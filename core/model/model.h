@@ -32,15 +32,15 @@
 
 typedef enum { RP_NORM_PRE = 0, RP_NORM_POST = 1 } rp_norm;
 typedef enum { RP_ACT_RELU = 0, RP_ACT_GELU = 1 } rp_act;
-/* softmax: scaled dot-product attention (core/attention.h); linear: causal linear attention with
+/* softmax: scaled dot-product attention (core/nn/attention.h); linear: causal linear attention with
  * phi = elu + 1 and RoPE after (RoFormer eq. 19) or before the feature map
- * (core/linear_attention.h), O(T d_k^2) per head, a constant-size decoding state. */
+ * (core/nn/linear_attention.h), O(T d_k^2) per head, a constant-size decoding state. */
 typedef enum { RP_ATTN_SOFTMAX = 0, RP_ATTN_LINEAR = 1 } rp_attn_kind;
 
 /* The names of rp_norm ("pre", "post"), rp_act ("relu", "gelu"), rp_attn_kind ("softmax",
  * "linear") and rp_pairing ("half", "interleaved") in enum order, NULL-terminated: the values of
  * rp.model's config keys norm, activation, attention and pairing, and of the roper.config a
- * safetensors file carries (core/safetensors.h). */
+ * safetensors file carries (core/io/safetensors.h). */
 extern const char *const rp_norm_names[3];
 extern const char *const rp_act_names[3];
 extern const char *const rp_attn_names[3];
@@ -74,7 +74,7 @@ typedef struct rp_model_cfg {
      * (2k buckets), 1 .. RP_REL_MAX_CLIP, default 16; t5: rel_buckets (2 .. RP_REL_MAX_BUCKETS,
      * default 32) and rel_max_distance (> rel_buckets / 2, default 128). */
     int64_t rel_clip, rel_buckets, rel_max_distance;
-    /* The rotary frequency scheme (core/rope_freq.h; rotary pe with softmax attention):
+    /* The rotary frequency scheme (core/nn/rope_freq.h; rotary pe with softmax attention):
      * scaling (RP_SCALING_NONE by default) with scaling_factor (1), orig_len (YaRN's original
      * context length; 0: seq_len), yarn_alpha (1), yarn_beta (32); xpos (xPos gamma, 0 = off)
      * with xpos_scale_base (512). User frequencies or angles are not config: rp_model_set_freq. */
@@ -87,10 +87,10 @@ typedef struct rp_model_cfg {
 /* The labml defaults: d_model 128, heads 4, layers 3, d_ff 512, seq_len 512, max_batch 16,
  * pre-norm, ReLU, dropout 0, pe rope, fractions 1, base RP_ROPE_BASE, half pairing, seed 0, softmax
  * attention (linear_rope after); the later keys' defaults above; vocab as given. Each row of the
- * config schema gives its own (core/model_schema.c). */
+ * config schema gives its own (core/model/model_schema.c). */
 rp_model_cfg rp_model_cfg_default(int64_t vocab);
 
-/* Checks every field against its range (the schema's, core/model_schema.h, whatever the mode:
+/* Checks every field against its range (the schema's, core/model/model_schema.h, whatever the mode:
  * a field the mode does not use cannot hold a nan either), then the rules between fields
  * (divisibility, even d_rot; linear attention takes pe none, sinusoidal, learned, rope or roper,
  * with their own rotate and fraction_qk / fraction_v only; scaling and xpos need a rotary pe with

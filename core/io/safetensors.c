@@ -1,8 +1,8 @@
-/* safetensors files of a model's weights (core/safetensors.h; the format and every message:
+/* safetensors files of a model's weights (core/io/safetensors.h; the format and every message:
  * docs/interop.md).
  *
  * Reading goes in stages, each complete before the next: the header length against the file and
- * the limit; the header, parsed by the strict reader of core/json.h; every entry (keys, dtype,
+ * the limit; the header, parsed by the strict reader of core/io/json.h; every entry (keys, dtype,
  * shape, offsets, sizes); the offsets together (sorted: they must tile the data exactly); the
  * metadata; the entries against the model; only then the data, read whole into a buffer and
  * converted into the parameters, so a failure at any stage leaves the model as it was.

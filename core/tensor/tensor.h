@@ -19,7 +19,7 @@
 
 #define RP_MAX_DIMS 8
 /* Largest number of elements one tensor may hold (2^40). The limit holds for the product of the
- * sizes other than 0 (rp_shape_span of core/checked.h), so that an empty shape such as
+ * sizes other than 0 (rp_shape_span of core/sys/checked.h), so that an empty shape such as
  * [0 x 2^32 x 2^32] is refused as the full one would be: its strides are that product. */
 #define RP_MAX_NUMEL ((int64_t)1 << 40)
 /* The 32-bit limit: the largest BLAS dimension, token id, vocabulary, sequence length or row

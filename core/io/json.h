@@ -1,5 +1,5 @@
 /* A small strict JSON reader and the string escaping of a writer, for the safetensors header
- * (core/safetensors.c) and the model config it carries. Core has no JSON library and the Lua
+ * (core/io/safetensors.c) and the model config it carries. Core has no JSON library and the Lua
  * layer's (lua-cjson) reads every number as a double, which cannot hold a 64-bit byte offset or
  * seed exactly; this reader keeps each number's text and converts it on request, exactly.
  *

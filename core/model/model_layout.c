@@ -7,7 +7,7 @@
 #include "checked.h"
 #include "model_impl.h"
 
-/* a + b and a * b for sizes >= 0, saturating at INT64_MAX (core/checked.h): the counting pass of
+/* a + b and a * b for sizes >= 0, saturating at INT64_MAX (core/sys/checked.h): the counting pass of
  * a huge config (which rp_model_memory then refuses) never overflows. */
 int64_t rpm_sat_add(int64_t a, int64_t b) { return rp_sat_add_i64(a, b); }
 int64_t rpm_sat_mul(int64_t a, int64_t b) { return rp_sat_mul_i64(a, b); }
@@ -58,7 +58,7 @@ int rpm_build_layout(rp_model *m)
     if (m->pe.absolute == RP_ABS_LEARNED)
         m->off_pos =
             add_param(info, &np, &off, "pos.weight", 2, c->seq_len, C, RP_INIT_NORMAL, 0);
-    /* the relative kind's parameters (core/pe.c's kind table): the shared one before the
+    /* the relative kind's parameters (core/nn/pe.c's kind table): the shared one before the
      * layers, the others in each layer after the attention's projections */
     const rp_rel_desc *rel = rp_rel_of(m->pe.rel);
     int64_t rs[RP_REL_MAX_PARAMS][2];

@@ -1,11 +1,11 @@
-/* Checkpoint files (core/checkpoint.h; the format byte by byte: docs/checkpoint.md).
+/* Checkpoint files (core/io/checkpoint.h; the format byte by byte: docs/checkpoint.md).
  *
  * Everything is little-endian whatever the host: integers are written byte by byte with shifts,
  * floats and doubles as their IEEE-754 bit patterns. The checksum is FNV-1a 64 over every byte
  * before it.
  *
  * Saving serialises twice through the same code: once counting bytes (the total size goes into the
- * header), once writing through rp_file_write_atomic (core/fileio.h: an anonymous temporary file,
+ * header), once writing through rp_file_write_atomic (core/io/fileio.h: an anonymous temporary file,
  * fsync, rename over path; stale temporaries of killed saves are removed). Loading checks the first 16 bytes against the file's size (magic, version, declared
  * size, and that size against rp_mem_available()) before reading the whole file into memory,
  * then the checksum, then parses section by section (one reader each) with a bounds check on

@@ -65,7 +65,7 @@ void rp_linear_backward_set(float *dinp, float *dw, float *db, const float *dout
  * whatever N is and whichever rows come with it (and for any thread count; OpenMP over column
  * blocks for large products), which OpenBLAS does not promise: the batched and the one-sequence
  * decoders run every projection through this kernel so that they agree bit for bit. The columns
- * in whole vectors go through rp_tile_mm (core/tile.h). */
+ * in whole vectors go through rp_tile_mm (core/tensor/tile.h). */
 void rp_linear_rows_forward(float *out, const float *inp, const float *wt, const float *b,
                             int64_t N, int64_t C, int64_t OC);
 /* dst (cols, rows) = src (rows, cols)^T; OVERWRITES dst (not overlapping src). */

@@ -5,14 +5,14 @@
  * header maps each tensor name to {"dtype", "shape", "data_offsets": [begin, end]} (offsets into
  * the data, which follows the header) and may hold "__metadata__", an object of strings.
  *
- * Writing: every parameter under its layout name (core/model.h: "embed.weight",
+ * Writing: every parameter under its layout name (core/model/model.h: "embed.weight",
  * "layers.0.attn.qkv.weight", ...), dtype F32, in layout order, back to back; the metadata holds
  * "format": "pt", "roper.version": "1" and "roper.config": the config as a JSON object with the
  * keys and values of rp.model's config table. The header is padded with spaces to a multiple of
- * 8 bytes, as the reference writer pads it. Atomic (core/fileio.h).
+ * 8 bytes, as the reference writer pads it. Atomic (core/io/fileio.h).
  *
  * Reading checks the whole file before anything is used: the header length (at most
- * RP_SAFETENSORS_MAX_HEADER, inside the file), the JSON (core/json.h, strict), every entry's
+ * RP_SAFETENSORS_MAX_HEADER, inside the file), the JSON (core/io/json.h, strict), every entry's
  * keys, dtype, shape and offsets (end - begin is exactly the shape's bytes; together the tensors
  * cover the data exactly once: no overlap, no gap, no trailing byte), then the tensors against the
  * model (every parameter once, nothing else, shapes equal). F32 is read bit for bit, F64 rounded

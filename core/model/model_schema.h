@@ -1,12 +1,12 @@
 /* The schema of the model config: one row per key of rp.model's config table, each naming its
- * field of rp_model_cfg (core/model.h), its type, default, range, the modes it does something
+ * field of rp_model_cfg (core/model/model.h), its type, default, range, the modes it does something
  * for and the checkpoint format version that stores it.
  *
  * Everything that handles a config iterates the rows instead of listing the fields: the defaults
  * (rp_model_cfg_default), the range checks (rp_model_cfg_check, for a config from rp.model or
  * from a file alike), the refusal of a key that does nothing (rp_model_cfg_check_used), the
- * checkpoint format (core/checkpoint.c: the version a config needs, the fields of each version's
- * block), the safetensors roper.config JSON (core/safetensors_config.c), the binding's reading
+ * checkpoint format (core/io/checkpoint.c: the version a config needs, the fields of each version's
+ * block), the safetensors roper.config JSON (core/io/safetensors_config.c), the binding's reading
  * of rp.model's table and m:config() (bindings/model.c), and rp.experiment's keys (the rows
  * reach the Lua parts as internals.model_keys). A new config key is a field of rp_model_cfg and
  * a row in model_schema.c (docs/architecture.md, "How to add a config key").
@@ -59,7 +59,7 @@ enum {
                              * a model needs the file's value (rp_safetensors_load_into) */
 };
 
-/* What the safetensors roper.config (core/safetensors.h) holds of a row; a key that is not
+/* What the safetensors roper.config (core/io/safetensors.h) holds of a row; a key that is not
  * written reads back as its default. */
 typedef enum {
     RP_CFG_JSON_SET = 0,  /* written when it differs from its default */

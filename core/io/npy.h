@@ -5,14 +5,14 @@
  * contents (a strided view is written as the array it shows), header laid out byte for byte as
  * NumPy 1.24 writes it (keys sorted, the spare spaces for growing the first axis, padded with
  * spaces and a newline to a multiple of 64 bytes). A 0-dim tensor is shape (), an empty tensor
- * keeps its shape ((0, 3): no data bytes). Atomic (core/fileio.h).
+ * keeps its shape ((0, 3): no data bytes). Atomic (core/io/fileio.h).
  *
  * Reading: versions 1.0, 2.0 and 3.0, the header read as NumPy reads it (the Python literal
  * grammar of ast.literal_eval, never more loosely: docs/interop.md); dtype '<f4' (bit for bit) or
  * '<f8' (each value rounded to the nearest float32, ties to even, as NumPy's astype(np.float32)
  * does: values beyond float32's range become +-inf, NaN stays NaN, float64 subnormals become 0 or
  * float32 subnormals); C order; up to RP_MAX_DIMS dims and RP_MAX_NUMEL elements (an empty array
- * too, for its sizes other than 0: core/tensor.h). Everything else is refused with
+ * too, for its sizes other than 0: core/tensor/tensor.h). Everything else is refused with
  * RP_ERR_IO "path: reason" (the reasons are listed in docs/interop.md): big-endian data, other
  * dtypes, object and structured arrays, Fortran order, a malformed header, truncated files and
  * trailing bytes.

@@ -1390,7 +1390,7 @@ static int64_t cache_head_floats(int64_t cap, int64_t D, int64_t Dv)
     return D * rp_vl_round(cap) + cap * rp_vl_round(Dv);
 }
 
-/* a * b + c for sizes >= 0, saturating at INT64_MAX (core/checked.h). */
+/* a * b + c for sizes >= 0, saturating at INT64_MAX (core/sys/checked.h). */
 static int64_t sat_mul_add(int64_t a, int64_t b, int64_t c)
 {
     return rp_sat_add_i64(rp_sat_mul_i64(a, b), c);

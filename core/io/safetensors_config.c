@@ -1,5 +1,5 @@
 /* The model config as the JSON object a safetensors file carries under "roper.config"
- * (core/safetensors.h): rp.model's keys and names, so that a Python reader sees what a Lua user
+ * (core/io/safetensors.h): rp.model's keys and names, so that a Python reader sees what a Lua user
  * writes, and numbers that read back exactly (the shortest "%.*g" that strtod maps back). The
  * keys, their order and when each is written are the config schema's (model_schema.h). */
 #include <stdio.h>

@@ -7,7 +7,7 @@
  * input. The rule of every reader: a value from outside is combined with another only through
  * these, or after a check that bounds both (say so in a comment where it is done).
  *
- * rp_shape_span is the size rule of every tensor shape (core/tensor.h): the product of the sizes
+ * rp_shape_span is the size rule of every tensor shape (core/tensor/tensor.h): the product of the sizes
  * other than 0, which is what a contiguous layout's strides reach, must itself be within the
  * limit, so an empty shape ((0, 2^32, 2^32)) is held to the same arithmetic as a full one.
  */

@@ -17,7 +17,7 @@
  * Relative modes (shaw, xl, t5, deberta, alibi: the baselines of the RoFormer paper's section
  * 2.3 and ALiBi) rotate nothing; they add terms that depend on the relative distance to the
  * scores (and, for shaw, to the values): their relative kind's row (rp_rel_of) says which, and
- * core/attention.h gives the formulas.
+ * core/nn/attention.h gives the formulas.
  *
  * Everything that needs to know what a mode does (the attention and linear-attention kernels,
  * the model, the config checks, the bindings, checkpoints, the benchmarks, the tests' loops)
@@ -89,7 +89,7 @@ typedef struct rp_pe_mode {
 /* ---- relative kinds --------------------------------------------------------------------------
  *
  * A relative kind is a row of the kind table (pe.c): the terms it adds (the attention kernels run
- * each term where a kind's row names it; core/attention.h gives the formulas), how its tables'
+ * each term where a kind's row names it; core/nn/attention.h gives the formulas), how its tables'
  * rows follow the distance, the config keys it reads and the model's parameters that give its
  * tables. A kind made of these terms is a row (and a mode row that names it); a new kind of term
  * is kernel code (docs/architecture.md, "How to add a positional encoding"). */
@@ -106,7 +106,7 @@ enum {
     RP_TERM_SLOPE = 32,  /* score += -m_h |delta|, ALiBi's head slopes  (no table) */
 };
 
-/* The tables of rp_attn_rel (core/attention.h), in its member order. */
+/* The tables of rp_attn_rel (core/nn/attention.h), in its member order. */
 enum { RP_TAB_EK = 0, RP_TAB_EQ, RP_TAB_EV, RP_TAB_U, RP_TAB_W, RP_TAB_BIAS, RP_TAB_COUNT };
 
 /* How a table's rows follow the distance, with k = rel_clip: row = clamp(k + sign delta, 0,
@@ -115,7 +115,7 @@ enum { RP_TAB_EK = 0, RP_TAB_EQ, RP_TAB_EV, RP_TAB_U, RP_TAB_W, RP_TAB_BIAS, RP_
 typedef enum { RP_ROWS_NONE = 0, RP_ROWS_CLIP, RP_ROWS_CLIP2, RP_ROWS_DISTANCE } rp_rel_rows;
 
 /* The config keys a kind reads (bits of rp_rel_desc.uses; the schema's RP_CFG_RELATIVE rows name
- * theirs, core/model_schema.c). */
+ * theirs, core/model/model_schema.c). */
 enum {
     RP_USES_CLIP = 1,    /* rel_clip k, 1 .. RP_REL_MAX_CLIP */
     RP_USES_BUCKETS = 2, /* rel_buckets and rel_max_distance (T5's buckets) */

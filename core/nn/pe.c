@@ -35,7 +35,7 @@ _Static_assert(sizeof modes / sizeof modes[0] == RP_PE_COUNT, "one row per rp_pe
 #undef QK
 
 /* The kind table: the relative terms of each kind, its tables' rows, the config keys it reads
- * and the model's parameters (pe.h; the formulas: core/attention.h). */
+ * and the model's parameters (pe.h; the formulas: core/nn/attention.h). */
 static const rp_rel_desc kinds[RP_REL_COUNT] = {
     [RP_REL_NONE] = {.scale_terms = 1},
     /* Shaw et al. 2018 (RoFormer eq. 5): Ek = a^K and Ev = a^V, rows clip(i - n, -k, k) + k */

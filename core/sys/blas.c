@@ -179,7 +179,7 @@ static const char *isa_name(const rp_cpu_features *cpu)
     return has_avx512(cpu) ? "AVX-512" : cpu->avx2 && cpu->fma ? "AVX2" : "x86-64";
 }
 
-/* The portable build (core/build.h) runs these kernels on every CPU, whatever the environment
+/* The portable build (core/sys/build.h) runs these kernels on every CPU, whatever the environment
  * says (ROPER_KEEP_CORETYPE included): its results are the same everywhere only with them. */
 #define PORTABLE_CORE "Haswell"
 

@@ -1,6 +1,6 @@
 /* Files without surprises: reading that never blocks on a FIFO or a device and never reads
  * without bound, and atomic writing that never leaves a temporary file behind for good.
- * Checkpoints (core/checkpoint.c) and text corpora (tasks/text.c) go through these. Every error
+ * Checkpoints (core/io/checkpoint.c) and text corpora (tasks/text.c) go through these. Every error
  * is RP_ERR_IO (RP_ERR_NOMEM for memory) with a message that starts with the path the caller
  * gave, never with a temporary name: "runs/a.ckpt: Permission denied"; bad arguments (a NULL or
  * empty path, a NULL out-pointer or writer, a negative max_bytes) are RP_ERR_ARG. */

@@ -1,5 +1,5 @@
 /* Adam (labml's "optimized" update) and AdamW over flat float buffers, global-norm clipping and
- * learning-rate schedules (core/optim.h).
+ * learning-rate schedules (core/nn/optim.h).
  *
  * Numerics: the scalar factors (schedule, bias corrections, step size, decay factor, clip
  * coefficient) are computed in double and rounded to float once; the per-element update runs in

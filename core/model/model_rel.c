@@ -1,6 +1,6 @@
 /* The relative modes in the model (pe shaw, xl, t5, deberta, alibi): the tables each layer hands
- * the attention kernels (core/attention.h gives the formulas), made from the parameters its kind's
- * row lists (core/pe.c), and the way back of their gradients. A parameter is
+ * the attention kernels (core/nn/attention.h gives the formulas), made from the parameters its kind's
+ * row lists (core/nn/pe.c), and the way back of their gradients. A parameter is
  *
  *   RP_PARAM_TABLE        a table itself, read where it lies (shaw's a^K, a^V; xl's u, v; t5's
  *                         bias)

@@ -35,7 +35,7 @@
  * magnitude (measured at T = 512 and 2048, D = Dv = 32, q, k in [-2, 2], every mode); the tests
  * compare with a float64 pairwise reference.
  *
- * Layout (as core/attention.h): element (b, t, h, d) of q, k (width W = D) and of v, out (W = Dv),
+ * Layout (as core/nn/attention.h): element (b, t, h, d) of q, k (width W = D) and of v, out (W = Dv),
  * and of their gradients, is at p[(b * T + t) * ld + h * W + d]. A contiguous [B, T, H, W] tensor
  * has ld = H * W; the model's fused qkv buffer [B, T, 3C] has ld = 3C with k = qkv + C and
  * v = qkv + 2C.

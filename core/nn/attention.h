@@ -119,7 +119,7 @@ typedef struct rp_attn_cfg {
     int64_t rel_clip, rel_buckets, rel_max_distance;
     const rp_attn_rel *rel;
     /* Rotary modes: the frequency scheme (context extension, xPos, user frequencies or angles;
-     * core/rope_freq.h), NULL = the standard theta of `base`. YaRN's temperature multiplies
+     * core/nn/rope_freq.h), NULL = the standard theta of `base`. YaRN's temperature multiplies
      * `scale`. Borrowed for the call. */
     const rp_rope_freq *freq;
 } rp_attn_cfg;

@@ -37,7 +37,7 @@ void rp_blas_set_threads(int n);
  * set is kept, with one exception: an OPENBLAS_CORETYPE that names slower kernels than this CPU
  * runs (Prescott on an AVX2 or AVX-512 CPU, Haswell or Zen on an AVX-512 one, as some machines set
  * in every shell) is dropped unless ROPER_KEEP_CORETYPE is set (non-empty).
- * The portable build (core/build.h) runs OpenBLAS's Haswell kernels on every CPU: there any other
+ * The portable build (core/sys/build.h) runs OpenBLAS's Haswell kernels on every CPU: there any other
  * OPENBLAS_CORETYPE is dropped (ROPER_KEEP_CORETYPE does not keep it) and Haswell is wanted. */
 
 /* The CPU features the kernel rule looks at (1 = present and usable). */
