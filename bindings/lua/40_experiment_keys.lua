@@ -93,6 +93,8 @@ for _, k in ipairs {
   { "min_lr", 1e-4, "number", "cosine: final learning rate" },
   { "clip", 1, "number", "gradient-norm clip (0: off)" },
   { "seed", 1, "int", "model initialisation and training data" },
+  { "init", "", "string", "start from the weights of this checkpoint (fine-tuning: the run's "
+    .. "model keys, such as seq_len and scaling, over them; a fresh optimiser; \"\": afresh)" },
   { "threads", 0, "int", "OpenMP threads for this run (0: leave as set)" },
   -- evaluation
   { "problems", 128, "int", "accuracy tasks: problems evaluated" },

@@ -164,6 +164,32 @@ function Owned.__close(own)
   for i = #own, 1, -1 do getmetatable(own[i]).__close(own[i]) end
 end
 
+-- The model of a run with init (fine-tuning): the model of the checkpoint at path with the run's
+-- model options mc over its config (m:derive: the layout must stay, so seq_len, scaling, the
+-- rotations may change, d_model or the vocabulary may not); what the file held is released.
+local function init_model(fname, path, mc)
+  local ok, src, extra = pcall(rp.load, path)
+  if ok and src == nil then ok, src = false, extra end
+  if not ok then argerror(fname, 1, "option 'init': " .. inner(src)) end
+  local _ <close> = setmetatable({}, { __close = function()
+    for _, x in ipairs { src, extra } do
+      local mt = getmetatable(x)
+      if type(x) == "userdata" and type(mt) == "table" and mt.__close then mt.__close(x) end
+    end
+  end })
+  if getmetatable(src) ~= internals.Model_mt then
+    argerror(fname, 1, ("option 'init': %s holds %s, not a model"):format(path,
+      internals.describe(src)))
+  end
+  local derived
+  ok, derived = pcall(src.derive, src, mc)
+  if not ok then
+    local msg = inner(derived):gsub("^bad argument #1 to 'derive' %((.*)%)$", "%1")
+    argerror(fname, 1, "option 'init': " .. path .. ": " .. msg)
+  end
+  return derived
+end
+
 -- The task, model and optimiser of the run, each added to own: built afresh, or with resume (and
 -- something at opts.save) the checkpoint there and its training state st (nil when it has none).
 -- mc: rp.model's options, the model built for each rank's share of the batch.
@@ -179,7 +205,7 @@ local function build_objects(fname, cfg, opts, ranks, own)
     own:add(m)
     own:add(opt)
   else
-    m = own:add(build(fname, rp.model, mc))
+    m = own:add(cfg.init ~= "" and init_model(fname, cfg.init, mc) or build(fname, rp.model, mc))
     opt = own:add(build(fname, rp.optim[cfg.optimiser], m, oc))
   end
   return task, m, opt, st, mc

@@ -330,6 +330,49 @@ describe("rp.experiment.run", function()
     raises_for("run", "option 'steps' must be >= 1, got 0", rp.experiment.run, tiny { steps = 0 })
   end)
 
+  -- init: the weights of a checkpoint under the run's model keys (a longer seq_len and YaRN
+  -- here); a step at lr 1e-9 leaves them within 1e-7 of the saved ones, while a fresh model of
+  -- the same seed is far from them.
+  it("starts from a checkpoint's weights with init (fine-tuning at another seq_len)", function()
+    local dir = tmpdir()
+    local ckpt = dir .. "/a.ckpt"
+    rp.experiment.run(tiny { task = "substring_prefix", steps = 20 }, nil, { save = ckpt })
+    local cfg = tiny { task = "substring_prefix", init = ckpt, seq_len = 64, scaling = "yarn",
+      scaling_factor = 2, orig_len = 32, steps = 1, lr = 1e-9, warmup = 0 }
+    local r, m = rp.experiment.run(cfg, nil, { keep_model = true })
+    assert.are.equal(ckpt, r.config.init)
+    assert.are.equal(64, m:config().seq_len)
+    assert.are.equal("yarn", m:config().scaling)
+    local saved = rp.load(ckpt)
+    local _, fresh = rp.experiment.run(tiny { task = "substring_prefix", steps = 1, lr = 1e-9,
+      warmup = 0 }, nil, { keep_model = true })
+    local near, far = 0, 0
+    for i, p in ipairs(saved:params()) do
+      near = math.max(near, (p.tensor - m:params()[i].tensor):abs():max())
+      far = math.max(far, (p.tensor - fresh:params()[i].tensor):abs():max())
+    end
+    assert.is_true(near < 1e-7, "init moved the weights by " .. near)
+    assert.is_true(far > 1e-3, "a fresh model is as near: " .. far)
+    h.remove_tree(dir)
+  end)
+
+  it("refuses an init that is missing, not a checkpoint, or of another layout", function()
+    local dir = tmpdir()
+    local ckpt = dir .. "/a.ckpt"
+    rp.experiment.run(tiny { task = "substring_prefix", steps = 1 }, nil, { save = ckpt })
+    raises_for("run", "option 'init': " .. dir .. "/none.ckpt: No such file or directory",
+      rp.experiment.run, tiny { init = dir .. "/none.ckpt" })
+    write(dir .. "/x.txt", "hello")
+    raises_for("run", "option 'init': " .. dir .. "/x.txt: not a roper checkpoint, .npy or "
+      .. "safetensors file", rp.experiment.run, tiny { init = dir .. "/x.txt" })
+    rp.zeros { 2, 2 }:save(dir .. "/t.npy")
+    raises_for("run", "option 'init': " .. dir .. "/t.npy holds roper.Tensor, not a model", rp.experiment.run, tiny { init = dir .. "/t.npy" })
+    raises_for("run", "option 'init': " .. ckpt .. ": parameter embed.weight is 5x32 in the "
+      .. "derived model, 5x16 in the model (the overrides change the layout)",
+      rp.experiment.run, tiny { task = "substring_prefix", init = ckpt, d_model = 32 })
+    h.remove_tree(dir)
+  end)
+
   it("stops at a non-finite loss and marks the run diverged", function()
     local calls = 0
     local r = rp.experiment.run(tiny { steps = 6, log_every = 1, lr = 1e30, clip = 0,
