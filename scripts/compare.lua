@@ -15,6 +15,10 @@
 -- (scripts/sample.lua and scripts/attention_map.lua open it); a finished run without its model is run again. Every run's
 -- JSON records its provenance, and the summaries say it once (scripts/lib/provenance.lua).
 --
+-- Fine-tuning: --init names each run's starting checkpoint, with {method}, {pe} and {seed}
+-- replaced per run: --init 'results/base/runs/{pe}-s{seed}.ckpt' --seq-len 512 --scaling yarn
+-- starts every method and seed from its own run of a comparison made with --keep-models.
+--
 -- Every method's config is checked in full (rp.experiment.check: model, memory, task, corpus)
 -- and the output folder is made and tried before the first run starts. Errors are one line: exit
 -- 2 for a bad option or config, 1 for failed runs; --debug (or ROPER_DEBUG=1) adds tracebacks.
@@ -135,6 +139,11 @@ cli.main("compare.lua", function()
       local cfg = {}
       for k, v in pairs(m.cfg) do cfg[k] = v end
       cfg.seed = s
+      -- init (fine-tuning) names each run's own checkpoint: {method}, {pe} and {seed} replaced
+      if type(cfg.init) == "string" then
+        cfg.init = cfg.init:gsub("{(%a+)}", { method = safe(m.label), pe = cfg.pe,
+          seed = tostring(s) })
+      end
       local run = { id = ("%s s%d"):format(m.label, s), cfg = cfg, method = mi, seed = s,
         path = fileio.join(out, "runs", ("%s-s%d.json"):format(safe(m.label), s)) }
       if args.keep_models then run.model = runner.model_path(run) end

@@ -747,6 +747,33 @@ describe("compare.lua and sweep.lua --keep-models", function()
   setup(function() dir = tmpdir() end)
   teardown(function() h.remove_tree(dir) end)
 
+  -- fine-tuning: each run starts from its own method's and seed's kept model ({pe}, {seed} and
+  -- {method} in --init name it), here at twice the sequence length with PI
+  it("compare.lua --init names each run's own base model with {pe}, {method} and {seed}", function()
+    local base = dir .. "/base"
+    local so, se, code = run(("%s scripts/compare.lua --seeds 2 --steps 3 %s --jobs 2 "
+      .. "--keep-models --quiet --out %s"):format(sh_quote(BIN), TINY_ARGS, sh_quote(base)))
+    assert.are.equal(0, code, so .. se)
+    local ft = dir .. "/ft"
+    so, se, code = run(("%s scripts/compare.lua --seeds 2 --steps 1 %s --jobs 2 --quiet "
+      .. "--seq-len 64 --scaling pi --scaling-factor 2 --orig-len 32 --init %s --out %s")
+      :format(sh_quote(BIN), TINY_ARGS:gsub("%-%-seq%-len 32 ", ""),
+        sh_quote(base .. "/runs/{pe}-s{seed}.ckpt"), sh_quote(ft)))
+    assert.are.equal(0, code, so .. se)
+    for _, r in ipairs { "rope-s1", "rope-s2", "roper-s1", "roper-s2" } do
+      local j = read_json(ft .. "/runs/" .. r .. ".json")
+      assert.are.equal(base .. "/runs/" .. r .. ".ckpt", j.config.init)
+      assert.are.equal(64, j.config.seq_len)
+    end
+    -- {method} is the method's label as in the file names
+    so, se, code = run(("%s scripts/compare.lua --methods rope --seeds 1 --steps 1 %s --quiet "
+      .. "--init %s --out %s"):format(sh_quote(BIN), TINY_ARGS,
+        sh_quote(base .. "/runs/{method}-s{seed}.ckpt"), sh_quote(dir .. "/ft2")))
+    assert.are.equal(0, code, so .. se)
+    assert.are.equal(base .. "/runs/rope-s1.ckpt",
+      read_json(dir .. "/ft2/runs/rope-s1.json").config.init)
+  end)
+
   it("compare.lua keeps each run's model beside its result, and a resume keeps them so", function()
     local out = dir .. "/cmp"
     local cmd = ("%s scripts/compare.lua --seeds 1 --steps 3 %s --jobs 2 --keep-models --out %s")
