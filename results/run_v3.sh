@@ -4,7 +4,7 @@
 # machine, so a run resumed or repeated on another machine gives the same numbers); run again, it
 # finds the finished runs and trains only the rest, so this script resumes after an interruption.
 # Run it from a checkout, after `make PORTABLE=1`:
-#   nice -n 19 results/run_v3.sh [step ...]      steps: pilot index addition writeup
+#   nice -n 19 results/run_v3.sh [step ...]      steps: pilot index addition writeup finetune
 #                                                  (default: all, in that order)
 # Each step writes results/v3-<name>/ (summary.md, summary.json, plots, runs/*.json and .csv).
 #
@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 R="build-portable/roper scripts/compare.lua --jobs 2 --quiet"
 M06="--d-model 128 --heads 4 --layers 3 --d-ff 512"
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(pilot index addition writeup)
+[ ${#steps[@]} -gt 0 ] || steps=(pilot index addition writeup finetune)
 for step in "${steps[@]}"; do
   case "$step" in
     # the pilot: 2 seeds (101, 102: apart from the main runs' 1..n) of each task at 0.6M with the
@@ -53,6 +53,21 @@ for step in "${steps[@]}"; do
                $R --task addition --methods rope roper --seeds $n --seq-len 256 --steps 4000 \
                  $M06 --out results/v3-writeup-0.6m
              done ;;
-    *) echo "run_v3.sh: unknown step $step (pilot index addition writeup)" >&2; exit 2 ;;
+    # context extension with fine-tuning (issue 34, item 2): substring by prefix at 0.1M, the
+    # zero-shot length runs' recipe (results/len-substring_prefix: seq_len 128, 2,000 steps),
+    # rope and roper, seeds 1-5, their models kept; then each fine-tuned from its own model for
+    # 300 steps at seq_len 512 (batch 16, Adam 3e-4 cosine to 3e-5, 30 warmup steps) with no
+    # scaling and with PI, NTK and YaRN at factor 4 (orig_len 128), evaluated at 512: beside the
+    # zero-shot losses at 512 of results.md's length section
+    finetune)
+      $R --task substring_prefix --methods rope roper --seeds 5 --keep-models \
+        --out results/v3-ft-base
+      for sc in none pi ntk yarn; do
+        extra=(); [ "$sc" = none ] || extra=(--scaling "$sc" --scaling-factor 4 --orig-len 128)
+        $R --task substring_prefix --methods rope roper --seeds 5 \
+          --init 'results/v3-ft-base/runs/{pe}-s{seed}.ckpt' --seq-len 512 --steps 300 \
+          --lr 3e-4 --min-lr 3e-5 --warmup 30 "${extra[@]}" --out "results/v3-ft-$sc"
+      done ;;
+    *) echo "run_v3.sh: unknown step $step (pilot index addition writeup finetune)" >&2; exit 2 ;;
   esac
 done
