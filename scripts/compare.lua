@@ -147,6 +147,10 @@ cli.main("compare.lua", function()
       local run = { id = ("%s s%d"):format(m.label, s), cfg = cfg, method = mi, seed = s,
         path = fileio.join(out, "runs", ("%s-s%d.json"):format(safe(m.label), s)) }
       if args.keep_models then run.model = runner.model_path(run) end
+      -- a run still to train needs its init checkpoint: refused before the first run starts
+      if type(cfg.init) == "string" and cfg.init ~= "" and not fileio.exists(run.path) then
+        fileio.check_input(cfg.init, "--init")
+      end
       runs[#runs + 1] = run
     end
   end

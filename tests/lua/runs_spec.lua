@@ -772,6 +772,13 @@ describe("compare.lua and sweep.lua --keep-models", function()
     assert.are.equal(0, code, so .. se)
     assert.are.equal(base .. "/runs/rope-s1.ckpt",
       read_json(dir .. "/ft2/runs/rope-s1.json").config.init)
+    -- a run still to train whose checkpoint is missing stops the command before any run (exit 2)
+    so, se, code = run(("%s scripts/compare.lua --methods rope --seeds 3 --steps 1 %s --quiet "
+      .. "--init %s --out %s"):format(sh_quote(BIN), TINY_ARGS,
+        sh_quote(base .. "/runs/{method}-s{seed}.ckpt"), sh_quote(dir .. "/ft3")))
+    assert.are.equal(2, code, so .. se)
+    assert.are.equal("compare.lua: --init " .. base .. "/runs/rope-s3.ckpt: no such file\n", se)
+    assert.is_nil(lfs.attributes(dir .. "/ft3/runs/rope-s1.json"))
   end)
 
   it("compare.lua keeps each run's model beside its result, and a resume keeps them so", function()
