@@ -142,6 +142,11 @@ int lrp_optenum(lua_State *L, int idx, const char *key, const char *const *names
  * "qkvo" (rp_rotate_from_name), or 0 when absent. */
 int lrp_optrotate(lua_State *L, int idx, const char *key);
 
+/* Reads row k of the config schema (core/model/model_schema.h) from the option table at idx into
+ * cfg when it is present (an absent key keeps cfg's value): by the row's type and names, then
+ * checked against its range (rp_model_cfg_check_key, given). Raises naming the option table. */
+void lrp_optcfgkey(lua_State *L, int idx, rp_model_cfg *cfg, const rp_cfg_key *k);
+
 /* Refuses a key of rp.model's config among a call's options (rp.attention's, rp.rope.*'s) whose
  * value does nothing for the call's pe, by the rule of rp.model's config (core/model/model_schema.h,
  * rp_model_cfg_check_used: base with pe shaw, rel_clip with t5, scaling_factor without scaling;

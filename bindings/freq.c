@@ -17,46 +17,222 @@
 /* The most entries a function is sampled for (2^24: a second or two of Lua calls). */
 #define FREQ_MAX_SAMPLES ((int64_t)1 << 24)
 
-void lrp_optfreq(lua_State *L, int idx, rp_rope_freq *f, double default_orig_len)
+/* The rows of the config schema that make up the frequency scheme (scaling and its parameters,
+ * xpos and its scale base): the keys lrp_optfreq reads. */
+static int is_freq_row(const rp_cfg_key *k)
 {
-    *f = rp_rope_freq_default();
-    int have = lua_type(L, idx) == LUA_TTABLE;
-    f->scaling = have ? (rp_rope_scaling)lrp_optenum(L, idx, "scaling", rp_scaling_names, 0)
-                      : RP_SCALING_NONE;
-    f->factor = have ? lrp_optnumber(L, idx, "scaling_factor", 1.0) : 1.0;
-    f->orig_len = default_orig_len;
-    if (have && lrp_hasopt(L, idx, "orig_len")) {
-        lua_Integer v = lrp_optinteger(L, idx, "orig_len", 0);
-        if (v < 1 || v > LRP_MAX_POS)
-            lrp_argerror(L, idx, "option 'orig_len' must be an integer >= 1, got %I",
-                         (LUAI_UACINT)v);
-        f->orig_len = (double)v;
+    return k->use == RP_CFG_FREQ || k->use == RP_CFG_SCALED || k->use == RP_CFG_SCALINGS ||
+           k->use == RP_CFG_XPOS;
+}
+
+/* ---- Hugging Face's rope_scaling table ---- */
+
+/* The fields of a rope_scaling table roper reads (Hugging Face's config.json), as bits. */
+enum { HF_FACTOR = 1, HF_LEN = 2, HF_BETAS = 4, HF_LLAMA3 = 8, HF_ATTN = 16, HF_TRUNCATE = 32 };
+static const struct {
+    const char *name;
+    int bit;
+} hf_fields[] = {{"factor", HF_FACTOR},         {"original_max_position_embeddings", HF_LEN},
+                 {"beta_fast", HF_BETAS},       {"beta_slow", HF_BETAS},
+                 {"low_freq_factor", HF_LLAMA3}, {"high_freq_factor", HF_LLAMA3},
+                 {"attention_factor", HF_ATTN}, {"mscale", HF_ATTN},
+                 {"mscale_all_dim", HF_ATTN},   {"truncate", HF_TRUNCATE}};
+#define HF_NFIELDS ((int)(sizeof hf_fields / sizeof hf_fields[0]))
+
+/* The rope_types: the scaling each maps to and the fields it reads (Hugging Face's validation of
+ * each type). */
+static const struct {
+    const char *name;
+    rp_rope_scaling scaling;
+    int fields;
+} hf_types[] = {
+    {"default", RP_SCALING_NONE, 0},
+    {"linear", RP_SCALING_PI, HF_FACTOR},
+    {"dynamic", RP_SCALING_DYNAMIC, HF_FACTOR | HF_LEN},
+    {"yarn", RP_SCALING_YARN, HF_FACTOR | HF_LEN | HF_BETAS | HF_ATTN | HF_TRUNCATE},
+    {"llama3", RP_SCALING_LLAMA3, HF_FACTOR | HF_LEN | HF_LLAMA3},
+};
+#define HF_NTYPES ((int)(sizeof hf_types / sizeof hf_types[0]))
+
+/* Field key of the rope_scaling table at t: a finite number (def when absent; *given set). */
+static double hf_number(lua_State *L, int idx, int t, const char *key, double def, int *given)
+{
+    lua_getfield(L, t, key);
+    int type = lua_type(L, -1);
+    if (given) *given = type != LUA_TNIL;
+    double v = def;
+    if (type != LUA_TNIL) {
+        if (type != LUA_TNUMBER || !isfinite((double)lua_tonumber(L, -1)))
+            lrp_argerror(L, idx, "option 'rope_scaling': '%s' must be a finite number, got %s",
+                         key, lrp_describe(L, -1));
+        v = (double)lua_tonumber(L, -1);
     }
+    lua_pop(L, 1);
+    return v;
+}
+
+/* The rope_type (or its older name type) of the rope_scaling table at t: an index of hf_types. */
+static int hf_type(lua_State *L, int idx, int t)
+{
+    lua_getfield(L, t, "rope_type");
+    lua_getfield(L, t, "type");
+    if (!lua_isnil(L, -2) && !lua_isnil(L, -1) && !lua_rawequal(L, -1, -2))
+        lrp_argerror(L, idx, "option 'rope_scaling': 'rope_type' %s and 'type' %s differ",
+                     lrp_describe(L, -2), lrp_describe(L, -1));
+    if (!lua_isnil(L, -2)) lua_pop(L, 1);
+    if (lua_type(L, -1) != LUA_TSTRING)
+        lrp_argerror(L, idx, "option 'rope_scaling': 'rope_type' (or 'type') must be a string, "
+                             "got %s", lrp_describe(L, -1));
+    const char *name = lua_tostring(L, -1);
+    for (int i = 0; i < HF_NTYPES; i++)
+        if (strcmp(name, hf_types[i].name) == 0) {
+            lua_pop(L, lua_gettop(L) - t);
+            return i;
+        }
+    if (strcmp(name, "longrope") == 0 || strcmp(name, "su") == 0)
+        lrp_argerror(L, idx, "option 'rope_scaling': rope_type \"%s\" (LongRoPE's per-pair "
+                             "factors) is not supported; give the frequencies as option 'freq'",
+                     name);
+    return lrp_argerror(L, idx, "option 'rope_scaling': rope_type \"%s\" is not default, "
+                                "linear, dynamic, yarn or llama3", name);
+}
+
+/* Every field of the rope_scaling table at t is one that rope_type ty reads. */
+static void hf_check_fields(lua_State *L, int idx, int t, int ty)
+{
+    lua_pushnil(L);
+    while (lua_next(L, t)) {
+        lua_pop(L, 1);
+        const char *key = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+        int bit = -1;
+        if (key && (strcmp(key, "rope_type") == 0 || strcmp(key, "type") == 0)) bit = 0;
+        for (int i = 0; key && bit < 0 && i < HF_NFIELDS; i++)
+            if (strcmp(key, hf_fields[i].name) == 0) bit = hf_fields[i].bit;
+        if (bit < 0)
+            lrp_argerror(L, idx, "option 'rope_scaling': unknown field %s (roper reads rope_type "
+                                 "or type, factor, original_max_position_embeddings, beta_fast, "
+                                 "beta_slow, low_freq_factor, high_freq_factor, attention_factor, "
+                                 "mscale, mscale_all_dim, truncate)",
+                         lrp_describe(L, -1));
+        if (bit && !(hf_types[ty].fields & bit))
+            lrp_argerror(L, idx, "option 'rope_scaling': field '%s' does nothing for rope_type "
+                                 "\"%s\"", key, hf_types[ty].name);
+    }
+}
+
+/* YaRN's mscale (Hugging Face's get_mscale): 0.1 m ln s + 1 for s > 1, else 1. */
+static double hf_mscale(double s, double m) { return s <= 1.0 ? 1.0 : 0.1 * m * log(s) + 1.0; }
+
+/* A row that belongs to the scaling (scaling itself and the keys of RP_CFG_SCALED and
+ * RP_CFG_SCALINGS): what a rope_scaling table sets. */
+static int is_scaling_row(const rp_cfg_key *k)
+{
+    return k->use == RP_CFG_SCALED || k->use == RP_CFG_SCALINGS ||
+           k->offset == offsetof(rp_model_cfg, scaling);
+}
+
+int lrp_opt_rope_scaling(lua_State *L, int idx, rp_model_cfg *view)
+{
+    if (lua_type(L, idx) != LUA_TTABLE) return 0;
+    lua_getfield(L, idx, "rope_scaling");
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        return 0;
+    }
+    int t = lua_gettop(L);
+    if (!lua_istable(L, t))
+        lrp_argerror(L, idx, "option 'rope_scaling' must be a table (Hugging Face's "
+                             "config.json rope_scaling), got %s", lrp_describe(L, t));
+    for (int i = 0; i < rp_model_cfg_nkeys; i++) {
+        const rp_cfg_key *k = &rp_model_cfg_keys[i];
+        if (is_scaling_row(k) && lrp_hasopt(L, idx, k->name))
+            lrp_argerror(L, idx, "options 'rope_scaling' and '%s' exclude each other (give "
+                                 "Hugging Face's table or roper's keys)", k->name);
+    }
+    int ty = hf_type(L, idx, t);
+    hf_check_fields(L, idx, t, ty);
+    rp_rope_scaling sc = hf_types[ty].scaling;
+    int g_factor, g_len, g_af, g_m, g_mad, g_lo, g_hi;
+    double factor = hf_number(L, idx, t, "factor", 1.0, &g_factor);
+    double len = hf_number(L, idx, t, "original_max_position_embeddings", 0.0, &g_len);
+    double af = hf_number(L, idx, t, "attention_factor", 0.0, &g_af);
+    double ms = hf_number(L, idx, t, "mscale", 0.0, &g_m);
+    double msa = hf_number(L, idx, t, "mscale_all_dim", 0.0, &g_mad);
+    double lo = hf_number(L, idx, t, "low_freq_factor", RP_LLAMA3_LOW, &g_lo);
+    double hi = hf_number(L, idx, t, "high_freq_factor", RP_LLAMA3_HIGH, &g_hi);
+    const char *need = sc != RP_SCALING_NONE && !g_factor              ? "factor"
+                       : sc == RP_SCALING_LLAMA3 && !g_len             ? "original_max_position_embeddings"
+                       : sc == RP_SCALING_LLAMA3 && !(g_lo && g_hi)    ? "low_freq_factor and high_freq_factor"
+                                                                       : NULL;
+    if (need)
+        lrp_argerror(L, idx, "option 'rope_scaling': rope_type \"%s\" needs %s",
+                     hf_types[ty].name, need);
+    if (g_len && (len != floor(len) || len < 1.0 || len > (double)LRP_MAX_POS))
+        lrp_argerror(L, idx, "option 'rope_scaling': 'original_max_position_embeddings' must be "
+                             "an integer >= 1, got %g", len);
+    view->scaling = sc;
+    if (sc != RP_SCALING_NONE) view->scaling_factor = factor;
+    if (g_len) view->orig_len = (int64_t)len; /* else seq_len, as Hugging Face's max positions */
+    view->low_freq_factor = lo, view->high_freq_factor = hi;
+    if (sc == RP_SCALING_YARN) {
+        view->yarn_beta = hf_number(L, idx, t, "beta_fast", RP_YARN_BETA, NULL);
+        view->yarn_alpha = hf_number(L, idx, t, "beta_slow", RP_YARN_ALPHA, NULL);
+        lua_getfield(L, t, "truncate");
+        if (!lua_isnil(L, -1) && !lua_isboolean(L, -1))
+            lrp_argerror(L, idx, "option 'rope_scaling': 'truncate' must be a boolean, got %s",
+                         lrp_describe(L, -1));
+        view->yarn_ramp = lua_isboolean(L, -1) && !lua_toboolean(L, -1) ? RP_YARN_RAMP_DIMS_EXACT
+                                                                         : RP_YARN_RAMP_DIMS;
+        lua_pop(L, 1);
+        /* Hugging Face: attention_factor, else get_mscale(s, mscale) / get_mscale(s,
+         * mscale_all_dim) when both are given (and not 0), else 0.1 ln s + 1 (roper's own: 0) */
+        if (!g_af && g_m && g_mad && ms != 0.0 && msa != 0.0)
+            af = hf_mscale(factor, ms) / hf_mscale(factor, msa), g_af = 1;
+    }
+    if (g_af) view->attention_factor = af;
+    lua_pop(L, 1);
+    return 1;
+}
+
+double lrp_optbase(lua_State *L, int idx)
+{
+    int hf = lrp_hasopt(L, idx, "rope_theta");
+    if (hf && lrp_hasopt(L, idx, "base"))
+        lrp_argerror(L, idx, "options 'rope_theta' and 'base' exclude each other (rope_theta is "
+                             "Hugging Face's name of base)");
+    const char *key = hf ? "rope_theta" : "base";
+    double base = lrp_optfinite(L, idx, key, RP_ROPE_BASE);
+    if (!(base > 0.0)) {
+        lua_pushnumber(L, (lua_Number)base);
+        lrp_argerror(L, idx, "option '%s' must be > 0, got %s", key, lrp_describe(L, -1));
+    }
+    return base;
+}
+
+void lrp_optfreq(lua_State *L, int idx, rp_model_cfg *view, rp_rope_freq *f,
+                 double default_orig_len)
+{
+    int have = lua_type(L, idx) == LUA_TTABLE;
+    int hf = lrp_opt_rope_scaling(L, idx, view); /* refuses the scaling rows beside it */
+    for (int i = 0; i < rp_model_cfg_nkeys && have; i++)
+        if (is_freq_row(&rp_model_cfg_keys[i])) lrp_optcfgkey(L, idx, view, &rp_model_cfg_keys[i]);
+    if (have && lrp_hasopt(L, idx, "orig_len") && view->orig_len < 1)
+        lrp_argerror(L, idx, "option 'orig_len' must be an integer >= 1, got %I",
+                     (LUAI_UACINT)view->orig_len);
+    if (rp_scaling_needs_len(view->scaling) && view->orig_len < 1 && !(default_orig_len >= 1.0))
+        lrp_argerror(L, idx, "option 'orig_len' (the original context length) is required with "
+                             "scaling \"%s\"%s",
+                     rp_scaling_names[view->scaling],
+                     hf ? " (rope_scaling's original_max_position_embeddings)" : "");
+    *f = rp_model_cfg_freq(view);
+    if (view->orig_len < 1) f->orig_len = default_orig_len;
     if (have) {
-        f->yarn_alpha = lrp_optnumber(L, idx, "yarn_alpha", RP_YARN_ALPHA);
-        f->yarn_beta = lrp_optnumber(L, idx, "yarn_beta", RP_YARN_BETA);
-        f->xpos = lrp_optnumber(L, idx, "xpos", 0.0);
-        f->xpos_scale_base = lrp_optnumber(L, idx, "xpos_scale_base", RP_XPOS_SCALE_BASE);
         lua_getfield(L, idx, "freq");
         lua_getfield(L, idx, "angles");
     } else {
         lua_pushnil(L);
         lua_pushnil(L);
     }
-    if (f->scaling == RP_SCALING_YARN && !(f->orig_len >= 1.0))
-        lrp_argerror(L, idx, "option 'orig_len' (YaRN's original context length) is required "
-                             "with scaling \"yarn\"");
-}
-
-void lrp_freq_into_cfg(rp_model_cfg *c, const rp_rope_freq *f)
-{
-    c->scaling = f->scaling;
-    c->scaling_factor = f->factor;
-    c->orig_len = f->orig_len >= 1.0 ? (int64_t)f->orig_len : 0;
-    c->yarn_alpha = f->yarn_alpha;
-    c->yarn_beta = f->yarn_beta;
-    c->xpos = f->xpos;
-    c->xpos_scale_base = f->xpos_scale_base;
 }
 
 /* A finite number at the top of the stack (popped), or an error naming what. */

@@ -8,16 +8,32 @@
 
 #include "rp.h"
 
-/* The option names lrp_optfreq reads, for a known-keys list. */
+/* The option names lrp_optfreq and lrp_optbase read, for a known-keys list: the frequency rows
+ * of the config schema, Hugging Face's rope_scaling table and rope_theta (base), the tables. */
 #define LRP_FREQ_KEYS                                                                          \
-    "scaling", "scaling_factor", "orig_len", "yarn_alpha", "yarn_beta", "xpos",                \
-        "xpos_scale_base", "freq", "angles"
+    "scaling", "scaling_factor", "orig_len", "yarn_alpha", "yarn_beta", "yarn_ramp",           \
+        "low_freq_factor", "high_freq_factor", "attention_factor", "xpos", "xpos_scale_base",  \
+        "rope_scaling", "rope_theta", "freq", "angles"
 
-/* Phase 1: reads the scalar options of the table at idx (nil: none) into *f (the defaults of
- * rp_rope_freq_default, orig_len = default_orig_len unless given; scaling "yarn" needs one) and
- * pushes the values of freq and angles (nil when absent): two stack slots, which must stay there
- * for lrp_freq_tables. Raises naming the option. */
-void lrp_optfreq(lua_State *L, int idx, rp_rope_freq *f, double default_orig_len);
+/* The rotary base of the table at idx: option base, or rope_theta (Hugging Face's name; not
+ * both), a finite number > 0, RP_ROPE_BASE when absent. Raises naming the option. */
+double lrp_optbase(lua_State *L, int idx);
+
+/* Hugging Face's rope_scaling table (option rope_scaling of the table at idx, as config.json
+ * writes it: rope_type or type, factor, original_max_position_embeddings, ...) mapped into view's
+ * frequency fields (docs/interop.md has the mapping). Refuses it beside roper's own scaling keys,
+ * an unknown rope_type (longrope named), unknown fields and fields its rope_type does not read.
+ * Returns 1 when it was given, 0 when absent. */
+int lrp_opt_rope_scaling(lua_State *L, int idx, rp_model_cfg *view);
+
+/* Phase 1: reads the frequency options of the table at idx (nil: none) into view's fields (the
+ * frequency rows of the config schema, each by its row's type and range, or rope_scaling), and
+ * *f from them (rp_model_cfg_freq; orig_len = default_orig_len unless given; a scaling that needs
+ * one raises without either), and pushes the values of freq and angles (nil when absent): two
+ * stack slots, which must stay there for lrp_freq_tables. view holds the call's other keys (pe,
+ * base, ...) for lrp_check_used. Raises naming the option. */
+void lrp_optfreq(lua_State *L, int idx, rp_model_cfg *view, rp_rope_freq *f,
+                 double default_orig_len);
 
 /* Phase 2: copies the values in slots slot, slot + 1 (from lrp_optfreq) into one userdata of
  * doubles pushed on the stack (nil when neither is given; keep it there while f is used) and
@@ -26,10 +42,6 @@ void lrp_optfreq(lua_State *L, int idx, rp_rope_freq *f, double default_orig_len
  * Raises naming the option (and the entry, 1-based as the user wrote it). */
 void lrp_freq_tables(lua_State *L, int idx, int slot, rp_rope_freq *f, int64_t rows,
                      int64_t half);
-
-/* The scalars of f into the frequency fields of c (scaling .. xpos_scale_base; an orig_len below
- * 1, not given, as 0), for the rule of core/model/model_schema.h on keys that do nothing. */
-void lrp_freq_into_cfg(rp_model_cfg *c, const rp_rope_freq *f);
 
 /* The xpos_side option at idx: 1 (the query side, the default) or -1 (the key side). */
 int lrp_optxposside(lua_State *L, int idx);

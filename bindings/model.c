@@ -93,11 +93,13 @@ static int m_tostring(lua_State *L)
  * (rp_model_cfg_normalise). Raises naming argument idx. */
 static void read_fields(lua_State *L, int idx, rp_model_cfg *cfg)
 {
-    const char *known[RP_CFG_MAX_KEYS + 3];
+    const char *known[RP_CFG_MAX_KEYS + 5];
     int n = 0;
     for (int i = 0; i < rp_model_cfg_nkeys; i++) known[n++] = rp_model_cfg_keys[i].name;
     known[n++] = "freq";
     known[n++] = "angles";
+    known[n++] = "rope_scaling";
+    known[n++] = "rope_theta";
     known[n] = NULL;
     if (lua_type(L, idx) != LUA_TTABLE)
         lrp_argerror(L, idx, "config table expected, got %s", lrp_describe(L, idx));
@@ -105,22 +107,13 @@ static void read_fields(lua_State *L, int idx, rp_model_cfg *cfg)
     *cfg = rp_model_cfg_default(0);
     for (int i = 0; i < rp_model_cfg_nkeys; i++) {
         const rp_cfg_key *k = &rp_model_cfg_keys[i];
-        if (!lrp_hasopt(L, idx, k->name)) {
-            if (k->flags & RP_CFG_REQUIRED)
-                lrp_argerror(L, idx, "option '%s' (%s) is required", k->name, k->help);
-            continue;
-        }
-        switch (k->type) {
-        case RP_CFG_NUM: rp_model_cfg_set_num(cfg, k, lrp_optnumber(L, idx, k->name, 0.0)); break;
-        case RP_CFG_ENUM:
-            rp_model_cfg_set_int(cfg, k, lrp_optenum(L, idx, k->name, k->names, 0));
-            break;
-        case RP_CFG_ROTATE: rp_model_cfg_set_int(cfg, k, lrp_optrotate(L, idx, k->name)); break;
-        default: /* an integer; a seed keeps a negative one's bits */
-            rp_model_cfg_set_int(cfg, k, (int64_t)lrp_optinteger(L, idx, k->name, 0));
-        }
-        if (rp_model_cfg_check_key(cfg, k, 1) != RP_OK) lrp_argerror(L, idx, "%s", rp_last_error());
+        if (!lrp_hasopt(L, idx, k->name) && k->flags & RP_CFG_REQUIRED)
+            lrp_argerror(L, idx, "option '%s' (%s) is required", k->name, k->help);
+        lrp_optcfgkey(L, idx, cfg, k);
     }
+    /* Hugging Face's names: rope_theta for base, the rope_scaling table */
+    cfg->rope_base = lrp_hasopt(L, idx, "rope_theta") ? lrp_optbase(L, idx) : cfg->rope_base;
+    lrp_opt_rope_scaling(L, idx, cfg);
     const rp_pe_mode *mode = rp_pe_mode_of(cfg->pe);
     char list[128];
     if (cfg->rotate && !mode->rotary)

@@ -282,18 +282,17 @@ static int l_rope_angles(lua_State *L)
     }
     int64_t d_rot = check_d_rot(L, 2, lrp_checkint(L, 2, "d_rot"), 0);
     lrp_checkopts(L, 3, known);
-    double base = opt_base(L, 3, "base");
+    double base = lrp_optbase(L, 3);
     double scale = lrp_optfinite(L, 3, "scale", 1.0);
     int side = lrp_optxposside(L, 3);
     lua_settop(L, 3);
     rp_rope_freq f;
-    lrp_optfreq(L, 3, &f, 0.0); /* slots 4, 5 */
+    rp_model_cfg view = rp_model_cfg_default(1); /* pe rope: the frequency keys' rule */
+    view.rope_base = base;
+    lrp_optfreq(L, 3, &view, &f, 0.0); /* slots 4, 5 */
     if (lua_type(L, 1) != LUA_TNUMBER) pos = read_positions(L, 1, 1, "positions", 0, &n);
     lrp_freq_tables(L, 3, 4, &f, lrp_freq_rows(pos, 0, n), d_rot / 2);
     lrp_freq_check_positions(L, 3, &f, d_rot, pos, 0, n);
-    rp_model_cfg view = rp_model_cfg_default(1); /* pe rope: the frequency keys' rule */
-    view.rope_base = base;
-    lrp_freq_into_cfg(&view, &f);
     lrp_check_used(L, 3, &view);
     int64_t shape[2] = {n, d_rot / 2};
     if (!numel_ok(2, shape)) return lrp_argerror(L, 2, "angles table would be too large");
@@ -326,7 +325,7 @@ static int l_rope_rotate(lua_State *L)
     int64_t D = x->shape[x->ndim - 1];
 
     rp_rope_cfg cfg = rp_rope_cfg_default(D);
-    cfg.base = opt_base(L, 2, "base");
+    cfg.base = lrp_optbase(L, 2);
     cfg.pairing = (rp_pairing)lrp_optenum(L, 2, "pairing", rp_pairing_names, RP_PAIR_HALF);
     lua_Integer sign = lrp_optinteger(L, 2, "sign", 1);
     if (sign != 1 && sign != -1)
@@ -344,7 +343,9 @@ static int l_rope_rotate(lua_State *L)
     cfg.scale = lrp_optfinite(L, 2, "scale", 1.0);
     cfg.xpos_side = lrp_optxposside(L, 2);
     rp_rope_freq f;
-    lrp_optfreq(L, 2, &f, 0.0); /* slots 3, 4 */
+    rp_model_cfg view = rp_model_cfg_default(1); /* pe rope: the frequency keys' rule */
+    view.rope_base = cfg.base, view.pairing = cfg.pairing;
+    lrp_optfreq(L, 2, &view, &f, 0.0); /* slots 3, 4 */
 
     /* the dim that holds positions */
     if (lrp_hasopt(L, 2, "dim")) {
@@ -392,9 +393,6 @@ static int l_rope_rotate(lua_State *L)
     }
     lrp_freq_tables(L, 2, 3, &f, lrp_freq_rows(cfg.positions, cfg.offset, npos), cfg.d_rot / 2);
     lrp_freq_check_positions(L, 2, &f, cfg.d_rot, cfg.positions, cfg.offset, npos);
-    rp_model_cfg view = rp_model_cfg_default(1); /* pe rope: the frequency keys' rule */
-    view.rope_base = cfg.base, view.pairing = cfg.pairing;
-    lrp_freq_into_cfg(&view, &f);
     lrp_check_used(L, 2, &view);
     if (!rp_rope_freq_is_plain(&f)) cfg.freq = &f;
     rp_tensor *out = lrp_newtensor(L);
@@ -568,7 +566,7 @@ static int l_attention(lua_State *L)
     cfg.pe = (rp_pe)lrp_optenum(L, 4, "pe", rp_pe_names, RP_PE_NONE);
     cfg.causal = lrp_optboolean(L, 4, "causal", 1);
     cfg.scale = lrp_optfinite(L, 4, "scale", 1.0 / sqrt((double)D));
-    cfg.base = opt_base(L, 4, "base");
+    cfg.base = lrp_optbase(L, 4);
     cfg.pairing = (rp_pairing)lrp_optenum(L, 4, "pairing", rp_pairing_names, RP_PAIR_HALF);
     rp_model_cfg view = rp_model_cfg_default(1); /* the relative defaults too */
     opt_rotation(L, 4, &cfg, D, Dv, &view);
@@ -597,7 +595,7 @@ static int l_attention(lua_State *L)
         if (lua_type(L, 4) == LUA_TTABLE) lua_getfield(L, 4, rel_keys[i]);
         else lua_pushnil(L);
     rp_rope_freq f;
-    lrp_optfreq(L, 4, &f, 0.0); /* the next two slots */
+    lrp_optfreq(L, 4, &view, &f, 0.0); /* the next two slots */
     rp_attn_rel rel;
     check_rel_tables(L, 5, &cfg, T, S, H, D, Dv, &rel);
     cfg.rel = &rel;
@@ -614,7 +612,6 @@ static int l_attention(lua_State *L)
     view.pe = cfg.pe, view.rope_base = cfg.base, view.pairing = cfg.pairing;
     view.rel_clip = cfg.rel_clip, view.rel_buckets = cfg.rel_buckets;
     view.rel_max_distance = cfg.rel_max_distance;
-    lrp_freq_into_cfg(&view, &f);
     lrp_check_used(L, 4, &view);
     if (!rp_rope_freq_is_plain(&f)) cfg.freq = &f;
     rp_tensor *out = lrp_newtensor(L);

@@ -75,13 +75,17 @@ typedef struct rp_model_cfg {
      * default 32) and rel_max_distance (> rel_buckets / 2, default 128). */
     int64_t rel_clip, rel_buckets, rel_max_distance;
     /* The rotary frequency scheme (core/nn/rope_freq.h; rotary pe with softmax attention):
-     * scaling (RP_SCALING_NONE by default) with scaling_factor (1), orig_len (YaRN's original
-     * context length; 0: seq_len), yarn_alpha (1), yarn_beta (32); xpos (xPos gamma, 0 = off)
-     * with xpos_scale_base (512). User frequencies or angles are not config: rp_model_set_freq. */
+     * scaling (RP_SCALING_NONE by default) with scaling_factor (1), orig_len (the original
+     * context length of yarn, dynamic and llama3; 0: seq_len), yarn_alpha (1), yarn_beta (32),
+     * yarn_ramp (rotations), low_freq_factor (1) and high_freq_factor (4) of llama3,
+     * attention_factor (0: the scaling's own); xpos (xPos gamma, 0 = off) with xpos_scale_base
+     * (512). User frequencies or angles are not config: rp_model_set_freq. */
     rp_rope_scaling scaling;
     double scaling_factor;
     int64_t orig_len;
     double yarn_alpha, yarn_beta, xpos, xpos_scale_base;
+    rp_yarn_ramp yarn_ramp;
+    double low_freq_factor, high_freq_factor, attention_factor;
 } rp_model_cfg;
 
 /* The labml defaults: d_model 128, heads 4, layers 3, d_ff 512, seq_len 512, max_batch 16,

@@ -95,6 +95,10 @@ rp_rope_freq rp_model_cfg_freq(const rp_model_cfg *cfg)
     f.yarn_beta = cfg->yarn_beta;
     f.xpos = cfg->xpos;
     f.xpos_scale_base = cfg->xpos_scale_base;
+    f.yarn_ramp = cfg->yarn_ramp;
+    f.low_freq_factor = cfg->low_freq_factor;
+    f.high_freq_factor = cfg->high_freq_factor;
+    f.attention_factor = cfg->attention_factor;
     return f;
 }
 

@@ -41,7 +41,8 @@ typedef enum {
                            * bits of pe.h) */
     RP_CFG_FREQ,          /* a rotary pe with softmax attention (the frequency scheme) */
     RP_CFG_SCALED,        /* RP_CFG_FREQ with a scaling (not none) */
-    RP_CFG_YARN,          /* RP_CFG_FREQ with scaling yarn */
+    RP_CFG_SCALINGS,      /* RP_CFG_FREQ with one of the scalings in use_arg (a mask of
+                           * 1 << rp_rope_scaling) */
     RP_CFG_XPOS,          /* RP_CFG_FREQ with xpos > 0 */
     RP_CFG_LINEAR_ROTARY, /* linear attention with a rotary pe */
 } rp_cfg_use;
@@ -80,7 +81,8 @@ typedef struct rp_cfg_key {
     rp_cfg_json json;
     const char *const *names;  /* RP_CFG_ENUM: the names in value order, NULL-terminated */
     rp_cfg_use use;
-    int use_arg;               /* RP_CFG_PLACEMENT, RP_CFG_RELATIVE: see rp_cfg_use */
+    int use_arg;               /* RP_CFG_PLACEMENT, RP_CFG_RELATIVE, RP_CFG_SCALINGS: see
+                                * rp_cfg_use */
     uint32_t since;            /* the checkpoint format version whose block holds it */
     uint32_t (*value_since)(int64_t value); /* RP_CFG_ENUM or NULL: the format version a value
                                              * needs (0 .. the count of names - 1) */

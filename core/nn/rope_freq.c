@@ -3,7 +3,15 @@
 #include <math.h>
 #include <string.h>
 
-const char *const rp_scaling_names[RP_SCALING_COUNT + 1] = {"none", "pi", "ntk", "yarn", NULL};
+const char *const rp_scaling_names[RP_SCALING_COUNT + 1] = {"none", "pi",      "ntk",   "yarn",
+                                                            "dynamic", "llama3", NULL};
+const char *const rp_yarn_ramp_names[RP_YARN_RAMP_COUNT + 1] = {"rotations", "dims", "dims_exact",
+                                                                NULL};
+
+int rp_scaling_needs_len(rp_rope_scaling s)
+{
+    return s == RP_SCALING_YARN || s == RP_SCALING_DYNAMIC || s == RP_SCALING_LLAMA3;
+}
 
 rp_rope_freq rp_rope_freq_default(void)
 {
@@ -13,6 +21,9 @@ rp_rope_freq rp_rope_freq_default(void)
     f.factor = 1.0;
     f.yarn_alpha = RP_YARN_ALPHA;
     f.yarn_beta = RP_YARN_BETA;
+    f.yarn_ramp = RP_YARN_RAMP_ROTATIONS;
+    f.low_freq_factor = RP_LLAMA3_LOW;
+    f.high_freq_factor = RP_LLAMA3_HIGH;
     f.xpos_scale_base = RP_XPOS_SCALE_BASE;
     return f;
 }
@@ -38,10 +49,25 @@ rp_status rp_rope_freq_check(const rp_rope_freq *f)
     if (!(f->factor > 0.0) || !isfinite(f->factor))
         return rp_error(RP_ERR_ARG, "scaling_factor must be a finite number > 0, got %g",
                         f->factor);
+    if (rp_scaling_needs_len(f->scaling) && (!(f->orig_len >= 1.0) || !isfinite(f->orig_len)))
+        return rp_error(RP_ERR_ARG, "orig_len (the original context length of scaling %s) must "
+                                    "be >= 1, got %g", rp_scaling_names[f->scaling], f->orig_len);
+    if (!(f->attention_factor >= 0.0) || !isfinite(f->attention_factor))
+        return rp_error(RP_ERR_ARG, "attention_factor must be a finite number >= 0 (0: the "
+                                    "scaling's own), got %g", f->attention_factor);
+    if (f->scaling == RP_SCALING_LLAMA3) {
+        if (!(f->low_freq_factor >= 0.0) || !isfinite(f->low_freq_factor) ||
+            !isfinite(f->high_freq_factor))
+            return rp_error(RP_ERR_ARG, "low_freq_factor and high_freq_factor must be finite and "
+                                        ">= 0, got %g and %g", f->low_freq_factor,
+                            f->high_freq_factor);
+        if (!(f->low_freq_factor < f->high_freq_factor))
+            return rp_error(RP_ERR_ARG, "low_freq_factor %g must be below high_freq_factor %g",
+                            f->low_freq_factor, f->high_freq_factor);
+    }
     if (f->scaling == RP_SCALING_YARN) {
-        if (!(f->orig_len >= 1.0) || !isfinite(f->orig_len))
-            return rp_error(RP_ERR_ARG, "orig_len (YaRN's original context length) must be >= 1, "
-                                        "got %g", f->orig_len);
+        if ((int)f->yarn_ramp < 0 || f->yarn_ramp >= RP_YARN_RAMP_COUNT)
+            return rp_error(RP_ERR_ARG, "unknown yarn_ramp %d", (int)f->yarn_ramp);
         if (!(f->yarn_alpha >= 0.0) || !isfinite(f->yarn_alpha) || !isfinite(f->yarn_beta))
             return rp_error(RP_ERR_ARG, "yarn_alpha and yarn_beta must be finite and >= 0, got "
                                         "%g and %g", f->yarn_alpha, f->yarn_beta);
@@ -97,41 +123,77 @@ rp_status rp_rope_freq_check_use(const rp_rope_freq *f, int64_t d_rot, int64_t l
     return RP_OK;
 }
 
-/* YaRN's ramp gamma(r). */
-static double yarn_gamma(double r, double alpha, double beta)
+#define TWO_PI 6.283185307179586476925286766559
+
+/* The ramp gamma(r) of YaRN (and llama3): 0 below alpha, 1 above beta, linear between. */
+static double ramp_gamma(double r, double alpha, double beta)
 {
     if (r < alpha) return 0.0;
     if (r > beta) return 1.0;
     return (r - alpha) / (beta - alpha);
 }
 
-/* theta'_i of pair i. */
-static double theta_of(const rp_rope_freq *f, int64_t i, int64_t d_rot, double base)
+/* The pair index whose standard frequency turns r times in L: d_rot ln(L / (2 pi r)) /
+ * (2 ln base). */
+static double ramp_index(double r, double L, int64_t d_rot, double base)
 {
-    const double two_pi = 6.283185307179586476925286766559;
+    return (double)d_rot * log(L / (TWO_PI * r)) / (2.0 * log(base));
+}
+
+/* gamma of pair i under yarn_ramp "dims" or "dims_exact": 1 - clamp((i - lo) / (hi - lo), 0, 1)
+ * with lo = i(beta) rounded down, hi = i(alpha) rounded up ("dims"), clamped to 0 and
+ * d_rot - 1. */
+static double dims_gamma(const rp_rope_freq *f, int64_t i, int64_t d_rot, double base)
+{
+    double lo = ramp_index(f->yarn_beta, f->orig_len, d_rot, base);
+    double hi = ramp_index(f->yarn_alpha, f->orig_len, d_rot, base);
+    if (f->yarn_ramp == RP_YARN_RAMP_DIMS) lo = floor(lo), hi = ceil(hi);
+    lo = fmax(lo, 0.0);
+    hi = fmin(hi, (double)(d_rot - 1));
+    if (lo == hi) hi += 0.001;
+    double x = ((double)i - lo) / (hi - lo);
+    return 1.0 - fmin(fmax(x, 0.0), 1.0);
+}
+
+/* theta scaled by NTK's factor s on pair i. */
+static double ntk(double t, double s, int64_t i, int64_t d_rot)
+{
+    return d_rot > 2 && s != 1.0 ? t * pow(s, -2.0 * (double)i / (double)(d_rot - 2)) : t;
+}
+
+/* theta'_i of pair i at position p (only dynamic reads p). */
+static double theta_of(const rp_rope_freq *f, int64_t i, int64_t d_rot, double base, int64_t p)
+{
     double t = f && f->theta ? f->theta[i] : pow(base, -2.0 * (double)i / (double)d_rot);
     if (!f) return t;
-    double s = f->factor;
+    double s = f->factor, g;
     switch (f->scaling) {
     case RP_SCALING_PI: return t / s;
-    case RP_SCALING_NTK:
-        return d_rot > 2 ? t * pow(s, -2.0 * (double)i / (double)(d_rot - 2)) : t;
-    case RP_SCALING_YARN: {
+    case RP_SCALING_NTK: return ntk(t, s, i, d_rot);
+    case RP_SCALING_DYNAMIC:
+        return ntk(t, fmax(1.0, s * ((double)p + 1.0) / f->orig_len - (s - 1.0)), i, d_rot);
+    case RP_SCALING_YARN:
         /* r = L / lambda = L |theta| / (2 pi) */
-        double g = yarn_gamma(f->orig_len * fabs(t) / two_pi, f->yarn_alpha, f->yarn_beta);
+        g = f->yarn_ramp == RP_YARN_RAMP_ROTATIONS
+                ? ramp_gamma(f->orig_len * fabs(t) / TWO_PI, f->yarn_alpha, f->yarn_beta)
+                : dims_gamma(f, i, d_rot, base);
         return (1.0 - g) * t / s + g * t;
-    }
+    case RP_SCALING_LLAMA3:
+        g = ramp_gamma(f->orig_len * fabs(t) / TWO_PI, f->low_freq_factor, f->high_freq_factor);
+        return (1.0 - g) * t / s + g * t;
     default: return t;
     }
 }
 
 void rp_rope_freq_theta(double *theta, const rp_rope_freq *f, int64_t d_rot, double base)
 {
-    for (int64_t i = 0; i < d_rot / 2; i++) theta[i] = theta_of(f, i, d_rot, base);
+    for (int64_t i = 0; i < d_rot / 2; i++) theta[i] = theta_of(f, i, d_rot, base, 0);
 }
 
 double rp_rope_freq_score_scale(const rp_rope_freq *f)
 {
+    if (f && f->scaling != RP_SCALING_NONE && f->attention_factor > 0.0)
+        return f->attention_factor * f->attention_factor;
     if (!f || f->scaling != RP_SCALING_YARN || !(f->factor > 1.0)) return 1.0;
     double m = 0.1 * log(f->factor) + 1.0;
     return m * m;
@@ -144,11 +206,14 @@ void rp_rope_freq_tables(float *cos_out, float *sin_out, const rp_rope_freq *f, 
     int64_t half = d_rot / 2;
     const double *ang = f ? f->angles : NULL;
     double xg = f ? f->xpos : 0.0, sb = f ? f->xpos_scale_base : 1.0;
+    /* dynamic: each position its own theta (beyond orig_len) */
+    int dyn = f && f->scaling == RP_SCALING_DYNAMIC;
     for (int64_t i = 0; i < half; i++) {
-        double theta = ang ? 0.0 : theta_of(f, i, d_rot, base);
+        double theta = ang ? 0.0 : theta_of(f, i, d_rot, base, 0);
         double zeta = xg > 0.0 ? (2.0 * (double)i / (double)d_rot + xg) / (1.0 + xg) : 1.0;
         for (int64_t r = 0; r < n; r++) {
             int64_t p = pos ? pos[r] : offset + r;
+            if (dyn) theta = theta_of(f, i, d_rot, base, p);
             /* (c p) theta, as rp_rope_angles always computed it */
             double a = ang ? c * ang[p * f->n_angles + i] : c * (double)p * theta;
             double m = xg > 0.0 ? pow(zeta, (double)side * (double)p / sb) : 1.0;
@@ -164,10 +229,16 @@ int rp_rope_freq_equal(const rp_rope_freq *a, const rp_rope_freq *b)
     if (pa.scaling != pb.scaling || pa.xpos != pb.xpos || !pa.theta != !pb.theta ||
         !pa.angles != !pb.angles)
         return 0;
-    if (pa.scaling != RP_SCALING_NONE && pa.factor != pb.factor) return 0;
+    if (pa.scaling != RP_SCALING_NONE &&
+        (pa.factor != pb.factor || pa.attention_factor != pb.attention_factor))
+        return 0;
+    if (rp_scaling_needs_len(pa.scaling) && pa.orig_len != pb.orig_len) return 0;
     if (pa.scaling == RP_SCALING_YARN &&
-        (pa.orig_len != pb.orig_len || pa.yarn_alpha != pb.yarn_alpha ||
-         pa.yarn_beta != pb.yarn_beta))
+        (pa.yarn_alpha != pb.yarn_alpha || pa.yarn_beta != pb.yarn_beta ||
+         pa.yarn_ramp != pb.yarn_ramp))
+        return 0;
+    if (pa.scaling == RP_SCALING_LLAMA3 && (pa.low_freq_factor != pb.low_freq_factor ||
+                                            pa.high_freq_factor != pb.high_freq_factor))
         return 0;
     if (pa.xpos != 0.0 && pa.xpos_scale_base != pb.xpos_scale_base) return 0;
     if (pa.theta && (pa.n_theta != pb.n_theta ||

@@ -13,7 +13,20 @@
  *           L = orig_len; gamma(r) = 0 for r < alpha, 1 for r > beta, else (r - alpha) /
  *           (beta - alpha); theta'_i = (1 - gamma(r_i)) theta_i / s + gamma(r_i) theta_i; and
  *           the attention temperature: the scores are multiplied by (0.1 ln s + 1)^2 when
- *           s > 1 (rp_rope_freq_score_scale)
+ *           s > 1 (rp_rope_freq_score_scale). yarn_ramp "dims" is the ramp of the YaRN
+ *           authors' code and of Hugging Face (rope_type "yarn"): linear in the pair index i
+ *           between i(beta) and i(alpha), i(r) = d_rot ln(L / (2 pi r)) / (2 ln base), those
+ *           bounds rounded down and up ("dims_exact": not rounded), clamped to [0, d_rot - 1];
+ *           gamma_i = 1 - clamp((i - lo) / (hi - lo), 0, 1) (hi = lo + 0.001 when equal)
+ *     dynamic  dynamic NTK (emozilla 2023; Hugging Face's rope_type "dynamic"), position by
+ *           position: position p takes NTK with the factor of the length p + 1,
+ *           s_p = max(1, s (p + 1) / L - (s - 1)), L = orig_len: theta'_i = theta_i
+ *           s_p^(-2i/(d_rot-2)). So a position keeps its angles when the sequence grows (a KV
+ *           cache stays exact); positions below L are not scaled
+ *     llama3  Llama 3.1's scaling (Hugging Face's rope_type "llama3"): YaRN's ramp in r with
+ *           alpha = low_freq_factor, beta = high_freq_factor, L = orig_len, and no temperature
+ *   attention_factor m > 0 replaces the scores' factor by m^2 (Hugging Face multiplies cos and
+ *           sin by m); 0: the scaling's own (YaRN's above, 1 for the others)
  *   xPos (Sun et al. 2022): pair i of a row at position p is also multiplied by
  *           zeta_i^(side p / scale_base), zeta_i = (2i/d_rot + gamma) / (1 + gamma), with side +1
  *           for the query-side placements (q, and RoPER's output o) and -1 for the key side (k,
@@ -41,23 +54,45 @@ typedef enum {
     RP_SCALING_PI,
     RP_SCALING_NTK,
     RP_SCALING_YARN,
-    RP_SCALING_COUNT /* not a scaling */
+    RP_SCALING_DYNAMIC, /* format version 4 */
+    RP_SCALING_LLAMA3,  /* format version 4 */
+    RP_SCALING_COUNT    /* not a scaling */
 } rp_rope_scaling;
 
-/* "none", "pi", "ntk", "yarn", NULL. */
+/* "none", "pi", "ntk", "yarn", "dynamic", "llama3", NULL. */
 extern const char *const rp_scaling_names[RP_SCALING_COUNT + 1];
+
+/* YaRN's ramp (stored in checkpoints: never renumber). */
+typedef enum {
+    RP_YARN_RAMP_ROTATIONS = 0, /* linear in r = L / lambda (the paper's eq. 18) */
+    RP_YARN_RAMP_DIMS,          /* linear in the pair index, bounds rounded (Hugging Face) */
+    RP_YARN_RAMP_DIMS_EXACT,    /* the same, bounds not rounded (Hugging Face's truncate false) */
+    RP_YARN_RAMP_COUNT
+} rp_yarn_ramp;
+
+/* "rotations", "dims", "dims_exact", NULL. */
+extern const char *const rp_yarn_ramp_names[RP_YARN_RAMP_COUNT + 1];
+
+/* 1 when scaling s reads orig_len (L): yarn, dynamic, llama3. */
+int rp_scaling_needs_len(rp_rope_scaling s);
 
 /* The defaults of the parameters (the papers'). */
 #define RP_YARN_ALPHA 1.0
 #define RP_YARN_BETA 32.0
 #define RP_XPOS_SCALE_BASE 512.0
+#define RP_LLAMA3_LOW 1.0  /* low_freq_factor (Meta's Llama 3.1 config) */
+#define RP_LLAMA3_HIGH 4.0 /* high_freq_factor */
 
 typedef struct rp_rope_freq {
     rp_rope_scaling scaling;
     double factor;          /* s: finite, > 0 (1: no change) */
-    double orig_len;        /* yarn: L, the context trained at: finite, >= 1 */
+    double orig_len;        /* yarn, dynamic, llama3: L, the context trained at: finite, >= 1 */
     double yarn_alpha;      /* yarn: the ramp in rotations per L: 0 <= alpha < beta, finite */
     double yarn_beta;
+    rp_yarn_ramp yarn_ramp; /* yarn: which ramp */
+    double low_freq_factor; /* llama3: the ramp in rotations per L: 0 <= low < high, finite */
+    double high_freq_factor;
+    double attention_factor; /* a scaling: the scores times its square; 0: the scaling's own */
     double xpos;            /* xPos gamma: 0 = off, else finite > 0 (the paper: 0.4) */
     double xpos_scale_base; /* xPos: finite > 0 */
     const double *theta;    /* user frequencies [n_theta], or NULL; finite. Borrowed. */
@@ -66,18 +101,19 @@ typedef struct rp_rope_freq {
     int64_t rows, n_angles;
 } rp_rope_freq;
 
-/* Nothing set: no scaling (factor 1), no xPos, no user tables; alpha, beta and the xPos scale
- * base at their defaults, orig_len 0. */
+/* Nothing set: no scaling (factor 1), no xPos, no user tables; alpha, beta, the ramp, llama3's
+ * factors and the xPos scale base at their defaults, orig_len 0, attention_factor 0. */
 rp_rope_freq rp_rope_freq_default(void);
 
 /* 1 when f is NULL or changes nothing (no scaling, no xPos, no user tables). */
 int rp_rope_freq_is_plain(const rp_rope_freq *f);
 
-/* Checks every field: the scaling code, factor, orig_len (yarn), alpha < beta, xpos, the scale
- * base, theta and angles (non-empty, finite: the message gives the first bad entry), not both
- * tables, and no scaling with user angles. RP_ERR_ARG naming the field as the config keys do
- * ("scaling_factor", "orig_len", "yarn_alpha", "yarn_beta", "xpos", "xpos_scale_base", "freq",
- * "angles"). NULL is fine. */
+/* Checks every field: the scaling code, factor, orig_len (yarn, dynamic, llama3), alpha < beta
+ * and the ramp (yarn), low < high (llama3), attention_factor, xpos, the scale base, theta and
+ * angles (non-empty, finite: the message gives the first bad entry), not both tables, and no
+ * scaling with user angles. RP_ERR_ARG naming the field as the config keys do
+ * ("scaling_factor", "orig_len", "yarn_alpha", "yarn_beta", "low_freq_factor", "xpos",
+ * "xpos_scale_base", "freq", "angles"). NULL is fine. */
 rp_status rp_rope_freq_check(const rp_rope_freq *f);
 
 /* Checks f against one use: a placement d_rot wide (the user tables need d_rot/2 entries per
@@ -87,10 +123,12 @@ rp_status rp_rope_freq_check_use(const rp_rope_freq *f, int64_t d_rot, int64_t l
                                  const char *what);
 
 /* theta'_i for i = 0 .. d_rot/2 - 1 (the scaling applied to the standard or the user theta),
- * in double. Not for user angles (they have no theta). f may be NULL. */
+ * in double. Not for user angles (they have no theta). f may be NULL. dynamic: the frequencies
+ * of the positions below orig_len (unscaled); rp_rope_freq_tables has every position's. */
 void rp_rope_freq_theta(double *theta, const rp_rope_freq *f, int64_t d_rot, double base);
 
-/* The factor the attention scores take: YaRN's (0.1 ln s + 1)^2 for s > 1, else 1. */
+/* The factor the attention scores take: attention_factor^2 when it is set (with a scaling),
+ * else YaRN's (0.1 ln s + 1)^2 for s > 1, else 1. */
 double rp_rope_freq_score_scale(const rp_rope_freq *f);
 
 /* cos/sin tables for n positions (pos[r], or offset + r when pos is NULL):

@@ -347,7 +347,7 @@ static void test_damaged(void)
         } else if (o < 8) {
             uint32_t v = (uint32_t)copy[4] | (uint32_t)copy[5] << 8 | (uint32_t)copy[6] << 16 |
                          (uint32_t)copy[7] << 24;
-            snprintf(want, sizeof want, "version %lu is not supported (this roper reads versions 1 to 3)",
+            snprintf(want, sizeof want, "version %lu is not supported (this roper reads versions 1 to 4)",
                      (unsigned long)v);
             expect_io(bad, want, 1, what);
         } else if (o < 16) {
@@ -368,10 +368,10 @@ static void test_damaged(void)
     memcpy(copy, b, len);
     copy[4] = 7;
     spit(bad, copy, len);
-    expect_io(bad, "version 7 is not supported (this roper reads versions 1 to 3)", 1, "version 7");
+    expect_io(bad, "version 7 is not supported (this roper reads versions 1 to 4)", 1, "version 7");
     reseal(copy, len);
     spit(bad, copy, len);
-    expect_io(bad, "version 7 is not supported (this roper reads versions 1 to 3)", 1, "version 7, resealed");
+    expect_io(bad, "version 7 is not supported (this roper reads versions 1 to 4)", 1, "version 7, resealed");
 
     /* not a checkpoint at all, and an empty file */
     spit(bad, (const uint8_t *)"hello, world\n", 13);

@@ -55,6 +55,8 @@ static const struct {
     FIELD("scaling", scaling), FIELD("scaling_factor", scaling_factor),
     FIELD("orig_len", orig_len), FIELD("yarn_alpha", yarn_alpha), FIELD("yarn_beta", yarn_beta),
     FIELD("xpos", xpos), FIELD("xpos_scale_base", xpos_scale_base),
+    FIELD("yarn_ramp", yarn_ramp), FIELD("low_freq_factor", low_freq_factor),
+    FIELD("high_freq_factor", high_freq_factor), FIELD("attention_factor", attention_factor),
 };
 #undef FIELD
 enum { NFIELDS = (int)(sizeof fields / sizeof fields[0]) };
@@ -73,7 +75,7 @@ static void test_rows(void)
               "row %d is %s at %zu (%zu bytes), the field %s is at %zu (%zu bytes)", i, k->name,
               k->offset, size, fields[i].key, fields[i].offset, fields[i].size);
         CHECK(rp_model_cfg_key(k->name, (size_t)-1) == k, "%s found by name", k->name);
-        CHECK(k->since >= 1 && k->since <= 3 && k->help && *k->help, "%s: since %u, help", k->name,
+        CHECK(k->since >= 1 && k->since <= 4 && k->help && *k->help, "%s: since %u, help", k->name,
               k->since);
         /* a value written through the row is what the field holds */
         rp_model_cfg c;
@@ -148,7 +150,8 @@ static void test_ranges(void)
         {RP_PE_ROPE, "rel_max_distance", -1, "rel_max_distance -1 must be in 1..2147483647"},
         {RP_PE_NONE, "orig_len", -1, "orig_len -1 must be in 0..2147483647"},
         {RP_PE_ROPE, "pe", RP_PE_COUNT, "pe {count} is not {values}"},
-        {RP_PE_ROPE, "scaling", 9, "scaling 9 is not none (0), pi (1), ntk (2) or yarn (3)"},
+        {RP_PE_ROPE, "scaling", 9,
+         "scaling 9 is not none (0), pi (1), ntk (2), yarn (3), dynamic (4) or llama3 (5)"},
         {RP_PE_SHAW, "pairing", -1, "pairing -1 is not half (0) or interleaved (1)"},
         {RP_PE_ROPE, "linear_rope", 2, "linear_rope 2 is not after (0) or before (1)"},
         {RP_PE_ROPE, "rotate", 16, "rotate 16 is not a subset of qkvo"},
@@ -199,11 +202,11 @@ static void test_used(void)
         {RP_PE_SHAW, "rel_buckets=8", "rel_buckets 8 does nothing for pe shaw: it applies to pe "
                                       "{buckets}"},
         {RP_PE_ROPE, "scaling_factor=2", "scaling_factor 2 does nothing with scaling none: it "
-                                         "applies to the scalings (pi, ntk or yarn)"},
+                                         "applies to the scalings (pi, ntk, yarn, dynamic or llama3)"},
         {RP_PE_ROPE, "scaling=1,yarn_beta=16", "yarn_beta 16 does nothing with scaling pi: it "
                                                "applies to scaling yarn"},
         {RP_PE_ROPE, "orig_len=64", "orig_len 64 does nothing with scaling none: it applies to "
-                                    "scaling yarn"},
+                                    "scaling yarn, dynamic or llama3"},
         {RP_PE_ROPE, "xpos_scale_base=64", "xpos_scale_base 64 does nothing with xpos 0: it "
                                            "applies when xpos > 0 (xPos on)"},
         {RP_PE_ROPE, "fraction_v=0.5", "fraction_v 0.5 does nothing for pe rope rotating qk: it "
@@ -352,8 +355,8 @@ static void test_forged_checkpoints(void)
     c = small(RP_PE_ROPER);
     c.xpos = 0.4;
     forged_checkpoint(&c, 3, 208, 8, 1, 0, NAN, "yarn_alpha must be a finite number >= 0, got nan");
-    forged_checkpoint(&c, 3, 184, 4, 0, 9, 0, "scaling 9 is not none (0), pi (1), ntk (2) or "
-                                              "yarn (3)");
+    forged_checkpoint(&c, 3, 184, 4, 0, 9, 0, "scaling 9 is not none (0), pi (1), ntk (2), "
+                                              "yarn (3), dynamic (4) or llama3 (5)");
     forged_checkpoint(&c, 3, 200, 8, 0, -5, 0, "orig_len -5 must be in 0..2147483647");
 }
 

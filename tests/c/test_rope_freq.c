@@ -440,11 +440,11 @@ static void test_checks(void)
     }
     f = freq_of(RP_SCALING_YARN, 4.0);
     f.orig_len = 0.5;
-    FCHECK("orig_len (YaRN's original context length) must be >= 1, got 0.5");
+    FCHECK("orig_len (the original context length of scaling yarn) must be >= 1, got 0.5");
     f.orig_len = 0.0;
-    FCHECK("orig_len (YaRN's original context length) must be >= 1, got 0");
+    FCHECK("orig_len (the original context length of scaling yarn) must be >= 1, got 0");
     f.orig_len = NAN;
-    FCHECK("orig_len (YaRN's original context length) must be >= 1, got nan");
+    FCHECK("orig_len (the original context length of scaling yarn) must be >= 1, got nan");
     f.orig_len = 16.0;
     f.yarn_alpha = 32.0;
     FCHECK("yarn_alpha 32 must be below yarn_beta 32 (the ramp runs from alpha to beta)");

@@ -42,9 +42,9 @@ describe("keys that do nothing for the mode", function()
     { { pe = "rope", rel_max_distance = 64 }, "rel_max_distance 64 does nothing for pe rope: it "
       .. "applies to pe " .. BUCKETS },
     { { pe = "rope", scaling_factor = 2 }, "scaling_factor 2 does nothing with scaling none: it "
-      .. "applies to the scalings (pi, ntk or yarn)" },
+      .. "applies to the scalings (pi, ntk, yarn, dynamic or llama3)" },
     { { pe = "rope", scaling = "pi", scaling_factor = 2, orig_len = 6 }, "orig_len 6 does "
-      .. "nothing with scaling pi: it applies to scaling yarn" },
+      .. "nothing with scaling pi: it applies to scaling yarn, dynamic or llama3" },
     { { pe = "rope", xpos_scale_base = 64 }, "xpos_scale_base 64 does nothing with xpos 0: it "
       .. "applies when xpos > 0 (xPos on)" },
     { { pe = "rope", fraction_v = 0.5 }, "fraction_v 0.5 does nothing for pe rope rotating qk: it "
@@ -89,7 +89,7 @@ describe("keys that do nothing for the mode", function()
     { { pe = "rope", fraction_o = 0.5 }, "fraction_o 0.5 does nothing for pe rope rotating qk: it "
       .. "applies when o is rotated" },
     { { pe = "rope", scaling_factor = 2 }, "scaling_factor 2 does nothing with scaling none: it "
-      .. "applies to the scalings (pi, ntk or yarn)" },
+      .. "applies to the scalings (pi, ntk, yarn, dynamic or llama3)" },
     { { pe = "roper", scaling = "ntk", scaling_factor = 2, yarn_alpha = 2 }, "yarn_alpha 2 does "
       .. "nothing with scaling ntk: it applies to scaling yarn" },
   })
@@ -106,7 +106,7 @@ describe("keys that do nothing for the mode", function()
     { { scaling_factor = 2 }, "scaling_factor 2 does nothing with scaling none: it applies to the "
       .. "scalings (pi, ntk or yarn)" },
     { { scaling = "pi", scaling_factor = 2, orig_len = 6 }, "orig_len 6 does nothing with "
-      .. "scaling pi: it applies to scaling yarn" },
+      .. "scaling pi: it applies to scaling yarn, dynamic or llama3" },
   })
   h.refusals(it, function(o) return rp.rope.angles(4, 8, o) end, "bad argument #3 to 'angles' (", {
     { { xpos_scale_base = 64 }, "xpos_scale_base 64 does nothing with xpos 0: it applies when xpos "

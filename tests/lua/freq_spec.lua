@@ -201,7 +201,7 @@ describe("rp.attention with a frequency scheme", function()
     { { pe = "rope", scaling = "pi", scaling_factor = 0 / 0 }, "scaling_factor must be a finite" },
     { { pe = "rope", scaling = "ntk", scaling_factor = math.huge }, "scaling_factor must be a "
       .. "finite number > 0, got inf" },
-    { { pe = "rope", scaling = "yarn", scaling_factor = 2 }, "option 'orig_len' (YaRN's original "
+    { { pe = "rope", scaling = "yarn", scaling_factor = 2 }, "option 'orig_len' (the original "
       .. "context length) is required with scaling \"yarn\"" },
     { { pe = "rope", scaling = "yarn", scaling_factor = 2, orig_len = 4, yarn_alpha = 32, yarn_beta = 32 },
       "yarn_alpha 32 must be below yarn_beta 32 (the ramp runs from alpha to beta)" },
