@@ -8,6 +8,17 @@
  *   yarn      lambda_i = 2 pi / |theta_i|, r_i = L / lambda_i, gamma(r) = 0 below alpha, 1 above
  *             beta, linear between; theta'_i = (1 - gamma) theta_i / s + gamma theta_i; scores
  *             times (0.1 ln s + 1)^2 when s > 1 (Peng et al. 2023, sections 3.2 and 3.4)
+ *   yarn, the index ramp (yarn_ramp dims / dims_exact: the YaRN authors' code and Hugging
+ *             Face's rope_type "yarn"): the pair index where r rotations fit in L,
+ *             d ln(L / (2 pi r)) / (2 ln base), taken at beta (low end, rounded down) and at alpha
+ *             (high end, rounded up; dims_exact: neither rounded), clamped to [0, d - 1]; the
+ *             ramp (j - low) / (high - low) clamped to [0, 1] is the share of theta / s
+ *   dynamic   Hugging Face's rope_type "dynamic" at the length n = p + 1 of each position:
+ *             base' = base (s n / L - (s - 1))^(d/(d-2)) when n > L, else base
+ *   llama3    Hugging Face's rope_type "llama3", by wavelengths w_i = 2 pi / theta_i: w below
+ *             L / high_freq_factor keeps theta, above L / low_freq_factor takes theta / s, between
+ *             smooth = (L / w - low) / (high - low), (1 - smooth) theta / s + smooth theta
+ *   attention_factor m: scores times m^2
  *   xPos      pair i at position p scaled by zeta_i^(side p / scale_base), zeta_i =
  *             (2i/d + gamma) / (1 + gamma), side +1 for q and o, -1 for k and v (Sun et al. 2022)
  *   user theta replaces theta_i (the scalings apply to it); user angles are final.
@@ -33,7 +44,48 @@ static double ref_ramp(double r, double alpha, double beta)
     return r < alpha ? 0.0 : r > beta ? 1.0 : (r - alpha) / (beta - alpha);
 }
 
-/* theta'_i of f (NULL: standard) for a placement d wide. */
+static double ref_theta(const rp_rope_freq *f, int64_t i, int64_t d, double base);
+
+/* The pair index where r rotations fit in L (the YaRN code's correction dimension). */
+static double ref_corr_dim(double r, double L, int64_t d, double base)
+{
+    return (double)d * log(L / (r * TWO_PI)) / (2.0 * log(base));
+}
+
+/* theta'_i of f (NULL: standard) for a placement d wide at position p. */
+static double ref_theta_at(const rp_rope_freq *f, int64_t i, int64_t d, double base, int64_t p)
+{
+    double t0 = f && f->theta ? f->theta[i] : pow(base, -2.0 * (double)i / (double)d);
+    if (f && f->scaling == RP_SCALING_DYNAMIC) {
+        double n = (double)p + 1.0, s = f->factor;
+        if (n <= f->orig_len || d == 2 || i == 0) return t0;
+        double bs = base * pow(s * n / f->orig_len - (s - 1.0), (double)d / (double)(d - 2));
+        return f->theta ? t0 * pow(bs / base, -2.0 * (double)i / (double)d)
+                        : pow(bs, -2.0 * (double)i / (double)d);
+    }
+    if (f && f->scaling == RP_SCALING_LLAMA3) {
+        double w = TWO_PI / fabs(t0), L = f->orig_len, s = f->factor;
+        if (w < L / f->high_freq_factor) return t0;
+        if (w > L / f->low_freq_factor) return t0 / s;
+        double sm = (L / w - f->low_freq_factor) / (f->high_freq_factor - f->low_freq_factor);
+        return (1.0 - sm) * t0 / s + sm * t0;
+    }
+    if (f && f->scaling == RP_SCALING_YARN && f->yarn_ramp != RP_YARN_RAMP_ROTATIONS) {
+        double lo = ref_corr_dim(f->yarn_beta, f->orig_len, d, base);
+        double hi = ref_corr_dim(f->yarn_alpha, f->orig_len, d, base);
+        if (f->yarn_ramp == RP_YARN_RAMP_DIMS) lo = floor(lo), hi = ceil(hi);
+        if (lo < 0.0) lo = 0.0;
+        if (hi > (double)(d - 1)) hi = (double)(d - 1);
+        if (hi == lo) hi += 0.001;
+        double ramp = ((double)i - lo) / (hi - lo);
+        ramp = ramp < 0.0 ? 0.0 : ramp > 1.0 ? 1.0 : ramp;
+        return t0 / f->factor * ramp + t0 * (1.0 - ramp);
+    }
+    return ref_theta(f, i, d, base);
+}
+
+/* theta'_i of f (NULL: standard) for a placement d wide (the schemes that do not depend on the
+ * position). */
 static double ref_theta(const rp_rope_freq *f, int64_t i, int64_t d, double base)
 {
     double t = f && f->theta ? f->theta[i] : pow(base, -2.0 * (double)i / (double)d);
@@ -58,6 +110,8 @@ static double ref_theta(const rp_rope_freq *f, int64_t i, int64_t d, double base
 
 static double ref_temp(const rp_rope_freq *f)
 {
+    if (f && f->scaling != RP_SCALING_NONE && f->attention_factor > 0.0)
+        return f->attention_factor * f->attention_factor;
     if (!f || f->scaling != RP_SCALING_YARN || f->factor <= 1.0) return 1.0;
     return (0.1 * log(f->factor) + 1.0) * (0.1 * log(f->factor) + 1.0);
 }
@@ -72,7 +126,7 @@ static void ref_row(double *cs, double *sn, double *mag, const rp_rope_freq *f, 
                     double base, double c, int side, int64_t p)
 {
     for (int64_t i = 0; i < d / 2; i++) {
-        double a = f && f->angles ? f->angles[p * f->n_angles + i] : (double)p * ref_theta(f, i, d, base);
+        double a = f && f->angles ? f->angles[p * f->n_angles + i] : (double)p * ref_theta_at(f, i, d, base, p);
         double m = 1.0;
         if (f && f->xpos > 0.0) /* zeta^(side p / scale_base) by exp and log */
             m = exp((double)side * (double)p / f->xpos_scale_base * log(ref_zeta(i, d, f->xpos)));
@@ -261,9 +315,12 @@ static void test_tables(void)
     float cg[TN * TH], sg[TN * TH];
     double cw[TN * TH], sw[TN * TH], mw[TN * TH];
     char label[200];
-    const char *names[7] = {"standard",       "pi s=4",     "ntk s=8.5", "yarn s=4 L=300",
-                            "user theta + pi s=2", "user angles", "user theta + yarn s=4 L=30"};
-    for (int sch = 0; sch < 7; sch++)
+    const char *names[12] = {"standard",       "pi s=4",     "ntk s=8.5", "yarn s=4 L=300",
+                             "user theta + pi s=2", "user angles", "user theta + yarn s=4 L=30",
+                             "dynamic s=4 L=20", "user theta + dynamic s=2.5 L=7",
+                             "llama3 s=8 L=300 low 1 high 4", "yarn dims s=4 L=300 beta 16",
+                             "yarn dims_exact s=4 L=300"};
+    for (int sch = 0; sch < 12; sch++)
         for (int xp = 0; xp < 3; xp++)           /* no xPos, side +1, side -1 */
             for (int ci = 0; ci < 2; ci++)       /* c = 1, 2 */
                 for (int pm = 0; pm < 3; pm++) { /* offset 0, offset 11, explicit positions */
@@ -276,6 +333,17 @@ static void test_tables(void)
                     if (sch == 6) /* theta of either sign: the ramp by |theta| (r up to 7.2) */
                         f = freq_of(RP_SCALING_YARN, 4.0), f.orig_len = 30.0, f.theta = th,
                         f.n_theta = TH;
+                    if (sch == 7) f = freq_of(RP_SCALING_DYNAMIC, 4.0), f.orig_len = 20.0;
+                    if (sch == 8)
+                        f = freq_of(RP_SCALING_DYNAMIC, 2.5), f.orig_len = 7.0, f.theta = th,
+                        f.n_theta = TH;
+                    if (sch == 9) f = freq_of(RP_SCALING_LLAMA3, 8.0), f.orig_len = 300.0;
+                    if (sch == 10)
+                        f = freq_of(RP_SCALING_YARN, 4.0), f.orig_len = 300.0, f.yarn_beta = 16.0,
+                        f.yarn_ramp = RP_YARN_RAMP_DIMS;
+                    if (sch == 11)
+                        f = freq_of(RP_SCALING_YARN, 4.0), f.orig_len = 300.0,
+                        f.yarn_ramp = RP_YARN_RAMP_DIMS_EXACT;
                     if (xp) f.xpos = 0.4, f.xpos_scale_base = 16.0;
                     int side = xp == 2 ? -1 : 1;
                     double c = ci ? 2.0 : 1.0;
@@ -457,6 +525,28 @@ static void test_checks(void)
     f = freq_of(RP_SCALING_PI, 4.0); /* orig_len, alpha, beta are yarn's only */
     f.yarn_alpha = 50.0;
     FCHECK_OK();
+    f.yarn_alpha = 1.0, f.yarn_ramp = RP_YARN_RAMP_DIMS; /* the ramp too */
+    FCHECK_OK();
+    f = freq_of(RP_SCALING_YARN, 4.0), f.orig_len = 8.0, f.yarn_ramp = (rp_yarn_ramp)3;
+    FCHECK("unknown yarn_ramp 3");
+    f = freq_of(RP_SCALING_DYNAMIC, 2.0);
+    FCHECK("orig_len (the original context length of scaling dynamic) must be >= 1, got 0");
+    f = freq_of(RP_SCALING_LLAMA3, 8.0);
+    FCHECK("orig_len (the original context length of scaling llama3) must be >= 1, got 0");
+    f.orig_len = 64.0, f.low_freq_factor = 4.0;
+    FCHECK("low_freq_factor 4 must be below high_freq_factor 4");
+    f.low_freq_factor = -1.0;
+    FCHECK("low_freq_factor and high_freq_factor must be finite and >= 0, got -1 and 4");
+    f.low_freq_factor = 1.0, f.high_freq_factor = NAN;
+    FCHECK("low_freq_factor and high_freq_factor must be finite and >= 0, got 1 and nan");
+    f.high_freq_factor = 4.0, f.attention_factor = -0.5;
+    FCHECK("attention_factor must be a finite number >= 0 (0: the scaling's own), got -0.5");
+    f.attention_factor = INFINITY;
+    FCHECK("attention_factor must be a finite number >= 0 (0: the scaling's own), got inf");
+    f.attention_factor = 1.5;
+    FCHECK_OK();
+    f = freq_of(RP_SCALING_PI, 4.0), f.low_freq_factor = 9.0; /* llama3's only */
+    FCHECK_OK();
     f = rp_rope_freq_default();
     f.xpos = -0.1;
     FCHECK("xpos (xPos gamma) must be a finite number >= 0 (0: off), got -0.1");
@@ -537,6 +627,18 @@ static void test_equal(void)
     CHECK(!rp_rope_freq_equal(&a, &b), "yarn orig_len differs");
     b = a, b.yarn_beta = 16.0;
     CHECK(!rp_rope_freq_equal(&a, &b), "yarn beta differs");
+    b = a, b.yarn_ramp = RP_YARN_RAMP_DIMS;
+    CHECK(!rp_rope_freq_equal(&a, &b), "yarn ramp differs");
+    b = a, b.attention_factor = 1.2;
+    CHECK(!rp_rope_freq_equal(&a, &b), "attention_factor differs");
+    b = a, b.scaling = RP_SCALING_LLAMA3;
+    CHECK(!rp_rope_freq_equal(&a, &b), "llama3 != yarn");
+    a = b, b.low_freq_factor = 2.0;
+    CHECK(!rp_rope_freq_equal(&a, &b), "llama3 low_freq_factor differs");
+    b = a, b.yarn_beta = 7.0; /* yarn's, not read by llama3 */
+    CHECK(rp_rope_freq_equal(&a, &b), "llama3: yarn_beta does not matter");
+    a.scaling = b.scaling = RP_SCALING_DYNAMIC, b.orig_len = a.orig_len + 1.0;
+    CHECK(!rp_rope_freq_equal(&a, &b), "dynamic orig_len differs");
     a = rp_rope_freq_default(), b = a;
     b.xpos_scale_base = 16.0;
     CHECK(rp_rope_freq_equal(&a, &b), "xpos off: the scale base does not matter");
@@ -726,11 +828,19 @@ static double attn_err(const float *q, const float *k, const float *v, dims d, c
 enum { AD = 8, ADV = 6, AH = 2, AROWS = 60 };
 
 /* the schemes of the attention tests over theta / angle buffers */
+enum { NSCHEMES = 10 };
 static rp_rope_freq scheme(int i, const double *th, const double *ang, const char **name)
 {
-    static const char *names[7] = {"pi s=4", "ntk s=4", "yarn s=4 L=8", "xpos 0.4/16", "user theta",
-                                   "user angles", "yarn s=4 L=8 + xpos 0.4/16 + interleaved"};
+    static const char *names[NSCHEMES] = {
+        "pi s=4", "ntk s=4", "yarn s=4 L=8", "xpos 0.4/16", "user theta", "user angles",
+        "yarn s=4 L=8 + xpos 0.4/16 + interleaved", "dynamic s=4 L=8",
+        "llama3 s=4 L=8 low 1 high 4", "yarn dims s=4 L=8 + attention_factor 1.3"};
     rp_rope_freq f = rp_rope_freq_default();
+    if (i == 7) f = freq_of(RP_SCALING_DYNAMIC, 4.0), f.orig_len = 8.0;
+    if (i == 8) f = freq_of(RP_SCALING_LLAMA3, 4.0), f.orig_len = 8.0;
+    if (i == 9)
+        f = freq_of(RP_SCALING_YARN, 4.0), f.orig_len = 8.0, f.yarn_ramp = RP_YARN_RAMP_DIMS,
+        f.attention_factor = 1.3;
     if (i == 0) f = freq_of(RP_SCALING_PI, 4.0);
     if (i == 1) f = freq_of(RP_SCALING_NTK, 4.0);
     if (i == 2 || i == 6) f = freq_of(RP_SCALING_YARN, 4.0), f.orig_len = 8.0;
@@ -755,7 +865,7 @@ static void test_attention_ref(void)
         float *q = check_rand_floats(&rng_state, d.T * AH * AD, -2.0, 2.0);
         float *k = check_rand_floats(&rng_state, d.S * AH * AD, -2.0, 2.0);
         float *v = check_rand_floats(&rng_state, d.S * AH * ADV, -1.0, 1.0);
-        for (int si = 0; si < 7; si++)
+        for (int si = 0; si < NSCHEMES; si++)
             CHECK_EACH_PE(pe, CHECK_PE_ROTARY) {
                 const char *name;
                 rp_rope_freq f = scheme(si, th, ang, &name);
@@ -866,8 +976,9 @@ static void test_decode(void)
 {
     area("decode");
     enum { Tn = 37, cap = Tn };
-    for (int si = 2; si <= 3; si++)
+    for (int si = 2; si < NSCHEMES; si++)
         CHECK_EACH_PE(pe, CHECK_PE_ROTARY) {
+            if (si >= 4 && si <= 6) continue; /* the user tables: test_attention_ref */
             const char *name;
             rp_rope_freq f = scheme(si, NULL, NULL, &name);
             rp_attn_cfg cfg = base_cfg((rp_pe)pe, AD, ADV, &f);
