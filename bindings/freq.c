@@ -77,8 +77,7 @@ static int hf_type(lua_State *L, int idx, int t)
     lua_getfield(L, t, "rope_type");
     lua_getfield(L, t, "type");
     if (!lua_isnil(L, -2) && !lua_isnil(L, -1) && !lua_rawequal(L, -1, -2))
-        lrp_argerror(L, idx, "option 'rope_scaling': 'rope_type' %s and 'type' %s differ",
-                     lrp_describe(L, -2), lrp_describe(L, -1));
+        lrp_argerror(L, idx, "option 'rope_scaling': 'rope_type' and 'type' differ");
     if (!lua_isnil(L, -2)) lua_pop(L, 1);
     if (lua_type(L, -1) != LUA_TSTRING)
         lrp_argerror(L, idx, "option 'rope_scaling': 'rope_type' (or 'type') must be a string, "
@@ -109,11 +108,11 @@ static void hf_check_fields(lua_State *L, int idx, int t, int ty)
         for (int i = 0; key && bit < 0 && i < HF_NFIELDS; i++)
             if (strcmp(key, hf_fields[i].name) == 0) bit = hf_fields[i].bit;
         if (bit < 0)
-            lrp_argerror(L, idx, "option 'rope_scaling': unknown field %s (roper reads rope_type "
+            lrp_argerror(L, idx, "option 'rope_scaling': unknown field %s%s%s (roper reads rope_type "
                                  "or type, factor, original_max_position_embeddings, beta_fast, "
                                  "beta_slow, low_freq_factor, high_freq_factor, attention_factor, "
                                  "mscale, mscale_all_dim, truncate)",
-                         lrp_describe(L, -1));
+                         key ? "'" : "", key ? key : lrp_describe(L, -1), key ? "'" : "");
         if (bit && !(hf_types[ty].fields & bit))
             lrp_argerror(L, idx, "option 'rope_scaling': field '%s' does nothing for rope_type "
                                  "\"%s\"", key, hf_types[ty].name);
@@ -167,9 +166,11 @@ int lrp_opt_rope_scaling(lua_State *L, int idx, rp_model_cfg *view)
     if (need)
         lrp_argerror(L, idx, "option 'rope_scaling': rope_type \"%s\" needs %s",
                      hf_types[ty].name, need);
-    if (g_len && (len != floor(len) || len < 1.0 || len > (double)LRP_MAX_POS))
+    if (g_len && (len != floor(len) || len < 1.0 || len > (double)LRP_MAX_POS)) {
+        lua_pushnumber(L, (lua_Number)len);
         lrp_argerror(L, idx, "option 'rope_scaling': 'original_max_position_embeddings' must be "
-                             "an integer >= 1, got %g", len);
+                             "an integer >= 1, got %s", lrp_describe(L, -1));
+    }
     view->scaling = sc;
     if (sc != RP_SCALING_NONE) view->scaling_factor = factor;
     if (g_len) view->orig_len = (int64_t)len; /* else seq_len, as Hugging Face's max positions */
