@@ -396,3 +396,23 @@ void lrp_freq_check_positions(lua_State *L, int idx, const rp_rope_freq *f, int6
     if (rp_rope_freq_check_use(f, d_rot, lrp_freq_rows(pos, offset, n) - 1, "d_rot") != RP_OK)
         lrp_argerror(L, idx, "%s", rp_last_error());
 }
+
+int lrp_hf_rope_keys(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    rp_model_cfg view = rp_model_cfg_default(1), plain = view;
+    if (lrp_hasopt(L, 1, "rope_theta")) view.rope_base = lrp_optbase(L, 1);
+    lrp_opt_rope_scaling(L, 1, &view);
+    lua_newtable(L);
+    for (int i = 0; i < rp_model_cfg_nkeys; i++) {
+        const rp_cfg_key *k = &rp_model_cfg_keys[i];
+        if (rp_model_cfg_get_int(&view, k) == rp_model_cfg_get_int(&plain, k) &&
+            rp_model_cfg_get_num(&view, k) == rp_model_cfg_get_num(&plain, k))
+            continue;
+        if (k->type == RP_CFG_ENUM) lua_pushstring(L, k->names[rp_model_cfg_get_int(&view, k)]);
+        else if (k->type == RP_CFG_INT) lua_pushinteger(L, (lua_Integer)rp_model_cfg_get_int(&view, k));
+        else lua_pushnumber(L, (lua_Number)rp_model_cfg_get_num(&view, k));
+        lua_setfield(L, -2, k->name);
+    }
+    return 1;
+}

@@ -26,6 +26,12 @@ double lrp_optbase(lua_State *L, int idx);
  * Returns 1 when it was given, 0 when absent. */
 int lrp_opt_rope_scaling(lua_State *L, int idx, rp_model_cfg *view);
 
+/* internals.hf_rope(opts) -> the config keys (roper's names) that opts' rope_theta and
+ * rope_scaling stand for: those that differ from rp.model's defaults (rp.experiment's mapping).
+ * Raises as lrp_opt_rope_scaling; opts' other keys are not read but for the refusal of roper's
+ * own scaling keys beside rope_scaling. */
+int lrp_hf_rope_keys(lua_State *L);
+
 /* Phase 1: reads the frequency options of the table at idx (nil: none) into view's fields (the
  * frequency rows of the config schema, each by its row's type and range, or rope_scaling), and
  * *f from them (rp_model_cfg_freq; orig_len = default_orig_len unless given; a scaling that needs

@@ -312,6 +312,8 @@ void lrp_model_internals(lua_State *L, int priv)
     lua_setfield(L, priv, "pe_modes");
     lua_pushcfunction(L, l_model_unused);
     lua_setfield(L, priv, "model_unused");
+    lua_pushcfunction(L, lrp_hf_rope_keys);
+    lua_setfield(L, priv, "hf_rope");
 }
 
 /* ---- methods ---- */

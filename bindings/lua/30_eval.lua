@@ -356,7 +356,7 @@ local MAX_SEQ_LEN = 1 << 24
 -- length, every length checked before anything is evaluated (errors name fname, argument arg).
 --   mc  the model's config (m:config(), or the rp.model config an experiment builds)
 --   tc  the task's config (task:config())
---   o   {lengths = {...} (integers), scaling = "none" | "pi" | "ntk" | "yarn", train_length =,
+--   o   {lengths = {...} (integers), scaling = a name of rp.model's scaling, train_length =,
 --       max_new = (accuracy tasks, or nil), batch_size = (loss tasks), split =, split_size =
 --       (text: the characters of that split)}
 -- A plan: {length =, factor =, seq_len = (of the model that evaluates), n_digits = (addition),
@@ -404,7 +404,11 @@ function internals.length_plan(fname, arg, mc, tc, o)
         or kind == "substring_index") and 1 or o.batch_size }
       if o.scaling ~= "none" then
         d.scaling, d.scaling_factor = o.scaling, factor
-        if o.scaling == "yarn" then d.orig_len = mc.seq_len end
+        -- the trained length as orig_len where the scaling reads one (yarn, dynamic, llama3:
+        -- the config schema's rule)
+        local probe = internals.model_merge(mc, { scaling = o.scaling, orig_len = mc.seq_len })
+        local ok, unused = pcall(internals.model_unused, probe)
+        if ok and not unused.orig_len then d.orig_len = mc.seq_len end
       end
       if internals.has_learned(mc.pe) and p.seq_len > mc.seq_len then
         bad(L, internals.learned_limit(mc.seq_len, p.seq_len))

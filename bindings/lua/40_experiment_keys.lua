@@ -106,7 +106,8 @@ for _, k in ipairs {
   { "eval_lengths", "", "string", "also evaluate at these lengths, e.g. 3,6,12 (addition: operand "
     .. "digits; substring_index: str_len; substring_prefix, text: seq_len; rp.eval.lengths)" },
   { "eval_scaling", "none", "string", "eval_lengths: the context extensions evaluated, a list of "
-    .. "none, pi, ntk, yarn (a pe that rotates nothing: none only)" },
+    .. "rp.model's scalings (none, pi, ntk, yarn, dynamic, llama3; a pe that rotates nothing: none "
+    .. "only)" },
   { "valid_batches", 16, "int", "loss tasks: fresh batches for the evaluation loss" },
   { "log_every", 0, "int", "steps per loss-curve point (0: steps / 100, at least 1)" },
 } do
@@ -271,6 +272,21 @@ local function resolve(fname, overrides)
   end
   local cfg = {}
   for _, k in ipairs(KEYS) do cfg[k[1]] = k[2] end
+  -- Hugging Face's names (rope_scaling, rope_theta) become roper's keys (rp.model's mapping)
+  if overrides and (overrides.rope_scaling ~= nil or overrides.rope_theta ~= nil) then
+    local ok, mapped = pcall(internals.hf_rope, overrides)
+    if not ok then argerror(fname, 1, internals.inner(mapped)) end
+    local o = {}
+    for k, v in next, overrides do o[k] = v end
+    o.rope_scaling, o.rope_theta = nil, nil
+    for k, v in next, mapped do
+      if o[k] ~= nil and k ~= "base" then
+        argerror(fname, 1, ("options 'rope_scaling' and '%s' exclude each other"):format(k))
+      end
+      o[k] = v
+    end
+    overrides = o
+  end
   for name, v in next, overrides or {} do
     local k = BY_NAME[name]
     if not k then

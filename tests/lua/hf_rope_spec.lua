@@ -328,3 +328,40 @@ describe("rope_scaling and rope_theta: what is refused", function()
     assert.matches("options 'rope_theta' and 'base' exclude each other", err, 1, true)
   end)
 end)
+
+describe("rope_scaling and rope_theta in experiments and length evaluation", function()
+  it("rp.experiment.config maps them onto roper's keys, and refuses them beside those", function()
+    local c = rp.experiment.config { rope_theta = 500000, rope_scaling = EXAMPLES[7].rs }
+    assert.are.same({ "llama3", 8, 64, 500000, 1, 4 }, { c.scaling, c.scaling_factor, c.orig_len,
+      c.base, c.low_freq_factor, c.high_freq_factor })
+    assert.is_nil(c.rope_scaling)
+    local ok, err = pcall(rp.experiment.config, { rope_scaling = EXAMPLES[2].rs, scaling_factor = 2 })
+    assert.is_false(ok)
+    assert.matches("bad argument #1 to 'rp.experiment.config' (options 'rope_scaling' and "
+      .. "'scaling_factor' exclude each other", err, 1, true)
+  end)
+
+  it("rp.eval.lengths evaluates dynamic and llama3 (orig_len = the trained length)", function()
+    local task = rp.tasks.substring_prefix { seq_len = 32 }
+    local m = rp.model { vocab = task:vocab_size(), d_model = 16, heads = 2, layers = 1, d_ff = 16,
+      seq_len = 32, pe = "roper" }
+    local function losses(sc)
+      local out = {}
+      for i, e in ipairs(rp.eval.lengths(m, task, { lengths = { 32, 128 }, scaling = sc,
+        batches = 2, batch_size = 4, seed = 7 })) do out[i] = e.loss end
+      return out
+    end
+    local none, dyn, l3 = losses("none"), losses("dynamic"), losses("llama3")
+    -- at the trained length both are the model itself; at 4x they change the angles
+    assert.are.equal(none[1], dyn[1])
+    assert.are.equal(none[1], l3[1])
+    assert.are_not.equal(none[2], dyn[2])
+    assert.are_not.equal(none[2], l3[2])
+    assert.are_not.equal(dyn[2], l3[2])
+    -- dynamic at 128 is the model derived with orig_len 32 and factor 4
+    local d = m:derive { seq_len = 128, max_batch = 4, scaling = "dynamic", scaling_factor = 4,
+      orig_len = 32 }
+    local t128 = rp.tasks.substring_prefix { seq_len = 128 }
+    assert.are.equal(dyn[2], rp.eval.loss(d, t128, { batches = 2, batch_size = 4, seed = 7 }))
+  end)
+end)
