@@ -62,7 +62,7 @@ for step in "${steps[@]}"; do
     finetune)
       $R --task substring_prefix --methods rope roper --seeds 5 --keep-models \
         --out results/v3-ft-base
-      for sc in none pi ntk yarn; do
+      for sc in none pi ntk yarn dynamic llama3; do
         extra=(); [ "$sc" = none ] || extra=(--scaling "$sc" --scaling-factor 4 --orig-len 128)
         $R --task substring_prefix --methods rope roper --seeds 5 \
           --init 'results/v3-ft-base/runs/{pe}-s{seed}.ckpt' --seq-len 512 --steps 300 \
