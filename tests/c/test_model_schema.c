@@ -272,6 +272,18 @@ static void test_versions(void)
     c = small(RP_PE_ROPE);
     c.scaling_factor = 2.0;
     CHECK(rp_model_cfg_version(&c) == 3, "a version 3 field that does nothing: 3");
+    c = small(RP_PE_ROPE);
+    c.scaling = RP_SCALING_YARN, c.scaling_factor = 2.0;
+    CHECK(rp_model_cfg_version(&c) == 3, "scaling yarn: 3");
+    c.yarn_ramp = RP_YARN_RAMP_DIMS;
+    CHECK(rp_model_cfg_version(&c) == 4, "yarn's ramp dims: 4");
+    c = small(RP_PE_ROPER);
+    c.scaling = RP_SCALING_DYNAMIC, c.scaling_factor = 2.0;
+    CHECK(rp_model_cfg_version(&c) == 4, "scaling dynamic (a version 4 value): 4");
+    c.scaling = RP_SCALING_LLAMA3;
+    CHECK(rp_model_cfg_version(&c) == 4, "scaling llama3: 4");
+    c.scaling = RP_SCALING_PI, c.attention_factor = 1.5;
+    CHECK(rp_model_cfg_version(&c) == 4, "attention_factor: 4");
 }
 
 /* ---- forged files -------------------------------------------------------------------------- */
