@@ -24,12 +24,7 @@ local SCHEMES = {
   { name = "angles fn", f = { angles = function(p, i) return math.sin(p * (i + 1)) * 3 + p * 0.1 end } },
 }
 
-local function copy(t, extra)
-  local o = {}
-  for k, v in pairs(t) do o[k] = v end
-  for k, v in pairs(extra or {}) do o[k] = v end
-  return o
-end
+local copy = h.merged
 
 describe("rp.rope.angles with a frequency scheme", function()
   for _, s in ipairs(SCHEMES) do

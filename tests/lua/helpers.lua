@@ -169,6 +169,14 @@ function M.refusals(it, fn, prefix, cases)
   end
 end
 
+-- A new table: a's fields, then b's over them (either may be nil).
+function M.merged(a, b)
+  local o = {}
+  for k, v in pairs(a or {}) do o[k] = v end
+  for k, v in pairs(b or {}) do o[k] = v end
+  return o
+end
+
 function M.read_json(path)
   local s = M.read(path)
   luassert.is_string(s, "missing " .. path)

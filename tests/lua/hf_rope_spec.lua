@@ -181,12 +181,7 @@ end)
 
 describe("rope_scaling and rope_theta in models", function()
   local cfg = { vocab = 11, d_model = 32, heads = 2, layers = 2, d_ff = 32, seq_len = 40, seed = 3 }
-  local function with(extra)
-    local c = {}
-    for k, v in pairs(cfg) do c[k] = v end
-    for k, v in pairs(extra) do c[k] = v end
-    return c
-  end
+  local function with(extra) return h.merged(cfg, extra) end
 
   it("rp.model maps them onto its config keys (m:config shows roper's names)", function()
     local m = rp.model(with { pe = "roper", rope_theta = 500000, rope_scaling = EXAMPLES[7].rs })

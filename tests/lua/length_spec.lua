@@ -223,12 +223,7 @@ end)
 describe("experiment keys eval_lengths and eval_scaling", function()
   local TINY = { steps = 3, d_model = 16, heads = 2, layers = 1, seq_len = 32, batch = 4,
     problems = 2, valid_batches = 1 }
-  local function tiny(extra)
-    local o = {}
-    for k, v in pairs(TINY) do o[k] = v end
-    for k, v in pairs(extra) do o[k] = v end
-    return o
-  end
+  local function tiny(extra) return h.merged(TINY, extra) end
   local function check_msg(extra) return err_of(rp.experiment.check, tiny(extra)) end
   local B = "bad argument #1 to 'rp.experiment.check' ("
 
