@@ -201,7 +201,7 @@ describe("rp.attention with a frequency scheme", function()
     { { pe = "rope", scaling = "yarn", scaling_factor = 2, orig_len = 4, yarn_alpha = 32, yarn_beta = 32 },
       "yarn_alpha 32 must be below yarn_beta 32 (the ramp runs from alpha to beta)" },
     { { pe = "rope", scaling = "warp" }, "option 'scaling' must be one of" },
-    { { pe = "rope", xpos = -1 }, "xpos (xPos gamma) must be a finite number >= 0 (0: off), got -1" },
+    { { pe = "rope", xpos = -1 }, "xpos must be a finite number >= 0, got -1" },
     { { pe = "rope", xpos = 0.4, xpos_scale_base = 0 }, "xpos_scale_base must be a finite number > 0, "
       .. "got 0" },
     { { pe = "rope", freq = { 1, 0.1 } }, "freq holds 2 frequencies; d_rot_q 8 needs 4" },

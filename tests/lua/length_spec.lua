@@ -195,7 +195,7 @@ describe("rp.eval.lengths", function()
     assert.are.equal(B .. "option 'lengths' must be a nonempty list of lengths, got nil)",
       msg(learned, pre, {}))
     assert.are.equal(B .. "option 'scaling' must be one of \"none\", \"pi\", \"ntk\", \"yarn\", "
-      .. "got string \"x\")", msg(learned, pre, { lengths = { 32 }, scaling = "x" }))
+      .. "\"dynamic\", \"llama3\", got string \"x\")", msg(learned, pre, { lengths = { 32 }, scaling = "x" }))
     assert.are.equal(B .. "unknown option 'problems' (known: lengths, scaling, train_length, "
       .. "batches, batch_size, split, seed))", msg(learned, pre, { lengths = { 32 }, problems = 3 }))
     local add = rp.tasks.addition { max_digits = 2, seq_len = 32 }
@@ -230,10 +230,10 @@ describe("experiment keys eval_lengths and eval_scaling", function()
   it("are checked before training", function()
     assert.are.equal(B .. "option 'eval_lengths' must list lengths (integers >= 1), got x)",
       check_msg { eval_lengths = "2,x" })
-    assert.are.equal(B .. "option 'eval_scaling' must list names of none, pi, ntk, yarn, got "
+    assert.are.equal(B .. "option 'eval_scaling' must list names of none, pi, ntk, yarn, dynamic, llama3, got "
       .. "bogus)", check_msg { eval_scaling = "pi,bogus" })
     assert.are.equal(B .. "option 'eval_scaling' names pi twice)", check_msg { eval_scaling = "pi,pi" })
-    assert.are.equal(B .. "option 'eval_scaling' must list names of none, pi, ntk, yarn, got "
+    assert.are.equal(B .. "option 'eval_scaling' must list names of none, pi, ntk, yarn, dynamic, llama3, got "
       .. "nothing)", check_msg { eval_scaling = "" })
     assert.are.equal(B .. "option 'eval_lengths': length 64: learned absolute positions hold 32 "
       .. "positions; seq_len 64 asks for more (a learned table cannot be extended))",
