@@ -104,7 +104,7 @@ describe("keys that do nothing for the mode", function()
   })
   h.refusals(it, function(o) return rp.rope.rotate(q, o) end, "bad argument #2 to 'rotate' (", {
     { { scaling_factor = 2 }, "scaling_factor 2 does nothing with scaling none: it applies to the "
-      .. "scalings (pi, ntk or yarn)" },
+      .. "scalings (pi, ntk, yarn, dynamic or llama3)" },
     { { scaling = "pi", scaling_factor = 2, orig_len = 6 }, "orig_len 6 does nothing with "
       .. "scaling pi: it applies to scaling yarn, dynamic or llama3" },
   })
