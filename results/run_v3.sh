@@ -62,8 +62,10 @@ for step in "${steps[@]}"; do
     finetune)
       $R --task substring_prefix --methods rope roper --seeds 5 --keep-models \
         --out results/v3-ft-base
+      # (dynamic NTK with factor 1: its base grows with the position to NTK x4 at 512 by itself)
       for sc in none pi ntk yarn dynamic llama3; do
-        extra=(); [ "$sc" = none ] || extra=(--scaling "$sc" --scaling-factor 4 --orig-len 128)
+        f=4; [ "$sc" = dynamic ] && f=1
+        extra=(); [ "$sc" = none ] || extra=(--scaling "$sc" --scaling-factor $f --orig-len 128)
         $R --task substring_prefix --methods rope roper --seeds 5 \
           --init 'results/v3-ft-base/runs/{pe}-s{seed}.ckpt' --seq-len 512 --steps 300 \
           --lr 3e-4 --min-lr 3e-5 --warmup 30 "${extra[@]}" --out "results/v3-ft-$sc"

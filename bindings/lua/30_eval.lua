@@ -403,7 +403,9 @@ function internals.length_plan(fname, arg, mc, tc, o)
       local d = { seq_len = p.seq_len, max_batch = (kind == "addition"
         or kind == "substring_index") and 1 or o.batch_size }
       if o.scaling ~= "none" then
-        d.scaling, d.scaling_factor = o.scaling, factor
+        -- dynamic NTK grows with the position by itself: with factor 1 the last position of a
+        -- length-L window takes NTK with L / orig_len, what the other scalings get as factor
+        d.scaling, d.scaling_factor = o.scaling, o.scaling == "dynamic" and 1 or factor
         -- the trained length as orig_len where the scaling reads one (yarn, dynamic, llama3:
         -- the config schema's rule)
         local probe = internals.model_merge(mc, { scaling = o.scaling, orig_len = mc.seq_len })
