@@ -6,6 +6,7 @@
  * As m:save and rp.load: a file that cannot be read or written gives nil, "path: reason"; misuse
  * (a wrong type, an empty path, a released object) raises.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "args.h"
@@ -13,13 +14,31 @@
 #include "tensor_methods.h"
 #include "userdata.h"
 
-/* t:save(path) -> true | nil, "path: reason" */
+/* t:save(path[, {dtype = "float32" | "int32" | "int64"}]) -> true | nil, "path: reason". For an
+ * integer dtype every element must be an integer the type holds: the first that is not raises,
+ * named by its 1-based index ("t:save: element [2][3] is 1.5, not an integer (dtype int64)"). */
 int lrp_tensor_save(lua_State *L)
 {
+    static const char *const known[] = {"dtype", NULL};
+    static const char *const names[] = {"float32", "int32", "int64", NULL};
+    static const rp_npy_dtype dtypes[] = {RP_NPY_F32, RP_NPY_I32, RP_NPY_I64};
     lrp_checktensor(L, 1);
     const char *path = lrp_checkpath(L, 2);
-    rp_tensor *t = lrp_checktensor(L, 1); /* nothing ran since, but fetch as the rules say */
-    if (rp_npy_save(path, t) != RP_OK) return lrp_pushfail(L);
+    lrp_checkopts(L, 3, known);
+    int which = lrp_optenum(L, 3, "dtype", names, 0);
+    rp_npy_dtype dt = dtypes[which];
+    rp_tensor *t = lrp_checktensor(L, 1); /* the options may have run Lua code: fetch again */
+    int64_t idx[RP_MAX_DIMS];
+    if (rp_npy_first_unfit(t, dt, idx) >= 0) {
+        char at[RP_MAX_DIMS * 24 + 16] = "the element", *o = at;
+        for (int d = 0; d < t->ndim; d++)
+            o += snprintf(o, sizeof at - (size_t)(o - at), "%s[%lld]", d ? "" : "element ",
+                          (long long)idx[d] + 1);
+        char why[160];
+        rp_npy_unfit_reason(why, sizeof why, rp_tensor_data(t)[rp_tensor_index_offset(t, idx)], dt);
+        return luaL_error(L, "t:save: %s %s", at, why);
+    }
+    if (rp_npy_save_as(path, t, dt) != RP_OK) return lrp_pushfail(L);
     lua_pushboolean(L, 1);
     return 1;
 }

@@ -2,12 +2,13 @@
  *
  * A file is the magic "\x93NUMPY", the version (two bytes), the header length (u16 for 1.0, u32
  * for 2.0 and 3.0, little-endian), the header (a Python dict literal: 'descr', 'fortran_order',
- * 'shape') and the raw data. Values are converted byte by byte (little-endian whatever the host),
- * floats as their IEEE-754 bit patterns.
+ * 'shape') and the raw data. Values are converted byte by byte (in the file's byte order whatever
+ * the host's), floats as their IEEE-754 bit patterns, integers as two's complement.
  */
 #include "npy.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,11 +42,36 @@ static const char *tuple_str(char *buf, size_t n, int ndim, const int64_t *shape
     return buf;
 }
 
+/* The dtypes read: the descr without its byte order, and what each holds. */
+static const struct {
+    const char *name; /* "f4" */
+    rp_npy_dtype dt;
+    char kind; /* 'f' float, 'i' signed, 'u' unsigned integer */
+    int size;  /* bytes per value */
+} dtypes[] = {
+    {"f4", RP_NPY_F32, 'f', 4}, {"f8", RP_NPY_F64, 'f', 8}, {"i1", RP_NPY_I8, 'i', 1},
+    {"i2", RP_NPY_I16, 'i', 2}, {"i4", RP_NPY_I32, 'i', 4}, {"i8", RP_NPY_I64, 'i', 8},
+    {"u1", RP_NPY_U8, 'u', 1},  {"u2", RP_NPY_U16, 'u', 2}, {"u4", RP_NPY_U32, 'u', 4},
+    {"u8", RP_NPY_U64, 'u', 8},
+};
+#define N_DTYPES (sizeof dtypes / sizeof dtypes[0])
+
+/* The index idx[0..ndim-1] of the element k (row-major) of an array of this shape, which holds
+ * it (no size is 0). */
+static void unravel(int ndim, const int64_t *shape, int64_t k, int64_t *idx)
+{
+    for (int d = ndim - 1; d >= 0; d--) {
+        idx[d] = k % shape[d];
+        k /= shape[d];
+    }
+}
+
 /* ---- writing -------------------------------------------------------------------------------- */
 
 typedef struct {
     FILE *f;
     int err;
+    rp_npy_dtype dt; /* RP_NPY_F32, RP_NPY_I32 or RP_NPY_I64 */
     uint8_t buf[CHUNK];
     size_t used;
 } npy_writer;
@@ -57,32 +83,87 @@ static void w_flush(npy_writer *w)
     w->used = 0;
 }
 
-/* rp_run_fn: n floats at p, stride apart, little-endian into the buffer. */
+/* rp_run_fn: n floats at p, stride apart, little-endian into the buffer: float32 bit for bit, or
+ * as int32 / int64 (every value already checked by rp_npy_first_unfit). */
 static void w_run(float *p, int64_t n, int64_t stride, void *ctx)
 {
     npy_writer *w = ctx;
+    int size = w->dt == RP_NPY_I64 ? 8 : 4;
     for (int64_t i = 0; i < n; i++) {
-        if (w->used + 4 > sizeof w->buf) w_flush(w);
-        uint32_t u;
-        memcpy(&u, p + i * stride, 4);
-        for (int b = 0; b < 4; b++) w->buf[w->used++] = (uint8_t)(u >> (8 * b));
+        if (w->used + 8 > sizeof w->buf) w_flush(w);
+        float x = p[i * stride];
+        uint64_t u;
+        if (w->dt == RP_NPY_F32) {
+            uint32_t b;
+            memcpy(&b, &x, 4);
+            u = b;
+        } else {
+            u = (uint64_t)(int64_t)x; /* two's complement; the high bytes dropped for int32 */
+        }
+        for (int b = 0; b < size; b++) w->buf[w->used++] = (uint8_t)(u >> (8 * b));
     }
+}
+
+/* The integers of a written dtype: -lim .. lim - 1, lim = 2^31 or 2^63. */
+static double int_limit(rp_npy_dtype dt) { return ldexp(1.0, dt == RP_NPY_I64 ? 63 : 31); }
+
+/* 1 when x is an integer of -lim .. lim - 1 (not NaN, not infinite). */
+static int fits_int(double x, double lim) { return x == floor(x) && x >= -lim && x < lim; }
+
+typedef struct {
+    double lim;
+    int64_t k, bad;
+} unfit_job;
+
+/* rp_run_fn: counts the elements and remembers the first that does not fit. */
+static void u_run(float *p, int64_t n, int64_t stride, void *ctx)
+{
+    unfit_job *j = ctx;
+    for (int64_t i = 0; i < n && j->bad < 0; i++)
+        if (!fits_int((double)p[i * stride], j->lim)) j->bad = j->k + i;
+    j->k += n;
+}
+
+const char *rp_npy_unfit_reason(char *buf, size_t n, float value, rp_npy_dtype dtype)
+{
+    const char *name = dtype == RP_NPY_I64 ? "int64" : "int32";
+    double x = (double)value;
+    if (isnan(x)) snprintf(buf, n, "is nan, not an integer (dtype %s)", name);
+    else if (!isfinite(x) || x != floor(x))
+        snprintf(buf, n, "is %.9g, not an integer (dtype %s)", x, name);
+    else if (dtype == RP_NPY_I64)
+        snprintf(buf, n, "is %.0f, outside int64 (%lld..%lld)", x, (long long)INT64_MIN,
+                 (long long)INT64_MAX);
+    else
+        snprintf(buf, n, "is %.0f, outside int32 (%ld..%ld)", x, (long)INT32_MIN, (long)INT32_MAX);
+    return buf;
+}
+
+int64_t rp_npy_first_unfit(const rp_tensor *t, rp_npy_dtype dtype, int64_t idx[RP_MAX_DIMS])
+{
+    if (dtype != RP_NPY_I32 && dtype != RP_NPY_I64) return -1;
+    unfit_job j = {int_limit(dtype), 0, -1};
+    rp_tensor_foreach_run(t, u_run, &j);
+    if (j.bad >= 0) unravel(t->ndim, t->shape, j.bad, idx);
+    return j.bad;
 }
 
 typedef struct {
     const rp_tensor *t;
+    rp_npy_dtype dt;
     char header[512]; /* the whole preamble: magic, version, length, dict, padding, newline */
     size_t header_len;
 } save_job;
 
-/* The preamble as NumPy 1.24's np.save writes it for a C-ordered '<f4' array of this shape. */
+/* The preamble as NumPy 1.24's np.save writes it for a C-ordered array of this shape and dtype. */
 static void make_header(save_job *j)
 {
     const rp_tensor *t = j->t;
     char dict[400], shape[300];
     tuple_str(shape, sizeof shape, t->ndim, t->shape);
-    int n = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }",
-                     shape);
+    const char *descr = j->dt == RP_NPY_I64 ? "<i8" : j->dt == RP_NPY_I32 ? "<i4" : "<f4";
+    int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
+                     descr, shape);
     size_t len = (size_t)n;
     if (t->ndim > 0) { /* spare room for the first axis to grow in place */
         char first[32];
@@ -113,6 +194,7 @@ static int write_npy(FILE *f, void *ctx)
     if (!w) return ENOMEM;
     w->f = f;
     w->err = 0;
+    w->dt = j->dt;
     w->used = 0;
     rp_tensor_foreach_run(j->t, w_run, w);
     w_flush(w);
@@ -121,14 +203,32 @@ static int write_npy(FILE *f, void *ctx)
     return e;
 }
 
-rp_status rp_npy_save(const char *path, const rp_tensor *t)
+rp_status rp_npy_save_as(const char *path, const rp_tensor *t, rp_npy_dtype dtype)
 {
     if (!path || !*path) return rp_error(RP_ERR_ARG, ".npy path is empty");
     if (!t || !t->storage) return rp_error(RP_ERR_ARG, "%s: no tensor to save", path);
+    if (dtype != RP_NPY_F32 && dtype != RP_NPY_I32 && dtype != RP_NPY_I64)
+        return rp_error(RP_ERR_ARG, "%s: cannot write dtype %d (float32, int32 and int64 are "
+                                    "written)", path, (int)dtype);
+    int64_t idx[RP_MAX_DIMS];
+    int64_t bad = rp_npy_first_unfit(t, dtype, idx);
+    if (bad >= 0) {
+        char at[300], why[160];
+        tuple_str(at, sizeof at, t->ndim, idx);
+        rp_npy_unfit_reason(why, sizeof why, rp_tensor_data(t)[rp_tensor_index_offset(t, idx)],
+                            dtype);
+        return rp_error(RP_ERR_ARG, "%s: element at index %s %s", path, at, why);
+    }
     save_job j;
     j.t = t;
+    j.dt = dtype;
     make_header(&j);
     return rp_file_write_atomic(path, write_npy, &j);
+}
+
+rp_status rp_npy_save(const char *path, const rp_tensor *t)
+{
+    return rp_npy_save_as(path, t, RP_NPY_F32);
 }
 
 /* ---- the header dict ------------------------------------------------------------------------ */
@@ -385,32 +485,38 @@ static int parse_dict(cursor *c, npy_header *h)
     return 1;
 }
 
-/* The dtype problems, in the words docs/interop.md lists; RP_OK for '<f4' and '<f8'. The descr
- * is printed with its bytes outside printable ASCII as \xNN. */
-static rp_status check_descr(const char *path, const npy_header *h, rp_npy_dtype *dt)
+/* What a descr reads as: dtypes[type], in big-endian order or not. */
+typedef struct {
+    int type;
+    int big;
+} npy_type;
+
+#define NPY_READS "only float32, float64 and integers: f4, f8, i1, i2, i4, i8, u1, u2, u4, u8 " \
+                  "in either byte order"
+
+/* The dtype problems, in the words docs/interop.md lists; RP_OK for the descrs of dtypes[]: '<'
+ * or '>' and the name, for the 1-byte ones '|' too (NumPy writes '|i1'). The descr is printed
+ * with its bytes outside printable ASCII as \xNN. */
+static rp_status check_descr(const char *path, const npy_header *h, npy_type *ty)
 {
     if (h->descr_is_list)
-        return rp_error(RP_ERR_IO, "%s: structured arrays are not supported (only float32 '<f4' "
-                                   "and float64 '<f8')", path);
+        return rp_error(RP_ERR_IO, "%s: structured arrays are not supported (" NPY_READS ")",
+                        path);
     span d = h->descr;
-    if (span_is(d, "<f4")) {
-        *dt = RP_NPY_F32;
-        return RP_OK;
-    }
-    if (span_is(d, "<f8")) {
-        *dt = RP_NPY_F64;
-        return RP_OK;
+    for (int i = 0; d.len == 3 && i < (int)N_DTYPES; i++) {
+        if (memcmp(d.s + 1, dtypes[i].name, 2) != 0) continue;
+        if (d.s[0] == '<' || d.s[0] == '>' || (d.s[0] == '|' && dtypes[i].size == 1)) {
+            ty->type = i;
+            ty->big = d.s[0] == '>';
+            return RP_OK;
+        }
     }
     char p[80];
     rp_json_printable(p, sizeof p, d.s, d.len);
     if (memchr(d.s, 'O', d.len))
-        return rp_error(RP_ERR_IO, "%s: object arrays ('%s') are not supported (only float32 "
-                                   "'<f4' and float64 '<f8')", path, p);
-    if (span_is(d, ">f4") || span_is(d, ">f8"))
-        return rp_error(RP_ERR_IO, "%s: big-endian data ('%s') is not supported (save "
-                                   "a.astype('<%s'))", path, p, p + 1);
-    return rp_error(RP_ERR_IO, "%s: dtype '%s' is not supported (only float32 '<f4' and float64 "
-                               "'<f8')", path, p);
+        return rp_error(RP_ERR_IO, "%s: object arrays ('%s') are not supported (" NPY_READS ")",
+                        path, p);
+    return rp_error(RP_ERR_IO, "%s: dtype '%s' is not supported (" NPY_READS ")", path, p);
 }
 
 /* ---- reading -------------------------------------------------------------------------------- */
@@ -422,16 +528,65 @@ static uint64_t get_le(const uint8_t *b, int n)
     return x;
 }
 
-/* Reads numel values of dtype dt from fd into dst, converting. *bytes_read counts what arrived. */
-static int read_values(int fd, float *dst, int64_t numel, rp_npy_dtype dt, uint64_t *bytes_read)
+static uint64_t get_be(const uint8_t *b, int n)
 {
-    size_t item = dt == RP_NPY_F32 ? 4 : 8;
+    uint64_t x = 0;
+    for (int i = 0; i < n; i++) x = x << 8 | b[i];
+    return x;
+}
+
+/* One value of type ty at b into *out; 0 for an integer beyond +-RP_NPY_EXACT_INT, whose decimal
+ * digits go to num (32 bytes). */
+static int convert(const uint8_t *b, npy_type ty, float *out, char *num)
+{
+    int size = dtypes[ty.type].size;
+    uint64_t u = ty.big ? get_be(b, size) : get_le(b, size);
+    switch (dtypes[ty.type].kind) {
+    case 'f':
+        if (size == 4) {
+            uint32_t w = (uint32_t)u;
+            memcpy(out, &w, 4);
+        } else {
+            double x;
+            memcpy(&x, &u, 8);
+            *out = (float)x; /* round to nearest, ties to even */
+        }
+        return 1;
+    case 'i': {
+        if (size < 8 && (u >> (8 * size - 1)) & 1) u |= ~(uint64_t)0 << (8 * size); /* sign */
+        int64_t v;
+        memcpy(&v, &u, 8);
+        if (v < -RP_NPY_EXACT_INT || v > RP_NPY_EXACT_INT) {
+            snprintf(num, 32, "%lld", (long long)v);
+            return 0;
+        }
+        *out = (float)v;
+        return 1;
+    }
+    default:
+        if (u > RP_NPY_EXACT_INT) {
+            snprintf(num, 32, "%llu", (unsigned long long)u);
+            return 0;
+        }
+        *out = (float)u;
+        return 1;
+    }
+}
+
+/* Reads numel values of type ty from fd into dst, converting. *bytes_read counts what arrived;
+ * *bad is the index of the first integer float32 cannot hold (num its digits: see convert), or
+ * -1. */
+static int read_values(int fd, float *dst, int64_t numel, npy_type ty, uint64_t *bytes_read,
+                       int64_t *bad, char *num)
+{
+    size_t item = (size_t)dtypes[ty.type].size;
     uint8_t *buf = malloc(CHUNK);
     if (!buf) return ENOMEM;
     int64_t done = 0;
     int e = 0;
     *bytes_read = 0;
-    while (done < numel) {
+    *bad = -1;
+    while (done < numel && *bad < 0) {
         int64_t k = numel - done;
         if (k > (int64_t)(CHUNK / item)) k = (int64_t)(CHUNK / item);
         size_t got;
@@ -439,14 +594,9 @@ static int read_values(int fd, float *dst, int64_t numel, rp_npy_dtype dt, uint6
         *bytes_read += got;
         if (e || got != (size_t)k * item) break;
         for (int64_t i = 0; i < k; i++) {
-            if (dt == RP_NPY_F32) {
-                uint32_t u = (uint32_t)get_le(buf + 4 * i, 4);
-                memcpy(&dst[done + i], &u, 4);
-            } else {
-                uint64_t u = get_le(buf + 8 * i, 8);
-                double x;
-                memcpy(&x, &u, 8);
-                dst[done + i] = (float)x; /* round to nearest, ties to even */
+            if (!convert(buf + item * (size_t)i, ty, &dst[done + i], num)) {
+                *bad = done + i;
+                break;
             }
         }
         done += k;
@@ -536,8 +686,8 @@ rp_status rp_npy_load(const char *path, rp_tensor *out, rp_npy_dtype *dtype)
         st = rp_error(RP_ERR_IO, "%s: bad .npy header (%s)", path, c.msg);
         goto done;
     }
-    rp_npy_dtype dt = RP_NPY_F32;
-    if ((st = check_descr(path, &h, &dt)) != RP_OK) goto done;
+    npy_type ty = {0, 0};
+    if ((st = check_descr(path, &h, &ty)) != RP_OK) goto done;
     if (h.fortran) {
         st = rp_error(RP_ERR_IO, "%s: Fortran-order arrays are not supported (save "
                                  "np.ascontiguousarray(a))", path);
@@ -556,8 +706,10 @@ rp_status rp_npy_load(const char *path, rp_tensor *out, rp_npy_dtype *dtype)
                       rp_shape_too_large(h.ndim, h.shape));
         goto done;
     }
-    const char *dname = dt == RP_NPY_F32 ? "<f4" : "<f8";
-    size_t item = dt == RP_NPY_F32 ? 4 : 8;
+    char dname[8]; /* the descr as the file has it ('<f4', '|u1'): checked above */
+    memcpy(dname, h.descr.s, 3);
+    dname[3] = '\0';
+    size_t item = (size_t)dtypes[ty.type].size;
     uint64_t need = (uint64_t)numel * item, avail = size - start - hlen; /* numel <= 2^40 */
     if (avail < need) {
         st = rp_error(RP_ERR_IO, "%s: truncated (the data of shape %s '%s' needs %llu bytes, the "
@@ -578,15 +730,26 @@ rp_status rp_npy_load(const char *path, rp_tensor *out, rp_npy_dtype *dtype)
         goto done;
     }
     uint64_t read_bytes = 0;
-    e = read_values(fd, rp_tensor_data(out), numel, dt, &read_bytes);
+    int64_t bad;
+    char num[32];
+    e = read_values(fd, rp_tensor_data(out), numel, ty, &read_bytes, &bad, num);
     if (e) goto io_error;
+    if (bad >= 0) {
+        char at[300];
+        int64_t idx[RP_MAX_DIMS];
+        unravel(h.ndim, h.shape, bad, idx);
+        tuple_str(at, sizeof at, h.ndim, idx);
+        st = rp_error(RP_ERR_IO, "%s: integer %s at index %s is beyond float32's exact range "
+                                 "(|x| <= 2^24 = %d)", path, num, at, RP_NPY_EXACT_INT);
+        goto done;
+    }
     if (read_bytes != need) {
         st = rp_error(RP_ERR_IO, "%s: truncated (the data of shape %s '%s' needs %llu bytes, the "
                                  "file has %llu)", path, shp, dname, (unsigned long long)need,
                       (unsigned long long)read_bytes);
         goto done;
     }
-    if (dtype) *dtype = dt;
+    if (dtype) *dtype = dtypes[ty.type].dt;
     goto done;
 io_errno:
     e = errno ? errno : EIO;

@@ -1,6 +1,8 @@
 /* .npy files (core/io/npy.h): the files NumPy made (tests/fixtures/interop, README there) read bit
- * for bit and written back byte for byte, round trips of every shape kind and of strided views,
- * and every refusal with its exact message (crafted headers, truncations, sizes, special files).
+ * for bit and written back byte for byte, integer files (token ids: every size, both byte orders,
+ * float32's exact range) read exactly and written as int32 / int64, round trips of every shape
+ * kind and of strided views, and every refusal with its exact message (crafted headers,
+ * truncations, sizes, special files).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +29,14 @@ static double value(int64_t k, int specials)
     if (specials && k < 12) return sp[k];
     return (double)((k * 7919) % 1009 - 504) / 7.0 + (double)k * 1e-3;
 }
+
+/* IDS of tests/reference/make_interop.py: the integer fixtures hold those their type holds. */
+static const int64_t IDS[12] = {0,     1,      2,     -1,        127,       -128,
+                                255,   32767,  -32768, 65535,    16777216,  -16777216};
+
+/* The message every dtype refusal ends with. */
+#define READS "(only float32, float64 and integers: f4, f8, i1, i2, i4, i8, u1, u2, u4, u8 in " \
+              "either byte order)"
 
 /* Bitwise equality of floats, any NaN equal to any NaN. */
 static int same_float(float a, float b)
@@ -70,6 +80,8 @@ static const npy_case cases[] = {
     {"np_f64_4x5.npy", 2, {4, 5}, 0, 1, RP_NPY_F64, 0},
     {"np_f32_v2.npy", 2, {2, 3}, 0, 0, RP_NPY_F32, 0},
     {"np_f64_v3.npy", 1, {3}, 0, 0, RP_NPY_F64, 0},
+    {"np_f32_big.npy", 1, {4}, 0, 0, RP_NPY_F32, 0},
+    {"np_f64_big.npy", 1, {4}, 0, 0, RP_NPY_F64, 0},
 };
 
 static void test_numpy_files(void)
@@ -126,18 +138,257 @@ static void test_numpy_files(void)
     } refused[] = {
         {"np_f32_fortran.npy",
          "Fortran-order arrays are not supported (save np.ascontiguousarray(a))"},
-        {"np_f32_big.npy", "big-endian data ('>f4') is not supported (save a.astype('<f4'))"},
-        {"np_f64_big.npy", "big-endian data ('>f8') is not supported (save a.astype('<f8'))"},
-        {"np_i64.npy", "dtype '<i8' is not supported (only float32 '<f4' and float64 '<f8')"},
-        {"np_f16.npy", "dtype '<f2' is not supported (only float32 '<f4' and float64 '<f8')"},
-        {"np_bool.npy", "dtype '|b1' is not supported (only float32 '<f4' and float64 '<f8')"},
-        {"np_object.npy",
-         "object arrays ('|O') are not supported (only float32 '<f4' and float64 '<f8')"},
-        {"np_structured.npy",
-         "structured arrays are not supported (only float32 '<f4' and float64 '<f8')"},
+        {"np_f16.npy", "dtype '<f2' is not supported " READS},
+        {"np_bool.npy", "dtype '|b1' is not supported " READS},
+        {"np_object.npy", "object arrays ('|O') are not supported " READS},
+        {"np_structured.npy", "structured arrays are not supported " READS},
+        {"np_i64_2p24p1.npy", "integer 16777217 at index (1, 1) is beyond float32's exact range "
+                              "(|x| <= 2^24 = 16777216)"},
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
         expect_fail(check_interop_fixture(path, sizeof path, refused[i].file), refused[i].msg);
+}
+
+/* ---- integers (token ids) ---------------------------------------------------------------------- */
+
+/* The integer files NumPy wrote: every value of IDS the type holds, exactly, in either byte order;
+ * the little-endian int32 and int64 ones written back as NumPy wrote them. */
+static void test_integer_files(void)
+{
+    static const struct {
+        const char *file;
+        rp_npy_dtype dtype;
+        int64_t lo, hi;    /* the type's range */
+        int save_as_again; /* 1: rp_npy_save_as in this dtype gives NumPy's bytes back */
+    } files[] = {
+        {"np_i64.npy", RP_NPY_I64, INT64_MIN, INT64_MAX, 1},
+        {"np_i64_be.npy", RP_NPY_I64, INT64_MIN, INT64_MAX, 0},
+        {"np_i32.npy", RP_NPY_I32, INT32_MIN, INT32_MAX, 1},
+        {"np_i32_be.npy", RP_NPY_I32, INT32_MIN, INT32_MAX, 0},
+        {"np_i16.npy", RP_NPY_I16, INT16_MIN, INT16_MAX, 0},
+        {"np_i8.npy", RP_NPY_I8, INT8_MIN, INT8_MAX, 0},
+        {"np_u64.npy", RP_NPY_U64, 0, INT64_MAX, 0},
+        {"np_u32.npy", RP_NPY_U32, 0, UINT32_MAX, 0},
+        {"np_u16.npy", RP_NPY_U16, 0, UINT16_MAX, 0},
+        {"np_u8.npy", RP_NPY_U8, 0, UINT8_MAX, 0},
+    };
+    char path[512], out[512];
+    path_in(out, sizeof out, "ids.npy");
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        float want[12];
+        int64_t n = 0;
+        for (int i = 0; i < 12; i++)
+            if (IDS[i] >= files[f].lo && IDS[i] <= files[f].hi) want[n++] = (float)IDS[i];
+        rp_tensor t;
+        rp_npy_dtype dt = (rp_npy_dtype)-1;
+        check_interop_fixture(path, sizeof path, files[f].file);
+        if (!CHECK_STATUS(rp_npy_load(path, &t, &dt), RP_OK, NULL)) continue;
+        int shape_ok = n == 12 ? t.ndim == 2 && t.shape[0] == 3 && t.shape[1] == 4
+                               : t.ndim == 1 && t.shape[0] == n;
+        CHECK(shape_ok && dt == files[f].dtype && rp_tensor_numel(&t) == n,
+              "%s: ndim %d, dtype %d", files[f].file, t.ndim, (int)dt);
+        const float *x = rp_tensor_data(&t);
+        int64_t bad = -1;
+        for (int64_t i = 0; i < n && bad < 0 && shape_ok; i++)
+            if (x[i] != want[i]) bad = i;
+        CHECK(bad < 0, "%s: value %lld is %.9g, want %.9g", files[f].file, (long long)bad,
+              bad >= 0 ? (double)x[bad] : 0.0, bad >= 0 ? (double)want[bad] : 0.0);
+        if (files[f].save_as_again) {
+            CHECK_STATUS(rp_npy_save_as(out, &t, files[f].dtype), RP_OK, NULL);
+            size_t na = 0, nb = 0;
+            unsigned char *a = check_read_bytes(path, &na), *b = check_read_bytes(out, &nb);
+            CHECK(a && b && na == nb && memcmp(a, b, na) == 0,
+                  "%s: written again, %zu bytes, NumPy's file %zu bytes", files[f].file, nb, na);
+            free(a);
+            free(b);
+            unlink(out);
+        }
+        rp_tensor_release(&t);
+    }
+}
+
+/* A version 1.0 file of this descr and shape whose data are the n bytes at data. */
+static void write_ints(const char *path, const char *descr, const char *shape, const void *data,
+                       size_t n)
+{
+    char h[256];
+    snprintf(h, sizeof h, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr, shape);
+    size_t pre = 10, hl = strlen(h), total = pre + hl + 1, pad = (64 - total % 64) % 64;
+    unsigned char *b = calloc(1, total + pad + n);
+    memcpy(b, "\x93NUMPY\x01\x00", 8);
+    b[8] = (unsigned char)((hl + pad + 1) & 0xff);
+    b[9] = (unsigned char)((hl + pad + 1) >> 8);
+    memcpy(b + pre, h, hl);
+    memset(b + pre + hl, ' ', pad);
+    b[pre + hl + pad] = '\n';
+    memcpy(b + total + pad, data, n);
+    check_write_bytes(path, b, total + pad + n);
+    free(b);
+}
+
+/* Integers beyond float32's exact range (+-2^24) are refused naming the value and its index,
+ * the edges themselves are read; sign extension and byte order of every size; truncation. */
+static void test_integer_range(void)
+{
+    char p[512];
+    path_in(p, sizeof p, "int.npy");
+    /* int64 little-endian: 2^24 + 1 at index (1, 0) of a 2 x 2 array */
+    static const unsigned char le8[32] = {1, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                          0xff, 0xff, 0xff, 1, 0, 0, 1, 0, 0, 0, 0};
+    write_ints(p, "<i8", "(2, 2)", le8, 32);
+    expect_fail(p, "integer 16777217 at index (1, 0) is beyond float32's exact range (|x| <= "
+                   "2^24 = 16777216)");
+    /* big-endian int32: -2^24 - 1 at index (2,), after -2^24 and 2^24 (read) */
+    static const unsigned char be4[12] = {0xff, 0, 0, 0, 1, 0, 0, 0, 0xfe, 0xff, 0xff, 0xff};
+    write_ints(p, ">i4", "(3,)", be4, 12);
+    expect_fail(p, "integer -16777217 at index (2,) is beyond float32's exact range (|x| <= "
+                   "2^24 = 16777216)");
+    rp_tensor t;
+    write_ints(p, ">i4", "(2,)", be4, 8);
+    if (CHECK_STATUS(rp_npy_load(p, &t, NULL), RP_OK, NULL)) {
+        const float *x = rp_tensor_data(&t);
+        CHECK(x[0] == -16777216.0f && x[1] == 16777216.0f, ">i4 edges: %g %g", (double)x[0],
+              (double)x[1]);
+        rp_tensor_release(&t);
+    }
+    /* the largest of each wide type, the smallest signed ones */
+    static const unsigned char ones[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    write_ints(p, "<u8", "()", ones, 8);
+    expect_fail(p, "integer 18446744073709551615 at index () is beyond float32's exact range "
+                   "(|x| <= 2^24 = 16777216)");
+    write_ints(p, ">u4", "(1, 1)", ones, 4);
+    expect_fail(p, "integer 4294967295 at index (0, 0) is beyond float32's exact range (|x| <= "
+                   "2^24 = 16777216)");
+    static const unsigned char min8[8] = {0, 0, 0, 0, 0, 0, 0, 0x80};
+    write_ints(p, "<i8", "(1,)", min8, 8);
+    expect_fail(p, "integer -9223372036854775808 at index (0,) is beyond float32's exact range "
+                "(|x| <= 2^24 = 16777216)");
+    write_ints(p, ">i8", "(1,)", min8 + 4, 4); /* 4 bytes of 8: truncated */
+    expect_fail(p, "truncated (the data of shape (1,) '>i8' needs 8 bytes, the file has 4)");
+    /* sign extension and byte order: 0xff80 is -128 as '>i2', 65408 as '>u2', -32513 as '<i2' */
+    static const struct {
+        const char *descr;
+        float want[2];
+    } small[] = {
+        {">i2", {-128.0f, 127.0f}},  {"<i2", {-32513.0f, 32512.0f}}, {">u2", {65408.0f, 127.0f}},
+        {"|i1", {-1.0f, -128.0f}},   {"<i1", {-1.0f, -128.0f}},      {"|u1", {255.0f, 128.0f}},
+        {">u1", {255.0f, 128.0f}},
+    };
+    static const unsigned char sb[4] = {0xff, 0x80, 0x00, 0x7f};
+    for (size_t i = 0; i < sizeof small / sizeof small[0]; i++) {
+        write_ints(p, small[i].descr, "(2,)", sb, small[i].descr[2] == '1' ? 2 : 4);
+        if (!CHECK_STATUS(rp_npy_load(p, &t, NULL), RP_OK, NULL)) continue;
+        const float *x = rp_tensor_data(&t);
+        CHECK(x[0] == small[i].want[0] && x[1] == small[i].want[1], "%s: %g %g, want %g %g",
+              small[i].descr, (double)x[0], (double)x[1], (double)small[i].want[0],
+              (double)small[i].want[1]);
+        rp_tensor_release(&t);
+    }
+    unlink(p);
+}
+
+/* rp_npy_save_as: int32 and int64 files of any view, read back exactly (and by NumPy: the header
+ * is np.save's); a value the type cannot hold is refused naming it, before the file is touched. */
+static void test_save_ints(void)
+{
+    char p[512];
+    path_in(p, sizeof p, "w.npy");
+    int64_t shape[2] = {2, 3};
+    rp_tensor t, back;
+    rp_tensor_new(&t, 2, shape);
+    float *x = rp_tensor_data(&t);
+    static const float v[6] = {0.0f, -1.0f, 16777216.0f, -2147483648.0f, 2147483520.0f, 7.0f};
+    memcpy(x, v, sizeof v);
+    static const struct {
+        rp_npy_dtype dt;
+        const char *descr;
+        int size;
+    } kinds[] = {{RP_NPY_I32, "<i4", 4}, {RP_NPY_I64, "<i8", 8}};
+    for (int k = 0; k < 2; k++) {
+        CHECK_STATUS(rp_npy_save_as(p, &t, kinds[k].dt), RP_OK, NULL);
+        size_t n = 0;
+        unsigned char *b = check_read_bytes(p, &n);
+        char dict[128];
+        snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (2, 3), }",
+                 kinds[k].descr);
+        CHECK(b && n == 128 + 6 * (size_t)kinds[k].size && memcmp(b + 10, dict, strlen(dict)) == 0,
+              "%s: header and size (%zu bytes)", kinds[k].descr, n);
+        /* -2^31 as two's complement, little-endian, in both widths */
+        CHECK(b && n >= 128 + 4 * (size_t)kinds[k].size && b[128 + 3 * kinds[k].size] == 0 &&
+                  b[128 + 4 * kinds[k].size - 1] == (kinds[k].size == 4 ? 0x80 : 0xff),
+              "%s: -2^31 bytes", kinds[k].descr);
+        free(b);
+        rp_npy_dtype dt;
+        /* 2^31 - 128 and -2^31 are beyond 2^24: the reader refuses them as ids */
+        if (CHECK(rp_npy_load(p, &back, &dt) == RP_ERR_IO, "%s: read back", kinds[k].descr))
+            CHECK(strstr(rp_last_error(), "integer -2147483648 at index (1, 0) is beyond"),
+                  "%s: %s", kinds[k].descr, rp_last_error());
+    }
+    /* ids within 2^24 come back exactly, from a transposed view too */
+    x[3] = -16777216.0f;
+    x[4] = 65535.0f;
+    rp_tensor tr;
+    rp_tensor_transpose(&tr, &t, 0, 1);
+    for (int k = 0; k < 2; k++) {
+        rp_npy_dtype dt = RP_NPY_F32;
+        if (!CHECK_STATUS(rp_npy_save_as(p, &tr, kinds[k].dt), RP_OK, NULL) ||
+            !CHECK_STATUS(rp_npy_load(p, &back, &dt), RP_OK, NULL))
+            continue;
+        int ok = dt == kinds[k].dt && back.ndim == 2 && back.shape[0] == 3 && back.shape[1] == 2;
+        for (int i = 0; ok && i < 3; i++)
+            for (int j = 0; ok && j < 2; j++) ok = rp_tensor_data(&back)[i * 2 + j] == x[j * 3 + i];
+        CHECK(ok, "%s: a transposed view read back", kinds[k].descr);
+        rp_tensor_release(&back);
+    }
+    rp_tensor_release(&tr);
+    /* refusals: the first element that does not fit, by its index; no file is written */
+    unlink(p);
+    static const struct {
+        int at;
+        float value;
+        rp_npy_dtype dt;
+        const char *msg;
+    } bad[] = {
+        {2, 1.5f, RP_NPY_I64, "element at index (0, 2) is 1.5, not an integer (dtype int64)"},
+        {0, NAN, RP_NPY_I32, "element at index (0, 0) is nan, not an integer (dtype int32)"},
+        {0, -NAN, RP_NPY_I32, "element at index (0, 0) is nan, not an integer (dtype int32)"},
+        {4, -INFINITY, RP_NPY_I64, "element at index (1, 1) is -inf, not an integer (dtype int64)"},
+        {5, 2147483648.0f, RP_NPY_I32,
+         "element at index (1, 2) is 2147483648, outside int32 (-2147483648..2147483647)"},
+        {1, -2147483904.0f, RP_NPY_I32,
+         "element at index (0, 1) is -2147483904, outside int32 (-2147483648..2147483647)"},
+        {3, 9223372036854775808.0f, RP_NPY_I64,
+         "element at index (1, 0) is 9223372036854775808, outside int64 "
+         "(-9223372036854775808..9223372036854775807)"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rp_tensor u;
+        rp_tensor_clone(&u, &t);
+        rp_tensor_data(&u)[bad[i].at] = bad[i].value;
+        char want[600];
+        snprintf(want, sizeof want, "%s: %s", p, bad[i].msg);
+        int64_t idx[RP_MAX_DIMS] = {-1, -1};
+        CHECK(rp_npy_first_unfit(&u, bad[i].dt, idx) == bad[i].at && idx[0] == bad[i].at / 3 &&
+                  idx[1] == bad[i].at % 3,
+              "first unfit %zu", i);
+        CHECK_STATUS(rp_npy_save_as(p, &u, bad[i].dt), RP_ERR_ARG, want);
+        CHECK(access(p, F_OK) != 0, "nothing written for %zu", i);
+        rp_tensor_release(&u);
+    }
+    /* -2^63 fits int64; float32 holds no integer between 2^63 - 2^39 and 2^63 */
+    x[0] = -9223372036854775808.0f;
+    x[1] = 9223371487098961920.0f;
+    x[2] = 5.0f;
+    x[3] = x[4] = x[5] = 0.0f;
+    int64_t idx[RP_MAX_DIMS];
+    CHECK(rp_npy_first_unfit(&t, RP_NPY_I64, idx) == -1, "int64's edges fit");
+    CHECK(rp_npy_first_unfit(&t, RP_NPY_I32, idx) == 0, "int32 refuses -2^63");
+    x[1] = 1.5f;
+    CHECK(rp_npy_first_unfit(&t, RP_NPY_F32, idx) == -1, "float32 holds anything");
+    char want[600];
+    snprintf(want, sizeof want, "%s: cannot write dtype 1 (float32, int32 and int64 are written)", p);
+    CHECK_STATUS(rp_npy_save_as(p, &t, RP_NPY_F64), RP_ERR_ARG, want);
+    rp_tensor_release(&t);
 }
 
 /* ---- round trips ------------------------------------------------------------------------------- */
@@ -380,13 +631,16 @@ static void test_refusals(void)
     static const struct {
         const char *descr, *msg;
     } dts[] = {
-        {"'>f4'", "big-endian data ('>f4') is not supported (save a.astype('<f4'))"},
-        {"'<i4'", "dtype '<i4' is not supported (only float32 '<f4' and float64 '<f8')"},
-        {"'>i4'", "dtype '>i4' is not supported (only float32 '<f4' and float64 '<f8')"},
-        {"'|O'", "object arrays ('|O') are not supported (only float32 '<f4' and float64 '<f8')"},
-        {"[('a', '<f4')]",
-         "structured arrays are not supported (only float32 '<f4' and float64 '<f8')"},
-        {"'=f4'", "dtype '=f4' is not supported (only float32 '<f4' and float64 '<f8')"},
+        {"'>f2'", "dtype '>f2' is not supported " READS},
+        {"'|i4'", "dtype '|i4' is not supported " READS}, /* '|' only for the 1-byte types */
+        {"'<i3'", "dtype '<i3' is not supported " READS},
+        {"'<c8'", "dtype '<c8' is not supported " READS},
+        {"'<U4'", "dtype '<U4' is not supported " READS},
+        {"'i8'", "dtype 'i8' is not supported " READS},
+        {"'<i8 '", "dtype '<i8 ' is not supported " READS},
+        {"'|O'", "object arrays ('|O') are not supported " READS},
+        {"[('a', '<f4')]", "structured arrays are not supported " READS},
+        {"'=f4'", "dtype '=f4' is not supported " READS},
     };
     char h[256];
     for (size_t i = 0; i < sizeof dts / sizeof dts[0]; i++) {
@@ -519,9 +773,9 @@ static void test_header_grammar(void)
         {3, "{'descr': '<f4\xed\xa0\x80', 'fortran_order': False, 'shape': (2, 3), }\n", 0,
          "bad .npy header (at byte 14: invalid UTF-8 in a string)"},
         {1, "{'descr': '<f4\xe9', 'fortran_order': False, 'shape': (2, 3), }\n", 0,
-         "dtype '<f4\\xe9' is not supported (only float32 '<f4' and float64 '<f8')"},
+         "dtype '<f4\\xe9' is not supported " READS},
         {3, "{'descr': '<f4\xc3\xa9', 'fortran_order': False, 'shape': (2, 3), }\n", 0,
-         "dtype '<f4\\xc3\\xa9' is not supported (only float32 '<f4' and float64 '<f8')"},
+         "dtype '<f4\\xc3\\xa9' is not supported " READS},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         size_t len = bad[i].len ? bad[i].len : strlen(bad[i].header);
@@ -634,6 +888,9 @@ int main(void)
         return 2;
     }
     test_numpy_files();
+    test_integer_files();
+    test_integer_range();
+    test_save_ints();
     test_round_trips();
     test_header_text();
     test_refusals();

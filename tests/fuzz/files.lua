@@ -147,7 +147,7 @@ local NPY_BAD_SHAPES = {
   { "02", "3" }, { "00", "3" }, { "1_0", "3" }, { "1__0" }, { "0x2" }, { "-1", "3" }, { "+2", "3" },
   { "2L", "3L" }, { "2 L" }, { "2.0", "3" }, { "1e3" }, { "True" }, { "(2, 3)" }, { "''" },
 }
-local NPY_BAD_DESCRS = { "'>f4'", "'<i4'", "'|O'", "'<f2'", "'<f4\0junk'", "'<f4 '", "u'<f4'",
+local NPY_BAD_DESCRS = { "'>f2'", "'|i4'", "'|O'", "'<f2'", "'<f4\0junk'", "'<f4 '", "u'<f4'",
   "b'<f4'", "'<\\x66\\x34'", "'<f4\n'", "[('a', '<f4')]", "'\255'", "'\195\169'", "''", "None",
   "4", "'<f4'L" }
 local NPY_BAD_ORDERS = { "True", "0", "Falsey", "None", "false", "'False'", "False L" }
@@ -293,7 +293,7 @@ local function check_tensor(t, path)
       :format(tuple(shape))
   end
   local size = #read(path)
-  if numel * 4 > size then
+  if numel > size then -- at least a byte per element ('|u1')
     return ("raw: a tensor of %d elements from a file of %d bytes"):format(numel, size)
   end
   local stride, want = t:stride(), 1

@@ -129,13 +129,25 @@ describe("tensors as .npy files", function()
     for k = 12, 19 do assert.equal(f32(value(k)), f64[k + 1]) end
   end)
 
+  it("reads big-endian files NumPy wrote", function()
+    for _, name in ipairs { "np_f32_big", "np_f64_big" } do
+      local t = assert(rp.load(FIX .. "/" .. name .. ".npy"))
+      assert.same({ 4 }, t:shape())
+      for k = 0, 3 do assert.equal(f32(value(k)), t[k + 1], name) end
+    end
+  end)
+
   it("refuses what it does not read with nil and 'path: reason'", function()
+    local reads = "(only float32, float64 and integers: f4, f8, i1, i2, i4, i8, u1, u2, u4, u8 in "
+      .. "either byte order)"
     local refused = {
       np_f32_fortran = "Fortran-order arrays are not supported (save np.ascontiguousarray(a))",
-      np_f32_big = "big-endian data ('>f4') is not supported (save a.astype('<f4'))",
-      np_i64 = "dtype '<i8' is not supported (only float32 '<f4' and float64 '<f8')",
-      np_object = "object arrays ('|O') are not supported (only float32 '<f4' and float64 '<f8')",
-      np_structured = "structured arrays are not supported (only float32 '<f4' and float64 '<f8')",
+      np_f16 = "dtype '<f2' is not supported " .. reads,
+      np_bool = "dtype '|b1' is not supported " .. reads,
+      np_object = "object arrays ('|O') are not supported " .. reads,
+      np_structured = "structured arrays are not supported " .. reads,
+      np_i64_2p24p1 = "integer 16777217 at index (1, 1) is beyond float32's exact range "
+        .. "(|x| <= 2^24 = 16777216)",
     }
     for name, msg in pairs(refused) do
       local p = FIX .. "/" .. name .. ".npy"
@@ -173,6 +185,102 @@ describe("tensors as .npy files", function()
         .. "x:save())")
     getmetatable(t).__close(t)
     assert.has_error(function() t:save(d .. "/x.npy") end,
+      "calling 'save' on bad self (attempt to use a released tensor)")
+  end)
+end)
+
+describe("token ids as integer .npy files", function()
+  local d
+  setup(function() d = h.tmpdir() end)
+  teardown(function() h.remove_tree(d) end)
+
+  -- IDS of make_interop.py: the integer fixtures hold those their type holds
+  local IDS = { 0, 1, 2, -1, 127, -128, 255, 32767, -32768, 65535, 2 ^ 24, -2 ^ 24 }
+
+  it("reads the integer files NumPy wrote exactly, in both byte orders, as float32", function()
+    local kinds = { np_i64 = true, np_i64_be = true, np_i32 = true, np_i32_be = true,
+                    np_i16 = { -32768, 32767 }, np_i8 = { -128, 127 }, np_u64 = { 0, 2 ^ 63 },
+                    np_u32 = { 0, 2 ^ 32 - 1 }, np_u16 = { 0, 65535 }, np_u8 = { 0, 255 } }
+    for name, range in pairs(kinds) do
+      local want = {}
+      for _, v in ipairs(IDS) do
+        if range == true or (v >= range[1] and v <= range[2]) then want[#want + 1] = v end
+      end
+      local t = assert(rp.load(FIX .. "/" .. name .. ".npy"))
+      assert.same(#want == 12 and { 3, 4 } or { #want }, t:shape(), name)
+      assert.same(want, t:contiguous():view(-1):totable(), name)
+    end
+  end)
+
+  it("feed m:forward, m:loss, m:generate and task:decode as the float ids do", function()
+    local m = assert(rp.load(FIX .. "/torch_roper.safetensors"))
+    local tok = assert(rp.load(FIX .. "/torch_roper_tokens_i64.npy"))
+    local tok32 = assert(rp.load(FIX .. "/torch_roper_tokens.npy"))
+    assert.same(tok32:totable(), tok:totable())
+    local logits = m:forward(tok)
+    assert.equal(0, rp.maxdiff(m:forward(tok32), logits))
+    assert.is_true(rp.maxdiff(logits, rp.load(FIX .. "/torch_roper_logits.npy")) < 1e-5)
+    -- targets with -1 (not scored) from an int32 file written by t:save
+    local tg = tok:clone()
+    tg[{ 1, 1 }] = -1
+    assert.is_true(tg:save(d .. "/targets.npy", { dtype = "int32" }))
+    local tg_back = assert(rp.load(d .. "/targets.npy"))
+    assert.equal(m:loss(tok32, tg), m:loss(tok, tg_back))
+    local prompt = tok:select(1, 1):narrow(1, 1, 3)
+    assert.same(m:generate(prompt:totable(), 4), m:generate(prompt, 4))
+    local task = rp.tasks.addition {}
+    local ids = task:encode("12+3")
+    assert.is_true(rp.tensor(ids):save(d .. "/ids.npy", { dtype = "int64" }))
+    assert.equal("12+3", task:decode(assert(rp.load(d .. "/ids.npy"))))
+  end)
+
+  it("t:save writes int32 and int64 files as np.save does, read back exactly", function()
+    local t = rp.tensor { { 0, -1, 2 ^ 24 }, { -2 ^ 24, 65535, 7 } }
+    for dtype, descr in pairs { int64 = "<i8", int32 = "<i4" } do
+      local p = d .. "/" .. dtype .. ".npy"
+      assert.is_true(t:t():save(p, { dtype = dtype }))
+      local b = h.read(p)
+      local size = dtype == "int64" and 8 or 4
+      assert.equal(128 + 6 * size, #b)
+      assert.equal("{'descr': '" .. descr .. "', 'fortran_order': False, 'shape': (3, 2), }",
+        b:sub(11, 69))
+      assert.equal(-1, string.unpack(dtype == "int64" and "<i8" or "<i4", b, 129 + 2 * size))
+      assert.same(t:t():totable(), assert(rp.load(p)):totable())
+    end
+    assert.is_true(t:save(d .. "/f.npy", { dtype = "float32" }))
+    assert.equal("'<f4'", h.read(d .. "/f.npy"):sub(21, 25))
+  end)
+
+  it("t:save refuses an element the integer type cannot hold, naming it", function()
+    local p = d .. "/bad.npy"
+    local cases = {
+      { rp.tensor { { 1, 2, 1.5 }, { 3, 4, 5 } }, "int64",
+        "t:save: element [1][3] is 1.5, not an integer (dtype int64)" },
+      { rp.tensor { 1, 3e9 }, "int32",
+        "t:save: element [2] is 3000000000, outside int32 (-2147483648..2147483647)" },
+      { rp.tensor { 1, 1e19 }, "int64", "t:save: element [2] is 9999999980506447872, outside "
+        .. "int64 (-9223372036854775808..9223372036854775807)" },
+      { rp.tensor { 0 / 0 }, "int32", "t:save: element [1] is nan, not an integer (dtype int32)" },
+      { rp.tensor { 1, -math.huge }, "int64",
+        "t:save: element [2] is -inf, not an integer (dtype int64)" },
+      { rp.zeros {}:fill(0.5), "int64", "t:save: the element is 0.5, not an integer (dtype int64)" },
+    }
+    for _, c in ipairs(cases) do
+      assert.has_error(function() c[1]:save(p, { dtype = c[2] }) end, c[3])
+      assert.is_nil(io.open(p, "r"), "nothing written: " .. c[3])
+    end
+    local t = rp.zeros(2)
+    assert.has_error(function() t:save(p, { dtype = "int16" }) end, "bad argument #2 to 'save' "
+      .. "(option 'dtype' must be one of \"float32\", \"int32\", \"int64\", got string \"int16\")")
+    assert.has_error(function() t:save(p, { dtyp = "int64" }) end,
+      "bad argument #2 to 'save' (unknown option 'dtyp' (known: dtype))")
+    assert.has_error(function() t:save(p, 5) end,
+      "bad argument #2 to 'save' (options table expected, got 5)")
+    -- the options are read before the tensor is used: a __index that frees it
+    local opts = setmetatable({}, { __index = function(_, k)
+      if k == "dtype" then t:free() return "int64" end
+    end })
+    assert.has_error(function() t:save(p, opts) end,
       "calling 'save' on bad self (attempt to use a released tensor)")
   end)
 end)
@@ -361,6 +469,53 @@ describe("live round trips through NumPy and PyTorch (" .. PY .. ")", function()
     assert.equal(0, d64)
     io.write(("\n  %s\n  roper -> NumPy -> roper: max difference %g (float32), %g (via float64)\n")
       :format(out:gsub("\n$", ""), d32, d64))
+  end)
+
+  -- Token ids: roper's int64 and int32 files through np.load (dtype and values checked there),
+  -- written back by np.save in both byte orders and as uint8 / int16, read by roper exactly; an id
+  -- of 2^24 + 1 NumPy writes is refused naming its index and value.
+  it("token ids -> int64 / int32 .npy -> NumPy -> every integer dtype -> roper", function()
+    local ok, why = python_has("numpy")
+    if not ok then
+      pending(why)
+      return
+    end
+    local ids = rp.tensor { { 3, 0, -1, 2 ^ 24 }, { -2 ^ 24, 65535, 7, 1 } }
+    assert.is_true(ids:save(d .. "/ids64.npy", { dtype = "int64" }))
+    assert.is_true(ids:save(d .. "/ids32.npy", { dtype = "int32" }))
+    local script = [==[
+import sys, numpy as np
+d = sys.argv[1]
+want = [[3, 0, -1, 2 ** 24], [-2 ** 24, 65535, 7, 1]]
+for name, dt in [("ids64", "<i8"), ("ids32", "<i4")]:
+    a = np.load(d + "/" + name + ".npy")
+    assert a.dtype == np.dtype(dt) and a.tolist() == want, (name, a.dtype, a.tolist())
+    for out in ["<i8", ">i8", "<i4", ">i4"]:
+        np.save("%s/%s_%s.npy" % (d, name, out[1:] + ("le" if out[0] == "<" else "be")), a.astype(out))
+small = np.array([3, 0, 255, 7], dtype=np.uint8)
+np.save(d + "/u8.npy", small)
+np.save(d + "/i16.npy", np.array([-32768, -1, 32767], dtype=">i2"))
+over = np.load(d + "/ids64.npy")
+over[1, 2] = 2 ** 24 + 1
+np.save(d + "/over.npy", over)
+print("numpy %s read roper's int64 and int32 ids (%s) and wrote them back as <i8 >i8 <i4 >i4" % (np.__version__, a.shape))
+]==]
+    local out, err, code = h.run(PY .. " -c " .. h.sh_quote(script) .. " " .. h.sh_quote(d))
+    assert.equal(0, code, err)
+    local want = ids:totable()
+    local n = 0
+    for _, src in ipairs { "ids64", "ids32" } do
+      for _, kind in ipairs { "i8le", "i8be", "i4le", "i4be" } do
+        assert.same(want, assert(rp.load(d .. "/" .. src .. "_" .. kind .. ".npy")):totable())
+        n = n + 1
+      end
+    end
+    assert.same({ 3, 0, 255, 7 }, assert(rp.load(d .. "/u8.npy")):totable())
+    assert.same({ -32768, -1, 32767 }, assert(rp.load(d .. "/i16.npy")):totable())
+    assert.same({ nil, d .. "/over.npy: integer 16777217 at index (1, 2) is beyond float32's exact "
+      .. "range (|x| <= 2^24 = 16777216)" }, { rp.load(d .. "/over.npy") })
+    io.write(("\n  %s\n  roper -> NumPy -> roper: %d integer files read back exactly\n")
+      :format(out:gsub("\n$", ""), n + 2))
   end)
 
   -- The .npy header grammar (docs/interop.md): every header roper reads, NumPy reads too, with

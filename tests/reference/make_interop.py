@@ -6,8 +6,9 @@ the repo root. The formats are in docs/interop.md; roper's side is core/io/npy.c
 core/io/safetensors.c.
 
     make_interop.py fixtures [--out DIR]
-        Writes tests/fixtures/interop/ (README there): .npy files made by NumPy (float32 and
-        float64, several shapes, header versions 1.0/2.0/3.0, and the kinds roper refuses) and
+        Writes tests/fixtures/interop/ (README there): .npy files made by NumPy (float32,
+        float64 and integers in both byte orders, several shapes, header versions 1.0/2.0/3.0,
+        and the kinds roper refuses) and
         safetensors files of PyTorch state dicts (F32 and F64, with and without roper's
         metadata) with the tokens and the float64 reference logits of tests/reference's model.
 
@@ -57,6 +58,19 @@ def values(n, specials=True):
         for i, s in enumerate(SPECIALS[:n]):
             v[i] = s
     return np.array(v, dtype=np.float64)
+
+
+# Token ids for the integer .npy fixtures (tests/c/test_npy.c has the same list): the edges of
+# each integer type and of float32's exact integers (+-2^24), -1 (a target not scored).
+IDS = [0, 1, 2, -1, 127, -128, 255, 32767, -32768, 65535, 2 ** 24, -2 ** 24]
+
+
+def ids(dtype):
+    """IDS as a 3 x 4 array of dtype ('<i8', '>i4', ...), the values the type cannot hold left
+    out (a 1-D array then)."""
+    info = np.iinfo(np.dtype(dtype))
+    v = [x for x in IDS if info.min <= x <= info.max]
+    return np.array(v, dtype=dtype).reshape((3, 4) if len(v) == 12 else (len(v),))
 
 
 def f32(a):
@@ -223,7 +237,12 @@ def make_fixtures(out):
     save("np_f32_fortran.npy", np.asfortranarray(f32(values(12, specials=False)).reshape(3, 4)))
     save("np_f32_big.npy", f32(values(4, specials=False)).astype(">f4"))
     save("np_f64_big.npy", values(4, specials=False).astype(">f8"))
-    save("np_i64.npy", np.arange(4, dtype="<i8"))
+    # integers (token ids): both byte orders, every size; 2^24 + 1 float32 cannot hold
+    for name, dtype in [("np_i64", "<i8"), ("np_i64_be", ">i8"), ("np_i32", "<i4"),
+                        ("np_i32_be", ">i4"), ("np_i16", "<i2"), ("np_i8", "|i1"),
+                        ("np_u64", "<u8"), ("np_u32", "<u4"), ("np_u16", "<u2"), ("np_u8", "|u1")]:
+        save(name + ".npy", ids(dtype))
+    save("np_i64_2p24p1.npy", np.array([[5, 0, 2], [1, 16777217, 3]], dtype="<i8"))
     save("np_f16.npy", np.arange(4, dtype="<f2"))
     save("np_bool.npy", np.array([True, False]))
     save("np_object.npy", np.array([1, "a"], dtype=object), allow_pickle=True)
@@ -249,6 +268,8 @@ def make_fixtures(out):
                               {k: v.astype(np.float64) for k, v in state.items()}, meta)
             written += [name + "_plain.safetensors", name + "_f64.safetensors"]
         save(name + "_tokens.npy", tokens.numpy().astype(np.float32))
+        if name == "torch_roper":  # the ids as PyTorch and NumPy hold them
+            save(name + "_tokens_i64.npy", tokens.numpy().astype("<i8"))
         save(name + "_logits.npy", logits.numpy())
     for name in written:
         print("%-40s %6d bytes" % (os.path.relpath(p(name)), os.path.getsize(p(name))))
