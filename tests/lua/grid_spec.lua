@@ -277,4 +277,23 @@ describe("grid_offset in rp.eval and rp.experiment", function()
     assert.truthy(out:find("^grid_offset, pe rope, %d+ params, 3 steps"), out)
     assert.truthy(out:find("\ncorrect %d of 6 %(sample, temperature 1%), greedy %d"), out)
   end)
+
+  it("scripts/compare.lua counts grid_offset by correct answers", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    local cmd = ("%s scripts/compare.lua --task grid_offset --rows 3 --cols 5 --alphabet 4 "
+      .. "--max-offset 2 --seq-len 50 --seeds 1 --steps 2 --d-model 16 --layers 1 --batch 2 "
+      .. "--problems 4 --methods rope --jobs 1 --quiet --out %s 2>&1"):format(BIN, dir)
+    local p = assert(io.popen(cmd, "r"))
+    local out = p:read("a")
+    local ok = p:close()
+    local f = io.open(dir .. "/summary.json")
+    local summary = f and f:read("a") or ""
+    if f then f:close() end
+    os.execute("rm -rf '" .. dir .. "'")
+    assert.is_true(ok, out)
+    assert.truthy(out:find("\nMetric: correct of 4 %(sample, temperature 1%), higher is better%."),
+      out)
+    assert.truthy(summary:find('"metric":"correct"', 1, true), summary)
+  end)
 end)
