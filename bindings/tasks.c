@@ -256,17 +256,16 @@ static int l_grid_offset(lua_State *L)
     cfg.rows = opt_range(L, 1, "rows", cfg.rows, 2, RP_TASK_GRID_MAX_SIDE);
     cfg.cols = opt_range(L, 1, "cols", cfg.cols, 2, RP_TASK_GRID_MAX_SIDE);
     cfg.alphabet = opt_range(L, 1, "alphabet", cfg.alphabet, 2, 26);
-    int64_t hi = cfg.rows < cfg.cols ? cfg.rows - 1 : cfg.cols - 1;
-    if (hi > 9) hi = 9;
-    /* default 3, or the largest a small grid allows */
-    cfg.max_offset = (int64_t)lrp_optinteger(L, 1, "max_offset",
-                                             (lua_Integer)(cfg.max_offset < hi ? cfg.max_offset : hi));
+    /* max_offset: default 3, or the largest a small grid allows */
+    int64_t hi = rp_task_grid_max_offset(&cfg);
+    if (cfg.max_offset > hi) cfg.max_offset = hi;
+    cfg.max_offset = (int64_t)lrp_optinteger(L, 1, "max_offset", (lua_Integer)cfg.max_offset);
     if (cfg.max_offset < 1 || cfg.max_offset > hi)
         return lrp_argerror(L, 1,
                             "option 'max_offset' must be in 1..%I (at most 9, rows - 1 and cols - "
                             "1), got %I", (LUAI_UACINT)hi, (LUAI_UACINT)cfg.max_offset);
-    /* default 256, or one problem when that is longer */
-    int64_t qrows = (8 + cfg.cols - 1) / cfg.cols, len = (cfg.rows + qrows) * cfg.cols;
+    /* seq_len: default 256, or one problem when that is longer */
+    int64_t qrows = rp_task_grid_query_rows(&cfg), len = rp_task_grid_problem_len(&cfg);
     cfg.seq_len = opt_seq_len(L, 1, cfg.seq_len > len ? cfg.seq_len : len);
     if (cfg.seq_len < len)
         return lrp_argerror(L, 1,
@@ -486,7 +485,7 @@ static int t_problem(lua_State *L)
     lua_settop(L, 3);
     push_rng_arg(L, 2); /* 4 */
     size_t qcap = 128 + 2 * (size_t)c->str_len, acap = 64 + (size_t)c->str_len;
-    if (c->kind == RP_TASK_GRID_OFFSET) qcap = 16 + (size_t)(c->rows * c->cols), acap = 8;
+    if (c->kind == RP_TASK_GRID_OFFSET) qcap = (size_t)rp_task_grid_problem_len(c) + 1, acap = 8;
     char *q = (char *)lua_newuserdatauv(L, qcap, 0);
     char *a = (char *)lua_newuserdatauv(L, acap, 0);
     rp_status st = rp_task_problem(check_task(L, 1), (rp_rng *)lua_touserdata(L, 4), nd, q, qcap,

@@ -13,11 +13,20 @@
 
 static const char grid_tail[] = "0123456789*?+-=#.";
 
-int64_t rp__grid_query_rows(int64_t cols) { return (GRID_QUERY_LEN + cols - 1) / cols; }
-
-int64_t rp__grid_problem_len(const rp_task_cfg *c)
+int64_t rp_task_grid_query_rows(const rp_task_cfg *c)
 {
-    return (c->rows + rp__grid_query_rows(c->cols)) * c->cols;
+    return (GRID_QUERY_LEN + c->cols - 1) / c->cols;
+}
+
+int64_t rp_task_grid_problem_len(const rp_task_cfg *c)
+{
+    return (c->rows + rp_task_grid_query_rows(c)) * c->cols;
+}
+
+int64_t rp_task_grid_max_offset(const rp_task_cfg *c)
+{
+    int64_t hi = (c->rows < c->cols ? c->rows : c->cols) - 1;
+    return hi < 9 ? hi : 9;
 }
 
 rp_status rp__grid_init(rp_task *t)
@@ -55,7 +64,7 @@ static int64_t grid_draw(const rp_task *t, rp_rng *rng, char *buf)
     q[5] = '=';
     q[6] = answer;
     q[7] = '#';
-    int64_t len = rp__grid_problem_len(&t->cfg);
+    int64_t len = rp_task_grid_problem_len(&t->cfg);
     for (int64_t i = R * C + GRID_QUERY_LEN; i < len; i++) buf[i] = '.';
     return R * C + 6;
 }
@@ -63,7 +72,7 @@ static int64_t grid_draw(const rp_task *t, rp_rng *rng, char *buf)
 void rp__grid_sequence(rp_task *t, rp_rng *rng, int32_t *inputs, int32_t *targets)
 {
     char buf[RP_TASK_PROBLEM_CAP];
-    int64_t T = t->cfg.seq_len, filled = 0, len = rp__grid_problem_len(&t->cfg);
+    int64_t T = t->cfg.seq_len, filled = 0, len = rp_task_grid_problem_len(&t->cfg);
     RP_ASSERT(len <= RP_TASK_PROBLEM_CAP);
     while (filled < T + 1) {
         int64_t ans = grid_draw(t, rng, buf);

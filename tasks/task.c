@@ -89,18 +89,17 @@ static rp_status check_cfg(const rp_task_cfg *c)
         if (c->alphabet < 2 || c->alphabet > 26)
             return rp_error(RP_ERR_ARG, "task: alphabet must be in 2..26, got %lld",
                             (long long)c->alphabet);
-        int64_t hi = c->rows < c->cols ? c->rows - 1 : c->cols - 1;
-        if (hi > 9) hi = 9;
+        int64_t hi = rp_task_grid_max_offset(c);
         if (c->max_offset < 1 || c->max_offset > hi)
             return rp_error(RP_ERR_ARG,
                             "task: max_offset must be in 1..%lld (at most 9, rows - 1 and cols - "
                             "1), got %lld", (long long)hi, (long long)c->max_offset);
-        int64_t len = rp__grid_problem_len(c);
+        int64_t len = rp_task_grid_problem_len(c);
         if (c->seq_len < len)
             return rp_error(RP_ERR_ARG,
                             "task: seq_len must be >= %lld, the length of one grid_offset problem "
                             "((rows + %lld) * cols), got %lld", (long long)len,
-                            (long long)rp__grid_query_rows(c->cols), (long long)c->seq_len);
+                            (long long)rp_task_grid_query_rows(c), (long long)c->seq_len);
         break;
     }
     }

@@ -52,6 +52,14 @@ typedef struct rp_task_cfg {
 /* The largest rows and cols of a grid_offset task. */
 #define RP_TASK_GRID_MAX_SIDE 32
 
+/* Grid offset: the rows the query takes, ceil(8 / cols) (its 8 tokens ?, sign, digit, sign,
+ * digit, =, answer, #, padded with '.' to whole rows); the length of one problem, (rows + query
+ * rows) * cols tokens (the least seq_len); and the largest max_offset, min(9, rows - 1, cols -
+ * 1). Of c's rows and cols only, unchecked (cols >= 1). */
+int64_t rp_task_grid_query_rows(const rp_task_cfg *c);
+int64_t rp_task_grid_problem_len(const rp_task_cfg *c);
+int64_t rp_task_grid_max_offset(const rp_task_cfg *c);
+
 /* The default corpus size limit of text tasks (max_bytes). */
 #define RP_TASK_DEFAULT_MAX_BYTES ((int64_t)256 << 20)
 

@@ -57,8 +57,6 @@ rp_status rp__spre_init(rp_task *t);
 void rp__spre_sequence(rp_task *t, rp_rng *rng, int32_t *inputs, int32_t *targets);
 
 /* grid.c */
-int64_t rp__grid_query_rows(int64_t cols);
-int64_t rp__grid_problem_len(const rp_task_cfg *c);
 rp_status rp__grid_init(rp_task *t);
 void rp__grid_sequence(rp_task *t, rp_rng *rng, int32_t *inputs, int32_t *targets);
 rp_status rp__grid_problem(rp_task *t, rp_rng *rng, char *q, size_t qcap, char *a, size_t acap);

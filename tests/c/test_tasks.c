@@ -715,6 +715,14 @@ static void test_config(void)
     d = c, d.path = "/etc/hostname", d.valid_fraction = -0.1, cfg_error(d, "valid_fraction");
     /* grid offset: the whole message of every option, exactly */
     c = rp_task_cfg_default(RP_TASK_GRID_OFFSET);
+    d = c, d.rows = 4, d.cols = 3;
+    CHECK(rp_task_grid_query_rows(&d) == 3 && rp_task_grid_problem_len(&d) == 21 &&
+              rp_task_grid_max_offset(&d) == 2 && rp_task_grid_query_rows(&c) == 1 &&
+              rp_task_grid_problem_len(&c) == 56 && rp_task_grid_max_offset(&c) == 5,
+          "grid sizes: 8 query tokens on ceil(8 / cols) rows, max_offset min(9, rows-1, cols-1)");
+    d = c, d.rows = 20, d.cols = 32;
+    CHECK(rp_task_grid_max_offset(&d) == 9 && rp_task_grid_problem_len(&d) == 21 * 32,
+          "grid sizes of a large grid");
     d = c, d.rows = 1, cfg_error(d, "task: rows must be in 2..32, got 1");
     d = c, d.rows = 33, cfg_error(d, "task: rows must be in 2..32, got 33");
     d = c, d.cols = 1, cfg_error(d, "task: cols must be in 2..32, got 1");
