@@ -1,6 +1,7 @@
 /* roper.Task: the task generators of tasks/task.h (rp.tasks.addition, rp.tasks.substring_index,
- * rp.tasks.substring_prefix, rp.tasks.text): vocabulary, encode/decode, packed training batches as
- * [B x seq_len] tensors, evaluation problems and the answer check.
+ * rp.tasks.substring_prefix, rp.tasks.text, rp.tasks.grid_offset): vocabulary, encode/decode,
+ * packed training batches as [B x seq_len] tensors, evaluation problems and the answer check, and
+ * the 2-D layout positions of grid_offset.
  *
  * The userdata holds the rp_task pointer (NULL before rp_task_new succeeds and after
  * task:free(), __gc or __close); its user value 1 is the path string of a text task (core's
@@ -27,7 +28,7 @@ typedef struct lrp_task {
 } lrp_task;
 
 static const char *const kind_names[] = {"addition", "substring_index", "substring_prefix", "text",
-                                         NULL};
+                                         "grid_offset", NULL};
 static const char *const format_names[] = {"writeup", "labml", NULL};
 static const char *const split_names[] = {"train", "valid", NULL};
 
@@ -93,6 +94,11 @@ static int t_tostring(lua_State *L)
     case RP_TASK_SUBSTR_PREFIX:
         lua_pushfstring(L, "substring_prefix (copies of %I, filler 1..%I)",
                         (LUAI_UACINT)c.substr_len, (LUAI_UACINT)(c.rnd_len - 1));
+        break;
+    case RP_TASK_GRID_OFFSET:
+        lua_pushfstring(L, "grid_offset (%I x %I, %I letters, offsets up to %I)",
+                        (LUAI_UACINT)c.rows, (LUAI_UACINT)c.cols, (LUAI_UACINT)c.alphabet,
+                        (LUAI_UACINT)c.max_offset);
         break;
     default:
         lua_getiuservalue(L, 1, 1);
@@ -240,11 +246,42 @@ static int l_text(lua_State *L)
     return make_task(L, 1, &cfg);
 }
 
+/* rp.tasks.grid_offset{rows, cols, alphabet, max_offset, seq_len} -> task */
+static int l_grid_offset(lua_State *L)
+{
+    static const char *const known[] = {"rows",    "cols", "alphabet", "max_offset",
+                                        "seq_len", "kind", NULL};
+    check_task_opts(L, 1, known, RP_TASK_GRID_OFFSET);
+    rp_task_cfg cfg = rp_task_cfg_default(RP_TASK_GRID_OFFSET);
+    cfg.rows = opt_range(L, 1, "rows", cfg.rows, 2, RP_TASK_GRID_MAX_SIDE);
+    cfg.cols = opt_range(L, 1, "cols", cfg.cols, 2, RP_TASK_GRID_MAX_SIDE);
+    cfg.alphabet = opt_range(L, 1, "alphabet", cfg.alphabet, 2, 26);
+    /* max_offset: default 3, or the largest a small grid allows */
+    int64_t hi = rp_task_grid_max_offset(&cfg);
+    if (cfg.max_offset > hi) cfg.max_offset = hi;
+    cfg.max_offset = (int64_t)lrp_optinteger(L, 1, "max_offset", (lua_Integer)cfg.max_offset);
+    if (cfg.max_offset < 1 || cfg.max_offset > hi)
+        return lrp_argerror(L, 1,
+                            "option 'max_offset' must be in 1..%I (at most 9, rows - 1 and cols - "
+                            "1), got %I", (LUAI_UACINT)hi, (LUAI_UACINT)cfg.max_offset);
+    /* seq_len: default 256, or one problem when that is longer */
+    int64_t qrows = rp_task_grid_query_rows(&cfg), len = rp_task_grid_problem_len(&cfg);
+    cfg.seq_len = opt_seq_len(L, 1, cfg.seq_len > len ? cfg.seq_len : len);
+    if (cfg.seq_len < len)
+        return lrp_argerror(L, 1,
+                            "option 'seq_len' must be >= %I, the length of one problem ((rows + "
+                            "%I) * cols), got %I", (LUAI_UACINT)len, (LUAI_UACINT)qrows,
+                            (LUAI_UACINT)cfg.seq_len);
+    lua_settop(L, 1);
+    return make_task(L, 1, &cfg);
+}
+
 /* ---- methods ---- */
 
 static int has_problems(const rp_task_cfg *c)
 {
-    return c->kind == RP_TASK_ADDITION || c->kind == RP_TASK_SUBSTR_INDEX;
+    return c->kind == RP_TASK_ADDITION || c->kind == RP_TASK_SUBSTR_INDEX ||
+           c->kind == RP_TASK_GRID_OFFSET;
 }
 
 /* Raises for a task without evaluation problems (method name what). */
@@ -252,8 +289,8 @@ static void check_has_problems(lua_State *L, const rp_task *t, const char *what)
 {
     const rp_task_cfg *c = rp_task_config(t);
     if (!has_problems(c))
-        luaL_error(L, "task:%s needs an addition or substring_index task (this is %s)", what,
-                   kind_names[c->kind]);
+        luaL_error(L, "task:%s needs an addition, substring_index or grid_offset task (this is %s)",
+                   what, kind_names[c->kind]);
 }
 
 /* task:vocab() -> { [id + 1] = character } */
@@ -448,6 +485,7 @@ static int t_problem(lua_State *L)
     lua_settop(L, 3);
     push_rng_arg(L, 2); /* 4 */
     size_t qcap = 128 + 2 * (size_t)c->str_len, acap = 64 + (size_t)c->str_len;
+    if (c->kind == RP_TASK_GRID_OFFSET) qcap = (size_t)rp_task_grid_problem_len(c) + 1, acap = 8;
     char *q = (char *)lua_newuserdatauv(L, qcap, 0);
     char *a = (char *)lua_newuserdatauv(L, acap, 0);
     rp_status st = rp_task_problem(check_task(L, 1), (rp_rng *)lua_touserdata(L, 4), nd, q, qcap,
@@ -500,6 +538,16 @@ static int t_config(lua_State *L)
         lua_pushinteger(L, (lua_Integer)c->rnd_len);
         lua_setfield(L, -2, "rnd_len");
         break;
+    case RP_TASK_GRID_OFFSET:
+        lua_pushinteger(L, (lua_Integer)c->rows);
+        lua_setfield(L, -2, "rows");
+        lua_pushinteger(L, (lua_Integer)c->cols);
+        lua_setfield(L, -2, "cols");
+        lua_pushinteger(L, (lua_Integer)c->alphabet);
+        lua_setfield(L, -2, "alphabet");
+        lua_pushinteger(L, (lua_Integer)c->max_offset);
+        lua_setfield(L, -2, "max_offset");
+        break;
     default:
         lua_getiuservalue(L, 1, 1);
         lua_setfield(L, -2, "path");
@@ -526,13 +574,44 @@ static int t_split_sizes(lua_State *L)
     return 2;
 }
 
+/* task:positions2d([n]) -> [n x 2] tensor of (row, column) = (i // cols, i % cols) for the first
+ * n tokens (default seq_len) of a packed row or a question of a grid_offset task */
+static int t_positions2d(lua_State *L)
+{
+    const rp_task_cfg cfg = *rp_task_config(check_task(L, 1)), *c = &cfg;
+    if (c->kind != RP_TASK_GRID_OFFSET)
+        return luaL_error(L, "task:positions2d needs a grid_offset task (this is %s)",
+                          kind_names[c->kind]);
+    int64_t n = c->seq_len;
+    if (!lua_isnoneornil(L, 2)) {
+        lua_Integer v = lrp_checkint(L, 2, "n");
+        if (v < 0 || v > MAX_SEQ_LEN)
+            return lrp_argerror(L, 2, "n must be in 0..%I, got %I", (LUAI_UACINT)MAX_SEQ_LEN,
+                                (LUAI_UACINT)v);
+        n = (int64_t)v;
+    }
+    lua_settop(L, 2);
+    int64_t shape[2] = {n, 2};
+    rp_tensor *out = lrp_newtensor(L); /* 3 */
+    rp_status st = rp_tensor_new(out, 2, shape);
+    if (st != RP_OK) return lrp_raise(L, st);
+    int32_t *rc = (int32_t *)lua_newuserdatauv(L, (size_t)(n ? 2 * n : 1) * sizeof(int32_t), 0);
+    st = rp_task_positions2d(check_task(L, 1), n, rc);
+    if (st != RP_OK) return lrp_raise(L, st);
+    float *d = rp_tensor_data(out);
+    for (int64_t i = 0; i < 2 * n; i++) d[i] = (float)rc[i];
+    lua_settop(L, 3);
+    return 1;
+}
+
 /* ---- registration ---- */
 
 static const luaL_Reg task_methods[] = {
     {"split_sizes", t_split_sizes},
     {"vocab", t_vocab},     {"vocab_size", t_vocab_size}, {"encode", t_encode},
     {"decode", t_decode},   {"batch", t_batch},           {"problem", t_problem},
-    {"check", t_check},     {"config", t_config},         {NULL, NULL},
+    {"check", t_check},     {"config", t_config},         {"positions2d", t_positions2d},
+    {NULL, NULL},
 };
 
 static const luaL_Reg task_funcs[] = {
@@ -540,6 +619,7 @@ static const luaL_Reg task_funcs[] = {
     {"substring_index", l_substring_index},
     {"substring_prefix", l_substring_prefix},
     {"text", l_text},
+    {"grid_offset", l_grid_offset},
     {NULL, NULL},
 };
 

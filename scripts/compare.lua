@@ -163,7 +163,8 @@ cli.main("compare.lua", function()
   if slurmrun.dispatch(args, runs, slurm) == "stop" then return end
 
   local c1 = methods[1].cfg
-  local metric = (task == "addition" or task == "substring_index") and "correct" or "loss"
+  local metric = (task == "addition" or task == "substring_index" or task == "grid_offset")
+    and "correct" or "loss"
   local metric_name = metric == "correct"
     and ("correct of %d (%s%s)"):format(c1.problems, c1.decode,
       c1.decode == "sample" and (", temperature " .. tables.num(c1.temperature)) or "")

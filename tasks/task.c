@@ -1,7 +1,7 @@
 /* Task generators, common part: configuration defaults and checks, the task object,
  * encode/decode and the dispatch to the kinds (rules: docs/tasks.md). The helpers the kinds share
  * (UTF-8, the vocabulary) are in task_vocab.c, so that calls go one way:
- * task.c -> addition.c, substring.c, text.c -> task_vocab.c. */
+ * task.c -> addition.c, substring.c, grid.c, text.c -> task_vocab.c. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,12 +29,16 @@ rp_task_cfg rp_task_cfg_default(rp_task_kind kind)
     c.path = NULL;
     c.valid_fraction = 0.1;
     c.max_bytes = RP_TASK_DEFAULT_MAX_BYTES;
+    c.rows = 6;
+    c.cols = 8;
+    c.alphabet = 8;
+    c.max_offset = 3;
     return c;
 }
 
 static rp_status check_cfg(const rp_task_cfg *c)
 {
-    if (c->kind < RP_TASK_ADDITION || c->kind > RP_TASK_TEXT)
+    if (c->kind < RP_TASK_ADDITION || c->kind > RP_TASK_GRID_OFFSET)
         return rp_error(RP_ERR_ARG, "task: kind %d is not a task kind", (int)c->kind);
     if (c->seq_len < 8 || c->seq_len > RP_TASK_MAX_SEQ_LEN)
         return rp_error(RP_ERR_ARG, "task: seq_len must be in 8..%lld, got %lld",
@@ -75,6 +79,29 @@ static rp_status check_cfg(const rp_task_cfg *c)
             return rp_error(RP_ERR_ARG, "task: max_bytes must be >= 1, got %lld",
                             (long long)c->max_bytes);
         break;
+    case RP_TASK_GRID_OFFSET: {
+        if (c->rows < 2 || c->rows > RP_TASK_GRID_MAX_SIDE)
+            return rp_error(RP_ERR_ARG, "task: rows must be in 2..%d, got %lld",
+                            RP_TASK_GRID_MAX_SIDE, (long long)c->rows);
+        if (c->cols < 2 || c->cols > RP_TASK_GRID_MAX_SIDE)
+            return rp_error(RP_ERR_ARG, "task: cols must be in 2..%d, got %lld",
+                            RP_TASK_GRID_MAX_SIDE, (long long)c->cols);
+        if (c->alphabet < 2 || c->alphabet > 26)
+            return rp_error(RP_ERR_ARG, "task: alphabet must be in 2..26, got %lld",
+                            (long long)c->alphabet);
+        int64_t hi = rp_task_grid_max_offset(c);
+        if (c->max_offset < 1 || c->max_offset > hi)
+            return rp_error(RP_ERR_ARG,
+                            "task: max_offset must be in 1..%lld (at most 9, rows - 1 and cols - "
+                            "1), got %lld", (long long)hi, (long long)c->max_offset);
+        int64_t len = rp_task_grid_problem_len(c);
+        if (c->seq_len < len)
+            return rp_error(RP_ERR_ARG,
+                            "task: seq_len must be >= %lld, the length of one grid_offset problem "
+                            "((rows + %lld) * cols), got %lld", (long long)len,
+                            (long long)rp_task_grid_query_rows(c), (long long)c->seq_len);
+        break;
+    }
     }
     return RP_OK;
 }
@@ -109,6 +136,7 @@ rp_task *rp_task_new(const rp_task_cfg *cfg)
         st = set_ascii_vocab(t, rp__spre_vocab());
         if (st == RP_OK) st = rp__spre_init(t);
         break;
+    case RP_TASK_GRID_OFFSET: st = rp__grid_init(t); break;
     case RP_TASK_TEXT:
         t->path = strdup(cfg->path);
         if (!t->path) {
@@ -233,6 +261,8 @@ rp_status rp_task_batch(rp_task *t, rp_rng *rng, int64_t B, int split, int32_t *
     for (int64_t b = 0; b < B; b++) {
         if (t->cfg.kind == RP_TASK_SUBSTR_PREFIX)
             rp__spre_sequence(t, rng, inputs + b * T, targets + b * T);
+        else if (t->cfg.kind == RP_TASK_GRID_OFFSET)
+            rp__grid_sequence(t, rng, inputs + b * T, targets + b * T);
         else
             pack_problems(t, rng, inputs + b * T, targets + b * T);
     }
@@ -249,6 +279,10 @@ rp_status rp_task_problem(rp_task *t, rp_rng *rng, int64_t n_digits, char *quest
         if (n_digits != 0)
             return rp_error(RP_ERR_ARG, "problem: n_digits applies to addition only");
         return rp__sidx_problem(t, rng, question, qcap, answer, acap);
+    case RP_TASK_GRID_OFFSET:
+        if (n_digits != 0)
+            return rp_error(RP_ERR_ARG, "problem: n_digits applies to addition only");
+        return rp__grid_problem(t, rng, question, qcap, answer, acap);
     default:
         return rp_error(RP_ERR_ARG, "problem: the %s task has no evaluation problems",
                         t->cfg.kind == RP_TASK_TEXT ? "text" : "substring-by-prefix");
@@ -261,6 +295,16 @@ int rp_task_check(const rp_task *t, const char *question, const char *continuati
     switch (t->cfg.kind) {
     case RP_TASK_ADDITION: return rp__add_check(t, question, continuation);
     case RP_TASK_SUBSTR_INDEX: return rp__sidx_check(t, question, continuation);
+    case RP_TASK_GRID_OFFSET: return rp__grid_check(t, question, continuation);
     default: return 0;
     }
+}
+
+rp_status rp_task_positions2d(const rp_task *t, int64_t n, int32_t *rc)
+{
+    if (t->cfg.kind != RP_TASK_GRID_OFFSET)
+        return rp_error(RP_ERR_ARG, "positions2d: only grid_offset tasks have 2-D positions");
+    if (n < 0) return rp_error(RP_ERR_ARG, "positions2d: negative token count %lld", (long long)n);
+    rp__grid_positions(t, n, rc);
+    return RP_OK;
 }

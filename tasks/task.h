@@ -20,7 +20,8 @@ typedef enum {
     RP_TASK_ADDITION = 0,   /* ?d=A+B; <steps> and d==S#   or labml's  ?x=A+B; <steps> x==S\n */
     RP_TASK_SUBSTR_INDEX,   /* ?s='<13 letters>'; s[i:]=='<suffix>'# */
     RP_TASK_SUBSTR_PREFIX,  /* labml copy_repeat: acgt and >, 16-char copies, scored chars 2..16 */
-    RP_TASK_TEXT            /* character-level language modelling on a UTF-8 file */
+    RP_TASK_TEXT,           /* character-level language modelling on a UTF-8 file */
+    RP_TASK_GRID_OFFSET     /* a rows x cols grid with a marked cell *, then ?+1-2=<symbol># */
 } rp_task_kind;
 
 typedef enum { RP_ADD_WRITEUP = 0, RP_ADD_LABML = 1 } rp_add_format;
@@ -42,7 +43,22 @@ typedef struct rp_task_cfg {
     const char *path;         /* UTF-8 file (or a directory: every regular file in it, sorted) */
     double valid_fraction;    /* 0.1: the last 10% of the text is the validation split */
     int64_t max_bytes;        /* 256 MiB: the largest corpus (bytes, over all files of a folder) */
+    /* grid offset (docs/tasks.md) */
+    int64_t rows, cols;       /* 6 x 8: the grid (each 2..RP_TASK_GRID_MAX_SIDE) */
+    int64_t alphabet;         /* 8: the symbols are the first `alphabet` letters a.. (2..26) */
+    int64_t max_offset;       /* 3: |dr|, |dc| <= max_offset (1..min(9, rows - 1, cols - 1)) */
 } rp_task_cfg;
+
+/* The largest rows and cols of a grid_offset task. */
+#define RP_TASK_GRID_MAX_SIDE 32
+
+/* Grid offset: the rows the query takes, ceil(8 / cols) (its 8 tokens ?, sign, digit, sign,
+ * digit, =, answer, #, padded with '.' to whole rows); the length of one problem, (rows + query
+ * rows) * cols tokens (the least seq_len); and the largest max_offset, min(9, rows - 1, cols -
+ * 1). Of c's rows and cols only, unchecked (cols >= 1). */
+int64_t rp_task_grid_query_rows(const rp_task_cfg *c);
+int64_t rp_task_grid_problem_len(const rp_task_cfg *c);
+int64_t rp_task_grid_max_offset(const rp_task_cfg *c);
 
 /* The default corpus size limit of text tasks (max_bytes). */
 #define RP_TASK_DEFAULT_MAX_BYTES ((int64_t)256 << 20)
@@ -87,16 +103,18 @@ rp_status rp_task_decode(const rp_task *t, const int32_t *tokens, int64_t n, cha
 
 /* B training sequences: inputs (B, seq_len) and targets (B, seq_len), targets[b][j] = the token
  * after inputs[b][j], or -1 where it is not scored (substring by prefix scores only characters
- * 2..16 of each copy; the others score everything). Algorithmic tasks draw fresh problems from
- * rng and start every sequence at a problem boundary (the last problem is cut off); text tasks
- * take windows at uniform random offsets of the train (split 0) or validation (split 1) part. */
+ * 2..16 of each copy, grid offset only the answer symbol; the others score everything).
+ * Algorithmic tasks draw fresh problems from rng and start every sequence at a problem boundary
+ * (the last problem is cut off); text tasks take windows at uniform random offsets of the train
+ * (split 0) or validation (split 1) part. */
 rp_status rp_task_batch(rp_task *t, rp_rng *rng, int64_t B, int split, int32_t *inputs,
                         int32_t *targets);
 
-/* One evaluation problem (tasks with an accuracy metric: addition, substring by index):
- * question = the prompt text (for addition "?d=A+B;" or "?x=A+B;"; for substring by index
- * "?s='...'; s[i:]=="), answer = the exact expected answer text ("S" for addition, "'suffix'" for
- * substring by index). n_digits > 0 fixes the operand digit count (addition only: both operands
+/* One evaluation problem (tasks with an accuracy metric: addition, substring by index, grid
+ * offset): question = the prompt text (for addition "?d=A+B;" or "?x=A+B;"; for substring by index
+ * "?s='...'; s[i:]=="; for grid offset the rows * cols grid symbols then "?+1-2="), answer = the
+ * exact expected answer text ("S" for addition, "'suffix'" for substring by index, one letter for
+ * grid offset). n_digits > 0 fixes the operand digit count (addition only: both operands
  * have exactly n_digits digits, for length generalisation); 0 draws from the training
  * distribution. RP_ERR_ARG for tasks without problems or a too small buffer. */
 rp_status rp_task_problem(rp_task *t, rp_rng *rng, int64_t n_digits, char *question, size_t qcap,
@@ -105,7 +123,18 @@ rp_status rp_task_problem(rp_task *t, rp_rng *rng, int64_t n_digits, char *quest
 /* Whether a generated continuation of `question` answers it exactly: the continuation is cut at
  * the task's terminator ('#', or '\n' for labml), the answer extracted (addition: the text after
  * the last "d==" / "x=="; substring: the whole text before the terminator) and compared with the
- * true answer recomputed from the question. Returns 1 (correct), 0 (wrong or no terminator). */
+ * true answer recomputed from the question. Returns 1 (correct), 0 (wrong or no terminator).
+ * Grid offset: the text before the first '#' (the whole continuation when it has none: its
+ * training scores only the answer symbol, never the '#') must be exactly the symbol at the
+ * question's offset from its marked cell. */
 int rp_task_check(const rp_task *t, const char *question, const char *continuation);
+
+/* Grid offset tasks: the 2-D layout positions of the first n tokens of a packed training row or
+ * of a problem's question (both start at a problem boundary): rc[2 * i] = i / cols (row),
+ * rc[2 * i + 1] = i % cols (column), for i in 0..n-1. Every problem fills whole layout rows, so
+ * the rows keep counting across the problems of a row (problem k starts at row k * (rows +
+ * query rows), column 0). Overwrites rc (2 * n entries). RP_ERR_ARG for the other kinds or a
+ * negative n. */
+rp_status rp_task_positions2d(const rp_task *t, int64_t n, int32_t *rc);
 
 #endif

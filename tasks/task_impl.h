@@ -5,7 +5,7 @@
 #include "task.h"
 
 /* Longest problem text of the algorithmic tasks, in bytes (addition <= ~700 at 18 digits,
- * substring by index <= 2 * RP_TASK_MAX_STR_LEN + 40). */
+ * substring by index <= 2 * RP_TASK_MAX_STR_LEN + 40, grid offset <= (32 + 4) * 32). */
 #define RP_TASK_PROBLEM_CAP 4096
 #define RP_TASK_MAX_STR_LEN 1000
 #define RP_TASK_MAX_SEQ_LEN ((int64_t)1 << 28)
@@ -55,6 +55,13 @@ rp_status rp__sidx_problem(rp_task *t, rp_rng *rng, char *q, size_t qcap, char *
 int rp__sidx_check(const rp_task *t, const char *question, const char *continuation);
 rp_status rp__spre_init(rp_task *t);
 void rp__spre_sequence(rp_task *t, rp_rng *rng, int32_t *inputs, int32_t *targets);
+
+/* grid.c */
+rp_status rp__grid_init(rp_task *t);
+void rp__grid_sequence(rp_task *t, rp_rng *rng, int32_t *inputs, int32_t *targets);
+rp_status rp__grid_problem(rp_task *t, rp_rng *rng, char *q, size_t qcap, char *a, size_t acap);
+int rp__grid_check(const rp_task *t, const char *question, const char *continuation);
+void rp__grid_positions(const rp_task *t, int64_t n, int32_t *rc);
 
 /* text.c */
 rp_status rp__text_load(rp_task *t);

@@ -127,6 +127,11 @@ end
 internals.check_opts, internals.opt_int = check_opts, opt_int
 internals.opt_number, internals.opt_enum = opt_number, opt_enum
 
+-- The tasks with evaluation problems (task:problem, task:check): their metric is accuracy.
+local ACCURACY_TASKS = { addition = true, substring_index = true, grid_offset = true }
+local function accuracy_task(kind) return ACCURACY_TASKS[kind] == true end
+internals.accuracy_task = accuracy_task
+
 -- The model must read the task's tokens: vocab >= the task's, seq_len >= the task's (for loss).
 local function check_fit(fname, m, task, need_seq)
   local mc, tc = m:config(), task:config()
@@ -152,8 +157,10 @@ local function terminator(task)
 end
 
 -- Enough new tokens for the longest continuation of a problem with n-digit operands (addition:
--- the steps, " and d==", the sum, the terminator) or of a substring question ("'suffix'#").
+-- the steps, " and d==", the sum, the terminator) or of a substring question ("'suffix'#"); one
+-- for grid_offset (its training scores the answer symbol alone, never the '#' after it).
 local function default_max_new(tc, n_digits)
+  if tc.kind == "grid_offset" then return 1 end
   if tc.kind == "addition" then
     local places = (n_digits or tc.max_digits) + 2 -- quirk digits of 10 add a place
     local sep = tc.format == "labml" and 1 or 5
@@ -199,8 +206,8 @@ local function accuracy(fname, m, task, opts)
   check_task(fname, task)
   opts = check_opts(fname, 3, opts, accuracy_opts)
   local _, tc = check_fit(fname, m, task, false)
-  if tc.kind ~= "addition" and tc.kind ~= "substring_index" then
-    argerror(fname, 2, "accuracy needs an addition or substring_index task (this is "
+  if not accuracy_task(tc.kind) then
+    argerror(fname, 2, "accuracy needs an addition, substring_index or grid_offset task (this is "
       .. tc.kind .. ")")
   end
   return run_accuracy(m, task, tc, accuracy_options(fname, opts, tc))
@@ -365,6 +372,10 @@ local MAX_SEQ_LEN = 1 << 24
 function internals.length_plan(fname, arg, mc, tc, o)
   local kind, plans = tc.kind, {}
   local function bad(L, msg) argerror(fname, arg, ("length %d: %s"):format(L, msg)) end
+  if kind == "grid_offset" then
+    argerror(fname, arg, "grid_offset has no length to vary (lengths apply to addition, "
+      .. "substring_index, substring_prefix and text)")
+  end
   for i, L in ipairs(o.lengths) do
     local lo, hi = 1, 18
     if kind == "substring_index" then hi = 1 << 16
@@ -400,8 +411,7 @@ function internals.length_plan(fname, arg, mc, tc, o)
       end
     end
     if p.seq_len > mc.seq_len or o.scaling ~= "none" then
-      local d = { seq_len = p.seq_len, max_batch = (kind == "addition"
-        or kind == "substring_index") and 1 or o.batch_size }
+      local d = { seq_len = p.seq_len, max_batch = accuracy_task(kind) and 1 or o.batch_size }
       if o.scaling ~= "none" then
         -- dynamic NTK grows with the position by itself: with factor 1 the last position of a
         -- length-L window takes NTK with L / orig_len, what the other scalings get as factor
@@ -445,7 +455,7 @@ local function lengths(m, task, opts)
   check_model(fname, m)
   check_task(fname, task)
   local tc = task:config()
-  local by_accuracy = tc.kind == "addition" or tc.kind == "substring_index"
+  local by_accuracy = accuracy_task(tc.kind)
   local known = { "lengths", "scaling", "train_length" }
   for _, k in ipairs(by_accuracy and accuracy_opts or loss_opts) do
     if k ~= "n_digits" then known[#known + 1] = k end

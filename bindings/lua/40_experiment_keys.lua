@@ -43,8 +43,8 @@ internals.experiment = E
 -- "string". Keys named "<task>: ..." in their help apply to that task only (TASK_OF below).
 local KEYS = {
   -- the task
-  { "task", "substring_index", { "substring_index", "addition", "substring_prefix", "text" },
-    "the task (docs/tasks.md)" },
+  { "task", "substring_index", { "substring_index", "addition", "substring_prefix", "text",
+    "grid_offset" }, "the task (docs/tasks.md)" },
   { "format", "writeup", { "writeup", "labml" }, "addition: problem format" },
   { "max_digits", 0, "int", "addition: largest operand length (0: 8 for writeup, 7 for labml)" },
   { "quirk", "auto", { "auto", "on", "off" }, "addition: labml's digit quirk (auto: on for labml)" },
@@ -55,6 +55,11 @@ local KEYS = {
     "text: a UTF-8 file or a folder of them (default: Debian's fortunes package)" },
   { "valid_fraction", 0.1, "number", "text: share kept for validation" },
   { "max_bytes", 268435456, "int", "text: the largest corpus in bytes (a folder's files together)" },
+  { "rows", 6, "int", "grid_offset: grid rows" },
+  { "cols", 8, "int", "grid_offset: grid columns, the layout width (token i at row i // cols, "
+    .. "column i % cols)" },
+  { "alphabet", 8, "int", "grid_offset: letters a.. in the grid" },
+  { "max_offset", 3, "int", "grid_offset: largest |row| and |column| offset asked for" },
 }
 
 -- The model: the keys of rp.model's config (core's config schema: internals.model_keys), in its
@@ -104,7 +109,8 @@ for _, k in ipairs {
   { "eval_seed", 12345, "int", "evaluation problems and sampling (the same for every run)" },
   { "eval_digits", "", "string", "addition: also evaluate at these operand lengths, e.g. 9,10,11" },
   { "eval_lengths", "", "string", "also evaluate at these lengths, e.g. 3,6,12 (addition: operand "
-    .. "digits; substring_index: str_len; substring_prefix, text: seq_len; rp.eval.lengths)" },
+    .. "digits; substring_index: str_len; substring_prefix, text: seq_len; not grid_offset; "
+    .. "rp.eval.lengths)" },
   { "eval_scaling", "none", "string", "eval_lengths: the context extensions evaluated, a list of "
     .. "rp.model's scalings (none, pi, ntk, yarn, dynamic, llama3; a pe that rotates nothing: none "
     .. "only)" },
@@ -120,7 +126,8 @@ for _, k in ipairs(KEYS) do BY_NAME[k[1]] = k end
 -- The task a task-specific key belongs to (the others apply to every task).
 local TASK_OF = { format = "addition", max_digits = "addition", quirk = "addition",
   eval_digits = "addition", str_len = "substring_index", substr_len = "substring_prefix",
-  rnd_len = "substring_prefix", path = "text", valid_fraction = "text", max_bytes = "text" }
+  rnd_len = "substring_prefix", path = "text", valid_fraction = "text", max_bytes = "text",
+  rows = "grid_offset", cols = "grid_offset", alphabet = "grid_offset", max_offset = "grid_offset" }
 
 -- rp.experiment.keys() -> a copy of KEYS as tables {name =, default =, kind =, help =, task =}
 -- (task: the only task the key applies to, or nil for every task)

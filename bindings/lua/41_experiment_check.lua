@@ -21,6 +21,9 @@ local function task_opts(cfg)
     return { str_len = cfg.str_len, seq_len = cfg.seq_len }
   elseif t == "substring_prefix" then
     return { substr_len = cfg.substr_len, rnd_len = cfg.rnd_len, seq_len = cfg.seq_len }
+  elseif t == "grid_offset" then
+    return { rows = cfg.rows, cols = cfg.cols, alphabet = cfg.alphabet,
+      max_offset = cfg.max_offset, seq_len = cfg.seq_len }
   end
   return { path = cfg.path, valid_fraction = cfg.valid_fraction, seq_len = cfg.seq_len,
     max_bytes = cfg.max_bytes }

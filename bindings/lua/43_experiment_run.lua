@@ -350,7 +350,7 @@ end
 -- accuracy tasks, the evaluation loss, and the metric's value.
 local function evaluate(fname, cfg, res, m, task)
   local kind = cfg.task
-  res.metric = (kind == "addition" or kind == "substring_index") and "correct" or "loss"
+  res.metric = internals.accuracy_task(kind) and "correct" or "loss"
   if not res.diverged then
     if res.metric == "correct" then
       local eo = { problems = cfg.problems, seed = cfg.eval_seed, decode = cfg.decode }

@@ -230,6 +230,9 @@ local function seeds(rp)
   S["rp.tasks.substring_prefix"] = function()
     return pack({ substr_len = 4, rnd_len = 3, seq_len = 32 })
   end
+  S["rp.tasks.grid_offset"] = function()
+    return pack({ rows = 3, cols = 4, alphabet = 5, max_offset = 2, seq_len = 32 })
+  end
   S["rp.tasks.text"] = function(ctx)
     return pack({ path = ctx.corpus, valid_fraction = 0.1, seq_len = 16, max_bytes = 100000 })
   end
@@ -315,6 +318,10 @@ local function seeds(rp)
   S["rp.Task.decode"] = function() return pack(add_task(), { 1, 2, 3 }) end
   S["rp.Task.encode"] = function() return pack(add_task(), "1+2") end
   S["rp.Task.problem"] = function() return pack(add_task(), rp.rng(1), 1) end
+  S["rp.Task.positions2d"] = function()
+    return pack(rp.tasks.grid_offset { rows = 3, cols = 4, alphabet = 5, max_offset = 2,
+      seq_len = 32 }, 10)
+  end
   S["rp.Task.split_sizes"] = function(ctx)
     return pack(rp.tasks.text { path = ctx.corpus, seq_len = 16 })
   end

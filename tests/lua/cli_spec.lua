@@ -46,6 +46,8 @@ describe("train.lua reports config problems before training, in one line", funct
       "the model %(d_model 4096, 1 layer, batch 64 x seq_len 8192%) needs %d+%.%d GiB with its "
       .. "optimiser, more than the %d+%.%d GiB of memory available", pattern = true },
     { "--seq-len 4", "task substring_index: option 'seq_len' must be in 8..16777216, got 4" },
+    { "--task grid_offset --seq-len 40", "task grid_offset: option 'seq_len' must be >= 56, the "
+      .. "length of one problem ((rows + 1) * cols), got 40" },
     { "--task text --path " .. D .. "/nope.txt", D .. "/nope.txt: No such file or directory" },
     { "--task text --path " .. D .. "/empty.txt", D .. "/empty.txt: empty (no text to train on)" },
     { "--task text --path " .. D .. "/bin.dat",
