@@ -1,0 +1,117 @@
+#!/usr/bin/python3
+"""The PyTorch companion (python/roper_torch) against roper, live: tests/lua/torch_companion_spec.lua
+runs these with Debian's /usr/bin/python3 (python3-torch, python3-numpy) from the repo root.
+
+    torch_companion.py logits MANIFEST.json
+        MANIFEST: a JSON list of {"name", "model", "tokens", "out"[, "freq"][, "angles"]}: each
+        safetensors file of roper's m:save_safetensors loaded with load_roper (freq / angles: the
+        model's own frequencies or angles), run in float32 on the tokens (.npy of ids), the logits
+        written to "out" (.npy, float32). One line per entry: "<name> <parameters> <scheme>".
+
+    torch_companion.py grads MODEL TOKENS TARGETS OUT
+        load_roper, roper's loss (mean cross-entropy over targets >= 0), loss.backward(); writes
+        the gradients under the parameters' names to OUT with the companion's safetensors writer
+        (no roper.config: a plain state dict), exit 1 when a gradient is not finite.
+
+    torch_companion.py roundtrip MODEL OUT
+        load_roper, then save_roper to OUT (rp.load reads it back).
+
+    torch_companion.py train OUT LOGITS TOKENS
+        A RoperTransformer with pe roper built in PyTorch, trained with Adam on a copy task
+        (predict the token 3 places back); prints the loss of each of the first and last steps,
+        exit 1 unless the last loss is below half the first; writes the model with save_roper to
+        OUT and its logits on TOKENS (written here, .npy) to LOGITS.
+"""
+
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+
+from roper_torch import RoperTransformer, load_roper, save_roper, write_safetensors  # noqa: E402
+
+
+def ids(path):
+    return torch.from_numpy(np.load(path).astype(np.int64))
+
+
+def logits(manifest):
+    with open(manifest) as f:
+        entries = json.load(f)
+    for e in entries:
+        m = load_roper(e["model"], freq=e.get("freq"), angles=e.get("angles"))
+        m.eval()
+        with torch.no_grad():
+            out = m(ids(e["tokens"]))
+        np.save(e["out"], out.numpy().astype(np.float32))
+        c = m.cfg
+        print("%s %d %s %s rotate %s %s" % (e["name"], sum(p.numel() for p in m.parameters()),
+                                            c["pe"], c["attention"], c["rotate"] or "-",
+                                            c["scaling"]))
+
+
+def grads(model, tokens, targets, out):
+    m = load_roper(model)
+    loss = m.loss(ids(tokens), ids(targets))
+    loss.backward()
+    g = {k: p.grad for k, p in m.named_parameters()}
+    bad = [k for k, v in g.items() if v is None or not torch.isfinite(v).all()]
+    write_safetensors(out, {k: v for k, v in g.items() if v is not None}, {"format": "pt"})
+    print("loss %.9g, %d gradients, largest |g| %.3g%s"
+          % (loss.item(), len(g), max(v.abs().max().item() for v in g.values() if v is not None),
+             ", not finite: " + " ".join(bad) if bad else ""))
+    sys.exit(1 if bad else 0)
+
+
+def roundtrip(model, out):
+    save_roper(load_roper(model), out)
+
+
+def train(out, logits_out, tokens_out):
+    torch.manual_seed(3)
+    V, T, B, lag = 8, 12, 16, 3
+    m = RoperTransformer(vocab=V, d_model=32, heads=4, layers=2, d_ff=64, seq_len=T, pe="roper",
+                         seed=3)
+    opt = torch.optim.Adam(m.parameters(), lr=3e-3)
+    losses = []
+    for step in range(150):
+        x = torch.randint(0, V, (B, T))
+        y = torch.full((B, T), -1, dtype=torch.long)
+        y[:, lag:] = x[:, :-lag]
+        loss = m.loss(x, y)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+        opt.step()
+        losses.append(loss.item())
+    first, last = sum(losses[:5]) / 5, sum(losses[-5:]) / 5
+    print("train: mean loss of the first 5 steps %.4f, of the last 5 %.4f (ln %d = %.4f)"
+          % (first, last, V, math.log(V)))
+    save_roper(m, out)
+    x = torch.randint(0, V, (2, T))
+    m.eval()
+    with torch.no_grad():
+        np.save(logits_out, m(x).numpy())
+    np.save(tokens_out, x.numpy().astype(np.float32))
+    sys.exit(0 if last < 0.5 * first else 1)
+
+
+def main():
+    torch.set_num_threads(1)
+    a = sys.argv[1:]
+    cmds = {"logits": (logits, 1), "grads": (grads, 4), "roundtrip": (roundtrip, 2),
+            "train": (train, 3)}
+    if not a or a[0] not in cmds or len(a) - 1 != cmds[a[0]][1]:
+        sys.stderr.write(__doc__)
+        sys.exit(2)
+    cmds[a[0]][0](*a[1:])
+
+
+if __name__ == "__main__":
+    main()
