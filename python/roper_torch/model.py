@@ -164,13 +164,14 @@ def alibi_slopes(H):
             for h in range(H)]
 
 
-def xl_sinusoid(T, C):
-    """Transformer-XL's R [T, C]: row d = [sin(d f_j) | cos(d f_j)], f_j = 10000^(-2j/C)."""
+def xl_sinusoid(T, C, dtype=torch.float32):
+    """Transformer-XL's R [T, C]: row d = [sin(d f_j) | cos(d f_j)], f_j = 10000^(-2j/C), in
+    float64 rounded to dtype (core/model/model_rel.c)."""
     rows = []
     for d in range(T):
         a = [d * math.pow(10000.0, -2.0 * j / C) for j in range(C // 2)]
         rows.append([math.sin(x) for x in a] + [math.cos(x) for x in a])
-    return torch.tensor(rows, dtype=torch.float64).reshape(T, C).float()
+    return torch.tensor(rows, dtype=torch.float64).reshape(T, C).to(dtype)
 
 
 class RotaryAttention(nn.Module):
@@ -205,10 +206,11 @@ class RotaryAttention(nn.Module):
             self.rel_k_proj = nn.Linear(C, C, bias=False)
         self._tables = {}
 
-    def tables(self, offset, T):
-        """The cos/sin tables of each rotated placement for positions offset .. offset + T - 1
-        (cached): {p: (cos, sin, sign)}."""
-        key = (offset, T)
+    def tables(self, offset, T, dtype=torch.float32):
+        """The cos/sin tables of each rotated placement for positions offset .. offset + T - 1,
+        rounded to dtype (float32: roper's tables; float64: the exact ones), cached:
+        {p: (cos, sin, sign)}."""
+        key = (offset, T, dtype)
         if key not in self._tables:
             pos = range(offset, offset + T)
             f = None if self.freq.is_plain() else self.freq
@@ -216,7 +218,8 @@ class RotaryAttention(nn.Module):
             use = {"q": (1.0, 1, 1), "k": (1.0, -1, 1), "v": (self.mode.v_angle, -1, 1),
                    "o": (1.0, 1, -1)}  # c, xPos side, sign
             self._tables[key] = {
-                p: rotary.tables(d, base, pos, f, c=use[p][0], side=use[p][1]) + (use[p][2],)
+                p: rotary.tables(d, base, pos, f, c=use[p][0], side=use[p][1], dtype=dtype)
+                + (use[p][2],)
                 for p, d in self.w.items()}
         return self._tables[key]
 
@@ -231,7 +234,7 @@ class RotaryAttention(nn.Module):
         B, T, C = x.shape
         H, D = self.H, self.D
         q, k, v = self.qkv(x).reshape(B, T, 3, H, D).unbind(2)   # [B, T, H, D] each
-        tabs = self.tables(offset, T)
+        tabs = self.tables(offset, T, x.dtype)
         if self.linear:
             o = self._linear(q, k, v, tabs)
         else:
@@ -244,14 +247,14 @@ class RotaryAttention(nn.Module):
         # the scale as roper's kernels apply it: float32(1 / sqrt(terms d_k) x temperature) on q
         s = 1.0 / math.sqrt((3 if rel == "deberta" else 1) * D) * rotary.score_scale(
             None if self.freq.is_plain() else self.freq)
-        s = float(torch.tensor(s, dtype=torch.float32))
+        s = float(torch.tensor(s, dtype=q.dtype))
         q = self._rot(q, "q", tabs)
         k = self._rot(k, "k", tabs)
         n = torch.arange(T, device=q.device)[:, None]
         i = torch.arange(T, device=q.device)[None, :]
         av = None
         if rel == "xl":
-            R = xl_sinusoid(T, H * D).to(q.device, q.dtype)
+            R = xl_sinusoid(T, H * D, q.dtype).to(q.device)
             Ek = F.linear(R, self.rel_proj.weight).reshape(T, H, D)   # row d = W_kR R_d
             Eg = Ek[(n - i).clamp(min=0)]                              # [T, T, H, D]; n < i masked
             scores = torch.einsum("bnhd,bihd->bhni", (q + self.rel_u) * s, k) + \
@@ -342,7 +345,11 @@ class RoperTransformer(nn.Module):
         if c["norm"] == "pre":
             self.norm_f = nn.LayerNorm(C, eps=LN_EPS)
         self.head = nn.Linear(C, V)
-        self._sin = rotary.sinusoidal(c["seq_len"], C) if mode.absolute == "sinusoidal" else None
+        self._sin = rotary.sinusoidal(c["seq_len"], C, dtype=torch.float64) \
+            if mode.absolute == "sinusoidal" else None
+        tables = {}  # the layers' cos/sin tables are the same: computed once
+        for layer in self.layers:
+            layer.attn._tables = tables
 
     def forward(self, tokens):
         c = self.cfg
@@ -355,7 +362,7 @@ class RoperTransformer(nn.Module):
         if c["pe"] == "learned":
             x = x + self.pos.weight[:T]
         elif self._sin is not None:
-            x = x + self._sin[:T].to(x.device, x.dtype)
+            x = x + self._sin[:T].to(x.dtype).to(x.device)  # rounded once, as roper's table
         shared = self.rel.weight if c["pe"] == "deberta" else None
         p = c["dropout"] if self.training else 0.0
         for layer in self.layers:

@@ -21,8 +21,8 @@ score factor) plus its fields in Freq.
 """
 
 import math
-from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional
+from dataclasses import dataclass
+from typing import Callable, List, Optional
 
 import torch
 
@@ -41,7 +41,6 @@ class Freq:
     xpos_scale_base: float = 512.0
     theta: Optional[List[float]] = None  # own frequencies: pair i turns by p theta[i]
     angles: Optional[List[List[float]]] = None  # own angles [position][pair]; no scaling
-    extra: Dict[str, float] = field(default_factory=dict)  # the fields of schemes added later
 
     def is_plain(self):
         return (self.scaling == "none" and self.xpos == 0.0 and self.theta is None
@@ -50,13 +49,14 @@ class Freq:
 
 @dataclass(frozen=True)
 class Scaling:
-    """One frequency scheme: theta(t, i, d_rot, f) -> theta'_i from the unscaled t = theta_i, and
-    score(f) -> the factor of the attention scores."""
-    theta: Callable[[float, int, int, Freq], float]
+    """One frequency scheme: theta(t, i, d_rot, f, length) -> theta'_i from the unscaled
+    t = theta_i (length: the positions the tables cover, 0 .. length - 1, for schemes that
+    depend on the current length), and score(f) -> the factor of the attention scores."""
+    theta: Callable[[float, int, int, Freq, int], float]
     score: Callable[[Freq], float] = lambda f: 1.0
 
 
-def _yarn_theta(t, i, d_rot, f):
+def _yarn_theta(t, i, d_rot, f, length):
     r = f.orig_len * abs(t) / TWO_PI  # r = L / lambda
     g = 0.0 if r < f.yarn_alpha else 1.0 if r > f.yarn_beta else \
         (r - f.yarn_alpha) / (f.yarn_beta - f.yarn_alpha)
@@ -71,10 +71,13 @@ def _yarn_score(f):
 
 
 # The schemes, by the config's name (core/nn/rope_freq.c's theta_of and rp_rope_freq_score_scale).
+# A new one is an entry here (its parameters: fields of Freq, filled by model.freq_of from the
+# config keys of model.DEFAULTS).
 SCALINGS = {
-    "none": Scaling(lambda t, i, d, f: t),
-    "pi": Scaling(lambda t, i, d, f: t / f.factor),
-    "ntk": Scaling(lambda t, i, d, f: t * math.pow(f.factor, -2.0 * i / (d - 2)) if d > 2 else t),
+    "none": Scaling(lambda t, i, d, f, n: t),
+    "pi": Scaling(lambda t, i, d, f, n: t / f.factor),
+    "ntk": Scaling(lambda t, i, d, f, n: t * math.pow(f.factor, -2.0 * i / (d - 2)) if d > 2
+                   else t),
     "yarn": Scaling(_yarn_theta, _yarn_score),
 }
 
@@ -87,14 +90,15 @@ def scaling(f):
     return SCALINGS[f.scaling]
 
 
-def theta(d_rot, base, f=None):
-    """theta'_i for i = 0 .. d_rot/2 - 1 (floats): the standard or own frequencies, scaled."""
+def theta(d_rot, base, f=None, length=0):
+    """theta'_i for i = 0 .. d_rot/2 - 1 (floats): the standard or own frequencies, scaled (for
+    tables of positions 0 .. length - 1)."""
     s = scaling(f)
     out = []
     for i in range(d_rot // 2):
         t = f.theta[i] if f is not None and f.theta is not None else \
             math.pow(base, -2.0 * i / d_rot)
-        out.append(s.theta(t, i, d_rot, f) if f is not None else t)
+        out.append(s.theta(t, i, d_rot, f, length) if f is not None else t)
     return out
 
 
@@ -109,8 +113,9 @@ def tables(d_rot, base, positions, f=None, c=1.0, side=1, dtype=torch.float32):
     angles, the angle of position p on pair i is c angles[p][i]. Computed in float64, rounded to
     dtype (rp_rope_freq_tables)."""
     half = d_rot // 2
+    positions = list(positions)
     ang = f.angles if f is not None else None
-    th = None if ang is not None else theta(d_rot, base, f)
+    th = None if ang is not None else theta(d_rot, base, f, max(positions, default=-1) + 1)
     xg = f.xpos if f is not None else 0.0
     sb = f.xpos_scale_base if f is not None else 1.0
     cos, sin = [], []

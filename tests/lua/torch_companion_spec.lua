@@ -15,6 +15,7 @@ local h = require "helpers"
 
 local PY = os.getenv("ROPER_PYTHON") or "/usr/bin/python3"
 local SCRIPT = "tests/reference/torch_companion.py"
+local ROOT = require("lfs").currentdir()
 
 -- The logits are float32 on both sides, from the same float32 weights and the same float32
 -- cos/sin tables (both compute them in float64 with the C library's pow, cos, sin and round
@@ -187,6 +188,38 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       .. table.concat(worst, "\n    ") .. "\n")
   end)
 
+  it("the cos/sin tables are rp.rope.angles's bit for bit (every scheme, far positions)",
+    function()
+      if not ok then return pending(why) end
+      local pos = { 0, 1, 7, 100, 4095, 100000 }
+      local sets = {
+        { 8, {} }, { 16, { base = 500 } }, { 8, { scale = 2 } },
+        { 8, { scaling = "pi", scaling_factor = 3 } }, { 12, { scaling = "ntk", scaling_factor = 8 } },
+        { 2, { scaling = "ntk", scaling_factor = 8 } },
+        { 16, { scaling = "yarn", scaling_factor = 4, orig_len = 64 } },
+        { 16, { scaling = "yarn", scaling_factor = 16, orig_len = 100, yarn_alpha = 0.5,
+                yarn_beta = 8 } },
+        { 8, { xpos = 0.4, xpos_scale_base = 4096 } },
+        { 8, { xpos = 0.4, xpos_scale_base = 4096, xpos_side = -1, scale = 2 } },
+        { 8, { freq = { 2, -0.5, 1e-3, 0.3 }, scaling = "yarn", scaling_factor = 2, orig_len = 50 } },
+        { 4, { angles = { { 0.5, 1 }, { 2, -3 }, { 1e3, 0 } }, scale = 2 }, { 0, 2, 1 } },
+      }
+      local manifest = {}
+      for i, c in ipairs(sets) do
+        manifest[i] = { positions = c[3] or pos, d_rot = c[1], opts = c[2],
+                        cos = d .. "/cos" .. i .. ".npy", sin = d .. "/sin" .. i .. ".npy" }
+      end
+      h.write(d .. "/tables.json", cjson.encode(manifest))
+      local _, err, code = py { "tables", d .. "/tables.json" }
+      assert.equal(0, code, err)
+      for i, c in ipairs(sets) do
+        local rc, rs = rp.rope.angles(c[3] or pos, c[1], c[2])
+        local pc, ps = assert(rp.load(manifest[i].cos)), assert(rp.load(manifest[i].sin))
+        assert.equal(0, rp.maxdiff(rc, pc), "cos of set " .. i)
+        assert.equal(0, rp.maxdiff(rs, ps), "sin of set " .. i)
+      end
+    end)
+
   it("save_roper writes a file rp.load reads back: the config and every parameter bit for bit",
     function()
       if not ok then return pending(why) end
@@ -246,4 +279,121 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       local diff = rp.maxdiff(m:forward(assert(rp.load(tok))), assert(rp.load(lg)))
       assert.is_true(diff < TOL, "logits differ by " .. diff)
     end)
+  it("the example of docs/interop.md trains (its loss falls) and roper loads its model", function()
+    if not ok then return pending(why) end
+    local doc = assert(h.read("docs/interop.md"))
+    local blocks = {}
+    for code in doc:gmatch("\n```python\n(.-)\n```\n") do blocks[#blocks + 1] = code end
+    assert.equal(1, #blocks)
+    local w = d .. "/example"
+    assert(os.execute("mkdir -p " .. h.sh_quote(w)))
+    h.write(w .. "/example.py", blocks[1] .. "\n")
+    local out, err, code = h.run("cd " .. h.sh_quote(w) .. " && PYTHONPATH=" .. h.sh_quote(ROOT
+      .. "/python") .. " " .. PY .. " example.py")
+    assert.equal(0, code, err)
+    local losses = {}
+    for l in out:gmatch("loss (%S+)") do losses[#losses + 1] = tonumber(l) end
+    assert.equal(4, #losses, out)
+    assert.is_true(losses[4] < 0.1 and losses[4] < losses[1], out) -- from ln 16 = 2.77
+    local m = assert(rp.load(w .. "/copy.safetensors"))
+    assert.equal("roper", m:config().pe)
+    -- the copy task in roper: the token 4 places back, which the trained weights predict
+    local x, y = {}, {}
+    math.randomseed(9)
+    for b = 1, 4 do
+      x[b], y[b] = {}, {}
+      for t = 1, 24 do x[b][t] = math.random(0, 15) end
+      for t = 1, 24 do y[b][t] = t > 4 and x[b][t - 4] or -1 end
+    end
+    local loss = m:loss(x, y)
+    io.write(("\n  the example: %s; roper's loss on a copy batch %.4f\n"):format(
+      out:gsub("\n", ", "):gsub(", $", ""), loss))
+    assert.is_true(loss < 0.5, loss)
+  end)
+
+  it("read_safetensors refuses damaged files (roper refuses them too) and reads every dtype",
+    function()
+      if not ok then return pending(why) end
+      local function st(header, data) return string.pack("<I8", #header) .. header .. (data or "") end
+      local function entry(name, dtype, shape, b, e)
+        return ('"%s":{"dtype":"%s","shape":[%s],"data_offsets":[%d,%d]}'):format(name, dtype,
+          shape, b, e)
+      end
+      local z = function(n) return ("\0"):rep(n) end
+      local cases = {
+        { "short", "\1\2\3", "truncated (3 bytes, shorter than the 8-byte header length)" },
+        { "past_end", string.pack("<I8", 1000) .. "{}",
+          "truncated (the header length says 1000 bytes, 2 follow it)" },
+        { "not_json", st("{x"), "bad header (Expecting property name enclosed in double quotes: "
+          .. "line 1 column 2 (char 1))" },
+        { "not_object", st("[1]"), "bad header (it must be a JSON object)" },
+        { "dtype", st("{" .. entry("w", "F33", "1", 0, 4) .. "}", z(4)),
+          'bad header (tensor "w": unknown dtype "F33")' },
+        { "extra_key", st('{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"x":1}}', z(4)),
+          'bad header (tensor "w": the keys must be dtype, shape, data_offsets)' },
+        { "negative", st("{" .. entry("w", "F32", "-1", 0, 4) .. "}", z(4)),
+          'bad header (tensor "w": bad shape [-1] or data_offsets [0, 4])' },
+        { "size", st("{" .. entry("w", "F32", "2,3", 0, 20) .. "}", z(20)),
+          'tensor "w": data_offsets [0, 20] hold 20 bytes, its shape [2, 3] of F32 needs 24' },
+        { "overlap", st("{" .. entry("a", "F32", "2", 0, 8) .. "," .. entry("b", "F32", "2", 4, 12)
+          .. "}", z(12)), 'tensor "b" begins at byte 4 of the data, expected 8 (a gap or an overlap)' },
+        { "gap", st("{" .. entry("a", "F32", "1", 0, 4) .. "," .. entry("b", "F32", "1", 8, 12)
+          .. "}", z(12)), 'tensor "b" begins at byte 8 of the data, expected 4 (a gap or an overlap)' },
+        { "trailing", st("{" .. entry("a", "F32", "1", 0, 4) .. "}", z(8)),
+          "the tensors end at byte 4 of the data, the file has 8 data bytes" },
+        { "metadata", st('{"__metadata__":{"a":1}}'),
+          "bad header (__metadata__ must be an object of strings)" },
+      }
+      local paths = {}
+      for i, c in ipairs(cases) do
+        paths[i] = d .. "/bad_" .. c[1] .. ".safetensors"
+        h.write(paths[i], c[2])
+        local m, msg = rp.load(paths[i])
+        assert.is_nil(m, c[1])
+        assert.is_string(msg)
+      end
+      -- a valid file of every dtype but BF16 and F16 (F16 read as bits), and roper's F64 fixture
+      local all = st("{" .. table.concat({ entry("a", "F64", "1", 0, 8), entry("b", "I64", "1", 8, 16),
+        entry("c", "F32", "1", 16, 20), entry("d", "I32", "1", 20, 24), entry("e", "I16", "1", 24, 26),
+        entry("f", "F16", "1", 26, 28), entry("g", "BF16", "1", 28, 30), entry("h", "I8", "1", 30, 31),
+        entry("i", "U8", "1", 31, 32), entry("j", "BOOL", "0", 32, 32) }, ",") .. "}", z(32))
+      paths[#paths + 1] = d .. "/all.safetensors"
+      h.write(paths[#paths], all)
+      paths[#paths + 1] = "tests/fixtures/interop/torch_roper_f64.safetensors"
+      local out, err, code = py { "read", table.unpack(paths) }
+      assert.equal(0, code, err)
+      local got = {}
+      for line in out:gmatch("[^\n]+") do
+        local name, verdict, rest = line:match("^(%S+)\t(%S+)\t(.*)$")
+        got[name] = verdict .. " " .. rest
+      end
+      for _, c in ipairs(cases) do
+        assert.equal("refused " .. c[3], got["bad_" .. c[1] .. ".safetensors"])
+      end
+      assert.equal("ok 10\ttorch.bfloat16,torch.bool,torch.float16,torch.float32,torch.float64,"
+        .. "torch.int16,torch.int32,torch.int64,torch.int8,torch.uint8", got["all.safetensors"])
+      assert.equal("ok 29\ttorch.float64", got["torch_roper_f64.safetensors"])
+    end)
+
+  it("make install puts the package beside the scripts, importable from there", function()
+    if not ok then return pending(why) end
+    local D = d .. "/stage"
+    local make = "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s --no-print-directory -C "
+      .. h.sh_quote(ROOT) .. " BUILD=" .. h.sh_quote(os.getenv("BUILD") or "build") .. " SANITIZE="
+      .. h.sh_quote(os.getenv("SANITIZE") or "") .. " DESTDIR=" .. h.sh_quote(D)
+      .. " PREFIX=/usr/local "
+    local out, err, code = h.run(make .. "install-bin")
+    assert.equal(0, code, err .. out)
+    local pkg = D .. "/usr/local/share/roper/python"
+    for _, f in ipairs { "__init__.py", "model.py", "rotary.py", "safetensors.py" } do
+      assert.equal(h.read("python/roper_torch/" .. f), h.read(pkg .. "/roper_torch/" .. f), f)
+    end
+    out, err, code = h.run("cd / && PYTHONPATH=" .. h.sh_quote(pkg) .. " " .. PY
+      .. " -c 'import roper_torch; print(roper_torch.__file__)'")
+    assert.equal(0, code, err)
+    assert.equal(pkg .. "/roper_torch/__init__.py\n", out)
+    out, err, code = h.run(make .. "uninstall")
+    assert.equal(0, code, err .. out)
+    assert.is_nil(require("lfs").attributes(pkg))
+  end)
 end)

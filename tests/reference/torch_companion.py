@@ -8,6 +8,12 @@ runs these with Debian's /usr/bin/python3 (python3-torch, python3-numpy) from th
         model's own frequencies or angles), run in float32 on the tokens (.npy of ids), the logits
         written to "out" (.npy, float32). One line per entry: "<name> <parameters> <scheme>".
 
+    torch_companion.py tables MANIFEST.json
+        MANIFEST: a JSON list of {"positions", "d_rot", "opts", "cos", "sin"}, opts holding
+        rp.rope.angles's options (base, scale, xpos_side and the frequency options): the
+        companion's cos/sin tables (roper_torch.rotary.tables), written to "cos" and "sin" (.npy,
+        float32).
+
     torch_companion.py grads MODEL TOKENS TARGETS OUT
         load_roper, roper's loss (mean cross-entropy over targets >= 0), loss.backward(); writes
         the gradients under the parameters' names to OUT with the companion's safetensors writer
@@ -15,6 +21,10 @@ runs these with Debian's /usr/bin/python3 (python3-torch, python3-numpy) from th
 
     torch_companion.py roundtrip MODEL OUT
         load_roper, then save_roper to OUT (rp.load reads it back).
+
+    torch_companion.py read FILE...
+        read_safetensors each file; one line each: "<name>\tok\t<tensors>\t<dtypes>" or
+        "<name>\trefused\t<message without the path>".
 
     torch_companion.py train OUT LOGITS TOKENS
         A RoperTransformer with pe roper built in PyTorch, trained with Adam on a copy task
@@ -34,7 +44,8 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
-from roper_torch import RoperTransformer, load_roper, save_roper, write_safetensors  # noqa: E402
+from roper_torch import (Freq, RoperTransformer, SafetensorsError, load_roper,  # noqa: E402
+                         read_safetensors, save_roper, tables, write_safetensors)
 
 
 def ids(path):
@@ -56,6 +67,22 @@ def logits(manifest):
                                             c["scaling"]))
 
 
+def tables_of(manifest):
+    with open(manifest) as f:
+        entries = json.load(f)
+    for e in entries:
+        o = e["opts"]
+        f = Freq(scaling=o.get("scaling", "none"), factor=o.get("scaling_factor", 1.0),
+                 orig_len=o.get("orig_len", 0.0), yarn_alpha=o.get("yarn_alpha", 1.0),
+                 yarn_beta=o.get("yarn_beta", 32.0), xpos=o.get("xpos", 0.0),
+                 xpos_scale_base=o.get("xpos_scale_base", 512.0), theta=o.get("freq"),
+                 angles=o.get("angles"))
+        cos, sin = tables(e["d_rot"], o.get("base", 10000.0), e["positions"], f,
+                          c=o.get("scale", 1.0), side=o.get("xpos_side", 1))
+        np.save(e["cos"], cos.numpy())
+        np.save(e["sin"], sin.numpy())
+
+
 def grads(model, tokens, targets, out):
     m = load_roper(model)
     loss = m.loss(ids(tokens), ids(targets))
@@ -71,6 +98,17 @@ def grads(model, tokens, targets, out):
 
 def roundtrip(model, out):
     save_roper(load_roper(model), out)
+
+
+def read(*paths):
+    for path in paths:
+        name = os.path.basename(path)
+        try:
+            t, _ = read_safetensors(path)
+            print("%s\tok\t%d\t%s" % (name, len(t), ",".join(sorted({str(v.dtype) for v in
+                                                                      t.values()}))))
+        except SafetensorsError as e:
+            print("%s\trefused\t%s" % (name, str(e)[len(path) + 2:]))
 
 
 def train(out, logits_out, tokens_out):
@@ -105,8 +143,10 @@ def train(out, logits_out, tokens_out):
 def main():
     torch.set_num_threads(1)
     a = sys.argv[1:]
-    cmds = {"logits": (logits, 1), "grads": (grads, 4), "roundtrip": (roundtrip, 2),
+    cmds = {"logits": (logits, 1), "tables": (tables_of, 1), "grads": (grads, 4), "roundtrip": (roundtrip, 2),
             "train": (train, 3)}
+    if a and a[0] == "read" and len(a) > 1:
+        return read(*a[1:])
     if not a or a[0] not in cmds or len(a) - 1 != cmds[a[0]][1]:
         sys.stderr.write(__doc__)
         sys.exit(2)
