@@ -14,13 +14,19 @@ runs these with Debian's /usr/bin/python3 (python3-torch, python3-numpy) from th
         companion's cos/sin tables (roper_torch.rotary.tables), written to "cos" and "sin" (.npy,
         float32).
 
-    torch_companion.py grads MODEL TOKENS TARGETS OUT
-        load_roper, roper's loss (mean cross-entropy over targets >= 0), loss.backward(); writes
-        the gradients under the parameters' names to OUT with the companion's safetensors writer
-        (no roper.config: a plain state dict), exit 1 when a gradient is not finite.
+    torch_companion.py f64 MODEL TOKENS LOGITS64 [MODEL TOKENS LOGITS64 ...]
+        For each triple: load_roper, then .double(): the float64 logits against LOGITS64 (.npy, float64: the
+        reference model of tests/reference/make_fixtures.py); prints "max |companion f64 -
+        reference f64| <d>".
 
-    torch_companion.py roundtrip MODEL OUT
-        load_roper, then save_roper to OUT (rp.load reads it back).
+    torch_companion.py grads MODEL TOKENS TARGETS OUT [MODEL TOKENS TARGETS OUT ...]
+        For each group: load_roper, roper's loss (mean cross-entropy over targets >= 0), loss.backward(); writes
+        the gradients under the parameters' names to OUT with the companion's safetensors writer
+        (no roper.config: a plain state dict); prints "loss <loss>, ..."; exit 1 when a gradient is
+        not finite.
+
+    torch_companion.py roundtrip MODEL OUT [MODEL OUT ...]
+        For each pair: load_roper, then save_roper to OUT (rp.load reads it back).
 
     torch_companion.py read FILE...
         read_safetensors each file; one line each: "<name>\tok\t<tensors>\t<dtypes>" or
@@ -83,6 +89,13 @@ def tables_of(manifest):
         np.save(e["sin"], sin.numpy())
 
 
+def f64(model, tokens, ref):
+    m = load_roper(model).double().eval()
+    with torch.no_grad():
+        out = m(ids(tokens)).numpy()
+    print("max |companion f64 - reference f64| %.3g" % float(np.abs(out - np.load(ref)).max()))
+
+
 def grads(model, tokens, targets, out):
     m = load_roper(model)
     loss = m.loss(ids(tokens), ids(targets))
@@ -93,22 +106,21 @@ def grads(model, tokens, targets, out):
     print("loss %.9g, %d gradients, largest |g| %.3g%s"
           % (loss.item(), len(g), max(v.abs().max().item() for v in g.values() if v is not None),
              ", not finite: " + " ".join(bad) if bad else ""))
-    sys.exit(1 if bad else 0)
+    return 1 if bad else 0
 
 
 def roundtrip(model, out):
     save_roper(load_roper(model), out)
 
 
-def read(*paths):
-    for path in paths:
-        name = os.path.basename(path)
-        try:
-            t, _ = read_safetensors(path)
-            print("%s\tok\t%d\t%s" % (name, len(t), ",".join(sorted({str(v.dtype) for v in
-                                                                      t.values()}))))
-        except SafetensorsError as e:
-            print("%s\trefused\t%s" % (name, str(e)[len(path) + 2:]))
+def read(path):
+    name = os.path.basename(path)
+    try:
+        t, _ = read_safetensors(path)
+        print("%s\tok\t%d\t%s" % (name, len(t), ",".join(sorted({str(v.dtype) for v in
+                                                                  t.values()}))))
+    except SafetensorsError as e:
+        print("%s\trefused\t%s" % (name, str(e)[len(path) + 2:]))
 
 
 def train(out, logits_out, tokens_out):
@@ -137,20 +149,25 @@ def train(out, logits_out, tokens_out):
     with torch.no_grad():
         np.save(logits_out, m(x).numpy())
     np.save(tokens_out, x.numpy().astype(np.float32))
-    sys.exit(0 if last < 0.5 * first else 1)
+    return 0 if last < 0.5 * first else 1
 
 
 def main():
     torch.set_num_threads(1)
     a = sys.argv[1:]
-    cmds = {"logits": (logits, 1), "tables": (tables_of, 1), "grads": (grads, 4), "roundtrip": (roundtrip, 2),
-            "train": (train, 3)}
-    if a and a[0] == "read" and len(a) > 1:
-        return read(*a[1:])
-    if not a or a[0] not in cmds or len(a) - 1 != cmds[a[0]][1]:
+    # command: (function, arguments per call, repeated over groups of them)
+    cmds = {"logits": (logits, 1, False), "tables": (tables_of, 1, False), "f64": (f64, 3, True),
+            "grads": (grads, 4, True), "roundtrip": (roundtrip, 2, True), "read": (read, 1, True),
+            "train": (train, 3, False)}
+    if not a or a[0] not in cmds:
         sys.stderr.write(__doc__)
         sys.exit(2)
-    cmds[a[0]][0](*a[1:])
+    fn, n, repeat = cmds[a[0]]
+    args = a[1:]
+    if not args or len(args) % n or (not repeat and len(args) != n):
+        sys.stderr.write(__doc__)
+        sys.exit(2)
+    sys.exit(max(fn(*args[i:i + n]) or 0 for i in range(0, len(args), n)))
 
 
 if __name__ == "__main__":
