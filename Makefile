@@ -18,8 +18,8 @@
 #   make test SANITIZE=1   the same suite under ASan + UBSan (separate build dir)
 #   make install    the REPL, the scripts, the PyTorch companion, the Lua module, the C library
 #                   (static and shared) with its headers and roper.pc, the man page; PREFIX
-#                   (/usr/local) and DESTDIR as
-#                   usual; make uninstall removes exactly what it installed (see "install" below)
+#                   (/usr/local) and DESTDIR as usual; make uninstall removes exactly what it
+#                   installed (see "install" below)
 #   PORTABLE=1      the portable build in build-portable/: -march=x86-64-v3 and OpenBLAS's Haswell
 #                   kernels on every CPU, so a run gives the same bits on every such machine
 #                   (slower on AVX-512 CPUs; docs/experiments.md "Runs that reproduce anywhere")
@@ -204,8 +204,8 @@ bench: deps all
 
 # The S step in roper (bench_train) and in PyTorch (tests/reference/bench_torch.py: the companion's
 # RoperTransformer, python/roper_torch, on Debian's /usr/bin/python3 and python3-torch, installed
-# here through `deps` when missing) on the same
-# threads and OpenBLAS kernels (both under tests/with_blas_env), then roper's time / PyTorch's.
+# here through `deps` when missing) on the same threads and OpenBLAS kernels (both under
+# tests/with_blas_env), then roper's time / PyTorch's.
 BENCH_TORCH_OUT := $(BUILD)/bench-torch
 bench-torch: deps all
 	@$(MAKE) --no-print-directory deps PACKAGES=python3-torch

@@ -85,7 +85,8 @@ def read_safetensors(path):
     spans, out = [], {}
     for name, e in header.items():
         if not isinstance(e, dict) or set(e) != {"dtype", "shape", "data_offsets"}:
-            raise bad('bad header (tensor "%s": the keys must be dtype, shape, data_offsets)' % name)
+            raise bad('bad header (tensor "%s": the keys must be dtype, shape, data_offsets)'
+                      % name)
         if e["dtype"] not in DTYPES:
             raise bad('bad header (tensor "%s": unknown dtype "%s")' % (name, e["dtype"]))
         shape, offs = e["shape"], e["data_offsets"]
@@ -100,9 +101,9 @@ def read_safetensors(path):
         for s in shape:
             count *= s
         if offs[1] - offs[0] != count * size:
-            raise bad('tensor "%s": data_offsets [%d, %d] hold %d bytes, its shape %s of %s needs %d'
-                      % (name, offs[0], offs[1], offs[1] - offs[0], shape, e["dtype"],
-                         count * size))
+            raise bad('tensor "%s": data_offsets [%d, %d] hold %d bytes, its shape %s of %s '
+                      'needs %d' % (name, offs[0], offs[1], offs[1] - offs[0], shape,
+                                    e["dtype"], count * size))
         spans.append((offs[0], offs[1], name))
         out[name] = (dt, shape, offs, size)
     at = 0

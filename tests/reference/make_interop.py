@@ -35,7 +35,6 @@ model of tests/reference/make_fixtures.py in float64, not from the companion.
 import json
 import math
 import os
-import struct
 import sys
 
 import numpy as np

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""The PyTorch companion (python/roper_torch) against roper, live: tests/lua/torch_companion_spec.lua
-runs these with Debian's /usr/bin/python3 (python3-torch, python3-numpy) from the repo root.
+"""The PyTorch companion (python/roper_torch) against roper, live:
+tests/lua/torch_companion_spec.lua runs these with Debian's /usr/bin/python3 (python3-torch,
+python3-numpy) from the repo root.
 
     torch_companion.py logits MANIFEST.json
         MANIFEST: a JSON list of {"name", "model", "tokens", "out"[, "freq"][, "angles"]}: each
@@ -14,18 +15,18 @@ runs these with Debian's /usr/bin/python3 (python3-torch, python3-numpy) from th
         companion's cos/sin tables (roper_torch.rotary.tables), written to "cos" and "sin" (.npy,
         float32).
 
-    torch_companion.py f64 MODEL TOKENS LOGITS64 [MODEL TOKENS LOGITS64 ...]
-        For each triple: load_roper, then .double(): the float64 logits against LOGITS64 (.npy, float64: the
-        reference model of tests/reference/make_fixtures.py); prints "max |companion f64 -
-        reference f64| <d>".
+    torch_companion.py f64 MODEL TOKENS LOGITS64 [...]
+        For each triple: load_roper, then .double(): the float64 logits against LOGITS64 (.npy,
+        float64: the reference model of tests/reference/make_fixtures.py); prints
+        "max |companion f64 - reference f64| <d>".
 
-    torch_companion.py grads MODEL TOKENS TARGETS OUT [MODEL TOKENS TARGETS OUT ...]
-        For each group: load_roper, roper's loss (mean cross-entropy over targets >= 0), loss.backward(); writes
-        the gradients under the parameters' names to OUT with the companion's safetensors writer
-        (no roper.config: a plain state dict); prints "loss <loss>, ..."; exit 1 when a gradient is
-        not finite.
+    torch_companion.py grads MODEL TOKENS TARGETS OUT [...]
+        For each group: load_roper, roper's loss (mean cross-entropy over targets >= 0),
+        loss.backward(); writes the gradients under the parameters' names to OUT with the
+        companion's safetensors writer (no roper.config: a plain state dict); prints
+        "loss <loss>, ..."; exit 1 when a gradient is not finite.
 
-    torch_companion.py roundtrip MODEL OUT [MODEL OUT ...]
+    torch_companion.py roundtrip MODEL OUT [...]
         For each pair: load_roper, then save_roper to OUT (rp.load reads it back).
 
     torch_companion.py read FILE...
