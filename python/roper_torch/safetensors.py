@@ -10,8 +10,9 @@ first byte after the header (the format: github.com/huggingface/safetensors, its
     write_safetensors("w.safetensors", model.state_dict(), {"format": "pt"})
 
 The reader checks what roper's reader checks (core/io/safetensors.c, docs/interop.md): the header
-inside the file, every entry with exactly its three keys, a known dtype, the bytes of its shape, and
-the tensors tiling the data without gap, overlap or trailing byte. The writer orders the tensors as
+inside the file, JSON without duplicate keys, every entry with exactly its three keys, a known
+dtype, the bytes of its shape, and the tensors tiling the data without gap, overlap or trailing
+byte. The writer orders the tensors as
 the reference writer does (by dtype alignment, largest first, then by name), pads the header with
 spaces to a multiple of 8 bytes, and writes to a temporary file in the same folder that it renames
 over the target (an interrupted write leaves the old file or none).
@@ -72,8 +73,15 @@ def read_safetensors(path):
         raise bad("header length %d is more than the %d bytes safetensors allows" % (n, MAX_HEADER))
     if n > len(raw) - 8:
         raise bad("truncated (the header length says %d bytes, %d follow it)" % (n, len(raw) - 8))
+    def unique(pairs):  # roper refuses duplicate keys; json.loads would keep the last one
+        keys = [k for k, _ in pairs]
+        for k in keys:
+            if keys.count(k) > 1:
+                raise ValueError('duplicate key "%s"' % k)
+        return dict(pairs)
+
     try:
-        header = json.loads(raw[8:8 + n].decode("utf-8"))
+        header = json.loads(raw[8:8 + n].decode("utf-8"), object_pairs_hook=unique)
     except (UnicodeDecodeError, ValueError) as e:
         raise bad("bad header (%s)" % e) from None
     if not isinstance(header, dict):

@@ -367,6 +367,8 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
         { "not_json", st("{x"), "bad header (Expecting property name enclosed in double quotes: "
           .. "line 1 column 2 (char 1))" },
         { "not_object", st("[1]"), "bad header (it must be a JSON object)" },
+        { "duplicate", st("{" .. entry("w", "F32", "1", 0, 4) .. "," .. entry("w", "F32", "1", 0, 4)
+          .. "}", z(4)), 'bad header (duplicate key "w")' },
         { "dtype", st("{" .. entry("w", "F33", "1", 0, 4) .. "}", z(4)),
           'bad header (tensor "w": unknown dtype "F33")' },
         { "extra_key", st('{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"x":1}}', z(4)),
