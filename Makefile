@@ -1,7 +1,8 @@
 # roper: `make test` and `make run` set up everything on a fresh Debian 12 machine (as root).
 #
 #   make            build the library, the Lua module build/roper.so and the REPL build/roper
-#   make test       install what is missing (and python3-numpy for a live NumPy round trip,
+#   make test       install what is missing (and python3-numpy and python3-torch for the live
+#                   NumPy and PyTorch round trips and the PyTorch companion's tests,
 #                   chromium-headless-shell to open report.html in a browser), build, run the C
 #                   tests and the busted specs
 #   make run        install what is missing, build, run the main job: RoPE vs RoPER on substring
@@ -11,12 +12,14 @@
 #   make bench      sgemm GFLOPS, OpenBLAS core, attention and GELU timings, training steps (ms,
 #                   share of the sgemm peak, peak RSS, the S step beside a busy process), and the
 #                   S and P steps on 1 process x N threads against N ranks x 1 thread (MPI)
-#   make bench-torch   the S training step in roper and in PyTorch in one run, and the ratio
-#                   (installs Debian's python3-torch when missing; not part of make test/run)
+#   make bench-torch   the S training step in roper and in PyTorch (the companion's model,
+#                   python/roper_torch) in one run, and the ratio (installs Debian's
+#                   python3-torch when missing; not part of make test/run)
 #   make test SANITIZE=1   the same suite under ASan + UBSan (separate build dir)
-#   make install    the REPL, the scripts, the Lua module, the C library (static and shared) with
-#                   its headers and roper.pc, the man page; PREFIX (/usr/local) and DESTDIR as
-#                   usual; make uninstall removes exactly what it installed (see "install" below)
+#   make install    the REPL, the scripts, the PyTorch companion, the Lua module, the C library
+#                   (static and shared) with its headers and roper.pc, the man page; PREFIX
+#                   (/usr/local) and DESTDIR as usual; make uninstall removes exactly what it
+#                   installed (see "install" below)
 #   PORTABLE=1      the portable build in build-portable/: -march=x86-64-v3 and OpenBLAS's Haswell
 #                   kernels on every CPU, so a run gives the same bits on every such machine
 #                   (slower on AVX-512 CPUs; docs/experiments.md "Runs that reproduce anywhere")
@@ -167,12 +170,13 @@ $(BENCH) $(BENCH_TRAIN): $(BUILD)/%: tests/bench/%.c tests/bench/bench_common.c 
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
 
-# python3-numpy (small) lets interop_spec's live NumPy round trip run; the PyTorch one needs
-# python3-torch, which only bench-torch installs (large), and is pending without it.
+# python3-numpy (small) lets interop_spec's live NumPy round trip run; python3-torch (large: ~1 GB
+# with its libraries) its PyTorch round trip and torch_companion_spec, which compares the PyTorch
+# companion (python/roper_torch) with roper in every run, so neither is left pending.
 # chromium-headless-shell (Debian's browser without its window, ~200 MB with its libraries) lets
 # html_report_spec load report.html, read its tables and take a screenshot.
 test: deps all portable
-	@$(MAKE) --no-print-directory deps PACKAGES="python3-numpy chromium-headless-shell"
+	@$(MAKE) --no-print-directory deps PACKAGES="python3-numpy python3-torch chromium-headless-shell"
 	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) tests/run
 
 # The portable REPL (make PORTABLE=1: -march=x86-64-v3, OpenBLAS's Haswell kernels on every CPU;
@@ -198,9 +202,10 @@ bench: deps all
 	@echo
 	@ROPER_BIN=$(abspath $(REPL)) tests/with_blas_env tests/bench/mpi_bench $(or $(BENCH_MODELS),S M P)
 
-# The S step in roper (bench_train) and in PyTorch (tests/reference/bench_torch.py, Debian's
-# /usr/bin/python3 and python3-torch, installed here through `deps` when missing) on the same
-# threads and OpenBLAS kernels (both under tests/with_blas_env), then roper's time / PyTorch's.
+# The S step in roper (bench_train) and in PyTorch (tests/reference/bench_torch.py: the companion's
+# RoperTransformer, python/roper_torch, on Debian's /usr/bin/python3 and python3-torch, installed
+# here through `deps` when missing) on the same threads and OpenBLAS kernels (both under
+# tests/with_blas_env), then roper's time / PyTorch's.
 BENCH_TORCH_OUT := $(BUILD)/bench-torch
 bench-torch: deps all
 	@$(MAKE) --no-print-directory deps PACKAGES=python3-torch
@@ -226,6 +231,8 @@ bench-torch: deps all
 #                 $(BINDIR)/roper-<name>         runs scripts/<name>.lua (_ becomes -), one for
 #                                                every script: packaging/roper-script.in
 #                 $(SCRIPTDIR)/                  scripts/*.lua and scripts/lib/*.lua
+#                 $(PYDIR)/roper_torch/          python/roper_torch/*.py, the PyTorch companion
+#                                                (PYTHONPATH=$(PYDIR); docs/interop.md)
 #                 $(MANDIR)/man1/roper.1         packaging/roper.1.in
 #   install-lua   $(LUA_CMODDIR)/roper.so        the Lua module: require "roper" in lua5.4
 #   each          $(LIBDIR)/roper/roper_mpi.so   the MPI plugin (loaded only under mpirun)
@@ -249,6 +256,7 @@ DOCDIR = $(DATADIR)/doc/roper
 PKGCONFIGDIR = $(LIBDIR)/pkgconfig
 LUA_CMODDIR = $(LIBDIR)/lua/5.4
 SCRIPTDIR = $(DATADIR)/roper/scripts
+PYDIR = $(DATADIR)/roper/python
 MANIFEST = $(DATADIR)/roper/install-manifest.txt
 
 # The headers a C user needs: all of core/ and tasks/ but the insides of the implementation.
@@ -257,6 +265,7 @@ PRIVATE_HEADERS := $(wildcard core/*/*_impl.h tasks/*_impl.h) core/tensor/simd.h
 PUBLIC_HEADERS := $(filter-out $(PRIVATE_HEADERS),$(wildcard core/*.h core/*/*.h tasks/*.h))
 SCRIPTS := $(wildcard scripts/*.lua)
 SCRIPT_LIBS := $(wildcard scripts/lib/*.lua)
+PYTHON_PKG := $(wildcard python/roper_torch/*.py)
 
 # Lines of packaging/install.sh's list: $(call inst_file,MODE,SOURCE,PATH), $(call inst_link,TARGET,PATH)
 inst_file = printf 'file\t%s\t%s\t%s\n' "$(1)" "$(2)" "$(3)";
@@ -277,7 +286,7 @@ LDCONFIG = if [ -z '$(DESTDIR)' ] && [ "$$(id -u)" = 0 ] && command -v ldconfig 
 install: install-bin install-lua install-lib
 
 install-bin: $(REPL) $(MPI_PLUGIN)
-	@echo "installing the REPL, the scripts and the man page"
+	@echo "installing the REPL, the scripts, the PyTorch companion and the man page"
 	@$(TMP_BEGIN) \
 	rel=$$(realpath -m -s --relative-to='$(BINDIR)' '$(SCRIPTDIR)') && \
 	for f in $(notdir $(SCRIPTS)); do \
@@ -293,6 +302,7 @@ install-bin: $(REPL) $(MPI_PLUGIN)
 	  done; \
 	  $(foreach f,$(SCRIPTS),$(call inst_file,644,$(f),$(SCRIPTDIR)/$(notdir $(f)))) \
 	  $(foreach f,$(SCRIPT_LIBS),$(call inst_file,644,$(f),$(SCRIPTDIR)/lib/$(notdir $(f)))) \
+	  $(foreach f,$(PYTHON_PKG),$(call inst_file,644,$(f),$(PYDIR)/roper_torch/$(notdir $(f)))) \
 	  $(call inst_file,644,$$tmp/roper.1,$(MANDIR)/man1/roper.1) \
 	  $(call inst_file,644,$(MPI_PLUGIN),$(LIBDIR)/roper/roper_mpi.so) \
 	  $(call inst_file,644,LICENSE,$(DOCDIR)/LICENSE) \

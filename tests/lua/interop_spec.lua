@@ -2,7 +2,8 @@
 -- m:save_safetensors, m:load_safetensors and rp.load for safetensors files; round trips, the files
 -- the real libraries made (tests/fixtures/interop), every error; and, when Debian's
 -- /usr/bin/python3 has numpy (and torch), the live round trips through them
--- (tests/reference/make_interop.py), pending with the reason otherwise.
+-- (tests/reference/make_interop.py, the model through the PyTorch companion python/roper_torch),
+-- pending with the reason otherwise (make test installs python3-numpy and python3-torch).
 
 local rp = require "roper"
 local cjson = require "cjson"

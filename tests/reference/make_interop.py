@@ -21,26 +21,27 @@ core/io/safetensors.c.
         one line a file: NumPy's verdict on the .npy headers of interop_spec's grammar test.
 
     make_interop.py model ROPER.safetensors TOKENS.npy ROPER_LOGITS.npy OUT.safetensors OUT_LOGITS.npy
-        The live model round trip: read roper's safetensors file with json + struct +
-        torch.frombuffer, load the state dict into RoperRef (a torch module whose parameter names
-        are roper's, forward = tests/reference/make_fixtures.py's model) with
+        The live model round trip: read roper's safetensors file with the companion's reader
+        (python/roper_torch: json + struct + torch.frombuffer), load the state dict into its
+        RoperTransformer (a torch module whose parameter names are roper's) with
         load_state_dict(strict=True), run it on the tokens in float32, print the largest
         difference from roper's logits, write its logits and the state dict back as safetensors
         (tensors in the reference writer's order, roper's metadata kept).
 
 Neither mode needs the `safetensors` package (Debian has none): the format is 8 bytes of header
-length, a JSON header and the raw data.
+length, a JSON header and the raw data. The fixtures' logits come from the independent reference
+model of tests/reference/make_fixtures.py in float64, not from the companion.
 """
 
 import json
 import math
 import os
-import struct
 import sys
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))  # roper_torch, imported with torch
 
 
 # ---- the values of the .npy fixtures (tests/c/test_npy.c computes the same numbers) -------------
@@ -78,117 +79,26 @@ def f32(a):
         return a.astype(np.float32)
 
 
-# ---- safetensors without the safetensors package ------------------------------------------------
+# ---- safetensors and the module with roper's names: the companion (python/roper_torch) ---------
 
-DTYPES = {"F32": np.float32, "F64": np.float64}
-
-
-def write_safetensors(path, tensors, metadata=None):
-    """tensors: name -> numpy array (float32/float64). Order as the reference writer's: by dtype
-    alignment (largest first), then by name; the header padded with spaces to 8 bytes."""
-    names = sorted(tensors, key=lambda k: (-tensors[k].dtype.itemsize, k))
-    header, blobs, off = {}, [], 0
-    if metadata is not None:
-        header["__metadata__"] = metadata
-    for k in names:
-        a = np.ascontiguousarray(tensors[k])
-        dt = {np.dtype("float32"): "F32", np.dtype("float64"): "F64"}[a.dtype]
-        b = a.astype(a.dtype.newbyteorder("<")).tobytes()
-        header[k] = {"dtype": dt, "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
-        blobs.append(b)
-        off += len(b)
-    h = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    h += b" " * ((8 - len(h) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for b in blobs:
-            f.write(b)
-
-
-def read_safetensors(path):
-    """-> ({name: torch tensor}, metadata dict), the tensors made with torch.frombuffer."""
+def write_safetensors(path, arrays, metadata=None):
+    """arrays: name -> numpy array, written by the companion's writer (the reference writer's
+    order: by dtype alignment, largest first, then by name; the header padded to 8 bytes)."""
     import torch
-    with open(path, "rb") as f:
-        raw = f.read()
-    (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8:8 + n])
-    data = raw[8 + n:]
-    meta = header.pop("__metadata__", {})
-    out = {}
-    for name, info in header.items():
-        s, e = info["data_offsets"]
-        dt = {"F32": torch.float32, "F64": torch.float64}[info["dtype"]]
-        if e > s:
-            t = torch.frombuffer(bytearray(data[s:e]), dtype=dt).reshape(info["shape"])
-        else:
-            t = torch.zeros(info["shape"], dtype=dt)
-        out[name] = t
-    return out, meta
-
-
-# ---- a torch module with roper's parameter names --------------------------------------------------
-
-def ref_cfg(cfg):
-    """roper.config (rp.model's keys) -> the config of make_fixtures.py."""
-    r = dict(cfg)
-    r["act"] = cfg["activation"]
-    r["rope_base"] = cfg["base"]
-    return r
-
-
-def roper_module(cfg):
-    """RoperRef: nn.Module whose state_dict keys are roper's parameter names (core/model/model.h), so
-    load_state_dict takes a roper safetensors file as it is; forward is make_fixtures.forward."""
-    import torch
-    from torch import nn
-    sys.path.insert(0, HERE)
-    import make_fixtures as ref
-
-    C, V, Fd = cfg["d_model"], cfg["vocab"], cfg["d_ff"]
-
-    class Attn(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.qkv = nn.Linear(C, 3 * C)   # rows [q; k; v]
-            self.out = nn.Linear(C, C)
-
-    class FF(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.w1 = nn.Linear(C, Fd)
-            self.w2 = nn.Linear(Fd, C)
-
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.norm1 = nn.LayerNorm(C)
-            self.attn = Attn()
-            self.norm2 = nn.LayerNorm(C)
-            self.ff = FF()
-
-    class RoperRef(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.embed = nn.Embedding(V, C)
-            if cfg["pe"] == "learned":
-                self.pos = nn.Embedding(cfg["seq_len"], C)
-            self.layers = nn.ModuleList([Block() for _ in range(cfg["layers"])])
-            if cfg["norm"] == "pre":
-                self.norm_f = nn.LayerNorm(C)
-            self.head = nn.Linear(C, V)
-
-        def forward(self, tokens):
-            return ref.forward(dict(self.named_parameters()), tokens, ref_cfg(cfg))
-
-    return RoperRef()
+    import roper_torch
+    roper_torch.write_safetensors(path, {k: torch.from_numpy(np.ascontiguousarray(v))
+                                         for k, v in arrays.items()}, metadata)
 
 
 def torch_logits(state, cfg, tokens, dtype):
+    """The logits of RoperTransformer(cfg) (the companion's module, whose state_dict keys are
+    roper's parameter names) with the state dict loaded by load_state_dict(strict=True), in
+    dtype (float64: the exact cos/sin tables)."""
     import torch
-    mod = roper_module(cfg)
+    from roper_torch import RoperTransformer
+    mod = RoperTransformer(cfg)
     mod.load_state_dict(state, strict=True)
-    mod = mod.to(dtype)
+    mod = mod.to(dtype).eval()
     with torch.no_grad():
         return mod(torch.as_tensor(tokens, dtype=torch.int64))
 
@@ -211,6 +121,7 @@ MODEL_CASES = [
 
 def make_fixtures(out):
     import torch
+    from roper_torch import RoperTransformer
     sys.path.insert(0, HERE)
     import make_fixtures as ref
     os.makedirs(out, exist_ok=True)
@@ -250,14 +161,15 @@ def make_fixtures(out):
 
     # PyTorch state dicts as safetensors, with the reference logits
     for name, cfg, seed in MODEL_CASES:
-        rc = ref_cfg(cfg)
+        rc = dict(cfg, act=cfg["activation"], rope_base=cfg["base"])  # make_fixtures' names
         rng = ref.SplitMix64(seed)
         params = ref.make_params(rc, rng)
-        mod = roper_module(cfg)
+        mod = RoperTransformer(cfg)
         mod.load_state_dict(params, strict=True)  # the names are roper's: nothing renamed
         state = {k: v.detach().numpy() for k, v in mod.state_dict().items()}
         tokens, _, _ = ref.make_batch(dict(rc, batch=2, T=8), rng)
-        logits = torch_logits(params, cfg, tokens, torch.float64)
+        with torch.no_grad():
+            logits = ref.forward({k: v.double() for k, v in params.items()}, tokens, rc)
         meta = {"format": "pt", "roper.version": "1",
                 "roper.config": json.dumps(cfg, separators=(",", ":"))}
         write_safetensors(p(name + ".safetensors"), state, meta)
@@ -307,6 +219,7 @@ def headers(paths):
 
 def live_model(src, tokens_path, roper_logits_path, out, out_logits):
     import torch
+    from roper_torch import read_safetensors
     state, meta = read_safetensors(src)
     cfg = json.loads(meta["roper.config"])
     tokens = np.load(tokens_path).astype(np.int64)

@@ -1,0 +1,20 @@
+"""roper_torch: roper's numerics in PyTorch (plain torch and the standard library).
+
+    from roper_torch import load_roper, save_roper, RoperTransformer, RotaryAttention
+    model = load_roper("w.safetensors")          # a file of roper's m:save_safetensors
+    logits = model(torch.tensor([[1, 2, 3]]))    # roper's logits
+    save_roper(model, "back.safetensors")        # rp.load("back.safetensors") in roper
+
+Modules: safetensors (read_safetensors, write_safetensors), rotary (the frequency schemes by
+name in SCALINGS, the cos/sin tables and the rotation), model (the modes, the config, the
+modules). docs/interop.md of roper describes them.
+"""
+
+from .model import (DEFAULTS, MODES, RoperTransformer, RotaryAttention, config, load_roper,
+                    save_roper)
+from .rotary import SCALINGS, Freq, rotate, score_scale, tables, theta
+from .safetensors import SafetensorsError, read_safetensors, write_safetensors
+
+__all__ = ["DEFAULTS", "MODES", "RoperTransformer", "RotaryAttention", "config", "load_roper",
+           "save_roper", "SCALINGS", "Freq", "rotate", "score_scale", "tables", "theta",
+           "SafetensorsError", "read_safetensors", "write_safetensors"]

@@ -1,0 +1,413 @@
+"""roper's transformer in PyTorch: RotaryAttention and RoperTransformer, whose state_dict keys are
+roper's parameter names (core/model/model.h, the table in docs/interop.md), so that a safetensors
+file written by roper's m:save_safetensors loads with load_state_dict(strict=True) and gives
+roper's logits, and a module trained here goes back to roper with save_roper.
+
+The config is rp.model's (the keys of core/model/model_schema.c, their defaults in DEFAULTS); what
+each positional mode does is its row in MODES (core/nn/pe.c's mode table):
+
+  embedding (+ the sinusoidal or learned table of the absolute modes)
+  -> layers x [pre-norm:  x += attn(LN1(x)); x += ff(LN2(x))
+               post-norm: x = LN1(x + attn(x)); x = LN2(x + ff(x))]   (dropout on both branches)
+  -> LN_f (pre-norm only) -> head (Linear to vocab, untied).
+
+  attn (softmax): one Linear(C, 3C) with rows [q; k; v], head h on features h*D .. h*D+D-1;
+      rotary modes rotate the placements of `rotate` (the mode's own when unset: rope "qk", roper
+      and roper_legacy "qkvo"), each on its first d_rot = floor(fraction * D) features:
+          q_n' = R(+n theta) q_n,  k_i' = R(+i theta) k_i,  v_i' = R(+c i theta) v_i
+          (c = 2 for roper_legacy, else 1),  o_n' = R(-n theta) sum_i a_ni v_i'
+      (with xPos the query side q, o and the key side k, v take their magnitudes), scores
+      <q_n', k_i'> / sqrt(D) (times YaRN's temperature), causal softmax, Linear(C, C);
+      the relative modes add their terms (shaw, xl, t5, deberta, alibi: core/nn/attention.h).
+  attn (linear): Katharopoulos et al.'s causal linear attention, phi = elu + 1, with RoPE after
+      phi (numerator only, RoFormer eq. 19) or before it (core/nn/linear_attention.h).
+"""
+
+import json
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from . import rotary
+from .safetensors import read_safetensors, write_safetensors
+
+
+@dataclass(frozen=True)
+class Mode:
+    absolute: str    # "none", "sinusoidal", "learned": added to the embeddings
+    rotate: str      # the placements rotated by default
+    rotary: bool     # takes any `rotate` subset
+    v_angle: float   # c: v_i is rotated by +c i theta
+    rel: str         # the relative kind ("" for none)
+    linear: bool     # linear attention supports it
+
+
+# core/nn/pe.c's mode table (roper_legacy: the labml code of 2022-05-31 .. 2024-06-20).
+MODES = {
+    "none": Mode("none", "", False, 0.0, "", True),
+    "sinusoidal": Mode("sinusoidal", "", False, 0.0, "", True),
+    "learned": Mode("learned", "", False, 0.0, "", True),
+    "rope": Mode("none", "qk", True, 1.0, "", True),
+    "roper": Mode("none", "qkvo", True, 1.0, "", True),
+    "roper_legacy": Mode("none", "qkvo", True, 2.0, "", False),
+    "shaw": Mode("none", "", False, 0.0, "shaw", False),
+    "xl": Mode("none", "", False, 0.0, "xl", False),
+    "t5": Mode("none", "", False, 0.0, "t5", False),
+    "deberta": Mode("none", "", False, 0.0, "deberta", False),
+    "alibi": Mode("none", "", False, 0.0, "alibi", False),
+}
+
+# rp.model's keys and defaults (core/model/model_schema.c). ALWAYS: the keys roper.config holds
+# for every model; the others are written when set.
+DEFAULTS = {
+    "vocab": None, "d_model": 128, "heads": 4, "layers": 3, "d_ff": 512, "seq_len": 512,
+    "max_batch": 16, "norm": "pre", "activation": "relu", "dropout": 0.0, "pe": "rope",
+    "fraction_qk": 1.0, "fraction_v": 1.0, "base": 10000.0, "pairing": "half", "seed": 0,
+    "attention": "softmax", "linear_rope": "after", "rotate": "", "fraction_q": 0.0,
+    "fraction_k": 0.0, "fraction_o": 0.0, "rel_clip": 16, "rel_buckets": 32,
+    "rel_max_distance": 128, "scaling": "none", "scaling_factor": 1.0, "orig_len": 0,
+    "yarn_alpha": 1.0, "yarn_beta": 32.0, "xpos": 0.0, "xpos_scale_base": 512.0,
+}
+ALWAYS = ("vocab", "d_model", "heads", "layers", "d_ff", "seq_len", "max_batch", "norm",
+          "activation", "dropout", "pe", "fraction_qk", "fraction_v", "base", "pairing", "seed",
+          "attention", "linear_rope")
+ENUMS = {"norm": ("pre", "post"), "activation": ("relu", "gelu"), "pe": tuple(MODES),
+         "pairing": ("half", "interleaved"), "attention": ("softmax", "linear"),
+         "linear_rope": ("after", "before"), "scaling": tuple(rotary.SCALINGS)}
+
+LN_EPS = 1e-5
+LINATTN_EPS = 1e-6  # RP_LINATTN_EPS
+
+
+def config(cfg=None, **kw):
+    """rp.model's config with its defaults filled in: a dict of every key of DEFAULTS. Raises
+    ValueError naming an unknown key, a bad enum value, a missing vocab or a width that roper
+    refuses."""
+    c = dict(cfg or {}, **kw)
+    for k in c:
+        if k not in DEFAULTS:
+            raise ValueError("unknown config key %r (the keys: %s)" % (k, ", ".join(DEFAULTS)))
+    full = dict(DEFAULTS, **c)
+    if full["vocab"] is None:
+        raise ValueError("the config needs vocab")
+    for k, names in ENUMS.items():
+        if full[k] not in names:
+            raise ValueError("%s must be one of %s, got %r" % (k, ", ".join(names), full[k]))
+    if full["d_model"] % full["heads"]:
+        raise ValueError("d_model %d is not divisible by heads %d" % (full["d_model"],
+                                                                      full["heads"]))
+    mode = MODES[full["pe"]]
+    if full["rotate"] and not mode.rotary:
+        raise ValueError("rotate needs a rotary pe (rope, roper or roper_legacy), not %s"
+                         % full["pe"])
+    if any(ch not in "qkvo" for ch in full["rotate"]) or len(set(full["rotate"])) != \
+            len(full["rotate"]):
+        raise ValueError("rotate must be distinct letters of qkvo, got %r" % full["rotate"])
+    if full["attention"] == "linear" and not mode.linear:
+        raise ValueError("linear attention does not support pe %s" % full["pe"])
+    widths(full)
+    return full
+
+
+def widths(cfg):
+    """{placement: d_rot} of the rotated placements (core/model/model_config.c's pe_widths)."""
+    mode = MODES[cfg["pe"]]
+    D = cfg["d_model"] // cfg["heads"]
+    rot = cfg.get("rotate") or mode.rotate
+    own = {"q": cfg.get("fraction_q") or cfg["fraction_qk"],
+           "k": cfg.get("fraction_k") or cfg["fraction_qk"],
+           "v": cfg["fraction_v"], "o": cfg.get("fraction_o") or cfg["fraction_v"]}
+    out = {}
+    for p in "qkvo":
+        if p in rot:
+            w = int(math.floor(own[p] * D))
+            if not 0.0 < own[p] <= 1.0 or w < 2 or w % 2:
+                raise ValueError("fraction %g gives d_rot_%s %d for d_k %d; it must be even and "
+                                 ">= 2" % (own[p], p, w, D))
+            out[p] = w
+    return out
+
+
+def freq_of(cfg, theta=None, angles=None):
+    """The model's frequency scheme (rp_model_cfg_freq): its scaling, YaRN's orig_len (seq_len
+    when 0), xPos, and the own frequencies or angles (which safetensors files do not hold)."""
+    return rotary.Freq(scaling=cfg["scaling"], factor=float(cfg["scaling_factor"]),
+                       orig_len=float(cfg["orig_len"] or cfg["seq_len"]),
+                       yarn_alpha=float(cfg["yarn_alpha"]), yarn_beta=float(cfg["yarn_beta"]),
+                       xpos=float(cfg["xpos"]), xpos_scale_base=float(cfg["xpos_scale_base"]),
+                       theta=None if theta is None else [float(t) for t in theta],
+                       angles=None if angles is None else [[float(a) for a in r] for r in angles])
+
+
+# ---- the relative kinds (core/nn/attention.h "relative-position terms"; query n, key i) ----------
+
+def t5_bucket(rel, num_buckets, max_distance):
+    """T5's causal bucket of rel = i - n (HF's _relative_position_bucket, bidirectional=False; the
+    log in float32 as torch computes it, truncated)."""
+    n = (-rel).clamp(min=0)
+    max_exact = num_buckets // 2
+    large = max_exact + (torch.log(n.float() / max_exact) / math.log(max_distance / max_exact)
+                         * (num_buckets - max_exact)).to(torch.long)
+    large = large.clamp(max=num_buckets - 1)
+    return torch.where(n < max_exact, n, large)
+
+
+def alibi_slopes(H):
+    """Press et al.'s slopes m_h (their get_slopes, for any head count)."""
+    p = 1
+    while p * 2 <= H:
+        p *= 2
+    return [2.0 ** (-8.0 * (h + 1) / p) if h < p else 2.0 ** (-4.0 * (2 * (h - p) + 1) / p)
+            for h in range(H)]
+
+
+def xl_sinusoid(T, C, dtype=torch.float32):
+    """Transformer-XL's R [T, C]: row d = [sin(d f_j) | cos(d f_j)], f_j = 10000^(-2j/C), in
+    float64 rounded to dtype (core/model/model_rel.c)."""
+    rows = []
+    for d in range(T):
+        a = [d * math.pow(10000.0, -2.0 * j / C) for j in range(C // 2)]
+        rows.append([math.sin(x) for x in a] + [math.cos(x) for x in a])
+    return torch.tensor(rows, dtype=torch.float64).reshape(T, C).to(dtype)
+
+
+class RotaryAttention(nn.Module):
+    """One attention layer of roper (parameters `qkv`, `out` and the relative kind's tables, named
+    as roper names them after "layers.<l>.attn."). cfg: rp.model's keys (config()); freq: the
+    rotary.Freq (default: the config's). forward(x [B, T, C], offset=0, shared=None) -> [B, T, C],
+    the positions offset .. offset + T - 1; shared: deberta's P (the model's rel.weight)."""
+
+    def __init__(self, cfg=None, freq=None, **kw):
+        super().__init__()
+        self.cfg = cfg = config(cfg, **kw)
+        C, H = cfg["d_model"], cfg["heads"]
+        self.H, self.D = H, C // H
+        self.mode = MODES[cfg["pe"]]
+        self.w = widths(cfg)
+        self.freq = freq if freq is not None else freq_of(cfg)
+        self.linear = cfg["attention"] == "linear"
+        self.qkv = nn.Linear(C, 3 * C)
+        self.out = nn.Linear(C, C)
+        rel, D, K = self.mode.rel, self.D, cfg["rel_clip"]
+        if rel == "shaw":
+            self.rel_k = nn.Parameter(torch.empty(2 * K + 1, D).uniform_(-D ** -0.5, D ** -0.5))
+            self.rel_v = nn.Parameter(torch.empty(2 * K + 1, D).uniform_(-D ** -0.5, D ** -0.5))
+        elif rel == "xl":
+            self.rel_proj = nn.Linear(C, C, bias=False)
+            self.rel_u = nn.Parameter(torch.zeros(H, D))
+            self.rel_w = nn.Parameter(torch.zeros(H, D))
+        elif rel == "t5":
+            self.rel_bias = nn.Parameter(torch.zeros(H, cfg["rel_buckets"]))
+        elif rel == "deberta":
+            self.rel_q_proj = nn.Linear(C, C, bias=False)
+            self.rel_k_proj = nn.Linear(C, C, bias=False)
+        self._tables = {}
+
+    def tables(self, offset, T, dtype=torch.float32):
+        """The cos/sin tables of each rotated placement for positions offset .. offset + T - 1,
+        rounded to dtype (float32: roper's tables; float64: the exact ones), cached:
+        {p: (cos, sin, sign)}."""
+        key = (offset, T, dtype)
+        if key not in self._tables:
+            pos = range(offset, offset + T)
+            f = None if self.freq.is_plain() else self.freq
+            base = float(self.cfg["base"])
+            use = {"q": (1.0, 1, 1), "k": (1.0, -1, 1), "v": (self.mode.v_angle, -1, 1),
+                   "o": (1.0, 1, -1)}  # c, xPos side, sign
+            self._tables[key] = {
+                p: rotary.tables(d, base, pos, f, c=use[p][0], side=use[p][1], dtype=dtype)
+                + (use[p][2],)
+                for p, d in self.w.items()}
+        return self._tables[key]
+
+    def _rot(self, x, p, tabs):
+        if p not in tabs:
+            return x
+        cos, sin, sign = tabs[p]
+        return rotary.rotate(x, cos.to(x.device), sin.to(x.device), self.w[p],
+                             self.cfg["pairing"], sign)
+
+    def forward(self, x, offset=0, shared=None):
+        B, T, C = x.shape
+        H, D = self.H, self.D
+        q, k, v = self.qkv(x).reshape(B, T, 3, H, D).unbind(2)   # [B, T, H, D] each
+        tabs = self.tables(offset, T, x.dtype)
+        if self.linear:
+            o = self._linear(q, k, v, tabs)
+        else:
+            o = self._softmax(q, k, v, tabs, shared)
+        return self.out(o.reshape(B, T, C))
+
+    def _softmax(self, q, k, v, tabs, shared):
+        T, H, D = q.shape[1], self.H, self.D
+        rel = self.mode.rel
+        # the scale as roper's kernels apply it: float32(1 / sqrt(terms d_k) x temperature) on q
+        s = 1.0 / math.sqrt((3 if rel == "deberta" else 1) * D) * rotary.score_scale(
+            None if self.freq.is_plain() else self.freq)
+        s = float(torch.tensor(s, dtype=q.dtype))
+        q = self._rot(q, "q", tabs)
+        k = self._rot(k, "k", tabs)
+        n = torch.arange(T, device=q.device)[:, None]
+        i = torch.arange(T, device=q.device)[None, :]
+        av = None
+        if rel == "xl":
+            R = xl_sinusoid(T, H * D, q.dtype).to(q.device)
+            Ek = F.linear(R, self.rel_proj.weight).reshape(T, H, D)   # row d = W_kR R_d
+            Eg = Ek[(n - i).clamp(min=0)]                              # [T, T, H, D]; n < i masked
+            scores = torch.einsum("bnhd,bihd->bhni", (q + self.rel_u) * s, k) + \
+                torch.einsum("bnhd,nihd->bhni", (q + self.rel_w) * s, Eg)
+        else:
+            qs = q * s
+            scores = torch.einsum("bnhd,bihd->bhni", qs, k)
+            if rel == "shaw":
+                K = self.cfg["rel_clip"]
+                r = (i - n).clamp(-K, K) + K
+                scores = scores + torch.einsum("bnhd,nid->bhni", qs, self.rel_k[r])
+                av = self.rel_v[r]
+            elif rel == "t5":
+                b = t5_bucket(i - n, self.cfg["rel_buckets"], self.cfg["rel_max_distance"])
+                scores = scores + self.rel_bias[:, b][None]
+            elif rel == "deberta":
+                K = self.cfg["rel_clip"]
+                Kr = F.linear(shared, self.rel_k_proj.weight).reshape(2 * K, H, D)
+                Qr = F.linear(shared, self.rel_q_proj.weight).reshape(2 * K, H, D)
+                scores = scores + torch.einsum("bnhd,nihd->bhni", qs,
+                                               Kr[(n - i + K).clamp(0, 2 * K - 1)])
+                scores = scores + s * torch.einsum("bihd,nihd->bhni", k,
+                                                   Qr[(i - n + K).clamp(0, 2 * K - 1)])
+            elif rel == "alibi":
+                m = torch.tensor(alibi_slopes(H), dtype=torch.float64)
+                bias = (-m[:, None, None] * (n - i).abs().cpu().double()[None]).to(q.dtype)
+                scores = scores + bias.to(q.device)[None]
+        scores = scores.masked_fill(i > n, float("-inf"))
+        a = torch.softmax(scores, dim=-1)
+        o = torch.einsum("bhni,bihd->bnhd", a, self._rot(v, "v", tabs))
+        if av is not None:
+            o = o + torch.einsum("bhni,nid->bnhd", a, av)
+        return self._rot(o, "o", tabs)
+
+    def _linear(self, q, k, v, tabs):
+        phi = lambda x: F.elu(x) + 1.0  # noqa: E731
+        if self.cfg["linear_rope"] == "after":
+            qn, kn = self._rot(phi(q), "q", tabs), self._rot(phi(k), "k", tabs)
+            qd, kd = phi(q), phi(k)
+        else:
+            qn, kn = phi(self._rot(q, "q", tabs)), phi(self._rot(k, "k", tabs))
+            qd, kd = qn, kn
+        T = q.shape[1]
+        causal = torch.ones(T, T, dtype=torch.bool, device=q.device).tril()
+        w = torch.einsum("bnhd,bmhd->bhnm", qn, kn).masked_fill(~causal, 0.0)
+        den = torch.einsum("bnhd,bmhd->bhnm", qd.double(), kd.double()).masked_fill(~causal, 0.0)
+        den = den.sum(-1) + LINATTN_EPS                                # [B, H, T], float64
+        u = torch.einsum("bhnm,bmhd->bnhd", w, self._rot(v, "v", tabs))
+        o = u * (1.0 / den).to(u.dtype).permute(0, 2, 1)[..., None]
+        return self._rot(o, "o", tabs)
+
+
+class _Sub(nn.Module):
+    """A named group of submodules (the parameter names' middle parts)."""
+
+    def __init__(self, **mods):
+        super().__init__()
+        for k, m in mods.items():
+            setattr(self, k, m)
+
+
+class RoperTransformer(nn.Module):
+    """roper's transformer (rp.model) with roper's parameter names. cfg: rp.model's keys (a dict
+    and/or keywords; defaults as rp.model's); freq / angles: the model's own frequencies (a list,
+    pair i turns by p freq[i]) or angles ([position][pair]), as rp.model's freq / angles.
+    forward(tokens [B, T] or [T] of ids) -> logits [B, T, vocab]; loss(tokens, targets[, mask]) ->
+    roper's mean cross-entropy over the scored positions (target >= 0 and mask != 0)."""
+
+    def __init__(self, cfg=None, freq=None, angles=None, **kw):
+        super().__init__()
+        given = dict(cfg or {}, **kw)
+        self.cfg = c = config(given)
+        # roper.config as roper writes it: the keys every file holds, and the others when given
+        self.file_config = {k: c[k] for k in DEFAULTS if k in ALWAYS or k in given}
+        self.freq = freq_of(c, freq, angles)
+        C, V = c["d_model"], c["vocab"]
+        mode = MODES[c["pe"]]
+        self.embed = nn.Embedding(V, C)
+        if mode.absolute == "learned":
+            self.pos = nn.Embedding(c["seq_len"], C)
+        if mode.rel == "deberta":
+            self.rel = nn.Embedding(2 * c["rel_clip"], C)
+        self.layers = nn.ModuleList(
+            _Sub(norm1=nn.LayerNorm(C, eps=LN_EPS), attn=RotaryAttention(c, self.freq),
+                 norm2=nn.LayerNorm(C, eps=LN_EPS),
+                 ff=_Sub(w1=nn.Linear(C, c["d_ff"]), w2=nn.Linear(c["d_ff"], C)))
+            for _ in range(c["layers"]))
+        if c["norm"] == "pre":
+            self.norm_f = nn.LayerNorm(C, eps=LN_EPS)
+        self.head = nn.Linear(C, V)
+        self._sin = rotary.sinusoidal(c["seq_len"], C, dtype=torch.float64) \
+            if mode.absolute == "sinusoidal" else None
+        tables = {}  # the layers' cos/sin tables are the same: computed once
+        for layer in self.layers:
+            layer.attn._tables = tables
+
+    def forward(self, tokens):
+        c = self.cfg
+        if tokens.dim() == 1:
+            tokens = tokens[None]
+        T = tokens.shape[1]
+        if T > c["seq_len"]:
+            raise ValueError("forward: %d tokens per row, more than seq_len %d" % (T, c["seq_len"]))
+        x = self.embed(tokens)
+        if c["pe"] == "learned":
+            x = x + self.pos.weight[:T]
+        elif self._sin is not None:
+            x = x + self._sin[:T].to(x.dtype).to(x.device)  # rounded once, as roper's table
+        shared = self.rel.weight if c["pe"] == "deberta" else None
+        p = c["dropout"] if self.training else 0.0
+        for layer in self.layers:
+            ff = lambda h: layer.ff.w2(  # noqa: E731
+                F.gelu(layer.ff.w1(h)) if c["activation"] == "gelu" else F.relu(layer.ff.w1(h)))
+            if c["norm"] == "pre":
+                x = x + F.dropout(layer.attn(layer.norm1(x), shared=shared), p, self.training)
+                x = x + F.dropout(ff(layer.norm2(x)), p, self.training)
+            else:
+                x = layer.norm1(x + F.dropout(layer.attn(x, shared=shared), p, self.training))
+                x = layer.norm2(x + F.dropout(ff(x), p, self.training))
+        if c["norm"] == "pre":
+            x = self.norm_f(x)
+        return self.head(x)
+
+    def loss(self, tokens, targets, mask=None):
+        logits = self(tokens)
+        targets = targets.reshape(logits.shape[:-1])
+        scored = targets >= 0
+        if mask is not None:
+            scored = scored & (mask.reshape(scored.shape) != 0)
+        return F.cross_entropy(logits[scored], targets[scored])
+
+
+def load_roper(path, freq=None, angles=None):
+    """A RoperTransformer from a safetensors file roper wrote (m:save_safetensors): the config
+    from its roper.config metadata, the weights loaded with load_state_dict(strict=True) (F64
+    files rounded to float32, as roper reads them). freq / angles: the model's own frequencies or
+    angles (roper keeps those in checkpoints, not in safetensors files). Raises ValueError for a
+    file without roper.config or of another roper.version."""
+    tensors, meta = read_safetensors(path)
+    if "roper.config" not in meta:
+        raise ValueError("%s: no roper.config in the metadata (build RoperTransformer(cfg), then "
+                         "load_state_dict)" % path)
+    if meta.get("roper.version") != "1":
+        raise ValueError("%s: roper.version %r is not supported (this is version 1)"
+                         % (path, meta.get("roper.version")))
+    model = RoperTransformer(json.loads(meta["roper.config"]), freq=freq, angles=angles)
+    model.load_state_dict({k: v.float() for k, v in tensors.items()}, strict=True)
+    return model
+
+
+def save_roper(model, path):
+    """Writes a RoperTransformer's weights (float32) with roper's metadata (format pt,
+    roper.version 1, roper.config), atomically: rp.load(path) in roper gives the same model."""
+    meta = {"format": "pt", "roper.version": "1",
+            "roper.config": json.dumps(model.file_config, separators=(",", ":"))}
+    write_safetensors(path, {k: v.float() for k, v in model.state_dict().items()}, meta)

@@ -1,0 +1,169 @@
+"""The rotary math of roper (core/nn/rope_freq.c, core/nn/rope.c): the frequencies, the cos/sin
+tables and the rotation, numerically as roper computes them.
+
+Frequencies and angles are computed in float64 with Python's math module (the C library's pow,
+cos, sin, the functions roper calls) and only the tables are rounded to float32, so the tables
+equal roper's bit for bit. theta_i = base^(-2i/d_rot), i = 0 .. d_rot/2 - 1 (RoFormer), or the
+user's own frequencies; on top of them a scaling (SCALINGS, keyed by its name) and xPos:
+
+    none   theta_i
+    pi     position interpolation (Chen et al. 2023): theta_i / s
+    ntk    NTK-aware scaling (bloc97 2023): theta_i s^(-2i/(d_rot-2)) (d_rot = 2: theta_0)
+    yarn   YaRN (Peng et al. 2023, eqs. 17-20): r = L |theta_i| / (2 pi), gamma(r) = 0 below
+           alpha, 1 above beta, linear between; (1 - gamma) theta_i / s + gamma theta_i; the
+           scores times (0.1 ln s + 1)^2 when s > 1 (score_scale)
+    xPos   (Sun et al. 2022): pair i at position p times zeta_i^(side p / scale_base),
+           zeta_i = (2i/d_rot + gamma) / (1 + gamma), side +1 for the query side (q and RoPER's
+           output o), -1 for the key side (k and the values v); folded into the tables.
+
+docs/positional.md has the derivations. A new scheme is one entry of SCALINGS (its theta and its
+score factor) plus its fields in Freq.
+"""
+
+import math
+from dataclasses import dataclass
+from typing import Callable, List, Optional
+
+import torch
+
+TWO_PI = 6.283185307179586476925286766559
+
+
+@dataclass
+class Freq:
+    """A frequency scheme (rp_rope_freq of core/nn/rope_freq.h, the config keys' names)."""
+    scaling: str = "none"
+    factor: float = 1.0                  # scaling_factor s
+    orig_len: float = 0.0                # yarn: L (the model: orig_len, or seq_len when 0)
+    yarn_alpha: float = 1.0
+    yarn_beta: float = 32.0
+    xpos: float = 0.0                    # xPos gamma, 0 = off
+    xpos_scale_base: float = 512.0
+    theta: Optional[List[float]] = None  # own frequencies: pair i turns by p theta[i]
+    angles: Optional[List[List[float]]] = None  # own angles [position][pair]; no scaling
+
+    def is_plain(self):
+        return (self.scaling == "none" and self.xpos == 0.0 and self.theta is None
+                and self.angles is None)
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """One frequency scheme: theta(t, i, d_rot, f, length) -> theta'_i from the unscaled
+    t = theta_i (length: the positions the tables cover, 0 .. length - 1, for schemes that
+    depend on the current length), and score(f) -> the factor of the attention scores."""
+    theta: Callable[[float, int, int, Freq, int], float]
+    score: Callable[[Freq], float] = lambda f: 1.0
+
+
+def _yarn_theta(t, i, d_rot, f, length):
+    r = f.orig_len * abs(t) / TWO_PI  # r = L / lambda
+    g = 0.0 if r < f.yarn_alpha else 1.0 if r > f.yarn_beta else \
+        (r - f.yarn_alpha) / (f.yarn_beta - f.yarn_alpha)
+    return (1.0 - g) * t / f.factor + g * t
+
+
+def _yarn_score(f):
+    if not f.factor > 1.0:
+        return 1.0
+    m = 0.1 * math.log(f.factor) + 1.0
+    return m * m
+
+
+# The schemes, by the config's name (core/nn/rope_freq.c's theta_of and rp_rope_freq_score_scale).
+# A new one is an entry here (its parameters: fields of Freq, filled by model.freq_of from the
+# config keys of model.DEFAULTS).
+SCALINGS = {
+    "none": Scaling(lambda t, i, d, f, n: t),
+    "pi": Scaling(lambda t, i, d, f, n: t / f.factor),
+    "ntk": Scaling(lambda t, i, d, f, n: t * math.pow(f.factor, -2.0 * i / (d - 2)) if d > 2
+                   else t),
+    "yarn": Scaling(_yarn_theta, _yarn_score),
+}
+
+
+def scaling(f):
+    if f is None:
+        return SCALINGS["none"]
+    if f.scaling not in SCALINGS:
+        raise ValueError("scaling must be one of %s, got %r" % (", ".join(SCALINGS), f.scaling))
+    return SCALINGS[f.scaling]
+
+
+def theta(d_rot, base, f=None, length=0):
+    """theta'_i for i = 0 .. d_rot/2 - 1 (floats): the standard or own frequencies, scaled (for
+    tables of positions 0 .. length - 1)."""
+    s = scaling(f)
+    out = []
+    for i in range(d_rot // 2):
+        t = f.theta[i] if f is not None and f.theta is not None else \
+            math.pow(base, -2.0 * i / d_rot)
+        out.append(s.theta(t, i, d_rot, f, length) if f is not None else t)
+    return out
+
+
+def score_scale(f):
+    """The factor the attention scores take (YaRN's temperature; 1 for the others)."""
+    return 1.0 if f is None else scaling(f).score(f)
+
+
+def tables(d_rot, base, positions, f=None, c=1.0, side=1, dtype=torch.float32):
+    """cos, sin [n, d_rot/2] for the positions (an iterable of ints): m cos(c p theta'_i) and
+    m sin(...), m the xPos magnitude zeta_i^(side p / scale_base) (1 without xPos); with own
+    angles, the angle of position p on pair i is c angles[p][i]. Computed in float64, rounded to
+    dtype (rp_rope_freq_tables)."""
+    half = d_rot // 2
+    positions = list(positions)
+    ang = f.angles if f is not None else None
+    th = None if ang is not None else theta(d_rot, base, f, max(positions, default=-1) + 1)
+    xg = f.xpos if f is not None else 0.0
+    sb = f.xpos_scale_base if f is not None else 1.0
+    cos, sin = [], []
+    for p in positions:
+        rc, rs = [], []
+        for i in range(half):
+            a = c * ang[p][i] if ang is not None else c * float(p) * th[i]
+            m = math.pow((2.0 * i / d_rot + xg) / (1.0 + xg), float(side) * float(p) / sb) \
+                if xg > 0.0 else 1.0
+            rc.append(m * math.cos(a))
+            rs.append(m * math.sin(a))
+        cos.append(rc)
+        sin.append(rs)
+    shape = (len(cos), half)
+    return (torch.tensor(cos, dtype=torch.float64).reshape(shape).to(dtype),
+            torch.tensor(sin, dtype=torch.float64).reshape(shape).to(dtype))
+
+
+def rotate(x, cos, sin, d_rot, pairing="half", sign=1):
+    """Rotates the first d_rot features of x [..., T, H, D] (positions on dim -3) by the table rows
+    cos, sin [T, d_rot/2]: y_a = x_a c - x_b s, y_b = x_b c + x_a s for each pair (a, b) with
+    s = sign sin (rp_rope_forward); pairing "half" pairs feature i with i + d_rot/2, "interleaved"
+    2i with 2i + 1. The other features pass through. Differentiable in x."""
+    if d_rot == 0:
+        return x
+    h = d_rot // 2
+    c = cos.to(x.dtype)[:, None, :]
+    s = (sin if sign > 0 else -sin).to(x.dtype)[:, None, :]
+    xr, rest = x[..., :d_rot], x[..., d_rot:]
+    if pairing == "half":
+        x1, x2 = xr[..., :h], xr[..., h:]
+        y = torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1)
+    elif pairing == "interleaved":
+        x1, x2 = xr[..., 0::2], xr[..., 1::2]
+        y = torch.stack([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1).flatten(-2)
+    else:
+        raise ValueError('pairing must be "half" or "interleaved", got %r' % (pairing,))
+    return torch.cat([y, rest], dim=-1)
+
+
+def sinusoidal(T, d, base=10000.0, dtype=torch.float32):
+    """Vaswani et al.'s table [T, d]: [t][2i] = sin(t / base^(2i/d)), [t][2i+1] = cos(...)
+    (rp_sinusoidal_forward: float64, rounded to dtype)."""
+    rows = []
+    for t in range(T):
+        row = []
+        for j in range(d):
+            w = math.pow(base, -(j - j % 2) / d)
+            row.append(math.sin(t * w) if j % 2 == 0 else math.cos(t * w))
+        rows.append(row)
+    return torch.tensor(rows, dtype=torch.float64).reshape(T, d).to(dtype)

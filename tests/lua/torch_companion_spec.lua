@@ -1,0 +1,445 @@
+-- The PyTorch companion (python/roper_torch, docs/interop.md "The PyTorch companion") against
+-- roper, live, through Debian's /usr/bin/python3 with python3-torch (make test installs it):
+-- for every mode a small roper model is saved with m:save_safetensors, loaded by load_roper and
+-- run on the same tokens; its float32 logits must be roper's within TOL. Then the companion's
+-- writer read back by rp.load, its gradients against roper's, a training run in PyTorch whose
+-- model roper loads, and the example of docs/interop.md (tests/reference/torch_companion.py).
+-- Pending, with the reason, only when ROPER_PYTHON names a python without torch.
+
+local rp = require "roper"
+local cjson = require "cjson"
+
+local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+package.path = dir .. "?.lua;" .. package.path
+local h = require "helpers"
+
+local PY = os.getenv("ROPER_PYTHON") or "/usr/bin/python3"
+local SCRIPT = "tests/reference/torch_companion.py"
+local ROOT = require("lfs").currentdir()
+
+-- The logits are float32 on both sides, from the same float32 weights and the same float32
+-- cos/sin tables (both compute them in float64 with the C library's pow, cos, sin and round
+-- them once); what differs is the order of the sums (OpenBLAS's sgemm and roper's flash
+-- attention against torch's kernels): about 1e-6 at logits of magnitude ~3. A scheme read wrongly
+-- (a sign, a width, a frequency, the temperature) moves them by more than 1e-3: the
+-- "differs from its neighbour" test below shows it for every case.
+local TOL = 2e-5
+
+local BASE = { vocab = 11, d_model = 16, heads = 2, layers = 2, d_ff = 24, seq_len = 8,
+               max_batch = 2, seed = 5 }
+
+-- name, the config's other keys, the case whose roper logits (same weights) must differ by more
+-- than 1e-3 (so that a companion ignoring what tells them apart fails TOL), own freq / angles.
+local ANGLES = {}
+for p = 0, 7 do
+  ANGLES[p + 1] = { 0.9 * p, 0.5 * p + 0.1 * p * p, -0.2 * p, 0.01 * p }
+end
+local CASES = {
+  { "rope", { pe = "rope" }, "none" },
+  { "rope_interleaved_base500", { pe = "rope", pairing = "interleaved", base = 500 }, "rope" },
+  { "roper", { pe = "roper" }, "rope" },
+  { "roper_partial", { pe = "roper", fraction_qk = 0.5, fraction_v = 0.5 }, "roper" },
+  { "roper_interleaved_post_gelu", { pe = "roper", pairing = "interleaved", norm = "post",
+                                     activation = "gelu" }, "roper_post_gelu" },
+  { "roper_post_gelu", { pe = "roper", norm = "post", activation = "gelu" }, "none_post_gelu" },
+  { "roper_legacy", { pe = "roper_legacy" }, "roper" },
+  { "rope_vo", { pe = "rope", rotate = "vo" }, "rope" },
+  { "rope_qkv_widths", { pe = "rope", rotate = "qkv", fraction_q = 0.5, fraction_k = 0.75,
+                         fraction_v = 0.75 }, "rope" },
+  { "roper_legacy_ko", { pe = "roper_legacy", rotate = "ko", fraction_o = 0.5 }, "rope" },
+  { "roper_q", { pe = "roper", rotate = "q" }, "none" },
+  { "roper_legacy_qvo_interleaved", { pe = "roper_legacy", rotate = "qvo", pairing = "interleaved",
+                                      base = 100, fraction_q = 0.75, fraction_v = 0.5,
+                                      fraction_o = 1 }, "roper" },
+  { "roper_pi", { pe = "roper", scaling = "pi", scaling_factor = 2 }, "roper" },
+  { "roper_ntk", { pe = "roper", scaling = "ntk", scaling_factor = 4 }, "roper" },
+  -- the ramp's three regions on d_k 8: pair 0 kept, pair 1 on the ramp, pairs 2-3 interpolated
+  { "roper_yarn", { pe = "roper", scaling = "yarn", scaling_factor = 4, orig_len = 4,
+                    yarn_alpha = 0.01, yarn_beta = 0.5 }, "roper_pi4" },
+  { "roper_pi4", { pe = "roper", scaling = "pi", scaling_factor = 4 }, "roper" },
+  { "rope_yarn_defaults", { pe = "rope", scaling = "yarn", scaling_factor = 2 }, "rope" },
+  { "roper_xpos", { pe = "roper", xpos = 0.4, xpos_scale_base = 8 }, "roper" },
+  { "rope_xpos_yarn_interleaved", { pe = "rope", xpos = 0.4, xpos_scale_base = 16,
+                                    scaling = "yarn", scaling_factor = 3, orig_len = 6,
+                                    pairing = "interleaved" }, "rope_interleaved_base500" },
+  { "roper_legacy_xpos", { pe = "roper_legacy", xpos = 0.8, xpos_scale_base = 4 },
+    "roper_legacy" },
+  { "rope_freq", { pe = "rope" }, "rope", freq = { 1, 0.3, -0.1, 0.01 } },
+  { "roper_freq_ntk", { pe = "roper", scaling = "ntk", scaling_factor = 2 }, "roper_ntk",
+    freq = { 1.5, 0.3, 0.1, 0.001 } },
+  { "roper_angles", { pe = "roper" }, "roper", angles = ANGLES },
+  { "none", { pe = "none" }, "sinusoidal" },
+  { "none_post_gelu", { pe = "none", norm = "post", activation = "gelu" }, "none" },
+  { "sinusoidal", { pe = "sinusoidal" }, "none" },
+  { "learned", { pe = "learned" }, nil },
+  { "shaw", { pe = "shaw", rel_clip = 3 }, nil },
+  { "xl", { pe = "xl" }, nil },
+  { "t5", { pe = "t5", rel_buckets = 4, rel_max_distance = 6 }, nil },
+  { "deberta", { pe = "deberta", rel_clip = 2 }, nil },
+  { "deberta_post_gelu", { pe = "deberta", rel_clip = 3, norm = "post", activation = "gelu" } },
+  { "alibi", { pe = "alibi", d_model = 24, heads = 3 }, nil },
+  { "linear_none", { pe = "none", attention = "linear" }, "none" },
+  { "linear_rope_after", { pe = "rope", attention = "linear" }, "linear_none" },
+  { "linear_rope_before", { pe = "rope", attention = "linear", linear_rope = "before" },
+    "linear_rope_after" },
+  { "linear_roper_partial", { pe = "roper", attention = "linear", fraction_qk = 0.5,
+                              fraction_v = 0.5 }, "linear_rope_after" },
+  { "linear_roper_before", { pe = "roper", attention = "linear", linear_rope = "before" },
+    "linear_rope_before" },
+}
+
+local TOKENS = rp.tensor { { 1, 5, 2, 9, 0, 3, 3, 7 }, { 10, 4, 6, 8, 2, 1, 0, 5 } }
+
+local function cfg_of(c)
+  local t = {}
+  for k, v in pairs(BASE) do t[k] = v end
+  for k, v in pairs(c[2]) do t[k] = v end
+  if c.freq then t.freq = c.freq end
+  if c.angles then t.angles = c.angles end
+  return t
+end
+
+local function have_torch()
+  local _, err, code = h.run(PY .. " -c 'import torch, numpy'")
+  if code ~= 0 then
+    return false, PY .. " cannot import torch and numpy (" .. (err:match("[^\n]*Error[^\n]*")
+      or "exit " .. code) .. "): apt-get install python3-torch"
+  end
+  return true
+end
+
+local function py(args)
+  local q = {}
+  for i, a in ipairs(args) do q[i] = h.sh_quote(a) end
+  return h.run(PY .. " " .. SCRIPT .. " " .. table.concat(q, " "))
+end
+
+-- Largest difference between every parameter (or gradient) of two lists of {name, tensor}.
+local function list_diff(a, b)
+  assert.equal(#a, #b)
+  local d = 0
+  for i, e in ipairs(a) do
+    assert.equal(e.name, b[i].name)
+    d = math.max(d, rp.maxdiff(e.tensor, b[i].tensor))
+  end
+  return d
+end
+
+describe("the PyTorch companion (python/roper_torch) against roper", function()
+  local d, ok, why
+  local roper_logits, companion, lines = {}, {}, {}
+
+  setup(function()
+    ok, why = have_torch()
+    d = h.tmpdir()
+    if not ok then return end
+    assert(TOKENS:save(d .. "/tokens.npy"))
+    local manifest = {}
+    for _, c in ipairs(CASES) do
+      local name = c[1]
+      local m = rp.model(cfg_of(c))
+      roper_logits[name] = m:forward(TOKENS)
+      local file = d .. "/" .. name .. ".safetensors"
+      if c.freq or c.angles then
+        -- safetensors files hold no own frequencies: the weights come from a plain model of
+        -- the same config (the same seed gives the same weights), the tables from the caller
+        local plain = cfg_of(c)
+        plain.freq, plain.angles = nil, nil
+        assert.is_true(rp.model(plain):save_safetensors(file))
+      else
+        assert.is_true(m:save_safetensors(file))
+      end
+      manifest[#manifest + 1] = { name = name, model = file, tokens = d .. "/tokens.npy",
+                                  out = d .. "/" .. name .. "_logits.npy", freq = c.freq,
+                                  angles = c.angles }
+    end
+    h.write(d .. "/manifest.json", cjson.encode(manifest))
+    local out, err, code = py { "logits", d .. "/manifest.json" }
+    assert.equal(0, code, err)
+    for line in out:gmatch("[^\n]+") do lines[line:match("^(%S+)")] = line end
+    for _, c in ipairs(CASES) do
+      companion[c[1]] = assert(rp.load(d .. "/" .. c[1] .. "_logits.npy"))
+    end
+  end)
+  teardown(function() h.remove_tree(d) end)
+
+  local worst = {}
+  for _, c in ipairs(CASES) do
+    local name, nb = c[1], c[3]
+    it(name .. ": load_roper's logits are roper's", function()
+      if not ok then return pending(why) end
+      assert.same(roper_logits[name]:shape(), companion[name]:shape())
+      local diff = rp.maxdiff(roper_logits[name], companion[name])
+      worst[#worst + 1] = ("%-30s %.2e   %s"):format(name, diff, lines[name] or "?")
+      assert.is_true(diff < TOL, name .. ": max difference " .. diff)
+      if nb then
+        -- the same weights under the neighbouring scheme give other logits: a companion that
+        -- ignored the difference would fail TOL
+        assert.is_true(rp.maxdiff(roper_logits[name], roper_logits[nb]) > 1e-3,
+          name .. " vs " .. nb)
+      end
+    end)
+  end
+
+  it("reports the worst difference of each mode", function()
+    if not ok then return pending(why) end
+    assert.equal(#CASES, #worst)
+    io.write("\n  max |roper - companion| of the float32 logits (tolerance " .. TOL .. "):\n    "
+      .. table.concat(worst, "\n    ") .. "\n")
+  end)
+
+  it("the cos/sin tables are rp.rope.angles's bit for bit (every scheme, far positions)",
+    function()
+      if not ok then return pending(why) end
+      local pos = { 0, 1, 7, 100, 4095, 100000 }
+      local sets = {
+        { 8, {} }, { 16, { base = 500 } }, { 8, { scale = 2 } },
+        { 8, { scaling = "pi", scaling_factor = 3 } },
+        { 12, { scaling = "ntk", scaling_factor = 8 } },
+        { 2, { scaling = "ntk", scaling_factor = 8 } },
+        { 16, { scaling = "yarn", scaling_factor = 4, orig_len = 64 } },
+        { 16, { scaling = "yarn", scaling_factor = 16, orig_len = 100, yarn_alpha = 0.5,
+                yarn_beta = 8 } },
+        { 8, { xpos = 0.4, xpos_scale_base = 4096 } },
+        { 8, { xpos = 0.4, xpos_scale_base = 4096, xpos_side = -1, scale = 2 } },
+        { 8, { freq = { 2, -0.5, 1e-3, 0.3 }, scaling = "yarn", scaling_factor = 2,
+               orig_len = 50 } },
+        { 4, { angles = { { 0.5, 1 }, { 2, -3 }, { 1e3, 0 } }, scale = 2 }, { 0, 2, 1 } },
+      }
+      local manifest = {}
+      for i, c in ipairs(sets) do
+        manifest[i] = { positions = c[3] or pos, d_rot = c[1], opts = c[2],
+                        cos = d .. "/cos" .. i .. ".npy", sin = d .. "/sin" .. i .. ".npy" }
+      end
+      h.write(d .. "/tables.json", cjson.encode(manifest))
+      local _, err, code = py { "tables", d .. "/tables.json" }
+      assert.equal(0, code, err)
+      for i, c in ipairs(sets) do
+        local rc, rs = rp.rope.angles(c[3] or pos, c[1], c[2])
+        local pc, ps = assert(rp.load(manifest[i].cos)), assert(rp.load(manifest[i].sin))
+        assert.equal(0, rp.maxdiff(rc, pc), "cos of set " .. i)
+        assert.equal(0, rp.maxdiff(rs, ps), "sin of set " .. i)
+      end
+    end)
+
+  it("in float64 (model:double()) the logits are the independent float64 reference's", function()
+    if not ok then return pending(why) end
+    local F, args = "tests/fixtures/interop/", { "f64" }
+    for _, name in ipairs { "torch_roper", "torch_learned_post" } do
+      for _, f in ipairs { ".safetensors", "_tokens.npy", "_logits.npy" } do
+        args[#args + 1] = F .. name .. f
+      end
+    end
+    local out, err, code = py(args)
+    assert.equal(0, code, err)
+    local n = 0
+    for diff in out:gmatch("| (%S+)\n") do
+      n = n + 1
+      assert.is_true(tonumber(diff) < 1e-12, out)
+    end
+    assert.equal(2, n, out)
+  end)
+
+  it("save_roper writes a file rp.load reads back: the config and every parameter bit for bit",
+    function()
+      if not ok then return pending(why) end
+      local names = { "roper_legacy_qvo_interleaved", "deberta", "learned", "roper_yarn" }
+      local args = { "roundtrip" }
+      for _, name in ipairs(names) do
+        args[#args + 1] = d .. "/" .. name .. ".safetensors"
+        args[#args + 1] = d .. "/" .. name .. "_back.safetensors"
+      end
+      local _, err, code = py(args)
+      assert.equal(0, code, err)
+      for _, name in ipairs(names) do
+        local src = d .. "/" .. name .. ".safetensors"
+        local back = d .. "/" .. name .. "_back.safetensors"
+        local a, b = assert(rp.load(src)), assert(rp.load(back))
+        assert.same(a:config(), b:config())
+        assert.equal(0, list_diff(a:params(), b:params()))
+        -- the writer's layout: the header padded with spaces to 8 bytes, roper's metadata
+        local raw = assert(h.read(back))
+        local n = string.unpack("<I8", raw)
+        assert.equal(0, n % 8)
+        local header = cjson.decode(raw:sub(9, 8 + n))
+        assert.equal("1", header.__metadata__["roper.version"])
+        assert.equal("pt", header.__metadata__.format)
+      end
+    end)
+
+  it("gradients by autograd are roper's (written by the companion, read by m:load_safetensors)",
+    function()
+      if not ok then return pending(why) end
+      local names = { "roper_xpos", "rope_qkv_widths", "t5", "linear_roper_before" }
+      local targets = rp.tensor { { 5, 2, 9, 0, 3, 3, 7, -1 }, { 4, 6, 8, 2, 1, 0, 5, 1 } }
+      local tfile, args = d .. "/targets.npy", { "grads" }
+      assert(targets:save(tfile))
+      for _, name in ipairs(names) do
+        for _, a in ipairs { d .. "/" .. name .. ".safetensors", d .. "/tokens.npy", tfile,
+                             d .. "/" .. name .. "_grads.safetensors" } do
+          args[#args + 1] = a
+        end
+      end
+      local out, err, code = py(args)
+      assert.equal(0, code, err .. out)
+      local losses = {}
+      for l in out:gmatch("loss ([^,]+),") do losses[#losses + 1] = tonumber(l) end
+      assert.equal(#names, #losses, out)
+      for i, name in ipairs(names) do
+        local c
+        for _, x in ipairs(CASES) do if x[1] == name then c = x end end
+        local gfile = d .. "/" .. name .. "_grads.safetensors"
+        local m = rp.model(cfg_of(c))
+        local opt = rp.optim.adam(m, { lr = 1e-3, clip = 0 })
+        local loss = m:train_step(TOKENS, targets, nil, opt)
+        local g = rp.model(cfg_of(c))
+        assert.is_true(g:load_safetensors(gfile))
+        local grads = {}
+        for _, e in ipairs(m:params()) do
+          grads[#grads + 1] = { name = e.name, tensor = m:grads()[e.name] }
+        end
+        local diff = list_diff(grads, g:params())
+        assert.is_true(diff < 1e-5, name .. ": gradients differ by " .. diff)
+        assert.is_true(math.abs(loss - losses[i]) < 1e-5, loss .. " vs " .. losses[i])
+      end
+    end)
+
+  it("a model trained in PyTorch (the loss falls) loads in roper with the same logits",
+    function()
+      if not ok then return pending(why) end
+      local file, lg, tok = d .. "/trained.safetensors", d .. "/trained_logits.npy",
+        d .. "/trained_tokens.npy"
+      local out, err, code = py { "train", file, lg, tok }
+      assert.equal(0, code, err .. out)
+      io.write("\n  " .. out)
+      local m = assert(rp.load(file))
+      assert.equal("roper", m:config().pe)
+      local diff = rp.maxdiff(m:forward(assert(rp.load(tok))), assert(rp.load(lg)))
+      assert.is_true(diff < TOL, "logits differ by " .. diff)
+    end)
+  it("the example of docs/interop.md trains (its loss falls) and roper loads its model", function()
+    if not ok then return pending(why) end
+    local doc = assert(h.read("docs/interop.md"))
+    local blocks = {}
+    for code in doc:gmatch("\n```python\n(.-)\n```\n") do blocks[#blocks + 1] = code end
+    assert.equal(1, #blocks)
+    local w = d .. "/example"
+    assert(os.execute("mkdir -p " .. h.sh_quote(w)))
+    h.write(w .. "/example.py", blocks[1] .. "\n")
+    local out, err, code = h.run("cd " .. h.sh_quote(w) .. " && PYTHONPATH=" .. h.sh_quote(ROOT
+      .. "/python") .. " " .. PY .. " example.py")
+    assert.equal(0, code, err)
+    local losses = {}
+    for l in out:gmatch("loss (%S+)") do losses[#losses + 1] = tonumber(l) end
+    assert.equal(4, #losses, out)
+    assert.is_true(losses[4] < 0.1 and losses[4] < losses[1], out) -- from ln 16 = 2.77
+    local m = assert(rp.load(w .. "/copy.safetensors"))
+    assert.equal("roper", m:config().pe)
+    -- the copy task in roper: the token 4 places back, which the trained weights predict
+    local x, y = {}, {}
+    math.randomseed(9)
+    for b = 1, 4 do
+      x[b], y[b] = {}, {}
+      for t = 1, 24 do x[b][t] = math.random(0, 15) end
+      for t = 1, 24 do y[b][t] = t > 4 and x[b][t - 4] or -1 end
+    end
+    local loss = m:loss(x, y)
+    io.write(("\n  the example: %s; roper's loss on a copy batch %.4f\n"):format(
+      out:gsub("\n", ", "):gsub(", $", ""), loss))
+    assert.is_true(loss < 0.5, loss)
+  end)
+
+  it("read_safetensors refuses damaged files (roper refuses them too) and reads every dtype",
+    function()
+      if not ok then return pending(why) end
+      local function st(header, data)
+        return string.pack("<I8", #header) .. header .. (data or "")
+      end
+      local function entry(name, dtype, shape, b, e)
+        return ('"%s":{"dtype":"%s","shape":[%s],"data_offsets":[%d,%d]}'):format(name, dtype,
+          shape, b, e)
+      end
+      local z = function(n) return ("\0"):rep(n) end
+      local cases = {
+        { "short", "\1\2\3", "truncated (3 bytes, shorter than the 8-byte header length)" },
+        { "past_end", string.pack("<I8", 1000) .. "{}",
+          "truncated (the header length says 1000 bytes, 2 follow it)" },
+        { "not_json", st("{x"), "bad header (Expecting property name enclosed in double quotes: "
+          .. "line 1 column 2 (char 1))" },
+        { "not_object", st("[1]"), "bad header (it must be a JSON object)" },
+        { "duplicate", st("{" .. entry("w", "F32", "1", 0, 4) .. "," .. entry("w", "F32", "1", 0, 4)
+          .. "}", z(4)), 'bad header (duplicate key "w")' },
+        { "dtype", st("{" .. entry("w", "F33", "1", 0, 4) .. "}", z(4)),
+          'bad header (tensor "w": unknown dtype "F33")' },
+        { "extra_key", st('{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"x":1}}', z(4)),
+          'bad header (tensor "w": the keys must be dtype, shape, data_offsets)' },
+        { "negative", st("{" .. entry("w", "F32", "-1", 0, 4) .. "}", z(4)),
+          'bad header (tensor "w": bad shape [-1] or data_offsets [0, 4])' },
+        { "size", st("{" .. entry("w", "F32", "2,3", 0, 20) .. "}", z(20)),
+          'tensor "w": data_offsets [0, 20] hold 20 bytes, its shape [2, 3] of F32 needs 24' },
+        { "overlap", st("{" .. entry("a", "F32", "2", 0, 8) .. "," .. entry("b", "F32", "2", 4, 12)
+          .. "}", z(12)),
+          'tensor "b" begins at byte 4 of the data, expected 8 (a gap or an overlap)' },
+        { "gap", st("{" .. entry("a", "F32", "1", 0, 4) .. "," .. entry("b", "F32", "1", 8, 12)
+          .. "}", z(12)),
+          'tensor "b" begins at byte 8 of the data, expected 4 (a gap or an overlap)' },
+        { "trailing", st("{" .. entry("a", "F32", "1", 0, 4) .. "}", z(8)),
+          "the tensors end at byte 4 of the data, the file has 8 data bytes" },
+        { "metadata", st('{"__metadata__":{"a":1}}'),
+          "bad header (__metadata__ must be an object of strings)" },
+      }
+      local paths = {}
+      for i, c in ipairs(cases) do
+        paths[i] = d .. "/bad_" .. c[1] .. ".safetensors"
+        h.write(paths[i], c[2])
+        local m, msg = rp.load(paths[i])
+        assert.is_nil(m, c[1])
+        assert.is_string(msg)
+      end
+      -- a valid file of every dtype (zeros), and roper's F64 fixture
+      local all = st("{" .. table.concat({
+        entry("a", "F64", "1", 0, 8), entry("b", "I64", "1", 8, 16),
+        entry("c", "F32", "1", 16, 20), entry("d", "I32", "1", 20, 24),
+        entry("e", "I16", "1", 24, 26), entry("f", "F16", "1", 26, 28),
+        entry("g", "BF16", "1", 28, 30), entry("h", "I8", "1", 30, 31),
+        entry("i", "U8", "1", 31, 32), entry("j", "BOOL", "0", 32, 32) }, ",") .. "}", z(32))
+      paths[#paths + 1] = d .. "/all.safetensors"
+      h.write(paths[#paths], all)
+      paths[#paths + 1] = "tests/fixtures/interop/torch_roper_f64.safetensors"
+      local out, err, code = py { "read", table.unpack(paths) }
+      assert.equal(0, code, err)
+      local got = {}
+      for line in out:gmatch("[^\n]+") do
+        local name, verdict, rest = line:match("^(%S+)\t(%S+)\t(.*)$")
+        got[name] = verdict .. " " .. rest
+      end
+      for _, c in ipairs(cases) do
+        assert.equal("refused " .. c[3], got["bad_" .. c[1] .. ".safetensors"])
+      end
+      assert.equal("ok 10\ttorch.bfloat16,torch.bool,torch.float16,torch.float32,torch.float64,"
+        .. "torch.int16,torch.int32,torch.int64,torch.int8,torch.uint8", got["all.safetensors"])
+      assert.equal("ok 29\ttorch.float64", got["torch_roper_f64.safetensors"])
+    end)
+
+  it("make install puts the package beside the scripts, importable from there", function()
+    if not ok then return pending(why) end
+    local D = d .. "/stage"
+    local make = "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s --no-print-directory -C "
+      .. h.sh_quote(ROOT) .. " BUILD=" .. h.sh_quote(os.getenv("BUILD") or "build") .. " SANITIZE="
+      .. h.sh_quote(os.getenv("SANITIZE") or "") .. " DESTDIR=" .. h.sh_quote(D)
+      .. " PREFIX=/usr/local "
+    local out, err, code = h.run(make .. "install-bin")
+    assert.equal(0, code, err .. out)
+    local pkg = D .. "/usr/local/share/roper/python"
+    for _, f in ipairs { "__init__.py", "model.py", "rotary.py", "safetensors.py" } do
+      assert.equal(h.read("python/roper_torch/" .. f), h.read(pkg .. "/roper_torch/" .. f), f)
+    end
+    out, err, code = h.run("cd / && PYTHONPATH=" .. h.sh_quote(pkg) .. " " .. PY
+      .. " -c 'import roper_torch; print(roper_torch.__file__)'")
+    assert.equal(0, code, err)
+    assert.equal(pkg .. "/roper_torch/__init__.py\n", out)
+    out, err, code = h.run(make .. "uninstall")
+    assert.equal(0, code, err .. out)
+    assert.is_nil(require("lfs").attributes(pkg))
+  end)
+end)

@@ -1,0 +1,175 @@
+#!/usr/bin/python3
+"""The PyTorch companion (python/roper_torch) against roper, live:
+tests/lua/torch_companion_spec.lua runs these with Debian's /usr/bin/python3 (python3-torch,
+python3-numpy) from the repo root.
+
+    torch_companion.py logits MANIFEST.json
+        MANIFEST: a JSON list of {"name", "model", "tokens", "out"[, "freq"][, "angles"]}: each
+        safetensors file of roper's m:save_safetensors loaded with load_roper (freq / angles: the
+        model's own frequencies or angles), run in float32 on the tokens (.npy of ids), the logits
+        written to "out" (.npy, float32). One line per entry: "<name> <parameters> <scheme>".
+
+    torch_companion.py tables MANIFEST.json
+        MANIFEST: a JSON list of {"positions", "d_rot", "opts", "cos", "sin"}, opts holding
+        rp.rope.angles's options (base, scale, xpos_side and the frequency options): the
+        companion's cos/sin tables (roper_torch.rotary.tables), written to "cos" and "sin" (.npy,
+        float32).
+
+    torch_companion.py f64 MODEL TOKENS LOGITS64 [...]
+        For each triple: load_roper, then .double(): the float64 logits against LOGITS64 (.npy,
+        float64: the reference model of tests/reference/make_fixtures.py); prints
+        "max |companion f64 - reference f64| <d>".
+
+    torch_companion.py grads MODEL TOKENS TARGETS OUT [...]
+        For each group: load_roper, roper's loss (mean cross-entropy over targets >= 0),
+        loss.backward(); writes the gradients under the parameters' names to OUT with the
+        companion's safetensors writer (no roper.config: a plain state dict); prints
+        "loss <loss>, ..."; exit 1 when a gradient is not finite.
+
+    torch_companion.py roundtrip MODEL OUT [...]
+        For each pair: load_roper, then save_roper to OUT (rp.load reads it back).
+
+    torch_companion.py read FILE...
+        read_safetensors each file; one line each: "<name>\tok\t<tensors>\t<dtypes>" or
+        "<name>\trefused\t<message without the path>".
+
+    torch_companion.py train OUT LOGITS TOKENS
+        A RoperTransformer with pe roper built in PyTorch, trained with Adam on a copy task
+        (predict the token 3 places back); prints the loss of each of the first and last steps,
+        exit 1 unless the last loss is below half the first; writes the model with save_roper to
+        OUT and its logits on TOKENS (written here, .npy) to LOGITS.
+"""
+
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+
+from roper_torch import (Freq, RoperTransformer, SafetensorsError, load_roper,  # noqa: E402
+                         read_safetensors, save_roper, tables, write_safetensors)
+
+
+def ids(path):
+    return torch.from_numpy(np.load(path).astype(np.int64))
+
+
+def logits(manifest):
+    with open(manifest) as f:
+        entries = json.load(f)
+    for e in entries:
+        m = load_roper(e["model"], freq=e.get("freq"), angles=e.get("angles"))
+        m.eval()
+        with torch.no_grad():
+            out = m(ids(e["tokens"]))
+        np.save(e["out"], out.numpy().astype(np.float32))
+        c = m.cfg
+        print("%s %d %s %s rotate %s %s" % (e["name"], sum(p.numel() for p in m.parameters()),
+                                            c["pe"], c["attention"], c["rotate"] or "-",
+                                            c["scaling"]))
+
+
+def tables_of(manifest):
+    with open(manifest) as f:
+        entries = json.load(f)
+    for e in entries:
+        o = e["opts"]
+        f = Freq(scaling=o.get("scaling", "none"), factor=o.get("scaling_factor", 1.0),
+                 orig_len=o.get("orig_len", 0.0), yarn_alpha=o.get("yarn_alpha", 1.0),
+                 yarn_beta=o.get("yarn_beta", 32.0), xpos=o.get("xpos", 0.0),
+                 xpos_scale_base=o.get("xpos_scale_base", 512.0), theta=o.get("freq"),
+                 angles=o.get("angles"))
+        cos, sin = tables(e["d_rot"], o.get("base", 10000.0), e["positions"], f,
+                          c=o.get("scale", 1.0), side=o.get("xpos_side", 1))
+        np.save(e["cos"], cos.numpy())
+        np.save(e["sin"], sin.numpy())
+
+
+def f64(model, tokens, ref):
+    m = load_roper(model).double().eval()
+    with torch.no_grad():
+        out = m(ids(tokens)).numpy()
+    print("max |companion f64 - reference f64| %.3g" % float(np.abs(out - np.load(ref)).max()))
+
+
+def grads(model, tokens, targets, out):
+    m = load_roper(model)
+    loss = m.loss(ids(tokens), ids(targets))
+    loss.backward()
+    g = {k: p.grad for k, p in m.named_parameters()}
+    bad = [k for k, v in g.items() if v is None or not torch.isfinite(v).all()]
+    write_safetensors(out, {k: v for k, v in g.items() if v is not None}, {"format": "pt"})
+    print("loss %.9g, %d gradients, largest |g| %.3g%s"
+          % (loss.item(), len(g), max(v.abs().max().item() for v in g.values() if v is not None),
+             ", not finite: " + " ".join(bad) if bad else ""))
+    return 1 if bad else 0
+
+
+def roundtrip(model, out):
+    save_roper(load_roper(model), out)
+
+
+def read(path):
+    name = os.path.basename(path)
+    try:
+        t, _ = read_safetensors(path)
+        print("%s\tok\t%d\t%s" % (name, len(t), ",".join(sorted({str(v.dtype) for v in
+                                                                  t.values()}))))
+    except SafetensorsError as e:
+        print("%s\trefused\t%s" % (name, str(e)[len(path) + 2:]))
+
+
+def train(out, logits_out, tokens_out):
+    torch.manual_seed(3)
+    V, T, B, lag = 8, 12, 16, 3
+    m = RoperTransformer(vocab=V, d_model=32, heads=4, layers=2, d_ff=64, seq_len=T, pe="roper",
+                         seed=3)
+    opt = torch.optim.Adam(m.parameters(), lr=3e-3)
+    losses = []
+    for step in range(150):
+        x = torch.randint(0, V, (B, T))
+        y = torch.full((B, T), -1, dtype=torch.long)
+        y[:, lag:] = x[:, :-lag]
+        loss = m.loss(x, y)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+        opt.step()
+        losses.append(loss.item())
+    first, last = sum(losses[:5]) / 5, sum(losses[-5:]) / 5
+    print("train: mean loss of the first 5 steps %.4f, of the last 5 %.4f (ln %d = %.4f)"
+          % (first, last, V, math.log(V)))
+    save_roper(m, out)
+    x = torch.randint(0, V, (2, T))
+    m.eval()
+    with torch.no_grad():
+        np.save(logits_out, m(x).numpy())
+    np.save(tokens_out, x.numpy().astype(np.float32))
+    return 0 if last < 0.5 * first else 1
+
+
+def main():
+    torch.set_num_threads(1)
+    a = sys.argv[1:]
+    # command: (function, arguments per call, repeated over groups of them)
+    cmds = {"logits": (logits, 1, False), "tables": (tables_of, 1, False), "f64": (f64, 3, True),
+            "grads": (grads, 4, True), "roundtrip": (roundtrip, 2, True), "read": (read, 1, True),
+            "train": (train, 3, False)}
+    if not a or a[0] not in cmds:
+        sys.stderr.write(__doc__)
+        sys.exit(2)
+    fn, n, repeat = cmds[a[0]]
+    args = a[1:]
+    if not args or len(args) % n or (not repeat and len(args) != n):
+        sys.stderr.write(__doc__)
+        sys.exit(2)
+    sys.exit(max(fn(*args[i:i + n]) or 0 for i in range(0, len(args), n)))
+
+
+if __name__ == "__main__":
+    main()
