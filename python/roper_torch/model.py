@@ -70,13 +70,16 @@ DEFAULTS = {
     "fraction_k": 0.0, "fraction_o": 0.0, "rel_clip": 16, "rel_buckets": 32,
     "rel_max_distance": 128, "scaling": "none", "scaling_factor": 1.0, "orig_len": 0,
     "yarn_alpha": 1.0, "yarn_beta": 32.0, "xpos": 0.0, "xpos_scale_base": 512.0,
+    "yarn_ramp": "rotations", "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+    "attention_factor": 0.0,
 }
 ALWAYS = ("vocab", "d_model", "heads", "layers", "d_ff", "seq_len", "max_batch", "norm",
           "activation", "dropout", "pe", "fraction_qk", "fraction_v", "base", "pairing", "seed",
           "attention", "linear_rope")
 ENUMS = {"norm": ("pre", "post"), "activation": ("relu", "gelu"), "pe": tuple(MODES),
          "pairing": ("half", "interleaved"), "attention": ("softmax", "linear"),
-         "linear_rope": ("after", "before"), "scaling": tuple(rotary.SCALINGS)}
+         "linear_rope": ("after", "before"), "scaling": tuple(rotary.SCALINGS),
+         "yarn_ramp": ("rotations", "dims", "dims_exact")}
 
 LN_EPS = 1e-5
 LINATTN_EPS = 1e-6  # RP_LINATTN_EPS
@@ -132,11 +135,14 @@ def widths(cfg):
 
 
 def freq_of(cfg, theta=None, angles=None):
-    """The model's frequency scheme (rp_model_cfg_freq): its scaling, YaRN's orig_len (seq_len
-    when 0), xPos, and the own frequencies or angles (which safetensors files do not hold)."""
+    """The model's frequency scheme (rp_model_cfg_freq): its scaling, orig_len (seq_len when 0),
+    xPos, and the own frequencies or angles (which safetensors files do not hold)."""
     return rotary.Freq(scaling=cfg["scaling"], factor=float(cfg["scaling_factor"]),
                        orig_len=float(cfg["orig_len"] or cfg["seq_len"]),
                        yarn_alpha=float(cfg["yarn_alpha"]), yarn_beta=float(cfg["yarn_beta"]),
+                       yarn_ramp=cfg["yarn_ramp"], low_freq_factor=float(cfg["low_freq_factor"]),
+                       high_freq_factor=float(cfg["high_freq_factor"]),
+                       attention_factor=float(cfg["attention_factor"]),
                        xpos=float(cfg["xpos"]), xpos_scale_base=float(cfg["xpos_scale_base"]),
                        theta=None if theta is None else [float(t) for t in theta],
                        angles=None if angles is None else [[float(a) for a in r] for r in angles])

@@ -11,7 +11,15 @@ user's own frequencies; on top of them a scaling (SCALINGS, keyed by its name) a
     ntk    NTK-aware scaling (bloc97 2023): theta_i s^(-2i/(d_rot-2)) (d_rot = 2: theta_0)
     yarn   YaRN (Peng et al. 2023, eqs. 17-20): r = L |theta_i| / (2 pi), gamma(r) = 0 below
            alpha, 1 above beta, linear between; (1 - gamma) theta_i / s + gamma theta_i; the
-           scores times (0.1 ln s + 1)^2 when s > 1 (score_scale)
+           scores times (0.1 ln s + 1)^2 when s > 1 (score_scale). yarn_ramp "dims" /
+           "dims_exact": the ramp linear in the pair index between i(beta) (rounded down) and
+           i(alpha) (rounded up; dims_exact: not rounded), i(r) = d_rot ln(L / (2 pi r)) /
+           (2 ln base), clamped to [0, d_rot - 1] (Hugging Face's rope_type "yarn")
+    dynamic  dynamic NTK, position by position: position p takes NTK with
+           s_p = max(1, s (p + 1) / L - (s - 1)) (so a cache stays exact)
+    llama3 Llama 3.1's bands: the yarn ramp in r between low_freq_factor and high_freq_factor,
+           no temperature
+    attention_factor m > 0 (any scaling): the scores times m^2 instead of the scaling's own
     xPos   (Sun et al. 2022): pair i at position p times zeta_i^(side p / scale_base),
            zeta_i = (2i/d_rot + gamma) / (1 + gamma), side +1 for the query side (q and RoPER's
            output o), -1 for the key side (k and the values v); folded into the tables.
@@ -37,6 +45,10 @@ class Freq:
     orig_len: float = 0.0                # yarn: L (the model: orig_len, or seq_len when 0)
     yarn_alpha: float = 1.0
     yarn_beta: float = 32.0
+    yarn_ramp: str = "rotations"         # or "dims", "dims_exact" (Hugging Face's)
+    low_freq_factor: float = 1.0         # llama3
+    high_freq_factor: float = 4.0
+    attention_factor: float = 0.0        # 0: the scaling's own score factor
     xpos: float = 0.0                    # xPos gamma, 0 = off
     xpos_scale_base: float = 512.0
     theta: Optional[List[float]] = None  # own frequencies: pair i turns by p theta[i]
@@ -49,36 +61,72 @@ class Freq:
 
 @dataclass(frozen=True)
 class Scaling:
-    """One frequency scheme: theta(t, i, d_rot, f, length) -> theta'_i from the unscaled
-    t = theta_i (length: the positions the tables cover, 0 .. length - 1, for schemes that
-    depend on the current length), and score(f) -> the factor of the attention scores."""
-    theta: Callable[[float, int, int, Freq, int], float]
+    """One frequency scheme: theta(t, i, d_rot, base, f, p) -> theta'_i of position p from the
+    unscaled t = theta_i, and score(f) -> the factor of the attention scores. per_position: theta
+    depends on p (else it is computed once for every position)."""
+    theta: Callable[[float, int, int, float, Freq, int], float]
     score: Callable[[Freq], float] = lambda f: 1.0
+    per_position: bool = False
 
 
-def _yarn_theta(t, i, d_rot, f, length):
-    r = f.orig_len * abs(t) / TWO_PI  # r = L / lambda
-    g = 0.0 if r < f.yarn_alpha else 1.0 if r > f.yarn_beta else \
-        (r - f.yarn_alpha) / (f.yarn_beta - f.yarn_alpha)
+def _ramp(r, lo, hi):
+    return 0.0 if r < lo else 1.0 if r > hi else (r - lo) / (hi - lo)
+
+
+def _ntk(t, s, i, d_rot):
+    return t * math.pow(s, -2.0 * i / (d_rot - 2)) if d_rot > 2 and s != 1.0 else t
+
+
+def _dims_gamma(i, d_rot, base, f):
+    def index(r):
+        return d_rot * math.log(f.orig_len / (TWO_PI * r)) / (2.0 * math.log(base))
+    lo, hi = index(f.yarn_beta), index(f.yarn_alpha)
+    if f.yarn_ramp == "dims":
+        lo, hi = math.floor(lo), math.ceil(hi)
+    lo, hi = max(lo, 0.0), min(hi, float(d_rot - 1))
+    if lo == hi:
+        hi += 0.001
+    return 1.0 - min(max((i - lo) / (hi - lo), 0.0), 1.0)
+
+
+def _yarn_theta(t, i, d_rot, base, f, p):
+    g = _ramp(f.orig_len * abs(t) / TWO_PI, f.yarn_alpha, f.yarn_beta) \
+        if f.yarn_ramp == "rotations" else _dims_gamma(i, d_rot, base, f)  # r = L / lambda
     return (1.0 - g) * t / f.factor + g * t
 
 
+def _llama3_theta(t, i, d_rot, base, f, p):
+    g = _ramp(f.orig_len * abs(t) / TWO_PI, f.low_freq_factor, f.high_freq_factor)
+    return (1.0 - g) * t / f.factor + g * t
+
+
+def _dynamic_theta(t, i, d_rot, base, f, p):
+    return _ntk(t, max(1.0, f.factor * (p + 1.0) / f.orig_len - (f.factor - 1.0)), i, d_rot)
+
+
 def _yarn_score(f):
+    if f.attention_factor > 0.0:
+        return f.attention_factor * f.attention_factor
     if not f.factor > 1.0:
         return 1.0
     m = 0.1 * math.log(f.factor) + 1.0
     return m * m
 
 
+def _factor_score(f):
+    return f.attention_factor * f.attention_factor if f.attention_factor > 0.0 else 1.0
+
+
 # The schemes, by the config's name (core/nn/rope_freq.c's theta_of and rp_rope_freq_score_scale).
 # A new one is an entry here (its parameters: fields of Freq, filled by model.freq_of from the
 # config keys of model.DEFAULTS).
 SCALINGS = {
-    "none": Scaling(lambda t, i, d, f, n: t),
-    "pi": Scaling(lambda t, i, d, f, n: t / f.factor),
-    "ntk": Scaling(lambda t, i, d, f, n: t * math.pow(f.factor, -2.0 * i / (d - 2)) if d > 2
-                   else t),
+    "none": Scaling(lambda t, i, d, b, f, p: t),
+    "pi": Scaling(lambda t, i, d, b, f, p: t / f.factor, _factor_score),
+    "ntk": Scaling(lambda t, i, d, b, f, p: _ntk(t, f.factor, i, d), _factor_score),
     "yarn": Scaling(_yarn_theta, _yarn_score),
+    "dynamic": Scaling(_dynamic_theta, _factor_score, per_position=True),
+    "llama3": Scaling(_llama3_theta, _factor_score),
 }
 
 
@@ -90,15 +138,15 @@ def scaling(f):
     return SCALINGS[f.scaling]
 
 
-def theta(d_rot, base, f=None, length=0):
-    """theta'_i for i = 0 .. d_rot/2 - 1 (floats): the standard or own frequencies, scaled (for
-    tables of positions 0 .. length - 1)."""
+def theta(d_rot, base, f=None, p=0):
+    """theta'_i for i = 0 .. d_rot/2 - 1 (floats) of position p: the standard or own
+    frequencies, scaled."""
     s = scaling(f)
     out = []
     for i in range(d_rot // 2):
         t = f.theta[i] if f is not None and f.theta is not None else \
             math.pow(base, -2.0 * i / d_rot)
-        out.append(s.theta(t, i, d_rot, f, length) if f is not None else t)
+        out.append(s.theta(t, i, d_rot, base, f, p) if f is not None else t)
     return out
 
 
@@ -115,11 +163,14 @@ def tables(d_rot, base, positions, f=None, c=1.0, side=1, dtype=torch.float32):
     half = d_rot // 2
     positions = list(positions)
     ang = f.angles if f is not None else None
-    th = None if ang is not None else theta(d_rot, base, f, max(positions, default=-1) + 1)
+    per_pos = ang is None and f is not None and scaling(f).per_position
+    th = None if ang is not None else theta(d_rot, base, f)
     xg = f.xpos if f is not None else 0.0
     sb = f.xpos_scale_base if f is not None else 1.0
     cos, sin = [], []
     for p in positions:
+        if per_pos:
+            th = theta(d_rot, base, f, p)
         rc, rs = [], []
         for i in range(half):
             a = c * ang[p][i] if ang is not None else c * float(p) * th[i]

@@ -81,7 +81,10 @@ def tables_of(manifest):
         o = e["opts"]
         f = Freq(scaling=o.get("scaling", "none"), factor=o.get("scaling_factor", 1.0),
                  orig_len=o.get("orig_len", 0.0), yarn_alpha=o.get("yarn_alpha", 1.0),
-                 yarn_beta=o.get("yarn_beta", 32.0), xpos=o.get("xpos", 0.0),
+                 yarn_beta=o.get("yarn_beta", 32.0), yarn_ramp=o.get("yarn_ramp", "rotations"),
+                 low_freq_factor=o.get("low_freq_factor", 1.0),
+                 high_freq_factor=o.get("high_freq_factor", 4.0),
+                 attention_factor=o.get("attention_factor", 0.0), xpos=o.get("xpos", 0.0),
                  xpos_scale_base=o.get("xpos_scale_base", 512.0), theta=o.get("freq"),
                  angles=o.get("angles"))
         cos, sin = tables(e["d_rot"], o.get("base", 10000.0), e["positions"], f,
