@@ -574,7 +574,9 @@ void lrp_optcfgkey(lua_State *L, int idx, rp_model_cfg *cfg, const rp_cfg_key *k
     if (!lrp_hasopt(L, idx, k->name)) return;
     switch (k->type) {
     case RP_CFG_NUM: rp_model_cfg_set_num(cfg, k, lrp_optnumber(L, idx, k->name, 0.0)); break;
-    case RP_CFG_ENUM: rp_model_cfg_set_int(cfg, k, lrp_optenum(L, idx, k->name, k->names, 0)); break;
+    case RP_CFG_ENUM:
+        rp_model_cfg_set_int(cfg, k, lrp_optenum(L, idx, k->name, k->names, 0));
+        break;
     case RP_CFG_ROTATE: rp_model_cfg_set_int(cfg, k, lrp_optrotate(L, idx, k->name)); break;
     default: /* an integer; a seed keeps a negative one's bits */
         rp_model_cfg_set_int(cfg, k, (int64_t)lrp_optinteger(L, idx, k->name, 0));

@@ -108,10 +108,10 @@ static void hf_check_fields(lua_State *L, int idx, int t, int ty)
         for (int i = 0; key && bit < 0 && i < HF_NFIELDS; i++)
             if (strcmp(key, hf_fields[i].name) == 0) bit = hf_fields[i].bit;
         if (bit < 0)
-            lrp_argerror(L, idx, "option 'rope_scaling': unknown field %s%s%s (roper reads rope_type "
-                                 "or type, factor, original_max_position_embeddings, beta_fast, "
-                                 "beta_slow, low_freq_factor, high_freq_factor, attention_factor, "
-                                 "mscale, mscale_all_dim, truncate)",
+            lrp_argerror(L, idx, "option 'rope_scaling': unknown field %s%s%s (roper reads "
+                                 "rope_type or type, factor, original_max_position_embeddings, "
+                                 "beta_fast, beta_slow, low_freq_factor, high_freq_factor, "
+                                 "attention_factor, mscale, mscale_all_dim, truncate)",
                          key ? "'" : "", key ? key : lrp_describe(L, -1), key ? "'" : "");
         if (bit && !(hf_types[ty].fields & bit))
             lrp_argerror(L, idx, "option 'rope_scaling': field '%s' does nothing for rope_type "
@@ -159,10 +159,11 @@ int lrp_opt_rope_scaling(lua_State *L, int idx, rp_model_cfg *view)
     double msa = hf_number(L, idx, t, "mscale_all_dim", 0.0, &g_mad);
     double lo = hf_number(L, idx, t, "low_freq_factor", RP_LLAMA3_LOW, &g_lo);
     double hi = hf_number(L, idx, t, "high_freq_factor", RP_LLAMA3_HIGH, &g_hi);
-    const char *need = sc != RP_SCALING_NONE && !g_factor              ? "factor"
-                       : sc == RP_SCALING_LLAMA3 && !g_len             ? "original_max_position_embeddings"
-                       : sc == RP_SCALING_LLAMA3 && !(g_lo && g_hi)    ? "low_freq_factor and high_freq_factor"
-                                                                       : NULL;
+    const char *need = NULL;
+    if (sc != RP_SCALING_NONE && !g_factor) need = "factor";
+    else if (sc == RP_SCALING_LLAMA3 && !g_len) need = "original_max_position_embeddings";
+    else if (sc == RP_SCALING_LLAMA3 && !(g_lo && g_hi))
+        need = "low_freq_factor and high_freq_factor";
     if (need)
         lrp_argerror(L, idx, "option 'rope_scaling': rope_type \"%s\" needs %s",
                      hf_types[ty].name, need);
@@ -410,7 +411,8 @@ int lrp_hf_rope_keys(lua_State *L)
             rp_model_cfg_get_num(&view, k) == rp_model_cfg_get_num(&plain, k))
             continue;
         if (k->type == RP_CFG_ENUM) lua_pushstring(L, k->names[rp_model_cfg_get_int(&view, k)]);
-        else if (k->type == RP_CFG_INT) lua_pushinteger(L, (lua_Integer)rp_model_cfg_get_int(&view, k));
+        else if (k->type == RP_CFG_INT)
+            lua_pushinteger(L, (lua_Integer)rp_model_cfg_get_int(&view, k));
         else lua_pushnumber(L, (lua_Number)rp_model_cfg_get_num(&view, k));
         lua_setfield(L, -2, k->name);
     }

@@ -202,7 +202,8 @@ static void test_used(void)
         {RP_PE_SHAW, "rel_buckets=8", "rel_buckets 8 does nothing for pe shaw: it applies to pe "
                                       "{buckets}"},
         {RP_PE_ROPE, "scaling_factor=2", "scaling_factor 2 does nothing with scaling none: it "
-                                         "applies to the scalings (pi, ntk, yarn, dynamic or llama3)"},
+                                         "applies to the scalings (pi, ntk, yarn, dynamic or "
+                                         "llama3)"},
         {RP_PE_ROPE, "scaling=1,yarn_beta=16", "yarn_beta 16 does nothing with scaling pi: it "
                                                "applies to scaling yarn"},
         {RP_PE_ROPE, "orig_len=64", "orig_len 64 does nothing with scaling none: it applies to "

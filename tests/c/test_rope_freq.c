@@ -126,7 +126,8 @@ static void ref_row(double *cs, double *sn, double *mag, const rp_rope_freq *f, 
                     double base, double c, int side, int64_t p)
 {
     for (int64_t i = 0; i < d / 2; i++) {
-        double a = f && f->angles ? f->angles[p * f->n_angles + i] : (double)p * ref_theta_at(f, i, d, base, p);
+        double a = f && f->angles ? f->angles[p * f->n_angles + i]
+                                  : (double)p * ref_theta_at(f, i, d, base, p);
         double m = 1.0;
         if (f && f->xpos > 0.0) /* zeta^(side p / scale_base) by exp and log */
             m = exp((double)side * (double)p / f->xpos_scale_base * log(ref_zeta(i, d, f->xpos)));
