@@ -227,6 +227,14 @@ describe("rp.rope.rotate with vector positions", function()
       ref_rotate(v:totable(), ref_angles({ 3, -2 }, 8, {}), 8), 2e-6)
   end)
 
+  it("takes the grid task's (row, column) positions as they come (task:positions2d)", function()
+    local t = rp.tasks.grid_offset {}
+    local pos = t:positions2d(20)
+    local x = rp.randn({ 20, 8 }, rp.rng(8))
+    local y, xt, pt = rp.rope.rotate(x, { positions = pos }):totable(), x:totable(), pos:totable()
+    for r = 1, 20 do h.approx(y[r], ref_rotate(xt[r], ref_angles(pt[r], 8, {}), 8), 2e-6) end
+  end)
+
   it("one axis rotates as 1-D positions, bit for bit", function()
     local x = rp.randn({ 5, 12 }, rp.rng(7))
     local y0 = rp.rope.rotate(x, { positions = { 0, 4, -9, 70, 2 }, xpos = 0.4 })
