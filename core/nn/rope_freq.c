@@ -49,6 +49,34 @@ static int64_t first_bad(const double *a, int64_t n)
     return -1;
 }
 
+/* A table that holds final values (no scaling applies): its option, what it is, its rows and
+ * its entries in the messages. */
+typedef struct {
+    const char *key, *table, *row, *entry, *entries;
+} final_table;
+
+static const final_table FINAL_ANGLES = {"angles", "an angle table (the angles", "position",
+                                         "angle", "angles"};
+static const final_table FINAL_MIX = {"mix", "a mix matrix (its frequencies", "axis",
+                                      "frequency", "frequencies"};
+
+/* The table t [rows x cols] of f: not empty, no scaling beside it, every entry finite (the
+ * message gives the first bad one). */
+static rp_status check_final(const rp_rope_freq *f, const final_table *k, const double *t,
+                             int64_t rows, int64_t cols)
+{
+    if (rows < 1 || cols < 1) return rp_error(RP_ERR_ARG, "%s must not be empty", k->key);
+    if (f->scaling != RP_SCALING_NONE)
+        return rp_error(RP_ERR_ARG, "scaling %s does not apply to %s are final; scale them "
+                                    "yourself)", rp_scaling_names[f->scaling], k->table);
+    int64_t i = first_bad(t, rows * cols);
+    if (i >= 0)
+        return rp_error(RP_ERR_ARG, "%s: %s %lld, pair %lld has %s %g; %s must be finite", k->key,
+                        k->row, (long long)(i / cols), (long long)(i % cols), k->entry, t[i],
+                        k->entries);
+    return RP_OK;
+}
+
 /* The axes part of rp_rope_freq_check. */
 static rp_status check_axes(const rp_rope_freq *f)
 {
@@ -75,19 +103,10 @@ static rp_status check_axes(const rp_rope_freq *f)
                                              "matrix of axes mixed)"
                                            : "axes %s needs its frequency matrix mix", name);
     if (a->mix) {
-        if (a->n_mix < 1) return rp_error(RP_ERR_ARG, "mix must not be empty");
-        if (f->theta)
+        if (f->theta && a->n_mix >= 1)
             return rp_error(RP_ERR_ARG, "freq and mix exclude each other (the mix matrix holds "
                                         "the frequencies)");
-        if (f->scaling != RP_SCALING_NONE)
-            return rp_error(RP_ERR_ARG, "scaling %s does not apply to a mix matrix (its "
-                                        "frequencies are final; scale them yourself)",
-                            rp_scaling_names[f->scaling]);
-        int64_t i = first_bad(a->mix, a->n * a->n_mix);
-        if (i >= 0)
-            return rp_error(RP_ERR_ARG, "mix: axis %lld, pair %lld has frequency %g; frequencies "
-                                        "must be finite", (long long)(i / a->n_mix),
-                            (long long)(i % a->n_mix), a->mix[i]);
+        RP_TRY(check_final(f, &FINAL_MIX, a->mix, a->n, a->n_mix));
     }
     if (a->n > 1) {
         const char *what = f->scaling == RP_SCALING_DYNAMIC ? "scaling dynamic (its factor grows "
@@ -151,19 +170,7 @@ rp_status rp_rope_freq_check(const rp_rope_freq *f)
             return rp_error(RP_ERR_ARG, "freq: pair %lld has frequency %g; frequencies must be "
                                         "finite", (long long)i, f->theta[i]);
     }
-    if (f->angles) {
-        if (f->rows < 1 || f->n_angles < 1) return rp_error(RP_ERR_ARG, "angles must not be empty");
-        if (f->scaling != RP_SCALING_NONE)
-            return rp_error(RP_ERR_ARG, "scaling %s does not apply to an angle table (the angles "
-                                        "are final; scale them yourself)",
-                            rp_scaling_names[f->scaling]);
-        int64_t i = first_bad(f->angles, f->rows * f->n_angles);
-        if (i >= 0)
-            return rp_error(RP_ERR_ARG, "angles: position %lld, pair %lld has angle %g; angles "
-                                        "must be finite",
-                            (long long)(i / f->n_angles), (long long)(i % f->n_angles),
-                            f->angles[i]);
-    }
+    if (f->angles) RP_TRY(check_final(f, &FINAL_ANGLES, f->angles, f->rows, f->n_angles));
     return check_axes(f);
 }
 

@@ -112,17 +112,8 @@ static rp_rope_freq freq_of(const ref_scheme *r, int64_t half)
 
 /* ---- helpers ------------------------------------------------------------------------------- */
 
-#define CHECK_MSG(expr, want, msg) check_msg_((expr), (want), (msg), #expr, __FILE__, __LINE__)
 #define FCHECK(msg) CHECK_MSG(rp_rope_freq_check(&f), RP_ERR_ARG, msg)
 #define UCHECK(d, msg) CHECK_MSG(rp_rope_freq_check_use(&f, (d), 0, "d_rot"), RP_ERR_ARG, msg)
-static void check_msg_(rp_status got, rp_status want, const char *msg, const char *expr,
-                       const char *file, int line)
-{
-    const char *m = rp_last_error();
-    int ok = got == want && (want == RP_OK || strcmp(m, msg) == 0);
-    check_cond_(ok, file, line, expr, "got %s \"%s\", want %s \"%s\"", rp_status_name(got),
-                got == RP_OK ? "" : m, rp_status_name(want), want == RP_OK ? "" : msg);
-}
 
 /* The schemes the tests run: name, scheme, d_rot. */
 static const double W2[2 * 8] = {0.9, -0.3, 0.05, 0.7, 0.01, -0.2, 0.4, 0.002,
