@@ -445,7 +445,7 @@ void lrp_axes_tables(lua_State *L, int idx, const lrp_axes_opts *o, int A, int64
         lrp_argerror(L, idx, "option 'angles' (a table of one position per row) needs scalar "
                              "positions; these have %d axes", A);
     f->axes.n = A, f->axes.map = map;
-    for (int a = 0; a < RP_MAX_AXES && o->n_sections >= 0; a++) f->axes.sections[a] = o->sections[a];
+    for (int a = 0; a < o->n_sections; a++) f->axes.sections[a] = o->sections[a];
     if (!has_mix) {
         lua_pushnil(L); /* the slot the caller keeps either way */
         return;

@@ -238,7 +238,8 @@ describe("rp.rope.rotate with vector positions", function()
   it("one axis rotates as 1-D positions, bit for bit", function()
     local x = rp.randn({ 5, 12 }, rp.rng(7))
     local y0 = rp.rope.rotate(x, { positions = { 0, 4, -9, 70, 2 }, xpos = 0.4 })
-    local y1 = rp.rope.rotate(x, { positions = { { 0 }, { 4 }, { -9 }, { 70 }, { 2 } }, xpos = 0.4 })
+    local y1 = rp.rope.rotate(x, { positions = { { 0 }, { 4 }, { -9 }, { 70 }, { 2 } },
+      xpos = 0.4 })
     h.approx(y1, y0, 0)
   end)
 end)
@@ -254,6 +255,8 @@ describe("vector positions refuse", function()
   local angles = function(pos, d, o) return function() rp.rope.angles(pos, d, o) end end
   local rotate = function(x, o) return function() rp.rope.rotate(x, o) end end
   local p2 = { { 1, 2 }, { 3, 4 } }
+  local ONE_D = " does nothing with 1-D positions (give the positions as [n x axes] or a list of "
+    .. "{r, c} lists)"
   local cases = {
     { angles(rp.zeros { 5, 4 }, 8), "positions [5 x 4]: 1 to 3 axes expected" },
     { angles(rp.zeros { 5, 0 }, 8), "positions [5 x 0]: 1 to 3 axes expected" },
@@ -292,11 +295,11 @@ describe("vector positions refuse", function()
     { angles({ { 1, 2 } }, 8, { axes = "cube" }),
       "option 'axes' must be one of \"axial\", \"sections\", \"mixed\", got string \"cube\"" },
     { angles({ 1, 2, 3 }, 8, { axes = "axial" }),
-      "option 'axes' does nothing with 1-D positions (give the positions as [n x axes] or a list of {r, c} lists)" },
+      "option 'axes'" .. ONE_D },
     { angles(4, 8, { sections = { 4 } }),
-      "option 'sections' does nothing with 1-D positions (give the positions as [n x axes] or a list of {r, c} lists)" },
+      "option 'sections'" .. ONE_D },
     { angles({}, 8, { mix = W2 }),
-      "option 'mix' does nothing with 1-D positions (give the positions as [n x axes] or a list of {r, c} lists)" },
+      "option 'mix'" .. ONE_D },
     { angles(p2, 8, { axes = "mixed" }),
       "axes \"mixed\" needs option 'mix' (the [axes x d_rot/2] frequency matrix)" },
     { angles(p2, 8, { axes = "mixed", mix = { { 1, 2, 3, 4 } } }),
@@ -330,7 +333,7 @@ describe("vector positions refuse", function()
     { rotate(rp.zeros { 3, 8 }, { positions = p2 }),
       "option 'positions' has 2 entries, expected 3 (the size of dim 1 of [3 x 8])" },
     { rotate(rp.zeros { 3, 8 }, { offset = 2, axes = "axial" }),
-      "option 'axes' does nothing with 1-D positions (give the positions as [n x axes] or a list of {r, c} lists)" },
+      "option 'axes'" .. ONE_D },
     { rotate(rp.zeros { 2, 8 }, { positions = p2, axes = "sections", sections = { 2, 3 } }),
       "sections {2, 3} hold 5 pairs; d_rot 8 has 4" },
     { rotate(rp.zeros { 2, 8 }, { positions = p2, fraction = 0.5, axes = "mixed", mix = W2 }),
