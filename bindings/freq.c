@@ -6,7 +6,9 @@
  * Two phases, as args.h asks: lrp_optfreq reads every option (the scalars into the struct, the
  * table values into two stack slots); lrp_freq_tables, called when the caller knows the sizes,
  * copies the tables into one double userdata (and calls the function), then checks the scheme
- * with core's messages. */
+ * with core's messages. The options of vector positions (axes, sections, mix: rp_rope_axes) are
+ * read the same way by lrp_optaxes and lrp_axes_tables, the second once the positions' axes are
+ * known. */
 #include <math.h>
 #include <string.h>
 
@@ -248,32 +250,46 @@ static double take_number(lua_State *L, int idx, const char *what)
     return v;
 }
 
-/* The sizes of the value at slot: a tensor (1-D for freq, 2-D for angles) or a list (of lists).
- * Both are >= 1 on return (an empty tensor or list raises, [3 x 0] as {{}, {}, {}}). */
-static void table_sizes(lua_State *L, int idx, int slot, const char *key, int nd, int64_t *n0,
+/* A table option of numbers: its key, 1 (a list) or 2 dims (a list of lists), the shape the
+ * messages name, what else it may be, and what its rows hold. */
+typedef struct {
+    const char *key;
+    int nd;
+    const char *shape, *forms, *noun;
+} table_opt;
+
+static const table_opt OPT_FREQ = {"freq", 1, "[n]", " of numbers", NULL};
+static const table_opt OPT_ANGLES = {"angles", 2, "[positions x n]",
+                                     " of lists or a function(p, i)", "angles"};
+static const table_opt OPT_MIX = {"mix", 2, "[axes x pairs]", " of lists", "frequencies"};
+
+/* The sizes of the value at slot: a tensor (1-D or 2-D as o says) or a list (of lists). Both are
+ * >= 1 on return (an empty tensor or list raises, [3 x 0] as {{}, {}, {}}). */
+static void table_sizes(lua_State *L, int idx, int slot, const table_opt *o, int64_t *n0,
                         int64_t *n1)
 {
     rp_tensor *t = lrp_totensor(L, slot);
+    const char *key = o->key;
+    int nd = o->nd;
     *n1 = 1;
     if (t) {
         if (!t->storage) lrp_argerror(L, idx, "option '%s': attempt to use a released tensor", key);
         if (t->ndim != nd) {
             char buf[RP_SHAPE_STR_LEN];
             lrp_argerror(L, idx, "option '%s' must be a %d-D tensor (%s), got %s", key, nd,
-                         nd == 1 ? "[n]" : "[positions x n]", lrp_shape_str(buf, t));
+                         o->shape, lrp_shape_str(buf, t));
         }
         *n0 = t->shape[0];
         if (nd == 2) *n1 = t->shape[1];
     } else if (lua_type(L, slot) != LUA_TTABLE) {
-        lrp_argerror(L, idx, "option '%s' must be a tensor, a list%s, got %s", key,
-                     nd == 1 ? " of numbers" : " of lists or a function(p, i)",
+        lrp_argerror(L, idx, "option '%s' must be a tensor, a list%s, got %s", key, o->forms,
                      lrp_describe(L, slot));
     } else {
         *n0 = (int64_t)lua_rawlen(L, slot);
         if (nd == 2 && *n0 > 0) {
             lua_rawgeti(L, slot, 1);
             if (lua_type(L, -1) != LUA_TTABLE)
-                lrp_argerror(L, idx, "option '%s'[1] must be a list of angles, got %s", key,
+                lrp_argerror(L, idx, "option '%s'[1] must be a list of %s, got %s", key, o->noun,
                              lrp_describe(L, -1));
             *n1 = (int64_t)lua_rawlen(L, -1);
             lua_pop(L, 1);
@@ -284,10 +300,12 @@ static void table_sizes(lua_State *L, int idx, int slot, const char *key, int nd
 }
 
 /* Copies the value at slot (sizes n0 x n1, from table_sizes) into dst as doubles. */
-static void copy_table(lua_State *L, int idx, int slot, const char *key, int nd, double *dst,
+static void copy_table(lua_State *L, int idx, int slot, const table_opt *o, double *dst,
                        int64_t n0, int64_t n1)
 {
     rp_tensor *t = lrp_totensor(L, slot);
+    const char *key = o->key;
+    int nd = o->nd;
     if (t) { /* fetched again after the allocation; no Lua call until the copy ends */
         if (!t->storage) lrp_argerror(L, idx, "option '%s': attempt to use a released tensor", key);
         const float *d = rp_tensor_data(t);
@@ -306,8 +324,8 @@ static void copy_table(lua_State *L, int idx, int slot, const char *key, int nd,
         }
         lua_rawgeti(L, slot, (lua_Integer)(a + 1));
         if (lua_type(L, -1) != LUA_TTABLE || (int64_t)lua_rawlen(L, -1) != n1)
-            lrp_argerror(L, idx, "option '%s'[%I] must be a list of %I angles, got %s", key,
-                         (LUAI_UACINT)(a + 1), (LUAI_UACINT)n1, lrp_describe(L, -1));
+            lrp_argerror(L, idx, "option '%s'[%I] must be a list of %I %s, got %s", key,
+                         (LUAI_UACINT)(a + 1), (LUAI_UACINT)n1, o->noun, lrp_describe(L, -1));
         for (int64_t b = 0; b < n1; b++) {
             lua_rawgeti(L, -1, (lua_Integer)(b + 1));
             snprintf(what, sizeof what, "option '%s'[%lld][%lld]", key, (long long)(a + 1),
@@ -325,9 +343,9 @@ void lrp_freq_tables(lua_State *L, int idx, int slot, rp_rope_freq *f, int64_t r
         lrp_argerror(L, idx, "give option 'freq' or 'angles', not both");
     if (has_freq) {
         int64_t n0, n1;
-        table_sizes(L, idx, slot, "freq", 1, &n0, &n1);
+        table_sizes(L, idx, slot, &OPT_FREQ, &n0, &n1);
         double *d = (double *)lua_newuserdatauv(L, (size_t)n0 * sizeof(double), 0);
-        copy_table(L, idx, slot, "freq", 1, d, n0, 1);
+        copy_table(L, idx, slot, &OPT_FREQ, d, n0, 1);
         f->theta = d, f->n_theta = n0;
     } else if (has_ang && lua_type(L, slot + 1) == LUA_TFUNCTION) {
         if (half < 1)
@@ -354,17 +372,94 @@ void lrp_freq_tables(lua_State *L, int idx, int slot, rp_rope_freq *f, int64_t r
         f->angles = d, f->rows = rows, f->n_angles = half;
     } else if (has_ang) {
         int64_t n0, n1;
-        table_sizes(L, idx, slot + 1, "angles", 2, &n0, &n1);
+        table_sizes(L, idx, slot + 1, &OPT_ANGLES, &n0, &n1);
         int64_t cells;
         if (!rp_mul_i64(n0, n1, &cells) || cells > RP_MAX_NUMEL)
             lrp_argerror(L, idx, "option 'angles' is too large");
         double *d = (double *)lua_newuserdatauv(L, (size_t)cells * sizeof(double), 0);
-        copy_table(L, idx, slot + 1, "angles", 2, d, n0, n1);
+        copy_table(L, idx, slot + 1, &OPT_ANGLES, d, n0, n1);
         f->angles = d, f->rows = n0, f->n_angles = n1;
     } else {
         lua_pushnil(L); /* the slot the caller keeps either way */
     }
     if (rp_rope_freq_check(f) != RP_OK) lrp_argerror(L, idx, "%s", rp_last_error());
+}
+
+/* ---- vector positions ---- */
+
+void lrp_optaxes(lua_State *L, int idx, lrp_axes_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->map = lrp_optenum(L, idx, "axes", rp_axes_names, -1);
+    o->n_sections = -1;
+    int have = lua_type(L, idx) == LUA_TTABLE;
+    if (have && lua_getfield(L, idx, "sections") != LUA_TNIL) {
+        int t = lua_gettop(L);
+        lua_Unsigned n = lua_type(L, t) == LUA_TTABLE ? lua_rawlen(L, t) : 0;
+        if (lua_type(L, t) != LUA_TTABLE || n < 1 || n > RP_MAX_AXES)
+            lrp_argerror(L, idx, "option 'sections' must be a list of 1 to %d pair counts (one "
+                                 "per axis), got %s", RP_MAX_AXES, lrp_describe(L, t));
+        for (lua_Unsigned i = 0; i < n; i++) {
+            lua_Integer v = 0;
+            lua_rawgeti(L, t, (lua_Integer)i + 1);
+            if (!lrp_tointeger(L, -1, &v) || v < 0 || v > RP_MAX_NUMEL)
+                lrp_argerror(L, idx, "option 'sections'[%I] must be an integer >= 0 (a pair "
+                                     "count), got %s", (LUAI_UACINT)(i + 1), lrp_describe(L, -1));
+            lua_pop(L, 1);
+            o->sections[i] = (int64_t)v;
+        }
+        o->n_sections = (int)n;
+    }
+    if (have) lua_pop(L, 1);
+    if (have) lua_getfield(L, idx, "mix");
+    else lua_pushnil(L);
+    o->slot = lua_gettop(L);
+}
+
+void lrp_axes_tables(lua_State *L, int idx, const lrp_axes_opts *o, int A, int64_t half,
+                     int angles_given, rp_rope_freq *f)
+{
+    int has_mix = !lua_isnil(L, o->slot);
+    const char *given = o->map >= 0 ? "axes" : o->n_sections >= 0 ? "sections" : has_mix ? "mix"
+                                                                                     : NULL;
+    if (A == 0 && given)
+        lrp_argerror(L, idx, "option '%s' does nothing with 1-D positions (give the positions "
+                             "as [n x axes] or a list of {r, c} lists)", given);
+    rp_axes_map map = o->map >= 0 ? (rp_axes_map)o->map : RP_AXES_AXIAL;
+    const char *name = rp_axes_names[map];
+    if (o->n_sections >= 0 && map != RP_AXES_SECTIONS)
+        lrp_argerror(L, idx, "option 'sections' does nothing with axes \"%s\" (it gives the "
+                             "pairs of axes \"sections\")", name);
+    if (has_mix && map != RP_AXES_MIXED)
+        lrp_argerror(L, idx, "option 'mix' does nothing with axes \"%s\" (it is the frequency "
+                             "matrix of axes \"mixed\")", name);
+    if (map == RP_AXES_SECTIONS && o->n_sections < 0)
+        lrp_argerror(L, idx, "axes \"sections\" needs option 'sections' (the pairs of each "
+                             "axis, e.g. {16, 24, 24})");
+    if (map == RP_AXES_MIXED && !has_mix)
+        lrp_argerror(L, idx, "axes \"mixed\" needs option 'mix' (the [axes x d_rot/2] "
+                             "frequency matrix)");
+    if (o->n_sections >= 0 && o->n_sections != A)
+        lrp_argerror(L, idx, "option 'sections' has %d entries; the positions have %d axes",
+                     o->n_sections, A);
+    if (A > 1 && angles_given)
+        lrp_argerror(L, idx, "option 'angles' (a table of one position per row) needs scalar "
+                             "positions; these have %d axes", A);
+    f->axes.n = A, f->axes.map = map;
+    for (int a = 0; a < o->n_sections; a++) f->axes.sections[a] = o->sections[a];
+    if (!has_mix) {
+        lua_pushnil(L); /* the slot the caller keeps either way */
+        return;
+    }
+    int64_t n0, n1;
+    table_sizes(L, idx, o->slot, &OPT_MIX, &n0, &n1);
+    if (n0 != A || n1 != half)
+        lrp_argerror(L, idx, "option 'mix' is [%I x %I]; [%d x %I] expected (the positions' "
+                             "axes x d_rot/2)", (LUAI_UACINT)n0, (LUAI_UACINT)n1, A,
+                     (LUAI_UACINT)half);
+    double *d = (double *)lua_newuserdatauv(L, (size_t)(n0 * n1) * sizeof(double), 0);
+    copy_table(L, idx, o->slot, &OPT_MIX, d, n0, n1);
+    f->axes.mix = d, f->axes.n_mix = n1;
 }
 
 int lrp_optxposside(lua_State *L, int idx)

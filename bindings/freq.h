@@ -49,6 +49,34 @@ void lrp_optfreq(lua_State *L, int idx, rp_model_cfg *view, rp_rope_freq *f,
 void lrp_freq_tables(lua_State *L, int idx, int slot, rp_rope_freq *f, int64_t rows,
                      int64_t half);
 
+/* The option names of vector positions (lrp_optaxes), for a known-keys list. */
+#define LRP_AXES_KEYS "axes", "sections", "mix"
+
+/* The vector-position options as given (phase 1). */
+typedef struct lrp_axes_opts {
+    int map;          /* option axes (rp_axes_map), -1 when absent */
+    int n_sections;   /* the entries of option sections, -1 when absent */
+    int64_t sections[RP_MAX_AXES];
+    int slot;         /* the stack slot of mix's value (nil when absent) */
+} lrp_axes_opts;
+
+/* Phase 1: reads options axes (a name of rp_axes_names) and sections (a list of 1 to
+ * RP_MAX_AXES integers >= 0, the pairs of each axis) of the table at idx (nil: none) into *o and
+ * pushes the value of mix: one stack slot, which must stay there for lrp_axes_tables. Raises
+ * naming the option. */
+void lrp_optaxes(lua_State *L, int idx, lrp_axes_opts *o);
+
+/* Phase 2, once the positions are read: A their axes (0: scalar positions), half = d_rot / 2.
+ * Refuses the options that do nothing (any of them with scalar positions, sections or mix beside
+ * another map, angles with A > 1) or are missing (sections, mix for their maps), sections that
+ * are not A, a mix that is not [A x half] (a 2-D tensor or A lists of half finite numbers);
+ * copies mix into a double userdata pushed on the stack (nil without it; keep it there while f
+ * is used) and sets f->axes (map axial when A > 0 and axes is absent). angles_given: option
+ * angles is. The sum of the sections is rp_rope_freq_check_use's (lrp_freq_check_positions).
+ * Raises naming the option table at idx. */
+void lrp_axes_tables(lua_State *L, int idx, const lrp_axes_opts *o, int A, int64_t half,
+                     int angles_given, rp_rope_freq *f);
+
 /* The xpos_side option at idx: 1 (the query side, the default) or -1 (the key side). */
 int lrp_optxposside(lua_State *L, int idx);
 

@@ -78,15 +78,37 @@ int lrp_matmul(lua_State *L)
 
 /* ---- positions ---- */
 
+/* An integral value within 2^53 at the top of the stack (popped) into *out, or an error naming
+ * what[i] (1-based; [i][j] for a vector position when j > 0). */
+static void take_position(lua_State *L, int arg, const char *what, int64_t i, int64_t j,
+                          int64_t *out)
+{
+    lua_Integer v = 0;
+    if (!lrp_tointeger(L, -1, &v) || v < -LRP_MAX_POS || v > LRP_MAX_POS) {
+        if (j > 0)
+            lrp_argerror(L, arg, "%s[%I][%I] must be an integer within 2^53, got %s", what,
+                         (LUAI_UACINT)i, (LUAI_UACINT)j, lrp_describe(L, -1));
+        lrp_argerror(L, arg, "%s[%I] must be an integer within 2^53, got %s", what,
+                     (LUAI_UACINT)i, lrp_describe(L, -1));
+    }
+    lua_pop(L, 1);
+    *out = (int64_t)v;
+}
+
 /* Reads positions at arg (a table of integers or a 1-D tensor of integral values, each within
  * +-2^53; or a single number when allow_number) into a new userdata buffer pushed on the stack.
- * Returns the buffer and sets *n. `what` names the argument in errors. */
+ * With axes != NULL vector positions are read too: a [n x A] tensor or a list of n lists of A
+ * integers, A = 1 .. RP_MAX_AXES, stored row-major, *axes = A (0 for scalar positions). Returns
+ * the buffer and sets *n (the positions, rows for vectors). `what` names the argument in
+ * errors. */
 static int64_t *read_positions(lua_State *L, int arg, int idx, const char *what, int allow_number,
-                               int64_t *n)
+                               int *axes, int64_t *n)
 {
     idx = lua_absindex(L, idx);
-    lua_Integer v = 0;
+    char buf[RP_SHAPE_STR_LEN];
+    if (axes) *axes = 0;
     if (allow_number && lua_type(L, idx) == LUA_TNUMBER) {
+        lua_Integer v = 0;
         if (!lrp_tointeger(L, idx, &v) || v < -LRP_MAX_POS || v > LRP_MAX_POS)
             lrp_argerror(L, arg, "%s must be an integer within 2^53, got %s", what,
                          lrp_describe(L, idx));
@@ -98,40 +120,62 @@ static int64_t *read_positions(lua_State *L, int arg, int idx, const char *what,
     if (lua_type(L, idx) == LUA_TTABLE) {
         lua_Unsigned len = lua_rawlen(L, idx);
         if (len > (lua_Unsigned)RP_MAX_NUMEL) lrp_argerror(L, arg, "too many %s", what);
-        int64_t *p = (int64_t *)lua_newuserdatauv(L, (size_t)(len ? len : 1) * sizeof(int64_t), 0);
+        int A = 1;
+        if (axes && len > 0 && lua_rawgeti(L, idx, 1) == LUA_TTABLE) { /* a list of lists */
+            lua_Unsigned w = lua_rawlen(L, -1);
+            if (w < 1 || w > RP_MAX_AXES)
+                lrp_argerror(L, arg, "%s[1] holds %I integers: 1 to %d axes expected", what,
+                             (LUAI_UACINT)w, RP_MAX_AXES);
+            A = *axes = (int)w;
+        }
+        if (axes && len > 0) lua_pop(L, 1);
+        if (len > (lua_Unsigned)(RP_MAX_NUMEL / A)) lrp_argerror(L, arg, "too many %s", what);
+        int64_t *p = (int64_t *)lua_newuserdatauv(
+            L, (size_t)(len ? len * (lua_Unsigned)A : 1) * sizeof(int64_t), 0);
         for (lua_Unsigned i = 0; i < len; i++) {
             lua_rawgeti(L, idx, (lua_Integer)i + 1);
-            if (!lrp_tointeger(L, -1, &v) || v < -LRP_MAX_POS || v > LRP_MAX_POS)
-                lrp_argerror(L, arg, "%s[%I] must be an integer within 2^53, got %s", what,
-                             (LUAI_UACINT)(i + 1), lrp_describe(L, -1));
-            lua_pop(L, 1);
-            p[i] = (int64_t)v;
+            if (axes && *axes) {
+                if (lua_type(L, -1) != LUA_TTABLE || lua_rawlen(L, -1) != (lua_Unsigned)A)
+                    lrp_argerror(L, arg, "%s[%I] must be a list of %d integers (as %s[1]), got "
+                                         "%s", what, (LUAI_UACINT)(i + 1), A, what,
+                                 lrp_describe(L, -1));
+                for (int a = 0; a < A; a++) {
+                    lua_rawgeti(L, -1, a + 1);
+                    take_position(L, arg, what, (int64_t)i + 1, a + 1, &p[(int64_t)i * A + a]);
+                }
+                lua_pop(L, 1);
+            } else {
+                take_position(L, arg, what, (int64_t)i + 1, 0, &p[i]);
+            }
         }
         *n = (int64_t)len;
         return p;
     }
     if (lrp_totensor(L, idx)) {
         rp_tensor *t = lrp_checktensor(L, idx);
-        char buf[RP_SHAPE_STR_LEN];
-        if (t->ndim != 1)
-            lrp_argerror(L, arg, "%s must be a 1-D tensor, got %s", what, lrp_shape_str(buf, t));
-        int64_t len = t->shape[0];
-        int64_t *p = (int64_t *)lua_newuserdatauv(L, (size_t)(len ? len : 1) * sizeof(int64_t), 0);
+        if (t->ndim != 1 && !(axes && t->ndim == 2))
+            lrp_argerror(L, arg, "%s must be a 1-D tensor%s, got %s", what,
+                         axes ? " or [n x axes]" : "", lrp_shape_str(buf, t));
+        int64_t len = t->shape[0], A = t->ndim == 2 ? t->shape[1] : 1;
+        if (t->ndim == 2 && (A < 1 || A > RP_MAX_AXES))
+            lrp_argerror(L, arg, "%s %s: 1 to %d axes expected", what, lrp_shape_str(buf, t),
+                         RP_MAX_AXES);
+        if (t->ndim == 2) *axes = (int)A;
+        int64_t *p =
+            (int64_t *)lua_newuserdatauv(L, (size_t)(len ? len * A : 1) * sizeof(int64_t), 0);
         t = lrp_checktensor(L, idx); /* again after the allocation */
         const float *d = rp_tensor_data(t);
-        for (int64_t i = 0; i < len; i++) {
-            double x = (double)d[i * t->stride[0]];
-            if (!(x == floor(x)) || fabs(x) > (double)LRP_MAX_POS) {
-                lua_pushnumber(L, (lua_Number)x);
-                lrp_argerror(L, arg, "%s[%I] must be an integer within 2^53, got %s", what,
-                             (LUAI_UACINT)(i + 1), lrp_describe(L, -1));
+        for (int64_t i = 0; i < len; i++)
+            for (int64_t a = 0; a < A; a++) {
+                lua_pushnumber(L, (lua_Number)d[i * t->stride[0] +
+                                                 (t->ndim == 2 ? a * t->stride[1] : 0)]);
+                take_position(L, arg, what, i + 1, t->ndim == 2 ? a + 1 : 0, &p[i * A + a]);
             }
-            p[i] = (int64_t)x;
-        }
         *n = len;
         return p;
     }
-    lrp_argerror(L, arg, "%s must be a table of integers or a 1-D tensor%s, got %s", what,
+    lrp_argerror(L, arg, "%s must be a table of integers%s or a 1-D tensor%s%s, got %s", what,
+                 axes ? " (or of lists of integers)" : "", axes ? " (or [n x axes])" : "",
                  allow_number ? " or a number" : "", lrp_describe(L, idx));
     return NULL;
 }
@@ -266,11 +310,13 @@ static int l_rope_theta(lua_State *L)
 }
 
 /* rp.rope.angles(positions, d_rot[, opts]): cos, sin as [n x d_rot/2] (options: base, scale,
- * xpos_side and the frequency options, bindings/freq.h). positions: a count n (positions
- * 0..n-1), a table or a 1-D tensor of positions. */
+ * xpos_side, the frequency options and those of vector positions, bindings/freq.h). positions:
+ * a count n (positions 0..n-1), a table or a 1-D tensor of positions, or vector positions ([n x
+ * A] tensor, a list of lists). */
 static int l_rope_angles(lua_State *L)
 {
-    static const char *const known[] = {"base", "scale", "xpos_side", LRP_FREQ_KEYS, NULL};
+    static const char *const known[] = {"base", "scale", "xpos_side", LRP_FREQ_KEYS,
+                                        LRP_AXES_KEYS, NULL};
     int64_t n = 0;
     const int64_t *pos = NULL;
     if (lua_type(L, 1) == LUA_TNUMBER) {
@@ -290,7 +336,11 @@ static int l_rope_angles(lua_State *L)
     rp_model_cfg view = rp_model_cfg_default(1); /* pe rope: the frequency keys' rule */
     view.rope_base = base;
     lrp_optfreq(L, 3, &view, &f, 0.0); /* slots 4, 5 */
-    if (lua_type(L, 1) != LUA_TNUMBER) pos = read_positions(L, 1, 1, "positions", 0, &n);
+    lrp_axes_opts ax;
+    lrp_optaxes(L, 3, &ax); /* slot 6 */
+    int A = 0;
+    if (lua_type(L, 1) != LUA_TNUMBER) pos = read_positions(L, 1, 1, "positions", 0, &A, &n);
+    lrp_axes_tables(L, 3, &ax, A, d_rot / 2, !lua_isnil(L, 5), &f);
     lrp_freq_tables(L, 3, 4, &f, lrp_freq_rows(pos, 0, n), d_rot / 2);
     lrp_freq_check_positions(L, 3, &f, d_rot, pos, 0, n);
     lrp_check_used(L, 3, &view);
@@ -312,9 +362,10 @@ static int l_rope_angles(lua_State *L)
  * See docs/lua_api.md for the options. */
 static int l_rope_rotate(lua_State *L)
 {
-    static const char *const known[] = {"base",   "pairing",   "sign",      "fraction",
-                                        "d_rot",  "dim",       "offset",    "positions",
-                                        "scale",  "xpos_side", LRP_FREQ_KEYS, NULL};
+    static const char *const known[] = {"base",   "pairing",   "sign",          "fraction",
+                                        "d_rot",  "dim",       "offset",        "positions",
+                                        "scale",  "xpos_side", LRP_FREQ_KEYS,   LRP_AXES_KEYS,
+                                        NULL};
     /* a copy of x's shape for the checks: reading the options may run Lua code */
     const rp_tensor xs = *lrp_checktensor(L, 1), *x = &xs;
     char buf[RP_SHAPE_STR_LEN];
@@ -346,6 +397,8 @@ static int l_rope_rotate(lua_State *L)
     rp_model_cfg view = rp_model_cfg_default(1); /* pe rope: the frequency keys' rule */
     view.rope_base = cfg.base, view.pairing = cfg.pairing;
     lrp_optfreq(L, 2, &view, &f, 0.0); /* slots 3, 4 */
+    lrp_axes_opts ax;
+    lrp_optaxes(L, 2, &ax); /* slot 5 */
 
     /* the dim that holds positions */
     if (lrp_hasopt(L, 2, "dim")) {
@@ -376,10 +429,12 @@ static int l_rope_rotate(lua_State *L)
     if (has_pos && lrp_hasopt(L, 2, "offset"))
         return lrp_argerror(L, 2, "give option 'offset' or 'positions', not both");
     cfg.offset = opt_pos(L, 2, "offset", 0, -LRP_MAX_POS);
+    int A = 0;
     if (has_pos) {
         int64_t n = 0;
-        lua_getfield(L, 2, "positions"); /* index 5 */
-        const int64_t *p = read_positions(L, 2, 5, "option 'positions'", cfg.pos_dim < 0, &n);
+        lua_getfield(L, 2, "positions"); /* index 6 */
+        const int64_t *p =
+            read_positions(L, 2, 6, "option 'positions'", cfg.pos_dim < 0, &A, &n);
         if (n != npos && cfg.pos_dim < 0)
             return lrp_argerror(L, 2, "option 'positions' has %I entries, expected 1 (x is one "
                                       "vector %s)",
@@ -391,6 +446,7 @@ static int l_rope_rotate(lua_State *L)
                                 lrp_shape_str(buf, x));
         cfg.positions = p; /* the userdata stays on the stack during the call */
     }
+    lrp_axes_tables(L, 2, &ax, A, cfg.d_rot / 2, !lua_isnil(L, 4), &f);
     lrp_freq_tables(L, 2, 3, &f, lrp_freq_rows(cfg.positions, cfg.offset, npos), cfg.d_rot / 2);
     lrp_freq_check_positions(L, 2, &f, cfg.d_rot, cfg.positions, cfg.offset, npos);
     lrp_check_used(L, 2, &view);

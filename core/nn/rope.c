@@ -141,9 +141,9 @@ rp_status rp_rope_rotate(rp_tensor *out, const rp_tensor *x, const rp_rope_cfg *
     }
     if (cfg->freq) {
         RP_TRY(rp_rope_freq_check(cfg->freq));
-        int64_t lo = INT64_MAX, hi = INT64_MIN;
-        for (int64_t t = 0; t < T; t++) {
-            int64_t p = cfg->positions ? cfg->positions[t] : cfg->offset + t;
+        int64_t lo = INT64_MAX, hi = INT64_MIN, A = rp_rope_freq_axes(cfg->freq);
+        for (int64_t t = 0; t < T; t++) { /* axis 0: an angle table needs one axis */
+            int64_t p = cfg->positions ? cfg->positions[t * A] : cfg->offset + t;
             lo = p < lo ? p : lo, hi = p > hi ? p : hi;
         }
         if (T > 0 && cfg->freq->angles && lo < 0)

@@ -51,7 +51,9 @@ typedef struct rp_rope_cfg {
     int pos_dim;            /* 0-based dim of x that holds positions, or -1: x is one vector
                                ([D]) at position offset / positions[0] */
     int64_t offset;         /* positions are offset + t when positions == NULL */
-    const int64_t *positions; /* optional, one per element of pos_dim (or 1 when pos_dim = -1) */
+    const int64_t *positions; /* optional, one per element of pos_dim (or 1 when pos_dim = -1)
+                                 of A = rp_rope_freq_axes(freq) integers each (row-major;
+                                 NULL: offset + t on every axis) */
     const struct rp_rope_freq *freq; /* the frequency scheme (rope_freq.h), NULL: standard */
     int xpos_side;          /* xPos: +1 the query side (q, o), -1 the key side (k, v): the
                                magnitude zeta^(xpos_side p / scale_base) that sign +1
@@ -66,9 +68,10 @@ rp_rope_cfg rp_rope_cfg_default(int64_t d_rot);
  * by its angles, times its xPos magnitude on cfg->xpos_side). sign -1 is the inverse of sign +1
  * with the same cfg: rotated back and divided by the magnitude. (The attention kernels build
  * their own tables: RoPER's output rotation is R(-n theta) times the query side's magnitude.)
+ * With vector positions (freq->axes.n > 0) each position is a row of cfg->positions.
  * x: any shape with ndim >= 1; last dim D >= d_rot. RP_ERR_ARG for odd or out-of-range d_rot,
  * bad pos_dim, a freq that rp_rope_freq_check refuses or whose tables do not cover d_rot or the
- * positions. */
+ * positions (rp_rope_freq_check_use). */
 rp_status rp_rope_rotate(rp_tensor *out, const rp_tensor *x, const rp_rope_cfg *cfg);
 
 /* Sinusoidal absolute encodings (Vaswani et al.): out[t][2i] = sin(p / base^(2i/d)),

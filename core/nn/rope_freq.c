@@ -1,12 +1,14 @@
 #include "rope_freq.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 const char *const rp_scaling_names[RP_SCALING_COUNT + 1] = {"none", "pi",      "ntk",   "yarn",
                                                             "dynamic", "llama3", NULL};
 const char *const rp_yarn_ramp_names[RP_YARN_RAMP_COUNT + 1] = {"rotations", "dims", "dims_exact",
                                                                 NULL};
+const char *const rp_axes_names[RP_AXES_COUNT + 1] = {"axial", "sections", "mixed", NULL};
 
 int rp_scaling_needs_len(rp_rope_scaling s)
 {
@@ -30,7 +32,13 @@ rp_rope_freq rp_rope_freq_default(void)
 
 int rp_rope_freq_is_plain(const rp_rope_freq *f)
 {
-    return !f || (f->scaling == RP_SCALING_NONE && f->xpos == 0.0 && !f->theta && !f->angles);
+    return !f || (f->scaling == RP_SCALING_NONE && f->xpos == 0.0 && !f->theta && !f->angles &&
+                  f->axes.n <= 1 && f->axes.map == RP_AXES_AXIAL);
+}
+
+int rp_rope_freq_axes(const rp_rope_freq *f)
+{
+    return f && f->axes.n > 1 ? f->axes.n : 1;
 }
 
 /* The first non-finite entry of a[0 .. n), or -1. */
@@ -39,6 +47,78 @@ static int64_t first_bad(const double *a, int64_t n)
     for (int64_t i = 0; i < n; i++)
         if (!isfinite(a[i])) return i;
     return -1;
+}
+
+/* A table that holds final values (no scaling applies): its option, what it is, its rows and
+ * its entries in the messages. */
+typedef struct {
+    const char *key, *table, *row, *entry, *entries;
+} final_table;
+
+static const final_table FINAL_ANGLES = {"angles", "an angle table (the angles", "position",
+                                         "angle", "angles"};
+static const final_table FINAL_MIX = {"mix", "a mix matrix (its frequencies", "axis",
+                                      "frequency", "frequencies"};
+
+/* The table t [rows x cols] of f: not empty, no scaling beside it, every entry finite (the
+ * message gives the first bad one). */
+static rp_status check_final(const rp_rope_freq *f, const final_table *k, const double *t,
+                             int64_t rows, int64_t cols)
+{
+    if (rows < 1 || cols < 1) return rp_error(RP_ERR_ARG, "%s must not be empty", k->key);
+    if (f->scaling != RP_SCALING_NONE)
+        return rp_error(RP_ERR_ARG, "scaling %s does not apply to %s are final; scale them "
+                                    "yourself)", rp_scaling_names[f->scaling], k->table);
+    int64_t i = first_bad(t, rows * cols);
+    if (i >= 0)
+        return rp_error(RP_ERR_ARG, "%s: %s %lld, pair %lld has %s %g; %s must be finite", k->key,
+                        k->row, (long long)(i / cols), (long long)(i % cols), k->entry, t[i],
+                        k->entries);
+    return RP_OK;
+}
+
+/* The axes part of rp_rope_freq_check. */
+static rp_status check_axes(const rp_rope_freq *f)
+{
+    const rp_rope_axes *a = &f->axes;
+    if (a->n < 0 || a->n > RP_MAX_AXES)
+        return rp_error(RP_ERR_ARG, "axes: 1 to %d axes expected, got %d", RP_MAX_AXES, a->n);
+    if ((int)a->map < 0 || a->map >= RP_AXES_COUNT)
+        return rp_error(RP_ERR_ARG, "unknown axes map %d", (int)a->map);
+    const char *name = rp_axes_names[a->map];
+    if (a->n == 0 && (a->map != RP_AXES_AXIAL || a->mix))
+        return rp_error(RP_ERR_ARG, "axes %s needs vector positions (axes.n 0 is a scalar "
+                                    "position)", name);
+    for (int i = 0; i < RP_MAX_AXES; i++) {
+        if (a->sections[i] != 0 && (a->map != RP_AXES_SECTIONS || i >= a->n))
+            return rp_error(RP_ERR_ARG, "sections: axis %d of %d has %lld pairs with axes %s "
+                                        "(sections apply to axes sections, one per axis)",
+                            i, a->n, (long long)a->sections[i], name);
+        if (a->sections[i] < 0)
+            return rp_error(RP_ERR_ARG, "sections: axis %d has %lld pairs; a count must be >= 0",
+                            i, (long long)a->sections[i]);
+    }
+    if (!a->mix != (a->map != RP_AXES_MIXED))
+        return rp_error(RP_ERR_ARG, a->mix ? "mix is given with axes %s (it is the frequency "
+                                             "matrix of axes mixed)"
+                                           : "axes %s needs its frequency matrix mix", name);
+    if (a->mix) {
+        if (f->theta && a->n_mix >= 1)
+            return rp_error(RP_ERR_ARG, "freq and mix exclude each other (the mix matrix holds "
+                                        "the frequencies)");
+        RP_TRY(check_final(f, &FINAL_MIX, a->mix, a->n, a->n_mix));
+    }
+    if (a->n > 1) {
+        const char *what = f->scaling == RP_SCALING_DYNAMIC ? "scaling dynamic (its factor grows "
+                                                              "with the position)"
+                           : f->xpos > 0.0 ? "xpos (its decay runs along one position)"
+                           : f->angles     ? "angles (a table of one position per row)"
+                                           : NULL;
+        if (what)
+            return rp_error(RP_ERR_ARG, "%s needs scalar positions; these have %d axes", what,
+                            a->n);
+    }
+    return RP_OK;
 }
 
 rp_status rp_rope_freq_check(const rp_rope_freq *f)
@@ -90,20 +170,8 @@ rp_status rp_rope_freq_check(const rp_rope_freq *f)
             return rp_error(RP_ERR_ARG, "freq: pair %lld has frequency %g; frequencies must be "
                                         "finite", (long long)i, f->theta[i]);
     }
-    if (f->angles) {
-        if (f->rows < 1 || f->n_angles < 1) return rp_error(RP_ERR_ARG, "angles must not be empty");
-        if (f->scaling != RP_SCALING_NONE)
-            return rp_error(RP_ERR_ARG, "scaling %s does not apply to an angle table (the angles "
-                                        "are final; scale them yourself)",
-                            rp_scaling_names[f->scaling]);
-        int64_t i = first_bad(f->angles, f->rows * f->n_angles);
-        if (i >= 0)
-            return rp_error(RP_ERR_ARG, "angles: position %lld, pair %lld has angle %g; angles "
-                                        "must be finite",
-                            (long long)(i / f->n_angles), (long long)(i % f->n_angles),
-                            f->angles[i]);
-    }
-    return RP_OK;
+    if (f->angles) RP_TRY(check_final(f, &FINAL_ANGLES, f->angles, f->rows, f->n_angles));
+    return check_axes(f);
 }
 
 rp_status rp_rope_freq_check_use(const rp_rope_freq *f, int64_t d_rot, int64_t last_pos,
@@ -120,6 +188,26 @@ rp_status rp_rope_freq_check_use(const rp_rope_freq *f, int64_t d_rot, int64_t l
     if (f->angles && last_pos >= f->rows)
         return rp_error(RP_ERR_ARG, "angles hold positions 0..%lld; position %lld is asked",
                         (long long)(f->rows - 1), (long long)last_pos);
+    const rp_rope_axes *a = &f->axes;
+    if (a->map == RP_AXES_AXIAL && half < a->n)
+        return rp_error(RP_ERR_ARG, "axes axial: %s %lld has %lld pairs, fewer than its %d axes",
+                        what, (long long)d_rot, (long long)half, a->n);
+    if (a->map == RP_AXES_SECTIONS) {
+        char list[96];
+        int len = 0;
+        int64_t sum = 0;
+        for (int i = 0; i < a->n; i++) {
+            sum += a->sections[i];
+            len += snprintf(list + len, sizeof list - (size_t)len, "%s%lld", i ? ", " : "",
+                            (long long)a->sections[i]);
+        }
+        if (sum != half)
+            return rp_error(RP_ERR_ARG, "sections {%s} hold %lld pairs; %s %lld has %lld", list,
+                            (long long)sum, what, (long long)d_rot, (long long)half);
+    }
+    if (a->mix && a->n_mix < half)
+        return rp_error(RP_ERR_ARG, "mix holds %lld pairs per axis; %s %lld needs %lld",
+                        (long long)a->n_mix, what, (long long)d_rot, (long long)half);
     return RP_OK;
 }
 
@@ -161,22 +249,55 @@ static double ntk(double t, double s, int64_t i, int64_t d_rot)
     return d_rot > 2 && s != 1.0 ? t * pow(s, -2.0 * (double)i / (double)(d_rot - 2)) : t;
 }
 
-/* theta'_i of pair i at position p (only dynamic reads p). */
-static double theta_of(const rp_rope_freq *f, int64_t i, int64_t d_rot, double base, int64_t p)
+/* Where pair i of a placement d_rot wide sits: its axis (-1: all, a mix matrix), and its index j
+ * in the 1-D RoPE it belongs to and that RoPE's width (axial: its block's; otherwise i and
+ * d_rot, the placement's). */
+typedef struct {
+    int axis;
+    int64_t j, width;
+} pair_site;
+
+static pair_site site_of(const rp_rope_freq *f, int64_t i, int64_t d_rot)
 {
-    double t = f && f->theta ? f->theta[i] : pow(base, -2.0 * (double)i / (double)d_rot);
+    pair_site ps = {0, i, d_rot};
+    int n = f ? f->axes.n : 0;
+    if (n < 1 || (f->axes.map == RP_AXES_AXIAL && n == 1)) return ps;
+    if (f->axes.map == RP_AXES_MIXED) {
+        ps.axis = -1;
+        return ps;
+    }
+    int64_t half = d_rot / 2, start = 0;
+    for (int a = 0; a < n; a++) {
+        int64_t w = f->axes.map == RP_AXES_SECTIONS ? f->axes.sections[a]
+                                                    : half / n + (a < half % n ? 1 : 0);
+        if (i < start + w || a == n - 1) {
+            ps.axis = a;
+            if (f->axes.map == RP_AXES_AXIAL) ps.j = i - start, ps.width = 2 * w;
+            return ps;
+        }
+        start += w;
+    }
+    return ps;
+}
+
+/* theta'_i of pair i at position p (only dynamic reads p): the user theta[i], else the standard
+ * one of pair ps.j of a RoPE ps.width wide; the scaling as for that RoPE. */
+static double theta_of(const rp_rope_freq *f, int64_t i, pair_site ps, double base, int64_t p)
+{
+    int64_t j = ps.j, d_rot = ps.width;
+    double t = f && f->theta ? f->theta[i] : pow(base, -2.0 * (double)j / (double)d_rot);
     if (!f) return t;
     double s = f->factor, g;
     switch (f->scaling) {
     case RP_SCALING_PI: return t / s;
-    case RP_SCALING_NTK: return ntk(t, s, i, d_rot);
+    case RP_SCALING_NTK: return ntk(t, s, j, d_rot);
     case RP_SCALING_DYNAMIC:
-        return ntk(t, fmax(1.0, s * ((double)p + 1.0) / f->orig_len - (s - 1.0)), i, d_rot);
+        return ntk(t, fmax(1.0, s * ((double)p + 1.0) / f->orig_len - (s - 1.0)), j, d_rot);
     case RP_SCALING_YARN:
         /* r = L / lambda = L |theta| / (2 pi) */
         g = f->yarn_ramp == RP_YARN_RAMP_ROTATIONS
                 ? ramp_gamma(f->orig_len * fabs(t) / TWO_PI, f->yarn_alpha, f->yarn_beta)
-                : dims_gamma(f, i, d_rot, base);
+                : dims_gamma(f, j, d_rot, base);
         return (1.0 - g) * t / s + g * t;
     case RP_SCALING_LLAMA3:
         g = ramp_gamma(f->orig_len * fabs(t) / TWO_PI, f->low_freq_factor, f->high_freq_factor);
@@ -187,7 +308,13 @@ static double theta_of(const rp_rope_freq *f, int64_t i, int64_t d_rot, double b
 
 void rp_rope_freq_theta(double *theta, const rp_rope_freq *f, int64_t d_rot, double base)
 {
-    for (int64_t i = 0; i < d_rot / 2; i++) theta[i] = theta_of(f, i, d_rot, base, 0);
+    for (int64_t i = 0; i < d_rot / 2; i++)
+        theta[i] = theta_of(f, i, site_of(f, i, d_rot), base, 0);
+}
+
+void rp_rope_freq_pair_axes(int *axis, const rp_rope_freq *f, int64_t d_rot)
+{
+    for (int64_t i = 0; i < d_rot / 2; i++) axis[i] = site_of(f, i, d_rot).axis;
 }
 
 double rp_rope_freq_score_scale(const rp_rope_freq *f)
@@ -204,18 +331,32 @@ void rp_rope_freq_tables(float *cos_out, float *sin_out, const rp_rope_freq *f, 
                          int64_t n)
 {
     int64_t half = d_rot / 2;
-    const double *ang = f ? f->angles : NULL;
+    int A = rp_rope_freq_axes(f);
+    const double *ang = f ? f->angles : NULL, *mix = f ? f->axes.mix : NULL;
+    int64_t n_mix = mix ? f->axes.n_mix : 0;
     double xg = f ? f->xpos : 0.0, sb = f ? f->xpos_scale_base : 1.0;
     /* dynamic: each position its own theta (beyond orig_len) */
     int dyn = f && f->scaling == RP_SCALING_DYNAMIC;
     for (int64_t i = 0; i < half; i++) {
-        double theta = ang ? 0.0 : theta_of(f, i, d_rot, base, 0);
+        pair_site ps = site_of(f, i, d_rot);
+        int ax = ps.axis < 0 ? 0 : ps.axis; /* mixed: dyn and xPos need A = 1 */
+        double theta = ang || mix ? 0.0 : theta_of(f, i, ps, base, 0);
         double zeta = xg > 0.0 ? (2.0 * (double)i / (double)d_rot + xg) / (1.0 + xg) : 1.0;
         for (int64_t r = 0; r < n; r++) {
-            int64_t p = pos ? pos[r] : offset + r;
-            if (dyn) theta = theta_of(f, i, d_rot, base, p);
-            /* (c p) theta, as rp_rope_angles always computed it */
-            double a = ang ? c * ang[p * f->n_angles + i] : c * (double)p * theta;
+            int64_t p = pos ? pos[r * A + ax] : offset + r;
+            if (dyn) theta = theta_of(f, i, ps, base, p);
+            /* (c p) theta, as rp_rope_angles always computed it; a mix matrix: sum_a (c p_a)
+             * W[a][i], its first term alone for one axis (the freq table's number, -0 kept) */
+            double a;
+            if (ang) {
+                a = c * ang[p * f->n_angles + i];
+            } else if (mix) {
+                a = c * (double)p * mix[i];
+                for (int b = 1; b < A; b++)
+                    a += c * (double)(pos ? pos[r * A + b] : offset + r) * mix[b * n_mix + i];
+            } else {
+                a = c * (double)p * theta;
+            }
             double m = xg > 0.0 ? pow(zeta, (double)side * (double)p / sb) : 1.0;
             cos_out[r * half + i] = (float)(m * cos(a));
             sin_out[r * half + i] = (float)(m * sin(a));
@@ -247,6 +388,13 @@ int rp_rope_freq_equal(const rp_rope_freq *a, const rp_rope_freq *b)
     if (pa.angles && (pa.rows != pb.rows || pa.n_angles != pb.n_angles ||
                       memcmp(pa.angles, pb.angles,
                              (size_t)(pa.rows * pa.n_angles) * sizeof(double))))
+        return 0;
+    const rp_rope_axes *xa = &pa.axes, *xb = &pb.axes;
+    if (rp_rope_freq_axes(&pa) != rp_rope_freq_axes(&pb) || xa->map != xb->map ||
+        memcmp(xa->sections, xb->sections, sizeof xa->sections) || !xa->mix != !xb->mix)
+        return 0;
+    if (xa->mix && (xa->n_mix != xb->n_mix ||
+                    memcmp(xa->mix, xb->mix, (size_t)(xa->n * xa->n_mix) * sizeof(double))))
         return 0;
     return 1;
 }

@@ -37,6 +37,30 @@
  *   user angles: angles[p * n_angles + i] is the angle of position p on pair i, for positions
  *           0 .. rows - 1 (times c for v); no scaling applies (they are the final angles)
  *
+ * Vector positions (`axes`, rp_rope_axes below): a position of A = 1 .. 3 integer axes
+ * (p_0, .., p_{A-1}) and a map from the d_rot/2 rotation pairs to the axes:
+ *   axial     the pairs split among the axes in contiguous blocks of the pair index: axis a takes
+ *             floor(half / A) pairs, plus one for a < half mod A (the first axes take the
+ *             remainder), half = d_rot / 2; within its block of n_a pairs, pair j (0-based in the
+ *             block) has theta_j = base^(-2j/d_a) over the block's own width d_a = 2 n_a, and
+ *             turns by p_a theta_j: each block is the 1-D RoPE of width d_a (Su's 2-D RoPE,
+ *             EVA-02's VisionRotaryEmbedding, rotary-embedding-torch's axial frequencies, which
+ *             concatenate one RoPE of the axis's width per axis). The pair index is the layout:
+ *             with interleaved pairing a block is a contiguous run of features (EVA-02's), with
+ *             half pairing the pairs i and i + half of the block (Qwen2-VL's layout)
+ *   sections  Qwen2-VL's M-RoPE: sections[a] pairs per axis, in order (adding up to half); the
+ *             STANDARD 1-D theta_i = base^(-2i/d_rot) over all pairs, pair i turning by p_a for
+ *             the axis a whose section holds i
+ *   mixed     RoPE-Mixed (Heo et al. 2024): a given frequency matrix W [A x half], the angle of
+ *             pair i is sum_a p_a W[a][i]
+ * What applies on top: with axial, freq (pair i takes freq[i] in place of its block's theta_j)
+ * and the scalings pi, ntk, yarn, llama3 apply to each block as to a 1-D RoPE of width d_a (the
+ * same factor and orig_len for every axis); with sections they apply to the 1-D theta as without
+ * axes (Hugging Face's Qwen2-VL computes its inverse frequencies by rope_type, then splits them);
+ * the mix matrix is final (no scaling, no freq). With A > 1, dynamic, xPos and angles are
+ * refused: each is a function of one scalar position. One axis (A = 1) with axial or sections
+ * {half} gives the tables of 1-D positions bit for bit; mixed with one axis those of freq = W[0].
+ *
  * The magnitudes (xPos) are folded into the cos/sin tables: the rotation kernels compute
  * y = x c - x' s, so tables m cos, m sin give m R x, and their transposes (the backward) stay
  * right. The scores' temperature is applied by the attention kernels (their scale).
@@ -83,6 +107,34 @@ int rp_scaling_needs_len(rp_rope_scaling s);
 #define RP_LLAMA3_LOW 1.0  /* low_freq_factor (Meta's Llama 3.1 config) */
 #define RP_LLAMA3_HIGH 4.0 /* high_freq_factor */
 
+/* The most axes of a vector position. */
+#define RP_MAX_AXES 3
+
+/* How rotation pairs map to the axes (codes may be stored: never renumber). */
+typedef enum {
+    RP_AXES_AXIAL = 0, /* contiguous blocks, each with its own frequencies (the default) */
+    RP_AXES_SECTIONS,  /* M-RoPE: explicit pairs per axis, the 1-D frequencies */
+    RP_AXES_MIXED,     /* RoPE-Mixed: a frequency matrix [A x half] */
+    RP_AXES_COUNT
+} rp_axes_map;
+
+/* "axial", "sections", "mixed", NULL. */
+extern const char *const rp_axes_names[RP_AXES_COUNT + 1];
+
+/* The position descriptor. n = 0 (what rp_rope_freq_default gives): scalar positions, one integer
+ * each (map axial, no sections, no mix); n = 1 .. RP_MAX_AXES: n integers per position. */
+typedef struct rp_rope_axes {
+    int n;                          /* A */
+    rp_axes_map map;
+    int64_t sections[RP_MAX_AXES];  /* sections: the pairs of axes 0 .. n-1 (>= 0; they add up
+                                       to d_rot/2: rp_rope_freq_check_use); 0 beyond n and for
+                                       the other maps */
+    const double *mix;              /* mixed: W [n x n_mix] row-major, W[a][i] = mix[a * n_mix +
+                                       i]; finite; NULL for the other maps. Borrowed. */
+    int64_t n_mix;                  /* pairs per axis in mix: >= d_rot/2 of a placement, which
+                                       takes the first d_rot/2 (as freq) */
+} rp_rope_axes;
+
 typedef struct rp_rope_freq {
     rp_rope_scaling scaling;
     double factor;          /* s: finite, > 0 (1: no change) */
@@ -99,48 +151,68 @@ typedef struct rp_rope_freq {
     int64_t n_theta;
     const double *angles;   /* user angles [rows x n_angles], or NULL; finite. Borrowed. */
     int64_t rows, n_angles;
+    rp_rope_axes axes;      /* vector positions; n = 0: scalar positions */
 } rp_rope_freq;
 
 /* Nothing set: no scaling (factor 1), no xPos, no user tables; alpha, beta, the ramp, llama3's
- * factors and the xPos scale base at their defaults, orig_len 0, attention_factor 0. */
+ * factors and the xPos scale base at their defaults, orig_len 0, attention_factor 0, scalar
+ * positions (axes.n 0). */
 rp_rope_freq rp_rope_freq_default(void);
 
-/* 1 when f is NULL or changes nothing (no scaling, no xPos, no user tables). */
+/* 1 when f is NULL or changes nothing (no scaling, no xPos, no user tables, scalar positions or
+ * one axial axis). */
 int rp_rope_freq_is_plain(const rp_rope_freq *f);
+
+/* The integers per position the tables read: f->axes.n, or 1 when it is 0 or f is NULL. */
+int rp_rope_freq_axes(const rp_rope_freq *f);
 
 /* Checks every field: the scaling code, factor, orig_len (yarn, dynamic, llama3), alpha < beta
  * and the ramp (yarn), low < high (llama3), attention_factor, xpos, the scale base, theta and
  * angles (non-empty, finite: the message gives the first bad entry), not both tables, and no
- * scaling with user angles. RP_ERR_ARG naming the field as the config keys do
- * ("scaling_factor", "orig_len", "yarn_alpha", "yarn_beta", "low_freq_factor", "xpos",
- * "xpos_scale_base", "freq", "angles"). NULL is fine. */
+ * scaling with user angles; the axes: n in 0 .. RP_MAX_AXES, the map, sections (>= 0, only with
+ * map sections, 0 beyond n), mix (only and always with map mixed, non-empty, finite, no scaling
+ * and no freq beside it), and with n > 1 no dynamic, xpos or angles. RP_ERR_ARG naming the field
+ * as the config keys do ("scaling_factor", "orig_len", "yarn_alpha", "yarn_beta",
+ * "low_freq_factor", "xpos", "xpos_scale_base", "freq", "angles", "axes", "sections", "mix").
+ * NULL is fine. */
 rp_status rp_rope_freq_check(const rp_rope_freq *f);
 
-/* Checks f against one use: a placement d_rot wide (the user tables need d_rot/2 entries per
- * row) at positions 0 .. last_pos (the angle table needs last_pos + 1 rows). RP_ERR_ARG; a width
- * message names `what` ("d_rot_q", ...). NULL is fine. */
+/* Checks f against one use: a placement d_rot wide (the user tables and the mix matrix need
+ * d_rot/2 entries per row, the sections must add up to d_rot/2, axial needs a pair per axis) at
+ * positions 0 .. last_pos (the angle table needs last_pos + 1 rows). RP_ERR_ARG; a width message
+ * names `what` ("d_rot_q", ...). NULL is fine. */
 rp_status rp_rope_freq_check_use(const rp_rope_freq *f, int64_t d_rot, int64_t last_pos,
                                  const char *what);
 
-/* theta'_i for i = 0 .. d_rot/2 - 1 (the scaling applied to the standard or the user theta),
- * in double. Not for user angles (they have no theta). f may be NULL. dynamic: the frequencies
- * of the positions below orig_len (unscaled); rp_rope_freq_tables has every position's. */
+/* theta'_i for i = 0 .. d_rot/2 - 1 (the scaling applied to the standard or the user theta;
+ * axial: each block's own, sections: the 1-D ones), in double: pair i turns by p_a theta'_i for
+ * its axis a (rp_rope_freq_pair_axes). Not for user angles or a mix matrix (they have no theta).
+ * f may be NULL. dynamic: the frequencies of the positions below orig_len (unscaled);
+ * rp_rope_freq_tables has every position's. f must pass rp_rope_freq_check_use for d_rot. */
 void rp_rope_freq_theta(double *theta, const rp_rope_freq *f, int64_t d_rot, double base);
+
+/* axis[i] for i = 0 .. d_rot/2 - 1: the axis whose position turns pair i (0 for scalar
+ * positions; -1 for every pair of a mix matrix, which turns by all axes). f may be NULL; f must
+ * pass rp_rope_freq_check_use for d_rot. Overwrites. */
+void rp_rope_freq_pair_axes(int *axis, const rp_rope_freq *f, int64_t d_rot);
 
 /* The factor the attention scores take: attention_factor^2 when it is set (with a scaling),
  * else YaRN's (0.1 ln s + 1)^2 for s > 1, else 1. */
 double rp_rope_freq_score_scale(const rp_rope_freq *f);
 
-/* cos/sin tables for n positions (pos[r], or offset + r when pos is NULL):
+/* cos/sin tables for n positions: position r is pos[r * A .. r * A + A) with A =
+ * rp_rope_freq_axes(f) (row-major [n x A]; A = 1: pos[r]), or offset + r on every axis when pos
+ * is NULL (Qwen2-VL's text positions (t, t, t), with which sections give the 1-D tables):
  * cos[r * half + i] = m cos(c a), sin[r * half + i] = m sin(c a), half = d_rot / 2, with a the
- * angle of position p on pair i (p theta'_i, or the user angle) and m = zeta_i^(side p /
- * scale_base) under xPos (side +1 or -1), else 1. Computed in double, stored as float. Positions
- * must be within the user angle table (rp_rope_freq_check_use). Overwrites. */
+ * angle of the position on pair i (p theta'_i with p its axis's entry, sum_a p_a W[a][i] for a
+ * mix matrix, or the user angle) and m = zeta_i^(side p / scale_base) under xPos (side +1 or
+ * -1), else 1. Computed in double, stored as float. f must pass rp_rope_freq_check and
+ * rp_rope_freq_check_use for d_rot and the positions. Overwrites. */
 void rp_rope_freq_tables(float *cos_out, float *sin_out, const rp_rope_freq *f, int64_t d_rot,
                          double base, double c, int side, const int64_t *pos, int64_t offset,
                          int64_t n);
 
-/* Equal as schemes (fields and table contents; NULL equals a plain one). */
+/* Equal as schemes (fields, axes and table contents; NULL equals a plain one). */
 int rp_rope_freq_equal(const rp_rope_freq *a, const rp_rope_freq *b);
 
 #endif

@@ -9,6 +9,8 @@
  *                                          matches only NaN, an infinity only the same infinity.
  *   CHECK_STATUS(expr, want, substr)       one check: expr returns want, and (when want != RP_OK
  *                                          and substr != NULL) rp_last_error() contains substr
+ *   CHECK_MSG(expr, want, msg)             one check: expr returns want, and (when want != RP_OK)
+ *                                          rp_last_error() is exactly msg
  *   check_summary(name)                    prints "<name>: N passed, N failed", returns the exit code
  *
  * Set CHECK_VERBOSE=1 in the environment to also print the error message of every CHECK_STATUS.
@@ -135,6 +137,19 @@ static inline int check_status_(rp_status got, rp_status want, const char *subst
 
 #define CHECK_STATUS(expr, want, substr) \
     check_status_((expr), (want), (substr), #expr, __FILE__, __LINE__)
+
+/* CHECK_MSG(expr, want, msg): one check: expr returns want and, when want != RP_OK, rp_last_error()
+ * is exactly msg. */
+static inline void check_msg_(rp_status got, rp_status want, const char *msg, const char *expr,
+                              const char *file, int line)
+{
+    const char *m = rp_last_error();
+    int ok = got == want && (want == RP_OK || strcmp(m, msg) == 0);
+    check_cond_(ok, file, line, expr, "got %s \"%s\", want %s \"%s\"", rp_status_name(got),
+                got == RP_OK ? "" : m, rp_status_name(want), want == RP_OK ? "" : msg);
+}
+
+#define CHECK_MSG(expr, want, msg) check_msg_((expr), (want), (msg), #expr, __FILE__, __LINE__)
 
 static inline int check_summary(const char *name)
 {

@@ -139,21 +139,12 @@ static void ref_row(double *cs, double *sn, double *mag, const rp_rope_freq *f, 
 
 /* ---- helpers ------------------------------------------------------------------------------- */
 
-/* status and the exact message; FCHECK / ACHECK: of rp_rope_freq_check(&f) and of
+/* status and the exact message (CHECK_MSG, check.h) of rp_rope_freq_check(&f) and of
  * rp_attention_check(&q, &k, &v, &cfg) */
-#define CHECK_MSG(expr, want, msg) check_msg_((expr), (want), (msg), #expr, __FILE__, __LINE__)
 #define FCHECK(msg) CHECK_MSG(rp_rope_freq_check(&f), RP_ERR_ARG, msg)
 #define FCHECK_OK() CHECK_MSG(rp_rope_freq_check(&f), RP_OK, "")
 #define ACHECK(msg) CHECK_MSG(rp_attention_check(&q, &k, &v, &cfg), RP_ERR_ARG, msg)
 #define ACHECK_OK() CHECK_MSG(rp_attention_check(&q, &k, &v, &cfg), RP_OK, "")
-static void check_msg_(rp_status got, rp_status want, const char *msg, const char *expr,
-                       const char *file, int line)
-{
-    const char *m = rp_last_error();
-    int ok = got == want && (want == RP_OK || strcmp(m, msg) == 0);
-    check_cond_(ok, file, line, expr, "got %s \"%s\", want %s \"%s\"", rp_status_name(got),
-                got == RP_OK ? "" : m, rp_status_name(want), want == RP_OK ? "" : msg);
-}
 
 /* max |got/want - 1| <= rtol (want != 0) */
 static void check_rel(const double *got, const double *want, int64_t n, double rtol, const char *label)

@@ -402,6 +402,12 @@ local function variants(rp)
     return {
       { pos = 2, drop = { "offset" }, set = { positions = rp.tensor { 0, 1, 2, 3 } } },
       { pos = 2, drop = { "freq", table.unpack(SCALING) }, set = { angles = T(4, 4) } },
+      -- vector positions (the seed's T = 4, d_rot 8): M-RoPE sections, and a mix matrix
+      { pos = 2, drop = { "offset" }, set = { positions = rp.tensor { { 0, 1, 2 }, { 1, 2, 3 },
+        { 2, 3, 4 }, { 3, 4, 5 } }, axes = "sections", sections = { 1, 2, 1 } } },
+      { pos = 2, drop = { "offset", "freq", table.unpack(SCALING) },
+        set = { positions = rp.tensor { { 0, 1 }, { 1, -2 }, { 2, 3 }, { 3, 4 } }, axes = "mixed",
+          mix = T(2, 4) } },
     }
   end
   V["rp.model"] = function()

@@ -200,7 +200,7 @@ local cases = {
     "bad argument #2 to 'rotate' (unknown option 'fractoin' (known: base, pairing, sign, fraction, d_rot, "
       .. "dim, offset, positions, scale, xpos_side, scaling, scaling_factor, orig_len, yarn_alpha, "
       .. "yarn_beta, yarn_ramp, low_freq_factor, high_freq_factor, attention_factor, xpos, "
-      .. "xpos_scale_base, rope_scaling, rope_theta, freq, angles))" },
+      .. "xpos_scale_base, rope_scaling, rope_theta, freq, angles, axes, sections, mix))" },
   { "unknown pairing", function() return rp.rope.rotate(rp.zeros { 4, 6 }, { pairing = "zigzag" }) end,
     "bad argument #2 to 'rotate' (option 'pairing' must be one of \"half\", \"interleaved\", got string \"zigzag\")" },
   { "sign 0", function() return rp.rope.rotate(rp.zeros { 4, 6 }, { sign = 0 }) end,
