@@ -1549,6 +1549,9 @@ rp_status rp_attention_check(const rp_tensor *q, const rp_tensor *k, const rp_te
     if (cfg->q_offset < 0)
         return rp_error(RP_ERR_ARG, "q_offset must be >= 0, got %lld", (long long)cfg->q_offset);
     int64_t qlast = cfg->pos_offset + cfg->q_offset + q->shape[1] - 1;
+    if (rp_rope_freq_axes(cfg->freq) > 1)
+        return rp_error(RP_ERR_ARG, "vector positions (%d axes) are not supported by attention "
+                                    "yet", rp_rope_freq_axes(cfg->freq));
     RP_TRY(rp_pe_scheme_check_freq(&sc, cfg->freq, qlast, cfg->pos_offset + S - 1));
     return rel_check(cfg);
 }

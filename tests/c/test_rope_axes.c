@@ -519,6 +519,26 @@ static void test_checks(void)
     CHECK(!rp_rope_freq_equal(&a, &b), "another mix differs");
 }
 
+/* attention takes no vector positions yet: refused, not computed as (t, t, t) */
+static void test_attention_refuses(void)
+{
+    printf("attention\n");
+    int64_t sh[4] = {1, 3, 1, 4};
+    rp_tensor q = {0};
+    CHECK(rp_tensor_new(&q, 4, sh) == RP_OK, "a tensor");
+    rp_rope_freq f = rp_rope_freq_default();
+    f.axes.n = 2, f.axes.map = RP_AXES_AXIAL;
+    rp_attn_cfg cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.pe = RP_PE_ROPE, cfg.causal = 1, cfg.scale = 0.5, cfg.base = RP_ROPE_BASE, cfg.d_rot_qk = 4;
+    cfg.freq = &f;
+    CHECK_MSG(rp_attention_check(&q, &q, &q, &cfg), RP_ERR_ARG,
+              "vector positions (2 axes) are not supported by attention yet");
+    f.axes.n = 1;
+    CHECK_MSG(rp_attention_check(&q, &q, &q, &cfg), RP_OK, "");
+    rp_tensor_release(&q);
+}
+
 int main(void)
 {
     test_tables();
@@ -526,5 +546,6 @@ int main(void)
     test_rotations();
     test_axial_scalings();
     test_checks();
+    test_attention_refuses();
     return check_summary("test_rope_axes");
 }
