@@ -282,6 +282,13 @@ static pair_site site_of(const rp_rope_freq *f, int64_t i, int64_t d_rot)
 
 /* theta'_i of pair i at position p (only dynamic reads p): the user theta[i], else the standard
  * one of pair ps.j of a RoPE ps.width wide; the scaling as for that RoPE. */
+/* dynamic NTK's factor at position p: s_p = max(1, s (p + 1) / L - (s - 1)). */
+static double dynamic_factor(const rp_rope_freq *f, int64_t p)
+{
+    double s = f->factor;
+    return fmax(1.0, s * ((double)p + 1.0) / f->orig_len - (s - 1.0));
+}
+
 static double theta_of(const rp_rope_freq *f, int64_t i, pair_site ps, double base, int64_t p)
 {
     int64_t j = ps.j, d_rot = ps.width;
@@ -291,8 +298,7 @@ static double theta_of(const rp_rope_freq *f, int64_t i, pair_site ps, double ba
     switch (f->scaling) {
     case RP_SCALING_PI: return t / s;
     case RP_SCALING_NTK: return ntk(t, s, j, d_rot);
-    case RP_SCALING_DYNAMIC:
-        return ntk(t, fmax(1.0, s * ((double)p + 1.0) / f->orig_len - (s - 1.0)), j, d_rot);
+    case RP_SCALING_DYNAMIC: return ntk(t, dynamic_factor(f, p), j, d_rot);
     case RP_SCALING_YARN:
         /* r = L / lambda = L |theta| / (2 pi) */
         g = f->yarn_ramp == RP_YARN_RAMP_ROTATIONS
@@ -340,11 +346,12 @@ void rp_rope_freq_tables(float *cos_out, float *sin_out, const rp_rope_freq *f, 
     for (int64_t i = 0; i < half; i++) {
         pair_site ps = site_of(f, i, d_rot);
         int ax = ps.axis < 0 ? 0 : ps.axis; /* mixed: dyn and xPos need A = 1 */
-        double theta = ang || mix ? 0.0 : theta_of(f, i, ps, base, 0);
+        /* (dynamic: position 0's is the unscaled theta, s_0 = 1 for orig_len >= 1) */
+        double theta0 = ang || mix ? 0.0 : theta_of(f, i, ps, base, 0), theta = theta0;
         double zeta = xg > 0.0 ? (2.0 * (double)i / (double)d_rot + xg) / (1.0 + xg) : 1.0;
         for (int64_t r = 0; r < n; r++) {
             int64_t p = pos ? pos[r * A + ax] : offset + r;
-            if (dyn) theta = theta_of(f, i, ps, base, p);
+            if (dyn) theta = ntk(theta0, dynamic_factor(f, p), ps.j, ps.width);
             /* (c p) theta, as rp_rope_angles always computed it; a mix matrix: sum_a (c p_a)
              * W[a][i], its first term alone for one axis (the freq table's number, -0 kept) */
             double a;
