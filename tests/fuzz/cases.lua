@@ -360,7 +360,10 @@ local function seeds(rp)
   S["rp.Tensor.maxdiff"] = function() return pack(T(2, 3), T(2, 3)) end
   S["rp.Tensor.dot"] = function() return pack(T(5), T(5)) end
   S["rp.Tensor.diag"] = function() return pack(T(3, 4), 1) end
-  S["rp.Tensor.save"] = function(ctx) return pack(T(2, 3):t(), ctx.dir .. "/s.npy") end
+  -- token ids as int64 (the battery at position 3 reaches the float path without options too)
+  S["rp.Tensor.save"] = function(ctx)
+    return pack(rp.tensor { { 1, 2, 3 }, { 4, 5, 6 } }:t(), ctx.dir .. "/s.npy", { dtype = "int64" })
+  end
   -- metamethods
   S["roper.Tensor.__index"] = function() return pack(T(3, 4), { 2, { 1, 3 } }) end
   S["roper.Tensor.__newindex"] = function() return pack(T(3, 4), { 2, { 1, 3 } }, 0) end
@@ -408,6 +411,10 @@ local function variants(rp)
       { pos = 2, drop = { "offset", "freq", table.unpack(SCALING) },
         set = { positions = rp.tensor { { 0, 1 }, { 1, -2 }, { 2, 3 }, { 3, 4 } }, axes = "mixed",
           mix = T(2, 4) } },
+      -- Hugging Face's names (the key batteries put every kind of value in place of each)
+      { pos = 2, drop = { "base", table.unpack(SCALING) }, set = { rope_theta = 500000,
+        rope_scaling = { rope_type = "llama3", factor = 8, low_freq_factor = 1,
+          high_freq_factor = 4, original_max_position_embeddings = 4 } } },
     }
   end
   V["rp.model"] = function()
