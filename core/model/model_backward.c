@@ -54,10 +54,16 @@ static void ff_branch_backward(rp_model *m, const layer_params *p, const layer_a
     float *g = m->grads->data;
     int64_t C = m->cfg.d_model, F = m->cfg.d_ff;
     const float *dproj = branch_grad(m, dres, a->mask2, spare, N * C);
-    /* act(fch) is not kept: recomputed into dF (bitwise the forward's) for W2's gradient, then
-     * overwritten by d act and, in place, by d fch */
-    rpm_act_forward(m, m->dF, a->fch, N * F);
-    rp_linear_backward_set(m->dF, g + p->w2w, g + p->w2b, dproj, m->dF, w + p->w2w, N, F, C);
+    /* W2's input: ReLU's output, which the forward kept in place of fch (relu(x) > 0 exactly
+     * where x > 0, and NaN where x is NaN, so it also gives ReLU's mask); GELU's, not kept,
+     * recomputed into dF (bitwise the forward's). dF is then overwritten by d act and, in place,
+     * by d fch. */
+    const float *act = a->fch;
+    if (m->cfg.act != RP_ACT_RELU) {
+        rpm_act_forward(m, m->dF, a->fch, N * F);
+        act = m->dF;
+    }
+    rp_linear_backward_set(m->dF, g + p->w2w, g + p->w2b, dproj, act, w + p->w2w, N, F, C);
     rpm_act_backward_set(m, m->dF, m->dF, a->fch, N * F);
     if (m->cfg.norm == RP_NORM_PRE) {
         float *inp = ln_again(m, a->res1, a->ln2_mean, a->ln2_rstd, p->ln2w, p->ln2b, N);

@@ -227,15 +227,17 @@ rp_status rp_model_forward(rp_model *m, const int32_t *tokens, const int32_t *ta
                          T, c->d_model);
 
     /* m->work (N, C) holds each pre-norm LayerNorm output until the product that reads it, then
-     * each output projection until its residual add; act(fch) lives in m->dF until the W2
-     * product (the gradient buffer is free during a forward) */
+     * each output projection until its residual add. GELU: act(fch) lives in m->dF until the W2
+     * product (the gradient buffer is free during a forward); ReLU: relu(fch) replaces fch in
+     * place (model_impl.h), so the backward reads it instead of recomputing it */
     for (int64_t l = 0; l < c->layers; l++) {
         layer_acts *a = &m->la[l];
         rpm_block_bufs b = {.x = rpm_layer_out(m, l - 1), .ln = m->work,
                             .ln1_mean = a->ln1_mean, .ln1_rstd = a->ln1_rstd,
                             .ln2_mean = a->ln2_mean, .ln2_rstd = a->ln2_rstd, .qkv = a->qkv,
                             .lse = a->lse, .y = a->atty, .proj = m->work, .mask1 = a->mask1,
-                            .res1 = a->res1, .h1 = a->ln1, .fch = a->fch, .act = m->dF,
+                            .res1 = a->res1, .h1 = a->ln1, .fch = a->fch,
+                            .act = c->act == RP_ACT_RELU ? a->fch : m->dF,
                             .mask2 = a->mask2, .res2 = a->res2, .out = a->ln2};
         rpm_block_forward(m, &train_ops, &t, l, &b, N, drop);
     }

@@ -32,7 +32,9 @@
  *     res1      (N, C)  x + drop(attn proj)
  *     ln2       (N, C)  post-norm only: LN2(res2) = layer output
  *     ln2_mean  (N), ln2_rstd (N)   statistics of LN2 (pre-norm: of LN2(res1))
- *     fch       (N, F)  FF pre-activation (LN2(res1) or h1) @ W1^T + b1
+ *     fch       (N, F)  FF pre-activation (LN2(res1) or h1) @ W1^T + b1; ReLU: relu of it,
+ *                       computed in place (its backward needs only where the input was > 0,
+ *                       which the output tells), GELU: as it is
  *     mask2     (N, C)  dropout mask of the FF branch (only when cfg.dropout > 0)
  *     res2      (N, C)  pre-norm: res1 + drop(ff) = layer output;  post-norm: h1 + drop(ff)
  *   lnf_mean (N), lnf_rstd (N)   statistics of the final LayerNorm (pre-norm only)
@@ -63,9 +65,10 @@
  *                 gradient (dx holds the FF branch's, as dx is free then);
  *                 rp_model_attention_weights' scratch
  *   then one region of max(N F, 4 N C, N V) floats for the gradients that are never live at once:
- *   dF   (N, F)   at its start: the FF branch. The forward computes act(fch) here right before
- *                 the W2 product; the backward recomputes it here for W2's gradient, overwrites it
- *                 with d act = dproj @ W2 and multiplies that in place by act'(fch) (= d fch)
+ *   dF   (N, F)   at its start: the FF branch. GELU: the forward computes act(fch) here right
+ *                 before the W2 product, and the backward recomputes it here for W2's gradient;
+ *                 then (either activation) the backward writes d act = dproj @ W2 here and
+ *                 multiplies that in place by act'(fch) (= d fch)
  *   datty (N, C)  at its start, and dqkv (N, 3C) right after it (64-byte aligned): the attention
  *                 branch
  *   dlogits (N, V)  at its start: the head, before the first layer's backward
