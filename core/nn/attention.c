@@ -1121,20 +1121,37 @@ static void block_scores(const attn_ctx *c, const slots *sl, int64_t t0, int64_t
 }
 
 /* The softmax step of one score row p[0 .. bcp) (bcp a multiple of RP_VL) of which the first n
- * are keys the query sees: with mo the row's running maximum, returns the new maximum
- * mn = max(mo, p[0 .. n)), sets p[j] = e^(p[j] - mn) for j < n and 0 after, and adds their sum
- * to *sum. The maximum and the sum go over whole vectors (lane-wise, then across the lanes). */
+ * (n >= 1) are keys the query sees: with mo the row's running maximum, returns the new maximum
+ * mn = max(mo, p[0 .. n)), sets p[j] = e^(p[j] - mn) for j < n and 0 after, and sets *sum to
+ * their sum. Two passes over the row: the maximum (lane-wise, then across the lanes), then the
+ * exponentials, stored and summed lane-wise in the same loop (the lanes of the last vector past
+ * n are 0; the vectors after it are only zeroed), then across the lanes. */
 static inline float softmax_step(float *p, int64_t n, int64_t bcp, float mo, float *sum)
 {
-    for (int64_t j = n; j < bcp; j++) p[j] = -FLT_MAX;
-    rp_vf vm = rp_vload(p);
-    for (int64_t j = RP_VL; j < bcp; j += RP_VL) vm = rp_vmax(vm, rp_vload(p + j));
+    int64_t nf = n / RP_VL * RP_VL;
+    float tail[RP_VL];
+    rp_vf vm = rp_vsplat(-FLT_MAX);
+    for (int64_t j = 0; j < nf; j += RP_VL) vm = rp_vmax(vm, rp_vload(p + j));
+    if (nf < n) {
+        for (int64_t j = 0; j < RP_VL; j++) tail[j] = nf + j < n ? p[nf + j] : -FLT_MAX;
+        vm = rp_vmax(vm, rp_vload(tail));
+    }
     float bm = rp_vhmax(vm), mn = bm > mo ? bm : mo;
-    RP_SIMD
-    for (int64_t j = 0; j < bcp; j++) p[j] = rp_exp_nonpos(p[j] - mn);
-    for (int64_t j = n; j < bcp; j++) p[j] = 0.0f;
-    rp_vf vs = rp_vload(p);
-    for (int64_t j = RP_VL; j < bcp; j += RP_VL) vs += rp_vload(p + j);
+    rp_vf vmn = rp_vsplat(mn), vs = rp_vsplat(0.0f);
+    for (int64_t j = 0; j < nf; j += RP_VL) {
+        rp_vf e = rp_vexp_nonpos(rp_vload(p + j) - vmn);
+        rp_vstore(p + j, e);
+        vs += e;
+    }
+    int64_t j1 = nf;
+    if (nf < n) {
+        rp_vstore(tail, rp_vexp_nonpos(rp_vload(tail) - vmn));
+        for (int64_t j = n - nf; j < RP_VL; j++) tail[j] = 0.0f;
+        rp_vstore(p + nf, rp_vload(tail));
+        vs += rp_vload(tail);
+        j1 += RP_VL;
+    }
+    for (int64_t j = j1; j < bcp; j++) p[j] = 0.0f;
     *sum = rp_vhsum(vs);
     return mn;
 }

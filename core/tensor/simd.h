@@ -154,4 +154,30 @@ static inline float rp_exp_nonpos(float x)
     return e * two_k.f + (x - x);              /* + 0, or NaN for NaN and -inf (no branch) */
 }
 
+/* Lanes of 32-bit integers beside rp_vf (same size: a cast between the two keeps the bits). */
+typedef int32_t rp_vi __attribute__((vector_size(RP_VL * sizeof(int32_t))));
+
+/* rp_exp_nonpos lane by lane, by the same operations in the same order (each lane's bits are
+ * the scalar function's; test_attention checks it over [-87, 0] and the edges), for loops that
+ * fuse the exponential with other work on the same vector. */
+static inline rp_vf rp_vexp_nonpos(rp_vf x)
+{
+    const rp_vi lim = (rp_vi){0} + 0x42AE0000;
+    rp_vi mag = (rp_vi)x & 0x7FFFFFFF;
+    rp_vi lt = mag < lim; /* all ones where |x| < 87 */
+    mag = (mag & lt) | (lim & ~lt);
+    rp_vf xc = (rp_vf)(mag | INT32_MIN);
+    rp_vf kf = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    rp_vf r = rp_vfma(kf, rp_vsplat(2.12194440e-4f), rp_vfma(kf, rp_vsplat(-0.693359375f), xc));
+    rp_vf p = rp_vsplat(1.9875691500e-4f);
+    p = rp_vfma(p, r, rp_vsplat(1.3981999507e-3f));
+    p = rp_vfma(p, r, rp_vsplat(8.3334519073e-3f));
+    p = rp_vfma(p, r, rp_vsplat(4.1665795894e-2f));
+    p = rp_vfma(p, r, rp_vsplat(1.6666665459e-1f));
+    p = rp_vfma(p, r, rp_vsplat(5.0000001201e-1f));
+    rp_vf e = rp_vfma(p, r * r, r) + 1.0f;
+    rp_vi two_k = (__builtin_convertvector(kf, rp_vi) + 127) * (1 << 23);
+    return e * (rp_vf)two_k + (x - x);
+}
+
 #endif

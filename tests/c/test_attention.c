@@ -1411,9 +1411,52 @@ static void test_placements(void)
     rp_tensor_release(&v);
 }
 
+/* The vector exponential of the fused softmax pass against the scalar one, lane for lane bit for
+ * bit, and both against exp() in double: every 61st float of [-87, 0] and the edges (signed
+ * zeros, -87, below -87, -inf, NaN, subnormals, positive inputs taken as negative). */
+static void test_vexp(void)
+{
+    int64_t checked = 0, bad = 0;
+    double worst = 0.0;
+    float in[RP_VL], out[RP_VL];
+    int k = 0;
+    const float edges[] = {0.0f, -0.0f, -87.0f, -87.5f, -88.0f, -100.0f, -1e30f, -INFINITY, NAN,
+                           -1e-45f, -1e-40f, -1e-8f, 2.5f, -0.693359375f, -1.5f};
+    const uint64_t last = 0xC2AE0000u; /* -87 */
+    const int64_t ne = (int64_t)(sizeof edges / sizeof edges[0]);
+    const int64_t nb = (int64_t)((last - 0x80000000u) / 61u) + 1, n = nb + ne;
+    for (int64_t i = 0; i < n + RP_VL - 1; i++) {
+        union {
+            uint32_t u;
+            float f;
+        } x = {.u = (uint32_t)(0x80000000u + 61u * (uint64_t)i)};
+        if (i >= nb) x.f = edges[(i - nb) % ne]; /* the edges, then repeated to fill a vector */
+        in[k++] = x.f;
+        if (k < RP_VL) continue;
+        rp_vstore(out, rp_vexp_nonpos(rp_vload(in)));
+        for (int j = 0; j < RP_VL; j++) {
+            float want = rp_exp_nonpos(in[j]);
+            if (memcmp(&want, &out[j], sizeof want) != 0) bad++;
+            if (isfinite(in[j]) && in[j] <= 0.0f && in[j] >= -87.0f) {
+                double ref = exp((double)in[j]), e = fabs((double)out[j] - ref) / ref;
+                worst = e > worst ? e : worst;
+            }
+            checked++;
+        }
+        k = 0;
+    }
+    CHECK(bad == 0, "rp_vexp_nonpos: %lld of %lld lanes differ from rp_exp_nonpos", (long long)bad,
+          (long long)checked);
+    CHECK(worst <= 8.4e-8, "rp_vexp_nonpos: relative error %.3g > 8.4e-8", worst);
+    CHECK(checked > 1000000, "rp_vexp_nonpos: only %lld values checked", (long long)checked);
+    printf("  vector exp: %lld values, %lld differ from the scalar's; worst relative error %.3g\n",
+           (long long)checked, (long long)bad, worst);
+}
+
 int main(void)
 {
     test_names();
+    test_vexp();
     test_against_reference();
     test_layouts_and_kernel();
     test_relative_property();
