@@ -925,7 +925,8 @@ static void rel_reduce(const attn_ctx *c, int64_t B, int nthreads)
  * Backward per query block (FlashAttention-2's order), with dY = R(-o_sign n) dout and
  * Drow = <dout, out> per row (= <dY, Y>: the rotation keeps inner products), per key block:
  *   P = e^(s - L) recomputed from the same scores, dP = dY V'^T_blk, dS = P (dP - Drow),
- *   dV' += P^T dY, dQ' += dS K', dK' += dS^T Q'
+ *   dV' += P^T dY, dQ' += dS K', dK' += dS^T Q'  (dV' and dK' kept transposed: dV'^T += dY^T P,
+ *                                                 dK'^T += Q'^T dS, products along the keys)
  * then dq += scale R(-n) dQ' per block; after all blocks dk += R(-i) dK', dv += R(-i) dV'
  * (R(-2i) for roper_legacy, its v table).
  *
