@@ -88,8 +88,8 @@ static void attn_branch_backward(rp_model *m, int64_t l, float *dres, float *spa
     const float *dproj = branch_grad(m, dres, a->mask1, spare, NC);
     rp_linear_backward_set(m->datty, g + p->outw, g + p->outb, dproj, a->atty, w + p->outw, N, C,
                            C);
-    zero(m->dqkv, 3 * NC);
     if (m->linear) {
+        zero(m->dqkv, 3 * NC); /* the linear kernels accumulate */
         rp_linattn_cfg lc = rpm_linattn_cfg(m, 0);
         rp_linattn_backward(m->dqkv, m->dqkv + C, m->dqkv + 2 * C, m->attn_scratch, m->datty, C,
                             a->qkv, 3 * C, a->qkv + C, 3 * C, a->qkv + 2 * C, 3 * C, B, T,
@@ -106,8 +106,8 @@ static void attn_branch_backward(rp_model *m, int64_t l, float *dres, float *spa
                          .q = a->qkv, .k = a->qkv + C, .v = a->qkv + 2 * C, .ldq = 3 * C,
                          .ldk = 3 * C, .ldv = 3 * C, .out = a->atty, .ldo = C, .lse = a->lse,
                          .dout = m->datty, .dq = m->dqkv, .dk = m->dqkv + C,
-                         .dv = m->dqkv + 2 * C, .drel = &drel, .scratch = m->attn_scratch,
-                         .nthreads = nt};
+                         .dv = m->dqkv + 2 * C, .set = 1, .drel = &drel,
+                         .scratch = m->attn_scratch, .nthreads = nt};
         rp_attention_backward(&io, &lc);
         rpm_rel_grad_end(m, l, T);
     }

@@ -73,8 +73,9 @@
  *                 branch
  *   dlogits (N, V)  at its start: the head, before the first layer's backward
  * The backward overwrites its targets (the _set kernels, layers.h: no memset) except where the
- * accumulation is the residual sum (dx; post-norm's work in the FF branch), dqkv (the attention
- * kernels accumulate: zeroed first) and dlogits (the cross-entropy fills only scored rows: zeroed
+ * accumulation is the residual sum (dx; post-norm's work in the FF branch), dqkv (softmax
+ * attention's backward overwrites it (rp_attn_io.set); linear attention's accumulates: zeroed
+ * first) and dlogits (the cross-entropy fills only scored rows: zeroed
  * first). The parameter gradients always accumulate.
  *
  * ---- A decoder of nl lanes (plan_lanes in model_memory.c: the one plan of every decoder) ----

@@ -82,6 +82,7 @@ typedef struct {
     int64_t slice;
     /* the call's buffers (the backward's gradients are NULL in the forward and vice versa) */
     float *out, *att_w, *lse_w, *dq, *dk, *dv;
+    int set; /* backward: overwrite dq, dk, dv (rp_attn_io.set) */
     const float *q, *k, *v, *lse, *dout, *fout;
     rel_ctx rel;
 } attn_ctx;
@@ -1102,11 +1103,13 @@ static inline void rot_row(float *restrict dst, const float *restrict src, const
 }
 
 /* dst[0 .. W) += mul * R(-sgn phi) g: the backward of rot_row (its transpose), accumulating into
- * a strided gradient row. */
+ * a strided gradient row; set: dst = 0 + that term (what the accumulation gives on zeros). */
 static inline void rot_row_back(float *restrict dst, const float *restrict g, const float *cs,
                                 const float *sn, int64_t h, float sgn, float mul, int64_t W,
-                                rp_pairing pairing)
+                                rp_pairing pairing, int set)
 {
+    if (set)
+        for (int64_t i = 0; i < W; i++) dst[i] = 0.0f;
     if (pairing == RP_PAIR_HALF) {
         RP_SIMD
         for (int64_t i = 0; i < h; i++) {
@@ -1373,7 +1376,8 @@ static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
         for (int64_t r = 0; r < nr; r++) {
             int64_t t = t0 + r;
             rot_row_back(dqh + t * c->ldq, sl.dQ + r * Dp, c->hq ? c->qc + t * c->hq : NULL,
-                         c->hq ? c->qs + t * c->hq : NULL, c->hq, 1.0f, c->scale, D, pairing);
+                         c->hq ? c->qs + t * c->hq : NULL, c->hq, 1.0f, c->scale, D, pairing,
+                         c->set);
         }
     }
     if (c->rel.terms) rel_head_back(c, &sl);
@@ -1384,9 +1388,14 @@ static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
         for (int64_t d = 0; d < D; d++) sl.dQ[d] = sl.dK[d * Sp + i];
         for (int64_t d = 0; d < Dv; d++) sl.O[d] = sl.dV[d * Sp + i];
         rot_row_back(dkh + i * c->ldk, sl.dQ, c->hk ? c->kc + i * c->hk : NULL,
-                     c->hk ? c->ks + i * c->hk : NULL, c->hk, 1.0f, 1.0f, D, pairing);
+                     c->hk ? c->ks + i * c->hk : NULL, c->hk, 1.0f, 1.0f, D, pairing, c->set);
         rot_row_back(dvh + i * c->ldv, sl.O, c->hv ? c->vc + i * c->hv : NULL,
-                     c->hv ? c->vs + i * c->hv : NULL, c->hv, 1.0f, 1.0f, Dv, pairing);
+                     c->hv ? c->vs + i * c->hv : NULL, c->hv, 1.0f, 1.0f, Dv, pairing, c->set);
+    }
+    /* keys no query sees have gradient 0 */
+    for (int64_t i = kvis; c->set && i < c->S; i++) {
+        memset(dkh + i * c->ldk, 0, sizeof(float) * (size_t)D);
+        memset(dvh + i * c->ldv, 0, sizeof(float) * (size_t)Dv);
     }
 }
 
@@ -1425,6 +1434,7 @@ void rp_attention_backward(const rp_attn_io *io, const rp_attn_cfg *cfg)
     attn_ctx c;
     ctx_init(&c, io, cfg, io->drel);
     c.dq = io->dq, c.dk = io->dk, c.dv = io->dv, c.dout = io->dout, c.fout = io->out;
+    c.set = io->set != 0;
     c.lse = io->lse;
     run_pairs(&c, io->B, io->nthreads, 1);
     if (c.rel.terms && io->drel) rel_reduce(&c, io->B, io->nthreads);

@@ -185,8 +185,11 @@ typedef struct rp_attn_io {
                             * reads it */
     float *att;            /* forward, when not NULL: the weights [B, H, T, S], 0 on masked keys */
     const float *dout;     /* backward: the gradient of out */
-    float *dq, *dk, *dv;   /* backward: ACCUMULATED (+=); they may lie in one fused buffer (they
-                            * never overlap) */
+    float *dq, *dk, *dv;   /* backward: ACCUMULATED (+=), or OVERWRITTEN with set; they may lie
+                            * in one fused buffer (they never overlap) */
+    int set;               /* backward: 1 OVERWRITES dq, dk and dv (every element of their rows'
+                            * D or Dv features: 0 + its gradient, the bits accumulating onto
+                            * zeros gives, so a caller need not clear them), 0 ACCUMULATES */
     const rp_attn_rel_grad *drel; /* backward: the table gradients, ACCUMULATED (NULL: none) */
     float *scratch;        /* rp_attention_scratch_floats(cfg, B, T, S, H, D, Dv, nthreads) */
     int nthreads;          /* >= 1 */
@@ -199,7 +202,7 @@ typedef struct rp_attn_io {
  * masked. */
 void rp_attention_forward(const rp_attn_io *io, const rp_attn_cfg *cfg);
 
-/* The backward pass: dq += dL/dq, dk += dL/dk, dv += dL/dv (ACCUMULATES), given io->dout, the
+/* The backward pass: dq += dL/dq, dk += dL/dk, dv += dL/dv (ACCUMULATES; io->set: =, OVERWRITES), given io->dout, the
  * forward's out and lse and its inputs q, k, v (the same io and cfg). The weights are recomputed
  * tile by tile from q, k and lse (FlashAttention-2's backward: one more Q K^T product, nothing of
  * size T x S stored). RoPE's backward is the reverse rotation of the gradient; RoPER's output

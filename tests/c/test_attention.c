@@ -1411,6 +1411,69 @@ static void test_placements(void)
     rp_tensor_release(&v);
 }
 
+/* io.set: the backward OVERWRITES dq, dk, dv with the bits accumulating onto zeros gives, on
+ * buffers full of NaN, keys no query sees included (S > q_offset + T under the mask), and leaves
+ * the padding between strided rows alone. */
+static void test_backward_set(void)
+{
+    const dims d = {2, 5, 9, 2, 8, 6};
+    const int64_t ld[3] = {d.H * d.D + 3, d.H * d.D + 1, d.H * d.Dv + 2}, ldo = d.H * d.Dv;
+    const int64_t rows[3] = {d.B * d.T, d.B * d.S, d.B * d.S}, w[3] = {d.H * d.D, d.H * d.D,
+                                                                        d.H * d.Dv};
+    CHECK_EACH_PE(pe, CHECK_PE_NOT_RELATIVE)
+        for (int causal = 0; causal <= 1; causal++) {
+            rp_attn_cfg cfg = base_cfg((rp_pe)pe, d.D, d.Dv);
+            cfg.causal = causal;
+            cfg.q_offset = 1;
+            float *x[3], *acc[3], *set[3];
+            for (int j = 0; j < 3; j++) {
+                x[j] = rand_floats(rows[j] * ld[j], -1.0, 1.0);
+                acc[j] = calloc((size_t)(rows[j] * ld[j]), sizeof(float));
+                set[j] = malloc(sizeof(float) * (size_t)(rows[j] * ld[j]));
+                for (int64_t i = 0; i < rows[j] * ld[j]; i++) set[j][i] = NAN;
+            }
+            float *G = rand_floats(d.B * d.T * ldo, -1.0, 1.0);
+            float *out = malloc(sizeof(float) * (size_t)(d.B * d.T * ldo));
+            float *lse = malloc(sizeof(float) * (size_t)(d.B * d.H * d.T));
+            int64_t ns = rp_attention_scratch_floats(&cfg, d.B, d.T, d.S, d.H, d.D, d.Dv, 2);
+            float *scratch = malloc(sizeof(float) * (size_t)ns);
+            rp_attn_io io = {.B = d.B, .T = d.T, .S = d.S, .H = d.H, .D = d.D, .Dv = d.Dv,
+                             .q = x[0], .k = x[1], .v = x[2], .ldq = ld[0], .ldk = ld[1],
+                             .ldv = ld[2], .out = out, .ldo = ldo, .lse = lse, .dout = G,
+                             .dq = acc[0], .dk = acc[1], .dv = acc[2], .scratch = scratch,
+                             .nthreads = 2};
+            rp_attention_forward(&io, &cfg);
+            rp_attention_backward(&io, &cfg);
+            io.dq = set[0], io.dk = set[1], io.dv = set[2], io.set = 1;
+            rp_attention_backward(&io, &cfg);
+            int64_t diff = 0, pad = 0, seen0 = 0;
+            for (int j = 0; j < 3; j++)
+                for (int64_t r = 0; r < rows[j]; r++)
+                    for (int64_t f = 0; f < ld[j]; f++) {
+                        const float *a = acc[j] + r * ld[j] + f, *b = set[j] + r * ld[j] + f;
+                        if (f >= w[j]) pad += !isnan(*b);
+                        else diff += memcmp(a, b, sizeof *a) != 0;
+                        /* a key past q_offset + T: no query sees it under the mask */
+                        if (j > 0 && f < w[j] && causal && r % d.S >= cfg.q_offset + d.T)
+                            seen0 += *b != 0.0f;
+                    }
+            CHECK(diff == 0 && pad == 0 && seen0 == 0,
+                  "backward set, pe=%s %s: %lld elements differ from accumulating onto zeros, "
+                  "%lld padding written, %lld unseen keys not 0", rp_pe_name((rp_pe)pe),
+                  causal ? "causal" : "full", (long long)diff, (long long)pad,
+                  (long long)seen0);
+            for (int j = 0; j < 3; j++) {
+                free(x[j]);
+                free(acc[j]);
+                free(set[j]);
+            }
+            free(G);
+            free(out);
+            free(lse);
+            free(scratch);
+        }
+}
+
 /* The vector exponential of the fused softmax pass against the scalar one, lane for lane bit for
  * bit, and both against exp() in double: every 61st float of [-87, 0] and the edges (signed
  * zeros, -87, below -87, -inf, NaN, subnormals, positive inputs taken as negative). */
@@ -1463,6 +1526,7 @@ int main(void)
     test_errors();
     test_backward_fd();
     test_backward_blocks();
+    test_backward_set();
     printf("  finite differences: max |grad - fd| %.3g over all elementwise checks (tol %.3g)\n",
            max_err_, GRAD_TOL);
     test_fused_strided();
