@@ -34,32 +34,17 @@ static void rows8(const float *x[LN_ROWS], const float *base, int64_t n0, int64_
 typedef double ln_v8d __attribute__((vector_size(LN_ROWS * sizeof(double))));
 
 #if defined(__AVX__)
-#include <immintrin.h>
+#include "simd.h"
 #define LN_BLOCK 8 /* columns per transposed block */
 
 /* Lane k of col[j] = x[k][c + j], j = 0 .. 7, widened to double: columns c .. c+7 of the 8 rows
- * (an 8 x 8 transpose by unpack, shuffle and lane permutes). */
+ * (rp_transpose8). */
 static inline void cols8(ln_v8d col[LN_BLOCK], const float *const x[LN_ROWS], int64_t c)
 {
     typedef float v8f __attribute__((vector_size(LN_BLOCK * sizeof(float))));
-    __m256 r[LN_ROWS], t[LN_ROWS], u[LN_ROWS];
-    for (int k = 0; k < LN_ROWS; k++) r[k] = _mm256_loadu_ps(x[k] + c);
-    for (int k = 0; k < LN_ROWS; k += 2) {
-        t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
-        t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
-    }
-    for (int k = 0; k < LN_ROWS; k += 4) {
-        u[k] = _mm256_shuffle_ps(t[k], t[k + 2], 0x44);
-        u[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], 0xEE);
-        u[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0x44);
-        u[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0xEE);
-    }
-    for (int j = 0; j < 4; j++) {
-        col[j] = __builtin_convertvector((v8f)_mm256_permute2f128_ps(u[j], u[j + 4], 0x20),
-                                         ln_v8d);
-        col[j + 4] = __builtin_convertvector((v8f)_mm256_permute2f128_ps(u[j], u[j + 4], 0x31),
-                                             ln_v8d);
-    }
+    __m256 t[LN_BLOCK];
+    rp_transpose8(t, x, c);
+    for (int j = 0; j < LN_BLOCK; j++) col[j] = __builtin_convertvector((v8f)t[j], ln_v8d);
 }
 #else
 #define LN_BLOCK 1 /* no transposed blocks: every column by the scalar chains */
