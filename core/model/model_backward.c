@@ -64,12 +64,19 @@ static void ff_branch_backward(rp_model *m, const layer_params *p, const layer_a
         act = m->dF;
     }
     rp_linear_backward_set(m->dF, g + p->w2w, g + p->w2b, dproj, act, w + p->w2w, N, F, C);
-    rpm_act_backward_set(m, m->dF, m->dF, a->fch, N * F);
+    /* ReLU: W1's bias gradient in the same pass as d fch */
+    float *db1 = g + p->w1b;
+    if (m->cfg.act == RP_ACT_RELU) {
+        rp_relu_backward_set_bias(m->dF, db1, m->dF, a->fch, N, F);
+        db1 = NULL;
+    } else {
+        rpm_act_backward_set(m, m->dF, m->dF, a->fch, N * F);
+    }
     if (m->cfg.norm == RP_NORM_PRE) {
         float *inp = ln_again(m, a->res1, a->ln2_mean, a->ln2_rstd, p->ln2w, p->ln2b, N);
-        rp_linear_backward_set(inp, g + p->w1w, g + p->w1b, m->dF, inp, w + p->w1w, N, C, F);
+        rp_linear_backward_set(inp, g + p->w1w, db1, m->dF, inp, w + p->w1w, N, C, F);
     } else {
-        rp_linear_backward(dres, g + p->w1w, g + p->w1b, m->dF, a->ln1, w + p->w1w, N, C, F);
+        rp_linear_backward(dres, g + p->w1w, db1, m->dF, a->ln1, w + p->w1w, N, C, F);
     }
 }
 

@@ -52,6 +52,37 @@ void rp_relu_backward_set(float *dinp, const float *dout, const float *inp, int6
     for (int64_t i = 0; i < n; i++) dinp[i] = 0.0f + relu_pass(dout[i], inp[i]);
 }
 
+/* Most columns one task of rp_relu_backward_set_bias sums (double accumulators on the stack:
+ * 4 KB). */
+#define ACT_COLS_MAX 512
+
+/* Column blocks over the OpenMP threads (rp_col_block), each task going down all rows of its
+ * columns, so every column's sum keeps its order whatever the thread count. */
+void rp_relu_backward_set_bias(float *dinp, float *db, const float *dout, const float *inp,
+                               int64_t N, int64_t F)
+{
+    int64_t cb = rp_col_block(F, ACT_COLS_MAX);
+    int64_t nblocks = (F + cb - 1) / cb;
+    RP_PARALLEL_FOR(N * F >= ACT_PAR_MIN)
+    for (int64_t blk = 0; blk < nblocks; blk++) {
+        int64_t c0 = blk * cb;
+        int64_t nc = F - c0 < cb ? F - c0 : cb;
+        double acc[ACT_COLS_MAX];
+        for (int64_t j = 0; j < nc; j++) acc[j] = 0.0;
+        for (int64_t n = 0; n < N; n++) {
+            float *d = dinp + n * F + c0;
+            const float *g = dout + n * F + c0, *x = inp + n * F + c0;
+            RP_SIMD
+            for (int64_t j = 0; j < nc; j++) {
+                float v = 0.0f + relu_pass(g[j], x[j]);
+                d[j] = v;
+                acc[j] += (double)v;
+            }
+        }
+        for (int64_t j = 0; j < nc; j++) db[c0 + j] += (float)acc[j];
+    }
+}
+
 /* ---- GELU without libm: every step is plain float arithmetic, so the loops vectorise ----
  *
  * With z = |x| / sqrt2 and Q = Phi(-|x|) = erfc(z) / 2 (the smaller tail of the normal CDF):

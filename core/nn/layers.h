@@ -77,6 +77,12 @@ void rp_transpose(float *dst, const float *src, int64_t rows, int64_t cols);
 void rp_relu_forward(float *out, const float *inp, int64_t n);
 void rp_relu_backward(float *dinp, const float *dout, const float *inp, int64_t n);
 void rp_relu_backward_set(float *dinp, const float *dout, const float *inp, int64_t n);
+/* rp_relu_backward_set over an (N, F) buffer, and the bias gradient of the product that made
+ * inp: db[j] += sum_n dinp[n][j], ACCUMULATED, each column summed in double over increasing n and
+ * added once (the bits of rp_linear_backward's db on that dinp), in the same pass over the
+ * rows. dinp may equal dout. */
+void rp_relu_backward_set_bias(float *dinp, float *db, const float *dout, const float *inp,
+                               int64_t N, int64_t F);
 /* GELU, exact erf form (torch.nn.functional.gelu default). */
 void rp_gelu_forward(float *out, const float *inp, int64_t n);
 void rp_gelu_backward(float *dinp, const float *dout, const float *inp, int64_t n);

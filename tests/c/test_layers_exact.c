@@ -306,6 +306,28 @@ static void test_relu_specials(void)
     free(x), free(d), free(out), free(acc), free(acc0);
 }
 
+/* rp_relu_backward_set_bias: dinp as rp_relu_backward_set, db as rp_linear_backward's bias
+ * gradient on that dinp (naive double column sums), both bit for bit; in place too. */
+static void test_relu_bias(int64_t N, int64_t F, const char *tag)
+{
+    char label[128];
+    float *g = cancelling(N, F), *x = rnd(N * F, -1, 1), *db0 = rnd(F, -1, 1);
+    sprinkle(g, N * F, 3);
+    float *want = zeros(N * F), *want_db = check_copy_floats(db0, F);
+    rp_relu_backward_set(want, g, x, N * F);
+    ref_bias_grad(want_db, want, N, F);
+    float *d = rnd(N * F, -1, 1), *db = check_copy_floats(db0, F);
+    poison(d, N * F);
+    rp_relu_backward_set_bias(d, db, g, x, N, F);
+    snprintf(label, sizeof label, "%s relu_backward_set_bias = relu_backward_set + naive db", tag);
+    CHECK(same_bits(d, want, N * F) && same_bits(db, want_db, F), "%s", label);
+    float *gi = check_copy_floats(g, N * F), *dbi = check_copy_floats(db0, F);
+    rp_relu_backward_set_bias(gi, dbi, gi, x, N, F);
+    snprintf(label, sizeof label, "%s relu_backward_set_bias in place (dinp = dout)", tag);
+    CHECK(same_bits(gi, want, N * F) && same_bits(dbi, want_db, F), "%s", label);
+    free(g), free(x), free(db0), free(want), free(want_db), free(d), free(db), free(gi), free(dbi);
+}
+
 static void run_all(void)
 {
     test_linear(7, 13, 5, "tiny");
@@ -319,6 +341,9 @@ static void run_all(void)
     test_elementwise(29, "n 29");
     test_elementwise(200003, "n 200003");
     test_relu_specials();
+    test_relu_bias(9, 5, "tiny");
+    test_relu_bias(1000, 512, "F 512");
+    test_relu_bias(300, 1100, "F 1100");
 }
 
 int main(int argc, char **argv)
