@@ -139,8 +139,8 @@ local function turn(scheme, x, cells, sign)
   return rp.rope.rotate(x, o)
 end
 
--- The attention of the query at the cell p over the keys at cells: the weights and the output
--- (Lua lists of N and D numbers).
+-- The attention of the query at the cell p over the keys at cells: the weights [N] and the
+-- output [D].
 local function attend(scheme, p, cells)
   local q = turn(scheme, q0, { p })
   local k = turn(scheme, k0, cells)
@@ -148,18 +148,7 @@ local function attend(scheme, p, cells)
   local a = k:matmul(q:view(D)):div(math.sqrt(D)):softmax(1)
   local out = a:matmul(v):view(1, D)
   if scheme.o then out = turn(scheme, out, { scheme.o(p) }, -1) end
-  return a:totable(), out:view(D):totable()
-end
-
--- The largest difference; NaN when any entry is NaN (a comparison would skip it).
-local function maxdiff(a, b)
-  local m = 0
-  for i = 1, #a do
-    local d = math.abs(a[i] - b[i])
-    if d ~= d then return d end
-    m = math.max(m, d)
-  end
-  return m
+  return a, out:view(D)
 end
 
 -- How far the weights (w) and the output (o) move under each shift.
@@ -168,7 +157,7 @@ local function measure(scheme)
   local r = {}
   for i, s in ipairs(SHIFTS) do
     local w, o = attend(scheme, shifted({ P }, s)[1], shifted(CELLS, s))
-    r[i] = { w = maxdiff(w0, w), o = maxdiff(o0, o) }
+    r[i] = { w = rp.maxdiff(w0, w), o = rp.maxdiff(o0, o) }   -- NaN when any entry is NaN
   end
   return r
 end
