@@ -14,13 +14,14 @@ and prints how far the attention weights (w) and the output (o) move. A scheme w
 depend on the offsets Q_j - P alone moves by float rounding only; one that sees where the cells
 are moves by far more.
 
-The "expected" column, derived by hand. Write L_i(P) for the angle of rotation pair i at the
-cell P. Pair by pair, (R(L_i(P)) q) . (R(L_i(Q)) k) = q . R(L_i(Q) - L_i(P)) k, so the score is
-relative when L_i(Q) - L_i(P) = L_i(Q - P), that is when every L_i is linear in the position:
+What each row expects (the score's and the output's word), derived by hand. Write L_i(P) for
+the angle of rotation pair i at the cell P. Pair by pair,
+(R(L_i(P)) q) . (R(L_i(Q)) k) = q . R(L_i(Q) - L_i(P)) k, so the score is relative when
+L_i(Q) - L_i(P) = L_i(Q - P), that is when every L_i is linear in the position:
 
   axial      L_i(P) = p_a theta_j: pair i belongs to one axis a's block (Su's 2-D RoPE, EVA-02);
   sections   L_i(P) = p_a theta_i: the 1-D frequencies, pair i turned by the axis whose section
-             holds it (Qwen2-VL's M-RoPE);
+             holds it (Qwen2-VL's M-RoPE; here the first half of the pairs turn by the row);
   mixed      L_i(P) = <W_i, P> = r W[1][i] + c W[2][i] (RoPE-Mixed), for any matrix W: here one
              head's matrix drawn as RoPE-Mixed's init_random_2d_freqs draws it (naver-ai/rope-vit:
              magnitudes 10^(-4m/d) along a random direction phi and along phi + pi/2).
@@ -51,7 +52,7 @@ Counterexamples, expected to be "absolute":
              output is R(L(P) - L(c, r)) (the relative output), which moves under any shift
              (dr, dc) with dr ~= dc (a diagonal shift would hide it).
 
-Every row starts with PASS or FAIL (the classification against the expected column); the script
+Every row starts with PASS or FAIL (the classification against what the row expects); the script
 ends with "pe identity 2d: N passed, N failed" and exits with status 1 if any check failed.
 ]]
 
@@ -106,10 +107,10 @@ local v0 = g:randn { N, D }
 local MIX = { {}, {} }
 local phi = g:uniform() * 2 * math.pi
 for i = 1, HALF do
-  local m, turn = (i - 1) % (D // 4), (i - 1) // (D // 4)
+  local m, quarter = (i - 1) % (D // 4), (i - 1) // (D // 4)
   local mag = 10 ^ (-4 * m / D)
-  MIX[1][i] = mag * math.sin(phi + turn * math.pi / 2)
-  MIX[2][i] = mag * math.cos(phi + turn * math.pi / 2)
+  MIX[1][i] = mag * math.sin(phi + quarter * math.pi / 2)
+  MIX[2][i] = mag * math.cos(phi + quarter * math.pi / 2)
 end
 
 -- The flattened index of a cell, and a learned-style angle table over it: random angles for
@@ -215,7 +216,7 @@ add("roper axial, o back (c, r)", {}, REL, ABS, { v = true, o = swapped })
 local function label(s) return ("(%d,%d)"):format(s[1], s[2]) end
 print(("One query at cell (%d, %d) over the %d x %d grid's cells (d = %d, seed %d). The"):format(
   P[1], P[2], ROWS, COLS, D, opts.seed))
-print(("columns: how far the attention weights (w) and the output (o) move when every cell is"))
+print("columns: how far the attention weights (w) and the output (o) move when every cell is")
 print(("shifted by %s and by %s (relative: <= %g, absolute: > %g), then what"):format(
   label(SHIFTS[1]), label(SHIFTS[2]), SAME, DIFFERENT))
 print("the score and the output depend on: the offsets Q - P alone (relative) or the cells.")
@@ -240,8 +241,8 @@ end
 -- (0, cols - 1), the same contents, get the same score from it; the axial scheme tells them
 -- apart.
 print()
-print(("What the flattened index loses: one key at the offsets (1, -1) and (0, %d) from the"):format(
-  COLS - 1))
+print(("What the flattened index loses: one key at the offsets (1, -1) and (0, %d) from the")
+  :format(COLS - 1))
 print("query, the same contents: the difference of its two scores")
 local function score(scheme, offset)
   local q = turn(scheme, q0, { P })

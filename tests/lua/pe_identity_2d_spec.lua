@@ -54,7 +54,9 @@ describe("scripts/pe_identity_2d.lua", function()
           local r = t[("%s %s %s"):format(pe, axes, pairing)]
           assert.truthy(r, pe .. " " .. axes .. " " .. pairing .. ":\n" .. out)
           assert.are.same({ "PASS", "relative", "relative" }, { r.verdict, r.score, r.output })
-          for _, x in ipairs { r.w1, r.o1, r.w2, r.o2 } do assert.is_true(x <= 1e-6, tostring(x)) end
+          for _, x in ipairs { r.w1, r.o1, r.w2, r.o2 } do
+            assert.is_true(x <= 1e-6, tostring(x))
+          end
           n = n + 1
         end
       end
@@ -92,7 +94,8 @@ describe("scripts/pe_identity_2d.lua", function()
     assert.truthy(o2:find("offsets (1, -1) and (0, 8)", 1, true), o2)
     assert.truthy(o2:find("\npe identity 2d: 19 passed, 0 failed\n$"), o2)
     -- other contents, other numbers
-    assert.are_not.equal(rows(o2)["rope flat angle table"].o1, rows(out)["rope flat angle table"].o1)
+    local name = "rope flat angle table"
+    assert.are_not.equal(rows(o2)[name].o1, rows(out)[name].o1)
   end)
 
   it("rejects a bad --d or grid with exit status 2", function()
