@@ -13,6 +13,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 R="build-portable/roper scripts/compare.lua --jobs 2 --quiet"
+# the steps still to run save each run every 250 steps (<out>/runs/<run>.part.ckpt), so a run cut
+# by the end of a session goes on from there when the step is run again (flagged "resumed at")
+CK="--checkpoint-every 250"
 M06="--d-model 128 --heads 4 --layers 3 --d-ff 512"
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(pilot index addition writeup finetune)
@@ -30,7 +33,7 @@ for step in "${steps[@]}"; do
       $R --methods rope roper --seeds 2 --first-seed 101 $M06 --steps 6000 --log-every 50 \
         --jump-loss 1.5 --out results/v3-pilot-index
       $R --task addition --methods rope roper --seeds 2 --first-seed 101 --seq-len 256 \
-        --steps 4000 $M06 --out results/v3-pilot-writeup-0.6m
+        --steps 4000 $M06 $CK --out results/v3-pilot-writeup-0.6m
       ;;
     # the plan fixed after the pilot (docs/results.md, "Results v3"): the 0.1M recipes at 0.6M,
     # rope and roper, seeds 1..10, added two at a time so that an interrupted step still leaves a
@@ -42,16 +45,16 @@ for step in "${steps[@]}"; do
            done ;;
     # 3-digit addition: 2,000 steps
     addition) for n in 2 4 6 8 10; do
-                $R --task addition --max-digits 3 --methods rope roper --seeds $n $M06 \
+                $R --task addition --max-digits 3 --methods rope roper --seeds $n $M06 $CK \
                   --out results/v3-addition
               done ;;
     # the write-up's addition format (operands up to 8 digits, seq_len 256, 4,000 steps) at 0.1M
     # and at 0.6M
     writeup) for n in 2 4 6 8 10; do
                $R --task addition --methods rope roper --seeds $n --seq-len 256 --steps 4000 \
-                 --out results/v3-writeup-0.1m
+                 $CK --out results/v3-writeup-0.1m
                $R --task addition --methods rope roper --seeds $n --seq-len 256 --steps 4000 \
-                 $M06 --out results/v3-writeup-0.6m
+                 $M06 $CK --out results/v3-writeup-0.6m
              done ;;
     # context extension with fine-tuning (issue 34, item 2): substring by prefix at 0.1M, the
     # zero-shot length runs' recipe (results/len-substring_prefix: seq_len 128, 2,000 steps),
@@ -60,7 +63,7 @@ for step in "${steps[@]}"; do
     # scaling and with PI, NTK and YaRN at factor 4 (orig_len 128), evaluated at 512: beside the
     # zero-shot losses at 512 of results.md's length section
     finetune)
-      $R --task substring_prefix --methods rope roper --seeds 5 --keep-models \
+      $R --task substring_prefix --methods rope roper --seeds 5 --keep-models $CK \
         --out results/v3-ft-base
       # (dynamic NTK with factor 1: its base grows with the position to NTK x4 at 512 by itself)
       for sc in none pi ntk yarn dynamic llama3; do
@@ -68,7 +71,7 @@ for step in "${steps[@]}"; do
         extra=(); [ "$sc" = none ] || extra=(--scaling "$sc" --scaling-factor $f --orig-len 128)
         $R --task substring_prefix --methods rope roper --seeds 5 \
           --init 'results/v3-ft-base/runs/{pe}-s{seed}.ckpt' --seq-len 512 --steps 300 \
-          --lr 3e-4 --min-lr 3e-5 --warmup 30 "${extra[@]}" --out "results/v3-ft-$sc"
+          --lr 3e-4 --min-lr 3e-5 --warmup 30 "${extra[@]}" $CK --out "results/v3-ft-$sc"
       done ;;
     *) echo "run_v3.sh: unknown step $step (pilot index addition writeup finetune)" >&2; exit 2 ;;
   esac
