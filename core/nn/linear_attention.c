@@ -354,6 +354,65 @@ static void rank1_acc(float *restrict M, int64_t R, int64_t C, const float *rest
     if (c0 < C) rank1_cols(M + c0, R, C, a, x + c0, b, acc + c0, (int)(C - c0));
 }
 
+/* The backward's step (C a multiple of RP_VL, up to 4 vectors here): M[r][:] += a[r] x as in
+ * rank1_acc, and acc = sum_r b[r] M[r][:] in two chains, the even and the odd rows (fmaf, rows in
+ * order), added at the end, so consecutive rows do not wait on each other's multiply-add. A
+ * fixed order for given R and C. */
+ALWAYS_INLINE void rank1_split_cols(float *restrict Mc, int64_t R, int64_t C,
+                                    const float *restrict a, const float *restrict xc,
+                                    const float *restrict b, float *restrict ac, int nv)
+{
+    rp_vf x[4], p0[4], p1[4];
+    for (int v = 0; v < nv; v++) {
+        x[v] = rp_vload(xc + v * RP_VL);
+        p0[v] = p1[v] = rp_vsplat(0.0f);
+    }
+    int64_t r = 0;
+    for (; r + 2 <= R; r += 2) {
+        rp_vf a0 = rp_vsplat(a[r]), a1 = rp_vsplat(a[r + 1]);
+        rp_vf b0 = rp_vsplat(b[r]), b1 = rp_vsplat(b[r + 1]);
+        float *M0 = Mc + r * C, *M1 = M0 + C;
+        for (int v = 0; v < nv; v++) {
+            rp_vf m0 = rp_vfma(a0, x[v], rp_vload(M0 + v * RP_VL));
+            rp_vf m1 = rp_vfma(a1, x[v], rp_vload(M1 + v * RP_VL));
+            rp_vstore(M0 + v * RP_VL, m0);
+            rp_vstore(M1 + v * RP_VL, m1);
+            p0[v] = rp_vfma(b0, m0, p0[v]);
+            p1[v] = rp_vfma(b1, m1, p1[v]);
+        }
+    }
+    if (r < R) {
+        rp_vf a0 = rp_vsplat(a[r]), b0 = rp_vsplat(b[r]);
+        float *M0 = Mc + r * C;
+        for (int v = 0; v < nv; v++) {
+            rp_vf m0 = rp_vfma(a0, x[v], rp_vload(M0 + v * RP_VL));
+            rp_vstore(M0 + v * RP_VL, m0);
+            p0[v] = rp_vfma(b0, m0, p0[v]);
+        }
+    }
+    for (int v = 0; v < nv; v++) rp_vstore(ac + v * RP_VL, p0[v] + p1[v]);
+}
+
+/* rank1_acc for the backward: rank1_split_cols over blocks of up to 4 vectors when C is a
+ * multiple of RP_VL, else rank1_acc itself. OVERWRITES acc (C). */
+static void rank1_acc_bwd(float *restrict M, int64_t R, int64_t C, const float *restrict a,
+                          const float *restrict x, const float *restrict b, float *restrict acc)
+{
+    if (C % RP_VL != 0) {
+        rank1_acc(M, R, C, a, x, b, acc);
+        return;
+    }
+    int64_t c0 = 0;
+    for (; c0 + 4 * RP_VL <= C; c0 += 4 * RP_VL)
+        rank1_split_cols(M + c0, R, C, a, x + c0, b, acc + c0, 4);
+    switch ((C - c0) / RP_VL) {
+    case 3: rank1_split_cols(M + c0, R, C, a, x + c0, b, acc + c0, 3); break;
+    case 2: rank1_split_cols(M + c0, R, C, a, x + c0, b, acc + c0, 2); break;
+    case 1: rank1_split_cols(M + c0, R, C, a, x + c0, b, acc + c0, 1); break;
+    default: break;
+    }
+}
+
 /* z += zd (double); returns qd . z + eps (a vectorised sum: its order is fixed for the build). */
 static double den_step(double *z, const float *zd, const float *qd, int64_t D, double eps)
 {
@@ -442,7 +501,7 @@ static void head_backward(const lin_ctx *c, float *ws, int64_t b, int64_t h)
         const float *qn = s.Qn + t * D, *qd = s.Qd + t * D;
         memcpy(gy, doh + t * c->ldo, sizeof(float) * (size_t)Dv);
         if (c->hv) rot(gy, c->vc + t * c->hv, c->vs + t * c->hv, 1.0f, c->hv, c->pairing);
-        rank1_acc(ST, Dv, D, s.Vt + t * Dv, s.Kn + t * D, gy, w);
+        rank1_acc_bwd(ST, Dv, D, s.Vt + t * Dv, s.Kn + t * D, gy, w);
         double den = den_step(z, s.Kd + t * D, qd, D, c->eps), qw = 0.0;
         RP_SIMD_REDUCE(+, qw)
         for (int64_t f = 0; f < D; f++) qw += (double)qn[f] * (double)w[f];
@@ -470,8 +529,8 @@ static void head_backward(const lin_ctx *c, float *ws, int64_t b, int64_t h)
     for (int64_t m = T - 1; m >= 0; m--) {
         const float *qn = s.Qn + m * D, *qd = s.Qd + m * D, *gu = s.GU + m * Dv;
         float *dkt = s.dK + m * D, *dvt = s.dV + m * Dv;
-        rank1_acc(G, D, Dv, qn, gu, s.Kn + m * D, dvt);
-        rank1_acc(GT, Dv, D, gu, qn, s.Vt + m * Dv, dkt);
+        rank1_acc_bwd(G, D, Dv, qn, gu, s.Kn + m * D, dvt);
+        rank1_acc_bwd(GT, Dv, D, gu, qn, s.Vt + m * Dv, dkt);
         double gden = (double)s.GD[m];
         RP_SIMD
         for (int64_t f = 0; f < D; f++) {

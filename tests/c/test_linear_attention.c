@@ -578,6 +578,17 @@ static void test_backward(void)
         rp_linattn_cfg cfg = make_cfg(modes[mi], d2.D, d2.Dv, RP_PAIR_INTERLEAVED, 0, 300);
         grad_case(d2, modes[mi], &cfg, 2, 1.5);
     }
+    /* head widths that are multiples of the vector width (8 or 16 floats), as the models' heads
+     * are: the backward's vectorised recurrences, with an odd row count (D = 15) too */
+    const int64_t wide[2][2] = {{16, 16}, {15, 16}};
+    for (int wi = 0; wi < 2; wi++) {
+        dims d3 = {1, 20, 2, wide[wi][0], wide[wi][1]};
+        for (int mi = 0; mi < 5; mi++) {
+            rp_linattn_cfg cfg = make_cfg(modes[mi], d3.D, d3.Dv, RP_PAIR_HALF, 0, 3);
+            cfg.d_rot_qk = d3.D / 2 * 2;
+            grad_case(d3, modes[mi], &cfg, 2, 2.0);
+        }
+    }
     printf("  backward: worst |grad - fd| / max(1, max|fd|) %.3g (tol %.3g)\n", worst_grad_,
            GRAD_RTOL);
 }
