@@ -276,10 +276,9 @@ static void add_row(float *restrict dx, const float *restrict g, int64_t n)
     for (int64_t i = 0; i < n; i++) dx[i] += g[i];
 }
 
-/* Rows ahead that the backward prefetches of the strided dout, dq, dk, dv. */
-#ifndef PF_ROWS
+/* How many rows ahead the backward prefetches the strided rows of q, k, v, dout, dq (forward
+ * sweep) and of dk, dv (reverse sweep): 8 measured faster than 4 and 16 at T = 512, D = 32. */
 #define PF_ROWS 8
-#endif
 
 /* Prefetches the n floats at p (write: 1 for a row about to be updated). */
 static inline void prefetch_row(const float *p, int64_t n, int write)
