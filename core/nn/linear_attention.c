@@ -95,8 +95,7 @@ int64_t rp_linattn_state_doubles(int64_t H, int64_t D, int64_t Dv) { return H * 
  *     Kn, Kd, Qn, Qd [T*D each]  numerator / denominator features of every key and query
  *     Vt [T*Dv]                  v~ of every position
  *     GU [T*Dv], GD [T]          backward: dL/du_t and dL/dden_t of every query
- *     dK [T*D], dV [T*Dv]        backward: the key and value gradients of the reverse sweep
- *     A1 [max(D, Dv)], A2, A3 [D] per-row vectors (u or g_y; w; dqd or dkd)
+ *     A1 [max(D, Dv)], A2, A3 [D] per-row vectors (u or g_y, then dv~; w, then dk~; dqd or dkd)
  */
 
 static int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
@@ -106,7 +105,7 @@ static int64_t table_floats(int64_t T, int64_t D, int64_t Dv) { return round16(T
 static int64_t slice_floats(int64_t T, int64_t D, int64_t Dv)
 {
     int64_t W = D > Dv ? D : Dv;
-    return round16(2 * D + 2 * D * Dv + 5 * T * D + 3 * T * Dv + T + W + 2 * D);
+    return round16(2 * D + 2 * D * Dv + 4 * T * D + 2 * T * Dv + T + W + 2 * D);
 }
 
 int64_t rp_linattn_scratch_floats(int64_t T, int64_t D, int64_t Dv, int nthreads)
@@ -214,9 +213,30 @@ static void rot(float *x, const float *c, const float *s, float sgn, int64_t hal
     }
 }
 
-/* The features of T rows x (row stride ld) at table rows 0 .. T-1: numerator features num and
- * denominator features den ([T][D] each): phi(x) for AFTER (unrotated), and den == num (the same
- * array, see slice_of) otherwise. Elementwise per row, so a row's features do not depend on T. */
+/* The features of the row x at table row t: numerator features num and denominator features
+ * den (D each): phi(x) for AFTER (unrotated), and den == num (the same array, see slice_of)
+ * otherwise. Elementwise, so a row's features do not depend on the rows computed with it. */
+static void feature_row(const lin_ctx *c, const float *x, int64_t t, float *num, float *den)
+{
+    int64_t D = c->D, hq = c->hq;
+    float *raw = c->mode == MODE_AFTER ? den : num;
+    memcpy(raw, x, sizeof(float) * (size_t)D);
+    if (c->mode == MODE_BEFORE) rot(raw, c->qc + t * hq, c->qs + t * hq, 1.0f, hq, c->pairing);
+    phi_row(raw, raw, D);
+    if (c->mode != MODE_AFTER) return;
+    memcpy(num, den, sizeof(float) * (size_t)D);
+    rot(num, c->qc + t * hq, c->qs + t * hq, 1.0f, hq, c->pairing);
+}
+
+/* v~ of the row v at table row t into vt (Dv): R_t v for roper, else v. */
+static void value_row(const lin_ctx *c, const float *v, int64_t t, float *vt)
+{
+    memcpy(vt, v, sizeof(float) * (size_t)c->Dv);
+    if (c->hv) rot(vt, c->vc + t * c->hv, c->vs + t * c->hv, 1.0f, c->hv, c->pairing);
+}
+
+/* The features of T rows x (row stride ld) at table rows 0 .. T-1 ([T][D] each): those of
+ * feature_row, with phi over all the rows in one loop. */
 static void features(const lin_ctx *c, const float *x, int64_t ld, float *num, float *den)
 {
     int64_t T = c->T, D = c->D, hq = c->hq;
@@ -256,6 +276,23 @@ static void add_row(float *restrict dx, const float *restrict g, int64_t n)
     for (int64_t i = 0; i < n; i++) dx[i] += g[i];
 }
 
+/* How many rows ahead the backward prefetches the strided rows of q, k, v, dout, dq (forward
+ * sweep) and of dk, dv (reverse sweep): 8 measured faster than 4 and 16 at T = 512, D = 32. */
+#define PF_ROWS 8
+
+/* Prefetches the n floats at p (write: 1 for a row about to be updated). */
+static inline void prefetch_row(const float *p, int64_t n, int write)
+{
+#ifdef __GNUC__
+    for (int64_t i = 0; i < n; i += 16) {
+        if (write) __builtin_prefetch(p + i, 1);
+        else __builtin_prefetch(p + i, 0);
+    }
+#else
+    (void)p, (void)n, (void)write;
+#endif
+}
+
 /* The features of the T rows of head (b, h): Kn, Kd, Qn, Qd [T][D] and Vt [T][Dv] (v~ = R_t v
  * for roper, else v). */
 static void all_features(const lin_ctx *c, float *Kn, float *Kd, float *Qn, float *Qd, float *Vt,
@@ -265,11 +302,7 @@ static void all_features(const lin_ctx *c, float *Kn, float *Kd, float *Qn, floa
     features(c, c->k + b * T * c->ldk + h * D, c->ldk, Kn, Kd);
     features(c, c->q + b * T * c->ldq + h * D, c->ldq, Qn, Qd);
     const float *vh = c->v + b * T * c->ldv + h * Dv;
-    for (int64_t t = 0; t < T; t++) {
-        float *vt = Vt + t * Dv;
-        memcpy(vt, vh + t * c->ldv, sizeof(float) * (size_t)Dv);
-        if (c->hv) rot(vt, c->vc + t * c->hv, c->vs + t * c->hv, 1.0f, c->hv, c->pairing);
-    }
+    for (int64_t t = 0; t < T; t++) value_row(c, vh + t * c->ldv, t, Vt + t * Dv);
 }
 
 #ifdef __GNUC__
@@ -354,6 +387,65 @@ static void rank1_acc(float *restrict M, int64_t R, int64_t C, const float *rest
     if (c0 < C) rank1_cols(M + c0, R, C, a, x + c0, b, acc + c0, (int)(C - c0));
 }
 
+/* The backward's step (C a multiple of RP_VL, up to 4 vectors here): M[r][:] += a[r] x as in
+ * rank1_acc, and acc = sum_r b[r] M[r][:] in two chains, the even and the odd rows (fmaf, rows in
+ * order), added at the end, so consecutive rows do not wait on each other's multiply-add. A
+ * fixed order for given R and C. */
+ALWAYS_INLINE void rank1_split_cols(float *restrict Mc, int64_t R, int64_t C,
+                                    const float *restrict a, const float *restrict xc,
+                                    const float *restrict b, float *restrict ac, int nv)
+{
+    rp_vf x[4], p0[4], p1[4];
+    for (int v = 0; v < nv; v++) {
+        x[v] = rp_vload(xc + v * RP_VL);
+        p0[v] = p1[v] = rp_vsplat(0.0f);
+    }
+    int64_t r = 0;
+    for (; r + 2 <= R; r += 2) {
+        rp_vf a0 = rp_vsplat(a[r]), a1 = rp_vsplat(a[r + 1]);
+        rp_vf b0 = rp_vsplat(b[r]), b1 = rp_vsplat(b[r + 1]);
+        float *M0 = Mc + r * C, *M1 = M0 + C;
+        for (int v = 0; v < nv; v++) {
+            rp_vf m0 = rp_vfma(a0, x[v], rp_vload(M0 + v * RP_VL));
+            rp_vf m1 = rp_vfma(a1, x[v], rp_vload(M1 + v * RP_VL));
+            rp_vstore(M0 + v * RP_VL, m0);
+            rp_vstore(M1 + v * RP_VL, m1);
+            p0[v] = rp_vfma(b0, m0, p0[v]);
+            p1[v] = rp_vfma(b1, m1, p1[v]);
+        }
+    }
+    if (r < R) {
+        rp_vf a0 = rp_vsplat(a[r]), b0 = rp_vsplat(b[r]);
+        float *M0 = Mc + r * C;
+        for (int v = 0; v < nv; v++) {
+            rp_vf m0 = rp_vfma(a0, x[v], rp_vload(M0 + v * RP_VL));
+            rp_vstore(M0 + v * RP_VL, m0);
+            p0[v] = rp_vfma(b0, m0, p0[v]);
+        }
+    }
+    for (int v = 0; v < nv; v++) rp_vstore(ac + v * RP_VL, p0[v] + p1[v]);
+}
+
+/* rank1_acc for the backward: rank1_split_cols over blocks of up to 4 vectors when C is a
+ * multiple of RP_VL, else rank1_acc itself. OVERWRITES acc (C). */
+static void rank1_acc_bwd(float *restrict M, int64_t R, int64_t C, const float *restrict a,
+                          const float *restrict x, const float *restrict b, float *restrict acc)
+{
+    if (C % RP_VL != 0) {
+        rank1_acc(M, R, C, a, x, b, acc);
+        return;
+    }
+    int64_t c0 = 0;
+    for (; c0 + 4 * RP_VL <= C; c0 += 4 * RP_VL)
+        rank1_split_cols(M + c0, R, C, a, x + c0, b, acc + c0, 4);
+    switch ((C - c0) / RP_VL) {
+    case 3: rank1_split_cols(M + c0, R, C, a, x + c0, b, acc + c0, 3); break;
+    case 2: rank1_split_cols(M + c0, R, C, a, x + c0, b, acc + c0, 2); break;
+    case 1: rank1_split_cols(M + c0, R, C, a, x + c0, b, acc + c0, 1); break;
+    default: break;
+    }
+}
+
 /* z += zd (double); returns qd . z + eps (a vectorised sum: its order is fixed for the build). */
 static double den_step(double *z, const float *zd, const float *qd, int64_t D, double eps)
 {
@@ -365,11 +457,49 @@ static double den_step(double *z, const float *zd, const float *qd, int64_t D, d
     return acc + eps;
 }
 
+/* The backward's double sums over D: 8 partial sums (feature f goes to f mod 8, in order; the
+ * features past a multiple of 8 to the first) added as a tree, so that they stay in registers
+ * (an omp simd reduction goes through memory lane by lane). */
+static inline double sum8(const double a[8])
+{
+    return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
+}
+
+/* den_step of the backward: z += zd (double); returns qd . z + eps summed as sum8 says. */
+static double den_step8(double *restrict z, const float *restrict zd, const float *restrict qd,
+                        int64_t D, double eps)
+{
+    double a[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    int64_t f = 0;
+    for (; f + 8 <= D; f += 8)
+        for (int i = 0; i < 8; i++) {
+            double zi = z[f + i] + (double)zd[f + i];
+            z[f + i] = zi;
+            a[i] += (double)qd[f + i] * zi;
+        }
+    for (; f < D; f++) {
+        z[f] += (double)zd[f];
+        a[0] += (double)qd[f] * z[f];
+    }
+    return sum8(a) + eps;
+}
+
+/* x . y over D floats, in double, summed as sum8 says. */
+static double dot8(const float *restrict x, const float *restrict y, int64_t D)
+{
+    double a[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    int64_t f = 0;
+    for (; f + 8 <= D; f += 8)
+        for (int i = 0; i < 8; i++) a[i] += (double)x[f + i] * (double)y[f + i];
+    for (; f < D; f++) a[0] += (double)x[f] * (double)y[f];
+    return sum8(a);
+}
+
 /* ---- the kernels ------------------------------------------------------------------------------ */
 
 typedef struct {
     double *z;
-    float *M1, *M2, *Kn, *Kd, *Qn, *Qd, *Vt, *GU, *GD, *dK, *dV, *A1, *A2, *A3;
+    float *M1, *M2, *Kn, *Kd, *Qn, *Qd, *Vt, *GU, *GD, *A1, *A2, *A3;
 } slice_ptrs;
 
 static slice_ptrs slice_of(const lin_ctx *c, float *ws)
@@ -381,8 +511,7 @@ static slice_ptrs slice_of(const lin_ctx *c, float *ws)
     s.Kn = s.M2 + D * Dv, s.Kd = s.Kn + T * D, s.Qn = s.Kd + T * D, s.Qd = s.Qn + T * D;
     if (c->mode != MODE_AFTER) s.Kd = s.Kn, s.Qd = s.Qn; /* the same features */
     s.Vt = s.Qd + T * D, s.GU = s.Vt + T * Dv, s.GD = s.GU + T * Dv;
-    s.dK = s.GD + T, s.dV = s.dK + T * D;
-    s.A1 = s.dV + T * Dv, s.A2 = s.A1 + W, s.A3 = s.A2 + D;
+    s.A1 = s.GD + T, s.A2 = s.A1 + W, s.A3 = s.A2 + D;
     return s;
 }
 
@@ -430,22 +559,30 @@ static void head_backward(const lin_ctx *c, float *ws, int64_t b, int64_t h)
     const float *doh = c->dout + b * T * c->ldo + h * Dv;
     float *dqh = c->dq + b * T * c->ldq + h * D, *dkh = c->dk + b * T * c->ldk + h * D;
     float *dvh = c->dv + b * T * c->ldv + h * Dv;
-    all_features(c, s.Kn, s.Kd, s.Qn, s.Qd, s.Vt, b, h);
+    const float *kh = c->k + b * T * c->ldk + h * D, *qh = c->q + b * T * c->ldq + h * D;
+    const float *vh = c->v + b * T * c->ldv + h * Dv;
 
-    /* forward sweep over S^T (Dv x D): w = S_t g_y with g_y = R_t dout (out = R_{-t} y for
-     * roper), den_t = qd_t . z_t + eps, g_u = g_y / den, g_den = -(g_y . u_t) / den^2 with
-     * g_y . u_t = q~_t . w; dq~ = w / den, dqd = g_den z_t */
+    /* forward sweep over S^T (Dv x D), the features of each row computed as it joins: w = S_t g_y
+     * with g_y = R_t dout (out = R_{-t} y for roper), den_t = qd_t . z_t + eps, g_u = g_y / den,
+     * g_den = -(g_y . u_t) / den^2 with g_y . u_t = q~_t . w; dq~ = w / den, dqd = g_den z_t */
     float *ST = s.M1;
     memset(ST, 0, sizeof(float) * (size_t)(D * Dv));
     memset(z, 0, sizeof(double) * (size_t)D);
     for (int64_t t = 0; t < T; t++) {
-        const float *qn = s.Qn + t * D, *qd = s.Qd + t * D;
-        memcpy(gy, doh + t * c->ldo, sizeof(float) * (size_t)Dv);
-        if (c->hv) rot(gy, c->vc + t * c->hv, c->vs + t * c->hv, 1.0f, c->hv, c->pairing);
-        rank1_acc(ST, Dv, D, s.Vt + t * Dv, s.Kn + t * D, gy, w);
-        double den = den_step(z, s.Kd + t * D, qd, D, c->eps), qw = 0.0;
-        RP_SIMD_REDUCE(+, qw)
-        for (int64_t f = 0; f < D; f++) qw += (double)qn[f] * (double)w[f];
+        float *qn = s.Qn + t * D, *qd = s.Qd + t * D, *kn = s.Kn + t * D, *vt = s.Vt + t * Dv;
+        if (t + PF_ROWS < T) {
+            prefetch_row(kh + (t + PF_ROWS) * c->ldk, D, 0);
+            prefetch_row(qh + (t + PF_ROWS) * c->ldq, D, 0);
+            prefetch_row(vh + (t + PF_ROWS) * c->ldv, Dv, 0);
+            prefetch_row(doh + (t + PF_ROWS) * c->ldo, Dv, 0);
+            prefetch_row(dqh + (t + PF_ROWS) * c->ldq, D, 1);
+        }
+        feature_row(c, kh + t * c->ldk, t, kn, s.Kd + t * D);
+        feature_row(c, qh + t * c->ldq, t, qn, qd);
+        value_row(c, vh + t * c->ldv, t, vt);
+        value_row(c, doh + t * c->ldo, t, gy);
+        rank1_acc_bwd(ST, Dv, D, vt, kn, gy, w);
+        double den = den_step8(z, s.Kd + t * D, qd, D, c->eps), qw = dot8(qn, w, D);
         double gden = -qw / (den * den);
         float rden = (float)(1.0 / den), *gu = s.GU + t * Dv;
         RP_SIMD
@@ -462,16 +599,19 @@ static void head_backward(const lin_ctx *c, float *ws, int64_t b, int64_t h)
 
     /* reverse sweep: G = sum_{t>=m} q~_t g_u_t^T (D x Dv) and its transpose, Hz = sum_{t>=m}
      * g_den_t qd_t; dv~_m = G^T k~_m, dk~_m = G v~_m, dkd_m = Hz, dv += R_{-m} dv~ (roper) */
-    float *G = s.M1, *GT = s.M2;
+    float *G = s.M1, *GT = s.M2, *dkt = w, *dvt = gy;
     double *Hz = z;
     memset(G, 0, sizeof(float) * (size_t)(D * Dv));
     memset(GT, 0, sizeof(float) * (size_t)(D * Dv));
     memset(Hz, 0, sizeof(double) * (size_t)D);
     for (int64_t m = T - 1; m >= 0; m--) {
         const float *qn = s.Qn + m * D, *qd = s.Qd + m * D, *gu = s.GU + m * Dv;
-        float *dkt = s.dK + m * D, *dvt = s.dV + m * Dv;
-        rank1_acc(G, D, Dv, qn, gu, s.Kn + m * D, dvt);
-        rank1_acc(GT, Dv, D, gu, qn, s.Vt + m * Dv, dkt);
+        if (m >= PF_ROWS) {
+            prefetch_row(dkh + (m - PF_ROWS) * c->ldk, D, 1);
+            prefetch_row(dvh + (m - PF_ROWS) * c->ldv, Dv, 1);
+        }
+        rank1_acc_bwd(G, D, Dv, qn, gu, s.Kn + m * D, dvt);
+        rank1_acc_bwd(GT, Dv, D, gu, qn, s.Vt + m * Dv, dkt);
         double gden = (double)s.GD[m];
         RP_SIMD
         for (int64_t f = 0; f < D; f++) {
@@ -480,11 +620,8 @@ static void head_backward(const lin_ctx *c, float *ws, int64_t b, int64_t h)
         }
         features_backward(c, m, dkt, g2, s.Kd + m * D);
         if (c->hv) rot(dvt, c->vc + m * c->hv, c->vs + m * c->hv, -1.0f, c->hv, c->pairing);
-    }
-    /* into the strided gradients, in position order */
-    for (int64_t t = 0; t < T; t++) {
-        add_row(dkh + t * c->ldk, s.dK + t * D, D);
-        add_row(dvh + t * c->ldv, s.dV + t * Dv, Dv);
+        add_row(dkh + m * c->ldk, dkt, D);
+        add_row(dvh + m * c->ldv, dvt, Dv);
     }
 }
 

@@ -125,16 +125,20 @@ void rp_linattn_forward(float *out, int64_t ldo, float *scratch, double *state, 
 /* The backward pass of rp_linattn_forward run with state == NULL (zero initial state) on the
  * same q, k, v and cfg: dq += dL/dq, dk += dL/dk, dv += dL/dv (ACCUMULATES; the same strides as
  * q, k, v), given dout = dL/dout (rows ldo apart). dq, dk, dv may point into one fused buffer
- * (they must not overlap each other or the inputs). It saves nothing from the forward: it
- * computes the features of every position once (in scratch, same size as the forward's; phi' =
- * min(phi, 1) needs no second exp), then a forward sweep keeps S_n^T and z_n and gets
+ * (they must not overlap each other or the inputs). It saves nothing from the forward: a forward
+ * sweep computes the features of each position as it joins (kept in scratch, same size as the
+ * forward's; phi' = min(phi, 1) needs no second exp), keeps S_n^T and z_n and gets
  * w_n = S_n g_y_n (g_y = R_n dout for roper, else dout), hence dq~ = w_n / den_n and
  * g_den_n = -(q~_n . w_n) / den_n^2 without recomputing the outputs; a reverse sweep accumulates
  * G = sum_{t>=n} q~_t g_u_t^T (D x Dv, kept also transposed so both products are row sweeps) and
- * Hz = sum_{t>=n} g_den_t qd_t for the key and value gradients. Float as the forward (z, den, Hz
- * and g_den in double, rounded to float where stored). Time O(B H T D Dv): 6 D Dv multiply-adds
- * per position (S^T and w; G, G^T and their products) against the forward's 2 (S, u), so the
- * backward costs 2 to 3 forwards (2.2 to 2.5 measured at D = Dv = 32). */
+ * Hz = sum_{t>=n} g_den_t qd_t for the key and value gradients and adds them as it goes. Float as
+ * the forward (z, den, Hz and g_den in double, rounded to float where stored); the products of
+ * the three sweeps over S^T, G, G^T sum their rows in two chains (even and odd rows) when the
+ * width is a multiple of the vector width, so the gradients are not bitwise those of a backward
+ * that follows the forward's order. Time O(B H T D Dv): 6 D Dv multiply-adds per position (S^T
+ * and w; G, G^T and their products) against the forward's 2 (S, u), in about 1.5 times the
+ * forward's time (measured at D = Dv = 32 on an AVX-512 Xeon: the forward's single chain waits on
+ * each row's multiply-add). Results do not depend on nthreads. */
 void rp_linattn_backward(float *dq, float *dk, float *dv, float *scratch, const float *dout,
                          int64_t ldo, const float *q, int64_t ldq, const float *k, int64_t ldk,
                          const float *v, int64_t ldv, int64_t B, int64_t T, int64_t H, int64_t D,

@@ -578,6 +578,17 @@ static void test_backward(void)
         rp_linattn_cfg cfg = make_cfg(modes[mi], d2.D, d2.Dv, RP_PAIR_INTERLEAVED, 0, 300);
         grad_case(d2, modes[mi], &cfg, 2, 1.5);
     }
+    /* head widths that are multiples of the vector width (8 or 16 floats), as the models' heads
+     * are: the backward's vectorised recurrences, with an odd row count (D = 15) too */
+    const int64_t wide[2][2] = {{16, 16}, {15, 16}};
+    for (int wi = 0; wi < 2; wi++) {
+        dims d3 = {1, 20, 2, wide[wi][0], wide[wi][1]};
+        for (int mi = 0; mi < 5; mi++) {
+            rp_linattn_cfg cfg = make_cfg(modes[mi], d3.D, d3.Dv, RP_PAIR_HALF, 0, 3);
+            cfg.d_rot_qk = d3.D / 2 * 2;
+            grad_case(d3, modes[mi], &cfg, 2, 2.0);
+        }
+    }
     printf("  backward: worst |grad - fd| / max(1, max|fd|) %.3g (tol %.3g)\n", worst_grad_,
            GRAD_RTOL);
 }
@@ -591,26 +602,34 @@ static int64_t count_diff(const float *a, const float *b, int64_t n)
     return c;
 }
 
+/* Every mode of problem p with nthreads 2, 3, 7 gives bitwise the results of 1 thread. */
+static void threads_bitwise(const problem *p, const float *P)
+{
+    dims d = p->d;
+    for (int mi = 0; mi < 5; mi++) {
+        rp_linattn_cfg cfg = make_cfg(modes[mi], d.D, d.Dv, RP_PAIR_HALF, 1, 2);
+        kres r1 = run_kernel(p, &cfg, 1, P, 1);
+        const int nts[3] = {2, 3, 7};
+        for (int ti = 0; ti < 3; ti++) {
+            kres rn = run_kernel(p, &cfg, nts[ti], P, 1);
+            int64_t diff = count_diff(r1.out, rn.out, p->nrow * p->ldo) +
+                           count_diff(r1.dqkv, rn.dqkv, p->nrow * p->ld) +
+                           count_diff(&r1.min_den, &rn.min_den, 1);
+            CHECK(diff == 0, "%s D=%lld: nthreads %d differs from 1 thread in %lld values (out, "
+                  "dq, dk, dv, min_den)", modes[mi].name, (long long)d.D, nts[ti],
+                  (long long)diff);
+            kres_free(&rn);
+        }
+        kres_free(&r1);
+    }
+}
+
 static void test_threads(void)
 {
     dims d = {3, 40, 2, 8, 8};
     problem p = problem_new(d, 5, 1, 2.0);
     float *P = rand_floats(p.nrow * p.ld, -1.0, 1.0);
-    for (int mi = 0; mi < 5; mi++) {
-        rp_linattn_cfg cfg = make_cfg(modes[mi], d.D, d.Dv, RP_PAIR_HALF, 1, 2);
-        kres r1 = run_kernel(&p, &cfg, 1, P, 1);
-        const int nts[3] = {2, 3, 7};
-        for (int ti = 0; ti < 3; ti++) {
-            kres rn = run_kernel(&p, &cfg, nts[ti], P, 1);
-            int64_t diff = count_diff(r1.out, rn.out, p.nrow * p.ldo) +
-                           count_diff(r1.dqkv, rn.dqkv, p.nrow * p.ld) +
-                           count_diff(&r1.min_den, &rn.min_den, 1);
-            CHECK(diff == 0, "%s: nthreads %d differs from 1 thread in %lld values (out, dq, dk, "
-                  "dv, min_den)", modes[mi].name, nts[ti], (long long)diff);
-            kres_free(&rn);
-        }
-        kres_free(&r1);
-    }
+    threads_bitwise(&p, P);
     /* scratch that starts 4 bytes off an 8-byte boundary (the kernels align their doubles inside
      * the documented size; UBSan checks the alignment) gives the same results */
     {
@@ -637,6 +656,15 @@ static void test_threads(void)
     }
     free(P);
     problem_free(&p);
+    /* D = 16: the backward's vectorised recurrences (widths a multiple of the vector width) */
+    {
+        dims dw = {3, 24, 2, 16, 16};
+        problem pw = problem_new(dw, 5, 1, 2.0);
+        float *Pw = rand_floats(pw.nrow * pw.ld, -1.0, 1.0);
+        threads_bitwise(&pw, Pw);
+        free(Pw);
+        problem_free(&pw);
+    }
     printf("  threads: nthreads 1/2/3/7 give bitwise identical forward and backward results\n");
 }
 
