@@ -40,6 +40,13 @@ static void refresh_weights(rp_model *m)
     rpm_rel_decode_refresh(m);
 }
 
+void rpm_dec_rope_refresh(rp_model *m)
+{
+    if (!m->dec_rope) return;
+    rp_attn_cfg acfg = rpm_attn_cfg(m, 0);
+    rp_attention_decode_rows(m->dec_rope, &acfg, m->cfg.seq_len);
+}
+
 /* Empties the lane's cache (and zeroes a linear state). */
 static void lane_clear(const rp_model *m, rpm_lane *ln)
 {
@@ -84,6 +91,7 @@ static void step_attend(const rpm_decoder *d, int64_t na, int64_t l)
             rp_attn_rel rel;
             rpm_rel_decode_tables(m, l, &rel);
             acfg.rel = &rel;
+            acfg.rope_rows = m->dec_rope;
             rp_attention_decode(y, m->c_scratch, q, k, v, ln->kv + l * rpm_cache_layer_floats(m),
                                 Tm, ln->pos, H, dk, dk, &acfg);
         }
