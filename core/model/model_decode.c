@@ -25,6 +25,7 @@
 
 #include "layers.h"
 #include "model_impl.h"
+#include "sysmem.h"
 
 /* Transposes the parameters into dec_w (the layout of model_impl.h, rpm_proj_of). */
 static void refresh_weights(rp_model *m)
@@ -401,6 +402,23 @@ int64_t rp_model_batch_lanes(const rp_model *m, int64_t n, int64_t max_lanes)
             hi = mid;
     }
     return lo;
+}
+
+int64_t rp_model_lanes_for_cache(const rp_model *m, int64_t cache_bytes)
+{
+    if (cache_bytes < 0) return RP_LANES_MIN;
+    const rp_model_cfg *c = &m->cfg;
+    int64_t weights = rpm_sat_mul(rpm_sat_add(rpm_sat_mul(c->layers, rpm_dec_layer_floats(c)),
+                                              rpm_sat_mul(c->d_model, c->vocab)),
+                                  sizeof(float));
+    int64_t lane = rpm_decoder_bytes(m, 2) - rpm_decoder_bytes(m, 1);
+    int64_t n = cache_bytes > weights && lane > 0 ? (cache_bytes - weights) / lane : 0;
+    return n < RP_LANES_MIN ? RP_LANES_MIN : n > RP_LANES_MAX ? RP_LANES_MAX : n;
+}
+
+int64_t rp_model_default_lanes(const rp_model *m)
+{
+    return rp_model_lanes_for_cache(m, rp_cache_bytes());
 }
 
 rp_status rp_model_generate_batch(rp_model *m, const int32_t *tokens, const int64_t *offsets,

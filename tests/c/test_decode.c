@@ -310,6 +310,40 @@ static void test_lanes_and_errors(void)
     CHECK(nl >= 56 && nl < 64, "4 MiB lanes: %lld within the budget", (long long)nl);
     rp_model_free(m);
 
+    /* the default lanes from the cache: (cache - weights) / lane, clamped to 8 .. 64 */
+    c = dec_cfg(RP_PE_ROPE, RP_NORM_PRE);
+    m = check_model_new(&c);
+    int64_t C = c.d_model, F = c.d_ff;
+    int64_t weights = 4 * (c.layers * (C * 3 * C + C * C + C * F + F * C) + C * c.vocab);
+    int64_t kv = 2 * c.layers * c.seq_len * C * 4; /* keys and values of every position */
+    /* the smallest caches that give 9 and 10 lanes: one lane apart */
+    int64_t at[2];
+    for (int j = 0; j < 2; j++) {
+        int64_t lo = 0, hi = (int64_t)1 << 40;
+        while (lo + 1 < hi) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if (rp_model_lanes_for_cache(m, mid) >= 9 + j) hi = mid;
+            else lo = mid;
+        }
+        at[j] = hi;
+    }
+    int64_t lane = at[1] - at[0];
+    CHECK(lane >= kv && lane < kv + 65536, "a lane: %lld bytes, its cache %lld", (long long)lane,
+          (long long)kv);
+    CHECK(at[0] == weights + 9 * lane, "9 lanes from %lld bytes = weights %lld + 9 lanes",
+          (long long)at[0], (long long)weights);
+    CHECK(rp_model_lanes_for_cache(m, -1) == RP_LANES_MIN, "unknown caches: %d lanes",
+          RP_LANES_MIN);
+    CHECK(rp_model_lanes_for_cache(m, 0) == RP_LANES_MIN, "no cache: the least");
+    CHECK(rp_model_lanes_for_cache(m, weights + 40 * lane + lane / 2) == 40, "40.5 lanes: 40");
+    CHECK(rp_model_lanes_for_cache(m, (int64_t)1 << 40) == RP_LANES_MAX, "a huge cache: the most");
+    CHECK(rp_model_default_lanes(m) == rp_model_lanes_for_cache(m, rp_cache_bytes()),
+          "the default: this machine's caches (%lld bytes): %lld lanes",
+          (long long)rp_cache_bytes(), (long long)rp_model_default_lanes(m));
+    printf("  this machine: %lld bytes of cache per core, %lld lanes by default\n",
+           (long long)rp_cache_bytes(), (long long)rp_model_default_lanes(m));
+    rp_model_free(m);
+
     c = dec_cfg(RP_PE_ROPE, RP_NORM_PRE);
     m = check_model_new(&c);
     int32_t tok[6] = {1, 2, 3, 4, 5, 6}, out[12];
