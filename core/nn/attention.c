@@ -1384,10 +1384,16 @@ void rp_attention_backward(const rp_attn_io *io, const rp_attn_cfg *cfg)
  * rotated values as rows (V [cap, Dvp]), the operands forward_blocks reads: a decode step writes
  * one column and one row and attends over the cache where it lies. */
 
+int64_t rp_attention_cache_ld(int64_t cap)
+{
+    int64_t capp = rp_vl_round(cap);
+    return capp % 256 == 0 ? capp + 16 : capp;
+}
+
 /* The floats of one head's part of a cache. */
 static int64_t cache_head_floats(int64_t cap, int64_t D, int64_t Dv)
 {
-    return D * rp_vl_round(cap) + cap * rp_vl_round(Dv);
+    return D * rp_attention_cache_ld(cap) + cap * rp_vl_round(Dv);
 }
 
 /* a * b + c for sizes >= 0, saturating at INT64_MAX (core/sys/checked.h). */
@@ -1399,7 +1405,7 @@ static int64_t sat_mul_add(int64_t a, int64_t b, int64_t c)
 int64_t rp_attention_cache_floats(int64_t cap, int64_t H, int64_t D, int64_t Dv)
 {
     if (cap > INT64_MAX / 2 || Dv > INT64_MAX / 2) return INT64_MAX;
-    int64_t head = sat_mul_add(D, rp_vl_round(cap), 0);
+    int64_t head = sat_mul_add(D, rp_attention_cache_ld(cap), 0);
     head = head == INT64_MAX ? head : sat_mul_add(cap, rp_vl_round(Dv), head);
     return head == INT64_MAX ? head : sat_mul_add(H, head, 0);
 }
@@ -1512,7 +1518,7 @@ void rp_attention_decode(float *out, float *scratch, float *q, const float *k, c
         c.o_sign = s.o_sign;
     }
     int64_t hq = s.d_rot_q / 2, hk = s.d_rot_k / 2, hv = s.d_rot_v / 2, Dp = c.Dp, Dvp = c.Dvp;
-    int64_t capp = rp_vl_round(cap), hs = cache_head_floats(cap, D, Dv);
+    int64_t capp = rp_attention_cache_ld(cap), hs = cache_head_floats(cap, D, Dv);
     slots sl;
     memset(&sl, 0, sizeof sl);
     sl.Q = p, sl.K = sl.Q + Dp, sl.P = sl.K + Dp, sl.O = sl.P + BC, sl.m = sl.O + Dvp;

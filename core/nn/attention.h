@@ -220,8 +220,8 @@ void rp_attention_backward(const rp_attn_io *io, const rp_attn_cfg *cfg);
  * count saturates at INT64_MAX) for positions 0 .. cap-1 (pos < cap): per head h, at h * (D * capp + cap * Dvp), the keys k_i
  * rotated by +i theta (where the mode rotates them) transposed, element (d, i) at [d * capp + i],
  * then the values v_i rotated by +v_angle i theta, element (i, e) at [D * capp + i * Dvp + e]
- * (capp, Dvp: cap and Dv rounded up to the kernels' vector width, rp_vl_round; the padding of
- * a value row is 0). It stores the new k (H * D floats) and v (H * Dv) at position pos this way,
+ * (capp = rp_attention_cache_ld(cap); Dvp: Dv rounded up to the kernels' vector width,
+ * rp_vl_round; the padding of a value row is 0). It stores the new k (H * D floats) and v (H * Dv) at position pos this way,
  * rotates q (H * D) by +pos IN PLACE, and OVERWRITES out (H * Dv) with the causal attention of
  * that query over positions 0 .. pos, rotated by o_sign pos theta where the mode says (the
  * cos/sin rows from cfg->rope_rows when set, else computed for pos). The
@@ -232,6 +232,14 @@ void rp_attention_backward(const rp_attn_io *io, const rp_attn_cfg *cfg);
  * for the distance r). scratch holds rp_attention_decode_scratch_floats(cfg, cap, H, D, Dv) floats
  * (cfg NULL: a mode without relative terms). Single-threaded. */
 int64_t rp_attention_cache_floats(int64_t cap, int64_t H, int64_t D, int64_t Dv);
+
+/* The floats from one key row of a cache to the next (capp above): cap rounded up to the vector
+ * width (rp_vl_round), plus 16 (one 64-byte line) when that is a multiple of 256 floats: rows a
+ * multiple of 1 KiB apart put the column a decode step writes, and the columns it reads, of every
+ * row (and of every lane's cache) in the same few cache sets, which evict one another (seq_len
+ * 512: two sets of each 4 KiB page offset; the S model's 64 lanes decoded at about the speed of
+ * 16). cap >= 1 (below 2^62). */
+int64_t rp_attention_cache_ld(int64_t cap);
 
 /* The cos/sin rows decoding reads (cfg->rope_rows), built once for positions 0 .. cap-1 instead
  * of one row per token: for each placement cfg's mode rotates, in the order q, k, v, o, its cos
