@@ -634,9 +634,10 @@ static void fill_prompt(lua_State *L, int idx, lua_Integer i, int64_t n, int64_t
 }
 
 /* m:generate_batch(prompts, n[, opts]) -> { new ids of prompts[1], ... }: rp_model_generate_batch
- * with up to opts.lanes lanes (default rp_model_default_lanes: from this machine's caches); prompt i samples from the call's generator jumped i - 1
- * times (rp_rng_jump), and a generator given as rng is left jumped #prompts times (greedy
- * decoding draws nothing and leaves it alone). */
+ * with up to opts.lanes lanes (default rp_model_default_lanes: from this machine's caches);
+ * prompt i samples from the call's generator jumped i - 1 times (rp_rng_jump), and a generator
+ * given as rng is left jumped #prompts times (greedy decoding draws nothing and leaves it
+ * alone). */
 int lrp_model_generate_batch(lua_State *L)
 {
     static const char *const known[] = {"temperature", "top_k", "seed", "rng", "stop", "lanes",

@@ -92,8 +92,8 @@
  *   0 .. seq_len-1 that rp_attention_decode reads (rp_attention_decode_rows; softmax rotary
  *   modes: seq_len x d_rot floats per rotated placement, 128 KiB for S with rope, 256 KiB with
  *   roper), built by rpm_dec_rope_refresh when the model is made and when its frequencies
- *   change (rp_model_set_freq), so no token computes them. The weights are copies: rp_model_cache_reset,
- *   rp_model_generate and rp_model_generate_batch transpose the parameters into them before
+ *   change (rp_model_set_freq), so no token computes them. The weights are copies:
+ *   rp_model_cache_reset, rp_model_generate and rp_model_generate_batch transpose the parameters into them before
  *   decoding, so the cached path never uses weights older than its call (or its reset).
  *   rp_model_generate_batch allocates a decoder of its lanes once per call (rpm_decoder_new),
  *   outside the model; rp_model_memory counts the model's, rp_model_batch_lanes sizes the

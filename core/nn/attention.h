@@ -221,8 +221,8 @@ void rp_attention_backward(const rp_attn_io *io, const rp_attn_cfg *cfg);
  * rotated by +i theta (where the mode rotates them) transposed, element (d, i) at [d * capp + i],
  * then the values v_i rotated by +v_angle i theta, element (i, e) at [D * capp + i * Dvp + e]
  * (capp = rp_attention_cache_ld(cap); Dvp: Dv rounded up to the kernels' vector width,
- * rp_vl_round; the padding of a value row is 0). It stores the new k (H * D floats) and v (H * Dv) at position pos this way,
- * rotates q (H * D) by +pos IN PLACE, and OVERWRITES out (H * Dv) with the causal attention of
+ * rp_vl_round; the padding of a value row is 0). It stores the new k (H * D floats) and v
+ * (H * Dv) at position pos this way, rotates q (H * D) by +pos IN PLACE, and OVERWRITES out (H * Dv) with the causal attention of
  * that query over positions 0 .. pos, rotated by o_sign pos theta where the mode says (the
  * cos/sin rows from cfg->rope_rows when set, else computed for pos). The
  * cache's positions past pos never affect the result (they need no initialisation). cfg: pe, scale,
