@@ -27,9 +27,19 @@
 #include "model_impl.h"
 #include "sysmem.h"
 
-/* Transposes the parameters into dec_w (the layout of model_impl.h, rpm_proj_of). */
+/* Builds dec_rope from the model's scheme and frequencies. */
+static void rope_rows_refresh(rp_model *m)
+{
+    rp_attn_cfg acfg = rpm_attn_cfg(m, 0);
+    rp_attention_decode_rows(m->dec_rope, &acfg, m->cfg.seq_len);
+}
+
+/* Transposes the parameters into dec_w (the layout of model_impl.h, rpm_proj_of), and builds
+ * the cos/sin rows when they are stale. */
 static void refresh_weights(rp_model *m)
 {
+    if (m->dec_rope && m->dec_rope_stale) rope_rows_refresh(m);
+    m->dec_rope_stale = 0;
     const float *w = m->params->data;
     for (int64_t l = 0; l < m->cfg.layers; l++)
         for (rpm_proj p = RPM_PROJ_QKV; p <= RPM_PROJ_W2; p++) {
@@ -39,13 +49,6 @@ static void refresh_weights(rp_model *m)
     rpm_proj_info head = rpm_proj_of(m, 0, RPM_PROJ_HEAD);
     rp_transpose(m->dec_w + head.dec, w + head.w, head.out, head.in);
     rpm_rel_decode_refresh(m);
-}
-
-void rpm_dec_rope_refresh(rp_model *m)
-{
-    if (!m->dec_rope) return;
-    rp_attn_cfg acfg = rpm_attn_cfg(m, 0);
-    rp_attention_decode_rows(m->dec_rope, &acfg, m->cfg.seq_len);
 }
 
 /* Empties the lane's cache (and zeroes a linear state). */

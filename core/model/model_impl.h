@@ -91,8 +91,8 @@
  *   (rpm_dec_layer_floats per layer); dec_rel; dec_rope, the cos/sin rows of positions
  *   0 .. seq_len-1 that rp_attention_decode reads (rp_attention_decode_rows; softmax rotary
  *   modes: seq_len x d_rot floats per rotated placement, 128 KiB for S with rope, 256 KiB with
- *   roper), built by rpm_dec_rope_refresh when the model is made and when its frequencies
- *   change (rp_model_set_freq), so no token computes them. The weights are copies:
+ *   roper), built with the decode weights when the model is new or its frequencies changed
+ *   since (rp_model_set_freq marks them), so no token computes them. The weights are copies:
  *   rp_model_cache_reset, rp_model_generate and rp_model_generate_batch transpose the parameters into them before
  *   decoding, so the cached path never uses weights older than its call (or its reset).
  *   rp_model_generate_batch allocates a decoder of its lanes once per call (rpm_decoder_new),
@@ -222,6 +222,7 @@ struct rp_model {
     float *dec_w;                  /* the transposed weights of decoding (layout above) */
     float *dec_rel;                /* relative modes: per layer, the tables decoding reads */
     float *dec_rope;               /* rotary modes: the cos/sin rows decoding reads, or NULL */
+    int dec_rope_stale;            /* 1: dec_rope is to be built (frequencies new or changed) */
 };
 
 /* ---- model_config.c ---- */
@@ -354,9 +355,5 @@ rp_linattn_cfg rpm_linattn_cfg(const rp_model *m, int64_t q_offset);
 int rpm_attn_threads(const rp_model *m, int64_t T);
 /* The residual stream after layer l (-1: the embedding output) of the last forward. */
 float *rpm_layer_out(const rp_model *m, int64_t l);
-
-/* ---- model_decode.c ---- */
-/* Builds dec_rope (when the model has it) from the model's scheme and frequencies of now. */
-void rpm_dec_rope_refresh(rp_model *m);
 
 #endif

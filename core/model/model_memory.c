@@ -387,7 +387,7 @@ rp_model *rp_model_new(const rp_model_cfg *cfg)
     if (!m->grad_mem) goto nomem;
     m->cache_mem = plan_alloc(m, plan_cache, &m->cache_floats);
     if (!m->cache_mem) goto nomem;
-    rpm_dec_rope_refresh(m);
+    m->dec_rope_stale = 1;
     /* not cleared: every piece is written before it is read (the KV cache's positions past the
      * current one never affect a result, rp_attention_decode), so its pages stay untouched, and
      * out of the resident set, until decoding runs (about 100 MiB for P); only a linear

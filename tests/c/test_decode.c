@@ -380,6 +380,59 @@ static void test_lanes_and_errors(void)
     rp_model_free(m);
 }
 
+/* The decode rows built once follow the model's own frequencies and angles, set after it was made
+ * (rp_model_set_freq, as rp.model's freq/angles and a checkpoint do): the cached path's logits
+ * agree with the forward pass's at every position, and differ from those of the standard theta.
+ * A model that decoded before its frequencies were set rebuilds them. */
+static void test_freq_rows(void)
+{
+    printf("decode rows of the model's own frequencies\n");
+    enum { T = 12 };
+    for (int kind = 0; kind < 2; kind++)
+        for (int warm = 0; warm < 2; warm++) {
+            rp_model_cfg c = dec_cfg(RP_PE_ROPER, RP_NORM_PRE);
+            rp_model *m = check_model_new(&c);
+            int64_t half = c.d_model / c.heads / 2;
+            int32_t tok[T];
+            uint64_t s = 5 + (uint64_t)kind;
+            for (int i = 0; i < T; i++) tok[i] = (int32_t)((i * 7 + kind) % c.vocab);
+            float *std_logits = malloc(sizeof(float) * (size_t)c.vocab);
+            float *logits = malloc(sizeof(float) * (size_t)c.vocab);
+            if (warm) {
+                /* decode first with the standard theta (the rows get built), then set */
+                rp_model_cache_reset(m);
+                CHECK_STATUS(rp_model_cache_feed(m, tok, T, std_logits), RP_OK, NULL);
+            }
+            double *tab = malloc(sizeof(double) * (size_t)(T * half));
+            float *noise = malloc(sizeof(float) * (size_t)(T * half));
+            fill_rand(noise, T * half, &s);
+            for (int64_t i = 0; i < T * half; i++) tab[i] = 3.0 * (double)noise[i];
+            for (int64_t i = 0; i < half; i++) tab[i] = fabs(tab[i]) + 0.01; /* theta */
+            rp_status st = kind ? rp_model_set_freq(m, NULL, 0, tab, T, half)
+                                : rp_model_set_freq(m, tab, half, NULL, 0, 0);
+            CHECK_STATUS(st, RP_OK, "set_freq");
+            CHECK_STATUS(rp_model_forward(m, tok, NULL, NULL, 1, T, 0, NULL), RP_OK, NULL);
+            const float *fwd = rp_model_logits(m);
+            double worst = 0.0, moved = 0.0;
+            rp_model_cache_reset(m);
+            for (int t = 0; t < T; t++) {
+                CHECK_STATUS(rp_model_cache_feed(m, tok + t, 1, logits), RP_OK, NULL);
+                for (int64_t v = 0; v < c.vocab; v++)
+                    worst = fmax(worst, fabs((double)logits[v] - (double)fwd[t * c.vocab + v]));
+            }
+            if (warm)
+                for (int64_t v = 0; v < c.vocab; v++)
+                    moved = fmax(moved, fabs((double)logits[v] - (double)std_logits[v]));
+            CHECK(worst < 1e-4, "%s%s: cached logits vs the forward's, max |diff| %.3g",
+                  kind ? "user angles" : "user theta", warm ? " set after decoding" : "", worst);
+            if (warm)
+                CHECK(moved > 1e-3, "%s: the logits moved from the standard theta's (%.3g)",
+                      kind ? "user angles" : "user theta", moved);
+            free(std_logits), free(logits), free(tab), free(noise);
+            rp_model_free(m);
+        }
+}
+
 int main(void)
 {
     test_transpose();
@@ -387,5 +440,6 @@ int main(void)
     test_batch_equals_single();
     test_cache_untouched();
     test_lanes_and_errors();
+    test_freq_rows();
     return check_summary("test_decode");
 }
