@@ -10,8 +10,10 @@
 #                   report.html (open it in a browser) in results/run/
 #                   (RUN_ARGS="--seeds 10 --steps 4000" changes it; see scripts/compare.lua --help)
 #   make bench      sgemm GFLOPS, OpenBLAS core, attention and GELU timings, training steps (ms,
-#                   share of the sgemm peak, peak RSS, the S step beside a busy process), and the
-#                   S and P steps on 1 process x N threads against N ranks x 1 thread (MPI)
+#                   share of the sgemm peak, peak RSS, the S step beside a busy process), decoding
+#                   of the S model on 1 and N threads (rp.eval.accuracy problems/s, m:generate and
+#                   m:generate_batch tokens/s: tests/bench/bench_decode.lua), and the S and P
+#                   steps on 1 process x N threads against N ranks x 1 thread (MPI)
 #   make bench-torch   the S training step in roper and in PyTorch (the companion's model,
 #                   python/roper_torch) in one run, and the ratio (installs Debian's
 #                   python3-torch when missing; not part of make test/run)
@@ -199,6 +201,9 @@ bench: deps all
 	@tests/with_blas_env $(BENCH)
 	@echo
 	@tests/with_blas_env $(BENCH_TRAIN) $(BENCH_MODELS)
+	@echo
+	@OMP_NUM_THREADS=1 tests/with_blas_env $(REPL) tests/bench/bench_decode.lua
+	@if [ "$$(nproc)" -gt 1 ]; then tests/with_blas_env $(REPL) tests/bench/bench_decode.lua; fi
 	@echo
 	@ROPER_BIN=$(abspath $(REPL)) tests/with_blas_env tests/bench/mpi_bench $(or $(BENCH_MODELS),S M P)
 

@@ -634,14 +634,17 @@ static void fill_prompt(lua_State *L, int idx, lua_Integer i, int64_t n, int64_t
 }
 
 /* m:generate_batch(prompts, n[, opts]) -> { new ids of prompts[1], ... }: rp_model_generate_batch
- * with up to opts.lanes (64) lanes; prompt i samples from the call's generator jumped i - 1
- * times (rp_rng_jump), and a generator given as rng is left jumped #prompts times (greedy
- * decoding draws nothing and leaves it alone). */
+ * with up to opts.lanes lanes (default rp_model_default_lanes: from this machine's caches);
+ * prompt i samples from the call's generator jumped i - 1 times (rp_rng_jump), and a generator
+ * given as rng is left jumped #prompts times (greedy decoding draws nothing and leaves it
+ * alone). */
 int lrp_model_generate_batch(lua_State *L)
 {
     static const char *const known[] = {"temperature", "top_k", "seed", "rng", "stop", "lanes",
                                         NULL};
     const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1));
+    /* (before any Lua code of the arguments runs: it may release the model) */
+    lua_Integer def_lanes = (lua_Integer)rp_model_default_lanes(lrp_checkmodel(L, 1));
     lua_settop(L, 4);
     if (lua_type(L, 2) != LUA_TTABLE)
         return lrp_argerror(L, 2, "prompts must be a table of prompts, got %s",
@@ -673,7 +676,7 @@ int lrp_model_generate_batch(lua_State *L)
     rp_gen_cfg gc;
     rp_rng local;
     gen_opts(L, 4, &cfg, known, &gc, &local); /* 7: the generator */
-    lua_Integer lanes = lrp_optinteger(L, 4, "lanes", 64);
+    lua_Integer lanes = lrp_optinteger(L, 4, "lanes", def_lanes);
     if (lanes < 1 || lanes > RP_I32_MAX)
         return lrp_argerror(L, 4, "option 'lanes' must be between 1 and 2^31-1, got %I",
                             (LUAI_UACINT)lanes);

@@ -7,9 +7,10 @@
 -- A problem is prompted with its question (encoded with the task's vocabulary), the model
 -- generates with its KV cache until the task's terminator ('#', or '\n' for labml's addition
 -- format) or max_new tokens, and task:check decides (exact answer). The problems are decoded
--- together, opts.batch (64) at a time, by m:generate_batch: the answers are those of one-at-a-time
--- decoding, and problem i samples from its own generator (rp.rng(seed + 1) jumped i - 1 times),
--- so its answer does not depend on the others.
+-- together by m:generate_batch, opts.batch at a time (default: its lanes, sized to this
+-- machine's caches): the answers are those of one-at-a-time decoding, and problem i samples
+-- from its own generator (rp.rng(seed + 1) jumped i - 1 times), so its answer does not depend
+-- on the others.
 --
 -- Called by luaopen_roper as chunk(rp, internals).
 local rp, internals = ...
@@ -195,7 +196,7 @@ local function accuracy_options(fname, opts, tc)
     argerror(fname, 3, "option 'n_digits' applies to addition tasks only")
   end
   o.max_new = opt_int(fname, 3, opts, "max_new", nil, 1, internals.i32_max)
-  o.batch = opt_int(fname, 3, opts, "batch", 64, 1)
+  o.batch = opt_int(fname, 3, opts, "batch", nil, 1) -- nil: m:generate_batch's default lanes
   return o
 end
 
@@ -222,7 +223,7 @@ function run_accuracy(m, task, tc, o)
   local V = task:vocab_size()
   local prng = rp.rng(seed)           -- the problems
   local grng = rp.rng(seed + 1)       -- sampling: problem i from grng jumped i - 1 times
-  local gen = { stop = stop, lanes = math.min(batch, CHUNK) }
+  local gen = { stop = stop, lanes = batch and math.min(batch, CHUNK) }
   if decode == "sample" then
     gen.temperature, gen.top_k, gen.rng = temperature, top_k, grng
   end

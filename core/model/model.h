@@ -313,4 +313,22 @@ rp_status rp_model_generate_batch(rp_model *m, const int32_t *tokens, const int6
  * min(n, max_lanes), fewer when their memory would pass RP_GEN_BATCH_BYTES, at least 1. */
 int64_t rp_model_batch_lanes(const rp_model *m, int64_t n, int64_t max_lanes);
 
+/* The bounds of the default lane count, and its value when the cache sizes are unknown. */
+#define RP_LANES_MIN 8
+#define RP_LANES_MAX 64
+
+/* The default max_lanes of rp_model_generate_batch for this machine (the Lua API's `lanes` and
+ * rp.eval's `batch` when not given): rp_model_lanes_for_cache(m, rp_cache_bytes()). */
+int64_t rp_model_default_lanes(const rp_model *m);
+
+/* The most lanes whose decoding working set fits in cache_bytes of cache: a step reads the
+ * decode weights once (every layer's transposed matrices and the head's) and each busy lane's
+ * cache, state and window, so (cache_bytes - weight bytes) / (bytes per lane, its cache for all
+ * seq_len positions: what a lane can reach), clamped to RP_LANES_MIN .. RP_LANES_MAX (at 8 lanes
+ * the weights' reads are spread over enough rows that fewer lanes were slower however small the
+ * caches; beyond 64 the rows gain little more). cache_bytes < 0 (unknown): RP_LANES_MIN. With
+ * more lanes than fit, every step evicts what the next one reads (on a Zen 4 with 32 MiB of L3,
+ * 64 lanes of a d_model 128, seq_len 512 model decoded at 0.5x the tokens/s of 8). */
+int64_t rp_model_lanes_for_cache(const rp_model *m, int64_t cache_bytes);
+
 #endif

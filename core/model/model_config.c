@@ -136,6 +136,7 @@ rp_status rp_model_set_freq(rp_model *m, const double *theta, int64_t n_theta,
     free(m->freq_table);
     m->freq_table = copy;
     m->freq = f;
+    m->dec_rope_stale = 1;
     return RP_OK;
 }
 

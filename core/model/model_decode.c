@@ -25,10 +25,21 @@
 
 #include "layers.h"
 #include "model_impl.h"
+#include "sysmem.h"
 
-/* Transposes the parameters into dec_w (the layout of model_impl.h, rpm_proj_of). */
+/* Builds dec_rope from the model's scheme and frequencies. */
+static void rope_rows_refresh(rp_model *m)
+{
+    rp_attn_cfg acfg = rpm_attn_cfg(m, 0);
+    rp_attention_decode_rows(m->dec_rope, &acfg, m->cfg.seq_len);
+}
+
+/* Transposes the parameters into dec_w (the layout of model_impl.h, rpm_proj_of), and builds
+ * the cos/sin rows when they are stale. */
 static void refresh_weights(rp_model *m)
 {
+    if (m->dec_rope && m->dec_rope_stale) rope_rows_refresh(m);
+    m->dec_rope_stale = 0;
     const float *w = m->params->data;
     for (int64_t l = 0; l < m->cfg.layers; l++)
         for (rpm_proj p = RPM_PROJ_QKV; p <= RPM_PROJ_W2; p++) {
@@ -65,7 +76,9 @@ static void step_embed(const rpm_decoder *d, int64_t na)
     }
 }
 
-/* Attention of layer l for every row: each lane's query over its own cache (or state). */
+/* Attention of layer l for every row: each lane's query over its own cache (or state), on the
+ * calling thread (the lanes spread over 2 threads, each with its own scratch, were no faster on a
+ * shared 2-core machine: measured in November 2026, twice). */
 static void step_attend(const rpm_decoder *d, int64_t na, int64_t l)
 {
     rp_model *m = d->m;
@@ -84,6 +97,7 @@ static void step_attend(const rpm_decoder *d, int64_t na, int64_t l)
             rp_attn_rel rel;
             rpm_rel_decode_tables(m, l, &rel);
             acfg.rel = &rel;
+            acfg.rope_rows = m->dec_rope;
             rp_attention_decode(y, m->c_scratch, q, k, v, ln->kv + l * rpm_cache_layer_floats(m),
                                 Tm, ln->pos, H, dk, dk, &acfg);
         }
@@ -393,6 +407,23 @@ int64_t rp_model_batch_lanes(const rp_model *m, int64_t n, int64_t max_lanes)
             hi = mid;
     }
     return lo;
+}
+
+int64_t rp_model_lanes_for_cache(const rp_model *m, int64_t cache_bytes)
+{
+    if (cache_bytes < 0) return RP_LANES_MIN;
+    const rp_model_cfg *c = &m->cfg;
+    int64_t weights = rpm_sat_mul(rpm_sat_add(rpm_sat_mul(c->layers, rpm_dec_layer_floats(c)),
+                                              rpm_sat_mul(c->d_model, c->vocab)),
+                                  sizeof(float));
+    int64_t lane = rpm_decoder_bytes(m, 2) - rpm_decoder_bytes(m, 1);
+    int64_t n = cache_bytes > weights && lane > 0 ? (cache_bytes - weights) / lane : 0;
+    return n < RP_LANES_MIN ? RP_LANES_MIN : n > RP_LANES_MAX ? RP_LANES_MAX : n;
+}
+
+int64_t rp_model_default_lanes(const rp_model *m)
+{
+    return rp_model_lanes_for_cache(m, rp_cache_bytes());
 }
 
 rp_status rp_model_generate_batch(rp_model *m, const int32_t *tokens, const int64_t *offsets,

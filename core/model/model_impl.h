@@ -92,8 +92,12 @@
  *   pick scratch gen_p (V doubles) and gen_sort (V pairs); dec_w, the decode weights: every
  *   weight matrix transposed for rp_linear_rows_forward (rpm_proj_of gives each one's place):
  *   per layer qkv^T (C, 3C), out^T (C, C), w1^T (C, F), w2^T (F, C), then head^T (C, V)
- *   (rpm_dec_layer_floats per layer); dec_rel. The weights are copies: rp_model_cache_reset,
- *   rp_model_generate and rp_model_generate_batch transpose the parameters into them before
+ *   (rpm_dec_layer_floats per layer); dec_rel; dec_rope, the cos/sin rows of positions
+ *   0 .. seq_len-1 that rp_attention_decode reads (rp_attention_decode_rows; softmax rotary
+ *   modes: seq_len x d_rot floats per rotated placement, 128 KiB for S with rope, 256 KiB with
+ *   roper), built with the decode weights when the model is new or its frequencies changed
+ *   since (rp_model_set_freq marks them), so no token computes them. The weights are copies:
+ *   rp_model_cache_reset, rp_model_generate and rp_model_generate_batch transpose the parameters into them before
  *   decoding, so the cached path never uses weights older than its call (or its reset).
  *   rp_model_generate_batch allocates a decoder of its lanes once per call (rpm_decoder_new),
  *   outside the model; rp_model_memory counts the model's, rp_model_batch_lanes sizes the
@@ -221,6 +225,8 @@ struct rp_model {
     gen_pair *gen_sort;            /* and the candidates (V) */
     float *dec_w;                  /* the transposed weights of decoding (layout above) */
     float *dec_rel;                /* relative modes: per layer, the tables decoding reads */
+    float *dec_rope;               /* rotary modes: the cos/sin rows decoding reads, or NULL */
+    int dec_rope_stale;            /* 1: dec_rope is to be built (frequencies new or changed) */
 };
 
 /* ---- model_config.c ---- */

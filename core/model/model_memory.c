@@ -171,6 +171,8 @@ static void plan_cache(rp_model *m, planner *pl)
     m->gen_sort = take_bytes(pl, rpm_sat_mul(V, sizeof(gen_pair)));
     m->dec_w = take(pl, rpm_sat_add(rpm_sat_mul(L, rpm_dec_layer_floats(c)), rpm_sat_mul(C, V)));
     m->dec_rel = rpm_rel_dec_floats(m) ? take(pl, rpm_sat_mul(L, rpm_rel_dec_floats(m))) : NULL;
+    int64_t nrope = m->linear ? 0 : rp_attention_decode_rows_floats(&acfg, c->seq_len);
+    m->dec_rope = nrope ? take(pl, nrope) : NULL;
 }
 
 int64_t rpm_cache_layer_floats(const rp_model *m)
@@ -385,6 +387,7 @@ rp_model *rp_model_new(const rp_model_cfg *cfg)
     if (!m->grad_mem) goto nomem;
     m->cache_mem = plan_alloc(m, plan_cache, &m->cache_floats);
     if (!m->cache_mem) goto nomem;
+    m->dec_rope_stale = 1;
     /* not cleared: every piece is written before it is read (the KV cache's positions past the
      * current one never affect a result, rp_attention_decode), so its pages stay untouched, and
      * out of the resident set, until decoding runs (about 100 MiB for P); only a linear

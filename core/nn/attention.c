@@ -1460,10 +1460,16 @@ void rp_attention_backward(const rp_attn_io *io, const rp_attn_cfg *cfg)
  * rotated values as rows (V [cap, Dvp]), the operands forward_blocks reads: a decode step writes
  * one column and one row and attends over the cache where it lies. */
 
+int64_t rp_attention_cache_ld(int64_t cap)
+{
+    int64_t capp = rp_vl_round(cap);
+    return capp % 256 == 0 ? capp + 16 : capp;
+}
+
 /* The floats of one head's part of a cache. */
 static int64_t cache_head_floats(int64_t cap, int64_t D, int64_t Dv)
 {
-    return D * rp_vl_round(cap) + cap * rp_vl_round(Dv);
+    return D * rp_attention_cache_ld(cap) + cap * rp_vl_round(Dv);
 }
 
 /* a * b + c for sizes >= 0, saturating at INT64_MAX (core/sys/checked.h). */
@@ -1475,7 +1481,7 @@ static int64_t sat_mul_add(int64_t a, int64_t b, int64_t c)
 int64_t rp_attention_cache_floats(int64_t cap, int64_t H, int64_t D, int64_t Dv)
 {
     if (cap > INT64_MAX / 2 || Dv > INT64_MAX / 2) return INT64_MAX;
-    int64_t head = sat_mul_add(D, rp_vl_round(cap), 0);
+    int64_t head = sat_mul_add(D, rp_attention_cache_ld(cap), 0);
     head = head == INT64_MAX ? head : sat_mul_add(cap, rp_vl_round(Dv), head);
     return head == INT64_MAX ? head : sat_mul_add(H, head, 0);
 }
@@ -1491,14 +1497,65 @@ int64_t rp_attention_decode_scratch_floats(const rp_attn_cfg *cfg, int64_t cap, 
            rel_thread_floats(cfg, 1, cap, D, Dv);
 }
 
-/* The cos/sin row of position pos for d_rot features with angles times `scale` and the xPos
- * side, taken from *p. */
-static void one_row(float **cs, float **sn, float **p, int64_t pos, int64_t d_rot,
-                    const rp_pe_scheme *s, const rp_rope_freq *fq, double scale, int side)
+/* The rotated placements of decoding, in the order of their rows (q, k, v, o): each one's width,
+ * angle factor and xPos side. Returns their number. */
+typedef struct {
+    int64_t d_rot;
+    double scale;
+    int side;
+} dec_place;
+
+static int dec_places(const rp_pe_scheme *s, dec_place pl[4])
 {
-    *cs = *p, *sn = *p + d_rot / 2;
-    *p += d_rot;
-    rp_rope_freq_tables(*cs, *sn, fq, d_rot, s->base, scale, side, NULL, pos, 1);
+    const dec_place all[4] = {{s->d_rot_q, 1.0, 1}, {s->d_rot_k, 1.0, -1},
+                              {s->d_rot_v, s->v_angle, -1}, {s->d_rot_o, 1.0, 1}};
+    int n = 0;
+    for (int i = 0; i < 4; i++)
+        if (all[i].d_rot) pl[n++] = all[i];
+    return n;
+}
+
+int64_t rp_attention_decode_rows_floats(const rp_attn_cfg *cfg, int64_t cap)
+{
+    rp_pe_scheme s;
+    (void)rp_attn_scheme(cfg, &s);
+    dec_place pl[4];
+    int n = dec_places(&s, pl);
+    int64_t total = 0;
+    for (int i = 0; i < n; i++) total = sat_mul_add(cap, pl[i].d_rot, total);
+    return total;
+}
+
+void rp_attention_decode_rows(float *rows, const rp_attn_cfg *cfg, int64_t cap)
+{
+    rp_pe_scheme s;
+    (void)rp_attn_scheme(cfg, &s);
+    dec_place pl[4];
+    int n = dec_places(&s, pl);
+    for (int i = 0; i < n; i++) {
+        int64_t half = pl[i].d_rot / 2;
+        rp_rope_freq_tables(rows, rows + cap * half, cfg->freq, pl[i].d_rot, s.base, pl[i].scale,
+                            pl[i].side, NULL, 0, cap);
+        rows += cap * pl[i].d_rot;
+    }
+}
+
+/* The cos/sin row of position pos for placement pl: from the built rows at *tab (tables of cap
+ * positions; *tab moves past them), or, *tab NULL, computed into *p (which moves past it). */
+static void one_row(const float **cs, const float **sn, float **p, const float **tab,
+                    int64_t cap, int64_t pos, const dec_place *pl, double base,
+                    const rp_rope_freq *fq)
+{
+    int64_t half = pl->d_rot / 2;
+    if (*tab) {
+        *cs = *tab + pos * half, *sn = *tab + (cap + pos) * half;
+        *tab += cap * pl->d_rot;
+        return;
+    }
+    float *row = *p;
+    *p += pl->d_rot;
+    rp_rope_freq_tables(row, row + half, fq, pl->d_rot, base, pl->scale, pl->side, NULL, pos, 1);
+    *cs = row, *sn = row + half;
 }
 
 void rp_attention_decode(float *out, float *scratch, float *q, const float *k, const float *v,
@@ -1518,20 +1575,26 @@ void rp_attention_decode(float *out, float *scratch, float *q, const float *k, c
     c.kvis = c.S;
     c.cfg = &dc;
     c.scale = (float)(cfg->scale * rp_rope_freq_score_scale(cfg->freq));
-    float *p = scratch, *qc = NULL, *qs = NULL, *kc = NULL, *ks = NULL, *vc = NULL, *vs = NULL;
-    const rp_rope_freq *fq = cfg->freq;
-    if (s.d_rot_q) one_row(&qc, &qs, &p, pos, s.d_rot_q, &s, fq, 1.0, 1);
-    if (s.d_rot_k) one_row(&kc, &ks, &p, pos, s.d_rot_k, &s, fq, 1.0, -1);
-    if (s.d_rot_v) one_row(&vc, &vs, &p, pos, s.d_rot_v, &s, fq, s.v_angle, -1);
+    float *p = scratch;
+    const float *cs[4] = {NULL}, *sn[4] = {NULL};
+    const float *tab = cfg->rope_rows;
+    dec_place pl[4];
+    int np = dec_places(&s, pl);
+    for (int i = 0; i < np; i++) one_row(&cs[i], &sn[i], &p, &tab, cap, pos, &pl[i], s.base,
+                                         cfg->freq);
+    /* the rows by placement (dec_places keeps the order q, k, v, o) */
+    int i = 0;
+    const float *qc = NULL, *qs = NULL, *kc = NULL, *ks = NULL, *vc = NULL, *vs = NULL;
+    if (s.d_rot_q) qc = cs[i], qs = sn[i++];
+    if (s.d_rot_k) kc = cs[i], ks = sn[i++];
+    if (s.d_rot_v) vc = cs[i], vs = sn[i++];
     if (s.d_rot_o) {
-        float *oc, *os;
-        one_row(&oc, &os, &p, pos, s.d_rot_o, &s, fq, 1.0, 1);
-        c.oc = oc, c.os = os;
+        c.oc = cs[i], c.os = sn[i];
         c.ho = s.d_rot_o / 2;
         c.o_sign = s.o_sign;
     }
     int64_t hq = s.d_rot_q / 2, hk = s.d_rot_k / 2, hv = s.d_rot_v / 2, Dp = c.Dp, Dvp = c.Dvp;
-    int64_t capp = rp_vl_round(cap), hs = cache_head_floats(cap, D, Dv);
+    int64_t capp = rp_attention_cache_ld(cap), hs = cache_head_floats(cap, D, Dv);
     slots sl;
     memset(&sl, 0, sizeof sl);
     sl.Q = p, sl.K = sl.Q + Dp, sl.P = sl.K + Dp, sl.O = sl.P + BC, sl.m = sl.O + Dvp;

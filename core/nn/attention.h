@@ -122,6 +122,11 @@ typedef struct rp_attn_cfg {
      * core/nn/rope_freq.h), NULL = the standard theta of `base`. YaRN's temperature multiplies
      * `scale`. Borrowed for the call. */
     const rp_rope_freq *freq;
+    /* rp_attention_decode only: the cos/sin rows of positions 0 .. cap-1 that
+     * rp_attention_decode_rows built for this cfg (its pe, widths, base, freq) and the call's cap,
+     * read in place of computing the position's row; NULL: each call computes its row. Borrowed;
+     * the other calls ignore it. */
+    const float *rope_rows;
 } rp_attn_cfg;
 
 /* The rows of the tables ek, eq, ev that cfg's mode needs for a call of T queries over S keys
@@ -218,10 +223,11 @@ void rp_attention_backward(const rp_attn_io *io, const rp_attn_cfg *cfg);
  * count saturates at INT64_MAX) for positions 0 .. cap-1 (pos < cap): per head h, at h * (D * capp + cap * Dvp), the keys k_i
  * rotated by +i theta (where the mode rotates them) transposed, element (d, i) at [d * capp + i],
  * then the values v_i rotated by +v_angle i theta, element (i, e) at [D * capp + i * Dvp + e]
- * (capp, Dvp: cap and Dv rounded up to the kernels' vector width, rp_vl_round; the padding of
- * a value row is 0). It stores the new k (H * D floats) and v (H * Dv) at position pos this way,
- * rotates q (H * D) by +pos IN PLACE, and OVERWRITES out (H * Dv) with the causal attention of
- * that query over positions 0 .. pos, rotated by o_sign pos theta where the mode says. The
+ * (capp = rp_attention_cache_ld(cap); Dvp: Dv rounded up to the kernels' vector width,
+ * rp_vl_round; the padding of a value row is 0). It stores the new k (H * D floats) and v
+ * (H * Dv) at position pos this way, rotates q (H * D) by +pos IN PLACE, and OVERWRITES out (H * Dv) with the causal attention of
+ * that query over positions 0 .. pos, rotated by o_sign pos theta where the mode says (the
+ * cos/sin rows from cfg->rope_rows when set, else computed for pos). The
  * cache's positions past pos never affect the result (they need no initialisation). cfg: pe, scale,
  * base, pairing, d_rot_qk, d_rot_v as for the forward (checked by the caller); causal and
  * q_offset are ignored. Relative modes: cfg's rel_* and tables as for the forward of T = 1 query
@@ -229,6 +235,28 @@ void rp_attention_backward(const rp_attn_io *io, const rp_attn_cfg *cfg);
  * for the distance r). scratch holds rp_attention_decode_scratch_floats(cfg, cap, H, D, Dv) floats
  * (cfg NULL: a mode without relative terms). Single-threaded. */
 int64_t rp_attention_cache_floats(int64_t cap, int64_t H, int64_t D, int64_t Dv);
+
+/* The floats from one key row of a cache to the next (capp above): cap rounded up to the vector
+ * width (rp_vl_round), plus 16 (one 64-byte line) when that is a multiple of 256 floats: rows a
+ * multiple of 1 KiB apart put the column a decode step writes, and the columns it reads, of every
+ * row (and of every lane's cache) in the same few cache sets, which evict one another (seq_len
+ * 512: two sets of each 4 KiB page offset; the S model's 64 lanes decoded at about the speed of
+ * 16). cap >= 1 (below 2^62). */
+int64_t rp_attention_cache_ld(int64_t cap);
+
+/* The cos/sin rows decoding reads (cfg->rope_rows), built once for positions 0 .. cap-1 instead
+ * of one row per token: for each placement cfg's mode rotates, in the order q, k, v, o, its cos
+ * table [cap x d_rot/2] then its sin table [cap x d_rot/2] (d_rot that placement's width), from
+ * one rp_rope_freq_tables call over the positions with the placement's angle factor (v_angle for
+ * v, else 1) and xPos side (+1 for q and o, -1 for k and v): row p holds the bits a call for
+ * position p alone gives (every scaling, dynamic NTK included, is a function of the position).
+ * rp_attention_decode_rows_floats gives their floats (sum of cap x d_rot over the rotated
+ * placements; 0 when nothing rotates; saturates at INT64_MAX); rp_attention_decode_rows
+ * OVERWRITES rows with them. cfg as for rp_attention_decode (checked by the caller, cfg->freq
+ * valid for positions 0 .. cap-1). */
+int64_t rp_attention_decode_rows_floats(const rp_attn_cfg *cfg, int64_t cap);
+void rp_attention_decode_rows(float *rows, const rp_attn_cfg *cfg, int64_t cap);
+
 int64_t rp_attention_decode_scratch_floats(const rp_attn_cfg *cfg, int64_t cap, int64_t H,
                                            int64_t D, int64_t Dv);
 void rp_attention_decode(float *out, float *scratch, float *q, const float *k, const float *v,

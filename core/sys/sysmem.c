@@ -1,10 +1,12 @@
 /* rp_mem_available: /proc/meminfo, the cgroup v2 limit and RLIMIT_AS (see sysmem.h); rp_mem_trim:
- * glibc's malloc_trim. */
+ * glibc's malloc_trim; rp_cache_bytes: sysfs's cache descriptions or sysconf. */
 #include "sysmem.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -110,4 +112,59 @@ void rp_mem_trim(void)
 #ifdef __GLIBC__
     malloc_trim(0);
 #endif
+}
+
+/* The CPUs of a cpulist ("0-1", "0,2-3"), or 0 when it cannot be read. */
+static int64_t cpulist_count(const char *s)
+{
+    int64_t n = 0;
+    while (*s && *s != '\n') {
+        long a, b;
+        int used = 0;
+        if (sscanf(s, "%ld-%ld%n", &a, &b, &used) == 2 && b >= a) n += b - a + 1;
+        else if (sscanf(s, "%ld%n", &a, &used) == 1) n += 1;
+        else return 0;
+        s += used;
+        if (*s == ',') s++;
+    }
+    return n;
+}
+
+/* Level 2 and level 3 from sysfs as rp_cache_bytes counts them, or -1. */
+static int64_t sysfs_cache_bytes(void)
+{
+    int64_t total = -1;
+    int seen[4] = {0};
+    for (int i = 0; i < 10; i++) {
+        char path[96], level[16], type[32], size[32], shared[256];
+        const char *dir = "/sys/devices/system/cpu/cpu0/cache/index";
+        snprintf(path, sizeof path, "%s%d/level", dir, i);
+        if (!read_small(path, level, sizeof level)) break;
+        snprintf(path, sizeof path, "%s%d/type", dir, i);
+        if (!read_small(path, type, sizeof type)) continue;
+        snprintf(path, sizeof path, "%s%d/size", dir, i);
+        if (!read_small(path, size, sizeof size)) continue;
+        snprintf(path, sizeof path, "%s%d/shared_cpu_list", dir, i);
+        int64_t sharers = read_small(path, shared, sizeof shared) ? cpulist_count(shared) : 0;
+        int lv = atoi(level);
+        long long kib = 0;
+        char unit = 'K';
+        if ((lv != 2 && lv != 3) || seen[lv] || strncmp(type, "Instruction", 11) == 0 ||
+            sscanf(size, "%lld%c", &kib, &unit) < 1 || kib <= 0)
+            continue;
+        int64_t bytes = (int64_t)kib * (unit == 'M' ? 1024 * 1024 : unit == 'K' ? 1024 : 1);
+        seen[lv] = 1;
+        total = (total < 0 ? 0 : total) + bytes / (sharers > 0 ? sharers : 1);
+    }
+    return total;
+}
+
+int64_t rp_cache_bytes(void)
+{
+    int64_t b = sysfs_cache_bytes();
+    if (b > 0) return b;
+    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE), l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    b = (l2 > 0 ? (int64_t)l2 : 0) + (l3 > 0 ? (int64_t)l3 / (cpus > 0 ? cpus : 1) : 0);
+    return b > 0 ? b : -1;
 }

@@ -28,6 +28,14 @@ const char *rp_bytes_str(char *buf, size_t len, double bytes);
  * them allocate what the machine does not have. */
 rp_status rp_mem_check(const char *path, const char *what, double bytes);
 
+/* The bytes of cache one core of this machine can count on: its level-2 cache plus its share of
+ * the level-3 cache (the L3's size over the CPUs that share it), each level counted once (a
+ * unified or data cache). From /sys/devices/system/cpu/cpu0/cache/index* (level, type, size,
+ * shared_cpu_list), else sysconf's _SC_LEVEL2_CACHE_SIZE and _SC_LEVEL3_CACHE_SIZE (glibc; the L3
+ * over the online CPUs), else -1 (unknown). A virtual machine reports its host's caches: the
+ * number is the operating system's word, not a measurement. Never allocates on the heap. */
+int64_t rp_cache_bytes(void);
+
 /* Gives the C heap's free memory back to the system: glibc's malloc_trim(0), which returns whole
  * free pages inside the heap as well as its top (glibc keeps freed blocks below its dynamic mmap
  * threshold, up to 32 MiB each, in the heap, resident); a no-op with other C libraries. Costs

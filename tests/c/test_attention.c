@@ -1026,86 +1026,91 @@ static void test_errors(void)
 static void test_decode(void)
 {
     printf("decode\n");
-    enum { H = 2, D = 8, Dv = 6, Tn = 9, cap = Tn + 2 };
-    /* the documented cache layout: per head Kt [D x capp], then V rows [cap x Dvp] */
-    const int64_t capp = rp_vl_round(cap), Dvp = rp_vl_round(Dv), hs = D * capp + cap * Dvp;
-    rp_tensor q = randt(4, S(1, Tn, H, D), -2.0, 2.0), k = randt(4, S(1, Tn, H, D), -2.0, 2.0);
-    rp_tensor v = randt(4, S(1, Tn, H, Dv), -1.0, 1.0);
-    float *qc = malloc(sizeof(float) * (size_t)(Tn * H * D));
-    float *kc = malloc(sizeof(float) * (size_t)(Tn * H * D));
-    float *vc = malloc(sizeof(float) * (size_t)(Tn * H * Dv));
-    check_gather(qc, &q);
-    check_gather(kc, &k);
-    check_gather(vc, &v);
-    int64_t ncache = rp_attention_cache_floats(cap, H, D, Dv);
-    CHECK(ncache == H * hs, "rp_attention_cache_floats %lld, want %lld", (long long)ncache,
-          (long long)(H * hs));
-    /* garbage where nothing was stored yet: positions past pos must not matter */
-    float *cache = rand_floats(ncache, -1e3, 1e3);
-    float *scratch = malloc(sizeof(float) * (size_t)rp_attention_decode_scratch_floats(NULL, cap, H, D, Dv));
-    float qt[H * D], out[H * Dv];
-    double want[H * Dv], wa[H * Tn], qd[H * D];
-    /* the relative modes: test_attention_rel.c */
-    CHECK_EACH_PE(pe, CHECK_PE_NOT_RELATIVE)
-        for (int pm = 0; pm <= 1; pm++)
-            for (int partial = 0; partial <= 1; partial++) {
-                rp_attn_cfg cfg = base_cfg((rp_pe)pe, D, Dv);
-                cfg.pairing = (rp_pairing)pm;
-                if (partial) cfg.d_rot_qk = 4, cfg.d_rot_v = 2, cfg.base = 500.0;
-                const rp_pe_mode *mode = rp_pe_mode_of((rp_pe)pe);
-                double maxerr = 0, maxq = 0, maxk = 0, maxv = 0;
-                for (int64_t pos = 0; pos < Tn; pos++) {
-                    memcpy(qt, qc + pos * H * D, sizeof qt);
-                    rp_attention_decode(out, scratch, qt, kc + pos * H * D, vc + pos * H * Dv,
-                                        cache, cap, pos, H, D, Dv, &cfg);
-                    /* the reference: T = 1 at q_offset pos over keys 0 .. pos */
-                    rp_attn_cfg rc = cfg;
-                    rc.q_offset = pos;
-                    dims d = {1, 1, pos + 1, H, D, Dv};
-                    ref_attention(want, wa, qc + pos * H * D, kc, vc, d, &rc);
-                    for (int64_t j = 0; j < H * Dv; j++)
-                        maxerr = fmax(maxerr, fabs((double)out[j] - want[j]));
-                    /* q rotated in place; the cache row of k and of v at pos */
-                    for (int64_t j = 0; j < H * D; j++) qd[j] = qc[pos * H * D + j];
-                    for (int64_t h = 0; h < H; h++)
-                        if (mode->rotate & RP_ROT_Q)
-                            ref_rot(qd + h * D, cfg.d_rot_qk, cfg.base, cfg.pairing, (double)pos);
-                    for (int64_t j = 0; j < H * D; j++) maxq = fmax(maxq, fabs((double)qt[j] - qd[j]));
-                    for (int64_t j = 0; j < H * D; j++) qd[j] = kc[pos * H * D + j];
-                    for (int64_t h = 0; h < H; h++)
-                        if (mode->rotate & RP_ROT_Q)
-                            ref_rot(qd + h * D, cfg.d_rot_qk, cfg.base, cfg.pairing, (double)pos);
-                    for (int64_t j = 0; j < H * D; j++)
-                        maxk = fmax(maxk, fabs((double)cache[j / D * hs + j % D * capp + pos] - qd[j]));
-                    for (int64_t j = 0; j < H * Dv; j++) qd[j] = vc[pos * H * Dv + j];
-                    for (int64_t h = 0; h < H; h++)
-                        if (mode->rotate & RP_ROT_V)
-                            ref_rot(qd + h * Dv, cfg.d_rot_v, cfg.base, cfg.pairing,
-                                    mode->v_angle * (double)pos);
-                    for (int64_t j = 0; j < H * Dv; j++)
-                        maxv = fmax(maxv, fabs((double)cache[j / Dv * hs + D * capp + pos * Dvp + j % Dv] -
-                                              qd[j]));
-                    for (int64_t h = 0; h < H; h++)
-                        for (int64_t e = Dv; e < Dvp; e++)
-                            maxv = fmax(maxv, fabs((double)cache[h * hs + D * capp + pos * Dvp + e]));
+    enum { H = 2, D = 8, Dv = 6, Tn = 9 };
+    /* a cache of a few positions, and one whose rows are padded (rp_attention_cache_ld) */
+    for (int64_t cap = Tn + 2; cap <= 256; cap = cap < 256 ? 256 : 257) {
+        const int64_t capp = rp_attention_cache_ld(cap), Dvp = rp_vl_round(Dv), hs = D * capp + cap * Dvp;
+        if (cap == 256)
+            CHECK(capp == 272, "cache rows of 256 positions are 272 floats apart, got %lld",
+                  (long long)capp);
+        rp_tensor q = randt(4, S(1, Tn, H, D), -2.0, 2.0), k = randt(4, S(1, Tn, H, D), -2.0, 2.0);
+        rp_tensor v = randt(4, S(1, Tn, H, Dv), -1.0, 1.0);
+        float *qc = malloc(sizeof(float) * (size_t)(Tn * H * D));
+        float *kc = malloc(sizeof(float) * (size_t)(Tn * H * D));
+        float *vc = malloc(sizeof(float) * (size_t)(Tn * H * Dv));
+        check_gather(qc, &q);
+        check_gather(kc, &k);
+        check_gather(vc, &v);
+        int64_t ncache = rp_attention_cache_floats(cap, H, D, Dv);
+        CHECK(ncache == H * hs, "rp_attention_cache_floats %lld, want %lld", (long long)ncache,
+              (long long)(H * hs));
+        /* garbage where nothing was stored yet: positions past pos must not matter */
+        float *cache = rand_floats(ncache, -1e3, 1e3);
+        float *scratch = malloc(sizeof(float) * (size_t)rp_attention_decode_scratch_floats(NULL, cap, H, D, Dv));
+        float qt[H * D], out[H * Dv];
+        double want[H * Dv], wa[H * Tn], qd[H * D];
+        /* the relative modes: test_attention_rel.c */
+        CHECK_EACH_PE(pe, CHECK_PE_NOT_RELATIVE)
+            for (int pm = 0; pm <= 1; pm++)
+                for (int partial = 0; partial <= 1; partial++) {
+                    rp_attn_cfg cfg = base_cfg((rp_pe)pe, D, Dv);
+                    cfg.pairing = (rp_pairing)pm;
+                    if (partial) cfg.d_rot_qk = 4, cfg.d_rot_v = 2, cfg.base = 500.0;
+                    const rp_pe_mode *mode = rp_pe_mode_of((rp_pe)pe);
+                    double maxerr = 0, maxq = 0, maxk = 0, maxv = 0;
+                    for (int64_t pos = 0; pos < Tn; pos++) {
+                        memcpy(qt, qc + pos * H * D, sizeof qt);
+                        rp_attention_decode(out, scratch, qt, kc + pos * H * D, vc + pos * H * Dv,
+                                            cache, cap, pos, H, D, Dv, &cfg);
+                        /* the reference: T = 1 at q_offset pos over keys 0 .. pos */
+                        rp_attn_cfg rc = cfg;
+                        rc.q_offset = pos;
+                        dims d = {1, 1, pos + 1, H, D, Dv};
+                        ref_attention(want, wa, qc + pos * H * D, kc, vc, d, &rc);
+                        for (int64_t j = 0; j < H * Dv; j++)
+                            maxerr = fmax(maxerr, fabs((double)out[j] - want[j]));
+                        /* q rotated in place; the cache row of k and of v at pos */
+                        for (int64_t j = 0; j < H * D; j++) qd[j] = qc[pos * H * D + j];
+                        for (int64_t h = 0; h < H; h++)
+                            if (mode->rotate & RP_ROT_Q)
+                                ref_rot(qd + h * D, cfg.d_rot_qk, cfg.base, cfg.pairing, (double)pos);
+                        for (int64_t j = 0; j < H * D; j++) maxq = fmax(maxq, fabs((double)qt[j] - qd[j]));
+                        for (int64_t j = 0; j < H * D; j++) qd[j] = kc[pos * H * D + j];
+                        for (int64_t h = 0; h < H; h++)
+                            if (mode->rotate & RP_ROT_Q)
+                                ref_rot(qd + h * D, cfg.d_rot_qk, cfg.base, cfg.pairing, (double)pos);
+                        for (int64_t j = 0; j < H * D; j++)
+                            maxk = fmax(maxk, fabs((double)cache[j / D * hs + j % D * capp + pos] - qd[j]));
+                        for (int64_t j = 0; j < H * Dv; j++) qd[j] = vc[pos * H * Dv + j];
+                        for (int64_t h = 0; h < H; h++)
+                            if (mode->rotate & RP_ROT_V)
+                                ref_rot(qd + h * Dv, cfg.d_rot_v, cfg.base, cfg.pairing,
+                                        mode->v_angle * (double)pos);
+                        for (int64_t j = 0; j < H * Dv; j++)
+                            maxv = fmax(maxv, fabs((double)cache[j / Dv * hs + D * capp + pos * Dvp + j % Dv] -
+                                                  qd[j]));
+                        for (int64_t h = 0; h < H; h++)
+                            for (int64_t e = Dv; e < Dvp; e++)
+                                maxv = fmax(maxv, fabs((double)cache[h * hs + D * capp + pos * Dvp + e]));
+                    }
+                    char label[160];
+                    snprintf(label, sizeof label, "decode pe=%s %s d_rot_qk=%lld d_rot_v=%lld",
+                             rp_pe_name((rp_pe)pe), pm ? "interleaved" : "half",
+                             (long long)cfg.d_rot_qk, (long long)cfg.d_rot_v);
+                    CHECK(maxerr < ATT_TOL, "%s: out vs reference, max |diff| %.3g", label, maxerr);
+                    CHECK(maxq < 1e-5, "%s: q rotated by +pos in place, max |diff| %.3g", label, maxq);
+                    CHECK(maxk < 1e-5, "%s: k cache rows, max |diff| %.3g", label, maxk);
+                    CHECK(maxv < 1e-5, "%s: v cache rows, max |diff| %.3g", label, maxv);
                 }
-                char label[160];
-                snprintf(label, sizeof label, "decode pe=%s %s d_rot_qk=%lld d_rot_v=%lld",
-                         rp_pe_name((rp_pe)pe), pm ? "interleaved" : "half",
-                         (long long)cfg.d_rot_qk, (long long)cfg.d_rot_v);
-                CHECK(maxerr < ATT_TOL, "%s: out vs reference, max |diff| %.3g", label, maxerr);
-                CHECK(maxq < 1e-5, "%s: q rotated by +pos in place, max |diff| %.3g", label, maxq);
-                CHECK(maxk < 1e-5, "%s: k cache rows, max |diff| %.3g", label, maxk);
-                CHECK(maxv < 1e-5, "%s: v cache rows, max |diff| %.3g", label, maxv);
-            }
-    free(qc);
-    free(kc);
-    free(vc);
-    free(cache);
-    free(scratch);
-    rp_tensor_release(&q);
-    rp_tensor_release(&k);
-    rp_tensor_release(&v);
+        free(qc);
+        free(kc);
+        free(vc);
+        free(cache);
+        free(scratch);
+        rp_tensor_release(&q);
+        rp_tensor_release(&k);
+        rp_tensor_release(&v);
+    }
 }
 
 /* The mode table of pe.h: names in enum order and NULL-terminated, what each mode rotates, the
@@ -1342,7 +1347,7 @@ static void test_placements(void)
     /* decode over a cache for subsets with different widths */
     {
         const int64_t cap = 6;
-        int64_t hs = D * rp_vl_round(cap) + cap * rp_vl_round(Dv);
+        int64_t hs = D * rp_attention_cache_ld(cap) + cap * rp_vl_round(Dv);
         float *cache = rand_floats(H * hs, -1e3, 1e3);
         float *scratch = malloc(sizeof(float) * (size_t)rp_attention_decode_scratch_floats(NULL, cap, H, D, Dv));
         float *qc = malloc(sizeof(float) * (size_t)(cap * H * D)), *kc = malloc(sizeof(float) * (size_t)(cap * H * D));

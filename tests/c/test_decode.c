@@ -310,6 +310,40 @@ static void test_lanes_and_errors(void)
     CHECK(nl >= 56 && nl < 64, "4 MiB lanes: %lld within the budget", (long long)nl);
     rp_model_free(m);
 
+    /* the default lanes from the cache: (cache - weights) / lane, clamped to 8 .. 64 */
+    c = dec_cfg(RP_PE_ROPE, RP_NORM_PRE);
+    m = check_model_new(&c);
+    int64_t C = c.d_model, F = c.d_ff;
+    int64_t weights = 4 * (c.layers * (C * 3 * C + C * C + C * F + F * C) + C * c.vocab);
+    int64_t kv = 2 * c.layers * c.seq_len * C * 4; /* keys and values of every position */
+    /* the smallest caches that give 9 and 10 lanes: one lane apart */
+    int64_t at[2];
+    for (int j = 0; j < 2; j++) {
+        int64_t lo = 0, hi = (int64_t)1 << 40;
+        while (lo + 1 < hi) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if (rp_model_lanes_for_cache(m, mid) >= 9 + j) hi = mid;
+            else lo = mid;
+        }
+        at[j] = hi;
+    }
+    int64_t lane = at[1] - at[0];
+    CHECK(lane >= kv && lane < kv + 65536, "a lane: %lld bytes, its cache %lld", (long long)lane,
+          (long long)kv);
+    CHECK(at[0] == weights + 9 * lane, "9 lanes from %lld bytes = weights %lld + 9 lanes",
+          (long long)at[0], (long long)weights);
+    CHECK(rp_model_lanes_for_cache(m, -1) == RP_LANES_MIN, "unknown caches: %d lanes",
+          RP_LANES_MIN);
+    CHECK(rp_model_lanes_for_cache(m, 0) == RP_LANES_MIN, "no cache: the least");
+    CHECK(rp_model_lanes_for_cache(m, weights + 40 * lane + lane / 2) == 40, "40.5 lanes: 40");
+    CHECK(rp_model_lanes_for_cache(m, (int64_t)1 << 40) == RP_LANES_MAX, "a huge cache: the most");
+    CHECK(rp_model_default_lanes(m) == rp_model_lanes_for_cache(m, rp_cache_bytes()),
+          "the default: this machine's caches (%lld bytes): %lld lanes",
+          (long long)rp_cache_bytes(), (long long)rp_model_default_lanes(m));
+    printf("  this machine: %lld bytes of cache per core, %lld lanes by default\n",
+           (long long)rp_cache_bytes(), (long long)rp_model_default_lanes(m));
+    rp_model_free(m);
+
     c = dec_cfg(RP_PE_ROPE, RP_NORM_PRE);
     m = check_model_new(&c);
     int32_t tok[6] = {1, 2, 3, 4, 5, 6}, out[12];
@@ -346,6 +380,59 @@ static void test_lanes_and_errors(void)
     rp_model_free(m);
 }
 
+/* The decode rows built once follow the model's own frequencies and angles, set after it was made
+ * (rp_model_set_freq, as rp.model's freq/angles and a checkpoint do): the cached path's logits
+ * agree with the forward pass's at every position, and differ from those of the standard theta.
+ * A model that decoded before its frequencies were set rebuilds them. */
+static void test_freq_rows(void)
+{
+    printf("decode rows of the model's own frequencies\n");
+    enum { T = 12 };
+    for (int kind = 0; kind < 2; kind++)
+        for (int warm = 0; warm < 2; warm++) {
+            rp_model_cfg c = dec_cfg(RP_PE_ROPER, RP_NORM_PRE);
+            rp_model *m = check_model_new(&c);
+            int64_t half = c.d_model / c.heads / 2;
+            int32_t tok[T];
+            uint64_t s = 5 + (uint64_t)kind;
+            for (int i = 0; i < T; i++) tok[i] = (int32_t)((i * 7 + kind) % c.vocab);
+            float *std_logits = malloc(sizeof(float) * (size_t)c.vocab);
+            float *logits = malloc(sizeof(float) * (size_t)c.vocab);
+            if (warm) {
+                /* decode first with the standard theta (the rows get built), then set */
+                rp_model_cache_reset(m);
+                CHECK_STATUS(rp_model_cache_feed(m, tok, T, std_logits), RP_OK, NULL);
+            }
+            double *tab = malloc(sizeof(double) * (size_t)(T * half));
+            float *noise = malloc(sizeof(float) * (size_t)(T * half));
+            fill_rand(noise, T * half, &s);
+            for (int64_t i = 0; i < T * half; i++) tab[i] = 3.0 * (double)noise[i];
+            for (int64_t i = 0; i < half; i++) tab[i] = fabs(tab[i]) + 0.01; /* theta */
+            rp_status st = kind ? rp_model_set_freq(m, NULL, 0, tab, T, half)
+                                : rp_model_set_freq(m, tab, half, NULL, 0, 0);
+            CHECK_STATUS(st, RP_OK, "set_freq");
+            CHECK_STATUS(rp_model_forward(m, tok, NULL, NULL, 1, T, 0, NULL), RP_OK, NULL);
+            const float *fwd = rp_model_logits(m);
+            double worst = 0.0, moved = 0.0;
+            rp_model_cache_reset(m);
+            for (int t = 0; t < T; t++) {
+                CHECK_STATUS(rp_model_cache_feed(m, tok + t, 1, logits), RP_OK, NULL);
+                for (int64_t v = 0; v < c.vocab; v++)
+                    worst = fmax(worst, fabs((double)logits[v] - (double)fwd[t * c.vocab + v]));
+            }
+            if (warm)
+                for (int64_t v = 0; v < c.vocab; v++)
+                    moved = fmax(moved, fabs((double)logits[v] - (double)std_logits[v]));
+            CHECK(worst < 1e-4, "%s%s: cached logits vs the forward's, max |diff| %.3g",
+                  kind ? "user angles" : "user theta", warm ? " set after decoding" : "", worst);
+            if (warm)
+                CHECK(moved > 1e-3, "%s: the logits moved from the standard theta's (%.3g)",
+                      kind ? "user angles" : "user theta", moved);
+            free(std_logits), free(logits), free(tab), free(noise);
+            rp_model_free(m);
+        }
+}
+
 int main(void)
 {
     test_transpose();
@@ -353,5 +440,6 @@ int main(void)
     test_batch_equals_single();
     test_cache_untouched();
     test_lanes_and_errors();
+    test_freq_rows();
     return check_summary("test_decode");
 }

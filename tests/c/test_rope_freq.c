@@ -1014,6 +1014,87 @@ static void test_decode(void)
     area_end("decode");
 }
 
+/* Decoding's cos/sin rows built once (rp_attention_decode_rows, over positions 0 .. cap-1 in one
+ * rp_rope_freq_tables call) hold for every position the bits of that position's row alone, for
+ * every scheme (dynamic NTK, xPos, the user tables, partial widths, interleaved) and rotary
+ * mode; and rp_attention_decode reading them (cfg.rope_rows) gives bitwise the outputs, the
+ * rotated query and the cache of computing each row per call. */
+static void test_decode_rows(void)
+{
+    area("decode rows built once");
+    enum { cap = 41 };
+    double th[AD / 2], ang[AROWS * AD / 2];
+    for (int i = 0; i < AD / 2; i++) th[i] = exp(check_rand(&rng_state, log(0.01), log(2.5)));
+    for (int i = 0; i < AROWS * AD / 2; i++) ang[i] = check_rand(&rng_state, -20.0, 20.0);
+    for (int si = 0; si < NSCHEMES; si++)
+        for (int partial = 0; partial < 2; partial++)
+            CHECK_EACH_PE(pe, CHECK_PE_ROTARY) {
+                const char *name;
+                rp_rope_freq f = scheme(si, th, ang, &name);
+                rp_attn_cfg cfg = base_cfg((rp_pe)pe, AD, ADV, &f);
+                if (si == 6) cfg.pairing = RP_PAIR_INTERLEAVED;
+                if (partial) cfg.d_rot_qk = 6, cfg.d_rot_v = 4;
+                rp_pe_scheme sc;
+                CHECK(rp_attn_scheme(&cfg, &sc) == RP_OK, "scheme");
+                /* the placements in the rows' order: width, angle factor, xPos side */
+                const struct { int64_t w; double c; int side; } pl[4] = {
+                    {sc.d_rot_q, 1.0, 1}, {sc.d_rot_k, 1.0, -1}, {sc.d_rot_v, sc.v_angle, -1},
+                    {sc.d_rot_o, 1.0, 1}};
+                int64_t want_n = 0;
+                for (int i = 0; i < 4; i++) want_n += cap * pl[i].w;
+                int64_t nr = rp_attention_decode_rows_floats(&cfg, cap);
+                CHECK(nr == want_n && nr > 0, "%s pe=%s: %lld row floats, want %lld", name,
+                      rp_pe_name((rp_pe)pe), (long long)nr, (long long)want_n);
+                float *rows = malloc(sizeof(float) * (size_t)nr);
+                rp_attention_decode_rows(rows, &cfg, cap);
+                float one_c[AD / 2], one_s[AD / 2];
+                int64_t bad = 0, off = 0;
+                for (int i = 0; i < 4; i++) {
+                    int64_t h = pl[i].w / 2;
+                    for (int64_t p = 0; p < cap && h; p++) {
+                        rp_rope_freq_tables(one_c, one_s, &f, pl[i].w, cfg.base, pl[i].c,
+                                            pl[i].side, NULL, p, 1);
+                        bad += memcmp(one_c, rows + off + p * h, sizeof(float) * (size_t)h) != 0;
+                        bad += memcmp(one_s, rows + off + (cap + p) * h,
+                                      sizeof(float) * (size_t)h) != 0;
+                    }
+                    off += cap * pl[i].w;
+                }
+                CHECK(bad == 0, "%s pe=%s d_rot_qk=%lld: %lld rows differ from one position's",
+                      name, rp_pe_name((rp_pe)pe), (long long)cfg.d_rot_qk, (long long)bad);
+
+                int64_t nc = rp_attention_cache_floats(cap, AH, AD, ADV);
+                int64_t ns = rp_attention_decode_scratch_floats(&cfg, cap, AH, AD, ADV);
+                float *c0 = check_rand_floats(&rng_state, nc, -1e3, 1e3);
+                float *c1 = malloc(sizeof(float) * (size_t)nc);
+                memcpy(c1, c0, sizeof(float) * (size_t)nc);
+                float *scratch = malloc(sizeof(float) * (size_t)ns);
+                float *q = check_rand_floats(&rng_state, cap * AH * AD, -2.0, 2.0);
+                float *k = check_rand_floats(&rng_state, cap * AH * AD, -2.0, 2.0);
+                float *v = check_rand_floats(&rng_state, cap * AH * ADV, -1.0, 1.0);
+                rp_attn_cfg tc = cfg;
+                tc.rope_rows = rows;
+                int64_t diff = 0;
+                for (int64_t pos = 0; pos < cap; pos++) {
+                    float q0[AH * AD], q1[AH * AD], o0[AH * ADV], o1[AH * ADV];
+                    memcpy(q0, q + pos * AH * AD, sizeof q0);
+                    memcpy(q1, q0, sizeof q1);
+                    rp_attention_decode(o0, scratch, q0, k + pos * AH * AD, v + pos * AH * ADV,
+                                        c0, cap, pos, AH, AD, ADV, &cfg);
+                    rp_attention_decode(o1, scratch, q1, k + pos * AH * AD, v + pos * AH * ADV,
+                                        c1, cap, pos, AH, AD, ADV, &tc);
+                    diff += memcmp(o0, o1, sizeof o0) != 0;
+                    diff += memcmp(q0, q1, sizeof q0) != 0;
+                }
+                diff += memcmp(c0, c1, sizeof(float) * (size_t)nc) != 0;
+                CHECK(diff == 0, "%s pe=%s d_rot_qk=%lld: decoding with the built rows differs in "
+                      "%lld outputs, queries or the cache", name, rp_pe_name((rp_pe)pe),
+                      (long long)cfg.d_rot_qk, (long long)diff);
+                free(rows), free(c0), free(c1), free(scratch), free(q), free(k), free(v);
+            }
+    area_end("decode rows built once");
+}
+
 /* Scores depend on n - m only: shifting every position by 1000 leaves the outputs (random user
  * frequencies); under xPos too in exact arithmetic, but in float the per-position magnitudes
  * zeta^(+-p/scale_base) leave the float range. */
@@ -1147,6 +1228,7 @@ int main(void)
     test_attention_ref();
     test_backward_fd();
     test_decode();
+    test_decode_rows();
     test_relative();
     test_attention_errors();
     return check_summary("test_rope_freq");

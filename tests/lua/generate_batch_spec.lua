@@ -73,10 +73,10 @@ describe("m:generate_batch", function()
           for k, v in pairs(dec) do o[k] = v end
           o.stop = stop or nil
           if stop then want = one_at_a_time(m, ps, 30, o) end
-          for _, lanes in ipairs { 1, 4, 64 } do
-            o.lanes = lanes
+          for _, lanes in ipairs { 1, 4, 64, "default" } do
+            o.lanes = lanes ~= "default" and lanes or nil -- the default: from the caches
             local got = m:generate_batch(ps, 30, o)
-            assert.are.same(want, got, ("%s %s, lanes %d"):format(mode.attention or "softmax",
+            assert.are.same(want, got, ("%s %s, lanes %s"):format(mode.attention or "softmax",
               mode.pe, lanes))
           end
           for _, w in ipairs(want) do lengths[#w] = true end
@@ -185,13 +185,14 @@ describe("rp.eval.accuracy in batches", function()
       local o = { problems = 9, seed = 4, max_new = 24 }
       for k, v in pairs(dec) do o[k] = v end
       local recs = {}
-      for _, b in ipairs { 1, 2, 64 } do
-        o.batch = b
+      for _, b in ipairs { 1, 2, 64, "default" } do
+        o.batch = b ~= "default" and b or nil -- the default: m:generate_batch's lanes
         local _, _, r = rp.eval.accuracy(m, t, o)
         recs[#recs + 1] = r
       end
       assert.are.same(recs[1], recs[2])
       assert.are.same(recs[1], recs[3])
+      assert.are.same(recs[1], recs[4])
       -- the protocol by hand: problems from rp.rng(seed), problem i sampling from
       -- rp.rng(seed + 1) jumped i - 1 times
       local prng, stop = rp.rng(4), nil
