@@ -1141,21 +1141,7 @@ static void build_rows(float *dst, float *dt, int64_t ldt, const float *src, int
                 1.0f, mul, W, Wp, pairing);
     if (rows > n) memset(dst + n * Wp, 0, sizeof(float) * (size_t)((rows - n) * Wp));
     if (!dt) return;
-    int64_t d0 = 0;
-#if defined(__AVX__)
-    /* 8 x 8 blocks transposed in registers (rows is a multiple of RP_VL >= 8) */
-    for (; d0 + 8 <= W; d0 += 8)
-        for (int64_t r0 = 0; r0 + 8 <= rows; r0 += 8) {
-            const float *src8[8];
-            __m256 t[8];
-            for (int k = 0; k < 8; k++) src8[k] = dst + (r0 + k) * Wp;
-            rp_transpose8(t, src8, d0);
-            for (int j = 0; j < 8; j++) _mm256_storeu_ps(dt + (d0 + j) * ldt + r0, t[j]);
-        }
-    for (int64_t d = 0; d < d0; d++) /* rows past the last block of 8 (none when rows % 8 = 0) */
-        for (int64_t r = rows / 8 * 8; r < rows; r++) dt[d * ldt + r] = dst[r * Wp + d];
-#endif
-    for (int64_t d = d0; d < W; d++) {
+    for (int64_t d = 0; d < W; d++) {
         float *col = dt + d * ldt;
         for (int64_t r = 0; r < rows; r++) col[r] = dst[r * Wp + d];
     }

@@ -23,71 +23,23 @@ static void rows8(const float *x[LN_ROWS], const float *base, int64_t n0, int64_
 
 /* Each row's sums run over c in increasing order, one double add after the other, exactly as a
  * loop over one row would; the 8 rows of a block only interleave their chains, which hides the
- * latency of the adds (one row at a time waited for every add). With AVX the columns go 8 at a
- * time: an 8 x 8 block of the rows transposed in registers (cols8), so that lane k of a vector
- * of 8 doubles carries row k's chain and each add is one vector add; the columns past the last
- * whole block, and every column without AVX, continue the same chains one by one (the rows'
- * loads gathered by hand: a loop over the 8 rows made the compiler gather the strided elements,
- * which was slower than one row). Either way each row's sums see the same adds in the same
- * order, so the results are the bits of a plain loop over one row. */
-
-typedef double ln_v8d __attribute__((vector_size(LN_ROWS * sizeof(double))));
-
-#if defined(__AVX__)
-#include "simd.h"
-#define LN_BLOCK 8 /* columns per transposed block */
-
-/* Lane k of col[j] = x[k][c + j], j = 0 .. 7, widened to double: columns c .. c+7 of the 8 rows
- * (rp_transpose8). */
-static inline void cols8(ln_v8d col[LN_BLOCK], const float *const x[LN_ROWS], int64_t c)
-{
-    typedef float v8f __attribute__((vector_size(LN_BLOCK * sizeof(float))));
-    __m256 t[LN_BLOCK];
-    rp_transpose8(t, x, c);
-    for (int j = 0; j < LN_BLOCK; j++) col[j] = __builtin_convertvector((v8f)t[j], ln_v8d);
-}
-#else
-#define LN_BLOCK 1 /* no transposed blocks: every column by the scalar chains */
-#endif
-
-/* The columns the transposed blocks cover: whole blocks of LN_BLOCK (none without AVX). */
-static inline int64_t block_cols(int64_t C) { return LN_BLOCK > 1 ? C / LN_BLOCK * LN_BLOCK : 0; }
+ * latency of the adds (one row at a time waited for every add). Written out by hand: a loop over
+ * the 8 rows made the compiler gather the strided elements, which was slower than one row. */
 
 /* s[k] = sum_c x[k][c] and then v[k] = sum_c (x[k][c] - s[k] / C)^2, in double. */
 static void sums8(double s[LN_ROWS], double v[LN_ROWS], const float *const x[LN_ROWS], int64_t C)
 {
     const float *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3];
     const float *x4 = x[4], *x5 = x[5], *x6 = x[6], *x7 = x[7];
-    int64_t cb = block_cols(C);
-    ln_v8d vs = {0.0}, vv = {0.0};
-#if LN_BLOCK > 1
-    ln_v8d col[LN_BLOCK];
-    for (int64_t c = 0; c < cb; c += LN_BLOCK) {
-        cols8(col, x, c);
-        for (int j = 0; j < LN_BLOCK; j++) vs += col[j];
-    }
-#endif
-    double s0 = vs[0], s1 = vs[1], s2 = vs[2], s3 = vs[3], s4 = vs[4], s5 = vs[5], s6 = vs[6];
-    double s7 = vs[7];
-    for (int64_t c = cb; c < C; c++) {
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0, s4 = 0.0, s5 = 0.0, s6 = 0.0, s7 = 0.0;
+    for (int64_t c = 0; c < C; c++) {
         s0 += (double)x0[c], s1 += (double)x1[c], s2 += (double)x2[c], s3 += (double)x3[c];
         s4 += (double)x4[c], s5 += (double)x5[c], s6 += (double)x6[c], s7 += (double)x7[c];
     }
     double m0 = s0 / (double)C, m1 = s1 / (double)C, m2 = s2 / (double)C, m3 = s3 / (double)C;
     double m4 = s4 / (double)C, m5 = s5 / (double)C, m6 = s6 / (double)C, m7 = s7 / (double)C;
-#if LN_BLOCK > 1
-    const ln_v8d vm = {m0, m1, m2, m3, m4, m5, m6, m7};
-    for (int64_t c = 0; c < cb; c += LN_BLOCK) {
-        cols8(col, x, c);
-        for (int j = 0; j < LN_BLOCK; j++) {
-            ln_v8d d = col[j] - vm;
-            vv += d * d;
-        }
-    }
-#endif
-    double v0 = vv[0], v1 = vv[1], v2 = vv[2], v3 = vv[3], v4 = vv[4], v5 = vv[5], v6 = vv[6];
-    double v7 = vv[7];
-    for (int64_t c = cb; c < C; c++) {
+    double v0 = 0.0, v1 = 0.0, v2 = 0.0, v3 = 0.0, v4 = 0.0, v5 = 0.0, v6 = 0.0, v7 = 0.0;
+    for (int64_t c = 0; c < C; c++) {
         double d0 = (double)x0[c] - m0, d1 = (double)x1[c] - m1, d2 = (double)x2[c] - m2;
         double d3 = (double)x3[c] - m3, d4 = (double)x4[c] - m4, d5 = (double)x5[c] - m5;
         double d6 = (double)x6[c] - m6, d7 = (double)x7[c] - m7;
@@ -103,26 +55,9 @@ static void gsums8(double sg[LN_ROWS], double sgx[LN_ROWS], const float *const g
                    const float *const x[LN_ROWS], const double m[LN_ROWS],
                    const double r[LN_ROWS], const float *w, int64_t C)
 {
-    int64_t cb = block_cols(C);
-    ln_v8d va = {0.0}, vb = {0.0};
-#if LN_BLOCK > 1
-    const ln_v8d vm = {m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]};
-    const ln_v8d vr = {r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]};
-    ln_v8d gcol[LN_BLOCK], xcol[LN_BLOCK];
-    for (int64_t c = 0; c < cb; c += LN_BLOCK) {
-        cols8(gcol, g, c);
-        cols8(xcol, x, c);
-        for (int j = 0; j < LN_BLOCK; j++) {
-            ln_v8d gc = gcol[j] * (double)w[c + j];
-            va += gc;
-            vb += gc * ((xcol[j] - vm) * vr);
-        }
-    }
-#endif
-    double a0 = va[0], a1 = va[1], a2 = va[2], a3 = va[3], a4 = va[4], a5 = va[5], a6 = va[6];
-    double a7 = va[7], b0 = vb[0], b1 = vb[1], b2 = vb[2], b3 = vb[3], b4 = vb[4], b5 = vb[5];
-    double b6 = vb[6], b7 = vb[7];
-    for (int64_t c = cb; c < C; c++) {
+    double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0, a4 = 0.0, a5 = 0.0, a6 = 0.0, a7 = 0.0;
+    double b0 = 0.0, b1 = 0.0, b2 = 0.0, b3 = 0.0, b4 = 0.0, b5 = 0.0, b6 = 0.0, b7 = 0.0;
+    for (int64_t c = 0; c < C; c++) {
         double wc = (double)w[c];
         double g0 = (double)g[0][c] * wc, g1 = (double)g[1][c] * wc, g2 = (double)g[2][c] * wc;
         double g3 = (double)g[3][c] * wc, g4 = (double)g[4][c] * wc, g5 = (double)g[5][c] * wc;

@@ -180,28 +180,4 @@ static inline rp_vf rp_vexp_nonpos(rp_vf x)
     return e * (rp_vf)two_k + (x - x);
 }
 
-#if defined(__AVX__)
-/* t[j] lane k = rows[k][c + j] for j, k = 0 .. 7: an 8 x 8 block of floats transposed in
- * registers (unpack, shuffle, lane permutes); the rows may lie anywhere. */
-static inline void rp_transpose8(__m256 t[8], const float *const rows[8], int64_t c)
-{
-    __m256 r[8], a[8], b[8];
-    for (int k = 0; k < 8; k++) r[k] = _mm256_loadu_ps(rows[k] + c);
-    for (int k = 0; k < 8; k += 2) {
-        a[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
-        a[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
-    }
-    for (int k = 0; k < 8; k += 4) {
-        b[k] = _mm256_shuffle_ps(a[k], a[k + 2], 0x44);
-        b[k + 1] = _mm256_shuffle_ps(a[k], a[k + 2], 0xEE);
-        b[k + 2] = _mm256_shuffle_ps(a[k + 1], a[k + 3], 0x44);
-        b[k + 3] = _mm256_shuffle_ps(a[k + 1], a[k + 3], 0xEE);
-    }
-    for (int j = 0; j < 4; j++) {
-        t[j] = _mm256_permute2f128_ps(b[j], b[j + 4], 0x20);
-        t[j + 4] = _mm256_permute2f128_ps(b[j], b[j + 4], 0x31);
-    }
-}
-#endif
-
 #endif
