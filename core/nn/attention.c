@@ -36,8 +36,7 @@ typedef struct {
 } rel_slots;
 
 /* The slots of a thread slice (floats): Q [T, Dp], K [Sp, Dp], Kt [D, Sp], V [Sp, Dvp] (the
- * forward's V' or the backward's transpose [Dv, Sp]), dK [Sp, Dp] and dV [Sp, Dvp] (the backward
- * keeps the transposes dK'^T [D, Sp], dV'^T [Dv, Sp] there), and per query
+ * forward's V' or the backward's transpose [Dv, Sp]), dK [Sp, Dp], dV [Sp, Dvp], and per query
  * block P [rb, BC], dP [rb, BC], O [rb, Dvp] (the forward's output accumulator, the backward's
  * dY), dQ [rb, Dp], m [rb], l [rb] (the forward's running max and sum, the backward's L and
  * Drow); then the relative slots. */
@@ -851,10 +850,8 @@ static void rel_head_back(const attn_ctx *c, slots *sl)
     int64_t Dp = c->Dp, kvis = c->kvis;
     const rp_attn_rel_grad *g = rs->pair ? x->grad : NULL;
     if (x->terms & RP_TERM_EQ) {
-        /* dK'^T += (s Eq)^T Hk (dK' += Hk^T (s Eq)); dEq = s Hk K' (the slice's only term of
-         * this head) */
-        rp_tile_mm(sl->dK, c->Sp, rs->EqR, 1, Dp, rs->Hk, c->Sp, c->D, rp_vl_round(kvis), x->nq,
-                   1);
+        /* dK' += Hk^T (s Eq); dEq = s Hk K' (the slice's only term of this head) */
+        rp_tile_mm(sl->dK, Dp, rs->Hk, 1, c->Sp, rs->EqR, Dp, kvis, Dp, x->nq, 1);
         if (g && g->eq) {
             float *de = rs->pair + x->p_eq;
             rp_tile_mm(de, Dp, rs->Hk, c->Sp, 1, sl->K, Dp, x->nq, Dp, kvis, 0);
@@ -926,8 +923,7 @@ static void rel_reduce(const attn_ctx *c, int64_t B, int nthreads)
  * Backward per query block (FlashAttention-2's order), with dY = R(-o_sign n) dout and
  * Drow = <dout, out> per row (= <dY, Y>: the rotation keeps inner products), per key block:
  *   P = e^(s - L) recomputed from the same scores, dP = dY V'^T_blk, dS = P (dP - Drow),
- *   dV' += P^T dY, dQ' += dS K', dK' += dS^T Q'  (dV' and dK' kept transposed: dV'^T += dY^T P,
- *                                                 dK'^T += Q'^T dS, products along the keys)
+ *   dV' += P^T dY, dQ' += dS K', dK' += dS^T Q'
  * then dq += scale R(-n) dQ' per block; after all blocks dk += R(-i) dK', dv += R(-i) dV'
  * (R(-2i) for roper_legacy, its v table).
  *
@@ -1322,9 +1318,8 @@ static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
     /* V'^T into the V slot, through the dV slot (zeroed after) */
     build_rows(sl.dV, sl.V, Sp, c->v + b * c->S * c->ldv + h * Dv, c->ldv, kvis, kvp, c->vc, c->vs,
                c->hv, 1.0f, Dv, Dvp, pairing);
-    /* dK'^T [D, Sp] and dV'^T [Dv, Sp] accumulate in the dK and dV slots */
-    memset(sl.dK, 0, sizeof(float) * (size_t)(D * Sp));
-    memset(sl.dV, 0, sizeof(float) * (size_t)(Dv * Sp));
+    memset(sl.dK, 0, sizeof(float) * (size_t)(kvp * Dp));
+    memset(sl.dV, 0, sizeof(float) * (size_t)(kvp * Dvp));
     if (c->rel.terms) rel_head(c, &sl, c->q + b * T * c->ldq + h * D, c->ldq, b, h, 1);
     const float *doh = c->dout + b * T * c->ldo + h * Dv, *ofh = c->fout + b * T * c->ldo + h * Dv;
     const float *lse = c->lse + (b * c->H + h) * T;
@@ -1362,14 +1357,10 @@ static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
                 weights_and_ds(p, dp, n, bcp, L, Dr);
                 if (c->rel.terms && n) rel_ds(c, &sl, t0 + r, r, j0, n);
             }
-            /* dV'^T += dY^T P, dQ' += dS K', dK'^T += Q'^T dS: the key gradients transposed,
-             * so that their products run along the bcp keys (whole vectors; P and dS are 0
-             * past each row's n) instead of along a head of one or two vectors; each element
-             * gets the same multiply-adds in the same order as in dV' += P^T dY,
-             * dK' += dS^T Q' */
-            rp_tile_mm(sl.dV + j0, Sp, sl.O, 1, Dvp, sl.P, BC, Dv, bcp, nr, 1);
+            /* dV' += P^T dY, dQ' += dS K', dK' += dS^T Q' */
+            rp_tile_mm(sl.dV + j0 * Dvp, Dvp, sl.P, 1, BC, sl.O, Dvp, bc, Dvp, nr, 1);
             rp_tile_mm(sl.dQ, Dp, sl.dP, BC, 1, sl.K + j0 * Dp, Dp, nr, Dp, bc, 1);
-            rp_tile_mm(sl.dK + j0, Sp, sl.Q + t0 * Dp, 1, Dp, sl.dP, BC, D, bcp, nr, 1);
+            rp_tile_mm(sl.dK + j0 * Dp, Dp, sl.dP, 1, BC, sl.Q + t0 * Dp, Dp, bc, Dp, nr, 1);
         }
         if (c->rel.terms) rel_block_back(c, &sl, nr);
         /* dq += scale R(-n) dQ' */
@@ -1381,15 +1372,12 @@ static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
         }
     }
     if (c->rel.terms) rel_head_back(c, &sl);
-    /* dk += R(-i) dK', dv += R(-i) dV' (roper_legacy: R(-2i), its v table), key i's rows
-     * gathered from the transposes into the free dQ and O slots */
+    /* dk += R(-i) dK', dv += R(-i) dV' (roper_legacy: R(-2i), its v table) */
     float *dkh = c->dk + b * c->S * c->ldk + h * D, *dvh = c->dv + b * c->S * c->ldv + h * Dv;
     for (int64_t i = 0; i < kvis; i++) {
-        for (int64_t d = 0; d < D; d++) sl.dQ[d] = sl.dK[d * Sp + i];
-        for (int64_t d = 0; d < Dv; d++) sl.O[d] = sl.dV[d * Sp + i];
-        rot_row_back(dkh + i * c->ldk, sl.dQ, c->hk ? c->kc + i * c->hk : NULL,
+        rot_row_back(dkh + i * c->ldk, sl.dK + i * Dp, c->hk ? c->kc + i * c->hk : NULL,
                      c->hk ? c->ks + i * c->hk : NULL, c->hk, 1.0f, 1.0f, D, pairing, c->set);
-        rot_row_back(dvh + i * c->ldv, sl.O, c->hv ? c->vc + i * c->hv : NULL,
+        rot_row_back(dvh + i * c->ldv, sl.dV + i * Dvp, c->hv ? c->vc + i * c->hv : NULL,
                      c->hv ? c->vs + i * c->hv : NULL, c->hv, 1.0f, 1.0f, Dv, pairing, c->set);
     }
     /* keys no query sees have gradient 0 */
