@@ -115,6 +115,19 @@ static inline float rp_vhsum(rp_vf v)
 #endif
 }
 
+/* The constants of rp_exp_nonpos and rp_vexp_nonpos: the polynomial's coefficients (P0 the
+ * coefficient of r^2), ln2 in two parts (-hi + lo), log2(e), and the bits of 87.0f. */
+#define RP_EXP_P5 1.9875691500e-4f
+#define RP_EXP_P4 1.3981999507e-3f
+#define RP_EXP_P3 8.3334519073e-3f
+#define RP_EXP_P2 4.1665795894e-2f
+#define RP_EXP_P1 1.6666665459e-1f
+#define RP_EXP_P0 5.0000001201e-1f
+#define RP_EXP_LN2_LO 2.12194440e-4f
+#define RP_EXP_MLN2_HI (-0.693359375f)
+#define RP_EXP_LOG2E 1.44269504088896341f
+#define RP_EXP_MAG87 0x42AE0000u
+
 /* e^x for x <= 0, in float, without a libm call so that the loops around it vectorize (glibc's
  * expf is scalar); attention.c's softmax and linear_attention.c's phi use it. Cephes' expf: x = k ln2 + r with |r| <= ln2/2 (ln2 split in two so that k ln2
  * is exact), e^r by a degree-5 minimax polynomial in r (times r^2, plus 1 + r), times 2^k built
@@ -133,18 +146,18 @@ static inline float rp_exp_nonpos(float x)
     } c;
     c.f = x;
     uint32_t mag = c.u & 0x7FFFFFFFu;                  /* |x|; NaN has the largest magnitudes */
-    mag = mag < 0x42AE0000u ? mag : 0x42AE0000u;       /* min(|x|, 87) */
+    mag = mag < RP_EXP_MAG87 ? mag : RP_EXP_MAG87;     /* min(|x|, 87) */
     c.u = mag | 0x80000000u;
     float xc = c.f;                                    /* -min(|x|, 87) */
     /* round(xc / ln2) by the 1.5 * 2^23 trick (exact for |value| < 2^22) */
-    float kf = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    float r = rp_fmadd(kf, 2.12194440e-4f, rp_fmadd(kf, -0.693359375f, xc));
-    float p = 1.9875691500e-4f;
-    p = rp_fmadd(p, r, 1.3981999507e-3f);
-    p = rp_fmadd(p, r, 8.3334519073e-3f);
-    p = rp_fmadd(p, r, 4.1665795894e-2f);
-    p = rp_fmadd(p, r, 1.6666665459e-1f);
-    p = rp_fmadd(p, r, 5.0000001201e-1f);
+    float kf = (xc * RP_EXP_LOG2E + 12582912.0f) - 12582912.0f;
+    float r = rp_fmadd(kf, RP_EXP_LN2_LO, rp_fmadd(kf, RP_EXP_MLN2_HI, xc));
+    float p = RP_EXP_P5;
+    p = rp_fmadd(p, r, RP_EXP_P4);
+    p = rp_fmadd(p, r, RP_EXP_P3);
+    p = rp_fmadd(p, r, RP_EXP_P2);
+    p = rp_fmadd(p, r, RP_EXP_P1);
+    p = rp_fmadd(p, r, RP_EXP_P0);
     float e = rp_fmadd(p, r * r, r) + 1.0f;
     union {
         int32_t i;
@@ -167,14 +180,14 @@ static inline rp_vf rp_vexp_nonpos(rp_vf x)
     rp_vi lt = mag < lim; /* all ones where |x| < 87 */
     mag = (mag & lt) | (lim & ~lt);
     rp_vf xc = (rp_vf)(mag | INT32_MIN);
-    rp_vf kf = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    rp_vf r = rp_vfma(kf, rp_vsplat(2.12194440e-4f), rp_vfma(kf, rp_vsplat(-0.693359375f), xc));
-    rp_vf p = rp_vsplat(1.9875691500e-4f);
-    p = rp_vfma(p, r, rp_vsplat(1.3981999507e-3f));
-    p = rp_vfma(p, r, rp_vsplat(8.3334519073e-3f));
-    p = rp_vfma(p, r, rp_vsplat(4.1665795894e-2f));
-    p = rp_vfma(p, r, rp_vsplat(1.6666665459e-1f));
-    p = rp_vfma(p, r, rp_vsplat(5.0000001201e-1f));
+    rp_vf kf = (xc * RP_EXP_LOG2E + 12582912.0f) - 12582912.0f;
+    rp_vf r = rp_vfma(kf, rp_vsplat(RP_EXP_LN2_LO), rp_vfma(kf, rp_vsplat(RP_EXP_MLN2_HI), xc));
+    rp_vf p = rp_vsplat(RP_EXP_P5);
+    p = rp_vfma(p, r, rp_vsplat(RP_EXP_P4));
+    p = rp_vfma(p, r, rp_vsplat(RP_EXP_P3));
+    p = rp_vfma(p, r, rp_vsplat(RP_EXP_P2));
+    p = rp_vfma(p, r, rp_vsplat(RP_EXP_P1));
+    p = rp_vfma(p, r, rp_vsplat(RP_EXP_P0));
     rp_vf e = rp_vfma(p, r * r, r) + 1.0f;
     rp_vi two_k = (__builtin_convertvector(kf, rp_vi) + 127) * (1 << 23);
     return e * (rp_vf)two_k + (x - x);
