@@ -1,6 +1,6 @@
--- The checks of the identity scripts (rotation_identity.lua, linear_identity.lua, pe_identity.lua)
--- in one layout: the verdict first, PASS or FAIL at the same column in every script, then what
--- was checked; the numbers on the line below, under the label.
+-- The checks of the identity scripts (rotation_identity.lua, linear_identity.lua, pe_identity.lua,
+-- pe_identity_2d.lua) in one layout: the verdict first, PASS or FAIL at the same column in every
+-- script, then what was checked; the numbers on the line below, under the label.
 --
 --   PASS  norm of the whole vector
 --         max error 2.10e-07, tolerance 9.15e-05

@@ -98,13 +98,14 @@ describe("the identity scripts' layout (issue 31)", function()
   -- at the end of pe_identity's 170-column rows; linear_identity's check that a shift changes the
   -- output printed "max error 0.00e+00 (tolerance 0e+00)"
   local outputs = {}
-  for _, name in ipairs { "rotation_identity", "linear_identity", "pe_identity" } do
+  local names = { "rotation_identity", "linear_identity", "pe_identity", "pe_identity_2d" }
+  for _, name in ipairs(names) do
     outputs[name] = run(sh_quote(BIN) .. " scripts/" .. name .. ".lua")
   end
 
   it("puts every verdict at the start of its line, at one column, within 100 columns", function()
     for name, out in pairs(outputs) do
-      local verdicts, summary = 0, out:match("identity: (%d+) passed, 0 failed\n$")
+      local verdicts, summary = 0, out:match("identity[ 2d]*: (%d+) passed, 0 failed\n$")
       assert.truthy(summary, name .. ":\n" .. out)
       for _, line in ipairs(lines(out)) do
         assert.is_true(#line <= 100, ("%s: %d columns: %s"):format(name, #line, line))
