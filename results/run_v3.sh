@@ -61,7 +61,9 @@ for step in "${steps[@]}"; do
     # rope and roper, seeds 1-5, their models kept; then each fine-tuned from its own model for
     # 300 steps at seq_len 512 (batch 16, Adam 3e-4 cosine to 3e-5, 30 warmup steps) with no
     # scaling and with PI, NTK and YaRN at factor 4 (orig_len 128), evaluated at 512: beside the
-    # zero-shot losses at 512 of results.md's length section
+    # zero-shot losses at 512 of results.md's length section. The base models (.ckpt) are not
+    # committed: on a machine without them, delete results/v3-ft-base/runs/*.json first, and the
+    # base step trains them again (the portable build gives the same bits)
     finetune)
       $R --task substring_prefix --methods rope roper --seeds 5 --keep-models $CK \
         --out results/v3-ft-base
