@@ -1025,11 +1025,14 @@ static void ctx_init(attn_ctx *c, const rp_attn_io *io, const rp_attn_cfg *cfg,
      * a table is shared only within a side then */
     const rp_rope_freq *fq = cfg->freq;
     int xp = fq && fq->xpos > 0.0;
+    /* explicit positions: keys from row 0, queries from row q_offset */
+    int64_t A = rp_rope_freq_axes(fq);
+    const int64_t *kpos = cfg->pos, *qpos = cfg->pos ? cfg->pos + qo * A : NULL;
     if (s.d_rot_k) {
         int64_t h = c->hk = s.d_rot_k / 2;
         float *kc = p, *ks = p + S * h;
         p += 2 * S * h;
-        rp_rope_freq_tables(kc, ks, fq, s.d_rot_k, s.base, 1.0, -1, NULL, p0, S);
+        rp_rope_freq_tables(kc, ks, fq, s.d_rot_k, s.base, 1.0, -1, kpos, p0, S);
         c->kc = kc, c->ks = ks;
     }
     if (s.d_rot_q) {
@@ -1039,7 +1042,7 @@ static void ctx_init(attn_ctx *c, const rp_attn_io *io, const rp_attn_cfg *cfg,
         } else {
             float *qc = p, *qs = p + T * h;
             p += 2 * T * h;
-            rp_rope_freq_tables(qc, qs, fq, s.d_rot_q, s.base, 1.0, 1, NULL, p0 + qo, T);
+            rp_rope_freq_tables(qc, qs, fq, s.d_rot_q, s.base, 1.0, 1, qpos, p0 + qo, T);
             c->qc = qc, c->qs = qs;
         }
     }
@@ -1050,7 +1053,7 @@ static void ctx_init(attn_ctx *c, const rp_attn_io *io, const rp_attn_cfg *cfg,
         } else {
             float *vc = p, *vs = p + S * h;
             p += 2 * S * h;
-            rp_rope_freq_tables(vc, vs, fq, s.d_rot_v, s.base, s.v_angle, -1, NULL, p0, S);
+            rp_rope_freq_tables(vc, vs, fq, s.d_rot_v, s.base, s.v_angle, -1, kpos, p0, S);
             c->vc = vc, c->vs = vs;
         }
     }
@@ -1063,7 +1066,7 @@ static void ctx_init(attn_ctx *c, const rp_attn_io *io, const rp_attn_cfg *cfg,
         } else {
             float *oc = p, *os = p + T * h;
             p += 2 * T * h;
-            rp_rope_freq_tables(oc, os, fq, s.d_rot_o, s.base, 1.0, 1, NULL, p0 + qo, T);
+            rp_rope_freq_tables(oc, os, fq, s.d_rot_o, s.base, 1.0, 1, qpos, p0 + qo, T);
             c->oc = oc, c->os = os;
         }
     }
@@ -1509,16 +1512,17 @@ void rp_attention_decode_rows(float *rows, const rp_attn_cfg *cfg, int64_t cap)
     for (int i = 0; i < n; i++) {
         int64_t half = pl[i].d_rot / 2;
         rp_rope_freq_tables(rows, rows + cap * half, cfg->freq, pl[i].d_rot, s.base, pl[i].scale,
-                            pl[i].side, NULL, 0, cap);
+                            pl[i].side, cfg->pos, 0, cap);
         rows += cap * pl[i].d_rot;
     }
 }
 
-/* The cos/sin row of position pos for placement pl: from the built rows at *tab (tables of cap
- * positions; *tab moves past them), or, *tab NULL, computed into *p (which moves past it). */
+/* The cos/sin row of sequence index pos (at its row of the explicit positions vpos when not
+ * NULL) for placement pl: from the built rows at *tab (tables of cap positions; *tab moves past
+ * them), or, *tab NULL, computed into *p (which moves past it). */
 static void one_row(const float **cs, const float **sn, float **p, const float **tab,
                     int64_t cap, int64_t pos, const dec_place *pl, double base,
-                    const rp_rope_freq *fq)
+                    const rp_rope_freq *fq, const int64_t *vpos)
 {
     int64_t half = pl->d_rot / 2;
     if (*tab) {
@@ -1528,7 +1532,8 @@ static void one_row(const float **cs, const float **sn, float **p, const float *
     }
     float *row = *p;
     *p += pl->d_rot;
-    rp_rope_freq_tables(row, row + half, fq, pl->d_rot, base, pl->scale, pl->side, NULL, pos, 1);
+    rp_rope_freq_tables(row, row + half, fq, pl->d_rot, base, pl->scale, pl->side,
+                        vpos ? vpos + pos * rp_rope_freq_axes(fq) : NULL, pos, 1);
     *cs = row, *sn = row + half;
 }
 
@@ -1555,7 +1560,7 @@ void rp_attention_decode(float *out, float *scratch, float *q, const float *k, c
     dec_place pl[4];
     int np = dec_places(&s, pl);
     for (int i = 0; i < np; i++) one_row(&cs[i], &sn[i], &p, &tab, cap, pos, &pl[i], s.base,
-                                         cfg->freq);
+                                         cfg->freq, cfg->pos);
     /* the rows by placement (dec_places keeps the order q, k, v, o) */
     int i = 0;
     const float *qc = NULL, *qs = NULL, *kc = NULL, *ks = NULL, *vc = NULL, *vs = NULL;
@@ -1602,6 +1607,39 @@ static rp_status check_d_rot(const char *name, int64_t d_rot, int64_t width, con
     if (d_rot > width)
         return rp_error(RP_ERR_ARG, "%s %lld exceeds %s %lld", name, (long long)d_rot, wname,
                         (long long)width);
+    return RP_OK;
+}
+
+/* cfg->pos for a call of T queries over S keys: pos_offset 0, enough rows, entries within
+ * +-2^53 (and >= 0 with user angles); *qlast and *klast get the largest entry (for the angle
+ * table's rows). */
+static rp_status check_pos(const rp_attn_cfg *cfg, int64_t T, int64_t S, int64_t *qlast,
+                           int64_t *klast)
+{
+    if (cfg->pos_offset != 0)
+        return rp_error(RP_ERR_ARG, "pos_offset %lld and explicit positions exclude each other "
+                                    "(shift the positions instead)", (long long)cfg->pos_offset);
+    int64_t need = cfg->q_offset + T > S ? cfg->q_offset + T : S;
+    if (cfg->pos_rows < need)
+        return rp_error(RP_ERR_ARG, "positions hold %lld rows; this call reads %lld (keys 0..%lld, "
+                                    "queries %lld..%lld)", (long long)cfg->pos_rows,
+                        (long long)need, (long long)(S - 1), (long long)cfg->q_offset,
+                        (long long)(cfg->q_offset + T - 1));
+    int A = rp_rope_freq_axes(cfg->freq);
+    const int64_t lim = (int64_t)1 << 53;
+    int64_t hi = 0;
+    for (int64_t i = 0; i < need * A; i++) {
+        int64_t p = cfg->pos[i];
+        if (p < -lim || p > lim)
+            return rp_error(RP_ERR_ARG, "positions: row %lld, axis %lld holds %lld; positions "
+                                        "must be within 2^53", (long long)(i / A),
+                            (long long)(i % A), (long long)p);
+        if (p < 0 && cfg->freq && cfg->freq->angles)
+            return rp_error(RP_ERR_ARG, "positions: row %lld holds %lld, below 0, where the angle "
+                                        "table starts", (long long)(i / A), (long long)p);
+        if (p > hi) hi = p;
+    }
+    *qlast = *klast = hi;
     return RP_OK;
 }
 
@@ -1662,10 +1700,9 @@ rp_status rp_attention_check(const rp_tensor *q, const rp_tensor *k, const rp_te
     if (cfg->q_offset < 0)
         return rp_error(RP_ERR_ARG, "q_offset must be >= 0, got %lld", (long long)cfg->q_offset);
     int64_t qlast = cfg->pos_offset + cfg->q_offset + q->shape[1] - 1;
-    if (rp_rope_freq_axes(cfg->freq) > 1)
-        return rp_error(RP_ERR_ARG, "vector positions (%d axes) are not supported by attention "
-                                    "yet", rp_rope_freq_axes(cfg->freq));
-    RP_TRY(rp_pe_scheme_check_freq(&sc, cfg->freq, qlast, cfg->pos_offset + S - 1));
+    int64_t klast = cfg->pos_offset + S - 1;
+    if (cfg->pos) RP_TRY(check_pos(cfg, q->shape[1], S, &qlast, &klast));
+    RP_TRY(rp_pe_scheme_check_freq(&sc, cfg->freq, qlast, klast));
     return rel_check(cfg);
 }
 

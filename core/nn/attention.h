@@ -122,6 +122,14 @@ typedef struct rp_attn_cfg {
      * core/nn/rope_freq.h), NULL = the standard theta of `base`. YaRN's temperature multiplies
      * `scale`. Borrowed for the call. */
     const rp_rope_freq *freq;
+    /* Rotary modes: explicit positions, one row of A = rp_rope_freq_axes(freq) integers per
+     * sequence index (vector positions when freq->axes.n > 1): key i sits at pos[i * A .. i * A +
+     * A), query t at row q_offset + t (the same rows for every batch row), for pos_rows rows
+     * (>= S and >= q_offset + T; decoding: >= cap). Entries within +-2^53 (>= 0 and below the
+     * table's rows with user angles). NULL: index i sits at pos_offset + i on every axis (with
+     * axes, Qwen2-VL's text positions (t, t, t)). pos excludes pos_offset > 0. Borrowed. */
+    const int64_t *pos;
+    int64_t pos_rows;
     /* rp_attention_decode only: the cos/sin rows of positions 0 .. cap-1 that
      * rp_attention_decode_rows built for this cfg (its pe, widths, base, freq) and the call's cap,
      * read in place of computing the position's row; NULL: each call computes its row. Borrowed;

@@ -519,10 +519,11 @@ static void test_checks(void)
     CHECK(!rp_rope_freq_equal(&a, &b), "another mix differs");
 }
 
-/* attention takes no vector positions yet: refused, not computed as (t, t, t) */
-static void test_attention_refuses(void)
+/* rp_attention_check's explicit positions: enough rows, no pos_offset beside them, entries
+ * within 2^53, none below 0 with an angle table; axes without positions read (t, t) */
+static void test_attention_checks(void)
 {
-    printf("attention\n");
+    printf("attention checks\n");
     int64_t sh[4] = {1, 3, 1, 4};
     rp_tensor q = {0};
     CHECK(rp_tensor_new(&q, 4, sh) == RP_OK, "a tensor");
@@ -532,9 +533,33 @@ static void test_attention_refuses(void)
     memset(&cfg, 0, sizeof cfg);
     cfg.pe = RP_PE_ROPE, cfg.causal = 1, cfg.scale = 0.5, cfg.base = RP_ROPE_BASE, cfg.d_rot_qk = 4;
     cfg.freq = &f;
+    CHECK_MSG(rp_attention_check(&q, &q, &q, &cfg), RP_OK, "");
+    int64_t pos[8] = {0, 0, 0, 1, 1, 0, 1, 1};
+    cfg.pos = pos, cfg.pos_rows = 2;
     CHECK_MSG(rp_attention_check(&q, &q, &q, &cfg), RP_ERR_ARG,
-              "vector positions (2 axes) are not supported by attention yet");
-    f.axes.n = 1;
+              "positions hold 2 rows; this call reads 3 (keys 0..2, queries 0..2)");
+    cfg.pos_rows = 4;
+    CHECK_MSG(rp_attention_check(&q, &q, &q, &cfg), RP_OK, "");
+    cfg.pos_offset = 2;
+    CHECK_MSG(rp_attention_check(&q, &q, &q, &cfg), RP_ERR_ARG,
+              "pos_offset 2 and explicit positions exclude each other (shift the positions "
+              "instead)");
+    cfg.pos_offset = 0;
+    pos[5] = ((int64_t)1 << 53) + 1;
+    CHECK_MSG(rp_attention_check(&q, &q, &q, &cfg), RP_ERR_ARG,
+              "positions: row 2, axis 1 holds 9007199254740993; positions must be within 2^53");
+    /* one axis with an angle table: no position below 0 or past the table */
+    double ang[6] = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6};
+    f = rp_rope_freq_default();
+    f.angles = ang, f.rows = 3, f.n_angles = 2;
+    int64_t p1[3] = {0, -1, 2};
+    cfg.pos = p1, cfg.pos_rows = 3;
+    CHECK_MSG(rp_attention_check(&q, &q, &q, &cfg), RP_ERR_ARG,
+              "positions: row 1 holds -1, below 0, where the angle table starts");
+    p1[1] = 3;
+    CHECK_MSG(rp_attention_check(&q, &q, &q, &cfg), RP_ERR_ARG,
+              "angles hold positions 0..2; position 3 is asked");
+    p1[1] = 1;
     CHECK_MSG(rp_attention_check(&q, &q, &q, &cfg), RP_OK, "");
     rp_tensor_release(&q);
 }
@@ -546,6 +571,6 @@ int main(void)
     test_rotations();
     test_axial_scalings();
     test_checks();
-    test_attention_refuses();
+    test_attention_checks();
     return check_summary("test_rope_axes");
 }
