@@ -77,6 +77,14 @@ void lrp_optaxes(lua_State *L, int idx, lrp_axes_opts *o);
 void lrp_axes_tables(lua_State *L, int idx, const lrp_axes_opts *o, int A, int64_t half,
                      int angles_given, rp_rope_freq *f);
 
+/* Positions at stack slot idx (argument arg, named `what` in errors, as rp.rope.angles reads
+ * them: a list of integers or a 1-D tensor, or vector positions, an [n x A] tensor or a list of n
+ * lists of A = 1 .. RP_MAX_AXES integers; each within 2^53) copied row-major into a new userdata
+ * pushed on the stack (keep it there while the buffer is used); *axes = A (0 for scalar
+ * positions), *n = the positions (rows). Raises naming arg. */
+int64_t *lrp_read_positions(lua_State *L, int arg, int idx, const char *what, int *axes,
+                            int64_t *n);
+
 /* The xpos_side option at idx: 1 (the query side, the default) or -1 (the key side). */
 int lrp_optxposside(lua_State *L, int idx);
 

@@ -51,7 +51,8 @@ static const char *count_str(char *buf, size_t len, int64_t n)
 
 /* tostring(m): "roper.Model: 0.6M parameters (d_model 128, 4 heads, 3 layers, d_ff 512,
  * seq_len 512, pe roper, pre-norm)", with ", linear attention" for linear attention and the
- * frequency scheme after the pe ("pe roper yarn x4 xpos 0.4", "pe rope own angles"). */
+ * frequency scheme after the pe ("pe roper yarn x4 xpos 0.4", "pe rope own angles", "pe roper
+ * 2-D axial positions"). */
 static int m_tostring(lua_State *L)
 {
     lrp_model *u = (lrp_model *)lrp_checkudata(L, 1, LRP_MODEL_MT);
@@ -70,7 +71,14 @@ static int m_tostring(lua_State *L)
     if (c->xpos > 0.0 && k < sizeof fs)
         k += (size_t)snprintf(fs + k, sizeof fs - k, " xpos %g", c->xpos);
     if ((f->theta || f->angles) && k < sizeof fs)
-        snprintf(fs + k, sizeof fs - k, " own %s", f->theta ? "frequencies" : "angles");
+        k += (size_t)snprintf(fs + k, sizeof fs - k, " own %s",
+                              f->theta ? "frequencies" : "angles");
+    if (rp_model_positions(u->m, NULL) && k < sizeof fs) {
+        if (f->axes.n > 0)
+            snprintf(fs + k, sizeof fs - k, " %d-D %s positions", f->axes.n,
+                     rp_axes_names[f->axes.map]);
+        else snprintf(fs + k, sizeof fs - k, " own positions");
+    }
     lua_pushfstring(L,
                     "roper.Model: %s parameters (d_model %I, %I head%s, %I layer%s, d_ff %I, "
                     "seq_len %I, pe %s%s%s%s, %s-norm%s%s)",
@@ -93,11 +101,15 @@ static int m_tostring(lua_State *L)
  * (rp_model_cfg_normalise). Raises naming argument idx. */
 static void read_fields(lua_State *L, int idx, rp_model_cfg *cfg)
 {
-    const char *known[RP_CFG_MAX_KEYS + 5];
+    const char *known[RP_CFG_MAX_KEYS + 9];
     int n = 0;
     for (int i = 0; i < rp_model_cfg_nkeys; i++) known[n++] = rp_model_cfg_keys[i].name;
     known[n++] = "freq";
     known[n++] = "angles";
+    known[n++] = "positions";
+    known[n++] = "axes";
+    known[n++] = "sections";
+    known[n++] = "mix";
     known[n++] = "rope_scaling";
     known[n++] = "rope_theta";
     known[n] = NULL;
@@ -149,11 +161,28 @@ static int l_model(lua_State *L)
     int64_t d_rot[4] = {s.d_rot_q, s.d_rot_k, s.d_rot_v, s.d_rot_o}, half = 0;
     for (int i = 0; i < 4; i++) half = d_rot[i] / 2 > half ? d_rot[i] / 2 : half;
     lrp_freq_tables(L, 1, 2, &f, cfg.seq_len, half);
+    /* the positions and the options of their axes (slots 5 .. 8): explicit 1-D or vector
+     * positions, rows for the tokens 0 .. seq_len-1 at least */
+    lrp_axes_opts ax;
+    lrp_optaxes(L, 1, &ax);
+    int A = 0;
+    int64_t rows = 0;
+    const int64_t *pos = NULL;
+    if (lua_getfield(L, 1, "positions") != LUA_TNIL)
+        pos = lrp_read_positions(L, 1, lua_gettop(L), "option 'positions'", &A, &rows);
+    else lua_pushnil(L);
+    const char *given = ax.map >= 0 ? "axes" : ax.n_sections >= 0 ? "sections"
+                        : !lua_isnil(L, ax.slot) ? "mix" : NULL;
+    if (!pos && given)
+        return lrp_argerror(L, 1, "option '%s' needs option 'positions' (vector positions: an "
+                                  "[n x axes] tensor or a list of {r, c} lists)", given);
+    lrp_axes_tables(L, 1, &ax, A, half, f.angles != NULL, &f);
     lrp_model *u = lrp_newmodel(L);
     u->m = rp_model_new(&cfg);
     if (u->m == NULL) return lrp_argerror(L, 1, "%s", rp_last_error()); /* too large */
-    if ((f.theta || f.angles) &&
-        rp_model_set_freq(u->m, f.theta, f.n_theta, f.angles, f.rows, f.n_angles) != RP_OK) {
+    if (((f.theta || f.angles) &&
+         rp_model_set_freq(u->m, f.theta, f.n_theta, f.angles, f.rows, f.n_angles) != RP_OK) ||
+        (pos && rp_model_set_positions(u->m, &f.axes, pos, rows) != RP_OK)) {
         char msg[512];
         snprintf(msg, sizeof msg, "%s", rp_last_error());
         rp_model_free(u->m);
@@ -341,6 +370,52 @@ static void push_freq_tables(lua_State *L, int model_idx)
     lua_setfield(L, -2, is_theta ? "freq" : "angles");
 }
 
+/* The model's positions into the config table on top (m:config()): positions as a list (1-D)
+ * or a list of lists, with axes, and sections or mix where the map has them; the model is fetched
+ * at each row (an allocation may run a finalizer). */
+static void push_positions(lua_State *L, int model_idx)
+{
+    int64_t rows = 0;
+    if (!rp_model_positions(lrp_checkmodel(L, model_idx), &rows)) return;
+    const rp_rope_axes ax = rp_model_freq(lrp_checkmodel(L, model_idx))->axes;
+    int A = ax.n > 0 ? ax.n : 1;
+    lua_createtable(L, (int)rows, 0);
+    for (int64_t r = 0; r < rows; r++) {
+        if (ax.n > 0) lua_createtable(L, A, 0);
+        const int64_t *p = rp_model_positions(lrp_checkmodel(L, model_idx), NULL) + r * A;
+        for (int a = 0; a < A; a++) {
+            lua_pushinteger(L, (lua_Integer)p[a]);
+            lua_rawseti(L, -2, ax.n > 0 ? a + 1 : (lua_Integer)(r + 1));
+        }
+        if (ax.n > 0) lua_rawseti(L, -2, (lua_Integer)(r + 1));
+    }
+    lua_setfield(L, -2, "positions");
+    if (ax.n < 1) return;
+    lua_pushstring(L, rp_axes_names[ax.map]);
+    lua_setfield(L, -2, "axes");
+    if (ax.map == RP_AXES_SECTIONS) {
+        lua_createtable(L, A, 0);
+        for (int a = 0; a < A; a++) {
+            lua_pushinteger(L, (lua_Integer)ax.sections[a]);
+            lua_rawseti(L, -2, a + 1);
+        }
+        lua_setfield(L, -2, "sections");
+    }
+    if (ax.map == RP_AXES_MIXED) {
+        lua_createtable(L, A, 0);
+        for (int a = 0; a < A; a++) {
+            lua_createtable(L, (int)ax.n_mix, 0);
+            const double *w = rp_model_freq(lrp_checkmodel(L, model_idx))->axes.mix;
+            for (int64_t i = 0; i < ax.n_mix; i++) {
+                lua_pushnumber(L, (lua_Number)w[a * ax.n_mix + i]);
+                lua_rawseti(L, -2, (lua_Integer)(i + 1));
+            }
+            lua_rawseti(L, -2, a + 1);
+        }
+        lua_setfield(L, -2, "mix");
+    }
+}
+
 /* m:config() -> table: the keys of rp.model's config that do something for this model (a key
  * whose value does nothing is left out: rp.model refuses it unless it is at its default, and a
  * file of an older roper may hold one), without the unset ones (an RP_CFG_SHOW_SET key at its
@@ -369,6 +444,7 @@ static int m_config(lua_State *L)
         lua_setfield(L, -2, k->name);
     }
     push_freq_tables(L, 1);
+    push_positions(L, 1);
     return 1;
 }
 

@@ -180,6 +180,12 @@ static int64_t *read_positions(lua_State *L, int arg, int idx, const char *what,
     return NULL;
 }
 
+int64_t *lrp_read_positions(lua_State *L, int arg, int idx, const char *what, int *axes,
+                            int64_t *n)
+{
+    return read_positions(L, arg, idx, what, 0, axes, n);
+}
+
 /* A d_rot at arg: an even integer >= 2 (and <= max when max > 0). */
 static int64_t check_d_rot(lua_State *L, int arg, lua_Integer d, int64_t max)
 {

@@ -35,6 +35,7 @@
 
 #define CK_MAGIC "RPCK"
 #define CK_HEADER 16u  /* magic, version, file size */
+#define CK_POS_VERSION 5u /* the version that holds the model's positions */
 #define CK_TRAILER 8u  /* checksum */
 #define CK_FLAG_OPTIM 1u /* an optimiser section follows; the config rows' ck_flag bits: 2
                           * linear attention, 4 RoPE before its feature map */
@@ -144,6 +145,7 @@ static uint32_t model_version(const rp_model *m)
 {
     const rp_rope_freq *f = rp_model_freq(m);
     uint32_t v = rp_model_cfg_version(rp_model_config(m));
+    if (rp_model_positions(m, NULL)) return CK_POS_VERSION;
     return (f->theta || f->angles) && v < 3 ? 3u : v;
 }
 
@@ -164,10 +166,11 @@ static int block_rows(uint32_t v, const rp_cfg_key **rows)
     return n;
 }
 
-/* The newest format version: the newest of a config row (3: the frequency table, too). */
+/* The newest format version: the newest of a config row (3: the frequency table, 5: the
+ * positions, too). */
 static uint32_t newest_version(void)
 {
-    uint32_t v = 3;
+    uint32_t v = CK_POS_VERSION;
     for (int i = 0; i < rp_model_cfg_nkeys; i++)
         if (rp_model_cfg_keys[i].since > v) v = rp_model_cfg_keys[i].since;
     return v;
@@ -197,8 +200,27 @@ static void w_block(writer *w, const rp_model_cfg *c, uint32_t v, int32_t word)
     }
 }
 
+/* Version 5's section: the model's positions (docs/checkpoint.md): i32 axes (0: explicit 1-D
+ * positions), i32 map, i64 sections[3], i64 n_mix, i64 rows, the mix matrix [axes x n_mix]
+ * (doubles), the positions [rows x max(axes, 1)] (int64). rows 0: none. */
+static void w_positions(writer *w, const rp_model *m)
+{
+    int64_t rows = 0;
+    const int64_t *pos = rp_model_positions(m, &rows);
+    const rp_rope_axes *ax = &rp_model_freq(m)->axes;
+    int A = pos && ax->n > 0 ? ax->n : 1;
+    int64_t n_mix = pos && ax->mix ? ax->n_mix : 0;
+    w_i32(w, pos ? (int32_t)ax->n : 0);
+    w_i32(w, pos ? (int32_t)ax->map : 0);
+    for (int a = 0; a < RP_MAX_AXES; a++) w_i64(w, pos ? ax->sections[a] : 0);
+    w_i64(w, n_mix);
+    w_i64(w, pos ? rows : 0);
+    for (int64_t i = 0; i < A * n_mix; i++) w_f64(w, ax->mix[i]);
+    for (int64_t i = 0; pos && i < rows * A; i++) w_i64(w, pos[i]);
+}
+
 /* The config blocks of the versions up to version, and after version 3's block the model's own
- * frequency table (docs/checkpoint.md). */
+ * frequency table, after version 4's the positions (docs/checkpoint.md). */
 static void w_model_cfg(writer *w, const rp_model *m, uint32_t version)
 {
     const rp_model_cfg *c = rp_model_config(m);
@@ -213,6 +235,7 @@ static void w_model_cfg(writer *w, const rp_model *m, uint32_t version)
         const double *t = f->theta ? f->theta : f->angles;
         for (int64_t i = 0; i < rows * n; i++) w_f64(w, t[i]);
     }
+    if (version >= CK_POS_VERSION) w_positions(w, m);
 }
 
 static void w_opt_cfg(writer *w, const rp_adam_cfg *c)
@@ -516,10 +539,43 @@ typedef struct {
     int32_t freq_kind;       /* 0 none, 1 theta (one row), 2 angles */
     int64_t freq_rows, freq_n, freq_cells; /* freq_cells = freq_rows * freq_n */
     const uint8_t *freq_at;  /* freq_cells little-endian doubles in the file */
+    rp_rope_axes axes;       /* version 5: the positions' axes (mix NULL: see mix_at) */
+    int64_t pos_rows;        /* 0: none */
+    const uint8_t *mix_at;   /* axes.n x axes.n_mix doubles */
+    const uint8_t *pos_at;   /* pos_rows x max(axes.n, 1) int64 */
     uint32_t flags;
     uint32_t ntensors;
     uint64_t total;
 } model_head;
+
+/* Version 5's positions section (w_positions) into h: its sizes checked against the file, the
+ * values later by rp_model_set_positions (read_positions). */
+static rp_status read_pos_head(const char *path, reader *r, model_head *h)
+{
+    const char *w = "the positions";
+    rp_rope_axes *ax = &h->axes;
+    ax->n = (int)r_i32(r, w);
+    ax->map = (rp_axes_map)r_i32(r, w);
+    for (int a = 0; a < RP_MAX_AXES; a++) ax->sections[a] = r_i64(r, w);
+    ax->n_mix = r_i64(r, w);
+    h->pos_rows = r_i64(r, w);
+    if (r->what) return past_end(path, r);
+    int64_t A = ax->n > 0 ? ax->n : 1, mix_cells = 0, pos_cells = 0;
+    uint64_t mb = 0, pb = 0;
+    int bad = ax->n < 0 || ax->n > RP_MAX_AXES || ax->n_mix < 0 || h->pos_rows < 0 ||
+              (h->pos_rows == 0 && (ax->n || ax->n_mix)) || !rp_mul_i64(A, ax->n_mix, &mix_cells) ||
+              !rp_mul_i64(A, h->pos_rows, &pos_cells) ||
+              !rp_mul_u64((uint64_t)mix_cells, 8u, &mb) || !rp_mul_u64((uint64_t)pos_cells, 8u, &pb) ||
+              mb > r->n - r->pos || pb > r->n - r->pos - mb;
+    if (bad)
+        return rp_error(RP_ERR_IO, "%s: corrupted (positions: %d axes, %lld rows, mix %lld)", path,
+                        ax->n, (long long)h->pos_rows, (long long)ax->n_mix);
+    h->mix_at = r->p + r->pos;
+    r->pos += mb;
+    h->pos_at = r->p + r->pos;
+    r->pos += pb;
+    return RP_OK;
+}
 
 /* The model config, the flags and the counts. The config must pass rp_model_cfg_check, the
  * stored float count must be the one core's layout gives for it (rp_model_memory, which also
@@ -550,6 +606,7 @@ static rp_status read_model_head(const char *path, reader *r, model_head *h, uin
         h->freq_at = r->p + r->pos;
         r->pos += bytes;
     }
+    if (version >= CK_POS_VERSION) RP_TRY(read_pos_head(path, r, h));
     h->flags = r_u32(r, "the flags");
     h->ntensors = r_u32(r, "the parameter count");
     h->total = r_u64(r, "the parameter count");
@@ -624,6 +681,30 @@ static rp_status read_freq(const char *path, const model_head *h, rp_model *m)
                        : rp_model_set_freq(m, NULL, 0, t, h->freq_rows, h->freq_n);
     free(t);
     return st == RP_OK ? RP_OK : rethrow(RP_ERR_IO, path, "bad frequency table: ");
+}
+
+/* The model's positions (version 5), checked by rp_model_set_positions. */
+static rp_status read_positions(const char *path, const model_head *h, rp_model *m)
+{
+    if (!h->pos_rows) return RP_OK;
+    int64_t A = h->axes.n > 0 ? h->axes.n : 1, nm = A * h->axes.n_mix, np = A * h->pos_rows;
+    RP_TRY(rp_mem_check(path, "the positions", 8.0 * (double)(nm + np)));
+    double *mix = malloc((size_t)(nm ? nm : 1) * sizeof(double));
+    int64_t *pos = malloc((size_t)np * sizeof(int64_t));
+    rp_status st = RP_OK;
+    if (!mix || !pos) {
+        st = rp_error(RP_ERR_IO, "%s: out of memory for the positions", path);
+    } else {
+        for (int64_t i = 0; i < nm; i++) mix[i] = bits_f64(get_le(h->mix_at + 8 * i, 8));
+        for (int64_t i = 0; i < np; i++) pos[i] = (int64_t)get_le(h->pos_at + 8 * i, 8);
+        rp_rope_axes ax = h->axes;
+        ax.mix = nm ? mix : NULL;
+        if (rp_model_set_positions(m, &ax, pos, h->pos_rows) != RP_OK)
+            st = rethrow(RP_ERR_IO, path, "bad positions: ");
+    }
+    free(mix);
+    free(pos);
+    return st;
 }
 
 /* The parameter table: as many tensors and floats as the model built from the config has. */
@@ -712,6 +793,7 @@ static rp_status parse(const char *path, const uint8_t *b, uint64_t n, int64_t m
         goto fail;
     }
     if ((st = read_freq(path, &h, m)) != RP_OK) goto fail;
+    if ((st = read_positions(path, &h, m)) != RP_OK) goto fail;
     if ((st = read_params(path, &r, &h, m)) != RP_OK) goto fail;
     if ((st = read_rng(path, &r, &rng)) != RP_OK) goto fail;
     if (has_optim && (st = read_optim(path, &r, h.total, &oc, &os)) != RP_OK) goto fail;

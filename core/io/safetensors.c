@@ -151,6 +151,9 @@ rp_status rp_safetensors_save(const char *path, rp_model *m)
         return rp_error(RP_ERR_ARG, "%s: the model's own %s are not stored in safetensors files "
                                     "(m:save keeps them)", path, f->theta ? "frequencies (freq)"
                                                                           : "angles");
+    if (rp_model_positions(m, NULL))
+        return rp_error(RP_ERR_ARG, "%s: the model's own positions are not stored in safetensors "
+                                    "files (m:save keeps them)", path);
     save_job j = {m, NULL, 0};
     char *header = NULL;
     RP_TRY(make_header(path, m, &header, &j.hlen));

@@ -175,8 +175,23 @@ int rp_model_first_nonfinite(const rp_model *m, int grad);
  * then. */
 rp_status rp_model_set_freq(rp_model *m, const double *theta, int64_t n_theta,
                             const double *angles, int64_t rows, int64_t n_angles);
-/* The model's frequency scheme (config and own tables; valid until the next set_freq). */
+/* The model's frequency scheme (config, own tables and axes; valid until the next set_freq or
+ * set_positions). */
 const rp_rope_freq *rp_model_freq(const rp_model *m);
+/* The model's positions (a rotary pe with softmax attention): token i of every sequence
+ * (training, loss, evaluation and decoding alike; every batch row the same) sits at
+ * pos[i * A .. i * A + A) for i < rows, A = axes->n (1 .. RP_MAX_AXES), rows >= seq_len, entries
+ * within 2^53 (>= 0 with an angle table); axes->map with its sections or its mix matrix
+ * [A x n_mix] turns them into angles (core/nn/rope_freq.h). The arrays are copied. pos NULL
+ * restores scalar positions 0, 1, .. (axes ignored). RP_ERR_ARG, nothing changed, for a model
+ * that does not rotate, axes that rp_rope_freq_check refuses (beside the model's own tables and
+ * scaling) or that do not fit its widths, or too few rows ("positions hold 3 rows; the model's
+ * seq_len is 8"). */
+rp_status rp_model_set_positions(rp_model *m, const rp_rope_axes *axes, const int64_t *pos,
+                                 int64_t rows);
+/* The model's positions ([rows x A], A = rp_rope_freq_axes(rp_model_freq(m))), or NULL (rows 0)
+ * for scalar positions; *rows when rows is not NULL. Valid until the next set_positions. */
+const int64_t *rp_model_positions(const rp_model *m, int64_t *rows);
 /* The positional scheme of a checked cfg (what is rotated, d_rot from the fractions and d_k). */
 rp_pe_scheme rp_model_cfg_scheme(const rp_model_cfg *cfg);
 /* cfg's frequency scheme, without user tables (orig_len 0 resolved to seq_len). */

@@ -116,6 +116,7 @@ rp_status rp_model_set_freq(rp_model *m, const double *theta, int64_t n_theta,
                             const double *angles, int64_t rows, int64_t n_angles)
 {
     rp_rope_freq f = rp_model_cfg_freq(&m->cfg);
+    f.axes = m->freq.axes; /* the positions' (rp_model_set_positions) */
     if (theta) f.theta = theta, f.n_theta = n_theta;
     if (angles) f.angles = angles, f.rows = rows, f.n_angles = n_angles;
     char list[128];
@@ -141,3 +142,54 @@ rp_status rp_model_set_freq(rp_model *m, const double *theta, int64_t n_theta,
 }
 
 const rp_rope_freq *rp_model_freq(const rp_model *m) { return &m->freq; }
+
+rp_status rp_model_set_positions(rp_model *m, const rp_rope_axes *axes, const int64_t *pos,
+                                 int64_t rows)
+{
+    rp_rope_freq f = m->freq;
+    memset(&f.axes, 0, sizeof f.axes);
+    char list[128];
+    if (pos) {
+        if (!m->pe.rotate || m->linear)
+            return rp_error(RP_ERR_ARG, "positions need a rotary pe (%s) with softmax attention, "
+                                        "not %s%s", rp_pe_list(list, sizeof list, 1, 0, 0),
+                            rp_pe_name(m->pe.pe), m->linear ? " with linear attention" : "");
+        if (rows < m->cfg.seq_len)
+            return rp_error(RP_ERR_ARG, "positions hold %lld rows; the model's seq_len is %lld",
+                            (long long)rows, (long long)m->cfg.seq_len);
+        f.axes = *axes;
+    }
+    /* attention's checks of a call over the whole window */
+    int64_t T = m->cfg.seq_len, qlast = T - 1, klast = T - 1;
+    rp_attn_cfg a = rpm_attn_cfg(m, 0);
+    a.freq = &f, a.pos = pos, a.pos_rows = rows;
+    if (pos) RP_TRY(rp_attention_check_positions(&a, T, T, &qlast, &klast));
+    RP_TRY(rp_pe_scheme_check_freq(&m->pe, &f, qlast, klast));
+    int A = rp_rope_freq_axes(&f);
+    int64_t *pcopy = NULL;
+    double *mcopy = NULL;
+    if (pos) {
+        pcopy = malloc((size_t)(rows * A) * sizeof(int64_t));
+        mcopy = f.axes.mix ? malloc((size_t)(A * f.axes.n_mix) * sizeof(double)) : NULL;
+        if (!pcopy || (f.axes.mix && !mcopy)) {
+            free(pcopy);
+            free(mcopy);
+            return rp_error(RP_ERR_NOMEM, "cannot allocate the positions");
+        }
+        memcpy(pcopy, pos, (size_t)(rows * A) * sizeof(int64_t));
+        if (mcopy) memcpy(mcopy, f.axes.mix, (size_t)(A * f.axes.n_mix) * sizeof(double));
+        f.axes.mix = mcopy;
+    }
+    free(m->pos_table);
+    free(m->mix_table);
+    m->pos_table = pcopy, m->pos_rows = pos ? rows : 0, m->mix_table = mcopy;
+    m->freq = f;
+    m->dec_rope_stale = 1;
+    return RP_OK;
+}
+
+const int64_t *rp_model_positions(const rp_model *m, int64_t *rows)
+{
+    if (rows) *rows = m->pos_rows;
+    return m->pos_table;
+}

@@ -60,6 +60,7 @@ rp_attn_cfg rpm_attn_cfg(const rp_model *m, int64_t q_offset)
     a.d_rot_o = s->d_rot_o;
     a.q_offset = q_offset;
     a.freq = rp_rope_freq_is_plain(&m->freq) ? NULL : &m->freq;
+    a.pos = m->pos_table, a.pos_rows = m->pos_rows;
     return a;
 }
 

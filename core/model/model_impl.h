@@ -177,6 +177,9 @@ struct rp_model {
     rp_pe_scheme pe;               /* what the attention rotates (rp_model_cfg_scheme) */
     rp_rope_freq freq;             /* its frequencies: the config's, with the tables below */
     double *freq_table;            /* rp_model_set_freq's copy (theta or angles), or NULL */
+    int64_t *pos_table;            /* rp_model_set_positions' copy [pos_rows x A], or NULL */
+    int64_t pos_rows;
+    double *mix_table;             /* its copy of the mix matrix (freq.axes.mix), or NULL */
     int linear;                    /* cfg.attention == RP_ATTN_LINEAR */
     double lin_min_den;            /* the last forward's smallest denominator (linear) */
 

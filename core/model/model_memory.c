@@ -242,6 +242,8 @@ void rp_model_free(rp_model *m)
                                  rpm_sat_add(m->cache_floats, rpm_sat_mul(m->nfloats, 2)));
     free(m->info);
     free(m->freq_table);
+    free(m->pos_table);
+    free(m->mix_table);
     free(m->lp);
     free(m->la);
     rp_storage_release(m->params);

@@ -1610,11 +1610,8 @@ static rp_status check_d_rot(const char *name, int64_t d_rot, int64_t width, con
     return RP_OK;
 }
 
-/* cfg->pos for a call of T queries over S keys: pos_offset 0, enough rows, entries within
- * +-2^53 (and >= 0 with user angles); *qlast and *klast get the largest entry (for the angle
- * table's rows). */
-static rp_status check_pos(const rp_attn_cfg *cfg, int64_t T, int64_t S, int64_t *qlast,
-                           int64_t *klast)
+rp_status rp_attention_check_positions(const rp_attn_cfg *cfg, int64_t T, int64_t S,
+                                       int64_t *qlast, int64_t *klast)
 {
     if (cfg->pos_offset != 0)
         return rp_error(RP_ERR_ARG, "pos_offset %lld and explicit positions exclude each other "
@@ -1701,7 +1698,7 @@ rp_status rp_attention_check(const rp_tensor *q, const rp_tensor *k, const rp_te
         return rp_error(RP_ERR_ARG, "q_offset must be >= 0, got %lld", (long long)cfg->q_offset);
     int64_t qlast = cfg->pos_offset + cfg->q_offset + q->shape[1] - 1;
     int64_t klast = cfg->pos_offset + S - 1;
-    if (cfg->pos) RP_TRY(check_pos(cfg, q->shape[1], S, &qlast, &klast));
+    if (cfg->pos) RP_TRY(rp_attention_check_positions(cfg, q->shape[1], S, &qlast, &klast));
     RP_TRY(rp_pe_scheme_check_freq(&sc, cfg->freq, qlast, klast));
     return rel_check(cfg);
 }

@@ -281,6 +281,13 @@ void rp_attention_decode(float *out, float *scratch, float *q, const float *k, c
 rp_status rp_attention_check(const rp_tensor *q, const rp_tensor *k, const rp_tensor *v,
                              const rp_attn_cfg *cfg);
 
+/* cfg->pos (not NULL) for a call of T queries over S keys (part of rp_attention_check): pos_offset
+ * 0, at least max(S, q_offset + T) rows, entries within +-2^53 (and >= 0 with user angles);
+ * *qlast and *klast get the largest entry read (the last row the angle table needs). RP_ERR_ARG
+ * ("positions hold 2 rows; this call reads 3 (keys 0..2, queries 0..2)"). */
+rp_status rp_attention_check_positions(const rp_attn_cfg *cfg, int64_t T, int64_t S,
+                                       int64_t *qlast, int64_t *klast);
+
 /* Tensor-level forward: checks, makes inputs contiguous, allocates out [B,T,H,Dv] and
  * att [B,H,T,S] (caller releases both). Relative modes read their tables from cfg->rel. */
 rp_status rp_attention(rp_tensor *out, rp_tensor *att, const rp_tensor *q, const rp_tensor *k,
