@@ -1,0 +1,236 @@
+-- rp.model's positions (issue 35): explicit 1-D positions and vector positions (axial, M-RoPE
+-- sections, RoPE-Mixed) for every sequence of the model. The attention weights of a one-layer
+-- model against a plain-Lua float64 reference written from the formulas (layer norm, the q/k
+-- projection, each pair turned by its axis's angle, the causal softmax); 1-D positions 0, 1, ..
+-- bit for bit as no positions; sections over (t, t) bit for bit as 1-D; the 2-D shift property of
+-- rope and roper; decoding equal to the forward; m:config(), m:derive and checkpoints keep them;
+-- every refusal's message.
+
+local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+package.path = dir .. "?.lua;" .. package.path
+local h = require "helpers"
+local rp = require "roper"
+local naive = h.naive
+
+local T = 12 -- a 3 x 4 grid
+
+local function grid(shift_r, shift_c)
+  local pos = {}
+  for i = 0, T - 1 do pos[#pos + 1] = { i // 4 + (shift_r or 0), i % 4 + (shift_c or 0) } end
+  return pos
+end
+
+local function cfg(over)
+  local c = { vocab = 11, d_model = 16, heads = 2, layers = 1, d_ff = 32, seq_len = T,
+              pe = "rope", seed = 7 }
+  for k, v in pairs(over or {}) do c[k] = v end
+  return c
+end
+
+local toks = { { 1, 4, 2, 8, 5, 7, 3, 9, 10, 0, 6, 2 }, { 3, 3, 1, 0, 9, 4, 4, 2, 7, 5, 1, 8 } }
+
+-- The angle of pair i (0-based) at the vector position p (a list of A integers), written from
+-- the papers: axial (one 1-D RoPE of its own width per axis, the first half mod A axes one pair
+-- more), sections (the 1-D frequencies, pair i turned by the axis whose section holds it), mixed
+-- (sum_a p_a W[a][i]).
+local function angle(p, i, half, o)
+  local A = #p
+  if o.axes == "mixed" then
+    local s = 0
+    for a = 1, A do s = s + p[a] * o.mix[a][i + 1] end
+    return s
+  elseif o.axes == "sections" then
+    local a, stop = 0, 0
+    while i >= stop do a = a + 1; stop = stop + o.sections[a] end
+    return p[a] * 10000 ^ (-2 * i / (2 * half))
+  end
+  local start = 0
+  for a = 1, A do
+    local na = half // A + ((a - 1) < half % A and 1 or 0)
+    if i < start + na then return p[a] * 10000 ^ (-2 * (i - start) / (2 * na)) end
+    start = start + na
+  end
+end
+
+-- The attention weights [b][h][t][s] of layer 1 of the pre-norm model m for tokens, with the
+-- positions pos (a list of {r, c}) and the axes options o, in float64 from m's parameters.
+local function ref_attention(m, tokens, pos, o)
+  local P = m:params()
+  local C, H = 16, 2
+  local dk = C // H
+  local x = m:activations(tokens)[0]:totable()
+  local lw, lb = P["layers.0.norm1.weight"]:totable(), P["layers.0.norm1.bias"]:totable()
+  local W, bias = P["layers.0.attn.qkv.weight"]:totable(), P["layers.0.attn.qkv.bias"]:totable()
+  local out = {}
+  for b = 1, #tokens do
+    local q, k = {}, {}
+    for t = 1, T do
+      local row, mean, var = x[b][t], 0, 0
+      for c = 1, C do mean = mean + row[c] / C end
+      for c = 1, C do var = var + (row[c] - mean) ^ 2 / C end
+      local ln = {}
+      for c = 1, C do ln[c] = (row[c] - mean) / math.sqrt(var + 1e-5) * lw[c] + lb[c] end
+      q[t], k[t] = {}, {}
+      for j = 1, C do
+        local sq, sk = bias[j], bias[C + j]
+        for c = 1, C do sq, sk = sq + W[j][c] * ln[c], sk + W[C + j][c] * ln[c] end
+        q[t][j], k[t][j] = sq, sk
+      end
+    end
+    out[b] = {}
+    for hd = 1, H do
+      local function head(v, t)
+        local y = {}
+        for d = 1, dk do y[d] = v[t][(hd - 1) * dk + d] end
+        return naive.rotate(y, t - 1, { freq = { angles = function(p, i)
+          return angle(pos[p + 1], i, dk // 2, o)
+        end } })
+      end
+      out[b][hd] = {}
+      for t = 1, T do
+        local qt, s = head(q, t), {}
+        for j = 1, t do s[j] = naive.dot(qt, head(k, j)) / math.sqrt(dk) end
+        local w = naive.softmax(s)
+        for j = t + 1, T do w[j] = 0 end
+        out[b][hd][t] = w
+      end
+    end
+  end
+  return out
+end
+
+local mix = { { 0.9, 0.3, -0.2, 0.05 }, { -0.4, 0.7, 0.25, 0.01 } }
+local maps = {
+  { name = "axial", o = {} },
+  { name = "sections", o = { axes = "sections", sections = { 1, 3 } } },
+  { name = "mixed", o = { axes = "mixed", mix = mix } },
+}
+
+describe("rp.model with vector positions", function()
+  for _, mp in ipairs(maps) do
+    it("gives layer 1's weights of the float64 formula (" .. mp.name .. ")", function()
+      local m = rp.model(cfg { positions = grid(), axes = mp.o.axes, sections = mp.o.sections,
+                               mix = mp.o.mix })
+      local want = ref_attention(m, toks, grid(), { axes = mp.o.axes or "axial",
+                                                     sections = mp.o.sections, mix = mp.o.mix })
+      h.approx(want, m:attention(1, toks):totable(), 2e-6)
+      -- the 1-D model's weights are other ones: the positions reach the attention
+      local plain = rp.model(cfg())
+      assert.is_true(rp.maxdiff(plain:attention(1, toks), m:attention(1, toks)) > 1e-3)
+    end)
+  end
+
+  it("with 1-D positions 0, 1, .. gives the bits of no positions (rope, roper)", function()
+    for _, pe in ipairs { "rope", "roper" } do
+      local p = {}
+      for i = 0, T - 1 do p[i + 1] = i end
+      local a, b = rp.model(cfg { pe = pe }), rp.model(cfg { pe = pe, positions = p })
+      assert.equal(a:loss(toks, toks), b:loss(toks, toks))
+      assert.equal(0, rp.maxdiff(a:forward(toks), b:forward(toks)))
+    end
+  end)
+
+  it("with sections {4, 0} over (t, t) gives the bits of 1-D positions", function()
+    local p = {}
+    for i = 0, T - 1 do p[i + 1] = { i, i } end
+    local a = rp.model(cfg { pe = "roper" })
+    local b = rp.model(cfg { pe = "roper", positions = p, axes = "sections", sections = { 4, 0 } })
+    assert.equal(0, rp.maxdiff(a:forward(toks), b:forward(toks)))
+  end)
+
+  it("keeps rope's and roper's logits when every position moves by (5, 9)", function()
+    for _, pe in ipairs { "rope", "roper" } do
+      for _, mp in ipairs(maps) do
+        local o = mp.o
+        local a = rp.model(cfg { pe = pe, positions = grid(), axes = o.axes,
+                                 sections = o.sections, mix = o.mix })
+        local b = rp.model(cfg { pe = pe, positions = grid(5, 9), axes = o.axes,
+                                 sections = o.sections, mix = o.mix })
+        local d = rp.maxdiff(a:forward(toks), b:forward(toks))
+        assert.is_true(d < 2e-5, pe .. " " .. mp.name .. ": " .. d)
+        assert.is_true(d > 0 or mp.name == "sections", pe .. " " .. mp.name .. " moved nothing")
+      end
+    end
+  end)
+
+  it("decodes what the forward predicts (greedy), with and without lanes", function()
+    local m = rp.model(cfg { pe = "roper", positions = grid(), d_model = 32, heads = 2 })
+    -- 24 prompts of 3 tokens, each continued to the end of the window; at every step where the
+    -- forward's best logit leads the next by more than 1e-4 the decoder must have chosen it
+    local prompts, checked = {}, 0
+    for i = 1, 24 do prompts[i] = { i % 11, (3 * i) % 11, (7 * i + 1) % 11 } end
+    local outs = m:generate_batch(prompts, T - 3, { lanes = 5 })
+    for i, prompt in ipairs(prompts) do
+      assert.same(m:generate(prompt, T - 3), outs[i])
+      local seq = {}
+      for _, v in ipairs(prompt) do seq[#seq + 1] = v end
+      for _, v in ipairs(outs[i]) do seq[#seq + 1] = v end
+      local logits = m:forward(seq):totable()[1]
+      for t = 3, T - 1 do
+        local l = logits[t]
+        local order = {}
+        for v = 1, 11 do order[v] = v end
+        table.sort(order, function(a, b) return l[a] > l[b] end)
+        if l[order[1]] - l[order[2]] > 1e-4 then
+          assert.equal(order[1] - 1, seq[t + 1], "prompt " .. i .. ", token " .. (t + 1))
+          checked = checked + 1
+        end
+      end
+    end
+    assert.is_true(checked > 150, "only " .. checked .. " steps had a clear best token")
+  end)
+
+  it("keeps them in m:config(), m:derive and a checkpoint", function()
+    local m = rp.model(cfg { pe = "roper", positions = grid(), axes = "mixed", mix = mix })
+    local c = m:config()
+    assert.same(grid(), c.positions)
+    assert.equal("mixed", c.axes)
+    h.approx(mix, c.mix, 0)
+    assert.equal(tostring(m):match("pe roper 2%-D mixed positions") ~= nil, true)
+    local d = m:derive { dropout = 0.1 }
+    assert.same(grid(), d:config().positions)
+    local path = os.tmpname()
+    assert.is_true(m:save(path))
+    local l = rp.load(path)
+    assert.same(c, l:config())
+    assert.equal(m:loss(toks, toks), l:loss(toks, toks))
+    os.remove(path)
+    local ok, err = m:save_safetensors(path)
+    assert.is_nil(ok)
+    assert.equal(path .. ": the model's own positions are not stored in safetensors files "
+                 .. "(m:save keeps them)", err)
+    os.remove(path)
+  end)
+
+  local bad = {
+    { "axes without positions", { axes = "axial" },
+      "option 'axes' needs option 'positions' (vector positions: an [n x axes] tensor or a list "
+        .. "of {r, c} lists)" },
+    { "too few rows", { positions = { { 0, 0 }, { 0, 1 } } },
+      "positions hold 2 rows; the model's seq_len is 12" },
+    { "a mode that does not rotate", { pe = "none", positions = grid() },
+      "positions need a rotary pe (rope, roper or roper_legacy) with softmax attention, not none" },
+    { "sections that do not add up", { positions = grid(), axes = "sections", sections = { 1, 1 } },
+      "sections {1, 1} hold 2 pairs; d_rot_q 8 has 4" },
+    { "a mix of the wrong width", { positions = grid(), axes = "mixed", mix = { { 1 }, { 2 } } },
+      "option 'mix' is [2 x 1]; [2 x 4] expected (the positions' axes x d_rot/2)" },
+    { "a ragged position", { positions = { { 0, 0 }, { 1 } } },
+      "option 'positions'[2] must be a list of 2 integers (as option 'positions'[1]), got table" },
+    { "a fractional position", { positions = { 0.5 } },
+      "option 'positions'[1] must be an integer within 2^53, got 0.5" },
+  }
+  for _, c in ipairs(bad) do
+    it("refuses " .. c[1], function()
+      assert.has_error(function() return rp.model(cfg(c[2])) end,
+                       "bad argument #1 to 'model' (" .. c[3] .. ")")
+    end)
+  end
+
+  it("refuses a negative position with an angle table", function()
+    local p, ang = {}, {}
+    for i = 0, T - 1 do p[i + 1] = i - 1; ang[i + 1] = { 0.1, 0.2, 0.3, 0.4 } end
+    assert.has_error(function() return rp.model(cfg { positions = p, angles = ang }) end,
+                     "bad argument #1 to 'model' (positions: row 0 holds -1, below 0, where "
+                       .. "the angle table starts)")
+  end)
+end)
