@@ -60,6 +60,9 @@ local KEYS = {
     .. "column i % cols)" },
   { "alphabet", 8, "int", "grid_offset: letters a.. in the grid" },
   { "max_offset", 3, "int", "grid_offset: largest |row| and |column| offset asked for" },
+  { "positions", "index", { "index", "grid" }, "grid_offset: what a rotary pe turns by: index "
+    .. "(the flattened token index) or grid (2-D (row, column) of the layout, task:positions2d, "
+    .. "axial pairs)" },
 }
 
 -- The model: the keys of rp.model's config (core's config schema: internals.model_keys), in its
@@ -127,7 +130,8 @@ for _, k in ipairs(KEYS) do BY_NAME[k[1]] = k end
 local TASK_OF = { format = "addition", max_digits = "addition", quirk = "addition",
   eval_digits = "addition", str_len = "substring_index", substr_len = "substring_prefix",
   rnd_len = "substring_prefix", path = "text", valid_fraction = "text", max_bytes = "text",
-  rows = "grid_offset", cols = "grid_offset", alphabet = "grid_offset", max_offset = "grid_offset" }
+  rows = "grid_offset", cols = "grid_offset", alphabet = "grid_offset", max_offset = "grid_offset",
+  positions = "grid_offset" }
 
 -- rp.experiment.keys() -> a copy of KEYS as tables {name =, default =, kind =, help =, task =}
 -- (task: the only task the key applies to, or nil for every task)

@@ -51,12 +51,18 @@ end
 
 -- The config of rp.model for cfg and a task of vocabulary V: every model key of cfg (rotate ""
 -- and an unset fraction left out), less those that do nothing for the run's model (a shared
--- config sets rel_clip for shaw and rope alike; internals.model_merge).
+-- config sets rel_clip for shaw and rope alike; internals.model_merge); with positions "grid" the
+-- grid task's 2-D positions of the seq_len tokens of a row (task:positions2d).
 local function model_opts(cfg, V)
   local o = { vocab = V, max_batch = cfg.batch, seed = cfg.seed }
   for name, row in pairs(MODEL_ROW) do
     local v = cfg[name]
     if not (row.unset0 and v == 0) and not (row.type == "rotate" and v == "") then o[name] = v end
+  end
+  if cfg.task == "grid_offset" and cfg.positions == "grid" then
+    local task <close> = setmetatable({ rp.tasks.grid_offset(task_opts(cfg)) }, {
+      __close = function(t) getmetatable(t[1]).__close(t[1]) end })
+    o.positions = task[1]:positions2d(cfg.seq_len)
   end
   return internals.model_merge(o)
 end
@@ -115,6 +121,13 @@ local function validate(fname, cfg)
   local tc, split_sizes = task:config(), cfg.task == "text" and { task:split_sizes() }
   getmetatable(task).__close(task)
   local mc = model_opts(cfg, V)
+  if mc.positions and (not internals.pe_modes[cfg.pe].rotary or cfg.attention == "linear") then
+    local rot = {}
+    for _, row in ipairs(rp.pe_modes()) do rot[#rot + 1] = row.rotary and row.name or nil end
+    argerror(fname, 1, ("option 'positions' grid needs a rotary pe (%s or %s) with softmax "
+      .. "attention, not %s%s"):format(table.concat(rot, ", ", 1, #rot - 1), rot[#rot], cfg.pe,
+      cfg.attention == "linear" and " with linear attention" or ""))
+  end
   local ok, mem = pcall(rp.model_memory, mc)
   if not ok then argerror(fname, 1, "model: " .. inner(mem):gsub("max_batch", "batch")) end
   local need = mem.model + mem.optimiser

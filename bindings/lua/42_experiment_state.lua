@@ -153,8 +153,14 @@ local function open_checkpoint(path, cfg, mc, oc)
       if not skip[k] and have[k] ~= nil and have[k] ~= want[k] then return k, have[k], want[k] end
     end
   end
-  local k, have, want = differs(mc, m:config(), { max_batch = true })
+  local mconf = m:config()
+  local k, have, want = differs(mc, mconf, { max_batch = true, positions = true })
   if k then return trained_with(k, have, want) end
+  -- the positions (a tensor in mc, a table in m:config()): grid or the token index
+  if (mc.positions == nil) ~= (mconf.positions == nil) then
+    local function kind(p) return p and "grid" or "index" end
+    return trained_with("positions", kind(mconf.positions), kind(mc.positions))
+  end
   local ogot = opt:config()
   if ogot.kind ~= cfg.optimiser then
     return bad(("was trained with %s, the config asks for %s"):format(ogot.kind, cfg.optimiser))

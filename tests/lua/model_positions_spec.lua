@@ -234,3 +234,40 @@ describe("rp.model with vector positions", function()
                        .. "the angle table starts)")
   end)
 end)
+
+describe("rp.experiment's positions key", function()
+  local base = { task = "grid_offset", rows = 3, cols = 4, max_offset = 2, pe = "roper",
+                 steps = 3, seq_len = 32, batch = 2, d_model = 16, heads = 2, problems = 2 }
+  local function with(over)
+    local c = {}
+    for k, v in pairs(base) do c[k] = v end
+    for k, v in pairs(over) do c[k] = v end
+    return c
+  end
+
+  it("trains on the grid's (row, column) with positions grid, on the index without", function()
+    local _, m, task = rp.experiment.run(with { positions = "grid" }, nil, { keep_model = true })
+    local want = task:positions2d(32)
+    assert.same(want:totable(), m:config().positions)
+    assert.equal(m:config().positions[6][1], 1) -- token 5 of a 4-wide layout: row 1, column 1
+    assert.equal(m:config().positions[6][2], 1)
+    local _, m1 = rp.experiment.run(with {}, nil, { keep_model = true })
+    assert.is_nil(m1:config().positions)
+  end)
+
+  it("refuses positions grid for a mode that does not rotate", function()
+    assert.has_error(function() rp.experiment.check(with { pe = "none", positions = "grid" }) end,
+      "bad argument #1 to 'rp.experiment.check' (option 'positions' grid needs a rotary pe "
+        .. "(rope, roper or roper_legacy) with softmax attention, not none)")
+  end)
+
+  it("does not resume a run of the other positions", function()
+    local path = os.tmpname()
+    rp.experiment.run(with { positions = "grid" }, nil, { save = path })
+    local ok, err = rp.experiment.resumable(with {}, path)
+    assert.is_nil(ok)
+    assert.equal(path .. " was trained with positions = grid, the config asks for index", err)
+    os.remove(path)
+    os.remove(path .. ".state")
+  end)
+end)
