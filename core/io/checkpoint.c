@@ -586,6 +586,8 @@ static rp_status read_model_head(const char *path, reader *r, model_head *h, uin
     rp_model_cfg *mc = &h->cfg;
     *mc = rp_model_cfg_default(0); /* the fields of later versions keep their defaults */
     h->freq_kind = 0, h->freq_rows = h->freq_n = h->freq_cells = 0, h->freq_at = NULL;
+    memset(&h->axes, 0, sizeof h->axes);
+    h->pos_rows = 0, h->mix_at = h->pos_at = NULL; /* versions 1 to 4: no positions */
     for (uint32_t v = 1; v <= version; v++) {
         const char *w = v == 3 ? "the frequency settings" : "the model config";
         int32_t word = r_block(r, mc, v, w);

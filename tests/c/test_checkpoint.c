@@ -347,7 +347,7 @@ static void test_damaged(void)
         } else if (o < 8) {
             uint32_t v = (uint32_t)copy[4] | (uint32_t)copy[5] << 8 | (uint32_t)copy[6] << 16 |
                          (uint32_t)copy[7] << 24;
-            snprintf(want, sizeof want, "version %lu is not supported (this roper reads versions 1 to 4)",
+            snprintf(want, sizeof want, "version %lu is not supported (this roper reads versions 1 to 5)",
                      (unsigned long)v);
             expect_io(bad, want, 1, what);
         } else if (o < 16) {
@@ -368,10 +368,10 @@ static void test_damaged(void)
     memcpy(copy, b, len);
     copy[4] = 7;
     spit(bad, copy, len);
-    expect_io(bad, "version 7 is not supported (this roper reads versions 1 to 4)", 1, "version 7");
+    expect_io(bad, "version 7 is not supported (this roper reads versions 1 to 5)", 1, "version 7");
     reseal(copy, len);
     spit(bad, copy, len);
-    expect_io(bad, "version 7 is not supported (this roper reads versions 1 to 4)", 1, "version 7, resealed");
+    expect_io(bad, "version 7 is not supported (this roper reads versions 1 to 5)", 1, "version 7, resealed");
 
     /* not a checkpoint at all, and an empty file */
     spit(bad, (const uint8_t *)"hello, world\n", 13);
@@ -1043,6 +1043,115 @@ static void test_version3(void)
     rp_model_free(m);
 }
 
+/* Version 5: the model's positions. m saved, the file's size the layout of docs/checkpoint.md
+ * (A axes, n_mix pairs of a mix matrix, 8 rows), loaded with the same positions and axes, the
+ * same logits bit for bit. */
+static void v5_case(rp_model *m, const char *what, int A, int64_t n_mix)
+{
+    char path[128];
+    path_in(path, sizeof path, "v5.ckpt");
+    CHECK_STATUS(rp_checkpoint_save(path, m, NULL, NULL), RP_OK, what);
+    size_t len = 0;
+    uint8_t *b = slurp(path, &len);
+    int W = A > 0 ? A : 1;
+    size_t want = 16 + 112 + 16 + 44 + 8 + 56 + 72 + 28 + 48 + 8 * (size_t)(W * n_mix) +
+                  8 * 8 * (size_t)W;
+    for (int i = 0; i < rp_model_num_tensors(m); i++) {
+        const rp_param_info *pi = rp_model_param(m, i);
+        want += 4 + strlen(pi->name) + 4 + 8 * (size_t)pi->ndim + 4 * (size_t)pi->numel;
+    }
+    CHECK(b && b[4] == 5, "%s: version %d, want 5", what, b ? b[4] : -1);
+    CHECK(len == want, "%s: file size %zu, docs/checkpoint.md gives %zu", what, len, want);
+    free(b);
+    rp_checkpoint ck;
+    memset(&ck, 0, sizeof ck);
+    CHECK_STATUS(rp_checkpoint_load(path, &ck), RP_OK, what);
+    if (ck.model) {
+        int64_t ra = 0, rb = 0;
+        const int64_t *pa = rp_model_positions(m, &ra), *pb = rp_model_positions(ck.model, &rb);
+        CHECK(pb && ra == rb && !memcmp(pa, pb, (size_t)(ra * W) * sizeof(int64_t)),
+              "%s: the positions restored", what);
+        CHECK(rp_rope_freq_equal(rp_model_freq(ck.model), rp_model_freq(m)),
+              "%s: the axes (map, sections, mix) restored", what);
+        int32_t tok[8] = {1, 2, 3, 4, 5, 6, 0, 1};
+        CHECK_STATUS(rp_model_forward(m, tok, NULL, NULL, 1, 8, 0, NULL), RP_OK, what);
+        float l1[8 * 7];
+        memcpy(l1, rp_model_logits(m), sizeof l1);
+        CHECK_STATUS(rp_model_forward(ck.model, tok, NULL, NULL, 1, 8, 0, NULL), RP_OK, what);
+        CHECK(!memcmp(l1, rp_model_logits(ck.model), sizeof l1), "%s: logits bitwise", what);
+        rp_model_free(ck.model);
+    }
+    unlink(path);
+}
+
+static void test_version5(void)
+{
+    printf("-- version 5: the model's positions\n");
+    rp_model_cfg c = tiny_cfg();
+    c.dropout = 0.0;
+    rp_model *m = check_model_new(&c);
+    int32_t tok[8] = {1, 2, 3, 4, 5, 6, 0, 1};
+    CHECK_STATUS(rp_model_forward(m, tok, NULL, NULL, 1, 8, 0, NULL), RP_OK, NULL);
+    float plain[8 * 7];
+    memcpy(plain, rp_model_logits(m), sizeof plain);
+    /* a 2 x 4 grid, axial (d_k 8: two pairs per axis) */
+    int64_t grid[16], line[8];
+    for (int i = 0; i < 8; i++) grid[2 * i] = i / 4, grid[2 * i + 1] = i % 4, line[i] = 3 + i;
+    rp_rope_axes ax = {.n = 2, .map = RP_AXES_AXIAL};
+    CHECK_STATUS(rp_model_set_positions(m, &ax, grid, 8), RP_OK, NULL);
+    CHECK_STATUS(rp_model_forward(m, tok, NULL, NULL, 1, 8, 0, NULL), RP_OK, NULL);
+    CHECK(memcmp(plain, rp_model_logits(m), sizeof plain) != 0, "the grid changes the logits");
+    v5_case(m, "axial grid", 2, 0);
+    double W[8] = {0.5, 0.25, -0.125, 1.0, 0.75, -0.5, 0.0625, 2.0};
+    ax.map = RP_AXES_MIXED, ax.mix = W, ax.n_mix = 4;
+    CHECK_STATUS(rp_model_set_positions(m, &ax, grid, 8), RP_OK, NULL);
+    v5_case(m, "mixed grid", 2, 4);
+    ax = (rp_rope_axes){.n = 0};
+    CHECK_STATUS(rp_model_set_positions(m, &ax, line, 8), RP_OK, NULL);
+    v5_case(m, "explicit 1-D positions", 0, 0);
+    CHECK_STATUS(rp_model_set_positions(m, &ax, line, 7), RP_ERR_ARG,
+                 "positions hold 7 rows; the model's seq_len is 8");
+    ax = (rp_rope_axes){.n = 2, .map = RP_AXES_SECTIONS, .sections = {1, 1}};
+    CHECK_STATUS(rp_model_set_positions(m, &ax, grid, 8), RP_ERR_ARG,
+                 "sections {1, 1} hold 2 pairs; d_rot_q 8 has 4");
+    int64_t r = 0;
+    CHECK(rp_model_positions(m, &r) && r == 8 && rp_model_positions(m, NULL)[0] == 3,
+          "a refused call leaves the positions as they were");
+    /* NULL restores the index: the plain logits again, and a file of version 1 */
+    CHECK_STATUS(rp_model_set_positions(m, NULL, NULL, 0), RP_OK, NULL);
+    CHECK_STATUS(rp_model_forward(m, tok, NULL, NULL, 1, 8, 0, NULL), RP_OK, NULL);
+    CHECK(!memcmp(plain, rp_model_logits(m), sizeof plain), "no positions: the plain logits");
+    v3_case(m, "positions removed", 1, 0);
+
+    /* damaged version 5 files (checksums resealed): sizes beyond the file, sections that do
+     * not add up */
+    ax = (rp_rope_axes){.n = 2, .map = RP_AXES_AXIAL};
+    CHECK_STATUS(rp_model_set_positions(m, &ax, grid, 8), RP_OK, NULL);
+    char path[128];
+    path_in(path, sizeof path, "v5bad.ckpt");
+    CHECK_STATUS(rp_checkpoint_save(path, m, NULL, NULL), RP_OK, NULL);
+    size_t len = 0;
+    uint8_t *b = slurp(path, &len);
+    if (b) {
+        size_t po = 16 + 112 + 56 + 72 + 28; /* the positions section */
+        put64(b + po + 40, 1000000);         /* rows */
+        reseal(b, len);
+        spit(path, b, len);
+        expect_io(path, "corrupted (positions: 2 axes, 1000000 rows, mix 0)", 1, "rows 10^6");
+        put64(b + po + 40, 8);
+        b[po + 4] = 1; /* map sections, sections {1, 1} */
+        put64(b + po + 8, 1);
+        put64(b + po + 16, 1);
+        reseal(b, len);
+        spit(path, b, len);
+        expect_io(path, "bad positions: sections {1, 1} hold 2 pairs; d_rot_q 8 has 4", 1,
+                  "sections {1, 1}");
+        free(b);
+    }
+    unlink(path);
+    rp_model_free(m);
+}
+
 /* ---- memory ---------------------------------------------------------------------------------- */
 
 /* A sparse file with a valid header that claims more bytes than this process may allocate: the
@@ -1084,6 +1193,7 @@ int main(void)
     test_old_files();
     test_round_trip();
     test_version3();
+    test_version5();
     test_damaged();
     test_resume();
     test_special_files();
