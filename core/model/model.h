@@ -86,6 +86,14 @@ typedef struct rp_model_cfg {
     double yarn_alpha, yarn_beta, xpos, xpos_scale_base;
     rp_yarn_ramp yarn_ramp;
     double low_freq_factor, high_freq_factor, attention_factor;
+    /* learn_freq (0 or 1; a rotary pe with softmax attention, no scaling, no angle table): the
+     * frequencies are the parameter "rope.freq" [RP_MAX_AXES x d_rot/2] (the widest rotated
+     * placement's d_rot), trained with the rest: row 0 holds theta_i of pair i (1-D, axial,
+     * sections: pair i turns by p theta_i, p its axis's position), rows 0 .. A-1 RoPE-Mixed's
+     * matrix W (axes mixed: pair i turns by sum_a p_a W[a][i]); the rows past them are unused
+     * (zero gradient). Initialised to the scheme's (the standard or the model's own frequencies,
+     * or the given mix), rounded to float. Shared by every layer and head. */
+    int learn_freq;
 } rp_model_cfg;
 
 /* The labml defaults: d_model 128, heads 4, layers 3, d_ff 512, seq_len 512, max_batch 16,
