@@ -117,6 +117,7 @@ static void attn_branch_backward(rp_model *m, int64_t l, float *dres, float *spa
                          .scratch = m->attn_scratch, .nthreads = nt};
         rp_attention_backward(&io, &lc);
         rpm_rel_grad_end(m, l, T);
+        rpm_freq_grad(m, a->qkv, m->dqkv, a->atty, m->datty, B, T);
     }
     if (m->cfg.norm == RP_NORM_PRE) {
         float *inp = ln_again(m, x, a->ln1_mean, a->ln1_rstd, p->ln1w, p->ln1b, N);

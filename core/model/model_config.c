@@ -77,6 +77,15 @@ rp_status rp_model_cfg_check(const rp_model_cfg *cfg)
                                     "attention, not %s%s", rp_pe_list(list, sizeof list, 1, 0, 0),
                         mode->name,
                         cfg->attention == RP_ATTN_LINEAR ? " with linear attention" : "");
+    if (cfg->learn_freq && (!mode->rotary || cfg->attention == RP_ATTN_LINEAR))
+        return rp_error(RP_ERR_ARG, "learn_freq needs a rotary pe (%s) with softmax attention, "
+                                    "not %s%s", rp_pe_list(list, sizeof list, 1, 0, 0),
+                        mode->name,
+                        cfg->attention == RP_ATTN_LINEAR ? " with linear attention" : "");
+    if (cfg->learn_freq && cfg->scaling != RP_SCALING_NONE)
+        return rp_error(RP_ERR_ARG, "learn_freq learns the frequencies themselves; scaling %s "
+                                    "does not apply to them (train at the longer length "
+                                    "instead)", rp_scaling_names[cfg->scaling]);
     if (cfg->attention == RP_ATTN_LINEAR &&
         (cfg->rotate || cfg->fraction_q || cfg->fraction_k || cfg->fraction_o))
         return rp_error(RP_ERR_ARG, "linear attention takes the mode's own rotate and fraction_qk, "
@@ -120,6 +129,9 @@ rp_status rp_model_set_freq(rp_model *m, const double *theta, int64_t n_theta,
     if (theta) f.theta = theta, f.n_theta = n_theta;
     if (angles) f.angles = angles, f.rows = rows, f.n_angles = n_angles;
     char list[128];
+    if (angles && m->cfg.learn_freq)
+        return rp_error(RP_ERR_ARG, "angles are final and learn_freq learns frequencies (give "
+                                    "freq, the starting frequencies, instead)");
     if ((theta || angles) && (!m->pe.rotate || m->linear))
         return rp_error(RP_ERR_ARG, "freq and angles need a rotary pe (%s) with softmax attention, "
                                     "not %s%s", rp_pe_list(list, sizeof list, 1, 0, 0),
@@ -138,6 +150,7 @@ rp_status rp_model_set_freq(rp_model *m, const double *theta, int64_t n_theta,
     m->freq_table = copy;
     m->freq = f;
     m->dec_rope_stale = 1;
+    rpm_freq_reset(m); /* learn_freq: the parameter starts from the new scheme */
     return RP_OK;
 }
 
@@ -185,6 +198,7 @@ rp_status rp_model_set_positions(rp_model *m, const rp_rope_axes *axes, const in
     m->pos_table = pcopy, m->pos_rows = pos ? rows : 0, m->mix_table = mcopy;
     m->freq = f;
     m->dec_rope_stale = 1;
+    rpm_freq_reset(m); /* learn_freq: the parameter starts from the new scheme */
     return RP_OK;
 }
 

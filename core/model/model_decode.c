@@ -38,6 +38,7 @@ static void rope_rows_refresh(rp_model *m)
  * the cos/sin rows when they are stale. */
 static void refresh_weights(rp_model *m)
 {
+    rpm_freq_refresh(m); /* learn_freq: the parameter's values of now (dec_rope then stale) */
     if (m->dec_rope && m->dec_rope_stale) rope_rows_refresh(m);
     m->dec_rope_stale = 0;
     const float *w = m->params->data;

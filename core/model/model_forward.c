@@ -59,7 +59,7 @@ rp_attn_cfg rpm_attn_cfg(const rp_model *m, int64_t q_offset)
     a.d_rot_v = s->d_rot_v;
     a.d_rot_o = s->d_rot_o;
     a.q_offset = q_offset;
-    a.freq = rp_rope_freq_is_plain(&m->freq) ? NULL : &m->freq;
+    a.freq = m->off_freq >= 0 ? &m->freq_eff : rp_rope_freq_is_plain(&m->freq) ? NULL : &m->freq;
     a.pos = m->pos_table, a.pos_rows = m->pos_rows;
     return a;
 }
@@ -217,6 +217,7 @@ rp_status rp_model_forward(rp_model *m, const int32_t *tokens, const int32_t *ta
                            const uint8_t *mask, int64_t B, int64_t T, int train, float *loss)
 {
     RP_TRY(rp_model_check_tokens(m, tokens, targets, B, T));
+    rpm_freq_refresh(m); /* learn_freq: the parameter's values of now */
     const rp_model_cfg *c = &m->cfg;
     int64_t N = B * T, V = c->vocab;
     int drop = train && c->dropout > 0.0;

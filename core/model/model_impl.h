@@ -180,6 +180,14 @@ struct rp_model {
     int64_t *pos_table;            /* rp_model_set_positions' copy [pos_rows x A], or NULL */
     int64_t pos_rows;
     double *mix_table;             /* its copy of the mix matrix (freq.axes.mix), or NULL */
+    /* learn_freq (model_freq.c): "rope.freq" at off_freq (-1: none), [RP_MAX_AXES x freq_half];
+     * freq_eff the scheme the attention reads (freq with the learned values in freq_buf
+     * [RP_MAX_AXES x freq_half] doubles); freq_acc [seq_len x freq_half] doubles and freq_axis
+     * [freq_half] ints, the backward's scratch */
+    int64_t off_freq, freq_half;
+    rp_rope_freq freq_eff;
+    double *freq_buf, *freq_acc;
+    int *freq_axis;
     int linear;                    /* cfg.attention == RP_ATTN_LINEAR */
     double lin_min_den;            /* the last forward's smallest denominator (linear) */
 
@@ -327,6 +335,22 @@ void rpm_head_forward(rp_model *m, const rpm_block_ops *ops, void *ctx, float *l
 void rpm_act_forward(const rp_model *m, float *out, const float *inp, int64_t n);
 void rpm_act_backward_set(const rp_model *m, float *dinp, const float *dout, const float *inp,
                           int64_t n);
+
+/* ---- model_freq.c: learned frequencies (learn_freq) ---- */
+/* d_rot/2 of the widest placement m's scheme rotates (the learned table's width). */
+int64_t rpm_freq_half(const rp_model *m);
+/* The parameter's values into freq_buf and freq_eff (and dec_rope marked stale): before a
+ * forward pass or a decoded sequence reads them. No-op without learn_freq. */
+void rpm_freq_refresh(rp_model *m);
+/* The parameter OVERWRITTEN with the scheme's frequencies (m->freq: its own theta or mix, else
+ * the standard theta of the widest placement, axial's per block), rounded to float; unused rows
+ * 0; then refreshed. No-op without learn_freq. */
+void rpm_freq_reset(rp_model *m);
+/* ACCUMULATES into the parameter's gradient the terms of one layer: qkv [B x T x 3C] the
+ * attention's unrotated inputs and dqkv their gradients, out [B x T x C] its output and dout
+ * that output's gradient (model_freq.c's header gives the formula). No-op without learn_freq. */
+void rpm_freq_grad(rp_model *m, const float *qkv, const float *dqkv, const float *out,
+                   const float *dout, int64_t B, int64_t T);
 
 /* ---- model_rel.c: the relative modes (shaw, xl, t5, deberta, alibi) ---- */
 /* Floats of one layer's computed tables (layer_acts rel_tab), of the model-level sinusoid

@@ -103,6 +103,12 @@ int rpm_build_layout(rp_model *m)
     }
     m->off_head_w = add_param(info, &np, &off, "head.weight", 2, V, C, RP_INIT_UNIFORM, C);
     m->off_head_b = add_param(info, &np, &off, "head.bias", 1, V, 0, RP_INIT_UNIFORM, C);
+    /* learn_freq: the frequencies (model_freq.c), last so that no other offset moves; set by
+     * rpm_freq_reset once the model exists */
+    m->off_freq = -1;
+    if (c->learn_freq)
+        m->off_freq = add_param(info, &np, &off, "rope.freq", 2, RP_MAX_AXES, m->freq_half,
+                                RP_INIT_ZEROS, 0);
     m->nfloats = off;
     return np;
 }

@@ -244,6 +244,9 @@ void rp_model_free(rp_model *m)
     free(m->freq_table);
     free(m->pos_table);
     free(m->mix_table);
+    free(m->freq_buf);
+    free(m->freq_acc);
+    free(m->freq_axis);
     free(m->lp);
     free(m->la);
     rp_storage_release(m->params);
@@ -267,6 +270,7 @@ static void init_derived(rp_model *m, const rp_model_cfg *cfg)
     m->dk = c->d_model / c->heads;
     m->pe = rp_model_cfg_scheme(c);
     m->freq = rp_model_cfg_freq(c);
+    m->freq_half = rpm_freq_half(m);
     m->linear = c->attention == RP_ATTN_LINEAR;
     m->lin_min_den = (double)NAN;
     m->nparams = rpm_build_layout(m); /* info and lp are NULL: counts, sets nfloats */
@@ -377,6 +381,13 @@ rp_model *rp_model_new(const rp_model_cfg *cfg)
     m->grads = rp_storage_new((size_t)m->nfloats);
     if (!m->params || !m->grads) goto nomem;
     rpm_init_params(m);
+    if (m->off_freq >= 0) {
+        m->freq_buf = malloc((size_t)(RP_MAX_AXES * m->freq_half) * sizeof(double));
+        m->freq_acc = malloc((size_t)(c->seq_len * m->freq_half) * sizeof(double));
+        m->freq_axis = malloc((size_t)m->freq_half * sizeof(int));
+        if (!m->freq_buf || !m->freq_acc || !m->freq_axis) goto nomem;
+        rpm_freq_reset(m);
+    }
 
     /* activations */
     m->la = calloc((size_t)c->layers, sizeof *m->la);

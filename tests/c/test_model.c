@@ -403,9 +403,21 @@ static int total_kinks = 0;
  * tolerance (a kink inside the step), the one on the current point's side within 1e-3 + 3e-2 |g|
  * (truncation eps f''/2 ~ 5e-4, noise 2e-4). A wrong gradient matches neither.
  * These fallbacks are counted and printed. */
+static void gradcheck_model(rp_model *m, const rp_model_cfg *c, const char *label, int per,
+                            const char *only);
+
 static void gradcheck(const rp_model_cfg *c, const char *label, int per)
 {
     rp_model *m = new_model(c);
+    gradcheck_model(m, c, label, per, NULL);
+    rp_model_free(m);
+}
+
+/* gradcheck on the model m (of config c); with only, every element of the tensor named so and
+ * nothing else. */
+static void gradcheck_model(rp_model *m, const rp_model_cfg *c, const char *label, int per,
+                            const char *only)
+{
     const int64_t B = 2, T = 6;
     int32_t tok[12], tgt[12];
     uint8_t mask[12];
@@ -430,12 +442,14 @@ static void gradcheck(const rp_model_cfg *c, const char *label, int per)
     int nbad = 0, nchecked = 0, nkink = 0;
     for (int i = 0; i < rp_model_num_tensors(m); i++) {
         const rp_param_info *p = rp_model_param(m, i);
-        /* the largest-gradient element and per-1 more spread over the tensor */
+        if (only && strcmp(p->name, only) != 0) continue;
+        /* the largest-gradient element and per-1 more spread over the tensor (only: all) */
         int64_t big = 0;
         for (int64_t k = 1; k < p->numel; k++)
             if (fabsf(g[p->offset + k]) > fabsf(g[p->offset + big])) big = k;
-        for (int j = 0; j < per; j++) {
-            int64_t k = j == 0 ? big : (int64_t)(check_rand_u64(&s) % (uint64_t)p->numel);
+        for (int j = 0; j < (only ? p->numel : per); j++) {
+            int64_t k = only ? j
+                        : j == 0 ? big : (int64_t)(check_rand_u64(&s) % (uint64_t)p->numel);
             int64_t at = p->offset + k;
             float orig = w[at];
             /* divide by the step actually taken (orig +- eps rounded to float) */
@@ -493,7 +507,81 @@ static void gradcheck(const rp_model_cfg *c, const char *label, int per)
     if (worst > worst_rel_all) worst_rel_all = worst;
     if (worst_abs > worst_abs_all) worst_abs_all = worst_abs;
     if (c->act == RP_ACT_GELU && worst_abs > worst_abs_gelu) worst_abs_gelu = worst_abs;
+}
+
+/* learn_freq: every element of rope.freq (the unused rows too: 0 both ways) by central
+ * differences, for 1-D rope and roper (interleaved, partial rotation: d_rot 4 and 2), xPos, and
+ * 2-D positions (a 2 x 3 grid) with axial, sections and a mixed matrix; and the gradient is the
+ * only thing learn_freq adds: with the parameter at the standard frequencies, every other
+ * tensor's gradient and the loss equal those of the same model without it to float rounding. */
+static void test_gradcheck_freq(void)
+{
+    rp_model_cfg c = tiny_cfg(RP_PE_ROPE, RP_NORM_PRE, RP_ACT_GELU);
+    c.learn_freq = 1;
+    rp_model *m = new_model(&c);
+    gradcheck_model(m, &c, "rope/pre/gelu learn_freq", 0, "rope.freq");
     rp_model_free(m);
+    c = tiny_cfg(RP_PE_ROPER, RP_NORM_POST, RP_ACT_GELU);
+    c.learn_freq = 1;
+    c.d_model = 16;
+    c.heads = 2; /* d_k 8 */
+    c.fraction_qk = 0.5;
+    c.fraction_v = 0.25;
+    c.pairing = RP_PAIR_INTERLEAVED;
+    m = new_model(&c);
+    gradcheck_model(m, &c, "roper/post/gelu learn_freq, d_rot 4/2 interleaved", 0, "rope.freq");
+    rp_model_free(m);
+    c = tiny_cfg(RP_PE_ROPER, RP_NORM_PRE, RP_ACT_GELU);
+    c.learn_freq = 1;
+    c.xpos = 0.4;
+    c.xpos_scale_base = 4.0;
+    m = new_model(&c);
+    gradcheck_model(m, &c, "roper/pre/gelu learn_freq xpos", 0, "rope.freq");
+    rp_model_free(m);
+    /* 2-D positions: the 6 positions of a row on a 2 x 3 grid */
+    int64_t grid[12];
+    for (int i = 0; i < 6; i++) grid[2 * i] = i / 3, grid[2 * i + 1] = i % 3 + 1;
+    c = tiny_cfg(RP_PE_ROPER, RP_NORM_PRE, RP_ACT_GELU);
+    c.learn_freq = 1;
+    c.d_model = 16;
+    c.heads = 2; /* d_k 8: 4 pairs */
+    double W[8] = {0.9, 0.3, -0.2, 0.05, -0.4, 0.7, 0.25, 0.01};
+    const struct {
+        rp_rope_axes ax;
+        const char *what;
+    } maps[3] = {{{.n = 2, .map = RP_AXES_AXIAL}, "axial"},
+                 {{.n = 2, .map = RP_AXES_SECTIONS, .sections = {1, 3}}, "sections {1, 3}"},
+                 {{.n = 2, .map = RP_AXES_MIXED, .mix = W, .n_mix = 4}, "mixed"}};
+    /* without learning, the same model gives the same loss and the other gradients */
+    rp_model_cfg c0 = c;
+    c0.learn_freq = 0;
+    rp_model *m0 = new_model(&c0);
+    m = new_model(&c);
+    int32_t tok[12], tgt[12];
+    for (int i = 0; i < 12; i++) tok[i] = (i * 5 + 1) % 7, tgt[i] = (i * 3 + 2) % 7;
+    float l0 = 0.0f, l1 = 0.0f;
+    CHECK_STATUS(rp_model_forward(m0, tok, tgt, NULL, 2, 6, 1, &l0), RP_OK, NULL);
+    CHECK_STATUS(rp_model_forward(m, tok, tgt, NULL, 2, 6, 1, &l1), RP_OK, NULL);
+    rp_model_zero_grad(m0);
+    rp_model_zero_grad(m);
+    CHECK_STATUS(rp_model_backward(m0), RP_OK, NULL);
+    CHECK_STATUS(rp_model_backward(m), RP_OK, NULL);
+    CHECK(fabsf(l0 - l1) <= 1e-6f, "learn_freq at the standard frequencies: loss %.9g vs %.9g",
+          (double)l1, (double)l0);
+    int64_t n0 = rp_model_param_count(m0);
+    CHECK(rp_model_param_count(m) == n0 + RP_MAX_AXES * 4, "rope.freq adds [3 x 4] at the end");
+    CHECK_CLOSE(rp_model_grads(m)->data, rp_model_grads(m0)->data, n0, 1e-5,
+                "learn_freq: the other gradients as without it");
+    rp_model_free(m0);
+    rp_model_free(m);
+    for (int k = 0; k < 3; k++) {
+        m = new_model(&c);
+        CHECK_STATUS(rp_model_set_positions(m, &maps[k].ax, grid, 6), RP_OK, maps[k].what);
+        char label[96];
+        snprintf(label, sizeof label, "roper 2-D %s learn_freq", maps[k].what);
+        gradcheck_model(m, &c, label, 0, "rope.freq");
+        rp_model_free(m);
+    }
 }
 
 static void test_gradcheck(void)
@@ -548,6 +636,7 @@ static void test_gradcheck(void)
     c.fraction_v = 0.25;
     c.pairing = RP_PAIR_INTERLEAVED;
     gradcheck(&c, "linear roper/pre/gelu, d_rot 4/2 interleaved", 3);
+    test_gradcheck_freq();
     printf("  gradient checks: max |fd - g| / (1e-2 + |g|) %.3g (limit 3e-2), max |fd - g| %.3g (elements "
            "passing the central test); %d ReLU-kink fallbacks\n",
            worst_rel_all, worst_abs_all, total_kinks);
