@@ -63,6 +63,10 @@ local KEYS = {
   { "positions", "index", { "index", "grid" }, "grid_offset: what a rotary pe turns by: index "
     .. "(the flattened token index) or grid (2-D (row, column) of the layout, task:positions2d, "
     .. "axial pairs)" },
+  { "axes", "axial", { "axial", "mixed" }, "grid_offset with positions grid: how the rotation "
+    .. "pairs map to (row, column): axial (each axis its own pairs) or mixed (RoPE-Mixed: each "
+    .. "pair turns by a combination of both, W as rope-vit's init_random_2d_freqs, its angle from "
+    .. "the seed)" },
 }
 
 -- The model: the keys of rp.model's config (core's config schema: internals.model_keys), in its
@@ -131,7 +135,7 @@ local TASK_OF = { format = "addition", max_digits = "addition", quirk = "additio
   eval_digits = "addition", str_len = "substring_index", substr_len = "substring_prefix",
   rnd_len = "substring_prefix", path = "text", valid_fraction = "text", max_bytes = "text",
   rows = "grid_offset", cols = "grid_offset", alphabet = "grid_offset", max_offset = "grid_offset",
-  positions = "grid_offset" }
+  positions = "grid_offset", axes = "grid_offset" }
 
 -- rp.experiment.keys() -> a copy of KEYS as tables {name =, default =, kind =, help =, task =}
 -- (task: the only task the key applies to, or nil for every task)

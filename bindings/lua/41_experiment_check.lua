@@ -49,10 +49,29 @@ function experiment.task(cfg)
   return task, err
 end
 
+-- RoPE-Mixed's starting matrix W [2 x d_rot/2] for a run (Heo et al. 2024, rope-vit's
+-- init_random_2d_freqs with rotate): magnitudes base^(-4j / d_rot) for j < d_rot/4, the first
+-- d_rot/4 pairs along the direction phi, the others along phi + pi/2, phi uniform in [0, 2 pi)
+-- from the run's seed (one matrix for every head: the model's frequencies are shared).
+local function mixed_freq(d_rot, base, seed)
+  local q = d_rot // 4
+  local phi = rp.rng(seed):uniform() * 2 * math.pi
+  local W = { {}, {} }
+  for j = 0, q - 1 do
+    local mag = base ^ (-4 * j / d_rot)
+    for s, dir in ipairs { phi, phi + math.pi / 2 } do
+      W[1][(s - 1) * q + j + 1] = mag * math.cos(dir)
+      W[2][(s - 1) * q + j + 1] = mag * math.sin(dir)
+    end
+  end
+  return W
+end
+
 -- The config of rp.model for cfg and a task of vocabulary V: every model key of cfg (rotate ""
 -- and an unset fraction left out), less those that do nothing for the run's model (a shared
 -- config sets rel_clip for shaw and rope alike; internals.model_merge); with positions "grid" the
--- grid task's 2-D positions of the seq_len tokens of a row (task:positions2d).
+-- grid task's 2-D positions of the seq_len tokens of a row (task:positions2d), and with axes
+-- "mixed" RoPE-Mixed's matrix over the whole head (d_rot = d_k).
 local function model_opts(cfg, V)
   local o = { vocab = V, max_batch = cfg.batch, seed = cfg.seed }
   for name, row in pairs(MODEL_ROW) do
@@ -63,6 +82,9 @@ local function model_opts(cfg, V)
     local task <close> = setmetatable({ rp.tasks.grid_offset(task_opts(cfg)) }, {
       __close = function(t) getmetatable(t[1]).__close(t[1]) end })
     o.positions = task[1]:positions2d(cfg.seq_len)
+    if cfg.axes == "mixed" then
+      o.axes, o.mix = "mixed", mixed_freq(cfg.d_model // cfg.heads, cfg.base, cfg.seed)
+    end
   end
   return internals.model_merge(o)
 end
@@ -127,6 +149,12 @@ local function validate(fname, cfg)
     argerror(fname, 1, ("option 'positions' grid needs a rotary pe (%s or %s) with softmax "
       .. "attention, not %s%s"):format(table.concat(rot, ", ", 1, #rot - 1), rot[#rot], cfg.pe,
       cfg.attention == "linear" and " with linear attention" or ""))
+  end
+  if mc.mix and ((cfg.d_model // cfg.heads) % 4 ~= 0 or cfg.fraction_qk ~= 1 or cfg.fraction_v ~= 1
+      or cfg.rotate ~= "") then
+    argerror(fname, 1, ("option 'axes' mixed rotates whole heads in quarters (d_k a multiple of 4, "
+      .. "fraction_qk and fraction_v 1, the mode's own rotate), got d_k %d"):format(
+      cfg.d_model // cfg.heads))
   end
   local ok, mem = pcall(rp.model_memory, mc)
   if not ok then argerror(fname, 1, "model: " .. inner(mem):gsub("max_batch", "batch")) end

@@ -154,7 +154,7 @@ local function open_checkpoint(path, cfg, mc, oc)
     end
   end
   local mconf = m:config()
-  local k, have, want = differs(mc, mconf, { max_batch = true, positions = true })
+  local k, have, want = differs(mc, mconf, { max_batch = true, positions = true, mix = true })
   if k then return trained_with(k, have, want) end
   -- the positions (a tensor in mc, a table in m:config()): grid or the token index
   if (mc.positions == nil) ~= (mconf.positions == nil) then

@@ -271,3 +271,39 @@ describe("rp.experiment's positions key", function()
     os.remove(path .. ".state")
   end)
 end)
+
+describe("rp.experiment's axes key", function()
+  it("starts axes mixed from rope-vit's init_random_2d_freqs, its angle from the seed", function()
+    local cfg = { task = "grid_offset", rows = 3, cols = 4, max_offset = 2, pe = "rope",
+                  positions = "grid", axes = "mixed", steps = 2, seq_len = 32, batch = 2,
+                  d_model = 32, heads = 2, problems = 2, seed = 5, base = 100 }
+    local path = os.tmpname()
+    local _, m = rp.experiment.run(cfg, nil, { keep_model = true, save = path })
+    local mix = m:config().mix
+    -- d_k 16: 8 pairs, magnitudes 100^(-4j/16) for j = 0..3, pairs 1-4 along phi, 5-8 along
+    -- phi + pi/2
+    local phi = rp.rng(5):uniform() * 2 * math.pi
+    local want = { {}, {} }
+    for j = 0, 3 do
+      local mag = 100 ^ (-j / 4)
+      want[1][j + 1], want[2][j + 1] = mag * math.cos(phi), mag * math.sin(phi)
+      want[1][j + 5], want[2][j + 5] = -mag * math.sin(phi), mag * math.cos(phi)
+    end
+    h.approx(want, mix, 1e-15)
+    assert.equal("mixed", m:config().axes)
+    -- a run of the same config goes on from its checkpoint (the matrix is no obstacle)
+    cfg.steps = 2
+    assert.equal("finished", select(3, rp.experiment.resumable(cfg, path)))
+    os.remove(path)
+    os.remove(path .. ".state")
+  end)
+
+  it("refuses axes mixed for heads that do not split in quarters", function()
+    assert.has_error(function()
+      rp.experiment.check { task = "grid_offset", pe = "roper", positions = "grid",
+                            axes = "mixed", d_model = 24, heads = 4 }
+    end, "bad argument #1 to 'rp.experiment.check' (option 'axes' mixed rotates whole heads in "
+      .. "quarters (d_k a multiple of 4, fraction_qk and fraction_v 1, the mode's own rotate), "
+      .. "got d_k 6)")
+  end)
+end)
