@@ -1064,8 +1064,8 @@ static void v5_case(rp_model *m, const char *what, int A, int64_t n_mix, int64_t
     CHECK(len == want, "%s: file size %zu, docs/checkpoint.md gives %zu", what, len, want);
     /* learn_freq: the first field of version 5's block, at 284 (no frequency table) */
     int learn = rp_model_config(m)->learn_freq;
-    CHECK(b && len > 288 && (uint32_t)get64(b + 284) == (uint32_t)learn, "%s: learn_freq %d at 284", what,
-          learn);
+    CHECK(b && len > 288 && (uint32_t)get64(b + 284) == (uint32_t)learn,
+          "%s: learn_freq %d at 284", what, learn);
     free(b);
     rp_checkpoint ck;
     memset(&ck, 0, sizeof ck);
