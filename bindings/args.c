@@ -578,6 +578,7 @@ void lrp_optcfgkey(lua_State *L, int idx, rp_model_cfg *cfg, const rp_cfg_key *k
         rp_model_cfg_set_int(cfg, k, lrp_optenum(L, idx, k->name, k->names, 0));
         break;
     case RP_CFG_ROTATE: rp_model_cfg_set_int(cfg, k, lrp_optrotate(L, idx, k->name)); break;
+    case RP_CFG_BOOL: rp_model_cfg_set_int(cfg, k, lrp_optboolean(L, idx, k->name, 0)); break;
     default: /* an integer; a seed keeps a negative one's bits */
         rp_model_cfg_set_int(cfg, k, (int64_t)lrp_optinteger(L, idx, k->name, 0));
     }

@@ -20,11 +20,13 @@
 #define FREQ_MAX_SAMPLES ((int64_t)1 << 24)
 
 /* The rows of the config schema that make up the frequency scheme (scaling and its parameters,
- * xpos and its scale base): the keys lrp_optfreq reads. */
+ * xpos and its scale base): the keys lrp_optfreq reads. Not learn_freq: it makes a model's
+ * frequencies parameters, which the functions without a model do not have. */
 static int is_freq_row(const rp_cfg_key *k)
 {
-    return k->use == RP_CFG_FREQ || k->use == RP_CFG_SCALED || k->use == RP_CFG_SCALINGS ||
-           k->use == RP_CFG_XPOS;
+    return (k->use == RP_CFG_FREQ || k->use == RP_CFG_SCALED || k->use == RP_CFG_SCALINGS ||
+            k->use == RP_CFG_XPOS) &&
+           k->offset != offsetof(rp_model_cfg, learn_freq);
 }
 
 /* ---- Hugging Face's rope_scaling table ---- */

@@ -296,7 +296,7 @@ static int l_pe_modes(lua_State *L)
 
 void lrp_model_internals(lua_State *L, int priv)
 {
-    static const char *const types[] = {"int", "number", "enum", "seed", "rotate"};
+    static const char *const types[] = {"int", "number", "enum", "seed", "rotate", "bool"};
     priv = lua_absindex(L, priv);
     lua_createtable(L, rp_model_cfg_nkeys, 0);
     for (int i = 0; i < rp_model_cfg_nkeys; i++) {
@@ -322,6 +322,8 @@ void lrp_model_internals(lua_State *L, int priv)
         } else if (k->type == RP_CFG_SEED) {
             lua_pushinteger(L, (lua_Integer)k->def);
             lua_setfield(L, -2, "default");
+        } else if (k->type == RP_CFG_BOOL) {
+            set_bool(L, "default", k->def != 0.0);
         } else { /* rotate: not set, the mode's own */
             lua_pushliteral(L, "");
             lua_setfield(L, -2, "default");
@@ -439,6 +441,7 @@ static int m_config(lua_State *L)
         case RP_CFG_ROTATE:
             lua_pushstring(L, rp_rotate_name(v ? (int)v : mode->rotate, rot));
             break;
+        case RP_CFG_BOOL: lua_pushboolean(L, v != 0); break;
         default: lua_pushinteger(L, (lua_Integer)v); break;
         }
         lua_setfield(L, -2, k->name);

@@ -39,11 +39,12 @@ void lrp_open_tasks(lua_State *L, int mod);  /* roper.Task metatable, rp.Task, r
 void lrp_open_dist(lua_State *L, int mod);   /* roper.Comm metatable, rp.Comm, rp.mpi (dist.c) */
 
 /* Sets the config schema and the mode table in the internals table at priv (model.c):
- * model_keys = { {name =, type = "int" | "number" | "enum" | "seed" | "rotate", default =, lo =,
- * hi = (int, number), names = (enum), lo_open =, hi_open =, unset0 =, required =, since =,
- * help =}, ... } (core/model/model_schema.h's rows, in order), pe_modes (core/nn/pe.h's table, as
- * rp.pe_modes() gives it: by index and by name) and model_unused(cfg) -> {key = why} (the keys of
- * an rp.model config table that do nothing for it). */
+ * model_keys = { {name =, type = "int" | "number" | "enum" | "seed" | "rotate" | "bool",
+ * default = (a boolean for bool), lo =, hi = (int, number), names = (enum), lo_open =, hi_open =,
+ * unset0 =, required =, since =, help =}, ... } (core/model/model_schema.h's rows, in order),
+ * pe_modes (core/nn/pe.h's table, as rp.pe_modes() gives it: by index and by name) and
+ * model_unused(cfg) -> {key = why} (the keys of an rp.model config table that do nothing for
+ * it). */
 void lrp_model_internals(lua_State *L, int priv);
 
 #endif

@@ -85,7 +85,7 @@ for _, row in ipairs(internals.model_keys) do
   if not NOT_MODEL[row.name] then
     local own = MODEL_OWN[row.name] or {}
     local kind = row.type == "enum" and row.names or row.type == "rotate" and "string"
-      or row.type == "number" and "number" or "int"
+      or row.type == "number" and "number" or row.type == "bool" and "bool" or "int"
     local default = own[1]
     if default == nil then default = math.tointeger(row.default) or row.default end
     KEYS[#KEYS + 1] = { row.name, default, kind, own[2] or row.help }

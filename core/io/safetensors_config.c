@@ -46,6 +46,7 @@ size_t rp_model_cfg_to_json(const rp_model_cfg *c, char *buf, size_t n)
         case RP_CFG_INT: snprintf(val, sizeof val, "%lld", (long long)v); break;
         case RP_CFG_NUM: num_str(val, sizeof val, rp_model_cfg_get_num(c, key)); break;
         case RP_CFG_SEED: snprintf(val, sizeof val, "%llu", (unsigned long long)(uint64_t)v); break;
+        case RP_CFG_BOOL: snprintf(val, sizeof val, "%s", v ? "true" : "false"); break;
         default: { /* the name, quoted */
             char name[48];
             snprintf(val, sizeof val, "\"%s\"", rp_model_cfg_value_str(c, key, name, sizeof name));
@@ -80,6 +81,13 @@ static rp_status read_key(const rp_json_doc *doc, size_t v, const rp_cfg_key *k,
                                     "\"%s\"",
                         k->name, rp_json_printable(pr, sizeof pr, doc->strings + x->str,
                                                    x->str_len));
+    }
+    if (k->type == RP_CFG_BOOL) {
+        if (x->type != RP_JSON_TRUE && x->type != RP_JSON_FALSE)
+            return rp_error(RP_ERR_ARG, "'%s' must be true or false, got %s", k->name,
+                            rp_json_type_name(x->type));
+        rp_model_cfg_set_int(c, k, x->type == RP_JSON_TRUE);
+        return RP_OK;
     }
     if (k->type == RP_CFG_ENUM) {
         if (x->type == RP_JSON_STRING)

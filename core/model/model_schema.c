@@ -13,6 +13,8 @@ const char *const rp_norm_names[3] = {"pre", "post", NULL};
 const char *const rp_act_names[3] = {"relu", "gelu", NULL};
 const char *const rp_attn_names[3] = {"softmax", "linear", NULL};
 const char *const rp_pairing_names[3] = {"half", "interleaved", NULL};
+/* RP_CFG_BOOL's values, named as an enum's: messages and roper.config write them */
+static const char *const bool_names[3] = {"false", "true", NULL};
 
 /* Enum fields are read and written as ints. */
 _Static_assert(sizeof(rp_norm) == sizeof(int) && sizeof(rp_act) == sizeof(int) &&
@@ -161,6 +163,9 @@ const rp_cfg_key rp_model_cfg_keys[] = {
     {.name = "attention_factor", .type = RP_CFG_NUM, .offset = F(attention_factor), .def = 0,
      .lo = 0, .hi = INFINITY, .use = RP_CFG_SCALED, .since = 4,
      .help = "a scaling: the scores times its square (0: the scaling's own; yarn 0.1 ln s + 1)"},
+    {.name = "learn_freq", .type = RP_CFG_BOOL, .offset = F(learn_freq), .def = 0,
+     .flags = RP_CFG_WEIGHTS | RP_CFG_SHOW_SET, .use = RP_CFG_FREQ, .since = 5,
+     .help = "rotary pe: train the frequencies (theta_i, or axes mixed's matrix) as parameters"},
 };
 const int rp_model_cfg_nkeys = (int)(sizeof rp_model_cfg_keys / sizeof rp_model_cfg_keys[0]);
 _Static_assert(sizeof rp_model_cfg_keys / sizeof rp_model_cfg_keys[0] <= RP_CFG_MAX_KEYS,
@@ -262,11 +267,17 @@ rp_model_cfg rp_model_cfg_default(int64_t vocab)
     return c;
 }
 
-/* The number of names of an enum row. */
+/* The names of an enum or bool row's values. */
+static const char *const *value_names(const rp_cfg_key *k)
+{
+    return k->type == RP_CFG_BOOL ? bool_names : k->names;
+}
+
+/* The number of names of an enum or bool row. */
 static int name_count(const rp_cfg_key *k)
 {
     int n = 0;
-    while (k->names[n]) n++;
+    while (value_names(k)[n]) n++;
     return n;
 }
 
@@ -280,7 +291,8 @@ const char *rp_model_cfg_value_str(const rp_model_cfg *c, const rp_cfg_key *k, c
     case RP_CFG_SEED: snprintf(buf, n, "%llu", (unsigned long long)(uint64_t)v); break;
     case RP_CFG_NUM: snprintf(buf, n, "%g", rp_model_cfg_get_num(c, k)); break;
     case RP_CFG_ENUM:
-        if (v >= 0 && v < name_count(k)) snprintf(buf, n, "%s", k->names[v]);
+    case RP_CFG_BOOL:
+        if (v >= 0 && v < name_count(k)) snprintf(buf, n, "%s", value_names(k)[v]);
         else snprintf(buf, n, "%lld", (long long)v);
         break;
     case RP_CFG_ROTATE:
@@ -316,10 +328,11 @@ rp_status rp_model_cfg_check_key(const rp_model_cfg *c, const rp_cfg_key *k, int
                         k->flags & RP_CFG_HI_OPEN ? ')' : ']');
     }
     case RP_CFG_ENUM:
+    case RP_CFG_BOOL:
         if (v < 0 || v >= name_count(k)) {
             char list[256];
             return rp_error(RP_ERR_ARG, "%s %lld is not %s", k->name, (long long)v,
-                            rp_join_names(list, sizeof list, k->names, name_count(k), 1));
+                            rp_join_names(list, sizeof list, value_names(k), name_count(k), 1));
         }
         return RP_OK;
     case RP_CFG_ROTATE:

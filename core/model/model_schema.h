@@ -28,6 +28,7 @@ typedef enum {
     RP_CFG_SEED,   /* uint64_t: any integer (a negative one as its two's complement) */
     RP_CFG_ROTATE, /* int: a mask of RP_ROT_* bits (pe.h) named by letters of "qkvo"; 0 is the
                     * mode's own */
+    RP_CFG_BOOL,   /* int: 0 or 1, named false and true (a Lua or JSON boolean) */
 } rp_cfg_type;
 
 /* When a key does something (its value matters). A key that does not is refused by
@@ -100,23 +101,25 @@ extern const int rp_model_cfg_nkeys;
 /* The row named name (len bytes; NUL-terminated when len is (size_t)-1), or NULL. */
 const rp_cfg_key *rp_model_cfg_key(const char *name, size_t len);
 
-/* A field's value: as an int64 (RP_CFG_INT, RP_CFG_ENUM, RP_CFG_ROTATE; RP_CFG_SEED's bits) or a
- * double (RP_CFG_NUM; the others converted); and set from either. */
+/* A field's value: as an int64 (RP_CFG_INT, RP_CFG_ENUM, RP_CFG_ROTATE, RP_CFG_BOOL; RP_CFG_SEED's
+ * bits) or a double (RP_CFG_NUM; the others converted); and set from either (a bool as given:
+ * rp_model_cfg_check_key refuses a value other than 0 or 1). */
 int64_t rp_model_cfg_get_int(const rp_model_cfg *c, const rp_cfg_key *k);
 double rp_model_cfg_get_num(const rp_model_cfg *c, const rp_cfg_key *k);
 void rp_model_cfg_set_int(rp_model_cfg *c, const rp_cfg_key *k, int64_t v);
 void rp_model_cfg_set_num(rp_model_cfg *c, const rp_cfg_key *k, double v);
 /* 1 when the field holds the row's default. */
 int rp_model_cfg_is_default(const rp_model_cfg *c, const rp_cfg_key *k);
-/* The value as messages write it (12, 0.5, nan, interleaved, qk), in buf (n bytes). */
+/* The value as messages write it (12, 0.5, nan, interleaved, qk, true), in buf (n bytes). */
 const char *rp_model_cfg_value_str(const rp_model_cfg *c, const rp_cfg_key *k, char *buf,
                                    size_t n);
 
 /* Checks one field against its row: an integer or number in range (a number finite), an enum
- * value that has a name, a rotate mask of qkvo bits. given = 1 for a value a user wrote (then
- * an RP_CFG_UNSET0 key's 0 is refused too). RP_ERR_ARG naming the key and the value
+ * value that has a name, a rotate mask of qkvo bits, a bool 0 or 1. given = 1 for a value a user
+ * wrote (then an RP_CFG_UNSET0 key's 0 is refused too). RP_ERR_ARG naming the key and the value
  * ("fraction_qk nan must be in (0, 1]", "rel_clip 0 must be in 1..65536", "base must be a finite
- * number > 0, got 0", "pe 11 is not none (0), ... or alibi (10)"). */
+ * number > 0, got 0", "pe 11 is not none (0), ... or alibi (10)", "learn_freq 2 is not false (0)
+ * or true (1)"). */
 rp_status rp_model_cfg_check_key(const rp_model_cfg *c, const rp_cfg_key *k, int given);
 /* rp_model_cfg_check_key for every row (given = 0), in row order: the first bad field. */
 rp_status rp_model_cfg_check_keys(const rp_model_cfg *c);

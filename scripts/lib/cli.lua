@@ -102,7 +102,8 @@ end
 -- add_config_options(parser, rp[, skip]): one option per experiment key, --d-model, with the
 -- default and the allowed values in the help; --d_model is accepted too but not listed (each
 -- option appears once in --help, under "Config keys" after the script's own options, and the
--- usage line does not list them).
+-- usage line does not list them). A key of kind "bool" takes its value or none: --learn-freq is
+-- --learn-freq true.
 -- None gets an argparse default, so config_overrides can tell what was given.
 function cli.add_config_options(parser, rp, skip)
   skip = skip or {}
@@ -119,6 +120,7 @@ function cli.add_config_options(parser, rp, skip)
       local o = parser:option("--" .. dashed, ("%s (%s; default %s)"):format(k.help, kind,
         tostring(def))):target(k.name)
         :argname("<" .. (type(k.kind) == "table" and "name" or k.kind) .. ">")
+      if k.kind == "bool" then o:args("?") end -- argparse gives a list of 0 or 1 values
       if dashed ~= k.name then o:hidden_name("--" .. k.name) end
       options[#options + 1] = o
     end
@@ -145,11 +147,13 @@ function cli.check(rp, overrides)
 end
 
 -- config_overrides(args, rp) -> the experiment keys given on the command line, as strings
--- (rp.experiment.config converts them).
+-- (rp.experiment.config converts them); a bool key given without a value is "true".
 function cli.config_overrides(args, rp)
   local o = {}
   for _, k in ipairs(rp.experiment.keys()) do
-    if args[k.name] ~= nil then o[k.name] = args[k.name] end
+    local v = args[k.name]
+    if type(v) == "table" then v = v[1] or "true" end
+    if v ~= nil then o[k.name] = v end
   end
   return o
 end

@@ -1046,7 +1046,7 @@ static void test_version3(void)
 /* Version 5: the model's positions. m saved, the file's size the layout of docs/checkpoint.md
  * (A axes, n_mix pairs of a mix matrix, 8 rows), loaded with the same positions and axes, the
  * same logits bit for bit. */
-static void v5_case(rp_model *m, const char *what, int A, int64_t n_mix)
+static void v5_case(rp_model *m, const char *what, int A, int64_t n_mix, int64_t rows)
 {
     char path[128];
     path_in(path, sizeof path, "v5.ckpt");
@@ -1054,23 +1054,30 @@ static void v5_case(rp_model *m, const char *what, int A, int64_t n_mix)
     size_t len = 0;
     uint8_t *b = slurp(path, &len);
     int W = A > 0 ? A : 1;
-    size_t want = 16 + 112 + 16 + 44 + 8 + 56 + 72 + 28 + 48 + 8 * (size_t)(W * n_mix) +
-                  8 * 8 * (size_t)W;
+    size_t want = 16 + 112 + 16 + 44 + 8 + 56 + 72 + 28 + 4 + 48 + 8 * (size_t)(W * n_mix) +
+                  8 * (size_t)rows * (size_t)W;
     for (int i = 0; i < rp_model_num_tensors(m); i++) {
         const rp_param_info *pi = rp_model_param(m, i);
         want += 4 + strlen(pi->name) + 4 + 8 * (size_t)pi->ndim + 4 * (size_t)pi->numel;
     }
     CHECK(b && b[4] == 5, "%s: version %d, want 5", what, b ? b[4] : -1);
     CHECK(len == want, "%s: file size %zu, docs/checkpoint.md gives %zu", what, len, want);
+    /* learn_freq: the first field of version 5's block, at 284 (no frequency table) */
+    int learn = rp_model_config(m)->learn_freq;
+    CHECK(b && len > 288 && (uint32_t)get64(b + 284) == (uint32_t)learn,
+          "%s: learn_freq %d at 284", what, learn);
     free(b);
     rp_checkpoint ck;
     memset(&ck, 0, sizeof ck);
     CHECK_STATUS(rp_checkpoint_load(path, &ck), RP_OK, what);
     if (ck.model) {
+        CHECK(rp_model_config(ck.model)->learn_freq == learn, "%s: learn_freq %d restored", what,
+              learn);
         int64_t ra = 0, rb = 0;
         const int64_t *pa = rp_model_positions(m, &ra), *pb = rp_model_positions(ck.model, &rb);
-        CHECK(pb && ra == rb && !memcmp(pa, pb, (size_t)(ra * W) * sizeof(int64_t)),
-              "%s: the positions restored", what);
+        CHECK(ra == rows && rb == rows &&
+                  (rows ? pb && !memcmp(pa, pb, (size_t)(ra * W) * sizeof(int64_t)) : !pb),
+              "%s: the positions restored (%lld rows)", what, (long long)rows);
         CHECK(rp_rope_freq_equal(rp_model_freq(ck.model), rp_model_freq(m)),
               "%s: the axes (map, sections, mix) restored", what);
         int32_t tok[8] = {1, 2, 3, 4, 5, 6, 0, 1};
@@ -1101,14 +1108,14 @@ static void test_version5(void)
     CHECK_STATUS(rp_model_set_positions(m, &ax, grid, 8), RP_OK, NULL);
     CHECK_STATUS(rp_model_forward(m, tok, NULL, NULL, 1, 8, 0, NULL), RP_OK, NULL);
     CHECK(memcmp(plain, rp_model_logits(m), sizeof plain) != 0, "the grid changes the logits");
-    v5_case(m, "axial grid", 2, 0);
+    v5_case(m, "axial grid", 2, 0, 8);
     double W[8] = {0.5, 0.25, -0.125, 1.0, 0.75, -0.5, 0.0625, 2.0};
     ax.map = RP_AXES_MIXED, ax.mix = W, ax.n_mix = 4;
     CHECK_STATUS(rp_model_set_positions(m, &ax, grid, 8), RP_OK, NULL);
-    v5_case(m, "mixed grid", 2, 4);
+    v5_case(m, "mixed grid", 2, 4, 8);
     ax = (rp_rope_axes){.n = 0};
     CHECK_STATUS(rp_model_set_positions(m, &ax, line, 8), RP_OK, NULL);
-    v5_case(m, "explicit 1-D positions", 0, 0);
+    v5_case(m, "explicit 1-D positions", 0, 0, 8);
     CHECK_STATUS(rp_model_set_positions(m, &ax, line, 7), RP_ERR_ARG,
                  "positions hold 7 rows; the model's seq_len is 8");
     ax = (rp_rope_axes){.n = 2, .map = RP_AXES_SECTIONS, .sections = {1, 1}};
@@ -1133,7 +1140,7 @@ static void test_version5(void)
     size_t len = 0;
     uint8_t *b = slurp(path, &len);
     if (b) {
-        size_t po = 16 + 112 + 56 + 72 + 28; /* the positions section */
+        size_t po = 16 + 112 + 56 + 72 + 28 + 4; /* the positions section, after learn_freq */
         put64(b + po + 40, 1000000);         /* rows */
         reseal(b, len);
         spit(path, b, len);
@@ -1149,6 +1156,19 @@ static void test_version5(void)
         free(b);
     }
     unlink(path);
+    rp_model_free(m);
+
+    /* learn_freq: version 5 with or without positions, restored; a model without either is
+     * written as before (version 1) */
+    c.learn_freq = 1;
+    m = check_model_new(&c);
+    v5_case(m, "learn_freq", 0, 0, 0);
+    CHECK_STATUS(rp_model_set_positions(m, &ax, grid, 8), RP_OK, NULL);
+    v5_case(m, "learn_freq and an axial grid", 2, 0, 8);
+    rp_model_free(m);
+    c.learn_freq = 0;
+    m = check_model_new(&c);
+    v3_case(m, "learn_freq 0", 1, 0);
     rp_model_free(m);
 }
 

@@ -4,11 +4,13 @@
  *  - the range of every field checked whatever the mode (rp_model_cfg_check), with the key's name;
  *  - what a key does for a mode (rp_model_cfg_unused, rp_model_cfg_check_used) and the messages;
  *  - the format version a config needs (rp_model_cfg_version);
+ *  - the bool type (learn_freq): get, set, its names, a value other than 0 or 1 refused;
  *  - forged checkpoints of each format version (checksum recomputed) and safetensors files with a
  *    bad field: refused with the field's name, nothing built, the model loaded into unchanged;
  *  - the writers never write what the readers refuse (rp_model_cfg_to_json of a nan).
  * Offsets in checkpoint files: docs/checkpoint.md (the version 1 block at 16, flags at 128 for
- * version 1; the version 2 block at 128; the version 3 block at 184).
+ * version 1; the version 2 block at 128; the version 3 block at 184; the version 5 block at 284
+ * without a frequency table).
  */
 #include <errno.h>
 #include <math.h>
@@ -57,6 +59,7 @@ static const struct {
     FIELD("xpos", xpos), FIELD("xpos_scale_base", xpos_scale_base),
     FIELD("yarn_ramp", yarn_ramp), FIELD("low_freq_factor", low_freq_factor),
     FIELD("high_freq_factor", high_freq_factor), FIELD("attention_factor", attention_factor),
+    FIELD("learn_freq", learn_freq),
 };
 #undef FIELD
 enum { NFIELDS = (int)(sizeof fields / sizeof fields[0]) };
@@ -75,7 +78,7 @@ static void test_rows(void)
               "row %d is %s at %zu (%zu bytes), the field %s is at %zu (%zu bytes)", i, k->name,
               k->offset, size, fields[i].key, fields[i].offset, fields[i].size);
         CHECK(rp_model_cfg_key(k->name, (size_t)-1) == k, "%s found by name", k->name);
-        CHECK(k->since >= 1 && k->since <= 4 && k->help && *k->help, "%s: since %u, help", k->name,
+        CHECK(k->since >= 1 && k->since <= 5 && k->help && *k->help, "%s: since %u, help", k->name,
               k->since);
         /* a value written through the row is what the field holds */
         rp_model_cfg c;
@@ -93,9 +96,10 @@ static void test_rows(void)
               "%s: a write through the row changes that field alone", k->name);
     }
     /* the fields a safetensors file loaded into a model must agree on (docs/interop.md): all
-     * but seq_len, max_batch, dropout, seed and the later keys */
+     * but seq_len, max_batch, dropout, seed and the later keys; learn_freq (the file holds the
+     * parameter rope.freq) */
     const char *weights = " vocab d_model heads layers d_ff norm activation pe fraction_qk "
-                          "fraction_v base pairing attention linear_rope ";
+                          "fraction_v base pairing attention linear_rope learn_freq ";
     for (int i = 0; i < rp_model_cfg_nkeys; i++) {
         char word[40];
         snprintf(word, sizeof word, " %s ", rp_model_cfg_keys[i].name);
@@ -113,7 +117,8 @@ static void test_rows(void)
               d.rel_max_distance == 128 && d.scaling == RP_SCALING_NONE &&
               d.scaling_factor == 1.0 && d.orig_len == 0 && d.yarn_alpha == 1.0 &&
               d.yarn_beta == 32.0 && d.xpos == 0.0 && d.xpos_scale_base == 512.0 &&
-              d.rotate == 0 && d.fraction_q == 0.0 && d.seed == 0 && d.dropout == 0.0,
+              d.rotate == 0 && d.fraction_q == 0.0 && d.seed == 0 && d.dropout == 0.0 &&
+              d.learn_freq == 0,
           "the defaults");
     CHECK_STATUS(rp_model_cfg_check(&d), RP_OK, NULL);
     CHECK_STATUS(rp_model_cfg_check_used(&d), RP_OK, NULL);
@@ -155,6 +160,8 @@ static void test_ranges(void)
         {RP_PE_SHAW, "pairing", -1, "pairing -1 is not half (0) or interleaved (1)"},
         {RP_PE_ROPE, "linear_rope", 2, "linear_rope 2 is not after (0) or before (1)"},
         {RP_PE_ROPE, "rotate", 16, "rotate 16 is not a subset of qkvo"},
+        {RP_PE_ROPE, "learn_freq", 2, "learn_freq 2 is not false (0) or true (1)"},
+        {RP_PE_SHAW, "learn_freq", -1, "learn_freq -1 is not false (0) or true (1)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         rp_model_cfg c = small(bad[i].pe);
@@ -224,6 +231,10 @@ static void test_used(void)
         {RP_PE_ROPE, "attention=1,fraction_v=0.5", "fraction_v 0.5 does nothing for pe rope "
                                                    "rotating qk: it applies when v or o is "
                                                    "rotated"},
+        {RP_PE_NONE, "learn_freq=1", "learn_freq true does nothing for pe none: it applies to "
+                                     "the rotary modes ({rotary})"},
+        {RP_PE_ROPE, "attention=1,learn_freq=1", "learn_freq true does nothing with linear "
+                                                 "attention: it applies to softmax attention"},
         /* what applies, and defaults, are accepted */
         {RP_PE_SHAW, "base=10000,pairing=0,fraction_qk=1,rel_buckets=32", NULL},
         {RP_PE_ROPE, "rotate=12,fraction_v=0.5,fraction_o=0.25", NULL},
@@ -231,6 +242,8 @@ static void test_used(void)
         {RP_PE_ROPER, "attention=1,linear_rope=1,fraction_v=0.5", NULL},
         {RP_PE_DEBERTA, "rel_clip=4", NULL},
         {RP_PE_ROPE, "xpos=0.4,xpos_scale_base=64", NULL},
+        {RP_PE_ROPER, "learn_freq=1", NULL},
+        {RP_PE_SHAW, "learn_freq=0", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         rp_model_cfg c = small(cases[i].pe);
@@ -285,6 +298,38 @@ static void test_versions(void)
     CHECK(rp_model_cfg_version(&c) == 4, "scaling llama3: 4");
     c.scaling = RP_SCALING_PI, c.attention_factor = 1.5;
     CHECK(rp_model_cfg_version(&c) == 4, "attention_factor: 4");
+    c = small(RP_PE_ROPE);
+    c.learn_freq = 1;
+    CHECK(rp_model_cfg_version(&c) == 5, "learn_freq: 5");
+}
+
+/* ---- the bool type ------------------------------------------------------------------------- */
+
+static void test_bool(void)
+{
+    printf("-- a bool row (learn_freq): 0 or 1, named false and true\n");
+    const rp_cfg_key *k = rp_model_cfg_key("learn_freq", (size_t)-1);
+    if (!CHECK(k && k->type == RP_CFG_BOOL, "learn_freq is a bool row")) return;
+    rp_model_cfg c = small(RP_PE_ROPE);
+    char buf[32];
+    CHECK(rp_model_cfg_is_default(&c, k) && rp_model_cfg_get_int(&c, k) == 0 &&
+              !strcmp(rp_model_cfg_value_str(&c, k, buf, sizeof buf), "false"),
+          "the default: false, got %s", buf);
+    rp_model_cfg_set_int(&c, k, 1);
+    CHECK(c.learn_freq == 1 && !rp_model_cfg_is_default(&c, k) &&
+              rp_model_cfg_get_num(&c, k) == 1.0 &&
+              !strcmp(rp_model_cfg_value_str(&c, k, buf, sizeof buf), "true"),
+          "set to 1: the field 1, true, got %d %s", c.learn_freq, buf);
+    CHECK_STATUS(rp_model_cfg_check_key(&c, k, 1), RP_OK, "true given");
+    rp_model_cfg_set_num(&c, k, 0.0);
+    CHECK(c.learn_freq == 0, "set_num 0: the field 0, got %d", c.learn_freq);
+    CHECK_STATUS(rp_model_cfg_check_key(&c, k, 1), RP_OK, "false given");
+    /* a value other than 0 or 1 is kept as it is (a stored one), and refused */
+    rp_model_cfg_set_int(&c, k, 2);
+    CHECK(c.learn_freq == 2 && !strcmp(rp_model_cfg_value_str(&c, k, buf, sizeof buf), "2"),
+          "2 kept and written as 2, got %d %s", c.learn_freq, buf);
+    expect(rp_model_cfg_check_key(&c, k, 0), RP_ERR_ARG,
+           "learn_freq 2 is not false (0) or true (1)", "learn_freq 2");
 }
 
 /* ---- forged files -------------------------------------------------------------------------- */
@@ -371,17 +416,21 @@ static void test_forged_checkpoints(void)
     forged_checkpoint(&c, 3, 184, 4, 0, 9, 0, "scaling 9 is not none (0), pi (1), ntk (2), "
                                               "yarn (3), dynamic (4) or llama3 (5)");
     forged_checkpoint(&c, 3, 200, 8, 0, -5, 0, "orig_len -5 must be in 0..2147483647");
+    /* version 5 (block at 284 without a frequency table: learn_freq, then the positions) */
+    c = small(RP_PE_ROPE);
+    c.learn_freq = 1;
+    forged_checkpoint(&c, 5, 284, 4, 0, 2, 0, "learn_freq 2 is not false (0) or true (1)");
+    forged_checkpoint(&c, 5, 284, 4, 0, -1, 0, "learn_freq -1 is not false (0) or true (1)");
 }
 
-/* A safetensors file of a shaw model with `from` in its roper.config replaced by `to` (the same
+/* A safetensors file of a model of c with `from` in its roper.config replaced by `to` (the same
  * length; the config is a JSON string in the header, so its quotes are escaped: fraction_qk\":1,)
- * rp.load's reader and m:load_safetensors's both refuse it with msg; the model loaded into keeps
- * its weights. */
-static void forged_safetensors(const char *from, const char *to, const char *msg)
+ * rp.load's reader and m:load_safetensors's both refuse it with "path: <msg>"; the model loaded
+ * into keeps its weights. */
+static void forged_safetensors(rp_model_cfg c, const char *from, const char *to, const char *msg)
 {
     char path[128];
     snprintf(path, sizeof path, "%s/forged.safetensors", g_dir);
-    rp_model_cfg c = small(RP_PE_SHAW);
     rp_model *m = check_model_new(&c);
     CHECK_STATUS(rp_safetensors_save(path, m), RP_OK, NULL);
     size_t len = 0;
@@ -396,7 +445,7 @@ static void forged_safetensors(const char *from, const char *to, const char *msg
     check_write_bytes(path, b, len);
     free(b);
     char want[512];
-    snprintf(want, sizeof want, "%s: bad model config: %s", path, msg);
+    snprintf(want, sizeof want, "%s: %s", path, msg);
     rp_model *out = (rp_model *)&c; /* a marker: must stay */
     expect(rp_safetensors_load(path, &out), RP_ERR_IO, want, msg);
     CHECK(out == (rp_model *)&c, "%s: nothing built", msg);
@@ -413,12 +462,18 @@ static void forged_safetensors(const char *from, const char *to, const char *msg
 static void test_forged_safetensors(void)
 {
     printf("-- safetensors files with a bad roper.config\n");
-    forged_safetensors("fraction_qk\\\":1,", "fraction_qk\\\":9,",
-                       "fraction_qk 9 must be in (0, 1]");
-    forged_safetensors("base\\\":10000,", "base\\\":-1000,",
-                       "base must be a finite number > 0, got -1000");
-    forged_safetensors("rel_clip\\\":16}", "rel_clip\\\":-1}",
-                       "rel_clip -1 must be in 1..65536");
+    rp_model_cfg shaw = small(RP_PE_SHAW), rope = small(RP_PE_ROPE);
+    forged_safetensors(shaw, "fraction_qk\\\":1,", "fraction_qk\\\":9,",
+                       "bad model config: fraction_qk 9 must be in (0, 1]");
+    forged_safetensors(shaw, "base\\\":10000,", "base\\\":-1000,",
+                       "bad model config: base must be a finite number > 0, got -1000");
+    forged_safetensors(shaw, "rel_clip\\\":16}", "rel_clip\\\":-1}",
+                       "bad model config: rel_clip -1 must be in 1..65536");
+    rope.learn_freq = 1;
+    forged_safetensors(rope, "learn_freq\\\":true}", "learn_freq\\\":1234}",
+                       "bad roper.config ('learn_freq' must be true or false, got a number)");
+    forged_safetensors(rope, "learn_freq\\\":true}", "learn_freq\\\":null}",
+                       "bad roper.config ('learn_freq' must be true or false, got null)");
 }
 
 static void test_writers(void)
@@ -436,6 +491,32 @@ static void test_writers(void)
     CHECK(n > 0 && n < sizeof buf && rp_model_cfg_from_json(buf, n, &back) == RP_OK &&
               rp_model_cfg_check(&back) == RP_OK && back.pe == RP_PE_SHAW && back.rel_clip == 16,
           "a good config reads back: %s", buf);
+    /* learn_freq: JSON true when set (and read back), absent at its default, never 2 */
+    c = small(RP_PE_ROPE);
+    c.learn_freq = 1;
+    n = rp_model_cfg_to_json(&c, buf, sizeof buf);
+    memset(&back, 0, sizeof back);
+    CHECK(n > 0 && n < sizeof buf && strstr(buf, ",\"learn_freq\":true}") &&
+              rp_model_cfg_from_json(buf, n, &back) == RP_OK && back.learn_freq == 1,
+          "learn_freq true reads back: %s", buf);
+    c.learn_freq = 0;
+    n = rp_model_cfg_to_json(&c, buf, sizeof buf);
+    back.learn_freq = 1;
+    CHECK(n > 0 && !strstr(buf, "learn_freq") && rp_model_cfg_from_json(buf, n, &back) == RP_OK &&
+              back.learn_freq == 0,
+          "learn_freq false: not written, reads back 0: %s", buf);
+    const char *given = "{\"vocab\":5,\"d_model\":8,\"heads\":2,\"layers\":1,\"d_ff\":8,"
+                        "\"seq_len\":4,\"norm\":\"pre\",\"activation\":\"relu\","
+                        "\"pe\":\"rope\",\"fraction_qk\":1,\"fraction_v\":1,\"base\":10000,"
+                        "\"pairing\":\"half\",\"attention\":\"softmax\","
+                        "\"linear_rope\":\"after\",\"learn_freq\":false}";
+    back.learn_freq = 1;
+    CHECK(rp_model_cfg_from_json(given, strlen(given), &back) == RP_OK && back.learn_freq == 0,
+          "learn_freq false given: 0 (%s)", rp_last_error());
+    c.learn_freq = 2;
+    n = rp_model_cfg_to_json(&c, buf, sizeof buf);
+    CHECK(n == 0 && !strcmp(rp_last_error(), "learn_freq 2 is not false (0) or true (1)"),
+          "no JSON for learn_freq 2: %zu bytes, \"%s\"", n, rp_last_error());
 }
 
 int main(void)
@@ -449,6 +530,7 @@ int main(void)
     test_ranges();
     test_used();
     test_versions();
+    test_bool();
     test_forged_checkpoints();
     test_forged_safetensors();
     test_writers();

@@ -496,7 +496,7 @@ local function st_mutate(p, ne)
     local r = math.random(3)
     if r == 1 then table.remove(p.cfg, math.random(#p.cfg))
     elseif r == 2 then p.cfg[#p.cfg + 1] = { pick { '"pee"', '"rotate"', '"fraction_q"',
-        '"scaling"', '"rel_clip"' }, pick(JSON_EDGES) }
+        '"scaling"', '"rel_clip"', '"learn_freq"' }, pick(JSON_EDGES) }
     else p.cfg[#p.cfg + 1] = p.cfg[math.random(#p.cfg)] end
     return ("roper.config: keys changed (%d)"):format(r)
   elseif what == 8 then
@@ -614,8 +614,8 @@ end
 local SIZES = { i32 = 4, u32 = 4, i64 = 8, u64 = 8, f64 = 8 }
 local FMT = { i32 = "<i4", u32 = "<I4", i64 = "<i8", u64 = "<i8", f64 = "<d" }
 
--- The fields of checkpoint b (a valid file, docs/checkpoint.md): { {name =, at = 1-based, ty =} }
--- in file order, and the version.
+-- The fields of checkpoint b (a valid file of versions 1 to 5, docs/checkpoint.md):
+-- { {name =, at = 1-based, ty =} } in file order, and the version.
 local function ck_fields(b)
   local F, at = {}, 5
   local function f(name, ty)
@@ -648,6 +648,20 @@ local function ck_fields(b)
     if rows * n > 0 then f("freq_table[1]", "f64") end
     at = at + 8 * (rows * n - (rows * n > 0 and 1 or 0))
   end
+  if version >= 4 then
+    f("yarn_ramp", "i32")
+    for _, k in ipairs { "low_freq_factor", "high_freq_factor", "attention_factor" } do
+      f(k, "f64")
+    end
+  end
+  if version >= 5 then
+    f("learn_freq", "i32")
+    local axes = f("axes", "i32")
+    f("map", "i32")
+    for a = 1, 3 do f(("sections[%d]"):format(a), "i64") end
+    local n_mix, rows = f("n_mix", "i64"), f("pos_rows", "i64")
+    at = at + 8 * math.max(axes, 1) * (n_mix + rows) -- the mix matrix, the positions
+  end
   local flags = f("flags", "u32")
   local nt = f("ntensors", "u32")
   f("total", "u64")
@@ -672,8 +686,10 @@ local function ck_fields(b)
     f("min_lr", "f64")
     f("opt d_model", "f64")
     f("step", "i64")
-    f("n", "i64")
+    at = at + 8 * f("n", "i64") -- the moments m and v: n floats each
   end
+  -- the checksum is what is left: else a field above is misplaced
+  assert(at == #b - 7, ("ck_fields: the fields end at byte %d of %d"):format(at - 1, #b - 8))
   return F, version
 end
 
@@ -722,11 +738,13 @@ end
 
 -- The base checkpoints prepare writes (and the committed version 1 fixtures it copies).
 local CK_BASES = { "ck_v1.ckpt", "ck_v1_opt.ckpt", "ck_v2_shaw_opt.ckpt", "ck_v2_t5.ckpt",
-  "ck_v3_freq.ckpt", "ck_v3_angles_opt.ckpt", "ck_v3_yarn_xpos.ckpt", "ck_linear_before.ckpt",
-  "fixture_rope.rpck", "fixture_roper_adam.rpck", "fixture_learned_post_gelu.rpck",
-  "fixture_rope_linear_before.rpck" }
--- The bases whose every field gets every edge value (one of each version, with an optimiser).
-local CK_SYSTEMATIC = { "ck_v1_opt.ckpt", "ck_v2_shaw_opt.ckpt", "ck_v3_angles_opt.ckpt" }
+  "ck_v3_freq.ckpt", "ck_v3_angles_opt.ckpt", "ck_v3_yarn_xpos.ckpt", "ck_v4_yarn_dims.ckpt",
+  "ck_v5_learn_freq_opt.ckpt", "ck_linear_before.ckpt", "fixture_rope.rpck",
+  "fixture_roper_adam.rpck", "fixture_learned_post_gelu.rpck", "fixture_rope_linear_before.rpck" }
+-- The bases whose every field gets every edge value (with an optimiser: one of versions 1, 2, 3
+-- and 5, which holds version 4's fields too).
+local CK_SYSTEMATIC = { "ck_v1_opt.ckpt", "ck_v2_shaw_opt.ckpt", "ck_v3_angles_opt.ckpt",
+  "ck_v5_learn_freq_opt.ckpt" }
 
 function M.prepare(rp, dir, fixtures)
   local function T(...) return rp.randn({ ... }, rp.rng(5)) end
@@ -749,6 +767,9 @@ function M.prepare(rp, dir, fixtures)
   save("ck_v3_angles_opt.ckpt", { pe = "roper", angles = T(8, 2) }, true)
   save("ck_v3_yarn_xpos.ckpt", { pe = "rope", scaling = "yarn", scaling_factor = 2,
     orig_len = 4, xpos = 0.4 })
+  save("ck_v4_yarn_dims.ckpt", { pe = "rope", scaling = "yarn", scaling_factor = 2, orig_len = 4,
+    yarn_ramp = "dims" })
+  save("ck_v5_learn_freq_opt.ckpt", { pe = "rope", learn_freq = true }, true)
   save("ck_linear_before.ckpt", { pe = "roper", attention = "linear", linear_rope = "before" })
   for _, f in ipairs { "rope", "roper_adam", "learned_post_gelu", "rope_linear_before" } do
     write(dir .. "/fixture_" .. f .. ".rpck", read(fixtures .. "/" .. f .. ".rpck"))

@@ -89,6 +89,7 @@ describe("train.lua reports config problems before training, in one line", funct
     { "--eval-digits 9", "option 'eval_digits' applies to the addition task only" },
     { "--pe roper_legacy --attention linear",
       "model: linear attention does not support pe roper_legacy" },
+    { "--learn-freq yes", "option 'learn_freq' must be true or false, got yes" },
   }
   for _, c in ipairs(cases) do
     it(c[1], function()
@@ -152,6 +153,50 @@ describe("compare.lua and sweep.lua check every config before the first run", fu
     assert.are.equal("sweep.lua: seq_len=4: task substring_index: option 'seq_len' must be in "
       .. "8..16777216, got 4\n", err)
     assert.is_nil(lfs.attributes(out), "nothing was created")
+  end)
+end)
+
+describe("a bool config key on the command line: --learn-freq", function()
+  -- the config each script writes for its runs (--print-commands writes them, runs nothing)
+  local function cfgs(out)
+    local got = {}
+    for _, f in ipairs(ls(out .. "/runs")) do
+      if f:match("%.cfg%.json$") then got[f] = cjson.decode(read(out .. "/runs/" .. f)) end
+    end
+    return got
+  end
+  local SMALL = "--steps 1 --d-model 16 --heads 2 --quiet --print-commands --out "
+
+  it("alone, with true or false, before another option; compare.lua's methods", function()
+    for i, c in ipairs {
+      { "--learn-freq", true }, { "--learn-freq true", true }, { "--learn-freq false", false },
+      { "--learn-freq=true", true }, { "", false },
+    } do
+      local out = dir .. "/bool" .. i
+      local _, err, code = run(sh_quote(BIN) .. " scripts/compare.lua --methods rope "
+        .. "rope:learn_freq=true --seeds 1 " .. c[1] .. " " .. SMALL .. sh_quote(out))
+      assert.are.equal(0, code, err)
+      local got = cfgs(out)
+      assert.are.equal(c[2], got["rope-s1.cfg.json"].learn_freq, c[1])
+      assert.is_true(got["rope_learn_freq=true-s1.cfg.json"].learn_freq, c[1])
+    end
+  end)
+
+  it("sweep.lua: a grid of false and true", function()
+    local out = dir .. "/bool-sweep"
+    local _, err, code = run(sh_quote(BIN) .. " scripts/sweep.lua --grid learn_freq=false,true "
+      .. SMALL .. sh_quote(out))
+    assert.are.equal(0, code, err)
+    local got = cfgs(out)
+    assert.is_false(got["learn_freq-false.cfg.json"].learn_freq)
+    assert.is_true(got["learn_freq-true.cfg.json"].learn_freq)
+  end)
+
+  it("train.lua: the run's config holds it", function()
+    local out = dir .. "/bool-train.json"
+    local _, err, code = run(TRAIN .. " --learn-freq --out " .. sh_quote(out))
+    assert.are.equal(0, code, err)
+    assert.is_true(cjson.decode(read(out)).config.learn_freq)
   end)
 end)
 

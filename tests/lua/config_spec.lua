@@ -57,6 +57,10 @@ describe("keys that do nothing for the mode", function()
       .. "attention: it applies to linear attention with pe " .. LINEAR_ROTARY },
     { { pe = "none", attention = "linear", linear_rope = "before" }, "linear_rope before does "
       .. "nothing for pe none: it applies to linear attention with pe " .. LINEAR_ROTARY },
+    { { pe = "none", learn_freq = true }, "learn_freq true does nothing for pe none: it applies "
+      .. "to the rotary modes (" .. ROTARY .. ")" },
+    { { pe = "rope", attention = "linear", learn_freq = true }, "learn_freq true does nothing "
+      .. "with linear attention: it applies to softmax attention" },
   }
   for _, c in ipairs(cases) do
     it("rp.model and rp.model_memory: " .. c[2]:match("^%S+ %S+ does nothing [^:]*"), function()
@@ -73,6 +77,7 @@ describe("keys that do nothing for the mode", function()
         linear_rope = "after", fraction_o = 1 },
       { pe = "shaw", base = 10000, pairing = "half", fraction_qk = 1.0, fraction_v = 1 },
       { pe = "none", attention = "linear", linear_rope = "after", yarn_beta = 32 },
+      { pe = "shaw", learn_freq = false },
     } do
       local bare = { pe = o.pe, attention = o.attention }
       assert.same(rp.model(cfg(bare)):config(), rp.model(cfg(o)):config())
@@ -221,5 +226,74 @@ describe("rp.experiment and the model keys", function()
       assert.equal(pe, c.pe)
       assert.is_true(mem.params > 0)
     end
+  end)
+end)
+
+describe("learn_freq, a bool key", function()
+  it("rp.model takes a boolean for a rotary pe with softmax attention; m:config() gives true",
+    function()
+      for _, pe in ipairs { "rope", "roper" } do
+        local m = rp.model(cfg { pe = pe, learn_freq = true })
+        assert.is_true(m:config().learn_freq, pe)
+        assert.is_true(rp.model(m:config()):config().learn_freq, pe)
+        -- false is the default: not given back (an unset key)
+        assert.is_nil(rp.model(cfg { pe = pe, learn_freq = false }):config().learn_freq, pe)
+        assert.is_nil(rp.model(cfg { pe = pe }):config().learn_freq, pe)
+      end
+    end)
+
+  h.refusals(it, function(o) return rp.model(cfg(o)) end, "bad argument #1 to 'model' (", {
+    { { learn_freq = 1 }, "option 'learn_freq' must be a boolean, got 1)" },
+    { { learn_freq = "true" }, "option 'learn_freq' must be a boolean, got string \"true\")" },
+    { { learn_freq = {} }, "option 'learn_freq' must be a boolean, got table)" },
+  })
+
+  it("is not an option of rp.rope.* and rp.attention (no model, no parameter)", function()
+    local q = rp.randn { 1, 4, 2, 8 }
+    raises("bad argument #3 to 'angles' (unknown option 'learn_freq'",
+      function() return rp.rope.angles(4, 8, { learn_freq = true }) end)
+    raises("bad argument #4 to 'attention' (unknown option 'learn_freq'",
+      function() return rp.attention(q, q, q, { learn_freq = true }) end)
+  end)
+
+  it("is kept in checkpoints (version 5) and safetensors files (JSON true)", function()
+    local d = h.tmpdir()
+    local m = rp.model(cfg { learn_freq = true })
+    assert.is_true(m:save(d .. "/m.ckpt"))
+    assert.equal(5, string.unpack("<I4", h.read(d .. "/m.ckpt"), 5))
+    assert.is_true(assert(rp.load(d .. "/m.ckpt")):config().learn_freq)
+    assert.is_true(m:save_safetensors(d .. "/m.safetensors"))
+    assert.truthy(h.read(d .. "/m.safetensors"):find('\\"learn_freq\\":true}', 1, true))
+    assert.is_true(assert(rp.load(d .. "/m.safetensors")):config().learn_freq)
+    -- a model without it does not take that file's weights, nor the other way round
+    local plain = rp.model(cfg())
+    assert.same({ nil, d .. "/m.safetensors: the file's roper.config has learn_freq true, the "
+      .. "model false" }, { plain:load_safetensors(d .. "/m.safetensors") })
+    -- a model without it: no key in the file, version 1 as before
+    assert.is_true(plain:save(d .. "/p.ckpt"))
+    assert.equal(1, string.unpack("<I4", h.read(d .. "/p.ckpt"), 5))
+    assert.is_true(plain:save_safetensors(d .. "/p.safetensors"))
+    assert.falsy(h.read(d .. "/p.safetensors"):find("learn_freq", 1, true))
+    h.remove_tree(d)
+  end)
+
+  it("is an rp.experiment key of kind bool: true, false or their text", function()
+    local key
+    for _, k in ipairs(rp.experiment.keys()) do if k.name == "learn_freq" then key = k end end
+    assert.same({ name = "learn_freq", default = false, kind = "bool",
+      help = "rotary pe: train the frequencies (theta_i, or axes mixed's matrix) as parameters" },
+      key)
+    assert.is_false(rp.experiment.config().learn_freq)
+    assert.is_true(rp.experiment.config { learn_freq = "true" }.learn_freq)
+    assert.is_false(rp.experiment.config { learn_freq = "false" }.learn_freq)
+    assert.is_true(rp.experiment.config { learn_freq = true }.learn_freq)
+    raises("option 'learn_freq' must be true or false, got 1", rp.experiment.config,
+      { learn_freq = 1 })
+    raises("option 'learn_freq' must be true or false, got yes", rp.experiment.config,
+      { learn_freq = "yes" })
+    local c, mem = rp.experiment.check { learn_freq = true, d_model = 16, seq_len = 16,
+      layers = 1, steps = 1 }
+    assert.is_true(c.learn_freq)
+    assert.is_true(mem.params > 0)
   end)
 end)
