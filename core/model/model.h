@@ -86,7 +86,8 @@ typedef struct rp_model_cfg {
     double yarn_alpha, yarn_beta, xpos, xpos_scale_base;
     rp_yarn_ramp yarn_ramp;
     double low_freq_factor, high_freq_factor, attention_factor;
-    /* learn_freq (0 or 1; a rotary pe with softmax attention, no scaling, no angle table): the
+    /* learn_freq (0 or 1; a rotary pe with softmax attention, where it does nothing otherwise;
+     * no scaling, no angle table): the
      * frequencies are the parameter "rope.freq" [RP_MAX_AXES x d_rot/2] (the widest rotated
      * placement's d_rot), trained with the rest: row 0 holds theta_i of pair i (1-D, axial,
      * sections: pair i turns by p theta_i, p its axis's position), rows 0 .. A-1 RoPE-Mixed's

@@ -77,11 +77,6 @@ rp_status rp_model_cfg_check(const rp_model_cfg *cfg)
                                     "attention, not %s%s", rp_pe_list(list, sizeof list, 1, 0, 0),
                         mode->name,
                         cfg->attention == RP_ATTN_LINEAR ? " with linear attention" : "");
-    if (cfg->learn_freq && (!mode->rotary || cfg->attention == RP_ATTN_LINEAR))
-        return rp_error(RP_ERR_ARG, "learn_freq needs a rotary pe (%s) with softmax attention, "
-                                    "not %s%s", rp_pe_list(list, sizeof list, 1, 0, 0),
-                        mode->name,
-                        cfg->attention == RP_ATTN_LINEAR ? " with linear attention" : "");
     if (cfg->learn_freq && cfg->scaling != RP_SCALING_NONE)
         return rp_error(RP_ERR_ARG, "learn_freq learns the frequencies themselves; scaling %s "
                                     "does not apply to them (train at the longer length "

@@ -106,7 +106,7 @@ int rpm_build_layout(rp_model *m)
     /* learn_freq: the frequencies (model_freq.c), last so that no other offset moves; set by
      * rpm_freq_reset once the model exists */
     m->off_freq = -1;
-    if (c->learn_freq)
+    if (c->learn_freq && m->pe.rotate && c->attention != RP_ATTN_LINEAR) /* where it applies */
         m->off_freq = add_param(info, &np, &off, "rope.freq", 2, RP_MAX_AXES, m->freq_half,
                                 RP_INIT_ZEROS, 0);
     m->nfloats = off;

@@ -106,6 +106,33 @@ local maps = {
   { name = "mixed", o = { axes = "mixed", mix = mix } },
 }
 
+-- Greedy decoding of m (one prompt at a time and 5 lanes) against its forward pass: 24 prompts of
+-- 3 tokens, each continued to the end of the window; at every step where the forward's best
+-- logit leads the next by more than 1e-4 the decoder must have chosen it.
+local function decodes_as_forward(m)
+  local prompts, checked = {}, 0
+  for i = 1, 24 do prompts[i] = { i % 11, (3 * i) % 11, (7 * i + 1) % 11 } end
+  local outs = m:generate_batch(prompts, T - 3, { lanes = 5 })
+  for i, prompt in ipairs(prompts) do
+    assert.same(m:generate(prompt, T - 3), outs[i])
+    local seq = {}
+    for _, v in ipairs(prompt) do seq[#seq + 1] = v end
+    for _, v in ipairs(outs[i]) do seq[#seq + 1] = v end
+    local logits = m:forward(seq):totable()[1]
+    for t = 3, T - 1 do
+      local l = logits[t]
+      local order = {}
+      for v = 1, 11 do order[v] = v end
+      table.sort(order, function(a, b) return l[a] > l[b] end)
+      if l[order[1]] - l[order[2]] > 1e-4 then
+        assert.equal(order[1] - 1, seq[t + 1], "prompt " .. i .. ", token " .. (t + 1))
+        checked = checked + 1
+      end
+    end
+  end
+  assert.is_true(checked > 150, "only " .. checked .. " steps had a clear best token")
+end
+
 describe("rp.model with vector positions", function()
   for _, mp in ipairs(maps) do
     it("gives layer 1's weights of the float64 formula (" .. mp.name .. ")", function()
@@ -154,30 +181,7 @@ describe("rp.model with vector positions", function()
   end)
 
   it("decodes what the forward predicts (greedy), with and without lanes", function()
-    local m = rp.model(cfg { pe = "roper", positions = grid(), d_model = 32, heads = 2 })
-    -- 24 prompts of 3 tokens, each continued to the end of the window; at every step where the
-    -- forward's best logit leads the next by more than 1e-4 the decoder must have chosen it
-    local prompts, checked = {}, 0
-    for i = 1, 24 do prompts[i] = { i % 11, (3 * i) % 11, (7 * i + 1) % 11 } end
-    local outs = m:generate_batch(prompts, T - 3, { lanes = 5 })
-    for i, prompt in ipairs(prompts) do
-      assert.same(m:generate(prompt, T - 3), outs[i])
-      local seq = {}
-      for _, v in ipairs(prompt) do seq[#seq + 1] = v end
-      for _, v in ipairs(outs[i]) do seq[#seq + 1] = v end
-      local logits = m:forward(seq):totable()[1]
-      for t = 3, T - 1 do
-        local l = logits[t]
-        local order = {}
-        for v = 1, 11 do order[v] = v end
-        table.sort(order, function(a, b) return l[a] > l[b] end)
-        if l[order[1]] - l[order[2]] > 1e-4 then
-          assert.equal(order[1] - 1, seq[t + 1], "prompt " .. i .. ", token " .. (t + 1))
-          checked = checked + 1
-        end
-      end
-    end
-    assert.is_true(checked > 150, "only " .. checked .. " steps had a clear best token")
+    decodes_as_forward(rp.model(cfg { pe = "roper", positions = grid(), d_model = 32, heads = 2 }))
   end)
 
   it("keeps them in m:config(), m:derive and a checkpoint", function()
@@ -305,5 +309,78 @@ describe("rp.experiment's axes key", function()
     end, "bad argument #1 to 'rp.experiment.check' (option 'axes' mixed rotates whole heads in "
       .. "quarters (d_k a multiple of 4, fraction_qk and fraction_v 1, the mode's own rotate), "
       .. "got d_k 6)")
+  end)
+end)
+
+describe("learn_freq", function()
+  -- the standard theta_i = 10000^(-2i/d_rot) of d_k 8, as float
+  local function standard(half)
+    local th = {}
+    for i = 0, half - 1 do th[i + 1] = 10000 ^ (-2 * i / (2 * half)) end
+    return th
+  end
+
+  it("starts rope.freq at the scheme's frequencies and trains them", function()
+    local m = rp.model(cfg { pe = "roper", learn_freq = true })
+    local f = m:params()["rope.freq"]
+    assert.same({ 3, 4 }, f:shape())
+    local t = f:totable()
+    h.approx(standard(4), t[1], 6e-8)
+    assert.same({ 0, 0, 0, 0 }, t[2])
+    assert.same({ 0, 0, 0, 0 }, t[3])
+    assert.is_true(m:config().learn_freq)
+    assert.truthy(tostring(m))
+    local opt = rp.optim.adam(m, { lr = 1e-2 })
+    for _ = 1, 3 do m:train_step(toks, toks, nil, opt) end
+    local after = m:params()["rope.freq"]:totable()
+    assert.is_true(h.maxdiff(t[1], after[1]) > 1e-3, "theta did not move")
+    assert.same({ 0, 0, 0, 0 }, after[2]) -- unused rows: zero gradient
+  end)
+
+  it("decodes and evaluates with the learned values", function()
+    local m = rp.model(cfg { pe = "roper", positions = grid(), learn_freq = true, d_model = 32,
+                             heads = 2 })
+    -- frequencies no scheme gives: decoding must read them, as the forward does
+    m:params()["rope.freq"]:copy(rp.tensor { { 0.7, -1.3, 0.05, 2.2, 0.4, 0.9, -0.6, 0.3 },
+                                             { 0, 0, 0, 0, 0, 0, 0, 0 },
+                                             { 0, 0, 0, 0, 0, 0, 0, 0 } })
+    decodes_as_forward(m)
+  end)
+
+  it("starts a mixed matrix at the given mix, and keeps the learned values in files", function()
+    local m = rp.model(cfg { pe = "roper", positions = grid(), axes = "mixed", mix = mix,
+                             learn_freq = true })
+    local t = m:params()["rope.freq"]:totable()
+    h.approx(mix, { t[1], t[2] }, 3e-8)
+    assert.same({ 0, 0, 0, 0 }, t[3])
+    local opt = rp.optim.adam(m, { lr = 1e-2 })
+    m:train_step(toks, toks, nil, opt)
+    local path = os.tmpname()
+    assert.is_true(m:save(path))
+    local l = rp.load(path)
+    assert.equal(0, rp.maxdiff(m:params()["rope.freq"], l:params()["rope.freq"]))
+    assert.equal(m:loss(toks, toks), l:loss(toks, toks))
+    assert.same(mix, l:config().mix) -- the starting matrix (config), not the learned one
+    os.remove(path)
+    -- a 1-D learn_freq model through safetensors
+    local m1 = rp.model(cfg { pe = "rope", learn_freq = true })
+    m1:train_step(toks, toks, nil, rp.optim.adam(m1, { lr = 1e-2 }))
+    assert.is_true(m1:save_safetensors(path))
+    local s1 = rp.load(path)
+    assert.is_true(s1:config().learn_freq)
+    assert.equal(m1:loss(toks, toks), s1:loss(toks, toks))
+    os.remove(path)
+  end)
+
+  it("refuses a scaling and an angle table beside it", function()
+    assert.has_error(function() return rp.model(cfg { learn_freq = true, scaling = "pi",
+                                                      scaling_factor = 2 }) end,
+      "bad argument #1 to 'model' (learn_freq learns the frequencies themselves; scaling pi "
+        .. "does not apply to them (train at the longer length instead))")
+    local ang = {}
+    for i = 1, T do ang[i] = { 0.1, 0.2, 0.3, 0.4 } end
+    assert.has_error(function() return rp.model(cfg { learn_freq = true, angles = ang }) end,
+      "bad argument #1 to 'model' (angles are final and learn_freq learns frequencies (give "
+        .. "freq, the starting frequencies, instead))")
   end)
 end)
