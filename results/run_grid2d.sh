@@ -16,13 +16,20 @@ steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(main)
 for step in "${steps[@]}"; do
   case "$step" in
-    # the pilot (seed 101): 1-D rope on the flattened index against 2-D axial roper, on the
-    # default 6 x 8 grid of 8 letters (4,000 steps: neither above chance, 23 and 24 of 128), on
-    # a 4 x 4 grid of 8 letters (30, 32) and on the 3 x 4 grid of 4 letters (55, 101)
+    # the pilot (train.lua, seed 1, one run each): 1-D rope on the flattened index against 2-D
+    # axial roper, 4,000 steps, on the default 6 x 8 grid of 8 letters (neither above chance: 23
+    # and 24 of 128), on a 4 x 4 grid of 8 letters (30, 32) and on the 3 x 4 grid of 4 letters
+    # (55, 101). The archived pilot ran on the native build (docs/results.md)
     pilot)
-      for g in "--rows 6 --cols 8" "--rows 4 --cols 4 --max-offset 2" "$TASK"; do
-        $R --task grid_offset $g --methods rope roper:positions=grid --seeds 1 --first-seed 101 \
-          --steps 4000 --out "results/grid2d-pilot/$(echo $g | tr -d ' -')"
+      mkdir -p results/grid2d-pilot
+      for g in "6x8:--rows 6 --cols 8" "4x4:--rows 4 --cols 4 --max-offset 2" \
+               "3x4:--rows 3 --cols 4 --max-offset 2 --alphabet 4"; do
+        for m in "rope index" "roper grid"; do
+          set -- $m
+          build-portable/roper scripts/train.lua --task grid_offset ${g#*:} --pe $1 \
+            --positions $2 --steps 4000 --threads 1 --quiet \
+            --out "results/grid2d-pilot/${g%%:*}-$1-$2.json"
+        done
       done ;;
     # the comparison, 5 seeds paired: none; rope and roper on the flattened index and on the
     # grid's (row, column) with axial pairs; RoPE-Mixed; each rotary one also with learned
