@@ -950,8 +950,13 @@ static void test_attention_one_axis(void)
                 CHECK(same_bits(&rc, &re, d, 1),
                       "scheme %d pe=%s %s: pos[i] = 37 + i != pos_offset 37", sch,
                       rp_pe_name(a.pe), il ? "interleaved" : "half");
-                CHECK(!same_bits(&ra, &rc, d, 0), "scheme %d pe=%s: pos_offset 37 changes nothing",
-                      sch, rp_pe_name(a.pe));
+                if (a.pe == RP_PE_ROPER_LEGACY) { /* R((2i - n) theta): not relative */
+                    double m = 0.0;
+                    for (int64_t j = 0; j < d.B * d.T * d.H * d.Dv; j++)
+                        m = fmax(m, fabs((double)ra.out[j] - (double)rc.out[j]));
+                    CHECK(m > 1e-3, "scheme %d pe=%s: pos_offset 37 changes nothing", sch,
+                          rp_pe_name(a.pe));
+                }
                 aresult_free(&ra), aresult_free(&rb), aresult_free(&rc), aresult_free(&re);
                 cases++;
             }
