@@ -1,8 +1,8 @@
--- Vector positions (issue 35) in rp.rope.angles, rp.rope.rotate and rp.attention: positions of 1 to 3 axes
--- with the pair-to-axis maps axial (Su's 2-D RoPE, EVA-02, rotary-embedding-torch), sections
--- (Qwen2-VL's M-RoPE) and mixed (RoPE-Mixed, Heo et al. 2024), against plain-Lua float64 formulas
--- written from those sources; one axis bit for bit as 1-D positions; the 2-D shift property of
--- q . k; and every refusal's message.
+-- Vector positions (issue 35) in rp.rope.angles, rp.rope.rotate and rp.attention: positions of 1
+-- to 3 axes with the pair-to-axis maps axial (Su's 2-D RoPE, EVA-02, rotary-embedding-torch),
+-- sections (Qwen2-VL's M-RoPE) and mixed (RoPE-Mixed, Heo et al. 2024), against plain-Lua float64
+-- formulas written from those sources (attention: rotate, softmax, sum); one axis bit for bit as
+-- 1-D positions; the 2-D shift property of q . k and of attention; and every refusal's message.
 
 local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = dir .. "?.lua;" .. package.path
@@ -276,7 +276,9 @@ local function ref_attention(q, k, v, pos, o, d_rot, q_offset, pe)
           if pe == "roper" then vv = ref_rotate(vv, ref_angles(pos[s], d_rot, o), d_rot, pr) end
           for j = 1, #sum do sum[j] = sum[j] + a[s] * vv[j] end
         end
-        if pe == "roper" then sum = ref_rotate(sum, ref_angles(pos[n + 1], d_rot, o), d_rot, pr, -1) end
+        if pe == "roper" then
+          sum = ref_rotate(sum, ref_angles(pos[n + 1], d_rot, o), d_rot, pr, -1)
+        end
         att[b][hh][t], out[b][t][hh] = a, sum
       end
     end
