@@ -598,14 +598,17 @@ static void check_rel_tables(lua_State *L, int first, const rp_attn_cfg *cfg, in
     }
 }
 
-/* rp.attention(q, k, v[, opts]) -> out [B,T,H,Dv], att [B,H,T,S]. */
+/* rp.attention(q, k, v[, opts]) -> out [B,T,H,Dv], att [B,H,T,S]. The options: docs/lua_api.md
+ * (positions: 1-D or vector positions of the keys' and queries' rows, with the options of
+ * vector positions as rp.rope.angles reads them). */
 static int l_attention(lua_State *L)
 {
     static const char *const known[] = {
         "pe",         "causal",     "scale",      "base",       "pairing",  "fraction_qk",
         "fraction_v", "rotate",     "fraction_q", "fraction_k", "fraction_o", "q_offset",
         "pos_offset", "rel_clip",   "rel_buckets", "rel_max_distance", "rel_k", "rel_q",
-        "rel_v",      "rel_u",      "rel_w",      "rel_bias",   LRP_FREQ_KEYS, NULL};
+        "rel_v",      "rel_u",      "rel_w",      "rel_bias",   "positions", LRP_FREQ_KEYS,
+        LRP_AXES_KEYS, NULL};
     static const char *const q_letters[] = {"B", "T", "H", "D"};
     static const char *const k_letters[] = {"B", "S", "H", "D"};
     static const char *const v_letters[] = {"B", "S", "H", "Dv"};
@@ -658,6 +661,31 @@ static int l_attention(lua_State *L)
         else lua_pushnil(L);
     rp_rope_freq f;
     lrp_optfreq(L, 4, &view, &f, 0.0); /* the next two slots */
+    lrp_axes_opts ax;
+    lrp_optaxes(L, 4, &ax); /* the next slot */
+    /* explicit positions (a userdata slot): rows for keys 0 .. S-1, queries from q_offset */
+    const int64_t *pos = NULL;
+    int64_t npos = 0, need = cfg.q_offset + T > S ? cfg.q_offset + T : S;
+    int A = 0;
+    if (lrp_hasopt(L, 4, "positions")) {
+        char list[128];
+        if (!rp_pe_mode_of(cfg.pe)->rotary)
+            return lrp_argerror(L, 4, "option 'positions' needs a rotary pe (%s), got pe '%s'",
+                                rp_pe_list(list, sizeof list, 1, 0, 0), rp_pe_name(cfg.pe));
+        if (lrp_hasopt(L, 4, "pos_offset"))
+            return lrp_argerror(L, 4, "give option 'pos_offset' or 'positions', not both (shift "
+                                      "the positions instead)");
+        lua_getfield(L, 4, "positions");
+        pos = read_positions(L, 4, -1, "option 'positions'", 0, &A, &npos);
+        lua_remove(L, -2);
+        if (npos < need)
+            return lrp_argerror(L, 4, "option 'positions' holds %I positions; this call reads %I "
+                                      "(keys 0..%I, queries %I..%I)", (LUAI_UACINT)npos,
+                                (LUAI_UACINT)need, (LUAI_UACINT)(S - 1),
+                                (LUAI_UACINT)cfg.q_offset, (LUAI_UACINT)(cfg.q_offset + T - 1));
+    } else {
+        lua_pushnil(L); /* the slot either way */
+    }
     rp_attn_rel rel;
     check_rel_tables(L, 5, &cfg, T, S, H, D, Dv, &rel);
     cfg.rel = &rel;
@@ -665,12 +693,21 @@ static int l_attention(lua_State *L)
     rp_pe_scheme sc;
     if (rp_attn_scheme(&cfg, &sc) != RP_OK) return lrp_argerror(L, 4, "%s", rp_last_error());
     int64_t qlast = cfg.pos_offset + cfg.q_offset + T - 1, klast = cfg.pos_offset + S - 1;
+    int64_t Ap = A > 0 ? A : 1; /* the integers per row */
+    if (pos) { /* the largest entry of the rows each side reads (0 at least) */
+        qlast = lrp_freq_rows(pos + cfg.q_offset * Ap, 0, T * Ap) - 1;
+        klast = lrp_freq_rows(pos, 0, S * Ap) - 1;
+    }
     int64_t half = sc.d_rot_q > sc.d_rot_k ? sc.d_rot_q : sc.d_rot_k;
     half = (sc.d_rot_v > half ? sc.d_rot_v : half) / 2;
     half = sc.d_rot_o / 2 > half ? sc.d_rot_o / 2 : half;
+    lrp_axes_tables(L, 4, &ax, A, half, !lua_isnil(L, 6 + RP_TAB_COUNT), &f);
     lrp_freq_tables(L, 4, 5 + RP_TAB_COUNT, &f, (qlast > klast ? qlast : klast) + 1, half);
     if (rp_pe_scheme_check_freq(&sc, &f, qlast, klast) != RP_OK)
         return lrp_argerror(L, 4, "%s", rp_last_error());
+    /* each placement's width passed: what is left is an entry below an angle table's start */
+    if (pos) lrp_freq_check_positions(L, 4, &f, 2 * half, pos, 0, need * Ap);
+    cfg.pos = pos, cfg.pos_rows = npos;
     view.pe = cfg.pe, view.rope_base = cfg.base, view.pairing = cfg.pairing;
     view.rel_clip = cfg.rel_clip, view.rel_buckets = cfg.rel_buckets;
     view.rel_max_distance = cfg.rel_max_distance;

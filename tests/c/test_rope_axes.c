@@ -11,7 +11,10 @@
  * Then: one axis gives today's tables bit for bit, rp_rope_rotate of q at P and k at Q gives a
  * score that depends on P - Q only (and does depend on it), sign -1 undoes sign +1, the
  * scalings per axis (axial) and on the 1-D frequencies (sections), and every refusal's status and
- * message.
+ * message. Attention with vector positions (rp_attn_cfg.pos): the forward against a double
+ * reference of its formulas for every scheme (rope, roper, roper_legacy), its backward against
+ * finite differences, decoding bit for bit as the forward, one axis bit for bit as pos NULL and
+ * as pos_offset, and the shift property of out and att.
  */
 #include <math.h>
 #include <stdint.h>
@@ -34,9 +37,10 @@ typedef struct {
     ref_map map;
     int A;
     int64_t sections[3];
-    const double *W;     /* mixed: [A x half] */
+    const double *W;     /* mixed: [A x nW], a placement taking its first half columns */
     int scaling;         /* 0 none, 1 pi, 2 ntk (factor s), on the frequencies of the map */
     double s;
+    int64_t nW;
 } ref_scheme;
 
 /* The frequency of pair i and the axis it turns by (axial, sections), for half pairs. */
@@ -75,7 +79,7 @@ static void ref_angles(double *ang, const ref_scheme *r, int64_t half, double ba
     if (r->map == REF_MIXED) {
         for (int64_t i = 0; i < half; i++) {
             double a = 0.0;
-            for (int b = 0; b < r->A; b++) a += (double)p[b] * r->W[b * half + i];
+            for (int b = 0; b < r->A; b++) a += (double)p[b] * r->W[b * r->nW + i];
             ang[i] = c * a;
         }
         return;
@@ -97,14 +101,14 @@ static void ref_angles(double *ang, const ref_scheme *r, int64_t half, double ba
 }
 
 /* The rp_rope_freq of a reference scheme (W borrowed). */
-static rp_rope_freq freq_of(const ref_scheme *r, int64_t half)
+static rp_rope_freq freq_of(const ref_scheme *r)
 {
     rp_rope_freq f = rp_rope_freq_default();
     f.axes.n = r->A;
     f.axes.map = r->map == REF_AXIAL ? RP_AXES_AXIAL
                  : r->map == REF_SECTIONS ? RP_AXES_SECTIONS : RP_AXES_MIXED;
     if (r->map == REF_SECTIONS) memcpy(f.axes.sections, r->sections, sizeof r->sections);
-    if (r->map == REF_MIXED) f.axes.mix = r->W, f.axes.n_mix = half;
+    if (r->map == REF_MIXED) f.axes.mix = r->W, f.axes.n_mix = r->nW;
     if (r->scaling) f.scaling = r->scaling == 1 ? RP_SCALING_PI : RP_SCALING_NTK;
     if (r->scaling) f.factor = r->s;
     return f;
@@ -126,15 +130,15 @@ static const struct {
     ref_scheme r;
     int64_t d_rot;
 } schemes[NSCHEMES] = {
-    {"axial A=2 d=16", {REF_AXIAL, 2, {0}, NULL, 0, 1.0}, 16},
-    {"axial A=3 d=14 (3+2+2 pairs)", {REF_AXIAL, 3, {0}, NULL, 0, 1.0}, 14},
-    {"axial A=2 d=12, pi s=3", {REF_AXIAL, 2, {0}, NULL, 1, 3.0}, 12},
-    {"axial A=3 d=24, ntk s=4", {REF_AXIAL, 3, {0}, NULL, 2, 4.0}, 24},
-    {"sections {2, 3, 3} d=16", {REF_SECTIONS, 3, {2, 3, 3}, NULL, 0, 1.0}, 16},
-    {"sections {16, 24, 24} d=128", {REF_SECTIONS, 3, {16, 24, 24}, NULL, 0, 1.0}, 128},
-    {"sections {5, 0, 3} d=16, ntk s=2", {REF_SECTIONS, 3, {5, 0, 3}, NULL, 2, 2.0}, 16},
-    {"mixed A=2 d=16", {REF_MIXED, 2, {0}, W2, 0, 1.0}, 16},
-    {"mixed A=3 d=12", {REF_MIXED, 3, {0}, W3, 0, 1.0}, 12},
+    {"axial A=2 d=16", {REF_AXIAL, 2, {0}, NULL, 0, 1.0, 0}, 16},
+    {"axial A=3 d=14 (3+2+2 pairs)", {REF_AXIAL, 3, {0}, NULL, 0, 1.0, 0}, 14},
+    {"axial A=2 d=12, pi s=3", {REF_AXIAL, 2, {0}, NULL, 1, 3.0, 0}, 12},
+    {"axial A=3 d=24, ntk s=4", {REF_AXIAL, 3, {0}, NULL, 2, 4.0, 0}, 24},
+    {"sections {2, 3, 3} d=16", {REF_SECTIONS, 3, {2, 3, 3}, NULL, 0, 1.0, 0}, 16},
+    {"sections {16, 24, 24} d=128", {REF_SECTIONS, 3, {16, 24, 24}, NULL, 0, 1.0, 0}, 128},
+    {"sections {5, 0, 3} d=16, ntk s=2", {REF_SECTIONS, 3, {5, 0, 3}, NULL, 2, 2.0, 0}, 16},
+    {"mixed A=2 d=16", {REF_MIXED, 2, {0}, W2, 0, 1.0, 8}, 16},
+    {"mixed A=3 d=12", {REF_MIXED, 3, {0}, W3, 0, 1.0, 6}, 12},
 };
 
 /* n random vector positions of A axes in [lo, hi]. */
@@ -158,7 +162,7 @@ static void test_tables(void)
             double c = ci ? 2.0 : 1.0;
             int64_t pos[TN * 3];
             rand_positions(pos, TN, r->A, -60, 200);
-            rp_rope_freq f = freq_of(r, half);
+            rp_rope_freq f = freq_of(r);
             CHECK_MSG(rp_rope_freq_check(&f), RP_OK, "");
             CHECK_MSG(rp_rope_freq_check_use(&f, d, 0, "d_rot"), RP_OK, "");
             float cs[TN * MAXH], sn[TN * MAXH];
@@ -192,7 +196,7 @@ static void test_tables(void)
                   schemes[sc].name, bad);
         }
     /* mixed: every pair turns by all axes */
-    rp_rope_freq f = freq_of(&schemes[7].r, 8);
+    rp_rope_freq f = freq_of(&schemes[7].r);
     int ax[8], all = 1;
     rp_rope_freq_pair_axes(ax, &f, 16);
     for (int i = 0; i < 8; i++) all &= ax[i] == -1;
@@ -280,17 +284,25 @@ static void test_one_axis(void)
 
 /* ---- 3. rotations: the reference, the inverse, the shift property --------------------------- */
 
-/* x rotated by the reference angles (sign -1: backwards), pairs as the pairing, in double. */
-static void ref_rotate(double *y, const float *x, const double *ang, int64_t d, int interleaved,
-                       int sign)
+/* The first d features of x rotated in place by the reference angles (sign -1: backwards),
+ * pairs as the pairing, in double. */
+static void ref_rotate_d(double *x, const double *ang, int64_t d, int interleaved, int sign)
 {
     int64_t half = d / 2;
     for (int64_t i = 0; i < half; i++) {
         int64_t a = interleaved ? 2 * i : i, b = interleaved ? 2 * i + 1 : i + half;
-        double c = cos(ang[i]), s = sign * sin(ang[i]);
-        y[a] = (double)x[a] * c - (double)x[b] * s;
-        y[b] = (double)x[b] * c + (double)x[a] * s;
+        double c = cos(ang[i]), s = sign * sin(ang[i]), xa = x[a], xb = x[b];
+        x[a] = xa * c - xb * s;
+        x[b] = xb * c + xa * s;
     }
+}
+
+/* x [d] rotated into y [d] as ref_rotate_d. */
+static void ref_rotate(double *y, const float *x, const double *ang, int64_t d, int interleaved,
+                       int sign)
+{
+    for (int64_t k = 0; k < d; k++) y[k] = (double)x[k];
+    ref_rotate_d(y, ang, d, interleaved, sign);
 }
 
 /* rp_rope_rotate of the rows x [n x d] at the vector positions pos [n x A]. */
@@ -323,7 +335,7 @@ static void test_rotations(void)
             const ref_scheme *r = &schemes[sc].r;
             int64_t d = schemes[sc].d_rot, half = d / 2;
             int A = r->A;
-            rp_rope_freq f = freq_of(r, half);
+            rp_rope_freq f = freq_of(r);
             float *x = check_rand_floats(&rng_state, R * d, -1.0, 1.0);
             float *y = malloc(sizeof(float) * (size_t)(R * d));
             float *back = malloc(sizeof(float) * (size_t)(R * d));
@@ -564,6 +576,448 @@ static void test_attention_checks(void)
     rp_tensor_release(&q);
 }
 
+/* ---- 5. attention with vector positions ---------------------------------------------------- */
+
+/* Attention (core/nn/attention.h, rp_attn_cfg.pos) against a double reference of its formulas:
+ * key i at position row i, query t at row n = q_offset + t; q_n and k_i rotated by the angles
+ * of their rows (ref_angles, the first d_rot_qk features); s = scale q.k masked to i <= n under
+ * the causal mask; a = softmax(s); rope: o_n = sum_i a_i v_i; roper (roper_legacy): v_i rotated
+ * by c = 1 (2) times the angles of row i, the sum rotated back by the angles of the QUERY's row
+ * n (the first d_rot_v features). */
+
+enum { AMAXS = 8, AMAXD = 2 * MAXH + 4 };
+
+typedef struct {
+    int64_t B, T, S, H, D, Dv;
+} adims;
+
+/* One head (b, h) of contiguous double q [B,T,H,D], k [B,S,H,D], v [B,S,H,Dv]: o [T x Dv] and,
+ * when att is not NULL, att [T x S]. cfg gives pe, causal, scale, base, pairing, d_rot_qk,
+ * d_rot_v and q_offset; r and pos [rows x A] the positions' angles. */
+static void ref_attn_head(double *o, double *att, const double *q, const double *k,
+                          const double *v, adims d, const rp_attn_cfg *cfg, const ref_scheme *r,
+                          const int64_t *pos, int64_t b, int64_t h)
+{
+    static double kr[AMAXS][AMAXD], vr[AMAXS][AMAXD];
+    double qr[AMAXD], ang[MAXH], s[AMAXS];
+    int A = r->A, il = cfg->pairing == RP_PAIR_INTERLEAVED, rv = cfg->pe != RP_PE_ROPE;
+    double c = cfg->pe == RP_PE_ROPER_LEGACY ? 2.0 : 1.0;
+    int64_t hq = cfg->d_rot_qk / 2, hv = cfg->d_rot_v / 2;
+    for (int64_t i = 0; i < d.S; i++) {
+        for (int64_t f = 0; f < d.D; f++) kr[i][f] = k[((b * d.S + i) * d.H + h) * d.D + f];
+        for (int64_t f = 0; f < d.Dv; f++) vr[i][f] = v[((b * d.S + i) * d.H + h) * d.Dv + f];
+        ref_angles(ang, r, hq, cfg->base, 1.0, pos + i * A);
+        ref_rotate_d(kr[i], ang, cfg->d_rot_qk, il, 1);
+        if (!rv) continue;
+        ref_angles(ang, r, hv, cfg->base, c, pos + i * A);
+        ref_rotate_d(vr[i], ang, cfg->d_rot_v, il, 1);
+    }
+    for (int64_t t = 0; t < d.T; t++) {
+        int64_t n = cfg->q_offset + t;
+        for (int64_t f = 0; f < d.D; f++) qr[f] = q[((b * d.T + t) * d.H + h) * d.D + f];
+        ref_angles(ang, r, hq, cfg->base, 1.0, pos + n * A);
+        ref_rotate_d(qr, ang, cfg->d_rot_qk, il, 1);
+        double m = -HUGE_VAL, z = 0.0;
+        for (int64_t i = 0; i < d.S; i++) {
+            s[i] = 0.0;
+            for (int64_t f = 0; f < d.D; f++) s[i] += qr[f] * kr[i][f];
+            s[i] *= cfg->scale;
+            if (!(cfg->causal && i > n)) m = fmax(m, s[i]);
+        }
+        for (int64_t i = 0; i < d.S; i++) z += s[i] = cfg->causal && i > n ? 0.0 : exp(s[i] - m);
+        double *ot = o + t * d.Dv;
+        for (int64_t f = 0; f < d.Dv; f++) ot[f] = 0.0;
+        for (int64_t i = 0; i < d.S; i++) {
+            if (att) att[t * d.S + i] = s[i] / z;
+            for (int64_t f = 0; f < d.Dv; f++) ot[f] += s[i] / z * vr[i][f];
+        }
+        if (!rv) continue;
+        ref_angles(ang, r, hv, cfg->base, 1.0, pos + n * A);
+        ref_rotate_d(ot, ang, cfg->d_rot_v, il, -1);
+    }
+}
+
+/* The kernels' results: out [B,T,H,Dv], att [B,H,T,S], lse, and the gradients of the loss
+ * sum(out * G). */
+typedef struct {
+    float *out, *att, *lse, *dq, *dk, *dv;
+} aresult;
+
+static aresult run_attn(adims d, const float *q, const float *k, const float *v, const float *G,
+                        const rp_attn_cfg *cfg, int nthreads)
+{
+    int64_t nq = d.B * d.T * d.H * d.D, nk = d.B * d.S * d.H * d.D, nv = d.B * d.S * d.H * d.Dv;
+    int64_t no = d.B * d.T * d.H * d.Dv;
+    aresult r;
+    r.out = calloc((size_t)no, sizeof(float));
+    r.att = calloc((size_t)(d.B * d.H * d.T * d.S), sizeof(float));
+    r.lse = calloc((size_t)(d.B * d.H * d.T), sizeof(float));
+    r.dq = calloc((size_t)nq, sizeof(float));
+    r.dk = calloc((size_t)nk, sizeof(float));
+    r.dv = calloc((size_t)nv, sizeof(float));
+    float *scratch = malloc(sizeof(float) * (size_t)rp_attention_scratch_floats(
+                                                cfg, d.B, d.T, d.S, d.H, d.D, d.Dv, nthreads));
+    rp_attn_io io = {.B = d.B, .T = d.T, .S = d.S, .H = d.H, .D = d.D, .Dv = d.Dv, .q = q,
+                     .k = k, .v = v, .ldq = d.H * d.D, .ldk = d.H * d.D, .ldv = d.H * d.Dv,
+                     .out = r.out, .ldo = d.H * d.Dv, .lse = r.lse, .att = r.att, .dout = G,
+                     .dq = r.dq, .dk = r.dk, .dv = r.dv, .scratch = scratch,
+                     .nthreads = nthreads};
+    rp_attention_forward(&io, cfg);
+    if (G) rp_attention_backward(&io, cfg);
+    free(scratch);
+    return r;
+}
+
+static void aresult_free(aresult *r)
+{
+    free(r->out), free(r->att), free(r->lse), free(r->dq), free(r->dk), free(r->dv);
+}
+
+/* The float arrays of two results are the same bits (the gradients when both have them). */
+static int same_bits(const aresult *a, const aresult *b, adims d, int grads)
+{
+    int64_t no = d.B * d.T * d.H * d.Dv, na = d.B * d.H * d.T * d.S;
+    int64_t nq = d.B * d.T * d.H * d.D, nk = d.B * d.S * d.H * d.D, nv = d.B * d.S * d.H * d.Dv;
+    int same = !memcmp(a->out, b->out, sizeof(float) * (size_t)no) &&
+               !memcmp(a->att, b->att, sizeof(float) * (size_t)na) &&
+               !memcmp(a->lse, b->lse, sizeof(float) * (size_t)(d.B * d.H * d.T));
+    if (grads)
+        same = same && !memcmp(a->dq, b->dq, sizeof(float) * (size_t)nq) &&
+               !memcmp(a->dk, b->dk, sizeof(float) * (size_t)nk) &&
+               !memcmp(a->dv, b->dv, sizeof(float) * (size_t)nv);
+    return same;
+}
+
+/* sum(o * G) over head (b, h) of the reference. */
+static double ref_attn_loss(const double *q, const double *k, const double *v, const double *G,
+                            adims d, const rp_attn_cfg *cfg, const ref_scheme *r,
+                            const int64_t *pos, int64_t b, int64_t h)
+{
+    static double o[AMAXS * AMAXD];
+    ref_attn_head(o, NULL, q, k, v, d, cfg, r, pos, b, h);
+    double L = 0.0;
+    for (int64_t t = 0; t < d.T; t++)
+        for (int64_t f = 0; f < d.Dv; f++)
+            L += o[t * d.Dv + f] * G[((b * d.T + t) * d.H + h) * d.Dv + f];
+    return L;
+}
+
+static double *doubles_of(const float *x, int64_t n)
+{
+    double *y = malloc(sizeof(double) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) y[i] = (double)x[i];
+    return y;
+}
+
+/* The largest |got - want| of the gradient of x (one of q, k, v: L rows per batch row, W
+ * features per head) against central differences of the reference loss in double (h = 1e-5:
+ * truncation ~1e-10, rounding ~1e-11; only the element's own head is evaluated). */
+static double fd_err(const float *got, double *x, int64_t L, int64_t W, const double *q,
+                     const double *k, const double *v, const double *G, adims d,
+                     const rp_attn_cfg *cfg, const ref_scheme *r, const int64_t *pos)
+{
+    const double eps = 1e-5;
+    double worst = 0.0;
+    for (int64_t b = 0; b < d.B; b++)
+        for (int64_t l = 0; l < L; l++)
+            for (int64_t h = 0; h < d.H; h++)
+                for (int64_t f = 0; f < W; f++) {
+                    int64_t i = ((b * L + l) * d.H + h) * W + f;
+                    double x0 = x[i];
+                    x[i] = x0 + eps;
+                    double lp = ref_attn_loss(q, k, v, G, d, cfg, r, pos, b, h);
+                    x[i] = x0 - eps;
+                    double lm = ref_attn_loss(q, k, v, G, d, cfg, r, pos, b, h);
+                    x[i] = x0;
+                    worst = fmax(worst, fabs((double)got[i] - (lp - lm) / (2.0 * eps)));
+                }
+    return worst;
+}
+
+/* The attention config of a test: pe, pairing, d_rot_qk, d_rot_v, the positions. */
+static rp_attn_cfg axes_cfg(rp_pe pe, int il, int64_t d_rot, int64_t d_rot_v, int64_t D,
+                            int64_t q_offset, const rp_rope_freq *f, const int64_t *pos,
+                            int64_t rows)
+{
+    rp_attn_cfg cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.pe = pe, cfg.causal = 1, cfg.scale = 1.0 / sqrt((double)D), cfg.base = RP_ROPE_BASE;
+    cfg.pairing = il ? RP_PAIR_INTERLEAVED : RP_PAIR_HALF;
+    cfg.d_rot_qk = d_rot, cfg.d_rot_v = d_rot_v, cfg.q_offset = q_offset;
+    cfg.freq = f, cfg.pos = pos, cfg.pos_rows = rows;
+    return cfg;
+}
+
+static const rp_pe attn_pes[3] = {RP_PE_ROPE, RP_PE_ROPER, RP_PE_ROPER_LEGACY};
+
+/* d_rot_v of a test: d_rot, or with narrow (not for sections, which fit one width) d_rot - 4,
+ * so that v and o get tables of their own (attention.c shares equal ones). */
+static int64_t v_width(const ref_scheme *r, int64_t d_rot, int narrow)
+{
+    return narrow && r->map != REF_SECTIONS ? d_rot - 4 : d_rot;
+}
+
+/* Tolerances. out and att: probabilities and sums of a few values of magnitude <= 1 from float
+ * scores of up to 132 products of magnitude <= 1 scaled by 1/sqrt(D) (float error ~1e-6) and
+ * float cos/sin tables (one rounding each); a wrong angle, row or sign moves them by 1e-2. The
+ * gradients: the float kernel's rounding stays below ~1e-6 for these O(1) gradients (see
+ * GRAD_TOL of test_attention.c). */
+#define AX_TOL 5e-6
+#define AX_GRAD_TOL 5e-6
+
+/* The forward against the reference for every scheme (axial, sections, mixed; the scalings),
+ * rope, roper and roper_legacy, both pairings, partial rotation (d_rot < D and < Dv), T < S
+ * with q_offset > 0 (the last keys unseen) and queries past the keys (rows > S); the backward
+ * against finite differences where d_rot <= 24. */
+static void test_attention_reference(void)
+{
+    printf("attention with vector positions: the reference, the backward\n");
+    struct {
+        int64_t T, S, qo;
+    } geo[2] = {{3, 6, 2}, {4, 5, 3}};
+    double wout = 0.0, watt = 0.0, wgrad = 0.0;
+    int cases = 0, fd_cases = 0;
+    for (int sc = 0; sc < NSCHEMES; sc++)
+        for (int pi = 0; pi < 3; pi++)
+            for (int il = 0; il < 2; il++)
+                for (int g = 0; g < 2; g++) {
+                    const ref_scheme *r = &schemes[sc].r;
+                    int64_t dr = schemes[sc].d_rot;
+                    adims d = {2, geo[g].T, geo[g].S, 2, dr + 4, dr + 2};
+                    int64_t rows = geo[g].qo + d.T > d.S ? geo[g].qo + d.T : d.S;
+                    int64_t pos[AMAXS * 3];
+                    rand_positions(pos, rows, r->A, -20, 60);
+                    rp_rope_freq f = freq_of(r);
+                    rp_attn_cfg cfg = axes_cfg(attn_pes[pi], il, dr, v_width(r, dr, il), d.D,
+                                               geo[g].qo, &f, pos, rows);
+                    int64_t nq = d.B * d.T * d.H * d.D, nk = d.B * d.S * d.H * d.D;
+                    int64_t nv = d.B * d.S * d.H * d.Dv, no = d.B * d.T * d.H * d.Dv;
+                    float *q = check_rand_floats(&rng_state, nq, -1.0, 1.0);
+                    float *k = check_rand_floats(&rng_state, nk, -1.0, 1.0);
+                    float *v = check_rand_floats(&rng_state, nv, -1.0, 1.0);
+                    float *G = check_rand_floats(&rng_state, no, -1.0, 1.0);
+                    int fd = dr <= 24;
+                    aresult res = run_attn(d, q, k, v, fd ? G : NULL, &cfg, 1 + il);
+                    double *qd = doubles_of(q, nq), *kd = doubles_of(k, nk);
+                    double *vd = doubles_of(v, nv), *Gd = doubles_of(G, no);
+                    double o[AMAXS * AMAXD], a[AMAXS * AMAXS], eo = 0.0, ea = 0.0;
+                    for (int64_t b = 0; b < d.B; b++)
+                        for (int64_t h = 0; h < d.H; h++) {
+                            ref_attn_head(o, a, qd, kd, vd, d, &cfg, r, pos, b, h);
+                            for (int64_t t = 0; t < d.T; t++) {
+                                const float *go = res.out + ((b * d.T + t) * d.H + h) * d.Dv;
+                                const float *ga = res.att + ((b * d.H + h) * d.T + t) * d.S;
+                                for (int64_t e = 0; e < d.Dv; e++)
+                                    eo = fmax(eo, fabs(o[t * d.Dv + e] - (double)go[e]));
+                                for (int64_t i = 0; i < d.S; i++)
+                                    ea = fmax(ea, fabs(a[t * d.S + i] - (double)ga[i]));
+                            }
+                        }
+                    char label[200];
+                    snprintf(label, sizeof label, "%s pe=%s %s T=%lld S=%lld q_offset=%lld",
+                             schemes[sc].name, rp_pe_name(cfg.pe), il ? "interleaved" : "half",
+                             (long long)d.T, (long long)d.S, (long long)cfg.q_offset);
+                    CHECK(eo <= AX_TOL, "%s: out vs reference %.3g", label, eo);
+                    CHECK(ea <= AX_TOL, "%s: att vs reference %.3g", label, ea);
+                    wout = fmax(wout, eo), watt = fmax(watt, ea);
+                    cases++;
+                    if (fd) {
+                        double e[3] = {fd_err(res.dq, qd, d.T, d.D, qd, kd, vd, Gd, d, &cfg, r,
+                                              pos),
+                                       fd_err(res.dk, kd, d.S, d.D, qd, kd, vd, Gd, d, &cfg, r,
+                                              pos),
+                                       fd_err(res.dv, vd, d.S, d.Dv, qd, kd, vd, Gd, d, &cfg, r,
+                                              pos)};
+                        const char *nm[3] = {"dq", "dk", "dv"};
+                        for (int j = 0; j < 3; j++) {
+                            CHECK(e[j] <= AX_GRAD_TOL, "%s: %s vs finite differences %.3g",
+                                  label, nm[j], e[j]);
+                            wgrad = fmax(wgrad, e[j]);
+                        }
+                        fd_cases++;
+                    }
+                    free(q), free(k), free(v), free(G), free(qd), free(kd), free(vd), free(Gd);
+                    aresult_free(&res);
+                }
+    printf("  ok %d cases: out %.2g, att %.2g; %d backward cases vs finite differences: %.2g\n",
+           cases, wout, watt, fd_cases, wgrad);
+}
+
+/* Decoding over a cache with vector positions: each token's output is the forward's of that one
+ * query over the keys so far bit for bit (the decode runs the forward's query-block code,
+ * forward_blocks, over the cache, on the same float cos/sin rows: rp_rope_freq_tables of the
+ * same position row), with the rows built per token (rope_rows NULL) or once by
+ * rp_attention_decode_rows (row p holds what a call for p alone gives). */
+static void test_attention_decode(void)
+{
+    printf("attention with vector positions: decode\n");
+    enum { H = 2, N = 7 };
+    const int sel[3] = {0, 4, 8}; /* axial A=2, sections {2, 3, 3}, mixed A=3 */
+    double worst = 0.0;
+    int cases = 0, bitwise = 0;
+    for (int si = 0; si < 3; si++)
+        for (int pi = 0; pi < 3; pi++)
+            for (int il = 0; il < 2; il++) {
+                const ref_scheme *r = &schemes[sel[si]].r;
+                int64_t dr = schemes[sel[si]].d_rot, D = dr + 4, Dv = dr + 2, cap = N + 1;
+                int64_t pos[(N + 1) * 3];
+                rand_positions(pos, cap, r->A, -20, 60);
+                rp_rope_freq f = freq_of(r);
+                rp_attn_cfg cfg = axes_cfg(attn_pes[pi], il, dr, v_width(r, dr, il), D, 0, &f,
+                                           pos, cap);
+                float *q = check_rand_floats(&rng_state, N * H * D, -1.0, 1.0);
+                float *k = check_rand_floats(&rng_state, N * H * D, -1.0, 1.0);
+                float *v = check_rand_floats(&rng_state, N * H * Dv, -1.0, 1.0);
+                int64_t nc = rp_attention_cache_floats(cap, H, D, Dv);
+                float *cache[2] = {check_rand_floats(&rng_state, nc, -1e3, 1e3),
+                                   check_rand_floats(&rng_state, nc, -1e3, 1e3)};
+                float *scratch =
+                    malloc(sizeof(float) *
+                           (size_t)rp_attention_decode_scratch_floats(&cfg, cap, H, D, Dv));
+                float *rows = malloc(sizeof(float) *
+                                     (size_t)rp_attention_decode_rows_floats(&cfg, cap));
+                rp_attention_decode_rows(rows, &cfg, cap);
+                rp_attn_cfg with_rows = cfg;
+                with_rows.rope_rows = rows;
+                int same = 1, nbits = 0;
+                double err = 0.0;
+                for (int64_t p = 0; p < N; p++) {
+                    float qt[2][H * AMAXD], out[2][H * AMAXD];
+                    memcpy(qt[0], q + p * H * D, sizeof(float) * (size_t)(H * D));
+                    memcpy(qt[1], qt[0], sizeof(float) * (size_t)(H * D));
+                    rp_attention_decode(out[0], scratch, qt[0], k + p * H * D, v + p * H * Dv,
+                                        cache[0], cap, p, H, D, Dv, &cfg);
+                    rp_attention_decode(out[1], scratch, qt[1], k + p * H * D, v + p * H * Dv,
+                                        cache[1], cap, p, H, D, Dv, &with_rows);
+                    same &= !memcmp(out[0], out[1], sizeof(float) * (size_t)(H * Dv));
+                    /* the forward of query p over keys 0 .. p */
+                    rp_attn_cfg fc = cfg;
+                    fc.q_offset = p;
+                    adims d = {1, 1, p + 1, H, D, Dv};
+                    aresult res = run_attn(d, q + p * H * D, k, v, NULL, &fc, 1);
+                    for (int64_t j = 0; j < H * Dv; j++)
+                        err = fmax(err, fabs((double)out[0][j] - (double)res.out[j]));
+                    nbits += !memcmp(out[0], res.out, sizeof(float) * (size_t)(H * Dv));
+                    aresult_free(&res);
+                }
+                CHECK(same, "%s pe=%s %s: decode with rope_rows == without, bit for bit",
+                      schemes[sel[si]].name, rp_pe_name(cfg.pe), il ? "interleaved" : "half");
+                CHECK(nbits == N, "%s pe=%s %s: decode is the forward's row bit for bit in "
+                      "%d of %d tokens (max |diff| %.3g)", schemes[sel[si]].name,
+                      rp_pe_name(cfg.pe), il ? "interleaved" : "half", nbits, N, err);
+                worst = fmax(worst, err);
+                bitwise += nbits, cases++;
+                free(q), free(k), free(v), free(cache[0]), free(cache[1]), free(scratch);
+                free(rows);
+            }
+    printf("  ok %d cases x %d tokens: decode vs forward %.2g (%d of %d rows bitwise), "
+           "rope_rows bitwise\n", cases, N, worst, bitwise, cases * N);
+}
+
+/* One axis: explicit positions pos[i] = i are pos = NULL bit for bit, and pos[i] = p + i are
+ * pos_offset p (the forward's out, att, lse and the backward's gradients), plain and under
+ * schemes of one position (yarn, xPos, an axes entry of one axis). */
+static void test_attention_one_axis(void)
+{
+    printf("attention with one axis: bit for bit\n");
+    adims d = {2, 4, 6, 2, 12, 10};
+    int64_t nq = d.B * d.T * d.H * d.D, nk = d.B * d.S * d.H * d.D, nv = d.B * d.S * d.H * d.Dv;
+    float *q = check_rand_floats(&rng_state, nq, -1.0, 1.0);
+    float *k = check_rand_floats(&rng_state, nk, -1.0, 1.0);
+    float *v = check_rand_floats(&rng_state, nv, -1.0, 1.0);
+    float *G = check_rand_floats(&rng_state, d.B * d.T * d.H * d.Dv, -1.0, 1.0);
+    int64_t idx[6], off[6];
+    for (int i = 0; i < 6; i++) idx[i] = i, off[i] = 37 + i;
+    int cases = 0;
+    for (int sch = 0; sch < 4; sch++)
+        for (int pi = 0; pi < 3; pi++)
+            for (int il = 0; il < 2; il++) {
+                rp_rope_freq f = rp_rope_freq_default();
+                if (sch == 1) f.scaling = RP_SCALING_YARN, f.factor = 4.0, f.orig_len = 8.0;
+                if (sch == 2) f.xpos = 0.4, f.xpos_scale_base = 16.0;
+                if (sch == 3) f.axes.n = 1, f.axes.map = RP_AXES_SECTIONS, f.axes.sections[0] = 4;
+                const rp_rope_freq *fp = sch ? &f : NULL;
+                rp_attn_cfg a = axes_cfg(attn_pes[pi], il, 8, sch == 3 ? 8 : 6, d.D, 1, fp,
+                                         NULL, 0);
+                rp_attn_cfg b = a, c = a, e = a;
+                b.pos = idx, b.pos_rows = 6;
+                c.pos_offset = 37;
+                e.pos = off, e.pos_rows = 6;
+                aresult ra = run_attn(d, q, k, v, G, &a, 2), rb = run_attn(d, q, k, v, G, &b, 1);
+                aresult rc = run_attn(d, q, k, v, G, &c, 2), re = run_attn(d, q, k, v, G, &e, 1);
+                CHECK(same_bits(&ra, &rb, d, 1), "scheme %d pe=%s %s: pos[i] = i != pos NULL",
+                      sch, rp_pe_name(a.pe), il ? "interleaved" : "half");
+                CHECK(same_bits(&rc, &re, d, 1),
+                      "scheme %d pe=%s %s: pos[i] = 37 + i != pos_offset 37", sch,
+                      rp_pe_name(a.pe), il ? "interleaved" : "half");
+                if (a.pe == RP_PE_ROPER_LEGACY) { /* R((2i - n) theta): not relative */
+                    double m = 0.0;
+                    for (int64_t j = 0; j < d.B * d.T * d.H * d.Dv; j++)
+                        m = fmax(m, fabs((double)ra.out[j] - (double)rc.out[j]));
+                    CHECK(m > 1e-3, "scheme %d pe=%s: pos_offset 37 changes nothing", sch,
+                          rp_pe_name(a.pe));
+                }
+                aresult_free(&ra), aresult_free(&rb), aresult_free(&rc), aresult_free(&re);
+                cases++;
+            }
+    printf("  ok %d cases (plain, yarn, xpos, sections {4} of one axis) bitwise\n", cases);
+    free(q), free(k), free(v), free(G);
+}
+
+/* The shift property at attention level: every position moved by one vector leaves att (the
+ * scores depend on P - Q only) and, for rope and roper (R(angle(i) - angle(n)) v_i), out; not
+ * roper_legacy's out (R((2i - n) theta) v_i); one key moved one step along axis 0 moves att. */
+static void test_attention_shift(void)
+{
+    printf("attention with vector positions: the shift property\n");
+    adims d = {1, 3, 5, 2, 0, 0}; /* queries at rows 4 .. 6: tables of their own */
+    const int64_t qo = 4, rows = 7;
+    double worst = 0.0, moved = HUGE_VAL;
+    for (int sc = 0; sc < NSCHEMES; sc++)
+        for (int pi = 0; pi < 3; pi++) {
+            const ref_scheme *r = &schemes[sc].r;
+            int64_t dr = schemes[sc].d_rot, A = r->A;
+            d.D = dr + 4, d.Dv = dr + 2;
+            int64_t pos[3][AMAXS * 3];
+            rand_positions(pos[0], rows, r->A, -20, 60);
+            const int64_t shift[3] = {97, -130, 41};
+            for (int64_t i = 0; i < rows * A; i++)
+                pos[1][i] = pos[0][i] + shift[i % A], pos[2][i] = pos[0][i];
+            pos[2][2 * A] += 1; /* key 2, axis 0 */
+            rp_rope_freq f = freq_of(r);
+            float *q = check_rand_floats(&rng_state, d.T * d.H * d.D, -1.0, 1.0);
+            float *k = check_rand_floats(&rng_state, d.S * d.H * d.D, -1.0, 1.0);
+            float *v = check_rand_floats(&rng_state, d.S * d.H * d.Dv, -1.0, 1.0);
+            aresult res[3];
+            for (int j = 0; j < 3; j++) {
+                rp_attn_cfg cfg = axes_cfg(attn_pes[pi], 0, dr, v_width(r, dr, 1), d.D, qo, &f,
+                                           pos[j], rows);
+                res[j] = run_attn(d, q, k, v, NULL, &cfg, 1);
+            }
+            double e = 0.0, eo = 0.0, m = 0.0;
+            int64_t no = d.T * d.H * d.Dv, na = d.H * d.T * d.S;
+            for (int64_t j = 0; j < no; j++)
+                eo = fmax(eo, fabs((double)res[0].out[j] - (double)res[1].out[j]));
+            for (int64_t j = 0; j < na; j++) {
+                e = fmax(e, fabs((double)res[0].att[j] - (double)res[1].att[j]));
+                m = fmax(m, fabs((double)res[0].att[j] - (double)res[2].att[j]));
+            }
+            const char *name = schemes[sc].name, *pe = rp_pe_name(attn_pes[pi]);
+            CHECK(e <= 2e-6, "%s pe=%s: att moved by %.3g under the shift", name, pe, e);
+            if (attn_pes[pi] == RP_PE_ROPER_LEGACY) /* R((2i - n) theta): not relative */
+                CHECK(eo > 1e-3, "%s pe=%s: out kept under the shift (%.3g)", name, pe, eo);
+            else
+                CHECK(eo <= 2e-6, "%s pe=%s: out moved by %.3g under the shift", name, pe, eo);
+            CHECK(m > 1e-3, "%s pe=%s: att ignores a key's position (moved %.3g)", name, pe, m);
+            worst = fmax(worst, attn_pes[pi] == RP_PE_ROPER_LEGACY ? e : fmax(e, eo));
+            moved = fmin(moved, m);
+            for (int j = 0; j < 3; j++) aresult_free(&res[j]);
+            free(q), free(k), free(v);
+        }
+    printf("  ok every scheme, rope/roper (att of roper_legacy): the shift moves %.2g; a key's "
+           "step at least %.2g\n", worst, moved);
+}
+
 int main(void)
 {
     test_tables();
@@ -572,5 +1026,9 @@ int main(void)
     test_axial_scalings();
     test_checks();
     test_attention_checks();
+    test_attention_reference();
+    test_attention_decode();
+    test_attention_one_axis();
+    test_attention_shift();
     return check_summary("test_rope_axes");
 }

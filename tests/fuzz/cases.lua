@@ -399,6 +399,17 @@ local function variants(rp)
       { pos = 4, drop = REL, set = { pe = "deberta", rel_k = T(4, 2, 8), rel_q = T(4, 2, 8) } },
       { pos = 4, drop = REL, set = { pe = "rope", freq = T(4) } },
       { pos = 4, drop = REL, set = { pe = "rope", angles = T(7, 4) } },
+      -- explicit positions (the seed's T = S = 4, D 8): 1-D, and vector positions with M-RoPE
+      -- sections (every placement 4 pairs wide) and a mix matrix (pos_offset excludes them)
+      { pos = 4, drop = { "pos_offset", table.unpack(REL) },
+        set = { pe = "roper", positions = rp.tensor { 0, 2, 4, 6 } } },
+      { pos = 4,
+        drop = { "pos_offset", "fraction_q", "fraction_k", "fraction_o", table.unpack(REL) },
+        set = { pe = "rope", positions = rp.tensor { { 0, 1, 2 }, { 1, 2, 3 }, { 2, 3, 4 },
+          { 3, 4, 5 } }, axes = "sections", sections = { 1, 2, 1 } } },
+      { pos = 4, drop = { "pos_offset", table.unpack(REL) },
+        set = { pe = "roper", positions = rp.tensor { { 0, 1 }, { 1, -2 }, { 2, 3 }, { 3, 4 } },
+          axes = "mixed", mix = T(2, 4) } },
     }
   end
   V["rp.rope.rotate"] = function()

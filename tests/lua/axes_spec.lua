@@ -1,8 +1,8 @@
--- Vector positions (issue 35) in rp.rope.angles and rp.rope.rotate: positions of 1 to 3 axes
--- with the pair-to-axis maps axial (Su's 2-D RoPE, EVA-02, rotary-embedding-torch), sections
--- (Qwen2-VL's M-RoPE) and mixed (RoPE-Mixed, Heo et al. 2024), against plain-Lua float64 formulas
--- written from those sources; one axis bit for bit as 1-D positions; the 2-D shift property of
--- q . k; and every refusal's message.
+-- Vector positions (issue 35) in rp.rope.angles, rp.rope.rotate and rp.attention: positions of 1
+-- to 3 axes with the pair-to-axis maps axial (Su's 2-D RoPE, EVA-02, rotary-embedding-torch),
+-- sections (Qwen2-VL's M-RoPE) and mixed (RoPE-Mixed, Heo et al. 2024), against plain-Lua float64
+-- formulas written from those sources (attention: rotate, softmax, sum); one axis bit for bit as
+-- 1-D positions; the 2-D shift property of q . k and of attention; and every refusal's message.
 
 local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = dir .. "?.lua;" .. package.path
@@ -244,6 +244,125 @@ describe("rp.rope.rotate with vector positions", function()
   end)
 end)
 
+-- ---- attention ---------------------------------------------------------------------------------
+
+-- Attention with positions pos (a list of rows of A integers: key i at row i, query t at row
+-- q_offset + t) from the formulas, in doubles: q and k rotated by the angles of their rows (the
+-- first d_rot features), scores scale q . k masked to i <= q_offset + t, softmax; roper: v
+-- rotated by the angles of its row, the weighted sum rotated back by those of the QUERY's row.
+-- q [B][T][H][D], k [B][S][H][D], v [B][S][H][Dv] (nested tables); returns out and att.
+local function ref_attention(q, k, v, pos, o, d_rot, q_offset, pe)
+  local B, T, S, H, D = #q, #q[1], #k[1], #q[1][1], #q[1][1][1]
+  local scale, pr = 1 / math.sqrt(D), o.pairing
+  local out, att = {}, {}
+  for b = 1, B do
+    out[b], att[b] = {}, {}
+    for t = 1, T do out[b][t] = {} end
+    for hh = 1, H do
+      att[b][hh] = {}
+      for t = 1, T do
+        local n = q_offset + t - 1
+        local qv = ref_rotate(q[b][t][hh], ref_angles(pos[n + 1], d_rot, o), d_rot, pr)
+        local row = {}
+        for s = 1, S do
+          local kv = ref_rotate(k[b][s][hh], ref_angles(pos[s], d_rot, o), d_rot, pr)
+          row[s] = s - 1 > n and -math.huge or scale * naive.dot(qv, kv)
+        end
+        local a = naive.softmax(row)
+        local sum = {}
+        for j = 1, #v[b][1][hh] do sum[j] = 0 end
+        for s = 1, S do
+          local vv = v[b][s][hh]
+          if pe == "roper" then vv = ref_rotate(vv, ref_angles(pos[s], d_rot, o), d_rot, pr) end
+          for j = 1, #sum do sum[j] = sum[j] + a[s] * vv[j] end
+        end
+        if pe == "roper" then
+          sum = ref_rotate(sum, ref_angles(pos[n + 1], d_rot, o), d_rot, pr, -1)
+        end
+        att[b][hh][t], out[b][t][hh] = a, sum
+      end
+    end
+  end
+  return out, att
+end
+
+describe("rp.attention with vector positions", function()
+  for k, s in ipairs(SCHEMES) do
+    for _, pe in ipairs { "rope", "roper" } do
+      local pairing = k % 2 == 0 and "interleaved" or "half"
+      -- half of D and Dv rotated; queries past the keys (rows 0 .. 6) or T < S at q_offset 2
+      local T, S, qo = 3, k % 2 == 0 and 5 or 6, k % 2 == 0 and 4 or 2
+      it(("%s, pe %s, %s pairs, T %d, S %d, q_offset %d: the reference's out and att")
+        :format(s.name, pe, pairing, T, S, qo), function()
+          local g = rp.rng(100 + k)
+          local q, kk, v = g:randn { 2, T, 2, 2 * s.d }, g:randn { 2, S, 2, 2 * s.d },
+            g:randn { 2, S, 2, 2 * s.d }
+          local pos = positions(math.max(S, qo + T), s.A, -30, 80, k)
+          local o = h.merged(s.o, { pe = pe, pairing = pairing, q_offset = qo, positions = pos,
+            fraction_qk = 0.5, fraction_v = pe == "roper" and 0.5 or nil })
+          local out, att = rp.attention(q, kk, v, o)
+          local rout, ratt = ref_attention(q:totable(), kk:totable(), v:totable(), pos,
+            h.merged(s.o, { pairing = pairing }), s.d, qo, pe)
+          h.approx(att, ratt, 1e-5, "att")
+          h.approx(out, rout, 1e-5, "out")
+          -- a [rows x A] tensor is the same positions
+          local out2, att2 = rp.attention(q, kk, v, h.merged(o, { positions = rp.tensor(pos) }))
+          h.approx(out2, out, 0)
+          h.approx(att2, att, 0)
+        end)
+    end
+  end
+
+  it("one axis: explicit positions are today's 1-D ones bit for bit (0 .. S-1, pos_offset)",
+    function()
+      local g = rp.rng(3)
+      local q, k, v = g:randn { 2, 3, 2, 8 }, g:randn { 2, 5, 2, 8 }, g:randn { 2, 5, 2, 6 }
+      for _, pe in ipairs { "rope", "roper", "roper_legacy" } do
+        for _, f in ipairs { {}, { xpos = 0.4 }, { scaling = "yarn", scaling_factor = 4,
+          orig_len = 4 } } do
+          local o = h.merged(f, { pe = pe, fraction_v = pe ~= "rope" and 2 / 3 or nil })
+          local out0, att0 = rp.attention(q, k, v, o)
+          local out9, att9 = rp.attention(q, k, v, h.merged(o, { pos_offset = 9 }))
+          local idx, shifted, col = {}, {}, {}
+          for i = 1, 5 do idx[i], shifted[i], col[i] = i - 1, 9 + i - 1, { i - 1 } end
+          for _, p in ipairs { idx, rp.tensor(idx), col, rp.tensor(col) } do
+            local out, att = rp.attention(q, k, v, h.merged(o, { positions = p }))
+            h.approx(out, out0, 0)
+            h.approx(att, att0, 0)
+          end
+          local out, att = rp.attention(q, k, v, h.merged(o, { positions = shifted }))
+          h.approx(out, out9, 0)
+          h.approx(att, att9, 0)
+          if pe == "roper_legacy" then -- R((2i - n) theta): pos_offset moves it
+            assert.is_true(out9:maxdiff(out0) > 1e-3, "pos_offset 9 changes nothing")
+          end
+        end
+      end
+    end)
+
+  it("every position shifted by one vector leaves out and att (and a 4 x 4 grid works)",
+    function()
+      local g = rp.rng(4)
+      local q, k, v = g:randn { 1, 16, 2, 16 }, g:randn { 1, 16, 2, 16 }, g:randn { 1, 16, 2, 16 }
+      local grid, moved = {}, {}
+      for r = 0, 3 do
+        for c = 0, 3 do
+          grid[#grid + 1] = { r, c }
+          moved[#moved + 1] = { r + 50, c - 7 }
+        end
+      end
+      for _, o in ipairs { {}, { axes = "mixed", mix = W2 } } do
+        for _, pe in ipairs { "rope", "roper" } do
+          local out, att = rp.attention(q, k, v, h.merged(o, { pe = pe, positions = grid }))
+          local out2, att2 = rp.attention(q, k, v, h.merged(o, { pe = pe, positions = moved }))
+          h.approx(out2, out, 2e-6)
+          h.approx(att2, att, 2e-6)
+          assert.is_true(out:maxdiff(rp.attention(q, k, v, { pe = pe })) > 1e-3)
+        end
+      end
+    end)
+end)
+
 -- ---- refusals ----------------------------------------------------------------------------------
 
 describe("vector positions refuse", function()
@@ -255,6 +374,9 @@ describe("vector positions refuse", function()
   local angles = function(pos, d, o) return function() rp.rope.angles(pos, d, o) end end
   local rotate = function(x, o) return function() rp.rope.rotate(x, o) end end
   local p2 = { { 1, 2 }, { 3, 4 } }
+  local p4 = { { 0, 0 }, { 0, 1 }, { 1, 0 }, { 1, 1 } }
+  local x4 = rp.zeros { 1, 4, 1, 8 }
+  local attn = function(o) return function() rp.attention(x4, x4, x4, o) end end
   local ONE_D = " does nothing with 1-D positions (give the positions as [n x axes] or a list of "
     .. "{r, c} lists)"
   local cases = {
@@ -340,6 +462,32 @@ describe("vector positions refuse", function()
       "option 'mix' is [2 x 8]; [2 x 2] expected (the positions' axes x d_rot/2)" },
     { rotate(rp.zeros { 8 }, { positions = { { 1, 2 }, { 3, 4 } } }),
       "option 'positions' has 2 entries, expected 1 (x is one vector [8])" },
+    -- rp.attention (q, k, v [1 x 4 x 1 x 8]; q_offset 0 unless given)
+    { attn { positions = p4 },
+      "option 'positions' needs a rotary pe (rope, roper or roper_legacy), got pe 'none'" },
+    { attn { pe = "rope", positions = { 0, 1, 2 } },
+      "option 'positions' holds 3 positions; this call reads 4 (keys 0..3, queries 0..3)" },
+    { attn { pe = "rope", positions = p4, q_offset = 1 },
+      "option 'positions' holds 4 positions; this call reads 5 (keys 0..3, queries 1..4)" },
+    { attn { pe = "rope", positions = p4, pos_offset = 0 },
+      "give option 'pos_offset' or 'positions', not both (shift the positions instead)" },
+    { attn { pe = "rope", positions = rp.zeros { 4, 4 } },
+      "option 'positions' [4 x 4]: 1 to 3 axes expected" },
+    { attn { pe = "rope", axes = "axial" }, "option 'axes'" .. ONE_D },
+    { attn { pe = "rope", positions = { 0, 1, 2, 3 }, sections = { 2, 2 } },
+      "option 'sections'" .. ONE_D },
+    { attn { pe = "roper", mix = W2 }, "option 'mix'" .. ONE_D },
+    { attn { pe = "rope", positions = p4, axes = "sections", sections = { 1, 2 } },
+      "sections {1, 2} hold 3 pairs; d_rot_q 8 has 4" },
+    { attn { pe = "roper", positions = p4, axes = "sections", sections = { 2, 2 },
+      fraction_v = 0.5 }, "sections {2, 2} hold 4 pairs; d_rot_v 4 has 2" },
+    { attn { pe = "rope", positions = p4, axes = "mixed", mix = { { 1, 2, 3 }, { 1, 2, 3 } } },
+      "option 'mix' is [2 x 3]; [2 x 4] expected (the positions' axes x d_rot/2)" },
+    { attn { pe = "rope", positions = { 0, -1, 2, 3 }, angles = rp.zeros { 4, 4 } },
+      "position -1 is below 0, where the angle table starts" },
+    { attn { pe = "rope", positions = p4, angles = rp.zeros { 4, 4 } },
+      "option 'angles' (a table of one position per row) needs scalar positions; these have 2 "
+      .. "axes" },
   }
   for _, c in ipairs(cases) do
     it(c[2]:sub(1, 70), function() refuses(c[1], c[2]) end)
