@@ -930,6 +930,18 @@ static void test_old_files(void)
 
 /* ---- version 3: the frequency scheme -------------------------------------------------------- */
 
+
+/* The logits of m and of l (a model loaded from m's file, tiny_cfg's sizes) for one sequence of 8
+ * tokens: the same bits. */
+static void same_logits(rp_model *m, rp_model *l, const char *what)
+{
+    int32_t tok[8] = {1, 2, 3, 4, 5, 6, 0, 1};
+    CHECK_STATUS(rp_model_forward(m, tok, NULL, NULL, 1, 8, 0, NULL), RP_OK, what);
+    float l1[8 * 7];
+    memcpy(l1, rp_model_logits(m), sizeof l1);
+    CHECK_STATUS(rp_model_forward(l, tok, NULL, NULL, 1, 8, 0, NULL), RP_OK, what);
+    CHECK(!memcmp(l1, rp_model_logits(l), sizeof l1), "%s: logits bitwise", what);
+}
 /* Saves m, checks the version byte and the size docs/checkpoint.md gives (version 1 + 56 + 72
  * bytes + the table), loads it and compares config, table and logits. */
 static void v3_case(rp_model *m, const char *what, uint32_t want_version, int64_t table)
@@ -960,12 +972,7 @@ static void v3_case(rp_model *m, const char *what, uint32_t want_version, int64_
               "%s: frequency settings restored", what);
         CHECK(rp_rope_freq_equal(rp_model_freq(ck.model), rp_model_freq(m)),
               "%s: the frequency scheme and its table restored", what);
-        int32_t tok[8] = {1, 2, 3, 4, 5, 6, 0, 1};
-        CHECK_STATUS(rp_model_forward(m, tok, NULL, NULL, 1, 8, 0, NULL), RP_OK, what);
-        float l1[8 * 7];
-        memcpy(l1, rp_model_logits(m), sizeof l1);
-        CHECK_STATUS(rp_model_forward(ck.model, tok, NULL, NULL, 1, 8, 0, NULL), RP_OK, what);
-        CHECK(!memcmp(l1, rp_model_logits(ck.model), sizeof l1), "%s: logits bitwise", what);
+        same_logits(m, ck.model, what);
         rp_model_free(ck.model);
     }
     unlink(path);
@@ -1080,12 +1087,7 @@ static void v5_case(rp_model *m, const char *what, int A, int64_t n_mix, int64_t
               "%s: the positions restored (%lld rows)", what, (long long)rows);
         CHECK(rp_rope_freq_equal(rp_model_freq(ck.model), rp_model_freq(m)),
               "%s: the axes (map, sections, mix) restored", what);
-        int32_t tok[8] = {1, 2, 3, 4, 5, 6, 0, 1};
-        CHECK_STATUS(rp_model_forward(m, tok, NULL, NULL, 1, 8, 0, NULL), RP_OK, what);
-        float l1[8 * 7];
-        memcpy(l1, rp_model_logits(m), sizeof l1);
-        CHECK_STATUS(rp_model_forward(ck.model, tok, NULL, NULL, 1, 8, 0, NULL), RP_OK, what);
-        CHECK(!memcmp(l1, rp_model_logits(ck.model), sizeof l1), "%s: logits bitwise", what);
+        same_logits(m, ck.model, what);
         rp_model_free(ck.model);
     }
     unlink(path);
