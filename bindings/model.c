@@ -12,6 +12,7 @@
  * rp_model_cfg_check_used, whose messages become the `bad argument` text), options. File errors
  * of m:save and rp.load are returned as nil, "path: reason" (Lua io style); misuse raises.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -381,7 +382,7 @@ static void push_positions(lua_State *L, int model_idx)
     if (!rp_model_positions(lrp_checkmodel(L, model_idx), &rows)) return;
     const rp_rope_axes ax = rp_model_freq(lrp_checkmodel(L, model_idx))->axes;
     int A = ax.n > 0 ? ax.n : 1;
-    lua_createtable(L, (int)rows, 0);
+    lua_createtable(L, rows > INT_MAX ? 0 : (int)rows, 0); /* (a size hint) */
     for (int64_t r = 0; r < rows; r++) {
         if (ax.n > 0) lua_createtable(L, A, 0);
         const int64_t *p = rp_model_positions(lrp_checkmodel(L, model_idx), NULL) + r * A;
