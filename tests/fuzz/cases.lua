@@ -429,7 +429,28 @@ local function variants(rp)
     }
   end
   V["rp.model"] = function()
-    return { { pos = 1, drop = { "freq", table.unpack(SCALING) }, set = { angles = T(8, 2) } } }
+    -- the seed's 8 positions on a 2 x 4 grid (d_k 4, full rotation: two pairs, one per axis)
+    local grid = rp.tensor { { 0, 0 }, { 0, 1 }, { 0, 2 }, { 0, 3 }, { 1, 0 }, { 1, 1 },
+      { 1, 2 }, { 1, 3 } }
+    -- (the seed's relative and placement keys and its scaling would be refused before the
+    -- positions are read)
+    local plain = { "rotate", "fraction_q", "fraction_k", "fraction_o", "rel_clip", "rel_buckets",
+      "rel_max_distance", table.unpack(SCALING) }
+    local function with(...)
+      local t = { ... }
+      for _, k in ipairs(plain) do t[#t + 1] = k end
+      return t
+    end
+    return {
+      { pos = 1, drop = { "freq", table.unpack(SCALING) }, set = { angles = T(8, 2) } },
+      -- vector positions, axial with the seed's own frequencies; learned frequencies, 1-D and
+      -- of a mix matrix
+      { pos = 1, drop = with("xpos", "xpos_scale_base"),
+        set = { positions = grid, axes = "axial" } },
+      { pos = 1, drop = with(), set = { learn_freq = true } },
+      { pos = 1, drop = with("freq", "xpos", "xpos_scale_base"),
+        set = { positions = grid, axes = "mixed", mix = T(2, 2), learn_freq = true } },
+    }
   end
   V["rp.model_memory"] = V["rp.model"]
   return V
