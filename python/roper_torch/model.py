@@ -19,6 +19,8 @@ each positional mode does is its row in MODES (core/nn/pe.c's mode table):
       (with xPos the query side q, o and the key side k, v take their magnitudes), scores
       <q_n', k_i'> / sqrt(D) (times YaRN's temperature), causal softmax, Linear(C, C);
       the relative modes add their terms (shaw, xl, t5, deberta, alibi: core/nn/attention.h).
+  learn_freq: the rotary frequencies theta_i are the parameter rope.freq (row 0), shared by every
+      layer and trained with the rest (core/model/model_freq.c).
   attn (linear): Katharopoulos et al.'s causal linear attention, phi = elu + 1, with RoPE after
       phi (numerator only, RoFormer eq. 19) or before it (core/nn/linear_attention.h).
 """
@@ -71,7 +73,7 @@ DEFAULTS = {
     "rel_max_distance": 128, "scaling": "none", "scaling_factor": 1.0, "orig_len": 0,
     "yarn_alpha": 1.0, "yarn_beta": 32.0, "xpos": 0.0, "xpos_scale_base": 512.0,
     "yarn_ramp": "rotations", "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-    "attention_factor": 0.0,
+    "attention_factor": 0.0, "learn_freq": False,
 }
 ALWAYS = ("vocab", "d_model", "heads", "layers", "d_ff", "seq_len", "max_batch", "norm",
           "activation", "dropout", "pe", "fraction_qk", "fraction_v", "base", "pairing", "seed",
@@ -111,6 +113,20 @@ def config(cfg=None, **kw):
         raise ValueError("rotate must be distinct letters of qkvo, got %r" % full["rotate"])
     if full["attention"] == "linear" and not mode.linear:
         raise ValueError("linear attention does not support pe %s" % full["pe"])
+    if not isinstance(full["learn_freq"], bool):
+        raise ValueError("learn_freq must be true or false, got %r" % (full["learn_freq"],))
+    if full["learn_freq"]:
+        # roper's messages (core/model/model_schema.c's rule, model_config.c)
+        if not mode.rotary:
+            raise ValueError("learn_freq true does nothing for pe %s: it applies to the rotary "
+                             "modes (rope, roper or roper_legacy)" % full["pe"])
+        if full["attention"] == "linear":
+            raise ValueError("learn_freq true does nothing with linear attention: it applies to "
+                             "softmax attention")
+        if full["scaling"] != "none":
+            raise ValueError("learn_freq learns the frequencies themselves; scaling %s does not "
+                             "apply to them (train at the longer length instead)"
+                             % full["scaling"])
     widths(full)
     return full
 
@@ -183,8 +199,10 @@ def xl_sinusoid(T, C, dtype=torch.float32):
 class RotaryAttention(nn.Module):
     """One attention layer of roper (parameters `qkv`, `out` and the relative kind's tables, named
     as roper names them after "layers.<l>.attn."). cfg: rp.model's keys (config()); freq: the
-    rotary.Freq (default: the config's). forward(x [B, T, C], offset=0, shared=None) -> [B, T, C],
-    the positions offset .. offset + T - 1; shared: deberta's P (the model's rel.weight)."""
+    rotary.Freq (default: the config's). forward(x [B, T, C], offset=0, shared=None,
+    learned=None) -> [B, T, C], the positions offset .. offset + T - 1; shared: deberta's P (the
+    model's rel.weight); learned: learn_freq's frequencies (the model's rope.freq row 0), which
+    replace the scheme's."""
 
     def __init__(self, cfg=None, freq=None, **kw):
         super().__init__()
@@ -212,21 +230,24 @@ class RotaryAttention(nn.Module):
             self.rel_k_proj = nn.Linear(C, C, bias=False)
         self._tables = {}
 
-    def tables(self, offset, T, dtype=torch.float32):
+    def tables(self, offset, T, dtype=torch.float32, learned=None):
         """The cos/sin tables of each rotated placement for positions offset .. offset + T - 1,
-        rounded to dtype (float32: roper's tables; float64: the exact ones), cached:
-        {p: (cos, sin, sign)}."""
+        rounded to dtype (float32: roper's tables; float64: the exact ones), cached (unless
+        computed from learned frequencies, which change with every step): {p: (cos, sin,
+        sign)}."""
         key = (offset, T, dtype)
-        if key not in self._tables:
+        if learned is not None or key not in self._tables:
             pos = range(offset, offset + T)
             f = None if self.freq.is_plain() else self.freq
             base = float(self.cfg["base"])
             use = {"q": (1.0, 1, 1), "k": (1.0, -1, 1), "v": (self.mode.v_angle, -1, 1),
                    "o": (1.0, 1, -1)}  # c, xPos side, sign
-            self._tables[key] = {
-                p: rotary.tables(d, base, pos, f, c=use[p][0], side=use[p][1], dtype=dtype)
-                + (use[p][2],)
-                for p, d in self.w.items()}
+            tabs = {p: rotary.tables(d, base, pos, f, c=use[p][0], side=use[p][1], dtype=dtype,
+                                     learned=learned) + (use[p][2],)
+                    for p, d in self.w.items()}
+            if learned is not None:
+                return tabs
+            self._tables[key] = tabs
         return self._tables[key]
 
     def _rot(self, x, p, tabs):
@@ -236,11 +257,11 @@ class RotaryAttention(nn.Module):
         return rotary.rotate(x, cos.to(x.device), sin.to(x.device), self.w[p],
                              self.cfg["pairing"], sign)
 
-    def forward(self, x, offset=0, shared=None):
+    def forward(self, x, offset=0, shared=None, learned=None):
         B, T, C = x.shape
         H, D = self.H, self.D
         q, k, v = self.qkv(x).reshape(B, T, 3, H, D).unbind(2)   # [B, T, H, D] each
-        tabs = self.tables(offset, T, x.dtype)
+        tabs = self.tables(offset, T, x.dtype, learned)
         if self.linear:
             o = self._linear(q, k, v, tabs)
         else:
@@ -325,7 +346,10 @@ class _Sub(nn.Module):
 class RoperTransformer(nn.Module):
     """roper's transformer (rp.model) with roper's parameter names. cfg: rp.model's keys (a dict
     and/or keywords; defaults as rp.model's); freq / angles: the model's own frequencies (a list,
-    pair i turns by p freq[i]) or angles ([position][pair]), as rp.model's freq / angles.
+    pair i turns by p freq[i]) or angles ([position][pair]), as rp.model's freq / angles. With
+    learn_freq the frequencies are the parameter rope.freq [3, d_rot/2] (d_rot the widest rotated
+    placement's), row 0 theta_i (starting from freq or the standard ones of that width, rounded
+    to float32; rows 1-2 zero, used by roper's 2-D positions only), shared by every layer.
     forward(tokens [B, T] or [T] of ids) -> logits [B, T, vocab]; loss(tokens, targets[, mask]) ->
     roper's mean cross-entropy over the scored positions (target >= 0 and mask != 0)."""
 
@@ -335,6 +359,9 @@ class RoperTransformer(nn.Module):
         self.cfg = c = config(given)
         # roper.config as roper writes it: the keys every file holds, and the others when given
         self.file_config = {k: c[k] for k in DEFAULTS if k in ALWAYS or k in given}
+        if angles is not None and c["learn_freq"]:
+            raise ValueError("angles are final and learn_freq learns frequencies (give freq, the "
+                             "starting frequencies, instead)")
         self.freq = freq_of(c, freq, angles)
         C, V = c["d_model"], c["vocab"]
         mode = MODES[c["pe"]]
@@ -356,6 +383,12 @@ class RoperTransformer(nn.Module):
         tables = {}  # the layers' cos/sin tables are the same: computed once
         for layer in self.layers:
             layer.attn._tables = tables
+        if c["learn_freq"]:  # last, as in roper's layout (model_freq.c)
+            half = max(widths(c).values()) // 2
+            start = torch.zeros(3, half)
+            start[0] = torch.tensor(rotary.theta(2 * half, float(c["base"]), self.freq),
+                                    dtype=torch.float64).float()
+            self.rope = _Sub(freq=nn.Parameter(start))
 
     def forward(self, tokens):
         c = self.cfg
@@ -370,15 +403,17 @@ class RoperTransformer(nn.Module):
         elif self._sin is not None:
             x = x + self._sin[:T].to(x.dtype).to(x.device)  # rounded once, as roper's table
         shared = self.rel.weight if c["pe"] == "deberta" else None
+        learned = self.rope.freq[0] if c["learn_freq"] else None
         p = c["dropout"] if self.training else 0.0
         for layer in self.layers:
+            attn = lambda h: layer.attn(h, shared=shared, learned=learned)  # noqa: E731
             ff = lambda h: layer.ff.w2(  # noqa: E731
                 F.gelu(layer.ff.w1(h)) if c["activation"] == "gelu" else F.relu(layer.ff.w1(h)))
             if c["norm"] == "pre":
-                x = x + F.dropout(layer.attn(layer.norm1(x), shared=shared), p, self.training)
+                x = x + F.dropout(attn(layer.norm1(x)), p, self.training)
                 x = x + F.dropout(ff(layer.norm2(x)), p, self.training)
             else:
-                x = layer.norm1(x + F.dropout(layer.attn(x, shared=shared), p, self.training))
+                x = layer.norm1(x + F.dropout(attn(x), p, self.training))
                 x = layer.norm2(x + F.dropout(ff(x), p, self.training))
         if c["norm"] == "pre":
             x = self.norm_f(x)

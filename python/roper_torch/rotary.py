@@ -155,18 +155,39 @@ def score_scale(f):
     return 1.0 if f is None else scaling(f).score(f)
 
 
-def tables(d_rot, base, positions, f=None, c=1.0, side=1, dtype=torch.float32):
+def _magnitude(i, d_rot, p, side, xg, sb):
+    """xPos's zeta_i^(side p / scale_base) (1 without xPos: xg = 0)."""
+    return math.pow((2.0 * i / d_rot + xg) / (1.0 + xg), float(side) * float(p) / sb) \
+        if xg > 0.0 else 1.0
+
+
+def tables(d_rot, base, positions, f=None, c=1.0, side=1, dtype=torch.float32, learned=None):
     """cos, sin [n, d_rot/2] for the positions (an iterable of ints): m cos(c p theta'_i) and
     m sin(...), m the xPos magnitude zeta_i^(side p / scale_base) (1 without xPos); with own
     angles, the angle of position p on pair i is c angles[p][i]. Computed in float64, rounded to
-    dtype (rp_rope_freq_tables)."""
+    dtype (rp_rope_freq_tables).
+
+    learned: learned frequencies (a tensor of at least d_rot/2: learn_freq's rope.freq row 0,
+    replacing the scheme's; f then has no scaling and no angles): the angles (c p) theta_i by
+    torch's float64 ops, differentiable in them. torch's cos and sin may differ from the C
+    library's in the last bit of a float64, so these tables are roper's within a float32 ulp
+    rather than bit for bit."""
     half = d_rot // 2
     positions = list(positions)
+    xg = f.xpos if f is not None else 0.0
+    sb = f.xpos_scale_base if f is not None else 1.0
+    if learned is not None:
+        th = learned[:half].to(torch.float64)
+        cp = torch.tensor([c * float(p) for p in positions], dtype=torch.float64,
+                          device=th.device)
+        a = cp[:, None] * th[None, :]
+        m = torch.tensor([[_magnitude(i, d_rot, p, side, xg, sb) for i in range(half)]
+                          for p in positions], dtype=torch.float64, device=th.device)
+        m = m.reshape(len(positions), half)
+        return (m * torch.cos(a)).to(dtype), (m * torch.sin(a)).to(dtype)
     ang = f.angles if f is not None else None
     per_pos = ang is None and f is not None and scaling(f).per_position
     th = None if ang is not None else theta(d_rot, base, f)
-    xg = f.xpos if f is not None else 0.0
-    sb = f.xpos_scale_base if f is not None else 1.0
     cos, sin = [], []
     for p in positions:
         if per_pos:
@@ -174,8 +195,7 @@ def tables(d_rot, base, positions, f=None, c=1.0, side=1, dtype=torch.float32):
         rc, rs = [], []
         for i in range(half):
             a = c * ang[p][i] if ang is not None else c * float(p) * th[i]
-            m = math.pow((2.0 * i / d_rot + xg) / (1.0 + xg), float(side) * float(p) / sb) \
-                if xg > 0.0 else 1.0
+            m = _magnitude(i, d_rot, p, side, xg, sb)
             rc.append(m * math.cos(a))
             rs.append(m * math.sin(a))
         cos.append(rc)

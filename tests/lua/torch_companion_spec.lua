@@ -29,7 +29,8 @@ local BASE = { vocab = 11, d_model = 16, heads = 2, layers = 2, d_ff = 24, seq_l
                max_batch = 2, seed = 5 }
 
 -- name, the config's other keys, the case whose roper logits (same weights) must differ by more
--- than 1e-3 (so that a companion ignoring what tells them apart fails TOL), own freq / angles.
+-- than 1e-3 (so that a companion ignoring what tells them apart fails TOL), own freq / angles,
+-- learned: learn_freq's rope.freq row 0 set to these values (as training would move them).
 local ANGLES = {}
 for p = 0, 7 do
   ANGLES[p + 1] = { 0.9 * p, 0.5 * p + 0.1 * p * p, -0.2 * p, 0.01 * p }
@@ -68,6 +69,12 @@ local CASES = {
   { "roper_freq_ntk", { pe = "roper", scaling = "ntk", scaling_factor = 2 }, "roper_ntk",
     freq = { 1.5, 0.3, 0.1, 0.001 } },
   { "roper_angles", { pe = "roper" }, "roper", angles = ANGLES },
+  -- learned frequencies: the parameter rope.freq, in the file
+  { "rope_learn_freq", { pe = "rope", learn_freq = true }, "rope",
+    learned = { 0.9, 0.35, 0.02, -0.004 } },
+  { "roper_learn_freq_xpos", { pe = "roper", learn_freq = true, xpos = 0.4, xpos_scale_base = 8,
+                               pairing = "interleaved", fraction_v = 0.5 }, "roper_xpos",
+    learned = { 1.2, -0.3, 0.1, 0.05 } },
   -- issue 32's schemes: dynamic NTK past orig_len (per position), llama3's bands, Hugging Face's
   -- YaRN ramp with an attention factor
   { "roper_dynamic", { pe = "roper", scaling = "dynamic", scaling_factor = 4, orig_len = 3 },
@@ -109,6 +116,16 @@ local function cfg_of(c)
   return t
 end
 
+-- The case's roper model: its config, and learn_freq's frequencies set to c.learned.
+local function build(c)
+  local m = rp.model(cfg_of(c))
+  if c.learned then
+    local w = m:params()["rope.freq"]
+    for i, v in ipairs(c.learned) do w:set(1, i, v) end
+  end
+  return m
+end
+
 local function have_torch()
   local _, err, code = h.run(PY .. " -c 'import torch, numpy'")
   if code ~= 0 then
@@ -147,7 +164,7 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
     local manifest = {}
     for _, c in ipairs(CASES) do
       local name = c[1]
-      local m = rp.model(cfg_of(c))
+      local m = build(c)
       roper_logits[name] = m:forward(TOKENS)
       local file = d .. "/" .. name .. ".safetensors"
       if c.freq or c.angles then
@@ -258,7 +275,8 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
   it("save_roper writes a file rp.load reads back: the config and every parameter bit for bit",
     function()
       if not ok then return pending(why) end
-      local names = { "roper_legacy_qvo_interleaved", "deberta", "learned", "roper_yarn" }
+      local names = { "roper_legacy_qvo_interleaved", "deberta", "learned", "roper_yarn",
+                      "roper_learn_freq_xpos" }
       local args = { "roundtrip" }
       for _, name in ipairs(names) do
         args[#args + 1] = d .. "/" .. name .. ".safetensors"
@@ -285,7 +303,8 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
   it("gradients by autograd are roper's (written by the companion, read by m:load_safetensors)",
     function()
       if not ok then return pending(why) end
-      local names = { "roper_xpos", "rope_qkv_widths", "t5", "linear_roper_before" }
+      local names = { "roper_xpos", "rope_qkv_widths", "t5", "linear_roper_before",
+                      "roper_learn_freq_xpos" }
       local targets = rp.tensor { { 5, 2, 9, 0, 3, 3, 7, -1 }, { 4, 6, 8, 2, 1, 0, 5, 1 } }
       local tfile, args = d .. "/targets.npy", { "grads" }
       assert(targets:save(tfile))
@@ -304,7 +323,7 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
         local c
         for _, x in ipairs(CASES) do if x[1] == name then c = x end end
         local gfile = d .. "/" .. name .. "_grads.safetensors"
-        local m = rp.model(cfg_of(c))
+        local m = build(c)
         local opt = rp.optim.adam(m, { lr = 1e-3, clip = 0 })
         local loss = m:train_step(TOKENS, targets, nil, opt)
         local g = rp.model(cfg_of(c))
@@ -318,6 +337,51 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
         assert.is_true(math.abs(loss - losses[i]) < 1e-5, loss .. " vs " .. losses[i])
       end
     end)
+
+  it("refuses what roper refuses around learn_freq, with roper's messages", function()
+    if not ok then return pending(why) end
+    local ang = {}
+    for p = 1, 8 do ang[p] = { 0.1 * p, 0.2 * p, 0.3 * p, 0.4 * p } end
+    local cfgs = {
+      { pe = "none", learn_freq = true },
+      { pe = "alibi", learn_freq = true },
+      { pe = "rope", attention = "linear", learn_freq = true },
+      { pe = "roper", learn_freq = true, scaling = "yarn", scaling_factor = 2 },
+      { pe = "rope", learn_freq = true, angles = ang },
+      -- accepted by both, starting from the same frequencies: the widest placement's, or freq
+      { pe = "rope", learn_freq = true },
+      { pe = "rope", rotate = "qkv", fraction_q = 0.5, fraction_v = 0.75, learn_freq = true,
+        base = 300 },
+      { pe = "roper", learn_freq = true, freq = { 2, 0.5, -0.25, 1 / 3 } },
+      { pe = "roper" },
+    }
+    local want = {}
+    for i, c in ipairs(cfgs) do
+      local t = {}
+      for k, v in pairs(BASE) do t[k] = v end
+      for k, v in pairs(c) do t[k] = v end
+      cfgs[i] = t
+      local built, m = pcall(rp.model, t)
+      if built then
+        local w = m:params()["rope.freq"]
+        want[i] = "ok"
+        for _, v in ipairs(w and w:view { w:numel() }:totable() or {}) do
+          want[i] = want[i] .. (" %.9g"):format(v)
+        end
+      else
+        want[i] = m:match("^bad argument #1 to 'rp.model' %((.*)%)$")
+        assert.is_string(want[i], tostring(m))
+      end
+    end
+    assert.equal("ok", want[#want])
+    assert.equal("ok 2 0.5 -0.25 0.333333343 0 0 0 0 0 0 0 0", want[#want - 1])
+    h.write(d .. "/refusals.json", cjson.encode(cfgs))
+    local out, err, code = py { "refusals", d .. "/refusals.json" }
+    assert.equal(0, code, err)
+    local got = {}
+    for line in out:gmatch("[^\n]+") do got[#got + 1] = line end
+    assert.same(want, got)
+  end)
 
   it("a model trained in PyTorch (the loss falls) loads in roper with the same logits",
     function()

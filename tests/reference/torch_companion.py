@@ -33,6 +33,12 @@ python3-numpy) from the repo root.
         read_safetensors each file; one line each: "<name>\tok\t<tensors>\t<dtypes>" or
         "<name>\trefused\t<message without the path>".
 
+    torch_companion.py refusals CONFIGS.json
+        CONFIGS: a JSON list of rp.model configs ("freq" and "angles": RoperTransformer's
+        arguments): each built as a RoperTransformer; one line each, the ValueError's message, or
+        "ok" followed by the starting learned frequencies (rope.freq, every row, %.9g) when the
+        model has them.
+
     torch_companion.py train OUT LOGITS TOKENS
         A RoperTransformer with pe roper built in PyTorch, trained with Adam on a copy task
         (predict the token 3 places back); prints the loss of each of the first and last steps,
@@ -127,6 +133,20 @@ def read(path):
         print("%s\trefused\t%s" % (name, str(e)[len(path) + 2:]))
 
 
+def refusals(path):
+    with open(path) as f:
+        cfgs = json.load(f)
+    for c in cfgs:
+        freq, angles = c.pop("freq", None), c.pop("angles", None)
+        try:
+            m = RoperTransformer(c, freq=freq, angles=angles)
+        except ValueError as e:
+            print(str(e))
+            continue
+        w = m.state_dict().get("rope.freq")
+        print(" ".join(["ok"] + ([] if w is None else ["%.9g" % v for v in w.flatten().tolist()])))
+
+
 def train(out, logits_out, tokens_out):
     torch.manual_seed(3)
     V, T, B, lag = 8, 12, 16, 3
@@ -162,7 +182,7 @@ def main():
     # command: (function, arguments per call, repeated over groups of them)
     cmds = {"logits": (logits, 1, False), "tables": (tables_of, 1, False), "f64": (f64, 3, True),
             "grads": (grads, 4, True), "roundtrip": (roundtrip, 2, True), "read": (read, 1, True),
-            "train": (train, 3, False)}
+            "refusals": (refusals, 1, False), "train": (train, 3, False)}
     if not a or a[0] not in cmds:
         sys.stderr.write(__doc__)
         sys.exit(2)
