@@ -418,12 +418,15 @@ void lrp_optaxes(lua_State *L, int idx, lrp_axes_opts *o)
     o->slot = lua_gettop(L);
 }
 
-void lrp_axes_tables(lua_State *L, int idx, const lrp_axes_opts *o, int A, int64_t half,
-                     int angles_given, rp_rope_freq *f)
+void lrp_axes_tables(lua_State *L, int idx, const lrp_axes_opts *o, int A, int pos_given,
+                     int64_t half, int angles_given, rp_rope_freq *f)
 {
     int has_mix = !lua_isnil(L, o->slot);
     const char *given = o->map >= 0 ? "axes" : o->n_sections >= 0 ? "sections" : has_mix ? "mix"
                                                                                      : NULL;
+    if (!pos_given && given)
+        lrp_argerror(L, idx, "option '%s' needs option 'positions' (vector positions: an "
+                             "[n x axes] tensor or a list of {r, c} lists)", given);
     if (A == 0 && given)
         lrp_argerror(L, idx, "option '%s' does nothing with 1-D positions (give the positions "
                              "as [n x axes] or a list of {r, c} lists)", given);

@@ -172,12 +172,7 @@ static int l_model(lua_State *L)
     if (lua_getfield(L, 1, "positions") != LUA_TNIL)
         pos = lrp_read_positions(L, 1, lua_gettop(L), "option 'positions'", &A, &rows);
     else lua_pushnil(L);
-    const char *given = ax.map >= 0 ? "axes" : ax.n_sections >= 0 ? "sections"
-                        : !lua_isnil(L, ax.slot) ? "mix" : NULL;
-    if (!pos && given)
-        return lrp_argerror(L, 1, "option '%s' needs option 'positions' (vector positions: an "
-                                  "[n x axes] tensor or a list of {r, c} lists)", given);
-    lrp_axes_tables(L, 1, &ax, A, half, f.angles != NULL, &f);
+    lrp_axes_tables(L, 1, &ax, A, pos != NULL, half, f.angles != NULL, &f);
     lrp_model *u = lrp_newmodel(L);
     u->m = rp_model_new(&cfg);
     if (u->m == NULL) return lrp_argerror(L, 1, "%s", rp_last_error()); /* too large */

@@ -346,7 +346,7 @@ static int l_rope_angles(lua_State *L)
     lrp_optaxes(L, 3, &ax); /* slot 6 */
     int A = 0;
     if (lua_type(L, 1) != LUA_TNUMBER) pos = read_positions(L, 1, 1, "positions", 0, &A, &n);
-    lrp_axes_tables(L, 3, &ax, A, d_rot / 2, !lua_isnil(L, 5), &f);
+    lrp_axes_tables(L, 3, &ax, A, 1, d_rot / 2, !lua_isnil(L, 5), &f); /* (n: 0 .. n-1) */
     lrp_freq_tables(L, 3, 4, &f, lrp_freq_rows(pos, 0, n), d_rot / 2);
     lrp_freq_check_positions(L, 3, &f, d_rot, pos, 0, n);
     lrp_check_used(L, 3, &view);
@@ -452,7 +452,7 @@ static int l_rope_rotate(lua_State *L)
                                 lrp_shape_str(buf, x));
         cfg.positions = p; /* the userdata stays on the stack during the call */
     }
-    lrp_axes_tables(L, 2, &ax, A, cfg.d_rot / 2, !lua_isnil(L, 4), &f);
+    lrp_axes_tables(L, 2, &ax, A, cfg.positions != NULL, cfg.d_rot / 2, !lua_isnil(L, 4), &f);
     lrp_freq_tables(L, 2, 3, &f, lrp_freq_rows(cfg.positions, cfg.offset, npos), cfg.d_rot / 2);
     lrp_freq_check_positions(L, 2, &f, cfg.d_rot, cfg.positions, cfg.offset, npos);
     lrp_check_used(L, 2, &view);
@@ -701,7 +701,7 @@ static int l_attention(lua_State *L)
     int64_t half = sc.d_rot_q > sc.d_rot_k ? sc.d_rot_q : sc.d_rot_k;
     half = (sc.d_rot_v > half ? sc.d_rot_v : half) / 2;
     half = sc.d_rot_o / 2 > half ? sc.d_rot_o / 2 : half;
-    lrp_axes_tables(L, 4, &ax, A, half, !lua_isnil(L, 6 + RP_TAB_COUNT), &f);
+    lrp_axes_tables(L, 4, &ax, A, pos != NULL, half, !lua_isnil(L, 6 + RP_TAB_COUNT), &f);
     lrp_freq_tables(L, 4, 5 + RP_TAB_COUNT, &f, (qlast > klast ? qlast : klast) + 1, half);
     if (rp_pe_scheme_check_freq(&sc, &f, qlast, klast) != RP_OK)
         return lrp_argerror(L, 4, "%s", rp_last_error());

@@ -379,6 +379,8 @@ describe("vector positions refuse", function()
   local attn = function(o) return function() rp.attention(x4, x4, x4, o) end end
   local ONE_D = " does nothing with 1-D positions (give the positions as [n x axes] or a list of "
     .. "{r, c} lists)"
+  local NEEDS = " needs option 'positions' (vector positions: an [n x axes] tensor or a list of "
+    .. "{r, c} lists)"
   local cases = {
     { angles(rp.zeros { 5, 4 }, 8), "positions [5 x 4]: 1 to 3 axes expected" },
     { angles(rp.zeros { 5, 0 }, 8), "positions [5 x 0]: 1 to 3 axes expected" },
@@ -454,7 +456,8 @@ describe("vector positions refuse", function()
       "option 'positions' [3 x 4]: 1 to 3 axes expected" },
     { rotate(rp.zeros { 3, 8 }, { positions = p2 }),
       "option 'positions' has 2 entries, expected 3 (the size of dim 1 of [3 x 8])" },
-    { rotate(rp.zeros { 3, 8 }, { offset = 2, axes = "axial" }),
+    { rotate(rp.zeros { 3, 8 }, { offset = 2, axes = "axial" }), "option 'axes'" .. NEEDS },
+    { rotate(rp.zeros { 3, 8 }, { positions = { 0, 1, 2 }, axes = "axial" }),
       "option 'axes'" .. ONE_D },
     { rotate(rp.zeros { 2, 8 }, { positions = p2, axes = "sections", sections = { 2, 3 } }),
       "sections {2, 3} hold 5 pairs; d_rot 8 has 4" },
@@ -473,10 +476,11 @@ describe("vector positions refuse", function()
       "give option 'pos_offset' or 'positions', not both (shift the positions instead)" },
     { attn { pe = "rope", positions = rp.zeros { 4, 4 } },
       "option 'positions' [4 x 4]: 1 to 3 axes expected" },
-    { attn { pe = "rope", axes = "axial" }, "option 'axes'" .. ONE_D },
+    { attn { pe = "rope", axes = "axial" }, "option 'axes'" .. NEEDS },
     { attn { pe = "rope", positions = { 0, 1, 2, 3 }, sections = { 2, 2 } },
       "option 'sections'" .. ONE_D },
-    { attn { pe = "roper", mix = W2 }, "option 'mix'" .. ONE_D },
+    { attn { pe = "roper", mix = W2 }, "option 'mix'" .. NEEDS },
+    { attn { pe = "roper", positions = { 0, 1, 2, 3 }, mix = W2 }, "option 'mix'" .. ONE_D },
     { attn { pe = "rope", positions = p4, axes = "sections", sections = { 1, 2 } },
       "sections {1, 2} hold 3 pairs; d_rot_q 8 has 4" },
     { attn { pe = "roper", positions = p4, axes = "sections", sections = { 2, 2 },
