@@ -284,8 +284,8 @@ static void init_derived(rp_model *m, const rp_model_cfg *cfg)
 
 /* Every float block of the model (parameters and gradients, activations, activation gradients,
  * the decode buffer), counted by the planner: *floats, saturating. *bytes adds everything else
- * rp_model_new allocates (token copies, the layout tables), as allocated. init_derived must have
- * run. */
+ * rp_model_new allocates (token copies, the layout tables, learn_freq's buffers), as allocated.
+ * init_derived must have run. */
 static void model_size(rp_model *m, int64_t *floats, double *bytes)
 {
     const rp_model_cfg *c = &m->cfg;
@@ -304,6 +304,9 @@ static void model_size(rp_model *m, int64_t *floats, double *bytes)
     b += rows * (2.0 * sizeof(int32_t) + 1.0);
     b += (double)c->layers * (sizeof(layer_params) + sizeof(layer_acts));
     b += (double)m->nparams * sizeof(rp_param_info) + sizeof(rp_model);
+    if (m->off_freq >= 0) /* learn_freq's buffers, as rp_model_new allocates them */
+        b += (double)m->freq_half * ((RP_MAX_AXES + (double)c->seq_len) * sizeof(double) +
+                                     sizeof(int));
     *floats = total;
     *bytes = b;
 }

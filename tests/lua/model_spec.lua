@@ -804,6 +804,22 @@ describe("rp.model_memory", function()
       "bad argument #1 to 'model_memory' (d_model 16 is not divisible by heads 3)")
   end)
 
+  it("counts learn_freq's buffers (the parameter in double, a seq_len x d_rot/2 sum)", function()
+    local cfg = { vocab = 7, d_model = 16, heads = 2, layers = 1, d_ff = 8, seq_len = 4096,
+                  max_batch = 1, pe = "rope" }
+    local plain = rp.model_memory(cfg)
+    cfg.learn_freq = true
+    local learned = rp.model_memory(cfg)
+    local half = 4 -- d_k 8
+    assert.equal(plain.params + 3 * half, learned.params)
+    -- beyond the parameter, its gradient and their layout rows: 8 bytes x half x (3 + seq_len)
+    -- and an int per pair
+    local extra = 8 * half * (3 + 4096) + 4 * half
+    assert.is_true(learned.model - plain.model >= extra + 8 * 3 * half,
+      learned.model - plain.model .. " < " .. extra)
+    assert.is_true(learned.model - plain.model < extra + 1024, learned.model - plain.model)
+  end)
+
   it("prints the bytes with their units, the fields stay numbers", function()
     local mem = rp.model_memory(TINY)
     local text = tostring(mem)
