@@ -48,14 +48,19 @@ void rpm_freq_refresh(rp_model *m)
     if (m->off_freq < 0) return;
     int64_t half = m->freq_half, n = (int64_t)rows_used(m) * half;
     const float *w = m->params->data + m->off_freq;
-    for (int64_t i = 0; i < n; i++) m->freq_buf[i] = (double)w[i];
+    int changed = 0; /* bit for bit (a -0 for a 0 changes a table's sign of zero) */
+    for (int64_t i = 0; i < n; i++) {
+        double v = (double)w[i];
+        changed |= memcmp(&v, &m->freq_buf[i], sizeof v) != 0;
+        m->freq_buf[i] = v;
+    }
     m->freq_eff = m->freq;
     if (m->freq.axes.mix) {
         m->freq_eff.axes.mix = m->freq_buf, m->freq_eff.axes.n_mix = half;
     } else {
         m->freq_eff.theta = m->freq_buf, m->freq_eff.n_theta = half;
     }
-    m->dec_rope_stale = 1;
+    if (changed) m->dec_rope_stale = 1; /* (a new scheme marks them itself) */
 }
 
 void rpm_freq_reset(rp_model *m)

@@ -339,8 +339,8 @@ void rpm_act_backward_set(const rp_model *m, float *dinp, const float *dout, con
 /* ---- model_freq.c: learned frequencies (learn_freq) ---- */
 /* d_rot/2 of the widest placement m's scheme rotates (the learned table's width). */
 int64_t rpm_freq_half(const rp_model *m);
-/* The parameter's values into freq_buf and freq_eff (and dec_rope marked stale): before a
- * forward pass or a decoded sequence reads them. No-op without learn_freq. */
+/* The parameter's values into freq_buf and freq_eff (and dec_rope marked stale when a value
+ * changed): before a forward pass or a decoded sequence reads them. No-op without learn_freq. */
 void rpm_freq_refresh(rp_model *m);
 /* The parameter OVERWRITTEN with the scheme's frequencies (m->freq: its own theta or mix, else
  * the standard theta of the widest placement, axial's per block), rounded to float; unused rows

@@ -385,7 +385,7 @@ rp_model *rp_model_new(const rp_model_cfg *cfg)
     if (!m->params || !m->grads) goto nomem;
     rpm_init_params(m);
     if (m->off_freq >= 0) {
-        m->freq_buf = malloc((size_t)(RP_MAX_AXES * m->freq_half) * sizeof(double));
+        m->freq_buf = calloc((size_t)(RP_MAX_AXES * m->freq_half), sizeof(double));
         m->freq_acc = malloc((size_t)(c->seq_len * m->freq_half) * sizeof(double));
         m->freq_axis = malloc((size_t)m->freq_half * sizeof(int));
         if (!m->freq_buf || !m->freq_acc || !m->freq_axis) goto nomem;

@@ -345,6 +345,11 @@ describe("learn_freq", function()
                                              { 0, 0, 0, 0, 0, 0, 0, 0 },
                                              { 0, 0, 0, 0, 0, 0, 0, 0 } })
     decodes_as_forward(m)
+    -- changed after the decoder built its rows: it must see the change (and a forward pass
+    -- with the values unchanged must not hide it)
+    m:params()["rope.freq"]:select(1, 1):copy(rp.tensor { 1.1, 0.2, -0.9, 0.6, 1.7, -0.2, 0.8,
+                                                          0.05 })
+    decodes_as_forward(m)
   end)
 
   it("starts a mixed matrix at the given mix, and keeps the learned values in files", function()
