@@ -82,10 +82,10 @@ void rpm_freq_reset(rp_model *m)
     rpm_freq_refresh(m);
 }
 
-/* Position of row t on axis a: the model's positions, or t on every axis. */
-static double pos_of(const rp_model *m, int64_t t, int a)
+/* Position of row t on axis a of A: the model's positions, or t on every axis. */
+static double pos_of(const rp_model *m, int A, int64_t t, int a)
 {
-    return m->pos_table ? (double)m->pos_table[t * rp_rope_freq_axes(&m->freq) + a] : (double)t;
+    return m->pos_table ? (double)m->pos_table[t * A + a] : (double)t;
 }
 
 void rpm_freq_grad(rp_model *m, const float *qkv, const float *dqkv, const float *out,
@@ -129,7 +129,7 @@ void rpm_freq_grad(rp_model *m, const float *qkv, const float *dqkv, const float
             for (int64_t i = 0; i < h2; i++) {
                 double sum = 0.0;
                 for (int64_t t = 0; t < T; t++)
-                    sum += pos_of(m, t, mixed ? a : ax[i]) * acc[t * h2 + i];
+                    sum += pos_of(m, A, t, mixed ? a : ax[i]) * acc[t * h2 + i];
                 g[a * half + i] += (float)(pl[k].sgn * sum);
             }
     }
