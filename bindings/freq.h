@@ -73,8 +73,8 @@ void lrp_optaxes(lua_State *L, int idx, lrp_axes_opts *o);
  * (sections, mix for their maps), sections that are not A, a mix that is not [A x half] (a 2-D
  * tensor or A lists of half finite numbers); copies mix into a double userdata pushed on the
  * stack (nil without it; keep it there while f is used) and sets f->axes (map axial when A > 0
- * and axes is absent). angles_given: option angles is. The sum of the sections is rp_rope_freq_check_use's (lrp_freq_check_positions).
- * Raises naming the option table at idx. */
+ * and axes is absent). angles_given: option angles is. The sum of the sections is
+ * rp_rope_freq_check_use's (lrp_freq_check_positions). Raises naming the option table at idx. */
 void lrp_axes_tables(lua_State *L, int idx, const lrp_axes_opts *o, int A, int pos_given,
                      int64_t half, int angles_given, rp_rope_freq *f);
 
