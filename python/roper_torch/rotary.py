@@ -237,6 +237,9 @@ def read_positions(positions, what="positions"):
     (`what` names the argument)."""
     if hasattr(positions, "tolist"):
         positions = positions.tolist()
+    if not isinstance(positions, (list, tuple, range)):
+        raise ValueError("%s must be a table of integers (or of lists of integers) or a 1-D "
+                         "tensor (or [n x axes]), got %s" % (what, _describe(positions)))
     positions = list(positions)
     A = 0
     if positions and isinstance(positions[0], (list, tuple)):
