@@ -19,8 +19,12 @@ each positional mode does is its row in MODES (core/nn/pe.c's mode table):
       (with xPos the query side q, o and the key side k, v take their magnitudes), scores
       <q_n', k_i'> / sqrt(D) (times YaRN's temperature), causal softmax, Linear(C, C);
       the relative modes add their terms (shaw, xl, t5, deberta, alibi: core/nn/attention.h).
-  learn_freq: the rotary frequencies theta_i are the parameter rope.freq (row 0), shared by every
-      layer and trained with the rest (core/model/model_freq.c).
+  positions: token t of every sequence at row t of the caller's positions (scalar, or vector
+      positions of 1 to 3 axes mapped to the pairs by axes "axial", "sections" or "mixed":
+      rotary.py), every rotated placement by its row, o turned back by the query's own row.
+  learn_freq: the rotary frequencies theta_i are the parameter rope.freq (row 0; with axes
+      "mixed" rows 0 .. A-1 are the matrix W), shared by every layer and trained with the rest
+      (core/model/model_freq.c).
   attn (linear): Katharopoulos et al.'s causal linear attention, phi = elu + 1, with RoPE after
       phi (numerator only, RoFormer eq. 19) or before it (core/nn/linear_attention.h).
 """
@@ -150,9 +154,10 @@ def widths(cfg):
     return out
 
 
-def freq_of(cfg, theta=None, angles=None):
+def freq_of(cfg, theta=None, angles=None, axes="axial", sections=None, mix=None):
     """The model's frequency scheme (rp_model_cfg_freq): its scaling, orig_len (seq_len when 0),
-    xPos, and the own frequencies or angles (which safetensors files do not hold)."""
+    xPos, the own frequencies or angles and the map of vector positions (which safetensors files
+    do not hold)."""
     return rotary.Freq(scaling=cfg["scaling"], factor=float(cfg["scaling_factor"]),
                        orig_len=float(cfg["orig_len"] or cfg["seq_len"]),
                        yarn_alpha=float(cfg["yarn_alpha"]), yarn_beta=float(cfg["yarn_beta"]),
@@ -161,7 +166,111 @@ def freq_of(cfg, theta=None, angles=None):
                        attention_factor=float(cfg["attention_factor"]),
                        xpos=float(cfg["xpos"]), xpos_scale_base=float(cfg["xpos_scale_base"]),
                        theta=None if theta is None else [float(t) for t in theta],
-                       angles=None if angles is None else [[float(a) for a in r] for r in angles])
+                       angles=None if angles is None else [[float(a) for a in r] for r in angles],
+                       axes=axes, sections=None if sections is None else list(sections),
+                       mix=None if mix is None else [[float(w) for w in r] for r in mix])
+
+
+def _mix_of(mix, A, half):
+    """The [A x half] matrix W of axes mixed as floats (a list of lists, or anything with
+    tolist()), refused as roper's reader refuses it."""
+    if hasattr(mix, "tolist"):
+        mix = mix.tolist()
+    if not isinstance(mix, (list, tuple)):
+        raise ValueError("option 'mix' must be a tensor, a list of lists, got %s"
+                         % rotary._describe(mix))
+    if mix and not isinstance(mix[0], (list, tuple)):
+        raise ValueError("option 'mix'[1] must be a list of frequencies, got %s"
+                         % rotary._describe(mix[0]))
+    n0, n1 = len(mix), len(mix[0]) if mix else 0
+    if n0 < 1 or n1 < 1:
+        raise ValueError("option 'mix' must not be empty")
+    if n0 != A or n1 != half:
+        raise ValueError("option 'mix' is [%d x %d]; [%d x %d] expected (the positions' axes x "
+                         "d_rot/2)" % (n0, n1, A, half))
+    for a, row in enumerate(mix, 1):
+        if not isinstance(row, (list, tuple)) or len(row) != n1:
+            raise ValueError("option 'mix'[%d] must be a list of %d frequencies, got %s"
+                             % (a, n1, rotary._describe(row)))
+        for i, w in enumerate(row, 1):
+            if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w):
+                raise ValueError("option 'mix'[%d][%d] must be a finite number, got %s"
+                                 % (a, i, rotary._describe(w)))
+    return [[float(w) for w in row] for row in mix]
+
+
+def positions_of(cfg, positions, axes=None, sections=None, mix=None, theta=None, angles=None):
+    """The model's positions and scheme: (rows, A, freq), rows the positions as tuples (token t
+    at row t), A their axes (0: scalar positions), freq the model's rotary.Freq (freq_of) with
+    the map of the axes. positions: None (token t at t), a list of ints or of lists of A = 1 to
+    3 ints (or a tensor [n] or [n x A]), rows for t = 0 .. seq_len-1 at least; axes "axial" (the
+    default), "sections" with sections (pairs per axis, adding up to d_rot/2 of every rotated
+    placement) or "mixed" with mix (W [A x d_rot/2], d_rot of the widest placement). Raises
+    ValueError with rp.model's messages for what rp.model refuses (bindings/model.c's order)."""
+    if axes is not None and (not isinstance(axes, str) or axes not in rotary.AXES):
+        raise ValueError("option 'axes' must be one of %s, got %s"
+                         % (", ".join('"%s"' % a for a in rotary.AXES), rotary._describe(axes)))
+    if sections is not None:
+        if not isinstance(sections, (list, tuple)) or not 1 <= len(sections) <= rotary.MAX_AXES:
+            raise ValueError("option 'sections' must be a list of 1 to %d pair counts (one per "
+                             "axis), got %s" % (rotary.MAX_AXES, rotary._describe(sections)))
+        for a, n in enumerate(sections, 1):
+            if rotary._integer(n) is None or n < 0:
+                raise ValueError("option 'sections'[%d] must be an integer >= 0 (a pair count), "
+                                 "got %s" % (a, rotary._describe(n)))
+        sections = [int(n) for n in sections]
+    rows, A = (None, 0) if positions is None else \
+        rotary.read_positions(positions, "option 'positions'")
+    given = "axes" if axes is not None else "sections" if sections is not None else \
+        "mix" if mix is not None else None
+    if given and positions is None:
+        raise ValueError("option '%s' needs option 'positions' (vector positions: an [n x axes] "
+                         "tensor or a list of {r, c} lists)" % given)
+    if given and A == 0:
+        raise ValueError("option '%s' does nothing with 1-D positions (give the positions as "
+                         "[n x axes] or a list of {r, c} lists)" % given)
+    m = axes or "axial"
+    if sections is not None and m != "sections":
+        raise ValueError('option \'sections\' does nothing with axes "%s" (it gives the pairs of '
+                         'axes "sections")' % m)
+    if mix is not None and m != "mixed":
+        raise ValueError('option \'mix\' does nothing with axes "%s" (it is the frequency matrix '
+                         'of axes "mixed")' % m)
+    if m == "sections" and sections is None:
+        raise ValueError('axes "sections" needs option \'sections\' (the pairs of each axis, e.g. '
+                         '{16, 24, 24})')
+    if m == "mixed" and mix is None:
+        raise ValueError('axes "mixed" needs option \'mix\' (the [axes x d_rot/2] frequency '
+                         'matrix)')
+    if sections is not None and len(sections) != A:
+        raise ValueError("option 'sections' has %d entries; the positions have %d axes"
+                         % (len(sections), A))
+    if A > 1 and angles is not None:
+        raise ValueError("option 'angles' (a table of one position per row) needs scalar "
+                         "positions; these have %d axes" % A)
+    w = widths(cfg)
+    if mix is not None:
+        mix = _mix_of(mix, A, max(w.values(), default=0) // 2)
+    f = freq_of(cfg, theta, angles, m, sections, mix)
+    T = cfg["seq_len"]
+    last = T - 1  # the largest position a placement reads: t, or the rows' largest
+    if rows is not None:
+        if not MODES[cfg["pe"]].rotary or cfg["attention"] == "linear":
+            raise ValueError("positions need a rotary pe (rope, roper or roper_legacy) with "
+                             "softmax attention, not %s%s" % (cfg["pe"], " with linear attention"
+                                                              if cfg["attention"] == "linear"
+                                                              else ""))
+        if len(rows) < T:
+            raise ValueError("positions hold %d rows; the model's seq_len is %d" % (len(rows), T))
+        for r, row in enumerate(rows[:T]):
+            for p in row:
+                if p < 0 and angles is not None:
+                    raise ValueError("positions: row %d holds %d, below 0, where the angle table "
+                                     "starts" % (r, p))
+                last = max(last, p)
+    for p, d in w.items():  # q, k, v, o: rp_pe_scheme_check_freq's order
+        rotary.check(f, A, d, last, "d_rot_" + p)
+    return rows, A, f
 
 
 # ---- the relative kinds (core/nn/attention.h "relative-position terms"; query n, key i) ----------
@@ -199,12 +308,14 @@ def xl_sinusoid(T, C, dtype=torch.float32):
 class RotaryAttention(nn.Module):
     """One attention layer of roper (parameters `qkv`, `out` and the relative kind's tables, named
     as roper names them after "layers.<l>.attn."). cfg: rp.model's keys (config()); freq: the
-    rotary.Freq (default: the config's). forward(x [B, T, C], offset=0, shared=None,
-    learned=None) -> [B, T, C], the positions offset .. offset + T - 1; shared: deberta's P (the
-    model's rel.weight); learned: learn_freq's frequencies (the model's rope.freq row 0), which
-    replace the scheme's."""
+    rotary.Freq (default: the config's); positions: rows of the model's positions (tuples, as
+    positions_of gives them; None: row t is position t), at least offset + T of them.
+    forward(x [B, T, C], offset=0, shared=None, learned=None) -> [B, T, C], the rows offset ..
+    offset + T - 1; shared: deberta's P (the model's rel.weight); learned: learn_freq's
+    frequencies (the model's rope.freq row 0, or rows 0 .. A-1 with axes mixed), which replace
+    the scheme's."""
 
-    def __init__(self, cfg=None, freq=None, **kw):
+    def __init__(self, cfg=None, freq=None, positions=None, **kw):
         super().__init__()
         self.cfg = cfg = config(cfg, **kw)
         C, H = cfg["d_model"], cfg["heads"]
@@ -212,6 +323,7 @@ class RotaryAttention(nn.Module):
         self.mode = MODES[cfg["pe"]]
         self.w = widths(cfg)
         self.freq = freq if freq is not None else freq_of(cfg)
+        self.positions = positions
         self.linear = cfg["attention"] == "linear"
         self.qkv = nn.Linear(C, 3 * C)
         self.out = nn.Linear(C, C)
@@ -231,13 +343,14 @@ class RotaryAttention(nn.Module):
         self._tables = {}
 
     def tables(self, offset, T, dtype=torch.float32, learned=None):
-        """The cos/sin tables of each rotated placement for positions offset .. offset + T - 1,
+        """The cos/sin tables of each rotated placement for the rows offset .. offset + T - 1,
         rounded to dtype (float32: roper's tables; float64: the exact ones), cached (unless
         computed from learned frequencies, which change with every step): {p: (cos, sin,
         sign)}."""
         key = (offset, T, dtype)
         if learned is not None or key not in self._tables:
-            pos = range(offset, offset + T)
+            pos = range(offset, offset + T) if self.positions is None else \
+                self.positions[offset:offset + T]
             f = None if self.freq.is_plain() else self.freq
             base = float(self.cfg["base"])
             use = {"q": (1.0, 1, 1), "k": (1.0, -1, 1), "v": (self.mode.v_angle, -1, 1),
@@ -346,14 +459,19 @@ class _Sub(nn.Module):
 class RoperTransformer(nn.Module):
     """roper's transformer (rp.model) with roper's parameter names. cfg: rp.model's keys (a dict
     and/or keywords; defaults as rp.model's); freq / angles: the model's own frequencies (a list,
-    pair i turns by p freq[i]) or angles ([position][pair]), as rp.model's freq / angles. With
-    learn_freq the frequencies are the parameter rope.freq [3, d_rot/2] (d_rot the widest rotated
-    placement's), row 0 theta_i (starting from freq or the standard ones of that width, rounded
-    to float32; rows 1-2 zero, used by roper's 2-D positions only), shared by every layer.
+    pair i turns by p freq[i]) or angles ([position][pair]), as rp.model's freq / angles;
+    positions, axes, sections, mix: the positions of the tokens (token t of every sequence at row
+    t; scalar, or vector positions of 1 to 3 axes with their map), as rp.model's (positions_of;
+    safetensors files hold none of these, so the caller gives them). With learn_freq the
+    frequencies are the parameter rope.freq [3, d_rot/2] (d_rot the widest rotated placement's),
+    shared by every layer: row 0 theta_i (starting from freq or the standard ones of that width,
+    axial's per block, rounded to float32), or with axes "mixed" rows 0 .. A-1 the matrix W
+    (starting from mix, rounded to float32); the other rows zero and unused.
     forward(tokens [B, T] or [T] of ids) -> logits [B, T, vocab]; loss(tokens, targets[, mask]) ->
     roper's mean cross-entropy over the scored positions (target >= 0 and mask != 0)."""
 
-    def __init__(self, cfg=None, freq=None, angles=None, **kw):
+    def __init__(self, cfg=None, freq=None, angles=None, positions=None, axes=None,
+                 sections=None, mix=None, **kw):
         super().__init__()
         given = dict(cfg or {}, **kw)
         self.cfg = c = config(given)
@@ -362,7 +480,8 @@ class RoperTransformer(nn.Module):
         if angles is not None and c["learn_freq"]:
             raise ValueError("angles are final and learn_freq learns frequencies (give freq, the "
                              "starting frequencies, instead)")
-        self.freq = freq_of(c, freq, angles)
+        self.positions, self.n_axes, self.freq = positions_of(c, positions, axes, sections,
+                                                              mix, freq, angles)
         C, V = c["d_model"], c["vocab"]
         mode = MODES[c["pe"]]
         self.embed = nn.Embedding(V, C)
@@ -371,7 +490,8 @@ class RoperTransformer(nn.Module):
         if mode.rel == "deberta":
             self.rel = nn.Embedding(2 * c["rel_clip"], C)
         self.layers = nn.ModuleList(
-            _Sub(norm1=nn.LayerNorm(C, eps=LN_EPS), attn=RotaryAttention(c, self.freq),
+            _Sub(norm1=nn.LayerNorm(C, eps=LN_EPS), attn=RotaryAttention(c, self.freq,
+                                                                        self.positions),
                  norm2=nn.LayerNorm(C, eps=LN_EPS),
                  ff=_Sub(w1=nn.Linear(C, c["d_ff"]), w2=nn.Linear(c["d_ff"], C)))
             for _ in range(c["layers"]))
@@ -386,8 +506,12 @@ class RoperTransformer(nn.Module):
         if c["learn_freq"]:  # last, as in roper's layout (model_freq.c)
             half = max(widths(c).values()) // 2
             start = torch.zeros(3, half)
-            start[0] = torch.tensor(rotary.theta(2 * half, float(c["base"]), self.freq),
-                                    dtype=torch.float64).float()
+            if self.freq.mix is not None:
+                start[:self.n_axes] = torch.tensor(self.freq.mix, dtype=torch.float64).float()
+            else:
+                start[0] = torch.tensor(rotary.theta(2 * half, float(c["base"]), self.freq,
+                                                     n_axes=self.n_axes),
+                                        dtype=torch.float64).float()
             self.rope = _Sub(freq=nn.Parameter(start))
 
     def forward(self, tokens):
@@ -403,7 +527,8 @@ class RoperTransformer(nn.Module):
         elif self._sin is not None:
             x = x + self._sin[:T].to(x.dtype).to(x.device)  # rounded once, as roper's table
         shared = self.rel.weight if c["pe"] == "deberta" else None
-        learned = self.rope.freq[0] if c["learn_freq"] else None
+        learned = None if not c["learn_freq"] else self.rope.freq[:self.n_axes] \
+            if self.freq.mix is not None else self.rope.freq[0]
         p = c["dropout"] if self.training else 0.0
         for layer in self.layers:
             attn = lambda h: layer.attn(h, shared=shared, learned=learned)  # noqa: E731
@@ -428,11 +553,13 @@ class RoperTransformer(nn.Module):
         return F.cross_entropy(logits[scored], targets[scored])
 
 
-def load_roper(path, freq=None, angles=None):
+def load_roper(path, freq=None, angles=None, positions=None, axes=None, sections=None,
+               mix=None):
     """A RoperTransformer from a safetensors file roper wrote (m:save_safetensors): the config
     from its roper.config metadata, the weights loaded with load_state_dict(strict=True) (F64
     files rounded to float32, as roper reads them). freq / angles: the model's own frequencies or
-    angles (roper keeps those in checkpoints, not in safetensors files). Raises ValueError for a
+    angles; positions, axes, sections, mix: its positions (roper keeps all of these in
+    checkpoints, not in safetensors files; RoperTransformer's arguments). Raises ValueError for a
     file without roper.config or of another roper.version."""
     tensors, meta = read_safetensors(path)
     if "roper.config" not in meta:
@@ -441,14 +568,23 @@ def load_roper(path, freq=None, angles=None):
     if meta.get("roper.version") != "1":
         raise ValueError("%s: roper.version %r is not supported (this is version 1)"
                          % (path, meta.get("roper.version")))
-    model = RoperTransformer(json.loads(meta["roper.config"]), freq=freq, angles=angles)
+    model = RoperTransformer(json.loads(meta["roper.config"]), freq=freq, angles=angles,
+                             positions=positions, axes=axes, sections=sections, mix=mix)
     model.load_state_dict({k: v.float() for k, v in tensors.items()}, strict=True)
     return model
 
 
 def save_roper(model, path):
     """Writes a RoperTransformer's weights (float32) with roper's metadata (format pt,
-    roper.version 1, roper.config), atomically: rp.load(path) in roper gives the same model."""
+    roper.version 1, roper.config), atomically: rp.load(path) in roper gives the same model.
+    Raises ValueError for a model with its own frequencies, angles or positions, which
+    safetensors files do not hold (as roper's m:save_safetensors refuses them)."""
+    f = model.freq
+    own = "frequencies (freq)" if f.theta is not None else "angles" if f.angles is not None \
+        else "positions" if model.positions is not None else None
+    if own:
+        raise ValueError("%s: the model's own %s are not stored in safetensors files (give them "
+                         "to load_roper)" % (path, own))
     meta = {"format": "pt", "roper.version": "1",
             "roper.config": json.dumps(model.file_config, separators=(",", ":"))}
     write_safetensors(path, {k: v.float() for k, v in model.state_dict().items()}, meta)

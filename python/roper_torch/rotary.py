@@ -24,6 +24,20 @@ user's own frequencies; on top of them a scaling (SCALINGS, keyed by its name) a
            zeta_i = (2i/d_rot + gamma) / (1 + gamma), side +1 for the query side (q and RoPER's
            output o), -1 for the key side (k and the values v); folded into the tables.
 
+Vector positions P = (p_1, .., p_A), A = 1 to 3 axes (a grid cell (row, column)), map the
+d_rot/2 pairs to the axes by Freq.axes (core/nn/rope_freq.c's site_of; site() here):
+
+    axial     A contiguous blocks of pairs, axis a taking floor(half / A) pairs plus one when
+              a < half mod A; pair j of a block of n_a pairs turns by p_a theta_j, theta_j the
+              1-D RoPE's of the block's width 2 n_a (Su's 2-D RoPE, EVA-02)
+    sections  Freq.sections = the pairs of each axis (adding up to half): the 1-D theta_i, pair i
+              turning by p_a for the axis a whose section holds it (Qwen2-VL's M-RoPE)
+    mixed     Freq.mix = W [A][half]: pair i turns by sum_a p_a W[a][i] (RoPE-Mixed, Heo et al.
+              2024); no scaling, no own frequencies
+
+The scalings apply to axial's blocks as to a 1-D RoPE of their width, and to the 1-D frequencies
+of sections; dynamic, xPos and own angles need scalar positions (check() refuses them with A > 1).
+
 docs/positional.md has the derivations. A new scheme is one entry of SCALINGS (its theta and its
 score factor) plus its fields in Freq.
 """
@@ -53,10 +67,20 @@ class Freq:
     xpos_scale_base: float = 512.0
     theta: Optional[List[float]] = None  # own frequencies: pair i turns by p theta[i]
     angles: Optional[List[List[float]]] = None  # own angles [position][pair]; no scaling
+    axes: str = "axial"                  # vector positions: the map of the pairs (AXES)
+    sections: Optional[List[int]] = None  # axes "sections": the pairs of each axis
+    mix: Optional[List[List[float]]] = None  # axes "mixed": W [axis][pair]
 
     def is_plain(self):
+        """No scaling, xPos, own frequencies or angles, and the axial map (which is 1-D RoPE on
+        one axis): the tables of None, for positions of any axes."""
         return (self.scaling == "none" and self.xpos == 0.0 and self.theta is None
-                and self.angles is None)
+                and self.angles is None and self.axes == "axial")
+
+
+AXES = ("axial", "sections", "mixed")  # rp_axes_names
+MAX_AXES = 3                           # RP_MAX_AXES
+MAX_POS = 2 ** 53                      # positions are integers within +-2^53
 
 
 @dataclass(frozen=True)
@@ -138,16 +162,38 @@ def scaling(f):
     return SCALINGS[f.scaling]
 
 
-def theta(d_rot, base, f=None, p=0):
+def site(f, n_axes, i, d_rot):
+    """Where pair i of a placement d_rot wide sits for positions of n_axes axes (0: scalar) under
+    f's map (None: axial): (axis, j, width), axis -1 for axes mixed (every axis), j the pair's
+    index in the 1-D RoPE of that width it belongs to (axial: its block's, 2 n_a wide;
+    otherwise i and d_rot). core/nn/rope_freq.c's site_of."""
+    m = f.axes if f is not None else "axial"
+    if n_axes < 1 or (m == "axial" and n_axes == 1):
+        return 0, i, d_rot
+    if m == "mixed":
+        return -1, i, d_rot
+    half, start = d_rot // 2, 0
+    for a in range(n_axes):
+        w = f.sections[a] if m == "sections" else half // n_axes + (1 if a < half % n_axes else 0)
+        if i < start + w or a == n_axes - 1:
+            return (a, i - start, 2 * w) if m == "axial" else (a, i, d_rot)
+        start += w
+    raise AssertionError("unreachable")
+
+
+def _theta_of(f, i, at, base, p):
+    """theta'_i of pair i sitting at `at` (site()) at position p: the own theta[i], else the
+    standard one of pair j of a RoPE `width` wide; scaled as for that RoPE (theta_of)."""
+    _, j, width = at
+    t = f.theta[i] if f is not None and f.theta is not None else math.pow(base, -2.0 * j / width)
+    return scaling(f).theta(t, j, width, base, f, p) if f is not None else t
+
+
+def theta(d_rot, base, f=None, p=0, n_axes=0):
     """theta'_i for i = 0 .. d_rot/2 - 1 (floats) of position p: the standard or own
-    frequencies, scaled."""
-    s = scaling(f)
-    out = []
-    for i in range(d_rot // 2):
-        t = f.theta[i] if f is not None and f.theta is not None else \
-            math.pow(base, -2.0 * i / d_rot)
-        out.append(s.theta(t, i, d_rot, base, f, p) if f is not None else t)
-    return out
+    frequencies, scaled; for positions of n_axes axes under f's map (axial: each block's own,
+    rp_rope_freq_theta). Not for axes mixed, whose frequencies are f.mix."""
+    return [_theta_of(f, i, site(f, n_axes, i, d_rot), base, p) for i in range(d_rot // 2)]
 
 
 def score_scale(f):
@@ -161,46 +207,161 @@ def _magnitude(i, d_rot, p, side, xg, sb):
         if xg > 0.0 else 1.0
 
 
-def tables(d_rot, base, positions, f=None, c=1.0, side=1, dtype=torch.float32, learned=None):
-    """cos, sin [n, d_rot/2] for the positions (an iterable of ints): m cos(c p theta'_i) and
-    m sin(...), m the xPos magnitude zeta_i^(side p / scale_base) (1 without xPos); with own
-    angles, the angle of position p on pair i is c angles[p][i]. Computed in float64, rounded to
-    dtype (rp_rope_freq_tables).
+def _describe(v):
+    """A value as roper's messages name it (lrp_describe)."""
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int):
+        return "%d" % v
+    if isinstance(v, float):
+        return "%.14g" % v
+    if isinstance(v, str):
+        return 'string "%s"' % v if len(v) <= 40 else "string"
+    return "table" if isinstance(v, (list, tuple, dict)) else "nil" if v is None else \
+        type(v).__name__
 
-    learned: learned frequencies (a tensor of at least d_rot/2: learn_freq's rope.freq row 0,
-    replacing the scheme's; f then has no scaling and no angles): the angles (c p) theta_i by
-    torch's float64 ops, differentiable in them. torch's cos and sin may differ from the C
-    library's in the last bit of a float64, so these tables are roper's within a float32 ulp
-    rather than bit for bit."""
-    half = d_rot // 2
+
+def _integer(v):
+    """v as an int when it is an integer within 2^53 (2 or 2.0, not 2.5 nor True), else None."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    if isinstance(v, float) and not (math.isfinite(v) and v == math.floor(v)):
+        return None
+    return int(v) if -MAX_POS <= v <= MAX_POS else None
+
+
+def read_positions(positions, what="positions"):
+    """(rows, A): positions as a list of tuples of A ints, A = 0 for scalar positions (a list of
+    ints: 1-tuples) and 1 to 3 for vector positions (a list of lists of A ints, or anything with
+    tolist(): a tensor or array [n] or [n x A]). Raises ValueError as roper's reader does
+    (`what` names the argument)."""
+    if hasattr(positions, "tolist"):
+        positions = positions.tolist()
+    if not isinstance(positions, (list, tuple, range)):
+        raise ValueError("%s must be a table of integers (or of lists of integers) or a 1-D "
+                         "tensor (or [n x axes]), got %s" % (what, _describe(positions)))
     positions = list(positions)
+    A = 0
+    if positions and isinstance(positions[0], (list, tuple)):
+        A = len(positions[0])
+        if not 1 <= A <= MAX_AXES:
+            raise ValueError("%s[1] holds %d integers: 1 to %d axes expected" % (what, A,
+                                                                               MAX_AXES))
+    rows = []
+    for r, row in enumerate(positions, 1):
+        if A and (not isinstance(row, (list, tuple)) or len(row) != A):
+            raise ValueError("%s[%d] must be a list of %d integers (as %s[1]), got %s"
+                             % (what, r, A, what, _describe(row)))
+        vals = []
+        for a, v in enumerate(row if A else [row], 1):
+            p = _integer(v)
+            if p is None:
+                raise ValueError("%s[%d]%s must be an integer within 2^53, got %s"
+                                 % (what, r, "[%d]" % a if A else "", _describe(v)))
+            vals.append(p)
+        rows.append(tuple(vals))
+    return rows, A
+
+
+def check(f, n_axes, d_rot, last, what="d_rot"):
+    """Refuses what f cannot do on a placement d_rot wide for positions of n_axes axes up to
+    `last` (rp_rope_freq_check's axes part and rp_rope_freq_check_use, their messages; `what`
+    names the width): a mix beside a scaling or own frequencies, dynamic, xPos and own angles
+    with A > 1, an angle table shorter than the positions, axial blocks of no pairs, sections
+    that do not add up to d_rot/2."""
+    if f is None:
+        return
+    half = d_rot // 2
+    if f.mix is not None:
+        if f.theta is not None:
+            raise ValueError("freq and mix exclude each other (the mix matrix holds the "
+                             "frequencies)")
+        if f.scaling != "none":
+            raise ValueError("scaling %s does not apply to a mix matrix (its frequencies are "
+                             "final; scale them yourself)" % f.scaling)
+    if n_axes > 1:
+        why = ("scaling dynamic (its factor grows with the position)"
+               if f.scaling == "dynamic" else "xpos (its decay runs along one position)"
+               if f.xpos > 0.0 else "angles (a table of one position per row)"
+               if f.angles is not None else None)
+        if why:
+            raise ValueError("%s needs scalar positions; these have %d axes" % (why, n_axes))
+    if f.angles is not None and last >= len(f.angles):
+        raise ValueError("angles hold positions 0..%d; position %d is asked"
+                         % (len(f.angles) - 1, last))
+    if f.axes == "axial" and half < n_axes:
+        raise ValueError("axes axial: %s %d has %d pairs, fewer than its %d axes"
+                         % (what, d_rot, half, n_axes))
+    if f.axes == "sections" and sum(f.sections) != half:
+        raise ValueError("sections {%s} hold %d pairs; %s %d has %d"
+                         % (", ".join("%d" % n for n in f.sections), sum(f.sections), what,
+                            d_rot, half))
+
+
+def _angle(cp, at, th, W, i):
+    """The angle of pair i sitting at `at` (site()): cp[a] = c p_a, the position on axis a times
+    c, times theta'_i (th[i]), or with a mix matrix sum_a (c p_a) W[a][i] in the order of the axes
+    (rp_rope_freq_tables: W[0]'s term alone for one axis). Floats, or tensors (the columns of
+    cp, the entries or rows of th and W) for the differentiable tables."""
+    if W is None:
+        return cp[at[0]] * th[i]
+    a = cp[0] * W[0][i]
+    for b in range(1, len(cp)):
+        a = a + cp[b] * W[b][i]
+    return a
+
+
+def tables(d_rot, base, positions, f=None, c=1.0, side=1, dtype=torch.float32, learned=None):
+    """cos, sin [n, d_rot/2] for the positions (an iterable of ints, or of n lists of A = 1 to 3
+    ints: vector positions, mapped to the pairs by f.axes): m cos(a) and m sin(a), a the angle
+    of pair i, c p theta'_i (p the position on the pair's axis) or c sum_a p_a W[a][i] with axes
+    mixed, m the xPos magnitude zeta_i^(side p / scale_base) (1 without xPos); with own angles,
+    the angle of position p on pair i is c angles[p][i]. Computed in float64, rounded to dtype
+    (rp_rope_freq_tables).
+
+    learned: learned frequencies (learn_freq's rope.freq, replacing the scheme's; f then has no
+    scaling and no angles): row 0, a tensor of at least d_rot/2 theta_i, or with axes mixed rows
+    0 .. A-1, W [A, >= d_rot/2]: the angles by torch's float64 ops in the same order,
+    differentiable in them. torch's cos and sin may differ from the C library's in the last bit
+    of a float64, so these tables are roper's within a float32 ulp rather than bit for bit."""
+    half = d_rot // 2
+    rows, A = read_positions(positions)
+    n = len(rows)
+    at = [site(f, A, i, d_rot) for i in range(half)]
     xg = f.xpos if f is not None else 0.0
     sb = f.xpos_scale_base if f is not None else 1.0
+    mixed = f is not None and f.axes == "mixed"
+    # xPos's magnitudes run along a scalar position (row[0]: no xPos with A > 1)
+    m = [[_magnitude(i, d_rot, row[0], side, xg, sb) for i in range(half)] for row in rows]
     if learned is not None:
-        th = learned[:half].to(torch.float64)
-        cp = torch.tensor([c * float(p) for p in positions], dtype=torch.float64,
-                          device=th.device)
-        a = cp[:, None] * th[None, :]
-        m = torch.tensor([[_magnitude(i, d_rot, p, side, xg, sb) for i in range(half)]
-                          for p in positions], dtype=torch.float64, device=th.device)
-        m = m.reshape(len(positions), half)
+        W = learned[:, :half].to(torch.float64) if mixed else None
+        th = None if mixed else learned[:half].to(torch.float64)
+        dev = learned.device
+        cp = torch.tensor([[c * float(p) for p in row] for row in rows], dtype=torch.float64,
+                          device=dev).reshape(n, max(A, 1))
+        cols = [cp[:, b:b + 1] for b in range(cp.shape[1])]
+        a = _angle(cols, (0,), None, W, slice(None)) if mixed else torch.cat(
+            [_angle(cols, at[i], th, None, slice(i, i + 1)) for i in range(half)], dim=1)
+        m = torch.tensor(m, dtype=torch.float64, device=dev).reshape(n, half)
         return (m * torch.cos(a)).to(dtype), (m * torch.sin(a)).to(dtype)
     ang = f.angles if f is not None else None
+    W = f.mix if mixed else None
     per_pos = ang is None and f is not None and scaling(f).per_position
-    th = None if ang is not None else theta(d_rot, base, f)
+    th = None if ang is not None or mixed else [_theta_of(f, i, at[i], base, 0)
+                                                  for i in range(half)]
     cos, sin = [], []
-    for p in positions:
+    for r, row in enumerate(rows):
         if per_pos:
-            th = theta(d_rot, base, f, p)
+            th = theta(d_rot, base, f, row[0], A)
+        cp = [c * float(p) for p in row]
         rc, rs = [], []
         for i in range(half):
-            a = c * ang[p][i] if ang is not None else c * float(p) * th[i]
-            m = _magnitude(i, d_rot, p, side, xg, sb)
-            rc.append(m * math.cos(a))
-            rs.append(m * math.sin(a))
+            a = c * ang[row[0]][i] if ang is not None else _angle(cp, at[i], th, W, i)
+            rc.append(m[r][i] * math.cos(a))
+            rs.append(m[r][i] * math.sin(a))
         cos.append(rc)
         sin.append(rs)
-    shape = (len(cos), half)
+    shape = (n, half)
     return (torch.tensor(cos, dtype=torch.float64).reshape(shape).to(dtype),
             torch.tensor(sin, dtype=torch.float64).reshape(shape).to(dtype))
 

@@ -29,12 +29,22 @@ local BASE = { vocab = 11, d_model = 16, heads = 2, layers = 2, d_ff = 24, seq_l
                max_batch = 2, seed = 5 }
 
 -- name, the config's other keys, the case whose roper logits (same weights) must differ by more
--- than 1e-3 (so that a companion ignoring what tells them apart fails TOL), own freq / angles,
--- learned: learn_freq's rope.freq row 0 set to these values (as training would move them).
+-- than 1e-3 (so that a companion ignoring what tells them apart fails TOL), the keys safetensors
+-- files do not hold (OWN: own freq / angles, the positions and their map), learned:
+-- learn_freq's rope.freq row 0 set to these values, or its rows to these rows (as training
+-- would move them).
+local OWN = { "freq", "angles", "positions", "axes", "sections", "mix" }
 local ANGLES = {}
 for p = 0, 7 do
   ANGLES[p + 1] = { 0.9 * p, 0.5 * p + 0.1 * p * p, -0.2 * p, 0.01 * p }
 end
+-- the grid task's (row, column) of a 3 x 4 grid, one row per token (seq_len 8 reads 8 of them);
+-- three axes at far positions of either sign; 1-D positions out of order
+local GRID = rp.tasks.grid_offset { rows = 3, cols = 4 }:positions2d(12):totable()
+local AXES3 = { { 0, 0, 0 }, { 5, -2, 1 }, { 4095, 3, -7 }, { -100, 100000, 2 }, { 1, 1, 1 },
+                { 2, 70000, -3 }, { 9, -9, 9 }, { 0, 1, 4096 } }
+local POS1 = { 3, 1, 4, 1, 5, 9, 2, 6 }
+local MIX = { { 0.75, -0.5, 0.125, 0.3 }, { 0.25, 1.5, -0.0625, 0.5 } }
 local CASES = {
   { "rope", { pe = "rope" }, "none" },
   { "rope_interleaved_base500", { pe = "rope", pairing = "interleaved", base = 500 }, "rope" },
@@ -103,27 +113,69 @@ local CASES = {
                               fraction_v = 0.5 }, "linear_rope_after" },
   { "linear_roper_before", { pe = "roper", attention = "linear", linear_rope = "before" },
     "linear_rope_before" },
+  -- issue 34's positions: token t at row t of the caller's positions (not in the files)
+  { "rope_grid", { pe = "rope" }, "rope", positions = GRID },
+  { "roper_grid", { pe = "roper" }, "roper", positions = GRID },
+  { "roper_grid_widths", { pe = "roper", pairing = "interleaved", fraction_v = 0.5 },
+    "roper_grid", positions = GRID },
+  { "roper_legacy_grid", { pe = "roper_legacy" }, "roper_legacy", positions = GRID },
+  { "roper_grid_ntk", { pe = "roper", scaling = "ntk", scaling_factor = 4 }, "roper_grid",
+    positions = GRID },
+  { "rope_grid_freq", { pe = "rope" }, "rope_grid", positions = GRID,
+    freq = { 0.5, 0.02, 1.25, -0.3 } },
+  { "rope_axes3", { pe = "rope" }, "rope", positions = AXES3 },
+  { "roper_sections", { pe = "roper" }, "roper_grid", positions = GRID, axes = "sections",
+    sections = { 1, 3 } },
+  { "rope_sections3", { pe = "rope", base = 300 }, "rope_axes3", positions = AXES3,
+    axes = "sections", sections = { 2, 1, 1 } },
+  { "roper_mixed", { pe = "roper" }, "roper_grid", positions = GRID, axes = "mixed", mix = MIX },
+  { "roper_legacy_mixed3", { pe = "roper_legacy" }, "roper_legacy", positions = AXES3,
+    axes = "mixed", mix = { { 0.01, 0.2, -0.003, 0.5 }, { 1e-4, -2e-5, 0.3, 0.001 },
+                            { 0.1, 0.05, 0.02, -0.25 } } },
+  { "roper_pos1d", { pe = "roper" }, "roper", positions = POS1 },
+  { "rope_grid_learn_freq", { pe = "rope", learn_freq = true }, "rope_grid", positions = GRID,
+    learned = { 0.9, 0.35, 0.7, -0.04 } },
+  { "roper_mixed_learn_freq", { pe = "roper", learn_freq = true }, "roper_mixed",
+    positions = GRID, axes = "mixed", mix = MIX,
+    learned = { { 0.6, -0.4, 0.2, 0.05 }, { 0.3, 1.1, -0.1, 0.4 } } },
 }
+
+local function case_named(name)
+  for _, c in ipairs(CASES) do
+    if c[1] == name then return c end
+  end
+end
 
 local TOKENS = rp.tensor { { 1, 5, 2, 9, 0, 3, 3, 7 }, { 10, 4, 6, 8, 2, 1, 0, 5 } }
 
-local function cfg_of(c)
+-- The case's config (plain: without the OWN keys).
+local function cfg_of(c, plain)
   local t = {}
   for k, v in pairs(BASE) do t[k] = v end
   for k, v in pairs(c[2]) do t[k] = v end
-  if c.freq then t.freq = c.freq end
-  if c.angles then t.angles = c.angles end
+  for _, k in ipairs(OWN) do t[k] = not plain and c[k] or nil end
   return t
 end
 
--- The case's roper model: its config, and learn_freq's frequencies set to c.learned.
-local function build(c)
-  local m = rp.model(cfg_of(c))
+-- The case's roper model (plain: without the OWN keys), learn_freq's frequencies set to
+-- c.learned.
+local function build(c, plain)
+  local m = rp.model(cfg_of(c, plain))
   if c.learned then
     local w = m:params()["rope.freq"]
-    for i, v in ipairs(c.learned) do w:set(1, i, v) end
+    local rows = type(c.learned[1]) == "table" and c.learned or { c.learned }
+    for r, row in ipairs(rows) do
+      for i, v in ipairs(row) do w:set(r, i, v) end
+    end
   end
   return m
+end
+
+-- The OWN keys of case c: load_roper's arguments.
+local function own_of(c)
+  local t = {}
+  for _, k in ipairs(OWN) do t[k] = c[k] end
+  return t
 end
 
 local function have_torch()
@@ -167,18 +219,14 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       local m = build(c)
       roper_logits[name] = m:forward(TOKENS)
       local file = d .. "/" .. name .. ".safetensors"
-      if c.freq or c.angles then
-        -- safetensors files hold no own frequencies: the weights come from a plain model of
-        -- the same config (the same seed gives the same weights), the tables from the caller
-        local plain = cfg_of(c)
-        plain.freq, plain.angles = nil, nil
-        assert.is_true(rp.model(plain):save_safetensors(file))
-      else
-        assert.is_true(m:save_safetensors(file))
-      end
-      manifest[#manifest + 1] = { name = name, model = file, tokens = d .. "/tokens.npy",
-                                  out = d .. "/" .. name .. "_logits.npy", freq = c.freq,
-                                  angles = c.angles }
+      -- safetensors files hold no own frequencies and no positions: the weights come from a
+      -- plain model of the same config (the same seed gives the same weights; learn_freq's
+      -- moved), the rest from the caller
+      assert.is_true(build(c, true):save_safetensors(file))
+      local e = own_of(c)
+      e.name, e.model, e.tokens, e.out = name, file, d .. "/tokens.npy",
+        d .. "/" .. name .. "_logits.npy"
+      manifest[#manifest + 1] = e
     end
     h.write(d .. "/manifest.json", cjson.encode(manifest))
     local out, err, code = py { "logits", d .. "/manifest.json" }
@@ -219,6 +267,12 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
     function()
       if not ok then return pending(why) end
       local pos = { 0, 1, 7, 100, 4095, 100000 }
+      local far1, far2, far3 = {}, {}, {}
+      for i, p in ipairs(pos) do
+        far1[i] = { p }
+        far2[i] = { p, 3 - 2 * p }
+        far3[i] = { -p, (7 * p) % 50, p // 2 - 4095 }
+      end
       local sets = {
         { 8, {} }, { 16, { base = 500 } }, { 8, { scale = 2 } },
         { 8, { scaling = "pi", scaling_factor = 3 } },
@@ -237,6 +291,22 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
         { 8, { freq = { 2, -0.5, 1e-3, 0.3 }, scaling = "yarn", scaling_factor = 2,
                orig_len = 50 } },
         { 4, { angles = { { 0.5, 1 }, { 2, -3 }, { 1e3, 0 } }, scale = 2 }, { 0, 2, 1 } },
+        -- vector positions (issue 34): each map, scale 1 and 2 (v's angle factor c of
+        -- roper_legacy), far positions of either sign on every axis
+        { 8, {}, far2 }, { 16, { base = 500 }, far3 }, { 14, { scale = 2 }, far3 },
+        { 8, { scaling = "ntk", scaling_factor = 4 }, far2 },
+        { 12, { freq = { 2, -0.5, 1e-3, 0.3, 0.01, 1.5 } }, far3 },
+        { 8, { axes = "sections", sections = { 1, 3 } }, far2 },
+        { 16, { axes = "sections", sections = { 2, 0, 6 }, scale = 2 }, far3 },
+        { 12, { axes = "sections", sections = { 3, 1, 2 } }, far3 },
+        { 16, { axes = "sections", sections = { 5, 3 }, scaling = "yarn", scaling_factor = 4,
+                orig_len = 64 }, far2 },
+        { 8, { axes = "mixed", mix = { { 0.75, -0.5, 0.125, 0.3 }, { 0.2, 1.5, -0.07, 1e-3 } } },
+          far2 },
+        { 6, { axes = "mixed", mix = { { 1, 0.1, 0.01 }, { -0.3, 0.02, 1e-4 }, { 2, 0, -1 } },
+               scale = 2 }, far3 },
+        { 8, { axes = "sections", sections = { 4 } }, far1 },
+        { 8, { axes = "mixed", mix = { { 0.9, -0.3, 0.05, 1e-3 } }, scale = 2 }, far1 },
       }
       local manifest = {}
       for i, c in ipairs(sets) do
@@ -304,13 +374,15 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
     function()
       if not ok then return pending(why) end
       local names = { "roper_xpos", "rope_qkv_widths", "t5", "linear_roper_before",
-                      "roper_learn_freq_xpos" }
+                      "roper_learn_freq_xpos", "roper_mixed_learn_freq" }
       local targets = rp.tensor { { 5, 2, 9, 0, 3, 3, 7, -1 }, { 4, 6, 8, 2, 1, 0, 5, 1 } }
       local tfile, args = d .. "/targets.npy", { "grads" }
       assert(targets:save(tfile))
       for _, name in ipairs(names) do
+        local c = case_named(name)
         for _, a in ipairs { d .. "/" .. name .. ".safetensors", d .. "/tokens.npy", tfile,
-                             d .. "/" .. name .. "_grads.safetensors" } do
+                             d .. "/" .. name .. "_grads.safetensors",
+                             next(own_of(c)) and cjson.encode(own_of(c)) or "{}" } do
           args[#args + 1] = a
         end
       end
@@ -320,8 +392,7 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       for l in out:gmatch("loss ([^,]+),") do losses[#losses + 1] = tonumber(l) end
       assert.equal(#names, #losses, out)
       for i, name in ipairs(names) do
-        local c
-        for _, x in ipairs(CASES) do if x[1] == name then c = x end end
+        local c = case_named(name)
         local gfile = d .. "/" .. name .. "_grads.safetensors"
         local m = build(c)
         local opt = rp.optim.adam(m, { lr = 1e-3, clip = 0 })
@@ -338,23 +409,9 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       end
     end)
 
-  it("refuses what roper refuses around learn_freq, with roper's messages", function()
-    if not ok then return pending(why) end
-    local ang = {}
-    for p = 1, 8 do ang[p] = { 0.1 * p, 0.2 * p, 0.3 * p, 0.4 * p } end
-    local cfgs = {
-      { pe = "none", learn_freq = true },
-      { pe = "alibi", learn_freq = true },
-      { pe = "rope", attention = "linear", learn_freq = true },
-      { pe = "roper", learn_freq = true, scaling = "yarn", scaling_factor = 2 },
-      { pe = "rope", learn_freq = true, angles = ang },
-      -- accepted by both, starting from the same frequencies: the widest placement's, or freq
-      { pe = "rope", learn_freq = true },
-      { pe = "rope", rotate = "qkv", fraction_q = 0.5, fraction_v = 0.75, learn_freq = true,
-        base = 300 },
-      { pe = "roper", learn_freq = true, freq = { 2, 0.5, -0.25, 1 / 3 } },
-      { pe = "roper" },
-    }
+  -- rp.model's verdict on each config (BASE and its keys): its message, or "ok" and rope.freq
+  -- (%.9g), and the companion's (RoperTransformer); the two lists.
+  local function verdicts(name, cfgs)
     local want = {}
     for i, c in ipairs(cfgs) do
       local t = {}
@@ -373,15 +430,133 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
         assert.is_string(want[i], tostring(m))
       end
     end
-    assert.equal("ok", want[#want])
-    assert.equal("ok 2 0.5 -0.25 0.333333343 0 0 0 0 0 0 0 0", want[#want - 1])
-    h.write(d .. "/refusals.json", cjson.encode(cfgs))
-    local out, err, code = py { "refusals", d .. "/refusals.json" }
+    h.write(d .. "/" .. name .. ".json", cjson.encode(cfgs))
+    local out, err, code = py { "refusals", d .. "/" .. name .. ".json" }
     assert.equal(0, code, err)
     local got = {}
     for line in out:gmatch("[^\n]+") do got[#got + 1] = line end
+    return want, got
+  end
+
+  it("refuses what roper refuses around learn_freq, with roper's messages", function()
+    if not ok then return pending(why) end
+    local ang = {}
+    for p = 1, 8 do ang[p] = { 0.1 * p, 0.2 * p, 0.3 * p, 0.4 * p } end
+    local want, got = verdicts("refusals", {
+      { pe = "none", learn_freq = true },
+      { pe = "alibi", learn_freq = true },
+      { pe = "rope", attention = "linear", learn_freq = true },
+      { pe = "roper", learn_freq = true, scaling = "yarn", scaling_factor = 2 },
+      { pe = "rope", learn_freq = true, angles = ang },
+      -- accepted by both, starting from the same frequencies: the widest placement's, or freq
+      { pe = "rope", learn_freq = true },
+      { pe = "rope", rotate = "qkv", fraction_q = 0.5, fraction_v = 0.75, learn_freq = true,
+        base = 300 },
+      { pe = "roper", learn_freq = true, freq = { 2, 0.5, -0.25, 1 / 3 } },
+      { pe = "roper" },
+    })
+    assert.equal("ok", want[#want])
+    assert.equal("ok 2 0.5 -0.25 0.333333343 0 0 0 0 0 0 0 0", want[#want - 1])
     assert.same(want, got)
   end)
+
+  it("refuses what roper refuses around positions, with roper's messages", function()
+    if not ok then return pending(why) end
+    local grid, g3, seq, ang = {}, {}, {}, {}
+    for t = 0, 7 do
+      grid[t + 1], g3[t + 1], seq[t + 1] = { t // 4, t % 4 }, { t // 4, t % 4, t % 3 }, t
+      ang[t + 1] = { 0.5 * t, 0.25 * t, t, 2 * t }
+    end
+    local mix = { { 1, 2, 3, 4 }, { 0.5, 0.25, 0.125, 1 } }
+    local function with(t, k, v)
+      local c = {}
+      for a, b in pairs(t) do c[a] = b end
+      c[k] = v
+      return c
+    end
+    local want, got = verdicts("refusals_positions", {
+      { axes = "axial" }, { sections = { 2, 2 } }, { mix = mix },
+      { positions = seq, axes = "axial" },
+      { positions = grid, sections = { 2, 2 } },
+      { positions = grid, axes = "sections" },
+      { positions = grid, axes = "mixed" },
+      { positions = grid, mix = mix },
+      { positions = grid, axes = "sections", sections = { 1, 2, 1 } },
+      { positions = grid, axes = "sections", sections = { 1, 2 } },
+      { positions = grid, pe = "roper", fraction_v = 0.5, axes = "sections", sections = { 3, 1 } },
+      { positions = grid, axes = "sections", sections = { -1, 5 } },
+      { positions = grid, axes = "sections", sections = 4 },
+      { positions = grid, axes = "sections", sections = { 1, 1, 1, 1 } },
+      { positions = grid, axes = "bogus" },
+      { positions = grid, axes = "mixed", mix = { { 1, 2, 3 }, { 1, 2, 3 } } },
+      { positions = grid, axes = "mixed", mix = { { 1, 2, 3, 4 } } },
+      { positions = grid, axes = "mixed", mix = { { 1, 2, 3, 4 }, { 1, 2, 3 } } },
+      { positions = grid, axes = "mixed", mix = { { 1, "x", 3, 4 }, { 1, 2, 3, 4 } } },
+      { positions = grid, axes = "mixed", mix = 2 },
+      { positions = grid, axes = "mixed", mix = { 1, 2 } },
+      { positions = grid, axes = "mixed", mix = mix, scaling = "pi", scaling_factor = 2 },
+      { positions = grid, axes = "mixed", mix = mix, freq = { 1, 2, 3, 4 } },
+      { positions = { { 0, 0 }, { 0, 1 } } },
+      { positions = { { 0, 0, 0, 0 } } },
+      { positions = with(grid, 2, { 1 }) },
+      { positions = with(grid, 3, { 0.5, 0 }) },
+      { positions = with(seq, 1, 2.5) },
+      { positions = 8 },
+      { positions = grid, pe = "none" },
+      { positions = grid, pe = "alibi" },
+      { positions = grid, attention = "linear" },
+      { positions = grid, xpos = 0.4 },
+      { positions = grid, scaling = "dynamic", scaling_factor = 2, orig_len = 4 },
+      { positions = grid, angles = ang },
+      { positions = g3, fraction_qk = 0.5 },
+      { positions = with(seq, 8, -1), angles = ang },
+      { positions = with(seq, 8, 9), angles = ang },
+      { angles = { { 1, 2, 3, 4 } } },
+      -- accepted by both; learn_freq starts from axial's blocks, the 1-D frequencies of
+      -- sections, or mix
+      { positions = grid, learn_freq = true },
+      { positions = g3, learn_freq = true, pe = "roper" },
+      { positions = grid, axes = "sections", sections = { 1, 3 }, learn_freq = true },
+      { positions = grid, axes = "mixed", mix = { { 0.1, 0.2, 0.3, 1 / 3 }, { 1, 2, 3, 4 } },
+        learn_freq = true },
+      { positions = with(seq, 8, -5) },
+    })
+    assert.equal("ok 1 0.00999999978 1 0.00999999978 0 0 0 0 0 0 0 0", want[#want - 4])
+    assert.equal("ok 1 0.00999999978 1 1 0 0 0 0 0 0 0 0", want[#want - 3])
+    assert.equal("ok 0.100000001 0.200000003 0.300000012 0.333333343 1 2 3 4 0 0 0 0",
+      want[#want - 1])
+    assert.same(want, got)
+  end)
+
+  it("save_roper refuses a model with its own positions or frequencies, as roper does",
+    function()
+      if not ok then return pending(why) end
+      local grid = {}
+      for t = 0, 7 do grid[t + 1] = { t // 4, t % 4 } end
+      local cfgs = { { positions = grid }, { positions = { 0, 1, 2, 3, 4, 5, 6, 7 } },
+                     { freq = { 1, 0.5, 0.25, 0.125 } }, { angles = ANGLES }, {} }
+      local want, file = {}, d .. "/saved.safetensors"
+      for i, c in ipairs(cfgs) do
+        local t = {}
+        for k, v in pairs(BASE) do t[k] = v end
+        for k, v in pairs(c) do t[k] = v end
+        cfgs[i] = t
+        local saved, msg = rp.model(t):save_safetensors(file)
+        want[i] = saved and "saved" or msg:sub(#file + 3):match("^(.-) %(m:save keeps them%)$")
+      end
+      assert.same({ "the model's own positions are not stored in safetensors files",
+                    "the model's own positions are not stored in safetensors files",
+                    "the model's own frequencies (freq) are not stored in safetensors files",
+                    "the model's own angles are not stored in safetensors files", "saved" }, want)
+      h.write(d .. "/saves.json", cjson.encode(cfgs))
+      local out, err, code = py { "saves", d .. "/saves.json", file }
+      assert.equal(0, code, err)
+      local got = {}
+      for line in out:gmatch("[^\n]+") do
+        got[#got + 1] = line:match("^(.-) %(give them to load_roper%)$") or line
+      end
+      assert.same(want, got)
+    end)
 
   it("a model trained in PyTorch (the loss falls) loads in roper with the same logits",
     function()

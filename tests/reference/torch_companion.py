@@ -4,25 +4,26 @@ tests/lua/torch_companion_spec.lua runs these with Debian's /usr/bin/python3 (py
 python3-numpy) from the repo root.
 
     torch_companion.py logits MANIFEST.json
-        MANIFEST: a JSON list of {"name", "model", "tokens", "out"[, "freq"][, "angles"]}: each
-        safetensors file of roper's m:save_safetensors loaded with load_roper (freq / angles: the
-        model's own frequencies or angles), run in float32 on the tokens (.npy of ids), the logits
-        written to "out" (.npy, float32). One line per entry: "<name> <parameters> <scheme>".
+        MANIFEST: a JSON list of {"name", "model", "tokens", "out"} and any of OWN ("freq",
+        "angles", "positions", "axes", "sections", "mix": what safetensors files do not hold):
+        each safetensors file of roper's m:save_safetensors loaded with load_roper (with those
+        keys), run in float32 on the tokens (.npy of ids), the logits written to "out" (.npy,
+        float32). One line per entry: "<name> <parameters> <scheme>".
 
     torch_companion.py tables MANIFEST.json
         MANIFEST: a JSON list of {"positions", "d_rot", "opts", "cos", "sin"}, opts holding
-        rp.rope.angles's options (base, scale, xpos_side and the frequency options): the
-        companion's cos/sin tables (roper_torch.rotary.tables), written to "cos" and "sin" (.npy,
-        float32).
+        rp.rope.angles's options (base, scale, xpos_side, the frequency options and those of
+        vector positions: axes, sections, mix): the companion's cos/sin tables
+        (roper_torch.rotary.tables), written to "cos" and "sin" (.npy, float32).
 
     torch_companion.py f64 MODEL TOKENS LOGITS64 [...]
         For each triple: load_roper, then .double(): the float64 logits against LOGITS64 (.npy,
         float64: the reference model of tests/reference/make_fixtures.py); prints
         "max |companion f64 - reference f64| <d>".
 
-    torch_companion.py grads MODEL TOKENS TARGETS OUT [...]
-        For each group: load_roper, roper's loss (mean cross-entropy over targets >= 0),
-        loss.backward(); writes the gradients under the parameters' names to OUT with the
+    torch_companion.py grads MODEL TOKENS TARGETS OUT OWN [...]
+        For each group: load_roper (OWN: a JSON object of the keys of OWN), roper's loss (mean
+        cross-entropy over targets >= 0), loss.backward(); writes the gradients under the parameters' names to OUT with the
         companion's safetensors writer (no roper.config: a plain state dict); prints
         "loss <loss>, ..."; exit 1 when a gradient is not finite.
 
@@ -34,10 +35,14 @@ python3-numpy) from the repo root.
         "<name>\trefused\t<message without the path>".
 
     torch_companion.py refusals CONFIGS.json
-        CONFIGS: a JSON list of rp.model configs ("freq" and "angles": RoperTransformer's
+        CONFIGS: a JSON list of rp.model configs (the keys of OWN: RoperTransformer's
         arguments): each built as a RoperTransformer; one line each, the ValueError's message, or
         "ok" followed by the starting learned frequencies (rope.freq, every row, %.9g) when the
         model has them.
+
+    torch_companion.py saves CONFIGS.json OUT
+        Each config (as for refusals) built and written with save_roper to OUT; one line each,
+        "saved" or the ValueError's message without the path.
 
     torch_companion.py train OUT LOGITS TOKENS
         A RoperTransformer with pe roper built in PyTorch, trained with Adam on a copy task
@@ -61,15 +66,23 @@ from roper_torch import (Freq, RoperTransformer, SafetensorsError, load_roper,  
                          read_safetensors, save_roper, tables, write_safetensors)
 
 
+OWN = ("freq", "angles", "positions", "axes", "sections", "mix")
+
+
 def ids(path):
     return torch.from_numpy(np.load(path).astype(np.int64))
+
+
+def own(e):
+    """The keys of OWN in e (popped): RoperTransformer's and load_roper's arguments."""
+    return {k: e.pop(k) for k in OWN if k in e}
 
 
 def logits(manifest):
     with open(manifest) as f:
         entries = json.load(f)
     for e in entries:
-        m = load_roper(e["model"], freq=e.get("freq"), angles=e.get("angles"))
+        m = load_roper(e["model"], **own(e))
         m.eval()
         with torch.no_grad():
             out = m(ids(e["tokens"]))
@@ -92,7 +105,8 @@ def tables_of(manifest):
                  high_freq_factor=o.get("high_freq_factor", 4.0),
                  attention_factor=o.get("attention_factor", 0.0), xpos=o.get("xpos", 0.0),
                  xpos_scale_base=o.get("xpos_scale_base", 512.0), theta=o.get("freq"),
-                 angles=o.get("angles"))
+                 angles=o.get("angles"), axes=o.get("axes", "axial"), sections=o.get("sections"),
+                 mix=o.get("mix"))
         cos, sin = tables(e["d_rot"], o.get("base", 10000.0), e["positions"], f,
                           c=o.get("scale", 1.0), side=o.get("xpos_side", 1))
         np.save(e["cos"], cos.numpy())
@@ -106,8 +120,8 @@ def f64(model, tokens, ref):
     print("max |companion f64 - reference f64| %.3g" % float(np.abs(out - np.load(ref)).max()))
 
 
-def grads(model, tokens, targets, out):
-    m = load_roper(model)
+def grads(model, tokens, targets, out, kw):
+    m = load_roper(model, **json.loads(kw))
     loss = m.loss(ids(tokens), ids(targets))
     loss.backward()
     g = {k: p.grad for k, p in m.named_parameters()}
@@ -137,14 +151,25 @@ def refusals(path):
     with open(path) as f:
         cfgs = json.load(f)
     for c in cfgs:
-        freq, angles = c.pop("freq", None), c.pop("angles", None)
         try:
-            m = RoperTransformer(c, freq=freq, angles=angles)
+            m = RoperTransformer(c, **own(c))
         except ValueError as e:
             print(str(e))
             continue
         w = m.state_dict().get("rope.freq")
         print(" ".join(["ok"] + ([] if w is None else ["%.9g" % v for v in w.flatten().tolist()])))
+
+
+def saves(path, out):
+    with open(path) as f:
+        cfgs = json.load(f)
+    for c in cfgs:
+        try:
+            save_roper(RoperTransformer(c, **own(c)), out)
+            print("saved")
+        except ValueError as e:
+            msg = str(e)
+            print(msg[len(out) + 2:] if msg.startswith(out + ": ") else msg)
 
 
 def train(out, logits_out, tokens_out):
@@ -181,8 +206,9 @@ def main():
     a = sys.argv[1:]
     # command: (function, arguments per call, repeated over groups of them)
     cmds = {"logits": (logits, 1, False), "tables": (tables_of, 1, False), "f64": (f64, 3, True),
-            "grads": (grads, 4, True), "roundtrip": (roundtrip, 2, True), "read": (read, 1, True),
-            "refusals": (refusals, 1, False), "train": (train, 3, False)}
+            "grads": (grads, 5, True), "roundtrip": (roundtrip, 2, True), "read": (read, 1, True),
+            "refusals": (refusals, 1, False), "saves": (saves, 2, False),
+            "train": (train, 3, False)}
     if not a or a[0] not in cmds:
         sys.stderr.write(__doc__)
         sys.exit(2)
