@@ -348,6 +348,9 @@ class RotaryAttention(nn.Module):
         computed from learned frequencies, which change with every step): {p: (cos, sin,
         sign)}."""
         key = (offset, T, dtype)
+        if self.positions is not None and not 0 <= offset <= len(self.positions) - T:
+            raise ValueError("positions hold %d rows; rows %d..%d are asked"
+                             % (len(self.positions), offset, offset + T - 1))
         if learned is not None or key not in self._tables:
             pos = range(offset, offset + T) if self.positions is None else \
                 self.positions[offset:offset + T]

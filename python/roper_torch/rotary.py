@@ -345,6 +345,12 @@ def tables(d_rot, base, positions, f=None, c=1.0, side=1, dtype=torch.float32, l
         m = torch.tensor(m, dtype=torch.float64, device=dev).reshape(n, half)
         return (m * torch.cos(a)).to(dtype), (m * torch.sin(a)).to(dtype)
     ang = f.angles if f is not None else None
+    for row in rows if ang is not None else ():  # (Python would index a negative one from the end)
+        if row[0] < 0:
+            raise ValueError("position %d is below 0, where the angle table starts" % row[0])
+        if row[0] >= len(ang):
+            raise ValueError("angles hold positions 0..%d; position %d is asked"
+                             % (len(ang) - 1, row[0]))
     W = f.mix if mixed else None
     per_pos = ang is None and f is not None and scaling(f).per_position
     th = None if ang is not None or mixed else [_theta_of(f, i, at[i], base, 0)

@@ -558,6 +558,18 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       assert.same(want, got)
     end)
 
+  it("refuses, used on its own, rows that its angle table or its positions do not hold", function()
+    if not ok then return pending(why) end
+    local out, err, code = py { "edges" }
+    assert.equal(0, code, err)
+    assert.equal(table.concat({
+      "position -1 is below 0, where the angle table starts",
+      "angles hold positions 0..1; position 2 is asked",
+      "positions hold 3 rows; rows 1..3 are asked",
+      "positions hold 3 rows; rows 0..3 are asked",
+      "ok", "" }, "\n"), out)
+  end)
+
   it("a model trained in PyTorch (the loss falls) loads in roper with the same logits",
     function()
       if not ok then return pending(why) end

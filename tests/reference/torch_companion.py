@@ -44,6 +44,10 @@ python3-numpy) from the repo root.
         Each config (as for refusals) built and written with save_roper to OUT; one line each,
         "saved" or the ValueError's message without the path.
 
+    torch_companion.py edges
+        The refusals of standalone use: rotary.tables with own angles at a position below 0 and
+        past the table, RotaryAttention with positions fewer than offset + T; one line each.
+
     torch_companion.py train OUT LOGITS TOKENS
         A RoperTransformer with pe roper built in PyTorch, trained with Adam on a copy task
         (predict the token 3 places back); prints the loss of each of the first and last steps,
@@ -62,8 +66,8 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
-from roper_torch import (Freq, RoperTransformer, SafetensorsError, load_roper,  # noqa: E402
-                         read_safetensors, save_roper, tables, write_safetensors)
+from roper_torch import (Freq, RotaryAttention, RoperTransformer, SafetensorsError,  # noqa: E402
+                         load_roper, read_safetensors, save_roper, tables, write_safetensors)
 
 
 OWN = ("freq", "angles", "positions", "axes", "sections", "mix")
@@ -172,6 +176,20 @@ def saves(path, out):
             print(msg[len(out) + 2:] if msg.startswith(out + ": ") else msg)
 
 
+def edges():
+    ang = Freq(angles=[[0.1, 0.2], [0.3, 0.4]])
+    attn = RotaryAttention(vocab=5, d_model=8, heads=2, pe="rope", seq_len=4,
+                           positions=[(0,), (1,), (2,)])
+    for fn in (lambda: tables(4, 10000.0, [1, -1], ang), lambda: tables(4, 10000.0, [2], ang),
+               lambda: attn(torch.zeros(1, 3, 8), offset=1), lambda: attn(torch.zeros(1, 4, 8)),
+               lambda: attn(torch.zeros(1, 3, 8))):
+        try:
+            fn()
+            print("ok")
+        except ValueError as e:
+            print(str(e))
+
+
 def train(out, logits_out, tokens_out):
     torch.manual_seed(3)
     V, T, B, lag = 8, 12, 16, 3
@@ -208,12 +226,14 @@ def main():
     cmds = {"logits": (logits, 1, False), "tables": (tables_of, 1, False), "f64": (f64, 3, True),
             "grads": (grads, 5, True), "roundtrip": (roundtrip, 2, True), "read": (read, 1, True),
             "refusals": (refusals, 1, False), "saves": (saves, 2, False),
-            "train": (train, 3, False)}
+            "edges": (edges, 0, False), "train": (train, 3, False)}
     if not a or a[0] not in cmds:
         sys.stderr.write(__doc__)
         sys.exit(2)
     fn, n, repeat = cmds[a[0]]
     args = a[1:]
+    if n == 0:
+        sys.exit(fn() or 0 if not args else 2)
     if not args or len(args) % n or (not repeat and len(args) != n):
         sys.stderr.write(__doc__)
         sys.exit(2)
