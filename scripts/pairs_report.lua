@@ -15,7 +15,8 @@
 -- several folders (the same task at several learning rates, say) each gets its tables, and
 -- then one table holds every folder's pairs, labelled by folder, with Holm over all of them.
 -- --metric mean_train_loss tests the mean of every curve point (the area under the training
--- loss curve over its length: an endpoint without a threshold, lower is better).
+-- loss curve over its length: an endpoint without a threshold, lower is better); --metric
+-- eval_loss the evaluation loss (the held-out batches' mean; lower is better).
 -- --jump-sensitivity t1 t2 ... adds the jump counts, Fisher and log-rank p at each threshold.
 -- --skip-seeds 1-4 leaves those seeds out (a pilot's runs, say; a list: 1-4,7); DIR=1-4 only in
 -- that folder (repeatable).
@@ -40,9 +41,9 @@ cli.main("pairs_report.lua", function()
   parser:option("--jump-loss", "Also the jump tables: a run jumps at the first curve point with "
     .. "training loss below this."):argname("<loss>"):convert(tonumber)
   parser:option("--metric", "The value tested: the summary's metric, the final training loss "
-    .. "(the mean of the last 5 curve points) or the mean training loss (of every curve point: "
-    .. "the area under the loss curve, no threshold).", "value")
-    :choices({ "value", "final_train_loss", "mean_train_loss" })
+    .. "(the mean of the last 5 curve points), the mean training loss (of every curve point: "
+    .. "the area under the loss curve, no threshold) or the evaluation loss.", "value")
+    :choices({ "value", "final_train_loss", "mean_train_loss", "eval_loss" })
   parser:option("--jump-sensitivity", "Also the jump counts and tests at each of these "
     .. "thresholds, one row each."):args("+"):argname("<loss>"):convert(tonumber)
   parser:option("--skip-seeds", "Leave these seeds out (a pilot's, say): a list of seeds and "
@@ -117,6 +118,7 @@ cli.main("pairs_report.lua", function()
           local r = assert(json.read(fileio.join(dir, "runs", name)))
           if args.metric == "final_train_loss" then r.value = r.final_train_loss end
           if args.metric == "mean_train_loss" then r.value = mean_curve_loss(r) end
+          if args.metric == "eval_loss" then r.value = r.eval_loss end
           g.runs[#g.runs + 1] = { seed = math.tointeger(tonumber(s)), res = r }
         end
       end
@@ -125,7 +127,8 @@ cli.main("pairs_report.lua", function()
     end
     local metric_name = ({ value = summary.metric_name,
       final_train_loss = "final training loss, the mean of the last 5 curve points",
-      mean_train_loss = "mean training loss, of every curve point" })[args.metric]
+      mean_train_loss = "mean training loss, of every curve point",
+      eval_loss = "evaluation loss, the held-out batches' mean" })[args.metric]
     io.write(("%s (%s%s): %s\n\n"):format(dir, metric_name, skip_text(dir),
       table.concat((function()
         local l = {}

@@ -266,6 +266,16 @@ describe("compare.lua with the new tables", function()
     for _, pt in ipairs(c1) do sum1 = sum1 + pt.loss end
     local mean_row = ("\n| roper | 1 | %.4f | %.4f |"):format(sum1 / #c1, sum1 / #c1)
     assert.truthy(mtl:find(mean_row, 1, true), mean_row .. "\n" .. mtl)
+    -- the evaluation loss
+    local evl, everr, evcode = h.run(("%s scripts/pairs_report.lua %s --metric eval_loss")
+      :format(h.sh_quote(BIN), h.sh_quote(out)))
+    assert.are.equal(0, evcode, everr)
+    assert.truthy(evl:find("(evaluation loss, the held-out batches' mean): rope 2 runs, roper 2 "
+      .. "runs", 1, true), evl)
+    local e1 = h.read_json(out .. "/runs/roper-s1.json").eval_loss
+    local e2 = h.read_json(out .. "/runs/roper-s2.json").eval_loss
+    local eval_row = ("\n| roper | 2 | %.4f | %.4f |"):format(math.min(e1, e2), (e1 + e2) / 2)
+    assert.truthy(evl:find(eval_row, 1, true), eval_row .. "\n" .. evl)
     local _, serr0, scode0 = h.run(("%s scripts/pairs_report.lua %s --skip-seeds 1-x"):format(
       h.sh_quote(BIN), h.sh_quote(out)))
     assert.are.equal(2, scode0)
