@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The scale-trend tables of docs/results.md "Results v3" (<folder>/interaction.md), recomputed from
+# the committed run files: roper - rope at 0.1M and at 0.6M for each task and endpoint, the change
+# and Welch's test over the two sizes' per-seed differences (scripts/pairs_report.lua
+# --interaction). Run from a checkout after `make` (any build: it only reads the run files):
+#   results/report_v3.sh
+# The writeup step's file is written once both of its folders hold runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+R=build/roper
+# section <title> <pairs_report arguments...>: a heading, the command and its output
+section() {
+  local title=$1
+  shift
+  printf '## %s\n\nCommand: `roper scripts/pairs_report.lua %s`\n\n' "$title" "$*"
+  $R scripts/pairs_report.lua "$@"
+  echo
+}
+{
+  echo "# Substring by index: roper - rope at 0.1M (results/v2-index, seeds 5-20: the pilot seeds" \
+       "1-4 left out) and at 0.6M (results/v3-index, seeds 1-10)"
+  echo
+  I=(results/v2-index results/v3-index --interaction roper/rope --skip-seeds results/v2-index=1-4)
+  section "Correct answers of 128" "${I[@]}"
+  section "Mean training loss over the curve (every curve point: no threshold)" "${I[@]}" \
+    --metric mean_train_loss
+} > results/v3-index/interaction.md
+{
+  echo "# 3-digit addition: roper - rope at 0.1M (results/v2-addition, seeds 1-30) and at 0.6M" \
+       "(results/v3-addition, seeds 1-10)"
+  echo
+  A=(results/v2-addition results/v3-addition --interaction roper/rope)
+  section "Correct answers of 128" "${A[@]}"
+  section "Final training loss (the mean of the last 5 curve points)" "${A[@]}" \
+    --metric final_train_loss
+} > results/v3-addition/interaction.md
+if ls results/v3-writeup-0.1m/runs/*.json results/v3-writeup-0.6m/runs/*.json >/dev/null 2>&1
+then
+  {
+    echo "# The write-up's addition (operands up to 8 digits): roper - rope at 0.1M" \
+         "(results/v3-writeup-0.1m) and at 0.6M (results/v3-writeup-0.6m)"
+    echo
+    W=(results/v3-writeup-0.1m results/v3-writeup-0.6m --interaction roper/rope)
+    section "Correct answers of 128" "${W[@]}"
+    section "Final training loss (the mean of the last 5 curve points)" "${W[@]}" \
+      --metric final_train_loss
+    section "Evaluation loss" "${W[@]}" --metric eval_loss
+  } > results/v3-writeup-0.6m/interaction.md
+fi
