@@ -144,8 +144,8 @@ local function seeds(rp)
     return { vocab = 5, d_model = 8, heads = 2, layers = 1, d_ff = 8, seq_len = 8, max_batch = 2,
       norm = "pre", activation = "relu", dropout = 0, pe = "roper", fraction_qk = 1,
       fraction_v = 1, base = 10000, pairing = "half", seed = 1, attention = "softmax",
-      linear_rope = "after", rotate = "qkv", fraction_q = 0.5, fraction_k = 0.5,
-      fraction_o = 0.5, rel_clip = 4, rel_buckets = 8, rel_max_distance = 16,
+      linear_rope = "after", rotate = "qkvo", fraction_q = 0.5, fraction_k = 0.5,
+      fraction_o = 0.5, rel_clip = 16, rel_buckets = 32, rel_max_distance = 128,
       scaling = "yarn", scaling_factor = 2, orig_len = 4, yarn_alpha = 1, yarn_beta = 8,
       xpos = 0.4, xpos_scale_base = 16, freq = T(2) }
   end
@@ -202,11 +202,13 @@ local function seeds(rp)
   S["rp.rope.sinusoidal"] = function() return pack(4, 8, { base = 10000, offset = 0 }) end
   S["rp.attention"] = function()
     -- a relative mode with its tables (tensors inside the options); the rotation options are
-    -- read for every mode (rotate itself, refused with shaw, is fuzzed through rp.model's seed)
+    -- read for every mode (rotate itself, refused with shaw, is fuzzed through rp.model's seed),
+    -- here at their defaults (a key that does nothing for the mode is refused: the variants set
+    -- them where they apply)
     return pack(T(1, 4, 2, 8), T(1, 4, 2, 8), T(1, 4, 2, 8), { pe = "shaw", causal = true,
       scale = 0.35, base = 10000, pairing = "half", fraction_qk = 1, fraction_v = 1,
-      q_offset = 0, fraction_q = 0.5, fraction_k = 0.5, fraction_o = 0.5, pos_offset = 3,
-      rel_clip = 2, rel_buckets = 8, rel_max_distance = 16, rel_k = T(5, 8), rel_v = T(5, 8) })
+      q_offset = 0, fraction_q = 0, fraction_k = 0, fraction_o = 0, pos_offset = 3,
+      rel_clip = 2, rel_buckets = 32, rel_max_distance = 128, rel_k = T(5, 8), rel_v = T(5, 8) })
   end
   S["rp.linear_attention"] = function()
     return pack(T(1, 4, 2, 8), T(1, 4, 2, 8), T(1, 4, 2, 8), { pe = "roper",
@@ -390,24 +392,29 @@ local function variants(rp)
   local V = {}
   local function T(...) return rp.randn({ ... }, rp.rng(7)) end
   local REL = { "rel_k", "rel_q", "rel_v", "rel_u", "rel_w", "rel_bias" }
+  local NOREL = { "rel_clip", table.unpack(REL) } -- (rel_clip is shaw's and deberta's)
+  -- a rotary mode: the seed's fractions of one placement (0: refused where it is rotated) out
+  local ROT = { "fraction_q", "fraction_k", "fraction_o", table.unpack(NOREL) }
   local SCALING = { "scaling", "scaling_factor", "orig_len", "yarn_alpha", "yarn_beta" }
   V["rp.attention"] = function()
     return {
-      { pos = 4, drop = REL,
+      { pos = 4, drop = NOREL,
         set = { pe = "xl", rel_k = T(4, 2, 8), rel_u = T(2, 8), rel_w = T(2, 8) } },
-      { pos = 4, drop = REL, set = { pe = "t5", rel_bias = T(2, 8) } },
+      { pos = 4, drop = NOREL,
+        set = { pe = "t5", rel_bias = T(2, 8), rel_buckets = 8, rel_max_distance = 16 } },
       { pos = 4, drop = REL, set = { pe = "deberta", rel_k = T(4, 2, 8), rel_q = T(4, 2, 8) } },
-      { pos = 4, drop = REL, set = { pe = "rope", freq = T(4) } },
-      { pos = 4, drop = REL, set = { pe = "rope", angles = T(7, 4) } },
+      -- the rotary modes with their own placement widths
+      { pos = 4, drop = NOREL,
+        set = { pe = "rope", freq = T(4), fraction_q = 0.5, fraction_k = 0.75 } },
+      { pos = 4, drop = ROT, set = { pe = "roper", angles = T(7, 4), fraction_o = 0.5 } },
       -- explicit positions (the seed's T = S = 4, D 8): 1-D, and vector positions with M-RoPE
       -- sections (every placement 4 pairs wide) and a mix matrix (pos_offset excludes them)
-      { pos = 4, drop = { "pos_offset", table.unpack(REL) },
+      { pos = 4, drop = { "pos_offset", table.unpack(ROT) },
         set = { pe = "roper", positions = rp.tensor { 0, 2, 4, 6 } } },
-      { pos = 4,
-        drop = { "pos_offset", "fraction_q", "fraction_k", "fraction_o", table.unpack(REL) },
+      { pos = 4, drop = { "pos_offset", table.unpack(ROT) },
         set = { pe = "rope", positions = rp.tensor { { 0, 1, 2 }, { 1, 2, 3 }, { 2, 3, 4 },
           { 3, 4, 5 } }, axes = "sections", sections = { 1, 2, 1 } } },
-      { pos = 4, drop = { "pos_offset", table.unpack(REL) },
+      { pos = 4, drop = { "pos_offset", table.unpack(ROT) },
         set = { pe = "roper", positions = rp.tensor { { 0, 1 }, { 1, -2 }, { 2, 3 }, { 3, 4 } },
           axes = "mixed", mix = T(2, 4) } },
     }
@@ -600,6 +607,16 @@ end
 
 function M.count(rp, ctx, fn)
   return #plan(rp, ctx, fn)
+end
+
+-- The cases of fn that must be valid calls: its seed call and each variant (their tensors at the
+-- given shapes). A seed or variant that the function refuses fuzzes only that refusal.
+function M.valid_cases(rp, ctx, fn)
+  local list = {}
+  for i, p in ipairs(plan(rp, ctx, fn)) do
+    if p.kind == "seed" or p.kind == "variant" then list[#list + 1] = i end
+  end
+  return list
 end
 
 function M.has_seed(rp, fn)

@@ -2,6 +2,9 @@
 --
 --   roper tests/fuzz/child.lua list <dir>
 --       prints "<name>\t<cases>\t<seeded>" for every function
+--   roper tests/fuzz/child.lua valid <dir>
+--       runs every function's seed call and variants (cases.valid_cases) and prints
+--       "<name>\t<case>\t<error>" for each one the function refuses
 --   roper tests/fuzz/child.lua run <dir> <name> <first> <last> <progress> <findings>
 --       runs cases first..last of function <name>; before each case it writes
 --       "<case>\t<description>" to <progress> (so that the driver can name the case that killed
@@ -46,7 +49,21 @@ if mode == "list" then
   os.exit(0)
 end
 
-assert(mode == "run", "usage: child.lua list|run ...")
+if mode == "valid" then
+  for _, fn in ipairs(cases.functions(rp)) do
+    for _, i in ipairs(cases.valid_cases(rp, ctx, fn)) do
+      local desc, call = cases.case(rp, ctx, fn, i)
+      local ok, err = call()
+      if not ok then
+        print((("%s\t%s\t%s"):format(fn.name, desc, tostring(err)):gsub("\n", " ")))
+      end
+      collectgarbage()
+    end
+  end
+  os.exit(0)
+end
+
+assert(mode == "run", "usage: child.lua list|valid|run ...")
 local is_file = files.is_kind(arg[3])
 local fn = is_file and { name = arg[3] } or find(arg[3])
 local first, last = math.tointeger(tonumber(arg[4])), math.tointeger(tonumber(arg[5]))

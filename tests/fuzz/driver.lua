@@ -8,6 +8,7 @@
 --   local dir = driver.prepare()                       -- the fuzz folder (remove with cleanup)
 --   local fns = driver.list(bin, dir)                  -- { {name =, cases =, seeded =}, ... }
 --   local report = driver.run(bin, dir, fn)            -- the outcome of one function's cases
+--   local refused = driver.refused(bin, dir)           -- seeds and variants refused: lines
 --   driver.cleanup(dir)
 --
 -- report: { cases =, children =, seconds =, deaths = {...}, hangs = {...}, sanitizer = {...},
@@ -94,6 +95,20 @@ function M.list(bin, dir)
     if name then fns[#fns + 1] = { name = name, cases = tonumber(n), seeded = seeded == "1" } end
   end
   return fns
+end
+
+-- The seed calls and variants that their functions refuse (child.lua valid), one line each:
+-- "<name>\t<case>\t<error>".
+function M.refused(bin, dir)
+  local errfile = dir .. "/valid.err"
+  local cmd = child_cmd(bin, dir, "valid " .. sh_quote(dir), errfile):gsub("> /dev/null", "> "
+    .. sh_quote(dir .. "/valid.out"))
+  local code = status_of(cmd)
+  assert(code == 0, "the fuzz child could not run the seeds (exit " .. code .. "): "
+    .. tostring(read(errfile)))
+  local lines = {}
+  for line in (read(dir .. "/valid.out") or ""):gmatch("[^\n]+") do lines[#lines + 1] = line end
+  return lines
 end
 
 local SANITIZER_MARKS = { "ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
