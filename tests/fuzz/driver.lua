@@ -82,15 +82,25 @@ local function status_of(cmd)
   return code
 end
 
-function M.list(bin, dir)
-  local errfile = dir .. "/list.err"
-  local cmd = child_cmd(bin, dir, "list " .. sh_quote(dir), errfile):gsub("> /dev/null", "> "
-    .. sh_quote(dir .. "/list.out"))
+-- The lines a child prints in `mode` (child.lua list or valid); `what` names the job in the error
+-- when the child fails.
+local function child_lines(bin, dir, mode, what)
+  local errfile = dir .. "/" .. mode .. ".err"
+  local cmd = child_cmd(bin, dir, mode .. " " .. sh_quote(dir), errfile):gsub("> /dev/null", "> "
+    .. sh_quote(dir .. "/" .. mode .. ".out"))
   local code = status_of(cmd)
-  assert(code == 0, "the fuzz child could not list the functions (exit " .. code .. "): "
+  assert(code == 0, "the fuzz child could not " .. what .. " (exit " .. code .. "): "
     .. tostring(read(errfile)))
+  local lines = {}
+  for line in (read(dir .. "/" .. mode .. ".out") or ""):gmatch("[^\n]+") do
+    lines[#lines + 1] = line
+  end
+  return lines
+end
+
+function M.list(bin, dir)
   local fns = {}
-  for line in (read(dir .. "/list.out") or ""):gmatch("[^\n]+") do
+  for _, line in ipairs(child_lines(bin, dir, "list", "list the functions")) do
     local name, n, seeded = line:match("^(%S+)\t(%d+)\t(%d)$")
     if name then fns[#fns + 1] = { name = name, cases = tonumber(n), seeded = seeded == "1" } end
   end
@@ -100,15 +110,7 @@ end
 -- The seed calls and variants that their functions refuse (child.lua valid), one line each:
 -- "<name>\t<case>\t<error>".
 function M.refused(bin, dir)
-  local errfile = dir .. "/valid.err"
-  local cmd = child_cmd(bin, dir, "valid " .. sh_quote(dir), errfile):gsub("> /dev/null", "> "
-    .. sh_quote(dir .. "/valid.out"))
-  local code = status_of(cmd)
-  assert(code == 0, "the fuzz child could not run the seeds (exit " .. code .. "): "
-    .. tostring(read(errfile)))
-  local lines = {}
-  for line in (read(dir .. "/valid.out") or ""):gmatch("[^\n]+") do lines[#lines + 1] = line end
-  return lines
+  return child_lines(bin, dir, "valid", "run the seeds")
 end
 
 local SANITIZER_MARKS = { "ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
