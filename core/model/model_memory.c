@@ -282,6 +282,15 @@ static void init_derived(rp_model *m, const rp_model_cfg *cfg)
                                                 c->heads, m->dk, m->dk, m->nthreads);
 }
 
+/* learn_freq's buffers (m->off_freq >= 0), allocated by rp_model_new and counted by model_size:
+ * freq_buf, the parameter in double (every row); freq_acc, a placement's dL/dphi summed over the
+ * batch and heads (seq_len x half); freq_axis, each pair's axis. */
+static size_t freq_buf_count(const rp_model *m) { return (size_t)(RP_MAX_AXES * m->freq_half); }
+static size_t freq_acc_count(const rp_model *m)
+{
+    return (size_t)(m->cfg.seq_len * m->freq_half);
+}
+
 /* Every float block of the model (parameters and gradients, activations, activation gradients,
  * the decode buffer), counted by the planner: *floats, saturating. *bytes adds everything else
  * rp_model_new allocates (token copies, the layout tables, learn_freq's buffers), as allocated.
@@ -304,9 +313,9 @@ static void model_size(rp_model *m, int64_t *floats, double *bytes)
     b += rows * (2.0 * sizeof(int32_t) + 1.0);
     b += (double)c->layers * (sizeof(layer_params) + sizeof(layer_acts));
     b += (double)m->nparams * sizeof(rp_param_info) + sizeof(rp_model);
-    if (m->off_freq >= 0) /* learn_freq's buffers, as rp_model_new allocates them */
-        b += (double)m->freq_half * ((RP_MAX_AXES + (double)c->seq_len) * sizeof(double) +
-                                     sizeof(int));
+    if (m->off_freq >= 0)
+        b += (double)(freq_buf_count(m) + freq_acc_count(m)) * sizeof(double) +
+             (double)m->freq_half * sizeof(int);
     *floats = total;
     *bytes = b;
 }
@@ -385,8 +394,8 @@ rp_model *rp_model_new(const rp_model_cfg *cfg)
     if (!m->params || !m->grads) goto nomem;
     rpm_init_params(m);
     if (m->off_freq >= 0) {
-        m->freq_buf = calloc((size_t)(RP_MAX_AXES * m->freq_half), sizeof(double));
-        m->freq_acc = malloc((size_t)(c->seq_len * m->freq_half) * sizeof(double));
+        m->freq_buf = calloc(freq_buf_count(m), sizeof(double));
+        m->freq_acc = malloc(freq_acc_count(m) * sizeof(double));
         m->freq_axis = malloc((size_t)m->freq_half * sizeof(int));
         if (!m->freq_buf || !m->freq_acc || !m->freq_axis) goto nomem;
         rpm_freq_reset(m);

@@ -344,13 +344,17 @@ class RotaryAttention(nn.Module):
 
     def tables(self, offset, T, dtype=torch.float32, learned=None):
         """The cos/sin tables of each rotated placement for the rows offset .. offset + T - 1,
-        rounded to dtype (float32: roper's tables; float64: the exact ones), cached (unless
-        computed from learned frequencies, which change with every step): {p: (cos, sin,
-        sign)}."""
+        rounded to dtype (float32: roper's tables; float64: the exact ones), cached: {p: (cos,
+        sin, sign)}. Learned frequencies change with every step: their tables are kept for the
+        tensor `learned` itself only (the one the model passes to all its layers in one forward
+        pass, so they are computed once per pass and autograd sees one graph)."""
         key = (offset, T, dtype)
         if self.positions is not None and not 0 <= offset <= len(self.positions) - T:
             raise ValueError("positions hold %d rows; rows %d..%d are asked"
                              % (len(self.positions), offset, offset + T - 1))
+        last = self._tables.get("learned")
+        if learned is not None and last is not None and last[0] is learned and last[1] == key:
+            return last[2]
         if learned is not None or key not in self._tables:
             pos = range(offset, offset + T) if self.positions is None else \
                 self.positions[offset:offset + T]
@@ -362,6 +366,7 @@ class RotaryAttention(nn.Module):
                                      learned=learned) + (use[p][2],)
                     for p, d in self.w.items()}
             if learned is not None:
+                self._tables["learned"] = (learned, key, tabs)
                 return tabs
             self._tables[key] = tabs
         return self._tables[key]

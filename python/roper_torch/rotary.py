@@ -331,8 +331,9 @@ def tables(d_rot, base, positions, f=None, c=1.0, side=1, dtype=torch.float32, l
     xg = f.xpos if f is not None else 0.0
     sb = f.xpos_scale_base if f is not None else 1.0
     mixed = f is not None and f.axes == "mixed"
-    # xPos's magnitudes run along a scalar position (row[0]: no xPos with A > 1)
-    m = [[_magnitude(i, d_rot, row[0], side, xg, sb) for i in range(half)] for row in rows]
+    # xPos's magnitudes run along a scalar position (row[0]: no xPos with A > 1); None without
+    m = [[_magnitude(i, d_rot, row[0], side, xg, sb) for i in range(half)] for row in rows] \
+        if xg > 0.0 else None
     if learned is not None:
         W = learned[:, :half].to(torch.float64) if mixed else None
         th = None if mixed else learned[:half].to(torch.float64)
@@ -342,6 +343,8 @@ def tables(d_rot, base, positions, f=None, c=1.0, side=1, dtype=torch.float32, l
         cols = [cp[:, b:b + 1] for b in range(cp.shape[1])]
         a = _angle(cols, (0,), None, W, slice(None)) if mixed else torch.cat(
             [_angle(cols, at[i], th, None, slice(i, i + 1)) for i in range(half)], dim=1)
+        if m is None:
+            return torch.cos(a).to(dtype), torch.sin(a).to(dtype)
         m = torch.tensor(m, dtype=torch.float64, device=dev).reshape(n, half)
         return (m * torch.cos(a)).to(dtype), (m * torch.sin(a)).to(dtype)
     ang = f.angles if f is not None else None
@@ -363,8 +366,9 @@ def tables(d_rot, base, positions, f=None, c=1.0, side=1, dtype=torch.float32, l
         rc, rs = [], []
         for i in range(half):
             a = c * ang[row[0]][i] if ang is not None else _angle(cp, at[i], th, W, i)
-            rc.append(m[r][i] * math.cos(a))
-            rs.append(m[r][i] * math.sin(a))
+            mag = m[r][i] if m is not None else 1.0
+            rc.append(mag * math.cos(a))
+            rs.append(mag * math.sin(a))
         cos.append(rc)
         sin.append(rs)
     shape = (n, half)
