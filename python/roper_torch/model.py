@@ -31,7 +31,7 @@ each positional mode does is its row in MODES (core/nn/pe.c's mode table):
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
@@ -171,32 +171,107 @@ def freq_of(cfg, theta=None, angles=None, axes="axial", sections=None, mix=None)
                        mix=None if mix is None else [[float(w) for w in r] for r in mix])
 
 
-def _mix_of(mix, A, half):
-    """The [A x half] matrix W of axes mixed as floats (a list of lists, or anything with
-    tolist()), refused as roper's reader refuses it."""
-    if hasattr(mix, "tolist"):
-        mix = mix.tolist()
-    if not isinstance(mix, (list, tuple)):
-        raise ValueError("option 'mix' must be a tensor, a list of lists, got %s"
-                         % rotary._describe(mix))
-    if mix and not isinstance(mix[0], (list, tuple)):
-        raise ValueError("option 'mix'[1] must be a list of frequencies, got %s"
-                         % rotary._describe(mix[0]))
-    n0, n1 = len(mix), len(mix[0]) if mix else 0
+# rp.model's table options (bindings/freq.c's table_opt): key -> dims (1: a list, 2: a list of
+# lists), the tensor shape its messages name, its other forms, what its rows hold
+_TABLES = {"freq": (1, "[n]", " of numbers", None),
+           "angles": (2, "[positions x n]", " of lists or a function(p, i)", "angles"),
+           "mix": (2, "[axes x pairs]", " of lists", "frequencies")}
+_MAX_SAMPLES = 1 << 24  # the calls of a function of angles (FREQ_MAX_SAMPLES)
+
+
+def _number(what, v):
+    """v as a float when it is a finite number (not a bool), else ValueError naming `what`
+    (take_number's message)."""
+    try:
+        x = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    except OverflowError:
+        x = None
+    if x is None or not math.isfinite(x):
+        raise ValueError("%s must be a finite number, got %s" % (what, rotary._describe(v)))
+    return x
+
+
+def _table_sizes(key, v):
+    """(n0, n1) of the table option `key` (a tensor or a list, of lists when 2-D), refused as
+    roper's table_sizes refuses it: the wrong kind, dims or first row, or empty."""
+    nd, shape, forms, noun = _TABLES[key]
+    n1 = 1
+    if isinstance(v, torch.Tensor):
+        if v.dim() != nd:
+            raise ValueError("option '%s' must be a %d-D tensor (%s), got [%s]"
+                             % (key, nd, shape, " x ".join("%d" % n for n in v.shape)))
+        n0, n1 = v.shape[0], v.shape[1] if nd == 2 else 1
+    elif not isinstance(v, (list, tuple)):
+        raise ValueError("option '%s' must be a tensor, a list%s, got %s"
+                         % (key, forms, rotary._describe(v)))
+    else:
+        n0 = len(v)
+        if nd == 2 and n0 > 0:
+            if not isinstance(v[0], (list, tuple)):
+                raise ValueError("option '%s'[1] must be a list of %s, got %s"
+                                 % (key, noun, rotary._describe(v[0])))
+            n1 = len(v[0])
     if n0 < 1 or n1 < 1:
-        raise ValueError("option 'mix' must not be empty")
+        raise ValueError("option '%s' must not be empty" % key)
+    return n0, n1
+
+
+def _table_of(key, v, n0, n1):
+    """The table option `key` of sizes n0 x n1 (_table_sizes) as floats: a list, or a list of
+    rows when 2-D. A tensor's values are taken as they are (roper's core refuses non-finite ones
+    later, rotary.check); a list's rows and entries are refused as roper's copy_table refuses
+    them."""
+    nd, _, _, noun = _TABLES[key]
+    if isinstance(v, torch.Tensor):
+        return v.detach().double().tolist()
+    if nd == 1:
+        return [_number("option '%s'[%d]" % (key, i), x) for i, x in enumerate(v, 1)]
+    out = []
+    for a, row in enumerate(v, 1):
+        if not isinstance(row, (list, tuple)) or len(row) != n1:
+            raise ValueError("option '%s'[%d] must be a list of %d %s, got %s"
+                             % (key, a, n1, noun, rotary._describe(row)))
+        out.append([_number("option '%s'[%d][%d]" % (key, a, i), x) for i, x in enumerate(row, 1)])
+    return out
+
+
+def _own_tables(cfg, freq, angles):
+    """(theta, angles): the model's own frequencies or angles as lists of floats (None when not
+    given), read and refused as rp.model reads them (lrp_freq_tables, then rp_rope_freq_check's
+    part for them). angles may be a function(p, i), sampled at p = 0 .. seq_len-1 and i = 0 ..
+    d_rot/2 - 1 of the widest rotated placement."""
+    if freq is not None and angles is not None:
+        raise ValueError("give option 'freq' or 'angles', not both")
+    half = max(widths(cfg).values(), default=0) // 2
+    if freq is not None:
+        freq = _table_of("freq", freq, *_table_sizes("freq", freq))
+    elif callable(angles):
+        rows = cfg["seq_len"]
+        if half < 1:
+            raise ValueError("option 'angles': nothing is rotated here (a rotary pe is needed)")
+        if rows < 1 or rows > _MAX_SAMPLES // half:
+            raise ValueError("option 'angles': a function is sampled for %d positions x %d "
+                             "pairs, more than 2^24 calls" % (rows, half))
+        fn = angles
+        angles = [[_number("option 'angles': the function's value at p = %d, i = %d" % (p, i),
+                           fn(p, i)) for i in range(half)] for p in range(rows)]
+    elif angles is not None:
+        angles = _table_of("angles", angles, *_table_sizes("angles", angles))
+    rotary.check_tables(freq_of(cfg, freq, angles))
+    return freq, angles
+
+
+def _mix_of(mix, A, half):
+    """The [A x half] matrix W of axes mixed as floats (a tensor or a list of lists), refused as
+    roper's reader refuses it."""
+    n0, n1 = _table_sizes("mix", mix)
     if n0 != A or n1 != half:
         raise ValueError("option 'mix' is [%d x %d]; [%d x %d] expected (the positions' axes x "
                          "d_rot/2)" % (n0, n1, A, half))
-    for a, row in enumerate(mix, 1):
-        if not isinstance(row, (list, tuple)) or len(row) != n1:
-            raise ValueError("option 'mix'[%d] must be a list of %d frequencies, got %s"
-                             % (a, n1, rotary._describe(row)))
-        for i, w in enumerate(row, 1):
-            if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w):
-                raise ValueError("option 'mix'[%d][%d] must be a finite number, got %s"
-                                 % (a, i, rotary._describe(w)))
-    return [[float(w) for w in row] for row in mix]
+    return _table_of("mix", mix, n0, n1)
+
+
+_LINEAR = ("", " with linear attention")  # the end of the "need a rotary pe" messages
 
 
 def positions_of(cfg, positions, axes=None, sections=None, mix=None, theta=None, angles=None):
@@ -206,7 +281,9 @@ def positions_of(cfg, positions, axes=None, sections=None, mix=None, theta=None,
     3 ints (or a tensor [n] or [n x A]), rows for t = 0 .. seq_len-1 at least; axes "axial" (the
     default), "sections" with sections (pairs per axis, adding up to d_rot/2 of every rotated
     placement) or "mixed" with mix (W [A x d_rot/2], d_rot of the widest placement). Raises
-    ValueError with rp.model's messages for what rp.model refuses (bindings/model.c's order)."""
+    ValueError with rp.model's messages for what rp.model refuses (bindings/model.c's order).
+    theta / angles: the own frequencies or angles (_own_tables)."""
+    theta, angles = _own_tables(cfg, theta, angles)
     if axes is not None and (not isinstance(axes, str) or axes not in rotary.AXES):
         raise ValueError("option 'axes' must be one of %s, got %s"
                          % (", ".join('"%s"' % a for a in rotary.AXES), rotary._describe(axes)))
@@ -253,13 +330,23 @@ def positions_of(cfg, positions, axes=None, sections=None, mix=None, theta=None,
         mix = _mix_of(mix, A, max(w.values(), default=0) // 2)
     f = freq_of(cfg, theta, angles, m, sections, mix)
     T = cfg["seq_len"]
+    if theta is not None or angles is not None:  # rp_model_set_freq, before the positions
+        if angles is not None and cfg["learn_freq"]:
+            raise ValueError("angles are final and learn_freq learns frequencies (give freq, the "
+                             "starting frequencies, instead)")
+        if not MODES[cfg["pe"]].rotary or cfg["attention"] == "linear":
+            raise ValueError("freq and angles need a rotary pe (rope, roper or roper_legacy) "
+                             "with softmax attention, not %s%s" % (cfg["pe"], _LINEAR[
+                                 cfg["attention"] == "linear"]))
+        f1 = replace(f, axes="axial", sections=None, mix=None)
+        for p, d in w.items():
+            rotary.check(f1, 0, d, T - 1, "d_rot_" + p)
     last = T - 1  # the largest position a placement reads: t, or the rows' largest
     if rows is not None:
         if not MODES[cfg["pe"]].rotary or cfg["attention"] == "linear":
             raise ValueError("positions need a rotary pe (rope, roper or roper_legacy) with "
-                             "softmax attention, not %s%s" % (cfg["pe"], " with linear attention"
-                                                              if cfg["attention"] == "linear"
-                                                              else ""))
+                             "softmax attention, not %s%s" % (cfg["pe"], _LINEAR[
+                                 cfg["attention"] == "linear"]))
         if len(rows) < T:
             raise ValueError("positions hold %d rows; the model's seq_len is %d" % (len(rows), T))
         for r, row in enumerate(rows[:T]):
@@ -467,7 +554,8 @@ class _Sub(nn.Module):
 class RoperTransformer(nn.Module):
     """roper's transformer (rp.model) with roper's parameter names. cfg: rp.model's keys (a dict
     and/or keywords; defaults as rp.model's); freq / angles: the model's own frequencies (a list,
-    pair i turns by p freq[i]) or angles ([position][pair]), as rp.model's freq / angles;
+    pair i turns by p freq[i]) or angles ([position][pair], or a function(p, i)), lists or
+    tensors, read and refused as rp.model's freq / angles (_own_tables);
     positions, axes, sections, mix: the positions of the tokens (token t of every sequence at row
     t; scalar, or vector positions of 1 to 3 axes with their map), as rp.model's (positions_of;
     safetensors files hold none of these, so the caller gives them). With learn_freq the
@@ -485,9 +573,6 @@ class RoperTransformer(nn.Module):
         self.cfg = c = config(given)
         # roper.config as roper writes it: the keys every file holds, and the others when given
         self.file_config = {k: c[k] for k in DEFAULTS if k in ALWAYS or k in given}
-        if angles is not None and c["learn_freq"]:
-            raise ValueError("angles are final and learn_freq learns frequencies (give freq, the "
-                             "starting frequencies, instead)")
         self.positions, self.n_axes, self.freq = positions_of(c, positions, axes, sections,
                                                               mix, freq, angles)
         C, V = c["d_model"], c["vocab"]

@@ -214,11 +214,19 @@ def _describe(v):
     if isinstance(v, int):
         return "%d" % v
     if isinstance(v, float):
-        return "%.14g" % v
+        return _g(v, "%.14g")
     if isinstance(v, str):
         return 'string "%s"' % v if len(v) <= 40 else "string"
     return "table" if isinstance(v, (list, tuple, dict)) else "nil" if v is None else \
         type(v).__name__
+
+
+def _g(v, fmt="%g"):
+    """C's printf of the double v in fmt: as Python's, except that a NaN keeps its sign ("-nan",
+    which Lua's 0/0 is on x86)."""
+    if math.isnan(v):
+        return "-nan" if math.copysign(1.0, v) < 0 else "nan"
+    return fmt % v
 
 
 def _integer(v):
@@ -263,22 +271,60 @@ def read_positions(positions, what="positions"):
     return rows, A
 
 
+# the final tables of a Freq (core/nn/rope_freq.c's final_table): key, what the scaling message
+# calls it, what a row is, an entry, the entries
+_FINAL = {"angles": ("an angle table (the angles", "position", "angle", "angles"),
+          "mix": ("a mix matrix (its frequencies", "axis", "frequency", "frequencies")}
+
+
+def _check_final(f, key, t):
+    """rp_rope_freq_check's check_final: the table t (rows of floats) of f not empty, no scaling
+    beside it, every entry finite (the message gives the first bad one)."""
+    table, row, entry, entries = _FINAL[key]
+    if not t or not t[0]:
+        raise ValueError("%s must not be empty" % key)
+    if f.scaling != "none":
+        raise ValueError("scaling %s does not apply to %s are final; scale them yourself)"
+                         % (f.scaling, table))
+    for r, vals in enumerate(t):
+        for i, v in enumerate(vals):
+            if not math.isfinite(v):
+                raise ValueError("%s: %s %d, pair %d has %s %s; %s must be finite"
+                                 % (key, row, r, i, entry, _g(v), entries))
+
+
+def check_tables(f):
+    """rp_rope_freq_check's part for the own tables, its messages: freq and angles exclude each
+    other, freq not empty and finite, angles as _check_final."""
+    if f.theta is not None and f.angles is not None:
+        raise ValueError("freq and angles exclude each other (give one)")
+    if f.theta is not None:
+        if not f.theta:
+            raise ValueError("freq must not be empty")
+        for i, v in enumerate(f.theta):
+            if not math.isfinite(v):
+                raise ValueError("freq: pair %d has frequency %s; frequencies must be finite"
+                                 % (i, _g(v)))
+    if f.angles is not None:
+        _check_final(f, "angles", f.angles)
+
+
 def check(f, n_axes, d_rot, last, what="d_rot"):
     """Refuses what f cannot do on a placement d_rot wide for positions of n_axes axes up to
-    `last` (rp_rope_freq_check's axes part and rp_rope_freq_check_use, their messages; `what`
-    names the width): a mix beside a scaling or own frequencies, dynamic, xPos and own angles
-    with A > 1, an angle table shorter than the positions, axial blocks of no pairs, sections
-    that do not add up to d_rot/2."""
+    `last` (rp_rope_freq_check's own tables and axes parts and rp_rope_freq_check_use, their
+    messages; `what` names the width): bad own tables (check_tables), a mix beside a scaling or
+    own frequencies or not finite, dynamic, xPos and own angles with A > 1, own frequencies or
+    angles for fewer than d_rot/2 pairs, an angle table shorter than the positions, axial blocks
+    of no pairs, sections that do not add up to d_rot/2."""
     if f is None:
         return
     half = d_rot // 2
+    check_tables(f)
     if f.mix is not None:
         if f.theta is not None:
             raise ValueError("freq and mix exclude each other (the mix matrix holds the "
                              "frequencies)")
-        if f.scaling != "none":
-            raise ValueError("scaling %s does not apply to a mix matrix (its frequencies are "
-                             "final; scale them yourself)" % f.scaling)
+        _check_final(f, "mix", f.mix)
     if n_axes > 1:
         why = ("scaling dynamic (its factor grows with the position)"
                if f.scaling == "dynamic" else "xpos (its decay runs along one position)"
@@ -286,6 +332,12 @@ def check(f, n_axes, d_rot, last, what="d_rot"):
                if f.angles is not None else None)
         if why:
             raise ValueError("%s needs scalar positions; these have %d axes" % (why, n_axes))
+    if f.theta is not None and len(f.theta) < half:
+        raise ValueError("freq holds %d frequencies; %s %d needs %d"
+                         % (len(f.theta), what, d_rot, half))
+    if f.angles is not None and len(f.angles[0]) < half:
+        raise ValueError("angles hold %d per position; %s %d needs %d"
+                         % (len(f.angles[0]), what, d_rot, half))
     if f.angles is not None and last >= len(f.angles):
         raise ValueError("angles hold positions 0..%d; position %d is asked"
                          % (len(f.angles) - 1, last))

@@ -409,6 +409,25 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       end
     end)
 
+  -- cfg as JSON for the companion: what cjson cannot write goes through placeholders, an empty
+  -- table as [] (cjson writes {}), infinities and NaN as Python's json reads them (Infinity, NaN:
+  -- a NaN of either sign becomes Python's positive one), a tensor as {"tensor": its values}
+  -- (torch_companion.py's own() makes it a float32 tensor)
+  local function to_json(cfg)
+    local function walk(v)
+      if rp.is_tensor(v) then return { tensor = walk(v:totable()) } end
+      if type(v) == "number" and v ~= v then return "\1NaN" end
+      if v == math.huge then return "\1Infinity" end
+      if v == -math.huge then return "\1-Infinity" end
+      if type(v) ~= "table" then return v end
+      if next(v) == nil then return "\1[]" end
+      local t = {}
+      for k, x in pairs(v) do t[k] = walk(x) end
+      return t
+    end
+    return (cjson.encode(walk(cfg)):gsub('"\\u0001([^"]*)"', "%1"))
+  end
+
   -- rp.model's verdict on each config (BASE and its keys): its message, or "ok" and rope.freq
   -- (%.9g), and the companion's (RoperTransformer); the two lists.
   local function verdicts(name, cfgs)
@@ -430,7 +449,7 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
         assert.is_string(want[i], tostring(m))
       end
     end
-    h.write(d .. "/" .. name .. ".json", cjson.encode(cfgs))
+    h.write(d .. "/" .. name .. ".json", to_json(cfgs))
     local out, err, code = py { "refusals", d .. "/" .. name .. ".json" }
     assert.equal(0, code, err)
     local got = {}
@@ -528,6 +547,53 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
     assert.same(want, got)
   end)
 
+  it("reads and refuses own frequencies, angles and mix as roper does, with roper's messages",
+    function()
+      if not ok then return pending(why) end
+      local nan, inf = -(0 / 0), math.huge -- a positive NaN: JSON's NaN is Python's positive one
+      assert.equal("nan", ("%g"):format(nan))
+      local grid, ang, ang3 = {}, {}, {}
+      for t = 0, 7 do
+        grid[t + 1] = { t // 4, t % 4 }
+        ang[t + 1], ang3[t + 1] = { 0.5 * t, 0.25 * t, t, 2 * t }, { t, t, t }
+      end
+      local mix = { { 1, 2, 3, 4 }, { 0.5, 0.25, 0.125, 1 } }
+      local T = rp.tensor
+      local want, got = verdicts("refusals_tables", {
+        { freq = { 1, 2, 3, 4 }, angles = ang },
+        { freq = "x" }, { freq = {} }, { freq = { 1, "2", 3, 4 } }, { freq = { 1, true, 3, 4 } },
+        { freq = { 1, 2, 3, nan } }, { freq = { 1, 2, inf, 4 } }, { freq = { -inf, 2, 3, 4 } },
+        { freq = T { { 1, 2 }, { 3, 4 } } }, { freq = T { 1, 2, 3, inf } },
+        { freq = { 1, 2, 3 } },
+        { angles = 5 }, { angles = {} }, { angles = { {} } }, { angles = { 1, 2 } },
+        { angles = { { 1, 2, 3, 4 }, { 1, 2 } } },
+        { angles = { { 1, 2, 3, 4 }, { 1, 2, 3, nan } } },
+        { angles = ang3 }, { angles = { { 1, 2, 3, 4 }, { 5, 6, 7, 8 } } },
+        { angles = T { 1, 2, 3, 4 } }, { angles = T { { 1, 2, 3, 4 }, { 1, -inf, 3, 4 } } },
+        { angles = ang, scaling = "pi", scaling_factor = 2 },
+        { pe = "none", freq = { 1, 2, 3, 4 } }, { pe = "alibi", angles = ang },
+        { pe = "rope", attention = "linear", freq = { 1, 2, 3, 4 } },
+        { angles = ang, learn_freq = true },
+        { positions = grid, axes = "mixed", mix = {} },
+        { positions = grid, axes = "mixed", mix = { {} } },
+        { positions = grid, axes = "mixed", mix = { { 1, 2, 3, 4 }, { 1, 2, 3, inf } } },
+        { positions = grid, axes = "mixed", mix = { { nan, 2, 3, 4 }, { 1, 2, 3, 4 } } },
+        { positions = grid, axes = "mixed", mix = { { 1, 2, 3, 4 }, { 1, 2, false, 4 } } },
+        { positions = grid, axes = "mixed", mix = T { 1, 2, 3, 4 } },
+        { positions = grid, axes = "mixed", mix = T { { 1, 2, 3, 4 }, { 1, inf, 3, 4 } } },
+        { positions = grid, axes = "mixed", mix = T(mix), freq = { 1, 2, 3, 4 } },
+        -- accepted by both: tensors and lists, learn_freq starting from them
+        { freq = T { 2, 0.5, -0.25, 1 }, learn_freq = true },
+        { freq = { 2, 0.5, -0.25, 1, 7 } },
+        { angles = T(ang), pe = "roper" },
+        { positions = grid, axes = "mixed", mix = T(mix), learn_freq = true },
+      })
+      assert.equal("ok 2 0.5 -0.25 1 0 0 0 0 0 0 0 0", want[#want - 3])
+      assert.equal("ok 1 2 3 4 0.5 0.25 0.125 1 0 0 0 0", want[#want])
+      assert.equal("option 'freq'[4] must be a finite number, got nan", want[6])
+      assert.same(want, got)
+    end)
+
   it("save_roper refuses a model with its own positions or frequencies, as roper does",
     function()
       if not ok then return pending(why) end
@@ -558,16 +624,30 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       assert.same(want, got)
     end)
 
-  it("refuses, used on its own, rows that its angle table or its positions do not hold", function()
+  it("refuses, used on its own, rows that its angle table or its positions do not hold; takes "
+    .. "angles given as a function", function()
     if not ok then return pending(why) end
     local out, err, code = py { "edges" }
     assert.equal(0, code, err)
+    -- then angles given as a function(p, i): sampled for the seq_len positions x 4 pairs, and
+    -- refused with rp.model's messages
+    local function refusal(pe, fn)
+      local cfg = { angles = fn, pe = pe }
+      for k, v in pairs(BASE) do cfg[k] = v end
+      local built, msg = pcall(rp.model, cfg)
+      assert.is_false(built)
+      return msg:match("^bad argument #1 to 'rp.model' %((.*)%)$")
+    end
     assert.equal(table.concat({
       "position -1 is below 0, where the angle table starts",
       "angles hold positions 0..1; position 2 is asked",
       "positions hold 3 rows; rows 1..3 are asked",
       "positions hold 3 rows; rows 0..3 are asked",
-      "ok", "" }, "\n"), out)
+      "ok",
+      "function: 8 x 4, the list's",
+      refusal("rope", function() return "x" end),
+      refusal("roper", function(p, i) return (p == 2 and i == 1) and math.huge or 0 end),
+      refusal("none", function() return 0 end), "" }, "\n"), out)
   end)
 
   it("a model trained in PyTorch (the loss falls) loads in roper with the same logits",

@@ -36,9 +36,9 @@ python3-numpy) from the repo root.
 
     torch_companion.py refusals CONFIGS.json
         CONFIGS: a JSON list of rp.model configs (the keys of OWN: RoperTransformer's
-        arguments): each built as a RoperTransformer; one line each, the ValueError's message, or
-        "ok" followed by the starting learned frequencies (rope.freq, every row, %.9g) when the
-        model has them.
+        arguments; {"tensor": values} for a tensor): each built as a RoperTransformer; one line
+        each, the ValueError's message, or "ok" followed by the starting learned frequencies
+        (rope.freq, every row, %.9g) when the model has them.
 
     torch_companion.py saves CONFIGS.json OUT
         Each config (as for refusals) built and written with save_roper to OUT; one line each,
@@ -46,7 +46,9 @@ python3-numpy) from the repo root.
 
     torch_companion.py edges
         The refusals of standalone use: rotary.tables with own angles at a position below 0 and
-        past the table, RotaryAttention with positions fewer than offset + T; one line each.
+        past the table, RotaryAttention with positions fewer than offset + T; then angles given
+        as a function: "function: <rows> x <pairs>, the list's" (or "differs") and three
+        refusals; one line each.
 
     torch_companion.py train OUT LOGITS TOKENS
         A RoperTransformer with pe roper built in PyTorch, trained with Adam on a copy task
@@ -78,8 +80,11 @@ def ids(path):
 
 
 def own(e):
-    """The keys of OWN in e (popped): RoperTransformer's and load_roper's arguments."""
-    return {k: e.pop(k) for k in OWN if k in e}
+    """The keys of OWN in e (popped): RoperTransformer's and load_roper's arguments; a value
+    {"tensor": values} becomes a float32 tensor of them (roper's tensors)."""
+    def value(v):
+        return torch.tensor(v["tensor"], dtype=torch.float32) if isinstance(v, dict) else v
+    return {k: value(e.pop(k)) for k in OWN if k in e}
 
 
 def logits(manifest):
@@ -185,6 +190,20 @@ def edges():
                lambda: attn(torch.zeros(1, 3, 8))):
         try:
             fn()
+            print("ok")
+        except ValueError as e:
+            print(str(e))
+    # angles as a function(p, i): the table of its values, or roper's refusals of them
+    base = dict(vocab=11, d_model=16, heads=2, layers=2, d_ff=24, seq_len=8)
+    fn = lambda p, i: 0.3 * p * (i + 1) - 0.01 * p * p  # noqa: E731
+    a = RoperTransformer(base, angles=fn).freq.angles
+    b = RoperTransformer(base, angles=[[fn(p, i) for i in range(4)] for p in range(8)]).freq.angles
+    print("function: %d x %d, %s" % (len(a), len(a[0]), "the list's" if a == b else "differs"))
+    for pe, fn in (("rope", lambda p, i: "x"),
+                   ("roper", lambda p, i: math.inf if (p, i) == (2, 1) else 0.0),
+                   ("none", lambda p, i: 0.0)):
+        try:
+            RoperTransformer(base, pe=pe, angles=fn)
             print("ok")
         except ValueError as e:
             print(str(e))
