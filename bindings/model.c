@@ -582,7 +582,7 @@ static const luaL_Reg model_methods[] = {
     {"forward", lrp_model_forward},         {"loss", lrp_model_loss},
     {"train_step", lrp_model_train_step},   {"generate", lrp_model_generate},
     {"attention", lrp_model_attention},     {"activations", lrp_model_activations},
-    {"generate_batch", lrp_model_generate_batch},
+    {"generate_batch", lrp_model_generate_batch}, {"lanes", lrp_model_lanes},
     {"save", m_save},               {"save_safetensors", lrp_model_save_safetensors},
     {"load_safetensors", lrp_model_load_safetensors},  {NULL, NULL},
 };

@@ -16,6 +16,7 @@ int lrp_model_linear_stats(lua_State *L);
 int lrp_model_activations(lua_State *L);
 int lrp_model_generate(lua_State *L);
 int lrp_model_generate_batch(lua_State *L);
+int lrp_model_lanes(lua_State *L);
 
 /* ---- interop.c ---- */
 int lrp_model_save_safetensors(lua_State *L);

@@ -633,6 +633,25 @@ static void fill_prompt(lua_State *L, int idx, lua_Integer i, int64_t n, int64_t
     }
 }
 
+/* m:lanes([prompts[, lanes]]) -> integer: the lanes m:generate_batch decodes at once for
+ * `prompts` prompts (a count, default 2^31-1: as many as it takes) with at most `lanes` lanes
+ * (default rp_model_default_lanes, from this machine's caches): rp_model_batch_lanes. */
+int lrp_model_lanes(lua_State *L)
+{
+    lua_Integer def_lanes = (lua_Integer)rp_model_default_lanes(lrp_checkmodel(L, 1));
+    lua_Integer n = lua_isnoneornil(L, 2) ? RP_I32_MAX : lrp_checkint(L, 2, "prompts");
+    if (n < 0 || n > RP_I32_MAX)
+        return lrp_argerror(L, 2, "prompts must be a count between 0 and 2^31-1, got %I",
+                            (LUAI_UACINT)n);
+    lua_Integer lanes = lua_isnoneornil(L, 3) ? def_lanes : lrp_checkint(L, 3, "lanes");
+    if (lanes < 1 || lanes > RP_I32_MAX)
+        return lrp_argerror(L, 3, "lanes must be between 1 and 2^31-1, got %I",
+                            (LUAI_UACINT)lanes);
+    lua_pushinteger(L, (lua_Integer)rp_model_batch_lanes(lrp_checkmodel(L, 1), (int64_t)n,
+                                                         (int64_t)lanes));
+    return 1;
+}
+
 /* m:generate_batch(prompts, n[, opts]) -> { new ids of prompts[1], ... }: rp_model_generate_batch
  * with up to opts.lanes lanes (default rp_model_default_lanes: from this machine's caches);
  * prompt i samples from the call's generator jumped i - 1 times (rp_rng_jump), and a generator

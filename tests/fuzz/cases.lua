@@ -284,6 +284,7 @@ local function seeds(rp)
     return pack(m(ctx), { { 0, 1 }, { 2 } }, 3,
       { temperature = 0.5, top_k = 2, seed = 1, stop = 1, lanes = 2 })
   end
+  S["rp.Model.lanes"] = function(ctx) return pack(m(ctx), 128, 8) end
   S["rp.Model.attention"] = function(ctx) return pack(m(ctx), 1, TOK) end
   S["rp.Model.linear_stats"] = function(ctx) return pack(ctx.model(5, 8, "linear"), TOK) end
   S["rp.Model.activations"] = function(ctx) return pack(m(ctx), TOK) end

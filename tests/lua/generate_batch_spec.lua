@@ -153,6 +153,58 @@ describe("m:generate_batch", function()
   end
 end)
 
+describe("m:lanes", function()
+  local small = rp.model { vocab = 13, d_model = 16, heads = 2, layers = 2, d_ff = 24,
+                           seq_len = 8 }
+  -- 2 x layers x seq_len x d_model floats of cache per lane: 2 x 2 x 4096 x 512 x 4 bytes =
+  -- 32 MiB, so 8 lanes' caches alone are the 256 MiB limit and their other buffers pass it
+  local big = rp.model { vocab = 11, d_model = 512, heads = 8, layers = 2, d_ff = 64,
+                         seq_len = 4096, max_batch = 1 }
+
+  it("is the default of m:generate_batch: 8 .. 64 lanes, fewer where 256 MiB does not hold them",
+    function()
+      local d = small:lanes()
+      assert.is_true(math.type(d) == "integer" and d >= 8 and d <= 64, tostring(d))
+      assert.are.equal(d, small:lanes(nil, nil))
+      assert.are.equal(7, big:lanes())
+      assert.are.equal(7, big:lanes(64, 64))
+      assert.are.equal(7, big:lanes(8))
+      assert.are.equal(6, big:lanes(6, 64))
+    end)
+
+  it("is min(prompts, lanes), at least 1, while the caches fit", function()
+    local d = small:lanes()
+    for _, c in ipairs { { 0, nil, 1 }, { 1, nil, 1 }, { 3, nil, 3 }, { 2 ^ 31 - 1, nil, d },
+                         { 100, 5, 5 }, { 2, 5, 2 }, { 1000, 1000, 1000 }, { 0, 1, 1 },
+                         { nil, 3, 3 }, { d + 1, nil, d } } do
+      assert.are.equal(c[3], small:lanes(c[1], c[2]), ("%s, %s"):format(c[1], c[2]))
+    end
+  end)
+
+  local cases = {
+    { "a negative count", function() return small:lanes(-1) end,
+      "bad argument #1 to 'lanes' (prompts must be a count between 0 and 2^31-1, got -1)" },
+    { "a count past 2^31-1", function() return small:lanes(2 ^ 31) end,
+      "bad argument #1 to 'lanes' (prompts must be a count between 0 and 2^31-1, got 2147483648)" },
+    { "a fractional count", function() return small:lanes(1.5) end,
+      "bad argument #1 to 'lanes' (prompts must be an integer, got 1.5)" },
+    { "a string count", function() return small:lanes("3") end,
+      "bad argument #1 to 'lanes' (prompts must be an integer, got string \"3\")" },
+    { "lanes = 0", function() return small:lanes(3, 0) end,
+      "bad argument #2 to 'lanes' (lanes must be between 1 and 2^31-1, got 0)" },
+    { "a table of lanes", function() return small:lanes(3, {}) end,
+      "bad argument #2 to 'lanes' (lanes must be an integer, got table)" },
+    { "a released model", function()
+        local m = rp.model { vocab = 3, d_model = 4, heads = 1, layers = 1, d_ff = 4, seq_len = 2 }
+        m:free()
+        return m:lanes()
+      end, "calling 'lanes' on bad self (attempt to use a released model)" },
+  }
+  for _, c in ipairs(cases) do
+    it("rejects " .. c[1], function() assert.are.equal(c[3], err_of(c[2])) end)
+  end
+end)
+
 describe("g:jump", function()
   it("advances by whole streams: jump(n) = n jumps, and returns g", function()
     local a, b = rp.rng(5), rp.rng(5)
