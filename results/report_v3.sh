@@ -2,7 +2,8 @@
 # The scale-trend tables of docs/results.md "Results v3" (<folder>/interaction.md), recomputed from
 # the committed run files: roper - rope at 0.1M and at 0.6M for each task and endpoint, the change
 # and Welch's test over the two sizes' per-seed differences (scripts/pairs_report.lua
-# --interaction). Run from a checkout after `make` (any build: it only reads the run files):
+# --interaction), and Holm over all of the table's rows (results/v3-scale-trend.md, by
+# results/holm_v3.lua). Run from a checkout after `make` (any build: it only reads the run files):
 #   results/report_v3.sh
 # The writeup step's file is written once both of its folders hold runs.
 set -euo pipefail
@@ -47,3 +48,12 @@ then
     section "Evaluation loss" "${W[@]}" --metric eval_loss
   } > results/v3-writeup-0.6m/interaction.md
 fi
+files=(results/v3-index/interaction.md results/v3-addition/interaction.md)
+[ -f results/v3-writeup-0.6m/interaction.md ] && files+=(results/v3-writeup-0.6m/interaction.md)
+{
+  echo "# The scale trend: does roper - rope change from 0.1M to 0.6M?"
+  echo
+  echo "Command: \`build/roper results/holm_v3.lua ${files[*]}\`"
+  echo
+  $R results/holm_v3.lua "${files[@]}"
+} > results/v3-scale-trend.md
