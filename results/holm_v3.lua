@@ -1,9 +1,9 @@
 -- Holm over the rows of docs/results.md's scale-trend table: reads the interaction.md files that
 -- results/report_v3.sh wrote (in the table's order), takes from each section ("## <endpoint>")
 -- the change of roper - rope from one size to the other and its Welch p (as printed: 3
--- significant digits), and prints one Markdown
--- table with the raw and the Holm-adjusted p over every row (one family: "does the difference
--- change with size?" asked of every task and endpoint). Run from a checkout after `make`:
+-- significant digits), and prints one Markdown table with the raw and the Holm-adjusted p over
+-- every row (one family: "does the difference change with size?" asked of every task and
+-- endpoint). Run from a checkout after `make`:
 --   build/roper results/holm_v3.lua results/v3-index/interaction.md ...
 package.path = "scripts/?.lua;" .. package.path
 local stats = require "lib.stats"
