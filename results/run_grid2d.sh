@@ -4,7 +4,7 @@
 # PORTABLE=1: the same bits on every x86-64-v3 machine); run again, it finds the finished runs
 # and trains only the rest, so this script resumes after an interruption. From a checkout, after
 # `make PORTABLE=1`:
-#   nice -n 19 results/run_grid2d.sh [step ...]      steps: pilot main (default: main)
+#   nice -n 19 results/run_grid2d.sh [step ...]      steps: pilot main confirm (default: main)
 # The task: grid_offset on a 3 x 4 grid of 4 letters, offsets up to 2 (a problem is 20 tokens:
 # 12 cells, one query row of 8), chosen by the pilot (results/grid2d-pilot); the model is
 # compare.lua's default 0.1M one (d_model 64, 4 heads of d_k 16, 2 layers), 4,000 steps.
@@ -40,6 +40,15 @@ for step in "${steps[@]}"; do
           rope:positions=grid rope:positions=grid:learn_freq=true \
           roper:positions=grid roper:positions=grid:learn_freq=true \
           rope:positions=grid:axes=mixed rope:positions=grid:axes=mixed:learn_freq=true ;;
+    # the confirmatory runs of the second question (does RoPER help in 2-D?), planned after the
+    # main runs and before any of these (docs/results.md "The confirmatory runs"): 2-D axial
+    # rope and roper only, 20 fresh seeds (101-120, apart from the main runs' 1-5), the main
+    # runs' recipe; added ten seeds at a time, each resumable from its checkpoints
+    confirm)
+      for n in 10 20; do
+        $R $TASK --steps 4000 --seeds $n --first-seed 101 --checkpoint-every 1000 \
+          --out results/grid2d-confirm --methods rope:positions=grid roper:positions=grid
+      done ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
 done
