@@ -312,19 +312,42 @@ def check_tables(f):
 def check(f, n_axes, d_rot, last, what="d_rot"):
     """Refuses what f cannot do on a placement d_rot wide for positions of n_axes axes up to
     `last` (rp_rope_freq_check's own tables and axes parts and rp_rope_freq_check_use, their
-    messages; `what` names the width): bad own tables (check_tables), a mix beside a scaling or
-    own frequencies or not finite, dynamic, xPos and own angles with A > 1, own frequencies or
-    angles for fewer than d_rot/2 pairs, an angle table shorter than the positions, axial blocks
-    of no pairs, sections that do not add up to d_rot/2."""
+    messages; `what` names the width): bad own tables (check_tables), a map that needs vector
+    positions, sections beside another map or below 0, a mix without axes mixed (or the map
+    without it), beside a scaling or own frequencies, not finite or not one row per axis,
+    dynamic, xPos and own angles with A > 1, own frequencies, angles or a mix for fewer than
+    d_rot/2 pairs, an angle table shorter than the positions, axial blocks of no pairs, sections
+    that do not add up to d_rot/2."""
     if f is None:
         return
     half = d_rot // 2
     check_tables(f)
+    m = f.axes
+    if m not in AXES:
+        raise ValueError("unknown axes map %s" % _describe(m))
+    if not 0 <= n_axes <= MAX_AXES:
+        raise ValueError("axes: 1 to %d axes expected, got %d" % (MAX_AXES, n_axes))
+    if n_axes == 0 and (m != "axial" or f.mix is not None):
+        raise ValueError("axes %s needs vector positions (axes.n 0 is a scalar position)" % m)
+    for i, k in enumerate(f.sections or []):
+        if k != 0 and (m != "sections" or i >= n_axes):
+            raise ValueError("sections: axis %d of %d has %d pairs with axes %s (sections apply "
+                             "to axes sections, one per axis)" % (i, n_axes, k, m))
+        if k < 0:
+            raise ValueError("sections: axis %d has %d pairs; a count must be >= 0" % (i, k))
+    if (f.mix is None) != (m != "mixed"):
+        raise ValueError("mix is given with axes %s (it is the frequency matrix of axes mixed)"
+                         % m if f.mix is not None else "axes %s needs its frequency matrix mix"
+                         % m)
     if f.mix is not None:
         if f.theta is not None:
             raise ValueError("freq and mix exclude each other (the mix matrix holds the "
                              "frequencies)")
         _check_final(f, "mix", f.mix)
+        if len(f.mix) != n_axes or any(len(r) != len(f.mix[0]) for r in f.mix):
+            raise ValueError("mix holds %d rows of %s pairs; the positions have %d axes (one row "
+                             "each)" % (len(f.mix), "/".join(sorted({"%d" % len(r)
+                                                                    for r in f.mix})), n_axes))
     if n_axes > 1:
         why = ("scaling dynamic (its factor grows with the position)"
                if f.scaling == "dynamic" else "xpos (its decay runs along one position)"
@@ -341,13 +364,17 @@ def check(f, n_axes, d_rot, last, what="d_rot"):
     if f.angles is not None and last >= len(f.angles):
         raise ValueError("angles hold positions 0..%d; position %d is asked"
                          % (len(f.angles) - 1, last))
-    if f.axes == "axial" and half < n_axes:
+    if m == "axial" and half < n_axes:
         raise ValueError("axes axial: %s %d has %d pairs, fewer than its %d axes"
                          % (what, d_rot, half, n_axes))
-    if f.axes == "sections" and sum(f.sections) != half:
-        raise ValueError("sections {%s} hold %d pairs; %s %d has %d"
-                         % (", ".join("%d" % n for n in f.sections), sum(f.sections), what,
-                            d_rot, half))
+    if m == "sections":
+        secs = (f.sections or [])[:n_axes] + [0] * max(0, n_axes - len(f.sections or []))
+        if sum(secs) != half:
+            raise ValueError("sections {%s} hold %d pairs; %s %d has %d"
+                             % (", ".join("%d" % n for n in secs), sum(secs), what, d_rot, half))
+    if f.mix is not None and len(f.mix[0]) < half:
+        raise ValueError("mix holds %d pairs per axis; %s %d needs %d"
+                         % (len(f.mix[0]), what, d_rot, half))
 
 
 def _angle(cp, at, th, W, i):
@@ -378,6 +405,7 @@ def tables(d_rot, base, positions, f=None, c=1.0, side=1, dtype=torch.float32, l
     of a float64, so these tables are roper's within a float32 ulp rather than bit for bit."""
     half = d_rot // 2
     rows, A = read_positions(positions)
+    check(f, A, d_rot, max((max(r) for r in rows), default=0))
     n = len(rows)
     at = [site(f, A, i, d_rot) for i in range(half)]
     xg = f.xpos if f is not None else 0.0

@@ -638,12 +638,36 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       assert.is_false(built)
       return msg:match("^bad argument #1 to 'rp.model' %((.*)%)$")
     end
+    -- rp.rope.angles's message for d_rot 8 and these positions and options
+    local function angles_refusal(pos, opts)
+      local built, msg = pcall(rp.rope.angles, pos, 8, opts)
+      assert.is_false(built)
+      return msg:match("^bad argument #3 to 'rp.rope.angles' %((.*)%)$")
+    end
+    local p2 = { { 0, 0 }, { 0, 1 }, { 1, 0 }, { 1, 1 } }
+    local a4 = { { 1, 2, 3, 4 }, { 1, 2, 3, 4 } }
     assert.equal(table.concat({
       "position -1 is below 0, where the angle table starts",
       "angles hold positions 0..1; position 2 is asked",
       "positions hold 3 rows; rows 1..3 are asked",
       "positions hold 3 rows; rows 0..3 are asked",
       "ok",
+      angles_refusal({ 0, 1, 2, 3 }, { freq = { 1, 2 } }),
+      angles_refusal(4, { angles = { { 1, 2 }, { 1, 2 } } }),
+      angles_refusal(2, { angles = a4, scaling = "pi", scaling_factor = 2 }),
+      angles_refusal(p2, { axes = "sections", sections = { 2, 1 } }),
+      angles_refusal(4, { angles = a4 }),
+      -- what rp.rope.angles's options cannot hold: a mix of one row for two axes, of too few
+      -- pairs, none, or with scalar positions; a mix without axes mixed; more sections than axes
+      -- (rp.rope.angles says "option 'mix' is [1 x 4]; [2 x 4] expected", or names the option)
+      "mix holds 1 rows of 4 pairs; the positions have 2 axes (one row each)",
+      "mix holds 2 pairs per axis; d_rot 8 needs 4",
+      "axes mixed needs its frequency matrix mix",
+      "axes mixed needs vector positions (axes.n 0 is a scalar position)",
+      "mix is given with axes axial (it is the frequency matrix of axes mixed)",
+      "sections: axis 2 of 2 has 1 pairs with axes sections (sections apply to axes sections, "
+        .. "one per axis)",
+      "freq: pair 2 has frequency nan; frequencies must be finite",
       "function: 8 x 4, the list's",
       refusal("rope", function() return "x" end),
       refusal("roper", function(p, i) return (p == 2 and i == 1) and math.huge or 0 end),

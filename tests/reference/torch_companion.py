@@ -46,9 +46,9 @@ python3-numpy) from the repo root.
 
     torch_companion.py edges
         The refusals of standalone use: rotary.tables with own angles at a position below 0 and
-        past the table, RotaryAttention with positions fewer than offset + T; then angles given
-        as a function: "function: <rows> x <pairs>, the list's" (or "differs") and three
-        refusals; one line each.
+        past the table, RotaryAttention with positions fewer than offset + T; rotary.tables
+        with 12 Freq that roper refuses; then angles given as a function: "function: <rows> x
+        <pairs>, the list's" (or "differs") and three refusals; one line each.
 
     torch_companion.py train OUT LOGITS TOKENS
         A RoperTransformer with pe roper built in PyTorch, trained with Adam on a copy task
@@ -190,6 +190,23 @@ def edges():
                lambda: attn(torch.zeros(1, 3, 8))):
         try:
             fn()
+            print("ok")
+        except ValueError as e:
+            print(str(e))
+    # rotary.tables with a Freq that roper refuses (as rp.rope.angles refuses its options), then
+    # with what only a Freq built by hand can hold
+    p2 = [[0, 0], [0, 1], [1, 0], [1, 1]]
+    for pos, f in (([0, 1, 2, 3], Freq(theta=[1.0, 2.0])), (4, Freq(angles=[[1.0, 2.0]] * 2)),
+                   (2, Freq(scaling="pi", factor=2.0, angles=[[1.0, 2.0, 3.0, 4.0]] * 2)),
+                   (p2, Freq(axes="sections", sections=[2, 1])),
+                   (4, Freq(angles=[[1.0, 2.0, 3.0, 4.0]] * 2)),
+                   (p2, Freq(axes="mixed", mix=[[1.0] * 4])),
+                   (p2, Freq(axes="mixed", mix=[[1.0] * 2] * 2)),
+                   (p2, Freq(axes="mixed")), ([0, 1], Freq(axes="mixed", mix=[[1.0] * 4])),
+                   (p2, Freq(mix=[[1.0] * 4] * 2)), (p2, Freq(axes="sections", sections=[4, 0, 1])),
+                   (p2, Freq(theta=[1.0, 2.0, math.nan, 4.0]))):
+        try:
+            tables(8, 10000.0, range(pos) if isinstance(pos, int) else pos, f)
             print("ok")
         except ValueError as e:
             print(str(e))
