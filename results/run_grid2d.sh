@@ -33,7 +33,8 @@ for step in "${steps[@]}"; do
       done ;;
     # the comparison, 5 seeds paired: none; rope and roper on the flattened index and on the
     # grid's (row, column) with axial pairs; RoPE-Mixed; each rotary one also with learned
-    # frequencies (learn_freq; RoPE-Mixed as its paper trains it, and with its matrix fixed)
+    # frequencies (learn_freq; RoPE-Mixed learned as its paper learns it, though with one matrix
+    # for every head and layer, and with its matrix fixed)
     main)
       $R $TASK --steps 4000 --seeds 5 --out results/grid2d \
         --methods none rope rope:learn_freq=true roper \
