@@ -182,9 +182,9 @@ _MAX_SAMPLES = 1 << 24  # the calls of a function of angles (FREQ_MAX_SAMPLES)
 def _number(what, v):
     """v as a float when it is a finite number (not a bool), else ValueError naming `what`
     (take_number's message)."""
-    try:
-        x = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-    except OverflowError:
+    try:  # Python's and NumPy's numbers, 0-d tensors: what float() takes, but not text
+        x = float(v) if hasattr(v, "__float__") and not isinstance(v, bool) else None
+    except (OverflowError, TypeError, ValueError):
         x = None
     if x is None or not math.isfinite(x):
         raise ValueError("%s must be a finite number, got %s" % (what, rotary._describe(v)))
@@ -196,6 +196,8 @@ def _table_sizes(key, v):
     roper's table_sizes refuses it: the wrong kind, dims or first row, or empty."""
     nd, shape, forms, noun = _TABLES[key]
     n1 = 1
+    if hasattr(v, "tolist") and not isinstance(v, torch.Tensor):  # a NumPy array: its lists
+        v = v.tolist()
     if isinstance(v, torch.Tensor):
         if v.dim() != nd:
             raise ValueError("option '%s' must be a %d-D tensor (%s), got [%s]"
@@ -222,6 +224,8 @@ def _table_of(key, v, n0, n1):
     later, rotary.check); a list's rows and entries are refused as roper's copy_table refuses
     them."""
     nd, _, _, noun = _TABLES[key]
+    if hasattr(v, "tolist") and not isinstance(v, torch.Tensor):
+        v = v.tolist()
     if isinstance(v, torch.Tensor):
         return v.detach().double().tolist()
     if nd == 1:
