@@ -669,6 +669,7 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
         .. "one per axis)",
       "freq: pair 2 has frequency nan; frequencies must be finite",
       "function: 8 x 4, the list's",
+      "numpy: [1.0, 0.5, 0.25, 0.125], [1.0, 2.0, 0.5, 3.0]",
       refusal("rope", function() return "x" end),
       refusal("roper", function(p, i) return (p == 2 and i == 1) and math.huge or 0 end),
       refusal("none", function() return 0 end), "" }, "\n"), out)

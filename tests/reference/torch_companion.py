@@ -48,7 +48,8 @@ python3-numpy) from the repo root.
         The refusals of standalone use: rotary.tables with own angles at a position below 0 and
         past the table, RotaryAttention with positions fewer than offset + T; rotary.tables
         with 12 Freq that roper refuses; then angles given as a function: "function: <rows> x
-        <pairs>, the list's" (or "differs") and three refusals; one line each.
+        <pairs>, the list's" (or "differs"), own frequencies from NumPy ("numpy: <theta>,
+        <theta>") and three refusals; one line each.
 
     torch_companion.py train OUT LOGITS TOKENS
         A RoperTransformer with pe roper built in PyTorch, trained with Adam on a copy task
@@ -216,6 +217,10 @@ def edges():
     a = RoperTransformer(base, angles=fn).freq.angles
     b = RoperTransformer(base, angles=[[fn(p, i) for i in range(4)] for p in range(8)]).freq.angles
     print("function: %d x %d, %s" % (len(a), len(a[0]), "the list's" if a == b else "differs"))
+    # NumPy arrays and numbers, 0-d tensors: read as the list of their values
+    f = RoperTransformer(base, freq=np.array([1.0, 0.5, 0.25, 0.125])).freq.theta
+    g = RoperTransformer(base, freq=[np.float32(1.0), np.int64(2), torch.tensor(0.5), 3]).freq.theta
+    print("numpy: %s, %s" % (f, g))
     for pe, fn in (("rope", lambda p, i: "x"),
                    ("roper", lambda p, i: math.inf if (p, i) == (2, 1) else 0.0),
                    ("none", lambda p, i: 0.0)):
