@@ -236,8 +236,9 @@ bench-torch: deps all
 #                 $(BINDIR)/roper-<name>         runs scripts/<name>.lua (_ becomes -), one for
 #                                                every script: packaging/roper-script.in
 #                 $(SCRIPTDIR)/                  scripts/*.lua and scripts/lib/*.lua
-#                 $(PYDIR)/roper_torch/          python/roper_torch/*.py, the PyTorch companion
-#                                                (PYTHONPATH=$(PYDIR); docs/interop.md)
+#                 $(PYDIR)/roper_torch/          python/roper_torch/*.py and schema.json, the
+#                                                PyTorch companion (PYTHONPATH=$(PYDIR);
+#                                                docs/interop.md)
 #                 $(MANDIR)/man1/roper.1         packaging/roper.1.in
 #   install-lua   $(LUA_CMODDIR)/roper.so        the Lua module: require "roper" in lua5.4
 #   each          $(LIBDIR)/roper/roper_mpi.so   the MPI plugin (loaded only under mpirun)
@@ -270,7 +271,7 @@ PRIVATE_HEADERS := $(wildcard core/*/*_impl.h tasks/*_impl.h) core/tensor/simd.h
 PUBLIC_HEADERS := $(filter-out $(PRIVATE_HEADERS),$(wildcard core/*.h core/*/*.h tasks/*.h))
 SCRIPTS := $(wildcard scripts/*.lua)
 SCRIPT_LIBS := $(wildcard scripts/lib/*.lua)
-PYTHON_PKG := $(wildcard python/roper_torch/*.py)
+PYTHON_PKG := $(wildcard python/roper_torch/*.py python/roper_torch/*.json)
 
 # Lines of packaging/install.sh's list: $(call inst_file,MODE,SOURCE,PATH), $(call inst_link,TARGET,PATH)
 inst_file = printf 'file\t%s\t%s\t%s\n' "$(1)" "$(2)" "$(3)";

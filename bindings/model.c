@@ -290,10 +290,17 @@ static int l_pe_modes(lua_State *L)
     return 1;
 }
 
-void lrp_model_internals(lua_State *L, int priv)
+/* Pushes the config schema's rows (model_schema.c) as a list of tables, in row order: name,
+ * type, default, lo, hi (int and number), names (enum), lo_open, hi_open, unset0, required,
+ * since, help, use (when the key does something: rp_cfg_use's name), placements (use
+ * "placement": the letters of use_arg) and scalings (use "scalings": the names in use_arg). */
+static void push_model_keys(lua_State *L)
 {
     static const char *const types[] = {"int", "number", "enum", "seed", "rotate", "bool"};
-    priv = lua_absindex(L, priv);
+    static const char *const uses[] = {"always", "rotary",  "placement", "relative",     "freq",
+                                       "scaled", "scalings", "xpos",     "linear_rotary"};
+    _Static_assert(sizeof uses / sizeof *uses == RP_CFG_LINEAR_ROTARY + 1, "a name per use");
+    char rot[5];
     lua_createtable(L, rp_model_cfg_nkeys, 0);
     for (int i = 0; i < rp_model_cfg_nkeys; i++) {
         const rp_cfg_key *k = &rp_model_cfg_keys[i];
@@ -332,8 +339,35 @@ void lrp_model_internals(lua_State *L, int priv)
         lua_setfield(L, -2, "since");
         lua_pushstring(L, k->help);
         lua_setfield(L, -2, "help");
+        lua_pushstring(L, uses[k->use]);
+        lua_setfield(L, -2, "use");
+        if (k->use == RP_CFG_PLACEMENT) {
+            lua_pushstring(L, rp_rotate_name(k->use_arg, rot));
+            lua_setfield(L, -2, "placements");
+        } else if (k->use == RP_CFG_SCALINGS) {
+            lua_newtable(L);
+            for (int s = 0, n = 0; s < RP_SCALING_COUNT; s++)
+                if (k->use_arg & (1 << s)) {
+                    lua_pushstring(L, rp_scaling_names[s]);
+                    lua_rawseti(L, -2, ++n);
+                }
+            lua_setfield(L, -2, "scalings");
+        }
         lua_rawseti(L, -2, i + 1);
     }
+}
+
+/* rp.model_keys() -> the config schema's rows (push_model_keys), a new table at each call. */
+static int l_model_keys(lua_State *L)
+{
+    push_model_keys(L);
+    return 1;
+}
+
+void lrp_model_internals(lua_State *L, int priv)
+{
+    priv = lua_absindex(L, priv);
+    push_model_keys(L);
     lua_setfield(L, priv, "model_keys");
     push_pe_modes(L);
     lua_setfield(L, priv, "pe_modes");
@@ -592,6 +626,7 @@ static const luaL_Reg model_funcs[] = {
     {"model_memory", l_model_memory},
     {"load", l_load},
     {"pe_modes", l_pe_modes},
+    {"model_keys", l_model_keys},
     {NULL, NULL},
 };
 

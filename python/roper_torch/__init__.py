@@ -6,8 +6,9 @@
     save_roper(model, "back.safetensors")        # rp.load("back.safetensors") in roper
 
 Modules: safetensors (read_safetensors, write_safetensors), rotary (the frequency schemes by
-name in SCALINGS, the cos/sin tables and the rotation), model (the modes, the config, the
-modules). docs/interop.md of roper describes them.
+name in SCALINGS, the cos/sin tables and the rotation), config (the modes, rp.model's config and
+its checks, from roper's schema in schema.json), model (the modules). docs/interop.md of roper
+describes them.
 """
 
 from .model import (DEFAULTS, MODES, RoperTransformer, RotaryAttention, config, load_roper,

@@ -3,8 +3,9 @@ roper's parameter names (core/model/model.h, the table in docs/interop.md), so t
 file written by roper's m:save_safetensors loads with load_state_dict(strict=True) and gives
 roper's logits, and a module trained here goes back to roper with save_roper.
 
-The config is rp.model's (the keys of core/model/model_schema.c, their defaults in DEFAULTS); what
-each positional mode does is its row in MODES (core/nn/pe.c's mode table):
+The config is rp.model's (config.py: the keys of roper's schema, their defaults in DEFAULTS, checked
+as rp.model checks them); what each positional mode does is its row in MODES (core/nn/pe.c's mode
+table):
 
   embedding (+ the sinusoidal or learned table of the absolute modes)
   -> layers x [pre-norm:  x += attn(LN1(x)); x += ff(LN2(x))
@@ -31,127 +32,18 @@ each positional mode does is its row in MODES (core/nn/pe.c's mode table):
 
 import json
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from . import rotary
+from .config import ALWAYS, DEFAULTS, KEY, MODES, StoredConfig, config, widths  # noqa: F401
 from .safetensors import read_safetensors, write_safetensors
-
-
-@dataclass(frozen=True)
-class Mode:
-    absolute: str    # "none", "sinusoidal", "learned": added to the embeddings
-    rotate: str      # the placements rotated by default
-    rotary: bool     # takes any `rotate` subset
-    v_angle: float   # c: v_i is rotated by +c i theta
-    rel: str         # the relative kind ("" for none)
-    linear: bool     # linear attention supports it
-
-
-# core/nn/pe.c's mode table (roper_legacy: the labml code of 2022-05-31 .. 2024-06-20).
-MODES = {
-    "none": Mode("none", "", False, 0.0, "", True),
-    "sinusoidal": Mode("sinusoidal", "", False, 0.0, "", True),
-    "learned": Mode("learned", "", False, 0.0, "", True),
-    "rope": Mode("none", "qk", True, 1.0, "", True),
-    "roper": Mode("none", "qkvo", True, 1.0, "", True),
-    "roper_legacy": Mode("none", "qkvo", True, 2.0, "", False),
-    "shaw": Mode("none", "", False, 0.0, "shaw", False),
-    "xl": Mode("none", "", False, 0.0, "xl", False),
-    "t5": Mode("none", "", False, 0.0, "t5", False),
-    "deberta": Mode("none", "", False, 0.0, "deberta", False),
-    "alibi": Mode("none", "", False, 0.0, "alibi", False),
-}
-
-# rp.model's keys and defaults (core/model/model_schema.c). ALWAYS: the keys roper.config holds
-# for every model; the others are written when set.
-DEFAULTS = {
-    "vocab": None, "d_model": 128, "heads": 4, "layers": 3, "d_ff": 512, "seq_len": 512,
-    "max_batch": 16, "norm": "pre", "activation": "relu", "dropout": 0.0, "pe": "rope",
-    "fraction_qk": 1.0, "fraction_v": 1.0, "base": 10000.0, "pairing": "half", "seed": 0,
-    "attention": "softmax", "linear_rope": "after", "rotate": "", "fraction_q": 0.0,
-    "fraction_k": 0.0, "fraction_o": 0.0, "rel_clip": 16, "rel_buckets": 32,
-    "rel_max_distance": 128, "scaling": "none", "scaling_factor": 1.0, "orig_len": 0,
-    "yarn_alpha": 1.0, "yarn_beta": 32.0, "xpos": 0.0, "xpos_scale_base": 512.0,
-    "yarn_ramp": "rotations", "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-    "attention_factor": 0.0, "learn_freq": False,
-}
-ALWAYS = ("vocab", "d_model", "heads", "layers", "d_ff", "seq_len", "max_batch", "norm",
-          "activation", "dropout", "pe", "fraction_qk", "fraction_v", "base", "pairing", "seed",
-          "attention", "linear_rope")
-ENUMS = {"norm": ("pre", "post"), "activation": ("relu", "gelu"), "pe": tuple(MODES),
-         "pairing": ("half", "interleaved"), "attention": ("softmax", "linear"),
-         "linear_rope": ("after", "before"), "scaling": tuple(rotary.SCALINGS),
-         "yarn_ramp": ("rotations", "dims", "dims_exact")}
 
 LN_EPS = 1e-5
 LINATTN_EPS = 1e-6  # RP_LINATTN_EPS
-
-
-def config(cfg=None, **kw):
-    """rp.model's config with its defaults filled in: a dict of every key of DEFAULTS. Raises
-    ValueError naming an unknown key, a bad enum value, a missing vocab or a width that roper
-    refuses."""
-    c = dict(cfg or {}, **kw)
-    for k in c:
-        if k not in DEFAULTS:
-            raise ValueError("unknown config key %r (the keys: %s)" % (k, ", ".join(DEFAULTS)))
-    full = dict(DEFAULTS, **c)
-    if full["vocab"] is None:
-        raise ValueError("the config needs vocab")
-    for k, names in ENUMS.items():
-        if full[k] not in names:
-            raise ValueError("%s must be one of %s, got %r" % (k, ", ".join(names), full[k]))
-    if full["d_model"] % full["heads"]:
-        raise ValueError("d_model %d is not divisible by heads %d" % (full["d_model"],
-                                                                      full["heads"]))
-    mode = MODES[full["pe"]]
-    if full["rotate"] and not mode.rotary:
-        raise ValueError("rotate needs a rotary pe (rope, roper or roper_legacy), not %s"
-                         % full["pe"])
-    if any(ch not in "qkvo" for ch in full["rotate"]) or len(set(full["rotate"])) != \
-            len(full["rotate"]):
-        raise ValueError("rotate must be distinct letters of qkvo, got %r" % full["rotate"])
-    if full["attention"] == "linear" and not mode.linear:
-        raise ValueError("linear attention does not support pe %s" % full["pe"])
-    if not isinstance(full["learn_freq"], bool):
-        raise ValueError("learn_freq must be true or false, got %r" % (full["learn_freq"],))
-    if full["learn_freq"]:
-        # roper's messages (core/model/model_schema.c's rule, model_config.c)
-        if not mode.rotary:
-            raise ValueError("learn_freq true does nothing for pe %s: it applies to the rotary "
-                             "modes (rope, roper or roper_legacy)" % full["pe"])
-        if full["attention"] == "linear":
-            raise ValueError("learn_freq true does nothing with linear attention: it applies to "
-                             "softmax attention")
-        if full["scaling"] != "none":
-            raise ValueError("learn_freq learns the frequencies themselves; scaling %s does not "
-                             "apply to them (train at the longer length instead)"
-                             % full["scaling"])
-    widths(full)
-    return full
-
-
-def widths(cfg):
-    """{placement: d_rot} of the rotated placements (core/model/model_config.c's pe_widths)."""
-    mode = MODES[cfg["pe"]]
-    D = cfg["d_model"] // cfg["heads"]
-    rot = cfg.get("rotate") or mode.rotate
-    own = {"q": cfg.get("fraction_q") or cfg["fraction_qk"],
-           "k": cfg.get("fraction_k") or cfg["fraction_qk"],
-           "v": cfg["fraction_v"], "o": cfg.get("fraction_o") or cfg["fraction_v"]}
-    out = {}
-    for p in "qkvo":
-        if p in rot:
-            w = int(math.floor(own[p] * D))
-            if not 0.0 < own[p] <= 1.0 or w < 2 or w % 2:
-                raise ValueError("fraction %g gives d_rot_%s %d for d_k %d; it must be even and "
-                                 ">= 2" % (own[p], p, w, D))
-            out[p] = w
-    return out
 
 
 def freq_of(cfg, theta=None, angles=None, axes="axial", sections=None, mix=None):
@@ -574,11 +466,23 @@ class RoperTransformer(nn.Module):
                  sections=None, mix=None, **kw):
         super().__init__()
         given = dict(cfg or {}, **kw)
-        self.cfg = c = config(given)
+        self.cfg = c = config(cfg, **kw)
         # roper.config as roper writes it: the keys every file holds, and the others when given
-        self.file_config = {k: c[k] for k in DEFAULTS if k in ALWAYS or k in given}
-        self.positions, self.n_axes, self.freq = positions_of(c, positions, axes, sections,
-                                                              mix, freq, angles)
+        # and set (not the mode's own rotate nor a fraction equal to the shared one: "not set")
+        self.file_config = {k: c[k] for k in DEFAULTS if k in ALWAYS or k in given and
+                            c[k] != "" and not (KEY[k]["unset0"] and c[k] == 0.0)}
+        # rp.model's own options may come in the config too, as in rp.model's table
+        own = dict(freq=freq, angles=angles, positions=positions, axes=axes, sections=sections,
+                   mix=mix)
+        for k in own:
+            if k in given:
+                if own[k] is not None:
+                    raise ValueError("option '%s' is given twice (in the config and as an "
+                                     "argument)" % k)
+                own[k] = given[k]
+        self.positions, self.n_axes, self.freq = positions_of(
+            c, own["positions"], own["axes"], own["sections"], own["mix"], own["freq"],
+            own["angles"])
         C, V = c["d_model"], c["vocab"]
         mode = MODES[c["pe"]]
         self.embed = nn.Embedding(V, C)
@@ -665,8 +569,9 @@ def load_roper(path, freq=None, angles=None, positions=None, axes=None, sections
     if meta.get("roper.version") != "1":
         raise ValueError("%s: roper.version %r is not supported (this is version 1)"
                          % (path, meta.get("roper.version")))
-    model = RoperTransformer(json.loads(meta["roper.config"]), freq=freq, angles=angles,
-                             positions=positions, axes=axes, sections=sections, mix=mix)
+    model = RoperTransformer(StoredConfig(json.loads(meta["roper.config"])), freq=freq,
+                             angles=angles, positions=positions, axes=axes, sections=sections,
+                             mix=mix)
     model.load_state_dict({k: v.float() for k, v in tensors.items()}, strict=True)
     return model
 

@@ -213,8 +213,9 @@ def _describe(v):
         return "boolean"
     if isinstance(v, int):
         return "%d" % v
-    if isinstance(v, float):
-        return _g(v, "%.14g")
+    if isinstance(v, float):  # Lua's tostring: %.14g, and ".0" when that looks like an integer
+        s = _g(v, "%.14g")
+        return s + ".0" if s.lstrip("-").isdigit() else s
     if isinstance(v, str):
         return 'string "%s"' % v if len(v) <= 40 else "string"
     return "table" if isinstance(v, (list, tuple, dict)) else "nil" if v is None else \

@@ -297,3 +297,106 @@ describe("learn_freq, a bool key", function()
     assert.is_true(mem.params > 0)
   end)
 end)
+
+describe("rp.model_keys", function()
+  local keys = rp.model_keys()
+
+  it("lists every key of m:config() and rp.experiment's model keys, in the schema's order",
+    function()
+      local names, seen = {}, {}
+      for i, k in ipairs(keys) do names[i], seen[k.name] = k.name, true end
+      assert.same({ "vocab", "d_model", "heads" }, { names[1], names[2], names[3] })
+      assert.equal("learn_freq", names[#names])
+      for name in pairs(rp.model(cfg { pe = "roper", scaling = "yarn", scaling_factor = 2,
+                                       xpos = 0.5 }):config()) do
+        assert.is_true(seen[name], name)
+      end
+      assert.is_not.equal(keys, rp.model_keys()) -- a new table at each call
+    end)
+
+  -- each int and number row at the ends of its range and one step past them (an int by 1, a
+  -- number by 1e-9 of its size), on a config where the row does something: past an end
+  -- rp.model_memory refuses it naming the range, at an end it does not refuse the range (another
+  -- rule may refuse the value: d_model 1 and heads 2, say)
+  it("gives each key's range as rp.model takes it, and each enum's names", function()
+    local where = { placement = { pe = "roper" }, freq = { pe = "rope" },
+                    scaled = { scaling = "yarn", scaling_factor = 2 }, xpos = { xpos = 0.5 },
+                    linear_rotary = { attention = "linear", pe = "rope" },
+                    relative = { pe = "t5" } }
+    local function refusal(k, v)
+      local c = cfg(where[k.use])
+      if k.name == "rel_clip" then c.pe = "shaw" end
+      if k.use == "scalings" then c.scaling = k.scalings[#k.scalings] end
+      c[k.name] = v
+      local ok, err = pcall(rp.model_memory, c)
+      return not ok and err or nil
+    end
+    local function range_refused(k, v)
+      local err = refusal(k, v)
+      return err ~= nil and (err:find("(" .. k.name .. " ", 1, true) ~= nil) and
+        (err:find("must be in", 1, true) or err:find("must be a finite number", 1, true)) ~= nil
+    end
+    local n = 0
+    for _, k in ipairs(keys) do
+      if k.type == "int" or k.type == "number" then
+        local step = k.type == "int" and 1 or math.max(math.abs(k.lo), 1) * 1e-9
+        local lo = (k.lo_open or (k.unset0 and k.lo == 0)) and k.lo + step or k.lo
+        -- rel_max_distance's low end is rel_buckets / 2 + 1, a rule beside its range
+        if k.name ~= "rel_max_distance" then
+          assert.is_false(range_refused(k, lo), k.name .. " at " .. lo)
+        end
+        assert.is_true(range_refused(k, k.lo_open and k.lo or k.lo - step), k.name .. " below")
+        if k.hi ~= math.huge then
+          assert.is_false(range_refused(k, k.hi_open and k.hi - step or k.hi), k.name)
+          assert.is_true(range_refused(k, k.hi_open and k.hi or k.hi + step), k.name .. " above")
+        end
+        n = n + 1
+      elseif k.type == "enum" then
+        local found = false
+        for _, v in ipairs(k.names) do
+          found = found or v == k.default
+          assert.is_false((refusal(k, v) or ""):find("must be one of", 1, true) ~= nil, v)
+        end
+        assert.is_true(found, k.name)
+        assert.truthy(refusal(k, "no such value"):find("must be one of", 1, true), k.name)
+        n = n + 1
+      end
+    end
+    assert.is_true(n >= 30, n)
+  end)
+
+  it("says when each key does something: a value other than its default is refused elsewhere",
+    function()
+      -- a non-default value of each row, on a config where the row's use says it does nothing
+      local value = function(k)
+        if k.type == "enum" then return k.names[2] end
+        if k.type == "bool" then return true end
+        if k.type == "rotate" then return "q" end
+        if k.type == "int" then return k.default + 1 end
+        return k.default == 0 and 0.5 or k.default / 2
+      end
+      local elsewhere = { rotary = { pe = "shaw" }, placement = { pe = "rope" },
+                          relative = { pe = "rope" }, freq = { pe = "alibi" },
+                          scaled = { pe = "rope" }, scalings = { pe = "rope", scaling = "pi",
+                          scaling_factor = 2 }, xpos = { pe = "rope" },
+                          linear_rotary = { pe = "rope" } }
+      local n = 0
+      for _, k in ipairs(keys) do
+        local o = elsewhere[k.use]
+        if o and not (k.use == "placement" and k.placements:find("[qk]")) then
+          local c = {}
+          for a, b in pairs(o) do c[a] = b end
+          c[k.name] = value(k)
+          local ok, err = pcall(rp.model_memory, cfg(c))
+          assert.is_false(ok, k.name)
+          assert.truthy(err:find(k.name, 1, true), err)
+          n = n + 1
+        end
+        if k.use == "always" then
+          assert.is_nil(k.placements)
+          assert.is_nil(k.scalings)
+        end
+      end
+      assert.is_true(n >= 15, n)
+    end)
+end)

@@ -411,7 +411,8 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
 
   -- cfg as JSON for the companion: what cjson cannot write goes through placeholders, an empty
   -- table as [] (cjson writes {}), infinities and NaN as Python's json reads them (Infinity, NaN:
-  -- a NaN of either sign becomes Python's positive one), a tensor as {"tensor": its values}
+  -- a NaN of either sign becomes Python's positive one), every number exactly (cjson writes 14
+  -- digits; an integer as an integer, a float as a float), a tensor as {"tensor": its values}
   -- (torch_companion.py's own() makes it a float32 tensor)
   local function to_json(cfg)
     local function walk(v)
@@ -419,6 +420,11 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       if type(v) == "number" and v ~= v then return "\1NaN" end
       if v == math.huge then return "\1Infinity" end
       if v == -math.huge then return "\1-Infinity" end
+      if math.type(v) == "integer" then return ("\1%d"):format(v) end
+      if math.type(v) == "float" then
+        local s = ("%.17g"):format(v)
+        return "\1" .. (s:find("[.e]") and s or s .. ".0")
+      end
       if type(v) ~= "table" then return v end
       if next(v) == nil then return "\1[]" end
       local t = {}
@@ -594,6 +600,61 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       assert.same(want, got)
     end)
 
+  it("holds roper's config schema (python/roper_torch/schema.json is what gen_schema.lua writes)",
+    function()
+      local out, err, code = h.run(h.sh_quote(os.getenv("ROPER_BIN") or "build/roper")
+        .. " python/gen_schema.lua")
+      assert.equal(0, code, err)
+      assert.equal(out, h.read("python/roper_torch/schema.json"),
+        "regenerate: build/roper python/gen_schema.lua > python/roper_torch/schema.json")
+    end)
+
+  it("checks a config as rp.model does: 20,000 random configs, the same verdict and message",
+    function()
+      if not ok then return pending(why) end
+      -- BASE with a pe, sometimes linear attention or a scaling, and 1 to 4 keys of the schema
+      -- set to values of every kind (in and out of range, of the wrong type, NaN, infinities,
+      -- -0.0, past 2^53 and 2^63, names of the other keys' values)
+      local nan, inf = -(0 / 0), math.huge
+      local vals = { 0, -1, 1, 2, 0.5, 0.25, 0.75, 1.5, 3, 4, 8, 16, 64, 2 ^ 31, 2 ^ 31 - 1,
+        -2 ^ 63, 2 ^ 53 + 1, 1e300, nan, inf, -inf, -0.0, math.maxinteger, math.mininteger, "x",
+        true, false, "", "qk", "vo", "q", "kq", "qkvo", "qq", "linear", "softmax", "post",
+        "gelu", "interleaved", "dims", "dims_exact", "before", { 1 } }
+      local pes, scalings = {}, { "yarn", "llama3", "pi", "dynamic", "ntk" }
+      for _, m in ipairs(rp.pe_modes()) do pes[#pes + 1] = m.name; vals[#vals + 1] = m.name end
+      for _, s in ipairs(scalings) do vals[#vals + 1] = s end
+      local keys = {}
+      for _, k in ipairs(rp.model_keys()) do keys[#keys + 1] = k.name end
+      local g = rp.rng(7)
+      local function pick(t) return t[math.floor(g:uniform() * #t) + 1] end
+      local cfgs, want, accepted = {}, {}, 0
+      for i = 1, 20000 do
+        local t = {}
+        for k, v in pairs(BASE) do t[k] = v end
+        t.pe = pick(pes)
+        if g:uniform() < 0.3 then t.attention = "linear" end
+        if g:uniform() < 0.3 then t.scaling = pick(scalings) end
+        for _ = 1, math.floor(g:uniform() * 4) + 1 do t[pick(keys)] = pick(vals) end
+        local built, msg = pcall(rp.model_memory, t)
+        cfgs[i] = t
+        want[i] = built and "ok" or msg:match("^bad argument #1 to 'rp.model_memory' %((.*)%)$")
+        assert.is_string(want[i], tostring(msg))
+        accepted = accepted + (built and 1 or 0)
+      end
+      assert.is_true(accepted > 100, accepted .. " accepted") -- both kinds of verdict are tested
+      h.write(d .. "/configs.json", to_json(cfgs))
+      local out, err, code = py { "configs", d .. "/configs.json" }
+      assert.equal(0, code, err)
+      local got = {}
+      for line in out:gmatch("[^\n]+") do got[#got + 1] = line end
+      assert.equal(#want, #got)
+      for i = 1, #want do
+        if want[i] ~= got[i] then
+          assert.equal(want[i], got[i], "config " .. i .. ": " .. to_json(cfgs[i]))
+        end
+      end
+    end)
+
   it("save_roper refuses a model with its own positions or frequencies, as roper does",
     function()
       if not ok then return pending(why) end
@@ -622,6 +683,39 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
         got[#got + 1] = line:match("^(.-) %(give them to load_roper%)$") or line
       end
       assert.same(want, got)
+    end)
+
+  it("save_roper writes the config roper gives: rp.load's model has rp.model's m:config()",
+    function()
+      if not ok then return pending(why) end
+      -- keys given at the values that mean "not set" (the mode's own rotate, a fraction equal to
+      -- the shared one), keys of the other modes, the scalings' keys, a bool
+      local cfgs = {
+        { pe = "rope", rotate = "qk", fraction_q = 1, fraction_k = 1 },
+        { pe = "roper", rotate = "kqov", fraction_v = 0.5, fraction_o = 0.5, fraction_qk = 0.5 },
+        { pe = "roper", rotate = "qkv", fraction_q = 0.5 },
+        { pe = "shaw", rel_clip = 3 }, { pe = "t5", rel_buckets = 4, rel_max_distance = 9 },
+        { pe = "rope", scaling = "yarn", scaling_factor = 2, yarn_ramp = "dims", orig_len = 4,
+          attention_factor = 1.5 },
+        { pe = "roper", scaling = "llama3", scaling_factor = 4, low_freq_factor = 2,
+          high_freq_factor = 3, xpos = 0.5, xpos_scale_base = 64 },
+        { pe = "rope", learn_freq = true, pairing = "interleaved", base = 100 },
+        { pe = "rope", attention = "linear", linear_rope = "before" },
+      }
+      local args = { "saves" }
+      for i, c in ipairs(cfgs) do
+        for k, v in pairs(BASE) do c[k] = v end
+        h.write(("%s/save%d.json"):format(d, i), cjson.encode { c })
+        args[#args + 1] = ("%s/save%d.json"):format(d, i)
+        args[#args + 1] = ("%s/save%d.safetensors"):format(d, i)
+      end
+      local out, err, code = py(args)
+      assert.equal(0, code, err)
+      assert.equal(("saved\n"):rep(#cfgs), out)
+      for i, c in ipairs(cfgs) do
+        local m = assert(rp.load(("%s/save%d.safetensors"):format(d, i)))
+        assert.same(rp.model(c):config(), m:config())
+      end
     end)
 
   it("refuses, used on its own, rows that its angle table or its positions do not hold; takes "

@@ -40,9 +40,13 @@ python3-numpy) from the repo root.
         each, the ValueError's message, or "ok" followed by the starting learned frequencies
         (rope.freq, every row, %.9g) when the model has them.
 
-    torch_companion.py saves CONFIGS.json OUT
-        Each config (as for refusals) built and written with save_roper to OUT; one line each,
-        "saved" or the ValueError's message without the path.
+    torch_companion.py configs CONFIGS.json
+        config() of each config (as for refusals, without the keys of OWN); one line each, "ok"
+        or the ValueError's message.
+
+    torch_companion.py saves CONFIGS.json OUT [...]
+        For each pair: each config (as for refusals) built and written with save_roper to OUT;
+        one line each, "saved" or the ValueError's message without the path.
 
     torch_companion.py edges
         The refusals of standalone use: rotary.tables with own angles at a position below 0 and
@@ -70,7 +74,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
 from roper_torch import (Freq, RotaryAttention, RoperTransformer, SafetensorsError,  # noqa: E402
-                         load_roper, read_safetensors, save_roper, tables, write_safetensors)
+                         config, load_roper, read_safetensors, save_roper, tables,
+                         write_safetensors)
 
 
 OWN = ("freq", "angles", "positions", "axes", "sections", "mix")
@@ -170,6 +175,17 @@ def refusals(path):
         print(" ".join(["ok"] + ([] if w is None else ["%.9g" % v for v in w.flatten().tolist()])))
 
 
+def configs(path):
+    with open(path) as f:
+        cfgs = json.load(f)
+    for c in cfgs:
+        try:
+            config(c)
+            print("ok")
+        except ValueError as e:
+            print(str(e))
+
+
 def saves(path, out):
     with open(path) as f:
         cfgs = json.load(f)
@@ -266,7 +282,8 @@ def main():
     # command: (function, arguments per call, repeated over groups of them)
     cmds = {"logits": (logits, 1, False), "tables": (tables_of, 1, False), "f64": (f64, 3, True),
             "grads": (grads, 5, True), "roundtrip": (roundtrip, 2, True), "read": (read, 1, True),
-            "refusals": (refusals, 1, False), "saves": (saves, 2, False),
+            "refusals": (refusals, 1, False), "configs": (configs, 1, False),
+            "saves": (saves, 2, True),
             "edges": (edges, 0, False), "train": (train, 3, False)}
     if not a or a[0] not in cmds:
         sys.stderr.write(__doc__)

@@ -1,0 +1,42 @@
+-- Writes python/roper_torch/schema.json: roper's model config schema (rp.model_keys()) and mode
+-- table (rp.pe_modes()), from which the PyTorch companion checks a config as rp.model checks
+-- it. Run from the top of the tree after `make` when a config key or a mode changes
+-- (torch_companion_spec fails until the file is what this writes):
+--   build/roper python/gen_schema.lua > python/roper_torch/schema.json
+local rp = require "roper"
+local cjson = require "cjson"
+
+-- JSON of v with sorted object keys (the file's bytes do not depend on Lua's table order), an
+-- infinite number as Python's json writes it, integers as integers and floats as floats
+local function encode(v, indent)
+  local t = type(v)
+  if t == "number" then
+    if v == math.huge then return "Infinity" end
+    if v == -math.huge then return "-Infinity" end
+    if math.type(v) == "integer" then return ("%d"):format(v) end
+    local s = ("%.17g"):format(v)
+    return s:find("[.e]") and s or s .. ".0" -- a float stays a float in Python
+
+  elseif t ~= "table" then
+    return cjson.encode(v)
+  end
+  local pad = "\n" .. (" "):rep(indent + 2)
+  local out = {}
+  if #v > 0 or next(v) == nil then
+    for _, x in ipairs(v) do out[#out + 1] = encode(x, indent + 2) end
+    if #out == 0 then return "[]" end
+    -- a list of scalars on one line, of tables one per line
+    if type(v[1]) ~= "table" then return "[" .. table.concat(out, ", ") .. "]" end
+    return "[" .. pad .. table.concat(out, "," .. pad) .. "\n" .. (" "):rep(indent) .. "]"
+  end
+  local keys = {}
+  for k in pairs(v) do keys[#keys + 1] = k end
+  table.sort(keys)
+  for _, k in ipairs(keys) do out[#out + 1] = cjson.encode(k) .. ": " .. encode(v[k], indent + 2) end
+  return "{" .. pad .. table.concat(out, "," .. pad) .. "\n" .. (" "):rep(indent) .. "}"
+end
+
+local keys = rp.model_keys()
+local modes = {}
+for i, m in ipairs(rp.pe_modes()) do modes[i] = m end
+io.write(encode({ keys = keys, modes = modes }, 0), "\n")

@@ -1,0 +1,342 @@
+"""rp.model's config, checked as roper checks it: the keys, their types, defaults and ranges, and
+when each does something, come from roper's schema (schema.json, written from roper's own rows by
+python/gen_schema.lua: rp.model_keys() and rp.pe_modes()); the rules between keys are those of
+core/model/model_config.c, with roper's messages. MODES holds what the modules need of each
+positional mode (core/nn/pe.c's mode table).
+
+config(cfg) gives the full config, or raises ValueError with the message rp.model would raise
+(bindings/model.c's read_cfg: the keys in the schema's order, their types and ranges, then
+rp_model_cfg_check's rules, then the refusal of a key that does nothing for the mode)."""
+
+import json
+import math
+import os
+from dataclasses import dataclass
+
+from . import rotary
+
+
+@dataclass(frozen=True)
+class Mode:
+    absolute: str    # "none", "sinusoidal", "learned": added to the embeddings
+    rotate: str      # the placements rotated by default
+    rotary: bool     # takes any `rotate` subset
+    v_angle: float   # c: v_i is rotated by +c i theta
+    rel: str         # the relative kind ("" for none)
+    linear: bool     # linear attention supports it
+
+
+# core/nn/pe.c's mode table (roper_legacy: the labml code of 2022-05-31 .. 2024-06-20).
+MODES = {
+    "none": Mode("none", "", False, 0.0, "", True),
+    "sinusoidal": Mode("sinusoidal", "", False, 0.0, "", True),
+    "learned": Mode("learned", "", False, 0.0, "", True),
+    "rope": Mode("none", "qk", True, 1.0, "", True),
+    "roper": Mode("none", "qkvo", True, 1.0, "", True),
+    "roper_legacy": Mode("none", "qkvo", True, 2.0, "", False),
+    "shaw": Mode("none", "", False, 0.0, "shaw", False),
+    "xl": Mode("none", "", False, 0.0, "xl", False),
+    "t5": Mode("none", "", False, 0.0, "t5", False),
+    "deberta": Mode("none", "", False, 0.0, "deberta", False),
+    "alibi": Mode("none", "", False, 0.0, "alibi", False),
+}
+
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "schema.json")) as _f:
+    SCHEMA = json.load(_f)
+KEYS = SCHEMA["keys"]  # rp.model_keys(): one row per config key, in roper's order
+PE = {m["name"]: m for m in SCHEMA["modes"]}  # rp.pe_modes()
+if list(PE) != list(MODES) or any((PE[n]["rotary"], PE[n]["linear"], PE[n]["rotate"])
+                                  != (m.rotary, m.linear, m.rotate) for n, m in MODES.items()):
+    raise ImportError("roper_torch: MODES and schema.json's modes differ (python/gen_schema.lua)")
+
+# rp.model's keys and defaults (vocab has none: it is required)
+DEFAULTS = {k["name"]: None if k["required"] else k["default"] for k in KEYS}
+# the keys roper.config holds for every model; the others are written when set
+ALWAYS = ("vocab", "d_model", "heads", "layers", "d_ff", "seq_len", "max_batch", "norm",
+          "activation", "dropout", "pe", "fraction_qk", "fraction_v", "base", "pairing", "seed",
+          "attention", "linear_rope")
+# rp.model's options besides the config keys (RoperTransformer takes them as arguments)
+OWN = ("freq", "angles", "positions", "axes", "sections", "mix", "rope_scaling", "rope_theta")
+I32 = 2 ** 31 - 1
+
+
+class Config(dict):
+    """A config config() checked and completed: config() gives it back as it is."""
+
+
+class StoredConfig(dict):
+    """A config as a file holds it (roper.config): checked as roper's readers check one
+    (rp_model_cfg_check only: a fraction_q of 0 means "not set", and a key that does nothing for
+    the mode is harmless there)."""
+
+
+def _join(names):
+    """rp_join_names: "a", "a or b", "a, b or c"."""
+    names = list(names)
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def _pe_list(rotary_only=False, linear=False, reads=None):
+    """rp_pe_list: the modes (rotary ones, those linear attention supports, those whose relative
+    terms read the key `reads`)."""
+    return _join(n for n, m in PE.items() if (not rotary_only or m["rotary"])
+                 and (not linear or m["linear"]) and (reads is None or reads in m["rel_keys"]))
+
+
+def _lua_integer(v):
+    """v as an int when roper reads it as an integer (lrp_tointeger: an integer-valued number
+    within 64 bits, 2 or 2.0, not 2.5, nan nor True), else None."""
+    if isinstance(v, bool) or not hasattr(v, "__float__"):
+        return None
+    try:
+        x = float(v)
+        i = int(v) if isinstance(v, int) else int(x) if math.isfinite(x) and x == int(x) else None
+    except (OverflowError, TypeError, ValueError):
+        return None
+    return i if i is not None and -2 ** 63 <= i < 2 ** 63 else None
+
+
+def _rotate_mask(s):
+    """rp_rotate_from_name: the placements of a non-empty string of distinct letters of "qkvo"
+    as their letters in q, k, v, o order, or None."""
+    if not isinstance(s, str) or not s or any(c not in "qkvo" for c in s) or \
+            len(set(s)) != len(s):
+        return None
+    return "".join(c for c in "qkvo" if c in s)
+
+
+def _read(k, v):
+    """The value v of row k read as rp.model reads it (lrp_optcfgkey's types), else ValueError."""
+    name, t = k["name"], k["type"]
+    if t == "number":
+        if isinstance(v, bool) or not hasattr(v, "__float__") or isinstance(v, str):
+            raise ValueError("option '%s' must be a number, got %s" % (name, rotary._describe(v)))
+        return float(v)
+    if t in ("int", "seed"):
+        i = _lua_integer(v)
+        if i is None:
+            raise ValueError("option '%s' must be an integer, got %s"
+                             % (name, rotary._describe(v)))
+        return i
+    if t == "enum":
+        if not isinstance(v, str) or v not in k["names"]:
+            raise ValueError("option '%s' must be one of %s, got %s"
+                             % (name, ", ".join('"%s"' % n for n in k["names"]),
+                                rotary._describe(v)))
+        return v
+    if t == "rotate":
+        r = _rotate_mask(v)
+        if r is None:
+            raise ValueError("option '%s' must name the rotated placements, distinct letters of "
+                             '"qkvo" ("qk", "vo", "qkvo", ...), got %s'
+                             % (name, rotary._describe(v)))
+        return r
+    if not isinstance(v, bool):  # bool
+        raise ValueError("option '%s' must be a boolean, got %s" % (name, rotary._describe(v)))
+    return v
+
+
+def _check_key(k, x, given):
+    """rp_model_cfg_check_key: x in row k's range. given: the caller wrote it (0 stands for "not
+    set" only in a stored config)."""
+    name, t = k["name"], k["type"]
+    if t == "int" and not k["lo"] <= x <= k["hi"]:
+        raise ValueError("%s %d must be in %d..%d" % (name, x, k["lo"], k["hi"]))
+    if t != "number" or (k["unset0"] and x == 0.0 and not given):
+        return
+    lo_ok = x > k["lo"] if k["lo_open"] else x >= k["lo"]
+    hi_ok = x < k["hi"] if k["hi_open"] else x <= k["hi"]
+    if lo_ok and hi_ok and math.isfinite(x):
+        return
+    if math.isinf(k["hi"]):
+        raise ValueError("%s must be a finite number %s %s, got %s"
+                         % (name, ">" if k["lo_open"] else ">=", rotary._g(k["lo"]), rotary._g(x)))
+    raise ValueError("%s %s must be in %s%s, %s%s"
+                     % (name, rotary._g(x), "(" if k["lo_open"] else "[", rotary._g(k["lo"]),
+                        rotary._g(k["hi"]), ")" if k["hi_open"] else "]"))
+
+
+def _value_str(k, x):
+    """rp_model_cfg_value_str: a seed as C's unsigned, a number as %g, the rest as written."""
+    if k["type"] == "seed":
+        return "%d" % (x % 2 ** 64)
+    if k["type"] == "number":
+        return rotary._g(x)
+    if k["type"] == "bool":
+        return "true" if x else "false"
+    return "%s" % x
+
+
+def _is_default(k, x):
+    if k["type"] == "seed":
+        return x % 2 ** 64 == k["default"] % 2 ** 64
+    if k["type"] == "rotate":
+        return x == ""
+    return x == k["default"]
+
+
+def _unused(c, k):
+    """rp_model_cfg_unused: None when row k does something for the config c, else why not."""
+    use, pe = k["use"], c["pe"]
+    mode = PE[pe]
+    linear = c["attention"] == "linear"
+    rot = c["rotate"] if c["rotate"] and not linear else mode["rotate"]
+    if use == "always":
+        return None
+    if use == "relative":
+        return None if k["name"] in mode["rel_keys"] else \
+            "for pe %s: it applies to pe %s" % (pe, _pe_list(reads=k["name"]))
+    if use == "linear_rotary":
+        if linear and mode["rotary"]:
+            return None
+        return "%s%s: it applies to linear attention with pe %s" % (
+            "for pe " if linear else "with softmax attention", pe if linear else "",
+            _pe_list(rotary_only=True, linear=True))
+    if not mode["rotary"]:
+        return "for pe %s: it applies to the rotary modes (%s)" % (pe, _pe_list(True))
+    if use == "placement":
+        if any(p in rot for p in k["placements"]):
+            return None
+        return "for pe %s rotating %s: it applies when %s is rotated" % (
+            pe, rot, " or ".join(k["placements"]))
+    if use in ("freq", "scaled", "scalings", "xpos"):
+        if linear:
+            return "with linear attention: it applies to softmax attention"
+        if use == "scaled" and c["scaling"] == "none":
+            return "with scaling none: it applies to the scalings (%s)" % _join(
+                [n for n in KEY["scaling"]["names"] if n != "none"])
+        if use == "scalings" and c["scaling"] not in k["scalings"]:
+            return "with scaling %s: it applies to scaling %s" % (c["scaling"],
+                                                                  _join(k["scalings"]))
+        if use == "xpos" and not c["xpos"] > 0.0:
+            return "with xpos 0: it applies when xpos > 0 (xPos on)"
+    return None  # rotary
+
+
+KEY = {k["name"]: k for k in KEYS}
+
+
+def _fraction_width(what, f, D):
+    """rp_pe_fraction_width: the width floor(f D) that fraction f of d_k D gives, even and >= 2."""
+    if not 0.0 < f <= 1.0:
+        raise ValueError("%s %s must be in (0, 1]" % (what, rotary._g(f)))
+    w = int(math.floor(f * D))
+    if w < 2 or w % 2:
+        raise ValueError("%s %s gives d_rot %d for d_k %d; it must be even and >= 2"
+                         % (what, rotary._g(f), w, D))
+    return w
+
+
+def widths(cfg):
+    """{placement: d_rot} of the rotated placements (core/model/model_config.c's pe_widths; with
+    linear attention the mode's own), refused as roper refuses a fraction that gives an odd
+    width or one below 2."""
+    mode = MODES[cfg["pe"]]
+    D = cfg["d_model"] // cfg["heads"]
+    rot = cfg.get("rotate") or mode.rotate
+    own = {"q": ("fraction_q", "fraction_qk"), "k": ("fraction_k", "fraction_qk"),
+           "v": ("fraction_v", "fraction_v"), "o": ("fraction_o", "fraction_v")}
+    out = {}
+    for p in "qkvo":
+        if p in rot:
+            key, shared = own[p]
+            f = cfg.get(key) or 0.0 if key != shared else 0.0
+            out[p] = _fraction_width(key, f, D) if f > 0.0 else \
+                _fraction_width(shared, cfg[shared], D)
+    return out
+
+
+def _normalise(c):
+    """rp_model_cfg_normalise: the mode's own rotate and fractions equal to the shared ones are
+    "not set" ("" and 0), so that equal models have equal configs."""
+    if c["rotate"] == MODES[c["pe"]].rotate:
+        c["rotate"] = ""
+    for own, shared in (("fraction_q", "fraction_qk"), ("fraction_k", "fraction_qk"),
+                        ("fraction_o", "fraction_v")):
+        if c[own] == c[shared]:
+            c[own] = 0.0
+
+
+def _check_rules(c):
+    """rp_model_cfg_check's rules between keys (the ranges are checked already)."""
+    pe, mode, linear = c["pe"], MODES[c["pe"]], c["attention"] == "linear"
+    if c["max_batch"] > I32 // c["seq_len"]:
+        raise ValueError("max_batch %d x seq_len %d exceeds 2^31-1 rows"
+                         % (c["max_batch"], c["seq_len"]))
+    if c["d_model"] % c["heads"]:
+        raise ValueError("d_model %d is not divisible by heads %d" % (c["d_model"], c["heads"]))
+    if mode.rel == "xl" and c["d_model"] % 2:
+        raise ValueError("pe %s needs an even d_model (its sinusoid R), got %d"
+                         % (pe, c["d_model"]))
+    if c["rotate"] and not mode.rotary:
+        raise ValueError("rotate needs a rotary pe (%s), not %s" % (_pe_list(True), pe))
+    widths(c)
+    if "rel_buckets" in PE[pe]["rel_keys"]:
+        lo = c["rel_buckets"] // 2 + 1
+        if not lo <= c["rel_max_distance"] <= I32:
+            raise ValueError("rel_max_distance %d must be in %d..%d"
+                             % (c["rel_max_distance"], lo, I32))
+    if linear and not mode.linear:
+        raise ValueError("linear attention does not support pe %s" % pe)
+    s = c["scaling"]
+    if s == "llama3" and not c["low_freq_factor"] < c["high_freq_factor"]:
+        raise ValueError("low_freq_factor %s must be below high_freq_factor %s"
+                         % (rotary._g(c["low_freq_factor"]), rotary._g(c["high_freq_factor"])))
+    if s == "yarn" and not c["yarn_alpha"] < c["yarn_beta"]:
+        raise ValueError("yarn_alpha %s must be below yarn_beta %s (the ramp runs from alpha to "
+                         "beta)" % (rotary._g(c["yarn_alpha"]), rotary._g(c["yarn_beta"])))
+    if (s != "none" or c["xpos"] > 0.0) and (not mode.rotary or linear):
+        raise ValueError("scaling and xpos need a rotary pe (%s) with softmax attention, not %s%s"
+                         % (_pe_list(True), pe, " with linear attention" if linear else ""))
+    if c["learn_freq"] and s != "none":
+        raise ValueError("learn_freq learns the frequencies themselves; scaling %s does not apply "
+                         "to them (train at the longer length instead)" % s)
+    if linear and (c["rotate"] or c["fraction_q"] or c["fraction_k"] or c["fraction_o"]):
+        raise ValueError("linear attention takes the mode's own rotate and fraction_qk, "
+                         "fraction_v (not rotate, fraction_q, fraction_k, fraction_o)")
+
+
+def config(cfg=None, **kw):
+    """rp.model's config with its defaults filled in: a Config, a dict of every key of DEFAULTS,
+    the mode's own rotate and the shared fractions "not set" ("" and 0) as roper stores them
+    (a Config given alone comes back as it is: the modules pass theirs on). Raises
+    ValueError with rp.model's message for what rp.model refuses (a StoredConfig: what roper's
+    readers refuse). The keys of OWN are left to the caller (RoperTransformer's arguments);
+    rope_scaling and rope_theta, Hugging Face's names that rp.model maps onto its own keys, are
+    refused here."""
+    if isinstance(cfg, Config) and not kw:
+        return cfg
+    stored = isinstance(cfg, StoredConfig) and not kw
+    c = dict(cfg or {}, **kw)
+    for name in c:
+        if not isinstance(name, str):
+            raise ValueError("option names must be strings, got %s" % rotary._describe(name))
+        if name not in KEY and name not in OWN:
+            raise ValueError("unknown option '%s' (known: %s)"
+                             % (name, ", ".join(list(KEY) + list(OWN))))
+    full = {}
+    for k in KEYS:
+        name = k["name"]
+        if c.get(name) is None:  # absent (Lua's nil)
+            if k["required"]:
+                raise ValueError("option '%s' (%s) is required" % (name, k["help"]))
+            full[name] = DEFAULTS[name]
+            continue
+        full[name] = _read(k, c[name])
+        _check_key(k, full[name], not stored)
+    for name in ("rope_scaling", "rope_theta"):
+        if name in c:
+            raise ValueError("option '%s' (Hugging Face's) is read by roper's rp.model, not here: "
+                             "give roper's keys (the model's m:config())" % name)
+    if full["rotate"] and not MODES[full["pe"]].rotary and not stored:
+        raise ValueError("option 'rotate' needs a rotary pe (%s), got pe '%s'"
+                         % (_pe_list(True), full["pe"]))
+    _normalise(full)
+    _check_rules(full)
+    if not stored:
+        for k in KEYS:
+            why = None if _is_default(k, full[k["name"]]) else _unused(full, k)
+            if why:
+                raise ValueError("%s %s does nothing %s"
+                                 % (k["name"], _value_str(k, full[k["name"]]), why))
+    return Config(full)
