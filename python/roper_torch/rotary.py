@@ -294,9 +294,49 @@ def _check_final(f, key, t):
                                  % (key, row, r, i, entry, _g(v), entries))
 
 
+def _finite(*vs):
+    return all(isinstance(v, (int, float)) and math.isfinite(v) for v in vs)
+
+
 def check_tables(f):
-    """rp_rope_freq_check's part for the own tables, its messages: freq and angles exclude each
-    other, freq not empty and finite, angles as _check_final."""
+    """rp_rope_freq_check, its messages: the scheme's numbers (a known scaling, its factor > 0,
+    orig_len >= 1 where the scaling reads it, attention_factor >= 0, llama3's bands and YaRN's
+    ramp in order, xPos's gamma >= 0 and scale base > 0, all finite), then the own tables: freq
+    and angles exclude each other, freq not empty and finite, angles as _check_final."""
+    scaling(f)
+    if not _finite(f.factor) or not f.factor > 0.0:
+        raise ValueError("scaling_factor must be a finite number > 0, got %s" % _g(f.factor))
+    if f.scaling in ("yarn", "dynamic", "llama3") and not (_finite(f.orig_len) and
+                                                          f.orig_len >= 1.0):
+        raise ValueError("orig_len (the original context length of scaling %s) must be >= 1, "
+                         "got %s" % (f.scaling, _g(f.orig_len)))
+    if not _finite(f.attention_factor) or not f.attention_factor >= 0.0:
+        raise ValueError("attention_factor must be a finite number >= 0 (0: the scaling's own), "
+                         "got %s" % _g(f.attention_factor))
+    if f.scaling == "llama3":
+        lo, hi = f.low_freq_factor, f.high_freq_factor
+        if not _finite(lo, hi) or not lo >= 0.0:
+            raise ValueError("low_freq_factor and high_freq_factor must be finite and >= 0, got "
+                             "%s and %s" % (_g(lo), _g(hi)))
+        if not lo < hi:
+            raise ValueError("low_freq_factor %s must be below high_freq_factor %s"
+                             % (_g(lo), _g(hi)))
+    if f.scaling == "yarn":
+        if f.yarn_ramp not in ("rotations", "dims", "dims_exact"):
+            raise ValueError("unknown yarn_ramp %s" % _describe(f.yarn_ramp))
+        a, b = f.yarn_alpha, f.yarn_beta
+        if not _finite(a, b) or not a >= 0.0:
+            raise ValueError("yarn_alpha and yarn_beta must be finite and >= 0, got %s and %s"
+                             % (_g(a), _g(b)))
+        if not a < b:
+            raise ValueError("yarn_alpha %s must be below yarn_beta %s (the ramp runs from alpha "
+                             "to beta)" % (_g(a), _g(b)))
+    if not _finite(f.xpos) or not f.xpos >= 0.0:
+        raise ValueError("xpos (xPos gamma) must be a finite number >= 0 (0: off), got %s"
+                         % _g(f.xpos))
+    if not _finite(f.xpos_scale_base) or not f.xpos_scale_base > 0.0:
+        raise ValueError("xpos_scale_base must be a finite number > 0, got %s"
+                         % _g(f.xpos_scale_base))
     if f.theta is not None and f.angles is not None:
         raise ValueError("freq and angles exclude each other (give one)")
     if f.theta is not None:

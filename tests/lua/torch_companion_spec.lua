@@ -762,6 +762,11 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       "sections: axis 2 of 2 has 1 pairs with axes sections (sections apply to axes sections, "
         .. "one per axis)",
       "freq: pair 2 has frequency nan; frequencies must be finite",
+      angles_refusal(4, { scaling = "yarn", scaling_factor = 2, orig_len = 8, yarn_alpha = 40 }),
+      angles_refusal(4, { scaling = "llama3", scaling_factor = 2, orig_len = 8,
+                          low_freq_factor = 5 }),
+      -- a Freq's orig_len is 0 unless given (rp.rope.angles: "option 'orig_len' ... is required")
+      "orig_len (the original context length of scaling yarn) must be >= 1, got 0",
       "function: 8 x 4, the list's",
       "numpy: [1.0, 0.5, 0.25, 0.125], [1.0, 2.0, 0.5, 3.0]",
       refusal("rope", function() return "x" end),

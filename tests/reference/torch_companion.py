@@ -51,7 +51,7 @@ python3-numpy) from the repo root.
     torch_companion.py edges
         The refusals of standalone use: rotary.tables with own angles at a position below 0 and
         past the table, RotaryAttention with positions fewer than offset + T; rotary.tables
-        with 12 Freq that roper refuses; then angles given as a function: "function: <rows> x
+        with 15 Freq that roper refuses; then angles given as a function: "function: <rows> x
         <pairs>, the list's" (or "differs"), own frequencies from NumPy ("numpy: <theta>,
         <theta>") and three refusals; one line each.
 
@@ -221,7 +221,10 @@ def edges():
                    (p2, Freq(axes="mixed", mix=[[1.0] * 2] * 2)),
                    (p2, Freq(axes="mixed")), ([0, 1], Freq(axes="mixed", mix=[[1.0] * 4])),
                    (p2, Freq(mix=[[1.0] * 4] * 2)), (p2, Freq(axes="sections", sections=[4, 0, 1])),
-                   (p2, Freq(theta=[1.0, 2.0, math.nan, 4.0]))):
+                   (p2, Freq(theta=[1.0, 2.0, math.nan, 4.0])),
+                   (4, Freq(scaling="yarn", factor=2.0, orig_len=8.0, yarn_alpha=40.0)),
+                   (4, Freq(scaling="llama3", factor=2.0, orig_len=8.0, low_freq_factor=5.0)),
+                   (4, Freq(scaling="yarn", factor=2.0))):
         try:
             tables(8, 10000.0, range(pos) if isinstance(pos, int) else pos, f)
             print("ok")
