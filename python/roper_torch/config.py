@@ -44,6 +44,7 @@ MODES = {
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "schema.json")) as _f:
     SCHEMA = json.load(_f)
 KEYS = SCHEMA["keys"]  # rp.model_keys(): one row per config key, in roper's order
+KEY = {k["name"]: k for k in KEYS}
 PE = {m["name"]: m for m in SCHEMA["modes"]}  # rp.pe_modes()
 if list(PE) != list(MODES) or any((PE[n]["rotary"], PE[n]["linear"], PE[n]["rotate"])
                                   != (m.rotary, m.linear, m.rotate) for n, m in MODES.items()):
@@ -211,9 +212,6 @@ def _unused(c, k):
         if use == "xpos" and not c["xpos"] > 0.0:
             return "with xpos 0: it applies when xpos > 0 (xPos on)"
     return None  # rotary
-
-
-KEY = {k["name"]: k for k in KEYS}
 
 
 def _fraction_width(what, f, D):
