@@ -2,10 +2,11 @@
 -- d_ff 512, seq_len 512, pe rope, seed 1, untrained) on this process's threads:
 --   rp.eval.accuracy on rp.tasks.substring_index (str_len 13: prompts of 27-28 tokens, max_new
 --     24; the untrained model never emits the terminator, so every problem decodes 24 tokens):
---     problems/s at batch 1, at the default batch, and along the lanes 1, 2, 4, .. 64;
+--     problems/s at batch 1, at the default batch (m:lanes(), shown), and along the lanes 2, 4,
+--     .. 64;
 --   m:generate: tokens/s of one such prompt with 250 new tokens;
 --   m:generate_batch: tokens/s of 64 such prompts with 250 new tokens each, at 8 lanes and at the
---     default lanes.
+--     default lanes (m:lanes(64), shown).
 -- Figures are the best of BENCH_REPS (default 3) timed runs, after one warm-up; never asserted. On
 -- one thread the time is the process's CPU time (os.clock: the other processes of a shared
 -- machine do not count), on more the wall-clock time.
@@ -54,7 +55,8 @@ end
 print(("  rp.eval.accuracy, substring_index (prompts %d-%d tokens, answers 24), %d problems:")
   :format(lo, hi, problems))
 print(("    %-26s %9.0f problems/s"):format("batch 1", accuracy_rate(1)))
-print(("    %-26s %9.0f problems/s"):format("batch default", accuracy_rate(nil)))
+print(("    %-26s %9.0f problems/s"):format(("batch default (%d)"):format(m:lanes()),
+  accuracy_rate(nil)))
 local curve = {}
 for _, b in ipairs { 2, 4, 8, 16, 32, 64 } do
   curve[#curve + 1] = ("%d: %.0f"):format(b, accuracy_rate(b))
@@ -71,6 +73,6 @@ for i = 1, 64 do prompts[i] = task:encode((task:problem(g))) end
 for _, lanes in ipairs { 8, false } do
   local opts = lanes and { lanes = lanes } or nil
   t = best_of(function() m:generate_batch(prompts, n_new, opts) end)
-  print(("  m:generate_batch, 64 prompts, %d new, %-8s %9.0f tokens/s"):format(n_new,
-    lanes and ("lanes " .. lanes) or "default", 64 * n_new / t))
+  print(("  m:generate_batch, 64 prompts, %d new, %-10s %7.0f tokens/s"):format(n_new,
+    lanes and ("lanes " .. lanes) or ("default " .. m:lanes(64)), 64 * n_new / t))
 end
