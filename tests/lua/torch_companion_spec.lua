@@ -655,6 +655,63 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       end
     end)
 
+  it("builds a model where rp.model does: 4,000 random configs with own tables and positions",
+    function()
+      if not ok then return pending(why) end
+      -- 1 to 4 of these options at values of every kind, valid or not, together
+      local nan, inf = -(0 / 0), math.huge
+      local grid, g3, seq, ang, ang3 = {}, {}, {}, {}, {}
+      for t = 0, 7 do
+        grid[t + 1], g3[t + 1], seq[t + 1] = { t // 4, t % 4 }, { t // 4, t % 4, t % 3 }, t
+        ang[t + 1], ang3[t + 1] = { 0.5 * t, 0.25 * t, t, 2 * t }, { t, t, t }
+      end
+      local far = {}
+      for t = 1, 8 do far[t] = grid[t] end
+      far[9] = { 9, 9 }
+      local pool = {
+        freq = { { 1, 2, 3, 4 }, { 1, 2, 3 }, {}, { 1, 2, 3, nan }, { 1, 2, 3, inf }, "x", 5,
+                 { { 1, 2, 3, 4 } }, { 1, 2, 3, 4, 5 }, { 1, true, 3, 4 }, { -1, -2, -3, -4 } },
+        angles = { ang, ang3, {}, { {} }, { 1, 2 }, { { 1, 2, 3, 4 } }, "x", 5,
+                   { { 1, 2, 3, nan } }, { { 1, 2, 3, 4 }, { 1, 2 } } },
+        positions = { grid, g3, seq, far, { 0, 0, 0 }, { { 0, 0, 0, 0 } }, 8, "x",
+                      { { 0, 0 }, { 0, 1 } }, { 0.5, 1, 2, 3, 4, 5, 6, 7 },
+                      { -1, 0, 1, 2, 3, 4, 5, 6 }, { 2 ^ 53, 0, 1, 2, 3, 4, 5, 6 }, {} },
+        axes = { "axial", "sections", "mixed", "bogus", 1, true },
+        sections = { { 2, 2 }, { 1, 3 }, { 4 }, { 1, 1, 2 }, { -1, 5 }, {}, 4, { 1.5, 2.5 },
+                     { 0, 4 } },
+        mix = { { { 1, 2, 3, 4 }, { 0.5, 0.25, 0.125, 1 } }, { { 1, 2, 3, 4 } }, {}, { {} }, 2,
+                { 1, 2 }, { { 1, 2, 3, nan }, { 1, 2, 3, 4 } }, { { 1, 2, 3 }, { 1, 2, 3 } } },
+        pe = { "rope", "roper", "roper_legacy", "shaw", "none", "alibi" },
+        learn_freq = { true, false }, attention = { "linear", "softmax" },
+        scaling = { "pi", "yarn", "dynamic" }, xpos = { 0.5 }, fraction_qk = { 0.5 },
+      }
+      local names = {}
+      for k in pairs(pool) do names[#names + 1] = k end
+      table.sort(names)
+      local g = rp.rng(11)
+      local function pick(t) return t[math.floor(g:uniform() * #t) + 1] end
+      local cfgs = {}
+      for i = 1, 4000 do
+        local c = {}
+        for _ = 1, math.floor(g:uniform() * 4) + 1 do
+          local k = pick(names)
+          c[k] = pick(pool[k])
+        end
+        if c.scaling then c.scaling_factor = 2 end
+        cfgs[i] = c
+      end
+      local want, got = verdicts("refusals_random", cfgs)
+      local accepted = 0
+      for i = 1, #want do
+        accepted = accepted + (want[i]:find("^ok") and 1 or 0)
+        if want[i] ~= got[i] then
+          assert.equal(want[i], got[i], "config " .. i .. ": " .. to_json(cfgs[i]))
+        end
+      end
+      assert.equal(#want, #got)
+      assert.is_true(accepted > 500 and accepted < 3500, accepted .. " accepted")
+    end)
+
   it("save_roper refuses a model with its own positions or frequencies, as roper does",
     function()
       if not ok then return pending(why) end
