@@ -256,7 +256,10 @@ def _normalise(c):
 
 
 def _check_rules(c):
-    """rp_model_cfg_check's rules between keys (the ranges are checked already)."""
+    """rp_model_cfg_check: every key in its range again (rp_model_cfg_check_keys: as a stored
+    config, for what rope_scaling set), then the rules between keys."""
+    for k in KEYS:
+        _check_key(k, c[k["name"]], False)
     pe, mode, linear = c["pe"], MODES[c["pe"]], c["attention"] == "linear"
     if c["max_batch"] > I32 // c["seq_len"]:
         raise ValueError("max_batch %d x seq_len %d exceeds 2^31-1 rows"
@@ -294,14 +297,134 @@ def _check_rules(c):
                          "fraction_v (not rotate, fraction_q, fraction_k, fraction_o)")
 
 
+# ---- Hugging Face's names (bindings/freq.c: lrp_optbase, lrp_opt_rope_scaling) ----
+
+# the rope_scaling fields roper reads, each with the group of them a rope_type reads
+_HF_FIELDS = {"factor": "factor", "original_max_position_embeddings": "len",
+              "beta_fast": "betas", "beta_slow": "betas", "low_freq_factor": "llama3",
+              "high_freq_factor": "llama3", "attention_factor": "attn", "mscale": "attn",
+              "mscale_all_dim": "attn", "truncate": "truncate"}
+# rope_type: (roper's scaling, the groups it reads)
+_HF_TYPES = {"default": ("none", ()), "linear": ("pi", ("factor",)),
+             "dynamic": ("dynamic", ("factor", "len")),
+             "yarn": ("yarn", ("factor", "len", "betas", "attn", "truncate")),
+             "llama3": ("llama3", ("factor", "len", "llama3"))}
+MAX_POS = 2 ** 53
+
+
+def _rope_theta(c):
+    """rope_theta, Hugging Face's name of base (lrp_optbase)."""
+    if c.get("base") is not None:
+        raise ValueError("options 'rope_theta' and 'base' exclude each other (rope_theta is "
+                         "Hugging Face's name of base)")
+    v = c["rope_theta"]
+    if isinstance(v, bool) or not hasattr(v, "__float__") or isinstance(v, str):
+        raise ValueError("option 'rope_theta' must be a number, got %s" % rotary._describe(v))
+    x = float(v)
+    if not math.isfinite(x):
+        raise ValueError("option 'rope_theta' must be finite, got %s" % rotary._describe(x))
+    if not x > 0.0:
+        raise ValueError("option 'rope_theta' must be > 0, got %s" % rotary._describe(x))
+    return x
+
+
+def _rope_scaling(c, full):
+    """A rope_scaling table as a model's config.json writes it, mapped onto roper's keys in full
+    (lrp_opt_rope_scaling), or ValueError with rp.model's message."""
+    t = c["rope_scaling"]
+    if not isinstance(t, (dict, list, tuple)):
+        raise ValueError("option 'rope_scaling' must be a table (Hugging Face's config.json "
+                         "rope_scaling), got %s" % rotary._describe(t))
+    t = t if isinstance(t, dict) else {}  # a list holds no rope_type (Lua: its fields 1, 2, ..)
+    for k in KEYS:
+        if (k["use"] in ("scaled", "scalings") or k["name"] == "scaling") and \
+                c.get(k["name"]) is not None:
+            raise ValueError("options 'rope_scaling' and '%s' exclude each other (give Hugging "
+                             "Face's table or roper's keys)" % k["name"])
+    rt, ty = t.get("rope_type"), t.get("type")
+    if rt is not None and ty is not None and rt != ty:
+        raise ValueError("option 'rope_scaling': 'rope_type' and 'type' differ")
+    name = rt if rt is not None else ty
+    if not isinstance(name, str):
+        raise ValueError("option 'rope_scaling': 'rope_type' (or 'type') must be a string, got "
+                         "%s" % rotary._describe(name))
+    if name in ("longrope", "su"):
+        raise ValueError("option 'rope_scaling': rope_type \"%s\" (LongRoPE's per-pair factors) "
+                         "is not supported; give the frequencies as option 'freq'" % name)
+    if name not in _HF_TYPES:
+        raise ValueError("option 'rope_scaling': rope_type \"%s\" is not default, linear, "
+                         "dynamic, yarn or llama3" % name)
+    scaling, groups = _HF_TYPES[name]
+    for key in t:
+        if key in ("rope_type", "type"):
+            continue
+        if key not in _HF_FIELDS:
+            raise ValueError("option 'rope_scaling': unknown field '%s' (roper reads rope_type or "
+                             "type, factor, original_max_position_embeddings, beta_fast, "
+                             "beta_slow, low_freq_factor, high_freq_factor, attention_factor, "
+                             "mscale, mscale_all_dim, truncate)" % key)
+        if _HF_FIELDS[key] not in groups:
+            raise ValueError("option 'rope_scaling': field '%s' does nothing for rope_type "
+                             "\"%s\"" % (key, name))
+
+    def number(key, default):
+        v = t.get(key)
+        if v is None:
+            return default
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise ValueError("option 'rope_scaling': '%s' must be a finite number, got %s"
+                             % (key, rotary._describe(v)))
+        return float(v)
+
+    factor = number("factor", 1.0)
+    length = number("original_max_position_embeddings", 0.0)
+    af = number("attention_factor", 0.0)
+    ms, msa = number("mscale", 0.0), number("mscale_all_dim", 0.0)
+    lo, hi = number("low_freq_factor", 1.0), number("high_freq_factor", 4.0)
+    given = lambda key: t.get(key) is not None  # noqa: E731
+    need = ("factor" if scaling != "none" and not given("factor") else
+            "original_max_position_embeddings" if scaling == "llama3" and
+            not given("original_max_position_embeddings") else
+            "low_freq_factor and high_freq_factor" if scaling == "llama3" and
+            not (given("low_freq_factor") and given("high_freq_factor")) else None)
+    if need:
+        raise ValueError("option 'rope_scaling': rope_type \"%s\" needs %s" % (name, need))
+    if given("original_max_position_embeddings") and (length != math.floor(length) or
+                                                     not 1.0 <= length <= MAX_POS):
+        raise ValueError("option 'rope_scaling': 'original_max_position_embeddings' must be an "
+                         "integer >= 1, got %s" % rotary._describe(length))
+    full["scaling"] = scaling
+    if scaling != "none":
+        full["scaling_factor"] = factor
+    if given("original_max_position_embeddings"):
+        full["orig_len"] = int(length)
+    full["low_freq_factor"], full["high_freq_factor"] = lo, hi
+    if scaling == "yarn":
+        full["yarn_beta"] = number("beta_fast", 32.0)
+        full["yarn_alpha"] = number("beta_slow", 1.0)
+        tr = t.get("truncate")
+        if tr is not None and not isinstance(tr, bool):
+            raise ValueError("option 'rope_scaling': 'truncate' must be a boolean, got %s"
+                             % rotary._describe(tr))
+        full["yarn_ramp"] = "dims_exact" if tr is False else "dims"
+        if not given("attention_factor") and given("mscale") and given("mscale_all_dim") and \
+                ms != 0.0 and msa != 0.0:
+            def mscale(x, m):
+                return 1.0 if x <= 1.0 else 0.1 * m * math.log(x) + 1.0
+            af = mscale(factor, ms) / mscale(factor, msa)
+            full["attention_factor"] = af
+    if given("attention_factor"):
+        full["attention_factor"] = af
+
+
 def config(cfg=None, **kw):
     """rp.model's config with its defaults filled in: a Config, a dict of every key of DEFAULTS,
     the mode's own rotate and the shared fractions "not set" ("" and 0) as roper stores them
-    (a Config given alone comes back as it is: the modules pass theirs on). Raises
+    (a Config given alone comes back as it is: the modules pass theirs on); rope_theta and
+    rope_scaling, Hugging Face's names, mapped onto roper's keys as rp.model maps them. Raises
     ValueError with rp.model's message for what rp.model refuses (a StoredConfig: what roper's
-    readers refuse). The keys of OWN are left to the caller (RoperTransformer's arguments);
-    rope_scaling and rope_theta, Hugging Face's names that rp.model maps onto its own keys, are
-    refused here."""
+    readers refuse). The other keys of OWN are left to the caller (RoperTransformer's
+    arguments)."""
     if isinstance(cfg, Config) and not kw:
         return cfg
     stored = isinstance(cfg, StoredConfig) and not kw
@@ -322,10 +445,10 @@ def config(cfg=None, **kw):
             continue
         full[name] = _read(k, c[name])
         _check_key(k, full[name], not stored)
-    for name in ("rope_scaling", "rope_theta"):
-        if name in c:
-            raise ValueError("option '%s' (Hugging Face's) is read by roper's rp.model, not here: "
-                             "give roper's keys (the model's m:config())" % name)
+    if c.get("rope_theta") is not None:
+        full["base"] = _rope_theta(c)
+    if c.get("rope_scaling") is not None:
+        _rope_scaling(c, full)
     if full["rotate"] and not MODES[full["pe"]].rotary and not stored:
         raise ValueError("option 'rotate' needs a rotary pe (%s), got pe '%s'"
                          % (_pe_list(True), full["pe"]))

@@ -655,6 +655,80 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       end
     end)
 
+  it("maps rope_theta and rope_scaling as rp.model does: 6,000 random tables, the same keys",
+    function()
+      if not ok then return pending(why) end
+      -- a rope_type (the five, longrope, an unknown one), often a factor (llama3: often its
+      -- whole set), then at most one more field at a value of any kind; sometimes rope_theta, a
+      -- table that is no table, or one of roper's own keys beside them
+      local nan, inf = -(0 / 0), math.huge
+      local fields = { "rope_type", "type", "factor", "original_max_position_embeddings",
+        "beta_fast", "beta_slow", "low_freq_factor", "high_freq_factor", "attention_factor",
+        "mscale", "mscale_all_dim", "truncate", "bogus" }
+      local fvals = { "default", "linear", "dynamic", "yarn", "llama3", "longrope", "su", "x", 0,
+        -1, 1, 2, 4, 8, 0.5, 1.5, 32, 16, 1e9, nan, inf, true, false, 2 ^ 53 + 2 }
+      local g = rp.rng(5)
+      local function pick(t) return t[math.floor(g:uniform() * #t) + 1] end
+      local cfgs, want, accepted = {}, {}, 0
+      local keys = { "base", "scaling", "scaling_factor", "orig_len", "yarn_alpha", "yarn_beta",
+        "yarn_ramp", "low_freq_factor", "high_freq_factor", "attention_factor" }
+      local default = {}
+      for _, k in ipairs(rp.model_keys()) do default[k.name] = k.default end
+      for i = 1, 6000 do
+        local t = {}
+        for k, v in pairs(BASE) do t[k] = v end
+        t.pe = pick { "rope", "roper", "shaw", "rope" }
+        local rs = { rope_type = pick { "default", "linear", "dynamic", "yarn", "llama3", "yarn",
+                                        "llama3", "longrope", "bogus" } }
+        -- (one field at most that the rope_type does not read: with two, which one rp.model
+        -- names depends on Lua's table order)
+        local extra = g:uniform() < 0.7 and pick(fields) or nil
+        local retyped = extra == "rope_type" or extra == "type"
+        if rs.rope_type == "llama3" and g:uniform() < 0.7 and not retyped then
+          rs.factor, rs.original_max_position_embeddings = 8, 4
+          rs.low_freq_factor, rs.high_freq_factor = 1, 4
+        end
+        if rs.rope_type ~= "default" and g:uniform() < 0.6 then
+          rs.factor = rs.factor or pick { 2, 4, 0.5, 8 }
+        end
+        if extra then rs[extra] = pick(fvals) end
+        if g:uniform() < 0.1 then rs = pick { "x", 5, true } end
+        t.rope_scaling = rs
+        if g:uniform() < 0.3 then t.rope_theta = pick { 500000, 10000, 0, -1, nan, inf, "x" } end
+        if g:uniform() < 0.1 then
+          t[pick { "base", "scaling", "scaling_factor", "orig_len", "yarn_alpha", "xpos" }] =
+            pick { 2, 100, "pi" }
+        end
+        local built, m = pcall(rp.model, t)
+        cfgs[i] = t
+        if built then
+          local c, parts = m:config(), {}
+          for _, k in ipairs(keys) do
+            local v = c[k] == nil and default[k] or c[k]
+            parts[#parts + 1] = k .. "=" .. (math.type(v) == "float" and ("%.17g"):format(v)
+                                             or tostring(v))
+          end
+          want[i] = "ok " .. table.concat(parts, " ")
+          accepted = accepted + 1
+        else
+          want[i] = m:match("^bad argument #1 to 'rp.model' %((.*)%)$")
+          assert.is_string(want[i], m)
+        end
+      end
+      assert.is_true(accepted > 300 and accepted < 5700, accepted .. " accepted")
+      h.write(d .. "/hf_configs.json", to_json(cfgs))
+      local out, err, code = py { "hf_configs", d .. "/hf_configs.json" }
+      assert.equal(0, code, err)
+      local got = {}
+      for line in out:gmatch("[^\n]+") do got[#got + 1] = line end
+      assert.equal(#want, #got)
+      for i = 1, #want do
+        if want[i] ~= got[i] then
+          assert.equal(want[i], got[i], "config " .. i .. ": " .. to_json(cfgs[i]))
+        end
+      end
+    end)
+
   it("builds a model where rp.model does: 4,000 random configs with own tables and positions",
     function()
       if not ok then return pending(why) end

@@ -44,6 +44,10 @@ python3-numpy) from the repo root.
         config() of each config (as for refusals, without the keys of OWN); one line each, "ok"
         or the ValueError's message.
 
+    torch_companion.py hf_configs CONFIGS.json
+        As configs, with rope_theta and rope_scaling: "ok" followed by key=value of the keys they
+        set (HF_KEYS, floats as %.17g), or the ValueError's message.
+
     torch_companion.py saves CONFIGS.json OUT [...]
         For each pair: each config (as for refusals) built and written with save_roper to OUT;
         one line each, "saved" or the ValueError's message without the path.
@@ -186,6 +190,24 @@ def configs(path):
             print(str(e))
 
 
+# the keys rope_theta and rope_scaling set
+HF_KEYS = ("base", "scaling", "scaling_factor", "orig_len", "yarn_alpha", "yarn_beta",
+           "yarn_ramp", "low_freq_factor", "high_freq_factor", "attention_factor")
+
+
+def hf_configs(path):
+    with open(path) as f:
+        cfgs = json.load(f)
+    for c in cfgs:
+        try:
+            full = config(c)
+        except ValueError as e:
+            print(str(e))
+            continue
+        print("ok " + " ".join("%s=%s" % (k, "%.17g" % v if isinstance(v, float) else v)
+                               for k, v in ((k, full[k]) for k in HF_KEYS)))
+
+
 def saves(path, out):
     with open(path) as f:
         cfgs = json.load(f)
@@ -286,6 +308,7 @@ def main():
     cmds = {"logits": (logits, 1, False), "tables": (tables_of, 1, False), "f64": (f64, 3, True),
             "grads": (grads, 5, True), "roundtrip": (roundtrip, 2, True), "read": (read, 1, True),
             "refusals": (refusals, 1, False), "configs": (configs, 1, False),
+            "hf_configs": (hf_configs, 1, False),
             "saves": (saves, 2, True),
             "edges": (edges, 0, False), "train": (train, 3, False)}
     if not a or a[0] not in cmds:
