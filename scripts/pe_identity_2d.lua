@@ -23,8 +23,9 @@ L_i(Q) - L_i(P) = L_i(Q - P), that is when every L_i is linear in the position:
   sections   L_i(P) = p_a theta_i: the 1-D frequencies, pair i turned by the axis whose section
              holds it (Qwen2-VL's M-RoPE; here the first half of the pairs turn by the row);
   mixed      L_i(P) = <W_i, P> = r W[1][i] + c W[2][i] (RoPE-Mixed), for any matrix W: here one
-             head's matrix drawn as RoPE-Mixed's init_random_2d_freqs draws it (naver-ai/rope-vit:
-             magnitudes 10^(-4m/d) along a random direction phi and along phi + pi/2).
+             head's matrix drawn by rp.rope.mixed as RoPE-Mixed's init_random_2d_freqs draws it
+             (naver-ai/rope-vit: magnitudes 10^(-4m/d), rope-vit's base 10, along a random
+             direction phi and along phi + pi/2).
 
 All three are linear, in both pairings (the pairing only says which two features form pair i),
 so RoPE's and RoPER's scores are relative. The outputs:
@@ -101,17 +102,9 @@ local q0 = g:randn { 1, D }
 local k0 = g:randn { N, D }
 local v0 = g:randn { N, D }
 
--- RoPE-Mixed's frequencies of one head (init_random_2d_freqs of naver-ai/rope-vit): magnitudes
--- 10^(-4m/D), m = 0 .. D/4 - 1, the first D/4 pairs along the direction phi, the others along
--- phi + pi/2; W[1] (rows) takes the sines, W[2] (columns) the cosines, as rope-vit's y and x.
-local MIX = { {}, {} }
-local phi = g:uniform() * 2 * math.pi
-for i = 1, HALF do
-  local m, quarter = (i - 1) % (D // 4), (i - 1) // (D // 4)
-  local mag = 10 ^ (-4 * m / D)
-  MIX[1][i] = mag * math.sin(phi + quarter * math.pi / 2)
-  MIX[2][i] = mag * math.cos(phi + quarter * math.pi / 2)
-end
+-- RoPE-Mixed's frequencies of one head (rp.rope.mixed: init_random_2d_freqs of naver-ai/rope-vit
+-- with its base 10), the direction phi drawn from the script's generator.
+local MIX = rp.rope.mixed(D, { base = 10, rng = g })
 
 -- The flattened index of a cell, and a learned-style angle table over it: random angles for
 -- every index the cells reach (the shifts keep it >= 0; a table starts at position 0).

@@ -49,24 +49,6 @@ function experiment.task(cfg)
   return task, err
 end
 
--- RoPE-Mixed's starting matrix W [2 x d_rot/2] for a run (Heo et al. 2024, rope-vit's
--- init_random_2d_freqs with rotate): magnitudes base^(-4j / d_rot) for j < d_rot/4, the first
--- d_rot/4 pairs along the direction phi, the others along phi + pi/2, phi uniform in [0, 2 pi)
--- from the run's seed (one matrix for every head: the model's frequencies are shared).
-local function mixed_freq(d_rot, base, seed)
-  local q = d_rot // 4
-  local phi = rp.rng(seed):uniform() * 2 * math.pi
-  local W = { {}, {} }
-  for j = 0, q - 1 do
-    local mag = base ^ (-4 * j / d_rot)
-    for s, dir in ipairs { phi, phi + math.pi / 2 } do
-      W[1][(s - 1) * q + j + 1] = mag * math.cos(dir)
-      W[2][(s - 1) * q + j + 1] = mag * math.sin(dir)
-    end
-  end
-  return W
-end
-
 -- The config of rp.model for cfg and a task of vocabulary V: every model key of cfg (rotate ""
 -- and an unset fraction left out), less those that do nothing for the run's model (a shared
 -- config sets rel_clip for shaw and rope alike; internals.model_merge); with positions "grid" the
@@ -83,7 +65,12 @@ local function model_opts(cfg, V)
       __close = function(t) getmetatable(t[1]).__close(t[1]) end })
     o.positions = task[1]:positions2d(cfg.seq_len)
     if cfg.axes == "mixed" then
-      o.axes, o.mix = "mixed", mixed_freq(cfg.d_model // cfg.heads, cfg.base, cfg.seed)
+      -- RoPE-Mixed's start, phi from the run's seed (one matrix for every head); heads that do
+      -- not split in quarters get none (validate refuses them)
+      local dk = cfg.d_model // cfg.heads
+      o.axes = "mixed"
+      o.mix = dk % 4 == 0 and dk <= 2 ^ 24 and rp.rope.mixed(dk, { base = cfg.base,
+                                                                   seed = cfg.seed }) or {}
     end
   end
   return internals.model_merge(o)
@@ -150,8 +137,8 @@ local function validate(fname, cfg)
       .. "attention, not %s%s"):format(table.concat(rot, ", ", 1, #rot - 1), rot[#rot], cfg.pe,
       cfg.attention == "linear" and " with linear attention" or ""))
   end
-  if mc.mix and ((cfg.d_model // cfg.heads) % 4 ~= 0 or cfg.fraction_qk ~= 1 or cfg.fraction_v ~= 1
-      or cfg.rotate ~= "") then
+  if mc.axes == "mixed" and ((cfg.d_model // cfg.heads) % 4 ~= 0 or cfg.fraction_qk ~= 1
+      or cfg.fraction_v ~= 1 or cfg.rotate ~= "") then
     argerror(fname, 1, ("option 'axes' mixed rotates whole heads in quarters (d_k a multiple of 4, "
       .. "fraction_qk and fraction_v 1, the mode's own rotate), got d_k %d"):format(
       cfg.d_model // cfg.heads))

@@ -200,6 +200,7 @@ local function seeds(rp)
       yarn_alpha = 1, yarn_beta = 8, freq = T(4) })
   end
   S["rp.rope.sinusoidal"] = function() return pack(4, 8, { base = 10000, offset = 0 }) end
+  S["rp.rope.mixed"] = function() return pack(8, { base = 100, seed = 2 }) end
   S["rp.attention"] = function()
     -- a relative mode with its tables (tensors inside the options); the rotation options are
     -- read for every mode (rotate itself, refused with shaw, is fuzzed through rp.model's seed),

@@ -503,3 +503,77 @@ describe("vector positions refuse", function()
     for i = 1, 4 do assert.equal(ct[1][i], ct[2][i]) end -- cos is even
   end)
 end)
+
+describe("rp.rope.mixed", function()
+  -- naver-ai/rope-vit's init_random_2d_freqs(dim, theta, rotate=True) for one head, written from
+  -- its source: mag = 1 / theta^(arange(0, dim, 4) / dim); fx = cat(mag cos(a), mag cos(pi/2 +
+  -- a)), fy = cat(mag sin(a), mag sin(pi/2 + a)), a the random angle. Ours is its matrix at
+  -- a = pi/2 - phi with rows (y, x) and the second half negated: W[1] = fy', W[2] = fx' there.
+  local function rope_vit(dim, theta, a)
+    local fx, fy = {}, {}
+    local q = dim // 4
+    for j = 0, q - 1 do
+      local mag = 1 / theta ^ (4 * j / dim)
+      fx[j + 1], fy[j + 1] = mag * math.cos(a), mag * math.sin(a)
+      fx[q + j + 1], fy[q + j + 1] = mag * math.cos(math.pi / 2 + a), mag * math.sin(math.pi / 2 + a)
+    end
+    return fx, fy
+  end
+
+  it("is rope-vit's matrix: at pi/2 - phi, rows (y, x), its second half turning the other way",
+    function()
+      for _, c in ipairs { { 16, 10, 0.3 }, { 64, 10000, 4.0 }, { 4, 100, 1.0 }, { 32, 10, 6.2 } } do
+        local d, base, phi = c[1], c[2], c[3]
+        local W = rp.rope.mixed(d, { base = base, phi = phi })
+        local fx, fy = rope_vit(d, base, math.pi / 2 - phi)
+        assert.equal(2, #W)
+        assert.equal(d // 2, #W[1])
+        for i = 1, d // 2 do
+          local s = i <= d // 4 and 1 or -1
+          assert.is_true(math.abs(W[1][i] - s * fy[i]) < 1e-15, ("%d %d"):format(d, i))
+          assert.is_true(math.abs(W[2][i] - s * fx[i]) < 1e-15, ("%d %d"):format(d, i))
+        end
+      end
+    end)
+
+  it("draws phi from rp.rng(seed) (seed 0) or from the rng given, once", function()
+    local g = rp.rng(7)
+    local u = rp.rng(7):uniform()
+    assert.same(rp.rope.mixed(8, { phi = u * 2 * math.pi }), rp.rope.mixed(8, { rng = g }))
+    local g2 = rp.rng(7)
+    g2:uniform()
+    assert.equal(g2:uniform(), g:uniform()) -- one draw was taken
+    assert.same(rp.rope.mixed(8, { phi = rp.rng(3):uniform() * 2 * math.pi }),
+      rp.rope.mixed(8, { seed = 3 }))
+    assert.same(rp.rope.mixed(8, { seed = 0 }), rp.rope.mixed(8))
+    assert.is_not.same(rp.rope.mixed(8, { seed = 1 }), rp.rope.mixed(8))
+  end)
+
+  local cases = {
+    { function() return rp.rope.mixed(6) end,
+      "bad argument #1 to 'rp.rope.mixed' (d_rot must be a multiple of 4 from 4 to 2^24 (two "
+      .. "halves of pairs), got 6)" },
+    { function() return rp.rope.mixed("8") end,
+      "bad argument #1 to 'rp.rope.mixed' (d_rot must be a multiple of 4 from 4 to 2^24 (two "
+      .. "halves of pairs), got string \"8\")" },
+    { function() return rp.rope.mixed(8, { base = 0 }) end,
+      "bad argument #2 to 'rp.rope.mixed' (option 'base' must be > 0, got 0)" },
+    { function() return rp.rope.mixed(8, { base = 0 / 0 }) end,
+      "bad argument #2 to 'rp.rope.mixed' (option 'base' must be a finite number, got -nan)" },
+    { function() return rp.rope.mixed(8, { phi = 1, seed = 2 }) end,
+      "bad argument #2 to 'rp.rope.mixed' (give one of options 'phi', 'seed' and 'rng')" },
+    { function() return rp.rope.mixed(8, { rng = 3 }) end,
+      "bad argument #2 to 'rp.rope.mixed' (option 'rng' must be a roper.Rng, got 3)" },
+    { function() return rp.rope.mixed(8, { seed = 1.5 }) end,
+      "bad argument #2 to 'rp.rope.mixed' (option 'seed' must be an integer, got 1.5)" },
+    { function() return rp.rope.mixed(8, { theta = 10 }) end,
+      "bad argument #2 to 'rp.rope.mixed' (unknown option 'theta' (known: base, phi, seed, rng))" },
+  }
+  for _, c in ipairs(cases) do
+    it("refuses: " .. c[2]:match("%((.*)%)?$"):sub(1, 60), function()
+      local ok, err = pcall(c[1])
+      assert.is_false(ok)
+      assert.equal(c[2], err:sub(1, #c[2]))
+    end)
+  end
+end)
