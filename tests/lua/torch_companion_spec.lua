@@ -434,6 +434,22 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
     return (cjson.encode(walk(cfg)):gsub('"\\u0001([^"]*)"', "%1"))
   end
 
+  -- The companion's line for each config (torch_companion.py's `mode` on them as JSON) against
+  -- want, line by line; a difference names its config.
+  local function same_lines(mode, cfgs, want)
+    h.write(d .. "/" .. mode .. ".json", to_json(cfgs))
+    local out, err, code = py { mode, d .. "/" .. mode .. ".json" }
+    assert.equal(0, code, err)
+    local got = {}
+    for line in out:gmatch("[^\n]+") do got[#got + 1] = line end
+    for i = 1, #want do
+      if want[i] ~= got[i] then
+        assert.equal(want[i], got[i], "config " .. i .. ": " .. to_json(cfgs[i]))
+      end
+    end
+    assert.equal(#want, #got)
+  end
+
   -- rp.model's verdict on each config (BASE and its keys): its message, or "ok" and rope.freq
   -- (%.9g), and the companion's (RoperTransformer); the two lists.
   local function verdicts(name, cfgs)
@@ -642,17 +658,7 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
         accepted = accepted + (built and 1 or 0)
       end
       assert.is_true(accepted > 100, accepted .. " accepted") -- both kinds of verdict are tested
-      h.write(d .. "/configs.json", to_json(cfgs))
-      local out, err, code = py { "configs", d .. "/configs.json" }
-      assert.equal(0, code, err)
-      local got = {}
-      for line in out:gmatch("[^\n]+") do got[#got + 1] = line end
-      assert.equal(#want, #got)
-      for i = 1, #want do
-        if want[i] ~= got[i] then
-          assert.equal(want[i], got[i], "config " .. i .. ": " .. to_json(cfgs[i]))
-        end
-      end
+      same_lines("configs", cfgs, want)
     end)
 
   it("maps rope_theta and rope_scaling as rp.model does: 6,000 random tables, the same keys",
@@ -716,17 +722,7 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
         end
       end
       assert.is_true(accepted > 300 and accepted < 5700, accepted .. " accepted")
-      h.write(d .. "/hf_configs.json", to_json(cfgs))
-      local out, err, code = py { "hf_configs", d .. "/hf_configs.json" }
-      assert.equal(0, code, err)
-      local got = {}
-      for line in out:gmatch("[^\n]+") do got[#got + 1] = line end
-      assert.equal(#want, #got)
-      for i = 1, #want do
-        if want[i] ~= got[i] then
-          assert.equal(want[i], got[i], "config " .. i .. ": " .. to_json(cfgs[i]))
-        end
-      end
+      same_lines("hf_configs", cfgs, want)
     end)
 
   it("builds a model where rp.model does: 4,000 random configs with own tables and positions",
