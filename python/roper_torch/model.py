@@ -39,7 +39,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import rotary
-from .config import ALWAYS, DEFAULTS, KEY, MODES, StoredConfig, config, widths  # noqa: F401
+from .config import ALWAYS, DEFAULTS, MODES, StoredConfig, config, widths  # noqa: F401
 from .safetensors import read_safetensors, write_safetensors
 
 LN_EPS = 1e-5
@@ -467,10 +467,10 @@ class RoperTransformer(nn.Module):
         super().__init__()
         given = dict(cfg or {}, **kw)
         self.cfg = c = config(cfg, **kw)
-        # roper.config as roper writes it: the keys every file holds, and the others when given
-        # and set (not the mode's own rotate nor a fraction equal to the shared one: "not set")
-        self.file_config = {k: c[k] for k in DEFAULTS if k in ALWAYS or k in given and
-                            c[k] != "" and not (KEY[k]["unset0"] and c[k] == 0.0)}
+        # roper.config as roper writes it: the keys every file holds, and the others when they
+        # differ from their defaults (given, or set by rope_scaling; the mode's own rotate and a
+        # fraction equal to the shared one are "not set", their defaults)
+        self.file_config = {k: c[k] for k in DEFAULTS if k in ALWAYS or c[k] != DEFAULTS[k]}
         # rp.model's own options may come in the config too, as in rp.model's table
         own = dict(freq=freq, angles=angles, positions=positions, axes=axes, sections=sections,
                    mix=mix)

@@ -816,7 +816,8 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
     function()
       if not ok then return pending(why) end
       -- keys given at the values that mean "not set" (the mode's own rotate, a fraction equal to
-      -- the shared one), keys of the other modes, the scalings' keys, a bool
+      -- the shared one), keys of the other modes, the scalings' keys, a bool, and the keys that
+      -- rope_theta and rope_scaling set
       local cfgs = {
         { pe = "rope", rotate = "qk", fraction_q = 1, fraction_k = 1 },
         { pe = "roper", rotate = "kqov", fraction_v = 0.5, fraction_o = 0.5, fraction_qk = 0.5 },
@@ -828,6 +829,10 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
           high_freq_factor = 3, xpos = 0.5, xpos_scale_base = 64 },
         { pe = "rope", learn_freq = true, pairing = "interleaved", base = 100 },
         { pe = "rope", attention = "linear", linear_rope = "before" },
+        -- Hugging Face's names: the keys they set are written
+        { pe = "roper", rope_theta = 500, rope_scaling = { rope_type = "yarn", factor = 4,
+          original_max_position_embeddings = 4, beta_fast = 16, mscale = 1,
+          mscale_all_dim = 0.5 } },
       }
       local args = { "saves" }
       for i, c in ipairs(cfgs) do
