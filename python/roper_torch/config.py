@@ -52,11 +52,14 @@ if list(PE) != list(MODES) or any((PE[n]["rotary"], PE[n]["linear"], PE[n]["rota
 
 # rp.model's keys and defaults (vocab has none: it is required)
 DEFAULTS = {k["name"]: None if k["required"] else k["default"] for k in KEYS}
-# the keys roper.config holds for every model; the others are written when set
+# the keys roper.config holds for every model; the others are written when they differ from
+# their defaults
 ALWAYS = ("vocab", "d_model", "heads", "layers", "d_ff", "seq_len", "max_batch", "norm",
           "activation", "dropout", "pe", "fraction_qk", "fraction_v", "base", "pairing", "seed",
           "attention", "linear_rope")
-# rp.model's options besides the config keys (RoperTransformer takes them as arguments)
+# rp.model's options besides the schema's keys: the own tables and positions (RoperTransformer's
+# arguments, or keys of its config) and Hugging Face's rope_scaling and rope_theta (config() maps
+# them onto the schema's keys)
 OWN = ("freq", "angles", "positions", "axes", "sections", "mix", "rope_scaling", "rope_theta")
 I32 = 2 ** 31 - 1
 
