@@ -238,6 +238,31 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
   end)
   teardown(function() h.remove_tree(d) end)
 
+  -- cfg as JSON for the companion: what cjson cannot write goes through placeholders, an empty
+  -- table as [] (cjson writes {}), infinities and NaN as Python's json reads them (Infinity, NaN:
+  -- a NaN of either sign becomes Python's positive one), every number exactly (cjson writes 14
+  -- digits; an integer as an integer, a float as a float), a tensor as {"tensor": its values}
+  -- (torch_companion.py's own() makes it a float32 tensor)
+  local function to_json(cfg)
+    local function walk(v)
+      if rp.is_tensor(v) then return { tensor = walk(v:totable()) } end
+      if type(v) == "number" and v ~= v then return "\1NaN" end
+      if v == math.huge then return "\1Infinity" end
+      if v == -math.huge then return "\1-Infinity" end
+      if math.type(v) == "integer" then return ("\1%d"):format(v) end
+      if math.type(v) == "float" then
+        local s = ("%.17g"):format(v)
+        return "\1" .. (s:find("[.e]") and s or s .. ".0")
+      end
+      if type(v) ~= "table" then return v end
+      if next(v) == nil then return "\1[]" end
+      local t = {}
+      for k, x in pairs(v) do t[k] = walk(x) end
+      return t
+    end
+    return (cjson.encode(walk(cfg)):gsub('"\\u0001([^"]*)"', "%1"))
+  end
+
   local worst = {}
   for _, c in ipairs(CASES) do
     local name, nb = c[1], c[3]
@@ -255,6 +280,70 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       end
     end)
   end
+
+  it("200 random models that rp.model builds: load_roper's logits are roper's", function()
+    if not ok then return pending(why) end
+    -- every pe, both attentions, norms and activations, rotate subsets and widths, pairings,
+    -- bases, the relative keys, the scalings with their keys, xPos and learn_freq, drawn
+    -- together; the configs rp.model refuses are drawn again
+    local g = rp.rng(21)
+    local function pick(t) return t[math.floor(g:uniform() * #t) + 1] end
+    local function maybe(p) return g:uniform() < p end
+    local pes = {}
+    for _, m in ipairs(rp.pe_modes()) do pes[#pes + 1] = m.name end
+    local manifest, models, cfgs, tries = {}, {}, {}, 0
+    while #manifest < 200 do
+      tries = tries + 1
+      assert.is_true(tries < 5000, "too few configs built")
+      local c = { vocab = 11, d_model = pick { 16, 24, 32 }, heads = pick { 2, 4 },
+                  layers = pick { 1, 2 }, d_ff = 24, seq_len = 8, max_batch = 2, seed = tries,
+                  pe = pick(pes) }
+      if maybe(0.25) then c.attention = "linear" end
+      if maybe(0.3) then c.norm = "post" end
+      if maybe(0.3) then c.activation = "gelu" end
+      if maybe(0.3) then
+        c.rotate = pick { "q", "k", "v", "o", "qk", "vo", "qv", "ko", "qkv", "kvo", "qkvo" }
+      end
+      if maybe(0.3) then c.fraction_qk = pick { 0.5, 0.25, 1 } end
+      if maybe(0.3) then c.fraction_v = pick { 0.5, 0.25, 1 } end
+      if maybe(0.2) then c.fraction_q = pick { 0.5, 0.75 } end
+      if maybe(0.2) then c.fraction_o = pick { 0.5, 0.75 } end
+      if maybe(0.3) then c.pairing = "interleaved" end
+      if maybe(0.3) then c.base = pick { 100, 500, 1e6 } end
+      if maybe(0.3) then c.linear_rope = "before" end
+      if maybe(0.3) then c.rel_clip = pick { 1, 3, 7 } end
+      if maybe(0.3) then c.rel_buckets, c.rel_max_distance = pick { 4, 8 }, pick { 8, 20 } end
+      if maybe(0.4) then
+        c.scaling, c.scaling_factor = pick { "pi", "ntk", "yarn", "dynamic", "llama3" },
+          pick { 2, 4, 1.5 }
+        if c.scaling ~= "pi" and c.scaling ~= "ntk" then c.orig_len = pick { 4, 6, 16 } end
+        if c.scaling == "yarn" and maybe(0.5) then
+          c.yarn_ramp, c.yarn_alpha, c.yarn_beta = pick { "dims", "dims_exact" }, 0.5, 8
+        end
+        if c.scaling == "llama3" then c.low_freq_factor, c.high_freq_factor = 1, pick { 2, 4 } end
+        if maybe(0.3) then c.attention_factor = pick { 0.5, 1.2 } end
+      end
+      if maybe(0.2) then c.xpos, c.xpos_scale_base = pick { 0.2, 0.6 }, pick { 8, 64 } end
+      if maybe(0.15) then c.learn_freq = true end
+      local built, m = pcall(rp.model, c)
+      if built then
+        local i = #manifest + 1
+        local file = ("%s/random%d.safetensors"):format(d, i)
+        assert.is_true(m:save_safetensors(file))
+        models[i], cfgs[i] = m:forward(TOKENS), c
+        manifest[i] = { name = "random" .. i, model = file, tokens = d .. "/tokens.npy",
+                        out = ("%s/random%d_logits.npy"):format(d, i) }
+      end
+    end
+    h.write(d .. "/random.json", cjson.encode(manifest))
+    local _, err, code = py { "logits", d .. "/random.json" }
+    assert.equal(0, code, err)
+    for i, e in ipairs(manifest) do
+      local diff = rp.maxdiff(models[i], assert(rp.load(e.out)))
+      assert.is_true(diff < TOL, ("model %d differs by %g: %s"):format(i, diff,
+        to_json(cfgs[i])))
+    end
+  end)
 
   it("reports the worst difference of each mode", function()
     if not ok then return pending(why) end
@@ -408,31 +497,6 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
         assert.is_true(math.abs(loss - losses[i]) < 1e-5, loss .. " vs " .. losses[i])
       end
     end)
-
-  -- cfg as JSON for the companion: what cjson cannot write goes through placeholders, an empty
-  -- table as [] (cjson writes {}), infinities and NaN as Python's json reads them (Infinity, NaN:
-  -- a NaN of either sign becomes Python's positive one), every number exactly (cjson writes 14
-  -- digits; an integer as an integer, a float as a float), a tensor as {"tensor": its values}
-  -- (torch_companion.py's own() makes it a float32 tensor)
-  local function to_json(cfg)
-    local function walk(v)
-      if rp.is_tensor(v) then return { tensor = walk(v:totable()) } end
-      if type(v) == "number" and v ~= v then return "\1NaN" end
-      if v == math.huge then return "\1Infinity" end
-      if v == -math.huge then return "\1-Infinity" end
-      if math.type(v) == "integer" then return ("\1%d"):format(v) end
-      if math.type(v) == "float" then
-        local s = ("%.17g"):format(v)
-        return "\1" .. (s:find("[.e]") and s or s .. ".0")
-      end
-      if type(v) ~= "table" then return v end
-      if next(v) == nil then return "\1[]" end
-      local t = {}
-      for k, x in pairs(v) do t[k] = walk(x) end
-      return t
-    end
-    return (cjson.encode(walk(cfg)):gsub('"\\u0001([^"]*)"', "%1"))
-  end
 
   -- The companion's line for each config (torch_companion.py's `mode` on them as JSON) against
   -- want, line by line; a difference names its config.
