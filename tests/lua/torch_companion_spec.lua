@@ -193,6 +193,12 @@ local function py(args)
   return h.run(PY .. " " .. SCRIPT .. " " .. table.concat(q, " "))
 end
 
+-- The random sweeps' draws: a generator seeded with seed, and pick(t), one entry of the list t.
+local function drawer(seed)
+  local g = rp.rng(seed)
+  return g, function(t) return t[math.floor(g:uniform() * #t) + 1] end
+end
+
 -- Largest difference between every parameter (or gradient) of two lists of {name, tensor}.
 local function list_diff(a, b)
   assert.equal(#a, #b)
@@ -286,8 +292,7 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
     -- every pe, both attentions, norms and activations, rotate subsets and widths, pairings,
     -- bases, the relative keys, the scalings with their keys, xPos and learn_freq, drawn
     -- together; the configs rp.model refuses are drawn again
-    local g = rp.rng(21)
-    local function pick(t) return t[math.floor(g:uniform() * #t) + 1] end
+    local g, pick = drawer(21)
     local function maybe(p) return g:uniform() < p end
     local pes = {}
     for _, m in ipairs(rp.pe_modes()) do pes[#pes + 1] = m.name end
@@ -705,8 +710,7 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       for _, s in ipairs(scalings) do vals[#vals + 1] = s end
       local keys = {}
       for _, k in ipairs(rp.model_keys()) do keys[#keys + 1] = k.name end
-      local g = rp.rng(7)
-      local function pick(t) return t[math.floor(g:uniform() * #t) + 1] end
+      local g, pick = drawer(7)
       local cfgs, want, accepted = {}, {}, 0
       for i = 1, 20000 do
         local t = {}
@@ -737,8 +741,7 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
         "mscale", "mscale_all_dim", "truncate", "bogus" }
       local fvals = { "default", "linear", "dynamic", "yarn", "llama3", "longrope", "su", "x", 0,
         -1, 1, 2, 4, 8, 0.5, 1.5, 32, 16, 1e9, nan, inf, true, false, 2 ^ 53 + 2 }
-      local g = rp.rng(5)
-      local function pick(t) return t[math.floor(g:uniform() * #t) + 1] end
+      local g, pick = drawer(5)
       local cfgs, want, accepted = {}, {}, 0
       local keys = { "base", "scaling", "scaling_factor", "orig_len", "yarn_alpha", "yarn_beta",
         "yarn_ramp", "low_freq_factor", "high_freq_factor", "attention_factor" }
@@ -822,8 +825,7 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       local names = {}
       for k in pairs(pool) do names[#names + 1] = k end
       table.sort(names)
-      local g = rp.rng(11)
-      local function pick(t) return t[math.floor(g:uniform() * #t) + 1] end
+      local g, pick = drawer(11)
       local cfgs = {}
       for i = 1, 4000 do
         local c = {}
