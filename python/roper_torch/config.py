@@ -247,6 +247,23 @@ def widths(cfg):
     return out
 
 
+def freq_of(cfg, theta=None, angles=None, axes="axial", sections=None, mix=None):
+    """The model's frequency scheme (rp_model_cfg_freq): its scaling, orig_len (seq_len when 0),
+    xPos, the own frequencies or angles and the map of vector positions (which safetensors files
+    do not hold)."""
+    return rotary.Freq(scaling=cfg["scaling"], factor=float(cfg["scaling_factor"]),
+                       orig_len=float(cfg["orig_len"] or cfg["seq_len"]),
+                       yarn_alpha=float(cfg["yarn_alpha"]), yarn_beta=float(cfg["yarn_beta"]),
+                       yarn_ramp=cfg["yarn_ramp"], low_freq_factor=float(cfg["low_freq_factor"]),
+                       high_freq_factor=float(cfg["high_freq_factor"]),
+                       attention_factor=float(cfg["attention_factor"]),
+                       xpos=float(cfg["xpos"]), xpos_scale_base=float(cfg["xpos_scale_base"]),
+                       theta=None if theta is None else [float(t) for t in theta],
+                       angles=None if angles is None else [[float(a) for a in r] for r in angles],
+                       axes=axes, sections=None if sections is None else list(sections),
+                       mix=None if mix is None else [[float(w) for w in r] for r in mix])
+
+
 def _normalise(c):
     """rp_model_cfg_normalise: the mode's own rotate and fractions equal to the shared ones are
     "not set" ("" and 0), so that equal models have equal configs."""
@@ -282,13 +299,8 @@ def _check_rules(c):
                              % (c["rel_max_distance"], lo, I32))
     if linear and not mode.linear:
         raise ValueError("linear attention does not support pe %s" % pe)
+    rotary.check_tables(freq_of(c))  # rp_rope_freq_check(rp_model_cfg_freq(cfg))
     s = c["scaling"]
-    if s == "llama3" and not c["low_freq_factor"] < c["high_freq_factor"]:
-        raise ValueError("low_freq_factor %s must be below high_freq_factor %s"
-                         % (rotary._g(c["low_freq_factor"]), rotary._g(c["high_freq_factor"])))
-    if s == "yarn" and not c["yarn_alpha"] < c["yarn_beta"]:
-        raise ValueError("yarn_alpha %s must be below yarn_beta %s (the ramp runs from alpha to "
-                         "beta)" % (rotary._g(c["yarn_alpha"]), rotary._g(c["yarn_beta"])))
     if (s != "none" or c["xpos"] > 0.0) and (not mode.rotary or linear):
         raise ValueError("scaling and xpos need a rotary pe (%s) with softmax attention, not %s%s"
                          % (_pe_list(True), pe, " with linear attention" if linear else ""))

@@ -39,28 +39,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import rotary
-from .config import ALWAYS, DEFAULTS, MODES, StoredConfig, config, widths  # noqa: F401
+from .config import ALWAYS, DEFAULTS, MODES, StoredConfig, config, freq_of, widths  # noqa: F401
 from .safetensors import read_safetensors, write_safetensors
 
 LN_EPS = 1e-5
 LINATTN_EPS = 1e-6  # RP_LINATTN_EPS
-
-
-def freq_of(cfg, theta=None, angles=None, axes="axial", sections=None, mix=None):
-    """The model's frequency scheme (rp_model_cfg_freq): its scaling, orig_len (seq_len when 0),
-    xPos, the own frequencies or angles and the map of vector positions (which safetensors files
-    do not hold)."""
-    return rotary.Freq(scaling=cfg["scaling"], factor=float(cfg["scaling_factor"]),
-                       orig_len=float(cfg["orig_len"] or cfg["seq_len"]),
-                       yarn_alpha=float(cfg["yarn_alpha"]), yarn_beta=float(cfg["yarn_beta"]),
-                       yarn_ramp=cfg["yarn_ramp"], low_freq_factor=float(cfg["low_freq_factor"]),
-                       high_freq_factor=float(cfg["high_freq_factor"]),
-                       attention_factor=float(cfg["attention_factor"]),
-                       xpos=float(cfg["xpos"]), xpos_scale_base=float(cfg["xpos_scale_base"]),
-                       theta=None if theta is None else [float(t) for t in theta],
-                       angles=None if angles is None else [[float(a) for a in r] for r in angles],
-                       axes=axes, sections=None if sections is None else list(sections),
-                       mix=None if mix is None else [[float(w) for w in r] for r in mix])
 
 
 # rp.model's table options (bindings/freq.c's table_opt): key -> dims (1: a list, 2: a list of

@@ -142,7 +142,7 @@ def _factor_score(f):
 
 
 # The schemes, by the config's name (core/nn/rope_freq.c's theta_of and rp_rope_freq_score_scale).
-# A new one is an entry here (its parameters: fields of Freq, filled by model.freq_of from the
+# A new one is an entry here (its parameters: fields of Freq, filled by config.freq_of from the
 # config keys of model.DEFAULTS).
 SCALINGS = {
     "none": Scaling(lambda t, i, d, b, f, p: t),
