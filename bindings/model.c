@@ -293,18 +293,21 @@ static int l_pe_modes(lua_State *L)
 /* Pushes the config schema's rows (model_schema.c) as a list of tables, in row order: name,
  * type, default, lo, hi (int and number), names (enum), lo_open, hi_open, unset0, required,
  * since, help, use (when the key does something: rp_cfg_use's name), placements (use
- * "placement": the letters of use_arg) and scalings (use "scalings": the names in use_arg). */
+ * "placement": the letters of use_arg), scalings (use "scalings": the names in use_arg) and json
+ * (what a safetensors roper.config holds of it: rp_cfg_json's name). */
 static void push_model_keys(lua_State *L)
 {
     static const char *const types[] = {"int", "number", "enum", "seed", "rotate", "bool"};
     static const char *const uses[] = {"always", "rotary",  "placement", "relative",     "freq",
                                        "scaled", "scalings", "xpos",     "linear_rotary"};
     _Static_assert(sizeof uses / sizeof *uses == RP_CFG_LINEAR_ROTARY + 1, "a name per use");
+    static const char *const jsons[] = {"set", "applies", "always", "required"};
+    _Static_assert(sizeof jsons / sizeof *jsons == RP_CFG_JSON_REQUIRED + 1, "a name per json");
     char rot[5];
     lua_createtable(L, rp_model_cfg_nkeys, 0);
     for (int i = 0; i < rp_model_cfg_nkeys; i++) {
         const rp_cfg_key *k = &rp_model_cfg_keys[i];
-        lua_createtable(L, 0, 12);
+        lua_createtable(L, 0, 13);
         lua_pushstring(L, k->name);
         lua_setfield(L, -2, "name");
         lua_pushstring(L, types[k->type]);
@@ -341,6 +344,8 @@ static void push_model_keys(lua_State *L)
         lua_setfield(L, -2, "help");
         lua_pushstring(L, uses[k->use]);
         lua_setfield(L, -2, "use");
+        lua_pushstring(L, jsons[k->json]);
+        lua_setfield(L, -2, "json");
         if (k->use == RP_CFG_PLACEMENT) {
             lua_pushstring(L, rp_rotate_name(k->use_arg, rot));
             lua_setfield(L, -2, "placements");

@@ -52,11 +52,6 @@ if list(PE) != list(MODES) or any((PE[n]["rotary"], PE[n]["linear"], PE[n]["rota
 
 # rp.model's keys and defaults (vocab has none: it is required)
 DEFAULTS = {k["name"]: None if k["required"] else k["default"] for k in KEYS}
-# the keys roper.config holds for every model; the others are written when they differ from
-# their defaults
-ALWAYS = ("vocab", "d_model", "heads", "layers", "d_ff", "seq_len", "max_batch", "norm",
-          "activation", "dropout", "pe", "fraction_qk", "fraction_v", "base", "pairing", "seed",
-          "attention", "linear_rope")
 # rp.model's options besides the schema's keys: the own tables and positions (RoperTransformer's
 # arguments, or keys of its config) and Hugging Face's rope_scaling and rope_theta (config() maps
 # them onto the schema's keys)
@@ -467,8 +462,12 @@ def config(cfg=None, **kw):
     if full["rotate"] and not MODES[full["pe"]].rotary and not stored:
         raise ValueError("option 'rotate' needs a rotary pe (%s), got pe '%s'"
                          % (_pe_list(True), full["pe"]))
-    _normalise(full)
-    _check_rules(full)
+    if stored:  # roper's readers check the values as the file holds them
+        _check_rules(full)
+        _normalise(full)
+    else:
+        _normalise(full)
+        _check_rules(full)
     if not stored:
         for k in KEYS:
             why = None if _is_default(k, full[k["name"]]) else _unused(full, k)

@@ -30,7 +30,6 @@ table):
       phi (numerator only, RoFormer eq. 19) or before it (core/nn/linear_attention.h).
 """
 
-import json
 import math
 from dataclasses import replace
 
@@ -39,8 +38,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import rotary
-from .config import ALWAYS, DEFAULTS, MODES, StoredConfig, config, freq_of, widths  # noqa: F401
+from .config import DEFAULTS, MODES, config, freq_of, widths  # noqa: F401
 from .safetensors import read_safetensors, write_safetensors
+from .stored import _printable, from_json, to_json
 
 LN_EPS = 1e-5
 LINATTN_EPS = 1e-6  # RP_LINATTN_EPS
@@ -450,10 +450,6 @@ class RoperTransformer(nn.Module):
         super().__init__()
         given = dict(cfg or {}, **kw)
         self.cfg = c = config(cfg, **kw)
-        # roper.config as roper writes it: the keys every file holds, and the others when they
-        # differ from their defaults (given, or set by rope_scaling; the mode's own rotate and a
-        # fraction equal to the shared one are "not set", their defaults)
-        self.file_config = {k: c[k] for k in DEFAULTS if k in ALWAYS or c[k] != DEFAULTS[k]}
         # rp.model's own options may come in the config too, as in rp.model's table
         own = dict(freq=freq, angles=angles, positions=positions, axes=axes, sections=sections,
                    mix=mix)
@@ -543,18 +539,24 @@ def load_roper(path, freq=None, angles=None, positions=None, axes=None, sections
     from its roper.config metadata, the weights loaded with load_state_dict(strict=True) (F64
     files rounded to float32, as roper reads them). freq / angles: the model's own frequencies or
     angles; positions, axes, sections, mix: its positions (roper keeps all of these in
-    checkpoints, not in safetensors files; RoperTransformer's arguments). Raises ValueError for a
-    file without roper.config or of another roper.version."""
+    checkpoints, not in safetensors files; RoperTransformer's arguments). Raises ValueError
+    "path: ..." for a file without roper.config or of another roper.version, and with rp.load's
+    message for a roper.config that roper's reader refuses (stored.from_json)."""
     tensors, meta = read_safetensors(path)
     if "roper.config" not in meta:
-        raise ValueError("%s: no roper.config in the metadata (build RoperTransformer(cfg), then "
-                         "load_state_dict)" % path)
-    if meta.get("roper.version") != "1":
-        raise ValueError("%s: roper.version %r is not supported (this is version 1)"
-                         % (path, meta.get("roper.version")))
-    model = RoperTransformer(StoredConfig(json.loads(meta["roper.config"])), freq=freq,
-                             angles=angles, positions=positions, axes=axes, sections=sections,
-                             mix=mix)
+        raise ValueError("%s: no roper.config in the metadata (not written by roper: build "
+                         "RoperTransformer(cfg), then load_state_dict)" % path)
+    if "roper.version" not in meta:
+        raise ValueError("%s: the metadata has roper.config but no roper.version" % path)
+    if meta["roper.version"] != "1":
+        raise ValueError('%s: roper.version "%s" is not supported (this is version 1)'
+                         % (path, _printable(meta["roper.version"], 256)))
+    try:
+        cfg = from_json(meta["roper.config"])
+    except ValueError as e:
+        raise ValueError("%s: %s" % (path, e)) from None
+    model = RoperTransformer(cfg, freq=freq, angles=angles, positions=positions, axes=axes,
+                             sections=sections, mix=mix)
     model.load_state_dict({k: v.float() for k, v in tensors.items()}, strict=True)
     return model
 
@@ -571,5 +573,5 @@ def save_roper(model, path):
         raise ValueError("%s: the model's own %s are not stored in safetensors files (give them "
                          "to load_roper)" % (path, own))
     meta = {"format": "pt", "roper.version": "1",
-            "roper.config": json.dumps(model.file_config, separators=(",", ":"))}
+            "roper.config": to_json(model.cfg)}
     write_safetensors(path, {k: v.float() for k, v in model.state_dict().items()}, meta)

@@ -365,6 +365,69 @@ describe("rp.model_keys", function()
     assert.is_true(n >= 30, n)
   end)
 
+  it("says what a safetensors roper.config holds of each key (json), as m:save_safetensors "
+    .. "writes and rp.load reads it", function()
+    local cjson = require "cjson"
+    local d = h.tmpdir()
+    -- the roper.config of m's file, and a function that writes that file with another text
+    local function file_of(m)
+      local path = d .. "/m.safetensors"
+      assert.is_true(m:save_safetensors(path))
+      local all = h.read(path)
+      local n = string.unpack("<I8", all)
+      local header = cjson.decode(all:sub(9, 8 + n))
+      local text = header.__metadata__["roper.config"]
+      local held = {}
+      for k in text:gmatch('"([%w_]+)":') do held[k] = true end
+      return held, function(t)
+        header.__metadata__["roper.config"] = t
+        local hj = cjson.encode(header)
+        h.write(path, string.pack("<I8", #hj) .. hj .. all:sub(9 + n))
+        return path
+      end, text
+    end
+    local held, rewrite, text = file_of(rp.model(cfg { pe = "rope" }))
+    local kinds, relative = {}, {}
+    for _, m in ipairs(rp.pe_modes()) do
+      for _, k in ipairs(m.rel_keys) do relative[k] = relative[k] or m.name end
+    end
+    for _, k in ipairs(keys) do
+      kinds[k.json] = (kinds[k.json] or 0) + 1
+      -- a default model's file holds the "required" and "always" keys and no other
+      assert.equal(k.json == "required" or k.json == "always", held[k.name] == true, k.name)
+      if k.json == "required" or k.json == "always" then
+        -- left out: a "required" key is refused by name, an "always" one reads as its default
+        local cut = text:gsub('"' .. k.name .. '":[^,}]+,?', ""):gsub(",}", "}")
+        local m, err = rp.load(rewrite(cut))
+        if k.json == "required" then
+          assert.is_nil(m, k.name)
+          assert.equal(d .. "/m.safetensors: bad roper.config (no key '" .. k.name .. "')", err)
+        else
+          assert.is_not_nil(m, err)
+          local c = cfg { pe = "rope" }
+          c[k.name] = nil
+          assert.same(rp.model(c):config(), m:config())
+        end
+      elseif k.json == "applies" then
+        -- written at its default where it does something
+        local o = relative[k.name] and { pe = relative[k.name] }
+          or k.use == "scaled" and { pe = "rope", scaling = "pi" }
+        assert.is_table(o, k.name .. ": a config where it applies")
+        if o.pe == "alibi" then o.d_model, o.heads = 8, 2 end
+        local w = file_of(rp.model(cfg(o)))
+        assert.is_true(w[k.name], k.name)
+      else
+        assert.equal("set", k.json, k.name)
+      end
+    end
+    assert.is_true(kinds.required >= 10 and kinds.always >= 3 and kinds.applies >= 4
+      and kinds.set >= 10)
+    -- a "set" key is written once it differs from its default
+    assert.is_true(file_of(rp.model(cfg { pe = "rope", fraction_q = 0.5 })).fraction_q)
+    assert.is_true(file_of(rp.model(cfg { pe = "rope", xpos = 0.5 })).xpos)
+    h.remove_tree(d)
+  end)
+
   it("says when each key does something: a value other than its default is refused elsewhere",
     function()
       -- a non-default value of each row, on a config where the row's use says it does nothing

@@ -210,6 +210,15 @@ local function list_diff(a, b)
   return d
 end
 
+-- The text of a safetensors file's roper.config (its header's __metadata__).
+local function file_config(path)
+  local f = assert(io.open(path, "rb"))
+  local n = string.unpack("<I8", f:read(8))
+  local header = cjson.decode(f:read(n))
+  f:close()
+  return header.__metadata__["roper.config"]
+end
+
 describe("the PyTorch companion (python/roper_torch) against roper", function()
   local d, ok, why
   local roper_logits, companion, lines = {}, {}, {}
@@ -269,6 +278,22 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
     return (cjson.encode(walk(cfg)):gsub('"\\u0001([^"]*)"', "%1"))
   end
 
+  -- The companion's line for each config (torch_companion.py's `mode` on them as JSON) against
+  -- want, line by line; a difference names its config.
+  local function same_lines(mode, cfgs, want)
+    h.write(d .. "/" .. mode .. ".json", to_json(cfgs))
+    local out, err, code = py { mode, d .. "/" .. mode .. ".json" }
+    assert.equal(0, code, err)
+    local got = {}
+    for line in out:gmatch("[^\n]+") do got[#got + 1] = line end
+    for i = 1, #want do
+      if want[i] ~= got[i] then
+        assert.equal(want[i], got[i], "config " .. i .. ": " .. to_json(cfgs[i]))
+      end
+    end
+    assert.equal(#want, #got)
+  end
+
   local worst = {}
   for _, c in ipairs(CASES) do
     local name, nb = c[1], c[3]
@@ -287,7 +312,8 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
     end)
   end
 
-  it("200 random models that rp.model builds: load_roper's logits are roper's", function()
+  it("200 random models that rp.model builds: load_roper's logits are roper's, save_roper's "
+    .. "roper.config is roper's byte for byte", function()
     if not ok then return pending(why) end
     -- every pe, both attentions, norms and activations, rotate subsets and widths, pairings,
     -- bases, the relative keys, the scalings with their keys, xPos and learn_freq, drawn
@@ -348,6 +374,11 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       assert.is_true(diff < TOL, ("model %d differs by %g: %s"):format(i, diff,
         to_json(cfgs[i])))
     end
+    -- the configs as save_roper writes them: the keys roper writes (the schema's json column:
+    -- one that applies is written at its default too), in its order, its numbers' digits
+    local want = {}
+    for i, e in ipairs(manifest) do want[i] = file_config(e.model) end
+    same_lines("to_json", cfgs, want)
   end)
 
   it("reports the worst difference of each mode", function()
@@ -502,22 +533,6 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
         assert.is_true(math.abs(loss - losses[i]) < 1e-5, loss .. " vs " .. losses[i])
       end
     end)
-
-  -- The companion's line for each config (torch_companion.py's `mode` on them as JSON) against
-  -- want, line by line; a difference names its config.
-  local function same_lines(mode, cfgs, want)
-    h.write(d .. "/" .. mode .. ".json", to_json(cfgs))
-    local out, err, code = py { mode, d .. "/" .. mode .. ".json" }
-    assert.equal(0, code, err)
-    local got = {}
-    for line in out:gmatch("[^\n]+") do got[#got + 1] = line end
-    for i = 1, #want do
-      if want[i] ~= got[i] then
-        assert.equal(want[i], got[i], "config " .. i .. ": " .. to_json(cfgs[i]))
-      end
-    end
-    assert.equal(#want, #got)
-  end
 
   -- rp.model's verdict on each config (BASE and its keys): its message, or "ok" and rope.freq
   -- (%.9g), and the companion's (RoperTransformer); the two lists.
@@ -1088,6 +1103,120 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
         .. "torch.int16,torch.int32,torch.int64,torch.int8,torch.uint8", got["all.safetensors"])
       assert.equal("ok 29\ttorch.float64", got["torch_roper_f64.safetensors"])
     end)
+
+  it("reads a damaged roper.config as rp.load does: 3,000 random files, the same verdict and "
+    .. "message", function()
+    if not ok then return pending(why) end
+    -- the roper.config of a few models, its keys changed, dropped, repeated or added (values of
+    -- every JSON kind and literal form: integers past 2^63 and 2^64, 70 digits, 1e400, -0,
+    -- strings with a NUL or accents), or the whole text cut or replaced; each in a copy of the
+    -- model's file (its tensors unchanged)
+    local bases = {}
+    for i, c in ipairs { { pe = "roper" }, { pe = "shaw", rel_clip = 3 },
+      { pe = "rope", scaling = "yarn", scaling_factor = 2, orig_len = 4, attention = "softmax" },
+      { pe = "t5", rel_buckets = 4, rel_max_distance = 9, norm = "post" },
+      { pe = "roper", attention = "linear", fraction_v = 0.5 } } do
+      local t = {}
+      for k, v in pairs(BASE) do t[k] = v end
+      for k, v in pairs(c) do t[k] = v end
+      local path = ("%s/stored_base%d.safetensors"):format(d, i)
+      assert.is_true(rp.model(t):save_safetensors(path))
+      local f = assert(io.open(path, "rb"))
+      local all = f:read("a")
+      f:close()
+      local n = string.unpack("<I8", all)
+      local header = cjson.decode(all:sub(9, 8 + n))
+      local keys = {}
+      for k, v in header.__metadata__["roper.config"]:gmatch('"([%w_]+)":([^,}]+)') do
+        keys[#keys + 1] = { k, v }
+      end
+      bases[i] = { header = header, data = all:sub(9 + n), keys = keys }
+    end
+    local names = {}
+    for _, k in ipairs(rp.model_keys()) do names[#names + 1] = k.name end
+    for _, k in ipairs { "zzz", "", "pe ", "d_model\\u0000", "r\\u00f4le", "freq",
+      "rope_theta" } do names[#names + 1] = k end
+    local vals = { "16", "16.0", "1e1", "-0", "0", "-1", "1", "2", "3", "8", "64", "0.5", "1.5",
+      "2147483648", "9223372036854775807", "9223372036854775808", "-9223372036854775808",
+      "-9223372036854775809", "18446744073709551615", "18446744073709551616", ("7"):rep(70),
+      "1e400", "-1e400", "1e-400", "1e300", "true", "false", "null", "[1]", "{}", '{"a":1}',
+      '""', '"x"', '"qk"', '"kq"', '"vo"', '"qkvo"', '"qq"', '"q\\u0000"', '"\\u00e9t\\u00e9"',
+      '"' .. ("a"):rep(100) .. '"', '"roper"', '"rope"', '"none"', '"linear"', '"softmax"',
+      '"pre"', '"post"', '"gelu"', '"interleaved"', '"yarn"', '"dims"', '"before"' }
+    local texts = { "", "[1]", "1", '"x"', "null", "{}", "{,}", "NaN", " ", '{"vocab":11}' }
+    -- first, values that mean "not set" for rp.model: roper's readers check a file's values as
+    -- they are (with linear attention: the mode's own rotate, a fraction equal to the shared
+    -- one, refused), rp.model after making them "not set"
+    local fixed = { { 5, "rotate", '"qkvo"' }, { 5, "fraction_o", "0.5" },
+      { 5, "fraction_q", "1" }, { 1, "rotate", '"qkvo"' }, { 3, "rotate", '"qk"' } }
+    local g, pick = drawer(13)
+    local paths, want = {}, {}
+    for i = 1, 3000 do
+      local b = fixed[i] and bases[fixed[i][1]] or pick(bases)
+      local keys = {}
+      for j, kv in ipairs(b.keys) do keys[j] = { kv[1], kv[2] } end
+      if fixed[i] then keys[#keys + 1] = { fixed[i][2], fixed[i][3] } end
+      for _ = 1, fixed[i] and 0 or math.floor(g:uniform() * 3) + 1 do
+        local r = g:uniform()
+        if r < 0.6 then -- a key set (in place, or added at the end)
+          local k, v, found = pick(names), pick(vals), false
+          for _, kv in ipairs(keys) do
+            if kv[1] == k then kv[2], found = v, true end
+          end
+          if not found then keys[#keys + 1] = { k, v } end
+        elseif r < 0.8 then -- a key dropped
+          table.remove(keys, math.floor(g:uniform() * #keys) + 1)
+        else -- a key repeated
+          local kv = pick(keys)
+          keys[#keys + 1] = { kv[1], pick { kv[2], pick(vals) } }
+        end
+      end
+      local parts = {}
+      for j, kv in ipairs(keys) do parts[j] = ('"%s":%s'):format(kv[1], kv[2]) end
+      local text = "{" .. table.concat(parts, ",") .. "}"
+      local r = fixed[i] and 1 or g:uniform()
+      if r < 0.05 then
+        text = pick(texts)
+      elseif r < 0.1 then
+        text = text:sub(1, math.floor(g:uniform() * #text))
+      end
+      local header = {}
+      for k, v in pairs(b.header) do header[k] = v end
+      header.__metadata__ = { format = "pt", ["roper.version"] = "1", ["roper.config"] = text }
+      local hj = cjson.encode(header)
+      paths[i] = ("%s/stored%d.safetensors"):format(d, i)
+      h.write(paths[i], string.pack("<I8", #hj) .. hj .. b.data)
+      -- rp.load's verdict on the config: its reader's and rp_model_cfg_check's messages; a
+      -- config they take is "ok" (whatever the tensors then say)
+      local m, msg = rp.load(paths[i])
+      msg = m and "ok" or msg:sub(#paths[i] + 3)
+      want[i] = (msg:match("^bad roper%.config") or msg:match("^bad model config")) and msg
+        or "ok"
+    end
+    local out, err, code = py { "stored", table.unpack(paths) }
+    assert.equal(0, code, err)
+    local got, kinds = {}, {}
+    for line in out:gmatch("[^\n]+") do got[#got + 1] = line end
+    assert.equal(#want, #got)
+    for i = 1, #want do
+      local w = want[i]
+      -- a text that is not JSON: roper's parser and Python's describe the fault in their own
+      -- words (the verdict is the same)
+      if w:match("^bad roper%.config %(at byte ") then
+        assert.matches("^bad roper%.config %(", got[i], 1, false, "file " .. i)
+        w = "syntax"
+      elseif want[i] ~= got[i] then
+        assert.equal(want[i], got[i], "file " .. i)
+      end
+      local kind = w:match("^[^(:]*") or w
+      kinds[kind] = (kinds[kind] or 0) + 1
+    end
+    -- every kind of verdict is reached
+    assert.is_true((kinds["ok"] or 0) > 100, "ok: " .. tostring(kinds["ok"]))
+    assert.is_true((kinds["bad roper.config "] or 0) > 500)
+    assert.is_true((kinds["bad model config"] or 0) > 50, tostring(kinds["bad model config"]))
+    assert.is_true((kinds["syntax"] or 0) > 50, tostring(kinds["syntax"]))
+  end)
 
   it("make install puts the package beside the scripts, importable from there", function()
     if not ok then return pending(why) end

@@ -52,6 +52,14 @@ python3-numpy) from the repo root.
         For each pair: each config (as for refusals) built and written with save_roper to OUT;
         one line each, "saved" or the ValueError's message without the path.
 
+    torch_companion.py to_json CONFIGS.json
+        roper.config as save_roper writes it (stored.to_json) for each config (as for configs);
+        one line each.
+
+    torch_companion.py stored FILE...
+        The roper.config of each safetensors file read as load_roper reads it (stored.from_json);
+        one line each, "ok" or the ValueError's message (without the path).
+
     torch_companion.py edges
         The refusals of standalone use: rotary.tables with own angles at a position below 0 and
         past the table, RotaryAttention with positions fewer than offset + T; rotary.tables
@@ -80,6 +88,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 from roper_torch import (Freq, RotaryAttention, RoperTransformer, SafetensorsError,  # noqa: E402
                          config, load_roper, read_safetensors, save_roper, tables,
                          write_safetensors)
+from roper_torch.stored import from_json, to_json  # noqa: E402
 
 
 OWN = ("freq", "angles", "positions", "axes", "sections", "mix")
@@ -220,6 +229,22 @@ def saves(path, out):
             print(msg[len(out) + 2:] if msg.startswith(out + ": ") else msg)
 
 
+def to_json_lines(path):
+    with open(path) as f:
+        cfgs = json.load(f)
+    for c in cfgs:
+        print(to_json(config(c)))
+
+
+def stored(path):
+    _, meta = read_safetensors(path)
+    try:
+        from_json(meta["roper.config"])
+        print("ok")
+    except ValueError as e:
+        print(str(e))
+
+
 def edges():
     ang = Freq(angles=[[0.1, 0.2], [0.3, 0.4]])
     attn = RotaryAttention(vocab=5, d_model=8, heads=2, pe="rope", seq_len=4,
@@ -309,7 +334,8 @@ def main():
             "grads": (grads, 5, True), "roundtrip": (roundtrip, 2, True), "read": (read, 1, True),
             "refusals": (refusals, 1, False), "configs": (configs, 1, False),
             "hf_configs": (hf_configs, 1, False),
-            "saves": (saves, 2, True),
+            "saves": (saves, 2, True), "to_json": (to_json_lines, 1, False),
+            "stored": (stored, 1, True),
             "edges": (edges, 0, False), "train": (train, 3, False)}
     if not a or a[0] not in cmds:
         sys.stderr.write(__doc__)
