@@ -465,6 +465,10 @@ def config(cfg=None, **kw):
     if stored:  # roper's readers check the values as the file holds them
         _check_rules(full)
         _normalise(full)
+        # then a value that does nothing for the mode (a file of an older roper may hold one)
+        # is its default: roper's model does not use it, and m:config() leaves it out
+        for k in [k for k in KEYS if not _is_default(k, full[k["name"]]) and _unused(full, k)]:
+            full[k["name"]] = DEFAULTS[k["name"]]
     else:
         _normalise(full)
         _check_rules(full)

@@ -533,6 +533,23 @@ class RoperTransformer(nn.Module):
         return F.cross_entropy(logits[scored], targets[scored])
 
 
+def param_count(cfg):
+    """The floats of the parameters of a RoperTransformer of the checked config cfg (roper's
+    layout, core/model/model_layout.c's rpm_build_layout), computed without building it:
+    load_roper refuses a file that holds fewer before it allocates a model (as rp.load does)."""
+    C, V, Fd, H, T = cfg["d_model"], cfg["vocab"], cfg["d_ff"], cfg["heads"], cfg["seq_len"]
+    D, mode, K = C // H, MODES[cfg["pe"]], cfg["rel_clip"]
+    n = 2 * V * C + V + (T * C if mode.absolute == "learned" else 0)  # embed, head, pos
+    n += 2 * K * C if mode.rel == "deberta" else 0  # the shared relative embeddings
+    layer = 4 * C + 4 * C * C + 4 * C + 2 * Fd * C + Fd + C  # norms, qkv, out, ff
+    layer += {"shaw": 2 * (2 * K + 1) * D, "xl": C * C + 2 * H * D,
+              "t5": H * cfg["rel_buckets"], "deberta": 2 * C * C}.get(mode.rel, 0)
+    n += cfg["layers"] * layer + (2 * C if cfg["norm"] == "pre" else 0)
+    if cfg["learn_freq"] and mode.rotary and cfg["attention"] != "linear":
+        n += 3 * (max(widths(cfg).values()) // 2)  # rope.freq
+    return n
+
+
 def load_roper(path, freq=None, angles=None, positions=None, axes=None, sections=None,
                mix=None):
     """A RoperTransformer from a safetensors file roper wrote (m:save_safetensors): the config
@@ -555,6 +572,10 @@ def load_roper(path, freq=None, angles=None, positions=None, axes=None, sections
         cfg = from_json(meta["roper.config"])
     except ValueError as e:
         raise ValueError("%s: %s" % (path, e)) from None
+    need, held = param_count(cfg), sum(t.numel() for t in tensors.values())
+    if need > held:  # a forged config does not make a model for nothing
+        raise ValueError("%s: the config needs %d parameters, the file holds %d"
+                         % (path, need, held))
     model = RoperTransformer(cfg, freq=freq, angles=angles, positions=positions, axes=axes,
                              sections=sections, mix=mix)
     model.load_state_dict({k: v.float() for k, v in tensors.items()}, strict=True)

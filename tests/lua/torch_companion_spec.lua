@@ -1146,9 +1146,12 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
     local texts = { "", "[1]", "1", '"x"', "null", "{}", "{,}", "NaN", " ", '{"vocab":11}' }
     -- first, values that mean "not set" for rp.model: roper's readers check a file's values as
     -- they are (with linear attention: the mode's own rotate, a fraction equal to the shared
-    -- one, refused), rp.model after making them "not set"
+    -- one, refused), rp.model after making them "not set"; and a value that does nothing for
+    -- the mode (learn_freq without a rotary pe and softmax attention: no rope.freq)
     local fixed = { { 5, "rotate", '"qkvo"' }, { 5, "fraction_o", "0.5" },
-      { 5, "fraction_q", "1" }, { 1, "rotate", '"qkvo"' }, { 3, "rotate", '"qk"' } }
+      { 5, "fraction_q", "1" }, { 1, "rotate", '"qkvo"' }, { 3, "rotate", '"qk"' },
+      { 2, "learn_freq", "true" }, { 4, "learn_freq", "true" }, { 5, "learn_freq", "true" },
+      { 1, "learn_freq", "true" }, { 2, "xpos_scale_base", "8" } }
     local g, pick = drawer(13)
     local paths, want = {}, {}
     for i = 1, 3000 do
@@ -1158,13 +1161,13 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       if fixed[i] then keys[#keys + 1] = { fixed[i][2], fixed[i][3] } end
       for _ = 1, fixed[i] and 0 or math.floor(g:uniform() * 3) + 1 do
         local r = g:uniform()
-        if r < 0.6 then -- a key set (in place, or added at the end)
+        if r < 0.65 then -- a key set (in place, or added at the end)
           local k, v, found = pick(names), pick(vals), false
           for _, kv in ipairs(keys) do
             if kv[1] == k then kv[2], found = v, true end
           end
           if not found then keys[#keys + 1] = { k, v } end
-        elseif r < 0.8 then -- a key dropped
+        elseif r < 0.93 then -- a key dropped
           table.remove(keys, math.floor(g:uniform() * #keys) + 1)
         else -- a key repeated
           local kv = pick(keys)
@@ -1186,12 +1189,12 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       local hj = cjson.encode(header)
       paths[i] = ("%s/stored%d.safetensors"):format(d, i)
       h.write(paths[i], string.pack("<I8", #hj) .. hj .. b.data)
-      -- rp.load's verdict on the config: its reader's and rp_model_cfg_check's messages; a
-      -- config they take is "ok" (whatever the tensors then say)
+      -- rp.load's verdict: "ok", its config reader's and rp_model_cfg_check's messages, too few
+      -- parameters for the config, or "weights" for tensors that are not the config's
       local m, msg = rp.load(paths[i])
       msg = m and "ok" or msg:sub(#paths[i] + 3)
-      want[i] = (msg:match("^bad roper%.config") or msg:match("^bad model config")) and msg
-        or "ok"
+      want[i] = (msg == "ok" or msg:match("^bad roper%.config") or msg:match("^bad model config")
+        or msg:match("^the config needs")) and msg or "weights"
     end
     local out, err, code = py { "stored", table.unpack(paths) }
     assert.equal(0, code, err)
@@ -1208,11 +1211,12 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       elseif want[i] ~= got[i] then
         assert.equal(want[i], got[i], "file " .. i)
       end
-      local kind = w:match("^[^(:]*") or w
+      local kind = w:match("^the config needs") or w:match("^[^(:]*") or w
       kinds[kind] = (kinds[kind] or 0) + 1
     end
     -- every kind of verdict is reached
     assert.is_true((kinds["ok"] or 0) > 100, "ok: " .. tostring(kinds["ok"]))
+    assert.is_true((kinds["weights"] or 0) + (kinds["the config needs"] or 0) >= 5)
     assert.is_true((kinds["bad roper.config "] or 0) > 500)
     assert.is_true((kinds["bad model config"] or 0) > 50, tostring(kinds["bad model config"]))
     assert.is_true((kinds["syntax"] or 0) > 50, tostring(kinds["syntax"]))

@@ -57,8 +57,9 @@ python3-numpy) from the repo root.
         one line each.
 
     torch_companion.py stored FILE...
-        The roper.config of each safetensors file read as load_roper reads it (stored.from_json);
-        one line each, "ok" or the ValueError's message (without the path).
+        load_roper of each safetensors file; one line each: "ok", the message (without the path)
+        of a roper.config it refuses (stored.from_json) or of too few parameters (param_count),
+        "weights" when load_state_dict refuses the tensors, or "error: ..." for anything else.
 
     torch_companion.py edges
         The refusals of standalone use: rotary.tables with own angles at a position below 0 and
@@ -88,7 +89,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 from roper_torch import (Freq, RotaryAttention, RoperTransformer, SafetensorsError,  # noqa: E402
                          config, load_roper, read_safetensors, save_roper, tables,
                          write_safetensors)
-from roper_torch.stored import from_json, to_json  # noqa: E402
+from roper_torch.model import param_count  # noqa: E402
+from roper_torch.stored import to_json  # noqa: E402
 
 
 OWN = ("freq", "angles", "positions", "axes", "sections", "mix")
@@ -116,6 +118,10 @@ def logits(manifest):
             out = m(ids(e["tokens"]))
         np.save(e["out"], out.numpy().astype(np.float32))
         c = m.cfg
+        if param_count(c) != sum(p.numel() for p in m.parameters()):
+            sys.stderr.write("%s: param_count %d, the model has %d\n" % (
+                e["name"], param_count(c), sum(p.numel() for p in m.parameters())))
+            sys.exit(1)
         print("%s %d %s %s rotate %s %s" % (e["name"], sum(p.numel() for p in m.parameters()),
                                             c["pe"], c["attention"], c["rotate"] or "-",
                                             c["scaling"]))
@@ -237,12 +243,14 @@ def to_json_lines(path):
 
 
 def stored(path):
-    _, meta = read_safetensors(path)
     try:
-        from_json(meta["roper.config"])
+        load_roper(path)
         print("ok")
     except ValueError as e:
-        print(str(e))
+        msg = str(e)[len(path) + 2:]
+        print(msg if msg.startswith(("bad ", "the config needs")) else "error: %s" % e)
+    except RuntimeError as e:
+        print("weights" if "state_dict" in str(e) else "error: %s" % e)
 
 
 def edges():
