@@ -64,9 +64,10 @@ class Config(dict):
 
 
 class StoredConfig(dict):
-    """A config as a file holds it (roper.config): checked as roper's readers check one
-    (rp_model_cfg_check only: a fraction_q of 0 means "not set", and a key that does nothing for
-    the mode is harmless there)."""
+    """A config as a file holds it (roper.config, read by stored.from_json): checked as roper's
+    readers check one (rp_model_cfg_check on the values as stored: a fraction_q of 0 means "not
+    set"), then a value that does nothing for the mode is dropped (its default), as roper's
+    model ignores it."""
 
 
 def _join(names):
