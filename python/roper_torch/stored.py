@@ -51,16 +51,11 @@ def to_json(c):
         if not _written(c, k):
             continue
         t, v = k["type"], c[k["name"]]
-        if t == "int":
-            val = "%d" % v
-        elif t == "number":
+        if t == "number":
             val = _num_str(float(v))
-        elif t == "seed":
-            val = "%d" % (v % 2 ** 64)
-        elif t == "bool":
-            val = "true" if v else "false"
-        else:  # enum, rotate: the name, quoted
-            val = '"%s"' % v
+        else:  # rp_model_cfg_value_str's; a name (enum, rotate) quoted
+            val = _cfg._value_str(k, v)
+            val = '"%s"' % val if t in ("enum", "rotate") else val
         out.append('"%s":%s' % (k["name"], val))
     return "{" + ",".join(out) + "}"
 

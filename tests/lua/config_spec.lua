@@ -367,22 +367,18 @@ describe("rp.model_keys", function()
 
   it("says what a safetensors roper.config holds of each key (json), as m:save_safetensors "
     .. "writes and rp.load reads it", function()
-    local cjson = require "cjson"
     local d = h.tmpdir()
     -- the roper.config of m's file, and a function that writes that file with another text
     local function file_of(m)
       local path = d .. "/m.safetensors"
       assert.is_true(m:save_safetensors(path))
-      local all = h.read(path)
-      local n = string.unpack("<I8", all)
-      local header = cjson.decode(all:sub(9, 8 + n))
+      local header, data = h.st_parts(path)
       local text = header.__metadata__["roper.config"]
       local held = {}
       for k in text:gmatch('"([%w_]+)":') do held[k] = true end
       return held, function(t)
         header.__metadata__["roper.config"] = t
-        local hj = cjson.encode(header)
-        h.write(path, string.pack("<I8", #hj) .. hj .. all:sub(9 + n))
+        h.st_write(path, header, data)
         return path
       end, text
     end

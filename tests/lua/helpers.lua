@@ -126,6 +126,20 @@ function M.write(path, text)
   f:close()
 end
 
+-- A safetensors file's parts: its header decoded with lua-cjson (a reader independent of
+-- roper's), the data after it, the header's length and the file's size.
+function M.st_parts(path)
+  local b = assert(M.read(path))
+  local n = string.unpack("<I8", b)
+  return require("cjson").decode(b:sub(9, 8 + n)), b:sub(9 + n), n, #b
+end
+
+-- Writes a safetensors file of the header (a table, encoded with lua-cjson) and the data.
+function M.st_write(path, header, data)
+  local json = require("cjson").encode(header)
+  M.write(path, string.pack("<I8", #json) .. json .. data)
+end
+
 -- The data blocks of a gnuplot data file (blocks apart by two blank lines, gnuplot's index
 -- order; "#" lines skipped): a list of blocks, each a list of rows of numbers.
 function M.gnuplot_blocks(text)

@@ -40,13 +40,6 @@ local function param_diff(a, b)
   return d
 end
 
--- The header of a safetensors file: its JSON decoded with lua-cjson (an independent reader).
-local function st_header(path)
-  local b = assert(h.read(path))
-  local n = string.unpack("<I8", b)
-  return cjson.decode(b:sub(9, 8 + n)), n, #b
-end
-
 local function python_has(modules)
   local f = io.open(PY, "r")
   if not f then return false, PY .. " is missing" end
@@ -324,7 +317,7 @@ describe("model weights as safetensors", function()
       local m = model { pe = "learned", norm = "post", activation = "gelu", dropout = 0.125 }
       local p = d .. "/m.safetensors"
       assert.is_true(m:save_safetensors(p))
-      local hd, n, size = st_header(p)
+      local hd, _, n, size = h.st_parts(p)
       assert.equal(0, n % 8)
       local meta = hd.__metadata__
       assert.equal("pt", meta.format)

@@ -212,11 +212,7 @@ end
 
 -- The text of a safetensors file's roper.config (its header's __metadata__).
 local function file_config(path)
-  local f = assert(io.open(path, "rb"))
-  local n = string.unpack("<I8", f:read(8))
-  local header = cjson.decode(f:read(n))
-  f:close()
-  return header.__metadata__["roper.config"]
+  return h.st_parts(path).__metadata__["roper.config"]
 end
 
 describe("the PyTorch companion (python/roper_torch) against roper", function()
@@ -486,10 +482,8 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
         assert.same(a:config(), b:config())
         assert.equal(0, list_diff(a:params(), b:params()))
         -- the writer's layout: the header padded with spaces to 8 bytes, roper's metadata
-        local raw = assert(h.read(back))
-        local n = string.unpack("<I8", raw)
+        local header, _, n = h.st_parts(back)
         assert.equal(0, n % 8)
-        local header = cjson.decode(raw:sub(9, 8 + n))
         assert.equal("1", header.__metadata__["roper.version"])
         assert.equal("pt", header.__metadata__.format)
       end
@@ -1121,16 +1115,12 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       for k, v in pairs(c) do t[k] = v end
       local path = ("%s/stored_base%d.safetensors"):format(d, i)
       assert.is_true(rp.model(t):save_safetensors(path))
-      local f = assert(io.open(path, "rb"))
-      local all = f:read("a")
-      f:close()
-      local n = string.unpack("<I8", all)
-      local header = cjson.decode(all:sub(9, 8 + n))
+      local header, data = h.st_parts(path)
       local keys = {}
       for k, v in header.__metadata__["roper.config"]:gmatch('"([%w_]+)":([^,}]+)') do
         keys[#keys + 1] = { k, v }
       end
-      bases[i] = { header = header, data = all:sub(9 + n), keys = keys }
+      bases[i] = { header = header, data = data, keys = keys }
     end
     local names = {}
     for _, k in ipairs(rp.model_keys()) do names[#names + 1] = k.name end
@@ -1186,9 +1176,8 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       local header = {}
       for k, v in pairs(b.header) do header[k] = v end
       header.__metadata__ = { format = "pt", ["roper.version"] = "1", ["roper.config"] = text }
-      local hj = cjson.encode(header)
       paths[i] = ("%s/stored%d.safetensors"):format(d, i)
-      h.write(paths[i], string.pack("<I8", #hj) .. hj .. b.data)
+      h.st_write(paths[i], header, b.data)
       -- rp.load's verdict: "ok", its config reader's and rp_model_cfg_check's messages, too few
       -- parameters for the config, or "weights" for tensors that are not the config's
       local m, msg = rp.load(paths[i])
