@@ -18,6 +18,10 @@
 #                   python/roper_torch) in one run, and the ratio (installs Debian's
 #                   python3-torch when missing; not part of make test/run)
 #   make test SANITIZE=1   the same suite under ASan + UBSan (separate build dir)
+#   make check-build   the compiler matrix: every C file with -Werror for GCC at a dozen -march
+#                   targets (Intel, AMD, x86-64-v2..v4) and clang; bench's attention line for
+#                   each target this CPU runs (CI runs it)
+#   WERROR=1        warnings as errors (check-build and CI; a user's build never stops on one)
 #   make install    the REPL, the scripts, the PyTorch companion, the Lua module, the C library
 #                   (static and shared) with its headers and roper.pc, the man page; PREFIX
 #                   (/usr/local) and DESTDIR as usual; make uninstall removes exactly what it
@@ -60,8 +64,14 @@ endif
 # nn (rope, positional modes, attention, layers, optimiser), model, io (files). Sources include a
 # header by its name; every floor is on the include path.
 CORE_DIRS := core/sys core/tensor core/nn core/model core/io
+# Warnings are on in every build and kept at zero, but a warning never stops a user's build (a
+# new compiler or -march may add one): WERROR=1 makes them errors, for the checks (make
+# check-build, CI's compiler matrix).
 WARN := -Wall -Wextra -Wpedantic -Wshadow -Wdouble-promotion -Wstrict-prototypes \
-        -Wmissing-prototypes -Wformat=2 -Wundef -Wvla -Wno-unused-parameter -Werror
+        -Wmissing-prototypes -Wformat=2 -Wundef -Wvla -Wno-unused-parameter
+ifeq ($(WERROR),1)
+  WARN += -Werror
+endif
 LUA_CFLAGS = $(shell pkg-config --cflags lua5.4 2>/dev/null)
 BLAS_CFLAGS = $(shell pkg-config --cflags openblas 2>/dev/null)
 CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(OPT) -g -fPIC $(WARN) \
@@ -94,7 +104,7 @@ MPI_PLUGIN := $(BUILD)/roper_mpi.so
 MPI_CFLAGS = $(patsubst -I%,-isystem %,$(shell pkg-config --cflags ompi-c 2>/dev/null))
 MPI_LIBS = $(shell pkg-config --libs ompi-c 2>/dev/null)
 
-.PHONY: all deps test test-c test-lua test-cluster run bench bench-torch clean portable \
+.PHONY: all deps test test-c test-lua test-cluster run bench bench-torch clean portable check-build check-objs \
         install install-lua install-bin install-lib uninstall
 .DELETE_ON_ERROR:
 
@@ -185,6 +195,21 @@ test: deps all portable
 # core/sys/build.h), for portable_spec's check that it reproduces a committed run bit for bit.
 portable:
 	@$(MAKE) --no-print-directory PORTABLE=1 SANITIZE= build-portable/roper
+
+# The compiler matrix (tests/check_build; CI runs it): every C file of core/, tasks/, bindings/,
+# repl/ and mpi/ compiled with -Werror for GCC at native, x86-64-v2/v3/v4 and the Intel and AMD
+# -march names that users' servers get, and for Debian's clang at native and x86-64-v3, each in
+# build-check/<cc>-<march>/; the attention line of the bench for every target this CPU runs.
+check-build: deps
+	@$(MAKE) --no-print-directory deps PACKAGES="clang libomp-dev"
+	@tests/check_build
+
+# Compile only: check-build's unit (make CC=... BUILD=... OPT=... WERROR=1 check-objs).
+check-objs: $(CORE_OBJ) $(BIND_OBJ) $(REPL_OBJ) $(BUILD)/obj/mpi/roper_mpi.o
+
+$(BUILD)/obj/mpi/roper_mpi.o: mpi/roper_mpi.c core/sys/dist.h | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) -c $< -o $@
 
 # compare.lua --slurm on a one-node Slurm that tests/cluster/run installs (Debian's slurmctld,
 # slurmd, slurm-client, munge), starts in a private folder, uses and stops again.
@@ -343,4 +368,4 @@ uninstall:
 	@$(LDCONFIG)
 
 clean:
-	rm -rf build build-san build-portable
+	rm -rf build build-san build-portable build-check

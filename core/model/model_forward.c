@@ -221,7 +221,7 @@ rp_status rp_model_forward(rp_model *m, const int32_t *tokens, const int32_t *ta
     const rp_model_cfg *c = &m->cfg;
     int64_t N = B * T, V = c->vocab;
     int drop = train && c->dropout > 0.0;
-    train_path t = {m, B, T, rpm_attn_cfg(m, 0), rpm_attn_threads(m, T), INFINITY};
+    train_path t = {m, B, T, rpm_attn_cfg(m, 0), rpm_attn_threads(m, T), HUGE_VAL};
 
     m->have_fwd = 0;
     memcpy(m->tokens, tokens, (size_t)N * sizeof(int32_t));

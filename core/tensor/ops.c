@@ -338,7 +338,7 @@ rp_status rp_softmax(rp_tensor *out, const rp_tensor *a, int dim)
         int64_t idx[RP_MAX_DIMS] = {0};
         do {
             float *p = base + outer_offset(idx, moved_out.stride, last);
-            double m = -INFINITY;
+            double m = -HUGE_VAL; /* HUGE_VAL: a double infinity (INFINITY is a float) */
             for (int64_t j = 0; j < n; j++)
                 if ((double)p[j * stride] > m) m = (double)p[j * stride];
             double sum = 0.0;

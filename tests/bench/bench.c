@@ -2,7 +2,11 @@
  * forward and of forward + backward for each pe mode at B=16, T=512, H=4, d_k=32 (BENCH_REPS
  * repetitions, default 5), linear attention, and GELU forward/backward over S's feed-forward
  * activations. Figures are measured, never asserted: each is the best of several repetitions
- * (the two vCPUs of a shared host are noisy). */
+ * (the two vCPUs of a shared host are noisy).
+ *
+ * `bench attention PE` prints only the attention line of one mode (make check-build prints it for
+ * every -march of its matrix that this CPU runs, so a slow tuning shows beside the native one). */
+#include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -13,12 +17,18 @@
 
 int main(int argc, char **argv)
 {
-    (void)argc;
+    /* only_pe: the one mode of `bench attention PE`, else NULL (the whole bench) */
+    const char *only_pe = argc == 3 && strcmp(argv[1], "attention") == 0 ? argv[2] : NULL;
+    if ((argc > 1 && !only_pe) || (only_pe && rp_pe_from_name(only_pe) < 0)) {
+        fprintf(stderr, "usage: bench [attention PE] (PE: a mode of rp_pe_names)\n");
+        return 2;
+    }
     rp_blas_fix_coretype(argv);
-    print_machine();
     int max_threads = rp_blas_threads();
     rp_rng r;
     rp_rng_seed(&r, 1);
+    if (only_pe) goto attention;
+    print_machine();
 
     printf("\nsgemm (best of 5)                 1 thread    %d threads\n", max_threads);
     static const int64_t shapes[][3] = {{1024, 1024, 1024}, {8192, 384, 128}, {8192, 128, 512}};
@@ -34,13 +44,16 @@ int main(int argc, char **argv)
         printf("  %-30s %7.1f GFLOPS %7.1f GFLOPS\n", label, g1, g2);
     }
 
+attention:;
     const int64_t B = 16, T = 512, H = 4, D = 32, HD = H * D;
     int nt = max_threads;
     int reps = getenv("BENCH_REPS") ? atoi(getenv("BENCH_REPS")) : 5;
     if (reps < 1) reps = 1;
-    printf("\nattention, B=%lld T=%lld H=%lld d_k=%lld, causal, nthreads %d (best of %d)\n",
-           (long long)B, (long long)T, (long long)H, (long long)D, nt, reps);
-    printf("  %-14s %12s %12s %14s\n", "pe", "forward", "fwd+bwd", "fwd tokens/s");
+    if (!only_pe) {
+        printf("\nattention, B=%lld T=%lld H=%lld d_k=%lld, causal, nthreads %d (best of %d)\n",
+               (long long)B, (long long)T, (long long)H, (long long)D, nt, reps);
+        printf("  %-14s %12s %12s %14s\n", "pe", "forward", "fwd+bwd", "fwd tokens/s");
+    }
     float *q = randbuf(&r, B * T * HD), *k = randbuf(&r, B * T * HD);
     float *v = randbuf(&r, B * T * HD), *out = randbuf(&r, B * T * HD);
     float *dout = randbuf(&r, B * T * HD), *dq = randbuf(&r, B * T * HD);
@@ -67,6 +80,7 @@ int main(int argc, char **argv)
     float *scratch = randbuf(&r, nscratch);
     for (int pe = 0; pe < RP_PE_COUNT; pe++) {
         if (rp_pe_mode_of((rp_pe)pe)->absolute != RP_ABS_NONE) continue;
+        if (only_pe && strcmp(only_pe, rp_pe_name((rp_pe)pe)) != 0) continue;
         rp_attn_cfg cfg = {.pe = (rp_pe)pe, .causal = 1, .scale = 1.0 / 5.656854249492381,
                            .base = RP_ROPE_BASE, .pairing = RP_PAIR_HALF, .d_rot_qk = D,
                            .d_rot_v = D, .q_offset = 0, .rel_clip = clip, .rel_buckets = buckets,
@@ -95,6 +109,7 @@ int main(int argc, char **argv)
         free(tabs[i]);
         free(grads[i]);
     }
+    if (only_pe) goto release;
 
     /* linear attention at the same size, then both kinds as T grows at 8192 tokens per batch */
     printf("\nlinear attention (phi = elu + 1), B=%lld T=%lld H=%lld d_k=%lld, causal, nthreads "
@@ -141,6 +156,7 @@ int main(int argc, char **argv)
     free(w);
     free(den);
     free(lscratch);
+release:
     free(q);
     free(k);
     free(v);
@@ -149,6 +165,7 @@ int main(int argc, char **argv)
     free(dq);
     free(dk);
     free(dv);
+    if (only_pe) return 0;
 
     printf("\nscaling with T at 8192 tokens per batch (B = 8192 / T), H=%lld d_k=%lld, pe rope, "
            "forward+backward ms (best of %d)\n",
