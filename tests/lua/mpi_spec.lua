@@ -239,7 +239,8 @@ c:finalize()
       .. "max diff %.3g\n"):format(cd, wd))
   end)
 
-  it("resumes a run saved under 2 ranks under 1 process and under 2 ranks", function()
+  it("resumes a run saved under 2 ranks: under 2 ranks as the uninterrupted 2-rank run to the "
+    .. "last digit, in 1 process within the summation drift", function()
     -- the first run is ended (the whole job, MPI_Abort) by its progress callback at step 12,
     -- after the checkpoint of step 10
     h.write(tmp .. "/stop.lua", [[
@@ -267,14 +268,31 @@ rp.experiment.run(cfg, function(step) if step == 12 then comm:abort(3) end end,
     local _, e2, c2 = mpirun(2, ("%s %s --save %s.b --resume --out %s.json"):format(TRAIN, B, ck,
       tmp .. "/two"))
     assert.are.equal(0, c2, e2)
-    local s = csv_rows(straight .. ".csv")
+    -- the same run uninterrupted on 2 ranks: what the 2-rank resume must give exactly
+    local straight2 = tmp .. "/straight2"
+    local _, e3, c3 = mpirun(2, ("%s %s --out %s.json"):format(TRAIN, B, straight2))
+    assert.are.equal(0, c3, e3)
+    local s1, s2 = csv_rows(straight .. ".csv"), csv_rows(straight2 .. ".csv")
+    local r1, r2 = h.read_json(straight .. ".json"), h.read_json(straight2 .. ".json")
     for _, name in ipairs { "one", "two" } do
       local r = h.read_json(tmp .. "/" .. name .. ".json")
       assert.are.equal(10, r.resumed_at)
       assert.are.equal(20, r.curve[#r.curve].step)
-      local d = curve_diff(s, csv_rows(tmp .. "/" .. name .. ".csv"))
-      assert.is_true(d < 1e-5, name .. ": curve differs by " .. d)
-      assert.is_true(math.abs(r.eval_loss - h.read_json(straight .. ".json").eval_loss) < 1e-4)
+      local rows = csv_rows(tmp .. "/" .. name .. ".csv")
+      if name == "two" then
+        -- 2 ranks to 2 ranks: the same sums in the same order, so every figure to its last digit
+        assert.are.same(s2, rows)
+        assert.are.equal(r2.eval_loss, r.eval_loss)
+      else
+        -- 2 ranks to 1 process: from step 10 on, the gradient is summed in another order, so
+        -- the run drifts from both uninterrupted runs by float32 rounding (docs/cluster.md)
+        for _, ref in ipairs { s1, s2 } do
+          local d = curve_diff(ref, rows)
+          assert.is_true(d < 1e-5, name .. ": curve differs by " .. d)
+        end
+        assert.is_true(math.abs(r.eval_loss - r2.eval_loss) < 1e-4)
+        assert.is_true(math.abs(r.eval_loss - r1.eval_loss) < 1e-4)
+      end
     end
     -- a finished run leaves no state
     assert.is_nil(h.read(ck .. ".state"))
