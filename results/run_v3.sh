@@ -62,8 +62,18 @@ for step in "${steps[@]}"; do
     # 300 steps at seq_len 512 (batch 16, Adam 3e-4 cosine to 3e-5, 30 warmup steps) with no
     # scaling and with PI, NTK and YaRN at factor 4 (orig_len 128), evaluated at 512: beside the
     # zero-shot losses at 512 of results.md's length section. The base models (.ckpt) are not
-    # committed: on a machine without them, delete results/v3-ft-base/runs/*.json first, and the
-    # base step trains them again (the portable build gives the same bits)
+    # committed; this command (from a checkout, after `make PORTABLE=1`) makes them again:
+    #   build-portable/roper scripts/compare.lua --jobs 2 --quiet --threads 1 \
+    #     --task substring_prefix --methods rope roper --seeds 5 --keep-models \
+    #     --checkpoint-every 250 --out results/v3-ft-base
+    # It is the base step's command with the runs' thread count, 1, written out (the base step
+    # leaves it to compare.lua, which gives each of --jobs 2 runs half the cores: 1 thread on the
+    # 2-core machine that made them, more elsewhere, and 2 threads give other bits). A kept-model
+    # run whose model is missing is run again over its run file, so nothing needs deleting first;
+    # the re-made runs' .csv files must then equal the committed ones (git diff: every curve
+    # point), and tests/lua/ft_base_spec.lua checks that the current portable build gives the
+    # committed bits: this command's configs, and rope and roper seed 1 trained to its first
+    # checkpoint (step 250 of 2,000), every curve point to the last bit
     finetune)
       $R --task substring_prefix --methods rope roper --seeds 5 --keep-models $CK \
         --out results/v3-ft-base

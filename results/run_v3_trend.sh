@@ -33,7 +33,7 @@ for step in "${steps[@]}"; do
     index)
         dir=$(checkout 0c8be7b)
         (cd "$dir" && for n in 2 4 6 8 10; do
-            build-portable/roper scripts/compare.lua --jobs 2 --quiet --methods rope roper \
+            build-portable/roper scripts/compare.lua --jobs 2 --threads 1 --quiet --methods rope roper \
                 --seeds $n --steps 6000 --log-every 50 --jump-loss 1.5 \
                 --out "$root/results/v3-index-0.1m"
         done) ;;
@@ -41,7 +41,7 @@ for step in "${steps[@]}"; do
     addition)
         dir=$(checkout 5b3681a)
         (cd "$dir" && for n in 2 4 6 8 10; do
-            build-portable/roper scripts/compare.lua --jobs 2 --quiet --task addition \
+            build-portable/roper scripts/compare.lua --jobs 2 --threads 1 --quiet --task addition \
                 --max-digits 3 --methods rope roper --seeds $n --checkpoint-every 250 \
                 --out "$root/results/v3-addition-0.1m"
         done) ;;
