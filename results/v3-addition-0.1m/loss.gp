@@ -16,16 +16,20 @@ plot "/work/main/results/v3-addition-0.1m/loss.dat" index 1 using 1:2 with lines
      "/work/main/results/v3-addition-0.1m/loss.dat" index 6 using 1:2 with lines lw 0.8 lc rgb "#801f77b4" notitle, \
      "/work/main/results/v3-addition-0.1m/loss.dat" index 7 using 1:2 with lines lw 0.8 lc rgb "#801f77b4" notitle, \
      "/work/main/results/v3-addition-0.1m/loss.dat" index 8 using 1:2 with lines lw 0.8 lc rgb "#801f77b4" notitle, \
-     "/work/main/results/v3-addition-0.1m/loss.dat" index 10 using 1:2 with lines lw 0.8 lc rgb "#80d62728" notitle, \
-     "/work/main/results/v3-addition-0.1m/loss.dat" index 11 using 1:2 with lines lw 0.8 lc rgb "#80d62728" notitle, \
+     "/work/main/results/v3-addition-0.1m/loss.dat" index 9 using 1:2 with lines lw 0.8 lc rgb "#801f77b4" notitle, \
+     "/work/main/results/v3-addition-0.1m/loss.dat" index 10 using 1:2 with lines lw 0.8 lc rgb "#801f77b4" notitle, \
      "/work/main/results/v3-addition-0.1m/loss.dat" index 12 using 1:2 with lines lw 0.8 lc rgb "#80d62728" notitle, \
      "/work/main/results/v3-addition-0.1m/loss.dat" index 13 using 1:2 with lines lw 0.8 lc rgb "#80d62728" notitle, \
      "/work/main/results/v3-addition-0.1m/loss.dat" index 14 using 1:2 with lines lw 0.8 lc rgb "#80d62728" notitle, \
      "/work/main/results/v3-addition-0.1m/loss.dat" index 15 using 1:2 with lines lw 0.8 lc rgb "#80d62728" notitle, \
      "/work/main/results/v3-addition-0.1m/loss.dat" index 16 using 1:2 with lines lw 0.8 lc rgb "#80d62728" notitle, \
      "/work/main/results/v3-addition-0.1m/loss.dat" index 17 using 1:2 with lines lw 0.8 lc rgb "#80d62728" notitle, \
+     "/work/main/results/v3-addition-0.1m/loss.dat" index 18 using 1:2 with lines lw 0.8 lc rgb "#80d62728" notitle, \
+     "/work/main/results/v3-addition-0.1m/loss.dat" index 19 using 1:2 with lines lw 0.8 lc rgb "#80d62728" notitle, \
+     "/work/main/results/v3-addition-0.1m/loss.dat" index 20 using 1:2 with lines lw 0.8 lc rgb "#80d62728" notitle, \
+     "/work/main/results/v3-addition-0.1m/loss.dat" index 21 using 1:2 with lines lw 0.8 lc rgb "#80d62728" notitle, \
      "/work/main/results/v3-addition-0.1m/loss.dat" index 0 using 1:2 with lines lw 2.5 lc rgb "#1f77b4" title "rope (mean)", \
-     "/work/main/results/v3-addition-0.1m/loss.dat" index 9 using 1:2 with lines lw 2.5 lc rgb "#d62728" title "roper (mean)"
+     "/work/main/results/v3-addition-0.1m/loss.dat" index 11 using 1:2 with lines lw 2.5 lc rgb "#d62728" title "roper (mean)"
 set terminal svg size 960,600 dynamic noenhanced font ',11'
 set output "/work/main/results/v3-addition-0.1m/loss.svg"
 replot
