@@ -8,7 +8,8 @@
 #   nice -n 19 results/run_v3_trend.sh [step ...]      steps: index addition (default: both)
 # Each step makes (once) a git worktree of its commit in build-trend/<commit>/, builds it with
 # `make PORTABLE=1` and runs its compare.lua there, writing into this checkout's
-# results/v3-index-0.1m or results/v3-addition-0.1m. Run again, compare.lua finds the finished
+# results/v3-index-0.1m or results/v3-addition-0.1m (a link to it in the worktree's results/, so
+# that the summaries name the folder as results/<name>, as every other comparison's do). Run again, compare.lua finds the finished
 # runs and trains only the rest (the addition runs also resume from their checkpoints every 250
 # steps; the index commit's runs start again), so the script resumes after an interruption.
 set -euo pipefail
@@ -17,13 +18,16 @@ root=$(pwd)
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(index addition)
 
-# checkout COMMIT: the folder of a built portable checkout of COMMIT
+# checkout COMMIT NAME: the folder of a built portable checkout of COMMIT whose results/NAME is
+# this checkout's results/NAME
 checkout() {
     local dir="$root/build-trend/$1"
     if [ ! -d "$dir" ]; then
         git -C "$root" worktree add --detach "$dir" "$1" >&2
     fi
     make -C "$dir" -s PORTABLE=1 build-portable/roper >&2
+    mkdir -p "$root/results/$2"
+    [ -L "$dir/results/$2" ] || ln -s "$root/results/$2" "$dir/results/$2"
     echo "$dir"
 }
 
@@ -31,19 +35,19 @@ for step in "${steps[@]}"; do
     case "$step" in
     # substring by index at 0.1M: results/v2-index's recipe (6,000 steps, the jump at 1.5)
     index)
-        dir=$(checkout 0c8be7b)
+        dir=$(checkout 0c8be7b v3-index-0.1m)
         (cd "$dir" && for n in 2 4 6 8 10; do
             build-portable/roper scripts/compare.lua --jobs 2 --threads 1 --quiet --methods rope roper \
                 --seeds $n --steps 6000 --log-every 50 --jump-loss 1.5 \
-                --out "$root/results/v3-index-0.1m"
+                --out results/v3-index-0.1m
         done) ;;
     # 3-digit addition at 0.1M: results/v2-addition's recipe (2,000 steps)
     addition)
-        dir=$(checkout 5b3681a)
+        dir=$(checkout 5b3681a v3-addition-0.1m)
         (cd "$dir" && for n in 2 4 6 8 10; do
             build-portable/roper scripts/compare.lua --jobs 2 --threads 1 --quiet --task addition \
                 --max-digits 3 --methods rope roper --seeds $n --checkpoint-every 250 \
-                --out "$root/results/v3-addition-0.1m"
+                --out results/v3-addition-0.1m
         done) ;;
     *) echo "run_v3_trend.sh: unknown step $step (index addition)" >&2; exit 2 ;;
     esac
