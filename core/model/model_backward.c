@@ -98,9 +98,12 @@ static void attn_branch_backward(rp_model *m, int64_t l, float *dres, float *spa
     if (m->linear) {
         zero(m->dqkv, 3 * NC); /* the linear kernels accumulate */
         rp_linattn_cfg lc = rpm_linattn_cfg(m, 0);
-        rp_linattn_backward(m->dqkv, m->dqkv + C, m->dqkv + 2 * C, m->attn_scratch, m->datty, C,
-                            a->qkv, 3 * C, a->qkv + C, 3 * C, a->qkv + 2 * C, 3 * C, B, T,
-                            m->cfg.heads, dk, dk, &lc, nt);
+        rp_attn_io io = {.B = B, .T = T, .S = T, .H = m->cfg.heads, .D = dk, .Dv = dk,
+                         .q = a->qkv, .k = a->qkv + C, .v = a->qkv + 2 * C, .ldq = 3 * C,
+                         .ldk = 3 * C, .ldv = 3 * C, .ldo = C, .dout = m->datty, .dq = m->dqkv,
+                         .dk = m->dqkv + C, .dv = m->dqkv + 2 * C, .scratch = m->attn_scratch,
+                         .nthreads = nt};
+        rp_linattn_backward(&io, &lc);
     } else {
         /* the relative modes' tables of the forward, and where their gradients go */
         rp_attn_cfg lc = *acfg;

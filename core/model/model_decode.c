@@ -91,8 +91,10 @@ static void step_attend(const rpm_decoder *d, int64_t na, int64_t l)
             /* the kernel rotates q, k, v and the output itself; the state carries the prefix */
             rp_linattn_cfg lc = rpm_linattn_cfg(m, ln->pos);
             double *st = ln->lin + l * rpm_state_layer_doubles(m);
-            rp_linattn_forward(y, C, m->attn_scratch, st, NULL, q, 3 * C, k, 3 * C, v, 3 * C, 1, 1,
-                               H, dk, dk, &lc, 1);
+            rp_attn_io io = {.B = 1, .T = 1, .S = 1, .H = H, .D = dk, .Dv = dk, .q = q, .k = k,
+                             .v = v, .ldq = 3 * C, .ldk = 3 * C, .ldv = 3 * C, .out = y,
+                             .ldo = C, .scratch = m->attn_scratch, .nthreads = 1, .state = st};
+            rp_linattn_forward(&io, &lc);
         } else {
             rp_attn_cfg acfg = rpm_attn_cfg(m, ln->pos);
             rp_attn_rel rel;

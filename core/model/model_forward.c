@@ -127,8 +127,11 @@ static int64_t train_attend(void *ctx, int64_t l, const rpm_block_bufs *b, int64
     if (m->linear) {
         rp_linattn_cfg lc = rpm_linattn_cfg(m, 0);
         float md = INFINITY;
-        rp_linattn_forward(b->y, C, m->attn_scratch, NULL, &md, qkv, 3 * C, qkv + C, 3 * C,
-                           qkv + 2 * C, 3 * C, t->B, t->T, H, dk, dk, &lc, t->nt);
+        rp_attn_io io = {.B = t->B, .T = t->T, .S = t->T, .H = H, .D = dk, .Dv = dk, .q = qkv,
+                         .k = qkv + C, .v = qkv + 2 * C, .ldq = 3 * C, .ldk = 3 * C,
+                         .ldv = 3 * C, .out = b->y, .ldo = C, .scratch = m->attn_scratch,
+                         .nthreads = t->nt, .min_den = &md};
+        rp_linattn_forward(&io, &lc);
         if ((double)md < t->min_den) t->min_den = (double)md;
     } else {
         rp_attn_cfg acfg = t->acfg;

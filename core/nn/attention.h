@@ -179,8 +179,10 @@ rp_status rp_attn_scheme(const rp_attn_cfg *cfg, rp_pe_scheme *s);
 int64_t rp_attention_scratch_floats(const rp_attn_cfg *cfg, int64_t B, int64_t T, int64_t S,
                                     int64_t H, int64_t D, int64_t Dv, int nthreads);
 
-/* The operands of rp_attention_forward and rp_attention_backward: the dims, the strided rows of
- * q, k, v and out (and of their gradients), the outputs, the scratch and the threads.
+/* The operands of rp_attention_forward and rp_attention_backward (and of linear attention's
+ * rp_linattn_forward and rp_linattn_backward, core/nn/linear_attention.h, which read the members
+ * their comments there name): the dims, the strided rows of q, k, v and out (and of their
+ * gradients), the outputs, the scratch and the threads.
  *
  * Strided rows: element (b, t, h, d) of q, k, v, out (and of dq, dk, dv, dout) is at
  * p[(b * L + t) * ld + h * W + d], with L = T (q, out) or S (k, v) and W = D (q, k) or Dv (v, out).
@@ -204,8 +206,15 @@ typedef struct rp_attn_io {
                             * D or Dv features: 0 + its gradient, the bits accumulating onto
                             * zeros gives, so a caller need not clear them), 0 ACCUMULATES */
     const rp_attn_rel_grad *drel; /* backward: the table gradients, ACCUMULATED (NULL: none) */
-    float *scratch;        /* rp_attention_scratch_floats(cfg, B, T, S, H, D, Dv, nthreads) */
+    float *scratch;        /* rp_attention_scratch_floats(cfg, B, T, S, H, D, Dv, nthreads)
+                            * (linear attention: rp_linattn_scratch_floats) */
     int nthreads;          /* >= 1 */
+    /* Linear attention only (rp_linattn_forward), NULL otherwise; the softmax kernels ignore
+     * them. Operands, not configuration: memory the call reads and writes. */
+    double *state;         /* the recurrent state (rp_linattn_state_doubles per sequence), read
+                            * and written back in place (NULL: a zero initial state, nothing
+                            * saved) */
+    float *min_den;        /* when not NULL: receives the smallest denominator */
 } rp_attn_io;
 
 /* The forward pass (flash attention: tiles of at most 32 queries x 128 keys with an online

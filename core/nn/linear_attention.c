@@ -643,18 +643,18 @@ static void fill_table(float *cs, float *sn, double *theta_tmp, int64_t T, int64
     }
 }
 
-static void ctx_init(lin_ctx *c, float *scratch, int64_t T, int64_t H, int64_t D, int64_t Dv,
-                     int64_t ldq, int64_t ldk, int64_t ldv, int64_t ldo,
-                     const rp_linattn_cfg *cfg)
+/* The dims, strides, mode and tables of a call (the pointers are the caller's to set). */
+static void ctx_init(lin_ctx *c, const rp_attn_io *io, const rp_linattn_cfg *cfg)
 {
+    int64_t T = io->T, D = io->D, Dv = io->Dv;
     memset(c, 0, sizeof *c);
-    c->T = T, c->H = H, c->D = D, c->Dv = Dv;
-    c->ldq = ldq, c->ldk = ldk, c->ldv = ldv, c->ldo = ldo;
+    c->T = T, c->H = io->H, c->D = D, c->Dv = Dv;
+    c->ldq = io->ldq, c->ldk = io->ldk, c->ldv = io->ldv, c->ldo = io->ldo;
     c->pairing = cfg->pairing;
     c->eps = cfg->eps;
     c->mode = !rotates_qk(cfg->pe) ? MODE_PLAIN
               : cfg->placement == RP_LIN_BEFORE ? MODE_BEFORE : MODE_AFTER;
-    float *base = aligned_floats(scratch);
+    float *base = aligned_floats(io->scratch);
     c->slices = base + table_floats(T, D, Dv);
     c->slice = slice_floats(T, D, Dv);
     /* the first slice (>= 2 (D + Dv) floats, 8-byte aligned) holds theta while the tables are
@@ -710,27 +710,22 @@ static double run_pairs(const lin_ctx *c, int64_t B, int nthreads, int backward)
     return mind;
 }
 
-void rp_linattn_forward(float *out, int64_t ldo, float *scratch, double *state, float *min_den,
-                        const float *q, int64_t ldq, const float *k, int64_t ldk, const float *v,
-                        int64_t ldv, int64_t B, int64_t T, int64_t H, int64_t D, int64_t Dv,
-                        const rp_linattn_cfg *cfg, int nthreads)
+void rp_linattn_forward(const rp_attn_io *io, const rp_linattn_cfg *cfg)
 {
     lin_ctx c;
-    ctx_init(&c, scratch, T, H, D, Dv, ldq, ldk, ldv, ldo, cfg);
-    c.out = out, c.q = q, c.k = k, c.v = v, c.state = state;
-    double mind = run_pairs(&c, B, nthreads, 0);
-    if (min_den) *min_den = (float)mind;
+    ctx_init(&c, io, cfg);
+    c.out = io->out, c.q = io->q, c.k = io->k, c.v = io->v, c.state = io->state;
+    double mind = run_pairs(&c, io->B, io->nthreads, 0);
+    if (io->min_den) *io->min_den = (float)mind;
 }
 
-void rp_linattn_backward(float *dq, float *dk, float *dv, float *scratch, const float *dout,
-                         int64_t ldo, const float *q, int64_t ldq, const float *k, int64_t ldk,
-                         const float *v, int64_t ldv, int64_t B, int64_t T, int64_t H, int64_t D,
-                         int64_t Dv, const rp_linattn_cfg *cfg, int nthreads)
+void rp_linattn_backward(const rp_attn_io *io, const rp_linattn_cfg *cfg)
 {
     lin_ctx c;
-    ctx_init(&c, scratch, T, H, D, Dv, ldq, ldk, ldv, ldo, cfg);
-    c.dq = dq, c.dk = dk, c.dv = dv, c.dout = dout, c.q = q, c.k = k, c.v = v;
-    run_pairs(&c, B, nthreads, 1);
+    ctx_init(&c, io, cfg);
+    c.dq = io->dq, c.dk = io->dk, c.dv = io->dv, c.dout = io->dout;
+    c.q = io->q, c.k = io->k, c.v = io->v;
+    run_pairs(&c, io->B, io->nthreads, 1);
 }
 
 /* ---- introspection: the explicit pairwise weights ---------------------------------------------
@@ -865,9 +860,12 @@ rp_status rp_linear_attention(rp_tensor *out, rp_tensor *w, rp_tensor *den, cons
         if (!wb || !db) st = rp_error(RP_ERR_NOMEM, "cannot allocate the weights");
     }
     if (st == RP_OK) {
-        rp_linattn_forward(rp_tensor_data(out), H * Dv, rp_tensor_data(&scratch), NULL, NULL,
-                           rp_tensor_data(&qc), H * D, rp_tensor_data(&kc), H * D,
-                           rp_tensor_data(&vc), H * Dv, B, T, H, D, Dv, cfg, nthreads);
+        rp_attn_io io = {.B = B, .T = T, .S = T, .H = H, .D = D, .Dv = Dv,
+                         .q = rp_tensor_data(&qc), .k = rp_tensor_data(&kc),
+                         .v = rp_tensor_data(&vc), .ldq = H * D, .ldk = H * D, .ldv = H * Dv,
+                         .out = rp_tensor_data(out), .ldo = H * Dv,
+                         .scratch = rp_tensor_data(&scratch), .nthreads = nthreads};
+        rp_linattn_forward(&io, cfg);
         for (int64_t b = 0; (w || den) && b < B; b++) {
             rp_linattn_weights(wb, db, rp_tensor_data(&qc) + b * T * H * D, H * D,
                                rp_tensor_data(&kc) + b * T * H * D, H * D, T, H, D, cfg);

@@ -35,10 +35,12 @@
  * magnitude (measured at T = 512 and 2048, D = Dv = 32, q, k in [-2, 2], every mode); the tests
  * compare with a float64 pairwise reference.
  *
- * Layout (as core/nn/attention.h): element (b, t, h, d) of q, k (width W = D) and of v, out (W = Dv),
- * and of their gradients, is at p[(b * T + t) * ld + h * W + d]. A contiguous [B, T, H, W] tensor
- * has ld = H * W; the model's fused qkv buffer [B, T, 3C] has ld = 3C with k = qkv + C and
- * v = qkv + 2C.
+ * Operands: the kernels take softmax attention's operand struct rp_attn_io (core/nn/attention.h)
+ * with their own cfg (rp_linattn_cfg below); each kernel's comment names the members it reads.
+ * Layout (rp_attn_io's strided rows with S = T): element (b, t, h, d) of q, k (width W = D) and
+ * of v, out (W = Dv), and of their gradients, is at p[(b * T + t) * ld + h * W + d]. A contiguous
+ * [B, T, H, W] tensor has ld = H * W; the model's fused qkv buffer [B, T, 3C] has ld = 3C with
+ * k = qkv + C and v = qkv + 2C.
  *
  * Threads: the (b, h) pairs are spread over nthreads OpenMP threads (more than B * H is fine);
  * every pair is computed by the same sequential code, so results are bitwise the same for any
@@ -49,6 +51,7 @@
 
 #include <stdint.h>
 
+#include "attention.h" /* rp_attn_io, the operands */
 #include "pe.h"        /* rp_pe, the mode table */
 #include "rope.h"      /* rp_pairing */
 #include "status.h"
@@ -107,27 +110,31 @@ int64_t rp_linattn_state_doubles(int64_t H, int64_t D, int64_t Dv);
  * array. */
 int64_t rp_linattn_scratch_floats(int64_t T, int64_t D, int64_t Dv, int nthreads);
 
-/* The forward pass over T positions of B sequences. OVERWRITES out (rows ldo apart; nothing
- * beyond the H * Dv values of a row is written). scratch: rp_linattn_scratch_floats(T, D, Dv,
- * nthreads) floats, contents ignored. state: NULL for training (zero initial state, nothing
- * saved), or B * rp_linattn_state_doubles(H, D, Dv) doubles ([B][H][D*Dv + D], see above): the
- * initial state is read from it and the final state written back (in place), so a prompt can be
- * processed in one call and then one token per call (T = 1, q_offset = its position); the result
- * equals one call over the whole sequence (bitwise, for the same cfg apart from q_offset). A zeroed
- * state behaves as NULL. min_den: NULL, or receives the smallest denominator den_n (eps included)
- * over all (b, h, t), rounded to float (+inf when B * H * T == 0). Dims and cfg must be valid
- * (rp_linattn_check); B, T, H >= 0. */
-void rp_linattn_forward(float *out, int64_t ldo, float *scratch, double *state, float *min_den,
-                        const float *q, int64_t ldq, const float *k, int64_t ldk, const float *v,
-                        int64_t ldv, int64_t B, int64_t T, int64_t H, int64_t D, int64_t Dv,
-                        const rp_linattn_cfg *cfg, int nthreads);
+/* The forward pass over T positions of B sequences, on the operands io: B, T, H, D, Dv; q, k, v
+ * with their row strides ldq, ldk, ldv; out and ldo; scratch; nthreads; state and min_den (the
+ * members rp_attn_io keeps for linear attention). The other members are not read (S: the keys
+ * are the call's T rows; lse, att, dout, dq, dk, dv, set, drel). OVERWRITES io->out (rows io->ldo
+ * apart; nothing beyond the H * Dv values of a row is written). io->scratch:
+ * rp_linattn_scratch_floats(T, D, Dv, nthreads) floats, contents ignored. io->state: NULL for
+ * training (zero initial state, nothing saved), or B * rp_linattn_state_doubles(H, D, Dv) doubles
+ * ([B][H][D*Dv + D], see above): the initial state is read from it and the final state written
+ * back (in place), so a prompt can be processed in one call and then one token per call (T = 1,
+ * q_offset = its position); the result equals one call over the whole sequence (bitwise, for the
+ * same cfg apart from q_offset). A zeroed state behaves as NULL. io->min_den: NULL, or receives
+ * the smallest denominator den_n (eps included) over all (b, h, t), rounded to float (+inf when
+ * B * H * T == 0). Dims and cfg must be valid (rp_linattn_check); B, T, H >= 0. */
+void rp_linattn_forward(const rp_attn_io *io, const rp_linattn_cfg *cfg);
 
 /* The backward pass of rp_linattn_forward run with state == NULL (zero initial state) on the
- * same q, k, v and cfg: dq += dL/dq, dk += dL/dk, dv += dL/dv (ACCUMULATES; the same strides as
- * q, k, v), given dout = dL/dout (rows ldo apart). dq, dk, dv may point into one fused buffer
- * (they must not overlap each other or the inputs). It saves nothing from the forward: a forward
- * sweep computes the features of each position as it joins (kept in scratch, same size as the
- * forward's; phi' = min(phi, 1) needs no second exp), keeps S_n^T and z_n and gets
+ * same q, k, v and cfg, on the operands io: B, T, H, D, Dv; q, k, v with ldq, ldk, ldv; dout and
+ * ldo; dq, dk, dv; scratch; nthreads. The other members are not read (S as for the forward; out,
+ * lse, att, set, drel, state, min_den). io->dq += dL/dq, io->dk += dL/dk, io->dv += dL/dv
+ * (ACCUMULATES, whatever io->set says: there is no OVERWRITE form, so a caller that wants the
+ * gradient alone clears them first; the same strides as q, k, v), given io->dout = dL/dout (rows
+ * io->ldo apart). dq, dk, dv may point into one fused buffer (they must not overlap each other
+ * or the inputs). io->scratch: the forward's size, contents ignored. It saves nothing from the
+ * forward: a forward sweep computes the features of each position as it joins (kept in scratch;
+ * phi' = min(phi, 1) needs no second exp), keeps S_n^T and z_n and gets
  * w_n = S_n g_y_n (g_y = R_n dout for roper, else dout), hence dq~ = w_n / den_n and
  * g_den_n = -(q~_n . w_n) / den_n^2 without recomputing the outputs; a reverse sweep accumulates
  * G = sum_{t>=n} q~_t g_u_t^T (D x Dv, kept also transposed so both products are row sweeps) and
@@ -139,10 +146,7 @@ void rp_linattn_forward(float *out, int64_t ldo, float *scratch, double *state, 
  * and w; G, G^T and their products) against the forward's 2 (S, u), in about 1.5 times the
  * forward's time (measured at D = Dv = 32 on an AVX-512 Xeon: the forward's single chain waits on
  * each row's multiply-add). Results do not depend on nthreads. */
-void rp_linattn_backward(float *dq, float *dk, float *dv, float *scratch, const float *dout,
-                         int64_t ldo, const float *q, int64_t ldq, const float *k, int64_t ldk,
-                         const float *v, int64_t ldv, int64_t B, int64_t T, int64_t H, int64_t D,
-                         int64_t Dv, const rp_linattn_cfg *cfg, int nthreads);
+void rp_linattn_backward(const rp_attn_io *io, const rp_linattn_cfg *cfg);
 
 /* Naive O(H T^2 D) introspection of ONE sequence (b = 0 of the given pointers, rows ldq / ldk
  * apart, positions q_offset + t): OVERWRITES w [H, T, T] with the numerator weights w_nm of the

@@ -134,13 +134,15 @@ attention:;
         cfg.placement = lmodes[i].at;
         double best_f = 1e30, best_fb = 1e30;
         float min_den = 0.0f;
+        rp_attn_io lio = {.B = B, .T = T, .S = T, .H = H, .D = D, .Dv = D, .q = q, .k = k, .v = v,
+                          .ldq = HD, .ldk = HD, .ldv = HD, .out = out, .ldo = HD, .dout = dout,
+                          .dq = dq, .dk = dk, .dv = dv, .scratch = lscratch, .nthreads = nt,
+                          .min_den = &min_den};
         for (int rep = -1; rep < reps; rep++) {
             double t0 = now();
-            rp_linattn_forward(out, HD, lscratch, NULL, &min_den, q, HD, k, HD, v, HD, B, T, H, D,
-                               D, &cfg, nt);
+            rp_linattn_forward(&lio, &cfg);
             double t1 = now();
-            rp_linattn_backward(dq, dk, dv, lscratch, dout, HD, q, HD, k, HD, v, HD, B, T, H, D,
-                                D, &cfg, nt);
+            rp_linattn_backward(&lio, &cfg);
             double t2 = now();
             if (rep >= 0 && t1 - t0 < best_f) best_f = t1 - t0;
             if (rep >= 0 && t2 - t0 < best_fb) best_fb = t2 - t0;
@@ -194,10 +196,8 @@ release:
             rp_attention_forward(&sio, &scfg);
             rp_attention_backward(&sio, &scfg);
             double t1 = now();
-            rp_linattn_forward(so, HD, ss, NULL, NULL, sq, HD, sk, HD, sv, HD, Bs, Ts, H, D, D,
-                               &lcfg, nt);
-            rp_linattn_backward(sdq, sdk, sdv, ss, sdo, HD, sq, HD, sk, HD, sv, HD, Bs, Ts, H, D,
-                                D, &lcfg, nt);
+            rp_linattn_forward(&sio, &lcfg);
+            rp_linattn_backward(&sio, &lcfg);
             double t2 = now();
             if (rep >= 0 && t1 - t0 < best_s) best_s = t1 - t0;
             if (rep >= 0 && t2 - t1 < best_l) best_l = t2 - t1;

@@ -263,16 +263,21 @@ static kres run_kernel(const problem *p, const rp_linattn_cfg *cfg, int nt, cons
     for (int64_t i = 0; i < p->nrow * p->ldo; i++) r.out[i] = SENTINEL;
     r.min_den = -1.0f;
     const float *q = p->qkv, *k = p->qkv + p->HD, *v = p->qkv + 2 * p->HD;
-    rp_linattn_forward(r.out, p->ldo, scratch, NULL, &r.min_den, q, p->ld, k, p->ld, v, p->ld, d.B,
-                       d.T, d.H, d.D, d.Dv, cfg, nt);
+    rp_attn_io io = {.B = d.B, .T = d.T, .S = d.T, .H = d.H, .D = d.D, .Dv = d.Dv, .q = q, .k = k,
+                     .v = v, .ldq = p->ld, .ldk = p->ld, .ldv = p->ld, .out = r.out, .ldo = p->ldo,
+                     .scratch = scratch, .nthreads = nt, .min_den = &r.min_den};
+    rp_linattn_forward(&io, cfg);
     r.dqkv = NULL;
     if (backward) {
         int64_t n = p->nrow * p->ld;
         r.dqkv = dqkv0 ? check_copy_floats(dqkv0, n) : calloc((size_t)(n > 0 ? n : 1), sizeof(float));
         free(scratch);
         scratch = rand_floats(ns, -1e3, 1e3);
-        rp_linattn_backward(r.dqkv, r.dqkv + p->HD, r.dqkv + 2 * p->HD, scratch, p->G, p->ldo, q,
-                            p->ld, k, p->ld, v, p->ld, d.B, d.T, d.H, d.D, d.Dv, cfg, nt);
+        rp_attn_io bio = {.B = d.B, .T = d.T, .S = d.T, .H = d.H, .D = d.D, .Dv = d.Dv, .q = q,
+                          .k = k, .v = v, .ldq = p->ld, .ldk = p->ld, .ldv = p->ld, .ldo = p->ldo,
+                          .dout = p->G, .dq = r.dqkv, .dk = r.dqkv + p->HD,
+                          .dv = r.dqkv + 2 * p->HD, .scratch = scratch, .nthreads = nt};
+        rp_linattn_backward(&bio, cfg);
     }
     free(scratch);
     return r;
@@ -642,10 +647,12 @@ static void test_threads(void)
         for (int64_t i = 0; i < p.nrow * p.ldo; i++) out[i] = SENTINEL;
         float *dqkv = check_copy_floats(P, p.nrow * p.ld), md = 0.0f;
         const float *q = p.qkv, *k = p.qkv + p.HD, *v = p.qkv + 2 * p.HD;
-        rp_linattn_forward(out, p.ldo, scr, NULL, &md, q, p.ld, k, p.ld, v, p.ld, d.B, d.T, d.H,
-                           d.D, d.Dv, &cfg, 2);
-        rp_linattn_backward(dqkv, dqkv + p.HD, dqkv + 2 * p.HD, scr, p.G, p.ldo, q, p.ld, k, p.ld,
-                            v, p.ld, d.B, d.T, d.H, d.D, d.Dv, &cfg, 2);
+        rp_attn_io io = {.B = d.B, .T = d.T, .S = d.T, .H = d.H, .D = d.D, .Dv = d.Dv, .q = q,
+                         .k = k, .v = v, .ldq = p.ld, .ldk = p.ld, .ldv = p.ld, .out = out,
+                         .ldo = p.ldo, .dout = p.G, .dq = dqkv, .dk = dqkv + p.HD,
+                         .dv = dqkv + 2 * p.HD, .scratch = scr, .nthreads = 2, .min_den = &md};
+        rp_linattn_forward(&io, &cfg);
+        rp_linattn_backward(&io, &cfg);
         int64_t diff = count_diff(r1.out, out, p.nrow * p.ldo) +
                        count_diff(r1.dqkv, dqkv, p.nrow * p.ld) + count_diff(&r1.min_den, &md, 1);
         CHECK(diff == 0, "scratch at an odd float offset: %lld values differ", (long long)diff);
@@ -671,12 +678,25 @@ static void test_threads(void)
 /* ---- the recurrent state ---------------------------------------------------------------------
  * One call over T positions (state zeroed) == a prefix call of P positions followed by single
  * tokens (T = 1, q_offset = position) and a chunk, each continuing the state. */
+
+/* The operands of a forward over T rows of d.B sequences of fused q, k, v rows x (k at x + H D, v
+ * at x + 2 H D, rows ld apart) into out (rows ldo apart), continuing state (NULL: none). */
+static rp_attn_io state_io(dims d, int64_t T, const float *x, int64_t ld, float *out, int64_t ldo,
+                           double *state, float *scratch, int nt)
+{
+    int64_t HD = d.H * d.D;
+    rp_attn_io io = {.B = d.B, .T = T, .S = T, .H = d.H, .D = d.D, .Dv = d.Dv, .q = x,
+                     .k = x + HD, .v = x + 2 * HD, .ldq = ld, .ldk = ld, .ldv = ld, .out = out,
+                     .ldo = ldo, .scratch = scratch, .nthreads = nt, .state = state};
+    return io;
+}
+
 static void test_state(void)
 {
     dims d = {2, 12, 3, 6, 4};
     const int64_t P = 5, off = 3;
     problem p = problem_new(d, 2, 1, 2.0);
-    int64_t HD = p.HD, HDv = p.HDv, ld = p.ld, T = d.T;
+    int64_t HDv = p.HDv, ld = p.ld, T = d.T;
     int64_t nst = d.B * rp_linattn_state_doubles(d.H, d.D, d.Dv);
     CHECK(rp_linattn_state_doubles(d.H, d.D, d.Dv) == d.H * (d.D * d.Dv + d.D),
           "state doubles per sequence: H * (D * Dv + D)");
@@ -693,10 +713,12 @@ static void test_state(void)
             float *out1 = malloc(sizeof(float) * (size_t)(p.nrow * HDv));
             float *out0 = malloc(sizeof(float) * (size_t)(p.nrow * HDv));
             float md1 = 0.0f, md0 = 0.0f;
-            rp_linattn_forward(out1, HDv, scratch, st1, &md1, p.qkv, ld, p.qkv + HD, ld,
-                               p.qkv + 2 * HD, ld, d.B, T, d.H, d.D, d.Dv, &cfg, nt);
-            rp_linattn_forward(out0, HDv, scratch, NULL, &md0, p.qkv, ld, p.qkv + HD, ld,
-                               p.qkv + 2 * HD, ld, d.B, T, d.H, d.D, d.Dv, &cfg, nt);
+            rp_attn_io io = state_io(d, T, p.qkv, ld, out1, HDv, st1, scratch, nt);
+            io.min_den = &md1;
+            rp_linattn_forward(&io, &cfg);
+            io = state_io(d, T, p.qkv, ld, out0, HDv, NULL, scratch, nt);
+            io.min_den = &md0;
+            rp_linattn_forward(&io, &cfg);
             CHECK(count_diff(out0, out1, p.nrow * HDv) == 0 && md0 == md1,
                   "%s: a zeroed state gives bitwise the result of state NULL", m.name);
 
@@ -710,8 +732,8 @@ static void test_state(void)
             for (int64_t b = 0; b < d.B; b++)
                 memcpy(pre + b * P * ld, p.qkv + b * T * ld, sizeof(float) * (size_t)(P * ld));
             rp_linattn_cfg c = cfg;
-            rp_linattn_forward(pout, HDv, scratch, st2, NULL, pre, ld, pre + HD, ld, pre + 2 * HD,
-                               ld, d.B, P, d.H, d.D, d.Dv, &c, nt);
+            io = state_io(d, P, pre, ld, pout, HDv, st2, scratch, nt);
+            rp_linattn_forward(&io, &c);
             for (int64_t b = 0; b < d.B; b++)
                 memcpy(out2 + b * T * HDv, pout + b * P * HDv, sizeof(float) * (size_t)(P * HDv));
             int64_t t = P;
@@ -722,17 +744,16 @@ static void test_state(void)
                 c.q_offset = off + t;
                 if (len == 1) {
                     const float *x = p.qkv + t * ld;
-                    rp_linattn_forward(out2 + t * HDv, T * HDv, scratch, st2, NULL, x, T * ld,
-                                       x + HD, T * ld, x + 2 * HD, T * ld, d.B, 1, d.H, d.D, d.Dv,
-                                       &c, nt);
+                    io = state_io(d, 1, x, T * ld, out2 + t * HDv, T * HDv, st2, scratch, nt);
+                    rp_linattn_forward(&io, &c);
                 } else {
                     float *ch = malloc(sizeof(float) * (size_t)(d.B * len * ld));
                     float *co = malloc(sizeof(float) * (size_t)(d.B * len * HDv));
                     for (int64_t b = 0; b < d.B; b++)
                         memcpy(ch + b * len * ld, p.qkv + (b * T + t) * ld,
                                sizeof(float) * (size_t)(len * ld));
-                    rp_linattn_forward(co, HDv, scratch, st2, NULL, ch, ld, ch + HD, ld,
-                                       ch + 2 * HD, ld, d.B, len, d.H, d.D, d.Dv, &c, nt);
+                    io = state_io(d, len, ch, ld, co, HDv, st2, scratch, nt);
+                    rp_linattn_forward(&io, &c);
                     for (int64_t b = 0; b < d.B; b++)
                         memcpy(out2 + (b * T + t) * HDv, co + b * len * HDv,
                                sizeof(float) * (size_t)(len * HDv));
