@@ -21,6 +21,9 @@
 #   make check-build   the compiler matrix: every C file with -Werror for GCC at a dozen -march
 #                   targets (Intel, AMD, x86-64-v2..v4) and clang; bench's attention line for
 #                   each target this CPU runs (CI runs it)
+#   make test-aarch64  the aarch64 build (build-aarch64/: Debian's cross compiler and arm64
+#                   packages, installed when missing; never part of make, make test or make run)
+#                   and its C tests and a REPL smoke test under qemu-user: tests/cross/aarch64
 #   WERROR=1        warnings as errors (check-build and CI; a user's build never stops on one)
 #   make install    the REPL, the scripts, the PyTorch companion, the Lua module, the C library
 #                   (static and shared) with its headers and roper.pc, the man page; PREFIX
@@ -105,7 +108,7 @@ MPI_CFLAGS = $(patsubst -I%,-isystem %,$(shell pkg-config --cflags ompi-c 2>/dev
 MPI_LIBS = $(shell pkg-config --libs ompi-c 2>/dev/null)
 
 .PHONY: all deps test test-c test-lua test-cluster run bench bench-torch clean portable check-build check-objs \
-        install install-lua install-bin install-lib uninstall
+        install install-lua install-bin install-lib uninstall test-aarch64
 .DELETE_ON_ERROR:
 
 all: $(LIB) $(SHLIB) $(MODULE) $(REPL) $(MPI_PLUGIN) $(CTEST_BIN) $(BENCH) $(BENCH_TRAIN)
@@ -210,6 +213,14 @@ check-objs: $(CORE_OBJ) $(BIND_OBJ) $(REPL_OBJ) $(BUILD)/obj/mpi/roper_mpi.o
 $(BUILD)/obj/mpi/roper_mpi.o: mpi/roper_mpi.c core/sys/dist.h | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(MPI_CFLAGS) -c $< -o $@
+
+# The aarch64 build (tests/cross/aarch64; CI runs it): the library, the Lua module, the REPL and the
+# C tests cross-compiled with Debian's gcc-aarch64-linux-gnu against its arm64 packages (multiarch)
+# in build-aarch64/ at -O2 (generic armv8-a) with -Werror, then the C tests and smoke tests of the
+# REPL under qemu-user. Installs what is missing (the arm64 architecture and packages, the cross
+# compiler, qemu-user), as `deps` does: only when dpkg-query says it is not there.
+test-aarch64:
+	@tests/cross/aarch64
 
 # compare.lua --slurm on a one-node Slurm that tests/cluster/run installs (Debian's slurmctld,
 # slurmd, slurm-client, munge), starts in a private folder, uses and stops again.
@@ -368,4 +379,4 @@ uninstall:
 	@$(LDCONFIG)
 
 clean:
-	rm -rf build build-san build-portable build-check
+	rm -rf build build-san build-portable build-check build-aarch64

@@ -115,9 +115,13 @@ void rp_blas_set_threads(int n)
 
 /* ---- The OpenBLAS kernel choice ---- */
 
+/* The features are x86's (cpuid): elsewhere (aarch64) they are all 0, so the rule never names a
+ * core there. OpenBLAS chooses its ARM kernels itself (Neoverse N1/V1, Cortex-A57 ...) and its
+ * x86 core names mean nothing there: there is nothing to override. */
 rp_cpu_features rp_cpu_detect(void)
 {
-    rp_cpu_features f;
+    rp_cpu_features f = {0, 0, 0, 0, 0, 0, 0};
+#if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
     f.avx2 = __builtin_cpu_supports("avx2") != 0;
     f.fma = __builtin_cpu_supports("fma") != 0;
@@ -126,6 +130,7 @@ rp_cpu_features rp_cpu_detect(void)
     f.avx512dq = __builtin_cpu_supports("avx512dq") != 0;
     f.avx512vl = __builtin_cpu_supports("avx512vl") != 0;
     f.avx512_bf16 = __builtin_cpu_supports("avx512bf16") != 0;
+#endif
     return f;
 }
 

@@ -46,7 +46,8 @@ typedef struct rp_cpu_features {
 } rp_cpu_features;
 
 /* This CPU's features (cpuid through __builtin_cpu_supports, which also checks that the operating
- * system saves the AVX-512 registers). */
+ * system saves the AVX-512 registers). All 0 on other architectures (aarch64), where OpenBLAS's own
+ * kernel choice is kept. */
 rp_cpu_features rp_cpu_detect(void);
 
 /* The kernel rule, a pure function of the CPU's features and the core OpenBLAS chose by itself

@@ -23,6 +23,10 @@
 #if defined(__AVX__) || defined(__SSE__)
 #include <immintrin.h>
 #endif
+/* aarch64 (and 32-bit ARM with NEON): 4 lanes, NEON's fused multiply-add and maximum. */
+#if defined(__ARM_NEON)
+#include <arm_neon.h>
+#endif
 
 typedef float rp_vf __attribute__((vector_size(RP_VL * sizeof(float))));
 
@@ -91,6 +95,9 @@ static inline rp_vf rp_vfma(rp_vf a, rp_vf b, rp_vf c)
     return (rp_vf)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
 #elif RP_VL == 4 && defined(__FMA__)
     return (rp_vf)_mm_fmadd_ps((__m128)a, (__m128)b, (__m128)c);
+#elif RP_VL == 4 && defined(__ARM_NEON) && defined(__ARM_FEATURE_FMA)
+    /* fmla (aarch64 always has it; GCC defines FP_FAST_FMAF there, so rp_fmadd is fmaf too) */
+    return (rp_vf)vfmaq_f32((float32x4_t)c, (float32x4_t)a, (float32x4_t)b);
 #else
     return a * b + c;
 #endif
@@ -105,6 +112,8 @@ static inline rp_vf rp_vmax(rp_vf a, rp_vf b)
     return (rp_vf)_mm256_max_ps((__m256)a, (__m256)b);
 #elif defined(__SSE__)
     return (rp_vf)_mm_max_ps((__m128)a, (__m128)b);
+#elif RP_VL == 4 && defined(__ARM_NEON)
+    return (rp_vf)vmaxq_f32((float32x4_t)a, (float32x4_t)b);
 #else
     rp_vf r;
     for (int i = 0; i < RP_VL; i++) r[i] = a[i] > b[i] ? a[i] : b[i];

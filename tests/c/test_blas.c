@@ -424,8 +424,9 @@ static void tile_case(int64_t M, int64_t N, int64_t K, int trans_a, int acc)
             for (int64_t k = 0; k < K; k++) {
                 float a = A[i * sa + k * sk], b = B[k * ldb + j];
                 w += (double)a * (double)b;
-#if defined(__FMA__) || defined(__AVX512F__)
-                o = fmaf(a, b, o);
+#if defined(__FMA__) || defined(__AVX512F__) ||                                                   \
+    (defined(__ARM_NEON) && defined(__ARM_FEATURE_FMA))
+                o = fmaf(a, b, o); /* where rp_vfma fuses (core/tensor/simd.h) */
 #else
                 o = a * b + o;
 #endif
