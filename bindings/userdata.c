@@ -7,30 +7,57 @@
 
 /* ---- the C memory behind the userdata ---- */
 
-/* The key of this state's pacing limit in the registry (a full userdata holding an int64_t). */
+/* The key of this state's pacing state in the registry (a full userdata holding a pace_state). */
 static const char pace_key = 0;
+
+/* base: the C memory held after the last full collection, or less when a young collection has
+ * since left less (an upper bound of the memory live); limit: the count above which the next
+ * constructor collects. */
+typedef struct pace_state {
+    int64_t base, limit;
+} pace_state;
+
+/* The room above base: base itself, at least LRP_GC_MIN_BYTES and Lua's heap over
+ * LRP_GC_LUA_SHARE. */
+static int64_t pace_room(lua_State *L, int64_t base)
+{
+    int kb = lua_gc(L, LUA_GCCOUNT);
+    int64_t lua_share = kb > 0 ? (int64_t)kb * 1024 / LRP_GC_LUA_SHARE : 0;
+    int64_t room = base > LRP_GC_MIN_BYTES ? base : LRP_GC_MIN_BYTES;
+    return lua_share > room ? lua_share : room;
+}
 
 void lrp_gc_pace(lua_State *L, int tight)
 {
     lua_rawgetp(L, LUA_REGISTRYINDEX, &pace_key);
-    int64_t *limit = (int64_t *)lua_touserdata(L, -1);
+    pace_state *ps = (pace_state *)lua_touserdata(L, -1);
     lua_pop(L, 1); /* the registry keeps it */
-    if (limit == NULL) {
-        limit = (int64_t *)lua_newuserdatauv(L, sizeof *limit, 0);
-        *limit = LRP_GC_MIN_BYTES;
+    if (ps == NULL) {
+        ps = (pace_state *)lua_newuserdatauv(L, sizeof *ps, 0);
+        ps->base = 0;
+        ps->limit = LRP_GC_MIN_BYTES;
         lua_rawsetp(L, LUA_REGISTRYINDEX, &pace_key);
     }
-    if (rp_mem_held() <= *limit) {
-        int64_t avail = tight ? rp_mem_available() : -1;
-        if (avail < 0 || rp_mem_held() <= avail) return;
-    }
+    int64_t avail = tight ? rp_mem_available() : -1;
+    if (rp_mem_held() <= ps->limit && (avail < 0 || rp_mem_held() <= avail)) return;
     /* 1 when running; 0 when stopped by the user (or, before Lua 5.4.4, inside a finalizer); -1
-     * from 5.4.4 on inside a finalizer, where lua_gc does nothing */
-    if (lua_gc(L, LUA_GCISRUNNING) == 1) lua_gc(L, LUA_GCCOLLECT);
-    int kb = lua_gc(L, LUA_GCCOUNT);
+     * from 5.4.4 on inside a finalizer, where lua_gc does nothing. The limit stays: the next
+     * constructor tries again. */
+    if (lua_gc(L, LUA_GCISRUNNING) != 1) return;
+    /* In generational mode (lua.c's and roper's) a basic step is a young collection: it frees
+     * the dead among the objects that have not yet survived two collections, at a cost that does
+     * not grow with the old heap; in incremental mode it is one bounded step of the cycle, and
+     * the full collection below follows. */
+    lua_gc(L, LUA_GCSTEP, 0);
     int64_t held = rp_mem_held();
-    int64_t live = held + (kb > 0 ? (int64_t)kb * 1024 : 0);
-    *limit = held + (live > LRP_GC_MIN_BYTES ? live : LRP_GC_MIN_BYTES);
+    if (held < ps->base) ps->base = held;
+    int64_t room = pace_room(L, ps->base);
+    if (held > ps->base + room / 2 || (avail >= 0 && held > avail)) {
+        lua_gc(L, LUA_GCCOLLECT);
+        ps->base = rp_mem_held();
+        room = pace_room(L, ps->base);
+    }
+    ps->limit = ps->base + room;
 }
 
 /* x:free() (upvalue 1: the type's metatable name, 2: its release function): checks x, then

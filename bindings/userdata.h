@@ -34,15 +34,26 @@
 /* Lua's collector counts only Lua's own heap, not the buffers core holds behind a tensor, a model
  * or an optimiser (core/tensor/storage.h: rp_mem_held), so without help dead ones would stay until
  * Lua's heap alone triggered a cycle. lrp_gc_pace, called by every helper below that creates a
- * userdata owning C memory (before core allocates it), runs a full collection when rp_mem_held
- * exceeds this state's limit, then sets the limit to the memory held plus the memory live (held
- * and Lua's heap, at least LRP_GC_MIN_BYTES): the pause of Lua's own collector (200%) applied to
- * the memory it cannot see. tight (before a model, which core refuses when it needs more than
- * the memory left: rp_mem_available) also collects when rp_mem_held exceeds the memory left, so
- * that dead models do not make a new one fail. It collects nothing while the collector is
- * stopped (collectgarbage "stop") or inside a finalizer. Like any allocation, it may run
- * finalizers. */
+ * userdata owning C memory (before core allocates it), collects when rp_mem_held exceeds this
+ * state's limit: base (the C memory held after the last full collection, an upper bound of the
+ * memory live) plus room, which is base itself, at least LRP_GC_MIN_BYTES and at least Lua's heap
+ * over LRP_GC_LUA_SHARE (the pause of Lua's own collector, 200%, applied to the memory it cannot
+ * see). It first runs a basic step (lua_gc LUA_GCSTEP 0), which in generational mode (lua.c's and
+ * roper's) is a young collection: it frees the dead among the objects that have not yet survived
+ * two collections, at a cost that does not grow with the old heap. When that leaves more held than
+ * base plus half the room, a full collection follows (in incremental mode, about every time) and
+ * base becomes the memory held after it; a young collection that leaves less than base lowers base
+ * to that. The count so stays at or below 2 base + 16 MiB (half Lua's heap in place of 16 MiB when
+ * that heap is over 32 MiB) plus the buffer being made: a loop that keeps K bytes alive and makes
+ * and drops a buffer of B bytes each time peaks within 2 K + B + 16 MiB, twice its live set plus
+ * 16 MiB, whatever the sizes; and a full collection, whose work grows with Lua's heap, comes at
+ * most once per half the room of C memory allocated. tight (before a model, which core refuses when
+ * it needs more than the memory left: rp_mem_available) also collects, in full, when rp_mem_held
+ * exceeds the memory left, so that dead models do not make a new one fail. It collects nothing, and
+ * leaves the limit as it was (the next constructor tries again), while the collector is stopped
+ * (collectgarbage "stop") or inside a finalizer. Like any allocation, it may run finalizers. */
 #define LRP_GC_MIN_BYTES ((int64_t)16 << 20)
+#define LRP_GC_LUA_SHARE 2
 void lrp_gc_pace(lua_State *L, int tight);
 
 /* Registers release (a __gc function: safe on a released object and when called twice) as the
