@@ -43,12 +43,8 @@ local HOOK = ("local run = rp.experiment.run "
   .. "return run(cfg, function(step, ...) if step > %d then os.exit(0) end "
   .. "return progress(step, ...) end, opts) end"):format(CHECKPOINT)
 
--- x86-64-v3: AVX, AVX2, BMI1, BMI2, F16C, FMA, LZCNT (abm), MOVBE, XSAVE
-local flags = (read("/proc/cpuinfo") or ""):match("\nflags%s*:([^\n]*)") or ""
-local v3 = true
-for _, f in ipairs { "avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave" } do
-  if not (" " .. flags .. " "):find(" " .. f .. " ", 1, true) then v3 = false end
-end
+-- the portable build needs x86-64-v3 (h.x86_64_v3: whether this CPU has it, and its flags)
+local v3, flags = h.x86_64_v3()
 
 -- A training state file's step and curve ({step, tokens, loss, lr} numbers as written: %.17g).
 local function state_curve(text)

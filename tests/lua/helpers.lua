@@ -120,6 +120,16 @@ function M.read(path)
   return s
 end
 
+-- Whether this CPU runs x86-64-v3 code (the portable build: AVX, AVX2, BMI1, BMI2, F16C, FMA,
+-- LZCNT (abm), MOVBE, XSAVE), from /proc/cpuinfo, and the flags line it read ("" if none).
+function M.x86_64_v3()
+  local flags = (M.read("/proc/cpuinfo") or ""):match("\nflags%s*:([^\n]*)") or ""
+  for _, f in ipairs { "avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave" } do
+    if not (" " .. flags .. " "):find(" " .. f .. " ", 1, true) then return false, flags end
+  end
+  return true, flags
+end
+
 function M.write(path, text)
   local f = assert(io.open(path, "wb"))
   f:write(text)

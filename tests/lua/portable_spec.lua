@@ -23,12 +23,8 @@ local CLEAN = "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u ROPER_OMP_WAIT_POLICY
   .. "-u OPENBLAS_CORETYPE -u ROPER_BLAS_DETECTED -u ROPER_BLAS_REPLACED -u ROPER_KEEP_CORETYPE "
   .. "-u OMP_NUM_THREADS "
 
--- x86-64-v3: AVX, AVX2, BMI1, BMI2, F16C, FMA, LZCNT (abm), MOVBE, XSAVE
-local flags = (read("/proc/cpuinfo") or ""):match("\nflags%s*:([^\n]*)") or ""
-local v3 = true
-for _, f in ipairs { "avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave" } do
-  if not (" " .. flags .. " "):find(" " .. f .. " ", 1, true) then v3 = false end
-end
+-- the portable build needs x86-64-v3 (h.x86_64_v3: whether this CPU has it, and its flags)
+local v3, flags = h.x86_64_v3()
 
 -- the first line where two texts differ, for the failure message
 local function first_difference(a, b)
