@@ -25,6 +25,7 @@
 #                   packages, installed when missing; never part of make, make test or make run)
 #                   and its C tests and a REPL smoke test under qemu-user: tests/cross/aarch64
 #   WERROR=1        warnings as errors (check-build and CI; a user's build never stops on one)
+#   MARCH=<cpu>     the default build's -march (native); MARCH=x86-64-v3 builds for any AVX2 CPU
 #   make install    the REPL, the scripts, the PyTorch companion, the Lua module, the C library
 #                   (static and shared) with its headers and roper.pc, the man page; PREFIX
 #                   (/usr/local) and DESTDIR as usual; make uninstall removes exactly what it
@@ -35,6 +36,9 @@
 #   NO_OMP=1        build without OpenMP
 
 SHELL := /bin/bash
+
+# The CPU the default build targets (-march=$(MARCH)); the portable and sanitizer builds keep theirs.
+MARCH ?= native
 
 # Debian packages the project needs (installed by `make deps` only when missing).
 PACKAGES := gcc make pkg-config lua5.4 liblua5.4-dev libopenblas-dev lua-busted libreadline-dev \
@@ -53,7 +57,7 @@ else ifeq ($(PORTABLE),1)
 else
   BUILD := build
   SANFLAGS :=
-  OPT := -O2 -march=native
+  OPT := -O2 -march=$(MARCH)
 endif
 
 ifeq ($(NO_OMP),1)
