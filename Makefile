@@ -57,7 +57,7 @@ else ifeq ($(PORTABLE),1)
 else
   BUILD := build
   SANFLAGS :=
-  OPT := -O2 -march=$(MARCH)
+  OPT := -O2 -march=$(MARCH) $(if $(filter-out native,$(MARCH)),-DRP_MARCH='"$(MARCH)"')
 endif
 
 ifeq ($(NO_OMP),1)

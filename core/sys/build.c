@@ -10,7 +10,11 @@
 #define TARGET "x86-64"
 #else
 #define KIND "native"
+#if defined(RP_MARCH) /* the Makefile's MARCH (make MARCH=x86-64-v3) */
+#define TARGET RP_MARCH
+#else
 #define TARGET "native"
+#endif
 #endif
 
 const char *rp_build_kind(void) { return KIND; }

@@ -17,7 +17,8 @@
 /* "portable", "native" or "sanitize". */
 const char *rp_build_kind(void);
 
-/* The compiler target: "x86-64-v3" (portable), "native" (-march=native) or "x86-64". */
+/* The compiler target: "x86-64-v3" (portable), "native" (-march=native; the -march name when the
+ * Makefile's MARCH set another) or "x86-64". */
 const char *rp_build_target(void);
 
 /* 1 when this CPU runs every instruction the build may use (always 1 outside the portable build);
