@@ -68,7 +68,7 @@ FOLDERS = {
     "v2-lr-prefix-3e-4": {"4e9ae6b"},
     "v3-pilot-addition": {"7151226"}, "v3-pilot-index": {"7151226"},
     "v3-pilot-writeup-0.1m": {"7151226"}, "v3-pilot-writeup-0.6m": {"0c8be7b"},
-    "v3-index": {"0c8be7b"},
+    "v3-index": {"0c8be7b"}, "v3-index-0.1m": {"0c8be7b"},
     "v3-hf-scalings-pilot": {"a22a34d-dirty"},
     "grid2d": {"3e29c3e"},
 }
