@@ -1,10 +1,12 @@
-/* Vectors of floats for the hand-written kernels (tile.c, attention.c), internal to core/.
+/* Vectors of floats for the hand-written kernels (tile.c, attention.c, linear_attention.c),
+ * internal to core/.
  *
- * RP_VL floats per vector: 16 with AVX-512, 8 with AVX, else 4 — the widest the compiler targets
- * (-march=native). The vector type is the GNU C vector extension (gcc, clang); loads and stores go
- * through memcpy (no alignment needed); the fused multiply-add, the lane-wise maximum and the
- * horizontal reductions use the target's intrinsics where it has them, else plain code. ISO C
- * mode never contracts a * b + c into an FMA, so rp_vfma is the only way to get one. */
+ * RP_VL floats per vector: 16 with AVX-512, 8 with AVX, else 4 (SSE, NEON, plain) — the widest the
+ * compiler targets (-march=native). The vector type is the GNU C vector extension (gcc, clang);
+ * loads, stores and splats, the fused multiply-add, the lane-wise maximum and the horizontal
+ * reductions use the target's intrinsics where it has them (unaligned loads and stores: no
+ * alignment needed), else plain code (memcpy for loads and stores). ISO C mode never contracts
+ * a * b + c into an FMA, so rp_vfma is the only way to get one. */
 #ifndef RP_SIMD_H
 #define RP_SIMD_H
 
