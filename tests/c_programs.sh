@@ -1,0 +1,69 @@
+# Sourced by tests/run and tests/cross/aarch64: runs every C test program of a build and counts
+# its checks, one rule for both.
+#
+#   run_c_programs BUILD LOGS TIMEOUT [RUNNER...]
+#
+# runs each executable BUILD/tests/test_* as `C_WRAP... timeout -k 10 TIMEOUT RUNNER... program`
+# (C_WRAP: an array the caller may set, e.g. tests/with_blas_env; RUNNER: e.g. qemu-aarch64),
+# from the current folder, its output in LOGS/<name>.log, and sets c_pass, c_fail and c_progs.
+# Counting: a program prints `<name>: N passed, N failed` and exits non-zero on failure; a crash, a
+# timeout, a missing summary line or a non-zero exit with "0 failed" (a sanitizer report after the
+# summary, say) adds one failure for that program, and so does a tests/c/test_*.c without a built
+# program. Prints a line per program (its last 60 log lines when it failed) and the `c:` total.
+run_c_programs() {
+    local build=$1 logs=$2 timeout_s=$3
+    shift 3
+    local t name log rc line p f note t0 secs src
+    local -A seen=()
+    c_pass=0
+    c_fail=0
+    c_progs=0
+    for t in "$build"/tests/test_*; do
+        [ -f "$t" ] && [ -x "$t" ] || continue
+        name=$(basename "$t")
+        seen[$name]=1
+        c_progs=$((c_progs + 1))
+        log="$logs/$name.log"
+        t0=$SECONDS
+        "${C_WRAP[@]}" timeout -k 10 "$timeout_s" "$@" "$t" >"$log" 2>&1
+        rc=$?
+        secs=$((SECONDS - t0))
+        line=$(grep -E '^[^ ]+: [0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+        if [ -n "$line" ]; then
+            p=$(printf '%s\n' "$line" | sed -E 's/^[^ ]+: ([0-9]+) passed, ([0-9]+) failed.*/\1/')
+            f=$(printf '%s\n' "$line" | sed -E 's/^[^ ]+: ([0-9]+) passed, ([0-9]+) failed.*/\2/')
+        else
+            p=0
+            f=0
+        fi
+        note=""
+        if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+            note="TIMED OUT after ${timeout_s}s"
+        elif [ "$rc" -gt 128 ]; then
+            note="CRASHED (signal $((rc - 128)))"
+        elif [ -z "$line" ]; then
+            note="no summary line (exit $rc)"
+        elif [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+            note="exit $rc after its summary (sanitizer report?)"
+        fi
+        [ -n "$note" ] && f=$((f + 1))
+        c_pass=$((c_pass + p))
+        c_fail=$((c_fail + f))
+        if [ -n "$note" ] || [ "$f" -gt 0 ] || [ "$rc" -ne 0 ]; then
+            echo "---- $name (exit $rc), last 60 lines of $log:"
+            tail -n 60 "$log"
+            echo "----"
+            echo "  FAIL $name: $p passed, $f failed${note:+ -- $note} (${secs} s)"
+        else
+            echo "  $name: $p passed, $f failed (${secs} s)"
+        fi
+    done
+    for src in tests/c/test_*.c; do
+        name=$(basename "$src" .c)
+        if [ -z "${seen[$name]:-}" ]; then
+            echo "  FAIL $name: not built ($build/tests/$name missing)"
+            c_fail=$((c_fail + 1))
+        fi
+    done
+    echo "c: $c_pass passed, $c_fail failed ($c_progs programs)"
+}
