@@ -1233,3 +1233,140 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
     assert.is_nil(require("lfs").attributes(pkg))
   end)
 end)
+
+-- RoPE and RoPER of the companion (python/roper_torch/rope.py), the modules for one's own
+-- attention, against rp.attention (the C library): each case's module is written around a
+-- causal softmax attention in PyTorch (tests/reference/torch_companion.py rope) on the same
+-- q, k, v (.npy files both ways), and its output must be rp.attention's with the same options
+-- (the module's keywords but dim, dim_v and seq_dim; dim as fraction_qk = dim / D, dim_v as
+-- fraction_v, the module's offset as pos_offset) within TOL. step: the module decodes token by
+-- token with a cache of rotated keys and values; tq: only the last tq queries (cached keys, at
+-- rp.attention's default q_offset S - tq). nb: a case whose roper output differs from this one's
+-- by more than 1e-3, so that a module ignoring the option fails TOL.
+local ROPE_CASES = {
+  { "roper", "RoPER", {}, nb = "rope" },
+  { "rope", "RoPE", {}, nb = "roper" },
+  { "roper_interleaved", "RoPER", { pairing = "interleaved" }, nb = "roper" },
+  { "rope_interleaved_base500", "RoPE", { pairing = "interleaved", base = 500 },
+    nb = "rope" },
+  { "roper_base100", "RoPER", { base = 100 }, nb = "roper" },
+  { "roper_partial", "RoPER", { dim = 8 }, nb = "roper" },
+  { "roper_partial_dim_v", "RoPER", { dim = 12, dim_v = 4, pairing = "interleaved" },
+    nb = "roper_interleaved" },
+  { "rope_partial", "RoPE", { dim = 4 }, nb = "rope" },
+  { "roper_seq_dim1", "RoPER", { seq_dim = 1 } },
+  { "roper_offset", "RoPER", { pairing = "interleaved" }, offset = 4093 },
+  { "roper_xpos", "RoPER", { xpos = 0.4, xpos_scale_base = 8 }, nb = "roper" },
+  { "rope_xpos", "RoPE", { xpos = 0.4, xpos_scale_base = 8 }, nb = "rope" },
+  -- xPos is relative too (zeta^(n - i) in the scores, zeta^(n - i) on v_i in o_n): no nb
+  { "roper_xpos_offset", "RoPER", { xpos = 0.4, xpos_scale_base = 8 }, offset = 5 },
+  { "roper_pi", "RoPER", { scaling = "pi", scaling_factor = 4 }, nb = "roper" },
+  { "rope_ntk", "RoPE", { scaling = "ntk", scaling_factor = 4 }, nb = "rope" },
+  { "roper_yarn", "RoPER", { scaling = "yarn", scaling_factor = 4, orig_len = 4,
+                             yarn_alpha = 0.01, yarn_beta = 0.5 }, nb = "roper_pi" },
+  { "rope_yarn_dims_af", "RoPE", { scaling = "yarn", scaling_factor = 4, orig_len = 16,
+                                   yarn_ramp = "dims", attention_factor = 1.5 }, nb = "rope" },
+  { "roper_dynamic", "RoPER", { scaling = "dynamic", scaling_factor = 4, orig_len = 3 },
+    nb = "roper" },
+  { "roper_dynamic_offset", "RoPER", { scaling = "dynamic", scaling_factor = 4, orig_len = 3 },
+    offset = 6, nb = "roper_dynamic" },
+  { "rope_llama3", "RoPE", { scaling = "llama3", scaling_factor = 8, orig_len = 8,
+                             low_freq_factor = 0.5, high_freq_factor = 1.5 }, nb = "rope" },
+  { "roper_hf_llama3", "RoPER", { rope_theta = 500, rope_scaling = { rope_type = "llama3",
+      factor = 8, low_freq_factor = 0.5, high_freq_factor = 1.5,
+      original_max_position_embeddings = 8 } }, nb = "roper_base500" },
+  { "roper_base500", "RoPER", { base = 500 }, nb = "roper" },
+  -- the cached keys' case: the last 3 queries against every key
+  { "roper_cached", "RoPER", { xpos = 0.4, xpos_scale_base = 8 }, tq = 3 },
+  { "rope_cached_dynamic", "RoPE", { scaling = "dynamic", scaling_factor = 2, orig_len = 4 },
+    tq = 2, offset = 3 },
+  -- decoding token by token equals the full pass (rp.attention's)
+  { "roper_step", "RoPER", {}, step = true },
+  { "rope_step", "RoPE", { pairing = "interleaved" }, step = true },
+  { "roper_step_all", "RoPER", { dim = 12, dim_v = 8, xpos = 0.4, xpos_scale_base = 8,
+                                 scaling = "yarn", scaling_factor = 3, orig_len = 6,
+                                 seq_dim = 1 }, step = true, offset = 2 },
+  { "roper_step_dynamic", "RoPER", { scaling = "dynamic", scaling_factor = 4, orig_len = 3,
+                                     pairing = "interleaved" }, step = true, offset = 1 },
+  { "roper_step_llama3", "RoPER", { scaling = "llama3", scaling_factor = 8, orig_len = 8,
+                                    low_freq_factor = 0.5, high_freq_factor = 1.5 },
+    step = true },
+}
+
+describe("RoPE and RoPER of the companion (python/roper_torch/rope.py) against rp.attention",
+  function()
+  local d, ok, why
+  local want, got, lines = {}, {}, {}
+  local B, H, D, S = 2, 2, 16, 9
+
+  -- rp.attention's options for a case: the module's keywords but dim, dim_v, seq_dim, as
+  -- fractions of D, the offset as pos_offset
+  local function attn_opts(c)
+    local o = { pe = c[2] == "RoPER" and "roper" or "rope" }
+    for key, val in pairs(c[3]) do
+      if key == "dim" then
+        o.fraction_qk = val / D
+      elseif key == "dim_v" then
+        o.fraction_v = val / D
+      elseif key ~= "seq_dim" then
+        o[key] = val
+      end
+    end
+    if c[2] == "RoPER" and c[3].dim and not c[3].dim_v then o.fraction_v = c[3].dim / D end
+    if c.offset then o.pos_offset = c.offset end
+    return o
+  end
+
+  setup(function()
+    ok, why = have_torch()
+    d = h.tmpdir()
+    if not ok then return end
+    local g = rp.rng(7)
+    local q, k, v = rp.randn({ B, S, H, D }, g), rp.randn({ B, S, H, D }, g),
+      rp.randn({ B, S, H, D }, g)
+    assert(k:save(d .. "/k.npy"))
+    assert(v:save(d .. "/v.npy"))
+    local manifest = {}
+    for _, c in ipairs(ROPE_CASES) do
+      local name = c[1]
+      local qc = c.tq and q:narrow(2, S - c.tq + 1, c.tq) or q
+      assert(qc:save(d .. "/" .. name .. "_q.npy"))
+      want[name] = rp.attention(qc, k, v, attn_opts(c))
+      manifest[#manifest + 1] = { name = name, cls = c[2], opts = c[3], offset = c.offset or 0,
+        step = c.step or false, q = d .. "/" .. name .. "_q.npy", k = d .. "/k.npy",
+        v = d .. "/v.npy", out = d .. "/" .. name .. "_out.npy" }
+    end
+    -- cjson writes an empty table as {}: the module's keywords are an object either way
+    h.write(d .. "/rope.json", cjson.encode(manifest))
+    local out, err, code = py { "rope", d .. "/rope.json" }
+    assert.equal(0, code, err)
+    for line in out:gmatch("[^\n]+") do lines[line:match("^(%S+)")] = line end
+    for _, c in ipairs(ROPE_CASES) do
+      got[c[1]] = assert(rp.load(d .. "/" .. c[1] .. "_out.npy"))
+    end
+  end)
+  teardown(function() h.remove_tree(d) end)
+
+  for _, c in ipairs(ROPE_CASES) do
+    local name = c[1]
+    it(name .. ": the module's attention output is rp.attention's", function()
+      if not ok then return pending(why) end
+      assert.same(want[name]:shape(), got[name]:shape())
+      local diff = rp.maxdiff(want[name], got[name])
+      assert.is_true(diff < TOL, name .. ": outputs differ by " .. diff .. " (" ..
+        tostring(lines[name]) .. ")")
+      if c.nb then
+        assert.is_true(rp.maxdiff(want[name], want[c.nb]) > 1e-3,
+          name .. " and " .. c.nb .. " give the same output")
+      end
+    end)
+  end
+
+  it("gradients by autograd through RoPER attention are finite differences' (gradcheck)",
+    function()
+      if not ok then return pending(why) end
+      local out, err, code = py { "rope_grad" }
+      assert.equal(0, code, err)
+      assert.equal("gradcheck ok\n", out)
+    end)
+end)
