@@ -215,6 +215,15 @@ local function file_config(path)
   return h.st_parts(path).__metadata__["roper.config"]
 end
 
+-- The ```LANG blocks of docs/interop.md, in order.
+local function doc_blocks(lang)
+  local blocks = {}
+  for code in assert(h.read("docs/interop.md")):gmatch("\n```" .. lang .. "\n(.-)\n```\n") do
+    blocks[#blocks + 1] = code
+  end
+  return blocks
+end
+
 describe("the PyTorch companion (python/roper_torch) against roper", function()
   local d, ok, why
   local roper_logits, companion, lines = {}, {}, {}
@@ -996,9 +1005,10 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
     end)
   it("the example of docs/interop.md trains (its loss falls) and roper loads its model", function()
     if not ok then return pending(why) end
-    local doc = assert(h.read("docs/interop.md"))
     local blocks = {}
-    for code in doc:gmatch("\n```python\n(.-)\n```\n") do blocks[#blocks + 1] = code end
+    for _, code in ipairs(doc_blocks("python")) do
+      if code:find("RoperTransformer", 1, true) then blocks[#blocks + 1] = code end
+    end
     assert.equal(1, #blocks)
     local w = d .. "/example"
     assert(os.execute("mkdir -p " .. h.sh_quote(w)))
@@ -1361,6 +1371,35 @@ describe("RoPE and RoPER of the companion (python/roper_torch/rope.py) against r
       end
     end)
   end
+
+  it("the example that opens docs/interop.md runs as written, and rp.attention gives its output",
+    function()
+      if not ok then return pending(why) end
+      -- the page's first code block is the PyTorch example, its first lua block roper's check
+      local doc = assert(h.read("docs/interop.md"))
+      assert.equal("python", doc:match("\n```(%w*)\n"))
+      local code, check = doc_blocks("python")[1], doc_blocks("lua")[1]
+      assert.truthy(code:find("rope = roper_torch.RoPER(dim=32)", 1, true), code)
+      local w = d .. "/rope_example"
+      assert(os.execute("mkdir -p " .. h.sh_quote(w)))
+      h.write(w .. "/example.py", code .. "\n")
+      local out, err, status = h.run("cd " .. h.sh_quote(w) .. " && PYTHONPATH="
+        .. h.sh_quote(ROOT .. "/python") .. " " .. PY .. " example.py")
+      assert.equal(0, status, err)
+      local shift = tonumber(out:match("^shifted by 1000: max difference (%S+)\n$"))
+      assert.is_true(shift ~= nil and shift < 1e-4, out)
+      -- the lua block as written, its files in the example's folder
+      local printed = {}
+      local env = setmetatable({ rp = rp, print = function(x) printed[#printed + 1] = x end },
+        { __index = _G })
+      assert(load(check:gsub('"(%w+%.npy)"', '"' .. w .. '/%1"'), "=interop.md", "t", env))()
+      assert.equal(1, #printed)
+      assert.is_true(printed[1] < TOL, tostring(printed[1]))
+      local shape = rp.load(w .. "/out.npy"):shape()
+      assert.same({ 2, 10, 4, 32 }, shape)
+      io.write(("\n  the RoPER example: %s; rp.attention's output within %.1e\n"):format(
+        out:gsub("\n$", ""), printed[1]))
+    end)
 
   it("gradients by autograd through RoPER attention are finite differences' (gradcheck)",
     function()
