@@ -1401,6 +1401,40 @@ describe("RoPE and RoPER of the companion (python/roper_torch/rope.py) against r
         out:gsub("\n$", ""), printed[1]))
     end)
 
+  it("the README's three lines run as written (its block), and rp.attention gives their output",
+    function()
+      if not ok then return pending(why) end
+      local readme = assert(h.read("README.md"))
+      local blocks = {}
+      for code in readme:gmatch("\n  ```python\n(.-)\n  ```\n") do
+        blocks[#blocks + 1] = ("\n" .. code):gsub("\n  ", "\n"):sub(2)
+      end
+      assert.equal(1, #blocks)
+      local code = blocks[1]
+      for _, line in ipairs { "rope = roper_torch.RoPER(dim=32)",
+                              "q, k = rope.rotate_queries_and_keys(q, k)",
+                              "v = rope.rotate_values(v)", "out = rope.rotate_output(out)" } do
+        assert.truthy(code:find("\n" .. line, 1, true), line)
+      end
+      -- the block between a seed and a replay of its draw of q, k, v (its first), which saves
+      -- them and its output in roper's layout
+      assert.truthy(code:find("q, k, v = torch.randn(3, ", 1, true), code)
+      local w = d .. "/readme_example"
+      assert(os.execute("mkdir -p " .. h.sh_quote(w)))
+      h.write(w .. "/example.py", "import torch\ntorch.manual_seed(0)\n" .. code .. "\n"
+        .. "import numpy\n"
+        .. "torch.manual_seed(0)\n"
+        .. "q0, k0, v0 = torch.randn(3, *out.shape).unbind(0)\n"
+        .. "for n, t in (('q', q0), ('k', k0), ('v', v0), ('out', out)):\n"
+        .. "    numpy.save(n + '.npy', t.transpose(1, 2).numpy())\n")
+      local out, err, status = h.run("cd " .. h.sh_quote(w) .. " && PYTHONPATH="
+        .. h.sh_quote(ROOT .. "/python") .. " " .. PY .. " example.py")
+      assert.equal(0, status, err .. out)
+      local q, k, v = rp.load(w .. "/q.npy"), rp.load(w .. "/k.npy"), rp.load(w .. "/v.npy")
+      local diff = rp.maxdiff(rp.attention(q, k, v, { pe = "roper" }), rp.load(w .. "/out.npy"))
+      assert.is_true(diff < TOL, tostring(diff))
+    end)
+
   it("gradients by autograd through RoPER attention are finite differences' (gradcheck)",
     function()
       if not ok then return pending(why) end
