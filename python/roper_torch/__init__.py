@@ -23,5 +23,5 @@ from .rotary import SCALINGS, Freq, rotate, score_scale, tables, theta
 from .safetensors import SafetensorsError, read_safetensors, write_safetensors
 
 __all__ = ["RoPE", "RoPER", "DEFAULTS", "MODES", "RoperTransformer", "RotaryAttention", "config",
-           "load_roper", "save_roper", "SCALINGS", "Freq", "rotate", "score_scale", "tables", "theta",
-           "SafetensorsError", "read_safetensors", "write_safetensors"]
+           "load_roper", "save_roper", "SCALINGS", "Freq", "rotate", "score_scale", "tables",
+           "theta", "SafetensorsError", "read_safetensors", "write_safetensors"]

@@ -1221,7 +1221,8 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
     assert.is_true((kinds["syntax"] or 0) > 50, tostring(kinds["syntax"]))
   end)
 
-  it("make install puts the package beside the scripts, importable from there", function()
+  it("make install puts the package where python3 looks under PREFIX, importable from there",
+    function()
     if not ok then return pending(why) end
     local D = d .. "/stage"
     local make = "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s --no-print-directory -C "
@@ -1230,8 +1231,11 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       .. " PREFIX=/usr/local "
     local out, err, code = h.run(make .. "install-bin")
     assert.equal(0, code, err .. out)
-    local pkg = D .. "/usr/local/share/roper/python"
-    for _, f in ipairs { "__init__.py", "model.py", "rotary.py", "safetensors.py" } do
+    -- the Makefile's PYDIR for PREFIX /usr/local: /usr/bin/python3's version's dist-packages
+    local ver = assert(h.run("/usr/bin/python3 -c "
+      .. h.sh_quote('import sys; print("%d.%d" % sys.version_info[:2])')))
+    local pkg = D .. "/usr/local/lib/python" .. ver:gsub("\n$", "") .. "/dist-packages"
+    for _, f in ipairs { "__init__.py", "model.py", "rope.py", "rotary.py", "safetensors.py" } do
       assert.equal(h.read("python/roper_torch/" .. f), h.read(pkg .. "/roper_torch/" .. f), f)
     end
     out, err, code = h.run("cd / && PYTHONPATH=" .. h.sh_quote(pkg) .. " " .. PY
