@@ -132,7 +132,7 @@ class RoPE(nn.Module):
         if not isinstance(x, torch.Tensor) or not x.is_floating_point():
             raise ValueError("%s: expected a floating-point tensor, got %s"
                              % (name, x.dtype if isinstance(x, torch.Tensor)
-                                else rotary._describe(x)))
+                                else type(x).__name__))
         nd = x.dim()
         if not -nd <= self.seq_dim < nd or self.seq_dim % max(nd, 1) == nd - 1:
             raise ValueError("%s: seq_dim %d is not a dim of a [%s] tensor before its last (the "
@@ -150,8 +150,9 @@ class RoPE(nn.Module):
                              % (name, D))
         if isinstance(offset, bool) or not isinstance(offset, int) or \
                 not 0 <= offset <= MAX_POS - x.shape[s]:
-            raise ValueError("%s: offset must be an integer >= 0 (the position of the first "
-                             "row), got %s" % (name, rotary._describe(offset)))
+            raise ValueError("%s: offset (the position of the first row) must be an integer "
+                             ">= 0 that keeps the %d rows within 2^53, got %s"
+                             % (name, x.shape[s], rotary._describe(offset)))
         cos, sin = self._table(p, d, offset, x.shape[s], x.device, x.dtype)
         y = rotary.rotate(x.movedim(s, -2).unsqueeze(-2), cos, sin, d, self.pairing,
                           rotary.PLACEMENTS[p][1])

@@ -1439,6 +1439,58 @@ describe("RoPE and RoPER of the companion (python/roper_torch/rope.py) against r
       assert.is_true(diff < TOL, tostring(diff))
     end)
 
+  it("refuses bad options, widths, layouts, offsets with their messages; a layer needs no vocab",
+    function()
+      if not ok then return pending(why) end
+      local out, err, code = py { "rope_edges" }
+      assert.equal(0, code, err)
+      local got = {}
+      for line in out:gmatch("[^\n]+") do got[#got + 1] = line end
+      assert.same({
+        "dim 3: RoPER: dim must be an even integer >= 2 (the rotated features; None: the "
+          .. "whole head), got 3",
+        "dim_v 0: RoPER: dim_v must be an even integer >= 2 (the rotated features; None: "
+          .. "the whole head), got 0",
+        "seq_dim -1: RoPE: seq_dim must be an integer, the dim of the positions (not -1, "
+          .. "the head's features), got -1",
+        "unknown: RoPE: unknown option 'dim_v' (known: dim, seq_dim, base, pairing, "
+          .. "scaling, scaling_factor, orig_len, yarn_alpha, yarn_beta, xpos, xpos_scale_base, "
+          .. "yarn_ramp, low_freq_factor, high_freq_factor, attention_factor, rope_theta, "
+          .. "rope_scaling)",
+        "pairing: RoPE: option 'pairing' must be one of \"half\", \"interleaved\", got string "
+          .. "\"pairs\"",
+        "base: RoPER: base must be a finite number > 0, got 0",
+        "factor alone: RoPER: scaling_factor 2 does nothing with scaling none: it applies "
+          .. "to the scalings (pi, ntk, yarn, dynamic or llama3)",
+        "yarn without orig_len: RoPER: orig_len (the original context length of scaling "
+          .. "yarn) must be >= 1, got 0",
+        "xpos_scale_base alone: RoPE: xpos_scale_base 64 does nothing with xpos 0: it "
+          .. "applies when xpos > 0 (xPos on)",
+        "rope_scaling and scaling: RoPE: options 'rope_scaling' and 'scaling' exclude "
+          .. "each other (give Hugging Face's table or roper's keys)",
+        "wider than the head: RoPER.rotate_keys: 16 features rotated, but the head has 8 "
+          .. "(the last dim of [1 x 2 x 3 x 8])",
+        "odd head: RoPE.rotate_keys: the head's 7 features are rotated as pairs: give an "
+          .. "even dim",
+        "not a tensor: RoPE.rotate_keys: expected a floating-point tensor, got list",
+        "integer tensor: RoPE.rotate_keys: expected a floating-point tensor, got torch.int64",
+        "seq_dim out of range: RoPE.rotate_keys: seq_dim -5 is not a dim of a [1 x 2 x 3 "
+          .. "x 8] tensor before its last (the head's features)",
+        "negative offset: RoPE.rotate_keys: offset (the position of the first row) must "
+          .. "be an integer >= 0 that keeps the 3 rows within 2^53, got -1",
+        "offset past 2^53: RoPE.rotate_keys: offset (the position of the first row) must "
+          .. "be an integer >= 0 that keeps the 3 rows within 2^53, got 9007199254740990",
+        "more queries than keys: RoPE.rotate_queries_and_keys: 3 queries, 2 keys: the "
+          .. "queries are the keys' last positions (rotate_queries(q, offset) places them "
+          .. "yourself)",
+        "queries or keys with xpos: RoPE.rotate_queries_or_keys: xpos treats queries and "
+          .. "keys apart: use rotate_queries_and_keys (or rotate_queries, rotate_keys)",
+        "a layer without vocab: ok: vocab None, out [2, 5, 64]",
+        "a layer with vocab 0: vocab 0 must be in 1..2147483647",
+        "a layer with a bad key: d_model 64 is not divisible by heads 3",
+      }, got)
+    end)
+
   it("gradients by autograd through RoPER attention are finite differences' (gradcheck)",
     function()
       if not ok then return pending(why) end

@@ -77,6 +77,11 @@ python3-numpy) from the repo root.
         the rotated keys and values (q, k, v of one length), each at its own offset. The output
         in roper's layout to "out" (.npy, float32); one line each: "<name> <T> <S>".
 
+    torch_companion.py rope_edges
+        What RoPE, RoPER and RotaryAttention refuse or take on their own (bad options, widths,
+        layouts, offsets; a layer without vocab): one line each, "<case>: <message>" or
+        "<case>: ok ...".
+
     torch_companion.py rope_grad
         torch.autograd.gradcheck of RoPER attention (float64; partial, interleaved, YaRN, xPos,
         an offset) against finite differences: prints "gradcheck ok" or fails.
@@ -365,6 +370,44 @@ def rope_cases(manifest):
         print("%s %d %d" % (e["name"], q.shape[s], k.shape[s]))
 
 
+def rope_edges():
+    x = torch.zeros(1, 2, 3, 8)
+    cases = [
+        ("dim 3", lambda: RoPER(dim=3)),
+        ("dim_v 0", lambda: RoPER(dim_v=0)),
+        ("seq_dim -1", lambda: RoPE(seq_dim=-1)),
+        ("unknown", lambda: RoPE(dim_v=4)),
+        ("pairing", lambda: RoPE(pairing="pairs")),
+        ("base", lambda: RoPER(base=0)),
+        ("factor alone", lambda: RoPER(scaling_factor=2)),
+        ("yarn without orig_len", lambda: RoPER(scaling="yarn", scaling_factor=4)),
+        ("xpos_scale_base alone", lambda: RoPE(xpos_scale_base=64)),
+        ("rope_scaling and scaling", lambda: RoPE(scaling="pi", scaling_factor=2,
+                                                  rope_scaling={"rope_type": "linear",
+                                                                "factor": 2})),
+        ("wider than the head", lambda: RoPER(dim=16).rotate_keys(x)),
+        ("odd head", lambda: RoPE().rotate_keys(torch.zeros(1, 2, 3, 7))),
+        ("not a tensor", lambda: RoPE().rotate_keys([1.0, 2.0])),
+        ("integer tensor", lambda: RoPE().rotate_keys(torch.zeros(2, 4, dtype=torch.long))),
+        ("seq_dim out of range", lambda: RoPE(seq_dim=-5).rotate_keys(x)),
+        ("negative offset", lambda: RoPE().rotate_keys(x, -1)),
+        ("offset past 2^53", lambda: RoPE().rotate_keys(x, 2 ** 53 - 2)),
+        ("more queries than keys", lambda: RoPE().rotate_queries_and_keys(x, x[:, :, :2])),
+        ("queries or keys with xpos", lambda: RoPE(xpos=0.4).rotate_queries_or_keys(x)),
+        ("a layer without vocab", lambda: "ok: vocab %s, out %s" % (
+            RotaryAttention(d_model=64, heads=4, pe="roper").cfg["vocab"],
+            list(RotaryAttention(d_model=64, heads=4, pe="roper")(torch.zeros(2, 5, 64)).shape))),
+        ("a layer with vocab 0", lambda: RotaryAttention(vocab=0, d_model=64, heads=4)),
+        ("a layer with a bad key", lambda: RotaryAttention(d_model=64, heads=3)),
+    ]
+    for name, fn in cases:
+        try:
+            r = fn()
+            print("%s: %s" % (name, r if isinstance(r, str) else "ok"))
+        except (ValueError, TypeError) as e:
+            print("%s: %s" % (name, e))
+
+
 def rope_grad():
     torch.manual_seed(3)
     rope = RoPER(dim=6, dim_v=4, pairing="interleaved", scaling="yarn", scaling_factor=4,
@@ -415,7 +458,8 @@ def main():
             "saves": (saves, 2, True), "to_json": (to_json_lines, 1, False),
             "stored": (stored, 1, True),
             "edges": (edges, 0, False), "train": (train, 3, False),
-            "rope": (rope_cases, 1, False), "rope_grad": (rope_grad, 0, False)}
+            "rope": (rope_cases, 1, False), "rope_grad": (rope_grad, 0, False),
+            "rope_edges": (rope_edges, 0, False)}
     if not a or a[0] not in cmds:
         sys.stderr.write(__doc__)
         sys.exit(2)
