@@ -89,7 +89,6 @@ class RoPE(nn.Module):
             rotary.check_tables(f)
         except ValueError as e:
             raise ValueError("%s: %s" % (name, e)) from None
-        self.cfg = c
         self.freq = None if f.is_plain() else f
         self.base = float(c["base"])
         self.pairing = c["pairing"]
