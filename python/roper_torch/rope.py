@@ -26,7 +26,6 @@ A scaling's score factor (YaRN's temperature, attention_factor^2) comes out fold
 queries, so the scores carry it as roper's do: score_scale says what it is.
 """
 
-import math
 from dataclasses import replace
 
 import torch
