@@ -277,8 +277,8 @@ bench-torch: deps all
 #                                                every script: packaging/roper-script.in
 #                 $(SCRIPTDIR)/                  scripts/*.lua and scripts/lib/*.lua
 #                 $(PYDIR)/roper_torch/          python/roper_torch/*.py and schema.json, the
-#                                                PyTorch companion (PYTHONPATH=$(PYDIR);
-#                                                docs/interop.md)
+#                                                PyTorch companion (docs/interop.md), where
+#                                                Debian's python3 imports it (below)
 #                 $(MANDIR)/man1/roper.1         packaging/roper.1.in
 #   install-lua   $(LUA_CMODDIR)/roper.so        the Lua module: require "roper" in lua5.4
 #   each          $(LIBDIR)/roper/roper_mpi.so   the MPI plugin (loaded only under mpirun)
@@ -302,7 +302,14 @@ DOCDIR = $(DATADIR)/doc/roper
 PKGCONFIGDIR = $(LIBDIR)/pkgconfig
 LUA_CMODDIR = $(LIBDIR)/lua/5.4
 SCRIPTDIR = $(DATADIR)/roper/scripts
-PYDIR = $(DATADIR)/roper/python
+# The companion's folder is one that Debian's /usr/bin/python3 reads (its site.py: Debian's own
+# packages in /usr/lib/python3/dist-packages, local ones in /usr/local/lib/python3.X/dist-packages,
+# X its minor version): the first for PREFIX=/usr, else $(PREFIX)/lib/python3.X/dist-packages
+# (read for /usr/local; under another PREFIX the user puts it on PYTHONPATH).
+PYTHON3 = /usr/bin/python3
+PY_VERSION = $(shell $(PYTHON3) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+PYDIR_VERSIONED = $(PREFIX)/lib/python$(or $(PY_VERSION),3)/dist-packages
+PYDIR = $(if $(filter /usr,$(PREFIX)),$(PREFIX)/lib/python3/dist-packages,$(PYDIR_VERSIONED))
 MANIFEST = $(DATADIR)/roper/install-manifest.txt
 
 # The headers a C user needs: all of core/ and tasks/ but the insides of the implementation.

@@ -38,7 +38,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import rotary
-from .config import DEFAULTS, MODES, config, freq_of, widths  # noqa: F401
+from .config import DEFAULTS, MODES, Config, config, freq_of, widths  # noqa: F401
 from .safetensors import read_safetensors, write_safetensors
 from .stored import _printable, from_json, to_json
 
@@ -273,7 +273,8 @@ def xl_sinusoid(T, C, dtype=torch.float32):
 
 class RotaryAttention(nn.Module):
     """One attention layer of roper (parameters `qkv`, `out` and the relative kind's tables, named
-    as roper names them after "layers.<l>.attn."). cfg: rp.model's keys (config()); freq: the
+    as roper names them after "layers.<l>.attn."). cfg: rp.model's keys (config(); vocab may be
+    left out: a layer has none, and its config holds None); freq: the
     rotary.Freq (default: the config's); positions: rows of the model's positions (tuples, as
     positions_of gives them; None: row t is position t), at least offset + T of them.
     forward(x [B, T, C], offset=0, shared=None, learned=None) -> [B, T, C], the rows offset ..
@@ -283,7 +284,13 @@ class RotaryAttention(nn.Module):
 
     def __init__(self, cfg=None, freq=None, positions=None, **kw):
         super().__init__()
-        self.cfg = cfg = config(cfg, **kw)
+        given = cfg if isinstance(cfg, Config) and not kw else dict(cfg or {}, **kw)
+        if not isinstance(given, Config) and given.get("vocab") is None:
+            # a layer has no vocabulary: its config is checked with one (vocab bounds nothing
+            # else) and keeps None
+            given = config(dict(given, vocab=1))
+            given["vocab"] = None
+        self.cfg = cfg = config(given)
         C, H = cfg["d_model"], cfg["heads"]
         self.H, self.D = H, C // H
         self.mode = MODES[cfg["pe"]]
@@ -326,10 +333,9 @@ class RotaryAttention(nn.Module):
                 self.positions[offset:offset + T]
             f = None if self.freq.is_plain() else self.freq
             base = float(self.cfg["base"])
-            use = {"q": (1.0, 1, 1), "k": (1.0, -1, 1), "v": (self.mode.v_angle, -1, 1),
-                   "o": (1.0, 1, -1)}  # c, xPos side, sign
-            tabs = {p: rotary.tables(d, base, pos, f, c=use[p][0], side=use[p][1], dtype=dtype,
-                                     learned=learned) + (use[p][2],)
+            use = rotary.PLACEMENTS  # xPos side, sign; v turns by c = the mode's v_angle
+            tabs = {p: rotary.tables(d, base, pos, f, c=self.mode.v_angle if p == "v" else 1.0,
+                                     side=use[p][0], dtype=dtype, learned=learned) + (use[p][1],)
                     for p, d in self.w.items()}
             if learned is not None:
                 self._tables["learned"] = (learned, key, tabs)

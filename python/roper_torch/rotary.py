@@ -79,6 +79,11 @@ class Freq:
 
 
 AXES = ("axial", "sections", "mixed")  # rp_axes_names
+# How each placement is rotated (core/nn/attention.c: xPos's query side q, o and key side k, v):
+# (xPos side, sign). q_n by
+# +n theta on the query side, k_i and v_i by +i theta on the key side (v by +c i theta, c the
+# mode's v_angle), RoPER's output o_n turned back by -n theta with the query side's magnitude.
+PLACEMENTS = {"q": (1, 1), "k": (-1, 1), "v": (-1, 1), "o": (1, -1)}
 MAX_AXES = 3                           # RP_MAX_AXES
 MAX_POS = 2 ** 53                      # positions are integers within +-2^53
 

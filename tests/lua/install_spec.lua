@@ -127,6 +127,36 @@ describe("make install into a DESTDIR", function()
     assert.is_nil(lfs.attributes(P .. "/include/roper/simd.h"))
   end)
 
+  it("puts the PyTorch companion where Debian's python3 imports it: roper_torch.RoPER works",
+    function()
+      assert.is_true(installed, install_err)
+      local PY = "/usr/bin/python3"
+      local ver, err, code = run(PY .. " -c "
+        .. sh_quote('import sys; print("%d.%d" % sys.version_info[:2])'))
+      assert.are.equal(0, code, err)
+      -- the folder of PREFIX /usr/local that python3's site.py reads (the path without DESTDIR)
+      local final = "/usr/local/lib/python" .. ver:gsub("\n$", "") .. "/dist-packages"
+      local sites = run(PY .. [[ -c 'import site; print("\n".join(site.getsitepackages()))']])
+      assert.truthy(("\n" .. sites):find("\n" .. final .. "\n", 1, true), sites)
+      for f in lfs.dir("python/roper_torch") do
+        if f:match("%.py$") or f:match("%.json$") then
+          assert.are.equal(h.read("python/roper_torch/" .. f),
+            h.read(D .. final .. "/roper_torch/" .. f), f)
+        end
+      end
+      -- the installed copy imports from another folder (DESTDIR standing for /)
+      local out
+      out, err, code = run(in_w .. "PYTHONPATH=" .. sh_quote(D .. final) .. " " .. PY .. " -c "
+        .. sh_quote("import roper_torch; print(roper_torch.__file__); "
+          .. "print(roper_torch.RoPER(dim=8).rotate_values(__import__('torch').ones(1, 1, 3, 8))"
+          .. ".shape)"))
+      if code ~= 0 and err:find("No module named 'torch'", 1, true) then
+        return pending(PY .. " has no torch (apt-get install python3-torch; make test does)")
+      end
+      assert.are.equal(0, code, err)
+      assert.are.equal(D .. final .. "/roper_torch/__init__.py\ntorch.Size([1, 1, 3, 8])\n", out)
+    end)
+
   it("lua5.4 requires the installed module from another folder", function()
     assert.is_true(installed, install_err)
     local out, err, code = run(in_w .. CLEAN .. "LUA_CPATH=" .. sh_quote(P .. "/lib/lua/5.4/?.so;;")

@@ -215,6 +215,15 @@ local function file_config(path)
   return h.st_parts(path).__metadata__["roper.config"]
 end
 
+-- The ```LANG blocks of docs/interop.md, in order.
+local function doc_blocks(lang)
+  local blocks = {}
+  for code in assert(h.read("docs/interop.md")):gmatch("\n```" .. lang .. "\n(.-)\n```\n") do
+    blocks[#blocks + 1] = code
+  end
+  return blocks
+end
+
 describe("the PyTorch companion (python/roper_torch) against roper", function()
   local d, ok, why
   local roper_logits, companion, lines = {}, {}, {}
@@ -996,9 +1005,10 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
     end)
   it("the example of docs/interop.md trains (its loss falls) and roper loads its model", function()
     if not ok then return pending(why) end
-    local doc = assert(h.read("docs/interop.md"))
     local blocks = {}
-    for code in doc:gmatch("\n```python\n(.-)\n```\n") do blocks[#blocks + 1] = code end
+    for _, code in ipairs(doc_blocks("python")) do
+      if code:find("RoperTransformer", 1, true) then blocks[#blocks + 1] = code end
+    end
     assert.equal(1, #blocks)
     local w = d .. "/example"
     assert(os.execute("mkdir -p " .. h.sh_quote(w)))
@@ -1211,7 +1221,8 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
     assert.is_true((kinds["syntax"] or 0) > 50, tostring(kinds["syntax"]))
   end)
 
-  it("make install puts the package beside the scripts, importable from there", function()
+  it("make install puts the package where python3 looks under PREFIX, importable from there",
+    function()
     if not ok then return pending(why) end
     local D = d .. "/stage"
     local make = "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s --no-print-directory -C "
@@ -1220,8 +1231,11 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       .. " PREFIX=/usr/local "
     local out, err, code = h.run(make .. "install-bin")
     assert.equal(0, code, err .. out)
-    local pkg = D .. "/usr/local/share/roper/python"
-    for _, f in ipairs { "__init__.py", "model.py", "rotary.py", "safetensors.py" } do
+    -- the Makefile's PYDIR for PREFIX /usr/local: /usr/bin/python3's version's dist-packages
+    local ver = assert(h.run("/usr/bin/python3 -c "
+      .. h.sh_quote('import sys; print("%d.%d" % sys.version_info[:2])')))
+    local pkg = D .. "/usr/local/lib/python" .. ver:gsub("\n$", "") .. "/dist-packages"
+    for _, f in ipairs { "__init__.py", "model.py", "rope.py", "rotary.py", "safetensors.py" } do
       assert.equal(h.read("python/roper_torch/" .. f), h.read(pkg .. "/roper_torch/" .. f), f)
     end
     out, err, code = h.run("cd / && PYTHONPATH=" .. h.sh_quote(pkg) .. " " .. PY
@@ -1232,4 +1246,256 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
     assert.equal(0, code, err .. out)
     assert.is_nil(require("lfs").attributes(pkg))
   end)
+end)
+
+-- RoPE and RoPER of the companion (python/roper_torch/rope.py), the modules for one's own
+-- attention, against rp.attention (the C library): each case's module is written around a
+-- causal softmax attention in PyTorch (tests/reference/torch_companion.py rope) on the same
+-- q, k, v (.npy files both ways), and its output must be rp.attention's with the same options
+-- (the module's keywords but dim, dim_v and seq_dim; dim as fraction_qk = dim / D, dim_v as
+-- fraction_v, the module's offset as pos_offset) within TOL. step: the module decodes token by
+-- token with a cache of rotated keys and values; tq: only the last tq queries (cached keys, at
+-- rp.attention's default q_offset S - tq). nb: a case whose roper output differs from this one's
+-- by more than 1e-3, so that a module ignoring the option fails TOL.
+local ROPE_CASES = {
+  { "roper", "RoPER", {}, nb = "rope" },
+  { "rope", "RoPE", {}, nb = "roper" },
+  { "roper_interleaved", "RoPER", { pairing = "interleaved" }, nb = "roper" },
+  { "rope_interleaved_base500", "RoPE", { pairing = "interleaved", base = 500 },
+    nb = "rope" },
+  { "roper_base100", "RoPER", { base = 100 }, nb = "roper" },
+  { "roper_partial", "RoPER", { dim = 8 }, nb = "roper" },
+  { "roper_partial_dim_v", "RoPER", { dim = 12, dim_v = 4, pairing = "interleaved" },
+    nb = "roper_interleaved" },
+  { "rope_partial", "RoPE", { dim = 4 }, nb = "rope" },
+  { "roper_seq_dim1", "RoPER", { seq_dim = 1 } },
+  { "roper_offset", "RoPER", { pairing = "interleaved" }, offset = 4093 },
+  { "roper_xpos", "RoPER", { xpos = 0.4, xpos_scale_base = 8 }, nb = "roper" },
+  { "rope_xpos", "RoPE", { xpos = 0.4, xpos_scale_base = 8 }, nb = "rope" },
+  -- xPos is relative too (zeta^(n - i) in the scores, zeta^(n - i) on v_i in o_n): no nb
+  { "roper_xpos_offset", "RoPER", { xpos = 0.4, xpos_scale_base = 8 }, offset = 5 },
+  { "roper_pi", "RoPER", { scaling = "pi", scaling_factor = 4 }, nb = "roper" },
+  { "rope_ntk", "RoPE", { scaling = "ntk", scaling_factor = 4 }, nb = "rope" },
+  { "roper_yarn", "RoPER", { scaling = "yarn", scaling_factor = 4, orig_len = 4,
+                             yarn_alpha = 0.01, yarn_beta = 0.5 }, nb = "roper_pi" },
+  { "rope_yarn_dims_af", "RoPE", { scaling = "yarn", scaling_factor = 4, orig_len = 16,
+                                   yarn_ramp = "dims", attention_factor = 1.5 }, nb = "rope" },
+  { "roper_dynamic", "RoPER", { scaling = "dynamic", scaling_factor = 4, orig_len = 3 },
+    nb = "roper" },
+  { "roper_dynamic_offset", "RoPER", { scaling = "dynamic", scaling_factor = 4, orig_len = 3 },
+    offset = 6, nb = "roper_dynamic" },
+  { "rope_llama3", "RoPE", { scaling = "llama3", scaling_factor = 8, orig_len = 8,
+                             low_freq_factor = 0.5, high_freq_factor = 1.5 }, nb = "rope" },
+  { "roper_hf_llama3", "RoPER", { rope_theta = 500, rope_scaling = { rope_type = "llama3",
+      factor = 8, low_freq_factor = 0.5, high_freq_factor = 1.5,
+      original_max_position_embeddings = 8 } }, nb = "roper_base500" },
+  { "roper_base500", "RoPER", { base = 500 }, nb = "roper" },
+  -- the cached keys' case: the last 3 queries against every key
+  { "roper_cached", "RoPER", { xpos = 0.4, xpos_scale_base = 8 }, tq = 3 },
+  { "rope_cached_dynamic", "RoPE", { scaling = "dynamic", scaling_factor = 2, orig_len = 4 },
+    tq = 2, offset = 3 },
+  -- decoding token by token equals the full pass (rp.attention's)
+  { "roper_step", "RoPER", {}, step = true },
+  { "rope_step", "RoPE", { pairing = "interleaved" }, step = true },
+  { "roper_step_all", "RoPER", { dim = 12, dim_v = 8, xpos = 0.4, xpos_scale_base = 8,
+                                 scaling = "yarn", scaling_factor = 3, orig_len = 6,
+                                 seq_dim = 1 }, step = true, offset = 2 },
+  { "roper_step_dynamic", "RoPER", { scaling = "dynamic", scaling_factor = 4, orig_len = 3,
+                                     pairing = "interleaved" }, step = true, offset = 1 },
+  { "roper_step_llama3", "RoPER", { scaling = "llama3", scaling_factor = 8, orig_len = 8,
+                                    low_freq_factor = 0.5, high_freq_factor = 1.5 },
+    step = true },
+}
+
+describe("RoPE and RoPER of the companion (python/roper_torch/rope.py) against rp.attention",
+  function()
+  local d, ok, why
+  local want, got, lines = {}, {}, {}
+  local B, H, D, S = 2, 2, 16, 9
+
+  -- rp.attention's options for a case: the module's keywords but dim, dim_v, seq_dim, as
+  -- fractions of D, the offset as pos_offset
+  local function attn_opts(c)
+    local o = { pe = c[2] == "RoPER" and "roper" or "rope" }
+    for key, val in pairs(c[3]) do
+      if key == "dim" then
+        o.fraction_qk = val / D
+      elseif key == "dim_v" then
+        o.fraction_v = val / D
+      elseif key ~= "seq_dim" then
+        o[key] = val
+      end
+    end
+    if c[2] == "RoPER" and c[3].dim and not c[3].dim_v then o.fraction_v = c[3].dim / D end
+    if c.offset then o.pos_offset = c.offset end
+    return o
+  end
+
+  setup(function()
+    ok, why = have_torch()
+    d = h.tmpdir()
+    if not ok then return end
+    local g = rp.rng(7)
+    local q, k, v = rp.randn({ B, S, H, D }, g), rp.randn({ B, S, H, D }, g),
+      rp.randn({ B, S, H, D }, g)
+    assert(k:save(d .. "/k.npy"))
+    assert(v:save(d .. "/v.npy"))
+    local manifest = {}
+    for _, c in ipairs(ROPE_CASES) do
+      local name = c[1]
+      local qc = c.tq and q:narrow(2, S - c.tq + 1, c.tq) or q
+      assert(qc:save(d .. "/" .. name .. "_q.npy"))
+      want[name] = rp.attention(qc, k, v, attn_opts(c))
+      manifest[#manifest + 1] = { name = name, cls = c[2], opts = c[3], offset = c.offset or 0,
+        step = c.step or false, q = d .. "/" .. name .. "_q.npy", k = d .. "/k.npy",
+        v = d .. "/v.npy", out = d .. "/" .. name .. "_out.npy" }
+    end
+    -- cjson writes an empty table as {}: the module's keywords are an object either way
+    h.write(d .. "/rope.json", cjson.encode(manifest))
+    local out, err, code = py { "rope", d .. "/rope.json" }
+    assert.equal(0, code, err)
+    for line in out:gmatch("[^\n]+") do lines[line:match("^(%S+)")] = line end
+    for _, c in ipairs(ROPE_CASES) do
+      got[c[1]] = assert(rp.load(d .. "/" .. c[1] .. "_out.npy"))
+    end
+  end)
+  teardown(function() h.remove_tree(d) end)
+
+  for _, c in ipairs(ROPE_CASES) do
+    local name = c[1]
+    it(name .. ": the module's attention output is rp.attention's", function()
+      if not ok then return pending(why) end
+      assert.same(want[name]:shape(), got[name]:shape())
+      local diff = rp.maxdiff(want[name], got[name])
+      assert.is_true(diff < TOL, name .. ": outputs differ by " .. diff .. " (" ..
+        tostring(lines[name]) .. ")")
+      if c.nb then
+        assert.is_true(rp.maxdiff(want[name], want[c.nb]) > 1e-3,
+          name .. " and " .. c.nb .. " give the same output")
+      end
+    end)
+  end
+
+  it("the example that opens docs/interop.md runs as written, and rp.attention gives its output",
+    function()
+      if not ok then return pending(why) end
+      -- the page's first code block is the PyTorch example, its first lua block roper's check
+      local doc = assert(h.read("docs/interop.md"))
+      assert.equal("python", doc:match("\n```(%w*)\n"))
+      local code, check = doc_blocks("python")[1], doc_blocks("lua")[1]
+      assert.truthy(code:find("rope = roper_torch.RoPER(dim=32)", 1, true), code)
+      local w = d .. "/rope_example"
+      assert(os.execute("mkdir -p " .. h.sh_quote(w)))
+      h.write(w .. "/example.py", code .. "\n")
+      local out, err, status = h.run("cd " .. h.sh_quote(w) .. " && PYTHONPATH="
+        .. h.sh_quote(ROOT .. "/python") .. " " .. PY .. " example.py")
+      assert.equal(0, status, err)
+      local shift = tonumber(out:match("^shifted by 1000: max difference (%S+)\n$"))
+      assert.is_true(shift ~= nil and shift < 1e-4, out)
+      -- the lua block as written, its files in the example's folder
+      local printed = {}
+      local env = setmetatable({ rp = rp, print = function(x) printed[#printed + 1] = x end },
+        { __index = _G })
+      assert(load(check:gsub('"(%w+%.npy)"', '"' .. w .. '/%1"'), "=interop.md", "t", env))()
+      assert.equal(1, #printed)
+      assert.is_true(printed[1] < TOL, tostring(printed[1]))
+      local shape = rp.load(w .. "/out.npy"):shape()
+      assert.same({ 2, 10, 4, 32 }, shape)
+      io.write(("\n  the RoPER example: %s; rp.attention's output within %.1e\n"):format(
+        out:gsub("\n$", ""), printed[1]))
+    end)
+
+  it("the README's three lines run as written (its block), and rp.attention gives their output",
+    function()
+      if not ok then return pending(why) end
+      local readme = assert(h.read("README.md"))
+      local blocks = {}
+      for code in readme:gmatch("\n  ```python\n(.-)\n  ```\n") do
+        blocks[#blocks + 1] = ("\n" .. code):gsub("\n  ", "\n"):sub(2)
+      end
+      assert.equal(1, #blocks)
+      local code = blocks[1]
+      for _, line in ipairs { "rope = roper_torch.RoPER(dim=32)",
+                              "q, k = rope.rotate_queries_and_keys(q, k)",
+                              "v = rope.rotate_values(v)", "out = rope.rotate_output(out)" } do
+        assert.truthy(code:find("\n" .. line, 1, true), line)
+      end
+      -- the block between a seed and a replay of its draw of q, k, v (its first), which saves
+      -- them and its output in roper's layout
+      assert.truthy(code:find("q, k, v = torch.randn(3, ", 1, true), code)
+      local w = d .. "/readme_example"
+      assert(os.execute("mkdir -p " .. h.sh_quote(w)))
+      h.write(w .. "/example.py", "import torch\ntorch.manual_seed(0)\n" .. code .. "\n"
+        .. "import numpy\n"
+        .. "torch.manual_seed(0)\n"
+        .. "q0, k0, v0 = torch.randn(3, *out.shape).unbind(0)\n"
+        .. "for n, t in (('q', q0), ('k', k0), ('v', v0), ('out', out)):\n"
+        .. "    numpy.save(n + '.npy', t.transpose(1, 2).numpy())\n")
+      local out, err, status = h.run("cd " .. h.sh_quote(w) .. " && PYTHONPATH="
+        .. h.sh_quote(ROOT .. "/python") .. " " .. PY .. " example.py")
+      assert.equal(0, status, err .. out)
+      local q, k, v = rp.load(w .. "/q.npy"), rp.load(w .. "/k.npy"), rp.load(w .. "/v.npy")
+      local diff = rp.maxdiff(rp.attention(q, k, v, { pe = "roper" }), rp.load(w .. "/out.npy"))
+      assert.is_true(diff < TOL, tostring(diff))
+    end)
+
+  it("refuses bad options, widths, layouts, offsets with their messages; a layer needs no vocab",
+    function()
+      if not ok then return pending(why) end
+      local out, err, code = py { "rope_edges" }
+      assert.equal(0, code, err)
+      local got = {}
+      for line in out:gmatch("[^\n]+") do got[#got + 1] = line end
+      assert.same({
+        "dim 3: RoPER: dim must be an even integer >= 2 (the rotated features; None: the "
+          .. "whole head), got 3",
+        "dim_v 0: RoPER: dim_v must be an even integer >= 2 (the rotated features; None: "
+          .. "the whole head), got 0",
+        "seq_dim -1: RoPE: seq_dim must be an integer, the dim of the positions (not -1, "
+          .. "the head's features), got -1",
+        "unknown: RoPE: unknown option 'dim_v' (known: dim, seq_dim, base, pairing, "
+          .. "scaling, scaling_factor, orig_len, yarn_alpha, yarn_beta, xpos, xpos_scale_base, "
+          .. "yarn_ramp, low_freq_factor, high_freq_factor, attention_factor, rope_theta, "
+          .. "rope_scaling)",
+        "pairing: RoPE: option 'pairing' must be one of \"half\", \"interleaved\", got string "
+          .. "\"pairs\"",
+        "base: RoPER: base must be a finite number > 0, got 0",
+        "factor alone: RoPER: scaling_factor 2 does nothing with scaling none: it applies "
+          .. "to the scalings (pi, ntk, yarn, dynamic or llama3)",
+        "yarn without orig_len: RoPER: orig_len (the original context length of scaling "
+          .. "yarn) must be >= 1, got 0",
+        "xpos_scale_base alone: RoPE: xpos_scale_base 64 does nothing with xpos 0: it "
+          .. "applies when xpos > 0 (xPos on)",
+        "rope_scaling and scaling: RoPE: options 'rope_scaling' and 'scaling' exclude "
+          .. "each other (give Hugging Face's table or roper's keys)",
+        "wider than the head: RoPER.rotate_keys: 16 features rotated, but the head has 8 "
+          .. "(the last dim of [1 x 2 x 3 x 8])",
+        "odd head: RoPE.rotate_keys: the head's 7 features are rotated as pairs: give an "
+          .. "even dim",
+        "not a tensor: RoPE.rotate_keys: expected a floating-point tensor, got list",
+        "integer tensor: RoPE.rotate_keys: expected a floating-point tensor, got torch.int64",
+        "seq_dim out of range: RoPE.rotate_keys: seq_dim -5 is not a dim of a [1 x 2 x 3 "
+          .. "x 8] tensor before its last (the head's features)",
+        "negative offset: RoPE.rotate_keys: offset (the position of the first row) must "
+          .. "be an integer >= 0 that keeps the 3 rows within 2^53, got -1",
+        "offset past 2^53: RoPE.rotate_keys: offset (the position of the first row) must "
+          .. "be an integer >= 0 that keeps the 3 rows within 2^53, got 9007199254740990",
+        "more queries than keys: RoPE.rotate_queries_and_keys: 3 queries, 2 keys: the "
+          .. "queries are the keys' last positions (rotate_queries(q, offset) places them "
+          .. "yourself)",
+        "queries or keys with xpos: RoPE.rotate_queries_or_keys: xpos treats queries and "
+          .. "keys apart: use rotate_queries_and_keys (or rotate_queries, rotate_keys)",
+        "a layer without vocab: ok: vocab None, out [2, 5, 64]",
+        "a layer with vocab 0: vocab 0 must be in 1..2147483647",
+        "a layer with a bad key: d_model 64 is not divisible by heads 3",
+      }, got)
+    end)
+
+  it("gradients by autograd through RoPER attention are finite differences' (gradcheck)",
+    function()
+      if not ok then return pending(why) end
+      local out, err, code = py { "rope_grad" }
+      assert.equal(0, code, err)
+      assert.equal("gradcheck ok\n", out)
+    end)
 end)

@@ -68,6 +68,24 @@ python3-numpy) from the repo root.
         <pairs>, the list's" (or "differs"), own frequencies from NumPy ("numpy: <theta>,
         <theta>") and three refusals; one line each.
 
+    torch_companion.py rope MANIFEST.json
+        MANIFEST: a JSON list of {"name", "cls" ("RoPE" or "RoPER"), "opts" (the module's
+        keywords), "q", "k", "v" (.npy, roper's layout [B, T, H, D]), "offset", "step", "out"}:
+        causal attention written around the module (RoPER(**opts): rotate_queries_and_keys,
+        rotate_values, softmax(q k^T / sqrt(D)), rotate_output), positions from offset, in the
+        layout of opts' seq_dim (default -2: [B, H, T, D]); step: token by token with a cache of
+        the rotated keys and values (q, k, v of one length), each at its own offset. The output
+        in roper's layout to "out" (.npy, float32); one line each: "<name> <T> <S>".
+
+    torch_companion.py rope_edges
+        What RoPE, RoPER and RotaryAttention refuse or take on their own (bad options, widths,
+        layouts, offsets; a layer without vocab): one line each, "<case>: <message>" or
+        "<case>: ok ...".
+
+    torch_companion.py rope_grad
+        torch.autograd.gradcheck of RoPER attention (float64; partial, interleaved, YaRN, xPos,
+        an offset) against finite differences: prints "gradcheck ok" or fails.
+
     torch_companion.py train OUT LOGITS TOKENS
         A RoperTransformer with pe roper built in PyTorch, trained with Adam on a copy task
         (predict the token 3 places back); prints the loss of each of the first and last steps,
@@ -86,9 +104,9 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
-from roper_torch import (Freq, RotaryAttention, RoperTransformer, SafetensorsError,  # noqa: E402
-                         config, load_roper, read_safetensors, save_roper, tables,
-                         write_safetensors)
+from roper_torch import (Freq, RoPE, RoPER, RotaryAttention, RoperTransformer,  # noqa: E402
+                         SafetensorsError, config, load_roper, read_safetensors, save_roper,
+                         tables, write_safetensors)
 from roper_torch.model import param_count  # noqa: E402
 from roper_torch.stored import to_json  # noqa: E402
 
@@ -305,6 +323,101 @@ def edges():
             print(str(e))
 
 
+def rope_attention(rope, q, k, v, offset):
+    """Causal attention around the module rope (RoPE or RoPER) on q, k, v in its layout
+    (positions on rope.seq_dim, the head's features last): queries at the keys' last positions."""
+    s = rope.seq_dim % q.dim()
+    T, S = q.shape[s], k.shape[s]
+    q, k = rope.rotate_queries_and_keys(q, k, offset)
+    if isinstance(rope, RoPER):
+        v = rope.rotate_values(v, offset)
+    q, k, v = (x.movedim(s, -2) for x in (q, k, v))              # [..., T, D]
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    causal = torch.ones(T, S, dtype=torch.bool).tril(S - T)
+    out = (scores.masked_fill(~causal, float("-inf")).softmax(-1) @ v).movedim(-2, s)
+    return rope.rotate_output(out, offset + S - T) if isinstance(rope, RoPER) else out
+
+
+def rope_cases(manifest):
+    with open(manifest) as f:
+        entries = json.load(f)
+    for e in entries:
+        cls = {"RoPE": RoPE, "RoPER": RoPER}[e["cls"]]
+        rope = cls(**e["opts"])
+        # roper's [B, T, H, D] in the module's layout: seq_dim 1 is roper's own
+        q, k, v = (torch.from_numpy(np.load(e[n])) for n in ("q", "k", "v"))
+        if rope.seq_dim % 4 != 1:
+            q, k, v = (x.transpose(1, 2) for x in (q, k, v))
+        s = rope.seq_dim % 4
+        if e.get("step"):
+            rows, ks, vs = [], [], []
+            for t in range(q.shape[s]):
+                qt, kt, vt = (x.narrow(s, t, 1) for x in (q, k, v))
+                off = e["offset"] + t
+                qt, kt = rope.rotate_queries_and_keys(qt, kt, off)
+                ks.append(kt)
+                vs.append(rope.rotate_values(vt, off) if isinstance(rope, RoPER) else vt)
+                K, V = (torch.cat(c, s).movedim(s, -2) for c in (ks, vs))
+                a = (qt.movedim(s, -2) @ K.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(-1)
+                o = (a @ V).movedim(-2, s)
+                rows.append(rope.rotate_output(o, off) if isinstance(rope, RoPER) else o)
+            out = torch.cat(rows, s)
+        else:
+            out = rope_attention(rope, q, k, v, e["offset"])
+        if s != 1:
+            out = out.transpose(1, 2)
+        np.save(e["out"], out.contiguous().numpy().astype(np.float32))
+        print("%s %d %d" % (e["name"], q.shape[s], k.shape[s]))
+
+
+def rope_edges():
+    x = torch.zeros(1, 2, 3, 8)
+    cases = [
+        ("dim 3", lambda: RoPER(dim=3)),
+        ("dim_v 0", lambda: RoPER(dim_v=0)),
+        ("seq_dim -1", lambda: RoPE(seq_dim=-1)),
+        ("unknown", lambda: RoPE(dim_v=4)),
+        ("pairing", lambda: RoPE(pairing="pairs")),
+        ("base", lambda: RoPER(base=0)),
+        ("factor alone", lambda: RoPER(scaling_factor=2)),
+        ("yarn without orig_len", lambda: RoPER(scaling="yarn", scaling_factor=4)),
+        ("xpos_scale_base alone", lambda: RoPE(xpos_scale_base=64)),
+        ("rope_scaling and scaling", lambda: RoPE(scaling="pi", scaling_factor=2,
+                                                  rope_scaling={"rope_type": "linear",
+                                                                "factor": 2})),
+        ("wider than the head", lambda: RoPER(dim=16).rotate_keys(x)),
+        ("odd head", lambda: RoPE().rotate_keys(torch.zeros(1, 2, 3, 7))),
+        ("not a tensor", lambda: RoPE().rotate_keys([1.0, 2.0])),
+        ("integer tensor", lambda: RoPE().rotate_keys(torch.zeros(2, 4, dtype=torch.long))),
+        ("seq_dim out of range", lambda: RoPE(seq_dim=-5).rotate_keys(x)),
+        ("negative offset", lambda: RoPE().rotate_keys(x, -1)),
+        ("offset past 2^53", lambda: RoPE().rotate_keys(x, 2 ** 53 - 2)),
+        ("more queries than keys", lambda: RoPE().rotate_queries_and_keys(x, x[:, :, :2])),
+        ("queries or keys with xpos", lambda: RoPE(xpos=0.4).rotate_queries_or_keys(x)),
+        ("a layer without vocab", lambda: "ok: vocab %s, out %s" % (
+            RotaryAttention(d_model=64, heads=4, pe="roper").cfg["vocab"],
+            list(RotaryAttention(d_model=64, heads=4, pe="roper")(torch.zeros(2, 5, 64)).shape))),
+        ("a layer with vocab 0", lambda: RotaryAttention(vocab=0, d_model=64, heads=4)),
+        ("a layer with a bad key", lambda: RotaryAttention(d_model=64, heads=3)),
+    ]
+    for name, fn in cases:
+        try:
+            r = fn()
+            print("%s: %s" % (name, r if isinstance(r, str) else "ok"))
+        except (ValueError, TypeError) as e:
+            print("%s: %s" % (name, e))
+
+
+def rope_grad():
+    torch.manual_seed(3)
+    rope = RoPER(dim=6, dim_v=4, pairing="interleaved", scaling="yarn", scaling_factor=4,
+                 orig_len=4, xpos=0.4, xpos_scale_base=8)
+    q, k, v = (torch.randn(1, 2, 5, 8, dtype=torch.float64, requires_grad=True)
+               for _ in range(3))
+    torch.autograd.gradcheck(lambda q, k, v: rope_attention(rope, q, k, v, 3), (q, k, v))
+    print("gradcheck ok")
+
+
 def train(out, logits_out, tokens_out):
     torch.manual_seed(3)
     V, T, B, lag = 8, 12, 16, 3
@@ -344,7 +457,9 @@ def main():
             "hf_configs": (hf_configs, 1, False),
             "saves": (saves, 2, True), "to_json": (to_json_lines, 1, False),
             "stored": (stored, 1, True),
-            "edges": (edges, 0, False), "train": (train, 3, False)}
+            "edges": (edges, 0, False), "train": (train, 3, False),
+            "rope": (rope_cases, 1, False), "rope_grad": (rope_grad, 0, False),
+            "rope_edges": (rope_edges, 0, False)}
     if not a or a[0] not in cmds:
         sys.stderr.write(__doc__)
         sys.exit(2)
