@@ -756,7 +756,7 @@ describe("compare.lua and sweep.lua --keep-models", function()
     assert.are.equal(0, code, so .. se)
     local ft = dir .. "/ft"
     so, se, code = run(("%s scripts/compare.lua --seeds 2 --steps 1 %s --jobs 2 --quiet "
-      .. "--seq-len 64 --scaling pi --scaling-factor 2 --orig-len 32 --init %s --out %s")
+      .. "--seq-len 64 --scaling pi --scaling-factor 2 --init %s --out %s")
       :format(sh_quote(BIN), TINY_ARGS:gsub("%-%-seq%-len 32 ", ""),
         sh_quote(base .. "/runs/{pe}-s{seed}.ckpt"), sh_quote(ft)))
     assert.are.equal(0, code, so .. se)
