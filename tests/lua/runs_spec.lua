@@ -673,7 +673,7 @@ describe("scripts/attention_map.lua", function()
   local function panels(gp)
     local t, title = {}, nil
     for l in gp:gmatch("[^\n]+") do
-      local layer, head = l:match("^%s*set title 'layer (%d+), head (%d+)'$")
+      local layer, head = l:match("^%s*set title 'layer (%d+), head (%d+)'")
       if layer then title = { tonumber(layer), tonumber(head) } end
       if l:match("^%s*plot ") then
         t[#t + 1] = title
@@ -694,6 +694,12 @@ describe("scripts/attention_map.lua", function()
     assert.truthy(gp:find("set multiplot layout 2,2 ", 1, true), gp)
     assert.truthy(gp:find('set xtics ("?" 0, "d" 1, "=" 2, "1" 3, "2" 4, "+" 5, "3" 6, "4" 7, ";" 8)',
       1, true), gp)
+    -- a labelled colour bar, a short title (no answer: the input is no whole problem), the input
+    -- under the panels
+    assert.truthy(gp:find('\n  set cblabel "attention weight"', 1, true), gp)
+    local name = saved_model().ckpt:match("[^/]*$")
+    assert.truthy(gp:find(' title "' .. name .. ': addition, 9 tokens"', 1, true), gp)
+    assert.truthy(gp:find('\n  set label 1 "input: ?d=12+34;" at screen ', 1, true), gp)
     -- the data: a 9 x 9 matrix per panel, the weights of m:attention
     local m = assert(rp.load(saved_model().ckpt))
     local task = assert(rp.experiment.task(saved_model().json.config))
@@ -718,6 +724,11 @@ describe("scripts/attention_map.lua", function()
     assert.are.same({ { 2, 1 } }, panels(assert(read(out .. ".gp"))))
     local input = so:match("tokens %b(): ([^\n]*)\n")
     assert.truthy(input and input:match("^%?d=%d+%+%d+;.*#$"), so)
+    -- a whole problem: its answer in the title (the worked answer the input ends with)
+    local a, b = input:match("^%?d=(%d+)%+(%d+);")
+    local name = saved_model().ckpt:match("[^/]*$")
+    assert.truthy(read(out .. ".gp"):find((' title "%s: addition, answer %d"'):format(name,
+      tonumber(a) + tonumber(b)), 1, true), read(out .. ".gp"))
     -- the default name: beside the checkpoint
     local so2, se2, code2 = attention_map("--heads 2")
     assert.are.equal(0, code2, so2 .. se2)
