@@ -99,9 +99,13 @@ cli.main("attention_map.lua", function()
   parser:option("--out", "Output prefix: writes <out>.png, .svg, .gp and .dat (default: the "
     .. "checkpoint's name with -attention).")
     :argname("<prefix>")
+  cli.allow_unused(parser)
   local args = parser:parse()
 
   if not args.seed then cli.usage("--seed must be an integer") end
+  if args.input and cli.given("seed") then
+    cli.refuse(args, "--seed " .. args.seed, "with --input: it draws the default input")
+  end
   local m, task, cfg = saved.open(rp, args.checkpoint, args.config)
   local mc = m:config()
   local layers = index_list(args.layers, mc.layers, "--layers")

@@ -191,8 +191,7 @@ end
 -- None gets an argparse default, so config_overrides can tell what was given.
 function cli.add_config_options(parser, rp, skip)
   skip = skip or {}
-  parser:flag("--allow-unused", "Run even with an option that does nothing for the chosen task "
-    .. "or mode (refused otherwise, with the reason).")
+  cli.allow_unused(parser)
   -- the script's own options (argparse's list of them so far) stay first, under "Options"
   local own = { table.unpack(parser._options or {}) }
   if #own > 0 then parser:group("Options", table.unpack(own)) end
@@ -246,6 +245,28 @@ function cli.config_overrides(args, rp)
 end
 
 -- ---------------------------------------------------------------- options that do nothing
+-- allow_unused(parser): the flag --allow-unused of a script that refuses options that do nothing.
+function cli.allow_unused(parser)
+  parser:flag("--allow-unused", "Run even with an option that does nothing for the chosen task "
+    .. "or mode (refused otherwise, with the reason).")
+end
+
+-- given(name) -> whether the command line holds option --name (or --name=...): typed, not a
+-- default argparse filled in.
+function cli.given(name)
+  for i = 1, #arg do
+    if arg[i] == "--" .. name or arg[i]:sub(1, #name + 3) == "--" .. name .. "=" then return true end
+  end
+  return false
+end
+
+-- refuse(args, label, why): a usage problem "<label> does nothing <why> (--allow-unused runs it
+-- anyway)", unless args.allow_unused; the one form of every script's refusal.
+function cli.refuse(args, label, why)
+  if args.allow_unused then return end
+  cli.usage(("%s does nothing %s (--allow-unused runs it anyway)"):format(label, why))
+end
+
 -- option(name, value) -> "--str-len 5": a config key as a command line gives it.
 function cli.option(name, value)
   return ("--%s %s"):format(name:gsub("_", "-"), tostring(value))
@@ -281,7 +302,7 @@ function cli.refuse_unused(rp, args, given, configs, across)
       if not used and #whys > 0 then
         local why = #whys == 1 and whys[1]
           or ("for any %s: %s"):format(across or "run", table.concat(whys, "; "))
-        cli.usage(("%s does nothing %s (--allow-unused runs it anyway)"):format(label, why))
+        cli.refuse(args, label, why)
       end
     end
   end

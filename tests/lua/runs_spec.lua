@@ -629,6 +629,22 @@ describe("scripts/sample.lua", function()
     assert.are.equal(2, code4, so4 .. se4)
     assert.truthy(se4:find("sample.lua: --prompt: ", 1, true), se4)
     assert.truthy(se4:find("is not in the vocabulary", 1, true), se4)
+    -- an option typed that does nothing in the chosen mode (issue 48), unless --allow-unused
+    for _, c in ipairs {
+      { "--greedy --top-k 5", "--top-k 5 does nothing with --greedy: it applies to sampling" },
+      { "--temperature 0 --top-k 5", "--top-k 5 does nothing with --temperature 0: it applies "
+        .. "to sampling (--temperature > 0)" },
+      { "--greedy --temperature 0.5",
+        "--temperature 0.5 does nothing with --greedy: it applies to sampling" },
+      { "--greedy --prompt '?d=1' --seed=3", "--seed 3 does nothing with --prompt and greedy "
+        .. "decoding: it draws the problems and the samples" },
+    } do
+      local so5, se5, code5 = sample(c[1] .. " --n 4")
+      assert.are.equal(2, code5, so5 .. se5)
+      assert.are.equal("sample.lua: " .. c[2] .. " (--allow-unused runs it anyway)\n", se5)
+      so5, se5, code5 = sample(c[1] .. " --n 4 --allow-unused")
+      assert.are.equal(0, code5, so5 .. se5)
+    end
     h.remove_tree(dir)
   end)
 
@@ -745,6 +761,8 @@ describe("scripts/attention_map.lua", function()
     end
     fails("--layers 3", "attention_map.lua: --layers 3: each must be an integer in 1..2")
     fails("--heads 1,1", "attention_map.lua: --heads 1,1: 1 is given twice")
+    fails("--input '?d=1' --seed 4", "attention_map.lua: --seed 4 does nothing with --input: it "
+      .. "draws the default input (--allow-unused runs it anyway)")
     fails("--input 'hello'", "is not in the vocabulary")
     fails("--input '" .. ("1"):rep(65) .. "'", "--input has 65 characters, more than the model's "
       .. "seq_len 64")
