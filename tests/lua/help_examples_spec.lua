@@ -2,7 +2,7 @@
 -- description and 3 to 5 example command lines, then the script's own options; --help-all adds
 -- the config keys of the experiment scripts. Every example runs as written: each is run here
 -- (from a fresh folder, with results/ of this checkout beside it), with --steps cut to 2 and
--- --seeds (and a grid's seeds) to 1, in the order the scripts need (train.lua first: its first
+-- --seeds (and a grid's seeds) to 1 and evaluating less, in the order the scripts need (train.lua first: its first
 -- example keeps the model the examples of sample.lua and attention_map.lua open; compare.lua's
 -- makes the comparison of lengths_report.lua's).
 
@@ -127,8 +127,16 @@ describe("every example of every --help", function()
         local cmd = e.command:gsub("%-%-steps %d+", "--steps 2"):gsub("%-%-seeds %d+", "--seeds 1")
           :gsub("seed=[%d,]+", "seed=1")
         cmd = cmd:gsub("^roper scripts/", sh_quote(BIN) .. " " .. sh_quote(ROOT) .. "/scripts/")
-        local extra = (FIRST[script] and not cmd:find("--print-commands", 1, true)) and " --quiet"
-          or ""
+        -- the experiment scripts also evaluate less: fewer batches, and fewer problems where
+        -- the task has problems (elsewhere --problems does nothing, and is refused)
+        local extra = ""
+        if FIRST[script] then
+          extra = " --quiet --valid-batches 2"
+          if not (cmd:find("--task substring_prefix", 1, true) or cmd:find("--task text", 1, true))
+          then
+            extra = extra .. " --problems 8"
+          end
+        end
         local out, err, code = run("cd " .. sh_quote(tmp) .. " && " .. cmd .. extra)
         assert.are.equal(0, code, e.command .. "\n" .. out .. err)
       end
