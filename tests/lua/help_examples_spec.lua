@@ -1,10 +1,10 @@
 -- Every script's --help as a newcomer meets it (issue 48): it opens with the usage, one
 -- description and 3 to 5 example command lines, then the script's own options; --help-all adds
 -- the config keys of the experiment scripts. Every example runs as written: each is run here
--- (from a fresh folder, with results/ of this checkout beside it), with --steps cut to 2 and
--- --seeds (and a grid's seeds) to 1 and evaluating less, in the order the scripts need (train.lua first: its first
--- example keeps the model the examples of sample.lua and attention_map.lua open; compare.lua's
--- makes the comparison of lengths_report.lua's).
+-- (from a fresh folder, with results/ of this checkout beside it), with --steps cut to 2,
+-- --seeds (and a grid's seeds) to 1 and a smaller evaluation, in the order the scripts need
+-- (train.lua first: its first example keeps the model the examples of sample.lua and
+-- attention_map.lua open; compare.lua's makes the comparison of lengths_report.lua's).
 
 local lfs = require "lfs"
 local rp = require "roper"
