@@ -22,6 +22,9 @@
 -- Every method's config is checked in full (rp.experiment.check: model, memory, task, corpus)
 -- and the output folder is made and tried before the first run starts. Errors are one line: exit
 -- 2 for a bad option or config, 1 for failed runs; --debug (or ROPER_DEBUG=1) adds tracebacks.
+--
+-- An option of all methods that does nothing for any of them, or a method's own key that does
+-- nothing for it, is refused with the reason, unless --allow-unused (cli.refuse_unused).
 -- lib/ beside this file, wherever it runs from: roper, lua5.4 or an installed roper-<name>
 package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
 local rp = require "roper"

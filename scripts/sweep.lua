@@ -33,6 +33,9 @@
 -- Every point's config is checked in full (rp.experiment.check) and the output folder is made
 -- and tried before the first run starts. Errors are one line: exit 2 for a bad option or config,
 -- 1 for failed runs; --debug (or ROPER_DEBUG=1) adds tracebacks.
+--
+-- A fixed option or a grid key that does nothing at any point of the grid is refused with the
+-- reason, unless --allow-unused (cli.refuse_unused).
 -- lib/ beside this file, wherever it runs from: roper, lua5.4 or an installed roper-<name>
 package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
 local rp = require "roper"

@@ -30,6 +30,10 @@
 -- the config, the model and its memory, the task and its corpus; the --out and --progress files
 -- writable). Errors are one line: exit 2 for a bad option or config, 1 for a failure during the
 -- run; --debug (or ROPER_DEBUG=1) adds the Lua traceback.
+--
+-- An option typed on the command line that does nothing for the run (a key of another task, a
+-- model key the pe does not use, min_lr without the cosine schedule, ...) is refused with the
+-- reason, unless --allow-unused (cli.refuse_unused, rp.experiment.applies); --config keys never.
 -- lib/ beside this file, wherever it runs from: roper, lua5.4 or an installed roper-<name>
 package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
 local rp = require "roper"
