@@ -23,8 +23,8 @@
 -- and the output folder is made and tried before the first run starts. Errors are one line: exit
 -- 2 for a bad option or config, 1 for failed runs; --debug (or ROPER_DEBUG=1) adds tracebacks.
 --
--- An option of all methods that does nothing for any of them, or a method's own key that does
--- nothing for it, is refused with the reason, unless --allow-unused (cli.refuse_unused).
+-- An option of all methods that does nothing for every one of them, or a method's own key that
+-- does nothing for it, is refused with the reason, unless --allow-unused (cli.refuse_unused).
 -- lib/ beside this file, wherever it runs from: roper, lua5.4 or an installed roper-<name>
 package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
 local rp = require "roper"
@@ -147,7 +147,7 @@ cli.main("compare.lua", function()
     methods[#methods + 1] = { label = spec, cfg = cfg, seeds = nseeds or args.seeds }
   end
 
-  -- an option of all methods that does nothing for any of them
+  -- an option of all methods that does nothing for every one of them
   local cfgs = {}
   for i, m in ipairs(methods) do cfgs[i] = m.cfg end
   cli.refuse_unused(rp, args, typed, cfgs, "method")

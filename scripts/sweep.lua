@@ -34,8 +34,8 @@
 -- and tried before the first run starts. Errors are one line: exit 2 for a bad option or config,
 -- 1 for failed runs; --debug (or ROPER_DEBUG=1) adds tracebacks.
 --
--- A fixed option or a grid key that does nothing at any point of the grid is refused with the
--- reason, unless --allow-unused (cli.refuse_unused).
+-- A fixed option or a grid key that does nothing at every point of the grid is refused with
+-- the reason, unless --allow-unused (cli.refuse_unused).
 -- lib/ beside this file, wherever it runs from: roper, lua5.4 or an installed roper-<name>
 package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
 local rp = require "roper"
@@ -153,7 +153,7 @@ cli.main("sweep.lua", function()
     cur[i] = nil
   end
   expand(1, {})
-  -- a fixed option or a grid key that does nothing at any point of the grid
+  -- a fixed option or a grid key that does nothing at every point of the grid
   local cfgs = {}
   for i, run in ipairs(runs) do cfgs[i] = run.cfg end
   for _, e in ipairs(grid) do typed[e.key] = ("--grid %s=%s"):format(e.key,
