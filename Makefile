@@ -8,7 +8,7 @@
 #   make run        install what is missing, build, run the main job: RoPE vs RoPER on substring
 #                   by index, 3 seeds each (about 5 minutes on 2 cores): tables, plots and
 #                   report.html (open it in a browser) in results/run/
-#                   (RUN_ARGS="--seeds 10 --steps 4000" changes it; see scripts/compare.lua --help)
+#                   (RUN_ARGS="--seeds 10 --steps 4000" changes it; see scripts/compare.lua --help-all)
 #   make bench      sgemm GFLOPS, OpenBLAS core, attention and GELU timings, training steps (ms,
 #                   share of the sgemm peak, peak RSS, the S step beside a busy process), decoding
 #                   of the S model on 1 and N threads (rp.eval.accuracy problems/s, m:generate and

@@ -81,6 +81,9 @@ for step in "${steps[@]}"; do
       for sc in none pi ntk yarn dynamic llama3; do
         f=4; [ "$sc" = dynamic ] && f=1
         extra=(); [ "$sc" = none ] || extra=(--scaling "$sc" --scaling-factor $f --orig-len 128)
+        # orig_len does nothing for pi and ntk (the scripts refuse it now); kept, with
+        # --allow-unused, so that the configs stay those of the committed runs
+        case "$sc" in pi|ntk) extra+=(--allow-unused) ;; esac
         $R --task substring_prefix --methods rope roper --seeds 5 \
           --init 'results/v3-ft-base/runs/{pe}-s{seed}.ckpt' --seq-len 512 --steps 300 \
           --lr 3e-4 --min-lr 3e-5 --warmup 30 "${extra[@]}" $CK --out "results/v3-ft-$sc"

@@ -1,7 +1,10 @@
 -- Attention maps of a saved model: loads a checkpoint (train.lua --save, compare.lua / sweep.lua
 -- --keep-models), runs its input through the model and draws the attention weights as gnuplot
 -- heatmaps, one panel per layer (rows) and head (columns): row t of a panel is query t's weights
--- over the keys (columns), both axes labelled with the input's characters.
+-- over the keys (columns), both axes labelled with the input's characters (up to 64 tokens;
+-- beyond, with positions), the colour bar with "attention weight". The title is short: the
+-- checkpoint, the task and, for one whole problem, its answer; the input is written under the
+-- panels.
 --
 --   roper scripts/attention_map.lua runs/add.ckpt                  -- a problem of its task
 --   roper scripts/attention_map.lua runs/add.ckpt --input '?d=12+34; 2e0+4e0+0e0==6e0' --layers 2
@@ -34,6 +37,16 @@ local function label(ch)
   return ch
 end
 
+-- The answer of a whole problem of a task with problems (task:problem works: addition,
+-- substring_index, grid_offset): the text after the last "=" up to the terminator that ends it;
+-- nil for another task, or an input that is not one whole problem.
+local function problem_answer(task, text)
+  if not pcall(task.problem, task, rp.rng(1)) then return nil end
+  local answer, term = text:match("=([^=]+)([#\n])$")
+  if not answer or text:sub(1, -2):find(term, 1, true) then return nil end -- several problems
+  return answer
+end
+
 -- A list "1,3" of integers in 1..n (all of 1..n when s is nil), or a usage problem naming what.
 local function index_list(s, n, what)
   local out = {}
@@ -55,10 +68,21 @@ local function index_list(s, n, what)
   return out
 end
 
+-- --help opens with these (each runs as written from the repository's folder; tests/lua/
+-- help_examples_spec.lua runs them)
+local EXAMPLES = {
+  { "every layer and head on a problem of the task: runs/add-attention.png (and .svg)",
+    "roper scripts/attention_map.lua runs/add.ckpt" },
+  { "layer 2 only, on another problem, into runs/add-l2.png",
+    "roper scripts/attention_map.lua runs/add.ckpt --layers 2 --seed 3 " .. "--out runs/add-l2" },
+  { "heads 1 and 3 on your own input",
+    "roper scripts/attention_map.lua runs/add.ckpt --heads 1,3 --input " .. "'?d=12+34;'" },
+}
+
 cli.main("attention_map.lua", function()
   local parser = cli.parser("roper scripts/attention_map.lua",
     "Draw a saved model's attention weights for an input: one gnuplot heatmap per layer and "
-    .. "head (PNG and SVG).")
+    .. "head (PNG and SVG).", EXAMPLES)
   parser:argument("checkpoint", "The checkpoint (.ckpt).")
   parser:option("--config", "The run's result JSON or config (default: the .json beside the "
     .. "checkpoint).")
@@ -75,9 +99,13 @@ cli.main("attention_map.lua", function()
   parser:option("--out", "Output prefix: writes <out>.png, .svg, .gp and .dat (default: the "
     .. "checkpoint's name with -attention).")
     :argname("<prefix>")
+  cli.allow_unused(parser)
   local args = parser:parse()
 
   if not args.seed then cli.usage("--seed must be an integer") end
+  if args.input and cli.given("seed") then
+    cli.refuse(args, "--seed " .. args.seed, "with --input: it draws the default input")
+  end
   local m, task, cfg = saved.open(rp, args.checkpoint, args.config)
   local mc = m:config()
   local layers = index_list(args.layers, mc.layers, "--layers")
@@ -141,24 +169,51 @@ cli.main("attention_map.lua", function()
   local ok, err = fileio.write(out .. ".dat", table.concat(dat, "\n") .. "\n")
   if not ok then error(err, 0) end
 
-  -- the gnuplot script: the same multiplot drawn for PNG and for SVG
-  local P = math.max(240, math.min(900, 9 * T + 60)) -- pixels per panel: 9 per token
+  -- the gnuplot script: the same multiplot drawn for PNG and for SVG. Up to LABELLED tokens every
+  -- token's character labels both axes, at CELL pixels a token and a font that reads at that
+  -- size; beyond, the axes count positions (gnuplot's own ticks) and the cells shrink.
+  local LABELLED, CELL, FONT = 64, 15, 10
+  local labelled = T <= LABELLED
+  local P = labelled and math.max(240, CELL * T) or math.max(400, math.min(900, 6 * T))
   local nl, nh = #layers, #heads
-  -- margins and gaps in pixels: left (y label), right (colour box), top (titles), bottom (x label)
-  local ML, MR, MT, MB, GX, GY = 60, 80, 60, 60, 70, 80
-  local W, H = ML + nh * P + (nh - 1) * GX + MR, MT + nl * P + (nl - 1) * GY + MB
-  local step = math.max(1, math.ceil(T / 90))
-  local tics = {}
-  for i = 1, T, step do tics[#tics + 1] = ("%s %d"):format(gp_string(label(chars[i])), i - 1) end
-  local font = T <= 20 and 9 or 7
   local linear = mc.attention == "linear"
   local name = args.checkpoint:match("([^/]*)$")
-  -- the input in the title, cut to the picture's width (about 7 pixels a character)
-  local room = math.max(20, (W - 60) // 7 - #name - 20)
-  local shown = text:gsub("\n", "↵")
-  if utf8.len(shown) and utf8.len(shown) > room then
-    shown = shown:sub(1, utf8.offset(shown, room - 2) - 1) .. "..."
+  -- the title: the checkpoint, the task and, for a whole problem, its answer (the text after the
+  -- last "=" before the terminator); the input itself goes under the panels, wrapped
+  local answer = problem_answer(task, text)
+  local title = ("%s: %s, %s"):format(name, cfg.task, answer and ("answer " .. answer)
+    or ("%d tokens"):format(T))
+  -- margins and gaps in pixels: left (y label), right (colour box and its label), top (titles),
+  -- bottom (x label, then the input's lines), between panels (the next panel's y ticks)
+  local ML, MR, MT, GX, GY = 70, 130, 80, 80, 100
+  local W = ML + nh * P + (nh - 1) * GX + MR
+  local per_line = math.max(20, (W - ML - 20) // 12 - 7) -- characters a line (12 px; "input: ")
+  local lines, shown = {}, text:gsub("\n", "↵")
+  local n = utf8.len(shown) or #shown
+  local at = 1
+  while at <= n do
+    local stop = math.min(n, at + per_line - 1)
+    lines[#lines + 1] = shown:sub(utf8.offset(shown, at), (utf8.offset(shown, stop + 1) or #shown + 1) - 1)
+    at = stop + 1
   end
+  if #lines > 6 then lines = { table.unpack(lines, 1, 6) }; lines[6] = lines[6] .. " ..." end
+  local MB = 80 + 24 * (#lines + 1)
+  local H = MT + nl * P + (nl - 1) * GY + MB
+  local tics_x, tics_y
+  if labelled then
+    local tics = {}
+    for i = 1, T do tics[i] = ("%s %d"):format(gp_string(label(chars[i])), i - 1) end
+    tics = table.concat(tics, ", ")
+    tics_x = ("set xtics (%s) font ',%d' scale 0"):format(tics, FONT)
+    tics_y = ("set ytics (%s) font ',%d' scale 0"):format(tics, FONT)
+  else
+    tics_x = ("set xtics font ',%d' out nomirror"):format(FONT)
+    tics_y = ("set ytics font ',%d' out nomirror"):format(FONT)
+  end
+  -- the input's lines as one gnuplot string ("\n" between them)
+  local escaped = {}
+  for i, l in ipairs(lines) do escaped[i] = gp_string(l):sub(2, -2) end
+  local input_label = ('"input: %s"'):format(table.concat(escaped, "\\n       "))
   -- the commands of the picture; drawn to <out>.png and <out>.svg by rp.gnuplot (the module's one
   -- way to run gnuplot, each file written atomically), and kept in <out>.gp to draw them again
   local body = {
@@ -169,21 +224,29 @@ cli.main("attention_map.lua", function()
     ("set xrange [-0.5:%g]"):format(T - 0.5),
     ("set yrange [%g:-0.5]"):format(T - 0.5),
     "set size ratio -1",
-    ("set xtics (%s) rotate by 90 right font ',%d' scale 0"):format(table.concat(tics, ", "), font),
-    ("set ytics (%s) font ',%d' scale 0"):format(table.concat(tics, ", "), font),
-    "set xlabel 'key' offset 0,0.8",
-    "set ylabel 'query' offset 1.5,0",
+    tics_x,
+    tics_y,
+    ("set xlabel %s font ',11' offset 0,%s"):format(labelled and "'key'" or "'key position'",
+      labelled and "0.5" or "0"),
+    ("set ylabel %s font ',11' offset %s,0"):format(labelled and "'query'" or "'query position'",
+      labelled and "1" or "0"),
+    ("set cbtics font ',%d'"):format(FONT),
     "unset colorbox",
-    ("set multiplot layout %d,%d margins %.4f,%.4f,%.4f,%.4f spacing %.4f,%.4f title %s"):format(
-      nl, nh, ML / W, 1 - MR / W, MB / H, 1 - MT / H, GX / W, GY / H,
-      gp_string(("%s: attention for \"%s\""):format(name, shown))),
+    ("set multiplot layout %d,%d margins %.4f,%.4f,%.4f,%.4f spacing %.4f,%.4f title %s font ',16'"):format(
+      nl, nh, ML / W, 1 - MR / W, MB / H, 1 - MT / H, GX / W, GY / H, gp_string(title)),
   }
   for k, p in ipairs(panels) do
     if k == #panels then
+      -- the colour box right of the last panel, with its label; the input under the panels
       body[#body + 1] = ("set colorbox vertical user origin screen %.4f, screen %.4f size "
-        .. "screen %.4f, screen %.4f"):format(1 - (MR - 20) / W, 0.2, 14 / W, 0.6)
+        .. "screen %.4f, screen %.4f"):format(1 - (MR - 30) / W, MB / H, 18 / W,
+        math.min(nl * P, 400) / H)
+      body[#body + 1] = ("set cblabel %s font ',11' offset 1,0"):format(gp_string(
+        "attention weight"))
+      body[#body + 1] = ("set label 1 %s at screen %.4f, screen %.4f left font ',13'"):format(
+        input_label, ML / W, (24 * (#lines + 0.5)) / H)
     end
-    body[#body + 1] = ("set title 'layer %d, head %d'"):format(p.layer, p.head)
+    body[#body + 1] = ("set title 'layer %d, head %d' font ',12'"):format(p.layer, p.head)
     body[#body + 1] = ("plot %s index %d matrix with image"):format(gp_string(out .. ".dat"), k - 1)
   end
   body[#body + 1] = "unset multiplot"

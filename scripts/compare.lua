@@ -22,6 +22,9 @@
 -- Every method's config is checked in full (rp.experiment.check: model, memory, task, corpus)
 -- and the output folder is made and tried before the first run starts. Errors are one line: exit
 -- 2 for a bad option or config, 1 for failed runs; --debug (or ROPER_DEBUG=1) adds tracebacks.
+--
+-- An option of all methods that does nothing for every one of them, or a method's own key that
+-- does nothing for it, is refused with the reason, unless --allow-unused (cli.refuse_unused).
 -- lib/ beside this file, wherever it runs from: roper, lua5.4 or an installed roper-<name>
 package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
 local rp = require "roper"
@@ -39,11 +42,28 @@ local lengths = require "lib.lengths"
 local report = require "lib.report"
 local html = require "lib.html"
 
+-- --help opens with these (each runs as written from the repository's folder; tests/lua/
+-- help_examples_spec.lua runs them)
+local EXAMPLES = {
+  { "RoPE against RoPER on substring by index, 3 seeds each",
+    "roper scripts/compare.lua --methods rope roper --seeds 3 --steps " .. "2000 --out runs/index" },
+  { "four methods on 3-digit addition, 5 seeds, every run's model kept",
+    "roper scripts/compare.lua --task addition --max-digits 3 --methods " .. "rope roper roper_legacy none --seeds 5 --steps 2000 --keep-models " .. "--out runs/addition" },
+  { "a method with keys of its own: RoPER rotating half of v and the output",
+    "roper scripts/compare.lua --task substring_prefix --methods rope " .. "roper roper:fraction_v=0.5 --seeds 5 --steps 1000 --out runs/fv" },
+  { "trained on 2-digit addition, evaluated at 2 to 4 digits (scripts/lengths_report.lua "
+    .. "runs/len: its tables)",
+    "roper scripts/compare.lua --task addition --max-digits 2 --methods rope roper --seeds 5 "
+    .. "--steps 1000 --eval-lengths 2,3,4 --out runs/len" },
+  { "one train.lua command per run, for GNU parallel or a cluster (then the same command without --print-commands collects them)",
+    "roper scripts/compare.lua --methods rope roper --seeds 10 --steps " .. "2000 --out runs/index10 --print-commands" },
+}
+
 cli.main("compare.lua", function()
   local parser = cli.parser("roper scripts/compare.lua",
     "Compare positional encodings over several seeds on one task (the write-up's protocol: "
     .. "10 runs per method, drop the worst, mean of the rest), with significance tests and "
-    .. "loss-curve plots.")
+    .. "loss-curve plots.", EXAMPLES)
   parser:option("--methods", "Methods: a pe mode, optionally with config keys, as "
     .. "roper:fraction_v=0.5, and optionally @n to run only the first n seeds for it, as "
     .. "none@5 (default: rope roper).")
@@ -88,6 +108,7 @@ cli.main("compare.lua", function()
   if jobs < 1 then die("--jobs must be an integer >= 1") end
 
   local base = cli.config_overrides(args, rp)
+  local typed = cli.typed(base)
   if base.threads == nil then base.threads = proc.threads_per_job(jobs, cores) end
 
   -- methods: "pe[:key=value...]"
@@ -101,16 +122,18 @@ cli.main("compare.lua", function()
     local parts = {}
     for p in spec:gmatch("[^:]+") do parts[#parts + 1] = p end
     if #parts == 0 then die("empty method") end
-    local o = {}
+    local o, own = {}, {}
     for k, v in pairs(base) do o[k] = v end
     o.pe = parts[1]
     for i = 2, #parts do
       local k, v = parts[i]:match("^([%w_]+)=(.*)$")
       if not k then die(("method %s: '%s' is not key=value"):format(spec, parts[i])) end
-      o[k:gsub("-", "_")] = v
+      k = k:gsub("-", "_")
+      o[k], own[k] = v, ("method %s: %s=%s"):format(spec, k, v)
     end
     local cfg, mem = cli.check(rp, o)
     if not cfg then die(("method %s: %s"):format(spec, mem)) end
+    cli.refuse_unused(rp, args, own, { cfg })
     for _, m in ipairs(methods) do
       if m.label == spec then die("method " .. spec .. " is given twice") end
     end
@@ -123,6 +146,11 @@ cli.main("compare.lua", function()
     end
     methods[#methods + 1] = { label = spec, cfg = cfg, seeds = nseeds or args.seeds }
   end
+
+  -- an option of all methods that does nothing for every one of them
+  local cfgs = {}
+  for i, m in ipairs(methods) do cfgs[i] = m.cfg end
+  cli.refuse_unused(rp, args, typed, cfgs, "method")
 
   local task = methods[1].cfg.task
   for _, m in ipairs(methods) do

@@ -28,9 +28,20 @@ local stats = require "lib.stats"
 local report = require "lib.report"
 
 local args
+-- --help opens with these (each runs as written from the repository's folder; tests/lua/
+-- help_examples_spec.lua runs them)
+local EXAMPLES = {
+  { "the length tables of the committed addition study (results/len-addition)",
+    "roper scripts/lengths_report.lua results/len-addition" },
+  { "RoPER and RoPE with xPos against RoPE, on substring by prefix",
+    "roper scripts/lengths_report.lua results/len-substring_prefix " .. "--pairs roper/rope rope:xpos=0.4/rope" },
+  { "a comparison of your own, made with --eval-lengths",
+    "roper scripts/lengths_report.lua runs/len" },
+}
+
 cli.main("lengths_report.lua", function()
   local parser = cli.parser("roper scripts/lengths_report.lua",
-    "Length-generalisation tables of a comparison made with --eval-lengths.")
+    "Length-generalisation tables of a comparison made with --eval-lengths.", EXAMPLES)
   parser:argument("dir", "The comparison's output folder.")
   parser:option("--pairs", "Method pairs a/b compared as a - b (default: every method against "
     .. "the first).")

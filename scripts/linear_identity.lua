@@ -34,10 +34,21 @@ local checks = require "lib.checks"
 
 -- A bad argument is one line on stderr and exit status 2 (cli.main, cli.parser).
 local args
+-- --help opens with these (each runs as written from the repository's folder; tests/lua/
+-- help_examples_spec.lua runs them)
+local EXAMPLES = {
+  { "RoPE and RoPER in causal linear attention against the explicit double sum",
+    "roper scripts/linear_identity.lua" },
+  { "a longer sequence and a larger head",
+    "roper scripts/linear_identity.lua --T 64 --d 32" },
+  { "other random inputs",
+    "roper scripts/linear_identity.lua --seed 7" },
+}
+
 cli.main("linear_identity.lua", function()
   local parser = cli.parser("roper scripts/linear_identity.lua",
     "Checks RoPE/RoPER in causal linear attention (RoFormer eq. 19) against the explicit double "
-    .. "sum.")
+    .. "sum.", EXAMPLES)
   parser:option("--seed", "Seed of the random inputs.", "1"):convert(math.tointeger)
   parser:option("--T", "Sequence length (2..512).", "24"):convert(math.tointeger)
   parser:option("--d", "Head size (even).", "16"):convert(math.tointeger)

@@ -22,9 +22,20 @@ local rp = require "roper"
 local cli = require "lib.cli"
 local saved = require "lib.saved"
 
+-- --help opens with these (each runs as written from the repository's folder; tests/lua/
+-- help_examples_spec.lua runs them)
+local EXAMPLES = {
+  { "a fresh problem of the model's task, answered and checked (the model of train.lua's first example)",
+    "roper scripts/sample.lua runs/add.ckpt" },
+  { "five problems, greedy answers",
+    "roper scripts/sample.lua runs/add.ckpt --samples 5 --greedy" },
+  { "your own prompt, sampled at temperature 0.8 among the 3 likeliest tokens",
+    "roper scripts/sample.lua runs/add.ckpt --prompt '?d=12+34;' " .. "--temperature 0.8 --top-k 3" },
+}
+
 cli.main("sample.lua", function()
   local parser = cli.parser("roper scripts/sample.lua",
-    "Generate text with a saved model (a checkpoint of train.lua --save or --keep-models).")
+    "Generate text with a saved model (a checkpoint of train.lua --save or --keep-models).", EXAMPLES)
   parser:argument("checkpoint", "The checkpoint (.ckpt).")
   parser:option("--config", "The run's result JSON or config (default: the .json beside the "
     .. "checkpoint).")
@@ -46,6 +57,7 @@ cli.main("sample.lua", function()
   parser:option("--stop", "Stop after this character (default: the task's terminator for "
     .. "addition and substring_index, none otherwise).")
     :argname("<char>")
+  cli.allow_unused(parser)
   local args = parser:parse()
 
   local die = cli.usage
@@ -61,6 +73,19 @@ cli.main("sample.lua", function()
   if args.greedy then t = 0 end
   if not args.top_k or args.top_k < 0 then die("--top-k must be an integer >= 0") end
   if not args.seed then die("--seed must be an integer") end
+  -- an option typed that does nothing in the chosen mode (cli.refuse: --allow-unused)
+  local greedy_why = args.greedy and "with --greedy: it applies to sampling"
+    or "with --temperature 0: it applies to sampling (--temperature > 0)"
+  if t == 0 and cli.given("top-k") then
+    cli.refuse(args, "--top-k " .. args.top_k, greedy_why)
+  end
+  if args.greedy and cli.given("temperature") then
+    cli.refuse(args, "--temperature " .. args.temperature, greedy_why)
+  end
+  if t == 0 and args.prompt and cli.given("seed") then
+    cli.refuse(args, "--seed " .. args.seed, "with --prompt and greedy decoding: it draws the "
+      .. "problems and the samples")
+  end
 
   local m, task, cfg = saved.open(rp, args.checkpoint, args.config)
   local problems = cfg.task == "addition" or cfg.task == "substring_index"

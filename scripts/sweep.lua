@@ -33,6 +33,9 @@
 -- Every point's config is checked in full (rp.experiment.check) and the output folder is made
 -- and tried before the first run starts. Errors are one line: exit 2 for a bad option or config,
 -- 1 for failed runs; --debug (or ROPER_DEBUG=1) adds tracebacks.
+--
+-- A fixed option or a grid key that does nothing at every point of the grid is refused with
+-- the reason, unless --allow-unused (cli.refuse_unused).
 -- lib/ beside this file, wherever it runs from: roper, lua5.4 or an installed roper-<name>
 package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
 local rp = require "roper"
@@ -48,10 +51,21 @@ local slurmrun = require "lib.slurm"
 local plot = require "lib.plot"
 local html = require "lib.html"
 
+-- --help opens with these (each runs as written from the repository's folder; tests/lua/
+-- help_examples_spec.lua runs them)
+local EXAMPLES = {
+  { "RoPE and RoPER at three learning rates, 2 seeds each: 12 runs, 2 at a time",
+    "roper scripts/sweep.lua --grid pe=rope,roper --grid " .. "lr=3e-4,1e-3,3e-3 --grid seed=1,2 --steps 1000 --jobs 2 --out " .. "runs/lr" },
+  { "model widths on 2-digit addition",
+    "roper scripts/sweep.lua --task addition --max-digits 2 --grid " .. "d_model=32,64 --steps 1000 --out runs/width" },
+  { "only the summary of what a sweep has finished so far (nothing runs)",
+    "roper scripts/sweep.lua --grid pe=rope,roper --grid " .. "lr=3e-4,1e-3,3e-3 --grid seed=1,2 --steps 1000 --out runs/lr " .. "--summary" },
+}
+
 cli.main("sweep.lua", function()
   local parser = cli.parser("roper scripts/sweep.lua",
     "Run a grid of experiment configs (the Cartesian product of the --grid values), each as its "
-    .. "own process, resumably, and summarise the results.")
+    .. "own process, resumably, and summarise the results.", EXAMPLES)
   parser:option("--grid", "A key and its values: pe=rope,roper or seed=1,2,3 (repeatable; every "
     .. "config key works).")
     :count("*"):argname("<key=v1,v2,...>")
@@ -100,6 +114,7 @@ cli.main("sweep.lua", function()
   if #grid == 0 then die("give at least one --grid key=v1,v2,...") end
 
   local base = cli.config_overrides(args, rp)
+  local typed = cli.typed(base)
   for _, e in ipairs(grid) do
     if base[e.key] ~= nil then die(("'%s' is both a grid key and a fixed option"):format(e.key)) end
   end
@@ -138,6 +153,12 @@ cli.main("sweep.lua", function()
     cur[i] = nil
   end
   expand(1, {})
+  -- a fixed option or a grid key that does nothing at every point of the grid
+  local cfgs = {}
+  for i, run in ipairs(runs) do cfgs[i] = run.cfg end
+  for _, e in ipairs(grid) do typed[e.key] = ("--grid %s=%s"):format(e.key,
+    table.concat(e.values, ",")) end
+  cli.refuse_unused(rp, args, typed, cfgs, "point of the grid")
 
   local train = fileio.join(fileio.dirname(arg[0]), "train.lua")
   fileio.check_output(fileio.join(args.out, "runs", "probe.json"), "--out")

@@ -30,6 +30,10 @@
 -- the config, the model and its memory, the task and its corpus; the --out and --progress files
 -- writable). Errors are one line: exit 2 for a bad option or config, 1 for a failure during the
 -- run; --debug (or ROPER_DEBUG=1) adds the Lua traceback.
+--
+-- An option typed on the command line that does nothing for the run (a key of another task, a
+-- model key the pe does not use, min_lr without the cosine schedule, ...) is refused with the
+-- reason, unless --allow-unused (cli.refuse_unused, rp.experiment.applies); --config keys never.
 -- lib/ beside this file, wherever it runs from: roper, lua5.4 or an installed roper-<name>
 package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
 local rp = require "roper"
@@ -42,9 +46,22 @@ local provenance = require "lib.provenance"
 local saved = require "lib.saved"
 local resume = require "lib.resume"
 
+-- --help opens with these (each runs as written from the repository's folder; tests/lua/
+-- help_examples_spec.lua runs them)
+local EXAMPLES = {
+  { "two-digit addition with RoPER; keeps the model (runs/add.ckpt) for sample.lua and attention_map.lua",
+    "roper scripts/train.lua --task addition --max-digits 2 --pe roper " .. "--lr 3e-3 --steps 1000 --save runs/add.ckpt" },
+  { "substring by index with RoPE: the result as JSON, its loss curve as CSV beside it",
+    "roper scripts/train.lua --pe rope --steps 2000 --out " .. "runs/index-rope.json" },
+  { "substring by prefix with RoPER rotating half of each head's v and output",
+    "roper scripts/train.lua --task substring_prefix --pe roper " .. "--fraction-v 0.5 --steps 1000" },
+  { "a run that can be stopped at any time and goes on when started again",
+    "roper scripts/train.lua --task addition --max-digits 3 --steps " .. "2000 --checkpoint runs/a3.ckpt --checkpoint-every 250" },
+}
+
 cli.main("train.lua", function()
   local parser = cli.parser("roper scripts/train.lua",
-    "Train and evaluate one model (one experiment run).")
+    "Train and evaluate one model (one experiment run).", EXAMPLES)
   parser:option("--config", "A JSON file of config keys (command-line options override it).")
     :argname("<file>")
   parser:option("--out", "Write the result as JSON here and the loss curve as CSV beside it.")
@@ -81,10 +98,13 @@ cli.main("train.lua", function()
     end
     overrides = c
   end
-  for k, v in pairs(cli.config_overrides(args, rp)) do overrides[k] = v end
+  local typed = cli.config_overrides(args, rp)
+  for k, v in pairs(typed) do overrides[k] = v end
 
   local cfg, cfg_err = cli.check(rp, overrides)
   if not cfg then cli.usage(cfg_err) end
+  -- an option typed on the command line that does nothing for this run (not those of --config)
+  cli.refuse_unused(rp, args, cli.typed(typed), { cfg })
   if args.save_every ~= nil then
     if args.save_every < 1 then cli.usage("--save-every must be an integer >= 1") end
     if not args.save then cli.usage("--save-every needs --save") end

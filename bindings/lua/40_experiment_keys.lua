@@ -12,7 +12,9 @@
 --   rp.experiment.resumable(cfg, path) -> the step run with {save = path, resume = true} would
 --                                         go on from (0: afresh), or nil and why (and
 --                                         "finished" for the model of a finished run)
---   rp.experiment.applies(key, task)   -> whether config key `key` matters for `task`
+--   rp.experiment.applies(key, task | cfg) -> whether config key `key` does something for
+--                                         `task`, or for the run of config cfg; false and why
+--                                         not
 --   rp.experiment.better(metric, a, b) -> whether value a of the metric beats value b
 -- Errors name the public function: "bad argument #1 to 'rp.experiment.run' (option 'steps' must
 -- be >= 1, got 0)".
@@ -151,25 +153,6 @@ end
 
 local argerror = internals.argerror
 
--- rp.experiment.applies(key, task) -> true when config key `key` matters for `task` (keys of
--- other tasks, such as path for substring_index, do not change a run)
-function experiment.applies(key, task)
-  local fname = "rp.experiment.applies"
-  if type(key) ~= "string" or not BY_NAME[key] then
-    argerror(fname, 1, ("a config key expected, got %s"):format(type(key) == "string"
-      and ("%q"):format(key) or type(key)))
-  end
-  local tasks = BY_NAME.task[3]
-  local known = false
-  for _, t in ipairs(tasks) do known = known or t == task end
-  if not known then
-    argerror(fname, 2, ("a task (%s) expected, got %s"):format(table.concat(tasks, ", "),
-      type(task) == "string" and ("%q"):format(task) or type(task)))
-  end
-  local t = TASK_OF[key]
-  return t == nil or t == task
-end
-
 -- Converts v (a value or its text, as from a command line) to key k's kind, or raises naming
 -- the public function fname.
 local function coerce(k, v, fname)
@@ -233,6 +216,12 @@ local function parse_lengths(s, fname)
   return out
 end
 
+-- Whether cfg's model rotates nothing (a pe that is not rotary, or linear attention): a scaling
+-- changes the rotation angles, so it has nothing to change there.
+local function rotates_nothing(cfg)
+  return not internals.pe_modes[cfg.pe].rotary or cfg.attention == "linear"
+end
+
 -- The context extensions of eval_scaling ("none,pi"; at least one, each once), or raises. With
 -- cfg, those that apply to its model: a scaling changes the rotation angles, so a pe that rotates
 -- nothing (or linear attention) is evaluated as it is, under "none" alone.
@@ -255,9 +244,7 @@ local function parse_scalings(s, fname, cfg)
     argerror(fname, 1, ("option 'eval_scaling' must list names of %s, got nothing"):format(
       table.concat(internals.scalings, ", ")))
   end
-  if cfg and (not internals.pe_modes[cfg.pe].rotary or cfg.attention == "linear") then
-    return { "none" }
-  end
+  if cfg and rotates_nothing(cfg) then return { "none" } end
   return out
 end
 
@@ -345,6 +332,120 @@ local function resolve(fname, overrides)
   return cfg
 end
 
+-- The model keys of cfg as rp.model's config (vocab: V): every model key but a rotate "" and an
+-- unset fraction (41_experiment_check.lua's model_opts adds the positions and merges).
+local function model_table(cfg, V)
+  local o = { vocab = V, max_batch = cfg.batch, seed = cfg.seed }
+  for name, row in pairs(MODEL_ROW) do
+    local v = cfg[name]
+    if not (row.unset0 and v == 0) and not (row.type == "rotate" and v == "") then o[name] = v end
+  end
+  return o
+end
+
+local function task_list(pred)
+  local out = {}
+  for _, t in ipairs(BY_NAME.task[3]) do out[#out + 1] = pred(t) and t or nil end
+  return table.concat(out, ", ", 1, #out - 1) .. (#out > 1 and " or " or "") .. out[#out]
+end
+
+-- "rope, roper or roper_legacy": the rotary modes (the mode table's)
+local function rotary_list()
+  local out = {}
+  for _, row in ipairs(rp.pe_modes()) do out[#out + 1] = row.rotary and row.name or nil end
+  return table.concat(out, ", ", 1, #out - 1) .. " or " .. out[#out]
+end
+
+-- Why a key does nothing for the run of cfg (resolved), beyond its task (TASK_OF) and rp.model's
+-- own rule for the model keys: key -> function(cfg) -> nil (it does something) or the reason,
+-- in rp.model's words ("for pe rope: it applies to pe shaw or deberta").
+local function accuracy_only(cfg)
+  if not internals.accuracy_task(cfg.task) then
+    return ("for task %s: it applies to the accuracy tasks (task %s)"):format(cfg.task,
+      task_list(internals.accuracy_task))
+  end
+end
+local function sampling_only(cfg)
+  local why = accuracy_only(cfg)
+  if why then return why end
+  if cfg.decode ~= "sample" then
+    return ("with decode %s: it applies to decode sample"):format(cfg.decode)
+  end
+end
+local UNUSED_WHEN = {
+  axes = function(cfg)
+    if cfg.positions ~= "grid" then
+      return ("with positions %s: it applies to positions grid"):format(cfg.positions)
+    end
+  end,
+  problems = accuracy_only, decode = accuracy_only,
+  temperature = sampling_only, top_k = sampling_only,
+  warmup = function(cfg)
+    if cfg.schedule == "constant" then
+      return "with schedule constant: it applies to schedule cosine or noam"
+    end
+  end,
+  min_lr = function(cfg)
+    if cfg.schedule ~= "cosine" then
+      return ("with schedule %s: it applies to schedule cosine"):format(cfg.schedule)
+    end
+  end,
+  eval_scaling = function(cfg)
+    if cfg.eval_lengths == "" then
+      return "without eval_lengths: it applies when eval_lengths is given"
+    end
+    -- a pe that rotates nothing is evaluated under none alone (parse_scalings)
+    if rotates_nothing(cfg) then
+      return cfg.attention == "linear" and "with linear attention: it applies to softmax attention"
+        or ("for pe %s: it applies to the rotary modes (%s)"):format(cfg.pe, rotary_list())
+    end
+  end,
+}
+
+-- rp.experiment.applies(key, task | cfg) -> true | false, why. With a task: whether config key
+-- `key` matters for runs of the task (keys of other tasks, such as path for substring_index, do
+-- not change a run). With an experiment config (as for rp.experiment.config): whether it does
+-- something for that run: its task's keys, the keys of the run's model (rp.model's rule: rel_clip
+-- for pe shaw or deberta, fraction_v where v or the output is rotated, ...) and the training and
+-- evaluation keys that hold in some modes only (min_lr: schedule cosine; temperature: decode
+-- sample of an accuracy task; ...). why: the reason in rp.model's words, "for task addition: it
+-- applies to task substring_index". The scripts refuse an option that does nothing with it.
+function experiment.applies(key, what)
+  local fname = "rp.experiment.applies"
+  if type(key) ~= "string" or not BY_NAME[key] then
+    argerror(fname, 1, ("a config key expected, got %s"):format(type(key) == "string"
+      and ("%q"):format(key) or type(key)))
+  end
+  local cfg, task
+  if type(what) == "table" then
+    local ok, c = pcall(resolve, fname, what)
+    if not ok then argerror(fname, 2, internals.inner(c)) end
+    cfg, task = c, c.task
+  else
+    task = what
+    local tasks = BY_NAME.task[3]
+    local known = false
+    for _, t in ipairs(tasks) do known = known or t == task end
+    if not known then
+      argerror(fname, 2, ("a task (%s) or a config table expected, got %s"):format(
+        table.concat(tasks, ", "), type(task) == "string" and ("%q"):format(task) or type(task)))
+    end
+  end
+  local t = TASK_OF[key]
+  if t ~= nil and t ~= task then
+    return false, ("for task %s: it applies to task %s"):format(task, t)
+  end
+  if not cfg then return true end
+  local when = UNUSED_WHEN[key]
+  local why = when and when(cfg)
+  if not why and MODEL_ROW[key] then
+    local ok, unused = pcall(internals.model_unused, model_table(cfg, 2))
+    why = ok and unused[key] or nil
+  end
+  if why then return false, why end
+  return true
+end
+
 -- rp.experiment.config([overrides]) -> cfg: every key of KEYS, overrides checked and converted
 -- (strings from a command line are accepted for numbers), the "resolved by config" defaults
 -- filled in (max_digits, quirk, d_ff, log_every). Unknown keys raise. A config fed back in keeps
@@ -353,6 +454,6 @@ function experiment.config(overrides)
   return resolve("rp.experiment.config", overrides)
 end
 
-E.keys, E.task_of, E.model_row = KEYS, TASK_OF, MODEL_ROW
+E.keys, E.task_of, E.model_row, E.model_table = KEYS, TASK_OF, MODEL_ROW, model_table
 E.resolve, E.parse_digits, E.parse_lengths, E.parse_scalings = resolve, parse_digits,
   parse_lengths, parse_scalings

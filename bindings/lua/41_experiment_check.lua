@@ -9,7 +9,6 @@ local rp, internals = ...
 local experiment, E = rp.experiment, internals.experiment
 local argerror, inner = internals.argerror, internals.inner
 local resolve, parse_lengths, parse_scalings = E.resolve, E.parse_lengths, E.parse_scalings
-local MODEL_ROW = E.model_row
 
 -- The options of rp.tasks.<task> for cfg.
 local function task_opts(cfg)
@@ -55,11 +54,7 @@ end
 -- grid task's 2-D positions of the seq_len tokens of a row (task:positions2d), and with axes
 -- "mixed" RoPE-Mixed's matrix over the whole head (d_rot = d_k).
 local function model_opts(cfg, V)
-  local o = { vocab = V, max_batch = cfg.batch, seed = cfg.seed }
-  for name, row in pairs(MODEL_ROW) do
-    local v = cfg[name]
-    if not (row.unset0 and v == 0) and not (row.type == "rotate" and v == "") then o[name] = v end
-  end
+  local o = E.model_table(cfg, V)
   if cfg.task == "grid_offset" and cfg.positions == "grid" then
     local task <close> = setmetatable({ rp.tasks.grid_offset(task_opts(cfg)) }, {
       __close = function(t) getmetatable(t[1]).__close(t[1]) end })

@@ -3,7 +3,8 @@
 -- usage problems (cli.usage), messages without the module's wrappers (cli.message, cli.inner),
 -- the argparse parser of a script (cli.parser), and the options made from rp.experiment.keys()
 -- (cli.add_config_options, cli.config_overrides) with rp.experiment.config and check without
--- raising (cli.config, cli.check).
+-- raising (cli.config, cli.check), and the refusal of an option that does nothing for the run
+-- (cli.refuse_unused, --allow-unused).
 --
 -- Library (Debian package): argparse (options).
 local cli = {}
@@ -72,13 +73,96 @@ function cli.main(name, fn)
   os.exit(code)
 end
 
--- parser(...) -> an argparse parser whose errors are one line, "<message> (see --help)", raised
--- as usage problems; it has the flag --debug. Its help is at most 80 columns wide.
+-- parser(name, description, examples) -> an argparse parser whose errors are one line,
+-- "<message> (see --help)", raised as usage problems; it has the flags --debug, --help and
+-- --help-all. examples: { {what, command}, ... }, 3 to 5 command lines that run as written from
+-- the repository's folder (`roper` the REPL binary: build/roper, or the installed one), each
+-- under a comment saying what it does.
+--
+-- --help prints the usage, the description, the examples and the script's own options; the
+-- config keys (cli.add_config_options), 70-odd options of every experiment script, are listed by
+-- --help-all, which prints all of it. Both at most 80 columns wide: a long example continues on
+-- the next line after a backslash, as a shell reads it.
 local parser_names = setmetatable({}, { __mode = "k" })
-function cli.parser(name, description)
+local parser_examples = setmetatable({}, { __mode = "k" })
+local config_options = setmetatable({}, { __mode = "k" })
+local WIDTH = 80
+
+-- words of text in lines of at most width columns (each line starts with indent)
+local function wrap(text, width, indent, next_indent)
+  local lines, line = {}, indent
+  for word in text:gmatch("%S+") do
+    if #line > #indent and #line + 1 + #word > width then
+      lines[#lines + 1] = line
+      line = next_indent .. word
+    else
+      line = line .. (#line > #indent and " " or "") .. word
+    end
+  end
+  lines[#lines + 1] = line
+  return table.concat(lines, "\n")
+end
+
+-- examples(parser) -> the "Examples:" block of a parser (nil without examples)
+local function examples_block(p)
+  local ex = parser_examples[p]
+  if not ex or #ex == 0 then return nil end
+  local out = { "Examples:" }
+  for _, e in ipairs(ex) do
+    out[#out + 1] = wrap(e[1], WIDTH, "   # ", "   # ")
+    -- a long command continues after " \" on the next line, indented
+    -- (an option and its first value stay on one line)
+    local glued = e[2]:gsub("(%-%-[%w-]+) ([^-%s]%S*)", "%1\0%2")
+    local cmd = wrap(glued, WIDTH - 2, "   ", "       "):gsub("\n", " \\\n"):gsub("%z", " ")
+    out[#out + 1] = cmd
+  end
+  return table.concat(out, "\n")
+end
+
+-- help(parser, all) -> the text of --help (all: --help-all)
+local function help_text(p, all)
+  local hidden = {}
+  if not all then
+    for _, o in ipairs(config_options[p] or {}) do
+      if not o._hidden then o._hidden = true; hidden[#hidden + 1] = o end
+    end
+  end
+  local desc = p._description
+  p._description = nil
+  local text = p:get_help()
+  p._description = desc
+  for _, o in ipairs(hidden) do o._hidden = nil end
+  if not p._usage then
+    -- a short usage: the options are listed below it
+    local words = { "Usage: " .. (parser_names[p] or "script"), "[options]" }
+    for _, a in ipairs(p._arguments) do words[#words + 1] = a:_get_usage() end
+    p:usage(table.concat(words, " "))
+  end
+  local usage = p:get_usage()
+  local blocks = { usage }
+  if desc then blocks[#blocks + 1] = wrap(desc, WIDTH, "", "") end
+  blocks[#blocks + 1] = examples_block(p)
+  blocks[#blocks + 1] = text:sub(#usage + 3)
+  if #hidden > 0 then
+    blocks[#blocks + 1] = wrap(("Config keys: each of the %d keys of an experiment config is an "
+      .. "option too (--task, --pe, --steps, --lr, ...); --help-all lists them with their "
+      .. "defaults (docs/experiments.md)."):format(#hidden), WIDTH, "", "")
+  end
+  return table.concat(blocks, "\n\n")
+end
+
+-- help(parser[, all]) -> the text --help (all: --help-all) prints, for tests and docs
+function cli.help(p, all) return help_text(p, all) end
+
+function cli.parser(name, description, examples)
   local argparse = require "argparse"
-  local p = argparse(name, description):help_max_width(80)
+  local p = argparse(name, description):help_max_width(WIDTH):add_help(false)
   parser_names[p] = name
+  parser_examples[p] = examples
+  p:flag("-h --help", "Show this help and exit.")
+    :action(function() print(help_text(p, false)); os.exit(0) end)
+  p:flag("--help-all", "Show this help with every option, and exit.")
+    :action(function() print(help_text(p, true)); os.exit(0) end)
   p:flag("--debug", "On an error, print the Lua traceback too (or set ROPER_DEBUG=1).")
   p.error = function(_, msg)
     msg = msg:gsub("\n.*", "") -- argparse's "Did you mean ...?" line
@@ -107,6 +191,7 @@ end
 -- None gets an argparse default, so config_overrides can tell what was given.
 function cli.add_config_options(parser, rp, skip)
   skip = skip or {}
+  cli.allow_unused(parser)
   -- the script's own options (argparse's list of them so far) stay first, under "Options"
   local own = { table.unpack(parser._options or {}) }
   if #own > 0 then parser:group("Options", table.unpack(own)) end
@@ -127,6 +212,7 @@ function cli.add_config_options(parser, rp, skip)
   end
   parser:group("Config keys (docs/experiments.md; --d_model works as --d-model)",
     table.unpack(options))
+  config_options[parser] = options
   parser:usage(("Usage: %s [options] [config keys]"):format(parser_names[parser] or "script"))
 end
 
@@ -156,6 +242,70 @@ function cli.config_overrides(args, rp)
     if v ~= nil then o[k.name] = v end
   end
   return o
+end
+
+-- ---------------------------------------------------------------- options that do nothing
+-- allow_unused(parser): the flag --allow-unused of a script that refuses options that do nothing.
+function cli.allow_unused(parser)
+  parser:flag("--allow-unused", "Run even with an option that does nothing for the chosen task "
+    .. "or mode (refused otherwise, with the reason).")
+end
+
+-- given(name) -> whether the command line holds option --name (or --name=...): typed, not a
+-- default argparse filled in.
+function cli.given(name)
+  for i = 1, #arg do
+    if arg[i] == "--" .. name or arg[i]:sub(1, #name + 3) == "--" .. name .. "=" then return true end
+  end
+  return false
+end
+
+-- refuse(args, label, why): a usage problem "<label> does nothing <why> (--allow-unused runs it
+-- anyway)", unless args.allow_unused; the one form of every script's refusal.
+function cli.refuse(args, label, why)
+  if args.allow_unused then return end
+  cli.usage(("%s does nothing %s (--allow-unused runs it anyway)"):format(label, why))
+end
+
+-- option(name, value) -> "--str-len 5": a config key as a command line gives it.
+function cli.option(name, value)
+  return ("--%s %s"):format(name:gsub("_", "-"), tostring(value))
+end
+
+-- typed(overrides) -> {key = "--str-len 5", ...}: the labels of config_overrides' keys.
+function cli.typed(overrides)
+  local t = {}
+  for k, v in pairs(overrides) do t[k] = cli.option(k, v) end
+  return t
+end
+
+-- refuse_unused(rp, args, given, configs[, across]): a usage problem for the first key of given
+-- (in the order of rp.experiment.keys()) that does nothing for every config of configs, by
+-- rp.experiment.applies (the one rule: the task's keys, rp.model's rule for the model keys, the
+-- keys of some modes only), unless args.allow_unused (--allow-unused). given: {key = label}, the
+-- keys the user wrote and how ("--str-len 5"); defaults and config files never count. configs:
+-- the resolved configs of the runs the keys go into; across: what they are, for the message when
+-- they are several and their reasons differ ("method", "point of the grid"):
+--   --str-len 5 does nothing for task addition: it applies to task substring_index
+--     (--allow-unused runs it anyway)
+function cli.refuse_unused(rp, args, given, configs, across)
+  if args.allow_unused then return end
+  for _, k in ipairs(rp.experiment.keys()) do
+    local label = given[k.name]
+    if label then
+      local whys, seen, used = {}, {}, false
+      for _, cfg in ipairs(configs) do
+        local ok, why = rp.experiment.applies(k.name, cfg)
+        if ok then used = true; break end
+        if not seen[why] then seen[why] = true; whys[#whys + 1] = why end
+      end
+      if not used and #whys > 0 then
+        local why = #whys == 1 and whys[1]
+          or ("for any %s: %s"):format(across or "run", table.concat(whys, "; "))
+        cli.refuse(args, label, why)
+      end
+    end
+  end
 end
 
 return cli

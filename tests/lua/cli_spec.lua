@@ -331,3 +331,151 @@ describe("the record of a run", function()
     assert.is_nil(r.exploded_at)
   end)
 end)
+
+-- Issue 48: an option typed on the command line that does nothing for the run's task or mode is
+-- refused before anything runs, with the reason (rp.experiment.applies with the run's config:
+-- the rule rp.model applies to its keys), unless --allow-unused; defaults and --config files
+-- never count.
+describe("an option that does nothing for the chosen task or mode", function()
+  local TAIL = " (--allow-unused runs it anyway)"
+  local BASE = " --steps 1 --d-model 16 --heads 2 --layers 1 --seq-len 32 --batch 2 "
+    .. "--valid-batches 1 --quiet"
+  local ROT = "(rope, roper or roper_legacy)"
+  -- { script and arguments, the stderr line without the script's name and TAIL }
+  local cases = {
+    { "train --task addition --str-len 5",
+      "--str-len 5 does nothing for task addition: it applies to task substring_index" },
+    { "train --max-digits 3",
+      "--max-digits 3 does nothing for task substring_index: it applies to task addition" },
+    { "train --task substring_index --rows 4",
+      "--rows 4 does nothing for task substring_index: it applies to task grid_offset" },
+    { "train --task grid_offset --rows 3 --cols 4 --max-offset 2 --axes mixed",
+      "--axes mixed does nothing with positions index: it applies to positions grid" },
+    { "train --pe rope --rel-clip 8",
+      "--rel-clip 8 does nothing for pe rope: it applies to pe shaw or deberta" },
+    { "train --pe rope --fraction-v 0.5",
+      "--fraction-v 0.5 does nothing for pe rope rotating qk: it applies when v or o is rotated" },
+    { "train --pe alibi --learn-freq",
+      "--learn-freq true does nothing for pe alibi: it applies to the rotary modes " .. ROT },
+    { "train --scaling-factor 2",
+      "--scaling-factor 2 does nothing with scaling none: it applies to the scalings (pi, ntk, "
+      .. "yarn, dynamic or llama3)" },
+    { "train --scaling pi --scaling-factor 2 --orig-len 16",
+      "--orig-len 16 does nothing with scaling pi: it applies to scaling yarn, dynamic or llama3" },
+    { "train --linear-rope before",
+      "--linear-rope before does nothing with softmax attention: it applies to linear attention "
+      .. "with pe rope or roper" },
+    { "train --schedule constant --min-lr 1e-5",
+      "--min-lr 1e-5 does nothing with schedule constant: it applies to schedule cosine" },
+    { "train --schedule constant --warmup 10",
+      "--warmup 10 does nothing with schedule constant: it applies to schedule cosine or noam" },
+    { "train --task substring_prefix --problems 4",
+      "--problems 4 does nothing for task substring_prefix: it applies to the accuracy tasks "
+      .. "(task substring_index, addition or grid_offset)" },
+    { "train --decode greedy --temperature 0.5",
+      "--temperature 0.5 does nothing with decode greedy: it applies to decode sample" },
+    { "train --eval-scaling pi",
+      "--eval-scaling pi does nothing without eval_lengths: it applies when eval_lengths is given" },
+    { "train --pe none --eval-lengths 13 --eval-scaling none,pi",
+      "--eval-scaling none,pi does nothing for pe none: it applies to the rotary modes " .. ROT },
+    -- compare.lua: an option of every method, refused when it does nothing for any of them
+    { "compare --methods rope none --fraction-v 0.5",
+      "--fraction-v 0.5 does nothing for any method: for pe rope rotating qk: it applies when v "
+      .. "or o is rotated; for pe none: it applies to the rotary modes " .. ROT },
+    { "compare --task addition --methods rope roper --str-len 5",
+      "--str-len 5 does nothing for task addition: it applies to task substring_index" },
+    { "compare --methods rope:rel_clip=4 roper",
+      "method rope:rel_clip=4: rel_clip=4 does nothing for pe rope: it applies to pe shaw or "
+      .. "deberta" },
+    -- sweep.lua: a fixed option or a grid key that does nothing at any point
+    { "sweep --grid pe=rope,none --fraction-v 0.5",
+      "--fraction-v 0.5 does nothing for any point of the grid: for pe rope rotating qk: it "
+      .. "applies when v or o is rotated; for pe none: it applies to the rotary modes " .. ROT },
+    { "sweep --task addition --grid str_len=5,7",
+      "--grid str_len=5,7 does nothing for task addition: it applies to task substring_index" },
+  }
+  for _, c in ipairs(cases) do
+    local script, args = c[1]:match("^(%S+) (.*)$")
+    it(script .. ".lua " .. args, function()
+      local out = dir .. "/unused-" .. script
+      local cmd = sh_quote(BIN) .. " scripts/" .. script .. ".lua " .. args .. BASE
+        .. (script == "compare" and " --seeds 1" or "")
+        .. (script ~= "train" and (" --print-commands --out " .. sh_quote(out)) or "")
+      local so, err, code = run(cmd)
+      assert.are.equal(2, code, so .. err)
+      assert.are.equal(script .. ".lua: " .. c[2] .. TAIL .. "\n", err)
+      assert.is_nil(lfs.attributes(out), "nothing was created")
+      -- --allow-unused lets it through (compare.lua and sweep.lua print their commands)
+      so, err, code = run(cmd .. " --allow-unused")
+      assert.are.equal(0, code, so .. err)
+      h.remove_tree(out)
+    end)
+  end
+
+  it("an option that does something for one method or point is not refused", function()
+    for i, args in ipairs {
+      "compare.lua --methods rope shaw --rel-clip 8 --seeds 1",
+      "compare.lua --methods rope roper --fraction-v 0.5 --seeds 1",
+      "compare.lua --methods none rope --eval-lengths 13 --eval-scaling none,pi --seeds 1",
+      "sweep.lua --grid pe=rope,roper --fraction-v 0.5",
+      "sweep.lua --grid task=addition,substring_index --max-digits 3",
+      "sweep.lua --grid schedule=cosine,constant --min-lr 1e-5",
+    } do
+      local out = dir .. "/used" .. i
+      local so, err, code = run(sh_quote(BIN) .. " scripts/" .. args .. BASE
+        .. " --print-commands --out " .. sh_quote(out))
+      assert.are.equal(0, code, args .. ": " .. so .. err)
+      h.remove_tree(out)
+    end
+  end)
+
+  it("defaults never count, nor the keys of a --config file", function()
+    -- every task with nothing but the tiny model's options (grid_offset needs 56 tokens)
+    for _, t in ipairs { "substring_index", "addition", "substring_prefix", "text",
+                         "grid_offset --seq-len 64" } do
+      local _, err, code = run(sh_quote(BIN) .. " scripts/train.lua" .. BASE .. " --task " .. t)
+      assert.are.equal(0, code, t .. ": " .. err)
+    end
+    -- a full config (as compare.lua writes for its runs): every key, most doing nothing here
+    local cfg_path = dir .. "/full.cfg.json"
+    local cfg = rp.experiment.config { task = "addition", steps = 1, d_model = 16, heads = 2,
+      layers = 1, seq_len = 32, batch = 2, valid_batches = 1, str_len = 5, schedule = "constant" }
+    write(cfg_path, cjson.encode(cfg))
+    local _, err, code = run(sh_quote(BIN) .. " scripts/train.lua --quiet --config "
+      .. sh_quote(cfg_path))
+    assert.are.equal(0, code, err)
+    -- compare.lua and sweep.lua with their defaults
+    for i, args in ipairs { "compare.lua --seeds 1", "sweep.lua --grid seed=1" } do
+      local out = dir .. "/defaults" .. i
+      local so
+      so, err, code = run(sh_quote(BIN) .. " scripts/" .. args .. " --print-commands --out "
+        .. sh_quote(out))
+      assert.are.equal(0, code, args .. ": " .. so .. err)
+      h.remove_tree(out)
+    end
+  end)
+end)
+
+describe("rp.experiment.applies with a config", function()
+  it("gives the reason a key does nothing, and true where it does something", function()
+    local A = rp.experiment.applies
+    assert.are.same({ false, "for task addition: it applies to task substring_index" },
+      { A("str_len", { task = "addition" }) })
+    assert.are.same({ false, "for task addition: it applies to task substring_index" },
+      { A("str_len", "addition") })
+    assert.are.same({ true }, { A("str_len", {}) })
+    assert.are.same({ true }, { A("rel_clip", { pe = "deberta" }) })
+    assert.are.same({ false, "for pe rope: it applies to pe shaw or deberta" },
+      { A("rel_clip", { pe = "rope" }) })
+    assert.are.same({ true }, { A("fraction_v", { pe = "rope", rotate = "qkv" }) })
+    assert.are.same({ true }, { A("min_lr", {}) })
+    assert.are.same({ true }, { A("temperature", { task = "grid_offset" }) })
+    assert.are.same({ true }, { A("lr", { task = "text" }) })
+    assert.has_error(function() A("lr", { pe = "bogus" }) end, "bad argument #2 to "
+      .. "'rp.experiment.applies' (option 'pe' must be one of "
+      .. table.concat(h.pe_names(), ", ") .. ", got bogus)")
+    assert.has_error(function() A("lr", 3) end, "bad argument #2 to 'rp.experiment.applies' (a "
+      .. "task (substring_index, addition, substring_prefix, text, grid_offset) or a config "
+      .. "table expected, got number)")
+  end)
+end)

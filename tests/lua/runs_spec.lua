@@ -629,6 +629,22 @@ describe("scripts/sample.lua", function()
     assert.are.equal(2, code4, so4 .. se4)
     assert.truthy(se4:find("sample.lua: --prompt: ", 1, true), se4)
     assert.truthy(se4:find("is not in the vocabulary", 1, true), se4)
+    -- an option typed that does nothing in the chosen mode (issue 48), unless --allow-unused
+    for _, c in ipairs {
+      { "--greedy --top-k 5", "--top-k 5 does nothing with --greedy: it applies to sampling" },
+      { "--temperature 0 --top-k 5", "--top-k 5 does nothing with --temperature 0: it applies "
+        .. "to sampling (--temperature > 0)" },
+      { "--greedy --temperature 0.5",
+        "--temperature 0.5 does nothing with --greedy: it applies to sampling" },
+      { "--greedy --prompt '?d=1' --seed=3", "--seed 3 does nothing with --prompt and greedy "
+        .. "decoding: it draws the problems and the samples" },
+    } do
+      local so5, se5, code5 = sample(c[1] .. " --n 4")
+      assert.are.equal(2, code5, so5 .. se5)
+      assert.are.equal("sample.lua: " .. c[2] .. " (--allow-unused runs it anyway)\n", se5)
+      so5, se5, code5 = sample(c[1] .. " --n 4 --allow-unused")
+      assert.are.equal(0, code5, so5 .. se5)
+    end
     h.remove_tree(dir)
   end)
 
@@ -673,7 +689,7 @@ describe("scripts/attention_map.lua", function()
   local function panels(gp)
     local t, title = {}, nil
     for l in gp:gmatch("[^\n]+") do
-      local layer, head = l:match("^%s*set title 'layer (%d+), head (%d+)'$")
+      local layer, head = l:match("^%s*set title 'layer (%d+), head (%d+)'")
       if layer then title = { tonumber(layer), tonumber(head) } end
       if l:match("^%s*plot ") then
         t[#t + 1] = title
@@ -694,6 +710,12 @@ describe("scripts/attention_map.lua", function()
     assert.truthy(gp:find("set multiplot layout 2,2 ", 1, true), gp)
     assert.truthy(gp:find('set xtics ("?" 0, "d" 1, "=" 2, "1" 3, "2" 4, "+" 5, "3" 6, "4" 7, ";" 8)',
       1, true), gp)
+    -- a labelled colour bar, a short title (no answer: the input is no whole problem), the input
+    -- under the panels
+    assert.truthy(gp:find('\n  set cblabel "attention weight"', 1, true), gp)
+    local name = saved_model().ckpt:match("[^/]*$")
+    assert.truthy(gp:find(' title "' .. name .. ': addition, 9 tokens"', 1, true), gp)
+    assert.truthy(gp:find('\n  set label 1 "input: ?d=12+34;" at screen ', 1, true), gp)
     -- the data: a 9 x 9 matrix per panel, the weights of m:attention
     local m = assert(rp.load(saved_model().ckpt))
     local task = assert(rp.experiment.task(saved_model().json.config))
@@ -718,6 +740,11 @@ describe("scripts/attention_map.lua", function()
     assert.are.same({ { 2, 1 } }, panels(assert(read(out .. ".gp"))))
     local input = so:match("tokens %b(): ([^\n]*)\n")
     assert.truthy(input and input:match("^%?d=%d+%+%d+;.*#$"), so)
+    -- a whole problem: its answer in the title (the worked answer the input ends with)
+    local a, b = input:match("^%?d=(%d+)%+(%d+);")
+    local name = saved_model().ckpt:match("[^/]*$")
+    assert.truthy(read(out .. ".gp"):find((' title "%s: addition, answer %d"'):format(name,
+      tonumber(a) + tonumber(b)), 1, true), read(out .. ".gp"))
     -- the default name: beside the checkpoint
     local so2, se2, code2 = attention_map("--heads 2")
     assert.are.equal(0, code2, so2 .. se2)
@@ -734,6 +761,8 @@ describe("scripts/attention_map.lua", function()
     end
     fails("--layers 3", "attention_map.lua: --layers 3: each must be an integer in 1..2")
     fails("--heads 1,1", "attention_map.lua: --heads 1,1: 1 is given twice")
+    fails("--input '?d=1' --seed 4", "attention_map.lua: --seed 4 does nothing with --input: it "
+      .. "draws the default input (--allow-unused runs it anyway)")
     fails("--input 'hello'", "is not in the vocabulary")
     fails("--input '" .. ("1"):rep(65) .. "'", "--input has 65 characters, more than the model's "
       .. "seq_len 64")
@@ -756,7 +785,7 @@ describe("compare.lua and sweep.lua --keep-models", function()
     assert.are.equal(0, code, so .. se)
     local ft = dir .. "/ft"
     so, se, code = run(("%s scripts/compare.lua --seeds 2 --steps 1 %s --jobs 2 --quiet "
-      .. "--seq-len 64 --scaling pi --scaling-factor 2 --orig-len 32 --init %s --out %s")
+      .. "--seq-len 64 --scaling pi --scaling-factor 2 --init %s --out %s")
       :format(sh_quote(BIN), TINY_ARGS:gsub("%-%-seq%-len 32 ", ""),
         sh_quote(base .. "/runs/{pe}-s{seed}.ckpt"), sh_quote(ft)))
     assert.are.equal(0, code, so .. se)
