@@ -234,7 +234,7 @@ end
 
 local file = ...
 if not file then
-  io.stderr:write("usage: lua5.4 bindings/gen_help.lua docs/lua_api.md > 19_help_data.lua\n")
+  io.stderr:write("usage: lua5.4 bindings/gen_help.lua docs/lua_api.md > help_data.lua\n")
   os.exit(2)
 end
 local f, err = io.open(file, "rb")
