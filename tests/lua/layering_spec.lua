@@ -8,6 +8,9 @@
 -- (#include lines) and off the built objects (nm: which object uses a symbol another one
 -- defines), so a call that goes back up, or two files that call each other, fails here and not in
 -- a review. Below them, the same for the module's Lua side (bindings/lua/): its requires.
+local dir_of = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+package.path = dir_of .. "?.lua;" .. package.path
+local h = require "helpers"
 local lfs = require "lfs"
 
 local BUILD = os.getenv("BUILD") or "build"
@@ -293,14 +296,6 @@ local function lua_graph(mods)
   return g, unknown
 end
 
--- A shell command's output (stdout and stderr together) and whether it exited with 0.
-local function run(cmd)
-  local p = assert(io.popen(cmd .. " 2>&1", "r"))
-  local out = p:read("a")
-  return out, p:close() == true
-end
-local function q(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
-
 describe("the Lua modules", function()
   local mods = lua_modules()
 
@@ -343,7 +338,7 @@ describe("the Lua modules", function()
   it("load only among themselves: a user's module of the same name is neither used nor given "
     .. "ours, and roper.internals stays private", function()
     local script = [[
-      package.cpath = os.getenv("BUILD") .. "/?.so;" .. package.cpath
+      package.cpath = os.getenv("BUILD_ABS") .. "/?.so;" .. package.cpath
       package.preload["roper.print"] = function() return "the user's" end
       package.preload["roper.args"] = function() error("the user's roper.args ran") end
       local rp = require "roper"
@@ -354,27 +349,32 @@ describe("the Lua modules", function()
       assert(not ok and err:find("module 'roper.internals' not found", 1, true), err)
       print("ok")
     ]]
-    local out, ok = run("BUILD=" .. q(BUILD) .. " lua5.4 -e " .. q(script))
-    assert.is_true(ok, out)
+    local build_abs = BUILD:sub(1, 1) == "/" and BUILD or lfs.currentdir() .. "/" .. BUILD
+    local out, err, code = h.run("BUILD_ABS=" .. h.sh_quote(build_abs) .. " "
+      .. h.lua_env(build_abs) .. "lua5.4 -e " .. h.sh_quote(script))
+    assert.are.equal(0, code, err)
     assert.are.equal("ok\n", out)
   end)
 
   it("get their names from embed.lua's rule, which refuses two files of one name", function()
     local dir = os.tmpname()
     os.remove(dir)
-    assert(os.execute("mkdir -p " .. q(dir .. "/lua/a") .. " " .. q(dir .. "/x/lua/a")))
+    assert(os.execute("mkdir -p " .. h.sh_quote(dir .. "/lua/a") .. " "
+      .. h.sh_quote(dir .. "/x/lua/a")))
     for _, f in ipairs { "/lua/a/b.lua", "/x/lua/a/b.lua", "/lua/c.lua" } do
       assert(io.open(dir .. f, "w")):close()
     end
-    local out, ok = run("lua5.4 bindings/embed.lua " .. q(dir .. "/lua/a/b.lua") .. " "
-      .. q(dir .. "/lua/c.lua"))
-    assert.is_true(ok, out)
+    local function embed(a, b)
+      return h.run("lua5.4 bindings/embed.lua " .. h.sh_quote(dir .. a) .. " "
+        .. h.sh_quote(dir .. b))
+    end
+    local out, err, code = embed("/lua/a/b.lua", "/lua/c.lua")
+    assert.are.equal(0, code, err)
     assert.truthy(out:find('{"roper.a.b", "a/b.lua", ', 1, true), out)
     assert.truthy(out:find('{"roper.c", "c.lua", ', 1, true), out)
-    out, ok = run("lua5.4 bindings/embed.lua " .. q(dir .. "/lua/a/b.lua") .. " "
-      .. q(dir .. "/x/lua/a/b.lua"))
-    assert.is_false(ok)
-    assert.truthy(out:find("two files for module roper.a.b", 1, true), out)
-    os.execute("rm -r " .. q(dir))
+    out, err, code = embed("/lua/a/b.lua", "/x/lua/a/b.lua")
+    assert.are_not.equal(0, code)
+    assert.truthy(err:find("two files for module roper.a.b", 1, true), err)
+    os.execute("rm -r " .. h.sh_quote(dir))
   end)
 end)
