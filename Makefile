@@ -90,7 +90,7 @@ CORE_SRC := $(wildcard $(addsuffix /*.c,$(CORE_DIRS))) $(wildcard tasks/*.c)
 CORE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC))
 BIND_SRC := $(wildcard bindings/*.c)
 BIND_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(BIND_SRC)) $(BUILD)/obj/roper_lua.o
-LUA_SRC := $(sort $(wildcard bindings/lua/*.lua bindings/lua/*/*.lua))
+LUA_SRC := $(sort $(shell find bindings/lua -name '*.lua'))
 CTEST_SRC := $(wildcard tests/c/test_*.c)
 CTEST_BIN := $(patsubst tests/c/%.c,$(BUILD)/tests/%,$(CTEST_SRC))
 
