@@ -3,19 +3,12 @@
 -- requires what it uses first, so its line here is the latest it loads at). A module's head says
 -- what it adds to rp and what it exports.
 --
--- Every module is a chunk that bindings/embed.lua compiles into roper.so under a name:
--- bindings/lua/<path>.lua is roper.<path with / as .>, and the build generates roper.help_data
--- (bindings/gen_help.lua: docs/lua_api.md's texts) and roper.build_stamp
--- (bindings/gen_build_info.lua: the source commit). A chunk gets the module's own require as its
--- argument, which finds these modules only (never on package.path nor in package.loaded: a
--- user's module of the same name is neither used nor shadowed, and none of these reaches user
--- code), and two more:
---   roper            the module table rp, which modules add their public functions to
---   roper.internals  the private table that C fills (the metatables, core's config schema and
---                    mode table, the file helpers: bindings/roper.c lists it); no module writes
---                    to it: what a module shares is its return value
--- A module starts with a require line for each module it uses and returns its exports (a table
--- of functions for the other modules; nothing when it only adds to rp).
+-- A module is named by its path (bindings/lua/experiment/keys.lua is roper.experiment.keys; the
+-- build generates roper.help_data and roper.build_stamp: bindings/embed.lua), starts with a
+-- require line for each module it uses and returns its exports (a table of functions for the
+-- other modules; nothing when it only adds to rp). Its chunk gets the module's own require as its
+-- argument (bindings/roper.c, l_require: it finds only these modules, "roper", the module table,
+-- and "roper.internals", the private table that C fills and no module writes to).
 local require = ...
 
 require "roper.print"
