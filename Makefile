@@ -90,7 +90,7 @@ CORE_SRC := $(wildcard $(addsuffix /*.c,$(CORE_DIRS))) $(wildcard tasks/*.c)
 CORE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC))
 BIND_SRC := $(wildcard bindings/*.c)
 BIND_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(BIND_SRC)) $(BUILD)/obj/roper_lua.o
-LUA_SRC := $(sort $(wildcard bindings/lua/*.lua))
+LUA_SRC := $(sort $(shell find bindings/lua -name '*.lua'))
 CTEST_SRC := $(wildcard tests/c/test_*.c)
 CTEST_BIN := $(patsubst tests/c/%.c,$(BUILD)/tests/%,$(CTEST_SRC))
 
@@ -142,22 +142,24 @@ $(SHLIB): $(CORE_OBJ)
 	$(CC) -shared $(LDFLAGS) -Wl,-soname,libroper.so.$(SOVERSION) -Wl,-z,defs -o $@ $^ $(LDLIBS)
 
 # The help texts of rp.help come from docs/lua_api.md: bindings/gen_help.lua turns it into a Lua
-# chunk (19_help_data.lua, run before bindings/lua/20_help.lua), generated here and never in the tree.
-HELP_DATA := $(BUILD)/gen/19_help_data.lua
+# module (roper.help_data, which bindings/lua/help.lua requires), generated here and never in the
+# tree.
+HELP_DATA := $(BUILD)/gen/lua/help_data.lua
 $(HELP_DATA): bindings/gen_help.lua docs/lua_api.md | deps
 	@mkdir -p $(dir $@)
 	lua5.4 bindings/gen_help.lua docs/lua_api.md > $@
 
 # The source commit of rp.build_info(): `git describe --always --dirty` at build time ("unknown"
-# outside a git checkout), as a Lua chunk run before bindings/lua/. Checked on every make (FORCE),
-# rewritten only when it changes.
-BUILD_INFO := $(BUILD)/gen/03_build_info.lua
+# outside a git checkout), as a Lua module (roper.build_stamp, which bindings/lua/build_info.lua
+# requires). Checked on every make (FORCE), rewritten only when it changes.
+BUILD_INFO := $(BUILD)/gen/lua/build_stamp.lua
 $(BUILD_INFO): bindings/gen_build_info.lua FORCE | deps
 	@mkdir -p $(dir $@)
 	@lua5.4 bindings/gen_build_info.lua $@
 FORCE:
 
-# The Lua sources of the module are compiled into it (bindings/embed.lua writes a C array).
+# The Lua modules are compiled into the module (bindings/embed.lua writes C arrays; a file's
+# module name comes from its path below the last folder named lua).
 $(BUILD)/roper_lua.c: bindings/embed.lua $(LUA_SRC) $(HELP_DATA) $(BUILD_INFO) | deps
 	@mkdir -p $(dir $@)
 	lua5.4 bindings/embed.lua $(LUA_SRC) $(HELP_DATA) $(BUILD_INFO) > $@

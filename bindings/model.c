@@ -648,7 +648,7 @@ void lrp_open_model(lua_State *L, int mod)
     lua_pushcfunction(L, m_tostring);
     lua_setfield(L, mt, "__tostring");
     lua_settop(L, mt - 1);
-    /* the result tables' metatables: their __tostring comes from bindings/lua/10_print.lua */
+    /* the result tables' metatables: their __tostring comes from bindings/lua/print.lua */
     const char *const result_mts[] = {LRP_PARAMS_MT, LRP_GRADS_MT, LRP_MEMORY_MT};
     for (int i = 0; i < 3; i++) {
         luaL_newmetatable(L, result_mts[i]);

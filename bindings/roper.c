@@ -2,19 +2,20 @@
  *
  * Load order: roper.Tensor (tensor.c), roper.Rng and the default generator (rng.c), rp.rope,
  * rp.blas, rp.attention, rp.matmul (nn.c), roper.Model, rp.model, rp.load (model.c), roper.Optim,
- * rp.optim (optim.c), roper.Task, rp.tasks (tasks.c), rp._VERSION, rp.memory; then every file of
- * bindings/lua/ in name order (compiled into build/roper_lua.c by bindings/embed.lua), each loaded
- * as "@bindings/lua/<file>" and called as chunk(rp, internals), where internals is a private table
+ * rp.optim (optim.c), roper.Task, rp.tasks (tasks.c), rp._VERSION, rp.memory; then the Lua
+ * modules of bindings/lua/ (compiled into build/roper_lua.c by bindings/embed.lua), from
+ * bindings/lua/init.lua, each requiring by name what it uses (load_lua_modules below): "roper",
+ * the module table, and "roper.internals", a private table that only C fills
  * { Tensor_mt = <roper.Tensor metatable>, Rng_mt = <roper.Rng metatable>, Model_mt = <roper.Model
  * metatable>, Optim_mt = <roper.Optim metatable>, Task_mt = <roper.Task metatable>, Params_mt,
  * Grads_mt, Memory_mt = <the metatables of m:params(), m:grads(), rp.model_memory()>, is_live = f,
- * model_keys, pe_modes, model_unused (core's config schema and mode table: lrp_model_internals
- * in roper.h), i32_max = RP_I32_MAX, build_kind = rp_build_kind(), build_target =
- * rp_build_target(), path_kind = f, read_file = f, write_file = f }
+ * model_keys, pe_modes, model_unused, hf_rope (core's config schema and mode table:
+ * lrp_model_internals in roper.h), i32_max = RP_I32_MAX, build_kind = rp_build_kind(),
+ * build_target = rp_build_target(), path_kind = f, read_file = f, write_file = f }
  * (is_live(t) is true for a tensor that has not been released; path_kind(path) tells what is at
  * a path without opening it; read_file and write_file are core/io/fileio.h's reading and atomic
- * writing, for the Lua parts' own files); 05_errors.lua adds the helpers
- * of the Lua parts' argument errors to it (argerror, user_level, inner).
+ * writing, for the Lua parts' own files). What a Lua module shares with the others is its return
+ * value (the argument errors and checks: roper.args), never a field of this table.
  * Finally, when OpenBLAS runs slower kernels than it has for this CPU (its Prescott fallback, or
  * Haswell/Zen on an AVX-512 CPU: rp_blas_wanted_coretype), one warning line goes to stderr (once
  * per Lua state).
@@ -198,19 +199,73 @@ static void warn_slow_kernels(lua_State *L)
     fflush(stderr);
 }
 
-/* Runs the embedded Lua sources as chunk(mod, priv). Errors propagate (require fails). */
-static void run_lua_sources(lua_State *L, int mod, int priv)
+/* The embedded Lua modules (the files of bindings/lua/ and the build's generated two, compiled
+ * into build/roper_lua.c by bindings/embed.lua) load by name through a require of their own, which
+ * each chunk receives as its first argument (`local require = ...`): require(name) -> the module's
+ * value, loaded once per Lua state. It looks among the embedded modules and the two that
+ * luaopen_roper puts in its table first ("roper": the module table being built; "roper.internals":
+ * the private table), never on package.path nor in package.loaded: a user's module of the same
+ * name neither replaces one of these nor receives one, and the private table stays out of user
+ * code's reach. A module's chunk is named "@bindings/lua/<path>" (its tracebacks; args.lua tells
+ * the module's own frames by that prefix) and called as chunk(require, name); its first result
+ * (true when it returns none) is the module's value. A name that is not embedded, or a module
+ * required again while it loads (a cycle), is an error. Upvalue 1: the table of loaded modules,
+ * which also holds this function (at the light userdata key &require_key, so that it can pass
+ * itself on). */
+static const char require_key = 0;
+static const char loading_mark = 0;
+
+static int l_require(lua_State *L)
 {
-    for (int i = 0; i < lrp_lua_nsources; i++) {
-        const struct lrp_lua_source *s = &lrp_lua_sources[i];
-        lua_pushfstring(L, "@bindings/lua/%s", s->name);
-        int st = luaL_loadbufferx(L, s->src, s->len, lua_tostring(L, -1), "t");
-        if (st != LUA_OK) lua_error(L);
-        lua_remove(L, -2); /* the chunk name */
-        lua_pushvalue(L, mod);
-        lua_pushvalue(L, priv);
-        lua_call(L, 2, 0);
+    const char *name = luaL_checkstring(L, 1);
+    lua_settop(L, 1);
+    if (lua_getfield(L, lua_upvalueindex(1), name) != LUA_TNIL) {
+        if (lua_touserdata(L, -1) == (void *)&loading_mark)
+            return luaL_error(L, "roper: module '%s' is required again while it loads (a cycle)",
+                              name);
+        return 1;
     }
+    lua_pop(L, 1);
+    const struct lrp_lua_source *s = NULL;
+    for (int i = 0; i < lrp_lua_nsources && s == NULL; i++)
+        if (strcmp(lrp_lua_sources[i].name, name) == 0) s = &lrp_lua_sources[i];
+    if (s == NULL) return luaL_error(L, "roper: no embedded Lua module '%s'", name);
+    lua_pushfstring(L, "@bindings/lua/%s", s->path);
+    if (luaL_loadbufferx(L, s->src, s->len, lua_tostring(L, -1), "t") != LUA_OK)
+        return lua_error(L);
+    lua_remove(L, -2); /* the chunk name */
+    lua_pushlightuserdata(L, (void *)&loading_mark);
+    lua_setfield(L, lua_upvalueindex(1), name);
+    lua_rawgetp(L, lua_upvalueindex(1), &require_key);
+    lua_pushvalue(L, 1);
+    lua_call(L, 2, 1);
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        lua_pushboolean(L, 1);
+    }
+    lua_pushvalue(L, -1);
+    lua_setfield(L, lua_upvalueindex(1), name);
+    return 1;
+}
+
+/* Loads the Lua side: require("roper.init") (bindings/lua/init.lua, which requires the others in
+ * one documented place), with "roper" = the module table at mod and "roper.internals" = the
+ * private table at priv. Errors propagate (require "roper" fails). */
+static void load_lua_modules(lua_State *L, int mod, int priv)
+{
+    lua_newtable(L); /* the loaded modules */
+    int loaded = lua_gettop(L);
+    lua_pushvalue(L, mod);
+    lua_setfield(L, loaded, "roper");
+    lua_pushvalue(L, priv);
+    lua_setfield(L, loaded, "roper.internals");
+    lua_pushvalue(L, loaded);
+    lua_pushcclosure(L, l_require, 1);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, loaded, &require_key);
+    lua_pushliteral(L, "roper.init");
+    lua_call(L, 1, 0);
+    lua_pop(L, 1); /* loaded */
 }
 
 LUAMOD_API int luaopen_roper(lua_State *L)
@@ -275,7 +330,7 @@ LUAMOD_API int luaopen_roper(lua_State *L)
     lua_setfield(L, priv, "build_kind");
     lua_pushstring(L, rp_build_target());
     lua_setfield(L, priv, "build_target");
-    run_lua_sources(L, mod, priv);
+    load_lua_modules(L, mod, priv);
 
     lua_pushvalue(L, mod); /* for the public names in argument errors (lrp_argerror) */
     lua_setfield(L, LUA_REGISTRYINDEX, LRP_MODULE_KEY);

@@ -1,5 +1,5 @@
 /* The roper module: its entry point (roper.c), the registration function of each binding file
- * (each adds its functions to the module table), and the embedded Lua sources. The helpers the
+ * (each adds its functions to the module table), and the embedded Lua modules. The helpers the
  * binding files share are in args.h (the binding rules and argument checks) and userdata.h (the
  * userdata types). build/roper_lua.c (bindings/embed.lua) includes this header.
  */
@@ -14,9 +14,11 @@
 /* The module entry point: require "roper" (roper.c). */
 LUAMOD_API int luaopen_roper(lua_State *L);
 
-/* ---- the embedded Lua sources (generated into build/roper_lua.c by bindings/embed.lua) ---- */
+/* ---- the embedded Lua modules (generated into build/roper_lua.c by bindings/embed.lua) ---- */
 struct lrp_lua_source {
-    const char *name; /* "10_print.lua" (file name in bindings/lua/) */
+    const char *name; /* the module name, "roper.experiment.keys" */
+    const char *path; /* its file below bindings/lua/ (or gen/lua/ of the build folder):
+                         "experiment/keys.lua" */
     const char *src;  /* the bytes of the file (not necessarily NUL-terminated) */
     size_t len;
 };

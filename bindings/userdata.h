@@ -20,7 +20,7 @@
 #define LRP_TASK_MT "roper.Task"
 #define LRP_COMM_MT "roper.Comm"
 /* Metatables of plain result tables that print in their own way (__tostring, set by the module's
- * Lua part bindings/lua/10_print.lua): m:params(), m:grads() and rp.model_memory(cfg). */
+ * Lua part bindings/lua/print.lua): m:params(), m:grads() and rp.model_memory(cfg). */
 #define LRP_PARAMS_MT "roper.Params"
 #define LRP_GRADS_MT "roper.Grads"
 #define LRP_MEMORY_MT "roper.Memory"

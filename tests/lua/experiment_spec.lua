@@ -1,4 +1,4 @@
--- rp.experiment (bindings/lua/40_experiment_keys.lua to 44_experiment_better.lua): config
+-- rp.experiment (the modules of bindings/lua/experiment/): config
 -- defaults, conversion of command-line strings and option errors; tiny training runs on every
 -- task (result fields checked against each other, determinism, the progress callback). Then the
 -- scripts built on it, run through the REPL binary (ROPER_BIN, default build/roper) from the

@@ -11,9 +11,7 @@ local rp = require "roper"
 local function generate(path)
   local out, err, code = h.run("lua5.4 bindings/gen_help.lua " .. h.sh_quote(path))
   if code ~= 0 then return nil, err, code end
-  local internals = {}
-  assert(load(out, "=help_data"))(nil, internals)
-  return internals.help_data
+  return assert(load(out, "=help_data"))()
 end
 
 -- Every function reachable as rp.name or rp.table.name (as the fuzz test walks the module).

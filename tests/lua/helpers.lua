@@ -104,6 +104,24 @@ function M.shape(t) return t:shape() end
 -- s as one word for sh.
 function M.sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 
+-- The environment (a prefix of a shell command) for a plain lua5.4 that loads the module built in
+-- build_abs: under SANITIZE=1 the sanitizer runtimes first (as tests/run preloads them for
+-- busted) and tests/run's san_preload.so when it is there (it drops LD_PRELOAD for the
+-- programs lua5.4 starts); "" otherwise.
+function M.lua_env(build_abs)
+  if os.getenv("SANITIZE") ~= "1" then return "" end
+  local function lib(name)
+    local p = io.popen("cc -print-file-name=" .. name)
+    local path = p:read("l")
+    p:close()
+    return path
+  end
+  local preload = lib("libasan.so") .. ":" .. lib("libubsan.so")
+  local extra = build_abs .. "/san_preload.so"
+  if require("lfs").attributes(extra, "mode") == "file" then preload = preload .. ":" .. extra end
+  return "LD_PRELOAD=" .. M.sh_quote(preload) .. " "
+end
+
 -- The lines of s (each ended by a newline; a last line without one is left out).
 function M.lines(s)
   local t = {}

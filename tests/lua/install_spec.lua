@@ -22,19 +22,7 @@ local SANITIZE = os.getenv("SANITIZE") or ""
 local sanitized = SANITIZE == "1"
 
 -- Environment for a plain lua5.4 that loads this build's module: the sanitizer runtimes first.
-local function lua_env()
-  if not sanitized then return "" end
-  local function lib(name)
-    local p = io.popen("cc -print-file-name=" .. name)
-    local path = p:read("l")
-    p:close()
-    return path
-  end
-  local preload = lib("libasan.so") .. ":" .. lib("libubsan.so")
-  local extra = BUILD_ABS .. "/san_preload.so" -- tests/run's: drops LD_PRELOAD for children
-  if lfs.attributes(extra, "mode") == "file" then preload = preload .. ":" .. extra end
-  return "LD_PRELOAD=" .. sh_quote(preload) .. " "
-end
+local function lua_env() return h.lua_env(BUILD_ABS) end
 
 -- make in the tree, apart from the make that runs the tests (its jobserver is not ours)
 local function make(args)

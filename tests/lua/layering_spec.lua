@@ -7,7 +7,10 @@
 -- BLAS); core/rp.h, the umbrella header, sits above core's floors. Read off the sources
 -- (#include lines) and off the built objects (nm: which object uses a symbol another one
 -- defines), so a call that goes back up, or two files that call each other, fails here and not in
--- a review.
+-- a review. Below them, the same for the module's Lua side (bindings/lua/): its requires.
+local dir_of = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+package.path = dir_of .. "?.lua;" .. package.path
+local h = require "helpers"
 local lfs = require "lfs"
 
 local BUILD = os.getenv("BUILD") or "build"
@@ -241,5 +244,137 @@ describe("layering", function()
     -- a module file naming the REPL's header would be caught (no -I flag names repl/)
     assert.are.equal("repl/repl.h", header_path("bindings", "repl.h"))
     assert.is_true(RANK.repl > RANK.bindings)
+  end)
+end)
+
+-- The module's Lua side (bindings/lua/init.lua): named modules that require what they use, through
+-- the module's own require (bindings/roper.c), and share only their return values.
+local LUA_DIR = "bindings/lua"
+-- the names the loader has besides the files: the module table, C's private table and the two
+-- modules the build generates (Makefile: HELP_DATA, BUILD_INFO)
+local LUA_GIVEN = { ["roper"] = true, ["roper.internals"] = true, ["roper.help_data"] = true,
+  ["roper.build_stamp"] = true }
+
+-- { [module name] = path } for every file below bindings/lua/ (embed.lua's naming rule).
+local function lua_modules()
+  local mods = {}
+  local function walk(dir, prefix)
+    for f in lfs.dir(dir) do
+      local path = dir .. "/" .. f
+      if f ~= "." and f ~= ".." and is_dir(path) then
+        walk(path, prefix .. f .. ".")
+      elseif f:match("%.lua$") then
+        mods[prefix .. f:gsub("%.lua$", "")] = path
+      end
+    end
+  end
+  walk(LUA_DIR, "roper.")
+  return mods
+end
+
+-- The names a file requires, from its code lines (comments left out).
+local function requires_of(path)
+  local names = {}
+  for _, l in ipairs(read_lines(path)) do
+    local code = l:gsub("%-%-.*$", "")
+    for name in code:gmatch("require%s*%(?%s*[\"']([%w_.]+)[\"']") do names[#names + 1] = name end
+  end
+  return names
+end
+
+-- The requires graph of mods ({name = path}), and the names required that are no module.
+local function lua_graph(mods)
+  local g, unknown = {}, {}
+  for name, path in pairs(mods) do
+    g[name] = {}
+    for _, r in ipairs(requires_of(path)) do
+      if mods[r] then g[name][r] = true
+      elseif not LUA_GIVEN[r] then unknown[#unknown + 1] = path .. ": " .. r end
+    end
+  end
+  table.sort(unknown)
+  return g, unknown
+end
+
+describe("the Lua modules", function()
+  local mods = lua_modules()
+
+  it("are found, each named by its path", function()
+    assert.are.equal("bindings/lua/init.lua", mods["roper.init"])
+    assert.are.equal("bindings/lua/experiment/keys.lua", mods["roper.experiment.keys"])
+  end)
+
+  it("require only modules that exist, no two each other around a circle, all from init", function()
+    local g, unknown = lua_graph(mods)
+    assert.are.same({}, unknown)
+    assert.is_nil(find_cycle(g))
+    local seen, todo = { ["roper.init"] = true }, { "roper.init" }
+    while #todo > 0 do
+      for m in pairs(g[table.remove(todo)]) do
+        if not seen[m] then seen[m], todo[#todo + 1] = true, m end
+      end
+    end
+    local unreached = {}
+    for name in pairs(mods) do if not seen[name] then unreached[#unreached + 1] = name end end
+    table.sort(unreached)
+    assert.are.same({}, unreached)
+  end)
+
+  it("share what they export by returning it, never through C's private table", function()
+    local writes = {}
+    for _, path in pairs(mods) do
+      for i, l in ipairs(read_lines(path)) do
+        local code = l:gsub("%-%-.*$", "")
+        if code:match("internals%.[%w_]+%s*=[^=]") or code:match("function%s+internals[.:]")
+            or code:match("internals%s*%[[^]]*%]%s*=[^=]") then
+          writes[#writes + 1] = path .. ":" .. i
+        end
+      end
+    end
+    table.sort(writes)
+    assert.are.same({}, writes)
+  end)
+
+  it("load only among themselves: a user's module of the same name is neither used nor given "
+    .. "ours, and roper.internals stays private", function()
+    local script = [[
+      package.cpath = os.getenv("BUILD_ABS") .. "/?.so;" .. package.cpath
+      package.preload["roper.print"] = function() return "the user's" end
+      package.preload["roper.args"] = function() error("the user's roper.args ran") end
+      local rp = require "roper"
+      assert(tostring(rp.zeros{2}):find("[2]", 1, true), "roper's own printing")
+      assert(require "roper.print" == "the user's")
+      assert(package.loaded["roper.internals"] == nil and package.loaded["roper.init"] == nil)
+      local ok, err = pcall(require, "roper.internals")
+      assert(not ok and err:find("module 'roper.internals' not found", 1, true), err)
+      print("ok")
+    ]]
+    local build_abs = BUILD:sub(1, 1) == "/" and BUILD or lfs.currentdir() .. "/" .. BUILD
+    local out, err, code = h.run("BUILD_ABS=" .. h.sh_quote(build_abs) .. " "
+      .. h.lua_env(build_abs) .. "lua5.4 -e " .. h.sh_quote(script))
+    assert.are.equal(0, code, err)
+    assert.are.equal("ok\n", out)
+  end)
+
+  it("get their names from embed.lua's rule, which refuses two files of one name", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. h.sh_quote(dir .. "/lua/a") .. " "
+      .. h.sh_quote(dir .. "/x/lua/a")))
+    for _, f in ipairs { "/lua/a/b.lua", "/x/lua/a/b.lua", "/lua/c.lua" } do
+      assert(io.open(dir .. f, "w")):close()
+    end
+    local function embed(a, b)
+      return h.run("lua5.4 bindings/embed.lua " .. h.sh_quote(dir .. a) .. " "
+        .. h.sh_quote(dir .. b))
+    end
+    local out, err, code = embed("/lua/a/b.lua", "/lua/c.lua")
+    assert.are.equal(0, code, err)
+    assert.truthy(out:find('{"roper.a.b", "a/b.lua", ', 1, true), out)
+    assert.truthy(out:find('{"roper.c", "c.lua", ', 1, true), out)
+    out, err, code = embed("/lua/a/b.lua", "/x/lua/a/b.lua")
+    assert.are_not.equal(0, code)
+    assert.truthy(err:find("two files for module roper.a.b", 1, true), err)
+    os.execute("rm -r " .. h.sh_quote(dir))
   end)
 end)

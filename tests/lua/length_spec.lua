@@ -1,7 +1,7 @@
--- Length generalisation (issue 14, item 1): m:derive (bindings/lua/35_derive.lua), rp.eval.lengths
--- (bindings/lua/30_eval.lua) on every task against rp.eval.accuracy / rp.eval.loss called by
+-- Length generalisation (issue 14, item 1): m:derive (bindings/lua/derive.lua), rp.eval.lengths
+-- (bindings/lua/eval.lua) on every task against rp.eval.accuracy / rp.eval.loss called by
 -- hand, the experiment keys eval_lengths and eval_scaling and the context-extension keys
--- (bindings/lua/40_experiment_keys.lua), and compare.lua with --eval-lengths (the run files, the
+-- (bindings/lua/experiment/keys.lua), and compare.lua with --eval-lengths (the run files, the
 -- lengths table of summary.md, summary_lengths.csv, summary.json, lengths.dat). Every model is
 -- tiny (16 wide, one layer, a few steps).
 

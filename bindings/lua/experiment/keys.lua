@@ -7,7 +7,7 @@
 --   rp.experiment.check([overrides])   -> the same, and everything else that can be known before
 --                                         training (model, memory, task, corpus splits)
 --   rp.experiment.task(cfg)            -> the task of a config (as run builds it)
---   rp.experiment.run(cfg[, progress[, opts]]) -> result table (43_experiment_run.lua); with
+--   rp.experiment.run(cfg[, progress[, opts]]) -> result table (experiment/run.lua); with
 --                                         opts.keep_model also the model, its task and optimiser
 --   rp.experiment.resumable(cfg, path) -> the step run with {save = path, resume = true} would
 --                                         go on from (0: afresh), or nil and why (and
@@ -19,27 +19,28 @@
 -- Errors name the public function: "bad argument #1 to 'rp.experiment.run' (option 'steps' must
 -- be >= 1, got 0)".
 --
--- rp.experiment is five chunks, one concern each, which share their private parts through
--- internals.experiment (never globals):
---   40_experiment_keys.lua   (this one) the config keys, their conversion and ranges:
---                            keys, applies, config; shares resolve and the parsers of the
---                            list-valued keys
---   41_experiment_check.lua  what a config builds (the options of its task, model and
+-- rp.experiment is five modules (bindings/lua/experiment/), one concern each; each returns its
+-- private parts that the others require (never globals):
+--   roper.experiment.keys    (this one) the config keys, their conversion and ranges:
+--                            keys, applies, config; exports the table rp.experiment
+--                            (experiment), resolve and the parsers of the list-valued keys
+--   roper.experiment.check   what a config builds (the options of its task, model and
 --                            optimiser) and everything known before training: task, check;
---                            shares validate and the option builders
---   42_experiment_state.lua  the training state beside a checkpoint and the checkpoint a run
---                            goes on from: resumable; shares them with run
---   43_experiment_run.lua    run, in named steps
---   44_experiment_better.lua better: which of two values of a metric is better
---
--- Called by luaopen_roper as chunk(rp, internals).
-local rp, internals = ...
+--                            exports validate and the option builders
+--   roper.experiment.state   the training state beside a checkpoint and the checkpoint a run
+--                            goes on from: resumable; exports them to run
+--   roper.experiment.run     run, in named steps
+--   roper.experiment.better  better: which of two values of a metric is better
+local require = ...
+local rp = require "roper"
+local internals = require "roper.internals"
+local args = require "roper.args"
+local eval = require "roper.eval"
 
 local experiment = {}
 rp.experiment = experiment
--- the private parts the chunks of rp.experiment share (filled in below and by 41..43)
+-- what this module exports to the other modules of rp.experiment (filled in at the end)
 local E = {}
-internals.experiment = E
 
 -- {name, default, kind, help}; kind: a list of allowed strings, "int", "number", "bool",
 -- "string". Keys named "<task>: ..." in their help apply to that task only (TASK_OF below).
@@ -151,7 +152,7 @@ function experiment.keys()
   return out
 end
 
-local argerror = internals.argerror
+local argerror = args.argerror
 
 -- Converts v (a value or its text, as from a command line) to key k's kind, or raises naming
 -- the public function fname.
@@ -229,10 +230,10 @@ local function parse_scalings(s, fname, cfg)
   local out, seen = {}, {}
   for part in s:gmatch("[^,%s]+") do
     local ok = false
-    for _, n in ipairs(internals.scalings) do ok = ok or n == part end
+    for _, n in ipairs(eval.scalings) do ok = ok or n == part end
     if not ok then
       argerror(fname, 1, ("option 'eval_scaling' must list names of %s, got %s"):format(
-        table.concat(internals.scalings, ", "), part))
+        table.concat(eval.scalings, ", "), part))
     end
     if seen[part] then
       argerror(fname, 1, ("option 'eval_scaling' names %s twice"):format(part))
@@ -242,7 +243,7 @@ local function parse_scalings(s, fname, cfg)
   end
   if #out == 0 then
     argerror(fname, 1, ("option 'eval_scaling' must list names of %s, got nothing"):format(
-      table.concat(internals.scalings, ", ")))
+      table.concat(eval.scalings, ", ")))
   end
   if cfg and rotates_nothing(cfg) then return { "none" } end
   return out
@@ -277,7 +278,7 @@ local function resolve(fname, overrides)
   -- Hugging Face's names (rope_scaling, rope_theta) become roper's keys (rp.model's mapping)
   if overrides and (overrides.rope_scaling ~= nil or overrides.rope_theta ~= nil) then
     local ok, mapped = pcall(internals.hf_rope, overrides)
-    if not ok then argerror(fname, 1, internals.inner(mapped)) end
+    if not ok then argerror(fname, 1, args.inner(mapped)) end
     local o = {}
     for k, v in next, overrides do o[k] = v end
     o.rope_scaling, o.rope_theta = nil, nil
@@ -360,9 +361,9 @@ end
 -- own rule for the model keys: key -> function(cfg) -> nil (it does something) or the reason,
 -- in rp.model's words ("for pe rope: it applies to pe shaw or deberta").
 local function accuracy_only(cfg)
-  if not internals.accuracy_task(cfg.task) then
+  if not eval.accuracy_task(cfg.task) then
     return ("for task %s: it applies to the accuracy tasks (task %s)"):format(cfg.task,
-      task_list(internals.accuracy_task))
+      task_list(eval.accuracy_task))
   end
 end
 local function sampling_only(cfg)
@@ -419,7 +420,7 @@ function experiment.applies(key, what)
   local cfg, task
   if type(what) == "table" then
     local ok, c = pcall(resolve, fname, what)
-    if not ok then argerror(fname, 2, internals.inner(c)) end
+    if not ok then argerror(fname, 2, args.inner(c)) end
     cfg, task = c, c.task
   else
     task = what
@@ -457,3 +458,6 @@ end
 E.keys, E.task_of, E.model_row, E.model_table = KEYS, TASK_OF, MODEL_ROW, model_table
 E.resolve, E.parse_digits, E.parse_lengths, E.parse_scalings = resolve, parse_digits,
   parse_lengths, parse_scalings
+E.experiment = experiment
+
+return E

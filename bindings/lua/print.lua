@@ -1,12 +1,16 @@
--- __tostring for roper.Tensor, torch7 style.
+-- roper.print: __tostring for roper.Tensor, torch7 style (and below: rp.inspect, and __tostring
+-- for m:params(), m:grads() and rp.model_memory's tables); exports nothing.
 --
--- Called by luaopen_roper as chunk(rp, internals). Output: the values (one format for the whole
+-- A tensor's output: the values (one format for the whole
 -- tensor: integers without decimals, otherwise 4 decimals, with a common scale line such as
 -- "1e-03 *" when the magnitudes call for one, and "%11.4e" when they span too widely), then a last
 -- line with the shape, "[2 x 3]". 1-D tensors print as a row, wrapped at 80 columns; tensors of
 -- more than 2 dims print their 2-D slices, each headed "(1,1,.,.) = ". Big tensors are cut with
 -- "...": at most 40 values of a 1-D tensor, 20 rows x 10 columns per slice and 10 slices.
-local rp, internals = ...
+local require = ...
+local rp = require "roper"
+local internals = require "roper.internals"
+local args = require "roper.args"
 local mt = internals.Tensor_mt
 local is_live = internals.is_live
 
@@ -219,7 +223,7 @@ mt.__tostring = tensor_tostring
 -- entries a table ends with "... (N more)". Inside a table a tensor is "roper.Tensor [2 x 3]"
 -- and other values print as tostring gives them (first line only). Metamethods are not called
 -- to walk a table (raw access only); a value's __tostring is called, protected.
-local argerror, describe_type = internals.argerror, function(v)
+local argerror, describe_type = args.argerror, function(v)
   return math.type(v) or type(v)
 end
 

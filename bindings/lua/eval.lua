@@ -12,15 +12,24 @@
 -- from its own generator (rp.rng(seed + 1) jumped i - 1 times), so its answer does not depend
 -- on the others.
 --
--- Called by luaopen_roper as chunk(rp, internals).
-local rp, internals = ...
+-- roper.eval: adds rp.eval; exports accuracy_task, scalings and length_plan (below) to
+-- rp.experiment's modules.
+local require = ...
+local rp = require "roper"
+local internals = require "roper.internals"
+local args = require "roper.args"
+local derive = require "roper.derive"
+
+local M = {}
 
 local eval = {}
 rp.eval = eval
 
 local Model_mt, Task_mt = internals.Model_mt, internals.Task_mt
 
-local argerror, user_level = internals.argerror, internals.user_level
+local argerror, user_level, describe = args.argerror, args.user_level, args.describe
+local check_opts, opt_int, opt_number, opt_enum = args.check_opts, args.opt_int, args.opt_number,
+  args.opt_enum
 
 -- Runs body(...) for the public function fname. An error of a module function that body calls
 -- (the model or task released while the call runs, by a finalizer for instance) is raised as an
@@ -41,16 +50,6 @@ local function guard(fname, body, ...)
   argerror(fname, inner:find("released task", 1, true) and 2 or 1, inner)
 end
 
-local function describe(v)
-  if type(v) == "string" then return #v <= 40 and ('string "' .. v .. '"') or "string" end
-  if type(v) == "number" then return tostring(v) end
-  local mt = getmetatable(v)
-  if type(v) == "userdata" and type(mt) == "table" and type(mt.__name) == "string" then
-    return mt.__name
-  end
-  return type(v)
-end
-internals.describe = describe
 
 -- A live model at argument 1 (a released one raises here, not later inside m:generate).
 local function check_model(fname, m)
@@ -67,71 +66,11 @@ local function check_task(fname, task)
   if not pcall(task.vocab_size, task) then argerror(fname, 2, "attempt to use a released task") end
 end
 
--- Checks the options table (nil or a table with only known string keys); returns a plain copy
--- of its entries, so that later reads run no metamethod of the caller's table.
-local function check_opts(fname, arg, opts, known)
-  if opts == nil then return {} end
-  if type(opts) ~= "table" then argerror(fname, arg, "options table expected, got " .. describe(opts)) end
-  local set = {}
-  for _, k in ipairs(known) do set[k] = true end
-  local copy = {}
-  for k, v in next, opts do
-    if type(k) ~= "string" then
-      argerror(fname, arg, "option names must be strings, got " .. describe(k))
-    end
-    if not set[k] then
-      argerror(fname, arg, ("unknown option '%s' (known: %s)"):format(k, table.concat(known, ", ")))
-    end
-    copy[k] = v
-  end
-  return copy
-end
-
-local function opt_int(fname, arg, opts, key, def, lo, hi)
-  local v = opts[key]
-  if v == nil then return def end
-  if math.type(v) == "float" and v == math.floor(v) and v >= -2^53 and v <= 2^53 then
-    v = math.tointeger(v)
-  end
-  if math.type(v) ~= "integer" then
-    argerror(fname, arg, ("option '%s' must be an integer, got %s"):format(key, describe(v)))
-  end
-  if (lo and v < lo) or (hi and v > hi) then
-    local range = hi and ("in %d..%d"):format(lo, hi) or (">= " .. lo)
-    argerror(fname, arg, ("option '%s' must be %s, got %d"):format(key, range, v))
-  end
-  return v
-end
-
-local function opt_number(fname, arg, opts, key, def)
-  local v = opts[key]
-  if v == nil then return def end
-  if type(v) ~= "number" or v ~= v or v == math.huge or v == -math.huge then
-    argerror(fname, arg, ("option '%s' must be a finite number, got %s"):format(key, describe(v)))
-  end
-  return v
-end
-
-local function opt_enum(fname, arg, opts, key, names, def)
-  local v = opts[key]
-  if v == nil then return def end
-  for _, n in ipairs(names) do
-    if v == n then return v end
-  end
-  local quoted = {}
-  for i, n in ipairs(names) do quoted[i] = '"' .. n .. '"' end
-  argerror(fname, arg, ("option '%s' must be one of %s, got %s"):format(key,
-    table.concat(quoted, ", "), describe(v)))
-end
-
--- the option checks, for the other Lua parts (50_plot.lua)
-internals.check_opts, internals.opt_int = check_opts, opt_int
-internals.opt_number, internals.opt_enum = opt_number, opt_enum
 
 -- The tasks with evaluation problems (task:problem, task:check): their metric is accuracy.
 local ACCURACY_TASKS = { addition = true, substring_index = true, grid_offset = true }
 local function accuracy_task(kind) return ACCURACY_TASKS[kind] == true end
-internals.accuracy_task = accuracy_task
+M.accuracy_task = accuracy_task
 
 -- The model must read the task's tokens: vocab >= the task's, seq_len >= the task's (for loss).
 local function check_fit(fname, m, task, need_seq)
@@ -349,7 +288,7 @@ local SCALINGS
 for _, k in ipairs(internals.model_keys) do
   if k.name == "scaling" then SCALINGS = k.names end
 end
-internals.scalings = SCALINGS
+M.scalings = SCALINGS
 
 -- The longest prompt of a substring_index problem of n letters ("?s='<n letters>'; s[<i>:]=="
 -- with i < n) and max_new tokens after it.
@@ -360,7 +299,7 @@ end
 -- The largest seq_len of a task (rp.tasks: 8 .. 2^24).
 local MAX_SEQ_LEN = 1 << 24
 
--- internals.length_plan(fname, arg, mc, tc, o) -> plans: what rp.eval.lengths does at each
+-- M.length_plan(fname, arg, mc, tc, o) -> plans: what rp.eval.lengths does at each
 -- length, every length checked before anything is evaluated (errors name fname, argument arg).
 --   mc  the model's config (m:config(), or the rp.model config an experiment builds)
 --   tc  the task's config (task:config())
@@ -370,7 +309,7 @@ local MAX_SEQ_LEN = 1 << 24
 -- A plan: {length =, factor =, seq_len = (of the model that evaluates), n_digits = (addition),
 -- task = (options of a task built for this length, or nil: the task itself), derive = (the
 -- overrides of m:derive, or nil: m itself)}.
-function internals.length_plan(fname, arg, mc, tc, o)
+function M.length_plan(fname, arg, mc, tc, o)
   local kind, plans = tc.kind, {}
   local function bad(L, msg) argerror(fname, arg, ("length %d: %s"):format(L, msg)) end
   if kind == "grid_offset" then
@@ -419,17 +358,17 @@ function internals.length_plan(fname, arg, mc, tc, o)
         d.scaling, d.scaling_factor = o.scaling, o.scaling == "dynamic" and 1 or factor
         -- the trained length as orig_len where the scaling reads one (yarn, dynamic, llama3:
         -- the config schema's rule)
-        local probe = internals.model_merge(mc, { scaling = o.scaling, orig_len = mc.seq_len })
+        local probe = derive.model_merge(mc, { scaling = o.scaling, orig_len = mc.seq_len })
         local ok, unused = pcall(internals.model_unused, probe)
         if ok and not unused.orig_len then d.orig_len = mc.seq_len end
       end
-      if internals.has_learned(mc.pe) and p.seq_len > mc.seq_len then
-        bad(L, internals.learned_limit(mc.seq_len, p.seq_len))
+      if derive.has_learned(mc.pe) and p.seq_len > mc.seq_len then
+        bad(L, derive.learned_limit(mc.seq_len, p.seq_len))
       end
       -- the model m:derive(d) builds (mc's keys that do nothing for it dropped)
-      local cfg = internals.model_merge(mc, d)
+      local cfg = derive.model_merge(mc, d)
       local ok, mem = pcall(rp.model_memory, cfg)
-      if not ok then bad(L, internals.inner(mem)) end
+      if not ok then bad(L, args.inner(mem)) end
       if mem.available and mem.model > mem.available then
         bad(L, ("the model at seq_len %d needs %.1f GiB, more than the %.1f GiB of memory "
           .. "available"):format(p.seq_len, mem.model / 2^30, mem.available / 2^30))
@@ -440,7 +379,7 @@ function internals.length_plan(fname, arg, mc, tc, o)
       -- the task's own limits (checked by building it; the text corpus is read when evaluated)
       if kind ~= "text" then
         local ok, t = pcall(rp.tasks[kind], p.task)
-        if not ok then bad(L, internals.inner(t)) end
+        if not ok then bad(L, args.inner(t)) end
         getmetatable(t).__close(t)
       end
     end
@@ -487,7 +426,7 @@ local function lengths(m, task, opts)
     local train, valid = task:split_sizes()
     split_size = o.split == "valid" and valid or train
   end
-  local plans = internals.length_plan(fname, 3, mc, tc, { lengths = list, scaling = scaling,
+  local plans = M.length_plan(fname, 3, mc, tc, { lengths = list, scaling = scaling,
     train_length = train_length, max_new = o.max_new, batch_size = o.batch_size, split = o.split,
     split_size = split_size })
 
@@ -531,3 +470,5 @@ end
 function eval.lengths(m, task, opts)
   return guard("rp.eval.lengths", lengths, m, task, opts)
 end
+
+return M

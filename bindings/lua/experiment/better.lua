@@ -1,10 +1,12 @@
 -- rp.experiment, comparing results: rp.experiment.better, which of two values of a run's metric
--- (result.metric, result.value: 43_experiment_run.lua) is the better one.
+-- (result.metric, result.value: roper.experiment.run) is the better one.
 --
--- Called by luaopen_roper as chunk(rp, internals).
-local rp, internals = ...
+-- roper.experiment.better: adds rp.experiment.better; exports nothing.
+local require = ...
+local args = require "roper.args"
+local keys = require "roper.experiment.keys"
 
-local experiment, argerror = rp.experiment, internals.argerror
+local experiment, argerror = keys.experiment, args.argerror
 
 -- rp.experiment.better(metric, a, b) -> true when value a is better than value b (nil, a
 -- diverged run, is worse than anything).

@@ -1,5 +1,5 @@
 -- m:derive([overrides]) -> a new model: m's config (m:config()) with overrides merged on top
--- (internals.model_merge: m's keys that do nothing for the new config are dropped), built by
+-- (model_merge below: m's keys that do nothing for the new config are dropped), built by
 -- rp.model, holding a copy of every parameter of m. The two layouts must match name
 -- for name and shape for shape, so overrides may change what holds no parameter (seq_len,
 -- max_batch, dropout, the base and pairing of RoPE, the rotary pe modes among themselves, the
@@ -9,23 +9,26 @@
 -- "calling 'derive' on bad self (...)" for a released model or a self that is no model
 -- (argument numbers as for the method call m:derive(x), however derive is called).
 --
--- Also internals.has_learned(pe) and internals.learned_limit(rows, seq_len): whether a mode has a
--- learned position table, and the message for one of `rows` rows asked for seq_len positions
--- (shared with rp.eval.lengths and rp.experiment), and
--- internals.model_merge(base, over): an rp.model config from another one and overrides.
---
--- Called by luaopen_roper as chunk(rp, internals).
-local rp, internals = ...
+-- roper.derive: adds rp.Model.derive (m:derive); exports has_learned(pe) and
+-- learned_limit(rows, seq_len): whether a mode has a learned position table, and the message for
+-- one of `rows` rows asked for seq_len positions (shared with rp.eval.lengths and rp.experiment),
+-- and model_merge(base, over): an rp.model config from another one and overrides.
+local require = ...
+local rp = require "roper"
+local internals = require "roper.internals"
+local args = require "roper.args"
 
-local Model_mt, inner, user_level = internals.Model_mt, internals.inner, internals.user_level
+local M = {}
 
--- internals.model_merge(base, over) -> a new rp.model config table: base with over's keys on
+local Model_mt, inner, user_level = internals.Model_mt, args.inner, args.user_level
+
+-- M.model_merge(base, over) -> a new rp.model config table: base with over's keys on
 -- top, less base's keys that do nothing for the result (internals.model_unused: pe shaw drops a
 -- rope model's base and pairing, scaling "pi" a yarn model's yarn_beta). So the config of one
 -- model is a base for a model of another mode, while a key of over that does nothing stays and
 -- rp.model refuses it. base and over are not changed; a table that cannot be read is merged
 -- without dropping anything (rp.model then names the problem).
-function internals.model_merge(base, over)
+function M.model_merge(base, over)
   local cfg = {}
   for k, v in pairs(base) do cfg[k] = v end
   for k, v in pairs(over or {}) do cfg[k] = v end
@@ -38,20 +41,20 @@ function internals.model_merge(base, over)
   return cfg
 end
 
--- internals.has_learned(pe): true when pe (a mode name, or anything) adds a learned table of
+-- M.has_learned(pe): true when pe (a mode name, or anything) adds a learned table of
 -- absolute positions (the mode table's absolute column), which holds seq_len rows.
-function internals.has_learned(pe)
+function M.has_learned(pe)
   local row = type(pe) == "string" and internals.pe_modes[pe]
   return row and row.absolute == "learned" or false
 end
 
-function internals.learned_limit(rows, seq_len)
+function M.learned_limit(rows, seq_len)
   return ("learned absolute positions hold %d positions; seq_len %d asks for more (a learned "
     .. "table cannot be extended)"):format(rows, seq_len)
 end
 
--- describe(v): a value for messages (30_eval.lua's)
-local describe = internals.describe
+-- describe(v): a value for messages
+local describe = args.describe
 
 local function shape_str(t)
   return table.concat(t:shape(), "x")
@@ -106,11 +109,11 @@ function derive(m, overrides)
   -- derived model's mode are dropped
   local base = m:config()
   if over.pe ~= nil and over.rotate == nil then base.rotate = nil end
-  local cfg = internals.model_merge(base, over)
-  if internals.has_learned(cfg.pe) and internals.has_learned(old.pe)
+  local cfg = M.model_merge(base, over)
+  if M.has_learned(cfg.pe) and M.has_learned(old.pe)
       and math.type(cfg.seq_len) == "integer"
       and cfg.seq_len > old.seq_len then
-    bad(2, internals.learned_limit(old.seq_len, cfg.seq_len))
+    bad(2, M.learned_limit(old.seq_len, cfg.seq_len))
   end
 
   local ok, m2 = pcall(rp.model, cfg)
@@ -141,3 +144,5 @@ function derive(m, overrides)
   done = true
   return m2
 end
+
+return M

@@ -9,11 +9,14 @@
 -- way, the same distribution for random phi. The one home of that draw: rp.experiment's axes
 -- "mixed" (phi from rp.rng(seed)) and scripts/pe_identity_2d.lua use it.
 --
--- Called by luaopen_roper as chunk(rp, internals).
-local rp, internals = ...
+-- roper.rope_mixed: adds rp.rope.mixed; exports nothing.
+local require = ...
+local rp = require "roper"
+local internals = require "roper.internals"
+local args = require "roper.args"
 
-local argerror, describe = internals.argerror, internals.describe
-local check_opts, opt_number = internals.check_opts, internals.opt_number
+local argerror, describe = args.argerror, args.describe
+local check_opts, opt_number = args.check_opts, args.opt_number
 
 function rp.rope.mixed(d_rot, opts)
   local fname = "rp.rope.mixed"
@@ -37,7 +40,7 @@ function rp.rope.mixed(d_rot, opts)
     if g ~= nil and getmetatable(g) ~= internals.Rng_mt then
       argerror(fname, 2, "option 'rng' must be a roper.Rng, got " .. describe(g))
     end
-    g = g or rp.rng(internals.opt_int(fname, 2, o, "seed", 0))
+    g = g or rp.rng(args.opt_int(fname, 2, o, "seed", 0))
     phi = g:uniform() * 2 * math.pi
   end
   local q = d_rot // 4

@@ -2,21 +2,29 @@
 -- (join_ranks), its threads (set_threads), the objects it builds and releases (Owned,
 -- build_objects), the training with its saves (start_training, train, save, finish_training),
 -- what the curve says (summarise_curve) and the evaluation (evaluate, evaluate_lengths). The
--- checks before anything is built are 41_experiment_check.lua's; the training state and the
--- checkpoint a run goes on from, 42_experiment_state.lua's.
+-- checks before anything is built are roper.experiment.check's; the training state and the
+-- checkpoint a run goes on from, roper.experiment.state's.
 --
--- Called by luaopen_roper as chunk(rp, internals).
-local rp, internals = ...
+-- roper.experiment.run: adds rp.experiment.run; exports nothing.
+local require = ...
+local rp = require "roper"
+local internals = require "roper.internals"
+local args = require "roper.args"
+local eval = require "roper.eval" -- and rp.eval
+local keys = require "roper.experiment.keys"
+local check = require "roper.experiment.check"
+local state = require "roper.experiment.state"
+require "roper.derive" -- m:derive
 
-local experiment, E = rp.experiment, internals.experiment
-local argerror, inner, path_kind = internals.argerror, internals.inner, internals.path_kind
-local KEYS = E.keys
-local resolve, validate = E.resolve, E.validate
-local parse_digits, parse_lengths, parse_scalings = E.parse_digits, E.parse_lengths,
-  E.parse_scalings
-local task_opts, model_opts, optim_opts = E.task_opts, E.model_opts, E.optim_opts
-local config_word, write_state, commit_state, open_checkpoint = E.config_word, E.write_state,
-  E.commit_state, E.open_checkpoint
+local experiment = keys.experiment
+local argerror, inner, path_kind = args.argerror, args.inner, internals.path_kind
+local KEYS = keys.keys
+local resolve, validate = keys.resolve, check.validate
+local parse_digits, parse_lengths, parse_scalings = keys.parse_digits, keys.parse_lengths,
+  keys.parse_scalings
+local task_opts, model_opts, optim_opts = check.task_opts, check.model_opts, check.optim_opts
+local config_word, write_state, commit_state, open_checkpoint = state.config_word,
+  state.write_state, state.commit_state, state.open_checkpoint
 
 -- The options of rp.experiment.run (argument 3), checked and copied (no metamethod of the
 -- caller's table runs later): keep_model (boolean), save (a path), save_every (steps, with save),
@@ -179,7 +187,7 @@ local function init_model(fname, path, mc)
   end })
   if getmetatable(src) ~= internals.Model_mt then
     argerror(fname, 1, ("option 'init': %s holds %s, not a model"):format(path,
-      internals.describe(src)))
+      args.describe(src)))
   end
   local derived
   ok, derived = pcall(src.derive, src, mc)
@@ -252,7 +260,7 @@ local function save(tr, step)
   if ok then ok, err = tr.m:save(tr.opts.save, tr.opt, { allow_nonfinite = true }) end
   if ok and tr.keep_state then ok, err = commit_state(tr.state_path) end
   if not ok then
-    error(("rp.experiment.run: cannot save the model: %s"):format(err), internals.user_level())
+    error(("rp.experiment.run: cannot save the model: %s"):format(err), args.user_level())
   end
 end
 
@@ -306,7 +314,7 @@ local function finish_training(tr)
   if tr.ranks > 1 then
     if not weights_agree(tr.comm, tr.m) then
       error(("rp.experiment.run: the weights of the %d ranks differ after training"):format(
-        tr.ranks), internals.user_level())
+        tr.ranks), args.user_level())
     end
     res.ranks, res.comm_seconds = tr.ranks, tr.comm:stats().seconds
   end
@@ -350,7 +358,7 @@ end
 -- accuracy tasks, the evaluation loss, and the metric's value.
 local function evaluate(fname, cfg, res, m, task)
   local kind = cfg.task
-  res.metric = internals.accuracy_task(kind) and "correct" or "loss"
+  res.metric = eval.accuracy_task(kind) and "correct" or "loss"
   if not res.diverged then
     if res.metric == "correct" then
       local eo = { problems = cfg.problems, seed = cfg.eval_seed, decode = cfg.decode }

@@ -18,11 +18,15 @@
 -- stdout. gnuplot runs with -d (no ~/.gnuplot), so the pictures do not depend on the user's
 -- settings. A failing gnuplot or an unwritable file gives nil and "fname: message".
 --
--- Called by luaopen_roper as chunk(rp, internals).
-local rp, internals = ...
+-- roper.plot: adds rp.plot, rp.scatter, rp.heatmap, rp.hist and rp.gnuplot; exports nothing.
+local require = ...
+local rp = require "roper"
+local internals = require "roper.internals"
+local args = require "roper.args"
+require "roper.print" -- rp.inspect
 
-local argerror, describe, user_level = internals.argerror, internals.describe, internals.user_level
-local check_opts, opt_int, opt_enum = internals.check_opts, internals.opt_int, internals.opt_enum
+local argerror, describe, user_level = args.argerror, args.describe, args.user_level
+local check_opts, opt_int, opt_enum = args.check_opts, args.opt_int, args.opt_enum
 local is_live, read_file, write_file = internals.is_live, internals.read_file, internals.write_file
 local path_kind = internals.path_kind
 
@@ -39,7 +43,7 @@ local SHADES = " .:-=+*#%@"       -- a text heatmap's cells, from the lowest val
 -- any allocation) raises fname's argument error, not the method's.
 local function call(fname, arg, t, method, ...)
   local r = table.pack(pcall(t[method], t, ...))
-  if not r[1] then argerror(fname, arg, internals.inner(r[2])) end
+  if not r[1] then argerror(fname, arg, args.inner(r[2])) end
   return table.unpack(r, 2, r.n)
 end
 

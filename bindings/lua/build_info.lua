@@ -4,14 +4,16 @@
 --                        build = "native" | "portable" | "sanitize", target = "native" |
 --                        "x86-64-v3" | "x86-64" } (core/sys/build.h: the portable build gives the
 --                        same bits on every x86-64-v3 CPU)
--- The commit is stamped at build time by bindings/gen_build_info.lua (the chunk 03_build_info.lua,
--- generated in the build folder and embedded before this file): "unknown" when the module was
--- built outside a git checkout.
+-- The commit is stamped at build time by bindings/gen_build_info.lua (the module
+-- roper.build_stamp, generated in the build folder): "unknown" when the module was built outside
+-- a git checkout.
 --
--- Called by luaopen_roper as chunk(rp, internals).
-local rp, internals = ...
+-- roper.build_info: adds rp.build_info; exports nothing.
+local require = ...
+local rp = require "roper"
+local internals = require "roper.internals"
 
-local stamp = internals.build_info or {}
+local stamp = require "roper.build_stamp"
 local commit = type(stamp.commit) == "string" and stamp.commit or "unknown"
 
 function rp.build_info()

@@ -1,18 +1,23 @@
 -- rp.experiment, the training state and resuming: the state file beside a run's checkpoint
 -- (written in two halves around the model's save, read back), the checkpoint a run goes on
--- from (open_checkpoint: checked against the run's config), and rp.experiment.resumable. run
--- (43_experiment_run.lua) shares config_word, write_state, commit_state and open_checkpoint.
+-- from (open_checkpoint: checked against the run's config), and rp.experiment.resumable.
 --
--- Called by luaopen_roper as chunk(rp, internals).
-local rp, internals = ...
+-- roper.experiment.state: adds rp.experiment.resumable; exports config_word, write_state,
+-- commit_state and open_checkpoint (to roper.experiment.run).
+local require = ...
+local rp = require "roper"
+local internals = require "roper.internals"
+local args = require "roper.args"
+local keys = require "roper.experiment.keys"
+local check = require "roper.experiment.check"
 
-local experiment, E = rp.experiment, internals.experiment
-local argerror, inner = internals.argerror, internals.inner
+local experiment, E = keys.experiment, {}
+local argerror, inner = args.argerror, args.inner
 local path_kind, read_file, write_file = internals.path_kind, internals.read_file,
   internals.write_file
-local KEYS, TASK_OF = E.keys, E.task_of
-local resolve, validate, model_opts, optim_opts = E.resolve, E.validate, E.model_opts,
-  E.optim_opts
+local KEYS, TASK_OF = keys.keys, keys.task_of
+local resolve, validate, model_opts, optim_opts = keys.resolve, check.validate, check.model_opts,
+  check.optim_opts
 
 -- A config value as one word (for comm:agree and the training state): numbers in their shortest
 -- exact form, strings with spaces, controls, %, ; and = escaped as %XX. Equal values give equal
@@ -229,3 +234,5 @@ end
 
 E.config_word, E.write_state, E.commit_state, E.open_checkpoint = config_word, write_state,
   commit_state, open_checkpoint
+
+return E

@@ -1,14 +1,22 @@
 -- rp.experiment, what a config builds and what can be known before training: the options of
 -- its task, model and optimiser (shared with run and resumable), rp.experiment.task and
 -- rp.experiment.check, and validate, their checks before anything is built or trained (shared
--- with run and resumable). The keys and resolve are 40_experiment_keys.lua's.
+-- with run and resumable). The keys and resolve are roper.experiment.keys's.
 --
--- Called by luaopen_roper as chunk(rp, internals).
-local rp, internals = ...
+-- roper.experiment.check: adds rp.experiment.task and rp.experiment.check; exports task_opts,
+-- model_opts, optim_opts and validate.
+local require = ...
+local rp = require "roper"
+local internals = require "roper.internals"
+local args = require "roper.args"
+local derive = require "roper.derive"
+local eval = require "roper.eval"
+local keys = require "roper.experiment.keys"
+require "roper.rope_mixed" -- rp.rope.mixed (axes "mixed")
 
-local experiment, E = rp.experiment, internals.experiment
-local argerror, inner = internals.argerror, internals.inner
-local resolve, parse_lengths, parse_scalings = E.resolve, E.parse_lengths, E.parse_scalings
+local experiment, E = keys.experiment, {}
+local argerror, inner = args.argerror, args.inner
+local resolve, parse_lengths, parse_scalings = keys.resolve, keys.parse_lengths, keys.parse_scalings
 
 -- The options of rp.tasks.<task> for cfg.
 local function task_opts(cfg)
@@ -50,11 +58,11 @@ end
 
 -- The config of rp.model for cfg and a task of vocabulary V: every model key of cfg (rotate ""
 -- and an unset fraction left out), less those that do nothing for the run's model (a shared
--- config sets rel_clip for shaw and rope alike; internals.model_merge); with positions "grid" the
+-- config sets rel_clip for shaw and rope alike; derive.model_merge); with positions "grid" the
 -- grid task's 2-D positions of the seq_len tokens of a row (task:positions2d), and with axes
 -- "mixed" RoPE-Mixed's matrix over the whole head (d_rot = d_k).
 local function model_opts(cfg, V)
-  local o = E.model_table(cfg, V)
+  local o = keys.model_table(cfg, V)
   if cfg.task == "grid_offset" and cfg.positions == "grid" then
     local task <close> = setmetatable({ rp.tasks.grid_offset(task_opts(cfg)) }, {
       __close = function(t) getmetatable(t[1]).__close(t[1]) end })
@@ -68,7 +76,7 @@ local function model_opts(cfg, V)
                                                                    seed = cfg.seed }) or {}
     end
   end
-  return internals.model_merge(o)
+  return derive.model_merge(o)
 end
 
 -- The options of the optimiser cfg builds (rp.optim[cfg.optimiser]'s), for a model of any size.
@@ -152,7 +160,7 @@ local function validate(fname, cfg)
   if #lengths > 0 then
     local split = cfg.task == "text" and cfg.valid_fraction > 0 and "valid" or "train"
     for _, sc in ipairs(parse_scalings(cfg.eval_scaling, fname, cfg)) do
-      local pok, perr = pcall(internals.length_plan, fname, 1, mc, tc, { lengths = lengths,
+      local pok, perr = pcall(eval.length_plan, fname, 1, mc, tc, { lengths = lengths,
         scaling = sc, train_length = eval_train_length(tc),
         batch_size = math.min(cfg.batch, 16), split = split,
         split_size = split_sizes and split_sizes[split == "valid" and 2 or 1] })
@@ -173,3 +181,5 @@ function experiment.check(overrides)
 end
 
 E.task_opts, E.model_opts, E.optim_opts, E.validate = task_opts, model_opts, optim_opts, validate
+
+return E

@@ -3,14 +3,16 @@
 -- rp.help("rp.rope.rotate")) or by topic (rp.help("rope"), rp.help(rp.rope)); any other word is
 -- searched for in the config keys, entries and topics. rp.help() lists the topics.
 --
--- Called by luaopen_roper as chunk(rp, internals).
-local rp, internals = ...
+-- roper.help: adds rp.help; exports nothing. It reads the rest of rp (rp.eval, rp.experiment)
+-- when first called, so it requires none of the modules that add them.
+local require = ...
+local rp = require "roper"
+local internals = require "roper.internals"
 
--- The texts come from docs/lua_api.md: bindings/gen_help.lua turns it into the chunk
--- 19_help_data.lua (generated in the build folder, embedded before this file), which sets
--- internals.help_data = { entries = { {name, signature, text, aliases}, ... },
---                         topics = { {name, text}, ... } }.
-local data = assert(internals.help_data, "the help data (docs/lua_api.md) was not embedded")
+-- The texts come from docs/lua_api.md: bindings/gen_help.lua turns it into the module
+-- roper.help_data (generated in the build folder), which returns
+-- { entries = { {name, signature, text, aliases}, ... }, topics = { {name, text}, ... } }.
+local data = require "roper.help_data"
 local entries, topics = data.entries, data.topics
 
 -- The tables (and values) whose help is a topic, besides the names of the topics.
@@ -38,7 +40,7 @@ local function format_entry(e)
 end
 
 local topic_text, topic_names = {}, {}
--- Built on the first rp.help call: functions defined by later files (rp.eval) resolve then.
+-- Built on the first rp.help call: functions that modules loaded later add (rp.eval) resolve then.
 local built = false
 local function build()
   built = true
