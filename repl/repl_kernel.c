@@ -6,7 +6,9 @@
  * of text:
  *   execute <n>           a cell: evaluated as the REPL evaluates an input (first as
  *                         "return <cell>;" so that expressions give values, else as a statement;
- *                         "?name" is help on name), in the chunk "cell"
+ *                         "?name" is help on name), in the chunk "cell"; a cell that is neither
+ *                         and whose last line is an expression gives that expression's values
+ *                         (statements, then a value to show, as a notebook cell often ends)
  *   complete <n>          the cell up to the cursor: the completions of the word that ends there
  *   inspect <n> <cursor>  the cell and a byte offset: the help of the word around the cursor
  *   is_complete <n>       whether the cell is complete, incomplete (a block left open) or invalid
@@ -133,6 +135,14 @@ static int send_protocol_error(const char *msg) {
 /* ------------------------------------------------------------------------------------------ */
 /* Requests                                                                                    */
 
+static int is_incomplete(lua_State *L, int status) {
+    size_t n, m = strlen(EOFMARK);
+    const char *msg;
+    if (status != LUA_ERRSYNTAX) return 0;
+    msg = lua_tolstring(L, -1, &n);
+    return msg != NULL && n >= m && strcmp(msg + n - m, EOFMARK) == 0;
+}
+
 /* Compiles the cell on the top as the REPL does: "return <cell>;" first, else the cell itself.
  * Replaces it with the function (LUA_OK) or the error message. */
 static int load_cell(lua_State *L) {
@@ -147,16 +157,24 @@ static int load_cell(lua_State *L) {
     }
     lua_pop(L, 2); /* the message and the text with return */
     status = luaL_loadbuffer(L, cell, len, CELL);
+    if (status != LUA_OK) { /* (Lua says "<eof>" for a bare expression at the end too) */
+        /* statements, then an expression on the last line: its values are the cell's */
+        const char *last = cell + len;
+        while (last > cell && (last[-1] == '\n' || last[-1] == ' ' || last[-1] == '\t' || last[-1] == '\r'))
+            last--;
+        while (last > cell && last[-1] != '\n') last--;
+        if (last > cell) {
+            const char *split = lua_pushfstring(L, "%s\nreturn %s;", lua_pushlstring(L, cell, (size_t)(last - 1 - cell)), last);
+            if (luaL_loadbuffer(L, split, strlen(split), CELL) == LUA_OK) {
+                lua_replace(L, -5); /* over the cell */
+                lua_pop(L, 3);      /* the two texts and the first message */
+                return LUA_OK;
+            }
+            lua_pop(L, 3);
+        }
+    }
     lua_remove(L, -2);
     return status;
-}
-
-static int is_incomplete(lua_State *L, int status) {
-    size_t n, m = strlen(EOFMARK);
-    const char *msg;
-    if (status != LUA_ERRSYNTAX) return 0;
-    msg = lua_tolstring(L, -1, &n);
-    return msg != NULL && n >= m && strcmp(msg + n - m, EOFMARK) == 0;
 }
 
 /* The error on the top as an execute reply: the message (before the traceback) and the whole. */

@@ -131,11 +131,10 @@ local function tensor_tostring(t)
   error(s, 0)
 end
 
-function render(t)
-  if not is_live(t) then return "roper.Tensor (released)" end
-  local sz = t:shape()
-  local shape_line = shape_str(sz)
-  if t:numel() == 0 then return shape_line end
+-- The cells shown of a live tensor with values: the blocks of plan() with b.vals[i][j] the text
+-- of each shown value, the common scale (nil when none) and the width of the widest cell (with
+-- room for a sign). render lays them out as text, rp.tohtml (11_html.lua) as an HTML table.
+local function layout(t, sz)
   local blocks = plan(t, sz)
 
   -- read the shown values once
@@ -173,6 +172,17 @@ function render(t)
       end
     end
   end
+  return blocks, scale, width
+end
+internals.tensor_layout = layout
+internals.shape_str = shape_str
+
+function render(t)
+  if not is_live(t) then return "roper.Tensor (released)" end
+  local sz = t:shape()
+  local shape_line = shape_str(sz)
+  if t:numel() == 0 then return shape_line end
+  local blocks, scale, width = layout(t, sz)
 
   local lines = {}
   local function add(s) lines[#lines + 1] = s end
