@@ -194,8 +194,12 @@ $(BENCH) $(BENCH_TRAIN): $(BUILD)/%: tests/bench/%.c tests/bench/bench_common.c 
 # companion (python/roper_torch) with roper in every run, so neither is left pending.
 # chromium-headless-shell (Debian's browser without its window, ~200 MB with its libraries) lets
 # html_report_spec load report.html, read its tables and take a screenshot.
+# The Jupyter kernel's packages (docs/notebooks.md): kernel_spec drives it through jupyter_client,
+# notebooks_spec executes notebooks/ with nbclient and opens the notebook server in
+# chromium-headless-shell; make notebook runs the server. Not needed by plain make.
+JUPYTER_PACKAGES := python3-ipykernel jupyter-client python3-nbclient jupyter-nbconvert jupyter-notebook
 test: deps all portable
-	@$(MAKE) --no-print-directory deps PACKAGES="python3-numpy python3-torch chromium-headless-shell"
+	@$(MAKE) --no-print-directory deps PACKAGES="python3-numpy python3-torch chromium-headless-shell $(JUPYTER_PACKAGES)"
 	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) tests/run
 
 # The portable REPL (make PORTABLE=1: -march=x86-64-v3, OpenBLAS's Haswell kernels on every CPU;

@@ -17,7 +17,9 @@ def kernel_json(roper_bin, pythonpath):
         "display_name": DISPLAY_NAME,
         "language": "lua",
         "interrupt_mode": "signal",
-        "env": {"ROPER_BIN": roper_bin, "PYTHONPATH": pythonpath},
+        # (the last: no note from ipykernel's debugger about frozen modules on every start)
+        "env": {"ROPER_BIN": roper_bin, "PYTHONPATH": pythonpath,
+                "PYDEVD_DISABLE_FILE_VALIDATION": "1"},
     }
 
 
