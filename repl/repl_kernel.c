@@ -5,9 +5,9 @@
  * Requests come on stdin, each a header line "<verb> <bytes>[ <cursor>]\n" and then <bytes> bytes
  * of text:
  *   execute <n>           a cell: evaluated as the REPL evaluates an input (first as
- *                         "return <cell>;" so that expressions give values, else as a statement;
- *                         "?name" is help on name), in the chunk "cell"; a cell that is neither
- *                         and whose last line is an expression gives that expression's values
+ *                         "return <cell>;" so that expressions give values, else as statements;
+ *                         "?name" is help on name), in the chunk "cell"; a cell of several
+ *                         lines whose last line is an expression gives that expression's values
  *                         (statements, then a value to show, as a notebook cell often ends)
  *   complete <n>          the cell up to the cursor: the completions of the word that ends there
  *   inspect <n> <cursor>  the cell and a byte offset: the help of the word around the cursor
@@ -143,12 +143,17 @@ static int is_incomplete(lua_State *L, int status) {
     return msg != NULL && n >= m && strcmp(msg + n - m, EOFMARK) == 0;
 }
 
-/* Compiles the cell on the top as the REPL does: "return <cell>;" first, else the cell itself.
- * Replaces it with the function (LUA_OK) or the error message. */
+/* Compiles the cell on the top: "return <cell>;" first, as the REPL does with a line; then, for
+ * a cell of several lines whose last line is an expression by itself,
+ * "<all but the last line>\nreturn <last line>;" (statements, then the
+ * values to show, as a notebook cell often ends; a last line that is a call shows what it
+ * returns, as the REPL shows it); else the cell itself. Replaces it with the function (LUA_OK)
+ * or the cell's own error message. */
 static int load_cell(lua_State *L) {
     size_t len;
     const char *cell = lua_tolstring(L, -1, &len);
     const char *ret = lua_pushfstring(L, "return %s;", cell);
+    const char *last = cell + len;
     int status = luaL_loadbuffer(L, ret, strlen(ret), CELL);
     if (status == LUA_OK) {
         lua_replace(L, -3);
@@ -156,23 +161,27 @@ static int load_cell(lua_State *L) {
         return LUA_OK;
     }
     lua_pop(L, 2); /* the message and the text with return */
-    status = luaL_loadbuffer(L, cell, len, CELL);
-    if (status != LUA_OK) { /* (Lua says "<eof>" for a bare expression at the end too) */
-        /* statements, then an expression on the last line: its values are the cell's */
-        const char *last = cell + len;
-        while (last > cell && (last[-1] == '\n' || last[-1] == ' ' || last[-1] == '\t' || last[-1] == '\r'))
-            last--;
-        while (last > cell && last[-1] != '\n') last--;
-        if (last > cell) {
-            const char *split = lua_pushfstring(L, "%s\nreturn %s;", lua_pushlstring(L, cell, (size_t)(last - 1 - cell)), last);
-            if (luaL_loadbuffer(L, split, strlen(split), CELL) == LUA_OK) {
-                lua_replace(L, -5); /* over the cell */
-                lua_pop(L, 3);      /* the two texts and the first message */
-                return LUA_OK;
-            }
-            lua_pop(L, 3);
-        }
+    while (last > cell && (last[-1] == '\n' || last[-1] == ' ' || last[-1] == '\t' || last[-1] == '\r'))
+        last--;
+    while (last > cell && last[-1] != '\n') last--;
+    /* the last line must be an expression by itself ("return end;" compiles inside a block) */
+    if (last > cell) {
+        const char *alone = lua_pushfstring(L, "return %s;", last);
+        int ok = luaL_loadbuffer(L, alone, strlen(alone), CELL) == LUA_OK;
+        lua_pop(L, 2);
+        if (!ok) last = cell;
     }
+    if (last > cell) {
+        lua_pushlstring(L, cell, (size_t)(last - 1 - cell));
+        const char *split = lua_pushfstring(L, "%s\nreturn %s;", lua_tostring(L, -1), last);
+        if (luaL_loadbuffer(L, split, strlen(split), CELL) == LUA_OK) {
+            lua_replace(L, -4); /* over the cell */
+            lua_pop(L, 2);      /* the two texts */
+            return LUA_OK;
+        }
+        lua_pop(L, 3); /* the message and the two texts */
+    }
+    status = luaL_loadbuffer(L, cell, len, CELL);
     lua_remove(L, -2);
     return status;
 }

@@ -140,6 +140,12 @@ def prints_as_the_repl(s):
 def last_line_value(s):
     rep, out = s.run("local acc = 0\nfor i = 1, 4 do acc = acc + i end\nacc, acc * 2")
     check(text_of(out) == ["10\n20"], out)
+    rep, out = s.run("z = 2\nrp.maxdiff(rp.ones{2}, rp.ones{2} * z)")  # a call: its value shown
+    check(text_of(out) == ["1.0"], out)
+    rep, out = s.run("for i = 1, 3 do\nz = i\nend")  # not "return end": the loop runs on
+    check(rep["status"] == "ok" and text_of(out) == [], out)
+    rep, out = s.run("z")
+    check(text_of(out) == ["3"], out)
 
 
 @case
