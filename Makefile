@@ -112,7 +112,7 @@ MPI_CFLAGS = $(patsubst -I%,-isystem %,$(shell pkg-config --cflags ompi-c 2>/dev
 MPI_LIBS = $(shell pkg-config --libs ompi-c 2>/dev/null)
 
 .PHONY: all deps test test-c test-lua test-cluster run bench bench-torch clean portable check-build check-objs \
-        install install-lua install-bin install-lib uninstall test-aarch64
+        install install-lua install-bin install-lib uninstall test-aarch64 notebooks notebook
 .DELETE_ON_ERROR:
 
 all: $(LIB) $(SHLIB) $(MODULE) $(REPL) $(MPI_PLUGIN) $(CTEST_BIN) $(BENCH) $(BENCH_TRAIN)
@@ -283,6 +283,10 @@ bench-torch: deps all
 #                 $(PYDIR)/roper_torch/          python/roper_torch/*.py and schema.json, the
 #                                                PyTorch companion (PYTHONPATH=$(PYDIR);
 #                                                docs/interop.md)
+#                 $(PYDIR)/roper_kernel/         python/roper_kernel/*.py, the Jupyter kernel
+#                 $(JUPYTERDIR)/kernels/roper/kernel.json  its kernelspec (what `jupyter kernelspec
+#                                                install --prefix PREFIX` writes; written by
+#                                                python/roper_kernel/spec.py: runs $(BINDIR)/roper)
 #                 $(MANDIR)/man1/roper.1         packaging/roper.1.in
 #   install-lua   $(LUA_CMODDIR)/roper.so        the Lua module: require "roper" in lua5.4
 #   each          $(LIBDIR)/roper/roper_mpi.so   the MPI plugin (loaded only under mpirun)
@@ -307,6 +311,7 @@ PKGCONFIGDIR = $(LIBDIR)/pkgconfig
 LUA_CMODDIR = $(LIBDIR)/lua/5.4
 SCRIPTDIR = $(DATADIR)/roper/scripts
 PYDIR = $(DATADIR)/roper/python
+JUPYTERDIR = $(DATADIR)/jupyter
 MANIFEST = $(DATADIR)/roper/install-manifest.txt
 
 # The headers a C user needs: all of core/ and tasks/ but the insides of the implementation.
@@ -316,6 +321,7 @@ PUBLIC_HEADERS := $(filter-out $(PRIVATE_HEADERS),$(wildcard core/*.h core/*/*.h
 SCRIPTS := $(wildcard scripts/*.lua)
 SCRIPT_LIBS := $(wildcard scripts/lib/*.lua)
 PYTHON_PKG := $(wildcard python/roper_torch/*.py python/roper_torch/*.json)
+KERNEL_PKG := $(wildcard python/roper_kernel/*.py)
 
 # Lines of packaging/install.sh's list: $(call inst_file,MODE,SOURCE,PATH), $(call inst_link,TARGET,PATH)
 inst_file = printf 'file\t%s\t%s\t%s\n' "$(1)" "$(2)" "$(3)";
@@ -336,7 +342,7 @@ LDCONFIG = if [ -z '$(DESTDIR)' ] && [ "$$(id -u)" = 0 ] && command -v ldconfig 
 install: install-bin install-lua install-lib
 
 install-bin: $(REPL) $(MPI_PLUGIN)
-	@echo "installing the REPL, the scripts, the PyTorch companion and the man page"
+	@echo "installing the REPL, the scripts, the PyTorch companion, the Jupyter kernel and the man page"
 	@$(TMP_BEGIN) \
 	rel=$$(realpath -m -s --relative-to='$(BINDIR)' '$(SCRIPTDIR)') && \
 	for f in $(notdir $(SCRIPTS)); do \
@@ -345,6 +351,8 @@ install-bin: $(REPL) $(MPI_PLUGIN)
 	    packaging/roper-script.in > "$$tmp/$$name" || exit 1; \
 	done && \
 	$(SUBST) packaging/roper.1.in > "$$tmp/roper.1" && \
+	PYTHONPATH=python /usr/bin/python3 -m roper_kernel.spec "$$tmp/kernel" --bin '$(BINDIR)/roper' \
+	  --pythonpath '$(PYDIR)' && \
 	{ $(call inst_file,755,$(REPL),$(BINDIR)/roper) \
 	  for f in $(notdir $(SCRIPTS)); do \
 	    name=roper-$$(basename $$f .lua | tr _ -); \
@@ -353,6 +361,8 @@ install-bin: $(REPL) $(MPI_PLUGIN)
 	  $(foreach f,$(SCRIPTS),$(call inst_file,644,$(f),$(SCRIPTDIR)/$(notdir $(f)))) \
 	  $(foreach f,$(SCRIPT_LIBS),$(call inst_file,644,$(f),$(SCRIPTDIR)/lib/$(notdir $(f)))) \
 	  $(foreach f,$(PYTHON_PKG),$(call inst_file,644,$(f),$(PYDIR)/roper_torch/$(notdir $(f)))) \
+	  $(foreach f,$(KERNEL_PKG),$(call inst_file,644,$(f),$(PYDIR)/roper_kernel/$(notdir $(f)))) \
+	  $(call inst_file,644,$$tmp/kernel/kernel.json,$(JUPYTERDIR)/kernels/roper/kernel.json) \
 	  $(call inst_file,644,$$tmp/roper.1,$(MANDIR)/man1/roper.1) \
 	  $(call inst_file,644,$(MPI_PLUGIN),$(LIBDIR)/roper/roper_mpi.so) \
 	  $(call inst_file,644,LICENSE,$(DOCDIR)/LICENSE) \
@@ -381,6 +391,29 @@ install-lib: $(LIB) $(SHLIB) $(MPI_PLUGIN)
 	  $(call inst_file,644,LICENSE,$(DOCDIR)/LICENSE) \
 	} | $(INSTALL_RUN)
 	@$(LDCONFIG)
+
+# ---- notebooks (docs/notebooks.md) --------------------------------------------------------------
+# make notebooks: notebooks/*.ipynb made anew from their sources and executed on the roper kernel
+# (notebooks/make.py; commit them with their outputs). make notebook: the notebook server on
+# localhost (NOTEBOOK_PORT, default 8888) with this build's kernel and notebooks/tutorial.ipynb
+# open; it prints the address (with its token) to open in a browser. Ctrl-C stops it.
+NOTEBOOK_PORT ?= 8888
+KERNEL_SPEC_DIR := $(BUILD)/jupyter/kernels/roper
+
+$(KERNEL_SPEC_DIR)/kernel.json: python/roper_kernel/spec.py
+	@PYTHONPATH=python /usr/bin/python3 -m roper_kernel.spec $(KERNEL_SPEC_DIR) \
+	  --bin '$(abspath $(REPL))' --pythonpath '$(abspath python)'
+
+notebooks: deps all
+	@$(MAKE) --no-print-directory deps PACKAGES="$(JUPYTER_PACKAGES)"
+	/usr/bin/python3 notebooks/make.py --bin $(REPL)
+
+notebook: deps all
+	@$(MAKE) --no-print-directory deps PACKAGES="$(JUPYTER_PACKAGES)"
+	@$(MAKE) --no-print-directory $(KERNEL_SPEC_DIR)/kernel.json
+	JUPYTER_PATH='$(abspath $(BUILD)/jupyter)' /usr/bin/python3 -m notebook --no-browser \
+	  --ip=127.0.0.1 --port=$(NOTEBOOK_PORT) --notebook-dir=notebooks \
+	  --NotebookApp.default_url=/notebooks/tutorial.ipynb
 
 uninstall:
 	@packaging/install.sh uninstall '$(DESTDIR)' '$(MANIFEST)'
