@@ -413,7 +413,7 @@ notebook: deps all
 	@$(MAKE) --no-print-directory $(KERNEL_SPEC_DIR)/kernel.json
 	JUPYTER_PATH='$(abspath $(BUILD)/jupyter)' /usr/bin/python3 -m notebook --no-browser \
 	  --ip=127.0.0.1 --port=$(NOTEBOOK_PORT) --notebook-dir=notebooks \
-	  --NotebookApp.default_url=/notebooks/tutorial.ipynb
+	  --NotebookApp.default_url=/notebooks/tutorial.ipynb $$([ "$$(id -u)" = 0 ] && echo --allow-root)
 
 uninstall:
 	@packaging/install.sh uninstall '$(DESTDIR)' '$(MANIFEST)'
