@@ -12,10 +12,7 @@ local STYLE = 'style="font-family:monospace;text-align:right;border-collapse:col
 -- The text of a cell as HTML (numbers, "nan", "inf", "...": only & < > could need escaping).
 local function esc(s) return (s:gsub("&", "&amp;"):gsub("<", "&lt;"):gsub(">", "&gt;")) end
 
--- A tensor: a <div> with the shape (and the common scale) and a table per 2-D slice; a released
--- tensor or any other value: nil.
-function rp.tohtml(v)
-  if not rp.is_tensor(v) or not is_live(v) then return nil end
+local function html(v)
   local sz = v:shape()
   local shape = esc(shape_str(sz))
   local out = { '<div class="roper-tensor">' }
@@ -45,4 +42,15 @@ function rp.tohtml(v)
   end
   add("</div>")
   return table.concat(out, "\n")
+end
+
+-- A tensor: a <div> with the shape (and the common scale) and a table per 2-D slice; a released
+-- tensor (also one released while it is read: a finalizer may run at any allocation) or any
+-- other value: nil.
+function rp.tohtml(v)
+  if not rp.is_tensor(v) or not is_live(v) then return nil end
+  local ok, s = pcall(html, v)
+  if ok then return s end
+  if not is_live(v) then return nil end
+  error(s, 0)
 end
