@@ -127,6 +127,22 @@ describe("make install into a DESTDIR", function()
     assert.is_nil(lfs.attributes(P .. "/include/roper/simd.h"))
   end)
 
+  it("registers the Jupyter kernel where Jupyter looks, naming the installed roper", function()
+    assert.is_true(installed, install_err)
+    local spec = cjson.decode(h.read(P .. "/share/jupyter/kernels/roper/kernel.json"))
+    assert.are.same({ "/usr/bin/python3", "-m", "roper_kernel", "-f", "{connection_file}" }, spec.argv)
+    assert.are.equal("roper (Lua 5.4)", spec.display_name)
+    assert.are.equal("lua", spec.language)
+    assert.are.equal("/usr/local/bin/roper", spec.env.ROPER_BIN)
+    assert.are.equal("/usr/local/share/roper/python", spec.env.PYTHONPATH)
+    for f in lfs.dir("python/roper_kernel") do
+      if f:match("%.py$") then
+        assert.are.equal(h.read("python/roper_kernel/" .. f),
+          h.read(P .. "/share/roper/python/roper_kernel/" .. f), f)
+      end
+    end
+  end)
+
   it("lua5.4 requires the installed module from another folder", function()
     assert.is_true(installed, install_err)
     local out, err, code = run(in_w .. CLEAN .. "LUA_CPATH=" .. sh_quote(P .. "/lib/lua/5.4/?.so;;")
@@ -292,6 +308,40 @@ int main(void) {
       assert.are.equal(0, code, err .. out)
       assert.is_truthy(out:find("nothing to uninstall", 1, true), out)
     end)
+end)
+
+-- The installed kernel at work: make install-bin into a PREFIX (no DESTDIR, so the kernelspec's
+-- paths are real), then jupyter_client starts the kernel from that PREFIX's share/jupyter, from
+-- another folder, and runs a cell. Needs Debian's jupyter-client (make test installs it).
+describe("the installed Jupyter kernel", function()
+  it("starts from PREFIX/share/jupyter and runs a cell with the installed roper", function()
+    local top = h.tmpdir()
+    local P = top .. "/prefix"
+    local out, err, code = make("install-bin PREFIX=" .. sh_quote(P))
+    assert.are.equal(0, code, err .. out)
+    local py = [[
+import jupyter_client
+km, kc = jupyter_client.manager.start_new_kernel(kernel_name="roper", startup_timeout=60)
+try:
+    msg_id = kc.execute("rp.ones{2}:sum(), os.getenv('ROPER_BIN')")
+    while True:
+        m = kc.get_iopub_msg(timeout=60)
+        if m["parent_header"].get("msg_id") == msg_id and m["msg_type"] == "execute_result":
+            print(m["content"]["data"]["text/plain"])
+            break
+finally:
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+]]
+    h.write(top .. "/run.py", py)
+    out, err, code = run("cd " .. sh_quote(top) .. " && JUPYTER_PATH=" .. sh_quote(P .. "/share/jupyter")
+      .. " JUPYTER_RUNTIME_DIR=" .. sh_quote(top .. "/runtime") .. " timeout -k 5 120 /usr/bin/python3 run.py < /dev/null")
+    assert.are.equal(0, code, err .. out)
+    assert.are.equal("2.0\n" .. P .. "/bin/roper\n", out)
+    out, err, code = make("uninstall PREFIX=" .. sh_quote(P))
+    assert.are.equal(0, code, err .. out)
+    h.remove_tree(top)
+  end)
 end)
 
 -- DESTDIR is usually a fresh staging folder: make install failed at its first mkdir when the
