@@ -21,12 +21,16 @@
  *   is_complete  {"status":"complete"|"incomplete"|"invalid"}
  *   a bad request {"status":"error","kind":"protocol","message":M}
  * What the cell prints goes to stdout and stderr as it is written, and stdout is flushed before
- * each reply, so everything a cell printed is in the pipe before its reply is.
+ * each reply, so everything a cell printed is in the pipe before its reply is. The requests are
+ * read from a copy of stdin, and stdin itself becomes /dev/null: io.read() in a cell reads
+ * nothing (no hang, no request eaten). Both pipes are closed in the programs a cell starts
+ * (os.execute, io.popen), so a program left running never holds them open.
  *
  * SIGINT during a cell is the REPL's Ctrl-C ("interrupted!" at the next Lua instruction; the third
  * in a row ends the process); between requests it is ignored.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +42,7 @@
 #include "repl.h"
 
 static int g_reply_fd = 3;
+static FILE *g_requests; /* the requests: what was stdin */
 static const repl_eval *g_ev; /* repl.c's evaluation */
 #define MAX_REQUEST (64u << 20) /* bytes of one request's text */
 #define CELL "=cell"
@@ -374,7 +379,7 @@ static int read_request(lua_State *L, char verb[16], size_t *cursor) {
     unsigned long long n = 0, at = 0;
     int fields;
     char *buf;
-    if (fgets(header, sizeof header, stdin) == NULL) return 0;
+    if (fgets(header, sizeof header, g_requests) == NULL) return 0;
     fields = sscanf(header, "%15s %llu %llu", verb, &n, &at);
     if (fields < 2 || n > MAX_REQUEST) {
         send_protocol_error("bad request header (expected \"<verb> <bytes>[ <cursor>]\", at most 64 MiB)");
@@ -383,7 +388,7 @@ static int read_request(lua_State *L, char verb[16], size_t *cursor) {
     *cursor = (size_t)at;
     buf = malloc(n + 1);
     if (buf == NULL) return 0;
-    if (fread(buf, 1, n, stdin) != n) {
+    if (fread(buf, 1, n, g_requests) != n) {
         free(buf);
         return 0;
     }
@@ -404,6 +409,18 @@ int repl_kernel(lua_State *L, const repl_eval *ev) {
             return 1;
         }
         g_reply_fd = (int)v;
+    }
+    {
+        int req = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+        int null = open("/dev/null", O_RDONLY);
+        if (req < 0 || null < 0 || dup2(null, STDIN_FILENO) < 0 ||
+            (g_requests = fdopen(req, "rb")) == NULL) {
+            fprintf(stderr, PROGNAME " --kernel: cannot set up the request pipe: %s\n", strerror(errno));
+            return 1;
+        }
+        close(null);
+        clearerr(stdin);
+        fcntl(g_reply_fd, F_SETFD, FD_CLOEXEC);
     }
     for (;;) {
         char verb[16];

@@ -137,6 +137,14 @@ def prints_as_the_repl(s):
 
 
 @case
+def stdin_reads_nothing(s):
+    rep, out = s.run('io.read("l"), io.read("a")')  # not the kernel's requests, and no hang
+    check(text_of(out) == ['nil\n'], out)  # nil, then "" (strings print bare)
+    rep, out = s.run("x")
+    check(text_of(out) == ["41"], out)
+
+
+@case
 def last_line_value(s):
     rep, out = s.run("local acc = 0\nfor i = 1, 4 do acc = acc + i end\nacc, acc * 2")
     check(text_of(out) == ["10\n20"], out)
@@ -176,7 +184,11 @@ def runtime_error(s):
     check(rep["status"] == "error" and rep["ename"] == "error" and rep["evalue"] == "cell:1: boom", rep)
     tb = rep["traceback"]
     check(tb[0] == "cell:1: boom" and tb[1] == "stack traceback:", tb)
-    check(any("cell:1: in local 'f'" in l for l in tb) and any("cell:2: in main chunk" in l for l in tb), tb)
+    check("\tcell:1: in function <cell:1>" in tb, tb)  # f, called in a tail call as in the REPL
+    rep, out = s.run("local t = nil\nlocal y = t.x + 1")
+    check(rep["evalue"] == "cell:2: attempt to index a nil value (local 't')", rep)
+    check(rep["traceback"][1:] == ["stack traceback:", "\tcell:2: in main chunk", "\t[C]: in ?"],
+          rep["traceback"])
     rep, out = s.run('rp.zeros("a")')
     check(rep["evalue"] == "cell:1: bad argument #1 to 'zeros' (shape expected (a table of sizes, "
           "or sizes as numbers), got string \"a\")", rep)

@@ -11,7 +11,8 @@ local h = require "helpers"
 local BIN = os.getenv("ROPER_BIN") or "build/roper"
 local PY = os.getenv("ROPER_PYTHON") or "/usr/bin/python3"
 
-local CASES = { "kernel_info", "session_keeps_values", "prints_as_the_repl", "last_line_value",
+local CASES = { "kernel_info", "session_keeps_values", "prints_as_the_repl", "stdin_reads_nothing",
+  "last_line_value",
   "tensor_html", "syntax_error", "runtime_error", "megabytes_of_print", "plot_inline",
   "plot_bad_data", "help_query", "complete", "inspect", "is_complete", "interrupt_loop",
   "interrupt_blas", "roper_killed_mid_cell", "restart", "kernel_killed" }
