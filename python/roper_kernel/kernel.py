@@ -196,15 +196,11 @@ class CellOutput:
                       % (self.dropped, MAX_OUTPUT))
 
 
-def _language_version():
-    return "5.4"
-
-
 class RoperKernel(Kernel):
     implementation = "roper"
-    implementation_version = "1"
+    implementation_version = "?"  # roper's version, asked of roper at start
     language = "lua"
-    language_version = _language_version()
+    language_version = "5.4"
     language_info = {
         "name": "lua",
         "version": "5.4",
@@ -219,6 +215,11 @@ class RoperKernel(Kernel):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.roper = Roper()
+        try:
+            reply = self.roper.request("execute", "rp.build_info().version")
+            self.implementation_version = reply["results"][0]["text"]
+        except (RoperDied, KeyError, IndexError):
+            pass
 
     # -------------------------------------------------------------------------------- helpers
 

@@ -112,6 +112,7 @@ def kernel_info(s):
     c = s.kc.kernel_info(reply=True, timeout=T)["content"]
     li = c["language_info"]
     check(c["status"] == "ok" and c["implementation"] == "roper", c)
+    check(c["implementation_version"] == repl("rp.build_info().version").strip(), c)
     check(li["name"] == "lua" and li["file_extension"] == ".lua" and li["mimetype"] == "text/x-lua", li)
     check(li["codemirror_mode"] == "lua" and li["pygments_lexer"] == "lua", li)
     ks = jupyter_client.kernelspec.KernelSpecManager().get_kernel_spec("roper")
