@@ -333,7 +333,7 @@ TMP_BEGIN = tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT &&
 SUBST = sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@BINDIR@|$(BINDIR)|g' \
             -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
             -e 's|@PKGCONFIGDIR@|$(PKGCONFIGDIR)|g' -e 's|@LUA_CMODDIR@|$(LUA_CMODDIR)|g' \
-            -e 's|@SCRIPTDIR@|$(SCRIPTDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g'
+            -e 's|@SCRIPTDIR@|$(SCRIPTDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g' -e 's|@JUPYTERDIR@|$(JUPYTERDIR)|g'
 # the C library's private link flags (static linking): OpenMP's runtime and libm
 PC_LIBS_PRIVATE := $(if $(OMPFLAGS),-lgomp )-lm
 # ldconfig after a real install as root, so the shared library is found at once
