@@ -319,7 +319,10 @@ def roper_killed_mid_cell(s):
 
 @case
 def restart(s):
+    """Jupyter's restart in the middle of an endless cell: a fresh session, the old roper gone."""
     old_pid = roper_pid(s)
+    s.kc.execute("while true do end")
+    time.sleep(0.5)
     s.km.restart_kernel(now=True)
     s.kc.wait_for_ready(timeout=T)
     rep, out = s.run("x, rp.ones{2}:sum()")
@@ -343,6 +346,10 @@ def kernel_killed(s):
             break
         time.sleep(0.1)
     check(not alive(pid), "roper %d outlived its kernel" % pid)
+    for _ in range(50):
+        if not s.km.is_alive():
+            break
+        time.sleep(0.1)
     check(not s.km.is_alive(), "the kernel lives on")
     s.km.restart_kernel(now=True)
     s.kc.wait_for_ready(timeout=T)
