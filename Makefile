@@ -112,7 +112,7 @@ MPI_CFLAGS = $(patsubst -I%,-isystem %,$(shell pkg-config --cflags ompi-c 2>/dev
 MPI_LIBS = $(shell pkg-config --libs ompi-c 2>/dev/null)
 
 .PHONY: all deps test test-c test-lua test-cluster run bench bench-torch clean portable check-build check-objs \
-        install install-lua install-bin install-lib uninstall test-aarch64
+        install install-lua install-bin install-lib uninstall test-aarch64 notebooks notebook
 .DELETE_ON_ERROR:
 
 all: $(LIB) $(SHLIB) $(MODULE) $(REPL) $(MPI_PLUGIN) $(CTEST_BIN) $(BENCH) $(BENCH_TRAIN)
@@ -196,8 +196,12 @@ $(BENCH) $(BENCH_TRAIN): $(BUILD)/%: tests/bench/%.c tests/bench/bench_common.c 
 # companion (python/roper_torch) with roper in every run, so neither is left pending.
 # chromium-headless-shell (Debian's browser without its window, ~200 MB with its libraries) lets
 # html_report_spec load report.html, read its tables and take a screenshot.
+# The Jupyter kernel's packages (docs/notebooks.md): kernel_spec drives it through jupyter_client,
+# notebooks_spec executes notebooks/ with nbclient and opens the notebook server in
+# chromium-headless-shell; make notebook runs the server. Not needed by plain make.
+JUPYTER_PACKAGES := python3-ipykernel jupyter-client python3-nbclient jupyter-nbconvert jupyter-notebook
 test: deps all portable
-	@$(MAKE) --no-print-directory deps PACKAGES="python3-numpy python3-torch chromium-headless-shell"
+	@$(MAKE) --no-print-directory deps PACKAGES="python3-numpy python3-torch chromium-headless-shell $(JUPYTER_PACKAGES)"
 	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) tests/run
 
 # The portable REPL (make PORTABLE=1: -march=x86-64-v3, OpenBLAS's Haswell kernels on every CPU;
@@ -281,6 +285,10 @@ bench-torch: deps all
 #                 $(PYDIR)/roper_torch/          python/roper_torch/*.py and schema.json, the
 #                                                PyTorch companion (docs/interop.md), where
 #                                                Debian's python3 imports it (below)
+#                 $(PYDIR)/roper_kernel/         python/roper_kernel/*.py, the Jupyter kernel
+#                 $(JUPYTERDIR)/kernels/roper/kernel.json  its kernelspec (what `jupyter kernelspec
+#                                                install --prefix PREFIX` writes; written by
+#                                                python/roper_kernel/spec.py: runs $(BINDIR)/roper)
 #                 $(MANDIR)/man1/roper.1         packaging/roper.1.in
 #   install-lua   $(LUA_CMODDIR)/roper.so        the Lua module: require "roper" in lua5.4
 #   each          $(LIBDIR)/roper/roper_mpi.so   the MPI plugin (loaded only under mpirun)
@@ -312,6 +320,7 @@ PYTHON3 = /usr/bin/python3
 PY_VERSION = $(shell $(PYTHON3) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
 PYDIR_VERSIONED = $(PREFIX)/lib/python$(or $(PY_VERSION),3)/dist-packages
 PYDIR = $(if $(filter /usr,$(PREFIX)),$(PREFIX)/lib/python3/dist-packages,$(PYDIR_VERSIONED))
+JUPYTERDIR = $(DATADIR)/jupyter
 MANIFEST = $(DATADIR)/roper/install-manifest.txt
 
 # The headers a C user needs: all of core/ and tasks/ but the insides of the implementation.
@@ -321,6 +330,7 @@ PUBLIC_HEADERS := $(filter-out $(PRIVATE_HEADERS),$(wildcard core/*.h core/*/*.h
 SCRIPTS := $(wildcard scripts/*.lua)
 SCRIPT_LIBS := $(wildcard scripts/lib/*.lua)
 PYTHON_PKG := $(wildcard python/roper_torch/*.py python/roper_torch/*.json)
+KERNEL_PKG := $(wildcard python/roper_kernel/*.py)
 
 # Lines of packaging/install.sh's list: $(call inst_file,MODE,SOURCE,PATH), $(call inst_link,TARGET,PATH)
 inst_file = printf 'file\t%s\t%s\t%s\n' "$(1)" "$(2)" "$(3)";
@@ -332,7 +342,7 @@ TMP_BEGIN = tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT &&
 SUBST = sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@BINDIR@|$(BINDIR)|g' \
             -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
             -e 's|@PKGCONFIGDIR@|$(PKGCONFIGDIR)|g' -e 's|@LUA_CMODDIR@|$(LUA_CMODDIR)|g' \
-            -e 's|@SCRIPTDIR@|$(SCRIPTDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g'
+            -e 's|@SCRIPTDIR@|$(SCRIPTDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g' -e 's|@JUPYTERDIR@|$(JUPYTERDIR)|g'
 # the C library's private link flags (static linking): OpenMP's runtime and libm
 PC_LIBS_PRIVATE := $(if $(OMPFLAGS),-lgomp )-lm
 # ldconfig after a real install as root, so the shared library is found at once
@@ -341,7 +351,7 @@ LDCONFIG = if [ -z '$(DESTDIR)' ] && [ "$$(id -u)" = 0 ] && command -v ldconfig 
 install: install-bin install-lua install-lib
 
 install-bin: $(REPL) $(MPI_PLUGIN)
-	@echo "installing the REPL, the scripts, the PyTorch companion and the man page"
+	@echo "installing the REPL, the scripts, the PyTorch companion, the Jupyter kernel and the man page"
 	@$(TMP_BEGIN) \
 	rel=$$(realpath -m -s --relative-to='$(BINDIR)' '$(SCRIPTDIR)') && \
 	for f in $(notdir $(SCRIPTS)); do \
@@ -350,6 +360,8 @@ install-bin: $(REPL) $(MPI_PLUGIN)
 	    packaging/roper-script.in > "$$tmp/$$name" || exit 1; \
 	done && \
 	$(SUBST) packaging/roper.1.in > "$$tmp/roper.1" && \
+	PYTHONPATH=python /usr/bin/python3 -m roper_kernel.spec "$$tmp/kernel" --bin '$(BINDIR)/roper' \
+	  --pythonpath '$(PYDIR)' && \
 	{ $(call inst_file,755,$(REPL),$(BINDIR)/roper) \
 	  for f in $(notdir $(SCRIPTS)); do \
 	    name=roper-$$(basename $$f .lua | tr _ -); \
@@ -358,6 +370,8 @@ install-bin: $(REPL) $(MPI_PLUGIN)
 	  $(foreach f,$(SCRIPTS),$(call inst_file,644,$(f),$(SCRIPTDIR)/$(notdir $(f)))) \
 	  $(foreach f,$(SCRIPT_LIBS),$(call inst_file,644,$(f),$(SCRIPTDIR)/lib/$(notdir $(f)))) \
 	  $(foreach f,$(PYTHON_PKG),$(call inst_file,644,$(f),$(PYDIR)/roper_torch/$(notdir $(f)))) \
+	  $(foreach f,$(KERNEL_PKG),$(call inst_file,644,$(f),$(PYDIR)/roper_kernel/$(notdir $(f)))) \
+	  $(call inst_file,644,$$tmp/kernel/kernel.json,$(JUPYTERDIR)/kernels/roper/kernel.json) \
 	  $(call inst_file,644,$$tmp/roper.1,$(MANDIR)/man1/roper.1) \
 	  $(call inst_file,644,$(MPI_PLUGIN),$(LIBDIR)/roper/roper_mpi.so) \
 	  $(call inst_file,644,LICENSE,$(DOCDIR)/LICENSE) \
@@ -386,6 +400,29 @@ install-lib: $(LIB) $(SHLIB) $(MPI_PLUGIN)
 	  $(call inst_file,644,LICENSE,$(DOCDIR)/LICENSE) \
 	} | $(INSTALL_RUN)
 	@$(LDCONFIG)
+
+# ---- notebooks (docs/notebooks.md) --------------------------------------------------------------
+# make notebooks: notebooks/*.ipynb made anew from their sources and executed on the roper kernel
+# (notebooks/make.py; commit them with their outputs). make notebook: the notebook server on
+# localhost (NOTEBOOK_PORT, default 8888) with this build's kernel and notebooks/tutorial.ipynb
+# open; it prints the address (with its token) to open in a browser. Ctrl-C stops it.
+NOTEBOOK_PORT ?= 8888
+KERNEL_SPEC_DIR := $(BUILD)/jupyter/kernels/roper
+
+$(KERNEL_SPEC_DIR)/kernel.json: python/roper_kernel/spec.py
+	@PYTHONPATH=python /usr/bin/python3 -m roper_kernel.spec $(KERNEL_SPEC_DIR) \
+	  --bin '$(abspath $(REPL))' --pythonpath '$(abspath python)'
+
+notebooks: deps all
+	@$(MAKE) --no-print-directory deps PACKAGES="$(JUPYTER_PACKAGES)"
+	/usr/bin/python3 notebooks/make.py --bin $(REPL)
+
+notebook: deps all
+	@$(MAKE) --no-print-directory deps PACKAGES="$(JUPYTER_PACKAGES)"
+	@$(MAKE) --no-print-directory $(KERNEL_SPEC_DIR)/kernel.json
+	JUPYTER_PATH='$(abspath $(BUILD)/jupyter)' /usr/bin/python3 -m notebook --no-browser \
+	  --ip=127.0.0.1 --port=$(NOTEBOOK_PORT) --notebook-dir=notebooks \
+	  --NotebookApp.default_url=/notebooks/tutorial.ipynb $$([ "$$(id -u)" = 0 ] && echo --allow-root)
 
 uninstall:
 	@packaging/install.sh uninstall '$(DESTDIR)' '$(MANIFEST)'

@@ -4,6 +4,8 @@
  *   roper script.lua a b      runs a script; `arg` is set as lua5.4 sets it (scripts/NAME.lua,
  *                             when the current folder has none, is the installed one)
  *   roper -e 'stmt' / -i / -l mod / -v / -h / - (stdin as a script) / -- (end of options)
+ *   roper --kernel            (the only argument) the REPL behind a machine-readable protocol for
+ *                             the Jupyter kernel (repl_kernel.c, docs/notebooks.md)
  *   roper --blas-coretype     (first argument only) prints the OPENBLAS_CORETYPE this CPU needs
  *   roper --blas-env          (first argument only) prints NAME=value for every variable a roper
  *                             process should start with and lacks (tests/with_blas_env exports them)
@@ -75,7 +77,8 @@ static int g_interactive = 0;           /* stdin is a terminal and the REPL runs
 /* ------------------------------------------------------------------------------------------ */
 /* Signals                                                                                     */
 
-enum { SIGMODE_DEFAULT, SIGMODE_LUA, SIGMODE_PROMPT };
+enum { SIGMODE_DEFAULT, SIGMODE_LUA, SIGMODE_PROMPT, SIGMODE_IGNORE };
+static int g_kernel = 0; /* roper --kernel: a SIGINT between requests is ignored */
 
 static volatile sig_atomic_t g_interrupts = 0; /* Ctrl-C presses during one computation */
 
@@ -114,6 +117,8 @@ static void set_sigint(int mode) {
         sa.sa_handler = on_sigint_lua;
     else if (mode == SIGMODE_PROMPT)
         sa.sa_handler = repl_on_sigint_prompt;
+    else if (mode == SIGMODE_IGNORE)
+        sa.sa_handler = SIG_IGN;
     else
         sa.sa_handler = SIG_DFL;
     sigaction(SIGINT, &sa, NULL);
@@ -160,7 +165,7 @@ static int docall(lua_State *L, int narg, int nres) {
     g_interrupts = 0;
     set_sigint(SIGMODE_LUA);
     status = lua_pcall(L, narg, nres, base);
-    set_sigint(g_interactive ? SIGMODE_PROMPT : SIGMODE_DEFAULT);
+    set_sigint(g_kernel ? SIGMODE_IGNORE : g_interactive ? SIGMODE_PROMPT : SIGMODE_DEFAULT);
     lua_sethook(L, NULL, 0, 0); /* an interrupt that arrived too late to fire */
     lua_remove(L, base);
     return status;
@@ -250,6 +255,17 @@ static int print_results(lua_State *L, int n) {
     }
     return status;
 }
+
+/* ------------------------------------------------------------------------------------------ */
+/* What the kernel mode (repl_kernel.c) uses                                                   */
+
+static int push_query(lua_State *L) {
+    if (lua_getfield(L, LUA_REGISTRYINDEX, REG_QUERY) == LUA_TFUNCTION) return 1;
+    lua_pop(L, 1);
+    return 0;
+}
+
+static const repl_eval kernel_eval = {docall, push_value_text, push_query};
 
 /* ------------------------------------------------------------------------------------------ */
 /* The read-eval-print loop                                                                    */
@@ -380,7 +396,15 @@ static int run_query(lua_State *L) {
     }
     lua_pushstring(L, q);
     lua_remove(L, -3); /* the line */
-    status = docall(L, 1, 0);
+    status = docall(L, 1, 2);
+    if (status == LUA_OK) { /* the text, or nil and the message: print the one there is */
+        size_t len;
+        const char *text = luaL_tolstring(L, lua_isnil(L, -2) ? -1 : -2, &len);
+        fwrite(text, 1, len, stdout);
+        fputc('\n', stdout);
+        fflush(stdout);
+        lua_pop(L, 3);
+    }
     return report(L, status);
 }
 
@@ -451,6 +475,8 @@ static void print_usage(FILE *f) {
             "and printed as in the REPL; the exit status is then 1 if any chunk failed.\n"
             "The module is loaded as the global 'rp'; help(f) prints its documentation,\n"
             "help() lists the topics, help(\"word\") searches them; a line ?name is help(\"name\").\n"
+            "  --kernel        (as the only argument) serves the Jupyter kernel's requests on\n"
+            "                  stdin (docs/notebooks.md).\n"
             "  --blas-coretype (as the only argument) prints the OPENBLAS_CORETYPE this CPU\n"
             "                  needs, or nothing when it needs none.\n"
             "  --blas-env      (as the only argument) prints NAME=value for each variable roper\n"
@@ -632,7 +658,8 @@ static int handle_script(lua_State *L, char **argv) {
 
 /* The global help(f): prints rp.help(f), or the message when there is no help. Returns the query
  * function of "?name": a name path that has a value (?rp.zeros, ?t.narrow, ?t:narrow, ?rp.rope)
- * gives the help of that value when it has one, anything else is looked up as text. */
+ * gives the help of that value when it has one, anything else is looked up as text. The query
+ * returns the help text, or nil and why there is none. */
 static const char help_chunk[] =
     "local rp = ...\n"
     "local function lookup(...)\n"
@@ -662,13 +689,13 @@ static const char help_chunk[] =
     "end\n"
     "return function(q)\n"
     "  q = q:match('^%s*(.-)%s*$')\n"
-    "  if q == '' then return show(lookup()) end\n"
+    "  if q == '' then return lookup() end\n"
     "  local v = value_of(q)\n"
     "  if v ~= nil and type(v) ~= 'string' then\n"
     "    local text = lookup(v)\n"
-    "    if text ~= nil then return show(text) end\n"
+    "    if text ~= nil then return text end\n"
     "  end\n"
-    "  show(lookup(q))\n"
+    "  return lookup(q)\n"
     "end\n";
 
 /* Preloads the module, loads it as the global `rp` and defines `help`. */
@@ -699,9 +726,21 @@ static int pmain(lua_State *L) {
     int argc = (int)lua_tointeger(L, 1);
     char **argv = (char **)lua_touserdata(L, 2);
     int script = 0;
-    int args = collectargs(argv, &script);
+    int kernel = argc == 2 && strcmp(argv[1], "--kernel") == 0;
+    int args = kernel ? 0 : collectargs(argv, &script);
     int failures;
     luaL_checkversion(L);
+    if (kernel) {
+        luaL_openlibs(L);
+        createargtable(L, argv, 1, 1);
+        lua_gc(L, LUA_GCRESTART);
+        lua_gc(L, LUA_GCGEN, 0, 0);
+        g_kernel = 1;
+        set_sigint(SIGMODE_IGNORE);
+        if (load_roper(L) != LUA_OK) return 0;
+        lua_pushboolean(L, repl_kernel(L, &kernel_eval) == 0);
+        return 1;
+    }
     if (argv[0] && argv[0][0]) progname = argv[0];
     if (args == HAS_ERROR) {
         fprintf(stderr, "%s: unrecognized option or missing argument '%s'\n", progname,

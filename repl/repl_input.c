@@ -24,6 +24,9 @@
 #define PROMPT1 "roper> "
 #define PROMPT2 "   >> "
 #define HISTORY_MAX_LINES 5000
+/* Where a word to complete starts: after the last of these (readline's word breaks, and the
+ * kernel's: repl_word_start). */
+static char WORD_BREAKS[] = " \t\n\"\\'`><=;+-*/%^~#&|{}()[],?";
 
 static lua_State *g_L = NULL;  /* the REPL's state, for the completions */
 static int g_interactive = 0;  /* stdin is a terminal and the REPL runs (repl_input_start) */
@@ -262,35 +265,54 @@ static void completion_clear(void) {
     g_compl_next = 0;
 }
 
-static char *completion_generator(const char *text, int state) {
-    if (state == 0) {
-        lua_State *L = g_L;
-        int top = lua_gettop(L);
-        completion_clear();
-        g_compl.text = text;
-        lua_pushcfunction(L, collect_completions);
-        lua_pushlightuserdata(L, &g_compl);
-        if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
-            lua_settop(L, top);
-            completion_clear();
-            return NULL;
-        }
+/* Fills g_compl with the completions of text: sorted, without duplicates (a key in a table and in
+ * its methods). Returns 0, or -1 (g_compl empty) when collecting them failed. */
+static int complete_word(lua_State *L, const char *text) {
+    int top = lua_gettop(L);
+    completion_clear();
+    g_compl.text = text;
+    lua_pushcfunction(L, collect_completions);
+    lua_pushlightuserdata(L, &g_compl);
+    if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
         lua_settop(L, top);
-        if (g_compl.n > 1) { /* sort, drop duplicates (a key in a table and in its methods) */
-            size_t k = 1;
-            qsort(g_compl.items, g_compl.n, sizeof *g_compl.items, cmp_str);
-            for (size_t i = 1; i < g_compl.n; i++) {
-                if (strcmp(g_compl.items[i], g_compl.items[k - 1]) == 0)
-                    free(g_compl.items[i]);
-                else
-                    g_compl.items[k++] = g_compl.items[i];
-            }
-            g_compl.n = k;
-        }
+        completion_clear();
+        return -1;
     }
+    lua_settop(L, top);
+    if (g_compl.n > 1) {
+        size_t k = 1;
+        qsort(g_compl.items, g_compl.n, sizeof *g_compl.items, cmp_str);
+        for (size_t i = 1; i < g_compl.n; i++) {
+            if (strcmp(g_compl.items[i], g_compl.items[k - 1]) == 0)
+                free(g_compl.items[i]);
+            else
+                g_compl.items[k++] = g_compl.items[i];
+        }
+        g_compl.n = k;
+    }
+    return 0;
+}
+
+static char *completion_generator(const char *text, int state) {
+    if (state == 0 && complete_word(g_L, text) != 0) return NULL;
     if (g_compl_next < g_compl.n) return g_compl.items[g_compl_next++]; /* readline frees it */
     completion_clear();
     return NULL;
+}
+
+size_t repl_word_start(const char *s, size_t at) {
+    while (at > 0 && strchr(WORD_BREAKS, s[at - 1]) == NULL) at--;
+    return at;
+}
+
+int repl_complete(lua_State *L, const char *text, void (*each)(const char *item, void *ud),
+                  void *ud) {
+    size_t n;
+    if (complete_word(L, text) != 0) return -1;
+    n = g_compl.n;
+    for (size_t i = 0; i < n; i++) each(g_compl.items[i], ud);
+    completion_clear();
+    return (int)(n > INT_MAX ? INT_MAX : n);
 }
 
 static char **roper_completion(const char *text, int start, int end) {
@@ -318,7 +340,7 @@ static void readline_setup(void) {
     rl_catch_signals = 0; /* SIGINT and SIGWINCH are ours (see readline_read) */
     rl_catch_sigwinch = 0;
     rl_attempted_completion_function = roper_completion;
-    rl_basic_word_break_characters = " \t\n\"\\'`><=;+-*/%^~#&|{}()[],?";
+    rl_basic_word_break_characters = WORD_BREAKS;
     rl_completer_word_break_characters = rl_basic_word_break_characters;
     {
         struct sigaction sa;

@@ -12,6 +12,7 @@
 local require = ...
 
 require "roper.print"
+require "roper.html"
 require "roper.build_info"
 require "roper.help"
 require "roper.eval"

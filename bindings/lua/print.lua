@@ -1,5 +1,5 @@
 -- roper.print: __tostring for roper.Tensor, torch7 style (and below: rp.inspect, and __tostring
--- for m:params(), m:grads() and rp.model_memory's tables); exports nothing.
+-- for m:params(), m:grads() and rp.model_memory's tables); exports layout and shape_str (for roper.html).
 --
 -- A tensor's output: the values (one format for the whole
 -- tensor: integers without decimals, otherwise 4 decimals, with a common scale line such as
@@ -135,11 +135,10 @@ local function tensor_tostring(t)
   error(s, 0)
 end
 
-function render(t)
-  if not is_live(t) then return "roper.Tensor (released)" end
-  local sz = t:shape()
-  local shape_line = shape_str(sz)
-  if t:numel() == 0 then return shape_line end
+-- The cells shown of a live tensor with values: the blocks of plan() with b.vals[i][j] the text
+-- of each shown value, the common scale (nil when none) and the width of the widest cell (with
+-- room for a sign). render lays them out as text, rp.tohtml (html.lua) as an HTML table.
+local function layout(t, sz)
   local blocks = plan(t, sz)
 
   -- read the shown values once
@@ -177,6 +176,15 @@ function render(t)
       end
     end
   end
+  return blocks, scale, width
+end
+
+function render(t)
+  if not is_live(t) then return "roper.Tensor (released)" end
+  local sz = t:shape()
+  local shape_line = shape_str(sz)
+  if t:numel() == 0 then return shape_line end
+  local blocks, scale, width = layout(t, sz)
 
   local lines = {}
   local function add(s) lines[#lines + 1] = s end
@@ -439,3 +447,6 @@ internals.Memory_mt.__tostring = function(t)
   end
   return "{" .. table.concat(parts, ", ") .. "}"
 end
+
+-- for roper.html (rp.tohtml): the cells of a tensor as render lays them out, and its shape line
+return { layout = layout, shape_str = shape_str }

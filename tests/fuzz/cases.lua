@@ -167,6 +167,7 @@ local function seeds(rp)
   S["rp.matmul"] = function() return pack(T(2, 3), T(3, 4)) end
   S["rp.help"] = function() return pack(rp.zeros) end
   S["rp.inspect"] = function() return pack({ 1, a = { T(2) } }, { depth = 2, width = 40, items = 3 }) end
+  S["rp.tohtml"] = function() return pack(T(2, 3)) end
   S["rp.set_num_threads"] = function() return pack(1) end
   S["rp.memory"] = function() return pack() end
   -- pictures: into text files of the fuzz folder (out replaced by nil draws on stdout); of the

@@ -145,6 +145,27 @@ describe("make install into a DESTDIR", function()
       assert.are.equal(D .. final .. "/roper_torch/__init__.py\ntorch.Size([1, 1, 3, 8])\n", out)
     end)
 
+  it("registers the Jupyter kernel where Jupyter looks, naming the installed roper", function()
+    assert.is_true(installed, install_err)
+    local spec = cjson.decode(h.read(P .. "/share/jupyter/kernels/roper/kernel.json"))
+    assert.are.same({ "/usr/bin/python3", "-m", "roper_kernel", "-f", "{connection_file}" }, spec.argv)
+    assert.are.equal("roper (Lua 5.4)", spec.display_name)
+    assert.are.equal("lua", spec.language)
+    assert.are.equal("/usr/local/bin/roper", spec.env.ROPER_BIN)
+    -- the companion's folder (PYDIR: where Debian's python3 reads PREFIX /usr/local's packages)
+    local ver, err, code = run("/usr/bin/python3 -c "
+      .. sh_quote('import sys; print("%d.%d" % sys.version_info[:2])'))
+    assert.are.equal(0, code, err)
+    local final = "/usr/local/lib/python" .. ver:gsub("\n$", "") .. "/dist-packages"
+    assert.are.equal(final, spec.env.PYTHONPATH)
+    for f in lfs.dir("python/roper_kernel") do
+      if f:match("%.py$") then
+        assert.are.equal(h.read("python/roper_kernel/" .. f),
+          h.read(D .. final .. "/roper_kernel/" .. f), f)
+      end
+    end
+  end)
+
   it("lua5.4 requires the installed module from another folder", function()
     assert.is_true(installed, install_err)
     local out, err, code = run(in_w .. CLEAN .. "LUA_CPATH=" .. sh_quote(P .. "/lib/lua/5.4/?.so;;")
@@ -310,6 +331,40 @@ int main(void) {
       assert.are.equal(0, code, err .. out)
       assert.is_truthy(out:find("nothing to uninstall", 1, true), out)
     end)
+end)
+
+-- The installed kernel at work: make install-bin into a PREFIX (no DESTDIR, so the kernelspec's
+-- paths are real), then jupyter_client starts the kernel from that PREFIX's share/jupyter, from
+-- another folder, and runs a cell. Needs Debian's jupyter-client (make test installs it).
+describe("the installed Jupyter kernel", function()
+  it("starts from PREFIX/share/jupyter and runs a cell with the installed roper", function()
+    local top = h.tmpdir()
+    local P = top .. "/prefix"
+    local out, err, code = make("install-bin PREFIX=" .. sh_quote(P))
+    assert.are.equal(0, code, err .. out)
+    local py = [[
+import jupyter_client
+km, kc = jupyter_client.manager.start_new_kernel(kernel_name="roper", startup_timeout=60)
+try:
+    msg_id = kc.execute("rp.ones{2}:sum(), os.getenv('ROPER_BIN')")
+    while True:
+        m = kc.get_iopub_msg(timeout=60)
+        if m["parent_header"].get("msg_id") == msg_id and m["msg_type"] == "execute_result":
+            print(m["content"]["data"]["text/plain"])
+            break
+finally:
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+]]
+    h.write(top .. "/run.py", py)
+    out, err, code = run("cd " .. sh_quote(top) .. " && JUPYTER_PATH=" .. sh_quote(P .. "/share/jupyter")
+      .. " JUPYTER_RUNTIME_DIR=" .. sh_quote(top .. "/runtime") .. " timeout -k 5 120 /usr/bin/python3 run.py < /dev/null")
+    assert.are.equal(0, code, err .. out)
+    assert.are.equal("2.0\n" .. P .. "/bin/roper\n", out)
+    out, err, code = make("uninstall PREFIX=" .. sh_quote(P))
+    assert.are.equal(0, code, err .. out)
+    h.remove_tree(top)
+  end)
 end)
 
 -- DESTDIR is usually a fresh staging folder: make install failed at its first mkdir when the

@@ -1,0 +1,104 @@
+-- The Jupyter kernel (python/roper_kernel, roper --kernel; docs/notebooks.md) driven through
+-- jupyter_client as a notebook drives it: tests/kernel/kernel_test.py runs every case against one
+-- kernel (a fresh one after a failure) and prints "ok NAME" or "FAIL NAME: why"; each case is one
+-- test here. Needs Debian's python3-ipykernel and jupyter-client on /usr/bin/python3 (make test
+-- installs them); every wait in it has a timeout, and the whole run is bounded by `timeout`.
+
+local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+package.path = dir .. "?.lua;" .. package.path
+local h = require "helpers"
+
+local BIN = os.getenv("ROPER_BIN") or "build/roper"
+local PY = os.getenv("ROPER_PYTHON") or "/usr/bin/python3"
+
+local CASES = { "kernel_info", "session_keeps_values", "prints_as_the_repl", "stdin_reads_nothing",
+  "last_line_value",
+  "tensor_html", "syntax_error", "runtime_error", "megabytes_of_print", "plot_inline",
+  "plot_bad_data", "help_query", "complete", "inspect", "is_complete", "interrupt_loop",
+  "interrupt_blas", "roper_killed_mid_cell", "restart", "kernel_killed" }
+
+-- roper --kernel itself, without Jupyter: requests piped in, the replies (fd 3) read from a file.
+local function kernel_session(requests, fd_env)
+  local dir = h.tmpdir()
+  h.write(dir .. "/in", requests)
+  local out, err, code = h.run((fd_env or "") .. "timeout 60 " .. h.sh_quote(BIN) .. " --kernel < "
+    .. h.sh_quote(dir .. "/in") .. " 3> " .. h.sh_quote(dir .. "/replies"))
+  local replies = h.read(dir .. "/replies") or ""
+  h.remove_tree(dir)
+  return replies, out, err, code
+end
+
+local function req(verb, text, cursor)
+  return ("%s %d%s\n%s"):format(verb, #text, cursor and (" " .. cursor) or "", text)
+end
+
+describe("roper --kernel", function()
+  it("answers each request with one JSON line and prints what the cells print", function()
+    local replies, out, err, code = kernel_session(req("execute", "print('hi')\nx = 20")
+      .. req("execute", "x + 1, 'a\"b'") .. req("execute", "error('no')")
+      .. req("execute", "x = = 1") .. req("complete", "y = rp.zer")
+      .. req("inspect", "rp.ones{2}", 4) .. req("inspect", "  ", 1) .. req("is_complete", "do")
+      .. req("is_complete", "x = )") .. req("is_complete", "x") .. req("execute", "io.read('a')")
+      .. "frobnicate 0\n" .. "execute x\n" .. req("execute", "x"))
+    assert.are.equal(0, code, err)
+    assert.are.equal("", err)
+    assert.are.equal("hi\n", out)
+    local help = h.run(h.sh_quote(BIN) .. " -e 'print(rp.help(rp.ones))'"):gsub("\n$", "")
+    assert.are.same({
+      '{"status":"ok","results":[]}',
+      '{"status":"ok","results":[{"text":"21"},{"text":"a\\"b"}]}',
+      '{"status":"error","kind":"runtime","message":"cell:1: no","traceback":"cell:1: no\\n'
+        .. 'stack traceback:\\n\\t[C]: in function \'error\'\\n\\tcell:1: in main chunk\\n\\t[C]: in ?"}',
+      '{"status":"error","kind":"syntax","message":"cell:1: unexpected symbol near \'=\'",'
+        .. '"traceback":"cell:1: unexpected symbol near \'=\'"}',
+      '{"status":"ok","start":4,"matches":["rp.zeros"]}',
+      '{"status":"ok","found":true,"text":' .. require("cjson").encode(help):gsub("\\/", "/") .. '}',
+      '{"status":"ok","found":false}',
+      '{"status":"incomplete"}', '{"status":"invalid"}', '{"status":"complete"}',
+      '{"status":"ok","results":[{"text":""}]}',
+      '{"status":"error","kind":"protocol","message":"unknown request (execute, complete, inspect, is_complete)"}',
+      '{"status":"error","kind":"protocol","message":"bad request header (expected \\"<verb> <bytes>[ <cursor>]\\", at most 64 MiB)"}',
+      '{"status":"ok","results":[{"text":"20"}]}',
+    }, h.lines(replies))
+  end)
+
+  it("ends cleanly at a cut request, and refuses a bad ROPER_KERNEL_FD", function()
+    local replies, _, err, code = kernel_session("execute 100\nx = 1")
+    assert.are.equal(0, code, err)
+    assert.are.equal("", replies)
+    replies, _, err, code = kernel_session(req("execute", "1"), "ROPER_KERNEL_FD=x ")
+    assert.are.equal(1, code)
+    assert.are.equal("roper --kernel: ROPER_KERNEL_FD must be a file descriptor, got x\n", err)
+  end)
+end)
+
+describe("the Jupyter kernel", function()
+  local results, out, err, code
+  setup(function()
+    out, err, code = h.run("timeout -k 10 300 " .. h.sh_quote(PY) .. " tests/kernel/kernel_test.py "
+      .. h.sh_quote(BIN) .. " < /dev/null")
+    results = {}
+    for name, rest in out:gmatch("([%w_]+)[ :]*([^\n]*)\n") do
+      if name == "ok" then results[rest] = "ok" elseif name == "FAIL" then
+        local n, why = rest:match("^([%w_]+): (.*)$")
+        if n then results[n] = why end
+      end
+    end
+  end)
+
+  it("runs every case of kernel_test.py and no other", function()
+    local names = {}
+    for n in pairs(results) do names[#names + 1] = n end
+    table.sort(names)
+    local want = {}
+    for _, n in ipairs(CASES) do want[#want + 1] = n end
+    table.sort(want)
+    assert.are.same(want, names, "output:\n" .. out .. "\nstderr:\n" .. err)
+  end)
+
+  for _, name in ipairs(CASES) do
+    it(name, function()
+      assert.are.equal("ok", results[name], "stderr:\n" .. (err or ""):sub(-4000))
+    end)
+  end
+end)
