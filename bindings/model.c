@@ -352,7 +352,7 @@ static void push_model_keys(lua_State *L)
         } else if (k->use == RP_CFG_SCALINGS) {
             lua_newtable(L);
             for (int s = 0, n = 0; s < RP_SCALING_COUNT; s++)
-                if (k->use_arg & (1 << s)) {
+                if (rp_scaling_of((rp_rope_scaling)s)->reads & k->use_arg) {
                     lua_pushstring(L, rp_scaling_names[s]);
                     lua_rawseti(L, -2, ++n);
                 }

@@ -364,7 +364,7 @@ def _rope_scaling(c, full):
                          "is not supported; give the frequencies as option 'freq'" % name)
     if name not in _HF_TYPES:
         raise ValueError("option 'rope_scaling': rope_type \"%s\" is not default, linear, "
-                         "dynamic, yarn or llama3" % name)
+                         "yarn, dynamic or llama3" % name)
     scaling, groups = _HF_TYPES[name]
     for key in t:
         if key in ("rope_type", "type"):
