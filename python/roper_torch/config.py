@@ -8,9 +8,7 @@ config(cfg) gives the full config, or raises ValueError with the message rp.mode
 (bindings/model.c's read_cfg: the keys in the schema's order, their types and ranges, then
 rp_model_cfg_check's rules, then the refusal of a key that does nothing for the mode)."""
 
-import json
 import math
-import os
 from dataclasses import dataclass
 
 from . import rotary
@@ -41,8 +39,7 @@ MODES = {
     "alibi": Mode("none", "", False, 0.0, "alibi", False),
 }
 
-with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "schema.json")) as _f:
-    SCHEMA = json.load(_f)
+SCHEMA = rotary.SCHEMA  # roper's schema.json
 KEYS = SCHEMA["keys"]  # rp.model_keys(): one row per config key, in roper's order
 KEY = {k["name"]: k for k in KEYS}
 PE = {m["name"]: m for m in SCHEMA["modes"]}  # rp.pe_modes()
