@@ -168,6 +168,25 @@ describe("optimisers", function()
     assert.equal(1e-3 * 1 / 100, rp.optim.adam(m):lr())
   end)
 
+  it("has one default per name with rp.experiment (core's table of the optimiser's keys)", function()
+    local m = tiny()
+    local got = rp.optim.adam(m):config()
+    local want = { lr = 1e-3, weight_decay = 0, schedule = "cosine", warmup = 100, min_lr = 1e-4,
+      clip = 1, total_steps = 2000, eps = 1e-8 }
+    for k, v in pairs(want) do assert.equal(v, got[k], k) end
+    assert.same({ 0.9, 0.999 }, got.betas)
+    local shared = 0
+    for _, k in ipairs(rp.experiment.keys()) do
+      if got[k.name] ~= nil then
+        assert.equal(got[k.name], k.default, k.name)
+        shared = shared + 1
+      end
+    end
+    assert.equal(6, shared) -- lr, weight_decay, schedule, warmup, min_lr, clip
+    assert.equal(got.total_steps, rp.experiment.config().steps)
+    assert.equal("adam", rp.experiment.config().optimiser)
+  end)
+
   it("reports its config, and accepts it back", function()
     local m = tiny()
     local opt = rp.optim.adamw(m, { lr = 3e-4, betas = { 0.8, 0.99 }, eps = 1e-6, weight_decay = 0.1,
