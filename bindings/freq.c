@@ -156,9 +156,10 @@ int lrp_opt_rope_scaling(lua_State *L, int idx, rp_model_cfg *view)
     double lo = hf_number(L, idx, t, "low_freq_factor", RP_LLAMA3_LOW, &g_lo);
     double hi = hf_number(L, idx, t, "high_freq_factor", RP_LLAMA3_HIGH, &g_hi);
     const char *need = NULL;
-    if (sc != RP_SCALING_NONE && !g_factor) need = "factor";
-    else if (sc == RP_SCALING_LLAMA3 && !g_len) need = "original_max_position_embeddings";
-    else if (sc == RP_SCALING_LLAMA3 && !(g_lo && g_hi))
+    int reads = rp_scaling_of(sc)->reads; /* Hugging Face requires llama3's fields */
+    if ((reads & RP_READS_FACTOR) && !g_factor) need = "factor";
+    else if ((reads & RP_READS_LLAMA3) && !g_len) need = "original_max_position_embeddings";
+    else if ((reads & RP_READS_LLAMA3) && !(g_lo && g_hi))
         need = "low_freq_factor and high_freq_factor";
     if (need)
         lrp_argerror(L, idx, "option 'rope_scaling': rope_type \"%s\" needs %s",
@@ -169,10 +170,10 @@ int lrp_opt_rope_scaling(lua_State *L, int idx, rp_model_cfg *view)
                              "an integer >= 1, got %s", lrp_describe(L, -1));
     }
     view->scaling = sc;
-    if (sc != RP_SCALING_NONE) view->scaling_factor = factor;
+    if (reads & RP_READS_FACTOR) view->scaling_factor = factor;
     if (g_len) view->orig_len = (int64_t)len; /* else seq_len, as Hugging Face's max positions */
     view->low_freq_factor = lo, view->high_freq_factor = hi;
-    if (sc == RP_SCALING_YARN) {
+    if (reads & RP_READS_YARN) {
         view->yarn_beta = hf_number(L, idx, t, "beta_fast", RP_YARN_BETA, NULL);
         view->yarn_alpha = hf_number(L, idx, t, "beta_slow", RP_YARN_ALPHA, NULL);
         lua_getfield(L, t, "truncate");
