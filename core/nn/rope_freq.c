@@ -267,21 +267,18 @@ static double dynamic_factor(const rp_rope_freq *f, int64_t p)
 static double theta_none(const rp_rope_freq *f, double t, int64_t j, int64_t d_rot, double base,
                          int64_t p)
 {
-    (void)f, (void)j, (void)d_rot, (void)base, (void)p;
     return t;
 }
 
 static double theta_pi(const rp_rope_freq *f, double t, int64_t j, int64_t d_rot, double base,
                        int64_t p)
 {
-    (void)j, (void)d_rot, (void)base, (void)p;
     return t / f->factor;
 }
 
 static double theta_ntk(const rp_rope_freq *f, double t, int64_t j, int64_t d_rot, double base,
                         int64_t p)
 {
-    (void)base, (void)p;
     return ntk(t, f->factor, j, d_rot);
 }
 
@@ -289,7 +286,6 @@ static double theta_ntk(const rp_rope_freq *f, double t, int64_t j, int64_t d_ro
 static double theta_yarn(const rp_rope_freq *f, double t, int64_t j, int64_t d_rot, double base,
                          int64_t p)
 {
-    (void)p;
     double g = f->yarn_ramp == RP_YARN_RAMP_ROTATIONS
                    ? ramp_gamma(f->orig_len * fabs(t) / TWO_PI, f->yarn_alpha, f->yarn_beta)
                    : dims_gamma(f, j, d_rot, base);
@@ -300,14 +296,12 @@ static double theta_yarn(const rp_rope_freq *f, double t, int64_t j, int64_t d_r
 static double theta_dynamic(const rp_rope_freq *f, double t, int64_t j, int64_t d_rot,
                             double base, int64_t p)
 {
-    (void)base;
     return ntk(t, dynamic_factor(f, p), j, d_rot);
 }
 
 static double theta_llama3(const rp_rope_freq *f, double t, int64_t j, int64_t d_rot,
                            double base, int64_t p)
 {
-    (void)j, (void)d_rot, (void)base, (void)p;
     double g = ramp_gamma(f->orig_len * fabs(t) / TWO_PI, f->low_freq_factor,
                           f->high_freq_factor);
     return (1.0 - g) * t / f->factor + g * t;
