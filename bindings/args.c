@@ -416,8 +416,37 @@ rp_status lrp_squeeze_lead(rp_tensor *out, const rp_tensor *src, int dst_ndim)
 
 /* ---- option tables ---- */
 
-int lrp_checkopts(lua_State *L, int idx, const char *const *known)
+const char lrp_freq_keys_mark[] = "(the frequency rows)";
+
+int lrp_is_scaling_row(const rp_cfg_key *k)
 {
+    return k->use == RP_CFG_SCALED || k->use == RP_CFG_SCALINGS ||
+           k->offset == offsetof(rp_model_cfg, scaling);
+}
+
+/* known with lrp_freq_keys_mark expanded, in out (n entries, NULL-terminated). */
+static const char *const *expand_known(const char *const *known, const char **out, int n)
+{
+    int at = 0;
+    for (const char *const *k = known; *k && at < n - 1; k++) {
+        if (*k != lrp_freq_keys_mark) {
+            out[at++] = *k;
+            continue;
+        }
+        for (int pass = 1; pass >= 0; pass--)
+            for (int i = 0; i < rp_model_cfg_nkeys && at < n - 1; i++) {
+                const rp_cfg_key *r = &rp_model_cfg_keys[i];
+                if (r->freq && lrp_is_scaling_row(r) == pass) out[at++] = r->name;
+            }
+    }
+    out[at] = NULL;
+    return out;
+}
+
+int lrp_checkopts(lua_State *L, int idx, const char *const *given)
+{
+    const char *buf[256]; /* more than any list: the longest, rp.model's, is the schema and 8 */
+    const char *const *known = expand_known(given, buf, (int)(sizeof buf / sizeof buf[0]));
     int type = lua_type(L, idx);
     if (type == LUA_TNONE || type == LUA_TNIL) return 0;
     if (type != LUA_TTABLE)

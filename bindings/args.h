@@ -125,8 +125,16 @@ rp_status lrp_squeeze_lead(rp_tensor *out, const rp_tensor *src, int dst_ndim);
 /* ---- option tables ---- */
 
 /* The value at idx must be nil, none or a table; every key of the table must be a string among
- * `known` (a NULL-terminated list). Raises "unknown option 'fracton'" etc. Returns 1 if a table. */
+ * `known` (a NULL-terminated list). Raises "unknown option 'fracton'" etc. Returns 1 if a table.
+ * An entry lrp_freq_keys_mark in known stands for the names of the config schema's rows of the
+ * frequency scheme (those with a freq column): first the scaling's (scaling and the rows that
+ * apply to scalings), then the others (xpos, xpos_scale_base), each group in row order. */
 int lrp_checkopts(lua_State *L, int idx, const char *const *known);
+/* The mark of lrp_checkopts (its address, not its text, is what counts). */
+extern const char lrp_freq_keys_mark[];
+/* 1 for a row of the scaling: scaling itself and the keys of RP_CFG_SCALED and RP_CFG_SCALINGS
+ * (what a rope_scaling table sets). */
+int lrp_is_scaling_row(const rp_cfg_key *k);
 /* 1 when the options table at idx (or nil) has a non-nil field key. */
 int lrp_hasopt(lua_State *L, int idx, const char *key);
 /* Field readers: the default when the table is nil or the field is nil, else a checked value.

@@ -20,14 +20,10 @@
 #define FREQ_MAX_SAMPLES ((int64_t)1 << 24)
 
 /* The rows of the config schema that make up the frequency scheme (scaling and its parameters,
- * xpos and its scale base): the keys lrp_optfreq reads. Not learn_freq: it makes a model's
- * frequencies parameters, which the functions without a model do not have. */
-static int is_freq_row(const rp_cfg_key *k)
-{
-    return (k->use == RP_CFG_FREQ || k->use == RP_CFG_SCALED || k->use == RP_CFG_SCALINGS ||
-            k->use == RP_CFG_XPOS) &&
-           k->offset != offsetof(rp_model_cfg, learn_freq);
-}
+ * xpos and its scale base: the rows with a freq column): the keys lrp_optfreq reads. Not
+ * learn_freq: it makes a model's frequencies parameters, which the functions without a model do
+ * not have. */
+static int is_freq_row(const rp_cfg_key *k) { return k->freq != 0; }
 
 /* ---- Hugging Face's rope_scaling table ---- */
 
@@ -43,20 +39,16 @@ static const struct {
                  {"mscale_all_dim", HF_ATTN},   {"truncate", HF_TRUNCATE}};
 #define HF_NFIELDS ((int)(sizeof hf_fields / sizeof hf_fields[0]))
 
-/* The rope_types: the scaling each maps to and the fields it reads (Hugging Face's validation of
- * each type). */
-static const struct {
-    const char *name;
-    rp_rope_scaling scaling;
-    int fields;
-} hf_types[] = {
-    {"default", RP_SCALING_NONE, 0},
-    {"linear", RP_SCALING_PI, HF_FACTOR},
-    {"dynamic", RP_SCALING_DYNAMIC, HF_FACTOR | HF_LEN},
-    {"yarn", RP_SCALING_YARN, HF_FACTOR | HF_LEN | HF_BETAS | HF_ATTN | HF_TRUNCATE},
-    {"llama3", RP_SCALING_LLAMA3, HF_FACTOR | HF_LEN | HF_LLAMA3},
-};
-#define HF_NTYPES ((int)(sizeof hf_types / sizeof hf_types[0]))
+/* The fields of Hugging Face's rope_type for scaling s (its validation of each type): those of
+ * the parameters the scaling reads (rope_freq.h's table), and the attention fields for a scaling
+ * with a score factor of its own (YaRN's temperature). */
+static int hf_fields_of(rp_rope_scaling s)
+{
+    const rp_scaling_desc *d = rp_scaling_of(s);
+    return (d->reads & RP_READS_FACTOR ? HF_FACTOR : 0) | (d->reads & RP_READS_LEN ? HF_LEN : 0) |
+           (d->reads & RP_READS_YARN ? HF_BETAS | HF_TRUNCATE : 0) |
+           (d->reads & RP_READS_LLAMA3 ? HF_LLAMA3 : 0) | (d->score ? HF_ATTN : 0);
+}
 
 /* Field key of the rope_scaling table at t: a finite number (def when absent; *given set). */
 static double hf_number(lua_State *L, int idx, int t, const char *key, double def, int *given)
@@ -75,7 +67,8 @@ static double hf_number(lua_State *L, int idx, int t, const char *key, double de
     return v;
 }
 
-/* The rope_type (or its older name type) of the rope_scaling table at t: an index of hf_types. */
+/* The rope_type (or its older name type) of the rope_scaling table at t: the scaling whose row
+ * names it (rope_freq.h's table). */
 static int hf_type(lua_State *L, int idx, int t)
 {
     lua_getfield(L, t, "rope_type");
@@ -87,20 +80,27 @@ static int hf_type(lua_State *L, int idx, int t)
         lrp_argerror(L, idx, "option 'rope_scaling': 'rope_type' (or 'type') must be a string, "
                              "got %s", lrp_describe(L, -1));
     const char *name = lua_tostring(L, -1);
-    for (int i = 0; i < HF_NTYPES; i++)
-        if (strcmp(name, hf_types[i].name) == 0) {
+    const char *types[RP_SCALING_COUNT];
+    int n = 0;
+    for (int i = 0; i < RP_SCALING_COUNT; i++) {
+        const char *hf = rp_scaling_of((rp_rope_scaling)i)->hf;
+        if (!hf) continue;
+        if (strcmp(name, hf) == 0) {
             lua_pop(L, lua_gettop(L) - t);
             return i;
         }
+        types[n++] = hf;
+    }
     if (strcmp(name, "longrope") == 0 || strcmp(name, "su") == 0)
         lrp_argerror(L, idx, "option 'rope_scaling': rope_type \"%s\" (LongRoPE's per-pair "
                              "factors) is not supported; give the frequencies as option 'freq'",
                      name);
-    return lrp_argerror(L, idx, "option 'rope_scaling': rope_type \"%s\" is not default, "
-                                "linear, dynamic, yarn or llama3", name);
+    char list[128];
+    return lrp_argerror(L, idx, "option 'rope_scaling': rope_type \"%s\" is not %s", name,
+                        rp_join_names(list, sizeof list, types, n, 0));
 }
 
-/* Every field of the rope_scaling table at t is one that rope_type ty reads. */
+/* Every field of the rope_scaling table at t is one that scaling ty's rope_type reads. */
 static void hf_check_fields(lua_State *L, int idx, int t, int ty)
 {
     lua_pushnil(L);
@@ -117,22 +117,14 @@ static void hf_check_fields(lua_State *L, int idx, int t, int ty)
                                  "beta_fast, beta_slow, low_freq_factor, high_freq_factor, "
                                  "attention_factor, mscale, mscale_all_dim, truncate)",
                          key ? "'" : "", key ? key : lrp_describe(L, -1), key ? "'" : "");
-        if (bit && !(hf_types[ty].fields & bit))
+        if (bit && !(hf_fields_of((rp_rope_scaling)ty) & bit))
             lrp_argerror(L, idx, "option 'rope_scaling': field '%s' does nothing for rope_type "
-                                 "\"%s\"", key, hf_types[ty].name);
+                                 "\"%s\"", key, rp_scaling_of((rp_rope_scaling)ty)->hf);
     }
 }
 
 /* YaRN's mscale (Hugging Face's get_mscale): 0.1 m ln s + 1 for s > 1, else 1. */
 static double hf_mscale(double s, double m) { return s <= 1.0 ? 1.0 : 0.1 * m * log(s) + 1.0; }
-
-/* A row that belongs to the scaling (scaling itself and the keys of RP_CFG_SCALED and
- * RP_CFG_SCALINGS): what a rope_scaling table sets. */
-static int is_scaling_row(const rp_cfg_key *k)
-{
-    return k->use == RP_CFG_SCALED || k->use == RP_CFG_SCALINGS ||
-           k->offset == offsetof(rp_model_cfg, scaling);
-}
 
 int lrp_opt_rope_scaling(lua_State *L, int idx, rp_model_cfg *view)
 {
@@ -148,13 +140,13 @@ int lrp_opt_rope_scaling(lua_State *L, int idx, rp_model_cfg *view)
                              "config.json rope_scaling), got %s", lrp_describe(L, t));
     for (int i = 0; i < rp_model_cfg_nkeys; i++) {
         const rp_cfg_key *k = &rp_model_cfg_keys[i];
-        if (is_scaling_row(k) && lrp_hasopt(L, idx, k->name))
+        if (lrp_is_scaling_row(k) && lrp_hasopt(L, idx, k->name))
             lrp_argerror(L, idx, "options 'rope_scaling' and '%s' exclude each other (give "
                                  "Hugging Face's table or roper's keys)", k->name);
     }
     int ty = hf_type(L, idx, t);
     hf_check_fields(L, idx, t, ty);
-    rp_rope_scaling sc = hf_types[ty].scaling;
+    rp_rope_scaling sc = (rp_rope_scaling)ty;
     int g_factor, g_len, g_af, g_m, g_mad, g_lo, g_hi;
     double factor = hf_number(L, idx, t, "factor", 1.0, &g_factor);
     double len = hf_number(L, idx, t, "original_max_position_embeddings", 0.0, &g_len);
@@ -164,23 +156,24 @@ int lrp_opt_rope_scaling(lua_State *L, int idx, rp_model_cfg *view)
     double lo = hf_number(L, idx, t, "low_freq_factor", RP_LLAMA3_LOW, &g_lo);
     double hi = hf_number(L, idx, t, "high_freq_factor", RP_LLAMA3_HIGH, &g_hi);
     const char *need = NULL;
-    if (sc != RP_SCALING_NONE && !g_factor) need = "factor";
-    else if (sc == RP_SCALING_LLAMA3 && !g_len) need = "original_max_position_embeddings";
-    else if (sc == RP_SCALING_LLAMA3 && !(g_lo && g_hi))
+    int reads = rp_scaling_of(sc)->reads; /* Hugging Face requires llama3's fields */
+    if ((reads & RP_READS_FACTOR) && !g_factor) need = "factor";
+    else if ((reads & RP_READS_LLAMA3) && !g_len) need = "original_max_position_embeddings";
+    else if ((reads & RP_READS_LLAMA3) && !(g_lo && g_hi))
         need = "low_freq_factor and high_freq_factor";
     if (need)
         lrp_argerror(L, idx, "option 'rope_scaling': rope_type \"%s\" needs %s",
-                     hf_types[ty].name, need);
+                     rp_scaling_of(sc)->hf, need);
     if (g_len && (len != floor(len) || len < 1.0 || len > (double)LRP_MAX_POS)) {
         lua_pushnumber(L, (lua_Number)len);
         lrp_argerror(L, idx, "option 'rope_scaling': 'original_max_position_embeddings' must be "
                              "an integer >= 1, got %s", lrp_describe(L, -1));
     }
     view->scaling = sc;
-    if (sc != RP_SCALING_NONE) view->scaling_factor = factor;
+    if (reads & RP_READS_FACTOR) view->scaling_factor = factor;
     if (g_len) view->orig_len = (int64_t)len; /* else seq_len, as Hugging Face's max positions */
     view->low_freq_factor = lo, view->high_freq_factor = hi;
-    if (sc == RP_SCALING_YARN) {
+    if (reads & RP_READS_YARN) {
         view->yarn_beta = hf_number(L, idx, t, "beta_fast", RP_YARN_BETA, NULL);
         view->yarn_alpha = hf_number(L, idx, t, "beta_slow", RP_YARN_ALPHA, NULL);
         lua_getfield(L, t, "truncate");

@@ -8,12 +8,10 @@
 
 #include "rp.h"
 
-/* The option names lrp_optfreq and lrp_optbase read, for a known-keys list: the frequency rows
- * of the config schema, Hugging Face's rope_scaling table and rope_theta (base), the tables. */
-#define LRP_FREQ_KEYS                                                                          \
-    "scaling", "scaling_factor", "orig_len", "yarn_alpha", "yarn_beta", "yarn_ramp",           \
-        "low_freq_factor", "high_freq_factor", "attention_factor", "xpos", "xpos_scale_base",  \
-        "rope_scaling", "rope_theta", "freq", "angles"
+/* The option names lrp_optfreq and lrp_optbase read, for a known-keys list of lrp_checkopts:
+ * the frequency rows of the config schema (the rows with a freq column: lrp_freq_keys_mark), Hugging
+ * Face's rope_scaling table and rope_theta (base), the tables. */
+#define LRP_FREQ_KEYS lrp_freq_keys_mark, "rope_scaling", "rope_theta", "freq", "angles"
 
 /* The rotary base of the table at idx: option base, or rope_theta (Hugging Face's name; not
  * both), a finite number > 0, RP_ROPE_BASE when absent. Raises naming the option. */

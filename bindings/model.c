@@ -352,7 +352,7 @@ static void push_model_keys(lua_State *L)
         } else if (k->use == RP_CFG_SCALINGS) {
             lua_newtable(L);
             for (int s = 0, n = 0; s < RP_SCALING_COUNT; s++)
-                if (k->use_arg & (1 << s)) {
+                if (rp_scaling_of((rp_rope_scaling)s)->reads & k->use_arg) {
                     lua_pushstring(L, rp_scaling_names[s]);
                     lua_rawseti(L, -2, ++n);
                 }
@@ -366,6 +366,44 @@ static void push_model_keys(lua_State *L)
 static int l_model_keys(lua_State *L)
 {
     push_model_keys(L);
+    return 1;
+}
+
+/* rp.scalings() -> the scaling table (core/nn/rope_freq.h) as a new table: t[i] = {name =, hf =,
+ * keys =, since =, per_position =, own_score =} in code order, and t[name] = the same row; keys:
+ * the config keys the scaling reads (the schema's rows of RP_CFG_SCALED and RP_CFG_SCALINGS that
+ * apply to it), in row order; hf: Hugging Face's rope_type (nil for ntk). */
+static int l_scalings(lua_State *L)
+{
+    lua_settop(L, 0);
+    lua_createtable(L, RP_SCALING_COUNT, RP_SCALING_COUNT);
+    for (int s = 0; s < RP_SCALING_COUNT; s++) {
+        const rp_scaling_desc *d = rp_scaling_of((rp_rope_scaling)s);
+        lua_createtable(L, 0, 6);
+        lua_pushstring(L, d->name);
+        lua_setfield(L, -2, "name");
+        if (d->hf) {
+            lua_pushstring(L, d->hf);
+            lua_setfield(L, -2, "hf");
+        }
+        lua_newtable(L);
+        for (int i = 0, n = 0; i < rp_model_cfg_nkeys; i++) {
+            const rp_cfg_key *k = &rp_model_cfg_keys[i];
+            if ((k->use == RP_CFG_SCALED && (d->reads & RP_READS_FACTOR)) ||
+                (k->use == RP_CFG_SCALINGS && (d->reads & k->use_arg))) {
+                lua_pushstring(L, k->name);
+                lua_rawseti(L, -2, ++n);
+            }
+        }
+        lua_setfield(L, -2, "keys");
+        lua_pushinteger(L, (lua_Integer)d->since);
+        lua_setfield(L, -2, "since");
+        set_bool(L, "per_position", d->per_position);
+        set_bool(L, "own_score", d->score != NULL);
+        lua_pushvalue(L, -1);
+        lua_setfield(L, -3, d->name);
+        lua_rawseti(L, -2, s + 1);
+    }
     return 1;
 }
 
@@ -632,6 +670,7 @@ static const luaL_Reg model_funcs[] = {
     {"load", l_load},
     {"pe_modes", l_pe_modes},
     {"model_keys", l_model_keys},
+    {"scalings", l_scalings},
     {NULL, NULL},
 };
 

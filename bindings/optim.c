@@ -14,8 +14,6 @@
 #include "roper.h"
 #include "userdata.h"
 
-static const char *const schedule_names[] = {"constant", "cosine", "noam", NULL};
-
 /* ---- the userdata ---- */
 
 /* __gc, __close and opt:free(): free the moments; safe on a released optimiser and when called
@@ -47,54 +45,64 @@ static int o_tostring(lua_State *L)
     char lr[32];
     snprintf(lr, sizeof lr, "%g", o->cfg.lr);
     lua_pushfstring(L, "roper.Optim: %s, lr %s (%s schedule), %I step%s", kind_name(&o->cfg), lr,
-                    schedule_names[o->cfg.schedule], (LUAI_UACINT)o->st.step,
+                    rp_schedule_names[o->cfg.schedule], (LUAI_UACINT)o->st.step,
                     o->st.step == 1 ? "" : "s");
     return 1;
 }
 
 /* ---- construction ---- */
 
-/* Reads the options table at idx into cfg (over its defaults and cfg->decoupled); raises naming
- * the option. */
+/* Reads the options table at idx into cfg (over its defaults and cfg->decoupled): the rows of
+ * the optimiser's keys that are options (core/nn/optim.h; a pair, beta1 and beta2, as one option
+ * {beta1, beta2}), in row order, and kind; raises naming the option. */
 static void read_opts(lua_State *L, int idx, rp_adam_cfg *cfg)
 {
-    static const char *const known[] = {"lr",       "betas",  "eps",         "weight_decay",
-                                        "clip",     "schedule", "warmup",    "total_steps",
-                                        "min_lr",   "kind",     NULL};
-    static const char *const kinds[] = {"adam", "adamw", NULL};
+    const char *known[64];
+    int n = 0;
+    for (int i = 0; i < rp_adam_nkeys && n < 62; i++) {
+        const rp_optim_key *k = &rp_adam_keys[i];
+        if (!(k->flags & RP_OPT_OPTION)) continue;
+        if (k->pair && !(k->flags & RP_OPT_PAIR)) continue; /* the second of a pair */
+        known[n++] = k->pair ? k->pair : k->name;
+    }
+    known[n++] = "kind";
+    known[n] = NULL;
+    const char *const *kinds = rp_adam_kind_names;
     lrp_checkopts(L, idx, known);
     /* kind (as opt:config() reports it) may be given, but must name this constructor */
     if (lrp_hasopt(L, idx, "kind") &&
         lrp_optenum(L, idx, "kind", kinds, cfg->decoupled) != cfg->decoupled)
         lrp_argerror(L, idx, "option 'kind' is \"%s\", but this is rp.optim.%s",
                      kinds[!cfg->decoupled], kinds[cfg->decoupled]);
-    cfg->lr = lrp_optnumber(L, idx, "lr", cfg->lr);
-    if (lrp_hasopt(L, idx, "betas")) {
-        lua_getfield(L, idx, "betas");
-        int ok = lua_type(L, -1) == LUA_TTABLE && lua_rawlen(L, -1) == 2;
-        double b[2] = {0, 0};
-        for (int i = 0; ok && i < 2; i++) {
-            if (lua_rawgeti(L, -1, i + 1) != LUA_TNUMBER) ok = 0;
-            else b[i] = (double)lua_tonumber(L, -1);
+    for (int i = 0; i < rp_adam_nkeys; i++) {
+        const rp_optim_key *k = &rp_adam_keys[i];
+        if (!(k->flags & RP_OPT_OPTION) || (k->pair && !(k->flags & RP_OPT_PAIR))) continue;
+        if (k->flags & RP_OPT_PAIR) { /* {first, second}: this row and the next */
+            if (!lrp_hasopt(L, idx, k->pair)) continue;
+            lua_getfield(L, idx, k->pair);
+            int ok = lua_type(L, -1) == LUA_TTABLE && lua_rawlen(L, -1) == 2;
+            double b[2] = {0, 0};
+            for (int j = 0; ok && j < 2; j++) {
+                if (lua_rawgeti(L, -1, j + 1) != LUA_TNUMBER) ok = 0;
+                else b[j] = (double)lua_tonumber(L, -1);
+                lua_pop(L, 1);
+            }
+            if (!ok)
+                lrp_argerror(L, idx, "option '%s' must be a table of two numbers {%s, %s}, got %s",
+                             k->pair, k->name, k[1].name, lrp_describe(L, -1));
+            rp_adam_cfg_set(cfg, k, b[0]);
+            rp_adam_cfg_set(cfg, &k[1], b[1]);
             lua_pop(L, 1);
+        } else if (k->type == RP_OPT_NUM) {
+            rp_adam_cfg_set(cfg, k, lrp_optnumber(L, idx, k->name, rp_adam_cfg_get(cfg, k)));
+        } else if (k->type == RP_OPT_INT) {
+            lua_Integer def = (lua_Integer)rp_adam_cfg_get_int(cfg, k);
+            rp_adam_cfg_set_int(cfg, k, (int64_t)lrp_optinteger(L, idx, k->name, def));
+        } else {
+            int def = (int)rp_adam_cfg_get_int(cfg, k);
+            rp_adam_cfg_set_int(cfg, k, lrp_optenum(L, idx, k->name, k->names, def));
         }
-        if (!ok)
-            lrp_argerror(L, idx, "option 'betas' must be a table of two numbers {beta1, beta2}, "
-                                 "got %s",
-                         lrp_describe(L, -1));
-        cfg->beta1 = b[0];
-        cfg->beta2 = b[1];
-        lua_pop(L, 1);
     }
-    cfg->eps = lrp_optnumber(L, idx, "eps", cfg->eps);
-    cfg->weight_decay = lrp_optnumber(L, idx, "weight_decay", cfg->weight_decay);
-    cfg->clip = lrp_optnumber(L, idx, "clip", cfg->clip);
-    cfg->schedule =
-        (rp_schedule)lrp_optenum(L, idx, "schedule", schedule_names, (int)cfg->schedule);
-    cfg->warmup = (int64_t)lrp_optinteger(L, idx, "warmup", (lua_Integer)cfg->warmup);
-    cfg->total_steps =
-        (int64_t)lrp_optinteger(L, idx, "total_steps", (lua_Integer)cfg->total_steps);
-    cfg->min_lr = lrp_optnumber(L, idx, "min_lr", cfg->min_lr);
 }
 
 /* rp.optim.adam(m[, opts]) and rp.optim.adamw(m[, opts]) (upvalue 1: decoupled). */
@@ -158,42 +166,90 @@ static int o_steps(lua_State *L)
     return 1;
 }
 
-/* opt:config(): the options (as accepted by rp.optim.adam/adamw) and kind = "adam" | "adamw". */
+/* opt:config(): the options (as accepted by rp.optim.adam/adamw: the option rows of the
+ * optimiser's keys) and kind = "adam" | "adamw". */
 static int o_config(lua_State *L)
 {
     lrp_optim *o = lrp_checkoptim(L, 1);
     const rp_adam_cfg *c = &o->cfg;
-    lua_createtable(L, 0, 10);
+    lua_createtable(L, 0, rp_adam_nkeys);
     lua_pushstring(L, kind_name(c));
     lua_setfield(L, -2, "kind");
-    lua_pushnumber(L, (lua_Number)c->lr);
-    lua_setfield(L, -2, "lr");
-    lua_createtable(L, 2, 0);
-    lua_pushnumber(L, (lua_Number)c->beta1);
-    lua_rawseti(L, -2, 1);
-    lua_pushnumber(L, (lua_Number)c->beta2);
-    lua_rawseti(L, -2, 2);
-    lua_setfield(L, -2, "betas");
-    lua_pushnumber(L, (lua_Number)c->eps);
-    lua_setfield(L, -2, "eps");
-    lua_pushnumber(L, (lua_Number)c->weight_decay);
-    lua_setfield(L, -2, "weight_decay");
-    lua_pushnumber(L, (lua_Number)c->clip);
-    lua_setfield(L, -2, "clip");
-    lua_pushstring(L, schedule_names[c->schedule]);
-    lua_setfield(L, -2, "schedule");
-    lua_pushinteger(L, (lua_Integer)c->warmup);
-    lua_setfield(L, -2, "warmup");
-    lua_pushinteger(L, (lua_Integer)c->total_steps);
-    lua_setfield(L, -2, "total_steps");
-    lua_pushnumber(L, (lua_Number)c->min_lr);
-    lua_setfield(L, -2, "min_lr");
+    for (int i = 0; i < rp_adam_nkeys; i++) {
+        const rp_optim_key *k = &rp_adam_keys[i];
+        if (!(k->flags & RP_OPT_OPTION) || (k->pair && !(k->flags & RP_OPT_PAIR))) continue;
+        double v = rp_adam_cfg_get(c, k);
+        int64_t iv = k->type == RP_OPT_NUM ? 0 : rp_adam_cfg_get_int(c, k);
+        if (k->flags & RP_OPT_PAIR) {
+            lua_createtable(L, 2, 0);
+            lua_pushnumber(L, (lua_Number)v);
+            lua_rawseti(L, -2, 1);
+            lua_pushnumber(L, (lua_Number)rp_adam_cfg_get(c, &k[1]));
+            lua_rawseti(L, -2, 2);
+            lua_setfield(L, -2, k->pair);
+            continue;
+        }
+        if (k->type == RP_OPT_NUM) lua_pushnumber(L, (lua_Number)v);
+        else if (k->type == RP_OPT_INT) lua_pushinteger(L, (lua_Integer)iv);
+        else lua_pushstring(L, k->names[iv]);
+        lua_setfield(L, -2, k->name);
+    }
     return 1;
 }
 
 static const luaL_Reg optim_methods[] = {
     {"step", o_step}, {"lr", o_lr}, {"steps", o_steps}, {"config", o_config}, {NULL, NULL},
 };
+
+void lrp_optim_internals(lua_State *L, int priv)
+{
+    static const char *const types[] = {"number", "int", "enum"};
+    priv = lua_absindex(L, priv);
+    lua_createtable(L, rp_adam_nkeys, 0);
+    for (int i = 0; i < rp_adam_nkeys; i++) {
+        const rp_optim_key *k = &rp_adam_keys[i];
+        lua_createtable(L, 0, 10);
+        lua_pushstring(L, k->name);
+        lua_setfield(L, -2, "name");
+        lua_pushstring(L, types[k->type]);
+        lua_setfield(L, -2, "type");
+        if (k->type == RP_OPT_ENUM) {
+            lua_pushstring(L, k->names[(int)k->def]);
+            lua_setfield(L, -2, "default");
+            lua_newtable(L);
+            for (int j = 0; k->names[j]; j++) {
+                lua_pushstring(L, k->names[j]);
+                lua_rawseti(L, -2, j + 1);
+            }
+            lua_setfield(L, -2, "names");
+        } else {
+            if (k->type == RP_OPT_INT) lua_pushinteger(L, (lua_Integer)k->def);
+            else lua_pushnumber(L, (lua_Number)k->def);
+            lua_setfield(L, -2, "default");
+            if (k->type == RP_OPT_INT) lua_pushinteger(L, (lua_Integer)k->lo);
+            else lua_pushnumber(L, (lua_Number)k->lo);
+            lua_setfield(L, -2, "lo");
+            if (k->type == RP_OPT_NUM) {
+                lua_pushnumber(L, (lua_Number)k->hi);
+                lua_setfield(L, -2, "hi");
+            }
+            lua_pushboolean(L, k->flags & RP_OPT_LO_OPEN);
+            lua_setfield(L, -2, "lo_open");
+            lua_pushboolean(L, k->flags & RP_OPT_HI_OPEN);
+            lua_setfield(L, -2, "hi_open");
+        }
+        lua_pushboolean(L, k->flags & RP_OPT_OPTION);
+        lua_setfield(L, -2, "option");
+        if (k->pair) {
+            lua_pushstring(L, k->pair);
+            lua_setfield(L, -2, "pair");
+        }
+        lua_pushstring(L, k->help);
+        lua_setfield(L, -2, "help");
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, priv, "optim_keys");
+}
 
 void lrp_open_optim(lua_State *L, int mod)
 {

@@ -10,8 +10,9 @@
  * metatable>, Optim_mt = <roper.Optim metatable>, Task_mt = <roper.Task metatable>, Params_mt,
  * Grads_mt, Memory_mt = <the metatables of m:params(), m:grads(), rp.model_memory()>, is_live = f,
  * model_keys, pe_modes, model_unused, hf_rope (core's config schema and mode table:
- * lrp_model_internals in roper.h), i32_max = RP_I32_MAX, build_kind = rp_build_kind(),
- * build_target = rp_build_target(), path_kind = f, read_file = f, write_file = f }
+ * lrp_model_internals in roper.h), optim_keys (the optimiser's keys: lrp_optim_internals),
+ * i32_max = RP_I32_MAX, build_kind = rp_build_kind(), build_target = rp_build_target(),
+ * path_kind = f, read_file = f, write_file = f }
  * (is_live(t) is true for a tensor that has not been released; path_kind(path) tells what is at
  * a path without opening it; read_file and write_file are core/io/fileio.h's reading and atomic
  * writing, for the Lua parts' own files). What a Lua module shares with the others is its return
@@ -324,6 +325,7 @@ LUAMOD_API int luaopen_roper(lua_State *L)
     lua_setfield(L, priv, "write_file");
     /* core's config schema and mode table, for the Lua parts (rp.experiment's config keys) */
     lrp_model_internals(L, priv);
+    lrp_optim_internals(L, priv); /* the optimiser's keys (rp.experiment's) */
     lua_pushinteger(L, (lua_Integer)RP_I32_MAX);
     lua_setfield(L, priv, "i32_max");
     lua_pushstring(L, rp_build_kind());

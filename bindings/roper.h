@@ -48,5 +48,10 @@ void lrp_open_dist(lua_State *L, int mod);   /* roper.Comm metatable, rp.Comm, r
  * model_unused(cfg) -> {key = why} (the keys of an rp.model config table that do nothing for
  * it). */
 void lrp_model_internals(lua_State *L, int priv);
+/* Sets the optimiser's keys in the internals table at priv (optim.c): optim_keys = { {name =,
+ * type = "number" | "int" | "enum", default =, lo =, hi = (number), lo_open =, hi_open =
+ * (number, int), names = (enum), option = (an option of rp.optim), pair = (the option that holds
+ * it with the next row: "betas"), help =}, ... } (core/nn/optim.h's rows, in order). */
+void lrp_optim_internals(lua_State *L, int priv);
 
 #endif

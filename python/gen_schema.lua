@@ -1,7 +1,8 @@
--- Writes python/roper_torch/schema.json: roper's model config schema (rp.model_keys()) and mode
--- table (rp.pe_modes()), from which the PyTorch companion checks a config as rp.model checks
--- it. Run from the top of the tree after `make` when a config key or a mode changes
--- (torch_companion_spec fails until the file is what this writes):
+-- Writes python/roper_torch/schema.json: roper's model config schema (rp.model_keys()), mode
+-- table (rp.pe_modes()) and scaling table (rp.scalings()), from which the PyTorch companion checks
+-- a config as rp.model checks it and lists its scalings. Run from the top of the tree after
+-- `make` when a config key, a mode or a scaling changes (torch_companion_spec fails until the
+-- file is what this writes):
 --   build/roper python/gen_schema.lua > python/roper_torch/schema.json
 local rp = require "roper"
 local cjson = require "cjson"
@@ -37,6 +38,7 @@ local function encode(v, indent)
 end
 
 local keys = rp.model_keys()
-local modes = {}
+local modes, scalings = {}, {}
 for i, m in ipairs(rp.pe_modes()) do modes[i] = m end
-io.write(encode({ keys = keys, modes = modes }, 0), "\n")
+for i, sc in ipairs(rp.scalings()) do scalings[i] = sc end
+io.write(encode({ keys = keys, modes = modes, scalings = scalings }, 0), "\n")

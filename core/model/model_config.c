@@ -92,17 +92,19 @@ rp_status rp_model_cfg_check(const rp_model_cfg *cfg)
 rp_rope_freq rp_model_cfg_freq(const rp_model_cfg *cfg)
 {
     rp_rope_freq f = rp_rope_freq_default();
-    f.scaling = cfg->scaling;
-    f.factor = cfg->scaling_factor;
-    f.orig_len = (double)(cfg->orig_len > 0 ? cfg->orig_len : cfg->seq_len);
-    f.yarn_alpha = cfg->yarn_alpha;
-    f.yarn_beta = cfg->yarn_beta;
-    f.xpos = cfg->xpos;
-    f.xpos_scale_base = cfg->xpos_scale_base;
-    f.yarn_ramp = cfg->yarn_ramp;
-    f.low_freq_factor = cfg->low_freq_factor;
-    f.high_freq_factor = cfg->high_freq_factor;
-    f.attention_factor = cfg->attention_factor;
+    for (int i = 0; i < rp_model_cfg_nkeys; i++) { /* the rows of the frequency scheme */
+        const rp_cfg_key *k = &rp_model_cfg_keys[i];
+        if (!k->freq) continue;
+        void *at = (char *)&f + (k->freq - 1);
+        if (k->type == RP_CFG_ENUM) {
+            int v = (int)rp_model_cfg_get_int(cfg, k);
+            memcpy(at, &v, sizeof v);
+        } else {
+            double v = rp_model_cfg_get_num(cfg, k);
+            memcpy(at, &v, sizeof v);
+        }
+    }
+    if (f.orig_len <= 0.0) f.orig_len = (double)cfg->seq_len; /* 0: seq_len */
     return f;
 }
 

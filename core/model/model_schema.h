@@ -9,7 +9,9 @@
  * block), the safetensors roper.config JSON (core/io/safetensors_config.c), the binding's reading
  * of rp.model's table and m:config() (bindings/model.c), and rp.experiment's keys (the rows
  * reach the Lua parts as internals.model_keys). A new config key is a field of rp_model_cfg and
- * a row in model_schema.c (docs/architecture.md, "How to add a config key").
+ * a row in model_schema.c (docs/architecture.md, "How to add a config key"); a parameter of the
+ * frequency scheme is also a field of rp_rope_freq (core/nn/rope_freq.h), named by the row's
+ * freq column, from which rp_model_cfg_freq and the rotary bindings' options come.
  */
 #ifndef RP_MODEL_SCHEMA_H
 #define RP_MODEL_SCHEMA_H
@@ -42,8 +44,8 @@ typedef enum {
                            * bits of pe.h) */
     RP_CFG_FREQ,          /* a rotary pe with softmax attention (the frequency scheme) */
     RP_CFG_SCALED,        /* RP_CFG_FREQ with a scaling (not none) */
-    RP_CFG_SCALINGS,      /* RP_CFG_FREQ with one of the scalings in use_arg (a mask of
-                           * 1 << rp_rope_scaling) */
+    RP_CFG_SCALINGS,      /* RP_CFG_FREQ with a scaling that reads the parameters in use_arg
+                           * (RP_READS_* bits of the scaling table, rope_freq.h) */
     RP_CFG_XPOS,          /* RP_CFG_FREQ with xpos > 0 */
     RP_CFG_LINEAR_ROTARY, /* linear attention with a rotary pe */
 } rp_cfg_use;
@@ -90,7 +92,15 @@ typedef struct rp_cfg_key {
     int ck_flag;               /* 0, or the checkpoint's flag bit that holds the field (a
                                 * two-valued enum: the bit is set for value 1) */
     const char *help;          /* one line: rp.experiment.keys(), the scripts' --help */
+    size_t freq;               /* a parameter of the frequency scheme: RP_CFG_FREQ_FIELD(its field
+                                * in rp_rope_freq) (rp_model_cfg_freq copies it there: a double
+                                * for RP_CFG_INT and RP_CFG_NUM, an int for RP_CFG_ENUM; the
+                                * rotary bindings read it as an option, bindings/freq.c); 0 for
+                                * the others */
 } rp_cfg_key;
+
+/* The freq column of a row whose field is rp_rope_freq's `field` (its offset + 1: 0 is none). */
+#define RP_CFG_FREQ_FIELD(field) (offsetof(rp_rope_freq, field) + 1)
 
 /* The rows, in the order of rp.model's known keys and of roper.config's JSON; at most
  * RP_CFG_MAX_KEYS of them. */

@@ -13,74 +13,173 @@
  */
 #include "optim.h"
 
+#include <limits.h>
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
 #endif
 
+const char *const rp_schedule_names[] = {"constant", "cosine", "noam", NULL};
+const char *const rp_adam_kind_names[] = {"adam", "adamw", NULL};
+
+#define F(field) offsetof(rp_adam_cfg, field)
+
+/* The optimiser's keys (optim.h), in the order of rp.optim's options and of the checks. */
+const rp_optim_key rp_adam_keys[] = {
+    {.name = "lr", .type = RP_OPT_NUM, .offset = F(lr), .def = 1e-3, .lo = 0, .hi = INFINITY,
+     .flags = RP_OPT_LO_OPEN | RP_OPT_OPTION, .help = "peak learning rate"},
+    {.name = "beta1", .type = RP_OPT_NUM, .offset = F(beta1), .def = 0.9, .lo = 0, .hi = 1,
+     .flags = RP_OPT_HI_OPEN | RP_OPT_OPTION | RP_OPT_PAIR, .pair = "betas",
+     .help = "Adam's decay of the gradients' running mean"},
+    {.name = "beta2", .type = RP_OPT_NUM, .offset = F(beta2), .def = 0.999, .lo = 0, .hi = 1,
+     .flags = RP_OPT_HI_OPEN | RP_OPT_OPTION, .pair = "betas",
+     .help = "Adam's decay of the squared gradients' running mean"},
+    {.name = "eps", .type = RP_OPT_NUM, .offset = F(eps), .def = 1e-8, .lo = 0, .hi = INFINITY,
+     .flags = RP_OPT_LO_OPEN | RP_OPT_OPTION, .help = "Adam's epsilon, added to sqrt(v)"},
+    {.name = "weight_decay", .type = RP_OPT_NUM, .offset = F(weight_decay), .def = 0, .lo = 0,
+     .hi = INFINITY, .flags = RP_OPT_OPTION,
+     .help = "L2 (adam) or decoupled (adamw) weight decay"},
+    {.name = "decoupled", .type = RP_OPT_ENUM, .offset = F(decoupled), .def = 0,
+     .names = rp_adam_kind_names, .note = "0 (Adam) or 1 (AdamW)", .help = "optimiser"},
+    {.name = "clip", .type = RP_OPT_NUM, .offset = F(clip), .def = 1, .lo = 0, .hi = INFINITY,
+     .flags = RP_OPT_OPTION, .note = " (0 = off)", .help = "gradient-norm clip (0: off)"},
+    {.name = "schedule", .type = RP_OPT_ENUM, .offset = F(schedule), .def = RP_SCHED_COSINE,
+     .names = rp_schedule_names, .flags = RP_OPT_OPTION, .help = "learning-rate schedule"},
+    {.name = "warmup", .type = RP_OPT_INT, .offset = F(warmup), .def = 100, .lo = 0,
+     .flags = RP_OPT_OPTION, .help = "warmup steps (cosine, noam)"},
+    {.name = "total_steps", .type = RP_OPT_INT, .offset = F(total_steps), .def = 2000, .lo = 0,
+     .flags = RP_OPT_OPTION, .help = "cosine: the step at which the rate reaches min_lr"},
+    {.name = "min_lr", .type = RP_OPT_NUM, .offset = F(min_lr), .def = 1e-4, .lo = 0,
+     .hi = INFINITY, .flags = RP_OPT_OPTION, .help = "cosine: final learning rate"},
+    {.name = "d_model", .type = RP_OPT_NUM, .offset = F(d_model), .def = 512, .lo = 0,
+     .hi = INFINITY, .flags = RP_OPT_LO_OPEN, .help = "noam: the model width"},
+};
+const int rp_adam_nkeys = (int)(sizeof rp_adam_keys / sizeof rp_adam_keys[0]);
+
+#undef F
+
+/* Enum fields are read and written as ints. */
+_Static_assert(sizeof(rp_schedule) == sizeof(int), "the schedule is an int");
+
+const rp_optim_key *rp_adam_key(const char *name)
+{
+    for (int i = 0; name && i < rp_adam_nkeys; i++)
+        if (strcmp(rp_adam_keys[i].name, name) == 0) return &rp_adam_keys[i];
+    return NULL;
+}
+
+double rp_adam_cfg_get(const rp_adam_cfg *c, const rp_optim_key *k)
+{
+    const char *at = (const char *)c + k->offset;
+    if (k->type == RP_OPT_NUM) {
+        double v;
+        memcpy(&v, at, sizeof v);
+        return v;
+    }
+    if (k->type == RP_OPT_INT) {
+        int64_t v;
+        memcpy(&v, at, sizeof v);
+        return (double)v;
+    }
+    int v;
+    memcpy(&v, at, sizeof v);
+    return (double)v;
+}
+
+void rp_adam_cfg_set(rp_adam_cfg *c, const rp_optim_key *k, double v)
+{
+    char *at = (char *)c + k->offset;
+    if (k->type == RP_OPT_NUM) {
+        memcpy(at, &v, sizeof v);
+    } else if (k->type == RP_OPT_INT) {
+        int64_t i = (int64_t)v;
+        memcpy(at, &i, sizeof i);
+    } else {
+        int i = (int)v;
+        memcpy(at, &i, sizeof i);
+    }
+}
+
+int64_t rp_adam_cfg_get_int(const rp_adam_cfg *c, const rp_optim_key *k)
+{
+    const char *at = (const char *)c + k->offset;
+    if (k->type == RP_OPT_INT) {
+        int64_t v;
+        memcpy(&v, at, sizeof v);
+        return v;
+    }
+    int v;
+    memcpy(&v, at, sizeof v);
+    return v;
+}
+
+void rp_adam_cfg_set_int(rp_adam_cfg *c, const rp_optim_key *k, int64_t v)
+{
+    char *at = (char *)c + k->offset;
+    if (k->type == RP_OPT_INT) {
+        memcpy(at, &v, sizeof v);
+    } else {
+        int i = v < INT_MIN ? INT_MIN : v > INT_MAX ? INT_MAX : (int)v;
+        memcpy(at, &i, sizeof i);
+    }
+}
+
 rp_adam_cfg rp_adam_cfg_default(void)
 {
     rp_adam_cfg c;
-    c.lr = 2.5e-4;
-    c.beta1 = 0.9;
-    c.beta2 = 0.999;
-    c.eps = 1e-8;
-    c.weight_decay = 0.0;
-    c.decoupled = 0;
-    c.clip = 1.0;
-    c.schedule = RP_SCHED_CONSTANT;
-    c.warmup = 2000;
-    c.total_steps = 0;
-    c.min_lr = 0.0;
-    c.d_model = 512.0;
+    memset(&c, 0, sizeof c);
+    for (int i = 0; i < rp_adam_nkeys; i++) rp_adam_cfg_set(&c, &rp_adam_keys[i], rp_adam_keys[i].def);
     return c;
 }
 
-static const char *sched_name(rp_schedule s)
+static const char *sched_name(rp_schedule s) { return rp_schedule_names[s]; }
+
+rp_status rp_adam_cfg_check_key(const rp_adam_cfg *c, const rp_optim_key *k)
 {
-    switch (s) {
-    case RP_SCHED_CONSTANT: return "constant";
-    case RP_SCHED_COSINE: return "cosine";
-    case RP_SCHED_NOAM: return "noam";
+    const char *at = (const char *)c + k->offset;
+    if (k->type == RP_OPT_INT) {
+        int64_t v;
+        memcpy(&v, at, sizeof v);
+        if (v < (int64_t)k->lo)
+            return rp_error(RP_ERR_ARG, "%s must be >= %lld, got %lld", k->name, (long long)k->lo,
+                            (long long)v);
+        return RP_OK;
     }
-    return "?";
+    if (k->type == RP_OPT_ENUM) {
+        int v, n = 0;
+        memcpy(&v, at, sizeof v);
+        while (k->names[n]) n++;
+        if (v >= 0 && v < n) return RP_OK;
+        char list[128];
+        size_t len = 0;
+        list[0] = '\0';
+        for (int i = 0; i < n && !k->note; i++) /* "constant, cosine or noam" */
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s%s",
+                                    i == 0 ? "" : i == n - 1 ? " or " : ", ", k->names[i]);
+        return rp_error(RP_ERR_ARG, "%s must be %s, got %d", k->name, k->note ? k->note : list,
+                        v);
+    }
+    double x;
+    memcpy(&x, at, sizeof x);
+    /* comparisons written so that NaN fails them */
+    int lo_ok = k->flags & RP_OPT_LO_OPEN ? x > k->lo : x >= k->lo;
+    int hi_ok = k->flags & RP_OPT_HI_OPEN ? x < k->hi : x <= k->hi;
+    if (lo_ok && hi_ok && isfinite(x)) return RP_OK;
+    if (isinf(k->hi))
+        return rp_error(RP_ERR_ARG, "%s must be a finite number %s %g%s, got %g", k->name,
+                        k->flags & RP_OPT_LO_OPEN ? ">" : ">=", k->lo, k->note ? k->note : "", x);
+    return rp_error(RP_ERR_ARG, "%s must be in %c%g, %g%c, got %g", k->name,
+                    k->flags & RP_OPT_LO_OPEN ? '(' : '[', k->lo, k->hi,
+                    k->flags & RP_OPT_HI_OPEN ? ')' : ']', x);
 }
 
 rp_status rp_adam_cfg_check(const rp_adam_cfg *cfg)
 {
     if (!cfg) return rp_error(RP_ERR_ARG, "optimiser config is NULL");
-    /* comparisons written so that NaN fails them */
-    if (!(cfg->lr >= 0.0 && isfinite(cfg->lr)))
-        return rp_error(RP_ERR_ARG, "lr must be a finite number >= 0, got %g", cfg->lr);
-    if (!(cfg->beta1 >= 0.0 && cfg->beta1 < 1.0))
-        return rp_error(RP_ERR_ARG, "beta1 must be in [0, 1), got %g", cfg->beta1);
-    if (!(cfg->beta2 >= 0.0 && cfg->beta2 < 1.0))
-        return rp_error(RP_ERR_ARG, "beta2 must be in [0, 1), got %g", cfg->beta2);
-    if (!(cfg->eps > 0.0 && isfinite(cfg->eps)))
-        return rp_error(RP_ERR_ARG, "eps must be a finite number > 0, got %g", cfg->eps);
-    if (!(cfg->weight_decay >= 0.0 && isfinite(cfg->weight_decay)))
-        return rp_error(RP_ERR_ARG, "weight_decay must be a finite number >= 0, got %g",
-                        cfg->weight_decay);
-    if (cfg->decoupled != 0 && cfg->decoupled != 1)
-        return rp_error(RP_ERR_ARG, "decoupled must be 0 (Adam) or 1 (AdamW), got %d",
-                        cfg->decoupled);
-    if (!(cfg->clip >= 0.0 && isfinite(cfg->clip)))
-        return rp_error(RP_ERR_ARG, "clip must be a finite number >= 0 (0 = off), got %g",
-                        cfg->clip);
-    if (cfg->schedule != RP_SCHED_CONSTANT && cfg->schedule != RP_SCHED_COSINE &&
-        cfg->schedule != RP_SCHED_NOAM)
-        return rp_error(RP_ERR_ARG, "schedule must be constant, cosine or noam, got %d",
-                        (int)cfg->schedule);
-    if (cfg->warmup < 0)
-        return rp_error(RP_ERR_ARG, "warmup must be >= 0, got %lld", (long long)cfg->warmup);
-    if (cfg->total_steps < 0)
-        return rp_error(RP_ERR_ARG, "total_steps must be >= 0, got %lld",
-                        (long long)cfg->total_steps);
-    if (!(cfg->min_lr >= 0.0 && isfinite(cfg->min_lr)))
-        return rp_error(RP_ERR_ARG, "min_lr must be a finite number >= 0, got %g", cfg->min_lr);
-    if (!(cfg->d_model > 0.0 && isfinite(cfg->d_model)))
-        return rp_error(RP_ERR_ARG, "d_model must be a finite number > 0, got %g", cfg->d_model);
+    for (int i = 0; i < rp_adam_nkeys; i++) RP_TRY(rp_adam_cfg_check_key(cfg, &rp_adam_keys[i]));
     if (cfg->schedule == RP_SCHED_COSINE) {
         if (cfg->total_steps < 1)
             return rp_error(RP_ERR_ARG, "total_steps must be >= 1 for the %s schedule, got %lld",

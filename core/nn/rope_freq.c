@@ -4,16 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *const rp_scaling_names[RP_SCALING_COUNT + 1] = {"none", "pi",      "ntk",   "yarn",
-                                                            "dynamic", "llama3", NULL};
 const char *const rp_yarn_ramp_names[RP_YARN_RAMP_COUNT + 1] = {"rotations", "dims", "dims_exact",
                                                                 NULL};
 const char *const rp_axes_names[RP_AXES_COUNT + 1] = {"axial", "sections", "mixed", NULL};
-
-int rp_scaling_needs_len(rp_rope_scaling s)
-{
-    return s == RP_SCALING_YARN || s == RP_SCALING_DYNAMIC || s == RP_SCALING_LLAMA3;
-}
 
 rp_rope_freq rp_rope_freq_default(void)
 {
@@ -135,26 +128,8 @@ rp_status rp_rope_freq_check(const rp_rope_freq *f)
     if (!(f->attention_factor >= 0.0) || !isfinite(f->attention_factor))
         return rp_error(RP_ERR_ARG, "attention_factor must be a finite number >= 0 (0: the "
                                     "scaling's own), got %g", f->attention_factor);
-    if (f->scaling == RP_SCALING_LLAMA3) {
-        if (!(f->low_freq_factor >= 0.0) || !isfinite(f->low_freq_factor) ||
-            !isfinite(f->high_freq_factor))
-            return rp_error(RP_ERR_ARG, "low_freq_factor and high_freq_factor must be finite and "
-                                        ">= 0, got %g and %g", f->low_freq_factor,
-                            f->high_freq_factor);
-        if (!(f->low_freq_factor < f->high_freq_factor))
-            return rp_error(RP_ERR_ARG, "low_freq_factor %g must be below high_freq_factor %g",
-                            f->low_freq_factor, f->high_freq_factor);
-    }
-    if (f->scaling == RP_SCALING_YARN) {
-        if ((int)f->yarn_ramp < 0 || f->yarn_ramp >= RP_YARN_RAMP_COUNT)
-            return rp_error(RP_ERR_ARG, "unknown yarn_ramp %d", (int)f->yarn_ramp);
-        if (!(f->yarn_alpha >= 0.0) || !isfinite(f->yarn_alpha) || !isfinite(f->yarn_beta))
-            return rp_error(RP_ERR_ARG, "yarn_alpha and yarn_beta must be finite and >= 0, got "
-                                        "%g and %g", f->yarn_alpha, f->yarn_beta);
-        if (!(f->yarn_alpha < f->yarn_beta))
-            return rp_error(RP_ERR_ARG, "yarn_alpha %g must be below yarn_beta %g (the ramp runs "
-                                        "from alpha to beta)", f->yarn_alpha, f->yarn_beta);
-    }
+    const rp_scaling_desc *sd = rp_scaling_of(f->scaling);
+    if (sd->check) RP_TRY(sd->check(f));
     if (!(f->xpos >= 0.0) || !isfinite(f->xpos))
         return rp_error(RP_ERR_ARG, "xpos (xPos gamma) must be a finite number >= 0 (0: off), "
                                     "got %g", f->xpos);
@@ -280,8 +255,8 @@ static pair_site site_of(const rp_rope_freq *f, int64_t i, int64_t d_rot)
     return ps;
 }
 
-/* theta'_i of pair i at position p (only dynamic reads p): the user theta[i], else the standard
- * one of pair ps.j of a RoPE ps.width wide; the scaling as for that RoPE. */
+/* ---- the scalings: their formulas and the table ---- */
+
 /* dynamic NTK's factor at position p: s_p = max(1, s (p + 1) / L - (s - 1)). */
 static double dynamic_factor(const rp_rope_freq *f, int64_t p)
 {
@@ -289,27 +264,121 @@ static double dynamic_factor(const rp_rope_freq *f, int64_t p)
     return fmax(1.0, s * ((double)p + 1.0) / f->orig_len - (s - 1.0));
 }
 
+static double theta_none(const rp_rope_freq *f, double t, int64_t j, int64_t d_rot, double base,
+                         int64_t p)
+{
+    return t;
+}
+
+static double theta_pi(const rp_rope_freq *f, double t, int64_t j, int64_t d_rot, double base,
+                       int64_t p)
+{
+    return t / f->factor;
+}
+
+static double theta_ntk(const rp_rope_freq *f, double t, int64_t j, int64_t d_rot, double base,
+                        int64_t p)
+{
+    return ntk(t, f->factor, j, d_rot);
+}
+
+/* YaRN: r = L / lambda = L |theta| / (2 pi), or the ramp in the pair index */
+static double theta_yarn(const rp_rope_freq *f, double t, int64_t j, int64_t d_rot, double base,
+                         int64_t p)
+{
+    double g = f->yarn_ramp == RP_YARN_RAMP_ROTATIONS
+                   ? ramp_gamma(f->orig_len * fabs(t) / TWO_PI, f->yarn_alpha, f->yarn_beta)
+                   : dims_gamma(f, j, d_rot, base);
+    return (1.0 - g) * t / f->factor + g * t;
+}
+
+/* dynamic NTK: NTK with the factor of position p */
+static double theta_dynamic(const rp_rope_freq *f, double t, int64_t j, int64_t d_rot,
+                            double base, int64_t p)
+{
+    return ntk(t, dynamic_factor(f, p), j, d_rot);
+}
+
+static double theta_llama3(const rp_rope_freq *f, double t, int64_t j, int64_t d_rot,
+                           double base, int64_t p)
+{
+    double g = ramp_gamma(f->orig_len * fabs(t) / TWO_PI, f->low_freq_factor,
+                          f->high_freq_factor);
+    return (1.0 - g) * t / f->factor + g * t;
+}
+
+/* YaRN's temperature: (0.1 ln s + 1)^2 for s > 1 */
+static double score_yarn(const rp_rope_freq *f)
+{
+    if (!(f->factor > 1.0)) return 1.0;
+    double m = 0.1 * log(f->factor) + 1.0;
+    return m * m;
+}
+
+static rp_status check_yarn(const rp_rope_freq *f)
+{
+    if ((int)f->yarn_ramp < 0 || f->yarn_ramp >= RP_YARN_RAMP_COUNT)
+        return rp_error(RP_ERR_ARG, "unknown yarn_ramp %d", (int)f->yarn_ramp);
+    if (!(f->yarn_alpha >= 0.0) || !isfinite(f->yarn_alpha) || !isfinite(f->yarn_beta))
+        return rp_error(RP_ERR_ARG, "yarn_alpha and yarn_beta must be finite and >= 0, got "
+                                    "%g and %g", f->yarn_alpha, f->yarn_beta);
+    if (!(f->yarn_alpha < f->yarn_beta))
+        return rp_error(RP_ERR_ARG, "yarn_alpha %g must be below yarn_beta %g (the ramp runs "
+                                    "from alpha to beta)", f->yarn_alpha, f->yarn_beta);
+    return RP_OK;
+}
+
+static rp_status check_llama3(const rp_rope_freq *f)
+{
+    if (!(f->low_freq_factor >= 0.0) || !isfinite(f->low_freq_factor) ||
+        !isfinite(f->high_freq_factor))
+        return rp_error(RP_ERR_ARG, "low_freq_factor and high_freq_factor must be finite and "
+                                    ">= 0, got %g and %g", f->low_freq_factor,
+                        f->high_freq_factor);
+    if (!(f->low_freq_factor < f->high_freq_factor))
+        return rp_error(RP_ERR_ARG, "low_freq_factor %g must be below high_freq_factor %g",
+                        f->low_freq_factor, f->high_freq_factor);
+    return RP_OK;
+}
+
+/* The scaling table (rope_freq.h), one row per scaling in code order: name, Hugging Face's
+ * rope_type, the parameters it reads, the checkpoint format version that stores it, its theta,
+ * per position, its own score factor, the check of its own parameters. */
+#define FL (RP_READS_FACTOR | RP_READS_LEN)
+#define SCALINGS(X)                                                                              \
+    X("none",    "default", 0,                        1, theta_none,    0, NULL,       NULL)       \
+    X("pi",      "linear",  RP_READS_FACTOR,          3, theta_pi,      0, NULL,       NULL)       \
+    X("ntk",     NULL,      RP_READS_FACTOR,          3, theta_ntk,     0, NULL,       NULL)       \
+    X("yarn",    "yarn",    FL | RP_READS_YARN,       3, theta_yarn,    0, score_yarn, check_yarn) \
+    X("dynamic", "dynamic", FL,                       4, theta_dynamic, 1, NULL,       NULL)       \
+    X("llama3",  "llama3",  FL | RP_READS_LLAMA3,     4, theta_llama3,  0, NULL,       check_llama3)
+
+#define ROW(name, ...) {name, __VA_ARGS__},
+#define NAME(name, ...) name,
+static const rp_scaling_desc scalings[] = {SCALINGS(ROW)};
+const char *const rp_scaling_names[RP_SCALING_COUNT + 1] = {SCALINGS(NAME) NULL};
+_Static_assert(sizeof scalings / sizeof scalings[0] == RP_SCALING_COUNT,
+               "one row per rp_rope_scaling value");
+#undef ROW
+#undef NAME
+#undef SCALINGS
+#undef FL
+
+/* (an unknown code, which rp_rope_freq_check refuses, reads as none) */
+const rp_scaling_desc *rp_scaling_of(rp_rope_scaling s)
+{
+    return &scalings[(unsigned)s < RP_SCALING_COUNT ? s : RP_SCALING_NONE];
+}
+
+int rp_scaling_needs_len(rp_rope_scaling s) { return (rp_scaling_of(s)->reads & RP_READS_LEN) != 0; }
+
+/* theta'_i of pair i at position p (only a per-position scaling reads p): the user theta[i],
+ * else the standard one of pair ps.j of a RoPE ps.width wide; the scaling as for that RoPE. */
 static double theta_of(const rp_rope_freq *f, int64_t i, pair_site ps, double base, int64_t p)
 {
     int64_t j = ps.j, d_rot = ps.width;
     double t = f && f->theta ? f->theta[i] : pow(base, -2.0 * (double)j / (double)d_rot);
-    if (!f) return t;
-    double s = f->factor, g;
-    switch (f->scaling) {
-    case RP_SCALING_PI: return t / s;
-    case RP_SCALING_NTK: return ntk(t, s, j, d_rot);
-    case RP_SCALING_DYNAMIC: return ntk(t, dynamic_factor(f, p), j, d_rot);
-    case RP_SCALING_YARN:
-        /* r = L / lambda = L |theta| / (2 pi) */
-        g = f->yarn_ramp == RP_YARN_RAMP_ROTATIONS
-                ? ramp_gamma(f->orig_len * fabs(t) / TWO_PI, f->yarn_alpha, f->yarn_beta)
-                : dims_gamma(f, j, d_rot, base);
-        return (1.0 - g) * t / s + g * t;
-    case RP_SCALING_LLAMA3:
-        g = ramp_gamma(f->orig_len * fabs(t) / TWO_PI, f->low_freq_factor, f->high_freq_factor);
-        return (1.0 - g) * t / s + g * t;
-    default: return t;
-    }
+    return f ? rp_scaling_of(f->scaling)->theta(f, t, j, d_rot, base, p) : t;
 }
 
 void rp_rope_freq_theta(double *theta, const rp_rope_freq *f, int64_t d_rot, double base)
@@ -325,11 +394,11 @@ void rp_rope_freq_pair_axes(int *axis, const rp_rope_freq *f, int64_t d_rot)
 
 double rp_rope_freq_score_scale(const rp_rope_freq *f)
 {
-    if (f && f->scaling != RP_SCALING_NONE && f->attention_factor > 0.0)
+    if (!f) return 1.0;
+    const rp_scaling_desc *sd = rp_scaling_of(f->scaling);
+    if ((sd->reads & RP_READS_FACTOR) && f->attention_factor > 0.0)
         return f->attention_factor * f->attention_factor;
-    if (!f || f->scaling != RP_SCALING_YARN || !(f->factor > 1.0)) return 1.0;
-    double m = 0.1 * log(f->factor) + 1.0;
-    return m * m;
+    return sd->score ? sd->score(f) : 1.0;
 }
 
 void rp_rope_freq_tables(float *cos_out, float *sin_out, const rp_rope_freq *f, int64_t d_rot,
@@ -341,17 +410,19 @@ void rp_rope_freq_tables(float *cos_out, float *sin_out, const rp_rope_freq *f, 
     const double *ang = f ? f->angles : NULL, *mix = f ? f->axes.mix : NULL;
     int64_t n_mix = mix ? f->axes.n_mix : 0;
     double xg = f ? f->xpos : 0.0, sb = f ? f->xpos_scale_base : 1.0;
-    /* dynamic: each position its own theta (beyond orig_len) */
-    int dyn = f && f->scaling == RP_SCALING_DYNAMIC;
+    /* a per-position scaling (dynamic): each position its own theta (beyond orig_len) */
+    const rp_scaling_desc *sd = f ? rp_scaling_of(f->scaling) : NULL;
+    int dyn = sd && sd->per_position;
     for (int64_t i = 0; i < half; i++) {
         pair_site ps = site_of(f, i, d_rot);
         int ax = ps.axis < 0 ? 0 : ps.axis; /* mixed: dyn and xPos need A = 1 */
-        /* (dynamic: position 0's is the unscaled theta, s_0 = 1 for orig_len >= 1) */
+        /* (per position: from position 0's; dynamic's is the unscaled theta, s_0 = 1 for
+         * orig_len >= 1) */
         double theta0 = ang || mix ? 0.0 : theta_of(f, i, ps, base, 0), theta = theta0;
         double zeta = xg > 0.0 ? (2.0 * (double)i / (double)d_rot + xg) / (1.0 + xg) : 1.0;
         for (int64_t r = 0; r < n; r++) {
             int64_t p = pos ? pos[r * A + ax] : offset + r;
-            if (dyn) theta = ntk(theta0, dynamic_factor(f, p), ps.j, ps.width);
+            if (dyn) theta = sd->theta(f, theta0, ps.j, ps.width, base, p);
             /* (c p) theta, as rp_rope_angles always computed it; a mix matrix: sum_a (c p_a)
              * W[a][i], its first term alone for one axis (the freq table's number, -0 kept) */
             double a;
@@ -377,16 +448,17 @@ int rp_rope_freq_equal(const rp_rope_freq *a, const rp_rope_freq *b)
     if (pa.scaling != pb.scaling || pa.xpos != pb.xpos || !pa.theta != !pb.theta ||
         !pa.angles != !pb.angles)
         return 0;
-    if (pa.scaling != RP_SCALING_NONE &&
+    int reads = rp_scaling_of(pa.scaling)->reads; /* the parameters that matter */
+    if ((reads & RP_READS_FACTOR) &&
         (pa.factor != pb.factor || pa.attention_factor != pb.attention_factor))
         return 0;
-    if (rp_scaling_needs_len(pa.scaling) && pa.orig_len != pb.orig_len) return 0;
-    if (pa.scaling == RP_SCALING_YARN &&
+    if ((reads & RP_READS_LEN) && pa.orig_len != pb.orig_len) return 0;
+    if ((reads & RP_READS_YARN) &&
         (pa.yarn_alpha != pb.yarn_alpha || pa.yarn_beta != pb.yarn_beta ||
          pa.yarn_ramp != pb.yarn_ramp))
         return 0;
-    if (pa.scaling == RP_SCALING_LLAMA3 && (pa.low_freq_factor != pb.low_freq_factor ||
-                                            pa.high_freq_factor != pb.high_freq_factor))
+    if ((reads & RP_READS_LLAMA3) && (pa.low_freq_factor != pb.low_freq_factor ||
+                                      pa.high_freq_factor != pb.high_freq_factor))
         return 0;
     if (pa.xpos != 0.0 && pa.xpos_scale_base != pb.xpos_scale_base) return 0;
     if (pa.theta && (pa.n_theta != pb.n_theta ||

@@ -97,8 +97,6 @@ typedef enum {
 /* "rotations", "dims", "dims_exact", NULL. */
 extern const char *const rp_yarn_ramp_names[RP_YARN_RAMP_COUNT + 1];
 
-/* 1 when scaling s reads orig_len (L): yarn, dynamic, llama3. */
-int rp_scaling_needs_len(rp_rope_scaling s);
 
 /* The defaults of the parameters (the papers'). */
 #define RP_YARN_ALPHA 1.0
@@ -211,6 +209,50 @@ double rp_rope_freq_score_scale(const rp_rope_freq *f);
 void rp_rope_freq_tables(float *cos_out, float *sin_out, const rp_rope_freq *f, int64_t d_rot,
                          double base, double c, int side, const int64_t *pos, int64_t offset,
                          int64_t n);
+
+/* ---- the scaling table ----
+ * One row per scaling (rope_freq.c's SCALINGS, in code order): the one place that says what a
+ * scaling is. From it come rp_scaling_names, the keys each scaling reads (the config schema's
+ * does-nothing rules and messages, rp_rope_freq_equal, Hugging Face's fields of each rope_type),
+ * the checkpoint format version a scaling value needs (the schema's value_since), Hugging Face's
+ * rope_type names (bindings/freq.c), the frequencies and the scores' factor (rp_rope_freq_theta,
+ * rp_rope_freq_tables, rp_rope_freq_score_scale), and, through rp.scalings(), the PyTorch
+ * companion's table (python/roper_torch/schema.json). A new scaling is an rp_rope_scaling value
+ * before RP_SCALING_COUNT, its row and its formula (a theta function; a check of its own
+ * parameters when it reads any). */
+
+/* The parameters a scaling reads (rp_scaling_desc.reads), as the config keys name them: */
+enum {
+    RP_READS_FACTOR = 1, /* scaling_factor and attention_factor */
+    RP_READS_LEN = 2,    /* orig_len (L, the context trained at: needed, >= 1) */
+    RP_READS_YARN = 4,   /* yarn_alpha, yarn_beta, yarn_ramp */
+    RP_READS_LLAMA3 = 8, /* low_freq_factor, high_freq_factor */
+};
+
+typedef struct rp_scaling_desc {
+    const char *name;   /* the config's value (rp_scaling_names) */
+    const char *hf;     /* Hugging Face's rope_type for it (config.json's rope_scaling), or NULL */
+    int reads;          /* RP_READS_* bits */
+    uint32_t since;     /* the checkpoint format version that stores the value */
+    /* theta'_j of pair j of a RoPE d_rot wide whose unscaled frequency is t, at position p (the
+     * formula; f has passed rp_rope_freq_check). */
+    double (*theta)(const rp_rope_freq *f, double t, int64_t j, int64_t d_rot, double base,
+                    int64_t p);
+    int per_position;   /* theta depends on p: the tables apply it per position to position 0's */
+    /* The scores' factor of its own (YaRN's temperature) when attention_factor is 0, or NULL
+     * (1). Hugging Face's attention fields (attention_factor, mscale, mscale_all_dim) belong to
+     * the scalings that have one. */
+    double (*score)(const rp_rope_freq *f);
+    /* The range and rules of the parameters it reads beyond factor, orig_len and
+     * attention_factor (RP_ERR_ARG naming the keys), or NULL. */
+    rp_status (*check)(const rp_rope_freq *f);
+} rp_scaling_desc;
+
+/* The row of scaling s (an unknown code: none's). */
+const rp_scaling_desc *rp_scaling_of(rp_rope_scaling s);
+
+/* 1 when scaling s reads orig_len (L): yarn, dynamic, llama3 (RP_READS_LEN). */
+int rp_scaling_needs_len(rp_rope_scaling s);
 
 /* Equal as schemes (fields, axes and table contents; NULL equals a plain one). */
 int rp_rope_freq_equal(const rp_rope_freq *a, const rp_rope_freq *b);

@@ -8,9 +8,7 @@ config(cfg) gives the full config, or raises ValueError with the message rp.mode
 (bindings/model.c's read_cfg: the keys in the schema's order, their types and ranges, then
 rp_model_cfg_check's rules, then the refusal of a key that does nothing for the mode)."""
 
-import json
 import math
-import os
 from dataclasses import dataclass
 
 from . import rotary
@@ -41,8 +39,7 @@ MODES = {
     "alibi": Mode("none", "", False, 0.0, "alibi", False),
 }
 
-with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "schema.json")) as _f:
-    SCHEMA = json.load(_f)
+SCHEMA = rotary.SCHEMA  # roper's schema.json
 KEYS = SCHEMA["keys"]  # rp.model_keys(): one row per config key, in roper's order
 KEY = {k["name"]: k for k in KEYS}
 PE = {m["name"]: m for m in SCHEMA["modes"]}  # rp.pe_modes()
@@ -364,7 +361,7 @@ def _rope_scaling(c, full):
                          "is not supported; give the frequencies as option 'freq'" % name)
     if name not in _HF_TYPES:
         raise ValueError("option 'rope_scaling': rope_type \"%s\" is not default, linear, "
-                         "dynamic, yarn or llama3" % name)
+                         "yarn, dynamic or llama3" % name)
     scaling, groups = _HF_TYPES[name]
     for key in t:
         if key in ("rope_type", "type"):

@@ -38,11 +38,13 @@ d_rot/2 pairs to the axes by Freq.axes (core/nn/rope_freq.c's site_of; site() he
 The scalings apply to axial's blocks as to a 1-D RoPE of their width, and to the 1-D frequencies
 of sections; dynamic, xPos and own angles need scalar positions (check() refuses them with A > 1).
 
-docs/positional.md has the derivations. A new scheme is one entry of SCALINGS (its theta and its
-score factor) plus its fields in Freq.
+docs/positional.md has the derivations. SCALINGS comes from roper's scaling table (schema.json's
+"scalings"); a new scheme is its formula in _THETA (and _OWN_SCORE) plus its fields in Freq.
 """
 
+import json
 import math
+import os
 from dataclasses import dataclass
 from typing import Callable, List, Optional
 
@@ -146,17 +148,38 @@ def _factor_score(f):
     return f.attention_factor * f.attention_factor if f.attention_factor > 0.0 else 1.0
 
 
-# The schemes, by the config's name (core/nn/rope_freq.c's theta_of and rp_rope_freq_score_scale).
-# A new one is an entry here (its parameters: fields of Freq, filled by config.freq_of from the
-# config keys of model.DEFAULTS).
-SCALINGS = {
-    "none": Scaling(lambda t, i, d, b, f, p: t),
-    "pi": Scaling(lambda t, i, d, b, f, p: t / f.factor, _factor_score),
-    "ntk": Scaling(lambda t, i, d, b, f, p: _ntk(t, f.factor, i, d), _factor_score),
-    "yarn": Scaling(_yarn_theta, _yarn_score),
-    "dynamic": Scaling(_dynamic_theta, _factor_score, per_position=True),
-    "llama3": Scaling(_llama3_theta, _factor_score),
+# roper's schema (python/gen_schema.lua writes it from roper's own tables); its "scalings" are
+# core/nn/rope_freq.c's scaling table: each scaling's name, Hugging Face rope_type, the config
+# keys it reads, per_position and own_score.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "schema.json")) as _f:
+    SCHEMA = json.load(_f)
+
+# The formulas, by name (core/nn/rope_freq.c's theta functions; a scaling with own_score has its
+# score function here, the others multiply the scores by attention_factor^2 when it is set).
+_THETA = {
+    "none": lambda t, i, d, b, f, p: t,
+    "pi": lambda t, i, d, b, f, p: t / f.factor,
+    "ntk": lambda t, i, d, b, f, p: _ntk(t, f.factor, i, d),
+    "yarn": _yarn_theta,
+    "dynamic": _dynamic_theta,
+    "llama3": _llama3_theta,
 }
+_OWN_SCORE = {"yarn": _yarn_score}
+
+
+def _scaling_of(row):
+    name = row["name"]
+    if name not in _THETA or row["own_score"] != (name in _OWN_SCORE):
+        raise ImportError("roper_torch: scaling %r of schema.json has no formula here "
+                          "(python/roper_torch/rotary.py)" % name)
+    score = _OWN_SCORE.get(name, _factor_score if row["keys"] else (lambda f: 1.0))
+    return Scaling(_THETA[name], score, per_position=row["per_position"])
+
+
+# The schemes, by the config's name, in roper's order (rp.scalings()). A new one is a row of
+# roper's table and its formula here (its parameters: fields of Freq, filled by config.freq_of
+# from the config keys of model.DEFAULTS).
+SCALINGS = {row["name"]: _scaling_of(row) for row in SCHEMA["scalings"]}
 
 
 def scaling(f):

@@ -100,6 +100,13 @@ static rp_status save_ck(const char *path, rp_model *m, int optimiser)
     if (!optimiser) return rp_checkpoint_save(path, m, NULL, NULL);
     int64_t n = rp_model_param_count(m);
     rp_adam_cfg oc = rp_adam_cfg_default();
+    /* the fixture's optimiser: rp_adam_cfg_default() when it was written (labml's lr and
+     * constant schedule), given explicitly since the defaults became rp.experiment's */
+    oc.lr = 2.5e-4;
+    oc.schedule = RP_SCHED_CONSTANT;
+    oc.warmup = 2000;
+    oc.total_steps = 0;
+    oc.min_lr = 0.0;
     rp_adam_state os = {calloc((size_t)n, sizeof(float)), calloc((size_t)n, sizeof(float)), n, 5};
     rp_status st = rp_checkpoint_save(path, m, &oc, &os);
     free(os.m);

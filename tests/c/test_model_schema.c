@@ -64,6 +64,54 @@ static const struct {
 #undef FIELD
 enum { NFIELDS = (int)(sizeof fields / sizeof fields[0]) };
 
+/* The frequency scheme's fields (rp_rope_freq) of the keys, written out here: the freq column. */
+#define FFIELD(key, member) {key, offsetof(rp_rope_freq, member) + 1}
+static const struct {
+    const char *key;
+    size_t freq;
+} freq_fields[] = {
+    FFIELD("scaling", scaling),       FFIELD("scaling_factor", factor),
+    FFIELD("orig_len", orig_len),     FFIELD("yarn_alpha", yarn_alpha),
+    FFIELD("yarn_beta", yarn_beta),   FFIELD("xpos", xpos),
+    FFIELD("xpos_scale_base", xpos_scale_base), FFIELD("yarn_ramp", yarn_ramp),
+    FFIELD("low_freq_factor", low_freq_factor), FFIELD("high_freq_factor", high_freq_factor),
+    FFIELD("attention_factor", attention_factor),
+};
+#undef FFIELD
+
+static void test_freq_column(void)
+{
+    printf("-- the freq column: the rows of the frequency scheme and their rp_rope_freq fields\n");
+    int n = 0;
+    for (int i = 0; i < rp_model_cfg_nkeys; i++) {
+        const rp_cfg_key *k = &rp_model_cfg_keys[i];
+        size_t want = 0;
+        for (size_t j = 0; j < sizeof freq_fields / sizeof freq_fields[0]; j++)
+            if (!strcmp(freq_fields[j].key, k->name)) want = freq_fields[j].freq;
+        n += k->freq != 0;
+        CHECK(k->freq == want, "%s: freq column %zu, want %zu", k->name, k->freq, want);
+        if (!k->freq) continue;
+        /* a value other than the default reaches its field of rp_model_cfg_freq, and only it */
+        rp_model_cfg c = rp_model_cfg_default(8);
+        c.seq_len = 64;
+        rp_rope_freq plain = rp_model_cfg_freq(&c);
+        rp_model_cfg_set_num(&c, k, k->type == RP_CFG_ENUM ? 1.0 : 7.0);
+        rp_rope_freq f = rp_model_cfg_freq(&c);
+        const char *at = (const char *)&f + k->freq - 1;
+        int ok = k->type == RP_CFG_ENUM ? *(const int *)(const void *)at == 1
+                                        : *(const double *)(const void *)at == 7.0;
+        size_t size = k->type == RP_CFG_ENUM ? sizeof(int) : sizeof(double);
+        memcpy((char *)&f + k->freq - 1, (const char *)&plain + k->freq - 1, size);
+        CHECK(ok && !memcmp(&f, &plain, sizeof f), "%s: rp_model_cfg_freq carries it, alone",
+              k->name);
+    }
+    CHECK(n == (int)(sizeof freq_fields / sizeof freq_fields[0]), "%d rows with a freq column", n);
+    /* orig_len 0 is seq_len */
+    rp_model_cfg c = rp_model_cfg_default(8);
+    c.seq_len = 64;
+    CHECK(rp_model_cfg_freq(&c).orig_len == 64.0, "orig_len 0: seq_len");
+}
+
 static void test_rows(void)
 {
     printf("-- the rows: one per field of rp_model_cfg, in place\n");
@@ -527,6 +575,7 @@ int main(void)
         return 2;
     }
     test_rows();
+    test_freq_column();
     test_ranges();
     test_used();
     test_versions();

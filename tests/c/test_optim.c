@@ -119,6 +119,20 @@ static void fill_vec(float *x, int64_t n, uint64_t *seed, double lo, double hi)
     for (int64_t i = 0; i < n; i++) x[i] = (float)check_rand(seed, lo, hi);
 }
 
+/* labml's settings, the defaults of core before the optimiser's keys had one table (lr 2.5e-4,
+ * the constant schedule, warmup 2000, min_lr 0, total_steps 0): the references below (the
+ * PyTorch fixtures among them) were made with them, so they are given here explicitly. */
+static rp_adam_cfg labml_cfg(void)
+{
+    rp_adam_cfg c = rp_adam_cfg_default();
+    c.lr = 2.5e-4;
+    c.schedule = RP_SCHED_CONSTANT;
+    c.warmup = 2000;
+    c.total_steps = 0;
+    c.min_lr = 0.0;
+    return c;
+}
+
 /* Adam (no decay) against the double reference, step by step; the first three steps exercise the
  * bias correction at t = 1, 2, 3. */
 static void test_adam_vs_reference(double eps, double clip, const char *what)
@@ -127,7 +141,7 @@ static void test_adam_vs_reference(double eps, double clip, const char *what)
     uint64_t seed = 11;
     float w0[NV];
     fill_vec(w0, NV, &seed, -1, 1);
-    rp_adam_cfg cfg = rp_adam_cfg_default();
+    rp_adam_cfg cfg = labml_cfg();
     cfg.lr = 1e-2;
     cfg.eps = eps;
     cfg.clip = clip;
@@ -161,7 +175,7 @@ static void test_adam_vs_reference(double eps, double clip, const char *what)
 static void test_first_step_closed_form(void)
 {
     printf("-- t = 1 closed form\n");
-    rp_adam_cfg cfg = rp_adam_cfg_default();
+    rp_adam_cfg cfg = labml_cfg();
     cfg.clip = 0.0;
     cfg.lr = 1e-3;
     const float w0[4] = {0.5f, -0.25f, 1.0f, 0.0f};
@@ -191,7 +205,7 @@ static void test_eps_placement(void)
     uint64_t seed = 5;
     float w0[NV];
     fill_vec(w0, NV, &seed, -1, 1);
-    rp_adam_cfg cfg = rp_adam_cfg_default();
+    rp_adam_cfg cfg = labml_cfg();
     cfg.lr = 1e-2;
     cfg.eps = 1e-3;
     cfg.clip = 0.0;
@@ -223,7 +237,7 @@ static void test_weight_decay(void)
     for (int k = 0; k < NSTEPS; k++) fill_vec(gs[k], NV, &seed, -0.5, 0.5);
     float wl2[NV], wdec[NV];
     for (int decoupled = 0; decoupled <= 1; decoupled++) {
-        rp_adam_cfg cfg = rp_adam_cfg_default();
+        rp_adam_cfg cfg = labml_cfg();
         cfg.lr = 2e-2;
         cfg.weight_decay = 0.1;
         cfg.decoupled = decoupled;
@@ -251,7 +265,7 @@ static void test_weight_decay(void)
     /* weight_decay = 0 makes the two identical (bitwise) */
     float wa[NV], wb[NV];
     for (int decoupled = 0; decoupled <= 1; decoupled++) {
-        rp_adam_cfg cfg = rp_adam_cfg_default();
+        rp_adam_cfg cfg = labml_cfg();
         cfg.decoupled = decoupled;
         impl_state s = impl_new(w0, NV);
         for (int k = 0; k < NSTEPS; k++) {
@@ -271,7 +285,7 @@ static void test_clipping(void)
 {
     printf("-- clipping\n");
     float w0[4] = {0, 0, 0, 0};
-    rp_adam_cfg cfg = rp_adam_cfg_default(); /* clip 1.0 */
+    rp_adam_cfg cfg = labml_cfg(); /* clip 1.0 */
     {
         float g[4] = {3.0f, 4.0f, 0.0f, 0.0f}; /* norm 5 */
         impl_state s = impl_new(w0, 4);
@@ -352,7 +366,7 @@ static void check_rel(double got, double want, const char *what, int64_t t)
 static void test_schedules(void)
 {
     printf("-- schedules\n");
-    rp_adam_cfg c = rp_adam_cfg_default();
+    rp_adam_cfg c = labml_cfg();
     const int64_t ts[] = {1, 2, 7, 100, 1999, 2000, 2001, 5000, 123456};
     for (size_t k = 0; k < sizeof ts / sizeof ts[0]; k++)
         CHECK(rp_lr_at(&c, ts[k]) == 2.5e-4, "constant: lr at t = %lld is %.17g",
@@ -384,7 +398,7 @@ static void test_schedules(void)
         check_rel(rp_lr_at(&c, t0[k]), want, "cosine, warmup 0", t0[k]);
     }
 
-    c = rp_adam_cfg_default();
+    c = labml_cfg();
     c.schedule = RP_SCHED_NOAM;
     c.lr = 1.0;
     c.d_model = 128;
@@ -419,20 +433,32 @@ static void test_cfg_check(void)
 {
     printf("-- cfg_check\n");
     rp_adam_cfg d = rp_adam_cfg_default();
-    CHECK(d.lr == 2.5e-4 && d.beta1 == 0.9 && d.beta2 == 0.999 && d.eps == 1e-8 &&
+    CHECK(d.lr == 1e-3 && d.beta1 == 0.9 && d.beta2 == 0.999 && d.eps == 1e-8 &&
               d.weight_decay == 0.0 && d.decoupled == 0 && d.clip == 1.0 &&
-              d.schedule == RP_SCHED_CONSTANT && d.warmup == 2000 && d.d_model == 512.0,
-          "labml defaults");
+              d.schedule == RP_SCHED_COSINE && d.warmup == 100 && d.total_steps == 2000 &&
+              d.min_lr == 1e-4 && d.d_model == 512.0,
+          "the defaults (rp.experiment's; labml's betas, eps and clip)");
+    for (int i = 0; i < rp_adam_nkeys; i++) { /* every row: its field, its name */
+        const rp_optim_key *k = &rp_adam_keys[i];
+        rp_adam_cfg z;
+        memset(&z, 0, sizeof z);
+        rp_adam_cfg_set(&z, k, 1.0);
+        CHECK(rp_adam_key(k->name) == k && rp_adam_cfg_get(&z, k) == 1.0 &&
+                  rp_adam_cfg_get(&d, k) == k->def && k->help && *k->help,
+              "row %s", k->name);
+    }
+    CHECK(rp_adam_key("learning_rate") == NULL && rp_adam_nkeys == 12, "12 rows");
     CHECK_STATUS(rp_adam_cfg_check(&d), RP_OK, NULL);
     CHECK_STATUS(rp_adam_cfg_check(NULL), RP_ERR_ARG, "NULL");
     rp_adam_cfg c;
 #define BAD(field, value, msg)                                   \
     do {                                                         \
-        c = rp_adam_cfg_default();                               \
+        c = labml_cfg();                               \
         c.field = value;                                         \
         CHECK_STATUS(rp_adam_cfg_check(&c), RP_ERR_ARG, msg);    \
     } while (0)
-    BAD(lr, -1.0, "lr must be a finite number >= 0, got -1");
+    BAD(lr, -1.0, "lr must be a finite number > 0, got -1");
+    BAD(lr, 0.0, "lr must be a finite number > 0, got 0");
     BAD(lr, NAN, "lr must be");
     BAD(lr, INFINITY, "lr must be");
     BAD(beta1, 1.0, "beta1 must be in [0, 1), got 1");
@@ -449,7 +475,7 @@ static void test_cfg_check(void)
     BAD(min_lr, -1e-3, "min_lr must be a finite number >= 0, got -0.001");
     BAD(d_model, 0.0, "d_model must be a finite number > 0, got 0");
 #undef BAD
-    c = rp_adam_cfg_default();
+    c = labml_cfg();
     c.schedule = RP_SCHED_COSINE;
     c.total_steps = 0;
     CHECK_STATUS(rp_adam_cfg_check(&c), RP_ERR_ARG,
@@ -464,7 +490,7 @@ static void test_cfg_check(void)
                  "min_lr must be <= lr (0.00025) for the cosine schedule, got 1");
     c.min_lr = 0.0;
     CHECK_STATUS(rp_adam_cfg_check(&c), RP_OK, NULL);
-    c = rp_adam_cfg_default();
+    c = labml_cfg();
     c.schedule = RP_SCHED_NOAM;
     c.warmup = 0;
     CHECK_STATUS(rp_adam_cfg_check(&c), RP_ERR_ARG,
@@ -499,7 +525,7 @@ static void test_threads(void)
     CHECK(rp_grad_norm(g, 0) == 0.0, "norm of nothing is 0");
     CHECK(rp_grad_norm(g, 1) == fabs((double)g[0]), "norm of one element");
 
-    rp_adam_cfg cfg = rp_adam_cfg_default();
+    rp_adam_cfg cfg = labml_cfg();
     cfg.lr = 1e-2;
     cfg.weight_decay = 0.01;
     cfg.decoupled = 1;
@@ -531,7 +557,7 @@ static void test_threads(void)
 static void test_empty(void)
 {
     printf("-- n = 0\n");
-    rp_adam_cfg cfg = rp_adam_cfg_default();
+    rp_adam_cfg cfg = labml_cfg();
     impl_state s = impl_new(NULL, 0);
     float g[1] = {0};
     double norm = rp_adam_step(&cfg, &s.st, s.w, g, 0);
@@ -555,7 +581,7 @@ static void test_nonfinite(void)
     const float bad[3] = {NAN, INFINITY, -INFINITY};
     for (int decoupled = 0; decoupled <= 1; decoupled++)
         for (int b = 0; b < 3; b++) {
-            rp_adam_cfg cfg = rp_adam_cfg_default();
+            rp_adam_cfg cfg = labml_cfg();
             cfg.decoupled = decoupled;
             cfg.weight_decay = 0.1;
             cfg.clip = 0.5;

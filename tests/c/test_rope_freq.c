@@ -1218,8 +1218,45 @@ static void test_attention_errors(void)
     area_end("attention errors");
 }
 
+/* The scaling table's rows against what the papers and Hugging Face's config.json say, written
+ * out here: the names in code order, the rope_type, the parameters read, the format version. */
+static void test_scaling_table(void)
+{
+    printf("-- the scaling table\n");
+    static const struct {
+        const char *name, *hf;
+        int reads;
+        uint32_t since;
+        int per_position, own_score, own_check;
+    } want[RP_SCALING_COUNT] = {
+        {"none", "default", 0, 1, 0, 0, 0},
+        {"pi", "linear", RP_READS_FACTOR, 3, 0, 0, 0},
+        {"ntk", NULL, RP_READS_FACTOR, 3, 0, 0, 0},
+        {"yarn", "yarn", RP_READS_FACTOR | RP_READS_LEN | RP_READS_YARN, 3, 0, 1, 1},
+        {"dynamic", "dynamic", RP_READS_FACTOR | RP_READS_LEN, 4, 1, 0, 0},
+        {"llama3", "llama3", RP_READS_FACTOR | RP_READS_LEN | RP_READS_LLAMA3, 4, 0, 0, 1},
+    };
+    for (int s = 0; s < RP_SCALING_COUNT; s++) {
+        const rp_scaling_desc *d = rp_scaling_of((rp_rope_scaling)s);
+        CHECK(!strcmp(d->name, want[s].name) && d->name == rp_scaling_names[s] &&
+                  (d->hf && want[s].hf ? !strcmp(d->hf, want[s].hf) : d->hf == want[s].hf) &&
+                  d->reads == want[s].reads && d->since == want[s].since &&
+                  d->per_position == want[s].per_position &&
+                  !d->score == !want[s].own_score && !d->check == !want[s].own_check &&
+                  d->theta != NULL,
+              "row %d (%s)", s, d->name);
+        CHECK(rp_scaling_needs_len((rp_rope_scaling)s) == !!(want[s].reads & RP_READS_LEN),
+              "%s: needs orig_len", d->name);
+    }
+    CHECK(rp_scaling_names[RP_SCALING_COUNT] == NULL, "the names end with NULL");
+    CHECK(rp_scaling_of((rp_rope_scaling)99) == rp_scaling_of(RP_SCALING_NONE) &&
+              rp_scaling_of((rp_rope_scaling)-1) == rp_scaling_of(RP_SCALING_NONE),
+          "an unknown code reads as none");
+}
+
 int main(void)
 {
+    test_scaling_table();
     test_theta();
     test_tables();
     test_rotate_inverse();

@@ -279,7 +279,7 @@ describe("rope_scaling and rope_theta: what is refused", function()
       .. "option 'freq')" },
     { { rope_scaling = { rope_type = "warp", factor = 2 } },
       "option 'rope_scaling': rope_type \"warp\" "
-      .. "is not default, linear, dynamic, yarn or llama3)" },
+      .. "is not default, linear, yarn, dynamic or llama3)" },
     { { rope_scaling = { rope_type = "linear", type = "yarn", factor = 2 } },
       "option 'rope_scaling': "
       .. "'rope_type' and 'type' differ)" },

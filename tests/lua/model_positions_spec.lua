@@ -330,7 +330,7 @@ describe("learn_freq", function()
     assert.same({ 0, 0, 0, 0 }, t[3])
     assert.is_true(m:config().learn_freq)
     assert.truthy(tostring(m))
-    local opt = rp.optim.adam(m, { lr = 1e-2 })
+    local opt = rp.optim.adam(m, { lr = 1e-2, schedule = "constant" })
     for _ = 1, 3 do m:train_step(toks, toks, nil, opt) end
     local after = m:params()["rope.freq"]:totable()
     assert.is_true(h.maxdiff(t[1], after[1]) > 1e-3, "theta did not move")

@@ -48,7 +48,7 @@ describe("training", function()
 
   it("a tiny model learns a repeating sequence with Adam", function()
     local m = tiny { seed = 1 }
-    local opt = rp.optim.adam(m, { lr = 1e-2 })
+    local opt = rp.optim.adam(m, { lr = 1e-2, schedule = "constant" })
     local tok, tgt = repeating()
     local initial = m:loss(tok, tgt)
     assert.is_true(math.abs(initial - math.log(5)) < 0.5,
@@ -72,7 +72,7 @@ describe("training", function()
 
   it("with a mask, only the scored positions are learned", function()
     local m = tiny { seed = 2 }
-    local opt = rp.optim.adam(m, { lr = 1e-2 })
+    local opt = rp.optim.adam(m, { lr = 1e-2, schedule = "constant" })
     local tok, tgt = repeating()
     local mask = {}
     for b = 1, 4 do
@@ -112,7 +112,7 @@ describe("optimisers", function()
     local m, b = one_grad(0.5)
     local w0 = b[2]
     local other = b[3]
-    local opt = rp.optim.adam(m, { lr = 0.01 })
+    local opt = rp.optim.adam(m, { lr = 0.01, schedule = "constant" })
     assert.equal(0.01, opt:lr())
     local norm = opt:step()
     assert.is_true(math.abs(norm - 0.5) < 1e-12)
@@ -139,12 +139,12 @@ describe("optimisers", function()
     local m = tiny()
     local w = m:params()["layers.0.ff.w1.weight"]
     local before = w:clone()
-    local opt = rp.optim.adamw(m, { lr = 0.1, weight_decay = 0.5 })
+    local opt = rp.optim.adamw(m, { lr = 0.1, weight_decay = 0.5, schedule = "constant" })
     opt:step() -- gradients are 0
     assert.is_true(rp.maxdiff(w, before * (1 - 0.1 * 0.5)) < 1e-6)
     local m2 = tiny()
     local w2 = m2:params()["layers.0.ff.w1.weight"]
-    rp.optim.adam(m2, { lr = 0.1, weight_decay = 0.5, clip = 0 }):step()
+    rp.optim.adam(m2, { lr = 0.1, weight_decay = 0.5, clip = 0, schedule = "constant" }):step()
     -- each weight moves by about lr against its sign (the gradient is wd * w)
     local d = (w2 - before):abs()
     assert.is_true(math.abs(d:max() - 0.1) < 1e-3 and math.abs(d:min() - 0.1) < 1e-3)
@@ -164,7 +164,27 @@ describe("optimisers", function()
     -- noam takes d_model from the model (16)
     local n = rp.optim.adam(m, { lr = 2, schedule = "noam", warmup = 4 })
     assert.is_true(math.abs(n:lr() - 2 * 16 ^ -0.5 * 1 * 4 ^ -1.5) < 1e-12)
-    assert.equal(2.5e-4, rp.optim.adam(m):lr())
+    -- the defaults (rp.experiment's): the cosine schedule's first warm-up step of 100
+    assert.equal(1e-3 * 1 / 100, rp.optim.adam(m):lr())
+  end)
+
+  it("has one default per name with rp.experiment (core's table of the optimiser's keys)", function()
+    local m = tiny()
+    local got = rp.optim.adam(m):config()
+    local want = { lr = 1e-3, weight_decay = 0, schedule = "cosine", warmup = 100, min_lr = 1e-4,
+      clip = 1, total_steps = 2000, eps = 1e-8 }
+    for k, v in pairs(want) do assert.equal(v, got[k], k) end
+    assert.same({ 0.9, 0.999 }, got.betas)
+    local shared = 0
+    for _, k in ipairs(rp.experiment.keys()) do
+      if got[k.name] ~= nil then
+        assert.equal(got[k.name], k.default, k.name)
+        shared = shared + 1
+      end
+    end
+    assert.equal(6, shared) -- lr, weight_decay, schedule, warmup, min_lr, clip
+    assert.equal(got.total_steps, rp.experiment.config().steps)
+    assert.equal("adam", rp.experiment.config().optimiser)
   end)
 
   it("reports its config, and accepts it back", function()
@@ -207,14 +227,14 @@ describe("optimisers", function()
     { "no model", function() return rp.optim.adam() end,
       "bad argument #1 to 'adam' (roper.Model expected, got no value)" },
     { "a negative lr", function() return rp.optim.adam(m, { lr = -1 }) end,
-      "bad argument #2 to 'adam' (lr must be a finite number >= 0, got -1)" },
+      "bad argument #2 to 'adam' (lr must be a finite number > 0, got -1)" },
     { "beta1 = 1", function() return rp.optim.adamw(m, { betas = { 1, 0.999 } }) end,
       "bad argument #2 to 'adamw' (beta1 must be in [0, 1), got 1)" },
     { "one beta", function() return rp.optim.adam(m, { betas = { 0.9 } }) end,
       "bad argument #2 to 'adam' (option 'betas' must be a table of two numbers {beta1, beta2}, got table)" },
     { "an unknown schedule", function() return rp.optim.adam(m, { schedule = "step" }) end,
       "bad argument #2 to 'adam' (option 'schedule' must be one of \"constant\", \"cosine\", \"noam\", got string \"step\")" },
-    { "cosine without total_steps", function() return rp.optim.adam(m, { schedule = "cosine" }) end,
+    { "cosine without total_steps", function() return rp.optim.adam(m, { total_steps = 0 }) end,
       "bad argument #2 to 'adam' (total_steps must be >= 1 for the cosine schedule, got 0)" },
     { "an unknown option", function() return rp.optim.adam(m, { learning_rate = 1 }) end,
       "bad argument #2 to 'adam' (unknown option 'learning_rate' (known: lr, betas, eps, weight_decay, "

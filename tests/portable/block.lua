@@ -91,7 +91,8 @@ for i, over in ipairs(CONFIGS) do
   for l = 0, #acts do list[#list + 1] = acts[l] end
   print(("%s residual %s"):format(name, hash(list)))
 
-  local opt = rp.optim.adam(m, { lr = 1e-2, clip = 0 })
+  -- the constant schedule, rp.optim's default when the fingerprints were taken
+  local opt = rp.optim.adam(m, { lr = 1e-2, clip = 0, schedule = "constant" })
   for step = 1, 5 do
     local xs, ys = grid(g, 3, step % 2 == 0 and 12 or 9)
     local loss, norm = m:train_step(xs, ys, nil, opt)

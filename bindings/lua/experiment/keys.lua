@@ -96,17 +96,27 @@ for _, row in ipairs(internals.model_keys) do
   end
 end
 
+-- The optimiser: the keys of rp.optim (core's table of the optimiser's keys: internals.optim_keys)
+-- that a run offers, in this order, each with the row's default, kind and help: one default per
+-- name for rp.optim, rp.experiment and the scripts. optimiser is the row of decoupled (its
+-- values adam and adamw); the run's steps are the cosine schedule's total_steps, whose default
+-- they take.
+local OPTIM_ROW = {}
+for _, row in ipairs(internals.optim_keys) do OPTIM_ROW[row.name] = row end
+local function optim_key(name, row)
+  row = row or OPTIM_ROW[name]
+  local kind = row.type == "enum" and row.names or row.type
+  return { name, math.tointeger(row.default) or row.default, kind, row.help }
+end
+local OPTIM_KEYS = { "lr", "weight_decay", "schedule", "warmup", "min_lr", "clip" }
+
 for _, k in ipairs {
   -- training
-  { "steps", 2000, "int", "optimiser steps" },
+  { "steps", OPTIM_ROW.total_steps.default, "int", "optimiser steps" },
   { "batch", 16, "int", "rows per step" },
-  { "optimiser", "adam", { "adam", "adamw" }, "optimiser" },
-  { "lr", 1e-3, "number", "peak learning rate" },
-  { "weight_decay", 0, "number", "L2 (adam) or decoupled (adamw) weight decay" },
-  { "schedule", "cosine", { "constant", "cosine", "noam" }, "learning-rate schedule" },
-  { "warmup", 100, "int", "warmup steps (cosine, noam)" },
-  { "min_lr", 1e-4, "number", "cosine: final learning rate" },
-  { "clip", 1, "number", "gradient-norm clip (0: off)" },
+  optim_key("optimiser", OPTIM_ROW.decoupled),
+  optim_key "lr", optim_key "weight_decay", optim_key "schedule", optim_key "warmup",
+  optim_key "min_lr", optim_key "clip",
   { "seed", 1, "int", "model initialisation and training data" },
   { "init", "", "string", "start from the weights of this checkpoint (fine-tuning: the run's "
     .. "model keys, such as seq_len and scaling, over them; a fresh optimiser; \"\": afresh)" },
@@ -251,15 +261,21 @@ end
 
 -- Ranges of single keys, as {key, lowest, strict, highest, strict at the top}: the value must be
 -- > lowest (strict) or >= lowest, and when highest is given < or <= it. The training and
--- evaluation keys (the C constructors do not see them), then every model key's range from the
--- config schema, so that a bad value is refused even where the run's model does not use the key
+-- evaluation keys (the C constructors do not see them), the optimiser's from its rows, then every
+-- model key's range from the config schema, so that a bad value is refused even where the run's model does not use the key
 -- (model_opts leaves it out then); an unset per-placement fraction is 0.
 local RANGES = {
   { "steps", 1 }, { "batch", 1 }, { "problems", 1 }, { "valid_batches", 1 }, { "log_every", 1 },
-  { "lr", 0, true }, { "weight_decay", 0 }, { "clip", 0 }, { "warmup", 0 }, { "min_lr", 0 },
   { "threads", 0 }, { "top_k", 0 },
 }
 local function int(x) return math.tointeger(x) or x end
+for _, name in ipairs(OPTIM_KEYS) do -- the optimiser's ranges (core's rows)
+  local row = OPTIM_ROW[name]
+  if row.lo then
+    RANGES[#RANGES + 1] = { name, int(row.lo), row.lo_open,
+      row.hi and row.hi ~= math.huge and row.hi or nil, row.hi_open }
+  end
+end
 for _, row in ipairs(internals.model_keys) do
   if MODEL_ROW[row.name] and row.lo then
     RANGES[#RANGES + 1] = { row.name, int(row.lo), row.lo_open,
