@@ -2,7 +2,8 @@
  *
  * Load order: roper.Tensor (tensor.c), roper.Rng and the default generator (rng.c), rp.rope,
  * rp.blas, rp.attention, rp.matmul (nn.c), roper.Model, rp.model, rp.load (model.c), roper.Optim,
- * rp.optim (optim.c), roper.Task, rp.tasks (tasks.c), rp._VERSION, rp.memory; then every file of
+ * rp.optim (optim.c), roper.Task, rp.tasks (tasks.c), roper.Tokenizer, rp.tokenizer
+ * (tokenizer.c), rp._VERSION, rp.memory; then every file of
  * bindings/lua/ in name order (compiled into build/roper_lua.c by bindings/embed.lua), each loaded
  * as "@bindings/lua/<file>" and called as chunk(rp, internals), where internals is a private table
  * { Tensor_mt = <roper.Tensor metatable>, Rng_mt = <roper.Rng metatable>, Model_mt = <roper.Model
@@ -226,6 +227,7 @@ LUAMOD_API int luaopen_roper(lua_State *L)
     lrp_open_model(L, mod);
     lrp_open_optim(L, mod);
     lrp_open_tasks(L, mod);
+    lrp_open_tokenizer(L, mod);
     lrp_open_dist(L, mod);
     lua_pushliteral(L, RP_VERSION);
     lua_setfield(L, mod, "_VERSION");

@@ -402,7 +402,7 @@ int32_t rp_tok_eos_id(const rp_tok *t) { return (int32_t)rp_spm_eos_id(t->s); }
 int rp_tok_byte_fallback(const rp_tok *t) { return rp_spm_byte_fallback(t->s); }
 const char *rp_tok_type_name(const rp_tok *t) { return model_type_names[t->model_type]; }
 
-static rp_status id_range(const rp_tok *t, int64_t id, int64_t pos)
+rp_status rp_tok_check_id(const rp_tok *t, int64_t id, int64_t pos)
 {
     int64_t V = rp_tok_vocab_size(t);
     if (id >= 0 && id < V) return RP_OK;
@@ -434,7 +434,7 @@ rp_status rp_tok_decode(const rp_tok *t, const int32_t *ids, int64_t n, char *ou
     if (t == NULL || len == NULL || (ids == NULL && n > 0) || n < 0 || (out == NULL && cap > 0))
         return rp_error(RP_ERR_ARG, "rp_tok_decode: bad arguments");
     *len = 0;
-    for (int64_t i = 0; i < n; i++) RP_TRY(id_range(t, ids[i], i + 1));
+    for (int64_t i = 0; i < n; i++) RP_TRY(rp_tok_check_id(t, ids[i], i + 1));
     char err[512];
     int r = rp_spm_decode(t->s, ids, n, out, cap, len, err, sizeof err);
     return r == RP_SPM_OK ? RP_OK : spm_status(r, err, "decode");
@@ -442,7 +442,7 @@ rp_status rp_tok_decode(const rp_tok *t, const int32_t *ids, int64_t n, char *ou
 
 rp_status rp_tok_piece(const rp_tok *t, int32_t id, const char **piece, size_t *len)
 {
-    RP_TRY(id_range(t, id, 0));
+    RP_TRY(rp_tok_check_id(t, id, 0));
     *piece = rp_spm_piece(t->s, (int)id, len);
     return RP_OK;
 }

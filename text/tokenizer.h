@@ -110,6 +110,11 @@ int rp_tok_byte_fallback(const rp_tok *t);
 /* "unigram", "bpe", "word", "char" (the trainer spec's model type), or "unknown". */
 const char *rp_tok_type_name(const rp_tok *t);
 
+/* RP_OK when id is in 0 .. vocab_size - 1, else RP_ERR_RANGE "id 9000 at [3] is out of range for
+ * a vocabulary of 8000 (ids 0..7999)" (pos, 1-based, as given; without " at [pos]" when pos is 0):
+ * the check of decode and piece. */
+rp_status rp_tok_check_id(const rp_tok *t, int64_t id, int64_t pos);
+
 /* Encodes the len bytes of UTF-8 text (NUL bytes are characters like any other) into at most cap
  * ids (ids may be NULL when cap is 0); *n = the number of ids the text takes, which may exceed
  * cap (call again with a larger buffer). Text that is not UTF-8 is refused: RP_ERR_ARG "text is
@@ -118,13 +123,12 @@ const char *rp_tok_type_name(const rp_tok *t);
 rp_status rp_tok_encode(const rp_tok *t, const char *text, size_t len, int32_t *ids, int64_t cap,
                         int64_t *n);
 
-/* Decodes n ids (each 0 .. vocab_size - 1, else RP_ERR_RANGE "id 9000 at [3] is out of range for
- * a vocabulary of 8000 (ids 0..7999)", position 1-based) into out (cap bytes; out may be NULL when
+/* Decodes n ids (each checked by rp_tok_check_id with its position, 1-based) into out (cap bytes; out may be NULL when
  * cap is 0); *len = the bytes of the text, which may exceed cap. No NUL is added. */
 rp_status rp_tok_decode(const rp_tok *t, const int32_t *ids, int64_t n, char *out, size_t cap,
                         size_t *len);
 
-/* The piece of id (0 .. vocab_size - 1, else RP_ERR_RANGE as decode's without the position):
+/* The piece of id (rp_tok_check_id without a position):
  * *piece points into t (valid while t lives), *len bytes. */
 rp_status rp_tok_piece(const rp_tok *t, int32_t id, const char **piece, size_t *len);
 /* The id of a piece (len bytes), or unk_id when the vocabulary has no such piece (as
