@@ -372,7 +372,12 @@ rp_status rp_tok_train(const rp_tok_train_cfg *c, const char *model_path, rp_tok
         char err[512];
         int r = rp_spm_train(keys, values, sizeof keys / sizeof keys[0], texts, n, &model,
                              &model_len, err, sizeof err);
-        if (r != RP_SPM_OK) st = spm_status(r, err, "training");
+        if (r != RP_SPM_OK) {
+            char what[600];
+            if (n == 1) snprintf(what, sizeof what, "training on %s", c->inputs[0]);
+            else snprintf(what, sizeof what, "training on %s and %zu more", c->inputs[0], n - 1);
+            st = spm_status(r, err, what);
+        }
     }
     for (size_t i = 0; i < n; i++) free((void *)texts[i].data);
     free(texts);

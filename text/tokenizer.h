@@ -81,9 +81,10 @@ rp_status rp_tok_train_cfg_check(const rp_tok_train_cfg *c);
  * loaded from the bytes written; the caller frees it.
  * Every input is read whole before training (RP_TOK_MAX_INPUT_BYTES together) and refused with
  * RP_ERR_IO naming the file when it is missing, not a regular file, empty (nothing but white
- * space) or not UTF-8 ("c.txt: not UTF-8 at byte 17 (line 2)"). The trainer's own refusals (a
+ * space) or not UTF-8 ("c.txt: invalid UTF-8 at byte 17 (line 2)"). The trainer's own refusals (a
  * vocabulary larger than the text yields, or too small for its characters) are RP_ERR_ARG with
- * its message. Training is deterministic: the same inputs and options give the same bytes
+ * its message: "training on c.txt: Vocabulary size too high (8000). Please set it to a value <=
+ * 2363." ("training on a.txt and 2 more: ..." for several inputs). Training is deterministic: the same inputs and options give the same bytes
  * (SentencePiece 0.1.97 has no seed to set: its sampling of input_sentence_size lines is the
  * same in every run). */
 rp_status rp_tok_train(const rp_tok_train_cfg *c, const char *model_path, rp_tok **out);
