@@ -7,7 +7,8 @@
  * bindings/lua/ in name order (compiled into build/roper_lua.c by bindings/embed.lua), each loaded
  * as "@bindings/lua/<file>" and called as chunk(rp, internals), where internals is a private table
  * { Tensor_mt = <roper.Tensor metatable>, Rng_mt = <roper.Rng metatable>, Model_mt = <roper.Model
- * metatable>, Optim_mt = <roper.Optim metatable>, Task_mt = <roper.Task metatable>, Params_mt,
+ * metatable>, Optim_mt = <roper.Optim metatable>, Task_mt = <roper.Task metatable>, Tokenizer_mt =
+ * <roper.Tokenizer metatable>, Params_mt,
  * Grads_mt, Memory_mt = <the metatables of m:params(), m:grads(), rp.model_memory()>, is_live = f,
  * model_keys, pe_modes, model_unused (core's config schema and mode table: lrp_model_internals
  * in roper.h), i32_max = RP_I32_MAX, build_kind = rp_build_kind(), build_target =
@@ -250,6 +251,8 @@ LUAMOD_API int luaopen_roper(lua_State *L)
     lua_setfield(L, priv, "Optim_mt");
     luaL_getmetatable(L, LRP_TASK_MT);
     lua_setfield(L, priv, "Task_mt");
+    luaL_getmetatable(L, LRP_TOKENIZER_MT);
+    lua_setfield(L, priv, "Tokenizer_mt");
     luaL_getmetatable(L, LRP_PARAMS_MT);
     lua_setfield(L, priv, "Params_mt");
     luaL_getmetatable(L, LRP_GRADS_MT);

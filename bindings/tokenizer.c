@@ -16,8 +16,6 @@
 #include "tokenizer.h"
 #include "userdata.h"
 
-#define LRP_TOKENIZER_MT "roper.Tokenizer"
-
 /* The longest text encode takes (bytes); the ids buffer starts at as many ids. */
 #define MAX_TEXT ((size_t)1 << 30)
 
