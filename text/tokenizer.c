@@ -78,6 +78,9 @@ rp_status rp_tok_train_cfg_check(const rp_tok_train_cfg *c)
                         "vocab_size %" PRId64 " is more than %" PRId64
                         " (2^24: ids stay exact in float32 tensors)",
                         c->vocab_size, RP_TOK_MAX_VOCAB);
+    if (isnan(c->character_coverage)) /* (printf's sign of a NaN differs between machines) */
+        return rp_error(RP_ERR_ARG,
+                        "character_coverage must be in [0.98, 1] (SentencePiece's range), got nan");
     if (!(c->character_coverage >= 0.98 && c->character_coverage <= 1.0))
         return rp_error(RP_ERR_ARG,
                         "character_coverage must be in [0.98, 1] (SentencePiece's range), got %g",

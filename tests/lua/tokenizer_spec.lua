@@ -258,7 +258,7 @@ describe("rp.tokenizer", function()
         { { vocab_size = 1.5 }, "option 'vocab_size' must be an integer, got 1.5" },
         { { type = "wordpiece" }, "option 'type' must be one of \"unigram\", \"bpe\", got string \"wordpiece\"" },
         { { character_coverage = 0.5 }, "character_coverage must be in [0.98, 1] (SentencePiece's range), got 0.5" },
-        { { character_coverage = 0 / 0 }, "character_coverage must be in [0.98, 1] (SentencePiece's range), got -nan" },
+        { { character_coverage = 0 / 0 }, "character_coverage must be in [0.98, 1] (SentencePiece's range), got nan" },
         { { max_sentence_length = 9 }, "max_sentence_length must be in 10..1073741824 (bytes), got 9" },
         { { input_sentence_size = 100 }, "input_sentence_size must be 0 (every line) or in 101..2^53 "
           .. "(a sample of that many lines), got 100" },
