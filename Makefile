@@ -300,7 +300,8 @@ bench-torch: deps all
 #   install-lua   $(LUA_CMODDIR)/roper.so        the Lua module: require "roper" in lua5.4
 #   each          $(LIBDIR)/roper/roper_mpi.so   the MPI plugin (loaded only under mpirun)
 #   install-lib   $(LIBDIR)/libroper.a, libroper.so.$(VERSION), .so.$(SOVERSION), .so
-#                 $(INCLUDEDIR)/roper/*.h        #include <roper/rp.h>, <roper/task.h>
+#                 $(INCLUDEDIR)/roper/*.h        #include <roper/rp.h>, <roper/task.h>,
+#                                                <roper/tokenizer.h>
 #                 $(PKGCONFIGDIR)/roper.pc       pkg-config --cflags --libs roper
 #   each          $(DOCDIR)/LICENSE
 #
