@@ -43,7 +43,7 @@ MARCH ?= native
 # Debian packages the project needs (installed by `make deps` only when missing).
 PACKAGES := gcc make pkg-config lua5.4 liblua5.4-dev libopenblas-dev lua-busted libreadline-dev \
             gnuplot-nox lua-argparse lua-cjson lua-penlight lua-filesystem lua-system lua-luv fortunes lua-dkjson \
-            parallel openmpi-bin libopenmpi-dev
+            parallel openmpi-bin libopenmpi-dev g++ libsentencepiece-dev
 
 ifeq ($(SANITIZE),1)
   BUILD := build-san
@@ -71,6 +71,10 @@ endif
 # nn (rope, positional modes, attention, layers, optimiser), model, io (files). Sources include a
 # header by its name; every floor is on the include path.
 CORE_DIRS := core/sys core/tensor core/nn core/model core/io
+# The tokenizer (text/: SentencePiece behind a C interface, text/tokenizer.h) sits on core: its C
+# part (tokenizer.c) uses core's files and status; tokenizer_spm.cc, C++, is the only code that
+# calls the library (libsentencepiece, C++). It is part of the C library.
+TEXT_DIR := text
 # Warnings are on in every build and kept at zero, but a warning never stops a user's build (a
 # new compiler or -march may add one): WERROR=1 makes them errors, for the checks (make
 # check-build, CI's compiler matrix).
@@ -82,12 +86,19 @@ endif
 LUA_CFLAGS = $(shell pkg-config --cflags lua5.4 2>/dev/null)
 BLAS_CFLAGS = $(shell pkg-config --cflags openblas 2>/dev/null)
 CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(OPT) -g -fPIC $(WARN) \
-          $(OMPFLAGS) $(SANFLAGS) -Icore $(addprefix -I,$(CORE_DIRS)) -Itasks
-LDLIBS := -lopenblas -lm
+          $(OMPFLAGS) $(SANFLAGS) -Icore $(addprefix -I,$(CORE_DIRS)) -I$(TEXT_DIR) -Itasks
+# The C++ unit (text/*.cc) is compiled by the same driver as the C files (gcc and clang choose C++
+# by the extension), with the C warnings that apply to C++; linked with libstdc++.
+CXXWARN := -Wall -Wextra -Wpedantic -Wshadow -Wdouble-promotion -Wformat=2 -Wundef -Wvla \
+           -Wno-unused-parameter $(if $(filter 1,$(WERROR)),-Werror)
+CXXFLAGS := -std=c++17 $(OPT) -g -fPIC $(CXXWARN) $(SANFLAGS) -I$(TEXT_DIR)
+SPM_LIBS = $(or $(shell pkg-config --libs sentencepiece 2>/dev/null),-lsentencepiece -lsentencepiece_train)
+LDLIBS = $(SPM_LIBS) -lstdc++ -lopenblas -lm
 LDFLAGS := $(OMPFLAGS) $(SANFLAGS)
 
-CORE_SRC := $(wildcard $(addsuffix /*.c,$(CORE_DIRS))) $(wildcard tasks/*.c)
-CORE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC))
+CORE_SRC := $(wildcard $(addsuffix /*.c,$(CORE_DIRS))) $(wildcard $(TEXT_DIR)/*.c) $(wildcard tasks/*.c)
+TEXT_CXX_SRC := $(wildcard $(TEXT_DIR)/*.cc)
+CORE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC)) $(patsubst %.cc,$(BUILD)/obj/%.o,$(TEXT_CXX_SRC))
 BIND_SRC := $(wildcard bindings/*.c)
 BIND_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(BIND_SRC)) $(BUILD)/obj/roper_lua.o
 LUA_SRC := $(sort $(shell find bindings/lua -name '*.lua'))
@@ -128,9 +139,13 @@ deps:
 	  apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing </dev/null; \
 	fi
 
-$(BUILD)/obj/%.o: %.c $(wildcard core/*.h $(addsuffix /*.h,$(CORE_DIRS)) tasks/*.h bindings/*.h) | deps
+$(BUILD)/obj/%.o: %.c $(wildcard core/*.h $(addsuffix /*.h,$(CORE_DIRS)) $(TEXT_DIR)/*.h tasks/*.h bindings/*.h) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LUA_CFLAGS) $(BLAS_CFLAGS) -Ibindings -c $< -o $@
+
+$(BUILD)/obj/%.o: %.cc $(wildcard $(TEXT_DIR)/*.h) | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CXXFLAGS) -c $< -o $@
 
 $(LIB): $(CORE_OBJ)
 	@rm -f $@
@@ -194,6 +209,8 @@ $(BENCH) $(BENCH_TRAIN): $(BUILD)/%: tests/bench/%.c tests/bench/bench_common.c 
 # python3-numpy (small) lets interop_spec's live NumPy round trip run; python3-torch (large: ~1 GB
 # with its libraries) its PyTorch round trip and torch_companion_spec, which compares the PyTorch
 # companion (python/roper_torch) with roper in every run, so neither is left pending.
+# python3-sentencepiece and sentencepiece (the spm_* tools) are the references of tokenizer_spec:
+# the same ids for the same .model in Python, in spm_encode and here.
 # chromium-headless-shell (Debian's browser without its window, ~200 MB with its libraries) lets
 # html_report_spec load report.html, read its tables and take a screenshot.
 # The Jupyter kernel's packages (docs/notebooks.md): kernel_spec drives it through jupyter_client,
@@ -201,7 +218,7 @@ $(BENCH) $(BENCH_TRAIN): $(BUILD)/%: tests/bench/%.c tests/bench/bench_common.c 
 # chromium-headless-shell; make notebook runs the server. Not needed by plain make.
 JUPYTER_PACKAGES := python3-ipykernel jupyter-client python3-nbclient jupyter-nbconvert jupyter-notebook
 test: deps all portable
-	@$(MAKE) --no-print-directory deps PACKAGES="python3-numpy python3-torch chromium-headless-shell $(JUPYTER_PACKAGES)"
+	@$(MAKE) --no-print-directory deps PACKAGES="python3-numpy python3-torch chromium-headless-shell python3-sentencepiece sentencepiece $(JUPYTER_PACKAGES)"
 	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) tests/run
 
 # The portable REPL (make PORTABLE=1: -march=x86-64-v3, OpenBLAS's Haswell kernels on every CPU;
@@ -209,8 +226,8 @@ test: deps all portable
 portable:
 	@$(MAKE) --no-print-directory PORTABLE=1 SANITIZE= build-portable/roper
 
-# The compiler matrix (tests/check_build; CI runs it): every C file of core/, tasks/, bindings/,
-# repl/ and mpi/ compiled with -Werror for GCC at native, x86-64-v2/v3/v4 and the Intel and AMD
+# The compiler matrix (tests/check_build; CI runs it): every C file of core/, text/ (and its C++
+# unit), tasks/, bindings/, repl/ and mpi/ compiled with -Werror for GCC at native, x86-64-v2/v3/v4 and the Intel and AMD
 # -march names that users' servers get, and for Debian's clang at native and x86-64-v3, each in
 # build-check/<cc>-<march>/; the attention line of the bench for every target this CPU runs.
 check-build: deps
@@ -293,7 +310,8 @@ bench-torch: deps all
 #   install-lua   $(LUA_CMODDIR)/roper.so        the Lua module: require "roper" in lua5.4
 #   each          $(LIBDIR)/roper/roper_mpi.so   the MPI plugin (loaded only under mpirun)
 #   install-lib   $(LIBDIR)/libroper.a, libroper.so.$(VERSION), .so.$(SOVERSION), .so
-#                 $(INCLUDEDIR)/roper/*.h        #include <roper/rp.h>, <roper/task.h>
+#                 $(INCLUDEDIR)/roper/*.h        #include <roper/rp.h>, <roper/task.h>,
+#                                                <roper/tokenizer.h>
 #                 $(PKGCONFIGDIR)/roper.pc       pkg-config --cflags --libs roper
 #   each          $(DOCDIR)/LICENSE
 #
@@ -324,9 +342,9 @@ JUPYTERDIR = $(DATADIR)/jupyter
 MANIFEST = $(DATADIR)/roper/install-manifest.txt
 
 # The headers a C user needs: all of core/ and tasks/ but the insides of the implementation.
-PRIVATE_HEADERS := $(wildcard core/*/*_impl.h tasks/*_impl.h) core/tensor/simd.h core/tensor/tile.h \
+PRIVATE_HEADERS := $(wildcard core/*/*_impl.h $(TEXT_DIR)/*_impl.h tasks/*_impl.h) core/tensor/simd.h core/tensor/tile.h \
                    core/sys/parallel.h
-PUBLIC_HEADERS := $(filter-out $(PRIVATE_HEADERS),$(wildcard core/*.h core/*/*.h tasks/*.h))
+PUBLIC_HEADERS := $(filter-out $(PRIVATE_HEADERS),$(wildcard core/*.h core/*/*.h $(TEXT_DIR)/*.h tasks/*.h))
 SCRIPTS := $(wildcard scripts/*.lua)
 SCRIPT_LIBS := $(wildcard scripts/lib/*.lua)
 PYTHON_PKG := $(wildcard python/roper_torch/*.py python/roper_torch/*.json)
@@ -343,8 +361,9 @@ SUBST = sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@BINDIR@|$(BINDIR)|g' \
             -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
             -e 's|@PKGCONFIGDIR@|$(PKGCONFIGDIR)|g' -e 's|@LUA_CMODDIR@|$(LUA_CMODDIR)|g' \
             -e 's|@SCRIPTDIR@|$(SCRIPTDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g' -e 's|@JUPYTERDIR@|$(JUPYTERDIR)|g'
-# the C library's private link flags (static linking): OpenMP's runtime and libm
-PC_LIBS_PRIVATE := $(if $(OMPFLAGS),-lgomp )-lm
+# the C library's private link flags (static linking): OpenMP's runtime, the C++ runtime (the
+# tokenizer's unit) and libm; sentencepiece and openblas come through Requires.private
+PC_LIBS_PRIVATE := $(if $(OMPFLAGS),-lgomp )-lstdc++ -lm
 # ldconfig after a real install as root, so the shared library is found at once
 LDCONFIG = if [ -z '$(DESTDIR)' ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
 

@@ -55,7 +55,7 @@ static int push_public_name(lua_State *L, int f)
     lua_settop(L, mod - 1);
     /* a metamethod called directly (getmetatable(t).__add(t, 1)): "roper.Tensor.__add" */
     static const char *const mts[] = {LRP_TENSOR_MT, LRP_RNG_MT, LRP_MODEL_MT, LRP_OPTIM_MT,
-                                      LRP_TASK_MT, NULL};
+                                      LRP_TASK_MT, LRP_TOKENIZER_MT, NULL};
     for (int i = 0; mts[i]; i++) {
         if (luaL_getmetatable(L, mts[i]) != LUA_TTABLE) {
             lua_pop(L, 1);

@@ -11,7 +11,7 @@
 --  - an entry is a heading `### `signature`` (the whole heading one code span) and the text up to
 --    the next heading or marker. The signature starts with the function's name: rp.name(,
 --    rp.sub.name(, or a method t:name( (rp.Tensor), g: (rp.Rng), m: (rp.Model), opt: (rp.Optim),
---    task: (rp.Task), comm: (rp.Comm). "(also t:name(...))" inside the signature names an alias (the same function
+--    task: (rp.Task), tok: (rp.Tokenizer), comm: (rp.Comm). "(also t:name(...))" inside the signature names an alias (the same function
 --    reached as a method).
 --  - a topic is the text between the lines `<!-- topic NAME -->` and `<!-- end topic -->`.
 --  - every other part of the file is documentation only.
@@ -23,7 +23,7 @@
 -- on stderr and exit status 1.
 
 local RECEIVERS = { t = "rp.Tensor", g = "rp.Rng", m = "rp.Model", opt = "rp.Optim",
-  task = "rp.Task", comm = "rp.Comm" }
+  task = "rp.Task", tok = "rp.Tokenizer", comm = "rp.Comm" }
 local WIDTH = 92
 
 local function fail(file, line, msg)

@@ -2,12 +2,14 @@
  *
  * Load order: roper.Tensor (tensor.c), roper.Rng and the default generator (rng.c), rp.rope,
  * rp.blas, rp.attention, rp.matmul (nn.c), roper.Model, rp.model, rp.load (model.c), roper.Optim,
- * rp.optim (optim.c), roper.Task, rp.tasks (tasks.c), rp._VERSION, rp.memory; then the Lua
- * modules of bindings/lua/ (compiled into build/roper_lua.c by bindings/embed.lua), from
- * bindings/lua/init.lua, each requiring by name what it uses (load_lua_modules below): "roper",
- * the module table, and "roper.internals", a private table that only C fills
+ * rp.optim (optim.c), roper.Task, rp.tasks (tasks.c), roper.Tokenizer, rp.tokenizer
+ * (tokenizer.c), rp._VERSION, rp.memory; then the Lua modules of bindings/lua/ (compiled into
+ * build/roper_lua.c by bindings/embed.lua), from bindings/lua/init.lua, each requiring by name
+ * what it uses (load_lua_modules below): "roper", the module table, and "roper.internals", a
+ * private table that only C fills
  * { Tensor_mt = <roper.Tensor metatable>, Rng_mt = <roper.Rng metatable>, Model_mt = <roper.Model
- * metatable>, Optim_mt = <roper.Optim metatable>, Task_mt = <roper.Task metatable>, Params_mt,
+ * metatable>, Optim_mt = <roper.Optim metatable>, Task_mt = <roper.Task metatable>, Tokenizer_mt =
+ * <roper.Tokenizer metatable>, Params_mt,
  * Grads_mt, Memory_mt = <the metatables of m:params(), m:grads(), rp.model_memory()>, is_live = f,
  * model_keys, pe_modes, model_unused, hf_rope (core's config schema and mode table:
  * lrp_model_internals in roper.h), optim_keys (the optimiser's keys: lrp_optim_internals),
@@ -282,6 +284,7 @@ LUAMOD_API int luaopen_roper(lua_State *L)
     lrp_open_model(L, mod);
     lrp_open_optim(L, mod);
     lrp_open_tasks(L, mod);
+    lrp_open_tokenizer(L, mod);
     lrp_open_dist(L, mod);
     lua_pushliteral(L, RP_VERSION);
     lua_setfield(L, mod, "_VERSION");
@@ -304,6 +307,8 @@ LUAMOD_API int luaopen_roper(lua_State *L)
     lua_setfield(L, priv, "Optim_mt");
     luaL_getmetatable(L, LRP_TASK_MT);
     lua_setfield(L, priv, "Task_mt");
+    luaL_getmetatable(L, LRP_TOKENIZER_MT);
+    lua_setfield(L, priv, "Tokenizer_mt");
     luaL_getmetatable(L, LRP_PARAMS_MT);
     lua_setfield(L, priv, "Params_mt");
     luaL_getmetatable(L, LRP_GRADS_MT);

@@ -38,6 +38,8 @@ void lrp_open_optim(lua_State *L, int mod);  /* roper.Optim metatable, rp.Optim,
 void lrp_open_tasks(lua_State *L, int mod);  /* roper.Task metatable, rp.Task, rp.tasks.addition,
                                                 .substring_index, .substring_prefix, .text
                                                 (tasks.c) */
+void lrp_open_tokenizer(lua_State *L, int mod); /* roper.Tokenizer metatable, rp.Tokenizer,
+                                                   rp.tokenizer.train, .load (tokenizer.c) */
 void lrp_open_dist(lua_State *L, int mod);   /* roper.Comm metatable, rp.Comm, rp.mpi (dist.c) */
 
 /* Sets the config schema and the mode table in the internals table at priv (model.c):

@@ -1,5 +1,5 @@
-/* The userdata types of the roper module (roper.Tensor, roper.Model, roper.Optim; roper.Rng and
- * roper.Task are private to rng.c and tasks.c), their metatable names and the registry keys, and
+/* The userdata types of the roper module (roper.Tensor, roper.Model, roper.Optim; roper.Rng,
+ * roper.Task and roper.Tokenizer are private to rng.c, tasks.c and tokenizer.c), their metatable names and the registry keys, and
  * the helpers that check and create them (userdata.c). model.c and optim.c both use the model and
  * optimiser helpers from here, so neither needs the other. The rules these helpers serve are in
  * args.h.
@@ -18,6 +18,7 @@
 #define LRP_MODEL_MT "roper.Model"
 #define LRP_OPTIM_MT "roper.Optim"
 #define LRP_TASK_MT "roper.Task"
+#define LRP_TOKENIZER_MT "roper.Tokenizer"
 #define LRP_COMM_MT "roper.Comm"
 /* Metatables of plain result tables that print in their own way (__tostring, set by the module's
  * Lua part bindings/lua/print.lua): m:params(), m:grads() and rp.model_memory(cfg). */

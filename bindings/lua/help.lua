@@ -19,7 +19,7 @@ local entries, topics = data.entries, data.topics
 local topic_values = {
   tensor = { rp.Tensor }, rng = { rp.Rng }, rope = { rp.rope }, model = { rp.Model },
   optim = { rp.Optim, rp.optim }, tasks = { rp.tasks, rp.Task }, blas = { rp.blas },
-  mpi = { rp.mpi, rp.Comm },
+  mpi = { rp.mpi, rp.Comm }, tokenizer = { rp.tokenizer, rp.Tokenizer },
 }
 
 -- ---------------------------------------------------------------- lookup tables
@@ -191,11 +191,13 @@ function rp.help(...)
   if getmetatable(f) == internals.Model_mt then return topic_text.model end
   if getmetatable(f) == internals.Optim_mt then return topic_text.optim end
   if getmetatable(f) == internals.Task_mt then return topic_text.tasks end
+  if getmetatable(f) == internals.Tokenizer_mt then return topic_text.tokenizer end
   local text = by_value[f]
   if text then return text end
   if type(f) == "string" then
     local key = f:gsub("^%s+", ""):gsub("%s+$", ""):gsub("^t:", "rp.Tensor."):gsub("^g:", "rp.Rng.")
       :gsub("^m:", "rp.Model."):gsub("^opt:", "rp.Optim."):gsub("^task:", "rp.Task.")
+      :gsub("^tok:", "rp.Tokenizer.")
       :gsub("^comm:", "rp.Comm.")
     text = topic_text[key] or by_name[key] or by_name["rp." .. key] or by_short[key]
     if text then return text end

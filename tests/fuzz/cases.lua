@@ -240,6 +240,13 @@ local function seeds(rp)
   S["rp.tasks.text"] = function(ctx)
     return pack({ path = ctx.corpus, valid_fraction = 0.1, seq_len = 16, max_bytes = 100000 })
   end
+  -- the tokenizer: a BPE model of 300 pieces trains on the fuzz corpus in milliseconds
+  S["rp.tokenizer.train"] = function(ctx)
+    return pack({ input = { ctx.corpus }, model = ctx.dir .. "/fz.model", vocab_size = 300,
+      type = "bpe", byte_fallback = true, character_coverage = 1, max_sentence_length = 4192,
+      input_sentence_size = 0, threads = 1 })
+  end
+  S["rp.tokenizer.load"] = function(ctx) return pack(ctx.tokmodel) end
   S["rp.eval.accuracy"] = function(ctx)
     return pack(ctx.model(20), rp.tasks.addition { max_digits = 1, seq_len = 32 },
       { problems = 1, decode = "greedy", temperature = 1, top_k = 0, seed = 1, max_new = 5,
@@ -333,6 +340,18 @@ local function seeds(rp)
   end
   for _, k in ipairs { "config", "vocab", "vocab_size", "free" } do
     S["rp.Task." .. k] = function() return pack(add_task()) end
+  end
+  -- tokenizers
+  local function tok(ctx) return assert(rp.tokenizer.load(ctx.tokmodel)) end
+  S["rp.Tokenizer.encode"] = function(ctx) return pack(tok(ctx), "the fox \0 é", { tensor = true }) end
+  S["rp.Tokenizer.decode"] = function(ctx) return pack(tok(ctx), { 1, 2, 3, 299 }) end
+  S["rp.Tokenizer.piece"] = function(ctx) return pack(tok(ctx), 5) end
+  S["rp.Tokenizer.id"] = function(ctx) return pack(tok(ctx), "the") end
+  for _, k in ipairs { "vocab_size", "unk_id", "bos_id", "eos_id", "byte_fallback", "free" } do
+    S["rp.Tokenizer." .. k] = function(ctx) return pack(tok(ctx)) end
+  end
+  for _, k in ipairs { "__tostring", "__gc", "__close" } do
+    S["roper.Tokenizer." .. k] = function(ctx) return pack(tok(ctx)) end
   end
   -- tensors
   local one = { abs = 1, clone = 1, contiguous = 1, cos = 1, dim = 1, exp = 1,
@@ -528,7 +547,10 @@ function M.functions(rp)
   end
   local m = rp.model { vocab = 5, d_model = 8, heads = 2, layers = 1, d_ff = 8, seq_len = 4,
     max_batch = 1 }
-  for _, obj in ipairs { rp.zeros(1), rp.rng(1), m, rp.optim.adam(m), rp.tasks.addition {} } do
+  -- (a tokenizer needs a file: its metatable is taken from the registry)
+  local tok_mt = debug.getregistry()["roper.Tokenizer"]
+  for _, obj in ipairs { rp.zeros(1), rp.rng(1), m, rp.optim.adam(m), rp.tasks.addition {},
+    tok_mt and setmetatable({}, tok_mt) } do
     local mt = getmetatable(obj)
     for k, v in pairs(mt) do
       if type(v) == "function" and k:sub(1, 2) == "__" then add(mt.__name .. "." .. k, v) end

@@ -37,7 +37,7 @@ local sh_quote, read, write = h.sh_quote, h.read, h.write
 local sanitize = os.getenv("SANITIZE") == "1"
 
 -- The fuzz folder: a FIFO, an empty folder, a binary file, a small corpus, a checkpoint, the same
--- model as a safetensors file and a .npy file.
+-- model as a safetensors file, a .npy file and a tokenizer's .model trained on the corpus.
 function M.prepare(bin)
   bin = absolute(bin)
   local dir = os.tmpname()
@@ -48,8 +48,10 @@ function M.prepare(bin)
   write(dir .. "/corpus.txt", ("the quick brown fox jumps over the lazy dog\n"):rep(40))
   assert(os.execute(sh_quote(bin) .. " -e " .. sh_quote(("local m = rp.model{vocab = 5, d_model = "
     .. "8, heads = 2, layers = 1, d_ff = 8, seq_len = 8, max_batch = 2} assert(m:save(%q)) "
-    .. "assert(m:save_safetensors(%q)) assert(rp.range(1, 6):view(2, 3):save(%q))"):format(
-      dir .. "/model.ckpt", dir .. "/model.safetensors", dir .. "/t.npy"))))
+    .. "assert(m:save_safetensors(%q)) assert(rp.range(1, 6):view(2, 3):save(%q)) "
+    .. "assert(rp.tokenizer.train{input = %q, model = %q, vocab_size = 300, type = 'bpe', "
+    .. "threads = 1})"):format(dir .. "/model.ckpt", dir .. "/model.safetensors", dir .. "/t.npy",
+      dir .. "/corpus.txt", dir .. "/tok.model"))))
   return dir
 end
 

@@ -52,7 +52,7 @@ describe("help from docs/lua_api.md", function()
     local tables = {}
     for _, n in ipairs(names) do tables[n:match("^rp%.(%a+)%.") or "rp"] = true end
     for _, t in ipairs { "rp", "Tensor", "Rng", "Model", "Optim", "Task", "rope", "optim", "tasks",
-      "eval", "experiment", "blas" } do
+      "eval", "experiment", "blas", "Tokenizer", "tokenizer" } do
       assert.is_true(tables[t], t .. " was not walked")
     end
     assert.is_true(#names >= 120, #names .. " functions")
@@ -94,15 +94,18 @@ describe("help from docs/lua_api.md", function()
     local names = {}
     for _, t in ipairs(data.topics) do names[#names + 1] = t[1] end
     assert.are.same({ "tensor", "methods", "indexing", "arithmetic", "rng", "rope", "attention",
-      "model", "optim", "tasks", "eval", "experiment", "plot", "mpi", "memory", "blas" }, names)
+      "model", "optim", "tasks", "eval", "tokenizer", "experiment", "plot", "mpi", "memory", "blas" },
+      names)
     for t, v in pairs { tensor = rp.Tensor, rng = rp.Rng, rope = rp.rope, model = rp.Model,
       optim = rp.optim, tasks = rp.tasks, eval = rp.eval, experiment = rp.experiment,
-      mpi = rp.mpi, blas = rp.blas } do
+      mpi = rp.mpi, blas = rp.blas, tokenizer = rp.tokenizer } do
       assert.are.equal(rp.help(t), rp.help(v))
     end
     assert.truthy(rp.help("experiment"):find("rp.experiment.check", 1, true))
     assert.are.equal(rp.help("mpi"), rp.help(rp.Comm))
     assert.truthy(rp.help("comm:allreduce"):find("^comm:allreduce%(x%)"))
+    assert.are.equal(rp.help("tokenizer"), rp.help(rp.Tokenizer))
+    assert.truthy(rp.help("tok:decode"):find("^tok:decode%(ids%)"))
   end)
 
   it("prints examples as '  > code' lines and drops markdown", function()

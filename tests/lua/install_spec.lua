@@ -86,6 +86,7 @@ describe("make install into a DESTDIR", function()
       "/lib/lua/5.4/roper.so",
       "/lib/libroper.a", "/lib/libroper.so.0", "/lib/libroper.so",
       "/include/roper/rp.h", "/include/roper/tensor.h", "/include/roper/task.h",
+      "/include/roper/tokenizer.h",
       "/lib/pkgconfig/roper.pc", "/share/man/man1/roper.1", "/share/doc/roper/LICENSE",
       "/lib/roper/roper_mpi.so",
     }
@@ -225,9 +226,37 @@ describe("make install into a DESTDIR", function()
     assert.is_true(installed, install_err)
     h.write(W .. "/prog.c", [[
 #include <stdio.h>
+#include <string.h>
 
 #include <roper/rp.h>
 #include <roper/task.h>
+#include <roper/tokenizer.h>
+
+/* the tokenizer (C++ inside, SentencePiece): a small BPE model trained, encode and decode */
+static int tokenizer(void) {
+    FILE *f = fopen("corpus.txt", "w");
+    if (f == NULL) return 0;
+    for (int i = 0; i < 40; i++) fputs("the quick brown fox jumps over the lazy dog\n", f);
+    fclose(f);
+    const char *inputs[] = {"corpus.txt"};
+    rp_tok_train_cfg c = rp_tok_train_cfg_default();
+    c.inputs = inputs;
+    c.n_inputs = 1;
+    c.vocab_size = 300;
+    c.type = RP_TOK_BPE;
+    c.threads = 1;
+    rp_tok *t = NULL;
+    if (rp_tok_train(&c, "tok.model", &t) != RP_OK) return 0;
+    int32_t ids[64];
+    int64_t n = 0;
+    char out[64];
+    size_t len = 0;
+    int ok = rp_tok_encode(t, "the fox \xF0\x9F\x98\x80", 12, ids, 64, &n) == RP_OK &&
+             rp_tok_decode(t, ids, n, out, sizeof out, &len) == RP_OK && len == 12 &&
+             memcmp(out, "the fox \xF0\x9F\x98\x80", 12) == 0;
+    rp_tok_free(t);
+    return ok;
+}
 
 int main(void) {
     rp_tensor a, b, c;
@@ -252,6 +281,7 @@ int main(void) {
     snprintf(cont, sizeof cont, "%s#", ans);
     printf("task check %d\n", rp_task_check(t, q, cont));
     rp_task_free(t);
+    printf("tokenizer %d\n", tokenizer());
     return 0;
 }
 ]])
@@ -269,18 +299,19 @@ int main(void) {
     assert.are.equal(0, code, err .. out)
     out, err, code = run(in_w .. "LD_LIBRARY_PATH=" .. sh_quote(P .. "/lib") .. " ./prog")
     assert.are.equal(0, code, err)
-    assert.is_truthy(out:match("^roper [%d.]+: 6 6 6 6\ntask check 1\n$"), out)
+    assert.is_truthy(out:match("^roper [%d.]+: 6 6 6 6\ntask check 1\ntokenizer 1\n$"), out)
     -- it ran with the installed shared library
     out = run(in_w .. "LD_LIBRARY_PATH=" .. sh_quote(P .. "/lib") .. " ldd ./prog")
     assert.is_truthy(out:find("libroper.so.0 => " .. P .. "/lib/libroper.so.0", 1, true), out)
-    -- statically: libroper.a with the private flags of roper.pc (OpenMP, OpenBLAS, libm)
+    -- statically: libroper.a with the private flags of roper.pc (OpenMP, OpenBLAS, SentencePiece,
+    -- the C++ runtime, libm)
     local static_libs = run(pc .. "--static --libs roper")
     static_libs = static_libs:gsub("%-L%S+/usr/local/lib%s", ""):gsub("%-lroper%s", ""):gsub("%s+$", "")
     out, err, code = run(in_w .. "cc -std=c11 " .. san .. "prog.c -o prog-static $(" .. pc
       .. "--cflags roper) " .. sh_quote(P .. "/lib/libroper.a") .. " " .. static_libs
       .. " && ./prog-static")
     assert.are.equal(0, code, err .. out)
-    assert.is_truthy(out:find(": 6 6 6 6\ntask check 1\n", 1, true), out)
+    assert.is_truthy(out:find(": 6 6 6 6\ntask check 1\ntokenizer 1\n", 1, true), out)
   end)
 
   it("installs headers that each compile on their own", function()

@@ -4,7 +4,8 @@
 -- safetensors, checkpoints) -> model (the transformer) -> nn (rope, the positional modes,
 -- attention, the layers, the optimiser) -> tensor (storage, tensors, rng, ops, the vector tiles)
 -- -> sys (status codes, checked sizes, the build, memory, threads, the data-parallel layer,
--- BLAS); core/rp.h, the umbrella header, sits above core's floors. Read off the sources
+-- BLAS); core/rp.h, the umbrella header, sits above core's floors, and text/ (the tokenizer: C over
+-- a C++ unit that calls SentencePiece) above core, below tasks. Read off the sources
 -- (#include lines) and off the built objects (nm: which object uses a symbol another one
 -- defines), so a call that goes back up, or two files that call each other, fails here and not in
 -- a review. Below them, the same for the module's Lua side (bindings/lua/): its requires.
@@ -14,20 +15,23 @@ local h = require "helpers"
 local lfs = require "lfs"
 
 local BUILD = os.getenv("BUILD") or "build"
-local FOLDERS = { "core/sys", "core/tensor", "core/nn", "core/model", "core/io", "core", "tasks",
-  "bindings", "repl" }
+local FOLDERS = { "core/sys", "core/tensor", "core/nn", "core/model", "core/io", "core", "text",
+  "tasks", "bindings", "repl" }
 local RANK = {}
 for i, dir in ipairs(FOLDERS) do RANK[dir] = i end
 
 local function is_dir(path) return lfs.attributes(path, "mode") == "directory" end
 
--- The C files (extension "c" or "[ch]") of every folder that exists, as "core/nn/attention.c".
+-- The C files (extension "c" or "[ch]"; the pattern "c" also finds C++ sources, ".cc") of every
+-- folder that exists, as "core/nn/attention.c".
 local function files_of(pattern)
   local list = {}
   for _, dir in ipairs(FOLDERS) do
     if is_dir(dir) then
       for f in lfs.dir(dir) do
-        if f:match("%." .. pattern .. "$") then list[#list + 1] = dir .. "/" .. f end
+        if f:match("%." .. pattern .. "$") or (pattern ~= "h" and f:match("%.cc$")) then
+          list[#list + 1] = dir .. "/" .. f
+        end
       end
     end
   end
@@ -38,7 +42,7 @@ end
 -- "core/model/model_forward" for every C source.
 local function sources()
   local list = {}
-  for _, f in ipairs(files_of("c")) do list[#list + 1] = f:gsub("%.c$", "") end
+  for _, f in ipairs(files_of("c")) do list[#list + 1] = f:gsub("%.cc?$", "") end
   return list
 end
 
@@ -56,8 +60,8 @@ local function folder_of(path) return path:match("^(.*)/[^/]+$") end
 -- -I flag names it: a module file that named its header would not compile, and is reported here
 -- by name): its path, or nil for a system header. Sources include a header by its name alone, so
 -- no two headers may share one (checked below).
-local SEARCH = { "core", "core/sys", "core/tensor", "core/nn", "core/model", "core/io", "tasks",
-  "bindings", "repl" }
+local SEARCH = { "core", "core/sys", "core/tensor", "core/nn", "core/model", "core/io", "text",
+  "tasks", "bindings", "repl" }
 local function header_path(includer_dir, name)
   for _, dir in ipairs({ includer_dir, table.unpack(SEARCH) }) do
     local path = dir .. "/" .. name
@@ -244,6 +248,12 @@ describe("layering", function()
     -- a module file naming the REPL's header would be caught (no -I flag names repl/)
     assert.are.equal("repl/repl.h", header_path("bindings", "repl.h"))
     assert.is_true(RANK.repl > RANK.bindings)
+    -- the tokenizer's C++ unit is a source like the C ones, and text/ sits between core and tasks
+    local found = {}
+    for _, u in ipairs(sources()) do found[u] = true end
+    assert.is_true(found["text/tokenizer_spm"] and found["text/tokenizer"])
+    assert.are.equal("text/tokenizer.h", header_path("bindings", "tokenizer.h"))
+    assert.is_true(RANK.core < RANK.text and RANK.text < RANK.tasks)
   end)
 end)
 
