@@ -298,6 +298,25 @@ int lrp_model_loss(lua_State *L)
     return 1;
 }
 
+/* m:losses(tokens, targets[, mask]) -> [B x T] (or [T]) cross-entropy of each position in nats, 0
+ * where not scored (eval mode) */
+int lrp_model_losses(lua_State *L)
+{
+    const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1));
+    lua_settop(L, 4);
+    grid g;
+    int32_t *tok = check_tokens(L, 2, &cfg, &g, 1);
+    int32_t *tgt = check_targets(L, 3, &cfg, &g);
+    uint8_t *mask = check_mask(L, 4, &g);
+    int64_t shape[2] = {g.B, g.T};
+    float *out = g.ndim == 1 ? push_out(L, 1, shape + 1) : push_out(L, 2, shape);
+    rp_model *m = lrp_checkmodel(L, 1);
+    rp_status st = rp_model_forward(m, tok, tgt, mask, g.B, g.T, 0, NULL);
+    if (st != RP_OK) return lrp_raise(L, st);
+    memcpy(out, rp_model_losses(m), (size_t)(g.B * g.T) * sizeof(float));
+    return 1;
+}
+
 /* One data-parallel step over the rows [b0, b1) of a global batch of B x T (the grids of tok, tgt
  * and mask), with `scored` positions scored over the whole batch: every rank computes the gradient
  * of its rows' mean loss, weighted by its share of the scored positions, the gradients and the

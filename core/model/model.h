@@ -223,6 +223,10 @@ rp_status rp_model_check_tokens(const rp_model *m, const int32_t *tokens, const 
                                 int64_t B, int64_t T);
 /* Logits (B, T, V) of the last forward (valid until the next call); NULL before any forward. */
 const float *rp_model_logits(const rp_model *m);
+/* The cross-entropy of each position (B, T) of the last forward with targets, in nats (0 where
+ * not scored; the mean loss is their sum over the scored count), valid until the next call; NULL
+ * before any forward and after one without targets. */
+const float *rp_model_losses(const rp_model *m);
 
 /* Sets every gradient to 0. */
 void rp_model_zero_grad(rp_model *m);
