@@ -526,6 +526,11 @@ static void gen_opts(lua_State *L, int idx, const rp_model_cfg *cfg, const char 
     if (top_k < 0)
         lrp_argerror(L, idx, "option 'top_k' must be >= 0, got %I", (LUAI_UACINT)top_k);
     gc->top_k = (int64_t)top_k;
+    gc->top_p = lrp_optfinite(L, idx, "top_p", 0.0);
+    if (!(gc->top_p >= 0.0 && gc->top_p <= 1.0)) {
+        lua_pushnumber(L, (lua_Number)gc->top_p);
+        lrp_argerror(L, idx, "option 'top_p' must be in [0, 1], got %s", lrp_describe(L, -1));
+    }
     gc->stop_token = -1;
     if (lrp_hasopt(L, idx, "stop")) {
         lua_Integer stop = lrp_optinteger(L, idx, "stop", -1);
@@ -561,7 +566,8 @@ static rp_rng *fetch_rng(lua_State *L, int idx, rp_rng *local)
 /* m:generate(prompt, n[, opts]) -> table of new token ids */
 int lrp_model_generate(lua_State *L)
 {
-    static const char *const known[] = {"temperature", "top_k", "seed", "rng", "stop", NULL};
+    static const char *const known[] = {"temperature", "top_k", "top_p", "seed", "rng", "stop",
+                                        NULL};
     const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1));
     lua_settop(L, 4);
     grid g;
@@ -678,8 +684,8 @@ int lrp_model_lanes(lua_State *L)
  * alone). */
 int lrp_model_generate_batch(lua_State *L)
 {
-    static const char *const known[] = {"temperature", "top_k", "seed", "rng", "stop", "lanes",
-                                        NULL};
+    static const char *const known[] = {"temperature", "top_k", "top_p", "seed", "rng",
+                                        "stop",        "lanes", NULL};
     const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1));
     /* (before any Lua code of the arguments runs: it may release the model) */
     lua_Integer def_lanes = (lua_Integer)rp_model_default_lanes(lrp_checkmodel(L, 1));

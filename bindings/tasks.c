@@ -474,7 +474,8 @@ static int t_batch(lua_State *L)
         for (int i = 0; s && split_names[i]; i++)
             if (strcmp(s, split_names[i]) == 0) split = i;
         if (split < 0 || (split == 2 && c->kind != RP_TASK_LM))
-            return lrp_argerror(L, 4, "split must be \"train\", \"valid\"%s, got %s",
+            return lrp_argerror(L, 4, "split must be \"train\"%s \"valid\"%s, got %s",
+                                c->kind == RP_TASK_LM ? "," : " or",
                                 c->kind == RP_TASK_LM ? " or \"test\"" : "", lrp_describe(L, 4));
         if (split == 1 && c->kind != RP_TASK_TEXT && c->kind != RP_TASK_LM)
             return lrp_argerror(L, 4, "split \"valid\" exists only for text and lm tasks (this "

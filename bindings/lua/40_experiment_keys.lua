@@ -44,7 +44,7 @@ internals.experiment = E
 local KEYS = {
   -- the task
   { "task", "substring_index", { "substring_index", "addition", "substring_prefix", "text",
-    "grid_offset" }, "the task (docs/tasks.md)" },
+    "grid_offset", "lm" }, "the task (docs/tasks.md; lm: docs/language_model.md)" },
   { "format", "writeup", { "writeup", "labml" }, "addition: problem format" },
   { "max_digits", 0, "int", "addition: largest operand length (0: 8 for writeup, 7 for labml)" },
   { "quirk", "auto", { "auto", "on", "off" }, "addition: labml's digit quirk (auto: on for labml)" },
@@ -55,6 +55,11 @@ local KEYS = {
     "text: a UTF-8 file or a folder of them (default: Debian's fortunes package)" },
   { "valid_fraction", 0.1, "number", "text: share kept for validation" },
   { "max_bytes", 268435456, "int", "text: the largest corpus in bytes (a folder's files together)" },
+  { "corpus", "data/linux-doc", "string", "lm: a corpus prepared by scripts/corpus.lua (make "
+    .. "corpus writes the default), or a folder of token ids with an ids.txt (rp.lm.info)" },
+  { "tokenizer", "", "string", "lm: a SentencePiece model (\"\": <corpus>/tokenizer-unigram-"
+    .. "<vocab_size>.model, trained on the corpus's train split when missing)" },
+  { "vocab_size", 8000, "int", "lm: the vocabulary of the default tokenizer" },
   { "rows", 6, "int", "grid_offset: grid rows" },
   { "cols", 8, "int", "grid_offset: grid columns, the layout width (token i at row i // cols, "
     .. "column i % cols)" },
@@ -135,7 +140,8 @@ local TASK_OF = { format = "addition", max_digits = "addition", quirk = "additio
   eval_digits = "addition", str_len = "substring_index", substr_len = "substring_prefix",
   rnd_len = "substring_prefix", path = "text", valid_fraction = "text", max_bytes = "text",
   rows = "grid_offset", cols = "grid_offset", alphabet = "grid_offset", max_offset = "grid_offset",
-  positions = "grid_offset", axes = "grid_offset" }
+  positions = "grid_offset", axes = "grid_offset", corpus = "lm", tokenizer = "lm",
+  vocab_size = "lm" }
 
 -- rp.experiment.keys() -> a copy of KEYS as tables {name =, default =, kind =, help =, task =}
 -- (task: the only task the key applies to, or nil for every task)

@@ -360,7 +360,7 @@ describe("rp.eval", function()
       { function() return rp.eval.loss(m, rp.tasks.addition { seq_len = 128 }) end,
         "bad argument #1 to 'rp.eval.loss' (the task's seq_len 128 exceeds the model's seq_len 64)" },
       { function() return rp.eval.loss(m, t, { split = "valid" }) end,
-        "bad argument #3 to 'rp.eval.loss' (split \"valid\" exists only for text tasks (this is addition))" },
+        "bad argument #3 to 'rp.eval.loss' (split \"valid\" exists only for text and lm tasks (this is addition))" },
     }
     for _, c in ipairs(cases) do assert.are.equal(c[2], err_of(c[1])) end
   end)
@@ -520,7 +520,7 @@ describe("task errors", function()
     { function() return t:batch(2, nil, "test") end,
       "bad argument #3 to 'batch' (split must be \"train\" or \"valid\", got string \"test\")" },
     { function() return t:batch(2, nil, "valid") end,
-      "bad argument #3 to 'batch' (split \"valid\" exists only for text tasks (this is addition))" },
+      "bad argument #3 to 'batch' (split \"valid\" exists only for text and lm tasks (this is addition))" },
     { function() return t:problem(nil, 0) end,
       "bad argument #2 to 'problem' (n_digits must be in 1..18, got 0)" },
     { function() return rp.tasks.substring_index {}:problem(nil, 3) end,
