@@ -101,6 +101,16 @@ local function mkdir(folder)
   return true
 end
 
+-- The manifest of a prepared corpus, or nil and why.
+local function check_corpus(corpus)
+  local manifest = corpus .. "/manifest.json"
+  if path_kind(manifest) == false then
+    return nil, ("%s: no manifest.json (not a corpus prepared by scripts/corpus.lua)"):format(
+      corpus)
+  end
+  return manifest
+end
+
 local function load_tokenizer(path)
   if type(rp.tokenizer) ~= "table" or type(rp.tokenizer.load) ~= "function" then
     return nil, "rp.tokenizer is not in this build (a SentencePiece tokenizer is needed for "
@@ -151,12 +161,10 @@ function lm.ids(corpus, tokenizer, opts)
   if tok ~= nil and (type(tok) ~= "table" and type(tok) ~= "userdata") then
     argerror(fname, 3, "option 'tokenizer' must be a tokenizer, got " .. internals.describe(tok))
   end
-  local manifest = corpus .. "/manifest.json"
-  if path_kind(manifest) == false then
-    return nil, ("%s: no manifest.json (not a corpus prepared by scripts/corpus.lua)"):format(
-      corpus)
-  end
-  local msum, err = sha256(manifest)
+  local manifest, err = check_corpus(corpus)
+  if not manifest then return nil, err end
+  local msum
+  msum, err = sha256(manifest)
   if not msum then return nil, err end
   local tsum
   tsum, err = sha256(tokenizer)
@@ -211,10 +219,13 @@ function lm.tokenizer(corpus, vocab_size, kind)
   end
   local path = ("%s/tokenizer-%s-%d.model"):format(corpus, kind, vocab_size)
   if path_kind(path) == "a regular file" then return path end
+  local ok, err = check_corpus(corpus)
+  if not ok then return nil, err end
   if type(rp.tokenizer) ~= "table" or type(rp.tokenizer.train) ~= "function" then
     return nil, "rp.tokenizer is not in this build (needed to train " .. path .. ")"
   end
-  local tok, err = rp.tokenizer.train { input = corpus .. "/train.txt", model = path,
+  local tok
+  tok, err = rp.tokenizer.train { input = corpus .. "/train.txt", model = path,
     vocab_size = vocab_size, type = kind, byte_fallback = true }
   if not tok then return nil, err end
   return path
