@@ -18,6 +18,19 @@ local argerror, read_file, write_file, path_kind = internals.argerror, internals
   internals.write_file, internals.path_kind
 
 local SPLITS = { "train", "valid", "test" }
+
+-- The methods of a tokenizer (read once, so no metamethod of it runs later), or raises naming
+-- fname's argument arg.
+local function tokenizer_methods(fname, arg, tok)
+  local ok, enc, dec, vs = pcall(function() return tok.encode, tok.decode, tok.vocab_size end)
+  if not ok or type(enc) ~= "function" or type(dec) ~= "function" or type(vs) ~= "function" then
+    argerror(fname, arg, "a tokenizer (with encode, decode and vocab_size) expected, got "
+      .. internals.describe(tok))
+  end
+  return { encode = function(_, ...) return enc(tok, ...) end,
+    decode = function(_, ...) return dec(tok, ...) end,
+    vocab_size = function() return vs(tok) end }
+end
 local IDS_HEAD = "roper-ids 1"
 -- (the largest split text read: the corpus limit of the text task and corpus.lua)
 local MAX_TEXT = 1 << 30
@@ -158,9 +171,7 @@ function lm.ids(corpus, tokenizer, opts)
       .. internals.describe(opts.cache))
   end
   local tok = opts.tokenizer
-  if tok ~= nil and (type(tok) ~= "table" and type(tok) ~= "userdata") then
-    argerror(fname, 3, "option 'tokenizer' must be a tokenizer, got " .. internals.describe(tok))
-  end
+  if tok ~= nil then tok = tokenizer_methods(fname, 3, tok) end
   local manifest, err = check_corpus(corpus)
   if not manifest then return nil, err end
   local msum
@@ -182,8 +193,12 @@ function lm.ids(corpus, tokenizer, opts)
   local ok
   ok, err = mkdir(folder)
   if not ok then return nil, err end
-  info = { vocab_size = math.tointeger(tok:vocab_size()), splits = {}, corpus_sha256 = msum,
-    tokenizer_sha256 = tsum }
+  local vok, V = pcall(tok.vocab_size, tok)
+  V = vok and math.tointeger(V)
+  if not V or V < 1 then
+    return nil, tokenizer .. ": the tokenizer's vocab_size() is not an integer >= 1"
+  end
+  info = { vocab_size = V, splits = {}, corpus_sha256 = msum, tokenizer_sha256 = tsum }
   for _, s in ipairs(SPLITS) do
     local path = ("%s/%s.txt"):format(corpus, s)
     local text
@@ -239,9 +254,9 @@ function lm.sample(m, tok, prompt, opts)
   if getmetatable(m) ~= internals.Model_mt then
     argerror(fname, 1, "roper.Model expected, got " .. internals.describe(m))
   end
-  if (type(tok) ~= "table" and type(tok) ~= "userdata") then
-    argerror(fname, 2, "a tokenizer expected, got " .. internals.describe(tok))
-  end
+  local cok, mc = pcall(m.config, m)
+  if not cok then argerror(fname, 1, "attempt to use a released model") end
+  tok = tokenizer_methods(fname, 2, tok)
   if type(prompt) ~= "string" or prompt == "" then
     argerror(fname, 3, "prompt must be a nonempty string, got " .. internals.describe(prompt))
   end
@@ -253,7 +268,10 @@ function lm.sample(m, tok, prompt, opts)
   if gen.temperature == nil then gen.temperature = 1 end
   local ok, ids = pcall(tok.encode, tok, prompt)
   if not ok then argerror(fname, 3, internals.inner(ids)) end
-  local V = m:config().vocab
+  if type(ids) ~= "table" then
+    argerror(fname, 2, "the tokenizer's encode gave " .. internals.describe(ids) .. ", not ids")
+  end
+  local V = mc.vocab
   for i, id in ipairs(ids) do
     if math.type(id) ~= "integer" or id < 0 or id >= V then
       argerror(fname, 2, ("the tokenizer's id %s (token %d of the prompt) is outside the model's "
@@ -263,5 +281,11 @@ function lm.sample(m, tok, prompt, opts)
   local out
   ok, out = pcall(m.generate, m, ids, n, gen)
   if not ok then argerror(fname, 4, internals.inner(out)) end
-  return tok:decode(out), out
+  local text
+  ok, text = pcall(tok.decode, tok, out)
+  if not ok or type(text) ~= "string" then
+    argerror(fname, 2, "the tokenizer's decode failed: " .. (ok and ("it gave "
+      .. internals.describe(text)) or internals.inner(text)))
+  end
+  return text, out
 end

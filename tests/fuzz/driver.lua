@@ -50,6 +50,18 @@ function M.prepare(bin)
     .. "8, heads = 2, layers = 1, d_ff = 8, seq_len = 8, max_batch = 2} assert(m:save(%q)) "
     .. "assert(m:save_safetensors(%q)) assert(rp.range(1, 6):view(2, 3):save(%q))"):format(
       dir .. "/model.ckpt", dir .. "/model.safetensors", dir .. "/t.npy"))))
+  -- an lm task's folder of ids (vocab 5) and a prepared corpus with a tokenizer file
+  assert(os.execute("mkdir -p " .. sh_quote(dir .. "/lmids") .. " " .. sh_quote(dir .. "/lmcorpus")))
+  assert(os.execute(sh_quote(bin) .. " -e " .. sh_quote(("for s, n in pairs{train = 40, "
+    .. "valid = 20, test = 20} do assert(rp.randint(0, 4, {n}, rp.rng(n)):save(%q .. s .. "
+    .. "\".npy\", {dtype = \"int32\"})) end"):format(dir .. "/lmids/"))))
+  write(dir .. "/lmids/ids.txt", "roper-ids 1\nvocab_size 5\ntrain 40 160\nvalid 20 80\n"
+    .. "test 20 80\n")
+  for _, s in ipairs { "train", "valid", "test" } do
+    write(dir .. "/lmcorpus/" .. s .. ".txt", ("text of the %s split\n"):format(s))
+  end
+  write(dir .. "/lmcorpus/manifest.json", "{\"format\": \"roper-corpus 1\"}\n")
+  write(dir .. "/lmcorpus/tok.model", "a tokenizer model")
   return dir
 end
 
