@@ -430,3 +430,42 @@ describe("rp.experiment with the lm task", function()
       .. "300 tokens, fewer than seq_len + 1 = 301)"):format(dir))
   end)
 end)
+
+describe("scripts with the lm task", function()
+  local BIN = os.getenv("ROPER_BIN") or "build/roper"
+  local function run(cmd)
+    local p = assert(io.popen(cmd .. " 2>&1", "r"))
+    local out = p:read("a")
+    local ok = p:close()
+    return out, ok
+  end
+
+  it("train.lua prints and compare.lua tabulates the validation and test figures", function()
+    local dir = tmpdir()
+    local V = 20
+    ids_folder(dir, V, { train = random_stream(600, V, 1), valid = random_stream(100, V, 2),
+      test = random_stream(80, V, 3) }, { valid = 250, test = 200 })
+    local common = (" --task lm --corpus %s --seq-len 16 --d-model 16 --layers 1 --heads 2 "
+      .. "--steps 5 --batch 2 --quiet"):format(sh_quote(dir))
+    local out, ok = run(sh_quote(BIN) .. " scripts/train.lua" .. common .. " --out "
+      .. sh_quote(dir .. "/r.json"))
+    assert.is_true(ok, out)
+    local res = require("cjson").decode(io.open(dir .. "/r.json"):read("a"))
+    local v = res.lm.valid
+    assert.equal(99, v.tokens)
+    assert.is_true(math.abs(v.bits_per_byte - v.loss * 99 / math.log(2) / 250) < 1e-9)
+    out, ok = run(sh_quote(BIN) .. " scripts/train.lua" .. common)
+    assert.is_true(ok, out)
+    assert.truthy(out:find("\nvalid loss %d%.%d+ nats/token, perplexity %d+%.%d+, %d%.%d+ bits per "
+      .. "byte %(99 tokens%)\ntest loss"), out)
+    out, ok = run(sh_quote(BIN) .. " scripts/compare.lua" .. common .. " --seeds 1 --out "
+      .. sh_quote(dir .. "/cmp"))
+    assert.is_true(ok, out)
+    local md = io.open(dir .. "/cmp/summary.md"):read("a")
+    assert.truthy(md:find("Metric: validation loss (nats per token over the whole split), lower is "
+      .. "better.", 1, true), md)
+    assert.truthy(md:find("| method | valid loss | valid perplexity | valid bits/byte | test loss "
+      .. "| test perplexity | test bits/byte |", 1, true), md)
+    rmrf(dir)
+  end)
+end)

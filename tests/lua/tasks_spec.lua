@@ -437,7 +437,7 @@ describe("rp.tasks.text", function()
     assert.has_error(function() rp.tasks.text { path = path, max_bytes = 0 } end,
       "bad argument #1 to 'text' (option 'max_bytes' must be >= 1, got 0)")
     assert.has_error(function() rp.tasks.addition {}:split_sizes() end,
-      "task:split_sizes needs a text task (this is addition)")
+      "task:split_sizes needs a text or lm task (this is addition)")
   end)
 
   it("refuses FIFOs, devices and folders without files at once (in a child, 10 s limit)", function()
