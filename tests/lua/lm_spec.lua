@@ -469,3 +469,31 @@ describe("scripts with the lm task", function()
     rmrf(dir)
   end)
 end)
+
+describe("the lm task under mpirun", function()
+  it("gives 2 ranks, each training on its rows of every batch, one process's result", function()
+    local BIN = os.getenv("ROPER_BIN") or "build/roper"
+    local dir = tmpdir()
+    local V = 20
+    ids_folder(dir, V, { train = random_stream(600, V, 1), valid = random_stream(100, V, 2),
+      test = random_stream(80, V, 3) })
+    local args = (" scripts/train.lua --task lm --corpus %s --seq-len 16 --d-model 16 --layers 1 "
+      .. "--heads 2 --steps 20 --batch 4 --quiet --out "):format(sh_quote(dir))
+    local env = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_pml=ob1 "
+      .. "OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_hwloc_base_binding_policy=none "
+      .. "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 OMP_NUM_THREADS=1 "
+    assert(os.execute(env .. sh_quote(BIN) .. args .. sh_quote(dir .. "/one.json")
+      .. " > /dev/null 2>&1"))
+    assert(os.execute(env .. "timeout -k 5 300 mpirun -np 2 " .. sh_quote(BIN) .. args
+      .. sh_quote(dir .. "/two.json") .. " > /dev/null 2>&1"))
+    local cjson = require "cjson"
+    local one = cjson.decode(io.open(dir .. "/one.json"):read("a"))
+    local two = cjson.decode(io.open(dir .. "/two.json"):read("a"))
+    assert.equal(2, two.ranks)
+    for _, split in ipairs { "valid", "test" } do
+      assert.is_true(math.abs(one.lm[split].loss - two.lm[split].loss) < 1e-5,
+        ("%s: %g vs %g"):format(split, one.lm[split].loss, two.lm[split].loss))
+    end
+    rmrf(dir)
+  end)
+end)
