@@ -60,6 +60,8 @@ local KEYS = {
   { "tokenizer", "", "string", "lm: a SentencePiece model (\"\": <corpus>/tokenizer-unigram-"
     .. "<vocab_size>.model, trained on the corpus's train split when missing)" },
   { "vocab_size", 8000, "int", "lm: the vocabulary of the default tokenizer" },
+  { "eval_windows", 0, "int", "lm: evaluate the first n windows of seq_len tokens of the validation "
+    .. "and test splits (0: the whole splits, and bits per byte)" },
   { "rows", 6, "int", "grid_offset: grid rows" },
   { "cols", 8, "int", "grid_offset: grid columns, the layout width (token i at row i // cols, "
     .. "column i % cols)" },
@@ -141,7 +143,7 @@ local TASK_OF = { format = "addition", max_digits = "addition", quirk = "additio
   rnd_len = "substring_prefix", path = "text", valid_fraction = "text", max_bytes = "text",
   rows = "grid_offset", cols = "grid_offset", alphabet = "grid_offset", max_offset = "grid_offset",
   positions = "grid_offset", axes = "grid_offset", corpus = "lm", tokenizer = "lm",
-  vocab_size = "lm" }
+  vocab_size = "lm", eval_windows = "lm" }
 
 -- rp.experiment.keys() -> a copy of KEYS as tables {name =, default =, kind =, help =, task =}
 -- (task: the only task the key applies to, or nil for every task)
@@ -275,7 +277,7 @@ end
 local RANGES = {
   { "steps", 1 }, { "batch", 1 }, { "problems", 1 }, { "valid_batches", 1 }, { "log_every", 1 },
   { "lr", 0, true }, { "weight_decay", 0 }, { "clip", 0 }, { "warmup", 0 }, { "min_lr", 0 },
-  { "threads", 0 }, { "top_k", 0 },
+  { "threads", 0 }, { "top_k", 0 }, { "eval_windows", 0 }, { "vocab_size", 1 },
 }
 local function int(x) return math.tointeger(x) or x end
 for _, row in ipairs(internals.model_keys) do

@@ -378,12 +378,14 @@ local function evaluate(fname, cfg, res, m, task)
       end
     end
     if kind == "lm" then
-      -- the whole validation and test splits, each token once (rp.eval.lm)
+      -- the whole validation and test splits (or their first eval_windows windows), each token
+      -- once (rp.eval.lm)
       local _, info = E.lm_ids(cfg)
       res.lm = {}
       for _, split in ipairs { "valid", "test" } do
         local r = rp.eval.lm(m, task, { split = split, batch_size = math.min(cfg.batch, 16),
-          bytes = info and info.splits[split].bytes })
+          bytes = info and info.splits[split].bytes,
+          max_windows = cfg.eval_windows > 0 and cfg.eval_windows or nil })
         res.lm[split] = { loss = r.loss, perplexity = r.perplexity,
           bits_per_byte = r.bits_per_byte, tokens = r.tokens, bytes = r.bytes }
         if split == "valid" then res.lm.by_position = r.by_position end

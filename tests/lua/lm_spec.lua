@@ -420,6 +420,14 @@ describe("rp.experiment with the lm task", function()
     assert.is_true(res.lm.valid.bits_per_byte > 0)
     assert.equal(399, res.lm.valid.tokens)
     assert.equal(16, #res.lm.by_position)
+    local part = rp.experiment.run { task = "lm", corpus = dir, seq_len = 16, d_model = 16,
+      layers = 1, heads = 2, steps = 2, batch = 2, eval_windows = 3 }
+    assert.equal(3 * 16, part.lm.valid.tokens)
+    assert.equal(3 * 16, part.lm.test.tokens)
+    assert.is_nil(part.lm.valid.bits_per_byte)
+    assert.has_error(function()
+      rp.experiment.check { task = "lm", corpus = dir, eval_windows = -1 }
+    end, "bad argument #1 to 'rp.experiment.check' (option 'eval_windows' must be >= 0, got -1)")
     assert.has_error(function()
       rp.experiment.check { task = "lm", corpus = dir .. "/none" }
     end, ("bad argument #1 to 'rp.experiment.check' (%s/none: no manifest.json (not a corpus "
