@@ -469,6 +469,15 @@ describe("scripts with the lm task", function()
     out, ok = run(sh_quote(BIN) .. " scripts/compare.lua" .. common .. " --seeds 1 --out "
       .. sh_quote(dir .. "/cmp"))
     assert.is_true(ok, out)
+    -- sample.lua: an lm run's text goes through its tokenizer
+    out, ok = run(sh_quote(BIN) .. " scripts/train.lua" .. common .. " --save "
+      .. sh_quote(dir .. "/run.ckpt"))
+    assert.is_true(ok, out)
+    out, ok = run(sh_quote(BIN) .. " scripts/sample.lua " .. sh_quote(dir .. "/run.ckpt")
+      .. " --prompt hi")
+    assert.is_false(ok)
+    assert.equal(("sample.lua: the run's corpus %s is a folder of ids: give its tokenizer with "
+      .. "--tokenizer\n"):format(dir), out)
     local md = io.open(dir .. "/cmp/summary.md"):read("a")
     assert.truthy(md:find("Metric: validation loss (nats per token over the whole split), lower is "
       .. "better.", 1, true), md)
