@@ -475,7 +475,7 @@ describe("scripts with the lm task", function()
     assert.is_true(ok, out)
     out, ok = run(sh_quote(BIN) .. " scripts/sample.lua " .. sh_quote(dir .. "/run.ckpt")
       .. " --prompt hi")
-    assert.is_false(ok)
+    assert.is_falsy(ok)
     assert.equal(("sample.lua: the run's corpus %s is a folder of ids: give its tokenizer with "
       .. "--tokenizer\n"):format(dir), out)
     local md = io.open(dir .. "/cmp/summary.md"):read("a")
