@@ -17,6 +17,9 @@
 #   make bench-torch   the S training step in roper and in PyTorch (the companion's model,
 #                   python/roper_torch) in one run, and the ratio (installs Debian's
 #                   python3-torch when missing; not part of make test/run)
+#   make corpus    the default corpus for language modelling (docs/language_model.md): installs
+#                   Debian's linux-doc-6.1 when missing (never plain make), cleans and splits the
+#                   kernel's documentation into $(CORPUS_OUT) with a manifest of checksums
 #   make test SANITIZE=1   the same suite under ASan + UBSan (separate build dir)
 #   make check-build   the compiler matrix: every C file with -Werror for GCC at a dozen -march
 #                   targets (Intel, AMD, x86-64-v2..v4) and clang; bench's attention line for
@@ -122,8 +125,8 @@ MPI_PLUGIN := $(BUILD)/roper_mpi.so
 MPI_CFLAGS = $(patsubst -I%,-isystem %,$(shell pkg-config --cflags ompi-c 2>/dev/null))
 MPI_LIBS = $(shell pkg-config --libs ompi-c 2>/dev/null)
 
-.PHONY: all deps test test-c test-lua test-cluster run bench bench-torch clean portable check-build check-objs \
-        install install-lua install-bin install-lib uninstall test-aarch64 notebooks notebook
+.PHONY: all deps test test-c test-lua test-cluster run corpus bench bench-torch clean portable check-build \
+        check-objs install install-lua install-bin install-lib uninstall test-aarch64 notebooks notebook
 .DELETE_ON_ERROR:
 
 all: $(LIB) $(SHLIB) $(MODULE) $(REPL) $(MPI_PLUGIN) $(CTEST_BIN) $(BENCH) $(BENCH_TRAIN)
@@ -257,6 +260,13 @@ test-cluster: deps all
 RUN_ARGS ?= --seeds 3
 run: deps all
 	@tests/with_blas_env $(REPL) scripts/compare.lua --out results/run $(RUN_ARGS)
+
+# The default corpus (scripts/corpus.lua; docs/language_model.md): the Linux kernel's documentation
+# as Debian's linux-doc-6.1 ships it, installed here only when the corpus is asked for.
+CORPUS_OUT ?= data/linux-doc
+corpus: deps all
+	@$(MAKE) --no-print-directory deps PACKAGES=linux-doc-6.1
+	@$(REPL) scripts/corpus.lua --out $(CORPUS_OUT)
 
 # BENCH_MODELS="S M" limits the training part (P takes minutes); the data-parallel part
 # (tests/bench/mpi_bench: 1 process x N threads against N ranks x 1 thread) runs S and P of them.

@@ -657,6 +657,7 @@ static const luaL_Reg model_methods[] = {
     {"linear_stats", lrp_model_linear_stats}, {"config", m_config},           {"num_params", m_num_params},
     {"params", m_params},           {"grads", m_grads},
     {"forward", lrp_model_forward},         {"loss", lrp_model_loss},
+    {"losses", lrp_model_losses},
     {"train_step", lrp_model_train_step},   {"generate", lrp_model_generate},
     {"attention", lrp_model_attention},     {"activations", lrp_model_activations},
     {"generate_batch", lrp_model_generate_batch}, {"lanes", lrp_model_lanes},

@@ -10,6 +10,7 @@
 
 int lrp_model_forward(lua_State *L);
 int lrp_model_loss(lua_State *L);
+int lrp_model_losses(lua_State *L);
 int lrp_model_train_step(lua_State *L);
 int lrp_model_attention(lua_State *L);
 int lrp_model_linear_stats(lua_State *L);

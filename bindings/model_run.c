@@ -298,6 +298,25 @@ int lrp_model_loss(lua_State *L)
     return 1;
 }
 
+/* m:losses(tokens, targets[, mask]) -> [B x T] (or [T]) cross-entropy of each position in nats, 0
+ * where not scored (eval mode) */
+int lrp_model_losses(lua_State *L)
+{
+    const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1));
+    lua_settop(L, 4);
+    grid g;
+    int32_t *tok = check_tokens(L, 2, &cfg, &g, 1);
+    int32_t *tgt = check_targets(L, 3, &cfg, &g);
+    uint8_t *mask = check_mask(L, 4, &g);
+    int64_t shape[2] = {g.B, g.T};
+    float *out = g.ndim == 1 ? push_out(L, 1, shape + 1) : push_out(L, 2, shape);
+    rp_model *m = lrp_checkmodel(L, 1);
+    rp_status st = rp_model_forward(m, tok, tgt, mask, g.B, g.T, 0, NULL);
+    if (st != RP_OK) return lrp_raise(L, st);
+    memcpy(out, rp_model_losses(m), (size_t)(g.B * g.T) * sizeof(float));
+    return 1;
+}
+
 /* One data-parallel step over the rows [b0, b1) of a global batch of B x T (the grids of tok, tgt
  * and mask), with `scored` positions scored over the whole batch: every rank computes the gradient
  * of its rows' mean loss, weighted by its share of the scored positions, the gradients and the
@@ -507,6 +526,11 @@ static void gen_opts(lua_State *L, int idx, const rp_model_cfg *cfg, const char 
     if (top_k < 0)
         lrp_argerror(L, idx, "option 'top_k' must be >= 0, got %I", (LUAI_UACINT)top_k);
     gc->top_k = (int64_t)top_k;
+    gc->top_p = lrp_optfinite(L, idx, "top_p", 0.0);
+    if (!(gc->top_p >= 0.0 && gc->top_p <= 1.0)) {
+        lua_pushnumber(L, (lua_Number)gc->top_p);
+        lrp_argerror(L, idx, "option 'top_p' must be in [0, 1], got %s", lrp_describe(L, -1));
+    }
     gc->stop_token = -1;
     if (lrp_hasopt(L, idx, "stop")) {
         lua_Integer stop = lrp_optinteger(L, idx, "stop", -1);
@@ -542,7 +566,8 @@ static rp_rng *fetch_rng(lua_State *L, int idx, rp_rng *local)
 /* m:generate(prompt, n[, opts]) -> table of new token ids */
 int lrp_model_generate(lua_State *L)
 {
-    static const char *const known[] = {"temperature", "top_k", "seed", "rng", "stop", NULL};
+    static const char *const known[] = {"temperature", "top_k", "top_p", "seed", "rng", "stop",
+                                        NULL};
     const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1));
     lua_settop(L, 4);
     grid g;
@@ -659,8 +684,8 @@ int lrp_model_lanes(lua_State *L)
  * alone). */
 int lrp_model_generate_batch(lua_State *L)
 {
-    static const char *const known[] = {"temperature", "top_k", "seed", "rng", "stop", "lanes",
-                                        NULL};
+    static const char *const known[] = {"temperature", "top_k", "top_p", "seed", "rng",
+                                        "stop",        "lanes", NULL};
     const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1));
     /* (before any Lua code of the arguments runs: it may release the model) */
     lua_Integer def_lanes = (lua_Integer)rp_model_default_lanes(lrp_checkmodel(L, 1));

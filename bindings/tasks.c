@@ -28,9 +28,9 @@ typedef struct lrp_task {
 } lrp_task;
 
 static const char *const kind_names[] = {"addition", "substring_index", "substring_prefix", "text",
-                                         "grid_offset", NULL};
+                                         "grid_offset", "lm", NULL};
 static const char *const format_names[] = {"writeup", "labml", NULL};
-static const char *const split_names[] = {"train", "valid", NULL};
+static const char *const split_names[] = {"train", "valid", "test", NULL};
 
 /* ---- the userdata ---- */
 
@@ -102,7 +102,8 @@ static int t_tostring(lua_State *L)
         break;
     default:
         lua_getiuservalue(L, 1, 1);
-        lua_pushfstring(L, "text (%s)", lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
+        lua_pushfstring(L, "%s (%s)", c.kind == RP_TASK_LM ? "lm" : "text",
+                        lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
         break;
     }
     lua_pushfstring(L, "roper.Task: %s, vocab %I, seq_len %I", lua_tostring(L, -1),
@@ -246,6 +247,33 @@ static int l_text(lua_State *L)
     return make_task(L, 1, &cfg);
 }
 
+/* rp.tasks.lm{path, vocab_size, seq_len} -> task | nil, "path: reason" */
+static int l_lm(lua_State *L)
+{
+    static const char *const known[] = {"path", "vocab_size", "seq_len", "kind", NULL};
+    if (lua_type(L, 1) != LUA_TTABLE)
+        return lrp_argerror(L, 1, "options table expected (with 'path' and 'vocab_size'), got %s",
+                            lrp_describe(L, 1));
+    check_task_opts(L, 1, known, RP_TASK_LM);
+    rp_task_cfg cfg = rp_task_cfg_default(RP_TASK_LM);
+    int type = lua_getfield(L, 1, "path");
+    if (type == LUA_TNIL)
+        return lrp_argerror(L, 1, "option 'path' (a folder of token ids) is required");
+    if (type != LUA_TSTRING)
+        return lrp_argerror(L, 1, "option 'path' must be a string, got %s", lrp_describe(L, -1));
+    size_t len;
+    const char *path = lua_tolstring(L, -1, &len);
+    if (len == 0) return lrp_argerror(L, 1, "option 'path' must not be empty");
+    if (strlen(path) != len) return lrp_argerror(L, 1, "option 'path' contains a NUL byte");
+    if (!lrp_hasopt(L, 1, "vocab_size"))
+        return lrp_argerror(L, 1, "option 'vocab_size' (the tokenizer's) is required");
+    cfg.vocab_size = opt_range(L, 1, "vocab_size", 0, 1, RP_TASK_LM_MAX_VOCAB);
+    cfg.seq_len = opt_seq_len(L, 1, cfg.seq_len);
+    cfg.path = path; /* the string stays on the stack (index 2) */
+    lua_settop(L, 2);
+    return make_task(L, 1, &cfg);
+}
+
 /* rp.tasks.grid_offset{rows, cols, alphabet, max_offset, seq_len} -> task */
 static int l_grid_offset(lua_State *L)
 {
@@ -293,9 +321,18 @@ static void check_has_problems(lua_State *L, const rp_task *t, const char *what)
                    what, kind_names[c->kind]);
 }
 
+/* Raises for an lm task (method name what): its vocabulary is its tokenizer's. */
+static void check_not_lm(lua_State *L, const rp_task *t, const char *what)
+{
+    if (rp_task_config(t)->kind == RP_TASK_LM)
+        luaL_error(L, "task:%s: an lm task's vocabulary is its tokenizer's (tok:%s)", what,
+                   strcmp(what, "vocab") == 0 ? "piece" : what);
+}
+
 /* task:vocab() -> { [id + 1] = character } */
 static int t_vocab(lua_State *L)
 {
+    check_not_lm(L, check_task(L, 1), "vocab");
     int64_t n = vocab_size(check_task(L, 1));
     lua_createtable(L, (int)n, 0);
     for (int64_t i = 0; i < n; i++) {
@@ -327,7 +364,7 @@ static const char *check_cstring(lua_State *L, int arg, const char *what, size_t
 /* task:encode(str) -> { ids } */
 static int t_encode(lua_State *L)
 {
-    check_task(L, 1);
+    check_not_lm(L, check_task(L, 1), "encode");
     size_t len;
     const char *s = check_cstring(L, 2, "text", &len);
     if ((int64_t)len > RP_I32_MAX) return lrp_argerror(L, 2, "text is too long");
@@ -361,6 +398,7 @@ static int32_t check_id(lua_State *L, int arg, int vidx, int64_t pos, int64_t V)
 /* task:decode(ids) -> string (ids: a table or a 1-D tensor of token ids) */
 static int t_decode(lua_State *L)
 {
+    check_not_lm(L, check_task(L, 1), "decode");
     int64_t V = vocab_size(check_task(L, 1)), n = 0;
     lua_settop(L, 2);
     int is_tensor = lrp_totensor(L, 2) != NULL;
@@ -435,13 +473,14 @@ static int t_batch(lua_State *L)
         split = -1;
         for (int i = 0; s && split_names[i]; i++)
             if (strcmp(s, split_names[i]) == 0) split = i;
-        if (split < 0)
-            return lrp_argerror(L, 4, "split must be \"train\" or \"valid\", got %s",
-                                lrp_describe(L, 4));
-        if (split == 1 && c->kind != RP_TASK_TEXT)
-            return lrp_argerror(L, 4, "split \"valid\" exists only for text tasks (this is %s)",
-                                kind_names[c->kind]);
-        if (split == 1 && c->valid_fraction <= 0.0)
+        if (split < 0 || (split == 2 && c->kind != RP_TASK_LM))
+            return lrp_argerror(L, 4, "split must be \"train\"%s \"valid\"%s, got %s",
+                                c->kind == RP_TASK_LM ? "," : " or",
+                                c->kind == RP_TASK_LM ? " or \"test\"" : "", lrp_describe(L, 4));
+        if (split == 1 && c->kind != RP_TASK_TEXT && c->kind != RP_TASK_LM)
+            return lrp_argerror(L, 4, "split \"valid\" exists only for text and lm tasks (this "
+                                      "is %s)", kind_names[c->kind]);
+        if (split == 1 && c->kind == RP_TASK_TEXT && c->valid_fraction <= 0.0)
             return lrp_argerror(L, 4, "the task has no validation split (valid_fraction 0)");
     }
     lua_settop(L, 4);
@@ -548,6 +587,12 @@ static int t_config(lua_State *L)
         lua_pushinteger(L, (lua_Integer)c->max_offset);
         lua_setfield(L, -2, "max_offset");
         break;
+    case RP_TASK_LM:
+        lua_getiuservalue(L, 1, 1);
+        lua_setfield(L, -2, "path");
+        lua_pushinteger(L, (lua_Integer)c->vocab_size);
+        lua_setfield(L, -2, "vocab_size");
+        break;
     default:
         lua_getiuservalue(L, 1, 1);
         lua_setfield(L, -2, "path");
@@ -560,18 +605,70 @@ static int t_config(lua_State *L)
     return 1;
 }
 
-/* task:split_sizes() -> train, valid: the characters of a text task's training and validation
- * splits (a batch of a split needs seq_len + 1 of them). */
+/* task:split_sizes() -> train, valid[, test]: the characters of a text task's training and
+ * validation splits, the tokens of an lm task's three (a batch of a split needs seq_len + 1 of
+ * them). */
 static int t_split_sizes(lua_State *L)
 {
     rp_task *t = check_task(L, 1);
-    int64_t train = 0, valid = 0;
-    if (rp_task_split_sizes(t, &train, &valid) != RP_OK)
-        return luaL_error(L, "task:split_sizes needs a text task (this is %s)",
+    int64_t n[3] = {0, 0, 0};
+    int lm = rp_task_config(t)->kind == RP_TASK_LM;
+    if (rp_task_split_sizes(t, &n[0], &n[1]) != RP_OK)
+        return luaL_error(L, "task:split_sizes needs a text or lm task (this is %s)",
                           kind_names[rp_task_config(t)->kind]);
-    lua_pushinteger(L, (lua_Integer)train);
-    lua_pushinteger(L, (lua_Integer)valid);
-    return 2;
+    if (lm && rp_task_split_len(t, RP_SPLIT_TEST, &n[2]) != RP_OK) return lrp_raise(L, RP_ERR_ARG);
+    for (int i = 0; i < 2 + lm; i++) lua_pushinteger(L, (lua_Integer)n[i]);
+    return 2 + lm;
+}
+
+/* task:windows(split, first, B) -> inputs, targets ([rows x seq_len]), windows: the evaluation
+ * windows first .. first + B - 1 (1-based) of an lm task's split (rp_task_windows; rows < B at
+ * the end, 0 past it: then inputs and targets are nil) and the split's number of windows */
+static int t_windows(lua_State *L)
+{
+    const rp_task_cfg cfg = *rp_task_config(check_task(L, 1)), *c = &cfg;
+    if (c->kind != RP_TASK_LM)
+        return luaL_error(L, "task:windows needs an lm task (this is %s)", kind_names[c->kind]);
+    int split = -1;
+    const char *s = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : NULL;
+    for (int i = 0; s && split_names[i]; i++)
+        if (strcmp(s, split_names[i]) == 0) split = i;
+    if (split < 0)
+        return lrp_argerror(L, 2, "split must be \"train\", \"valid\" or \"test\", got %s",
+                            lrp_describe(L, 2));
+    lua_Integer first = lrp_checkint(L, 3, "first");
+    if (first < 1) return lrp_argerror(L, 3, "first must be >= 1, got %I", (LUAI_UACINT)first);
+    lua_Integer B = lrp_checkint(L, 4, "B");
+    if (B < 1) return lrp_argerror(L, 4, "B must be >= 1, got %I", (LUAI_UACINT)B);
+    if (B > RP_I32_MAX / c->seq_len)
+        return lrp_argerror(L, 4, "%I windows of %I tokens are too many", (LUAI_UACINT)B,
+                            (LUAI_UACINT)c->seq_len);
+    lua_settop(L, 4);
+    int64_t n = (int64_t)B * c->seq_len, rows = 0, windows = 0;
+    int32_t *ibuf = (int32_t *)lua_newuserdatauv(L, (size_t)n * sizeof(int32_t), 0); /* 5 */
+    int32_t *tbuf = (int32_t *)lua_newuserdatauv(L, (size_t)n * sizeof(int32_t), 0); /* 6 */
+    rp_status st = rp_task_windows(check_task(L, 1), split, (int64_t)first - 1, (int64_t)B, ibuf,
+                                   tbuf, &rows, &windows);
+    if (st != RP_OK) return luaL_error(L, "task:windows: %s", rp_last_error());
+    if (rows == 0) {
+        lua_pushnil(L);
+        lua_pushnil(L);
+        lua_pushinteger(L, (lua_Integer)windows);
+        return 3;
+    }
+    int64_t shape[2] = {rows, c->seq_len};
+    rp_tensor *in = lrp_newtensor(L);  /* 7 */
+    rp_tensor *tg = lrp_newtensor(L);  /* 8 */
+    st = rp_tensor_new(in, 2, shape);
+    if (st == RP_OK) st = rp_tensor_new(tg, 2, shape);
+    if (st != RP_OK) return lrp_raise(L, st);
+    float *di = rp_tensor_data(in), *dt = rp_tensor_data(tg);
+    for (int64_t i = 0; i < rows * c->seq_len; i++) {
+        di[i] = (float)ibuf[i];
+        dt[i] = (float)tbuf[i];
+    }
+    lua_pushinteger(L, (lua_Integer)windows);
+    return 3;
 }
 
 /* task:positions2d([n]) -> [n x 2] tensor of (row, column) = (i // cols, i % cols) for the first
@@ -611,6 +708,7 @@ static const luaL_Reg task_methods[] = {
     {"vocab", t_vocab},     {"vocab_size", t_vocab_size}, {"encode", t_encode},
     {"decode", t_decode},   {"batch", t_batch},           {"problem", t_problem},
     {"check", t_check},     {"config", t_config},         {"positions2d", t_positions2d},
+    {"windows", t_windows},
     {NULL, NULL},
 };
 
@@ -620,6 +718,7 @@ static const luaL_Reg task_funcs[] = {
     {"substring_prefix", l_substring_prefix},
     {"text", l_text},
     {"grid_offset", l_grid_offset},
+    {"lm", l_lm},
     {NULL, NULL},
 };
 

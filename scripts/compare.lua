@@ -196,6 +196,7 @@ cli.main("compare.lua", function()
   local metric_name = metric == "correct"
     and ("correct of %d (%s%s)"):format(c1.problems, c1.decode,
       c1.decode == "sample" and (", temperature " .. tables.num(c1.temperature)) or "")
+    or task == "lm" and "validation loss (nats per token over the whole split)"
     or "evaluation loss"
 
   if not args.quiet then
@@ -209,6 +210,11 @@ cli.main("compare.lua", function()
     if res.metric == "correct" then
       return ("correct %d (greedy %d), eval loss %.4f"):format(res.correct, res.correct_greedy,
         res.eval_loss)
+    end
+    if res.lm then
+      return ("valid loss %.4f, perplexity %.2f, %s bits per byte"):format(res.lm.valid.loss,
+        res.lm.valid.perplexity, res.lm.valid.bits_per_byte
+          and ("%.4f"):format(res.lm.valid.bits_per_byte) or "-")
     end
     return ("eval loss %.4f"):format(res.eval_loss)
   end
@@ -377,6 +383,28 @@ cli.main("compare.lua", function()
     "",
     tables.markdown(headers, table_rows),
   }
+  if task == "lm" then
+    -- the language-model figures of rp.eval.lm, each method's mean over its runs
+    local lm_rows = {}
+    for _, g in ipairs(groups) do
+      local cols = {}
+      for _, split in ipairs { "valid", "test" } do
+        for _, key in ipairs { "loss", "perplexity", "bits_per_byte" } do
+          local list = {}
+          for _, r in ipairs(g.results) do
+            if r.lm and r.lm[split] then list[#list + 1] = { v = r.lm[split][key] } end
+          end
+          cols[#cols + 1] = tables.num(mean_of(list, "v"), key == "perplexity" and "%.2f"
+            or "%.4f")
+        end
+      end
+      lm_rows[#lm_rows + 1] = { g.label, table.unpack(cols) }
+    end
+    md[#md + 1] = "Language modelling, the mean over each method's runs (rp.eval.lm: every token "
+      .. "of a split scored once; bits per byte = nats / ln 2 / the split's UTF-8 bytes):\n"
+    md[#md + 1] = tables.markdown({ "method", "valid loss", "valid perplexity", "valid bits/byte",
+      "test loss", "test perplexity", "test bits/byte" }, lm_rows)
+  end
   -- the loss curves, right under the table they explain
   local plot_groups = {}
   for i, g in ipairs(groups) do plot_groups[i] = { label = g.label, results = g.results } end

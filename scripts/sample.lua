@@ -5,6 +5,8 @@
 --   roper scripts/sample.lua runs/add.ckpt --prompt '?d=12+34;' --greedy
 --   roper scripts/sample.lua runs/text.ckpt --prompt 'The ' --n 300 --temperature 0.8 --top-k 5
 --   roper scripts/sample.lua model.ckpt --config results/x/runs/rope-s1.json --samples 4
+--   roper scripts/sample.lua runs/lm.ckpt --prompt 'The scheduler' --top-p 0.9   # an lm run:
+--                                                  # its tokenizer encodes and decodes
 --
 -- The checkpoint holds the model; the task (its vocabulary, its problems) comes from the run's
 -- JSON beside it (run.ckpt -> run.json) or from --config (scripts/lib/saved.lua). Without
@@ -51,6 +53,12 @@ cli.main("sample.lua", function()
     :convert(tonumber):argname("<t>")
   parser:option("--top-k", "Sample among the k most likely tokens (0: all).", "0")
     :convert(math.tointeger):argname("<k>")
+  parser:option("--top-p", "Sample from the nucleus: the fewest most likely tokens holding this "
+    .. "share of the probability (1: all).", "1")
+    :convert(tonumber):argname("<p>")
+  parser:option("--tokenizer", "lm: the tokenizer model (default: the run's, or its corpus's "
+    .. "default one).")
+    :argname("<file.model>")
   parser:flag("--greedy", "Take the most likely token (as --temperature 0).")
   parser:option("--seed", "Seed of the problems and of sampling.", "1")
     :convert(math.tointeger):argname("<n>")
@@ -73,11 +81,16 @@ cli.main("sample.lua", function()
   if args.greedy then t = 0 end
   if not args.top_k or args.top_k < 0 then die("--top-k must be an integer >= 0") end
   if not args.seed then die("--seed must be an integer") end
+  local top_p = args.top_p
+  if not top_p or not (top_p > 0 and top_p <= 1) then die("--top-p must be a number in (0, 1]") end
   -- an option typed that does nothing in the chosen mode (cli.refuse: --allow-unused)
   local greedy_why = args.greedy and "with --greedy: it applies to sampling"
     or "with --temperature 0: it applies to sampling (--temperature > 0)"
   if t == 0 and cli.given("top-k") then
     cli.refuse(args, "--top-k " .. args.top_k, greedy_why)
+  end
+  if t == 0 and cli.given("top-p") then
+    cli.refuse(args, "--top-p " .. args.top_p, greedy_why)
   end
   if args.greedy and cli.given("temperature") then
     cli.refuse(args, "--temperature " .. args.temperature, greedy_why)
@@ -89,9 +102,28 @@ cli.main("sample.lua", function()
 
   local m, task, cfg = saved.open(rp, args.checkpoint, args.config)
   local problems = cfg.task == "addition" or cfg.task == "substring_index"
+  -- what turns text into ids and back: the task's vocabulary, or an lm run's tokenizer
+  local coder = task
+  if cfg.task == "lm" then
+    local path = args.tokenizer or (cfg.tokenizer ~= "" and cfg.tokenizer) or nil
+    if not path then
+      if io.open(cfg.corpus .. "/ids.txt") then
+        die(("the run's corpus %s is a folder of ids: give its tokenizer with --tokenizer")
+          :format(cfg.corpus))
+      end
+      local err
+      path, err = rp.lm.tokenizer(cfg.corpus, cfg.vocab_size)
+      if not path then die(err) end
+    end
+    if type(rp.tokenizer) ~= "table" then die("rp.tokenizer is not in this build") end
+    local tok, err = rp.tokenizer.load(path)
+    if not tok then die(err) end
+    coder = { encode = function(_, text) return tok:encode(text) end,
+      decode = function(_, ids) return tok:decode(ids) end }
+  end
 
   local function id_of(ch, what)
-    local ok, ids = pcall(task.encode, task, ch)
+    local ok, ids = pcall(coder.encode, coder, ch)
     if not ok then die(what .. ": " .. cli.inner(ids)) end
     if #ids ~= 1 then die(what .. " must be one character, got " .. ("%q"):format(ch)) end
     return ids[1]
@@ -109,7 +141,7 @@ cli.main("sample.lua", function()
   local g = rp.rng(args.seed)
   if args.prompt then
     if args.prompt == "" then die("--prompt must not be empty") end
-    local ok, err = pcall(task.encode, task, args.prompt)
+    local ok, err = pcall(coder.encode, coder, args.prompt)
     if not ok then die("--prompt: " .. cli.inner(err)) end
     for i = 1, args.samples do texts[i] = args.prompt end
   elseif problems then
@@ -119,22 +151,24 @@ cli.main("sample.lua", function()
     end
   else
     local tc = task:config()
-    local split = (cfg.task == "text" and select(2, task:split_sizes()) > tc.seq_len) and "valid"
-      or "train"
+    local split = ((cfg.task == "text" or cfg.task == "lm")
+      and select(2, task:split_sizes()) > tc.seq_len) and "valid" or "train"
     local x = task:batch(args.samples, g, split)
     local len = math.min(32, tc.seq_len // 2)
-    for i = 1, args.samples do texts[i] = task:decode(x[i]:narrow(1, 1, len)) end
+    for i = 1, args.samples do texts[i] = coder:decode(x[i]:narrow(1, 1, len)) end
   end
   local prompts = {}
-  for i, text in ipairs(texts) do prompts[i] = task:encode(text) end
+  for i, text in ipairs(texts) do prompts[i] = coder:encode(text) end
 
   local gen = { stop = stop }
-  if t > 0 then gen.temperature, gen.top_k, gen.seed = t, args.top_k, args.seed + 1 end
+  if t > 0 then
+    gen.temperature, gen.top_k, gen.top_p, gen.seed = t, args.top_k, top_p, args.seed + 1
+  end
   local outs = m:generate_batch(prompts, args.n, gen)
 
   local right = 0
   for i, ids in ipairs(outs) do
-    local out = task:decode(ids)
+    local out = coder:decode(ids)
     if args.samples > 1 and not questions[i] then io.write(("-- sample %d\n"):format(i)) end
     if questions[i] then
       local ok = task:check(texts[i], out)

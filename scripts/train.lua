@@ -237,6 +237,17 @@ cli.main("train.lua", function()
         lines[#lines + 1] = ("  length %d, %s: %d of %d"):format(l.length, l.scaling, l.correct,
           c.problems)
       end
+    elseif res.lm then
+      for _, split in ipairs { "valid", "test" } do
+        local r = res.lm[split]
+        lines[#lines + 1] = ("%s loss %.4f nats/token, perplexity %.2f, %s bits per byte (%d "
+          .. "tokens)"):format(split, r.loss, r.perplexity, r.bits_per_byte
+            and ("%.4f"):format(r.bits_per_byte) or "-", r.tokens)
+      end
+      lines[#lines + 1] = ("final train loss %.4f"):format(res.final_train_loss)
+      for _, l in ipairs(res.by_length or {}) do
+        lines[#lines + 1] = ("  length %d, %s: eval loss %.4f"):format(l.length, l.scaling, l.loss)
+      end
     else
       lines[#lines + 1] = ("eval loss %.4f, final train loss %.4f"):format(res.eval_loss,
         res.final_train_loss)

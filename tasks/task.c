@@ -38,7 +38,7 @@ rp_task_cfg rp_task_cfg_default(rp_task_kind kind)
 
 static rp_status check_cfg(const rp_task_cfg *c)
 {
-    if (c->kind < RP_TASK_ADDITION || c->kind > RP_TASK_GRID_OFFSET)
+    if (c->kind < RP_TASK_ADDITION || c->kind > RP_TASK_LM)
         return rp_error(RP_ERR_ARG, "task: kind %d is not a task kind", (int)c->kind);
     if (c->seq_len < 8 || c->seq_len > RP_TASK_MAX_SEQ_LEN)
         return rp_error(RP_ERR_ARG, "task: seq_len must be in 8..%lld, got %lld",
@@ -78,6 +78,14 @@ static rp_status check_cfg(const rp_task_cfg *c)
         if (c->max_bytes < 1)
             return rp_error(RP_ERR_ARG, "task: max_bytes must be >= 1, got %lld",
                             (long long)c->max_bytes);
+        break;
+    case RP_TASK_LM:
+        if (!c->path || !c->path[0])
+            return rp_error(RP_ERR_ARG, "task: path (a folder of token ids) is required for an lm "
+                                        "task");
+        if (c->vocab_size < 1 || c->vocab_size > RP_TASK_LM_MAX_VOCAB)
+            return rp_error(RP_ERR_ARG, "task: vocab_size must be in 1..%lld, got %lld",
+                            (long long)RP_TASK_LM_MAX_VOCAB, (long long)c->vocab_size);
         break;
     case RP_TASK_GRID_OFFSET: {
         if (c->rows < 2 || c->rows > RP_TASK_GRID_MAX_SIDE)
@@ -138,13 +146,14 @@ rp_task *rp_task_new(const rp_task_cfg *cfg)
         break;
     case RP_TASK_GRID_OFFSET: st = rp__grid_init(t); break;
     case RP_TASK_TEXT:
+    case RP_TASK_LM:
         t->path = strdup(cfg->path);
         if (!t->path) {
             st = rp_error(RP_ERR_NOMEM, "task: allocation");
             break;
         }
         t->cfg.path = t->path;
-        st = rp__text_load(t);
+        st = cfg->kind == RP_TASK_TEXT ? rp__text_load(t) : rp__lm_load(t);
         break;
     }
     if (st != RP_OK) {
@@ -156,11 +165,10 @@ rp_task *rp_task_new(const rp_task_cfg *cfg)
 
 rp_status rp_task_split_sizes(const rp_task *t, int64_t *train, int64_t *valid)
 {
-    if (t->cfg.kind != RP_TASK_TEXT)
-        return rp_error(RP_ERR_ARG, "task: only text tasks have splits of a fixed size");
-    *train = t->n_train;
-    *valid = t->n_tokens - t->n_train;
-    return RP_OK;
+    if (t->cfg.kind != RP_TASK_TEXT && t->cfg.kind != RP_TASK_LM)
+        return rp_error(RP_ERR_ARG, "task: only text and lm tasks have splits of a fixed size");
+    RP_TRY(rp_task_split_len(t, RP_SPLIT_TRAIN, train));
+    return rp_task_split_len(t, RP_SPLIT_VALID, valid);
 }
 
 void rp_task_free(rp_task *t)
@@ -191,6 +199,8 @@ rp_status rp_task_encode(const rp_task *t, const char *text, size_t text_len, in
     size_t i = 0;
     int64_t k = 0;
     if (n) *n = 0;
+    if (t->cfg.kind == RP_TASK_LM)
+        return rp_error(RP_ERR_ARG, "encode: an lm task's vocabulary is its tokenizer's");
     if (cap < 0) return rp_error(RP_ERR_ARG, "encode: negative capacity %lld", (long long)cap);
     if (!text && text_len) return rp_error(RP_ERR_ARG, "encode: NULL text");
     while (i < text_len) {
@@ -217,6 +227,8 @@ rp_status rp_task_decode(const rp_task *t, const int32_t *tokens, int64_t n, cha
 {
     size_t k = 0;
     if (len) *len = 0;
+    if (t->cfg.kind == RP_TASK_LM)
+        return rp_error(RP_ERR_ARG, "decode: an lm task's vocabulary is its tokenizer's");
     if (n < 0) return rp_error(RP_ERR_ARG, "decode: negative token count %lld", (long long)n);
     for (int64_t i = 0; i < n; i++) {
         if (tokens[i] < 0 || tokens[i] >= t->n_vocab)
@@ -253,10 +265,13 @@ rp_status rp_task_batch(rp_task *t, rp_rng *rng, int64_t B, int split, int32_t *
                         int32_t *targets)
 {
     if (B < 0) return rp_error(RP_ERR_ARG, "batch: negative batch size %lld", (long long)B);
+    if (t->cfg.kind == RP_TASK_LM && split == RP_SPLIT_TEST)
+        return rp__text_batch(t, rng, B, split, inputs, targets);
     if (split != 0 && split != 1)
         return rp_error(RP_ERR_ARG, "batch: split must be 0 (train) or 1 (validation), got %d",
                         split);
-    if (t->cfg.kind == RP_TASK_TEXT) return rp__text_batch(t, rng, B, split, inputs, targets);
+    if (t->cfg.kind == RP_TASK_TEXT || t->cfg.kind == RP_TASK_LM)
+        return rp__text_batch(t, rng, B, split, inputs, targets);
     int64_t T = t->cfg.seq_len;
     for (int64_t b = 0; b < B; b++) {
         if (t->cfg.kind == RP_TASK_SUBSTR_PREFIX)
@@ -285,7 +300,8 @@ rp_status rp_task_problem(rp_task *t, rp_rng *rng, int64_t n_digits, char *quest
         return rp__grid_problem(t, rng, question, qcap, answer, acap);
     default:
         return rp_error(RP_ERR_ARG, "problem: the %s task has no evaluation problems",
-                        t->cfg.kind == RP_TASK_TEXT ? "text" : "substring-by-prefix");
+                        t->cfg.kind == RP_TASK_TEXT ? "text" : t->cfg.kind == RP_TASK_LM
+                                                                   ? "lm" : "substring-by-prefix");
     }
 }
 

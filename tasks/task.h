@@ -21,7 +21,8 @@ typedef enum {
     RP_TASK_SUBSTR_INDEX,   /* ?s='<13 letters>'; s[i:]=='<suffix>'# */
     RP_TASK_SUBSTR_PREFIX,  /* labml copy_repeat: acgt and >, 16-char copies, scored chars 2..16 */
     RP_TASK_TEXT,           /* character-level language modelling on a UTF-8 file */
-    RP_TASK_GRID_OFFSET     /* a rows x cols grid with a marked cell *, then ?+1-2=<symbol># */
+    RP_TASK_GRID_OFFSET,    /* a rows x cols grid with a marked cell *, then ?+1-2=<symbol># */
+    RP_TASK_LM              /* language modelling on token ids (train/valid/test .npy files) */
 } rp_task_kind;
 
 typedef enum { RP_ADD_WRITEUP = 0, RP_ADD_LABML = 1 } rp_add_format;
@@ -47,7 +48,16 @@ typedef struct rp_task_cfg {
     int64_t rows, cols;       /* 6 x 8: the grid (each 2..RP_TASK_GRID_MAX_SIDE) */
     int64_t alphabet;         /* 8: the symbols are the first `alphabet` letters a.. (2..26) */
     int64_t max_offset;       /* 3: |dr|, |dc| <= max_offset (1..min(9, rows - 1, cols - 1)) */
+    /* lm (docs/language_model.md): path is a folder with train.npy, valid.npy and test.npy, 1-D
+     * arrays of token ids of an integer dtype, every id in 0..vocab_size-1 */
+    int64_t vocab_size;       /* the tokenizer's vocabulary (1..2^24) */
 } rp_task_cfg;
+
+/* The splits of an lm task (and of text: train, valid). */
+typedef enum { RP_SPLIT_TRAIN = 0, RP_SPLIT_VALID = 1, RP_SPLIT_TEST = 2 } rp_task_split;
+
+/* The largest vocab_size of an lm task: token ids travel as float32 (exact up to 2^24). */
+#define RP_TASK_LM_MAX_VOCAB ((int64_t)1 << 24)
 
 /* The largest rows and cols of a grid_offset task. */
 #define RP_TASK_GRID_MAX_SIDE 32
@@ -88,10 +98,28 @@ const rp_task_cfg *rp_task_config(const rp_task *t);
  * generated without end). */
 rp_status rp_task_split_sizes(const rp_task *t, int64_t *train, int64_t *valid);
 
+/* The tokens of split s of a text task (train, valid) or an lm task (train, valid, test) into
+ * *n. RP_ERR_ARG for the other kinds or splits. */
+rp_status rp_task_split_len(const rp_task *t, int split, int64_t *n);
+
+/* Evaluation windows of an lm task (deterministic; docs/language_model.md): the split's tokens
+ * s[0 .. n) are cut into W = ceil((n - 1) / T) windows of T + 1 tokens (T = seq_len), window k
+ * starting at k * T; the last one, when it would run past the end, starts at n - T - 1 instead,
+ * with the targets an earlier window scored set to -1. So every token but the first is a target
+ * exactly once, at position (its index - 1) mod T of its window but in the shifted last window.
+ * Writes the rows of windows first .. first + B - 1 that exist (inputs, targets: B x T, as
+ * rp_task_batch) and their count into *rows (0 when first >= W), and W into *windows. RP_ERR_ARG
+ * for other kinds, a bad split or a split shorter than T + 1 tokens. */
+rp_status rp_task_windows(const rp_task *t, int split, int64_t first, int64_t B, int32_t *inputs,
+                          int32_t *targets, int64_t *rows, int64_t *windows);
+
 /* The vocabulary: n code points (Unicode scalar values; ASCII for the algorithmic tasks), token
  * id i <-> code point vocab[i]. The algorithmic tasks list their characters in a fixed order
  * documented in docs/tasks.md; text tasks sort the code points of the whole file. */
 const int32_t *rp_task_vocab(const rp_task *t, int64_t *n);
+
+/* (An lm task has no code points: its vocabulary is its tokenizer's; n = vocab_size, NULL is
+ * returned, and encode and decode give RP_ERR_ARG.) */
 
 /* Text <-> tokens. encode: RP_ERR_ARG naming the first character outside the vocabulary (and its
  * byte offset), or invalid UTF-8; writes at most cap tokens, *n = the count needed. decode: writes
@@ -106,7 +134,7 @@ rp_status rp_task_decode(const rp_task *t, const int32_t *tokens, int64_t n, cha
  * 2..16 of each copy, grid offset only the answer symbol; the others score everything).
  * Algorithmic tasks draw fresh problems from rng and start every sequence at a problem boundary
  * (the last problem is cut off); text tasks take windows at uniform random offsets of the train
- * (split 0) or validation (split 1) part. */
+ * (split 0) or validation (split 1) part, lm tasks of the train, valid or test (2) split. */
 rp_status rp_task_batch(rp_task *t, rp_rng *rng, int64_t B, int split, int32_t *inputs,
                         int32_t *targets);
 

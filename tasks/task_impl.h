@@ -20,9 +20,10 @@ struct rp_task {
     int64_t n_vocab;
     rp_task_cpid *lookup;/* sorted by code point, for encode */
     int32_t ascii_id[128];
-    /* text */
+    /* text, lm */
     int32_t *tokens;
     int64_t n_tokens, n_train;
+    int64_t split_at[4];  /* lm: split s is tokens[split_at[s] .. split_at[s + 1]) */
     /* substring by prefix scratch (out, mask, pure) */
     char *sp_out, *sp_pure;
     unsigned char *sp_mask;
@@ -67,5 +68,8 @@ void rp__grid_positions(const rp_task *t, int64_t n, int32_t *rc);
 rp_status rp__text_load(rp_task *t);
 rp_status rp__text_batch(rp_task *t, rp_rng *rng, int64_t B, int split, int32_t *inputs,
                          int32_t *targets);
+
+/* lm.c */
+rp_status rp__lm_load(rp_task *t);
 
 #endif

@@ -169,11 +169,16 @@ rp_status rp__text_batch(rp_task *t, rp_rng *rng, int64_t B, int split, int32_t 
 {
     int64_t T = t->cfg.seq_len;
     int64_t start = split ? t->n_train : 0, len = split ? t->n_tokens - t->n_train : t->n_train;
+    int lm = t->cfg.kind == RP_TASK_LM;
+    if (lm) { /* lm: three splits */
+        start = t->split_at[split];
+        len = t->split_at[split + 1] - start;
+    }
     if (len < T + 1)
         return rp_error(RP_ERR_ARG,
-                        "batch: the %s split of %s has %lld characters, a window needs seq_len + 1 "
-                        "= %lld",
-                        split ? "validation" : "train", t->path, (long long)len, (long long)(T + 1));
+                        "batch: the %s split of %s has %lld %s, a window needs seq_len + 1 = %lld",
+                        split == 0 ? "train" : split == 1 ? "validation" : "test", t->path,
+                        (long long)len, lm ? "tokens" : "characters", (long long)(T + 1));
     for (int64_t b = 0; b < B; b++) {
         const int32_t *w = t->tokens + start + rp_rng_int(rng, 0, len - (T + 1));
         memcpy(inputs + b * T, w, (size_t)T * sizeof *w);

@@ -4,6 +4,7 @@
 --   rp.eval.length_generalisation(m, task, opts)    -> { [digits] = accuracy }, { [digits] = records }
 --   rp.eval.loss(m, task[, opts])                   -> mean loss over fresh batches (eval mode)
 --   rp.eval.lengths(m, task, opts)                  -> { {length =, accuracy =, correct =} | {length =, loss =}, ... }
+--   rp.eval.lm(m, task[, opts])                     -> {loss =, perplexity =, bits_per_byte =, by_position =, ...}
 -- A problem is prompted with its question (encoded with the task's vocabulary), the model
 -- generates with its KV cache until the task's terminator ('#', or '\n' for labml's addition
 -- format) or max_new tokens, and task:check decides (exact answer). The problems are decoded
@@ -245,10 +246,13 @@ local function loss_options(fname, opts, mc, tc)
   local o = {}
   o.batches = opt_int(fname, 3, opts, "batches", 8, 1)
   o.batch_size = opt_int(fname, 3, opts, "batch_size", math.min(8, mc.max_batch), 1, mc.max_batch)
-  o.split = opt_enum(fname, 3, opts, "split", { "train", "valid" },
-    tc.kind == "text" and tc.valid_fraction > 0 and "valid" or "train")
-  if o.split == "valid" and tc.kind ~= "text" then
-    argerror(fname, 3, "split \"valid\" exists only for text tasks (this is " .. tc.kind .. ")")
+  local lm_task = tc.kind == "lm"
+  o.split = opt_enum(fname, 3, opts, "split", lm_task and { "train", "valid", "test" }
+    or { "train", "valid" },
+    (lm_task or tc.kind == "text" and tc.valid_fraction > 0) and "valid" or "train")
+  if o.split == "valid" and tc.kind ~= "text" and not lm_task then
+    argerror(fname, 3, "split \"valid\" exists only for text and lm tasks (this is " .. tc.kind
+      .. ")")
   end
   o.seed = opt_int(fname, 3, opts, "seed", 0)
   return o
@@ -279,6 +283,66 @@ end
 
 function eval.loss(m, task, opts)
   return guard("rp.eval.loss", loss, m, task, opts)
+end
+
+-- ---------------------------------------------------------------- language modelling
+
+local lm_opts = { "split", "batch_size", "bytes", "max_windows" }
+
+-- rp.eval.lm(m, task[, opts]) -> the evaluation of a language model on an lm task's split: every
+-- token of it but the first scored once, through task:windows (its deterministic windows of
+-- seq_len + 1 tokens), the cross-entropies (m:losses) summed in float64.
+local function lm(m, task, opts)
+  local fname = "rp.eval.lm"
+  check_model(fname, m)
+  check_task(fname, task)
+  opts = check_opts(fname, 3, opts, lm_opts)
+  local mc, tc = check_fit(fname, m, task, true)
+  if tc.kind ~= "lm" then argerror(fname, 2, "lm needs an lm task (this is " .. tc.kind .. ")") end
+  local split = opt_enum(fname, 3, opts, "split", { "train", "valid", "test" }, "valid")
+  local B = opt_int(fname, 3, opts, "batch_size", math.min(8, mc.max_batch), 1, mc.max_batch)
+  local bytes = opts.bytes
+  if bytes ~= nil and (math.type(bytes) ~= "integer" or bytes < 1) then
+    argerror(fname, 3, "option 'bytes' must be an integer >= 1 (the split's UTF-8 bytes), got "
+      .. describe(bytes))
+  end
+  local max_windows = opt_int(fname, 3, opts, "max_windows", nil, 1)
+  local T = tc.seq_len
+  local nats, count, windows, all = 0.0, 0, nil, nil
+  local pos_sum, pos_n = {}, {}
+  for j = 1, T do pos_sum[j], pos_n[j] = 0.0, 0 end
+  local first = 1
+  repeat
+    local rows = max_windows and math.min(B, max_windows - first + 1) or B
+    local x, y, W = task:windows(split, first, rows)
+    windows, all = max_windows and math.min(W, max_windows) or W, W
+    if x then
+      local losses, tgt = m:losses(x, y):totable(), y:totable()
+      for r = 1, #tgt do
+        local lr, tr = losses[r], tgt[r]
+        for j = 1, T do
+          if tr[j] >= 0 then
+            local v = lr[j]
+            nats, count = nats + v, count + 1
+            pos_sum[j], pos_n[j] = pos_sum[j] + v, pos_n[j] + 1
+          end
+        end
+      end
+    end
+    first = first + rows
+  until first > windows
+  local by_position = {}
+  for j = 1, T do by_position[j] = pos_n[j] > 0 and pos_sum[j] / pos_n[j] or nil end
+  local loss = nats / count
+  local r = { split = split, loss = loss, perplexity = math.exp(loss), nats = nats,
+    tokens = count, windows = windows, by_position = by_position, by_position_count = pos_n }
+  -- (bits per byte are of the whole split: its bytes over all its tokens)
+  if bytes and windows == all then r.bytes, r.bits_per_byte = bytes, nats / math.log(2) / bytes end
+  return r
+end
+
+function eval.lm(m, task, opts)
+  return guard("rp.eval.lm", lm, m, task, opts)
 end
 
 -- ---------------------------------------------------------------- lengths
@@ -320,7 +384,7 @@ function M.length_plan(fname, arg, mc, tc, o)
     local lo, hi = 1, 18
     if kind == "substring_index" then hi = 1 << 16
     elseif kind == "substring_prefix" then lo, hi = tc.substr_len + tc.rnd_len + 1, MAX_SEQ_LEN
-    elseif kind == "text" then lo, hi = 8, MAX_SEQ_LEN end
+    elseif kind == "text" or kind == "lm" then lo, hi = 8, MAX_SEQ_LEN end
     if math.type(L) ~= "integer" or L < lo or L > hi then
       local what = kind == "addition" and "operand digits" or kind == "substring_index"
         and "a str_len" or "a seq_len"
@@ -345,9 +409,10 @@ function M.length_plan(fname, arg, mc, tc, o)
       p.task = { seq_len = L }
       for k, v in pairs(tc) do if p.task[k] == nil then p.task[k] = v end end
       p.seq_len = math.max(mc.seq_len, L)
-      if kind == "text" and o.split_size < L + 1 then
-        bad(L, ("the %s split of %s holds %d characters, fewer than length + 1 = %d"):format(
-          o.split == "valid" and "validation" or "training", tc.path, o.split_size, L + 1))
+      if (kind == "text" or kind == "lm") and o.split_size < L + 1 then
+        bad(L, ("the %s split of %s holds %d %s, fewer than length + 1 = %d"):format(
+          o.split == "valid" and "validation" or o.split == "test" and "test" or "training",
+          tc.path, o.split_size, kind == "lm" and "tokens" or "characters", L + 1))
       end
     end
     if p.seq_len > mc.seq_len or o.scaling ~= "none" then
@@ -377,7 +442,7 @@ function M.length_plan(fname, arg, mc, tc, o)
     end
     if p.task then
       -- the task's own limits (checked by building it; the text corpus is read when evaluated)
-      if kind ~= "text" then
+      if kind ~= "text" and kind ~= "lm" then
         local ok, t = pcall(rp.tasks[kind], p.task)
         if not ok then bad(L, args.inner(t)) end
         getmetatable(t).__close(t)
@@ -422,9 +487,9 @@ local function lengths(m, task, opts)
   end
   local o = by_accuracy and accuracy_options(fname, sub, tc) or loss_options(fname, sub, mc, tc)
   local split_size
-  if tc.kind == "text" then
-    local train, valid = task:split_sizes()
-    split_size = o.split == "valid" and valid or train
+  if tc.kind == "text" or tc.kind == "lm" then
+    local train, valid, test = task:split_sizes()
+    split_size = o.split == "valid" and valid or o.split == "test" and test or train
   end
   local plans = M.length_plan(fname, 3, mc, tc, { lengths = list, scaling = scaling,
     train_length = train_length, max_new = o.max_new, batch_size = o.batch_size, split = o.split,

@@ -223,6 +223,10 @@ rp_status rp_model_check_tokens(const rp_model *m, const int32_t *tokens, const 
                                 int64_t B, int64_t T);
 /* Logits (B, T, V) of the last forward (valid until the next call); NULL before any forward. */
 const float *rp_model_logits(const rp_model *m);
+/* The cross-entropy of each position (B, T) of the last forward with targets, in nats (0 where
+ * not scored; the mean loss is their sum over the scored count), valid until the next call; NULL
+ * before any forward and after one without targets. */
+const float *rp_model_losses(const rp_model *m);
 
 /* Sets every gradient to 0. */
 void rp_model_zero_grad(rp_model *m);
@@ -279,9 +283,11 @@ rp_status rp_model_cache_feed(rp_model *m, const int32_t *tokens, int64_t n, flo
 int64_t rp_model_cache_len(const rp_model *m);
 
 /* Decoding options. temperature 0 = greedy (argmax, first on ties); otherwise sample from
- * softmax(logits / temperature), restricted to the top_k largest logits when top_k > 0, one
- * uniform draw per sampled token from the generator. Generation stops after n_new tokens or right
- * after emitting stop_token (>= 0; -1 = none). */
+ * softmax(logits / temperature), restricted to the top_k largest logits when top_k > 0, then,
+ * when 0 < top_p < 1, to the nucleus (Holtzman et al. 2020): the fewest most likely of those
+ * (logits descending, ties by index) whose probabilities under that softmax sum to at least top_p
+ * of their total, renormalised; one uniform draw per sampled token from the generator. Generation
+ * stops after n_new tokens or right after emitting stop_token (>= 0; -1 = none). */
 typedef struct rp_gen_cfg {
     double temperature;
     int64_t top_k;
@@ -290,6 +296,8 @@ typedef struct rp_gen_cfg {
     float *logits;      /* NULL, or receives the logits each token was picked from: V floats per
                          * new token (n_new x V per prompt; rp_model_generate_batch: prompt p at
                          * p x n_new x V), written for the tokens emitted */
+    double top_p;       /* in [0, 1]; 0 (what a config that leaves it out holds) and 1 keep every
+                         * candidate */
 } rp_gen_cfg;
 
 /* Generates up to n_new tokens after prompt (n_prompt >= 1 tokens) with the KV cache (it resets

@@ -207,9 +207,10 @@ static int32_t gen_pick(rp_model *m, const float *logits, const rp_gen_cfg *g, r
         cand[i].v = logits[i];
         cand[i].i = (int32_t)i;
     }
-    if (g->top_k > 0 && g->top_k < V) {
+    int nucleus = g->top_p > 0.0 && g->top_p < 1.0;
+    if ((g->top_k > 0 && g->top_k < V) || nucleus) {
         qsort(cand, (size_t)V, sizeof *cand, gen_pair_cmp);
-        k = g->top_k;
+        if (g->top_k > 0 && g->top_k < V) k = g->top_k;
     }
     double mx = (double)cand[0].v;
     for (int64_t i = 1; i < k; i++)
@@ -218,6 +219,16 @@ static int32_t gen_pick(rp_model *m, const float *logits, const rp_gen_cfg *g, r
     for (int64_t i = 0; i < k; i++) {
         m->gen_p[i] = exp(((double)cand[i].v - mx) / g->temperature);
         sum += m->gen_p[i];
+    }
+    if (nucleus) { /* the fewest candidates (descending) holding top_p of the total */
+        double keep = g->top_p * sum, acc = 0.0;
+        int64_t n = 0;
+        while (n < k) {
+            acc += m->gen_p[n++];
+            if (acc >= keep) break;
+        }
+        k = n;
+        sum = acc;
     }
     double u = rp_rng_uniform(rng) * sum, acc = 0.0;
     int64_t last = 0;
@@ -358,6 +369,8 @@ static rp_status check_gen(const rp_gen_cfg *g, int need_rng)
     if (!(g->temperature >= 0.0) || !isfinite(g->temperature))
         return rp_error(RP_ERR_ARG, "temperature %g must be finite and >= 0", g->temperature);
     if (g->top_k < 0) return rp_error(RP_ERR_ARG, "top_k %lld must be >= 0", (long long)g->top_k);
+    if (!(g->top_p >= 0.0 && g->top_p <= 1.0))
+        return rp_error(RP_ERR_ARG, "top_p %g must be in [0, 1]", g->top_p);
     if (need_rng && g->temperature > 0.0 && !g->rng)
         return rp_error(RP_ERR_ARG, "sampling with temperature %g needs an rng", g->temperature);
     if (g->stop_token < -1)

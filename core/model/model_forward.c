@@ -273,6 +273,11 @@ rp_status rp_model_forward(rp_model *m, const int32_t *tokens, const int32_t *ta
 
 const float *rp_model_logits(const rp_model *m) { return m->have_fwd ? m->logits : NULL; }
 
+const float *rp_model_losses(const rp_model *m)
+{
+    return m->have_fwd && m->have_targets ? m->losses : NULL;
+}
+
 void rp_model_last_shape(const rp_model *m, int64_t *B, int64_t *T)
 {
     if (B) *B = m->have_fwd ? m->lastB : 0;

@@ -171,7 +171,7 @@ static void compare(rp_model *m, const char *label, double temp, int64_t top_k, 
     static float lwant[NP * NEW * 23], lgot[NP * NEW * 23];
     int64_t nwant[NP], ngot[NP];
     rp_rng r;
-    rp_gen_cfg g = {temp, top_k, stop < -1 ? -1 : stop, &r, NULL};
+    rp_gen_cfg g = {temp, top_k, stop < -1 ? -1 : stop, &r, NULL, 0.0};
     if (stop < -1) {
         int64_t n0;
         stream(&r, 0);
@@ -283,7 +283,7 @@ static void test_cache_untouched(void)
     CHECK_STATUS(rp_model_cache_feed(m, tok, 10, a), RP_OK, NULL);
     rp_model_cache_reset(m);
     CHECK_STATUS(rp_model_cache_feed(m, tok, 5, NULL), RP_OK, NULL);
-    rp_gen_cfg g = {0.0, 0, -1, NULL, NULL};
+    rp_gen_cfg g = {0.0, 0, -1, NULL, NULL, 0.0};
     CHECK_STATUS(rp_model_generate_batch(m, tok, off, 2, 4, &g, NULL, 8, out, n_out), RP_OK, NULL);
     CHECK(rp_model_cache_len(m) == 5, "cache_len 5 after the batch");
     CHECK_STATUS(rp_model_cache_feed(m, tok + 5, 5, b), RP_OK, NULL);
@@ -349,7 +349,7 @@ static void test_lanes_and_errors(void)
     int32_t tok[6] = {1, 2, 3, 4, 5, 6}, out[12];
     int64_t off[3] = {0, 3, 6}, n_out[2] = {-5, -5};
     rp_rng r[2];
-    rp_gen_cfg g = {0.0, 0, -1, NULL, NULL}, s = {1.0, 0, -1, NULL, NULL};
+    rp_gen_cfg g = {0.0, 0, -1, NULL, NULL, 0.0}, s = {1.0, 0, -1, NULL, NULL, 0.0};
     CHECK_STATUS(rp_model_generate_batch(m, tok, off, 2, 6, &s, NULL, 4, out, n_out), RP_ERR_ARG,
                  "needs rngs");
     CHECK_STATUS(rp_model_generate_batch(m, tok, off, 2, 6, &g, r, 0, out, n_out), RP_ERR_ARG,

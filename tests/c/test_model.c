@@ -909,7 +909,7 @@ static int64_t ref_generate(rp_model *m, const int32_t *prompt, int64_t np, int6
 static void test_linear_generate(void)
 {
     printf("linear generate\n");
-    rp_gen_cfg greedy = {0.0, 0, -1, NULL, NULL};
+    rp_gen_cfg greedy = {0.0, 0, -1, NULL, NULL, 0.0};
     const rp_pe pes[3] = {RP_PE_NONE, RP_PE_ROPE, RP_PE_ROPER};
     for (int p = 0; p < 3; p++)
         for (int at = 0; at <= 1; at++) {
@@ -957,7 +957,7 @@ static void test_linear_generate(void)
 static void test_generate(void)
 {
     printf("generate\n");
-    rp_gen_cfg greedy = {0.0, 0, -1, NULL, NULL};
+    rp_gen_cfg greedy = {0.0, 0, -1, NULL, NULL, 0.0};
     for (int p = 0; p < NPE; p++) {
         rp_model_cfg c = cache_cfg((rp_pe)p, p % 2 ? RP_NORM_POST : RP_NORM_PRE);
         rp_model *m = new_model(&c);
@@ -1003,11 +1003,11 @@ static void test_generate(void)
     rp_rng r1, r2;
     rp_rng_seed(&r1, 11);
     rp_rng_seed(&r2, 11);
-    rp_gen_cfg s1 = {1.0, 0, -1, &r1, NULL}, s2 = {1.0, 0, -1, &r2, NULL};
+    rp_gen_cfg s1 = {1.0, 0, -1, &r1, NULL, 0.0}, s2 = {1.0, 0, -1, &r2, NULL, 0.0};
     CHECK_STATUS(rp_model_generate(m, prompt, 4, 20, &s1, a, &na), RP_OK, NULL);
     CHECK_STATUS(rp_model_generate(m, prompt, 4, 20, &s2, b, &nb), RP_OK, NULL);
     CHECK(na == 20 && nb == 20 && memcmp(a, b, sizeof a) == 0, "sampling is reproducible");
-    rp_gen_cfg k1 = {0.7, 1, -1, &r1, NULL};
+    rp_gen_cfg k1 = {0.7, 1, -1, &r1, NULL, 0.0};
     int32_t g[20];
     CHECK_STATUS(rp_model_generate(m, prompt, 4, 20, &k1, a, &na), RP_OK, NULL);
     CHECK_STATUS(rp_model_generate(m, prompt, 4, 20, &greedy, g, &nb), RP_OK, NULL);
@@ -1030,7 +1030,7 @@ static void test_generate(void)
     for (int i = 0; i < 3; i++) z += exp(((double)lg[order[i]] - (double)lg[order[0]]) / temp);
     for (int i = 0; i < 3; i++)
         pr[order[i]] = exp(((double)lg[order[i]] - (double)lg[order[0]]) / temp) / z;
-    rp_gen_cfg tk = {temp, 3, -1, &r1, NULL};
+    rp_gen_cfg tk = {temp, 3, -1, &r1, NULL, 0.0};
     int counts[11] = {0};
     const int draws = 3000;
     for (int d = 0; d < draws; d++) {
@@ -1049,7 +1049,7 @@ static void test_generate(void)
     CHECK(ok, "top_k 3, temperature 2: frequencies within 5 sd of the softmax, others never");
 
     /* errors */
-    rp_gen_cfg e = {1.0, 0, -1, NULL, NULL};
+    rp_gen_cfg e = {1.0, 0, -1, NULL, NULL, 0.0};
     CHECK_STATUS(rp_model_generate(m, prompt, 4, 3, &e, a, &na), RP_ERR_ARG, "needs an rng");
     e.rng = &r1;
     e.temperature = -1.0;
@@ -1119,7 +1119,7 @@ static void test_train(void)
     /* and the trained model continues the pattern by greedy decoding */
     int32_t prompt[2] = {1, 2}, out[10];
     int64_t no;
-    rp_gen_cfg greedy = {0.0, 0, -1, NULL, NULL};
+    rp_gen_cfg greedy = {0.0, 0, -1, NULL, NULL, 0.0};
     CHECK_STATUS(rp_model_generate(m, prompt, 2, 10, &greedy, out, &no), RP_OK, NULL);
     int ok = no == 10;
     for (int i = 0; i < 10; i++) ok = ok && out[i] == (i + 3) % 3;

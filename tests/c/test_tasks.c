@@ -878,7 +878,7 @@ static void test_text_files(void)
     rp_task_free(t);
     rp_task_cfg ca = rp_task_cfg_default(RP_TASK_ADDITION);
     t = rp_task_new(&ca);
-    CHECK_STATUS(rp_task_split_sizes(t, &tr, &va), RP_ERR_ARG, "only text tasks");
+    CHECK_STATUS(rp_task_split_sizes(t, &tr, &va), RP_ERR_ARG, "only text and lm tasks");
     rp_task_free(t);
 
     const char *files[] = {"fifo", "only/f", "only/sub", "only", "empty", "bin.dat", "t.txt",
@@ -1204,6 +1204,113 @@ static void test_grid_positions(void)
     rp_task_free(t);
 }
 
+/* Writes ids (n of them) to dir/name as int32 .npy. */
+static void write_ids(const char *dir, const char *name, const int32_t *ids, int64_t n)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    rp_tensor t;
+    int64_t shape[1] = {n};
+    CHECK(rp_tensor_new(&t, 1, shape) == RP_OK, "tensor");
+    float *d = rp_tensor_data(&t);
+    for (int64_t i = 0; i < n; i++) d[i] = (float)ids[i];
+    CHECK(rp_npy_save_as(path, &t, RP_NPY_I32) == RP_OK, "save %s: %s", path, rp_last_error());
+    rp_tensor_release(&t);
+}
+
+/* The lm task: its splits from three .npy files, random windows inside a split, and the
+ * evaluation windows against a naive cut of the stream (every token but the first a target
+ * exactly once); the errors of a bad folder. */
+static void test_lm(void)
+{
+    char dir[64], path[400];
+    snprintf(dir, sizeof dir, "/tmp/roper_test_lm_XXXXXX");
+    if (!mkdtemp(dir)) {
+        printf("FATAL: mkdtemp: %s\n", strerror(errno));
+        exit(2);
+    }
+    enum { V = 29, NTR = 300, NVA = 77, NTE = 40 };
+    int32_t tr[NTR], va[NVA], te[NTE];
+    rp_rng g;
+    rp_rng_seed(&g, 5);
+    for (int i = 0; i < NTR; i++) tr[i] = (int32_t)rp_rng_int(&g, 0, V - 1);
+    for (int i = 0; i < NVA; i++) va[i] = (int32_t)rp_rng_int(&g, 0, V - 1);
+    for (int i = 0; i < NTE; i++) te[i] = (int32_t)rp_rng_int(&g, 0, V - 1);
+    write_ids(dir, "train.npy", tr, NTR);
+    write_ids(dir, "valid.npy", va, NVA);
+    write_ids(dir, "test.npy", te, NTE);
+    rp_task_cfg c = rp_task_cfg_default(RP_TASK_LM);
+    c.path = dir;
+    c.vocab_size = V;
+    c.seq_len = 8;
+    rp_task *t = rp_task_new(&c);
+    CHECK(t != NULL, "lm task: %s", rp_last_error());
+    if (!t) return;
+    int64_t n = 0, T = 8;
+    CHECK(rp_task_split_len(t, RP_SPLIT_TEST, &n) == RP_OK && n == NTE, "test split %lld",
+          (long long)n);
+    /* random windows: slices of their split */
+    int32_t in[4 * 8], tg[4 * 8];
+    CHECK(rp_task_batch(t, &g, 4, RP_SPLIT_TEST, in, tg) == RP_OK, "batch of the test split");
+    for (int b = 0; b < 4; b++) {
+        int found = 0;
+        for (int o = 0; o + T + 1 <= NTE && !found; o++) {
+            int same = 1;
+            for (int j = 0; j < T; j++)
+                same = same && in[b * T + j] == te[o + j] && tg[b * T + j] == te[o + j + 1];
+            found = same;
+        }
+        CHECK(found, "row %d is a window of the test split", b);
+    }
+    /* evaluation windows of the validation split, naively: window k at min(k T, n - T - 1) */
+    int seen[NVA] = {0};
+    int64_t rows = 0, W = 0, first = 0;
+    do {
+        CHECK(rp_task_windows(t, RP_SPLIT_VALID, first, 4, in, tg, &rows, &W) == RP_OK, "windows");
+        for (int64_t r = 0; r < rows; r++) {
+            int64_t k = first + r, start = k * T < NVA - T - 1 ? k * T : NVA - T - 1;
+            for (int64_t j = 0; j < T; j++) {
+                CHECK(in[r * T + j] == va[start + j], "input of window %lld", (long long)k);
+                if (start + j >= k * T) {
+                    CHECK(tg[r * T + j] == va[start + j + 1], "target of window %lld",
+                          (long long)k);
+                    seen[start + j + 1]++;
+                } else {
+                    CHECK(tg[r * T + j] == -1, "an earlier window's target is not scored");
+                }
+            }
+        }
+        first += 4;
+    } while (rows == 4);
+    CHECK(W == (NVA - 1 + T - 1) / T, "%lld windows", (long long)W);
+    for (int i = 1; i < NVA; i++) CHECK(seen[i] == 1, "token %d scored %d times", i, seen[i]);
+    CHECK(seen[0] == 0, "the first token is never a target");
+    /* no characters */
+    int32_t id;
+    int64_t cnt;
+    CHECK_STATUS(rp_task_encode(t, "a", 1, &id, 1, &cnt), RP_ERR_ARG, "tokenizer's");
+    rp_task_free(t);
+    /* a split shorter than a window; ids out of range; a float file */
+    c.seq_len = 64;
+    t = rp_task_new(&c);
+    CHECK(t != NULL, "a short test split still loads");
+    CHECK_STATUS(rp_task_windows(t, RP_SPLIT_TEST, 0, 1, in, tg, &rows, &W), RP_ERR_ARG,
+                 "a window needs seq_len + 1 = 65");
+    rp_task_free(t);
+    c.vocab_size = 10;
+    CHECK(rp_task_new(&c) == NULL && strstr(rp_last_error(), "is outside the vocabulary 0..9"),
+          "an id outside the vocabulary: %s", rp_last_error());
+    c.vocab_size = 0;
+    CHECK(rp_task_new(&c) == NULL && strstr(rp_last_error(), "vocab_size must be in 1.."),
+          "vocab_size 0: %s", rp_last_error());
+    const char *names[] = {"train.npy", "valid.npy", "test.npy"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        unlink(path);
+    }
+    CHECK(rmdir(dir) == 0, "the test folder is empty at the end");
+}
+
 int main(void)
 {
     test_addition();
@@ -1219,5 +1326,6 @@ int main(void)
     test_grid_problems();
     test_grid_determinism();
     test_grid_positions();
+    test_lm();
     return check_summary("test_tasks");
 }

@@ -247,6 +247,36 @@ local function seeds(rp)
       input_sentence_size = 0, threads = 1 })
   end
   S["rp.tokenizer.load"] = function(ctx) return pack(ctx.tokmodel) end
+  S["rp.tasks.lm"] = function(ctx)
+    return pack({ path = ctx.lm_ids, vocab_size = 5, seq_len = 8 })
+  end
+  S["rp.eval.lm"] = function(ctx)
+    return pack(ctx.model(5, 8), rp.tasks.lm { path = ctx.lm_ids, vocab_size = 5, seq_len = 8 },
+      { split = "valid", batch_size = 2, bytes = 80, max_windows = 2 })
+  end
+  -- a stand-in tokenizer of vocabulary 5 (rp.lm takes any object of rp.tokenizer's interface)
+  local function stub_tokenizer()
+    return { vocab_size = function() return 5 end,
+      encode = function(_, text, o)
+        local ids = {}
+        for i = 1, #text do ids[i] = text:byte(i) % 5 end
+        return o and o.tensor and rp.tensor(ids) or ids
+      end,
+      decode = function(_, ids)
+        if type(ids) ~= "table" then ids = ids:totable() end
+        return ("x"):rep(#ids)
+      end }
+  end
+  S["rp.lm.ids"] = function(ctx)
+    return pack(ctx.lm_corpus, ctx.lm_corpus .. "/tok.model",
+      { tokenizer = stub_tokenizer(), cache = ctx.dir .. "/lmcache" })
+  end
+  S["rp.lm.info"] = function(ctx) return pack(ctx.lm_ids) end
+  S["rp.lm.tokenizer"] = function(ctx) return pack(ctx.lm_corpus, 64, "unigram") end
+  S["rp.lm.sample"] = function(ctx)
+    return pack(ctx.model(5, 8), stub_tokenizer(), "abc",
+      { n = 3, temperature = 0.5, top_k = 2, top_p = 0.9, seed = 1 })
+  end
   S["rp.eval.accuracy"] = function(ctx)
     return pack(ctx.model(20), rp.tasks.addition { max_digits = 1, seq_len = 32 },
       { problems = 1, decode = "greedy", temperature = 1, top_k = 0, seed = 1, max_new = 5,
@@ -282,17 +312,19 @@ local function seeds(rp)
   local function m(ctx) return ctx.model() end
   S["rp.Model.forward"] = function(ctx) return pack(m(ctx), TOK) end
   S["rp.Model.loss"] = function(ctx) return pack(m(ctx), TOK, TGT, { 1, 1, 0 }) end
+  S["rp.Model.losses"] = S["rp.Model.loss"]
   S["rp.Model.train_step"] = function(ctx)
     local mm = m(ctx)
     return pack(mm, TOK, TGT, nil, rp.optim.adam(mm), { nonfinite = "skip" })
   end
   S["rp.Model.derive"] = function(ctx) return pack(m(ctx), { max_batch = 1, dropout = 0 }) end
   S["rp.Model.generate"] = function(ctx)
-    return pack(m(ctx), { 0, 1 }, 3, { temperature = 0.5, top_k = 2, seed = 1, stop = 1 })
+    return pack(m(ctx), { 0, 1 }, 3,
+      { temperature = 0.5, top_k = 2, top_p = 0.9, seed = 1, stop = 1 })
   end
   S["rp.Model.generate_batch"] = function(ctx)
     return pack(m(ctx), { { 0, 1 }, { 2 } }, 3,
-      { temperature = 0.5, top_k = 2, seed = 1, stop = 1, lanes = 2 })
+      { temperature = 0.5, top_k = 2, top_p = 0.9, seed = 1, stop = 1, lanes = 2 })
   end
   S["rp.Model.lanes"] = function(ctx) return pack(m(ctx), 128, 8) end
   S["rp.Model.attention"] = function(ctx) return pack(m(ctx), 1, TOK) end
@@ -334,6 +366,9 @@ local function seeds(rp)
   S["rp.Task.positions2d"] = function()
     return pack(rp.tasks.grid_offset { rows = 3, cols = 4, alphabet = 5, max_offset = 2,
       seq_len = 32 }, 10)
+  end
+  S["rp.Task.windows"] = function(ctx)
+    return pack(rp.tasks.lm { path = ctx.lm_ids, vocab_size = 5, seq_len = 8 }, "valid", 1, 2)
   end
   S["rp.Task.split_sizes"] = function(ctx)
     return pack(rp.tasks.text { path = ctx.corpus, seq_len = 16 })

@@ -29,7 +29,8 @@ local mode, dir = arg[1], arg[2]
 
 -- Objects the cases need, made afresh for each case.
 local ctx = { dir = dir, corpus = dir .. "/corpus.txt", checkpoint = dir .. "/model.ckpt",
-  safetensors = dir .. "/model.safetensors", npy = dir .. "/t.npy", tokmodel = dir .. "/tok.model" }
+  safetensors = dir .. "/model.safetensors", npy = dir .. "/t.npy", tokmodel = dir .. "/tok.model",
+  lm_ids = dir .. "/lmids", lm_corpus = dir .. "/lmcorpus" }
 function ctx.model(vocab, seq_len, attention)
   return rp.model { vocab = vocab or 5, d_model = 8, heads = 2, layers = 1, d_ff = 8,
     seq_len = seq_len or 8, max_batch = 2, attention = attention }

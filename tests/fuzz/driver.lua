@@ -52,6 +52,18 @@ function M.prepare(bin)
     .. "assert(rp.tokenizer.train{input = %q, model = %q, vocab_size = 300, type = 'bpe', "
     .. "threads = 1})"):format(dir .. "/model.ckpt", dir .. "/model.safetensors", dir .. "/t.npy",
       dir .. "/corpus.txt", dir .. "/tok.model"))))
+  -- an lm task's folder of ids (vocab 5) and a prepared corpus with a tokenizer file
+  assert(os.execute("mkdir -p " .. sh_quote(dir .. "/lmids") .. " " .. sh_quote(dir .. "/lmcorpus")))
+  assert(os.execute(sh_quote(bin) .. " -e " .. sh_quote(("for s, n in pairs{train = 40, "
+    .. "valid = 20, test = 20} do assert(rp.randint(0, 4, {n}, rp.rng(n)):save(%q .. s .. "
+    .. "\".npy\", {dtype = \"int32\"})) end"):format(dir .. "/lmids/"))))
+  write(dir .. "/lmids/ids.txt", "roper-ids 1\nvocab_size 5\ntrain 40 160\nvalid 20 80\n"
+    .. "test 20 80\n")
+  for _, s in ipairs { "train", "valid", "test" } do
+    write(dir .. "/lmcorpus/" .. s .. ".txt", ("text of the %s split\n"):format(s))
+  end
+  write(dir .. "/lmcorpus/manifest.json", "{\"format\": \"roper-corpus 1\"}\n")
+  write(dir .. "/lmcorpus/tok.model", "a tokenizer model")
   return dir
 end
 

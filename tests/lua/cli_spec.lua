@@ -475,7 +475,7 @@ describe("rp.experiment.applies with a config", function()
       .. "'rp.experiment.applies' (option 'pe' must be one of "
       .. table.concat(h.pe_names(), ", ") .. ", got bogus)")
     assert.has_error(function() A("lr", 3) end, "bad argument #2 to 'rp.experiment.applies' (a "
-      .. "task (substring_index, addition, substring_prefix, text, grid_offset) or a config "
+      .. "task (substring_index, addition, substring_prefix, text, grid_offset, lm) or a config "
       .. "table expected, got number)")
   end)
 end)

@@ -140,7 +140,7 @@ describe("m:generate_batch", function()
     { "a stop token out of range", function() return m:generate_batch({ { 1 } }, 3, { stop = 13 }) end,
       "bad argument #3 to 'generate_batch' (option 'stop' must be a token id in 0..12 (vocab 13), got 13)" },
     { "an unknown option", function() return m:generate_batch({ { 1 } }, 3, { lane = 2 }) end,
-      "bad argument #3 to 'generate_batch' (unknown option 'lane' (known: temperature, top_k, seed, rng, stop, lanes))" },
+      "bad argument #3 to 'generate_batch' (unknown option 'lane' (known: temperature, top_k, top_p, seed, rng, stop, lanes))" },
     { "a released prompt tensor", function()
         local t = rp.tensor { 1, 2 }
         getmetatable(t).__close(t)

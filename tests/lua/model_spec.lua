@@ -499,7 +499,7 @@ describe("m:generate", function()
     { "a stop token out of range", function() return m:generate({ 1 }, 3, { stop = 7 }) end,
       "bad argument #3 to 'generate' (option 'stop' must be a token id in 0..6 (vocab 7), got 7)" },
     { "an unknown option", function() return m:generate({ 1 }, 3, { temp = 1 }) end,
-      "bad argument #3 to 'generate' (unknown option 'temp' (known: temperature, top_k, seed, rng, stop))" },
+      "bad argument #3 to 'generate' (unknown option 'temp' (known: temperature, top_k, top_p, seed, rng, stop))" },
   }
   for _, c in ipairs(cases) do
     it("rejects " .. c[1], function() assert.has_error(c[2], c[3]) end)

@@ -360,7 +360,7 @@ describe("rp.eval", function()
       { function() return rp.eval.loss(m, rp.tasks.addition { seq_len = 128 }) end,
         "bad argument #1 to 'rp.eval.loss' (the task's seq_len 128 exceeds the model's seq_len 64)" },
       { function() return rp.eval.loss(m, t, { split = "valid" }) end,
-        "bad argument #3 to 'rp.eval.loss' (split \"valid\" exists only for text tasks (this is addition))" },
+        "bad argument #3 to 'rp.eval.loss' (split \"valid\" exists only for text and lm tasks (this is addition))" },
     }
     for _, c in ipairs(cases) do assert.are.equal(c[2], err_of(c[1])) end
   end)
@@ -437,7 +437,7 @@ describe("rp.tasks.text", function()
     assert.has_error(function() rp.tasks.text { path = path, max_bytes = 0 } end,
       "bad argument #1 to 'text' (option 'max_bytes' must be >= 1, got 0)")
     assert.has_error(function() rp.tasks.addition {}:split_sizes() end,
-      "task:split_sizes needs a text task (this is addition)")
+      "task:split_sizes needs a text or lm task (this is addition)")
   end)
 
   it("refuses FIFOs, devices and folders without files at once (in a child, 10 s limit)", function()
@@ -520,7 +520,7 @@ describe("task errors", function()
     { function() return t:batch(2, nil, "test") end,
       "bad argument #3 to 'batch' (split must be \"train\" or \"valid\", got string \"test\")" },
     { function() return t:batch(2, nil, "valid") end,
-      "bad argument #3 to 'batch' (split \"valid\" exists only for text tasks (this is addition))" },
+      "bad argument #3 to 'batch' (split \"valid\" exists only for text and lm tasks (this is addition))" },
     { function() return t:problem(nil, 0) end,
       "bad argument #2 to 'problem' (n_digits must be in 1..18, got 0)" },
     { function() return rp.tasks.substring_index {}:problem(nil, 3) end,

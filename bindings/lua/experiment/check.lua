@@ -18,9 +18,33 @@ local experiment, E = keys.experiment, {}
 local argerror, inner = args.argerror, args.inner
 local resolve, parse_lengths, parse_scalings = keys.resolve, keys.parse_lengths, keys.parse_scalings
 
--- The options of rp.tasks.<task> for cfg.
+-- The token ids of an lm config and their rp.lm.info: cfg.corpus itself when it is a folder of
+-- ids (with an ids.txt), else the ids cache of the corpus under cfg.tokenizer (rp.lm.ids; the
+-- default tokenizer of the corpus, trained when missing, for tokenizer ""). nil and a message
+-- when that cannot be done (a corpus or tokenizer that cannot be used).
+local function lm_ids(cfg)
+  if internals.path_kind(cfg.corpus .. "/ids.txt") then
+    local info, err = rp.lm.info(cfg.corpus)
+    if not info then return nil, err end
+    return cfg.corpus, info
+  end
+  local tok, err = cfg.tokenizer, nil
+  if tok == "" then
+    tok, err = rp.lm.tokenizer(cfg.corpus, cfg.vocab_size)
+    if not tok then return nil, err end
+  end
+  return rp.lm.ids(cfg.corpus, tok)
+end
+
+-- The options of rp.tasks.<task> for cfg, or nil and a message (an lm corpus that cannot be
+-- used).
 local function task_opts(cfg)
   local t = cfg.task
+  if t == "lm" then
+    local folder, info = lm_ids(cfg)
+    if not folder then return nil, info end
+    return { path = folder, vocab_size = info.vocab_size, seq_len = cfg.seq_len }
+  end
   if t == "addition" then
     return { format = cfg.format, max_digits = cfg.max_digits, quirk = cfg.quirk == "on",
       seq_len = cfg.seq_len }
@@ -38,7 +62,9 @@ end
 
 -- The task of cfg, or nil and a one-line message (bad options, a corpus that cannot be used).
 local function make_task(cfg)
-  local ok, task, err = pcall(rp.tasks[cfg.task], task_opts(cfg))
+  local opts, oerr = task_opts(cfg)
+  if not opts then return nil, oerr end
+  local ok, task, err = pcall(rp.tasks[cfg.task], opts)
   if not ok then return nil, "task " .. cfg.task .. ": " .. inner(task) end
   if not task then return nil, err end
   return task
@@ -51,7 +77,9 @@ end
 function experiment.task(cfg)
   local fname = "rp.experiment.task"
   cfg = resolve(fname, cfg)
-  local ok, task, err = pcall(rp.tasks[cfg.task], task_opts(cfg))
+  local opts, oerr = task_opts(cfg)
+  if not opts then return nil, oerr end
+  local ok, task, err = pcall(rp.tasks[cfg.task], opts)
   if not ok then argerror(fname, 1, "task " .. cfg.task .. ": " .. inner(task)) end
   return task, err
 end
@@ -130,7 +158,18 @@ local function validate(fname, cfg)
         .. "seq_len)"):format(cfg.path, valid, need))
     end
   end
-  local tc, split_sizes = task:config(), cfg.task == "text" and { task:split_sizes() }
+  if cfg.task == "lm" then
+    local sizes, names = { task:split_sizes() }, { "training", "validation", "test" }
+    for i, n in ipairs(sizes) do
+      if n < cfg.seq_len + 1 then
+        getmetatable(task).__close(task)
+        argerror(fname, 1, ("option 'corpus': the %s split of %s holds %d tokens, fewer than "
+          .. "seq_len + 1 = %d"):format(names[i], cfg.corpus, n, cfg.seq_len + 1))
+      end
+    end
+  end
+  local tc = task:config()
+  local split_sizes = (cfg.task == "text" or cfg.task == "lm") and { task:split_sizes() }
   getmetatable(task).__close(task)
   local mc = model_opts(cfg, V)
   if mc.positions and (not internals.pe_modes[cfg.pe].rotary or cfg.attention == "linear") then
@@ -158,7 +197,8 @@ local function validate(fname, cfg)
   -- evaluate them (rp.eval.lengths's checks)
   local lengths = parse_lengths(cfg.eval_lengths, fname)
   if #lengths > 0 then
-    local split = cfg.task == "text" and cfg.valid_fraction > 0 and "valid" or "train"
+    local split = (cfg.task == "lm" or cfg.task == "text" and cfg.valid_fraction > 0) and "valid"
+      or "train"
     for _, sc in ipairs(parse_scalings(cfg.eval_scaling, fname, cfg)) do
       local pok, perr = pcall(eval.length_plan, fname, 1, mc, tc, { lengths = lengths,
         scaling = sc, train_length = eval_train_length(tc),
@@ -181,5 +221,6 @@ function experiment.check(overrides)
 end
 
 E.task_opts, E.model_opts, E.optim_opts, E.validate = task_opts, model_opts, optim_opts, validate
+E.lm_ids = lm_ids
 
 return E

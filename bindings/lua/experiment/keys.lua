@@ -47,7 +47,7 @@ local E = {}
 local KEYS = {
   -- the task
   { "task", "substring_index", { "substring_index", "addition", "substring_prefix", "text",
-    "grid_offset" }, "the task (docs/tasks.md)" },
+    "grid_offset", "lm" }, "the task (docs/tasks.md; lm: docs/language_model.md)" },
   { "format", "writeup", { "writeup", "labml" }, "addition: problem format" },
   { "max_digits", 0, "int", "addition: largest operand length (0: 8 for writeup, 7 for labml)" },
   { "quirk", "auto", { "auto", "on", "off" }, "addition: labml's digit quirk (auto: on for labml)" },
@@ -58,6 +58,13 @@ local KEYS = {
     "text: a UTF-8 file or a folder of them (default: Debian's fortunes package)" },
   { "valid_fraction", 0.1, "number", "text: share kept for validation" },
   { "max_bytes", 268435456, "int", "text: the largest corpus in bytes (a folder's files together)" },
+  { "corpus", "data/linux-doc", "string", "lm: a corpus prepared by scripts/corpus.lua (make "
+    .. "corpus writes the default), or a folder of token ids with an ids.txt (rp.lm.info)" },
+  { "tokenizer", "", "string", "lm: a SentencePiece model (\"\": <corpus>/tokenizer-unigram-"
+    .. "<vocab_size>.model, trained on the corpus's train split when missing)" },
+  { "vocab_size", 8000, "int", "lm: the vocabulary of the default tokenizer" },
+  { "eval_windows", 0, "int", "lm: evaluate the first n windows of seq_len tokens of the validation "
+    .. "and test splits (0: the whole splits, and bits per byte)" },
   { "rows", 6, "int", "grid_offset: grid rows" },
   { "cols", 8, "int", "grid_offset: grid columns, the layout width (token i at row i // cols, "
     .. "column i % cols)" },
@@ -148,7 +155,8 @@ local TASK_OF = { format = "addition", max_digits = "addition", quirk = "additio
   eval_digits = "addition", str_len = "substring_index", substr_len = "substring_prefix",
   rnd_len = "substring_prefix", path = "text", valid_fraction = "text", max_bytes = "text",
   rows = "grid_offset", cols = "grid_offset", alphabet = "grid_offset", max_offset = "grid_offset",
-  positions = "grid_offset", axes = "grid_offset" }
+  positions = "grid_offset", axes = "grid_offset", corpus = "lm", tokenizer = "lm",
+  vocab_size = "lm", eval_windows = "lm" }
 
 -- rp.experiment.keys() -> a copy of KEYS as tables {name =, default =, kind =, help =, task =}
 -- (task: the only task the key applies to, or nil for every task)
@@ -266,7 +274,7 @@ end
 -- (model_opts leaves it out then); an unset per-placement fraction is 0.
 local RANGES = {
   { "steps", 1 }, { "batch", 1 }, { "problems", 1 }, { "valid_batches", 1 }, { "log_every", 1 },
-  { "threads", 0 }, { "top_k", 0 },
+  { "threads", 0 }, { "top_k", 0 }, { "eval_windows", 0 }, { "vocab_size", 1 },
 }
 local function int(x) return math.tointeger(x) or x end
 for _, name in ipairs(OPTIM_KEYS) do -- the optimiser's ranges (core's rows)

@@ -202,7 +202,9 @@ end
 -- something at opts.save) the checkpoint there and its training state st (nil when it has none).
 -- mc: rp.model's options, the model built for each rank's share of the batch.
 local function build_objects(fname, cfg, opts, ranks, own)
-  local task = own:add(build(fname, rp.tasks[cfg.task], task_opts(cfg)))
+  local topts, terr = task_opts(cfg)
+  if not topts then argerror(fname, 1, terr) end
+  local task = own:add(build(fname, rp.tasks[cfg.task], topts))
   local mc = model_opts(cfg, task:vocab_size())
   mc.max_batch = (cfg.batch + ranks - 1) // ranks
   local oc = optim_opts(cfg)
@@ -382,6 +384,22 @@ local function evaluate(fname, cfg, res, m, task)
             correct = math.floor(accs[d] * cfg.problems + 0.5) }
         end
       end
+    end
+    if kind == "lm" then
+      -- the whole validation and test splits (or their first eval_windows windows), each token
+      -- once (rp.eval.lm)
+      local _, info = check.lm_ids(cfg)
+      res.lm = {}
+      for _, split in ipairs { "valid", "test" } do
+        local r = rp.eval.lm(m, task, { split = split, batch_size = math.min(cfg.batch, 16),
+          bytes = info and info.splits[split].bytes,
+          max_windows = cfg.eval_windows > 0 and cfg.eval_windows or nil })
+        res.lm[split] = { loss = r.loss, perplexity = r.perplexity,
+          bits_per_byte = r.bits_per_byte, tokens = r.tokens, bytes = r.bytes }
+        if split == "valid" then res.lm.by_position = r.by_position end
+      end
+      res.eval_loss, res.value = res.lm.valid.loss, res.lm.valid.loss
+      return
     end
     local el = rp.eval.loss(m, task, { batches = cfg.valid_batches,
       batch_size = math.min(cfg.batch, 16), seed = cfg.eval_seed })

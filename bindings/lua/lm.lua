@@ -1,0 +1,294 @@
+-- rp.lm: language modelling on a prepared corpus (docs/language_model.md). This chunk is the one
+-- place where text becomes token ids: the ids cache of a corpus and a tokenizer, the default
+-- tokenizer of a corpus, and sampling text from a model.
+--   rp.lm.ids(corpus, tokenizer[, opts])  -> folder, info | nil, message
+--   rp.lm.info(folder)                     -> info | nil, message
+--   rp.lm.tokenizer(corpus, vocab_size)    -> path | nil, message
+--   rp.lm.sample(m, tok, prompt[, opts])   -> text, ids
+-- The tokenizer is rp.tokenizer's (a SentencePiece model), or any object with its methods
+-- (tok:encode(text[, {tensor = true}]), tok:decode(ids), tok:vocab_size()).
+--
+--
+-- roper.lm: adds rp.lm; exports nothing.
+local require = ...
+local rp = require "roper"
+local internals = require "roper.internals"
+local args = require "roper.args"
+
+local lm = {}
+rp.lm = lm
+
+local argerror, read_file, write_file, path_kind = args.argerror, internals.read_file,
+  internals.write_file, internals.path_kind
+
+local SPLITS = { "train", "valid", "test" }
+
+-- The methods of a tokenizer (read once, so no metamethod of it runs later), or raises naming
+-- fname's argument arg.
+local function tokenizer_methods(fname, arg, tok)
+  local ok, enc, dec, vs = pcall(function() return tok.encode, tok.decode, tok.vocab_size end)
+  if not ok or type(enc) ~= "function" or type(dec) ~= "function" or type(vs) ~= "function" then
+    argerror(fname, arg, "a tokenizer (with encode, decode and vocab_size) expected, got "
+      .. args.describe(tok))
+  end
+  return { encode = function(_, ...) return enc(tok, ...) end,
+    decode = function(_, ...) return dec(tok, ...) end,
+    vocab_size = function() return vs(tok) end }
+end
+local IDS_HEAD = "roper-ids 1"
+-- (the largest split text read: the corpus limit of the text task and corpus.lua)
+local MAX_TEXT = 1 << 30
+
+local function quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+
+-- SHA-256 of the file at path (coreutils' sha256sum), 64 hex digits, or nil and why.
+local function sha256(path)
+  local kind, err = path_kind(path)
+  if kind ~= "a regular file" then
+    return nil, err or ("%s: %s"):format(path, kind == false and "No such file or directory"
+      or ("not a regular file (%s)"):format(kind))
+  end
+  local p = io.popen("sha256sum -- " .. quote(path) .. " 2>/dev/null")
+  local line = p and p:read("l")
+  if p then p:close() end
+  local hex = line and line:match("^(%x+)")
+  if not hex or #hex ~= 64 then return nil, path .. ": sha256sum failed" end
+  return hex
+end
+
+-- rp.lm.info(folder) -> info | nil, message: the ids.txt of an ids folder (what rp.lm.ids writes,
+-- or a user's own: train.npy, valid.npy, test.npy and this file):
+--   roper-ids 1
+--   vocab_size <n>
+--   <split> <tokens> <bytes>          for train, valid and test (bytes: the split's UTF-8 text)
+--   corpus_sha256 <hex>, tokenizer_sha256 <hex>   (optional: the cache's key)
+-- info = {vocab_size =, splits = {train = {tokens =, bytes =}, ...}, corpus_sha256 =,
+-- tokenizer_sha256 =}.
+function lm.info(folder)
+  if type(folder) ~= "string" then
+    argerror("rp.lm.info", 1, "a folder (a string) expected, got " .. type(folder))
+  end
+  local path = folder .. "/ids.txt"
+  local text, err = read_file(path, 1 << 20)
+  if not text then return nil, err end
+  local lines = {}
+  for l in text:gmatch("[^\n]+") do lines[#lines + 1] = l end
+  if lines[1] ~= IDS_HEAD then
+    return nil, ("%s: not an ids file (its first line is not %q)"):format(path, IDS_HEAD)
+  end
+  local info = { splits = {} }
+  for i = 2, #lines do
+    local k, a, b = lines[i]:match("^(%S+) (%S+) ?(%S*)$")
+    local n = math.tointeger(tonumber(a))
+    if k == "vocab_size" and n and n >= 1 then
+      info.vocab_size = n
+    elseif (k == "train" or k == "valid" or k == "test") and n and math.tointeger(tonumber(b)) then
+      info.splits[k] = { tokens = n, bytes = math.tointeger(tonumber(b)) }
+    elseif k == "corpus_sha256" or k == "tokenizer_sha256" then
+      info[k] = a
+    else
+      return nil, ("%s:%d: cannot read %q"):format(path, i, lines[i])
+    end
+  end
+  if not info.vocab_size then return nil, path .. ": no vocab_size line" end
+  for _, s in ipairs(SPLITS) do
+    if not info.splits[s] then return nil, ("%s: no line for the %s split"):format(path, s) end
+  end
+  return info
+end
+
+local function write_info(folder, info)
+  local lines = { IDS_HEAD, "vocab_size " .. info.vocab_size }
+  for _, s in ipairs(SPLITS) do
+    lines[#lines + 1] = ("%s %d %d"):format(s, info.splits[s].tokens, info.splits[s].bytes)
+  end
+  lines[#lines + 1] = "corpus_sha256 " .. info.corpus_sha256
+  lines[#lines + 1] = "tokenizer_sha256 " .. info.tokenizer_sha256
+  return write_file(folder .. "/ids.txt", table.concat(lines, "\n") .. "\n")
+end
+
+-- Makes folder (and its parents).
+local function mkdir(folder)
+  if path_kind(folder) == "a folder" then return true end
+  local ok = os.execute("mkdir -p -- " .. quote(folder) .. " 2>/dev/null")
+  if not ok or path_kind(folder) ~= "a folder" then
+    return nil, folder .. ": cannot create this folder"
+  end
+  return true
+end
+
+-- The manifest of a prepared corpus, or nil and why.
+local function check_corpus(corpus)
+  local manifest = corpus .. "/manifest.json"
+  if path_kind(manifest) == false then
+    return nil, ("%s: no manifest.json (not a corpus prepared by scripts/corpus.lua)"):format(
+      corpus)
+  end
+  return manifest
+end
+
+local function load_tokenizer(path)
+  if type(rp.tokenizer) ~= "table" or type(rp.tokenizer.load) ~= "function" then
+    return nil, "rp.tokenizer is not in this build (a SentencePiece tokenizer is needed for "
+      .. path .. ")"
+  end
+  return rp.tokenizer.load(path)
+end
+
+-- The ids of text as a 1-D tensor (tok:encode with {tensor = true}; a Lua array is made one).
+local function encode(tok, text, what)
+  local ok, ids = pcall(tok.encode, tok, text, { tensor = true })
+  if not ok then return nil, what .. ": the tokenizer failed: " .. args.inner(ids) end
+  if type(ids) == "table" then
+    if #ids == 0 then return nil, what .. ": no tokens" end
+    ids = rp.tensor(ids)
+  end
+  if getmetatable(ids) ~= getmetatable(rp.zeros(1)) then
+    return nil, what .. ": the tokenizer's encode gave " .. args.describe(ids)
+      .. ", not token ids"
+  end
+  return ids
+end
+
+-- rp.lm.ids(corpus, tokenizer[, opts]) -> folder, info | nil, message
+-- The token ids of a prepared corpus (scripts/corpus.lua: manifest.json and train.txt,
+-- valid.txt, test.txt) under a tokenizer model file, cached in
+-- <cache>/<16 hex of the manifest's SHA-256>-<16 of the model's>/ (cache: opts.cache, default
+-- <corpus>/ids): train.npy, valid.npy, test.npy (int32) and ids.txt (rp.lm.info: the vocabulary,
+-- each split's tokens and UTF-8 bytes, both checksums in full). A cache whose ids.txt names both
+-- checksums is used as it is; otherwise the splits are encoded (tok:encode) and written, each
+-- file atomically and ids.txt last, so a folder with an ids.txt is whole. opts.tokenizer: an
+-- object to encode with instead of rp.tokenizer.load(tokenizer) (the key stays the file's).
+function lm.ids(corpus, tokenizer, opts)
+  local fname = "rp.lm.ids"
+  if type(corpus) ~= "string" or corpus == "" then
+    argerror(fname, 1, "a corpus folder (a string) expected, got " .. args.describe(corpus))
+  end
+  if type(tokenizer) ~= "string" or tokenizer == "" then
+    argerror(fname, 2, "a tokenizer model file (a string) expected, got "
+      .. args.describe(tokenizer))
+  end
+  opts = args.check_opts(fname, 3, opts, { "cache", "tokenizer" })
+  if opts.cache ~= nil and type(opts.cache) ~= "string" then
+    argerror(fname, 3, "option 'cache' must be a folder (a string), got "
+      .. args.describe(opts.cache))
+  end
+  local tok = opts.tokenizer
+  if tok ~= nil then tok = tokenizer_methods(fname, 3, tok) end
+  local manifest, err = check_corpus(corpus)
+  if not manifest then return nil, err end
+  local msum
+  msum, err = sha256(manifest)
+  if not msum then return nil, err end
+  local tsum
+  tsum, err = sha256(tokenizer)
+  if not tsum then return nil, err end
+  local folder = ("%s/%s-%s"):format(opts.cache or (corpus .. "/ids"), msum:sub(1, 16),
+    tsum:sub(1, 16))
+  local info = path_kind(folder .. "/ids.txt") and lm.info(folder)
+  if info and info.corpus_sha256 == msum and info.tokenizer_sha256 == tsum then
+    return folder, info
+  end
+  if tok == nil then
+    tok, err = load_tokenizer(tokenizer)
+    if not tok then return nil, err end
+  end
+  local ok
+  ok, err = mkdir(folder)
+  if not ok then return nil, err end
+  local vok, V = pcall(tok.vocab_size, tok)
+  V = vok and math.tointeger(V)
+  if not V or V < 1 then
+    return nil, tokenizer .. ": the tokenizer's vocab_size() is not an integer >= 1"
+  end
+  info = { vocab_size = V, splits = {}, corpus_sha256 = msum, tokenizer_sha256 = tsum }
+  for _, s in ipairs(SPLITS) do
+    local path = ("%s/%s.txt"):format(corpus, s)
+    local text
+    text, err = read_file(path, MAX_TEXT)
+    if not text then return nil, err end
+    local ids
+    ids, err = encode(tok, text, path)
+    if not ids then return nil, err end
+    ok, err = ids:save(("%s/%s.npy"):format(folder, s), { dtype = "int32" })
+    if not ok then return nil, err end
+    info.splits[s] = { tokens = ids:numel(), bytes = #text }
+  end
+  ok, err = write_info(folder, info)
+  if not ok then return nil, err end
+  return folder, info
+end
+
+-- rp.lm.tokenizer(corpus, vocab_size[, type]) -> path | nil, message: the default tokenizer of a
+-- prepared corpus, <corpus>/tokenizer-<type>-<vocab_size>.model, trained on its train.txt with
+-- rp.tokenizer.train (byte fallback on) when it is not there yet. type: "unigram" (default) or
+-- "bpe".
+function lm.tokenizer(corpus, vocab_size, kind)
+  local fname = "rp.lm.tokenizer"
+  if type(corpus) ~= "string" or corpus == "" then
+    argerror(fname, 1, "a corpus folder (a string) expected, got " .. args.describe(corpus))
+  end
+  if math.type(vocab_size) ~= "integer" or vocab_size < 1 then
+    argerror(fname, 2, "vocab_size must be an integer >= 1, got " .. args.describe(vocab_size))
+  end
+  kind = kind or "unigram"
+  if kind ~= "unigram" and kind ~= "bpe" then
+    argerror(fname, 3, "type must be \"unigram\" or \"bpe\", got " .. args.describe(kind))
+  end
+  local path = ("%s/tokenizer-%s-%d.model"):format(corpus, kind, vocab_size)
+  if path_kind(path) == "a regular file" then return path end
+  local ok, err = check_corpus(corpus)
+  if not ok then return nil, err end
+  if type(rp.tokenizer) ~= "table" or type(rp.tokenizer.train) ~= "function" then
+    return nil, "rp.tokenizer is not in this build (needed to train " .. path .. ")"
+  end
+  local tok
+  tok, err = rp.tokenizer.train { input = corpus .. "/train.txt", model = path,
+    vocab_size = vocab_size, type = kind, byte_fallback = true }
+  if not tok then return nil, err end
+  return path
+end
+
+-- rp.lm.sample(m, tok, prompt[, opts]) -> text, ids: a continuation of prompt (a string, encoded
+-- with tok) by m:generate (opts: n new tokens, default 200, and temperature, top_k, top_p, seed,
+-- rng as m:generate takes them; temperature 0 is greedy), decoded with tok.
+function lm.sample(m, tok, prompt, opts)
+  local fname = "rp.lm.sample"
+  if getmetatable(m) ~= internals.Model_mt then
+    argerror(fname, 1, "roper.Model expected, got " .. args.describe(m))
+  end
+  local cok, mc = pcall(m.config, m)
+  if not cok then argerror(fname, 1, "attempt to use a released model") end
+  tok = tokenizer_methods(fname, 2, tok)
+  if type(prompt) ~= "string" or prompt == "" then
+    argerror(fname, 3, "prompt must be a nonempty string, got " .. args.describe(prompt))
+  end
+  opts = args.check_opts(fname, 4, opts, { "n", "temperature", "top_k", "top_p", "seed",
+    "rng" })
+  local n = args.opt_int(fname, 4, opts, "n", 200, 1, internals.i32_max)
+  local gen = {}
+  for _, k in ipairs { "temperature", "top_k", "top_p", "seed", "rng" } do gen[k] = opts[k] end
+  if gen.temperature == nil then gen.temperature = 1 end
+  local ok, ids = pcall(tok.encode, tok, prompt)
+  if not ok then argerror(fname, 3, args.inner(ids)) end
+  if type(ids) ~= "table" then
+    argerror(fname, 2, "the tokenizer's encode gave " .. args.describe(ids) .. ", not ids")
+  end
+  local V = mc.vocab
+  for i, id in ipairs(ids) do
+    if math.type(id) ~= "integer" or id < 0 or id >= V then
+      argerror(fname, 2, ("the tokenizer's id %s (token %d of the prompt) is outside the model's "
+        .. "vocabulary 0..%d"):format(tostring(id), i, V - 1))
+    end
+  end
+  local out
+  ok, out = pcall(m.generate, m, ids, n, gen)
+  if not ok then argerror(fname, 4, args.inner(out)) end
+  local text
+  ok, text = pcall(tok.decode, tok, out)
+  if not ok or type(text) ~= "string" then
+    argerror(fname, 2, "the tokenizer's decode failed: " .. (ok and ("it gave "
+      .. args.describe(text)) or args.inner(text)))
+  end
+  return text, out
+end

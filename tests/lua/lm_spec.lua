@@ -1,0 +1,516 @@
+-- Language modelling (docs/language_model.md): the lm task's windows against naive slicing of
+-- the id stream, m:losses and rp.eval.lm against a float64 computation from the logits, top_p
+-- sampling against the nucleus computed here, the ids cache with a stand-in byte-level tokenizer
+-- (ids = bytes: the glue is tested without the SentencePiece one), the exact messages for bad
+-- input, and a tiny training through rp.experiment on a synthetic stream whose loss falls.
+local rp = require "roper"
+
+local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+
+local function tmpdir()
+  local d = os.tmpname()
+  os.remove(d)
+  assert(os.execute("mkdir -p " .. sh_quote(d)))
+  return d
+end
+
+local function rmrf(d) os.execute("rm -rf " .. sh_quote(d)) end
+
+local function write(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
+-- A folder of ids: each split a Lua array of ids, written as int32 .npy, and an ids.txt.
+local function ids_folder(dir, V, splits, bytes)
+  for _, s in ipairs { "train", "valid", "test" } do
+    assert(rp.tensor(splits[s]):save(dir .. "/" .. s .. ".npy", { dtype = "int32" }))
+  end
+  local b = bytes or {}
+  write(dir .. "/ids.txt", ("roper-ids 1\nvocab_size %d\ntrain %d %d\nvalid %d %d\ntest %d %d\n")
+    :format(V, #splits.train, b.train or 4 * #splits.train, #splits.valid,
+      b.valid or 4 * #splits.valid, #splits.test, b.test or 4 * #splits.test))
+end
+
+local function random_stream(n, V, seed)
+  local g, t = rp.rng(seed), {}
+  for i = 1, n do t[i] = g:int(0, V - 1) end
+  return t
+end
+
+-- float64 cross-entropy of logits row (a Lua array of V) at target (0-based)
+local function xent(row, target)
+  local mx = -math.huge
+  for _, v in ipairs(row) do mx = math.max(mx, v) end
+  local s = 0.0
+  for _, v in ipairs(row) do s = s + math.exp(v - mx) end
+  return math.log(s) + mx - row[target + 1]
+end
+
+describe("rp.tasks.lm", function()
+  local dir
+  before_each(function() dir = tmpdir() end)
+  after_each(function() rmrf(dir) end)
+
+  it("cuts a split into windows that score every token but the first exactly once", function()
+    local V = 37
+    local streams = { train = random_stream(500, V, 1), valid = random_stream(203, V, 2),
+      test = random_stream(17, V, 3) }
+    ids_folder(dir, V, streams)
+    for _, T in ipairs { 8, 16, 50 } do
+      local task = assert(rp.tasks.lm { path = dir, vocab_size = V, seq_len = T })
+      local tr, va, te = task:split_sizes()
+      assert.same({ 500, 203, 17 }, { tr, va, te })
+      for _, split in ipairs { "train", "valid", "test" } do
+        local s = streams[split]
+        local n = #s
+        if n < T + 1 then
+          assert.has_error(function() task:windows(split, 1, 1) end,
+            ("task:windows: windows: the %s split of %s has %d tokens, a window needs seq_len "
+              .. "+ 1 = %d"):format(split, dir, n, T + 1))
+        else
+          local W = math.ceil((n - 1) / T)
+          local scored = {}
+          local first = 1
+          while first <= W do
+            local x, y, w = task:windows(split, first, 3)
+            assert.equal(W, w)
+            x, y = x:totable(), y:totable()
+            for r = 1, #x do
+              local k = first + r - 2          -- 0-based window
+              local start = math.min(k * T, n - T - 1)
+              for j = 1, T do
+                local i = start + j - 1        -- 0-based index of the input token
+                assert.equal(s[i + 1], x[r][j])
+                if i >= k * T then
+                  assert.equal(s[i + 2], y[r][j])
+                  assert.is_nil(scored[i + 1])
+                  scored[i + 1] = true
+                else
+                  assert.equal(-1, y[r][j])
+                end
+              end
+            end
+            first = first + 3
+          end
+          for i = 1, n - 1 do assert.is_true(scored[i] == true, "token " .. i) end
+          local x, y, w = task:windows(split, W + 1, 2)
+          assert.is_nil(x)
+          assert.is_nil(y)
+          assert.equal(W, w)
+        end
+      end
+      -- random windows: each row a slice of the split
+      local x, y = task:batch(4, rp.rng(5), "valid")
+      for _, row in ipairs(x:totable()) do
+        local found = false
+        for o = 0, #streams.valid - T - 1 do
+          local same = true
+          for j = 1, T do same = same and streams.valid[o + j] == row[j] end
+          found = found or same
+        end
+        assert.is_true(found)
+      end
+      local yt = y:totable()
+      for r, row in ipairs(x:totable()) do
+        for j = 1, T - 1 do assert.equal(row[j + 1], yt[r][j]) end
+      end
+      getmetatable(task).__close(task)
+    end
+  end)
+
+  it("refuses bad ids folders with a message naming the file and the fault", function()
+    local V = 10
+    local lm = rp.tasks.lm
+    local t, err = lm { path = dir, vocab_size = V }
+    assert.is_nil(t)
+    assert.equal(dir .. "/train.npy: No such file or directory", err)
+    ids_folder(dir, V, { train = { 1, 2, 12 }, valid = { 1 }, test = { 2 } })
+    t, err = lm { path = dir, vocab_size = V }
+    assert.equal(dir .. "/train.npy: token id 12 at index 2 is outside the vocabulary 0..9 "
+      .. "(vocab_size 10)", err)
+    assert(rp.tensor { 1.5, 2 }:save(dir .. "/train.npy"))
+    t, err = lm { path = dir, vocab_size = V }
+    assert.equal(dir .. "/train.npy: holds floating-point numbers, not token ids (an integer "
+      .. "dtype: int32, int64, uint16, ...)", err)
+    assert(rp.tensor { { 1, 2 } }:save(dir .. "/train.npy", { dtype = "int32" }))
+    t, err = lm { path = dir, vocab_size = V }
+    assert.equal(dir .. "/train.npy: must be a 1-D array of token ids, got 2 dimensions", err)
+    assert(rp.zeros(0):save(dir .. "/valid.npy", { dtype = "int32" }))
+    assert(rp.tensor { 1, 2 }:save(dir .. "/train.npy", { dtype = "int32" }))
+    t, err = lm { path = dir, vocab_size = V }
+    assert.equal(dir .. "/valid.npy: empty (no tokens)", err)
+    write(dir .. "/valid.npy", "\x93NUMPY\x01\x00")
+    t, err = lm { path = dir, vocab_size = V }
+    assert.is_nil(t)
+    assert.truthy(err:find(dir .. "/valid.npy: ", 1, true), err)
+    local function refuses(o, msg)
+      local ok, e = pcall(rp.tasks.lm, o)
+      assert.is_false(ok)
+      assert.equal(msg, e)
+    end
+    refuses({ path = dir },
+      "bad argument #1 to 'rp.tasks.lm' (option 'vocab_size' (the tokenizer's) is required)")
+    refuses({ path = dir, vocab_size = 0 },
+      "bad argument #1 to 'rp.tasks.lm' (option 'vocab_size' must be in 1..16777216, got 0)")
+    refuses({ vocab_size = 3 },
+      "bad argument #1 to 'rp.tasks.lm' (option 'path' (a folder of token ids) is required)")
+    refuses({ path = dir, vocab_size = 3, valid_fraction = 0.1 }, "bad argument #1 to 'rp.tasks.lm' (unknown option 'valid_fraction' (known: path, "
+      .. "vocab_size, seq_len, kind))")
+  end)
+
+  it("has no characters: vocab, encode and decode are the tokenizer's", function()
+    ids_folder(dir, 5, { train = random_stream(20, 5, 1), valid = { 1, 2 }, test = { 3, 4 } })
+    local task = assert(rp.tasks.lm { path = dir, vocab_size = 5, seq_len = 8 })
+    assert.equal(5, task:vocab_size())
+    assert.same({ kind = "lm", path = dir, vocab_size = 5, seq_len = 8 }, task:config())
+    assert.has_error(function() task:vocab() end,
+      "task:vocab: an lm task's vocabulary is its tokenizer's (tok:piece)")
+    assert.has_error(function() task:encode("a") end,
+      "task:encode: an lm task's vocabulary is its tokenizer's (tok:encode)")
+    assert.has_error(function() task:batch(1, nil, "nope") end,
+      "bad argument #3 to 'batch' (split must be \"train\", \"valid\" or \"test\", got string \"nope\")")
+  end)
+end)
+
+describe("m:losses and rp.eval.lm", function()
+  local dir
+  before_each(function() dir = tmpdir() end)
+  after_each(function() rmrf(dir) end)
+
+  it("give each position's cross-entropy and the split's totals as float64 from the logits says",
+    function()
+    local V, T = 23, 8
+    local streams = { train = random_stream(100, V, 4), valid = random_stream(45, V, 5),
+      test = random_stream(30, V, 6) }
+    ids_folder(dir, V, streams, { valid = 97 })
+    local task = assert(rp.tasks.lm { path = dir, vocab_size = V, seq_len = T })
+    local m = rp.model { vocab = V, d_model = 16, heads = 2, layers = 1, seq_len = T,
+      max_batch = 4, seed = 3 }
+    local x, y = task:windows("valid", 1, 4)
+    local logits, losses, yt = m:forward(x):totable(), m:losses(x, y):totable(), y:totable()
+    local sum, count = 0.0, 0
+    local pos_sum, pos_n = {}, {}
+    for r = 1, #yt do
+      for j = 1, T do
+        if yt[r][j] >= 0 then
+          local want = xent(logits[r][j], yt[r][j])
+          assert.is_true(math.abs(want - losses[r][j]) < 1e-5, ("%g vs %g"):format(want,
+            losses[r][j]))
+        else
+          assert.equal(0, losses[r][j])
+        end
+      end
+    end
+    -- the whole split: every window
+    local W = math.ceil((#streams.valid - 1) / T)
+    for first = 1, W, 4 do
+      local xx, yy = task:windows("valid", first, 4)
+      local lg, ty = m:forward(xx):totable(), yy:totable()
+      for r = 1, #ty do
+        for j = 1, T do
+          if ty[r][j] >= 0 then
+            local l = xent(lg[r][j], ty[r][j])
+            sum, count = sum + l, count + 1
+            pos_sum[j], pos_n[j] = (pos_sum[j] or 0) + l, (pos_n[j] or 0) + 1
+          end
+        end
+      end
+    end
+    assert.equal(#streams.valid - 1, count)
+    local r = rp.eval.lm(m, task, { split = "valid", batch_size = 3, bytes = 97 })
+    assert.equal(count, r.tokens)
+    assert.equal(W, r.windows)
+    assert.is_true(math.abs(r.nats - sum) < 1e-4 * count)
+    assert.is_true(math.abs(r.loss - sum / count) < 1e-5)
+    assert.is_true(math.abs(r.perplexity - math.exp(sum / count)) < 1e-4)
+    assert.is_true(math.abs(r.bits_per_byte - sum / math.log(2) / 97) < 1e-4)
+    for j = 1, T do
+      assert.is_true(math.abs(r.by_position[j] - pos_sum[j] / pos_n[j]) < 1e-5)
+      assert.equal(pos_n[j], r.by_position_count[j])
+    end
+    -- a part of the split: no bits per byte (they are the whole split's)
+    local part = rp.eval.lm(m, task, { split = "valid", max_windows = 2, bytes = 97 })
+    assert.equal(2, part.windows)
+    assert.equal(2 * T, part.tokens)
+    assert.is_nil(part.bits_per_byte)
+    assert.has_error(function() rp.eval.lm(m, task, { split = "dev" }) end,
+      "bad argument #3 to 'rp.eval.lm' (option 'split' must be one of \"train\", \"valid\", "
+      .. "\"test\", got string \"dev\")")
+    assert.has_error(function() rp.eval.lm(m, task, { bytes = 0 }) end,
+      "bad argument #3 to 'rp.eval.lm' (option 'bytes' must be an integer >= 1 (the split's UTF-8 "
+      .. "bytes), got 0)")
+    local add = rp.tasks.addition { seq_len = T }
+    assert.has_error(function() rp.eval.lm(rp.model { vocab = 30, seq_len = T }, add) end,
+      "bad argument #2 to 'rp.eval.lm' (lm needs an lm task (this is addition))")
+  end)
+end)
+
+describe("top_p sampling", function()
+  it("samples only inside the nucleus, and top_p near 0 is greedy", function()
+    local V = 12
+    local m = rp.model { vocab = V, d_model = 16, heads = 2, layers = 1, seq_len = 8,
+      max_batch = 1, seed = 9 }
+    -- make the logits of the prompt spread: train one step at a large rate on random rows
+    local prompt = { 3, 1, 4 }
+    local row = m:forward(rp.tensor { prompt }):totable()[1][3]
+    local order = {}
+    for i = 1, V do order[i] = i end
+    table.sort(order, function(a, b)
+      if row[a] ~= row[b] then return row[a] > row[b] end
+      return a < b
+    end)
+    local mx, total = -math.huge, 0.0
+    for _, v in ipairs(row) do mx = math.max(mx, v) end
+    local p = {}
+    for i = 1, V do p[i] = math.exp(row[i] - mx); total = total + p[i] end
+    for _, top_p in ipairs { 0.3, 0.6, 0.9 } do
+      local nucleus, acc = {}, 0.0
+      for _, i in ipairs(order) do
+        nucleus[i - 1] = true
+        acc = acc + p[i]
+        if acc >= top_p * total then break end
+      end
+      local prompts = {}
+      for k = 1, 400 do prompts[k] = prompt end
+      local outs = m:generate_batch(prompts, 1, { temperature = 1, top_p = top_p, seed = 1 })
+      local seen, distinct = {}, 0
+      for _, o in ipairs(outs) do
+        assert.is_true(nucleus[o[1]] == true, ("top_p %g gave %d"):format(top_p, o[1]))
+        if not seen[o[1]] then seen[o[1]], distinct = true, distinct + 1 end
+      end
+      local size = 0
+      for _ in pairs(nucleus) do size = size + 1 end
+      assert.equal(size, distinct)
+    end
+    local greedy = m:generate(prompt, 6, { temperature = 0 })
+    assert.same(greedy, m:generate(prompt, 6, { temperature = 1, top_p = 1e-12, seed = 4 }))
+    assert.same(m:generate(prompt, 6, { seed = 4, temperature = 1 }),
+      m:generate(prompt, 6, { seed = 4, temperature = 1, top_p = 1 }))
+    assert.has_error(function() m:generate(prompt, 2, { top_p = 1.5 }) end,
+      "bad argument #3 to 'generate' (option 'top_p' must be in [0, 1], got 1.5)")
+  end)
+end)
+
+-- A stand-in of rp.tokenizer's interface: ids = bytes.
+local function byte_tokenizer()
+  local tok = { calls = 0 }
+  function tok:vocab_size() return 256 end
+  function tok:encode(text, opts)
+    self.calls = self.calls + 1
+    local ids = { text:byte(1, -1) }
+    if opts and opts.tensor then return rp.tensor(ids) end
+    return ids
+  end
+  function tok:decode(ids)
+    if type(ids) ~= "table" then ids = ids:totable() end
+    return string.char(table.unpack(ids))
+  end
+  return tok
+end
+
+describe("rp.lm", function()
+  local dir
+  before_each(function() dir = tmpdir() end)
+  after_each(function() rmrf(dir) end)
+
+  local function corpus_folder(texts)
+    for s, t in pairs(texts) do write(dir .. "/" .. s .. ".txt", t) end
+    write(dir .. "/manifest.json", '{"format": "roper-corpus 1"}\n')
+    write(dir .. "/tok.model", "model one")
+  end
+
+  it("caches the ids of a corpus under a tokenizer, keyed by both checksums", function()
+    local texts = { train = ("the train split é\n"):rep(20), valid = "valid text\n",
+      test = "test\n" }
+    corpus_folder(texts)
+    local tok = byte_tokenizer()
+    local folder, info = rp.lm.ids(dir, dir .. "/tok.model", { tokenizer = tok })
+    assert.truthy(folder, info)
+    assert.equal(3, tok.calls)
+    local function sum(path)
+      local p = io.popen("sha256sum " .. sh_quote(path))
+      local s = p:read("l"):match("^%x+")
+      p:close()
+      return s
+    end
+    local msum, tsum = sum(dir .. "/manifest.json"), sum(dir .. "/tok.model")
+    assert.equal(("%s/ids/%s-%s"):format(dir, msum:sub(1, 16), tsum:sub(1, 16)), folder)
+    assert.equal(msum, info.corpus_sha256)
+    assert.equal(tsum, info.tokenizer_sha256)
+    assert.equal(256, info.vocab_size)
+    for s, t in pairs(texts) do
+      assert.same({ tokens = #t, bytes = #t }, info.splits[s])
+      assert.same({ t:byte(1, -1) }, rp.load(folder .. "/" .. s .. ".npy"):totable())
+    end
+    assert.same(info, rp.lm.info(folder))
+    -- again: from the cache, nothing encoded
+    local again = rp.lm.ids(dir, dir .. "/tok.model", { tokenizer = tok })
+    assert.equal(folder, again)
+    assert.equal(3, tok.calls)
+    -- another tokenizer model: another key, encoded afresh
+    write(dir .. "/tok.model", "model two")
+    local other = rp.lm.ids(dir, dir .. "/tok.model", { tokenizer = tok })
+    assert.are_not.equal(folder, other)
+    assert.equal(6, tok.calls)
+    -- the task reads it
+    local task = assert(rp.tasks.lm { path = other, vocab_size = 256, seq_len = 8 })
+    assert.same({ #texts.train, #texts.valid, #texts.test }, { task:split_sizes() })
+  end)
+
+  it("refuses what is not a prepared corpus or an ids folder", function()
+    local none, err = rp.lm.ids(dir .. "/x", dir .. "/tok.model")
+    assert.is_nil(none)
+    assert.equal(dir .. "/x: no manifest.json (not a corpus prepared by scripts/corpus.lua)", err)
+    corpus_folder { train = "a", valid = "b", test = "c" }
+    none, err = rp.lm.ids(dir, dir .. "/missing.model", { tokenizer = byte_tokenizer() })
+    assert.equal(dir .. "/missing.model: No such file or directory", err)
+    write(dir .. "/ids.txt", "roper-ids 1\nvocab_size 5\ntrain 1 1\n")
+    none, err = rp.lm.info(dir)
+    assert.equal(dir .. "/ids.txt: no line for the valid split", err)
+    write(dir .. "/ids.txt", "hello\n")
+    none, err = rp.lm.info(dir)
+    assert.equal(dir .. "/ids.txt: not an ids file (its first line is not \"roper-ids 1\")", err)
+  end)
+
+  it("samples a continuation decoded to text", function()
+    local m = rp.model { vocab = 256, d_model = 16, heads = 2, layers = 1, seq_len = 32,
+      max_batch = 1, seed = 2 }
+    local tok = byte_tokenizer()
+    local text, ids = rp.lm.sample(m, tok, "Hello", { n = 10, seed = 7, top_k = 20, top_p = 0.9 })
+    assert.equal(10, #ids)
+    assert.equal(tok:decode(ids), text)
+    assert.same(ids, m:generate({ ("Hello"):byte(1, -1) }, 10,
+      { seed = 7, top_k = 20, top_p = 0.9, temperature = 1 }))
+    assert.has_error(function() rp.lm.sample(m, tok, "", {}) end,
+      "bad argument #3 to 'rp.lm.sample' (prompt must be a nonempty string, got string \"\")")
+    local small = rp.model { vocab = 50, d_model = 16, heads = 2, layers = 1, seq_len = 8 }
+    assert.has_error(function() rp.lm.sample(small, tok, "z") end,
+      "bad argument #2 to 'rp.lm.sample' (the tokenizer's id 122 (token 1 of the prompt) is "
+      .. "outside the model's vocabulary 0..49)")
+  end)
+end)
+
+describe("rp.experiment with the lm task", function()
+  local dir
+  before_each(function() dir = tmpdir() end)
+  after_each(function() rmrf(dir) end)
+
+  it("trains on a synthetic stream and its loss falls", function()
+    -- a stream with a rule: each id is the one before plus 1 or plus 2, mod V
+    local V, g = 16, rp.rng(11)
+    local function stream(n)
+      local t, x = {}, 0
+      for i = 1, n do
+        x = (x + g:int(1, 2)) % V
+        t[i] = x
+      end
+      return t
+    end
+    ids_folder(dir, V, { train = stream(3000), valid = stream(400), test = stream(300) },
+      { valid = 1000 })
+    local res = rp.experiment.run { task = "lm", corpus = dir, seq_len = 16, d_model = 32,
+      layers = 1, heads = 2, steps = 150, batch = 8, lr = 3e-3, warmup = 10 }
+    assert.equal("loss", res.metric)
+    assert.equal(res.lm.valid.loss, res.value)
+    -- ln 2 is the best possible (two equally likely successors); ln 16 is guessing
+    assert.is_true(res.curve[1].loss > 2.0, res.curve[1].loss)
+    assert.is_true(res.value < 1.0, res.value)
+    assert.is_true(res.lm.valid.bits_per_byte > 0)
+    assert.equal(399, res.lm.valid.tokens)
+    assert.equal(16, #res.lm.by_position)
+    local part = rp.experiment.run { task = "lm", corpus = dir, seq_len = 16, d_model = 16,
+      layers = 1, heads = 2, steps = 2, batch = 2, eval_windows = 3 }
+    assert.equal(3 * 16, part.lm.valid.tokens)
+    assert.equal(3 * 16, part.lm.test.tokens)
+    assert.is_nil(part.lm.valid.bits_per_byte)
+    assert.has_error(function()
+      rp.experiment.check { task = "lm", corpus = dir, eval_windows = -1 }
+    end, "bad argument #1 to 'rp.experiment.check' (option 'eval_windows' must be >= 0, got -1)")
+    assert.has_error(function()
+      rp.experiment.check { task = "lm", corpus = dir .. "/none" }
+    end, ("bad argument #1 to 'rp.experiment.check' (%s/none: no manifest.json (not a corpus "
+      .. "prepared by scripts/corpus.lua))"):format(dir))
+    assert.has_error(function()
+      rp.experiment.check { task = "lm", corpus = dir, seq_len = 300 }
+    end, ("bad argument #1 to 'rp.experiment.check' (option 'corpus': the test split of %s holds "
+      .. "300 tokens, fewer than seq_len + 1 = 301)"):format(dir))
+  end)
+end)
+
+describe("scripts with the lm task", function()
+  local BIN = os.getenv("ROPER_BIN") or "build/roper"
+  local function run(cmd)
+    local p = assert(io.popen(cmd .. " 2>&1", "r"))
+    local out = p:read("a")
+    local ok = p:close()
+    return out, ok
+  end
+
+  it("train.lua prints and compare.lua tabulates the validation and test figures", function()
+    local dir = tmpdir()
+    local V = 20
+    ids_folder(dir, V, { train = random_stream(600, V, 1), valid = random_stream(100, V, 2),
+      test = random_stream(80, V, 3) }, { valid = 250, test = 200 })
+    local common = (" --task lm --corpus %s --seq-len 16 --d-model 16 --layers 1 --heads 2 "
+      .. "--steps 5 --batch 2 --quiet"):format(sh_quote(dir))
+    local out, ok = run(sh_quote(BIN) .. " scripts/train.lua" .. common .. " --out "
+      .. sh_quote(dir .. "/r.json"))
+    assert.is_true(ok, out)
+    local res = require("cjson").decode(io.open(dir .. "/r.json"):read("a"))
+    local v = res.lm.valid
+    assert.equal(99, v.tokens)
+    assert.is_true(math.abs(v.bits_per_byte - v.loss * 99 / math.log(2) / 250) < 1e-9)
+    out, ok = run(sh_quote(BIN) .. " scripts/train.lua" .. common)
+    assert.is_true(ok, out)
+    assert.truthy(out:find("\nvalid loss %d%.%d+ nats/token, perplexity %d+%.%d+, %d%.%d+ bits per "
+      .. "byte %(99 tokens%)\ntest loss"), out)
+    out, ok = run(sh_quote(BIN) .. " scripts/compare.lua" .. common .. " --seeds 1 --out "
+      .. sh_quote(dir .. "/cmp"))
+    assert.is_true(ok, out)
+    -- sample.lua: an lm run's text goes through its tokenizer
+    out, ok = run(sh_quote(BIN) .. " scripts/train.lua" .. common .. " --save "
+      .. sh_quote(dir .. "/run.ckpt"))
+    assert.is_true(ok, out)
+    out, ok = run(sh_quote(BIN) .. " scripts/sample.lua " .. sh_quote(dir .. "/run.ckpt")
+      .. " --prompt hi")
+    assert.is_falsy(ok)
+    assert.equal(("sample.lua: the run's corpus %s is a folder of ids: give its tokenizer with "
+      .. "--tokenizer\n"):format(dir), out)
+    local md = io.open(dir .. "/cmp/summary.md"):read("a")
+    assert.truthy(md:find("Metric: validation loss (nats per token over the whole split), lower is "
+      .. "better.", 1, true), md)
+    assert.truthy(md:find("| method | valid loss | valid perplexity | valid bits/byte | test loss "
+      .. "| test perplexity | test bits/byte |", 1, true), md)
+    rmrf(dir)
+  end)
+end)
+
+describe("the lm task under mpirun", function()
+  it("gives 2 ranks, each training on its rows of every batch, one process's result", function()
+    local BIN = os.getenv("ROPER_BIN") or "build/roper"
+    local dir = tmpdir()
+    local V = 20
+    ids_folder(dir, V, { train = random_stream(600, V, 1), valid = random_stream(100, V, 2),
+      test = random_stream(80, V, 3) })
+    local args = (" scripts/train.lua --task lm --corpus %s --seq-len 16 --d-model 16 --layers 1 "
+      .. "--heads 2 --steps 20 --batch 4 --quiet --out "):format(sh_quote(dir))
+    local env = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_pml=ob1 "
+      .. "OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_hwloc_base_binding_policy=none "
+      .. "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 OMP_NUM_THREADS=1 "
+    assert(os.execute(env .. sh_quote(BIN) .. args .. sh_quote(dir .. "/one.json")
+      .. " > /dev/null 2>&1"))
+    assert(os.execute(env .. "timeout -k 5 300 mpirun -np 2 " .. sh_quote(BIN) .. args
+      .. sh_quote(dir .. "/two.json") .. " > /dev/null 2>&1"))
+    local cjson = require "cjson"
+    local one = cjson.decode(io.open(dir .. "/one.json"):read("a"))
+    local two = cjson.decode(io.open(dir .. "/two.json"):read("a"))
+    assert.equal(2, two.ranks)
+    for _, split in ipairs { "valid", "test" } do
+      assert.is_true(math.abs(one.lm[split].loss - two.lm[split].loss) < 1e-5,
+        ("%s: %g vs %g"):format(split, one.lm[split].loss, two.lm[split].loss))
+    end
+    rmrf(dir)
+  end)
+end)
