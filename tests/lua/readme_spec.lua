@@ -1,8 +1,9 @@
--- The README's front door: its first 15 lines take a reader from a clone to a first picture
--- (make test and make run first, then make, the REPL with three lines of Lua, an identity script,
--- a short train.lua run and attention_map.lua on its model). Every command there is run here as
--- written, through the REPL binary (ROPER_BIN, default build/roper), except that the training
--- runs 3 steps instead of 1000 and writes into a temporary folder.
+-- The README's front door: its first 30 lines take a reader from a clone to a first picture in
+-- three blocks: shell (make test and make run first, then make and the REPL), Lua (three lines
+-- typed in the REPL), shell again (an identity script, a short train.lua run and
+-- attention_map.lua on its model). Every command there is run here as written, through the REPL
+-- binary (ROPER_BIN, default build/roper), except that the training runs 3 steps instead of 1000
+-- and writes into a temporary folder.
 
 local BIN = os.getenv("ROPER_BIN") or "build/roper"
 
@@ -11,19 +12,22 @@ package.path = dir_of .. "?.lua;" .. package.path
 local h = require "helpers"
 local sh_quote, read, run = h.sh_quote, h.read, h.run
 
--- The lines of the README's first code block, if it ends within the first 15 lines.
+-- The README's code blocks that end within its first 30 lines: { {lang =, lines = {...}}, ... }.
 local function front_door()
-  local lines, block, open = {}, nil, false
+  local lines, blocks, open = {}, {}, nil
   for l in assert(read("README.md")):gmatch("([^\n]*)\n") do lines[#lines + 1] = l end
-  for i = 1, 15 do
+  for i = 1, math.min(30, #lines) do
     if lines[i]:match("^```") then
-      if open then return block, i end
-      open, block = true, {}
+      if open then
+        blocks[#blocks + 1], open = open, nil
+      else
+        open = { lang = lines[i]:match("^```(%S*)"), lines = {} }
+      end
     elseif open then
-      block[#block + 1] = lines[i]
+      open.lines[#open.lines + 1] = lines[i]
     end
   end
-  error("no code block that ends within the README's first 15 lines")
+  return blocks
 end
 
 -- command part of a line (before its " # " or " -- " comment)
@@ -31,19 +35,30 @@ local function command(line)
   return (line:gsub("%s+#%s.*$", ""):gsub("%s+%-%-%s.*$", ""):gsub("%s+$", ""))
 end
 
-describe("the README's first 15 lines", function()
-  local block = front_door()
+local function commands(block)
   local cmds = {}
-  for _, l in ipairs(block) do cmds[#cmds + 1] = command(l) end
+  for _, l in ipairs(block.lines) do cmds[#cmds + 1] = command(l) end
+  return cmds
+end
+
+describe("the README's first 30 lines", function()
+  local blocks = front_door()
+
+  it("hold three blocks: shell, Lua, shell, each marked with its language", function()
+    local langs = {}
+    for i, b in ipairs(blocks) do langs[i] = b.lang end
+    assert.are.same({ "sh", "lua", "sh" }, langs)
+  end)
 
   it("start with make test and make run, then make and the REPL", function()
-    assert.are.same({ "make test", "make run", "make", "build/roper" },
-      { cmds[1], cmds[2], cmds[3], cmds[4] })
+    assert.are.same({ "make test", "make run", "make", "build/roper" }, commands(blocks[1]))
   end)
 
   it("give three lines of Lua that the REPL runs, printing an 8 x 8 tensor", function()
+    local cmds = commands(blocks[2])
+    assert.are.equal(3, #cmds)
     local quoted = {}
-    for i = 5, 7 do
+    for i = 1, 3 do
       assert.is_nil(cmds[i]:match("^build/"), cmds[i])
       quoted[#quoted + 1] = sh_quote(cmds[i])
     end
@@ -54,7 +69,9 @@ describe("the README's first 15 lines", function()
   end)
 
   it("run an identity script, a short training and its attention map", function()
-    local identity, train, map = cmds[8], cmds[9], cmds[10]
+    local cmds = commands(blocks[3])
+    assert.are.equal(3, #cmds)
+    local identity, train, map = cmds[1], cmds[2], cmds[3]
     assert.truthy(identity:match("^build/roper scripts/%w+_identity%.lua$"), identity)
     local out, err, code = run(identity:gsub("^build/roper", sh_quote(BIN)))
     assert.are.equal(0, code, out .. err)
@@ -72,7 +89,7 @@ describe("the README's first 15 lines", function()
     assert.are.equal(0, code, out .. err)
     assert.are.equal("\137PNG", read(dir .. "/add-attention.png"):sub(1, 4))
     -- the comment names the picture the command writes
-    assert.truthy(block[10]:find("runs/add-attention.png", 1, true), block[10])
+    assert.truthy(blocks[3].lines[3]:find("runs/add-attention.png", 1, true), blocks[3].lines[3])
     h.remove_tree(dir)
   end)
 end)
