@@ -1,8 +1,10 @@
 /* rp.rope.*, rp.attention, rp.matmul, rp.blas.* and rp.set_num_threads.
  *
- * Everything is validated here so that core only sees inputs it accepts: d_rot even and in range,
- * positions integral and bounded, option types and enum names, attention shapes, and the int32
- * limits of sgemm. Scratch arrays (positions, theta) are Lua userdata, so raising never leaks. */
+ * Everything is validated before core runs, so that core only sees inputs it accepts: d_rot even
+ * and in range, positions integral and bounded, option types and enum names, attention shapes,
+ * and the int32 limits of sgemm. rp.attention reads its options into a request and leaves the
+ * rules between them to core's planner (core/model/plan.h). Scratch arrays (positions, theta)
+ * are Lua userdata, so raising never leaks. */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -545,12 +547,15 @@ static int l_attention(lua_State *L)
     /* every option as given */
     lrp_checkopts(L, 4, known);
     lua_settop(L, 4);
-    for (int i = 0; keys[i]; i++) { /* the config keys, by their schema rows */
-        const rp_cfg_key *row = rp_model_cfg_key(keys[i], (size_t)-1);
+    for (int i = 0; i < rp_model_cfg_nkeys; i++) { /* the config keys, by their schema rows */
+        const rp_cfg_key *row = &rp_model_cfg_keys[i];
+        int j = 0;
+        while (keys[j] && strcmp(keys[j], row->name) != 0) j++;
+        if (!keys[j]) continue;
         if (row->offset == offsetof(rp_model_cfg, rope_base))
             req.keys.rope_base = lrp_optbase(L, 4); /* or Hugging Face's rope_theta */
         else if (lrp_optcfgvalue(L, 4, &req.keys, row))
-            req.keys_given |= (uint64_t)1 << (row - rp_model_cfg_keys);
+            req.keys_given |= (uint64_t)1 << i;
     }
     req.causal = lrp_optboolean(L, 4, "causal", 1);
     if (lrp_hasopt(L, 4, "scale"))
@@ -656,34 +661,30 @@ static int l_linear_attention(lua_State *L)
 
 /* ---- BLAS and threads ---- */
 
-/* rp.blas.core() -> name, why (who chose the kernels and for what reason). */
-static int l_blas_core(lua_State *L)
-{
-    lua_pushstring(L, rp_blas_core());
-    lua_pushstring(L, rp_blas_core_reason());
-    return 2;
-}
+/* rp.blas.*: queries without arguments, one row each (torch7 cwrap's idea: the wrapper comes from
+ * a declaration): the core functions whose results the query returns, in order, an integer first
+ * where there is one (a NULL string as nil). */
+typedef struct blas_query {
+    const char *name;
+    int (*count)(void);
+    const char *(*text[2])(void);
+} blas_query;
 
-static int l_blas_config(lua_State *L)
-{
-    lua_pushstring(L, rp_blas_config());
-    return 1;
-}
+static const blas_query blas_queries[] = {
+    {"core", NULL, {rp_blas_core, rp_blas_core_reason}}, /* the kernels, who chose them and why */
+    {"config", NULL, {rp_blas_config, NULL}},
+    {"threads", rp_blas_threads, {rp_omp_wait_policy, NULL}}, /* n, the wait policy's origin */
+    {"wanted_coretype", NULL, {rp_blas_wanted_coretype, NULL}},
+};
 
-/* rp.blas.threads() -> n, the OpenMP wait policy and where it came from. */
-static int l_blas_threads(lua_State *L)
+/* One query: its row is the closure's upvalue. */
+static int l_blas_query(lua_State *L)
 {
-    lua_pushinteger(L, rp_blas_threads());
-    lua_pushstring(L, rp_omp_wait_policy());
-    return 2;
-}
-
-static int l_blas_wanted_coretype(lua_State *L)
-{
-    const char *c = rp_blas_wanted_coretype();
-    if (c) lua_pushstring(L, c);
-    else lua_pushnil(L);
-    return 1;
+    const blas_query *q = (const blas_query *)lua_touserdata(L, lua_upvalueindex(1));
+    int n = 0;
+    if (q->count) lua_pushinteger(L, q->count()), n++;
+    for (int i = 0; i < 2 && q->text[i]; i++, n++) lua_pushstring(L, q->text[i]());
+    return n;
 }
 
 /* rp.set_num_threads(n): OpenBLAS and OpenMP thread count, 1 <= n <= 1024. */
@@ -701,12 +702,6 @@ static const luaL_Reg rope_funcs[] = {
     {"sinusoidal", l_rope_sinusoidal}, {NULL, NULL},
 };
 
-static const luaL_Reg blas_funcs[] = {
-    {"core", l_blas_core},       {"config", l_blas_config},
-    {"threads", l_blas_threads}, {"wanted_coretype", l_blas_wanted_coretype},
-    {NULL, NULL},
-};
-
 static const luaL_Reg nn_funcs[] = {
     {"attention", l_attention},
     {"linear_attention", l_linear_attention},
@@ -720,7 +715,12 @@ void lrp_open_nn(lua_State *L, int mod)
     mod = lua_absindex(L, mod);
     luaL_newlib(L, rope_funcs);
     lua_setfield(L, mod, "rope");
-    luaL_newlib(L, blas_funcs);
+    lua_createtable(L, 0, (int)(sizeof blas_queries / sizeof blas_queries[0]));
+    for (size_t i = 0; i < sizeof blas_queries / sizeof blas_queries[0]; i++) {
+        lua_pushlightuserdata(L, (void *)&blas_queries[i]);
+        lua_pushcclosure(L, l_blas_query, 1);
+        lua_setfield(L, -2, blas_queries[i].name);
+    }
     lua_setfield(L, mod, "blas");
     lua_pushvalue(L, mod);
     luaL_setfuncs(L, nn_funcs, 0);
