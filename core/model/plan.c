@@ -51,6 +51,7 @@ rp_status rp_option_rotate(rp_pe pe, int rotate)
 {
     const rp_pe_mode *mode = rp_pe_mode_of(pe);
     char list[128];
+    if (!mode) return rp_error(RP_ERR_ARG, "unknown pe %d", (int)pe);
     if (rotate && !mode->rotary)
         return rp_error(RP_ERR_ARG, "option 'rotate' needs a rotary pe (%s), got pe '%s'",
                         rp_pe_list(list, sizeof list, 1, 0, 0), mode->name);

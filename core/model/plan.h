@@ -116,7 +116,8 @@ rp_status rp_option_fraction_width(const char *key, double fraction, int64_t D,
  * between 0 and 2^53, got -1"). */
 rp_status rp_option_position(const char *key, int64_t v, int64_t min);
 /* Option rotate (a mask, 0: absent) for pe: RP_ERR_ARG unless pe is rotary ("option 'rotate'
- * needs a rotary pe (rope, roper or roper_legacy), got pe 'shaw'"). */
+ * needs a rotary pe (rope, roper or roper_legacy), got pe 'shaw'"), or for a pe outside the
+ * enum. */
 rp_status rp_option_rotate(rp_pe pe, int rotate);
 
 /* ---- rp.model ---- */

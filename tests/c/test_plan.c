@@ -117,6 +117,8 @@ static void test_refusals(void)
     r.keys.rotate = RP_ROT_V;
     CHECK_MSG(rp_attention_plan(&r, &p), RP_ERR_ARG,
               "option 'rotate' needs a rotary pe (rope, roper or roper_legacy), got pe 'shaw'");
+    r = request((rp_pe)RP_PE_COUNT, 4, 4, 16, 16); /* a caller in C: refused, not read */
+    CHECK_STATUS(rp_attention_plan(&r, &p), RP_ERR_ARG, "unknown pe");
     r = request(RP_PE_NONE, 5, 4, 16, 16);
     CHECK_MSG(rp_attention_plan(&r, &p), RP_ERR_ARG,
               "default q_offset = S - T = -1 is negative (T = 5 queries, S = 4 keys); pass "
