@@ -598,9 +598,9 @@ int lrp_optrotate(lua_State *L, int idx, const char *key)
                         key, lrp_describe(L, lua_gettop(L)));
 }
 
-void lrp_optcfgkey(lua_State *L, int idx, rp_model_cfg *cfg, const rp_cfg_key *k)
+int lrp_optcfgvalue(lua_State *L, int idx, rp_model_cfg *cfg, const rp_cfg_key *k)
 {
-    if (!lrp_hasopt(L, idx, k->name)) return;
+    if (!lrp_hasopt(L, idx, k->name)) return 0;
     switch (k->type) {
     case RP_CFG_NUM: rp_model_cfg_set_num(cfg, k, lrp_optnumber(L, idx, k->name, 0.0)); break;
     case RP_CFG_ENUM:
@@ -611,7 +611,13 @@ void lrp_optcfgkey(lua_State *L, int idx, rp_model_cfg *cfg, const rp_cfg_key *k
     default: /* an integer; a seed keeps a negative one's bits */
         rp_model_cfg_set_int(cfg, k, (int64_t)lrp_optinteger(L, idx, k->name, 0));
     }
-    if (rp_model_cfg_check_key(cfg, k, 1) != RP_OK) lrp_argerror(L, idx, "%s", rp_last_error());
+    return 1;
+}
+
+void lrp_optcfgkey(lua_State *L, int idx, rp_model_cfg *cfg, const rp_cfg_key *k)
+{
+    if (lrp_optcfgvalue(L, idx, cfg, k) && rp_model_cfg_check_key(cfg, k, 1) != RP_OK)
+        lrp_argerror(L, idx, "%s", rp_last_error());
 }
 
 void lrp_check_used(lua_State *L, int idx, rp_model_cfg *view)

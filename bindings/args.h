@@ -151,6 +151,10 @@ int lrp_optenum(lua_State *L, int idx, const char *key, const char *const *names
 int lrp_optrotate(lua_State *L, int idx, const char *key);
 
 /* Reads row k of the config schema (core/model/model_schema.h) from the option table at idx into
+ * cfg when it is present, by the row's type and names only (its range is the caller's rule: a
+ * planner's, core/model/plan.h); returns 1 when it was present, 0 (cfg kept) when absent. */
+int lrp_optcfgvalue(lua_State *L, int idx, rp_model_cfg *cfg, const rp_cfg_key *k);
+/* Reads row k of the config schema (core/model/model_schema.h) from the option table at idx into
  * cfg when it is present (an absent key keeps cfg's value): by the row's type and names, then
  * checked against its range (rp_model_cfg_check_key, given). Raises naming the option table. */
 void lrp_optcfgkey(lua_State *L, int idx, rp_model_cfg *cfg, const rp_cfg_key *k);

@@ -7,9 +7,10 @@
  *
  * The userdata holds the rp_model pointer (NULL before rp_model_new succeeds and after
  * m:free(), __gc or __close). Every argument is checked here before core runs: the config table
- * (read by the rows of core's config schema, core/model/model_schema.h: types and names here, ranges
- * and the rules between fields by rp_model_cfg_check, keys that do nothing by
- * rp_model_cfg_check_used, whose messages become the `bad argument` text), options. File errors
+ * (read by the rows of core's config schema, core/model/model_schema.h: types and names here, the
+ * ranges too; then core's plan, rp_model_cfg_plan of core/model/plan.h: the rules between fields,
+ * the keys that do nothing, the widths of the user's tables, whose messages become the `bad
+ * argument` text), options. File errors
  * of m:save and rp.load are returned as nil, "path: reason" (Lua io style); misuse raises.
  */
 #include <limits.h>
@@ -96,10 +97,9 @@ static int m_tostring(lua_State *L)
 
 /* ---- construction ---- */
 
-/* Reads the config table at idx into cfg: every key a row of the config schema
+/* Reads the config table at idx into cfg as written: every key a row of the config schema
  * (core/model/model_schema.h) or freq / angles (read later), each read by its row's type and names
- * and checked against its range (an absent key keeps its default); then the stored form
- * (rp_model_cfg_normalise). Raises naming argument idx. */
+ * and checked against its range (an absent key keeps its default). Raises naming argument idx. */
 static void read_fields(lua_State *L, int idx, rp_model_cfg *cfg)
 {
     const char *known[RP_CFG_MAX_KEYS + 9];
@@ -127,41 +127,30 @@ static void read_fields(lua_State *L, int idx, rp_model_cfg *cfg)
     /* Hugging Face's names: rope_theta for base, the rope_scaling table */
     cfg->rope_base = lrp_hasopt(L, idx, "rope_theta") ? lrp_optbase(L, idx) : cfg->rope_base;
     lrp_opt_rope_scaling(L, idx, cfg);
-    const rp_pe_mode *mode = rp_pe_mode_of(cfg->pe);
-    char list[128];
-    if (cfg->rotate && !mode->rotary)
-        lrp_argerror(L, idx, "option 'rotate' needs a rotary pe (%s), got pe '%s'",
-                     rp_pe_list(list, sizeof list, 1, 0, 0), mode->name);
-    /* one model, one config: the mode's own placements and the shared fractions are stored as
-     * "not set", so equal models have equal configs (and checkpoints) */
-    rp_model_cfg_normalise(cfg);
 }
 
-/* read_fields, then the checks every config passes (rp_model_cfg_check: ranges, the rules between
- * fields) and the refusal of a key whose value does nothing for the mode (rp_model_cfg_check_used:
- * a key at its default is accepted, any other value raises). */
-static void read_cfg(lua_State *L, int idx, rp_model_cfg *cfg)
+/* read_fields, then core's plan of the config (rp_model_cfg_plan: the stored form, the checks
+ * every config passes, the refusal of a key whose value does nothing for the mode) into *p
+ * (NULL: not kept). */
+static void read_cfg(lua_State *L, int idx, rp_model_cfg *cfg, rp_model_plan *p)
 {
     read_fields(L, idx, cfg);
-    if (rp_model_cfg_check(cfg) != RP_OK || rp_model_cfg_check_used(cfg) != RP_OK)
-        lrp_argerror(L, idx, "%s", rp_last_error());
+    if (rp_model_cfg_plan(cfg, p) != RP_OK) lrp_argerror(L, idx, "%s", rp_last_error());
 }
 
 /* rp.model(cfg) -> roper.Model */
 static int l_model(lua_State *L)
 {
     rp_model_cfg cfg;
-    read_cfg(L, 1, &cfg);
+    rp_model_plan p;
+    read_cfg(L, 1, &cfg, &p);
     lua_settop(L, 1);
     /* the user's frequencies or angles (slots 2, 3, the copy at 4), for every position and pair
      * the model rotates */
-    rp_rope_freq f = rp_model_cfg_freq(&cfg); /* the scalars are read_cfg's */
+    rp_rope_freq f = p.freq;
     lua_getfield(L, 1, "freq");
     lua_getfield(L, 1, "angles");
-    rp_pe_scheme s = rp_model_cfg_scheme(&cfg);
-    int64_t d_rot[4] = {s.d_rot_q, s.d_rot_k, s.d_rot_v, s.d_rot_o}, half = 0;
-    for (int i = 0; i < 4; i++) half = d_rot[i] / 2 > half ? d_rot[i] / 2 : half;
-    lrp_freq_tables(L, 1, 2, &f, cfg.seq_len, half);
+    lrp_freq_tables(L, 1, 2, &f, p.rows, p.half);
     /* the positions and the options of their axes (slots 5 .. 8): explicit 1-D or vector
      * positions, rows for the tokens 0 .. seq_len-1 at least */
     lrp_axes_opts ax;
@@ -172,7 +161,7 @@ static int l_model(lua_State *L)
     if (lua_getfield(L, 1, "positions") != LUA_TNIL)
         pos = lrp_read_positions(L, 1, lua_gettop(L), "option 'positions'", &A, &rows);
     else lua_pushnil(L);
-    lrp_axes_tables(L, 1, &ax, A, pos != NULL, half, f.angles != NULL, &f);
+    lrp_axes_tables(L, 1, &ax, A, pos != NULL, p.half, f.angles != NULL, &f);
     lrp_model *u = lrp_newmodel(L);
     u->m = rp_model_new(&cfg);
     if (u->m == NULL) return lrp_argerror(L, 1, "%s", rp_last_error()); /* too large */
@@ -195,7 +184,7 @@ static int l_model(lua_State *L)
 static int l_model_memory(lua_State *L)
 {
     rp_model_cfg cfg;
-    read_cfg(L, 1, &cfg);
+    read_cfg(L, 1, &cfg, NULL);
     int64_t bytes = 0, params = 0;
     if (rp_model_memory(&cfg, &bytes, &params) != RP_OK)
         return lrp_argerror(L, 1, "%s", rp_last_error());
@@ -224,6 +213,7 @@ static int l_model_unused(lua_State *L)
 {
     rp_model_cfg cfg;
     read_fields(L, 1, &cfg);
+    if (rp_model_cfg_written(&cfg) != RP_OK) return lrp_argerror(L, 1, "%s", rp_last_error());
     lua_newtable(L);
     char why[256];
     for (int i = 0; i < rp_model_cfg_nkeys; i++)

@@ -1,9 +1,12 @@
 /* rp.rope.*, rp.attention, rp.matmul, rp.blas.* and rp.set_num_threads.
  *
- * Everything is validated here so that core only sees inputs it accepts: d_rot even and in range,
- * positions integral and bounded, option types and enum names, attention shapes, and the int32
- * limits of sgemm. Scratch arrays (positions, theta) are Lua userdata, so raising never leaks. */
+ * Everything is validated before core runs, so that core only sees inputs it accepts: d_rot even
+ * and in range, positions integral and bounded, option types and enum names, attention shapes,
+ * and the int32 limits of sgemm. rp.attention reads its options into a request and leaves the
+ * rules between them to core's planner (core/model/plan.h). Scratch arrays (positions, theta)
+ * are Lua userdata, so raising never leaks. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -200,21 +203,14 @@ static int64_t check_d_rot(lua_State *L, int arg, lua_Integer d, int64_t max)
     return (int64_t)d;
 }
 
-/* d_rot = floor(fraction * D) for a fraction in (0, 1] (option key at opts idx); raises naming
- * d_rot when the result is odd or below 2. */
+/* d_rot = floor(fraction * D) from option key (1 when absent), by core's rule
+ * (rp_option_fraction_width); raises naming the option table at idx. */
 static int64_t d_rot_from_fraction(lua_State *L, int idx, const char *key, int64_t D,
                                    const char *Dname)
 {
-    double f = lrp_optnumber(L, idx, key, 1.0);
-    if (!(f > 0.0 && f <= 1.0)) {
-        lua_pushnumber(L, (lua_Number)f);
-        lrp_argerror(L, idx, "option '%s' must be in (0, 1], got %s", key, lrp_describe(L, -1));
-    }
-    int64_t d = (int64_t)floor(f * (double)D);
-    if (d < 2 || d % 2 != 0)
-        lrp_argerror(L, idx, "d_rot must be %s, got %I (from %s %f of %s = %I)",
-                     d < 2 ? "at least 2" : "even", (LUAI_UACINT)d, key, (LUAI_UACNUMBER)f, Dname,
-                     (LUAI_UACINT)D);
+    int64_t d = 0;
+    if (rp_option_fraction_width(key, lrp_optnumber(L, idx, key, 1.0), D, Dname, &d) != RP_OK)
+        lrp_argerror(L, idx, "%s", rp_last_error());
     return d;
 }
 
@@ -246,54 +242,12 @@ static rp_pe opt_linear_pe(lua_State *L, int idx, const char *key)
     return i < 0 ? RP_PE_NONE : modes[i];
 }
 
-/* An integer option in [min, 2^53]; min is 0 or -2^53. */
+/* An integer option in [min, 2^53]; min is 0 or -2^53 (rp_option_position). */
 static int64_t opt_pos(lua_State *L, int idx, const char *key, int64_t def, int64_t min)
 {
-    lua_Integer v = lrp_optinteger(L, idx, key, def);
-    if (v < min || v > LRP_MAX_POS)
-        lrp_argerror(L, idx, "option '%s' must be between %s and 2^53, got %I", key,
-                     min == 0 ? "0" : "-2^53", (LUAI_UACINT)v);
-    return (int64_t)v;
-}
-
-/* The rotation options of rp.attention into cfg (pe set): rotate (a rotary pe only), and the
- * width of each rotated placement from fraction_q / fraction_k (else fraction_qk) of D and
- * fraction_v / fraction_o (else fraction_v) of Dv. Every fraction is read (type-checked) even
- * when its placement is not rotated, and kept in view (fraction_q, _k, _o 0 when not given) with
- * rotate. */
-static void opt_rotation(lua_State *L, int idx, rp_attn_cfg *cfg, int64_t D, int64_t Dv,
-                         rp_model_cfg *view)
-{
-    const rp_pe_mode *mode = rp_pe_mode_of(cfg->pe);
-    int rotate = lrp_optrotate(L, idx, "rotate");
-    char list[128];
-    if (rotate && !mode->rotary)
-        lrp_argerror(L, idx, "option 'rotate' needs a rotary pe (%s), got pe '%s'",
-                     rp_pe_list(list, sizeof list, 1, 0, 0), mode->name);
-    int rot = rotate ? rotate : mode->rotate;
-    static const struct {
-        int bit;
-        const char *own, *shared;
-        int dv;
-    } p[4] = {{RP_ROT_Q, "fraction_q", "fraction_qk", 0}, {RP_ROT_K, "fraction_k", "fraction_qk", 0},
-              {RP_ROT_V, "fraction_v", "fraction_v", 1}, {RP_ROT_O, "fraction_o", "fraction_v", 1}};
-    int64_t w[4];
-    for (int i = 0; i < 4; i++) {
-        const char *key = lrp_hasopt(L, idx, p[i].own) ? p[i].own : p[i].shared;
-        if (rot & p[i].bit)
-            w[i] = d_rot_from_fraction(L, idx, key, p[i].dv ? Dv : D, p[i].dv ? "Dv" : "D");
-        else
-            w[i] = 0;
-    }
-    /* the fractions of placements that are not rotated are still type-checked */
-    const char *all[] = {"fraction_qk", "fraction_v", "fraction_q", "fraction_k", "fraction_o"};
-    double *at[] = {&view->fraction_qk, &view->fraction_v, &view->fraction_q, &view->fraction_k,
-                    &view->fraction_o};
-    for (int i = 0; i < 5; i++) *at[i] = lrp_optnumber(L, idx, all[i], i < 2 ? 1.0 : 0.0);
-    view->rotate = rotate;
-    cfg->rotate = rotate;
-    cfg->d_rot_q = w[0], cfg->d_rot_k = w[1], cfg->d_rot_v = w[2], cfg->d_rot_o = w[3];
-    cfg->d_rot_qk = 0;
+    int64_t v = (int64_t)lrp_optinteger(L, idx, key, def);
+    if (rp_option_position(key, v, min) != RP_OK) lrp_argerror(L, idx, "%s", rp_last_error());
+    return v;
 }
 
 /* ---- rp.rope ---- */
@@ -522,67 +476,31 @@ static void check_4d(lua_State *L, int arg, const char *name, const rp_tensor *t
                      lrp_shape_str(b, t));
 }
 
-/* The relative modes' tables of rp.attention (core/nn/attention.h): the options, in the order of
- * rp_attn_rel's tables (RP_TAB_*); messages name a table as the mode's ("shaw's a^V": the symbol
- * of its kind's row, core/nn/pe.c). */
-static const char *const rel_keys[RP_TAB_COUNT] = {"rel_k", "rel_q", "rel_v",
-                                                   "rel_u", "rel_w", "rel_bias"};
-
-/* Checks the table options of cfg's mode held at stack slots first .. first+RP_TAB_COUNT-1 (nil
- * or tensors): rel_clip and the buckets where the mode reads them, the mode's tables present with
- * their shapes (rp_attention_rel_shape), the others absent; then replaces each by a contiguous
- * copy in its slot and points rel at them. Reads no option (they are all read: no Lua code runs
- * between these checks and the call but allocations). */
-static void check_rel_tables(lua_State *L, int first, const rp_attn_cfg *cfg, int64_t T, int64_t S,
-                             int64_t H, int64_t D, int64_t Dv, rp_attn_rel *rel)
+/* The table options rel_k .. rel_bias (rp_attention_tables) held at stack slots first ..
+ * first + RP_TAB_COUNT - 1: each nil, or a live tensor whose shape goes into req. Run after the
+ * last option read (a read can release a table read before it). */
+static void read_rel_tables(lua_State *L, int first, rp_attn_request *req)
 {
-    memset(rel, 0, sizeof *rel);
-    const rp_rel_desc *x = rp_rel_of(rp_pe_mode_of(cfg->pe)->rel);
-    const char *pe = rp_pe_name(cfg->pe);
-    int64_t K = cfg->rel_clip, want[RP_TAB_COUNT][3];
-    int nd[RP_TAB_COUNT];
-    if ((x->uses & RP_USES_CLIP) && (K < 1 || K > RP_REL_MAX_CLIP))
-        lrp_argerror(L, 4, "option 'rel_clip' must be between 1 and %d, got %I",
-                     (int)RP_REL_MAX_CLIP, (LUAI_UACINT)K);
-    if (x->uses & RP_USES_BUCKETS) {
-        if (cfg->rel_buckets < 2 || cfg->rel_buckets > RP_REL_MAX_BUCKETS)
-            lrp_argerror(L, 4, "option 'rel_buckets' must be between 2 and %d, got %I",
-                         (int)RP_REL_MAX_BUCKETS, (LUAI_UACINT)cfg->rel_buckets);
-        if (!cfg->causal && cfg->rel_buckets < 4)
-            lrp_argerror(L, 4, "option 'rel_buckets' must be at least 4 without the causal mask "
-                               "(%s halves them), got %I", pe, (LUAI_UACINT)cfg->rel_buckets);
-        if (cfg->rel_max_distance <= (cfg->causal ? cfg->rel_buckets / 2 : cfg->rel_buckets / 4))
-            lrp_argerror(L, 4, "option 'rel_max_distance' must exceed rel_buckets / %d = %I, got %I",
-                         cfg->causal ? 2 : 4,
-                         (LUAI_UACINT)(cfg->causal ? cfg->rel_buckets / 2 : cfg->rel_buckets / 4),
-                         (LUAI_UACINT)cfg->rel_max_distance);
-    }
-    for (int i = 0; i < RP_TAB_COUNT; i++)
-        nd[i] = rp_attention_rel_shape(cfg, i, T, S, H, D, Dv, want[i]);
-    char ws[RP_SHAPE_STR_LEN], gs[RP_SHAPE_STR_LEN];
     for (int i = 0; i < RP_TAB_COUNT; i++) {
         int slot = first + i;
-        if (lua_isnil(L, slot)) {
-            if (nd[i])
-                lrp_argerror(L, 4, "option '%s' (%s's %s, %s) is required by pe '%s'", rel_keys[i],
-                             pe, x->sym[i], rp_shape_str(ws, sizeof ws, nd[i], want[i]), pe);
-            continue;
-        }
-        if (!nd[i]) lrp_argerror(L, 4, "option '%s' is not used by pe '%s'", rel_keys[i], pe);
+        if (lua_isnil(L, slot)) continue;
         rp_tensor *t = lrp_totensor(L, slot);
         if (!t)
-            lrp_argerror(L, 4, "option '%s' must be a roper.Tensor, got %s", rel_keys[i],
-                         lrp_describe(L, slot));
+            lrp_argerror(L, 4, "option '%s' must be a roper.Tensor, got %s",
+                         rp_attention_tables[i], lrp_describe(L, slot));
         if (t->storage == NULL)
-            lrp_argerror(L, 4, "option '%s' is a released tensor", rel_keys[i]);
-        int ok = t->ndim == nd[i];
-        for (int d = 0; ok && d < nd[i]; d++) ok = t->shape[d] == want[i][d];
-        if (!ok)
-            lrp_argerror(L, 4, "option '%s' (%s's %s): expected %s, got %s", rel_keys[i], pe,
-                         x->sym[i], rp_shape_str(ws, sizeof ws, nd[i], want[i]),
-                         lrp_shape_str(gs, t));
+            lrp_argerror(L, 4, "option '%s' is a released tensor", rp_attention_tables[i]);
+        rp_plan_table *pt = &req->tables[i];
+        pt->given = 1, pt->ndim = t->ndim;
+        memcpy(pt->shape, t->shape, sizeof pt->shape);
     }
-    /* contiguous copies (the kernels read plain rows), each replacing its option in its slot */
+}
+
+/* Replaces each table in its slot by a contiguous copy (the kernels read plain rows) and points
+ * rel at them. */
+static void copy_rel_tables(lua_State *L, int first, rp_attn_rel *rel)
+{
+    memset(rel, 0, sizeof *rel);
     for (int i = 0; i < RP_TAB_COUNT; i++) {
         int slot = first + i;
         if (lua_isnil(L, slot)) continue;
@@ -590,7 +508,7 @@ static void check_rel_tables(lua_State *L, int first, const rp_attn_cfg *cfg, in
         /* fetched again: the allocation may have run a finalizer that released it */
         rp_tensor *t = lrp_totensor(L, slot);
         if (t->storage == NULL)
-            lrp_argerror(L, 4, "option '%s' is a released tensor", rel_keys[i]);
+            lrp_argerror(L, 4, "option '%s' is a released tensor", rp_attention_tables[i]);
         rp_status st = rp_tensor_contiguous(c, t);
         if (st != RP_OK) lrp_raise(L, st);
         lua_replace(L, slot);
@@ -600,124 +518,88 @@ static void check_rel_tables(lua_State *L, int first, const rp_attn_cfg *cfg, in
 
 /* rp.attention(q, k, v[, opts]) -> out [B,T,H,Dv], att [B,H,T,S]. The options: docs/lua_api.md
  * (positions: 1-D or vector positions of the keys' and queries' rows, with the options of
- * vector positions as rp.rope.angles reads them). */
+ * vector positions as rp.rope.angles reads them). Every option is read into a request, core
+ * plans the call from it (rp_attention_plan: every rule between them), then the tables the plan
+ * sizes are read. */
 static int l_attention(lua_State *L)
 {
-    static const char *const known[] = {
-        "pe",         "causal",     "scale",      "base",       "pairing",  "fraction_qk",
-        "fraction_v", "rotate",     "fraction_q", "fraction_k", "fraction_o", "q_offset",
-        "pos_offset", "rel_clip",   "rel_buckets", "rel_max_distance", "rel_k", "rel_q",
-        "rel_v",      "rel_u",      "rel_w",      "rel_bias",   "positions", LRP_FREQ_KEYS,
-        LRP_AXES_KEYS, NULL};
+    static const char *const keys[] = {RP_ATTENTION_KEYS, NULL};
+    static const char *const known[] = {RP_ATTENTION_KEYS, "causal", "scale", "q_offset",
+                                        "pos_offset", RP_ATTENTION_TABLES, "positions",
+                                        LRP_FREQ_KEYS, LRP_AXES_KEYS, NULL};
     static const char *const q_letters[] = {"B", "T", "H", "D"};
     static const char *const k_letters[] = {"B", "S", "H", "D"};
     static const char *const v_letters[] = {"B", "S", "H", "Dv"};
     const rp_tensor *q = lrp_checktensor(L, 1);
     const rp_tensor *k = lrp_checktensor(L, 2);
     const rp_tensor *v = lrp_checktensor(L, 3);
+    rp_attn_request req = rp_attention_request_default();
     int64_t want[4] = {0, 0, 0, 0};
     check_4d(L, 1, "q", q, want, q_letters);
-    int64_t B = q->shape[0], T = q->shape[1], H = q->shape[2], D = q->shape[3];
-    int64_t wk[4] = {B, -1, H, D};
+    req.B = q->shape[0], req.T = q->shape[1], req.H = q->shape[2], req.D = q->shape[3];
+    int64_t wk[4] = {req.B, -1, req.H, req.D};
     check_4d(L, 2, "k", k, wk, k_letters);
-    int64_t S = k->shape[1];
-    int64_t wv[4] = {B, S, H, -1};
+    req.S = k->shape[1];
+    int64_t wv[4] = {req.B, req.S, req.H, -1};
     check_4d(L, 3, "v", v, wv, v_letters);
-    int64_t Dv = v->shape[3];
+    req.Dv = v->shape[3];
 
+    /* every option as given */
     lrp_checkopts(L, 4, known);
-    rp_attn_cfg cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.pe = (rp_pe)lrp_optenum(L, 4, "pe", rp_pe_names, RP_PE_NONE);
-    cfg.causal = lrp_optboolean(L, 4, "causal", 1);
-    cfg.scale = lrp_optfinite(L, 4, "scale", 1.0 / sqrt((double)D));
-    cfg.base = lrp_optbase(L, 4);
-    cfg.pairing = (rp_pairing)lrp_optenum(L, 4, "pairing", rp_pairing_names, RP_PAIR_HALF);
-    rp_model_cfg view = rp_model_cfg_default(1); /* the relative defaults too */
-    opt_rotation(L, 4, &cfg, D, Dv, &view);
-    if (lrp_hasopt(L, 4, "q_offset")) {
-        cfg.q_offset = opt_pos(L, 4, "q_offset", 0, 0);
-    } else {
-        if (S < T)
-            return lrp_argerror(L, 4, "default q_offset = S - T = %I is negative (T = %I queries, "
-                                      "S = %I keys); pass option 'q_offset'",
-                                (LUAI_UACINT)(S - T), (LUAI_UACINT)T, (LUAI_UACINT)S);
-        cfg.q_offset = S - T;
-    }
-    cfg.pos_offset = opt_pos(L, 4, "pos_offset", 0, 0);
-    cfg.rel_clip = opt_pos(L, 4, "rel_clip", view.rel_clip, 0);
-    cfg.rel_buckets = opt_pos(L, 4, "rel_buckets", view.rel_buckets, 0);
-    cfg.rel_max_distance = opt_pos(L, 4, "rel_max_distance", view.rel_max_distance, 0);
-    if (T > RP_I32_MAX || S > RP_I32_MAX || D > RP_I32_MAX || Dv > RP_I32_MAX)
-        return lrp_argerror(L, 1, "attention sizes T, S, D, Dv must be at most 2^31-1");
-    int64_t out_sizes[4] = {B, T, H, Dv}, att_sizes[4] = {B, H, T, S};
-    if (!numel_ok(4, out_sizes) || !numel_ok(4, att_sizes))
-        return lrp_argerror(L, 2, "attention weights [B x H x T x S] would be too large");
     lua_settop(L, 4);
-    /* the relative tables: read into slots 5 .. 4 + RP_TAB_COUNT (the last option reads), checked
-     * after */
-    for (int i = 0; i < RP_TAB_COUNT; i++)
-        if (lua_type(L, 4) == LUA_TTABLE) lua_getfield(L, 4, rel_keys[i]);
+    for (int i = 0; i < rp_model_cfg_nkeys; i++) { /* the config keys, by their schema rows */
+        const rp_cfg_key *row = &rp_model_cfg_keys[i];
+        int j = 0;
+        while (keys[j] && strcmp(keys[j], row->name) != 0) j++;
+        if (!keys[j]) continue;
+        if (row->offset == offsetof(rp_model_cfg, rope_base))
+            req.keys.rope_base = lrp_optbase(L, 4); /* or Hugging Face's rope_theta */
+        else if (lrp_optcfgvalue(L, 4, &req.keys, row))
+            req.keys_given |= (uint64_t)1 << i;
+    }
+    req.causal = lrp_optboolean(L, 4, "causal", 1);
+    if (lrp_hasopt(L, 4, "scale"))
+        req.given |= RP_GIVEN_SCALE, req.scale = lrp_optfinite(L, 4, "scale", 0.0);
+    if (lrp_hasopt(L, 4, "q_offset"))
+        req.given |= RP_GIVEN_Q_OFFSET, req.q_offset = lrp_optinteger(L, 4, "q_offset", 0);
+    if (lrp_hasopt(L, 4, "pos_offset"))
+        req.given |= RP_GIVEN_POS_OFFSET, req.pos_offset = lrp_optinteger(L, 4, "pos_offset", 0);
+    for (int i = 0; i < RP_TAB_COUNT; i++) /* slots 5 .. 4 + RP_TAB_COUNT */
+        if (lua_type(L, 4) == LUA_TTABLE) lua_getfield(L, 4, rp_attention_tables[i]);
         else lua_pushnil(L);
     rp_rope_freq f;
-    lrp_optfreq(L, 4, &view, &f, 0.0); /* the next two slots */
+    lrp_optfreq(L, 4, &req.keys, &f, 0.0); /* the next two slots: freq, angles */
     lrp_axes_opts ax;
     lrp_optaxes(L, 4, &ax); /* the next slot */
-    /* explicit positions (a userdata slot): rows for keys 0 .. S-1, queries from q_offset */
-    const int64_t *pos = NULL;
-    int64_t npos = 0, need = cfg.q_offset + T > S ? cfg.q_offset + T : S;
     int A = 0;
-    if (lrp_hasopt(L, 4, "positions")) {
-        char list[128];
-        if (!rp_pe_mode_of(cfg.pe)->rotary)
-            return lrp_argerror(L, 4, "option 'positions' needs a rotary pe (%s), got pe '%s'",
-                                rp_pe_list(list, sizeof list, 1, 0, 0), rp_pe_name(cfg.pe));
-        if (lrp_hasopt(L, 4, "pos_offset"))
-            return lrp_argerror(L, 4, "give option 'pos_offset' or 'positions', not both (shift "
-                                      "the positions instead)");
+    if (lrp_hasopt(L, 4, "positions")) { /* a userdata slot */
         lua_getfield(L, 4, "positions");
-        pos = read_positions(L, 4, -1, "option 'positions'", 0, &A, &npos);
+        req.pos = read_positions(L, 4, -1, "option 'positions'", 0, &A, &req.pos_rows);
         lua_remove(L, -2);
-        if (npos < need)
-            return lrp_argerror(L, 4, "option 'positions' holds %I positions; this call reads %I "
-                                      "(keys 0..%I, queries %I..%I)", (LUAI_UACINT)npos,
-                                (LUAI_UACINT)need, (LUAI_UACINT)(S - 1),
-                                (LUAI_UACINT)cfg.q_offset, (LUAI_UACINT)(cfg.q_offset + T - 1));
     } else {
-        lua_pushnil(L); /* the slot either way */
+        lua_pushnil(L);
     }
+    read_rel_tables(L, 5, &req);
+    req.freq = &f, req.axes = A;
+
+    /* core's plan; then the tables it sizes, the frequencies sampled for every position and pair
+     * the call rotates */
+    rp_attn_plan p;
+    if (rp_attention_plan(&req, &p) != RP_OK) return lrp_argerror(L, p.arg, "%s", rp_last_error());
     rp_attn_rel rel;
-    check_rel_tables(L, 5, &cfg, T, S, H, D, Dv, &rel);
-    cfg.rel = &rel;
-    /* the frequencies: a function is sampled for every position and pair the call rotates */
-    rp_pe_scheme sc;
-    if (rp_attn_scheme(&cfg, &sc) != RP_OK) return lrp_argerror(L, 4, "%s", rp_last_error());
-    int64_t qlast = cfg.pos_offset + cfg.q_offset + T - 1, klast = cfg.pos_offset + S - 1;
-    int64_t Ap = A > 0 ? A : 1; /* the integers per row */
-    if (pos) { /* the largest entry of the rows each side reads (0 at least) */
-        qlast = lrp_freq_rows(pos + cfg.q_offset * Ap, 0, T * Ap) - 1;
-        klast = lrp_freq_rows(pos, 0, S * Ap) - 1;
-    }
-    int64_t half = sc.d_rot_q > sc.d_rot_k ? sc.d_rot_q : sc.d_rot_k;
-    half = (sc.d_rot_v > half ? sc.d_rot_v : half) / 2;
-    half = sc.d_rot_o / 2 > half ? sc.d_rot_o / 2 : half;
-    lrp_axes_tables(L, 4, &ax, A, pos != NULL, half, !lua_isnil(L, 6 + RP_TAB_COUNT), &f);
-    lrp_freq_tables(L, 4, 5 + RP_TAB_COUNT, &f, (qlast > klast ? qlast : klast) + 1, half);
-    if (rp_pe_scheme_check_freq(&sc, &f, qlast, klast) != RP_OK)
-        return lrp_argerror(L, 4, "%s", rp_last_error());
+    copy_rel_tables(L, 5, &rel);
+    p.cfg.rel = &rel;
+    lrp_axes_tables(L, 4, &ax, A, req.pos != NULL, p.half, !lua_isnil(L, 6 + RP_TAB_COUNT), &f);
+    lrp_freq_tables(L, 4, 5 + RP_TAB_COUNT, &f, p.rows, p.half);
+    if (rp_attention_plan_freq(&p, &f) != RP_OK) return lrp_argerror(L, 4, "%s", rp_last_error());
     /* each placement's width passed: what is left is an entry below an angle table's start */
-    if (pos) lrp_freq_check_positions(L, 4, &f, 2 * half, pos, 0, need * Ap);
-    cfg.pos = pos, cfg.pos_rows = npos;
-    view.pe = cfg.pe, view.rope_base = cfg.base, view.pairing = cfg.pairing;
-    view.rel_clip = cfg.rel_clip, view.rel_buckets = cfg.rel_buckets;
-    view.rel_max_distance = cfg.rel_max_distance;
-    lrp_check_used(L, 4, &view);
-    if (!rp_rope_freq_is_plain(&f)) cfg.freq = &f;
+    if (req.pos)
+        lrp_freq_check_positions(L, 4, &f, 2 * p.half, req.pos, 0, p.need * (A > 0 ? A : 1));
     rp_tensor *out = lrp_newtensor(L);
     rp_tensor *att = lrp_newtensor(L);
     /* fetched again: the option reads and allocations above may have run Lua code */
     rp_status st = rp_attention(out, att, lrp_checktensor(L, 1), lrp_checktensor(L, 2),
-                                lrp_checktensor(L, 3), &cfg);
+                                lrp_checktensor(L, 3), &p.cfg);
     if (st != RP_OK) return lrp_raise(L, st);
     return 2;
 }
@@ -779,34 +661,30 @@ static int l_linear_attention(lua_State *L)
 
 /* ---- BLAS and threads ---- */
 
-/* rp.blas.core() -> name, why (who chose the kernels and for what reason). */
-static int l_blas_core(lua_State *L)
-{
-    lua_pushstring(L, rp_blas_core());
-    lua_pushstring(L, rp_blas_core_reason());
-    return 2;
-}
+/* rp.blas.*: queries without arguments, one row each (torch7 cwrap's idea: the wrapper comes from
+ * a declaration): the core functions whose results the query returns, in order, an integer first
+ * where there is one (a NULL string as nil). */
+typedef struct blas_query {
+    const char *name;
+    int (*count)(void);
+    const char *(*text[2])(void);
+} blas_query;
 
-static int l_blas_config(lua_State *L)
-{
-    lua_pushstring(L, rp_blas_config());
-    return 1;
-}
+static const blas_query blas_queries[] = {
+    {"core", NULL, {rp_blas_core, rp_blas_core_reason}}, /* the kernels, who chose them and why */
+    {"config", NULL, {rp_blas_config, NULL}},
+    {"threads", rp_blas_threads, {rp_omp_wait_policy, NULL}}, /* n, the wait policy's origin */
+    {"wanted_coretype", NULL, {rp_blas_wanted_coretype, NULL}},
+};
 
-/* rp.blas.threads() -> n, the OpenMP wait policy and where it came from. */
-static int l_blas_threads(lua_State *L)
+/* One query: its row is the closure's upvalue. */
+static int l_blas_query(lua_State *L)
 {
-    lua_pushinteger(L, rp_blas_threads());
-    lua_pushstring(L, rp_omp_wait_policy());
-    return 2;
-}
-
-static int l_blas_wanted_coretype(lua_State *L)
-{
-    const char *c = rp_blas_wanted_coretype();
-    if (c) lua_pushstring(L, c);
-    else lua_pushnil(L);
-    return 1;
+    const blas_query *q = (const blas_query *)lua_touserdata(L, lua_upvalueindex(1));
+    int n = 0;
+    if (q->count) lua_pushinteger(L, q->count()), n++;
+    for (int i = 0; i < 2 && q->text[i]; i++, n++) lua_pushstring(L, q->text[i]());
+    return n;
 }
 
 /* rp.set_num_threads(n): OpenBLAS and OpenMP thread count, 1 <= n <= 1024. */
@@ -824,12 +702,6 @@ static const luaL_Reg rope_funcs[] = {
     {"sinusoidal", l_rope_sinusoidal}, {NULL, NULL},
 };
 
-static const luaL_Reg blas_funcs[] = {
-    {"core", l_blas_core},       {"config", l_blas_config},
-    {"threads", l_blas_threads}, {"wanted_coretype", l_blas_wanted_coretype},
-    {NULL, NULL},
-};
-
 static const luaL_Reg nn_funcs[] = {
     {"attention", l_attention},
     {"linear_attention", l_linear_attention},
@@ -843,7 +715,12 @@ void lrp_open_nn(lua_State *L, int mod)
     mod = lua_absindex(L, mod);
     luaL_newlib(L, rope_funcs);
     lua_setfield(L, mod, "rope");
-    luaL_newlib(L, blas_funcs);
+    lua_createtable(L, 0, (int)(sizeof blas_queries / sizeof blas_queries[0]));
+    for (size_t i = 0; i < sizeof blas_queries / sizeof blas_queries[0]; i++) {
+        lua_pushlightuserdata(L, (void *)&blas_queries[i]);
+        lua_pushcclosure(L, l_blas_query, 1);
+        lua_setfield(L, -2, blas_queries[i].name);
+    }
     lua_setfield(L, mod, "blas");
     lua_pushvalue(L, mod);
     luaL_setfuncs(L, nn_funcs, 0);

@@ -30,6 +30,7 @@
 #include "layers.h"
 #include "model.h"
 #include "model_schema.h"
+#include "plan.h"
 #include "optim.h"
 #include "checkpoint.h"
 #include "json.h"

@@ -234,6 +234,13 @@ rp_status rp_pe_fraction_width(const char *what, double fraction, int64_t d_k, i
     return RP_OK;
 }
 
+int64_t rp_pe_scheme_half(const rp_pe_scheme *s)
+{
+    int64_t d[4] = {s->d_rot_q, s->d_rot_k, s->d_rot_v, s->d_rot_o}, half = 0;
+    for (int i = 0; i < 4; i++) half = d[i] / 2 > half ? d[i] / 2 : half;
+    return half;
+}
+
 rp_status rp_pe_scheme_check_freq(const rp_pe_scheme *s, const rp_rope_freq *f, int64_t qlast,
                                   int64_t klast)
 {

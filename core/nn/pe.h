@@ -247,6 +247,10 @@ enum { RP_PLACE_Q = 0, RP_PLACE_K, RP_PLACE_V, RP_PLACE_O };
 rp_status rp_pe_scheme_init(rp_pe_scheme *s, rp_pe pe, int rotate, const int64_t d_rot[4],
                             double base, rp_pairing pairing);
 
+/* The most pairs a placement of s rotates: the largest of its widths / 2 (0 when nothing is
+ * rotated), the width of a user's angle table or mix matrix. */
+int64_t rp_pe_scheme_half(const rp_pe_scheme *s);
+
 /* Checks f (rp_rope_freq_check) against what s rotates: a plain f always passes; otherwise s must
  * rotate something, and f's tables must cover every rotated placement's width and the positions
  * up to qlast (q, o) and klast (k, v). RP_ERR_ARG. */

@@ -1,0 +1,285 @@
+/* The planners (plan.h): rp.attention's and rp.model's rules between the values a user wrote. */
+#include "plan.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "checked.h"
+#include "model_schema.h"
+
+/* The largest magnitude of a position option (2^53: exact in a double). */
+#define MAX_POS ((int64_t)1 << 53)
+
+const char *const rp_attention_tables[RP_TAB_COUNT] = {RP_ATTENTION_TABLES};
+
+/* A float as Lua 5.4 prints it (the messages quote numbers as the caller sees them): %.14g, and
+ * ".0" when that reads as an integer (2.0, not 2; inf and nan as they are). */
+static const char *lua_float(char buf[48], double v)
+{
+    int n = snprintf(buf, 44, "%.14g", v);
+    if (n > 0 && n < 44 && buf[strspn(buf, "-0123456789")] == '\0') strcpy(buf + n, ".0");
+    return buf;
+}
+
+rp_status rp_option_fraction_width(const char *key, double fraction, int64_t D,
+                                   const char *Dname, int64_t *d_rot)
+{
+    char f[48];
+    if (!(fraction > 0.0 && fraction <= 1.0))
+        return rp_error(RP_ERR_ARG, "option '%s' must be in (0, 1], got %s", key,
+                        lua_float(f, fraction));
+    int64_t d = (int64_t)floor(fraction * (double)D);
+    if (d < 2 || d % 2 != 0)
+        return rp_error(RP_ERR_ARG, "d_rot must be %s, got %lld (from %s %s of %s = %lld)",
+                        d < 2 ? "at least 2" : "even", (long long)d, key, lua_float(f, fraction),
+                        Dname, (long long)D);
+    *d_rot = d;
+    return RP_OK;
+}
+
+rp_status rp_option_position(const char *key, int64_t v, int64_t min)
+{
+    if (v < min || v > MAX_POS)
+        return rp_error(RP_ERR_ARG, "option '%s' must be between %s and 2^53, got %lld", key,
+                        min == 0 ? "0" : "-2^53", (long long)v);
+    return RP_OK;
+}
+
+rp_status rp_option_rotate(rp_pe pe, int rotate)
+{
+    const rp_pe_mode *mode = rp_pe_mode_of(pe);
+    char list[128];
+    if (!mode) return rp_error(RP_ERR_ARG, "unknown pe %d", (int)pe);
+    if (rotate && !mode->rotary)
+        return rp_error(RP_ERR_ARG, "option 'rotate' needs a rotary pe (%s), got pe '%s'",
+                        rp_pe_list(list, sizeof list, 1, 0, 0), mode->name);
+    return RP_OK;
+}
+
+/* ---- rp.attention ---- */
+
+rp_attn_request rp_attention_request_default(void)
+{
+    rp_attn_request r;
+    memset(&r, 0, sizeof r);
+    r.keys = rp_model_cfg_default(1); /* the relative and frequency keys' defaults too */
+    r.keys.pe = RP_PE_NONE;
+    r.causal = 1;
+    return r;
+}
+
+/* 1 when the request gave the key of field offset (a row of the schema). */
+static int key_given(const rp_attn_request *r, size_t offset)
+{
+    for (int i = 0; i < rp_model_cfg_nkeys; i++)
+        if (rp_model_cfg_keys[i].offset == offset) return (int)(r->keys_given >> i & 1);
+    return 0;
+}
+
+/* The widths of the placements rotated (rotate, else the mode's own), each from its own
+ * fraction when given, else the shared one (fraction_qk of D, fraction_v of Dv). */
+static rp_status plan_widths(const rp_attn_request *r, rp_attn_cfg *cfg)
+{
+    const rp_model_cfg *c = &r->keys;
+    RP_TRY(rp_option_rotate(c->pe, c->rotate));
+    int rot = c->rotate ? c->rotate : rp_pe_mode_of(c->pe)->rotate;
+    const struct {
+        int bit;
+        size_t given;
+        const char *own, *shared;
+        double f, fs;
+        int dv;
+    } p[4] = {{RP_ROT_Q, offsetof(rp_model_cfg, fraction_q), "fraction_q", "fraction_qk",
+               c->fraction_q, c->fraction_qk, 0},
+              {RP_ROT_K, offsetof(rp_model_cfg, fraction_k), "fraction_k", "fraction_qk",
+               c->fraction_k, c->fraction_qk, 0},
+              {RP_ROT_V, 0, "fraction_v", "fraction_v", 0.0, c->fraction_v, 1},
+              {RP_ROT_O, offsetof(rp_model_cfg, fraction_o), "fraction_o", "fraction_v",
+               c->fraction_o, c->fraction_v, 1}};
+    int64_t *w[4] = {&cfg->d_rot_q, &cfg->d_rot_k, &cfg->d_rot_v, &cfg->d_rot_o};
+    for (int i = 0; i < 4; i++) {
+        *w[i] = 0;
+        if (!(rot & p[i].bit)) continue;
+        int own = p[i].given && key_given(r, p[i].given);
+        RP_TRY(rp_option_fraction_width(own ? p[i].own : p[i].shared, own ? p[i].f : p[i].fs,
+                                        p[i].dv ? r->Dv : r->D, p[i].dv ? "Dv" : "D", w[i]));
+    }
+    cfg->rotate = c->rotate;
+    cfg->d_rot_qk = 0;
+    return RP_OK;
+}
+
+/* q_offset (given, else S - T), pos_offset and the relative keys within their option ranges. */
+static rp_status plan_offsets(const rp_attn_request *r, rp_attn_cfg *cfg)
+{
+    if (r->given & RP_GIVEN_Q_OFFSET) {
+        RP_TRY(rp_option_position("q_offset", r->q_offset, 0));
+        cfg->q_offset = r->q_offset;
+    } else if (r->S < r->T) {
+        return rp_error(RP_ERR_ARG, "default q_offset = S - T = %lld is negative (T = %lld "
+                                    "queries, S = %lld keys); pass option 'q_offset'",
+                        (long long)(r->S - r->T), (long long)r->T, (long long)r->S);
+    } else {
+        cfg->q_offset = r->S - r->T;
+    }
+    RP_TRY(rp_option_position("pos_offset", r->pos_offset, 0));
+    RP_TRY(rp_option_position("rel_clip", r->keys.rel_clip, 0));
+    RP_TRY(rp_option_position("rel_buckets", r->keys.rel_buckets, 0));
+    RP_TRY(rp_option_position("rel_max_distance", r->keys.rel_max_distance, 0));
+    cfg->pos_offset = r->pos_offset;
+    cfg->rel_clip = r->keys.rel_clip;
+    cfg->rel_buckets = r->keys.rel_buckets;
+    cfg->rel_max_distance = r->keys.rel_max_distance;
+    return RP_OK;
+}
+
+/* Explicit positions: a rotary pe, not beside pos_offset, at least p->need rows. */
+static rp_status plan_positions(const rp_attn_request *r, rp_attn_plan *p)
+{
+    const rp_attn_cfg *cfg = &p->cfg;
+    p->need = cfg->q_offset + r->T > r->S ? cfg->q_offset + r->T : r->S;
+    if (!r->pos) return RP_OK;
+    char list[128];
+    if (!rp_pe_mode_of(cfg->pe)->rotary)
+        return rp_error(RP_ERR_ARG, "option 'positions' needs a rotary pe (%s), got pe '%s'",
+                        rp_pe_list(list, sizeof list, 1, 0, 0), rp_pe_name(cfg->pe));
+    if (r->given & RP_GIVEN_POS_OFFSET)
+        return rp_error(RP_ERR_ARG, "give option 'pos_offset' or 'positions', not both (shift "
+                                    "the positions instead)");
+    if (r->pos_rows < p->need)
+        return rp_error(RP_ERR_ARG, "option 'positions' holds %lld positions; this call reads "
+                                    "%lld (keys 0..%lld, queries %lld..%lld)",
+                        (long long)r->pos_rows, (long long)p->need, (long long)(r->S - 1),
+                        (long long)cfg->q_offset, (long long)(cfg->q_offset + r->T - 1));
+    return RP_OK;
+}
+
+/* The relative mode's limits where it reads them, and its tables: present where it reads them,
+ * with their shapes (rp_attention_rel_shape), absent elsewhere. */
+static rp_status plan_tables(const rp_attn_request *r, const rp_attn_cfg *cfg)
+{
+    const rp_rel_desc *x = rp_rel_of(rp_pe_mode_of(cfg->pe)->rel);
+    const char *pe = rp_pe_name(cfg->pe);
+    if ((x->uses & RP_USES_CLIP) && (cfg->rel_clip < 1 || cfg->rel_clip > RP_REL_MAX_CLIP))
+        return rp_error(RP_ERR_ARG, "option 'rel_clip' must be between 1 and %d, got %lld",
+                        (int)RP_REL_MAX_CLIP, (long long)cfg->rel_clip);
+    if (x->uses & RP_USES_BUCKETS) {
+        int64_t nb = cfg->rel_buckets, exact = cfg->causal ? nb / 2 : nb / 4;
+        if (nb < 2 || nb > RP_REL_MAX_BUCKETS)
+            return rp_error(RP_ERR_ARG, "option 'rel_buckets' must be between 2 and %d, got %lld",
+                            (int)RP_REL_MAX_BUCKETS, (long long)nb);
+        if (!cfg->causal && nb < 4)
+            return rp_error(RP_ERR_ARG, "option 'rel_buckets' must be at least 4 without the "
+                                        "causal mask (%s halves them), got %lld", pe, (long long)nb);
+        if (cfg->rel_max_distance <= exact)
+            return rp_error(RP_ERR_ARG, "option 'rel_max_distance' must exceed rel_buckets / %d = "
+                                        "%lld, got %lld", cfg->causal ? 2 : 4, (long long)exact,
+                            (long long)cfg->rel_max_distance);
+    }
+    char ws[RP_SHAPE_STR_LEN], gs[RP_SHAPE_STR_LEN];
+    for (int i = 0; i < RP_TAB_COUNT; i++) {
+        const rp_plan_table *t = &r->tables[i];
+        int64_t want[3];
+        int nd = rp_attention_rel_shape(cfg, i, r->T, r->S, r->H, r->D, r->Dv, want);
+        if (!t->given && nd)
+            return rp_error(RP_ERR_ARG, "option '%s' (%s's %s, %s) is required by pe '%s'",
+                            rp_attention_tables[i], pe, x->sym[i],
+                            rp_shape_str(ws, sizeof ws, nd, want), pe);
+        if (!t->given) continue;
+        if (!nd)
+            return rp_error(RP_ERR_ARG, "option '%s' is not used by pe '%s'",
+                            rp_attention_tables[i], pe);
+        int ok = t->ndim == nd;
+        for (int d = 0; ok && d < nd; d++) ok = t->shape[d] == want[d];
+        if (!ok)
+            return rp_error(RP_ERR_ARG, "option '%s' (%s's %s): expected %s, got %s",
+                            rp_attention_tables[i], pe, x->sym[i],
+                            rp_shape_str(ws, sizeof ws, nd, want),
+                            rp_shape_str(gs, sizeof gs, t->ndim, t->shape));
+    }
+    return RP_OK;
+}
+
+/* The largest of the n entries at pos, 0 at least. */
+static int64_t largest(const int64_t *pos, int64_t n)
+{
+    int64_t hi = 0;
+    for (int64_t i = 0; i < n; i++) hi = pos[i] > hi ? pos[i] : hi;
+    return hi;
+}
+
+rp_status rp_attention_plan(const rp_attn_request *r, rp_attn_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    p->arg = 4;
+    rp_attn_cfg *cfg = &p->cfg;
+    cfg->pe = r->keys.pe;
+    cfg->causal = r->causal;
+    cfg->scale = r->given & RP_GIVEN_SCALE ? r->scale : 1.0 / sqrt((double)r->D);
+    cfg->base = r->keys.rope_base;
+    cfg->pairing = r->keys.pairing;
+    RP_TRY(plan_widths(r, cfg));
+    RP_TRY(plan_offsets(r, cfg));
+    if (r->T > RP_I32_MAX || r->S > RP_I32_MAX || r->D > RP_I32_MAX || r->Dv > RP_I32_MAX) {
+        p->arg = 1;
+        return rp_error(RP_ERR_ARG, "attention sizes T, S, D, Dv must be at most 2^31-1");
+    }
+    int64_t out_sizes[4] = {r->B, r->T, r->H, r->Dv}, att_sizes[4] = {r->B, r->H, r->T, r->S}, n;
+    if (!rp_shape_span(4, out_sizes, RP_MAX_NUMEL, &n) ||
+        !rp_shape_span(4, att_sizes, RP_MAX_NUMEL, &n)) {
+        p->arg = 2;
+        return rp_error(RP_ERR_ARG, "attention weights [B x H x T x S] would be too large");
+    }
+    RP_TRY(plan_positions(r, p));
+    RP_TRY(plan_tables(r, cfg));
+    RP_TRY(rp_attn_scheme(cfg, &p->scheme));
+    cfg->pos = r->pos, cfg->pos_rows = r->pos ? r->pos_rows : 0;
+    /* the largest position each side reads: of the rows the queries and the keys read */
+    int64_t A = r->axes > 0 ? r->axes : 1;
+    p->qlast = cfg->pos_offset + cfg->q_offset + r->T - 1, p->klast = cfg->pos_offset + r->S - 1;
+    if (r->pos) {
+        p->qlast = largest(r->pos + cfg->q_offset * A, r->T * A);
+        p->klast = largest(r->pos, r->S * A);
+    }
+    p->rows = (p->qlast > p->klast ? p->qlast : p->klast) + 1;
+    p->half = rp_pe_scheme_half(&p->scheme);
+    /* the frequency scalars need something rotated; then the keys that do nothing */
+    if (r->freq) RP_TRY(rp_pe_scheme_check_freq(&p->scheme, r->freq, p->qlast, p->klast));
+    rp_model_cfg view = r->keys;
+    rp_model_cfg_normalise(&view);
+    return rp_model_cfg_check_used(&view);
+}
+
+rp_status rp_attention_plan_freq(rp_attn_plan *p, const rp_rope_freq *f)
+{
+    RP_TRY(rp_pe_scheme_check_freq(&p->scheme, f, p->qlast, p->klast));
+    p->cfg.freq = rp_rope_freq_is_plain(f) ? NULL : f;
+    return RP_OK;
+}
+
+/* ---- rp.model ---- */
+
+rp_status rp_model_cfg_written(rp_model_cfg *cfg)
+{
+    RP_TRY(rp_option_rotate(cfg->pe, cfg->rotate));
+    /* one model, one config: the mode's own placements and the shared fractions are stored as
+     * "not set", so equal models have equal configs (and checkpoints) */
+    rp_model_cfg_normalise(cfg);
+    return RP_OK;
+}
+
+rp_status rp_model_cfg_plan(rp_model_cfg *cfg, rp_model_plan *p)
+{
+    RP_TRY(rp_model_cfg_written(cfg));
+    RP_TRY(rp_model_cfg_check(cfg));
+    RP_TRY(rp_model_cfg_check_used(cfg));
+    if (p) {
+        p->scheme = rp_model_cfg_scheme(cfg);
+        p->half = rp_pe_scheme_half(&p->scheme);
+        p->rows = cfg->seq_len;
+        p->freq = rp_model_cfg_freq(cfg);
+    }
+    return RP_OK;
+}

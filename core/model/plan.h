@@ -1,0 +1,143 @@
+/* The planners: from the values a user wrote to a checked configuration, in one call.
+ *
+ * A binding reads every value of a call (arguments, option fields, as plain numbers, flags and
+ * shapes: no rule applied), hands them over as a request, and core applies every rule between
+ * them at once: the refusals of values that do nothing, the rotated widths, the defaults that
+ * depend on the shapes, the relative kinds' table shapes, the rows a frequency table must cover.
+ * The binding then allocates what the plan sizes and calls the kernel. The rules and their
+ * messages live here (and in the schema and the mode table they ask), so a binding neither
+ * repeats nor orders them.
+ *
+ * Messages name the values as a caller writes them, options included ("option 'fraction_qk' must
+ * be in (0, 1], got 1.5"), numbers as Lua 5.4 prints them (a float as %.14g, with ".0" when that
+ * reads as an integer): the binding raises rp_last_error() as it stands.
+ */
+#ifndef RP_PLAN_H
+#define RP_PLAN_H
+
+#include <stdint.h>
+
+#include "attention.h"
+#include "model.h"
+#include "pe.h"
+#include "rope_freq.h"
+#include "status.h"
+#include "tensor.h"
+
+/* ---- rp.attention ---- */
+
+/* The options of rp.attention that are rows of the config schema (core/model/model_schema.c),
+ * read by their rows' types (base also as Hugging Face's rope_theta), and the frequency rows
+ * beside them (their reader is bindings/freq.c). */
+#define RP_ATTENTION_KEYS                                                                      \
+    "pe", "base", "pairing", "rotate", "fraction_qk", "fraction_v", "fraction_q", "fraction_k", \
+        "fraction_o", "rel_clip", "rel_buckets", "rel_max_distance"
+
+/* The options that hold the relative modes' tables, in the order of rp_attn_rel (RP_TAB_*):
+ * rel_k, rel_q, rel_v, rel_u, rel_w, rel_bias. */
+#define RP_ATTENTION_TABLES "rel_k", "rel_q", "rel_v", "rel_u", "rel_w", "rel_bias"
+extern const char *const rp_attention_tables[RP_TAB_COUNT];
+
+/* Bits of rp_attn_request.given: the options given (a value that is not nil) that are not
+ * config keys. */
+enum { RP_GIVEN_SCALE = 1, RP_GIVEN_Q_OFFSET = 2, RP_GIVEN_POS_OFFSET = 4 };
+
+/* A table option as given: present or not, and its shape (the caller has checked that a present
+ * one is a live tensor). */
+typedef struct rp_plan_table {
+    int given;
+    int ndim;
+    int64_t shape[RP_MAX_DIMS];
+} rp_plan_table;
+
+/* What one rp.attention call was given. */
+typedef struct rp_attn_request {
+    int64_t B, T, S, H, D, Dv; /* q [B, T, H, D], k [B, S, H, D], v [B, S, H, Dv]: the caller
+                                * has checked them 4-D, sizes >= 1, agreeing */
+    /* The options that are config keys (RP_ATTENTION_KEYS and the frequency rows), each read by
+     * its row's type; an absent one holds its value from rp_attention_request_default. */
+    rp_model_cfg keys;
+    uint64_t keys_given;       /* bit i: row i of rp_model_cfg_keys was given */
+    int given;                 /* RP_GIVEN_* bits */
+    int causal;                /* 0 or 1 */
+    double scale;              /* with RP_GIVEN_SCALE (else 1 / sqrt(D)) */
+    int64_t q_offset;          /* with RP_GIVEN_Q_OFFSET (else S - T) */
+    int64_t pos_offset;        /* 0 when absent */
+    const rp_rope_freq *freq;  /* the frequency scheme's scalars from keys (no tables, no axes) */
+    /* option positions: pos_rows rows of A integers each (A = axes, 1 for scalar positions with
+     * axes 0), borrowed; NULL when absent */
+    const int64_t *pos;
+    int64_t pos_rows;
+    int axes;
+    rp_plan_table tables[RP_TAB_COUNT]; /* rel_k .. rel_bias */
+} rp_attn_request;
+
+/* A request with nothing given: keys at the schema's defaults but pe none (rp.attention's
+ * default), causal on, no tables. */
+rp_attn_request rp_attention_request_default(void);
+
+/* The plan of one call. */
+typedef struct rp_attn_plan {
+    rp_attn_cfg cfg;       /* every field but rel and freq, which point at the caller's tables
+                            * (rp_attention_plan_freq sets freq); pos and pos_rows the request's */
+    rp_pe_scheme scheme;   /* what cfg rotates */
+    int64_t half;          /* the most pairs a placement rotates (rp_pe_scheme_half): the width
+                            * of user angles and of mix */
+    int64_t qlast, klast;  /* the largest position a query, a key reads (0 at least) */
+    int64_t rows;          /* max(qlast, klast) + 1: the positions a function of angles is
+                            * sampled for */
+    int64_t need;          /* the rows of positions the call reads: max(S, q_offset + T) */
+    int arg;               /* after a refusal: the argument its message is about (1 q, 2 k,
+                            * 4 the options) */
+} rp_attn_plan;
+
+/* Checks every rule of a call against req and fills *p (OVERWRITTEN): rotate on a rotary pe, the
+ * rotated widths from the fractions (own, else shared) of D and Dv, q_offset (default S - T),
+ * the position options' ranges, the int32 and element limits of the sizes, positions (a rotary
+ * pe, not beside pos_offset, enough rows), the relative mode's limits and tables (present where
+ * it reads them with their shapes, absent elsewhere), then the frequency scalars against what is
+ * rotated (rp_pe_scheme_check_freq) and the refusal of config keys that do nothing
+ * (rp_model_cfg_check_used). RP_ERR_ARG at the first refusal, in that order, with p->arg. */
+rp_status rp_attention_plan(const rp_attn_request *req, rp_attn_plan *p);
+
+/* Once the caller has its frequency tables and axes in f (borrowed for the call): checks f
+ * against the plan (rp_pe_scheme_check_freq with its qlast, klast) and points p->cfg.freq at f
+ * unless f is the plain scheme. RP_ERR_ARG. */
+rp_status rp_attention_plan_freq(rp_attn_plan *p, const rp_rope_freq *f);
+
+/* ---- rules shared with the other calls' options ---- */
+
+/* d_rot = floor(fraction * D) from option key: RP_ERR_ARG unless 0 < fraction <= 1 ("option
+ * 'fraction' must be in (0, 1], got 1.5") and the result is even and >= 2 ("d_rot must be even,
+ * got 7 (from fraction 0.5 of D = 14)"); Dname names D. */
+rp_status rp_option_fraction_width(const char *key, double fraction, int64_t D,
+                                   const char *Dname, int64_t *d_rot);
+/* An integer option in [min, 2^53], min 0 or -2^53: RP_ERR_ARG ("option 'q_offset' must be
+ * between 0 and 2^53, got -1"). */
+rp_status rp_option_position(const char *key, int64_t v, int64_t min);
+/* Option rotate (a mask, 0: absent) for pe: RP_ERR_ARG unless pe is rotary ("option 'rotate'
+ * needs a rotary pe (rope, roper or roper_legacy), got pe 'shaw'"), or for a pe outside the
+ * enum. */
+rp_status rp_option_rotate(rp_pe pe, int rotate);
+
+/* ---- rp.model ---- */
+
+/* The plan of a model config. */
+typedef struct rp_model_plan {
+    rp_pe_scheme scheme;   /* what the config rotates (rp_model_cfg_scheme) */
+    int64_t half;          /* the most pairs a placement rotates: the width of user tables */
+    int64_t rows;          /* seq_len: the positions a function of angles is sampled for */
+    rp_rope_freq freq;     /* the frequency scheme's scalars (rp_model_cfg_freq) */
+} rp_model_plan;
+
+/* A config as a user wrote it (rp.model's table read by the schema rows) into the one stored
+ * form: option rotate on a rotary pe (rp_option_rotate), then rp_model_cfg_normalise
+ * (cfg OVERWRITTEN). RP_ERR_ARG. */
+rp_status rp_model_cfg_written(rp_model_cfg *cfg);
+
+/* rp_model_cfg_written, then every rule of a config (rp_model_cfg_check) and the refusal of keys
+ * that do nothing (rp_model_cfg_check_used); fills *p (OVERWRITTEN; p may be NULL). RP_ERR_ARG
+ * at the first refusal. */
+rp_status rp_model_cfg_plan(rp_model_cfg *cfg, rp_model_plan *p);
+
+#endif

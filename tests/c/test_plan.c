@@ -1,0 +1,191 @@
+/* The planners (core/model/plan.h): rp_attention_plan's widths, defaults, positions and refusals
+ * against naive computations written here (floor(f * D), the largest entry of each side's rows),
+ * its exact messages, and rp_model_cfg_plan's half and rows. */
+#include "check.h"
+
+static rp_attn_request request(rp_pe pe, int64_t T, int64_t S, int64_t D, int64_t Dv)
+{
+    rp_attn_request r = rp_attention_request_default();
+    r.B = 2, r.T = T, r.S = S, r.H = 3, r.D = D, r.Dv = Dv;
+    r.keys.pe = pe;
+    return r;
+}
+
+/* The bit of row name in keys_given. */
+static uint64_t given_bit(const char *name)
+{
+    return (uint64_t)1 << (rp_model_cfg_key(name, (size_t)-1) - rp_model_cfg_keys);
+}
+
+/* Every rotary mode and rotate mask with fractions of D and Dv: the widths are floor(f * size)
+ * of the placement's own fraction when given, else the shared one, 0 where not rotated; half the
+ * largest of them / 2. */
+static void test_widths(void)
+{
+    int n = 0;
+    for (int pe = 0; pe < (int)RP_PE_COUNT; pe++) {
+        const rp_pe_mode *m = rp_pe_mode_of((rp_pe)pe);
+        if (!m->rotary) continue;
+        for (int rot = 0; rot <= RP_ROT_ALL; rot++)
+            for (int own = 0; own < 2; own++) {
+                rp_attn_request r = request((rp_pe)pe, 5, 7, 16, 24);
+                int eff = rot ? rot : m->rotate;
+                r.keys.rotate = rot;
+                /* a fraction only where its placement is rotated: elsewhere it does nothing */
+                if (eff & (RP_ROT_Q | RP_ROT_K)) r.keys.fraction_qk = 0.5;
+                if (eff & (RP_ROT_V | RP_ROT_O)) r.keys.fraction_v = 0.75;
+                const char *name[4] = {"fraction_q", "fraction_k", NULL, "fraction_o"};
+                double *own_f[4] = {&r.keys.fraction_q, &r.keys.fraction_k, NULL,
+                                    &r.keys.fraction_o};
+                double ownv[4] = {0.25, 1.0, 0.0, 0.5};
+                for (int i = 0; i < 4 && own; i++)
+                    if (name[i] && (eff & (1 << i)))
+                        *own_f[i] = ownv[i], r.keys_given |= given_bit(name[i]);
+                rp_attn_plan p;
+                rp_status st = rp_attention_plan(&r, &p);
+                CHECK(st == RP_OK, "%s rotate %d: %s", m->name, rot, rp_last_error());
+                double f[4] = {own ? 0.25 : 0.5, own ? 1.0 : 0.5, 0.75, own ? 0.5 : 0.75};
+                int64_t size[4] = {16, 16, 24, 24}, want[4], got[4] = {p.scheme.d_rot_q,
+                    p.scheme.d_rot_k, p.scheme.d_rot_v, p.scheme.d_rot_o}, half = 0;
+                for (int i = 0; i < 4; i++) {
+                    want[i] = eff & (1 << i) ? (int64_t)floor(f[i] * (double)size[i]) : 0;
+                    if (want[i] / 2 > half) half = want[i] / 2;
+                    CHECK(got[i] == want[i], "%s rotate %d own %d placement %d: %lld, want %lld",
+                          m->name, rot, own, i, (long long)got[i], (long long)want[i]);
+                }
+                CHECK(p.half == half, "%s rotate %d: half %lld, want %lld", m->name, rot,
+                      (long long)p.half, (long long)half);
+                n++;
+            }
+    }
+    CHECK(n == 3 * 16 * 2, "the rotary modes: %d cases", n);
+}
+
+/* q_offset defaults to S - T, the scale to 1 / sqrt(D); the last positions each side reads,
+ * from pos_offset or from the rows of explicit positions (the largest entry, 0 at least). */
+static void test_positions(void)
+{
+    rp_attn_request r = request(RP_PE_ROPE, 3, 8, 8, 8);
+    r.given = RP_GIVEN_POS_OFFSET, r.pos_offset = 100;
+    rp_attn_plan p;
+    CHECK_STATUS(rp_attention_plan(&r, &p), RP_OK, NULL);
+    CHECK(p.cfg.q_offset == 5 && p.qlast == 107 && p.klast == 107 && p.rows == 108,
+          "q_offset %lld, qlast %lld, klast %lld, rows %lld", (long long)p.cfg.q_offset,
+          (long long)p.qlast, (long long)p.klast, (long long)p.rows);
+    CHECK(p.cfg.scale == 1.0 / sqrt(8.0), "scale %g", p.cfg.scale);
+
+    /* 2-D positions: keys rows 0..7, queries rows 2..4 (q_offset 2) */
+    int64_t pos[10 * 2];
+    for (int i = 0; i < 20; i++) pos[i] = (i * 37) % 23 - 4;
+    r = request(RP_PE_ROPE, 3, 8, 8, 8);
+    r.given = RP_GIVEN_Q_OFFSET, r.q_offset = 2;
+    r.pos = pos, r.pos_rows = 10, r.axes = 2;
+    CHECK_STATUS(rp_attention_plan(&r, &p), RP_OK, NULL);
+    int64_t qw = 0, kw = 0;
+    for (int i = 2 * 2; i < 5 * 2; i++) qw = pos[i] > qw ? pos[i] : qw;
+    for (int i = 0; i < 8 * 2; i++) kw = pos[i] > kw ? pos[i] : kw;
+    CHECK(p.qlast == qw && p.klast == kw && p.need == 8 && p.cfg.pos == pos,
+          "qlast %lld (want %lld), klast %lld (want %lld), need %lld", (long long)p.qlast,
+          (long long)qw, (long long)p.klast, (long long)kw, (long long)p.need);
+    r.pos_rows = 7;
+    CHECK_MSG(rp_attention_plan(&r, &p), RP_ERR_ARG,
+              "option 'positions' holds 7 positions; this call reads 8 (keys 0..7, queries 2..4)");
+}
+
+/* The messages, as rp.attention raises them (numbers as Lua prints them), and the argument. */
+static void test_refusals(void)
+{
+    rp_attn_plan p;
+    rp_attn_request r = request(RP_PE_ROPE, 4, 4, 16, 16);
+    r.keys.fraction_qk = 2.0;
+    CHECK_MSG(rp_attention_plan(&r, &p), RP_ERR_ARG,
+              "option 'fraction_qk' must be in (0, 1], got 2.0");
+    r.keys.fraction_qk = 1.000000001; /* Lua's 14 digits */
+    CHECK_MSG(rp_attention_plan(&r, &p), RP_ERR_ARG,
+              "option 'fraction_qk' must be in (0, 1], got 1.000000001");
+    r.keys.fraction_qk = 1.5;
+    CHECK_MSG(rp_attention_plan(&r, &p), RP_ERR_ARG,
+              "option 'fraction_qk' must be in (0, 1], got 1.5");
+    r.keys.fraction_qk = 0.1;
+    CHECK_MSG(rp_attention_plan(&r, &p), RP_ERR_ARG,
+              "d_rot must be at least 2, got 1 (from fraction_qk 0.1 of D = 16)");
+    r = request(RP_PE_ROPER, 4, 4, 16, 14);
+    r.keys.fraction_o = 0.5, r.keys_given = given_bit("fraction_o");
+    CHECK_MSG(rp_attention_plan(&r, &p), RP_ERR_ARG,
+              "d_rot must be even, got 7 (from fraction_o 0.5 of Dv = 14)");
+    r = request(RP_PE_SHAW, 4, 4, 16, 16);
+    r.keys.rotate = RP_ROT_V;
+    CHECK_MSG(rp_attention_plan(&r, &p), RP_ERR_ARG,
+              "option 'rotate' needs a rotary pe (rope, roper or roper_legacy), got pe 'shaw'");
+    r = request((rp_pe)RP_PE_COUNT, 4, 4, 16, 16); /* a caller in C: refused, not read */
+    CHECK_STATUS(rp_attention_plan(&r, &p), RP_ERR_ARG, "unknown pe");
+    r = request(RP_PE_NONE, 5, 4, 16, 16);
+    CHECK_MSG(rp_attention_plan(&r, &p), RP_ERR_ARG,
+              "default q_offset = S - T = -1 is negative (T = 5 queries, S = 4 keys); pass "
+              "option 'q_offset'");
+    CHECK(p.arg == 4, "arg %d", p.arg);
+    r = request(RP_PE_NONE, (int64_t)1 << 31, (int64_t)1 << 31, 1, 1);
+    CHECK_MSG(rp_attention_plan(&r, &p), RP_ERR_ARG,
+              "attention sizes T, S, D, Dv must be at most 2^31-1");
+    CHECK(p.arg == 1, "arg %d", p.arg);
+    r = request(RP_PE_SHAW, 4, 4, 16, 16);
+    r.keys.rel_clip = 2;
+    CHECK_MSG(rp_attention_plan(&r, &p), RP_ERR_ARG,
+              "option 'rel_k' (shaw's a^K, [5 x 16]) is required by pe 'shaw'");
+    r.tables[RP_TAB_EK] = (rp_plan_table){.given = 1, .ndim = 2, .shape = {4, 16}};
+    r.tables[RP_TAB_EV] = (rp_plan_table){.given = 1, .ndim = 2, .shape = {5, 16}};
+    CHECK_MSG(rp_attention_plan(&r, &p), RP_ERR_ARG,
+              "option 'rel_k' (shaw's a^K): expected [5 x 16], got [4 x 16]");
+    r.tables[RP_TAB_EK].shape[0] = 5;
+    CHECK_STATUS(rp_attention_plan(&r, &p), RP_OK, NULL);
+    r.tables[RP_TAB_BIAS] = (rp_plan_table){.given = 1, .ndim = 2, .shape = {3, 32}};
+    CHECK_MSG(rp_attention_plan(&r, &p), RP_ERR_ARG, "option 'rel_bias' is not used by pe 'shaw'");
+    /* the frequency scalars need something rotated, before the keys that do nothing */
+    r = request(RP_PE_NONE, 4, 4, 16, 16);
+    r.keys.scaling = RP_SCALING_PI, r.keys.scaling_factor = 2.0;
+    rp_rope_freq f = rp_model_cfg_freq(&r.keys);
+    r.freq = &f;
+    CHECK_MSG(rp_attention_plan(&r, &p), RP_ERR_ARG,
+              "scaling, xpos, freq and angles need a rotary pe (rope, roper or roper_legacy), "
+              "not none");
+    r = request(RP_PE_SHAW, 4, 4, 16, 16);
+    r.tables[RP_TAB_EK] = (rp_plan_table){.given = 1, .ndim = 2, .shape = {33, 16}};
+    r.tables[RP_TAB_EV] = (rp_plan_table){.given = 1, .ndim = 2, .shape = {33, 16}};
+    r.keys.rope_base = 500.0;
+    CHECK_STATUS(rp_attention_plan(&r, &p), RP_ERR_ARG, "base 500 does nothing for pe shaw");
+}
+
+/* rp_model_cfg_plan: the rotate rule as rp.model words it, and half and rows for a grid of
+ * configs against the largest floor(fraction * d_k) / 2 of the rotated placements. */
+static void test_model(void)
+{
+    rp_model_cfg c = rp_model_cfg_default(16);
+    c.pe = RP_PE_ALIBI, c.rotate = RP_ROT_Q;
+    CHECK_MSG(rp_model_cfg_plan(&c, NULL), RP_ERR_ARG,
+              "option 'rotate' needs a rotary pe (rope, roper or roper_legacy), got pe 'alibi'");
+    const double fr[] = {1.0, 0.5, 0.25};
+    for (int pe = RP_PE_ROPE; pe <= RP_PE_ROPER; pe++)
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < (pe == RP_PE_ROPER ? 3 : 1); j++) { /* rope: v does nothing */
+                c = rp_model_cfg_default(16);
+                c.pe = (rp_pe)pe, c.d_model = 64, c.heads = 2, c.seq_len = 40;
+                c.fraction_qk = fr[i], c.fraction_v = fr[j];
+                rp_model_plan p;
+                CHECK_STATUS(rp_model_cfg_plan(&c, &p), RP_OK, NULL);
+                int64_t want = (int64_t)floor(fr[i] * 32.0) / 2;
+                int64_t wv = (int64_t)floor(fr[j] * 32.0) / 2;
+                if (pe == RP_PE_ROPER && wv > want) want = wv;
+                CHECK(p.half == want && p.rows == 40, "pe %d fractions %g %g: half %lld, want "
+                      "%lld; rows %lld", pe, fr[i], fr[j], (long long)p.half, (long long)want,
+                      (long long)p.rows);
+            }
+}
+
+int main(void)
+{
+    test_widths();
+    test_positions();
+    test_refusals();
+    test_model();
+    return check_summary("test_plan");
+}
