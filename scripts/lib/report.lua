@@ -43,7 +43,7 @@
 --     runs learned the task (opts.jumps: report.jumps) or how far the runs spread, and what so few
 --     seeds cannot show. opts.problems: the problems a count is out of (a spread from near 0 to
 --     above half of them is read as runs that learned the task and runs that did not); opts.unit: the metric's unit after a count ("correct of 128");
---     opts.study_seeds: the seeds of the committed study shown beside it (studies.lua)
+--     opts.study_seeds: the seeds of the committed study shown after it (studies.lua)
 --   report.plot_groups(groups, jumps) -> plot.loss_curves' groups: each group's results, and with
 --     jumps (report.jumps) whether each run jumped (plot.loss_curves then draws a mean per part)
 --
@@ -486,9 +486,11 @@ function report.reading(groups, metric, d, opts)
             tables.num(math.max(math.abs(r.t_lo), math.abs(r.t_hi)), vf))
         else
           s[#s + 1] = ("The interval holds 0, so these %d %s cannot tell %s and %s apart: any "
-            .. "difference from %s to %s fits them. That is no evidence of a difference, and no "
+            .. "difference from %s to %s fits them%s. That is no evidence of a difference, and no "
             .. "evidence that there is none."):format(r.pairs, plural(r.pairs, "seed"), r.b, r.a,
-            tables.num(r.t_lo, f), tables.num(r.t_hi, f))
+            tables.num(r.t_lo, f), tables.num(r.t_hi, f),
+            (opts.problems and r.t_hi - r.t_lo > opts.problems) and (" (an interval wider than "
+            .. "the whole scale of 0 to %d)"):format(opts.problems) or "")
         end
       end
       out[#out + 1] = table.concat(s, " ")
@@ -541,7 +543,7 @@ function report.reading(groups, metric, d, opts)
         :format(tables.num(stats.sign_flip_floor(fewest), "%.3g"))
     end
     out[#out + 1] = s .. ". A small difference, or how often each method learns the task, needs "
-      .. (opts.study_seeds and ("many more seeds: the committed study beside this has %d.")
+      .. (opts.study_seeds and ("many more seeds: the committed study below has %d.")
         :format(opts.study_seeds) or "many more seeds.")
   end
   if #out == 0 then return "" end

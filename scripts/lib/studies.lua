@@ -117,7 +117,8 @@ function studies.markdown(loaded, differing, cfg, nseeds, metric, link)
   else
     local parts = {}
     for _, k in ipairs(differing) do
-      parts[#parts + 1] = ("%s %s (this run %s)"):format(k, tostring(c[k]), tostring(cfg[k]))
+      local function v(x) return type(x) == "number" and tables.num(x) or tostring(x) end
+      parts[#parts + 1] = ("%s %s (this run %s)"):format(k, v(c[k]), v(cfg[k]))
     end
     close = ("the same task with another configuration: %s; %d seeds where this run has %d")
       :format(table.concat(parts, ", "), loaded.seeds, nseeds)

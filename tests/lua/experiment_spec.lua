@@ -712,8 +712,10 @@ describe("scripts/sweep.lua", function()
         titles[#titles + 1] = rest:match('title "([^"]*)"')
       end
     end
-    assert.are.equal(4, thin, gp)
-    assert.are.same({ "pe=rope (mean)", "pe=none (mean)" }, titles)
+    -- each run in its colour, the key naming each point once and each mean as a mean
+    assert.are.equal(2, thin, gp)
+    assert.are.same({ "pe=rope: each run (2)", "pe=none: each run (2)",
+      "pe=rope: mean of the 2 runs", "pe=none: mean of the 2 runs" }, titles)
     assert.truthy(gp:find("each run thin, the mean over its seeds thick", 1, true), gp)
     -- stdout and stderr in one file: the table in one piece before the "wrote" line
     local log = dir .. "/both.log"

@@ -238,7 +238,9 @@ describe("report.html in a browser", function()
     assert.are.same({}, console(se))
     local sj = h.read_json(cmp .. "/summary.json")
     -- the methods table
-    local t = table_with(dom, "method | runs | drop worst, mean | mean | median | min | max | std")
+    -- counts say of how many problems (--problems 4)
+    local t = table_with(dom, "method | runs | drop worst, mean (of 4) | mean (of 4) | median (of 4) "
+      .. "| min (of 4) | max (of 4) | std | greedy mean (of 4)")
     assert.are.equal(3, #t, cjson.encode(t))
     for i, m in ipairs(sj.methods) do
       local row, s = t[i + 1], m.summary
@@ -260,11 +262,21 @@ describe("report.html in a browser", function()
       holds(lo, r.t_lo, "t_lo")
       holds(hi, r.t_hi, "t_hi")
     end
+    -- the page opens with the reading of this run, then the committed study of the same task,
+    -- linked to its section of docs/results.md (its configuration is not this tiny one's)
+    local d = sj.differences.rows[1]
+    assert.truthy(dom:find(("<h2>What this run shows</h2>\n<p><strong>roper - rope: %+.1f correct of "
+      .. "4</strong>"):format(d.mean_diff), 1, true), dom)
+    assert.truthy(dom:find('docs/results.md#substring-by-index-the-write-ups-biggest-gap">',
+      1, true), dom)
+    assert.truthy(dom:find("the same task with another configuration: d_model 64 (this run 16)",
+      1, true), dom)
     -- the warning of the statistics: 3 pairs cannot reach 0.05 with the sign-flip test
     assert.truthy(dom:find('<p class="warning">Warning: with 3 pairs the exact sign-flip test',
       1, true), dom)
     -- every run, against its own JSON
-    local e = table_with(dom, "method | seed | correct | greedy | eval loss | final train loss")
+    local e = table_with(dom, "method | seed | correct (of 4) | greedy (of 4) | eval loss | "
+      .. "final train loss")
     assert.are.equal(7, #e)
     local k = 1
     for _, m in ipairs { "rope", "roper" } do
