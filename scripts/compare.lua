@@ -41,6 +41,7 @@ local slurmrun = require "lib.slurm"
 local lengths = require "lib.lengths"
 local report = require "lib.report"
 local html = require "lib.html"
+local studies = require "lib.studies"
 
 -- --help opens with these (each runs as written from the repository's folder; tests/lua/
 -- help_examples_spec.lua runs them)
@@ -309,9 +310,12 @@ cli.main("compare.lua", function()
     summary_json.methods[#summary_json.methods + 1] = { label = g.label, config = g.cfg,
       summary = s, values = finite(g.values) }
   end
-  local headers = { "method", "runs", "drop worst, mean", "mean", "median", "min", "max", "std" }
+  -- a count of correct answers says of how many
+  local of = metric == "correct" and (" (of %d)"):format(c1.problems) or ""
+  local headers = { "method", "runs", "drop worst, mean" .. of, "mean" .. of, "median" .. of,
+    "min" .. of, "max" .. of, "std" }
   if metric == "correct" then
-    headers[#headers + 1] = "greedy mean"
+    headers[#headers + 1] = "greedy mean" .. of
     headers[#headers + 1] = "eval loss"
   else
     headers[#headers + 1] = "final train loss"
@@ -365,6 +369,13 @@ cli.main("compare.lua", function()
     c1.d_ff, c1.norm, c1.seq_len, c1.batch, c1.steps, c1.optimiser, tables.num(c1.lr), c1.schedule,
     args.first_seed, args.first_seed + args.seeds - 1, results[1] and results[1].params or 0)
 
+  -- every pair of methods: intervals, effect sizes, Holm; the jump endpoint (--jump-loss)
+  local diffs = report.differences(groups, metric)
+  local jumps = report.jumps(groups, args.jump_loss)
+  -- the committed study of the same question (results/ beside scripts/, when it is there)
+  local root = fileio.abspath(fileio.join(fileio.dirname(arg[0]), ".."))
+  local study, differing = studies.closest(task, c1, labels, root)
+
   local done_results = {}
   for i = 1, #runs do done_results[#done_results + 1] = results[i] end
   local digest = provenance.digest(done_results)
@@ -373,6 +384,11 @@ cli.main("compare.lua", function()
     "",
     "Command: `" .. table.concat(cmd, " ") .. "`",
     "",
+    report.reading(groups, metric, diffs, { jumps = jumps, unit = metric == "correct"
+      and metric_name:match("^correct of %d+") or nil, study_seeds = study and study.seeds,
+      problems = c1.problems }),
+    study and studies.markdown(study, differing, c1, args.seeds, metric,
+      studies.link(root, out)) or "",
     "Scale: " .. scale .. ".",
     "",
     provenance.line(digest),
@@ -406,10 +422,10 @@ cli.main("compare.lua", function()
       "test loss", "test perplexity", "test bits/byte" }, lm_rows)
   end
   -- the loss curves, right under the table they explain
-  local plot_groups = {}
-  for i, g in ipairs(groups) do plot_groups[i] = { label = g.label, results = g.results } end
+  local plot_groups = report.plot_groups(groups, jumps)
   local files, perr = plot.loss_curves(plot_groups, fileio.join(out, "loss"), {
-    title = ("%s: training loss (each run thin, the mean of the runs thick)"):format(task),
+    title = ("%s: training loss (each run thin, the mean of the runs thick and dashed%s)")
+      :format(task, jumps and ", apart for the runs that jumped" or ""),
     x = args.x })
   if files then
     md[#md + 1] = "Loss curves: `" .. files[1] .. "`, `" .. files[2] .. "`.\n"
@@ -422,15 +438,13 @@ cli.main("compare.lua", function()
     md[#md + 1] = tables.markdown(tables.test_headers, test_rows)
   end
   -- every pair of methods: intervals, effect sizes, Holm
-  local diffs = report.differences(groups, metric)
   summary_json.differences = diffs
   if #diffs.rows > 0 then md[#md + 1] = report.differences_markdown(diffs, metric) end
   -- the jump endpoint (--jump-loss): rates, steps, Kaplan-Meier
-  local jumps = report.jumps(groups, args.jump_loss)
   local kfiles, kerr
   if jumps then
     summary_json.jumps = jumps
-    md[#md + 1] = report.jumps_markdown(jumps, metric)
+    md[#md + 1] = report.jumps_markdown(jumps, metric, of)
     kfiles, kerr = plot.km(report.km_series(jumps, c1.steps), fileio.join(out, "jumps"), {
       title = ("%s: runs that have not jumped yet (training loss above %s)"):format(task,
         tables.num(args.jump_loss)) })
@@ -461,7 +475,8 @@ cli.main("compare.lua", function()
   end
   md[#md + 1] = "Every run:\n"
   local run_headers = metric == "correct"
-    and { "method", "seed", "correct", "greedy", "eval loss", "final train loss", "train s" }
+    and { "method", "seed", "correct" .. of, "greedy" .. of, "eval loss", "final train loss",
+      "train s" }
     or { "method", "seed", "eval loss", "final train loss", "train s" }
   md[#md + 1] = tables.markdown(run_headers, run_rows)
   if #failures > 0 then

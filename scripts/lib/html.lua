@@ -7,7 +7,7 @@
 --   html.escape(s) -> s with & < > " escaped
 --   html.markdown(md) -> HTML for the markdown the scripts write (tables.markdown): "# " headings,
 --     pipe tables (the first row the header; cells that are numbers right-aligned), paragraphs
---     with `code` and **bold**; a paragraph that starts with "Warning" is marked as a warning;
+--     with `code`, **bold** and [links](href); a paragraph that starts with "Warning" is marked as a warning;
 --     after a paragraph that names SVG files in backquotes (`.../loss.svg`), each of them inline
 --     (html.svg), with a link to the PNG beside it
 --   html.svg(path, prefix) -> the SVG of a file to put inside a page (its XML prolog dropped, its
@@ -38,6 +38,7 @@ local function inline(s)
   s = html.escape(s)
   s = s:gsub("`([^`]*)`", "<code>%1</code>")
   s = s:gsub("%*%*(.-)%*%*", "<strong>%1</strong>")
+  s = s:gsub("%[([^%]]+)%]%(([^)%s]+)%)", '<a href="%2">%1</a>')
   return s
 end
 

@@ -1,15 +1,17 @@
 -- Loss-curve charts through gnuplot (like the write-up's: training loss against tokens, one
--- line per method). For each group every run's curve is drawn thin and pale in the group's
--- colour, and the mean over its runs at each logged step thick on top: a task learned in a jump
--- by some seeds and never by others shows as the two bundles it is, not as a mean between them
--- that no run followed.
+-- colour per method). For each group every run's curve is drawn thin in the group's colour (the
+-- key names the method), and the mean over its runs at each logged step thick and dashed on top,
+-- named as a mean. A task learned in a jump by some seeds and never by others (g.jumped) gets a
+-- mean per part, the runs that jumped and those that did not, never one mean between the two
+-- bundles that no run followed. The x axis ends at the last point; tokens are in millions.
 --
 --   plot.loss_curves(groups, prefix[, opts]) -> files | nil, message
---     groups: { {label = "rope", results = {result, ...}}, ... } (results of rp.experiment.run)
+--     groups: { {label = "rope", results = {result, ...}[, jumped = {bool, ...}]}, ... } (results
+--     of rp.experiment.run; jumped: whether each result's run jumped, report.plot_groups)
 --     prefix: output path without extension; writes prefix.dat, prefix.gp, prefix.png, prefix.svg
 --     opts: title, ylabel ("training loss"), x ("tokens" or "step")
---     prefix.dat holds, per group, a block "x mean min max" and then one block "x loss" per run
---     (gnuplot's index order)
+--     prefix.dat holds, per group, a block "x mean min max" per mean (of 2 runs or more), then
+--     one block "x loss" per run (gnuplot's index order); x in millions of tokens, or steps
 --   plot.lengths(series, prefix[, opts]) -> files | nil, message
 --     series: { {label = "rope pi", points = { {x, mean, min, max}, ... }}, ... } (x ascending)
 --     writes prefix.dat, .gp, .png, .svg: one line per series through the means, with error
@@ -87,29 +89,56 @@ local function render(prefix, datfile, body)
   return { prefix .. ".png", prefix .. ".svg", gp, datfile }
 end
 
+-- The runs of a group split where runs are bimodal: { {results =, what =}, ... }: with
+-- g.jumped (a flag per result) the runs that jumped and those that did not, each part only
+-- when it has a run; without it all the runs as one part.
+local function parts_of(g)
+  if not g.jumped then return { { results = g.results, what = "" } } end
+  local yes, no = {}, {}
+  for i, r in ipairs(g.results) do
+    if g.jumped[i] then yes[#yes + 1] = r else no[#no + 1] = r end
+  end
+  if #yes == 0 or #no == 0 then return { { results = g.results, what = "" } } end
+  return { { results = yes, what = " that jumped" }, { results = no, what = " that did not" } }
+end
+
 function plot.loss_curves(groups, prefix, opts)
   opts = opts or {}
   local x = opts.x or "tokens"
+  -- tokens in millions (ticks 0.5, 1, 1.5 ...: no 500.0k), steps as they are
+  local scale = x == "step" and 1 or 1e6
   local dat = {}
   local nonempty = 0
   local block = 0          -- gnuplot's index of the next block
-  local mean_at, runs_at = {}, {} -- per group: the index of its mean, of each of its runs
+  local means, runs_at = {}, {} -- per group: its mean blocks {index, n, what}, each run's index
+  local xmax = -math.huge
   for gi, g in ipairs(groups) do
-    dat[#dat + 1] = ("# %s: %s  mean  min  max"):format(g.label, x)
-    for _, r in ipairs(band(g.results, x)) do
-      dat[#dat + 1] = ("%.10g %.6g %.6g %.6g"):format(r[1], r[2], r[3], r[4])
-      nonempty = nonempty + 1
+    means[gi] = {}
+    -- a mean over 2 runs or more: one per part when runs are bimodal
+    for _, part in ipairs(parts_of(g)) do
+      if #part.results >= 2 then
+        dat[#dat + 1] = ("# %s, mean of the %d runs%s: %s  mean  min  max"):format(g.label,
+          #part.results, part.what, x)
+        for _, r in ipairs(band(part.results, x)) do
+          dat[#dat + 1] = ("%.10g %.6g %.6g %.6g"):format(r[1] / scale, r[2], r[3], r[4])
+        end
+        dat[#dat + 1] = "\n" -- two blank lines separate gnuplot data blocks (index)
+        means[gi][#means[gi] + 1], block = { index = block, n = #part.results,
+          what = part.what }, block + 1
+      end
     end
-    dat[#dat + 1] = "\n" -- two blank lines separate gnuplot data blocks (index)
-    mean_at[gi], runs_at[gi], block = block, {}, block + 1
+    runs_at[gi] = {}
     for ri, r in ipairs(g.results) do
       local rows = {}
       for _, p in ipairs(r.curve or {}) do
         if p.loss then
-          rows[#rows + 1] = ("%.10g %.6g"):format(x == "step" and p.step or p.tokens, p.loss)
+          local px = (x == "step" and p.step or p.tokens) / scale
+          rows[#rows + 1] = ("%.10g %.6g"):format(px, p.loss)
+          xmax = math.max(xmax, px)
         end
       end
       if #rows > 0 then
+        nonempty = nonempty + #rows
         dat[#dat + 1] = ("# %s, run %d (seed %s): %s  loss"):format(g.label, ri,
           tostring(r.config and r.config.seed or "?"), x)
         dat[#dat + 1] = table.concat(rows, "\n")
@@ -123,25 +152,33 @@ function plot.loss_curves(groups, prefix, opts)
   local ok, err = fileio.write(datfile, table.concat(dat, "\n") .. "\n")
   if not ok then return nil, err end
 
-  -- every run thin and pale (gnuplot's #AARRGGBB: AA is the transparency), then the means on top
+  -- every run thin in its method's colour (the first one names the method in the key), then
+  -- the means on top, thick and dashed, each named as a mean of its runs
   local plots = {}
-  for gi in ipairs(groups) do
-    local pale = "#80" .. colours[(gi - 1) % #colours + 1]:sub(2)
-    for _, b in ipairs(runs_at[gi]) do
-      plots[#plots + 1] = ("%s index %d using 1:2 with lines lw 0.8 lc rgb %s notitle"):format(
-        gp_string(datfile), b, gp_string(pale))
+  for gi, g in ipairs(groups) do
+    local c = colours[(gi - 1) % #colours + 1]
+    local pale = "#60" .. c:sub(2)
+    for k, b in ipairs(runs_at[gi]) do
+      plots[#plots + 1] = ("%s index %d using 1:2 with lines lw 1.2 lc rgb %s %s"):format(
+        gp_string(datfile), b, gp_string(pale), k == 1 and ("title %s"):format(
+        gp_string(("%s: each run (%d)"):format(g.label, #runs_at[gi]))) or "notitle")
     end
   end
   for gi, g in ipairs(groups) do
-    plots[#plots + 1] = ("%s index %d using 1:2 with lines lw 2.5 lc rgb %s title %s"):format(
-      gp_string(datfile), mean_at[gi], gp_string(colours[(gi - 1) % #colours + 1]),
-      gp_string(g.label .. " (mean)"))
+    local c = colours[(gi - 1) % #colours + 1]
+    for k, m in ipairs(means[gi]) do
+      plots[#plots + 1] = ("%s index %d using 1:2 with lines lw 3 dt %d lc rgb %s title %s")
+        :format(gp_string(datfile), m.index, k == 1 and 2 or 3, gp_string(c),
+        gp_string(("%s: mean of the %d runs%s"):format(g.label, m.n, m.what)))
+    end
   end
   local body = {
     "set grid",
     "set key top right",
-    "set format x '%.1s%c'", -- 500k, 1.0M, ...
-    ("set xlabel %s"):format(gp_string(x == "step" and "training step" or "tokens")),
+    ("set xrange [0:%.10g]"):format(xmax), -- the axis ends at the last point
+    "set format x '%g'",
+    ("set xlabel %s"):format(gp_string(x == "step" and "training step"
+      or "tokens (millions)")),
     ("set ylabel %s"):format(gp_string(opts.ylabel or "training loss")),
     opts.title and ("set title %s noenhanced"):format(gp_string(opts.title)) or "",
     "set key noenhanced",

@@ -29,13 +29,23 @@
 --     jumps, rate, the Kaplan-Meier curve and median jump step, the metric's mean over the runs
 --     that jumped; per pair: Fisher's exact test of the jump rates and the log-rank test of the
 --     jump steps, with Holm over the pairs (each test its own family)
---   report.jumps_markdown(j, metric) -> text
+--   report.jumps_markdown(j, metric[, of]) -> text; of: the metric's header suffix (" (of 128)")
 --   report.interaction(g1, g2, a, b) -> row | nil: whether the paired difference b - a changes
 --     between two comparisons (two model sizes, say): each comparison's per-seed differences b - a
 --     (the seeds both methods have), their means d1 and d2, and Welch's t-test of d2 - d1 over
 --     the two lists (independent seeds), with its 95% interval (Welch's df); g1, g2: the groups
 --     of the two comparisons; nil when a list has fewer than 2 differences
 --   report.jump_sensitivity_markdown(groups, thresholds) -> text
+--   report.reading(groups, metric, d[, opts]) -> text: a plain-language reading of one comparison,
+--     generated from its numbers: for each row of d (report.differences) against the first method,
+--     the paired difference with its 95% interval, whether the interval excludes 0 (and with how
+--     few seeds that is possible at all), on how many seeds the second method was better; how many
+--     runs learned the task (opts.jumps: report.jumps) or how far the runs spread, and what so few
+--     seeds cannot show. opts.problems: the problems a count is out of (a spread from near 0 to
+--     above half of them is read as runs that learned the task and runs that did not); opts.unit: the metric's unit after a count ("correct of 128");
+--     opts.study_seeds: the seeds of the committed study shown after it (studies.lua)
+--   report.plot_groups(groups, jumps) -> plot.loss_curves' groups: each group's results, and with
+--     jumps (report.jumps) whether each run jumped (plot.loss_curves then draws a mean per part)
 --
 -- groups: compare.lua's groups: { {label =, runs = { {seed =, res = result}, ... }}, ... }.
 -- Pure Lua (lib.stats); nothing here runs a model.
@@ -307,7 +317,7 @@ function report.jumps(groups, threshold, opts)
   return { threshold = threshold, methods = methods, tests = tests }
 end
 
-function report.jumps_markdown(j, metric)
+function report.jumps_markdown(j, metric, of)
   local rows = {}
   for _, m in ipairs(j.methods) do
     rows[#rows + 1] = { m.label, tostring(m.runs), tostring(m.jumped),
@@ -327,7 +337,7 @@ function report.jumps_markdown(j, metric)
       .. "Kaplan-Meier median. The metric after the jump: the mean over the runs that jumped.\n")
       :format(tables.num(j.threshold)),
     tables.markdown({ "method", "runs", "jumped", "rate", "median jump step",
-      "metric when jumped" }, rows),
+      "metric when jumped" .. (of or "") }, rows),
   }
   if #trows > 0 then
     out[#out + 1] = "Jump rate: Fisher's exact test; jump step: the log-rank test (censored "
@@ -429,6 +439,133 @@ function report.km_series(j, last_step)
     series[#series + 1] = { label = m.label, points = pts }
   end
   return series
+end
+
+-- ---------------------------------------------------------------- the plain-language reading
+
+local function plural(n, one, many) return n == 1 and one or (many or one .. "s") end
+
+function report.reading(groups, metric, d, opts)
+  opts = opts or {}
+  local higher = metric == "correct"
+  local f = metric == "correct" and "%+.1f" or "%+.4f"
+  local vf = metric == "correct" and "%.0f" or "%.4f"
+  local unit = opts.unit or (metric == "correct" and "correct" or "evaluation loss")
+  local out = {}
+  local by_label = {}
+  for _, g in ipairs(groups) do by_label[g.label] = g end
+  local first = groups[1] and groups[1].label
+  local fewest
+  for _, r in ipairs(d.rows) do
+    if r.a == first then
+      local s = {}
+      if not r.mean_diff then
+        s[#s + 1] = ("%s against %s: %d paired %s, too few for an interval."):format(r.b, r.a,
+          r.pairs, plural(r.pairs, "seed"))
+      else
+        fewest = math.min(fewest or r.pairs, r.pairs)
+        local better_b = (r.mean_diff > 0) == higher
+        s[#s + 1] = ("**%s - %s: %s %s** (%s), paired by seed over %d %s, 95%% interval "
+          .. "[%s, %s]."):format(r.b, r.a, tables.num(r.mean_diff, f), unit,
+          higher and "higher is better" or "lower is better", r.pairs, plural(r.pairs, "seed"),
+          tables.num(r.t_lo, f), tables.num(r.t_hi, f))
+        -- on how many seeds b was better
+        local va, vb = pairs_of(report.by_seed(by_label[r.a]), report.by_seed(by_label[r.b]))
+        local wins, ties = 0, 0
+        for i = 1, #va do
+          if (higher and vb[i] > va[i]) or (not higher and vb[i] < va[i]) then wins = wins + 1 end
+          if vb[i] == va[i] then ties = ties + 1 end
+        end
+        s[#s + 1] = ("%s did better on %d of the %d seeds%s."):format(r.b, wins, #va,
+          ties > 0 and (" (%d tied)"):format(ties) or "")
+        if r.t_lo > 0 or r.t_hi < 0 then
+          s[#s + 1] = ("The interval excludes 0: these runs are evidence that %s does %s than "
+            .. "%s on this task at this scale (paired t p %s), a difference between %s and %s."):format(
+            r.b, better_b and "better" or "worse", r.a, tables.num(r.p_t, "%.2g"),
+            tables.num(math.min(math.abs(r.t_lo), math.abs(r.t_hi)), vf),
+            tables.num(math.max(math.abs(r.t_lo), math.abs(r.t_hi)), vf))
+        else
+          s[#s + 1] = ("The interval holds 0, so these %d %s cannot tell %s and %s apart: any "
+            .. "difference from %s to %s fits them%s. That is no evidence of a difference, and no "
+            .. "evidence that there is none."):format(r.pairs, plural(r.pairs, "seed"), r.b, r.a,
+            tables.num(r.t_lo, f), tables.num(r.t_hi, f),
+            (opts.problems and r.t_hi - r.t_lo > opts.problems) and (" (an interval wider than "
+            .. "the whole scale of 0 to %d)"):format(opts.problems) or "")
+        end
+      end
+      out[#out + 1] = table.concat(s, " ")
+    end
+  end
+  -- how many runs learned the task, or how far the runs spread
+  if opts.jumps then
+    local parts, mixed = {}, false
+    for _, m in ipairs(opts.jumps.methods) do
+      parts[#parts + 1] = ("%s %d of %d"):format(m.label, m.jumped, m.runs)
+      if m.jumped > 0 and m.jumped < m.runs then mixed = true end
+    end
+    local s = ("Runs that learned the task (training loss fell below %s): %s."):format(
+      tables.num(opts.jumps.threshold), table.concat(parts, ", "))
+    if mixed then
+      s = s .. " Some runs learned it and others did not, so the results are two groups rather "
+        .. "than a spread around one value: a mean mostly counts how many runs learned it, and "
+        .. "a few seeds cannot tell whether one method learns it more often."
+    end
+    out[#out + 1] = s
+  elseif metric == "correct" and opts.problems then
+    -- without --jump-loss: a method whose runs score both near 0 (at most a tenth of the
+    -- problems) and above half of them
+    local parts, split = {}, false
+    for _, g in ipairs(groups) do
+      local lo, hi
+      for _, r in ipairs(g.runs) do
+        local v = r.res.value
+        if v then lo, hi = math.min(lo or v, v), math.max(hi or v, v) end
+      end
+      if lo then
+        parts[#parts + 1] = ("%s %s to %s"):format(g.label, tables.num(lo, vf), tables.num(hi, vf))
+        if lo <= opts.problems / 10 and hi >= opts.problems / 2 then split = true end
+      end
+    end
+    if split then
+      out[#out + 1] = ("The runs range over %s %s: some runs near 0 and some above half, which "
+        .. "is what runs that learned the task beside runs that did not look like, so a mean "
+        .. "mostly counts how many learned it (--jump-loss counts them)."):format(
+        table.concat(parts, ", "), unit)
+    end
+  end
+  -- what so few seeds cannot show
+  if fewest and fewest < 10 then
+    local s = ("What %d %s cannot show: the interval rests on %d degrees of freedom, so only a "
+      .. "large difference that every seed agrees on excludes 0"):format(fewest,
+      plural(fewest, "seed"), fewest - 1)
+    if not stats.can_reach(fewest, 0.05) then
+      s = s .. (", and the exact sign-flip test cannot go below p %s whatever the data")
+        :format(tables.num(stats.sign_flip_floor(fewest), "%.3g"))
+    end
+    out[#out + 1] = s .. ". A small difference, or how often each method learns the task, needs "
+      .. (opts.study_seeds and ("many more seeds: the committed study below has %d.")
+        :format(opts.study_seeds) or "many more seeds.")
+  end
+  if #out == 0 then return "" end
+  return "## What this run shows\n\n" .. table.concat(out, "\n\n") .. "\n"
+end
+
+function report.plot_groups(groups, jumps)
+  local out = {}
+  for gi, g in ipairs(groups) do
+    local pg = { label = g.label, results = {} }
+    local by_seed = {}
+    if jumps and jumps.methods[gi] then
+      for _, r in ipairs(jumps.methods[gi].by_run) do by_seed[r.seed] = r.jumped end
+      pg.jumped = {}
+    end
+    for i, r in ipairs(g.runs) do
+      pg.results[i] = r.res
+      if pg.jumped then pg.jumped[i] = by_seed[r.seed] == true end
+    end
+    out[gi] = pg
+  end
+  return out
 end
 
 return report

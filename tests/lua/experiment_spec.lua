@@ -496,7 +496,7 @@ describe("scripts/compare.lua", function()
     assert.are.equal(0, code, so .. se)
     local md = assert(read(out .. "/summary.md"))
     assert.are.equal(md, so) -- the summary is also printed
-    assert.truthy(md:find("| method | runs | drop worst, mean |", 1, true), md)
+    assert.truthy(md:find("| method | runs | drop worst, mean %(of %d+%) |"), md) -- of how many
     local main = table_rows_after(md, "| method | runs")
     assert.are.equal(2, #main, md)
     assert.truthy(main[1]:match("^| rope | 2 | "), main[1])
@@ -544,31 +544,34 @@ describe("scripts/compare.lua", function()
     assert.is_not_nil(first, "needs the first test")
     -- the data blocks of loss.dat (gnuplot's index order), each a list of rows of numbers
     local blocks = h.gnuplot_blocks(assert(read(out .. "/loss.dat")))
-    -- the plot command: thin pale lines without a title, then one thick titled line per method
+    -- the plot command: thin lines in the method's colour (the first of each titled with the
+    -- method), then one thick dashed line per method titled as the mean of its runs
     local gp = assert(read(out .. "/loss.gp"))
     local thin, thick = {}, {}
     for index, rest in gp:gmatch('index (%d+) using 1:2 with lines ([^,\n]*)') do
-      if rest:find("notitle", 1, true) then
+      if not rest:find("mean of the", 1, true) then
         assert.is_nil(next(thick), "a run drawn over a mean: " .. gp)
-        assert.truthy(rest:find("^lw 0%.8 lc rgb \"#80"), rest)
+        assert.truthy(rest:find("^lw 1%.2 lc rgb \"#60"), rest)
         thin[#thin + 1] = tonumber(index) + 1
       else
+        assert.truthy(rest:find("^lw 3 dt 2 "), rest)
         thick[#thick + 1] = { tonumber(index) + 1, rest:match('title "([^"]*)"') }
       end
     end
     assert.are.equal(4, #thin, gp)
-    assert.are.same({ "rope (mean)", "roper (mean)" }, { thick[1][2], thick[2][2] })
+    assert.are.same({ "rope: mean of the 2 runs", "roper: mean of the 2 runs" },
+      { thick[1][2], thick[2][2] })
     -- each thin line is one run's curve (tokens, loss), each thick one the mean of its runs'
     local curves = {}
     for i, r in ipairs(runs) do
       local res = cjson.decode(first[r .. ".json"])
       local rows = {}
-      for j, p in ipairs(res.curve) do rows[j] = { p.tokens, p.loss } end
+      for j, p in ipairs(res.curve) do rows[j] = { p.tokens / 1e6, p.loss } end -- millions
       curves[i] = rows
       local got = blocks[thin[i]]
       assert.are.equal(#rows, #got, r)
       for j = 1, #rows do
-        assert.are.equal(rows[j][1], got[j][1], r)
+        assert.is_true(math.abs(rows[j][1] - got[j][1]) <= 1e-9 * rows[j][1], r)
         assert.is_true(math.abs(rows[j][2] - got[j][2]) <= 1e-5 * rows[j][2], r)
       end
     end
@@ -576,7 +579,7 @@ describe("scripts/compare.lua", function()
       local mean = blocks[thick[m][1]]
       for j, row in ipairs(mean) do
         local a, b = curves[2 * m - 1][j][2], curves[2 * m][j][2]
-        assert.are.equal(curves[2 * m - 1][j][1], row[1])
+        assert.is_true(math.abs(curves[2 * m - 1][j][1] - row[1]) <= 1e-9 * row[1])
         assert.is_true(math.abs((a + b) / 2 - row[2]) <= 1e-5 * row[2], thick[m][2])
       end
     end
@@ -712,8 +715,10 @@ describe("scripts/sweep.lua", function()
         titles[#titles + 1] = rest:match('title "([^"]*)"')
       end
     end
-    assert.are.equal(4, thin, gp)
-    assert.are.same({ "pe=rope (mean)", "pe=none (mean)" }, titles)
+    -- each run in its colour, the key naming each point once and each mean as a mean
+    assert.are.equal(2, thin, gp)
+    assert.are.same({ "pe=rope: each run (2)", "pe=none: each run (2)",
+      "pe=rope: mean of the 2 runs", "pe=none: mean of the 2 runs" }, titles)
     assert.truthy(gp:find("each run thin, the mean over its seeds thick", 1, true), gp)
     -- stdout and stderr in one file: the table in one piece before the "wrote" line
     local log = dir .. "/both.log"

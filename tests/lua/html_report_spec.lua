@@ -207,7 +207,8 @@ describe("report.html in a browser", function()
     assert.is_nil(doc:find("<img", 1, true))
     assert.is_nil(doc:find("@import", 1, true))
     assert.is_nil(doc:find("http-equiv=\"refresh\"", 1, true), "the final page reloads")
-    -- "http" only as the SVG name spaces; every link a file of the folder
+    -- "http" only as the SVG name spaces; every link a file of the folder (or the section of
+    -- docs/results.md that holds the committed study of the same task)
     for url in doc:gmatch("https?://[^\"'%s<]*") do
       assert.truthy(url == "http://www.w3.org/2000/svg"
         or url == "http://www.w3.org/1999/xlink", url)
@@ -217,7 +218,7 @@ describe("report.html in a browser", function()
       links = links + 1
       assert.is_nil(href:find("^/"), href)
       assert.is_nil(href:find(":", 1, true), href)
-      assert.is_not_nil(lfs.attributes(cmp .. "/" .. href), href)
+      assert.is_not_nil(lfs.attributes(cmp .. "/" .. href:gsub("#[%w_-]+$", "")), href)
     end
     assert.is_true(links >= 6 * 3 + 2, links) -- each run's result, curve and log; the PNGs
     -- the plots are inline, their ids distinct
@@ -238,7 +239,9 @@ describe("report.html in a browser", function()
     assert.are.same({}, console(se))
     local sj = h.read_json(cmp .. "/summary.json")
     -- the methods table
-    local t = table_with(dom, "method | runs | drop worst, mean | mean | median | min | max | std")
+    -- counts say of how many problems (--problems 4)
+    local t = table_with(dom, "method | runs | drop worst, mean (of 4) | mean (of 4) | median (of 4) "
+      .. "| min (of 4) | max (of 4) | std | greedy mean (of 4)")
     assert.are.equal(3, #t, cjson.encode(t))
     for i, m in ipairs(sj.methods) do
       local row, s = t[i + 1], m.summary
@@ -260,11 +263,20 @@ describe("report.html in a browser", function()
       holds(lo, r.t_lo, "t_lo")
       holds(hi, r.t_hi, "t_hi")
     end
+    -- the page opens with the reading of this run, then the committed study of the same task,
+    -- linked to its section of docs/results.md (its configuration is not this tiny one's)
+    local d = sj.differences.rows[1]
+    assert.truthy(dom:find(("<h2>What this run shows</h2>\n<p><strong>roper - rope: %+.1f correct of "
+      .. "4</strong>"):format(d.mean_diff), 1, true), dom)
+    assert.truthy(dom:find('docs/results.md#substring-by-index-', 1, true), dom)
+    assert.truthy(dom:find("the same task with another configuration: d_model 64 (this run 16)",
+      1, true), dom)
     -- the warning of the statistics: 3 pairs cannot reach 0.05 with the sign-flip test
     assert.truthy(dom:find('<p class="warning">Warning: with 3 pairs the exact sign-flip test',
       1, true), dom)
     -- every run, against its own JSON
-    local e = table_with(dom, "method | seed | correct | greedy | eval loss | final train loss")
+    local e = table_with(dom, "method | seed | correct (of 4) | greedy (of 4) | eval loss | "
+      .. "final train loss")
     assert.are.equal(7, #e)
     local k = 1
     for _, m in ipairs { "rope", "roper" } do

@@ -236,6 +236,15 @@ describe("compare.lua with the new tables", function()
     local md = h.read(out .. "/summary.md")
     assert.truthy(md:find("| roper - rope | 2 |", 1, true), md)
     assert.truthy(md:find("Jumps (training loss below 3.4)", 1, true), md)
+    -- counts say of how many problems, in every table that holds one
+    assert.truthy(md:find("| method | runs | drop worst, mean (of 4) | mean (of 4) |", 1, true), md)
+    assert.truthy(md:find("| method | seed | correct (of 4) | greedy (of 4) |", 1, true), md)
+    assert.truthy(md:find("| rate | median jump step | metric when jumped (of 4) |", 1, true), md)
+    -- the reading comes first, with the runs that learned the task
+    local reading = md:match("## What this run shows\n\n(.-)\nScale:")
+    assert.truthy(reading, md)
+    assert.truthy(reading:find("Runs that learned the task (training loss fell below 3.4): rope ",
+      1, true), reading)
     local s = h.read_json(out .. "/summary.json")
     assert.are.equal(1, #s.differences.rows)
     assert.are.equal(3.4, s.jumps.threshold)
