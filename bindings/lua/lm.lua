@@ -242,9 +242,14 @@ function lm.tokenizer(corpus, vocab_size, kind)
   if type(rp.tokenizer) ~= "table" or type(rp.tokenizer.train) ~= "function" then
     return nil, "rp.tokenizer is not in this build (needed to train " .. path .. ")"
   end
+  -- rp.tokenizer.train's refusals (a vocab_size its byte fallback cannot hold, a path it cannot
+  -- take) are this function's argument errors, in its words
   local tok
-  tok, err = rp.tokenizer.train { input = corpus .. "/train.txt", model = path,
-    vocab_size = vocab_size, type = kind, byte_fallback = true }
+  ok, tok, err = pcall(rp.tokenizer.train, { input = corpus .. "/train.txt", model = path,
+    vocab_size = vocab_size, type = kind, byte_fallback = true })
+  if not ok then
+    argerror(fname, tok:find("vocab_size", 1, true) and 2 or 1, args.inner(tok))
+  end
   if not tok then return nil, err end
   return path
 end

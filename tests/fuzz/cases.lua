@@ -272,7 +272,7 @@ local function seeds(rp)
       { tokenizer = stub_tokenizer(), cache = ctx.dir .. "/lmcache" })
   end
   S["rp.lm.info"] = function(ctx) return pack(ctx.lm_ids) end
-  S["rp.lm.tokenizer"] = function(ctx) return pack(ctx.lm_corpus, 64, "unigram") end
+  S["rp.lm.tokenizer"] = function(ctx) return pack(ctx.lm_corpus, 300, "unigram") end
   S["rp.lm.sample"] = function(ctx)
     return pack(ctx.model(5, 8), stub_tokenizer(), "abc",
       { n = 3, temperature = 0.5, top_k = 2, top_p = 0.9, seed = 1 })
