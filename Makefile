@@ -10,7 +10,8 @@
 #                   report.html (open it in a browser) in results/run/
 #                   (RUN_ARGS="--seeds 10 --steps 4000" changes it; see scripts/compare.lua --help-all)
 #   make bench      sgemm GFLOPS, OpenBLAS core, attention and GELU timings, training steps (ms,
-#                   share of the sgemm peak, peak RSS, the S step beside a busy process), decoding
+#                   share of the sgemm peak, peak RSS, the S step beside a busy process; L8, L32:
+#                   a language model's step at 8k and 32k pieces, the output layer's share), decoding
 #                   of the S model on 1 and N threads (rp.eval.accuracy problems/s, m:generate and
 #                   m:generate_batch tokens/s: tests/bench/bench_decode.lua), and the S and P
 #                   steps on 1 process x N threads against N ranks x 1 thread (MPI)
