@@ -15,7 +15,8 @@
 #                   so 3 seeds of it cannot tell the methods apart (RUN_ARGS="--task
 #                   substring_index --seeds 3 --jump-loss 1.5" runs it; see compare.lua --help-all)
 #   make bench      sgemm GFLOPS, OpenBLAS core, attention and GELU timings, training steps (ms,
-#                   share of the sgemm peak, peak RSS, the S step beside a busy process), decoding
+#                   share of the sgemm peak, peak RSS, the S step beside a busy process; L8, L32:
+#                   a language model's step at 8k and 32k pieces, the output layer's share), decoding
 #                   of the S model on 1 and N threads (rp.eval.accuracy problems/s, m:generate and
 #                   m:generate_batch tokens/s: tests/bench/bench_decode.lua), and the S and P
 #                   steps on 1 process x N threads against N ranks x 1 thread (MPI)

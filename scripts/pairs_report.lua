@@ -26,6 +26,9 @@
 -- --pairs a/b ... adds one compact table, a row per folder: each method's mean and the pairs
 -- asked for (a - b) with their t interval and paired t p, Holm as in the table above it (the
 -- learning-rate tables of docs/results.md).
+-- --noninferiority a/b --margin m adds, for each folder, whether a is worse than b by less than m
+-- (lower is better, paired by seed): the one-sided paired t-test at that margin, its 95% upper
+-- bound and the 90% equivalence interval (docs/results.md, language modelling).
 package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
 local lfs = require "lfs"
 local cli = require "lib.cli"
@@ -68,7 +71,14 @@ cli.main("pairs_report.lua", function()
   parser:option("--pairs", "Also one compact table, a row per folder: each method's mean and "
     .. "these pairs a/b (a - b) with their 95% t interval and paired t p (Holm as in the table "
     .. "of all folders)."):args("+"):argname("<a/b>")
+  parser:option("--noninferiority", "Also a non-inferiority table, a row per folder: a against "
+    .. "b (a - b, lower is better), paired by seed, at --margin."):args("+"):argname("<a/b>")
+  parser:option("--margin", "The non-inferiority margin, in the metric's units (fixed before "
+    .. "the runs)."):argname("<m>"):convert(tonumber)
   local args = parser:parse()
+  if args.noninferiority and not (args.margin and args.margin > 0) then
+    cli.usage("--noninferiority needs --margin, a number > 0")
+  end
   -- skip[dir or true][seed]: the seeds left out of a folder (true: of every folder)
   local skip = { [true] = {} }
   for _, spec in ipairs(args.skip_seeds or {}) do
@@ -200,6 +210,22 @@ cli.main("pairs_report.lua", function()
   end
   if #wanted > 0 then
     io.write("\n", report.compact_markdown(folders, table_all, wanted, metric))
+  end
+  if args.noninferiority then
+    local rows = {}
+    for _, spec in ipairs(args.noninferiority) do
+      local a, b = spec:match("^(.+)/(.+)$")
+      for _, fo in ipairs(folders) do
+        local r = a and report.noninferiority(fo.groups, a, b, args.margin)
+        if not r then
+          cli.usage(("--noninferiority %s: two methods a/b with at least 2 pairs in %s "
+            .. "expected"):format(spec, fo.name))
+        end
+        r.name = fo.name
+        rows[#rows + 1] = r
+      end
+    end
+    io.write("\n", report.noninferiority_markdown(rows, metric))
   end
   if args.interaction then
     local rows = {}

@@ -383,6 +383,57 @@ function report.interaction(g1, g2, a, b)
   return row
 end
 
+-- report.noninferiority(groups, a, b, margin) -> row or nil: candidate a against reference b of
+-- one comparison (labels; lower is better), paired by seed over the seeds where both have a
+-- value, by stats.noninferiority (a - b against the margin; a one-sided 5% test, the 90%
+-- equivalence interval). row: {a, b, margin, n, mean_a, mean_b, left_out (runs of a or b
+-- without a partner or a value), and stats.noninferiority's fields}; nil with fewer than 2 pairs.
+function report.noninferiority(groups, a, b, margin)
+  local ga, gb
+  for _, g in ipairs(groups) do
+    if g.label == a then ga = g end
+    if g.label == b then gb = g end
+  end
+  if not ga or not gb then return nil end
+  local va, vb = report.by_seed(ga), report.by_seed(gb)
+  local seeds = {}
+  for seed in pairs(va) do if vb[seed] ~= nil then seeds[#seeds + 1] = seed end end
+  table.sort(seeds)
+  local xa, xb = {}, {}
+  for i, seed in ipairs(seeds) do xa[i], xb[i] = va[seed], vb[seed] end
+  local r = stats.noninferiority(xa, xb, margin)
+  if not r then return nil end
+  local function mean(x)
+    local sum = 0
+    for _, v in ipairs(x) do sum = sum + v end
+    return sum / #x
+  end
+  r.a, r.b, r.margin, r.mean_a, r.mean_b = a, b, margin, mean(xa), mean(xb)
+  r.left_out = #ga.runs + #gb.runs - 2 * #seeds
+  return r
+end
+
+-- report.noninferiority_markdown(rows, metric) -> text: one line per row of report.noninferiority
+-- (rows[i].name: the comparison's name)
+function report.noninferiority_markdown(rows, metric)
+  local f = diff_fmt(metric)
+  local body = {}
+  for _, r in ipairs(rows) do
+    body[#body + 1] = { r.name or "", r.a .. " - " .. r.b, tostring(r.n),
+      tables.num(r.mean_a, "%.4f"), tables.num(r.mean_b, "%.4f"), tables.num(r.mean_diff, f),
+      tables.num(r.upper, f), tables.num(r.margin, "%.4g"), p_fmt(r.p), ci_fmt(r.lo, r.hi, f),
+      r.noninferior and "yes" or "no", r.equivalent and "yes" or "no",
+      tostring(r.left_out) }
+  end
+  return "Non-inferiority, paired by seed (lower is better): the mean difference candidate - "
+    .. "reference, its one-sided 95% upper bound against the margin, the p of the one-sided "
+    .. "paired t-test of H0 'the difference is at least the margin', and the 90% interval (the "
+    .. "two one-sided tests' equivalence interval: equivalent when it lies inside +-margin); "
+    .. "runs without a partner or a value are left out:\n\n"
+    .. tables.markdown({ "comparison", "difference", "pairs", "candidate", "reference", "mean",
+      "95% upper", "margin", "p", "90% CI", "non-inferior", "equivalent", "left out" }, body)
+end
+
 -- report.interaction_markdown(rows, names, metric) -> text: the rows of report.interaction, the
 -- two comparisons named names[1] and names[2]
 function report.interaction_markdown(rows, names, metric)

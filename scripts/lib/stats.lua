@@ -8,6 +8,7 @@
 --   stats.t_quantile(q, df)                 -> t with P(T <= t) = q (Student's t, df > 0)
 --   stats.paired_ci(a, b[, level])          -> lo, hi: the paired t interval of mean(a - b)
 --   stats.holm(ps)                          -> Holm-adjusted p-values, in the order given
+--   stats.noninferiority(a, b, margin[, alpha]) -> paired one-sided t-test that mean(a - b) < margin
 --   stats.bootstrap_ci(a, b[, opts])        -> lo, hi, est: percentile bootstrap, mean difference
 --   stats.effect_size(a, b[, paired])       -> Cohen's d_z (paired) or Hedges' g (unpaired)
 --   stats.sign_flip_floor(n)                -> the smallest p the sign-flip test can give, 2 / 2^n
@@ -336,6 +337,49 @@ function stats.paired_ci(a, b, level)
   for i = 1, n do ss = ss + (d[i] - m) ^ 2 end
   local half = stats.t_quantile((1 + (level or 0.95)) / 2, n - 1) * math.sqrt(ss / (n - 1) / n)
   return m - half, m + half
+end
+
+-- noninferiority(a, b, margin[, alpha = 0.05]) -> {n, mean_diff, sd, upper, t, df, p, lo, hi,
+-- noninferior, equivalent}, or nil for fewer than 2 pairs.
+-- a[i], b[i]: two methods' values from seed i, lower better (a the candidate, b the reference),
+-- tested on d_i = a[i] - b[i]: H0 mean(d) >= margin against H1 mean(d) < margin (the candidate
+-- is worse by less than the margin) with the paired t statistic t = (mean(d) - margin) / (sd(d) /
+-- sqrt(n)), n - 1 degrees of freedom; p = P(T <= t), one-sided. upper is the one-sided 1 - alpha
+-- upper confidence bound of mean(d) (noninferior: upper < margin, the same decision as p < alpha);
+-- lo, hi the two-sided 1 - 2 alpha interval (90% at alpha 0.05), the two one-sided tests'
+-- equivalence interval (equivalent: -margin < lo and hi < margin). Every d equal (sd 0): the bounds
+-- are that value, p 0 or 1 as it is below the margin or not.
+function stats.noninferiority(a, b, margin, alpha)
+  alpha = alpha or 0.05
+  local n = #a
+  if n ~= #b then error("noninferiority: the lists differ in length", 2) end
+  if type(margin) ~= "number" or margin <= 0 then
+    error("noninferiority: the margin must be a number > 0", 2)
+  end
+  if n < 2 then return nil end
+  local d, m = {}, 0
+  for i = 1, n do
+    d[i] = a[i] - b[i]
+    m = m + d[i] / n
+  end
+  local ss = 0
+  for i = 1, n do ss = ss + (d[i] - m) ^ 2 end
+  local sd = math.sqrt(ss / (n - 1))
+  local se, df = sd / math.sqrt(n), n - 1
+  local r = { n = n, mean_diff = m, sd = sd, df = df }
+  if se == 0 then
+    r.upper, r.lo, r.hi = m, m, m
+    r.p = m < margin and 0 or 1
+  else
+    local q = stats.t_quantile(1 - alpha, df)
+    r.upper, r.lo, r.hi = m + q * se, m - q * se, m + q * se
+    r.t = (m - margin) / se
+    local two = stats.t_sf2(r.t, df)
+    r.p = r.t < 0 and two / 2 or 1 - two / 2
+  end
+  r.noninferior = r.upper < margin
+  r.equivalent = r.lo > -margin and r.hi < margin
+  return r
 end
 
 -- holm(ps) -> the Holm-Bonferroni adjusted p-values of the family ps (a list, length ps.n or #ps;

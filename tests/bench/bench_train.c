@@ -4,6 +4,10 @@
  *   S: d_model 128, 4 heads, 3 layers, d_ff 512, seq 512, batch 16 (labml substring-by-prefix)
  *   M: the same with 6 layers (labml arithmetic)
  *   P: d_model 512, 8 heads, 6 layers, d_ff 2048, seq 640, batch 32 (the write-up's 20M), 1 step
+ *   L8, L32: a language model (docs/language_model.md) of d_model 256, 8 heads, 4 layers, d_ff
+ *   1024, seq 256, batch 16 with a vocabulary of 8,000 and 32,000, where the output layer and the
+ *   softmax over the vocabulary dominate: their share of the step is the step's time less that of
+ *   the same model with the 32-token vocabulary of the other lines, over the step's time
  * then S (rope) once more on 1 thread and with a competing busy process pinned on core 0.
  * Usage: bench_train [S|M|P ...] (default: all). Figures are measured, never asserted; the time of
  * a configuration is the best of its timed steps after one warm-up step (P: one timed step). */
@@ -57,16 +61,21 @@ static double peak_rss_mib(void)
 typedef struct {
     const char *name;
     int64_t d_model, heads, layers, d_ff, seq, batch;
-    int steps; /* timed steps */
+    int steps;     /* timed steps */
+    int64_t vocab; /* 0: VOCAB */
 } bench_cfg;
 
 static const bench_cfg configs[] = {
-    {"S", 128, 4, 3, 512, 512, 16, 3},
-    {"M", 128, 4, 6, 512, 512, 16, 3},
-    {"P", 512, 8, 6, 2048, 640, 32, 1},
+    {"S", 128, 4, 3, 512, 512, 16, 3, 0},
+    {"M", 128, 4, 6, 512, 512, 16, 3, 0},
+    {"P", 512, 8, 6, 2048, 640, 32, 1, 0},
+    {"L8", 256, 8, 4, 1024, 256, 16, 3, 8000},
+    {"L32", 256, 8, 4, 1024, 256, 16, 3, 32000},
 };
 
 enum { VOCAB = 32 };
+
+static int64_t vocab_of(const bench_cfg *bc) { return bc->vocab > 0 ? bc->vocab : VOCAB; }
 
 /* The useful floating-point operations of one training step: the matrix products only, 2 M N K
  * for an (M x K)(K x N) product in the forward pass and twice that in the backward pass (the
@@ -83,7 +92,7 @@ static double step_flops(const bench_cfg *bc)
     double T = (double)bc->seq, B = (double)bc->batch;
     double layer = 2.0 * N * C * (3.0 * C) + 2.0 * N * C * C + 2.0 * (2.0 * N * C * F) +
                    2.0 * B * C * T * (T + 1.0);
-    double forward = (double)bc->layers * layer + 2.0 * N * C * (double)VOCAB;
+    double forward = (double)bc->layers * layer + 2.0 * N * C * (double)vocab_of(bc);
     return 3.0 * forward;
 }
 
@@ -91,7 +100,7 @@ static double step_flops(const bench_cfg *bc)
 static int time_steps(const bench_cfg *bc, rp_pe pe, double *best_out, double *fwd_out,
                       float *loss_out, int64_t *params_out)
 {
-    rp_model_cfg cfg = rp_model_cfg_default(VOCAB);
+    rp_model_cfg cfg = rp_model_cfg_default(vocab_of(bc));
     cfg.d_model = bc->d_model;
     cfg.heads = bc->heads;
     cfg.layers = bc->layers;
@@ -115,8 +124,8 @@ static int time_steps(const bench_cfg *bc, rp_pe pe, double *best_out, double *f
     rp_rng r;
     rp_rng_seed(&r, 7);
     for (int64_t i = 0; i < n; i++) {
-        tok[i] = (int32_t)rp_rng_int(&r, 0, VOCAB - 1);
-        tgt[i] = (int32_t)rp_rng_int(&r, 0, VOCAB - 1);
+        tok[i] = (int32_t)rp_rng_int(&r, 0, vocab_of(bc) - 1);
+        tgt[i] = (int32_t)rp_rng_int(&r, 0, vocab_of(bc) - 1);
     }
     rp_adam_cfg ac = rp_adam_cfg_default();
     rp_adam_state st = {mom, mom + np, np, 0};
@@ -167,6 +176,18 @@ static int run(const bench_cfg *bc, rp_pe pe, rp_rng *r, double *best_out)
            100.0 * gflops / peak_gflops, peak_gflops);
     fflush(stdout);
     if (best_out) *best_out = best;
+    if (bc->vocab > 0) { /* the output layer and softmax: this step less the same at VOCAB */
+        bench_cfg small = *bc;
+        small.vocab = 0;
+        double sbest, sfwd;
+        if (time_steps(&small, pe, &sbest, &sfwd, &loss, &np) != 0) return 1;
+        printf("    %s %-6s output layer + softmax over %lld: %.1f ms of the step (%.0f%%; the "
+               "step at a vocabulary of %d: %.1f ms), forward %.0f%%\n",
+               bc->name, rp_pe_name(pe), (long long)bc->vocab, (best - sbest) * 1e3,
+               100.0 * (best - sbest) / best, VOCAB, sbest * 1e3,
+               100.0 * (fwd_best - sfwd) / fwd_best);
+        fflush(stdout);
+    }
     return 0;
 }
 

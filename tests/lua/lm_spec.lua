@@ -514,3 +514,79 @@ describe("the lm task under mpirun", function()
     rmrf(dir)
   end)
 end)
+
+-- The glue above with a real SentencePiece model (rp.tokenizer) in place of the stand-in: a tiny
+-- corpus of fortune-file prose (the fortunes the tokenizer's spec reads), its ids cache against
+-- the model's own encoding, rp.experiment with tokenizer = "" (the corpus's default tokenizer,
+-- trained on its train split) and scripts/sample.lua on the run it saved.
+describe("rp.lm with a real SentencePiece tokenizer", function()
+  local FORTUNES = "/usr/share/games/fortunes/"
+  local BIN = os.getenv("ROPER_BIN") or "build/roper"
+  local dir
+  setup(function()
+    dir = tmpdir()
+    local src = assert(io.open(FORTUNES .. "computers", "rb")):read("a")
+      .. assert(io.open(FORTUNES .. "science", "rb")):read("a")
+    -- by document (entries between "%" lines): most to train, a few to validate and test
+    local splits = { train = {}, valid = {}, test = {} }
+    local k = 0
+    for entry in (src .. "\n%\n"):gmatch("(.-)\n%%\n") do
+      k = k + 1
+      local s = (k % 20 == 0) and "valid" or (k % 20 == 1) and "test" or "train"
+      splits[s][#splits[s] + 1] = entry
+    end
+    for s, t in pairs(splits) do write(dir .. "/" .. s .. ".txt", table.concat(t, "\n\n") .. "\n") end
+    write(dir .. "/manifest.json", '{"format": "roper-corpus 1"}\n')
+  end)
+  teardown(function() rmrf(dir) end)
+
+  it("caches the ids the model gives, and trains, evaluates and samples with the default one",
+    function()
+      local model = dir .. "/spm.model"
+      local tok = assert(rp.tokenizer.train { input = dir .. "/train.txt", model = model,
+        vocab_size = 600 })
+      local folder, info = rp.lm.ids(dir, model)
+      assert.truthy(folder, info)
+      assert.equal(600, info.vocab_size)
+      for _, s in ipairs { "train", "valid", "test" } do
+        local text = assert(io.open(dir .. "/" .. s .. ".txt", "rb")):read("a")
+        local want = tok:encode(text)
+        assert.same(want, rp.load(folder .. "/" .. s .. ".npy"):totable())
+        assert.same({ tokens = #want, bytes = #text }, info.splits[s])
+        assert.equal(text, tok:decode(want))
+      end
+      -- tokenizer = "": the corpus's default tokenizer, trained here on its train split
+      local res = rp.experiment.run { task = "lm", corpus = dir, tokenizer = "", vocab_size = 500,
+        seq_len = 16, d_model = 16, layers = 1, heads = 2, steps = 30, batch = 4, lr = 3e-3,
+        warmup = 2 }
+      local default = dir .. "/tokenizer-unigram-500.model"
+      local dtok = assert(rp.tokenizer.load(default))
+      assert.equal(500, dtok:vocab_size())
+      assert.equal(default, rp.lm.tokenizer(dir, 500))
+      local dfolder = assert(rp.lm.ids(dir, default))
+      local vtext = assert(io.open(dir .. "/valid.txt", "rb")):read("a")
+      local vids = dtok:encode(vtext)
+      assert.same(vids, rp.load(dfolder .. "/valid.npy"):totable())
+      -- the whole validation split is scored (every token but the first) over its UTF-8 bytes
+      assert.equal(#vids - 1, res.lm.valid.tokens)
+      assert.equal(#vtext, res.lm.valid.bytes)
+      assert.is_true(math.abs(res.lm.valid.bits_per_byte
+        - res.lm.valid.loss * (#vids - 1) / math.log(2) / #vtext) < 1e-9)
+      assert.is_true(res.lm.valid.loss < math.log(500), res.lm.valid.loss)
+      -- scripts/sample.lua on a saved tiny run: the run's default tokenizer decodes its text
+      local ck = dir .. "/run.ckpt"
+      local p = assert(io.popen(("%s scripts/train.lua --task lm --corpus %s --tokenizer '' "
+        .. "--vocab-size 500 --seq-len 16 --d-model 16 --layers 1 --heads 2 --steps 5 --batch 2 "
+        .. "--quiet --save %s 2>&1"):format(sh_quote(BIN), sh_quote(dir), sh_quote(ck))))
+      local out = p:read("a")
+      assert.is_true(p:close(), out)
+      p = assert(io.popen(("%s scripts/sample.lua %s --prompt 'The computer' --n 12 "
+        .. "--greedy 2>&1"):format(sh_quote(BIN), sh_quote(ck))))
+      out = p:read("a")
+      assert.is_true(p:close(), out)
+      package.path = "scripts/?.lua;" .. package.path
+      local m = require("lib.saved").open(rp, ck)
+      local text = rp.lm.sample(m, dtok, "The computer", { n = 12, temperature = 0 })
+      assert.truthy(out:find(text, 1, true), ("%q not in %q"):format(text, out))
+    end)
+end)

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The runs of docs/results.md "Language modelling on real text (plan)": is RoPER non-inferior to
+# RoPE as a language model? rope, roper and none (NoPE, the floor), paired by seed, at two sizes
+# on the default corpus (make corpus: the Linux kernel's documentation) with its default unigram
+# tokenizer of 8,000 pieces, seq_len 256. Every step is a compare.lua command of the PORTABLE build
+# (make PORTABLE=1: the same bits on every x86-64-v3 machine, so a run resumed or repeated
+# elsewhere gives the same numbers), each run on 1 thread (--threads 1: the bits depend on it).
+# Run again, compare.lua finds the finished runs and trains only the rest, and a run cut short
+# goes on from its last checkpoint (every 250 steps), so this script resumes after an
+# interruption. Run it from a checkout, after `make PORTABLE=1` and `make corpus`:
+#   nice -n 19 results/run_lm.sh [step ...]     steps: small large more (default: all, in order)
+# Each step writes results/lm-<size>/ (summary.md, summary.json, runs/*.json and .csv: every run
+# file records its provenance, the commit and build among it). The non-inferiority table:
+#   build-portable/roper scripts/pairs_report.lua results/lm-2m results/lm-8m \
+#     --noninferiority roper/rope --margin 0.02
+# The script refuses to start when tracked files outside results/ differ from the commit, so
+# that the commit each run file names is the code that made it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! git diff --quiet HEAD -- . ':!results'; then
+  echo "run_lm.sh: the checkout differs from its commit outside results/: commit first" >&2
+  exit 2
+fi
+[ -x build-portable/roper ] || { echo "run_lm.sh: make PORTABLE=1 first" >&2; exit 2; }
+[ -f data/linux-doc/manifest.json ] || { echo "run_lm.sh: make corpus first" >&2; exit 2; }
+R="build-portable/roper scripts/compare.lua --jobs 2 --threads 1 --quiet --task lm"
+LM="--corpus data/linux-doc --tokenizer '' --vocab-size 8000 --seq-len 256 --batch 16"
+CK="--checkpoint-every 250"
+M2="--d-model 128 --heads 4 --layers 4 --d-ff 512"
+M8="--d-model 256 --heads 8 --layers 6 --d-ff 1024"
+steps=("$@")
+[ ${#steps[@]} -gt 0 ] || steps=(small large more)
+for step in "${steps[@]}"; do
+  case "$step" in
+    # seeds added a few at a time, so an interrupted step still leaves a balanced, paired
+    # comparison. small: 2.8M parameters, 1,000 steps (4.1M tokens), seeds 1-5
+    small) for n in 2 4 5; do
+             eval $R --methods rope roper none --seeds $n $LM $M2 --steps 1000 $CK \
+               --out results/lm-2m
+           done ;;
+    # large: 8.8M parameters, 500 steps (2.0M tokens: about the small run's CPU time), seeds 1-3
+    large) for n in 2 3; do
+             eval $R --methods rope roper none --seeds $n $LM $M8 --steps 500 $CK \
+               --out results/lm-8m
+           done ;;
+    # the plan's extension, run when the first seeds leave the question open: small to 10 seeds,
+    # large to 5
+    more) for n in 6 8 10; do
+            eval $R --methods rope roper none --seeds $n $LM $M2 --steps 1000 $CK \
+              --out results/lm-2m
+          done
+          eval $R --methods rope roper none --seeds 5 $LM $M8 --steps 500 $CK --out results/lm-8m ;;
+    *) echo "run_lm.sh: unknown step $step (small large more)" >&2; exit 2 ;;
+  esac
+done

@@ -1,0 +1,152 @@
+-- The non-inferiority test of the language-modelling study (docs/results.md): stats.noninferiority
+-- against the t statistic, the published t quantiles and a one-sided p integrated here from
+-- Student's density (Simpson's rule), and pairs_report.lua --noninferiority on made-up run files:
+-- a clearly non-inferior candidate, a clearly inferior one, and the messages.
+
+local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+package.path = dir .. "?.lua;" .. dir .. "../../scripts/?.lua;" .. package.path
+local h = require "helpers"
+local stats = require "lib.stats"
+
+local BIN = os.getenv("ROPER_BIN") or "build/roper"
+
+-- P(T <= t) for Student's t with df degrees of freedom, by Simpson's rule on its density
+local function t_cdf(t, df)
+  local function lgamma(x) -- Stirling with 8 shifts: ample here
+    local s = 0
+    while x < 8 do s, x = s - math.log(x), x + 1 end
+    return s + (x - 0.5) * math.log(x) - x + 0.5 * math.log(2 * math.pi) + 1 / (12 * x)
+      - 1 / (360 * x ^ 3)
+  end
+  local c = math.exp(lgamma((df + 1) / 2) - lgamma(df / 2)) / math.sqrt(df * math.pi)
+  local function f(x) return c * (1 + x * x / df) ^ (-(df + 1) / 2) end
+  local a, b, n = 0, math.abs(t), 20000
+  local hh, s = (b - a) / n, f(a) + f(b)
+  for i = 1, n - 1 do s = s + (i % 2 == 1 and 4 or 2) * f(a + i * hh) end
+  local half = s * hh / 3
+  return t >= 0 and 0.5 + half or 0.5 - half
+end
+
+local function close(want, got, tol, what)
+  assert.is_true(math.abs(want - got) <= tol, ("%s: want %.10g, got %.10g"):format(what, want, got))
+end
+
+describe("stats.noninferiority", function()
+  -- differences a - b: 0.004, -0.002, 0.010, 0.001, 0.002 (n 5)
+  local b = { 5.0, 5.1, 4.9, 5.2, 5.05 }
+  local d = { 0.004, -0.002, 0.010, 0.001, 0.002 }
+  local a = {}
+  for i = 1, 5 do a[i] = b[i] + d[i] end
+  local m, ss = 0, 0
+  for i = 1, 5 do m = m + d[i] / 5 end
+  for i = 1, 5 do ss = ss + (d[i] - m) ^ 2 end
+  local se = math.sqrt(ss / 4) / math.sqrt(5)
+
+  it("tests mean(a - b) < margin with the paired t, one-sided, and gives the 90% interval", function()
+    local r = stats.noninferiority(a, b, 0.02)
+    close(m, r.mean_diff, 1e-12, "mean")
+    close(math.sqrt(ss / 4), r.sd, 1e-12, "sd")
+    assert.equal(4, r.df)
+    -- t(0.95, 4) = 2.131847 (published tables)
+    close(m + 2.131847 * se, r.upper, 1e-8, "upper")
+    close(m - 2.131847 * se, r.lo, 1e-8, "lo")
+    close(r.upper, r.hi, 0, "hi")
+    close((m - 0.02) / se, r.t, 1e-12, "t")
+    close(t_cdf((m - 0.02) / se, 4), r.p, 1e-6, "p")
+    assert.is_true(r.p < 0.05 and r.noninferior and r.equivalent)
+    -- at a margin below the upper bound: not shown non-inferior, and p >= 0.05
+    local tight = stats.noninferiority(a, b, 0.005)
+    assert.is_false(tight.noninferior)
+    assert.is_true(tight.p > 0.05, tight.p)
+    close(t_cdf((m - 0.005) / se, 4), tight.p, 1e-6, "p above 0.5 side")
+    -- the 5% level at a margin right at the upper bound
+    close(0.05, stats.noninferiority(a, b, r.upper).p, 1e-6, "p at the bound")
+    -- alpha 0.025: t(0.975, 4) = 2.776445
+    close(m + 2.776445 * se, stats.noninferiority(a, b, 0.02, 0.025).upper, 1e-8, "alpha")
+  end)
+
+  it("handles constant differences and refuses what it cannot test", function()
+    -- differences exactly 0.25 (binary fractions): sd 0
+    local r = stats.noninferiority({ 1.5, 2.5 }, { 1.25, 2.25 }, 0.5)
+    assert.equal(0.25, r.upper)
+    assert.equal(0, r.p)
+    assert.is_true(r.noninferior)
+    assert.equal(1, stats.noninferiority({ 1.5, 2.5 }, { 1.25, 2.25 }, 0.125).p)
+    assert.is_nil(stats.noninferiority({ 1 }, { 1 }, 0.02))
+    assert.has_error(function() stats.noninferiority({ 1, 2 }, { 1 }, 0.02) end,
+      "noninferiority: the lists differ in length")
+    assert.has_error(function() stats.noninferiority({ 1, 2 }, { 1, 2 }, 0) end,
+      "noninferiority: the margin must be a number > 0")
+  end)
+end)
+
+describe("pairs_report.lua --noninferiority on made-up run files", function()
+  local tmp
+  setup(function() tmp = h.tmpdir() end)
+  teardown(function() h.remove_tree(tmp) end)
+
+  -- a comparison folder: summary.json and runs/<label>-s<seed>.json with the values given
+  local function comparison(name, values)
+    local d = tmp .. "/" .. name
+    assert(os.execute("mkdir -p '" .. d .. "/runs'"))
+    local methods = {}
+    for _, label in ipairs { "rope", "roper", "none" } do
+      methods[#methods + 1] = ('{"label": "%s"}'):format(label)
+      for seed, v in ipairs(values[label]) do
+        h.write(("%s/runs/%s-s%d.json"):format(d, label, seed),
+          ('{"value": %.17g, "metric": "loss", "config": {"seed": %d}}'):format(v, seed))
+      end
+    end
+    h.write(d .. "/summary.json", '{"metric": "loss", "metric_name": "validation loss", '
+      .. '"methods": [' .. table.concat(methods, ", ") .. "]}")
+    return d
+  end
+
+  it("says non-inferior for a candidate within the margin and not for a clearly worse one", function()
+    local rope = { 5.10, 5.02, 5.15, 4.98, 5.07 }
+    local good, bad, none = {}, {}, {}
+    local dg = { 0.003, -0.004, 0.001, 0.002, -0.001 } -- mean 0.0002: well inside 0.02
+    local db = { 0.061, 0.048, 0.055, 0.052, 0.064 }   -- mean 0.056: clearly worse
+    for i = 1, 5 do
+      good[i], bad[i], none[i] = rope[i] + dg[i], rope[i] + db[i], rope[i] + 0.3
+    end
+    local fine = comparison("fine", { rope = rope, roper = good, none = none })
+    local worse = comparison("worse", { rope = rope, roper = bad, none = none })
+    local out, err, code = h.run(("%s scripts/pairs_report.lua %s %s --noninferiority roper/rope "
+      .. "none/rope --margin 0.02"):format(BIN, fine, worse))
+    assert.are.equal(0, code, err)
+    local function row(name, pair)
+      return out:match("\n| " .. name .. " | " .. pair .. " | ([^\n]*) |\n")
+    end
+    local function cells(r)
+      local t = {}
+      for c in (r .. " |"):gmatch("(.-) | ") do t[#t + 1] = c end
+      return t
+    end
+    local f = cells(assert(row("fine", "roper %- rope"), out))
+    local want = stats.noninferiority(good, rope, 0.02)
+    assert.are.equal("5", f[1])
+    assert.are.equal(("%+.4f"):format(want.mean_diff), f[4])
+    assert.are.equal(("%+.4f"):format(want.upper), f[5])
+    assert.are.equal("yes", f[9])
+    assert.are.equal("yes", f[10])
+    assert.is_true(want.p < 0.001, want.p)
+    local w = cells(assert(row("worse", "roper %- rope"), out))
+    assert.are.equal("+0.0560", w[4])
+    assert.are.equal("no", w[9])
+    assert.are.equal("no", w[10])
+    assert.is_true(tonumber(w[7]) > 0.99, w[7])
+    local n = cells(assert(row("fine", "none %- rope"), out))
+    assert.are.equal("+0.3000", n[4])
+    assert.are.equal("no", n[9])
+    -- the messages
+    local _, merr, mcode = h.run(("%s scripts/pairs_report.lua %s --noninferiority roper/rope")
+      :format(BIN, fine))
+    assert.are.equal(2, mcode)
+    assert.are.equal("pairs_report.lua: --noninferiority needs --margin, a number > 0\n", merr)
+    local _, perr = h.run(("%s scripts/pairs_report.lua %s --noninferiority roper/xpos --margin "
+      .. "0.02"):format(BIN, fine))
+    assert.are.equal("pairs_report.lua: --noninferiority roper/xpos: two methods a/b with at "
+      .. "least 2 pairs in fine expected\n", perr)
+  end)
+end)
