@@ -163,6 +163,7 @@ typedef struct rp_rel_param {
  * of +1 or -1) for each of Ek and Eq it reads, a symbol for each table it reads, and one
  * parameter for each table (test_kind_rows in tests/c/test_attention_rel.c checks these). */
 typedef struct rp_rel_desc {
+    const char *name;    /* the kind's name (its mode's: "shaw", "xl", ...; "" for RP_REL_NONE) */
     int terms;           /* RP_TERM_* bits; 0: RP_REL_NONE */
     rp_rel_rows ek_rows; /* the rows of Ek (and Ev) */
     int ek_sign;         /* +1 or -1 in the row rule above */
