@@ -197,6 +197,16 @@ const char *rp_rotate_name(int rotate, char buf[5])
     return buf;
 }
 
+rp_status rp_pe_rotate_check(rp_pe pe, int rotate, int option)
+{
+    const rp_pe_mode *m = rp_pe_mode_of(pe);
+    char list[128];
+    if (!rotate || (m && m->rotary)) return RP_OK;
+    return rp_error(RP_ERR_ARG, "%s needs a rotary pe (%s), %s%s%s", option ? "option 'rotate'"
+                    : "rotate", rp_pe_list(list, sizeof list, 1, 0, 0), option ? "got pe '" :
+                    "not ", m ? m->name : "?", option ? "'" : "");
+}
+
 rp_status rp_pe_scheme_init(rp_pe_scheme *s, rp_pe pe, int rotate, const int64_t d_rot[4],
                             double base, rp_pairing pairing)
 {
@@ -204,10 +214,7 @@ rp_status rp_pe_scheme_init(rp_pe_scheme *s, rp_pe pe, int rotate, const int64_t
     const rp_pe_mode *m = rp_pe_mode_of(pe);
     if (!m) return rp_error(RP_ERR_ARG, "unknown pe %d", (int)pe);
     if (rotate & ~RP_ROT_ALL) return rp_error(RP_ERR_ARG, "rotate mask %d is not a subset of qkvo", rotate);
-    char list[128];
-    if (rotate && !m->rotary)
-        return rp_error(RP_ERR_ARG, "rotate needs a rotary pe (%s), not %s",
-                        rp_pe_list(list, sizeof list, 1, 0, 0), m->name);
+    RP_TRY(rp_pe_rotate_check(pe, rotate, 0));
     s->pe = pe;
     s->absolute = m->absolute;
     s->rotate = rotate ? rotate : m->rotate;

@@ -67,6 +67,15 @@ def _pe_list(rotary_only=False, linear=False, reads=None):
                  and (not linear or m["linear"]) and (reads is None or reads in m["rel_keys"]))
 
 
+def _rotate_check(pe, rotate, option):
+    """rp_pe_rotate_check: a rotate of a non-rotary pe refused, as an option of rp.model's
+    (option) or as a config's rule."""
+    if rotate and not PE[pe]["rotary"]:
+        raise ValueError("%s needs a rotary pe (%s), %s" % (
+            "option 'rotate'" if option else "rotate", _pe_list(True),
+            "got pe '%s'" % pe if option else "not %s" % pe))
+
+
 def _lua_integer(v):
     """v as an int when roper reads it as an integer (lrp_tointeger: an integer-valued number
     within 64 bits, 2 or 2.0, not 2.5, nan nor True), else None."""
@@ -269,8 +278,7 @@ def _check_rules(c):
     if mode.rel == "xl" and c["d_model"] % 2:
         raise ValueError("pe %s needs an even d_model (its sinusoid R), got %d"
                          % (pe, c["d_model"]))
-    if c["rotate"] and not mode.rotary:
-        raise ValueError("rotate needs a rotary pe (%s), not %s" % (_pe_list(True), pe))
+    _rotate_check(pe, c["rotate"], False)
     widths(c)
     if "rel_buckets" in PE[pe]["rel_keys"]:
         lo = c["rel_buckets"] // 2 + 1
@@ -436,9 +444,8 @@ def config(cfg=None, **kw):
         full["base"] = _rope_theta(c)
     if c.get("rope_scaling") is not None:
         _rope_scaling(c, full)
-    if full["rotate"] and not MODES[full["pe"]].rotary and not stored:
-        raise ValueError("option 'rotate' needs a rotary pe (%s), got pe '%s'"
-                         % (_pe_list(True), full["pe"]))
+    if not stored:
+        _rotate_check(full["pe"], full["rotate"], True)
     if stored:  # roper's readers check the values as the file holds them
         _check_rules(full)
         _normalise(full)
