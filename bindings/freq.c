@@ -50,6 +50,42 @@ static int hf_fields_of(rp_rope_scaling s)
            (d->reads & RP_READS_LLAMA3 ? HF_LLAMA3 : 0) | (d->score ? HF_ATTN : 0);
 }
 
+/* The fields Hugging Face requires of a rope_type that reads a parameter group (reads: a
+ * RP_READS_* bit), checked in this order (its validation of each type). */
+static const struct {
+    int reads;
+    const char *fields[2]; /* one or two (NULL) */
+    const char *need;      /* as the message names them */
+} hf_needs[] = {{RP_READS_FACTOR, {"factor", NULL}, "factor"},
+                {RP_READS_LLAMA3, {"original_max_position_embeddings", NULL},
+                 "original_max_position_embeddings"},
+                {RP_READS_LLAMA3, {"low_freq_factor", "high_freq_factor"},
+                 "low_freq_factor and high_freq_factor"}};
+#define HF_NNEEDS ((int)(sizeof hf_needs / sizeof hf_needs[0]))
+
+void lrp_set_hf_fields(lua_State *L, rp_rope_scaling s)
+{
+    int bits = hf_fields_of(s), reads = rp_scaling_of(s)->reads;
+    lua_newtable(L);
+    for (int i = 0, n = 0; i < HF_NFIELDS; i++)
+        if (bits & hf_fields[i].bit) {
+            lua_pushstring(L, hf_fields[i].name);
+            lua_rawseti(L, -2, ++n);
+        }
+    lua_setfield(L, -2, "hf_fields");
+    lua_newtable(L);
+    for (int i = 0, n = 0; i < HF_NNEEDS; i++)
+        if (reads & hf_needs[i].reads) {
+            lua_newtable(L);
+            for (int j = 0; j < 2 && hf_needs[i].fields[j]; j++) {
+                lua_pushstring(L, hf_needs[i].fields[j]);
+                lua_rawseti(L, -2, j + 1);
+            }
+            lua_rawseti(L, -2, ++n);
+        }
+    lua_setfield(L, -2, "hf_needs");
+}
+
 /* Field key of the rope_scaling table at t: a finite number (def when absent; *given set). */
 static double hf_number(lua_State *L, int idx, int t, const char *key, double def, int *given)
 {
@@ -147,23 +183,27 @@ int lrp_opt_rope_scaling(lua_State *L, int idx, rp_model_cfg *view)
     int ty = hf_type(L, idx, t);
     hf_check_fields(L, idx, t, ty);
     rp_rope_scaling sc = (rp_rope_scaling)ty;
-    int g_factor, g_len, g_af, g_m, g_mad, g_lo, g_hi;
-    double factor = hf_number(L, idx, t, "factor", 1.0, &g_factor);
+    int g_len, g_af, g_m, g_mad;
+    double factor = hf_number(L, idx, t, "factor", 1.0, NULL);
     double len = hf_number(L, idx, t, "original_max_position_embeddings", 0.0, &g_len);
     double af = hf_number(L, idx, t, "attention_factor", 0.0, &g_af);
     double ms = hf_number(L, idx, t, "mscale", 0.0, &g_m);
     double msa = hf_number(L, idx, t, "mscale_all_dim", 0.0, &g_mad);
-    double lo = hf_number(L, idx, t, "low_freq_factor", RP_LLAMA3_LOW, &g_lo);
-    double hi = hf_number(L, idx, t, "high_freq_factor", RP_LLAMA3_HIGH, &g_hi);
-    const char *need = NULL;
-    int reads = rp_scaling_of(sc)->reads; /* Hugging Face requires llama3's fields */
-    if ((reads & RP_READS_FACTOR) && !g_factor) need = "factor";
-    else if ((reads & RP_READS_LLAMA3) && !g_len) need = "original_max_position_embeddings";
-    else if ((reads & RP_READS_LLAMA3) && !(g_lo && g_hi))
-        need = "low_freq_factor and high_freq_factor";
-    if (need)
-        lrp_argerror(L, idx, "option 'rope_scaling': rope_type \"%s\" needs %s",
-                     rp_scaling_of(sc)->hf, need);
+    double lo = hf_number(L, idx, t, "low_freq_factor", RP_LLAMA3_LOW, NULL);
+    double hi = hf_number(L, idx, t, "high_freq_factor", RP_LLAMA3_HIGH, NULL);
+    int reads = rp_scaling_of(sc)->reads;
+    for (int i = 0; i < HF_NNEEDS; i++) {
+        if (!(reads & hf_needs[i].reads)) continue;
+        int given = 1;
+        for (int j = 0; j < 2 && hf_needs[i].fields[j]; j++) {
+            lua_getfield(L, t, hf_needs[i].fields[j]);
+            given = given && !lua_isnil(L, -1);
+            lua_pop(L, 1);
+        }
+        if (!given)
+            lrp_argerror(L, idx, "option 'rope_scaling': rope_type \"%s\" needs %s",
+                         rp_scaling_of(sc)->hf, hf_needs[i].need);
+    }
     if (g_len && (len != floor(len) || len < 1.0 || len > (double)LRP_MAX_POS)) {
         lua_pushnumber(L, (lua_Number)len);
         lrp_argerror(L, idx, "option 'rope_scaling': 'original_max_position_embeddings' must be "

@@ -24,6 +24,11 @@ double lrp_optbase(lua_State *L, int idx);
  * Returns 1 when it was given, 0 when absent. */
 int lrp_opt_rope_scaling(lua_State *L, int idx, rp_model_cfg *view);
 
+/* Sets fields hf_fields (the rope_scaling fields scaling s's rope_type reads, in the order the
+ * unknown-field message names them) and hf_needs (the groups of fields its rope_type requires,
+ * each a list of one or two names, in the order they are checked) on the table on top. */
+void lrp_set_hf_fields(lua_State *L, rp_rope_scaling s);
+
 /* internals.hf_rope(opts) -> the config keys (roper's names) that opts' rope_theta and
  * rope_scaling stand for: those that differ from rp.model's defaults (rp.experiment's mapping).
  * Raises as lrp_opt_rope_scaling; opts' other keys are not read but for the refusal of roper's

@@ -239,11 +239,20 @@ static void set_number(lua_State *L, const char *key, double v, int integer)
 }
 
 /* The mode table (core/nn/pe.h) as a new table on the stack: t[i] = {name =, absolute =, rotate =,
- * rotary =, linear =, relative =, rel_keys =} in the table's order, and t[name] = the same row;
- * rel_keys lists the config keys the mode's relative kind reads (the schema's RP_CFG_RELATIVE
- * rows whose keys the kind's row uses). */
+ * rotary =, linear =, relative =, v_angle =, o_sign =, rel =, scale_terms =, rel_params =,
+ * rel_keys =} in the table's order, and t[name] = the same row; rel: the relative kind's name,
+ * scale_terms and rel_params its row's (rel_params[i] = {name =, use =, rows =, cols =, init =},
+ * the enums by name); rel_keys lists the config keys the kind reads (the schema's
+ * RP_CFG_RELATIVE rows whose keys the kind's row uses). */
 static void push_pe_modes(lua_State *L)
 {
+    static const char *const rel_uses[] = {"table", "proj_sin", "proj_shared", "shared"};
+    _Static_assert(sizeof rel_uses / sizeof *rel_uses == RP_PARAM_SHARED + 1, "a name per use");
+    static const char *const rel_dims[] = {"clip1", "clip2", "d_k", "d_model", "heads",
+                                           "buckets"};
+    _Static_assert(sizeof rel_dims / sizeof *rel_dims == RP_DIM_BUCKETS + 1, "a name per dim");
+    static const char *const rel_inits[] = {"uniform", "zeros", "normal"};
+    _Static_assert(sizeof rel_inits / sizeof *rel_inits == RP_RI_NORMAL + 1, "a name per init");
     char rot[5];
     lua_createtable(L, RP_PE_COUNT, RP_PE_COUNT);
     for (int p = 0; p < (int)RP_PE_COUNT; p++) {
@@ -257,7 +266,33 @@ static void push_pe_modes(lua_State *L)
         lua_setfield(L, -2, "rotate");
         set_bool(L, "rotary", m->rotary);
         set_bool(L, "linear", m->linear);
-        set_bool(L, "relative", rp_rel_of(m->rel)->terms != 0);
+        const rp_rel_desc *rel = rp_rel_of(m->rel);
+        set_bool(L, "relative", rel->terms != 0);
+        lua_pushnumber(L, (lua_Number)m->v_angle);
+        lua_setfield(L, -2, "v_angle");
+        lua_pushinteger(L, (lua_Integer)m->o_sign);
+        lua_setfield(L, -2, "o_sign");
+        lua_pushstring(L, rel->name);
+        lua_setfield(L, -2, "rel");
+        lua_pushinteger(L, (lua_Integer)rel->scale_terms);
+        lua_setfield(L, -2, "scale_terms");
+        lua_createtable(L, rel->nparams, 0);
+        for (int i = 0; i < rel->nparams; i++) {
+            const rp_rel_param *q = &rel->params[i];
+            lua_createtable(L, 0, 5);
+            lua_pushstring(L, q->name);
+            lua_setfield(L, -2, "name");
+            lua_pushstring(L, rel_uses[q->use]);
+            lua_setfield(L, -2, "use");
+            lua_pushstring(L, rel_dims[q->rows]);
+            lua_setfield(L, -2, "rows");
+            lua_pushstring(L, rel_dims[q->cols]);
+            lua_setfield(L, -2, "cols");
+            lua_pushstring(L, rel_inits[q->init]);
+            lua_setfield(L, -2, "init");
+            lua_rawseti(L, -2, i + 1);
+        }
+        lua_setfield(L, -2, "rel_params");
         lua_newtable(L);
         int n = 0;
         for (int i = 0; i < rp_model_cfg_nkeys; i++) {
@@ -360,7 +395,8 @@ static int l_model_keys(lua_State *L)
 }
 
 /* rp.scalings() -> the scaling table (core/nn/rope_freq.h) as a new table: t[i] = {name =, hf =,
- * keys =, since =, per_position =, own_score =} in code order, and t[name] = the same row; keys:
+ * keys =, since =, per_position =, own_score =, hf_fields =, hf_needs =} in code order, and
+ * t[name] = the same row (hf_fields, hf_needs: lrp_set_hf_fields, for a scaling with hf); keys:
  * the config keys the scaling reads (the schema's rows of RP_CFG_SCALED and RP_CFG_SCALINGS that
  * apply to it), in row order; hf: Hugging Face's rope_type (nil for ntk). */
 static int l_scalings(lua_State *L)
@@ -390,6 +426,7 @@ static int l_scalings(lua_State *L)
         lua_setfield(L, -2, "since");
         set_bool(L, "per_position", d->per_position);
         set_bool(L, "own_score", d->score != NULL);
+        if (d->hf) lrp_set_hf_fields(L, (rp_rope_scaling)s);
         lua_pushvalue(L, -1);
         lua_setfield(L, -3, d->name);
         lua_rawseti(L, -2, s + 1);

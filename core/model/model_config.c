@@ -58,9 +58,7 @@ rp_status rp_model_cfg_check(const rp_model_cfg *cfg)
         if (rel->params[i].use == RP_PARAM_PROJ_SIN && cfg->d_model % 2 != 0)
             return rp_error(RP_ERR_ARG, "pe %s needs an even d_model (its sinusoid R), got %lld",
                             mode->name, (long long)cfg->d_model);
-    if (cfg->rotate && !mode->rotary)
-        return rp_error(RP_ERR_ARG, "rotate needs a rotary pe (%s), not %s",
-                        rp_pe_list(list, sizeof list, 1, 0, 0), mode->name);
+    RP_TRY(rp_pe_rotate_check(cfg->pe, cfg->rotate, 0));
     int rot = cfg->rotate ? cfg->rotate : mode->rotate;
     int64_t d_rot[4];
     RP_TRY(pe_widths(cfg, rot, d_rot));

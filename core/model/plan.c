@@ -49,13 +49,8 @@ rp_status rp_option_position(const char *key, int64_t v, int64_t min)
 
 rp_status rp_option_rotate(rp_pe pe, int rotate)
 {
-    const rp_pe_mode *mode = rp_pe_mode_of(pe);
-    char list[128];
-    if (!mode) return rp_error(RP_ERR_ARG, "unknown pe %d", (int)pe);
-    if (rotate && !mode->rotary)
-        return rp_error(RP_ERR_ARG, "option 'rotate' needs a rotary pe (%s), got pe '%s'",
-                        rp_pe_list(list, sizeof list, 1, 0, 0), mode->name);
-    return RP_OK;
+    if (!rp_pe_mode_of(pe)) return rp_error(RP_ERR_ARG, "unknown pe %d", (int)pe);
+    return rp_pe_rotate_check(pe, rotate, 1);
 }
 
 /* ---- rp.attention ---- */

@@ -37,10 +37,10 @@ _Static_assert(sizeof modes / sizeof modes[0] == RP_PE_COUNT, "one row per rp_pe
 /* The kind table: the relative terms of each kind, its tables' rows, the config keys it reads
  * and the model's parameters (pe.h; the formulas: core/nn/attention.h). */
 static const rp_rel_desc kinds[RP_REL_COUNT] = {
-    [RP_REL_NONE] = {.scale_terms = 1},
+    [RP_REL_NONE] = {.name = "", .scale_terms = 1},
     /* Shaw et al. 2018 (RoFormer eq. 5): Ek = a^K and Ev = a^V, rows clip(i - n, -k, k) + k */
     [RP_REL_SHAW] = {
-        .terms = RP_TERM_EK | RP_TERM_EV, .ek_rows = RP_ROWS_CLIP, .ek_sign = -1,
+        .name = "shaw", .terms = RP_TERM_EK | RP_TERM_EV, .ek_rows = RP_ROWS_CLIP, .ek_sign = -1,
         .uses = RP_USES_CLIP, .scale_terms = 1,
         .sym = {[RP_TAB_EK] = "a^K", [RP_TAB_EV] = "a^V"},
         .nparams = 2,
@@ -50,7 +50,7 @@ static const rp_rel_desc kinds[RP_REL_COUNT] = {
                     RP_RI_UNIFORM}}},
     /* Transformer-XL, Dai et al. 2019 (RoFormer eq. 7): Ek = W_kR R per distance, u and v (w) */
     [RP_REL_XL] = {
-        .terms = RP_TERM_EK | RP_TERM_UW, .ek_rows = RP_ROWS_DISTANCE, .ek_sign = 1,
+        .name = "xl", .terms = RP_TERM_EK | RP_TERM_UW, .ek_rows = RP_ROWS_DISTANCE, .ek_sign = 1,
         .ek_heads = 1, .scale_terms = 1,
         .sym = {[RP_TAB_EK] = "W_kR R", [RP_TAB_U] = "u", [RP_TAB_W] = "v"},
         .nparams = 3,
@@ -60,7 +60,7 @@ static const rp_rel_desc kinds[RP_REL_COUNT] = {
                    {"attn.rel_w", RP_PARAM_TABLE, RP_TAB_W, RP_DIM_HEADS, RP_DIM_DK, RP_RI_ZEROS}}},
     /* T5, Raffel et al. 2020: a learned bias per head and bucket */
     [RP_REL_T5] = {
-        .terms = RP_TERM_BUCKET, .uses = RP_USES_BUCKETS, .scale_terms = 1,
+        .name = "t5", .terms = RP_TERM_BUCKET, .uses = RP_USES_BUCKETS, .scale_terms = 1,
         .sym = {[RP_TAB_BIAS] = "bias"},
         .nparams = 1,
         .params = {{"attn.rel_bias", RP_PARAM_TABLE, RP_TAB_BIAS, RP_DIM_HEADS, RP_DIM_BUCKETS,
@@ -68,7 +68,8 @@ static const rp_rel_desc kinds[RP_REL_COUNT] = {
     /* DeBERTa, He et al. 2020 (RoFormer eq. 10): c2p K^r rows k + delta, p2c Q^r rows k - delta,
      * both projections of the shared P, scores scaled by 1/sqrt(3 d_k) */
     [RP_REL_DEBERTA] = {
-        .terms = RP_TERM_EK | RP_TERM_EQ, .ek_rows = RP_ROWS_CLIP2, .ek_sign = 1, .ek_heads = 1,
+        .name = "deberta", .terms = RP_TERM_EK | RP_TERM_EQ, .ek_rows = RP_ROWS_CLIP2, .ek_sign = 1,
+        .ek_heads = 1,
         .eq_rows = RP_ROWS_CLIP2, .eq_sign = -1, .uses = RP_USES_CLIP, .scale_terms = 3,
         .sym = {[RP_TAB_EK] = "K^r", [RP_TAB_EQ] = "Q^r"},
         .nparams = 3,
@@ -78,7 +79,7 @@ static const rp_rel_desc kinds[RP_REL_COUNT] = {
                    {"attn.rel_k_proj.weight", RP_PARAM_PROJ_SHARED, RP_TAB_EK, RP_DIM_C, RP_DIM_C,
                     RP_RI_UNIFORM}}},
     /* ALiBi, Press et al. 2022: fixed slopes, no parameters */
-    [RP_REL_ALIBI] = {.terms = RP_TERM_SLOPE, .scale_terms = 1},
+    [RP_REL_ALIBI] = {.name = "alibi", .terms = RP_TERM_SLOPE, .scale_terms = 1},
 };
 
 const rp_pe_mode *rp_pe_mode_of(rp_pe pe)
@@ -196,6 +197,16 @@ const char *rp_rotate_name(int rotate, char buf[5])
     return buf;
 }
 
+rp_status rp_pe_rotate_check(rp_pe pe, int rotate, int option)
+{
+    const rp_pe_mode *m = rp_pe_mode_of(pe);
+    char list[128];
+    if (!rotate || (m && m->rotary)) return RP_OK;
+    return rp_error(RP_ERR_ARG, "%s needs a rotary pe (%s), %s%s%s", option ? "option 'rotate'"
+                    : "rotate", rp_pe_list(list, sizeof list, 1, 0, 0), option ? "got pe '" :
+                    "not ", m ? m->name : "?", option ? "'" : "");
+}
+
 rp_status rp_pe_scheme_init(rp_pe_scheme *s, rp_pe pe, int rotate, const int64_t d_rot[4],
                             double base, rp_pairing pairing)
 {
@@ -203,10 +214,7 @@ rp_status rp_pe_scheme_init(rp_pe_scheme *s, rp_pe pe, int rotate, const int64_t
     const rp_pe_mode *m = rp_pe_mode_of(pe);
     if (!m) return rp_error(RP_ERR_ARG, "unknown pe %d", (int)pe);
     if (rotate & ~RP_ROT_ALL) return rp_error(RP_ERR_ARG, "rotate mask %d is not a subset of qkvo", rotate);
-    char list[128];
-    if (rotate && !m->rotary)
-        return rp_error(RP_ERR_ARG, "rotate needs a rotary pe (%s), not %s",
-                        rp_pe_list(list, sizeof list, 1, 0, 0), m->name);
+    RP_TRY(rp_pe_rotate_check(pe, rotate, 0));
     s->pe = pe;
     s->absolute = m->absolute;
     s->rotate = rotate ? rotate : m->rotate;

@@ -163,6 +163,7 @@ typedef struct rp_rel_param {
  * of +1 or -1) for each of Ek and Eq it reads, a symbol for each table it reads, and one
  * parameter for each table (test_kind_rows in tests/c/test_attention_rel.c checks these). */
 typedef struct rp_rel_desc {
+    const char *name;    /* the kind's name (its mode's: "shaw", "xl", ...; "" for RP_REL_NONE) */
     int terms;           /* RP_TERM_* bits; 0: RP_REL_NONE */
     rp_rel_rows ek_rows; /* the rows of Ek (and Ev) */
     int ek_sign;         /* +1 or -1 in the row rule above */
@@ -207,6 +208,11 @@ int rp_pe_rotates(rp_pe pe);
  * bits; when not 0), as messages list them ("rope, roper or roper_legacy"), into buf (n bytes);
  * returns buf. */
 const char *rp_pe_list(char *buf, size_t n, int rotary, int linear, int uses);
+/* RP_OK when the rotate mask (0: the mode's own) may go with mode pe: 0 or a rotary mode. Else
+ * RP_ERR_ARG, the one home of the message: option set (a caller's option, rp.model's) "option
+ * 'rotate' needs a rotary pe (rope, roper or roper_legacy), got pe 'shaw'", else (a config's
+ * rule) "rotate needs a rotary pe (rope, roper or roper_legacy), not shaw". pe must be valid. */
+rp_status rp_pe_rotate_check(rp_pe pe, int rotate, int option);
 /* names[0 .. count) as messages list them, "a, b or c", into buf (n bytes), each followed by its
  * index when values is set ("a (0), b (1) or c (2)"); returns buf. */
 const char *rp_join_names(char *buf, size_t n, const char *const *names, int count, int values);

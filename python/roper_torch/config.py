@@ -2,7 +2,7 @@
 when each does something, come from roper's schema (schema.json, written from roper's own rows by
 python/gen_schema.lua: rp.model_keys() and rp.pe_modes()); the rules between keys are those of
 core/model/model_config.c, with roper's messages. MODES holds what the modules need of each
-positional mode (core/nn/pe.c's mode table).
+positional mode (core/nn/pe.c's mode table, from schema.json).
 
 config(cfg) gives the full config, or raises ValueError with the message rp.model would raise
 (bindings/model.c's read_cfg: the keys in the schema's order, their types and ranges, then
@@ -16,36 +16,23 @@ from . import rotary
 
 @dataclass(frozen=True)
 class Mode:
-    absolute: str    # "none", "sinusoidal", "learned": added to the embeddings
-    rotate: str      # the placements rotated by default
-    rotary: bool     # takes any `rotate` subset
-    v_angle: float   # c: v_i is rotated by +c i theta
-    rel: str         # the relative kind ("" for none)
-    linear: bool     # linear attention supports it
+    """A row of core/nn/pe.c's mode table as schema.json holds it (rp.pe_modes())."""
+    absolute: str       # "none", "sinusoidal", "learned": added to the embeddings
+    rotate: str         # the placements rotated by default
+    rotary: bool        # takes any `rotate` subset
+    v_angle: float      # c: v_i is rotated by +c i theta
+    rel: str            # the relative kind ("" for none)
+    linear: bool        # linear attention supports it
+    scale_terms: int    # the scores are scaled by 1/sqrt(scale_terms d_k)
+    rel_params: tuple   # the relative terms' parameters: {name, use, rows, cols, init}
 
-
-# core/nn/pe.c's mode table (roper_legacy: the labml code of 2022-05-31 .. 2024-06-20).
-MODES = {
-    "none": Mode("none", "", False, 0.0, "", True),
-    "sinusoidal": Mode("sinusoidal", "", False, 0.0, "", True),
-    "learned": Mode("learned", "", False, 0.0, "", True),
-    "rope": Mode("none", "qk", True, 1.0, "", True),
-    "roper": Mode("none", "qkvo", True, 1.0, "", True),
-    "roper_legacy": Mode("none", "qkvo", True, 2.0, "", False),
-    "shaw": Mode("none", "", False, 0.0, "shaw", False),
-    "xl": Mode("none", "", False, 0.0, "xl", False),
-    "t5": Mode("none", "", False, 0.0, "t5", False),
-    "deberta": Mode("none", "", False, 0.0, "deberta", False),
-    "alibi": Mode("none", "", False, 0.0, "alibi", False),
-}
 
 SCHEMA = rotary.SCHEMA  # roper's schema.json
 KEYS = SCHEMA["keys"]  # rp.model_keys(): one row per config key, in roper's order
 KEY = {k["name"]: k for k in KEYS}
 PE = {m["name"]: m for m in SCHEMA["modes"]}  # rp.pe_modes()
-if list(PE) != list(MODES) or any((PE[n]["rotary"], PE[n]["linear"], PE[n]["rotate"])
-                                  != (m.rotary, m.linear, m.rotate) for n, m in MODES.items()):
-    raise ImportError("roper_torch: MODES and schema.json's modes differ (python/gen_schema.lua)")
+MODES = {n: Mode(m["absolute"], m["rotate"], m["rotary"], float(m["v_angle"]), m["rel"],
+                 m["linear"], m["scale_terms"], tuple(m["rel_params"])) for n, m in PE.items()}
 
 # rp.model's keys and defaults (vocab has none: it is required)
 DEFAULTS = {k["name"]: None if k["required"] else k["default"] for k in KEYS}
@@ -78,6 +65,15 @@ def _pe_list(rotary_only=False, linear=False, reads=None):
     terms read the key `reads`)."""
     return _join(n for n, m in PE.items() if (not rotary_only or m["rotary"])
                  and (not linear or m["linear"]) and (reads is None or reads in m["rel_keys"]))
+
+
+def _rotate_check(pe, rotate, option):
+    """rp_pe_rotate_check: a rotate of a non-rotary pe refused, as an option of rp.model's
+    (option) or as a config's rule."""
+    if rotate and not PE[pe]["rotary"]:
+        raise ValueError("%s needs a rotary pe (%s), %s" % (
+            "option 'rotate'" if option else "rotate", _pe_list(True),
+            "got pe '%s'" % pe if option else "not %s" % pe))
 
 
 def _lua_integer(v):
@@ -282,8 +278,7 @@ def _check_rules(c):
     if mode.rel == "xl" and c["d_model"] % 2:
         raise ValueError("pe %s needs an even d_model (its sinusoid R), got %d"
                          % (pe, c["d_model"]))
-    if c["rotate"] and not mode.rotary:
-        raise ValueError("rotate needs a rotary pe (%s), not %s" % (_pe_list(True), pe))
+    _rotate_check(pe, c["rotate"], False)
     widths(c)
     if "rel_buckets" in PE[pe]["rel_keys"]:
         lo = c["rel_buckets"] // 2 + 1
@@ -307,16 +302,9 @@ def _check_rules(c):
 
 # ---- Hugging Face's names (bindings/freq.c: lrp_optbase, lrp_opt_rope_scaling) ----
 
-# the rope_scaling fields roper reads, each with the group of them a rope_type reads
-_HF_FIELDS = {"factor": "factor", "original_max_position_embeddings": "len",
-              "beta_fast": "betas", "beta_slow": "betas", "low_freq_factor": "llama3",
-              "high_freq_factor": "llama3", "attention_factor": "attn", "mscale": "attn",
-              "mscale_all_dim": "attn", "truncate": "truncate"}
-# rope_type: (roper's scaling, the groups it reads)
-_HF_TYPES = {"default": ("none", ()), "linear": ("pi", ("factor",)),
-             "dynamic": ("dynamic", ("factor", "len")),
-             "yarn": ("yarn", ("factor", "len", "betas", "attn", "truncate")),
-             "llama3": ("llama3", ("factor", "len", "llama3"))}
+# rope_type: roper's scaling row (rp.scalings(): its hf_fields and hf_needs)
+_HF_TYPES = {sc["hf"]: sc for sc in SCHEMA["scalings"] if "hf" in sc}
+_HF_FIELDS = {f for sc in _HF_TYPES.values() for f in sc["hf_fields"]}  # those roper reads
 MAX_POS = 2 ** 53
 
 
@@ -360,9 +348,10 @@ def _rope_scaling(c, full):
         raise ValueError("option 'rope_scaling': rope_type \"%s\" (LongRoPE's per-pair factors) "
                          "is not supported; give the frequencies as option 'freq'" % name)
     if name not in _HF_TYPES:
-        raise ValueError("option 'rope_scaling': rope_type \"%s\" is not default, linear, "
-                         "yarn, dynamic or llama3" % name)
-    scaling, groups = _HF_TYPES[name]
+        raise ValueError("option 'rope_scaling': rope_type \"%s\" is not %s"
+                         % (name, _join(_HF_TYPES)))
+    row = _HF_TYPES[name]
+    scaling = row["name"]
     for key in t:
         if key in ("rope_type", "type"):
             continue
@@ -371,7 +360,7 @@ def _rope_scaling(c, full):
                              "type, factor, original_max_position_embeddings, beta_fast, "
                              "beta_slow, low_freq_factor, high_freq_factor, attention_factor, "
                              "mscale, mscale_all_dim, truncate)" % key)
-        if _HF_FIELDS[key] not in groups:
+        if key not in row["hf_fields"]:
             raise ValueError("option 'rope_scaling': field '%s' does nothing for rope_type "
                              "\"%s\"" % (key, name))
 
@@ -388,28 +377,26 @@ def _rope_scaling(c, full):
     length = number("original_max_position_embeddings", 0.0)
     af = number("attention_factor", 0.0)
     ms, msa = number("mscale", 0.0), number("mscale_all_dim", 0.0)
-    lo, hi = number("low_freq_factor", 1.0), number("high_freq_factor", 4.0)
+    lo = number("low_freq_factor", KEY["low_freq_factor"]["default"])
+    hi = number("high_freq_factor", KEY["high_freq_factor"]["default"])
     given = lambda key: t.get(key) is not None  # noqa: E731
-    need = ("factor" if scaling != "none" and not given("factor") else
-            "original_max_position_embeddings" if scaling == "llama3" and
-            not given("original_max_position_embeddings") else
-            "low_freq_factor and high_freq_factor" if scaling == "llama3" and
-            not (given("low_freq_factor") and given("high_freq_factor")) else None)
-    if need:
-        raise ValueError("option 'rope_scaling': rope_type \"%s\" needs %s" % (name, need))
+    for fields in row["hf_needs"]:
+        if not all(given(f) for f in fields):
+            raise ValueError("option 'rope_scaling': rope_type \"%s\" needs %s"
+                             % (name, " and ".join(fields)))
     if given("original_max_position_embeddings") and (length != math.floor(length) or
                                                      not 1.0 <= length <= MAX_POS):
         raise ValueError("option 'rope_scaling': 'original_max_position_embeddings' must be an "
                          "integer >= 1, got %s" % rotary._describe(length))
     full["scaling"] = scaling
-    if scaling != "none":
+    if "scaling_factor" in row["keys"]:
         full["scaling_factor"] = factor
     if given("original_max_position_embeddings"):
         full["orig_len"] = int(length)
     full["low_freq_factor"], full["high_freq_factor"] = lo, hi
-    if scaling == "yarn":
-        full["yarn_beta"] = number("beta_fast", 32.0)
-        full["yarn_alpha"] = number("beta_slow", 1.0)
+    if "yarn_beta" in row["keys"]:
+        full["yarn_beta"] = number("beta_fast", KEY["yarn_beta"]["default"])
+        full["yarn_alpha"] = number("beta_slow", KEY["yarn_alpha"]["default"])
         tr = t.get("truncate")
         if tr is not None and not isinstance(tr, bool):
             raise ValueError("option 'rope_scaling': 'truncate' must be a boolean, got %s"
@@ -457,9 +444,8 @@ def config(cfg=None, **kw):
         full["base"] = _rope_theta(c)
     if c.get("rope_scaling") is not None:
         _rope_scaling(c, full)
-    if full["rotate"] and not MODES[full["pe"]].rotary and not stored:
-        raise ValueError("option 'rotate' needs a rotary pe (%s), got pe '%s'"
-                         % (_pe_list(True), full["pe"]))
+    if not stored:
+        _rotate_check(full["pe"], full["rotate"], True)
     if stored:  # roper's readers check the values as the file holds them
         _check_rules(full)
         _normalise(full)

@@ -300,19 +300,9 @@ class RotaryAttention(nn.Module):
         self.linear = cfg["attention"] == "linear"
         self.qkv = nn.Linear(C, 3 * C)
         self.out = nn.Linear(C, C)
-        rel, D, K = self.mode.rel, self.D, cfg["rel_clip"]
-        if rel == "shaw":
-            self.rel_k = nn.Parameter(torch.empty(2 * K + 1, D).uniform_(-D ** -0.5, D ** -0.5))
-            self.rel_v = nn.Parameter(torch.empty(2 * K + 1, D).uniform_(-D ** -0.5, D ** -0.5))
-        elif rel == "xl":
-            self.rel_proj = nn.Linear(C, C, bias=False)
-            self.rel_u = nn.Parameter(torch.zeros(H, D))
-            self.rel_w = nn.Parameter(torch.zeros(H, D))
-        elif rel == "t5":
-            self.rel_bias = nn.Parameter(torch.zeros(H, cfg["rel_buckets"]))
-        elif rel == "deberta":
-            self.rel_q_proj = nn.Linear(C, C, bias=False)
-            self.rel_k_proj = nn.Linear(C, C, bias=False)
+        for q in self.mode.rel_params:  # the relative terms' parameters (schema.json)
+            if q["use"] != "shared":  # the model's one
+                _rel_param(self, q["name"][len("attn."):], q, cfg)
         self._tables = {}
 
     def tables(self, offset, T, dtype=torch.float32, learned=None):
@@ -365,7 +355,7 @@ class RotaryAttention(nn.Module):
         T, H, D = q.shape[1], self.H, self.D
         rel = self.mode.rel
         # the scale as roper's kernels apply it: float32(1 / sqrt(terms d_k) x temperature) on q
-        s = 1.0 / math.sqrt((3 if rel == "deberta" else 1) * D) * rotary.score_scale(
+        s = 1.0 / math.sqrt(self.mode.scale_terms * D) * rotary.score_scale(
             None if self.freq.is_plain() else self.freq)
         s = float(torch.tensor(s, dtype=q.dtype))
         q = self._rot(q, "q", tabs)
@@ -473,8 +463,9 @@ class RoperTransformer(nn.Module):
         self.embed = nn.Embedding(V, C)
         if mode.absolute == "learned":
             self.pos = nn.Embedding(c["seq_len"], C)
-        if mode.rel == "deberta":
-            self.rel = nn.Embedding(2 * c["rel_clip"], C)
+        for q in mode.rel_params:
+            if q["use"] == "shared":  # the model's one for all layers (deberta's P)
+                _rel_param(self, q["name"], q, c)
         self.layers = nn.ModuleList(
             _Sub(norm1=nn.LayerNorm(C, eps=LN_EPS), attn=RotaryAttention(c, self.freq,
                                                                         self.positions),
@@ -539,17 +530,44 @@ class RoperTransformer(nn.Module):
         return F.cross_entropy(logits[scored], targets[scored])
 
 
+def _rel_dim(dim, cfg):
+    """The size a dim of schema.json's rel_params stands for (core/nn/pe.h's rp_rel_dim)."""
+    K = cfg["rel_clip"]
+    return {"clip1": 2 * K + 1, "clip2": 2 * K, "d_k": cfg["d_model"] // cfg["heads"],
+            "d_model": cfg["d_model"], "heads": cfg["heads"],
+            "buckets": cfg["rel_buckets"]}[dim]
+
+
+def _rel_param(owner, name, q, cfg):
+    """The parameter row q of schema.json's rel_params as owner's attribute: "x.weight" a
+    module's weight (Embedding for the shared one, else a Linear without bias), "x" a
+    Parameter initialised as the row says (uniform in +-1/sqrt(cols), zeros or normal)."""
+    rows, cols = _rel_dim(q["rows"], cfg), _rel_dim(q["cols"], cfg)
+    if name.endswith(".weight"):
+        setattr(owner, name[:-len(".weight")], nn.Embedding(rows, cols) if q["use"] == "shared"
+                else nn.Linear(cols, rows, bias=False))
+        return
+    t = torch.empty(rows, cols)
+    init = {"uniform": lambda: t.uniform_(-cols ** -0.5, cols ** -0.5), "zeros": t.zero_,
+            "normal": t.normal_}[q["init"]]
+    init()
+    setattr(owner, name, nn.Parameter(t))
+
+
 def param_count(cfg):
     """The floats of the parameters of a RoperTransformer of the checked config cfg (roper's
     layout, core/model/model_layout.c's rpm_build_layout), computed without building it:
     load_roper refuses a file that holds fewer before it allocates a model (as rp.load does)."""
-    C, V, Fd, H, T = cfg["d_model"], cfg["vocab"], cfg["d_ff"], cfg["heads"], cfg["seq_len"]
-    D, mode, K = C // H, MODES[cfg["pe"]], cfg["rel_clip"]
+    C, V, Fd, T = cfg["d_model"], cfg["vocab"], cfg["d_ff"], cfg["seq_len"]
+    mode = MODES[cfg["pe"]]
     n = 2 * V * C + V + (T * C if mode.absolute == "learned" else 0)  # embed, head, pos
-    n += 2 * K * C if mode.rel == "deberta" else 0  # the shared relative embeddings
     layer = 4 * C + 4 * C * C + 4 * C + 2 * Fd * C + Fd + C  # norms, qkv, out, ff
-    layer += {"shaw": 2 * (2 * K + 1) * D, "xl": C * C + 2 * H * D,
-              "t5": H * cfg["rel_buckets"], "deberta": 2 * C * C}.get(mode.rel, 0)
+    for q in mode.rel_params:  # the relative terms' (the shared one once)
+        size = _rel_dim(q["rows"], cfg) * _rel_dim(q["cols"], cfg)
+        if q["use"] == "shared":
+            n += size
+        else:
+            layer += size
     n += cfg["layers"] * layer + (2 * C if cfg["norm"] == "pre" else 0)
     if cfg["learn_freq"] and mode.rotary and cfg["attention"] != "linear":
         n += 3 * (max(widths(cfg).values()) // 2)  # rope.freq
