@@ -23,9 +23,24 @@ local function default_max_bytes()
   end
 end
 
+-- --help opens with these (each runs as written from the repository's folder; tests/lua/
+-- help_examples_spec.lua runs them). The default corpus (no --input) needs Debian's linux-doc-6.1:
+-- `make corpus` installs it and runs this script.
+local EXAMPLES = {
+  { "any folder of text files, here the stored runs of a comparison (JSON and CSV), not cleaned",
+    "roper scripts/corpus.lua --input results/v2-index/runs --clean none --out data/runs" },
+  { "the same with a smaller size limit (a corpus above it is refused, nothing written)",
+    "roper scripts/corpus.lua --input results/v3-index/runs --clean none --max-bytes 2000000 "
+      .. "--out data/runs-small" },
+  { "another folder; then train a language model on it: train.lua --task lm --corpus data/grid",
+    "roper scripts/corpus.lua --input results/grid2d/runs --clean none --out data/grid" },
+}
+
 cli.main("corpus.lua", function()
   local parser = cli.parser("roper scripts/corpus.lua",
-    "Prepare a text corpus for language modelling: clean, split by document, checksum.")
+    "Prepare a text corpus for language modelling: clean, split by document, checksum. Without "
+      .. "--input: the Linux kernel's documentation (make corpus installs linux-doc-6.1 first).",
+    EXAMPLES)
   parser:option("--out", "The folder to write (train.txt, valid.txt, test.txt, manifest.json).",
     "data/linux-doc"):argname("<folder>")
   parser:option("--input", "A folder of text files (gzip too; every file below it, sorted) or "
