@@ -43,6 +43,10 @@
 #                   kernels on every CPU, so a run gives the same bits on every such machine
 #                   (slower on AVX-512 CPUs; docs/experiments.md "Runs that reproduce anywhere")
 #   NO_OMP=1        build without OpenMP
+#   NO_SENTENCEPIECE=1  build without SentencePiece (no libsentencepiece, no libstdc++): the
+#                   tokenizer is text/tokenizer_none.c, whose rp.tokenizer.train and load return nil
+#                   and "roper was built without SentencePiece (NO_SENTENCEPIECE=1)"; for a
+#                   machine without the library's package (make test-aarch64 sets it)
 
 SHELL := /bin/bash
 
@@ -52,7 +56,7 @@ MARCH ?= native
 # Debian packages the project needs (installed by `make deps` only when missing).
 PACKAGES := gcc make pkg-config lua5.4 liblua5.4-dev libopenblas-dev lua-busted libreadline-dev \
             gnuplot-nox lua-argparse lua-cjson lua-penlight lua-filesystem lua-system lua-luv fortunes lua-dkjson \
-            parallel openmpi-bin libopenmpi-dev g++ libsentencepiece-dev
+            parallel openmpi-bin libopenmpi-dev g++ $(if $(filter 1,$(NO_SENTENCEPIECE)),,libsentencepiece-dev)
 
 ifeq ($(SANITIZE),1)
   BUILD := build-san
@@ -82,8 +86,19 @@ endif
 CORE_DIRS := core/sys core/tensor core/nn core/model core/io
 # The tokenizer (text/: SentencePiece behind a C interface, text/tokenizer.h) sits on core: its C
 # part (tokenizer.c) uses core's files and status; tokenizer_spm.cc, C++, is the only code that
-# calls the library (libsentencepiece, C++). It is part of the C library.
+# calls the library (libsentencepiece, C++). It is part of the C library. tokenizer_options.c (the
+# options and their checks) is in every build; NO_SENTENCEPIECE=1 builds tokenizer_none.c (the same
+# interface, every call that needs the library refused) in place of tokenizer.c and the C++ unit,
+# and links neither libsentencepiece nor libstdc++.
 TEXT_DIR := text
+TOK_NONE_SRC := $(TEXT_DIR)/tokenizer_none.c
+ifeq ($(NO_SENTENCEPIECE),1)
+  TEXT_SRC := $(TEXT_DIR)/tokenizer_options.c $(TOK_NONE_SRC)
+  TEXT_CXX_SRC :=
+else
+  TEXT_SRC := $(filter-out $(TOK_NONE_SRC),$(wildcard $(TEXT_DIR)/*.c))
+  TEXT_CXX_SRC := $(wildcard $(TEXT_DIR)/*.cc)
+endif
 # Warnings are on in every build and kept at zero, but a warning never stops a user's build (a
 # new compiler or -march may add one): WERROR=1 makes them errors, for the checks (make
 # check-build, CI's compiler matrix).
@@ -101,12 +116,15 @@ CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE $(OPT) -g -fPIC $
 CXXWARN := -Wall -Wextra -Wpedantic -Wshadow -Wdouble-promotion -Wformat=2 -Wundef -Wvla \
            -Wno-unused-parameter $(if $(filter 1,$(WERROR)),-Werror)
 CXXFLAGS := -std=c++17 $(OPT) -g -fPIC $(CXXWARN) $(SANFLAGS) -I$(TEXT_DIR)
-SPM_LIBS = $(or $(shell pkg-config --libs sentencepiece 2>/dev/null),-lsentencepiece -lsentencepiece_train)
-LDLIBS = $(SPM_LIBS) -lstdc++ -lopenblas -lm
+ifeq ($(NO_SENTENCEPIECE),1)
+  SPM_LIBS :=
+else
+  SPM_LIBS = $(or $(shell pkg-config --libs sentencepiece 2>/dev/null),-lsentencepiece -lsentencepiece_train) -lstdc++
+endif
+LDLIBS = $(SPM_LIBS) -lopenblas -lm
 LDFLAGS := $(OMPFLAGS) $(SANFLAGS)
 
-CORE_SRC := $(wildcard $(addsuffix /*.c,$(CORE_DIRS))) $(wildcard $(TEXT_DIR)/*.c) $(wildcard tasks/*.c)
-TEXT_CXX_SRC := $(wildcard $(TEXT_DIR)/*.cc)
+CORE_SRC := $(wildcard $(addsuffix /*.c,$(CORE_DIRS))) $(TEXT_SRC) $(wildcard tasks/*.c)
 CORE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC)) $(patsubst %.cc,$(BUILD)/obj/%.o,$(TEXT_CXX_SRC))
 BIND_SRC := $(wildcard bindings/*.c)
 BIND_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(BIND_SRC)) $(BUILD)/obj/roper_lua.o
@@ -244,7 +262,9 @@ check-build: deps
 	@tests/check_build
 
 # Compile only: check-build's unit (make CC=... BUILD=... OPT=... WERROR=1 check-objs).
-check-objs: $(CORE_OBJ) $(BIND_OBJ) $(REPL_OBJ) $(BUILD)/obj/mpi/roper_mpi.o
+# The tokenizer of NO_SENTENCEPIECE=1 builds is compiled in every build's check too.
+check-objs: $(CORE_OBJ) $(patsubst %.c,$(BUILD)/obj/%.o,$(TOK_NONE_SRC)) $(BIND_OBJ) $(REPL_OBJ) \
+            $(BUILD)/obj/mpi/roper_mpi.o
 
 $(BUILD)/obj/mpi/roper_mpi.o: mpi/roper_mpi.c core/sys/dist.h | deps
 	@mkdir -p $(dir $@)
@@ -378,8 +398,10 @@ SUBST = sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@BINDIR@|$(BINDIR)|g' \
             -e 's|@PKGCONFIGDIR@|$(PKGCONFIGDIR)|g' -e 's|@LUA_CMODDIR@|$(LUA_CMODDIR)|g' \
             -e 's|@SCRIPTDIR@|$(SCRIPTDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g' -e 's|@JUPYTERDIR@|$(JUPYTERDIR)|g'
 # the C library's private link flags (static linking): OpenMP's runtime, the C++ runtime (the
-# tokenizer's unit) and libm; sentencepiece and openblas come through Requires.private
-PC_LIBS_PRIVATE := $(if $(OMPFLAGS),-lgomp )-lstdc++ -lm
+# tokenizer's unit) and libm; sentencepiece and openblas come through Requires.private (neither
+# sentencepiece nor libstdc++ in a NO_SENTENCEPIECE=1 build)
+PC_LIBS_PRIVATE := $(if $(OMPFLAGS),-lgomp )$(if $(TEXT_CXX_SRC),-lstdc++ )-lm
+PC_REQUIRES_PRIVATE := openblas$(if $(TEXT_CXX_SRC), sentencepiece)
 # ldconfig after a real install as root, so the shared library is found at once
 LDCONFIG = if [ -z '$(DESTDIR)' ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
 
@@ -423,6 +445,7 @@ install-lib: $(LIB) $(SHLIB) $(MPI_PLUGIN)
 	@echo "installing the C library"
 	@$(TMP_BEGIN) \
 	$(SUBST) -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBS_PRIVATE@|$(PC_LIBS_PRIVATE)|g' \
+	  -e 's|@REQUIRES_PRIVATE@|$(PC_REQUIRES_PRIVATE)|g' \
 	  -e 's|^libdir=$(PREFIX)/|libdir=$${prefix}/|' \
 	  -e 's|^includedir=$(PREFIX)/|includedir=$${prefix}/|' packaging/roper.pc.in > "$$tmp/roper.pc" && \
 	{ $(call inst_file,644,$(LIB),$(LIBDIR)/libroper.a) \

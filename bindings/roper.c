@@ -14,7 +14,7 @@
  * model_keys, pe_modes, model_unused, hf_rope (core's config schema and mode table:
  * lrp_model_internals in roper.h), optim_keys (the optimiser's keys: lrp_optim_internals),
  * i32_max = RP_I32_MAX, build_kind = rp_build_kind(), build_target = rp_build_target(),
- * path_kind = f, read_file = f, write_file = f }
+ * tokenizer = rp_tok_available() == 1, path_kind = f, read_file = f, write_file = f }
  * (is_live(t) is true for a tensor that has not been released; path_kind(path) tells what is at
  * a path without opening it; read_file and write_file are core/io/fileio.h's reading and atomic
  * writing, for the Lua parts' own files). What a Lua module shares with the others is its return
@@ -32,6 +32,7 @@
 #include "args.h"
 #include "fileio.h"
 #include "roper.h"
+#include "tokenizer.h"
 #include "userdata.h"
 
 /* internals.path_kind(path) -> kind | false | nil, message: what is at path, told by a stat that
@@ -337,6 +338,8 @@ LUAMOD_API int luaopen_roper(lua_State *L)
     lua_setfield(L, priv, "build_kind");
     lua_pushstring(L, rp_build_target());
     lua_setfield(L, priv, "build_target");
+    lua_pushboolean(L, rp_tok_available());
+    lua_setfield(L, priv, "tokenizer");
     load_lua_modules(L, mod, priv);
 
     lua_pushvalue(L, mod); /* for the public names in argument errors (lrp_argerror) */

@@ -67,6 +67,7 @@
 #include "repl.h"
 #include "roper.h"
 #include "rp.h"
+#include "tokenizer.h"
 
 #define CHUNKNAME "=stdin"
 
@@ -492,6 +493,7 @@ static void print_version(void) {
     printf("  kernels: %s (%s)\n", rp_blas_core(), rp_blas_core_reason());
     printf("  OpenMP wait policy: %s\n", rp_omp_wait_policy());
     printf("  build: %s (-march=%s)\n", rp_build_kind(), rp_build_target());
+    if (!rp_tok_available()) printf("  tokenizer: none (built without SentencePiece: NO_SENTENCEPIECE=1)\n");
     fflush(stdout);
 }
 

@@ -18,6 +18,13 @@
  * Every function returns RP_OK or a status with a message in rp_last_error(): RP_ERR_ARG for a
  * bad argument or option (naming it), RP_ERR_IO for a file ("path: reason"), RP_ERR_RANGE for an
  * id outside the vocabulary, RP_ERR_NOMEM when memory runs out.
+ *
+ * A build without SentencePiece (make NO_SENTENCEPIECE=1: where the library cannot be installed,
+ * as in the aarch64 cross build) has the same interface (text/tokenizer_none.c): the options and
+ * their checks are the same, rp_tok_available() is 0, and rp_tok_train, rp_tok_load and
+ * rp_tok_load_bytes return RP_ERR_IO "roper was built without SentencePiece (NO_SENTENCEPIECE=1)"
+ * without touching a file, so no rp_tok is ever made (the functions that take one return that
+ * status too, or -1, 0 or "unknown").
  */
 #ifndef RP_TOKENIZER_H
 #define RP_TOKENIZER_H
@@ -62,6 +69,9 @@ typedef struct rp_tok_train_cfg {
 } rp_tok_train_cfg;
 /* The last three defaults are SentencePiece's; every value is passed to the trainer explicitly,
  * so the same inputs and options give the same .model bytes. */
+
+/* 1 when this build has SentencePiece, 0 when it was built without (NO_SENTENCEPIECE=1). */
+int rp_tok_available(void);
 
 /* The defaults above (inputs NULL, n_inputs 0). */
 rp_tok_train_cfg rp_tok_train_cfg_default(void);

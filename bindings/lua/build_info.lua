@@ -2,8 +2,9 @@
 -- (docs/experiments.md, "What a run records").
 --   rp.build_info() -> { version = rp._VERSION, commit = "<git describe --always --dirty>",
 --                        build = "native" | "portable" | "sanitize", target = "native" |
---                        "x86-64-v3" | "x86-64" } (core/sys/build.h: the portable build gives the
---                        same bits on every x86-64-v3 CPU)
+--                        "x86-64-v3" | "x86-64", tokenizer = true | false } (core/sys/build.h:
+--                        the portable build gives the same bits on every x86-64-v3 CPU;
+--                        tokenizer: built with SentencePiece, text/tokenizer.h)
 -- The commit is stamped at build time by bindings/gen_build_info.lua (the module
 -- roper.build_stamp, generated in the build folder): "unknown" when the module was built outside
 -- a git checkout.
@@ -18,5 +19,5 @@ local commit = type(stamp.commit) == "string" and stamp.commit or "unknown"
 
 function rp.build_info()
   return { version = rp._VERSION, commit = commit, build = internals.build_kind,
-    target = internals.build_target }
+    target = internals.build_target, tokenizer = internals.tokenizer }
 end

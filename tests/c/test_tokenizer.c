@@ -2,7 +2,10 @@
  * on a text this test writes, the .model file written atomically and loaded back, encode/decode
  * round trips (the buffer protocol: *n and *len are the sizes needed), the byte pieces, ids out of
  * range, text that is not UTF-8, and files that are not models (empty, text, cut short). The
- * agreement with Python's sentencepiece is tests/lua/tokenizer_spec.lua's. */
+ * agreement with Python's sentencepiece is tests/lua/tokenizer_spec.lua's.
+ * In a build without SentencePiece (make NO_SENTENCEPIECE=1: text/tokenizer_none.c) the options
+ * are checked as in every build, then every call that needs the library is checked to refuse with
+ * the build's message, and the test ends there. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +105,44 @@ int main(void)
               "character_coverage must be in [0.98, 1] (SentencePiece's range), got 0.5");
     c.character_coverage = 1.0;
     CHECK_STATUS(rp_tok_train_cfg_check(&c), RP_OK, NULL);
+
+    if (!rp_tok_available()) {
+        /* no SentencePiece: every call that needs it refuses, touching no file */
+        static const char no_spm[] = "roper was built without SentencePiece (NO_SENTENCEPIECE=1)";
+        rp_tok *u = (rp_tok *)&c; /* (never used: set to NULL by each refusal) */
+        CHECK_MSG(rp_tok_train(&c, model, &u), RP_ERR_IO, no_spm);
+        CHECK(u == NULL, "train's *out");
+        CHECK_MSG(rp_tok_train(&c, model, NULL), RP_ERR_IO, no_spm);
+        CHECK(access(model, F_OK) != 0, "no model file written");
+        u = (rp_tok *)&c;
+        CHECK_MSG(rp_tok_load(corpus, &u), RP_ERR_IO, no_spm);
+        CHECK(u == NULL, "load's *out");
+        u = (rp_tok *)&c;
+        CHECK_MSG(rp_tok_load_bytes("\x08\x01", 2, "v.model", &u), RP_ERR_IO, no_spm);
+        CHECK(u == NULL, "load_bytes's *out");
+        int32_t ids[4] = {0};
+        int64_t n = 7;
+        size_t len = 7;
+        char out[4];
+        const char *p = NULL;
+        CHECK_MSG(rp_tok_encode(NULL, "ab", 2, ids, 4, &n), RP_ERR_IO, no_spm);
+        CHECK(n == 0, "encode's *n");
+        CHECK_MSG(rp_tok_decode(NULL, ids, 1, out, sizeof out, &len), RP_ERR_IO, no_spm);
+        CHECK(len == 0, "decode's *len");
+        CHECK_MSG(rp_tok_piece(NULL, 0, &p, &len), RP_ERR_IO, no_spm);
+        CHECK_MSG(rp_tok_check_id(NULL, 0, 1), RP_ERR_IO, no_spm);
+        CHECK(rp_tok_vocab_size(NULL) == 0 && rp_tok_unk_id(NULL) == -1 &&
+                  rp_tok_bos_id(NULL) == -1 && rp_tok_eos_id(NULL) == -1 &&
+                  rp_tok_byte_fallback(NULL) == 0 && rp_tok_id(NULL, "a", 1) == -1 &&
+                  strcmp(rp_tok_type_name(NULL), "unknown") == 0,
+              "the queries' answers without a model");
+        rp_tok_free(NULL);
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+        return check_summary("test_tokenizer");
+    }
+    CHECK(rp_tok_available() == 1, "built with SentencePiece");
 
     /* training: a file, loaded back, reproducible */
     rp_tok *t = NULL;
