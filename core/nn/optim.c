@@ -29,7 +29,7 @@ const char *const rp_adam_kind_names[] = {"adam", "adamw", NULL};
 
 /* The optimiser's keys (optim.h), in the order of rp.optim's options and of the checks. */
 const rp_optim_key rp_adam_keys[] = {
-    {.name = "lr", .type = RP_OPT_NUM, .offset = F(lr), .def = 1e-3, .lo = 0, .hi = INFINITY,
+    {.name = "lr", .type = RP_OPT_NUM, .offset = F(lr), .def = 1e-3, .lo = 0, .hi = HUGE_VAL,
      .flags = RP_OPT_LO_OPEN | RP_OPT_OPTION, .help = "peak learning rate"},
     {.name = "beta1", .type = RP_OPT_NUM, .offset = F(beta1), .def = 0.9, .lo = 0, .hi = 1,
      .flags = RP_OPT_HI_OPEN | RP_OPT_OPTION | RP_OPT_PAIR, .pair = "betas",
@@ -37,14 +37,14 @@ const rp_optim_key rp_adam_keys[] = {
     {.name = "beta2", .type = RP_OPT_NUM, .offset = F(beta2), .def = 0.999, .lo = 0, .hi = 1,
      .flags = RP_OPT_HI_OPEN | RP_OPT_OPTION, .pair = "betas",
      .help = "Adam's decay of the squared gradients' running mean"},
-    {.name = "eps", .type = RP_OPT_NUM, .offset = F(eps), .def = 1e-8, .lo = 0, .hi = INFINITY,
+    {.name = "eps", .type = RP_OPT_NUM, .offset = F(eps), .def = 1e-8, .lo = 0, .hi = HUGE_VAL,
      .flags = RP_OPT_LO_OPEN | RP_OPT_OPTION, .help = "Adam's epsilon, added to sqrt(v)"},
     {.name = "weight_decay", .type = RP_OPT_NUM, .offset = F(weight_decay), .def = 0, .lo = 0,
-     .hi = INFINITY, .flags = RP_OPT_OPTION,
+     .hi = HUGE_VAL, .flags = RP_OPT_OPTION,
      .help = "L2 (adam) or decoupled (adamw) weight decay"},
     {.name = "decoupled", .type = RP_OPT_ENUM, .offset = F(decoupled), .def = 0,
      .names = rp_adam_kind_names, .note = "0 (Adam) or 1 (AdamW)", .help = "optimiser"},
-    {.name = "clip", .type = RP_OPT_NUM, .offset = F(clip), .def = 1, .lo = 0, .hi = INFINITY,
+    {.name = "clip", .type = RP_OPT_NUM, .offset = F(clip), .def = 1, .lo = 0, .hi = HUGE_VAL,
      .flags = RP_OPT_OPTION, .note = " (0 = off)", .help = "gradient-norm clip (0: off)"},
     {.name = "schedule", .type = RP_OPT_ENUM, .offset = F(schedule), .def = RP_SCHED_COSINE,
      .names = rp_schedule_names, .flags = RP_OPT_OPTION, .help = "learning-rate schedule"},
@@ -53,9 +53,9 @@ const rp_optim_key rp_adam_keys[] = {
     {.name = "total_steps", .type = RP_OPT_INT, .offset = F(total_steps), .def = 2000, .lo = 0,
      .flags = RP_OPT_OPTION, .help = "cosine: the step at which the rate reaches min_lr"},
     {.name = "min_lr", .type = RP_OPT_NUM, .offset = F(min_lr), .def = 1e-4, .lo = 0,
-     .hi = INFINITY, .flags = RP_OPT_OPTION, .help = "cosine: final learning rate"},
+     .hi = HUGE_VAL, .flags = RP_OPT_OPTION, .help = "cosine: final learning rate"},
     {.name = "d_model", .type = RP_OPT_NUM, .offset = F(d_model), .def = 512, .lo = 0,
-     .hi = INFINITY, .flags = RP_OPT_LO_OPEN, .help = "noam: the model width"},
+     .hi = HUGE_VAL, .flags = RP_OPT_LO_OPEN, .help = "noam: the model width"},
 };
 const int rp_adam_nkeys = (int)(sizeof rp_adam_keys / sizeof rp_adam_keys[0]);
 
