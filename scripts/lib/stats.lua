@@ -324,10 +324,8 @@ end
 
 -- paired_ci(a, b[, level = 0.95]) -> lo, hi: mean(d) -+ t_{(1+level)/2, n-1} sd(d) / sqrt(n),
 -- d_i = a[i] - b[i] (pairs by position, as stats.paired); nil with fewer than 2 pairs.
-function stats.paired_ci(a, b, level)
-  local n = #a
-  if n ~= #b then error("paired_ci: the lists differ in length", 2) end
-  if n < 2 then return nil end
+-- the differences d_i = a[i] - b[i] of n pairs: their mean and sum of squared deviations
+local function diff_moments(a, b, n)
   local d, m = {}, 0
   for i = 1, n do
     d[i] = a[i] - b[i]
@@ -335,6 +333,14 @@ function stats.paired_ci(a, b, level)
   end
   local ss = 0
   for i = 1, n do ss = ss + (d[i] - m) ^ 2 end
+  return m, ss
+end
+
+function stats.paired_ci(a, b, level)
+  local n = #a
+  if n ~= #b then error("paired_ci: the lists differ in length", 2) end
+  if n < 2 then return nil end
+  local m, ss = diff_moments(a, b, n)
   local half = stats.t_quantile((1 + (level or 0.95)) / 2, n - 1) * math.sqrt(ss / (n - 1) / n)
   return m - half, m + half
 end
@@ -357,13 +363,7 @@ function stats.noninferiority(a, b, margin, alpha)
     error("noninferiority: the margin must be a number > 0", 2)
   end
   if n < 2 then return nil end
-  local d, m = {}, 0
-  for i = 1, n do
-    d[i] = a[i] - b[i]
-    m = m + d[i] / n
-  end
-  local ss = 0
-  for i = 1, n do ss = ss + (d[i] - m) ^ 2 end
+  local m, ss = diff_moments(a, b, n)
   local sd = math.sqrt(ss / (n - 1))
   local se, df = sd / math.sqrt(n), n - 1
   local r = { n = n, mean_diff = m, sd = sd, df = df }
