@@ -25,6 +25,12 @@ fi
 [ -f data/linux-doc/manifest.json ] || { echo "run_lm.sh: make corpus first" >&2; exit 2; }
 R="build-portable/roper scripts/compare.lua --jobs 2 --threads 1 --quiet --task lm"
 LM="--corpus data/linux-doc --tokenizer '' --vocab-size 8000 --seq-len 256 --batch 16"
+# besides the endpoint: the validation curve (every 100 steps, over the same 4 batches of 16
+# windows, eval_seed), the lengths beyond training with every context extension (over 4 batches
+# of 16 windows at each length), and the trained models (runs/*.ckpt, not committed: for
+# sampling and for evaluating them again)
+EV="--valid-every 100 --valid-batches 4 --eval-lengths 256,512,1024,2048"
+EV="$EV --eval-scaling none,pi,ntk,yarn,dynamic,llama3 --keep-models"
 CK="--checkpoint-every 250"
 M2="--d-model 128 --heads 4 --layers 4 --d-ff 512"
 M8="--d-model 256 --heads 8 --layers 6 --d-ff 1024"
@@ -35,21 +41,21 @@ for step in "${steps[@]}"; do
     # seeds added a few at a time, so an interrupted step still leaves a balanced, paired
     # comparison. small: 2.8M parameters, 1,000 steps (4.1M tokens), seeds 1-5
     small) for n in 2 4 5; do
-             eval $R --methods rope roper none --seeds $n $LM $M2 --steps 1000 $CK \
+             eval $R --methods rope roper none --seeds $n $LM $EV $M2 --steps 1000 $CK \
                --out results/lm-2m
            done ;;
     # large: 8.8M parameters, 500 steps (2.0M tokens: about the small run's CPU time), seeds 1-3
     large) for n in 2 3; do
-             eval $R --methods rope roper none --seeds $n $LM $M8 --steps 500 $CK \
+             eval $R --methods rope roper none --seeds $n $LM $EV $M8 --steps 500 $CK \
                --out results/lm-8m
            done ;;
     # the plan's extension, run when the first seeds leave the question open: small to 10 seeds,
     # large to 5
     more) for n in 6 8 10; do
-            eval $R --methods rope roper none --seeds $n $LM $M2 --steps 1000 $CK \
+            eval $R --methods rope roper none --seeds $n $LM $EV $M2 --steps 1000 $CK \
               --out results/lm-2m
           done
-          eval $R --methods rope roper none --seeds 5 $LM $M8 --steps 500 $CK --out results/lm-8m ;;
+          eval $R --methods rope roper none --seeds 5 $LM $EV $M8 --steps 500 $CK --out results/lm-8m ;;
     *) echo "run_lm.sh: unknown step $step (small large more)" >&2; exit 2 ;;
   esac
 done

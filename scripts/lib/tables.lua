@@ -71,11 +71,15 @@ function tables.csv(headers, rows)
   return table.concat(lines, "\n") .. "\n"
 end
 
--- The loss curve of a result as CSV (step, tokens, loss, lr).
+-- The loss curve of a result as CSV (step, tokens, loss, lr; and valid_loss, empty on the
+-- points without one, when the run had valid_every).
 function tables.curve_csv(result)
-  local rows = {}
-  for i, p in ipairs(result.curve or {}) do rows[i] = { p.step, p.tokens, p.loss, p.lr } end
-  return tables.csv({ "step", "tokens", "loss", "lr" }, rows)
+  local rows, valid = {}, false
+  for i, p in ipairs(result.curve or {}) do
+    rows[i] = { p.step, p.tokens, p.loss, p.lr, p.valid_loss }
+    valid = valid or p.valid_loss ~= nil
+  end
+  return tables.csv({ "step", "tokens", "loss", "lr", valid and "valid_loss" or nil }, rows)
 end
 
 -- The metric at each length of a result (by_length) as CSV (length, scaling, factor, correct,

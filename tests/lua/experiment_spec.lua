@@ -284,6 +284,33 @@ describe("rp.experiment.run", function()
       .. ": No such file or directory)", msg)
   end)
 
+  it("with valid_every adds the validation loss to the curve and leaves training as it was",
+    function()
+    local cfg = tiny { task = "substring_prefix", steps = 6, log_every = 1 }
+    local plain = rp.experiment.run(cfg)
+    cfg.valid_every = 3
+    local r = rp.experiment.run(cfg)
+    assert.are.equal(6, #r.curve)
+    for i, p in ipairs(r.curve) do
+      -- the training loss is the same bits: the evaluations draw nothing from the data stream
+      assert.are.equal(plain.curve[i].loss, p.loss)
+      if i % 3 == 0 then
+        assert.is_true(is_finite(p.valid_loss), "point " .. i)
+      else
+        assert.is_nil(p.valid_loss, "point " .. i)
+      end
+    end
+    -- the last point's validation loss is the evaluation loss: the same batches of eval_seed
+    assert.are.equal(r.eval_loss, r.curve[6].valid_loss)
+    assert.are_not.equal(r.curve[3].valid_loss, r.curve[6].valid_loss)
+    assert.are.equal(plain.eval_loss, r.eval_loss)
+    raises_for("run",
+      "option 'valid_every' must be a multiple of log_every (2), got 3",
+      rp.experiment.run, tiny { task = "substring_prefix", valid_every = 3 })
+    raises_for("run", "option 'valid_every' must be >= 0, got -1",
+      rp.experiment.run, tiny { task = "substring_prefix", valid_every = -1 })
+  end)
+
   it("is deterministic for a config; another seed trains differently", function()
     local cfg = tiny { task = "substring_index", log_every = 1 }
     local a = rp.experiment.run(cfg)
@@ -392,6 +419,24 @@ describe("scripts/train.lua", function()
   local dir
   setup(function() dir = tmpdir() end)
   teardown(function() os.execute("rm -rf " .. sh_quote(dir)) end)
+
+  it("writes the validation loss of valid_every as the CSV's last column", function()
+    local out = dir .. "/v/r.json"
+    local so, se, code = run(("%s scripts/train.lua --task substring_prefix --steps 4 --log-every 1 "
+      .. "--valid-every 2 --allow-unused %s --out %s"):format(sh_quote(BIN), TINY_ARGS, sh_quote(out)))
+    assert.are.equal(0, code, so .. se)
+    local r = read_json(out)
+    local csv = lines(assert(read(dir .. "/v/r.csv")))
+    assert.are.equal("step,tokens,loss,lr,valid_loss", csv[1])
+    for i = 1, 4 do
+      local last = csv[i + 1]:match(",([^,]*)$")
+      if i % 2 == 0 then
+        assert.is_true(math.abs(tonumber(last) - r.curve[i].valid_loss) < 1e-8, csv[i + 1])
+      else
+        assert.are.equal("", last)
+      end
+    end
+  end)
 
   it("writes the result JSON and the loss curve CSV", function()
     local out = dir .. "/sub/r.json"

@@ -143,6 +143,9 @@ for _, k in ipairs {
     .. "only)" },
   { "valid_batches", 16, "int", "loss tasks: fresh batches for the evaluation loss" },
   { "log_every", 0, "int", "steps per loss-curve point (0: steps / 100, at least 1)" },
+  { "valid_every", 0, "int", "steps per validation-loss point on the loss curve (0: none; a "
+    .. "multiple of log_every): the evaluation loss over valid_batches batches drawn with "
+    .. "eval_seed, the same batches at every point" },
 } do
   KEYS[#KEYS + 1] = k
 end
@@ -274,7 +277,7 @@ end
 -- (model_opts leaves it out then); an unset per-placement fraction is 0.
 local RANGES = {
   { "steps", 1 }, { "batch", 1 }, { "problems", 1 }, { "valid_batches", 1 }, { "log_every", 1 },
-  { "threads", 0 }, { "top_k", 0 }, { "eval_windows", 0 }, { "vocab_size", 1 },
+  { "valid_every", 0 }, { "threads", 0 }, { "top_k", 0 }, { "eval_windows", 0 }, { "vocab_size", 1 },
 }
 local function int(x) return math.tointeger(x) or x end
 for _, name in ipairs(OPTIM_KEYS) do -- the optimiser's ranges (core's rows)
@@ -341,6 +344,10 @@ local function resolve(fname, overrides)
           strict and ">" or ">=", lo, v))
       end
     end
+  end
+  if cfg.valid_every > 0 and cfg.valid_every % cfg.log_every ~= 0 then
+    argerror(fname, 1, ("option 'valid_every' must be a multiple of log_every (%d), got %d"):format(
+      cfg.log_every, cfg.valid_every))
   end
   if cfg.threads > 1024 then
     argerror(fname, 1, "option 'threads' must be at most 1024, got " .. cfg.threads)

@@ -295,8 +295,12 @@ local function train(tr, task, progress)
     end
     tr.sum, tr.n = tr.sum + loss, tr.n + 1
     if step % cfg.log_every == 0 or step == cfg.steps then
-      res.curve[#res.curve + 1] = { step = step, tokens = tr.tokens, loss = tr.sum / tr.n,
-        lr = lr }
+      local point = { step = step, tokens = tr.tokens, loss = tr.sum / tr.n, lr = lr }
+      if cfg.valid_every > 0 and step % cfg.valid_every == 0 then
+        point.valid_loss = rp.eval.loss(m, task, { batches = cfg.valid_batches,
+          batch_size = math.min(cfg.batch, 16), seed = cfg.eval_seed })
+      end
+      res.curve[#res.curve + 1] = point
       tr.sum, tr.n = 0, 0
     end
     if progress then progress(step, cfg.steps, loss) end
