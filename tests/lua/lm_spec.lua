@@ -487,6 +487,146 @@ describe("scripts with the lm task", function()
   end)
 end)
 
+describe("pairs_report.lua --lm", function()
+  local BIN = os.getenv("ROPER_BIN") or "build/roper"
+  local function run(cmd)
+    local p = assert(io.popen(cmd .. " 2>&1", "r"))
+    local out = p:read("a")
+    local ok = p:close()
+    return out, ok
+  end
+  local function mean(t)
+    local s = 0
+    for _, v in ipairs(t) do s = s + v end
+    return s / #t
+  end
+  local function f4(v) return ("%.4f"):format(v) end
+
+  it("tabulates tiny real runs: splits, lengths, positions, curves, non-inferiority", function()
+    local dir = tmpdir()
+    local V = 20
+    ids_folder(dir, V, { train = random_stream(600, V, 1), valid = random_stream(100, V, 2),
+      test = random_stream(80, V, 3) }, { valid = 250, test = 200 })
+    local cmp = dir .. "/cmp"
+    local out, ok = run(sh_quote(BIN) .. (" scripts/compare.lua --task lm --corpus %s --seq-len 16 "
+      .. "--d-model 16 --layers 1 --heads 2 --steps 4 --log-every 1 --batch 2 --quiet --methods "
+      .. "rope roper none --seeds 2 --eval-lengths 24,32 --eval-scaling none,pi --out %s")
+      :format(sh_quote(dir), sh_quote(cmp)))
+    assert.is_true(ok, out)
+    local cjson = require "cjson"
+    local res = {}
+    for _, m in ipairs { "rope", "roper", "none" } do
+      res[m] = {}
+      for seed = 1, 2 do
+        res[m][seed] = cjson.decode(io.open(("%s/runs/%s-s%d.json"):format(cmp, m, seed)):read("a"))
+      end
+    end
+    -- a validation curve as valid_every writes it: the column valid_loss, empty on some rows
+    -- (rope's runs only: the others have none)
+    for seed = 1, 2 do
+      local path = ("%s/runs/rope-s%d.csv"):format(cmp, seed)
+      local lines = {}
+      for l in io.open(path):lines() do lines[#lines + 1] = l end
+      for i, l in ipairs(lines) do
+        lines[i] = l .. "," .. (i == 1 and "valid_loss" or i % 2 == 1 and
+          tostring(5 + seed + i / 10) or "")
+      end
+      write(path, table.concat(lines, "\n") .. "\n")
+    end
+    out, ok = run(sh_quote(BIN) .. (" scripts/pairs_report.lua %s --lm --position-bins 3 "
+      .. "--noninferiority roper/rope --margin 0.02"):format(sh_quote(cmp)))
+    assert.is_true(ok, out)
+    -- the splits: each method's mean over its runs
+    for _, m in ipairs { "rope", "roper", "none" } do
+      local r1, r2 = res[m][1].lm, res[m][2].lm
+      local row = ("| %s | %s | %s | %s | %s | %s | %s |"):format(m,
+        f4((r1.valid.loss + r2.valid.loss) / 2),
+        ("%.2f"):format((r1.valid.perplexity + r2.valid.perplexity) / 2),
+        f4((r1.valid.bits_per_byte + r2.valid.bits_per_byte) / 2),
+        f4((r1.test.loss + r2.test.loss) / 2),
+        ("%.2f"):format((r1.test.perplexity + r2.test.perplexity) / 2),
+        f4((r1.test.bits_per_byte + r2.test.bits_per_byte) / 2))
+      assert.truthy(out:find(row, 1, true), row .. "\n" .. out)
+    end
+    -- the lengths: the training length first (the validation loss), then 24 and 32
+    assert.truthy(out:find("| method | scaling | 16 (training) | 24 | 32 |", 1, true), out)
+    for _, m in ipairs { "rope", "roper" } do
+      for _, sc in ipairs { "none", "pi" } do
+        local at = { [24] = {}, [32] = {} }
+        for seed = 1, 2 do
+          for _, e in ipairs(res[m][seed].by_length) do
+            if e.scaling == sc then table.insert(at[e.length], e.loss) end
+          end
+        end
+        local row = ("| %s | %s | %s | %s | %s |"):format(m, sc,
+          f4((res[m][1].lm.valid.loss + res[m][2].lm.valid.loss) / 2), f4(mean(at[24])),
+          f4(mean(at[32])))
+        assert.truthy(out:find(row, 1, true), row .. "\n" .. out)
+      end
+    end
+    -- the positions: 16 positions in 3 bins (1-5, 6-10, 11-16)
+    assert.truthy(out:find("| method | runs | 1-5 | 6-10 | 11-16 |", 1, true), out)
+    for _, m in ipairs { "rope", "roper", "none" } do
+      local cells = {}
+      for k, b in ipairs { { 1, 5 }, { 6, 10 }, { 11, 16 } } do
+        local per_run = {}
+        for seed = 1, 2 do
+          local bp = res[m][seed].lm.by_position
+          assert.equal(16, #bp)
+          local vals = {}
+          for j = b[1], b[2] do vals[#vals + 1] = bp[j] end
+          per_run[seed] = mean(vals)
+        end
+        cells[k] = f4(mean(per_run))
+      end
+      local row = ("| %s | 2 | %s |"):format(m, table.concat(cells, " | "))
+      assert.truthy(out:find(row, 1, true), row .. "\n" .. out)
+    end
+    -- the non-inferiority row (lib/report.lua's, tested in noninferiority_spec)
+    assert.truthy(out:find("| cmp | roper - rope | 2 |", 1, true), out)
+    -- the curves: the training loss of every run; the validation loss of rope's runs only
+    assert.truthy(out:find("Training curves: `" .. cmp .. "/lm_train.png`", 1, true), out)
+    assert.truthy(out:find("Validation curves: `" .. cmp .. "/lm_valid.png`", 1, true), out)
+    for _, f in ipairs { "lm_train.png", "lm_train.svg", "lm_valid.png", "lm_valid.svg" } do
+      assert.truthy(io.open(cmp .. "/" .. f), f)
+    end
+    local dat = io.open(cmp .. "/lm_valid.dat"):read("a")
+    assert.falsy(dat:find("roper", 1, true), dat)
+    -- each seed's block: the rows with a valid_loss (the CSV's odd lines after the header)
+    local want = {}
+    for seed = 1, 2 do
+      local pts = {}
+      for i, p in ipairs(res.rope[seed].curve) do
+        if (i + 1) % 2 == 1 then
+          pts[#pts + 1] = ("%.10g %.6g"):format(p.tokens / 1e6, 5 + seed + (i + 1) / 10)
+        end
+      end
+      want[seed] = table.concat(pts, "\n")
+      assert.truthy(dat:find(want[seed], 1, true), want[seed] .. "\n---\n" .. dat)
+    end
+    -- the mean of the two seeds at the first point
+    local first = res.rope[1].curve[2]
+    assert.truthy(dat:find(("%.10g %.6g"):format(first.tokens / 1e6, (6 + 7 + 2 * 0.3) / 2), 1,
+      true), dat)
+    -- without any valid_loss: said, no plot
+    for seed = 1, 2 do
+      local path = ("%s/runs/rope-s%d.csv"):format(cmp, seed)
+      local lines = {}
+      for l in io.open(path):lines() do lines[#lines + 1] = l:gsub(",[^,]*$", "") end
+      write(path, table.concat(lines, "\n") .. "\n")
+    end
+    out, ok = run(sh_quote(BIN) .. (" scripts/pairs_report.lua %s --lm"):format(sh_quote(cmp)))
+    assert.is_true(ok, out)
+    assert.truthy(out:find("No validation curves: no validation curves to plot.", 1, true), out)
+    out, ok = run(sh_quote(BIN) .. (" scripts/pairs_report.lua %s --lm --position-bins 0")
+      :format(sh_quote(cmp)))
+    assert.is_falsy(ok)
+    assert.truthy(out:find("pairs_report.lua: --position-bins: an integer >= 1 expected", 1, true),
+      out)
+    rmrf(dir)
+  end)
+end)
+
 describe("the lm task under mpirun", function()
   it("gives 2 ranks, each training on its rows of every batch, one process's result", function()
     local BIN = os.getenv("ROPER_BIN") or "build/roper"
