@@ -240,6 +240,17 @@ function eval.length_generalisation(m, task, opts)
   return guard("rp.eval.length_generalisation", length_generalisation, m, task, opts)
 end
 
+-- The option 'progress' of a long evaluation: nil or a function, called as progress(done, total)
+-- as the evaluation goes (the user's code: its errors pass through).
+local function opt_progress(fname, arg, opts)
+  local f = opts.progress
+  if f ~= nil and type(f) ~= "function" then
+    argerror(fname, arg, "option 'progress' must be a function (called as progress(done, "
+      .. "total)), got " .. describe(f))
+  end
+  return f
+end
+
 -- The options of rp.eval.loss (opts a checked copy) for a model of config mc and a task of
 -- config tc.
 local function loss_options(fname, opts, mc, tc)
@@ -260,13 +271,14 @@ end
 
 local loss_opts = { "batches", "batch_size", "split", "seed" }
 
--- The mean of m:loss over o.batches fresh batches of task.
-local function run_loss(m, task, o)
+-- The mean of m:loss over o.batches fresh batches of task; tick(), when given, after each batch.
+local function run_loss(m, task, o, tick)
   local g = rp.rng(o.seed)
   local sum = 0
   for _ = 1, o.batches do
     local x, y = task:batch(o.batch_size, g, o.split)
     sum = sum + m:loss(x, y)
+    if tick then tick() end
   end
   return sum / o.batches
 end
@@ -287,7 +299,7 @@ end
 
 -- ---------------------------------------------------------------- language modelling
 
-local lm_opts = { "split", "batch_size", "bytes", "max_windows" }
+local lm_opts = { "split", "batch_size", "bytes", "max_windows", "progress" }
 
 -- rp.eval.lm(m, task[, opts]) -> the evaluation of a language model on an lm task's split: every
 -- token of it but the first scored once, through task:windows (its deterministic windows of
@@ -307,6 +319,7 @@ local function lm(m, task, opts)
       .. describe(bytes))
   end
   local max_windows = opt_int(fname, 3, opts, "max_windows", nil, 1)
+  local progress = opt_progress(fname, 3, opts)
   local T = tc.seq_len
   local nats, count, windows, all = 0.0, 0, nil, nil
   local pos_sum, pos_n = {}, {}
@@ -330,6 +343,7 @@ local function lm(m, task, opts)
       end
     end
     first = first + rows
+    if progress then progress(math.min(first - 1, windows), windows) end
   until first > windows
   local by_position = {}
   for j = 1, T do by_position[j] = pos_n[j] > 0 and pos_sum[j] / pos_n[j] or nil end
@@ -461,7 +475,7 @@ local function lengths(m, task, opts)
   check_task(fname, task)
   local tc = task:config()
   local by_accuracy = accuracy_task(tc.kind)
-  local known = { "lengths", "scaling", "train_length" }
+  local known = { "lengths", "scaling", "train_length", "progress" }
   for _, k in ipairs(by_accuracy and accuracy_opts or loss_opts) do
     if k ~= "n_digits" then known[#known + 1] = k end
   end
@@ -481,9 +495,12 @@ local function lengths(m, task, opts)
   local def = tc.kind == "addition" and tc.max_digits or tc.kind == "substring_index"
     and tc.str_len or tc.seq_len
   local train_length = opt_int(fname, 3, opts, "train_length", def, 1)
+  local progress = opt_progress(fname, 3, opts)
   local sub = {}
   for k, v in pairs(opts) do
-    if k ~= "lengths" and k ~= "scaling" and k ~= "train_length" then sub[k] = v end
+    if k ~= "lengths" and k ~= "scaling" and k ~= "train_length" and k ~= "progress" then
+      sub[k] = v
+    end
   end
   local o = by_accuracy and accuracy_options(fname, sub, tc) or loss_options(fname, sub, mc, tc)
   local split_size
@@ -503,6 +520,13 @@ local function lengths(m, task, opts)
       held[i] = nil
     end
   end })
+  -- progress(done, total): in batches of windows (loss tasks, after each batch) or in lengths
+  -- (accuracy tasks, after each length)
+  local done, total = 0, by_accuracy and #plans or #plans * o.batches
+  local function tick()
+    done = done + 1
+    progress(done, total)
+  end
   local out = {}
   for i, p in ipairs(plans) do
     local t, mm = task, m
@@ -520,8 +544,9 @@ local function lengths(m, task, opts)
     if by_accuracy then
       o.n_digits = p.n_digits
       r.accuracy, r.correct = run_accuracy(mm, t, t:config(), o)
+      if progress then tick() end
     else
-      r.loss = run_loss(mm, t, o)
+      r.loss = run_loss(mm, t, o, progress and tick)
     end
     out[i] = r
     for j = #held, 1, -1 do -- this length's task and model, before the next ones are built

@@ -252,7 +252,7 @@ local function seeds(rp)
   end
   S["rp.eval.lm"] = function(ctx)
     return pack(ctx.model(5, 8), rp.tasks.lm { path = ctx.lm_ids, vocab_size = 5, seq_len = 8 },
-      { split = "valid", batch_size = 2, bytes = 80, max_windows = 2 })
+      { split = "valid", batch_size = 2, bytes = 80, max_windows = 2, progress = function() end })
   end
   -- a stand-in tokenizer of vocabulary 5 (rp.lm takes any object of rp.tokenizer's interface)
   local function stub_tokenizer()
@@ -288,7 +288,8 @@ local function seeds(rp)
   end
   S["rp.eval.lengths"] = function(ctx)
     return pack(ctx.model(20), rp.tasks.addition { max_digits = 1, seq_len = 32 },
-      { lengths = { 1, 2 }, scaling = "none", train_length = 1, problems = 1, max_new = 5 })
+      { lengths = { 1, 2 }, scaling = "none", train_length = 1, problems = 1, max_new = 5,
+        progress = function() end })
   end
   S["rp.eval.loss"] = function(ctx)
     return pack(ctx.model(20, 32), rp.tasks.addition { max_digits = 1, seq_len = 32 },

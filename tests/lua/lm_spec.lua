@@ -245,6 +245,60 @@ describe("m:losses and rp.eval.lm", function()
     assert.has_error(function() rp.eval.lm(rp.model { vocab = 30, seq_len = T }, add) end,
       "bad argument #2 to 'rp.eval.lm' (lm needs an lm task (this is addition))")
   end)
+
+  it("report their progress: progress(done, total) after each batch of windows", function()
+    local V, T = 23, 8
+    ids_folder(dir, V, { train = random_stream(100, V, 4), valid = random_stream(203, V, 5),
+      test = random_stream(30, V, 6) })
+    local task = assert(rp.tasks.lm { path = dir, vocab_size = V, seq_len = T })
+    local m = rp.model { vocab = V, d_model = 16, heads = 2, layers = 1, seq_len = T,
+      max_batch = 4, seed = 3 }
+    local calls = {}
+    local function progress(done, total) calls[#calls + 1] = done .. "/" .. total end
+    -- 202 targets in windows of 8: 26 windows, 4 a batch
+    local plain = rp.eval.lm(m, task, { batch_size = 4 })
+    local r = rp.eval.lm(m, task, { batch_size = 4, progress = progress })
+    assert.same({ "4/26", "8/26", "12/26", "16/26", "20/26", "24/26", "26/26" }, calls)
+    assert.equal(plain.nats, r.nats)
+    calls = {}
+    rp.eval.lm(m, task, { batch_size = 4, max_windows = 5, progress = progress })
+    assert.same({ "4/5", "5/5" }, calls)
+    -- rp.eval.lengths: after each batch of each length (loss tasks)
+    calls = {}
+    local ls = rp.eval.lengths(m, task, { lengths = { 8, 16 }, batches = 3, batch_size = 2,
+      progress = progress })
+    assert.same({ "1/6", "2/6", "3/6", "4/6", "5/6", "6/6" }, calls)
+    assert.equal(rp.eval.lengths(m, task, { lengths = { 8, 16 }, batches = 3,
+      batch_size = 2 })[2].loss, ls[2].loss)
+    -- and after each length (accuracy tasks)
+    calls = {}
+    local add = rp.tasks.addition { max_digits = 1, seq_len = 32 }
+    rp.eval.lengths(rp.model { vocab = add:vocab_size(), seq_len = 32, d_model = 16, heads = 2,
+      layers = 1 }, add, { lengths = { 1, 2 }, problems = 2, max_new = 3, progress = progress })
+    assert.same({ "1/2", "2/2" }, calls)
+    for _, f in ipairs { "rp.eval.lm", "rp.eval.lengths" } do
+      local call = f == "rp.eval.lm" and function(o) return rp.eval.lm(m, task, o) end
+        or function(o) o.lengths = { 8 }; return rp.eval.lengths(m, task, o) end
+      assert.has_error(function() call { progress = 1 } end,
+        ("bad argument #3 to '%s' (option 'progress' must be a function (called as "
+          .. "progress(done, total)), got 1)"):format(f))
+    end
+    -- the runner of compare.lua reads a run's .progress in both forms (train.lua writes
+    -- '<step> <steps> <loss>' while training, '... <done> <total>' while evaluating)
+    package.path = "scripts/?.lua;" .. package.path
+    local runner = require "lib.runner"
+    local pf = dir .. "/r.progress"
+    write(pf, "7 10 2.5\n")
+    assert.same({ 7, 10, 2.5 }, { runner.read_progress(pf) })
+    write(pf, "10 10 2.25 48 384\n")
+    assert.same({ 10, 10, 2.25, 48, 384 }, { runner.read_progress(pf) })
+    write(pf, "garbage\n")
+    assert.is_nil(runner.read_progress(pf))
+    -- an error of the callback is the caller's, as it is
+    assert.has_error(function()
+      rp.eval.lm(m, task, { progress = function() error("stop here", 0) end })
+    end, "stop here")
+  end)
 end)
 
 describe("top_p sampling", function()
