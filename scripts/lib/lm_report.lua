@@ -28,18 +28,14 @@
 -- groups: compare.lua's { {label =, runs = { {seed =, res = <result>[, valid_curve =]}, ...}},
 -- ... }. Pure Lua but for the plots (gnuplot through lib.plot).
 local tables = require "lib.tables"
+local stats = require "lib.stats"
 local plot = require "lib.plot"
 local lengths = require "lib.lengths"
 local fileio = require "lib.fileio"
 
 local lm_report = { POSITION_BINS = 8 }
 
-local function mean(list)
-  if #list == 0 then return nil end
-  local s = 0
-  for _, v in ipairs(list) do s = s + v end
-  return s / #list
-end
+local mean = stats.mean -- (nil for an empty list)
 
 local function num(v, f) return v and tables.num(v, f or "%.4f") or "-" end
 

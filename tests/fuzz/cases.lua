@@ -272,6 +272,7 @@ local function seeds(rp)
       { tokenizer = stub_tokenizer(), cache = ctx.dir .. "/lmcache" })
   end
   S["rp.lm.info"] = function(ctx) return pack(ctx.lm_ids) end
+  S["rp.lm.sha256"] = function(ctx) return pack(ctx.lm_ids .. "/ids.txt") end
   S["rp.lm.tokenizer"] = function(ctx) return pack(ctx.lm_corpus, 300, "unigram") end
   S["rp.lm.sample"] = function(ctx)
     return pack(ctx.model(5, 8), stub_tokenizer(), "abc",

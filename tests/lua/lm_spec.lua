@@ -375,6 +375,23 @@ describe("rp.lm", function()
     write(dir .. "/tok.model", "model one")
   end
 
+  it("sha256 gives a file's SHA-256 as Python's hashlib does, and says what it cannot read",
+    function()
+    local path = dir .. "/a file's bytes.bin"
+    write(path, "abc\0\255 é\n")
+    local p = assert(io.popen("/usr/bin/python3 -c 'import hashlib,sys; print(hashlib.sha256("
+      .. "open(sys.argv[1], \"rb\").read()).hexdigest())' " .. sh_quote(path)))
+    local want = p:read("l")
+    p:close()
+    assert.equal(64, #want)
+    assert.equal(want, rp.lm.sha256(path))
+    assert.same({ nil, dir .. "/none: No such file or directory" },
+      { rp.lm.sha256(dir .. "/none") })
+    assert.same({ nil, dir .. ": not a regular file (a folder)" }, { rp.lm.sha256(dir) })
+    assert.has_error(function() rp.lm.sha256("") end,
+      "bad argument #1 to 'rp.lm.sha256' (a file path (a string) expected, got string \"\")")
+  end)
+
   it("caches the ids of a corpus under a tokenizer, keyed by both checksums", function()
     local texts = { train = ("the train split é\n"):rep(20), valid = "valid text\n",
       test = "test\n" }
