@@ -16,6 +16,15 @@ end
 
 local function rmrf(d) os.execute("rm -rf " .. sh_quote(d)) end
 
+-- the roper binary of the scripts' tests, and a command's output (stderr too) and success
+local BIN = os.getenv("ROPER_BIN") or "build/roper"
+local function run(cmd)
+  local p = assert(io.popen(cmd .. " 2>&1", "r"))
+  local out = p:read("a")
+  local ok = p:close()
+  return out, ok
+end
+
 local function write(path, text)
   local f = assert(io.open(path, "wb"))
   f:write(text)
@@ -511,13 +520,6 @@ describe("rp.experiment with the lm task", function()
 end)
 
 describe("scripts with the lm task", function()
-  local BIN = os.getenv("ROPER_BIN") or "build/roper"
-  local function run(cmd)
-    local p = assert(io.popen(cmd .. " 2>&1", "r"))
-    local out = p:read("a")
-    local ok = p:close()
-    return out, ok
-  end
 
   it("train.lua prints and compare.lua tabulates the validation and test figures", function()
     local dir = tmpdir()
@@ -559,13 +561,6 @@ describe("scripts with the lm task", function()
 end)
 
 describe("pairs_report.lua --lm", function()
-  local BIN = os.getenv("ROPER_BIN") or "build/roper"
-  local function run(cmd)
-    local p = assert(io.popen(cmd .. " 2>&1", "r"))
-    local out = p:read("a")
-    local ok = p:close()
-    return out, ok
-  end
   local function mean(t)
     local s = 0
     for _, v in ipairs(t) do s = s + v end
@@ -700,7 +695,6 @@ end)
 
 describe("the lm task under mpirun", function()
   it("gives 2 ranks, each training on its rows of every batch, one process's result", function()
-    local BIN = os.getenv("ROPER_BIN") or "build/roper"
     local dir = tmpdir()
     local V = 20
     ids_folder(dir, V, { train = random_stream(600, V, 1), valid = random_stream(100, V, 2),
@@ -732,7 +726,6 @@ end)
 -- trained on its train split) and scripts/sample.lua on the run it saved.
 describe("rp.lm with a real SentencePiece tokenizer", function()
   local FORTUNES = "/usr/share/games/fortunes/"
-  local BIN = os.getenv("ROPER_BIN") or "build/roper"
   local dir
   setup(function()
     dir = tmpdir()
