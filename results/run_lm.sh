@@ -8,11 +8,13 @@
 # Run again, compare.lua finds the finished runs and trains only the rest, and a run cut short
 # goes on from its last checkpoint (every 250 steps), so this script resumes after an
 # interruption. Run it from a checkout, after `make PORTABLE=1` and `make corpus`:
-#   nice -n 19 results/run_lm.sh [step ...]     steps: small large more (default: all, in order)
+#   nice -n 19 results/run_lm.sh [step ...]     steps: small large more zoo (default: small large
+#                                               more, in order; zoo only when named)
 # Each step writes results/lm-<size>/ (summary.md, summary.json, runs/*.json and .csv: every run
-# file records its provenance, the commit and build among it). The non-inferiority table:
-#   build-portable/roper scripts/pairs_report.lua results/lm-2m results/lm-8m \
-#     --noninferiority roper/rope --margin 0.02
+# file records its provenance, the commit and build among it). The non-inferiority table, with
+# --lm also the language-modelling tables and the training and validation curves of each folder:
+#   build-portable/roper scripts/pairs_report.lua results/lm-2m results/lm-8m --lm \
+#     --noninferiority roper/rope none/rope --margin 0.02
 # The script refuses to start when tracked files outside results/ differ from the commit, so
 # that the commit each run file names is the code that made it.
 set -euo pipefail
@@ -29,11 +31,12 @@ LM="--corpus data/linux-doc --tokenizer '' --vocab-size 8000 --seq-len 256 --bat
 # windows, eval_seed), the lengths beyond training with every context extension (over 4 batches
 # of 16 windows at each length), and the trained models (runs/*.ckpt, not committed: for
 # sampling and for evaluating them again)
-EV="--valid-every 100 --valid-batches 4 --eval-lengths 256,512,1024,2048"
-EV="$EV --eval-scaling none,pi,ntk,yarn,dynamic,llama3 --keep-models"
+LM="$LM --valid-every 100 --valid-batches 4 --eval-lengths 256,512,1024,2048"
+LM="$LM --eval-scaling none,pi,ntk,yarn,dynamic,llama3 --keep-models"
 CK="--checkpoint-every 250"
 M2="--d-model 128 --heads 4 --layers 4 --d-ff 512"
 M8="--d-model 256 --heads 8 --layers 6 --d-ff 1024"
+SMALL="$LM $M2 --steps 1000 $CK"   # the small size's settings (small, more, zoo)
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(small large more)
 for step in "${steps[@]}"; do
@@ -41,21 +44,38 @@ for step in "${steps[@]}"; do
     # seeds added a few at a time, so an interrupted step still leaves a balanced, paired
     # comparison. small: 2.8M parameters, 1,000 steps (4.1M tokens), seeds 1-5
     small) for n in 2 4 5; do
-             eval $R --methods rope roper none --seeds $n $LM $EV $M2 --steps 1000 $CK \
-               --out results/lm-2m
+             eval $R --methods rope roper none --seeds $n $SMALL --out results/lm-2m
            done ;;
     # large: 8.8M parameters, 500 steps (2.0M tokens: about the small run's CPU time), seeds 1-3
     large) for n in 2 3; do
-             eval $R --methods rope roper none --seeds $n $LM $EV $M8 --steps 500 $CK \
+             eval $R --methods rope roper none --seeds $n $LM $M8 --steps 500 $CK \
                --out results/lm-8m
            done ;;
     # the plan's extension, run when the first seeds leave the question open: small to 10 seeds,
     # large to 5
     more) for n in 6 8 10; do
-            eval $R --methods rope roper none --seeds $n $LM $EV $M2 --steps 1000 $CK \
-              --out results/lm-2m
+            eval $R --methods rope roper none --seeds $n $SMALL --out results/lm-2m
           done
-          eval $R --methods rope roper none --seeds 5 $LM $EV $M8 --steps 500 $CK --out results/lm-8m ;;
-    *) echo "run_lm.sh: unknown step $step (small large more)" >&2; exit 2 ;;
+          eval $R --methods rope roper none --seeds 5 $LM $M8 --steps 500 $CK --out results/lm-8m ;;
+    # zoo (issue 47 item 5, run only when named): the zoo's contenders at the small size, xPos
+    # (rope:xpos=0.4, the gamma of docs/results.md's length studies) and ALiBi, seeds 1-5, the
+    # small step's settings, beside rope, roper and none in results/lm-2m-zoo. The finished
+    # runs of rope, roper and none of seeds 1-5 are copied from results/lm-2m first (compare.lua
+    # finds a run whose JSON holds the same config and does not train it again), so only the 10
+    # new runs train.
+    zoo) mkdir -p results/lm-2m-zoo/runs
+         for m in rope roper none; do
+           for s in 1 2 3 4 5; do
+             for ext in json csv log lengths.csv ckpt; do
+               f=results/lm-2m/runs/$m-s$s.$ext
+               if [ -e "$f" ]; then cp -n "$f" results/lm-2m-zoo/runs/; fi
+             done
+           done
+         done
+         for n in 2 4 5; do
+           eval $R --methods rope roper none rope:xpos=0.4 alibi --seeds $n $SMALL \
+             --out results/lm-2m-zoo
+         done ;;
+    *) echo "run_lm.sh: unknown step $step (small large more zoo)" >&2; exit 2 ;;
   esac
 done

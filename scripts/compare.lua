@@ -40,6 +40,7 @@ local provenance = require "lib.provenance"
 local slurmrun = require "lib.slurm"
 local lengths = require "lib.lengths"
 local report = require "lib.report"
+local lm_report = require "lib.lm_report"
 local html = require "lib.html"
 local studies = require "lib.studies"
 
@@ -264,7 +265,10 @@ cli.main("compare.lua", function()
       g.results[#g.results + 1] = res
       g.values.n = g.values.n + 1
       g.values[g.values.n] = res.value -- nil when diverged
-      g.runs[#g.runs + 1] = { seed = run.seed, res = res }
+      g.runs[#g.runs + 1] = { seed = run.seed, res = res,
+        -- the validation curve of the lm task (valid_every: the CSV's column valid_loss)
+        valid_curve = task == "lm" and lm_report.valid_curve((run.path:gsub("%.json$", ".csv")))
+          or nil }
     end
   end
 
@@ -401,25 +405,7 @@ cli.main("compare.lua", function()
   }
   if task == "lm" then
     -- the language-model figures of rp.eval.lm, each method's mean over its runs
-    local lm_rows = {}
-    for _, g in ipairs(groups) do
-      local cols = {}
-      for _, split in ipairs { "valid", "test" } do
-        for _, key in ipairs { "loss", "perplexity", "bits_per_byte" } do
-          local list = {}
-          for _, r in ipairs(g.results) do
-            if r.lm and r.lm[split] then list[#list + 1] = { v = r.lm[split][key] } end
-          end
-          cols[#cols + 1] = tables.num(mean_of(list, "v"), key == "perplexity" and "%.2f"
-            or "%.4f")
-        end
-      end
-      lm_rows[#lm_rows + 1] = { g.label, table.unpack(cols) }
-    end
-    md[#md + 1] = "Language modelling, the mean over each method's runs (rp.eval.lm: every token "
-      .. "of a split scored once; bits per byte = nats / ln 2 / the split's UTF-8 bytes):\n"
-    md[#md + 1] = tables.markdown({ "method", "valid loss", "valid perplexity", "valid bits/byte",
-      "test loss", "test perplexity", "test bits/byte" }, lm_rows)
+    md[#md + 1] = lm_report.splits_markdown(groups)
   end
   -- the loss curves, right under the table they explain
   local plot_groups = report.plot_groups(groups, jumps)
@@ -429,6 +415,16 @@ cli.main("compare.lua", function()
     x = args.x })
   if files then
     md[#md + 1] = "Loss curves: `" .. files[1] .. "`, `" .. files[2] .. "`.\n"
+  end
+  -- the lm task with valid_every: the validation loss against tokens, as the training loss above
+  local vfiles
+  if task == "lm" then
+    vfiles = lm_report.plot(groups, fileio.join(out, "valid"), "valid", {
+      title = ("%s: validation loss (each run thin, the mean of the runs thick and dashed)")
+        :format(task) })
+    if vfiles then
+      md[#md + 1] = "Validation loss curves: `" .. vfiles[1] .. "`, `" .. vfiles[2] .. "`.\n"
+    end
   end
   if #test_rows > 0 then
     md[#md + 1] = ("Significance (two-sided): Welch's t-test and a permutation test on the "
@@ -472,6 +468,11 @@ cli.main("compare.lua", function()
         .. fileio.join(out, "summary_lengths.csv") .. "`.\n"
     end
     summary_json.lengths = { rows = ls.rows, tests = ls.tests }
+  end
+  if task == "lm" then
+    -- the lm task: the lengths as one table (the training length first) and the loss by position
+    md[#md + 1] = lm_report.lengths_markdown(groups)
+    md[#md + 1] = lm_report.positions_markdown(groups, lm_report.POSITION_BINS)
   end
   md[#md + 1] = "Every run:\n"
   local run_headers = metric == "correct"
@@ -523,10 +524,10 @@ cli.main("compare.lua", function()
   if not files then io.stderr:write("compare.lua: no plot: ", tostring(perr), "\n") end
   if ls and not lfiles then io.stderr:write("compare.lua: no lengths plot: ", tostring(lerr), "\n") end
   if jumps and not kfiles then io.stderr:write("compare.lua: no jumps plot: ", tostring(kerr), "\n") end
-  io.stderr:write(("compare: wrote %s/summary.md, summary.csv, summary.json, report.html%s%s%s\n")
+  io.stderr:write(("compare: wrote %s/summary.md, summary.csv, summary.json, report.html%s%s%s%s\n")
     :format(out,
-    files and ", loss.png, loss.svg" or "", ls and (", summary_lengths.csv"
-    .. (lfiles and ", lengths.png, lengths.svg" or "")) or "",
+    files and ", loss.png, loss.svg" or "", vfiles and ", valid.png, valid.svg" or "",
+    ls and (", summary_lengths.csv" .. (lfiles and ", lengths.png, lengths.svg" or "")) or "",
     kfiles and ", jumps.png, jumps.svg" or ""))
   if #failures > 0 then error(("%d of %d runs failed (their logs are in %s/runs)"):format(
     #failures, #runs, out), 0) end

@@ -29,12 +29,20 @@
 -- --noninferiority a/b --margin m adds, for each folder, whether a is worse than b by less than m
 -- (lower is better, paired by seed): the one-sided paired t-test at that margin, its 95% upper
 -- bound and the 90% equivalence interval (docs/results.md, language modelling).
+-- --lm (a comparison of the lm task) adds, for each folder, the language-modelling tables and
+-- curves (scripts/lib/lm_report.lua): each method's validation and test loss, perplexity and
+-- bits per byte; the loss by evaluation length and context extension, the training length
+-- first (with --eval-lengths); the loss by position in the window (--position-bins bins); and
+-- the training and validation loss against tokens, each seed thin and the mean over the seeds
+-- thick, drawn to <dir>/lm_train.png and .svg and <dir>/lm_valid.png and .svg (the validation
+-- curve: the column valid_loss of the runs' CSV, written with valid_every).
 package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
 local lfs = require "lfs"
 local cli = require "lib.cli"
 local fileio = require "lib.fileio"
 local json = require "lib.json"
 local report = require "lib.report"
+local lm_report = require "lib.lm_report"
 
 -- --help opens with these (each runs as written from the repository's folder; tests/lua/
 -- help_examples_spec.lua runs them)
@@ -75,7 +83,17 @@ cli.main("pairs_report.lua", function()
     .. "b (a - b, lower is better), paired by seed, at --margin."):args("+"):argname("<a/b>")
   parser:option("--margin", "The non-inferiority margin, in the metric's units (fixed before "
     .. "the runs)."):argname("<m>"):convert(tonumber)
+  parser:flag("--lm", "Also the language-modelling tables of each folder (a comparison of the "
+    .. "lm task): validation and test loss, perplexity and bits per byte; loss by length and "
+    .. "by position; and the training and validation curves, drawn to <dir>/lm_train.png and "
+    .. "<dir>/lm_valid.png (and .svg).")
+  parser:option("--position-bins", "With --lm: the bins of the by-position table.",
+    tostring(lm_report.POSITION_BINS))
+    :argname("<n>"):convert(math.tointeger)
   local args = parser:parse()
+  if not args.position_bins or args.position_bins < 1 then
+    cli.usage("--position-bins: an integer >= 1 expected")
+  end
   if args.noninferiority and not (args.margin and args.margin > 0) then
     cli.usage("--noninferiority needs --margin, a number > 0")
   end
@@ -124,6 +142,28 @@ cli.main("pairs_report.lua", function()
     summaries[i] = summary
   end
 
+  -- --lm: one folder's language-modelling tables, and its curves drawn into it
+  local function lm_tables(dir, groups)
+    local parts = { lm_report.splits_markdown(groups), lm_report.lengths_markdown(groups),
+      lm_report.positions_markdown(groups, args.position_bins) }
+    for i = 1, 3 do
+      if parts[i] then io.write("\n", parts[i]) end
+    end
+    local name = dir:gsub("/+$", ""):match("[^/]+$") or dir
+    for _, which in ipairs { "train", "valid" } do
+      local files, err = lm_report.plot(groups, fileio.join(dir, "lm_" .. which), which, {
+        title = ("%s: %s loss (each seed thin, the mean over the seeds thick and dashed)")
+          :format(name, which == "valid" and "validation" or "training") })
+      if files then
+        io.write(("\n%s curves: `%s`, `%s`.\n"):format(which == "valid" and "Validation"
+          or "Training", files[1], files[2]))
+      else
+        io.write(("\nNo %s curves: %s.\n"):format(which == "valid" and "validation"
+          or "training", tostring(err)))
+      end
+    end
+  end
+
   -- one folder: its tables; returns its pair table, metric and groups
   local function folder(dir, summary)
     local metric = args.metric == "value" and summary.metric or "loss"
@@ -142,7 +182,12 @@ cli.main("pairs_report.lua", function()
           if args.metric == "final_train_loss" then r.value = r.final_train_loss end
           if args.metric == "mean_train_loss" then r.value = mean_curve_loss(r) end
           if args.metric == "eval_loss" then r.value = r.eval_loss end
-          g.runs[#g.runs + 1] = { seed = math.tointeger(tonumber(s)), res = r }
+          local run = { seed = math.tointeger(tonumber(s)), res = r }
+          if args.lm then
+            run.valid_curve = lm_report.valid_curve(fileio.join(dir, "runs",
+              (name:gsub("%.json$", ".csv"))))
+          end
+          g.runs[#g.runs + 1] = run
         end
       end
       table.sort(g.runs, function(a, b) return a.seed < b.seed end)
@@ -166,6 +211,7 @@ cli.main("pairs_report.lua", function()
     if args.jump_sensitivity then
       io.write("\n", report.jump_sensitivity_markdown(groups, args.jump_sensitivity))
     end
+    if args.lm then lm_tables(dir, groups) end
     return d, metric, groups
   end
 

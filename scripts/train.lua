@@ -66,7 +66,8 @@ cli.main("train.lua", function()
     :argname("<file>")
   parser:option("--out", "Write the result as JSON here and the loss curve as CSV beside it.")
     :argname("<file.json>")
-  parser:option("--progress", "Rewrite '<step> <steps> <loss>' into this file as training goes.")
+  parser:option("--progress", "Rewrite '<step> <steps> <loss>' into this file as training "
+    .. "goes ('<step> <steps> <loss> <done> <total>' while it evaluates: done of total windows).")
     :argname("<file>")
   parser:option("--save", "Save the trained model and its optimiser here (a checkpoint; without "
     .. "--out the result JSON goes beside it, .json for .ckpt).")
@@ -152,19 +153,36 @@ cli.main("train.lua", function()
   local now = system_ok and system.gettime or os.time
   local status = root and not args.quiet and not args.progress and term.status(30)
   local last, warned = 0, false
-  local function progress(step, steps, loss)
+  -- progress(step, steps, loss[, done, total]): after each training step; with done and total,
+  -- during the evaluation after training (rp.eval.lm's and rp.eval.lengths' option progress:
+  -- done of total windows evaluated), shown as "evaluating done/total windows" and written as
+  -- '<step> <steps> <loss> <done> <total>' to --progress (lib/runner.lua reads both forms)
+  local last_loss = 0 / 0
+  local function progress(step, steps, loss, done, total)
+    loss = loss or last_loss -- (the evaluation may give none: the last training loss)
+    last_loss = loss
     local t = now()
-    if step ~= steps and t - last < 0.5 then return end
+    local evaluating = done ~= nil and total ~= nil
+    local final = evaluating and done == total or not evaluating and step == steps
+    if not final and t - last < 0.5 then return end
     last = t
     if args.progress then
-      local ok, err = fileio.write(args.progress, ("%d %d %.6g\n"):format(step, steps, loss))
+      local line = ("%d %d %.6g"):format(step, steps, loss)
+      if evaluating then line = line .. (" %d %d"):format(done, total) end
+      local ok, err = fileio.write(args.progress, line .. "\n")
       if not ok and not warned then
         io.stderr:write("train.lua: --progress ", tostring(err), " (training goes on)\n")
         warned = true
       end
     elseif status then
-      status:update(("step %d/%d  loss %.4f"):format(step, steps, loss))
-      if step == steps then status:done() end
+      if evaluating then
+        status:update(("step %d/%d  loss %.4f  evaluating %d/%d windows"):format(step, steps,
+          loss, done, total))
+        if done == total then status:clear() end
+      else
+        status:update(("step %d/%d  loss %.4f"):format(step, steps, loss))
+        if step == steps then status:done() end
+      end
     end
   end
 

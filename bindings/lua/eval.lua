@@ -51,20 +51,29 @@ local function guard(fname, body, ...)
   argerror(fname, inner:find("released task", 1, true) and 2 or 1, inner)
 end
 
-
--- A live model at argument 1 (a released one raises here, not later inside m:generate).
-local function check_model(fname, m)
-  if getmetatable(m) ~= Model_mt then
-    argerror(fname, 1, "roper.Model expected, got " .. describe(m))
-  end
-  if not pcall(m.num_params, m) then argerror(fname, 1, "attempt to use a released model") end
+-- eval[name](m, task, opts): body(m, task, opts) run through guard as "rp.eval.<name>"
+-- (with_fname: body takes that name first), so an error names the function the user called.
+local function public(name, body, with_fname)
+  local fname = "rp.eval." .. name
+  eval[name] = with_fname
+    and function(m, task, opts) return guard(fname, body, fname, m, task, opts) end
+    or function(m, task, opts) return guard(fname, body, m, task, opts) end
 end
 
-local function check_task(fname, task)
-  if getmetatable(task) ~= Task_mt then
-    argerror(fname, 2, "roper.Task expected, got " .. describe(task))
+
+-- A live object at argument arg: its metatable mt (named type), and its method probe runs (a
+-- released object raises here, not later inside m:generate); what: "model" or "task".
+local function check_live(fname, arg, x, mt, type_name, probe, what)
+  if getmetatable(x) ~= mt then
+    argerror(fname, arg, type_name .. " expected, got " .. describe(x))
   end
-  if not pcall(task.vocab_size, task) then argerror(fname, 2, "attempt to use a released task") end
+  if not pcall(x[probe], x) then argerror(fname, arg, "attempt to use a released " .. what) end
+end
+
+-- The model at argument 1 and the task at argument 2 of every rp.eval function.
+local function check_objects(fname, m, task)
+  check_live(fname, 1, m, Model_mt, "roper.Model", "num_params", "model")
+  check_live(fname, 2, task, Task_mt, "roper.Task", "vocab_size", "task")
 end
 
 
@@ -85,6 +94,15 @@ local function check_fit(fname, m, task, need_seq)
       mc.seq_len))
   end
   return mc, tc
+end
+
+-- check_objects, the options (argument 3) against the names known, and check_fit: opts (a
+-- checked copy), mc, tc.
+local function check_call(fname, m, task, opts, known, need_seq)
+  check_objects(fname, m, task)
+  opts = check_opts(fname, 3, opts, known)
+  local mc, tc = check_fit(fname, m, task, need_seq)
+  return opts, mc, tc
 end
 
 -- The token id of the task's terminator.
@@ -143,10 +161,8 @@ end
 local run_accuracy
 
 local function accuracy(fname, m, task, opts)
-  check_model(fname, m)
-  check_task(fname, task)
-  opts = check_opts(fname, 3, opts, accuracy_opts)
-  local _, tc = check_fit(fname, m, task, false)
+  local _, tc
+  opts, _, tc = check_call(fname, m, task, opts, accuracy_opts, false)
   if not accuracy_task(tc.kind) then
     argerror(fname, 2, "accuracy needs an addition, substring_index or grid_offset task (this is "
       .. tc.kind .. ")")
@@ -196,15 +212,12 @@ function run_accuracy(m, task, tc, o)
 end
 
 -- rp.eval.accuracy(m, task[, opts]) -> accuracy, correct, records
-function eval.accuracy(m, task, opts)
-  return guard("rp.eval.accuracy", accuracy, "rp.eval.accuracy", m, task, opts)
-end
+public("accuracy", accuracy, true)
 
 -- rp.eval.length_generalisation(m, task, {digits = {..}, ...}) -> { [d] = accuracy }, { [d] = records }
 local function length_generalisation(m, task, opts)
   local fname = "rp.eval.length_generalisation"
-  check_model(fname, m)
-  check_task(fname, task)
+  check_objects(fname, m, task)
   local known = { "digits" }
   for _, k in ipairs(accuracy_opts) do
     if k ~= "n_digits" then known[#known + 1] = k end
@@ -236,8 +249,17 @@ local function length_generalisation(m, task, opts)
   return acc, recs
 end
 
-function eval.length_generalisation(m, task, opts)
-  return guard("rp.eval.length_generalisation", length_generalisation, m, task, opts)
+public("length_generalisation", length_generalisation)
+
+-- The option 'progress' of a long evaluation: nil or a function, called as progress(done, total)
+-- as the evaluation goes (the user's code: its errors pass through).
+local function opt_progress(fname, arg, opts)
+  local f = opts.progress
+  if f ~= nil and type(f) ~= "function" then
+    argerror(fname, arg, "option 'progress' must be a function (called as progress(done, "
+      .. "total)), got " .. describe(f))
+  end
+  return f
 end
 
 -- The options of rp.eval.loss (opts a checked copy) for a model of config mc and a task of
@@ -260,13 +282,14 @@ end
 
 local loss_opts = { "batches", "batch_size", "split", "seed" }
 
--- The mean of m:loss over o.batches fresh batches of task.
-local function run_loss(m, task, o)
+-- The mean of m:loss over o.batches fresh batches of task; tick(), when given, after each batch.
+local function run_loss(m, task, o, tick)
   local g = rp.rng(o.seed)
   local sum = 0
   for _ = 1, o.batches do
     local x, y = task:batch(o.batch_size, g, o.split)
     sum = sum + m:loss(x, y)
+    if tick then tick() end
   end
   return sum / o.batches
 end
@@ -274,30 +297,24 @@ end
 -- rp.eval.loss(m, task[, opts]) -> mean loss over fresh batches (eval mode)
 local function loss(m, task, opts)
   local fname = "rp.eval.loss"
-  check_model(fname, m)
-  check_task(fname, task)
-  opts = check_opts(fname, 3, opts, loss_opts)
-  local mc, tc = check_fit(fname, m, task, true)
+  local mc, tc
+  opts, mc, tc = check_call(fname, m, task, opts, loss_opts, true)
   return run_loss(m, task, loss_options(fname, opts, mc, tc))
 end
 
-function eval.loss(m, task, opts)
-  return guard("rp.eval.loss", loss, m, task, opts)
-end
+public("loss", loss)
 
 -- ---------------------------------------------------------------- language modelling
 
-local lm_opts = { "split", "batch_size", "bytes", "max_windows" }
+local lm_opts = { "split", "batch_size", "bytes", "max_windows", "progress" }
 
 -- rp.eval.lm(m, task[, opts]) -> the evaluation of a language model on an lm task's split: every
 -- token of it but the first scored once, through task:windows (its deterministic windows of
 -- seq_len + 1 tokens), the cross-entropies (m:losses) summed in float64.
 local function lm(m, task, opts)
   local fname = "rp.eval.lm"
-  check_model(fname, m)
-  check_task(fname, task)
-  opts = check_opts(fname, 3, opts, lm_opts)
-  local mc, tc = check_fit(fname, m, task, true)
+  local mc, tc
+  opts, mc, tc = check_call(fname, m, task, opts, lm_opts, true)
   if tc.kind ~= "lm" then argerror(fname, 2, "lm needs an lm task (this is " .. tc.kind .. ")") end
   local split = opt_enum(fname, 3, opts, "split", { "train", "valid", "test" }, "valid")
   local B = opt_int(fname, 3, opts, "batch_size", math.min(8, mc.max_batch), 1, mc.max_batch)
@@ -307,6 +324,7 @@ local function lm(m, task, opts)
       .. describe(bytes))
   end
   local max_windows = opt_int(fname, 3, opts, "max_windows", nil, 1)
+  local progress = opt_progress(fname, 3, opts)
   local T = tc.seq_len
   local nats, count, windows, all = 0.0, 0, nil, nil
   local pos_sum, pos_n = {}, {}
@@ -330,6 +348,7 @@ local function lm(m, task, opts)
       end
     end
     first = first + rows
+    if progress then progress(math.min(first - 1, windows), windows) end
   until first > windows
   local by_position = {}
   for j = 1, T do by_position[j] = pos_n[j] > 0 and pos_sum[j] / pos_n[j] or nil end
@@ -341,9 +360,7 @@ local function lm(m, task, opts)
   return r
 end
 
-function eval.lm(m, task, opts)
-  return guard("rp.eval.lm", lm, m, task, opts)
-end
+public("lm", lm)
 
 -- ---------------------------------------------------------------- lengths
 
@@ -457,11 +474,10 @@ end
 -- {length =, loss =, factor =, seq_len =}, ... } in the order of opts.lengths
 local function lengths(m, task, opts)
   local fname = "rp.eval.lengths"
-  check_model(fname, m)
-  check_task(fname, task)
+  check_objects(fname, m, task)
   local tc = task:config()
   local by_accuracy = accuracy_task(tc.kind)
-  local known = { "lengths", "scaling", "train_length" }
+  local known = { "lengths", "scaling", "train_length", "progress" }
   for _, k in ipairs(by_accuracy and accuracy_opts or loss_opts) do
     if k ~= "n_digits" then known[#known + 1] = k end
   end
@@ -481,9 +497,12 @@ local function lengths(m, task, opts)
   local def = tc.kind == "addition" and tc.max_digits or tc.kind == "substring_index"
     and tc.str_len or tc.seq_len
   local train_length = opt_int(fname, 3, opts, "train_length", def, 1)
+  local progress = opt_progress(fname, 3, opts)
   local sub = {}
   for k, v in pairs(opts) do
-    if k ~= "lengths" and k ~= "scaling" and k ~= "train_length" then sub[k] = v end
+    if k ~= "lengths" and k ~= "scaling" and k ~= "train_length" and k ~= "progress" then
+      sub[k] = v
+    end
   end
   local o = by_accuracy and accuracy_options(fname, sub, tc) or loss_options(fname, sub, mc, tc)
   local split_size
@@ -503,6 +522,13 @@ local function lengths(m, task, opts)
       held[i] = nil
     end
   end })
+  -- progress(done, total): in batches of windows (loss tasks, after each batch) or in lengths
+  -- (accuracy tasks, after each length)
+  local done, total = 0, by_accuracy and #plans or #plans * o.batches
+  local function tick()
+    done = done + 1
+    progress(done, total)
+  end
   local out = {}
   for i, p in ipairs(plans) do
     local t, mm = task, m
@@ -520,8 +546,9 @@ local function lengths(m, task, opts)
     if by_accuracy then
       o.n_digits = p.n_digits
       r.accuracy, r.correct = run_accuracy(mm, t, t:config(), o)
+      if progress then tick() end
     else
-      r.loss = run_loss(mm, t, o)
+      r.loss = run_loss(mm, t, o, progress and tick)
     end
     out[i] = r
     for j = #held, 1, -1 do -- this length's task and model, before the next ones are built
@@ -532,8 +559,6 @@ local function lengths(m, task, opts)
   return out
 end
 
-function eval.lengths(m, task, opts)
-  return guard("rp.eval.lengths", lengths, m, task, opts)
-end
+public("lengths", lengths)
 
 return M

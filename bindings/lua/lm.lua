@@ -5,6 +5,7 @@
 --   rp.lm.info(folder)                     -> info | nil, message
 --   rp.lm.tokenizer(corpus, vocab_size)    -> path | nil, message
 --   rp.lm.sample(m, tok, prompt[, opts])   -> text, ids
+--   rp.lm.sha256(path)                     -> hex | nil, message
 -- The tokenizer is rp.tokenizer's (a SentencePiece model), or any object with its methods
 -- (tok:encode(text[, {tensor = true}]), tok:decode(ids), tok:vocab_size()).
 --
@@ -41,7 +42,8 @@ local MAX_TEXT = 1 << 30
 
 local function quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 
--- SHA-256 of the file at path (coreutils' sha256sum), 64 hex digits, or nil and why.
+-- SHA-256 of the file at path (coreutils' sha256sum), 64 hex digits, or nil and why: the one
+-- checksum of the cache keys here and of scripts/corpus.lua's manifest (rp.lm.sha256).
 local function sha256(path)
   local kind, err = path_kind(path)
   if kind ~= "a regular file" then
@@ -54,6 +56,20 @@ local function sha256(path)
   local hex = line and line:match("^(%x+)")
   if not hex or #hex ~= 64 then return nil, path .. ": sha256sum failed" end
   return hex
+end
+
+function lm.sha256(path)
+  if type(path) ~= "string" or path == "" then
+    argerror("rp.lm.sha256", 1, "a file path (a string) expected, got " .. args.describe(path))
+  end
+  return sha256(path)
+end
+
+-- A corpus folder at argument 1 of fname (a nonempty string), or raises.
+local function check_corpus_arg(fname, corpus)
+  if type(corpus) ~= "string" or corpus == "" then
+    argerror(fname, 1, "a corpus folder (a string) expected, got " .. args.describe(corpus))
+  end
 end
 
 -- rp.lm.info(folder) -> info | nil, message: the ids.txt of an ids folder (what rp.lm.ids writes,
@@ -161,9 +177,7 @@ end
 -- object to encode with instead of rp.tokenizer.load(tokenizer) (the key stays the file's).
 function lm.ids(corpus, tokenizer, opts)
   local fname = "rp.lm.ids"
-  if type(corpus) ~= "string" or corpus == "" then
-    argerror(fname, 1, "a corpus folder (a string) expected, got " .. args.describe(corpus))
-  end
+  check_corpus_arg(fname, corpus)
   if type(tokenizer) ~= "string" or tokenizer == "" then
     argerror(fname, 2, "a tokenizer model file (a string) expected, got "
       .. args.describe(tokenizer))
@@ -225,9 +239,7 @@ end
 -- "bpe".
 function lm.tokenizer(corpus, vocab_size, kind)
   local fname = "rp.lm.tokenizer"
-  if type(corpus) ~= "string" or corpus == "" then
-    argerror(fname, 1, "a corpus folder (a string) expected, got " .. args.describe(corpus))
-  end
+  check_corpus_arg(fname, corpus)
   if math.type(vocab_size) ~= "integer" or vocab_size < 1 then
     argerror(fname, 2, "vocab_size must be an integer >= 1, got " .. args.describe(vocab_size))
   end

@@ -11,7 +11,7 @@
 --                             cleaning | nil, message (read and checked)
 --   corpus.clean_rst(text) -> text         the cleaning of reStructuredText (below)
 --   corpus.split_of(name) -> "train" | "valid" | "test" (corpus.fnv1a32(name) % 100)
---   corpus.sha256(path) -> hex | nil, message
+--   (each split's SHA-256 in the manifest: rp.lm.sha256, the checksum of the ids cache's keys)
 --
 -- Errors name the file and the fault ("a.txt: invalid UTF-8 at byte 17 (not a text file?)") and
 -- nothing is written half: the split files go to temporary names, the manifest of an earlier
@@ -280,16 +280,6 @@ end
 
 -- ---------------------------------------------------------------- writing
 
--- SHA-256 of a file (coreutils' sha256sum), as 64 hex digits.
-function corpus.sha256(path)
-  local p = io.popen("sha256sum " .. proc.quote(path) .. " 2>/dev/null")
-  local line = p and p:read("l")
-  if p then p:close() end
-  local hex = line and line:match("^(%x+)")
-  if not hex or #hex ~= 64 then return nil, path .. ": sha256sum failed" end
-  return hex
-end
-
 local function prepare(opts)
   local out = opts.out
   local ok, err = fileio.mkdir(out)
@@ -332,7 +322,7 @@ local function prepare(opts)
     ok, err = rp.write_file(tmp, text)
     if not ok then fail(err) end
     written[#written + 1] = tmp
-    local sum, serr = corpus.sha256(tmp)
+    local sum, serr = rp.lm.sha256(tmp)
     if not sum then fail(serr) end
     manifest.splits[s] = { file = s .. ".txt", bytes = #text, documents = #parts[s],
       sha256 = sum, files = files[s] }

@@ -51,6 +51,7 @@
 -- Pure Lua (lib.stats); nothing here runs a model.
 local stats = require "lib.stats"
 local tables = require "lib.tables"
+local mean = stats.mean
 
 local report = {}
 
@@ -348,14 +349,20 @@ function report.jumps_markdown(j, metric, of)
   return table.concat(out, "\n")
 end
 
--- the per-seed differences b - a of one comparison's groups (labels a and b), or nil
-local function seed_differences(groups, a, b)
+-- the groups of labels a and b, or nil when either is missing
+local function two_groups(groups, a, b)
   local ga, gb
   for _, g in ipairs(groups) do
     if g.label == a then ga = g end
     if g.label == b then gb = g end
   end
-  if not ga or not gb then return nil end
+  if ga and gb then return ga, gb end
+end
+
+-- the per-seed differences b - a of one comparison's groups (labels a and b), or nil
+local function seed_differences(groups, a, b)
+  local ga, gb = two_groups(groups, a, b)
+  if not ga then return nil end
   local va, out = report.by_seed(ga), {}
   for seed, v in pairs(report.by_seed(gb)) do
     if va[seed] ~= nil then out[#out + 1] = v - va[seed] end
@@ -366,11 +373,6 @@ end
 function report.interaction(g1, g2, a, b)
   local d1, d2 = seed_differences(g1, a, b), seed_differences(g2, a, b)
   if not d1 or not d2 or #d1 < 2 or #d2 < 2 then return nil end
-  local function mean(x)
-    local sum = 0
-    for _, v in ipairs(x) do sum = sum + v end
-    return sum / #x
-  end
   local t, df, p = stats.welch(d2, d1)
   local row = { a = a, b = b, n1 = #d1, n2 = #d2, diff1 = mean(d1), diff2 = mean(d2) }
   row.change = row.diff2 - row.diff1
@@ -389,12 +391,8 @@ end
 -- equivalence interval). row: {a, b, margin, n, mean_a, mean_b, left_out (runs of a or b
 -- without a partner or a value), and stats.noninferiority's fields}; nil with fewer than 2 pairs.
 function report.noninferiority(groups, a, b, margin)
-  local ga, gb
-  for _, g in ipairs(groups) do
-    if g.label == a then ga = g end
-    if g.label == b then gb = g end
-  end
-  if not ga or not gb then return nil end
+  local ga, gb = two_groups(groups, a, b)
+  if not ga then return nil end
   local va, vb = report.by_seed(ga), report.by_seed(gb)
   local seeds = {}
   for seed in pairs(va) do if vb[seed] ~= nil then seeds[#seeds + 1] = seed end end
@@ -403,11 +401,6 @@ function report.noninferiority(groups, a, b, margin)
   for i, seed in ipairs(seeds) do xa[i], xb[i] = va[seed], vb[seed] end
   local r = stats.noninferiority(xa, xb, margin)
   if not r then return nil end
-  local function mean(x)
-    local sum = 0
-    for _, v in ipairs(x) do sum = sum + v end
-    return sum / #x
-  end
   r.a, r.b, r.margin, r.mean_a, r.mean_b = a, b, margin, mean(xa), mean(xb)
   r.left_out = #ga.runs + #gb.runs - 2 * #seeds
   return r

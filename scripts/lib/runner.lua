@@ -47,7 +47,9 @@
 --   runner.kept_models(runs, results) -> the model files of the finished runs that have one
 --
 -- Each run writes path (result JSON, name.json), name.csv (loss curve), name.log (its output);
--- while it runs, name.progress ("step steps loss", rewritten about twice a second) and
+-- while it runs, name.progress ("step steps loss", rewritten about twice a second; "step steps
+-- loss done total" while it evaluates: done of total windows, shown as "evaluating done/total
+-- windows"; runner.read_progress(path) reads either) and
 -- name.cfg.json (its config, read by train.lua). A name.ckpt beside them is always the model of
 -- the run in name.json: it is removed when the run starts again, and when an interrupted run
 -- had saved its model before its result (its evaluation was cut short). With checkpoint_every,
@@ -119,6 +121,8 @@ local function fmt_time(s)
 end
 runner.fmt_time = fmt_time
 
+-- A run's .progress file: step, steps, loss[, done, total] (train.lua's --progress; done and
+-- total: the windows evaluated after training), or nil.
 local function read_progress(path)
   local f = io.open(path, "r")
   if not f then return nil end
@@ -127,8 +131,10 @@ local function read_progress(path)
   if not line then return nil end
   local step, steps, loss = line:match("^(%d+) (%d+) (%S+)")
   if not step then return nil end
-  return tonumber(step), tonumber(steps), tonumber(loss)
+  local done, total = line:match("^%d+ %d+ %S+ (%d+) (%d+)")
+  return tonumber(step), tonumber(steps), tonumber(loss), tonumber(done), tonumber(total)
 end
+runner.read_progress = read_progress
 
 local function tail(path, n)
   local text = fileio.read(path) or ""
@@ -225,8 +231,12 @@ function runner.run(runs, opts)
     local done = finished_steps
     local current = {}
     for i in pairs(running) do
-      local step, steps, loss = read_progress((files(i)))
-      if step then
+      local step, steps, loss, evaluated, windows = read_progress((files(i)))
+      if step and evaluated then
+        done = done + step
+        current[#current + 1] = ("%s evaluating %d/%d windows"):format(runs[i].id, evaluated,
+          windows)
+      elseif step then
         done = done + step
         current[#current + 1] = ("%s %d/%d loss %.3f"):format(runs[i].id, step, steps, loss)
       else

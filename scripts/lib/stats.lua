@@ -1,5 +1,6 @@
 -- Statistics for comparing runs (pure Lua, no roper needed):
 --   stats.summary(values, higher_is_better) -> {n, mean, median, min, max, std, protocol, dropped}
+--   stats.mean(v)                           -> the mean of a list of numbers (nil when empty)
 --   stats.welch(a, b)                       -> t, df, p   (two-sided Welch t-test)
 --   stats.permutation(a, b[, opts])         -> p, exact   (two-sided, difference of means)
 --   stats.paired(a, b[, opts])              -> paired t-test and sign-flip test by seed
@@ -38,10 +39,12 @@ local function splitmix(state)
 end
 
 local function mean(v)
+  if #v == 0 then return nil end
   local s = 0
   for i = 1, #v do s = s + v[i] end
   return s / #v
 end
+stats.mean = mean
 
 -- summary(values, higher_is_better) -> table
 -- values: a list (nil holes allowed: pass n as values.n) of numbers or nil (diverged).

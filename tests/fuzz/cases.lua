@@ -252,7 +252,7 @@ local function seeds(rp)
   end
   S["rp.eval.lm"] = function(ctx)
     return pack(ctx.model(5, 8), rp.tasks.lm { path = ctx.lm_ids, vocab_size = 5, seq_len = 8 },
-      { split = "valid", batch_size = 2, bytes = 80, max_windows = 2 })
+      { split = "valid", batch_size = 2, bytes = 80, max_windows = 2, progress = function() end })
   end
   -- a stand-in tokenizer of vocabulary 5 (rp.lm takes any object of rp.tokenizer's interface)
   local function stub_tokenizer()
@@ -272,6 +272,7 @@ local function seeds(rp)
       { tokenizer = stub_tokenizer(), cache = ctx.dir .. "/lmcache" })
   end
   S["rp.lm.info"] = function(ctx) return pack(ctx.lm_ids) end
+  S["rp.lm.sha256"] = function(ctx) return pack(ctx.lm_ids .. "/ids.txt") end
   S["rp.lm.tokenizer"] = function(ctx) return pack(ctx.lm_corpus, 300, "unigram") end
   S["rp.lm.sample"] = function(ctx)
     return pack(ctx.model(5, 8), stub_tokenizer(), "abc",
@@ -288,7 +289,8 @@ local function seeds(rp)
   end
   S["rp.eval.lengths"] = function(ctx)
     return pack(ctx.model(20), rp.tasks.addition { max_digits = 1, seq_len = 32 },
-      { lengths = { 1, 2 }, scaling = "none", train_length = 1, problems = 1, max_new = 5 })
+      { lengths = { 1, 2 }, scaling = "none", train_length = 1, problems = 1, max_new = 5,
+        progress = function() end })
   end
   S["rp.eval.loss"] = function(ctx)
     return pack(ctx.model(20, 32), rp.tasks.addition { max_digits = 1, seq_len = 32 },

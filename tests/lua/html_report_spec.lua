@@ -368,6 +368,92 @@ describe("report.html in a browser", function()
     assert.is_nil(stopped:find("http-equiv", 1, true), stopped)
   end)
 
+  it("compare.lua's report of the lm task: the splits, lengths and positions tables and the "
+    .. "validation curve", function()
+    local rp = require "roper"
+    local ids, lmc = dir .. "/ids", dir .. "/lmcmp"
+    assert(lfs.mkdir(ids))
+    local g = rp.rng(3)
+    local sizes = { train = 600, valid = 100, test = 80 }
+    for _, split in ipairs { "train", "valid", "test" } do
+      local t = {}
+      for i = 1, sizes[split] do t[i] = g:int(0, 19) end
+      assert(rp.tensor(t):save(ids .. "/" .. split .. ".npy", { dtype = "int32" }))
+    end
+    write(ids .. "/ids.txt", "roper-ids 1\nvocab_size 20\ntrain 600 2400\nvalid 100 250\n"
+      .. "test 80 200\n")
+    local cmd = ("%s scripts/compare.lua --task lm --corpus %s --seq-len 16 --d-model 16 "
+      .. "--layers 1 --heads 2 --steps 4 --log-every 1 --batch 2 --quiet --methods rope roper "
+      .. "--seeds 2 --eval-lengths 24 --out %s"):format(sh_quote(BIN), sh_quote(ids),
+      sh_quote(lmc))
+    local so, se, code = run(cmd)
+    assert.are.equal(0, code, so .. se)
+    -- no validation curve yet: no figure of it
+    local doc = assert(read(lmc .. "/report.html"))
+    assert.is_nil(doc:find("valid.png", 1, true))
+    -- the runs' CSVs with the column valid_loss (as valid_every writes it, empty on some rows);
+    -- compare.lua finds the runs finished and writes the report again
+    for _, m in ipairs { "rope", "roper" } do
+      for seed = 1, 2 do
+        local path = ("%s/runs/%s-s%d.csv"):format(lmc, m, seed)
+        local lines = {}
+        for l in assert(read(path)):gmatch("[^\n]+") do
+          local i = #lines + 1
+          lines[i] = l .. "," .. (i == 1 and "valid_loss" or i % 2 == 1 and tostring(3 + i / 10)
+            or "")
+        end
+        write(path, table.concat(lines, "\n") .. "\n")
+      end
+    end
+    so, se, code = run(cmd)
+    assert.are.equal(0, code, so .. se)
+    doc = assert(read(lmc .. "/report.html"))
+    if BROWSER then
+      local dom, bse, bcode = browser("--dump-dom", lmc .. "/report.html")
+      assert.are.equal(0, bcode, bse)
+      assert.are.same({}, console(bse))
+      doc = dom
+    end
+    local res = {}
+    for _, m in ipairs { "rope", "roper" } do
+      res[m] = { h.read_json(("%s/runs/%s-s1.json"):format(lmc, m)),
+        h.read_json(("%s/runs/%s-s2.json"):format(lmc, m)) }
+    end
+    local function mean2(m, f) return (f(res[m][1]) + f(res[m][2])) / 2 end
+    local t = table_with(doc, "method | valid loss | valid perplexity | valid bits/byte | "
+      .. "test loss | test perplexity | test bits/byte")
+    assert.are.equal(3, #t)
+    for i, m in ipairs { "rope", "roper" } do
+      assert.are.equal(m, t[i + 1][1])
+      for j, split in ipairs { "valid", "test" } do
+        for k, key in ipairs { "loss", "perplexity", "bits_per_byte" } do
+          holds(t[i + 1][1 + 3 * (j - 1) + k], mean2(m, function(r) return r.lm[split][key] end),
+            m .. " " .. split .. " " .. key)
+        end
+      end
+    end
+    local l = table_with(doc, "method | scaling | 16 (training) | 24")
+    assert.are.equal(3, #l)
+    for i, m in ipairs { "rope", "roper" } do
+      assert.are.same({ m, "none" }, { l[i + 1][1], l[i + 1][2] })
+      holds(l[i + 1][3], mean2(m, function(r) return r.lm.valid.loss end), m .. " at 16")
+      holds(l[i + 1][4], mean2(m, function(r) return r.by_length[1].loss end), m .. " at 24")
+    end
+    local p = table_with(doc, "method | runs | 1-2 | 3-4")
+    assert.are.equal(9 + 1, #p[1])
+    for i, m in ipairs { "rope", "roper" } do
+      holds(p[i + 1][10], mean2(m, function(r)
+        return (r.lm.by_position[15] + r.lm.by_position[16]) / 2
+      end), m .. " at 15-16")
+    end
+    -- the figures: the training loss, the lengths and the validation loss
+    assert.truthy(doc:find('<figcaption><a href="valid.png">valid.png</a></figcaption>', 1,
+      true), doc)
+    assert.are.equal(3, select(2, doc:gsub("<figure>", "")))
+    local dat = assert(read(lmc .. "/valid.dat"))
+    assert.truthy(dat:find("# rope, mean of the 2 runs", 1, true), dat)
+  end)
+
   it("sweep.lua's report loads without a console message and holds summary.json's numbers",
     function()
     if not need_browser() then return end

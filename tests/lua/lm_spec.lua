@@ -16,6 +16,15 @@ end
 
 local function rmrf(d) os.execute("rm -rf " .. sh_quote(d)) end
 
+-- the roper binary of the scripts' tests, and a command's output (stderr too) and success
+local BIN = os.getenv("ROPER_BIN") or "build/roper"
+local function run(cmd)
+  local p = assert(io.popen(cmd .. " 2>&1", "r"))
+  local out = p:read("a")
+  local ok = p:close()
+  return out, ok
+end
+
 local function write(path, text)
   local f = assert(io.open(path, "wb"))
   f:write(text)
@@ -245,6 +254,60 @@ describe("m:losses and rp.eval.lm", function()
     assert.has_error(function() rp.eval.lm(rp.model { vocab = 30, seq_len = T }, add) end,
       "bad argument #2 to 'rp.eval.lm' (lm needs an lm task (this is addition))")
   end)
+
+  it("report their progress: progress(done, total) after each batch of windows", function()
+    local V, T = 23, 8
+    ids_folder(dir, V, { train = random_stream(100, V, 4), valid = random_stream(203, V, 5),
+      test = random_stream(30, V, 6) })
+    local task = assert(rp.tasks.lm { path = dir, vocab_size = V, seq_len = T })
+    local m = rp.model { vocab = V, d_model = 16, heads = 2, layers = 1, seq_len = T,
+      max_batch = 4, seed = 3 }
+    local calls = {}
+    local function progress(done, total) calls[#calls + 1] = done .. "/" .. total end
+    -- 202 targets in windows of 8: 26 windows, 4 a batch
+    local plain = rp.eval.lm(m, task, { batch_size = 4 })
+    local r = rp.eval.lm(m, task, { batch_size = 4, progress = progress })
+    assert.same({ "4/26", "8/26", "12/26", "16/26", "20/26", "24/26", "26/26" }, calls)
+    assert.equal(plain.nats, r.nats)
+    calls = {}
+    rp.eval.lm(m, task, { batch_size = 4, max_windows = 5, progress = progress })
+    assert.same({ "4/5", "5/5" }, calls)
+    -- rp.eval.lengths: after each batch of each length (loss tasks)
+    calls = {}
+    local ls = rp.eval.lengths(m, task, { lengths = { 8, 16 }, batches = 3, batch_size = 2,
+      progress = progress })
+    assert.same({ "1/6", "2/6", "3/6", "4/6", "5/6", "6/6" }, calls)
+    assert.equal(rp.eval.lengths(m, task, { lengths = { 8, 16 }, batches = 3,
+      batch_size = 2 })[2].loss, ls[2].loss)
+    -- and after each length (accuracy tasks)
+    calls = {}
+    local add = rp.tasks.addition { max_digits = 1, seq_len = 32 }
+    rp.eval.lengths(rp.model { vocab = add:vocab_size(), seq_len = 32, d_model = 16, heads = 2,
+      layers = 1 }, add, { lengths = { 1, 2 }, problems = 2, max_new = 3, progress = progress })
+    assert.same({ "1/2", "2/2" }, calls)
+    for _, f in ipairs { "rp.eval.lm", "rp.eval.lengths" } do
+      local call = f == "rp.eval.lm" and function(o) return rp.eval.lm(m, task, o) end
+        or function(o) o.lengths = { 8 }; return rp.eval.lengths(m, task, o) end
+      assert.has_error(function() call { progress = 1 } end,
+        ("bad argument #3 to '%s' (option 'progress' must be a function (called as "
+          .. "progress(done, total)), got 1)"):format(f))
+    end
+    -- the runner of compare.lua reads a run's .progress in both forms (train.lua writes
+    -- '<step> <steps> <loss>' while training, '... <done> <total>' while evaluating)
+    package.path = "scripts/?.lua;" .. package.path
+    local runner = require "lib.runner"
+    local pf = dir .. "/r.progress"
+    write(pf, "7 10 2.5\n")
+    assert.same({ 7, 10, 2.5 }, { runner.read_progress(pf) })
+    write(pf, "10 10 2.25 48 384\n")
+    assert.same({ 10, 10, 2.25, 48, 384 }, { runner.read_progress(pf) })
+    write(pf, "garbage\n")
+    assert.is_nil(runner.read_progress(pf))
+    -- an error of the callback is the caller's, as it is
+    assert.has_error(function()
+      rp.eval.lm(m, task, { progress = function() error("stop here", 0) end })
+    end, "stop here")
+  end)
 end)
 
 describe("top_p sampling", function()
@@ -320,6 +383,23 @@ describe("rp.lm", function()
     write(dir .. "/manifest.json", '{"format": "roper-corpus 1"}\n')
     write(dir .. "/tok.model", "model one")
   end
+
+  it("sha256 gives a file's SHA-256 as Python's hashlib does, and says what it cannot read",
+    function()
+    local path = dir .. "/a file's bytes.bin"
+    write(path, "abc\0\255 é\n")
+    local p = assert(io.popen("/usr/bin/python3 -c 'import hashlib,sys; print(hashlib.sha256("
+      .. "open(sys.argv[1], \"rb\").read()).hexdigest())' " .. sh_quote(path)))
+    local want = p:read("l")
+    p:close()
+    assert.equal(64, #want)
+    assert.equal(want, rp.lm.sha256(path))
+    assert.same({ nil, dir .. "/none: No such file or directory" },
+      { rp.lm.sha256(dir .. "/none") })
+    assert.same({ nil, dir .. ": not a regular file (a folder)" }, { rp.lm.sha256(dir) })
+    assert.has_error(function() rp.lm.sha256("") end,
+      "bad argument #1 to 'rp.lm.sha256' (a file path (a string) expected, got string \"\")")
+  end)
 
   it("caches the ids of a corpus under a tokenizer, keyed by both checksums", function()
     local texts = { train = ("the train split é\n"):rep(20), valid = "valid text\n",
@@ -420,8 +500,16 @@ describe("rp.experiment with the lm task", function()
     assert.is_true(res.lm.valid.bits_per_byte > 0)
     assert.equal(399, res.lm.valid.tokens)
     assert.equal(16, #res.lm.by_position)
-    local part = rp.experiment.run { task = "lm", corpus = dir, seq_len = 16, d_model = 16,
-      layers = 1, heads = 2, steps = 2, batch = 2, eval_windows = 3 }
+    -- the evaluation reports its windows through progress (loss nil, the step the last one):
+    -- valid's 3 and test's 3 in batches of 2, then the batch of each of the 2 lengths
+    local calls = {}
+    local part = rp.experiment.run({ task = "lm", corpus = dir, seq_len = 16, d_model = 16,
+      layers = 1, heads = 2, steps = 2, batch = 2, eval_windows = 3, eval_lengths = "8,16",
+      valid_batches = 1 }, function(step, steps, loss, done, total)
+      if done then calls[#calls + 1] = ("%d/%d %s %d/%d"):format(step, steps, loss, done, total) end
+    end)
+    assert.same({ "2/2 nil 2/3", "2/2 nil 3/3", "2/2 nil 2/3", "2/2 nil 3/3", "2/2 nil 1/2",
+      "2/2 nil 2/2" }, calls)
     assert.equal(3 * 16, part.lm.valid.tokens)
     assert.equal(3 * 16, part.lm.test.tokens)
     assert.is_nil(part.lm.valid.bits_per_byte)
@@ -440,13 +528,6 @@ describe("rp.experiment with the lm task", function()
 end)
 
 describe("scripts with the lm task", function()
-  local BIN = os.getenv("ROPER_BIN") or "build/roper"
-  local function run(cmd)
-    local p = assert(io.popen(cmd .. " 2>&1", "r"))
-    local out = p:read("a")
-    local ok = p:close()
-    return out, ok
-  end
 
   it("train.lua prints and compare.lua tabulates the validation and test figures", function()
     local dir = tmpdir()
@@ -487,9 +568,141 @@ describe("scripts with the lm task", function()
   end)
 end)
 
+describe("pairs_report.lua --lm", function()
+  local function mean(t)
+    local s = 0
+    for _, v in ipairs(t) do s = s + v end
+    return s / #t
+  end
+  local function f4(v) return ("%.4f"):format(v) end
+
+  it("tabulates tiny real runs: splits, lengths, positions, curves, non-inferiority", function()
+    local dir = tmpdir()
+    local V = 20
+    ids_folder(dir, V, { train = random_stream(600, V, 1), valid = random_stream(100, V, 2),
+      test = random_stream(80, V, 3) }, { valid = 250, test = 200 })
+    local cmp = dir .. "/cmp"
+    local out, ok = run(sh_quote(BIN) .. (" scripts/compare.lua --task lm --corpus %s --seq-len 16 "
+      .. "--d-model 16 --layers 1 --heads 2 --steps 4 --log-every 1 --batch 2 --quiet --methods "
+      .. "rope roper none --seeds 2 --eval-lengths 24,32 --eval-scaling none,pi --out %s")
+      :format(sh_quote(dir), sh_quote(cmp)))
+    assert.is_true(ok, out)
+    local cjson = require "cjson"
+    local res = {}
+    for _, m in ipairs { "rope", "roper", "none" } do
+      res[m] = {}
+      for seed = 1, 2 do
+        res[m][seed] = cjson.decode(io.open(("%s/runs/%s-s%d.json"):format(cmp, m, seed)):read("a"))
+      end
+    end
+    -- a validation curve as valid_every writes it: the column valid_loss, empty on some rows
+    -- (rope's runs only: the others have none)
+    for seed = 1, 2 do
+      local path = ("%s/runs/rope-s%d.csv"):format(cmp, seed)
+      local lines = {}
+      for l in io.open(path):lines() do lines[#lines + 1] = l end
+      for i, l in ipairs(lines) do
+        lines[i] = l .. "," .. (i == 1 and "valid_loss" or i % 2 == 1 and
+          tostring(5 + seed + i / 10) or "")
+      end
+      write(path, table.concat(lines, "\n") .. "\n")
+    end
+    out, ok = run(sh_quote(BIN) .. (" scripts/pairs_report.lua %s --lm --position-bins 3 "
+      .. "--noninferiority roper/rope --margin 0.02"):format(sh_quote(cmp)))
+    assert.is_true(ok, out)
+    -- the splits: each method's mean over its runs
+    for _, m in ipairs { "rope", "roper", "none" } do
+      local r1, r2 = res[m][1].lm, res[m][2].lm
+      local row = ("| %s | %s | %s | %s | %s | %s | %s |"):format(m,
+        f4((r1.valid.loss + r2.valid.loss) / 2),
+        ("%.2f"):format((r1.valid.perplexity + r2.valid.perplexity) / 2),
+        f4((r1.valid.bits_per_byte + r2.valid.bits_per_byte) / 2),
+        f4((r1.test.loss + r2.test.loss) / 2),
+        ("%.2f"):format((r1.test.perplexity + r2.test.perplexity) / 2),
+        f4((r1.test.bits_per_byte + r2.test.bits_per_byte) / 2))
+      assert.truthy(out:find(row, 1, true), row .. "\n" .. out)
+    end
+    -- the lengths: the training length first (the validation loss), then 24 and 32
+    assert.truthy(out:find("| method | scaling | 16 (training) | 24 | 32 |", 1, true), out)
+    for _, m in ipairs { "rope", "roper" } do
+      for _, sc in ipairs { "none", "pi" } do
+        local at = { [24] = {}, [32] = {} }
+        for seed = 1, 2 do
+          for _, e in ipairs(res[m][seed].by_length) do
+            if e.scaling == sc then table.insert(at[e.length], e.loss) end
+          end
+        end
+        local row = ("| %s | %s | %s | %s | %s |"):format(m, sc,
+          f4((res[m][1].lm.valid.loss + res[m][2].lm.valid.loss) / 2), f4(mean(at[24])),
+          f4(mean(at[32])))
+        assert.truthy(out:find(row, 1, true), row .. "\n" .. out)
+      end
+    end
+    -- the positions: 16 positions in 3 bins (1-5, 6-10, 11-16)
+    assert.truthy(out:find("| method | runs | 1-5 | 6-10 | 11-16 |", 1, true), out)
+    for _, m in ipairs { "rope", "roper", "none" } do
+      local cells = {}
+      for k, b in ipairs { { 1, 5 }, { 6, 10 }, { 11, 16 } } do
+        local per_run = {}
+        for seed = 1, 2 do
+          local bp = res[m][seed].lm.by_position
+          assert.equal(16, #bp)
+          local vals = {}
+          for j = b[1], b[2] do vals[#vals + 1] = bp[j] end
+          per_run[seed] = mean(vals)
+        end
+        cells[k] = f4(mean(per_run))
+      end
+      local row = ("| %s | 2 | %s |"):format(m, table.concat(cells, " | "))
+      assert.truthy(out:find(row, 1, true), row .. "\n" .. out)
+    end
+    -- the non-inferiority row (lib/report.lua's, tested in noninferiority_spec)
+    assert.truthy(out:find("| cmp | roper - rope | 2 |", 1, true), out)
+    -- the curves: the training loss of every run; the validation loss of rope's runs only
+    assert.truthy(out:find("Training curves: `" .. cmp .. "/lm_train.png`", 1, true), out)
+    assert.truthy(out:find("Validation curves: `" .. cmp .. "/lm_valid.png`", 1, true), out)
+    for _, f in ipairs { "lm_train.png", "lm_train.svg", "lm_valid.png", "lm_valid.svg" } do
+      assert.truthy(io.open(cmp .. "/" .. f), f)
+    end
+    local dat = io.open(cmp .. "/lm_valid.dat"):read("a")
+    assert.falsy(dat:find("roper", 1, true), dat)
+    -- each seed's block: the rows with a valid_loss (the CSV's odd lines after the header)
+    local want = {}
+    for seed = 1, 2 do
+      local pts = {}
+      for i, p in ipairs(res.rope[seed].curve) do
+        if (i + 1) % 2 == 1 then
+          pts[#pts + 1] = ("%.10g %.6g"):format(p.tokens / 1e6, 5 + seed + (i + 1) / 10)
+        end
+      end
+      want[seed] = table.concat(pts, "\n")
+      assert.truthy(dat:find(want[seed], 1, true), want[seed] .. "\n---\n" .. dat)
+    end
+    -- the mean of the two seeds at the first point
+    local first = res.rope[1].curve[2]
+    assert.truthy(dat:find(("%.10g %.6g"):format(first.tokens / 1e6, (6 + 7 + 2 * 0.3) / 2), 1,
+      true), dat)
+    -- without any valid_loss: said, no plot
+    for seed = 1, 2 do
+      local path = ("%s/runs/rope-s%d.csv"):format(cmp, seed)
+      local lines = {}
+      for l in io.open(path):lines() do lines[#lines + 1] = l:gsub(",[^,]*$", "") end
+      write(path, table.concat(lines, "\n") .. "\n")
+    end
+    out, ok = run(sh_quote(BIN) .. (" scripts/pairs_report.lua %s --lm"):format(sh_quote(cmp)))
+    assert.is_true(ok, out)
+    assert.truthy(out:find("No validation curves: no validation curves to plot.", 1, true), out)
+    out, ok = run(sh_quote(BIN) .. (" scripts/pairs_report.lua %s --lm --position-bins 0")
+      :format(sh_quote(cmp)))
+    assert.is_falsy(ok)
+    assert.truthy(out:find("pairs_report.lua: --position-bins: an integer >= 1 expected", 1, true),
+      out)
+    rmrf(dir)
+  end)
+end)
+
 describe("the lm task under mpirun", function()
   it("gives 2 ranks, each training on its rows of every batch, one process's result", function()
-    local BIN = os.getenv("ROPER_BIN") or "build/roper"
     local dir = tmpdir()
     local V = 20
     ids_folder(dir, V, { train = random_stream(600, V, 1), valid = random_stream(100, V, 2),
@@ -521,7 +734,6 @@ end)
 -- trained on its train split) and scripts/sample.lua on the run it saved.
 describe("rp.lm with a real SentencePiece tokenizer", function()
   local FORTUNES = "/usr/share/games/fortunes/"
-  local BIN = os.getenv("ROPER_BIN") or "build/roper"
   local dir
   setup(function()
     dir = tmpdir()

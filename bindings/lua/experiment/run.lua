@@ -362,7 +362,13 @@ end
 -- The metric of the run, and unless training diverged its evaluation: the accuracy (with
 -- cfg.decode, and greedy), the examples and the accuracy per operand length (eval_digits) of the
 -- accuracy tasks, the evaluation loss, and the metric's value.
-local function evaluate(fname, cfg, res, m, task)
+-- The progress callback of an evaluation: progress(steps, steps, nil, done, total) as windows
+-- are done (nil without progress).
+local function eval_progress(cfg, progress)
+  return progress and function(done, total) progress(cfg.steps, cfg.steps, nil, done, total) end
+end
+
+local function evaluate(fname, cfg, res, m, task, progress)
   local kind = cfg.task
   res.metric = eval.accuracy_task(kind) and "correct" or "loss"
   if not res.diverged then
@@ -396,6 +402,7 @@ local function evaluate(fname, cfg, res, m, task)
       res.lm = {}
       for _, split in ipairs { "valid", "test" } do
         local r = rp.eval.lm(m, task, { split = split, batch_size = math.min(cfg.batch, 16),
+          progress = eval_progress(cfg, progress),
           bytes = info and info.splits[split].bytes,
           max_windows = cfg.eval_windows > 0 and cfg.eval_windows or nil })
         res.lm[split] = { loss = r.loss, perplexity = r.perplexity,
@@ -414,13 +421,14 @@ end
 
 -- Unless training diverged, the metric at every length of eval_lengths under every context
 -- extension of eval_scaling (res.by_length) and its seconds.
-local function evaluate_lengths(fname, cfg, res, m, task, clock)
+local function evaluate_lengths(fname, cfg, res, m, task, clock, progress)
   local lengths = parse_lengths(cfg.eval_lengths, fname)
   if not res.diverged and #lengths > 0 then
     local t2 = clock()
     res.by_length = {}
     for _, sc in ipairs(parse_scalings(cfg.eval_scaling, fname, cfg)) do
-      local eo = { lengths = lengths, scaling = sc, seed = cfg.eval_seed }
+      local eo = { lengths = lengths, scaling = sc, seed = cfg.eval_seed,
+        progress = eval_progress(cfg, progress) }
       if res.metric == "correct" then
         eo.problems, eo.decode = cfg.problems, cfg.decode
         if cfg.decode == "sample" then eo.temperature, eo.top_k = cfg.temperature, cfg.top_k end
@@ -439,7 +447,8 @@ end
 -- rp.experiment.run(cfg[, progress[, opts]]) -> result[, model, task, optimiser]
 -- Trains a fresh model on cfg's task for cfg.steps steps and evaluates it. cfg is checked with
 -- rp.experiment.config first (so a partial table works). progress(step, steps, loss), when
--- given, is called after every step (on rank 0 only with comm). opts (run_opts above):
+-- given, is called after every step (on rank 0 only with comm), and as progress(steps, steps,
+-- nil, done, total) as the evaluation of the lm task and of eval_lengths scores its windows. opts (run_opts above):
 --   keep_model    true: also return the trained model, its task and its optimiser (otherwise
 --                 all three are released when run returns, or raises)
 --   save          a path: the trained model and its optimiser are saved there (m:save, atomic)
@@ -523,8 +532,8 @@ function experiment.run(cfg, progress, opts)
     m = own:add(m:derive { max_batch = cfg.batch })
   end
   summarise_curve(res, task:vocab_size())
-  evaluate(fname, cfg, res, m, task)
+  evaluate(fname, cfg, res, m, task, progress)
   res.seconds_eval = clock() - t1
-  evaluate_lengths(fname, cfg, res, m, task, clock)
+  evaluate_lengths(fname, cfg, res, m, task, clock, progress)
   return returned()
 end
