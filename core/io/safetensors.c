@@ -777,6 +777,18 @@ static rp_status apply_extras(const st_file *f, const uint8_t *data, const st_na
         rp_model_set_freq(m, theta, th ? th->numel : 0, angles, an ? an->shape[0] : 0,
                           an ? an->shape[1] : 0) != RP_OK)
         st = rethrow(f->path, "bad frequency table: ");
+    rp_pe_scheme sc = rp_model_cfg_scheme(rp_model_config(m));
+    int64_t w = sc.d_rot_q > sc.d_rot_k ? sc.d_rot_q : sc.d_rot_k;
+    w = sc.d_rot_v > w ? sc.d_rot_v : w;
+    w = sc.d_rot_o > w ? sc.d_rot_o : w;
+    if (st == RP_OK && mx && mx->shape[1] != w / 2) { /* rp.model's rule: a pair per column */
+        char q[300], shp[RP_SHAPE_STR_LEN];
+        st = rp_error(RP_ERR_IO, "%s: bad positions: tensor %s (the metadata's %s) is %s; [%lld x "
+                                 "%lld] expected (the positions' axes x d_rot/2)", f->path,
+                      qname(q, sizeof q, mx->name, mx->name_len), extras[X_MIX].key,
+                      shape_str(shp, sizeof shp, mx->ndim, mx->shape), (long long)mx->shape[0],
+                      (long long)(w / 2));
+    }
     if (st == RP_OK && p) {
         rp_rope_axes ax;
         memset(&ax, 0, sizeof ax);

@@ -703,20 +703,23 @@ static void test_positions(void)
     static const double theta[4] = {1, 0.3, -0.1, 0.01};
     double angles[8 * 4];
     for (int i = 0; i < 32; i++) angles[i] = 0.1 * (i / 4) * (i % 4 + 1) - 0.05 * (i % 3);
-    enum { AXIAL, SECTIONS, MIXED, POS1D, ANGLES, NCASES };
+    enum { AXIAL, SECTIONS, MIXED, POS1D, ANGLES, MIXED_ROPE, NCASES };
     char p[512], bad[512];
     path_in(p, sizeof p, "pos.safetensors");
     path_in(bad, sizeof bad, "pos_bad.safetensors");
     for (int k = 0; k < NCASES; k++) {
-        rp_model_cfg c = tiny_cfg(k == SECTIONS || k == POS1D ? RP_PE_ROPE : RP_PE_ROPER);
+        rp_model_cfg c = tiny_cfg(k == SECTIONS || k == POS1D || k == MIXED_ROPE ? RP_PE_ROPE
+                                                                              : RP_PE_ROPER);
         c.learn_freq = k == MIXED || k == POS1D;
         rp_model *m = check_model_new(&c);
         rp_rope_axes ax;
         memset(&ax, 0, sizeof ax);
         ax.n = k == POS1D ? 0 : 2;
-        ax.map = k == SECTIONS ? RP_AXES_SECTIONS : k == MIXED ? RP_AXES_MIXED : RP_AXES_AXIAL;
+        ax.map = k == SECTIONS                     ? RP_AXES_SECTIONS
+                 : k == MIXED || k == MIXED_ROPE ? RP_AXES_MIXED
+                                                 : RP_AXES_AXIAL;
         ax.sections[0] = k == SECTIONS ? 1 : 0, ax.sections[1] = k == SECTIONS ? 3 : 0;
-        ax.mix = k == MIXED ? mix : NULL, ax.n_mix = k == MIXED ? 4 : 0;
+        ax.mix = ax.map == RP_AXES_MIXED ? mix : NULL, ax.n_mix = ax.map == RP_AXES_MIXED ? 4 : 0;
         if (k == POS1D) CHECK_STATUS(rp_model_set_freq(m, theta, 4, NULL, 0, 0), RP_OK, NULL);
         if (k == ANGLES) CHECK_STATUS(rp_model_set_freq(m, NULL, 0, angles, 8, 4), RP_OK, NULL);
         if (k != ANGLES)
@@ -811,6 +814,9 @@ static void test_positions(void)
              "\"roper.mix\":{\"dtype\":\"F64\",\"shape\":[4,2]", -1,
              "tensor \"roper.mix\" (the metadata's roper.mix) is [4 x 2]; the positions have 2 "
              "axes"},
+            {MIXED_ROPE, 0, "\"fraction_qk\\\":1", "\"fraction_qk\\\":0.5", -1,
+             "bad positions: tensor \"roper.mix\" (the metadata's roper.mix) is [2 x 4]; [2 x 2] "
+             "expected (the positions' axes x d_rot/2)"},
             {POS1D, 0, "\"roper.positions\":\"roper.positions\"",
              "\"roper.positions\":\"roper.positions\",\"roper.axes\":\"axial\"", -1,
              "the metadata's roper.axes needs vector positions (roper.positions [rows x axes])"},
