@@ -37,6 +37,7 @@ static const struct {
 #define NDTYPES ((int)(sizeof dtypes / sizeof dtypes[0]))
 #define DT_F32 11
 #define DT_F64 12
+#define DT_I64 13
 
 int rp_safetensors_magic(const void *b, size_t n)
 {
@@ -60,6 +61,54 @@ static const char *shape_str(char *buf, size_t n, int ndim, const int64_t *shape
     return rp_shape_str(buf, n, ndim, shape);
 }
 
+/* ---- the model's positions and own tables ---------------------------------------------------- */
+
+/* What a model holds beside its parameters (rp.model's freq, angles, positions, sections, mix):
+ * each a tensor of 8-byte values (F64 doubles, I64 integers) that the metadata key of the same
+ * name names; "roper.axes" gives the positions' map. docs/interop.md has the layout. */
+enum { X_FREQ, X_ANGLES, X_POSITIONS, X_SECTIONS, X_MIX, NX };
+static const struct {
+    const char *key;  /* the metadata key, and the tensor's name as roper writes it */
+    int dtype;        /* DT_F64 or DT_I64 */
+    int ndim_lo, ndim_hi;
+    const char *shape; /* what the shape must be, for a message */
+} extras[NX] = {
+    {"roper.freq", DT_F64, 1, 1, "[pairs]"},
+    {"roper.angles", DT_F64, 2, 2, "[positions x pairs]"},
+    {"roper.positions", DT_I64, 1, 2, "[rows] or [rows x axes], 1 to 3 axes"},
+    {"roper.sections", DT_I64, 1, 1, "[axes]"},
+    {"roper.mix", DT_F64, 2, 2, "[axes x pairs]"},
+};
+#define AXES_KEY "roper.axes"
+
+typedef struct {
+    int ndim;
+    int64_t shape[2];
+    const void *data; /* NULL: not held */
+} st_extra;
+
+/* m's extras (the ones it holds have data). */
+static void model_extras(const rp_model *m, st_extra *x)
+{
+    memset(x, 0, NX * sizeof *x);
+    const rp_rope_freq *f = rp_model_freq(m);
+    if (f->theta) x[X_FREQ] = (st_extra){1, {f->n_theta, 0}, f->theta};
+    if (f->angles) x[X_ANGLES] = (st_extra){2, {f->rows, f->n_angles}, f->angles};
+    int64_t rows = 0;
+    const int64_t *pos = rp_model_positions(m, &rows);
+    if (!pos) return;
+    int A = f->axes.n;
+    x[X_POSITIONS] = A ? (st_extra){2, {rows, A}, pos} : (st_extra){1, {rows, 0}, pos};
+    if (A && f->axes.map == RP_AXES_SECTIONS)
+        x[X_SECTIONS] = (st_extra){1, {A, 0}, f->axes.sections};
+    if (A && f->axes.mix) x[X_MIX] = (st_extra){2, {A, f->axes.n_mix}, f->axes.mix};
+}
+
+static int64_t extra_numel(const st_extra *x)
+{
+    return x->ndim == 1 ? x->shape[0] : x->shape[0] * x->shape[1];
+}
+
 /* ---- writing -------------------------------------------------------------------------------- */
 
 /* The header: the metadata, then every parameter in layout order; padded with spaces to a
@@ -73,8 +122,16 @@ static rp_status make_header(const char *path, rp_model *m, char **out, size_t *
     char cfg[2048];
     size_t n = rp_model_cfg_to_json(rp_model_config(m), cfg, sizeof cfg);
     RP_ASSERT(n < sizeof cfg);
-    fputs("{\"__metadata__\":{\"format\":\"pt\",\"roper.config\":", f);
+    st_extra x[NX];
+    model_extras(m, x);
+    const rp_rope_freq *fr = rp_model_freq(m);
+    fputs("{\"__metadata__\":{\"format\":\"pt\"", f);
+    if (x[X_POSITIONS].ndim == 2)
+        fprintf(f, ",\"" AXES_KEY "\":\"%s\"", rp_axes_names[fr->axes.map]);
+    fputs(",\"roper.config\":", f);
     rp_json_write_string(f, cfg, n);
+    for (int k = 0; k < NX; k++)
+        if (x[k].data) fprintf(f, ",\"%s\":\"%s\"", extras[k].key, extras[k].key);
     fputs(",\"roper.version\":\"" RP_SAFETENSORS_VERSION "\"}", f);
     uint64_t off = 0;
     for (int i = 0; i < rp_model_num_tensors(m); i++) {
@@ -85,6 +142,16 @@ static rp_status make_header(const char *path, rp_model *m, char **out, size_t *
         for (int d = 0; d < p->ndim; d++)
             fprintf(f, "%s%lld", d ? "," : "", (long long)p->shape[d]);
         uint64_t bytes = (uint64_t)p->numel * 4u;
+        fprintf(f, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off,
+                (unsigned long long)(off + bytes));
+        off += bytes;
+    }
+    for (int k = 0; k < NX; k++) {
+        if (!x[k].data) continue;
+        uint64_t bytes = (uint64_t)extra_numel(&x[k]) * 8u;
+        fprintf(f, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[%lld", extras[k].key,
+                dtypes[extras[k].dtype].name, (long long)x[k].shape[0]);
+        if (x[k].ndim == 2) fprintf(f, ",%lld", (long long)x[k].shape[1]);
         fprintf(f, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off,
                 (unsigned long long)(off + bytes));
         off += bytes;
@@ -133,6 +200,21 @@ static int write_safetensors(FILE *f, void *ctx)
         if (fwrite(buf, 1, (size_t)(4 * k), f) != (size_t)(4 * k)) e = errno ? errno : EIO;
         i += k;
     }
+    st_extra x[NX]; /* then the extras, in the header's order: 8-byte words, little-endian */
+    model_extras(j->m, x);
+    for (int k = 0; k < NX && !e; k++) {
+        const uint8_t *src = x[k].data;
+        for (int64_t n = extra_numel(&x[k]), w = 0; src && w < n && !e;) {
+            int64_t c = n - w < 8192 ? n - w : 8192;
+            for (int64_t t = 0; t < c; t++) {
+                uint64_t u;
+                memcpy(&u, src + 8 * (w + t), 8);
+                for (int c2 = 0; c2 < 8; c2++) buf[8 * t + c2] = (uint8_t)(u >> (8 * c2));
+            }
+            if (fwrite(buf, 1, (size_t)(8 * c), f) != (size_t)(8 * c)) e = errno ? errno : EIO;
+            w += c;
+        }
+    }
     free(buf);
     return e;
 }
@@ -146,14 +228,6 @@ rp_status rp_safetensors_save(const char *path, rp_model *m)
         snprintf(msg, sizeof msg, "%s", rp_last_error());
         return rp_error(RP_ERR_ARG, "%s: bad model config: %s", path, msg);
     }
-    const rp_rope_freq *f = rp_model_freq(m);
-    if (f->theta || f->angles)
-        return rp_error(RP_ERR_ARG, "%s: the model's own %s are not stored in safetensors files "
-                                    "(m:save keeps them)", path, f->theta ? "frequencies (freq)"
-                                                                          : "angles");
-    if (rp_model_positions(m, NULL))
-        return rp_error(RP_ERR_ARG, "%s: the model's own positions are not stored in safetensors "
-                                    "files (m:save keeps them)", path);
     save_job j = {m, NULL, 0};
     char *header = NULL;
     RP_TRY(make_header(path, m, &header, &j.hlen));
@@ -507,6 +581,103 @@ static rp_status file_config(const st_file *f, rp_model_cfg *cfg, int *has)
     return RP_OK;
 }
 
+/* The extras the metadata names: e[k] the entry of extras[k] or NULL; map the positions' map. */
+typedef struct {
+    const st_entry *e[NX];
+    rp_axes_map map;
+} st_named;
+
+/* Finds the tensors the metadata names and checks what the model cannot see: each exists, is
+ * named once, has its dtype and rank; roper.axes is a map's name; the axes, sections and mix come
+ * only with vector positions, each map with its own table, and a table has a row per axis. */
+static rp_status find_extras(const st_file *f, st_named *x)
+{
+    char q[300], shp[RP_SHAPE_STR_LEN];
+    x->map = RP_AXES_AXIAL;
+    for (int k = 0; k < NX; k++) {
+        x->e[k] = NULL;
+        size_t len = 0;
+        const char *name = meta_get(f, extras[k].key, &len);
+        if (!name) continue;
+        for (size_t i = 0; i < f->n && !x->e[k]; i++)
+            if (f->e[i].name_len == len && memcmp(f->e[i].name, name, len) == 0)
+                x->e[k] = &f->e[i];
+        const st_entry *e = x->e[k];
+        if (!e)
+            return rp_error(RP_ERR_IO, "%s: no tensor %s (the metadata's %s names it)", f->path,
+                            qname(q, sizeof q, name, len), extras[k].key);
+        for (int j = 0; j < k; j++)
+            if (x->e[j] == e)
+                return rp_error(RP_ERR_IO, "%s: the metadata's %s and %s both name tensor %s",
+                                f->path, extras[j].key, extras[k].key,
+                                qname(q, sizeof q, name, len));
+        if (e->dtype != extras[k].dtype)
+            return rp_error(RP_ERR_IO, "%s: tensor %s (the metadata's %s) has dtype %s, not %s",
+                            f->path, qname(q, sizeof q, name, len), extras[k].key,
+                            dtypes[e->dtype].name, dtypes[extras[k].dtype].name);
+        if (e->ndim < extras[k].ndim_lo || e->ndim > extras[k].ndim_hi ||
+            (k == X_POSITIONS && e->ndim == 2 && (e->shape[1] < 1 || e->shape[1] > RP_MAX_AXES)))
+            return rp_error(RP_ERR_IO, "%s: tensor %s (the metadata's %s) is %s; %s expected",
+                            f->path, qname(q, sizeof q, name, len), extras[k].key,
+                            shape_str(shp, sizeof shp, e->ndim, e->shape), extras[k].shape);
+    }
+    size_t alen = 0;
+    const char *axes = meta_get(f, AXES_KEY, &alen);
+    if (axes) {
+        int m = 0;
+        while (m < RP_AXES_COUNT && !(strlen(rp_axes_names[m]) == alen &&
+                                      memcmp(rp_axes_names[m], axes, alen) == 0))
+            m++;
+        if (m == RP_AXES_COUNT)
+            return rp_error(RP_ERR_IO, "%s: " AXES_KEY " %s is not one of axial, sections, mixed",
+                            f->path, qname(q, sizeof q, axes, alen));
+        x->map = (rp_axes_map)m;
+    }
+    const st_entry *p = x->e[X_POSITIONS];
+    int64_t A = p && p->ndim == 2 ? p->shape[1] : 0;
+    const char *lone = axes ? AXES_KEY : x->e[X_SECTIONS] ? extras[X_SECTIONS].key
+                                       : x->e[X_MIX]      ? extras[X_MIX].key
+                                                          : NULL;
+    if (lone && !A)
+        return rp_error(RP_ERR_IO, "%s: the metadata's %s needs vector positions (roper.positions "
+                                   "[rows x axes])", f->path, lone);
+    static const int table_of[RP_AXES_COUNT] = {-1, X_SECTIONS, X_MIX}; /* each map's own */
+    for (int m = 0; m < RP_AXES_COUNT; m++) {
+        if (table_of[m] < 0) continue;
+        int has = x->e[table_of[m]] != NULL;
+        if (has && x->map != (rp_axes_map)m)
+            return rp_error(RP_ERR_IO, "%s: the metadata's %s does nothing with " AXES_KEY
+                                       " \"%s\"", f->path, extras[table_of[m]].key,
+                            rp_axes_names[x->map]);
+        if (!has && x->map == (rp_axes_map)m)
+            return rp_error(RP_ERR_IO, "%s: " AXES_KEY " \"%s\" needs the metadata's %s",
+                            f->path, rp_axes_names[m], extras[table_of[m]].key);
+        if (has && x->e[table_of[m]]->shape[0] != A)
+            return rp_error(RP_ERR_IO, "%s: tensor %s (the metadata's %s) is %s; the positions "
+                                       "have %lld axes", f->path,
+                            qname(q, sizeof q, x->e[table_of[m]]->name,
+                                  x->e[table_of[m]]->name_len),
+                            extras[table_of[m]].key,
+                            shape_str(shp, sizeof shp, x->e[table_of[m]]->ndim,
+                                      x->e[table_of[m]]->shape), (long long)A);
+    }
+    return RP_OK;
+}
+
+static int n_extras(const st_named *x)
+{
+    int n = 0;
+    for (int k = 0; k < NX; k++) n += x->e[k] != NULL;
+    return n;
+}
+
+static int is_extra(const st_named *x, const st_entry *e)
+{
+    for (int k = 0; k < NX; k++)
+        if (x->e[k] == e) return 1;
+    return 0;
+}
+
 /* The fields that give the weights their meaning (the config schema's RP_CFG_WEIGHTS rows: not
  * seq_len, max_batch, dropout, seed) must agree. */
 static rp_status compare_config(const st_file *f, const rp_model_cfg *a, const rp_model_cfg *b)
@@ -531,13 +702,21 @@ static rp_status compare_config(const st_file *f, const rp_model_cfg *a, const r
 
 /* Every entry against m (names, dtypes, shapes; every parameter once); *where[i] receives the
  * entry of parameter i. */
-static rp_status match(const st_file *f, rp_model *m, const st_entry **where)
+static rp_status match(const st_file *f, const st_named *x, rp_model *m, const st_entry **where)
 {
     int np = rp_model_num_tensors(m);
     for (int i = 0; i < np; i++) where[i] = NULL;
     char q[300], a[RP_SHAPE_STR_LEN], b[RP_SHAPE_STR_LEN];
+    for (int k = 0; k < NX; k++) {
+        const st_entry *e = x->e[k];
+        if (e && strlen(e->name) == e->name_len && rp_model_find_param(m, e->name) >= 0)
+            return rp_error(RP_ERR_IO, "%s: the metadata's %s names tensor %s, a parameter of "
+                                       "the model", f->path, extras[k].key,
+                            qname(q, sizeof q, e->name, e->name_len));
+    }
     for (size_t k = 0; k < f->n; k++) {
         const st_entry *e = &f->e[k];
+        if (is_extra(x, e)) continue;
         int i = strlen(e->name) == e->name_len ? rp_model_find_param(m, e->name) : -1;
         if (i < 0)
             return rp_error(RP_ERR_IO, "%s: tensor %s is not a parameter of the model", f->path,
@@ -560,12 +739,79 @@ static rp_status match(const st_file *f, rp_model *m, const st_entry **where)
         if (!where[i])
             return rp_error(RP_ERR_IO, "%s: no tensor \"%s\" (the model has %d parameter tensors, "
                                        "the file %zu)", f->path, rp_model_param(m, i)->name, np,
-                            f->n);
+                            f->n - (size_t)n_extras(x));
     return RP_OK;
 }
 
-/* Reads the data and copies it into m (every check done: this is the last step). */
-static rp_status read_into(st_file *f, rp_model *m, const st_entry **where)
+/* The 8-byte little-endian words of entry e (F64 or I64) as a malloc'ed array, or NULL. */
+static void *words(const uint8_t *data, const st_entry *e)
+{
+    uint64_t *w = malloc((size_t)(e->numel ? e->numel : 1) * 8u);
+    if (w)
+        for (int64_t i = 0; i < e->numel; i++) w[i] = get_le(data + e->begin + 8 * i, 8);
+    return w;
+}
+
+/* "path: <prefix><the last error>" */
+static rp_status rethrow(const char *path, const char *prefix)
+{
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", rp_last_error());
+    return rp_error(RP_ERR_IO, "%s: %s%s", path, prefix, msg);
+}
+
+/* Gives m the file's own tables and positions (x), checked by rp_model_set_freq and
+ * rp_model_set_positions as a checkpoint's are. */
+static rp_status apply_extras(const st_file *f, const uint8_t *data, const st_named *x,
+                              rp_model *m)
+{
+    const st_entry *th = x->e[X_FREQ], *an = x->e[X_ANGLES], *p = x->e[X_POSITIONS];
+    const st_entry *se = x->e[X_SECTIONS], *mx = x->e[X_MIX];
+    double *theta = th ? words(data, th) : NULL, *angles = an ? words(data, an) : NULL;
+    int64_t *pos = p ? words(data, p) : NULL, *sections = se ? words(data, se) : NULL;
+    double *mix = mx ? words(data, mx) : NULL;
+    rp_status st = RP_OK;
+    if ((th && !theta) || (an && !angles) || (p && !pos) || (se && !sections) || (mx && !mix))
+        st = rp_error(RP_ERR_NOMEM, "%s: out of memory for the positions", f->path);
+    if (st == RP_OK && (th || an) &&
+        rp_model_set_freq(m, theta, th ? th->numel : 0, angles, an ? an->shape[0] : 0,
+                          an ? an->shape[1] : 0) != RP_OK)
+        st = rethrow(f->path, "bad frequency table: ");
+    rp_pe_scheme sc = rp_model_cfg_scheme(rp_model_config(m));
+    int64_t w = sc.d_rot_q > sc.d_rot_k ? sc.d_rot_q : sc.d_rot_k;
+    w = sc.d_rot_v > w ? sc.d_rot_v : w;
+    w = sc.d_rot_o > w ? sc.d_rot_o : w;
+    if (st == RP_OK && mx && mx->shape[1] != w / 2) { /* rp.model's rule: a pair per column */
+        char q[300], shp[RP_SHAPE_STR_LEN];
+        st = rp_error(RP_ERR_IO, "%s: bad positions: tensor %s (the metadata's %s) is %s; [%lld x "
+                                 "%lld] expected (the positions' axes x d_rot/2)", f->path,
+                      qname(q, sizeof q, mx->name, mx->name_len), extras[X_MIX].key,
+                      shape_str(shp, sizeof shp, mx->ndim, mx->shape), (long long)mx->shape[0],
+                      (long long)(w / 2));
+    }
+    if (st == RP_OK && p) {
+        rp_rope_axes ax;
+        memset(&ax, 0, sizeof ax);
+        ax.n = p->ndim == 2 ? (int)p->shape[1] : 0;
+        ax.map = x->map;
+        for (int a = 0; se && a < ax.n; a++) ax.sections[a] = sections[a];
+        ax.mix = mix;
+        ax.n_mix = mx ? mx->shape[1] : 0;
+        if (rp_model_set_positions(m, &ax, pos, p->shape[0]) != RP_OK)
+            st = rethrow(f->path, "bad positions: ");
+    }
+    free(theta);
+    free(angles);
+    free(pos);
+    free(sections);
+    free(mix);
+    return st;
+}
+
+/* Reads the data; gives m the file's own tables and positions when apply is set; copies the
+ * parameters in (every check of the structure done: the last step). */
+static rp_status read_into(st_file *f, const st_named *x, int apply, rp_model *m,
+                           const st_entry **where)
 {
     RP_TRY(rp_mem_check(f->path, "the data", (double)f->data_size));
     uint8_t *data = malloc(f->data_size ? (size_t)f->data_size : 1);
@@ -580,8 +826,9 @@ static rp_status read_into(st_file *f, rp_model *m, const st_entry **where)
         return rp_error(RP_ERR_IO, "%s: truncated (read %zu of %llu data bytes)", f->path, got,
                         (unsigned long long)f->data_size);
     }
+    rp_status st = apply ? apply_extras(f, data, x, m) : RP_OK;
     float *params = rp_model_params(m)->data;
-    for (int i = 0; i < rp_model_num_tensors(m); i++) {
+    for (int i = 0; st == RP_OK && i < rp_model_num_tensors(m); i++) {
         const rp_param_info *p = rp_model_param(m, i);
         const st_entry *en = where[i];
         const uint8_t *src = data + en->begin;
@@ -592,24 +839,25 @@ static rp_status read_into(st_file *f, rp_model *m, const st_entry **where)
                 memcpy(&dst[j], &u, 4);
             } else {
                 uint64_t u = get_le(src + 8 * j, 8);
-                double x;
-                memcpy(&x, &u, 8);
-                dst[j] = (float)x; /* round to nearest, ties to even */
+                double v;
+                memcpy(&v, &u, 8);
+                dst[j] = (float)v; /* round to nearest, ties to even */
             }
         }
     }
     free(data);
-    return RP_OK;
+    return st;
 }
 
-/* Matches the opened file against m and reads it in. */
-static rp_status load_into(st_file *f, rp_model *m)
+/* Matches the opened file against m and reads it in (apply: the file's positions and own tables
+ * too). */
+static rp_status load_into(st_file *f, const st_named *x, int apply, rp_model *m)
 {
     int np = rp_model_num_tensors(m);
     const st_entry **where = malloc((size_t)np * sizeof *where);
     if (!where) return rp_error(RP_ERR_NOMEM, "%s: out of memory", f->path);
-    rp_status st = match(f, m, where);
-    if (st == RP_OK) st = read_into(f, m, where);
+    rp_status st = match(f, x, m, where);
+    if (st == RP_OK) st = read_into(f, x, apply, m, where);
     free(where);
     return st;
 }
@@ -629,7 +877,9 @@ rp_status rp_safetensors_load_into(const char *path, rp_model *m)
         st = rp_error(RP_ERR_IO, "%s: bad model config: %s", path, msg);
     }
     if (st == RP_OK && has) st = compare_config(&f, &cfg, rp_model_config(m));
-    if (st == RP_OK) st = load_into(&f, m);
+    st_named x;
+    if (st == RP_OK) st = find_extras(&f, &x);
+    if (st == RP_OK) st = load_into(&f, &x, 0, m); /* the weights only: m keeps its positions */
     st_close(&f);
     return st;
 }
@@ -649,6 +899,8 @@ rp_status rp_safetensors_load(const char *path, rp_model **out)
         st = rp_error(RP_ERR_IO, "%s: no roper.config in the metadata (not written by roper: "
                                  "build the model from its config, then load the weights into "
                                  "it)", path);
+    st_named x;
+    if (st == RP_OK) st = find_extras(&f, &x);
     if (st != RP_OK) goto done;
     int64_t params = 0, held = 0;
     st = rp_model_memory(&cfg, NULL, &params); /* checks the config too, allocating nothing */
@@ -659,7 +911,7 @@ rp_status rp_safetensors_load(const char *path, rp_model **out)
         goto done;
     }
     for (size_t k = 0; k < f.n; k++) /* saturating (it cannot reach 2^63: 2^21 entries of 2^40) */
-        if (!rp_add_i64(held, f.e[k].numel, &held)) held = INT64_MAX;
+        if (!is_extra(&x, &f.e[k]) && !rp_add_i64(held, f.e[k].numel, &held)) held = INT64_MAX;
     if (params > held) { /* a forged config cannot make the loader allocate a model for nothing */
         st = rp_error(RP_ERR_IO, "%s: the config needs %lld parameters, the file holds %lld",
                       path, (long long)params, (long long)held);
@@ -671,7 +923,7 @@ rp_status rp_safetensors_load(const char *path, rp_model **out)
         st = rp_error(RP_ERR_IO, "%s: cannot build the model: %s", path, msg);
         goto done;
     }
-    st = load_into(&f, m);
+    st = load_into(&f, &x, 1, m);
     if (st == RP_OK) {
         *out = m;
         m = NULL;

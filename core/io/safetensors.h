@@ -8,8 +8,13 @@
  * Writing: every parameter under its layout name (core/model/model.h: "embed.weight",
  * "layers.0.attn.qkv.weight", ...), dtype F32, in layout order, back to back; the metadata holds
  * "format": "pt", "roper.version": "1" and "roper.config": the config as a JSON object with the
- * keys and values of rp.model's config table. The header is padded with spaces to a multiple of
- * 8 bytes, as the reference writer pads it. Atomic (core/io/fileio.h).
+ * keys and values of rp.model's config table. A model's own frequencies or angles and its
+ * positions (rp_model_set_freq, rp_model_set_positions) follow the parameters as tensors of
+ * 8-byte values, each named by the metadata key of its name: "roper.freq" F64 [n],
+ * "roper.angles" F64 [rows x n], "roper.positions" I64 [rows] (1-D) or [rows x A] (vector
+ * positions, with "roper.axes" the map's name), "roper.sections" I64 [A] (axes sections),
+ * "roper.mix" F64 [A x n] (axes mixed). The header is padded with spaces to a multiple of 8
+ * bytes, as the reference writer pads it. Atomic (core/io/fileio.h).
  *
  * Reading checks the whole file before anything is used: the header length (at most
  * RP_SAFETENSORS_MAX_HEADER, inside the file), the JSON (core/io/json.h, strict), every entry's
@@ -38,14 +43,17 @@
 rp_status rp_safetensors_save(const char *path, rp_model *m);
 
 /* A new model (*out, the caller frees it) built from the config in the file's metadata
- * ("roper.config"), holding the file's weights. On failure *out is untouched. */
+ * ("roper.config"), holding the file's weights, own tables and positions (checked by
+ * rp_model_set_freq and rp_model_set_positions: "path: bad positions: ..."). On failure *out is
+ * untouched. */
 rp_status rp_safetensors_load(const char *path, rp_model **out);
 
 /* Copies the file's weights into m, which must have every tensor the file has, with the same
  * names and shapes. When the file carries a roper.config, it must pass rp_model_cfg_check ("bad
  * model config: ...", as rp_safetensors_load) and the fields that give the weights their meaning
- * (everything but seq_len, max_batch, dropout and seed) must equal m's. On failure m is
- * untouched. */
+ * (everything but seq_len, max_batch, dropout and seed) must equal m's. The weights only: the
+ * file's own tables and positions are checked as files (named, typed, shaped) but m keeps its
+ * own. On failure m is untouched. */
 rp_status rp_safetensors_load_into(const char *path, rp_model *m);
 
 /* 1 when the n first bytes of a file look like a safetensors file: n >= 9, a header length >= 2

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "checked.h"
+
 const char *const rp_yarn_ramp_names[RP_YARN_RAMP_COUNT + 1] = {"rotations", "dims", "dims_exact",
                                                                 NULL};
 const char *const rp_axes_names[RP_AXES_COUNT + 1] = {"axial", "sections", "mixed", NULL};
@@ -172,7 +174,7 @@ rp_status rp_rope_freq_check_use(const rp_rope_freq *f, int64_t d_rot, int64_t l
         int len = 0;
         int64_t sum = 0;
         for (int i = 0; i < a->n; i++) {
-            sum += a->sections[i];
+            sum = rp_sat_add_i64(sum, a->sections[i]); /* >= 0 (rp_rope_freq_check) */
             len += snprintf(list + len, sizeof list - (size_t)len, "%s%lld", i ? ", " : "",
                             (long long)a->sections[i]);
         }

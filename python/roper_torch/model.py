@@ -433,7 +433,7 @@ class RoperTransformer(nn.Module):
     tensors, read and refused as rp.model's freq / angles (_own_tables);
     positions, axes, sections, mix: the positions of the tokens (token t of every sequence at row
     t; scalar, or vector positions of 1 to 3 axes with their map), as rp.model's (positions_of;
-    safetensors files hold none of these, so the caller gives them). With learn_freq the
+    safetensors files hold them: load_roper, save_roper). With learn_freq the
     frequencies are the parameter rope.freq [3, d_rot/2] (d_rot the widest rotated placement's),
     shared by every layer: row 0 theta_i (starting from freq or the standard ones of that width,
     axial's per block, rounded to float32), or with axes "mixed" rows 0 .. A-1 the matrix W
@@ -574,15 +574,95 @@ def param_count(cfg):
     return n
 
 
+# What a model holds beside its parameters in a safetensors file (core/io/safetensors.c's extras):
+# rp.model's option -> the metadata key (also the tensor's name as roper writes it; the metadata's
+# value is the tensor's name), its dtype, its ranks and the shape a message asks for. "roper.axes"
+# gives the map of vector positions.
+EXTRAS = {
+    "freq": ("roper.freq", torch.float64, (1,), "[pairs]"),
+    "angles": ("roper.angles", torch.float64, (2,), "[positions x pairs]"),
+    "positions": ("roper.positions", torch.int64, (1, 2), "[rows] or [rows x axes], 1 to 3 axes"),
+    "sections": ("roper.sections", torch.int64, (1,), "[axes]"),
+    "mix": ("roper.mix", torch.float64, (2,), "[axes x pairs]"),
+}
+AXES_KEY = "roper.axes"
+_MAP_TABLE = {"sections": "sections", "mixed": "mix"}  # each map's own table
+
+
+def _shape_str(t):
+    return "[%s]" % " x ".join(str(n) for n in t.shape)
+
+
+def _extras_of(path, tensors, meta):
+    """(options, names): the model's own tables and positions that the file's metadata names, as
+    RoperTransformer's arguments (tensors; sections a list), and the names of their tensors.
+    Raises ValueError "path: ..." with roper's message (core/io/safetensors.c's find_extras) for
+    a named tensor that is missing, named twice, of another dtype or rank, a map not in
+    rotary.AXES, a map, sections or mix without vector positions or beside another map, a table
+    without a row per axis."""
+    from .safetensors import NAMES
+
+    def bad(msg):
+        return ValueError("%s: %s" % (path, msg))
+
+    got, by_name = {}, {}
+    for opt, (key, dtype, ranks, shape) in EXTRAS.items():
+        if key not in meta:
+            continue
+        name = meta[key]
+        q = '"%s"' % _printable(name, 256)
+        if name not in tensors:
+            raise bad("no tensor %s (the metadata's %s names it)" % (q, key))
+        if name in by_name:
+            raise bad("the metadata's %s and %s both name tensor %s" % (by_name[name], key, q))
+        by_name[name] = key
+        t = tensors[name]
+        if t.dtype != dtype:
+            raise bad("tensor %s (the metadata's %s) has dtype %s, not %s"
+                      % (q, key, NAMES[t.dtype], NAMES[dtype]))
+        if t.dim() not in ranks or (opt == "positions" and t.dim() == 2
+                                    and not 1 <= t.shape[1] <= rotary.MAX_AXES):
+            raise bad("tensor %s (the metadata's %s) is %s; %s expected"
+                      % (q, key, _shape_str(t), shape))
+        got[opt] = t
+    axes = meta.get(AXES_KEY)
+    if axes is not None and axes not in rotary.AXES:
+        raise bad('%s "%s" is not one of %s' % (AXES_KEY, _printable(axes, 256),
+                                                ", ".join(rotary.AXES)))
+    p = got.get("positions")
+    A = p.shape[1] if p is not None and p.dim() == 2 else 0
+    lone = AXES_KEY if axes is not None else EXTRAS["sections"][0] if "sections" in got else         EXTRAS["mix"][0] if "mix" in got else None
+    if lone and not A:
+        raise bad("the metadata's %s needs vector positions (roper.positions [rows x axes])"
+                  % lone)
+    m = axes or "axial"
+    for mp, opt in _MAP_TABLE.items():
+        key = EXTRAS[opt][0]
+        if opt in got and m != mp:
+            raise bad('the metadata\'s %s does nothing with %s "%s"' % (key, AXES_KEY, m))
+        if opt not in got and m == mp:
+            raise bad('%s "%s" needs the metadata\'s %s' % (AXES_KEY, mp, key))
+        if opt in got and got[opt].shape[0] != A:
+            raise bad('tensor "%s" (the metadata\'s %s) is %s; the positions have %d axes'
+                      % (_printable(meta[key], 256), key, _shape_str(got[opt]), A))
+    if A:
+        got["axes"] = m
+    if "sections" in got:
+        got["sections"] = got["sections"].tolist()
+    return got, set(by_name)
+
+
 def load_roper(path, freq=None, angles=None, positions=None, axes=None, sections=None,
                mix=None):
     """A RoperTransformer from a safetensors file roper wrote (m:save_safetensors): the config
-    from its roper.config metadata, the weights loaded with load_state_dict(strict=True) (F64
-    files rounded to float32, as roper reads them). freq / angles: the model's own frequencies or
-    angles; positions, axes, sections, mix: its positions (roper keeps all of these in
-    checkpoints, not in safetensors files; RoperTransformer's arguments). Raises ValueError
-    "path: ..." for a file without roper.config or of another roper.version, and with rp.load's
-    message for a roper.config that roper's reader refuses (stored.from_json)."""
+    from its roper.config metadata, the model's own frequencies or angles and its positions (with
+    their map) from the tensors the metadata names (EXTRAS), the weights loaded with
+    load_state_dict(strict=True) (F64 files rounded to float32, as roper reads them).
+    freq / angles / positions, axes, sections, mix: RoperTransformer's arguments, for a file
+    that holds none of these (one of an earlier roper, or a plain state dict's weights with
+    another model's positions). Raises ValueError "path: ..." for a file without roper.config or
+    of another roper.version, with rp.load's message for a roper.config that roper's reader
+    refuses (stored.from_json) and with roper's messages for the tables (_extras_of)."""
     tensors, meta = read_safetensors(path)
     if "roper.config" not in meta:
         raise ValueError("%s: no roper.config in the metadata (not written by roper: build "
@@ -596,27 +676,60 @@ def load_roper(path, freq=None, angles=None, positions=None, axes=None, sections
         cfg = from_json(meta["roper.config"])
     except ValueError as e:
         raise ValueError("%s: %s" % (path, e)) from None
-    need, held = param_count(cfg), sum(t.numel() for t in tensors.values())
-    if need > held:  # a forged config does not make a model for nothing
+    held, names = _extras_of(path, tensors, meta)
+    params = {k: v for k, v in tensors.items() if k not in names}
+    need, have = param_count(cfg), sum(t.numel() for t in params.values())
+    if need > have:  # a forged config does not make a model for nothing
         raise ValueError("%s: the config needs %d parameters, the file holds %d"
-                         % (path, need, held))
-    model = RoperTransformer(cfg, freq=freq, angles=angles, positions=positions, axes=axes,
-                             sections=sections, mix=mix)
-    model.load_state_dict({k: v.float() for k, v in tensors.items()}, strict=True)
+                         % (path, need, have))
+    own = dict(freq=freq, angles=angles, positions=positions, axes=axes, sections=sections,
+               mix=mix)
+    given = [k for k, v in own.items() if v is not None]
+    if held and given:
+        raise ValueError("%s: the file holds the model's %s; option '%s' is not taken beside them"
+                         % (path, ", ".join(EXTRAS[k][0] for k in EXTRAS if k in held),
+                            given[0]))
+    own.update(held)
+    try:
+        model = RoperTransformer(cfg, **own)
+    except ValueError as e:
+        if not held:
+            raise
+        raise ValueError("%s: bad positions: %s" % (path, e)) from None
+    state = model.state_dict()
+    for name in sorted(names):
+        if name in state:
+            key = next(k for k, v in meta.items() if v == name and k in
+                       {e[0] for e in EXTRAS.values()})
+            raise ValueError('%s: the metadata\'s %s names tensor "%s", a parameter of the model'
+                             % (path, key, _printable(name, 256)))
+    model.load_state_dict({k: v.float() for k, v in params.items()}, strict=True)
     return model
 
 
 def save_roper(model, path):
     """Writes a RoperTransformer's weights (float32) with roper's metadata (format pt,
-    roper.version 1, roper.config), atomically: rp.load(path) in roper gives the same model.
-    Raises ValueError for a model with its own frequencies, angles or positions, which
-    safetensors files do not hold (as roper's m:save_safetensors refuses them)."""
-    f = model.freq
-    own = "frequencies (freq)" if f.theta is not None else "angles" if f.angles is not None \
-        else "positions" if model.positions is not None else None
-    if own:
-        raise ValueError("%s: the model's own %s are not stored in safetensors files (give them "
-                         "to load_roper)" % (path, own))
-    meta = {"format": "pt", "roper.version": "1",
-            "roper.config": to_json(model.cfg)}
-    write_safetensors(path, {k: v.float() for k, v in model.state_dict().items()}, meta)
+    roper.version 1, roper.config) and its own frequencies or angles and its positions (EXTRAS:
+    F64 and I64 tensors the metadata names, roper.axes their map), atomically: rp.load(path) in
+    roper gives the same model."""
+    f, tensors, meta = model.freq, {k: v.float() for k, v in model.state_dict().items()}, {}
+
+    def put(opt, t):
+        name = EXTRAS[opt][0]
+        tensors[name], meta[name] = t, name
+
+    if f.theta is not None:
+        put("freq", torch.tensor(f.theta, dtype=torch.float64))
+    if f.angles is not None:
+        put("angles", torch.tensor(f.angles, dtype=torch.float64))
+    if model.positions is not None:
+        rows = torch.tensor(model.positions, dtype=torch.int64)
+        put("positions", rows if model.n_axes else rows[:, 0])
+        if model.n_axes:
+            meta[AXES_KEY] = f.axes
+        if f.axes == "sections":
+            put("sections", torch.tensor(f.sections, dtype=torch.int64))
+        if f.axes == "mixed":
+            put("mix", torch.tensor(f.mix, dtype=torch.float64))
+    meta.update({"format": "pt", "roper.version": "1", "roper.config": to_json(model.cfg)})
+    write_safetensors(path, tensors, meta)

@@ -649,6 +649,216 @@ static void test_against_model(void)
     unlink(good);
 }
 
+/* ---- a model's positions and own tables ---------------------------------------------------- */
+
+/* The logits of m on fixed tokens (2 x 8) into out (2 x 8 x 11). */
+static void logits_of(rp_model *m, float *out)
+{
+    int32_t ids[16];
+    for (int i = 0; i < 16; i++) ids[i] = (int32_t)((i * 7 + 3) % 11);
+    CHECK_STATUS(rp_model_forward(m, ids, NULL, NULL, 2, 8, 0, NULL), RP_OK, NULL);
+    memcpy(out, rp_model_logits(m), 2 * 8 * 11 * sizeof(float));
+}
+
+/* Writes path: the file `b` (n bytes, header length hl) with the first `from` of its header
+ * replaced by `to` (the data as they were, or with the 8 bytes at data byte `at` set to `word`
+ * when at >= 0). 0 when `from` is not in the header. */
+static int write_edit(const char *path, const unsigned char *b, size_t n, uint64_t hl,
+                      const char *from, const char *to, long at, uint64_t word)
+{
+    char *h = malloc(hl + 1);
+    memcpy(h, b + 8, hl);
+    h[hl] = '\0';
+    char *x = strstr(h, from);
+    if (!x) {
+        free(h);
+        return 0;
+    }
+    size_t fl = strlen(from), tl = strlen(to), ndata = n - 8 - hl;
+    size_t nhl = hl - fl + tl;
+    unsigned char *f = malloc(8 + nhl + ndata);
+    for (int k = 0; k < 8; k++) f[k] = (unsigned char)((uint64_t)nhl >> (8 * k));
+    size_t pre = (size_t)(x - h);
+    memcpy(f + 8, h, pre);
+    memcpy(f + 8 + pre, to, tl);
+    memcpy(f + 8 + pre + tl, x + fl, hl - pre - fl);
+    memcpy(f + 8 + nhl, b + 8 + hl, ndata);
+    for (int k = 0; at >= 0 && k < 8; k++)
+        f[8 + nhl + (size_t)at + (size_t)k] = (unsigned char)(word >> (8 * k));
+    check_write_bytes(path, f, 8 + nhl + ndata);
+    free(f);
+    free(h);
+    return 1;
+}
+
+/* Positions (1-D, axial, sections, mixed), own frequencies and angles, learned frequencies moved
+ * off their start: saved, read back by rp_safetensors_load with the same logits bit for bit;
+ * rp_safetensors_load_into takes the weights only; every refusal of a file whose positions or
+ * tables are wrong. */
+static void test_positions(void)
+{
+    static const int64_t grid[16] = {0, 0, 0, 1, 0, 2, 0, 3, 1, 0, 1, 1, 1, 2, 1, 3};
+    static const int64_t pos1[8] = {3, 1, 4, 1, 5, 9, 2, 6};
+    static const double mix[8] = {0.75, -0.5, 0.125, 0.3, 0.25, 1.5, -0.0625, 0.5};
+    static const double theta[4] = {1, 0.3, -0.1, 0.01};
+    double angles[8 * 4];
+    for (int i = 0; i < 32; i++) angles[i] = 0.1 * (i / 4) * (i % 4 + 1) - 0.05 * (i % 3);
+    enum { AXIAL, SECTIONS, MIXED, POS1D, ANGLES, MIXED_ROPE, NCASES };
+    char p[512], bad[512];
+    path_in(p, sizeof p, "pos.safetensors");
+    path_in(bad, sizeof bad, "pos_bad.safetensors");
+    for (int k = 0; k < NCASES; k++) {
+        rp_model_cfg c = tiny_cfg(k == SECTIONS || k == POS1D || k == MIXED_ROPE ? RP_PE_ROPE
+                                                                              : RP_PE_ROPER);
+        c.learn_freq = k == MIXED || k == POS1D;
+        rp_model *m = check_model_new(&c);
+        rp_rope_axes ax;
+        memset(&ax, 0, sizeof ax);
+        ax.n = k == POS1D ? 0 : 2;
+        ax.map = k == SECTIONS                     ? RP_AXES_SECTIONS
+                 : k == MIXED || k == MIXED_ROPE ? RP_AXES_MIXED
+                                                 : RP_AXES_AXIAL;
+        ax.sections[0] = k == SECTIONS ? 1 : 0, ax.sections[1] = k == SECTIONS ? 3 : 0;
+        ax.mix = ax.map == RP_AXES_MIXED ? mix : NULL, ax.n_mix = ax.map == RP_AXES_MIXED ? 4 : 0;
+        if (k == POS1D) CHECK_STATUS(rp_model_set_freq(m, theta, 4, NULL, 0, 0), RP_OK, NULL);
+        if (k == ANGLES) CHECK_STATUS(rp_model_set_freq(m, NULL, 0, angles, 8, 4), RP_OK, NULL);
+        if (k != ANGLES)
+            CHECK_STATUS(rp_model_set_positions(m, &ax, k == POS1D ? pos1 : grid, 8), RP_OK,
+                         NULL);
+        int fi = rp_model_find_param(m, "rope.freq");
+        if (c.learn_freq && CHECK(fi >= 0, "case %d: rope.freq", k)) /* as training moves it */
+            for (int i = 0; i < 12; i++)
+                rp_model_params(m)->data[rp_model_param(m, fi)->offset + i] += 0.01f * (i + 1);
+        float want[176], got[176];
+        logits_of(m, want);
+        if (!CHECK_STATUS(rp_safetensors_save(p, m), RP_OK, NULL)) continue;
+        rp_model *back = NULL;
+        if (CHECK_STATUS(rp_safetensors_load(p, &back), RP_OK, NULL)) {
+            logits_of(back, got);
+            int64_t ra = 0, rb = 0;
+            const int64_t *pa = rp_model_positions(m, &ra), *pb = rp_model_positions(back, &rb);
+            const rp_rope_freq *fa = rp_model_freq(m), *fb = rp_model_freq(back);
+            int A = rp_rope_freq_axes(fa);
+            CHECK(same_cfg(rp_model_config(back), rp_model_config(m)) && same_params(back, m) &&
+                      memcmp(want, got, sizeof want) == 0,
+                  "case %d: config, parameters and logits back bit for bit", k);
+            CHECK(ra == rb && !pa == !pb && (!pa || memcmp(pa, pb, (size_t)(ra * A) * 8) == 0) &&
+                      fa->axes.n == fb->axes.n && fa->axes.map == fb->axes.map &&
+                      memcmp(fa->axes.sections, fb->axes.sections, sizeof fa->axes.sections) == 0 &&
+                      fa->axes.n_mix == fb->axes.n_mix && !fa->axes.mix == !fb->axes.mix &&
+                      (!fa->axes.mix || memcmp(fa->axes.mix, fb->axes.mix, sizeof mix) == 0),
+                  "case %d: the positions and their map back", k);
+            CHECK(!fa->theta == !fb->theta && !fa->angles == !fb->angles &&
+                      (!fa->theta || memcmp(fa->theta, fb->theta, sizeof theta) == 0) &&
+                      (!fa->angles || (fb->rows == 8 && fb->n_angles == 4 &&
+                                       memcmp(fa->angles, fb->angles, sizeof angles) == 0)),
+                  "case %d: the own table back", k);
+            rp_model_free(back);
+        }
+        /* the weights only into a model of the same config: it keeps its own (no) positions */
+        rp_model *plain = check_model_new(&c);
+        CHECK(rp_safetensors_load_into(p, plain) == RP_OK && same_params(plain, m) &&
+                  !rp_model_positions(plain, NULL) && !rp_model_freq(plain)->theta &&
+                  !rp_model_freq(plain)->angles,
+              "case %d: load_into takes the weights only: %s", k, rp_last_error());
+        rp_model_free(plain);
+        /* refusals: a header changed (and a value of the data) */
+        size_t n = 0;
+        unsigned char *b = check_read_bytes(p, &n);
+        uint64_t hl = 0;
+        for (int i = 0; i < 8; i++) hl |= (uint64_t)b[i] << (8 * i);
+        long pos_at = (long)rp_model_param_count(m) * 4; /* the positions follow the parameters */
+        static const struct {
+            int k, into; /* the case's file; 1: rp_safetensors_load_into refuses it too */
+            const char *from, *to;
+            long at; /* a data word set to 2^62 (-1: none) */
+            const char *msg;
+        } cases[] = {
+            {AXIAL, 1, "\"roper.positions\":\"roper.positions\"",
+             "\"roper.positions\":\"roper.positionz\"", -1,
+             "no tensor \"roper.positionz\" (the metadata's roper.positions names it)"},
+            {AXIAL, 1, "\"roper.positions\":{\"dtype\":\"I64\"",
+             "\"roper.positions\":{\"dtype\":\"F64\"", -1,
+             "tensor \"roper.positions\" (the metadata's roper.positions) has dtype F64, not I64"},
+            {AXIAL, 1, "\"dtype\":\"I64\",\"shape\":[8,2]", "\"dtype\":\"I64\",\"shape\":[4,4]",
+             -1, "tensor \"roper.positions\" (the metadata's roper.positions) is [4 x 4]; [rows] "
+                 "or [rows x axes], 1 to 3 axes expected"},
+            {AXIAL, 1, "\"dtype\":\"I64\",\"shape\":[8,2]", "\"dtype\":\"I64\",\"shape\":[16]", -1,
+             "the metadata's roper.axes needs vector positions (roper.positions [rows x axes])"},
+            {AXIAL, 0, "\"dtype\":\"I64\",\"shape\":[8,2]", "\"dtype\":\"I64\",\"shape\":[2,8]", -1,
+             "tensor \"roper.positions\" (the metadata's roper.positions) is [2 x 8]; [rows] or "
+             "[rows x axes], 1 to 3 axes expected"},
+            {AXIAL, 0, "\"dtype\":\"I64\",\"shape\":[8,2]", "\"dtype\":\"I64\",\"shape\":[4,2]", -2,
+             NULL}, /* data no longer tiled: checked by the structure's rules */
+            {AXIAL, 0, "\"roper.axes\":\"axial\"", "\"roper.axes\":\"axiel\"", -1,
+             "roper.axes \"axiel\" is not one of axial, sections, mixed"},
+            {AXIAL, 0, "\"roper.axes\":\"axial\"", "\"roper.axes\":\"sections\"", -1,
+             "roper.axes \"sections\" needs the metadata's roper.sections"},
+            {AXIAL, 0, "\"roper.version\"", "\"roper.version\"", 0,
+             "bad positions: positions: row 0, axis 0 holds 4611686018427387904; positions must "
+             "be within 2^53"},
+            {SECTIONS, 0, "\"roper.axes\":\"sections\"", "\"roper.axes\":\"axial\"", -1,
+             "the metadata's roper.sections does nothing with roper.axes \"axial\""},
+            {SECTIONS, 0, "\"roper.version\"", "\"roper.version\"", 136, /* sections[1] */
+             "bad positions: sections {1, 4611686018427387904} hold 4611686018427387905 pairs; "
+             "d_rot_q 8 has 4"},
+            {MIXED, 1, "\"roper.mix\":\"roper.mix\"", "\"roper.mix\":\"roper.positions\"", -1,
+             "the metadata's roper.positions and roper.mix both name tensor \"roper.positions\""},
+            {MIXED, 0, ",\"roper.mix\":\"roper.mix\"", "", -1,
+             "roper.axes \"mixed\" needs the metadata's roper.mix"},
+            {MIXED, 0, "\"roper.mix\":{\"dtype\":\"F64\",\"shape\":[2,4]",
+             "\"roper.mix\":{\"dtype\":\"F64\",\"shape\":[1,8]", -1,
+             "tensor \"roper.mix\" (the metadata's roper.mix) is [1 x 8]; the positions have 2 "
+             "axes"},
+            {MIXED, 0, "\"roper.mix\":{\"dtype\":\"F64\",\"shape\":[2,4]",
+             "\"roper.mix\":{\"dtype\":\"F64\",\"shape\":[4,2]", -1,
+             "tensor \"roper.mix\" (the metadata's roper.mix) is [4 x 2]; the positions have 2 "
+             "axes"},
+            {MIXED_ROPE, 0, "\"fraction_qk\\\":1", "\"fraction_qk\\\":0.5", -1,
+             "bad positions: tensor \"roper.mix\" (the metadata's roper.mix) is [2 x 4]; [2 x 2] "
+             "expected (the positions' axes x d_rot/2)"},
+            {POS1D, 0, "\"roper.positions\":\"roper.positions\"",
+             "\"roper.positions\":\"roper.positions\",\"roper.axes\":\"axial\"", -1,
+             "the metadata's roper.axes needs vector positions (roper.positions [rows x axes])"},
+            {POS1D, 0, "\"roper.freq\":{\"dtype\":\"F64\",\"shape\":[4]",
+             "\"roper.freq\":{\"dtype\":\"F64\",\"shape\":[2,2]", -1,
+             "tensor \"roper.freq\" (the metadata's roper.freq) is [2 x 2]; [pairs] expected"},
+            {POS1D, 0, "\"roper.freq\":{\"dtype\":\"F64\",\"shape\":[4]",
+             "\"roper.freq\":{\"dtype\":\"F64\",\"shape\":[1,4]", -1,
+             "tensor \"roper.freq\" (the metadata's roper.freq) is [1 x 4]; [pairs] expected"},
+            {ANGLES, 0, "\"roper.angles\":{\"dtype\":\"F64\",\"shape\":[8,4]",
+             "\"roper.angles\":{\"dtype\":\"F64\",\"shape\":[16,2]", -1,
+             "bad frequency table: angles hold 2 per position; d_rot_q 8 needs 4"},
+            {ANGLES, 0, "\"roper.angles\":\"roper.angles\"", "\"roper.angles\":\"head.bias\"", -1,
+             "tensor \"head.bias\" (the metadata's roper.angles) has dtype F32, not F64"},
+        };
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            if (cases[i].k != k) continue;
+            long at = cases[i].at < 0 ? -1 : pos_at + cases[i].at;
+            if (!CHECK(write_edit(bad, b, n, hl, cases[i].from, cases[i].to, at,
+                                  (uint64_t)1 << 62),
+                       "case %d/%zu: '%s' not in the header", k, i, cases[i].from))
+                continue;
+            if (!cases[i].msg) {
+                rp_model *out = NULL;
+                CHECK(rp_safetensors_load(bad, &out) == RP_ERR_IO && !out, "case %d/%zu: %s", k,
+                      i, rp_last_error());
+                continue;
+            }
+            expect_fail(bad, NULL, cases[i].msg);
+            if (cases[i].into) {
+                rp_model *into = check_model_new(&c);
+                expect_fail(bad, into, cases[i].msg);
+                rp_model_free(into);
+            }
+        }
+        free(b);
+        rp_model_free(m);
+    }
+    unlink(p);
+    unlink(bad);
+}
+
 static void test_files_and_args(void)
 {
     rp_model_cfg c = tiny_cfg(RP_PE_ROPE);
@@ -688,6 +898,7 @@ int main(void)
     test_pytorch_files();
     test_structure();
     test_against_model();
+    test_positions();
     test_files_and_args();
     CHECK(rmdir(g_dir) == 0, "removed %s (empty): %s", g_dir, strerror(errno));
     return check_summary("test_safetensors");

@@ -382,13 +382,16 @@ local function deep(depth) return ("["):rep(depth) .. ("]"):rep(depth) end
 
 -- ---------------------------------------------------------------- safetensors
 
--- The parts of the base file (the fuzz folder's model.safetensors, rp.model of ctx.model()):
+-- The parts of a base file (the fuzz folder's model.safetensors, rp.model of ctx.model(); with
+-- pos, pos.safetensors: the same config with 2-D positions, axes mixed and a mix matrix, whose
+-- metadata names the tensors roper.positions and roper.mix):
 -- { meta = members, cfg = members, entries = { {name =, members =} }, data = bytes }
-local st_base_cache
-local function st_base(ctx)
-  if st_base_cache then return st_base_cache end
+local st_base_cache = {}
+local function st_base(ctx, pos)
+  local path = pos and ctx.dir .. "/pos.safetensors" or ctx.safetensors
+  if st_base_cache[path] then return st_base_cache[path] end
   local cjson = require "cjson"
-  local b = read(ctx.safetensors)
+  local b = read(path)
   local n = string.unpack("<I8", b)
   local h = cjson.decode(b:sub(9, 8 + n))
   local base = { meta = {}, cfg = {}, entries = {}, data = b:sub(9 + n) }
@@ -398,6 +401,12 @@ local function st_base(ctx)
   table.sort(keys)
   for _, k in ipairs(keys) do base.cfg[#base.cfg + 1] = { json_string(k), json_value(cfg[k]) } end
   base.meta = { { '"format"', '"pt"' }, { '"roper.version"', '"1"' } }
+  local more = {} -- the rest of the metadata (the positions' keys), in name order
+  for k, v in pairs(h.__metadata__) do
+    if k ~= "format" and k ~= "roper.version" and k ~= "roper.config" then more[#more + 1] = k end
+  end
+  table.sort(more)
+  for _, k in ipairs(more) do base.meta[#base.meta + 1] = { json_string(k), json_string(h.__metadata__[k]) } end
   local names = {}
   for k, e in pairs(h) do
     if k ~= "__metadata__" then names[#names + 1] = { k, e.data_offsets[1] } end
@@ -409,7 +418,7 @@ local function st_base(ctx)
       { '"dtype"', json_value(e.dtype) }, { '"shape"', json_value(e.shape) },
       { '"data_offsets"', json_value(e.data_offsets) } } }
   end
-  st_base_cache = base
+  st_base_cache[path] = base
   return base
 end
 
@@ -453,9 +462,16 @@ local function member(e, key)
   return nil
 end
 
+-- Values for the metadata keys of the positions (p.meta past its first two members).
+local ST_EXTRA_VALUES = { '"roper.mix"', '"roper.positions"', '"embed.weight"', '"head.bias"',
+  '"nope"', '""', '"mixed"', '"axial"', '"sections"', '"roper.sections"' }
+-- 8-byte words for the positions' data (int64 positions, float64 mix entries alike).
+local ST_WORDS = { 0, -1, 1 << 53, (1 << 53) + 1, 1 << 62, math.mininteger, math.maxinteger,
+  0x7ff0000000000000, 0x7ff8000000000000, 0xfff0000000000000 }
+
 -- One random change of the parts; returns a description.
 local function st_mutate(p, ne)
-  local what = math.random(12)
+  local what = math.random(p.extras and 14 or 12)
   local e = p.entries[math.random(ne)]
   local o = p.entries[math.random(ne)]
   local ename, off, ooff = e.name, member(e, '"data_offsets"'), member(o, '"data_offsets"')
@@ -520,15 +536,31 @@ local function st_mutate(p, ne)
     elseif r == 2 then p.data = p.data .. ("\0"):rep(math.random(8))
     else p.data = damage(p.data) end
     return ("data changed (%d)"):format(r)
+  elseif what == 13 then -- the metadata of the positions: a key renamed, dropped or added
+    local r = math.random(3)
+    local k = 2 + math.random(#p.meta - 2)
+    if r == 1 then p.meta[k][2] = pick(ST_EXTRA_VALUES)
+    elseif r == 2 then table.remove(p.meta, k)
+    else p.meta[#p.meta + 1] = { pick { '"roper.sections"', '"roper.freq"', '"roper.angles"',
+        '"roper.axes"' }, pick(ST_EXTRA_VALUES) } end
+    return ("the positions' metadata changed (%d)"):format(r)
+  elseif what == 14 then -- a word of the positions or the mix (they end the data)
+    local at = #p.data - 8 * math.random(p.extras) + 1
+    local v = pick(ST_WORDS)
+    p.data = splice(p.data, at, 8, string.pack("<i8", v))
+    return ("the positions' data: word %d = %d"):format((#p.data - at + 1) // 8, v)
   else
     p.entries[#p.entries + 1] = { name = o.name, members = copy_members(o.members) }
     return "a tensor twice: " .. o.name
   end
 end
 
-local function st_parts(ctx)
-  local b = st_base(ctx)
-  local p = { meta = copy_members(b.meta), cfg = copy_members(b.cfg), entries = {}, data = b.data }
+-- A copy of the parts of a base (pos: the one with positions; p.extras the words of its
+-- positions and mix at the end of the data).
+local function st_parts(ctx, pos)
+  local b = st_base(ctx, pos)
+  local p = { meta = copy_members(b.meta), cfg = copy_members(b.cfg), entries = {}, data = b.data,
+    extras = pos and (8 * 2 + 2 * 2) or nil }
   for i, e in ipairs(b.entries) do
     p.entries[i] = { name = e.name, members = copy_members(e.members) }
   end
@@ -536,7 +568,7 @@ local function st_parts(ctx)
 end
 
 local function st_random(ctx)
-  local p = st_parts(ctx)
+  local p = st_parts(ctx, math.random(3) == 1)
   local ne = #p.entries
   local descs = {}
   for k = 1, math.random(3) do descs[k] = st_mutate(p, ne) end
@@ -552,7 +584,33 @@ end
 local CFG_EDGES = { "0", "-1", "2147483648", "9223372036854775807", "18446744073709551616",
   "1e300", "1e999", "-0", "0.5", "\"x\"", "null", "[]" }
 local function st_named(ctx)
-  local list = { { "the base file", function() return st_bytes(st_parts(ctx)) end, true } }
+  local list = { { "the base file", function() return st_bytes(st_parts(ctx)) end, true },
+    { "the base file with positions", function() return st_bytes(st_parts(ctx, true)) end, true } }
+  -- the positions' metadata: each key dropped and set to each value; each of their words
+  for k = 3, #st_base(ctx, true).meta do
+    list[#list + 1] = { "", function()
+      local p = st_parts(ctx, true)
+      local key = table.remove(p.meta, k)[1]
+      return st_bytes(p), "the positions' metadata without " .. key
+    end }
+    for _, v in ipairs(ST_EXTRA_VALUES) do
+      list[#list + 1] = { "", function()
+        local p = st_parts(ctx, true)
+        p.meta[k][2] = v
+        return st_bytes(p), ("the positions' metadata %s = %s"):format(p.meta[k][1], v)
+      end }
+    end
+  end
+  for w = 1, 8 * 2 + 2 * 2 do
+    for _, v in ipairs(ST_WORDS) do
+      list[#list + 1] = { "", function()
+        local p = st_parts(ctx, true)
+        local at = #p.data - 8 * w + 1
+        p.data = splice(p.data, at, 8, string.pack("<i8", v))
+        return st_bytes(p), ("the positions' data: word -%d = %d"):format(w, v)
+      end }
+    end
+  end
   for ci = 1, #st_base(ctx).cfg do
     for _, v in ipairs(CFG_EDGES) do
       list[#list + 1] = { "", function()
@@ -771,6 +829,13 @@ function M.prepare(rp, dir, fixtures)
     yarn_ramp = "dims" })
   save("ck_v5_learn_freq_opt.ckpt", { pe = "rope", learn_freq = true }, true)
   save("ck_linear_before.ckpt", { pe = "roper", attention = "linear", linear_rope = "before" })
+  -- the safetensors base with positions: 8 (row, column) cells, axes mixed, W [2 x 2]
+  local c = {}
+  for k, v in pairs(base) do c[k] = v end
+  c.max_batch, c.seed = nil, nil
+  c.positions = { { 0, 0 }, { 0, 1 }, { 0, 2 }, { 0, 3 }, { 1, 0 }, { 1, 1 }, { 1, 2 }, { 1, 3 } }
+  c.axes, c.mix = "mixed", { { 0.5, -0.25 }, { 1.5, 0.125 } }
+  assert(rp.model(c):save_safetensors(dir .. "/pos.safetensors"))
   for _, f in ipairs { "rope", "roper_adam", "learned_post_gelu", "rope_linear_before" } do
     write(dir .. "/fixture_" .. f .. ".rpck", read(fixtures .. "/" .. f .. ".rpck"))
   end

@@ -29,8 +29,9 @@ local BASE = { vocab = 11, d_model = 16, heads = 2, layers = 2, d_ff = 24, seq_l
                max_batch = 2, seed = 5 }
 
 -- name, the config's other keys, the case whose roper logits (same weights) must differ by more
--- than 1e-3 (so that a companion ignoring what tells them apart fails TOL), the keys safetensors
--- files do not hold (OWN: own freq / angles, the positions and their map), learned:
+-- than 1e-3 (so that a companion ignoring what tells them apart fails TOL), the keys of rp.model
+-- that are not config (OWN: own freq / angles, the positions and their map: the safetensors file
+-- holds them as tensors its metadata names, so load_roper needs nothing else), learned:
 -- learn_freq's rope.freq row 0 set to these values, or its rows to these rows (as training
 -- would move them).
 local OWN = { "freq", "angles", "positions", "axes", "sections", "mix" }
@@ -113,7 +114,7 @@ local CASES = {
                               fraction_v = 0.5 }, "linear_rope_after" },
   { "linear_roper_before", { pe = "roper", attention = "linear", linear_rope = "before" },
     "linear_rope_before" },
-  -- issue 34's positions: token t at row t of the caller's positions (not in the files)
+  -- issue 34's positions: token t at row t of the caller's positions (in the files)
   { "rope_grid", { pe = "rope" }, "rope", positions = GRID },
   { "roper_grid", { pe = "roper" }, "roper", positions = GRID },
   { "roper_grid_widths", { pe = "roper", pairing = "interleaved", fraction_v = 0.5 },
@@ -169,13 +170,6 @@ local function build(c, plain)
     end
   end
   return m
-end
-
--- The OWN keys of case c: load_roper's arguments.
-local function own_of(c)
-  local t = {}
-  for _, k in ipairs(OWN) do t[k] = c[k] end
-  return t
 end
 
 local function have_torch()
@@ -239,14 +233,11 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       local m = build(c)
       roper_logits[name] = m:forward(TOKENS)
       local file = d .. "/" .. name .. ".safetensors"
-      -- safetensors files hold no own frequencies and no positions: the weights come from a
-      -- plain model of the same config (the same seed gives the same weights; learn_freq's
-      -- moved), the rest from the caller
-      assert.is_true(build(c, true):save_safetensors(file))
-      local e = own_of(c)
-      e.name, e.model, e.tokens, e.out = name, file, d .. "/tokens.npy",
-        d .. "/" .. name .. "_logits.npy"
-      manifest[#manifest + 1] = e
+      -- the file holds the weights, the config and the own tables and positions: load_roper
+      -- takes nothing else
+      assert.is_true(m:save_safetensors(file))
+      manifest[#manifest + 1] = { name = name, model = file, tokens = d .. "/tokens.npy",
+                                  out = d .. "/" .. name .. "_logits.npy" }
     end
     h.write(d .. "/manifest.json", cjson.encode(manifest))
     local out, err, code = py { "logits", d .. "/manifest.json" }
@@ -509,8 +500,7 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       for _, name in ipairs(names) do
         local c = case_named(name)
         for _, a in ipairs { d .. "/" .. name .. ".safetensors", d .. "/tokens.npy", tfile,
-                             d .. "/" .. name .. "_grads.safetensors",
-                             next(own_of(c)) and cjson.encode(own_of(c)) or "{}" } do
+                             d .. "/" .. name .. "_grads.safetensors", "{}" } do
           args[#args + 1] = a
         end
       end
@@ -866,34 +856,154 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       assert.is_true(accepted > 500 and accepted < 3500, accepted .. " accepted")
     end)
 
-  it("save_roper refuses a model with its own positions or frequencies, as roper does",
+  it("save_roper writes a model's positions and own tables as m:save_safetensors does",
     function()
       if not ok then return pending(why) end
       local grid = {}
       for t = 0, 7 do grid[t + 1] = { t // 4, t % 4 } end
-      local cfgs = { { positions = grid }, { positions = { 0, 1, 2, 3, 4, 5, 6, 7 } },
-                     { freq = { 1, 0.5, 0.25, 0.125 } }, { angles = ANGLES }, {} }
-      local want, file = {}, d .. "/saved.safetensors"
+      local cfgs = { { positions = grid }, { positions = { 0, 3, 1, 2, 7, 4, 6, 5 } },
+                     { positions = grid, axes = "sections", sections = { 3, 1 } },
+                     { positions = grid, axes = "mixed", mix = MIX, learn_freq = true },
+                     { positions = AXES3, freq = { 1, 0.5, 0.25, 0.125 } },
+                     { angles = ANGLES, pe = "rope" }, {} }
+      local args = { "saves" }
       for i, c in ipairs(cfgs) do
-        local t = {}
-        for k, v in pairs(BASE) do t[k] = v end
-        for k, v in pairs(c) do t[k] = v end
-        cfgs[i] = t
-        local saved, msg = rp.model(t):save_safetensors(file)
-        want[i] = saved and "saved" or msg:sub(#file + 3):match("^(.-) %(m:save keeps them%)$")
+        for k, v in pairs(BASE) do c[k] = v end
+        c.pe = c.pe or "roper"
+        h.write(("%s/own%d.json"):format(d, i), to_json { c })
+        args[#args + 1] = ("%s/own%d.json"):format(d, i)
+        args[#args + 1] = ("%s/own%d.safetensors"):format(d, i)
       end
-      assert.same({ "the model's own positions are not stored in safetensors files",
-                    "the model's own positions are not stored in safetensors files",
-                    "the model's own frequencies (freq) are not stored in safetensors files",
-                    "the model's own angles are not stored in safetensors files", "saved" }, want)
-      h.write(d .. "/saves.json", cjson.encode(cfgs))
-      local out, err, code = py { "saves", d .. "/saves.json", file }
+      local out, err, code = py(args)
       assert.equal(0, code, err)
-      local got = {}
-      for line in out:gmatch("[^\n]+") do
-        got[#got + 1] = line:match("^(.-) %(give them to load_roper%)$") or line
+      assert.equal(("saved\n"):rep(#cfgs), out)
+      for i, c in ipairs(cfgs) do
+        local pfile, rfile = ("%s/own%d.safetensors"):format(d, i), ("%s/own_r%d.safetensors"):format(d, i)
+        local m = assert(rp.load(pfile))
+        local want = rp.model(c)
+        assert.same(want:config(), m:config())
+        -- the companion's weights in roper's model of the config: the same logits, bit for bit
+        assert.is_true(want:load_safetensors(pfile))
+        assert.equal(0, rp.maxdiff(want:forward(TOKENS), m:forward(TOKENS)))
+        -- and the same metadata as roper's file of it (the tensors' order differs: each
+        -- writer's own)
+        assert.is_true(want:save_safetensors(rfile))
+        local a, b = h.st_parts(pfile).__metadata__, h.st_parts(rfile).__metadata__
+        assert.same(b, a)
+        for _, k in ipairs { "roper.positions", "roper.freq", "roper.angles", "roper.mix",
+                             "roper.sections" } do
+          assert.equal(c[k:sub(7)] ~= nil, a[k] == k, k)
+        end
       end
-      assert.same(want, got)
+    end)
+
+  it("models trained in roper (a 2-D grid, RoPE-Mixed, learned frequencies) run in PyTorch "
+    .. "from their file alone, with roper's logits", function()
+    if not ok then return pending(why) end
+    local task = rp.tasks.grid_offset { rows = 3, cols = 4, alphabet = 4, max_offset = 2,
+                                        seq_len = 20 }
+    local grid = task:positions2d(20)
+    local models = {
+      { "trained_grid", { pe = "roper", positions = grid } },
+      { "trained_mixed", { pe = "roper", positions = grid, axes = "mixed", mix = MIX,
+                           learn_freq = true } },
+      { "trained_learn_freq", { pe = "rope", positions = grid, axes = "sections",
+                                sections = { 1, 3 }, learn_freq = true } },
+      { "trained_learn_freq_1d", { pe = "roper", learn_freq = true, fraction_v = 0.5 } },
+    }
+    local manifest, want, plain, g = {}, {}, {}, rp.rng(3)
+    for i, e in ipairs(models) do
+      local name, cfg = e[1], { vocab = task:vocab_size(), d_model = 16, heads = 2, layers = 2,
+                                d_ff = 24, seq_len = 20, max_batch = 4, seed = 7 }
+      for k, v in pairs(e[2]) do cfg[k] = v end
+      local m = rp.model(cfg)
+      local start = m:params()["rope.freq"]
+      start = start and start:clone()
+      local opt = rp.optim.adam(m, { lr = 1e-2 })
+      for _ = 1, 6 do
+        local x, y = task:batch(4, g)
+        m:train_step(x, y, nil, opt)
+      end
+      if start then -- the learned frequencies moved off their start
+        assert.is_true(rp.maxdiff(start, m:params()["rope.freq"]) > 1e-3, name)
+      end
+      local x = task:batch(2, g)
+      local file, tok = d .. "/" .. name .. ".safetensors", d .. "/" .. name .. "_tokens.npy"
+      assert.is_true(m:save_safetensors(file))
+      assert(x:save(tok, { dtype = "int64" }))
+      want[i] = m:forward(x)
+      -- the same weights without the positions (m:load_safetensors takes the weights only)
+      cfg.positions, cfg.axes, cfg.mix, cfg.sections = nil, nil, nil, nil
+      local p = rp.model(cfg)
+      assert.is_true(p:load_safetensors(file))
+      plain[i] = p:forward(x)
+      manifest[i] = { name = name, model = file, tokens = tok,
+                      out = d .. "/" .. name .. "_logits.npy" }
+    end
+    h.write(d .. "/trained_manifest.json", cjson.encode(manifest))
+    local _, err, code = py { "logits", d .. "/trained_manifest.json" }
+    assert.equal(0, code, err)
+    for i, e in ipairs(models) do
+      local got = assert(rp.load(manifest[i].out))
+      local diff = rp.maxdiff(want[i], got)
+      assert.is_true(diff < TOL, e[1] .. ": " .. diff)
+      if e[2].positions then -- the positions matter: without them the logits move
+        assert.is_true(rp.maxdiff(want[i], plain[i]) > 1e-3, e[1])
+      end
+    end
+  end)
+
+  it("load_roper refuses a file whose positions or tables are wrong, with roper's messages",
+    function()
+      if not ok then return pending(why) end
+      local src = d .. "/roper_mixed_learn_freq.safetensors" -- positions, the map, mix
+      local sec = d .. "/roper_sections.safetensors"
+      local pos1 = d .. "/roper_pos1d.safetensors"
+      local function edit(file, fn)
+        local header, data = h.st_parts(file)
+        fn(header, header.__metadata__)
+        return header, data
+      end
+      local cases = {
+        { src, function(_, m) m["roper.positions"] = "roper.positionz" end,
+          'no tensor "roper.positionz" (the metadata\'s roper.positions names it)' },
+        { src, function(_, m) m["roper.mix"] = "roper.positions" end,
+          "the metadata's roper.positions and roper.mix both name tensor \"roper.positions\"" },
+        { src, function(t) t["roper.positions"].dtype = "F64" end,
+          'tensor "roper.positions" (the metadata\'s roper.positions) has dtype F64, not I64' },
+        { src, function(t) t["roper.positions"].shape = { 6, 4 } end,
+          'tensor "roper.positions" (the metadata\'s roper.positions) is [6 x 4]; [rows] or '
+            .. "[rows x axes], 1 to 3 axes expected" },
+        { src, function(t) t["roper.positions"].shape = { 24 } end,
+          "the metadata's roper.axes needs vector positions (roper.positions [rows x axes])" },
+        { src, function(_, m) m["roper.axes"] = "axiel" end,
+          'roper.axes "axiel" is not one of axial, sections, mixed' },
+        { src, function(_, m) m["roper.axes"] = "axial" end,
+          'the metadata\'s roper.mix does nothing with roper.axes "axial"' },
+        { src, function(_, m) m["roper.mix"] = nil end,
+          'roper.axes "mixed" needs the metadata\'s roper.mix' },
+        { src, function(t) t["roper.mix"].shape = { 4, 2 } end,
+          'tensor "roper.mix" (the metadata\'s roper.mix) is [4 x 2]; the positions have 2 axes' },
+        { sec, function(_, m) m["roper.axes"] = "sections"; m["roper.sections"] = nil end,
+          'roper.axes "sections" needs the metadata\'s roper.sections' },
+        { pos1, function(_, m) m["roper.axes"] = "axial" end,
+          "the metadata's roper.axes needs vector positions (roper.positions [rows x axes])" },
+        { src, function(_, m) m["roper.mix"] = "head.bias" end,
+          'tensor "head.bias" (the metadata\'s roper.mix) has dtype F32, not F64' },
+      }
+      local paths, want = {}, {}
+      for i, c in ipairs(cases) do
+        paths[i] = ("%s/bad_extras%d.safetensors"):format(d, i)
+        local header, data = edit(c[1], c[2])
+        h.st_write(paths[i], header, data)
+        local m, msg = rp.load(paths[i])
+        assert.is_nil(m)
+        want[i] = msg:sub(#paths[i] + 3)
+        assert.equal(c[3], want[i])
+      end
+      local out, err, code = py { "loads", table.unpack(paths) }
+      assert.equal(0, code, err)
+      assert.equal(table.concat(want, "\n") .. "\n", out)
     end)
 
   it("save_roper writes the config roper gives: rp.load's model has rp.model's m:config()",

@@ -5,7 +5,7 @@ python3-numpy) from the repo root.
 
     torch_companion.py logits MANIFEST.json
         MANIFEST: a JSON list of {"name", "model", "tokens", "out"} and any of OWN ("freq",
-        "angles", "positions", "axes", "sections", "mix": what safetensors files do not hold):
+        "angles", "positions", "axes", "sections", "mix": for a file that does not hold them):
         each safetensors file of roper's m:save_safetensors loaded with load_roper (with those
         keys), run in float32 on the tokens (.npy of ids), the logits written to "out" (.npy,
         float32). One line per entry: "<name> <parameters> <scheme>".
@@ -60,6 +60,10 @@ python3-numpy) from the repo root.
         load_roper of each safetensors file; one line each: "ok", the message (without the path)
         of a roper.config it refuses (stored.from_json) or of too few parameters (param_count),
         "weights" when load_state_dict refuses the tensors, or "error: ..." for anything else.
+
+    torch_companion.py loads FILE...
+        load_roper of each safetensors file; one line each: "ok", or the ValueError's message
+        without the path ("error: ..." when it does not start with the path).
 
     torch_companion.py edges
         The refusals of standalone use: rotary.tables with own angles at a position below 0 and
@@ -271,6 +275,14 @@ def stored(path):
         print("weights" if "state_dict" in str(e) else "error: %s" % e)
 
 
+def loads(path):
+    try:
+        load_roper(path)
+        print("ok")
+    except ValueError as e:
+        print(str(e)[len(path) + 2:] if str(e).startswith(path + ": ") else "error: %s" % e)
+
+
 def edges():
     ang = Freq(angles=[[0.1, 0.2], [0.3, 0.4]])
     attn = RotaryAttention(vocab=5, d_model=8, heads=2, pe="rope", seq_len=4,
@@ -456,7 +468,7 @@ def main():
             "refusals": (refusals, 1, False), "configs": (configs, 1, False),
             "hf_configs": (hf_configs, 1, False),
             "saves": (saves, 2, True), "to_json": (to_json_lines, 1, False),
-            "stored": (stored, 1, True),
+            "stored": (stored, 1, True), "loads": (loads, 1, True),
             "edges": (edges, 0, False), "train": (train, 3, False),
             "rope": (rope_cases, 1, False), "rope_grad": (rope_grad, 0, False),
             "rope_edges": (rope_edges, 0, False)}
