@@ -21,23 +21,11 @@ static rp_status check_dim(const char *name, int64_t v, int64_t lo, int64_t hi)
 static rp_status pe_widths(const rp_model_cfg *cfg, int rot, int64_t d_rot[4])
 {
     int64_t dk = cfg->d_model / cfg->heads;
-    struct {
-        int bit;
-        const char *own;
-        double f;
-        const char *shared;
-        double fs;
-    } p[4] = {{RP_ROT_Q, "fraction_q", cfg->fraction_q, "fraction_qk", cfg->fraction_qk},
-              {RP_ROT_K, "fraction_k", cfg->fraction_k, "fraction_qk", cfg->fraction_qk},
-              {RP_ROT_V, "fraction_v", 0.0, "fraction_v", cfg->fraction_v},
-              {RP_ROT_O, "fraction_o", cfg->fraction_o, "fraction_v", cfg->fraction_v}};
     for (int i = 0; i < 4; i++) {
         d_rot[i] = 0;
-        if (!(rot & p[i].bit)) continue;
-        if (p[i].f > 0.0)
-            RP_TRY(rp_pe_fraction_width(p[i].own, p[i].f, dk, &d_rot[i]));
-        else
-            RP_TRY(rp_pe_fraction_width(p[i].shared, p[i].fs, dk, &d_rot[i]));
+        if (!(rot & 1 << i)) continue; /* RP_ROT_Q, _K, _V, _O */
+        const rp_cfg_key *k = rp_model_cfg_width_key(cfg, 1 << i);
+        RP_TRY(rp_pe_fraction_width(k->name, rp_model_cfg_get_num(cfg, k), dk, &d_rot[i]));
     }
     return RP_OK;
 }

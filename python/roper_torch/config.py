@@ -168,42 +168,23 @@ def _is_default(k, x):
     return x == k["default"]
 
 
+def _facts(c):
+    """rp_model_cfg_fact: the facts of the config c that the schema's needs test (pe, attention,
+    scaling; the placements rotated: rotate, else and with linear attention the mode's own; xPos
+    on or off)."""
+    rot = c["rotate"] if c["rotate"] and c["attention"] != "linear" else PE[c["pe"]]["rotate"]
+    return {"pe": c["pe"], "attention": c["attention"], "rotate": rot, "scaling": c["scaling"],
+            "xpos": "on" if c["xpos"] > 0.0 else "off"}
+
+
 def _unused(c, k):
-    """rp_model_cfg_unused: None when row k does something for the config c, else why not."""
-    use, pe = k["use"], c["pe"]
-    mode = PE[pe]
-    linear = c["attention"] == "linear"
-    rot = c["rotate"] if c["rotate"] and not linear else mode["rotate"]
-    if use == "always":
-        return None
-    if use == "relative":
-        return None if k["name"] in mode["rel_keys"] else \
-            "for pe %s: it applies to pe %s" % (pe, _pe_list(reads=k["name"]))
-    if use == "linear_rotary":
-        if linear and mode["rotary"]:
-            return None
-        return "%s%s: it applies to linear attention with pe %s" % (
-            "for pe " if linear else "with softmax attention", pe if linear else "",
-            _pe_list(rotary_only=True, linear=True))
-    if not mode["rotary"]:
-        return "for pe %s: it applies to the rotary modes (%s)" % (pe, _pe_list(True))
-    if use == "placement":
-        if any(p in rot for p in k["placements"]):
-            return None
-        return "for pe %s rotating %s: it applies when %s is rotated" % (
-            pe, rot, " or ".join(k["placements"]))
-    if use in ("freq", "scaled", "scalings", "xpos"):
-        if linear:
-            return "with linear attention: it applies to softmax attention"
-        if use == "scaled" and c["scaling"] == "none":
-            return "with scaling none: it applies to the scalings (%s)" % _join(
-                [n for n in KEY["scaling"]["names"] if n != "none"])
-        if use == "scalings" and c["scaling"] not in k["scalings"]:
-            return "with scaling %s: it applies to scaling %s" % (c["scaling"],
-                                                                  _join(k["scalings"]))
-        if use == "xpos" and not c["xpos"] > 0.0:
-            return "with xpos 0: it applies when xpos > 0 (xPos on)"
-    return None  # rotary
+    """None when row k's key does something for the config c, else why not: the first of the
+    row's needs (schema.json) whose fact c holds at a value the need does not hold for."""
+    fact = _facts(c)
+    for need in k["needs"]:
+        if fact[need["fact"]] not in need["holds"]:
+            return need["why"].format(**fact)
+    return None
 
 
 def _fraction_width(what, f, D):
@@ -219,20 +200,18 @@ def _fraction_width(what, f, D):
 
 def widths(cfg):
     """{placement: d_rot} of the rotated placements (core/model/model_config.c's pe_widths; with
-    linear attention the mode's own), refused as roper refuses a fraction that gives an odd
-    width or one below 2."""
-    mode = MODES[cfg["pe"]]
+    linear attention the mode's own): each from the fraction of the schema's row that
+    rp_model_cfg_width_key picks (of the placement rows that name it, the one with an unset_as
+    when set, else the other), refused as roper refuses a fraction that gives an odd width or one
+    below 2."""
     D = cfg["d_model"] // cfg["heads"]
-    rot = cfg.get("rotate") or mode.rotate
-    own = {"q": ("fraction_q", "fraction_qk"), "k": ("fraction_k", "fraction_qk"),
-           "v": ("fraction_v", "fraction_v"), "o": ("fraction_o", "fraction_v")}
+    rot = cfg.get("rotate") or MODES[cfg["pe"]].rotate
     out = {}
-    for p in "qkvo":
-        if p in rot:
-            key, shared = own[p]
-            f = cfg.get(key) or 0.0 if key != shared else 0.0
-            out[p] = _fraction_width(key, f, D) if f > 0.0 else \
-                _fraction_width(shared, cfg[shared], D)
+    for p in (p for p in "qkvo" if p in rot):
+        rows = [k for k in KEYS if k["use"] == "placement" and p in k["placements"]]
+        own = [k for k in rows if "unset_as" in k and (cfg.get(k["name"]) or 0.0) > 0.0]
+        k = own[0] if own else next(k for k in rows if "unset_as" not in k)
+        out[p] = _fraction_width(k["name"], cfg[k["name"]], D)
     return out
 
 
@@ -254,14 +233,14 @@ def freq_of(cfg, theta=None, angles=None, axes="axial", sections=None, mix=None)
 
 
 def _normalise(c):
-    """rp_model_cfg_normalise: the mode's own rotate and fractions equal to the shared ones are
-    "not set" ("" and 0), so that equal models have equal configs."""
+    """rp_model_cfg_normalise: the mode's own rotate, and a key equal to the key its 0 stands for
+    (the schema's unset_as: fraction_q and fraction_qk), are "not set" ("" and 0), so that equal
+    models have equal configs."""
     if c["rotate"] == MODES[c["pe"]].rotate:
         c["rotate"] = ""
-    for own, shared in (("fraction_q", "fraction_qk"), ("fraction_k", "fraction_qk"),
-                        ("fraction_o", "fraction_v")):
-        if c[own] == c[shared]:
-            c[own] = 0.0
+    for k in KEYS:
+        if "unset_as" in k and c[k["name"]] == c[k["unset_as"]]:
+            c[k["name"]] = 0.0
 
 
 def _check_rules(c):
