@@ -467,6 +467,52 @@ static int l_scalings(lua_State *L)
     return 1;
 }
 
+/* Sets field key of the table on top to the list of the NULL-terminated names (at most max). */
+static void set_names(lua_State *L, const char *key, const char *const *names, int max)
+{
+    lua_newtable(L);
+    for (int i = 0; i < max && names[i]; i++) {
+        lua_pushstring(L, names[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, key);
+}
+
+/* rp.model_rules() -> rp_model_cfg_check's rules between keys (model_schema.h), in order, as a
+ * new table: t[i] = {check = name} for a numeric rule, {when =, pe =, unset =, why =} for a data
+ * rule (pe: the modes it holds for, nil for any; why: its message, {list} filled in). */
+static int l_model_rules(lua_State *L)
+{
+    lua_settop(L, 0);
+    lua_createtable(L, rp_model_cfg_nrules, 0);
+    char list[160], why[512];
+    for (int i = 0; i < rp_model_cfg_nrules; i++) {
+        const rp_cfg_rule *r = &rp_model_cfg_rules[i];
+        lua_createtable(L, 0, 4);
+        if (r->check) {
+            lua_pushstring(L, r->check);
+            lua_setfield(L, -2, "check");
+        } else {
+            set_names(L, "when", r->when, 3);
+            set_names(L, "unset", r->unset, 5);
+            if (r->pe_holds) {
+                lua_newtable(L);
+                for (int p = 0, n = 0; p < (int)RP_PE_COUNT; p++)
+                    if (r->pe_holds((rp_pe)p)) {
+                        lua_pushstring(L, rp_pe_name((rp_pe)p));
+                        lua_rawseti(L, -2, ++n);
+                    }
+                lua_setfield(L, -2, "pe");
+            }
+            lua_pushstring(L, rp_model_cfg_fill(r->why, NULL, rp_model_cfg_rule_list(r, list,
+                                                sizeof list), why, sizeof why));
+            lua_setfield(L, -2, "why");
+        }
+        lua_rawseti(L, -2, i + 1);
+    }
+    return 1;
+}
+
 void lrp_model_internals(lua_State *L, int priv)
 {
     priv = lua_absindex(L, priv);
@@ -732,6 +778,7 @@ static const luaL_Reg model_funcs[] = {
     {"pe_modes", l_pe_modes},
     {"model_keys", l_model_keys},
     {"scalings", l_scalings},
+    {"model_rules", l_model_rules},
     {NULL, NULL},
 };
 

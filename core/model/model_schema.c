@@ -505,33 +505,28 @@ int rp_model_cfg_need_applies(const rp_cfg_need *r, const rp_cfg_key *k)
     return (r->uses >> k->use & 1) != 0;
 }
 
-const char *rp_model_cfg_need_why(const rp_cfg_need *r, const rp_cfg_key *k,
-                                  const rp_model_cfg *c, char *buf, size_t n)
+const char *rp_model_cfg_fill(const char *t, const rp_model_cfg *c, const char *list, char *buf,
+                              size_t n)
 {
-    static const struct {
-        const char *mark;
-        rp_cfg_fact fact; /* RP_FACT_COUNT: {list} */
-    } marks[] = {{"{pe}", RP_FACT_PE},
-                 {"{rotate}", RP_FACT_ROTATE},
-                 {"{scaling}", RP_FACT_SCALING},
-                 {"{list}", RP_FACT_COUNT}};
+    static const char *const marks[] = {"{pe}", "{rotate}", "{scaling}", "{linear}", "{list}"};
+    static const rp_cfg_fact facts[] = {RP_FACT_PE, RP_FACT_ROTATE, RP_FACT_SCALING};
     size_t at = 0;
     if (!n) return buf;
     buf[0] = '\0';
-    for (const char *p = r->why; *p && at + 1 < n;) {
+    for (const char *p = t; *p && at + 1 < n;) {
         const char *text = NULL;
-        size_t skip = 1;
         char value[160];
-        for (size_t i = 0; i < sizeof marks / sizeof marks[0] && !text; i++) {
-            size_t len = strlen(marks[i].mark);
-            if (strncmp(p, marks[i].mark, len) != 0) continue;
-            if (marks[i].fact == RP_FACT_COUNT)
-                text = r->list ? r->list(k, value, sizeof value) : "";
-            else if (c)
-                text = rp_model_cfg_fact_name(marks[i].fact, rp_model_cfg_fact(c, marks[i].fact),
-                                              value, sizeof value);
-            if (text || !c) skip = len;
-            if (!text) text = marks[i].mark; /* no config: the mark as it is */
+        size_t skip = 0;
+        for (int i = 0; i < 5 && !text; i++) {
+            size_t len = strlen(marks[i]);
+            if (strncmp(p, marks[i], len) != 0) continue;
+            skip = len;
+            if (i == 4) text = list ? list : "";
+            else if (!c) text = marks[i];
+            else if (i == 3) text = c->attention == RP_ATTN_LINEAR ? " with linear attention" : "";
+            else text = rp_model_cfg_fact_name(facts[i], rp_model_cfg_fact(c, facts[i]), value,
+                                               sizeof value);
+            if (!text) text = "?";
         }
         if (!text) { /* plain text */
             buf[at++] = *p++;
@@ -544,6 +539,22 @@ const char *rp_model_cfg_need_why(const rp_cfg_need *r, const rp_cfg_key *k,
         p += skip;
     }
     return buf;
+}
+
+const char *rp_model_cfg_need_why(const rp_cfg_need *r, const rp_cfg_key *k,
+                                  const rp_model_cfg *c, char *buf, size_t n)
+{
+    char list[160];
+    return rp_model_cfg_fill(r->why, c, r->list ? r->list(k, list, sizeof list) : NULL, buf, n);
+}
+
+const char *rp_model_cfg_rule_list(const rp_cfg_rule *r, char *buf, size_t n)
+{
+    const char *names[RP_PE_COUNT];
+    int count = 0;
+    for (int p = 0; p < (int)RP_PE_COUNT; p++)
+        if (r->pe_holds && r->pe_holds((rp_pe)p)) names[count++] = rp_pe_names[p];
+    return rp_join_names(buf, n, names, count, 0);
 }
 
 const char *rp_model_cfg_unused(const rp_model_cfg *c, const rp_cfg_key *k, char *why, size_t n)

@@ -203,6 +203,33 @@ rp_status rp_model_cfg_check_used(const rp_model_cfg *c);
  * else the one without. */
 const rp_cfg_key *rp_model_cfg_width_key(const rp_model_cfg *c, int bit);
 
+/* ---- the rules between keys ----
+ *
+ * rp_model_cfg_check's rules after the ranges, in order (model_config.c): a data rule applies when
+ * one of its `when` keys is set (differs from its default) and then needs pe to be a mode it holds
+ * for and its `unset` keys to hold their defaults; a numeric rule is code, named. rp.model_rules()
+ * gives the table (the PyTorch companion reads it from its schema.json). */
+typedef struct rp_cfg_rule {
+    const char *check;          /* a numeric rule's name ("rows", "widths", ...); NULL for data */
+    rp_status (*run)(const rp_model_cfg *c); /* the numeric rule's code */
+    const char *when[3];        /* the keys that make a data rule apply (NULL-terminated) */
+    int (*pe_holds)(rp_pe pe);  /* the modes it needs (NULL: any) */
+    const char *unset[5];       /* the keys it needs at their defaults (NULL-terminated) */
+    const char *why;            /* its message (rp_model_cfg_fill: {pe}, {scaling}, {linear}; {list}:
+                                 * the modes pe_holds holds for) */
+} rp_cfg_rule;
+
+extern const rp_cfg_rule rp_model_cfg_rules[];
+extern const int rp_model_cfg_nrules;
+
+/* The template t in buf (n bytes) with {pe}, {rotate} and {scaling} (the facts, rp_model_cfg_fact),
+ * {linear} (" with linear attention" with linear attention, else nothing) from c and {list} from
+ * list; with c NULL the config's marks are left as they are. */
+const char *rp_model_cfg_fill(const char *t, const rp_model_cfg *c, const char *list, char *buf,
+                              size_t n);
+/* A data rule's {list}: the modes r->pe_holds holds for ("rope, roper or roper_legacy"), in buf. */
+const char *rp_model_cfg_rule_list(const rp_cfg_rule *r, char *buf, size_t n);
+
 /* The one config of equal models: a rotate mask equal to the mode's own and a key with an
  * unset_as equal to that key (fraction_q, fraction_k = fraction_qk, fraction_o = fraction_v)
  * become 0 ("not set"), as rp.model stores them. */

@@ -67,13 +67,11 @@ def _pe_list(rotary_only=False, linear=False, reads=None):
                  and (not linear or m["linear"]) and (reads is None or reads in m["rel_keys"]))
 
 
-def _rotate_check(pe, rotate, option):
-    """rp_pe_rotate_check: a rotate of a non-rotary pe refused, as an option of rp.model's
-    (option) or as a config's rule."""
+def _rotate_check(pe, rotate):
+    """rp_option_rotate: option 'rotate' of a non-rotary pe refused (rp.model's message)."""
     if rotate and not PE[pe]["rotary"]:
-        raise ValueError("%s needs a rotary pe (%s), %s" % (
-            "option 'rotate'" if option else "rotate", _pe_list(True),
-            "got pe '%s'" % pe if option else "not %s" % pe))
+        raise ValueError("option 'rotate' needs a rotary pe (%s), got pe '%s'"
+                         % (_pe_list(True), pe))
 
 
 def _lua_integer(v):
@@ -243,40 +241,44 @@ def _normalise(c):
             c[k["name"]] = 0.0
 
 
-def _check_rules(c):
-    """rp_model_cfg_check: every key in its range again (rp_model_cfg_check_keys: as a stored
-    config, for what rope_scaling set), then the rules between keys."""
-    for k in KEYS:
-        _check_key(k, c[k["name"]], False)
-    pe, mode, linear = c["pe"], MODES[c["pe"]], c["attention"] == "linear"
-    if c["max_batch"] > I32 // c["seq_len"]:
+def _numeric(name, c):
+    """rp_model_cfg_check's numeric rules (core/model/model_config.c's rule_<name>), by the names
+    that schema.json's rules give them."""
+    pe, mode = c["pe"], PE[c["pe"]]
+    if name == "rows" and c["max_batch"] > I32 // c["seq_len"]:
         raise ValueError("max_batch %d x seq_len %d exceeds 2^31-1 rows"
                          % (c["max_batch"], c["seq_len"]))
-    if c["d_model"] % c["heads"]:
+    if name == "heads" and c["d_model"] % c["heads"]:
         raise ValueError("d_model %d is not divisible by heads %d" % (c["d_model"], c["heads"]))
-    if mode.rel == "xl" and c["d_model"] % 2:
+    if name == "sinusoid" and c["d_model"] % 2 and \
+            any(p["use"] == "proj_sin" for p in mode["rel_params"]):
         raise ValueError("pe %s needs an even d_model (its sinusoid R), got %d"
                          % (pe, c["d_model"]))
-    _rotate_check(pe, c["rotate"], False)
-    widths(c)
-    if "rel_buckets" in PE[pe]["rel_keys"]:
+    if name == "widths":
+        widths(c)
+    if name == "buckets" and "rel_buckets" in mode["rel_keys"]:
         lo = c["rel_buckets"] // 2 + 1
         if not lo <= c["rel_max_distance"] <= I32:
             raise ValueError("rel_max_distance %d must be in %d..%d"
                              % (c["rel_max_distance"], lo, I32))
-    if linear and not mode.linear:
-        raise ValueError("linear attention does not support pe %s" % pe)
-    rotary.check_tables(freq_of(c))  # rp_rope_freq_check(rp_model_cfg_freq(cfg))
-    s = c["scaling"]
-    if (s != "none" or c["xpos"] > 0.0) and (not mode.rotary or linear):
-        raise ValueError("scaling and xpos need a rotary pe (%s) with softmax attention, not %s%s"
-                         % (_pe_list(True), pe, " with linear attention" if linear else ""))
-    if c["learn_freq"] and s != "none":
-        raise ValueError("learn_freq learns the frequencies themselves; scaling %s does not apply "
-                         "to them (train at the longer length instead)" % s)
-    if linear and (c["rotate"] or c["fraction_q"] or c["fraction_k"] or c["fraction_o"]):
-        raise ValueError("linear attention takes the mode's own rotate and fraction_qk, "
-                         "fraction_v (not rotate, fraction_q, fraction_k, fraction_o)")
+    if name == "freq":
+        rotary.check_tables(freq_of(c))  # rp_rope_freq_check(rp_model_cfg_freq(cfg))
+
+
+def _check_rules(c):
+    """Every key in its range again (as a stored config: for what rope_scaling set), then
+    schema.json's rules between keys in order: a numeric one by its name, a data one, when one of
+    its `when` keys is set, needing pe among its modes and its `unset` keys at their defaults."""
+    for k in KEYS:
+        _check_key(k, c[k["name"]], False)
+    fact = dict(_facts(c), linear=" with linear attention" if c["attention"] == "linear" else "")
+    for r in SCHEMA["rules"]:
+        if "check" in r:
+            _numeric(r["check"], c)
+        elif any(not _is_default(KEY[w], c[w]) for w in r["when"]) and \
+                (c["pe"] not in r.get("pe", PE) or
+                 any(not _is_default(KEY[u], c[u]) for u in r["unset"])):
+            raise ValueError(r["why"].format(**fact))
 
 
 # ---- Hugging Face's names (bindings/freq.c: lrp_optbase, lrp_opt_rope_scaling) ----
@@ -424,7 +426,7 @@ def config(cfg=None, **kw):
     if c.get("rope_scaling") is not None:
         _rope_scaling(c, full)
     if not stored:
-        _rotate_check(full["pe"], full["rotate"], True)
+        _rotate_check(full["pe"], full["rotate"])
     if stored:  # roper's readers check the values as the file holds them
         _check_rules(full)
         _normalise(full)
