@@ -479,7 +479,7 @@ static void set_names(lua_State *L, const char *key, const char *const *names, i
 }
 
 /* rp.model_rules() -> rp_model_cfg_check's rules between keys (model_schema.h), in order, as a
- * new table: t[i] = {check = name} for a numeric rule, {when =, pe =, unset =, why =} for a data
+ * new table: t[i] = {check = name} for a coded rule, {when =, pe =, unset =, why =} for a data
  * rule (pe: the modes it holds for, nil for any; why: its message, {list} filled in). */
 static int l_model_rules(lua_State *L)
 {

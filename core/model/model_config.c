@@ -60,6 +60,12 @@ static rp_status rule_sinusoid(const rp_model_cfg *cfg)
     return RP_OK;
 }
 
+/* rotate on a rotary pe only (pe.c's rule, the one home of its message) */
+static rp_status rule_rotate(const rp_model_cfg *cfg)
+{
+    return rp_pe_rotate_check(cfg->pe, cfg->rotate, 0);
+}
+
 static rp_status rule_widths(const rp_model_cfg *cfg)
 {
     int rot = cfg->rotate ? cfg->rotate : rp_pe_mode_of(cfg->pe)->rotate;
@@ -87,7 +93,7 @@ const rp_cfg_rule rp_model_cfg_rules[] = {
     {.check = "rows", .run = rule_rows},
     {.check = "heads", .run = rule_heads},
     {.check = "sinusoid", .run = rule_sinusoid},
-    {.when = {"rotate"}, .pe_holds = pe_rotary, .why = "rotate needs a rotary pe ({list}), not {pe}"},
+    {.check = "rotate", .run = rule_rotate},
     {.check = "widths", .run = rule_widths},
     {.check = "buckets", .run = rule_buckets},
     {.when = {"attention"}, .pe_holds = pe_linear, .why = "linear attention does not support pe {pe}"},

@@ -207,11 +207,11 @@ const rp_cfg_key *rp_model_cfg_width_key(const rp_model_cfg *c, int bit);
  *
  * rp_model_cfg_check's rules after the ranges, in order (model_config.c): a data rule applies when
  * one of its `when` keys is set (differs from its default) and then needs pe to be a mode it holds
- * for and its `unset` keys to hold their defaults; a numeric rule is code, named. rp.model_rules()
- * gives the table (the PyTorch companion reads it from its schema.json). */
+ * for and its `unset` keys to hold their defaults; a coded rule is a named function.
+ * rp.model_rules() gives the table (the PyTorch companion reads it from its schema.json). */
 typedef struct rp_cfg_rule {
-    const char *check;          /* a numeric rule's name ("rows", "widths", ...); NULL for data */
-    rp_status (*run)(const rp_model_cfg *c); /* the numeric rule's code */
+    const char *check;          /* a coded rule's name ("rows", "widths", ...); NULL for data */
+    rp_status (*run)(const rp_model_cfg *c); /* the coded rule's function */
     const char *when[3];        /* the keys that make a data rule apply (NULL-terminated) */
     int (*pe_holds)(rp_pe pe);  /* the modes it needs (NULL: any) */
     const char *unset[5];       /* the keys it needs at their defaults (NULL-terminated) */

@@ -67,11 +67,13 @@ def _pe_list(rotary_only=False, linear=False, reads=None):
                  and (not linear or m["linear"]) and (reads is None or reads in m["rel_keys"]))
 
 
-def _rotate_check(pe, rotate):
-    """rp_option_rotate: option 'rotate' of a non-rotary pe refused (rp.model's message)."""
+def _rotate_check(pe, rotate, option):
+    """rp_pe_rotate_check: a rotate of a non-rotary pe refused, as an option of rp.model's
+    (option) or as a config's rule."""
     if rotate and not PE[pe]["rotary"]:
-        raise ValueError("option 'rotate' needs a rotary pe (%s), got pe '%s'"
-                         % (_pe_list(True), pe))
+        raise ValueError("%s needs a rotary pe (%s), %s" % (
+            "option 'rotate'" if option else "rotate", _pe_list(True),
+            "got pe '%s'" % pe if option else "not %s" % pe))
 
 
 def _lua_integer(v):
@@ -241,9 +243,9 @@ def _normalise(c):
             c[k["name"]] = 0.0
 
 
-def _numeric(name, c):
-    """rp_model_cfg_check's numeric rules (core/model/model_config.c's rule_<name>), by the names
-    that schema.json's rules give them."""
+def _coded(name, c):
+    """rp_model_cfg_check's rules that core codes (core/model/model_config.c's rule_<name>), by
+    the names that schema.json's rules give them."""
     pe, mode = c["pe"], PE[c["pe"]]
     if name == "rows" and c["max_batch"] > I32 // c["seq_len"]:
         raise ValueError("max_batch %d x seq_len %d exceeds 2^31-1 rows"
@@ -254,6 +256,8 @@ def _numeric(name, c):
             any(p["use"] == "proj_sin" for p in mode["rel_params"]):
         raise ValueError("pe %s needs an even d_model (its sinusoid R), got %d"
                          % (pe, c["d_model"]))
+    if name == "rotate":
+        _rotate_check(pe, c["rotate"], False)
     if name == "widths":
         widths(c)
     if name == "buckets" and "rel_buckets" in mode["rel_keys"]:
@@ -267,14 +271,14 @@ def _numeric(name, c):
 
 def _check_rules(c):
     """Every key in its range again (as a stored config: for what rope_scaling set), then
-    schema.json's rules between keys in order: a numeric one by its name, a data one, when one of
+    schema.json's rules between keys in order: a coded one by its name, a data one, when one of
     its `when` keys is set, needing pe among its modes and its `unset` keys at their defaults."""
     for k in KEYS:
         _check_key(k, c[k["name"]], False)
     fact = dict(_facts(c), linear=" with linear attention" if c["attention"] == "linear" else "")
     for r in SCHEMA["rules"]:
         if "check" in r:
-            _numeric(r["check"], c)
+            _coded(r["check"], c)
         elif any(not _is_default(KEY[w], c[w]) for w in r["when"]) and \
                 (c["pe"] not in r.get("pe", PE) or
                  any(not _is_default(KEY[u], c[u]) for u in r["unset"])):
@@ -426,7 +430,7 @@ def config(cfg=None, **kw):
     if c.get("rope_scaling") is not None:
         _rope_scaling(c, full)
     if not stored:
-        _rotate_check(full["pe"], full["rotate"])
+        _rotate_check(full["pe"], full["rotate"], True)
     if stored:  # roper's readers check the values as the file holds them
         _check_rules(full)
         _normalise(full)

@@ -811,9 +811,9 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
     end
     -- except those that rp.model's earlier checks always answer first: option 'rotate' of a
     -- non-rotary pe (rp.model's own message), and scaling or xpos without a rotary pe and
-    -- softmax attention (rule 9); a stored config reaches them (the roper.config test below)
+    -- softmax attention (rule 9)
     assert.same({ "rotate need 1", "scaling need 1", "scaling need 2", "xpos need 1",
-                  "xpos need 2", "rule 4" }, missing)
+                  "xpos need 2" }, missing)
     same_lines("configs", cfgs, want)
   end)
 
