@@ -315,11 +315,39 @@ static int l_pe_modes(lua_State *L)
     return 1;
 }
 
+/* Sets field needs of the table on top: the needs of row k (model_schema.h), in order, each
+ * {fact =, holds = {the names of the fact's values it holds for}, why = its message, {list}
+ * filled in}. */
+static void push_needs(lua_State *L, const rp_cfg_key *k)
+{
+    char buf[256];
+    lua_newtable(L);
+    for (int i = 0, n = 0; i < rp_model_cfg_nneeds; i++) {
+        const rp_cfg_need *r = &rp_model_cfg_needs[i];
+        if (!rp_model_cfg_need_applies(r, k)) continue;
+        lua_createtable(L, 0, 3);
+        lua_pushstring(L, rp_model_cfg_fact_key(r->fact));
+        lua_setfield(L, -2, "fact");
+        lua_newtable(L);
+        for (int v = 0, m = 0; rp_model_cfg_fact_name(r->fact, v, buf, sizeof buf); v++)
+            if (r->holds(k, v)) {
+                lua_pushstring(L, buf);
+                lua_rawseti(L, -2, ++m);
+            }
+        lua_setfield(L, -2, "holds");
+        lua_pushstring(L, rp_model_cfg_need_why(r, k, NULL, buf, sizeof buf));
+        lua_setfield(L, -2, "why");
+        lua_rawseti(L, -2, ++n);
+    }
+    lua_setfield(L, -2, "needs");
+}
+
 /* Pushes the config schema's rows (model_schema.c) as a list of tables, in row order: name,
  * type, default, lo, hi (int and number), names (enum), lo_open, hi_open, unset0, required,
  * since, help, use (when the key does something: rp_cfg_use's name), placements (use
- * "placement": the letters of use_arg), scalings (use "scalings": the names in use_arg) and json
- * (what a safetensors roper.config holds of it: rp_cfg_json's name). */
+ * "placement": the letters of use_arg), scalings (use "scalings": the names in use_arg), json
+ * (what a safetensors roper.config holds of it: rp_cfg_json's name), unset_as (the key its 0
+ * stands for) and needs (push_needs: when the key does something, and why not). */
 static void push_model_keys(lua_State *L)
 {
     static const char *const types[] = {"int", "number", "enum", "seed", "rotate", "bool"};
@@ -383,6 +411,11 @@ static void push_model_keys(lua_State *L)
                 }
             lua_setfield(L, -2, "scalings");
         }
+        if (k->unset_as) {
+            lua_pushstring(L, k->unset_as);
+            lua_setfield(L, -2, "unset_as");
+        }
+        push_needs(L, k);
         lua_rawseti(L, -2, i + 1);
     }
 }
@@ -430,6 +463,52 @@ static int l_scalings(lua_State *L)
         lua_pushvalue(L, -1);
         lua_setfield(L, -3, d->name);
         lua_rawseti(L, -2, s + 1);
+    }
+    return 1;
+}
+
+/* Sets field key of the table on top to the list of the NULL-terminated names (at most max). */
+static void set_names(lua_State *L, const char *key, const char *const *names, int max)
+{
+    lua_newtable(L);
+    for (int i = 0; i < max && names[i]; i++) {
+        lua_pushstring(L, names[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, key);
+}
+
+/* rp.model_rules() -> rp_model_cfg_check's rules between keys (model_schema.h), in order, as a
+ * new table: t[i] = {check = name} for a coded rule, {when =, pe =, unset =, why =} for a data
+ * rule (pe: the modes it holds for, nil for any; why: its message, {list} filled in). */
+static int l_model_rules(lua_State *L)
+{
+    lua_settop(L, 0);
+    lua_createtable(L, rp_model_cfg_nrules, 0);
+    char list[160], why[512];
+    for (int i = 0; i < rp_model_cfg_nrules; i++) {
+        const rp_cfg_rule *r = &rp_model_cfg_rules[i];
+        lua_createtable(L, 0, 4);
+        if (r->check) {
+            lua_pushstring(L, r->check);
+            lua_setfield(L, -2, "check");
+        } else {
+            set_names(L, "when", r->when, 3);
+            set_names(L, "unset", r->unset, 5);
+            if (r->pe_holds) {
+                lua_newtable(L);
+                for (int p = 0, n = 0; p < (int)RP_PE_COUNT; p++)
+                    if (r->pe_holds((rp_pe)p)) {
+                        lua_pushstring(L, rp_pe_name((rp_pe)p));
+                        lua_rawseti(L, -2, ++n);
+                    }
+                lua_setfield(L, -2, "pe");
+            }
+            lua_pushstring(L, rp_model_cfg_fill(r->why, NULL, rp_model_cfg_rule_list(r, list,
+                                                sizeof list), why, sizeof why));
+            lua_setfield(L, -2, "why");
+        }
+        lua_rawseti(L, -2, i + 1);
     }
     return 1;
 }
@@ -699,6 +778,7 @@ static const luaL_Reg model_funcs[] = {
     {"pe_modes", l_pe_modes},
     {"model_keys", l_model_keys},
     {"scalings", l_scalings},
+    {"model_rules", l_model_rules},
     {NULL, NULL},
 };
 

@@ -1,6 +1,7 @@
--- Writes python/roper_torch/schema.json: roper's model config schema (rp.model_keys()), mode
--- table (rp.pe_modes()) and scaling table (rp.scalings()), from which the PyTorch companion checks
--- a config as rp.model checks it and lists its scalings. Run from the top of the tree after
+-- Writes python/roper_torch/schema.json: roper's model config schema (rp.model_keys(): with each
+-- key's needs, the does-nothing rules), the rules between keys (rp.model_rules()), the mode table
+-- (rp.pe_modes()) and the scaling table (rp.scalings()), from which the PyTorch companion checks a
+-- config as rp.model checks it and lists its scalings. Run from the top of the tree after
 -- `make` when a config key, a mode or a scaling changes (torch_companion_spec fails until the
 -- file is what this writes):
 --   build/roper python/gen_schema.lua > python/roper_torch/schema.json
@@ -41,4 +42,5 @@ local keys = rp.model_keys()
 local modes, scalings = {}, {}
 for i, m in ipairs(rp.pe_modes()) do modes[i] = m end
 for i, sc in ipairs(rp.scalings()) do scalings[i] = sc end
-io.write(encode({ keys = keys, modes = modes, scalings = scalings }, 0), "\n")
+io.write(encode({ keys = keys, modes = modes, rules = rp.model_rules(), scalings = scalings }, 0),
+         "\n")

@@ -21,68 +21,118 @@ static rp_status check_dim(const char *name, int64_t v, int64_t lo, int64_t hi)
 static rp_status pe_widths(const rp_model_cfg *cfg, int rot, int64_t d_rot[4])
 {
     int64_t dk = cfg->d_model / cfg->heads;
-    struct {
-        int bit;
-        const char *own;
-        double f;
-        const char *shared;
-        double fs;
-    } p[4] = {{RP_ROT_Q, "fraction_q", cfg->fraction_q, "fraction_qk", cfg->fraction_qk},
-              {RP_ROT_K, "fraction_k", cfg->fraction_k, "fraction_qk", cfg->fraction_qk},
-              {RP_ROT_V, "fraction_v", 0.0, "fraction_v", cfg->fraction_v},
-              {RP_ROT_O, "fraction_o", cfg->fraction_o, "fraction_v", cfg->fraction_v}};
     for (int i = 0; i < 4; i++) {
         d_rot[i] = 0;
-        if (!(rot & p[i].bit)) continue;
-        if (p[i].f > 0.0)
-            RP_TRY(rp_pe_fraction_width(p[i].own, p[i].f, dk, &d_rot[i]));
-        else
-            RP_TRY(rp_pe_fraction_width(p[i].shared, p[i].fs, dk, &d_rot[i]));
+        if (!(rot & 1 << i)) continue; /* RP_ROT_Q, _K, _V, _O */
+        const rp_cfg_key *k = rp_model_cfg_width_key(cfg, 1 << i);
+        RP_TRY(rp_pe_fraction_width(k->name, rp_model_cfg_get_num(cfg, k), dk, &d_rot[i]));
     }
     return RP_OK;
+}
+
+/* ---- rp_model_cfg_check's rules between fields (model_schema.h: rp_model_cfg_rules) ---- */
+
+static rp_status rule_rows(const rp_model_cfg *cfg)
+{
+    if (cfg->max_batch > RP_I32_MAX / cfg->seq_len)
+        return rp_error(RP_ERR_ARG, "max_batch %lld x seq_len %lld exceeds 2^31-1 rows",
+                        (long long)cfg->max_batch, (long long)cfg->seq_len);
+    return RP_OK;
+}
+
+static rp_status rule_heads(const rp_model_cfg *cfg)
+{
+    if (cfg->d_model % cfg->heads != 0)
+        return rp_error(RP_ERR_ARG, "d_model %lld is not divisible by heads %lld",
+                        (long long)cfg->d_model, (long long)cfg->heads);
+    return RP_OK;
+}
+
+/* A relative kind with a projection of Transformer-XL's sinusoid needs an even d_model. */
+static rp_status rule_sinusoid(const rp_model_cfg *cfg)
+{
+    const rp_pe_mode *mode = rp_pe_mode_of(cfg->pe);
+    const rp_rel_desc *rel = rp_rel_of(mode->rel);
+    for (int i = 0; i < rel->nparams; i++)
+        if (rel->params[i].use == RP_PARAM_PROJ_SIN && cfg->d_model % 2 != 0)
+            return rp_error(RP_ERR_ARG, "pe %s needs an even d_model (its sinusoid R), got %lld",
+                            mode->name, (long long)cfg->d_model);
+    return RP_OK;
+}
+
+/* rotate on a rotary pe only (pe.c's rule, the one home of its message) */
+static rp_status rule_rotate(const rp_model_cfg *cfg)
+{
+    return rp_pe_rotate_check(cfg->pe, cfg->rotate, 0);
+}
+
+static rp_status rule_widths(const rp_model_cfg *cfg)
+{
+    int rot = cfg->rotate ? cfg->rotate : rp_pe_mode_of(cfg->pe)->rotate;
+    int64_t d_rot[4];
+    return pe_widths(cfg, rot, d_rot);
+}
+
+static rp_status rule_buckets(const rp_model_cfg *cfg)
+{
+    if (!(rp_rel_of(rp_pe_mode_of(cfg->pe)->rel)->uses & RP_USES_BUCKETS)) return RP_OK;
+    int64_t exact = cfg->rel_buckets / 2; /* causal: one-sided buckets, half of them exact */
+    return check_dim("rel_max_distance", cfg->rel_max_distance, exact + 1, RP_I32_MAX);
+}
+
+static rp_status rule_freq(const rp_model_cfg *cfg)
+{
+    rp_rope_freq f = rp_model_cfg_freq(cfg);
+    return rp_rope_freq_check(&f);
+}
+
+static int pe_rotary(rp_pe pe) { return rp_pe_mode_of(pe)->rotary; }
+static int pe_linear(rp_pe pe) { return rp_pe_mode_of(pe)->linear; }
+
+const rp_cfg_rule rp_model_cfg_rules[] = {
+    {.check = "rows", .run = rule_rows},
+    {.check = "heads", .run = rule_heads},
+    {.check = "sinusoid", .run = rule_sinusoid},
+    {.check = "rotate", .run = rule_rotate},
+    {.check = "widths", .run = rule_widths},
+    {.check = "buckets", .run = rule_buckets},
+    {.when = {"attention"}, .pe_holds = pe_linear, .why = "linear attention does not support pe {pe}"},
+    {.check = "freq", .run = rule_freq},
+    {.when = {"scaling", "xpos"}, .pe_holds = pe_rotary, .unset = {"attention"},
+     .why = "scaling and xpos need a rotary pe ({list}) with softmax attention, not {pe}{linear}"},
+    {.when = {"learn_freq"}, .unset = {"scaling"},
+     .why = "learn_freq learns the frequencies themselves; scaling {scaling} does not apply to them "
+            "(train at the longer length instead)"},
+    {.when = {"attention"}, .unset = {"rotate", "fraction_q", "fraction_k", "fraction_o"},
+     .why = "linear attention takes the mode's own rotate and fraction_qk, fraction_v (not rotate, "
+            "fraction_q, fraction_k, fraction_o)"},
+};
+const int rp_model_cfg_nrules = (int)(sizeof rp_model_cfg_rules / sizeof rp_model_cfg_rules[0]);
+
+/* 1 when one of the keys (NULL-terminated, at most max) differs from its default. */
+static int any_set(const rp_model_cfg *cfg, const char *const *keys, int max)
+{
+    for (int i = 0; i < max && keys[i]; i++)
+        if (!rp_model_cfg_is_default(cfg, rp_model_cfg_key(keys[i], (size_t)-1))) return 1;
+    return 0;
 }
 
 rp_status rp_model_cfg_check(const rp_model_cfg *cfg)
 {
     RP_TRY(rp_model_cfg_check_keys(cfg)); /* every field in its range, whatever the mode */
-    if (cfg->max_batch > RP_I32_MAX / cfg->seq_len)
-        return rp_error(RP_ERR_ARG, "max_batch %lld x seq_len %lld exceeds 2^31-1 rows",
-                        (long long)cfg->max_batch, (long long)cfg->seq_len);
-    if (cfg->d_model % cfg->heads != 0)
-        return rp_error(RP_ERR_ARG, "d_model %lld is not divisible by heads %lld",
-                        (long long)cfg->d_model, (long long)cfg->heads);
-    const rp_pe_mode *mode = rp_pe_mode_of(cfg->pe);
-    const rp_rel_desc *rel = rp_rel_of(mode->rel);
-    char list[128];
-    for (int i = 0; i < rel->nparams; i++)
-        if (rel->params[i].use == RP_PARAM_PROJ_SIN && cfg->d_model % 2 != 0)
-            return rp_error(RP_ERR_ARG, "pe %s needs an even d_model (its sinusoid R), got %lld",
-                            mode->name, (long long)cfg->d_model);
-    RP_TRY(rp_pe_rotate_check(cfg->pe, cfg->rotate, 0));
-    int rot = cfg->rotate ? cfg->rotate : mode->rotate;
-    int64_t d_rot[4];
-    RP_TRY(pe_widths(cfg, rot, d_rot));
-    if (rel->uses & RP_USES_BUCKETS) {
-        int64_t exact = cfg->rel_buckets / 2; /* causal: one-sided buckets, half of them exact */
-        RP_TRY(check_dim("rel_max_distance", cfg->rel_max_distance, exact + 1, RP_I32_MAX));
+    for (int i = 0; i < rp_model_cfg_nrules; i++) {
+        const rp_cfg_rule *r = &rp_model_cfg_rules[i];
+        if (r->run) {
+            RP_TRY(r->run(cfg));
+            continue;
+        }
+        if (!any_set(cfg, r->when, 3)) continue;
+        if ((!r->pe_holds || r->pe_holds(cfg->pe)) && !any_set(cfg, r->unset, 5)) continue;
+        char list[128], why[512];
+        return rp_error(RP_ERR_ARG, "%s",
+                        rp_model_cfg_fill(r->why, cfg, rp_model_cfg_rule_list(r, list, sizeof list),
+                                          why, sizeof why));
     }
-    if (cfg->attention == RP_ATTN_LINEAR && !mode->linear)
-        return rp_error(RP_ERR_ARG, "linear attention does not support pe %s", mode->name);
-    rp_rope_freq f = rp_model_cfg_freq(cfg);
-    RP_TRY(rp_rope_freq_check(&f));
-    if (!rp_rope_freq_is_plain(&f) && (!mode->rotary || cfg->attention == RP_ATTN_LINEAR))
-        return rp_error(RP_ERR_ARG, "scaling and xpos need a rotary pe (%s) with softmax "
-                                    "attention, not %s%s", rp_pe_list(list, sizeof list, 1, 0, 0),
-                        mode->name,
-                        cfg->attention == RP_ATTN_LINEAR ? " with linear attention" : "");
-    if (cfg->learn_freq && cfg->scaling != RP_SCALING_NONE)
-        return rp_error(RP_ERR_ARG, "learn_freq learns the frequencies themselves; scaling %s "
-                                    "does not apply to them (train at the longer length "
-                                    "instead)", rp_scaling_names[cfg->scaling]);
-    if (cfg->attention == RP_ATTN_LINEAR &&
-        (cfg->rotate || cfg->fraction_q || cfg->fraction_k || cfg->fraction_o))
-        return rp_error(RP_ERR_ARG, "linear attention takes the mode's own rotate and fraction_qk, "
-                                    "fraction_v (not rotate, fraction_q, fraction_k, fraction_o)");
     return RP_OK;
 }
 

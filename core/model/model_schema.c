@@ -96,14 +96,17 @@ const rp_cfg_key rp_model_cfg_keys[] = {
              "roper qkvo)"},
     {.name = "fraction_q", .type = RP_CFG_NUM, .offset = F(fraction_q), .def = 0, .lo = 0,
      .hi = 1, .flags = RP_CFG_LO_OPEN | RP_CFG_UNSET0 | RP_CFG_SHOW_SET,
+     .unset_as = "fraction_qk",
      .use = RP_CFG_PLACEMENT, .use_arg = RP_ROT_Q, .since = 2,
      .help = "rotated share of d_k for q (0: fraction_qk)"},
     {.name = "fraction_k", .type = RP_CFG_NUM, .offset = F(fraction_k), .def = 0, .lo = 0,
      .hi = 1, .flags = RP_CFG_LO_OPEN | RP_CFG_UNSET0 | RP_CFG_SHOW_SET,
+     .unset_as = "fraction_qk",
      .use = RP_CFG_PLACEMENT, .use_arg = RP_ROT_K, .since = 2,
      .help = "rotated share of d_k for k (0: fraction_qk)"},
     {.name = "fraction_o", .type = RP_CFG_NUM, .offset = F(fraction_o), .def = 0, .lo = 0,
      .hi = 1, .flags = RP_CFG_LO_OPEN | RP_CFG_UNSET0 | RP_CFG_SHOW_SET,
+     .unset_as = "fraction_v",
      .use = RP_CFG_PLACEMENT, .use_arg = RP_ROT_O, .since = 2,
      .help = "rotated share of d_k for the output (0: fraction_v)"},
     {.name = "rel_clip", .type = RP_CFG_INT, .offset = F(rel_clip), .def = 16, .lo = 1,
@@ -350,6 +353,8 @@ rp_status rp_model_cfg_check_keys(const rp_model_cfg *c)
 
 /* ---- what a key does for a mode ----------------------------------------------------------- */
 
+/* ---- what a key does for a mode: the needs ----------------------------------------------- */
+
 /* "q or k": the placements of a mask. */
 static const char *placements(char *buf, size_t n, int mask)
 {
@@ -375,64 +380,193 @@ static const char *scaling_list(char *buf, size_t n, int reads)
     return rp_join_names(buf, n, names, count, 0);
 }
 
+/* The needs' tests: value v of their fact lets row k do something. */
+static int reads_rel(const rp_cfg_key *k, int pe)
+{
+    return (rp_rel_of(rp_pe_mode_of((rp_pe)pe)->rel)->uses & k->use_arg) != 0;
+}
+static int is_linear(const rp_cfg_key *k, int attn) { return (void)k, attn == RP_ATTN_LINEAR; }
+static int is_softmax(const rp_cfg_key *k, int attn) { return (void)k, attn != RP_ATTN_LINEAR; }
+static int is_rotary(const rp_cfg_key *k, int pe)
+{
+    return (void)k, rp_pe_mode_of((rp_pe)pe)->rotary;
+}
+static int rotates(const rp_cfg_key *k, int rot) { return (rot & k->use_arg) != 0; }
+static int is_scaled(const rp_cfg_key *k, int s) { return (void)k, s != RP_SCALING_NONE; }
+static int reads_scaling(const rp_cfg_key *k, int s)
+{
+    return (rp_scaling_of((rp_rope_scaling)s)->reads & k->use_arg) != 0;
+}
+static int is_on(const rp_cfg_key *k, int on) { return (void)k, on; }
+
+/* The needs' lists. */
+static const char *pes_reading(const rp_cfg_key *k, char *buf, size_t n)
+{
+    return rp_pe_list(buf, n, 0, 0, k->use_arg);
+}
+static const char *rotary_pes(const rp_cfg_key *k, char *buf, size_t n)
+{
+    return (void)k, rp_pe_list(buf, n, 1, 0, 0);
+}
+static const char *linear_rotary_pes(const rp_cfg_key *k, char *buf, size_t n)
+{
+    return (void)k, rp_pe_list(buf, n, 1, 1, 0);
+}
+static const char *rotated(const rp_cfg_key *k, char *buf, size_t n)
+{
+    return placements(buf, n, k->use_arg);
+}
+static const char *scaled(const rp_cfg_key *k, char *buf, size_t n)
+{
+    return (void)k, scaling_list(buf, n, RP_READS_FACTOR);
+}
+static const char *scalings_reading(const rp_cfg_key *k, char *buf, size_t n)
+{
+    return scaling_list(buf, n, k->use_arg);
+}
+
+#define U(use) (1 << (use))
+/* the uses of the frequency scheme */
+#define FREQ_USES (U(RP_CFG_FREQ) | U(RP_CFG_SCALED) | U(RP_CFG_SCALINGS) | U(RP_CFG_XPOS))
+
+/* In order: a row's first need that does not hold says why its key does nothing. */
+const rp_cfg_need rp_model_cfg_needs[] = {
+    {U(RP_CFG_RELATIVE), RP_FACT_PE, reads_rel, pes_reading,
+     "for pe {pe}: it applies to pe {list}"},
+    {U(RP_CFG_LINEAR_ROTARY), RP_FACT_ATTENTION, is_linear, linear_rotary_pes,
+     "with softmax attention: it applies to linear attention with pe {list}"},
+    {U(RP_CFG_LINEAR_ROTARY), RP_FACT_PE, is_rotary, linear_rotary_pes,
+     "for pe {pe}: it applies to linear attention with pe {list}"},
+    {U(RP_CFG_ROTARY) | U(RP_CFG_PLACEMENT) | FREQ_USES, RP_FACT_PE, is_rotary, rotary_pes,
+     "for pe {pe}: it applies to the rotary modes ({list})"},
+    {U(RP_CFG_PLACEMENT), RP_FACT_ROTATE, rotates, rotated,
+     "for pe {pe} rotating {rotate}: it applies when {list} is rotated"},
+    {FREQ_USES, RP_FACT_ATTENTION, is_softmax, NULL,
+     "with linear attention: it applies to softmax attention"},
+    {U(RP_CFG_SCALED), RP_FACT_SCALING, is_scaled, scaled,
+     "with scaling {scaling}: it applies to the scalings ({list})"},
+    {U(RP_CFG_SCALINGS), RP_FACT_SCALING, reads_scaling, scalings_reading,
+     "with scaling {scaling}: it applies to scaling {list}"},
+    {U(RP_CFG_XPOS), RP_FACT_XPOS, is_on, NULL, "with xpos 0: it applies when xpos > 0 (xPos on)"},
+};
+const int rp_model_cfg_nneeds = (int)(sizeof rp_model_cfg_needs / sizeof rp_model_cfg_needs[0]);
+
+#undef U
+#undef FREQ_USES
+
+static const char *const fact_keys[RP_FACT_COUNT] = {"pe", "attention", "rotate", "scaling",
+                                                     "xpos"};
+
+const char *rp_model_cfg_fact_key(rp_cfg_fact f)
+{
+    return (int)f >= 0 && f < RP_FACT_COUNT ? fact_keys[f] : "?";
+}
+
+int rp_model_cfg_fact(const rp_model_cfg *c, rp_cfg_fact f)
+{
+    switch (f) {
+    case RP_FACT_PE: return (int)c->pe;
+    case RP_FACT_ATTENTION: return (int)c->attention;
+    case RP_FACT_ROTATE:
+        return c->rotate && c->attention != RP_ATTN_LINEAR ? c->rotate
+                                                           : rp_pe_mode_of(c->pe)->rotate;
+    case RP_FACT_SCALING: return (int)c->scaling;
+    case RP_FACT_XPOS: return c->xpos > 0.0;
+    case RP_FACT_COUNT: break;
+    }
+    return 0;
+}
+
+const char *rp_model_cfg_fact_name(rp_cfg_fact f, int v, char *buf, size_t n)
+{
+    static const char *const on[3] = {"off", "on", NULL};
+    const char *const *names = f == RP_FACT_PE          ? rp_pe_names
+                               : f == RP_FACT_ATTENTION ? rp_attn_names
+                               : f == RP_FACT_SCALING   ? rp_scaling_names
+                               : f == RP_FACT_XPOS      ? on
+                                                        : NULL;
+    char rot[5];
+    if (v < 0 || !n) return NULL;
+    if (f == RP_FACT_ROTATE) {
+        if (v > RP_ROT_ALL) return NULL;
+        snprintf(buf, n, "%s", rp_rotate_name(v, rot));
+        return buf;
+    }
+    if (!names) return NULL;
+    for (int i = 0; i < v; i++)
+        if (!names[i]) return NULL;
+    if (!names[v]) return NULL;
+    snprintf(buf, n, "%s", names[v]);
+    return buf;
+}
+
+int rp_model_cfg_need_applies(const rp_cfg_need *r, const rp_cfg_key *k)
+{
+    return (r->uses >> k->use & 1) != 0;
+}
+
+const char *rp_model_cfg_fill(const char *t, const rp_model_cfg *c, const char *list, char *buf,
+                              size_t n)
+{
+    static const char *const marks[] = {"{pe}", "{rotate}", "{scaling}", "{linear}", "{list}"};
+    static const rp_cfg_fact facts[] = {RP_FACT_PE, RP_FACT_ROTATE, RP_FACT_SCALING};
+    size_t at = 0;
+    if (!n) return buf;
+    buf[0] = '\0';
+    for (const char *p = t; *p && at + 1 < n;) {
+        const char *text = NULL;
+        char value[160];
+        size_t skip = 0;
+        for (int i = 0; i < 5 && !text; i++) {
+            size_t len = strlen(marks[i]);
+            if (strncmp(p, marks[i], len) != 0) continue;
+            skip = len;
+            if (i == 4) text = list ? list : "";
+            else if (!c) text = marks[i];
+            else if (i == 3) text = c->attention == RP_ATTN_LINEAR ? " with linear attention" : "";
+            else text = rp_model_cfg_fact_name(facts[i], rp_model_cfg_fact(c, facts[i]), value,
+                                               sizeof value);
+            if (!text) text = "?";
+        }
+        if (!text) { /* plain text */
+            buf[at++] = *p++;
+            buf[at] = '\0';
+            continue;
+        }
+        int w = snprintf(buf + at, n - at, "%s", text);
+        if (w < 0) break;
+        at = at + (size_t)w < n ? at + (size_t)w : n - 1;
+        p += skip;
+    }
+    return buf;
+}
+
+const char *rp_model_cfg_need_why(const rp_cfg_need *r, const rp_cfg_key *k,
+                                  const rp_model_cfg *c, char *buf, size_t n)
+{
+    char list[160];
+    return rp_model_cfg_fill(r->why, c, r->list ? r->list(k, list, sizeof list) : NULL, buf, n);
+}
+
+const char *rp_model_cfg_rule_list(const rp_cfg_rule *r, char *buf, size_t n)
+{
+    const char *names[RP_PE_COUNT];
+    int count = 0;
+    for (int p = 0; p < (int)RP_PE_COUNT; p++)
+        if (r->pe_holds && r->pe_holds((rp_pe)p)) names[count++] = rp_pe_names[p];
+    return rp_join_names(buf, n, names, count, 0);
+}
+
 const char *rp_model_cfg_unused(const rp_model_cfg *c, const rp_cfg_key *k, char *why, size_t n)
 {
-    const rp_pe_mode *mode = rp_pe_mode_of(c->pe);
-    int linear = c->attention == RP_ATTN_LINEAR;
-    int rot = c->rotate && !linear ? c->rotate : mode->rotate;
-    char list[160], a[16], b[16];
-    rp_cfg_use use = k->use;
-    if (use == RP_CFG_ALWAYS) return NULL;
-    if (use == RP_CFG_RELATIVE) {
-        if (rp_rel_of(mode->rel)->uses & k->use_arg) return NULL;
-        snprintf(why, n, "for pe %s: it applies to pe %s", mode->name,
-                 rp_pe_list(list, sizeof list, 0, 0, k->use_arg));
-        return why;
+    for (int i = 0; i < rp_model_cfg_nneeds; i++) {
+        const rp_cfg_need *r = &rp_model_cfg_needs[i];
+        if (!rp_model_cfg_need_applies(r, k) ||
+            r->holds(k, rp_model_cfg_fact(c, r->fact)))
+            continue;
+        return rp_model_cfg_need_why(r, k, c, why, n);
     }
-    if (use == RP_CFG_LINEAR_ROTARY) {
-        if (linear && mode->rotary) return NULL;
-        snprintf(why, n, "%s%s: it applies to linear attention with pe %s",
-                 linear ? "for pe " : "with softmax attention", linear ? mode->name : "",
-                 rp_pe_list(list, sizeof list, 1, 1, 0));
-        return why;
-    }
-    /* the others need a rotary pe */
-    if (!mode->rotary) {
-        snprintf(why, n, "for pe %s: it applies to the rotary modes (%s)", mode->name,
-                 rp_pe_list(list, sizeof list, 1, 0, 0));
-        return why;
-    }
-    switch (use) {
-    case RP_CFG_PLACEMENT:
-        if (rot & k->use_arg) return NULL;
-        snprintf(why, n, "for pe %s rotating %s: it applies when %s is rotated", mode->name,
-                 rp_rotate_name(rot, a), placements(b, sizeof b, k->use_arg));
-        return why;
-    case RP_CFG_FREQ:
-    case RP_CFG_SCALED:
-    case RP_CFG_SCALINGS:
-    case RP_CFG_XPOS:
-        if (linear) {
-            snprintf(why, n, "with linear attention: it applies to softmax attention");
-            return why;
-        }
-        if (use == RP_CFG_SCALED && c->scaling == RP_SCALING_NONE) {
-            snprintf(why, n, "with scaling none: it applies to the scalings (%s)",
-                     scaling_list(list, sizeof list, RP_READS_FACTOR));
-            return why;
-        }
-        if (use == RP_CFG_SCALINGS && !(k->use_arg & rp_scaling_of(c->scaling)->reads)) {
-            snprintf(why, n, "with scaling %s: it applies to scaling %s",
-                     rp_scaling_names[c->scaling], scaling_list(list, sizeof list, k->use_arg));
-            return why;
-        }
-        if (use == RP_CFG_XPOS && !(c->xpos > 0.0)) {
-            snprintf(why, n, "with xpos 0: it applies when xpos > 0 (xPos on)");
-            return why;
-        }
-        return NULL;
-    default: return NULL; /* RP_CFG_ROTARY */
-    }
+    return NULL;
 }
 
 rp_status rp_model_cfg_check_used(const rp_model_cfg *c)
@@ -451,9 +585,25 @@ void rp_model_cfg_normalise(rp_model_cfg *c)
 {
     const rp_pe_mode *mode = rp_pe_mode_of(c->pe);
     if (mode && c->rotate == mode->rotate) c->rotate = 0;
-    if (c->fraction_q == c->fraction_qk) c->fraction_q = 0.0;
-    if (c->fraction_k == c->fraction_qk) c->fraction_k = 0.0;
-    if (c->fraction_o == c->fraction_v) c->fraction_o = 0.0;
+    for (int i = 0; i < rp_model_cfg_nkeys; i++) {
+        const rp_cfg_key *k = &rp_model_cfg_keys[i];
+        if (k->unset_as &&
+            rp_model_cfg_get_num(c, k) == rp_model_cfg_get_num(c, rp_model_cfg_key(k->unset_as,
+                                                                                   (size_t)-1)))
+            rp_model_cfg_set_num(c, k, 0.0);
+    }
+}
+
+const rp_cfg_key *rp_model_cfg_width_key(const rp_model_cfg *c, int bit)
+{
+    const rp_cfg_key *shared = NULL;
+    for (int i = 0; i < rp_model_cfg_nkeys; i++) {
+        const rp_cfg_key *k = &rp_model_cfg_keys[i];
+        if (k->use != RP_CFG_PLACEMENT || !(k->use_arg & bit)) continue;
+        if (!k->unset_as) shared = k;
+        else if (rp_model_cfg_get_num(c, k) > 0.0) return k;
+    }
+    return shared;
 }
 
 uint32_t rp_model_cfg_version(const rp_model_cfg *c)

@@ -97,6 +97,10 @@ typedef struct rp_cfg_key {
                                 * for RP_CFG_INT and RP_CFG_NUM, an int for RP_CFG_ENUM; the
                                 * rotary bindings read it as an option, bindings/freq.c); 0 for
                                 * the others */
+    const char *unset_as;      /* RP_CFG_UNSET0: the key whose value its 0 ("not set") stands
+                                * for (fraction_q: fraction_qk), or NULL; rp_model_cfg_normalise
+                                * and the widths of the placements (rp_model_cfg_width_key) read
+                                * it */
 } rp_cfg_key;
 
 /* The freq column of a row whose field is rp_rope_freq's `field` (its offset + 1: 0 is none). */
@@ -134,8 +138,57 @@ rp_status rp_model_cfg_check_key(const rp_model_cfg *c, const rp_cfg_key *k, int
 /* rp_model_cfg_check_key for every row (given = 0), in row order: the first bad field. */
 rp_status rp_model_cfg_check_keys(const rp_model_cfg *c);
 
-/* NULL when row k does something for c (its rp_cfg_use holds), else why not, written to why
- * (n bytes) and returned: "for pe shaw: it applies to the rotary modes (rope, roper or
+/* ---- the does-nothing rules ----
+ *
+ * When a row's key does something is a table of needs (model_schema.c): each applies to the rows
+ * of some uses (rp_cfg_use) and holds for some values of one fact of the config; the first need of
+ * a row that does not hold says why the key does nothing. The table is the one home of these rules:
+ * rp_model_cfg_unused runs it, rp.model_keys() gives each row its needs with the values they hold
+ * for (the PyTorch companion reads them from its schema.json). */
+
+/* The facts of a config the needs test, each a small set of values (rp_model_cfg_fact_name). */
+typedef enum {
+    RP_FACT_PE,        /* pe (rp_pe) */
+    RP_FACT_ATTENTION, /* attention (rp_attn_kind) */
+    RP_FACT_ROTATE,    /* the placements rotated (a mask of RP_ROT_* bits, 0 .. 15): rotate when
+                        * set, the mode's own when not or with linear attention */
+    RP_FACT_SCALING,   /* scaling (rp_rope_scaling) */
+    RP_FACT_XPOS,      /* xPos on: 1 when xpos > 0 ("on"), else 0 ("off") */
+    RP_FACT_COUNT
+} rp_cfg_fact;
+
+typedef struct rp_cfg_need {
+    int uses;         /* the rows it applies to: bits 1 << their rp_cfg_use */
+    rp_cfg_fact fact; /* the fact it tests */
+    /* 1 when row k does something at value v of the fact (as far as this need goes) */
+    int (*holds)(const rp_cfg_key *k, int v);
+    /* what {list} stands for in why (the modes, placements or scalings it applies to), in buf
+     * (n bytes); NULL when why has no {list} */
+    const char *(*list)(const rp_cfg_key *k, char *buf, size_t n);
+    /* why the key does nothing when the need does not hold, with {pe}, {rotate}, {scaling} (the
+     * config's values: the fact's for {rotate}) and {list} */
+    const char *why;
+} rp_cfg_need;
+
+extern const rp_cfg_need rp_model_cfg_needs[];
+extern const int rp_model_cfg_nneeds;
+
+/* The value of fact f for c (c's enum fields in range). */
+int rp_model_cfg_fact(const rp_model_cfg *c, rp_cfg_fact f);
+/* The name of value v of fact f (pe and scaling names, "softmax", "qk", "on"), in buf (n bytes),
+ * or NULL when v is past the fact's values (they are 0 .. the first v that gives NULL - 1). */
+const char *rp_model_cfg_fact_name(rp_cfg_fact f, int v, char *buf, size_t n);
+/* The fact's name as the needs' templates and rp.model_keys() write it ("pe", "rotate", ...). */
+const char *rp_model_cfg_fact_key(rp_cfg_fact f);
+/* 1 when need r applies to row k (its uses hold k's). */
+int rp_model_cfg_need_applies(const rp_cfg_need *r, const rp_cfg_key *k);
+/* Need r's why for row k, in buf (n bytes): {list} filled in, and {pe}, {rotate} and {scaling}
+ * from c, or left as they are when c is NULL (rp.model_keys() gives that form). */
+const char *rp_model_cfg_need_why(const rp_cfg_need *r, const rp_cfg_key *k,
+                                  const rp_model_cfg *c, char *buf, size_t n);
+
+/* NULL when row k does something for c (every need of the row holds), else why not, written to
+ * why (n bytes) and returned: "for pe shaw: it applies to the rotary modes (rope, roper or
  * roper_legacy)". c's enum fields must be in range. */
 const char *rp_model_cfg_unused(const rp_model_cfg *c, const rp_cfg_key *k, char *why, size_t n);
 /* RP_ERR_ARG for the first field (row order) that holds another value than its default while it
@@ -145,9 +198,41 @@ const char *rp_model_cfg_unused(const rp_model_cfg *c, const rp_cfg_key *k, char
  * have passed rp_model_cfg_check_keys. */
 rp_status rp_model_cfg_check_used(const rp_model_cfg *c);
 
-/* The one config of equal models: a rotate mask equal to the mode's own and per-placement
- * fractions equal to the shared ones (fraction_q, fraction_k = fraction_qk, fraction_o =
- * fraction_v) become 0 ("not set"), as rp.model stores them. */
+/* The row whose fraction gives the width of placement bit (RP_ROT_*) for c: of the
+ * RP_CFG_PLACEMENT rows whose use_arg has the bit, the one with an unset_as when c sets it (not 0),
+ * else the one without. */
+const rp_cfg_key *rp_model_cfg_width_key(const rp_model_cfg *c, int bit);
+
+/* ---- the rules between keys ----
+ *
+ * rp_model_cfg_check's rules after the ranges, in order (model_config.c): a data rule applies when
+ * one of its `when` keys is set (differs from its default) and then needs pe to be a mode it holds
+ * for and its `unset` keys to hold their defaults; a coded rule is a named function.
+ * rp.model_rules() gives the table (the PyTorch companion reads it from its schema.json). */
+typedef struct rp_cfg_rule {
+    const char *check;          /* a coded rule's name ("rows", "widths", ...); NULL for data */
+    rp_status (*run)(const rp_model_cfg *c); /* the coded rule's function */
+    const char *when[3];        /* the keys that make a data rule apply (NULL-terminated) */
+    int (*pe_holds)(rp_pe pe);  /* the modes it needs (NULL: any) */
+    const char *unset[5];       /* the keys it needs at their defaults (NULL-terminated) */
+    const char *why;            /* its message (rp_model_cfg_fill: {pe}, {scaling}, {linear}; {list}:
+                                 * the modes pe_holds holds for) */
+} rp_cfg_rule;
+
+extern const rp_cfg_rule rp_model_cfg_rules[];
+extern const int rp_model_cfg_nrules;
+
+/* The template t in buf (n bytes) with {pe}, {rotate} and {scaling} (the facts, rp_model_cfg_fact),
+ * {linear} (" with linear attention" with linear attention, else nothing) from c and {list} from
+ * list; with c NULL the config's marks are left as they are. */
+const char *rp_model_cfg_fill(const char *t, const rp_model_cfg *c, const char *list, char *buf,
+                              size_t n);
+/* A data rule's {list}: the modes r->pe_holds holds for ("rope, roper or roper_legacy"), in buf. */
+const char *rp_model_cfg_rule_list(const rp_cfg_rule *r, char *buf, size_t n);
+
+/* The one config of equal models: a rotate mask equal to the mode's own and a key with an
+ * unset_as equal to that key (fraction_q, fraction_k = fraction_qk, fraction_o = fraction_v)
+ * become 0 ("not set"), as rp.model stores them. */
 void rp_model_cfg_normalise(rp_model_cfg *c);
 
 /* The oldest checkpoint format version that holds c: the largest since of a row whose field

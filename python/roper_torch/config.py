@@ -168,42 +168,23 @@ def _is_default(k, x):
     return x == k["default"]
 
 
+def _facts(c):
+    """rp_model_cfg_fact: the facts of the config c that the schema's needs test (pe, attention,
+    scaling; the placements rotated: rotate, else and with linear attention the mode's own; xPos
+    on or off)."""
+    rot = c["rotate"] if c["rotate"] and c["attention"] != "linear" else PE[c["pe"]]["rotate"]
+    return {"pe": c["pe"], "attention": c["attention"], "rotate": rot, "scaling": c["scaling"],
+            "xpos": "on" if c["xpos"] > 0.0 else "off"}
+
+
 def _unused(c, k):
-    """rp_model_cfg_unused: None when row k does something for the config c, else why not."""
-    use, pe = k["use"], c["pe"]
-    mode = PE[pe]
-    linear = c["attention"] == "linear"
-    rot = c["rotate"] if c["rotate"] and not linear else mode["rotate"]
-    if use == "always":
-        return None
-    if use == "relative":
-        return None if k["name"] in mode["rel_keys"] else \
-            "for pe %s: it applies to pe %s" % (pe, _pe_list(reads=k["name"]))
-    if use == "linear_rotary":
-        if linear and mode["rotary"]:
-            return None
-        return "%s%s: it applies to linear attention with pe %s" % (
-            "for pe " if linear else "with softmax attention", pe if linear else "",
-            _pe_list(rotary_only=True, linear=True))
-    if not mode["rotary"]:
-        return "for pe %s: it applies to the rotary modes (%s)" % (pe, _pe_list(True))
-    if use == "placement":
-        if any(p in rot for p in k["placements"]):
-            return None
-        return "for pe %s rotating %s: it applies when %s is rotated" % (
-            pe, rot, " or ".join(k["placements"]))
-    if use in ("freq", "scaled", "scalings", "xpos"):
-        if linear:
-            return "with linear attention: it applies to softmax attention"
-        if use == "scaled" and c["scaling"] == "none":
-            return "with scaling none: it applies to the scalings (%s)" % _join(
-                [n for n in KEY["scaling"]["names"] if n != "none"])
-        if use == "scalings" and c["scaling"] not in k["scalings"]:
-            return "with scaling %s: it applies to scaling %s" % (c["scaling"],
-                                                                  _join(k["scalings"]))
-        if use == "xpos" and not c["xpos"] > 0.0:
-            return "with xpos 0: it applies when xpos > 0 (xPos on)"
-    return None  # rotary
+    """None when row k's key does something for the config c, else why not: the first of the
+    row's needs (schema.json) whose fact c holds at a value the need does not hold for."""
+    fact = _facts(c)
+    for need in k["needs"]:
+        if fact[need["fact"]] not in need["holds"]:
+            return need["why"].format(**fact)
+    return None
 
 
 def _fraction_width(what, f, D):
@@ -219,20 +200,18 @@ def _fraction_width(what, f, D):
 
 def widths(cfg):
     """{placement: d_rot} of the rotated placements (core/model/model_config.c's pe_widths; with
-    linear attention the mode's own), refused as roper refuses a fraction that gives an odd
-    width or one below 2."""
-    mode = MODES[cfg["pe"]]
+    linear attention the mode's own): each from the fraction of the schema's row that
+    rp_model_cfg_width_key picks (of the placement rows that name it, the one with an unset_as
+    when set, else the other), refused as roper refuses a fraction that gives an odd width or one
+    below 2."""
     D = cfg["d_model"] // cfg["heads"]
-    rot = cfg.get("rotate") or mode.rotate
-    own = {"q": ("fraction_q", "fraction_qk"), "k": ("fraction_k", "fraction_qk"),
-           "v": ("fraction_v", "fraction_v"), "o": ("fraction_o", "fraction_v")}
+    rot = cfg.get("rotate") or MODES[cfg["pe"]].rotate
     out = {}
-    for p in "qkvo":
-        if p in rot:
-            key, shared = own[p]
-            f = cfg.get(key) or 0.0 if key != shared else 0.0
-            out[p] = _fraction_width(key, f, D) if f > 0.0 else \
-                _fraction_width(shared, cfg[shared], D)
+    for p in (p for p in "qkvo" if p in rot):
+        rows = [k for k in KEYS if k["use"] == "placement" and p in k["placements"]]
+        own = [k for k in rows if "unset_as" in k and (cfg.get(k["name"]) or 0.0) > 0.0]
+        k = own[0] if own else next(k for k in rows if "unset_as" not in k)
+        out[p] = _fraction_width(k["name"], cfg[k["name"]], D)
     return out
 
 
@@ -254,50 +233,56 @@ def freq_of(cfg, theta=None, angles=None, axes="axial", sections=None, mix=None)
 
 
 def _normalise(c):
-    """rp_model_cfg_normalise: the mode's own rotate and fractions equal to the shared ones are
-    "not set" ("" and 0), so that equal models have equal configs."""
+    """rp_model_cfg_normalise: the mode's own rotate, and a key equal to the key its 0 stands for
+    (the schema's unset_as: fraction_q and fraction_qk), are "not set" ("" and 0), so that equal
+    models have equal configs."""
     if c["rotate"] == MODES[c["pe"]].rotate:
         c["rotate"] = ""
-    for own, shared in (("fraction_q", "fraction_qk"), ("fraction_k", "fraction_qk"),
-                        ("fraction_o", "fraction_v")):
-        if c[own] == c[shared]:
-            c[own] = 0.0
-
-
-def _check_rules(c):
-    """rp_model_cfg_check: every key in its range again (rp_model_cfg_check_keys: as a stored
-    config, for what rope_scaling set), then the rules between keys."""
     for k in KEYS:
-        _check_key(k, c[k["name"]], False)
-    pe, mode, linear = c["pe"], MODES[c["pe"]], c["attention"] == "linear"
-    if c["max_batch"] > I32 // c["seq_len"]:
+        if "unset_as" in k and c[k["name"]] == c[k["unset_as"]]:
+            c[k["name"]] = 0.0
+
+
+def _coded(name, c):
+    """rp_model_cfg_check's rules that core codes (core/model/model_config.c's rule_<name>), by
+    the names that schema.json's rules give them."""
+    pe, mode = c["pe"], PE[c["pe"]]
+    if name == "rows" and c["max_batch"] > I32 // c["seq_len"]:
         raise ValueError("max_batch %d x seq_len %d exceeds 2^31-1 rows"
                          % (c["max_batch"], c["seq_len"]))
-    if c["d_model"] % c["heads"]:
+    if name == "heads" and c["d_model"] % c["heads"]:
         raise ValueError("d_model %d is not divisible by heads %d" % (c["d_model"], c["heads"]))
-    if mode.rel == "xl" and c["d_model"] % 2:
+    if name == "sinusoid" and c["d_model"] % 2 and \
+            any(p["use"] == "proj_sin" for p in mode["rel_params"]):
         raise ValueError("pe %s needs an even d_model (its sinusoid R), got %d"
                          % (pe, c["d_model"]))
-    _rotate_check(pe, c["rotate"], False)
-    widths(c)
-    if "rel_buckets" in PE[pe]["rel_keys"]:
+    if name == "rotate":
+        _rotate_check(pe, c["rotate"], False)
+    if name == "widths":
+        widths(c)
+    if name == "buckets" and "rel_buckets" in mode["rel_keys"]:
         lo = c["rel_buckets"] // 2 + 1
         if not lo <= c["rel_max_distance"] <= I32:
             raise ValueError("rel_max_distance %d must be in %d..%d"
                              % (c["rel_max_distance"], lo, I32))
-    if linear and not mode.linear:
-        raise ValueError("linear attention does not support pe %s" % pe)
-    rotary.check_tables(freq_of(c))  # rp_rope_freq_check(rp_model_cfg_freq(cfg))
-    s = c["scaling"]
-    if (s != "none" or c["xpos"] > 0.0) and (not mode.rotary or linear):
-        raise ValueError("scaling and xpos need a rotary pe (%s) with softmax attention, not %s%s"
-                         % (_pe_list(True), pe, " with linear attention" if linear else ""))
-    if c["learn_freq"] and s != "none":
-        raise ValueError("learn_freq learns the frequencies themselves; scaling %s does not apply "
-                         "to them (train at the longer length instead)" % s)
-    if linear and (c["rotate"] or c["fraction_q"] or c["fraction_k"] or c["fraction_o"]):
-        raise ValueError("linear attention takes the mode's own rotate and fraction_qk, "
-                         "fraction_v (not rotate, fraction_q, fraction_k, fraction_o)")
+    if name == "freq":
+        rotary.check_tables(freq_of(c))  # rp_rope_freq_check(rp_model_cfg_freq(cfg))
+
+
+def _check_rules(c):
+    """Every key in its range again (as a stored config: for what rope_scaling set), then
+    schema.json's rules between keys in order: a coded one by its name, a data one, when one of
+    its `when` keys is set, needing pe among its modes and its `unset` keys at their defaults."""
+    for k in KEYS:
+        _check_key(k, c[k["name"]], False)
+    fact = dict(_facts(c), linear=" with linear attention" if c["attention"] == "linear" else "")
+    for r in SCHEMA["rules"]:
+        if "check" in r:
+            _coded(r["check"], c)
+        elif any(not _is_default(KEY[w], c[w]) for w in r["when"]) and \
+                (c["pe"] not in r.get("pe", PE) or
+                 any(not _is_default(KEY[u], c[u]) for u in r["unset"])):
+            raise ValueError(r["why"].format(**fact))
 
 
 # ---- Hugging Face's names (bindings/freq.c: lrp_optbase, lrp_opt_rope_scaling) ----

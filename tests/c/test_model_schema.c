@@ -318,6 +318,51 @@ static void test_used(void)
 
 /* ---- format versions ----------------------------------------------------------------------- */
 
+/* The tables of needs and rules: every use but "always" has a need, every key a rule names is a
+ * row (rp_model_cfg_check looks them up), the rule and need templates fill in (the messages
+ * themselves are test_used's and the rules' tests in test_model.c and config_spec), a coded rule
+ * has a name, and a fact's values are named from 0 up. */
+static void test_tables(void)
+{
+    printf("-- the tables of needs and rules\n");
+    for (int use = RP_CFG_ROTARY; use <= RP_CFG_LINEAR_ROTARY; use++) {
+        int n = 0;
+        for (int i = 0; i < rp_model_cfg_nneeds; i++) n += rp_model_cfg_needs[i].uses >> use & 1;
+        CHECK(n > 0, "use %d has no need", use);
+    }
+    for (int i = 0; i < rp_model_cfg_nrules; i++) {
+        const rp_cfg_rule *r = &rp_model_cfg_rules[i];
+        CHECK((r->check != NULL) == (r->run != NULL), "rule %d: a name and a function together",
+              i);
+        CHECK(r->check || (r->when[0] && r->why), "rule %d: a data rule needs when and why", i);
+        for (int j = 0; j < 3 && r->when[j]; j++)
+            CHECK(rp_model_cfg_key(r->when[j], (size_t)-1), "rule %d: no key %s", i, r->when[j]);
+        for (int j = 0; j < 5 && r->unset[j]; j++)
+            CHECK(rp_model_cfg_key(r->unset[j], (size_t)-1), "rule %d: no key %s", i, r->unset[j]);
+    }
+    for (int i = 0; i < rp_model_cfg_nkeys; i++)
+        if (rp_model_cfg_keys[i].unset_as)
+            CHECK(rp_model_cfg_key(rp_model_cfg_keys[i].unset_as, (size_t)-1), "%s: no key %s",
+                  rp_model_cfg_keys[i].name, rp_model_cfg_keys[i].unset_as);
+    char buf[256];
+    rp_model_cfg c = rp_model_cfg_default(11);
+    c.pe = RP_PE_SHAW;
+    CHECK(strcmp(rp_model_cfg_fill("for pe {pe}{linear}: {list} {scaling}", &c, "x or y", buf,
+                                   sizeof buf), "for pe shaw: x or y none") == 0, "filled: %s",
+          buf);
+    CHECK(strcmp(rp_model_cfg_fill("for pe {pe} {list}", NULL, "a", buf, sizeof buf),
+                 "for pe {pe} a") == 0, "unfilled: %s", buf);
+    CHECK(strcmp(rp_model_cfg_fill("{pe}{pe}{pe}", &c, NULL, buf, 8), "shawsha") == 0,
+          "cut: %s", buf);
+    int counts[RP_FACT_COUNT] = {RP_PE_COUNT, 2, RP_ROT_ALL + 1, RP_SCALING_COUNT, 2};
+    for (int f = 0; f < RP_FACT_COUNT; f++) {
+        int n = 0;
+        while (rp_model_cfg_fact_name((rp_cfg_fact)f, n, buf, sizeof buf)) n++;
+        CHECK(n == counts[f], "fact %s: %d values, want %d", rp_model_cfg_fact_key((rp_cfg_fact)f),
+              n, counts[f]);
+    }
+}
+
 static void test_versions(void)
 {
     printf("-- the format version a config needs\n");
@@ -574,6 +619,7 @@ int main(void)
         printf("FATAL: mkdtemp: %s\n", strerror(errno));
         return 2;
     }
+    test_tables(); /* first: a rule naming no row would crash the checks below */
     test_rows();
     test_freq_column();
     test_ranges();

@@ -737,6 +737,76 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       same_lines("configs", cfgs, want)
     end)
 
+  it("says why a key does nothing and refuses keys against each other as rp.model does: every "
+    .. "need of every key (rp.model_keys) and every rule between keys (rp.model_rules)", function()
+    if not ok then return pending(why) end
+    -- each key at a value other than its default (in range for BASE: d_k 8), set alone on bases
+    -- of every pe, attention, scaling, xpos and rotate
+    local other = { d_model = 32, heads = 4, d_ff = 8, seq_len = 6, max_batch = 3, dropout = 0.5,
+      fraction_qk = 0.5, fraction_v = 0.5, base = 500, seed = 7, rotate = "q", fraction_q = 0.5,
+      fraction_k = 0.5, fraction_o = 0.5, rel_clip = 3, rel_buckets = 8, rel_max_distance = 64,
+      scaling_factor = 2, orig_len = 4, yarn_alpha = 2, yarn_beta = 16, xpos = 0.4,
+      xpos_scale_base = 64, low_freq_factor = 2, high_freq_factor = 8, attention_factor = 1.5 }
+    local keys = rp.model_keys()
+    local function value(k)
+      if other[k.name] ~= nil then return other[k.name] end
+      if k.type == "enum" then return k.names[1] == k.default and k.names[2] or k.names[1] end
+      if k.type == "bool" then return not k.default end
+      return k.default + 1
+    end
+    local cfgs, want = {}, {}
+    for _, m in ipairs(rp.pe_modes()) do
+      for _, attention in ipairs { "softmax", "linear" } do
+        for _, scaling in ipairs { "none", "pi", "yarn", "llama3" } do
+          for _, xpos in ipairs { 0, 0.4 } do
+            for _, rotate in ipairs { false, "vo", "q" } do
+              for _, k in ipairs(keys) do
+                local t = {}
+                for name, v in pairs(BASE) do t[name] = v end
+                t.pe, t.attention, t.scaling, t.xpos = m.name, attention, scaling, xpos
+                t.rotate = rotate or nil
+                t[k.name] = value(k)
+                local built, msg = pcall(rp.model_memory, t)
+                cfgs[#cfgs + 1] = t
+                want[#want + 1] = built and "ok"
+                  or msg:match("^bad argument #1 to 'rp.model_memory' %((.*)%)$")
+                assert.is_string(want[#want], tostring(msg))
+              end
+            end
+          end
+        end
+      end
+    end
+    -- every need and every data rule gave its message at least once (so both sides were
+    -- compared on it)
+    local function pattern(why)
+      local p = why:gsub("[%^%$%(%)%%%.%[%]%*%+%-%?]", "%%%0")
+      for _, mark in ipairs { "{pe}", "{rotate}", "{scaling}", "{linear}" } do
+        p = p:gsub(mark, ".-")
+      end
+      return p
+    end
+    local missing = {}
+    for _, k in ipairs(keys) do
+      for j, need in ipairs(k.needs) do
+        local p, seen = "^" .. k.name .. " .- does nothing " .. pattern(need.why) .. "$", false
+        for _, w in ipairs(want) do seen = seen or w:find(p) ~= nil end
+        if not seen then missing[#missing + 1] = k.name .. " need " .. j end
+      end
+    end
+    for i, r in ipairs(rp.model_rules()) do
+      local seen = r.check ~= nil
+      for _, w in ipairs(want) do seen = seen or w:find("^" .. pattern(r.why) .. "$") ~= nil end
+      if not seen then missing[#missing + 1] = "rule " .. i end
+    end
+    -- except those that rp.model's earlier checks always answer first: option 'rotate' of a
+    -- non-rotary pe (rp.model's own message), and scaling or xpos without a rotary pe and
+    -- softmax attention (rule 9)
+    assert.same({ "rotate need 1", "scaling need 1", "scaling need 2", "xpos need 1",
+                  "xpos need 2" }, missing)
+    same_lines("configs", cfgs, want)
+  end)
+
   it("maps rope_theta and rope_scaling as rp.model does: 6,000 random tables, the same keys",
     function()
       if not ok then return pending(why) end
