@@ -685,16 +685,7 @@ static const luaL_Reg model_funcs[] = {
 void lrp_open_model(lua_State *L, int mod)
 {
     mod = lua_absindex(L, mod);
-    luaL_newmetatable(L, LRP_MODEL_MT); /* also sets __name */
-    int mt = lua_gettop(L);
-    luaL_newlib(L, model_methods);
-    lrp_set_release(L, mt, -1, m_release);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, mod, "Model");
-    lua_setfield(L, mt, "__index");
-    lua_pushcfunction(L, m_tostring);
-    lua_setfield(L, mt, "__tostring");
-    lua_settop(L, mt - 1);
+    lrp_open_type(L, mod, LRP_MODEL_MT, "Model", model_methods, m_release, m_tostring);
     /* the result tables' metatables: their __tostring comes from bindings/lua/print.lua */
     const char *const result_mts[] = {LRP_PARAMS_MT, LRP_GRADS_MT, LRP_MEMORY_MT};
     for (int i = 0; i < 3; i++) {

@@ -234,16 +234,7 @@ void lrp_optim_internals(lua_State *L, int priv)
 void lrp_open_optim(lua_State *L, int mod)
 {
     mod = lua_absindex(L, mod);
-    luaL_newmetatable(L, LRP_OPTIM_MT); /* also sets __name */
-    int mt = lua_gettop(L);
-    luaL_newlib(L, optim_methods);
-    lrp_set_release(L, mt, -1, o_release);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, mod, "Optim");
-    lua_setfield(L, mt, "__index");
-    lua_pushcfunction(L, o_tostring);
-    lua_setfield(L, mt, "__tostring");
-    lua_settop(L, mt - 1);
+    lrp_open_type(L, mod, LRP_OPTIM_MT, "Optim", optim_methods, o_release, o_tostring);
 
     lua_createtable(L, 0, 2);
     lua_pushinteger(L, 0);

@@ -724,16 +724,7 @@ static const luaL_Reg task_funcs[] = {
 void lrp_open_tasks(lua_State *L, int mod)
 {
     mod = lua_absindex(L, mod);
-    luaL_newmetatable(L, LRP_TASK_MT); /* also sets __name */
-    int mt = lua_gettop(L);
-    luaL_newlib(L, task_methods);
-    lrp_set_release(L, mt, -1, t_release);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, mod, "Task");
-    lua_setfield(L, mt, "__index");
-    lua_pushcfunction(L, t_tostring);
-    lua_setfield(L, mt, "__tostring");
-    lua_settop(L, mt - 1);
+    lrp_open_type(L, mod, LRP_TASK_MT, "Task", task_methods, t_release, t_tostring);
 
     luaL_newlib(L, task_funcs);
     lua_setfield(L, mod, "tasks");
