@@ -647,3 +647,49 @@ int lrp_pushfail(lua_State *L)
 }
 
 const char *const lrp_nonfinite_names[] = {"error", "skip", NULL};
+
+static void push_key_number(lua_State *L, const char *field, double v, int integer)
+{
+    if (integer) lua_pushinteger(L, (lua_Integer)v);
+    else lua_pushnumber(L, (lua_Number)v);
+    lua_setfield(L, -2, field);
+}
+
+void lrp_push_key_row(lua_State *L, const lrp_key_row *r, int nrec)
+{
+    lua_createtable(L, 0, nrec);
+    lua_pushstring(L, r->name);
+    lua_setfield(L, -2, "name");
+    lua_pushstring(L, r->type);
+    lua_setfield(L, -2, "type");
+    switch (r->kind) {
+    case LRP_KEY_NUM:
+    case LRP_KEY_INT: push_key_number(L, "default", r->def, r->kind == LRP_KEY_INT); break;
+    case LRP_KEY_ENUM:
+        lua_pushstring(L, r->names[(int)r->def]);
+        lua_setfield(L, -2, "default");
+        lua_newtable(L);
+        for (int j = 0; r->names[j]; j++) {
+            lua_pushstring(L, r->names[j]);
+            lua_rawseti(L, -2, j + 1);
+        }
+        lua_setfield(L, -2, "names");
+        break;
+    case LRP_KEY_BOOL:
+        lua_pushboolean(L, r->def != 0.0);
+        lua_setfield(L, -2, "default");
+        break;
+    case LRP_KEY_BLANK:
+        lua_pushliteral(L, "");
+        lua_setfield(L, -2, "default");
+        break;
+    }
+    if (r->cols & LRP_KEY_LO) push_key_number(L, "lo", r->lo, r->kind == LRP_KEY_INT);
+    if (r->cols & LRP_KEY_HI) push_key_number(L, "hi", r->hi, r->kind == LRP_KEY_INT);
+    if (r->cols & LRP_KEY_OPEN) {
+        lua_pushboolean(L, r->lo_open);
+        lua_setfield(L, -2, "lo_open");
+        lua_pushboolean(L, r->hi_open);
+        lua_setfield(L, -2, "hi_open");
+    }
+}

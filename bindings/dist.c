@@ -251,14 +251,8 @@ static const luaL_Reg mpi_funcs[] = {
 
 void lrp_open_dist(lua_State *L, int mod)
 {
-    luaL_newmetatable(L, LRP_COMM_MT);
-    lua_pushcfunction(L, c_tostring);
-    lua_setfield(L, -2, "__tostring");
-    luaL_newlib(L, comm_methods);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, mod, "Comm"); /* rp.Comm: the methods, as rp.Tensor */
-    lua_setfield(L, -2, "__index");
-    lua_pop(L, 1);
+    mod = lua_absindex(L, mod);
+    lrp_open_type(L, mod, LRP_COMM_MT, "Comm", comm_methods, NULL, c_tostring); /* rp.Comm */
     luaL_newlib(L, mpi_funcs);
     lua_setfield(L, mod, "mpi");
 }

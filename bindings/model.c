@@ -230,14 +230,6 @@ static void set_bool(lua_State *L, const char *key, int v)
     lua_setfield(L, -2, key);
 }
 
-/* Sets field key of the table on top to v, an integer when integer is set. */
-static void set_number(lua_State *L, const char *key, double v, int integer)
-{
-    if (integer) lua_pushinteger(L, (lua_Integer)v);
-    else lua_pushnumber(L, (lua_Number)v);
-    lua_setfield(L, -2, key);
-}
-
 /* The mode table (core/nn/pe.h) as a new table on the stack: t[i] = {name =, absolute =, rotate =,
  * rotary =, linear =, relative =, v_angle =, o_sign =, rel =, scale_terms =, rel_params =,
  * rel_keys =} in the table's order, and t[name] = the same row; rel: the relative kind's name,
@@ -350,7 +342,18 @@ static void push_needs(lua_State *L, const rp_cfg_key *k)
  * stands for) and needs (push_needs: when the key does something, and why not). */
 static void push_model_keys(lua_State *L)
 {
+    /* by rp_cfg_type: the type's name, what its default is, which range fields it has */
     static const char *const types[] = {"int", "number", "enum", "seed", "rotate", "bool"};
+    static const lrp_key_kind kinds[] = {LRP_KEY_INT,  LRP_KEY_NUM,   LRP_KEY_ENUM,
+                                         LRP_KEY_INT,  LRP_KEY_BLANK, LRP_KEY_BOOL};
+    static const int cols[] = {LRP_KEY_LO | LRP_KEY_HI | LRP_KEY_OPEN,
+                               LRP_KEY_LO | LRP_KEY_HI | LRP_KEY_OPEN,
+                               LRP_KEY_OPEN,
+                               LRP_KEY_OPEN,
+                               LRP_KEY_OPEN,
+                               LRP_KEY_OPEN};
+    _Static_assert(sizeof types / sizeof *types == RP_CFG_BOOL + 1, "a name per type");
+    _Static_assert(sizeof cols / sizeof *cols == RP_CFG_BOOL + 1, "columns per type");
     static const char *const uses[] = {"always", "rotary",  "placement", "relative",     "freq",
                                        "scaled", "scalings", "xpos",     "linear_rotary"};
     _Static_assert(sizeof uses / sizeof *uses == RP_CFG_LINEAR_ROTARY + 1, "a name per use");
@@ -360,35 +363,12 @@ static void push_model_keys(lua_State *L)
     lua_createtable(L, rp_model_cfg_nkeys, 0);
     for (int i = 0; i < rp_model_cfg_nkeys; i++) {
         const rp_cfg_key *k = &rp_model_cfg_keys[i];
-        lua_createtable(L, 0, 13);
-        lua_pushstring(L, k->name);
-        lua_setfield(L, -2, "name");
-        lua_pushstring(L, types[k->type]);
-        lua_setfield(L, -2, "type");
-        if (k->type == RP_CFG_NUM || k->type == RP_CFG_INT) {
-            set_number(L, "default", k->def, k->type == RP_CFG_INT);
-            set_number(L, "lo", k->lo, k->type == RP_CFG_INT);
-            set_number(L, "hi", k->hi, k->type == RP_CFG_INT);
-        } else if (k->type == RP_CFG_ENUM) {
-            lua_pushstring(L, k->names[(int)k->def]);
-            lua_setfield(L, -2, "default");
-            lua_newtable(L);
-            for (int j = 0; k->names[j]; j++) {
-                lua_pushstring(L, k->names[j]);
-                lua_rawseti(L, -2, j + 1);
-            }
-            lua_setfield(L, -2, "names");
-        } else if (k->type == RP_CFG_SEED) {
-            lua_pushinteger(L, (lua_Integer)k->def);
-            lua_setfield(L, -2, "default");
-        } else if (k->type == RP_CFG_BOOL) {
-            set_bool(L, "default", k->def != 0.0);
-        } else { /* rotate: not set, the mode's own */
-            lua_pushliteral(L, "");
-            lua_setfield(L, -2, "default");
-        }
-        set_bool(L, "lo_open", k->flags & RP_CFG_LO_OPEN);
-        set_bool(L, "hi_open", k->flags & RP_CFG_HI_OPEN);
+        const lrp_key_row row = {.name = k->name, .type = types[k->type],
+                                 .kind = kinds[k->type], .cols = cols[k->type], .def = k->def,
+                                 .lo = k->lo, .hi = k->hi, .names = k->names,
+                                 .lo_open = k->flags & RP_CFG_LO_OPEN,
+                                 .hi_open = k->flags & RP_CFG_HI_OPEN};
+        lrp_push_key_row(L, &row, 13);
         set_bool(L, "unset0", k->flags & RP_CFG_UNSET0);
         set_bool(L, "required", k->flags & RP_CFG_REQUIRED);
         lua_pushinteger(L, (lua_Integer)k->since);
@@ -785,16 +765,7 @@ static const luaL_Reg model_funcs[] = {
 void lrp_open_model(lua_State *L, int mod)
 {
     mod = lua_absindex(L, mod);
-    luaL_newmetatable(L, LRP_MODEL_MT); /* also sets __name */
-    int mt = lua_gettop(L);
-    luaL_newlib(L, model_methods);
-    lrp_set_release(L, mt, -1, m_release);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, mod, "Model");
-    lua_setfield(L, mt, "__index");
-    lua_pushcfunction(L, m_tostring);
-    lua_setfield(L, mt, "__tostring");
-    lua_settop(L, mt - 1);
+    lrp_open_type(L, mod, LRP_MODEL_MT, "Model", model_methods, m_release, m_tostring);
     /* the result tables' metatables: their __tostring comes from bindings/lua/print.lua */
     const char *const result_mts[] = {LRP_PARAMS_MT, LRP_GRADS_MT, LRP_MEMORY_MT};
     for (int i = 0; i < 3; i++) {

@@ -281,18 +281,33 @@ int lrp_model_forward(lua_State *L)
     return 1;
 }
 
+/* The arguments of m:loss and m:losses, (m, tokens, targets[, mask]), checked (eval mode: one
+ * rank's grid), their buffers pushed on the stack. */
+typedef struct {
+    grid g;
+    int32_t *tok, *tgt;
+    uint8_t *mask;
+} scored_args;
+
+static scored_args check_scored(lua_State *L)
+{
+    const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1));
+    lua_settop(L, 4);
+    scored_args a;
+    a.tok = check_tokens(L, 2, &cfg, &a.g, 1);
+    a.tgt = check_targets(L, 3, &cfg, &a.g);
+    a.mask = check_mask(L, 4, &a.g);
+    return a;
+}
+
 /* m:loss(tokens, targets[, mask]) -> mean cross-entropy over scored positions (eval mode; nan
  * when nothing is scored) */
 int lrp_model_loss(lua_State *L)
 {
-    const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1));
-    lua_settop(L, 4);
-    grid g;
-    int32_t *tok = check_tokens(L, 2, &cfg, &g, 1);
-    int32_t *tgt = check_targets(L, 3, &cfg, &g);
-    uint8_t *mask = check_mask(L, 4, &g);
+    const scored_args a = check_scored(L);
     float loss = 0.0f;
-    rp_status st = rp_model_forward(lrp_checkmodel(L, 1), tok, tgt, mask, g.B, g.T, 0, &loss);
+    rp_status st =
+        rp_model_forward(lrp_checkmodel(L, 1), a.tok, a.tgt, a.mask, a.g.B, a.g.T, 0, &loss);
     if (st != RP_OK) return lrp_raise(L, st);
     lua_pushnumber(L, (lua_Number)loss);
     return 1;
@@ -302,18 +317,13 @@ int lrp_model_loss(lua_State *L)
  * where not scored (eval mode) */
 int lrp_model_losses(lua_State *L)
 {
-    const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1));
-    lua_settop(L, 4);
-    grid g;
-    int32_t *tok = check_tokens(L, 2, &cfg, &g, 1);
-    int32_t *tgt = check_targets(L, 3, &cfg, &g);
-    uint8_t *mask = check_mask(L, 4, &g);
-    int64_t shape[2] = {g.B, g.T};
-    float *out = g.ndim == 1 ? push_out(L, 1, shape + 1) : push_out(L, 2, shape);
+    const scored_args a = check_scored(L);
+    int64_t shape[2] = {a.g.B, a.g.T};
+    float *out = a.g.ndim == 1 ? push_out(L, 1, shape + 1) : push_out(L, 2, shape);
     rp_model *m = lrp_checkmodel(L, 1);
-    rp_status st = rp_model_forward(m, tok, tgt, mask, g.B, g.T, 0, NULL);
+    rp_status st = rp_model_forward(m, a.tok, a.tgt, a.mask, a.g.B, a.g.T, 0, NULL);
     if (st != RP_OK) return lrp_raise(L, st);
-    memcpy(out, rp_model_losses(m), (size_t)(g.B * g.T) * sizeof(float));
+    memcpy(out, rp_model_losses(m), (size_t)(a.g.B * a.g.T) * sizeof(float));
     return 1;
 }
 

@@ -604,6 +604,12 @@ static int l_attention(lua_State *L)
     return 2;
 }
 
+/* The config schema's row of a key rp.linear_attention reads (one that exists). */
+static const rp_cfg_key *schema_row(const char *name)
+{
+    return rp_model_cfg_key(name, (size_t)-1);
+}
+
 /* rp.linear_attention(q, k, v[, opts]) -> out, w, den (core/nn/linear_attention.h) */
 static int l_linear_attention(lua_State *L)
 {
@@ -623,38 +629,34 @@ static int l_linear_attention(lua_State *L)
     check_4d(L, 3, "v", v, wv, v_letters);
     int64_t Dv = v->shape[3];
 
+    rp_linattn_request req = rp_linear_attention_request_default();
+    req.B = B, req.T = T, req.H = H, req.D = D, req.Dv = Dv;
+
+    /* every option as given, in the order of known (the first bad one is the one named); the
+     * config keys by their schema rows, pe among the modes that run with linear attention */
     lrp_checkopts(L, 4, known);
-    rp_linattn_cfg cfg = rp_linattn_cfg_default(opt_linear_pe(L, 4, "pe"), D, Dv);
-    cfg.placement =
-        (rp_lin_placement)lrp_optenum(L, 4, "linear_rope", rp_lin_placement_names, RP_LIN_AFTER);
-    cfg.eps = lrp_optfinite(L, 4, "eps", RP_LINATTN_EPS);
-    if (!(cfg.eps > 0.0)) {
+    req.keys.pe = opt_linear_pe(L, 4, "pe");
+    lrp_optcfgvalue(L, 4, &req.keys, schema_row("linear_rope"));
+    req.eps = lrp_optfinite(L, 4, "eps", RP_LINATTN_EPS);
+    if (!(req.eps > 0.0)) {
         lua_getfield(L, 4, "eps"); /* described as given (0, not 0.0) */
         return lrp_argerror(L, 4, "option 'eps' must be > 0, got %s", lrp_describe(L, -1));
     }
-    cfg.base = opt_base(L, 4, "base");
-    cfg.pairing = (rp_pairing)lrp_optenum(L, 4, "pairing", rp_pairing_names, RP_PAIR_HALF);
-    const rp_pe_mode *mode = rp_pe_mode_of(cfg.pe);
-    rp_model_cfg view = rp_model_cfg_default(1);
-    view.fraction_qk = lrp_optnumber(L, 4, "fraction_qk", 1.0);
-    view.fraction_v = lrp_optnumber(L, 4, "fraction_v", 1.0);
-    if (mode->rotate & RP_ROT_Q) cfg.d_rot_qk = d_rot_from_fraction(L, 4, "fraction_qk", D, "D");
-    if (mode->rotate & RP_ROT_V) cfg.d_rot_v = d_rot_from_fraction(L, 4, "fraction_v", Dv, "Dv");
-    cfg.q_offset = opt_pos(L, 4, "q_offset", 0, 0);
-    view.pe = cfg.pe, view.attention = RP_ATTN_LINEAR, view.linear_rope = cfg.placement;
-    view.rope_base = cfg.base, view.pairing = cfg.pairing;
-    lrp_check_used(L, 4, &view);
-    if (T > RP_I32_MAX || D > RP_I32_MAX || Dv > RP_I32_MAX)
-        return lrp_argerror(L, 1, "attention sizes T, D, Dv must be at most 2^31-1");
-    int64_t w_sizes[4] = {B, H, T, T};
-    if (!numel_ok(4, w_sizes))
-        return lrp_argerror(L, 2, "weights [B x H x T x T] would be too large");
+    req.keys.rope_base = lrp_optbase(L, 4);
+    lrp_optcfgvalue(L, 4, &req.keys, schema_row("pairing"));
+    lrp_optcfgvalue(L, 4, &req.keys, schema_row("fraction_qk"));
+    lrp_optcfgvalue(L, 4, &req.keys, schema_row("fraction_v"));
+    req.q_offset = (int64_t)lrp_optinteger(L, 4, "q_offset", 0);
+
+    rp_linattn_plan p;
+    if (rp_linear_attention_plan(&req, &p) != RP_OK)
+        return lrp_argerror(L, p.arg, "%s", rp_last_error());
     lua_settop(L, 4);
     rp_tensor *out = lrp_newtensor(L);
     rp_tensor *w = lrp_newtensor(L);
     rp_tensor *den = lrp_newtensor(L);
     rp_status st = rp_linear_attention(out, w, den, lrp_checktensor(L, 1), lrp_checktensor(L, 2),
-                                       lrp_checktensor(L, 3), &cfg);
+                                       lrp_checktensor(L, 3), &p.cfg);
     if (st != RP_OK) return lrp_raise(L, st);
     return 3;
 }

@@ -203,41 +203,21 @@ static const luaL_Reg optim_methods[] = {
 
 void lrp_optim_internals(lua_State *L, int priv)
 {
+    /* by rp_optim_type: the type's name, what its default is, which range fields it has */
     static const char *const types[] = {"number", "int", "enum"};
+    static const lrp_key_kind kinds[] = {LRP_KEY_NUM, LRP_KEY_INT, LRP_KEY_ENUM};
+    static const int cols[] = {LRP_KEY_LO | LRP_KEY_HI | LRP_KEY_OPEN, LRP_KEY_LO | LRP_KEY_OPEN,
+                               0};
     priv = lua_absindex(L, priv);
     lua_createtable(L, rp_adam_nkeys, 0);
     for (int i = 0; i < rp_adam_nkeys; i++) {
         const rp_optim_key *k = &rp_adam_keys[i];
-        lua_createtable(L, 0, 10);
-        lua_pushstring(L, k->name);
-        lua_setfield(L, -2, "name");
-        lua_pushstring(L, types[k->type]);
-        lua_setfield(L, -2, "type");
-        if (k->type == RP_OPT_ENUM) {
-            lua_pushstring(L, k->names[(int)k->def]);
-            lua_setfield(L, -2, "default");
-            lua_newtable(L);
-            for (int j = 0; k->names[j]; j++) {
-                lua_pushstring(L, k->names[j]);
-                lua_rawseti(L, -2, j + 1);
-            }
-            lua_setfield(L, -2, "names");
-        } else {
-            if (k->type == RP_OPT_INT) lua_pushinteger(L, (lua_Integer)k->def);
-            else lua_pushnumber(L, (lua_Number)k->def);
-            lua_setfield(L, -2, "default");
-            if (k->type == RP_OPT_INT) lua_pushinteger(L, (lua_Integer)k->lo);
-            else lua_pushnumber(L, (lua_Number)k->lo);
-            lua_setfield(L, -2, "lo");
-            if (k->type == RP_OPT_NUM) {
-                lua_pushnumber(L, (lua_Number)k->hi);
-                lua_setfield(L, -2, "hi");
-            }
-            lua_pushboolean(L, k->flags & RP_OPT_LO_OPEN);
-            lua_setfield(L, -2, "lo_open");
-            lua_pushboolean(L, k->flags & RP_OPT_HI_OPEN);
-            lua_setfield(L, -2, "hi_open");
-        }
+        const lrp_key_row row = {.name = k->name, .type = types[k->type],
+                                 .kind = kinds[k->type], .cols = cols[k->type], .def = k->def,
+                                 .lo = k->lo, .hi = k->hi, .names = k->names,
+                                 .lo_open = k->flags & RP_OPT_LO_OPEN,
+                                 .hi_open = k->flags & RP_OPT_HI_OPEN};
+        lrp_push_key_row(L, &row, 10);
         lua_pushboolean(L, k->flags & RP_OPT_OPTION);
         lua_setfield(L, -2, "option");
         if (k->pair) {
@@ -254,16 +234,7 @@ void lrp_optim_internals(lua_State *L, int priv)
 void lrp_open_optim(lua_State *L, int mod)
 {
     mod = lua_absindex(L, mod);
-    luaL_newmetatable(L, LRP_OPTIM_MT); /* also sets __name */
-    int mt = lua_gettop(L);
-    luaL_newlib(L, optim_methods);
-    lrp_set_release(L, mt, -1, o_release);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, mod, "Optim");
-    lua_setfield(L, mt, "__index");
-    lua_pushcfunction(L, o_tostring);
-    lua_setfield(L, mt, "__tostring");
-    lua_settop(L, mt - 1);
+    lrp_open_type(L, mod, LRP_OPTIM_MT, "Optim", optim_methods, o_release, o_tostring);
 
     lua_createtable(L, 0, 2);
     lua_pushinteger(L, 0);

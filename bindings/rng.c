@@ -264,14 +264,7 @@ static const luaL_Reg rng_funcs[] = {
 void lrp_open_rng(lua_State *L, int mod)
 {
     mod = lua_absindex(L, mod);
-    luaL_newmetatable(L, LRP_RNG_MT);
-    luaL_newlib(L, rng_methods);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, mod, "Rng");
-    lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, g_tostring);
-    lua_setfield(L, -2, "__tostring");
-    lua_pop(L, 1);
+    lrp_open_type(L, mod, LRP_RNG_MT, "Rng", rng_methods, NULL, g_tostring);
 
     lua_pushvalue(L, mod);
     luaL_setfuncs(L, rng_funcs, 0);

@@ -287,48 +287,40 @@ LUAMOD_API int luaopen_roper(lua_State *L)
     lrp_open_tasks(L, mod);
     lrp_open_tokenizer(L, mod);
     lrp_open_dist(L, mod);
+    /* this file's functions: the module's (rp.read_file, ...) and the private table's */
+    static const luaL_Reg pub_funcs[] = {
+        {"read_file", l_pub_read_file}, {"write_file", l_pub_write_file},
+        {"memory", l_memory},           {NULL, NULL},
+    };
+    static const luaL_Reg priv_funcs[] = {
+        {"is_live", l_is_live},     {"path_kind", l_path_kind},
+        {"read_file", l_read_file}, {"write_file", l_write_file},
+        {NULL, NULL},
+    };
+    /* the metatables the Lua parts see, by their names in the private table */
+    static const char *const metatables[][2] = {
+        {LRP_TENSOR_MT, "Tensor_mt"}, {LRP_RNG_MT, "Rng_mt"},
+        {LRP_MODEL_MT, "Model_mt"},   {LRP_OPTIM_MT, "Optim_mt"},
+        {LRP_TASK_MT, "Task_mt"},     {LRP_TOKENIZER_MT, "Tokenizer_mt"},
+        {LRP_PARAMS_MT, "Params_mt"}, {LRP_GRADS_MT, "Grads_mt"},
+        {LRP_MEMORY_MT, "Memory_mt"},
+    };
     lua_pushliteral(L, RP_VERSION);
     lua_setfield(L, mod, "_VERSION");
-    lua_pushcfunction(L, l_pub_read_file);
-    lua_setfield(L, mod, "read_file");
-    lua_pushcfunction(L, l_pub_write_file);
-    lua_setfield(L, mod, "write_file");
-    lua_pushcfunction(L, l_memory);
-    lua_setfield(L, mod, "memory");
+    luaL_setfuncs(L, pub_funcs, 0);
 
     lua_newtable(L);
     int priv = lua_gettop(L);
-    luaL_getmetatable(L, LRP_TENSOR_MT);
-    lua_setfield(L, priv, "Tensor_mt");
-    luaL_getmetatable(L, LRP_RNG_MT);
-    lua_setfield(L, priv, "Rng_mt");
-    luaL_getmetatable(L, LRP_MODEL_MT);
-    lua_setfield(L, priv, "Model_mt");
-    luaL_getmetatable(L, LRP_OPTIM_MT);
-    lua_setfield(L, priv, "Optim_mt");
-    luaL_getmetatable(L, LRP_TASK_MT);
-    lua_setfield(L, priv, "Task_mt");
-    luaL_getmetatable(L, LRP_TOKENIZER_MT);
-    lua_setfield(L, priv, "Tokenizer_mt");
-    luaL_getmetatable(L, LRP_PARAMS_MT);
-    lua_setfield(L, priv, "Params_mt");
-    luaL_getmetatable(L, LRP_GRADS_MT);
-    lua_setfield(L, priv, "Grads_mt");
-    luaL_getmetatable(L, LRP_MEMORY_MT);
-    lua_setfield(L, priv, "Memory_mt");
-    lua_pushcfunction(L, l_is_live);
-    lua_setfield(L, priv, "is_live");
-    lua_pushcfunction(L, l_path_kind);
-    lua_setfield(L, priv, "path_kind");
+    for (size_t i = 0; i < sizeof metatables / sizeof *metatables; i++) {
+        luaL_getmetatable(L, metatables[i][0]);
+        lua_setfield(L, priv, metatables[i][1]);
+    }
     if (luaL_newmetatable(L, FILEBUF_MT)) {
         lua_pushcfunction(L, filebuf_gc);
         lua_setfield(L, -2, "__gc");
     }
     lua_pop(L, 1);
-    lua_pushcfunction(L, l_read_file);
-    lua_setfield(L, priv, "read_file");
-    lua_pushcfunction(L, l_write_file);
-    lua_setfield(L, priv, "write_file");
+    luaL_setfuncs(L, priv_funcs, 0);
     /* core's config schema and mode table, for the Lua parts (rp.experiment's config keys) */
     lrp_model_internals(L, priv);
     lrp_optim_internals(L, priv); /* the optimiser's keys (rp.experiment's) */

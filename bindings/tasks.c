@@ -216,24 +216,34 @@ static int l_substring_prefix(lua_State *L)
     return make_task(L, 1, &cfg);
 }
 
+/* The options table at 1 of a task read from a file (rp.tasks.text, rp.tasks.lm): a table (with
+ * the options named by with), of known options and kind, whose 'path' (what: the file it names)
+ * is a nonempty string without NUL bytes, returned and left on the stack at 2. */
+static const char *check_path_opts(lua_State *L, const char *const *known, rp_task_kind kind,
+                                   const char *with, const char *what)
+{
+    if (lua_type(L, 1) != LUA_TTABLE)
+        lrp_argerror(L, 1, "options table expected (with %s), got %s", with, lrp_describe(L, 1));
+    check_task_opts(L, 1, known, kind);
+    lua_settop(L, 1);
+    int type = lua_getfield(L, 1, "path");
+    if (type == LUA_TNIL) lrp_argerror(L, 1, "option 'path' (%s) is required", what);
+    if (type != LUA_TSTRING)
+        lrp_argerror(L, 1, "option 'path' must be a string, got %s", lrp_describe(L, -1));
+    size_t len;
+    const char *path = lua_tolstring(L, -1, &len);
+    if (len == 0) lrp_argerror(L, 1, "option 'path' must not be empty");
+    if (strlen(path) != len) lrp_argerror(L, 1, "option 'path' contains a NUL byte");
+    return path;
+}
+
 /* rp.tasks.text{path, valid_fraction, seq_len, max_bytes} -> task | nil, "path: reason" */
 static int l_text(lua_State *L)
 {
     static const char *const known[] = {"path", "valid_fraction", "seq_len", "max_bytes", "kind",
                                         NULL};
-    if (lua_type(L, 1) != LUA_TTABLE)
-        return lrp_argerror(L, 1, "options table expected (with 'path'), got %s",
-                            lrp_describe(L, 1));
-    check_task_opts(L, 1, known, RP_TASK_TEXT);
+    const char *path = check_path_opts(L, known, RP_TASK_TEXT, "'path'", "a UTF-8 text file");
     rp_task_cfg cfg = rp_task_cfg_default(RP_TASK_TEXT);
-    int type = lua_getfield(L, 1, "path");
-    if (type == LUA_TNIL) return lrp_argerror(L, 1, "option 'path' (a UTF-8 text file) is required");
-    if (type != LUA_TSTRING)
-        return lrp_argerror(L, 1, "option 'path' must be a string, got %s", lrp_describe(L, -1));
-    size_t len;
-    const char *path = lua_tolstring(L, -1, &len);
-    if (len == 0) return lrp_argerror(L, 1, "option 'path' must not be empty");
-    if (strlen(path) != len) return lrp_argerror(L, 1, "option 'path' contains a NUL byte");
     cfg.valid_fraction = lrp_optnumber(L, 1, "valid_fraction", cfg.valid_fraction);
     if (!(cfg.valid_fraction >= 0.0 && cfg.valid_fraction < 1.0)) {
         lua_getfield(L, 1, "valid_fraction"); /* described as given (1, not 1.0) */
@@ -251,20 +261,9 @@ static int l_text(lua_State *L)
 static int l_lm(lua_State *L)
 {
     static const char *const known[] = {"path", "vocab_size", "seq_len", "kind", NULL};
-    if (lua_type(L, 1) != LUA_TTABLE)
-        return lrp_argerror(L, 1, "options table expected (with 'path' and 'vocab_size'), got %s",
-                            lrp_describe(L, 1));
-    check_task_opts(L, 1, known, RP_TASK_LM);
+    const char *path = check_path_opts(L, known, RP_TASK_LM, "'path' and 'vocab_size'",
+                                       "a folder of token ids");
     rp_task_cfg cfg = rp_task_cfg_default(RP_TASK_LM);
-    int type = lua_getfield(L, 1, "path");
-    if (type == LUA_TNIL)
-        return lrp_argerror(L, 1, "option 'path' (a folder of token ids) is required");
-    if (type != LUA_TSTRING)
-        return lrp_argerror(L, 1, "option 'path' must be a string, got %s", lrp_describe(L, -1));
-    size_t len;
-    const char *path = lua_tolstring(L, -1, &len);
-    if (len == 0) return lrp_argerror(L, 1, "option 'path' must not be empty");
-    if (strlen(path) != len) return lrp_argerror(L, 1, "option 'path' contains a NUL byte");
     if (!lrp_hasopt(L, 1, "vocab_size"))
         return lrp_argerror(L, 1, "option 'vocab_size' (the tokenizer's) is required");
     cfg.vocab_size = opt_range(L, 1, "vocab_size", 0, 1, RP_TASK_LM_MAX_VOCAB);
@@ -725,16 +724,7 @@ static const luaL_Reg task_funcs[] = {
 void lrp_open_tasks(lua_State *L, int mod)
 {
     mod = lua_absindex(L, mod);
-    luaL_newmetatable(L, LRP_TASK_MT); /* also sets __name */
-    int mt = lua_gettop(L);
-    luaL_newlib(L, task_methods);
-    lrp_set_release(L, mt, -1, t_release);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, mod, "Task");
-    lua_setfield(L, mt, "__index");
-    lua_pushcfunction(L, t_tostring);
-    lua_setfield(L, mt, "__tostring");
-    lua_settop(L, mt - 1);
+    lrp_open_type(L, mod, LRP_TASK_MT, "Task", task_methods, t_release, t_tostring);
 
     luaL_newlib(L, task_funcs);
     lua_setfield(L, mod, "tasks");

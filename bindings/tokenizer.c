@@ -365,16 +365,7 @@ static const luaL_Reg tok_funcs[] = {{"train", l_train}, {"load", l_load}, {NULL
 void lrp_open_tokenizer(lua_State *L, int mod)
 {
     mod = lua_absindex(L, mod);
-    luaL_newmetatable(L, LRP_TOKENIZER_MT); /* also sets __name */
-    int mt = lua_gettop(L);
-    luaL_newlib(L, tok_methods);
-    lrp_set_release(L, mt, -1, tok_release);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, mod, "Tokenizer");
-    lua_setfield(L, mt, "__index");
-    lua_pushcfunction(L, tok_tostring);
-    lua_setfield(L, mt, "__tostring");
-    lua_settop(L, mt - 1);
+    lrp_open_type(L, mod, LRP_TOKENIZER_MT, "Tokenizer", tok_methods, tok_release, tok_tostring);
 
     luaL_newlib(L, tok_funcs);
     lua_setfield(L, mod, "tokenizer");

@@ -83,6 +83,25 @@ void lrp_set_release(lua_State *L, int mt, int meth, lua_CFunction release)
     lua_setfield(L, meth, "free");
 }
 
+void lrp_open_type(lua_State *L, int mod, const char *mt_name, const char *public_name,
+                   const luaL_Reg *methods, lua_CFunction release, lua_CFunction tostring)
+{
+    mod = lua_absindex(L, mod);
+    luaL_newmetatable(L, mt_name); /* also sets __name */
+    int mt = lua_gettop(L);
+    int n = 0;
+    while (methods[n].name) n++;
+    lua_createtable(L, 0, n + (release != NULL));
+    luaL_setfuncs(L, methods, 0);
+    if (release) lrp_set_release(L, mt, -1, release);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, mod, public_name);
+    lua_setfield(L, mt, "__index");
+    lua_pushcfunction(L, tostring);
+    lua_setfield(L, mt, "__tostring");
+    lua_settop(L, mt - 1);
+}
+
 /* ---- tensors ---- */
 
 rp_tensor *lrp_totensor(lua_State *L, int idx)

@@ -62,6 +62,12 @@ void lrp_gc_pace(lua_State *L, int tight);
  * free, a method (meth: the method table) that checks its self ("calling 'free' on bad self
  * (roper.Tensor expected, got number)") and releases it at once. */
 void lrp_set_release(lua_State *L, int mt, int meth, lua_CFunction release);
+/* Registers a userdata type: its metatable mt_name (luaL_newmetatable, which sets __name) with
+ * the method table of methods as __index, also set as mod[public_name] (rp.Model, ...), tostring
+ * as __tostring, and release, unless NULL, as free, __gc and __close (lrp_set_release). The
+ * stack is left as it was. */
+void lrp_open_type(lua_State *L, int mod, const char *mt_name, const char *public_name,
+                   const luaL_Reg *methods, lua_CFunction release, lua_CFunction tostring);
 
 /* ---- tensors ---- */
 

@@ -64,31 +64,44 @@ static int skip_value(const unsigned char *p, size_t n, size_t *pos, unsigned wt
     return 0;
 }
 
-/* The model type of a serialized TrainerSpec (field 3), 1 (unigram, its default) when absent, 0
- * when out of range; the library checks the rest. */
-static int trainer_model_type(const unsigned char *p, size_t n)
+/* What the structure check reads of a serialized TrainerSpec (sentencepiece_model.proto), each
+ * at the proto's default when absent: model_type (field 3; 1, unigram; 0 when out of range),
+ * vocab_size (field 4; 8000) and self_test_sample_size (field 6; 0). The library checks the
+ * rest. */
+typedef struct trainer_fields {
+    int model_type;
+    uint64_t vocab_size, self_test_samples;
+} trainer_fields;
+
+static trainer_fields trainer_spec_fields(const unsigned char *p, size_t n)
 {
+    trainer_fields t = {1, 8000, 0};
     size_t pos = 0;
-    int type = 1;
     while (pos < n) {
         uint64_t key, v, need;
         if (varint(p, n, &pos, &key) != 0) break;
-        if ((key >> 3) == 3 && (key & 7u) == 0) {
+        uint64_t field = key >> 3;
+        if ((key & 7u) == 0 && (field == 3 || field == 4 || field == 6)) {
             if (varint(p, n, &pos, &v) != 0) break;
-            type = v >= 1 && v <= 4 ? (int)v : 0;
+            if (field == 3) t.model_type = v >= 1 && v <= 4 ? (int)v : 0;
+            else if (field == 4) t.vocab_size = v;
+            else t.self_test_samples = v;
         } else if (skip_value(p, n, &pos, (unsigned)(key & 7u), &need) != 0) {
             break;
         }
     }
-    return type;
+    return t;
 }
 
-/* Checks the top level of a serialized ModelProto (sentencepiece_model.proto: pieces = 1,
- * trainer_spec = 2, normalizer_spec = 3, self_test_data = 4, denormalizer_spec = 5, each a
- * message): every field whole, the first three present. Protocol buffers write fields in the
- * order of their numbers, so a file cut anywhere before the end of its normalizer spec fails
- * here; one cut between that and its optional last fields cannot be told from a whole one.
- * *model_type as trainer_model_type. */
+/* Checks a serialized ModelProto (sentencepiece_model.proto: pieces = 1, trainer_spec = 2,
+ * normalizer_spec = 3, self_test_data = 4, denormalizer_spec = 5, each a message) for what a
+ * whole model holds: every field whole, the first three present, as many pieces as its trainer
+ * spec's vocab_size, and self-test data when its trainer spec asked for self-test samples.
+ * Protocol buffers write fields in the order of their numbers, so a file cut anywhere before
+ * the end of its normalizer spec fails on the first two; one cut just after it, before its
+ * self-test data, on the last (the library would load it and skip the self-test). A file cut
+ * before an optional denormalizer spec, with nothing after it to ask for one, still cannot be
+ * told from a whole one. *model_type as trainer_spec_fields. */
 static rp_status check_structure(const unsigned char *p, size_t n, const char *name,
                                  int *model_type)
 {
@@ -96,8 +109,9 @@ static rp_status check_structure(const unsigned char *p, size_t n, const char *n
                                               "self-test data", "denormalizer spec"};
     if (n == 0) return rp_error(RP_ERR_IO, "%s: empty (not a SentencePiece model)", name);
     int seen[6] = {0};
+    uint64_t pieces = 0;
+    trainer_fields trainer = {1, 8000, 0};
     size_t pos = 0;
-    *model_type = 1;
     while (pos < n) {
         size_t at = pos;
         uint64_t key, need;
@@ -123,11 +137,12 @@ static rp_status check_structure(const unsigned char *p, size_t n, const char *n
                             "needs %" PRIu64 " bytes, %zu are left)", name, at, need, n - pos);
         if (field <= 5) {
             seen[field] = 1;
+            if (field == 1) pieces++;
             if (field == 2) {
                 size_t len_at = value_at;
                 uint64_t len;
                 varint(p, n, &len_at, &len);
-                *model_type = trainer_model_type(p + len_at, (size_t)len);
+                trainer = trainer_spec_fields(p + len_at, (size_t)len);
             }
         }
     }
@@ -135,6 +150,16 @@ static rp_status check_structure(const unsigned char *p, size_t n, const char *n
         if (!seen[f])
             return rp_error(RP_ERR_IO, "%s: not a SentencePiece model (no %s)", name,
                             field_names[f]);
+    if (pieces != trainer.vocab_size)
+        return rp_error(RP_ERR_IO,
+                        "%s: truncated or not a SentencePiece model (%" PRIu64 " pieces, but its "
+                        "trainer spec says vocab_size %" PRIu64 ")", name, pieces,
+                        trainer.vocab_size);
+    if (trainer.self_test_samples > 0 && !seen[4])
+        return rp_error(RP_ERR_IO,
+                        "%s: truncated (its trainer spec asks for %" PRIu64 " self-test samples, "
+                        "but the file holds no self-test data)", name, trainer.self_test_samples);
+    *model_type = trainer.model_type;
     return RP_OK;
 }
 

@@ -166,13 +166,19 @@ static int block_rows(uint32_t v, const rp_cfg_key **rows)
     return n;
 }
 
-/* The newest format version: the newest of a config row (3: the frequency table, 5: the
- * positions, too). */
+/* The newest format version, from the tables that give every version: the newest of a config
+ * row's since and of every value's value_since (the mode table's and the scaling table's since,
+ * pe.c and rope_freq.c), and this file's own sections (3: the frequency table, 5: the
+ * positions). A new row or value of a newer version raises it, with nothing here to change. */
 static uint32_t newest_version(void)
 {
     uint32_t v = CK_POS_VERSION;
-    for (int i = 0; i < rp_model_cfg_nkeys; i++)
-        if (rp_model_cfg_keys[i].since > v) v = rp_model_cfg_keys[i].since;
+    for (int i = 0; i < rp_model_cfg_nkeys; i++) {
+        const rp_cfg_key *k = &rp_model_cfg_keys[i];
+        if (k->since > v) v = k->since;
+        for (int64_t x = 0; k->value_since && k->names && k->names[x]; x++)
+            if (k->value_since(x) > v) v = k->value_since(x);
+    }
     return v;
 }
 

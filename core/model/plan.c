@@ -254,6 +254,55 @@ rp_status rp_attention_plan_freq(rp_attn_plan *p, const rp_rope_freq *f)
     return RP_OK;
 }
 
+/* ---- rp.linear_attention ---- */
+
+rp_linattn_request rp_linear_attention_request_default(void)
+{
+    rp_linattn_request r;
+    memset(&r, 0, sizeof r);
+    r.keys = rp_model_cfg_default(1);
+    r.keys.pe = RP_PE_NONE;
+    r.eps = RP_LINATTN_EPS;
+    return r;
+}
+
+rp_status rp_linear_attention_plan(const rp_linattn_request *r, rp_linattn_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    p->arg = 4;
+    const rp_model_cfg *c = &r->keys;
+    rp_linattn_cfg *cfg = &p->cfg;
+    *cfg = rp_linattn_cfg_default(c->pe, r->D, r->Dv);
+    cfg->placement = c->linear_rope;
+    cfg->base = c->rope_base;
+    cfg->pairing = c->pairing;
+    const rp_pe_mode *mode = rp_pe_mode_of(c->pe);
+    if (!mode || !mode->linear)
+        return rp_error(RP_ERR_ARG, "pe %d does not run with linear attention", (int)c->pe);
+    cfg->eps = r->eps;
+    int rot = mode->rotate;
+    if (rot & RP_ROT_Q)
+        RP_TRY(rp_option_fraction_width("fraction_qk", c->fraction_qk, r->D, "D", &cfg->d_rot_qk));
+    if (rot & RP_ROT_V)
+        RP_TRY(rp_option_fraction_width("fraction_v", c->fraction_v, r->Dv, "Dv", &cfg->d_rot_v));
+    RP_TRY(rp_option_position("q_offset", r->q_offset, 0));
+    cfg->q_offset = r->q_offset;
+    rp_model_cfg view = *c;
+    view.attention = RP_ATTN_LINEAR;
+    rp_model_cfg_normalise(&view);
+    RP_TRY(rp_model_cfg_check_used(&view));
+    if (r->T > RP_I32_MAX || r->D > RP_I32_MAX || r->Dv > RP_I32_MAX) {
+        p->arg = 1;
+        return rp_error(RP_ERR_ARG, "attention sizes T, D, Dv must be at most 2^31-1");
+    }
+    int64_t w_sizes[4] = {r->B, r->H, r->T, r->T}, n;
+    if (!rp_shape_span(4, w_sizes, RP_MAX_NUMEL, &n)) {
+        p->arg = 2;
+        return rp_error(RP_ERR_ARG, "weights [B x H x T x T] would be too large");
+    }
+    return RP_OK;
+}
+
 /* ---- rp.model ---- */
 
 rp_status rp_model_cfg_written(rp_model_cfg *cfg)

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "attention.h"
+#include "linear_attention.h"
 #include "model.h"
 #include "pe.h"
 #include "rope_freq.h"
@@ -104,6 +105,39 @@ rp_status rp_attention_plan(const rp_attn_request *req, rp_attn_plan *p);
  * against the plan (rp_pe_scheme_check_freq with its qlast, klast) and points p->cfg.freq at f
  * unless f is the plain scheme. RP_ERR_ARG. */
 rp_status rp_attention_plan_freq(rp_attn_plan *p, const rp_rope_freq *f);
+
+/* ---- rp.linear_attention ---- */
+
+/* What one rp.linear_attention call was given. */
+typedef struct rp_linattn_request {
+    int64_t B, T, H, D, Dv; /* q, k [B, T, H, D], v [B, T, H, Dv]: the caller has checked them
+                             * 4-D, sizes >= 1, agreeing */
+    /* The options that are config keys, each read by its row's type (pe among the modes that
+     * run with linear attention, pe.h's linear column); an absent one holds its value from
+     * rp_linear_attention_request_default */
+    rp_model_cfg keys;      /* pe, linear_rope, base (rope_base), pairing, fraction_qk, fraction_v */
+    double eps;             /* > 0 and finite, checked by the caller as it reads it (its
+                             * message quotes it as given: "got 0"), as base; RP_LINATTN_EPS
+                             * when absent */
+    int64_t q_offset;       /* 0 when absent */
+} rp_linattn_request;
+
+/* A request with nothing given: keys at the schema's defaults but pe none, eps RP_LINATTN_EPS,
+ * q_offset 0. */
+rp_linattn_request rp_linear_attention_request_default(void);
+
+/* The plan of one call. */
+typedef struct rp_linattn_plan {
+    rp_linattn_cfg cfg;
+    int arg; /* after a refusal: the argument its message is about (1 q, 2 k, 4 the options) */
+} rp_linattn_plan;
+
+/* Checks every rule of a call against req and fills *p (OVERWRITTEN): the rotated
+ * widths from the fractions (fraction_qk of D where the mode rotates q and k, fraction_v of Dv
+ * where it rotates v: rp_option_fraction_width), q_offset's range, the refusal of config keys
+ * that do nothing (rp_model_cfg_check_used, attention linear), then the int32 and element
+ * limits of the sizes. RP_ERR_ARG at the first refusal, in that order, with p->arg. */
+rp_status rp_linear_attention_plan(const rp_linattn_request *req, rp_linattn_plan *p);
 
 /* ---- rules shared with the other calls' options ---- */
 

@@ -289,6 +289,23 @@ static int expect_io(const char *path, const char *want, int exact, const char *
                  full, exact ? "" : " (substring)");
 }
 
+/* The newest format version the reader must accept, from the tables that give versions,
+ * independently of the reader's own loop: every config row's since, every mode's since (the
+ * mode table), every scaling's since (the scaling table), and the positions' section (5:
+ * docs/checkpoint.md). */
+static unsigned newest_from_tables(void)
+{
+    unsigned v = 5;
+    for (int i = 0; i < rp_model_cfg_nkeys; i++)
+        if (rp_model_cfg_keys[i].since > v) v = rp_model_cfg_keys[i].since;
+    for (int pe = 0; pe < (int)RP_PE_COUNT; pe++)
+        if ((unsigned)rp_pe_mode_of((rp_pe)pe)->since > v) v = (unsigned)rp_pe_mode_of((rp_pe)pe)->since;
+    for (int sc = 0; sc < (int)RP_SCALING_COUNT; sc++)
+        if (rp_scaling_of((rp_rope_scaling)sc)->since > v)
+            v = rp_scaling_of((rp_rope_scaling)sc)->since;
+    return v;
+}
+
 static void test_damaged(void)
 {
     printf("-- damaged files\n");
@@ -347,8 +364,9 @@ static void test_damaged(void)
         } else if (o < 8) {
             uint32_t v = (uint32_t)copy[4] | (uint32_t)copy[5] << 8 | (uint32_t)copy[6] << 16 |
                          (uint32_t)copy[7] << 24;
-            snprintf(want, sizeof want, "version %lu is not supported (this roper reads versions 1 to 5)",
-                     (unsigned long)v);
+            snprintf(want, sizeof want,
+                     "version %lu is not supported (this roper reads versions 1 to %u)",
+                     (unsigned long)v, newest_from_tables());
             expect_io(bad, want, 1, what);
         } else if (o < 16) {
             uint64_t d = get64(copy + 8);
@@ -364,14 +382,19 @@ static void test_damaged(void)
         }
     }
 
-    /* wrong version (7), with a valid checksum too: the version is checked first */
+    /* wrong version (the newest + 1, 6 today), with a valid checksum too: the version is checked
+     * first; the newest the reader accepts is the newest of the tables (docs/checkpoint.md: 5) */
+    unsigned newest = newest_from_tables();
+    CHECK(newest == 5, "the tables' newest version %u, docs/checkpoint.md's 5", newest);
     memcpy(copy, b, len);
-    copy[4] = 7;
+    copy[4] = (unsigned char)(newest + 1);
     spit(bad, copy, len);
-    expect_io(bad, "version 7 is not supported (this roper reads versions 1 to 5)", 1, "version 7");
+    snprintf(want, sizeof want, "version %u is not supported (this roper reads versions 1 to %u)",
+             newest + 1, newest);
+    expect_io(bad, want, 1, "the newest version + 1");
     reseal(copy, len);
     spit(bad, copy, len);
-    expect_io(bad, "version 7 is not supported (this roper reads versions 1 to 5)", 1, "version 7, resealed");
+    expect_io(bad, want, 1, "the newest version + 1, resealed");
 
     /* not a checkpoint at all, and an empty file */
     spit(bad, (const uint8_t *)"hello, world\n", 13);

@@ -181,11 +181,80 @@ static void test_model(void)
             }
 }
 
+/* rp_linear_attention_plan: every mode that runs with linear attention (pe.h's linear column)
+ * with fractions of D and Dv: d_rot_qk = floor(f * D) where the mode rotates q, d_rot_v =
+ * floor(f * Dv) where it rotates v, else the sizes (rp_linattn_cfg_default); the options copied;
+ * the refusals with their exact messages and arguments. */
+static void test_linear(void)
+{
+    int n = 0;
+    for (int pe = 0; pe < (int)RP_PE_COUNT; pe++) {
+        const rp_pe_mode *m = rp_pe_mode_of((rp_pe)pe);
+        if (!m->linear) continue;
+        rp_linattn_request r = rp_linear_attention_request_default();
+        r.B = 2, r.T = 5, r.H = 3, r.D = 16, r.Dv = 24;
+        r.keys.pe = (rp_pe)pe;
+        if (m->rotary) r.keys.rope_base = 500, r.keys.pairing = RP_PAIR_INTERLEAVED;
+        if (m->rotary) r.keys.linear_rope = RP_LIN_BEFORE;
+        if (m->rotate & RP_ROT_Q) r.keys.fraction_qk = 0.5;
+        if (m->rotate & RP_ROT_V) r.keys.fraction_v = 0.75;
+        r.eps = 1e-3, r.q_offset = 9;
+        rp_linattn_plan p;
+        CHECK_STATUS(rp_linear_attention_plan(&r, &p), RP_OK, NULL);
+        int64_t wqk = m->rotate & RP_ROT_Q ? (int64_t)floor(0.5 * 16.0) : 16;
+        int64_t wv = m->rotate & RP_ROT_V ? (int64_t)floor(0.75 * 24.0) : 24;
+        CHECK(p.cfg.pe == (rp_pe)pe && p.cfg.d_rot_qk == wqk && p.cfg.d_rot_v == wv &&
+                  p.cfg.eps == 1e-3 && p.cfg.q_offset == 9 &&
+                  p.cfg.base == (m->rotary ? 500.0 : RP_ROPE_BASE) &&
+                  p.cfg.pairing == (m->rotary ? RP_PAIR_INTERLEAVED : RP_PAIR_HALF) &&
+                  p.cfg.placement == (m->rotary ? RP_LIN_BEFORE : RP_LIN_AFTER),
+              "%s: d_rot %lld %lld, want %lld %lld", m->name, (long long)p.cfg.d_rot_qk,
+              (long long)p.cfg.d_rot_v, (long long)wqk, (long long)wv);
+        CHECK(rp_linattn_check(r.D, r.Dv, &p.cfg) == RP_OK, "%s: %s", m->name, rp_last_error());
+        n++;
+    }
+    CHECK(n == 5, "%d modes run with linear attention, want 5", n);
+
+    struct {
+        rp_pe pe;
+        double fqk, fv;
+        int64_t q_offset, T;
+        int arg;
+        const char *msg;
+    } bad[] = {
+        {RP_PE_ROPE, 0.1, 1, 0, 5, 4, "d_rot must be at least 2, got 1 (from fraction_qk 0.1 of "
+                                      "D = 16)"},
+        {RP_PE_ROPER, 1, 1.5, 0, 5, 4, "option 'fraction_v' must be in (0, 1], got 1.5"},
+        {RP_PE_NONE, 0.5, 1, 0, 5, 4, "fraction_qk 0.5 does nothing for pe none: it applies to "
+                                      "the rotary modes (rope, roper or roper_legacy)"},
+        {RP_PE_ROPE, 1, 0.5, 0, 5, 4, "fraction_v 0.5 does nothing for pe rope rotating qk: it "
+                                      "applies when v or o is rotated"},
+        {RP_PE_NONE, 1, 1, -1, 5, 4, "option 'q_offset' must be between 0 and 2^53, got -1"},
+        {RP_PE_NONE, 1, 1, 0, (int64_t)1 << 31, 1, "attention sizes T, D, Dv must be at most "
+                                                   "2^31-1"},
+        {RP_PE_NONE, 1, 1, 0, (int64_t)1 << 20, 2, "weights [B x H x T x T] would be too large"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rp_linattn_request r = rp_linear_attention_request_default();
+        r.B = 2, r.T = bad[i].T, r.H = 3, r.D = 16, r.Dv = 24;
+        r.keys.pe = bad[i].pe, r.keys.fraction_qk = bad[i].fqk, r.keys.fraction_v = bad[i].fv;
+        r.q_offset = bad[i].q_offset;
+        rp_linattn_plan p;
+        CHECK_MSG(rp_linear_attention_plan(&r, &p), RP_ERR_ARG, bad[i].msg);
+        CHECK(p.arg == bad[i].arg, "case %zu: arg %d, want %d", i, p.arg, bad[i].arg);
+    }
+    rp_linattn_request r = rp_linear_attention_request_default();
+    r.keys.pe = RP_PE_SHAW;
+    rp_linattn_plan p;
+    CHECK_STATUS(rp_linear_attention_plan(&r, &p), RP_ERR_ARG, NULL);
+}
+
 int main(void)
 {
     test_widths();
     test_positions();
     test_refusals();
     test_model();
+    test_linear();
     return check_summary("test_plan");
 }

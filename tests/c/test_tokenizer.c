@@ -1,11 +1,13 @@
 /* The tokenizer's C interface (text/tokenizer.h): the option checks and their messages, training
  * on a text this test writes, the .model file written atomically and loaded back, encode/decode
  * round trips (the buffer protocol: *n and *len are the sizes needed), the byte pieces, ids out of
- * range, text that is not UTF-8, and files that are not models (empty, text, cut short). The
+ * range, text that is not UTF-8, and files that are not models (empty, text, cut short, a piece
+ * fewer than the trainer spec says, cut before the self-test data it asks for). The
  * agreement with Python's sentencepiece is tests/lua/tokenizer_spec.lua's.
  * In a build without SentencePiece (make NO_SENTENCEPIECE=1: text/tokenizer_none.c) the options
  * are checked as in every build, then every call that needs the library is checked to refuse with
  * the build's message, and the test ends there. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,45 @@ static void write_file(const char *path, const char *data, size_t len)
     if (f == NULL) exit(2);
     fwrite(data, 1, len, f);
     fclose(f);
+}
+
+/* A protocol buffer varint at p[*pos]. */
+static uint64_t get_varint(const char *p, size_t *pos)
+{
+    uint64_t v = 0;
+    for (int shift = 0;; shift += 7) {
+        unsigned char b = (unsigned char)p[(*pos)++];
+        v |= (uint64_t)(b & 0x7F) << shift;
+        if (!(b & 0x80)) return v;
+    }
+}
+
+/* Writes v as a varint at out; returns its length. */
+static size_t put_varint(char *out, uint64_t v)
+{
+    size_t n = 0;
+    do {
+        unsigned char b = v & 0x7F;
+        v >>= 7;
+        out[n++] = (char)(b | (v ? 0x80 : 0));
+    } while (v);
+    return n;
+}
+
+/* The top-level fields of a serialized ModelProto (every one a message): from[i] .. to[i] - 1
+ * the bytes of field number num[i] (key, length and value); returns the count (at most cap). */
+static int proto_fields(const char *p, size_t n, int *num, size_t *from, size_t *to, int cap)
+{
+    int k = 0;
+    size_t pos = 0;
+    while (pos < n && k < cap) {
+        from[k] = pos;
+        num[k] = (int)(get_varint(p, &pos) >> 3);
+        uint64_t len = get_varint(p, &pos);
+        pos += (size_t)len;
+        to[k++] = pos;
+    }
+    return k;
 }
 
 static char *read_file(const char *path, size_t *len)
@@ -71,6 +112,51 @@ static int roundtrip(const rp_tok *t, const char *s, size_t n)
     size_t len = 0;
     if (rp_tok_decode(t, ids, k, out, sizeof out, &len) != RP_OK || len > sizeof out) return 0;
     return len == n && memcmp(out, s, n) == 0;
+}
+
+/* What a whole model holds, beyond whole fields: model (l bytes, trained with vocab_size 300:
+ * its pieces, then its trainer spec and normalizer spec) without its last piece is refused for
+ * the count; with self_test_sample_size 5 written into its trainer spec (a varint field 6 at
+ * the spec's end), refused without self-test data after its normalizer spec (a file cut there)
+ * and loaded with it (an empty one: the library runs no sample). */
+static void check_model_contents(const char *model, size_t l)
+{
+    int num[400];
+    size_t from[400], to[400];
+    int k = proto_fields(model, l, num, from, to, 400);
+    CHECK(k == 302 && num[299] == 1 && num[300] == 2 && num[301] == 3 && to[301] == l,
+          "300 pieces, the trainer spec and the normalizer spec (%d fields)", k);
+    if (k != 302) return;
+    char *b = malloc(l + 32);
+    rp_tok *t = NULL;
+    /* one piece fewer */
+    memcpy(b, model, from[299]);
+    memcpy(b + from[299], model + to[299], l - to[299]);
+    CHECK_MSG(rp_tok_load_bytes(b, l - (to[299] - from[299]), "fewer.model", &t), RP_ERR_IO,
+              "fewer.model: truncated or not a SentencePiece model (299 pieces, but its trainer "
+              "spec says vocab_size 300)");
+    /* the trainer spec asks for self-test samples */
+    size_t pos = from[300] + 1, n = 0;
+    uint64_t spec_len = get_varint(model, &pos); /* pos: the spec's first byte */
+    memcpy(b, model, from[300]);
+    n = from[300];
+    b[n++] = 0x12; /* field 2, wire type 2 */
+    n += put_varint(b + n, spec_len + 2);
+    memcpy(b + n, model + pos, (size_t)spec_len);
+    n += (size_t)spec_len;
+    b[n++] = 0x30; /* field 6, wire type 0: self_test_sample_size */
+    b[n++] = 5;
+    memcpy(b + n, model + from[301], to[301] - from[301]);
+    n += to[301] - from[301];
+    CHECK_MSG(rp_tok_load_bytes(b, n, "cut.model", &t), RP_ERR_IO,
+              "cut.model: truncated (its trainer spec asks for 5 self-test samples, but the file "
+              "holds no self-test data)");
+    b[n++] = 0x22; /* field 4, wire type 2: self_test_data, empty */
+    b[n++] = 0;
+    CHECK_STATUS(rp_tok_load_bytes(b, n, "selftest.model", &t), RP_OK, NULL);
+    CHECK(t && rp_tok_vocab_size(t) == 300, "the model with self-test data loads");
+    rp_tok_free(t);
+    free(b);
 }
 
 int main(void)
@@ -223,6 +309,7 @@ int main(void)
     CHECK(loaded == 0, "%d cut models loaded", loaded);
     CHECK_STATUS(rp_tok_load_bytes(b1, l1, "whole.model", &t), RP_OK, NULL);
     rp_tok_free(t);
+    check_model_contents(b1, l1);
 
     free(b1);
     free(b2);

@@ -3,54 +3,25 @@
 -- (every document in exactly one split, in name order, the bytes and SHA-256 of the manifest
 -- recomputed with Python's hashlib), the exact messages for bad input with nothing written, and
 -- the script's command line.
-package.path = "scripts/?.lua;" .. package.path
+local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+package.path = "scripts/?.lua;" .. here .. "?.lua;" .. package.path
 local corpus = require "lib.corpus"
+local h = require "helpers"
 
-local BIN = os.getenv("ROPER_BIN") or "build/roper"
+local BIN, sh_quote, write, read, tmpdir, rmrf = h.BIN, h.sh_quote, h.write, h.read, h.tmpdir,
+  h.remove_tree
 
-local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
-
+-- The command's output (stdout and stderr) and exit code.
 local function run(cmd)
-  local p = assert(io.popen(cmd .. " 2>&1", "r"))
-  local out = p:read("a")
-  local ok, _, code = p:close()
-  return out, ok and 0 or code
+  local out, _, code = h.run_merged(cmd)
+  return out, code
 end
 
-local function write(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
-
-local function read(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local t = f:read("a")
-  f:close()
-  return t
-end
-
-local function tmpdir()
-  local d = os.tmpname()
-  os.remove(d)
-  assert(os.execute("mkdir -p " .. sh_quote(d)))
-  return d
-end
-
-local function rmrf(d) os.execute("rm -rf " .. sh_quote(d)) end
-
-local function listing(d)
-  local out = run("ls -A " .. sh_quote(d))
-  local t = {}
-  for l in out:gmatch("[^\n]+") do t[#t + 1] = l end
-  table.sort(t)
-  return table.concat(t, " ")
-end
+local function listing(d) return table.concat(h.ls(d), " ") end
 
 local function py_sha256(path)
-  local out = run("/usr/bin/python3 -c 'import hashlib,sys; print(hashlib.sha256(open(sys.argv[1],"
-    .. "\"rb\").read()).hexdigest())' " .. sh_quote(path))
+  local out = run(sh_quote(h.PY) .. " -c 'import hashlib,sys; "
+    .. "print(hashlib.sha256(open(sys.argv[1],\"rb\").read()).hexdigest())' " .. sh_quote(path))
   return out:match("^(%x+)")
 end
 

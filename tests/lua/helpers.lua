@@ -101,6 +101,10 @@ function M.shape(t) return t:shape() end
 ---------------------------------------------------------------------------------------------------
 -- Files and processes (for the specs that run scripts and the REPL binary)
 
+-- The REPL binary of the build under test (tests/run sets ROPER_BIN) and the Python the specs run.
+M.BIN = os.getenv("ROPER_BIN") or "build/roper"
+M.PY = os.getenv("ROPER_PYTHON") or "/usr/bin/python3"
+
 -- s as one word for sh.
 function M.sh_quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 
@@ -271,6 +275,15 @@ function M.run(cmd)
   os.remove(errfile)
   if how ~= "exit" then code = 128 + (code or 0) end
   return out, err, ok and 0 or code
+end
+
+-- Runs a shell command with stdout and stderr captured together; returns that text, whether it
+-- exited with 0, and its exit code (or the signal's number, as io.popen's close gives it).
+function M.run_merged(cmd)
+  local p = assert(io.popen(cmd .. " 2>&1", "r"))
+  local out = p:read("a")
+  local ok, _, code = p:close()
+  return out, ok == true, code
 end
 
 ---------------------------------------------------------------------------------------------------

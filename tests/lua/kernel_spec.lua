@@ -8,8 +8,7 @@ local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = dir .. "?.lua;" .. package.path
 local h = require "helpers"
 
-local BIN = os.getenv("ROPER_BIN") or "build/roper"
-local PY = os.getenv("ROPER_PYTHON") or "/usr/bin/python3"
+local BIN, PY = h.BIN, h.PY
 
 local CASES = { "kernel_info", "session_keeps_values", "prints_as_the_repl", "stdin_reads_nothing",
   "last_line_value",

@@ -3,17 +3,9 @@
 -- generation, checkpoints); scripts/linear_identity.lua; experiments with attention = "linear".
 
 local rp = require "roper"
-
-local BIN = os.getenv("ROPER_BIN") or "build/roper"
-
-local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
-
-local function run(cmd)
-  local p = assert(io.popen(cmd .. " 2>&1", "r"))
-  local out = p:read("a")
-  local ok, _, code = p:close()
-  return out, ok, code
-end
+local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+package.path = dir .. "?.lua;" .. package.path
+local helpers = require "helpers"
 
 local function phi(x) return x > 0 and x + 1 or math.exp(x) end
 
@@ -193,7 +185,8 @@ end)
 
 describe("scripts/linear_identity.lua", function()
   it("passes every check and exits 0", function()
-    local out, ok = run(sh_quote(BIN) .. " scripts/linear_identity.lua --T 12 --d 8")
+    local out, ok = helpers.run_merged(helpers.sh_quote(helpers.BIN)
+      .. " scripts/linear_identity.lua --T 12 --d 8")
     assert.is_true(ok, out)
     local p, f = out:match("linear identity: (%d+) passed, (%d+) failed")
     assert.equal("0", f, out)
@@ -202,7 +195,8 @@ describe("scripts/linear_identity.lua", function()
   end)
 
   it("rejects a bad --d", function()
-    local out, ok = run(sh_quote(BIN) .. " scripts/linear_identity.lua --d 7")
+    local out, ok = helpers.run_merged(helpers.sh_quote(helpers.BIN)
+      .. " scripts/linear_identity.lua --d 7")
     assert.is_falsy(ok)
     assert.truthy(out:find("--d must be even", 1, true), out)
   end)

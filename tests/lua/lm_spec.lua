@@ -5,31 +5,13 @@
 -- input, and a tiny training through rp.experiment on a synthetic stream whose loss falls.
 local rp = require "roper"
 
-local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+package.path = here .. "?.lua;" .. package.path
+local h = require "helpers"
 
-local function tmpdir()
-  local d = os.tmpname()
-  os.remove(d)
-  assert(os.execute("mkdir -p " .. sh_quote(d)))
-  return d
-end
-
-local function rmrf(d) os.execute("rm -rf " .. sh_quote(d)) end
-
+local sh_quote, tmpdir, rmrf, write = h.sh_quote, h.tmpdir, h.remove_tree, h.write
 -- the roper binary of the scripts' tests, and a command's output (stderr too) and success
-local BIN = os.getenv("ROPER_BIN") or "build/roper"
-local function run(cmd)
-  local p = assert(io.popen(cmd .. " 2>&1", "r"))
-  local out = p:read("a")
-  local ok = p:close()
-  return out, ok
-end
-
-local function write(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
+local BIN, run = h.BIN, h.run_merged
 
 -- A folder of ids: each split a Lua array of ids, written as int32 .npy, and an ids.txt.
 local function ids_folder(dir, V, splits, bytes)

@@ -85,19 +85,6 @@ local function tmpdir()
   return d, function() os.execute("rm -rf '" .. d .. "'") end
 end
 
-local function read_file(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-local function write_file(path, s)
-  local f = assert(io.open(path, "wb"))
-  f:write(s)
-  f:close()
-end
-
 ---------------------------------------------------------------------------------------------------
 
 describe("rp.model construction errors", function()
@@ -611,7 +598,7 @@ describe("checkpoints", function()
     local m = tiny()
     local good = d .. "/good.ck"
     assert.is_true(m:save(good))
-    local bytes = read_file(good)
+    local bytes = assert(h.read(good))
 
     local missing = d .. "/missing.ck"
     local r, msg = rp.load(missing)
@@ -619,27 +606,27 @@ describe("checkpoints", function()
     assert.equal(missing .. ": No such file or directory", msg)
 
     local trunc = d .. "/trunc.ck"
-    write_file(trunc, bytes:sub(1, #bytes // 2))
+    h.write(trunc, bytes:sub(1, #bytes // 2))
     r, msg = rp.load(trunc)
     assert.is_nil(r)
     assert.equal(trunc .. ": ", msg:sub(1, #trunc + 2))
     assert.truthy(msg:find("truncated", 1, true), msg)
 
     local garbage = d .. "/garbage.ck"
-    write_file(garbage, "this is not a checkpoint at all, just some text\n")
+    h.write(garbage, "this is not a checkpoint at all, just some text\n")
     r, msg = rp.load(garbage)
     assert.is_nil(r)
     assert.equal(garbage .. ": not a roper checkpoint, .npy or safetensors file", msg)
 
     local flipped = d .. "/flipped.ck"
     local i = #bytes // 2
-    write_file(flipped, bytes:sub(1, i - 1) .. string.char((bytes:byte(i) + 1) % 256) .. bytes:sub(i + 1))
+    h.write(flipped, bytes:sub(1, i - 1) .. string.char((bytes:byte(i) + 1) % 256) .. bytes:sub(i + 1))
     r, msg = rp.load(flipped)
     assert.is_nil(r)
     assert.equal(flipped .. ": checksum mismatch", msg)
 
     local empty = d .. "/empty.ck"
-    write_file(empty, "")
+    h.write(empty, "")
     r, msg = rp.load(empty)
     assert.is_nil(r)
     assert.equal(empty .. ": ", msg:sub(1, #empty + 2))
@@ -657,7 +644,7 @@ describe("checkpoints", function()
     assert.equal(p1 .. ": ", msg:sub(1, #p1 + 2))
     -- a regular file used as a folder
     local f = d .. "/plain"
-    write_file(f, "x")
+    h.write(f, "x")
     local p2 = f .. "/x.ck"
     ok, msg = m:save(p2)
     assert.is_nil(ok)

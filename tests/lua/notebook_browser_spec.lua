@@ -9,8 +9,7 @@ local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = dir .. "?.lua;" .. package.path
 local h = require "helpers"
 
-local BIN = os.getenv("ROPER_BIN") or "build/roper"
-local PY = os.getenv("ROPER_PYTHON") or "/usr/bin/python3"
+local BIN, PY = h.BIN, h.PY
 local CHECKS = { "kernel_connected", "outputs_cleared_before", "all_cells_ran", "no_errors",
   "plots_inline", "tensors_as_tables", "plot_in_view", "screenshot" }
 

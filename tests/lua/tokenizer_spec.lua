@@ -31,6 +31,29 @@ local function err_of(f, ...)
   return (tostring(e):gsub("^[^:]*:%d+: ", ""))
 end
 
+-- The top-level fields of a serialized protocol buffer message: {field =, from =, to =} each,
+-- from its key's first byte to its value's last (1-based, as string.sub takes them); every field
+-- of a ModelProto is a message (wire type 2: a varint length, then the bytes).
+local function proto_fields(s)
+  local function varint(i)
+    local v, shift = 0, 0
+    repeat
+      local b = s:byte(i)
+      v, i, shift = v | ((b & 0x7F) << shift), i + 1, shift + 7
+    until b < 0x80
+    return v, i
+  end
+  local t, i = {}, 1
+  while i <= #s do
+    local key, j = varint(i)
+    assert(key & 7 == 2, "wire type " .. (key & 7))
+    local len, k = varint(j)
+    t[#t + 1] = { field = key >> 3, from = i, to = k + len - 1 }
+    i = k + len
+  end
+  return t
+end
+
 -- Texts to encode: the fortunes of files the models never saw (each a text of several lines),
 -- their lines, and odd ones.
 local ODD = {
@@ -200,6 +223,26 @@ describe("rp.tokenizer", function()
       print(("\n  tokenizer_spec: %d texts, ids identical for Python-trained models"):format(n))
     end)
 
+    it("a .model with self-test data, whole and cut just after its normalizer spec", function()
+      if not ok then return pending(why) end
+      local prefix = path("py_selftest")
+      local _, err, code = h.run(PY .. " " .. REF .. " train " .. h.sh_quote(corpus) .. " "
+        .. h.sh_quote(prefix) .. " unigram 1000 selftest")
+      assert(code == 0, err)
+      local model = assert(h.read(prefix .. ".model"))
+      local fields = proto_fields(model)
+      local order = {}
+      for _, f in ipairs(fields) do if f.field ~= 1 then order[#order + 1] = f.field end end
+      assert.are.same({ 2, 3, 4 }, order) -- trainer spec, normalizer spec, self-test data last
+      assert(rp.tokenizer.load(prefix .. ".model")) -- whole: it loads (the library's self-test)
+      local cut = path("selftest_cut.model")
+      h.write(cut, model:sub(1, fields[#fields].from - 1)) -- every field before it whole
+      local tok, msg = rp.tokenizer.load(cut)
+      assert.is_nil(tok)
+      assert.are.equal(cut .. ": truncated (its trainer spec asks for 5 self-test samples, but "
+        .. "the file holds no self-test data)", msg)
+    end)
+
     it("Python's trainer, given the options train passes, learns the same pieces and scores", function()
       if not ok then return pending(why) end
       for _, c in ipairs { { "unigram", uni, "uni.model" }, { "bpe", bpe, "bpe.model" } } do
@@ -334,6 +377,14 @@ describe("rp.tokenizer", function()
         .. "model %(the field at byte %d+ needs %d+ bytes, %d+ are left%)$", msg)
       _, msg = rp.tokenizer.load(path("cut2.model"))
       assert.matches(": truncated or not a SentencePiece model %(", msg)
+      -- whole fields, but one piece fewer than its trainer spec's vocab_size (the last piece left
+      -- out)
+      local fields, last = proto_fields(model), nil
+      for _, f in ipairs(fields) do if f.field == 1 then last = f end end
+      h.write(path("fewer.model"), model:sub(1, last.from - 1) .. model:sub(last.to + 1))
+      _, msg = rp.tokenizer.load(path("fewer.model"))
+      assert.are.equal(path("fewer.model") .. ": truncated or not a SentencePiece model (999 "
+        .. "pieces, but its trainer spec says vocab_size 1000)", msg)
       -- every cut of the file is refused but the one after its last field (the whole model)
       local loaded = 0
       for cut = 0, #model - 1, 7 do
