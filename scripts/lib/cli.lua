@@ -64,11 +64,10 @@ function cli.main(name, fn)
   local who = comm and comm:size() > 1 and ("rank %d of %d: "):format(comm:rank(), comm:size())
     or ""
   local code = getmetatable(err) == Usage and 2 or 1
-  if code == 2 then
-    io.stderr:write(name, ": ", who, err.msg, "\n")
-  else
-    io.stderr:write(name, ": ", who, debugging and tostring(err) or cli.message(err), "\n")
-  end
+  -- one string, so one write: stderr is unbuffered, and under mpirun another process's output
+  -- (its abort banner) would otherwise land between the pieces
+  local text = code == 2 and err.msg or (debugging and tostring(err) or cli.message(err))
+  io.stderr:write(table.concat { name, ": ", who, text, "\n" })
   if comm then comm:abort(code) end
   os.exit(code)
 end

@@ -196,7 +196,7 @@ describe("rp.eval.lengths", function()
       msg(learned, pre, {}))
     assert.are.equal(B .. "option 'scaling' must be one of \"none\", \"pi\", \"ntk\", \"yarn\", "
       .. "\"dynamic\", \"llama3\", got string \"x\")", msg(learned, pre, { lengths = { 32 }, scaling = "x" }))
-    assert.are.equal(B .. "unknown option 'problems' (known: lengths, scaling, train_length, "
+    assert.are.equal(B .. "unknown option 'problems' (known: lengths, scaling, train_length, progress, "
       .. "batches, batch_size, split, seed))", msg(learned, pre, { lengths = { 32 }, problems = 3 }))
     local add = rp.tasks.addition { max_digits = 2, seq_len = 32 }
     local ma = model(add)
@@ -204,7 +204,7 @@ describe("rp.eval.lengths", function()
       msg(ma, add, { lengths = { 19 } }))
     assert.are.equal(B .. "lengths[2] must be operand digits in 1..18, got string \"3\")",
       msg(ma, add, { lengths = { 2, "3" } }))
-    assert.are.equal(B .. "unknown option 'n_digits' (known: lengths, scaling, train_length, "
+    assert.are.equal(B .. "unknown option 'n_digits' (known: lengths, scaling, train_length, progress, "
       .. "problems, decode, temperature, top_k, seed, max_new, batch))",
       msg(ma, add, { lengths = { 2 }, n_digits = 3 }))
     assert.are.equal(B .. "option 'train_length' must be >= 1, got 0)",
