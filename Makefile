@@ -27,7 +27,7 @@
 #                   Debian's linux-doc-6.1 when missing (never plain make), cleans and splits the
 #                   kernel's documentation into $(CORPUS_OUT) with a manifest of checksums
 #   make test SANITIZE=1   the same suite under ASan + UBSan (separate build dir)
-#   make check-build   the compiler matrix: every C file with -Werror for GCC at a dozen -march
+#   make check-build   the compiler matrix: every C file with -Werror for GCC at nine -march
 #                   targets (Intel, AMD, x86-64-v2..v4) and clang; bench's attention line for
 #                   each target this CPU runs (CI runs it)
 #   make test-aarch64  the aarch64 build (build-aarch64/: Debian's cross compiler and arm64

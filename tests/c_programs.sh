@@ -5,29 +5,51 @@
 #
 # runs each executable BUILD/tests/test_* as `C_WRAP... timeout -k 10 TIMEOUT RUNNER... program`
 # (C_WRAP: an array the caller may set, e.g. tests/with_blas_env; RUNNER: e.g. qemu-aarch64),
-# from the current folder, its output in LOGS/<name>.log, and sets c_pass, c_fail and c_progs.
+# from the current folder, C_JOBS of them at a time (default: the CPU count), its output in
+# LOGS/<name>.log, and sets c_pass, c_fail and c_progs.
 # Counting: a program prints `<name>: N passed, N failed` and exits non-zero on failure; a crash, a
 # timeout, a missing summary line or a non-zero exit with "0 failed" (a sanitizer report after the
 # summary, say) adds one failure for that program, and so does a tests/c/test_*.c without a built
 # program. Prints a line per program (its last 60 log lines when it failed) and the `c:` total.
+
+# run_c_program LOG TIMEOUT COMMAND...: runs it with its output in LOG, exit status and seconds in
+# LOG.rc and LOG.secs (xargs calls it through bash -c, so it is exported).
+run_c_program() {
+    local log=$1 timeout_s=$2 t0=$SECONDS
+    shift 2
+    timeout -k 10 "$timeout_s" "$@" >"$log" 2>&1
+    echo $? >"$log.rc"
+    echo $((SECONDS - t0)) >"$log.secs"
+}
+export -f run_c_program
+
 run_c_programs() {
     local build=$1 logs=$2 timeout_s=$3
     shift 3
-    local t name log rc line p f note t0 secs src
+    local t name log rc line p f note secs src
     local -A seen=()
+    local progs=()
     c_pass=0
     c_fail=0
     c_progs=0
     for t in "$build"/tests/test_*; do
         [ -f "$t" ] && [ -x "$t" ] || continue
+        progs+=("$t")
+        rm -f "$logs/$(basename "$t").log.rc" "$logs/$(basename "$t").log.secs"
+    done
+    # the programs side by side, C_WRAP and RUNNER before each
+    for t in "${progs[@]}"; do
+        printf '%s\n' "$t"
+    done | xargs -P "${C_JOBS:-$(nproc 2>/dev/null || echo 1)}" -I{} bash -c \
+        'run_c_program "$0/$(basename "$1").log" "$2" "${@:3}" "$1"' "$logs" {} "$timeout_s" \
+        "${C_WRAP[@]}" "$@"
+    for t in "${progs[@]}"; do
         name=$(basename "$t")
         seen[$name]=1
         c_progs=$((c_progs + 1))
         log="$logs/$name.log"
-        t0=$SECONDS
-        "${C_WRAP[@]}" timeout -k 10 "$timeout_s" "$@" "$t" >"$log" 2>&1
-        rc=$?
-        secs=$((SECONDS - t0))
+        rc=$(cat "$log.rc" 2>/dev/null || echo 1)
+        secs=$(cat "$log.secs" 2>/dev/null || echo 0)
         line=$(grep -E '^[^ ]+: [0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
         if [ -n "$line" ]; then
             p=$(printf '%s\n' "$line" | sed -E 's/^[^ ]+: ([0-9]+) passed, ([0-9]+) failed.*/\1/')

@@ -7,7 +7,9 @@
 -- figures are printed at the end.
 --
 -- FUZZ_FILTER=<Lua pattern> runs the functions whose name matches it only, e.g.
--- FUZZ_FILTER=attention BUSTED_ARGS=--filter=fuzz make test.
+-- FUZZ_FILTER=attention BUSTED_ARGS=--filter=fuzz make test. FUZZ_SHARD=k/n (tests/run sets it
+-- to run the shards side by side) runs the k-th of n shares of the functions (every n-th, from
+-- the k-th), and the checks of the whole list in shard 1 only.
 
 local dir_of = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*/[^/]*$") or "."
 package.path = dir_of .. "/fuzz/?.lua;" .. dir_of .. "/lua/?.lua;" .. package.path
@@ -15,6 +17,11 @@ local driver = require "driver"
 
 local BIN = os.getenv("ROPER_BIN") or "build/roper"
 local filter = os.getenv("FUZZ_FILTER")
+local shard, shards = (os.getenv("FUZZ_SHARD") or ""):match("^(%d+)/(%d+)$")
+shard, shards = tonumber(shard) or 1, tonumber(shards) or 1
+assert(shards >= 1 and shard >= 1 and shard <= shards, "FUZZ_SHARD must be k/n with 1 <= k <= n")
+-- `it` for the checks of the whole list: shard 1's
+local whole = shard == 1 and it or function() end
 
 describe("fuzz", function()
   local dir = driver.prepare(BIN)
@@ -22,7 +29,7 @@ describe("fuzz", function()
   local total = { functions = 0, cases = 0, children = 0, deaths = 0, hangs = 0, sanitizer = 0,
     raw = 0, harness = 0, seconds = 0, unseeded = {}, slowest = {} }
 
-  it("finds every public function and method by walking the module", function()
+  whole("finds every public function and method by walking the module", function()
     local names = {}
     for _, fn in ipairs(fns) do
       names[fn.name] = true
@@ -36,13 +43,13 @@ describe("fuzz", function()
     assert.is_true(#fns >= 140, #fns .. " functions")
   end)
 
-  it("every seed call and variant is a call its function accepts", function()
+  whole("every seed call and variant is a call its function accepts", function()
     -- (a refused one fuzzes only that refusal: the options read after the check that refuses
     -- it, and the kernels behind them, would never see a bad value)
     assert.are.same({}, driver.refused(BIN, dir))
   end)
 
-  it("every public function found by the walk has a help text", function()
+  whole("every public function found by the walk has a help text", function()
     local rp = require "roper"
     local missing = {}
     for _, fn in ipairs(fns) do
@@ -56,8 +63,8 @@ describe("fuzz", function()
     assert.are.same({}, missing)
   end)
 
-  for _, fn in ipairs(fns) do
-    if not filter or fn.name:find(filter) then
+  for i, fn in ipairs(fns) do
+    if (not filter or fn.name:find(filter)) and (i - 1) % shards == shard - 1 then
       it(("%s survives %d cases"):format(fn.name, fn.cases), function()
         local r = driver.run(BIN, dir, fn)
         total.functions = total.functions + 1
@@ -77,8 +84,9 @@ describe("fuzz", function()
   end
 
   teardown(function()
-    print(("\nfuzz: %d cases over %d functions in %d child processes, %.0f s: %d deaths, %d "
-      .. "hangs, %d sanitizer reports, %d raw errors, %d harness errors"):format(total.cases,
+    print(("\nfuzz%s: %d cases over %d functions in %d child processes, %.0f s: %d deaths, %d "
+      .. "hangs, %d sanitizer reports, %d raw errors, %d harness errors"):format(
+      shards > 1 and (" (shard %d of %d)"):format(shard, shards) or "", total.cases,
       total.functions, total.children, total.seconds, total.deaths, total.hangs, total.sanitizer,
       total.raw, total.harness))
     table.sort(total.slowest, function(a, b) return a[2] > b[2] end)
