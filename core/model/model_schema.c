@@ -351,8 +351,6 @@ rp_status rp_model_cfg_check_keys(const rp_model_cfg *c)
     return RP_OK;
 }
 
-/* ---- what a key does for a mode ----------------------------------------------------------- */
-
 /* ---- what a key does for a mode: the needs ----------------------------------------------- */
 
 /* "q or k": the placements of a mask. */
