@@ -431,7 +431,8 @@ static int l_model_keys(lua_State *L)
  * keys =, since =, per_position =, own_score =, hf_fields =, hf_needs =} in code order, and
  * t[name] = the same row (hf_fields, hf_needs: lrp_set_hf_fields, for a scaling with hf); keys:
  * the config keys the scaling reads (the schema's rows of RP_CFG_SCALED and RP_CFG_SCALINGS that
- * apply to it), in row order; hf: Hugging Face's rope_type (nil for ntk). */
+ * apply to it), in row order; hf: Hugging Face's rope_type (nil for ntk); t.hf_map: the
+ * rope_scaling fields and the keys they set (lrp_push_hf_map). */
 static int l_scalings(lua_State *L)
 {
     lua_settop(L, 0);
@@ -464,6 +465,8 @@ static int l_scalings(lua_State *L)
         lua_setfield(L, -3, d->name);
         lua_rawseti(L, -2, s + 1);
     }
+    lrp_push_hf_map(L);
+    lua_setfield(L, -2, "hf_map");
     return 1;
 }
 
