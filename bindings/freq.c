@@ -10,6 +10,7 @@
  * read the same way by lrp_optaxes and lrp_axes_tables, the second once the positions' axes are
  * known. */
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "args.h"
@@ -27,80 +28,108 @@ static int is_freq_row(const rp_cfg_key *k) { return k->freq != 0; }
 
 /* ---- Hugging Face's rope_scaling table ---- */
 
-/* The fields of a rope_scaling table roper reads (Hugging Face's config.json), as bits. */
-enum { HF_FACTOR = 1, HF_LEN = 2, HF_BETAS = 4, HF_LLAMA3 = 8, HF_ATTN = 16, HF_TRUNCATE = 32 };
-static const struct {
-    const char *name;
-    int bit;
-} hf_fields[] = {{"factor", HF_FACTOR},         {"original_max_position_embeddings", HF_LEN},
-                 {"beta_fast", HF_BETAS},       {"beta_slow", HF_BETAS},
-                 {"low_freq_factor", HF_LLAMA3}, {"high_freq_factor", HF_LLAMA3},
-                 {"attention_factor", HF_ATTN}, {"mscale", HF_ATTN},
-                 {"mscale_all_dim", HF_ATTN},   {"truncate", HF_TRUNCATE}};
-#define HF_NFIELDS ((int)(sizeof hf_fields / sizeof hf_fields[0]))
+/* The rope_type groups a field belongs to: a RP_READS_* bit (the scalings that read that
+ * parameter group), or HF_SCORE: the scalings with a score factor of their own (YaRN's
+ * temperature). */
+#define HF_SCORE 256
 
-/* The fields of Hugging Face's rope_type for scaling s (its validation of each type): those of
- * the parameters the scaling reads (rope_freq.h's table), and the attention fields for a scaling
- * with a score factor of its own (YaRN's temperature). */
-static int hf_fields_of(rp_rope_scaling s)
+/* The fields of a rope_scaling table roper reads (Hugging Face's config.json), in the order the
+ * unknown-field message names them: the one home of the mapping (rp.scalings() exports it to the
+ * PyTorch companion). group: the rope_types that read it (those of the scalings in that group:
+ * Hugging Face's validation of each type); key: roper's config key its value sets (NULL for
+ * mscale and mscale_all_dim, which give attention_factor); on, off: for a boolean field, the
+ * key's values for true and false (absent: true's, Hugging Face's default); needed_by, need: the
+ * RP_READS_* groups whose rope_type requires it, and the order of that requirement (fields of
+ * one need are required together, the needs checked in that order). Every other field is a
+ * finite number; an absent one leaves its key at the schema's default. */
+typedef struct {
+    const char *name;
+    int group;
+    const char *key;
+    const char *on, *off;
+    int needed_by, need;
+} hf_field;
+static const hf_field hf_fields[] = {
+    {"factor", RP_READS_FACTOR, "scaling_factor", NULL, NULL, RP_READS_FACTOR, 1},
+    {"original_max_position_embeddings", RP_READS_LEN, "orig_len", NULL, NULL, RP_READS_LLAMA3, 2},
+    {"beta_fast", RP_READS_YARN, "yarn_beta", NULL, NULL, 0, 0},
+    {"beta_slow", RP_READS_YARN, "yarn_alpha", NULL, NULL, 0, 0},
+    {"low_freq_factor", RP_READS_LLAMA3, "low_freq_factor", NULL, NULL, RP_READS_LLAMA3, 3},
+    {"high_freq_factor", RP_READS_LLAMA3, "high_freq_factor", NULL, NULL, RP_READS_LLAMA3, 3},
+    {"attention_factor", HF_SCORE, "attention_factor", NULL, NULL, 0, 0},
+    {"mscale", HF_SCORE, NULL, NULL, NULL, 0, 0},
+    {"mscale_all_dim", HF_SCORE, NULL, NULL, NULL, 0, 0},
+    {"truncate", RP_READS_YARN, "yarn_ramp", "dims", "dims_exact", 0, 0}};
+#define HF_NFIELDS ((int)(sizeof hf_fields / sizeof hf_fields[0]))
+#define HF_MAX_NEED 3
+
+/* The groups of scaling s (its RP_READS_* bits, HF_SCORE when it has a score factor). */
+static int hf_groups(rp_rope_scaling s)
 {
     const rp_scaling_desc *d = rp_scaling_of(s);
-    return (d->reads & RP_READS_FACTOR ? HF_FACTOR : 0) | (d->reads & RP_READS_LEN ? HF_LEN : 0) |
-           (d->reads & RP_READS_YARN ? HF_BETAS | HF_TRUNCATE : 0) |
-           (d->reads & RP_READS_LLAMA3 ? HF_LLAMA3 : 0) | (d->score ? HF_ATTN : 0);
+    return d->reads | (d->score ? HF_SCORE : 0);
 }
 
-/* The fields Hugging Face requires of a rope_type that reads a parameter group (reads: a
- * RP_READS_* bit), checked in this order (its validation of each type). */
-static const struct {
-    int reads;
-    const char *fields[2]; /* one or two (NULL) */
-    const char *need;      /* as the message names them */
-} hf_needs[] = {{RP_READS_FACTOR, {"factor", NULL}, "factor"},
-                {RP_READS_LLAMA3, {"original_max_position_embeddings", NULL},
-                 "original_max_position_embeddings"},
-                {RP_READS_LLAMA3, {"low_freq_factor", "high_freq_factor"},
-                 "low_freq_factor and high_freq_factor"}};
-#define HF_NNEEDS ((int)(sizeof hf_needs / sizeof hf_needs[0]))
+/* 1 when scaling s's rope_type reads field i (requires it, for needs). */
+static int hf_reads(rp_rope_scaling s, int i) { return (hf_groups(s) & hf_fields[i].group) != 0; }
+static int hf_requires(rp_rope_scaling s, int i)
+{
+    return (rp_scaling_of(s)->reads & hf_fields[i].needed_by) != 0;
+}
+
+/* The names of hf_fields, ", " between them, into buf (size n). */
+static const char *hf_field_list(char *buf, size_t n)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < HF_NFIELDS && at < n; i++)
+        at += (size_t)snprintf(buf + at, n - at, "%s%s", i ? ", " : "", hf_fields[i].name);
+    return buf;
+}
 
 void lrp_set_hf_fields(lua_State *L, rp_rope_scaling s)
 {
-    int bits = hf_fields_of(s), reads = rp_scaling_of(s)->reads;
     lua_newtable(L);
     for (int i = 0, n = 0; i < HF_NFIELDS; i++)
-        if (bits & hf_fields[i].bit) {
+        if (hf_reads(s, i)) {
             lua_pushstring(L, hf_fields[i].name);
             lua_rawseti(L, -2, ++n);
         }
     lua_setfield(L, -2, "hf_fields");
     lua_newtable(L);
-    for (int i = 0, n = 0; i < HF_NNEEDS; i++)
-        if (reads & hf_needs[i].reads) {
-            lua_newtable(L);
-            for (int j = 0; j < 2 && hf_needs[i].fields[j]; j++) {
-                lua_pushstring(L, hf_needs[i].fields[j]);
-                lua_rawseti(L, -2, j + 1);
+    for (int need = 1, n = 0; need <= HF_MAX_NEED; need++) {
+        int m = 0;
+        for (int i = 0; i < HF_NFIELDS; i++)
+            if (hf_fields[i].need == need && hf_requires(s, i)) {
+                if (!m) lua_newtable(L);
+                lua_pushstring(L, hf_fields[i].name);
+                lua_rawseti(L, -2, ++m);
             }
-            lua_rawseti(L, -2, ++n);
-        }
+        if (m) lua_rawseti(L, -2, ++n);
+    }
     lua_setfield(L, -2, "hf_needs");
 }
 
-/* Field key of the rope_scaling table at t: a finite number (def when absent; *given set). */
-static double hf_number(lua_State *L, int idx, int t, const char *key, double def, int *given)
+void lrp_push_hf_map(lua_State *L)
 {
-    lua_getfield(L, t, key);
-    int type = lua_type(L, -1);
-    if (given) *given = type != LUA_TNIL;
-    double v = def;
-    if (type != LUA_TNIL) {
-        if (type != LUA_TNUMBER || !isfinite((double)lua_tonumber(L, -1)))
-            lrp_argerror(L, idx, "option 'rope_scaling': '%s' must be a finite number, got %s",
-                         key, lrp_describe(L, -1));
-        v = (double)lua_tonumber(L, -1);
+    lua_createtable(L, HF_NFIELDS, 0);
+    for (int i = 0; i < HF_NFIELDS; i++) {
+        const hf_field *f = &hf_fields[i];
+        lua_createtable(L, 0, 4);
+        lua_pushstring(L, f->name);
+        lua_setfield(L, -2, "name");
+        if (f->key) {
+            lua_pushstring(L, f->key);
+            lua_setfield(L, -2, "key");
+        }
+        if (f->on) {
+            lua_pushstring(L, f->on);
+            lua_setfield(L, -2, "on");
+            lua_pushstring(L, f->off);
+            lua_setfield(L, -2, "off");
+        }
+        lua_rawseti(L, -2, i + 1);
     }
-    lua_pop(L, 1);
-    return v;
 }
 
 /* The rope_type (or its older name type) of the rope_scaling table at t: the scaling whose row
@@ -136,31 +165,62 @@ static int hf_type(lua_State *L, int idx, int t)
                         rp_join_names(list, sizeof list, types, n, 0));
 }
 
-/* Every field of the rope_scaling table at t is one that scaling ty's rope_type reads. */
-static void hf_check_fields(lua_State *L, int idx, int t, int ty)
+/* Every field of the rope_scaling table at t is one that scaling sc's rope_type reads. */
+static void hf_check_fields(lua_State *L, int idx, int t, rp_rope_scaling sc)
 {
     lua_pushnil(L);
     while (lua_next(L, t)) {
         lua_pop(L, 1);
         const char *key = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-        int bit = -1;
-        if (key && (strcmp(key, "rope_type") == 0 || strcmp(key, "type") == 0)) bit = 0;
-        for (int i = 0; key && bit < 0 && i < HF_NFIELDS; i++)
-            if (strcmp(key, hf_fields[i].name) == 0) bit = hf_fields[i].bit;
-        if (bit < 0)
+        int at = -1;
+        if (key && (strcmp(key, "rope_type") == 0 || strcmp(key, "type") == 0)) continue;
+        for (int i = 0; key && at < 0 && i < HF_NFIELDS; i++)
+            if (strcmp(key, hf_fields[i].name) == 0) at = i;
+        if (at < 0) {
+            char list[256];
             lrp_argerror(L, idx, "option 'rope_scaling': unknown field %s%s%s (roper reads "
-                                 "rope_type or type, factor, original_max_position_embeddings, "
-                                 "beta_fast, beta_slow, low_freq_factor, high_freq_factor, "
-                                 "attention_factor, mscale, mscale_all_dim, truncate)",
-                         key ? "'" : "", key ? key : lrp_describe(L, -1), key ? "'" : "");
-        if (bit && !(hf_fields_of((rp_rope_scaling)ty) & bit))
+                                 "rope_type or type, %s)", key ? "'" : "",
+                         key ? key : lrp_describe(L, -1), key ? "'" : "",
+                         hf_field_list(list, sizeof list));
+        }
+        if (!hf_reads(sc, at))
             lrp_argerror(L, idx, "option 'rope_scaling': field '%s' does nothing for rope_type "
-                                 "\"%s\"", key, rp_scaling_of((rp_rope_scaling)ty)->hf);
+                                 "\"%s\"", key, rp_scaling_of(sc)->hf);
     }
 }
 
 /* YaRN's mscale (Hugging Face's get_mscale): 0.1 m ln s + 1 for s > 1, else 1. */
 static double hf_mscale(double s, double m) { return s <= 1.0 ? 1.0 : 0.1 * m * log(s) + 1.0; }
+
+/* Field i of the rope_scaling table at t, read by its row (hf_fields): *given set; a number (an
+ * integer >= 1 for a key of integers) or, for a field with on/off, a boolean (1 or 0). */
+static double hf_read(lua_State *L, int idx, int t, int i, int *given)
+{
+    const hf_field *f = &hf_fields[i];
+    const rp_cfg_key *k = f->key ? rp_model_cfg_key(f->key, strlen(f->key)) : NULL;
+    lua_getfield(L, t, f->name);
+    int type = lua_type(L, -1);
+    double v = 0.0;
+    *given = type != LUA_TNIL;
+    if (f->on) {
+        if (*given && type != LUA_TBOOLEAN)
+            lrp_argerror(L, idx, "option 'rope_scaling': '%s' must be a boolean, got %s",
+                         f->name, lrp_describe(L, -1));
+        v = !*given || lua_toboolean(L, -1);
+    } else if (*given) {
+        if (type != LUA_TNUMBER || !isfinite((double)lua_tonumber(L, -1)))
+            lrp_argerror(L, idx, "option 'rope_scaling': '%s' must be a finite number, got %s",
+                         f->name, lrp_describe(L, -1));
+        v = (double)lua_tonumber(L, -1);
+        if (k && k->type == RP_CFG_INT && (v != floor(v) || v < 1.0 || v > (double)LRP_MAX_POS)) {
+            lua_pushnumber(L, (lua_Number)v);
+            lrp_argerror(L, idx, "option 'rope_scaling': '%s' must be an integer >= 1, got %s",
+                         f->name, lrp_describe(L, -1));
+        }
+    }
+    lua_pop(L, 1);
+    return v;
+}
 
 int lrp_opt_rope_scaling(lua_State *L, int idx, rp_model_cfg *view)
 {
@@ -180,55 +240,57 @@ int lrp_opt_rope_scaling(lua_State *L, int idx, rp_model_cfg *view)
             lrp_argerror(L, idx, "options 'rope_scaling' and '%s' exclude each other (give "
                                  "Hugging Face's table or roper's keys)", k->name);
     }
-    int ty = hf_type(L, idx, t);
-    hf_check_fields(L, idx, t, ty);
-    rp_rope_scaling sc = (rp_rope_scaling)ty;
-    int g_len, g_af, g_m, g_mad;
-    double factor = hf_number(L, idx, t, "factor", 1.0, NULL);
-    double len = hf_number(L, idx, t, "original_max_position_embeddings", 0.0, &g_len);
-    double af = hf_number(L, idx, t, "attention_factor", 0.0, &g_af);
-    double ms = hf_number(L, idx, t, "mscale", 0.0, &g_m);
-    double msa = hf_number(L, idx, t, "mscale_all_dim", 0.0, &g_mad);
-    double lo = hf_number(L, idx, t, "low_freq_factor", RP_LLAMA3_LOW, NULL);
-    double hi = hf_number(L, idx, t, "high_freq_factor", RP_LLAMA3_HIGH, NULL);
-    int reads = rp_scaling_of(sc)->reads;
-    for (int i = 0; i < HF_NNEEDS; i++) {
-        if (!(reads & hf_needs[i].reads)) continue;
-        int given = 1;
-        for (int j = 0; j < 2 && hf_needs[i].fields[j]; j++) {
-            lua_getfield(L, t, hf_needs[i].fields[j]);
-            given = given && !lua_isnil(L, -1);
-            lua_pop(L, 1);
-        }
-        if (!given)
+    rp_rope_scaling sc = (rp_rope_scaling)hf_type(L, idx, t);
+    hf_check_fields(L, idx, t, sc);
+    double v[HF_NFIELDS] = {0};
+    int given[HF_NFIELDS] = {0};
+    for (int i = 0; i < HF_NFIELDS; i++)
+        if (hf_reads(sc, i)) v[i] = hf_read(L, idx, t, i, &given[i]);
+    for (int need = 1; need <= HF_MAX_NEED; need++) {
+        char list[128];
+        const char *names[HF_NFIELDS];
+        int n = 0, all = 1;
+        for (int i = 0; i < HF_NFIELDS; i++)
+            if (hf_fields[i].need == need && hf_requires(sc, i))
+                names[n++] = hf_fields[i].name, all = all && given[i];
+        if (!all) {
+            size_t at = 0;
+            list[0] = '\0';
+            for (int j = 0; j < n && at < sizeof list; j++)
+                at += (size_t)snprintf(list + at, sizeof list - at, "%s%s", j ? " and " : "",
+                                       names[j]);
             lrp_argerror(L, idx, "option 'rope_scaling': rope_type \"%s\" needs %s",
-                         rp_scaling_of(sc)->hf, hf_needs[i].need);
-    }
-    if (g_len && (len != floor(len) || len < 1.0 || len > (double)LRP_MAX_POS)) {
-        lua_pushnumber(L, (lua_Number)len);
-        lrp_argerror(L, idx, "option 'rope_scaling': 'original_max_position_embeddings' must be "
-                             "an integer >= 1, got %s", lrp_describe(L, -1));
+                         rp_scaling_of(sc)->hf, list);
+        }
     }
     view->scaling = sc;
-    if (reads & RP_READS_FACTOR) view->scaling_factor = factor;
-    if (g_len) view->orig_len = (int64_t)len; /* else seq_len, as Hugging Face's max positions */
-    view->low_freq_factor = lo, view->high_freq_factor = hi;
-    if (reads & RP_READS_YARN) {
-        view->yarn_beta = hf_number(L, idx, t, "beta_fast", RP_YARN_BETA, NULL);
-        view->yarn_alpha = hf_number(L, idx, t, "beta_slow", RP_YARN_ALPHA, NULL);
-        lua_getfield(L, t, "truncate");
-        if (!lua_isnil(L, -1) && !lua_isboolean(L, -1))
-            lrp_argerror(L, idx, "option 'rope_scaling': 'truncate' must be a boolean, got %s",
-                         lrp_describe(L, -1));
-        view->yarn_ramp = lua_isboolean(L, -1) && !lua_toboolean(L, -1) ? RP_YARN_RAMP_DIMS_EXACT
-                                                                         : RP_YARN_RAMP_DIMS;
-        lua_pop(L, 1);
-        /* Hugging Face: attention_factor, else get_mscale(s, mscale) / get_mscale(s,
-         * mscale_all_dim) when both are given (and not 0), else 0.1 ln s + 1 (roper's own: 0) */
-        if (!g_af && g_m && g_mad && ms != 0.0 && msa != 0.0)
-            af = hf_mscale(factor, ms) / hf_mscale(factor, msa), g_af = 1;
+    double factor = 1.0, ms = 0.0, msa = 0.0;
+    int g_af = 0, g_ms = 0;
+    for (int i = 0; i < HF_NFIELDS; i++) {
+        const hf_field *f = &hf_fields[i];
+        if (!hf_reads(sc, i)) continue;
+        if (!f->key) { /* mscale, mscale_all_dim */
+            if (strcmp(f->name, "mscale") == 0) ms = v[i], g_ms += given[i];
+            else msa = v[i], g_ms += given[i];
+            continue;
+        }
+        const rp_cfg_key *k = rp_model_cfg_key(f->key, strlen(f->key));
+        if (f->on) {
+            const char *value = v[i] != 0.0 ? f->on : f->off;
+            for (int e = 0; k->names[e]; e++)
+                if (strcmp(k->names[e], value) == 0) rp_model_cfg_set_int(view, k, e);
+        } else if (given[i] && k->type == RP_CFG_INT) {
+            rp_model_cfg_set_int(view, k, (int64_t)v[i]);
+        } else if (given[i]) {
+            rp_model_cfg_set_num(view, k, v[i]);
+        }
+        if (k->offset == offsetof(rp_model_cfg, scaling_factor) && given[i]) factor = v[i];
+        if (k->offset == offsetof(rp_model_cfg, attention_factor)) g_af = given[i];
     }
-    if (g_af) view->attention_factor = af;
+    /* Hugging Face: attention_factor, else get_mscale(s, mscale) / get_mscale(s,
+     * mscale_all_dim) when both are given (and not 0), else 0.1 ln s + 1 (roper's own: 0) */
+    if (!g_af && g_ms == 2 && ms != 0.0 && msa != 0.0)
+        view->attention_factor = hf_mscale(factor, ms) / hf_mscale(factor, msa);
     lua_pop(L, 1);
     return 1;
 }

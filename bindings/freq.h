@@ -29,6 +29,12 @@ int lrp_opt_rope_scaling(lua_State *L, int idx, rp_model_cfg *view);
  * each a list of one or two names, in the order they are checked) on the table on top. */
 void lrp_set_hf_fields(lua_State *L, rp_rope_scaling s);
 
+/* Pushes the mapping of Hugging Face's rope_scaling fields (bindings/freq.c's table, the one
+ * home of it): a list, in the order the unknown-field message names them, of {name =, key =,
+ * on =, off =} (key: roper's config key the field sets, nil for mscale and mscale_all_dim; on,
+ * off: for a boolean field, the key's values for true and false). */
+void lrp_push_hf_map(lua_State *L);
+
 /* internals.hf_rope(opts) -> the config keys (roper's names) that opts' rope_theta and
  * rope_scaling stand for: those that differ from rp.model's defaults (rp.experiment's mapping).
  * Raises as lrp_opt_rope_scaling; opts' other keys are not read but for the refusal of roper's

@@ -232,17 +232,15 @@ static void set_bool(lua_State *L, const char *key, int v)
 
 /* The mode table (core/nn/pe.h) as a new table on the stack: t[i] = {name =, absolute =, rotate =,
  * rotary =, linear =, relative =, v_angle =, o_sign =, rel =, scale_terms =, rel_params =,
- * rel_keys =} in the table's order, and t[name] = the same row; rel: the relative kind's name,
+ * rel_dims =, rel_keys =} in the table's order, and t[name] = the same row; rel: the relative kind's name,
  * scale_terms and rel_params its row's (rel_params[i] = {name =, use =, rows =, cols =, init =},
- * the enums by name); rel_keys lists the config keys the kind reads (the schema's
+ * the enums by name); rel_dims[dim] = {of =, times =, plus =} for each dim rel_params name (pe.h's
+ * rp_rel_dim_of: times x of + plus); rel_keys lists the config keys the kind reads (the schema's
  * RP_CFG_RELATIVE rows whose keys the kind's row uses). */
 static void push_pe_modes(lua_State *L)
 {
     static const char *const rel_uses[] = {"table", "proj_sin", "proj_shared", "shared"};
     _Static_assert(sizeof rel_uses / sizeof *rel_uses == RP_PARAM_SHARED + 1, "a name per use");
-    static const char *const rel_dims[] = {"clip1", "clip2", "d_k", "d_model", "heads",
-                                           "buckets"};
-    _Static_assert(sizeof rel_dims / sizeof *rel_dims == RP_DIM_BUCKETS + 1, "a name per dim");
     static const char *const rel_inits[] = {"uniform", "zeros", "normal"};
     _Static_assert(sizeof rel_inits / sizeof *rel_inits == RP_RI_NORMAL + 1, "a name per init");
     char rot[5];
@@ -276,15 +274,29 @@ static void push_pe_modes(lua_State *L)
             lua_setfield(L, -2, "name");
             lua_pushstring(L, rel_uses[q->use]);
             lua_setfield(L, -2, "use");
-            lua_pushstring(L, rel_dims[q->rows]);
+            lua_pushstring(L, rp_rel_dim_of(q->rows)->name);
             lua_setfield(L, -2, "rows");
-            lua_pushstring(L, rel_dims[q->cols]);
+            lua_pushstring(L, rp_rel_dim_of(q->cols)->name);
             lua_setfield(L, -2, "cols");
             lua_pushstring(L, rel_inits[q->init]);
             lua_setfield(L, -2, "init");
             lua_rawseti(L, -2, i + 1);
         }
         lua_setfield(L, -2, "rel_params");
+        lua_newtable(L); /* the dims the parameters name: their formulas (pe.c's dims table) */
+        for (int i = 0; i < 2 * rel->nparams; i++) {
+            const rp_rel_dim_desc *d =
+                rp_rel_dim_of(i % 2 ? rel->params[i / 2].cols : rel->params[i / 2].rows);
+            lua_createtable(L, 0, 3);
+            lua_pushstring(L, d->of);
+            lua_setfield(L, -2, "of");
+            lua_pushinteger(L, (lua_Integer)d->times);
+            lua_setfield(L, -2, "times");
+            lua_pushinteger(L, (lua_Integer)d->plus);
+            lua_setfield(L, -2, "plus");
+            lua_setfield(L, -2, d->name);
+        }
+        lua_setfield(L, -2, "rel_dims");
         lua_newtable(L);
         int n = 0;
         for (int i = 0; i < rp_model_cfg_nkeys; i++) {
@@ -411,7 +423,8 @@ static int l_model_keys(lua_State *L)
  * keys =, since =, per_position =, own_score =, hf_fields =, hf_needs =} in code order, and
  * t[name] = the same row (hf_fields, hf_needs: lrp_set_hf_fields, for a scaling with hf); keys:
  * the config keys the scaling reads (the schema's rows of RP_CFG_SCALED and RP_CFG_SCALINGS that
- * apply to it), in row order; hf: Hugging Face's rope_type (nil for ntk). */
+ * apply to it), in row order; hf: Hugging Face's rope_type (nil for ntk); t.hf_map: the
+ * rope_scaling fields and the keys they set (lrp_push_hf_map). */
 static int l_scalings(lua_State *L)
 {
     lua_settop(L, 0);
@@ -444,6 +457,8 @@ static int l_scalings(lua_State *L)
         lua_setfield(L, -3, d->name);
         lua_rawseti(L, -2, s + 1);
     }
+    lrp_push_hf_map(L);
+    lua_setfield(L, -2, "hf_map");
     return 1;
 }
 

@@ -1,6 +1,7 @@
 -- Writes python/roper_torch/schema.json: roper's model config schema (rp.model_keys(): with each
 -- key's needs, the does-nothing rules), the rules between keys (rp.model_rules()), the mode table
--- (rp.pe_modes()) and the scaling table (rp.scalings()), from which the PyTorch companion checks a
+-- (rp.pe_modes()) and the scaling table (rp.scalings(), with its hf_map: Hugging Face's
+-- rope_scaling fields), from which the PyTorch companion checks a
 -- config as rp.model checks it and lists its scalings. Run from the top of the tree after
 -- `make` when a config key, a mode or a scaling changes (torch_companion_spec fails until the
 -- file is what this writes):
@@ -39,8 +40,8 @@ local function encode(v, indent)
 end
 
 local keys = rp.model_keys()
-local modes, scalings = {}, {}
+local modes, scalings, all = {}, {}, rp.scalings()
 for i, m in ipairs(rp.pe_modes()) do modes[i] = m end
-for i, sc in ipairs(rp.scalings()) do scalings[i] = sc end
-io.write(encode({ keys = keys, modes = modes, rules = rp.model_rules(), scalings = scalings }, 0),
-         "\n")
+for i, sc in ipairs(all) do scalings[i] = sc end
+io.write(encode({ keys = keys, modes = modes, rules = rp.model_rules(), scalings = scalings,
+                  hf_map = all.hf_map }, 0), "\n")

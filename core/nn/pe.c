@@ -130,17 +130,28 @@ int64_t rp_rel_clip_rows(rp_rel_rows rows, int64_t k)
     return rows == RP_ROWS_CLIP ? 2 * k + 1 : rows == RP_ROWS_CLIP2 ? 2 * k : 0;
 }
 
+/* The dims table (pe.h): name, the size it is a multiple of, times, plus. */
+static const rp_rel_dim_desc rel_dims[] = {
+    [RP_DIM_CLIP1] = {"clip1", "rel_clip", 2, 1}, [RP_DIM_CLIP2] = {"clip2", "rel_clip", 2, 0},
+    [RP_DIM_DK] = {"d_k", "d_k", 1, 0},           [RP_DIM_C] = {"d_model", "d_model", 1, 0},
+    [RP_DIM_HEADS] = {"heads", "heads", 1, 0},    [RP_DIM_BUCKETS] = {"buckets", "rel_buckets", 1, 0},
+};
+_Static_assert(sizeof rel_dims / sizeof rel_dims[0] == RP_DIM_COUNT, "one row per rp_rel_dim");
+
+const rp_rel_dim_desc *rp_rel_dim_of(rp_rel_dim d)
+{
+    return (unsigned)d < RP_DIM_COUNT ? &rel_dims[d] : NULL;
+}
+
 int64_t rp_rel_dim_size(rp_rel_dim d, int64_t clip, int64_t d_k, int64_t d_model, int64_t heads,
                         int64_t buckets)
 {
-    switch (d) {
-    case RP_DIM_CLIP1: return 2 * clip + 1;
-    case RP_DIM_CLIP2: return 2 * clip;
-    case RP_DIM_DK: return d_k;
-    case RP_DIM_C: return d_model;
-    case RP_DIM_HEADS: return heads;
-    case RP_DIM_BUCKETS: return buckets;
-    }
+    const rp_rel_dim_desc *r = rp_rel_dim_of(d);
+    if (!r) return 0;
+    static const char *const of[] = {"rel_clip", "d_k", "d_model", "heads", "rel_buckets"};
+    const int64_t size[] = {clip, d_k, d_model, heads, buckets};
+    for (int i = 0; i < 5; i++)
+        if (strcmp(r->of, of[i]) == 0) return r->times * size[i] + r->plus;
     return 0;
 }
 

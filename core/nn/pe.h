@@ -121,14 +121,15 @@ enum {
     RP_USES_BUCKETS = 2, /* rel_buckets and rel_max_distance (T5's buckets) */
 };
 
-/* The sizes a parameter's dims stand for (rp_rel_dim_size). */
+/* The sizes a parameter's dims stand for (rp_rel_dim_of: pe.c's dims table says which). */
 typedef enum {
-    RP_DIM_CLIP1 = 0, /* 2 rel_clip + 1 */
-    RP_DIM_CLIP2,     /* 2 rel_clip */
-    RP_DIM_DK,        /* d_k = d_model / heads */
-    RP_DIM_C,         /* d_model */
+    RP_DIM_CLIP1 = 0,
+    RP_DIM_CLIP2,
+    RP_DIM_DK,
+    RP_DIM_C,
     RP_DIM_HEADS,
-    RP_DIM_BUCKETS,   /* rel_buckets */
+    RP_DIM_BUCKETS,
+    RP_DIM_COUNT /* not a dim */
 } rp_rel_dim;
 
 /* What a parameter of the model is to the kind's tables. */
@@ -188,7 +189,17 @@ int rp_rel_tables(const rp_rel_desc *x);
 /* The rows a table takes for rel_clip k: RP_ROWS_CLIP 2k + 1, RP_ROWS_CLIP2 2k, 0 for the others
  * (RP_ROWS_DISTANCE's depend on the call: rp_attention_rel_rows). */
 int64_t rp_rel_clip_rows(rp_rel_rows rows, int64_t k);
-/* The size dim d stands for. */
+/* What a dim stands for (pe.c's dims table, one row per rp_rel_dim, the one home of it; through
+ * rp.pe_modes() the PyTorch companion's): size = times x the size named of + plus, of one of
+ * "rel_clip", "d_k" (d_model / heads), "d_model", "heads", "rel_buckets". */
+typedef struct {
+    const char *name; /* as rp.pe_modes()'s rel_params name it */
+    const char *of;
+    int times, plus;
+} rp_rel_dim_desc;
+/* The row of dim d (a value outside the enum: NULL). */
+const rp_rel_dim_desc *rp_rel_dim_of(rp_rel_dim d);
+/* The size dim d stands for (its row's formula; 0 for a value outside the enum). */
 int64_t rp_rel_dim_size(rp_rel_dim d, int64_t clip, int64_t d_k, int64_t d_model, int64_t heads,
                         int64_t buckets);
 

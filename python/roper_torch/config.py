@@ -285,12 +285,12 @@ def _check_rules(c):
             raise ValueError(r["why"].format(**fact))
 
 
-# ---- Hugging Face's names (bindings/freq.c: lrp_optbase, lrp_opt_rope_scaling) ----
+# ---- Hugging Face's names (bindings/freq.c's table, from schema.json) ----
 
 # rope_type: roper's scaling row (rp.scalings(): its hf_fields and hf_needs)
 _HF_TYPES = {sc["hf"]: sc for sc in SCHEMA["scalings"] if "hf" in sc}
-_HF_FIELDS = {f for sc in _HF_TYPES.values() for f in sc["hf_fields"]}  # those roper reads
-MAX_POS = 2 ** 53
+# the rope_scaling fields roper reads, in its order: {name, key, on, off} (rp.scalings().hf_map)
+_HF_MAP = SCHEMA["hf_map"]
 
 
 def _rope_theta(c):
@@ -309,9 +309,27 @@ def _rope_theta(c):
     return x
 
 
+def _hf_value(f, v):
+    """The value v of rope_scaling field f (a row of _HF_MAP) read by its row, else ValueError."""
+    what = "option 'rope_scaling': '%s' must be " % f["name"]
+    if "on" in f:
+        if not isinstance(v, bool):
+            raise ValueError(what + "a boolean, got %s" % rotary._describe(v))
+        return f["on"] if v else f["off"]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise ValueError(what + "a finite number, got %s" % rotary._describe(v))
+    v = float(v)
+    if "key" in f and KEY[f["key"]]["type"] == "int":
+        if v != math.floor(v) or not 1.0 <= v <= rotary.MAX_POS:
+            raise ValueError(what + "an integer >= 1, got %s" % rotary._describe(v))
+        return int(v)
+    return v
+
+
 def _rope_scaling(c, full):
     """A rope_scaling table as a model's config.json writes it, mapped onto roper's keys in full
-    (lrp_opt_rope_scaling), or ValueError with rp.model's message."""
+    (lrp_opt_rope_scaling: the rope_type, the fields each reads and needs, and the key each sets
+    from schema.json), or ValueError with rp.model's message."""
     t = c["rope_scaling"]
     if not isinstance(t, (dict, list, tuple)):
         raise ValueError("option 'rope_scaling' must be a table (Hugging Face's config.json "
@@ -336,65 +354,33 @@ def _rope_scaling(c, full):
         raise ValueError("option 'rope_scaling': rope_type \"%s\" is not %s"
                          % (name, _join(_HF_TYPES)))
     row = _HF_TYPES[name]
-    scaling = row["name"]
     for key in t:
         if key in ("rope_type", "type"):
             continue
-        if key not in _HF_FIELDS:
+        if key not in (f["name"] for f in _HF_MAP):
             raise ValueError("option 'rope_scaling': unknown field '%s' (roper reads rope_type or "
-                             "type, factor, original_max_position_embeddings, beta_fast, "
-                             "beta_slow, low_freq_factor, high_freq_factor, attention_factor, "
-                             "mscale, mscale_all_dim, truncate)" % key)
+                             "type, %s)" % (key, ", ".join(f["name"] for f in _HF_MAP)))
         if key not in row["hf_fields"]:
             raise ValueError("option 'rope_scaling': field '%s' does nothing for rope_type "
                              "\"%s\"" % (key, name))
-
-    def number(key, default):
-        v = t.get(key)
-        if v is None:
-            return default
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise ValueError("option 'rope_scaling': '%s' must be a finite number, got %s"
-                             % (key, rotary._describe(v)))
-        return float(v)
-
-    factor = number("factor", 1.0)
-    length = number("original_max_position_embeddings", 0.0)
-    af = number("attention_factor", 0.0)
-    ms, msa = number("mscale", 0.0), number("mscale_all_dim", 0.0)
-    lo = number("low_freq_factor", KEY["low_freq_factor"]["default"])
-    hi = number("high_freq_factor", KEY["high_freq_factor"]["default"])
-    given = lambda key: t.get(key) is not None  # noqa: E731
+    v = {f["name"]: _hf_value(f, True if t.get(f["name"]) is None else t[f["name"]])
+         for f in _HF_MAP if f["name"] in row["hf_fields"] and
+         (t.get(f["name"]) is not None or "on" in f)}  # a boolean absent: true
     for fields in row["hf_needs"]:
-        if not all(given(f) for f in fields):
+        if not all(t.get(f) is not None for f in fields):
             raise ValueError("option 'rope_scaling': rope_type \"%s\" needs %s"
                              % (name, " and ".join(fields)))
-    if given("original_max_position_embeddings") and (length != math.floor(length) or
-                                                     not 1.0 <= length <= MAX_POS):
-        raise ValueError("option 'rope_scaling': 'original_max_position_embeddings' must be an "
-                         "integer >= 1, got %s" % rotary._describe(length))
-    full["scaling"] = scaling
-    if "scaling_factor" in row["keys"]:
-        full["scaling_factor"] = factor
-    if given("original_max_position_embeddings"):
-        full["orig_len"] = int(length)
-    full["low_freq_factor"], full["high_freq_factor"] = lo, hi
-    if "yarn_beta" in row["keys"]:
-        full["yarn_beta"] = number("beta_fast", KEY["yarn_beta"]["default"])
-        full["yarn_alpha"] = number("beta_slow", KEY["yarn_alpha"]["default"])
-        tr = t.get("truncate")
-        if tr is not None and not isinstance(tr, bool):
-            raise ValueError("option 'rope_scaling': 'truncate' must be a boolean, got %s"
-                             % rotary._describe(tr))
-        full["yarn_ramp"] = "dims_exact" if tr is False else "dims"
-        if not given("attention_factor") and given("mscale") and given("mscale_all_dim") and \
-                ms != 0.0 and msa != 0.0:
-            def mscale(x, m):
-                return 1.0 if x <= 1.0 else 0.1 * m * math.log(x) + 1.0
-            af = mscale(factor, ms) / mscale(factor, msa)
-            full["attention_factor"] = af
-    if given("attention_factor"):
-        full["attention_factor"] = af
+    full["scaling"] = row["name"]
+    for f in _HF_MAP:
+        if "key" in f and f["name"] in v:
+            full[f["key"]] = v[f["name"]]
+    # Hugging Face: attention_factor, else get_mscale(s, mscale) / get_mscale(s, mscale_all_dim)
+    # when both are given (and not 0), else 0.1 ln s + 1 (roper's own: 0)
+    if "attention_factor" not in v and v.get("mscale") and v.get("mscale_all_dim"):
+        def mscale(x, m):
+            return 1.0 if x <= 1.0 else 0.1 * m * math.log(x) + 1.0
+        full["attention_factor"] = mscale(v.get("factor", 1.0), v["mscale"]) / \
+            mscale(v.get("factor", 1.0), v["mscale_all_dim"])
 
 
 def config(cfg=None, **kw):

@@ -38,7 +38,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import rotary
-from .config import DEFAULTS, MODES, Config, config, freq_of, widths  # noqa: F401
+from .config import DEFAULTS, MODES, PE, Config, config, freq_of, widths  # noqa: F401
 from .safetensors import read_safetensors, write_safetensors
 from .stored import _printable, from_json, to_json
 
@@ -531,11 +531,11 @@ class RoperTransformer(nn.Module):
 
 
 def _rel_dim(dim, cfg):
-    """The size a dim of schema.json's rel_params stands for (core/nn/pe.h's rp_rel_dim)."""
-    K = cfg["rel_clip"]
-    return {"clip1": 2 * K + 1, "clip2": 2 * K, "d_k": cfg["d_model"] // cfg["heads"],
-            "d_model": cfg["d_model"], "heads": cfg["heads"],
-            "buckets": cfg["rel_buckets"]}[dim]
+    """The size a dim of schema.json's rel_params stands for: its mode's rel_dims row, times x
+    the size it names (a config key, or d_k = d_model / heads) + plus."""
+    d = PE[cfg["pe"]]["rel_dims"][dim]
+    of = cfg["d_model"] // cfg["heads"] if d["of"] == "d_k" else cfg[d["of"]]
+    return d["times"] * of + d["plus"]
 
 
 def _rel_param(owner, name, q, cfg):

@@ -191,6 +191,32 @@ describe("rp.pe_modes", function()
     end
   end)
 
+  it("rel_dims: the sizes rel_params name, as a model's parameters take them", function()
+    -- the sizes of docs/positional.md's terms, written out for K = 3, 2 heads of 8, 5 buckets
+    local cfg = { vocab = 4, d_model = 16, heads = 2, layers = 1, seq_len = 8 }
+    local size = { clip1 = 7, clip2 = 6, d_k = 8, d_model = 16, heads = 2, buckets = 5 }
+    local named = {}
+    for _, row in ipairs(rp.pe_modes()) do
+      for _, q in ipairs(row.rel_params) do
+        local c = {}
+        for k, v in pairs(cfg) do c[k] = v end
+        c.pe = row.name
+        for _, k in ipairs(row.rel_keys) do c[k] = ({ rel_clip = 3, rel_buckets = 5 })[k] end
+        local of = { rel_clip = 3, d_k = 8, d_model = 16, heads = 2, rel_buckets = 5 }
+        local p = rp.model(c):params()
+        local t = p[q.name] or p["layers.0." .. q.name]
+        for j, dim in ipairs { q.rows, q.cols } do
+          local d = row.rel_dims[dim]
+          assert.equal(size[dim], d.times * of[d.of] + d.plus, row.name .. " " .. dim)
+          assert.equal(size[dim], t:shape()[j], row.name .. " " .. q.name)
+          named[dim] = true
+        end
+      end
+    end
+    assert.same({ clip1 = true, clip2 = true, d_k = true, d_model = true, heads = true,
+      buckets = true }, named)
+  end)
+
   it("gives a new table at each call", function()
     local t = rp.pe_modes()
     t.rope.rotary = false

@@ -386,3 +386,63 @@ describe("rope_scaling and rope_theta in experiments and length evaluation", fun
     assert.are.equal(dyn[2], rp.eval.loss(d, t128, { batches = 2, batch_size = 4, seed = 7 }))
   end)
 end)
+
+describe("rope_scaling's mapping as rp.scalings() exports it (the companion's table)", function()
+  -- Hugging Face's fields of each rope_type (transformers' modeling_rope_utils validation) and
+  -- the roper key each stands for (docs/interop.md), written out here as the reference
+  local FIELDS = {
+    linear = { "factor" },
+    dynamic = { "factor", "original_max_position_embeddings" },
+    yarn = { "factor", "original_max_position_embeddings", "beta_fast", "beta_slow",
+      "attention_factor", "mscale", "mscale_all_dim", "truncate" },
+    llama3 = { "factor", "original_max_position_embeddings", "low_freq_factor",
+      "high_freq_factor" },
+    default = {},
+  }
+  local KEYS = { factor = "scaling_factor", original_max_position_embeddings = "orig_len",
+    beta_fast = "yarn_beta", beta_slow = "yarn_alpha", low_freq_factor = "low_freq_factor",
+    high_freq_factor = "high_freq_factor", attention_factor = "attention_factor",
+    truncate = "yarn_ramp" }
+
+  it("names each rope_type's fields and the key each sets", function()
+    local sc = rp.scalings()
+    for _, row in ipairs(sc) do
+      if row.hf then assert.are.same(FIELDS[row.hf], row.hf_fields, row.hf) end
+    end
+    local names = {}
+    for i, f in ipairs(sc.hf_map) do
+      names[i] = f.name
+      assert.are.equal(KEYS[f.name], f.key, f.name)
+    end
+    assert.are.same({ "factor", "original_max_position_embeddings", "beta_fast", "beta_slow",
+      "low_freq_factor", "high_freq_factor", "attention_factor", "mscale", "mscale_all_dim",
+      "truncate" }, names)
+    assert.are.same({ { "factor" }, { "original_max_position_embeddings" },
+      { "low_freq_factor", "high_freq_factor" } }, sc.llama3.hf_needs)
+    assert.are.same({ { "factor" } }, sc.yarn.hf_needs)
+  end)
+
+  it("each field given sets its key to its value (truncate: the ramp)", function()
+    local base = { yarn = { rope_type = "yarn", factor = 3 },
+      llama3 = { rope_type = "llama3", factor = 3, original_max_position_embeddings = 50,
+        low_freq_factor = 1.5, high_freq_factor = 3.5 } }
+    local values = { factor = 3, original_max_position_embeddings = 50, beta_fast = 24,
+      beta_slow = 2, low_freq_factor = 1.5, high_freq_factor = 3.5, attention_factor = 1.25 }
+    for _, f in ipairs(rp.scalings().hf_map) do
+      local ty = (f.name == "low_freq_factor" or f.name == "high_freq_factor") and "llama3"
+        or "yarn"
+      local rs = {}
+      for k, v in pairs(base[ty]) do rs[k] = v end
+      if f.on then
+        rs[f.name] = false
+        assert.are.equal("dims_exact", rp.experiment.config({ rope_scaling = rs })[f.key])
+        rs[f.name] = nil
+        assert.are.equal("dims", rp.experiment.config({ rope_scaling = rs })[f.key])
+      elseif f.key then
+        rs[f.name] = values[f.name]
+        assert.are.equal(values[f.name], rp.experiment.config({ rope_scaling = rs })[f.key],
+          f.name)
+      end
+    end
+  end)
+end)
