@@ -6,7 +6,8 @@
 # runs each executable BUILD/tests/test_* as `C_WRAP... timeout -k 10 TIMEOUT RUNNER... program`
 # (C_WRAP: an array the caller may set, e.g. tests/with_blas_env; RUNNER: e.g. qemu-aarch64),
 # from the current folder, C_JOBS of them at a time (default: the CPU count), its output in
-# LOGS/<name>.log, and sets c_pass, c_fail and c_progs.
+# LOGS/<name>.log, and sets c_pass, c_fail and c_progs. C_SKIP: names of programs (test_x ...) that
+# are built but not run, said so in the output.
 # Counting: a program prints `<name>: N passed, N failed` and exits non-zero on failure; a crash, a
 # timeout, a missing summary line or a non-zero exit with "0 failed" (a sanitizer report after the
 # summary, say) adds one failure for that program, and so does a tests/c/test_*.c without a built
@@ -32,8 +33,12 @@ run_c_programs() {
     c_pass=0
     c_fail=0
     c_progs=0
+    local skipped=()
     for t in "$build"/tests/test_*; do
         [ -f "$t" ] && [ -x "$t" ] || continue
+        case " ${C_SKIP:-} " in
+            *" $(basename "$t") "*) seen[$(basename "$t")]=1; skipped+=("$(basename "$t")"); continue ;;
+        esac
         progs+=("$t")
         rm -f "$logs/$(basename "$t").log.rc" "$logs/$(basename "$t").log.secs"
     done
@@ -87,5 +92,6 @@ run_c_programs() {
             c_fail=$((c_fail + 1))
         fi
     done
+    [ ${#skipped[@]} -gt 0 ] && echo "  left out (C_SKIP): ${skipped[*]}"
     echo "c: $c_pass passed, $c_fail failed ($c_progs programs)"
 }
