@@ -42,10 +42,19 @@ run_c_programs() {
         progs+=("$t")
         rm -f "$logs/$(basename "$t").log.rc" "$logs/$(basename "$t").log.secs"
     done
-    # the programs side by side, C_WRAP and RUNNER before each
-    for t in "${progs[@]}"; do
-        printf '%s\n' "$t"
-    done | xargs -P "${C_JOBS:-$(nproc 2>/dev/null || echo 1)}" -I{} bash -c \
+    # the programs side by side, C_WRAP and RUNNER before each, the slowest first (natively and
+    # under qemu: linear attention, attention, the rope axes, checkpoints, decoding, safetensors)
+    # so that no long one starts last
+    local slow=" test_linear_attention test_attention test_rope_axes test_checkpoint "
+    slow+="test_decode test_safetensors test_attention_rel "
+    {
+        for n in $slow; do
+            for t in "${progs[@]}"; do [ "$(basename "$t")" = "$n" ] && printf '%s\n' "$t"; done
+        done
+        for t in "${progs[@]}"; do
+            case "$slow" in *" $(basename "$t") "*) ;; *) printf '%s\n' "$t" ;; esac
+        done
+    } | xargs -P "${C_JOBS:-$(nproc 2>/dev/null || echo 1)}" -I{} bash -c \
         'run_c_program "$0/$(basename "$1").log" "$2" "${@:3}" "$1"' "$logs" {} "$timeout_s" \
         "${C_WRAP[@]}" "$@"
     for t in "${progs[@]}"; do
