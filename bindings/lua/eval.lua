@@ -477,7 +477,9 @@ local function lengths(m, task, opts)
   check_objects(fname, m, task)
   local tc = task:config()
   local by_accuracy = accuracy_task(tc.kind)
-  local known = { "lengths", "scaling", "train_length", "progress" }
+  -- the options of lengths itself (own); the rest go on to the evaluation at each length
+  local known, own = { "lengths", "scaling", "train_length", "progress" }, {}
+  for _, k in ipairs(known) do own[k] = true end
   for _, k in ipairs(by_accuracy and accuracy_opts or loss_opts) do
     if k ~= "n_digits" then known[#known + 1] = k end
   end
@@ -500,9 +502,7 @@ local function lengths(m, task, opts)
   local progress = opt_progress(fname, 3, opts)
   local sub = {}
   for k, v in pairs(opts) do
-    if k ~= "lengths" and k ~= "scaling" and k ~= "train_length" and k ~= "progress" then
-      sub[k] = v
-    end
+    if not own[k] then sub[k] = v end
   end
   local o = by_accuracy and accuracy_options(fname, sub, tc) or loss_options(fname, sub, mc, tc)
   local split_size
