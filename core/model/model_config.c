@@ -24,7 +24,7 @@ static rp_status pe_widths(const rp_model_cfg *cfg, int rot, int64_t d_rot[4])
     for (int i = 0; i < 4; i++) {
         d_rot[i] = 0;
         if (!(rot & 1 << i)) continue; /* RP_ROT_Q, _K, _V, _O */
-        const rp_cfg_key *k = rp_model_cfg_width_key(cfg, 1 << i);
+        const rp_cfg_key *k = rp_model_cfg_width_key(cfg, NULL, 1 << i);
         RP_TRY(rp_pe_fraction_width(k->name, rp_model_cfg_get_num(cfg, k), dk, &d_rot[i]));
     }
     return RP_OK;

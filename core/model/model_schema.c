@@ -592,14 +592,14 @@ void rp_model_cfg_normalise(rp_model_cfg *c)
     }
 }
 
-const rp_cfg_key *rp_model_cfg_width_key(const rp_model_cfg *c, int bit)
+const rp_cfg_key *rp_model_cfg_width_key(const rp_model_cfg *c, const uint64_t *given, int bit)
 {
     const rp_cfg_key *shared = NULL;
     for (int i = 0; i < rp_model_cfg_nkeys; i++) {
         const rp_cfg_key *k = &rp_model_cfg_keys[i];
         if (k->use != RP_CFG_PLACEMENT || !(k->use_arg & bit)) continue;
         if (!k->unset_as) shared = k;
-        else if (rp_model_cfg_get_num(c, k) > 0.0) return k;
+        else if (given ? (*given >> i & 1) : rp_model_cfg_get_num(c, k) > 0.0) return k;
     }
     return shared;
 }

@@ -199,9 +199,10 @@ const char *rp_model_cfg_unused(const rp_model_cfg *c, const rp_cfg_key *k, char
 rp_status rp_model_cfg_check_used(const rp_model_cfg *c);
 
 /* The row whose fraction gives the width of placement bit (RP_ROT_*) for c: of the
- * RP_CFG_PLACEMENT rows whose use_arg has the bit, the one with an unset_as when c sets it (not 0),
- * else the one without. */
-const rp_cfg_key *rp_model_cfg_width_key(const rp_model_cfg *c, int bit);
+ * RP_CFG_PLACEMENT rows whose use_arg has the bit, the one with an unset_as when it is set, else
+ * the one without. Set: given NULL, c's value is not 0 (rp.model); else bit i of *given says row
+ * i was given (rp.attention's options, whatever their value). */
+const rp_cfg_key *rp_model_cfg_width_key(const rp_model_cfg *c, const uint64_t *given, int bit);
 
 /* ---- the rules between keys ----
  *

@@ -65,41 +65,22 @@ rp_attn_request rp_attention_request_default(void)
     return r;
 }
 
-/* 1 when the request gave the key of field offset (a row of the schema). */
-static int key_given(const rp_attn_request *r, size_t offset)
-{
-    for (int i = 0; i < rp_model_cfg_nkeys; i++)
-        if (rp_model_cfg_keys[i].offset == offset) return (int)(r->keys_given >> i & 1);
-    return 0;
-}
-
 /* The widths of the placements rotated (rotate, else the mode's own), each from its own
- * fraction when given, else the shared one (fraction_qk of D, fraction_v of Dv). */
+ * fraction when given, else the shared one (fraction_qk of D, fraction_v of Dv: the schema's
+ * placement rows, rp_model_cfg_width_key). */
 static rp_status plan_widths(const rp_attn_request *r, rp_attn_cfg *cfg)
 {
     const rp_model_cfg *c = &r->keys;
     RP_TRY(rp_option_rotate(c->pe, c->rotate));
     int rot = c->rotate ? c->rotate : rp_pe_mode_of(c->pe)->rotate;
-    const struct {
-        int bit;
-        size_t given;
-        const char *own, *shared;
-        double f, fs;
-        int dv;
-    } p[4] = {{RP_ROT_Q, offsetof(rp_model_cfg, fraction_q), "fraction_q", "fraction_qk",
-               c->fraction_q, c->fraction_qk, 0},
-              {RP_ROT_K, offsetof(rp_model_cfg, fraction_k), "fraction_k", "fraction_qk",
-               c->fraction_k, c->fraction_qk, 0},
-              {RP_ROT_V, 0, "fraction_v", "fraction_v", 0.0, c->fraction_v, 1},
-              {RP_ROT_O, offsetof(rp_model_cfg, fraction_o), "fraction_o", "fraction_v",
-               c->fraction_o, c->fraction_v, 1}};
     int64_t *w[4] = {&cfg->d_rot_q, &cfg->d_rot_k, &cfg->d_rot_v, &cfg->d_rot_o};
     for (int i = 0; i < 4; i++) {
         *w[i] = 0;
-        if (!(rot & p[i].bit)) continue;
-        int own = p[i].given && key_given(r, p[i].given);
-        RP_TRY(rp_option_fraction_width(own ? p[i].own : p[i].shared, own ? p[i].f : p[i].fs,
-                                        p[i].dv ? r->Dv : r->D, p[i].dv ? "Dv" : "D", w[i]));
+        if (!(rot & 1 << i)) continue; /* RP_ROT_Q, _K, _V, _O */
+        const rp_cfg_key *k = rp_model_cfg_width_key(c, &r->keys_given, 1 << i);
+        int dv = (1 << i) & (RP_ROT_V | RP_ROT_O);
+        RP_TRY(rp_option_fraction_width(k->name, rp_model_cfg_get_num(c, k), dv ? r->Dv : r->D,
+                                        dv ? "Dv" : "D", w[i]));
     }
     cfg->rotate = c->rotate;
     cfg->d_rot_qk = 0;
