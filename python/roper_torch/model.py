@@ -115,10 +115,10 @@ def _table_of(key, v, n0, n1):
 
 
 def _own_tables(cfg, freq, angles):
-    """(theta, angles): the model's own frequencies or angles as lists of floats (None when not
-    given), read and refused as rp.model reads them (lrp_freq_tables, then rp_rope_freq_check's
-    part for them). angles may be a function(p, i), sampled at p = 0 .. seq_len-1 and i = 0 ..
-    d_rot/2 - 1 of the widest rotated placement."""
+    """(restated) (theta, angles): the model's own frequencies or angles as lists of floats (None
+    when not given), read and refused as rp.model reads them (lrp_freq_tables, then
+    rp_rope_freq_check's part for them). angles may be a function(p, i), sampled at p = 0 ..
+    seq_len-1 and i = 0 .. d_rot/2 - 1 of the widest rotated placement."""
     if freq is not None and angles is not None:
         raise ValueError("give option 'freq' or 'angles', not both")
     half = max(widths(cfg).values(), default=0) // 2
@@ -154,14 +154,14 @@ _LINEAR = ("", " with linear attention")  # the end of the "need a rotary pe" me
 
 
 def positions_of(cfg, positions, axes=None, sections=None, mix=None, theta=None, angles=None):
-    """The model's positions and scheme: (rows, A, freq), rows the positions as tuples (token t
-    at row t), A their axes (0: scalar positions), freq the model's rotary.Freq (freq_of) with
-    the map of the axes. positions: None (token t at t), a list of ints or of lists of A = 1 to
+    """(restated) The model's positions and scheme: (rows, A, freq), rows the positions as tuples
+    (token t at row t), A their axes (0: scalar positions), freq the model's rotary.Freq (freq_of)
+    with the map of the axes. positions: None (token t at t), a list of ints or of lists of A = 1 to
     3 ints (or a tensor [n] or [n x A]), rows for t = 0 .. seq_len-1 at least; axes "axial" (the
     default), "sections" with sections (pairs per axis, adding up to d_rot/2 of every rotated
     placement) or "mixed" with mix (W [A x d_rot/2], d_rot of the widest placement). Raises
-    ValueError with rp.model's messages for what rp.model refuses (bindings/model.c's order).
-    theta / angles: the own frequencies or angles (_own_tables)."""
+    ValueError with rp.model's messages for what rp.model refuses (bindings/model.c's order). theta
+    / angles: the own frequencies or angles (_own_tables)."""
     theta, angles = _own_tables(cfg, theta, angles)
     if axes is not None and (not isinstance(axes, str) or axes not in rotary.AXES):
         raise ValueError("option 'axes' must be one of %s, got %s"
@@ -262,8 +262,8 @@ def alibi_slopes(H):
 
 
 def xl_sinusoid(T, C, dtype=torch.float32):
-    """Transformer-XL's R [T, C]: row d = [sin(d f_j) | cos(d f_j)], f_j = 10000^(-2j/C), in
-    float64 rounded to dtype (core/model/model_rel.c)."""
+    """(numerics) Transformer-XL's R [T, C]: row d = [sin(d f_j) | cos(d f_j)], f_j = 10000^(-2j/C),
+    in float64 rounded to dtype (core/model/model_rel.c)."""
     rows = []
     for d in range(T):
         a = [d * math.pow(10000.0, -2.0 * j / C) for j in range(C // 2)]
@@ -555,8 +555,8 @@ def _rel_param(owner, name, q, cfg):
 
 
 def param_count(cfg):
-    """The floats of the parameters of a RoperTransformer of the checked config cfg (roper's
-    layout, core/model/model_layout.c's rpm_build_layout), computed without building it:
+    """(restated) The floats of the parameters of a RoperTransformer of the checked config cfg
+    (roper's layout, core/model/model_layout.c's rpm_build_layout), computed without building it:
     load_roper refuses a file that holds fewer before it allocates a model (as rp.load does)."""
     C, V, Fd, T = cfg["d_model"], cfg["vocab"], cfg["d_ff"], cfg["seq_len"]
     mode = MODES[cfg["pe"]]
@@ -594,12 +594,12 @@ def _shape_str(t):
 
 
 def _extras_of(path, tensors, meta):
-    """(options, names): the model's own tables and positions that the file's metadata names, as
-    RoperTransformer's arguments (tensors; sections a list), and the names of their tensors.
-    Raises ValueError "path: ..." with roper's message (core/io/safetensors.c's find_extras) for
-    a named tensor that is missing, named twice, of another dtype or rank, a map not in
-    rotary.AXES, a map, sections or mix without vector positions or beside another map, a table
-    without a row per axis."""
+    """(restated) (options, names): the model's own tables and positions that the file's metadata
+    names, as RoperTransformer's arguments (tensors; sections a list), and the names of their
+    tensors. Raises ValueError "path: ..." with roper's message (core/io/safetensors.c's
+    find_extras) for a named tensor that is missing, named twice, of another dtype or rank, a map
+    not in rotary.AXES, a map, sections or mix without vector positions or beside another map, a
+    table without a row per axis."""
     from .safetensors import NAMES
 
     def bad(msg):

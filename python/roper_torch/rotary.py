@@ -191,9 +191,9 @@ def scaling(f):
 
 
 def site(f, n_axes, i, d_rot):
-    """Where pair i of a placement d_rot wide sits for positions of n_axes axes (0: scalar) under
-    f's map (None: axial): (axis, j, width), axis -1 for axes mixed (every axis), j the pair's
-    index in the 1-D RoPE of that width it belongs to (axial: its block's, 2 n_a wide;
+    """(numerics) Where pair i of a placement d_rot wide sits for positions of n_axes axes (0:
+    scalar) under f's map (None: axial): (axis, j, width), axis -1 for axes mixed (every axis), j
+    the pair's index in the 1-D RoPE of that width it belongs to (axial: its block's, 2 n_a wide;
     otherwise i and d_rot). core/nn/rope_freq.c's site_of."""
     m = f.axes if f is not None else "axial"
     if n_axes < 1 or (m == "axial" and n_axes == 1):
@@ -218,7 +218,7 @@ def _theta_of(f, i, at, base, p):
 
 
 def theta(d_rot, base, f=None, p=0, n_axes=0):
-    """theta'_i for i = 0 .. d_rot/2 - 1 (floats) of position p: the standard or own
+    """(numerics) theta'_i for i = 0 .. d_rot/2 - 1 (floats) of position p: the standard or own
     frequencies, scaled; for positions of n_axes axes under f's map (axial: each block's own,
     rp_rope_freq_theta). Not for axes mixed, whose frequencies are f.mix."""
     return [_theta_of(f, i, site(f, n_axes, i, d_rot), base, p) for i in range(d_rot // 2)]
@@ -236,7 +236,7 @@ def _magnitude(i, d_rot, p, side, xg, sb):
 
 
 def _describe(v):
-    """A value as roper's messages name it (lrp_describe)."""
+    """(restated) A value as roper's messages name it (lrp_describe)."""
     if isinstance(v, bool):
         return "boolean"
     if isinstance(v, int):
@@ -307,8 +307,8 @@ _FINAL = {"angles": ("an angle table (the angles", "position", "angle", "angles"
 
 
 def _check_final(f, key, t):
-    """rp_rope_freq_check's check_final: the table t (rows of floats) of f not empty, no scaling
-    beside it, every entry finite (the message gives the first bad one)."""
+    """(restated) rp_rope_freq_check's check_final: the table t (rows of floats) of f not empty, no
+    scaling beside it, every entry finite (the message gives the first bad one)."""
     table, row, entry, entries = _FINAL[key]
     if not t or not t[0]:
         raise ValueError("%s must not be empty" % key)
@@ -327,10 +327,10 @@ def _finite(*vs):
 
 
 def check_tables(f):
-    """rp_rope_freq_check, its messages: the scheme's numbers (a known scaling, its factor > 0,
-    orig_len >= 1 where the scaling reads it, attention_factor >= 0, llama3's bands and YaRN's
-    ramp in order, xPos's gamma >= 0 and scale base > 0, all finite), then the own tables: freq
-    and angles exclude each other, freq not empty and finite, angles as _check_final."""
+    """(restated) rp_rope_freq_check, its messages: the scheme's numbers (a known scaling, its
+    factor > 0, orig_len >= 1 where the scaling reads it, attention_factor >= 0, llama3's bands and
+    YaRN's ramp in order, xPos's gamma >= 0 and scale base > 0, all finite), then the own tables:
+    freq and angles exclude each other, freq not empty and finite, angles as _check_final."""
     scaling(f)
     if not _finite(f.factor) or not f.factor > 0.0:
         raise ValueError("scaling_factor must be a finite number > 0, got %s" % _g(f.factor))
@@ -379,14 +379,14 @@ def check_tables(f):
 
 
 def check(f, n_axes, d_rot, last, what="d_rot"):
-    """Refuses what f cannot do on a placement d_rot wide for positions of n_axes axes up to
-    `last` (rp_rope_freq_check's own tables and axes parts and rp_rope_freq_check_use, their
+    """(restated) Refuses what f cannot do on a placement d_rot wide for positions of n_axes axes up
+    to `last` (rp_rope_freq_check's own tables and axes parts and rp_rope_freq_check_use, their
     messages; `what` names the width): bad own tables (check_tables), a map that needs vector
-    positions, sections beside another map or below 0, a mix without axes mixed (or the map
-    without it), beside a scaling or own frequencies, not finite or not one row per axis,
-    dynamic, xPos and own angles with A > 1, own frequencies, angles or a mix for fewer than
-    d_rot/2 pairs, an angle table shorter than the positions, axial blocks of no pairs, sections
-    that do not add up to d_rot/2."""
+    positions, sections beside another map or below 0, a mix without axes mixed (or the map without
+    it), beside a scaling or own frequencies, not finite or not one row per axis, dynamic, xPos and
+    own angles with A > 1, own frequencies, angles or a mix for fewer than d_rot/2 pairs, an angle
+    table shorter than the positions, axial blocks of no pairs, sections that do not add up to
+    d_rot/2."""
     if f is None:
         return
     half = d_rot // 2
@@ -447,10 +447,10 @@ def check(f, n_axes, d_rot, last, what="d_rot"):
 
 
 def _angle(cp, at, th, W, i):
-    """The angle of pair i sitting at `at` (site()): cp[a] = c p_a, the position on axis a times
-    c, times theta'_i (th[i]), or with a mix matrix sum_a (c p_a) W[a][i] in the order of the axes
-    (rp_rope_freq_tables: W[0]'s term alone for one axis). Floats, or tensors (the columns of
-    cp, the entries or rows of th and W) for the differentiable tables."""
+    """(numerics) The angle of pair i sitting at `at` (site()): cp[a] = c p_a, the position on axis
+    a times c, times theta'_i (th[i]), or with a mix matrix sum_a (c p_a) W[a][i] in the order of
+    the axes (rp_rope_freq_tables: W[0]'s term alone for one axis). Floats, or tensors (the columns
+    of cp, the entries or rows of th and W) for the differentiable tables."""
     if W is None:
         return cp[at[0]] * th[i]
     a = cp[0] * W[0][i]
@@ -460,10 +460,10 @@ def _angle(cp, at, th, W, i):
 
 
 def tables(d_rot, base, positions, f=None, c=1.0, side=1, dtype=torch.float32, learned=None):
-    """cos, sin [n, d_rot/2] for the positions (an iterable of ints, or of n lists of A = 1 to 3
-    ints: vector positions, mapped to the pairs by f.axes): m cos(a) and m sin(a), a the angle
-    of pair i, c p theta'_i (p the position on the pair's axis) or c sum_a p_a W[a][i] with axes
-    mixed, m the xPos magnitude zeta_i^(side p / scale_base) (1 without xPos); with own angles,
+    """(numerics) cos, sin [n, d_rot/2] for the positions (an iterable of ints, or of n lists of A =
+    1 to 3 ints: vector positions, mapped to the pairs by f.axes): m cos(a) and m sin(a), a the
+    angle of pair i, c p theta'_i (p the position on the pair's axis) or c sum_a p_a W[a][i] with
+    axes mixed, m the xPos magnitude zeta_i^(side p / scale_base) (1 without xPos); with own angles,
     the angle of position p on pair i is c angles[p][i]. Computed in float64, rounded to dtype
     (rp_rope_freq_tables).
 
@@ -526,10 +526,10 @@ def tables(d_rot, base, positions, f=None, c=1.0, side=1, dtype=torch.float32, l
 
 
 def rotate(x, cos, sin, d_rot, pairing="half", sign=1):
-    """Rotates the first d_rot features of x [..., T, H, D] (positions on dim -3) by the table rows
-    cos, sin [T, d_rot/2]: y_a = x_a c - x_b s, y_b = x_b c + x_a s for each pair (a, b) with
-    s = sign sin (rp_rope_forward); pairing "half" pairs feature i with i + d_rot/2, "interleaved"
-    2i with 2i + 1. The other features pass through. Differentiable in x."""
+    """(numerics) Rotates the first d_rot features of x [..., T, H, D] (positions on dim -3) by the
+    table rows cos, sin [T, d_rot/2]: y_a = x_a c - x_b s, y_b = x_b c + x_a s for each pair (a, b)
+    with s = sign sin (rp_rope_forward); pairing "half" pairs feature i with i + d_rot/2,
+    "interleaved" 2i with 2i + 1. The other features pass through. Differentiable in x."""
     if d_rot == 0:
         return x
     h = d_rot // 2
@@ -548,8 +548,8 @@ def rotate(x, cos, sin, d_rot, pairing="half", sign=1):
 
 
 def sinusoidal(T, d, base=10000.0, dtype=torch.float32):
-    """Vaswani et al.'s table [T, d]: [t][2i] = sin(t / base^(2i/d)), [t][2i+1] = cos(...)
-    (rp_sinusoidal_forward: float64, rounded to dtype)."""
+    """(numerics) Vaswani et al.'s table [T, d]: [t][2i] = sin(t / base^(2i/d)), [t][2i+1] =
+    cos(...) (rp_sinusoidal_forward: float64, rounded to dtype)."""
     rows = []
     for t in range(T):
         row = []
