@@ -219,17 +219,13 @@ def widths(cfg):
 
 
 def freq_of(cfg, theta=None, angles=None, axes="axial", sections=None, mix=None):
-    """(restated) The model's frequency scheme (rp_model_cfg_freq): its scaling, orig_len (seq_len
-    when 0), xPos, the own frequencies or angles and the map of vector positions (which safetensors
-    files do not hold)."""
-    return rotary.Freq(scaling=cfg["scaling"], factor=float(cfg["scaling_factor"]),
-                       orig_len=float(cfg["orig_len"] or cfg["seq_len"]),
-                       yarn_alpha=float(cfg["yarn_alpha"]), yarn_beta=float(cfg["yarn_beta"]),
-                       yarn_ramp=cfg["yarn_ramp"], low_freq_factor=float(cfg["low_freq_factor"]),
-                       high_freq_factor=float(cfg["high_freq_factor"]),
-                       attention_factor=float(cfg["attention_factor"]),
-                       xpos=float(cfg["xpos"]), xpos_scale_base=float(cfg["xpos_scale_base"]),
-                       theta=None if theta is None else [float(t) for t in theta],
+    """(restated) The model's frequency scheme (rp_model_cfg_freq): the keys of the schema's freq
+    column in their fields (orig_len seq_len when 0), the own frequencies or angles and the map
+    of vector positions (which safetensors files do not hold)."""
+    f = {field: float(cfg[k["name"]]) if k["type"] in ("int", "number") else cfg[k["name"]]
+         for field, k in rotary.FREQ_KEYS.items()}
+    f["orig_len"] = f["orig_len"] or float(cfg["seq_len"])
+    return rotary.Freq(**f, theta=None if theta is None else [float(t) for t in theta],
                        angles=None if angles is None else [[float(a) for a in r] for r in angles],
                        axes=axes, sections=None if sections is None else list(sections),
                        mix=None if mix is None else [[float(w) for w in r] for r in mix])

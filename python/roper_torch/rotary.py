@@ -53,20 +53,37 @@ import torch
 TWO_PI = 6.283185307179586476925286766559
 
 
+# roper's schema (python/gen_schema.lua writes it from roper's own tables); its "scalings" are
+# core/nn/rope_freq.c's scaling table: each scaling's name, Hugging Face rope_type, the config
+# keys it reads, per_position and own_score.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "schema.json")) as _f:
+    SCHEMA = json.load(_f)
+
+# the config keys of the frequency scheme by their field of rp_rope_freq (the schema's freq
+# column): their rows, whose defaults are Freq's
+FREQ_KEYS = {k["freq"]: k for k in SCHEMA["keys"] if "freq" in k}
+
+
+def _default(field):
+    d = FREQ_KEYS[field]["default"]
+    return float(d) if FREQ_KEYS[field]["type"] in ("int", "number") else d
+
+
 @dataclass
 class Freq:
-    """A frequency scheme (rp_rope_freq of core/nn/rope_freq.h, the config keys' names)."""
-    scaling: str = "none"
-    factor: float = 1.0                  # scaling_factor s
-    orig_len: float = 0.0                # yarn: L (the model: orig_len, or seq_len when 0)
-    yarn_alpha: float = 1.0
-    yarn_beta: float = 32.0
-    yarn_ramp: str = "rotations"         # or "dims", "dims_exact" (Hugging Face's)
-    low_freq_factor: float = 1.0         # llama3
-    high_freq_factor: float = 4.0
-    attention_factor: float = 0.0        # 0: the scaling's own score factor
-    xpos: float = 0.0                    # xPos gamma, 0 = off
-    xpos_scale_base: float = 512.0
+    """A frequency scheme (rp_rope_freq of core/nn/rope_freq.h): its fields are those of the
+    schema's freq column (config.freq_of fills them from a config), with their defaults."""
+    scaling: str = _default("scaling")
+    factor: float = _default("factor")  # scaling_factor s
+    orig_len: float = _default("orig_len")  # yarn: L (the model: orig_len, or seq_len when 0)
+    yarn_alpha: float = _default("yarn_alpha")
+    yarn_beta: float = _default("yarn_beta")
+    yarn_ramp: str = _default("yarn_ramp")  # "rotations", "dims", "dims_exact" (Hugging Face's)
+    low_freq_factor: float = _default("low_freq_factor")  # llama3
+    high_freq_factor: float = _default("high_freq_factor")
+    attention_factor: float = _default("attention_factor")  # 0: the scaling's own score factor
+    xpos: float = _default("xpos")  # xPos gamma, 0 = off
+    xpos_scale_base: float = _default("xpos_scale_base")
     theta: Optional[List[float]] = None  # own frequencies: pair i turns by p theta[i]
     angles: Optional[List[List[float]]] = None  # own angles [position][pair]; no scaling
     axes: str = "axial"                  # vector positions: the map of the pairs (AXES)
@@ -148,12 +165,6 @@ def _factor_score(f):
     return f.attention_factor * f.attention_factor if f.attention_factor > 0.0 else 1.0
 
 
-# roper's schema (python/gen_schema.lua writes it from roper's own tables); its "scalings" are
-# core/nn/rope_freq.c's scaling table: each scaling's name, Hugging Face rope_type, the config
-# keys it reads, per_position and own_score.
-with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "schema.json")) as _f:
-    SCHEMA = json.load(_f)
-
 # The formulas, by name (core/nn/rope_freq.c's theta functions; a scaling with own_score has its
 # score function here, the others multiply the scores by attention_factor^2 when it is set).
 _THETA = {
@@ -179,7 +190,8 @@ def _scaling_of(row):
 # The schemes, by the config's name, in roper's order (rp.scalings()). A new one is a row of
 # roper's table and its formula here (its parameters: fields of Freq, filled by config.freq_of
 # from the config keys of model.DEFAULTS).
-SCALINGS = {row["name"]: _scaling_of(row) for row in SCHEMA["scalings"]}
+SCALING_ROWS = {row["name"]: row for row in SCHEMA["scalings"]}
+SCALINGS = {name: _scaling_of(row) for name, row in SCALING_ROWS.items()}
 
 
 def scaling(f):
@@ -334,8 +346,8 @@ def check_tables(f):
     scaling(f)
     if not _finite(f.factor) or not f.factor > 0.0:
         raise ValueError("scaling_factor must be a finite number > 0, got %s" % _g(f.factor))
-    if f.scaling in ("yarn", "dynamic", "llama3") and not (_finite(f.orig_len) and
-                                                          f.orig_len >= 1.0):
+    if FREQ_KEYS["orig_len"]["name"] in SCALING_ROWS[f.scaling]["keys"] and \
+            not (_finite(f.orig_len) and f.orig_len >= 1.0):
         raise ValueError("orig_len (the original context length of scaling %s) must be >= 1, "
                          "got %s" % (f.scaling, _g(f.orig_len)))
     if not _finite(f.attention_factor) or not f.attention_factor >= 0.0:
@@ -350,7 +362,7 @@ def check_tables(f):
             raise ValueError("low_freq_factor %s must be below high_freq_factor %s"
                              % (_g(lo), _g(hi)))
     if f.scaling == "yarn":
-        if f.yarn_ramp not in ("rotations", "dims", "dims_exact"):
+        if f.yarn_ramp not in FREQ_KEYS["yarn_ramp"]["names"]:
             raise ValueError("unknown yarn_ramp %s" % _describe(f.yarn_ramp))
         a, b = f.yarn_alpha, f.yarn_beta
         if not _finite(a, b) or not a >= 0.0:
