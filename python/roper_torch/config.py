@@ -297,10 +297,7 @@ def _rope_theta(c):
     if c.get("base") is not None:
         raise ValueError("options 'rope_theta' and 'base' exclude each other (rope_theta is "
                          "Hugging Face's name of base)")
-    v = c["rope_theta"]
-    if isinstance(v, bool) or not hasattr(v, "__float__") or isinstance(v, str):
-        raise ValueError("option 'rope_theta' must be a number, got %s" % rotary._describe(v))
-    x = float(v)
+    x = _read(dict(KEY["base"], name="rope_theta"), c["rope_theta"])  # read as base
     if not math.isfinite(x):
         raise ValueError("option 'rope_theta' must be finite, got %s" % rotary._describe(x))
     if not x > 0.0:

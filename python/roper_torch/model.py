@@ -38,7 +38,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import rotary
-from .config import DEFAULTS, MODES, PE, Config, config, freq_of, widths  # noqa: F401
+from .config import DEFAULTS, MODES, PE, Config, _pe_list, config, freq_of, widths  # noqa: F401
 from .safetensors import read_safetensors, write_safetensors
 from .stored import _printable, from_json, to_json
 
@@ -150,7 +150,15 @@ def _mix_of(mix, A, half):
     return _table_of("mix", mix, n0, n1)
 
 
-_LINEAR = ("", " with linear attention")  # the end of the "need a rotary pe" messages
+
+
+def _need_rotary(what, cfg):
+    """what needs a rotary pe with softmax attention: refused otherwise, as rp.model refuses it
+    (its message names the rotary modes from the mode table)."""
+    if not MODES[cfg["pe"]].rotary or cfg["attention"] == "linear":
+        raise ValueError("%s a rotary pe (%s) with softmax attention, not %s%s"
+                         % (what, _pe_list(True), cfg["pe"], " with linear attention"
+                            if cfg["attention"] == "linear" else ""))
 
 
 def positions_of(cfg, positions, axes=None, sections=None, mix=None, theta=None, angles=None):
@@ -213,19 +221,13 @@ def positions_of(cfg, positions, axes=None, sections=None, mix=None, theta=None,
         if angles is not None and cfg["learn_freq"]:
             raise ValueError("angles are final and learn_freq learns frequencies (give freq, the "
                              "starting frequencies, instead)")
-        if not MODES[cfg["pe"]].rotary or cfg["attention"] == "linear":
-            raise ValueError("freq and angles need a rotary pe (rope, roper or roper_legacy) "
-                             "with softmax attention, not %s%s" % (cfg["pe"], _LINEAR[
-                                 cfg["attention"] == "linear"]))
+        _need_rotary("freq and angles need", cfg)
         f1 = replace(f, axes="axial", sections=None, mix=None)
         for p, d in w.items():
             rotary.check(f1, 0, d, T - 1, "d_rot_" + p)
     last = T - 1  # the largest position a placement reads: t, or the rows' largest
     if rows is not None:
-        if not MODES[cfg["pe"]].rotary or cfg["attention"] == "linear":
-            raise ValueError("positions need a rotary pe (rope, roper or roper_legacy) with "
-                             "softmax attention, not %s%s" % (cfg["pe"], _LINEAR[
-                                 cfg["attention"] == "linear"]))
+        _need_rotary("positions need", cfg)
         if len(rows) < T:
             raise ValueError("positions hold %d rows; the model's seq_len is %d" % (len(rows), T))
         for r, row in enumerate(rows[:T]):
@@ -499,11 +501,12 @@ class RoperTransformer(nn.Module):
         if T > c["seq_len"]:
             raise ValueError("forward: %d tokens per row, more than seq_len %d" % (T, c["seq_len"]))
         x = self.embed(tokens)
-        if c["pe"] == "learned":
+        if MODES[c["pe"]].absolute == "learned":
             x = x + self.pos.weight[:T]
         elif self._sin is not None:
             x = x + self._sin[:T].to(x.dtype).to(x.device)  # rounded once, as roper's table
-        shared = self.rel.weight if c["pe"] == "deberta" else None
+        shared = next((self.get_parameter(q["name"]) for q in MODES[c["pe"]].rel_params
+                       if q["use"] == "shared"), None)  # deberta's P
         learned = None if not c["learn_freq"] else self.rope.freq[:self.n_axes] \
             if self.freq.mix is not None else self.rope.freq[0]
         p = c["dropout"] if self.training else 0.0
@@ -631,7 +634,8 @@ def _extras_of(path, tensors, meta):
                                                 ", ".join(rotary.AXES)))
     p = got.get("positions")
     A = p.shape[1] if p is not None and p.dim() == 2 else 0
-    lone = AXES_KEY if axes is not None else EXTRAS["sections"][0] if "sections" in got else         EXTRAS["mix"][0] if "mix" in got else None
+    lone = AXES_KEY if axes is not None else EXTRAS["sections"][0] if "sections" in got else \
+        EXTRAS["mix"][0] if "mix" in got else None
     if lone and not A:
         raise bad("the metadata's %s needs vector positions (roper.positions [rows x axes])"
                   % lone)
