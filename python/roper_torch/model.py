@@ -273,6 +273,16 @@ def xl_sinusoid(T, C, dtype=torch.float32):
     return torch.tensor(rows, dtype=torch.float64).reshape(T, C).to(dtype)
 
 
+# The relative kinds whose terms RotaryAttention._softmax adds ("": none). A kind of schema.json's
+# modes without its terms here is refused when the module loads (a model of it would silently
+# lack them).
+_REL_TERMS = ("", "shaw", "xl", "t5", "deberta", "alibi")
+for _m in MODES.values():
+    if _m.rel not in _REL_TERMS:
+        raise ImportError("roper_torch: the relative kind %r of schema.json has no terms here "
+                          "(python/roper_torch/model.py)" % _m.rel)
+
+
 class RotaryAttention(nn.Module):
     """One attention layer of roper (parameters `qkv`, `out` and the relative kind's tables, named
     as roper names them after "layers.<l>.attn."). cfg: rp.model's keys (config(); vocab may be
