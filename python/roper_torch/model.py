@@ -150,11 +150,10 @@ def _mix_of(mix, A, half):
     return _table_of("mix", mix, n0, n1)
 
 
-
-
 def _need_rotary(what, cfg):
-    """what needs a rotary pe with softmax attention: refused otherwise, as rp.model refuses it
-    (its message names the rotary modes from the mode table)."""
+    """(restated) what needs a rotary pe with softmax attention: refused otherwise, as
+    rp_model_set_freq and rp_model_set_positions refuse it (the message names the rotary modes
+    from the mode table)."""
     if not MODES[cfg["pe"]].rotary or cfg["attention"] == "linear":
         raise ValueError("%s a rotary pe (%s) with softmax attention, not %s%s"
                          % (what, _pe_list(True), cfg["pe"], " with linear attention"
