@@ -351,7 +351,8 @@ static void push_needs(lua_State *L, const rp_cfg_key *k)
  * since, help, use (when the key does something: rp_cfg_use's name), placements (use
  * "placement": the letters of use_arg), scalings (use "scalings": the names in use_arg), json
  * (what a safetensors roper.config holds of it: rp_cfg_json's name), unset_as (the key its 0
- * stands for) and needs (push_needs: when the key does something, and why not). */
+ * stands for), freq (the rp_rope_freq field a row of the frequency scheme sets) and needs
+ * (push_needs: when the key does something, and why not). */
 static void push_model_keys(lua_State *L)
 {
     /* by rp_cfg_type: the type's name, what its default is, which range fields it has */
@@ -406,6 +407,10 @@ static void push_model_keys(lua_State *L)
         if (k->unset_as) {
             lua_pushstring(L, k->unset_as);
             lua_setfield(L, -2, "unset_as");
+        }
+        if (k->freq_name) {
+            lua_pushstring(L, k->freq_name);
+            lua_setfield(L, -2, "freq");
         }
         push_needs(L, k);
         lua_rawseti(L, -2, i + 1);

@@ -1,7 +1,17 @@
-"""Counts the PyTorch companion's functions that restate a rule of roper's C code by hand: those
-whose docstring names a C function (rp_* or lrp_*), a .c file, pe_widths or read_cfg. Prints one
-line per function (file:line name lines) and the total, functions and lines (a nested function's
-lines are counted once, within its parent's when both are counted).
+"""Counts the PyTorch companion's functions that restate roper's C code by hand: those whose
+docstring names a C function (rp_* or lrp_*), a .c file, pe_widths or read_cfg. Each such
+docstring opens with its group:
+
+  (numerics)  computes numbers as roper computes them (frequencies, tables, rotations,
+              positions' angles, sinusoids): the independent reference, kept by design (it is
+              tested against roper's logits, which is its value);
+  (restated)  restates a rule or a format of roper's (reading and checking configs and
+              options, messages, what a file holds, parameter counts, JSON reading): what
+              should shrink as roper exports its tables to schema.json.
+
+Prints one line per function (file:line group name lines), then each group's total, functions and
+lines (a nested function's lines are counted once, within its parent's when both are counted).
+Exits 1 when a function that names C has no group.
 
   python3 python/mirror_count.py [folder]     (default: python/roper_torch)"""
 
@@ -11,35 +21,45 @@ import re
 import sys
 
 NAMES = re.compile(r"\bl?rp_\w+|\w\.c\b|\bpe_widths\b|\bread_cfg\b")
+GROUPS = ("numerics", "restated")
+GROUP = re.compile(r"\((%s)\)\s" % "|".join(GROUPS))
 
 
 def mirrors(path):
-    """(name, first line, last line) of every function of the file at path that names C."""
+    """(name, group, first line, last line) of every function of the file at path that names
+    C; group None when its docstring does not open with one."""
     with open(path, encoding="utf-8") as f:
         tree = ast.parse(f.read(), path)
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             doc = ast.get_docstring(node) or ""
             if NAMES.search(doc):
-                yield node.name, node.lineno, node.end_lineno
+                g = GROUP.match(doc)
+                yield node.name, g and g.group(1), node.lineno, node.end_lineno
 
 
 def main(folder):
-    count, lines = 0, 0
+    count = {g: 0 for g in GROUPS + (None,)}
+    covered = {g: set() for g in GROUPS + (None,)}
     for name in sorted(os.listdir(folder)):
         if not name.endswith(".py"):
             continue
         path = os.path.join(folder, name)
-        spans = sorted(mirrors(path), key=lambda m: m[1])
-        covered = set()
-        for fn, lo, hi in spans:
-            print("%s:%d %s %d" % (path, lo, fn, hi - lo + 1))
-            covered.update(range(lo, hi + 1))
-        count += len(spans)
-        lines += len(covered)
-    print("mirrors: %d functions, %d lines" % (count, lines))
+        for fn, g, lo, hi in sorted(mirrors(path), key=lambda m: m[2]):
+            print("%s:%d %s %s %d" % (path, lo, g or "UNMARKED", fn, hi - lo + 1))
+            count[g] += 1
+            covered[g].update((path, n) for n in range(lo, hi + 1))
+    for g in GROUPS:
+        print("%s: %d functions, %d lines" % (g, count[g], len(covered[g])))
+    print("mirrors: %d functions, %d lines" % (sum(count.values()),
+                                                 len(set().union(*covered.values()))))
+    if count[None]:
+        print("unmarked: %d functions (open their docstrings with (numerics) or (restated))"
+              % count[None])
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__),
-                                                            "roper_torch"))
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else
+                  os.path.join(os.path.dirname(__file__), "roper_torch")))

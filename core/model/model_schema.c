@@ -31,7 +31,6 @@ static uint32_t pe_since(int64_t pe) { return (uint32_t)rp_pe_mode_of((rp_pe)pe)
 static uint32_t scaling_since(int64_t s) { return rp_scaling_of((rp_rope_scaling)s)->since; }
 
 #define F(field) offsetof(rp_model_cfg, field)
-#define FQ(field) RP_CFG_FREQ_FIELD(field)
 #define I32 ((double)RP_I32_MAX)
 
 const rp_cfg_key rp_model_cfg_keys[] = {
@@ -122,44 +121,46 @@ const rp_cfg_key rp_model_cfg_keys[] = {
      .help = "t5: the distance where the last bucket starts"},
     {.name = "scaling", .type = RP_CFG_ENUM, .offset = F(scaling), .def = RP_SCALING_NONE,
      .names = rp_scaling_names, .flags = RP_CFG_SHOW_SET, .use = RP_CFG_FREQ, .since = 3,
-     .value_since = scaling_since, .freq = FQ(scaling),
+     .value_since = scaling_since, RP_CFG_FREQ_OF(scaling),
      .help = "rotary pe, softmax attention: context extension of the positions (PI, NTK-aware, "
              "YaRN, dynamic NTK, Llama 3)"},
     {.name = "scaling_factor", .type = RP_CFG_NUM, .offset = F(scaling_factor), .def = 1,
      .lo = 0, .hi = HUGE_VAL, .flags = RP_CFG_LO_OPEN, .json = RP_CFG_JSON_APPLIES,
-     .use = RP_CFG_SCALED, .since = 3, .freq = FQ(factor),
+     .use = RP_CFG_SCALED, .since = 3, RP_CFG_FREQ_OF(factor),
      .help = "scaling: the extension factor (> 0)"},
     {.name = "orig_len", .type = RP_CFG_INT, .offset = F(orig_len), .def = 0, .lo = 0, .hi = I32,
      .flags = RP_CFG_SHOW_SET, .use = RP_CFG_SCALINGS, .use_arg = RP_READS_LEN, .since = 3,
-     .freq = FQ(orig_len),
+     RP_CFG_FREQ_OF(orig_len),
      .help = "scaling yarn, dynamic, llama3: the original context length (0: seq_len)"},
     {.name = "yarn_alpha", .type = RP_CFG_NUM, .offset = F(yarn_alpha), .def = RP_YARN_ALPHA,
      .lo = 0, .hi = HUGE_VAL, .use = RP_CFG_SCALINGS, .use_arg = RP_READS_YARN, .since = 3,
-     .freq = FQ(yarn_alpha), .help = "scaling yarn: alpha (rotations below it are interpolated)"},
+     RP_CFG_FREQ_OF(yarn_alpha),
+     .help = "scaling yarn: alpha (rotations below it are interpolated)"},
     {.name = "yarn_beta", .type = RP_CFG_NUM, .offset = F(yarn_beta), .def = RP_YARN_BETA,
      .lo = 0, .hi = HUGE_VAL, .use = RP_CFG_SCALINGS, .use_arg = RP_READS_YARN, .since = 3,
-     .freq = FQ(yarn_beta), .help = "scaling yarn: beta (rotations above it are kept)"},
+     RP_CFG_FREQ_OF(yarn_beta), .help = "scaling yarn: beta (rotations above it are kept)"},
     {.name = "xpos", .type = RP_CFG_NUM, .offset = F(xpos), .def = 0, .lo = 0, .hi = HUGE_VAL,
-     .flags = RP_CFG_SHOW_SET, .use = RP_CFG_FREQ, .since = 3, .freq = FQ(xpos),
+     .flags = RP_CFG_SHOW_SET, .use = RP_CFG_FREQ, .since = 3, RP_CFG_FREQ_OF(xpos),
      .help = "rotary pe: xPos decay gamma (0: off; e.g. 0.4)"},
     {.name = "xpos_scale_base", .type = RP_CFG_NUM, .offset = F(xpos_scale_base),
      .def = RP_XPOS_SCALE_BASE, .lo = 0, .hi = HUGE_VAL, .flags = RP_CFG_LO_OPEN,
-     .use = RP_CFG_XPOS, .since = 3, .freq = FQ(xpos_scale_base), .help = "xpos: the scale base"},
+     .use = RP_CFG_XPOS, .since = 3, RP_CFG_FREQ_OF(xpos_scale_base),
+     .help = "xpos: the scale base"},
     {.name = "yarn_ramp", .type = RP_CFG_ENUM, .offset = F(yarn_ramp),
      .def = RP_YARN_RAMP_ROTATIONS, .names = rp_yarn_ramp_names, .use = RP_CFG_SCALINGS,
-     .use_arg = RP_READS_YARN, .since = 4, .freq = FQ(yarn_ramp),
+     .use_arg = RP_READS_YARN, .since = 4, RP_CFG_FREQ_OF(yarn_ramp),
      .help = "scaling yarn: the ramp, linear in rotations (the paper) or in the pair index "
              "(Hugging Face: dims, dims_exact)"},
     {.name = "low_freq_factor", .type = RP_CFG_NUM, .offset = F(low_freq_factor),
      .def = RP_LLAMA3_LOW, .lo = 0, .hi = HUGE_VAL, .use = RP_CFG_SCALINGS,
-     .use_arg = RP_READS_LLAMA3, .since = 4, .freq = FQ(low_freq_factor),
+     .use_arg = RP_READS_LLAMA3, .since = 4, RP_CFG_FREQ_OF(low_freq_factor),
      .help = "scaling llama3: rotations per orig_len below which pairs are interpolated"},
     {.name = "high_freq_factor", .type = RP_CFG_NUM, .offset = F(high_freq_factor),
      .def = RP_LLAMA3_HIGH, .lo = 0, .hi = HUGE_VAL, .use = RP_CFG_SCALINGS,
-     .use_arg = RP_READS_LLAMA3, .since = 4, .freq = FQ(high_freq_factor),
+     .use_arg = RP_READS_LLAMA3, .since = 4, RP_CFG_FREQ_OF(high_freq_factor),
      .help = "scaling llama3: rotations per orig_len above which pairs are kept"},
     {.name = "attention_factor", .type = RP_CFG_NUM, .offset = F(attention_factor), .def = 0,
-     .lo = 0, .hi = HUGE_VAL, .use = RP_CFG_SCALED, .since = 4, .freq = FQ(attention_factor),
+     .lo = 0, .hi = HUGE_VAL, .use = RP_CFG_SCALED, .since = 4, RP_CFG_FREQ_OF(attention_factor),
      .help = "a scaling: the scores times its square (0: the scaling's own; yarn 0.1 ln s + 1)"},
     {.name = "learn_freq", .type = RP_CFG_BOOL, .offset = F(learn_freq), .def = 0,
      .flags = RP_CFG_WEIGHTS | RP_CFG_SHOW_SET, .use = RP_CFG_FREQ, .since = 5,
@@ -170,7 +171,6 @@ _Static_assert(sizeof rp_model_cfg_keys / sizeof rp_model_cfg_keys[0] <= RP_CFG_
                "more rows than RP_CFG_MAX_KEYS");
 
 #undef F
-#undef FQ
 #undef I32
 
 const rp_cfg_key *rp_model_cfg_key(const char *name, size_t len)

@@ -97,6 +97,8 @@ typedef struct rp_cfg_key {
                                 * for RP_CFG_INT and RP_CFG_NUM, an int for RP_CFG_ENUM; the
                                 * rotary bindings read it as an option, bindings/freq.c); 0 for
                                 * the others */
+    const char *freq_name;     /* the name of that field (the PyTorch companion's rotary.Freq
+                                * has the same fields: rp.model_keys()'s freq), or NULL */
     const char *unset_as;      /* RP_CFG_UNSET0: the key whose value its 0 ("not set") stands
                                 * for (fraction_q: fraction_qk), or NULL; rp_model_cfg_normalise
                                 * and the widths of the placements (rp_model_cfg_width_key) read
@@ -105,6 +107,8 @@ typedef struct rp_cfg_key {
 
 /* The freq column of a row whose field is rp_rope_freq's `field` (its offset + 1: 0 is none). */
 #define RP_CFG_FREQ_FIELD(field) (offsetof(rp_rope_freq, field) + 1)
+/* A row's freq and freq_name columns, both from rp_rope_freq's `field`. */
+#define RP_CFG_FREQ_OF(field) .freq = RP_CFG_FREQ_FIELD(field), .freq_name = #field
 
 /* The rows, in the order of rp.model's known keys and of roper.config's JSON; at most
  * RP_CFG_MAX_KEYS of them. */

@@ -55,21 +55,21 @@ class StoredConfig(dict):
 
 
 def _join(names):
-    """rp_join_names: "a", "a or b", "a, b or c"."""
+    """(restated) rp_join_names: "a", "a or b", "a, b or c"."""
     names = list(names)
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
 
 
 def _pe_list(rotary_only=False, linear=False, reads=None):
-    """rp_pe_list: the modes (rotary ones, those linear attention supports, those whose relative
-    terms read the key `reads`)."""
+    """(restated) rp_pe_list: the modes (rotary ones, those linear attention supports, those whose
+    relative terms read the key `reads`)."""
     return _join(n for n, m in PE.items() if (not rotary_only or m["rotary"])
                  and (not linear or m["linear"]) and (reads is None or reads in m["rel_keys"]))
 
 
 def _rotate_check(pe, rotate, option):
-    """rp_pe_rotate_check: a rotate of a non-rotary pe refused, as an option of rp.model's
-    (option) or as a config's rule."""
+    """(restated) rp_pe_rotate_check: a rotate of a non-rotary pe refused, as an option of
+    rp.model's (option) or as a config's rule."""
     if rotate and not PE[pe]["rotary"]:
         raise ValueError("%s needs a rotary pe (%s), %s" % (
             "option 'rotate'" if option else "rotate", _pe_list(True),
@@ -77,8 +77,8 @@ def _rotate_check(pe, rotate, option):
 
 
 def _lua_integer(v):
-    """v as an int when roper reads it as an integer (lrp_tointeger: an integer-valued number
-    within 64 bits, 2 or 2.0, not 2.5, nan nor True), else None."""
+    """(restated) v as an int when roper reads it as an integer (lrp_tointeger: an integer-valued
+    number within 64 bits, 2 or 2.0, not 2.5, nan nor True), else None."""
     if isinstance(v, bool) or not hasattr(v, "__float__"):
         return None
     try:
@@ -90,8 +90,8 @@ def _lua_integer(v):
 
 
 def _rotate_mask(s):
-    """rp_rotate_from_name: the placements of a non-empty string of distinct letters of "qkvo"
-    as their letters in q, k, v, o order, or None."""
+    """(restated) rp_rotate_from_name: the placements of a non-empty string of distinct letters of
+    "qkvo" as their letters in q, k, v, o order, or None."""
     if not isinstance(s, str) or not s or any(c not in "qkvo" for c in s) or \
             len(set(s)) != len(s):
         return None
@@ -99,7 +99,8 @@ def _rotate_mask(s):
 
 
 def _read(k, v):
-    """The value v of row k read as rp.model reads it (lrp_optcfgkey's types), else ValueError."""
+    """(restated) The value v of row k read as rp.model reads it (lrp_optcfgkey's types), else
+    ValueError."""
     name, t = k["name"], k["type"]
     if t == "number":
         if isinstance(v, bool) or not hasattr(v, "__float__") or isinstance(v, str):
@@ -130,8 +131,8 @@ def _read(k, v):
 
 
 def _check_key(k, x, given):
-    """rp_model_cfg_check_key: x in row k's range. given: the caller wrote it (0 stands for "not
-    set" only in a stored config)."""
+    """(restated) rp_model_cfg_check_key: x in row k's range. given: the caller wrote it (0 stands
+    for "not set" only in a stored config)."""
     name, t = k["name"], k["type"]
     if t == "int" and not k["lo"] <= x <= k["hi"]:
         raise ValueError("%s %d must be in %d..%d" % (name, x, k["lo"], k["hi"]))
@@ -150,7 +151,8 @@ def _check_key(k, x, given):
 
 
 def _value_str(k, x):
-    """rp_model_cfg_value_str: a seed as C's unsigned, a number as %g, the rest as written."""
+    """(restated) rp_model_cfg_value_str: a seed as C's unsigned, a number as %g, the rest as
+    written."""
     if k["type"] == "seed":
         return "%d" % (x % 2 ** 64)
     if k["type"] == "number":
@@ -169,9 +171,9 @@ def _is_default(k, x):
 
 
 def _facts(c):
-    """rp_model_cfg_fact: the facts of the config c that the schema's needs test (pe, attention,
-    scaling; the placements rotated: rotate, else and with linear attention the mode's own; xPos
-    on or off)."""
+    """(restated) rp_model_cfg_fact: the facts of the config c that the schema's needs test (pe,
+    attention, scaling; the placements rotated: rotate, else and with linear attention the mode's
+    own; xPos on or off)."""
     rot = c["rotate"] if c["rotate"] and c["attention"] != "linear" else PE[c["pe"]]["rotate"]
     return {"pe": c["pe"], "attention": c["attention"], "rotate": rot, "scaling": c["scaling"],
             "xpos": "on" if c["xpos"] > 0.0 else "off"}
@@ -188,7 +190,8 @@ def _unused(c, k):
 
 
 def _fraction_width(what, f, D):
-    """rp_pe_fraction_width: the width floor(f D) that fraction f of d_k D gives, even and >= 2."""
+    """(restated) rp_pe_fraction_width: the width floor(f D) that fraction f of d_k D gives, even
+    and >= 2."""
     if not 0.0 < f <= 1.0:
         raise ValueError("%s %s must be in (0, 1]" % (what, rotary._g(f)))
     w = int(math.floor(f * D))
@@ -199,9 +202,9 @@ def _fraction_width(what, f, D):
 
 
 def widths(cfg):
-    """{placement: d_rot} of the rotated placements (core/model/model_config.c's pe_widths; with
-    linear attention the mode's own): each from the fraction of the schema's row that
-    rp_model_cfg_width_key picks (of the placement rows that name it, the one with an unset_as
+    """(restated) {placement: d_rot} of the rotated placements (core/model/model_config.c's
+    pe_widths; with linear attention the mode's own): each from the fraction of the schema's row
+    that rp_model_cfg_width_key picks (of the placement rows that name it, the one with an unset_as
     when set, else the other), refused as roper refuses a fraction that gives an odd width or one
     below 2."""
     D = cfg["d_model"] // cfg["heads"]
@@ -216,26 +219,22 @@ def widths(cfg):
 
 
 def freq_of(cfg, theta=None, angles=None, axes="axial", sections=None, mix=None):
-    """The model's frequency scheme (rp_model_cfg_freq): its scaling, orig_len (seq_len when 0),
-    xPos, the own frequencies or angles and the map of vector positions (which safetensors files
-    do not hold)."""
-    return rotary.Freq(scaling=cfg["scaling"], factor=float(cfg["scaling_factor"]),
-                       orig_len=float(cfg["orig_len"] or cfg["seq_len"]),
-                       yarn_alpha=float(cfg["yarn_alpha"]), yarn_beta=float(cfg["yarn_beta"]),
-                       yarn_ramp=cfg["yarn_ramp"], low_freq_factor=float(cfg["low_freq_factor"]),
-                       high_freq_factor=float(cfg["high_freq_factor"]),
-                       attention_factor=float(cfg["attention_factor"]),
-                       xpos=float(cfg["xpos"]), xpos_scale_base=float(cfg["xpos_scale_base"]),
-                       theta=None if theta is None else [float(t) for t in theta],
+    """(restated) The model's frequency scheme (rp_model_cfg_freq): the keys of the schema's freq
+    column in their fields (orig_len seq_len when 0), the own frequencies or angles and the map
+    of vector positions (which safetensors files do not hold)."""
+    f = {field: float(cfg[k["name"]]) if k["type"] in ("int", "number") else cfg[k["name"]]
+         for field, k in rotary.FREQ_KEYS.items()}
+    f["orig_len"] = f["orig_len"] or float(cfg["seq_len"])
+    return rotary.Freq(**f, theta=None if theta is None else [float(t) for t in theta],
                        angles=None if angles is None else [[float(a) for a in r] for r in angles],
                        axes=axes, sections=None if sections is None else list(sections),
                        mix=None if mix is None else [[float(w) for w in r] for r in mix])
 
 
 def _normalise(c):
-    """rp_model_cfg_normalise: the mode's own rotate, and a key equal to the key its 0 stands for
-    (the schema's unset_as: fraction_q and fraction_qk), are "not set" ("" and 0), so that equal
-    models have equal configs."""
+    """(restated) rp_model_cfg_normalise: the mode's own rotate, and a key equal to the key its 0
+    stands for (the schema's unset_as: fraction_q and fraction_qk), are "not set" ("" and 0), so
+    that equal models have equal configs."""
     if c["rotate"] == MODES[c["pe"]].rotate:
         c["rotate"] = ""
     for k in KEYS:
@@ -244,8 +243,8 @@ def _normalise(c):
 
 
 def _coded(name, c):
-    """rp_model_cfg_check's rules that core codes (core/model/model_config.c's rule_<name>), by
-    the names that schema.json's rules give them."""
+    """(restated) rp_model_cfg_check's rules that core codes (core/model/model_config.c's
+    rule_<name>), by the names that schema.json's rules give them."""
     pe, mode = c["pe"], PE[c["pe"]]
     if name == "rows" and c["max_batch"] > I32 // c["seq_len"]:
         raise ValueError("max_batch %d x seq_len %d exceeds 2^31-1 rows"
@@ -294,14 +293,11 @@ _HF_MAP = SCHEMA["hf_map"]
 
 
 def _rope_theta(c):
-    """rope_theta, Hugging Face's name of base (lrp_optbase)."""
+    """(restated) rope_theta, Hugging Face's name of base (lrp_optbase)."""
     if c.get("base") is not None:
         raise ValueError("options 'rope_theta' and 'base' exclude each other (rope_theta is "
                          "Hugging Face's name of base)")
-    v = c["rope_theta"]
-    if isinstance(v, bool) or not hasattr(v, "__float__") or isinstance(v, str):
-        raise ValueError("option 'rope_theta' must be a number, got %s" % rotary._describe(v))
-    x = float(v)
+    x = _read(dict(KEY["base"], name="rope_theta"), c["rope_theta"])  # read as base
     if not math.isfinite(x):
         raise ValueError("option 'rope_theta' must be finite, got %s" % rotary._describe(x))
     if not x > 0.0:
@@ -327,9 +323,9 @@ def _hf_value(f, v):
 
 
 def _rope_scaling(c, full):
-    """A rope_scaling table as a model's config.json writes it, mapped onto roper's keys in full
-    (lrp_opt_rope_scaling: the rope_type, the fields each reads and needs, and the key each sets
-    from schema.json), or ValueError with rp.model's message."""
+    """(restated) A rope_scaling table as a model's config.json writes it, mapped onto roper's keys
+    in full (lrp_opt_rope_scaling: the rope_type, the fields each reads and needs, and the key each
+    sets from schema.json), or ValueError with rp.model's message."""
     t = c["rope_scaling"]
     if not isinstance(t, (dict, list, tuple)):
         raise ValueError("option 'rope_scaling' must be a table (Hugging Face's config.json "

@@ -38,7 +38,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import rotary
-from .config import DEFAULTS, MODES, PE, Config, config, freq_of, widths  # noqa: F401
+from .config import DEFAULTS, MODES, PE, Config, _pe_list, config, freq_of, widths  # noqa: F401
 from .safetensors import read_safetensors, write_safetensors
 from .stored import _printable, from_json, to_json
 
@@ -115,10 +115,10 @@ def _table_of(key, v, n0, n1):
 
 
 def _own_tables(cfg, freq, angles):
-    """(theta, angles): the model's own frequencies or angles as lists of floats (None when not
-    given), read and refused as rp.model reads them (lrp_freq_tables, then rp_rope_freq_check's
-    part for them). angles may be a function(p, i), sampled at p = 0 .. seq_len-1 and i = 0 ..
-    d_rot/2 - 1 of the widest rotated placement."""
+    """(restated) (theta, angles): the model's own frequencies or angles as lists of floats (None
+    when not given), read and refused as rp.model reads them (lrp_freq_tables, then
+    rp_rope_freq_check's part for them). angles may be a function(p, i), sampled at p = 0 ..
+    seq_len-1 and i = 0 .. d_rot/2 - 1 of the widest rotated placement."""
     if freq is not None and angles is not None:
         raise ValueError("give option 'freq' or 'angles', not both")
     half = max(widths(cfg).values(), default=0) // 2
@@ -150,18 +150,25 @@ def _mix_of(mix, A, half):
     return _table_of("mix", mix, n0, n1)
 
 
-_LINEAR = ("", " with linear attention")  # the end of the "need a rotary pe" messages
+def _need_rotary(what, cfg):
+    """(restated) what needs a rotary pe with softmax attention: refused otherwise, as
+    rp_model_set_freq and rp_model_set_positions refuse it (the message names the rotary modes
+    from the mode table)."""
+    if not MODES[cfg["pe"]].rotary or cfg["attention"] == "linear":
+        raise ValueError("%s a rotary pe (%s) with softmax attention, not %s%s"
+                         % (what, _pe_list(True), cfg["pe"], " with linear attention"
+                            if cfg["attention"] == "linear" else ""))
 
 
 def positions_of(cfg, positions, axes=None, sections=None, mix=None, theta=None, angles=None):
-    """The model's positions and scheme: (rows, A, freq), rows the positions as tuples (token t
-    at row t), A their axes (0: scalar positions), freq the model's rotary.Freq (freq_of) with
-    the map of the axes. positions: None (token t at t), a list of ints or of lists of A = 1 to
+    """(restated) The model's positions and scheme: (rows, A, freq), rows the positions as tuples
+    (token t at row t), A their axes (0: scalar positions), freq the model's rotary.Freq (freq_of)
+    with the map of the axes. positions: None (token t at t), a list of ints or of lists of A = 1 to
     3 ints (or a tensor [n] or [n x A]), rows for t = 0 .. seq_len-1 at least; axes "axial" (the
     default), "sections" with sections (pairs per axis, adding up to d_rot/2 of every rotated
     placement) or "mixed" with mix (W [A x d_rot/2], d_rot of the widest placement). Raises
-    ValueError with rp.model's messages for what rp.model refuses (bindings/model.c's order).
-    theta / angles: the own frequencies or angles (_own_tables)."""
+    ValueError with rp.model's messages for what rp.model refuses (bindings/model.c's order). theta
+    / angles: the own frequencies or angles (_own_tables)."""
     theta, angles = _own_tables(cfg, theta, angles)
     if axes is not None and (not isinstance(axes, str) or axes not in rotary.AXES):
         raise ValueError("option 'axes' must be one of %s, got %s"
@@ -213,19 +220,13 @@ def positions_of(cfg, positions, axes=None, sections=None, mix=None, theta=None,
         if angles is not None and cfg["learn_freq"]:
             raise ValueError("angles are final and learn_freq learns frequencies (give freq, the "
                              "starting frequencies, instead)")
-        if not MODES[cfg["pe"]].rotary or cfg["attention"] == "linear":
-            raise ValueError("freq and angles need a rotary pe (rope, roper or roper_legacy) "
-                             "with softmax attention, not %s%s" % (cfg["pe"], _LINEAR[
-                                 cfg["attention"] == "linear"]))
+        _need_rotary("freq and angles need", cfg)
         f1 = replace(f, axes="axial", sections=None, mix=None)
         for p, d in w.items():
             rotary.check(f1, 0, d, T - 1, "d_rot_" + p)
     last = T - 1  # the largest position a placement reads: t, or the rows' largest
     if rows is not None:
-        if not MODES[cfg["pe"]].rotary or cfg["attention"] == "linear":
-            raise ValueError("positions need a rotary pe (rope, roper or roper_legacy) with "
-                             "softmax attention, not %s%s" % (cfg["pe"], _LINEAR[
-                                 cfg["attention"] == "linear"]))
+        _need_rotary("positions need", cfg)
         if len(rows) < T:
             raise ValueError("positions hold %d rows; the model's seq_len is %d" % (len(rows), T))
         for r, row in enumerate(rows[:T]):
@@ -262,13 +263,23 @@ def alibi_slopes(H):
 
 
 def xl_sinusoid(T, C, dtype=torch.float32):
-    """Transformer-XL's R [T, C]: row d = [sin(d f_j) | cos(d f_j)], f_j = 10000^(-2j/C), in
-    float64 rounded to dtype (core/model/model_rel.c)."""
+    """(numerics) Transformer-XL's R [T, C]: row d = [sin(d f_j) | cos(d f_j)], f_j = 10000^(-2j/C),
+    in float64 rounded to dtype (core/model/model_rel.c)."""
     rows = []
     for d in range(T):
         a = [d * math.pow(10000.0, -2.0 * j / C) for j in range(C // 2)]
         rows.append([math.sin(x) for x in a] + [math.cos(x) for x in a])
     return torch.tensor(rows, dtype=torch.float64).reshape(T, C).to(dtype)
+
+
+# The relative kinds whose terms RotaryAttention._softmax adds ("": none). A kind of schema.json's
+# modes without its terms here is refused when the module loads (a model of it would silently
+# lack them).
+_REL_TERMS = ("", "shaw", "xl", "t5", "deberta", "alibi")
+for _m in MODES.values():
+    if _m.rel not in _REL_TERMS:
+        raise ImportError("roper_torch: the relative kind %r of schema.json has no terms here "
+                          "(python/roper_torch/model.py)" % _m.rel)
 
 
 class RotaryAttention(nn.Module):
@@ -499,11 +510,12 @@ class RoperTransformer(nn.Module):
         if T > c["seq_len"]:
             raise ValueError("forward: %d tokens per row, more than seq_len %d" % (T, c["seq_len"]))
         x = self.embed(tokens)
-        if c["pe"] == "learned":
+        if MODES[c["pe"]].absolute == "learned":
             x = x + self.pos.weight[:T]
         elif self._sin is not None:
             x = x + self._sin[:T].to(x.dtype).to(x.device)  # rounded once, as roper's table
-        shared = self.rel.weight if c["pe"] == "deberta" else None
+        shared = next((self.get_parameter(q["name"]) for q in MODES[c["pe"]].rel_params
+                       if q["use"] == "shared"), None)  # deberta's P
         learned = None if not c["learn_freq"] else self.rope.freq[:self.n_axes] \
             if self.freq.mix is not None else self.rope.freq[0]
         p = c["dropout"] if self.training else 0.0
@@ -555,8 +567,8 @@ def _rel_param(owner, name, q, cfg):
 
 
 def param_count(cfg):
-    """The floats of the parameters of a RoperTransformer of the checked config cfg (roper's
-    layout, core/model/model_layout.c's rpm_build_layout), computed without building it:
+    """(restated) The floats of the parameters of a RoperTransformer of the checked config cfg
+    (roper's layout, core/model/model_layout.c's rpm_build_layout), computed without building it:
     load_roper refuses a file that holds fewer before it allocates a model (as rp.load does)."""
     C, V, Fd, T = cfg["d_model"], cfg["vocab"], cfg["d_ff"], cfg["seq_len"]
     mode = MODES[cfg["pe"]]
@@ -594,12 +606,12 @@ def _shape_str(t):
 
 
 def _extras_of(path, tensors, meta):
-    """(options, names): the model's own tables and positions that the file's metadata names, as
-    RoperTransformer's arguments (tensors; sections a list), and the names of their tensors.
-    Raises ValueError "path: ..." with roper's message (core/io/safetensors.c's find_extras) for
-    a named tensor that is missing, named twice, of another dtype or rank, a map not in
-    rotary.AXES, a map, sections or mix without vector positions or beside another map, a table
-    without a row per axis."""
+    """(restated) (options, names): the model's own tables and positions that the file's metadata
+    names, as RoperTransformer's arguments (tensors; sections a list), and the names of their
+    tensors. Raises ValueError "path: ..." with roper's message (core/io/safetensors.c's
+    find_extras) for a named tensor that is missing, named twice, of another dtype or rank, a map
+    not in rotary.AXES, a map, sections or mix without vector positions or beside another map, a
+    table without a row per axis."""
     from .safetensors import NAMES
 
     def bad(msg):
@@ -631,7 +643,8 @@ def _extras_of(path, tensors, meta):
                                                 ", ".join(rotary.AXES)))
     p = got.get("positions")
     A = p.shape[1] if p is not None and p.dim() == 2 else 0
-    lone = AXES_KEY if axes is not None else EXTRAS["sections"][0] if "sections" in got else         EXTRAS["mix"][0] if "mix" in got else None
+    lone = AXES_KEY if axes is not None else EXTRAS["sections"][0] if "sections" in got else \
+        EXTRAS["mix"][0] if "mix" in got else None
     if lone and not A:
         raise bad("the metadata's %s needs vector positions (roper.positions [rows x axes])"
                   % lone)

@@ -53,20 +53,37 @@ import torch
 TWO_PI = 6.283185307179586476925286766559
 
 
+# roper's schema (python/gen_schema.lua writes it from roper's own tables); its "scalings" are
+# core/nn/rope_freq.c's scaling table: each scaling's name, Hugging Face rope_type, the config
+# keys it reads, per_position and own_score.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "schema.json")) as _f:
+    SCHEMA = json.load(_f)
+
+# the config keys of the frequency scheme by their field of rp_rope_freq (the schema's freq
+# column): their rows, whose defaults are Freq's
+FREQ_KEYS = {k["freq"]: k for k in SCHEMA["keys"] if "freq" in k}
+
+
+def _default(field):
+    d = FREQ_KEYS[field]["default"]
+    return float(d) if FREQ_KEYS[field]["type"] in ("int", "number") else d
+
+
 @dataclass
 class Freq:
-    """A frequency scheme (rp_rope_freq of core/nn/rope_freq.h, the config keys' names)."""
-    scaling: str = "none"
-    factor: float = 1.0                  # scaling_factor s
-    orig_len: float = 0.0                # yarn: L (the model: orig_len, or seq_len when 0)
-    yarn_alpha: float = 1.0
-    yarn_beta: float = 32.0
-    yarn_ramp: str = "rotations"         # or "dims", "dims_exact" (Hugging Face's)
-    low_freq_factor: float = 1.0         # llama3
-    high_freq_factor: float = 4.0
-    attention_factor: float = 0.0        # 0: the scaling's own score factor
-    xpos: float = 0.0                    # xPos gamma, 0 = off
-    xpos_scale_base: float = 512.0
+    """A frequency scheme (rp_rope_freq of core/nn/rope_freq.h): its fields are those of the
+    schema's freq column (config.freq_of fills them from a config), with their defaults."""
+    scaling: str = _default("scaling")
+    factor: float = _default("factor")  # scaling_factor s
+    orig_len: float = _default("orig_len")  # yarn: L (the model: orig_len, or seq_len when 0)
+    yarn_alpha: float = _default("yarn_alpha")
+    yarn_beta: float = _default("yarn_beta")
+    yarn_ramp: str = _default("yarn_ramp")  # "rotations", "dims", "dims_exact" (Hugging Face's)
+    low_freq_factor: float = _default("low_freq_factor")  # llama3
+    high_freq_factor: float = _default("high_freq_factor")
+    attention_factor: float = _default("attention_factor")  # 0: the scaling's own score factor
+    xpos: float = _default("xpos")  # xPos gamma, 0 = off
+    xpos_scale_base: float = _default("xpos_scale_base")
     theta: Optional[List[float]] = None  # own frequencies: pair i turns by p theta[i]
     angles: Optional[List[List[float]]] = None  # own angles [position][pair]; no scaling
     axes: str = "axial"                  # vector positions: the map of the pairs (AXES)
@@ -148,12 +165,6 @@ def _factor_score(f):
     return f.attention_factor * f.attention_factor if f.attention_factor > 0.0 else 1.0
 
 
-# roper's schema (python/gen_schema.lua writes it from roper's own tables); its "scalings" are
-# core/nn/rope_freq.c's scaling table: each scaling's name, Hugging Face rope_type, the config
-# keys it reads, per_position and own_score.
-with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "schema.json")) as _f:
-    SCHEMA = json.load(_f)
-
 # The formulas, by name (core/nn/rope_freq.c's theta functions; a scaling with own_score has its
 # score function here, the others multiply the scores by attention_factor^2 when it is set).
 _THETA = {
@@ -179,7 +190,8 @@ def _scaling_of(row):
 # The schemes, by the config's name, in roper's order (rp.scalings()). A new one is a row of
 # roper's table and its formula here (its parameters: fields of Freq, filled by config.freq_of
 # from the config keys of model.DEFAULTS).
-SCALINGS = {row["name"]: _scaling_of(row) for row in SCHEMA["scalings"]}
+SCALING_ROWS = {row["name"]: row for row in SCHEMA["scalings"]}
+SCALINGS = {name: _scaling_of(row) for name, row in SCALING_ROWS.items()}
 
 
 def scaling(f):
@@ -191,9 +203,9 @@ def scaling(f):
 
 
 def site(f, n_axes, i, d_rot):
-    """Where pair i of a placement d_rot wide sits for positions of n_axes axes (0: scalar) under
-    f's map (None: axial): (axis, j, width), axis -1 for axes mixed (every axis), j the pair's
-    index in the 1-D RoPE of that width it belongs to (axial: its block's, 2 n_a wide;
+    """(numerics) Where pair i of a placement d_rot wide sits for positions of n_axes axes (0:
+    scalar) under f's map (None: axial): (axis, j, width), axis -1 for axes mixed (every axis), j
+    the pair's index in the 1-D RoPE of that width it belongs to (axial: its block's, 2 n_a wide;
     otherwise i and d_rot). core/nn/rope_freq.c's site_of."""
     m = f.axes if f is not None else "axial"
     if n_axes < 1 or (m == "axial" and n_axes == 1):
@@ -218,7 +230,7 @@ def _theta_of(f, i, at, base, p):
 
 
 def theta(d_rot, base, f=None, p=0, n_axes=0):
-    """theta'_i for i = 0 .. d_rot/2 - 1 (floats) of position p: the standard or own
+    """(numerics) theta'_i for i = 0 .. d_rot/2 - 1 (floats) of position p: the standard or own
     frequencies, scaled; for positions of n_axes axes under f's map (axial: each block's own,
     rp_rope_freq_theta). Not for axes mixed, whose frequencies are f.mix."""
     return [_theta_of(f, i, site(f, n_axes, i, d_rot), base, p) for i in range(d_rot // 2)]
@@ -236,7 +248,7 @@ def _magnitude(i, d_rot, p, side, xg, sb):
 
 
 def _describe(v):
-    """A value as roper's messages name it (lrp_describe)."""
+    """(restated) A value as roper's messages name it (lrp_describe)."""
     if isinstance(v, bool):
         return "boolean"
     if isinstance(v, int):
@@ -307,8 +319,8 @@ _FINAL = {"angles": ("an angle table (the angles", "position", "angle", "angles"
 
 
 def _check_final(f, key, t):
-    """rp_rope_freq_check's check_final: the table t (rows of floats) of f not empty, no scaling
-    beside it, every entry finite (the message gives the first bad one)."""
+    """(restated) rp_rope_freq_check's check_final: the table t (rows of floats) of f not empty, no
+    scaling beside it, every entry finite (the message gives the first bad one)."""
     table, row, entry, entries = _FINAL[key]
     if not t or not t[0]:
         raise ValueError("%s must not be empty" % key)
@@ -327,15 +339,15 @@ def _finite(*vs):
 
 
 def check_tables(f):
-    """rp_rope_freq_check, its messages: the scheme's numbers (a known scaling, its factor > 0,
-    orig_len >= 1 where the scaling reads it, attention_factor >= 0, llama3's bands and YaRN's
-    ramp in order, xPos's gamma >= 0 and scale base > 0, all finite), then the own tables: freq
-    and angles exclude each other, freq not empty and finite, angles as _check_final."""
+    """(restated) rp_rope_freq_check, its messages: the scheme's numbers (a known scaling, its
+    factor > 0, orig_len >= 1 where the scaling reads it, attention_factor >= 0, llama3's bands and
+    YaRN's ramp in order, xPos's gamma >= 0 and scale base > 0, all finite), then the own tables:
+    freq and angles exclude each other, freq not empty and finite, angles as _check_final."""
     scaling(f)
     if not _finite(f.factor) or not f.factor > 0.0:
         raise ValueError("scaling_factor must be a finite number > 0, got %s" % _g(f.factor))
-    if f.scaling in ("yarn", "dynamic", "llama3") and not (_finite(f.orig_len) and
-                                                          f.orig_len >= 1.0):
+    if FREQ_KEYS["orig_len"]["name"] in SCALING_ROWS[f.scaling]["keys"] and \
+            not (_finite(f.orig_len) and f.orig_len >= 1.0):
         raise ValueError("orig_len (the original context length of scaling %s) must be >= 1, "
                          "got %s" % (f.scaling, _g(f.orig_len)))
     if not _finite(f.attention_factor) or not f.attention_factor >= 0.0:
@@ -350,7 +362,7 @@ def check_tables(f):
             raise ValueError("low_freq_factor %s must be below high_freq_factor %s"
                              % (_g(lo), _g(hi)))
     if f.scaling == "yarn":
-        if f.yarn_ramp not in ("rotations", "dims", "dims_exact"):
+        if f.yarn_ramp not in FREQ_KEYS["yarn_ramp"]["names"]:
             raise ValueError("unknown yarn_ramp %s" % _describe(f.yarn_ramp))
         a, b = f.yarn_alpha, f.yarn_beta
         if not _finite(a, b) or not a >= 0.0:
@@ -379,14 +391,14 @@ def check_tables(f):
 
 
 def check(f, n_axes, d_rot, last, what="d_rot"):
-    """Refuses what f cannot do on a placement d_rot wide for positions of n_axes axes up to
-    `last` (rp_rope_freq_check's own tables and axes parts and rp_rope_freq_check_use, their
+    """(restated) Refuses what f cannot do on a placement d_rot wide for positions of n_axes axes up
+    to `last` (rp_rope_freq_check's own tables and axes parts and rp_rope_freq_check_use, their
     messages; `what` names the width): bad own tables (check_tables), a map that needs vector
-    positions, sections beside another map or below 0, a mix without axes mixed (or the map
-    without it), beside a scaling or own frequencies, not finite or not one row per axis,
-    dynamic, xPos and own angles with A > 1, own frequencies, angles or a mix for fewer than
-    d_rot/2 pairs, an angle table shorter than the positions, axial blocks of no pairs, sections
-    that do not add up to d_rot/2."""
+    positions, sections beside another map or below 0, a mix without axes mixed (or the map without
+    it), beside a scaling or own frequencies, not finite or not one row per axis, dynamic, xPos and
+    own angles with A > 1, own frequencies, angles or a mix for fewer than d_rot/2 pairs, an angle
+    table shorter than the positions, axial blocks of no pairs, sections that do not add up to
+    d_rot/2."""
     if f is None:
         return
     half = d_rot // 2
@@ -447,10 +459,10 @@ def check(f, n_axes, d_rot, last, what="d_rot"):
 
 
 def _angle(cp, at, th, W, i):
-    """The angle of pair i sitting at `at` (site()): cp[a] = c p_a, the position on axis a times
-    c, times theta'_i (th[i]), or with a mix matrix sum_a (c p_a) W[a][i] in the order of the axes
-    (rp_rope_freq_tables: W[0]'s term alone for one axis). Floats, or tensors (the columns of
-    cp, the entries or rows of th and W) for the differentiable tables."""
+    """(numerics) The angle of pair i sitting at `at` (site()): cp[a] = c p_a, the position on axis
+    a times c, times theta'_i (th[i]), or with a mix matrix sum_a (c p_a) W[a][i] in the order of
+    the axes (rp_rope_freq_tables: W[0]'s term alone for one axis). Floats, or tensors (the columns
+    of cp, the entries or rows of th and W) for the differentiable tables."""
     if W is None:
         return cp[at[0]] * th[i]
     a = cp[0] * W[0][i]
@@ -460,10 +472,10 @@ def _angle(cp, at, th, W, i):
 
 
 def tables(d_rot, base, positions, f=None, c=1.0, side=1, dtype=torch.float32, learned=None):
-    """cos, sin [n, d_rot/2] for the positions (an iterable of ints, or of n lists of A = 1 to 3
-    ints: vector positions, mapped to the pairs by f.axes): m cos(a) and m sin(a), a the angle
-    of pair i, c p theta'_i (p the position on the pair's axis) or c sum_a p_a W[a][i] with axes
-    mixed, m the xPos magnitude zeta_i^(side p / scale_base) (1 without xPos); with own angles,
+    """(numerics) cos, sin [n, d_rot/2] for the positions (an iterable of ints, or of n lists of A =
+    1 to 3 ints: vector positions, mapped to the pairs by f.axes): m cos(a) and m sin(a), a the
+    angle of pair i, c p theta'_i (p the position on the pair's axis) or c sum_a p_a W[a][i] with
+    axes mixed, m the xPos magnitude zeta_i^(side p / scale_base) (1 without xPos); with own angles,
     the angle of position p on pair i is c angles[p][i]. Computed in float64, rounded to dtype
     (rp_rope_freq_tables).
 
@@ -526,10 +538,10 @@ def tables(d_rot, base, positions, f=None, c=1.0, side=1, dtype=torch.float32, l
 
 
 def rotate(x, cos, sin, d_rot, pairing="half", sign=1):
-    """Rotates the first d_rot features of x [..., T, H, D] (positions on dim -3) by the table rows
-    cos, sin [T, d_rot/2]: y_a = x_a c - x_b s, y_b = x_b c + x_a s for each pair (a, b) with
-    s = sign sin (rp_rope_forward); pairing "half" pairs feature i with i + d_rot/2, "interleaved"
-    2i with 2i + 1. The other features pass through. Differentiable in x."""
+    """(numerics) Rotates the first d_rot features of x [..., T, H, D] (positions on dim -3) by the
+    table rows cos, sin [T, d_rot/2]: y_a = x_a c - x_b s, y_b = x_b c + x_a s for each pair (a, b)
+    with s = sign sin (rp_rope_forward); pairing "half" pairs feature i with i + d_rot/2,
+    "interleaved" 2i with 2i + 1. The other features pass through. Differentiable in x."""
     if d_rot == 0:
         return x
     h = d_rot // 2
@@ -548,8 +560,8 @@ def rotate(x, cos, sin, d_rot, pairing="half", sign=1):
 
 
 def sinusoidal(T, d, base=10000.0, dtype=torch.float32):
-    """Vaswani et al.'s table [T, d]: [t][2i] = sin(t / base^(2i/d)), [t][2i+1] = cos(...)
-    (rp_sinusoidal_forward: float64, rounded to dtype)."""
+    """(numerics) Vaswani et al.'s table [T, d]: [t][2i] = sin(t / base^(2i/d)), [t][2i+1] =
+    cos(...) (rp_sinusoidal_forward: float64, rounded to dtype)."""
     rows = []
     for t in range(T):
         row = []

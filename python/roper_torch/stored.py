@@ -77,8 +77,8 @@ class _Syntax(Exception):
 
 
 def _printable(s, n):
-    """rp_json_printable into a buffer of n bytes: the first 60 bytes of s (UTF-8), printable
-    ASCII as it is and any other byte as \\xNN, "..." after 60."""
+    """(restated) rp_json_printable into a buffer of n bytes: the first 60 bytes of s (UTF-8),
+    printable ASCII as it is and any other byte as \\xNN, "..." after 60."""
     out, o = [], 0
     for i, c in enumerate(s.encode("utf-8", "surrogatepass")):
         if i == 60:
@@ -99,7 +99,7 @@ def _printable(s, n):
 
 
 def _type_name(v):
-    """rp_json_type_name."""
+    """(restated) rp_json_type_name."""
     if v is None:
         return "null"
     if v is True or v is False:
@@ -140,7 +140,8 @@ def _parse(text):
 
 
 def _integer(lit, signed):
-    """rp_json_i64 (signed) or rp_json_u64 of the literal lit, or ValueError with its message."""
+    """(restated) rp_json_i64 (signed) or rp_json_u64 of the literal lit, or ValueError with its
+    message."""
     if len(lit) >= _INT_LIT:
         raise ValueError("number %s... is out of range" % lit[:40])
     neg = signed and lit.startswith("-")
@@ -154,7 +155,7 @@ def _integer(lit, signed):
 
 
 def _number(lit):
-    """rp_json_double of the literal lit, or ValueError with its message."""
+    """(restated) rp_json_double of the literal lit, or ValueError with its message."""
     if len(lit) >= _NUM_LIT:
         raise ValueError("number %s... is out of range" % lit[:40])
     x = float(lit)
@@ -201,8 +202,8 @@ def _read_key(k, v):
 
 
 def _read(text):
-    """rp_model_cfg_from_json: the keys of the object text, in its order, each read by its row;
-    the keys a file must hold; or ValueError with the reader's message."""
+    """(restated) rp_model_cfg_from_json: the keys of the object text, in its order, each read by
+    its row; the keys a file must hold; or ValueError with the reader's message."""
     doc = _parse(text)
     if not isinstance(doc, _Obj):
         raise ValueError("not a JSON object (%s)" % _type_name(doc))
@@ -219,9 +220,9 @@ def _read(text):
 
 
 def from_json(text):
-    """The config roper.config's text holds, checked as roper's readers check it (a Config), or
-    ValueError "bad roper.config (<the reader's message>)" / "bad model config: <rp_model_cfg_
-    check's message>"."""
+    """(restated) The config roper.config's text holds, checked as roper's readers check it (a
+    Config), or ValueError "bad roper.config (<the reader's message>)" / "bad model config:
+    <rp_model_cfg_check's message>"."""
     try:
         c = _read(text)
     except ValueError as e:
