@@ -14,10 +14,10 @@
  * model_keys, pe_modes, model_unused, hf_rope (core's config schema and mode table:
  * lrp_model_internals in roper.h), optim_keys (the optimiser's keys: lrp_optim_internals),
  * i32_max = RP_I32_MAX, build_kind = rp_build_kind(), build_target = rp_build_target(),
- * tokenizer = rp_tok_available() == 1, path_kind = f, read_file = f, write_file = f }
+ * tokenizer = rp_tok_available() == 1, path_kind = f, read_file = f, write_file = f, clock = f }
  * (is_live(t) is true for a tensor that has not been released; path_kind(path) tells what is at
  * a path without opening it; read_file and write_file are core/io/fileio.h's reading and atomic
- * writing, for the Lua parts' own files). What a Lua module shares with the others is its return
+ * writing, for the Lua parts' own files; clock() is core's rp_clock_seconds, for durations). What a Lua module shares with the others is its return
  * value (the argument errors and checks: roper.args), never a field of this table.
  * Finally, when OpenBLAS runs slower kernels than it has for this CPU (its Prescott fallback, or
  * Haswell/Zen on an AVX-512 CPU: rp_blas_wanted_coretype), one warning line goes to stderr (once
@@ -163,6 +163,14 @@ static int l_pub_write_file(lua_State *L)
     return l_write_file(L);
 }
 
+/* internals.clock() -> seconds on the monotonic clock (core/sys/clock.h: only differences mean
+ * something), for the durations the Lua parts measure (rp.experiment.run's seconds_train). */
+static int l_clock(lua_State *L)
+{
+    lua_pushnumber(L, (lua_Number)rp_clock_seconds());
+    return 1;
+}
+
 /* internals.is_live(x): true when x is a tensor that was not released. */
 static int l_is_live(lua_State *L)
 {
@@ -295,7 +303,7 @@ LUAMOD_API int luaopen_roper(lua_State *L)
     static const luaL_Reg priv_funcs[] = {
         {"is_live", l_is_live},     {"path_kind", l_path_kind},
         {"read_file", l_read_file}, {"write_file", l_write_file},
-        {NULL, NULL},
+        {"clock", l_clock},         {NULL, NULL},
     };
     /* the metatables the Lua parts see, by their names in the private table */
     static const char *const metatables[][2] = {

@@ -21,6 +21,7 @@
 #include "rng.h"
 #include "blas.h"
 #include "build.h"
+#include "clock.h"
 #include "ops.h"
 #include "rope.h"
 #include "rope_freq.h"

@@ -231,8 +231,10 @@ cli.main("train.lua", function()
   local function summary()
     local c = res.config
     local lines = {
-      ("%s, pe %s, %d params, %d steps in %.1f s (%.0f tokens/s), eval %.1f s"):format(c.task,
-        c.pe, res.params, c.steps, res.seconds_train, res.tokens_per_s, res.seconds_eval),
+      ("%s, pe %s, %d params, %d steps in %.1f s (%s), eval %.1f s"):format(c.task, c.pe,
+        res.params, c.steps, res.seconds_train, res.tokens_per_s
+          and ("%.0f tokens/s"):format(res.tokens_per_s) or "too short to measure",
+        res.seconds_eval),
     }
     if res.ranks then
       lines[#lines + 1] = ("%d ranks (MPI), %d thread%s each, %.2f s in MPI_Allreduce"):format(

@@ -2,13 +2,13 @@
  * by MPI, and forwards the collectives to it. */
 #define _GNU_SOURCE /* dladdr */
 #include "dist.h"
+#include "clock.h"
 
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 enum { ST_NEW, ST_READY, ST_FAILED, ST_DONE };
@@ -31,13 +31,6 @@ uint64_t rp_fnv64(uint64_t h, const void *p, size_t n)
         h *= 0x100000001b3ull;
     }
     return h;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 int rp_dist_launched(void)
@@ -161,7 +154,7 @@ static rp_status plugin_fail(const char *what, const char *msg)
 /* The status of an allreduce that started at t0 and returned rc, counted in the statistics. */
 static rp_status allreduce_done(int rc, double t0, const char *msg)
 {
-    g.comm_s += now_s() - t0;
+    g.comm_s += rp_clock_seconds() - t0;
     g.comm_calls++;
     return rc == 0 ? RP_OK : plugin_fail("MPI_Allreduce", msg);
 }
@@ -171,7 +164,7 @@ rp_status rp_dist_allreduce_f32(float *buf, int64_t n)
     RP_TRY(usable("allreduce"));
     if (g.ops == NULL || n <= 0) return RP_OK;
     char msg[256] = "";
-    double t0 = now_s();
+    double t0 = rp_clock_seconds();
     return allreduce_done(g.ops->allreduce_f32(buf, n, msg, sizeof msg), t0, msg);
 }
 
@@ -180,7 +173,7 @@ rp_status rp_dist_allreduce_f64(double *buf, int64_t n)
     RP_TRY(usable("allreduce"));
     if (g.ops == NULL || n <= 0) return RP_OK;
     char msg[256] = "";
-    double t0 = now_s();
+    double t0 = rp_clock_seconds();
     return allreduce_done(g.ops->allreduce_f64(buf, n, msg, sizeof msg), t0, msg);
 }
 

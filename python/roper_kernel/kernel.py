@@ -13,8 +13,10 @@ own, so it gets one), where it stops the cell at the next Lua instruction, as Ct
 If roper ends during a cell (killed, or a third interrupt while it is stuck in C code) the cell
 fails with that message and a new roper process (a fresh session) is started for the next cell.
 """
+import asyncio
 import base64
 import codecs
+import functools
 import html
 import json
 import os
@@ -237,8 +239,44 @@ class RoperKernel(Kernel):
         if not silent:
             self.send_response(self.iopub_socket, "error", {
                 "ename": ename, "evalue": evalue, "traceback": traceback})
+            self._abort_waiting()
         return {"status": "error", "execution_count": self.execution_count, "ename": ename,
                 "evalue": evalue, "traceback": traceback}
+
+    # A failed cell and the cells after it. Jupyter's stop_on_error (the default of an execute
+    # request) drops the execute requests that were waiting when a cell failed ("aborted" replies),
+    # as "Run all" wants. ipykernel (6.17, Debian 12's) takes the waiting requests only once the
+    # failed cell's reply has gone out, and lets new ones in again only on a later turn of its
+    # event loop (Kernel._abort_queues): a cell the client sent as soon as it had the error reply
+    # was dropped too whenever it arrived before that turn, as on a loaded machine. Here the
+    # requests waiting are taken, and the end of the abort queued behind them, before the reply is
+    # sent; ipykernel's own abort after the reply is then skipped. Where ipykernel has none of
+    # these parts (another version), its own abort runs unchanged.
+    _aborted_early = False
+
+    def _abort_waiting(self):
+        content = self.get_parent("shell").get("content", {}) if hasattr(self, "get_parent") else {}
+        if not content.get("stop_on_error", True) or not all(
+                hasattr(self, a) for a in ("shell_stream", "schedule_dispatch", "_aborting")):
+            return
+        self._aborting = True  # the execute requests queued from now on get "aborted"
+        self.shell_stream.flush()  # those already received join the queue now
+
+        async def stop_aborting():
+            self._aborting = False
+
+        stop = functools.partial(self.schedule_dispatch, stop_aborting)
+        if self.stop_on_error_timeout:  # configured: requests arriving meanwhile dropped too
+            asyncio.get_event_loop().call_later(self.stop_on_error_timeout, stop)
+        else:
+            stop()  # behind the requests received: one sent after the reply is never dropped
+        self._aborted_early = True
+
+    def _abort_queues(self):
+        if self._aborted_early:  # done before the reply
+            self._aborted_early = False
+            return None
+        return super()._abort_queues()
 
     # -------------------------------------------------------------------------------- messages
 

@@ -22,6 +22,7 @@
 --     drawn as steps (the share of runs that have not jumped yet); opts: title, xlabel
 local rp = require "roper"
 local fileio = require "lib.fileio"
+local tables = require "lib.tables"
 
 local plot = {}
 
@@ -139,8 +140,9 @@ function plot.loss_curves(groups, prefix, opts)
       end
       if #rows > 0 then
         nonempty = nonempty + #rows
+        local seed = r.config and r.config.seed -- (a float when read back from JSON: 1 not 1.0)
         dat[#dat + 1] = ("# %s, run %d (seed %s): %s  loss"):format(g.label, ri,
-          tostring(r.config and r.config.seed or "?"), x)
+          seed == nil and "?" or tables.num(seed), x)
         dat[#dat + 1] = table.concat(rows, "\n")
         dat[#dat + 1] = "\n"
         runs_at[gi][#runs_at[gi] + 1], block = block, block + 1

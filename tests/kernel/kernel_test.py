@@ -37,8 +37,8 @@ def repl(expr):
 
 
 class Session:
-    def __init__(self, kernel_dir):
-        self.km = jupyter_client.KernelManager(kernel_name="roper")
+    def __init__(self, kernel_name="roper"):
+        self.km = jupyter_client.KernelManager(kernel_name=kernel_name)
         self.km.start_kernel()
         self.kc = self.km.client()
         self.kc.start_channels()
@@ -142,7 +142,7 @@ def stdin_reads_nothing(s):
     rep, out = s.run('io.read("l"), io.read("a")')  # not the kernel's requests, and no hang
     check(text_of(out) == ['nil\n'], out)  # nil, then "" (strings print bare)
     rep, out = s.run("x")
-    check(text_of(out) == ["41"], out)
+    check(text_of(out) == ["41"], (rep, out))
 
 
 @case
@@ -176,7 +176,7 @@ def syntax_error(s):
     errs = [c for t, c in out if t == "error"]
     check(len(errs) == 1 and errs[0]["evalue"] == rep["evalue"], out)
     rep, out = s.run("x")
-    check(text_of(out) == ["41"], out)
+    check(text_of(out) == ["41"], (rep, out))
 
 
 @case
@@ -194,7 +194,7 @@ def runtime_error(s):
     check(rep["evalue"] == "cell:1: bad argument #1 to 'zeros' (shape expected (a table of sizes, "
           "or sizes as numbers), got string \"a\")", rep)
     rep, out = s.run("x")
-    check(text_of(out) == ["41"], out)
+    check(text_of(out) == ["41"], (rep, out))
 
 
 @case
@@ -208,7 +208,7 @@ def megabytes_of_print(s):
     check(stream(out, "stderr") == "\n[output cut: %d more bytes not shown, at most %d a cell]\n"
           % (dropped, rk.MAX_OUTPUT), stream(out, "stderr"))
     rep, out = s.run("x")
-    check(text_of(out) == ["41"], out)
+    check(text_of(out) == ["41"], (rep, out))
 
 
 @case
@@ -231,7 +231,48 @@ def plot_bad_data(s):
           "bad argument #1 to 'rp.plot' (y[2] is nan; values must be finite)", rep)
     check([t for t, c in out if t == "display_data"] == [], out)
     rep, out = s.run("x")
-    check(text_of(out) == ["41"], out)
+    check(text_of(out) == ["41"], (rep, out))
+
+
+# the kernels of tests/kernel/paused_kernel.py: where each waits for the client's next request
+PAUSES = {"after_error_reply": "roper-paused-after-error", "cell_start": "roper-paused-at-start"}
+
+
+@case
+def request_after_an_error(s):
+    """A cell sent once the client has a failed cell's reply runs, however late the kernel is to
+    take its next step (here it waits until that cell has arrived): ipykernel's stop_on_error
+    drops only the cells sent before."""
+    p = Session(PAUSES["after_error_reply"])
+    try:
+        p.run("y = 5")
+        for bad in ("error('no')", "x = = 1", "rp.plot({1, 0/0})"):
+            msg_id = p.kc.execute(bad)
+            while True:  # its reply, and then at once the next cell (not waiting for "idle")
+                r = p.kc.get_shell_msg(timeout=T)
+                if r["parent_header"].get("msg_id") == msg_id:
+                    break
+            check(r["content"]["status"] == "error", (bad, r["content"]))
+            rep, out = p.run("y")
+            check(rep["status"] == "ok" and text_of(out) == ["5"], (bad, rep, out))
+    finally:
+        p.close()
+
+
+@case
+def request_before_an_error(s):
+    """A cell sent before the cell before it failed is dropped, as Jupyter's "Run all" expects
+    (stop_on_error): the kernel here waits at the start of each cell until the next has arrived."""
+    p = Session(PAUSES["cell_start"])
+    try:
+        first = p.kc.execute("y = 5 error('no')")
+        second = p.kc.execute("y = 6")
+        rep, out = p.collect(first)
+        check(rep["status"] == "error" and rep["evalue"] == "cell:1: no", rep)
+        rep, out = p.collect(second)
+        check(rep["status"] == "aborted" and out == [], (rep, out))
+    finally:
+        p.close()
 
 
 @case
@@ -290,7 +331,7 @@ def interrupt_loop(s):
     check(rep["evalue"].endswith("interrupted!"), rep)
     check(time.monotonic() - t0 < 10, "took %.1f s" % (time.monotonic() - t0))
     rep, out = s.run("x")
-    check(text_of(out) == ["41"], out)
+    check(text_of(out) == ["41"], (rep, out))
 
 
 @case
@@ -365,7 +406,14 @@ def main():
     os.environ["JUPYTER_PATH"] = tmp
     os.environ["JUPYTER_RUNTIME_DIR"] = os.path.join(tmp, "runtime")
     only = sys.argv[2:]
-    s = Session(kdir)
+    for mode in PAUSES:  # tests/kernel/paused_kernel.py, a kernelspec for each of its pauses
+        ks = spec.kernel_json(ROPER, os.path.join(ROOT, "python"))
+        ks["argv"][1:3] = [os.path.join(ROOT, "tests", "kernel", "paused_kernel.py")]
+        ks["env"]["ROPER_TEST_PAUSE"] = mode
+        os.makedirs(os.path.join(tmp, "kernels", PAUSES[mode]))
+        with open(os.path.join(tmp, "kernels", PAUSES[mode], "kernel.json"), "w") as f:
+            json.dump(ks, f)
+    s = Session()
     failed = 0
     try:
         for fn in CASES:
@@ -382,7 +430,7 @@ def main():
                     s.close()
                 except Exception:
                     pass
-                s = Session(kdir)
+                s = Session()
                 s.run("x = 41")
     finally:
         try:

@@ -9,11 +9,10 @@
 local rp = require "roper"
 local cjson = require "cjson"
 
-local BIN = os.getenv("ROPER_BIN") or "build/roper"
-
 local dir_of = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = dir_of .. "?.lua;" .. package.path
 local h = require "helpers"
+local BIN = h.BIN
 local sh_quote, read, write, run, tmpdir = h.sh_quote, h.read, h.write, h.run, h.tmpdir
 
 -- The message of a failing call, and the same without a "file:line: " prefix.
@@ -202,6 +201,11 @@ local function check_result(r, cfg, metric)
                        "final_train_loss" } do
     assert.is_true(is_finite(r[f]), f)
   end
+  -- measured on a clock finer than whole seconds (os.time once made a short run's 0 s and its
+  -- rate the tokens over 1e-9 s); the rate: the tokens trained (the curve's last point) per second
+  assert.are.equal("float", math.type(r.seconds_train))
+  assert.is_true(r.seconds_train > 0 and r.seconds_eval > 0)
+  assert.are.equal(r.curve[#r.curve].tokens / r.seconds_train, r.tokens_per_s)
   if metric == "correct" then
     assert.are.equal(r.correct, r.value)
     assert.is_true(math.type(r.correct) == "integer", "correct is an integer")
@@ -445,6 +449,9 @@ describe("scripts/train.lua", function()
     assert.are.equal(0, code, so .. se)
     assert.truthy(so:find("correct %d+ of 2"), so)
     local r = read_json(out)
+    -- the summary's time and rate are the result's (check_result: measured, tokens per second)
+    assert.truthy(so:find((", 3 steps in %.1f s (%.0f tokens/s), eval %.1f s\n"):format(
+      r.seconds_train, r.tokens_per_s, r.seconds_eval), 1, true), so)
     assert.are.equal(3, r.config.steps)
     assert.are.equal(16, r.config.d_model)
     assert.are.equal("correct", r.metric)

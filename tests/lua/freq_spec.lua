@@ -369,7 +369,7 @@ describe("user tables: empty ones, and positions beyond them", function()
   -- a count of positions was walked three times before the table's range was checked (2^31
   -- positions: 5.6 s; 2^40, the largest count: hours): in a child, killed after 60 s
   it("a count of positions beyond an angle table is refused before anything is done", function()
-    local bin = os.getenv("ROPER_BIN") or "build/roper"
+    local bin = h.BIN
     local script = [[
       local a = { angles = rp.zeros { 3, 4 } }
       print(select(2, pcall(rp.rope.angles, 2^40, 8, a)))

@@ -24,7 +24,7 @@ local driver = require "driver"
 local files = require "files"
 local rp = require "roper"
 
-local BIN = os.getenv("ROPER_BIN") or "build/roper"
+local BIN = require("helpers").BIN
 local CONFIG_CHECK = true
 
 describe("file fuzz", function()

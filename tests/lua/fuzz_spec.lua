@@ -15,7 +15,7 @@ local dir_of = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*/[^/]*$") or "."
 package.path = dir_of .. "/fuzz/?.lua;" .. dir_of .. "/lua/?.lua;" .. package.path
 local driver = require "driver"
 
-local BIN = os.getenv("ROPER_BIN") or "build/roper"
+local BIN = require("helpers").BIN
 local filter = os.getenv("FUZZ_FILTER")
 local shard, shards = (os.getenv("FUZZ_SHARD") or ""):match("^(%d+)/(%d+)$")
 shard, shards = tonumber(shard) or 1, tonumber(shards) or 1

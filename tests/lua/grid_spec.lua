@@ -5,9 +5,12 @@
 -- model; the experiment keys (config, check, run) and scripts/train.lua --task grid_offset through
 -- the REPL binary (ROPER_BIN, default build/roper).
 
+local dir_of = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+package.path = dir_of .. "?.lua;" .. package.path
+local h = require "helpers"
 local rp = require "roper"
 
-local BIN = os.getenv("ROPER_BIN") or "build/roper"
+local BIN = h.BIN
 
 local function err_of(f, ...)
   local ok, msg = pcall(f, ...)

@@ -14,7 +14,7 @@ package.path = dir_of .. "?.lua;" .. package.path
 local h = require "helpers"
 local sh_quote, run = h.sh_quote, h.run
 
-local BIN = os.getenv("ROPER_BIN") or "build/roper"
+local BIN = h.BIN
 if not BIN:match("^/") then BIN = h.pwd() .. "/" .. BIN end
 local ROOT = h.pwd()
 

@@ -13,8 +13,9 @@ local BIN, PY = h.BIN, h.PY
 local CASES = { "kernel_info", "session_keeps_values", "prints_as_the_repl", "stdin_reads_nothing",
   "last_line_value",
   "tensor_html", "syntax_error", "runtime_error", "megabytes_of_print", "plot_inline",
-  "plot_bad_data", "help_query", "complete", "inspect", "is_complete", "interrupt_loop",
-  "interrupt_blas", "roper_killed_mid_cell", "restart", "kernel_killed" }
+  "plot_bad_data", "request_after_an_error", "request_before_an_error", "help_query", "complete",
+  "inspect", "is_complete", "interrupt_loop", "interrupt_blas", "roper_killed_mid_cell", "restart",
+  "kernel_killed" }
 
 -- roper --kernel itself, without Jupyter: requests piped in, the replies (fd 3) read from a file.
 local function kernel_session(requests, fd_env)

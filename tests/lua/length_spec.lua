@@ -11,7 +11,7 @@ local h = require "helpers"
 local rp = require "roper"
 local cjson = require "cjson"
 
-local BIN = os.getenv("ROPER_BIN") or "build/roper"
+local BIN = h.BIN
 
 -- The message of a failing call without its "file:line: " prefix.
 local function err_of(f, ...)

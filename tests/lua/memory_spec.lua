@@ -17,7 +17,7 @@ package.path = dir_of .. "?.lua;" .. package.path
 local h = require "helpers"
 local rp = require "roper"
 
-local BIN = os.getenv("ROPER_BIN") or "build/roper"
+local BIN = h.BIN
 local sanitized = (os.getenv("BUILD") or "build"):match("build%-san/?$")
 local MiB = 2 ^ 20
 

@@ -11,7 +11,7 @@ package.path = dir .. "?.lua;" .. package.path
 local h = require "helpers"
 local rp = require "roper"
 
-local BIN = os.getenv("ROPER_BIN") or "build/roper"
+local BIN = h.BIN
 local TRAIN = "scripts/train.lua"
 -- every mpirun is bounded: a hang fails the test instead of stopping the suite
 local LIMIT = 120

@@ -8,7 +8,7 @@ package.path = dir .. "?.lua;" .. dir .. "../../scripts/?.lua;" .. package.path
 local h = require "helpers"
 local stats = require "lib.stats"
 
-local BIN = os.getenv("ROPER_BIN") or "build/roper"
+local BIN = h.BIN
 
 -- P(T <= t) for Student's t with df degrees of freedom, by Simpson's rule on its density
 local function t_cdf(t, df)

@@ -10,7 +10,7 @@ local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = dir .. "?.lua;" .. package.path
 local h = require "helpers"
 
-local BIN = os.getenv("ROPER_BIN") or "build/roper"
+local BIN = h.BIN
 local PY = os.getenv("ROPER_PYTHON") or "/usr/bin/python3"
 local NOTEBOOKS = { "roper_identity", "training", "tutorial" }
 local SLOW = { training = os.getenv("SANITIZE") == "1" }

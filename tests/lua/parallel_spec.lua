@@ -8,7 +8,7 @@ local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = dir .. "?.lua;" .. package.path
 local h = require "helpers"
 
-local BIN = os.getenv("ROPER_BIN") or "build/roper"
+local BIN = h.BIN
 local ABS_BIN = BIN:sub(1, 1) == "/" and BIN or (h.pwd() .. "/" .. BIN)
 local TINY = "--seeds 2 --steps 2 --d-model 16 --heads 2 --layers 1 --seq-len 32 --batch 4 "
   .. "--problems 2 --valid-batches 1 --jobs 2"

@@ -8,7 +8,7 @@ package.path = dir .. "?.lua;" .. package.path
 local h = require "helpers"
 local rp = require "roper"
 
-local BIN = os.getenv("ROPER_BIN") or "build/roper"
+local BIN = h.BIN
 local SCRIPT = h.sh_quote(BIN) .. " scripts/pe_identity_2d.lua"
 
 -- The table's rows by scheme name: { verdict, the four measurements, score, output }.

@@ -10,7 +10,7 @@ package.path = dir_of .. "?.lua;" .. package.path
 local h = require "helpers"
 local rp = require "roper"
 
-local BIN = os.getenv("ROPER_BIN") or "build/roper"
+local BIN = h.BIN
 local GOLDEN = "tests/fixtures/plot/"
 
 local dir
@@ -228,6 +228,21 @@ describe("the scripts' pictures (scripts/lib/plot.lua) through rp.gnuplot", func
     assert.truthy(assert(h.read(dir .. "/loss.svg")):find("`touch", 1, true))
     assert.is_nil(h.read(marker)) -- gnuplot would run `...` in a double-quoted string
     assert.are.equal('"a\\`b\\"c\\\\"', plot.gp_string('a`b"c\\'))
+  end)
+
+  it("loss curves' data: each run headed by its seed, an integer as read back from JSON", function()
+    package.path = "scripts/?.lua;" .. package.path
+    local plot = require "lib.plot"
+    local curve = { { step = 1, tokens = 100, loss = 2 }, { step = 2, tokens = 200, loss = 1 } }
+    local runs = { { config = { seed = 1.0 }, curve = curve }, { config = { seed = 2 }, curve = curve },
+      { curve = curve } }
+    assert(plot.loss_curves({ { label = "rope", results = runs } }, dir .. "/seeds"))
+    local heads = {}
+    for l in assert(h.read(dir .. "/seeds.dat")):gmatch("[^\n]+") do
+      if l:find("^# rope, run") then heads[#heads + 1] = l end
+    end
+    assert.are.same({ "# rope, run 1 (seed 1): tokens  loss", "# rope, run 2 (seed 2): tokens  loss",
+      "# rope, run 3 (seed ?): tokens  loss" }, heads)
   end)
 end)
 

@@ -5,11 +5,10 @@
 -- binary (ROPER_BIN, default build/roper), except that the training runs 3 steps instead of 1000
 -- and writes into a temporary folder.
 
-local BIN = os.getenv("ROPER_BIN") or "build/roper"
-
 local dir_of = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = dir_of .. "?.lua;" .. package.path
 local h = require "helpers"
+local BIN = h.BIN
 local sh_quote, read, run = h.sh_quote, h.read, h.run
 
 -- The README's code blocks that end within its first 30 lines: { {lang =, lines = {...}}, ... }.

@@ -10,7 +10,7 @@ local dir_of = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = dir_of .. "?.lua;" .. package.path
 local h = require "helpers"
 
-local BIN = os.getenv("ROPER_BIN") or "build/roper"
+local BIN = h.BIN
 
 local function lines(s)
   local t = {}

@@ -8,7 +8,7 @@ local h = require "helpers"
 local report = require "lib.report"
 local stats = require "lib.stats"
 
-local BIN = os.getenv("ROPER_BIN") or "build/roper"
+local BIN = h.BIN
 
 -- a group of runs: values by seed (nil: diverged), curves optional
 local function group(label, values, curves)

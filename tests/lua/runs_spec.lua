@@ -10,11 +10,10 @@ local rp = require "roper"
 local cjson = require "cjson"
 local lfs = require "lfs"
 
-local BIN = os.getenv("ROPER_BIN") or "build/roper"
-
 local dir_of = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = dir_of .. "?.lua;scripts/?.lua;" .. package.path
 local h = require "helpers"
+local BIN = h.BIN
 local sh_quote, read, write, run, tmpdir = h.sh_quote, h.read, h.write, h.run, h.tmpdir
 local provenance = require "lib.provenance"
 

@@ -16,7 +16,7 @@ package.path = "scripts/?.lua;" .. package.path
 local fileio = require "lib.fileio"
 local json = require "lib.json"
 
-local BIN = os.getenv("ROPER_BIN") or "build/roper"
+local BIN = h.BIN
 
 -- cmd run on a pseudo-terminal of `cols` columns (stty; 0 leaves the size unknown), with env
 -- (a prefix of NAME=value words) in front; returns what the terminal showed.

@@ -1,7 +1,11 @@
 -- Runs scripts/rotation_identity.lua and a tiny REPL session through the REPL binary
 -- (ROPER_BIN, default build/roper), from the repository root.
 
-local BIN = os.getenv("ROPER_BIN") or "build/roper"
+local dir_of = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+package.path = dir_of .. "?.lua;" .. package.path
+local h = require "helpers"
+
+local BIN = h.BIN
 
 local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 

@@ -3,6 +3,9 @@
 -- determinism, problems and the answer check against plain-Lua sums and slices, text tasks on a
 -- UTF-8 file, option errors (exact messages), release, and rp.eval on a tiny untrained model.
 
+local dir_of = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+package.path = dir_of .. "?.lua;" .. package.path
+local h = require "helpers"
 local rp = require "roper"
 
 -- The message of a failing call without its "file:line: " prefix.
@@ -441,7 +444,7 @@ describe("rp.tasks.text", function()
   end)
 
   it("refuses FIFOs, devices and folders without files at once (in a child, 10 s limit)", function()
-    local bin = os.getenv("ROPER_BIN") or "build/roper"
+    local bin = h.BIN
     local dir = os.tmpname()
     os.remove(dir)
     assert(os.execute(("mkdir -p %s/empty && mkfifo %s/fifo"):format(dir, dir)))

@@ -11,7 +11,7 @@ package.path = dir_of .. "?.lua;" .. package.path
 local h = require "helpers"
 local sh_quote, run, tmpdir = h.sh_quote, h.run, h.tmpdir
 
-local BIN = os.getenv("ROPER_BIN") or "build/roper"
+local BIN = h.BIN
 
 -- every variable the tests set or that roper sets, removed first
 local CLEAN = "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u ROPER_OMP_WAIT_POLICY "

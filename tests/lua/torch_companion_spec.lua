@@ -695,7 +695,7 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
 
   it("holds roper's config schema (python/roper_torch/schema.json is what gen_schema.lua writes)",
     function()
-      local out, err, code = h.run(h.sh_quote(os.getenv("ROPER_BIN") or "build/roper")
+      local out, err, code = h.run(h.sh_quote(h.BIN)
         .. " python/gen_schema.lua")
       assert.equal(0, code, err)
       assert.equal(out, h.read("python/roper_torch/schema.json"),

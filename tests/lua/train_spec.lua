@@ -3,9 +3,12 @@
 -- resuming from a checkpoint in another process (the REPL binary, ROPER_BIN, default
 -- build/roper) continues bit-identically.
 
+local dir_of = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+package.path = dir_of .. "?.lua;" .. package.path
+local h = require "helpers"
 local rp = require "roper"
 
-local BIN = os.getenv("ROPER_BIN") or "build/roper"
+local BIN = h.BIN
 
 local CFG = { vocab = 5, d_model = 16, heads = 2, layers = 1, d_ff = 32, seq_len = 16,
               max_batch = 4 }

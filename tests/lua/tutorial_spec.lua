@@ -8,7 +8,7 @@ local dir_of = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = dir_of .. "?.lua;" .. package.path
 local h = require "helpers"
 
-local BIN = os.getenv("ROPER_BIN") or "build/roper"
+local BIN = h.BIN
 local DOC = "docs/tutorial.md"
 
 -- The ```lua blocks of the tutorial: { code =, line = the line of the fence in DOC }; and the

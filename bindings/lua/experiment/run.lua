@@ -102,12 +102,6 @@ local function run_opts(fname, opts)
   return o
 end
 
-local function wall_clock()
-  local ok, system = pcall(require, "system")
-  if ok and type(system) == "table" and system.gettime then return system.gettime end
-  return os.time
-end
-
 -- The config as one string, the same on every rank that was given the same config (keys in
 -- KEYS order, each value a config_word), for comm:agree.
 local function config_text(cfg, opts)
@@ -316,7 +310,8 @@ local function finish_training(tr)
   local opts, res = tr.opts, tr.res
   local t1 = tr.clock()
   res.seconds_train = tr.before + (t1 - tr.t0)
-  res.tokens_per_s = tr.tokens / math.max(res.seconds_train, 1e-9)
+  -- (none when no time could be measured)
+  res.tokens_per_s = res.seconds_train > 0 and tr.tokens / res.seconds_train or nil
   if tr.ranks > 1 then
     if not weights_agree(tr.comm, tr.m) then
       error(("rp.experiment.run: the weights of the %d ranks differ after training"):format(
@@ -501,7 +496,7 @@ function experiment.run(cfg, progress, opts)
   local comm = opts.comm
   local ranks, rank = join_ranks(fname, cfg, opts)
   if rank ~= 0 then progress = nil end
-  local clock = wall_clock()
+  local clock = internals.clock
   local threads = set_threads(cfg, ranks, comm)
   local own <close> = setmetatable({}, Owned)
   local task, m, opt, st, mc = build_objects(fname, cfg, opts, ranks, own)
