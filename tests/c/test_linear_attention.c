@@ -95,7 +95,8 @@ static void ref_head(double *o, double *w, double *den, const double *q, const d
         printf("FATAL: reference limits exceeded\n");
         exit(2);
     }
-    /* per position m: the key's numerator and denominator features, the value (rotated for roper) */
+    /* per position m: the key's numerator and denominator features and the value (rotated for
+     * roper) */
     double *kn = malloc(sizeof(double) * (size_t)(d.T * REF_MAX_D));
     double *kd = malloc(sizeof(double) * (size_t)(d.T * REF_MAX_D));
     double *vr = malloc(sizeof(double) * (size_t)(d.T * REF_MAX_D));

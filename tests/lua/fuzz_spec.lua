@@ -68,8 +68,8 @@ describe("fuzz", function()
   for i, fn in ipairs(fns) do
     if (not filter or fn.name:find(filter)) and (i - 1) % shards == shard - 1 then
       local name = driver.sample == 1 and ("%s survives %d cases"):format(fn.name, fn.cases)
-        or ("%s survives %d of its %d cases (FUZZ_SAMPLE=%d)"):format(fn.name, driver.sampled(fn, driver.sample),
-          fn.cases, driver.sample)
+        or ("%s survives %d of its %d cases (FUZZ_SAMPLE=%d)"):format(fn.name,
+          driver.sampled(fn, driver.sample), fn.cases, driver.sample)
       it(name, function()
         local r = driver.run(BIN, dir, fn, driver.sample)
         total.functions = total.functions + 1
