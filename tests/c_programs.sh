@@ -42,11 +42,11 @@ run_c_programs() {
         progs+=("$t")
         rm -f "$logs/$(basename "$t").log.rc" "$logs/$(basename "$t").log.secs"
     done
-    # the programs side by side, C_WRAP and RUNNER before each, the slowest first (natively and
-    # under qemu: linear attention, attention, the rope axes, checkpoints, decoding, safetensors)
-    # so that no long one starts last
-    local slow=" test_linear_attention test_attention test_rope_axes test_checkpoint "
-    slow+="test_decode test_safetensors test_attention_rel "
+    # the programs side by side, C_WRAP and RUNNER before each, the slowest first so that no long
+    # one starts last (under qemu-user, seconds of CPU: attention 76, linear attention 69, the rope
+    # axes 62, attention_rel 42, model 26; natively checkpoints and decoding take the longest)
+    local slow=" test_attention test_linear_attention test_rope_axes test_checkpoint "
+    slow+="test_decode test_attention_rel test_model test_safetensors "
     {
         for n in $slow; do
             for t in "${progs[@]}"; do [ "$(basename "$t")" = "$n" ] && printf '%s\n' "$t"; done

@@ -76,13 +76,15 @@ typedef struct {
 
 /* One head (b, h) of contiguous double inputs q [B,T,H,D], k [B,S,H,D], v [B,S,H,Dv]: writes
  * o [T][Dv], when a_out != NULL a_out [T][S], and when lse_out != NULL lse_out [T] (the log of
- * the sum of e^s over the keys each query sees). */
+ * the sum of e^s over the keys each query sees). Each key and value is rotated once, before the
+ * sums over the pairs (the same values as rotating it for every query, without O(T S) calls of
+ * pow, sin and cos). */
 static void ref_head_lse(double *o_out, double *a_out, double *lse_out, const double *q,
                          const double *k, const double *v, dims d, const rp_attn_cfg *cfg,
                          int64_t b, int64_t h)
 {
-    static double kr[REF_MAX_S][REF_MAX_D];
-    double qr[REF_MAX_D], vr[REF_MAX_D], s[REF_MAX_S], a[REF_MAX_S];
+    static double kr[REF_MAX_S][REF_MAX_D], vr[REF_MAX_S][REF_MAX_D];
+    double qr[REF_MAX_D], s[REF_MAX_S], a[REF_MAX_S];
     ref_place pl = ref_placement(cfg);
     double p0 = (double)cfg->pos_offset;
     if (d.D > REF_MAX_D || d.Dv > REF_MAX_D || d.S > REF_MAX_S) {
@@ -92,6 +94,8 @@ static void ref_head_lse(double *o_out, double *a_out, double *lse_out, const do
     for (int64_t i = 0; i < d.S; i++) {
         for (int64_t f = 0; f < d.D; f++) kr[i][f] = k[((b * d.S + i) * d.H + h) * d.D + f];
         if (pl.k) ref_rot(kr[i], pl.wk, cfg->base, cfg->pairing, p0 + (double)i);
+        for (int64_t f = 0; f < d.Dv; f++) vr[i][f] = v[((b * d.S + i) * d.H + h) * d.Dv + f];
+        if (pl.v) ref_rot(vr[i], pl.wv, cfg->base, cfg->pairing, pl.vmul * (p0 + (double)i));
     }
     for (int64_t t = 0; t < d.T; t++) {
         int64_t n = cfg->q_offset + t;
@@ -115,9 +119,7 @@ static void ref_head_lse(double *o_out, double *a_out, double *lse_out, const do
         for (int64_t i = 0; i < d.S; i++) {
             a[i] /= z;
             if (a_out) a_out[t * d.S + i] = a[i];
-            for (int64_t f = 0; f < d.Dv; f++) vr[f] = v[((b * d.S + i) * d.H + h) * d.Dv + f];
-            if (pl.v) ref_rot(vr, pl.wv, cfg->base, cfg->pairing, pl.vmul * (p0 + (double)i));
-            for (int64_t f = 0; f < d.Dv; f++) o[f] += a[i] * vr[f];
+            for (int64_t f = 0; f < d.Dv; f++) o[f] += a[i] * vr[i][f];
         }
         if (pl.o) ref_rot(o, pl.wo, cfg->base, cfg->pairing, -(p0 + (double)n));
     }

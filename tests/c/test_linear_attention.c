@@ -83,15 +83,34 @@ typedef struct {
 } dims;
 
 /* Head (b, h) of contiguous double q [B,T,H,D], k [B,T,H,D], v [B,T,H,Dv]: o [T][Dv], and when
- * not NULL the weights w [T][T] (0 above the diagonal) and den [T]. */
+ * not NULL the weights w [T][T] (0 above the diagonal) and den [T]. The features of each key and
+ * the (rotated) value of each position are computed once, before the sums over the pairs: the
+ * same values as computing them afresh for every pair, without O(T^2) calls of pow, sin and cos
+ * (which dominated the test, most of all under qemu-user). */
 static void ref_head(double *o, double *w, double *den, const double *q, const double *k,
                      const double *v, dims d, const rp_linattn_cfg *cfg, int64_t b, int64_t h)
 {
-    double qn[REF_MAX_D], qd[REF_MAX_D], kn[REF_MAX_D], kd[REF_MAX_D], vr[REF_MAX_D];
-    double acc[REF_MAX_D];
+    double qn[REF_MAX_D], qd[REF_MAX_D], acc[REF_MAX_D];
     if (d.D > REF_MAX_D || d.Dv > REF_MAX_D) {
         printf("FATAL: reference limits exceeded\n");
         exit(2);
+    }
+    /* per position m: the key's numerator and denominator features and the value (rotated for
+     * roper) */
+    double *kn = malloc(sizeof(double) * (size_t)(d.T * REF_MAX_D));
+    double *kd = malloc(sizeof(double) * (size_t)(d.T * REF_MAX_D));
+    double *vr = malloc(sizeof(double) * (size_t)(d.T * REF_MAX_D));
+    if (!kn || !kd || !vr) {
+        printf("FATAL: out of memory\n");
+        exit(2);
+    }
+    for (int64_t m = 0; m < d.T; m++) {
+        double pm = (double)(cfg->q_offset + m);
+        ref_feat(kn + m * REF_MAX_D, kd + m * REF_MAX_D, k + ((b * d.T + m) * d.H + h) * d.D, d.D,
+                 cfg, pm);
+        double *vm = vr + m * REF_MAX_D;
+        for (int64_t j = 0; j < d.Dv; j++) vm[j] = v[((b * d.T + m) * d.H + h) * d.Dv + j];
+        if (cfg->pe == RP_PE_ROPER) ref_rot(vm, cfg->d_rot_v, cfg->base, cfg->pairing, pm);
     }
     for (int64_t n = 0; n < d.T; n++) {
         double pn = (double)(cfg->q_offset + n);
@@ -103,18 +122,16 @@ static void ref_head(double *o, double *w, double *den, const double *q, const d
                 if (w) w[n * d.T + m] = 0.0;
                 continue;
             }
-            double pm = (double)(cfg->q_offset + m);
-            ref_feat(kn, kd, k + ((b * d.T + m) * d.H + h) * d.D, d.D, cfg, pm);
+            const double *knm = kn + m * REF_MAX_D, *kdm = kd + m * REF_MAX_D;
+            const double *vm = vr + m * REF_MAX_D;
             double wnm = 0.0, dd = 0.0;
             for (int64_t f = 0; f < d.D; f++) {
-                wnm += qn[f] * kn[f];
-                dd += qd[f] * kd[f];
+                wnm += qn[f] * knm[f];
+                dd += qd[f] * kdm[f];
             }
             dn += dd;
             if (w) w[n * d.T + m] = wnm;
-            for (int64_t j = 0; j < d.Dv; j++) vr[j] = v[((b * d.T + m) * d.H + h) * d.Dv + j];
-            if (cfg->pe == RP_PE_ROPER) ref_rot(vr, cfg->d_rot_v, cfg->base, cfg->pairing, pm);
-            for (int64_t j = 0; j < d.Dv; j++) acc[j] += wnm * vr[j];
+            for (int64_t j = 0; j < d.Dv; j++) acc[j] += wnm * vm[j];
         }
         dn += cfg->eps;
         if (den) den[n] = dn;
@@ -122,6 +139,9 @@ static void ref_head(double *o, double *w, double *den, const double *q, const d
         for (int64_t j = 0; j < d.Dv; j++) on[j] = acc[j] / dn;
         if (cfg->pe == RP_PE_ROPER) ref_rot(on, cfg->d_rot_v, cfg->base, cfg->pairing, -pn);
     }
+    free(kn);
+    free(kd);
+    free(vr);
 }
 
 /* RoFormer eq. 19 in its explicit relative form (placement after): 

@@ -5,8 +5,9 @@
 --   roper tests/fuzz/child.lua valid <dir>
 --       runs every function's seed call and variants (cases.valid_cases) and prints
 --       "<name>\t<case>\t<error>" for each one the function refuses
---   roper tests/fuzz/child.lua run <dir> <name> <first> <last> <progress> <findings>
---       runs cases first..last of function <name>; before each case it writes
+--   roper tests/fuzz/child.lua run <dir> <name> <first> <last> <step> <progress> <findings>
+--       runs cases first, first + step, ... up to last of function <name> (step > 1: the sample
+--       of FUZZ_SAMPLE, tests/fuzz/driver.lua); before each case it writes
 --       "<case>\t<description>" to <progress> (so that the driver can name the case that killed
 --       or hung the process), appends "<case>\t<description>\t<problem>" to <findings> for an error
 --       message no bad argument may produce, and writes "done" to <progress> at the end.
@@ -68,7 +69,8 @@ assert(mode == "run", "usage: child.lua list|valid|run ...")
 local is_file = files.is_kind(arg[3])
 local fn = is_file and { name = arg[3] } or find(arg[3])
 local first, last = math.tointeger(tonumber(arg[4])), math.tointeger(tonumber(arg[5]))
-local progress_path, findings_path = arg[6], arg[7]
+local step = math.tointeger(tonumber(arg[6]))
+local progress_path, findings_path = arg[7], arg[8]
 local findings = assert(io.open(findings_path, "a"))
 findings:setvbuf("line")
 local budget = tonumber(os.getenv("FUZZ_CASE_SECONDS") or "") or 0.5
@@ -79,7 +81,7 @@ local function progress(text)
   f:close()
 end
 
-for i = first, last do
+for i = first, last, step do
   local made, desc, call
   if is_file then made, desc, call = pcall(files.case, rp, ctx, fn.name, i)
   else made, desc, call = true, cases.case(rp, ctx, fn, i) end
@@ -90,12 +92,23 @@ for i = first, last do
   end
   progress(("%d\t%s"):format(i, desc))
   local deadline = uv.hrtime() + budget * 1e9
+  -- the hook removes itself when it fires, so it fires once; when that is just after the call
+  -- returned (a loaded machine), before the hook is removed, the enclosing pcall catches it and
+  -- the case counts as stopped by its budget, as one that fires inside the call does
   debug.sethook(function()
-    if uv.hrtime() > deadline then error("fuzz budget", 2) end
+    if uv.hrtime() > deadline then
+      debug.sethook()
+      error("fuzz budget", 2)
+    end
   end, "", 100)
   -- call() returns pcall(fn, ...): true and the results, or false and the error message
-  local outer = table.pack(pcall(call))
+  local outer
+  local in_time = pcall(function()
+    outer = table.pack(pcall(call))
+    debug.sethook()
+  end)
   debug.sethook()
+  if not in_time then outer = outer or table.pack(false, "fuzz budget") end
   local line
   if not outer[1] then
     -- building the case's arguments failed: a problem of the harness, reported as such

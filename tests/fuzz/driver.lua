@@ -7,19 +7,38 @@
 --   local driver = require "driver"
 --   local dir = driver.prepare()                       -- the fuzz folder (remove with cleanup)
 --   local fns = driver.list(bin, dir)                  -- { {name =, cases =, seeded =}, ... }
---   local report = driver.run(bin, dir, fn)            -- the outcome of one function's cases
+--   local report = driver.run(bin, dir, fn [, step])   -- the outcome of one function's cases
+--                                                      -- (step n: one in n, M.sampled; default 1)
 --   local refused = driver.refused(bin, dir)           -- seeds and variants refused: lines
 --   driver.cleanup(dir)
 --
--- report: { cases =, children =, seconds =, deaths = {...}, hangs = {...}, sanitizer = {...},
--- raw = {...}, harness = {...}, config = {...} }, each list holding one-line descriptions
+-- report: { cases = (the cases run), of = (the function's cases), children =, seconds =,
+-- deaths = {...}, hangs = {...}, sanitizer = {...}, raw = {...}, harness = {...}, config = {...} },
+-- each list holding one-line descriptions
 -- "case 12 (argument 2 = nan): <what happened>" (config: the file fuzzer's "config: " findings,
 -- tests/fuzz/files.lua).
 --
 -- Environment: ROPER_BIN (the binary), SANITIZE=1 (ASan build: no ulimit -v, allocations over
 -- 3 GiB fail instead), FUZZ_CHILD_SECONDS (the time limit of one child, default 120; 600 under
--- ASan), FUZZ_CASE_SECONDS (the Lua time budget of a case, default 0.5).
+-- ASan), FUZZ_CASE_SECONDS (the Lua time budget of a case, default 0.5), FUZZ_SAMPLE=n (M.sample,
+-- default 1; the API fuzz test, fuzz_spec, passes it to M.run as its step).
 local M = {}
+
+M.sample = math.tointeger(tonumber(os.getenv("FUZZ_SAMPLE") or "1"))
+assert(M.sample and M.sample >= 1, "FUZZ_SAMPLE must be a whole number >= 1 (1: every case)")
+
+-- The sample of step n (M.run's step) runs one case in n: cases k, k + n, k + 2n, ... from a k in
+-- 1..n picked by the function's name, so that the functions sample different kinds of case.
+local function first_case(fn, step)
+  local h = 0
+  for i = 1, #fn.name do h = (h * 31 + fn.name:byte(i)) % 1000003 end
+  return 1 + h % math.max(1, math.min(step, fn.cases))
+end
+
+-- The number of cases of fn (from list) that the sample of step n runs.
+function M.sampled(fn, step)
+  return math.max(0, (fn.cases - first_case(fn, step)) // step + 1)
+end
 
 local lfs = require "lfs"
 
@@ -147,21 +166,23 @@ local function now()
   return os.time()
 end
 
--- Runs the cases of fn (from list) in children; returns the report.
-function M.run(bin, dir, fn)
-  local r = { name = fn.name, cases = fn.cases, children = 0, deaths = {}, hangs = {},
-    sanitizer = {}, raw = {}, harness = {}, config = {} }
+-- Runs the cases of fn (from list), or the sample of step n, in children; returns the report.
+function M.run(bin, dir, fn, step)
+  step = step or 1
+  local r = { name = fn.name, cases = M.sampled(fn, step), of = fn.cases, children = 0,
+    deaths = {}, hangs = {}, sanitizer = {}, raw = {}, harness = {}, config = {} }
   local t0 = now()
   local safe = fn.name:gsub("[^%w]", "_")
   local progress, findings, errfile = dir .. "/" .. safe .. ".progress",
     dir .. "/" .. safe .. ".findings", dir .. "/" .. safe .. ".err"
   os.remove(findings)
-  local first = 1
+  local first = first_case(fn, step)
   while first <= fn.cases do
     os.remove(progress)
     r.children = r.children + 1
-    local code = status_of(child_cmd(bin, dir, ("run %s %s %d %d %s %s"):format(sh_quote(dir),
-      sh_quote(fn.name), first, fn.cases, sh_quote(progress), sh_quote(findings)), errfile))
+    local code = status_of(child_cmd(bin, dir, ("run %s %s %d %d %d %s %s"):format(sh_quote(dir),
+      sh_quote(fn.name), first, fn.cases, step, sh_quote(progress), sh_quote(findings)),
+      errfile))
     local p = read(progress) or ""
     local err = read(errfile) or ""
     local report = sanitizer_report(err)
@@ -192,7 +213,7 @@ function M.run(bin, dir, fn)
       r.deaths[#r.deaths + 1] = ("%s: the process ended with exit %d: %s"):format(what, code,
         err:gsub("\n", " "):sub(1, 300))
     end
-    first = i + 1
+    first = i + step
   end
   for line in (read(findings) or ""):gmatch("[^\n]+") do
     local i, desc, rest = line:match("^(%d+)\t([^\t]*)\t(.*)$")

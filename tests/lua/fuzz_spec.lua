@@ -9,7 +9,9 @@
 -- FUZZ_FILTER=<Lua pattern> runs the functions whose name matches it only, e.g.
 -- FUZZ_FILTER=attention BUSTED_ARGS=--filter=fuzz make test. FUZZ_SHARD=k/n (tests/run sets it
 -- to run the shards side by side) runs the k-th of n shares of the functions (every n-th, from
--- the k-th), and the checks of the whole list in shard 1 only.
+-- the k-th), and the checks of the whole list in shard 1 only. FUZZ_SAMPLE=n runs one case in n
+-- of each function (tests/fuzz/driver.lua; CI's plain run, whose sanitizer run fuzzes every
+-- case); each test's name and the figures say so.
 
 local dir_of = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*/[^/]*$") or "."
 package.path = dir_of .. "/fuzz/?.lua;" .. dir_of .. "/lua/?.lua;" .. package.path
@@ -65,8 +67,11 @@ describe("fuzz", function()
 
   for i, fn in ipairs(fns) do
     if (not filter or fn.name:find(filter)) and (i - 1) % shards == shard - 1 then
-      it(("%s survives %d cases"):format(fn.name, fn.cases), function()
-        local r = driver.run(BIN, dir, fn)
+      local name = driver.sample == 1 and ("%s survives %d cases"):format(fn.name, fn.cases)
+        or ("%s survives %d of its %d cases (FUZZ_SAMPLE=%d)"):format(fn.name,
+          driver.sampled(fn, driver.sample), fn.cases, driver.sample)
+      it(name, function()
+        local r = driver.run(BIN, dir, fn, driver.sample)
         total.functions = total.functions + 1
         total.cases = total.cases + r.cases
         total.children = total.children + r.children
@@ -84,9 +89,11 @@ describe("fuzz", function()
   end
 
   teardown(function()
-    print(("\nfuzz%s: %d cases over %d functions in %d child processes, %.0f s: %d deaths, %d "
+    print(("\nfuzz%s: %d cases%s over %d functions in %d child processes, %.0f s: %d deaths, %d "
       .. "hangs, %d sanitizer reports, %d raw errors, %d harness errors"):format(
       shards > 1 and (" (shard %d of %d)"):format(shard, shards) or "", total.cases,
+      driver.sample > 1 and (" (a sample: 1 case in %d of each function, FUZZ_SAMPLE=%d)"):format(
+        driver.sample, driver.sample) or "",
       total.functions, total.children, total.seconds, total.deaths, total.hangs, total.sanitizer,
       total.raw, total.harness))
     table.sort(total.slowest, function(a, b) return a[2] > b[2] end)
