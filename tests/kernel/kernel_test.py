@@ -9,7 +9,6 @@ the exact byte counts of what a cell prints, PNG's signature, and /proc for the 
 import base64
 import json
 import os
-import queue
 import shutil
 import signal
 import subprocess

@@ -6,8 +6,7 @@ package.path = dir_of .. "?.lua;" .. package.path
 local h = require "helpers"
 
 local BIN = h.BIN
-
-local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+local sh_quote = h.sh_quote
 
 -- Runs a shell command; returns its output (stdout and stderr) and the io.popen close results.
 local function run(cmd)
