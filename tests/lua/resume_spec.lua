@@ -20,7 +20,7 @@ local resume = require "lib.resume"
 local function exists(path) return lfs.attributes(path) ~= nil end
 
 local TINY_ARGS = "--d-model 16 --heads 2 --layers 2 --seq-len 32 --batch 4 --problems 2 "
-  .. "--valid-batches 1 --threads 1 --log-every 10 --dropout 0.1"
+  .. "--valid-batches 1 --valid-every 20 --threads 1 --log-every 10 --dropout 0.1"
 
 -- The step written in a --progress file (0 before the first).
 local function progress_step(path)

@@ -36,7 +36,8 @@ local function config_word(v)
 end
 
 -- The training state beside a checkpoint (<save>.state): the step, the tokens, the seconds of
--- training so far, the open log_every window (sum, count), the run's config and the curve, so a
+-- training so far, the open log_every window (sum, count), the run's config and the curve (with
+-- the validation curve's points: a state without them made a resumed run's curve lose them), so a
 -- resumed run gives the result of an uninterrupted one, and only the run it belongs to goes on
 -- from it. Written whole under a temporary name before the checkpoint and renamed after it
 -- (write_state, commit_state); read back only when its step is the checkpoint's. Version 1
@@ -74,8 +75,9 @@ local function write_state(path, st, cfg)
   lines[3] = ("config %d"):format(#keys)
   for _, k in ipairs(keys) do lines[#lines + 1] = k .. " " .. config_word(cfg[k]) end
   for _, c in ipairs(st.curve) do
-    lines[#lines + 1] = ("%d %d %s %s"):format(c.step, c.tokens, c.loss and fmt_num(c.loss) or "-",
-      fmt_num(c.lr))
+    -- a point of the validation curve (valid_every) adds its loss as a fifth field
+    lines[#lines + 1] = ("%d %d %s %s%s"):format(c.step, c.tokens, c.loss and fmt_num(c.loss) or "-",
+      fmt_num(c.lr), c.valid_loss and " " .. fmt_num(c.valid_loss) or "")
   end
   return write_file(path .. ".tmp", table.concat(lines, "\n") .. "\n")
 end
@@ -115,10 +117,11 @@ local function read_state(path, step)
     first = 4 + nkeys
   end
   for i = first, #lines do
-    local cs, ct, cl, clr = lines[i]:match("^(%d+) (%d+) (%S+) (%S+)$")
-    if not cs then return nil end
+    local cs, ct, cl, clr, cv = lines[i]:match("^(%d+) (%d+) (%S+) (%S+) ?(%S*)$")
+    if not cs or (cv ~= "" and not tonumber(cv)) then return nil end
     st.curve[#st.curve + 1] = { step = math.tointeger(tonumber(cs)),
-      tokens = math.tointeger(tonumber(ct)), loss = tonumber(cl), lr = tonumber(clr) }
+      tokens = math.tointeger(tonumber(ct)), loss = tonumber(cl), lr = tonumber(clr),
+      valid_loss = tonumber(cv) }
   end
   return st
 end
