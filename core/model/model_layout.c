@@ -1,11 +1,11 @@
-/* The parameter layout: one table of named entries over the flat parameter buffer (the gradient
- * buffer has the same layout), each with its shape, offset and init kind; the initialisation;
- * the accessors of the parameters. */
+/* The parameter layout: the layout table (rp_model_layout, model.h), whose rows rpm_build_layout
+ * walks into the named entries over the flat parameter buffer (the gradient buffer has the same
+ * layout), each with its shape, offset and init kind; the initialisation; the accessors of the
+ * parameters. */
 #include <math.h>
-#include <string.h>
-
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "checked.h"
 #include "model_impl.h"
@@ -67,7 +67,8 @@ const rp_layout_dim_desc *rp_layout_dim_of(rp_layout_dim d)
 }
 
 /* The layout table (model.h). Columns: name, scope, dims, init, fan-in, condition, where the
- * offset is kept. */
+ * offset is kept. The rows without a name (the relative kind's parameters) take their shapes and
+ * inits from the kind table (their dims and init columns are unused). */
 #define MODEL(f) offsetof(rp_model, f)
 #define LAYER(f) offsetof(layer_params, f)
 #define ALWAYS RP_LAYOUT_ALWAYS, NULL, NULL
