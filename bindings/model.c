@@ -513,6 +513,118 @@ static int l_model_rules(lua_State *L)
     return 1;
 }
 
+/* Sets field key of the table on top to dim d's name (nothing for RP_LD_NONE). */
+static void set_dim(lua_State *L, const char *key, rp_layout_dim d)
+{
+    if (d == RP_LD_NONE) return;
+    lua_pushstring(L, rp_layout_dim_of(d)->name);
+    lua_setfield(L, -2, key);
+}
+
+/* rp.model_layout() -> the parameter layout table (core/model/model.h) as a new table: t[i] =
+ * {name =, scope =, dims =, init =, fan_in =, when =} in row order, or {rel = true, scope =} for
+ * the relative kind's parameters of the scope (rp.pe_modes()'s rel_params); dims the names of the
+ * dims (one or two), fan_in a dim's name (nil: none), when nil (always), {key =, value =} (the
+ * key does something and holds value: a boolean for a bool key) or {absolute =} (the mode's
+ * absolute table); t.dims[name] = {of =, times =, plus =} for every dim (of nil: the constant
+ * plus). */
+static int l_model_layout(lua_State *L)
+{
+    lua_settop(L, 0);
+    lua_createtable(L, rp_model_layout_n, 1);
+    for (int i = 0; i < rp_model_layout_n; i++) {
+        const rp_layout_row *r = &rp_model_layout[i];
+        lua_createtable(L, 0, 6);
+        lua_pushstring(L, rp_layout_scope_names[r->scope]);
+        lua_setfield(L, -2, "scope");
+        if (!r->name) {
+            set_bool(L, "rel", 1);
+            lua_rawseti(L, -2, i + 1);
+            continue;
+        }
+        lua_pushstring(L, r->name);
+        lua_setfield(L, -2, "name");
+        lua_createtable(L, 2, 0);
+        for (int j = 0; j < 2 && r->dims[j] != RP_LD_NONE; j++) {
+            lua_pushstring(L, rp_layout_dim_of(r->dims[j])->name);
+            lua_rawseti(L, -2, j + 1);
+        }
+        lua_setfield(L, -2, "dims");
+        lua_pushstring(L, rp_init_names[r->init]);
+        lua_setfield(L, -2, "init");
+        set_dim(L, "fan_in", r->fan_in);
+        if (r->cond != RP_LAYOUT_ALWAYS) {
+            lua_createtable(L, 0, 2);
+            if (r->cond == RP_LAYOUT_IF_KEY) {
+                lua_pushstring(L, r->key);
+                lua_setfield(L, -2, "key");
+                if (rp_model_cfg_key(r->key, (size_t)-1)->type == RP_CFG_BOOL)
+                    lua_pushboolean(L, strcmp(r->value, "true") == 0);
+                else
+                    lua_pushstring(L, r->value);
+                lua_setfield(L, -2, "value");
+            } else {
+                lua_pushstring(L, r->value);
+                lua_setfield(L, -2, "absolute");
+            }
+            lua_setfield(L, -2, "when");
+        }
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_createtable(L, 0, RP_LD_COUNT);
+    for (int d = RP_LD_NONE + 1; d < RP_LD_COUNT; d++) {
+        const rp_layout_dim_desc *x = rp_layout_dim_of((rp_layout_dim)d);
+        lua_createtable(L, 0, 3);
+        if (x->of) {
+            lua_pushstring(L, x->of);
+            lua_setfield(L, -2, "of");
+        }
+        lua_pushinteger(L, (lua_Integer)x->times);
+        lua_setfield(L, -2, "times");
+        lua_pushinteger(L, (lua_Integer)x->plus);
+        lua_setfield(L, -2, "plus");
+        lua_setfield(L, -2, x->name);
+    }
+    lua_setfield(L, -2, "dims");
+    return 1;
+}
+
+/* rp.safetensors_extras() -> what a model's safetensors file holds beside its parameters
+ * (core/io/safetensors.h's extras table) as a new table: t[i] = {key =, option =, dtype =,
+ * ranks =, shape =, map =} in the table's order (ranks: the ranks it may have; map: the
+ * positions' map it belongs to, nil for none), t.axes_key the metadata key of the map. */
+static int l_safetensors_extras(lua_State *L)
+{
+    lua_settop(L, 0);
+    lua_createtable(L, RP_X_COUNT, 1);
+    for (int k = 0; k < RP_X_COUNT; k++) {
+        const rp_safetensors_extra *x = &rp_safetensors_extras[k];
+        lua_createtable(L, 0, 6);
+        lua_pushstring(L, x->key);
+        lua_setfield(L, -2, "key");
+        lua_pushstring(L, x->option);
+        lua_setfield(L, -2, "option");
+        lua_pushstring(L, x->dtype);
+        lua_setfield(L, -2, "dtype");
+        lua_createtable(L, 2, 0);
+        for (int n = x->ndim_lo; n <= x->ndim_hi; n++) {
+            lua_pushinteger(L, n);
+            lua_rawseti(L, -2, n - x->ndim_lo + 1);
+        }
+        lua_setfield(L, -2, "ranks");
+        lua_pushstring(L, x->shape);
+        lua_setfield(L, -2, "shape");
+        if (x->map) {
+            lua_pushstring(L, x->map);
+            lua_setfield(L, -2, "map");
+        }
+        lua_rawseti(L, -2, k + 1);
+    }
+    lua_pushstring(L, RP_SAFETENSORS_AXES_KEY);
+    lua_setfield(L, -2, "axes_key");
+    return 1;
+}
+
 void lrp_model_internals(lua_State *L, int priv)
 {
     priv = lua_absindex(L, priv);
@@ -779,6 +891,8 @@ static const luaL_Reg model_funcs[] = {
     {"model_keys", l_model_keys},
     {"scalings", l_scalings},
     {"model_rules", l_model_rules},
+    {"model_layout", l_model_layout},
+    {"safetensors_extras", l_safetensors_extras},
     {NULL, NULL},
 };
 

@@ -1,8 +1,10 @@
 -- Writes python/roper_torch/schema.json: roper's model config schema (rp.model_keys(): with each
 -- key's needs, the does-nothing rules), the rules between keys (rp.model_rules()), the mode table
--- (rp.pe_modes()) and the scaling table (rp.scalings(), with its hf_map: Hugging Face's
--- rope_scaling fields), from which the PyTorch companion checks a
--- config as rp.model checks it and lists its scalings. Run from the top of the tree after
+-- (rp.pe_modes()), the scaling table (rp.scalings(), with its hf_map: Hugging Face's
+-- rope_scaling fields), the parameter layout (rp.model_layout(): layout.params, layout.dims) and
+-- what a safetensors file holds beside the parameters (rp.safetensors_extras(): extras.tensors,
+-- extras.axes_key), from which the PyTorch companion checks a config as rp.model checks it, lists
+-- its scalings, counts a model's parameters and reads and writes its files. Run from the top of the tree after
 -- `make` when a config key, a mode or a scaling changes (torch_companion_spec fails until the
 -- file is what this writes):
 --   build/roper python/gen_schema.lua > python/roper_torch/schema.json
@@ -39,9 +41,15 @@ local function encode(v, indent)
   return "{" .. pad .. table.concat(out, "," .. pad) .. "\n" .. (" "):rep(indent) .. "}"
 end
 
-local keys = rp.model_keys()
-local modes, scalings, all = {}, {}, rp.scalings()
-for i, m in ipairs(rp.pe_modes()) do modes[i] = m end
-for i, sc in ipairs(all) do scalings[i] = sc end
-io.write(encode({ keys = keys, modes = modes, rules = rp.model_rules(), scalings = scalings,
-                  hf_map = all.hf_map }, 0), "\n")
+-- a table's list part alone (encode writes a table with a list part as a list)
+local function list(t)
+  local out = {}
+  for i, x in ipairs(t) do out[i] = x end
+  return out
+end
+
+local all, layout, extras = rp.scalings(), rp.model_layout(), rp.safetensors_extras()
+io.write(encode({ keys = rp.model_keys(), modes = list(rp.pe_modes()), rules = rp.model_rules(),
+                  scalings = list(all), hf_map = all.hf_map,
+                  layout = { params = list(layout), dims = layout.dims },
+                  extras = { tensors = list(extras), axes_key = extras.axes_key } }, 0), "\n")

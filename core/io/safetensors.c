@@ -37,7 +37,6 @@ static const struct {
 #define NDTYPES ((int)(sizeof dtypes / sizeof dtypes[0]))
 #define DT_F32 11
 #define DT_F64 12
-#define DT_I64 13
 
 int rp_safetensors_magic(const void *b, size_t n)
 {
@@ -63,23 +62,17 @@ static const char *shape_str(char *buf, size_t n, int ndim, const int64_t *shape
 
 /* ---- the model's positions and own tables ---------------------------------------------------- */
 
-/* What a model holds beside its parameters (rp.model's freq, angles, positions, sections, mix):
- * each a tensor of 8-byte values (F64 doubles, I64 integers) that the metadata key of the same
- * name names; "roper.axes" gives the positions' map. docs/interop.md has the layout. */
-enum { X_FREQ, X_ANGLES, X_POSITIONS, X_SECTIONS, X_MIX, NX };
-static const struct {
-    const char *key;  /* the metadata key, and the tensor's name as roper writes it */
-    int dtype;        /* DT_F64 or DT_I64 */
-    int ndim_lo, ndim_hi;
-    const char *shape; /* what the shape must be, for a message */
-} extras[NX] = {
-    {"roper.freq", DT_F64, 1, 1, "[pairs]"},
-    {"roper.angles", DT_F64, 2, 2, "[positions x pairs]"},
-    {"roper.positions", DT_I64, 1, 2, "[rows] or [rows x axes], 1 to 3 axes"},
-    {"roper.sections", DT_I64, 1, 1, "[axes]"},
-    {"roper.mix", DT_F64, 2, 2, "[axes x pairs]"},
+/* The extras (safetensors.h): what a model holds beside its parameters. */
+const rp_safetensors_extra rp_safetensors_extras[RP_X_COUNT] = {
+    [RP_X_FREQ] = {"roper.freq", "freq", "F64", 1, 1, "[pairs]", NULL},
+    [RP_X_ANGLES] = {"roper.angles", "angles", "F64", 2, 2, "[positions x pairs]", NULL},
+    [RP_X_POSITIONS] = {"roper.positions", "positions", "I64", 1, 2,
+                     "[rows] or [rows x axes], 1 to 3 axes", NULL},
+    [RP_X_SECTIONS] = {"roper.sections", "sections", "I64", 1, 1, "[axes]", "sections"},
+    [RP_X_MIX] = {"roper.mix", "mix", "F64", 2, 2, "[axes x pairs]", "mixed"},
 };
-#define AXES_KEY "roper.axes"
+/* the table's short name here */
+static const rp_safetensors_extra *const extras = rp_safetensors_extras;
 
 typedef struct {
     int ndim;
@@ -90,18 +83,18 @@ typedef struct {
 /* m's extras (the ones it holds have data). */
 static void model_extras(const rp_model *m, st_extra *x)
 {
-    memset(x, 0, NX * sizeof *x);
+    memset(x, 0, RP_X_COUNT * sizeof *x);
     const rp_rope_freq *f = rp_model_freq(m);
-    if (f->theta) x[X_FREQ] = (st_extra){1, {f->n_theta, 0}, f->theta};
-    if (f->angles) x[X_ANGLES] = (st_extra){2, {f->rows, f->n_angles}, f->angles};
+    if (f->theta) x[RP_X_FREQ] = (st_extra){1, {f->n_theta, 0}, f->theta};
+    if (f->angles) x[RP_X_ANGLES] = (st_extra){2, {f->rows, f->n_angles}, f->angles};
     int64_t rows = 0;
     const int64_t *pos = rp_model_positions(m, &rows);
     if (!pos) return;
     int A = f->axes.n;
-    x[X_POSITIONS] = A ? (st_extra){2, {rows, A}, pos} : (st_extra){1, {rows, 0}, pos};
+    x[RP_X_POSITIONS] = A ? (st_extra){2, {rows, A}, pos} : (st_extra){1, {rows, 0}, pos};
     if (A && f->axes.map == RP_AXES_SECTIONS)
-        x[X_SECTIONS] = (st_extra){1, {A, 0}, f->axes.sections};
-    if (A && f->axes.mix) x[X_MIX] = (st_extra){2, {A, f->axes.n_mix}, f->axes.mix};
+        x[RP_X_SECTIONS] = (st_extra){1, {A, 0}, f->axes.sections};
+    if (A && f->axes.mix) x[RP_X_MIX] = (st_extra){2, {A, f->axes.n_mix}, f->axes.mix};
 }
 
 static int64_t extra_numel(const st_extra *x)
@@ -122,15 +115,15 @@ static rp_status make_header(const char *path, rp_model *m, char **out, size_t *
     char cfg[2048];
     size_t n = rp_model_cfg_to_json(rp_model_config(m), cfg, sizeof cfg);
     RP_ASSERT(n < sizeof cfg);
-    st_extra x[NX];
+    st_extra x[RP_X_COUNT];
     model_extras(m, x);
     const rp_rope_freq *fr = rp_model_freq(m);
     fputs("{\"__metadata__\":{\"format\":\"pt\"", f);
-    if (x[X_POSITIONS].ndim == 2)
-        fprintf(f, ",\"" AXES_KEY "\":\"%s\"", rp_axes_names[fr->axes.map]);
+    if (x[RP_X_POSITIONS].ndim == 2)
+        fprintf(f, ",\"" RP_SAFETENSORS_AXES_KEY "\":\"%s\"", rp_axes_names[fr->axes.map]);
     fputs(",\"roper.config\":", f);
     rp_json_write_string(f, cfg, n);
-    for (int k = 0; k < NX; k++)
+    for (int k = 0; k < RP_X_COUNT; k++)
         if (x[k].data) fprintf(f, ",\"%s\":\"%s\"", extras[k].key, extras[k].key);
     fputs(",\"roper.version\":\"" RP_SAFETENSORS_VERSION "\"}", f);
     uint64_t off = 0;
@@ -146,11 +139,11 @@ static rp_status make_header(const char *path, rp_model *m, char **out, size_t *
                 (unsigned long long)(off + bytes));
         off += bytes;
     }
-    for (int k = 0; k < NX; k++) {
+    for (int k = 0; k < RP_X_COUNT; k++) {
         if (!x[k].data) continue;
         uint64_t bytes = (uint64_t)extra_numel(&x[k]) * 8u;
         fprintf(f, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[%lld", extras[k].key,
-                dtypes[extras[k].dtype].name, (long long)x[k].shape[0]);
+                extras[k].dtype, (long long)x[k].shape[0]);
         if (x[k].ndim == 2) fprintf(f, ",%lld", (long long)x[k].shape[1]);
         fprintf(f, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off,
                 (unsigned long long)(off + bytes));
@@ -200,9 +193,9 @@ static int write_safetensors(FILE *f, void *ctx)
         if (fwrite(buf, 1, (size_t)(4 * k), f) != (size_t)(4 * k)) e = errno ? errno : EIO;
         i += k;
     }
-    st_extra x[NX]; /* then the extras, in the header's order: 8-byte words, little-endian */
+    st_extra x[RP_X_COUNT]; /* then the extras, in the header's order: 8-byte words, little-endian */
     model_extras(j->m, x);
-    for (int k = 0; k < NX && !e; k++) {
+    for (int k = 0; k < RP_X_COUNT && !e; k++) {
         const uint8_t *src = x[k].data;
         for (int64_t n = extra_numel(&x[k]), w = 0; src && w < n && !e;) {
             int64_t c = n - w < 8192 ? n - w : 8192;
@@ -583,7 +576,7 @@ static rp_status file_config(const st_file *f, rp_model_cfg *cfg, int *has)
 
 /* The extras the metadata names: e[k] the entry of extras[k] or NULL; map the positions' map. */
 typedef struct {
-    const st_entry *e[NX];
+    const st_entry *e[RP_X_COUNT];
     rp_axes_map map;
 } st_named;
 
@@ -594,7 +587,7 @@ static rp_status find_extras(const st_file *f, st_named *x)
 {
     char q[300], shp[RP_SHAPE_STR_LEN];
     x->map = RP_AXES_AXIAL;
-    for (int k = 0; k < NX; k++) {
+    for (int k = 0; k < RP_X_COUNT; k++) {
         x->e[k] = NULL;
         size_t len = 0;
         const char *name = meta_get(f, extras[k].key, &len);
@@ -611,55 +604,53 @@ static rp_status find_extras(const st_file *f, st_named *x)
                 return rp_error(RP_ERR_IO, "%s: the metadata's %s and %s both name tensor %s",
                                 f->path, extras[j].key, extras[k].key,
                                 qname(q, sizeof q, name, len));
-        if (e->dtype != extras[k].dtype)
+        if (strcmp(dtypes[e->dtype].name, extras[k].dtype) != 0)
             return rp_error(RP_ERR_IO, "%s: tensor %s (the metadata's %s) has dtype %s, not %s",
                             f->path, qname(q, sizeof q, name, len), extras[k].key,
-                            dtypes[e->dtype].name, dtypes[extras[k].dtype].name);
+                            dtypes[e->dtype].name, extras[k].dtype);
         if (e->ndim < extras[k].ndim_lo || e->ndim > extras[k].ndim_hi ||
-            (k == X_POSITIONS && e->ndim == 2 && (e->shape[1] < 1 || e->shape[1] > RP_MAX_AXES)))
+            (k == RP_X_POSITIONS && e->ndim == 2 && (e->shape[1] < 1 || e->shape[1] > RP_MAX_AXES)))
             return rp_error(RP_ERR_IO, "%s: tensor %s (the metadata's %s) is %s; %s expected",
                             f->path, qname(q, sizeof q, name, len), extras[k].key,
                             shape_str(shp, sizeof shp, e->ndim, e->shape), extras[k].shape);
     }
     size_t alen = 0;
-    const char *axes = meta_get(f, AXES_KEY, &alen);
+    const char *axes = meta_get(f, RP_SAFETENSORS_AXES_KEY, &alen);
     if (axes) {
         int m = 0;
         while (m < RP_AXES_COUNT && !(strlen(rp_axes_names[m]) == alen &&
                                       memcmp(rp_axes_names[m], axes, alen) == 0))
             m++;
         if (m == RP_AXES_COUNT)
-            return rp_error(RP_ERR_IO, "%s: " AXES_KEY " %s is not one of axial, sections, mixed",
+            return rp_error(RP_ERR_IO,
+                            "%s: " RP_SAFETENSORS_AXES_KEY " %s is not one of axial, sections, mixed",
                             f->path, qname(q, sizeof q, axes, alen));
         x->map = (rp_axes_map)m;
     }
-    const st_entry *p = x->e[X_POSITIONS];
+    const st_entry *p = x->e[RP_X_POSITIONS];
     int64_t A = p && p->ndim == 2 ? p->shape[1] : 0;
-    const char *lone = axes ? AXES_KEY : x->e[X_SECTIONS] ? extras[X_SECTIONS].key
-                                       : x->e[X_MIX]      ? extras[X_MIX].key
-                                                          : NULL;
+    const char *lone = axes ? RP_SAFETENSORS_AXES_KEY : NULL; /* or the first map's table held */
+    for (int k = 0; k < RP_X_COUNT && !lone; k++)
+        if (extras[k].map && x->e[k]) lone = extras[k].key;
     if (lone && !A)
         return rp_error(RP_ERR_IO, "%s: the metadata's %s needs vector positions (roper.positions "
                                    "[rows x axes])", f->path, lone);
-    static const int table_of[RP_AXES_COUNT] = {-1, X_SECTIONS, X_MIX}; /* each map's own */
-    for (int m = 0; m < RP_AXES_COUNT; m++) {
-        if (table_of[m] < 0) continue;
-        int has = x->e[table_of[m]] != NULL;
-        if (has && x->map != (rp_axes_map)m)
-            return rp_error(RP_ERR_IO, "%s: the metadata's %s does nothing with " AXES_KEY
-                                       " \"%s\"", f->path, extras[table_of[m]].key,
+    for (int k = 0; k < RP_X_COUNT; k++) { /* each map's own table */
+        if (!extras[k].map) continue;
+        const st_entry *e = x->e[k];
+        int own = strcmp(rp_axes_names[x->map], extras[k].map) == 0;
+        if (e && !own)
+            return rp_error(RP_ERR_IO, "%s: the metadata's %s does nothing with "
+                                       RP_SAFETENSORS_AXES_KEY " \"%s\"", f->path, extras[k].key,
                             rp_axes_names[x->map]);
-        if (!has && x->map == (rp_axes_map)m)
-            return rp_error(RP_ERR_IO, "%s: " AXES_KEY " \"%s\" needs the metadata's %s",
-                            f->path, rp_axes_names[m], extras[table_of[m]].key);
-        if (has && x->e[table_of[m]]->shape[0] != A)
+        if (!e && own)
+            return rp_error(RP_ERR_IO, "%s: " RP_SAFETENSORS_AXES_KEY " \"%s\" needs the "
+                                       "metadata's %s", f->path, extras[k].map, extras[k].key);
+        if (e && e->shape[0] != A)
             return rp_error(RP_ERR_IO, "%s: tensor %s (the metadata's %s) is %s; the positions "
                                        "have %lld axes", f->path,
-                            qname(q, sizeof q, x->e[table_of[m]]->name,
-                                  x->e[table_of[m]]->name_len),
-                            extras[table_of[m]].key,
-                            shape_str(shp, sizeof shp, x->e[table_of[m]]->ndim,
-                                      x->e[table_of[m]]->shape), (long long)A);
+                            qname(q, sizeof q, e->name, e->name_len), extras[k].key,
+                            shape_str(shp, sizeof shp, e->ndim, e->shape), (long long)A);
     }
     return RP_OK;
 }
@@ -667,13 +658,13 @@ static rp_status find_extras(const st_file *f, st_named *x)
 static int n_extras(const st_named *x)
 {
     int n = 0;
-    for (int k = 0; k < NX; k++) n += x->e[k] != NULL;
+    for (int k = 0; k < RP_X_COUNT; k++) n += x->e[k] != NULL;
     return n;
 }
 
 static int is_extra(const st_named *x, const st_entry *e)
 {
-    for (int k = 0; k < NX; k++)
+    for (int k = 0; k < RP_X_COUNT; k++)
         if (x->e[k] == e) return 1;
     return 0;
 }
@@ -707,7 +698,7 @@ static rp_status match(const st_file *f, const st_named *x, rp_model *m, const s
     int np = rp_model_num_tensors(m);
     for (int i = 0; i < np; i++) where[i] = NULL;
     char q[300], a[RP_SHAPE_STR_LEN], b[RP_SHAPE_STR_LEN];
-    for (int k = 0; k < NX; k++) {
+    for (int k = 0; k < RP_X_COUNT; k++) {
         const st_entry *e = x->e[k];
         if (e && strlen(e->name) == e->name_len && rp_model_find_param(m, e->name) >= 0)
             return rp_error(RP_ERR_IO, "%s: the metadata's %s names tensor %s, a parameter of "
@@ -765,8 +756,8 @@ static rp_status rethrow(const char *path, const char *prefix)
 static rp_status apply_extras(const st_file *f, const uint8_t *data, const st_named *x,
                               rp_model *m)
 {
-    const st_entry *th = x->e[X_FREQ], *an = x->e[X_ANGLES], *p = x->e[X_POSITIONS];
-    const st_entry *se = x->e[X_SECTIONS], *mx = x->e[X_MIX];
+    const st_entry *th = x->e[RP_X_FREQ], *an = x->e[RP_X_ANGLES], *p = x->e[RP_X_POSITIONS];
+    const st_entry *se = x->e[RP_X_SECTIONS], *mx = x->e[RP_X_MIX];
     double *theta = th ? words(data, th) : NULL, *angles = an ? words(data, an) : NULL;
     int64_t *pos = p ? words(data, p) : NULL, *sections = se ? words(data, se) : NULL;
     double *mix = mx ? words(data, mx) : NULL;
@@ -785,7 +776,7 @@ static rp_status apply_extras(const st_file *f, const uint8_t *data, const st_na
         char q[300], shp[RP_SHAPE_STR_LEN];
         st = rp_error(RP_ERR_IO, "%s: bad positions: tensor %s (the metadata's %s) is %s; [%lld x "
                                  "%lld] expected (the positions' axes x d_rot/2)", f->path,
-                      qname(q, sizeof q, mx->name, mx->name_len), extras[X_MIX].key,
+                      qname(q, sizeof q, mx->name, mx->name_len), extras[RP_X_MIX].key,
                       shape_str(shp, sizeof shp, mx->ndim, mx->shape), (long long)mx->shape[0],
                       (long long)(w / 2));
     }

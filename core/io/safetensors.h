@@ -37,6 +37,24 @@
 /* The value of the metadata key "roper.version" this code writes and reads. */
 #define RP_SAFETENSORS_VERSION "1"
 
+/* What a model holds beside its parameters (rp.model's freq, angles, positions, sections, mix),
+ * one row each, in the order the writer writes them and the reader checks them: each a tensor of
+ * 8-byte values that the metadata key of the same name names; RP_SAFETENSORS_AXES_KEY gives the
+ * positions' map. The one home of these facts: the writer, the reader's checks and messages
+ * (safetensors.c) and rp.safetensors_extras() (the PyTorch companion's schema.json) read it. */
+typedef struct {
+    const char *key;    /* the metadata key, and the tensor's name as roper writes it */
+    const char *option; /* rp.model's option it gives */
+    const char *dtype;  /* "F64" (doubles) or "I64" (integers) */
+    int ndim_lo, ndim_hi;
+    const char *shape;  /* what the shape must be, as messages write it */
+    const char *map;    /* the positions' map (rp_axes_names) whose own table it is, or NULL */
+} rp_safetensors_extra;
+enum { RP_X_FREQ, RP_X_ANGLES, RP_X_POSITIONS, RP_X_SECTIONS, RP_X_MIX, RP_X_COUNT };
+extern const rp_safetensors_extra rp_safetensors_extras[RP_X_COUNT];
+/* The metadata key of the positions' map (a name of rp_axes_names; axial when absent). */
+#define RP_SAFETENSORS_AXES_KEY "roper.axes"
+
 /* Writes m's parameters and config to path. RP_ERR_ARG for an empty path, a NULL model or one
  * whose config rp_model_cfg_check refuses ("path: bad model config: ...": the reader would),
  * RP_ERR_IO "path: reason" when the file cannot be written (nothing is left behind then). */

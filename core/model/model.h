@@ -111,21 +111,77 @@ rp_model_cfg rp_model_cfg_default(int64_t vocab);
  * one check of a config: rp.model's, the checkpoint and safetensors readers' (and writers'). */
 rp_status rp_model_cfg_check(const rp_model_cfg *cfg);
 
-/* One named parameter: its place in the flat buffer. Names:
- *   "embed.weight" (V, C); "pos.weight" (seq_len, C) only for pe = learned;
- *   per layer l = 0..layers-1: "layers.<l>.norm1.weight" (C), "layers.<l>.norm1.bias" (C),
- *   "layers.<l>.attn.qkv.weight" (3C, C) rows [q; k; v], "layers.<l>.attn.qkv.bias" (3C),
- *   "layers.<l>.attn.out.weight" (C, C), "layers.<l>.attn.out.bias" (C),
- *   "layers.<l>.norm2.weight" (C), "layers.<l>.norm2.bias" (C),
- *   "layers.<l>.ff.w1.weight" (d_ff, C), "layers.<l>.ff.w1.bias" (d_ff),
- *   "layers.<l>.ff.w2.weight" (C, d_ff), "layers.<l>.ff.w2.bias" (C);
- *   "norm_f.weight" (C), "norm_f.bias" (C) only for pre-norm;
- *   "head.weight" (V, C), "head.bias" (V).
- * The order above is the order in the buffer. */
 /* How rp_model_new initialises an entry (PyTorch's defaults): N(0, 1) (embeddings), all 1
  * (LayerNorm weights), all 0 (LayerNorm biases), U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (linear
  * weights and biases; a bias shares its weight's fan_in). */
 typedef enum { RP_INIT_NORMAL = 0, RP_INIT_ONES, RP_INIT_ZEROS, RP_INIT_UNIFORM } rp_init_kind;
+/* Their names in enum order ("normal", "ones", "zeros", "uniform"), NULL-terminated. */
+extern const char *const rp_init_names[];
+
+/* ---- the parameter layout: one table (core/model/model_layout.c) ----
+ *
+ * A model's parameters are entries of one flat buffer (the gradients' has the same layout), in
+ * the order of the layout table's rows: the rows of scope RP_LAYOUT_MODEL, then those of scope
+ * RP_LAYOUT_LAYER for each layer l = 0 .. layers-1 (named "layers.<l>.<name>"), then those of
+ * RP_LAYOUT_AFTER. A row gives an entry's name, its dims (symbols of the config: rp_layout_dim),
+ * its init kind and fan-in (RP_INIT_UNIFORM's; a bias shares its weight's) and when the model
+ * has it; a row without a name stands for the relative kind's parameters of its scope (core/nn/
+ * pe.c's kind table: the shared one before the layers, the others in each layer). rp.model_layout()
+ * gives the table (the PyTorch companion reads it from its schema.json; docs/interop.md lists
+ * the names). */
+typedef enum { RP_LAYOUT_MODEL = 0, RP_LAYOUT_LAYER, RP_LAYOUT_AFTER } rp_layout_scope;
+/* Its names in enum order ("model", "layer", "after"), NULL-terminated. */
+extern const char *const rp_layout_scope_names[];
+
+/* The sizes a row's dims stand for (rp_layout_dim_of: the dims table in model_layout.c). */
+typedef enum {
+    RP_LD_NONE = 0, /* no dim (a 1-D entry's second; no fan-in): 0 */
+    RP_LD_VOCAB,
+    RP_LD_D_MODEL,
+    RP_LD_3D_MODEL, /* the q, k and v rows of attn.qkv */
+    RP_LD_D_FF,
+    RP_LD_SEQ_LEN,
+    RP_LD_AXES,     /* RP_MAX_AXES: the rows of rope.freq */
+    RP_LD_PAIRS,    /* d_rot / 2 of the widest rotated placement */
+    RP_LD_COUNT     /* not a dim */
+} rp_layout_dim;
+/* What a dim stands for: size = times x the size named of + plus; of a config key ("vocab",
+ * "d_model", "d_ff", "seq_len"), "d_rot/2" (RP_LD_PAIRS) or NULL (the constant plus). */
+typedef struct {
+    const char *name; /* as rp.model_layout() names it */
+    const char *of;
+    int times, plus;
+} rp_layout_dim_desc;
+/* The row of dim d (a value outside the enum: NULL). */
+const rp_layout_dim_desc *rp_layout_dim_of(rp_layout_dim d);
+
+/* When the model has a row's entries. */
+typedef enum {
+    RP_LAYOUT_ALWAYS = 0,
+    RP_LAYOUT_IF_KEY,      /* the config key `key` does something (rp_model_cfg_unused) and its
+                            * value, as rp_model_cfg_value_str writes it, is `value` */
+    RP_LAYOUT_IF_ABSOLUTE, /* the mode's absolute table (pe.h) is the one named `value` */
+} rp_layout_if;
+
+typedef struct rp_layout_row {
+    const char *name;      /* the entry's name (after "layers.<l>." in scope RP_LAYOUT_LAYER);
+                            * NULL: the relative kind's parameters of the scope */
+    rp_layout_scope scope;
+    rp_layout_dim dims[2]; /* dims[1] RP_LD_NONE: a 1-D entry */
+    rp_init_kind init;
+    rp_layout_dim fan_in;  /* RP_INIT_UNIFORM's fan-in; RP_LD_NONE for the others */
+    rp_layout_if cond;
+    const char *key, *value; /* the condition's (RP_LAYOUT_ALWAYS: NULL) */
+    size_t at;             /* core's own: where the model keeps the entry's offset (an offsetof
+                            * into the model, or into a layer's record in scope RP_LAYOUT_LAYER) */
+} rp_layout_row;
+
+/* The rows, in buffer order within each scope (the scopes in enum order). */
+extern const rp_layout_row rp_model_layout[];
+extern const int rp_model_layout_n;
+
+/* 1 when a model of config c (checked: rp_model_cfg_check) has row r's entries. */
+int rp_layout_row_holds(const rp_layout_row *r, const rp_model_cfg *c);
 
 typedef struct rp_param_info {
     char name[48];

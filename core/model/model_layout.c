@@ -1,11 +1,15 @@
-/* The parameter layout: one table of named entries over the flat parameter buffer (the gradient
- * buffer has the same layout), each with its shape, offset and init kind; the initialisation;
- * the accessors of the parameters. */
+/* The parameter layout: the layout table (rp_model_layout, model.h), whose rows rpm_build_layout
+ * walks into the named entries over the flat parameter buffer (the gradient buffer has the same
+ * layout), each with its shape, offset and init kind; the initialisation; the accessors of the
+ * parameters. */
 #include <math.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "checked.h"
 #include "model_impl.h"
+#include "model_schema.h"
 
 /* a + b and a * b for sizes >= 0, saturating at INT64_MAX (core/sys/checked.h): the counting pass of
  * a huge config (which rp_model_memory then refuses) never overflows. */
@@ -46,69 +50,144 @@ static int64_t rel_param(rp_param_info *info, int *np, int64_t *off, const char 
                      p->init == RP_RI_UNIFORM ? rs[1] : 0);
 }
 
-int rpm_build_layout(rp_model *m)
+const char *const rp_init_names[] = {"normal", "ones", "zeros", "uniform", NULL};
+const char *const rp_layout_scope_names[] = {"model", "layer", "after", NULL};
+
+static const rp_layout_dim_desc dims[] = {
+    [RP_LD_NONE] = {"", NULL, 0, 0},          [RP_LD_VOCAB] = {"vocab", "vocab", 1, 0},
+    [RP_LD_D_MODEL] = {"d_model", "d_model", 1, 0}, [RP_LD_3D_MODEL] = {"3*d_model", "d_model", 3, 0},
+    [RP_LD_D_FF] = {"d_ff", "d_ff", 1, 0},    [RP_LD_SEQ_LEN] = {"seq_len", "seq_len", 1, 0},
+    [RP_LD_AXES] = {"axes", NULL, 0, RP_MAX_AXES}, [RP_LD_PAIRS] = {"pairs", "d_rot/2", 1, 0},
+};
+_Static_assert(sizeof dims / sizeof dims[0] == RP_LD_COUNT, "one row per rp_layout_dim");
+
+const rp_layout_dim_desc *rp_layout_dim_of(rp_layout_dim d)
+{
+    return (unsigned)d < RP_LD_COUNT ? &dims[d] : NULL;
+}
+
+/* The layout table (model.h). Columns: name, scope, dims, init, fan-in, condition, where the
+ * offset is kept. The rows without a name (the relative kind's parameters) take their shapes and
+ * inits from the kind table (their dims and init columns are unused). */
+#define MODEL(f) offsetof(rp_model, f)
+#define LAYER(f) offsetof(layer_params, f)
+#define ALWAYS RP_LAYOUT_ALWAYS, NULL, NULL
+#define L_ RP_LAYOUT_LAYER
+#define D_ RP_LD_D_MODEL
+#define F_ RP_LD_D_FF
+#define NO RP_LD_NONE
+const rp_layout_row rp_model_layout[] = {
+    {"embed.weight", RP_LAYOUT_MODEL, {RP_LD_VOCAB, D_}, RP_INIT_NORMAL, NO, ALWAYS, MODEL(off_embed)},
+    {"pos.weight", RP_LAYOUT_MODEL, {RP_LD_SEQ_LEN, D_}, RP_INIT_NORMAL, NO, RP_LAYOUT_IF_ABSOLUTE,
+     NULL, "learned", MODEL(off_pos)},
+    {NULL, RP_LAYOUT_MODEL, {NO, NO}, RP_INIT_UNIFORM, NO, ALWAYS, MODEL(off_rel)},
+    {"norm1.weight", L_, {D_, NO}, RP_INIT_ONES, NO, ALWAYS, LAYER(ln1w)},
+    {"norm1.bias", L_, {D_, NO}, RP_INIT_ZEROS, NO, ALWAYS, LAYER(ln1b)},
+    {"attn.qkv.weight", L_, {RP_LD_3D_MODEL, D_}, RP_INIT_UNIFORM, D_, ALWAYS, LAYER(qkvw)},
+    {"attn.qkv.bias", L_, {RP_LD_3D_MODEL, NO}, RP_INIT_UNIFORM, D_, ALWAYS, LAYER(qkvb)},
+    {"attn.out.weight", L_, {D_, D_}, RP_INIT_UNIFORM, D_, ALWAYS, LAYER(outw)},
+    {"attn.out.bias", L_, {D_, NO}, RP_INIT_UNIFORM, D_, ALWAYS, LAYER(outb)},
+    {NULL, L_, {NO, NO}, RP_INIT_UNIFORM, NO, ALWAYS, LAYER(rel)},
+    {"norm2.weight", L_, {D_, NO}, RP_INIT_ONES, NO, ALWAYS, LAYER(ln2w)},
+    {"norm2.bias", L_, {D_, NO}, RP_INIT_ZEROS, NO, ALWAYS, LAYER(ln2b)},
+    {"ff.w1.weight", L_, {F_, D_}, RP_INIT_UNIFORM, D_, ALWAYS, LAYER(w1w)},
+    {"ff.w1.bias", L_, {F_, NO}, RP_INIT_UNIFORM, D_, ALWAYS, LAYER(w1b)},
+    {"ff.w2.weight", L_, {D_, F_}, RP_INIT_UNIFORM, F_, ALWAYS, LAYER(w2w)},
+    {"ff.w2.bias", L_, {D_, NO}, RP_INIT_UNIFORM, F_, ALWAYS, LAYER(w2b)},
+    {"norm_f.weight", RP_LAYOUT_AFTER, {D_, NO}, RP_INIT_ONES, NO, RP_LAYOUT_IF_KEY, "norm", "pre",
+     MODEL(off_normf_w)},
+    {"norm_f.bias", RP_LAYOUT_AFTER, {D_, NO}, RP_INIT_ZEROS, NO, RP_LAYOUT_IF_KEY, "norm", "pre",
+     MODEL(off_normf_b)},
+    {"head.weight", RP_LAYOUT_AFTER, {RP_LD_VOCAB, D_}, RP_INIT_UNIFORM, D_, ALWAYS, MODEL(off_head_w)},
+    {"head.bias", RP_LAYOUT_AFTER, {RP_LD_VOCAB, NO}, RP_INIT_UNIFORM, D_, ALWAYS, MODEL(off_head_b)},
+    /* learn_freq's frequencies (model_freq.c), last so that no other offset moves; set by
+     * rpm_freq_reset once the model exists */
+    {"rope.freq", RP_LAYOUT_AFTER, {RP_LD_AXES, RP_LD_PAIRS}, RP_INIT_ZEROS, NO, RP_LAYOUT_IF_KEY,
+     "learn_freq", "true", MODEL(off_freq)},
+};
+#undef MODEL
+#undef LAYER
+#undef ALWAYS
+#undef L_
+#undef D_
+#undef F_
+#undef NO
+const int rp_model_layout_n = (int)(sizeof rp_model_layout / sizeof rp_model_layout[0]);
+
+int rp_layout_row_holds(const rp_layout_row *r, const rp_model_cfg *c)
+{
+    char buf[64], why[256];
+    switch (r->cond) {
+    case RP_LAYOUT_ALWAYS: return 1;
+    case RP_LAYOUT_IF_ABSOLUTE:
+        return strcmp(rp_pe_absolute_names[rp_pe_mode_of(c->pe)->absolute], r->value) == 0;
+    case RP_LAYOUT_IF_KEY: {
+        const rp_cfg_key *k = rp_model_cfg_key(r->key, (size_t)-1);
+        return !rp_model_cfg_unused(c, k, why, sizeof why) &&
+               strcmp(rp_model_cfg_value_str(c, k, buf, sizeof buf), r->value) == 0;
+    }
+    }
+    return 0;
+}
+
+/* The entries of the rows of one scope (of layer l in scope RP_LAYOUT_LAYER) into base (the
+ * model, or the layer's record): each row's offset at base + its at (-1 where the model has
+ * none; the relative kind's parameter k at index k of the layer's, the shared one there). size:
+ * what each dim stands for. */
+static void add_scope(rp_model *m, const int64_t *size, rp_layout_scope scope, int64_t l,
+                      void *base, int *np, int64_t *off)
 {
     const rp_model_cfg *c = &m->cfg;
-    int64_t V = c->vocab, C = c->d_model, F = c->d_ff, off = 0;
-    int np = 0;
-    char name[48];
-    rp_param_info *info = m->info;
-    m->off_embed = add_param(info, &np, &off, "embed.weight", 2, V, C, RP_INIT_NORMAL, 0);
-    m->off_pos = -1;
-    if (m->pe.absolute == RP_ABS_LEARNED)
-        m->off_pos =
-            add_param(info, &np, &off, "pos.weight", 2, c->seq_len, C, RP_INIT_NORMAL, 0);
-    /* the relative kind's parameters (core/nn/pe.c's kind table): the shared one before the
-     * layers, the others in each layer after the attention's projections */
     const rp_rel_desc *rel = rp_rel_of(m->pe.rel);
-    int64_t rs[RP_REL_MAX_PARAMS][2];
-    for (int i = 0; i < rel->nparams; i++)
-        for (int j = 0; j < 2; j++)
-            rs[i][j] = rp_rel_dim_size(j ? rel->params[i].cols : rel->params[i].rows,
-                                       c->rel_clip, C / c->heads, C, c->heads, c->rel_buckets);
-    m->off_rel = -1;
-    for (int i = 0; i < rel->nparams; i++)
-        if (rel->params[i].use == RP_PARAM_SHARED)
-            m->off_rel = rel_param(info, &np, &off, rel->params[i].name, &rel->params[i], rs[i]);
-    for (int64_t l = 0; l < c->layers; l++) {
-        layer_params lp;
-#define RP_LAYER_PARAM(field, suffix, nd, a, b, init, fan)                      \
-    snprintf(name, sizeof name, "layers.%d.%s", (int)l, suffix);                \
-    lp.field = add_param(info, &np, &off, name, nd, a, b, init, fan)
-        RP_LAYER_PARAM(ln1w, "norm1.weight", 1, C, 0, RP_INIT_ONES, 0);
-        RP_LAYER_PARAM(ln1b, "norm1.bias", 1, C, 0, RP_INIT_ZEROS, 0);
-        RP_LAYER_PARAM(qkvw, "attn.qkv.weight", 2, 3 * C, C, RP_INIT_UNIFORM, C);
-        RP_LAYER_PARAM(qkvb, "attn.qkv.bias", 1, 3 * C, 0, RP_INIT_UNIFORM, C);
-        RP_LAYER_PARAM(outw, "attn.out.weight", 2, C, C, RP_INIT_UNIFORM, C);
-        RP_LAYER_PARAM(outb, "attn.out.bias", 1, C, 0, RP_INIT_UNIFORM, C);
-        for (int i = 0; i < RP_REL_MAX_PARAMS; i++) lp.rel[i] = -1;
-        for (int i = 0; i < rel->nparams; i++) {
-            if (rel->params[i].use == RP_PARAM_SHARED) continue;
-            snprintf(name, sizeof name, "layers.%d.%s", (int)l, rel->params[i].name);
-            lp.rel[i] = rel_param(info, &np, &off, name, &rel->params[i], rs[i]);
+    int layer = scope == RP_LAYOUT_LAYER;
+    char name[48];
+    for (int i = 0; i < rp_model_layout_n; i++) {
+        const rp_layout_row *r = &rp_model_layout[i];
+        if (r->scope != scope) continue;
+        int64_t *at = (int64_t *)(void *)((char *)base + r->at);
+        if (r->name) {
+            *at = -1;
+            if (!rp_layout_row_holds(r, c)) continue;
+            snprintf(name, sizeof name, "%s", r->name);
+            if (layer) snprintf(name, sizeof name, "layers.%d.%s", (int)l, r->name);
+            *at = add_param(m->info, np, off, name, r->dims[1] == RP_LD_NONE ? 1 : 2,
+                            size[r->dims[0]], size[r->dims[1]], r->init, size[r->fan_in]);
+            continue;
         }
-        RP_LAYER_PARAM(ln2w, "norm2.weight", 1, C, 0, RP_INIT_ONES, 0);
-        RP_LAYER_PARAM(ln2b, "norm2.bias", 1, C, 0, RP_INIT_ZEROS, 0);
-        RP_LAYER_PARAM(w1w, "ff.w1.weight", 2, F, C, RP_INIT_UNIFORM, C);
-        RP_LAYER_PARAM(w1b, "ff.w1.bias", 1, F, 0, RP_INIT_UNIFORM, C);
-        RP_LAYER_PARAM(w2w, "ff.w2.weight", 2, C, F, RP_INIT_UNIFORM, F);
-        RP_LAYER_PARAM(w2b, "ff.w2.bias", 1, C, 0, RP_INIT_UNIFORM, F);
-#undef RP_LAYER_PARAM
+        for (int k = 0; k < (layer ? RP_REL_MAX_PARAMS : 1); k++) at[k] = -1;
+        for (int k = 0; k < rel->nparams; k++) { /* the relative kind's of this scope */
+            const rp_rel_param *q = &rel->params[k];
+            if ((q->use == RP_PARAM_SHARED) == layer) continue;
+            int64_t rs[2];
+            for (int j = 0; j < 2; j++)
+                rs[j] = rp_rel_dim_size(j ? q->cols : q->rows, c->rel_clip,
+                                        c->d_model / c->heads, c->d_model, c->heads,
+                                        c->rel_buckets);
+            snprintf(name, sizeof name, "%s", q->name);
+            if (layer) snprintf(name, sizeof name, "layers.%d.%s", (int)l, q->name);
+            at[layer ? k : 0] = rel_param(m->info, np, off, name, q, rs);
+        }
+    }
+}
+
+int rpm_build_layout(rp_model *m)
+{
+    int64_t size[RP_LD_COUNT], off = 0;
+    for (int d = 0; d < RP_LD_COUNT; d++) {
+        const rp_layout_dim_desc *x = &dims[d];
+        int64_t of = !x->of                          ? 0
+                     : strcmp(x->of, "d_rot/2") == 0 ? m->freq_half
+                     : rp_model_cfg_get_int(&m->cfg, rp_model_cfg_key(x->of, (size_t)-1));
+        size[d] = rpm_sat_add(rpm_sat_mul(x->times, of), x->plus);
+    }
+    int np = 0;
+    layer_params lp;
+    add_scope(m, size, RP_LAYOUT_MODEL, 0, m, &np, &off);
+    for (int64_t l = 0; l < m->cfg.layers; l++) {
+        add_scope(m, size, RP_LAYOUT_LAYER, l, &lp, &np, &off);
         if (m->lp) m->lp[l] = lp;
     }
-    m->off_normf_w = m->off_normf_b = -1;
-    if (c->norm == RP_NORM_PRE) {
-        m->off_normf_w = add_param(info, &np, &off, "norm_f.weight", 1, C, 0, RP_INIT_ONES, 0);
-        m->off_normf_b = add_param(info, &np, &off, "norm_f.bias", 1, C, 0, RP_INIT_ZEROS, 0);
-    }
-    m->off_head_w = add_param(info, &np, &off, "head.weight", 2, V, C, RP_INIT_UNIFORM, C);
-    m->off_head_b = add_param(info, &np, &off, "head.bias", 1, V, 0, RP_INIT_UNIFORM, C);
-    /* learn_freq: the frequencies (model_freq.c), last so that no other offset moves; set by
-     * rpm_freq_reset once the model exists */
-    m->off_freq = -1;
-    if (c->learn_freq && m->pe.rotate && c->attention != RP_ATTN_LINEAR) /* where it applies */
-        m->off_freq = add_param(info, &np, &off, "rope.freq", 2, RP_MAX_AXES, m->freq_half,
-                                RP_INIT_ZEROS, 0);
+    add_scope(m, size, RP_LAYOUT_AFTER, 0, m, &np, &off);
     m->nfloats = off;
     return np;
 }

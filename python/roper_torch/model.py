@@ -38,8 +38,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import rotary
-from .config import DEFAULTS, MODES, PE, Config, _pe_list, config, freq_of, widths  # noqa: F401
-from .safetensors import read_safetensors, write_safetensors
+from .config import (DEFAULTS, KEY, MODES, PE, SCHEMA, Config, _pe_list,  # noqa: F401
+                     _unused, config, freq_of, widths)
+from .safetensors import DTYPES, read_safetensors, write_safetensors
 from .stored import _printable, from_json, to_json
 
 LN_EPS = 1e-5
@@ -542,12 +543,19 @@ class RoperTransformer(nn.Module):
         return F.cross_entropy(logits[scored], targets[scored])
 
 
+def _dim(d, cfg):
+    """The size a dims row of schema.json (layout.dims, a mode's rel_dims) stands for: times x the
+    size it names (a config key, d_k = d_model / heads, d_rot/2 of the widest rotated placement,
+    or none: 0) + plus."""
+    of = d.get("of")
+    n = 0 if of is None else cfg["d_model"] // cfg["heads"] if of == "d_k" else \
+        max(widths(cfg).values(), default=0) // 2 if of == "d_rot/2" else cfg[of]
+    return d["times"] * n + d["plus"]
+
+
 def _rel_dim(dim, cfg):
-    """The size a dim of schema.json's rel_params stands for: its mode's rel_dims row, times x
-    the size it names (a config key, or d_k = d_model / heads) + plus."""
-    d = PE[cfg["pe"]]["rel_dims"][dim]
-    of = cfg["d_model"] // cfg["heads"] if d["of"] == "d_k" else cfg[d["of"]]
-    return d["times"] * of + d["plus"]
+    """The size a dim of schema.json's rel_params stands for (its mode's rel_dims row)."""
+    return _dim(PE[cfg["pe"]]["rel_dims"][dim], cfg)
 
 
 def _rel_param(owner, name, q, cfg):
@@ -566,39 +574,62 @@ def _rel_param(owner, name, q, cfg):
     setattr(owner, name, nn.Parameter(t))
 
 
+LAYOUT = SCHEMA["layout"]  # rp.model_layout(): the parameter layout's rows and dims
+
+
+def _holds(row, cfg):
+    """Whether a model of cfg has the entries of schema.json's layout row: when the row has no
+    `when`, when the mode's absolute table is `absolute`, or when `key` does something for cfg
+    (its needs) and holds `value`."""
+    w = row.get("when")
+    if w is None:
+        return True
+    if "absolute" in w:
+        return MODES[cfg["pe"]].absolute == w["absolute"]
+    return cfg[w["key"]] == w["value"] and _unused(cfg, KEY[w["key"]]) is None
+
+
+def _entries(cfg, scope, prefix=""):
+    """[(name, shape)] of the rows of one scope of schema.json's layout ("model", "layer",
+    "after") for the checked config cfg, in roper's order, each name after prefix; a row "rel"
+    gives the relative kind's parameters of the scope (the shared one is the model's)."""
+    out = []
+    for r in (r for r in LAYOUT["params"] if r["scope"] == scope):
+        if r.get("rel"):
+            out += [(prefix + q["name"], (_rel_dim(q["rows"], cfg), _rel_dim(q["cols"], cfg)))
+                    for q in MODES[cfg["pe"]].rel_params if (q["use"] == "shared") ==
+                    (scope == "model")]
+        elif _holds(r, cfg):
+            out.append((prefix + r["name"], tuple(_dim(LAYOUT["dims"][d], cfg)
+                                                  for d in r["dims"])))
+    return out
+
+
+def layout(cfg):
+    """[(name, shape)] of the parameters of a RoperTransformer of the checked config cfg, in
+    roper's layout order (schema.json's layout: rp.model_layout())."""
+    return _entries(cfg, "model") + [e for i in range(cfg["layers"]) for e in
+                                     _entries(cfg, "layer", "layers.%d." % i)] + \
+        _entries(cfg, "after")
+
+
 def param_count(cfg):
     """(restated) The floats of the parameters of a RoperTransformer of the checked config cfg
-    (roper's layout, core/model/model_layout.c's rpm_build_layout), computed without building it:
-    load_roper refuses a file that holds fewer before it allocates a model (as rp.load does)."""
-    C, V, Fd, T = cfg["d_model"], cfg["vocab"], cfg["d_ff"], cfg["seq_len"]
-    mode = MODES[cfg["pe"]]
-    n = 2 * V * C + V + (T * C if mode.absolute == "learned" else 0)  # embed, head, pos
-    layer = 4 * C + 4 * C * C + 4 * C + 2 * Fd * C + Fd + C  # norms, qkv, out, ff
-    for q in mode.rel_params:  # the relative terms' (the shared one once)
-        size = _rel_dim(q["rows"], cfg) * _rel_dim(q["cols"], cfg)
-        if q["use"] == "shared":
-            n += size
-        else:
-            layer += size
-    n += cfg["layers"] * layer + (2 * C if cfg["norm"] == "pre" else 0)
-    if cfg["learn_freq"] and mode.rotary and cfg["attention"] != "linear":
-        n += 3 * (max(widths(cfg).values()) // 2)  # rope.freq
-    return n
+    (roper's layout, core/model/model_layout.c's rpm_build_layout, from schema.json's rows: a
+    layer's entries counted once), computed without building it: load_roper refuses a file
+    that holds fewer before it allocates a model (as rp.load does)."""
+    return sum(math.prod(s) * (cfg["layers"] if scope == "layer" else 1)
+               for scope in ("model", "layer", "after") for _, s in _entries(cfg, scope))
 
 
-# What a model holds beside its parameters in a safetensors file (core/io/safetensors.c's extras):
-# rp.model's option -> the metadata key (also the tensor's name as roper writes it; the metadata's
-# value is the tensor's name), its dtype, its ranks and the shape a message asks for. "roper.axes"
-# gives the map of vector positions.
-EXTRAS = {
-    "freq": ("roper.freq", torch.float64, (1,), "[pairs]"),
-    "angles": ("roper.angles", torch.float64, (2,), "[positions x pairs]"),
-    "positions": ("roper.positions", torch.int64, (1, 2), "[rows] or [rows x axes], 1 to 3 axes"),
-    "sections": ("roper.sections", torch.int64, (1,), "[axes]"),
-    "mix": ("roper.mix", torch.float64, (2,), "[axes x pairs]"),
-}
-AXES_KEY = "roper.axes"
-_MAP_TABLE = {"sections": "sections", "mixed": "mix"}  # each map's own table
+# What a model holds beside its parameters in a safetensors file (schema.json's extras:
+# rp.safetensors_extras()): rp.model's option -> the metadata key (also the tensor's name as roper
+# writes it; the metadata's value is the tensor's name), its dtype, its ranks and the shape a
+# message asks for. AXES_KEY gives the map of vector positions; _MAP_TABLE each map's own table.
+EXTRAS = {x["option"]: (x["key"], DTYPES[x["dtype"]], tuple(x["ranks"]), x["shape"])
+          for x in SCHEMA["extras"]["tensors"]}
+AXES_KEY = SCHEMA["extras"]["axes_key"]
+_MAP_TABLE = {x["map"]: x["option"] for x in SCHEMA["extras"]["tensors"] if "map" in x}
 
 
 def _shape_str(t):
@@ -643,8 +674,8 @@ def _extras_of(path, tensors, meta):
                                                 ", ".join(rotary.AXES)))
     p = got.get("positions")
     A = p.shape[1] if p is not None and p.dim() == 2 else 0
-    lone = AXES_KEY if axes is not None else EXTRAS["sections"][0] if "sections" in got else \
-        EXTRAS["mix"][0] if "mix" in got else None
+    lone = AXES_KEY if axes is not None else next(  # or the first map's table held
+        (EXTRAS[opt][0] for opt in _MAP_TABLE.values() if opt in got), None)
     if lone and not A:
         raise bad("the metadata's %s needs vector positions (roper.positions [rows x axes])"
                   % lone)

@@ -207,6 +207,50 @@ describe("rp.model with vector positions", function()
     os.remove(path)
   end)
 
+  -- the extras table as docs/interop.md's "The file" gives it, and what m:save_safetensors
+  -- writes for each map (its header read by lua-cjson): every tensor the metadata names has its
+  -- row's dtype, a rank of its ranks and the tensor name of its key, the map its row's
+  it("hold in safetensors files what rp.safetensors_extras() says", function()
+    local x = rp.safetensors_extras()
+    assert.equal("roper.axes", x.axes_key)
+    local rows = {}
+    for i, r in ipairs(x) do
+      rows[i] = { r.key, r.option, r.dtype, table.concat(r.ranks, ","), r.shape, r.map }
+    end
+    assert.same({ { "roper.freq", "freq", "F64", "1", "[pairs]" },
+                  { "roper.angles", "angles", "F64", "2", "[positions x pairs]" },
+                  { "roper.positions", "positions", "I64", "1,2",
+                    "[rows] or [rows x axes], 1 to 3 axes" },
+                  { "roper.sections", "sections", "I64", "1", "[axes]", "sections" },
+                  { "roper.mix", "mix", "F64", "2", "[axes x pairs]", "mixed" } }, rows)
+    local path = os.tmpname()
+    for _, mp in ipairs(maps) do
+      local m = rp.model(cfg { positions = grid(), axes = mp.o.axes, sections = mp.o.sections,
+                               mix = mp.o.mix,
+                               freq = not mp.o.mix and { 1, 0.5, 0.25, 0.125 } or nil })
+      assert.is_true(m:save_safetensors(path))
+      local hd = h.st_parts(path)
+      local held = {}
+      for _, r in ipairs(x) do
+        local name = hd.__metadata__[r.key]
+        if name then
+          held[#held + 1] = r.option
+          assert.equal(r.key, name)
+          assert.equal(r.dtype, hd[name].dtype, r.key)
+          local rank_ok = false
+          for _, n in ipairs(r.ranks) do rank_ok = rank_ok or n == #hd[name].shape end
+          assert.is_true(rank_ok, r.key)
+          if r.map then assert.equal(r.map, hd.__metadata__[x.axes_key]) end
+        end
+      end
+      local want = mp.name == "mixed" and { "positions", "mix" } or mp.name == "sections" and
+                   { "freq", "positions", "sections" } or { "freq", "positions" }
+      assert.same(want, held, mp.name)
+      assert.equal(mp.name, hd.__metadata__[x.axes_key])
+    end
+    os.remove(path)
+  end)
+
   local bad = {
     { "axes without positions", { axes = "axial" },
       "option 'axes' needs option 'positions' (vector positions: an [n x axes] tensor or a list "

@@ -222,6 +222,80 @@ describe("m:params() and m:grads()", function()
     end)
   end
 
+  -- rp.model_layout() read as docs/lua_api.md says (the rows, their dims and conditions, the
+  -- relative kind's rows from rp.pe_modes()) must give every model's m:params(): names, shapes,
+  -- and values as the init and fan_in say (rope.freq excepted: its values are the frequencies)
+  it("are what rp.model_layout() says, for every mode, norm and learn_freq", function()
+    local layout, modes, keys = rp.model_layout(), rp.pe_modes(), {}
+    for _, k in ipairs(rp.model_keys()) do keys[k.name] = k end
+    local cases = {}
+    for _, pe in ipairs(h.pe_names()) do
+      local c = { pe = pe, norm = "post", rel_clip = modes[pe].rel ~= "" and
+                  (modes[pe].rel == "shaw" or modes[pe].rel == "deberta") and 3 or nil }
+      cases[#cases + 1] = c
+      if modes[pe].rotary then cases[#cases + 1] = { pe = pe, learn_freq = true, fraction_qk = 0.5 } end
+    end
+    cases[#cases + 1] = { pe = "learned" }
+    for _, extra in ipairs(cases) do
+      local m = tiny(extra)
+      local c = m:config()
+      local function value(key) if c[key] == nil then return keys[key].default end return c[key] end
+      local function size(dim)
+        local d = layout.dims[dim]
+        local rot, f = modes[c.pe].rotate, 0 -- the widest rotated placement's fraction
+        if rot:find("[qk]") then f = extra.fraction_qk or 1 end
+        if rot:find("[vo]") then f = 1 end
+        local of = d.of == nil and 0 or d.of == "d_rot/2" and math.floor(c.d_model / c.heads * f / 2) or
+                   d.of == "d_k" and c.d_model // c.heads or value(d.of)
+        return d.times * of + d.plus
+      end
+      local want = {}
+      local function add(name, shape, row) want[#want + 1] = { name = name, shape = shape, row = row } end
+      for _, scope in ipairs { "model", "layer", "after" } do
+        for l = 0, scope == "layer" and c.layers - 1 or 0 do
+          local pre = scope == "layer" and ("layers." .. l .. ".") or ""
+          for _, r in ipairs(layout) do
+            if r.scope == scope and r.rel then
+              local mode = modes[c.pe]
+              for _, q in ipairs(mode.rel_params) do
+                if (q.use == "shared") == (scope == "model") then
+                  local function rs(dim)
+                    local d = mode.rel_dims[dim]
+                    local of = d.of == "d_k" and c.d_model // c.heads or value(d.of)
+                    return d.times * of + d.plus
+                  end
+                  add(pre .. q.name, { rs(q.rows), rs(q.cols) })
+                end
+              end
+            elseif r.scope == scope and (r.when == nil or
+                (r.when.absolute and modes[c.pe].absolute == r.when.absolute) or
+                (r.when.key and value(r.when.key) == r.when.value)) then
+              local shape = {}
+              for i, d in ipairs(r.dims) do shape[i] = size(d) end
+              add(pre .. r.name, shape, r)
+            end
+          end
+        end
+      end
+      local p = m:params()
+      assert.equal(#want, #p, c.pe)
+      for i, w in ipairs(want) do
+        assert.equal(w.name, p[i].name)
+        assert.same(w.shape, p[i].tensor:shape(), w.name)
+        local t, r = p[i].tensor, w.row
+        if r and r.init == "ones" then assert.equal(t:numel(), t:sum(), w.name) end
+        if r and (r.init == "zeros" and r.name ~= "rope.freq") then
+          assert.equal(0, t:abs():sum(), w.name)
+        end
+        if r and r.init == "uniform" then
+          local b = 1 / math.sqrt(size(r.fan_in))
+          assert.is_true(t:abs():max() <= b and t:abs():max() > 0.5 * b, w.name)
+        end
+        if r and r.init == "normal" then assert.is_true(t:abs():max() > 1.5, w.name) end
+      end
+    end
+  end)
+
   it("share storage with the model: writing a view changes its output", function()
     local m = tiny()
     local p = m:params()

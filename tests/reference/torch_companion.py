@@ -8,7 +8,8 @@ python3-numpy) from the repo root.
         "angles", "positions", "axes", "sections", "mix": for a file that does not hold them):
         each safetensors file of roper's m:save_safetensors loaded with load_roper (with those
         keys), run in float32 on the tokens (.npy of ids), the logits written to "out" (.npy,
-        float32). One line per entry: "<name> <parameters> <scheme>".
+        float32). One line per entry: "<name> <parameters> <scheme>"; exits 1 when param_count
+        or layout (schema.json's rows) differs from the model's own parameters (names, shapes).
 
     torch_companion.py tables MANIFEST.json
         MANIFEST: a JSON list of {"positions", "d_rot", "opts", "cos", "sin"}, opts holding
@@ -111,7 +112,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 from roper_torch import (Freq, RoPE, RoPER, RotaryAttention, RoperTransformer,  # noqa: E402
                          SafetensorsError, config, load_roper, read_safetensors, save_roper,
                          tables, write_safetensors)
-from roper_torch.model import param_count  # noqa: E402
+from roper_torch.model import layout, param_count  # noqa: E402
 from roper_torch.stored import to_json  # noqa: E402
 
 
@@ -143,6 +144,10 @@ def logits(manifest):
         if param_count(c) != sum(p.numel() for p in m.parameters()):
             sys.stderr.write("%s: param_count %d, the model has %d\n" % (
                 e["name"], param_count(c), sum(p.numel() for p in m.parameters())))
+            sys.exit(1)
+        shapes = {k: tuple(v.shape) for k, v in m.state_dict().items()}
+        if dict(layout(c)) != shapes or len(layout(c)) != len(shapes):
+            sys.stderr.write("%s: layout %s, the model has %s\n" % (e["name"], layout(c), shapes))
             sys.exit(1)
         print("%s %d %s %s rotate %s %s" % (e["name"], sum(p.numel() for p in m.parameters()),
                                             c["pe"], c["attention"], c["rotate"] or "-",
