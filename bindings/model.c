@@ -376,11 +376,11 @@ static void push_model_keys(lua_State *L)
     lua_createtable(L, rp_model_cfg_nkeys, 0);
     for (int i = 0; i < rp_model_cfg_nkeys; i++) {
         const rp_cfg_key *k = &rp_model_cfg_keys[i];
+        const rp_cfg_range range = rp_model_cfg_range(k);
         const lrp_key_row row = {.name = k->name, .type = types[k->type],
                                  .kind = kinds[k->type], .cols = cols[k->type], .def = k->def,
-                                 .lo = k->lo, .hi = k->hi, .names = k->names,
-                                 .lo_open = k->flags & RP_CFG_LO_OPEN,
-                                 .hi_open = k->flags & RP_CFG_HI_OPEN};
+                                 .lo = range.lo, .hi = range.hi, .names = k->names,
+                                 .lo_open = range.lo_open, .hi_open = range.hi_open};
         lrp_push_key_row(L, &row, 13);
         set_bool(L, "unset0", k->flags & RP_CFG_UNSET0);
         set_bool(L, "required", k->flags & RP_CFG_REQUIRED);
