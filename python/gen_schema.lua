@@ -1,7 +1,8 @@
 -- Writes python/roper_torch/schema.json: roper's model config schema (rp.model_keys(): with each
 -- key's needs, the does-nothing rules), the rules between keys (rp.model_rules()), the mode table
--- (rp.pe_modes()) and the scaling table (rp.scalings(), with its hf_map: Hugging Face's
--- rope_scaling fields), from which the PyTorch companion checks a
+-- (rp.pe_modes()), the scaling table (rp.scalings(), with its hf_map: Hugging Face's
+-- rope_scaling fields) and the frequency scheme's scalar rules (rp.scalings().rules, as
+-- freq_rules), from which the PyTorch companion checks a
 -- config as rp.model checks it and lists its scalings. Run from the top of the tree after
 -- `make` when a config key, a mode or a scaling changes (torch_companion_spec fails until the
 -- file is what this writes):
@@ -44,4 +45,4 @@ local modes, scalings, all = {}, {}, rp.scalings()
 for i, m in ipairs(rp.pe_modes()) do modes[i] = m end
 for i, sc in ipairs(all) do scalings[i] = sc end
 io.write(encode({ keys = keys, modes = modes, rules = rp.model_rules(), scalings = scalings,
-                  hf_map = all.hf_map }, 0), "\n")
+                  hf_map = all.hf_map, freq_rules = all.rules }, 0), "\n")
