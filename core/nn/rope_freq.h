@@ -164,8 +164,9 @@ int rp_rope_freq_is_plain(const rp_rope_freq *f);
 /* The integers per position the tables read: f->axes.n, or 1 when it is 0 or f is NULL. */
 int rp_rope_freq_axes(const rp_rope_freq *f);
 
-/* Checks every field: the scaling code, factor, orig_len (yarn, dynamic, llama3), alpha < beta
- * and the ramp (yarn), low < high (llama3), attention_factor, xpos, the scale base, theta and
+/* Checks every field: the scaling code, then the scalar rules (rp_freq_rules below, in order:
+ * factor, orig_len (yarn, dynamic, llama3), attention_factor, the ramp and alpha < beta (yarn),
+ * low < high (llama3), xpos, the scale base), theta and
  * angles (non-empty, finite: the message gives the first bad entry), not both tables, and no
  * scaling with user angles; the axes: n in 0 .. RP_MAX_AXES, the map, sections (>= 0, only with
  * map sections, 0 beyond n), mix (only and always with map mixed, non-empty, finite, no scaling
