@@ -1,4 +1,4 @@
-"""Counts the PyTorch companion's functions that restate roper's C code by hand: those whose
+"""Counts the PyTorch companion's functions that mirror roper's C code: those whose
 docstring names a C function (rp_* or lrp_*), a .c file, pe_widths or read_cfg. Each such
 docstring opens with its group:
 

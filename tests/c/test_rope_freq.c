@@ -1280,7 +1280,7 @@ static void test_scaling_table(void)
         const char *name, *hf;
         int reads;
         uint32_t since;
-        int per_position, own_score, own_check;
+        int per_position, own_score, own_rules;
     } want[RP_SCALING_COUNT] = {
         {"none", "default", 0, 1, 0, 0, 0},
         {"pi", "linear", RP_READS_FACTOR, 3, 0, 0, 0},
@@ -1295,7 +1295,7 @@ static void test_scaling_table(void)
                   (d->hf && want[s].hf ? !strcmp(d->hf, want[s].hf) : d->hf == want[s].hf) &&
                   d->reads == want[s].reads && d->since == want[s].since &&
                   d->per_position == want[s].per_position &&
-                  !d->score == !want[s].own_score && own_rules(d) == want[s].own_check &&
+                  !d->score == !want[s].own_score && own_rules(d) == want[s].own_rules &&
                   d->theta != NULL,
               "row %d (%s)", s, d->name);
         CHECK(rp_scaling_needs_len((rp_rope_scaling)s) == !!(want[s].reads & RP_READS_LEN),
