@@ -166,7 +166,7 @@ const rp_freq_rule *rp_freq_rule_bound(size_t at)
     return NULL;
 }
 
-/* The double (or, for NAME, the int) at offset at of f. */
+/* The double (MIN, MIN2, BELOW) or the int (NAME) at offset at of f. */
 static double num_at(const rp_rope_freq *f, size_t at)
 {
     double v;
@@ -184,13 +184,14 @@ static int int_at(const rp_rope_freq *f, size_t at)
 /* 1 when row r holds for f. */
 static int rule_holds(const rp_freq_rule *r, const rp_rope_freq *f)
 {
-    double a = num_at(f, r->a_at);
     switch (r->kind) {
     case RP_FREQ_RULE_MIN:
-    case RP_FREQ_RULE_MIN2:
+    case RP_FREQ_RULE_MIN2: {
+        double a = num_at(f, r->a_at);
         return isfinite(a) && (r->lo_open ? a > r->lo : a >= r->lo) &&
                (r->kind == RP_FREQ_RULE_MIN || isfinite(num_at(f, r->b_at)));
-    case RP_FREQ_RULE_BELOW: return a < num_at(f, r->b_at);
+    }
+    case RP_FREQ_RULE_BELOW: return num_at(f, r->a_at) < num_at(f, r->b_at);
     case RP_FREQ_RULE_NAME: {
         int v = int_at(f, r->a_at), n = 0;
         while (r->names[n]) n++;

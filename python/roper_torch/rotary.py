@@ -364,7 +364,7 @@ def check_tables(f):
     (FREQ_RULES) that apply to it, in order, then the own tables (_check_own)."""
     scaling(f)
     for rule in FREQ_RULES:
-        if "scalings" in rule and f.scaling not in rule["scalings"] or _holds(rule, f):
+        if ("scalings" in rule and f.scaling not in rule["scalings"]) or _holds(rule, f):
             continue
         a = getattr(f, rule["a"])
         values = {"a": _describe(a) if rule["kind"] == "name" else _g(a),
