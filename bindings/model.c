@@ -376,11 +376,11 @@ static void push_model_keys(lua_State *L)
     lua_createtable(L, rp_model_cfg_nkeys, 0);
     for (int i = 0; i < rp_model_cfg_nkeys; i++) {
         const rp_cfg_key *k = &rp_model_cfg_keys[i];
+        const rp_cfg_range range = rp_model_cfg_range(k);
         const lrp_key_row row = {.name = k->name, .type = types[k->type],
                                  .kind = kinds[k->type], .cols = cols[k->type], .def = k->def,
-                                 .lo = k->lo, .hi = k->hi, .names = k->names,
-                                 .lo_open = k->flags & RP_CFG_LO_OPEN,
-                                 .hi_open = k->flags & RP_CFG_HI_OPEN};
+                                 .lo = range.lo, .hi = range.hi, .names = k->names,
+                                 .lo_open = range.lo_open, .hi_open = range.hi_open};
         lrp_push_key_row(L, &row, 13);
         set_bool(L, "unset0", k->flags & RP_CFG_UNSET0);
         set_bool(L, "required", k->flags & RP_CFG_REQUIRED);
@@ -424,6 +424,56 @@ static int l_model_keys(lua_State *L)
     return 1;
 }
 
+/* Sets field key of the table on top to the list of the NULL-terminated names (at most max). */
+static void set_names(lua_State *L, const char *key, const char *const *names, int max)
+{
+    lua_newtable(L);
+    for (int i = 0; i < max && names[i]; i++) {
+        lua_pushstring(L, names[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, key);
+}
+
+/* Pushes rp_rope_freq_check's scalar rules (rope_freq.h: rp_freq_rules), in order: t[i] = {kind
+ * = "min" | "min2" | "below" | "name", a =, b = (the rp_rope_freq fields), scalings = (the names
+ * of the scalings it applies to; nil: every scheme), lo =, lo_open = (min, min2), names = (name),
+ * why = (the message: {a}, {b}, {scaling})}. */
+static void push_freq_rules(lua_State *L)
+{
+    lua_createtable(L, rp_freq_nrules, 0);
+    for (int i = 0; i < rp_freq_nrules; i++) {
+        const rp_freq_rule *r = &rp_freq_rules[i];
+        lua_createtable(L, 0, 8);
+        lua_pushstring(L, rp_freq_rule_kinds[r->kind]);
+        lua_setfield(L, -2, "kind");
+        lua_pushstring(L, r->a);
+        lua_setfield(L, -2, "a");
+        if (r->b) {
+            lua_pushstring(L, r->b);
+            lua_setfield(L, -2, "b");
+        }
+        if (r->reads) {
+            lua_newtable(L);
+            for (int s = 0, n = 0; s < RP_SCALING_COUNT; s++)
+                if (rp_scaling_of((rp_rope_scaling)s)->reads & r->reads) {
+                    lua_pushstring(L, rp_scaling_names[s]);
+                    lua_rawseti(L, -2, ++n);
+                }
+            lua_setfield(L, -2, "scalings");
+        }
+        if (r->kind == RP_FREQ_RULE_MIN || r->kind == RP_FREQ_RULE_MIN2) {
+            lua_pushnumber(L, r->lo);
+            lua_setfield(L, -2, "lo");
+            set_bool(L, "lo_open", r->lo_open);
+        }
+        if (r->names) set_names(L, "names", r->names, 64);
+        lua_pushstring(L, r->why);
+        lua_setfield(L, -2, "why");
+        lua_rawseti(L, -2, i + 1);
+    }
+}
+
 /* rp.scalings() -> the scaling table (core/nn/rope_freq.h) as a new table: t[i] = {name =, hf =,
  * keys =, since =, per_position =, own_score =, hf_fields =, hf_needs =} in code order, and
  * t[name] = the same row (hf_fields, hf_needs: lrp_set_hf_fields, for a scaling with hf); keys:
@@ -464,19 +514,11 @@ static int l_scalings(lua_State *L)
     }
     lrp_push_hf_map(L);
     lua_setfield(L, -2, "hf_map");
+    push_freq_rules(L);
+    lua_setfield(L, -2, "rules");
     return 1;
 }
 
-/* Sets field key of the table on top to the list of the NULL-terminated names (at most max). */
-static void set_names(lua_State *L, const char *key, const char *const *names, int max)
-{
-    lua_newtable(L);
-    for (int i = 0; i < max && names[i]; i++) {
-        lua_pushstring(L, names[i]);
-        lua_rawseti(L, -2, i + 1);
-    }
-    lua_setfield(L, -2, key);
-}
 
 /* rp.model_rules() -> rp_model_cfg_check's rules between keys (model_schema.h), in order, as a
  * new table: t[i] = {check = name} for a coded rule, {when =, pe =, unset =, why =} for a data

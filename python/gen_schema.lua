@@ -1,10 +1,11 @@
 -- Writes python/roper_torch/schema.json: roper's model config schema (rp.model_keys(): with each
 -- key's needs, the does-nothing rules), the rules between keys (rp.model_rules()), the mode table
 -- (rp.pe_modes()), the scaling table (rp.scalings(), with its hf_map: Hugging Face's
--- rope_scaling fields), the parameter layout (rp.model_layout(): layout.params, layout.dims) and
--- what a safetensors file holds beside the parameters (rp.safetensors_extras(): extras.tensors,
--- extras.axes_key), from which the PyTorch companion checks a config as rp.model checks it, lists
--- its scalings, counts a model's parameters and reads and writes its files. Run from the top of the tree after
+-- rope_scaling fields; its rules: the frequency scheme's scalar rules, as freq_rules), the
+-- parameter layout (rp.model_layout(): layout.params, layout.dims) and what a safetensors file
+-- holds beside the parameters (rp.safetensors_extras(): extras.tensors, extras.axes_key), from
+-- which the PyTorch companion checks a config as rp.model checks it, lists its scalings, counts
+-- a model's parameters and reads and writes its files. Run from the top of the tree after
 -- `make` when a config key, a mode or a scaling changes (torch_companion_spec fails until the
 -- file is what this writes):
 --   build/roper python/gen_schema.lua > python/roper_torch/schema.json
@@ -50,6 +51,6 @@ end
 
 local all, layout, extras = rp.scalings(), rp.model_layout(), rp.safetensors_extras()
 io.write(encode({ keys = rp.model_keys(), modes = list(rp.pe_modes()), rules = rp.model_rules(),
-                  scalings = list(all), hf_map = all.hf_map,
+                  scalings = list(all), hf_map = all.hf_map, freq_rules = all.rules,
                   layout = { params = list(layout), dims = layout.dims },
                   extras = { tensors = list(extras), axes_key = extras.axes_key } }, 0), "\n")

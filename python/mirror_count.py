@@ -1,4 +1,4 @@
-"""Counts the PyTorch companion's functions that restate roper's C code by hand: those whose
+"""Counts the PyTorch companion's functions that mirror roper's C code: those whose
 docstring names a C function (rp_* or lrp_*), a .c file, pe_widths or read_cfg. Each such
 docstring opens with its group:
 
@@ -7,7 +7,11 @@ docstring opens with its group:
               tested against roper's logits, which is its value);
   (restated)  restates a rule or a format of roper's (reading and checking configs and
               options, messages, what a file holds, parameter counts, JSON reading): what
-              should shrink as roper exports its tables to schema.json.
+              should shrink as roper exports its tables to schema.json;
+  (interprets) runs rows that roper exports to schema.json (a loop over core's rows and
+              their messages, as core's own loop runs them) and holds no rule of its own: it
+              names the C function whose rows it runs, but a new or changed rule reaches it
+              through schema.json, not by an edit here.
 
 Prints one line per function (file:line group name lines), then each group's total, functions and
 lines (a nested function's lines are counted once, within its parent's when both are counted).
@@ -21,7 +25,7 @@ import re
 import sys
 
 NAMES = re.compile(r"\bl?rp_\w+|\w\.c\b|\bpe_widths\b|\bread_cfg\b")
-GROUPS = ("numerics", "restated")
+GROUPS = ("numerics", "restated", "interprets")
 GROUP = re.compile(r"\((%s)\)\s" % "|".join(GROUPS))
 
 
@@ -54,8 +58,8 @@ def main(folder):
     print("mirrors: %d functions, %d lines" % (sum(count.values()),
                                                  len(set().union(*covered.values()))))
     if count[None]:
-        print("unmarked: %d functions (open their docstrings with (numerics) or (restated))"
-              % count[None])
+        print("unmarked: %d functions (open their docstrings with (numerics), (restated) or "
+              "(interprets))" % count[None])
         return 1
     return 0
 

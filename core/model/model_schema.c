@@ -125,7 +125,7 @@ const rp_cfg_key rp_model_cfg_keys[] = {
      .help = "rotary pe, softmax attention: context extension of the positions (PI, NTK-aware, "
              "YaRN, dynamic NTK, Llama 3)"},
     {.name = "scaling_factor", .type = RP_CFG_NUM, .offset = F(scaling_factor), .def = 1,
-     .lo = 0, .hi = HUGE_VAL, .flags = RP_CFG_LO_OPEN, .json = RP_CFG_JSON_APPLIES,
+     .flags = RP_CFG_FREQ_RANGE, .json = RP_CFG_JSON_APPLIES,
      .use = RP_CFG_SCALED, .since = 3, RP_CFG_FREQ_OF(factor),
      .help = "scaling: the extension factor (> 0)"},
     {.name = "orig_len", .type = RP_CFG_INT, .offset = F(orig_len), .def = 0, .lo = 0, .hi = I32,
@@ -133,17 +133,17 @@ const rp_cfg_key rp_model_cfg_keys[] = {
      RP_CFG_FREQ_OF(orig_len),
      .help = "scaling yarn, dynamic, llama3: the original context length (0: seq_len)"},
     {.name = "yarn_alpha", .type = RP_CFG_NUM, .offset = F(yarn_alpha), .def = RP_YARN_ALPHA,
-     .lo = 0, .hi = HUGE_VAL, .use = RP_CFG_SCALINGS, .use_arg = RP_READS_YARN, .since = 3,
+     .flags = RP_CFG_FREQ_RANGE, .use = RP_CFG_SCALINGS, .use_arg = RP_READS_YARN, .since = 3,
      RP_CFG_FREQ_OF(yarn_alpha),
      .help = "scaling yarn: alpha (rotations below it are interpolated)"},
     {.name = "yarn_beta", .type = RP_CFG_NUM, .offset = F(yarn_beta), .def = RP_YARN_BETA,
      .lo = 0, .hi = HUGE_VAL, .use = RP_CFG_SCALINGS, .use_arg = RP_READS_YARN, .since = 3,
      RP_CFG_FREQ_OF(yarn_beta), .help = "scaling yarn: beta (rotations above it are kept)"},
-    {.name = "xpos", .type = RP_CFG_NUM, .offset = F(xpos), .def = 0, .lo = 0, .hi = HUGE_VAL,
-     .flags = RP_CFG_SHOW_SET, .use = RP_CFG_FREQ, .since = 3, RP_CFG_FREQ_OF(xpos),
+    {.name = "xpos", .type = RP_CFG_NUM, .offset = F(xpos), .def = 0,
+     .flags = RP_CFG_FREQ_RANGE | RP_CFG_SHOW_SET, .use = RP_CFG_FREQ, .since = 3, RP_CFG_FREQ_OF(xpos),
      .help = "rotary pe: xPos decay gamma (0: off; e.g. 0.4)"},
     {.name = "xpos_scale_base", .type = RP_CFG_NUM, .offset = F(xpos_scale_base),
-     .def = RP_XPOS_SCALE_BASE, .lo = 0, .hi = HUGE_VAL, .flags = RP_CFG_LO_OPEN,
+     .def = RP_XPOS_SCALE_BASE, .flags = RP_CFG_FREQ_RANGE,
      .use = RP_CFG_XPOS, .since = 3, RP_CFG_FREQ_OF(xpos_scale_base),
      .help = "xpos: the scale base"},
     {.name = "yarn_ramp", .type = RP_CFG_ENUM, .offset = F(yarn_ramp),
@@ -152,7 +152,7 @@ const rp_cfg_key rp_model_cfg_keys[] = {
      .help = "scaling yarn: the ramp, linear in rotations (the paper) or in the pair index "
              "(Hugging Face: dims, dims_exact)"},
     {.name = "low_freq_factor", .type = RP_CFG_NUM, .offset = F(low_freq_factor),
-     .def = RP_LLAMA3_LOW, .lo = 0, .hi = HUGE_VAL, .use = RP_CFG_SCALINGS,
+     .def = RP_LLAMA3_LOW, .flags = RP_CFG_FREQ_RANGE, .use = RP_CFG_SCALINGS,
      .use_arg = RP_READS_LLAMA3, .since = 4, RP_CFG_FREQ_OF(low_freq_factor),
      .help = "scaling llama3: rotations per orig_len below which pairs are interpolated"},
     {.name = "high_freq_factor", .type = RP_CFG_NUM, .offset = F(high_freq_factor),
@@ -160,7 +160,7 @@ const rp_cfg_key rp_model_cfg_keys[] = {
      .use_arg = RP_READS_LLAMA3, .since = 4, RP_CFG_FREQ_OF(high_freq_factor),
      .help = "scaling llama3: rotations per orig_len above which pairs are kept"},
     {.name = "attention_factor", .type = RP_CFG_NUM, .offset = F(attention_factor), .def = 0,
-     .lo = 0, .hi = HUGE_VAL, .use = RP_CFG_SCALED, .since = 4, RP_CFG_FREQ_OF(attention_factor),
+     .flags = RP_CFG_FREQ_RANGE, .use = RP_CFG_SCALED, .since = 4, RP_CFG_FREQ_OF(attention_factor),
      .help = "a scaling: the scores times its square (0: the scaling's own; yarn 0.1 ln s + 1)"},
     {.name = "learn_freq", .type = RP_CFG_BOOL, .offset = F(learn_freq), .def = 0,
      .flags = RP_CFG_WEIGHTS | RP_CFG_SHOW_SET, .use = RP_CFG_FREQ, .since = 5,
@@ -304,6 +304,18 @@ const char *rp_model_cfg_value_str(const rp_model_cfg *c, const rp_cfg_key *k, c
 
 /* ---- ranges ------------------------------------------------------------------------------- */
 
+rp_cfg_range rp_model_cfg_range(const rp_cfg_key *k)
+{
+    rp_cfg_range r = {k->lo, k->hi, (k->flags & RP_CFG_LO_OPEN) != 0,
+                      (k->flags & RP_CFG_HI_OPEN) != 0};
+    if (k->flags & RP_CFG_FREQ_RANGE) {
+        const rp_freq_rule *b = k->freq ? rp_freq_rule_bound(k->freq - 1) : NULL;
+        RP_ASSERT(b); /* (test_model_schema: every such row has its bound) */
+        r.lo = b->lo, r.hi = HUGE_VAL, r.lo_open = b->lo_open, r.hi_open = 0;
+    }
+    return r;
+}
+
 rp_status rp_model_cfg_check_key(const rp_model_cfg *c, const rp_cfg_key *k, int given)
 {
     int64_t v = rp_model_cfg_get_int(c, k);
@@ -316,15 +328,15 @@ rp_status rp_model_cfg_check_key(const rp_model_cfg *c, const rp_cfg_key *k, int
     case RP_CFG_NUM: {
         double x = rp_model_cfg_get_num(c, k);
         if ((k->flags & RP_CFG_UNSET0) && x == 0.0 && !given) return RP_OK;
-        int lo_ok = k->flags & RP_CFG_LO_OPEN ? x > k->lo : x >= k->lo;
-        int hi_ok = k->flags & RP_CFG_HI_OPEN ? x < k->hi : x <= k->hi;
+        rp_cfg_range r = rp_model_cfg_range(k);
+        int lo_ok = r.lo_open ? x > r.lo : x >= r.lo;
+        int hi_ok = r.hi_open ? x < r.hi : x <= r.hi;
         if (lo_ok && hi_ok && isfinite(x)) return RP_OK;
-        if (isinf(k->hi))
+        if (isinf(r.hi))
             return rp_error(RP_ERR_ARG, "%s must be a finite number %s %g, got %g", k->name,
-                            k->flags & RP_CFG_LO_OPEN ? ">" : ">=", k->lo, x);
+                            r.lo_open ? ">" : ">=", r.lo, x);
         return rp_error(RP_ERR_ARG, "%s %g must be in %c%g, %g%c", k->name, x,
-                        k->flags & RP_CFG_LO_OPEN ? '(' : '[', k->lo, k->hi,
-                        k->flags & RP_CFG_HI_OPEN ? ')' : ']');
+                        r.lo_open ? '(' : '[', r.lo, r.hi, r.hi_open ? ')' : ']');
     }
     case RP_CFG_ENUM:
     case RP_CFG_BOOL:
@@ -508,35 +520,17 @@ const char *rp_model_cfg_fill(const char *t, const rp_model_cfg *c, const char *
 {
     static const char *const marks[] = {"{pe}", "{rotate}", "{scaling}", "{linear}", "{list}"};
     static const rp_cfg_fact facts[] = {RP_FACT_PE, RP_FACT_ROTATE, RP_FACT_SCALING};
-    size_t at = 0;
-    if (!n) return buf;
-    buf[0] = '\0';
-    for (const char *p = t; *p && at + 1 < n;) {
-        const char *text = NULL;
-        char value[160];
-        size_t skip = 0;
-        for (int i = 0; i < 5 && !text; i++) {
-            size_t len = strlen(marks[i]);
-            if (strncmp(p, marks[i], len) != 0) continue;
-            skip = len;
-            if (i == 4) text = list ? list : "";
-            else if (!c) text = marks[i];
-            else if (i == 3) text = c->attention == RP_ATTN_LINEAR ? " with linear attention" : "";
-            else text = rp_model_cfg_fact_name(facts[i], rp_model_cfg_fact(c, facts[i]), value,
-                                               sizeof value);
-            if (!text) text = "?";
+    char value[3][160];
+    const char *values[5] = {NULL, NULL, NULL, NULL, list ? list : ""};
+    if (c) { /* (without c the config's marks stay) */
+        for (int i = 0; i < 3; i++) {
+            values[i] = rp_model_cfg_fact_name(facts[i], rp_model_cfg_fact(c, facts[i]), value[i],
+                                               sizeof value[i]);
+            if (!values[i]) values[i] = "?";
         }
-        if (!text) { /* plain text */
-            buf[at++] = *p++;
-            buf[at] = '\0';
-            continue;
-        }
-        int w = snprintf(buf + at, n - at, "%s", text);
-        if (w < 0) break;
-        at = at + (size_t)w < n ? at + (size_t)w : n - 1;
-        p += skip;
+        values[3] = c->attention == RP_ATTN_LINEAR ? " with linear attention" : "";
     }
-    return buf;
+    return rp_fill_marks(buf, n, t, marks, values, 5);
 }
 
 const char *rp_model_cfg_need_why(const rp_cfg_need *r, const rp_cfg_key *k,

@@ -61,6 +61,9 @@ enum {
                              * does something: every key) */
     RP_CFG_WEIGHTS = 32,    /* the weights' meaning depends on it: loading a safetensors file into
                              * a model needs the file's value (rp_safetensors_load_into) */
+    RP_CFG_FREQ_RANGE = 64, /* RP_CFG_NUM of the frequency scheme: its range is the bound of its
+                             * field in rp_freq_rules (rope_freq.h), not lo, hi and the open
+                             * flags (rp_model_cfg_range) */
 };
 
 /* What the safetensors roper.config (core/io/safetensors.h) holds of a row; a key that is not
@@ -78,8 +81,9 @@ typedef struct rp_cfg_key {
     size_t offset;             /* of the field in rp_model_cfg */
     double def;                /* the default (an enum's value, a mask) */
     double lo, hi;             /* the range: RP_CFG_INT lo .. hi; RP_CFG_NUM finite numbers from
-                                * lo to hi (hi may be INFINITY), ends excluded by the flags;
-                                * not used by the other types */
+                                * lo to hi (hi may be INFINITY), ends excluded by the flags (or
+                                * rp_freq_rules' with RP_CFG_FREQ_RANGE: rp_model_cfg_range); not
+                                * used by the other types */
     int flags;                 /* RP_CFG_* flags */
     rp_cfg_json json;
     const char *const *names;  /* RP_CFG_ENUM: the names in value order, NULL-terminated */
@@ -131,6 +135,15 @@ int rp_model_cfg_is_default(const rp_model_cfg *c, const rp_cfg_key *k);
 /* The value as messages write it (12, 0.5, nan, interleaved, qk, true), in buf (n bytes). */
 const char *rp_model_cfg_value_str(const rp_model_cfg *c, const rp_cfg_key *k, char *buf,
                                    size_t n);
+
+/* The range of row k (RP_CFG_INT, RP_CFG_NUM): its lo, hi and open ends; a row with
+ * RP_CFG_FREQ_RANGE takes lo and lo_open from the bound of its field in the frequency scheme's
+ * rules (rp_freq_rule_bound: the one home of those ranges), hi infinite. */
+typedef struct rp_cfg_range {
+    double lo, hi;
+    int lo_open, hi_open;
+} rp_cfg_range;
+rp_cfg_range rp_model_cfg_range(const rp_cfg_key *k);
 
 /* Checks one field against its row: an integer or number in range (a number finite), an enum
  * value that has a name, a rotate mask of qkvo bits, a bool 0 or 1. given = 1 for a value a user

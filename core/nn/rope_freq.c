@@ -1,6 +1,7 @@
 #include "rope_freq.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -116,28 +117,115 @@ static rp_status check_axes(const rp_rope_freq *f)
     return RP_OK;
 }
 
+/* ---- the scalar rules (rope_freq.h: rp_freq_rules) ---- */
+
+const char *const rp_freq_rule_kinds[RP_FREQ_RULE_COUNT + 1] = {"min", "min2", "below", "name",
+                                                                NULL};
+
+#define AT(field) #field, NULL, offsetof(rp_rope_freq, field), 0
+#define AT2(a, b) #a, #b, offsetof(rp_rope_freq, a), offsetof(rp_rope_freq, b)
+#define LEN RP_READS_LEN
+#define YARN RP_READS_YARN
+#define LLAMA3 RP_READS_LLAMA3
+/* kind, fields, reads, lo, lo_open, names, why */
+const rp_freq_rule rp_freq_rules[] = {
+    {RP_FREQ_RULE_MIN, AT(factor), 0, 0.0, 1, NULL,
+     "scaling_factor must be a finite number > 0, got {a}"},
+    {RP_FREQ_RULE_MIN, AT(orig_len), LEN, 1.0, 0, NULL,
+     "orig_len (the original context length of scaling {scaling}) must be >= 1, got {a}"},
+    {RP_FREQ_RULE_MIN, AT(attention_factor), 0, 0.0, 0, NULL,
+     "attention_factor must be a finite number >= 0 (0: the scaling's own), got {a}"},
+    {RP_FREQ_RULE_NAME, AT(yarn_ramp), YARN, 0.0, 0, rp_yarn_ramp_names, "unknown yarn_ramp {a}"},
+    {RP_FREQ_RULE_MIN2, AT2(yarn_alpha, yarn_beta), YARN, 0.0, 0, NULL,
+     "yarn_alpha and yarn_beta must be finite and >= 0, got {a} and {b}"},
+    {RP_FREQ_RULE_BELOW, AT2(yarn_alpha, yarn_beta), YARN, 0.0, 0, NULL,
+     "yarn_alpha {a} must be below yarn_beta {b} (the ramp runs from alpha to beta)"},
+    {RP_FREQ_RULE_MIN2, AT2(low_freq_factor, high_freq_factor), LLAMA3, 0.0, 0, NULL,
+     "low_freq_factor and high_freq_factor must be finite and >= 0, got {a} and {b}"},
+    {RP_FREQ_RULE_BELOW, AT2(low_freq_factor, high_freq_factor), LLAMA3, 0.0, 0, NULL,
+     "low_freq_factor {a} must be below high_freq_factor {b}"},
+    {RP_FREQ_RULE_MIN, AT(xpos), 0, 0.0, 0, NULL,
+     "xpos (xPos gamma) must be a finite number >= 0 (0: off), got {a}"},
+    {RP_FREQ_RULE_MIN, AT(xpos_scale_base), 0, 0.0, 1, NULL,
+     "xpos_scale_base must be a finite number > 0, got {a}"},
+};
+const int rp_freq_nrules = (int)(sizeof rp_freq_rules / sizeof rp_freq_rules[0]);
+#undef AT
+#undef AT2
+#undef LEN
+#undef YARN
+#undef LLAMA3
+
+const rp_freq_rule *rp_freq_rule_bound(size_t at)
+{
+    for (int i = 0; i < rp_freq_nrules; i++) {
+        const rp_freq_rule *r = &rp_freq_rules[i];
+        if (r->a_at == at && (r->kind == RP_FREQ_RULE_MIN || r->kind == RP_FREQ_RULE_MIN2))
+            return r;
+    }
+    return NULL;
+}
+
+/* The double (MIN, MIN2, BELOW) or the int (NAME) at offset at of f. */
+static double num_at(const rp_rope_freq *f, size_t at)
+{
+    double v;
+    memcpy(&v, (const char *)f + at, sizeof v);
+    return v;
+}
+
+static int int_at(const rp_rope_freq *f, size_t at)
+{
+    int v;
+    memcpy(&v, (const char *)f + at, sizeof v);
+    return v;
+}
+
+/* 1 when row r holds for f. */
+static int rule_holds(const rp_freq_rule *r, const rp_rope_freq *f)
+{
+    switch (r->kind) {
+    case RP_FREQ_RULE_MIN:
+    case RP_FREQ_RULE_MIN2: {
+        double a = num_at(f, r->a_at);
+        return isfinite(a) && (r->lo_open ? a > r->lo : a >= r->lo) &&
+               (r->kind == RP_FREQ_RULE_MIN || isfinite(num_at(f, r->b_at)));
+    }
+    case RP_FREQ_RULE_BELOW: return num_at(f, r->a_at) < num_at(f, r->b_at);
+    case RP_FREQ_RULE_NAME: {
+        int v = int_at(f, r->a_at), n = 0;
+        while (r->names[n]) n++;
+        return v >= 0 && v < n;
+    }
+    case RP_FREQ_RULE_COUNT: break;
+    }
+    return 0;
+}
+
+/* The scalar part of rp_rope_freq_check: the rows that apply to f's scaling, in order. */
+static rp_status check_rules(const rp_rope_freq *f)
+{
+    static const char *const marks[] = {"{a}", "{b}", "{scaling}"};
+    int reads = rp_scaling_of(f->scaling)->reads;
+    for (int i = 0; i < rp_freq_nrules; i++) {
+        const rp_freq_rule *r = &rp_freq_rules[i];
+        if ((r->reads && !(reads & r->reads)) || rule_holds(r, f)) continue;
+        char a[32], b[32], why[256];
+        if (r->kind == RP_FREQ_RULE_NAME) snprintf(a, sizeof a, "%d", int_at(f, r->a_at));
+        else snprintf(a, sizeof a, "%g", num_at(f, r->a_at));
+        snprintf(b, sizeof b, "%g", r->b ? num_at(f, r->b_at) : 0.0);
+        const char *values[] = {a, b, rp_scaling_names[f->scaling]};
+        return rp_error(RP_ERR_ARG, "%s", rp_fill_marks(why, sizeof why, r->why, marks, values, 3));
+    }
+    return RP_OK;
+}
+
 rp_status rp_rope_freq_check(const rp_rope_freq *f)
 {
     if (!f) return RP_OK;
     if ((int)f->scaling < 0 || f->scaling >= RP_SCALING_COUNT)
         return rp_error(RP_ERR_ARG, "unknown scaling %d", (int)f->scaling);
-    if (!(f->factor > 0.0) || !isfinite(f->factor))
-        return rp_error(RP_ERR_ARG, "scaling_factor must be a finite number > 0, got %g",
-                        f->factor);
-    if (rp_scaling_needs_len(f->scaling) && (!(f->orig_len >= 1.0) || !isfinite(f->orig_len)))
-        return rp_error(RP_ERR_ARG, "orig_len (the original context length of scaling %s) must "
-                                    "be >= 1, got %g", rp_scaling_names[f->scaling], f->orig_len);
-    if (!(f->attention_factor >= 0.0) || !isfinite(f->attention_factor))
-        return rp_error(RP_ERR_ARG, "attention_factor must be a finite number >= 0 (0: the "
-                                    "scaling's own), got %g", f->attention_factor);
-    const rp_scaling_desc *sd = rp_scaling_of(f->scaling);
-    if (sd->check) RP_TRY(sd->check(f));
-    if (!(f->xpos >= 0.0) || !isfinite(f->xpos))
-        return rp_error(RP_ERR_ARG, "xpos (xPos gamma) must be a finite number >= 0 (0: off), "
-                                    "got %g", f->xpos);
-    if (!(f->xpos_scale_base > 0.0) || !isfinite(f->xpos_scale_base))
-        return rp_error(RP_ERR_ARG, "xpos_scale_base must be a finite number > 0, got %g",
-                        f->xpos_scale_base);
+    RP_TRY(check_rules(f));
     if (f->theta && f->angles)
         return rp_error(RP_ERR_ARG, "freq and angles exclude each other (give one)");
     if (f->theta) {
@@ -317,43 +405,17 @@ static double score_yarn(const rp_rope_freq *f)
     return m * m;
 }
 
-static rp_status check_yarn(const rp_rope_freq *f)
-{
-    if ((int)f->yarn_ramp < 0 || f->yarn_ramp >= RP_YARN_RAMP_COUNT)
-        return rp_error(RP_ERR_ARG, "unknown yarn_ramp %d", (int)f->yarn_ramp);
-    if (!(f->yarn_alpha >= 0.0) || !isfinite(f->yarn_alpha) || !isfinite(f->yarn_beta))
-        return rp_error(RP_ERR_ARG, "yarn_alpha and yarn_beta must be finite and >= 0, got "
-                                    "%g and %g", f->yarn_alpha, f->yarn_beta);
-    if (!(f->yarn_alpha < f->yarn_beta))
-        return rp_error(RP_ERR_ARG, "yarn_alpha %g must be below yarn_beta %g (the ramp runs "
-                                    "from alpha to beta)", f->yarn_alpha, f->yarn_beta);
-    return RP_OK;
-}
-
-static rp_status check_llama3(const rp_rope_freq *f)
-{
-    if (!(f->low_freq_factor >= 0.0) || !isfinite(f->low_freq_factor) ||
-        !isfinite(f->high_freq_factor))
-        return rp_error(RP_ERR_ARG, "low_freq_factor and high_freq_factor must be finite and "
-                                    ">= 0, got %g and %g", f->low_freq_factor,
-                        f->high_freq_factor);
-    if (!(f->low_freq_factor < f->high_freq_factor))
-        return rp_error(RP_ERR_ARG, "low_freq_factor %g must be below high_freq_factor %g",
-                        f->low_freq_factor, f->high_freq_factor);
-    return RP_OK;
-}
-
 /* The scaling table (rope_freq.h), one row per scaling in code order: name, Hugging Face's
  * rope_type, the parameters it reads, the checkpoint format version that stores it, its theta,
- * per position, its own score factor, the check of its own parameters. */
+ * per position, its own score factor. */
 #define FL (RP_READS_FACTOR | RP_READS_LEN)
-#define SCALINGS(X)                                                                              \
-    X("none",    "default", 0,                        1, theta_none,    0, NULL,       NULL)       \
-    X("pi",      "linear",  RP_READS_FACTOR,          3, theta_pi,      0, NULL,       NULL)       \
-    X("ntk",     NULL,      RP_READS_FACTOR,          3, theta_ntk,     0, NULL,       NULL)       \
-    X("yarn",    "yarn",    FL | RP_READS_YARN,       3, theta_yarn,    0, score_yarn, check_yarn) \
-    X("dynamic", "dynamic", FL,                       4, theta_dynamic, 1, NULL,       NULL)       \
-    X("llama3",  "llama3",  FL | RP_READS_LLAMA3,     4, theta_llama3,  0, NULL,       check_llama3)
+#define SCALINGS(X)                                                                \
+    X("none",    "default", 0,                    1, theta_none,    0, NULL)       \
+    X("pi",      "linear",  RP_READS_FACTOR,      3, theta_pi,      0, NULL)       \
+    X("ntk",     NULL,      RP_READS_FACTOR,      3, theta_ntk,     0, NULL)       \
+    X("yarn",    "yarn",    FL | RP_READS_YARN,   3, theta_yarn,    0, score_yarn) \
+    X("dynamic", "dynamic", FL,                   4, theta_dynamic, 1, NULL)       \
+    X("llama3",  "llama3",  FL | RP_READS_LLAMA3, 4, theta_llama3,  0, NULL)
 
 #define ROW(name, ...) {name, __VA_ARGS__},
 #define NAME(name, ...) name,

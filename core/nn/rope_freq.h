@@ -164,8 +164,9 @@ int rp_rope_freq_is_plain(const rp_rope_freq *f);
 /* The integers per position the tables read: f->axes.n, or 1 when it is 0 or f is NULL. */
 int rp_rope_freq_axes(const rp_rope_freq *f);
 
-/* Checks every field: the scaling code, factor, orig_len (yarn, dynamic, llama3), alpha < beta
- * and the ramp (yarn), low < high (llama3), attention_factor, xpos, the scale base, theta and
+/* Checks every field: the scaling code, then the scalar rules (rp_freq_rules below, in order:
+ * factor, orig_len (yarn, dynamic, llama3), attention_factor, the ramp and alpha < beta (yarn),
+ * low < high (llama3), xpos, the scale base), theta and
  * angles (non-empty, finite: the message gives the first bad entry), not both tables, and no
  * scaling with user angles; the axes: n in 0 .. RP_MAX_AXES, the map, sections (>= 0, only with
  * map sections, 0 beyond n), mix (only and always with map mixed, non-empty, finite, no scaling
@@ -218,8 +219,8 @@ void rp_rope_freq_tables(float *cos_out, float *sin_out, const rp_rope_freq *f, 
  * rope_type names (bindings/freq.c), the frequencies and the scores' factor (rp_rope_freq_theta,
  * rp_rope_freq_tables, rp_rope_freq_score_scale), and, through rp.scalings(), the PyTorch
  * companion's table (python/roper_torch/schema.json). A new scaling is an rp_rope_scaling value
- * before RP_SCALING_COUNT, its row and its formula (a theta function; a check of its own
- * parameters when it reads any). */
+ * before RP_SCALING_COUNT, its row and its formula (a theta function; rows of rp_freq_rules for
+ * the ranges of its own parameters when it reads any). */
 
 /* The parameters a scaling reads (rp_scaling_desc.reads), as the config keys name them: */
 enum {
@@ -243,9 +244,7 @@ typedef struct rp_scaling_desc {
      * (1). Hugging Face's attention fields (attention_factor, mscale, mscale_all_dim) belong to
      * the scalings that have one. */
     double (*score)(const rp_rope_freq *f);
-    /* The range and rules of the parameters it reads beyond factor, orig_len and
-     * attention_factor (RP_ERR_ARG naming the keys), or NULL. */
-    rp_status (*check)(const rp_rope_freq *f);
+    /* (the rules of the parameters it reads are rows of rp_freq_rules, below) */
 } rp_scaling_desc;
 
 /* The row of scaling s (an unknown code: none's). */
@@ -253,6 +252,46 @@ const rp_scaling_desc *rp_scaling_of(rp_rope_scaling s);
 
 /* 1 when scaling s reads orig_len (L): yarn, dynamic, llama3 (RP_READS_LEN). */
 int rp_scaling_needs_len(rp_rope_scaling s);
+
+/* ---- the scalar rules ----
+ * rp_rope_freq_check's rules on the scalar parameters: one row each, run in order by one loop
+ * (after the scaling code is known good, before the user tables and the axes). The one home of
+ * these ranges: the config schema's rows of these fields take their lower bound from here
+ * (rp_freq_rule_bound; model_schema.c), and rp.scalings().rules exports the rows to the PyTorch
+ * companion (schema.json's freq_rules), which runs them as this loop does. A new parameter with a
+ * range, or a new scaling's parameters, is a row here. */
+typedef enum {
+    RP_FREQ_RULE_MIN,   /* a finite and >= lo (> lo when lo_open) */
+    RP_FREQ_RULE_MIN2,  /* a finite and >= lo (> lo when lo_open), and b finite: one message for
+                         * a pair of parameters */
+    RP_FREQ_RULE_BELOW, /* a < b */
+    RP_FREQ_RULE_NAME,  /* a (an enum, stored as an int) one of names' values */
+    RP_FREQ_RULE_COUNT
+} rp_freq_rule_kind;
+
+/* "min", "min2", "below", "name", NULL (rp.scalings().rules' kind). */
+extern const char *const rp_freq_rule_kinds[RP_FREQ_RULE_COUNT + 1];
+
+typedef struct rp_freq_rule {
+    rp_freq_rule_kind kind;
+    const char *a, *b;        /* the fields of rp_rope_freq it reads, by name (the schema's freq
+                               * column, the companion's rotary.Freq); b NULL for MIN, NAME */
+    size_t a_at, b_at;        /* their offsets in rp_rope_freq */
+    int reads;                /* applies to the scalings that read one of these RP_READS_* bits;
+                               * 0: to every scheme */
+    double lo;                /* MIN, MIN2: the bound */
+    int lo_open;              /* MIN, MIN2: 1 when lo itself is out */
+    const char *const *names; /* NAME: the value names, NULL-terminated */
+    /* The message (RP_ERR_ARG): {a} and {b} the values (%g; NAME: a's code, %d) and {scaling}
+     * the scaling's name */
+    const char *why;
+} rp_freq_rule;
+
+extern const rp_freq_rule rp_freq_rules[];
+extern const int rp_freq_nrules;
+
+/* The MIN or MIN2 row that bounds the field at offset `at` of rp_rope_freq (its a), or NULL. */
+const rp_freq_rule *rp_freq_rule_bound(size_t at);
 
 /* Equal as schemes (fields, axes and table contents; NULL equals a plain one). */
 int rp_rope_freq_equal(const rp_rope_freq *a, const rp_rope_freq *b);

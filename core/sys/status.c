@@ -1,6 +1,7 @@
 #include "status.h"
 
 #include <stdarg.h>
+#include <string.h>
 
 static _Thread_local char rp_err_buf[512];
 static _Thread_local rp_status rp_err_status = RP_OK;
@@ -29,4 +30,32 @@ const char *rp_status_name(rp_status st)
     case RP_ERR_IO: return "io";
     }
     return "unknown";
+}
+
+const char *rp_fill_marks(char *buf, size_t n, const char *t, const char *const *marks,
+                          const char *const *values, int count)
+{
+    size_t at = 0;
+    if (!n) return buf;
+    buf[0] = '\0';
+    for (const char *p = t; *p && at + 1 < n;) {
+        const char *text = NULL;
+        size_t skip = 1;
+        for (int i = 0; i < count && !text; i++) {
+            size_t len = strlen(marks[i]);
+            if (strncmp(p, marks[i], len) != 0) continue;
+            skip = len;
+            text = values[i] ? values[i] : marks[i];
+        }
+        if (!text) { /* plain text */
+            buf[at++] = *p++;
+            buf[at] = '\0';
+            continue;
+        }
+        int w = snprintf(buf + at, n - at, "%s", text);
+        if (w < 0) break;
+        at = at + (size_t)w < n ? at + (size_t)w : n - 1;
+        p += skip;
+    }
+    return buf;
 }

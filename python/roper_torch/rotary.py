@@ -45,6 +45,7 @@ docs/positional.md has the derivations. SCALINGS comes from roper's scaling tabl
 import json
 import math
 import os
+import re
 from dataclasses import dataclass
 from typing import Callable, List, Optional
 
@@ -338,45 +339,43 @@ def _finite(*vs):
     return all(isinstance(v, (int, float)) and math.isfinite(v) for v in vs)
 
 
+# roper's scalar rules of a frequency scheme (schema.json's freq_rules: core/nn/rope_freq.c's
+# rp_freq_rules), in order: each bounds a field of Freq (min; min2: and the other of a pair
+# finite), orders two (below) or names the values of one (name), for the scalings it lists (all
+# when it lists none), with its message
+FREQ_RULES = SCHEMA["freq_rules"]
+_MARK = re.compile(r"\{(a|b|scaling)\}")
+
+
+def _holds(rule, f):
+    a, kind = getattr(f, rule["a"]), rule["kind"]
+    b = getattr(f, rule["b"]) if "b" in rule else None
+    if kind == "name":
+        return a in rule["names"]
+    if kind == "below":
+        return a < b
+    lo = rule["lo"]
+    return _finite(a) and (a > lo if rule["lo_open"] else a >= lo) and \
+        (kind == "min" or _finite(b))
+
+
 def check_tables(f):
-    """(restated) rp_rope_freq_check, its messages: the scheme's numbers (a known scaling, its
-    factor > 0, orig_len >= 1 where the scaling reads it, attention_factor >= 0, llama3's bands and
-    YaRN's ramp in order, xPos's gamma >= 0 and scale base > 0, all finite), then the own tables:
-    freq and angles exclude each other, freq not empty and finite, angles as _check_final."""
+    """(interprets) rp_rope_freq_check, its messages: a known scaling, then roper's scalar rules
+    (FREQ_RULES) that apply to it, in order, then the own tables (_check_own)."""
     scaling(f)
-    if not _finite(f.factor) or not f.factor > 0.0:
-        raise ValueError("scaling_factor must be a finite number > 0, got %s" % _g(f.factor))
-    if FREQ_KEYS["orig_len"]["name"] in SCALING_ROWS[f.scaling]["keys"] and \
-            not (_finite(f.orig_len) and f.orig_len >= 1.0):
-        raise ValueError("orig_len (the original context length of scaling %s) must be >= 1, "
-                         "got %s" % (f.scaling, _g(f.orig_len)))
-    if not _finite(f.attention_factor) or not f.attention_factor >= 0.0:
-        raise ValueError("attention_factor must be a finite number >= 0 (0: the scaling's own), "
-                         "got %s" % _g(f.attention_factor))
-    if f.scaling == "llama3":
-        lo, hi = f.low_freq_factor, f.high_freq_factor
-        if not _finite(lo, hi) or not lo >= 0.0:
-            raise ValueError("low_freq_factor and high_freq_factor must be finite and >= 0, got "
-                             "%s and %s" % (_g(lo), _g(hi)))
-        if not lo < hi:
-            raise ValueError("low_freq_factor %s must be below high_freq_factor %s"
-                             % (_g(lo), _g(hi)))
-    if f.scaling == "yarn":
-        if f.yarn_ramp not in FREQ_KEYS["yarn_ramp"]["names"]:
-            raise ValueError("unknown yarn_ramp %s" % _describe(f.yarn_ramp))
-        a, b = f.yarn_alpha, f.yarn_beta
-        if not _finite(a, b) or not a >= 0.0:
-            raise ValueError("yarn_alpha and yarn_beta must be finite and >= 0, got %s and %s"
-                             % (_g(a), _g(b)))
-        if not a < b:
-            raise ValueError("yarn_alpha %s must be below yarn_beta %s (the ramp runs from alpha "
-                             "to beta)" % (_g(a), _g(b)))
-    if not _finite(f.xpos) or not f.xpos >= 0.0:
-        raise ValueError("xpos (xPos gamma) must be a finite number >= 0 (0: off), got %s"
-                         % _g(f.xpos))
-    if not _finite(f.xpos_scale_base) or not f.xpos_scale_base > 0.0:
-        raise ValueError("xpos_scale_base must be a finite number > 0, got %s"
-                         % _g(f.xpos_scale_base))
+    for rule in FREQ_RULES:
+        if ("scalings" in rule and f.scaling not in rule["scalings"]) or _holds(rule, f):
+            continue
+        a = getattr(f, rule["a"])
+        values = {"a": _describe(a) if rule["kind"] == "name" else _g(a),
+                  "b": _g(getattr(f, rule["b"])) if "b" in rule else "", "scaling": f.scaling}
+        raise ValueError(_MARK.sub(lambda m: values[m.group(1)], rule["why"]))
+    _check_own(f)
+
+
+def _check_own(f):
+    """(restated) rp_rope_freq_check's own tables, its messages: freq and angles exclude each
+    other, freq not empty and finite, angles as _check_final."""
     if f.theta is not None and f.angles is not None:
         raise ValueError("freq and angles exclude each other (give one)")
     if f.theta is not None:

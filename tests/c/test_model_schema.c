@@ -110,6 +110,36 @@ static void test_freq_column(void)
     rp_model_cfg c = rp_model_cfg_default(8);
     c.seq_len = 64;
     CHECK(rp_model_cfg_freq(&c).orig_len == 64.0, "orig_len 0: seq_len");
+    /* the ranges of the scheme's own parameters are the bounds of rp_freq_rules (one home):
+     * written out here, every number key of the freq column but yarn_beta and high_freq_factor
+     * (ordered above the other of their pair, >= 0 by their own row); orig_len, an integer whose
+     * 0 is seq_len, keeps its own */
+    const struct {
+        const char *key;
+        double lo;
+        int lo_open;
+    } bounds[] = {{"scaling_factor", 0, 1}, {"yarn_alpha", 0, 0}, {"xpos", 0, 0},
+                  {"xpos_scale_base", 0, 1}, {"low_freq_factor", 0, 0},
+                  {"attention_factor", 0, 0}};
+    for (int i = 0; i < rp_model_cfg_nkeys; i++) {
+        const rp_cfg_key *k = &rp_model_cfg_keys[i];
+        int j = -1;
+        for (int b = 0; b < (int)(sizeof bounds / sizeof bounds[0]); b++)
+            if (!strcmp(bounds[b].key, k->name)) j = b;
+        rp_cfg_range r = rp_model_cfg_range(k);
+        CHECK(!(k->flags & RP_CFG_FREQ_RANGE) == (j < 0), "%s: RP_CFG_FREQ_RANGE", k->name);
+        if (j < 0) {
+            CHECK(r.lo == k->lo && r.hi == k->hi &&
+                      r.lo_open == !!(k->flags & RP_CFG_LO_OPEN) &&
+                      r.hi_open == !!(k->flags & RP_CFG_HI_OPEN),
+                  "%s: its row's range", k->name);
+            continue;
+        }
+        const rp_freq_rule *b = rp_freq_rule_bound(k->freq - 1);
+        CHECK(b && r.lo == bounds[j].lo && r.lo_open == bounds[j].lo_open && isinf(r.hi) &&
+                  !r.hi_open && r.lo == b->lo && r.lo_open == b->lo_open,
+              "%s: the range of rp_freq_rules", k->name);
+    }
 }
 
 static void test_rows(void)

@@ -26,6 +26,7 @@
  * rotated by the reference tables, as in test_attention.c.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1218,6 +1219,58 @@ static void test_attention_errors(void)
     area_end("attention errors");
 }
 
+/* 1 when rows of rp_freq_rules apply to scaling d's parameters only (not to every scheme, nor to
+ * orig_len, which three scalings share): the ranges of its own parameters. */
+static int own_rules(const rp_scaling_desc *d)
+{
+    for (int i = 0; i < rp_freq_nrules; i++) {
+        int r = rp_freq_rules[i].reads & ~RP_READS_LEN & ~RP_READS_FACTOR;
+        if (r & d->reads) return 1;
+    }
+    return 0;
+}
+
+/* The scalar rules' rows (rope_freq.h: rp_freq_rules) against the rules written out here: which
+ * fields each bounds or orders, for which scalings, in order; the messages are test_checks'. */
+static void test_rule_table(void)
+{
+    printf("-- the scalar rules\n");
+    static const struct {
+        const char *kind, *a, *b;
+        int reads;
+        double lo;
+        int lo_open;
+    } want[] = {
+        {"min", "factor", NULL, 0, 0.0, 1},
+        {"min", "orig_len", NULL, RP_READS_LEN, 1.0, 0},
+        {"min", "attention_factor", NULL, 0, 0.0, 0},
+        {"name", "yarn_ramp", NULL, RP_READS_YARN, 0.0, 0},
+        {"min2", "yarn_alpha", "yarn_beta", RP_READS_YARN, 0.0, 0},
+        {"below", "yarn_alpha", "yarn_beta", RP_READS_YARN, 0.0, 0},
+        {"min2", "low_freq_factor", "high_freq_factor", RP_READS_LLAMA3, 0.0, 0},
+        {"below", "low_freq_factor", "high_freq_factor", RP_READS_LLAMA3, 0.0, 0},
+        {"min", "xpos", NULL, 0, 0.0, 0},
+        {"min", "xpos_scale_base", NULL, 0, 0.0, 1},
+    };
+    int n = (int)(sizeof want / sizeof want[0]);
+    CHECK(rp_freq_nrules == n, "%d rows, want %d", rp_freq_nrules, n);
+    for (int i = 0; i < n && i < rp_freq_nrules; i++) {
+        const rp_freq_rule *r = &rp_freq_rules[i];
+        int bound = r->kind == RP_FREQ_RULE_MIN || r->kind == RP_FREQ_RULE_MIN2;
+        CHECK(!strcmp(rp_freq_rule_kinds[r->kind], want[i].kind) && !strcmp(r->a, want[i].a) &&
+                  (r->b && want[i].b ? !strcmp(r->b, want[i].b) : r->b == want[i].b) &&
+                  r->reads == want[i].reads && (!bound || (r->lo == want[i].lo &&
+                                                           r->lo_open == want[i].lo_open)) &&
+                  (r->kind == RP_FREQ_RULE_NAME) == (r->names != NULL),
+              "row %d (%s %s)", i, want[i].kind, want[i].a);
+        CHECK(!bound || rp_freq_rule_bound(r->a_at) == r, "row %d: the bound of %s", i, r->a);
+    }
+    CHECK(rp_freq_rules[3].names == rp_yarn_ramp_names, "yarn_ramp's names");
+    CHECK(rp_freq_rule_bound(offsetof(rp_rope_freq, yarn_beta)) == NULL &&
+              rp_freq_rule_bound(offsetof(rp_rope_freq, scaling)) == NULL,
+          "no bound of its own for yarn_beta, scaling");
+}
+
 /* The scaling table's rows against what the papers and Hugging Face's config.json say, written
  * out here: the names in code order, the rope_type, the parameters read, the format version. */
 static void test_scaling_table(void)
@@ -1227,7 +1280,7 @@ static void test_scaling_table(void)
         const char *name, *hf;
         int reads;
         uint32_t since;
-        int per_position, own_score, own_check;
+        int per_position, own_score, own_rules;
     } want[RP_SCALING_COUNT] = {
         {"none", "default", 0, 1, 0, 0, 0},
         {"pi", "linear", RP_READS_FACTOR, 3, 0, 0, 0},
@@ -1242,7 +1295,7 @@ static void test_scaling_table(void)
                   (d->hf && want[s].hf ? !strcmp(d->hf, want[s].hf) : d->hf == want[s].hf) &&
                   d->reads == want[s].reads && d->since == want[s].since &&
                   d->per_position == want[s].per_position &&
-                  !d->score == !want[s].own_score && !d->check == !want[s].own_check &&
+                  !d->score == !want[s].own_score && own_rules(d) == want[s].own_rules &&
                   d->theta != NULL,
               "row %d (%s)", s, d->name);
         CHECK(rp_scaling_needs_len((rp_rope_scaling)s) == !!(want[s].reads & RP_READS_LEN),
@@ -1257,6 +1310,7 @@ static void test_scaling_table(void)
 int main(void)
 {
     test_scaling_table();
+    test_rule_table();
     test_theta();
     test_tables();
     test_rotate_inverse();

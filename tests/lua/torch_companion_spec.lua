@@ -702,11 +702,13 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
         "regenerate: build/roper python/gen_schema.lua > python/roper_torch/schema.json")
     end)
 
-  it("marks each function that restates C as numerics or a restated rule (python/mirror_count.py)",
+  it("marks each function that restates C as numerics, a restated rule or an interpreter of "
+    .. "core's rows (python/mirror_count.py)",
     function()
       local out, err, code = h.run(PY .. " python/mirror_count.py")
       assert.equal(0, code, out .. err)
-      assert.truthy(out:find("\nnumerics: %d+ functions, %d+ lines\nrestated: %d+ functions"), out)
+      assert.truthy(out:find("\nnumerics: %d+ functions, %d+ lines\nrestated: %d+ functions, "
+        .. "%d+ lines\ninterprets: %d+ functions"), out)
     end)
 
   it("checks a config as rp.model does: 20,000 random configs, the same verdict and message",
