@@ -614,7 +614,7 @@ def layout(cfg):
 
 
 def param_count(cfg):
-    """(restated) The floats of the parameters of a RoperTransformer of the checked config cfg
+    """(interprets) The floats of the parameters of a RoperTransformer of the checked config cfg
     (roper's layout, core/model/model_layout.c's rpm_build_layout, from schema.json's rows: a
     layer's entries counted once), computed without building it: load_roper refuses a file
     that holds fewer before it allocates a model (as rp.load does)."""
