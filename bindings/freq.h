@@ -87,6 +87,12 @@ void lrp_optaxes(lua_State *L, int idx, lrp_axes_opts *o);
 void lrp_axes_tables(lua_State *L, int idx, const lrp_axes_opts *o, int A, int pos_given,
                      int64_t half, int angles_given, rp_rope_freq *f);
 
+/* rp.axes_rules() -> the rules of the vector-position options (core/nn/axes_plan.h) as a new
+ * table: maps[i] = {name =, table =, does =, what =} by rp_axes_map (table and the rest nil for
+ * axial), rules = the rules' names in the order they are checked, wordings[name] = {by_table =,
+ * <rule> = message template, ...} (a rule a wording does not check has no template). */
+int lrp_axes_rules(lua_State *L);
+
 /* Positions at stack slot idx (argument arg, named `what` in errors, as rp.rope.angles reads
  * them: a list of integers or a 1-D tensor, or vector positions, an [n x A] tensor or a list of n
  * lists of A = 1 .. RP_MAX_AXES integers; each within 2^53) copied row-major into a new userdata
