@@ -41,8 +41,9 @@
  * one row each, in the order the writer writes them and the reader checks them: each a tensor of
  * 8-byte values that the metadata key of the same name names; RP_SAFETENSORS_AXES_KEY gives the
  * positions' map, and a map's own table is the row of its option (rp_axes_maps, axes_plan.h,
- * which also has the rules between them). The one home of these facts: the writer, the reader's checks and messages
- * (safetensors.c) and rp.safetensors_extras() (the PyTorch companion's schema.json) read it. */
+ * which also has the rules between them). The one home of these facts: the writer, the reader's
+ * checks and messages (safetensors.c) and rp.safetensors_extras() (the PyTorch companion's
+ * schema.json) read it. */
 typedef struct {
     const char *key;    /* the metadata key, and the tensor's name as roper writes it */
     const char *option; /* rp.model's option it gives */

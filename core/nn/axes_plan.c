@@ -8,7 +8,8 @@ const rp_axes_map_desc rp_axes_maps[RP_AXES_COUNT] = {
     [RP_AXES_AXIAL] = {NULL, NULL, NULL},
     [RP_AXES_SECTIONS] = {"sections", "gives the pairs of",
                           "the pairs of each axis, e.g. {16, 24, 24}"},
-    [RP_AXES_MIXED] = {"mix", "is the frequency matrix of", "the [axes x d_rot/2] frequency matrix"},
+    [RP_AXES_MIXED] = {"mix", "is the frequency matrix of",
+                       "the [axes x d_rot/2] frequency matrix"},
 };
 
 const char *const rp_axes_rule_names[RP_AXR_COUNT + 1] = {
