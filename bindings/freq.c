@@ -517,34 +517,13 @@ void lrp_axes_tables(lua_State *L, int idx, const lrp_axes_opts *o, int A, int p
                      int64_t half, int angles_given, rp_rope_freq *f)
 {
     int has_mix = !lua_isnil(L, o->slot);
-    const char *given = o->map >= 0 ? "axes" : o->n_sections >= 0 ? "sections" : has_mix ? "mix"
-                                                                                     : NULL;
-    if (!pos_given && given)
-        lrp_argerror(L, idx, "option '%s' needs option 'positions' (vector positions: an "
-                             "[n x axes] tensor or a list of {r, c} lists)", given);
-    if (A == 0 && given)
-        lrp_argerror(L, idx, "option '%s' does nothing with 1-D positions (give the positions "
-                             "as [n x axes] or a list of {r, c} lists)", given);
+    /* the rules: core's planner, in rp.model's wording; mix's rows are checked with its width
+     * below */
+    rp_axes_given g = {.map = o->map, .A = A, .pos_given = pos_given, .angles_given = angles_given};
+    g.given[RP_AXES_SECTIONS] = o->n_sections >= 0, g.rows[RP_AXES_SECTIONS] = o->n_sections;
+    g.given[RP_AXES_MIXED] = has_mix, g.rows[RP_AXES_MIXED] = -1;
+    if (rp_axes_plan(RP_AXW_OPTION, &g) != RP_OK) lrp_argerror(L, idx, "%s", rp_last_error());
     rp_axes_map map = o->map >= 0 ? (rp_axes_map)o->map : RP_AXES_AXIAL;
-    const char *name = rp_axes_names[map];
-    if (o->n_sections >= 0 && map != RP_AXES_SECTIONS)
-        lrp_argerror(L, idx, "option 'sections' does nothing with axes \"%s\" (it gives the "
-                             "pairs of axes \"sections\")", name);
-    if (has_mix && map != RP_AXES_MIXED)
-        lrp_argerror(L, idx, "option 'mix' does nothing with axes \"%s\" (it is the frequency "
-                             "matrix of axes \"mixed\")", name);
-    if (map == RP_AXES_SECTIONS && o->n_sections < 0)
-        lrp_argerror(L, idx, "axes \"sections\" needs option 'sections' (the pairs of each "
-                             "axis, e.g. {16, 24, 24})");
-    if (map == RP_AXES_MIXED && !has_mix)
-        lrp_argerror(L, idx, "axes \"mixed\" needs option 'mix' (the [axes x d_rot/2] "
-                             "frequency matrix)");
-    if (o->n_sections >= 0 && o->n_sections != A)
-        lrp_argerror(L, idx, "option 'sections' has %d entries; the positions have %d axes",
-                     o->n_sections, A);
-    if (A > 1 && angles_given)
-        lrp_argerror(L, idx, "option 'angles' (a table of one position per row) needs scalar "
-                             "positions; these have %d axes", A);
     f->axes.n = A, f->axes.map = map;
     for (int a = 0; a < o->n_sections; a++) f->axes.sections[a] = o->sections[a];
     if (!has_mix) {
@@ -560,6 +539,50 @@ void lrp_axes_tables(lua_State *L, int idx, const lrp_axes_opts *o, int A, int p
     double *d = (double *)lua_newuserdatauv(L, (size_t)(n0 * n1) * sizeof(double), 0);
     copy_table(L, idx, o->slot, &OPT_MIX, d, n0, n1);
     f->axes.mix = d, f->axes.n_mix = n1;
+}
+
+int lrp_axes_rules(lua_State *L)
+{
+    lua_settop(L, 0);
+    lua_createtable(L, 0, 3);
+    lua_createtable(L, RP_AXES_COUNT, 0);
+    for (int m = 0; m < RP_AXES_COUNT; m++) {
+        const rp_axes_map_desc *d = &rp_axes_maps[m];
+        lua_createtable(L, 0, 4);
+        lua_pushstring(L, rp_axes_names[m]);
+        lua_setfield(L, -2, "name");
+        if (d->table) {
+            lua_pushstring(L, d->table);
+            lua_setfield(L, -2, "table");
+            lua_pushstring(L, d->does);
+            lua_setfield(L, -2, "does");
+            lua_pushstring(L, d->what);
+            lua_setfield(L, -2, "what");
+        }
+        lua_rawseti(L, -2, m + 1);
+    }
+    lua_setfield(L, -2, "maps");
+    lua_createtable(L, RP_AXR_COUNT, 0);
+    for (int r = 0; r < RP_AXR_COUNT; r++) {
+        lua_pushstring(L, rp_axes_rule_names[r]);
+        lua_rawseti(L, -2, r + 1);
+    }
+    lua_setfield(L, -2, "rules");
+    lua_createtable(L, 0, RP_AXW_COUNT);
+    for (int w = 0; w < RP_AXW_COUNT; w++) {
+        const rp_axes_wording *wd = &rp_axes_wordings[w];
+        lua_createtable(L, 0, RP_AXR_COUNT + 1);
+        lua_pushboolean(L, wd->by_table);
+        lua_setfield(L, -2, "by_table");
+        for (int r = 0; r < RP_AXR_COUNT; r++) {
+            if (!wd->msg[r]) continue;
+            lua_pushstring(L, wd->msg[r]);
+            lua_setfield(L, -2, rp_axes_rule_names[r]);
+        }
+        lua_setfield(L, -2, wd->name);
+    }
+    lua_setfield(L, -2, "wordings");
+    return 1;
 }
 
 int lrp_optxposside(lua_State *L, int idx)

@@ -77,15 +77,22 @@ void lrp_optaxes(lua_State *L, int idx, lrp_axes_opts *o);
 
 /* Phase 2, once the positions are read: A their axes (0: scalar positions), half = d_rot / 2,
  * pos_given: the call was given positions (else they are 0, 1, .. and the refusal names the
- * missing option). Refuses the options that do nothing (any of them with scalar positions or
- * without positions, sections or mix beside another map, angles with A > 1) or are missing
- * (sections, mix for their maps), sections that are not A, a mix that is not [A x half] (a 2-D
- * tensor or A lists of half finite numbers); copies mix into a double userdata pushed on the
+ * missing option). Refuses by core's rules in rp.model's wording (rp_axes_plan, axes_plan.h) the
+ * options that do nothing (any of them with scalar positions or without positions, sections or
+ * mix beside another map, angles with A > 1) or are missing (sections, mix for their maps),
+ * sections that are not A; then a mix that is not [A x half] (a 2-D tensor or A lists of half
+ * finite numbers); copies mix into a double userdata pushed on the
  * stack (nil without it; keep it there while f is used) and sets f->axes (map axial when A > 0
  * and axes is absent). angles_given: option angles is. The sum of the sections is
  * rp_rope_freq_check_use's (lrp_freq_check_positions). Raises naming the option table at idx. */
 void lrp_axes_tables(lua_State *L, int idx, const lrp_axes_opts *o, int A, int pos_given,
                      int64_t half, int angles_given, rp_rope_freq *f);
+
+/* rp.axes_rules() -> the rules of the vector-position options (core/nn/axes_plan.h) as a new
+ * table: maps[i] = {name =, table =, does =, what =} by rp_axes_map (table and the rest nil for
+ * axial), rules = the rules' names in the order they are checked, wordings[name] = {by_table =,
+ * <rule> = message template, ...} (a rule a wording does not check has no template). */
+int lrp_axes_rules(lua_State *L);
 
 /* Positions at stack slot idx (argument arg, named `what` in errors, as rp.rope.angles reads
  * them: a list of integers or a 1-D tensor, or vector positions, an [n x A] tensor or a list of n

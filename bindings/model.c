@@ -634,7 +634,8 @@ static int l_model_layout(lua_State *L)
 /* rp.safetensors_extras() -> what a model's safetensors file holds beside its parameters
  * (core/io/safetensors.h's extras table) as a new table: t[i] = {key =, option =, dtype =,
  * ranks =, shape =, map =} in the table's order (ranks: the ranks it may have; map: the
- * positions' map it belongs to, nil for none), t.axes_key the metadata key of the map. */
+ * positions' map it belongs to (rp_axes_maps: the map whose table is its option), nil for
+ * none), t.axes_key the metadata key of the map. */
 static int l_safetensors_extras(lua_State *L)
 {
     lua_settop(L, 0);
@@ -656,10 +657,11 @@ static int l_safetensors_extras(lua_State *L)
         lua_setfield(L, -2, "ranks");
         lua_pushstring(L, x->shape);
         lua_setfield(L, -2, "shape");
-        if (x->map) {
-            lua_pushstring(L, x->map);
-            lua_setfield(L, -2, "map");
-        }
+        for (int m = 0; m < RP_AXES_COUNT; m++) /* the map whose own table it is */
+            if (rp_axes_maps[m].table && strcmp(rp_axes_maps[m].table, x->option) == 0) {
+                lua_pushstring(L, rp_axes_names[m]);
+                lua_setfield(L, -2, "map");
+            }
         lua_rawseti(L, -2, k + 1);
     }
     lua_pushstring(L, RP_SAFETENSORS_AXES_KEY);
@@ -935,6 +937,7 @@ static const luaL_Reg model_funcs[] = {
     {"model_rules", l_model_rules},
     {"model_layout", l_model_layout},
     {"safetensors_extras", l_safetensors_extras},
+    {"axes_rules", lrp_axes_rules},
     {NULL, NULL},
 };
 

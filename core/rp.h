@@ -25,6 +25,7 @@
 #include "ops.h"
 #include "rope.h"
 #include "rope_freq.h"
+#include "axes_plan.h"
 #include "pe.h"
 #include "attention.h"
 #include "linear_attention.h"

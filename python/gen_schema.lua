@@ -2,10 +2,12 @@
 -- key's needs, the does-nothing rules), the rules between keys (rp.model_rules()), the mode table
 -- (rp.pe_modes()), the scaling table (rp.scalings(), with its hf_map: Hugging Face's
 -- rope_scaling fields; its rules: the frequency scheme's scalar rules, as freq_rules), the
--- parameter layout (rp.model_layout(): layout.params, layout.dims) and what a safetensors file
--- holds beside the parameters (rp.safetensors_extras(): extras.tensors, extras.axes_key), from
--- which the PyTorch companion checks a config as rp.model checks it, lists its scalings, counts
--- a model's parameters and reads and writes its files. Run from the top of the tree after
+-- parameter layout (rp.model_layout(): layout.params, layout.dims), what a safetensors file
+-- holds beside the parameters (rp.safetensors_extras(): extras.tensors, extras.axes_key) and
+-- the rules between the vector-position options with their messages (rp.axes_rules():
+-- axes.maps, axes.rules, axes.wordings), from which the PyTorch companion checks a config as
+-- rp.model checks it, lists its scalings, counts a model's parameters and reads and writes its
+-- files. Run from the top of the tree after
 -- `make` when a config key, a mode or a scaling changes (torch_companion_spec fails until the
 -- file is what this writes):
 --   build/roper python/gen_schema.lua > python/roper_torch/schema.json
@@ -53,4 +55,5 @@ local all, layout, extras = rp.scalings(), rp.model_layout(), rp.safetensors_ext
 io.write(encode({ keys = rp.model_keys(), modes = list(rp.pe_modes()), rules = rp.model_rules(),
                   scalings = list(all), hf_map = all.hf_map, freq_rules = all.rules,
                   layout = { params = list(layout), dims = layout.dims },
-                  extras = { tensors = list(extras), axes_key = extras.axes_key } }, 0), "\n")
+                  extras = { tensors = list(extras), axes_key = extras.axes_key },
+                  axes = rp.axes_rules() }, 0), "\n")

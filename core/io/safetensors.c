@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "axes_plan.h"
 #include "checked.h"
 #include "fileio.h"
 #include "json.h"
@@ -64,12 +65,12 @@ static const char *shape_str(char *buf, size_t n, int ndim, const int64_t *shape
 
 /* The extras (safetensors.h): what a model holds beside its parameters. */
 const rp_safetensors_extra rp_safetensors_extras[RP_X_COUNT] = {
-    [RP_X_FREQ] = {"roper.freq", "freq", "F64", 1, 1, "[pairs]", NULL},
-    [RP_X_ANGLES] = {"roper.angles", "angles", "F64", 2, 2, "[positions x pairs]", NULL},
+    [RP_X_FREQ] = {"roper.freq", "freq", "F64", 1, 1, "[pairs]"},
+    [RP_X_ANGLES] = {"roper.angles", "angles", "F64", 2, 2, "[positions x pairs]"},
     [RP_X_POSITIONS] = {"roper.positions", "positions", "I64", 1, 2,
-                     "[rows] or [rows x axes], 1 to 3 axes", NULL},
-    [RP_X_SECTIONS] = {"roper.sections", "sections", "I64", 1, 1, "[axes]", "sections"},
-    [RP_X_MIX] = {"roper.mix", "mix", "F64", 2, 2, "[axes x pairs]", "mixed"},
+                     "[rows] or [rows x axes], 1 to 3 axes"},
+    [RP_X_SECTIONS] = {"roper.sections", "sections", "I64", 1, 1, "[axes]"},
+    [RP_X_MIX] = {"roper.mix", "mix", "F64", 2, 2, "[axes x pairs]"},
 };
 /* the table's short name here */
 static const rp_safetensors_extra *const extras = rp_safetensors_extras;
@@ -574,6 +575,14 @@ static rp_status file_config(const st_file *f, rp_model_cfg *cfg, int *has)
     return RP_OK;
 }
 
+/* The extra that is map m's own table (rp_axes_maps: its option), -1 for none. */
+static int map_extra(int m)
+{
+    for (int k = 0; rp_axes_maps[m].table && k < RP_X_COUNT; k++)
+        if (strcmp(extras[k].option, rp_axes_maps[m].table) == 0) return k;
+    return -1;
+}
+
 /* The extras the metadata names: e[k] the entry of extras[k] or NULL; map the positions' map. */
 typedef struct {
     const st_entry *e[RP_X_COUNT];
@@ -581,8 +590,9 @@ typedef struct {
 } st_named;
 
 /* Finds the tensors the metadata names and checks what the model cannot see: each exists, is
- * named once, has its dtype and rank; roper.axes is a map's name; the axes, sections and mix come
- * only with vector positions, each map with its own table, and a table has a row per axis. */
+ * named once, has its dtype and rank; roper.axes is a map's name; then the rules between the map,
+ * its table and the positions (rp_axes_plan: with vector positions only, each map with its own
+ * table, a table with a row per axis). */
 static rp_status find_extras(const st_file *f, st_named *x)
 {
     char q[300], shp[RP_SHAPE_STR_LEN];
@@ -628,29 +638,26 @@ static rp_status find_extras(const st_file *f, st_named *x)
         x->map = (rp_axes_map)m;
     }
     const st_entry *p = x->e[RP_X_POSITIONS];
-    int64_t A = p && p->ndim == 2 ? p->shape[1] : 0;
-    const char *lone = axes ? RP_SAFETENSORS_AXES_KEY : NULL; /* or the first map's table held */
-    for (int k = 0; k < RP_X_COUNT && !lone; k++)
-        if (extras[k].map && x->e[k]) lone = extras[k].key;
-    if (lone && !A)
-        return rp_error(RP_ERR_IO, "%s: the metadata's %s needs vector positions (roper.positions "
-                                   "[rows x axes])", f->path, lone);
-    for (int k = 0; k < RP_X_COUNT; k++) { /* each map's own table */
-        if (!extras[k].map) continue;
+    /* the rules between the map, its table and the positions: core's planner, in the file's
+     * wording (axes_plan.h) */
+    rp_axes_given g = {.map = axes ? (int)x->map : -1, .A = p && p->ndim == 2 ? p->shape[1] : 0,
+                       .pos_given = p != NULL, .axes_name = RP_SAFETENSORS_AXES_KEY,
+                       .positions_name = extras[RP_X_POSITIONS].key};
+    char tq[RP_AXES_COUNT][300], ts[RP_AXES_COUNT][RP_SHAPE_STR_LEN];
+    for (int m = 0; m < RP_AXES_COUNT; m++) {
+        int k = map_extra(m);
+        if (k < 0) continue;
         const st_entry *e = x->e[k];
-        int own = strcmp(rp_axes_names[x->map], extras[k].map) == 0;
-        if (e && !own)
-            return rp_error(RP_ERR_IO, "%s: the metadata's %s does nothing with "
-                                       RP_SAFETENSORS_AXES_KEY " \"%s\"", f->path, extras[k].key,
-                            rp_axes_names[x->map]);
-        if (!e && own)
-            return rp_error(RP_ERR_IO, "%s: " RP_SAFETENSORS_AXES_KEY " \"%s\" needs the "
-                                       "metadata's %s", f->path, extras[k].map, extras[k].key);
-        if (e && e->shape[0] != A)
-            return rp_error(RP_ERR_IO, "%s: tensor %s (the metadata's %s) is %s; the positions "
-                                       "have %lld axes", f->path,
-                            qname(q, sizeof q, e->name, e->name_len), extras[k].key,
-                            shape_str(shp, sizeof shp, e->ndim, e->shape), (long long)A);
+        g.table_name[m] = extras[k].key, g.given[m] = e != NULL;
+        if (!e) continue;
+        g.rows[m] = e->shape[0];
+        g.tensor[m] = qname(tq[m], sizeof tq[m], e->name, e->name_len);
+        g.shape[m] = shape_str(ts[m], sizeof ts[m], e->ndim, e->shape);
+    }
+    if (rp_axes_plan(RP_AXW_METADATA, &g) != RP_OK) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", rp_last_error());
+        return rp_error(RP_ERR_IO, "%s: %s", f->path, msg);
     }
     return RP_OK;
 }

@@ -40,15 +40,16 @@
 /* What a model holds beside its parameters (rp.model's freq, angles, positions, sections, mix),
  * one row each, in the order the writer writes them and the reader checks them: each a tensor of
  * 8-byte values that the metadata key of the same name names; RP_SAFETENSORS_AXES_KEY gives the
- * positions' map. The one home of these facts: the writer, the reader's checks and messages
- * (safetensors.c) and rp.safetensors_extras() (the PyTorch companion's schema.json) read it. */
+ * positions' map, and a map's own table is the row of its option (rp_axes_maps, axes_plan.h,
+ * which also has the rules between them). The one home of these facts: the writer, the reader's
+ * checks and messages (safetensors.c) and rp.safetensors_extras() (the PyTorch companion's
+ * schema.json) read it. */
 typedef struct {
     const char *key;    /* the metadata key, and the tensor's name as roper writes it */
     const char *option; /* rp.model's option it gives */
     const char *dtype;  /* "F64" (doubles) or "I64" (integers) */
     int ndim_lo, ndim_hi;
     const char *shape;  /* what the shape must be, as messages write it */
-    const char *map;    /* the positions' map (rp_axes_names) whose own table it is, or NULL */
 } rp_safetensors_extra;
 enum { RP_X_FREQ, RP_X_ANGLES, RP_X_POSITIONS, RP_X_SECTIONS, RP_X_MIX, RP_X_COUNT };
 extern const rp_safetensors_extra rp_safetensors_extras[RP_X_COUNT];

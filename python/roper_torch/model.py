@@ -31,6 +31,7 @@ table):
 """
 
 import math
+import re
 from dataclasses import replace
 
 import torch
@@ -161,6 +162,47 @@ def _need_rotary(what, cfg):
                             if cfg["attention"] == "linear" else ""))
 
 
+# The rules between the vector-position options with their messages (schema.json's axes:
+# rp.axes_rules(), core/nn/axes_plan.h): each map's own table, the rules, each wording's templates.
+AXES_RULES = SCHEMA["axes"]
+_MAPS = {x["name"]: x for x in AXES_RULES["maps"]}
+_MAP_TABLE = {x["name"]: x["table"] for x in AXES_RULES["maps"] if "table" in x}
+
+
+def _axes_refusal(wording, axes, A, pos_given, angles_given, tables, names=None):
+    """(restated) The message of the first rule of schema.json's axes that refuses a call, or
+    None: rp_axes_plan's order, the schema's rules. wording "option" or "metadata"; axes the map
+    given or None; A the positions' axes (0: scalar or none); tables {map: (rows, None when not
+    checked, tensor, shape)} for each table given; names {"axes", "positions", map: its table's
+    name}, rp.model's options when left out."""
+    w, names = AXES_RULES["wordings"][wording], names or {}
+    m = axes or "axial"
+    v = {"axes": names.get("axes", "axes"), "positions": names.get("positions", "positions"),
+         "map": m, "A": A}
+    tname = {o: names.get(o, t) for o, t in _MAP_TABLE.items()}
+
+    def say(rule, **more):
+        val = dict(v, **more)
+        return re.sub(r"\{(\w+)\}", lambda g: str(val.get(g.group(1), g.group(0))), w[rule])
+    given = v["axes"] if axes is not None else next((tname[o] for o in tname if o in tables), None)
+    for r, hit in (("positions", not pos_given), ("scalar", A == 0)):
+        if given and hit and r in w:
+            return say(r, name=given)
+    kinds = ("nothing", "needed", "rows")
+    for r, o in ([(r, o) for o in tname for r in kinds] if w["by_table"] else
+                 [(r, o) for r in kinds for o in tname]):
+        t = tables.get(o)
+        if r in w and (t is not None and m != o if r == "nothing" else
+                       t is None and m == o if r == "needed" else
+                       t is not None and t[0] is not None and t[0] != A):
+            rows, tensor, shape = t or (None, "", "")
+            return say(r, name=tname[o], own=o, does=_MAPS[o]["does"], what=_MAPS[o]["what"],
+                       n=rows, tensor=tensor, shape=shape)
+    if A > 1 and angles_given and "angles" in w:
+        return say("angles")
+    return None
+
+
 def positions_of(cfg, positions, axes=None, sections=None, mix=None, theta=None, angles=None):
     """(restated) The model's positions and scheme: (rows, A, freq), rows the positions as tuples
     (token t at row t), A their axes (0: scalar positions), freq the model's rotary.Freq (freq_of)
@@ -185,33 +227,13 @@ def positions_of(cfg, positions, axes=None, sections=None, mix=None, theta=None,
         sections = [int(n) for n in sections]
     rows, A = (None, 0) if positions is None else \
         rotary.read_positions(positions, "option 'positions'")
-    given = "axes" if axes is not None else "sections" if sections is not None else \
-        "mix" if mix is not None else None
-    if given and positions is None:
-        raise ValueError("option '%s' needs option 'positions' (vector positions: an [n x axes] "
-                         "tensor or a list of {r, c} lists)" % given)
-    if given and A == 0:
-        raise ValueError("option '%s' does nothing with 1-D positions (give the positions as "
-                         "[n x axes] or a list of {r, c} lists)" % given)
+    held = {"sections": sections, "mix": mix}  # the map's table: sections' entries, mix's rows
+    tables = {mp: (len(held[opt]) if opt == "sections" else None, None, None)  # by _mix_of
+              for mp, opt in _MAP_TABLE.items() if held[opt] is not None}
+    msg = _axes_refusal("option", axes, A, positions is not None, angles is not None, tables)
+    if msg:
+        raise ValueError(msg)
     m = axes or "axial"
-    if sections is not None and m != "sections":
-        raise ValueError('option \'sections\' does nothing with axes "%s" (it gives the pairs of '
-                         'axes "sections")' % m)
-    if mix is not None and m != "mixed":
-        raise ValueError('option \'mix\' does nothing with axes "%s" (it is the frequency matrix '
-                         'of axes "mixed")' % m)
-    if m == "sections" and sections is None:
-        raise ValueError('axes "sections" needs option \'sections\' (the pairs of each axis, e.g. '
-                         '{16, 24, 24})')
-    if m == "mixed" and mix is None:
-        raise ValueError('axes "mixed" needs option \'mix\' (the [axes x d_rot/2] frequency '
-                         'matrix)')
-    if sections is not None and len(sections) != A:
-        raise ValueError("option 'sections' has %d entries; the positions have %d axes"
-                         % (len(sections), A))
-    if A > 1 and angles is not None:
-        raise ValueError("option 'angles' (a table of one position per row) needs scalar "
-                         "positions; these have %d axes" % A)
     w = widths(cfg)
     if mix is not None:
         mix = _mix_of(mix, A, max(w.values(), default=0) // 2)
@@ -625,11 +647,10 @@ def param_count(cfg):
 # What a model holds beside its parameters in a safetensors file (schema.json's extras:
 # rp.safetensors_extras()): rp.model's option -> the metadata key (also the tensor's name as roper
 # writes it; the metadata's value is the tensor's name), its dtype, its ranks and the shape a
-# message asks for. AXES_KEY gives the map of vector positions; _MAP_TABLE each map's own table.
+# message asks for. AXES_KEY gives the map of vector positions (_MAP_TABLE: each map's own table).
 EXTRAS = {x["option"]: (x["key"], DTYPES[x["dtype"]], tuple(x["ranks"]), x["shape"])
           for x in SCHEMA["extras"]["tensors"]}
 AXES_KEY = SCHEMA["extras"]["axes_key"]
-_MAP_TABLE = {x["map"]: x["option"] for x in SCHEMA["extras"]["tensors"] if "map" in x}
 
 
 def _shape_str(t):
@@ -674,21 +695,16 @@ def _extras_of(path, tensors, meta):
                                                 ", ".join(rotary.AXES)))
     p = got.get("positions")
     A = p.shape[1] if p is not None and p.dim() == 2 else 0
-    lone = AXES_KEY if axes is not None else next(  # or the first map's table held
-        (EXTRAS[opt][0] for opt in _MAP_TABLE.values() if opt in got), None)
-    if lone and not A:
-        raise bad("the metadata's %s needs vector positions (roper.positions [rows x axes])"
-                  % lone)
+    names, tables = {"axes": AXES_KEY, "positions": EXTRAS["positions"][0]}, {}
+    for mp, opt in _MAP_TABLE.items():  # each map's table: its key, its rows as the file shows it
+        names[mp] = EXTRAS[opt][0]
+        if opt in got:
+            tables[mp] = (got[opt].shape[0], '"%s"' % _printable(meta[names[mp]], 256),
+                          _shape_str(got[opt]))
+    msg = _axes_refusal("metadata", axes, A, p is not None, False, tables, names)
+    if msg:
+        raise bad(msg)
     m = axes or "axial"
-    for mp, opt in _MAP_TABLE.items():
-        key = EXTRAS[opt][0]
-        if opt in got and m != mp:
-            raise bad('the metadata\'s %s does nothing with %s "%s"' % (key, AXES_KEY, m))
-        if opt not in got and m == mp:
-            raise bad('%s "%s" needs the metadata\'s %s' % (AXES_KEY, mp, key))
-        if opt in got and got[opt].shape[0] != A:
-            raise bad('tensor "%s" (the metadata\'s %s) is %s; the positions have %d axes'
-                      % (_printable(meta[key], 256), key, _shape_str(got[opt]), A))
     if A:
         got["axes"] = m
     if "sections" in got:
