@@ -183,6 +183,13 @@ const char *lrp_shape_str(char *buf, const rp_tensor *t)
 
 /* ---- numbers ---- */
 
+void lrp_setstr(lua_State *L, const char *key, const char *s)
+{
+    if (!s) return;
+    lua_pushstring(L, s);
+    lua_setfield(L, -2, key);
+}
+
 const char *lrp_describe(lua_State *L, int idx)
 {
     switch (lua_type(L, idx)) {

@@ -85,6 +85,9 @@ lua_Integer lrp_checkint(lua_State *L, int arg, const char *what);
 int lrp_tointeger(lua_State *L, int idx, lua_Integer *out);
 /* Pushes a description of the value at idx for messages: numbers as numbers, else the type name. */
 const char *lrp_describe(lua_State *L, int idx);
+/* t[key] = s for the table t at the top of the stack (the stack is left as it was); nothing when
+ * s is NULL. For the tables the exports of core's tables build. */
+void lrp_setstr(lua_State *L, const char *key, const char *s);
 
 /* ---- shapes, dims and indices ---- */
 

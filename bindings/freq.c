@@ -549,15 +549,11 @@ int lrp_axes_rules(lua_State *L)
     for (int m = 0; m < RP_AXES_COUNT; m++) {
         const rp_axes_map_desc *d = &rp_axes_maps[m];
         lua_createtable(L, 0, 4);
-        lua_pushstring(L, rp_axes_names[m]);
-        lua_setfield(L, -2, "name");
+        lrp_setstr(L, "name", rp_axes_names[m]);
         if (d->table) {
-            lua_pushstring(L, d->table);
-            lua_setfield(L, -2, "table");
-            lua_pushstring(L, d->does);
-            lua_setfield(L, -2, "does");
-            lua_pushstring(L, d->what);
-            lua_setfield(L, -2, "what");
+            lrp_setstr(L, "table", d->table);
+            lrp_setstr(L, "does", d->does);
+            lrp_setstr(L, "what", d->what);
         }
         lua_rawseti(L, -2, m + 1);
     }

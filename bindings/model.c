@@ -577,37 +577,31 @@ static int l_model_layout(lua_State *L)
     for (int i = 0; i < rp_model_layout_n; i++) {
         const rp_layout_row *r = &rp_model_layout[i];
         lua_createtable(L, 0, 6);
-        lua_pushstring(L, rp_layout_scope_names[r->scope]);
-        lua_setfield(L, -2, "scope");
+        lrp_setstr(L, "scope", rp_layout_scope_names[r->scope]);
         if (!r->name) {
             set_bool(L, "rel", 1);
             lua_rawseti(L, -2, i + 1);
             continue;
         }
-        lua_pushstring(L, r->name);
-        lua_setfield(L, -2, "name");
+        lrp_setstr(L, "name", r->name);
         lua_createtable(L, 2, 0);
         for (int j = 0; j < 2 && r->dims[j] != RP_LD_NONE; j++) {
             lua_pushstring(L, rp_layout_dim_of(r->dims[j])->name);
             lua_rawseti(L, -2, j + 1);
         }
         lua_setfield(L, -2, "dims");
-        lua_pushstring(L, rp_init_names[r->init]);
-        lua_setfield(L, -2, "init");
+        lrp_setstr(L, "init", rp_init_names[r->init]);
         set_dim(L, "fan_in", r->fan_in);
         if (r->cond != RP_LAYOUT_ALWAYS) {
             lua_createtable(L, 0, 2);
             if (r->cond == RP_LAYOUT_IF_KEY) {
-                lua_pushstring(L, r->key);
-                lua_setfield(L, -2, "key");
+                lrp_setstr(L, "key", r->key);
                 if (rp_model_cfg_key(r->key, (size_t)-1)->type == RP_CFG_BOOL)
-                    lua_pushboolean(L, strcmp(r->value, "true") == 0);
+                    set_bool(L, "value", strcmp(r->value, "true") == 0);
                 else
-                    lua_pushstring(L, r->value);
-                lua_setfield(L, -2, "value");
+                    lrp_setstr(L, "value", r->value);
             } else {
-                lua_pushstring(L, r->value);
-                lua_setfield(L, -2, "absolute");
+                lrp_setstr(L, "absolute", r->value);
             }
             lua_setfield(L, -2, "when");
         }
@@ -618,8 +612,7 @@ static int l_model_layout(lua_State *L)
         const rp_layout_dim_desc *x = rp_layout_dim_of((rp_layout_dim)d);
         lua_createtable(L, 0, 3);
         if (x->of) {
-            lua_pushstring(L, x->of);
-            lua_setfield(L, -2, "of");
+            lrp_setstr(L, "of", x->of);
         }
         lua_pushinteger(L, (lua_Integer)x->times);
         lua_setfield(L, -2, "times");
@@ -643,29 +636,23 @@ static int l_safetensors_extras(lua_State *L)
     for (int k = 0; k < RP_X_COUNT; k++) {
         const rp_safetensors_extra *x = &rp_safetensors_extras[k];
         lua_createtable(L, 0, 6);
-        lua_pushstring(L, x->key);
-        lua_setfield(L, -2, "key");
-        lua_pushstring(L, x->option);
-        lua_setfield(L, -2, "option");
-        lua_pushstring(L, x->dtype);
-        lua_setfield(L, -2, "dtype");
+        lrp_setstr(L, "key", x->key);
+        lrp_setstr(L, "option", x->option);
+        lrp_setstr(L, "dtype", x->dtype);
         lua_createtable(L, 2, 0);
         for (int n = x->ndim_lo; n <= x->ndim_hi; n++) {
             lua_pushinteger(L, n);
             lua_rawseti(L, -2, n - x->ndim_lo + 1);
         }
         lua_setfield(L, -2, "ranks");
-        lua_pushstring(L, x->shape);
-        lua_setfield(L, -2, "shape");
+        lrp_setstr(L, "shape", x->shape);
         for (int m = 0; m < RP_AXES_COUNT; m++) /* the map whose own table it is */
             if (rp_axes_maps[m].table && strcmp(rp_axes_maps[m].table, x->option) == 0) {
-                lua_pushstring(L, rp_axes_names[m]);
-                lua_setfield(L, -2, "map");
+                lrp_setstr(L, "map", rp_axes_names[m]);
             }
         lua_rawseti(L, -2, k + 1);
     }
-    lua_pushstring(L, RP_SAFETENSORS_AXES_KEY);
-    lua_setfield(L, -2, "axes_key");
+    lrp_setstr(L, "axes_key", RP_SAFETENSORS_AXES_KEY);
     return 1;
 }
 
