@@ -631,10 +631,14 @@ static rp_status find_extras(const st_file *f, st_named *x)
         while (m < RP_AXES_COUNT && !(strlen(rp_axes_names[m]) == alen &&
                                       memcmp(rp_axes_names[m], axes, alen) == 0))
             m++;
-        if (m == RP_AXES_COUNT)
-            return rp_error(RP_ERR_IO,
-                            "%s: " RP_SAFETENSORS_AXES_KEY " %s is not one of axial, sections, mixed",
-                            f->path, qname(q, sizeof q, axes, alen));
+        if (m == RP_AXES_COUNT) {
+            char names[64] = ""; /* the maps, "axial, sections, mixed" */
+            for (int k = 0; k < RP_AXES_COUNT; k++)
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+                         k ? ", " : "", rp_axes_names[k]);
+            return rp_error(RP_ERR_IO, "%s: " RP_SAFETENSORS_AXES_KEY " %s is not one of %s",
+                            f->path, qname(q, sizeof q, axes, alen), names);
+        }
         x->map = (rp_axes_map)m;
     }
     const st_entry *p = x->e[RP_X_POSITIONS];
