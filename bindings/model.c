@@ -224,6 +224,19 @@ static int l_model_unused(lua_State *L)
     return 1;
 }
 
+/* Sets field "scalings" of the table on top to the names of the scalings that read any of the
+ * RP_READS_* bits in reads, in code order. */
+static void set_scalings(lua_State *L, int reads)
+{
+    lua_newtable(L);
+    for (int s = 0, n = 0; s < RP_SCALING_COUNT; s++)
+        if (rp_scaling_of((rp_rope_scaling)s)->reads & reads) {
+            lua_pushstring(L, rp_scaling_names[s]);
+            lua_rawseti(L, -2, ++n);
+        }
+    lua_setfield(L, -2, "scalings");
+}
+
 static void set_bool(lua_State *L, const char *key, int v)
 {
     lua_pushboolean(L, v);
@@ -396,13 +409,7 @@ static void push_model_keys(lua_State *L)
             lua_pushstring(L, rp_rotate_name(k->use_arg, rot));
             lua_setfield(L, -2, "placements");
         } else if (k->use == RP_CFG_SCALINGS) {
-            lua_newtable(L);
-            for (int s = 0, n = 0; s < RP_SCALING_COUNT; s++)
-                if (rp_scaling_of((rp_rope_scaling)s)->reads & k->use_arg) {
-                    lua_pushstring(L, rp_scaling_names[s]);
-                    lua_rawseti(L, -2, ++n);
-                }
-            lua_setfield(L, -2, "scalings");
+            set_scalings(L, k->use_arg);
         }
         if (k->unset_as) {
             lua_pushstring(L, k->unset_as);
@@ -445,22 +452,11 @@ static void push_freq_rules(lua_State *L)
     for (int i = 0; i < rp_freq_nrules; i++) {
         const rp_freq_rule *r = &rp_freq_rules[i];
         lua_createtable(L, 0, 8);
-        lua_pushstring(L, rp_freq_rule_kinds[r->kind]);
-        lua_setfield(L, -2, "kind");
-        lua_pushstring(L, r->a);
-        lua_setfield(L, -2, "a");
-        if (r->b) {
-            lua_pushstring(L, r->b);
-            lua_setfield(L, -2, "b");
-        }
+        lrp_setstr(L, "kind", rp_freq_rule_kinds[r->kind]);
+        lrp_setstr(L, "a", r->a);
+        lrp_setstr(L, "b", r->b);
         if (r->reads) {
-            lua_newtable(L);
-            for (int s = 0, n = 0; s < RP_SCALING_COUNT; s++)
-                if (rp_scaling_of((rp_rope_scaling)s)->reads & r->reads) {
-                    lua_pushstring(L, rp_scaling_names[s]);
-                    lua_rawseti(L, -2, ++n);
-                }
-            lua_setfield(L, -2, "scalings");
+            set_scalings(L, r->reads);
         }
         if (r->kind == RP_FREQ_RULE_MIN || r->kind == RP_FREQ_RULE_MIN2) {
             lua_pushnumber(L, r->lo);
@@ -468,8 +464,7 @@ static void push_freq_rules(lua_State *L)
             set_bool(L, "lo_open", r->lo_open);
         }
         if (r->names) set_names(L, "names", r->names, 64);
-        lua_pushstring(L, r->why);
-        lua_setfield(L, -2, "why");
+        lrp_setstr(L, "why", r->why);
         lua_rawseti(L, -2, i + 1);
     }
 }
