@@ -41,52 +41,12 @@ const rp_axes_wording rp_axes_wordings[RP_AXW_COUNT] = {
     }},
 };
 
-/* The values of the marks of one message. */
-typedef struct {
-    const char *name, *axes, *positions, *map, *own, *does, *what, *tensor, *shape;
-    int64_t n, A;
-} marks;
-
-/* tpl with its marks replaced, into buf (size n, NUL-terminated, cut to fit). */
-static void expand(char *buf, size_t n, const char *tpl, const marks *v)
-{
-    size_t o = 0;
-#define PUT(s)                                                                                     \
-    do {                                                                                           \
-        int w_ = snprintf(buf + o, n - o, "%s", (s) ? (s) : "");                                  \
-        o += w_ > 0 ? (size_t)w_ : 0;                                                              \
-        if (o >= n) o = n - 1;                                                                     \
-    } while (0)
-    buf[0] = '\0';
-    for (const char *p = tpl; *p && o + 1 < n;) {
-        const char *e = *p == '{' ? strchr(p, '}') : NULL;
-        size_t len = e ? (size_t)(e - p - 1) : 0;
-        const char *s = NULL;
-        char num[24];
-#define MARK(k) (len == strlen(k) && memcmp(p + 1, k, len) == 0)
-        if (!e) s = NULL;
-        else if (MARK("name")) s = v->name;
-        else if (MARK("axes")) s = v->axes;
-        else if (MARK("positions")) s = v->positions;
-        else if (MARK("map")) s = v->map;
-        else if (MARK("own")) s = v->own;
-        else if (MARK("does")) s = v->does;
-        else if (MARK("what")) s = v->what;
-        else if (MARK("tensor")) s = v->tensor ? v->tensor : "";
-        else if (MARK("shape")) s = v->shape ? v->shape : "";
-        else if (MARK("n")) s = num, snprintf(num, sizeof num, "%lld", (long long)v->n);
-        else if (MARK("A")) s = num, snprintf(num, sizeof num, "%lld", (long long)v->A);
-#undef MARK
-        if (s) {
-            PUT(s);
-            p = e + 1;
-        } else {
-            buf[o++] = *p++;
-            buf[o] = '\0';
-        }
-    }
-#undef PUT
-}
+/* The marks of the messages (rp_fill_marks), in the order of their values in rp_axes_plan. */
+enum { MK_NAME, MK_AXES, MK_POSITIONS, MK_MAP, MK_OWN, MK_DOES, MK_WHAT, MK_TENSOR, MK_SHAPE,
+       MK_N, MK_A, MK_COUNT };
+static const char *const mark_names[MK_COUNT] = {"{name}", "{axes}", "{positions}", "{map}",
+                                                 "{own}", "{does}", "{what}", "{tensor}",
+                                                 "{shape}", "{n}", "{A}"};
 
 /* Whether rule r applies to the table of map m, the map in force being map. */
 static int table_rule(const rp_axes_given *g, rp_axes_rule r, int m, int map)
@@ -102,14 +62,15 @@ rp_status rp_axes_plan(int w, const rp_axes_given *g)
         return rp_error(RP_ERR_ARG, "rp_axes_plan: bad wording or map");
     const rp_axes_wording *wd = &rp_axes_wordings[w];
     int map = g->map >= 0 ? g->map : RP_AXES_AXIAL;
-    marks v = {.axes = g->axes_name ? g->axes_name : "axes",
-               .positions = g->positions_name ? g->positions_name : "positions",
-               .map = rp_axes_names[map], .A = g->A};
+    const char *v[MK_COUNT] = {[MK_AXES] = g->axes_name ? g->axes_name : "axes",
+                               [MK_POSITIONS] = g->positions_name ? g->positions_name
+                                                                  : "positions",
+                               [MK_MAP] = rp_axes_names[map], [MK_TENSOR] = "", [MK_SHAPE] = ""};
     const char *tname[RP_AXES_COUNT];
     for (int m = 0; m < RP_AXES_COUNT; m++)
         tname[m] = g->table_name[m] ? g->table_name[m] : rp_axes_maps[m].table;
     /* the one the positions and scalar rules name: the map, else the first table given */
-    const char *given = g->map >= 0 ? v.axes : NULL;
+    const char *given = g->map >= 0 ? v[MK_AXES] : NULL;
     for (int m = 0; m < RP_AXES_COUNT && !given; m++)
         if (rp_axes_maps[m].table && g->given[m]) given = tname[m];
     int rule = -1, at = -1;
@@ -125,14 +86,17 @@ rp_status rp_axes_plan(int w, const rp_axes_given *g)
     }
     if (rule < 0 && g->A > 1 && g->angles_given && wd->msg[RP_AXR_ANGLES]) rule = RP_AXR_ANGLES;
     if (rule < 0) return RP_OK;
+    char n[24], A[24];
+    snprintf(A, sizeof A, "%lld", (long long)g->A);
+    v[MK_A] = A, v[MK_NAME] = given;
     if (at >= 0) {
-        v.name = tname[at], v.own = rp_axes_names[at], v.does = rp_axes_maps[at].does;
-        v.what = rp_axes_maps[at].what, v.n = g->rows[at];
-        v.tensor = g->tensor[at], v.shape = g->shape[at];
-    } else {
-        v.name = given;
+        snprintf(n, sizeof n, "%lld", (long long)g->rows[at]);
+        v[MK_NAME] = tname[at], v[MK_OWN] = rp_axes_names[at], v[MK_DOES] = rp_axes_maps[at].does;
+        v[MK_WHAT] = rp_axes_maps[at].what, v[MK_N] = n;
+        if (g->tensor[at]) v[MK_TENSOR] = g->tensor[at];
+        if (g->shape[at]) v[MK_SHAPE] = g->shape[at];
     }
     char msg[512];
-    expand(msg, sizeof msg, wd->msg[rule], &v);
+    rp_fill_marks(msg, sizeof msg, wd->msg[rule], mark_names, v, MK_COUNT);
     return rp_error(RP_ERR_ARG, "%s", msg);
 }
