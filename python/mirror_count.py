@@ -8,6 +8,10 @@ docstring opens with its group:
   (restated)  restates a rule or a format of roper's (reading and checking configs and
               options, messages, what a file holds, parameter counts, JSON reading): what
               should shrink as roper exports its tables to schema.json;
+  (checks)    tests the conditions of a rule that core holds as code (in core's order, over
+              the companion's own values), while every message, name and bound it uses comes
+              from schema.json (core's templates and rows): a reworded message or a moved bound
+              reaches it through schema.json, a new or changed condition needs an edit here;
   (interprets) runs rows that roper exports to schema.json (a loop over core's rows and
               their messages, as core's own loop runs them) and holds no rule of its own: it
               names the C function whose rows it runs, but a new or changed rule reaches it
@@ -25,7 +29,7 @@ import re
 import sys
 
 NAMES = re.compile(r"\bl?rp_\w+|\w\.c\b|\bpe_widths\b|\bread_cfg\b")
-GROUPS = ("numerics", "restated", "interprets")
+GROUPS = ("numerics", "restated", "checks", "interprets")
 GROUP = re.compile(r"\((%s)\)\s" % "|".join(GROUPS))
 
 
@@ -58,8 +62,8 @@ def main(folder):
     print("mirrors: %d functions, %d lines" % (sum(count.values()),
                                                  len(set().union(*covered.values()))))
     if count[None]:
-        print("unmarked: %d functions (open their docstrings with (numerics), (restated) or "
-              "(interprets))" % count[None])
+        print("unmarked: %d functions (open their docstrings with (numerics), (restated), "
+              "(checks) or (interprets))" % count[None])
         return 1
     return 0
 

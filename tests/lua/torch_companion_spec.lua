@@ -703,12 +703,12 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
     end)
 
   it("marks each function that restates C as numerics, a restated rule or an interpreter of "
-    .. "core's rows (python/mirror_count.py)",
+    .. "core's rows, or a check with core's texts (python/mirror_count.py)",
     function()
       local out, err, code = h.run(PY .. " python/mirror_count.py")
       assert.equal(0, code, out .. err)
       assert.truthy(out:find("\nnumerics: %d+ functions, %d+ lines\nrestated: %d+ functions, "
-        .. "%d+ lines\ninterprets: %d+ functions"), out)
+        .. "%d+ lines\nchecks: %d+ functions, %d+ lines\ninterprets: %d+ functions"), out)
     end)
 
   it("checks a config as rp.model does: 20,000 random configs, the same verdict and message",
