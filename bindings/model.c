@@ -469,6 +469,36 @@ static void push_freq_rules(lua_State *L)
     }
 }
 
+/* Pushes the messages of rp_rope_freq_check's and rp_rope_freq_check_use's coded rules
+ * (rope_freq.h: rp_freq_owns, rp_freq_msgs): {tables = {t[i] = {key =, field =, row =, entry =,
+ * entries =, final =, with_freq =, few =, positions =}} in rp_freq_own_id order, messages =
+ * {name = template}, max_axes = RP_MAX_AXES}. */
+static void push_freq_checks(lua_State *L)
+{
+    lua_createtable(L, 0, 3);
+    lua_createtable(L, RP_OWN_COUNT, 0);
+    for (int t = 0; t < RP_OWN_COUNT; t++) {
+        const rp_freq_own *o = &rp_freq_owns[t];
+        lua_createtable(L, 0, 9);
+        lrp_setstr(L, "key", o->key);
+        lrp_setstr(L, "field", o->field);
+        lrp_setstr(L, "row", o->row);
+        lrp_setstr(L, "entry", o->entry);
+        lrp_setstr(L, "entries", o->entries);
+        lrp_setstr(L, "final", o->final);
+        lrp_setstr(L, "with_freq", o->with_freq);
+        lrp_setstr(L, "few", o->few);
+        lrp_setstr(L, "positions", o->positions);
+        lua_rawseti(L, -2, t + 1);
+    }
+    lua_setfield(L, -2, "tables");
+    lua_createtable(L, 0, RP_FM_COUNT);
+    for (int m = 0; m < RP_FM_COUNT; m++) lrp_setstr(L, rp_freq_msgs[m].name, rp_freq_msgs[m].text);
+    lua_setfield(L, -2, "messages");
+    lua_pushinteger(L, RP_MAX_AXES);
+    lua_setfield(L, -2, "max_axes");
+}
+
 /* rp.scalings() -> the scaling table (core/nn/rope_freq.h) as a new table: t[i] = {name =, hf =,
  * keys =, since =, per_position =, own_score =, hf_fields =, hf_needs =} in code order, and
  * t[name] = the same row (hf_fields, hf_needs: lrp_set_hf_fields, for a scaling with hf); keys:
@@ -511,6 +541,8 @@ static int l_scalings(lua_State *L)
     lua_setfield(L, -2, "hf_map");
     push_freq_rules(L);
     lua_setfield(L, -2, "rules");
+    push_freq_checks(L);
+    lua_setfield(L, -2, "checks");
     return 1;
 }
 

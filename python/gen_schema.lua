@@ -1,7 +1,8 @@
 -- Writes python/roper_torch/schema.json: roper's model config schema (rp.model_keys(): with each
 -- key's needs, the does-nothing rules), the rules between keys (rp.model_rules()), the mode table
 -- (rp.pe_modes()), the scaling table (rp.scalings(), with its hf_map: Hugging Face's
--- rope_scaling fields; its rules: the frequency scheme's scalar rules, as freq_rules), the
+-- rope_scaling fields; its rules: the frequency scheme's scalar rules, as freq_rules; its checks:
+-- the messages of the scheme's coded rules on its own tables, axes and uses, as freq_checks), the
 -- parameter layout (rp.model_layout(): layout.params, layout.dims), what a safetensors file
 -- holds beside the parameters (rp.safetensors_extras(): extras.tensors, extras.axes_key) and
 -- the rules between the vector-position options with their messages (rp.axes_rules():
@@ -54,6 +55,7 @@ end
 local all, layout, extras = rp.scalings(), rp.model_layout(), rp.safetensors_extras()
 io.write(encode({ keys = rp.model_keys(), modes = list(rp.pe_modes()), rules = rp.model_rules(),
                   scalings = list(all), hf_map = all.hf_map, freq_rules = all.rules,
+                  freq_checks = all.checks,
                   layout = { params = list(layout), dims = layout.dims },
                   extras = { tensors = list(extras), axes_key = extras.axes_key },
                   axes = rp.axes_rules() }, 0), "\n")

@@ -31,8 +31,8 @@ rp_status rp_error(rp_status st, const char *fmt, ...)
 /* A message template filled in: t copied to buf (n bytes, NUL-terminated, cut to fit) with each
  * of the count marks ("{pe}", "{a}", ...) replaced by its value (values[i] for marks[i]; a NULL
  * value leaves the mark as it is). Returns buf. The messages of the schema's, the frequency
- * scheme's and the vector positions' rule tables (rp_model_cfg_fill, rp_rope_freq_check,
- * rp_axes_plan) are such templates. Each value is copied as it is (a mark inside a value stays). */
+ * scheme's and the vector positions' rule tables (rp_model_cfg_fill, rp_rope_freq_check and
+ * rp_rope_freq_check_use, rp_axes_plan) are such templates. Each value is copied as it is (a mark inside a value stays). */
 const char *rp_fill_marks(char *buf, size_t n, const char *t, const char *const *marks,
                           const char *const *values, int count);
 

@@ -98,13 +98,21 @@ class Freq:
                 and self.angles is None and self.axes == "axial")
 
 
-AXES = ("axial", "sections", "mixed")  # rp_axes_names
+# roper's messages of a frequency scheme's coded rules (schema.json's freq_checks: core/nn/
+# rope_freq.c's rp_freq_owns and rp_freq_msgs): the own tables (freq, angles, mix) with their
+# words and messages, the templates of the other rules, and the most axes of a position
+FREQ_CHECKS = SCHEMA["freq_checks"]
+_MSG = FREQ_CHECKS["messages"]
+OWN_TABLES = FREQ_CHECKS["tables"]
+_FREQ_T, _ANGLES_T, _MIX_T = OWN_TABLES
+AXES = tuple(m["name"] for m in SCHEMA["axes"]["maps"])  # rp_axes_names
+AXIAL, SECTIONS, MIXED = AXES
 # How each placement is rotated (core/nn/attention.c: xPos's query side q, o and key side k, v):
 # (xPos side, sign). q_n by
 # +n theta on the query side, k_i and v_i by +i theta on the key side (v by +c i theta, c the
 # mode's v_angle), RoPER's output o_n turned back by -n theta with the query side's magnitude.
 PLACEMENTS = {"q": (1, 1), "k": (-1, 1), "v": (-1, 1), "o": (1, -1)}
-MAX_AXES = 3                           # RP_MAX_AXES
+MAX_AXES = FREQ_CHECKS["max_axes"]     # RP_MAX_AXES
 MAX_POS = 2 ** 53                      # positions are integers within +-2^53
 
 
@@ -313,26 +321,36 @@ def read_positions(positions, what="positions"):
     return rows, A
 
 
-# the final tables of a Freq (core/nn/rope_freq.c's final_table): key, what the scaling message
-# calls it, what a row is, an entry, the entries
-_FINAL = {"angles": ("an angle table (the angles", "position", "angle", "angles"),
-          "mix": ("a mix matrix (its frequencies", "axis", "frequency", "frequencies")}
+def fill(template, **values):
+    """(interprets) A message template of schema.json filled as core's rp_fill_marks fills it:
+    each {name} of values replaced by str() of its value, any other text (braces too) copied as
+    it is; a value is not scanned again."""
+    return re.sub(r"\{(\w+)\}", lambda m: str(values[m.group(1)]) if m.group(1) in values
+                  else m.group(0), template)
 
 
-def _check_final(f, key, t):
-    """(restated) rp_rope_freq_check's check_final: the table t (rows of floats) of f not empty, no
-    scaling beside it, every entry finite (the message gives the first bad one)."""
-    table, row, entry, entries = _FINAL[key]
-    if not t or not t[0]:
-        raise ValueError("%s must not be empty" % key)
-    if f.scaling != "none":
-        raise ValueError("scaling %s does not apply to %s are final; scale them yourself)"
-                         % (f.scaling, table))
-    for r, vals in enumerate(t):
+def _rows(f, t):
+    """The own table t (an OWN_TABLES row) of f as a list of rows, or None when f has none (freq,
+    a list of pairs, is one row)."""
+    v = getattr(f, t["field"])
+    return None if v is None else v if "row" in t else [v]
+
+
+def _check_table(f, t):
+    """(checks) rp_rope_freq_check's check_table: f's own table t (an OWN_TABLES row, given) not
+    empty, no scaling beside it when it is final, every entry finite (the message gives the first
+    bad one)."""
+    rows = _rows(f, t)
+    if not rows or not rows[0]:
+        raise ValueError(fill(_MSG["empty"], key=t["key"]))
+    if "final" in t and f.scaling != "none":
+        raise ValueError(fill(_MSG["scaled"], scaling=f.scaling, final=t["final"]))
+    for r, vals in enumerate(rows):
         for i, v in enumerate(vals):
             if not math.isfinite(v):
-                raise ValueError("%s: %s %d, pair %d has %s %s; %s must be finite"
-                                 % (key, row, r, i, entry, _g(v), entries))
+                raise ValueError(fill(_MSG["finite_row" if "row" in t else "finite"], key=t["key"],
+                                      row=t.get("row"), r=r, i=i, entry=t["entry"], v=_g(v),
+                                      entries=t["entries"]))
 
 
 def _finite(*vs):
@@ -344,7 +362,6 @@ def _finite(*vs):
 # finite), orders two (below) or names the values of one (name), for the scalings it lists (all
 # when it lists none), with its message
 FREQ_RULES = SCHEMA["freq_rules"]
-_MARK = re.compile(r"\{(a|b|scaling)\}")
 
 
 def _holds(rule, f):
@@ -367,94 +384,85 @@ def check_tables(f):
         if ("scalings" in rule and f.scaling not in rule["scalings"]) or _holds(rule, f):
             continue
         a = getattr(f, rule["a"])
-        values = {"a": _describe(a) if rule["kind"] == "name" else _g(a),
-                  "b": _g(getattr(f, rule["b"])) if "b" in rule else "", "scaling": f.scaling}
-        raise ValueError(_MARK.sub(lambda m: values[m.group(1)], rule["why"]))
+        raise ValueError(fill(rule["why"], a=_describe(a) if rule["kind"] == "name" else _g(a),
+                              b=_g(getattr(f, rule["b"])) if "b" in rule else "",
+                              scaling=f.scaling))
     _check_own(f)
 
 
 def _check_own(f):
-    """(restated) rp_rope_freq_check's own tables, its messages: freq and angles exclude each
-    other, freq not empty and finite, angles as _check_final."""
+    """(checks) rp_rope_freq_check's own tables, its messages: freq and angles exclude each other,
+    freq and angles as _check_table."""
     if f.theta is not None and f.angles is not None:
-        raise ValueError("freq and angles exclude each other (give one)")
-    if f.theta is not None:
-        if not f.theta:
-            raise ValueError("freq must not be empty")
-        for i, v in enumerate(f.theta):
-            if not math.isfinite(v):
-                raise ValueError("freq: pair %d has frequency %s; frequencies must be finite"
-                                 % (i, _g(v)))
-    if f.angles is not None:
-        _check_final(f, "angles", f.angles)
+        raise ValueError(_ANGLES_T["with_freq"])
+    for t in (_FREQ_T, _ANGLES_T):
+        if _rows(f, t) is not None:
+            _check_table(f, t)
+
+
+def _mix_rows(f, n_axes):
+    """(restated) The companion's own rule beside rp_rope_freq_check's mix: f.mix (lists) holds one
+    row per axis, all of one length (roper's matrix is [axes x n_mix] by its layout, so this
+    message has no template in core)."""
+    if len(f.mix) != n_axes or any(len(r) != len(f.mix[0]) for r in f.mix):
+        raise ValueError("mix holds %d rows of %s pairs; the positions have %d axes (one row each)"
+                         % (len(f.mix), "/".join(sorted({"%d" % len(r) for r in f.mix})), n_axes))
 
 
 def check(f, n_axes, d_rot, last, what="d_rot"):
-    """(restated) Refuses what f cannot do on a placement d_rot wide for positions of n_axes axes up
+    """(checks) Refuses what f cannot do on a placement d_rot wide for positions of n_axes axes up
     to `last` (rp_rope_freq_check's own tables and axes parts and rp_rope_freq_check_use, their
-    messages; `what` names the width): bad own tables (check_tables), a map that needs vector
-    positions, sections beside another map or below 0, a mix without axes mixed (or the map without
-    it), beside a scaling or own frequencies, not finite or not one row per axis, dynamic, xPos and
-    own angles with A > 1, own frequencies, angles or a mix for fewer than d_rot/2 pairs, an angle
-    table shorter than the positions, axial blocks of no pairs, sections that do not add up to
-    d_rot/2."""
+    messages, from schema.json's freq_checks; `what` names the width): bad own tables
+    (check_tables), a map that needs vector positions, sections beside another map or below 0, a
+    mix without axes mixed (or the map without it), beside a scaling or own frequencies, not
+    finite or not one row per axis (_mix_rows), a per-position scaling, xPos and own angles with
+    A > 1, an own table with fewer than d_rot/2 pairs per row or an angle table shorter than the
+    positions (one loop over OWN_TABLES), axial blocks of no pairs, sections that do not add up
+    to d_rot/2."""
     if f is None:
         return
     half = d_rot // 2
     check_tables(f)
     m = f.axes
     if m not in AXES:
-        raise ValueError("unknown axes map %s" % _describe(m))
+        raise ValueError(fill(_MSG["axes_map"], map=_describe(m)))
     if not 0 <= n_axes <= MAX_AXES:
-        raise ValueError("axes: 1 to %d axes expected, got %d" % (MAX_AXES, n_axes))
-    if n_axes == 0 and (m != "axial" or f.mix is not None):
-        raise ValueError("axes %s needs vector positions (axes.n 0 is a scalar position)" % m)
+        raise ValueError(fill(_MSG["axes_n"], max=MAX_AXES, n=n_axes))
+    if n_axes == 0 and (m != AXIAL or f.mix is not None):
+        raise ValueError(fill(_MSG["axes_scalar"], map=m))
     for i, k in enumerate(f.sections or []):
-        if k != 0 and (m != "sections" or i >= n_axes):
-            raise ValueError("sections: axis %d of %d has %d pairs with axes %s (sections apply "
-                             "to axes sections, one per axis)" % (i, n_axes, k, m))
+        if k != 0 and (m != SECTIONS or i >= n_axes):
+            raise ValueError(fill(_MSG["sections_map"], i=i, n=n_axes, k=k, map=m))
         if k < 0:
-            raise ValueError("sections: axis %d has %d pairs; a count must be >= 0" % (i, k))
-    if (f.mix is None) != (m != "mixed"):
-        raise ValueError("mix is given with axes %s (it is the frequency matrix of axes mixed)"
-                         % m if f.mix is not None else "axes %s needs its frequency matrix mix"
-                         % m)
+            raise ValueError(fill(_MSG["sections_neg"], i=i, k=k))
+    if (f.mix is None) != (m != MIXED):
+        raise ValueError(fill(_MSG["mix_given" if f.mix is not None else "mix_needed"], map=m))
     if f.mix is not None:
         if f.theta is not None:
-            raise ValueError("freq and mix exclude each other (the mix matrix holds the "
-                             "frequencies)")
-        _check_final(f, "mix", f.mix)
-        if len(f.mix) != n_axes or any(len(r) != len(f.mix[0]) for r in f.mix):
-            raise ValueError("mix holds %d rows of %s pairs; the positions have %d axes (one row "
-                             "each)" % (len(f.mix), "/".join(sorted({"%d" % len(r)
-                                                                    for r in f.mix})), n_axes))
+            raise ValueError(_MIX_T["with_freq"])
+        _check_table(f, _MIX_T)
+        _mix_rows(f, n_axes)
     if n_axes > 1:
-        why = ("scaling dynamic (its factor grows with the position)"
-               if f.scaling == "dynamic" else "xpos (its decay runs along one position)"
-               if f.xpos > 0.0 else "angles (a table of one position per row)"
-               if f.angles is not None else None)
+        why = ("what_scaling" if scaling(f).per_position else "what_xpos" if f.xpos > 0.0
+               else "what_angles" if f.angles is not None else None)
         if why:
-            raise ValueError("%s needs scalar positions; these have %d axes" % (why, n_axes))
-    if f.theta is not None and len(f.theta) < half:
-        raise ValueError("freq holds %d frequencies; %s %d needs %d"
-                         % (len(f.theta), what, d_rot, half))
-    if f.angles is not None and len(f.angles[0]) < half:
-        raise ValueError("angles hold %d per position; %s %d needs %d"
-                         % (len(f.angles[0]), what, d_rot, half))
-    if f.angles is not None and last >= len(f.angles):
-        raise ValueError("angles hold positions 0..%d; position %d is asked"
-                         % (len(f.angles) - 1, last))
-    if m == "axial" and half < n_axes:
-        raise ValueError("axes axial: %s %d has %d pairs, fewer than its %d axes"
-                         % (what, d_rot, half, n_axes))
-    if m == "sections":
+            raise ValueError(fill(_MSG["scalar_only"], what=fill(_MSG[why], scaling=f.scaling),
+                                  n=n_axes))
+    for t in OWN_TABLES:  # pairs enough for the width, rows for the positions
+        rows = _rows(f, t)
+        if rows is None:
+            continue
+        if len(rows[0]) < half:
+            raise ValueError(fill(t["few"], n=len(rows[0]), name=what, d_rot=d_rot, half=half))
+        if "positions" in t and last >= len(rows):
+            raise ValueError(fill(t["positions"], last=len(rows) - 1, p=last))
+    if m == AXIAL and half < n_axes:
+        raise ValueError(fill(_MSG["axial_few"], name=what, d_rot=d_rot, half=half, n=n_axes))
+    if m == SECTIONS:
         secs = (f.sections or [])[:n_axes] + [0] * max(0, n_axes - len(f.sections or []))
         if sum(secs) != half:
-            raise ValueError("sections {%s} hold %d pairs; %s %d has %d"
-                             % (", ".join("%d" % n for n in secs), sum(secs), what, d_rot, half))
-    if f.mix is not None and len(f.mix[0]) < half:
-        raise ValueError("mix holds %d pairs per axis; %s %d needs %d"
-                         % (len(f.mix[0]), what, d_rot, half))
+            raise ValueError(fill(_MSG["sections_sum"], counts=", ".join("%d" % n for n in secs),
+                                  sum=sum(secs), name=what, d_rot=d_rot, half=half))
 
 
 def _angle(cp, at, th, W, i):
@@ -508,12 +516,9 @@ def tables(d_rot, base, positions, f=None, c=1.0, side=1, dtype=torch.float32, l
         m = torch.tensor(m, dtype=torch.float64, device=dev).reshape(n, half)
         return (m * torch.cos(a)).to(dtype), (m * torch.sin(a)).to(dtype)
     ang = f.angles if f is not None else None
-    for row in rows if ang is not None else ():  # (Python would index a negative one from the end)
-        if row[0] < 0:
+    for row in rows if ang is not None else ():  # (Python would index a negative one from the end;
+        if row[0] < 0:                          # check() refused rows past the table's end)
             raise ValueError("position %d is below 0, where the angle table starts" % row[0])
-        if row[0] >= len(ang):
-            raise ValueError("angles hold positions 0..%d; position %d is asked"
-                             % (len(ang) - 1, row[0]))
     W = f.mix if mixed else None
     per_pos = ang is None and f is not None and scaling(f).per_position
     th = None if ang is not None or mixed else [_theta_of(f, i, at[i], base, 0)

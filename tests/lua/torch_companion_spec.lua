@@ -445,6 +445,48 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       end
     end)
 
+  it("refuses the schemes rp.rope.angles refuses in core with its messages (the own tables, the "
+    .. "axes and the widths: schema.json's freq_checks)", function()
+    if not ok then return pending(why) end
+    local p2, p3 = { { 0, 0 }, { 0, 1 }, { 1, 0 }, { 1, 1 } }, { { 0, 0, 0 }, { 0, 1, 1 } }
+    -- {positions, d_rot, options}: a rule of rp_rope_freq_check or rp_rope_freq_check_use each
+    -- (that the options' readers let through), and a scheme both take
+    local cases = {
+      { p2, 8, { scaling = "dynamic", scaling_factor = 2, orig_len = 4 } },
+      { p2, 8, { xpos = 0.5 } },
+      { p3, 4, {} },
+      { p2, 8, { axes = "sections", sections = { 1, 2 } } },
+      { { 0, 1, 2, 3 }, 8, { freq = { 1 } } },
+      { { 0, 1, 2, 3 }, 8, { angles = { { 1 }, { 1 }, { 1 }, { 1 } } } },
+      { { 0, 1, 2, 3 }, 8, { angles = { { 1, 2, 3, 4 } } } },
+      { { { 0 }, { 1 } }, 8, { axes = "mixed", mix = { { 1, 2, 3, 4 } },
+                               angles = { { 1, 2, 3, 4 } } } },
+      { { 0, 1 }, 8, { angles = { { 1, 2, 3, 4 } }, scaling = "pi", scaling_factor = 2 } },
+      { { { 0, 0 }, { 1, 1 } }, 8, { axes = "mixed", mix = { { 1, 2, 3, 4 }, { 1, 2, 3, 4 } },
+                                     freq = { 1, 2, 3, 4 } } },
+      { { { 0, 0 }, { 1, 1 } }, 8, { axes = "mixed", mix = { { 1, 2, 3, 4 }, { 1, 2, 3, 4 } },
+                                     scaling = "pi", scaling_factor = 2 } },
+      { p2, 8, { axes = "sections", sections = { 1, 3 } } },
+    }
+    local manifest, want = {}, {}
+    for i, c in ipairs(cases) do
+      manifest[i] = { positions = c[1], d_rot = c[2], opts = c[3] }
+      local done, msg = pcall(rp.rope.angles, c[1], c[2], c[3])
+      want[i] = done and "ok" or msg:match("^bad argument #3 to 'rp.rope.angles' %((.*)%)$")
+    end
+    h.write(d .. "/checks.json", cjson.encode(manifest))
+    local out, err, code = py { "checks", d .. "/checks.json" }
+    assert.equal(0, code, err)
+    assert.equal(table.concat(want, "\n") .. "\n", out)
+    -- each case but the last is refused, by a rule of its own
+    local seen = {}
+    for i = 1, #want - 1 do
+      assert.is_nil(seen[want[i]], want[i])
+      seen[want[i]] = true
+    end
+    assert.equal("ok", want[#want])
+  end)
+
   it("in float64 (model:double()) the logits are the independent float64 reference's", function()
     if not ok then return pending(why) end
     local F, args = "tests/fixtures/interop/", { "f64" }

@@ -17,6 +17,10 @@ python3-numpy) from the repo root.
         vector positions: axes, sections, mix): the companion's cos/sin tables
         (roper_torch.rotary.tables), written to "cos" and "sin" (.npy, float32).
 
+    torch_companion.py checks MANIFEST.json
+        MANIFEST: a JSON list of {"positions", "d_rot", "opts"} as for tables: rotary.tables of
+        each; one line each, "ok" or the ValueError's message (rotary.check's refusals).
+
     torch_companion.py f64 MODEL TOKENS LOGITS64 [...]
         For each triple: load_roper, then .double(): the float64 logits against LOGITS64 (.npy,
         float64: the reference model of tests/reference/make_fixtures.py); prints
@@ -154,24 +158,44 @@ def logits(manifest):
                                             c["scaling"]))
 
 
+def freq_of_opts(o):
+    """The Freq of rp.rope.angles's options o (the frequency options and those of vector
+    positions)."""
+    return Freq(scaling=o.get("scaling", "none"), factor=o.get("scaling_factor", 1.0),
+                orig_len=o.get("orig_len", 0.0), yarn_alpha=o.get("yarn_alpha", 1.0),
+                yarn_beta=o.get("yarn_beta", 32.0), yarn_ramp=o.get("yarn_ramp", "rotations"),
+                low_freq_factor=o.get("low_freq_factor", 1.0),
+                high_freq_factor=o.get("high_freq_factor", 4.0),
+                attention_factor=o.get("attention_factor", 0.0), xpos=o.get("xpos", 0.0),
+                xpos_scale_base=o.get("xpos_scale_base", 512.0), theta=o.get("freq"),
+                angles=o.get("angles"), axes=o.get("axes", "axial"), sections=o.get("sections"),
+                mix=o.get("mix"))
+
+
+def tables_with(e):
+    o = e["opts"]
+    return tables(e["d_rot"], o.get("base", 10000.0), e["positions"], freq_of_opts(o),
+                  c=o.get("scale", 1.0), side=o.get("xpos_side", 1))
+
+
 def tables_of(manifest):
     with open(manifest) as f:
         entries = json.load(f)
     for e in entries:
-        o = e["opts"]
-        f = Freq(scaling=o.get("scaling", "none"), factor=o.get("scaling_factor", 1.0),
-                 orig_len=o.get("orig_len", 0.0), yarn_alpha=o.get("yarn_alpha", 1.0),
-                 yarn_beta=o.get("yarn_beta", 32.0), yarn_ramp=o.get("yarn_ramp", "rotations"),
-                 low_freq_factor=o.get("low_freq_factor", 1.0),
-                 high_freq_factor=o.get("high_freq_factor", 4.0),
-                 attention_factor=o.get("attention_factor", 0.0), xpos=o.get("xpos", 0.0),
-                 xpos_scale_base=o.get("xpos_scale_base", 512.0), theta=o.get("freq"),
-                 angles=o.get("angles"), axes=o.get("axes", "axial"), sections=o.get("sections"),
-                 mix=o.get("mix"))
-        cos, sin = tables(e["d_rot"], o.get("base", 10000.0), e["positions"], f,
-                          c=o.get("scale", 1.0), side=o.get("xpos_side", 1))
+        cos, sin = tables_with(e)
         np.save(e["cos"], cos.numpy())
         np.save(e["sin"], sin.numpy())
+
+
+def checks(manifest):
+    with open(manifest) as f:
+        entries = json.load(f)
+    for e in entries:
+        try:
+            tables_with(e)
+            print("ok")
+        except ValueError as err:
+            print(str(err))
 
 
 def f64(model, tokens, ref):
@@ -469,6 +493,7 @@ def main():
     a = sys.argv[1:]
     # command: (function, arguments per call, repeated over groups of them)
     cmds = {"logits": (logits, 1, False), "tables": (tables_of, 1, False), "f64": (f64, 3, True),
+            "checks": (checks, 1, False),
             "grads": (grads, 5, True), "roundtrip": (roundtrip, 2, True), "read": (read, 1, True),
             "refusals": (refusals, 1, False), "configs": (configs, 1, False),
             "hf_configs": (hf_configs, 1, False),
