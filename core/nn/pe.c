@@ -274,12 +274,14 @@ rp_status rp_pe_fraction_width(const char *what, double fraction, int64_t d_k, i
 {
     static const char *const marks[] = {"{what}", "{fraction}", "{d_rot}", "{d_k}"};
     char f[32], d_str[24], dk_str[24];
-    snprintf(f, sizeof f, "%g", fraction);
     const char *values[] = {what, f, d_str, dk_str};
-    if (!(fraction > 0.0 && fraction <= 1.0))
+    if (!(fraction > 0.0 && fraction <= 1.0)) {
+        snprintf(f, sizeof f, "%g", fraction);
         return rp_error_marks(RP_ERR_ARG, rp_pe_msgs[RP_MSG_FRACTION_RANGE].text, marks, values, 2);
+    }
     int64_t d = (int64_t)floor(fraction * (double)d_k);
     if (d < 2 || d % 2 != 0) {
+        snprintf(f, sizeof f, "%g", fraction);
         snprintf(d_str, sizeof d_str, "%lld", (long long)d);
         snprintf(dk_str, sizeof dk_str, "%lld", (long long)d_k);
         return rp_error_marks(RP_ERR_ARG, rp_pe_msgs[RP_MSG_FRACTION_WIDTH].text, marks, values, 4);
