@@ -548,12 +548,14 @@ static int l_scalings(lua_State *L)
 
 
 /* rp.model_rules() -> rp_model_cfg_check's rules between keys (model_schema.h), in order, as a
- * new table: t[i] = {check = name} for a coded rule, {when =, pe =, unset =, why =} for a data
- * rule (pe: the modes it holds for, nil for any; why: its message, {list} filled in). */
+ * new table: t[i] = {check = name, why =, max =} for a coded rule (why: its message, nil when it
+ * gives pe.h's or rope_freq.h's; max: its bound, nil for none), {when =, pe =, unset =, why =}
+ * for a data rule (pe: the modes it holds for, nil for any; why: its message, {list} filled in);
+ * t.messages: pe.h's rotary messages by name, {list} filled in (the rotary modes). */
 static int l_model_rules(lua_State *L)
 {
     lua_settop(L, 0);
-    lua_createtable(L, rp_model_cfg_nrules, 0);
+    lua_createtable(L, rp_model_cfg_nrules, 1);
     char list[160], why[512];
     for (int i = 0; i < rp_model_cfg_nrules; i++) {
         const rp_cfg_rule *r = &rp_model_cfg_rules[i];
@@ -561,6 +563,11 @@ static int l_model_rules(lua_State *L)
         if (r->check) {
             lua_pushstring(L, r->check);
             lua_setfield(L, -2, "check");
+            lrp_setstr(L, "why", r->why);
+            if (r->max) {
+                lua_pushinteger(L, (lua_Integer)r->max);
+                lua_setfield(L, -2, "max");
+            }
         } else {
             set_names(L, "when", r->when, 3);
             set_names(L, "unset", r->unset, 5);
@@ -579,6 +586,14 @@ static int l_model_rules(lua_State *L)
         }
         lua_rawseti(L, -2, i + 1);
     }
+    static const char *const mark[] = {"{list}"};
+    const char *const value[] = {rp_pe_list(list, sizeof list, 1, 0, 0)};
+    lua_createtable(L, 0, RP_MSG_COUNT);
+    for (int m = 0; m < RP_MSG_COUNT; m++) {
+        lua_pushstring(L, rp_fill_marks(why, sizeof why, rp_pe_msgs[m].text, mark, value, 1));
+        lua_setfield(L, -2, rp_pe_msgs[m].name);
+    }
+    lua_setfield(L, -2, "messages");
     return 1;
 }
 

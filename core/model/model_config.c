@@ -1,19 +1,12 @@
 /* The model's config: its checks (the ranges of every field are the schema's,
  * model_schema.c; here the rules between fields), and the positional scheme it resolves to. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model_impl.h"
 #include "model_schema.h"
-
-static rp_status check_dim(const char *name, int64_t v, int64_t lo, int64_t hi)
-{
-    if (v < lo || v > hi)
-        return rp_error(RP_ERR_ARG, "%s %lld must be in %lld..%lld", name, (long long)v,
-                        (long long)lo, (long long)hi);
-    return RP_OK;
-}
 
 /* The widths of the placements in rot (0 for the others) from the fractions (in range: checked
  * by rp_model_cfg_check_keys); RP_ERR_ARG naming the fraction key when one gives an odd width or
@@ -32,55 +25,69 @@ static rp_status pe_widths(const rp_model_cfg *cfg, int rot, int64_t d_rot[4])
 
 /* ---- rp_model_cfg_check's rules between fields (model_schema.h: rp_model_cfg_rules) ---- */
 
-static rp_status rule_rows(const rp_model_cfg *cfg)
+/* RP_ERR_ARG with coded rule r's message: r->why with {<key>} the config's value of each key (as
+ * rp_model_cfg_value_str writes it), {lo} lo and {hi} r->max. */
+static rp_status refuse(const rp_cfg_rule *r, const rp_model_cfg *cfg, int64_t lo)
 {
-    if (cfg->max_batch > RP_I32_MAX / cfg->seq_len)
-        return rp_error(RP_ERR_ARG, "max_batch %lld x seq_len %lld exceeds 2^31-1 rows",
-                        (long long)cfg->max_batch, (long long)cfg->seq_len);
-    return RP_OK;
+    enum { N = 64 };
+    char mark[N + 2][40], value[N + 2][48];
+    const char *marks[N + 2], *values[N + 2];
+    int n = 0;
+    for (int i = 0; i < rp_model_cfg_nkeys && n < N; i++, n++) {
+        snprintf(mark[n], sizeof mark[n], "{%s}", rp_model_cfg_keys[i].name);
+        rp_model_cfg_value_str(cfg, &rp_model_cfg_keys[i], value[n], sizeof value[n]);
+    }
+    snprintf(mark[n], sizeof mark[n], "{lo}");
+    snprintf(value[n++], sizeof value[0], "%lld", (long long)lo);
+    snprintf(mark[n], sizeof mark[n], "{hi}");
+    snprintf(value[n++], sizeof value[0], "%lld", (long long)r->max);
+    for (int i = 0; i < n; i++) marks[i] = mark[i], values[i] = value[i];
+    return rp_error_marks(RP_ERR_ARG, r->why, marks, values, n);
 }
 
-static rp_status rule_heads(const rp_model_cfg *cfg)
+static rp_status rule_rows(const rp_model_cfg *cfg, const rp_cfg_rule *r)
 {
-    if (cfg->d_model % cfg->heads != 0)
-        return rp_error(RP_ERR_ARG, "d_model %lld is not divisible by heads %lld",
-                        (long long)cfg->d_model, (long long)cfg->heads);
-    return RP_OK;
+    return cfg->max_batch > r->max / cfg->seq_len ? refuse(r, cfg, 0) : RP_OK;
+}
+
+static rp_status rule_heads(const rp_model_cfg *cfg, const rp_cfg_rule *r)
+{
+    return cfg->d_model % cfg->heads != 0 ? refuse(r, cfg, 0) : RP_OK;
 }
 
 /* A relative kind with a projection of Transformer-XL's sinusoid needs an even d_model. */
-static rp_status rule_sinusoid(const rp_model_cfg *cfg)
+static rp_status rule_sinusoid(const rp_model_cfg *cfg, const rp_cfg_rule *r)
 {
-    const rp_pe_mode *mode = rp_pe_mode_of(cfg->pe);
-    const rp_rel_desc *rel = rp_rel_of(mode->rel);
+    const rp_rel_desc *rel = rp_rel_of(rp_pe_mode_of(cfg->pe)->rel);
     for (int i = 0; i < rel->nparams; i++)
         if (rel->params[i].use == RP_PARAM_PROJ_SIN && cfg->d_model % 2 != 0)
-            return rp_error(RP_ERR_ARG, "pe %s needs an even d_model (its sinusoid R), got %lld",
-                            mode->name, (long long)cfg->d_model);
+            return refuse(r, cfg, 0);
     return RP_OK;
 }
 
-/* rotate on a rotary pe only (pe.c's rule, the one home of its message) */
-static rp_status rule_rotate(const rp_model_cfg *cfg)
+/* rotate on a rotary pe only (pe.c's rule, with pe.h's message) */
+static rp_status rule_rotate(const rp_model_cfg *cfg, const rp_cfg_rule *r)
 {
     return rp_pe_rotate_check(cfg->pe, cfg->rotate, 0);
 }
 
-static rp_status rule_widths(const rp_model_cfg *cfg)
+static rp_status rule_widths(const rp_model_cfg *cfg, const rp_cfg_rule *r)
 {
     int rot = cfg->rotate ? cfg->rotate : rp_pe_mode_of(cfg->pe)->rotate;
     int64_t d_rot[4];
     return pe_widths(cfg, rot, d_rot);
 }
 
-static rp_status rule_buckets(const rp_model_cfg *cfg)
+/* rel_max_distance past the exact buckets (causal: one-sided, half of them exact), up to max */
+static rp_status rule_buckets(const rp_model_cfg *cfg, const rp_cfg_rule *r)
 {
     if (!(rp_rel_of(rp_pe_mode_of(cfg->pe)->rel)->uses & RP_USES_BUCKETS)) return RP_OK;
-    int64_t exact = cfg->rel_buckets / 2; /* causal: one-sided buckets, half of them exact */
-    return check_dim("rel_max_distance", cfg->rel_max_distance, exact + 1, RP_I32_MAX);
+    int64_t lo = cfg->rel_buckets / 2 + 1;
+    return cfg->rel_max_distance < lo || cfg->rel_max_distance > r->max ? refuse(r, cfg, lo)
+                                                                       : RP_OK;
 }
 
-static rp_status rule_freq(const rp_model_cfg *cfg)
+static rp_status rule_freq(const rp_model_cfg *cfg, const rp_cfg_rule *r)
 {
     rp_rope_freq f = rp_model_cfg_freq(cfg);
     return rp_rope_freq_check(&f);
@@ -90,16 +97,20 @@ static int pe_rotary(rp_pe pe) { return rp_pe_mode_of(pe)->rotary; }
 static int pe_linear(rp_pe pe) { return rp_pe_mode_of(pe)->linear; }
 
 const rp_cfg_rule rp_model_cfg_rules[] = {
-    {.check = "rows", .run = rule_rows},
-    {.check = "heads", .run = rule_heads},
-    {.check = "sinusoid", .run = rule_sinusoid},
+    {.check = "rows", .run = rule_rows, .max = RP_I32_MAX, /* (2^31-1: max) */
+     .why = "max_batch {max_batch} x seq_len {seq_len} exceeds 2^31-1 rows"},
+    {.check = "heads", .run = rule_heads,
+     .why = "d_model {d_model} is not divisible by heads {heads}"},
+    {.check = "sinusoid", .run = rule_sinusoid,
+     .why = "pe {pe} needs an even d_model (its sinusoid R), got {d_model}"},
     {.check = "rotate", .run = rule_rotate},
     {.check = "widths", .run = rule_widths},
-    {.check = "buckets", .run = rule_buckets},
+    {.check = "buckets", .run = rule_buckets, .max = RP_I32_MAX,
+     .why = "rel_max_distance {rel_max_distance} must be in {lo}..{hi}"},
     {.when = {"attention"}, .pe_holds = pe_linear, .why = "linear attention does not support pe {pe}"},
     {.check = "freq", .run = rule_freq},
     {.when = {"scaling", "xpos"}, .pe_holds = pe_rotary, .unset = {"attention"},
-     .why = "scaling and xpos need a rotary pe ({list}) with softmax attention, not {pe}{linear}"},
+     .why = "scaling and xpos need" RP_PE_NEEDS_SOFTMAX},
     {.when = {"learn_freq"}, .unset = {"scaling"},
      .why = "learn_freq learns the frequencies themselves; scaling {scaling} does not apply to them "
             "(train at the longer length instead)"},
@@ -123,7 +134,7 @@ rp_status rp_model_cfg_check(const rp_model_cfg *cfg)
     for (int i = 0; i < rp_model_cfg_nrules; i++) {
         const rp_cfg_rule *r = &rp_model_cfg_rules[i];
         if (r->run) {
-            RP_TRY(r->run(cfg));
+            RP_TRY(r->run(cfg, r));
             continue;
         }
         if (!any_set(cfg, r->when, 3)) continue;
@@ -173,14 +184,10 @@ rp_status rp_model_set_freq(rp_model *m, const double *theta, int64_t n_theta,
     f.axes = m->freq.axes; /* the positions' (rp_model_set_positions) */
     if (theta) f.theta = theta, f.n_theta = n_theta;
     if (angles) f.angles = angles, f.rows = rows, f.n_angles = n_angles;
-    char list[128];
     if (angles && m->cfg.learn_freq)
-        return rp_error(RP_ERR_ARG, "angles are final and learn_freq learns frequencies (give "
-                                    "freq, the starting frequencies, instead)");
+        return rp_error(RP_ERR_ARG, "%s", rp_pe_msgs[RP_MSG_ANGLES_LEARN].text);
     if ((theta || angles) && (!m->pe.rotate || m->linear))
-        return rp_error(RP_ERR_ARG, "freq and angles need a rotary pe (%s) with softmax attention, "
-                                    "not %s%s", rp_pe_list(list, sizeof list, 1, 0, 0),
-                        rp_pe_name(m->pe.pe), m->linear ? " with linear attention" : "");
+        return rp_pe_need_rotary(RP_MSG_FREQ, m->pe.pe, m->linear);
     RP_TRY(rp_pe_scheme_check_freq(&m->pe, &f, m->cfg.seq_len - 1, m->cfg.seq_len - 1));
     double *copy = NULL;
     int64_t n = theta ? n_theta : angles ? rows * n_angles : 0;
@@ -206,15 +213,18 @@ rp_status rp_model_set_positions(rp_model *m, const rp_rope_axes *axes, const in
 {
     rp_rope_freq f = m->freq;
     memset(&f.axes, 0, sizeof f.axes);
-    char list[128];
     if (pos) {
         if (!m->pe.rotate || m->linear)
-            return rp_error(RP_ERR_ARG, "positions need a rotary pe (%s) with softmax attention, "
-                                        "not %s%s", rp_pe_list(list, sizeof list, 1, 0, 0),
-                            rp_pe_name(m->pe.pe), m->linear ? " with linear attention" : "");
-        if (rows < m->cfg.seq_len)
-            return rp_error(RP_ERR_ARG, "positions hold %lld rows; the model's seq_len is %lld",
-                            (long long)rows, (long long)m->cfg.seq_len);
+            return rp_pe_need_rotary(RP_MSG_POSITIONS, m->pe.pe, m->linear);
+        if (rows < m->cfg.seq_len) {
+            static const char *const marks[] = {"{rows}", "{seq_len}"};
+            char n[24], T[24];
+            snprintf(n, sizeof n, "%lld", (long long)rows);
+            snprintf(T, sizeof T, "%lld", (long long)m->cfg.seq_len);
+            const char *values[] = {n, T};
+            return rp_error_marks(RP_ERR_ARG, rp_pe_msgs[RP_MSG_POSITIONS_ROWS].text, marks,
+                                  values, 2);
+        }
         f.axes = *axes;
     }
     /* attention's checks of a call over the whole window */

@@ -229,19 +229,25 @@ const rp_cfg_key *rp_model_cfg_width_key(const rp_model_cfg *c, const uint64_t *
  * rp.model_rules() gives the table (the PyTorch companion reads it from its schema.json). */
 typedef struct rp_cfg_rule {
     const char *check;          /* a coded rule's name ("rows", "widths", ...); NULL for data */
-    rp_status (*run)(const rp_model_cfg *c); /* the coded rule's function */
+    rp_status (*run)(const rp_model_cfg *c, const struct rp_cfg_rule *r); /* the coded rule's
+                                 * function, given its row */
     const char *when[3];        /* the keys that make a data rule apply (NULL-terminated) */
     int (*pe_holds)(rp_pe pe);  /* the modes it needs (NULL: any) */
     const char *unset[5];       /* the keys it needs at their defaults (NULL-terminated) */
-    const char *why;            /* its message (rp_model_cfg_fill: {pe}, {scaling}, {linear}; {list}:
-                                 * the modes pe_holds holds for) */
+    int64_t max;                /* a coded rule's bound (0: none) */
+    const char *why;            /* its message. A data rule's: rp_model_cfg_fill ({pe}, {scaling},
+                                 * {linear}; {list}: the modes pe_holds holds for). A coded rule's
+                                 * (NULL for those whose messages are pe.h's or rope_freq.h's):
+                                 * {<key>} the config's value of each key, as
+                                 * rp_model_cfg_value_str writes it, {lo} the bound the rule
+                                 * computes and {hi} max */
 } rp_cfg_rule;
 
 extern const rp_cfg_rule rp_model_cfg_rules[];
 extern const int rp_model_cfg_nrules;
 
 /* The template t in buf (n bytes) with {pe}, {rotate} and {scaling} (the facts, rp_model_cfg_fact),
- * {linear} (" with linear attention" with linear attention, else nothing) from c and {list} from
+ * {linear} (pe.h's RP_MSG_LINEAR with linear attention, else nothing) from c and {list} from
  * list; with c NULL the config's marks are left as they are. */
 const char *rp_model_cfg_fill(const char *t, const rp_model_cfg *c, const char *list, char *buf,
                               size_t n);

@@ -117,10 +117,8 @@ static rp_status plan_positions(const rp_attn_request *r, rp_attn_plan *p)
     const rp_attn_cfg *cfg = &p->cfg;
     p->need = cfg->q_offset + r->T > r->S ? cfg->q_offset + r->T : r->S;
     if (!r->pos) return RP_OK;
-    char list[128];
     if (!rp_pe_mode_of(cfg->pe)->rotary)
-        return rp_error(RP_ERR_ARG, "option 'positions' needs a rotary pe (%s), got pe '%s'",
-                        rp_pe_list(list, sizeof list, 1, 0, 0), rp_pe_name(cfg->pe));
+        return rp_pe_need_rotary(RP_MSG_POSITIONS_OPTION, cfg->pe, 0);
     if (r->given & RP_GIVEN_POS_OFFSET)
         return rp_error(RP_ERR_ARG, "give option 'pos_offset' or 'positions', not both (shift "
                                     "the positions instead)");

@@ -219,10 +219,42 @@ int rp_pe_rotates(rp_pe pe);
  * bits; when not 0), as messages list them ("rope, roper or roper_legacy"), into buf (n bytes);
  * returns buf. */
 const char *rp_pe_list(char *buf, size_t n, int rotary, int linear, int uses);
+/* The messages of the rotary rules, as templates that rp_fill_marks fills; the rules stay code
+ * where they are checked, each message has its one home here. What needs a rotary pe: {list} the
+ * rotary modes (rp_pe_list), {pe} the mode, {linear} RP_MSG_LINEAR's text with linear attention,
+ * else nothing; each is "<what> need(s)" and RP_PE_NEEDS_ROTARY, which rp_model_cfg_rules'
+ * "scaling and xpos" rule shares. A fraction's width: {what} its name, {fraction}, {d_rot}, {d_k}.
+ * A model's own tables and positions: {rows}, {seq_len}; a position: {row}, {p}.
+ * rp.model_rules().messages exports them by name ({list} filled in) for the PyTorch companion. */
+#define RP_PE_NEEDS_ROTARY " a rotary pe ({list})"
+#define RP_PE_NEEDS_SOFTMAX RP_PE_NEEDS_ROTARY " with softmax attention, not {pe}{linear}"
+typedef enum {
+    RP_MSG_ROTATE_OPTION,    /* a caller's option rotate (rp_pe_rotate_check with option set) */
+    RP_MSG_ROTATE,           /* a config's rotate (rp_pe_rotate_check, the config's rule) */
+    RP_MSG_POSITIONS_OPTION, /* rp.attention's option positions (rp_attention_plan) */
+    RP_MSG_SCHEME_FREQ,      /* a frequency scheme that is not plain (rp_pe_scheme_check_freq) */
+    RP_MSG_FREQ,             /* a model's own frequencies or angles (rp_model_set_freq) */
+    RP_MSG_POSITIONS,        /* a model's positions (rp_model_set_positions) */
+    RP_MSG_LINEAR,           /* the text of {linear} with linear attention */
+    RP_MSG_FRACTION_RANGE,   /* rp_pe_fraction_width: a fraction outside (0, 1] */
+    RP_MSG_FRACTION_WIDTH,   /* rp_pe_fraction_width: an odd width or one below 2 */
+    RP_MSG_ANGLES_LEARN,     /* rp_model_set_freq: angles with learn_freq */
+    RP_MSG_POSITIONS_ROWS,   /* rp_model_set_positions: fewer rows than seq_len */
+    RP_MSG_BELOW_ANGLES,     /* rp_attention_check_positions: a position below an angle table */
+    RP_MSG_COUNT
+} rp_pe_msg;
+typedef struct rp_pe_msg_row {
+    const char *name; /* its name in rp.model_rules().messages */
+    const char *text; /* the template */
+} rp_pe_msg_row;
+extern const rp_pe_msg_row rp_pe_msgs[RP_MSG_COUNT];
+/* RP_ERR_ARG with the message of what needs a rotary pe (need: RP_MSG_ROTATE_OPTION ..
+ * RP_MSG_POSITIONS), not mode pe (with linear attention when linear is set). */
+rp_status rp_pe_need_rotary(rp_pe_msg need, rp_pe pe, int linear);
 /* RP_OK when the rotate mask (0: the mode's own) may go with mode pe: 0 or a rotary mode. Else
- * RP_ERR_ARG, the one home of the message: option set (a caller's option, rp.model's) "option
- * 'rotate' needs a rotary pe (rope, roper or roper_legacy), got pe 'shaw'", else (a config's
- * rule) "rotate needs a rotary pe (rope, roper or roper_legacy), not shaw". pe must be valid. */
+ * RP_ERR_ARG: option set (a caller's option, rp.model's) RP_MSG_ROTATE_OPTION ("option 'rotate'
+ * needs a rotary pe (rope, roper or roper_legacy), got pe 'shaw'"), else (a config's rule)
+ * RP_MSG_ROTATE ("rotate needs a rotary pe (rope, roper or roper_legacy), not shaw"). */
 rp_status rp_pe_rotate_check(rp_pe pe, int rotate, int option);
 /* names[0 .. count) as messages list them, "a, b or c", into buf (n bytes), each followed by its
  * index when values is set ("a (0), b (1) or c (2)"); returns buf. */

@@ -59,3 +59,11 @@ const char *rp_fill_marks(char *buf, size_t n, const char *t, const char *const 
     }
     return buf;
 }
+
+rp_status rp_error_marks(rp_status st, const char *t, const char *const *marks,
+                         const char *const *values, int count)
+{
+    char msg[sizeof rp_err_buf];
+    rp_fill_marks(msg, sizeof msg, t, marks, values, count);
+    return rp_error(st, "%s", msg);
+}

@@ -35,6 +35,9 @@ rp_status rp_error(rp_status st, const char *fmt, ...)
  * rp_rope_freq_check_use, rp_axes_plan) are such templates. Each value is copied as it is (a mark inside a value stays). */
 const char *rp_fill_marks(char *buf, size_t n, const char *t, const char *const *marks,
                           const char *const *values, int count);
+/* rp_error with the template t filled in (rp_fill_marks) as the message: returns st. */
+rp_status rp_error_marks(rp_status st, const char *t, const char *const *marks,
+                         const char *const *values, int count);
 
 /* Short name of a status code ("shape", "argument", ...). */
 const char *rp_status_name(rp_status st);

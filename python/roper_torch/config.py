@@ -40,7 +40,10 @@ DEFAULTS = {k["name"]: None if k["required"] else k["default"] for k in KEYS}
 # arguments, or keys of its config) and Hugging Face's rope_scaling and rope_theta (config() maps
 # them onto the schema's keys)
 OWN = ("freq", "angles", "positions", "axes", "sections", "mix", "rope_scaling", "rope_theta")
-I32 = 2 ** 31 - 1
+# core/model/model_config.c's coded rules by name (rp.model_rules(): their why and max), and the
+# rotary rules' messages by name (core/nn/pe.h's rp_pe_msgs, {list} filled in)
+RULE = {r["check"]: r for r in SCHEMA["rules"] if "check" in r}
+MESSAGES = SCHEMA["messages"]
 
 
 class Config(dict):
@@ -60,20 +63,21 @@ def _join(names):
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
 
 
-def _pe_list(rotary_only=False, linear=False, reads=None):
-    """(restated) rp_pe_list: the modes (rotary ones, those linear attention supports, those whose
-    relative terms read the key `reads`)."""
-    return _join(n for n, m in PE.items() if (not rotary_only or m["rotary"])
-                 and (not linear or m["linear"]) and (reads is None or reads in m["rel_keys"]))
+# a template of core's filled as rp_fill_marks fills it (one filler: rotary.fill)
+_fill = rotary.fill
+
+
+def _rotary_refusal(need, pe, linear=False):
+    """(interprets) ValueError with the message of what needs a rotary pe (rp_pe_need_rotary:
+    MESSAGES[need], not pe, with linear attention when linear)."""
+    return ValueError(_fill(MESSAGES[need], pe=pe, linear=MESSAGES["linear"] if linear else ""))
 
 
 def _rotate_check(pe, rotate, option):
-    """(restated) rp_pe_rotate_check: a rotate of a non-rotary pe refused, as an option of
+    """(checks) rp_pe_rotate_check: a rotate of a non-rotary pe refused, as an option of
     rp.model's (option) or as a config's rule."""
     if rotate and not PE[pe]["rotary"]:
-        raise ValueError("%s needs a rotary pe (%s), %s" % (
-            "option 'rotate'" if option else "rotate", _pe_list(True),
-            "got pe '%s'" % pe if option else "not %s" % pe))
+        raise _rotary_refusal("rotate_option" if option else "rotate", pe)
 
 
 def _lua_integer(v):
@@ -190,19 +194,19 @@ def _unused(c, k):
 
 
 def _fraction_width(what, f, D):
-    """(restated) rp_pe_fraction_width: the width floor(f D) that fraction f of d_k D gives, even
+    """(checks) rp_pe_fraction_width: the width floor(f D) that fraction f of d_k D gives, even
     and >= 2."""
     if not 0.0 < f <= 1.0:
-        raise ValueError("%s %s must be in (0, 1]" % (what, rotary._g(f)))
+        raise ValueError(_fill(MESSAGES["fraction_range"], what=what, fraction=rotary._g(f)))
     w = int(math.floor(f * D))
     if w < 2 or w % 2:
-        raise ValueError("%s %s gives d_rot %d for d_k %d; it must be even and >= 2"
-                         % (what, rotary._g(f), w, D))
+        raise ValueError(_fill(MESSAGES["fraction_width"], what=what, fraction=rotary._g(f),
+                               d_rot=w, d_k=D))
     return w
 
 
 def widths(cfg):
-    """(restated) {placement: d_rot} of the rotated placements (core/model/model_config.c's
+    """(checks) {placement: d_rot} of the rotated placements (core/model/model_config.c's
     pe_widths; with linear attention the mode's own): each from the fraction of the schema's row
     that rp_model_cfg_width_key picks (of the placement rows that name it, the one with an unset_as
     when set, else the other), refused as roper refuses a fraction that gives an odd width or one
@@ -242,28 +246,33 @@ def _normalise(c):
             c[k["name"]] = 0.0
 
 
+def _refuse(r, c, lo=0):
+    """(interprets) ValueError with coded rule r's message (model_config.c's refuse): its why with
+    {<key>} the value of each key of c (_value_str), {lo} lo and {hi} its max."""
+    return ValueError(_fill(r["why"], lo=lo, hi=r.get("max", 0),
+                            **{k["name"]: _value_str(k, c[k["name"]]) for k in KEYS}))
+
+
 def _coded(name, c):
-    """(restated) rp_model_cfg_check's rules that core codes (core/model/model_config.c's
-    rule_<name>), by the names that schema.json's rules give them."""
-    pe, mode = c["pe"], PE[c["pe"]]
-    if name == "rows" and c["max_batch"] > I32 // c["seq_len"]:
-        raise ValueError("max_batch %d x seq_len %d exceeds 2^31-1 rows"
-                         % (c["max_batch"], c["seq_len"]))
+    """(checks) rp_model_cfg_check's rules that core codes (core/model/model_config.c's
+    rule_<name>), by the names that schema.json's rules give them, with their messages and bounds
+    (their why and max) from there."""
+    r, mode = RULE[name], PE[c["pe"]]
+    if name == "rows" and c["max_batch"] > r["max"] // c["seq_len"]:
+        raise _refuse(r, c)
     if name == "heads" and c["d_model"] % c["heads"]:
-        raise ValueError("d_model %d is not divisible by heads %d" % (c["d_model"], c["heads"]))
+        raise _refuse(r, c)
     if name == "sinusoid" and c["d_model"] % 2 and \
             any(p["use"] == "proj_sin" for p in mode["rel_params"]):
-        raise ValueError("pe %s needs an even d_model (its sinusoid R), got %d"
-                         % (pe, c["d_model"]))
+        raise _refuse(r, c)
     if name == "rotate":
-        _rotate_check(pe, c["rotate"], False)
+        _rotate_check(c["pe"], c["rotate"], False)
     if name == "widths":
         widths(c)
     if name == "buckets" and "rel_buckets" in mode["rel_keys"]:
         lo = c["rel_buckets"] // 2 + 1
-        if not lo <= c["rel_max_distance"] <= I32:
-            raise ValueError("rel_max_distance %d must be in %d..%d"
-                             % (c["rel_max_distance"], lo, I32))
+        if not lo <= c["rel_max_distance"] <= r["max"]:
+            raise _refuse(r, c, lo)
     if name == "freq":
         rotary.check_tables(freq_of(c))  # rp_rope_freq_check(rp_model_cfg_freq(cfg))
 
@@ -274,7 +283,7 @@ def _check_rules(c):
     its `when` keys is set, needing pe among its modes and its `unset` keys at their defaults."""
     for k in KEYS:
         _check_key(k, c[k["name"]], False)
-    fact = dict(_facts(c), linear=" with linear attention" if c["attention"] == "linear" else "")
+    fact = dict(_facts(c), linear=MESSAGES["linear"] if c["attention"] == "linear" else "")
     for r in SCHEMA["rules"]:
         if "check" in r:
             _coded(r["check"], c)

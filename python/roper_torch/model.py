@@ -39,8 +39,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import rotary
-from .config import (DEFAULTS, KEY, MODES, PE, SCHEMA, Config, _pe_list,  # noqa: F401
-                     _unused, config, freq_of, widths)
+from .config import (DEFAULTS, KEY, MESSAGES, MODES, PE, SCHEMA, Config, _fill,  # noqa: F401
+                     _rotary_refusal, _unused, config, freq_of, widths)
 from .safetensors import DTYPES, read_safetensors, write_safetensors
 from .stored import _printable, from_json, to_json
 
@@ -152,14 +152,13 @@ def _mix_of(mix, A, half):
     return _table_of("mix", mix, n0, n1)
 
 
-def _need_rotary(what, cfg):
-    """(restated) what needs a rotary pe with softmax attention: refused otherwise, as
-    rp_model_set_freq and rp_model_set_positions refuse it (the message names the rotary modes
-    from the mode table)."""
-    if not MODES[cfg["pe"]].rotary or cfg["attention"] == "linear":
-        raise ValueError("%s a rotary pe (%s) with softmax attention, not %s%s"
-                         % (what, _pe_list(True), cfg["pe"], " with linear attention"
-                            if cfg["attention"] == "linear" else ""))
+def _need_rotary(need, cfg):
+    """(checks) what needs a rotary pe with softmax attention (need: "freq" for the own
+    frequencies or angles, "positions"): refused otherwise, as rp_model_set_freq and
+    rp_model_set_positions refuse it (rp_pe_need_rotary's message, from schema.json)."""
+    linear = cfg["attention"] == "linear"
+    if not MODES[cfg["pe"]].rotary or linear:
+        raise _rotary_refusal(need, cfg["pe"], linear)
 
 
 # The rules between the vector-position options with their messages (schema.json's axes:
@@ -241,22 +240,20 @@ def positions_of(cfg, positions, axes=None, sections=None, mix=None, theta=None,
     T = cfg["seq_len"]
     if theta is not None or angles is not None:  # rp_model_set_freq, before the positions
         if angles is not None and cfg["learn_freq"]:
-            raise ValueError("angles are final and learn_freq learns frequencies (give freq, the "
-                             "starting frequencies, instead)")
-        _need_rotary("freq and angles need", cfg)
+            raise ValueError(MESSAGES["angles_learn"])
+        _need_rotary("freq", cfg)
         f1 = replace(f, axes="axial", sections=None, mix=None)
         for p, d in w.items():
             rotary.check(f1, 0, d, T - 1, "d_rot_" + p)
     last = T - 1  # the largest position a placement reads: t, or the rows' largest
     if rows is not None:
-        _need_rotary("positions need", cfg)
+        _need_rotary("positions", cfg)
         if len(rows) < T:
-            raise ValueError("positions hold %d rows; the model's seq_len is %d" % (len(rows), T))
+            raise ValueError(_fill(MESSAGES["positions_rows"], rows=len(rows), seq_len=T))
         for r, row in enumerate(rows[:T]):
             for p in row:
                 if p < 0 and angles is not None:
-                    raise ValueError("positions: row %d holds %d, below 0, where the angle table "
-                                     "starts" % (r, p))
+                    raise ValueError(_fill(MESSAGES["below_angles"], row=r, p=p))
                 last = max(last, p)
     for p, d in w.items():  # q, k, v, o: rp_pe_scheme_check_freq's order
         rotary.check(f, A, d, last, "d_rot_" + p)
