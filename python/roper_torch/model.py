@@ -31,7 +31,6 @@ table):
 """
 
 import math
-import re
 from dataclasses import replace
 
 import torch
@@ -186,8 +185,7 @@ def _axes_refusal(wording, axes, A, pos_given, angles_given, tables, names=None)
     tname = {o: names.get(o, t) for o, t in _MAP_TABLE.items()}
 
     def say(rule, **more):
-        val = dict(v, **more)
-        return re.sub(r"\{(\w+)\}", lambda g: str(val.get(g.group(1), g.group(0))), w[rule])
+        return rotary._fill(w[rule], **dict(v, **more))
     given = v["axes"] if axes is not None else next((tname[o] for o in tname if o in tables), None)
     for r, hit in (("positions", not pos_given), ("scalar", A == 0)):
         if given and hit and r in w:

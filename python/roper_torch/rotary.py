@@ -65,11 +65,17 @@ with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "schema.json"
 OPTIONS = SCHEMA["options"]
 
 
-def _say(name, **values):
-    """The option readers' message `name` filled in as roper fills it (lrp_pushmsg, core's
-    rp_fill_marks): each mark {x} given a value replaced by it, any other brace left as it is."""
+def _fill(template, **values):
+    """(restated) A message template of schema.json filled in as roper fills its templates
+    (rp_fill_marks): each mark {x} given a value replaced by it (str), any other brace left as it
+    is, a value's own braces not read again."""
     return re.sub(r"\{(\w+)\}", lambda g: str(values[g.group(1)]) if g.group(1) in values
-                  else g.group(0), OPTIONS["messages"][name])
+                  else g.group(0), template)
+
+
+def _say(name, **values):
+    """The option readers' message `name` (options.messages) filled in by _fill."""
+    return _fill(OPTIONS["messages"][name], **values)
 
 
 # the config keys of the frequency scheme by their field of rp_rope_freq (the schema's freq
