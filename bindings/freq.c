@@ -61,11 +61,11 @@ static const hf_field hf_fields[] = {
     {"mscale_all_dim", HF_SCORE, NULL, NULL, NULL, 0, 0},
     {"truncate", RP_READS_YARN, "yarn_ramp", "dims", "dims_exact", 0, 0}};
 #define HF_NFIELDS ((int)(sizeof hf_fields / sizeof hf_fields[0]))
+#define HF_MAX_NEED 3
 
 /* The rope_types roper names as not supported (LongRoPE's, and its older name), NULL-terminated:
  * the message LRP_M_HF_UNSUPPORTED instead of the list of the supported ones. */
 static const char *const hf_unsupported[] = {"longrope", "su", NULL};
-#define HF_MAX_NEED 3
 
 /* The groups of scaling s (its RP_READS_* bits, HF_SCORE when it has a score factor). */
 static int hf_groups(rp_rope_scaling s)
