@@ -181,6 +181,111 @@ const char *lrp_shape_str(char *buf, const rp_tensor *t)
     return lrp_shape_str_n(buf, t->ndim, t->shape);
 }
 
+/* ---- the option readers' messages ---- */
+
+const char *const lrp_mark_names[LRP_MK_COUNT] = {
+    "{key}", "{got}",  "{names}", "{help}", "{type}", "{field}", "{what}", "{index}",
+    "{n}",   "{row}",  "{max}",   "{p}",    "{i}",    "{rows}",  "{half}", "{A}",
+    "{dims}", "{shape}", "{forms}", "{noun}", "{lists}", "{matrix}", "{number}"};
+
+const lrp_msg_row lrp_msgs[LRP_M_COUNT] = {
+    /* the typed reads of an option (lrp_opt*, rp.model's config keys by their schema type) */
+    [LRP_M_NUMBER] = {"number", "option '{key}' must be a number, got {got}"},
+    [LRP_M_FINITE] = {"finite", "option '{key}' must be finite, got {got}"},
+    [LRP_M_INTEGER] = {"integer", "option '{key}' must be an integer, got {got}"},
+    [LRP_M_BOOLEAN] = {"boolean", "option '{key}' must be a boolean, got {got}"},
+    [LRP_M_ENUM] = {"enum", "option '{key}' must be one of {names}, got {got}"}, /* "a", "b" */
+    [LRP_M_ROTATE] = {"rotate", "option '{key}' must name the rotated placements, distinct "
+                                "letters of \"qkvo\" (\"qk\", \"vo\", \"qkvo\", ...), got {got}"},
+    /* an option table's keys (lrp_checkopts), a required key (rp.model's) */
+    [LRP_M_NAMES] = {"names", "option names must be strings, got {got}"},
+    [LRP_M_UNKNOWN] = {"unknown", "unknown option '{key}' (known: {names})"}, /* a, b */
+    [LRP_M_REQUIRED] = {"required", "option '{key}' ({help}) is required"},
+    /* the rotary base (lrp_optbase) */
+    [LRP_M_BASE_EXCLUDE] = {"base_exclude", "options 'rope_theta' and 'base' exclude each other "
+                                            "(rope_theta is Hugging Face's name of base)"},
+    [LRP_M_POSITIVE] = {"positive", "option '{key}' must be > 0, got {got}"},
+    /* Hugging Face's rope_scaling (lrp_opt_rope_scaling) */
+    [LRP_M_HF_TABLE] = {"hf_table", "option 'rope_scaling' must be a table (Hugging Face's "
+                                    "config.json rope_scaling), got {got}"},
+    [LRP_M_HF_EXCLUDE] = {"hf_exclude", "options 'rope_scaling' and '{key}' exclude each other "
+                                        "(give Hugging Face's table or roper's keys)"},
+    [LRP_M_HF_DIFFER] = {"hf_differ", "option 'rope_scaling': 'rope_type' and 'type' differ"},
+    [LRP_M_HF_TYPE_STRING] = {"hf_type_string", "option 'rope_scaling': 'rope_type' (or 'type') "
+                                                "must be a string, got {got}"},
+    [LRP_M_HF_UNSUPPORTED] = {"hf_unsupported",
+                              "option 'rope_scaling': rope_type \"{type}\" (LongRoPE's per-pair "
+                              "factors) is not supported; give the frequencies as option 'freq'"},
+    [LRP_M_HF_TYPE] = {"hf_type", "option 'rope_scaling': rope_type \"{type}\" is not {names}"},
+    [LRP_M_HF_UNKNOWN] = {"hf_unknown", "option 'rope_scaling': unknown field {field} (roper "
+                                        "reads rope_type or type, {names})"}, /* {field}: 'x' */
+    [LRP_M_HF_NOTHING] = {"hf_nothing", "option 'rope_scaling': field '{field}' does nothing for "
+                                        "rope_type \"{type}\""},
+    [LRP_M_HF_BOOLEAN] = {"hf_boolean", "option 'rope_scaling': '{field}' must be a boolean, got "
+                                        "{got}"},
+    [LRP_M_HF_NUMBER] = {"hf_number", "option 'rope_scaling': '{field}' must be a finite number, "
+                                      "got {got}"},
+    [LRP_M_HF_INTEGER] = {"hf_integer", "option 'rope_scaling': '{field}' must be an integer >= 1, "
+                                        "got {got}"},
+    [LRP_M_HF_NEEDS] = {"hf_needs", "option 'rope_scaling': rope_type \"{type}\" needs {names}"},
+    /* the own tables freq, angles, mix (freq.c: lrp_freq_tables, table_sizes, copy_table) */
+    [LRP_M_FREQ_BOTH] = {"freq_both", "give option 'freq' or 'angles', not both"},
+    [LRP_M_ANGLES_NOTHING] = {"angles_nothing", "option 'angles': nothing is rotated here (a "
+                                                "rotary pe is needed)"},
+    [LRP_M_ANGLES_CALLS] = {"angles_calls", "option 'angles': a function is sampled for {rows} "
+                                            "positions x {half} pairs, more than 2^24 calls"},
+    [LRP_M_ANGLES_VALUE] = {"angles_value", "option 'angles': the function's value at p = {p}, "
+                                            "i = {i}"},
+    [LRP_M_ENTRY] = {"entry", "option '{key}'{index}"},
+    [LRP_M_FINITE_NUMBER] = {"finite_number", "{what} must be a finite number, got {got}"},
+    [LRP_M_TABLE_TENSOR] = {"table_tensor", "option '{key}' must be a {dims}-D tensor ({shape}), "
+                                            "got {got}"},
+    [LRP_M_TABLE_KIND] = {"table_kind", "option '{key}' must be a tensor, a list{forms}, got "
+                                        "{got}"},
+    [LRP_M_TABLE_FIRST] = {"table_first", "option '{key}'[1] must be a list of {noun}, got {got}"},
+    [LRP_M_TABLE_EMPTY] = {"table_empty", "option '{key}' must not be empty"},
+    [LRP_M_TABLE_ROW] = {"table_row", "option '{key}'[{row}] must be a list of {n} {noun}, got "
+                                      "{got}"},
+    [LRP_M_MIX_SIZE] = {"mix_size", "option 'mix' is [{rows} x {n}]; [{A} x {half}] expected (the "
+                                    "positions' axes x d_rot/2)"},
+    /* positions (nn.c's reader) and option sections (lrp_optaxes) */
+    [LRP_M_POS_KIND] = {"pos_kind", "{what} must be a table of integers{lists} or a 1-D "
+                                    "tensor{matrix}{number}, got {got}"},
+    [LRP_M_POS_LISTS] = {"pos_lists", " (or of lists of integers)"},
+    [LRP_M_POS_MATRIX] = {"pos_matrix", " (or [n x axes])"},
+    [LRP_M_POS_NUMBER] = {"pos_number", " or a number"},
+    [LRP_M_POS_AXES] = {"pos_axes", "{what}[1] holds {n} integers: 1 to {max} axes expected"},
+    [LRP_M_POS_ROW] = {"pos_row", "{what}[{row}] must be a list of {n} integers (as {what}[1]), "
+                                  "got {got}"},
+    [LRP_M_POS_INTEGER] = {"pos_integer", "{what}{index} must be an integer within 2^53, got "
+                                          "{got}"},
+    [LRP_M_SECTIONS] = {"sections", "option 'sections' must be a list of 1 to {max} pair counts "
+                                    "(one per axis), got {got}"},
+    [LRP_M_SECTIONS_ENTRY] = {"sections_entry", "option 'sections'[{row}] must be an integer >= 0 "
+                                                "(a pair count), got {got}"},
+};
+
+const char *lrp_pushmsg(lua_State *L, lrp_msg m, const char *const *values)
+{
+    const char *t = lrp_msgs[m].text;
+    size_t longest = 0, n = strlen(t) + 1;
+    for (int k = 0; k < LRP_MK_COUNT; k++) {
+        size_t len = values[k] ? strlen(values[k]) : 0;
+        longest = len > longest ? len : longest;
+    }
+    for (const char *p = t; *p; p++) n += *p == '{' ? longest : 0; /* room for every mark */
+    luaL_Buffer b;
+    char *buf = luaL_buffinitsize(L, &b, n);
+    rp_fill_marks(buf, n, t, lrp_mark_names, values, LRP_MK_COUNT);
+    luaL_pushresultsize(&b, strlen(buf));
+    return lua_tostring(L, -1);
+}
+
+int lrp_opterror(lua_State *L, int arg, lrp_msg m, const char *const *values)
+{
+    return lrp_argerror_msg(L, arg, lrp_pushmsg(L, m, values));
+}
+
 /* ---- numbers ---- */
 
 void lrp_setstr(lua_State *L, const char *key, const char *s)
@@ -463,7 +568,7 @@ int lrp_checkopts(lua_State *L, int idx, const char *const *given)
     while (lua_next(L, idx) != 0) {
         lua_pop(L, 1); /* value */
         if (lua_type(L, -1) != LUA_TSTRING)
-            lrp_argerror(L, idx, "option names must be strings, got %s", lrp_describe(L, -1));
+            lrp_opterror(L, idx, LRP_M_NAMES, LRP_MARKS([LRP_MK_GOT] = lrp_describe(L, -1)));
         const char *key = lua_tostring(L, -1);
         int found = 0;
         for (const char *const *k = known; *k; k++)
@@ -476,7 +581,8 @@ int lrp_checkopts(lua_State *L, int idx, const char *const *given)
                 luaL_addstring(&b, *k);
             }
             luaL_pushresult(&b);
-            lrp_argerror(L, idx, "unknown option '%s' (known: %s)", key, lua_tostring(L, -1));
+            lrp_opterror(L, idx, LRP_M_UNKNOWN,
+                         LRP_MARKS([LRP_MK_KEY] = key, [LRP_MK_NAMES] = lua_tostring(L, -1)));
         }
     }
     return 1;
@@ -507,7 +613,8 @@ double lrp_optnumber(lua_State *L, int idx, const char *key, double def)
         return def;
     }
     if (t != LUA_TNUMBER)
-        lrp_argerror(L, idx, "option '%s' must be a number, got %s", key, lrp_describe(L, -1));
+        lrp_opterror(L, idx, LRP_M_NUMBER,
+                     LRP_MARKS([LRP_MK_KEY] = key, [LRP_MK_GOT] = lrp_describe(L, -1)));
     double v = (double)lua_tonumber(L, -1);
     lua_pop(L, 1);
     return v;
@@ -518,7 +625,8 @@ double lrp_optfinite(lua_State *L, int idx, const char *key, double def)
     double v = lrp_optnumber(L, idx, key, def);
     if (!isfinite(v)) {
         lua_pushnumber(L, (lua_Number)v);
-        lrp_argerror(L, idx, "option '%s' must be finite, got %s", key, lrp_describe(L, -1));
+        lrp_opterror(L, idx, LRP_M_FINITE,
+                     LRP_MARKS([LRP_MK_KEY] = key, [LRP_MK_GOT] = lrp_describe(L, -1)));
     }
     return v;
 }
@@ -532,7 +640,8 @@ lua_Integer lrp_optinteger(lua_State *L, int idx, const char *key, lua_Integer d
     }
     lua_Integer v = 0;
     if (!lrp_tointeger(L, -1, &v))
-        lrp_argerror(L, idx, "option '%s' must be an integer, got %s", key, lrp_describe(L, -1));
+        lrp_opterror(L, idx, LRP_M_INTEGER,
+                     LRP_MARKS([LRP_MK_KEY] = key, [LRP_MK_GOT] = lrp_describe(L, -1)));
     lua_pop(L, 1);
     return v;
 }
@@ -545,7 +654,8 @@ int lrp_optboolean(lua_State *L, int idx, const char *key, int def)
         return def;
     }
     if (t != LUA_TBOOLEAN)
-        lrp_argerror(L, idx, "option '%s' must be a boolean, got %s", key, lrp_describe(L, -1));
+        lrp_opterror(L, idx, LRP_M_BOOLEAN,
+                     LRP_MARKS([LRP_MK_KEY] = key, [LRP_MK_GOT] = lrp_describe(L, -1)));
     int v = lua_toboolean(L, -1);
     lua_pop(L, 1);
     return v;
@@ -579,7 +689,9 @@ int lrp_optenum(lua_State *L, int idx, const char *key, const char *const *names
     luaL_pushresult(&b);
     const char *allowed = lua_tostring(L, -1); /* stays on the stack while it is used */
     const char *got = lrp_describe(L, top);    /* pushes its own string */
-    return lrp_argerror(L, idx, "option '%s' must be one of %s, got %s", key, allowed, got);
+    return lrp_opterror(L, idx, LRP_M_ENUM,
+                        LRP_MARKS([LRP_MK_KEY] = key, [LRP_MK_NAMES] = allowed,
+                                  [LRP_MK_GOT] = got));
 }
 
 int lrp_optrotate(lua_State *L, int idx, const char *key)
@@ -599,10 +711,8 @@ int lrp_optrotate(lua_State *L, int idx, const char *key)
         lua_pop(L, 1);
         return mask;
     }
-    return lrp_argerror(L, idx,
-                        "option '%s' must name the rotated placements, distinct letters of "
-                        "\"qkvo\" (\"qk\", \"vo\", \"qkvo\", ...), got %s",
-                        key, lrp_describe(L, lua_gettop(L)));
+    const char *got = lrp_describe(L, lua_gettop(L));
+    return lrp_opterror(L, idx, LRP_M_ROTATE, LRP_MARKS([LRP_MK_KEY] = key, [LRP_MK_GOT] = got));
 }
 
 int lrp_optcfgvalue(lua_State *L, int idx, rp_model_cfg *cfg, const rp_cfg_key *k)

@@ -73,6 +73,62 @@ const char *lrp_shape_str(char *buf, const rp_tensor *t);
 /* The same for a bare shape (sizes may be -1). */
 const char *lrp_shape_str_n(char *buf, int ndim, const int64_t *shape);
 
+/* ---- the option readers' messages ---- */
+
+/* The marks of the option readers' message templates (lrp_msgs), by the index of their values in
+ * lrp_opterror's values array: {key} the option's name, {got} the value as lrp_describe names
+ * it, {names} a list of names as the message lists them, {help} a config key's help, {type} a
+ * rope_type, {field} a rope_scaling field, {what} a named value (an option, an entry of one),
+ * {index} "[r]" or "[r][a]" (1-based), {n} a count, {row} a 1-based row, {max} a bound, {p} {i}
+ * a sampled position and pair, {rows} {half} the positions and pairs sampled or expected, {A}
+ * the positions' axes, {dims} {shape} {forms} {noun} a table option's (freq.c's table_opt),
+ * {lists} {matrix} {number} the forms a positions reader takes beside a list of integers. */
+typedef enum {
+    LRP_MK_KEY, LRP_MK_GOT, LRP_MK_NAMES, LRP_MK_HELP, LRP_MK_TYPE, LRP_MK_FIELD, LRP_MK_WHAT,
+    LRP_MK_INDEX, LRP_MK_N, LRP_MK_ROW, LRP_MK_MAX, LRP_MK_P, LRP_MK_I, LRP_MK_ROWS, LRP_MK_HALF,
+    LRP_MK_A, LRP_MK_DIMS, LRP_MK_SHAPE, LRP_MK_FORMS, LRP_MK_NOUN, LRP_MK_LISTS, LRP_MK_MATRIX,
+    LRP_MK_NUMBER, LRP_MK_COUNT
+} lrp_mark;
+
+/* The option readers' messages: the typed reads of args.c (as rp.model reads the config schema's
+ * keys, and every binding its options), the rotary base and Hugging Face's rope_scaling (freq.c),
+ * the own tables freq, angles and mix (freq.c), the positions (nn.c) and option sections. */
+typedef enum {
+    LRP_M_NUMBER, LRP_M_FINITE, LRP_M_INTEGER, LRP_M_BOOLEAN, LRP_M_ENUM, LRP_M_ROTATE,
+    LRP_M_NAMES, LRP_M_UNKNOWN, LRP_M_REQUIRED,
+    LRP_M_BASE_EXCLUDE, LRP_M_POSITIVE,
+    LRP_M_HF_TABLE, LRP_M_HF_EXCLUDE, LRP_M_HF_DIFFER, LRP_M_HF_TYPE_STRING, LRP_M_HF_UNSUPPORTED,
+    LRP_M_HF_TYPE, LRP_M_HF_UNKNOWN, LRP_M_HF_NOTHING, LRP_M_HF_BOOLEAN, LRP_M_HF_NUMBER,
+    LRP_M_HF_INTEGER, LRP_M_HF_NEEDS,
+    LRP_M_FREQ_BOTH, LRP_M_ANGLES_NOTHING, LRP_M_ANGLES_CALLS, LRP_M_ANGLES_VALUE, LRP_M_ENTRY,
+    LRP_M_FINITE_NUMBER, LRP_M_TABLE_TENSOR, LRP_M_TABLE_KIND, LRP_M_TABLE_FIRST,
+    LRP_M_TABLE_EMPTY, LRP_M_TABLE_ROW, LRP_M_MIX_SIZE,
+    LRP_M_POS_KIND, LRP_M_POS_LISTS, LRP_M_POS_MATRIX, LRP_M_POS_NUMBER, LRP_M_POS_AXES,
+    LRP_M_POS_ROW, LRP_M_POS_INTEGER,
+    LRP_M_SECTIONS, LRP_M_SECTIONS_ENTRY,
+    LRP_M_COUNT
+} lrp_msg;
+
+/* A message: its name (rp.option_messages()'s key) and its template (marks of lrp_mark). */
+typedef struct {
+    const char *name, *text;
+} lrp_msg_row;
+
+/* The templates, one per lrp_msg (args.c): the one home of these texts, which
+ * rp.option_messages() exports (the PyTorch companion fills them too). */
+extern const lrp_msg_row lrp_msgs[LRP_M_COUNT];
+/* The marks' texts ("{key}", ...), one per lrp_mark. */
+extern const char *const lrp_mark_names[LRP_MK_COUNT];
+
+/* Pushes message m filled in (rp_fill_marks: values[k] for mark k, LRP_MK_COUNT of them; a NULL
+ * leaves its mark) and returns it; no length limit. */
+const char *lrp_pushmsg(lua_State *L, lrp_msg m, const char *const *values);
+/* Raises `bad argument #arg` (lrp_argerror_msg) with message m filled in (lrp_pushmsg). */
+int lrp_opterror(lua_State *L, int arg, lrp_msg m, const char *const *values);
+/* The values of a message's marks, by mark: LRP_MARKS([LRP_MK_KEY] = key, [LRP_MK_GOT] = got)
+ * (the marks left out are NULL). */
+#define LRP_MARKS(...) ((const char *[LRP_MK_COUNT]){__VA_ARGS__})
+
 /* ---- numbers ---- */
 
 /* A value of type number at arg (strings are not coerced); `what` names it in errors. */

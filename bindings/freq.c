@@ -63,6 +63,10 @@ static const hf_field hf_fields[] = {
 #define HF_NFIELDS ((int)(sizeof hf_fields / sizeof hf_fields[0]))
 #define HF_MAX_NEED 3
 
+/* The rope_types roper names as not supported (LongRoPE's, and its older name), NULL-terminated:
+ * the message LRP_M_HF_UNSUPPORTED instead of the list of the supported ones. */
+static const char *const hf_unsupported[] = {"longrope", "su", NULL};
+
 /* The groups of scaling s (its RP_READS_* bits, HF_SCORE when it has a score factor). */
 static int hf_groups(rp_rope_scaling s)
 {
@@ -139,11 +143,10 @@ static int hf_type(lua_State *L, int idx, int t)
     lua_getfield(L, t, "rope_type");
     lua_getfield(L, t, "type");
     if (!lua_isnil(L, -2) && !lua_isnil(L, -1) && !lua_rawequal(L, -1, -2))
-        lrp_argerror(L, idx, "option 'rope_scaling': 'rope_type' and 'type' differ");
+        lrp_opterror(L, idx, LRP_M_HF_DIFFER, LRP_MARKS(NULL));
     if (!lua_isnil(L, -2)) lua_pop(L, 1);
     if (lua_type(L, -1) != LUA_TSTRING)
-        lrp_argerror(L, idx, "option 'rope_scaling': 'rope_type' (or 'type') must be a string, "
-                             "got %s", lrp_describe(L, -1));
+        lrp_opterror(L, idx, LRP_M_HF_TYPE_STRING, LRP_MARKS([LRP_MK_GOT] = lrp_describe(L, -1)));
     const char *name = lua_tostring(L, -1);
     const char *types[RP_SCALING_COUNT];
     int n = 0;
@@ -156,13 +159,13 @@ static int hf_type(lua_State *L, int idx, int t)
         }
         types[n++] = hf;
     }
-    if (strcmp(name, "longrope") == 0 || strcmp(name, "su") == 0)
-        lrp_argerror(L, idx, "option 'rope_scaling': rope_type \"%s\" (LongRoPE's per-pair "
-                             "factors) is not supported; give the frequencies as option 'freq'",
-                     name);
+    for (int i = 0; hf_unsupported[i]; i++)
+        if (strcmp(name, hf_unsupported[i]) == 0)
+            lrp_opterror(L, idx, LRP_M_HF_UNSUPPORTED, LRP_MARKS([LRP_MK_TYPE] = name));
     char list[128];
-    return lrp_argerror(L, idx, "option 'rope_scaling': rope_type \"%s\" is not %s", name,
-                        rp_join_names(list, sizeof list, types, n, 0));
+    return lrp_opterror(L, idx, LRP_M_HF_TYPE,
+                        LRP_MARKS([LRP_MK_TYPE] = name,
+                                  [LRP_MK_NAMES] = rp_join_names(list, sizeof list, types, n, 0)));
 }
 
 /* Every field of the rope_scaling table at t is one that scaling sc's rope_type reads. */
@@ -178,14 +181,14 @@ static void hf_check_fields(lua_State *L, int idx, int t, rp_rope_scaling sc)
             if (strcmp(key, hf_fields[i].name) == 0) at = i;
         if (at < 0) {
             char list[256];
-            lrp_argerror(L, idx, "option 'rope_scaling': unknown field %s%s%s (roper reads "
-                                 "rope_type or type, %s)", key ? "'" : "",
-                         key ? key : lrp_describe(L, -1), key ? "'" : "",
-                         hf_field_list(list, sizeof list));
+            const char *field = key ? lua_pushfstring(L, "'%s'", key) : lrp_describe(L, -1);
+            lrp_opterror(L, idx, LRP_M_HF_UNKNOWN,
+                         LRP_MARKS([LRP_MK_FIELD] = field,
+                                   [LRP_MK_NAMES] = hf_field_list(list, sizeof list)));
         }
         if (!hf_reads(sc, at))
-            lrp_argerror(L, idx, "option 'rope_scaling': field '%s' does nothing for rope_type "
-                                 "\"%s\"", key, rp_scaling_of(sc)->hf);
+            lrp_opterror(L, idx, LRP_M_HF_NOTHING,
+                         LRP_MARKS([LRP_MK_FIELD] = key, [LRP_MK_TYPE] = rp_scaling_of(sc)->hf));
     }
 }
 
@@ -204,18 +207,18 @@ static double hf_read(lua_State *L, int idx, int t, int i, int *given)
     *given = type != LUA_TNIL;
     if (f->on) {
         if (*given && type != LUA_TBOOLEAN)
-            lrp_argerror(L, idx, "option 'rope_scaling': '%s' must be a boolean, got %s",
-                         f->name, lrp_describe(L, -1));
+            lrp_opterror(L, idx, LRP_M_HF_BOOLEAN,
+                         LRP_MARKS([LRP_MK_FIELD] = f->name, [LRP_MK_GOT] = lrp_describe(L, -1)));
         v = !*given || lua_toboolean(L, -1);
     } else if (*given) {
         if (type != LUA_TNUMBER || !isfinite((double)lua_tonumber(L, -1)))
-            lrp_argerror(L, idx, "option 'rope_scaling': '%s' must be a finite number, got %s",
-                         f->name, lrp_describe(L, -1));
+            lrp_opterror(L, idx, LRP_M_HF_NUMBER,
+                         LRP_MARKS([LRP_MK_FIELD] = f->name, [LRP_MK_GOT] = lrp_describe(L, -1)));
         v = (double)lua_tonumber(L, -1);
         if (k && k->type == RP_CFG_INT && (v != floor(v) || v < 1.0 || v > (double)LRP_MAX_POS)) {
             lua_pushnumber(L, (lua_Number)v);
-            lrp_argerror(L, idx, "option 'rope_scaling': '%s' must be an integer >= 1, got %s",
-                         f->name, lrp_describe(L, -1));
+            lrp_opterror(L, idx, LRP_M_HF_INTEGER,
+                         LRP_MARKS([LRP_MK_FIELD] = f->name, [LRP_MK_GOT] = lrp_describe(L, -1)));
         }
     }
     lua_pop(L, 1);
@@ -232,13 +235,11 @@ int lrp_opt_rope_scaling(lua_State *L, int idx, rp_model_cfg *view)
     }
     int t = lua_gettop(L);
     if (!lua_istable(L, t))
-        lrp_argerror(L, idx, "option 'rope_scaling' must be a table (Hugging Face's "
-                             "config.json rope_scaling), got %s", lrp_describe(L, t));
+        lrp_opterror(L, idx, LRP_M_HF_TABLE, LRP_MARKS([LRP_MK_GOT] = lrp_describe(L, t)));
     for (int i = 0; i < rp_model_cfg_nkeys; i++) {
         const rp_cfg_key *k = &rp_model_cfg_keys[i];
         if (lrp_is_scaling_row(k) && lrp_hasopt(L, idx, k->name))
-            lrp_argerror(L, idx, "options 'rope_scaling' and '%s' exclude each other (give "
-                                 "Hugging Face's table or roper's keys)", k->name);
+            lrp_opterror(L, idx, LRP_M_HF_EXCLUDE, LRP_MARKS([LRP_MK_KEY] = k->name));
     }
     rp_rope_scaling sc = (rp_rope_scaling)hf_type(L, idx, t);
     hf_check_fields(L, idx, t, sc);
@@ -259,8 +260,8 @@ int lrp_opt_rope_scaling(lua_State *L, int idx, rp_model_cfg *view)
             for (int j = 0; j < n && at < sizeof list; j++)
                 at += (size_t)snprintf(list + at, sizeof list - at, "%s%s", j ? " and " : "",
                                        names[j]);
-            lrp_argerror(L, idx, "option 'rope_scaling': rope_type \"%s\" needs %s",
-                         rp_scaling_of(sc)->hf, list);
+            lrp_opterror(L, idx, LRP_M_HF_NEEDS,
+                         LRP_MARKS([LRP_MK_TYPE] = rp_scaling_of(sc)->hf, [LRP_MK_NAMES] = list));
         }
     }
     view->scaling = sc;
@@ -298,14 +299,13 @@ int lrp_opt_rope_scaling(lua_State *L, int idx, rp_model_cfg *view)
 double lrp_optbase(lua_State *L, int idx)
 {
     int hf = lrp_hasopt(L, idx, "rope_theta");
-    if (hf && lrp_hasopt(L, idx, "base"))
-        lrp_argerror(L, idx, "options 'rope_theta' and 'base' exclude each other (rope_theta is "
-                             "Hugging Face's name of base)");
+    if (hf && lrp_hasopt(L, idx, "base")) lrp_opterror(L, idx, LRP_M_BASE_EXCLUDE, LRP_MARKS(NULL));
     const char *key = hf ? "rope_theta" : "base";
     double base = lrp_optfinite(L, idx, key, RP_ROPE_BASE);
     if (!(base > 0.0)) {
         lua_pushnumber(L, (lua_Number)base);
-        lrp_argerror(L, idx, "option '%s' must be > 0, got %s", key, lrp_describe(L, -1));
+        lrp_opterror(L, idx, LRP_M_POSITIVE,
+                     LRP_MARKS([LRP_MK_KEY] = key, [LRP_MK_GOT] = lrp_describe(L, -1)));
     }
     return base;
 }
@@ -336,13 +336,30 @@ void lrp_optfreq(lua_State *L, int idx, rp_model_cfg *view, rp_rope_freq *f,
     }
 }
 
-/* A finite number at the top of the stack (popped), or an error naming what. */
-static double take_number(lua_State *L, int idx, const char *what)
+/* A finite number at the top of the stack (popped), or an error naming it: entry [a] ([a][b]
+ * when b > 0; 1-based) of option key, or, key NULL, the value of option angles' function at
+ * p = a, i = b. The name is made only for the error. */
+static double take_number(lua_State *L, int idx, const char *key, int64_t a, int64_t b)
 {
-    int isnum = 0;
+    int isnum = 0, top = lua_gettop(L);
     double v = (double)lua_tonumberx(L, -1, &isnum);
-    if (!isnum || lua_type(L, -1) != LUA_TNUMBER || !isfinite(v))
-        lrp_argerror(L, idx, "%s must be a finite number, got %s", what, lrp_describe(L, -1));
+    if (!isnum || lua_type(L, -1) != LUA_TNUMBER || !isfinite(v)) {
+        const char *what;
+        if (key) {
+            const char *index = b > 0 ? lua_pushfstring(L, "[%I][%I]", (LUAI_UACINT)a,
+                                                        (LUAI_UACINT)b)
+                                      : lua_pushfstring(L, "[%I]", (LUAI_UACINT)a);
+            what = lrp_pushmsg(L, LRP_M_ENTRY, LRP_MARKS([LRP_MK_KEY] = key,
+                                                          [LRP_MK_INDEX] = index));
+        } else {
+            const char *p = lua_pushfstring(L, "%I", (LUAI_UACINT)a);
+            const char *i = lua_pushfstring(L, "%I", (LUAI_UACINT)b);
+            what = lrp_pushmsg(L, LRP_M_ANGLES_VALUE, LRP_MARKS([LRP_MK_P] = p, [LRP_MK_I] = i));
+        }
+        const char *got = lrp_describe(L, top);
+        lrp_opterror(L, idx, LRP_M_FINITE_NUMBER, LRP_MARKS([LRP_MK_WHAT] = what,
+                                                             [LRP_MK_GOT] = got));
+    }
     lua_pop(L, 1);
     return v;
 }
@@ -373,27 +390,31 @@ static void table_sizes(lua_State *L, int idx, int slot, const table_opt *o, int
         if (!t->storage) lrp_argerror(L, idx, "option '%s': attempt to use a released tensor", key);
         if (t->ndim != nd) {
             char buf[RP_SHAPE_STR_LEN];
-            lrp_argerror(L, idx, "option '%s' must be a %d-D tensor (%s), got %s", key, nd,
-                         o->shape, lrp_shape_str(buf, t));
+            lrp_opterror(L, idx, LRP_M_TABLE_TENSOR,
+                         LRP_MARKS([LRP_MK_KEY] = key, [LRP_MK_DIMS] = lua_pushfstring(L, "%d", nd),
+                                   [LRP_MK_SHAPE] = o->shape,
+                                   [LRP_MK_GOT] = lrp_shape_str(buf, t)));
         }
         *n0 = t->shape[0];
         if (nd == 2) *n1 = t->shape[1];
     } else if (lua_type(L, slot) != LUA_TTABLE) {
-        lrp_argerror(L, idx, "option '%s' must be a tensor, a list%s, got %s", key, o->forms,
-                     lrp_describe(L, slot));
+        lrp_opterror(L, idx, LRP_M_TABLE_KIND,
+                     LRP_MARKS([LRP_MK_KEY] = key, [LRP_MK_FORMS] = o->forms,
+                               [LRP_MK_GOT] = lrp_describe(L, slot)));
     } else {
         *n0 = (int64_t)lua_rawlen(L, slot);
         if (nd == 2 && *n0 > 0) {
             lua_rawgeti(L, slot, 1);
             if (lua_type(L, -1) != LUA_TTABLE)
-                lrp_argerror(L, idx, "option '%s'[1] must be a list of %s, got %s", key, o->noun,
-                             lrp_describe(L, -1));
+                lrp_opterror(L, idx, LRP_M_TABLE_FIRST,
+                             LRP_MARKS([LRP_MK_KEY] = key, [LRP_MK_NOUN] = o->noun,
+                                       [LRP_MK_GOT] = lrp_describe(L, -1)));
             *n1 = (int64_t)lua_rawlen(L, -1);
             lua_pop(L, 1);
         }
     }
     /* a tensor with a 0 in its shape too (its [4 x 0] once divided by 0 below) */
-    if (*n0 < 1 || *n1 < 1) lrp_argerror(L, idx, "option '%s' must not be empty", key);
+    if (*n0 < 1 || *n1 < 1) lrp_opterror(L, idx, LRP_M_TABLE_EMPTY, LRP_MARKS([LRP_MK_KEY] = key));
 }
 
 /* Copies the value at slot (sizes n0 x n1, from table_sizes) into dst as doubles. */
@@ -411,23 +432,24 @@ static void copy_table(lua_State *L, int idx, int slot, const table_opt *o, doub
                 dst[a * n1 + b] = (double)d[a * t->stride[0] + (nd == 2 ? b * t->stride[1] : 0)];
         return;
     }
-    char what[96];
     for (int64_t a = 0; a < n0; a++) {
         if (nd == 1) {
             lua_rawgeti(L, slot, (lua_Integer)(a + 1));
-            snprintf(what, sizeof what, "option '%s'[%lld]", key, (long long)(a + 1));
-            dst[a] = take_number(L, idx, what);
+            dst[a] = take_number(L, idx, key, a + 1, 0);
             continue;
         }
         lua_rawgeti(L, slot, (lua_Integer)(a + 1));
-        if (lua_type(L, -1) != LUA_TTABLE || (int64_t)lua_rawlen(L, -1) != n1)
-            lrp_argerror(L, idx, "option '%s'[%I] must be a list of %I %s, got %s", key,
-                         (LUAI_UACINT)(a + 1), (LUAI_UACINT)n1, o->noun, lrp_describe(L, -1));
+        if (lua_type(L, -1) != LUA_TTABLE || (int64_t)lua_rawlen(L, -1) != n1) {
+            const char *got = lrp_describe(L, -1);
+            lrp_opterror(L, idx, LRP_M_TABLE_ROW,
+                         LRP_MARKS([LRP_MK_KEY] = key,
+                                   [LRP_MK_ROW] = lua_pushfstring(L, "%I", (LUAI_UACINT)(a + 1)),
+                                   [LRP_MK_N] = lua_pushfstring(L, "%I", (LUAI_UACINT)n1),
+                                   [LRP_MK_NOUN] = o->noun, [LRP_MK_GOT] = got));
+        }
         for (int64_t b = 0; b < n1; b++) {
             lua_rawgeti(L, -1, (lua_Integer)(b + 1));
-            snprintf(what, sizeof what, "option '%s'[%lld][%lld]", key, (long long)(a + 1),
-                     (long long)(b + 1));
-            dst[a * n1 + b] = take_number(L, idx, what);
+            dst[a * n1 + b] = take_number(L, idx, key, a + 1, b + 1);
         }
         lua_pop(L, 1);
     }
@@ -436,8 +458,7 @@ static void copy_table(lua_State *L, int idx, int slot, const table_opt *o, doub
 void lrp_freq_tables(lua_State *L, int idx, int slot, rp_rope_freq *f, int64_t rows, int64_t half)
 {
     int has_freq = !lua_isnil(L, slot), has_ang = !lua_isnil(L, slot + 1);
-    if (has_freq && has_ang)
-        lrp_argerror(L, idx, "give option 'freq' or 'angles', not both");
+    if (has_freq && has_ang) lrp_opterror(L, idx, LRP_M_FREQ_BOTH, LRP_MARKS(NULL));
     if (has_freq) {
         int64_t n0, n1;
         table_sizes(L, idx, slot, &OPT_FREQ, &n0, &n1);
@@ -445,25 +466,20 @@ void lrp_freq_tables(lua_State *L, int idx, int slot, rp_rope_freq *f, int64_t r
         copy_table(L, idx, slot, &OPT_FREQ, d, n0, 1);
         f->theta = d, f->n_theta = n0;
     } else if (has_ang && lua_type(L, slot + 1) == LUA_TFUNCTION) {
-        if (half < 1)
-            lrp_argerror(L, idx, "option 'angles': nothing is rotated here (a rotary pe is "
-                                 "needed)");
+        if (half < 1) lrp_opterror(L, idx, LRP_M_ANGLES_NOTHING, LRP_MARKS(NULL));
         if (rows < 1 || rows > FREQ_MAX_SAMPLES / half)
-            lrp_argerror(L, idx, "option 'angles': a function is sampled for %I positions x %I "
-                                 "pairs, more than 2^24 calls", (LUAI_UACINT)rows,
-                         (LUAI_UACINT)half);
+            lrp_opterror(L, idx, LRP_M_ANGLES_CALLS,
+                         LRP_MARKS([LRP_MK_ROWS] = lua_pushfstring(L, "%I", (LUAI_UACINT)rows),
+                                   [LRP_MK_HALF] = lua_pushfstring(L, "%I", (LUAI_UACINT)half)));
         double *d = (double *)lua_newuserdatauv(L, (size_t)(rows * half) * sizeof(double), 0);
         int ud = lua_gettop(L);
-        char what[128];
         for (int64_t p = 0; p < rows; p++)
             for (int64_t i = 0; i < half; i++) {
                 lua_pushvalue(L, slot + 1);
                 lua_pushinteger(L, (lua_Integer)p);
                 lua_pushinteger(L, (lua_Integer)i);
                 lua_call(L, 2, 1);
-                snprintf(what, sizeof what, "option 'angles': the function's value at p = %lld, "
-                         "i = %lld", (long long)p, (long long)i);
-                d[p * half + i] = take_number(L, idx, what);
+                d[p * half + i] = take_number(L, idx, NULL, p, i);
             }
         lua_settop(L, ud);
         f->angles = d, f->rows = rows, f->n_angles = half;
@@ -494,14 +510,18 @@ void lrp_optaxes(lua_State *L, int idx, lrp_axes_opts *o)
         int t = lua_gettop(L);
         lua_Unsigned n = lua_type(L, t) == LUA_TTABLE ? lua_rawlen(L, t) : 0;
         if (lua_type(L, t) != LUA_TTABLE || n < 1 || n > RP_MAX_AXES)
-            lrp_argerror(L, idx, "option 'sections' must be a list of 1 to %d pair counts (one "
-                                 "per axis), got %s", RP_MAX_AXES, lrp_describe(L, t));
+            lrp_opterror(L, idx, LRP_M_SECTIONS,
+                         LRP_MARKS([LRP_MK_MAX] = lua_pushfstring(L, "%d", RP_MAX_AXES),
+                                   [LRP_MK_GOT] = lrp_describe(L, t)));
         for (lua_Unsigned i = 0; i < n; i++) {
             lua_Integer v = 0;
             lua_rawgeti(L, t, (lua_Integer)i + 1);
-            if (!lrp_tointeger(L, -1, &v) || v < 0 || v > RP_MAX_NUMEL)
-                lrp_argerror(L, idx, "option 'sections'[%I] must be an integer >= 0 (a pair "
-                                     "count), got %s", (LUAI_UACINT)(i + 1), lrp_describe(L, -1));
+            if (!lrp_tointeger(L, -1, &v) || v < 0 || v > RP_MAX_NUMEL) {
+                const char *got = lrp_describe(L, -1);
+                const char *row = lua_pushfstring(L, "%I", (LUAI_UACINT)(i + 1));
+                lrp_opterror(L, idx, LRP_M_SECTIONS_ENTRY,
+                             LRP_MARKS([LRP_MK_ROW] = row, [LRP_MK_GOT] = got));
+            }
             lua_pop(L, 1);
             o->sections[i] = (int64_t)v;
         }
@@ -533,12 +553,51 @@ void lrp_axes_tables(lua_State *L, int idx, const lrp_axes_opts *o, int A, int p
     int64_t n0, n1;
     table_sizes(L, idx, o->slot, &OPT_MIX, &n0, &n1);
     if (n0 != A || n1 != half)
-        lrp_argerror(L, idx, "option 'mix' is [%I x %I]; [%d x %I] expected (the positions' "
-                             "axes x d_rot/2)", (LUAI_UACINT)n0, (LUAI_UACINT)n1, A,
-                     (LUAI_UACINT)half);
+        lrp_opterror(L, idx, LRP_M_MIX_SIZE,
+                     LRP_MARKS([LRP_MK_ROWS] = lua_pushfstring(L, "%I", (LUAI_UACINT)n0),
+                               [LRP_MK_N] = lua_pushfstring(L, "%I", (LUAI_UACINT)n1),
+                               [LRP_MK_A] = lua_pushfstring(L, "%d", A),
+                               [LRP_MK_HALF] = lua_pushfstring(L, "%I", (LUAI_UACINT)half)));
     double *d = (double *)lua_newuserdatauv(L, (size_t)(n0 * n1) * sizeof(double), 0);
     copy_table(L, idx, o->slot, &OPT_MIX, d, n0, n1);
     f->axes.mix = d, f->axes.n_mix = n1;
+}
+
+int lrp_option_messages(lua_State *L)
+{
+    static const table_opt *const tables[] = {&OPT_FREQ, &OPT_ANGLES, &OPT_MIX};
+    lua_settop(L, 0);
+    lua_createtable(L, 0, 4);
+    lua_createtable(L, 0, LRP_M_COUNT);
+    for (int m = 0; m < LRP_M_COUNT; m++) lrp_setstr(L, lrp_msgs[m].name, lrp_msgs[m].text);
+    lua_setfield(L, -2, "messages");
+    lua_createtable(L, 0, 3);
+    for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
+        const table_opt *o = tables[i];
+        lua_createtable(L, 0, 4);
+        lua_pushinteger(L, o->nd);
+        lua_setfield(L, -2, "dims");
+        lrp_setstr(L, "shape", o->shape);
+        lrp_setstr(L, "forms", o->forms);
+        lrp_setstr(L, "noun", o->noun);
+        lua_setfield(L, -2, o->key);
+    }
+    lua_setfield(L, -2, "tables");
+    lua_createtable(L, 0, 3);
+    lua_pushinteger(L, RP_MAX_AXES);
+    lua_setfield(L, -2, "max_axes");
+    lua_pushinteger(L, (lua_Integer)LRP_MAX_POS);
+    lua_setfield(L, -2, "max_pos");
+    lua_pushinteger(L, (lua_Integer)FREQ_MAX_SAMPLES);
+    lua_setfield(L, -2, "max_samples");
+    lua_setfield(L, -2, "bounds");
+    lua_newtable(L);
+    for (int i = 0; hf_unsupported[i]; i++) {
+        lua_pushstring(L, hf_unsupported[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "hf_unsupported");
+    return 1;
 }
 
 int lrp_axes_rules(lua_State *L)

@@ -94,6 +94,14 @@ void lrp_axes_tables(lua_State *L, int idx, const lrp_axes_opts *o, int A, int p
  * <rule> = message template, ...} (a rule a wording does not check has no template). */
 int lrp_axes_rules(lua_State *L);
 
+/* rp.option_messages() -> the option readers' messages and what they name, as a new table:
+ * messages[name] = template (args.h's lrp_msgs: marks {key}, {got}, ... of lrp_mark), tables[key]
+ * = {dims =, shape =, forms =, noun =} for the table options freq, angles and mix (their dims, the
+ * tensor shape, the other forms and what a row holds, as the messages name them), bounds =
+ * {max_axes =, max_pos =, max_samples =} (RP_MAX_AXES, LRP_MAX_POS, the calls of a function of
+ * angles), hf_unsupported = the rope_types refused by name (LRP_M_HF_UNSUPPORTED). */
+int lrp_option_messages(lua_State *L);
+
 /* Positions at stack slot idx (argument arg, named `what` in errors, as rp.rope.angles reads
  * them: a list of integers or a 1-D tensor, or vector positions, an [n x A] tensor or a list of n
  * lists of A = 1 .. RP_MAX_AXES integers; each within 2^53) copied row-major into a new userdata

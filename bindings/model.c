@@ -121,7 +121,8 @@ static void read_fields(lua_State *L, int idx, rp_model_cfg *cfg)
     for (int i = 0; i < rp_model_cfg_nkeys; i++) {
         const rp_cfg_key *k = &rp_model_cfg_keys[i];
         if (!lrp_hasopt(L, idx, k->name) && k->flags & RP_CFG_REQUIRED)
-            lrp_argerror(L, idx, "option '%s' (%s) is required", k->name, k->help);
+            lrp_opterror(L, idx, LRP_M_REQUIRED,
+                         LRP_MARKS([LRP_MK_KEY] = k->name, [LRP_MK_HELP] = k->help));
         lrp_optcfgkey(L, idx, cfg, k);
     }
     /* Hugging Face's names: rope_theta for base, the rope_scaling table */
@@ -967,6 +968,7 @@ static const luaL_Reg model_funcs[] = {
     {"model_layout", l_model_layout},
     {"safetensors_extras", l_safetensors_extras},
     {"axes_rules", lrp_axes_rules},
+    {"option_messages", lrp_option_messages},
     {NULL, NULL},
 };
 

@@ -88,11 +88,11 @@ static void take_position(lua_State *L, int arg, const char *what, int64_t i, in
 {
     lua_Integer v = 0;
     if (!lrp_tointeger(L, -1, &v) || v < -LRP_MAX_POS || v > LRP_MAX_POS) {
-        if (j > 0)
-            lrp_argerror(L, arg, "%s[%I][%I] must be an integer within 2^53, got %s", what,
-                         (LUAI_UACINT)i, (LUAI_UACINT)j, lrp_describe(L, -1));
-        lrp_argerror(L, arg, "%s[%I] must be an integer within 2^53, got %s", what,
-                     (LUAI_UACINT)i, lrp_describe(L, -1));
+        const char *got = lrp_describe(L, -1);
+        const char *index = j > 0 ? lua_pushfstring(L, "[%I][%I]", (LUAI_UACINT)i, (LUAI_UACINT)j)
+                                  : lua_pushfstring(L, "[%I]", (LUAI_UACINT)i);
+        lrp_opterror(L, arg, LRP_M_POS_INTEGER,
+                     LRP_MARKS([LRP_MK_WHAT] = what, [LRP_MK_INDEX] = index, [LRP_MK_GOT] = got));
     }
     lua_pop(L, 1);
     *out = (int64_t)v;
@@ -113,8 +113,9 @@ static int64_t *read_positions(lua_State *L, int arg, int idx, const char *what,
     if (allow_number && lua_type(L, idx) == LUA_TNUMBER) {
         lua_Integer v = 0;
         if (!lrp_tointeger(L, idx, &v) || v < -LRP_MAX_POS || v > LRP_MAX_POS)
-            lrp_argerror(L, arg, "%s must be an integer within 2^53, got %s", what,
-                         lrp_describe(L, idx));
+            lrp_opterror(L, arg, LRP_M_POS_INTEGER,
+                         LRP_MARKS([LRP_MK_WHAT] = what, [LRP_MK_INDEX] = "",
+                                   [LRP_MK_GOT] = lrp_describe(L, idx)));
         int64_t *p = (int64_t *)lua_newuserdatauv(L, sizeof(int64_t), 0);
         p[0] = (int64_t)v;
         *n = 1;
@@ -127,8 +128,10 @@ static int64_t *read_positions(lua_State *L, int arg, int idx, const char *what,
         if (axes && len > 0 && lua_rawgeti(L, idx, 1) == LUA_TTABLE) { /* a list of lists */
             lua_Unsigned w = lua_rawlen(L, -1);
             if (w < 1 || w > RP_MAX_AXES)
-                lrp_argerror(L, arg, "%s[1] holds %I integers: 1 to %d axes expected", what,
-                             (LUAI_UACINT)w, RP_MAX_AXES);
+                lrp_opterror(L, arg, LRP_M_POS_AXES,
+                             LRP_MARKS([LRP_MK_WHAT] = what,
+                                       [LRP_MK_N] = lua_pushfstring(L, "%I", (LUAI_UACINT)w),
+                                       [LRP_MK_MAX] = lua_pushfstring(L, "%d", RP_MAX_AXES)));
             A = *axes = (int)w;
         }
         if (axes && len > 0) lua_pop(L, 1);
@@ -138,10 +141,14 @@ static int64_t *read_positions(lua_State *L, int arg, int idx, const char *what,
         for (lua_Unsigned i = 0; i < len; i++) {
             lua_rawgeti(L, idx, (lua_Integer)i + 1);
             if (axes && *axes) {
-                if (lua_type(L, -1) != LUA_TTABLE || lua_rawlen(L, -1) != (lua_Unsigned)A)
-                    lrp_argerror(L, arg, "%s[%I] must be a list of %d integers (as %s[1]), got "
-                                         "%s", what, (LUAI_UACINT)(i + 1), A, what,
-                                 lrp_describe(L, -1));
+                if (lua_type(L, -1) != LUA_TTABLE || lua_rawlen(L, -1) != (lua_Unsigned)A) {
+                    const char *got = lrp_describe(L, -1);
+                    const char *row = lua_pushfstring(L, "%I", (LUAI_UACINT)(i + 1));
+                    lrp_opterror(L, arg, LRP_M_POS_ROW,
+                                 LRP_MARKS([LRP_MK_WHAT] = what, [LRP_MK_ROW] = row,
+                                           [LRP_MK_N] = lua_pushfstring(L, "%d", A),
+                                           [LRP_MK_GOT] = got));
+                }
                 for (int a = 0; a < A; a++) {
                     lua_rawgeti(L, -1, a + 1);
                     take_position(L, arg, what, (int64_t)i + 1, a + 1, &p[(int64_t)i * A + a]);
@@ -177,9 +184,12 @@ static int64_t *read_positions(lua_State *L, int arg, int idx, const char *what,
         *n = len;
         return p;
     }
-    lrp_argerror(L, arg, "%s must be a table of integers%s or a 1-D tensor%s%s, got %s", what,
-                 axes ? " (or of lists of integers)" : "", axes ? " (or [n x axes])" : "",
-                 allow_number ? " or a number" : "", lrp_describe(L, idx));
+    lrp_opterror(L, arg, LRP_M_POS_KIND,
+                 LRP_MARKS([LRP_MK_WHAT] = what,
+                           [LRP_MK_LISTS] = axes ? lrp_msgs[LRP_M_POS_LISTS].text : "",
+                           [LRP_MK_MATRIX] = axes ? lrp_msgs[LRP_M_POS_MATRIX].text : "",
+                           [LRP_MK_NUMBER] = allow_number ? lrp_msgs[LRP_M_POS_NUMBER].text : "",
+                           [LRP_MK_GOT] = lrp_describe(L, idx)));
     return NULL;
 }
 

@@ -7,7 +7,9 @@
 -- parameter layout (rp.model_layout(): layout.params, layout.dims), what a safetensors file
 -- holds beside the parameters (rp.safetensors_extras(): extras.tensors, extras.axes_key) and
 -- the rules between the vector-position options with their messages (rp.axes_rules():
--- axes.maps, axes.rules, axes.wordings), from which the PyTorch companion checks a config as
+-- axes.maps, axes.rules, axes.wordings) and the option readers' messages with what they name
+-- (rp.option_messages(): options.messages, options.tables, options.bounds,
+-- options.hf_unsupported), from which the PyTorch companion checks a config as
 -- rp.model checks it, lists its scalings, counts a model's parameters and reads and writes its
 -- files. Run from the top of the tree after
 -- `make` when a config key, a mode or a scaling changes (torch_companion_spec fails until the
@@ -61,4 +63,4 @@ io.write(encode({ keys = rp.model_keys(), modes = list(rp.pe_modes()), rules = l
                   freq_checks = all.checks,
                   layout = { params = list(layout), dims = layout.dims },
                   extras = { tensors = list(extras), axes_key = extras.axes_key },
-                  axes = rp.axes_rules() }, 0), "\n")
+                  axes = rp.axes_rules(), options = rp.option_messages() }, 0), "\n")

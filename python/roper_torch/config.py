@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 
 from . import rotary
+from .rotary import _say
 
 
 @dataclass(frozen=True)
@@ -63,14 +64,11 @@ def _join(names):
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
 
 
-# a template of core's filled as rp_fill_marks fills it (one filler: rotary.fill)
-_fill = rotary.fill
-
-
 def _rotary_refusal(need, pe, linear=False):
     """(interprets) ValueError with the message of what needs a rotary pe (rp_pe_need_rotary:
     MESSAGES[need], not pe, with linear attention when linear)."""
-    return ValueError(_fill(MESSAGES[need], pe=pe, linear=MESSAGES["linear"] if linear else ""))
+    return ValueError(rotary.fill(MESSAGES[need], pe=pe,
+                                  linear=MESSAGES["linear"] if linear else ""))
 
 
 def _rotate_check(pe, rotate, option):
@@ -103,34 +101,32 @@ def _rotate_mask(s):
 
 
 def _read(k, v):
-    """(restated) The value v of row k read as rp.model reads it (lrp_optcfgkey's types), else
-    ValueError."""
+    """(checks) The value v of row k read as rp.model reads it (lrp_optcfgkey's types), else
+    ValueError with roper's message (schema.json's options.messages)."""
     name, t = k["name"], k["type"]
+
+    def refuse(msg, **more):
+        return ValueError(_say(msg, key=name, got=rotary._describe(v), **more))
     if t == "number":
         if isinstance(v, bool) or not hasattr(v, "__float__") or isinstance(v, str):
-            raise ValueError("option '%s' must be a number, got %s" % (name, rotary._describe(v)))
+            raise refuse("number")
         return float(v)
     if t in ("int", "seed"):
         i = _lua_integer(v)
         if i is None:
-            raise ValueError("option '%s' must be an integer, got %s"
-                             % (name, rotary._describe(v)))
+            raise refuse("integer")
         return i
     if t == "enum":
         if not isinstance(v, str) or v not in k["names"]:
-            raise ValueError("option '%s' must be one of %s, got %s"
-                             % (name, ", ".join('"%s"' % n for n in k["names"]),
-                                rotary._describe(v)))
+            raise refuse("enum", names=", ".join('"%s"' % n for n in k["names"]))
         return v
     if t == "rotate":
         r = _rotate_mask(v)
         if r is None:
-            raise ValueError("option '%s' must name the rotated placements, distinct letters of "
-                             '"qkvo" ("qk", "vo", "qkvo", ...), got %s'
-                             % (name, rotary._describe(v)))
+            raise refuse("rotate")
         return r
     if not isinstance(v, bool):  # bool
-        raise ValueError("option '%s' must be a boolean, got %s" % (name, rotary._describe(v)))
+        raise refuse("boolean")
     return v
 
 
@@ -197,10 +193,10 @@ def _fraction_width(what, f, D):
     """(checks) rp_pe_fraction_width: the width floor(f D) that fraction f of d_k D gives, even
     and >= 2."""
     if not 0.0 < f <= 1.0:
-        raise ValueError(_fill(MESSAGES["fraction_range"], what=what, fraction=rotary._g(f)))
+        raise ValueError(rotary.fill(MESSAGES["fraction_range"], what=what, fraction=rotary._g(f)))
     w = int(math.floor(f * D))
     if w < 2 or w % 2:
-        raise ValueError(_fill(MESSAGES["fraction_width"], what=what, fraction=rotary._g(f),
+        raise ValueError(rotary.fill(MESSAGES["fraction_width"], what=what, fraction=rotary._g(f),
                                d_rot=w, d_k=D))
     return w
 
@@ -249,7 +245,7 @@ def _normalise(c):
 def _refuse(r, c, lo=0):
     """(interprets) ValueError with coded rule r's message (model_config.c's refuse): its why with
     {<key>} the value of each key of c (_value_str), {lo} lo and {hi} its max."""
-    return ValueError(_fill(r["why"], lo=lo, hi=r.get("max", 0),
+    return ValueError(rotary.fill(r["why"], lo=lo, hi=r.get("max", 0),
                             **{k["name"]: _value_str(k, c[k["name"]]) for k in KEYS}))
 
 
@@ -302,79 +298,72 @@ _HF_MAP = SCHEMA["hf_map"]
 
 
 def _rope_theta(c):
-    """(restated) rope_theta, Hugging Face's name of base (lrp_optbase)."""
+    """(checks) rope_theta, Hugging Face's name of base (lrp_optbase)."""
     if c.get("base") is not None:
-        raise ValueError("options 'rope_theta' and 'base' exclude each other (rope_theta is "
-                         "Hugging Face's name of base)")
+        raise ValueError(_say("base_exclude"))
     x = _read(dict(KEY["base"], name="rope_theta"), c["rope_theta"])  # read as base
     if not math.isfinite(x):
-        raise ValueError("option 'rope_theta' must be finite, got %s" % rotary._describe(x))
+        raise ValueError(_say("finite", key="rope_theta", got=rotary._describe(x)))
     if not x > 0.0:
-        raise ValueError("option 'rope_theta' must be > 0, got %s" % rotary._describe(x))
+        raise ValueError(_say("positive", key="rope_theta", got=rotary._describe(x)))
     return x
 
 
 def _hf_value(f, v):
-    """The value v of rope_scaling field f (a row of _HF_MAP) read by its row, else ValueError."""
-    what = "option 'rope_scaling': '%s' must be " % f["name"]
+    """(checks) The value v of rope_scaling field f (a row of _HF_MAP) read by its row (hf_read
+    of bindings/freq.c), else ValueError."""
     if "on" in f:
         if not isinstance(v, bool):
-            raise ValueError(what + "a boolean, got %s" % rotary._describe(v))
+            raise ValueError(_say("hf_boolean", field=f["name"], got=rotary._describe(v)))
         return f["on"] if v else f["off"]
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise ValueError(what + "a finite number, got %s" % rotary._describe(v))
+        raise ValueError(_say("hf_number", field=f["name"], got=rotary._describe(v)))
     v = float(v)
     if "key" in f and KEY[f["key"]]["type"] == "int":
         if v != math.floor(v) or not 1.0 <= v <= rotary.MAX_POS:
-            raise ValueError(what + "an integer >= 1, got %s" % rotary._describe(v))
+            raise ValueError(_say("hf_integer", field=f["name"], got=rotary._describe(v)))
         return int(v)
     return v
 
 
 def _rope_scaling(c, full):
-    """(restated) A rope_scaling table as a model's config.json writes it, mapped onto roper's keys
+    """(checks) A rope_scaling table as a model's config.json writes it, mapped onto roper's keys
     in full (lrp_opt_rope_scaling: the rope_type, the fields each reads and needs, and the key each
     sets from schema.json), or ValueError with rp.model's message."""
     t = c["rope_scaling"]
     if not isinstance(t, (dict, list, tuple)):
-        raise ValueError("option 'rope_scaling' must be a table (Hugging Face's config.json "
-                         "rope_scaling), got %s" % rotary._describe(t))
+        raise ValueError(_say("hf_table", got=rotary._describe(t)))
     t = t if isinstance(t, dict) else {}  # a list holds no rope_type (Lua: its fields 1, 2, ..)
     for k in KEYS:
         if (k["use"] in ("scaled", "scalings") or k["name"] == "scaling") and \
                 c.get(k["name"]) is not None:
-            raise ValueError("options 'rope_scaling' and '%s' exclude each other (give Hugging "
-                             "Face's table or roper's keys)" % k["name"])
+            raise ValueError(_say("hf_exclude", key=k["name"]))
     rt, ty = t.get("rope_type"), t.get("type")
     if rt is not None and ty is not None and rt != ty:
-        raise ValueError("option 'rope_scaling': 'rope_type' and 'type' differ")
+        raise ValueError(_say("hf_differ"))
     name = rt if rt is not None else ty
     if not isinstance(name, str):
-        raise ValueError("option 'rope_scaling': 'rope_type' (or 'type') must be a string, got "
-                         "%s" % rotary._describe(name))
-    if name in ("longrope", "su"):
-        raise ValueError("option 'rope_scaling': rope_type \"%s\" (LongRoPE's per-pair factors) "
-                         "is not supported; give the frequencies as option 'freq'" % name)
+        raise ValueError(_say("hf_type_string", got=rotary._describe(name)))
+    if name in rotary.OPTIONS["hf_unsupported"]:
+        raise ValueError(_say("hf_unsupported", type=name))
     if name not in _HF_TYPES:
-        raise ValueError("option 'rope_scaling': rope_type \"%s\" is not %s"
-                         % (name, _join(_HF_TYPES)))
+        raise ValueError(_say("hf_type", type=name, names=_join(_HF_TYPES)))
     row = _HF_TYPES[name]
     for key in t:
         if key in ("rope_type", "type"):
             continue
         if key not in (f["name"] for f in _HF_MAP):
-            raise ValueError("option 'rope_scaling': unknown field '%s' (roper reads rope_type or "
-                             "type, %s)" % (key, ", ".join(f["name"] for f in _HF_MAP)))
+            raise ValueError(_say("hf_unknown", field="'%s'" % key if isinstance(key, str) else
+                                  rotary._describe(key),
+                                  names=", ".join(f["name"] for f in _HF_MAP)))
         if key not in row["hf_fields"]:
-            raise ValueError("option 'rope_scaling': field '%s' does nothing for rope_type "
-                             "\"%s\"" % (key, name))
+            raise ValueError(_say("hf_nothing", field=key, type=name))
     v = {f["name"]: _hf_value(f, True if t.get(f["name"]) is None else t[f["name"]])
          for f in _HF_MAP if f["name"] in row["hf_fields"] and
          (t.get(f["name"]) is not None or "on" in f)}  # a boolean absent: true
     for fields in row["hf_needs"]:
         if not all(t.get(f) is not None for f in fields):
-            raise ValueError("option 'rope_scaling': rope_type \"%s\" needs %s"
-                             % (name, " and ".join(fields)))
+            raise ValueError(_say("hf_needs", type=name, names=" and ".join(fields)))
     full["scaling"] = row["name"]
     for f in _HF_MAP:
         if "key" in f and f["name"] in v:
@@ -402,16 +391,15 @@ def config(cfg=None, **kw):
     c = dict(cfg or {}, **kw)
     for name in c:
         if not isinstance(name, str):
-            raise ValueError("option names must be strings, got %s" % rotary._describe(name))
+            raise ValueError(_say("names", got=rotary._describe(name)))
         if name not in KEY and name not in OWN:
-            raise ValueError("unknown option '%s' (known: %s)"
-                             % (name, ", ".join(list(KEY) + list(OWN))))
+            raise ValueError(_say("unknown", key=name, names=", ".join(list(KEY) + list(OWN))))
     full = {}
     for k in KEYS:
         name = k["name"]
         if c.get(name) is None:  # absent (Lua's nil)
             if k["required"]:
-                raise ValueError("option '%s' (%s) is required" % (name, k["help"]))
+                raise ValueError(_say("required", key=name, help=k["help"]))
             full[name] = DEFAULTS[name]
             continue
         full[name] = _read(k, c[name])

@@ -31,7 +31,6 @@ table):
 """
 
 import math
-import re
 from dataclasses import replace
 
 import torch
@@ -39,7 +38,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import rotary
-from .config import (DEFAULTS, KEY, MESSAGES, MODES, PE, SCHEMA, Config, _fill,  # noqa: F401
+from .config import (DEFAULTS, KEY, MESSAGES, MODES, PE, SCHEMA, Config,  # noqa: F401
                      _rotary_refusal, _unused, config, freq_of, widths)
 from .safetensors import DTYPES, read_safetensors, write_safetensors
 from .stored import _printable, from_json, to_json
@@ -48,12 +47,12 @@ LN_EPS = 1e-5
 LINATTN_EPS = 1e-6  # RP_LINATTN_EPS
 
 
-# rp.model's table options (bindings/freq.c's table_opt): key -> dims (1: a list, 2: a list of
-# lists), the tensor shape its messages name, its other forms, what its rows hold
-_TABLES = {"freq": (1, "[n]", " of numbers", None),
-           "angles": (2, "[positions x n]", " of lists or a function(p, i)", "angles"),
-           "mix": (2, "[axes x pairs]", " of lists", "frequencies")}
-_MAX_SAMPLES = 1 << 24  # the calls of a function of angles (FREQ_MAX_SAMPLES)
+# rp.model's table options (schema.json's options.tables: bindings/freq.c's table_opt): key ->
+# {dims (1: a list, 2: a list of lists), shape (the tensor shape its messages name), forms (its
+# other forms), noun (what its rows hold)}
+_TABLES = rotary.OPTIONS["tables"]
+_MAX_SAMPLES = rotary.OPTIONS["bounds"]["max_samples"]  # the calls of a function of angles
+_say = rotary._say
 
 
 def _number(what, v):
@@ -64,78 +63,83 @@ def _number(what, v):
     except (OverflowError, TypeError, ValueError):
         x = None
     if x is None or not math.isfinite(x):
-        raise ValueError("%s must be a finite number, got %s" % (what, rotary._describe(v)))
+        raise ValueError(_say("finite_number", what=what, got=rotary._describe(v)))
     return x
 
 
+def _entry(key, *index):
+    """How roper's messages name entry [a] or [a][b] (1-based) of table option key."""
+    return _say("entry", key=key, index="".join("[%d]" % i for i in index))
+
+
 def _table_sizes(key, v):
-    """(n0, n1) of the table option `key` (a tensor or a list, of lists when 2-D), refused as
-    roper's table_sizes refuses it: the wrong kind, dims or first row, or empty."""
-    nd, shape, forms, noun = _TABLES[key]
+    """(checks) (n0, n1) of the table option `key` (a tensor or a list, of lists when 2-D),
+    refused as roper's table_sizes (bindings/freq.c) refuses it: the wrong kind, dims or first
+    row, or empty."""
+    o = _TABLES[key]
+    nd = o["dims"]
     n1 = 1
     if hasattr(v, "tolist") and not isinstance(v, torch.Tensor):  # a NumPy array: its lists
         v = v.tolist()
     if isinstance(v, torch.Tensor):
         if v.dim() != nd:
-            raise ValueError("option '%s' must be a %d-D tensor (%s), got [%s]"
-                             % (key, nd, shape, " x ".join("%d" % n for n in v.shape)))
+            raise ValueError(_say("table_tensor", key=key, dims=nd, shape=o["shape"],
+                                  got="[%s]" % " x ".join("%d" % n for n in v.shape)))
         n0, n1 = v.shape[0], v.shape[1] if nd == 2 else 1
     elif not isinstance(v, (list, tuple)):
-        raise ValueError("option '%s' must be a tensor, a list%s, got %s"
-                         % (key, forms, rotary._describe(v)))
+        raise ValueError(_say("table_kind", key=key, forms=o["forms"], got=rotary._describe(v)))
     else:
         n0 = len(v)
         if nd == 2 and n0 > 0:
             if not isinstance(v[0], (list, tuple)):
-                raise ValueError("option '%s'[1] must be a list of %s, got %s"
-                                 % (key, noun, rotary._describe(v[0])))
+                raise ValueError(_say("table_first", key=key, noun=o["noun"],
+                                      got=rotary._describe(v[0])))
             n1 = len(v[0])
     if n0 < 1 or n1 < 1:
-        raise ValueError("option '%s' must not be empty" % key)
+        raise ValueError(_say("table_empty", key=key))
     return n0, n1
 
 
 def _table_of(key, v, n0, n1):
-    """The table option `key` of sizes n0 x n1 (_table_sizes) as floats: a list, or a list of
-    rows when 2-D. A tensor's values are taken as they are (roper's core refuses non-finite ones
-    later, rotary.check); a list's rows and entries are refused as roper's copy_table refuses
-    them."""
-    nd, _, _, noun = _TABLES[key]
+    """(checks) The table option `key` of sizes n0 x n1 (_table_sizes) as floats: a list, or a
+    list of rows when 2-D. A tensor's values are taken as they are (roper's core refuses
+    non-finite ones later, rotary.check); a list's rows and entries are refused as roper's
+    copy_table (bindings/freq.c) refuses them."""
+    o = _TABLES[key]
     if hasattr(v, "tolist") and not isinstance(v, torch.Tensor):
         v = v.tolist()
     if isinstance(v, torch.Tensor):
         return v.detach().double().tolist()
-    if nd == 1:
-        return [_number("option '%s'[%d]" % (key, i), x) for i, x in enumerate(v, 1)]
+    if o["dims"] == 1:
+        return [_number(_entry(key, i), x) for i, x in enumerate(v, 1)]
     out = []
     for a, row in enumerate(v, 1):
         if not isinstance(row, (list, tuple)) or len(row) != n1:
-            raise ValueError("option '%s'[%d] must be a list of %d %s, got %s"
-                             % (key, a, n1, noun, rotary._describe(row)))
-        out.append([_number("option '%s'[%d][%d]" % (key, a, i), x) for i, x in enumerate(row, 1)])
+            raise ValueError(_say("table_row", key=key, row=a, n=n1, noun=o["noun"],
+                                  got=rotary._describe(row)))
+        out.append([_number(_entry(key, a, i), x) for i, x in enumerate(row, 1)])
     return out
 
 
 def _own_tables(cfg, freq, angles):
-    """(restated) (theta, angles): the model's own frequencies or angles as lists of floats (None
+    """(checks) (theta, angles): the model's own frequencies or angles as lists of floats (None
     when not given), read and refused as rp.model reads them (lrp_freq_tables, then
     rp_rope_freq_check's part for them). angles may be a function(p, i), sampled at p = 0 ..
     seq_len-1 and i = 0 .. d_rot/2 - 1 of the widest rotated placement."""
     if freq is not None and angles is not None:
-        raise ValueError("give option 'freq' or 'angles', not both")
+        raise ValueError(_say("freq_both"))
     half = max(widths(cfg).values(), default=0) // 2
     if freq is not None:
         freq = _table_of("freq", freq, *_table_sizes("freq", freq))
     elif callable(angles):
         rows = cfg["seq_len"]
         if half < 1:
-            raise ValueError("option 'angles': nothing is rotated here (a rotary pe is needed)")
+            raise ValueError(_say("angles_nothing"))
         if rows < 1 or rows > _MAX_SAMPLES // half:
-            raise ValueError("option 'angles': a function is sampled for %d positions x %d "
-                             "pairs, more than 2^24 calls" % (rows, half))
+            raise ValueError(_say("angles_calls", rows=rows, half=half))
         fn = angles
-        angles = [[_number("option 'angles': the function's value at p = %d, i = %d" % (p, i),
-                           fn(p, i)) for i in range(half)] for p in range(rows)]
+        angles = [[_number(_say("angles_value", p=p, i=i), fn(p, i)) for i in range(half)]
+                  for p in range(rows)]
     elif angles is not None:
         angles = _table_of("angles", angles, *_table_sizes("angles", angles))
     rotary.check_tables(freq_of(cfg, freq, angles))
@@ -147,8 +151,7 @@ def _mix_of(mix, A, half):
     roper's reader refuses it."""
     n0, n1 = _table_sizes("mix", mix)
     if n0 != A or n1 != half:
-        raise ValueError("option 'mix' is [%d x %d]; [%d x %d] expected (the positions' axes x "
-                         "d_rot/2)" % (n0, n1, A, half))
+        raise ValueError(_say("mix_size", rows=n0, n=n1, A=A, half=half))
     return _table_of("mix", mix, n0, n1)
 
 
@@ -181,8 +184,7 @@ def _axes_refusal(wording, axes, A, pos_given, angles_given, tables, names=None)
     tname = {o: names.get(o, t) for o, t in _MAP_TABLE.items()}
 
     def say(rule, **more):
-        val = dict(v, **more)
-        return re.sub(r"\{(\w+)\}", lambda g: str(val.get(g.group(1), g.group(0))), w[rule])
+        return rotary.fill(w[rule], **dict(v, **more))
     given = v["axes"] if axes is not None else next((tname[o] for o in tname if o in tables), None)
     for r, hit in (("positions", not pos_given), ("scalar", A == 0)):
         if given and hit and r in w:
@@ -213,16 +215,15 @@ def positions_of(cfg, positions, axes=None, sections=None, mix=None, theta=None,
     / angles: the own frequencies or angles (_own_tables)."""
     theta, angles = _own_tables(cfg, theta, angles)
     if axes is not None and (not isinstance(axes, str) or axes not in rotary.AXES):
-        raise ValueError("option 'axes' must be one of %s, got %s"
-                         % (", ".join('"%s"' % a for a in rotary.AXES), rotary._describe(axes)))
+        raise ValueError(_say("enum", key="axes", names=", ".join('"%s"' % a for a in rotary.AXES),
+                              got=rotary._describe(axes)))
     if sections is not None:
         if not isinstance(sections, (list, tuple)) or not 1 <= len(sections) <= rotary.MAX_AXES:
-            raise ValueError("option 'sections' must be a list of 1 to %d pair counts (one per "
-                             "axis), got %s" % (rotary.MAX_AXES, rotary._describe(sections)))
+            raise ValueError(_say("sections", max=rotary.MAX_AXES,
+                                  got=rotary._describe(sections)))
         for a, n in enumerate(sections, 1):
             if rotary._integer(n) is None or n < 0:
-                raise ValueError("option 'sections'[%d] must be an integer >= 0 (a pair count), "
-                                 "got %s" % (a, rotary._describe(n)))
+                raise ValueError(_say("sections_entry", row=a, got=rotary._describe(n)))
         sections = [int(n) for n in sections]
     rows, A = (None, 0) if positions is None else \
         rotary.read_positions(positions, "option 'positions'")
@@ -249,11 +250,11 @@ def positions_of(cfg, positions, axes=None, sections=None, mix=None, theta=None,
     if rows is not None:
         _need_rotary("positions", cfg)
         if len(rows) < T:
-            raise ValueError(_fill(MESSAGES["positions_rows"], rows=len(rows), seq_len=T))
+            raise ValueError(rotary.fill(MESSAGES["positions_rows"], rows=len(rows), seq_len=T))
         for r, row in enumerate(rows[:T]):
             for p in row:
                 if p < 0 and angles is not None:
-                    raise ValueError(_fill(MESSAGES["below_angles"], row=r, p=p))
+                    raise ValueError(rotary.fill(MESSAGES["below_angles"], row=r, p=p))
                 last = max(last, p)
     for p, d in w.items():  # q, k, v, o: rp_pe_scheme_check_freq's order
         rotary.check(f, A, d, last, "d_rot_" + p)

@@ -60,6 +60,24 @@ TWO_PI = 6.283185307179586476925286766559
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "schema.json")) as _f:
     SCHEMA = json.load(_f)
 
+# the option readers' messages (rp.option_messages(): bindings/args.c's lrp_msgs, templates with
+# marks {key}, {got}, ...), the table options freq, angles and mix, the readers' bounds
+OPTIONS = SCHEMA["options"]
+
+
+def fill(template, **values):
+    """(interprets) A message template of schema.json filled in as core's rp_fill_marks fills it:
+    each mark {x} given a value replaced by it (str), any other brace left as it is, a value's own
+    braces not read again. The companion's one filler."""
+    return re.sub(r"\{(\w+)\}", lambda g: str(values[g.group(1)]) if g.group(1) in values
+                  else g.group(0), template)
+
+
+def _say(name, **values):
+    """The option readers' message `name` (options.messages) filled in by fill."""
+    return fill(OPTIONS["messages"][name], **values)
+
+
 # the config keys of the frequency scheme by their field of rp_rope_freq (the schema's freq
 # column): their rows, whose defaults are Freq's
 FREQ_KEYS = {k["freq"]: k for k in SCHEMA["keys"] if "freq" in k}
@@ -112,8 +130,8 @@ AXIAL, SECTIONS, MIXED = AXES
 # +n theta on the query side, k_i and v_i by +i theta on the key side (v by +c i theta, c the
 # mode's v_angle), RoPER's output o_n turned back by -n theta with the query side's magnitude.
 PLACEMENTS = {"q": (1, 1), "k": (-1, 1), "v": (-1, 1), "o": (1, -1)}
-MAX_AXES = FREQ_CHECKS["max_axes"]     # RP_MAX_AXES
-MAX_POS = 2 ** 53                      # positions are integers within +-2^53
+MAX_AXES = OPTIONS["bounds"]["max_axes"]  # RP_MAX_AXES
+MAX_POS = OPTIONS["bounds"]["max_pos"]    # positions are integers within +-2^53 (LRP_MAX_POS)
 
 
 @dataclass(frozen=True)
@@ -289,44 +307,36 @@ def _integer(v):
 
 
 def read_positions(positions, what="positions"):
-    """(rows, A): positions as a list of tuples of A ints, A = 0 for scalar positions (a list of
-    ints: 1-tuples) and 1 to 3 for vector positions (a list of lists of A ints, or anything with
-    tolist(): a tensor or array [n] or [n x A]). Raises ValueError as roper's reader does
-    (`what` names the argument)."""
+    """(checks) (rows, A): positions as a list of tuples of A ints, A = 0 for scalar positions (a
+    list of ints: 1-tuples) and 1 to 3 for vector positions (a list of lists of A ints, or
+    anything with tolist(): a tensor or array [n] or [n x A]). Raises ValueError as roper's
+    reader does (bindings/nn.c's read_positions, with lrp_read_positions's forms; `what` names
+    the argument), its messages and bound from schema.json."""
     if hasattr(positions, "tolist"):
         positions = positions.tolist()
     if not isinstance(positions, (list, tuple, range)):
-        raise ValueError("%s must be a table of integers (or of lists of integers) or a 1-D "
-                         "tensor (or [n x axes]), got %s" % (what, _describe(positions)))
+        m = OPTIONS["messages"]
+        raise ValueError(_say("pos_kind", what=what, lists=m["pos_lists"],
+                              matrix=m["pos_matrix"], number="", got=_describe(positions)))
     positions = list(positions)
     A = 0
     if positions and isinstance(positions[0], (list, tuple)):
         A = len(positions[0])
         if not 1 <= A <= MAX_AXES:
-            raise ValueError("%s[1] holds %d integers: 1 to %d axes expected" % (what, A,
-                                                                               MAX_AXES))
+            raise ValueError(_say("pos_axes", what=what, n=A, max=MAX_AXES))
     rows = []
     for r, row in enumerate(positions, 1):
         if A and (not isinstance(row, (list, tuple)) or len(row) != A):
-            raise ValueError("%s[%d] must be a list of %d integers (as %s[1]), got %s"
-                             % (what, r, A, what, _describe(row)))
+            raise ValueError(_say("pos_row", what=what, row=r, n=A, got=_describe(row)))
         vals = []
         for a, v in enumerate(row if A else [row], 1):
             p = _integer(v)
             if p is None:
-                raise ValueError("%s[%d]%s must be an integer within 2^53, got %s"
-                                 % (what, r, "[%d]" % a if A else "", _describe(v)))
+                raise ValueError(_say("pos_integer", what=what, index="[%d][%d]" % (r, a) if A
+                                      else "[%d]" % r, got=_describe(v)))
             vals.append(p)
         rows.append(tuple(vals))
     return rows, A
-
-
-def fill(template, **values):
-    """(interprets) A message template of schema.json filled as core's rp_fill_marks fills it:
-    each {name} of values replaced by str() of its value, any other text (braces too) copied as
-    it is; a value is not scanned again."""
-    return re.sub(r"\{(\w+)\}", lambda m: str(values[m.group(1)]) if m.group(1) in values
-                  else m.group(0), template)
 
 
 def _rows(f, t):

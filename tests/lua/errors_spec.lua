@@ -250,4 +250,103 @@ describe("errors", function()
     collectgarbage()
     assert.equal(6, rp.ones { 2, 3 }:sum())
   end)
+
+  -- The option readers' messages as rp.option_messages() exports them (bindings/args.c's
+  -- table, which the PyTorch companion fills too): each template, filled in here by hand, is
+  -- word for word what the reader raises for a call that breaks it.
+  it("the option readers raise rp.option_messages()'s templates, filled in", function()
+    local o = rp.option_messages()
+    local marks = {}
+    for _, m in ipairs { "key", "got", "names", "help", "type", "field", "what", "index", "n",
+      "row", "max", "p", "i", "rows", "half", "A", "dims", "shape", "forms", "noun", "lists",
+      "matrix", "number" } do marks[m] = true end
+    local n = 0
+    for name, t in pairs(o.messages) do -- every mark is a documented one
+      n = n + 1
+      for m in t:gmatch("{(%w+)}") do assert.is_true(marks[m], name .. ": {" .. m .. "}") end
+    end
+    assert.equal(44, n)
+    assert.same({ max_axes = 3, max_pos = 2 ^ 53 // 1, max_samples = 2 ^ 24 // 1 }, o.bounds)
+    assert.same({ "longrope", "su" }, o.hf_unsupported)
+    assert.same({ dims = 2, shape = "[axes x pairs]", forms = " of lists", noun = "frequencies" },
+      o.tables.mix)
+    local function say(name, v)
+      return (o.messages[name]:gsub("{(%w+)}", function(k) return v[k] and tostring(v[k]) end))
+    end
+    local grid = { { 0, 0 }, { 0, 1 }, { 1, 0 }, { 1, 1 } }
+    local cases2 = {
+      { { d_model = "x" }, "integer", { key = "d_model", got = 'string "x"' } },
+      { { dropout = true }, "number", { key = "dropout", got = "boolean" } },
+      { { learn_freq = 1 }, "boolean", { key = "learn_freq", got = "1" } },
+      { { norm = "mid" }, "enum", { key = "norm", names = '"pre", "post"', got = 'string "mid"' } },
+      { { rotate = "qq" }, "rotate", { key = "rotate", got = 'string "qq"' } },
+      { { vocab = false }, "integer", { key = "vocab", got = "boolean" } },
+      { { vocab = "nil" }, "required", nil },
+      { { bogus = 1 }, "unknown", nil },
+      { { rope_theta = 2, base = 3 }, "base_exclude", {} },
+      { { rope_theta = 0 }, "positive", { key = "rope_theta", got = "0.0" } },
+      { { rope_scaling = 2 }, "hf_table", { got = "2" } },
+      { { rope_scaling = { rope_type = "linear", factor = 2 }, scaling = "pi" }, "hf_exclude",
+        { key = "scaling" } },
+      { { rope_scaling = { rope_type = "linear", type = "yarn" } }, "hf_differ", {} },
+      { { rope_scaling = { rope_type = 3 } }, "hf_type_string", { got = "3" } },
+      { { rope_scaling = { rope_type = "su" } }, "hf_unsupported", { type = "su" } },
+      { { rope_scaling = { rope_type = "linear", beta_fast = 2 } }, "hf_nothing",
+        { field = "beta_fast", type = "linear" } },
+      { { rope_scaling = { rope_type = "linear", factor = "2" } }, "hf_number",
+        { field = "factor", got = 'string "2"' } },
+      { { rope_scaling = { rope_type = "yarn", factor = 2, truncate = 1 } }, "hf_boolean",
+        { field = "truncate", got = "1" } },
+      { { rope_scaling = { rope_type = "llama3", factor = 2, low_freq_factor = 1,
+        high_freq_factor = 4, original_max_position_embeddings = 0 } }, "hf_integer",
+        { field = "original_max_position_embeddings", got = "0.0" } },
+      { { rope_scaling = { rope_type = "llama3", factor = 2 } }, "hf_needs",
+        { type = "llama3", names = "original_max_position_embeddings" } },
+      { { freq = { 1, 2 }, angles = { { 1 } } }, "freq_both", {} },
+      { { freq = true }, "table_kind", { key = "freq", forms = o.tables.freq.forms,
+        got = "boolean" } },
+      { { freq = {} }, "table_empty", { key = "freq" } },
+      { { freq = rp.zeros { 2, 2 } }, "table_tensor", { key = "freq", dims = 1, shape = "[n]",
+        got = "[2 x 2]" } },
+      { { angles = { 1 } }, "table_first", { key = "angles", noun = "angles", got = "1" } },
+      { { angles = { { 1, 2 }, { 1 } } }, "table_row", { key = "angles", row = 2, n = 2,
+        noun = "angles", got = "table" } },
+      { { freq = { 1, math.huge } }, "finite_number",
+        { what = say("entry", { key = "freq", index = "[2]" }), got = "inf" } },
+      { { angles = function() return "a" end }, "finite_number",
+        { what = say("angles_value", { p = 0, i = 0 }), got = 'string "a"' } },
+      { { positions = grid, axes = "mixed", mix = { { 1, 2 }, { 1, 2 } } }, "mix_size",
+        { rows = 2, n = 2, A = 2, half = 8 } },
+      { { positions = "x" }, "pos_kind", { what = "option 'positions'",
+        lists = o.messages.pos_lists, matrix = o.messages.pos_matrix, number = "",
+        got = 'string "x"' } },
+      { { positions = { { 1, 2, 3, 4 } } }, "pos_axes", { what = "option 'positions'", n = 4,
+        max = 3 } },
+      { { positions = { { 1, 2 }, { 3 } } }, "pos_row", { what = "option 'positions'", row = 2,
+        n = 2, got = "table" } },
+      { { positions = { { 1, 2 }, { 3, 0.5 } } }, "pos_integer", { what = "option 'positions'",
+        index = "[2][2]", got = "0.5" } },
+      { { sections = 4 }, "sections", { max = 3, got = "4" } },
+      { { sections = { 1, -1 } }, "sections_entry", { row = 2, got = "-1" } },
+    }
+    for _, c in ipairs(cases2) do
+      local cfg = { vocab = 16, d_model = 32, heads = 2, seq_len = 4, pe = "rope" }
+      for k, v in pairs(c[1]) do cfg[k] = v end
+      if cfg.vocab == "nil" then cfg.vocab = nil end
+      local want
+      if c[2] == "required" then
+        local k = rp.model_keys()[1]
+        want = say("required", { key = k.name, help = k.help })
+      elseif c[2] == "unknown" then
+        local known = {}
+        for _, k in ipairs(rp.model_keys()) do known[#known + 1] = k.name end
+        for _, k in ipairs { "freq", "angles", "positions", "axes", "sections", "mix",
+          "rope_scaling", "rope_theta" } do known[#known + 1] = k end
+        want = say("unknown", { key = "bogus", names = table.concat(known, ", ") })
+      else
+        want = say(c[2], c[3])
+      end
+      assert.has_error(function() rp.model(cfg) end, "bad argument #1 to 'model' (" .. want .. ")")
+    end
+  end)
 end)
