@@ -172,8 +172,8 @@ _MAP_TABLE = {x["name"]: x["table"] for x in AXES_RULES["maps"] if "table" in x}
 
 
 def _axes_refusal(wording, axes, A, pos_given, angles_given, tables, names=None):
-    """(restated) The message of the first rule of schema.json's axes that refuses a call, or
-    None: rp_axes_plan's order, the schema's rules. wording "option" or "metadata"; axes the map
+    """(checks) The message of the first rule of schema.json's axes that refuses a call, or
+    None: rp_axes_plan's order and conditions, the schema's rules, maps and templates. wording "option" or "metadata"; axes the map
     given or None; A the positions' axes (0: scalar or none); tables {map: (rows, None when not
     checked, tensor, shape)} for each table given; names {"axes", "positions", map: its table's
     name}, rp.model's options when left out."""
@@ -205,7 +205,7 @@ def _axes_refusal(wording, axes, A, pos_given, angles_given, tables, names=None)
 
 
 def positions_of(cfg, positions, axes=None, sections=None, mix=None, theta=None, angles=None):
-    """(restated) The model's positions and scheme: (rows, A, freq), rows the positions as tuples
+    """(checks) The model's positions and scheme: (rows, A, freq), rows the positions as tuples
     (token t at row t), A their axes (0: scalar positions), freq the model's rotary.Freq (freq_of)
     with the map of the axes. positions: None (token t at t), a list of ints or of lists of A = 1 to
     3 ints (or a tensor [n] or [n x A]), rows for t = 0 .. seq_len-1 at least; axes "axial" (the
