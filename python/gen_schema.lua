@@ -3,7 +3,9 @@
 -- (rp.pe_modes()), the scaling table (rp.scalings(), with its hf_map: Hugging Face's
 -- rope_scaling fields; its rules: the frequency scheme's scalar rules, as freq_rules), the
 -- parameter layout (rp.model_layout(): layout.params, layout.dims), what a safetensors file
--- holds beside the parameters (rp.safetensors_extras(): extras.tensors, extras.axes_key) and
+-- holds beside the parameters (rp.safetensors_extras(): extras.tensors, extras.axes_key, the
+-- reader's messages and limits: extras.messages, extras.max_axes, extras.config (roper.config's
+-- reader) and extras.json (core's JSON reader: type names, number messages, limits)) and
 -- the rules between the vector-position options with their messages (rp.axes_rules():
 -- axes.maps, axes.rules, axes.wordings), from which the PyTorch companion checks a config as
 -- rp.model checks it, lists its scalings, counts a model's parameters and reads and writes its
@@ -55,5 +57,7 @@ local all, layout, extras = rp.scalings(), rp.model_layout(), rp.safetensors_ext
 io.write(encode({ keys = rp.model_keys(), modes = list(rp.pe_modes()), rules = rp.model_rules(),
                   scalings = list(all), hf_map = all.hf_map, freq_rules = all.rules,
                   layout = { params = list(layout), dims = layout.dims },
-                  extras = { tensors = list(extras), axes_key = extras.axes_key },
+                  extras = { tensors = list(extras), axes_key = extras.axes_key,
+                             max_axes = extras.max_axes, messages = extras.messages,
+                             config = extras.config, json = extras.json },
                   axes = rp.axes_rules() }, 0), "\n")

@@ -238,15 +238,25 @@ static int write_safetensors(FILE *f, void *ctx)
     return e;
 }
 
+/* RP_ERR_* st "path: " and the last error filled into t ({why}), or into rp_cfg_json_msgs's
+ * bad_model template when t is "". */
+static rp_status bad_model(rp_status st, const char *path, const char *t)
+{
+    static const char *const marks[] = {"{why}"};
+    char why[400], msg[512];
+    snprintf(why, sizeof why, "%s", rp_last_error());
+    const char *v = why;
+    return rp_error(st, "%s: %s", path,
+                    rp_fill_marks(msg, sizeof msg, *t ? t : rp_cfg_json_msgs[RP_CFGJ_BAD_MODEL],
+                                  marks, &v, 1));
+}
+
 rp_status rp_safetensors_save(const char *path, rp_model *m)
 {
     if (!path || !*path) return rp_error(RP_ERR_ARG, "safetensors path is empty");
     if (!m) return rp_error(RP_ERR_ARG, "%s: no model to save", path);
-    if (rp_model_cfg_check(rp_model_config(m)) != RP_OK) { /* never what the reader refuses */
-        char msg[400];
-        snprintf(msg, sizeof msg, "%s", rp_last_error());
-        return rp_error(RP_ERR_ARG, "%s: bad model config: %s", path, msg);
-    }
+    if (rp_model_cfg_check(rp_model_config(m)) != RP_OK) /* never what the reader refuses */
+        return bad_model(RP_ERR_ARG, path, "");
     save_job j = {m, NULL, 0};
     char *header = NULL;
     RP_TRY(make_header(path, m, &header, &j.hlen));
@@ -903,11 +913,8 @@ rp_status rp_safetensors_load_into(const char *path, rp_model *m)
     rp_model_cfg cfg;
     int has = 0;
     rp_status st = file_config(&f, &cfg, &has);
-    if (st == RP_OK && has && rp_model_cfg_check(&cfg) != RP_OK) { /* as rp_safetensors_load */
-        char msg[400];
-        snprintf(msg, sizeof msg, "%s", rp_last_error());
-        st = rp_error(RP_ERR_IO, "%s: bad model config: %s", path, msg);
-    }
+    if (st == RP_OK && has && rp_model_cfg_check(&cfg) != RP_OK) /* as rp_safetensors_load */
+        st = bad_model(RP_ERR_IO, path, "");
     if (st == RP_OK && has) st = compare_config(&f, &cfg, rp_model_config(m));
     st_named x;
     if (st == RP_OK) st = find_extras(&f, &x);
@@ -937,9 +944,7 @@ rp_status rp_safetensors_load(const char *path, rp_model **out)
     int64_t params = 0, held = 0;
     st = rp_model_memory(&cfg, NULL, &params); /* checks the config too, allocating nothing */
     if (st != RP_OK) {
-        snprintf(msg, sizeof msg, "%s", rp_last_error());
-        st = rp_error(RP_ERR_IO, "%s: %s: %s", path,
-                      st == RP_ERR_NOMEM ? "cannot build the model" : "bad model config", msg);
+        st = bad_model(RP_ERR_IO, path, st == RP_ERR_NOMEM ? "cannot build the model: {why}" : "");
         goto done;
     }
     for (size_t k = 0; k < f.n; k++) /* saturating (it cannot reach 2^63: 2^21 entries of 2^40) */

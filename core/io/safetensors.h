@@ -124,13 +124,15 @@ rp_status rp_model_cfg_from_json(const char *text, size_t len, rp_model_cfg *cfg
  * rp_cfg_json_msg_names): the text is not a JSON object ({type}: rp_json_type_name), an unknown
  * key ({key}: rp_json_printable in RP_JSON_NAME_TEXT bytes), a key a file must hold left out
  * ({key}), a number whose literal rp_json_i64, _u64 or _double refuse ({key}, {why}: their
- * message), and the file's refusal ({why}: the reader's message). */
+ * message), the file's refusal ({why}: the reader's message) and a file's refusal of a config
+ * that rp_model_cfg_check refuses ({why}: its message; RP_BAD_MODEL_CONFIG). */
 typedef enum {
     RP_CFGJ_NOT_OBJECT,
     RP_CFGJ_UNKNOWN,
     RP_CFGJ_MISSING,
     RP_CFGJ_LITERAL,
     RP_CFGJ_BAD_FILE,
+    RP_CFGJ_BAD_MODEL,
     RP_CFGJ_COUNT
 } rp_cfg_json_msg;
 extern const char *const rp_cfg_json_msgs[RP_CFGJ_COUNT];

@@ -67,9 +67,10 @@ const char *const rp_cfg_json_msgs[RP_CFGJ_COUNT] = {
     [RP_CFGJ_MISSING] = "no key '{key}'",
     [RP_CFGJ_LITERAL] = "'{key}': {why}",
     [RP_CFGJ_BAD_FILE] = "bad roper.config ({why})",
+    [RP_CFGJ_BAD_MODEL] = RP_BAD_MODEL_CONFIG ": {why}",
 };
 const char *const rp_cfg_json_msg_names[RP_CFGJ_COUNT] = {"not_object", "unknown", "missing",
-                                                          "literal", "bad_file"};
+                                                          "literal",    "bad_file", "bad_model"};
 
 const char *rp_cfg_json_msg_fill(rp_cfg_json_msg m, const char *key, const char *type,
                                  const char *why, char *buf, size_t n)
