@@ -375,8 +375,10 @@ static void set_names(lua_State *L, const char *key, const char *const *names, i
  * since, help, use (when the key does something: rp_cfg_use's name), placements (use
  * "placement": the letters of use_arg), scalings (use "scalings": the names in use_arg), json
  * (what a safetensors roper.config holds of it: rp_cfg_json's name), unset_as (the key its 0
- * stands for), freq (the rp_rope_freq field a row of the frequency scheme sets) and needs
- * (push_needs: when the key does something, and why not). */
+ * stands for), freq (the rp_rope_freq field a row of the frequency scheme sets), names (a
+ * bool's too), range (rp_model_cfg_range_msg's template, {value} left), stored
+ * (rp_model_cfg_json_value_msg's, {got} left) and needs (push_needs: when the key does something,
+ * and why not). */
 static void push_model_keys(lua_State *L)
 {
     /* by rp_cfg_type: the type's name, what its default is, which range fields it has */
@@ -626,7 +628,10 @@ static int l_model_layout(lua_State *L)
  * (core/io/safetensors.h's extras table) as a new table: t[i] = {key =, option =, dtype =,
  * ranks =, shape =, map =} in the table's order (ranks: the ranks it may have; map: the
  * positions' map it belongs to (rp_axes_maps: the map whose table is its option), nil for
- * none), t.axes_key the metadata key of the map. */
+ * none), t.axes_key the metadata key of the map, t.max_axes RP_MAX_AXES, t.messages the reader's
+ * refusals of the extras (rp_safetensors_extra_msgs, {list} filled), t.config.messages the
+ * roper.config reader's (rp_cfg_json_msgs) and t.json core's JSON reader's words (types,
+ * messages: rp_json_msgs, limits: json.h's). */
 static int l_safetensors_extras(lua_State *L)
 {
     lua_settop(L, 0);
