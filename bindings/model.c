@@ -360,13 +360,26 @@ static void push_needs(lua_State *L, const rp_cfg_key *k)
     lua_setfield(L, -2, "needs");
 }
 
+/* Sets field key of the table on top to the list of the NULL-terminated names (at most max). */
+static void set_names(lua_State *L, const char *key, const char *const *names, int max)
+{
+    lua_newtable(L);
+    for (int i = 0; i < max && names[i]; i++) {
+        lua_pushstring(L, names[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, key);
+}
+
 /* Pushes the config schema's rows (model_schema.c) as a list of tables, in row order: name,
  * type, default, lo, hi (int and number), names (enum), lo_open, hi_open, unset0, required,
  * since, help, use (when the key does something: rp_cfg_use's name), placements (use
  * "placement": the letters of use_arg), scalings (use "scalings": the names in use_arg), json
  * (what a safetensors roper.config holds of it: rp_cfg_json's name), unset_as (the key its 0
- * stands for), freq (the rp_rope_freq field a row of the frequency scheme sets) and needs
- * (push_needs: when the key does something, and why not). */
+ * stands for), freq (the rp_rope_freq field a row of the frequency scheme sets), names (a
+ * bool's too), range (rp_model_cfg_range_msg's template, {value} left), stored
+ * (rp_model_cfg_json_value_msg's, {got} left) and needs (push_needs: when the key does something,
+ * and why not). */
 static void push_model_keys(lua_State *L)
 {
     /* by rp_cfg_type: the type's name, what its default is, which range fields it has */
@@ -386,7 +399,7 @@ static void push_model_keys(lua_State *L)
     _Static_assert(sizeof uses / sizeof *uses == RP_CFG_LINEAR_ROTARY + 1, "a name per use");
     static const char *const jsons[] = {"set", "applies", "always", "required"};
     _Static_assert(sizeof jsons / sizeof *jsons == RP_CFG_JSON_REQUIRED + 1, "a name per json");
-    char rot[5];
+    char rot[5], msg[512];
     lua_createtable(L, rp_model_cfg_nkeys, 0);
     for (int i = 0; i < rp_model_cfg_nkeys; i++) {
         const rp_cfg_key *k = &rp_model_cfg_keys[i];
@@ -420,6 +433,9 @@ static void push_model_keys(lua_State *L)
             lua_pushstring(L, k->freq_name);
             lua_setfield(L, -2, "freq");
         }
+        if (k->type == RP_CFG_BOOL) set_names(L, "names", rp_model_cfg_names(k), 2);
+        if (rp_model_cfg_range_msg(NULL, k, msg, sizeof msg)) lrp_setstr(L, "range", msg);
+        lrp_setstr(L, "stored", rp_model_cfg_json_value_msg(k, NULL, msg, sizeof msg));
         push_needs(L, k);
         lua_rawseti(L, -2, i + 1);
     }
@@ -430,17 +446,6 @@ static int l_model_keys(lua_State *L)
 {
     push_model_keys(L);
     return 1;
-}
-
-/* Sets field key of the table on top to the list of the NULL-terminated names (at most max). */
-static void set_names(lua_State *L, const char *key, const char *const *names, int max)
-{
-    lua_newtable(L);
-    for (int i = 0; i < max && names[i]; i++) {
-        lua_pushstring(L, names[i]);
-        lua_rawseti(L, -2, i + 1);
-    }
-    lua_setfield(L, -2, key);
 }
 
 /* Pushes rp_rope_freq_check's scalar rules (rope_freq.h: rp_freq_rules), in order: t[i] = {kind
@@ -671,7 +676,10 @@ static int l_model_layout(lua_State *L)
  * (core/io/safetensors.h's extras table) as a new table: t[i] = {key =, option =, dtype =,
  * ranks =, shape =, map =} in the table's order (ranks: the ranks it may have; map: the
  * positions' map it belongs to (rp_axes_maps: the map whose table is its option), nil for
- * none), t.axes_key the metadata key of the map. */
+ * none), t.axes_key the metadata key of the map, t.max_axes RP_MAX_AXES, t.messages the reader's
+ * refusals of the extras (rp_safetensors_extra_msgs, {list} filled), t.config.messages the
+ * roper.config reader's (rp_cfg_json_msgs) and t.json core's JSON reader's words (types,
+ * messages: rp_json_msgs, limits: json.h's). */
 static int l_safetensors_extras(lua_State *L)
 {
     lua_settop(L, 0);
@@ -696,6 +704,42 @@ static int l_safetensors_extras(lua_State *L)
         lua_rawseti(L, -2, k + 1);
     }
     lrp_setstr(L, "axes_key", RP_SAFETENSORS_AXES_KEY);
+    lua_pushinteger(L, RP_MAX_AXES);
+    lua_setfield(L, -2, "max_axes");
+    char msg[512];
+    lua_createtable(L, 0, RP_XM_COUNT);
+    for (int m = 0; m < RP_XM_COUNT; m++)
+        lrp_setstr(L, rp_safetensors_extra_msg_names[m],
+                   rp_safetensors_extra_fill((rp_safetensors_extra_msg)m, NULL, msg, sizeof msg));
+    lua_setfield(L, -2, "messages");
+    lua_createtable(L, 0, 1); /* the reader of roper.config */
+    lua_createtable(L, 0, RP_CFGJ_COUNT);
+    for (int m = 0; m < RP_CFGJ_COUNT; m++)
+        lrp_setstr(L, rp_cfg_json_msg_names[m], rp_cfg_json_msgs[m]);
+    lua_setfield(L, -2, "messages");
+    lua_setfield(L, -2, "config");
+    lua_createtable(L, 0, 3); /* core's JSON reader: its types, messages and limits */
+    lua_createtable(L, 0, RP_JSON_OBJECT + 1);
+    for (int t = 0; t <= RP_JSON_OBJECT; t++)
+        lrp_setstr(L, rp_json_types[t].key, rp_json_types[t].name);
+    lua_setfield(L, -2, "types");
+    lua_createtable(L, 0, RP_JSON_MSG_COUNT);
+    for (int m = 0; m < RP_JSON_MSG_COUNT; m++)
+        lrp_setstr(L, rp_json_msg_names[m], rp_json_msgs[m]);
+    lua_setfield(L, -2, "messages");
+    static const struct {
+        const char *name;
+        int value;
+    } limits[] = {{"int_literal", RP_JSON_INT_LITERAL}, {"num_literal", RP_JSON_NUM_LITERAL},
+                  {"literal_shown", RP_JSON_LITERAL_SHOWN}, {"shown", RP_JSON_SHOWN},
+                  {"name_text", RP_JSON_NAME_TEXT}, {"value_text", RP_JSON_VALUE_TEXT}};
+    lua_createtable(L, 0, (int)(sizeof limits / sizeof limits[0]));
+    for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+        lua_pushinteger(L, limits[i].value);
+        lua_setfield(L, -2, limits[i].name);
+    }
+    lua_setfield(L, -2, "limits");
+    lua_setfield(L, -2, "json");
     return 1;
 }
 

@@ -5,7 +5,9 @@
 -- rope_scaling fields; its rules: the frequency scheme's scalar rules, as freq_rules; its checks:
 -- the messages of the scheme's coded rules on its own tables, axes and uses, as freq_checks), the
 -- parameter layout (rp.model_layout(): layout.params, layout.dims), what a safetensors file
--- holds beside the parameters (rp.safetensors_extras(): extras.tensors, extras.axes_key) and
+-- holds beside the parameters (rp.safetensors_extras(): extras.tensors, extras.axes_key, the
+-- reader's messages and limits: extras.messages, extras.max_axes, extras.config (roper.config's
+-- reader) and extras.json (core's JSON reader: type names, number messages, limits)) and
 -- the rules between the vector-position options with their messages (rp.axes_rules():
 -- axes.maps, axes.rules, axes.wordings) and the option readers' messages with what they name
 -- (rp.option_messages(): options.messages, options.tables, options.bounds,
@@ -62,5 +64,7 @@ io.write(encode({ keys = rp.model_keys(), modes = list(rp.pe_modes()), rules = l
                   scalings = list(all), hf_map = all.hf_map, freq_rules = all.rules,
                   freq_checks = all.checks,
                   layout = { params = list(layout), dims = layout.dims },
-                  extras = { tensors = list(extras), axes_key = extras.axes_key },
+                  extras = { tensors = list(extras), axes_key = extras.axes_key,
+                             max_axes = extras.max_axes, messages = extras.messages,
+                             config = extras.config, json = extras.json },
                   axes = rp.axes_rules(), options = rp.option_messages() }, 0), "\n")

@@ -323,7 +323,7 @@ rp_status rp_checkpoint_save(const char *path, rp_model *m, const rp_adam_cfg *o
     if (!path || !*path) return rp_error(RP_ERR_ARG, "checkpoint path is empty");
     if (!m) return rp_error(RP_ERR_ARG, "%s: no model to save", path);
     if (rp_model_cfg_check(rp_model_config(m)) != RP_OK) /* never what the reader refuses */
-        return rethrow(RP_ERR_ARG, path, "bad model config: ");
+        return rethrow(RP_ERR_ARG, path, RP_BAD_MODEL_CONFIG ": ");
     if ((opt_cfg == NULL) != (opt_state == NULL))
         return rp_error(RP_ERR_ARG, "%s: the optimiser needs both its config and its state", path);
     if (opt_cfg) {
@@ -631,7 +631,7 @@ static rp_status read_model_head(const char *path, reader *r, model_head *h, uin
     int64_t want = 0;
     rp_status st = rp_model_memory(mc, NULL, &want);
     if (st == RP_ERR_NOMEM) return rethrow(RP_ERR_IO, path, "cannot build the model: ");
-    if (st != RP_OK) return rethrow(RP_ERR_IO, path, "bad model config: ");
+    if (st != RP_OK) return rethrow(RP_ERR_IO, path, RP_BAD_MODEL_CONFIG ": ");
     if ((uint64_t)want != h->total)
         return rp_error(RP_ERR_IO,
                         "%s: corrupted (%llu parameters stored, the stored config needs %lld)",

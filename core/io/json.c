@@ -17,18 +17,35 @@ typedef struct {
     int depth;
 } parser;
 
+const rp_json_type_desc rp_json_types[RP_JSON_OBJECT + 1] = {
+    [RP_JSON_NULL] = {"null", "null"},         [RP_JSON_FALSE] = {"false", "false"},
+    [RP_JSON_TRUE] = {"true", "true"},         [RP_JSON_NUMBER] = {"number", "a number"},
+    [RP_JSON_STRING] = {"string", "a string"}, [RP_JSON_ARRAY] = {"array", "an array"},
+    [RP_JSON_OBJECT] = {"object", "an object"},
+};
+
 const char *rp_json_type_name(rp_json_type t)
 {
-    switch (t) {
-    case RP_JSON_NULL: return "null";
-    case RP_JSON_FALSE: return "false";
-    case RP_JSON_TRUE: return "true";
-    case RP_JSON_NUMBER: return "a number";
-    case RP_JSON_STRING: return "a string";
-    case RP_JSON_ARRAY: return "an array";
-    case RP_JSON_OBJECT: return "an object";
-    }
-    return "?";
+    return (int)t >= 0 && t <= RP_JSON_OBJECT ? rp_json_types[t].name : "?";
+}
+
+const char *const rp_json_msgs[RP_JSON_MSG_COUNT] = {
+    [RP_JSON_MSG_LONG] = "number {literal}... is out of range",
+    [RP_JSON_MSG_INTEGER] = "{literal} is not an integer",
+    [RP_JSON_MSG_NATURAL] = "{literal} is not an integer >= 0",
+    [RP_JSON_MSG_RANGE] = "{literal} is out of range",
+    [RP_JSON_MSG_STRING] = "\"{text}\"",
+};
+const char *const rp_json_msg_names[RP_JSON_MSG_COUNT] = {"long", "integer", "natural", "range",
+                                                          "string"};
+
+/* RP_ERR_RANGE with message m of rp_json_msgs, {literal} being lit. */
+static rp_status literal_error(rp_json_msg m, const char *lit)
+{
+    static const char *const marks[] = {"{literal}"};
+    char buf[RP_JSON_NUM_LITERAL + 64];
+    return rp_error(RP_ERR_RANGE, "%s", rp_fill_marks(buf, sizeof buf, rp_json_msgs[m], marks,
+                                                       &lit, 1));
 }
 
 static rp_status fail(const parser *ps, size_t at, const char *what)
@@ -309,9 +326,9 @@ static rp_status check_duplicates(const rp_json_doc *d, size_t node)
             dup = i;
     rp_status st = RP_OK;
     if (dup != RP_JSON_NONE) {
-        char buf[256];
-        st = rp_error(RP_ERR_ARG, "at byte %zu: duplicate key \"%s\"", k[dup].pos,
-                      rp_json_printable(buf, sizeof buf, k[dup].key, k[dup].len));
+        char buf[RP_JSON_NAME_TEXT + 8];
+        st = rp_error(RP_ERR_ARG, "at byte %zu: duplicate key %s", k[dup].pos,
+                      rp_json_quoted(buf, sizeof buf, k[dup].key, k[dup].len, RP_JSON_NAME_TEXT));
     }
     free(k);
     return st;
@@ -435,7 +452,7 @@ size_t rp_json_get(const rp_json_doc *doc, size_t obj, const char *key)
     return RP_JSON_NONE;
 }
 
-/* The literal of a number node, NUL-terminated in buf (64 bytes; longer literals: NULL). */
+/* The literal of a number node, NUL-terminated in buf (n bytes; longer literals: NULL). */
 static const char *literal(const rp_json_doc *doc, size_t node, char *buf, size_t n, rp_status *st)
 {
     const rp_json_node *x = &doc->nodes[node];
@@ -444,7 +461,9 @@ static const char *literal(const rp_json_doc *doc, size_t node, char *buf, size_
         return NULL;
     }
     if (x->str_len >= n) {
-        *st = rp_error(RP_ERR_RANGE, "number %.40s... is out of range", doc->text + x->str);
+        char shown[RP_JSON_LITERAL_SHOWN + 1];
+        snprintf(shown, sizeof shown, "%.*s", RP_JSON_LITERAL_SHOWN, doc->text + x->str);
+        *st = literal_error(RP_JSON_MSG_LONG, shown);
         return NULL;
     }
     memcpy(buf, doc->text + x->str, x->str_len);
@@ -460,7 +479,7 @@ static rp_status digits_value(const char *digits, const char *lit, uint64_t lim,
     for (const char *c = digits; *c; c++) {
         if (!rp_mul_u64(acc, 10, &acc) || !rp_add_u64(acc, (uint64_t)(*c - '0'), &acc) ||
             acc > lim)
-            return rp_error(RP_ERR_RANGE, "%s is out of range", lit);
+            return literal_error(RP_JSON_MSG_RANGE, lit);
     }
     *x = acc;
     return RP_OK;
@@ -468,25 +487,24 @@ static rp_status digits_value(const char *digits, const char *lit, uint64_t lim,
 
 rp_status rp_json_u64(const rp_json_doc *doc, size_t node, uint64_t *v)
 {
-    char buf[64];
+    char buf[RP_JSON_INT_LITERAL];
     rp_status st = RP_OK;
     const char *s = literal(doc, node, buf, sizeof buf, &st);
     if (!s) return st;
-    if (strspn(s, "0123456789") != strlen(s))
-        return rp_error(RP_ERR_RANGE, "%s is not an integer >= 0", s);
+    if (strspn(s, "0123456789") != strlen(s)) return literal_error(RP_JSON_MSG_NATURAL, s);
     return digits_value(s, s, UINT64_MAX, v);
 }
 
 rp_status rp_json_i64(const rp_json_doc *doc, size_t node, int64_t *v)
 {
-    char buf[64];
+    char buf[RP_JSON_INT_LITERAL];
     rp_status st = RP_OK;
     const char *s = literal(doc, node, buf, sizeof buf, &st);
     if (!s) return st;
     int neg = s[0] == '-';
     const char *digits = s + neg;
     if (!*digits || strspn(digits, "0123456789") != strlen(digits))
-        return rp_error(RP_ERR_RANGE, "%s is not an integer", s);
+        return literal_error(RP_JSON_MSG_INTEGER, s);
     uint64_t x = 0;
     RP_TRY(digits_value(digits, s, neg ? (uint64_t)INT64_MAX + 1u : (uint64_t)INT64_MAX, &x));
     *v = neg ? (x == (uint64_t)INT64_MAX + 1u ? INT64_MIN : -(int64_t)x) : (int64_t)x;
@@ -495,7 +513,7 @@ rp_status rp_json_i64(const rp_json_doc *doc, size_t node, int64_t *v)
 
 rp_status rp_json_double(const rp_json_doc *doc, size_t node, double *v)
 {
-    char buf[512];
+    char buf[RP_JSON_NUM_LITERAL];
     rp_status st = RP_OK;
     const char *s = literal(doc, node, buf, sizeof buf, &st);
     if (!s) return st;
@@ -503,7 +521,7 @@ rp_status rp_json_double(const rp_json_doc *doc, size_t node, double *v)
     char *end;
     double x = strtod(s, &end);
     if (*end != '\0' || (errno == ERANGE && isinf(x)))
-        return rp_error(RP_ERR_RANGE, "%s is out of range", s);
+        return literal_error(RP_JSON_MSG_RANGE, s);
     *v = x;
     return RP_OK;
 }
@@ -541,7 +559,7 @@ const char *rp_json_printable(char *buf, size_t n, const char *s, size_t len)
     size_t o = 0;
     if (n == 0) return buf;
     for (size_t i = 0; i < len; i++) {
-        if (i == 60) {
+        if (i == RP_JSON_SHOWN) {
             if (o + 4 <= n) memcpy(buf + o, "...", 3), o += 3;
             break;
         }
@@ -557,4 +575,12 @@ const char *rp_json_printable(char *buf, size_t n, const char *s, size_t len)
     }
     buf[o] = '\0';
     return buf;
+}
+
+const char *rp_json_quoted(char *buf, size_t n, const char *s, size_t len, size_t room)
+{
+    static const char *const marks[] = {"{text}"};
+    char p[RP_JSON_NAME_TEXT];
+    const char *text = rp_json_printable(p, room < sizeof p ? room : sizeof p, s, len);
+    return rp_fill_marks(buf, n, rp_json_msgs[RP_JSON_MSG_STRING], marks, &text, 1);
 }

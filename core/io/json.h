@@ -69,17 +69,45 @@ void rp_json_free(rp_json_doc *doc);
  * or RP_JSON_NONE. */
 size_t rp_json_get(const rp_json_doc *doc, size_t obj, const char *key);
 
-/* Number conversions, exact or refused (RP_ERR_RANGE with a message naming the literal):
- * rp_json_u64 takes an integer literal 0 .. 2^64-1 (no sign, fraction or exponent),
- * rp_json_i64 an integer literal -2^63 .. 2^63-1, rp_json_double any number literal (strtod,
- * correctly rounded; out of range refused). */
+/* Number conversions, exact or refused (RP_ERR_RANGE with a message naming the literal, a
+ * template of rp_json_msgs): rp_json_u64 takes an integer literal 0 .. 2^64-1 (no sign, fraction
+ * or exponent), rp_json_i64 an integer literal -2^63 .. 2^63-1, rp_json_double any number literal
+ * (strtod, correctly rounded; out of range refused). A literal of RP_JSON_INT_LITERAL bytes or
+ * more (RP_JSON_NUM_LITERAL for rp_json_double) is out of range, shown by its first
+ * RP_JSON_LITERAL_SHOWN bytes. */
+#define RP_JSON_INT_LITERAL 64
+#define RP_JSON_NUM_LITERAL 512
+#define RP_JSON_LITERAL_SHOWN 40
 rp_status rp_json_u64(const rp_json_doc *doc, size_t node, uint64_t *v);
 rp_status rp_json_i64(const rp_json_doc *doc, size_t node, int64_t *v);
 rp_status rp_json_double(const rp_json_doc *doc, size_t node, double *v);
 
-/* The name of a type for messages: "null", "false", "true", "a number", "a string", "an array",
- * "an object". */
+/* The types as messages name them, indexed by rp_json_type: key the type's own name ("null",
+ * "false", "true", "number", "string", "array", "object"), name the message's ("a number", ...).
+ * The one home of these words: rp_json_type_name reads it, rp.safetensors_extras() exports it
+ * (the PyTorch companion's reader of roper.config names a value's type with it). */
+typedef struct {
+    const char *key, *name;
+} rp_json_type_desc;
+extern const rp_json_type_desc rp_json_types[RP_JSON_OBJECT + 1];
+/* rp_json_types[t].name ("?" for a t out of range). */
 const char *rp_json_type_name(rp_json_type t);
+
+/* The templates (rp_fill_marks) of the readers' messages about a value, the one home of their
+ * words (rp.safetensors_extras() exports them with rp_json_msg_names): a literal too long, not an
+ * integer, not an integer >= 0, out of range ({literal}: the literal, or its first
+ * RP_JSON_LITERAL_SHOWN bytes when too long) and a string shown in a message ({text}: its
+ * rp_json_printable form, rp_json_quoted). */
+typedef enum {
+    RP_JSON_MSG_LONG,
+    RP_JSON_MSG_INTEGER,
+    RP_JSON_MSG_NATURAL,
+    RP_JSON_MSG_RANGE,
+    RP_JSON_MSG_STRING,
+    RP_JSON_MSG_COUNT
+} rp_json_msg;
+extern const char *const rp_json_msgs[RP_JSON_MSG_COUNT];
+extern const char *const rp_json_msg_names[RP_JSON_MSG_COUNT]; /* "long", "integer", ... */
 
 /* Writes s[0..len-1] as a JSON string literal (quotes included, '"', '\\' and control
  * characters escaped, other bytes as they are) to f; returns the bytes written, or counts only
@@ -92,7 +120,16 @@ size_t rp_json_write_string(FILE *f, const char *s, size_t len);
 size_t rp_json_utf8_len(const void *s, size_t n);
 
 /* Writes s[0..len-1] for a message into buf (size n): printable ASCII as it is, every other byte
- * as \xNN, cut with "..." when longer than 60 bytes; returns buf. */
+ * as \xNN, cut with "..." when longer than RP_JSON_SHOWN bytes; returns buf. The callers' buffers
+ * are RP_JSON_NAME_TEXT bytes for a name (a key, a tensor's name) and RP_JSON_VALUE_TEXT for a
+ * string value of the config reader's messages (which cuts a long one shorter). */
+#define RP_JSON_SHOWN 60
+#define RP_JSON_NAME_TEXT 256
+#define RP_JSON_VALUE_TEXT 80
 const char *rp_json_printable(char *buf, size_t n, const char *s, size_t len);
+/* s[0..len-1] as a message shows a string: rp_json_printable into room bytes (at most
+ * RP_JSON_NAME_TEXT), filled into rp_json_msgs[RP_JSON_MSG_STRING] ("\"name\""), in buf (n
+ * bytes); returns buf. */
+const char *rp_json_quoted(char *buf, size_t n, const char *s, size_t len, size_t room);
 
 #endif

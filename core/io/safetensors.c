@@ -72,6 +72,31 @@ const rp_safetensors_extra rp_safetensors_extras[RP_X_COUNT] = {
     [RP_X_SECTIONS] = {"roper.sections", "sections", "I64", 1, 1, "[axes]"},
     [RP_X_MIX] = {"roper.mix", "mix", "F64", 2, 2, "[axes x pairs]"},
 };
+const char *const rp_safetensors_extra_msgs[RP_XM_COUNT] = {
+    [RP_XM_MISSING] = "no tensor {tensor} (the metadata's {key} names it)",
+    [RP_XM_TWICE] = "the metadata's {first} and {key} both name tensor {tensor}",
+    [RP_XM_DTYPE] = "tensor {tensor} (the metadata's {key}) has dtype {dtype}, not {want}",
+    [RP_XM_SHAPE] = "tensor {tensor} (the metadata's {key}) is {shape}; {want} expected",
+    [RP_XM_AXES] = RP_SAFETENSORS_AXES_KEY " {tensor} is not one of {list}",
+};
+const char *const rp_safetensors_extra_msg_names[RP_XM_COUNT] = {"missing", "twice", "dtype",
+                                                                 "shape", "axes"};
+
+const char *rp_safetensors_extra_fill(rp_safetensors_extra_msg m, const char *const *values,
+                                      char *buf, size_t n)
+{
+    static const char *const marks[RP_XK_COUNT + 1] = {"{tensor}", "{key}",   "{first}", "{dtype}",
+                                                       "{want}",   "{shape}", "{list}"};
+    const char *v[RP_XK_COUNT + 1];
+    char list[64] = ""; /* the maps, "axial, sections, mixed" */
+    for (int k = 0; k < RP_AXES_COUNT; k++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "",
+                 rp_axes_names[k]);
+    for (int k = 0; k < RP_XK_COUNT; k++) v[k] = values ? values[k] : NULL;
+    v[RP_XK_COUNT] = list;
+    return rp_fill_marks(buf, n, rp_safetensors_extra_msgs[m], marks, v, RP_XK_COUNT + 1);
+}
+
 /* the table's short name here */
 static const rp_safetensors_extra *const extras = rp_safetensors_extras;
 
@@ -213,15 +238,25 @@ static int write_safetensors(FILE *f, void *ctx)
     return e;
 }
 
+/* RP_ERR_* st "path: " and the last error filled into t ({why}), or into rp_cfg_json_msgs's
+ * bad_model template when t is "". */
+static rp_status bad_model(rp_status st, const char *path, const char *t)
+{
+    static const char *const marks[] = {"{why}"};
+    char why[400], msg[512];
+    snprintf(why, sizeof why, "%s", rp_last_error());
+    const char *v = why;
+    return rp_error(st, "%s: %s", path,
+                    rp_fill_marks(msg, sizeof msg, *t ? t : rp_cfg_json_msgs[RP_CFGJ_BAD_MODEL],
+                                  marks, &v, 1));
+}
+
 rp_status rp_safetensors_save(const char *path, rp_model *m)
 {
     if (!path || !*path) return rp_error(RP_ERR_ARG, "safetensors path is empty");
     if (!m) return rp_error(RP_ERR_ARG, "%s: no model to save", path);
-    if (rp_model_cfg_check(rp_model_config(m)) != RP_OK) { /* never what the reader refuses */
-        char msg[400];
-        snprintf(msg, sizeof msg, "%s", rp_last_error());
-        return rp_error(RP_ERR_ARG, "%s: bad model config: %s", path, msg);
-    }
+    if (rp_model_cfg_check(rp_model_config(m)) != RP_OK) /* never what the reader refuses */
+        return bad_model(RP_ERR_ARG, path, "");
     save_job j = {m, NULL, 0};
     char *header = NULL;
     RP_TRY(make_header(path, m, &header, &j.hlen));
@@ -268,9 +303,7 @@ static void st_close(st_file *f)
 /* A name for a message: "\"layers.0.attn.qkv.weight\"" (quoted, non-printable bytes as \xNN). */
 static const char *qname(char *buf, size_t n, const char *s, size_t len)
 {
-    char p[256];
-    snprintf(buf, n, "\"%s\"", rp_json_printable(p, sizeof p, s, len));
-    return buf;
+    return rp_json_quoted(buf, n, s, len, RP_JSON_NAME_TEXT);
 }
 
 /* RP_ERR_IO "path: bad header (tensor "w": <what>)" */
@@ -568,9 +601,10 @@ static rp_status file_config(const st_file *f, rp_model_cfg *cfg, int *has)
         return rp_error(RP_ERR_IO, "%s: roper.version %s is not supported (this is version %s)",
                         f->path, qname(q, sizeof q, v, vlen), RP_SAFETENSORS_VERSION);
     if (rp_model_cfg_from_json(c, clen, cfg) != RP_OK) {
-        char msg[400];
-        snprintf(msg, sizeof msg, "%s", rp_last_error());
-        return rp_error(RP_ERR_IO, "%s: bad roper.config (%s)", f->path, msg);
+        char why[400], msg[512];
+        snprintf(why, sizeof why, "%s", rp_last_error());
+        return rp_error(RP_ERR_IO, "%s: %s", f->path,
+                        rp_cfg_json_msg_fill(RP_CFGJ_BAD_FILE, NULL, NULL, why, msg, sizeof msg));
     }
     return RP_OK;
 }
@@ -589,13 +623,20 @@ typedef struct {
     rp_axes_map map;
 } st_named;
 
+/* RP_ERR_IO "path: " and message m of the extras' (rp_safetensors_extra_fill's values v). */
+static rp_status extra_error(const st_file *f, rp_safetensors_extra_msg m, const char *const *v)
+{
+    char msg[512];
+    return rp_error(RP_ERR_IO, "%s: %s", f->path, rp_safetensors_extra_fill(m, v, msg, sizeof msg));
+}
+
 /* Finds the tensors the metadata names and checks what the model cannot see: each exists, is
  * named once, has its dtype and rank; roper.axes is a map's name; then the rules between the map,
  * its table and the positions (rp_axes_plan: with vector positions only, each map with its own
  * table, a table with a row per axis). */
 static rp_status find_extras(const st_file *f, st_named *x)
 {
-    char q[300], shp[RP_SHAPE_STR_LEN];
+    char q[RP_JSON_NAME_TEXT + 8], shp[RP_SHAPE_STR_LEN];
     x->map = RP_AXES_AXIAL;
     for (int k = 0; k < RP_X_COUNT; k++) {
         x->e[k] = NULL;
@@ -606,23 +647,25 @@ static rp_status find_extras(const st_file *f, st_named *x)
             if (f->e[i].name_len == len && memcmp(f->e[i].name, name, len) == 0)
                 x->e[k] = &f->e[i];
         const st_entry *e = x->e[k];
-        if (!e)
-            return rp_error(RP_ERR_IO, "%s: no tensor %s (the metadata's %s names it)", f->path,
-                            qname(q, sizeof q, name, len), extras[k].key);
+        const char *v[RP_XK_COUNT] = {[RP_XK_KEY] = extras[k].key};
+        v[RP_XK_TENSOR] = rp_json_quoted(q, sizeof q, name, len, RP_JSON_NAME_TEXT);
+        if (!e) return extra_error(f, RP_XM_MISSING, v);
         for (int j = 0; j < k; j++)
-            if (x->e[j] == e)
-                return rp_error(RP_ERR_IO, "%s: the metadata's %s and %s both name tensor %s",
-                                f->path, extras[j].key, extras[k].key,
-                                qname(q, sizeof q, name, len));
-        if (strcmp(dtypes[e->dtype].name, extras[k].dtype) != 0)
-            return rp_error(RP_ERR_IO, "%s: tensor %s (the metadata's %s) has dtype %s, not %s",
-                            f->path, qname(q, sizeof q, name, len), extras[k].key,
-                            dtypes[e->dtype].name, extras[k].dtype);
+            if (x->e[j] == e) {
+                v[RP_XK_FIRST] = extras[j].key;
+                return extra_error(f, RP_XM_TWICE, v);
+            }
+        if (strcmp(dtypes[e->dtype].name, extras[k].dtype) != 0) {
+            v[RP_XK_DTYPE] = dtypes[e->dtype].name, v[RP_XK_WANT] = extras[k].dtype;
+            return extra_error(f, RP_XM_DTYPE, v);
+        }
         if (e->ndim < extras[k].ndim_lo || e->ndim > extras[k].ndim_hi ||
-            (k == RP_X_POSITIONS && e->ndim == 2 && (e->shape[1] < 1 || e->shape[1] > RP_MAX_AXES)))
-            return rp_error(RP_ERR_IO, "%s: tensor %s (the metadata's %s) is %s; %s expected",
-                            f->path, qname(q, sizeof q, name, len), extras[k].key,
-                            shape_str(shp, sizeof shp, e->ndim, e->shape), extras[k].shape);
+            (k == RP_X_POSITIONS && e->ndim == 2 &&
+             (e->shape[1] < 1 || e->shape[1] > RP_MAX_AXES))) {
+            v[RP_XK_SHAPE] = shape_str(shp, sizeof shp, e->ndim, e->shape);
+            v[RP_XK_WANT] = extras[k].shape;
+            return extra_error(f, RP_XM_SHAPE, v);
+        }
     }
     size_t alen = 0;
     const char *axes = meta_get(f, RP_SAFETENSORS_AXES_KEY, &alen);
@@ -632,12 +675,9 @@ static rp_status find_extras(const st_file *f, st_named *x)
                                       memcmp(rp_axes_names[m], axes, alen) == 0))
             m++;
         if (m == RP_AXES_COUNT) {
-            char names[64] = ""; /* the maps, "axial, sections, mixed" */
-            for (int k = 0; k < RP_AXES_COUNT; k++)
-                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
-                         k ? ", " : "", rp_axes_names[k]);
-            return rp_error(RP_ERR_IO, "%s: " RP_SAFETENSORS_AXES_KEY " %s is not one of %s",
-                            f->path, qname(q, sizeof q, axes, alen), names);
+            const char *v[RP_XK_COUNT] = {rp_json_quoted(q, sizeof q, axes, alen,
+                                                         RP_JSON_NAME_TEXT)};
+            return extra_error(f, RP_XM_AXES, v);
         }
         x->map = (rp_axes_map)m;
     }
@@ -873,11 +913,8 @@ rp_status rp_safetensors_load_into(const char *path, rp_model *m)
     rp_model_cfg cfg;
     int has = 0;
     rp_status st = file_config(&f, &cfg, &has);
-    if (st == RP_OK && has && rp_model_cfg_check(&cfg) != RP_OK) { /* as rp_safetensors_load */
-        char msg[400];
-        snprintf(msg, sizeof msg, "%s", rp_last_error());
-        st = rp_error(RP_ERR_IO, "%s: bad model config: %s", path, msg);
-    }
+    if (st == RP_OK && has && rp_model_cfg_check(&cfg) != RP_OK) /* as rp_safetensors_load */
+        st = bad_model(RP_ERR_IO, path, "");
     if (st == RP_OK && has) st = compare_config(&f, &cfg, rp_model_config(m));
     st_named x;
     if (st == RP_OK) st = find_extras(&f, &x);
@@ -907,9 +944,7 @@ rp_status rp_safetensors_load(const char *path, rp_model **out)
     int64_t params = 0, held = 0;
     st = rp_model_memory(&cfg, NULL, &params); /* checks the config too, allocating nothing */
     if (st != RP_OK) {
-        snprintf(msg, sizeof msg, "%s", rp_last_error());
-        st = rp_error(RP_ERR_IO, "%s: %s: %s", path,
-                      st == RP_ERR_NOMEM ? "cannot build the model" : "bad model config", msg);
+        st = bad_model(RP_ERR_IO, path, st == RP_ERR_NOMEM ? "cannot build the model: {why}" : "");
         goto done;
     }
     for (size_t k = 0; k < f.n; k++) /* saturating (it cannot reach 2^63: 2^21 entries of 2^40) */

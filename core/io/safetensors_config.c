@@ -61,31 +61,72 @@ size_t rp_model_cfg_to_json(const rp_model_cfg *c, char *buf, size_t n)
     return w < 0 ? 0 : k + (size_t)w;
 }
 
+const char *const rp_cfg_json_msgs[RP_CFGJ_COUNT] = {
+    [RP_CFGJ_NOT_OBJECT] = "not a JSON object ({type})",
+    [RP_CFGJ_UNKNOWN] = "unknown key '{key}'",
+    [RP_CFGJ_MISSING] = "no key '{key}'",
+    [RP_CFGJ_LITERAL] = "'{key}': {why}",
+    [RP_CFGJ_BAD_FILE] = "bad roper.config ({why})",
+    [RP_CFGJ_BAD_MODEL] = RP_BAD_MODEL_CONFIG ": {why}",
+};
+const char *const rp_cfg_json_msg_names[RP_CFGJ_COUNT] = {"not_object", "unknown", "missing",
+                                                          "literal",    "bad_file", "bad_model"};
+
+const char *rp_cfg_json_msg_fill(rp_cfg_json_msg m, const char *key, const char *type,
+                                 const char *why, char *buf, size_t n)
+{
+    static const char *const marks[] = {"{key}", "{type}", "{why}"};
+    const char *values[] = {key, type, why};
+    return rp_fill_marks(buf, n, rp_cfg_json_msgs[m], marks, values, 3);
+}
+
+/* read_key's message for a value of another type than the row's, by rp_cfg_type */
+static const char *const value_msgs[] = {
+    [RP_CFG_INT] = "'{key}' must be an integer, got {got}",
+    [RP_CFG_NUM] = "'{key}' must be a number, got {got}",
+    [RP_CFG_ENUM] = "'{key}' must be one of {list}; got {got}",
+    [RP_CFG_SEED] = "'{key}' must be an integer, got {got}",
+    [RP_CFG_ROTATE] = "'{key}' must be a string of distinct letters of qkvo, got {got}",
+    [RP_CFG_BOOL] = "'{key}' must be true or false, got {got}",
+};
+
+const char *rp_model_cfg_json_value_msg(const rp_cfg_key *k, const char *got, char *buf, size_t n)
+{
+    static const char *const marks[] = {"{key}", "{list}", "{got}"};
+    char list[160] = "";
+    for (int i = 0; k->type == RP_CFG_ENUM && k->names[i]; i++) {
+        strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+        strncat(list, k->names[i], sizeof list - strlen(list) - 1);
+    }
+    const char *values[] = {k->name, list, got};
+    return rp_fill_marks(buf, n, value_msgs[k->type], marks, values, 3);
+}
+
+/* RP_ERR_ARG: read_key's message for the value at node x of another type than row k's. */
+static rp_status bad_value(const rp_json_doc *doc, const rp_json_node *x, const rp_cfg_key *k)
+{
+    char got[RP_JSON_VALUE_TEXT + 8], msg[512];
+    if (x->type == RP_JSON_STRING && (k->type == RP_CFG_ROTATE || k->type == RP_CFG_ENUM))
+        rp_json_quoted(got, sizeof got, doc->strings + x->str, x->str_len, RP_JSON_VALUE_TEXT);
+    else
+        snprintf(got, sizeof got, "%s", rp_json_type_name(x->type));
+    return rp_error(RP_ERR_ARG, "%s", rp_model_cfg_json_value_msg(k, got, msg, sizeof msg));
+}
+
 /* The value of key k (the member at node v) into c. */
 static rp_status read_key(const rp_json_doc *doc, size_t v, const rp_cfg_key *k, rp_model_cfg *c)
 {
     const rp_json_node *x = &doc->nodes[v];
-    char pr[80];
     if (k->type == RP_CFG_ROTATE) {
         int mask = -1;
         if (x->type == RP_JSON_STRING && strlen(doc->strings + x->str) == x->str_len)
             mask = rp_rotate_from_name(doc->strings + x->str);
-        if (mask > 0) {
-            rp_model_cfg_set_int(c, k, mask);
-            return RP_OK;
-        }
-        if (x->type != RP_JSON_STRING)
-            return rp_error(RP_ERR_ARG, "'%s' must be a string of distinct letters of qkvo, got %s",
-                            k->name, rp_json_type_name(x->type));
-        return rp_error(RP_ERR_ARG, "'%s' must be a string of distinct letters of qkvo, got "
-                                    "\"%s\"",
-                        k->name, rp_json_printable(pr, sizeof pr, doc->strings + x->str,
-                                                   x->str_len));
+        if (mask <= 0) return bad_value(doc, x, k);
+        rp_model_cfg_set_int(c, k, mask);
+        return RP_OK;
     }
     if (k->type == RP_CFG_BOOL) {
-        if (x->type != RP_JSON_TRUE && x->type != RP_JSON_FALSE)
-            return rp_error(RP_ERR_ARG, "'%s' must be true or false, got %s", k->name,
-                            rp_json_type_name(x->type));
+        if (x->type != RP_JSON_TRUE && x->type != RP_JSON_FALSE) return bad_value(doc, x, k);
         rp_model_cfg_set_int(c, k, x->type == RP_JSON_TRUE);
         return RP_OK;
     }
@@ -97,22 +138,9 @@ static rp_status read_key(const rp_json_doc *doc, size_t v, const rp_cfg_key *k,
                     rp_model_cfg_set_int(c, k, i);
                     return RP_OK;
                 }
-        char list[160] = "", got[96];
-        for (int i = 0; k->names[i]; i++) {
-            strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
-            strncat(list, k->names[i], sizeof list - strlen(list) - 1);
-        }
-        if (x->type == RP_JSON_STRING)
-            snprintf(got, sizeof got, "\"%s\"",
-                     rp_json_printable(pr, sizeof pr, doc->strings + x->str, x->str_len));
-        else
-            snprintf(got, sizeof got, "%s", rp_json_type_name(x->type));
-        return rp_error(RP_ERR_ARG, "'%s' must be one of %s; got %s", k->name, list, got);
+        return bad_value(doc, x, k);
     }
-    if (x->type != RP_JSON_NUMBER)
-        return rp_error(RP_ERR_ARG, "'%s' must be %s, got %s", k->name,
-                        k->type == RP_CFG_NUM ? "a number" : "an integer",
-                        rp_json_type_name(x->type));
+    if (x->type != RP_JSON_NUMBER) return bad_value(doc, x, k);
     rp_status st;
     if (k->type == RP_CFG_NUM) {
         double d = 0.0;
@@ -128,9 +156,10 @@ static rp_status read_key(const rp_json_doc *doc, size_t v, const rp_cfg_key *k,
         if ((st = rp_json_i64(doc, v, &i)) == RP_OK) rp_model_cfg_set_int(c, k, i);
     }
     if (st == RP_OK) return RP_OK;
-    char msg[256];
-    snprintf(msg, sizeof msg, "%s", rp_last_error());
-    return rp_error(RP_ERR_ARG, "'%s': %s", k->name, msg);
+    char why[256], msg[512];
+    snprintf(why, sizeof why, "%s", rp_last_error());
+    return rp_error(RP_ERR_ARG, "%s", rp_cfg_json_msg_fill(RP_CFGJ_LITERAL, k->name, NULL, why, msg,
+                                                           sizeof msg));
 }
 
 rp_status rp_model_cfg_from_json(const char *text, size_t len, rp_model_cfg *cfg)
@@ -146,7 +175,10 @@ rp_status rp_model_cfg_from_json(const char *text, size_t len, rp_model_cfg *cfg
     rp_model_cfg c = rp_model_cfg_default(0);
     int seen[RP_CFG_MAX_KEYS] = {0};
     if (doc.nodes[0].type != RP_JSON_OBJECT) {
-        st = rp_error(RP_ERR_ARG, "not a JSON object (%s)", rp_json_type_name(doc.nodes[0].type));
+        char msg[64];
+        st = rp_error(RP_ERR_ARG, "%s", rp_cfg_json_msg_fill(RP_CFGJ_NOT_OBJECT, NULL,
+                                                             rp_json_type_name(doc.nodes[0].type),
+                                                             NULL, msg, sizeof msg));
         goto done;
     }
     for (size_t m = doc.nodes[0].first; m != RP_JSON_NONE; m = doc.nodes[m].next) {
@@ -155,9 +187,12 @@ rp_status rp_model_cfg_from_json(const char *text, size_t len, rp_model_cfg *cfg
                                   ? rp_model_cfg_key(key, doc.nodes[m].key_len)
                                   : NULL;
         if (!k) {
-            char buf[256];
-            st = rp_error(RP_ERR_ARG, "unknown key '%s'",
-                          rp_json_printable(buf, sizeof buf, key, doc.nodes[m].key_len));
+            char buf[RP_JSON_NAME_TEXT], msg[RP_JSON_NAME_TEXT + 64];
+            st = rp_error(RP_ERR_ARG, "%s",
+                          rp_cfg_json_msg_fill(RP_CFGJ_UNKNOWN,
+                                               rp_json_printable(buf, sizeof buf, key,
+                                                                 doc.nodes[m].key_len),
+                                               NULL, NULL, msg, sizeof msg));
             goto done;
         }
         seen[k - rp_model_cfg_keys] = 1;
@@ -165,7 +200,10 @@ rp_status rp_model_cfg_from_json(const char *text, size_t len, rp_model_cfg *cfg
     }
     for (int i = 0; i < rp_model_cfg_nkeys; i++)
         if (rp_model_cfg_keys[i].json == RP_CFG_JSON_REQUIRED && !seen[i]) {
-            st = rp_error(RP_ERR_ARG, "no key '%s'", rp_model_cfg_keys[i].name);
+            char msg[128];
+            st = rp_error(RP_ERR_ARG, "%s", rp_cfg_json_msg_fill(RP_CFGJ_MISSING,
+                                                                 rp_model_cfg_keys[i].name, NULL,
+                                                                 NULL, msg, sizeof msg));
             goto done;
         }
     *cfg = c;

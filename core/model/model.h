@@ -110,6 +110,10 @@ rp_model_cfg rp_model_cfg_default(int64_t vocab);
  * softmax attention). RP_ERR_ARG naming the field as rp.model's key ("base", "activation"). The
  * one check of a config: rp.model's, the checkpoint and safetensors readers' (and writers'). */
 rp_status rp_model_cfg_check(const rp_model_cfg *cfg);
+/* What a file's reader or writer says before rp_model_cfg_check's message when it refuses the
+ * file's config ("path: bad model config: heads 0 must be in ..."; rp_cfg_json_msgs's bad_model
+ * template, safetensors.h). */
+#define RP_BAD_MODEL_CONFIG "bad model config"
 
 /* How rp_model_new initialises an entry (PyTorch's defaults): N(0, 1) (embeddings), all 1
  * (LayerNorm weights), all 0 (LayerNorm biases), U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (linear

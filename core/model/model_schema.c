@@ -266,17 +266,16 @@ rp_model_cfg rp_model_cfg_default(int64_t vocab)
     return c;
 }
 
-/* The names of an enum or bool row's values. */
-static const char *const *value_names(const rp_cfg_key *k)
+const char *const *rp_model_cfg_names(const rp_cfg_key *k)
 {
-    return k->type == RP_CFG_BOOL ? bool_names : k->names;
+    return k->type == RP_CFG_BOOL ? bool_names : k->type == RP_CFG_ENUM ? k->names : NULL;
 }
 
 /* The number of names of an enum or bool row. */
 static int name_count(const rp_cfg_key *k)
 {
     int n = 0;
-    while (value_names(k)[n]) n++;
+    while (rp_model_cfg_names(k)[n]) n++;
     return n;
 }
 
@@ -291,7 +290,7 @@ const char *rp_model_cfg_value_str(const rp_model_cfg *c, const rp_cfg_key *k, c
     case RP_CFG_NUM: snprintf(buf, n, "%g", rp_model_cfg_get_num(c, k)); break;
     case RP_CFG_ENUM:
     case RP_CFG_BOOL:
-        if (v >= 0 && v < name_count(k)) snprintf(buf, n, "%s", value_names(k)[v]);
+        if (v >= 0 && v < name_count(k)) snprintf(buf, n, "%s", rp_model_cfg_names(k)[v]);
         else snprintf(buf, n, "%lld", (long long)v);
         break;
     case RP_CFG_ROTATE:
@@ -316,43 +315,66 @@ rp_cfg_range rp_model_cfg_range(const rp_cfg_key *k)
     return r;
 }
 
+/* rp_model_cfg_check_key's messages, by rp_cfg_type (a number's by whether its hi is finite):
+ * {name}, {value} (rp_model_cfg_value_str), {lo} and {hi} (%lld for an int, else %g), {from} and
+ * {to} ("(" or "[", ")" or "]"), {op} (">" or ">="), {list} (the names with their values) */
+static const char *const range_msgs[] = {
+    [RP_CFG_INT] = "{name} {value} must be in {lo}..{hi}",
+    [RP_CFG_NUM] = "{name} {value} must be in {from}{lo}, {hi}{to}",
+    [RP_CFG_ENUM] = "{name} {value} is not {list}",
+    [RP_CFG_SEED] = NULL,
+    [RP_CFG_ROTATE] = "{name} {value} is not a subset of qkvo",
+    [RP_CFG_BOOL] = "{name} {value} is not {list}",
+};
+static const char *const above_msg = "{name} must be a finite number {op} {lo}, got {value}";
+
+const char *rp_model_cfg_range_msg(const rp_model_cfg *c, const rp_cfg_key *k, char *buf, size_t n)
+{
+    static const char *const marks[] = {"{name}", "{value}", "{lo}", "{hi}",
+                                        "{from}", "{to}",    "{op}", "{list}"};
+    const char *t = range_msgs[k->type];
+    if (!t || !n) return NULL;
+    rp_cfg_range r = rp_model_cfg_range(k);
+    char val[64], lo[32], hi[32], list[256] = "";
+    if (k->type == RP_CFG_INT) {
+        snprintf(lo, sizeof lo, "%lld", (long long)r.lo);
+        snprintf(hi, sizeof hi, "%lld", (long long)r.hi);
+    } else {
+        snprintf(lo, sizeof lo, "%g", r.lo);
+        snprintf(hi, sizeof hi, "%g", r.hi);
+    }
+    if (k->type == RP_CFG_NUM && isinf(r.hi)) t = above_msg;
+    if (k->type == RP_CFG_ENUM || k->type == RP_CFG_BOOL)
+        rp_join_names(list, sizeof list, rp_model_cfg_names(k), name_count(k), 1);
+    const char *values[] = {
+        k->name, c ? rp_model_cfg_value_str(c, k, val, sizeof val) : NULL, lo, hi,
+        r.lo_open ? "(" : "[", r.hi_open ? ")" : "]", r.lo_open ? ">" : ">=", list};
+    return rp_fill_marks(buf, n, t, marks, values, 8);
+}
+
 rp_status rp_model_cfg_check_key(const rp_model_cfg *c, const rp_cfg_key *k, int given)
 {
     int64_t v = rp_model_cfg_get_int(c, k);
+    int ok = 1;
     switch (k->type) {
-    case RP_CFG_INT:
-        if (v < (int64_t)k->lo || v > (int64_t)k->hi)
-            return rp_error(RP_ERR_ARG, "%s %lld must be in %lld..%lld", k->name, (long long)v,
-                            (long long)k->lo, (long long)k->hi);
-        return RP_OK;
+    case RP_CFG_INT: ok = v >= (int64_t)k->lo && v <= (int64_t)k->hi; break;
     case RP_CFG_NUM: {
         double x = rp_model_cfg_get_num(c, k);
         if ((k->flags & RP_CFG_UNSET0) && x == 0.0 && !given) return RP_OK;
         rp_cfg_range r = rp_model_cfg_range(k);
         int lo_ok = r.lo_open ? x > r.lo : x >= r.lo;
         int hi_ok = r.hi_open ? x < r.hi : x <= r.hi;
-        if (lo_ok && hi_ok && isfinite(x)) return RP_OK;
-        if (isinf(r.hi))
-            return rp_error(RP_ERR_ARG, "%s must be a finite number %s %g, got %g", k->name,
-                            r.lo_open ? ">" : ">=", r.lo, x);
-        return rp_error(RP_ERR_ARG, "%s %g must be in %c%g, %g%c", k->name, x,
-                        r.lo_open ? '(' : '[', r.lo, r.hi, r.hi_open ? ')' : ']');
+        ok = lo_ok && hi_ok && isfinite(x);
+        break;
     }
     case RP_CFG_ENUM:
-    case RP_CFG_BOOL:
-        if (v < 0 || v >= name_count(k)) {
-            char list[256];
-            return rp_error(RP_ERR_ARG, "%s %lld is not %s", k->name, (long long)v,
-                            rp_join_names(list, sizeof list, value_names(k), name_count(k), 1));
-        }
-        return RP_OK;
-    case RP_CFG_ROTATE:
-        if (v & ~(int64_t)RP_ROT_ALL)
-            return rp_error(RP_ERR_ARG, "%s %lld is not a subset of qkvo", k->name, (long long)v);
-        return RP_OK;
-    case RP_CFG_SEED: return RP_OK;
+    case RP_CFG_BOOL: ok = v >= 0 && v < name_count(k); break;
+    case RP_CFG_ROTATE: ok = !(v & ~(int64_t)RP_ROT_ALL); break;
+    case RP_CFG_SEED: break;
     }
-    return RP_OK;
+    if (ok) return RP_OK;
+    char msg[512];
+    return rp_error(RP_ERR_ARG, "%s", rp_model_cfg_range_msg(c, k, msg, sizeof msg));
 }
 
 rp_status rp_model_cfg_check_keys(const rp_model_cfg *c)

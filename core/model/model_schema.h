@@ -152,6 +152,15 @@ rp_cfg_range rp_model_cfg_range(const rp_cfg_key *k);
  * number > 0, got 0", "pe 11 is not none (0), ... or alibi (10)", "learn_freq 2 is not false (0)
  * or true (1)"). */
 rp_status rp_model_cfg_check_key(const rp_model_cfg *c, const rp_cfg_key *k, int given);
+/* rp_model_cfg_check_key's message for c's value of row k, in buf (n bytes): a template of its
+ * type's (model_schema.c, the one home of their words) with the row's name and range filled, and
+ * {value} (rp_model_cfg_value_str) from c, left as a mark when c is NULL (the form rp.model_keys()
+ * gives as a row's range). NULL for a seed row (every value is in range). */
+const char *rp_model_cfg_range_msg(const rp_model_cfg *c, const rp_cfg_key *k, char *buf,
+                                   size_t n);
+/* The names of the values of an enum or bool row ("false", "true"), NULL-terminated; NULL for the
+ * others. */
+const char *const *rp_model_cfg_names(const rp_cfg_key *k);
 /* rp_model_cfg_check_key for every row (given = 0), in row order: the first bad field. */
 rp_status rp_model_cfg_check_keys(const rp_model_cfg *c);
 

@@ -9,6 +9,7 @@ config(cfg) gives the full config, or raises ValueError with the message rp.mode
 rp_model_cfg_check's rules, then the refusal of a key that does nothing for the mode)."""
 
 import math
+import re
 from dataclasses import dataclass
 
 from . import rotary
@@ -131,34 +132,29 @@ def _read(k, v):
 
 
 def _check_key(k, x, given):
-    """(restated) rp_model_cfg_check_key: x in row k's range. given: the caller wrote it (0 stands
-    for "not set" only in a stored config)."""
-    name, t = k["name"], k["type"]
+    """(checks) rp_model_cfg_check_key: x in row k's range, else ValueError with the row's range
+    message (schema.json's). given: the caller wrote it (0 stands for "not set" only in a stored
+    config)."""
+    t = k["type"]
     if t == "int" and not k["lo"] <= x <= k["hi"]:
-        raise ValueError("%s %d must be in %d..%d" % (name, x, k["lo"], k["hi"]))
+        raise ValueError(rotary.fill(k["range"], value=_value_str(k, x)))
     if t != "number" or (k["unset0"] and x == 0.0 and not given):
         return
     lo_ok = x > k["lo"] if k["lo_open"] else x >= k["lo"]
     hi_ok = x < k["hi"] if k["hi_open"] else x <= k["hi"]
-    if lo_ok and hi_ok and math.isfinite(x):
-        return
-    if math.isinf(k["hi"]):
-        raise ValueError("%s must be a finite number %s %s, got %s"
-                         % (name, ">" if k["lo_open"] else ">=", rotary._g(k["lo"]), rotary._g(x)))
-    raise ValueError("%s %s must be in %s%s, %s%s"
-                     % (name, rotary._g(x), "(" if k["lo_open"] else "[", rotary._g(k["lo"]),
-                        rotary._g(k["hi"]), ")" if k["hi_open"] else "]"))
+    if not (lo_ok and hi_ok and math.isfinite(x)):
+        raise ValueError(rotary.fill(k["range"], value=_value_str(k, x)))
 
 
 def _value_str(k, x):
-    """(restated) rp_model_cfg_value_str: a seed as C's unsigned, a number as %g, the rest as
-    written."""
+    """(checks) rp_model_cfg_value_str: a seed as C's unsigned, a number as %g, a bool by its
+    names (schema.json's), the rest as written."""
     if k["type"] == "seed":
         return "%d" % (x % 2 ** 64)
     if k["type"] == "number":
         return rotary._g(x)
     if k["type"] == "bool":
-        return "true" if x else "false"
+        return k["names"][int(bool(x))]
     return "%s" % x
 
 

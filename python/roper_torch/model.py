@@ -41,7 +41,7 @@ from . import rotary
 from .config import (DEFAULTS, KEY, MESSAGES, MODES, PE, SCHEMA, Config,  # noqa: F401
                      _rotary_refusal, _unused, config, freq_of, widths)
 from .safetensors import DTYPES, read_safetensors, write_safetensors
-from .stored import _printable, from_json, to_json
+from .stored import _printable, _quoted, from_json, to_json
 
 LN_EPS = 1e-5
 LINATTN_EPS = 1e-6  # RP_LINATTN_EPS
@@ -649,6 +649,7 @@ def param_count(cfg):
 EXTRAS = {x["option"]: (x["key"], DTYPES[x["dtype"]], tuple(x["ranks"]), x["shape"])
           for x in SCHEMA["extras"]["tensors"]}
 AXES_KEY = SCHEMA["extras"]["axes_key"]
+_EXTRA_MSG = SCHEMA["extras"]["messages"]  # the reader's refusals (rp_safetensors_extra_msgs)
 
 
 def _shape_str(t):
@@ -656,49 +657,48 @@ def _shape_str(t):
 
 
 def _extras_of(path, tensors, meta):
-    """(restated) (options, names): the model's own tables and positions that the file's metadata
+    """(checks) (options, names): the model's own tables and positions that the file's metadata
     names, as RoperTransformer's arguments (tensors; sections a list), and the names of their
     tensors. Raises ValueError "path: ..." with roper's message (core/io/safetensors.c's
-    find_extras) for a named tensor that is missing, named twice, of another dtype or rank, a map
-    not in rotary.AXES, a map, sections or mix without vector positions or beside another map, a
-    table without a row per axis."""
+    find_extras, its templates from schema.json) for a named tensor that is missing, named twice,
+    of another dtype or rank, a map not in schema.json's maps, a map, sections or mix without
+    vector positions or beside another map, a table without a row per axis."""
     from .safetensors import NAMES
 
     def bad(msg):
         return ValueError("%s: %s" % (path, msg))
+
+    def refuse(which, **marks):  # message `which` of schema.json's extras
+        return bad(rotary.fill(_EXTRA_MSG[which], **marks))
 
     got, by_name = {}, {}
     for opt, (key, dtype, ranks, shape) in EXTRAS.items():
         if key not in meta:
             continue
         name = meta[key]
-        q = '"%s"' % _printable(name, 256)
+        q = _quoted(name)
         if name not in tensors:
-            raise bad("no tensor %s (the metadata's %s names it)" % (q, key))
+            raise refuse("missing", tensor=q, key=key)
         if name in by_name:
-            raise bad("the metadata's %s and %s both name tensor %s" % (by_name[name], key, q))
+            raise refuse("twice", first=by_name[name], key=key, tensor=q)
         by_name[name] = key
         t = tensors[name]
         if t.dtype != dtype:
-            raise bad("tensor %s (the metadata's %s) has dtype %s, not %s"
-                      % (q, key, NAMES[t.dtype], NAMES[dtype]))
+            raise refuse("dtype", tensor=q, key=key, dtype=NAMES[t.dtype], want=NAMES[dtype])
         if t.dim() not in ranks or (opt == "positions" and t.dim() == 2
-                                    and not 1 <= t.shape[1] <= rotary.MAX_AXES):
-            raise bad("tensor %s (the metadata's %s) is %s; %s expected"
-                      % (q, key, _shape_str(t), shape))
+                                    and not 1 <= t.shape[1] <= SCHEMA["extras"]["max_axes"]):
+            raise refuse("shape", tensor=q, key=key, shape=_shape_str(t), want=shape)
         got[opt] = t
     axes = meta.get(AXES_KEY)
-    if axes is not None and axes not in rotary.AXES:
-        raise bad('%s "%s" is not one of %s' % (AXES_KEY, _printable(axes, 256),
-                                                ", ".join(rotary.AXES)))
+    if axes is not None and axes not in _MAPS:
+        raise refuse("axes", tensor=_quoted(axes))
     p = got.get("positions")
     A = p.shape[1] if p is not None and p.dim() == 2 else 0
     names, tables = {"axes": AXES_KEY, "positions": EXTRAS["positions"][0]}, {}
     for mp, opt in _MAP_TABLE.items():  # each map's table: its key, its rows as the file shows it
         names[mp] = EXTRAS[opt][0]
         if opt in got:
-            tables[mp] = (got[opt].shape[0], '"%s"' % _printable(meta[names[mp]], 256),
-                          _shape_str(got[opt]))
+            tables[mp] = (got[opt].shape[0], _quoted(meta[names[mp]]), _shape_str(got[opt]))
     msg = _axes_refusal("metadata", axes, A, p is not None, False, tables, names)
     if msg:
         raise bad(msg)

@@ -11,18 +11,24 @@ in the schema's order, numbers in the shortest "%.15g" to "%.17g" form that read
 from_json(text) -> Config, or ValueError "bad roper.config (...)" for what roper's reader refuses
 (not a JSON object, an unknown key, a value of the wrong type or literal, a key a file must hold
 left out) and "bad model config: ..." for what rp_model_cfg_check refuses. The reader's own
-messages are roper's word for word; a text that is not JSON at all is refused as roper refuses it,
-with Python's description of the fault in place of roper's parser's."""
+messages are roper's word for word: core's templates and limits from schema.json
+(rp.safetensors_extras()'s config and json, rp.model_keys()'s stored), filled here; a text that
+is not JSON at all is refused as roper refuses it (Python's json parses it, each number kept as
+its literal, which roper's reader converts), with Python's description of the fault in place of
+roper's parser's."""
 
 import json
 import math
 
 from . import config as _cfg
+from .rotary import fill as _fill
 
-_INT_LIT = 64     # a longer integer literal is out of range (core/io/json.c's literal buffer)
-_NUM_LIT = 512    # the same for a number
-_KEY_TEXT = 256   # rp_json_printable's buffers: an unknown key's, a value's in a message
-_VALUE_TEXT = 80
+# core's words and limits, from schema.json (rp.safetensors_extras()): those of its JSON reader
+# (json: the types' names, the number conversions' messages, a string as a message shows it, the
+# literal lengths and rp_json_printable's limits), of the roper.config reader (config.messages)
+_JSON = _cfg.SCHEMA["extras"]["json"]
+_READER = _cfg.SCHEMA["extras"]["config"]["messages"]
+_LIMIT = _JSON["limits"]
 
 
 def _num_str(x):
@@ -77,11 +83,11 @@ class _Syntax(Exception):
 
 
 def _printable(s, n):
-    """(restated) rp_json_printable into a buffer of n bytes: the first 60 bytes of s (UTF-8),
-    printable ASCII as it is and any other byte as \\xNN, "..." after 60."""
+    """(checks) rp_json_printable into a buffer of n bytes: the first shown bytes of s (UTF-8),
+    printable ASCII as it is and any other byte as \\xNN, "..." after them (shown: schema.json)."""
     out, o = [], 0
     for i, c in enumerate(s.encode("utf-8", "surrogatepass")):
-        if i == 60:
+        if i == _LIMIT["shown"]:
             if o + 4 <= n:
                 out.append("...")
             break
@@ -98,24 +104,25 @@ def _printable(s, n):
     return "".join(out)
 
 
+def _quoted(s, room=_LIMIT["name_text"]):
+    """(interprets) A string as core's messages show it (rp_json_quoted): _printable in room
+    bytes, filled into schema.json's string template."""
+    return _fill(_JSON["messages"]["string"], text=_printable(s, min(room, _LIMIT["name_text"])))
+
+
 def _type_name(v):
-    """(restated) rp_json_type_name."""
-    if v is None:
-        return "null"
-    if v is True or v is False:
-        return "true" if v else "false"
-    if isinstance(v, _Lit):
-        return "a number"
-    if isinstance(v, str):
-        return "a string"
-    return "an object" if isinstance(v, _Obj) else "an array"
+    """(checks) rp_json_type_name of the parsed value v (schema.json's names)."""
+    t = "null" if v is None else ("true" if v else "false") if v is True or v is False else \
+        "number" if isinstance(v, _Lit) else "string" if isinstance(v, str) else \
+        "object" if isinstance(v, _Obj) else "array"
+    return _JSON["types"][t]
 
 
 def _pairs(pairs):
     seen = set()
     for key, _ in pairs:
         if key in seen:
-            raise _Syntax('duplicate key "%s"' % _printable(key, _KEY_TEXT))
+            raise _Syntax("duplicate key %s" % _quoted(key))
         seen.add(key)
     return _Obj(pairs)
 
@@ -139,55 +146,56 @@ def _parse(text):
         raise ValueError("nested too deeply") from None
 
 
+def _literal_error(msg, lit):
+    return ValueError(_fill(_JSON["messages"][msg], literal=lit))
+
+
 def _integer(lit, signed):
-    """(restated) rp_json_i64 (signed) or rp_json_u64 of the literal lit, or ValueError with its
-    message."""
-    if len(lit) >= _INT_LIT:
-        raise ValueError("number %s... is out of range" % lit[:40])
+    """(checks) rp_json_i64 (signed) or rp_json_u64 of the literal lit, or ValueError with its
+    message (schema.json's)."""
+    if len(lit) >= _LIMIT["int_literal"]:
+        raise _literal_error("long", lit[:_LIMIT["literal_shown"]])
     neg = signed and lit.startswith("-")
     digits = lit[1:] if neg else lit
     if not digits or not digits.isdigit() or not digits.isascii():
-        raise ValueError("%s is not an integer%s" % (lit, "" if signed else " >= 0"))
+        raise _literal_error("integer" if signed else "natural", lit)
     x = int(digits)
     if x > (2 ** 63 if neg else 2 ** 63 - 1 if signed else 2 ** 64 - 1):
-        raise ValueError("%s is out of range" % lit)
+        raise _literal_error("range", lit)
     return -x if neg else x
 
 
 def _number(lit):
-    """(restated) rp_json_double of the literal lit, or ValueError with its message."""
-    if len(lit) >= _NUM_LIT:
-        raise ValueError("number %s... is out of range" % lit[:40])
+    """(checks) rp_json_double of the literal lit, or ValueError with its message (schema.json's)."""
+    if len(lit) >= _LIMIT["num_literal"]:
+        raise _literal_error("long", lit[:_LIMIT["literal_shown"]])
     x = float(lit)
     if math.isinf(x):
-        raise ValueError("%s is out of range" % lit)
+        raise _literal_error("range", lit)
     return x
 
 
 def _read_key(k, v):
-    """read_key: the value v of row k as config.config reads a stored value, or ValueError."""
+    """(checks) safetensors_config.c's read_key: the value v of row k as config.config reads a
+    stored value, or ValueError with the row's stored message (schema.json's)."""
     name, t = k["name"], k["type"]
     if t == "rotate":
-        letters = _cfg._rotate_mask(v) if isinstance(v, str) and "\0" not in v else None
-        if letters:
-            return letters
-        raise ValueError("'%s' must be a string of distinct letters of qkvo, got %s"
-                         % (name, '"%s"' % _printable(v, _VALUE_TEXT) if isinstance(v, str)
-                            else _type_name(v)))
-    if t == "bool":
-        if v is not True and v is not False:
-            raise ValueError("'%s' must be true or false, got %s" % (name, _type_name(v)))
-        return v
-    if t == "enum":
-        if isinstance(v, str) and v in k["names"]:
-            return v
-        raise ValueError("'%s' must be one of %s; got %s"
-                         % (name, ", ".join(k["names"]), '"%s"' % _printable(v, _VALUE_TEXT)
-                            if isinstance(v, str) else _type_name(v)))
-    if not isinstance(v, _Lit):
-        raise ValueError("'%s' must be %s, got %s" % (name, "a number" if t == "number" else
-                                                      "an integer", _type_name(v)))
+        ok = isinstance(v, str) and "\0" not in v and _cfg._rotate_mask(v)
+    elif t == "bool":
+        ok = v is True or v is False
+    elif t == "enum":
+        ok = isinstance(v, str) and v in k["names"]
+    else:
+        ok = isinstance(v, _Lit)
+    if not ok:
+        got = _quoted(v, _LIMIT["value_text"]) if isinstance(v, str) and t in ("rotate", "enum") \
+            else _type_name(v)
+        raise ValueError(_fill(k["stored"], got=got))
     try:
+        if t == "rotate":
+            return _cfg._rotate_mask(v)
+        if t in ("bool", "enum"):
+            return v
         if t == "number":
             return _number(v.text)
         if t == "seed":  # any integer: a negative one as its two's complement
@@ -198,36 +206,36 @@ def _read_key(k, v):
             return u - 2 ** 64 if u >= 2 ** 63 else u  # int64, as roper keeps it
         return _integer(v.text, True)
     except ValueError as e:
-        raise ValueError("'%s': %s" % (name, e)) from None
+        raise ValueError(_fill(_READER["literal"], key=name, why=e)) from None
 
 
 def _read(text):
-    """(restated) rp_model_cfg_from_json: the keys of the object text, in its order, each read by
-    its row; the keys a file must hold; or ValueError with the reader's message."""
+    """(checks) rp_model_cfg_from_json: the keys of the object text, in its order, each read by
+    its row; the keys a file must hold; or ValueError with the reader's message (schema.json's)."""
     doc = _parse(text)
     if not isinstance(doc, _Obj):
-        raise ValueError("not a JSON object (%s)" % _type_name(doc))
+        raise ValueError(_fill(_READER["not_object"], type=_type_name(doc)))
     c = {}
     for key, v in doc:
         k = _cfg.KEY.get(key) if "\0" not in key else None
         if k is None:
-            raise ValueError("unknown key '%s'" % _printable(key, _KEY_TEXT))
+            raise ValueError(_fill(_READER["unknown"], key=_printable(key, _LIMIT["name_text"])))
         c[key] = _read_key(k, v)
     for k in _cfg.KEYS:
         if k["json"] == "required" and k["name"] not in c:
-            raise ValueError("no key '%s'" % k["name"])
+            raise ValueError(_fill(_READER["missing"], key=k["name"]))
     return c
 
 
 def from_json(text):
-    """(restated) The config roper.config's text holds, checked as roper's readers check it (a
+    """(checks) The config roper.config's text holds, checked as roper's readers check it (a
     Config), or ValueError "bad roper.config (<the reader's message>)" / "bad model config:
-    <rp_model_cfg_check's message>"."""
+    <rp_model_cfg_check's message>" (schema.json's templates, rp_model_cfg_from_json's)."""
     try:
         c = _read(text)
     except ValueError as e:
-        raise ValueError("bad roper.config (%s)" % e) from None
+        raise ValueError(_fill(_READER["bad_file"], why=e)) from None
     try:
         return _cfg.config(_cfg.StoredConfig(c))
     except ValueError as e:
-        raise ValueError("bad model config: %s" % e) from None
+        raise ValueError(_fill(_READER["bad_model"], why=e)) from None

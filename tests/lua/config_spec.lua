@@ -331,10 +331,11 @@ describe("rp.model_keys", function()
       local ok, err = pcall(rp.model_memory, c)
       return not ok and err or nil
     end
+    -- refused with the row's range message (its {value}: an int as %d, a number as %g)
     local function range_refused(k, v)
       local err = refusal(k, v)
-      return err ~= nil and (err:find("(" .. k.name .. " ", 1, true) ~= nil) and
-        (err:find("must be in", 1, true) or err:find("must be a finite number", 1, true)) ~= nil
+      local want = k.range:gsub("{value}", (k.type == "int" and "%d" or "%g"):format(v))
+      return err ~= nil and err:find("(" .. want .. ")", 1, true) ~= nil
     end
     local n = 0
     for _, k in ipairs(keys) do
@@ -421,6 +422,57 @@ describe("rp.model_keys", function()
     -- a "set" key is written once it differs from its default
     assert.is_true(file_of(rp.model(cfg { pe = "rope", fraction_q = 0.5 })).fraction_q)
     assert.is_true(file_of(rp.model(cfg { pe = "rope", xpos = 0.5 })).xpos)
+    h.remove_tree(d)
+  end)
+
+  -- rp.load's words for a roper.config whose value is of another type, a literal out of range,
+  -- not an object, with an unknown key: the templates rp.model_keys() (stored) and
+  -- rp.safetensors_extras() (config, json) give, filled
+  it("gives rp.load's refusals of a bad roper.config as templates (stored, extras' config and "
+    .. "json)", function()
+    local d = h.tmpdir()
+    local path = d .. "/m.safetensors"
+    assert.is_true(rp.model(cfg { pe = "rope" }):save_safetensors(path))
+    local header, data = h.st_parts(path)
+    local text = header.__metadata__["roper.config"]
+    local x = rp.safetensors_extras()
+    local function fill(t, v) return (t:gsub("{(%w+)}", function(m) return v[m] end)) end
+    local function refused(t, want)
+      header.__metadata__["roper.config"] = t
+      h.st_write(path, header, data)
+      local m, err = rp.load(path)
+      assert.is_nil(m, t)
+      assert.equal(path .. ": " .. fill(x.config.messages.bad_file, { why = want }), err)
+    end
+    -- the file's text with key's value v (key left out when v is nil)
+    local function with(key, v)
+      local t = text:gsub('"' .. key .. '":[^,}]+,?', ""):gsub(",?}$", "")
+      return t .. (v and ',"' .. key .. '":' .. v or "") .. "}"
+    end
+    for _, k in ipairs(keys) do
+      -- null for every row; a string that names nothing for a rotate or an enum row
+      refused(with(k.name, "null"), fill(k.stored, { got = x.json.types.null }))
+      if k.type == "rotate" or k.type == "enum" then
+        refused(with(k.name, '"zz"'),
+          fill(k.stored, { got = fill(x.json.messages.string, { text = "zz" }) }))
+      end
+    end
+    local function lit(key, m, l)
+      return fill(x.config.messages.literal, { key = key,
+        why = fill(x.json.messages[m], { literal = l }) })
+    end
+    refused(with("vocab", "1.5"), lit("vocab", "integer", "1.5"))
+    refused(with("vocab", ("9"):rep(x.json.limits.int_literal)),
+      lit("vocab", "long", ("9"):rep(x.json.limits.literal_shown)))
+    refused(with("vocab", ("9"):rep(x.json.limits.int_literal - 1)),
+      lit("vocab", "range", ("9"):rep(x.json.limits.int_literal - 1)))
+    refused(with("seed", "1e999"), lit("seed", "integer", "1e999"))
+    refused(with("dropout", "1e999"), lit("dropout", "range", "1e999"))
+    refused(with("dropout", ("1"):rep(x.json.limits.num_literal)),
+      lit("dropout", "long", ("1"):rep(x.json.limits.literal_shown)))
+    refused("[1]", fill(x.config.messages.not_object, { type = x.json.types.array }))
+    refused(with("zz", "1"), fill(x.config.messages.unknown, { key = "zz" }))
+    refused(with("vocab"), fill(x.config.messages.missing, { key = "vocab" }))
     h.remove_tree(d)
   end)
 
