@@ -43,9 +43,7 @@ const char *const rp_json_msg_names[RP_JSON_MSG_COUNT] = {"long", "integer", "na
 static rp_status literal_error(rp_json_msg m, const char *lit)
 {
     static const char *const marks[] = {"{literal}"};
-    char buf[RP_JSON_NUM_LITERAL + 64];
-    return rp_error(RP_ERR_RANGE, "%s", rp_fill_marks(buf, sizeof buf, rp_json_msgs[m], marks,
-                                                       &lit, 1));
+    return rp_error_marks(RP_ERR_RANGE, rp_json_msgs[m], marks, &lit, 1);
 }
 
 static rp_status fail(const parser *ps, size_t at, const char *what)

@@ -109,8 +109,7 @@ static const char *fill(char *buf, size_t n, const char *t, const char *const *v
 /* RP_ERR_ARG with the template t filled with v. */
 static rp_status refuse(const char *t, const char *const *v)
 {
-    char msg[512];
-    return rp_error(RP_ERR_ARG, "%s", fill(msg, sizeof msg, t, v));
+    return rp_error_marks(RP_ERR_ARG, t, msg_marks, v, MK_COUNT);
 }
 
 /* A values array (MK_COUNT entries, the rest NULL) and numbers as the messages write them, in
