@@ -188,7 +188,7 @@ const char *const lrp_mark_names[LRP_MK_COUNT] = {
     "{n}",   "{row}",  "{max}",   "{p}",    "{i}",    "{rows}",  "{half}", "{A}",
     "{dims}", "{shape}", "{forms}", "{noun}", "{lists}", "{matrix}", "{number}"};
 
-const lrp_msg_row lrp_msgs[LRP_M_COUNT] = {
+const rp_msg lrp_msgs[LRP_M_COUNT] = {
     /* the typed reads of an option (lrp_opt*, rp.model's config keys by their schema type) */
     [LRP_M_NUMBER] = {"number", "option '{key}' must be a number, got {got}"},
     [LRP_M_FINITE] = {"finite", "option '{key}' must be finite, got {got}"},
@@ -265,20 +265,37 @@ const lrp_msg_row lrp_msgs[LRP_M_COUNT] = {
                                                 "(a pair count), got {got}"},
 };
 
-const char *lrp_pushmsg(lua_State *L, lrp_msg m, const char *const *values)
+/* Pushes template t with its count marks filled in (values[k] for marks[k]) and returns it; no
+ * length limit. */
+static const char *push_filled(lua_State *L, const char *t, const char *const *marks,
+                               const char *const *values, int count)
 {
-    const char *t = lrp_msgs[m].text;
     size_t longest = 0, n = strlen(t) + 1;
-    for (int k = 0; k < LRP_MK_COUNT; k++) {
+    for (int k = 0; k < count; k++) {
         size_t len = values[k] ? strlen(values[k]) : 0;
         longest = len > longest ? len : longest;
     }
     for (const char *p = t; *p; p++) n += *p == '{' ? longest : 0; /* room for every mark */
     luaL_Buffer b;
     char *buf = luaL_buffinitsize(L, &b, n);
-    rp_fill_marks(buf, n, t, lrp_mark_names, values, LRP_MK_COUNT);
+    rp_fill_marks(buf, n, t, marks, values, count);
     luaL_pushresultsize(&b, strlen(buf));
     return lua_tostring(L, -1);
+}
+
+const char *lrp_pushmsg(lua_State *L, lrp_msg m, const char *const *values)
+{
+    return push_filled(L, lrp_msgs[m].text, lrp_mark_names, values, LRP_MK_COUNT);
+}
+
+void lrp_push_msgs(lua_State *L, const rp_msg *rows, int n, const char *const *marks,
+                   const char *const *values, int count)
+{
+    lua_createtable(L, 0, n);
+    for (int m = 0; m < n; m++) {
+        push_filled(L, rows[m].text, marks, values, count);
+        lua_setfield(L, -2, rows[m].name);
+    }
 }
 
 int lrp_opterror(lua_State *L, int arg, lrp_msg m, const char *const *values)

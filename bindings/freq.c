@@ -568,8 +568,7 @@ int lrp_option_messages(lua_State *L)
     static const table_opt *const tables[] = {&OPT_FREQ, &OPT_ANGLES, &OPT_MIX};
     lua_settop(L, 0);
     lua_createtable(L, 0, 4);
-    lua_createtable(L, 0, LRP_M_COUNT);
-    for (int m = 0; m < LRP_M_COUNT; m++) lrp_setstr(L, lrp_msgs[m].name, lrp_msgs[m].text);
+    lrp_push_msgs(L, lrp_msgs, LRP_M_COUNT, NULL, NULL, 0);
     lua_setfield(L, -2, "messages");
     lua_createtable(L, 0, 3);
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {

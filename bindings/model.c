@@ -498,8 +498,7 @@ static void push_freq_checks(lua_State *L)
         lua_rawseti(L, -2, t + 1);
     }
     lua_setfield(L, -2, "tables");
-    lua_createtable(L, 0, RP_FM_COUNT);
-    for (int m = 0; m < RP_FM_COUNT; m++) lrp_setstr(L, rp_freq_msgs[m].name, rp_freq_msgs[m].text);
+    lrp_push_msgs(L, rp_freq_msgs, RP_FM_COUNT, NULL, NULL, 0);
     lua_setfield(L, -2, "messages");
     lua_pushinteger(L, RP_MAX_AXES);
     lua_setfield(L, -2, "max_axes");
@@ -594,11 +593,7 @@ static int l_model_rules(lua_State *L)
     }
     static const char *const mark[] = {"{list}"};
     const char *const value[] = {rp_pe_list(list, sizeof list, 1, 0, 0)};
-    lua_createtable(L, 0, RP_MSG_COUNT);
-    for (int m = 0; m < RP_MSG_COUNT; m++) {
-        lua_pushstring(L, rp_fill_marks(why, sizeof why, rp_pe_msgs[m].text, mark, value, 1));
-        lua_setfield(L, -2, rp_pe_msgs[m].name);
-    }
+    lrp_push_msgs(L, rp_pe_msgs, RP_MSG_COUNT, mark, value, 1);
     lua_setfield(L, -2, "messages");
     return 1;
 }
@@ -706,16 +701,13 @@ static int l_safetensors_extras(lua_State *L)
     lrp_setstr(L, "axes_key", RP_SAFETENSORS_AXES_KEY);
     lua_pushinteger(L, RP_MAX_AXES);
     lua_setfield(L, -2, "max_axes");
-    char msg[512];
-    lua_createtable(L, 0, RP_XM_COUNT);
-    for (int m = 0; m < RP_XM_COUNT; m++)
-        lrp_setstr(L, rp_safetensors_extra_msg_names[m],
-                   rp_safetensors_extra_fill((rp_safetensors_extra_msg)m, NULL, msg, sizeof msg));
+    static const char *const mark[] = {"{list}"};
+    char list[64];
+    const char *const value[] = {rp_safetensors_axes_list(list, sizeof list)};
+    lrp_push_msgs(L, rp_safetensors_extra_msgs, RP_XM_COUNT, mark, value, 1);
     lua_setfield(L, -2, "messages");
     lua_createtable(L, 0, 1); /* the reader of roper.config */
-    lua_createtable(L, 0, RP_CFGJ_COUNT);
-    for (int m = 0; m < RP_CFGJ_COUNT; m++)
-        lrp_setstr(L, rp_cfg_json_msg_names[m], rp_cfg_json_msgs[m]);
+    lrp_push_msgs(L, rp_cfg_json_msgs, RP_CFGJ_COUNT, NULL, NULL, 0);
     lua_setfield(L, -2, "messages");
     lua_setfield(L, -2, "config");
     lua_createtable(L, 0, 3); /* core's JSON reader: its types, messages and limits */
@@ -723,9 +715,7 @@ static int l_safetensors_extras(lua_State *L)
     for (int t = 0; t <= RP_JSON_OBJECT; t++)
         lrp_setstr(L, rp_json_types[t].key, rp_json_types[t].name);
     lua_setfield(L, -2, "types");
-    lua_createtable(L, 0, RP_JSON_MSG_COUNT);
-    for (int m = 0; m < RP_JSON_MSG_COUNT; m++)
-        lrp_setstr(L, rp_json_msg_names[m], rp_json_msgs[m]);
+    lrp_push_msgs(L, rp_json_msgs, RP_JSON_MSG_COUNT, NULL, NULL, 0);
     lua_setfield(L, -2, "messages");
     static const struct {
         const char *name;

@@ -29,21 +29,19 @@ const char *rp_json_type_name(rp_json_type t)
     return (int)t >= 0 && t <= RP_JSON_OBJECT ? rp_json_types[t].name : "?";
 }
 
-const char *const rp_json_msgs[RP_JSON_MSG_COUNT] = {
-    [RP_JSON_MSG_LONG] = "number {literal}... is out of range",
-    [RP_JSON_MSG_INTEGER] = "{literal} is not an integer",
-    [RP_JSON_MSG_NATURAL] = "{literal} is not an integer >= 0",
-    [RP_JSON_MSG_RANGE] = "{literal} is out of range",
-    [RP_JSON_MSG_STRING] = "\"{text}\"",
+const rp_msg rp_json_msgs[RP_JSON_MSG_COUNT] = {
+    [RP_JSON_MSG_LONG] = {"long", "number {literal}... is out of range"},
+    [RP_JSON_MSG_INTEGER] = {"integer", "{literal} is not an integer"},
+    [RP_JSON_MSG_NATURAL] = {"natural", "{literal} is not an integer >= 0"},
+    [RP_JSON_MSG_RANGE] = {"range", "{literal} is out of range"},
+    [RP_JSON_MSG_STRING] = {"string", "\"{text}\""},
 };
-const char *const rp_json_msg_names[RP_JSON_MSG_COUNT] = {"long", "integer", "natural", "range",
-                                                          "string"};
 
 /* RP_ERR_RANGE with message m of rp_json_msgs, {literal} being lit. */
 static rp_status literal_error(rp_json_msg m, const char *lit)
 {
     static const char *const marks[] = {"{literal}"};
-    return rp_error_marks(RP_ERR_RANGE, rp_json_msgs[m], marks, &lit, 1);
+    return rp_error_marks(RP_ERR_RANGE, rp_json_msgs[m].text, marks, &lit, 1);
 }
 
 static rp_status fail(const parser *ps, size_t at, const char *what)
@@ -580,5 +578,5 @@ const char *rp_json_quoted(char *buf, size_t n, const char *s, size_t len, size_
     static const char *const marks[] = {"{text}"};
     char p[RP_JSON_NAME_TEXT];
     const char *text = rp_json_printable(p, room < sizeof p ? room : sizeof p, s, len);
-    return rp_fill_marks(buf, n, rp_json_msgs[RP_JSON_MSG_STRING], marks, &text, 1);
+    return rp_fill_marks(buf, n, rp_json_msgs[RP_JSON_MSG_STRING].text, marks, &text, 1);
 }

@@ -94,7 +94,7 @@ extern const rp_json_type_desc rp_json_types[RP_JSON_OBJECT + 1];
 const char *rp_json_type_name(rp_json_type t);
 
 /* The templates (rp_fill_marks) of the readers' messages about a value, the one home of their
- * words (rp.safetensors_extras() exports them with rp_json_msg_names): a literal too long, not an
+ * words (rp.safetensors_extras() exports them by name): a literal too long, not an
  * integer, not an integer >= 0, out of range ({literal}: the literal, or its first
  * RP_JSON_LITERAL_SHOWN bytes when too long) and a string shown in a message ({text}: its
  * rp_json_printable form, rp_json_quoted). */
@@ -106,8 +106,7 @@ typedef enum {
     RP_JSON_MSG_STRING,
     RP_JSON_MSG_COUNT
 } rp_json_msg;
-extern const char *const rp_json_msgs[RP_JSON_MSG_COUNT];
-extern const char *const rp_json_msg_names[RP_JSON_MSG_COUNT]; /* "long", "integer", ... */
+extern const rp_msg rp_json_msgs[RP_JSON_MSG_COUNT]; /* "long", "integer", ... */
 
 /* Writes s[0..len-1] as a JSON string literal (quotes included, '"', '\\' and control
  * characters escaped, other bytes as they are) to f; returns the bytes written, or counts only

@@ -72,15 +72,24 @@ const rp_safetensors_extra rp_safetensors_extras[RP_X_COUNT] = {
     [RP_X_SECTIONS] = {"roper.sections", "sections", "I64", 1, 1, "[axes]"},
     [RP_X_MIX] = {"roper.mix", "mix", "F64", 2, 2, "[axes x pairs]"},
 };
-const char *const rp_safetensors_extra_msgs[RP_XM_COUNT] = {
-    [RP_XM_MISSING] = "no tensor {tensor} (the metadata's {key} names it)",
-    [RP_XM_TWICE] = "the metadata's {first} and {key} both name tensor {tensor}",
-    [RP_XM_DTYPE] = "tensor {tensor} (the metadata's {key}) has dtype {dtype}, not {want}",
-    [RP_XM_SHAPE] = "tensor {tensor} (the metadata's {key}) is {shape}; {want} expected",
-    [RP_XM_AXES] = RP_SAFETENSORS_AXES_KEY " {tensor} is not one of {list}",
+const rp_msg rp_safetensors_extra_msgs[RP_XM_COUNT] = {
+    [RP_XM_MISSING] = {"missing", "no tensor {tensor} (the metadata's {key} names it)"},
+    [RP_XM_TWICE] = {"twice", "the metadata's {first} and {key} both name tensor {tensor}"},
+    [RP_XM_DTYPE] = {"dtype", "tensor {tensor} (the metadata's {key}) has dtype {dtype}, not "
+                              "{want}"},
+    [RP_XM_SHAPE] = {"shape", "tensor {tensor} (the metadata's {key}) is {shape}; {want} "
+                              "expected"},
+    [RP_XM_AXES] = {"axes", RP_SAFETENSORS_AXES_KEY " {tensor} is not one of {list}"},
 };
-const char *const rp_safetensors_extra_msg_names[RP_XM_COUNT] = {"missing", "twice", "dtype",
-                                                                 "shape", "axes"};
+
+const char *rp_safetensors_axes_list(char *buf, size_t n)
+{
+    if (!n) return buf;
+    buf[0] = '\0';
+    for (int k = 0; k < RP_AXES_COUNT; k++)
+        snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", k ? ", " : "", rp_axes_names[k]);
+    return buf;
+}
 
 const char *rp_safetensors_extra_fill(rp_safetensors_extra_msg m, const char *const *values,
                                       char *buf, size_t n)
@@ -88,13 +97,10 @@ const char *rp_safetensors_extra_fill(rp_safetensors_extra_msg m, const char *co
     static const char *const marks[RP_XK_COUNT + 1] = {"{tensor}", "{key}",   "{first}", "{dtype}",
                                                        "{want}",   "{shape}", "{list}"};
     const char *v[RP_XK_COUNT + 1];
-    char list[64] = ""; /* the maps, "axial, sections, mixed" */
-    for (int k = 0; k < RP_AXES_COUNT; k++)
-        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "",
-                 rp_axes_names[k]);
+    char list[64];
     for (int k = 0; k < RP_XK_COUNT; k++) v[k] = values ? values[k] : NULL;
-    v[RP_XK_COUNT] = list;
-    return rp_fill_marks(buf, n, rp_safetensors_extra_msgs[m], marks, v, RP_XK_COUNT + 1);
+    v[RP_XK_COUNT] = rp_safetensors_axes_list(list, sizeof list);
+    return rp_fill_marks(buf, n, rp_safetensors_extra_msgs[m].text, marks, v, RP_XK_COUNT + 1);
 }
 
 /* the table's short name here */
@@ -247,7 +253,7 @@ static rp_status bad_model(rp_status st, const char *path, const char *t)
     snprintf(why, sizeof why, "%s", rp_last_error());
     const char *v = why;
     return rp_error(st, "%s: %s", path,
-                    rp_fill_marks(msg, sizeof msg, *t ? t : rp_cfg_json_msgs[RP_CFGJ_BAD_MODEL],
+                    rp_fill_marks(msg, sizeof msg, *t ? t : rp_cfg_json_msgs[RP_CFGJ_BAD_MODEL].text,
                                   marks, &v, 1));
 }
 

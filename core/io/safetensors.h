@@ -54,13 +54,13 @@ typedef struct {
 enum { RP_X_FREQ, RP_X_ANGLES, RP_X_POSITIONS, RP_X_SECTIONS, RP_X_MIX, RP_X_COUNT };
 extern const rp_safetensors_extra rp_safetensors_extras[RP_X_COUNT];
 /* The templates (rp_fill_marks) of the reader's refusals of the extras the metadata names, the one
- * home of their words (rp.safetensors_extras().messages exports them by
- * rp_safetensors_extra_msg_names, {list} filled): no such tensor, a tensor two keys name ({first}:
- * the earlier key), a dtype or a rank not the row's ({dtype}, {shape}: the tensor's; {want}: the
- * row's dtype or shape), a roper.axes that names no map ({list}: the maps, rp_axes_names). {key}
- * is the row's metadata key, {tensor} the tensor's name (or roper.axes's value) as rp_json_quoted
- * shows it in RP_JSON_NAME_TEXT bytes; a positions tensor of rank 2 must have 1 to RP_MAX_AXES
- * columns too. The message is the file's path, ": ", then the filled template. */
+ * home of their words (rp.safetensors_extras().messages exports them by name, {list} filled): no
+ * such tensor, a tensor two keys name ({first}: the earlier key), a dtype or a rank not the row's
+ * ({dtype}, {shape}: the tensor's; {want}: the row's dtype or shape), a roper.axes that names no
+ * map ({list}: the maps, rp_safetensors_axes_list). {key} is the row's metadata key, {tensor} the
+ * tensor's name (or roper.axes's value) as rp_json_quoted shows it in RP_JSON_NAME_TEXT bytes; a
+ * positions tensor of rank 2 must have 1 to RP_MAX_AXES columns too. The message is the file's
+ * path, ": ", then the filled template. */
 typedef enum {
     RP_XM_MISSING,
     RP_XM_TWICE,
@@ -69,8 +69,10 @@ typedef enum {
     RP_XM_AXES,
     RP_XM_COUNT
 } rp_safetensors_extra_msg;
-extern const char *const rp_safetensors_extra_msgs[RP_XM_COUNT];
-extern const char *const rp_safetensors_extra_msg_names[RP_XM_COUNT]; /* "missing", ... */
+extern const rp_msg rp_safetensors_extra_msgs[RP_XM_COUNT]; /* "missing", ... */
+/* The maps a roper.axes may name, as {list} shows them ("axial, sections, mixed": rp_axes_names),
+ * in buf (n bytes, cut to fit); returns buf. */
+const char *rp_safetensors_axes_list(char *buf, size_t n);
 /* The marks of those templates, in the order of rp_safetensors_extra_fill's values. */
 enum { RP_XK_TENSOR, RP_XK_KEY, RP_XK_FIRST, RP_XK_DTYPE, RP_XK_WANT, RP_XK_SHAPE, RP_XK_COUNT };
 /* Message m filled, in buf (n bytes): values[RP_XK_*] for the marks (a NULL one leaves its mark),
@@ -121,11 +123,11 @@ rp_status rp_model_cfg_from_json(const char *text, size_t len, rp_model_cfg *cfg
 
 /* The templates (rp_fill_marks) of rp_model_cfg_from_json's messages and of a file's refusal of
  * its roper.config, the one home of their words (rp.safetensors_extras().config exports them by
- * rp_cfg_json_msg_names): the text is not a JSON object ({type}: rp_json_type_name), an unknown
- * key ({key}: rp_json_printable in RP_JSON_NAME_TEXT bytes), a key a file must hold left out
- * ({key}), a number whose literal rp_json_i64, _u64 or _double refuse ({key}, {why}: their
- * message), the file's refusal ({why}: the reader's message) and a file's refusal of a config
- * that rp_model_cfg_check refuses ({why}: its message; RP_BAD_MODEL_CONFIG). */
+ * name): the text is not a JSON object ({type}: rp_json_type_name), an unknown key ({key}:
+ * rp_json_printable in RP_JSON_NAME_TEXT bytes), a key a file must hold left out ({key}), a
+ * number whose literal rp_json_i64, _u64 or _double refuse ({key}, {why}: their message), the
+ * file's refusal ({why}: the reader's message) and a file's refusal of a config that
+ * rp_model_cfg_check refuses ({why}: its message; RP_BAD_MODEL_CONFIG). */
 typedef enum {
     RP_CFGJ_NOT_OBJECT,
     RP_CFGJ_UNKNOWN,
@@ -135,8 +137,7 @@ typedef enum {
     RP_CFGJ_BAD_MODEL,
     RP_CFGJ_COUNT
 } rp_cfg_json_msg;
-extern const char *const rp_cfg_json_msgs[RP_CFGJ_COUNT];
-extern const char *const rp_cfg_json_msg_names[RP_CFGJ_COUNT]; /* "not_object", "unknown", ... */
+extern const rp_msg rp_cfg_json_msgs[RP_CFGJ_COUNT]; /* "not_object", "unknown", ... */
 /* Message m of rp_cfg_json_msgs with {key}, {type} and {why} filled (a NULL value leaves its mark),
  * in buf (n bytes); returns buf. */
 const char *rp_cfg_json_msg_fill(rp_cfg_json_msg m, const char *key, const char *type,

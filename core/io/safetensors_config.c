@@ -61,23 +61,21 @@ size_t rp_model_cfg_to_json(const rp_model_cfg *c, char *buf, size_t n)
     return w < 0 ? 0 : k + (size_t)w;
 }
 
-const char *const rp_cfg_json_msgs[RP_CFGJ_COUNT] = {
-    [RP_CFGJ_NOT_OBJECT] = "not a JSON object ({type})",
-    [RP_CFGJ_UNKNOWN] = "unknown key '{key}'",
-    [RP_CFGJ_MISSING] = "no key '{key}'",
-    [RP_CFGJ_LITERAL] = "'{key}': {why}",
-    [RP_CFGJ_BAD_FILE] = "bad roper.config ({why})",
-    [RP_CFGJ_BAD_MODEL] = RP_BAD_MODEL_CONFIG ": {why}",
+const rp_msg rp_cfg_json_msgs[RP_CFGJ_COUNT] = {
+    [RP_CFGJ_NOT_OBJECT] = {"not_object", "not a JSON object ({type})"},
+    [RP_CFGJ_UNKNOWN] = {"unknown", "unknown key '{key}'"},
+    [RP_CFGJ_MISSING] = {"missing", "no key '{key}'"},
+    [RP_CFGJ_LITERAL] = {"literal", "'{key}': {why}"},
+    [RP_CFGJ_BAD_FILE] = {"bad_file", "bad roper.config ({why})"},
+    [RP_CFGJ_BAD_MODEL] = {"bad_model", RP_BAD_MODEL_CONFIG ": {why}"},
 };
-const char *const rp_cfg_json_msg_names[RP_CFGJ_COUNT] = {"not_object", "unknown", "missing",
-                                                          "literal",    "bad_file", "bad_model"};
 
 const char *rp_cfg_json_msg_fill(rp_cfg_json_msg m, const char *key, const char *type,
                                  const char *why, char *buf, size_t n)
 {
     static const char *const marks[] = {"{key}", "{type}", "{why}"};
     const char *values[] = {key, type, why};
-    return rp_fill_marks(buf, n, rp_cfg_json_msgs[m], marks, values, 3);
+    return rp_fill_marks(buf, n, rp_cfg_json_msgs[m].text, marks, values, 3);
 }
 
 /* read_key's message for a value of another type than the row's, by rp_cfg_type */

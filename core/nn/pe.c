@@ -209,7 +209,7 @@ const char *rp_rotate_name(int rotate, char buf[5])
 }
 
 /* The rotary rules' messages (pe.h), in rp_pe_msg order. */
-const rp_pe_msg_row rp_pe_msgs[RP_MSG_COUNT] = {
+const rp_msg rp_pe_msgs[RP_MSG_COUNT] = {
     [RP_MSG_ROTATE_OPTION] = {"rotate_option", "option 'rotate' needs" RP_PE_NEEDS_ROTARY
                                                ", got pe '{pe}'"},
     [RP_MSG_ROTATE] = {"rotate", "rotate needs" RP_PE_NEEDS_ROTARY ", not {pe}"},

@@ -243,11 +243,7 @@ typedef enum {
     RP_MSG_BELOW_ANGLES,     /* rp_attention_check_positions: a position below an angle table */
     RP_MSG_COUNT
 } rp_pe_msg;
-typedef struct rp_pe_msg_row {
-    const char *name; /* its name in rp.model_rules().messages */
-    const char *text; /* the template */
-} rp_pe_msg_row;
-extern const rp_pe_msg_row rp_pe_msgs[RP_MSG_COUNT];
+extern const rp_msg rp_pe_msgs[RP_MSG_COUNT]; /* by rp_pe_msg */
 /* RP_ERR_ARG with the message of what needs a rotary pe (need: RP_MSG_ROTATE_OPTION ..
  * RP_MSG_POSITIONS), not mode pe (with linear attention when linear is set). */
 rp_status rp_pe_need_rotary(rp_pe_msg need, rp_pe pe, int linear);

@@ -61,7 +61,7 @@ const rp_freq_own rp_freq_owns[RP_OWN_COUNT] = {
                     "mix holds {n} pairs per axis; {name} {d_rot} needs {half}", NULL},
 };
 
-const rp_freq_msg rp_freq_msgs[RP_FM_COUNT] = {
+const rp_msg rp_freq_msgs[RP_FM_COUNT] = {
     [RP_FM_EMPTY] = {"empty", "{key} must not be empty"},
     [RP_FM_SCALED] = {"scaled", "scaling {scaling} does not apply to {final} are final; scale "
                                 "them yourself)"},

@@ -350,12 +350,8 @@ typedef enum {
     RP_FM_COUNT
 } rp_freq_msg_id;
 
-typedef struct rp_freq_msg {
-    const char *name; /* its name in rp.scalings().checks.messages ("empty") */
-    const char *text; /* the template */
-} rp_freq_msg;
-
-extern const rp_freq_msg rp_freq_msgs[RP_FM_COUNT];
+/* The templates, by rp_freq_msg_id; rp.scalings().checks.messages exports them by name. */
+extern const rp_msg rp_freq_msgs[RP_FM_COUNT];
 
 /* Equal as schemes (fields, axes and table contents; NULL equals a plain one). */
 int rp_rope_freq_equal(const rp_rope_freq *a, const rp_rope_freq *b);

@@ -35,6 +35,13 @@ rp_status rp_error(rp_status st, const char *fmt, ...)
  * rp_rope_freq_check_use, rp_axes_plan) are such templates. Each value is copied as it is (a mark inside a value stays). */
 const char *rp_fill_marks(char *buf, size_t n, const char *t, const char *const *marks,
                           const char *const *values, int count);
+/* A message of a table of templates (rp_freq_msgs, rp_pe_msgs, rp_json_msgs, ...; each indexed by
+ * its enum): name is the key the export gives it (rp.scalings().checks.messages, ...; the PyTorch
+ * companion's schema.json), text the template, filled by rp_fill_marks. Both static strings. */
+typedef struct {
+    const char *name, *text;
+} rp_msg;
+
 /* rp_error with the template t filled in (rp_fill_marks) as the message: returns st. */
 rp_status rp_error_marks(rp_status st, const char *t, const char *const *marks,
                          const char *const *values, int count);
