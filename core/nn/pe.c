@@ -219,6 +219,7 @@ const rp_msg rp_pe_msgs[RP_MSG_COUNT] = {
                                            ", not {pe}"},
     [RP_MSG_FREQ] = {"freq", "freq and angles need" RP_PE_NEEDS_SOFTMAX},
     [RP_MSG_POSITIONS] = {"positions", "positions need" RP_PE_NEEDS_SOFTMAX},
+    [RP_MSG_GRID] = {"grid", "option 'positions' grid needs" RP_PE_NEEDS_SOFTMAX},
     [RP_MSG_LINEAR] = {"linear", " with linear attention"},
     [RP_MSG_FRACTION_RANGE] = {"fraction_range", "{what} {fraction} must be in (0, 1]"},
     [RP_MSG_FRACTION_WIDTH] = {"fraction_width", "{what} {fraction} gives d_rot {d_rot} for d_k "

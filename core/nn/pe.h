@@ -235,6 +235,7 @@ typedef enum {
     RP_MSG_SCHEME_FREQ,      /* a frequency scheme that is not plain (rp_pe_scheme_check_freq) */
     RP_MSG_FREQ,             /* a model's own frequencies or angles (rp_model_set_freq) */
     RP_MSG_POSITIONS,        /* a model's positions (rp_model_set_positions) */
+    RP_MSG_GRID,             /* rp.experiment's positions grid (experiment/check.lua) */
     RP_MSG_LINEAR,           /* the text of {linear} with linear attention */
     RP_MSG_FRACTION_RANGE,   /* rp_pe_fraction_width: a fraction outside (0, 1] */
     RP_MSG_FRACTION_WIDTH,   /* rp_pe_fraction_width: an odd width or one below 2 */

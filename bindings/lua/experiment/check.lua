@@ -173,11 +173,9 @@ local function validate(fname, cfg)
   getmetatable(task).__close(task)
   local mc = model_opts(cfg, V)
   if mc.positions and (not internals.pe_modes[cfg.pe].rotary or cfg.attention == "linear") then
-    local rot = {}
-    for _, row in ipairs(rp.pe_modes()) do rot[#rot + 1] = row.rotary and row.name or nil end
-    argerror(fname, 1, ("option 'positions' grid needs a rotary pe (%s or %s) with softmax "
-      .. "attention, not %s%s"):format(table.concat(rot, ", ", 1, #rot - 1), rot[#rot], cfg.pe,
-      cfg.attention == "linear" and " with linear attention" or ""))
+    local msg = rp.model_rules().messages -- core's templates (rp_pe_msgs), {list} filled in
+    local marks = { pe = cfg.pe, linear = cfg.attention == "linear" and msg.linear or "" }
+    argerror(fname, 1, (msg.grid:gsub("{(%w+)}", marks)))
   end
   if mc.axes == "mixed" and ((cfg.d_model // cfg.heads) % 4 ~= 0 or cfg.fraction_qk ~= 1
       or cfg.fraction_v ~= 1 or cfg.rotate ~= "") then
