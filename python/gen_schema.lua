@@ -1,6 +1,7 @@
 -- Writes python/roper_torch/schema.json: roper's model config schema (rp.model_keys(): with each
--- key's needs, the does-nothing rules; its messages: the schema's own, as key_messages), the rules between keys (rp.model_rules(), with their
--- messages; its messages: the rotary rules' message templates, as messages), the mode table
+-- key's needs, the does-nothing rules; its messages: the schema's own, as key_messages), the
+-- rules between keys (rp.model_rules(), with their messages; its messages: the rotary rules'
+-- message templates, as messages), the mode table
 -- (rp.pe_modes()), the scaling table (rp.scalings(), with its hf_map: Hugging Face's
 -- rope_scaling fields; its rules: the frequency scheme's scalar rules, as freq_rules; its checks:
 -- the messages of the scheme's coded rules on its own tables, axes and uses, as freq_checks), the
@@ -61,7 +62,8 @@ end
 local all, layout, extras, rules = rp.scalings(), rp.model_layout(), rp.safetensors_extras(),
   rp.model_rules()
 local keys = rp.model_keys()
-io.write(encode({ keys = list(keys), key_messages = keys.messages, modes = list(rp.pe_modes()), rules = list(rules),
+io.write(encode({ keys = list(keys), key_messages = keys.messages, modes = list(rp.pe_modes()),
+                  rules = list(rules),
                   messages = rules.messages,
                   scalings = list(all), hf_map = all.hf_map, freq_rules = all.rules,
                   freq_checks = all.checks,

@@ -594,7 +594,8 @@ static const char *meta_get(const st_file *f, const char *key, size_t *len)
 }
 
 /* The {how} of RP_CFGJ_NO_CONFIG: what roper's user does with a file without roper.config. */
-#define RP_SAFETENSORS_NO_CONFIG_HOW "build the model from its config, then load the weights into it"
+#define RP_SAFETENSORS_NO_CONFIG_HOW                                                           \
+    "build the model from its config, then load the weights into it"
 
 /* RP_ERR_IO "path: " and message m of rp_cfg_json_msgs, its count marks filled (rp_fill_marks). */
 static rp_status file_refusal(const char *path, rp_cfg_json_msg m, const char *const *marks,
@@ -772,11 +773,12 @@ static rp_status match(const st_file *f, const st_named *x, rp_model *m, const s
     char q[300], a[RP_SHAPE_STR_LEN], b[RP_SHAPE_STR_LEN];
     for (int k = 0; k < RP_X_COUNT; k++) {
         const st_entry *e = x->e[k];
-        if (e && strlen(e->name) == e->name_len && rp_model_find_param(m, e->name) >= 0)
-            return extra_error(f, RP_XM_PARAM,
-                               (const char *[RP_XK_COUNT]){[RP_XK_TENSOR] = qname(q, sizeof q, e->name,
-                                                                                  e->name_len),
-                                                           [RP_XK_KEY] = extras[k].key});
+        if (e && strlen(e->name) == e->name_len && rp_model_find_param(m, e->name) >= 0) {
+            const char *v[RP_XK_COUNT] = {
+                [RP_XK_TENSOR] = qname(q, sizeof q, e->name, e->name_len),
+                [RP_XK_KEY] = extras[k].key};
+            return extra_error(f, RP_XM_PARAM, v);
+        }
     }
     for (size_t k = 0; k < f->n; k++) {
         const st_entry *e = &f->e[k];

@@ -131,8 +131,9 @@ rp_status rp_model_cfg_from_json(const char *text, size_t len, rp_model_cfg *cfg
  * number whose literal rp_json_i64, _u64 or _double refuse ({key}, {why}: their message), the
  * file's refusal ({why}: the reader's message), a file's refusal of a config that
  * rp_model_cfg_check refuses ({why}: its message; RP_BAD_MODEL_CONFIG) and the file's refusals of
- * its metadata: no roper.config ({how}: what to do instead; roper's words in safetensors.c), a roper.config without roper.version, a roper.version not RP_SAFETENSORS_VERSION ({got}:
- * the file's, as rp_json_quoted shows it in RP_JSON_NAME_TEXT bytes; {version}:
+ * its metadata: no roper.config ({how}: what to do instead; roper's words in safetensors.c), a
+ * roper.config without roper.version, a roper.version not RP_SAFETENSORS_VERSION ({got}: the
+ * file's, as rp_json_quoted shows it in RP_JSON_NAME_TEXT bytes; {version}:
  * RP_SAFETENSORS_VERSION) and a config that needs more parameters than the file holds ({need},
  * {have}). */
 typedef enum {

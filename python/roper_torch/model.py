@@ -650,7 +650,7 @@ EXTRAS = {x["option"]: (x["key"], DTYPES[x["dtype"]], tuple(x["ranks"]), x["shap
           for x in SCHEMA["extras"]["tensors"]}
 AXES_KEY = SCHEMA["extras"]["axes_key"]
 _EXTRA_MSG = SCHEMA["extras"]["messages"]  # the reader's refusals (rp_safetensors_extra_msgs)
-# the file's refusals of its metadata (rp_cfg_json_msgs) and the roper.version roper writes and reads
+# the file's refusals of its metadata (rp_cfg_json_msgs); the roper.version roper writes and reads
 _FILE_MSG, VERSION = SCHEMA["extras"]["config"]["messages"], SCHEMA["extras"]["version"]
 
 
