@@ -10,6 +10,7 @@
  * read the same way by lrp_optaxes and lrp_axes_tables, the second once the positions' axes are
  * known. */
 #include <math.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -662,9 +663,11 @@ void lrp_freq_check_positions(lua_State *L, int idx, const rp_rope_freq *f, int6
     /* the first position below 0 (of offset + r: offset itself, when it is) */
     for (int64_t r = 0; r < (pos ? n : 1) && f->angles; r++) {
         int64_t p = pos ? pos[r] : offset;
-        if (p < 0)
-            lrp_argerror(L, idx, "position %I is below 0, where the angle table starts",
-                         (LUAI_UACINT)p);
+        if (p < 0) {
+            char v[24];
+            snprintf(v, sizeof v, "%lld", (long long)p);
+            lrp_opterror(L, idx, LRP_M_POS_BELOW_TABLE, LRP_MARKS([LRP_MK_P] = v));
+        }
     }
     if (rp_rope_freq_check_use(f, d_rot, lrp_freq_rows(pos, offset, n) - 1, "d_rot") != RP_OK)
         lrp_argerror(L, idx, "%s", rp_last_error());

@@ -441,10 +441,13 @@ static void push_model_keys(lua_State *L)
     }
 }
 
-/* rp.model_keys() -> the config schema's rows (push_model_keys), a new table at each call. */
+/* rp.model_keys() -> the config schema's rows (push_model_keys), a new table at each call;
+ * t.messages the schema's own messages (rp_model_cfg_msgs, by name). */
 static int l_model_keys(lua_State *L)
 {
     push_model_keys(L);
+    lrp_push_msgs(L, rp_model_cfg_msgs, RP_CFGM_COUNT, NULL, NULL, 0);
+    lua_setfield(L, -2, "messages");
     return 1;
 }
 
@@ -699,6 +702,7 @@ static int l_safetensors_extras(lua_State *L)
         lua_rawseti(L, -2, k + 1);
     }
     lrp_setstr(L, "axes_key", RP_SAFETENSORS_AXES_KEY);
+    lrp_setstr(L, "version", RP_SAFETENSORS_VERSION);
     lua_pushinteger(L, RP_MAX_AXES);
     lua_setfield(L, -2, "max_axes");
     static const char *const mark[] = {"{list}"};

@@ -1,11 +1,13 @@
 -- Writes python/roper_torch/schema.json: roper's model config schema (rp.model_keys(): with each
--- key's needs, the does-nothing rules), the rules between keys (rp.model_rules(), with their
--- messages; its messages: the rotary rules' message templates, as messages), the mode table
+-- key's needs, the does-nothing rules; its messages: the schema's own, as key_messages), the
+-- rules between keys (rp.model_rules(), with their messages; its messages: the rotary rules'
+-- message templates, as messages), the mode table
 -- (rp.pe_modes()), the scaling table (rp.scalings(), with its hf_map: Hugging Face's
 -- rope_scaling fields; its rules: the frequency scheme's scalar rules, as freq_rules; its checks:
 -- the messages of the scheme's coded rules on its own tables, axes and uses, as freq_checks), the
 -- parameter layout (rp.model_layout(): layout.params, layout.dims), what a safetensors file
--- holds beside the parameters (rp.safetensors_extras(): extras.tensors, extras.axes_key, the
+-- holds beside the parameters (rp.safetensors_extras(): extras.tensors, extras.axes_key,
+-- extras.version (the roper.version roper writes and reads), the
 -- reader's messages and limits: extras.messages, extras.max_axes, extras.config (roper.config's
 -- reader) and extras.json (core's JSON reader: type names, number messages, limits)) and
 -- the rules between the vector-position options with their messages (rp.axes_rules():
@@ -59,12 +61,15 @@ end
 
 local all, layout, extras, rules = rp.scalings(), rp.model_layout(), rp.safetensors_extras(),
   rp.model_rules()
-io.write(encode({ keys = rp.model_keys(), modes = list(rp.pe_modes()), rules = list(rules),
+local keys = rp.model_keys()
+io.write(encode({ keys = list(keys), key_messages = keys.messages, modes = list(rp.pe_modes()),
+                  rules = list(rules),
                   messages = rules.messages,
                   scalings = list(all), hf_map = all.hf_map, freq_rules = all.rules,
                   freq_checks = all.checks,
                   layout = { params = list(layout), dims = layout.dims },
                   extras = { tensors = list(extras), axes_key = extras.axes_key,
+                             version = extras.version,
                              max_axes = extras.max_axes, messages = extras.messages,
                              config = extras.config, json = extras.json },
                   axes = rp.axes_rules(), options = rp.option_messages() }, 0), "\n")

@@ -80,6 +80,8 @@ const rp_msg rp_safetensors_extra_msgs[RP_XM_COUNT] = {
     [RP_XM_SHAPE] = {"shape", "tensor {tensor} (the metadata's {key}) is {shape}; {want} "
                               "expected"},
     [RP_XM_AXES] = {"axes", RP_SAFETENSORS_AXES_KEY " {tensor} is not one of {list}"},
+    [RP_XM_PARAM] = {"param", "the metadata's {key} names tensor {tensor}, a parameter of the "
+                              "model"},
 };
 
 const char *rp_safetensors_axes_list(char *buf, size_t n)
@@ -591,6 +593,19 @@ static const char *meta_get(const st_file *f, const char *key, size_t *len)
     return f->doc.strings + f->doc.nodes[v].str;
 }
 
+/* The {how} of RP_CFGJ_NO_CONFIG: what roper's user does with a file without roper.config. */
+#define RP_SAFETENSORS_NO_CONFIG_HOW                                                           \
+    "build the model from its config, then load the weights into it"
+
+/* RP_ERR_IO "path: " and message m of rp_cfg_json_msgs, its count marks filled (rp_fill_marks). */
+static rp_status file_refusal(const char *path, rp_cfg_json_msg m, const char *const *marks,
+                              const char *const *values, int count)
+{
+    char msg[512];
+    return rp_error(RP_ERR_IO, "%s: %s", path,
+                    rp_fill_marks(msg, sizeof msg, rp_cfg_json_msgs[m].text, marks, values, count));
+}
+
 /* The roper.config of the file into *cfg: *has = 0 when there is none. A roper.config needs
  * roper.version RP_SAFETENSORS_VERSION. */
 static rp_status file_config(const st_file *f, rp_model_cfg *cfg, int *has)
@@ -601,11 +616,12 @@ static rp_status file_config(const st_file *f, rp_model_cfg *cfg, int *has)
     *has = c != NULL;
     if (!c) return RP_OK;
     char q[300];
-    if (!v) return rp_error(RP_ERR_IO, "%s: the metadata has roper.config but no roper.version",
-                            f->path);
-    if (vlen != strlen(RP_SAFETENSORS_VERSION) || strcmp(v, RP_SAFETENSORS_VERSION) != 0)
-        return rp_error(RP_ERR_IO, "%s: roper.version %s is not supported (this is version %s)",
-                        f->path, qname(q, sizeof q, v, vlen), RP_SAFETENSORS_VERSION);
+    if (!v) return file_refusal(f->path, RP_CFGJ_NO_VERSION, NULL, NULL, 0);
+    if (vlen != strlen(RP_SAFETENSORS_VERSION) || strcmp(v, RP_SAFETENSORS_VERSION) != 0) {
+        static const char *const marks[] = {"{got}", "{version}"};
+        const char *values[] = {qname(q, sizeof q, v, vlen), RP_SAFETENSORS_VERSION};
+        return file_refusal(f->path, RP_CFGJ_VERSION, marks, values, 2);
+    }
     if (rp_model_cfg_from_json(c, clen, cfg) != RP_OK) {
         char why[400], msg[512];
         snprintf(why, sizeof why, "%s", rp_last_error());
@@ -757,10 +773,12 @@ static rp_status match(const st_file *f, const st_named *x, rp_model *m, const s
     char q[300], a[RP_SHAPE_STR_LEN], b[RP_SHAPE_STR_LEN];
     for (int k = 0; k < RP_X_COUNT; k++) {
         const st_entry *e = x->e[k];
-        if (e && strlen(e->name) == e->name_len && rp_model_find_param(m, e->name) >= 0)
-            return rp_error(RP_ERR_IO, "%s: the metadata's %s names tensor %s, a parameter of "
-                                       "the model", f->path, extras[k].key,
-                            qname(q, sizeof q, e->name, e->name_len));
+        if (e && strlen(e->name) == e->name_len && rp_model_find_param(m, e->name) >= 0) {
+            const char *v[RP_XK_COUNT] = {
+                [RP_XK_TENSOR] = qname(q, sizeof q, e->name, e->name_len),
+                [RP_XK_KEY] = extras[k].key};
+            return extra_error(f, RP_XM_PARAM, v);
+        }
     }
     for (size_t k = 0; k < f->n; k++) {
         const st_entry *e = &f->e[k];
@@ -941,9 +959,8 @@ rp_status rp_safetensors_load(const char *path, rp_model **out)
     char msg[400];
     rp_status st = file_config(&f, &cfg, &has);
     if (st == RP_OK && !has)
-        st = rp_error(RP_ERR_IO, "%s: no roper.config in the metadata (not written by roper: "
-                                 "build the model from its config, then load the weights into "
-                                 "it)", path);
+        st = file_refusal(path, RP_CFGJ_NO_CONFIG, (const char *[]){"{how}"},
+                          (const char *[]){RP_SAFETENSORS_NO_CONFIG_HOW}, 1);
     st_named x;
     if (st == RP_OK) st = find_extras(&f, &x);
     if (st != RP_OK) goto done;
@@ -956,8 +973,11 @@ rp_status rp_safetensors_load(const char *path, rp_model **out)
     for (size_t k = 0; k < f.n; k++) /* saturating (it cannot reach 2^63: 2^21 entries of 2^40) */
         if (!is_extra(&x, &f.e[k]) && !rp_add_i64(held, f.e[k].numel, &held)) held = INT64_MAX;
     if (params > held) { /* a forged config cannot make the loader allocate a model for nothing */
-        st = rp_error(RP_ERR_IO, "%s: the config needs %lld parameters, the file holds %lld",
-                      path, (long long)params, (long long)held);
+        char need[24], have[24];
+        snprintf(need, sizeof need, "%lld", (long long)params);
+        snprintf(have, sizeof have, "%lld", (long long)held);
+        st = file_refusal(path, RP_CFGJ_PARAMS, (const char *[]){"{need}", "{have}"},
+                          (const char *[]){need, have}, 2);
         goto done;
     }
     m = rp_model_new(&cfg);

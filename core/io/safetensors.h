@@ -57,7 +57,9 @@ extern const rp_safetensors_extra rp_safetensors_extras[RP_X_COUNT];
  * home of their words (rp.safetensors_extras().messages exports them by name, {list} filled): no
  * such tensor, a tensor two keys name ({first}: the earlier key), a dtype or a rank not the row's
  * ({dtype}, {shape}: the tensor's; {want}: the row's dtype or shape), a roper.axes that names no
- * map ({list}: the maps, rp_safetensors_axes_list). {key} is the row's metadata key, {tensor} the
+ * map ({list}: the maps, rp_safetensors_axes_list), a tensor the metadata names that is a parameter
+ * of the model (the file's refusal of it, rp_safetensors_load_into). {key} is the row's metadata
+ * key, {tensor} the
  * tensor's name (or roper.axes's value) as rp_json_quoted shows it in RP_JSON_NAME_TEXT bytes; a
  * positions tensor of rank 2 must have 1 to RP_MAX_AXES columns too. The message is the file's
  * path, ": ", then the filled template. */
@@ -67,6 +69,7 @@ typedef enum {
     RP_XM_DTYPE,
     RP_XM_SHAPE,
     RP_XM_AXES,
+    RP_XM_PARAM,
     RP_XM_COUNT
 } rp_safetensors_extra_msg;
 extern const rp_msg rp_safetensors_extra_msgs[RP_XM_COUNT]; /* "missing", ... */
@@ -126,8 +129,13 @@ rp_status rp_model_cfg_from_json(const char *text, size_t len, rp_model_cfg *cfg
  * name): the text is not a JSON object ({type}: rp_json_type_name), an unknown key ({key}:
  * rp_json_printable in RP_JSON_NAME_TEXT bytes), a key a file must hold left out ({key}), a
  * number whose literal rp_json_i64, _u64 or _double refuse ({key}, {why}: their message), the
- * file's refusal ({why}: the reader's message) and a file's refusal of a config that
- * rp_model_cfg_check refuses ({why}: its message; RP_BAD_MODEL_CONFIG). */
+ * file's refusal ({why}: the reader's message), a file's refusal of a config that
+ * rp_model_cfg_check refuses ({why}: its message; RP_BAD_MODEL_CONFIG) and the file's refusals of
+ * its metadata: no roper.config ({how}: what to do instead; roper's words in safetensors.c), a
+ * roper.config without roper.version, a roper.version not RP_SAFETENSORS_VERSION ({got}: the
+ * file's, as rp_json_quoted shows it in RP_JSON_NAME_TEXT bytes; {version}:
+ * RP_SAFETENSORS_VERSION) and a config that needs more parameters than the file holds ({need},
+ * {have}). */
 typedef enum {
     RP_CFGJ_NOT_OBJECT,
     RP_CFGJ_UNKNOWN,
@@ -135,6 +143,10 @@ typedef enum {
     RP_CFGJ_LITERAL,
     RP_CFGJ_BAD_FILE,
     RP_CFGJ_BAD_MODEL,
+    RP_CFGJ_NO_CONFIG,
+    RP_CFGJ_NO_VERSION,
+    RP_CFGJ_VERSION,
+    RP_CFGJ_PARAMS,
     RP_CFGJ_COUNT
 } rp_cfg_json_msg;
 extern const rp_msg rp_cfg_json_msgs[RP_CFGJ_COUNT]; /* "not_object", "unknown", ... */

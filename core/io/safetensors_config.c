@@ -68,6 +68,12 @@ const rp_msg rp_cfg_json_msgs[RP_CFGJ_COUNT] = {
     [RP_CFGJ_LITERAL] = {"literal", "'{key}': {why}"},
     [RP_CFGJ_BAD_FILE] = {"bad_file", "bad roper.config ({why})"},
     [RP_CFGJ_BAD_MODEL] = {"bad_model", RP_BAD_MODEL_CONFIG ": {why}"},
+    [RP_CFGJ_NO_CONFIG] = {"no_config", "no roper.config in the metadata (not written by roper: "
+                                        "{how})"},
+    [RP_CFGJ_NO_VERSION] = {"no_version", "the metadata has roper.config but no roper.version"},
+    [RP_CFGJ_VERSION] = {"version", "roper.version {got} is not supported (this is version "
+                                    "{version})"},
+    [RP_CFGJ_PARAMS] = {"params", "the config needs {need} parameters, the file holds {have}"},
 };
 
 const char *rp_cfg_json_msg_fill(rp_cfg_json_msg m, const char *key, const char *type,

@@ -223,6 +223,12 @@ const char *rp_model_cfg_unused(const rp_model_cfg *c, const rp_cfg_key *k, char
  * rp.rope.*); a stored config may hold one (older roper accepted them), which is harmless. c must
  * have passed rp_model_cfg_check_keys. */
 rp_status rp_model_cfg_check_used(const rp_model_cfg *c);
+/* The templates (rp_fill_marks) of the schema's own messages, the one home of their words
+ * (rp.model_keys().messages exports them by name): a value that does nothing
+ * (rp_model_cfg_check_used: {key} the row's name, {value} rp_model_cfg_value_str's, {why}
+ * rp_model_cfg_unused's). */
+typedef enum { RP_CFGM_UNUSED, RP_CFGM_COUNT } rp_model_cfg_msg;
+extern const rp_msg rp_model_cfg_msgs[RP_CFGM_COUNT]; /* "unused" */
 
 /* The row whose fraction gives the width of placement bit (RP_ROT_*) for c: of the
  * RP_CFG_PLACEMENT rows whose use_arg has the bit, the one with an unset_as when it is set, else

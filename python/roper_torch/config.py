@@ -420,6 +420,6 @@ def config(cfg=None, **kw):
         for k in KEYS:
             why = None if _is_default(k, full[k["name"]]) else _unused(full, k)
             if why:
-                raise ValueError("%s %s does nothing %s"
-                                 % (k["name"], _value_str(k, full[k["name"]]), why))
+                raise ValueError(rotary.fill(SCHEMA["key_messages"]["unused"], key=k["name"],
+                                             value=_value_str(k, full[k["name"]]), why=why))
     return Config(full)

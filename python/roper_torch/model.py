@@ -41,7 +41,7 @@ from . import rotary
 from .config import (DEFAULTS, KEY, MESSAGES, MODES, PE, SCHEMA, Config,  # noqa: F401
                      _rotary_refusal, _unused, config, freq_of, widths)
 from .safetensors import DTYPES, read_safetensors, write_safetensors
-from .stored import _printable, _quoted, from_json, to_json
+from .stored import _quoted, from_json, to_json
 
 LN_EPS = 1e-5
 LINATTN_EPS = 1e-6  # RP_LINATTN_EPS
@@ -650,6 +650,8 @@ EXTRAS = {x["option"]: (x["key"], DTYPES[x["dtype"]], tuple(x["ranks"]), x["shap
           for x in SCHEMA["extras"]["tensors"]}
 AXES_KEY = SCHEMA["extras"]["axes_key"]
 _EXTRA_MSG = SCHEMA["extras"]["messages"]  # the reader's refusals (rp_safetensors_extra_msgs)
+# the file's refusals of its metadata (rp_cfg_json_msgs); the roper.version roper writes and reads
+_FILE_MSG, VERSION = SCHEMA["extras"]["config"]["messages"], SCHEMA["extras"]["version"]
 
 
 def _shape_str(t):
@@ -719,17 +721,21 @@ def load_roper(path, freq=None, angles=None, positions=None, axes=None, sections
     freq / angles / positions, axes, sections, mix: RoperTransformer's arguments, for a file
     that holds none of these (one of an earlier roper, or a plain state dict's weights with
     another model's positions). Raises ValueError "path: ..." for a file without roper.config or
-    of another roper.version, with rp.load's message for a roper.config that roper's reader
+    of another roper.version (schema.json's extras.config messages and extras.version), for a
+    config that needs more parameters than the file holds and a table named as a parameter
+    (rp.load's messages), with rp.load's message for a roper.config that roper's reader
     refuses (stored.from_json) and with roper's messages for the tables (_extras_of)."""
     tensors, meta = read_safetensors(path)
-    if "roper.config" not in meta:
-        raise ValueError("%s: no roper.config in the metadata (not written by roper: build "
-                         "RoperTransformer(cfg), then load_state_dict)" % path)
+
+    def refuse(which, **marks):  # message `which` of schema.json's extras.config
+        return ValueError("%s: %s" % (path, rotary.fill(_FILE_MSG[which], **marks)))
+
+    if "roper.config" not in meta:  # the companion's own advice in {how}
+        raise refuse("no_config", how="build RoperTransformer(cfg), then load_state_dict")
     if "roper.version" not in meta:
-        raise ValueError("%s: the metadata has roper.config but no roper.version" % path)
-    if meta["roper.version"] != "1":
-        raise ValueError('%s: roper.version "%s" is not supported (this is version 1)'
-                         % (path, _printable(meta["roper.version"], 256)))
+        raise refuse("no_version")
+    if meta["roper.version"] != VERSION:
+        raise refuse("version", got=_quoted(meta["roper.version"]), version=VERSION)
     try:
         cfg = from_json(meta["roper.config"])
     except ValueError as e:
@@ -738,8 +744,7 @@ def load_roper(path, freq=None, angles=None, positions=None, axes=None, sections
     params = {k: v for k, v in tensors.items() if k not in names}
     need, have = param_count(cfg), sum(t.numel() for t in params.values())
     if need > have:  # a forged config does not make a model for nothing
-        raise ValueError("%s: the config needs %d parameters, the file holds %d"
-                         % (path, need, have))
+        raise refuse("params", need=need, have=have)
     own = dict(freq=freq, angles=angles, positions=positions, axes=axes, sections=sections,
                mix=mix)
     given = [k for k, v in own.items() if v is not None]
@@ -759,8 +764,8 @@ def load_roper(path, freq=None, angles=None, positions=None, axes=None, sections
         if name in state:
             key = next(k for k, v in meta.items() if v == name and k in
                        {e[0] for e in EXTRAS.values()})
-            raise ValueError('%s: the metadata\'s %s names tensor "%s", a parameter of the model'
-                             % (path, key, _printable(name, 256)))
+            raise ValueError("%s: %s" % (path, rotary.fill(_EXTRA_MSG["param"], key=key,
+                                                           tensor=_quoted(name))))
     model.load_state_dict({k: v.float() for k, v in params.items()}, strict=True)
     return model
 
@@ -789,5 +794,5 @@ def save_roper(model, path):
             put("sections", torch.tensor(f.sections, dtype=torch.int64))
         if f.axes == "mixed":
             put("mix", torch.tensor(f.mix, dtype=torch.float64))
-    meta.update({"format": "pt", "roper.version": "1", "roper.config": to_json(model.cfg)})
+    meta.update({"format": "pt", "roper.version": VERSION, "roper.config": to_json(model.cfg)})
     write_safetensors(path, tensors, meta)

@@ -528,7 +528,7 @@ def tables(d_rot, base, positions, f=None, c=1.0, side=1, dtype=torch.float32, l
     ang = f.angles if f is not None else None
     for row in rows if ang is not None else ():  # (Python would index a negative one from the end;
         if row[0] < 0:                          # check() refused rows past the table's end)
-            raise ValueError("position %d is below 0, where the angle table starts" % row[0])
+            raise ValueError(_say("pos_below_table", p=row[0]))
     W = f.mix if mixed else None
     per_pos = ang is None and f is not None and scaling(f).per_position
     th = None if ang is not None or mixed else [_theta_of(f, i, at[i], base, 0)

@@ -1074,7 +1074,8 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
     end
   end)
 
-  it("load_roper refuses a file whose positions or tables are wrong, with roper's messages",
+  it("load_roper refuses a file whose metadata, positions or tables are wrong, with roper's "
+    .. "messages", 
     function()
       if not ok then return pending(why) end
       local src = d .. "/roper_mixed_learn_freq.safetensors" -- positions, the map, mix
@@ -1111,6 +1112,26 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
           "the metadata's roper.axes needs vector positions (roper.positions [rows x axes])" },
         { src, function(_, m) m["roper.mix"] = "head.bias" end,
           'tensor "head.bias" (the metadata\'s roper.mix) has dtype F32, not F64' },
+        -- the mix's tensor named as a parameter (their entries swapped: every check before
+        -- passes)
+        { src, function(t, m)
+            t["head.bias"], t["roper.mix"] = t["roper.mix"], t["head.bias"]
+            m["roper.mix"] = "head.bias"
+          end,
+          'the metadata\'s roper.mix names tensor "head.bias", a parameter of the model' },
+        -- the metadata's roper.version (quoted as roper quotes a name)
+        { src, function(_, m) m["roper.version"] = nil end,
+          "the metadata has roper.config but no roper.version" },
+        { src, function(_, m) m["roper.version"] = "2" end,
+          'roper.version "2" is not supported (this is version 1)' },
+        { src, function(_, m) m["roper.version"] = "1\1\"" end,
+          'roper.version "1\\x01"" is not supported (this is version 1)' },
+        -- no roper.config: the companion says what to do instead in its own words
+        { src, function(_, m) m["roper.config"] = nil end,
+          "no roper.config in the metadata (not written by roper: build the model from its "
+            .. "config, then load the weights into it)",
+          "no roper.config in the metadata (not written by roper: build RoperTransformer(cfg), "
+            .. "then load_state_dict)" },
       }
       local paths, want = {}, {}
       for i, c in ipairs(cases) do
@@ -1121,6 +1142,7 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
         assert.is_nil(m)
         want[i] = msg:sub(#paths[i] + 3)
         assert.equal(c[3], want[i])
+        want[i] = c[4] or want[i]
       end
       local out, err, code = py { "loads", table.unpack(paths) }
       assert.equal(0, code, err)
