@@ -59,10 +59,9 @@ extern const rp_safetensors_extra rp_safetensors_extras[RP_X_COUNT];
  * ({dtype}, {shape}: the tensor's; {want}: the row's dtype or shape), a roper.axes that names no
  * map ({list}: the maps, rp_safetensors_axes_list), a tensor the metadata names that is a parameter
  * of the model (the file's refusal of it, rp_safetensors_load_into). {key} is the row's metadata
- * key, {tensor} the
- * tensor's name (or roper.axes's value) as rp_json_quoted shows it in RP_JSON_NAME_TEXT bytes; a
- * positions tensor of rank 2 must have 1 to RP_MAX_AXES columns too. The message is the file's
- * path, ": ", then the filled template. */
+ * key, {tensor} the tensor's name (or roper.axes's value) as rp_json_quoted shows it in
+ * RP_JSON_NAME_TEXT bytes; a positions tensor of rank 2 must have 1 to RP_MAX_AXES columns too.
+ * The message is the file's path, ": ", then the filled template. */
 typedef enum {
     RP_XM_MISSING,
     RP_XM_TWICE,
