@@ -9,7 +9,6 @@ config(cfg) gives the full config, or raises ValueError with the message rp.mode
 rp_model_cfg_check's rules, then the refusal of a key that does nothing for the mode)."""
 
 import math
-import re
 from dataclasses import dataclass
 
 from . import rotary
@@ -193,7 +192,7 @@ def _fraction_width(what, f, D):
     w = int(math.floor(f * D))
     if w < 2 or w % 2:
         raise ValueError(rotary.fill(MESSAGES["fraction_width"], what=what, fraction=rotary._g(f),
-                               d_rot=w, d_k=D))
+                                     d_rot=w, d_k=D))
     return w
 
 
@@ -242,7 +241,7 @@ def _refuse(r, c, lo=0):
     """(interprets) ValueError with coded rule r's message (model_config.c's refuse): its why with
     {<key>} the value of each key of c (_value_str), {lo} lo and {hi} its max."""
     return ValueError(rotary.fill(r["why"], lo=lo, hi=r.get("max", 0),
-                            **{k["name"]: _value_str(k, c[k["name"]]) for k in KEYS}))
+                                  **{k["name"]: _value_str(k, c[k["name"]]) for k in KEYS}))
 
 
 def _coded(name, c):
