@@ -173,10 +173,10 @@ _MAP_TABLE = {x["name"]: x["table"] for x in AXES_RULES["maps"] if "table" in x}
 
 def _axes_refusal(wording, axes, A, pos_given, angles_given, tables, names=None):
     """(checks) The message of the first rule of schema.json's axes that refuses a call, or
-    None: rp_axes_plan's order and conditions, the schema's rules, maps and templates. wording "option" or "metadata"; axes the map
-    given or None; A the positions' axes (0: scalar or none); tables {map: (rows, None when not
-    checked, tensor, shape)} for each table given; names {"axes", "positions", map: its table's
-    name}, rp.model's options when left out."""
+    None: rp_axes_plan's order and conditions, the schema's rules, maps and templates. wording
+    "option" or "metadata"; axes the map given or None; A the positions' axes (0: scalar or
+    none); tables {map: (rows, None when not checked, tensor, shape)} for each table given; names
+    {"axes", "positions", map: its table's name}, rp.model's options when left out."""
     w, names = AXES_RULES["wordings"][wording], names or {}
     m = axes or "axial"
     v = {"axes": names.get("axes", "axes"), "positions": names.get("positions", "positions"),

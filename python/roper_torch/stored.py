@@ -166,7 +166,8 @@ def _integer(lit, signed):
 
 
 def _number(lit):
-    """(checks) rp_json_double of the literal lit, or ValueError with its message (schema.json's)."""
+    """(checks) rp_json_double of the literal lit, or ValueError with its message (schema.json's
+    templates)."""
     if len(lit) >= _LIMIT["num_literal"]:
         raise _literal_error("long", lit[:_LIMIT["literal_shown"]])
     x = float(lit)
