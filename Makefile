@@ -127,6 +127,10 @@ else
 endif
 LDLIBS = $(SPM_LIBS) -lopenblas -lm
 LDFLAGS := $(OMPFLAGS) $(SANFLAGS)
+# Each compile also writes the project's headers its target includes, as make rules (-MMD; -MP: a
+# deleted header breaks no build), to the target's name with .d in place of .o (or added); the
+# build includes them (DEP_TARGETS below), so editing a header rebuilds only what includes it.
+DEPFLAGS = -MMD -MP -MF $(basename $@).d
 
 CORE_SRC := $(wildcard $(addsuffix /*.c,$(CORE_DIRS))) $(TEXT_SRC) $(wildcard tasks/*.c)
 CORE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC)) $(patsubst %.cc,$(BUILD)/obj/%.o,$(TEXT_CXX_SRC))
@@ -170,13 +174,13 @@ deps:
 	  apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing </dev/null; \
 	fi
 
-$(BUILD)/obj/%.o: %.c $(wildcard core/*.h $(addsuffix /*.h,$(CORE_DIRS)) $(TEXT_DIR)/*.h tasks/*.h bindings/*.h) | deps
+$(BUILD)/obj/%.o: %.c | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LUA_CFLAGS) $(BLAS_CFLAGS) -Ibindings -c $< -o $@
+	$(CC) $(CFLAGS) $(DEPFLAGS) $(LUA_CFLAGS) $(BLAS_CFLAGS) -Ibindings -c $< -o $@
 
-$(BUILD)/obj/%.o: %.cc $(wildcard $(TEXT_DIR)/*.h) | deps
+$(BUILD)/obj/%.o: %.cc | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CXXFLAGS) -c $< -o $@
+	$(CC) $(CXXFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(LIB): $(CORE_OBJ)
 	@rm -f $@
@@ -210,32 +214,31 @@ $(BUILD)/roper_lua.c: bindings/embed.lua $(LUA_SRC) $(HELP_DATA) $(BUILD_INFO) |
 	@mkdir -p $(dir $@)
 	lua5.4 bindings/embed.lua $(LUA_SRC) $(HELP_DATA) $(BUILD_INFO) > $@
 
-$(BUILD)/obj/roper_lua.o: $(BUILD)/roper_lua.c bindings/roper.h
+$(BUILD)/obj/roper_lua.o: $(BUILD)/roper_lua.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LUA_CFLAGS) -Ibindings -c $< -o $@
+	$(CC) $(CFLAGS) $(DEPFLAGS) $(LUA_CFLAGS) -Ibindings -c $< -o $@
 
 # The module links no liblua: lua5.4 exports the API itself. -z nodelete keeps it (and libgomp)
 # mapped when lua_close unloads it, so OpenMP worker threads never run in unmapped code at exit.
 $(MODULE): $(BIND_OBJ) $(LIB)
 	$(CC) -shared $(LDFLAGS) -Wl,-z,nodelete -o $@ $(BIND_OBJ) $(LIB) $(LDLIBS)
 
-$(MPI_PLUGIN): mpi/roper_mpi.c core/sys/dist.h | deps
-	$(CC) $(CFLAGS) $(MPI_CFLAGS) -shared -o $@ $< $(LDFLAGS) $(MPI_LIBS)
+$(MPI_PLUGIN): mpi/roper_mpi.c | deps
+	$(CC) $(CFLAGS) $(DEPFLAGS) $(MPI_CFLAGS) -shared -o $@ $< $(LDFLAGS) $(MPI_LIBS)
 
 # The REPL program (repl/): the module's objects linked with liblua and readline. It includes
 # the module's headers (-Ibindings); the module never includes repl/'s.
 REPL_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard repl/*.c))
-$(REPL_OBJ): $(wildcard repl/*.h)
 $(REPL): $(REPL_OBJ) $(BIND_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -llua5.4 -lreadline $(LDLIBS)
 
-$(BUILD)/tests/%: tests/c/%.c tests/c/check.h $(wildcard tests/fixtures/*/*.h) $(LIB)
+$(BUILD)/tests/%: tests/c/%.c $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BLAS_CFLAGS) -Itests/c $< -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
+	$(CC) $(CFLAGS) $(DEPFLAGS) $(BLAS_CFLAGS) -Itests/c $< -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
 
 $(BENCH) $(BENCH_TRAIN): $(BUILD)/%: tests/bench/%.c tests/bench/bench_common.c $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BLAS_CFLAGS) $< -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
+	$(CC) $(CFLAGS) $(DEPFLAGS) $(BLAS_CFLAGS) $< -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
 
 # python3-numpy (small) lets interop_spec's live NumPy round trip run; python3-torch (large: ~1 GB
 # with its libraries) its PyTorch round trip and torch_companion_spec, which compares the PyTorch
@@ -271,9 +274,17 @@ check-build: deps
 check-objs: $(CORE_OBJ) $(patsubst %.c,$(BUILD)/obj/%.o,$(TOK_NONE_SRC)) $(BIND_OBJ) $(REPL_OBJ) \
             $(BUILD)/obj/mpi/roper_mpi.o
 
-$(BUILD)/obj/mpi/roper_mpi.o: mpi/roper_mpi.c core/sys/dist.h | deps
+$(BUILD)/obj/mpi/roper_mpi.o: mpi/roper_mpi.c | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(MPI_CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) $(DEPFLAGS) $(MPI_CFLAGS) -c $< -o $@
+
+# Every target compiled with DEPFLAGS and the .d file the compiler wrote for it (none before its
+# first build). One without its .d (built by a Makefile that wrote none) is built again once.
+DEP_TARGETS := $(CORE_OBJ) $(patsubst %.c,$(BUILD)/obj/%.o,$(TOK_NONE_SRC)) $(BIND_OBJ) \
+               $(REPL_OBJ) $(MPI_PLUGIN) $(BUILD)/obj/mpi/roper_mpi.o $(CTEST_BIN) $(BENCH) \
+               $(BENCH_TRAIN)
+-include $(addsuffix .d,$(basename $(DEP_TARGETS)))
+$(foreach t,$(DEP_TARGETS),$(if $(wildcard $(basename $(t)).d),,$(t))): FORCE
 
 # The aarch64 build (tests/cross/aarch64; CI runs it): the library, the Lua module, the REPL and the
 # C tests cross-compiled with Debian's gcc-aarch64-linux-gnu against its arm64 packages (multiarch)

@@ -102,17 +102,13 @@ static int m_tostring(lua_State *L)
  * and checked against its range (an absent key keeps its default). Raises naming argument idx. */
 static void read_fields(lua_State *L, int idx, rp_model_cfg *cfg)
 {
-    const char *known[RP_CFG_MAX_KEYS + 9];
+    /* the keys read beside the schema's rows, in the order the unknown-key message lists them */
+    static const char *const more[] = {"freq", "angles", "positions", LRP_AXES_KEYS,
+                                       "rope_scaling", "rope_theta"};
+    const char *known[RP_CFG_MAX_KEYS + sizeof more / sizeof *more + 1];
     int n = 0;
     for (int i = 0; i < rp_model_cfg_nkeys; i++) known[n++] = rp_model_cfg_keys[i].name;
-    known[n++] = "freq";
-    known[n++] = "angles";
-    known[n++] = "positions";
-    known[n++] = "axes";
-    known[n++] = "sections";
-    known[n++] = "mix";
-    known[n++] = "rope_scaling";
-    known[n++] = "rope_theta";
+    for (size_t i = 0; i < sizeof more / sizeof *more; i++) known[n++] = more[i];
     known[n] = NULL;
     if (lua_type(L, idx) != LUA_TTABLE)
         lrp_argerror(L, idx, "config table expected, got %s", lrp_describe(L, idx));

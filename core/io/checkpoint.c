@@ -78,15 +78,6 @@ static double bits_f64(uint64_t u)
     return d;
 }
 
-/* rp_error with "<path>: <prefix><the current message>" (the message is copied first: rp_error
- * formats into the buffer rp_last_error() points to). */
-static rp_status rethrow(rp_status st, const char *path, const char *prefix)
-{
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s", rp_last_error());
-    return rp_error(st, "%s: %s%s", path, prefix, msg);
-}
-
 /* ---- writing -------------------------------------------------------------------------------- */
 
 /* f == NULL: only count. err: the errno of the first failed write (0 while all is well). */
@@ -323,12 +314,12 @@ rp_status rp_checkpoint_save(const char *path, rp_model *m, const rp_adam_cfg *o
     if (!path || !*path) return rp_error(RP_ERR_ARG, "checkpoint path is empty");
     if (!m) return rp_error(RP_ERR_ARG, "%s: no model to save", path);
     if (rp_model_cfg_check(rp_model_config(m)) != RP_OK) /* never what the reader refuses */
-        return rethrow(RP_ERR_ARG, path, RP_BAD_MODEL_CONFIG ": ");
+        return rp_error_why(RP_ERR_ARG, path, RP_BAD_MODEL_CONFIG ": {why}");
     if ((opt_cfg == NULL) != (opt_state == NULL))
         return rp_error(RP_ERR_ARG, "%s: the optimiser needs both its config and its state", path);
     if (opt_cfg) {
         rp_status st = rp_adam_cfg_check(opt_cfg);
-        if (st != RP_OK) return rethrow(st, path, "optimiser config: ");
+        if (st != RP_OK) return rp_error_why(st, path, "optimiser config: {why}");
         int64_t np = rp_model_param_count(m);
         if (opt_state->n != np)
             return rp_error(RP_ERR_ARG,
@@ -630,8 +621,8 @@ static rp_status read_model_head(const char *path, reader *r, model_head *h, uin
                                  (h->flags & (uint32_t)rp_model_cfg_keys[i].ck_flag) != 0);
     int64_t want = 0;
     rp_status st = rp_model_memory(mc, NULL, &want);
-    if (st == RP_ERR_NOMEM) return rethrow(RP_ERR_IO, path, "cannot build the model: ");
-    if (st != RP_OK) return rethrow(RP_ERR_IO, path, RP_BAD_MODEL_CONFIG ": ");
+    if (st == RP_ERR_NOMEM) return rp_error_why(RP_ERR_IO, path, "cannot build the model: {why}");
+    if (st != RP_OK) return rp_error_why(RP_ERR_IO, path, RP_BAD_MODEL_CONFIG ": {why}");
     if ((uint64_t)want != h->total)
         return rp_error(RP_ERR_IO,
                         "%s: corrupted (%llu parameters stored, the stored config needs %lld)",
@@ -688,7 +679,7 @@ static rp_status read_freq(const char *path, const model_head *h, rp_model *m)
                        ? rp_model_set_freq(m, t, h->freq_n, NULL, 0, 0)
                        : rp_model_set_freq(m, NULL, 0, t, h->freq_rows, h->freq_n);
     free(t);
-    return st == RP_OK ? RP_OK : rethrow(RP_ERR_IO, path, "bad frequency table: ");
+    return st == RP_OK ? RP_OK : rp_error_why(RP_ERR_IO, path, "bad frequency table: {why}");
 }
 
 /* The model's positions (version 5), checked by rp_model_set_positions. */
@@ -708,7 +699,7 @@ static rp_status read_positions(const char *path, const model_head *h, rp_model 
         rp_rope_axes ax = h->axes;
         ax.mix = nm ? mix : NULL;
         if (rp_model_set_positions(m, &ax, pos, h->pos_rows) != RP_OK)
-            st = rethrow(RP_ERR_IO, path, "bad positions: ");
+            st = rp_error_why(RP_ERR_IO, path, "bad positions: {why}");
     }
     free(mix);
     free(pos);
@@ -750,7 +741,8 @@ static rp_status read_optim(const char *path, reader *r, uint64_t total, rp_adam
     os->step = r_i64(r, "the optimiser state");
     os->n = r_i64(r, "the optimiser state");
     if (r->what) return past_end(path, r);
-    if (rp_adam_cfg_check(oc) != RP_OK) return rethrow(RP_ERR_IO, path, "bad optimiser config: ");
+    if (rp_adam_cfg_check(oc) != RP_OK)
+        return rp_error_why(RP_ERR_IO, path, "bad optimiser config: {why}");
     if (os->n != (int64_t)total || os->step < 0 || os->step > RP_ADAM_MAX_STEP)
         return rp_error(RP_ERR_IO,
                         "%s: corrupted (optimiser state: %lld floats at step %lld for %llu "
@@ -797,7 +789,7 @@ static rp_status parse(const char *path, const uint8_t *b, uint64_t n, int64_t m
     if (max_batch > 0) h.cfg.max_batch = max_batch;
     m = rp_model_new(&h.cfg);
     if (!m) {
-        st = rethrow(RP_ERR_IO, path, "cannot build the model: ");
+        st = rp_error_why(RP_ERR_IO, path, "cannot build the model: {why}");
         goto fail;
     }
     if ((st = read_freq(path, &h, m)) != RP_OK) goto fail;

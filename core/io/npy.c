@@ -724,9 +724,7 @@ rp_status rp_npy_load(const char *path, rp_tensor *out, rp_npy_dtype *dtype)
     }
     if ((st = rp_mem_check(path, "the array", (double)numel * 4.0)) != RP_OK) goto done;
     if (rp_tensor_new(out, h.ndim, h.shape) != RP_OK) {
-        char msg[300];
-        snprintf(msg, sizeof msg, "%s", rp_last_error());
-        st = rp_error(RP_ERR_NOMEM, "%s: %s", path, msg);
+        st = rp_error_why(RP_ERR_NOMEM, path, "{why}");
         goto done;
     }
     uint64_t read_bytes = 0;

@@ -93,18 +93,6 @@ const char *rp_safetensors_axes_list(char *buf, size_t n)
     return buf;
 }
 
-const char *rp_safetensors_extra_fill(rp_safetensors_extra_msg m, const char *const *values,
-                                      char *buf, size_t n)
-{
-    static const char *const marks[RP_XK_COUNT + 1] = {"{tensor}", "{key}",   "{first}", "{dtype}",
-                                                       "{want}",   "{shape}", "{list}"};
-    const char *v[RP_XK_COUNT + 1];
-    char list[64];
-    for (int k = 0; k < RP_XK_COUNT; k++) v[k] = values ? values[k] : NULL;
-    v[RP_XK_COUNT] = rp_safetensors_axes_list(list, sizeof list);
-    return rp_fill_marks(buf, n, rp_safetensors_extra_msgs[m].text, marks, v, RP_XK_COUNT + 1);
-}
-
 /* the table's short name here */
 static const rp_safetensors_extra *const extras = rp_safetensors_extras;
 
@@ -246,25 +234,12 @@ static int write_safetensors(FILE *f, void *ctx)
     return e;
 }
 
-/* RP_ERR_* st "path: " and the last error filled into t ({why}), or into rp_cfg_json_msgs's
- * bad_model template when t is "". */
-static rp_status bad_model(rp_status st, const char *path, const char *t)
-{
-    static const char *const marks[] = {"{why}"};
-    char why[400], msg[512];
-    snprintf(why, sizeof why, "%s", rp_last_error());
-    const char *v = why;
-    return rp_error(st, "%s: %s", path,
-                    rp_fill_marks(msg, sizeof msg, *t ? t : rp_cfg_json_msgs[RP_CFGJ_BAD_MODEL].text,
-                                  marks, &v, 1));
-}
-
 rp_status rp_safetensors_save(const char *path, rp_model *m)
 {
     if (!path || !*path) return rp_error(RP_ERR_ARG, "safetensors path is empty");
     if (!m) return rp_error(RP_ERR_ARG, "%s: no model to save", path);
     if (rp_model_cfg_check(rp_model_config(m)) != RP_OK) /* never what the reader refuses */
-        return bad_model(RP_ERR_ARG, path, "");
+        return rp_error_why(RP_ERR_ARG, path, rp_cfg_json_msgs[RP_CFGJ_BAD_MODEL].text);
     save_job j = {m, NULL, 0};
     char *header = NULL;
     RP_TRY(make_header(path, m, &header, &j.hlen));
@@ -597,15 +572,6 @@ static const char *meta_get(const st_file *f, const char *key, size_t *len)
 #define RP_SAFETENSORS_NO_CONFIG_HOW                                                           \
     "build the model from its config, then load the weights into it"
 
-/* RP_ERR_IO "path: " and message m of rp_cfg_json_msgs, its count marks filled (rp_fill_marks). */
-static rp_status file_refusal(const char *path, rp_cfg_json_msg m, const char *const *marks,
-                              const char *const *values, int count)
-{
-    char msg[512];
-    return rp_error(RP_ERR_IO, "%s: %s", path,
-                    rp_fill_marks(msg, sizeof msg, rp_cfg_json_msgs[m].text, marks, values, count));
-}
-
 /* The roper.config of the file into *cfg: *has = 0 when there is none. A roper.config needs
  * roper.version RP_SAFETENSORS_VERSION. */
 static rp_status file_config(const st_file *f, rp_model_cfg *cfg, int *has)
@@ -616,18 +582,16 @@ static rp_status file_config(const st_file *f, rp_model_cfg *cfg, int *has)
     *has = c != NULL;
     if (!c) return RP_OK;
     char q[300];
-    if (!v) return file_refusal(f->path, RP_CFGJ_NO_VERSION, NULL, NULL, 0);
+    if (!v) return rp_error_marks_at(RP_ERR_IO, f->path, rp_cfg_json_msgs[RP_CFGJ_NO_VERSION].text,
+                                     NULL, NULL, 0);
     if (vlen != strlen(RP_SAFETENSORS_VERSION) || strcmp(v, RP_SAFETENSORS_VERSION) != 0) {
         static const char *const marks[] = {"{got}", "{version}"};
         const char *values[] = {qname(q, sizeof q, v, vlen), RP_SAFETENSORS_VERSION};
-        return file_refusal(f->path, RP_CFGJ_VERSION, marks, values, 2);
+        return rp_error_marks_at(RP_ERR_IO, f->path, rp_cfg_json_msgs[RP_CFGJ_VERSION].text, marks,
+                                 values, 2);
     }
-    if (rp_model_cfg_from_json(c, clen, cfg) != RP_OK) {
-        char why[400], msg[512];
-        snprintf(why, sizeof why, "%s", rp_last_error());
-        return rp_error(RP_ERR_IO, "%s: %s", f->path,
-                        rp_cfg_json_msg_fill(RP_CFGJ_BAD_FILE, NULL, NULL, why, msg, sizeof msg));
-    }
+    if (rp_model_cfg_from_json(c, clen, cfg) != RP_OK)
+        return rp_error_why(RP_ERR_IO, f->path, rp_cfg_json_msgs[RP_CFGJ_BAD_FILE].text);
     return RP_OK;
 }
 
@@ -645,11 +609,19 @@ typedef struct {
     rp_axes_map map;
 } st_named;
 
-/* RP_ERR_IO "path: " and message m of the extras' (rp_safetensors_extra_fill's values v). */
-static rp_status extra_error(const st_file *f, rp_safetensors_extra_msg m, const char *const *v)
+/* RP_ERR_IO "path: " and message m of the extras' filled: values[RP_XK_*] for the marks (a NULL
+ * one leaves its mark), {list} always. */
+static rp_status extra_error(const st_file *f, rp_safetensors_extra_msg m,
+                             const char *const *values)
 {
-    char msg[512];
-    return rp_error(RP_ERR_IO, "%s: %s", f->path, rp_safetensors_extra_fill(m, v, msg, sizeof msg));
+    static const char *const marks[RP_XK_COUNT + 1] = {"{tensor}", "{key}",   "{first}", "{dtype}",
+                                                       "{want}",   "{shape}", "{list}"};
+    const char *v[RP_XK_COUNT + 1];
+    char list[64];
+    for (int k = 0; k < RP_XK_COUNT; k++) v[k] = values[k];
+    v[RP_XK_COUNT] = rp_safetensors_axes_list(list, sizeof list);
+    return rp_error_marks_at(RP_ERR_IO, f->path, rp_safetensors_extra_msgs[m].text, marks, v,
+                             RP_XK_COUNT + 1);
 }
 
 /* Finds the tensors the metadata names and checks what the model cannot see: each exists, is
@@ -720,11 +692,8 @@ static rp_status find_extras(const st_file *f, st_named *x)
         g.tensor[m] = qname(tq[m], sizeof tq[m], e->name, e->name_len);
         g.shape[m] = shape_str(ts[m], sizeof ts[m], e->ndim, e->shape);
     }
-    if (rp_axes_plan(RP_AXW_METADATA, &g) != RP_OK) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", rp_last_error());
-        return rp_error(RP_ERR_IO, "%s: %s", f->path, msg);
-    }
+    if (rp_axes_plan(RP_AXW_METADATA, &g) != RP_OK)
+        return rp_error_why(RP_ERR_IO, f->path, "{why}");
     return RP_OK;
 }
 
@@ -818,14 +787,6 @@ static void *words(const uint8_t *data, const st_entry *e)
     return w;
 }
 
-/* "path: <prefix><the last error>" */
-static rp_status rethrow(const char *path, const char *prefix)
-{
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s", rp_last_error());
-    return rp_error(RP_ERR_IO, "%s: %s%s", path, prefix, msg);
-}
-
 /* Gives m the file's own tables and positions (x), checked by rp_model_set_freq and
  * rp_model_set_positions as a checkpoint's are. */
 static rp_status apply_extras(const st_file *f, const uint8_t *data, const st_named *x,
@@ -842,7 +803,7 @@ static rp_status apply_extras(const st_file *f, const uint8_t *data, const st_na
     if (st == RP_OK && (th || an) &&
         rp_model_set_freq(m, theta, th ? th->numel : 0, angles, an ? an->shape[0] : 0,
                           an ? an->shape[1] : 0) != RP_OK)
-        st = rethrow(f->path, "bad frequency table: ");
+        st = rp_error_why(RP_ERR_IO, f->path, "bad frequency table: {why}");
     rp_pe_scheme sc = rp_model_cfg_scheme(rp_model_config(m));
     int64_t w = sc.d_rot_q > sc.d_rot_k ? sc.d_rot_q : sc.d_rot_k;
     w = sc.d_rot_v > w ? sc.d_rot_v : w;
@@ -864,7 +825,7 @@ static rp_status apply_extras(const st_file *f, const uint8_t *data, const st_na
         ax.mix = mix;
         ax.n_mix = mx ? mx->shape[1] : 0;
         if (rp_model_set_positions(m, &ax, pos, p->shape[0]) != RP_OK)
-            st = rethrow(f->path, "bad positions: ");
+            st = rp_error_why(RP_ERR_IO, f->path, "bad positions: {why}");
     }
     free(theta);
     free(angles);
@@ -938,7 +899,7 @@ rp_status rp_safetensors_load_into(const char *path, rp_model *m)
     int has = 0;
     rp_status st = file_config(&f, &cfg, &has);
     if (st == RP_OK && has && rp_model_cfg_check(&cfg) != RP_OK) /* as rp_safetensors_load */
-        st = bad_model(RP_ERR_IO, path, "");
+        st = rp_error_why(RP_ERR_IO, path, rp_cfg_json_msgs[RP_CFGJ_BAD_MODEL].text);
     if (st == RP_OK && has) st = compare_config(&f, &cfg, rp_model_config(m));
     st_named x;
     if (st == RP_OK) st = find_extras(&f, &x);
@@ -956,18 +917,20 @@ rp_status rp_safetensors_load(const char *path, rp_model **out)
     rp_model_cfg cfg;
     int has = 0;
     rp_model *m = NULL;
-    char msg[400];
+    static const char *const no_build = "cannot build the model: {why}";
     rp_status st = file_config(&f, &cfg, &has);
     if (st == RP_OK && !has)
-        st = file_refusal(path, RP_CFGJ_NO_CONFIG, (const char *[]){"{how}"},
-                          (const char *[]){RP_SAFETENSORS_NO_CONFIG_HOW}, 1);
+        st = rp_error_marks_at(RP_ERR_IO, path, rp_cfg_json_msgs[RP_CFGJ_NO_CONFIG].text,
+                               (const char *[]){"{how}"},
+                               (const char *[]){RP_SAFETENSORS_NO_CONFIG_HOW}, 1);
     st_named x;
     if (st == RP_OK) st = find_extras(&f, &x);
     if (st != RP_OK) goto done;
     int64_t params = 0, held = 0;
     st = rp_model_memory(&cfg, NULL, &params); /* checks the config too, allocating nothing */
     if (st != RP_OK) {
-        st = bad_model(RP_ERR_IO, path, st == RP_ERR_NOMEM ? "cannot build the model: {why}" : "");
+        st = rp_error_why(RP_ERR_IO, path,
+                          st == RP_ERR_NOMEM ? no_build : rp_cfg_json_msgs[RP_CFGJ_BAD_MODEL].text);
         goto done;
     }
     for (size_t k = 0; k < f.n; k++) /* saturating (it cannot reach 2^63: 2^21 entries of 2^40) */
@@ -976,14 +939,14 @@ rp_status rp_safetensors_load(const char *path, rp_model **out)
         char need[24], have[24];
         snprintf(need, sizeof need, "%lld", (long long)params);
         snprintf(have, sizeof have, "%lld", (long long)held);
-        st = file_refusal(path, RP_CFGJ_PARAMS, (const char *[]){"{need}", "{have}"},
-                          (const char *[]){need, have}, 2);
+        st = rp_error_marks_at(RP_ERR_IO, path, rp_cfg_json_msgs[RP_CFGJ_PARAMS].text,
+                               (const char *[]){"{need}", "{have}"}, (const char *[]){need, have},
+                               2);
         goto done;
     }
     m = rp_model_new(&cfg);
     if (!m) {
-        snprintf(msg, sizeof msg, "%s", rp_last_error());
-        st = rp_error(RP_ERR_IO, "%s: cannot build the model: %s", path, msg);
+        st = rp_error_why(RP_ERR_IO, path, no_build);
         goto done;
     }
     st = load_into(&f, &x, 1, m);

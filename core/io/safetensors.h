@@ -75,12 +75,8 @@ extern const rp_msg rp_safetensors_extra_msgs[RP_XM_COUNT]; /* "missing", ... */
 /* The maps a roper.axes may name, as {list} shows them ("axial, sections, mixed": rp_axes_names),
  * in buf (n bytes, cut to fit); returns buf. */
 const char *rp_safetensors_axes_list(char *buf, size_t n);
-/* The marks of those templates, in the order of rp_safetensors_extra_fill's values. */
+/* The marks of those templates but {list}, in the order the reader gives their values. */
 enum { RP_XK_TENSOR, RP_XK_KEY, RP_XK_FIRST, RP_XK_DTYPE, RP_XK_WANT, RP_XK_SHAPE, RP_XK_COUNT };
-/* Message m filled, in buf (n bytes): values[RP_XK_*] for the marks (a NULL one leaves its mark),
- * {list} always. Returns buf. */
-const char *rp_safetensors_extra_fill(rp_safetensors_extra_msg m, const char *const *values,
-                                      char *buf, size_t n);
 /* The metadata key of the positions' map (a name of rp_axes_names; axial when absent). */
 #define RP_SAFETENSORS_AXES_KEY "roper.axes"
 
@@ -149,10 +145,6 @@ typedef enum {
     RP_CFGJ_COUNT
 } rp_cfg_json_msg;
 extern const rp_msg rp_cfg_json_msgs[RP_CFGJ_COUNT]; /* "not_object", "unknown", ... */
-/* Message m of rp_cfg_json_msgs with {key}, {type} and {why} filled (a NULL value leaves its mark),
- * in buf (n bytes); returns buf. */
-const char *rp_cfg_json_msg_fill(rp_cfg_json_msg m, const char *key, const char *type,
-                                 const char *why, char *buf, size_t n);
 /* rp_model_cfg_from_json's message for a value of row k of another JSON type than the row's (or a
  * string that names no value of it), in buf (n bytes): {key} and {list} (an enum's names) filled,
  * {got} being got (the value's rp_json_type_name, or a string as rp_json_quoted shows it in

@@ -76,12 +76,13 @@ const rp_msg rp_cfg_json_msgs[RP_CFGJ_COUNT] = {
     [RP_CFGJ_PARAMS] = {"params", "the config needs {need} parameters, the file holds {have}"},
 };
 
-const char *rp_cfg_json_msg_fill(rp_cfg_json_msg m, const char *key, const char *type,
-                                 const char *why, char *buf, size_t n)
+/* RP_ERR_ARG: message m of rp_cfg_json_msgs with {key}, {type} and {why} filled (a NULL value
+ * leaves its mark). */
+static rp_status refusal(rp_cfg_json_msg m, const char *key, const char *type, const char *why)
 {
     static const char *const marks[] = {"{key}", "{type}", "{why}"};
     const char *values[] = {key, type, why};
-    return rp_fill_marks(buf, n, rp_cfg_json_msgs[m].text, marks, values, 3);
+    return rp_error_marks(RP_ERR_ARG, rp_cfg_json_msgs[m].text, marks, values, 3);
 }
 
 /* read_key's message for a value of another type than the row's, by rp_cfg_type */
@@ -160,10 +161,7 @@ static rp_status read_key(const rp_json_doc *doc, size_t v, const rp_cfg_key *k,
         if ((st = rp_json_i64(doc, v, &i)) == RP_OK) rp_model_cfg_set_int(c, k, i);
     }
     if (st == RP_OK) return RP_OK;
-    char why[256], msg[512];
-    snprintf(why, sizeof why, "%s", rp_last_error());
-    return rp_error(RP_ERR_ARG, "%s", rp_cfg_json_msg_fill(RP_CFGJ_LITERAL, k->name, NULL, why, msg,
-                                                           sizeof msg));
+    return refusal(RP_CFGJ_LITERAL, k->name, NULL, rp_last_error());
 }
 
 rp_status rp_model_cfg_from_json(const char *text, size_t len, rp_model_cfg *cfg)
@@ -179,10 +177,7 @@ rp_status rp_model_cfg_from_json(const char *text, size_t len, rp_model_cfg *cfg
     rp_model_cfg c = rp_model_cfg_default(0);
     int seen[RP_CFG_MAX_KEYS] = {0};
     if (doc.nodes[0].type != RP_JSON_OBJECT) {
-        char msg[64];
-        st = rp_error(RP_ERR_ARG, "%s", rp_cfg_json_msg_fill(RP_CFGJ_NOT_OBJECT, NULL,
-                                                             rp_json_type_name(doc.nodes[0].type),
-                                                             NULL, msg, sizeof msg));
+        st = refusal(RP_CFGJ_NOT_OBJECT, NULL, rp_json_type_name(doc.nodes[0].type), NULL);
         goto done;
     }
     for (size_t m = doc.nodes[0].first; m != RP_JSON_NONE; m = doc.nodes[m].next) {
@@ -191,12 +186,9 @@ rp_status rp_model_cfg_from_json(const char *text, size_t len, rp_model_cfg *cfg
                                   ? rp_model_cfg_key(key, doc.nodes[m].key_len)
                                   : NULL;
         if (!k) {
-            char buf[RP_JSON_NAME_TEXT], msg[RP_JSON_NAME_TEXT + 64];
-            st = rp_error(RP_ERR_ARG, "%s",
-                          rp_cfg_json_msg_fill(RP_CFGJ_UNKNOWN,
-                                               rp_json_printable(buf, sizeof buf, key,
-                                                                 doc.nodes[m].key_len),
-                                               NULL, NULL, msg, sizeof msg));
+            char buf[RP_JSON_NAME_TEXT];
+            st = refusal(RP_CFGJ_UNKNOWN,
+                         rp_json_printable(buf, sizeof buf, key, doc.nodes[m].key_len), NULL, NULL);
             goto done;
         }
         seen[k - rp_model_cfg_keys] = 1;
@@ -204,10 +196,7 @@ rp_status rp_model_cfg_from_json(const char *text, size_t len, rp_model_cfg *cfg
     }
     for (int i = 0; i < rp_model_cfg_nkeys; i++)
         if (rp_model_cfg_keys[i].json == RP_CFG_JSON_REQUIRED && !seen[i]) {
-            char msg[128];
-            st = rp_error(RP_ERR_ARG, "%s", rp_cfg_json_msg_fill(RP_CFGJ_MISSING,
-                                                                 rp_model_cfg_keys[i].name, NULL,
-                                                                 NULL, msg, sizeof msg));
+            st = refusal(RP_CFGJ_MISSING, rp_model_cfg_keys[i].name, NULL, NULL);
             goto done;
         }
     *cfg = c;

@@ -150,7 +150,8 @@ typedef enum {
     RP_LD_COUNT     /* not a dim */
 } rp_layout_dim;
 /* What a dim stands for: size = times x the size named of + plus; of a config key ("vocab",
- * "d_model", "d_ff", "seq_len"), "d_rot/2" (RP_LD_PAIRS) or NULL (the constant plus). */
+ * "d_model", "d_ff", "seq_len"), "d_rot/2" (RP_LD_PAIRS's, which the layout resolves by the dim)
+ * or NULL (the constant plus). */
 typedef struct {
     const char *name; /* as rp.model_layout() names it */
     const char *of;

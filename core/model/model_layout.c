@@ -175,8 +175,8 @@ int rpm_build_layout(rp_model *m)
     int64_t size[RP_LD_COUNT], off = 0;
     for (int d = 0; d < RP_LD_COUNT; d++) {
         const rp_layout_dim_desc *x = &dims[d];
-        int64_t of = !x->of                          ? 0
-                     : strcmp(x->of, "d_rot/2") == 0 ? m->freq_half
+        int64_t of = d == RP_LD_PAIRS ? m->freq_half /* its of, "d_rot/2", is no config key */
+                     : !x->of         ? 0
                      : rp_model_cfg_get_int(&m->cfg, rp_model_cfg_key(x->of, (size_t)-1));
         size[d] = rpm_sat_add(rpm_sat_mul(x->times, of), x->plus);
     }

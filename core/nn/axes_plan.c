@@ -96,7 +96,5 @@ rp_status rp_axes_plan(int w, const rp_axes_given *g)
         if (g->tensor[at]) v[MK_TENSOR] = g->tensor[at];
         if (g->shape[at]) v[MK_SHAPE] = g->shape[at];
     }
-    char msg[512];
-    rp_fill_marks(msg, sizeof msg, wd->msg[rule], mark_names, v, MK_COUNT);
-    return rp_error(RP_ERR_ARG, "%s", msg);
+    return rp_error_marks(RP_ERR_ARG, wd->msg[rule], mark_names, v, MK_COUNT);
 }

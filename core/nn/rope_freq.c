@@ -304,12 +304,12 @@ static rp_status check_rules(const rp_rope_freq *f)
     for (int i = 0; i < rp_freq_nrules; i++) {
         const rp_freq_rule *r = &rp_freq_rules[i];
         if ((r->reads && !(reads & r->reads)) || rule_holds(r, f)) continue;
-        char a[32], b[32], why[256];
+        char a[32], b[32];
         if (r->kind == RP_FREQ_RULE_NAME) snprintf(a, sizeof a, "%d", int_at(f, r->a_at));
         else snprintf(a, sizeof a, "%g", num_at(f, r->a_at));
         snprintf(b, sizeof b, "%g", r->b ? num_at(f, r->b_at) : 0.0);
         const char *values[] = {a, b, rp_scaling_names[f->scaling]};
-        return rp_error(RP_ERR_ARG, "%s", rp_fill_marks(why, sizeof why, r->why, marks, values, 3));
+        return rp_error_marks(RP_ERR_ARG, r->why, marks, values, 3);
     }
     return RP_OK;
 }

@@ -45,6 +45,15 @@ typedef struct {
 /* rp_error with the template t filled in (rp_fill_marks) as the message: returns st. */
 rp_status rp_error_marks(rp_status st, const char *t, const char *const *marks,
                          const char *const *values, int count);
+/* rp_error_marks with "where: " before the filled template (where: a file's path, or NULL for
+ * no prefix): returns st. The template is filled before the message is recorded, so a value may
+ * be rp_last_error(). */
+rp_status rp_error_marks_at(rp_status st, const char *where, const char *t,
+                            const char *const *marks, const char *const *values, int count);
+/* rp_error_marks_at with this thread's last message as the value of {why}, the one mark of t:
+ * "where: " then t filled ("path: bad positions: {why}" keeps a failed call's message behind the
+ * file's path and what failed). Returns st. */
+rp_status rp_error_why(rp_status st, const char *where, const char *t);
 
 /* Short name of a status code ("shape", "argument", ...). */
 const char *rp_status_name(rp_status st);
