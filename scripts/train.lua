@@ -22,8 +22,9 @@
 -- --checkpoint F --checkpoint-every N makes a run that can be stopped at any time: every N steps
 -- it saves the model, the optimiser and the training state (F, F.state) with the run's config
 -- (F.run.json); started again with the same options it goes on from there and ends as the
--- uninterrupted run would, bit for bit. F is removed when the run finishes (or becomes the
--- --save file). A checkpoint of another run (another seed, say) is refused, not overwritten
+-- uninterrupted run would, bit for bit; stopped while it evaluates, it goes on from its last
+-- step and only evaluates. F is removed when the run finishes (or becomes the --save file). A
+-- checkpoint of another run (another seed, say) is refused, not overwritten
 -- (scripts/lib/resume.lua). compare.lua and sweep.lua --checkpoint-every use it.
 --
 -- Everything that can be known before training is checked before training (rp.experiment.check:

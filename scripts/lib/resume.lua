@@ -1,6 +1,8 @@
 -- A run's resumable checkpoint (train.lua --checkpoint; compare.lua and sweep.lua
 -- --checkpoint-every): rp.experiment.run saves the model with its optimiser to <path> every n
--- steps and its training state beside it (<path>.state: the curve, tokens and time so far);
+-- steps and its training state beside it (<path>.state: the curve, tokens and time so far;
+-- kept through the evaluation after training, so a run stopped while it evaluates goes on from
+-- its last step and only evaluates);
 -- <path>.run.json holds the run's config, so that a checkpoint is gone on from only by the run
 -- it belongs to (rp.experiment.run checks the model and optimiser, and the config kept in the
 -- state; a state of version 1 keeps none, so the run file is checked too).

@@ -54,7 +54,9 @@
 -- the run in name.json: it is removed when the run starts again, and when an interrupted run
 -- had saved its model before its result (its evaluation was cut short). With checkpoint_every,
 -- name.part.ckpt (with .part.ckpt.state and .part.ckpt.run.json) is the checkpoint of a run
--- that trains or was stopped: it stays when the run is stopped, and goes when it finishes.
+-- that trains or was stopped: it stays when the run is stopped, and goes when it finishes. A run
+-- stopped while it evaluates keeps it with the state of its last step: started again it trains
+-- nothing, only evaluates.
 local uv = require "luv"
 local term = require "lib.term"
 local fileio = require "lib.fileio"

@@ -137,6 +137,43 @@ describe("train.lua --checkpoint", function()
       assert.are.same({}, part_files(ckpt))
     end)
 
+  it("a run killed while it evaluates goes on from its last step without training again",
+    function()
+      -- an evaluation of a few seconds (eval_lengths) after 200 steps of training
+      local args = TINY_ARGS:gsub("%-%-problems 2", "--problems 1000 --eval-lengths 2,3,4,5,6,7,8")
+      local ckpt, out, prog = dir .. "/e.part.ckpt", dir .. "/e.json", dir .. "/e.progress"
+      local so, se, code = run(("%s scripts/train.lua --steps 200 %s --out %s"):format(
+        sh_quote(BIN), args, sh_quote(dir .. "/e-straight.json")))
+      assert.are.equal(0, code, so .. se)
+      local want = read_json(dir .. "/e-straight.json")
+      local cmd = ("%s scripts/train.lua --steps 200 %s --checkpoint %s --checkpoint-every 50 "
+        .. "--out %s"):format(sh_quote(BIN), args, sh_quote(ckpt), sh_quote(out))
+      local pid = spawn(cmd .. " --progress " .. sh_quote(prog))
+      -- killed while it evaluates: the progress file's "step steps loss done total", done < total
+      local evaluating = wait_for(function()
+        local done, total = (read(prog) or ""):match("^200 200 %S+ (%d+) (%d+)")
+        return done ~= nil and tonumber(done) < tonumber(total)
+      end, 60)
+      os.execute("kill -9 " .. pid)
+      assert.is_true(evaluating, "no evaluation after 60 s")
+      assert.is_true(gone(pid))
+      assert.is_false(exists(out))
+      -- the model of the last step and its training state stay until the result is written
+      assert.are.same({ ckpt, ckpt .. ".state", ckpt .. ".run.json" }, part_files(ckpt))
+      assert.are.equal(200, tonumber(read(ckpt .. ".state"):match("^roper%-run%-state 2\n(%d+)")))
+      assert.are.equal("resume", (resume.check(rp, ckpt, want.config)))
+
+      -- the same command goes on from step 200: no step is trained again, only the evaluation
+      so, se, code = run(cmd)
+      assert.are.equal(0, code, so .. se)
+      local res = read_json(out)
+      assert.are.equal(200, res.resumed_at)
+      same_run(want, res)
+      assert.are.same(want.by_length, res.by_length)
+      assert.is_true(#res.by_length == 7 and res.curve[2].valid_loss ~= nil)
+      assert.are.same({}, part_files(ckpt))
+    end)
+
   it("without --save the checkpoint goes when the run finishes", function()
     local ckpt, out = dir .. "/f.part.ckpt", dir .. "/f.json"
     local so, se, code = run(("%s scripts/train.lua --steps 3000 %s --checkpoint %s "
@@ -274,5 +311,45 @@ describe("compare.lua --checkpoint-every", function()
       assert.are.equal(2, code, so .. se)
       assert.are.equal(script:match("^%S+") .. ": --checkpoint-every must be an integer >= 1\n", se)
     end
+  end)
+end)
+
+describe("rp.experiment.run stopped in its evaluation", function()
+  local dir = tmpdir()
+  teardown(function() h.remove_tree(dir) end)
+
+  it("keeps the training state of its last step until the result is complete", function()
+    local cfg = { steps = 30, d_model = 16, heads = 2, layers = 2, seq_len = 32, batch = 4,
+      problems = 20, valid_batches = 1, log_every = 5, valid_every = 10, eval_lengths = "2,3",
+      threads = 1 }
+    local straight = rp.experiment.run(cfg)
+    -- the progress of the evaluation (done and total given) stops the run there
+    local function stop_in_eval(_, _, _, done)
+      if done then error("stopped in the evaluation") end
+    end
+    local path = dir .. "/e.ckpt"
+    local ok, err = pcall(rp.experiment.run, cfg, stop_in_eval, { save = path, save_every = 7 })
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("stopped in the evaluation", 1, true), err)
+    assert.are.equal(30, rp.experiment.resumable(cfg, path))
+    -- resumed: no training step runs (progress hears of none), the result is the straight run's
+    local trained = 0
+    local res = rp.experiment.run(cfg, function(_, _, _, done)
+      if not done then trained = trained + 1 end
+    end, { save = path, save_every = 7, resume = true })
+    assert.are.equal(0, trained)
+    assert.are.equal(30, res.resumed_at)
+    same_run(straight, res)
+    assert.are.same(straight.by_length, res.by_length)
+    assert.is_not_nil(res.curve[2].valid_loss)
+    -- the run is finished: no state is left, and resume has nothing to go on with
+    assert.is_false(exists(path .. ".state") or exists(path .. ".state.tmp"))
+    assert.are.same({ nil, path .. " is the model of a finished run (step 30 of steps = 30)",
+      "finished" }, { rp.experiment.resumable(cfg, path) })
+    -- without save_every or resume no state is ever written, stopped or not
+    local plain = dir .. "/p.ckpt"
+    assert.is_false((pcall(rp.experiment.run, cfg, stop_in_eval, { save = plain })))
+    assert.is_true(exists(plain))
+    assert.is_false(exists(plain .. ".state") or exists(plain .. ".state.tmp"))
   end)
 end)

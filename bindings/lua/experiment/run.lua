@@ -302,10 +302,20 @@ local function train(tr, task, progress)
   end
 end
 
+-- Removes the training state (rank 0 only): it serves an unfinished run only.
+local function drop_state(tr)
+  if tr.rank == 0 and tr.keep_state then
+    os.remove(tr.state_path)
+    os.remove(tr.state_path .. ".tmp")
+  end
+end
+
 -- The end of training: its seconds and speed; with several ranks, the check that their weights
--- still agree, res.ranks and res.comm_seconds; with opts.save the last save (then the training
--- state goes: it serves an unfinished run only) and res.checkpoint. Returns the clock at the
--- start of the evaluation.
+-- still agree, res.ranks and res.comm_seconds; with opts.save the last save and res.checkpoint.
+-- The training state of the last step stays until the evaluation is done (experiment.run drops
+-- it then), so that a run killed while it evaluates goes on from there without training again;
+-- a run that diverged has nothing to evaluate, and its state (of a step before cfg.steps) goes
+-- now. Returns the clock at the start of the evaluation.
 local function finish_training(tr)
   local opts, res = tr.opts, tr.res
   local t1 = tr.clock()
@@ -321,11 +331,7 @@ local function finish_training(tr)
   end
   if opts.save then
     save(tr, tr.last_step)
-    -- the state serves an unfinished run only
-    if tr.rank == 0 and tr.keep_state then
-      os.remove(tr.state_path)
-      os.remove(tr.state_path .. ".tmp")
-    end
+    if res.diverged then drop_state(tr) end
     res.checkpoint = opts.save
     t1 = tr.clock()
   end
@@ -451,7 +457,8 @@ end
 --   save_every    n: also every n steps during training, to the same path (overwritten), so an
 --                 interrupted run leaves the model of its last multiple of n; with save_every or
 --                 resume, the training state (curve, tokens, time) goes beside it as <save>.state
---                 until the run has finished
+--                 until the run has finished, its evaluation included (a run killed while it
+--                 evaluates goes on from its last step: it trains nothing again, only evaluates)
 --   resume        true: when save exists, go on from it (the model, optimiser, data stream and
 --                 curve of the interrupted run; the result is the uninterrupted run's)
 --   comm          a roper.Comm (rp.mpi.init()): data-parallel training over its ranks. Every
@@ -530,5 +537,7 @@ function experiment.run(cfg, progress, opts)
   evaluate(fname, cfg, res, m, task, progress)
   res.seconds_eval = clock() - t1
   evaluate_lengths(fname, cfg, res, m, task, clock, progress)
+  -- the result is complete: the state of the last step goes (finish_training kept it)
+  if opts.save then drop_state(tr) end
   return returned()
 end
