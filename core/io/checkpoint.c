@@ -621,7 +621,7 @@ static rp_status read_model_head(const char *path, reader *r, model_head *h, uin
                                  (h->flags & (uint32_t)rp_model_cfg_keys[i].ck_flag) != 0);
     int64_t want = 0;
     rp_status st = rp_model_memory(mc, NULL, &want);
-    if (st == RP_ERR_NOMEM) return rp_error_why(RP_ERR_IO, path, "cannot build the model: {why}");
+    if (st == RP_ERR_NOMEM) return rp_error_why(RP_ERR_IO, path, RP_CANNOT_BUILD_MODEL);
     if (st != RP_OK) return rp_error_why(RP_ERR_IO, path, RP_BAD_MODEL_CONFIG ": {why}");
     if ((uint64_t)want != h->total)
         return rp_error(RP_ERR_IO,
@@ -789,7 +789,7 @@ static rp_status parse(const char *path, const uint8_t *b, uint64_t n, int64_t m
     if (max_batch > 0) h.cfg.max_batch = max_batch;
     m = rp_model_new(&h.cfg);
     if (!m) {
-        st = rp_error_why(RP_ERR_IO, path, "cannot build the model: {why}");
+        st = rp_error_why(RP_ERR_IO, path, RP_CANNOT_BUILD_MODEL);
         goto fail;
     }
     if ((st = read_freq(path, &h, m)) != RP_OK) goto fail;

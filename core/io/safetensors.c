@@ -917,7 +917,6 @@ rp_status rp_safetensors_load(const char *path, rp_model **out)
     rp_model_cfg cfg;
     int has = 0;
     rp_model *m = NULL;
-    static const char *const no_build = "cannot build the model: {why}";
     rp_status st = file_config(&f, &cfg, &has);
     if (st == RP_OK && !has)
         st = rp_error_marks_at(RP_ERR_IO, path, rp_cfg_json_msgs[RP_CFGJ_NO_CONFIG].text,
@@ -930,7 +929,8 @@ rp_status rp_safetensors_load(const char *path, rp_model **out)
     st = rp_model_memory(&cfg, NULL, &params); /* checks the config too, allocating nothing */
     if (st != RP_OK) {
         st = rp_error_why(RP_ERR_IO, path,
-                          st == RP_ERR_NOMEM ? no_build : rp_cfg_json_msgs[RP_CFGJ_BAD_MODEL].text);
+                          st == RP_ERR_NOMEM ? RP_CANNOT_BUILD_MODEL
+                                             : rp_cfg_json_msgs[RP_CFGJ_BAD_MODEL].text);
         goto done;
     }
     for (size_t k = 0; k < f.n; k++) /* saturating (it cannot reach 2^63: 2^21 entries of 2^40) */
@@ -946,7 +946,7 @@ rp_status rp_safetensors_load(const char *path, rp_model **out)
     }
     m = rp_model_new(&cfg);
     if (!m) {
-        st = rp_error_why(RP_ERR_IO, path, no_build);
+        st = rp_error_why(RP_ERR_IO, path, RP_CANNOT_BUILD_MODEL);
         goto done;
     }
     st = load_into(&f, &x, 1, m);

@@ -114,6 +114,8 @@ rp_status rp_model_cfg_check(const rp_model_cfg *cfg);
  * file's config ("path: bad model config: heads 0 must be in ..."; rp_cfg_json_msgs's bad_model
  * template, safetensors.h). */
 #define RP_BAD_MODEL_CONFIG "bad model config"
+/* The readers' template (rp_error_why) when a stored config's model cannot be built. */
+#define RP_CANNOT_BUILD_MODEL "cannot build the model: {why}"
 
 /* How rp_model_new initialises an entry (PyTorch's defaults): N(0, 1) (embeddings), all 1
  * (LayerNorm weights), all 0 (LayerNorm biases), U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (linear
