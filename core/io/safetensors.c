@@ -609,6 +609,10 @@ typedef struct {
     rp_axes_map map;
 } st_named;
 
+/* The marks of rp_safetensors_extra_msgs' templates but {list}, in the order extra_error takes
+ * their values. */
+enum { RP_XK_TENSOR, RP_XK_KEY, RP_XK_FIRST, RP_XK_DTYPE, RP_XK_WANT, RP_XK_SHAPE, RP_XK_COUNT };
+
 /* RP_ERR_IO "path: " and message m of the extras' filled: values[RP_XK_*] for the marks (a NULL
  * one leaves its mark), {list} always. */
 static rp_status extra_error(const st_file *f, rp_safetensors_extra_msg m,

@@ -75,8 +75,6 @@ extern const rp_msg rp_safetensors_extra_msgs[RP_XM_COUNT]; /* "missing", ... */
 /* The maps a roper.axes may name, as {list} shows them ("axial, sections, mixed": rp_axes_names),
  * in buf (n bytes, cut to fit); returns buf. */
 const char *rp_safetensors_axes_list(char *buf, size_t n);
-/* The marks of those templates but {list}, in the order the reader gives their values. */
-enum { RP_XK_TENSOR, RP_XK_KEY, RP_XK_FIRST, RP_XK_DTYPE, RP_XK_WANT, RP_XK_SHAPE, RP_XK_COUNT };
 /* The metadata key of the positions' map (a name of rp_axes_names; axial when absent). */
 #define RP_SAFETENSORS_AXES_KEY "roper.axes"
 
