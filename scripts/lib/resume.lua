@@ -1,8 +1,8 @@
 -- A run's resumable checkpoint (train.lua --checkpoint; compare.lua and sweep.lua
 -- --checkpoint-every): rp.experiment.run saves the model with its optimiser to <path> every n
--- steps and its training state beside it (<path>.state: the curve, tokens and time so far;
--- kept through the evaluation after training, so a run stopped while it evaluates goes on from
--- its last step and only evaluates);
+-- steps and its training state beside it (the curve, tokens and time so far; kept through the
+-- evaluation after training, so a run stopped while it evaluates goes on from its last step and
+-- only evaluates): rp.experiment.checkpoint_files(path) names the checkpoint's files;
 -- <path>.run.json holds the run's config, so that a checkpoint is gone on from only by the run
 -- it belongs to (rp.experiment.run checks the model and optimiser, and the config kept in the
 -- state; a state of version 1 keeps none, so the run file is checked too).
@@ -15,7 +15,7 @@
 --     is (another run's checkpoint, one without its run file, or one rp.experiment.resumable
 --     refuses: without a state of its step, of another model, or no checkpoint)
 --   resume.start(path, cfg) -> true | nil, message: writes <path>.run.json (atomically)
---   resume.discard(path): removes path, its state (and a half-saved one) and its run file (those
+--   resume.discard(path): removes rp.experiment.checkpoint_files(path) and the run file (those
 --     that are there)
 local fileio = require "lib.fileio"
 local json = require "lib.json"
@@ -55,11 +55,13 @@ function resume.show(v)
   return tostring(v)
 end
 
-local function files(path) return path .. ".state", path .. ".run.json" end
+-- The run file beside the checkpoint at path (the scripts' own file; the checkpoint's are
+-- rp.experiment.checkpoint_files's).
+local function run_file(path) return path .. ".run.json" end
 
 function resume.check(rp, path, cfg)
   if not fileio.exists(path) then return "fresh" end
-  local _, runf = files(path)
+  local runf = run_file(path)
   local stored = fileio.exists(runf) and json.read(runf)
   if type(stored) ~= "table" then
     return nil, ("%s has no run file beside it (%s): not a checkpoint of --checkpoint"):format(
@@ -78,13 +80,14 @@ function resume.check(rp, path, cfg)
 end
 
 function resume.start(path, cfg)
-  local _, runf = files(path)
-  return fileio.write(runf, json.encode(cfg))
+  return fileio.write(run_file(path), json.encode(cfg))
 end
 
 function resume.discard(path)
-  local statef, runf = files(path)
-  for _, f in ipairs { path, statef, statef .. ".tmp", runf } do os.remove(f) end
+  local rp = require "roper"
+  local files = rp.experiment.checkpoint_files(path)
+  files[#files + 1] = run_file(path)
+  for _, f in ipairs(files) do os.remove(f) end
 end
 
 return resume

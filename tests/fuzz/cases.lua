@@ -306,6 +306,7 @@ local function seeds(rp)
   S["rp.experiment.resumable"] = function(ctx)
     return pack(tiny_cfg(), ctx.dir .. "/run.ckpt")
   end
+  S["rp.experiment.checkpoint_files"] = function(ctx) return pack(ctx.dir .. "/run.ckpt") end
   -- with a config: its fields fuzzed too (the string form is the battery's "rope", "x", ...)
   S["rp.experiment.applies"] = function() return pack("fraction_v", tiny_cfg()) end
   S["rp.experiment.better"] = function() return pack("loss", 1, 2) end

@@ -2,7 +2,8 @@
 -- sweep.lua --checkpoint-every, scripts/lib/resume.lua): a run killed while training goes on from
 -- its last checkpoint and ends as the uninterrupted run, bit for bit (the curve, the losses, the
 -- counts); a checkpoint of another run is refused with its reason, never overwritten; an
--- interrupted comparison keeps each run's checkpoint and a finished one leaves none. The scripts
+-- interrupted comparison keeps each run's checkpoint and a finished one leaves none;
+-- rp.experiment.checkpoint_files names the files an interrupted run leaves. The scripts
 -- run through the REPL binary (ROPER_BIN, default build/roper) from the repository root, on a
 -- 16-wide model.
 
@@ -351,5 +352,62 @@ describe("rp.experiment.run stopped in its evaluation", function()
     assert.is_false((pcall(rp.experiment.run, cfg, stop_in_eval, { save = plain })))
     assert.is_true(exists(plain))
     assert.is_false(exists(plain .. ".state") or exists(plain .. ".state.tmp"))
+  end)
+end)
+
+describe("rp.experiment.checkpoint_files", function()
+  local dir = tmpdir()
+  teardown(function() h.remove_tree(dir) end)
+  local cfg = { steps = 9, d_model = 16, heads = 2, layers = 2, seq_len = 32, batch = 4,
+    problems = 2, valid_batches = 1, log_every = 1, threads = 1 }
+
+  it("names the files an interrupted run leaves, in their order", function()
+    local path = dir .. "/c.ckpt"
+    local files = rp.experiment.checkpoint_files(path)
+    -- only names: nothing is there yet, and nothing is created
+    assert.are.same({}, ls(dir))
+    -- a run stopped after its save of step 3 leaves the model and the training state
+    assert.is_false(pcall(rp.experiment.run, cfg, function(step)
+      if step == 4 then error("stopped") end
+    end, { save = path, save_every = 3 }))
+    local base = #dir + 2
+    local function names(list)
+      local t = {}
+      for i, f in ipairs(list) do t[i] = f:sub(base) end
+      table.sort(t)
+      return t
+    end
+    assert.are.same(names { files[1], files[2] }, ls(dir))
+    -- resumed, and stopped in its save of step 6 after the state's first half (a folder where
+    -- the model goes makes the model's save fail): the half-written state is left too
+    assert.is_false(pcall(rp.experiment.run, cfg, function(step)
+      if step == 6 then
+        assert(os.remove(path))
+        assert(lfs.mkdir(path))
+      end
+    end, { save = path, save_every = 3, resume = true }))
+    assert.are.same(names(files), ls(dir))
+    assert.are.same({ path, path .. ".state", path .. ".state.tmp" }, files)
+    -- resume.discard removes them all, and the scripts' run file with them
+    write(path .. ".run.json", "{}")
+    resume.discard(path)
+    assert.are.same({}, ls(dir))
+    -- a new list each call
+    files[1] = "changed"
+    assert.are.equal(path, rp.experiment.checkpoint_files(path)[1])
+  end)
+
+  it("raises naming itself for a path that is not a nonempty string", function()
+    local function raises(want, ...)
+      local ok, err = pcall(rp.experiment.checkpoint_files, ...)
+      assert.is_false(ok)
+      assert.are.equal("bad argument " .. want, tostring(err):match("bad argument .*$"), err)
+    end
+    raises("#1 to 'rp.experiment.checkpoint_files' (path (a string) expected, got nil)")
+    raises("#1 to 'rp.experiment.checkpoint_files' (path (a string) expected, got number)", 3)
+    raises("#1 to 'rp.experiment.checkpoint_files' (path must be a nonempty string without NUL "
+      .. "bytes)", "")
+    raises("#1 to 'rp.experiment.checkpoint_files' (path must be a nonempty string without NUL "
+      .. "bytes)", "a\0b")
   end)
 end)

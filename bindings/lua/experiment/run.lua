@@ -23,8 +23,8 @@ local resolve, validate = keys.resolve, check.validate
 local parse_digits, parse_lengths, parse_scalings = keys.parse_digits, keys.parse_lengths,
   keys.parse_scalings
 local task_opts, model_opts, optim_opts = check.task_opts, check.model_opts, check.optim_opts
-local config_word, write_state, commit_state, open_checkpoint = state.config_word,
-  state.write_state, state.commit_state, state.open_checkpoint
+local config_word, state_files, write_state, commit_state, open_checkpoint = state.config_word,
+  state.state_files, state.write_state, state.commit_state, state.open_checkpoint
 
 -- The options of rp.experiment.run (argument 3), checked and copied (no metamethod of the
 -- caller's table runs later): keep_model (boolean), save (a path), save_every (steps, with save),
@@ -225,11 +225,11 @@ end
 -- Starts the account of a run's training, which train keeps and save writes. tr holds the run
 -- (cfg, opts, ranks, comm, rank, clock, the model m, the optimiser opt, the result res); added:
 -- the first step to train, the tokens so far, the open log_every window (sum, n), the seconds
--- trained before this process (a resumed run's), and where the training state goes (state_path,
--- kept with save_every or resume). A resumed run goes on from its checkpoint's state st.
+-- trained before this process (a resumed run's), and whether the training state is kept beside
+-- opts.save (keep_state: with save_every or resume). A resumed run goes on from its checkpoint's
+-- state st.
 local function start_training(tr, st)
   local opts, res = tr.opts, tr.res
-  tr.state_path = opts.save and (opts.save .. ".state")
   tr.sum, tr.n, tr.tokens, tr.before = 0, 0, 0, 0
   tr.first = tr.opt:steps() + 1
   if opts.resume then res.resumed_at = tr.first - 1 end
@@ -250,11 +250,11 @@ local function save(tr, step)
   -- the run's model is still what is asked for
   local ok, err = true, nil
   if tr.keep_state then
-    ok, err = write_state(tr.state_path, { step = step, tokens = tr.tokens, sum = tr.sum,
+    ok, err = write_state(tr.opts.save, { step = step, tokens = tr.tokens, sum = tr.sum,
       n = tr.n, seconds = tr.before + tr.clock() - tr.t0, curve = tr.res.curve }, tr.cfg)
   end
   if ok then ok, err = tr.m:save(tr.opts.save, tr.opt, { allow_nonfinite = true }) end
-  if ok and tr.keep_state then ok, err = commit_state(tr.state_path) end
+  if ok and tr.keep_state then ok, err = commit_state(tr.opts.save) end
   if not ok then
     error(("rp.experiment.run: cannot save the model: %s"):format(err), args.user_level())
   end
@@ -305,8 +305,7 @@ end
 -- Removes the training state (rank 0 only): it serves an unfinished run only.
 local function drop_state(tr)
   if tr.rank == 0 and tr.keep_state then
-    os.remove(tr.state_path)
-    os.remove(tr.state_path .. ".tmp")
+    for _, f in ipairs { state_files(tr.opts.save) } do os.remove(f) end
   end
 end
 

@@ -2,8 +2,9 @@
 -- (written in two halves around the model's save, read back), the checkpoint a run goes on
 -- from (open_checkpoint: checked against the run's config), and rp.experiment.resumable.
 --
--- roper.experiment.state: adds rp.experiment.resumable; exports config_word, write_state,
--- commit_state and open_checkpoint (to roper.experiment.run).
+-- roper.experiment.state: adds rp.experiment.resumable and rp.experiment.checkpoint_files;
+-- exports config_word, state_files, write_state, commit_state and open_checkpoint (to
+-- roper.experiment.run).
 local require = ...
 local rp = require "roper"
 local internals = require "roper.internals"
@@ -35,7 +36,15 @@ local function config_word(v)
   return tostring(v)
 end
 
--- The training state beside a checkpoint (<save>.state): the step, the tokens, the seconds of
+-- The names of the training state beside the checkpoint at path, and of the state while it is
+-- half-written (the one home of both: the state's writer, reader and remover, and
+-- rp.experiment.checkpoint_files, take them from here).
+local function state_files(path)
+  local state = path .. ".state"
+  return state, state .. ".tmp"
+end
+
+-- The training state beside a checkpoint (state_files): the step, the tokens, the seconds of
 -- training so far, the open log_every window (sum, count), the run's config and the curve (with
 -- the validation curve's points: a state without them made a resumed run's curve lose them), so a
 -- resumed run gives the result of an uninterrupted one, and only the run it belongs to goes on
@@ -63,11 +72,11 @@ local function fmt_num(x)
 end
 
 -- The state is written in two halves around the model's save, so that a run killed at any
--- moment leaves a model and a state of the same step: write_state writes <path>.tmp whole
--- (before the model is saved; atomically, through core's writer as the model is, which refuses
--- a FIFO or a folder there), commit_state renames it to <path> (after). Killed between the
--- model's rename and the state's, the model's step is in <path>.tmp, and read_state is asked
--- for both files.
+-- moment leaves a model and a state of the same step: write_state writes the half-written state
+-- of the checkpoint at path whole (before the model is saved; atomically, through core's writer
+-- as the model is, which refuses a FIFO or a folder there), commit_state renames it to the state
+-- (after). Killed between the model's rename and the state's, the model's step is in the
+-- half-written one, and read_state is asked for both files.
 local function write_state(path, st, cfg)
   local lines = { STATE_HEAD, ("%d %d %s %s %d"):format(st.step, st.tokens, fmt_num(st.seconds),
     fmt_num(st.sum), st.n) }
@@ -79,13 +88,15 @@ local function write_state(path, st, cfg)
     lines[#lines + 1] = ("%d %d %s %s%s"):format(c.step, c.tokens, c.loss and fmt_num(c.loss) or "-",
       fmt_num(c.lr), c.valid_loss and " " .. fmt_num(c.valid_loss) or "")
   end
-  return write_file(path .. ".tmp", table.concat(lines, "\n") .. "\n")
+  local _, half = state_files(path)
+  return write_file(half, table.concat(lines, "\n") .. "\n")
 end
 
 local function commit_state(path)
-  local rok, rerr = os.rename(path .. ".tmp", path)
+  local state, half = state_files(path)
+  local rok, rerr = os.rename(half, state)
   if not rok then
-    os.remove(path .. ".tmp")
+    os.remove(half)
     return nil, rerr
   end
   return true
@@ -128,11 +139,11 @@ end
 
 -- The checkpoint a run saved at path, checked against the run cfg builds (mc: rp.model's
 -- options, the model loaded for mc.max_batch rows; oc: the optimiser's): the model, its
--- optimiser and the training state of the optimiser's step (from <path>.state, or from
--- <path>.state.tmp where a run killed between its two saves left it; nil when neither holds
--- it). Otherwise nil and why, a sentence that starts with path: it cannot be loaded, holds no
--- optimiser, was trained with another model or optimiser or (its state says) another config,
--- or is beyond cfg.steps. The caller owns (and closes) the model and the optimiser.
+-- optimiser and the training state of the optimiser's step (from the state beside it, or from
+-- the half-written one where a run killed between its two saves left it: state_files; nil when
+-- neither holds it). Otherwise nil and why, a sentence that starts with path: it cannot be
+-- loaded, holds no optimiser, was trained with another model or optimiser or (its state says)
+-- another config, or is beyond cfg.steps. The caller owns (and closes) the model and the optimiser.
 local function open_checkpoint(path, cfg, mc, oc)
   local ok, m, opt = pcall(rp.load, path, { max_batch = mc.max_batch })
   if not ok then
@@ -180,8 +191,8 @@ local function open_checkpoint(path, cfg, mc, oc)
     return bad(("is at step %d, beyond the config's steps = %d"):format(steps, cfg.steps))
   end
   if steps == 0 then return m, opt, nil end
-  local state = path .. ".state"
-  local st = read_state(state, steps) or read_state(state .. ".tmp", steps)
+  local state, half = state_files(path)
+  local st = read_state(state, steps) or read_state(half, steps)
   -- the state names the run it belongs to: another run's checkpoint is refused, whatever its
   -- model (the seed, the task's data, the schedule's length all count); a version 1 state
   -- names none
@@ -190,6 +201,17 @@ local function open_checkpoint(path, cfg, mc, oc)
     if there ~= nil and there ~= here then return trained_with(key, there, here) end
   end
   return m, opt, st
+end
+
+-- A checkpoint's path at argument arg of fname: a nonempty string without NUL bytes (core takes
+-- C strings), or an argument error.
+local function check_path(fname, arg, path)
+  if type(path) ~= "string" then
+    argerror(fname, arg, "path (a string) expected, got " .. type(path))
+  end
+  if path == "" or path:find("\0", 1, true) then
+    argerror(fname, arg, "path must be a nonempty string without NUL bytes")
+  end
 end
 
 -- rp.experiment.resumable(cfg, path) -> step | nil, why[, "finished"]
@@ -207,12 +229,7 @@ end
 function experiment.resumable(cfg, path)
   local fname = "rp.experiment.resumable"
   cfg = resolve(fname, cfg)
-  if type(path) ~= "string" then
-    argerror(fname, 2, "path (a string) expected, got " .. type(path))
-  end
-  if path == "" or path:find("\0", 1, true) then
-    argerror(fname, 2, "path must be a nonempty string without NUL bytes")
-  end
+  check_path(fname, 2, path)
   local _, _, V = validate(fname, cfg)
   local kind, err = path_kind(path)
   if kind == false then return 0 end
@@ -229,13 +246,25 @@ function experiment.resumable(cfg, path)
       steps), "finished"
   end
   if steps > 0 and not st then
-    return nil, ("%s is at step %d and has no training state of that step beside it (%s.state)")
-      :format(path, steps, path)
+    return nil, ("%s is at step %d and has no training state of that step beside it (%s)")
+      :format(path, steps, (state_files(path)))
   end
   return steps
 end
 
-E.config_word, E.write_state, E.commit_state, E.open_checkpoint = config_word, write_state,
-  commit_state, open_checkpoint
+-- rp.experiment.checkpoint_files(path) -> list
+-- The files a resumable checkpoint at path consists of (rp.experiment.run with save = path and
+-- save_every or resume), in this order: path (the model and its optimiser), the training state
+-- beside it and the state while it is half-written (state_files), whether they exist or not: it
+-- computes names only and touches no file. path a nonempty string without NUL bytes. A new
+-- table each call.
+function experiment.checkpoint_files(path)
+  check_path("rp.experiment.checkpoint_files", 1, path)
+  local state, half = state_files(path)
+  return { path, state, half }
+end
+
+E.config_word, E.state_files, E.write_state, E.commit_state, E.open_checkpoint = config_word,
+  state_files, write_state, commit_state, open_checkpoint
 
 return E
