@@ -267,9 +267,12 @@ end
 local function train(tr, task, progress)
   local cfg, opts, m, opt, res = tr.cfg, tr.opts, tr.m, tr.opt, tr.res
   -- the data stream is seeded apart from the initialisation (which uses cfg.seed itself); a
-  -- resumed run draws the batches it already trained on again to reach its place in it
+  -- resumed run with steps left draws the batches it already trained on again to reach its
+  -- place in it (one resumed at its last step, killed while it evaluated, trains no more)
   local data = rp.rng(cfg.seed + 0x100000000)
-  for _ = 1, tr.first - 1 do task:batch(cfg.batch, data) end
+  if tr.first <= cfg.steps then
+    for _ = 1, tr.first - 1 do task:batch(cfg.batch, data) end
+  end
 
   tr.t0 = tr.clock()
   local row_tokens = cfg.seq_len
