@@ -62,19 +62,21 @@ for step in "${steps[@]}"; do
     # small step's settings, beside rope, roper and none in results/lm-2m-zoo. The finished
     # runs of rope, roper and none of seeds 1-5 are copied from results/lm-2m first (compare.lua
     # finds a run whose JSON holds the same config and does not train it again), so only the 10
-    # new runs train.
+    # new runs train. Without --keep-models: a finished run whose model is missing is run again
+    # with it, and the models of results/lm-2m are not committed, so on a machine that did not
+    # train them the copied runs would all train again. The zoo is compared on its run files.
     zoo) mkdir -p results/lm-2m-zoo/runs
          for m in rope roper none; do
            for s in 1 2 3 4 5; do
-             for ext in json csv log lengths.csv ckpt; do
+             for ext in json csv log lengths.csv; do
                f=results/lm-2m/runs/$m-s$s.$ext
                if [ -e "$f" ]; then cp -n "$f" results/lm-2m-zoo/runs/; fi
              done
            done
          done
          for n in 2 4 5; do
-           eval $R --methods rope roper none rope:xpos=0.4 alibi --seeds $n $SMALL \
-             --out results/lm-2m-zoo
+           eval $R --methods rope roper none rope:xpos=0.4 alibi --seeds $n \
+             "${SMALL/ --keep-models/}" --out results/lm-2m-zoo
          done ;;
     *) echo "run_lm.sh: unknown step $step (small large more zoo)" >&2; exit 2 ;;
   esac
