@@ -210,23 +210,16 @@ cli.main("train.lua", function()
       local ok, err = resume.start(args.checkpoint, cfg)
       if not ok then cli.usage("--checkpoint " .. tostring(err)) end
     end
-    run_opts.save, run_opts.save_every, run_opts.resume = args.checkpoint, args.checkpoint_every,
-      true
+    -- the state of the last step stays until the result is written (below)
+    run_opts.save, run_opts.save_every, run_opts.resume, run_opts.keep_state = args.checkpoint,
+      args.checkpoint_every, true, true
   end
 
   local started = os.time()
   local res = rp.experiment.run(cfg, progress, run_opts)
   if not root then return end -- rank 0 reports and writes
-  if args.checkpoint then
-    -- the run is over: its checkpoint becomes the --save file, or goes
-    res.checkpoint = nil
-    if args.save then
-      local ok, err = os.rename(args.checkpoint, args.save)
-      if not ok then error(("cannot move %s to --save: %s"):format(args.checkpoint, err), 0) end
-      res.checkpoint = args.save
-    end
-    resume.discard(args.checkpoint)
-  end
+  -- with --checkpoint the model is at its part path until the result is written (below)
+  if args.checkpoint then res.checkpoint = args.save end
   res.provenance = provenance.collect(rp, started)
 
   local function summary()
@@ -289,6 +282,16 @@ cli.main("train.lua", function()
     if ok and lengths_csv then ok, err = fileio.write(lengths_csv, tables.lengths_csv(res)) end
     if ok then ok, err = fileio.write(args.out, json.encode(res)) end
     if not ok then error(err, 0) end
+  end
+  if args.checkpoint then
+    -- the result is written (the JSON last: the mark of a finished run), and only now the
+    -- checkpoint becomes the --save file, or goes, with its state. Stopped before this, the run
+    -- keeps its checkpoint and state of the last step: run again, it only evaluates.
+    if args.save then
+      local ok, err = os.rename(args.checkpoint, args.save)
+      if not ok then error(("cannot move %s to --save: %s"):format(args.checkpoint, err), 0) end
+    end
+    resume.discard(args.checkpoint)
   end
   if not args.progress then print(summary()) end
 end)

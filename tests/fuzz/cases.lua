@@ -300,7 +300,7 @@ local function seeds(rp)
   S["rp.experiment.check"] = S["rp.experiment.config"]
   S["rp.experiment.run"] = function(ctx)
     return pack(tiny_cfg(), function() end, { keep_model = true, save = ctx.dir .. "/run.ckpt",
-      save_every = 1 })
+      save_every = 1, keep_state = true })
   end
   S["rp.experiment.task"] = S["rp.experiment.config"]
   S["rp.experiment.resumable"] = function(ctx)

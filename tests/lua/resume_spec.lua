@@ -175,6 +175,45 @@ describe("train.lua --checkpoint", function()
       assert.are.same({}, part_files(ckpt))
     end)
 
+  it("writes its result before it moves its checkpoint to --save, so a failed move costs no "
+    .. "training", function()
+    local args = TINY_ARGS:gsub("%-%-problems 2", "--problems 1000 --eval-lengths 2,3,4,5,6,7,8")
+    local ckpt, out, prog = dir .. "/g.part.ckpt", dir .. "/g.json", dir .. "/g.progress"
+    local models = dir .. "/g-models"
+    local so, se, code = run(("%s scripts/train.lua --steps 200 %s --out %s"):format(
+      sh_quote(BIN), args, sh_quote(dir .. "/g-straight.json")))
+    assert.are.equal(0, code, so .. se)
+    local want = read_json(dir .. "/g-straight.json")
+    assert(lfs.mkdir(models))
+    local cmd = ("%s scripts/train.lua --steps 200 %s --checkpoint %s --checkpoint-every 50 "
+      .. "--save %s --out %s"):format(sh_quote(BIN), args, sh_quote(ckpt),
+      sh_quote(models .. "/g.ckpt"), sh_quote(out))
+    local pid = spawn(cmd .. " --progress " .. sh_quote(prog))
+    -- the folder of --save goes while the run evaluates: the move at its end fails
+    local evaluating = wait_for(function()
+      local done, total = (read(prog) or ""):match("^200 200 %S+ (%d+) (%d+)")
+      return done ~= nil and tonumber(done) < tonumber(total)
+    end, 60)
+    assert(lfs.rmdir(models))
+    assert.is_true(evaluating, "no evaluation after 60 s")
+    assert.is_true(gone(pid))
+    -- the result is there, and so is the checkpoint of the last step with its training state
+    same_run(want, read_json(out))
+    assert.are.same({ ckpt, ckpt .. ".state", ckpt .. ".run.json" }, part_files(ckpt))
+    assert.are.equal("resume", (resume.check(rp, ckpt, want.config)))
+
+    -- with the folder back, the same command only evaluates and moves the model
+    assert(lfs.mkdir(models))
+    so, se, code = run(cmd)
+    assert.are.equal(0, code, so .. se)
+    local res = read_json(out)
+    assert.are.equal(200, res.resumed_at)
+    same_run(want, res)
+    assert.are.equal(models .. "/g.ckpt", res.checkpoint)
+    assert.is_true(exists(models .. "/g.ckpt"))
+    assert.are.same({}, part_files(ckpt))
+  end)
+
   it("without --save the checkpoint goes when the run finishes", function()
     local ckpt, out = dir .. "/f.part.ckpt", dir .. "/f.json"
     local so, se, code = run(("%s scripts/train.lua --steps 3000 %s --checkpoint %s "
@@ -352,6 +391,33 @@ describe("rp.experiment.run stopped in its evaluation", function()
     assert.is_false((pcall(rp.experiment.run, cfg, stop_in_eval, { save = plain })))
     assert.is_true(exists(plain))
     assert.is_false(exists(plain .. ".state") or exists(plain .. ".state.tmp"))
+  end)
+
+  it("with keep_state leaves the state of its last step for the caller to remove", function()
+    local cfg = { steps = 20, d_model = 16, heads = 2, layers = 2, seq_len = 32, batch = 4,
+      problems = 20, valid_batches = 1, log_every = 5, threads = 1 }
+    local straight = rp.experiment.run(cfg)
+    local sub = dir .. "/keep"
+    assert(lfs.mkdir(sub))
+    local path = sub .. "/k.ckpt"
+    local opts = { save = path, save_every = 7, keep_state = true }
+    local res = rp.experiment.run(cfg, nil, opts)
+    same_run(straight, res)
+    -- finished, and still resumable at its last step: a process stopped before it stored the
+    -- result goes on from there and trains nothing
+    assert.are.equal(20, rp.experiment.resumable(cfg, path))
+    local trained = 0
+    opts.resume = true
+    res = rp.experiment.run(cfg, function(_, _, _, done)
+      if not done then trained = trained + 1 end
+    end, opts)
+    assert.are.equal(0, trained)
+    assert.are.equal(20, res.resumed_at)
+    same_run(straight, res)
+    -- what the caller removes once the result is stored
+    assert.are.same({ "k.ckpt", "k.ckpt.state" }, ls(sub))
+    for _, f in ipairs(rp.experiment.checkpoint_files(path)) do os.remove(f) end
+    assert.are.same({}, ls(sub))
   end)
 end)
 

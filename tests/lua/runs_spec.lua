@@ -383,11 +383,15 @@ describe("rp.experiment.run with opts", function()
         (tostring(msg):gsub("^[^ ]-:%d+: ", "", 1)))
     end
     raises("options table expected, got number", 5)
-    raises("unknown option 'keep' (known: keep_model, save, save_every, resume, comm)",
+    raises("unknown option 'keep' (known: keep_model, save, save_every, resume, keep_state, "
+      .. "comm)",
       { keep = true })
     raises("option 'keep_model' must be a boolean, got string", { keep_model = "yes" })
     raises("option 'resume' must be a boolean, got number", { resume = 1 })
     raises("option 'resume' needs option 'save'", { resume = true })
+    raises("option 'keep_state' must be a boolean, got number", { keep_state = 1 })
+    raises("option 'keep_state' needs option 'save_every' or 'resume'", { keep_state = true,
+      save = dir .. "/x.ckpt" })
     raises("option 'comm' must be a roper.Comm (rp.mpi.init()), got table", { comm = {} })
     raises("option 'save' must be a path (a string), got number", { save = 3 })
     raises("option 'save' must be a nonempty path without NUL bytes", { save = "" })

@@ -31,7 +31,7 @@ local config_word, state_files, write_state, commit_state, open_checkpoint = sta
 -- resume (boolean, with save), comm (a roper.Comm). The folder of save must take a file: a probe
 -- file "<save>.probe" is created and removed (unless something is there already, which is left
 -- alone), so a path that cannot be written is an error before training, not after it.
-local RUN_OPTS = { "keep_model", "save", "save_every", "resume", "comm" }
+local RUN_OPTS = { "keep_model", "save", "save_every", "resume", "keep_state", "comm" }
 
 local function run_opts(fname, opts)
   if opts == nil then return {} end
@@ -48,7 +48,7 @@ local function run_opts(fname, opts)
     end
     o[k] = v
   end
-  for _, k in ipairs { "keep_model", "resume" } do
+  for _, k in ipairs { "keep_model", "resume", "keep_state" } do
     if o[k] ~= nil and type(o[k]) ~= "boolean" then
       argerror(fname, 3, ("option '%s' must be a boolean, got %s"):format(k, type(o[k])))
     end
@@ -61,6 +61,9 @@ local function run_opts(fname, opts)
     if rp.mpi.world() == nil then argerror(fname, 3, "option 'comm': MPI was finalised") end
   end
   if o.resume and o.save == nil then argerror(fname, 3, "option 'resume' needs option 'save'") end
+  if o.keep_state and o.save_every == nil and not o.resume then
+    argerror(fname, 3, "option 'keep_state' needs option 'save_every' or 'resume'")
+  end
   if o.save ~= nil then
     if type(o.save) ~= "string" then
       argerror(fname, 3, "option 'save' must be a path (a string), got " .. type(o.save))
@@ -461,6 +464,10 @@ end
 --                 resume, the training state (curve, tokens, time) goes beside it as <save>.state
 --                 until the run has finished, its evaluation included (a run killed while it
 --                 evaluates goes on from its last step: it trains nothing again, only evaluates)
+--   keep_state    true (with save_every or resume): the state of the last step stays when run
+--                 returns; the caller removes it (experiment.checkpoint_files names it) once it
+--                 has stored the result, so that a process stopped in between goes on from its
+--                 last step too
 --   resume        true: when save exists, go on from it (the model, optimiser, data stream and
 --                 curve of the interrupted run; the result is the uninterrupted run's)
 --   comm          a roper.Comm (rp.mpi.init()): data-parallel training over its ranks. Every
@@ -539,7 +546,8 @@ function experiment.run(cfg, progress, opts)
   evaluate(fname, cfg, res, m, task, progress)
   res.seconds_eval = clock() - t1
   evaluate_lengths(fname, cfg, res, m, task, clock, progress)
-  -- the result is complete: the state of the last step goes (finish_training kept it)
-  if opts.save then drop_state(tr) end
+  -- the result is complete: the state of the last step goes (finish_training kept it), or stays
+  -- for the caller to remove once it has stored the result
+  if opts.save and not opts.keep_state then drop_state(tr) end
   return returned()
 end
