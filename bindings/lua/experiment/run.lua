@@ -28,9 +28,10 @@ local config_word, state_files, write_state, commit_state, open_checkpoint = sta
 
 -- The options of rp.experiment.run (argument 3), checked and copied (no metamethod of the
 -- caller's table runs later): keep_model (boolean), save (a path), save_every (steps, with save),
--- resume (boolean, with save), comm (a roper.Comm). The folder of save must take a file: a probe
--- file "<save>.probe" is created and removed (unless something is there already, which is left
--- alone), so a path that cannot be written is an error before training, not after it.
+-- resume (boolean, with save), keep_state (boolean, with save_every or resume), comm (a
+-- roper.Comm). The folder of save must take a file: a probe file "<save>.probe" is created and
+-- removed (unless something is there already, which is left alone), so a path that cannot be
+-- written is an error before training, not after it.
 local RUN_OPTS = { "keep_model", "save", "save_every", "resume", "keep_state", "comm" }
 
 local function run_opts(fname, opts)
@@ -464,12 +465,12 @@ end
 --                 resume, the training state (curve, tokens, time) goes beside it as <save>.state
 --                 until the run has finished, its evaluation included (a run killed while it
 --                 evaluates goes on from its last step: it trains nothing again, only evaluates)
+--   resume        true: when save exists, go on from it (the model, optimiser, data stream and
+--                 curve of the interrupted run; the result is the uninterrupted run's)
 --   keep_state    true (with save_every or resume): the state of the last step stays when run
 --                 returns; the caller removes it (experiment.checkpoint_files names it) once it
 --                 has stored the result, so that a process stopped in between goes on from its
 --                 last step too
---   resume        true: when save exists, go on from it (the model, optimiser, data stream and
---                 curve of the interrupted run; the result is the uninterrupted run's)
 --   comm          a roper.Comm (rp.mpi.init()): data-parallel training over its ranks. Every
 --                 rank runs the same config (checked by a hash); each takes its share of each
 --                 batch's rows (at most ceil(batch / ranks)), the gradients are summed; rank 0
