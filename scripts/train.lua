@@ -158,14 +158,17 @@ cli.main("train.lua", function()
   -- during the evaluation after training (rp.eval.lm's and rp.eval.lengths' option progress:
   -- done of total windows evaluated), shown as "evaluating done/total windows" and written as
   -- '<step> <steps> <loss> <done> <total>' to --progress (lib/runner.lua reads both forms)
-  local last_loss = 0 / 0
+  local last_loss, was_evaluating = 0 / 0, false
   local function progress(step, steps, loss, done, total)
     loss = loss or last_loss -- (the evaluation may give none: the last training loss)
     last_loss = loss
     local t = now()
     local evaluating = done ~= nil and total ~= nil
     local final = evaluating and done == total or not evaluating and step == steps
-    if not final and t - last < 0.5 then return end
+    -- at most two writes a second, but the last step, the evaluation's start and its end at once
+    local starts = evaluating and not was_evaluating
+    was_evaluating = evaluating
+    if not final and not starts and t - last < 0.5 then return end
     last = t
     if args.progress then
       local line = ("%d %d %.6g"):format(step, steps, loss)
