@@ -23,8 +23,8 @@
 --           on_stop(reason) (called when a signal stops the runs, before this process exits)
 --     results[i] is run i's decoded result (nil when it failed); failures lists
 --     {run =, message =}.
---   runner.check_existing(run) -> "done" | "missing" | nil, message (another config); a run
---     with model whose model file is gone is "missing"
+--   runner.check_existing(run) -> "done", result | "missing"[, why] | nil, message (another
+--     config); a run with model whose model file is gone is "missing", why (a phrase saying so)
 --   runner.tidy(run): removes the run's bookkeeping files
 --   runner.model_path(run) -> the path of the run's model (name.ckpt)
 --   runner.part_path(run) -> the path of the run's checkpoint while it trains (name.part.ckpt)
@@ -110,7 +110,10 @@ function runner.check_existing(run)
       key, show(there), show(here))
   end
   -- with --keep-models a run is done when its model is there too (else it is run again)
-  if run.model and not fileio.exists(run.model) then return "missing" end
+  if run.model and not fileio.exists(run.model) then
+    return "missing", ("its result is here but not its model %s (--keep-models)"):format(
+      run.model)
+  end
   return "done", res
 end
 
@@ -171,6 +174,9 @@ function runner.run(runs, opts)
       if opts.on_done then opts.on_done(run, res, true) end
     elseif state == "missing" or opts.force then
       pending[#pending + 1] = i
+      if state == "missing" and res and not opts.quiet then
+        io.stderr:write(("again %s: %s, so it trains again\n"):format(run.id, res))
+      end
     else
       error(res .. "; use another --out folder, or --force to rerun it", 0)
     end
