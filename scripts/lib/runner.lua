@@ -174,8 +174,10 @@ function runner.run(runs, opts)
       if opts.on_done then opts.on_done(run, res, true) end
     elseif state == "missing" or opts.force then
       pending[#pending + 1] = i
+      -- "runs", not "trains": a checkpoint of its last step (train.lua keeps it until the
+      -- result is written) makes it only evaluate
       if state == "missing" and res and not opts.quiet then
-        io.stderr:write(("again %s: %s, so it trains again\n"):format(run.id, res))
+        io.stderr:write(("again %s: %s, so it runs again\n"):format(run.id, res))
       end
     else
       error(res .. "; use another --out folder, or --force to rerun it", 0)

@@ -849,7 +849,7 @@ describe("compare.lua and sweep.lua --keep-models", function()
     assert.are.equal(0, code2, so2 .. se2)
     assert.truthy(se2:find("found rope s1:", 1, true), se2)
     assert.truthy(se2:find("\nagain roper s1: its result is here but not its model " .. out
-      .. "/runs/roper-s1.ckpt (--keep-models), so it trains again\n", 1, true), se2)
+      .. "/runs/roper-s1.ckpt (--keep-models), so it runs again\n", 1, true), se2)
     assert.truthy(se2:find("done roper s1:", 1, true), se2)
     assert.is_true(exists(out .. "/runs/roper-s1.ckpt"))
     assert.are.equal(rope, read(out .. "/runs/rope-s1.json"))
