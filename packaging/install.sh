@@ -140,7 +140,7 @@ uninstall_all() {
             rm -f "$pyc"
             echo "  removed ${pyc#"$destdir"}"
         done
-        rmdir "$cache" 2>/dev/null && echo "  removed ${cache#"$destdir"}/" || true
+        if rmdir "$cache" 2>/dev/null; then echo "  removed ${cache#"$destdir"}/"; fi
     done
     rm -f "$destdir$manifest"
     # deepest first: a folder sorts after its parent, so reversed it comes before it
