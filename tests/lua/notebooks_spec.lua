@@ -13,8 +13,8 @@
 -- --to html` on each (every picture in the page), and `jupyter nbconvert --execute` on the
 -- tutorial. --execute reads and validates the file as --to html does, then runs it on the
 -- kernel named in its metadata, in its own folder; the three notebooks' metadata are the same
--- (checked below) and make.py --check above runs all three on the kernel, so the tutorial (about
--- 10 s) stands for the other two (the training notebook alone takes 20 to 30 s more).
+-- (checked below) and make.py --check above runs all three on the kernel, so the tutorial
+-- (7 to 11 s when measured) stands for the other two (the training notebook alone took 19 to 25 s).
 
 local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = dir .. "?.lua;" .. package.path
