@@ -387,8 +387,8 @@ int main(void) {
       for _, q in ipairs(parents) do want[#want + 1] = q end
       table.sort(want)
       assert.are.same(want, tree(D))
-      assert.is_truthy(out:find("removed " .. torch_cache .. "/__init__." .. tag .. ".pyc\n", 1, true),
-        out)
+      local ours = "removed " .. torch_cache .. "/__init__." .. tag .. ".pyc\n"
+      assert.is_truthy(out:find(ours, 1, true), out)
       assert.is_nil(out:find("removed " .. torch_cache .. "/\n", 1, true), out)
       os.remove(D .. other)
       for _, q in ipairs(parents) do assert(lfs.rmdir(D .. q)) end

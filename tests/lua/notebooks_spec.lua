@@ -13,8 +13,8 @@
 -- --to html` on each (every picture in the page), and `jupyter nbconvert --execute` on the
 -- tutorial. --execute reads and validates the file as --to html does, then runs it on the
 -- kernel named in its metadata, in its own folder; the three notebooks' metadata are the same
--- (checked below) and make.py --check above runs all three on the kernel, so the tutorial
--- (7 to 11 s when measured) stands for the other two (the training notebook alone took 19 to 25 s).
+-- (checked below) and make.py --check above runs all three on the kernel, so the tutorial (7 to
+-- 11 s when measured) stands for the other two (the training notebook alone took 19 to 25 s).
 
 local dir = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = dir .. "?.lua;" .. package.path
@@ -70,8 +70,9 @@ describe("the committed notebooks, opened as a reader opens them", function()
       .. h.sh_quote(tmp .. "/jupyter/kernels/roper") .. " --bin " .. h.sh_quote(BIN)
       .. " --pythonpath " .. h.sh_quote(lfs.currentdir() .. "/python"))
     assert(code == 0, out .. err)
-    jupyter_env = "env JUPYTER_PATH=" .. h.sh_quote(tmp .. "/jupyter") .. " JUPYTER_CONFIG_DIR="
-      .. h.sh_quote(tmp .. "/config") .. " JUPYTER_RUNTIME_DIR=" .. h.sh_quote(tmp .. "/runtime") .. " "
+    jupyter_env = "env JUPYTER_PATH=" .. h.sh_quote(tmp .. "/jupyter")
+      .. " JUPYTER_CONFIG_DIR=" .. h.sh_quote(tmp .. "/config")
+      .. " JUPYTER_RUNTIME_DIR=" .. h.sh_quote(tmp .. "/runtime") .. " "
   end)
   teardown(function() h.remove_tree(tmp) end)
 
@@ -113,8 +114,8 @@ print("valid nbformat %d.%d" % (nb["nbformat"], nb["nbformat_minor"]))
 
     it(name .. ": jupyter nbconvert --to html, every picture in the page", function()
       local out, err, code = h.run(jupyter_env .. "timeout -k 10 300 " .. JUPYTER
-        .. " nbconvert --to html " .. h.sh_quote(path) .. " --output-dir " .. h.sh_quote(tmp .. "/html")
-        .. " < /dev/null")
+        .. " nbconvert --to html " .. h.sh_quote(path) .. " --output-dir "
+        .. h.sh_quote(tmp .. "/html") .. " < /dev/null")
       assert.are.equal(0, code, why(code, out, err))
       local html = assert(h.read(tmp .. "/html/" .. name .. ".html"))
       local imgs = 0
