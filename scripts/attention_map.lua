@@ -201,17 +201,15 @@ cli.main("attention_map.lua", function()
   -- ticks and label; the x ticks and label and the next panel's title)
   local ML, MR, MT, GX, GY = 50, 20, 76, 50, 88
   local function panel(cols) return (args.width - ML - MR - (cols - 1) * GX) // cols end
-  local function fits(cols)
-    return panel(cols) >= (labelled and math.max(MIN_PANEL // 2, MIN_CELL * T) or MIN_PANEL)
-  end
+  local need = labelled and math.max(MIN_PANEL // 2, MIN_CELL * T) or MIN_PANEL
+  local function fits(cols) return panel(cols) >= need end
   local cols = 1
   for c = nh, 1, -1 do
     if nh % c == 0 and fits(c) then cols = c; break end
   end
   if not fits(cols) then
-    cli.usage(("--width %d is too narrow for %d tokens: one panel needs %d pixels and its margins %d")
-      :format(args.width, T, labelled and math.max(MIN_PANEL // 2, MIN_CELL * T) or MIN_PANEL,
-      ML + MR))
+    cli.usage(("--width %d is too narrow for %d tokens: one panel needs %d pixels and its "
+      .. "margins %d"):format(args.width, T, need, ML + MR))
   end
   local rows = nl * nh // cols
   -- a panel: the width's share, no bigger than MAX_CELL pixels a token
