@@ -199,7 +199,8 @@ cli.main("attention_map.lua", function()
   -- margins and gaps in pixels: left (y ticks and label), right, top (the title, the colour box
   -- across the top right with its ticks, the panel titles), between panels (the next panel's y
   -- ticks and label; the x ticks and label and the next panel's title)
-  local ML, MR, MT, GX, GY = 50, 20, 76, 50, 88
+  -- (positions, beyond LABELLED tokens, take more room than a character)
+  local ML, MR, MT, GX, GY = labelled and 50 or 76, 20, 76, labelled and 50 or 80, 88
   local function panel(cols) return (args.width - ML - MR - (cols - 1) * GX) // cols end
   local need = labelled and math.max(MIN_PANEL // 2, MIN_CELL * T) or MIN_PANEL
   local function fits(cols) return panel(cols) >= need end
@@ -285,7 +286,7 @@ cli.main("attention_map.lua", function()
     ("set xlabel %s font ',10' offset 0,%s"):format(labelled and "'key'" or "'key position'",
       labelled and "0.3" or "0"),
     ("set ylabel %s font ',10' offset %s,0"):format(labelled and "'query'" or "'query position'",
-      labelled and "1.5" or "0"),
+      labelled and "0" or "0"),
     "set cbtics 0.2 font ',9' offset 0,0.4",
     "unset colorbox",
     ("set multiplot layout %d,%d margins %.4f,%.4f,%.4f,%.4f spacing %.4f,%.4f title %s font ',13'"):format(
