@@ -1,10 +1,12 @@
 -- Attention maps of a saved model: loads a checkpoint (train.lua --save, compare.lua / sweep.lua
 -- --keep-models), runs its input through the model and draws the attention weights as gnuplot
--- heatmaps, one panel per layer (rows) and head (columns): row t of a panel is query t's weights
--- over the keys (columns), both axes labelled with the input's characters (up to 64 tokens;
--- beyond, with positions), the colour bar with "attention weight". The title is short: the
--- checkpoint, the task and, for one whole problem, its answer; the input is written under the
--- panels.
+-- heatmaps, one panel per layer and head: row t of a panel is query t's weights over the keys
+-- (columns), both axes labelled with the input's characters (up to 64 tokens, each at least 9
+-- pixels; beyond, with positions), the colour bar with "attention weight". The picture is at most
+-- --width pixels wide (1280: it reads at its own size on a common screen); the panels go in rows
+-- that fit it, a layer's heads side by side when they all fit, and the picture grows taller. The
+-- title is short: the checkpoint, the task and, for one whole problem, its answer; the input is
+-- written under the panels, for addition with how to read it.
 --
 --   roper scripts/attention_map.lua runs/add.ckpt                  -- a problem of its task
 --   roper scripts/attention_map.lua runs/add.ckpt --input '?d=12+34; 2e0+4e0+0e0==6e0' --layers 2
@@ -160,7 +162,7 @@ cli.main("attention_map.lua", function()
       .. "first%s: aek+bek+cek==sek adds digit a of A, digit b of B and the carry c into s (s of "
       .. "10 or more carries 1 to the next place); %s==S is the sum and %s ends the problem.")
       :format(labml and "x" or "d", labml and "" or ' (joined by "and")', labml and "x" or "d",
-      labml and "↵" or "#")
+      labml and "a newline (↵ in the picture)" or "#")
   end
 
   -- the weights: one T x T matrix per (layer, head)

@@ -292,7 +292,7 @@ end
 -- compare(a, b, a_seed, b_seed) -> {mean_diff, welch_t, welch_df, welch_p, permutation_p,
 -- permutation_exact, permutation_floor, na, nb, paired}: method b against method a, as the
 -- comparison summaries report it (permutation_floor: stats.permutation_floor(#b, #a), the
--- smallest p the exact test could give; na, nb: the values of a and b).
+-- smallest p the exact test could give; na, nb: how many values a and b have).
 -- a, b: the finite values of each method's runs; a_seed, b_seed: the same values by seed
 -- ({[seed] = value}), paired by seed for stats.paired (b - a). mean_diff is mean(b) - mean(a)
 -- (nil when either list is empty); a test that needs more values is nil.
