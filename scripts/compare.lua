@@ -432,6 +432,9 @@ cli.main("compare.lua", function()
       .. "both methods the same initialisation and data): a paired t-test and the exact "
       .. "sign-flip test.\n")
     md[#md + 1] = tables.markdown(tables.test_headers, test_rows)
+    -- the sign-flip floor is warned under the table of every pair, next
+    local warn = tables.test_warnings(summary_json.tests, { sign_flip = #diffs.rows == 0 })
+    if warn ~= "" then md[#md + 1] = warn end
   end
   -- every pair of methods: intervals, effect sizes, Holm
   summary_json.differences = diffs
