@@ -151,17 +151,32 @@ local function load_tokenizer(path)
   return rp.tokenizer.load(path)
 end
 
--- The ids of text as a 1-D tensor (tok:encode with {tensor = true}; a Lua array is made one).
-local function encode(tok, text, what)
+-- The ids of text as a 1-D tensor (tok:encode with {tensor = true}; a Lua array is made one),
+-- each checked to be a token of the vocabulary (0 .. V - 1), or nil and why.
+local function encode(tok, text, what, V)
   local ok, ids = pcall(tok.encode, tok, text, { tensor = true })
   if not ok then return nil, what .. ": the tokenizer failed: " .. args.inner(ids) end
   if type(ids) == "table" then
     if #ids == 0 then return nil, what .. ": no tokens" end
-    ids = rp.tensor(ids)
+    ok, ids = pcall(rp.tensor, ids)
+    if not ok then
+      return nil, what .. ": the tokenizer's encode gave a table that is not token ids: "
+        .. args.inner(ids)
+    end
   end
   if getmetatable(ids) ~= getmetatable(rp.zeros(1)) then
     return nil, what .. ": the tokenizer's encode gave " .. args.describe(ids)
       .. ", not token ids"
+  end
+  if ids:numel() == 0 then return nil, what .. ": no tokens" end
+  -- NaN makes min and max NaN; a non-integer in range is refused as the int32 file is written
+  local lo, hi = ids:min(), ids:max()
+  if lo ~= lo or hi ~= hi then
+    return nil, what .. ": the tokenizer's encode gave NaN among its ids"
+  end
+  if lo < 0 or hi > V - 1 then
+    return nil, ("%s: the tokenizer's encode gave the id %.17g, outside its vocabulary (0 .. %d)")
+      :format(what, lo < 0 and lo or hi, V - 1)
   end
   return ids
 end
@@ -222,9 +237,15 @@ function lm.ids(corpus, tokenizer, opts)
     text, err = read_file(path, MAX_TEXT)
     if not text then return nil, err end
     local ids
-    ids, err = encode(tok, text, path)
+    ids, err = encode(tok, text, path, V)
     if not ids then return nil, err end
-    ok, err = ids:save(("%s/%s.npy"):format(folder, s), { dtype = "int32" })
+    local sok
+    sok, ok, err = pcall(ids.save, ids, ("%s/%s.npy"):format(folder, s), { dtype = "int32" })
+    if not sok then
+      -- the one refusal of t:save left after encode's checks: an id that is not an integer
+      return nil, path .. ": the tokenizer's encode gave ids that are not integers ("
+        .. args.inner(ok):gsub("^t:save: ", "") .. ")"
+    end
     if not ok then return nil, err end
     info.splits[s] = { tokens = ids:numel(), bytes = #text }
   end

@@ -20,11 +20,12 @@ function cli.usage(msg)
   error(setmetatable({ msg = msg }, Usage), 0)
 end
 
--- message(err) -> the text of an error for a person: without the "file:line: " position and
+-- message(err) -> the text of an error for a person: without the "file.lua:line: " position of
+-- the Lua code that raised it (a position in the user's own file, "p.jsonl:2: ", stays) and
 -- without the "bad argument #1 to 'rp.experiment.check' (...)" wrapper of the module's checks
 -- (a script's user wrote options, not that call).
 function cli.message(err)
-  local msg = tostring(err):gsub("^[^ ]-:%d+: ", "", 1)
+  local msg = tostring(err):gsub("^[^ ]-%.lua:%d+: ", "", 1):gsub("^%[string [^]]*%]:%d+: ", "", 1)
   return msg:match("^bad argument #%d+ to 'rp%.experiment%.[%w_]+' %((.*)%)$") or msg
 end
 

@@ -436,6 +436,45 @@ describe("rp.lm", function()
     assert.equal(dir .. "/ids.txt: not an ids file (its first line is not \"roper-ids 1\")", err)
   end)
 
+  it("refuses ids from a user's tokenizer that are not tokens of its vocabulary, writing none",
+    function()
+    corpus_folder { train = "a train text", valid = "b", test = "c" }
+    local function ids_of(encoded)
+      local tok = { encode = function() return encoded end, decode = function() return "" end,
+        vocab_size = function() return 256 end }
+      return rp.lm.ids(dir, dir .. "/tok.model", { tokenizer = tok, cache = dir .. "/c" })
+    end
+    local train = dir .. "/train.txt"
+    for _, case in ipairs {
+      { { 1, 2.5 }, train .. ": the tokenizer's encode gave ids that are not integers (element "
+        .. "[2] is 2.5, not an integer (dtype int32))" },
+      { { 1, 0 / 0 }, train .. ": the tokenizer's encode gave NaN among its ids" },
+      { { 1, 1e10 }, train .. ": the tokenizer's encode gave the id 10000000000, outside its "
+        .. "vocabulary (0 .. 255)" },
+      { { -1, 3 }, train .. ": the tokenizer's encode gave the id -1, outside its vocabulary "
+        .. "(0 .. 255)" },
+      { { 256 }, train .. ": the tokenizer's encode gave the id 256, outside its vocabulary "
+        .. "(0 .. 255)" },
+      { { 1, "2" }, train .. ": the tokenizer's encode gave a table that is not token ids: "
+        .. "expected a number at [2], got string \"2\"" },
+      { "12", train .. ": the tokenizer's encode gave string \"12\", not token ids" },
+      { rp.zeros(0), train .. ": no tokens" },
+    } do
+      local folder, err = ids_of(case[1])
+      assert.is_nil(folder)
+      assert.equal(case[2], err)
+      -- nothing cached: no ids.txt, so the next call encodes again
+      local p = assert(io.popen("find " .. sh_quote(dir .. "/c") .. " -name ids.txt 2>/dev/null"))
+      assert.equal("", p:read("a"))
+      p:close()
+    end
+    -- the largest id of the vocabulary is a token, and then the cache is written
+    assert.truthy(ids_of { 0, 255 })
+    local p = assert(io.popen("find " .. sh_quote(dir .. "/c") .. " -name ids.txt"))
+    assert.truthy(p:read("a"):find("ids.txt", 1, true))
+    p:close()
+  end)
+
   it("samples a continuation decoded to text", function()
     local m = rp.model { vocab = 256, d_model = 16, heads = 2, layers = 1, seq_len = 32,
       max_batch = 1, seed = 2 }

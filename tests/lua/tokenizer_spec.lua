@@ -243,6 +243,90 @@ describe("rp.tokenizer", function()
         .. "the file holds no self-test data)", msg)
     end)
 
+    it("files whose fields SentencePiece would trust: refused before it sees them", function()
+      -- the issue's three: four bytes of the normalizer's trie root (SIGSEGV in the library's
+      -- normalizer), a piece of 120 KB (the library's trie builder overflowed the stack), a trie
+      -- size that claims the whole map (tok:encode read 1 KB past a heap buffer); then the other
+      -- fields the checks read. tests/fuzz/files.lua's file:tokenizer fuzzes the same fields.
+      if not ok then return pending(why) end
+      package.path = "tests/fuzz/?.lua;" .. package.path
+      local spm = require "spm"
+      local prefix = path("py_forge")
+      local _, err, code = h.run(PY .. " " .. REF .. " train " .. h.sh_quote(corpus) .. " "
+        .. h.sh_quote(prefix) .. " unigram 1000")
+      assert(code == 0, err)
+      local base = assert(h.read(prefix .. ".model"))
+      local function charsmap(t) return spm.field(spm.field(t, 3).fields, 2) end
+      local function piece(t, i)
+        local n = -1
+        for _, f in ipairs(t) do
+          if f.num == 1 then
+            n = n + 1
+            if n == i then return spm.field(f.fields, 1) end
+          end
+        end
+      end
+      local forged = path("forged.model")
+      -- msg: the exact message after the path, or a Lua pattern when pattern is true
+      local function refused(edit, msg, pattern)
+        local t = spm.parse(base)
+        edit(t)
+        h.write(forged, spm.encode(t))
+        local tok, got = rp.tokenizer.load(forged)
+        assert.is_nil(tok)
+        if pattern then
+          assert.matches("^" .. forged:gsub("%p", "%%%0") .. ": " .. msg .. "$", got)
+        else
+          assert.are.equal(forged .. ": " .. msg, got)
+        end
+      end
+      local m0 = spm.charsmap(charsmap(spm.parse(base)).s)
+      local units, n = #m0.units, #charsmap(spm.parse(base)).s
+      refused(function(t)
+        local f = charsmap(t)
+        local m = spm.charsmap(f.s)
+        m.units[1] = 0xFFFFFFFF
+        f.s = spm.charsmap_bytes(m)
+      end, ("the normalizer's character map is broken (trie unit 0 leads past the trie's %d "
+        .. "units)"):format(units))
+      refused(function(t) piece(t, 400).s = ("q"):rep(120000) end,
+        "piece 400 is 120000 bytes long (at most 4096)")
+      refused(function(t)
+        local f = charsmap(t)
+        f.s = string.pack("<I4", n - 4) .. f.s:sub(5)
+      end, "the normalizer's character map has a trie of " .. (n - 4) .. " bytes (not a whole "
+        .. "number of 4-byte units)")
+      refused(function(t)
+        local f = charsmap(t)
+        f.s = string.pack("<I4", n - 1) .. f.s:sub(5)
+      end, ("the normalizer's character map says its trie is %d bytes, but %d follow"):format(
+        n - 1, n - 4))
+      refused(function(t)
+        local f = charsmap(t)
+        local m = spm.charsmap(f.s)
+        m.strings = m.strings:sub(1, -2) .. "x"
+        f.s = spm.charsmap_bytes(m)
+      end, "the normalizer's character map is broken %(trie unit %d+ points past its "
+        .. "replacement strings%)", true)
+      refused(function(t) piece(t, 7).s = "" end, "piece 7 is empty")
+      refused(function(t) piece(t, 7).s = "a\0b" end, "piece 7 holds a NUL byte")
+      refused(function(t) piece(t, 3).s = "<0xG1>" end, "piece 3 is a byte piece not named <0xXX>")
+      refused(function(t)
+        local tr = spm.field(t, 2).fields
+        tr[#tr + 1] = { num = 41, wt = 0, v = 1000 }
+      end, "its trainer spec's bos_id 1000 is not -1 or a piece (0 .. 999)")
+      refused(function(t)
+        local tr = spm.field(t, 2).fields
+        tr[#tr + 1] = { num = 43, wt = 0, v = -2 }
+      end, "its trainer spec's pad_id -2 is not -1 or a piece (0 .. 999)")
+      -- a piece of 4096 bytes and the base itself load
+      local t = spm.parse(base)
+      piece(t, 400).s = ("q"):rep(4096)
+      h.write(forged, spm.encode(t))
+      assert(rp.tokenizer.load(forged))
+      assert(rp.tokenizer.load(prefix .. ".model"))
+    end)
+
     it("Python's trainer, given the options train passes, learns the same pieces and scores", function()
       if not ok then return pending(why) end
       for _, c in ipairs { { "unigram", uni, "uni.model" }, { "bpe", bpe, "bpe.model" } } do
