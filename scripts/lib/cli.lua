@@ -126,18 +126,22 @@ local function help_text(p, all)
       if not o._hidden then o._hidden = true; hidden[#hidden + 1] = o end
     end
   end
-  local desc = p._description
-  p._description = nil
-  local text = p:get_help()
-  p._description = desc
-  for _, o in ipairs(hidden) do o._hidden = nil end
   if not p._usage then
     -- a short usage: the options are listed below it
     local words = { "Usage: " .. (parser_names[p] or "script"), "[options]" }
     for _, a in ipairs(p._arguments) do words[#words + 1] = a:_get_usage() end
     p:usage(table.concat(words, " "))
   end
+  -- argparse's help is the usage, a blank line and the lists: the usage set above comes first,
+  -- so the lists are what follows it (the help made before the usage was set began with
+  -- argparse's own long usage, and cutting that at the short one's length left a piece of it)
   local usage = p:get_usage()
+  local desc = p._description
+  p._description = nil
+  local text = p:get_help()
+  p._description = desc
+  for _, o in ipairs(hidden) do o._hidden = nil end
+  assert(text:sub(1, #usage + 2) == usage .. "\n\n", "cli: argparse's help does not start with the usage")
   local blocks = { usage }
   if desc then blocks[#blocks + 1] = wrap(desc, WIDTH, "", "") end
   blocks[#blocks + 1] = examples_block(p)

@@ -90,6 +90,23 @@ describe("--help of every script", function()
         assert.is_truthy(e.command:find("^roper scripts/" .. script .. "%.lua"), e.command)
       end
       assert.is_truthy(text:find("\n   %-%-help%-all "), "no --help-all in:\n" .. text)
+      -- the blocks after the examples: "Arguments:" and/or "Options:" (the option lists), then
+      -- only the note on the config keys; nothing of argparse's own usage line among them
+      local rest = text:sub(text:find("\n\n", ex_at + 1, true) + 2)
+      local heads = {}
+      for block in (rest .. "\n\n"):gmatch("(.-)\n\n") do heads[#heads + 1] = block:match("^[^\n]*") end
+      local want = { "Options:" }
+      if heads[1] == "Arguments:" then table.insert(want, 1, "Arguments:") end
+      if FIRST[script] then want[#want + 1] = heads[#heads] end
+      assert.are.same(want, heads, text)
+      if FIRST[script] then assert.truthy(heads[#heads]:find("^Config keys: ")) end
+      for line in rest:gmatch("[^\n]+") do
+        -- a usage line's pieces: "[--opt <x>]" groups, "Usage:", a cut one ("ug]", "p-all]")
+        assert.is_nil(line:find("%] %["), line)
+        assert.is_nil(line:find("^%s*%["), line)
+        assert.is_nil(line:find("^%S*%]"), line)
+        assert.is_nil(line:find("Usage:", 1, true), line)
+      end
     end)
   end
 
