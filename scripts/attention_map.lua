@@ -74,15 +74,15 @@ end
 -- help_examples_spec.lua runs them)
 local EXAMPLES = {
   { "every layer and head on a problem of the task: runs/add-attention.png (and .svg)",
-    "roper scripts/attention_map.lua runs/add.ckpt" },
+    "build/roper scripts/attention_map.lua runs/add.ckpt" },
   { "layer 2 only, on another problem, into runs/add-l2.png",
-    "roper scripts/attention_map.lua runs/add.ckpt --layers 2 --seed 3 " .. "--out runs/add-l2" },
+    "build/roper scripts/attention_map.lua runs/add.ckpt --layers 2 --seed 3 " .. "--out runs/add-l2" },
   { "heads 1 and 3 on your own input",
-    "roper scripts/attention_map.lua runs/add.ckpt --heads 1,3 --input " .. "'?d=12+34;'" },
+    "build/roper scripts/attention_map.lua runs/add.ckpt --heads 1,3 --input " .. "'?d=12+34;'" },
 }
 
 cli.main("attention_map.lua", function()
-  local parser = cli.parser("roper scripts/attention_map.lua",
+  local parser = cli.parser("build/roper scripts/attention_map.lua",
     "Draw a saved model's attention weights for an input: one gnuplot heatmap per layer and "
     .. "head (PNG and SVG).", EXAMPLES)
   parser:argument("checkpoint", "The checkpoint (.ckpt).")

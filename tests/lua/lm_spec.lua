@@ -237,6 +237,25 @@ describe("m:losses and rp.eval.lm", function()
       "bad argument #2 to 'rp.eval.lm' (lm needs an lm task (this is addition))")
   end)
 
+  it("rp.eval.lm refuses a split shorter than a window in its own name, in words", function()
+    local V, T = 23, 8
+    ids_folder(dir, V, { train = random_stream(100, V, 4), valid = random_stream(1, V, 5),
+      test = random_stream(5, V, 6) })
+    local task = assert(rp.tasks.lm { path = dir, vocab_size = V, seq_len = T })
+    local m = rp.model { vocab = V, d_model = 16, heads = 2, layers = 1, seq_len = T, seed = 3 }
+    assert.has_error(function() rp.eval.lm(m, task) end,
+      "bad argument #2 to 'rp.eval.lm' (the valid split of " .. dir .. " has 1 token; a window "
+        .. "needs seq_len + 1 = 9)")
+    assert.has_error(function() rp.eval.lm(m, task, { split = "test" }) end,
+      "bad argument #2 to 'rp.eval.lm' (the test split of " .. dir .. " has 5 tokens; a window "
+        .. "needs seq_len + 1 = 9)")
+    -- task:windows itself says "1 token" too
+    assert.has_error(function() task:windows("valid", 1, 1) end,
+      "task:windows: windows: the valid split of " .. dir .. " has 1 token, a window needs "
+        .. "seq_len + 1 = 9")
+    assert.is_true(rp.eval.lm(m, task, { split = "train" }).tokens == 99)
+  end)
+
   it("report their progress: progress(done, total) after each batch of windows", function()
     local V, T = 23, 8
     ids_folder(dir, V, { train = random_stream(100, V, 4), valid = random_stream(203, V, 5),

@@ -116,6 +116,35 @@ describe("rp.tokenizer", function()
     assert.are.same(uni:encode(texts[1]), again:encode(texts[1]))
   end)
 
+  it("reads byte fallback from the model, whatever characters its vocabulary holds", function()
+    -- a vocabulary holding U+10FFFD, U+10FFFC, U+F8FF and U+E000 (character_coverage 1 keeps
+    -- every character of the input): the flag is still the model's, with and without
+    local odd = path("private.txt")
+    local line = "\u{10FFFD}\u{10FFFC}\u{F8FF}\u{E000} plain words and private-use ones\n"
+    h.write(odd, line:rep(200) .. assert(h.read(small)))
+    for _, bf in ipairs { true, false } do
+      local name = path("private-" .. tostring(bf) .. ".model")
+      local tok = assert(rp.tokenizer.train { input = odd, model = name, vocab_size = 400,
+        byte_fallback = bf, character_coverage = 1 })
+      for _, c in ipairs { "\u{10FFFD}", "\u{10FFFC}", "\u{F8FF}", "\u{E000}" } do
+        assert.are_not.equal(0, tok:id(c), c) -- a piece of its own
+      end
+      assert.are.equal(bf, tok:byte_fallback())
+      assert.are.equal(bf, assert(rp.tokenizer.load(name)):byte_fallback())
+      -- what the flag means, by the library's own encoding: a character the vocabulary lacks
+      -- becomes its UTF-8 bytes' pieces (<0xF0> ...) with byte fallback, <unk> without
+      local ids = tok:encode("\u{1F600}")
+      local pieces = {}
+      for i, id in ipairs(ids) do pieces[i] = tok:piece(id) end
+      if bf then
+        assert.are.same({ "<0xF0>", "<0x9F>", "<0x98>", "<0x80>" },
+          { table.unpack(pieces, #pieces - 3) })
+      else
+        assert.truthy(table.concat(pieces, " "):find("<unk>", 1, true), table.concat(pieces, " "))
+      end
+    end
+  end)
+
   it("gives back every text, odd ones included (decode(encode(s)) == s)", function()
     local n = 0
     for _, tok in ipairs { uni, bpe } do
