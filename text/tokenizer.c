@@ -25,7 +25,11 @@ static const char *const model_type_names[] = {"unknown", "unigram", "bpe", "wor
 
 struct rp_tok {
     rp_spm *s;
-    int model_type; /* index into model_type_names */
+    int model_type;        /* index into model_type_names */
+    int whitespace_suffix; /* the model marks word ends, not starts */
+    unsigned char *bytes;  /* the model file's bytes, for the continuation model */
+    size_t nbytes;
+    rp_spm *cont;          /* the model without its dummy prefix (NULL until needed) */
 };
 
 /* ---- loading ---- */
@@ -42,18 +46,26 @@ rp_status rp_tok_load_bytes(const void *data, size_t len, const char *name, rp_t
         return rp_error(RP_ERR_ARG, "rp_tok_load_bytes: NULL argument");
     *out = NULL;
     if (name == NULL) name = "(model)";
-    int type = 1;
-    RP_TRY(rp_tok_check_model((const unsigned char *)data, len, name, &type));
+    rp_tok_model_info info;
+    RP_TRY(rp_tok_check_model((const unsigned char *)data, len, name, &info));
     rp_tok *t = calloc(1, sizeof *t);
-    if (t == NULL) return rp_error(RP_ERR_NOMEM, "%s: out of memory", name);
+    if (t != NULL) t->bytes = malloc(len ? len : 1);
+    if (t == NULL || t->bytes == NULL) {
+        free(t);
+        return rp_error(RP_ERR_NOMEM, "%s: out of memory", name);
+    }
+    memcpy(t->bytes, data, len);
+    t->nbytes = len;
+    t->whitespace_suffix = info.whitespace_suffix;
     char err[512];
     int r = rp_spm_load(data, len, &t->s, err, sizeof err);
     if (r != RP_SPM_OK) {
+        free(t->bytes);
         free(t);
         if (r == RP_SPM_NOMEM) return rp_error(RP_ERR_NOMEM, "%s: out of memory", name);
         return rp_error(RP_ERR_IO, "%s: not a usable SentencePiece model (%s)", name, err);
     }
-    t->model_type = type;
+    t->model_type = info.model_type;
     *out = t;
     return RP_OK;
 }
@@ -74,6 +86,8 @@ void rp_tok_free(rp_tok *t)
 {
     if (t == NULL) return;
     rp_spm_free(t->s);
+    rp_spm_free(t->cont);
+    free(t->bytes);
     free(t);
 }
 
@@ -252,6 +266,33 @@ rp_status rp_tok_encode(const rp_tok *t, const char *text, size_t len, int32_t *
     if (bad < len) return rp_error(RP_ERR_ARG, "text is not UTF-8 at byte %zu", bad);
     char err[512];
     int r = rp_spm_encode(t->s, len ? text : "", len, ids, cap, n, err, sizeof err);
+    return r == RP_SPM_OK ? RP_OK : spm_status(r, err, "encode");
+}
+
+int rp_tok_whitespace_suffix(const rp_tok *t) { return t->whitespace_suffix; }
+
+rp_status rp_tok_encode_continued(rp_tok *t, const char *text, size_t len, int32_t *ids,
+                                  int64_t cap, int64_t *n)
+{
+    if (t == NULL || n == NULL || (text == NULL && len > 0) || (ids == NULL && cap > 0) || cap < 0)
+        return rp_error(RP_ERR_ARG, "rp_tok_encode_continued: bad arguments");
+    *n = 0;
+    if (t->whitespace_suffix)
+        return rp_error(RP_ERR_ARG, "this model marks the ends of words "
+                        "(treat_whitespace_as_suffix), so a text cannot be encoded as the "
+                        "continuation of another");
+    size_t bad = utf8_invalid_at(text, len);
+    if (bad < len) return rp_error(RP_ERR_ARG, "text is not UTF-8 at byte %zu", bad);
+    char err[512];
+    if (t->cont == NULL) {
+        unsigned char *cb = NULL;
+        size_t cn = 0;
+        RP_TRY(rp_tok_model_continuation(t->bytes, t->nbytes, &cb, &cn));
+        int r = rp_spm_load(cb, cn, &t->cont, err, sizeof err);
+        free(cb);
+        if (r != RP_SPM_OK) return spm_status(r, err, "encode");
+    }
+    int r = rp_spm_encode(t->cont, len ? text : "", len, ids, cap, n, err, sizeof err);
     return r == RP_SPM_OK ? RP_OK : spm_status(r, err, "encode");
 }
 

@@ -6,14 +6,16 @@
  *
  * sentencepiece_model.proto: ModelProto {pieces = 1 (SentencePiece {piece = 1, score = 2, type =
  * 3}), trainer_spec = 2, normalizer_spec = 3, self_test_data = 4, denormalizer_spec = 5};
- * TrainerSpec {model_type = 3, vocab_size = 4, self_test_sample_size = 6, unk_id = 40, bos_id =
- * 41, eos_id = 42, pad_id = 43}; NormalizerSpec {name = 1, precompiled_charsmap = 2}. A
+ * TrainerSpec {model_type = 3, vocab_size = 4, self_test_sample_size = 6,
+ * treat_whitespace_as_suffix = 24, unk_id = 40, bos_id = 41, eos_id = 42, pad_id = 43};
+ * NormalizerSpec {name = 1, precompiled_charsmap = 2, add_dummy_prefix = 3}. A
  * precompiled character map is a little-endian uint32 (the trie's bytes), a darts-clone double
  * array of uint32 units, then the replacement strings, each ending in a NUL byte. */
 #include "tokenizer_model.h"
 
 #include <inttypes.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- the wire format ---- */
@@ -74,6 +76,7 @@ static int next_field(const unsigned char *p, size_t n, size_t *pos, field *f)
 /* What the checks read of a TrainerSpec, each at the proto's default when absent. */
 typedef struct trainer_fields {
     int model_type; /* 1..4, 0 when out of range */
+    int whitespace_suffix; /* treat_whitespace_as_suffix (field 24) */
     uint64_t vocab_size, self_test_samples;
     int64_t ids[4]; /* unk, bos, eos, pad */
 } trainer_fields;
@@ -84,7 +87,7 @@ static const char *const id_names[4] = {"unk_id", "bos_id", "eos_id", "pad_id"};
  * it too). */
 static int trainer_spec_fields(const unsigned char *p, size_t n, trainer_fields *t)
 {
-    *t = (trainer_fields){1, 8000, 0, {0, 1, 2, -1}};
+    *t = (trainer_fields){1, 0, 8000, 0, {0, 1, 2, -1}};
     size_t pos = 0;
     while (pos < n) {
         field f;
@@ -93,6 +96,7 @@ static int trainer_spec_fields(const unsigned char *p, size_t n, trainer_fields 
         if (f.num == 3) t->model_type = f.v >= 1 && f.v <= 4 ? (int)f.v : 0;
         else if (f.num == 4) t->vocab_size = f.v;
         else if (f.num == 6) t->self_test_samples = f.v;
+        else if (f.num == 24) t->whitespace_suffix = f.v != 0;
         else if (f.num >= 40 && f.num <= 43) t->ids[f.num - 40] = (int64_t)f.v; /* int32: sign-extended */
     }
     return 0;
@@ -231,14 +235,15 @@ static rp_status check_normalizer(const unsigned char *p, size_t n, const char *
  * just after it, before its self-test data, on the last check (the library would load it and skip
  * the self-test). A file cut before an optional denormalizer spec, with nothing after it to ask
  * for one, still cannot be told from a whole one. */
-rp_status rp_tok_check_model(const unsigned char *p, size_t n, const char *name, int *model_type)
+rp_status rp_tok_check_model(const unsigned char *p, size_t n, const char *name,
+                             rp_tok_model_info *info)
 {
     static const char *const field_names[] = {"", "pieces", "trainer spec", "normalizer spec",
                                               "self-test data", "denormalizer spec"};
     if (n == 0) return rp_error(RP_ERR_IO, "%s: empty (not a SentencePiece model)", name);
     int seen[6] = {0};
     uint64_t pieces = 0;
-    trainer_fields trainer = {1, 8000, 0, {0, 1, 2, -1}};
+    trainer_fields trainer = {1, 0, 8000, 0, {0, 1, 2, -1}};
     size_t pos = 0;
     while (pos < n) {
         size_t at = pos;
@@ -294,6 +299,69 @@ rp_status rp_tok_check_model(const unsigned char *p, size_t n, const char *name,
         return rp_error(RP_ERR_IO,
                         "%s: truncated (its trainer spec asks for %" PRIu64 " self-test samples, "
                         "but the file holds no self-test data)", name, trainer.self_test_samples);
-    *model_type = trainer.model_type;
+    info->model_type = trainer.model_type;
+    info->whitespace_suffix = trainer.whitespace_suffix;
+    return RP_OK;
+}
+
+/* The bytes of a varint of v at o (o may be NULL: only counted). */
+static size_t put_varint(unsigned char *o, uint64_t v)
+{
+    size_t k = 0;
+    do {
+        unsigned char b = (unsigned char)(v & 0x7Fu);
+        v >>= 7;
+        if (o != NULL) o[k] = (unsigned char)(b | (v ? 0x80u : 0u));
+        k++;
+    } while (v != 0);
+    return k;
+}
+
+rp_status rp_tok_model_continuation(const unsigned char *p, size_t n, unsigned char **out,
+                                    size_t *out_len)
+{
+    /* every field as it is but the normalizer spec's (3), rebuilt without its add_dummy_prefix
+     * fields (3) and with add_dummy_prefix = false after the rest: 0x18 0x00 */
+    *out = NULL;
+    *out_len = 0;
+    /* each rebuilt field grows by at most 3 bytes (its length varint by one, the new field's
+     * two) and takes at least 2: at most 2 n + 16 bytes in all */
+    unsigned char *o = n < SIZE_MAX / 4 ? malloc(2 * n + 16) : NULL;
+    if (o == NULL) return rp_error(RP_ERR_NOMEM, "rp_tok_model_continuation: out of memory");
+    size_t w = 0, pos = 0;
+    while (pos < n) {
+        size_t at = pos;
+        field f;
+        if (next_field(p, n, &pos, &f) != 0) break; /* checked before: never */
+        if (f.num != 3 || f.wt != 2) {
+            memcpy(o + w, p + at, pos - at);
+            w += pos - at;
+            continue;
+        }
+        /* the kept fields' bytes, then the new one */
+        size_t keep = 0, q = 0;
+        while (q < f.len) {
+            size_t qa = q;
+            field g;
+            if (next_field(f.s, f.len, &q, &g) != 0) break;
+            if (!(g.num == 3 && g.wt == 0)) keep += q - qa;
+        }
+        w += put_varint(o + w, (3u << 3) | 2u);
+        w += put_varint(o + w, keep + 2);
+        q = 0;
+        while (q < f.len) {
+            size_t qa = q;
+            field g;
+            if (next_field(f.s, f.len, &q, &g) != 0) break;
+            if (!(g.num == 3 && g.wt == 0)) {
+                memcpy(o + w, f.s + qa, q - qa);
+                w += q - qa;
+            }
+        }
+        o[w++] = 0x18;
+        o[w++] = 0x00;
+    }
+    *out = o;
+    *out_len = w;
     return RP_OK;
 }

@@ -21,9 +21,23 @@
  * or a piece's; each precompiled character map (its size word; its double-array trie: every unit
  * that can be a node keeps the 256 slots it leads to inside the trie; every replacement string a
  * unit points at starts inside the map and ends there with a NUL); the self-test data a trainer
- * spec asks for. RP_OK and *model_type (the trainer spec's model_type: 1 unigram, 2 bpe, 3 word,
- * 4 char; the proto's default 1 when absent), else RP_ERR_IO with one line "<name>: <the fault>"
- * (RP_ERR_NOMEM never). Reads p only inside [0, n); one pass over it. */
-rp_status rp_tok_check_model(const unsigned char *p, size_t n, const char *name, int *model_type);
+ * spec asks for. RP_OK and *info (each field at the proto's default when absent), else RP_ERR_IO
+ * with one line "<name>: <the fault>" (RP_ERR_NOMEM never). Reads p only inside [0, n); one pass
+ * over it. */
+/* What the checks read of a model for its loader. */
+typedef struct rp_tok_model_info {
+    int model_type;        /* the trainer spec's model_type: 1 unigram, 2 bpe, 3 word, 4 char */
+    int whitespace_suffix; /* its treat_whitespace_as_suffix (the word-boundary mark at the end) */
+} rp_tok_model_info;
+
+rp_status rp_tok_check_model(const unsigned char *p, size_t n, const char *name,
+                             rp_tok_model_info *info);
+
+/* The model p[0..n) (one that rp_tok_check_model accepted) with its normalizer spec's
+ * add_dummy_prefix false: a text it encodes gets no word-boundary mark at its start, so it
+ * encodes as the continuation of a text before it that ended at a line end or a blank. *out is
+ * malloc'ed (the caller frees it), *out_len its bytes; RP_ERR_NOMEM. */
+rp_status rp_tok_model_continuation(const unsigned char *p, size_t n, unsigned char **out,
+                                    size_t *out_len);
 
 #endif

@@ -494,6 +494,67 @@ describe("rp.lm", function()
     p:close()
   end)
 
+  it("encodes in pieces that end at line ends with chunk_bytes, into a cache of their own",
+    function()
+    local train = "one\ntwo two\n" .. ("long"):rep(10) .. "\nx\ny\n\nlast line, no end"
+    corpus_folder { train = train, valid = "v\n", test = "t" }
+    local tok, pieces = byte_tokenizer(), {}
+    local enc = tok.encode
+    function tok:encode(text, o)
+      pieces[#pieces + 1] = text
+      return enc(self, text, o)
+    end
+    local whole = assert(rp.lm.ids(dir, dir .. "/tok.model", { tokenizer = tok }))
+    pieces = {}
+    local folder, info = rp.lm.ids(dir, dir .. "/tok.model", { tokenizer = tok, chunk_bytes = 12 })
+    assert.truthy(folder, info)
+    assert.equal(whole .. "-p12", folder)
+    assert.equal(12, info.chunk_bytes)
+    assert.same(info, rp.lm.info(folder))
+    -- the train split's pieces: whole lines of at most 12 bytes, a longer line alone
+    assert.same({ "one\ntwo two\n", ("long"):rep(10) .. "\n", "x\ny\n\n", "last line, no end",
+      "v\n", "t" }, pieces)
+    -- the same ids as the whole split (a byte tokenizer has no ties), in one tensor a split
+    for _, s in ipairs { "train", "valid", "test" } do
+      assert.same(rp.load(whole .. "/" .. s .. ".npy"):totable(),
+        rp.load(folder .. "/" .. s .. ".npy"):totable())
+    end
+    -- from the cache the next time; another chunk_bytes is another cache
+    pieces = {}
+    assert.equal(folder, rp.lm.ids(dir, dir .. "/tok.model", { tokenizer = tok, chunk_bytes = 12 }))
+    assert.same({}, pieces)
+    assert.equal(whole .. "-p4096",
+      rp.lm.ids(dir, dir .. "/tok.model", { tokenizer = tok, chunk_bytes = 4096 }))
+    for _, bad in ipairs { { 0, "0" }, { 1.5, "1.5" }, { "12", 'string "12"' },
+      { (1 << 30) + 1, "1073741825" } } do
+      assert.has_error(function()
+        rp.lm.ids(dir, dir .. "/tok.model", { tokenizer = tok, chunk_bytes = bad[1] })
+      end, "bad argument #3 to 'rp.lm.ids' (option 'chunk_bytes' must be an integer in 1..2^30, "
+        .. "got " .. bad[2] .. ")")
+    end
+  end)
+
+  it("refuses to encode a split whole when it would need more than the memory available",
+    function()
+    -- a train split of 1/100 of the memory available (read from /proc/meminfo): encoding it whole
+    -- would need 1.2 times that memory; refused before anything is encoded
+    local f = io.open("/proc/meminfo")
+    local avail = f and tonumber(f:read("a"):match("MemAvailable:%s*(%d+) kB"))
+    if f then f:close() end
+    if not avail or avail > (40 << 20) then
+      return pending("MemAvailable unknown or over 40 GiB: the split would be too large to write")
+    end
+    local n = avail * 1024 // 100
+    corpus_folder { train = ("a line\n"):rep(n // 7), valid = "v\n", test = "t\n" }
+    local tok = byte_tokenizer()
+    local folder, err = rp.lm.ids(dir, dir .. "/tok.model", { tokenizer = tok, cache = dir .. "/c" })
+    assert.is_nil(folder)
+    assert.matches("^" .. (dir .. "/train.txt"):gsub("%p", "%%%0") .. ": encoding it in one call "
+      .. "needs about %d+%.%d GiB %(120 bytes a byte of text%), more than the %d+%.%d GiB of "
+      .. "memory available; rp.lm.ids's chunk_bytes encodes it in pieces$", err)
+    assert.equal(0, tok.calls)
+  end)
+
   it("samples a continuation decoded to text", function()
     local m = rp.model { vocab = 256, d_model = 16, heads = 2, layers = 1, seq_len = 32,
       max_batch = 1, seed = 2 }
@@ -791,6 +852,48 @@ describe("rp.lm with a real SentencePiece tokenizer", function()
     write(dir .. "/manifest.json", '{"format": "roper-corpus 1"}\n')
   end)
   teardown(function() rmrf(dir) end)
+
+  it("encodes in pieces with the whole text's ids: each piece after the first continues it",
+    function()
+      local model = dir .. "/spm_pieces.model"
+      local tok = assert(rp.tokenizer.train { input = dir .. "/train.txt", model = model,
+        vocab_size = 600 })
+      -- continued: no word-boundary mark added at the start (the model's dummy prefix)
+      assert.equal("\u{2581}", tok:piece(tok:encode("the cat")[1]):sub(1, 3))
+      local c = tok:encode("the cat", { continued = true })
+      assert.are_not.equal("\u{2581}", tok:piece(c[1]):sub(1, 3))
+      assert.equal("the cat", tok:decode(c))
+      local whole = assert(rp.lm.ids(dir, model))
+      -- pieces of 300 bytes, cut at line ends: each split's text comes back whole from its ids;
+      -- the validation and test splits (about 20 KB each, some 70 pieces) have the ids of the
+      -- whole split, id for id. The training split (about 400 KB) has as many ids but not the
+      -- same: at its id 25,843 the whole split's float32 path score (SentencePiece sums the
+      -- pieces' log probabilities from the start of the text) has lost the precision that tells
+      -- "ers" "t" from "er" "st" apart, a near tie that the pieces' shorter sums still resolve
+      local folder, info = rp.lm.ids(dir, model, { chunk_bytes = 300 })
+      assert.truthy(folder, info)
+      for _, sp in ipairs { "train", "valid", "test" } do
+        local text = assert(io.open(dir .. "/" .. sp .. ".txt", "rb")):read("a")
+        assert.is_true(#text > 15000, sp)
+        local ids = rp.load(folder .. "/" .. sp .. ".npy"):totable()
+        local wids = rp.load(whole .. "/" .. sp .. ".npy"):totable()
+        assert.equal(text, tok:decode(ids))
+        assert.equal(#wids, #ids)
+        if sp ~= "train" then assert.same(wids, ids) end
+      end
+      -- a model that marks word ends cannot continue a text (a forged trainer spec field 24)
+      package.path = "tests/fuzz/?.lua;" .. package.path
+      local spm = require "spm"
+      local t = spm.parse(assert(io.open(model, "rb")):read("a"))
+      local tr = spm.field(t, 2).fields
+      tr[#tr + 1] = { num = 24, wt = 0, v = 1 }
+      write(dir .. "/suffix.model", spm.encode(t))
+      local stok = assert(rp.tokenizer.load(dir .. "/suffix.model"))
+      assert.has_error(function() stok:encode("a b", { continued = true }) end,
+        "bad argument #2 to 'encode' (option 'continued': this model marks the ends of words "
+        .. "(treat_whitespace_as_suffix), so a text cannot be encoded as the continuation of "
+        .. "another)")
+  end)
 
   it("caches the ids the model gives, and trains, evaluates and samples with the default one",
     function()
