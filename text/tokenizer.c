@@ -27,6 +27,7 @@ struct rp_tok {
     rp_spm *s;
     int model_type;        /* index into model_type_names */
     int whitespace_suffix; /* the model marks word ends, not starts */
+    int byte_fallback;     /* its trainer spec's byte_fallback */
     unsigned char *bytes;  /* the model file's bytes, for the continuation model */
     size_t nbytes;
     rp_spm *cont;          /* the model without its dummy prefix (NULL until needed) */
@@ -57,6 +58,7 @@ rp_status rp_tok_load_bytes(const void *data, size_t len, const char *name, rp_t
     memcpy(t->bytes, data, len);
     t->nbytes = len;
     t->whitespace_suffix = info.whitespace_suffix;
+    t->byte_fallback = info.byte_fallback;
     char err[512];
     int r = rp_spm_load(data, len, &t->s, err, sizeof err);
     if (r != RP_SPM_OK) {
@@ -240,7 +242,7 @@ int64_t rp_tok_vocab_size(const rp_tok *t) { return (int64_t)rp_spm_size(t->s); 
 int32_t rp_tok_unk_id(const rp_tok *t) { return (int32_t)rp_spm_unk_id(t->s); }
 int32_t rp_tok_bos_id(const rp_tok *t) { return (int32_t)rp_spm_bos_id(t->s); }
 int32_t rp_tok_eos_id(const rp_tok *t) { return (int32_t)rp_spm_eos_id(t->s); }
-int rp_tok_byte_fallback(const rp_tok *t) { return rp_spm_byte_fallback(t->s); }
+int rp_tok_byte_fallback(const rp_tok *t) { return t->byte_fallback; }
 const char *rp_tok_type_name(const rp_tok *t) { return model_type_names[t->model_type]; }
 
 rp_status rp_tok_check_id(const rp_tok *t, int64_t id, int64_t pos)

@@ -115,8 +115,9 @@ int64_t rp_tok_vocab_size(const rp_tok *t);
 int32_t rp_tok_unk_id(const rp_tok *t);
 int32_t rp_tok_bos_id(const rp_tok *t);
 int32_t rp_tok_eos_id(const rp_tok *t);
-/* 1 when the model falls back to bytes for characters outside its vocabulary (found by encoding
- * a character it has no piece for: byte pieces come back, not <unk>). */
+/* 1 when the model falls back to bytes for characters outside its vocabulary: its trainer spec's
+ * byte_fallback, the flag SentencePiece encodes by (read with the file's checks,
+ * text/tokenizer_model.c). */
 int rp_tok_byte_fallback(const rp_tok *t);
 /* "unigram", "bpe", "word", "char" (the trainer spec's model type), or "unknown". */
 const char *rp_tok_type_name(const rp_tok *t);

@@ -7,7 +7,8 @@
  * sentencepiece_model.proto: ModelProto {pieces = 1 (SentencePiece {piece = 1, score = 2, type =
  * 3}), trainer_spec = 2, normalizer_spec = 3, self_test_data = 4, denormalizer_spec = 5};
  * TrainerSpec {model_type = 3, vocab_size = 4, self_test_sample_size = 6,
- * treat_whitespace_as_suffix = 24, unk_id = 40, bos_id = 41, eos_id = 42, pad_id = 43};
+ * treat_whitespace_as_suffix = 24, byte_fallback = 35, unk_id = 40, bos_id = 41, eos_id = 42,
+ * pad_id = 43};
  * NormalizerSpec {name = 1, precompiled_charsmap = 2, add_dummy_prefix = 3}. A
  * precompiled character map is a little-endian uint32 (the trie's bytes), a darts-clone double
  * array of uint32 units, then the replacement strings, each ending in a NUL byte. */
@@ -77,6 +78,7 @@ static int next_field(const unsigned char *p, size_t n, size_t *pos, field *f)
 typedef struct trainer_fields {
     int model_type; /* 1..4, 0 when out of range */
     int whitespace_suffix; /* treat_whitespace_as_suffix (field 24) */
+    int byte_fallback;     /* byte_fallback (field 35) */
     uint64_t vocab_size, self_test_samples;
     int64_t ids[4]; /* unk, bos, eos, pad */
 } trainer_fields;
@@ -87,7 +89,7 @@ static const char *const id_names[4] = {"unk_id", "bos_id", "eos_id", "pad_id"};
  * it too). */
 static int trainer_spec_fields(const unsigned char *p, size_t n, trainer_fields *t)
 {
-    *t = (trainer_fields){1, 0, 8000, 0, {0, 1, 2, -1}};
+    *t = (trainer_fields){1, 0, 0, 8000, 0, {0, 1, 2, -1}};
     size_t pos = 0;
     while (pos < n) {
         field f;
@@ -97,6 +99,7 @@ static int trainer_spec_fields(const unsigned char *p, size_t n, trainer_fields 
         else if (f.num == 4) t->vocab_size = f.v;
         else if (f.num == 6) t->self_test_samples = f.v;
         else if (f.num == 24) t->whitespace_suffix = f.v != 0;
+        else if (f.num == 35) t->byte_fallback = f.v != 0;
         else if (f.num >= 40 && f.num <= 43) t->ids[f.num - 40] = (int64_t)f.v; /* int32: sign-extended */
     }
     return 0;
@@ -243,7 +246,7 @@ rp_status rp_tok_check_model(const unsigned char *p, size_t n, const char *name,
     if (n == 0) return rp_error(RP_ERR_IO, "%s: empty (not a SentencePiece model)", name);
     int seen[6] = {0};
     uint64_t pieces = 0;
-    trainer_fields trainer = {1, 0, 8000, 0, {0, 1, 2, -1}};
+    trainer_fields trainer = {1, 0, 0, 8000, 0, {0, 1, 2, -1}};
     size_t pos = 0;
     while (pos < n) {
         size_t at = pos;
@@ -301,6 +304,7 @@ rp_status rp_tok_check_model(const unsigned char *p, size_t n, const char *name,
                         "but the file holds no self-test data)", name, trainer.self_test_samples);
     info->model_type = trainer.model_type;
     info->whitespace_suffix = trainer.whitespace_suffix;
+    info->byte_fallback = trainer.byte_fallback;
     return RP_OK;
 }
 

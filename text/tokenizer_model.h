@@ -28,6 +28,8 @@
 typedef struct rp_tok_model_info {
     int model_type;        /* the trainer spec's model_type: 1 unigram, 2 bpe, 3 word, 4 char */
     int whitespace_suffix; /* its treat_whitespace_as_suffix (the word-boundary mark at the end) */
+    int byte_fallback;     /* its byte_fallback: a character without a piece becomes byte pieces
+                            * (the flag SentencePiece encodes by) */
 } rp_tok_model_info;
 
 rp_status rp_tok_check_model(const unsigned char *p, size_t n, const char *name,

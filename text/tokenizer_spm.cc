@@ -18,7 +18,6 @@
 
 struct rp_spm {
     sentencepiece::SentencePieceProcessor sp;
-    int byte_fallback = 0;
 };
 
 namespace {
@@ -99,70 +98,6 @@ template <typename F> int guarded(char *err, size_t errcap, F f)
     }
 }
 
-// Protocol-buffer wire format, as far as reading one field needs: a varint at p (below end);
-// false when it runs past end or past 10 bytes.
-bool read_varint(const unsigned char *&p, const unsigned char *end, uint64_t *v)
-{
-    *v = 0;
-    for (int shift = 0; shift < 70 && p < end; shift += 7) {
-        unsigned char b = *p++;
-        *v |= (uint64_t)(b & 0x7F) << shift;
-        if ((b & 0x80) == 0) return true;
-    }
-    return false;
-}
-
-// Finds field `field` of the message [p, end): for a varint field its value in *v, for a
-// length-delimited one its bytes in [*sub, *sub_end). 1 found (the last occurrence, as protobuf
-// reads a scalar given twice; a model holds one trainer_spec), 0 absent, -1 not a well-formed
-// message.
-int find_field(const unsigned char *p, const unsigned char *end, uint64_t field, uint64_t *v,
-               const unsigned char **sub, const unsigned char **sub_end)
-{
-    int found = 0;
-    while (p < end) {
-        uint64_t key, len;
-        if (!read_varint(p, end, &key)) return -1;
-        uint64_t num = key >> 3, wire = key & 7;
-        switch (wire) {
-        case 0: /* varint */
-            if (!read_varint(p, end, &len)) return -1;
-            if (num == field) { *v = len; found = 1; }
-            break;
-        case 1: /* 64-bit */
-            if (end - p < 8) return -1;
-            p += 8;
-            break;
-        case 2: /* length-delimited */
-            if (!read_varint(p, end, &len) || len > (uint64_t)(end - p)) return -1;
-            if (num == field && sub != nullptr) { *sub = p; *sub_end = p + len; found = 1; }
-            p += len;
-            break;
-        case 5: /* 32-bit */
-            if (end - p < 4) return -1;
-            p += 4;
-            break;
-        default: /* groups (3, 4) are not in a SentencePiece model; 6, 7 do not exist */
-            return -1;
-        }
-    }
-    return found;
-}
-
-// Whether the model falls back to bytes: its ModelProto's trainer_spec (field 2), byte_fallback
-// (field 35 of TrainerSpec, default false), the flag SentencePiece itself encodes by
-// (sentencepiece_model.proto). 0 when the field or the trainer_spec is absent.
-int model_byte_fallback(const void *data, size_t len)
-{
-    const unsigned char *p = static_cast<const unsigned char *>(data), *end = p + len;
-    const unsigned char *spec = nullptr, *spec_end = nullptr;
-    uint64_t v = 0;
-    if (find_field(p, end, 2, &v, &spec, &spec_end) != 1) return 0;
-    v = 0;
-    if (find_field(spec, spec_end, 35, &v, nullptr, nullptr) != 1) return 0;
-    return v != 0;
-}
-
 } // namespace
 
 extern "C" int rp_spm_train(const char *const *keys, const char *const *values, size_t nopts,
@@ -203,7 +138,6 @@ extern "C" int rp_spm_load(const void *data, size_t len, rp_spm **out, char *err
             delete s;
             return RP_SPM_FAIL;
         }
-        s->byte_fallback = model_byte_fallback(data, len);
         *out = s;
         return RP_SPM_OK;
     });
@@ -215,7 +149,6 @@ extern "C" int rp_spm_size(const rp_spm *s) { return s->sp.GetPieceSize(); }
 extern "C" int rp_spm_unk_id(const rp_spm *s) { return s->sp.unk_id(); }
 extern "C" int rp_spm_bos_id(const rp_spm *s) { return s->sp.bos_id(); }
 extern "C" int rp_spm_eos_id(const rp_spm *s) { return s->sp.eos_id(); }
-extern "C" int rp_spm_byte_fallback(const rp_spm *s) { return s->byte_fallback; }
 
 extern "C" int rp_spm_encode(const rp_spm *s, const char *text, size_t len, int32_t *ids,
                              int64_t cap, int64_t *n, char *err, size_t errcap)

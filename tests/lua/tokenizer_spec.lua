@@ -533,7 +533,7 @@ describe("rp.tokenizer", function()
         { function() return uni:id(5) end, "bad argument #1 to 'id' (piece must be a string, got 5)" },
         { function() return uni:encode(5) end, "bad argument #1 to 'encode' (text must be a string, got 5)" },
         { function() return uni:encode("a", { tensr = true }) end,
-          "bad argument #2 to 'encode' (unknown option 'tensr' (known: tensor))" },
+          "bad argument #2 to 'encode' (unknown option 'tensr' (known: tensor, continued))" },
         { function() return uni:encode("a", { tensor = 1 }) end,
           "bad argument #2 to 'encode' (option 'tensor' must be a boolean, got 1)" },
         { function() return rp.tokenizer.load(5) end, "bad argument #1 to 'load' (path must be a string, got 5)" },
