@@ -199,7 +199,8 @@ endef
 $(BUILD_FLAGS): FORCE | deps
 	@$(shell mkdir -p $(dir $@))$(file >$@.new,$(BUILD_FLAGS_TEXT))
 	@if cmp -s $@.new $@; then rm -f $@.new; else \
-	  if [ -e $@ ]; then echo "$@: the compiler or its flags changed, so $(BUILD) is compiled again"; fi; \
+	  if [ -e $@ ]; then \
+	    echo "$@: the compiler or its flags changed, so $(BUILD) is compiled again"; fi; \
 	  mv -f $@.new $@; fi
 
 $(BUILD)/obj/%.o: %.c $(BUILD_FLAGS) | deps
@@ -264,7 +265,8 @@ $(BUILD)/tests/%: tests/c/%.c $(LIB) $(BUILD_FLAGS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) $(BLAS_CFLAGS) -Itests/c $< -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
 
-$(BENCH) $(BENCH_TRAIN): $(BUILD)/%: tests/bench/%.c tests/bench/bench_common.c $(LIB) $(BUILD_FLAGS)
+$(BENCH) $(BENCH_TRAIN): $(BUILD)/%: tests/bench/%.c tests/bench/bench_common.c $(LIB) \
+                          $(BUILD_FLAGS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) $(BLAS_CFLAGS) $< -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
 

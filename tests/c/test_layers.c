@@ -953,7 +953,8 @@ static void test_crossentropy(void)
     ce_ctx ctx = {ld, target, mask, (double)scale};
     fd_check("crossentropy dlogits", ce_obj, &ctx, ld, N * V, d);
     ref_ce_grad(dw, ld, target, mask, (double)scale, N, V);
-    CHECK_CLOSE(d, dw, N * V, 1e-7 * (double)scale, "crossentropy dlogits = scale (softmax - onehot)");
+    CHECK_CLOSE(d, dw, N * V, 1e-7 * (double)scale,
+                "crossentropy dlogits = scale (softmax - onehot)");
     double worst_sum = 0.0;
     int untouched = 1;
     for (int64_t n = 0; n < N; n++) {
