@@ -35,7 +35,9 @@
 #                   packages, installed when missing; never part of make, make test or make run)
 #                   and its C tests and a REPL smoke test under qemu-user: tests/cross/aarch64
 #   WERROR=1        warnings as errors (check-build and CI; a user's build never stops on one)
-#   MARCH=<cpu>     the default build's -march (native); MARCH=x86-64-v3 builds for any AVX2 CPU
+#   MARCH=<cpu>     the default build's -march (native); MARCH=x86-64-v3 builds for any AVX2 CPU.
+#                   A build folder records its compiler and flags ($(BUILD)/flags): make with
+#                   other ones (MARCH, OPT, CC, NO_OMP, ...) compiles it again
 #   make install    the REPL, the scripts, the PyTorch companion, the Lua module, the C library
 #                   (static and shared) with its headers and roper.pc, the man page; PREFIX
 #                   (/usr/local) and DESTDIR as usual; make uninstall removes exactly what it
@@ -175,11 +177,38 @@ deps:
 	  apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing </dev/null; \
 	fi
 
-$(BUILD)/obj/%.o: %.c | deps
+# The build folder records the compiler and the flags its files are made with in $(BUILD)/flags
+# (one line each, below), checked on every make and rewritten only when it changes; every object
+# and program compiled here depends on it. So a change of MARCH, OPT, CC, NO_OMP,
+# NO_SENTENCEPIECE, WERROR or DEBUG_FLAGS compiles the folder again, and `make
+# MARCH=sapphirerapids` then `make` no longer links objects made for another CPU (PORTABLE=1 and
+# SANITIZE=1 build in folders of their own; given one folder with BUILD=, they too compile it
+# again: tests/lua/build_flags_spec.lua). A folder built before the record existed is compiled
+# again once. The text is written by make itself ($(file)), so quotes need no escaping.
+BUILD_FLAGS := $(BUILD)/flags
+define BUILD_FLAGS_TEXT
+CC $(CC)
+CFLAGS $(CFLAGS)
+CXXFLAGS $(CXXFLAGS)
+LUA_CFLAGS $(LUA_CFLAGS)
+BLAS_CFLAGS $(BLAS_CFLAGS)
+MPI_CFLAGS $(MPI_CFLAGS)
+LDFLAGS $(LDFLAGS)
+LDLIBS $(LDLIBS)
+NO_SENTENCEPIECE $(NO_SENTENCEPIECE)
+endef
+$(BUILD_FLAGS): FORCE | deps
+	@$(shell mkdir -p $(dir $@))$(file >$@.new,$(BUILD_FLAGS_TEXT))
+	@if cmp -s $@.new $@; then rm -f $@.new; else \
+	  if [ -e $@ ]; then \
+	    echo "$@: the compiler or its flags changed, so $(BUILD) is compiled again"; fi; \
+	  mv -f $@.new $@; fi
+
+$(BUILD)/obj/%.o: %.c $(BUILD_FLAGS) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) $(LUA_CFLAGS) $(BLAS_CFLAGS) -Ibindings -c $< -o $@
 
-$(BUILD)/obj/%.o: %.cc | deps
+$(BUILD)/obj/%.o: %.cc $(BUILD_FLAGS) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CXXFLAGS) $(DEPFLAGS) -c $< -o $@
 
@@ -215,7 +244,7 @@ $(BUILD)/roper_lua.c: bindings/embed.lua $(LUA_SRC) $(HELP_DATA) $(BUILD_INFO) |
 	@mkdir -p $(dir $@)
 	lua5.4 bindings/embed.lua $(LUA_SRC) $(HELP_DATA) $(BUILD_INFO) > $@
 
-$(BUILD)/obj/roper_lua.o: $(BUILD)/roper_lua.c
+$(BUILD)/obj/roper_lua.o: $(BUILD)/roper_lua.c $(BUILD_FLAGS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) $(LUA_CFLAGS) -Ibindings -c $< -o $@
 
@@ -224,7 +253,7 @@ $(BUILD)/obj/roper_lua.o: $(BUILD)/roper_lua.c
 $(MODULE): $(BIND_OBJ) $(LIB)
 	$(CC) -shared $(LDFLAGS) -Wl,-z,nodelete -o $@ $(BIND_OBJ) $(LIB) $(LDLIBS)
 
-$(MPI_PLUGIN): mpi/roper_mpi.c | deps
+$(MPI_PLUGIN): mpi/roper_mpi.c $(BUILD_FLAGS) | deps
 	$(CC) $(CFLAGS) $(DEPFLAGS) $(MPI_CFLAGS) -shared -o $@ $< $(LDFLAGS) $(MPI_LIBS)
 
 # The REPL program (repl/): the module's objects linked with liblua and readline. It includes
@@ -233,11 +262,12 @@ REPL_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard repl/*.c))
 $(REPL): $(REPL_OBJ) $(BIND_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -llua5.4 -lreadline $(LDLIBS)
 
-$(BUILD)/tests/%: tests/c/%.c $(LIB)
+$(BUILD)/tests/%: tests/c/%.c $(LIB) $(BUILD_FLAGS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) $(BLAS_CFLAGS) -Itests/c $< -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
 
-$(BENCH) $(BENCH_TRAIN): $(BUILD)/%: tests/bench/%.c tests/bench/bench_common.c $(LIB)
+$(BENCH) $(BENCH_TRAIN): $(BUILD)/%: tests/bench/%.c tests/bench/bench_common.c $(LIB) \
+                          $(BUILD_FLAGS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) $(BLAS_CFLAGS) $< -o $@ $(LDFLAGS) $(LIB) $(LDLIBS)
 
@@ -275,7 +305,7 @@ check-build: deps
 check-objs: $(CORE_OBJ) $(patsubst %.c,$(BUILD)/obj/%.o,$(TOK_NONE_SRC)) $(BIND_OBJ) $(REPL_OBJ) \
             $(BUILD)/obj/mpi/roper_mpi.o
 
-$(BUILD)/obj/mpi/roper_mpi.o: mpi/roper_mpi.c | deps
+$(BUILD)/obj/mpi/roper_mpi.o: mpi/roper_mpi.c $(BUILD_FLAGS) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) $(MPI_CFLAGS) -c $< -o $@
 

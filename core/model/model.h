@@ -12,9 +12,11 @@
  *
  * Memory: one flat buffer each for parameters, gradients (same layout) and activations, sized
  * once for (max_batch, seq_len) at creation; forward accepts any B <= max_batch, T <= seq_len.
- * No (T, T) attention weights are kept (the kernels work block by block), and pre-norm keeps no
- * LayerNorm outputs (the backward recomputes them, bitwise). rp_model_memory gives the
- * exact size of a config (the planner's own count); model_impl.h shows every buffer's layout.
+ * No (T, T) attention weights are kept (the kernels work block by block), pre-norm keeps no
+ * LayerNorm outputs (the backward recomputes them, bitwise), and the cross-entropy keeps no
+ * probabilities (two floats per row: the backward recomputes them from the logits).
+ * rp_model_memory gives the exact size of a config (the planner's own count); model_impl.h shows
+ * every buffer's layout.
  * The parameter buffer is a rp_storage so that tensor views of weights outlive the model.
  */
 #ifndef RP_MODEL_H

@@ -144,9 +144,9 @@ rp_status rp_model_backward(rp_model *m)
     int nt = rpm_attn_threads(m, T);
     if (m->nscored == 0) return RP_OK; /* the loss is NaN and has no gradient: nothing to add */
 
-    zero(m->dlogits, N * V);
-    rp_crossentropy_backward(m->dlogits, m->probs, m->targets, m->has_mask ? m->mask : NULL,
-                             (float)(1.0 / (double)m->nscored), N, V);
+    rp_crossentropy_backward_set(m->dlogits, m->logits, m->ce_stats, m->targets,
+                                 m->has_mask ? m->mask : NULL, (float)(1.0 / (double)m->nscored),
+                                 N, V);
     float *xL = rpm_layer_out(m, c->layers - 1);
     if (pre) {
         /* the final LN's output recomputed into work, then overwritten there by its gradient */

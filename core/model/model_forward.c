@@ -255,7 +255,7 @@ rp_status rp_model_forward(rp_model *m, const int32_t *tokens, const int32_t *ta
         memcpy(m->targets, targets, (size_t)N * sizeof(int32_t));
         m->has_mask = mask != NULL;
         if (mask) memcpy(m->mask, mask, (size_t)N);
-        m->nscored = rp_crossentropy_forward(m->losses, m->probs, m->logits, m->targets,
+        m->nscored = rp_crossentropy_forward(m->losses, m->ce_stats, m->logits, m->targets,
                                              m->has_mask ? m->mask : NULL, N, V);
         double sum = 0.0;
         for (int64_t n = 0; n < N; n++) sum += (double)m->losses[n];

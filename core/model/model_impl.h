@@ -39,7 +39,9 @@
  *     res2      (N, C)  pre-norm: res1 + drop(ff) = layer output;  post-norm: h1 + drop(ff)
  *   lnf_mean (N), lnf_rstd (N)   statistics of the final LayerNorm (pre-norm only)
  *   logits    (N, V)
- *   probs     (N, V)    softmax of the logits (saved by the cross-entropy for backward)
+ *   ce_stats  (N, 2)    per row the largest logit and 1 / its softmax's sum (the cross-entropy's,
+ *                       from which the backward recomputes the probabilities: no (N, V) buffer
+ *                       besides the logits)
  *   losses    (N)       per-row cross-entropy
  *   sin_table (seq_len, C)  the sinusoidal table (pe sinusoidal only)
  *   attn_scratch        the attention kernel's scratch for (seq_len, nthreads at creation)
@@ -75,8 +77,8 @@
  * The backward overwrites its targets (the _set kernels, layers.h: no memset) except where the
  * accumulation is the residual sum (dx; post-norm's work in the FF branch), dqkv (softmax
  * attention's backward overwrites it (rp_attn_io.set); linear attention's accumulates: zeroed
- * first) and dlogits (the cross-entropy fills only scored rows: zeroed
- * first). The parameter gradients always accumulate.
+ * first). dlogits too is overwritten (rp_crossentropy_backward_set, unscored rows 0), from the
+ * logits and ce_stats. The parameter gradients always accumulate.
  *
  * ---- A decoder of nl lanes (plan_lanes in model_memory.c: the one plan of every decoder) ----
  *   lanes (nl rpm_lane), act and wrow (nl int64 each), the rows of a step (nl each): x, ln, y,
@@ -203,7 +205,7 @@ struct rp_model {
     /* activations */
     float *act_mem;
     int64_t act_floats;
-    float *x0, *lnf_mean, *lnf_rstd, *logits, *probs, *losses;
+    float *x0, *lnf_mean, *lnf_rstd, *logits, *ce_stats, *losses;
     layer_acts *la;
     float *sin_table;
     float *xl_table; /* RP_PARAM_PROJ_SIN (xl): the sinusoid R_d, d = 0 .. seq_len-1 (seq_len, C) */

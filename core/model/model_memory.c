@@ -83,7 +83,7 @@ static void plan_acts(rp_model *m, planner *pl)
         m->lnf_rstd = take(pl, N);
     }
     m->logits = take(pl, rpm_sat_mul(N, V));
-    m->probs = take(pl, rpm_sat_mul(N, V));
+    m->ce_stats = take(pl, rpm_sat_mul(N, 2));
     m->losses = take(pl, N);
     m->sin_table = m->pe.absolute == RP_ABS_SINUSOIDAL ? take(pl, rpm_sat_mul(c->seq_len, C))
                                                        : NULL;

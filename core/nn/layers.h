@@ -95,14 +95,23 @@ void rp_residual_backward(float *da, float *db, const float *dout, int64_t n);
 /* ---- softmax cross-entropy over logits (N, V) ----
  * losses[n] = -log softmax(logits[n])[target[n]] for scored rows; a row is scored when
  * target[n] >= 0 and (mask == NULL or mask[n] != 0); unscored rows get loss 0.
- * Returns the number of scored rows. probs (N, V) receives the softmax of every row, scored or
- * not (saved for backward). */
-int64_t rp_crossentropy_forward(float *losses, float *probs, const float *logits,
+ * Returns the number of scored rows. stats (N, 2) receives what the backward needs of each scored
+ * row, its largest logit and 1 / sum e^(logit - largest) (0, 0 for unscored rows): no (N, V)
+ * buffer besides the logits. One pass over each row; e^x in float (relative error at most
+ * 8.4e-8; a shift below -87 counts as -87), the sums and the loss in double, rounded once. A NaN
+ * logit gives its row a NaN loss, as does a row of -inf only. */
+int64_t rp_crossentropy_forward(float *losses, float *stats, const float *logits,
                                 const int32_t *target, const uint8_t *mask, int64_t N, int64_t V);
-/* dlogits (N, V) += dloss * (probs - onehot(target)) for scored rows, where dloss = scale
- * (1 / number of scored rows for a mean loss). Unscored rows get nothing. */
-void rp_crossentropy_backward(float *dlogits, const float *probs, const int32_t *target,
-                              const uint8_t *mask, float scale, int64_t N, int64_t V);
+/* dlogits (N, V) += dloss * (softmax(logits) - onehot(target)) for scored rows, where
+ * dloss = scale (1 / number of scored rows for a mean loss), the probabilities recomputed from
+ * the logits and the forward's stats (the same logits). Unscored rows get nothing. */
+void rp_crossentropy_backward(float *dlogits, const float *logits, const float *stats,
+                              const int32_t *target, const uint8_t *mask, float scale, int64_t N,
+                              int64_t V);
+/* The same, OVERWRITING every row of dlogits (unscored rows 0): no memset before it. */
+void rp_crossentropy_backward_set(float *dlogits, const float *logits, const float *stats,
+                                  const int32_t *target, const uint8_t *mask, float scale,
+                                  int64_t N, int64_t V);
 
 /* ---- dropout (inverted): out = inp * mask, mask[i] = 0 with probability p, else 1/(1-p),
  * drawn from rng in index order, one uniform draw per element, kept when u >= p (so a run is

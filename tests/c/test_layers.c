@@ -893,6 +893,22 @@ static double ce_obj(const void *p)
     return L;
 }
 
+/* The float64 gradient of sum_n scale * loss_n: scale * (softmax - onehot) on scored rows. */
+static void ref_ce_grad(double *d, const double *logits, const int32_t *target,
+                        const uint8_t *mask, double scale, int64_t N, int64_t V)
+{
+    double *p = dalloc(N * V);
+    double *l = dalloc(N);
+    ref_ce(l, p, logits, target, mask, N, V);
+    for (int64_t n = 0; n < N; n++) {
+        int scored = target[n] >= 0 && (!mask || mask[n]);
+        for (int64_t v = 0; v < V; v++)
+            d[n * V + v] = scored ? scale * (p[n * V + v] - (v == target[n] ? 1.0 : 0.0)) : 0.0;
+    }
+    free(p);
+    free(l);
+}
+
 static void test_crossentropy(void)
 {
     printf("crossentropy\n");
@@ -900,41 +916,45 @@ static void test_crossentropy(void)
     /* row 1: target -1; row 4: mask 0; row 6: target -1 and mask 0 */
     const int32_t target[CE_N] = {3, -1, 0, 10, 5, 7, -1};
     const uint8_t mask[CE_N] = {1, 1, 1, 2, 0, 1, 0};
-    float logits[CE_N * CE_V], probs[CE_N * CE_V], losses[CE_N];
-    double ld[CE_N * CE_V], pw[CE_N * CE_V], lw[CE_N];
+    float logits[CE_N * CE_V], stats[2 * CE_N], losses[CE_N];
+    double ld[CE_N * CE_V], lw[CE_N];
     fill(logits, N * V, -3, 3);
     /* row 5: large logits (1000 + x): the max must be subtracted */
     for (int64_t v = 0; v < V; v++) logits[5 * V + v] += 1000.0f;
     to_double(ld, logits, N * V);
 
     for (int64_t i = 0; i < N; i++) losses[i] = NAN;
-    int64_t cnt = rp_crossentropy_forward(losses, probs, logits, target, mask, N, V);
-    int64_t cnt_w = ref_ce(lw, pw, ld, target, mask, N, V);
+    int64_t cnt = rp_crossentropy_forward(losses, stats, logits, target, mask, N, V);
+    int64_t cnt_w = ref_ce(lw, NULL, ld, target, mask, N, V);
     CHECK(cnt == 4 && cnt_w == 4, "crossentropy returns the number of scored rows: %lld (want 4)",
           (long long)cnt);
-    /* losses ~ log(11) ~ 2.4 computed in double, rounded once; probs rounded twice */
+    /* losses ~ log(11) ~ 2.4: float exponentials (8.4e-8), sums in double, rounded once */
     CHECK_CLOSE(losses, lw, N, 1e-6, "crossentropy losses (unscored rows 0, a row at 1000)");
-    CHECK_CLOSE(probs, pw, N * V, 1e-7, "crossentropy probs (every row)");
     CHECK(losses[1] == 0.0f && losses[4] == 0.0f && losses[6] == 0.0f,
           "unscored rows have loss exactly 0");
     {
         double lw2[CE_N];
-        float l2[CE_N];
-        int64_t c2 = rp_crossentropy_forward(l2, probs, logits, target, NULL, N, V);
+        float l2[CE_N], s2[2 * CE_N];
+        int64_t c2 = rp_crossentropy_forward(l2, s2, logits, target, NULL, N, V);
         int64_t c2w = ref_ce(lw2, NULL, ld, target, NULL, N, V);
         CHECK(c2 == 5 && c2w == 5, "crossentropy with mask = NULL: %lld scored (want 5)",
               (long long)c2);
         CHECK_CLOSE(l2, lw2, N, 1e-6, "crossentropy losses, mask = NULL");
-        rp_crossentropy_forward(losses, probs, logits, target, mask, N, V);
     }
 
-    /* backward with scale = 1/count, prefilled with a sentinel on unscored rows */
+    /* backward with scale = 1/count onto zeros: against finite differences of the float64 loss
+     * and against the float64 softmax itself (probabilities rounded to float: 1e-7 per unit of
+     * scale) */
     float scale = 1.0f / (float)cnt;
     float d[CE_N * CE_V];
+    double dw[CE_N * CE_V];
     memset(d, 0, sizeof d);
-    rp_crossentropy_backward(d, probs, target, mask, scale, N, V);
+    rp_crossentropy_backward(d, logits, stats, target, mask, scale, N, V);
     ce_ctx ctx = {ld, target, mask, (double)scale};
     fd_check("crossentropy dlogits", ce_obj, &ctx, ld, N * V, d);
+    ref_ce_grad(dw, ld, target, mask, (double)scale, N, V);
+    CHECK_CLOSE(d, dw, N * V, 1e-7 * (double)scale,
+                "crossentropy dlogits = scale (softmax - onehot)");
     double worst_sum = 0.0;
     int untouched = 1;
     for (int64_t n = 0; n < N; n++) {
@@ -946,26 +966,105 @@ static void test_crossentropy(void)
         }
         if (scored && fabs(s) > worst_sum) worst_sum = fabs(s);
     }
-    /* sum of probs is 1 to ~V * 6e-8; times scale 0.25 */
+    /* sum of probs is 1 to ~V * 2e-7; times scale 0.25 */
     CHECK(worst_sum < 1e-6, "dlogits rows sum to 0 for scored rows: max |sum| %.3g", worst_sum);
     CHECK(untouched, "dlogits of unscored rows stay 0");
-    float pre[CE_N * CE_V], acc[CE_N * CE_V];
+    float pre[CE_N * CE_V], acc[CE_N * CE_V], set[CE_N * CE_V];
     fill(pre, N * V, -1, 1);
     memcpy(acc, pre, sizeof acc);
-    rp_crossentropy_backward(acc, probs, target, mask, scale, N, V);
-    rp_crossentropy_backward(acc, probs, target, mask, scale, N, V);
+    rp_crossentropy_backward(acc, logits, stats, target, mask, scale, N, V);
+    rp_crossentropy_backward(acc, logits, stats, target, mask, scale, N, V);
     check_accum("crossentropy dlogits", acc, pre, d, N * V);
     int kept = 1;
     for (int64_t n = 0; n < N; n++)
         if (!(target[n] >= 0 && mask[n]))
             for (int64_t v = 0; v < V; v++) kept &= acc[n * V + v] == pre[n * V + v];
     CHECK(kept, "unscored rows of a pre-filled dlogits are not touched");
+    /* _set overwrites a pre-filled buffer: bitwise the accumulating form onto zeros */
+    memcpy(set, pre, sizeof set);
+    rp_crossentropy_backward_set(set, logits, stats, target, mask, scale, N, V);
+    CHECK(same_bits(set, d, N * V), "crossentropy backward_set = backward onto zeros, bitwise");
     /* another scale: linear in scale */
     float d2[CE_N * CE_V];
     memset(d2, 0, sizeof d2);
-    rp_crossentropy_backward(d2, probs, target, mask, 0.75f, N, V);
+    rp_crossentropy_backward(d2, logits, stats, target, mask, 0.75f, N, V);
     ctx.scale = 0.75;
     fd_check("crossentropy dlogits, scale 0.75", ce_obj, &ctx, ld, N * V, d2);
+}
+
+/* A language model's vocabularies (8,000 and 32,000 and a length that is no multiple of any
+ * vector width or of the kernel's block), logits spread as a trained head's are (a few large,
+ * most small), with the largest logit placed late in the row so that the running maximum rises
+ * block after block, and rows whose largest logit is first or last: losses and gradients against
+ * float64. Then the edges: a logit of -inf (probability 0), a NaN logit, a row of -inf only. */
+static void test_crossentropy_vocab(void)
+{
+    printf("crossentropy over a vocabulary\n");
+    const int64_t Vs[3] = {8000, 32000, 1237};
+    for (int k = 0; k < 3; k++) {
+        const int64_t N = 6, V = Vs[k];
+        float *x = falloc(N * V), *d = falloc(N * V), *st = falloc(2 * N), l[6];
+        double *xd = dalloc(N * V), *dw = dalloc(N * V), lw[6];
+        int32_t target[6];
+        fill(x, N * V, -6, 6);
+        for (int64_t n = 0; n < N; n++) {
+            float *r = x + n * V;
+            /* the row's maximum rises through the row: 1 + 9 v / V + noise, then a spike */
+            for (int64_t v = 0; v < V; v++) r[v] = r[v] * 0.5f + 9.0f * (float)v / (float)V;
+            if (n == 1) r[0] = 30.0f;                  /* the largest first */
+            if (n == 2) r[V - 1] = 30.0f;              /* the largest last */
+            if (n == 3) r[V / 2] = 200.0f;             /* one logit dominates */
+            target[n] = (int32_t)((n * 7919 + 13) % V);
+        }
+        target[4] = (int32_t)(V - 1);
+        target[3] = (int32_t)(V / 2);
+        to_double(xd, x, N * V);
+        CHECK(rp_crossentropy_forward(l, st, x, target, NULL, N, V) == N, "V %lld: all scored",
+              (long long)V);
+        ref_ce(lw, NULL, xd, target, NULL, N, V);
+        char label[96];
+        snprintf(label, sizeof label, "crossentropy losses, V %lld, vs float64", (long long)V);
+        /* losses up to ~15: their float rounding (1e-6) and the exponentials' 8.4e-8 */
+        CHECK_CLOSE(l, lw, N, 2e-6, label);
+        const float scale = 0.125f;
+        rp_crossentropy_backward_set(d, x, st, target, NULL, scale, N, V);
+        ref_ce_grad(dw, xd, target, NULL, (double)scale, N, V);
+        snprintf(label, sizeof label, "crossentropy dlogits, V %lld, vs float64", (long long)V);
+        /* probabilities <= 1 to 2.5e-7 relative (exponential, 1 / sum, product) */
+        CHECK_CLOSE(d, dw, N * V, 3e-7 * (double)scale, label);
+        free(x), free(d), free(st), free(xd), free(dw);
+    }
+    {
+        enum { XN = 3, XV = 700 };
+        float x[XN * XV], st[2 * XN], l[XN], d[XN * XV];
+        int32_t target[XN] = {600, 5, 1};
+        fill(x, XN * XV, -2, 2);
+        for (int v = 0; v < 300; v++) x[v] = -INFINITY; /* row 0: its first block -inf */
+        x[XV + 3] = NAN;                               /* row 1: a NaN */
+        for (int v = 0; v < XV; v++) x[2 * XV + v] = -INFINITY; /* row 2: -inf only */
+        rp_crossentropy_forward(l, st, x, target, NULL, XN, XV);
+        double xd[XV], lw;
+        for (int v = 0; v < XV; v++) xd[v] = v < 300 ? -HUGE_VAL : (double)x[v];
+        /* the reference over the finite logits only (e^-inf = 0) */
+        double mx = -HUGE_VAL, s = 0.0;
+        for (int v = 300; v < XV; v++) mx = fmax(mx, xd[v]);
+        for (int v = 300; v < XV; v++) s += exp(xd[v] - mx);
+        lw = log(s) + mx - xd[600];
+        CHECK(fabs((double)l[0] - lw) < 1e-6, "a row with -inf logits: loss %.9g (want %.9g)",
+              (double)l[0], lw);
+        CHECK(isnan(l[1]), "a NaN logit: NaN loss (%g)", (double)l[1]);
+        CHECK(isnan(l[2]), "a row of -inf only: NaN loss (%g)", (double)l[2]);
+        rp_crossentropy_backward_set(d, x, st, target, NULL, 1.0f, 1, XV);
+        int finite = 1;
+        double worst = 0.0;
+        for (int v = 0; v < XV; v++) {
+            finite &= isfinite(d[v]);
+            double want = v < 300 ? 0.0 : exp(xd[v] - mx) / s - (v == 600 ? 1.0 : 0.0);
+            worst = fmax(worst, fabs((double)d[v] - want));
+        }
+        CHECK(finite && worst < 3e-7, "a row with -inf logits: finite gradient, 0 at -inf (max "
+                                      "error %.3g)", worst);
+    }
 }
 
 /* ================================================================ threads */
@@ -990,12 +1089,12 @@ static void th_run(const th_data *d, float **r, const int64_t *sz)
     rp_layernorm_forward(r[0], r[1], r[2], d->inp, d->w, d->b, N, C);
     rp_layernorm_backward(r[3], r[4], r[5], d->dout, d->inp, r[1], r[2], d->w, N, C);
     rp_linear_backward(r[6], r[7], r[8], d->ldout, d->inp, d->lw, N, C, OC);
-    float *probs = falloc(N * V);
-    rp_crossentropy_forward(r[9], probs, d->logits, d->target, NULL, N, V);
-    rp_crossentropy_backward(r[10], probs, d->target, NULL, 0.01f, N, V);
+    float *stats = falloc(2 * N);
+    rp_crossentropy_forward(r[9], stats, d->logits, d->target, NULL, N, V);
+    rp_crossentropy_backward(r[10], d->logits, stats, d->target, NULL, 0.01f, N, V);
     rp_gelu_forward(r[11], d->inp, N * C);
     rp_gelu_backward(r[12], d->dout, d->inp, N * C);
-    free(probs);
+    free(stats);
 }
 
 /* The OpenMP kernels with 1 and 2 OpenMP threads (OpenBLAS at 1 thread): bitwise identical.
@@ -1072,6 +1171,7 @@ int main(int argc, char **argv)
     test_residual();
     test_dropout();
     test_crossentropy();
+    test_crossentropy_vocab();
     test_threads();
     printf("worst finite-difference error over all checks: abs %.3g, rel %.3g\n", worst_fd_abs,
            worst_fd_rel);

@@ -1205,10 +1205,11 @@ static void test_memory(void)
             double F = (double)c.d_ff, V = (double)c.vocab, L = (double)c.layers;
             /* no (T, T) attention weights and no act(fch) are kept, softmax or linear; per
              * layer qkv, atty, res1, res2, fch and four LayerNorm statistics, post-norm also ln1
-             * and ln2 (pre-norm recomputes them); x0, logits, probs; the gradients dx, work and
-             * one region for the largest of dF, datty + dqkv, dlogits */
+             * and ln2 (pre-norm recomputes them); x0, logits, the cross-entropy's two
+             * statistics per row; the gradients dx, work and one region for the largest of dF,
+             * datty + dqkv, dlogits */
             double per_layer = (post ? 8.0 : 6.0) * C + F + 4.0;
-            double acts = L * N * per_layer + N * (C + 2.0 * V);
+            double acts = L * N * per_layer + N * (C + V + 2.0);
             double grads = N * (2.0 * C + fmax(fmax(F, 4.0 * C), V));
             double lower = 4.0 * (2.0 * (double)params + acts + grads);
             CHECK((double)bytes >= lower && (double)bytes <= 1.5 * lower + 4e5,
@@ -1223,6 +1224,29 @@ static void test_memory(void)
             CHECK(rp_mem_held() == held0, "rp_model_free gives back all it counted (%lld left)",
                   (long long)(rp_mem_held() - held0));
         }
+    /* What a language model's vocabulary costs: 16 more pieces (a whole line in every buffer
+     * sized by V) add, per piece, the logits and their gradient (2 N floats: the cross-entropy
+     * keeps no probabilities), the embedding and head rows with their gradients (2 (2 C + 1)),
+     * the decode weights' head column (C) and the decoder's logit (1), and the generation
+     * scratch's double and (value, index) pair (16 bytes) */
+    {
+        rp_model_cfg c = rp_model_cfg_default(4000);
+        c.d_model = 32;
+        c.heads = 4;
+        c.layers = 2;
+        c.d_ff = 48;
+        c.seq_len = 40;
+        c.max_batch = 3;
+        int64_t b0 = 0, b1 = 0;
+        CHECK_STATUS(rp_model_memory(&c, &b0, NULL), RP_OK, NULL);
+        c.vocab += 16;
+        CHECK_STATUS(rp_model_memory(&c, &b1, NULL), RP_OK, NULL);
+        int64_t N = c.max_batch * c.seq_len, C = c.d_model;
+        int64_t want = 16 * (4 * (2 * N + 2 * (2 * C + 1) + C + 1) + 16);
+        CHECK(b1 - b0 == want, "16 more pieces of vocabulary cost %lld bytes (want %lld: the "
+              "logits and their gradient, no probabilities)", (long long)(b1 - b0),
+              (long long)want);
+    }
     rp_model_cfg bad = rp_model_cfg_default(5);
     bad.heads = 3;
     CHECK_STATUS(rp_model_memory(&bad, NULL, NULL), RP_ERR_ARG, "not divisible by heads 3");
