@@ -364,6 +364,11 @@ class RotaryAttention(nn.Module):
             if q["use"] != "shared":  # the model's one
                 _rel_param(self, q["name"][len("attn."):], q, cfg)
         self._tables = {}
+        # the scale as roper's kernels apply it: float32(1 / sqrt(terms d_k) x temperature) on q,
+        # by the dtype of q (a plain float, so that a compiled forward reads a constant)
+        s = 1.0 / math.sqrt(self.mode.scale_terms * self.D) * rotary.score_scale(
+            None if self.freq.is_plain() else self.freq)
+        self._scale = {torch.float64: s, torch.float32: _rounded(s, torch.float32)}
 
     def tables(self, offset, T, dtype=torch.float32, learned=None, device=None):
         """The cos/sin tables of each rotated placement for the rows offset .. offset + T - 1,
@@ -427,10 +432,9 @@ class RotaryAttention(nn.Module):
     def _softmax(self, q, k, v, tabs, shared):
         T, H, D = q.shape[1], self.H, self.D
         rel = self.mode.rel
-        # the scale as roper's kernels apply it: float32(1 / sqrt(terms d_k) x temperature) on q
-        s = 1.0 / math.sqrt(self.mode.scale_terms * D) * rotary.score_scale(
-            None if self.freq.is_plain() else self.freq)
-        s = _rounded(s, q.dtype)
+        s = self._scale.get(q.dtype)
+        if s is None:
+            s = _rounded(self._scale[torch.float64], q.dtype)
         q = self._rot(q, "q", tabs)
         k = self._rot(k, "k", tabs)
         fused = sdpa  # the module's setting at this call
