@@ -528,7 +528,8 @@ _BLOCK = 1 << 16        # the entries of a block of rows that tables() computes 
 
 def _exact_round(vals, bounds, redo, dtypes):
     """(numerics) vals, a list of float64 tensors of one shape (torch's values of the C library's
-    functions, each within its entry of bounds of the C library's value), with every entry whose
+    functions, each within its entry of bounds of the C library's value: a tensor of absolute
+    bounds, or a float r for r |value|), with every entry whose
     rounding to one of dtypes could differ from the C library's value's replaced, in place, in
     all of them by redo's values: redo(index) takes the list of those entries' indices (lists)
     and gives a tuple of the C library's values (by Python's math) for each. The rounding of an
@@ -536,7 +537,10 @@ def _exact_round(vals, bounds, redo, dtypes):
     infinite bounds are always redone. Returns (vals, the number of entries redone)."""
     flag = None
     for y, bound in zip(vals, bounds):
-        lo, hi = y - bound, y + bound
+        if isinstance(bound, float):  # y (1 -+ r): two passes (its own rounding is far less)
+            lo, hi = y * (1.0 - bound), y * (1.0 + bound)
+        else:
+            lo, hi = y - bound, y + bound
         for dt in dtypes:
             f = lo.to(dt) != hi.to(dt)
             flag = f if flag is None else flag.logical_or_(f)
@@ -680,12 +684,14 @@ def tables(d_rot, base, positions, f=None, c=1.0, side=1, dtype=torch.float32, l
             if m is not None:
                 far.mul_(m)
         huge = a.numel() and max(-a.min().item(), a.max().item()) > FAR
-        bounds = []
-        for y in (cos, sin):
-            bd = y.abs().mul_(LIBM_REL)
-            if far is not None:
-                bd.add_(far)
-            bounds.append(bd.masked_fill_(a.abs() > FAR, math.inf) if huge else bd)
+        bounds = [LIBM_REL, LIBM_REL]
+        if far is not None or huge:
+            bounds = []
+            for y in (cos, sin):
+                bd = y.abs().mul_(LIBM_REL)
+                if far is not None:
+                    bd.add_(far)
+                bounds.append(bd.masked_fill_(a.abs() > FAR, math.inf) if huge else bd)
 
         def redo(index, lo=lo):  # roper's entries, by the C library's functions (scalar code)
             rows = P[[lo + r for r, _ in index]].tolist()
@@ -743,7 +749,8 @@ def sincos_table(T, freqs, layout, dtype=torch.float32):
         return [((math.sin if layout[k] == "s" else math.cos)(float(t) * freqs[k]),)
                 for t, k in index]
 
-    bound = (y.abs() * LIBM_REL).masked_fill(a.abs() > FAR, math.inf)
+    bound = (y.abs() * LIBM_REL).masked_fill(a.abs() > FAR, math.inf) \
+        if a.numel() and a.abs().max().item() > FAR else LIBM_REL
     (y,), _ = _exact_round([y], [bound], redo, _rounded_to(dtype))
     return y.to(dtype)
 
