@@ -523,7 +523,8 @@ def _angle(cp, at, th, W, i):
 LIBM_REL = 2.0 ** -44   # |torch's - the C library's| <= LIBM_REL |value|: cos, sin, pow, m cos(a)
 ANGLE_REL = 2.0 ** -48  # an angle from torch's pow (dynamic's theta): within ANGLE_REL |a| of C's
 FAR = 2.0 ** 40         # angles beyond (range reduction of libraries that bound it): math's
-_BLOCK = 1 << 16        # the entries of a block of rows that tables() computes at once
+_BLOCK = 1 << 16        # the entries of a block of rows that tables() computes at once (a GPU:
+                        # 64 times more, fewer launches)
 
 
 def _exact_round(vals, bounds, redo, dtypes):
@@ -651,7 +652,7 @@ def tables(d_rot, base, positions, f=None, c=1.0, side=1, dtype=torch.float32, l
     rounded = _rounded_to(dtype)
     out_cos = torch.empty(n, half, dtype=dtype, device=dev)
     out_sin = torch.empty(n, half, dtype=dtype, device=dev)
-    step = max(1, _BLOCK // max(half, 1))
+    step = max(1, (_BLOCK if dev.type == "cpu" else 64 * _BLOCK) // max(half, 1))
     for lo in range(0, n if half else 0, step):  # blocks of rows: each value's temporaries stay small
         Pb = P[lo:lo + step]
         Pd = Pb.to(dev).to(torch.float64)  # exact: |p| <= 2^53
