@@ -305,9 +305,17 @@ for _m in MODES.values():
 
 def _fused():
     """torch.nn.functional.scaled_dot_product_attention when the installed torch has it with its
-    `scale` argument (2.1 and later), else None."""
+    `scale` argument (2.1 and later: tried once on a 1-token tensor, so that a build named
+    2.1.0a0 counts too), else None."""
     f = getattr(F, "scaled_dot_product_attention", None)
-    return f if f is not None and torch.__version__ >= (2, 1) else None
+    if f is None:
+        return None
+    try:
+        x = torch.zeros(1, 1, 1, 2)
+        f(x, x, x, attn_mask=None, dropout_p=0.0, is_causal=True, scale=1.0)
+    except TypeError:  # 2.0: no scale
+        return None
+    return f
 
 
 # The fused attention RotaryAttention calls for the modes whose scores have no additive term
