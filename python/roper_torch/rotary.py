@@ -653,7 +653,7 @@ def tables(d_rot, base, positions, f=None, c=1.0, side=1, dtype=torch.float32, l
     out_cos = torch.empty(n, half, dtype=dtype, device=dev)
     out_sin = torch.empty(n, half, dtype=dtype, device=dev)
     step = max(1, (_BLOCK if dev.type == "cpu" else 64 * _BLOCK) // max(half, 1))
-    for lo in range(0, n if half else 0, step):  # blocks of rows: each value's temporaries stay small
+    for lo in range(0, n if half else 0, step):  # blocks of rows: small temporaries
         Pb = P[lo:lo + step]
         Pd = Pb.to(dev).to(torch.float64)  # exact: |p| <= 2^53
         cp = c * Pd                        # c p_a, as roper's (c * (double)p)
