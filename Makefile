@@ -22,8 +22,9 @@
 #                   m:generate_batch tokens/s: tests/bench/bench_decode.lua), and the S and P
 #                   steps on 1 process x N threads against N ranks x 1 thread (MPI)
 #   make bench-torch   the S training step in roper and in PyTorch (the companion's model,
-#                   python/roper_torch) in one run, and the ratio (installs Debian's
-#                   python3-torch when missing; not part of make test/run)
+#                   python/roper_torch) in one run, and the ratio, after the companion's cos/sin
+#                   tables at 131,072 positions (installs Debian's python3-torch when missing;
+#                   not part of make test/run)
 #   make corpus    the default corpus for language modelling (docs/language_model.md): installs
 #                   Debian's linux-doc-6.1 when missing (never plain make), cleans and splits the
 #                   kernel's documentation into $(CORPUS_OUT) with a manifest of checksums

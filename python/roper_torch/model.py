@@ -20,6 +20,8 @@ table):
       (with xPos the query side q, o and the key side k, v take their magnitudes), scores
       <q_n', k_i'> / sqrt(D) (times YaRN's temperature), causal softmax, Linear(C, C);
       the relative modes add their terms (shaw, xl, t5, deberta, alibi: core/nn/attention.h).
+      The modes without such a term call torch's fused scaled_dot_product_attention where
+      torch has it (`sdpa` below); the others, and every mode on torch 1.13, write it out.
   positions: token t of every sequence at row t of the caller's positions (scalar, or vector
       positions of 1 to 3 axes mapped to the pairs by axes "axial", "sections" or "mixed":
       rotary.py), every rotated placement by its row, o turned back by the query's own row.
@@ -31,6 +33,7 @@ table):
 """
 
 import math
+import struct
 from dataclasses import replace
 
 import torch
@@ -286,11 +289,8 @@ def alibi_slopes(H):
 def xl_sinusoid(T, C, dtype=torch.float32):
     """(numerics) Transformer-XL's R [T, C]: row d = [sin(d f_j) | cos(d f_j)], f_j = 10000^(-2j/C),
     in float64 rounded to dtype (core/model/model_rel.c)."""
-    rows = []
-    for d in range(T):
-        a = [d * math.pow(10000.0, -2.0 * j / C) for j in range(C // 2)]
-        rows.append([math.sin(x) for x in a] + [math.cos(x) for x in a])
-    return torch.tensor(rows, dtype=torch.float64).reshape(T, C).to(dtype)
+    f = [math.pow(10000.0, -2.0 * j / C) for j in range(C // 2)]
+    return rotary.sincos_table(T, f + f, "s" * (C // 2) + "c" * (C // 2), dtype)
 
 
 # The relative kinds whose terms RotaryAttention._softmax adds ("": none). A kind of schema.json's
@@ -301,6 +301,42 @@ for _m in MODES.values():
     if _m.rel not in _REL_TERMS:
         raise ImportError("roper_torch: the relative kind %r of schema.json has no terms here "
                           "(python/roper_torch/model.py)" % _m.rel)
+
+
+def _fused():
+    """torch.nn.functional.scaled_dot_product_attention when the installed torch has it with its
+    `scale` argument (2.1 and later: tried once on a 1-token tensor, so that a build named
+    2.1.0a0 counts too), else None."""
+    f = getattr(F, "scaled_dot_product_attention", None)
+    if f is None:
+        return None
+    try:
+        x = torch.zeros(1, 1, 1, 2)
+        f(x, x, x, attn_mask=None, dropout_p=0.0, is_causal=True, scale=1.0)
+    except TypeError:  # 2.0: no scale
+        return None
+    return f
+
+
+# The fused attention RotaryAttention calls for the modes whose scores have no additive term
+# (the mode's rel is "": none, sinusoidal, learned, rope, roper, roper_legacy; softmax attention),
+# as f(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=True, scale=1.0) on [B, H, T,
+# D] tensors, the queries rotated and scaled first as roper scales them (so scale 1): torch's
+# scaled_dot_product_attention where it has one (_fused), None elsewhere (torch 1.13, 2.0). Set
+# roper_torch.model.sdpa = None for the explicit path (the scores, the causal mask and the
+# softmax written out, which the relative modes and ALiBi always take), or to another function
+# of that signature.
+sdpa = _fused()
+
+
+def _rounded(x, dtype):
+    """The Python float x rounded to dtype (float32 by struct, as a C float cast rounds it, so
+    that a compiled forward needs no tensor for it)."""
+    if dtype == torch.float64:
+        return x
+    if dtype == torch.float32:
+        return struct.unpack("f", struct.pack("f", x))[0]
+    return float(torch.tensor(x, dtype=dtype))
 
 
 class RotaryAttention(nn.Module):
@@ -336,14 +372,22 @@ class RotaryAttention(nn.Module):
             if q["use"] != "shared":  # the model's one
                 _rel_param(self, q["name"][len("attn."):], q, cfg)
         self._tables = {}
+        # the scale as roper's kernels apply it: float32(1 / sqrt(terms d_k) x temperature) on q,
+        # by the dtype of q (a plain float, so that a compiled forward reads a constant)
+        s = 1.0 / math.sqrt(self.mode.scale_terms * self.D) * rotary.score_scale(
+            None if self.freq.is_plain() else self.freq)
+        self._scale = {torch.float64: s, torch.float32: _rounded(s, torch.float32)}
 
-    def tables(self, offset, T, dtype=torch.float32, learned=None):
+    def tables(self, offset, T, dtype=torch.float32, learned=None, device=None):
         """The cos/sin tables of each rotated placement for the rows offset .. offset + T - 1,
-        rounded to dtype (float32: roper's tables; float64: the exact ones), cached: {p: (cos,
-        sin, sign)}. Learned frequencies change with every step: their tables are kept for the
-        tensor `learned` itself only (the one the model passes to all its layers in one forward
-        pass, so they are computed once per pass and autograd sees one graph)."""
-        key = (offset, T, dtype)
+        rounded to dtype (float32: roper's tables; float64: the exact ones), on device (default
+        the CPU; learned's with learned), cached: {p: (cos, sin, sign)}; placements that turn
+        alike (the same width and angle factor, and xPos's side when it has one) share theirs.
+        Learned frequencies change with every step: their tables are kept for the tensor
+        `learned` itself only (the one the model passes to all its layers in one forward pass,
+        so they are computed once per pass and autograd sees one graph)."""
+        dev = learned.device if learned is not None else torch.device(device or "cpu")
+        key = (offset, T, dtype, dev)
         if self.positions is not None and not 0 <= offset <= len(self.positions) - T:
             raise ValueError("positions hold %d rows; rows %d..%d are asked"
                              % (len(self.positions), offset, offset + T - 1))
@@ -351,14 +395,24 @@ class RotaryAttention(nn.Module):
         if learned is not None and last is not None and last[0] is learned and last[1] == key:
             return last[2]
         if learned is not None or key not in self._tables:
-            pos = range(offset, offset + T) if self.positions is None else \
-                self.positions[offset:offset + T]
+            if self.positions is None:
+                pos = range(offset, offset + T)
+            else:  # the rows as a tensor [rows x A] (made once: positions_of checked them)
+                if self._tables.get("rows") is None:
+                    self._tables["rows"] = torch.tensor(self.positions, dtype=torch.int64)
+                pos = self._tables["rows"][offset:offset + T]
             f = None if self.freq.is_plain() else self.freq
             base = float(self.cfg["base"])
             use = rotary.PLACEMENTS  # xPos side, sign; v turns by c = the mode's v_angle
-            tabs = {p: rotary.tables(d, base, pos, f, c=self.mode.v_angle if p == "v" else 1.0,
-                                     side=use[p][0], dtype=dtype, learned=learned) + (use[p][1],)
-                    for p, d in self.w.items()}
+            xpos = f is not None and f.xpos > 0.0
+            made, tabs = {}, {}
+            for p, d in self.w.items():
+                c = self.mode.v_angle if p == "v" else 1.0
+                alike = (d, c, use[p][0] if xpos else 0)
+                if alike not in made:
+                    made[alike] = rotary.tables(d, base, pos, f, c=c, side=use[p][0],
+                                                dtype=dtype, learned=learned, device=dev)
+                tabs[p] = made[alike] + (use[p][1],)
             if learned is not None:
                 self._tables["learned"] = (learned, key, tabs)
                 return tabs
@@ -376,7 +430,7 @@ class RotaryAttention(nn.Module):
         B, T, C = x.shape
         H, D = self.H, self.D
         q, k, v = self.qkv(x).reshape(B, T, 3, H, D).unbind(2)   # [B, T, H, D] each
-        tabs = self.tables(offset, T, x.dtype, learned)
+        tabs = self.tables(offset, T, x.dtype, learned, x.device)
         if self.linear:
             o = self._linear(q, k, v, tabs)
         else:
@@ -386,12 +440,17 @@ class RotaryAttention(nn.Module):
     def _softmax(self, q, k, v, tabs, shared):
         T, H, D = q.shape[1], self.H, self.D
         rel = self.mode.rel
-        # the scale as roper's kernels apply it: float32(1 / sqrt(terms d_k) x temperature) on q
-        s = 1.0 / math.sqrt(self.mode.scale_terms * D) * rotary.score_scale(
-            None if self.freq.is_plain() else self.freq)
-        s = float(torch.tensor(s, dtype=q.dtype))
+        s = self._scale.get(q.dtype)
+        if s is None:
+            s = _rounded(self._scale[torch.float64], q.dtype)
         q = self._rot(q, "q", tabs)
         k = self._rot(k, "k", tabs)
+        fused = sdpa  # the module's setting at this call
+        if rel == "" and fused is not None:  # no additive term: the fused function's scores
+            o = fused((q * s).transpose(1, 2), k.transpose(1, 2),
+                      self._rot(v, "v", tabs).transpose(1, 2), attn_mask=None, dropout_p=0.0,
+                      is_causal=True, scale=1.0)
+            return self._rot(o.transpose(1, 2), "o", tabs)
         n = torch.arange(T, device=q.device)[:, None]
         i = torch.arange(T, device=q.device)[None, :]
         av = None

@@ -103,15 +103,17 @@ class RoPE(nn.Module):
         """cos, sin [n, d/2] of placement p (rotary.PLACEMENTS) at the positions offset ..
         offset + n - 1, in dtype on device: slices of float64 tables from position 0, grown as
         positions past their end are asked (every position's row is its own: dynamic's
-        factor and xPos's magnitude depend on that position only)."""
-        key = (p, d)
+        factor and xPos's magnitude depend on that position only). Placements that turn alike
+        (the width, the angle factor, and xPos's side when it has one) share them. The float64
+        tables round to roper's float32 ones bit for bit (rotary.tables)."""
+        side = rotary.PLACEMENTS[p][0]
+        c = MODES[self.MODE].v_angle if p == "v" else 1.0
+        key = (d, c, side if self.freq is not None and self.freq.xpos > 0.0 else 0)
         have = self._cache.get(key)
         end = offset + n
         if have is None or have["cos"].shape[0] < end:
             lo = 0 if have is None else have["cos"].shape[0]
             hi = max(end, 2 * lo)
-            side = rotary.PLACEMENTS[p][0]
-            c = MODES[self.MODE].v_angle if p == "v" else 1.0
             cos, sin = rotary.tables(d, self.base, range(lo, hi), self.freq, c=c, side=side,
                                      dtype=torch.float64)
             if have is not None:

@@ -138,7 +138,8 @@ MAX_POS = OPTIONS["bounds"]["max_pos"]    # positions are integers within +-2^53
 class Scaling:
     """One frequency scheme: theta(t, i, d_rot, base, f, p) -> theta'_i of position p from the
     unscaled t = theta_i, and score(f) -> the factor of the attention scores. per_position: theta
-    depends on p (else it is computed once for every position)."""
+    depends on p (else it is computed once for every position), and takes p as a float or as a
+    float64 tensor of positions (tables() computes a column of them at once)."""
     theta: Callable[[float, int, int, float, Freq, int], float]
     score: Callable[[Freq], float] = lambda f: 1.0
     per_position: bool = False
@@ -149,7 +150,14 @@ def _ramp(r, lo, hi):
 
 
 def _ntk(t, s, i, d_rot):
-    return t * math.pow(s, -2.0 * i / (d_rot - 2)) if d_rot > 2 and s != 1.0 else t
+    """NTK's theta of pair i (t unscaled) for the factor s: a float, or a float64 tensor of
+    factors (a column of positions' own: dynamic's), computed elementwise alike."""
+    if d_rot <= 2:
+        return t
+    if isinstance(s, torch.Tensor):
+        return torch.where(s != 1.0, t * torch.pow(s, -2.0 * i / (d_rot - 2)),
+                           torch.full_like(s, t))
+    return t * math.pow(s, -2.0 * i / (d_rot - 2)) if s != 1.0 else t
 
 
 def _dims_gamma(i, d_rot, base, f):
@@ -176,7 +184,8 @@ def _llama3_theta(t, i, d_rot, base, f, p):
 
 
 def _dynamic_theta(t, i, d_rot, base, f, p):
-    return _ntk(t, max(1.0, f.factor * (p + 1.0) / f.orig_len - (f.factor - 1.0)), i, d_rot)
+    s = f.factor * (p + 1.0) / f.orig_len - (f.factor - 1.0)
+    return _ntk(t, s.clamp(min=1.0) if isinstance(p, torch.Tensor) else max(1.0, s), i, d_rot)
 
 
 def _yarn_score(f):
@@ -248,12 +257,19 @@ def site(f, n_axes, i, d_rot):
     raise AssertionError("unreachable")
 
 
-def _theta_of(f, i, at, base, p):
-    """theta'_i of pair i sitting at `at` (site()) at position p: the own theta[i], else the
-    standard one of pair j of a RoPE `width` wide; scaled as for that RoPE (theta_of)."""
+def _unscaled(f, i, at, base):
+    """theta_i of pair i sitting at `at` (site()) before the scaling: the own theta[i], else the
+    standard one of pair j of a RoPE `width` wide."""
     _, j, width = at
-    t = f.theta[i] if f is not None and f.theta is not None else math.pow(base, -2.0 * j / width)
-    return scaling(f).theta(t, j, width, base, f, p) if f is not None else t
+    return f.theta[i] if f is not None and f.theta is not None else \
+        math.pow(base, -2.0 * j / width)
+
+
+def _theta_of(f, i, at, base, p):
+    """theta'_i of pair i sitting at `at` (site()) at position p (a float64 tensor of them for a
+    per-position scaling): _unscaled, scaled as for that RoPE (theta_of)."""
+    t = _unscaled(f, i, at, base)
+    return scaling(f).theta(t, at[1], at[2], base, f, p) if f is not None else t
 
 
 def theta(d_rot, base, f=None, p=0, n_axes=0):
@@ -269,9 +285,14 @@ def score_scale(f):
 
 
 def _magnitude(i, d_rot, p, side, xg, sb):
-    """xPos's zeta_i^(side p / scale_base) (1 without xPos: xg = 0)."""
-    return math.pow((2.0 * i / d_rot + xg) / (1.0 + xg), float(side) * float(p) / sb) \
-        if xg > 0.0 else 1.0
+    """xPos's zeta_i^(side p / scale_base) (1 without xPos: xg = 0); past the largest float64,
+    infinity (C's pow)."""
+    if not xg > 0.0:
+        return 1.0
+    try:
+        return math.pow((2.0 * i / d_rot + xg) / (1.0 + xg), float(side) * float(p) / sb)
+    except OverflowError:
+        return math.inf
 
 
 def _describe(v):
@@ -488,67 +509,208 @@ def _angle(cp, at, th, W, i):
     return a
 
 
-def tables(d_rot, base, positions, f=None, c=1.0, side=1, dtype=torch.float32, learned=None):
+# ---- the tables, vectorised: torch's float64 cos, sin and pow, then the C library's where the
+# rounding could differ ---------------------------------------------------------------------------
+#
+# roper rounds m cos(a) and m sin(a), computed in float64 by the C library, to float32. torch's
+# float64 cos, sin and pow (SLEEF's vector code on a CPU, CUDA's on a GPU) are each within 1 to 2
+# ulp of the true value, as the C library's are, so the two differ by a few ulp of float64: the
+# float32 roundings differ only where a float32 rounding boundary lies between them (about one
+# entry in 2^28). _exact_round finds every entry whose float64 value lies within LIBM_REL of a
+# boundary (256 times that difference: one entry in about 2^19) and recomputes just those with
+# Python's math module (the C library's functions, as the C code calls them), so the float32
+# tables are roper's bit for bit while the rest is vectorised.
+LIBM_REL = 2.0 ** -44   # |torch's - the C library's| <= LIBM_REL |value|: cos, sin, pow, m cos(a)
+ANGLE_REL = 2.0 ** -48  # an angle from torch's pow (dynamic's theta): within ANGLE_REL |a| of C's
+FAR = 2.0 ** 40         # angles beyond (range reduction of libraries that bound it): math's
+_BLOCK = 1 << 16        # the entries of a block of rows that tables() computes at once (a GPU:
+                        # 64 times more, fewer launches)
+
+
+def _exact_round(vals, bounds, redo, dtypes):
+    """(numerics) vals, a list of float64 tensors of one shape (torch's values of the C library's
+    functions, each within its entry of bounds of the C library's value: a tensor of absolute
+    bounds, or a float r for r |value|), with every entry whose
+    rounding to one of dtypes could differ from the C library's value's replaced, in place, in
+    all of them by redo's values: redo(index) takes the list of those entries' indices (lists)
+    and gives a tuple of the C library's values (by Python's math) for each. The rounding of an
+    entry is certain when y - bound and y + bound round alike (rounding is monotonic); NaNs and
+    infinite bounds are always redone. Returns (vals, the number of entries redone)."""
+    flag = None
+    for y, bound in zip(vals, bounds):
+        if isinstance(bound, float):  # y (1 -+ r): two passes (its own rounding is far less)
+            lo, hi = y * (1.0 - bound), y * (1.0 + bound)
+        else:
+            lo, hi = y - bound, y + bound
+        for dt in dtypes:
+            f = lo.to(dt) != hi.to(dt)
+            flag = f if flag is None else flag.logical_or_(f)
+    where = flag.nonzero(as_tuple=False)
+    if not len(where):
+        return vals, 0
+    got = torch.tensor(redo(where.tolist()), dtype=torch.float64).to(vals[0].device)
+    at = tuple(where.t())
+    for k, y in enumerate(vals):
+        y[at] = got[:, k]
+    return vals, len(where)
+
+
+def _rounded_to(dtype):
+    """The dtypes whose roundings _exact_round makes the C library's: float32 (roper's tables;
+    a float64 table rounds to roper's float32 one) and dtype when it is narrower."""
+    return (torch.float32,) if dtype in (torch.float32, torch.float64) else (torch.float32, dtype)
+
+
+def _position_tensor(positions):
+    """(checks) (P, A): the positions (as read_positions takes them) as an int64 tensor [n,
+    max(A, 1)] and their axes A; a range or an integer tensor without reading entry by entry
+    (the same verdicts: within +-2^53), anything else through read_positions (its messages)."""
+    if isinstance(positions, range):
+        if len(positions) and not (-MAX_POS <= min(positions[0], positions[-1]) and
+                                   max(positions[0], positions[-1]) <= MAX_POS):
+            return _position_tensor(list(positions))
+        return torch.arange(positions.start, positions.stop, positions.step,
+                            dtype=torch.int64).reshape(-1, 1), 0
+    if isinstance(positions, torch.Tensor) and not positions.is_floating_point() and \
+            positions.dtype != torch.bool and not positions.is_complex() and \
+            (positions.dim() == 1 or (positions.dim() == 2 and
+                                      1 <= positions.shape[1] <= MAX_AXES)) and \
+            (positions.numel() == 0 or positions.abs().max().item() <= MAX_POS):
+        P = positions.detach().to("cpu", torch.int64)
+        return P.reshape(-1, 1) if P.dim() == 1 else P, 0 if P.dim() == 1 else P.shape[1]
+    rows, A = read_positions(positions)
+    return torch.tensor(rows, dtype=torch.int64).reshape(len(rows), max(A, 1)), A
+
+
+def tables(d_rot, base, positions, f=None, c=1.0, side=1, dtype=torch.float32, learned=None,
+           device=None):
     """(numerics) cos, sin [n, d_rot/2] for the positions (an iterable of ints, or of n lists of A =
-    1 to 3 ints: vector positions, mapped to the pairs by f.axes): m cos(a) and m sin(a), a the
-    angle of pair i, c p theta'_i (p the position on the pair's axis) or c sum_a p_a W[a][i] with
-    axes mixed, m the xPos magnitude zeta_i^(side p / scale_base) (1 without xPos); with own angles,
-    the angle of position p on pair i is c angles[p][i]. Computed in float64, rounded to dtype
-    (rp_rope_freq_tables).
+    1 to 3 ints: vector positions, mapped to the pairs by f.axes; or a tensor [n] or [n x A] of
+    ints): m cos(a) and m sin(a), a the angle of pair i, c p theta'_i (p the position on the
+    pair's axis) or c sum_a p_a W[a][i] with axes mixed, m the xPos magnitude zeta_i^(side p /
+    scale_base) (1 without xPos); with own angles, the angle of position p on pair i is c
+    angles[p][i]. Computed in float64 by torch's vector functions on device (default the CPU),
+    block by block of rows, rounded to dtype: in float32 (and a float64 table rounded to
+    float32) roper's tables (rp_rope_freq_tables) bit for bit, the entries whose rounding torch's
+    functions could change recomputed with the C library's (_exact_round); the float64 values are
+    within LIBM_REL of the C library's.
 
     learned: learned frequencies (learn_freq's rope.freq, replacing the scheme's; f then has no
     scaling and no angles): row 0, a tensor of at least d_rot/2 theta_i, or with axes mixed rows
     0 .. A-1, W [A, >= d_rot/2]: the angles by torch's float64 ops in the same order,
-    differentiable in them. torch's cos and sin may differ from the C library's in the last bit
-    of a float64, so these tables are roper's within a float32 ulp rather than bit for bit."""
+    differentiable in them, on learned's device. torch's cos and sin may differ from the C
+    library's in the last bit of a float64, so these tables are roper's within a float32 ulp
+    rather than bit for bit."""
     half = d_rot // 2
-    rows, A = read_positions(positions)
-    check(f, A, d_rot, max((max(r) for r in rows), default=0))
-    n = len(rows)
+    P, A = _position_tensor(positions)
+    n = P.shape[0]
+    check(f, A, d_rot, P.max().item() if n else 0)
     at = [site(f, A, i, d_rot) for i in range(half)]
     xg = f.xpos if f is not None else 0.0
     sb = f.xpos_scale_base if f is not None else 1.0
     mixed = f is not None and f.axes == "mixed"
-    # xPos's magnitudes run along a scalar position (row[0]: no xPos with A > 1); None without
-    m = [[_magnitude(i, d_rot, row[0], side, xg, sb) for i in range(half)] for row in rows] \
-        if xg > 0.0 else None
+    dev = learned.device if learned is not None else torch.device(device or "cpu")
+    axis = [max(s[0], 0) for s in at]
+    one_axis = all(x == axis[0] for x in axis)
+    zeta = torch.tensor([(2.0 * i / d_rot + xg) / (1.0 + xg) for i in range(half)],
+                        dtype=torch.float64, device=dev)
+
+    def cols(cp, th):  # c p (the pair's axis) theta: th [half] or [rows, half]
+        return (cp[:, axis[0]:axis[0] + 1] if one_axis else cp[:, axis]) * th
+
+    def mixed_angles(cp, W):  # sum_a (c p_a) W[a][i], in the order of the axes
+        a = cp[:, 0:1] * W[0]
+        for b in range(1, cp.shape[1]):
+            a = a + cp[:, b:b + 1] * W[b]
+        return a
+
+    def magnitudes(Pd):  # xPos's, along a scalar position (no xPos with A > 1); None without
+        return torch.pow(zeta[None, :], ((float(side) * Pd[:, 0]) / sb)[:, None]) \
+            if xg > 0.0 else None
+
     if learned is not None:
-        W = learned[:, :half].to(torch.float64) if mixed else None
-        th = None if mixed else learned[:half].to(torch.float64)
-        dev = learned.device
-        cp = torch.tensor([[c * float(p) for p in row] for row in rows], dtype=torch.float64,
-                          device=dev).reshape(n, max(A, 1))
-        cols = [cp[:, b:b + 1] for b in range(cp.shape[1])]
-        a = _angle(cols, (0,), None, W, slice(None)) if mixed else torch.cat(
-            [_angle(cols, at[i], th, None, slice(i, i + 1)) for i in range(half)], dim=1)
+        Pd = P.to(dev).to(torch.float64)  # exact: |p| <= 2^53
+        cp, m = c * Pd, magnitudes(Pd)    # c p_a, as roper's (c * (double)p)
+        a = mixed_angles(cp, learned[:, :half].to(torch.float64)) if mixed else \
+            cols(cp, learned[:half].to(torch.float64))
         if m is None:
             return torch.cos(a).to(dtype), torch.sin(a).to(dtype)
-        m = torch.tensor(m, dtype=torch.float64, device=dev).reshape(n, half)
         return (m * torch.cos(a)).to(dtype), (m * torch.sin(a)).to(dtype)
     ang = f.angles if f is not None else None
-    for row in rows if ang is not None else ():  # (Python would index a negative one from the end;
-        if row[0] < 0:                          # check() refused rows past the table's end)
-            raise ValueError(_say("pos_below_table", p=row[0]))
+    if ang is not None and n and P[:, 0].min().item() < 0:
+        p = P[(P[:, 0] < 0).nonzero()[0, 0], 0].item()  # the first (Python would index from the
+        raise ValueError(_say("pos_below_table", p=p))  # end; check() refused rows past it)
+    per_pos = ang is None and not mixed and f is not None and scaling(f).per_position
+    th = None if ang is not None or mixed or per_pos else \
+        [_theta_of(f, i, at[i], base, 0) for i in range(half)]
     W = f.mix if mixed else None
-    per_pos = ang is None and f is not None and scaling(f).per_position
-    th = None if ang is not None or mixed else [_theta_of(f, i, at[i], base, 0)
-                                                  for i in range(half)]
-    cos, sin = [], []
-    for r, row in enumerate(rows):
-        if per_pos:
-            th = theta(d_rot, base, f, row[0], A)
-        cp = [c * float(p) for p in row]
-        rc, rs = [], []
-        for i in range(half):
-            a = c * ang[row[0]][i] if ang is not None else _angle(cp, at[i], th, W, i)
-            mag = m[r][i] if m is not None else 1.0
-            rc.append(mag * math.cos(a))
-            rs.append(mag * math.sin(a))
-        cos.append(rc)
-        sin.append(rs)
-    shape = (n, half)
-    return (torch.tensor(cos, dtype=torch.float64).reshape(shape).to(dtype),
-            torch.tensor(sin, dtype=torch.float64).reshape(shape).to(dtype))
+    own = torch.tensor([row[:half] for row in (ang if ang is not None else W)],
+                       dtype=torch.float64, device=dev) if ang is not None or mixed else None
+    t = torch.tensor(th if th is not None else [_unscaled(f, i, at[i], base)
+                                                for i in range(half)],
+                     dtype=torch.float64, device=dev)
+    rounded = _rounded_to(dtype)
+    out_cos = torch.empty(n, half, dtype=dtype, device=dev)
+    out_sin = torch.empty(n, half, dtype=dtype, device=dev)
+    step = max(1, (_BLOCK if dev.type == "cpu" else 64 * _BLOCK) // max(half, 1))
+    for lo in range(0, n if half else 0, step):  # blocks of rows: small temporaries
+        Pb = P[lo:lo + step]
+        Pd = Pb.to(dev).to(torch.float64)  # exact: |p| <= 2^53
+        cp = c * Pd                        # c p_a, as roper's (c * (double)p)
+        m = magnitudes(Pd)
+        thb = None
+        if ang is not None:
+            a = c * own[Pb[:, 0].to(dev)]
+        elif mixed:
+            a = mixed_angles(cp, own)
+        elif per_pos:  # each position its own theta'_i (the scaling's formula on a column)
+            thb = torch.stack([torch.as_tensor(_theta_of(f, i, at[i], base, Pd[:, 0]),
+                                               dtype=torch.float64, device=dev)
+                               .expand(Pb.shape[0]) for i in range(half)],
+                              dim=1).reshape(Pb.shape[0], half)
+            a = cols(cp, thb)
+        else:
+            a = cols(cp, t)
+        cos, sin = torch.cos(a), torch.sin(a)
+        if m is not None:
+            cos, sin = cos.mul_(m), sin.mul_(m)
+        # each value within LIBM_REL of itself (ulps of the result: both libraries bound their
+        # errors so); a per-position theta'_i from torch's pow (where it is not theta_i
+        # itself, which takes no pow: dynamic below its length) puts the angle within
+        # ANGLE_REL |a| of roper's, which moves the value by up to m ANGLE_REL |a| more; far
+        # angles are always redone
+        far = None
+        if thb is not None:
+            far = (a.abs() * ANGLE_REL).masked_fill_(thb == t, 0.0)
+            if m is not None:
+                far.mul_(m)
+        huge = a.numel() and max(-a.min().item(), a.max().item()) > FAR
+        bounds = [LIBM_REL, LIBM_REL]
+        if far is not None or huge:
+            bounds = []
+            for y in (cos, sin):
+                bd = y.abs().mul_(LIBM_REL)
+                if far is not None:
+                    bd.add_(far)
+                bounds.append(bd.masked_fill_(a.abs() > FAR, math.inf) if huge else bd)
+
+        def redo(index, lo=lo):  # roper's entries, by the C library's functions (scalar code)
+            rows = P[[lo + r for r, _ in index]].tolist()
+            out = []
+            for row, (_, i) in zip(rows, index):
+                if ang is not None:
+                    x = c * ang[row[0]][i]
+                else:
+                    tt = th if not per_pos else {i: _theta_of(f, i, at[i], base, row[0])}
+                    x = _angle([c * float(p) for p in row], at[i], tt, W, i)
+                mag = _magnitude(i, d_rot, row[0], side, xg, sb)
+                out.append((mag * math.cos(x), mag * math.sin(x)))
+            return out
+
+        (cos, sin), _ = _exact_round([cos, sin], bounds, redo, rounded)
+        out_cos[lo:lo + step] = cos
+        out_sin[lo:lo + step] = sin
+    return out_cos, out_sin
 
 
 def rotate(x, cos, sin, d_rot, pairing="half", sign=1):
@@ -573,14 +735,29 @@ def rotate(x, cos, sin, d_rot, pairing="half", sign=1):
     return torch.cat([y, rest], dim=-1)
 
 
+def sincos_table(T, freqs, layout, dtype=torch.float32):
+    """(numerics) A table [T, len(layout)] of sines and cosines of t freqs[j] at t = 0 .. T-1:
+    column k is sin (layout[k] == "s") or cos ("c") of t freqs[j[k]] (j[k] = the column's
+    frequency, layout a string of "s"/"c" with freqs per column), computed as roper computes its
+    sinusoidal tables (float64 with the C library's sin and cos, rounded to dtype: bit for bit
+    in float32 by _exact_round)."""
+    w = torch.tensor(freqs, dtype=torch.float64)
+    a = torch.arange(T, dtype=torch.float64)[:, None] * w[None, :]
+    is_sin = torch.tensor([ch == "s" for ch in layout], dtype=torch.bool)
+    y = torch.where(is_sin, torch.sin(a), torch.cos(a)).reshape(T, len(layout))
+
+    def redo(index):
+        return [((math.sin if layout[k] == "s" else math.cos)(float(t) * freqs[k]),)
+                for t, k in index]
+
+    bound = (y.abs() * LIBM_REL).masked_fill(a.abs() > FAR, math.inf) \
+        if a.numel() and a.abs().max().item() > FAR else LIBM_REL
+    (y,), _ = _exact_round([y], [bound], redo, _rounded_to(dtype))
+    return y.to(dtype)
+
+
 def sinusoidal(T, d, base=10000.0, dtype=torch.float32):
     """(numerics) Vaswani et al.'s table [T, d]: [t][2i] = sin(t / base^(2i/d)), [t][2i+1] =
-    cos(...) (rp_sinusoidal_forward: float64, rounded to dtype)."""
-    rows = []
-    for t in range(T):
-        row = []
-        for j in range(d):
-            w = math.pow(base, -(j - j % 2) / d)
-            row.append(math.sin(t * w) if j % 2 == 0 else math.cos(t * w))
-        rows.append(row)
-    return torch.tensor(rows, dtype=torch.float64).reshape(T, d).to(dtype)
+    cos(...) (rp_sinusoidal_forward: float64, rounded to dtype; sincos_table)."""
+    return sincos_table(T, [math.pow(base, -(j - j % 2) / d) for j in range(d)],
+                        "sc" * (d // 2) + "s" * (d % 2), dtype)

@@ -445,6 +445,86 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       end
     end)
 
+  -- The tables of long contexts: 4,096 positions and 200 far ones (up to 2^40) on 128 features,
+  -- every scaling, the angle factor of roper_legacy's values and xPos's key side; vectorised in
+  -- torch, each entry whose float32 rounding torch's float64 functions could change recomputed
+  -- with the C library's (rotary._exact_round).
+  local LONG = {}
+  do
+    local g = rp.rng(61)
+    for p = 0, 4095 do LONG[#LONG + 1] = p end
+    for _ = 1, 200 do LONG[#LONG + 1] = math.floor(g:uniform() * 2 ^ 40) end
+  end
+  local LONG_SETS = {
+    {}, { scale = 2 }, { base = 500000 },
+    { scaling = "pi", scaling_factor = 4 },
+    { scaling = "ntk", scaling_factor = 8 },
+    { scaling = "dynamic", scaling_factor = 4, orig_len = 1024 },
+    { scaling = "llama3", scaling_factor = 8, orig_len = 1024, base = 500000 },
+    { scaling = "yarn", scaling_factor = 16, orig_len = 512 },
+    { scaling = "yarn", scaling_factor = 4, orig_len = 512, yarn_ramp = "dims",
+      attention_factor = 1.5 },
+    { xpos = 0.4, xpos_scale_base = 512 },
+    { xpos = 0.4, xpos_scale_base = 512, xpos_side = -1, scale = 2 },
+    { xpos = 0.4, xpos_scale_base = 512, xpos_side = -1, scaling = "dynamic",
+      scaling_factor = 2, orig_len = 1024 },
+  }
+  -- (xPos's magnitudes overflow float32 past some 10^4 positions: its sets take the first 4,096)
+  local function long_positions(o)
+    return o.xpos and { table.unpack(LONG, 1, 4096) } or LONG
+  end
+
+  -- The companion's long tables for LONG_SETS (each entry's extra keys: dtype, perturb) against
+  -- rp.rope.angles; returns the number of entries that differ over all sets, and the companion's
+  -- lines ("<i> redone <n>").
+  local function long_tables(extra)
+    local manifest = {}
+    for i, o in ipairs(LONG_SETS) do
+      local e = { positions = long_positions(o), d_rot = 128, opts = o,
+                  cos = d .. "/lcos" .. i .. ".npy", sin = d .. "/lsin" .. i .. ".npy" }
+      for k, v in pairs(extra) do e[k] = v end
+      manifest[i] = e
+    end
+    h.write(d .. "/long.json", cjson.encode(manifest))
+    local out, err, code = py { "tables", d .. "/long.json" }
+    assert.equal(0, code, err)
+    local differ = 0
+    for i, o in ipairs(LONG_SETS) do
+      local rc, rs = rp.rope.angles(long_positions(o), 128, o)
+      local pc, ps = assert(rp.load(manifest[i].cos)), assert(rp.load(manifest[i].sin))
+      for _, pair in ipairs { { rc, pc }, { rs, ps } } do
+        assert.same(pair[1]:shape(), pair[2]:shape())
+        local a, b = pair[1]:totable(), pair[2]:totable()
+        for r, row in ipairs(a) do
+          for j, v in ipairs(row) do
+            if v ~= b[r][j] then differ = differ + 1 end
+          end
+        end
+      end
+    end
+    return differ, out
+  end
+
+  it("long tables (4,296 positions to 2^40, 128 features, every scaling, xPos's sides, v's "
+    .. "angle factor) are rp.rope.angles's bit for bit, in float32 and in float64 rounded",
+    function()
+      if not ok then return pending(why) end
+      assert.equal(0, (long_tables {}))
+      assert.equal(0, (long_tables { dtype = "float64" }))
+    end)
+
+  it("long tables stay rp.rope.angles's bit for bit when torch's cos, sin and pow err by 2^-32 "
+    .. "and the bounds say 2^-30 (the entries near a float32 boundary redone); with no bound "
+    .. "they differ", function()
+    if not ok then return pending(why) end
+    local differ, out = long_tables { perturb = { rel = 2 ^ -32, bound = 2 ^ -30 } }
+    assert.equal(0, differ)
+    for line in out:gmatch("[^\n]+") do  -- every set redid some entries
+      assert.is_true(tonumber(line:match("redone (%d+)")) > 0, line)
+    end
+    assert.is_true((long_tables { perturb = { rel = 2 ^ -32, bound = 0 } }) > 1000)
+  end)
+
   it("refuses the schemes rp.rope.angles refuses in core with its messages (the own tables, the "
     .. "axes and the widths: schema.json's freq_checks)", function()
     if not ok then return pending(why) end
@@ -503,6 +583,98 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       assert.is_true(tonumber(diff) < 1e-12, out)
     end
     assert.equal(2, n, out)
+  end)
+
+  -- torch's fused scaled_dot_product_attention (2.1 and later) replaces the explicit softmax for
+  -- the modes whose scores have no additive term; Debian's torch 1.13 has none, so the test puts
+  -- PyTorch's documented reference of it in its place (torch_companion.py's reference_sdpa) and
+  -- checks the model's logits and gradients against the explicit path's.
+  it("the fused attention path (a reference scaled_dot_product_attention in torch's place) gives "
+    .. "the explicit path's logits and gradients; the relative modes, ALiBi and linear "
+    .. "attention keep the explicit path", function()
+    if not ok then return pending(why) end
+    local fused = { none = true, sinusoidal = true, learned = true, rope = true, roper = true,
+                    roper_legacy = true }
+    local names = { "rope", "rope_interleaved_base500", "roper", "roper_partial",
+                    "roper_post_gelu", "roper_legacy", "roper_legacy_qvo_interleaved",
+                    "roper_yarn", "roper_xpos", "rope_xpos_yarn_interleaved", "roper_dynamic",
+                    "roper_yarn_dims_af", "rope_learn_freq", "roper_grid", "roper_mixed",
+                    "roper_angles", "none", "sinusoidal", "learned", "shaw", "xl", "t5",
+                    "deberta", "alibi", "linear_rope_after", "linear_roper_partial" }
+    local cases = {}
+    for i, name in ipairs(names) do
+      cases[i] = { name = name, cfg = cfg_of(case_named(name)) }
+    end
+    h.write(d .. "/fused.json", to_json(cases))
+    local out, err, code = py { "fused", d .. "/fused.json" }
+    assert.equal(0, code, err)
+    local seen = 0
+    for line in out:gmatch("[^\n]+") do
+      local name, calls, l32, g32, l64, g64 =
+        line:match("^(%S+) calls (%d+) f32 (%S+) (%S+) f64 (%S+) (%S+)$")
+      if name then
+        seen = seen + 1
+        local cfg = case_named(name)[2]
+        local want = fused[cfg.pe] and cfg.attention ~= "linear"
+        -- each layer's attention once a forward pass, in float32 and in float64
+        assert.equal(want and 2 * BASE.layers or 0, tonumber(calls), line)
+        assert.is_true(tonumber(l32) <= 1e-5 and tonumber(g32) <= 1e-5, line)
+        assert.is_true(tonumber(l64) <= 1e-12 and tonumber(g64) <= 1e-12, line)
+      end
+    end
+    assert.equal(#names, seen, out)
+    -- the comparison sees a wrong fused path: one without the causal mask moves the logits
+    assert.is_true(tonumber(out:match("control %S+ without the causal mask: f32 (%S+)")) > 1e-3,
+                   out)
+    -- torch's own function against the reference, where this torch has it
+    local real = out:match("torch sdpa: max |torch's %- reference| (%S+)")
+    assert.is_true(real ~= nil and tonumber(real) < 1e-12 or out:find("torch sdpa: none") ~= nil,
+                   out)
+  end)
+
+  -- The README's PyTorch sentence: its addition model, trained by its own command (1000 steps),
+  -- then load_roper on 4 batches of 16 problems; the ids as roper saves them (float32 .npy)
+  -- need .long() first. Measured: 1.7e-5 at most (logits up to 12.5; float32 sums in another
+  -- order), against the README's "within 5e-5".
+  it("the README's addition model, trained by its command: load_roper's logits within 5e-5 of "
+    .. "roper's on its problems; roper's saved ids are float32 and need .long()", function()
+    if not ok then return pending(why) end
+    local readme = assert(h.read("README.md"))
+    local cmd = "build/roper scripts/train.lua --task addition --max-digits 2 --pe roper "
+      .. "--lr 3e-3 --steps 1000 --save runs/add.ckpt"
+    assert.truthy(readme:find("\n" .. cmd .. "\n", 1, true), "the README's training command")
+    local flat = readme:gsub("%s+", " ")  -- the README's sentences across its line breaks
+    assert.truthy(flat:find("`load_roper(path)` gives logits within 5e-5 of roper's", 1, true))
+    assert.truthy(flat:find("are float32 .npy, so PyTorch takes them after `.long()`", 1, true))
+    local ckpt = d .. "/add.ckpt"
+    local so, se, code = h.run(cmd:gsub("^build/roper", h.sh_quote(h.BIN))
+      :gsub("runs/add%.ckpt$", h.sh_quote(ckpt)))
+    assert.equal(0, code, so .. se)
+    local m = assert(rp.load(ckpt))
+    assert.is_true(m:save_safetensors(d .. "/add.safetensors"))
+    local task = rp.tasks.addition { max_digits = 2, seq_len = m:config().seq_len }
+    local g, args = rp.rng(61), {}
+    for i = 1, 4 do
+      local x = task:batch(16, g)
+      local ids, logits = d .. "/add_ids" .. i .. ".npy", d .. "/add_logits" .. i .. ".npy"
+      assert(x:save(ids))  -- roper's default: float32
+      assert(m:forward(x):save(logits))
+      for _, a in ipairs { d .. "/add.safetensors", ids, logits } do args[#args + 1] = a end
+    end
+    local out, err, rc = py { "readme_ids", table.unpack(args) }
+    assert.equal(0, rc, err)
+    local n, worst = 0, 0
+    for line in out:gmatch("[^\n]+") do
+      if line:find("^ids ") then assert.equal("ids float32", line) end
+      if line:find("^as they are") then assert.equal("as they are: RuntimeError", line) end
+      local diff = line:match("max |companion %- roper| (%S+),")
+      if diff then
+        n, worst = n + 1, math.max(worst, tonumber(diff))
+      end
+    end
+    assert.equal(4, n, out)
+    io.write(("\n  the README's addition model: max |roper - companion| %.2e\n"):format(worst))
+    assert.is_true(worst <= 5e-5, out)
   end)
 
   it("save_roper writes a file rp.load reads back: the config and every parameter bit for bit",

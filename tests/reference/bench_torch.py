@@ -13,6 +13,13 @@ q and k with rotate-half pairing, RoPER rotating v and the output back) with ben
 one step = forward + mean cross-entropy + backward + Adam, batch of random tokens (vocab 32).
 Reported: the best of the timed steps after one warm-up (P: one step), like bench_train. Not run
 by the tests (they check the companion's numbers against roper: torch_companion_spec.lua).
+
+First it times the companion's cos/sin tables as a long context's first forward pass builds them
+(RotaryAttention.tables, pe roper: the four placements q, k, v, o of one 128-feature head at
+131,072 positions, float32, on the CPU), for plain RoPER, Llama 3.1's scaling, dynamic NTK and
+xPos: one line each, "tables <scheme> <positions> x <features> x 4: <s> s". On torch 2.1 and
+later the model's attention is torch's fused scaled_dot_product_attention (roper_torch.model.sdpa:
+the modes without additive scores); on 1.13 its explicit softmax: the line "attention" says which.
 """
 import math
 import os
@@ -23,7 +30,27 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-from roper_torch import RoperTransformer  # noqa: E402
+from roper_torch import RotaryAttention, RoperTransformer  # noqa: E402
+import roper_torch.model  # noqa: E402
+
+TABLE_POSITIONS, TABLE_FEATURES = 131072, 128
+TABLE_SCHEMES = {  # name: the config's scaling keys (Llama 3.1's own values; dynamic past 8k)
+    "roper": {},
+    "llama3": {"scaling": "llama3", "scaling_factor": 8, "orig_len": 8192, "low_freq_factor": 1,
+               "high_freq_factor": 4, "base": 500000},
+    "dynamic": {"scaling": "dynamic", "scaling_factor": 4, "orig_len": 8192},
+    "xpos": {"xpos": 0.4, "xpos_scale_base": 512},
+}
+
+
+def time_tables(name, n=TABLE_POSITIONS, d=TABLE_FEATURES):
+    """The first call of a layer's tables at n positions (a fresh layer: nothing cached)."""
+    a = RotaryAttention(pe="roper", d_model=d, heads=1, seq_len=n, **TABLE_SCHEMES[name])
+    t0 = time.perf_counter()
+    tabs = a.tables(0, n)
+    dt = time.perf_counter() - t0
+    assert sorted(tabs) == ["k", "o", "q", "v"] and tabs["q"][0].shape == (n, d // 2)
+    print(f"  tables {name:<8} {n} x {d} x 4: {dt:7.3f} s", flush=True)
 
 CONFIGS = {  # name: d_model, heads, layers, d_ff, seq, batch, timed steps
     "S": (128, 4, 3, 512, 512, 16, 3),
@@ -62,6 +89,11 @@ def main():
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or os.cpu_count() or 1))
     names = sys.argv[1:] or list(CONFIGS)
     print(f"PyTorch {torch.__version__}, {torch.get_num_threads()} threads")
+    for scheme in TABLE_SCHEMES:
+        time_tables(scheme)
+    print("  attention: " + ("fused (torch's scaled_dot_product_attention)"
+                             if roper_torch.model.sdpa is not None else
+                             "explicit softmax (this torch has no fused attention with scale)"))
     for name in names:
         for pe in ("rope", "roper"):
             run(name, pe)

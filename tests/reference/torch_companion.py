@@ -17,6 +17,13 @@ python3-numpy) from the repo root.
         vector positions: axes, sections, mix): the companion's cos/sin tables
         (roper_torch.rotary.tables), written to "cos" and "sin" (.npy, float32).
 
+        An entry may hold "dtype": "float64" (the tables computed in float64, as RoPE and RoPER
+        cache them, then rounded to float32 for the file) and "perturb": {"rel", "bound"}:
+        torch's float64 cos, sin and pow made to err by rel (each value times 1 + rel or 1 - rel,
+        by the last bit of its float64) while rotary's LIBM_REL and ANGLE_REL are bound (the
+        case of a torch whose functions differ from the C library's by up to rel). One line
+        each: "<index> redone <entries recomputed with the C library's functions>".
+
     torch_companion.py checks MANIFEST.json
         MANIFEST: a JSON list of {"positions", "d_rot", "opts"} as for tables: rotary.tables of
         each; one line each, "ok" or the ValueError's message (rotary.check's refusals).
@@ -95,6 +102,21 @@ python3-numpy) from the repo root.
         torch.autograd.gradcheck of RoPER attention (float64; partial, interleaved, YaRN, xPos,
         an offset) against finite differences: prints "gradcheck ok" or fails.
 
+    torch_companion.py fused CASES.json
+        CASES: a JSON list of {"name", "cfg"} (rp.model configs): each model run forward and
+        backward (the loss of the copy task on fixed tokens) with roper_torch.model.sdpa set to
+        None (the explicit softmax) and to reference_sdpa (PyTorch's documented reference of
+        scaled_dot_product_attention, pure torch), in float32 and in float64; one line each,
+        "<name> calls <fused calls> f32 <max |logits diff|> <max |grad diff|> f64 <...> <...>".
+        Then "torch sdpa: none" or "torch sdpa: max |torch's - reference| <d>" (torch's own
+        function, when it has one, against the reference on causal and masked cases).
+
+    torch_companion.py readme_ids MODEL TOKENS LOGITS [...]
+        The README's use of token ids saved by roper (t:save: a float32 .npy): load_roper, then
+        x = torch.from_numpy(np.load(TOKENS)); prints "ids <dtype>", "as they are: <what the
+        model raises>" (float32 ids are no indices), and "after .long(): max |companion -
+        roper| <d>, largest |logit| <m>" against LOGITS (roper's, .npy).
+
     torch_companion.py train OUT LOGITS TOKENS
         A RoperTransformer with pe roper built in PyTorch, trained with Adam on a copy task
         (predict the token 3 places back); prints the loss of each of the first and last steps,
@@ -109,6 +131,7 @@ import sys
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
@@ -116,6 +139,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 from roper_torch import (Freq, RoPE, RoPER, RotaryAttention, RoperTransformer,  # noqa: E402
                          SafetensorsError, config, load_roper, read_safetensors, save_roper,
                          tables, write_safetensors)
+from roper_torch import model as model_mod, rotary  # noqa: E402
 from roper_torch.model import layout, param_count  # noqa: E402
 from roper_torch.stored import to_json  # noqa: E402
 
@@ -172,19 +196,64 @@ def freq_of_opts(o):
                 mix=o.get("mix"))
 
 
-def tables_with(e):
+def tables_with(e, dtype=torch.float32):
     o = e["opts"]
     return tables(e["d_rot"], o.get("base", 10000.0), e["positions"], freq_of_opts(o),
-                  c=o.get("scale", 1.0), side=o.get("xpos_side", 1))
+                  c=o.get("scale", 1.0), side=o.get("xpos_side", 1), dtype=dtype)
+
+
+class Perturbed:
+    """torch's float64 cos, sin and pow erring by rel (each value times 1 + rel or 1 - rel, by the
+    last bit of its float64), rotary's bounds LIBM_REL and ANGLE_REL set to bound, while in the
+    with block."""
+
+    def __init__(self, rel, bound):
+        self.rel, self.bound = rel, bound
+
+    def __enter__(self):
+        self.saved = (torch.cos, torch.sin, torch.pow, rotary.LIBM_REL, rotary.ANGLE_REL)
+        rel = self.rel
+
+        def err(fn):
+            def f(*args, **kw):
+                y = fn(*args, **kw)
+                if not isinstance(y, torch.Tensor) or y.dtype != torch.float64:
+                    return y
+                sign = (y.view(torch.int64) & 1).to(torch.float64) * 2.0 - 1.0
+                return y + y * (rel * sign)
+            return f
+        torch.cos, torch.sin, torch.pow = (err(g) for g in self.saved[:3])
+        rotary.LIBM_REL = rotary.ANGLE_REL = self.bound
+        return self
+
+    def __exit__(self, *exc):
+        torch.cos, torch.sin, torch.pow, rotary.LIBM_REL, rotary.ANGLE_REL = self.saved
 
 
 def tables_of(manifest):
     with open(manifest) as f:
         entries = json.load(f)
-    for e in entries:
-        cos, sin = tables_with(e)
-        np.save(e["cos"], cos.numpy())
-        np.save(e["sin"], sin.numpy())
+    redone = []
+    exact_round = rotary._exact_round
+
+    def counted(*args):
+        vals, n = exact_round(*args)
+        redone[-1] += n
+        return vals, n
+    rotary._exact_round = counted
+    for k, e in enumerate(entries, 1):
+        redone.append(0)
+        dtype = torch.float64 if e.get("dtype") == "float64" else torch.float32
+        p = e.get("perturb")
+        if p:
+            with Perturbed(p["rel"], p["bound"]):
+                cos, sin = tables_with(e, dtype)
+        else:
+            cos, sin = tables_with(e, dtype)
+        np.save(e["cos"], cos.float().numpy())
+        np.save(e["sin"], sin.float().numpy())
+        print("%d redone %d" % (k, redone[-1]))
+    rotary._exact_round = exact_round
 
 
 def checks(manifest):
@@ -488,6 +557,105 @@ def train(out, logits_out, tokens_out):
     return 0 if last < 0.5 * first else 1
 
 
+def readme_ids(model, tokens, ref):
+    m = load_roper(model).eval()
+    x = torch.from_numpy(np.load(tokens))
+    print("ids %s" % str(x.dtype).replace("torch.", ""))
+    try:
+        with torch.no_grad():
+            m(x)
+        print("as they are: taken")
+    except (RuntimeError, TypeError, IndexError) as e:
+        print("as they are: %s" % type(e).__name__)
+    with torch.no_grad():
+        out = m(x.long()).numpy()
+    want = np.load(ref)
+    print("after .long(): max |companion - roper| %.3g, largest |logit| %.3g"
+          % (float(np.abs(out - want).max()), float(np.abs(want).max())))
+
+
+def reference_sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                   scale=None):
+    """torch.nn.functional.scaled_dot_product_attention as PyTorch's documentation writes it
+    out (its signature and semantics, pure torch): softmax(q k^T scale + mask) v, scale 1 /
+    sqrt(E) when None, is_causal the lower triangle (row n sees keys 0 .. n), attn_mask a
+    boolean mask (True: kept) or an additive one, dropout_p on the weights."""
+    L, S = query.size(-2), key.size(-2)
+    s = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale
+    bias = torch.zeros(L, S, dtype=query.dtype, device=query.device)
+    if is_causal:
+        keep = torch.ones(L, S, dtype=torch.bool, device=query.device).tril()
+        bias = bias.masked_fill(~keep, float("-inf"))
+    if attn_mask is not None:
+        bias = bias.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool \
+            else bias + attn_mask
+    w = torch.softmax(query @ key.transpose(-2, -1) * s + bias, dim=-1)
+    if dropout_p > 0.0:
+        w = torch.dropout(w, dropout_p, train=True)
+    return w @ value
+
+
+def fused(path):
+    with open(path) as f:
+        cases = json.load(f)
+    calls = []
+
+    def counted(*args, **kw):
+        calls.append(1)
+        return reference_sdpa(*args, **kw)
+    saved = model_mod.sdpa
+    for e in cases:
+        torch.manual_seed(3)
+        m = RoperTransformer(e["cfg"])
+        T, V = m.cfg["seq_len"], m.cfg["vocab"]
+        tok = torch.randint(0, V, (2, T))
+        tgt = torch.roll(tok, 3, dims=1)  # the copy task: the token 3 places back
+        diffs = []
+        calls.clear()
+        for dtype in (torch.float32, torch.float64):
+            m.to(dtype)
+            got = []
+            for fn in (None, counted):
+                model_mod.sdpa = fn
+                m.zero_grad()
+                logits = m(tok)
+                F.cross_entropy(logits.reshape(-1, V), tgt.reshape(-1)).backward()
+                got.append((logits.detach(), [p.grad.clone() for p in m.parameters()]))
+            (l0, g0), (l1, g1) = got
+            diffs.append((l0 - l1).abs().max().item())
+            diffs.append(max((a - b).abs().max().item() for a, b in zip(g0, g1)))
+        model_mod.sdpa = saved
+        print("%s calls %d f32 %.3g %.3g f64 %.3g %.3g" % ((e["name"], len(calls)) + tuple(diffs)))
+    # the control: a fused function that drops the causal mask gives other logits (the
+    # comparison above sees a wrong fused path)
+    m = RoperTransformer(cases[0]["cfg"])
+    tok = torch.randint(0, m.cfg["vocab"], (2, m.cfg["seq_len"]))
+    with torch.no_grad():
+        model_mod.sdpa = None
+        want = m(tok)
+        model_mod.sdpa = lambda *args, **kw: reference_sdpa(*args, **dict(kw, is_causal=False))
+        got = m(tok)
+    model_mod.sdpa = saved
+    print("control %s without the causal mask: f32 %.3g" % (cases[0]["name"],
+                                                              (want - got).abs().max().item()))
+    real = getattr(F, "scaled_dot_product_attention", None)
+    if real is None or model_mod._fused() is None:
+        print("torch sdpa: none")
+        return 0
+    torch.manual_seed(4)
+    worst = 0.0
+    for L, S in ((7, 7), (1, 5), (5, 5)):
+        q, k, v = (torch.randn(2, 3, n, 8, dtype=torch.float64) for n in (L, S, S))
+        mask = torch.rand(L, S) > 0.3
+        mask[:, 0] = True
+        for kw in ({"is_causal": L == S}, {"attn_mask": mask}, {"scale": 0.3},
+                   {"attn_mask": torch.randn(L, S, dtype=torch.float64)}):
+            worst = max(worst, (real(q, k, v, **kw) - reference_sdpa(q, k, v, **kw)).abs()
+                        .max().item())
+    print("torch sdpa: max |torch's - reference| %.3g" % worst)
+    return 0
+
+
 def main():
     torch.set_num_threads(1)
     a = sys.argv[1:]
@@ -501,7 +669,8 @@ def main():
             "stored": (stored, 1, True), "loads": (loads, 1, True),
             "edges": (edges, 0, False), "train": (train, 3, False),
             "rope": (rope_cases, 1, False), "rope_grad": (rope_grad, 0, False),
-            "rope_edges": (rope_edges, 0, False)}
+            "rope_edges": (rope_edges, 0, False), "fused": (fused, 1, False),
+            "readme_ids": (readme_ids, 3, True)}
     if not a or a[0] not in cmds:
         sys.stderr.write(__doc__)
         sys.exit(2)
