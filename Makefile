@@ -38,7 +38,7 @@
 #   make install    the REPL, the scripts, the PyTorch companion, the Lua module, the C library
 #                   (static and shared) with its headers and roper.pc, the man page; PREFIX
 #                   (/usr/local) and DESTDIR as usual; make uninstall removes exactly what it
-#                   installed (see "install" below)
+#                   installed and the bytecode Python wrote for its modules (see "install" below)
 #   PORTABLE=1      the portable build in build-portable/: -march=x86-64-v3 and OpenBLAS's Haswell
 #                   kernels on every CPU, so a run gives the same bits on every such machine
 #                   (slower on AVX-512 CPUs; docs/experiments.md "Runs that reproduce anywhere")
@@ -371,7 +371,9 @@ bench-torch: deps all
 # lua5.4's package.cpath for both /usr/local and /usr (pkg-config's INSTALL_CMOD of lua5.4 is
 # Debian's multiarch folder, which lua5.4 searches under /usr only). The installs build only what
 # they copy, from $(BUILD) (SANITIZE=1: build-san). packaging/install.sh copies, and records what
-# it wrote and the folders it made in $(MANIFEST); make uninstall removes exactly those.
+# it wrote and the folders it made in $(MANIFEST); make uninstall removes exactly those, and the
+# bytecode that Python wrote for the installed .py files (__pycache__/NAME.*.pyc beside them, as
+# Debian's py3clean removes a package's: importing the companion or the kernel writes it).
 PREFIX = /usr/local
 BINDIR = $(PREFIX)/bin
 LIBDIR = $(PREFIX)/lib

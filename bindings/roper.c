@@ -14,10 +14,12 @@
  * model_keys, pe_modes, model_unused, hf_rope (core's config schema and mode table:
  * lrp_model_internals in roper.h), optim_keys (the optimiser's keys: lrp_optim_internals),
  * i32_max = RP_I32_MAX, build_kind = rp_build_kind(), build_target = rp_build_target(),
- * tokenizer = rp_tok_available() == 1, path_kind = f, read_file = f, write_file = f, clock = f }
+ * tokenizer = rp_tok_available() == 1, path_kind = f, read_file = f, write_file = f, clock = f,
+ * mem_available = f }
  * (is_live(t) is true for a tensor that has not been released; path_kind(path) tells what is at
  * a path without opening it; read_file and write_file are core/io/fileio.h's reading and atomic
- * writing, for the Lua parts' own files; clock() is core's rp_clock_seconds, for durations). What a Lua module shares with the others is its return
+ * writing, for the Lua parts' own files; clock() is core's rp_clock_seconds, for durations;
+ * mem_available() is core's rp_mem_available, nil when unknown). What a Lua module shares with the others is its return
  * value (the argument errors and checks: roper.args), never a field of this table.
  * Finally, when OpenBLAS runs slower kernels than it has for this CPU (its Prescott fallback, or
  * Haswell/Zen on an AVX-512 CPU: rp_blas_wanted_coretype), one warning line goes to stderr (once
@@ -32,6 +34,7 @@
 #include "args.h"
 #include "fileio.h"
 #include "roper.h"
+#include "sysmem.h"
 #include "tokenizer.h"
 #include "userdata.h"
 
@@ -123,6 +126,16 @@ static int l_write_file(lua_State *L)
 
 /* rp.memory() -> {held = bytes, peak = bytes}: core's count of the memory behind tensors, models
  * and optimisers (rp_mem_held, rp_mem_peak). */
+/* internals.mem_available() -> bytes | nil: the memory available (rp_mem_available), nil when it
+ * cannot be read. */
+static int l_mem_available(lua_State *L)
+{
+    int64_t avail = rp_mem_available();
+    if (avail < 0) return 0;
+    lua_pushinteger(L, (lua_Integer)avail);
+    return 1;
+}
+
 static int l_memory(lua_State *L)
 {
     int64_t held = rp_mem_held(), peak = rp_mem_peak();
@@ -303,7 +316,8 @@ LUAMOD_API int luaopen_roper(lua_State *L)
     static const luaL_Reg priv_funcs[] = {
         {"is_live", l_is_live},     {"path_kind", l_path_kind},
         {"read_file", l_read_file}, {"write_file", l_write_file},
-        {"clock", l_clock},         {NULL, NULL},
+        {"clock", l_clock},         {"mem_available", l_mem_available},
+        {NULL, NULL},
     };
     /* the metatables the Lua parts see, by their names in the private table */
     static const char *const metatables[][2] = {

@@ -177,10 +177,18 @@ static int tok_tostring(lua_State *L)
     return 1;
 }
 
-/* tok:encode(text[, {tensor = true}]) -> { ids } | tensor */
+/* tok:encode(text[, {tensor = true, continued = true}]) -> { ids } | tensor (continued: the text
+ * continues another, rp_tok_encode_continued) */
+static rp_status encode_with(rp_tok *t, int continued, const char *text, size_t len, int32_t *ids,
+                             int64_t cap, int64_t *n)
+{
+    return continued ? rp_tok_encode_continued(t, text, len, ids, cap, n)
+                     : rp_tok_encode(t, text, len, ids, cap, n);
+}
+
 static int tok_encode(lua_State *L)
 {
-    static const char *const known[] = {"tensor", NULL};
+    static const char *const known[] = {"tensor", "continued", NULL};
     check_tok(L, 1);
     if (lua_type(L, 2) != LUA_TSTRING)
         return lrp_argerror(L, 2, "text must be a string, got %s", lrp_describe(L, 2));
@@ -189,15 +197,20 @@ static int tok_encode(lua_State *L)
     if (len > MAX_TEXT) return lrp_argerror(L, 2, "text is longer than 1 GiB");
     lrp_checkopts(L, 3, known);
     int as_tensor = lrp_optboolean(L, 3, "tensor", 0);
+    int continued = lrp_optboolean(L, 3, "continued", 0);
+    if (continued && rp_tok_whitespace_suffix(check_tok(L, 1)))
+        return lrp_argerror(L, 3, "option 'continued': this model marks the ends of words "
+                            "(treat_whitespace_as_suffix), so a text cannot be encoded as the "
+                            "continuation of another");
     lua_settop(L, 3);
     int64_t cap = (int64_t)len + 16, n = 0;
     int32_t *ids = (int32_t *)lua_newuserdatauv(L, (size_t)cap * sizeof(int32_t), 0); /* 4 */
-    rp_status st = rp_tok_encode(check_tok(L, 1), text, len, ids, cap, &n);
+    rp_status st = encode_with(check_tok(L, 1), continued, text, len, ids, cap, &n);
     if (st == RP_OK && n > cap) { /* a normalization that lengthens the text */
         cap = n;
         ids = (int32_t *)lua_newuserdatauv(L, (size_t)cap * sizeof(int32_t), 0);
         lua_replace(L, 4);
-        st = rp_tok_encode(check_tok(L, 1), text, len, ids, cap, &n);
+        st = encode_with(check_tok(L, 1), continued, text, len, ids, cap, &n);
     }
     if (st == RP_ERR_ARG) return lrp_argerror(L, 2, "%s", rp_last_error());
     if (st != RP_OK) return lrp_raise(L, st);

@@ -7,12 +7,14 @@ Each notebook is made from one markdown file (SOURCES): its ```lua blocks become
 (notebooks/cells.lua splits them as the REPL reads them), the rest markdown cells; then nbclient
 runs it on the roper kernel (python/roper_kernel, running --bin), and the notebook is written with
 its outputs (pictures inline as PNG), so a reader sees them without running it. Any cell that
-fails stops it with the error (nbclient's CellExecutionError).
+fails stops it with the error (nbclient's CellExecutionError); a notebook that is not valid
+nbformat 4 (nbformat.validate) is never written.
 
---check makes and runs each notebook the same way and compares it with the committed file: the
-cells' sources exactly, and the outputs cell by cell: their kinds and MIME types, and their text
-with the numbers taken out (the values depend on the CPU's BLAS kernels and threads in the last
-digits; a picture's bytes on gnuplot's fonts); for the training notebook (BY_KIND) by kind only. It prints one line per notebook: "current NAME
+--check makes and runs each notebook the same way and compares it with the committed file, which
+must be valid nbformat 4 (nbformat.validate): the cells' sources exactly, and the outputs cell by
+cell: their kinds and MIME types, and their text with the numbers taken out (the values depend on
+the CPU's BLAS kernels and threads in the last digits; a picture's bytes on gnuplot's fonts); for
+the training notebook (BY_KIND) by kind only. It prints one line per notebook: "current NAME
 (S s)" or "stale NAME: why".
 """
 import argparse
@@ -73,11 +75,12 @@ def make(name, roper):
     client = NotebookClient(nb, kernel_name=spec.NAME, timeout=CELL_TIMEOUT,
                             resources={"metadata": {"path": ROOT}})
     client.execute()
-    for c in nb.cells:
+    for c in nb.cells:  # nbclient's timings out, so that a notebook made again is the same
         if c.cell_type == "code":
             c.metadata = {}
-            for o in c.outputs:
-                o.pop("metadata", None) if o.get("metadata") == {} else None
+    # nbformat 4 requires "metadata" on every execute_result and display_data output, empty or
+    # not (without it Jupyter, nbconvert and nbformat.validate refuse the file)
+    nbformat.validate(nb)
     return nb
 
 
@@ -136,6 +139,13 @@ def main(argv=None):
                 old = nbformat.read(path, as_version=4)
             except (OSError, ValueError) as e:
                 print("stale %s: cannot read %s: %s" % (name, path, e))
+                stale += 1
+                continue
+            try:
+                nbformat.validate(old)
+            except nbformat.ValidationError as e:
+                print("stale %s: not valid nbformat 4: %s (make notebooks writes it anew)"
+                      % (name, str(e).split("\n")[0]))
                 stale += 1
                 continue
             new_s, old_s = shape_of(nb, name in BY_KIND), shape_of(old, name in BY_KIND)

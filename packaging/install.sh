@@ -13,9 +13,11 @@
 # DESTDIR ("" for none) goes before every path; install creates it when missing (a fresh
 # staging folder). Missing folders are created. MANIFEST (a final path too) records every file
 # and link written (f) and every folder created under DESTDIR (d); a second install adds to it.
-# `uninstall` removes exactly the files and links of the manifest, the manifest, then the
-# folders it records when they are empty, deepest first: whatever was there before, or was
-# added since by someone else, stays.
+# `uninstall` removes exactly the files and links of the manifest, the bytecode that Python
+# wrote for its .py files (FOLDER/__pycache__/NAME.*.pyc, and that __pycache__ when it is left
+# empty, as Debian's py3clean does for a package's modules: importing an installed module writes
+# it unless PYTHONDONTWRITEBYTECODE is set), the manifest, then the folders it records when they
+# are empty, deepest first: whatever was there before, or was added since by someone else, stays.
 set -euo pipefail
 
 usage() {
@@ -115,7 +117,7 @@ install_all() {
 }
 
 uninstall_all() {
-    local f d
+    local f d cache name pyc
     if [ ! -f "$destdir$manifest" ]; then
         echo "nothing to uninstall: no $destdir$manifest (roper is not installed with this PREFIX)"
         return 0
@@ -126,6 +128,19 @@ uninstall_all() {
             rm -f "$destdir$f"
             echo "  removed $f"
         fi
+    done
+    # the bytecode of the installed modules (any interpreter's tag and optimisation level)
+    for f in "${files[@]}"; do
+        case "$f" in *.py) ;; *) continue ;; esac
+        cache="$destdir$(dirname "$f")/__pycache__"
+        name=$(basename "$f" .py)
+        [ -d "$cache" ] || continue
+        for pyc in "$cache/$name".*.pyc; do
+            [ -e "$pyc" ] || continue
+            rm -f "$pyc"
+            echo "  removed ${pyc#"$destdir"}"
+        done
+        if rmdir "$cache" 2>/dev/null; then echo "  removed ${cache#"$destdir"}/"; fi
     done
     rm -f "$destdir$manifest"
     # deepest first: a folder sorts after its parent, so reversed it comes before it

@@ -32,6 +32,7 @@
  *  - a line "?name" is help for name (torch7's trepl has the same shortcut): "?" alone lists the
  *    topics, "?rp.rope.rotate" or "?t.narrow" the help of that value, "?fraction_v" a search;
  *  - errors print a traceback and the session continues;
+ *  - exit() or quit() leaves as Ctrl-D does; the bare name prints how to leave (define_leave);
  *  - Ctrl-C at the prompt discards the line; during a computation it sets a hook that raises
  *    "interrupted!" at the next Lua instruction (lua.c's lstop). Code running inside C (a long
  *    sgemm) sees it when it returns to Lua; the third Ctrl-C in a row kills the process;
@@ -409,7 +410,53 @@ static int run_query(lua_State *L) {
     return report(L, status);
 }
 
-/* Reads and evaluates chunks until EOF. Returns the number of chunks that failed. */
+/* exit and quit, the REPL's globals (as Python's): exit() or quit() leaves the REPL as Ctrl-D
+ * does (the loop ends after that chunk: the history is kept, and piped input still exits 1 when a
+ * chunk failed); with arguments they are os.exit (exit(3)); the bare name prints how to leave.
+ * Defined by run_repl only where the global is nil (not in scripts, -e or the kernel). */
+static int g_leave = 0; /* exit() or quit() was called */
+
+static int leave_call(lua_State *L) { /* 1: the exit table itself, then the arguments */
+    int n = lua_gettop(L);
+    if (n <= 1) {
+        g_leave = 1;
+        return 0;
+    }
+    lua_getglobal(L, "os");
+    if (lua_type(L, -1) != LUA_TTABLE || lua_getfield(L, -1, "exit") != LUA_TFUNCTION)
+        return luaL_error(L, "os.exit is not available");
+    for (int i = 2; i <= n; i++) lua_pushvalue(L, i);
+    lua_call(L, n - 1, 0);
+    return 0;
+}
+
+static int leave_text(lua_State *L) {
+    lua_pushliteral(L, "exit() or quit() leaves, as Ctrl-D does (os.exit(code) with an exit status)");
+    return 1;
+}
+
+static void define_leave(lua_State *L) {
+    lua_newtable(L);
+    lua_createtable(L, 0, 3);
+    lua_pushcfunction(L, leave_call);
+    lua_setfield(L, -2, "__call");
+    lua_pushcfunction(L, leave_text);
+    lua_setfield(L, -2, "__tostring");
+    lua_pushliteral(L, "roper.exit");
+    lua_setfield(L, -2, "__name");
+    lua_setmetatable(L, -2);
+    for (int i = 0; i < 2; i++) {
+        const char *name = i == 0 ? "exit" : "quit";
+        if (lua_getglobal(L, name) == LUA_TNIL) {
+            lua_pushvalue(L, -2);
+            lua_setglobal(L, name);
+        }
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+}
+
+/* Reads and evaluates chunks until EOF (or exit()). Returns the number of chunks that failed. */
 static int run_repl(lua_State *L) {
     int failures = 0;
     const char *oldprogname = progname;
@@ -418,7 +465,9 @@ static int run_repl(lua_State *L) {
         repl_input_start(L);
         set_sigint(SIGMODE_PROMPT);
     }
-    for (;;) {
+    define_leave(L);
+    g_leave = 0;
+    while (!g_leave) {
         int status, r, at;
         lua_settop(L, 0);
         r = repl_pushline(L, 1);
@@ -768,7 +817,7 @@ static int pmain(lua_State *L) {
         g_interactive = isatty(STDIN_FILENO);
         if (g_interactive) {
             printf(PROGNAME " %s (" LUA_RELEASE ", OpenBLAS %s x%d)\n"
-                   "help() lists the topics, ?name is help on name, Ctrl-D exits\n",
+                   "help() lists the topics, ?name is help on name, Ctrl-D or exit() leaves\n",
                    RP_VERSION, rp_blas_core(), rp_blas_threads());
             fflush(stdout);
         }

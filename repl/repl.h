@@ -41,6 +41,9 @@ int repl_complete(lua_State *L, const char *text, void (*each)(const char *item,
 /* Where the word that ends at byte `at` of s starts (after the last of the REPL's word breaks:
  * blanks, operators, brackets, quotes, commas, "?"). */
 size_t repl_word_start(const char *s, size_t at);
+/* Where the word that starts at or before byte `at` of s[0 .. n) ends: the first word break at or
+ * after `at`, else n. Linear in the bytes it passes. */
+size_t repl_word_end(const char *s, size_t n, size_t at);
 
 /* Adds a chunk to the history (terminal sessions only; no empty lines, no consecutive repeats). */
 void repl_saveline(const char *line);

@@ -305,6 +305,11 @@ size_t repl_word_start(const char *s, size_t at) {
     return at;
 }
 
+size_t repl_word_end(const char *s, size_t n, size_t at) {
+    while (at < n && strchr(WORD_BREAKS, s[at]) == NULL) at++;
+    return at;
+}
+
 int repl_complete(lua_State *L, const char *text, void (*each)(const char *item, void *ud),
                   void *ud) {
     size_t n;

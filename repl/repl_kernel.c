@@ -20,6 +20,12 @@
  *   inspect      {"status":"ok","found":true,"text":T} or {"status":"ok","found":false}
  *   is_complete  {"status":"complete"|"incomplete"|"invalid"}
  *   a bad request {"status":"error","kind":"protocol","message":M}
+ * Framing: a request whose header declares more than 64 MiB, or an unknown verb, is skipped by its
+ * declared length (read and dropped) and gets one protocol error. A header line that does not
+ * declare a length (no verb and byte count, or longer than MAX_HEADER bytes) leaves no way to find
+ * the next request: it gets one protocol error, and the session ends (a line on stderr, exit
+ * status 1). No text of a refused request is ever read as a request. Completion and inspect look
+ * at a word of at most MAX_WORD bytes (no name is longer), in time linear in the cell.
  * What the cell prints goes to stdout and stderr as it is written, and stdout is flushed before
  * each reply, so everything a cell printed is in the pipe before its reply is. The requests are
  * read from a copy of stdin, and stdin itself becomes /dev/null: io.read() in a cell reads
@@ -27,7 +33,11 @@
  * (os.execute, io.popen), so a program left running never holds them open.
  *
  * SIGINT during a cell is the REPL's Ctrl-C ("interrupted!" at the next Lua instruction; the third
- * in a row ends the process); between requests it is ignored.
+ * in a row ends the process); between requests it is ignored. The Jupyter kernel starts roper in a
+ * session of its own and sends an interrupt to that whole process group, so a program the cell
+ * runs (os.execute, io.popen) gets it too, as a terminal's Ctrl-C reaches its foreground group:
+ * `os.execute("sleep 12")` ends at once and returns nil, "signal", 2 (system() ignores SIGINT in
+ * roper itself while it waits).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -45,6 +55,8 @@ static int g_reply_fd = 3;
 static FILE *g_requests; /* the requests: what was stdin */
 static const repl_eval *g_ev; /* repl.c's evaluation */
 #define MAX_REQUEST (64u << 20) /* bytes of one request's text */
+#define MAX_HEADER 256          /* bytes of a header line, its newline included */
+#define MAX_WORD 1024           /* bytes of a word that completion or inspect looks up */
 #define CELL "=cell"
 #define EOFMARK "<eof>"
 
@@ -318,7 +330,7 @@ static int do_complete(lua_State *L) {
     jb_lit(&b, "{\"status\":\"ok\",\"start\":");
     jb_lit(&b, num);
     jb_lit(&b, ",\"matches\":[");
-    if (!b.failed && start < len && strlen(code + start) == len - start)
+    if (!b.failed && start < len && len - start <= MAX_WORD && strlen(code + start) == len - start)
         repl_complete(L, code + start, add_match, &b);
     jb_lit(&b, "]}");
     lua_settop(L, 0);
@@ -334,10 +346,10 @@ static int do_inspect(lua_State *L, size_t cursor) {
     jbuf b = {0};
     if (cursor > len) cursor = len;
     start = repl_word_start(code, cursor);
-    end = cursor;
-    while (end < len && repl_word_start(code, end + 1) == start) end++;
+    end = repl_word_end(code, len, cursor);
     while (end > start && (code[end - 1] == '.' || code[end - 1] == ':')) end--;
-    if (end > start && g_ev->push_query(L)) {
+    if (end > start && end - start <= MAX_WORD && memchr(code + start, '\0', end - start) == NULL &&
+        g_ev->push_query(L)) {
         lua_pushlstring(L, code + start, end - start);
         if (g_ev->docall(L, 1, 2) == LUA_OK && lua_type(L, -2) == LUA_TSTRING) {
             size_t tl;
@@ -372,19 +384,98 @@ static int do_is_complete(lua_State *L) {
     return jb_send(&b);
 }
 
-/* Reads one request: pushes its text, sets verb (up to 15 characters) and cursor. Returns 1, 0 at
- * the end of stdin, -1 for a malformed header (the reply is sent here). */
+/* Reads and drops n bytes of the requests; returns 0, or -1 at their end. */
+static int skip_bytes(unsigned long long n) {
+    char buf[1 << 16];
+    while (n > 0) {
+        size_t k = n < sizeof buf ? (size_t)n : sizeof buf;
+        if (fread(buf, 1, k, g_requests) != k) return -1;
+        n -= k;
+    }
+    return 0;
+}
+
+/* Reads one header line into header[MAX_HEADER] (NUL-terminated, without its newline). Returns
+ * 1, 0 at the end of the requests before any byte, -1 for a line longer than MAX_HEADER (read up
+ * to MAX_HEADER bytes only) or cut by the end. */
+static int read_header(char header[MAX_HEADER]) {
+    size_t n = 0;
+    for (;;) {
+        int c = getc(g_requests);
+        if (c == EOF) {
+            if (n == 0) return 0;
+            header[n] = '\0';
+            return -1;
+        }
+        if (c == '\n') {
+            header[n] = '\0';
+            return 1;
+        }
+        if (n + 1 >= MAX_HEADER) {
+            header[n] = '\0';
+            return -1;
+        }
+        header[n++] = (char)c;
+    }
+}
+
+/* A decimal number of digits only at *p (no sign, no blank), advancing p; 0 when there is none
+ * or it passes 2^63. */
+static int parse_count(const char **p, unsigned long long *v) {
+    const char *s = *p;
+    unsigned long long x = 0;
+    if (*s < '0' || *s > '9') return 0;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        if (x > (1ull << 59)) return 0;
+        x = x * 10 + (unsigned long long)(*s - '0');
+    }
+    *v = x;
+    *p = s;
+    return 1;
+}
+
+/* Reads one request: pushes its text, sets verb (its first 15 characters) and cursor. Returns 1,
+ * 0 at the end of stdin (a request cut short included), -1 for a request refused and skipped by
+ * its declared length (the reply is sent here), -2 for a header that declares no length (the
+ * reply is sent here; the session must end: the next request cannot be found). */
 static int read_request(lua_State *L, char verb[16], size_t *cursor) {
-    char header[128];
+    char header[MAX_HEADER];
     unsigned long long n = 0, at = 0;
-    int fields;
+    const char *p = header;
+    size_t vl;
+    int got, ok;
     char *buf;
-    if (fgets(header, sizeof header, g_requests) == NULL) return 0;
-    fields = sscanf(header, "%15s %llu %llu", verb, &n, &at);
-    if (fields < 2 || n > MAX_REQUEST) {
-        send_protocol_error("bad request header (expected \"<verb> <bytes>[ <cursor>]\", at most 64 MiB)");
+    got = read_header(header);
+    if (got == 0) return 0;
+    /* "<verb> <bytes>[ <cursor>]": one blank between the fields, digits only */
+    vl = strcspn(header, " ");
+    p = header + vl;
+    ok = got > 0 && vl > 0 && *p == ' ';
+    if (ok) {
+        p++;
+        ok = parse_count(&p, &n);
+    }
+    if (ok && *p == ' ') {
+        p++;
+        ok = parse_count(&p, &at);
+    }
+    if (!ok || *p != '\0') {
+        send_protocol_error(got < 0 ? "bad request header (longer than 255 bytes): the session ends"
+                                    : "bad request header (expected \"<verb> <bytes>[ <cursor>]\"): "
+                                      "the session ends");
+        return -2;
+    }
+    if (n > MAX_REQUEST) {
+        char msg[128];
+        if (skip_bytes(n) != 0) return 0;
+        snprintf(msg, sizeof msg, "a request of %llu bytes is refused (at most 64 MiB; skipped)", n);
+        send_protocol_error(msg);
         return -1;
     }
+    /* a verb longer than any known one is unknown: its first 15 characters are kept */
+    if (vl > 15) vl = 15;
+    memcpy(verb, header, vl);
+    verb[vl] = '\0';
     *cursor = (size_t)at;
     buf = malloc(n + 1);
     if (buf == NULL) return 0;
@@ -429,6 +520,11 @@ int repl_kernel(lua_State *L, const repl_eval *ev) {
         lua_settop(L, 0);
         r = read_request(L, verb, &cursor);
         if (r == 0) return 0;
+        if (r == -2) {
+            fputs(PROGNAME " --kernel: a request header without its length; the session ends\n",
+                  stderr);
+            return 1;
+        }
         if (r < 0) continue;
         if (strcmp(verb, "execute") == 0) rc = do_execute(L);
         else if (strcmp(verb, "complete") == 0) rc = do_complete(L);

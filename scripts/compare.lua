@@ -48,21 +48,21 @@ local studies = require "lib.studies"
 -- help_examples_spec.lua runs them)
 local EXAMPLES = {
   { "RoPE against RoPER on substring by index, 3 seeds each",
-    "roper scripts/compare.lua --methods rope roper --seeds 3 --steps " .. "2000 --out runs/index" },
+    "build/roper scripts/compare.lua --methods rope roper --seeds 3 --steps " .. "2000 --out runs/index" },
   { "four methods on 3-digit addition, 5 seeds, every run's model kept",
-    "roper scripts/compare.lua --task addition --max-digits 3 --methods " .. "rope roper roper_legacy none --seeds 5 --steps 2000 --keep-models " .. "--out runs/addition" },
+    "build/roper scripts/compare.lua --task addition --max-digits 3 --methods " .. "rope roper roper_legacy none --seeds 5 --steps 2000 --keep-models " .. "--out runs/addition" },
   { "a method with keys of its own: RoPER rotating half of v and the output",
-    "roper scripts/compare.lua --task substring_prefix --methods rope " .. "roper roper:fraction_v=0.5 --seeds 5 --steps 1000 --out runs/fv" },
+    "build/roper scripts/compare.lua --task substring_prefix --methods rope " .. "roper roper:fraction_v=0.5 --seeds 5 --steps 1000 --out runs/fv" },
   { "trained on 2-digit addition, evaluated at 2 to 4 digits (scripts/lengths_report.lua "
     .. "runs/len: its tables)",
-    "roper scripts/compare.lua --task addition --max-digits 2 --methods rope roper --seeds 5 "
+    "build/roper scripts/compare.lua --task addition --max-digits 2 --methods rope roper --seeds 5 "
     .. "--steps 1000 --eval-lengths 2,3,4 --out runs/len" },
   { "one train.lua command per run, for GNU parallel or a cluster (then the same command without --print-commands collects them)",
-    "roper scripts/compare.lua --methods rope roper --seeds 10 --steps " .. "2000 --out runs/index10 --print-commands" },
+    "build/roper scripts/compare.lua --methods rope roper --seeds 10 --steps " .. "2000 --out runs/index10 --print-commands" },
 }
 
 cli.main("compare.lua", function()
-  local parser = cli.parser("roper scripts/compare.lua",
+  local parser = cli.parser("build/roper scripts/compare.lua",
     "Compare positional encodings over several seeds on one task (the write-up's protocol: "
     .. "10 runs per method, drop the worst, mean of the rest), with significance tests and "
     .. "loss-curve plots.", EXAMPLES)
@@ -432,6 +432,9 @@ cli.main("compare.lua", function()
       .. "both methods the same initialisation and data): a paired t-test and the exact "
       .. "sign-flip test.\n")
     md[#md + 1] = tables.markdown(tables.test_headers, test_rows)
+    -- the sign-flip floor is warned under the table of every pair, next
+    local warn = tables.test_warnings(summary_json.tests, { sign_flip = #diffs.rows == 0 })
+    if warn ~= "" then md[#md + 1] = warn end
   end
   -- every pair of methods: intervals, effect sizes, Holm
   summary_json.differences = diffs

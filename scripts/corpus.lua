@@ -28,16 +28,16 @@ end
 -- `make corpus` installs it and runs this script.
 local EXAMPLES = {
   { "any folder of text files, here the stored runs of a comparison (JSON and CSV), not cleaned",
-    "roper scripts/corpus.lua --input results/v2-index/runs --clean none --out data/runs" },
+    "build/roper scripts/corpus.lua --input results/v2-index/runs --clean none --out data/runs" },
   { "the same with a smaller size limit (a corpus above it is refused, nothing written)",
-    "roper scripts/corpus.lua --input results/v3-index/runs --clean none --max-bytes 2000000 "
+    "build/roper scripts/corpus.lua --input results/v3-index/runs --clean none --max-bytes 2000000 "
       .. "--out data/runs-small" },
   { "another folder; then train a language model on it: train.lua --task lm --corpus data/grid",
-    "roper scripts/corpus.lua --input results/grid2d/runs --clean none --out data/grid" },
+    "build/roper scripts/corpus.lua --input results/grid2d/runs --clean none --out data/grid" },
 }
 
 cli.main("corpus.lua", function()
-  local parser = cli.parser("roper scripts/corpus.lua",
+  local parser = cli.parser("build/roper scripts/corpus.lua",
     "Prepare a text corpus for language modelling: clean, split by document, checksum. Without "
       .. "--input: the Linux kernel's documentation (make corpus installs linux-doc-6.1 first).",
     EXAMPLES)

@@ -32,15 +32,15 @@ local args
 -- help_examples_spec.lua runs them)
 local EXAMPLES = {
   { "the length tables of the committed addition study (results/len-addition)",
-    "roper scripts/lengths_report.lua results/len-addition" },
+    "build/roper scripts/lengths_report.lua results/len-addition" },
   { "RoPER and RoPE with xPos against RoPE, on substring by prefix",
-    "roper scripts/lengths_report.lua results/len-substring_prefix " .. "--pairs roper/rope rope:xpos=0.4/rope" },
+    "build/roper scripts/lengths_report.lua results/len-substring_prefix " .. "--pairs roper/rope rope:xpos=0.4/rope" },
   { "a comparison of your own, made with --eval-lengths",
-    "roper scripts/lengths_report.lua runs/len" },
+    "build/roper scripts/lengths_report.lua runs/len" },
 }
 
 cli.main("lengths_report.lua", function()
-  local parser = cli.parser("roper scripts/lengths_report.lua",
+  local parser = cli.parser("build/roper scripts/lengths_report.lua",
     "Length-generalisation tables of a comparison made with --eval-lengths.", EXAMPLES)
   parser:argument("dir", "The comparison's output folder.")
   parser:option("--pairs", "Method pairs a/b compared as a - b (default: every method against "

@@ -38,15 +38,15 @@ local args
 -- help_examples_spec.lua runs them)
 local EXAMPLES = {
   { "RoPE and RoPER in causal linear attention against the explicit double sum",
-    "roper scripts/linear_identity.lua" },
+    "build/roper scripts/linear_identity.lua" },
   { "a longer sequence and a larger head",
-    "roper scripts/linear_identity.lua --T 64 --d 32" },
+    "build/roper scripts/linear_identity.lua --T 64 --d 32" },
   { "other random inputs",
-    "roper scripts/linear_identity.lua --seed 7" },
+    "build/roper scripts/linear_identity.lua --seed 7" },
 }
 
 cli.main("linear_identity.lua", function()
-  local parser = cli.parser("roper scripts/linear_identity.lua",
+  local parser = cli.parser("build/roper scripts/linear_identity.lua",
     "Checks RoPE/RoPER in causal linear attention (RoFormer eq. 19) against the explicit double "
     .. "sum.", EXAMPLES)
   parser:option("--seed", "Seed of the random inputs.", "1"):convert(math.tointeger)

@@ -48,17 +48,17 @@ local lm_report = require "lib.lm_report"
 -- help_examples_spec.lua runs them)
 local EXAMPLES = {
   { "the pair and jump tables of the committed substring-by-index study",
-    "roper scripts/pairs_report.lua results/v3-index-0.1m --jump-loss " .. "1.5" },
+    "build/roper scripts/pairs_report.lua results/v3-index-0.1m --jump-loss " .. "1.5" },
   { "three learning rates, one table of all their pairs (Holm over all)",
-    "roper scripts/pairs_report.lua results/v2-lr-addition-3e-4 " .. "results/v2-lr-addition-1e-3 results/v2-lr-addition-3e-3" },
+    "build/roper scripts/pairs_report.lua results/v2-lr-addition-3e-4 " .. "results/v2-lr-addition-1e-3 results/v2-lr-addition-3e-3" },
   { "the final training loss, the write-up's statistic on substring by prefix",
-    "roper scripts/pairs_report.lua results/v2-prefix --metric " .. "final_train_loss" },
+    "build/roper scripts/pairs_report.lua results/v2-prefix --metric " .. "final_train_loss" },
   { "whether roper - rope changes from 0.1M to 0.6M parameters",
-    "roper scripts/pairs_report.lua results/v3-index-0.1m " .. "results/v3-index --interaction roper/rope" },
+    "build/roper scripts/pairs_report.lua results/v3-index-0.1m " .. "results/v3-index --interaction roper/rope" },
 }
 
 cli.main("pairs_report.lua", function()
-  local parser = cli.parser("roper scripts/pairs_report.lua",
+  local parser = cli.parser("build/roper scripts/pairs_report.lua",
     "Pair and jump tables of a comparison, recomputed from its run files.", EXAMPLES)
   parser:argument("dir", "The comparison's output folder (several: also one table of all their "
     .. "pairs, Holm over all)."):args("+")

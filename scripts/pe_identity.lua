@@ -42,15 +42,15 @@ local opts
 -- help_examples_spec.lua runs them)
 local EXAMPLES = {
   { "what each positional scheme's score and output depend on",
-    "roper scripts/pe_identity.lua" },
+    "build/roper scripts/pe_identity.lua" },
   { "with head size 32",
-    "roper scripts/pe_identity.lua --d 32" },
+    "build/roper scripts/pe_identity.lua --d 32" },
   { "other random contents",
-    "roper scripts/pe_identity.lua --seed 5" },
+    "build/roper scripts/pe_identity.lua --seed 5" },
 }
 
 cli.main("pe_identity.lua", function()
-  local parser = cli.parser("roper scripts/pe_identity.lua",
+  local parser = cli.parser("build/roper scripts/pe_identity.lua",
     "Shows what the attention score and output of each positional scheme depend on.", EXAMPLES)
   parser:option("--seed", "Seed of the random contents.", "1"):convert(math.tointeger)
     :argname("<n>")

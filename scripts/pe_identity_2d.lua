@@ -68,15 +68,15 @@ local opts
 -- help_examples_spec.lua runs them)
 local EXAMPLES = {
   { "which 2-D rotary schemes depend on the offset vector alone",
-    "roper scripts/pe_identity_2d.lua" },
+    "build/roper scripts/pe_identity_2d.lua" },
   { "a 6 x 8 grid, head size 32",
-    "roper scripts/pe_identity_2d.lua --rows 6 --cols 8 --d 32" },
+    "build/roper scripts/pe_identity_2d.lua --rows 6 --cols 8 --d 32" },
   { "other random contents",
-    "roper scripts/pe_identity_2d.lua --seed 3" },
+    "build/roper scripts/pe_identity_2d.lua --seed 3" },
 }
 
 cli.main("pe_identity_2d.lua", function()
-  local parser = cli.parser("roper scripts/pe_identity_2d.lua",
+  local parser = cli.parser("build/roper scripts/pe_identity_2d.lua",
     "Shows which 2-D rotary schemes keep scores and outputs functions of the offset vector.", EXAMPLES)
   parser:option("--seed", "Seed of the random contents.", "1"):convert(math.tointeger)
     :argname("<n>")

@@ -43,15 +43,15 @@ local opts
 -- help_examples_spec.lua runs them)
 local EXAMPLES = {
   { "the derivation checked in numbers, head size 64",
-    "roper scripts/rotation_identity.lua" },
+    "build/roper scripts/rotation_identity.lua" },
   { "the same with head size 16 and other random vectors",
-    "roper scripts/rotation_identity.lua --d 16 --seed 2" },
+    "build/roper scripts/rotation_identity.lua --d 16 --seed 2" },
   { "a head size that is not a power of two",
-    "roper scripts/rotation_identity.lua --d 6" },
+    "build/roper scripts/rotation_identity.lua --d 6" },
 }
 
 cli.main("rotation_identity.lua", function()
-  local parser = cli.parser("roper scripts/rotation_identity.lua",
+  local parser = cli.parser("build/roper scripts/rotation_identity.lua",
     "Walks through the RoPER derivation of the write-up with numbers.", EXAMPLES)
   parser:option("--seed", "Seed of the random vectors and positions.", "1")
     :convert(math.tointeger):argname("<n>")

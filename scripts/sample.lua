@@ -33,15 +33,15 @@ local MARK = "<|model|>"
 -- help_examples_spec.lua runs them)
 local EXAMPLES = {
   { "a fresh problem of the model's task, answered and checked (the model of train.lua's first example)",
-    "roper scripts/sample.lua runs/add.ckpt" },
+    "build/roper scripts/sample.lua runs/add.ckpt" },
   { "five problems, greedy answers",
-    "roper scripts/sample.lua runs/add.ckpt --samples 5 --greedy" },
+    "build/roper scripts/sample.lua runs/add.ckpt --samples 5 --greedy" },
   { "your own prompt, sampled at temperature 0.8 among the 3 likeliest tokens",
-    "roper scripts/sample.lua runs/add.ckpt --prompt '?d=12+34;' " .. "--temperature 0.8 --top-k 3" },
+    "build/roper scripts/sample.lua runs/add.ckpt --prompt '?d=12+34;' " .. "--temperature 0.8 --top-k 3" },
 }
 
 cli.main("sample.lua", function()
-  local parser = cli.parser("roper scripts/sample.lua",
+  local parser = cli.parser("build/roper scripts/sample.lua",
     "Generate text with a saved model (a checkpoint of train.lua --save or --keep-models).", EXAMPLES)
   parser:argument("checkpoint", "The checkpoint (.ckpt).")
   parser:option("--config", "The run's result JSON or config (default: the .json beside the "

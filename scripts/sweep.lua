@@ -55,15 +55,15 @@ local html = require "lib.html"
 -- help_examples_spec.lua runs them)
 local EXAMPLES = {
   { "RoPE and RoPER at three learning rates, 2 seeds each: 12 runs, 2 at a time",
-    "roper scripts/sweep.lua --grid pe=rope,roper --grid " .. "lr=3e-4,1e-3,3e-3 --grid seed=1,2 --steps 1000 --jobs 2 --out " .. "runs/lr" },
+    "build/roper scripts/sweep.lua --grid pe=rope,roper --grid " .. "lr=3e-4,1e-3,3e-3 --grid seed=1,2 --steps 1000 --jobs 2 --out " .. "runs/lr" },
   { "model widths on 2-digit addition",
-    "roper scripts/sweep.lua --task addition --max-digits 2 --grid " .. "d_model=32,64 --steps 1000 --out runs/width" },
+    "build/roper scripts/sweep.lua --task addition --max-digits 2 --grid " .. "d_model=32,64 --steps 1000 --out runs/width" },
   { "only the summary of what a sweep has finished so far (nothing runs)",
-    "roper scripts/sweep.lua --grid pe=rope,roper --grid " .. "lr=3e-4,1e-3,3e-3 --grid seed=1,2 --steps 1000 --out runs/lr " .. "--summary" },
+    "build/roper scripts/sweep.lua --grid pe=rope,roper --grid " .. "lr=3e-4,1e-3,3e-3 --grid seed=1,2 --steps 1000 --out runs/lr " .. "--summary" },
 }
 
 cli.main("sweep.lua", function()
-  local parser = cli.parser("roper scripts/sweep.lua",
+  local parser = cli.parser("build/roper scripts/sweep.lua",
     "Run a grid of experiment configs (the Cartesian product of the --grid values), each as its "
     .. "own process, resumably, and summarise the results.", EXAMPLES)
   parser:option("--grid", "A key and its values: pe=rope,roper or seed=1,2,3 (repeatable; every "

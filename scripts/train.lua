@@ -51,17 +51,17 @@ local resume = require "lib.resume"
 -- help_examples_spec.lua runs them)
 local EXAMPLES = {
   { "two-digit addition with RoPER; keeps the model (runs/add.ckpt) for sample.lua and attention_map.lua",
-    "roper scripts/train.lua --task addition --max-digits 2 --pe roper " .. "--lr 3e-3 --steps 1000 --save runs/add.ckpt" },
+    "build/roper scripts/train.lua --task addition --max-digits 2 --pe roper " .. "--lr 3e-3 --steps 1000 --save runs/add.ckpt" },
   { "substring by index with RoPE: the result as JSON, its loss curve as CSV beside it",
-    "roper scripts/train.lua --pe rope --steps 2000 --out " .. "runs/index-rope.json" },
+    "build/roper scripts/train.lua --pe rope --steps 2000 --out " .. "runs/index-rope.json" },
   { "substring by prefix with RoPER rotating half of each head's v and output",
-    "roper scripts/train.lua --task substring_prefix --pe roper " .. "--fraction-v 0.5 --steps 1000" },
+    "build/roper scripts/train.lua --task substring_prefix --pe roper " .. "--fraction-v 0.5 --steps 1000" },
   { "a run that can be stopped at any time and goes on when started again",
-    "roper scripts/train.lua --task addition --max-digits 3 --steps " .. "2000 --checkpoint runs/a3.ckpt --checkpoint-every 250" },
+    "build/roper scripts/train.lua --task addition --max-digits 3 --steps " .. "2000 --checkpoint runs/a3.ckpt --checkpoint-every 250" },
 }
 
 cli.main("train.lua", function()
-  local parser = cli.parser("roper scripts/train.lua",
+  local parser = cli.parser("build/roper scripts/train.lua",
     "Train and evaluate one model (one experiment run).", EXAMPLES)
   parser:option("--config", "A JSON file of config keys (command-line options override it).")
     :argname("<file>")

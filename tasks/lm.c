@@ -123,9 +123,9 @@ rp_status rp_task_windows(const rp_task *t, int split, int64_t first, int64_t B,
         return rp_error(RP_ERR_ARG, "windows: first and B must be >= 0, got %lld and %lld",
                         (long long)first, (long long)B);
     if (n < T + 1)
-        return rp_error(RP_ERR_ARG, "windows: the %s split of %s has %lld tokens, a window needs "
+        return rp_error(RP_ERR_ARG, "windows: the %s split of %s has %lld %s, a window needs "
                                     "seq_len + 1 = %lld", split_name(split), t->path,
-                        (long long)n, (long long)(T + 1));
+                        (long long)n, n == 1 ? "token" : "tokens", (long long)(T + 1));
     const int32_t *s = t->tokens + t->split_at[split];
     int64_t W = (n - 1 + T - 1) / T;
     *windows = W;

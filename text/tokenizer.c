@@ -15,6 +15,7 @@
 #include "json.h"
 #include "tokenizer.h"
 #include "tokenizer_impl.h"
+#include "tokenizer_model.h"
 
 /* The trainer spec's model types by their number (sentencepiece_model.proto: UNIGRAM = 1, ...). */
 static const char *const model_type_names[] = {"unknown", "unigram", "bpe", "word", "char"};
@@ -24,144 +25,13 @@ static const char *const model_type_names[] = {"unknown", "unigram", "bpe", "wor
 
 struct rp_tok {
     rp_spm *s;
-    int model_type; /* index into model_type_names */
+    int model_type;        /* index into model_type_names */
+    int whitespace_suffix; /* the model marks word ends, not starts */
+    int byte_fallback;     /* its trainer spec's byte_fallback */
+    unsigned char *bytes;  /* the model file's bytes, for the continuation model */
+    size_t nbytes;
+    rp_spm *cont;          /* the model without its dummy prefix (NULL until needed) */
 };
-
-/* ---- the model's structure ---- */
-
-/* A protocol buffer varint at p[*pos..n-1]: 0 and *v, or -1 when it runs past the end or is
- * longer than 10 bytes. */
-static int varint(const unsigned char *p, size_t n, size_t *pos, uint64_t *v)
-{
-    *v = 0;
-    for (int shift = 0; shift < 70; shift += 7) {
-        if (*pos >= n) return -1;
-        unsigned char b = p[(*pos)++];
-        *v |= (uint64_t)(b & 0x7Fu) << shift;
-        if (!(b & 0x80u)) return 0;
-    }
-    return -1;
-}
-
-/* Steps over the value of a field of wire type wt at *pos: 0, or -1 when it runs past the end
- * (*need = the bytes it needs), -2 for a wire type a ModelProto never has (groups, 6, 7). */
-static int skip_value(const unsigned char *p, size_t n, size_t *pos, unsigned wt, uint64_t *need)
-{
-    uint64_t v = 0;
-    *need = 0;
-    switch (wt) {
-    case 0: return varint(p, n, pos, &v);
-    case 1: *need = 8; break;
-    case 2:
-        if (varint(p, n, pos, &v) != 0) return -1;
-        *need = v;
-        break;
-    case 5: *need = 4; break;
-    default: return -2;
-    }
-    if (*need > n - *pos) return -1;
-    *pos += (size_t)*need;
-    return 0;
-}
-
-/* What the structure check reads of a serialized TrainerSpec (sentencepiece_model.proto), each
- * at the proto's default when absent: model_type (field 3; 1, unigram; 0 when out of range),
- * vocab_size (field 4; 8000) and self_test_sample_size (field 6; 0). The library checks the
- * rest. */
-typedef struct trainer_fields {
-    int model_type;
-    uint64_t vocab_size, self_test_samples;
-} trainer_fields;
-
-static trainer_fields trainer_spec_fields(const unsigned char *p, size_t n)
-{
-    trainer_fields t = {1, 8000, 0};
-    size_t pos = 0;
-    while (pos < n) {
-        uint64_t key, v, need;
-        if (varint(p, n, &pos, &key) != 0) break;
-        uint64_t field = key >> 3;
-        if ((key & 7u) == 0 && (field == 3 || field == 4 || field == 6)) {
-            if (varint(p, n, &pos, &v) != 0) break;
-            if (field == 3) t.model_type = v >= 1 && v <= 4 ? (int)v : 0;
-            else if (field == 4) t.vocab_size = v;
-            else t.self_test_samples = v;
-        } else if (skip_value(p, n, &pos, (unsigned)(key & 7u), &need) != 0) {
-            break;
-        }
-    }
-    return t;
-}
-
-/* Checks a serialized ModelProto (sentencepiece_model.proto: pieces = 1, trainer_spec = 2,
- * normalizer_spec = 3, self_test_data = 4, denormalizer_spec = 5, each a message) for what a
- * whole model holds: every field whole, the first three present, as many pieces as its trainer
- * spec's vocab_size, and self-test data when its trainer spec asked for self-test samples.
- * Protocol buffers write fields in the order of their numbers, so a file cut anywhere before
- * the end of its normalizer spec fails on the first two; one cut just after it, before its
- * self-test data, on the last (the library would load it and skip the self-test). A file cut
- * before an optional denormalizer spec, with nothing after it to ask for one, still cannot be
- * told from a whole one. *model_type as trainer_spec_fields. */
-static rp_status check_structure(const unsigned char *p, size_t n, const char *name,
-                                 int *model_type)
-{
-    static const char *const field_names[] = {"", "pieces", "trainer spec", "normalizer spec",
-                                              "self-test data", "denormalizer spec"};
-    if (n == 0) return rp_error(RP_ERR_IO, "%s: empty (not a SentencePiece model)", name);
-    int seen[6] = {0};
-    uint64_t pieces = 0;
-    trainer_fields trainer = {1, 8000, 0};
-    size_t pos = 0;
-    while (pos < n) {
-        size_t at = pos;
-        uint64_t key, need;
-        if (varint(p, n, &pos, &key) != 0)
-            return rp_error(RP_ERR_IO,
-                            "%s: truncated or not a SentencePiece model (a field key at byte %zu "
-                            "runs past the end)", name, at);
-        uint64_t field = key >> 3;
-        unsigned wt = (unsigned)(key & 7u);
-        if (field == 0 || (field <= 5 && wt != 2))
-            return rp_error(RP_ERR_IO,
-                            "%s: not a SentencePiece model (field %" PRIu64 " of wire type %u at "
-                            "byte %zu)", name, field, wt, at);
-        size_t value_at = pos;
-        int r = skip_value(p, n, &pos, wt, &need);
-        if (r == -2)
-            return rp_error(RP_ERR_IO,
-                            "%s: not a SentencePiece model (wire type %u at byte %zu)", name, wt,
-                            at);
-        if (r != 0)
-            return rp_error(RP_ERR_IO,
-                            "%s: truncated or not a SentencePiece model (the field at byte %zu "
-                            "needs %" PRIu64 " bytes, %zu are left)", name, at, need, n - pos);
-        if (field <= 5) {
-            seen[field] = 1;
-            if (field == 1) pieces++;
-            if (field == 2) {
-                size_t len_at = value_at;
-                uint64_t len;
-                varint(p, n, &len_at, &len);
-                trainer = trainer_spec_fields(p + len_at, (size_t)len);
-            }
-        }
-    }
-    for (int f = 1; f <= 3; f++)
-        if (!seen[f])
-            return rp_error(RP_ERR_IO, "%s: not a SentencePiece model (no %s)", name,
-                            field_names[f]);
-    if (pieces != trainer.vocab_size)
-        return rp_error(RP_ERR_IO,
-                        "%s: truncated or not a SentencePiece model (%" PRIu64 " pieces, but its "
-                        "trainer spec says vocab_size %" PRIu64 ")", name, pieces,
-                        trainer.vocab_size);
-    if (trainer.self_test_samples > 0 && !seen[4])
-        return rp_error(RP_ERR_IO,
-                        "%s: truncated (its trainer spec asks for %" PRIu64 " self-test samples, "
-                        "but the file holds no self-test data)", name, trainer.self_test_samples);
-    *model_type = trainer.model_type;
-    return RP_OK;
-}
 
 /* ---- loading ---- */
 
@@ -177,18 +47,27 @@ rp_status rp_tok_load_bytes(const void *data, size_t len, const char *name, rp_t
         return rp_error(RP_ERR_ARG, "rp_tok_load_bytes: NULL argument");
     *out = NULL;
     if (name == NULL) name = "(model)";
-    int type = 1;
-    RP_TRY(check_structure((const unsigned char *)data, len, name, &type));
+    rp_tok_model_info info;
+    RP_TRY(rp_tok_check_model((const unsigned char *)data, len, name, &info));
     rp_tok *t = calloc(1, sizeof *t);
-    if (t == NULL) return rp_error(RP_ERR_NOMEM, "%s: out of memory", name);
+    if (t != NULL) t->bytes = malloc(len ? len : 1);
+    if (t == NULL || t->bytes == NULL) {
+        free(t);
+        return rp_error(RP_ERR_NOMEM, "%s: out of memory", name);
+    }
+    memcpy(t->bytes, data, len);
+    t->nbytes = len;
+    t->whitespace_suffix = info.whitespace_suffix;
+    t->byte_fallback = info.byte_fallback;
     char err[512];
     int r = rp_spm_load(data, len, &t->s, err, sizeof err);
     if (r != RP_SPM_OK) {
+        free(t->bytes);
         free(t);
         if (r == RP_SPM_NOMEM) return rp_error(RP_ERR_NOMEM, "%s: out of memory", name);
         return rp_error(RP_ERR_IO, "%s: not a usable SentencePiece model (%s)", name, err);
     }
-    t->model_type = type;
+    t->model_type = info.model_type;
     *out = t;
     return RP_OK;
 }
@@ -209,6 +88,8 @@ void rp_tok_free(rp_tok *t)
 {
     if (t == NULL) return;
     rp_spm_free(t->s);
+    rp_spm_free(t->cont);
+    free(t->bytes);
     free(t);
 }
 
@@ -361,7 +242,7 @@ int64_t rp_tok_vocab_size(const rp_tok *t) { return (int64_t)rp_spm_size(t->s); 
 int32_t rp_tok_unk_id(const rp_tok *t) { return (int32_t)rp_spm_unk_id(t->s); }
 int32_t rp_tok_bos_id(const rp_tok *t) { return (int32_t)rp_spm_bos_id(t->s); }
 int32_t rp_tok_eos_id(const rp_tok *t) { return (int32_t)rp_spm_eos_id(t->s); }
-int rp_tok_byte_fallback(const rp_tok *t) { return rp_spm_byte_fallback(t->s); }
+int rp_tok_byte_fallback(const rp_tok *t) { return t->byte_fallback; }
 const char *rp_tok_type_name(const rp_tok *t) { return model_type_names[t->model_type]; }
 
 rp_status rp_tok_check_id(const rp_tok *t, int64_t id, int64_t pos)
@@ -387,6 +268,33 @@ rp_status rp_tok_encode(const rp_tok *t, const char *text, size_t len, int32_t *
     if (bad < len) return rp_error(RP_ERR_ARG, "text is not UTF-8 at byte %zu", bad);
     char err[512];
     int r = rp_spm_encode(t->s, len ? text : "", len, ids, cap, n, err, sizeof err);
+    return r == RP_SPM_OK ? RP_OK : spm_status(r, err, "encode");
+}
+
+int rp_tok_whitespace_suffix(const rp_tok *t) { return t->whitespace_suffix; }
+
+rp_status rp_tok_encode_continued(rp_tok *t, const char *text, size_t len, int32_t *ids,
+                                  int64_t cap, int64_t *n)
+{
+    if (t == NULL || n == NULL || (text == NULL && len > 0) || (ids == NULL && cap > 0) || cap < 0)
+        return rp_error(RP_ERR_ARG, "rp_tok_encode_continued: bad arguments");
+    *n = 0;
+    if (t->whitespace_suffix)
+        return rp_error(RP_ERR_ARG, "this model marks the ends of words "
+                        "(treat_whitespace_as_suffix), so a text cannot be encoded as the "
+                        "continuation of another");
+    size_t bad = utf8_invalid_at(text, len);
+    if (bad < len) return rp_error(RP_ERR_ARG, "text is not UTF-8 at byte %zu", bad);
+    char err[512];
+    if (t->cont == NULL) {
+        unsigned char *cb = NULL;
+        size_t cn = 0;
+        RP_TRY(rp_tok_model_continuation(t->bytes, t->nbytes, &cb, &cn));
+        int r = rp_spm_load(cb, cn, &t->cont, err, sizeof err);
+        free(cb);
+        if (r != RP_SPM_OK) return spm_status(r, err, "encode");
+    }
+    int r = rp_spm_encode(t->cont, len ? text : "", len, ids, cap, n, err, sizeof err);
     return r == RP_SPM_OK ? RP_OK : spm_status(r, err, "encode");
 }
 

@@ -115,8 +115,9 @@ int64_t rp_tok_vocab_size(const rp_tok *t);
 int32_t rp_tok_unk_id(const rp_tok *t);
 int32_t rp_tok_bos_id(const rp_tok *t);
 int32_t rp_tok_eos_id(const rp_tok *t);
-/* 1 when the model falls back to bytes for characters outside its vocabulary (found by encoding
- * a character it has no piece for: byte pieces come back, not <unk>). */
+/* 1 when the model falls back to bytes for characters outside its vocabulary: its trainer spec's
+ * byte_fallback, the flag SentencePiece encodes by (read with the file's checks,
+ * text/tokenizer_model.c). */
 int rp_tok_byte_fallback(const rp_tok *t);
 /* "unigram", "bpe", "word", "char" (the trainer spec's model type), or "unknown". */
 const char *rp_tok_type_name(const rp_tok *t);
@@ -133,6 +134,17 @@ rp_status rp_tok_check_id(const rp_tok *t, int64_t id, int64_t pos);
  * text would not come back from decode. */
 rp_status rp_tok_encode(const rp_tok *t, const char *text, size_t len, int32_t *ids, int64_t cap,
                         int64_t *n);
+/* rp_tok_encode of a text that continues another which ended at a line end or a blank: without
+ * the word-boundary mark ("\u2581") that the model puts at the start of a text (its normalizer's
+ * add_dummy_prefix), so that the ids of a text cut at line ends into pieces, each piece after the
+ * first encoded so, are the ids of the whole text where the model's segmentation does not cross
+ * the cuts. The first call loads the model a second time with that change (t keeps it).
+ * RP_ERR_ARG for a model that marks word ends (treat_whitespace_as_suffix). */
+rp_status rp_tok_encode_continued(rp_tok *t, const char *text, size_t len, int32_t *ids,
+                                  int64_t cap, int64_t *n);
+/* 1 when the model marks word ends rather than starts (its trainer spec's
+ * treat_whitespace_as_suffix): rp_tok_encode_continued refuses it. */
+int rp_tok_whitespace_suffix(const rp_tok *t);
 
 /* Decodes n ids (each checked by rp_tok_check_id with its position, 1-based) into out (cap bytes; out may be NULL when
  * cap is 0); *len = the bytes of the text, which may exceed cap. No NUL is added. */

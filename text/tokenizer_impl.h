@@ -42,9 +42,6 @@ int rp_spm_size(const rp_spm *s);
 int rp_spm_unk_id(const rp_spm *s);
 int rp_spm_bos_id(const rp_spm *s);
 int rp_spm_eos_id(const rp_spm *s);
-/* 1 when the model encodes a character it has no piece for (U+10FFFD or another private-use one)
- * as byte pieces. */
-int rp_spm_byte_fallback(const rp_spm *s);
 
 /* Encodes len bytes of text into at most cap ids; *n = the number of ids. */
 int rp_spm_encode(const rp_spm *s, const char *text, size_t len, int32_t *ids, int64_t cap,

@@ -55,6 +55,15 @@ rp_status rp_tok_encode(const rp_tok *t, const char *text, size_t len, int32_t *
     return rp_error(RP_ERR_IO, "%s", NO_SPM);
 }
 
+int rp_tok_whitespace_suffix(const rp_tok *t) { return 0; }
+
+rp_status rp_tok_encode_continued(rp_tok *t, const char *text, size_t len, int32_t *ids,
+                                  int64_t cap, int64_t *n)
+{
+    if (n != NULL) *n = 0;
+    return rp_error(RP_ERR_IO, "%s", NO_SPM);
+}
+
 rp_status rp_tok_decode(const rp_tok *t, const int32_t *ids, int64_t n, char *out, size_t cap,
                         size_t *len)
 {

@@ -6,6 +6,7 @@
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -17,7 +18,6 @@
 
 struct rp_spm {
     sentencepiece::SentencePieceProcessor sp;
-    int byte_fallback = 0;
 };
 
 namespace {
@@ -98,22 +98,6 @@ template <typename F> int guarded(char *err, size_t errcap, F f)
     }
 }
 
-// Whether s falls back to bytes: a private-use character it has no piece for, encoded.
-int probe_byte_fallback(const sentencepiece::SentencePieceProcessor &sp)
-{
-    static const char *const probes[] = {"\xF4\x8F\xBF\xBD", "\xF4\x8F\xBF\xBC", "\xEF\xA3\xBF",
-                                         "\xEE\x80\x80"}; // U+10FFFD, U+10FFFC, U+F8FF, U+E000
-    for (const char *c : probes) {
-        if (sp.PieceToId(c) != sp.unk_id()) continue;
-        std::vector<int> ids;
-        if (!sp.Encode(c, &ids).ok()) continue;
-        for (int id : ids)
-            if (sp.IsByte(id)) return 1;
-        return 0;
-    }
-    return 0;
-}
-
 } // namespace
 
 extern "C" int rp_spm_train(const char *const *keys, const char *const *values, size_t nopts,
@@ -154,12 +138,6 @@ extern "C" int rp_spm_load(const void *data, size_t len, rp_spm **out, char *err
             delete s;
             return RP_SPM_FAIL;
         }
-        try {
-            s->byte_fallback = probe_byte_fallback(s->sp);
-        } catch (...) {
-            delete s;
-            throw;
-        }
         *out = s;
         return RP_SPM_OK;
     });
@@ -171,7 +149,6 @@ extern "C" int rp_spm_size(const rp_spm *s) { return s->sp.GetPieceSize(); }
 extern "C" int rp_spm_unk_id(const rp_spm *s) { return s->sp.unk_id(); }
 extern "C" int rp_spm_bos_id(const rp_spm *s) { return s->sp.bos_id(); }
 extern "C" int rp_spm_eos_id(const rp_spm *s) { return s->sp.eos_id(); }
-extern "C" int rp_spm_byte_fallback(const rp_spm *s) { return s->byte_fallback; }
 
 extern "C" int rp_spm_encode(const rp_spm *s, const char *text, size_t len, int32_t *ids,
                              int64_t cap, int64_t *n, char *err, size_t errcap)

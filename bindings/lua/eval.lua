@@ -327,6 +327,12 @@ local function lm(m, task, opts)
   local max_windows = opt_int(fname, 3, opts, "max_windows", nil, 1)
   local progress = opt_progress(fname, 3, opts)
   local T = tc.seq_len
+  -- a split shorter than one window: said here, not as task:windows' error from inside this
+  local n = select(({ train = 1, valid = 2, test = 3 })[split], task:split_sizes())
+  if n < T + 1 then
+    argerror(fname, 2, ("the %s split of %s has %d %s; a window needs seq_len + 1 = %d")
+      :format(split, tc.path, n, n == 1 and "token" or "tokens", T + 1))
+  end
   local nats, count, windows, all = 0.0, 0, nil, nil
   local pos_sum, pos_n = {}, {}
   for j = 1, T do pos_sum[j], pos_n[j] = 0.0, 0 end

@@ -171,8 +171,9 @@ local function search(f)
   end
   if hits > 0 then
     if #out > 0 then out[#out + 1] = "" end
-    out[#out + 1] = ("No function or topic is named '%s'; %s in:"):format(f,
-      named_key and "it is also mentioned" or "it is mentioned")
+    -- a config key of that name was found: the rest are where else the word stands
+    out[#out + 1] = named_key and "It is also mentioned in:"
+      or ("No function or topic is named '%s'; it is mentioned in:"):format(f)
     for _, l in ipairs(lines) do out[#out + 1] = l end
     if more > 0 then out[#out + 1] = ("  ... and %d more"):format(more) end
     out[#out + 1] = "rp.help(\"name\") shows one of them in full."

@@ -42,6 +42,11 @@ end
 local IDS_HEAD = "roper-ids 1"
 -- (the largest split text read: the corpus limit of the text task and corpus.lua)
 local MAX_TEXT = 1 << 30
+-- The memory that SentencePiece's encoding of a text in one call holds, per byte of text: its
+-- Viterbi lattice, the normalized text with its offsets (8 bytes a byte), a record per piece.
+-- Measured peaks: 108-111 bytes a byte with a 2,048-piece unigram model (2 and 18.4 MB of the
+-- default corpus: 222 MB and 1.99 GB), about 80 with an 8,000-piece one; the bound rounds up.
+local ENCODE_BYTES_PER_BYTE = 120
 
 local function quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 
@@ -121,6 +126,8 @@ function lm.info(folder)
       info.splits[k] = { tokens = n, bytes = math.tointeger(tonumber(b)) }
     elseif k == "corpus_sha256" or k == "tokenizer_sha256" then
       info[k] = a
+    elseif k == "chunk_bytes" and n and n >= 1 then
+      info.chunk_bytes = n
     else
       return nil, ("%s:%d: cannot read %q"):format(path, i, lines[i])
     end
@@ -139,6 +146,7 @@ local function write_info(folder, info)
   end
   lines[#lines + 1] = "corpus_sha256 " .. info.corpus_sha256
   lines[#lines + 1] = "tokenizer_sha256 " .. info.tokenizer_sha256
+  if info.chunk_bytes then lines[#lines + 1] = "chunk_bytes " .. info.chunk_bytes end
   return write_file(folder .. "/ids.txt", table.concat(lines, "\n") .. "\n")
 end
 
@@ -170,19 +178,80 @@ local function load_tokenizer(path)
   return rp.tokenizer.load(path)
 end
 
--- The ids of text as a 1-D tensor (tok:encode with {tensor = true}; a Lua array is made one).
-local function encode(tok, text, what)
-  local ok, ids = pcall(tok.encode, tok, text, { tensor = true })
+-- The ids of text as a 1-D tensor (tok:encode with {tensor = true, continued = continued}; a Lua
+-- array is made one), each checked to be a token of the vocabulary (0 .. V - 1), or nil and why.
+local function encode(tok, text, what, V, continued)
+  local ok, ids = pcall(tok.encode, tok, text, { tensor = true, continued = continued })
   if not ok then return nil, what .. ": the tokenizer failed: " .. args.inner(ids) end
   if type(ids) == "table" then
     if #ids == 0 then return nil, what .. ": no tokens" end
-    ids = rp.tensor(ids)
+    ok, ids = pcall(rp.tensor, ids)
+    if not ok then
+      return nil, what .. ": the tokenizer's encode gave a table that is not token ids: "
+        .. args.inner(ids)
+    end
   end
   if getmetatable(ids) ~= getmetatable(rp.zeros(1)) then
     return nil, what .. ": the tokenizer's encode gave " .. args.describe(ids)
       .. ", not token ids"
   end
+  if ids:numel() == 0 then return nil, what .. ": no tokens" end
+  -- NaN makes min and max NaN; a non-integer in range is refused as the int32 file is written
+  local lo, hi = ids:min(), ids:max()
+  if lo ~= lo or hi ~= hi then
+    return nil, what .. ": the tokenizer's encode gave NaN among its ids"
+  end
+  if lo < 0 or hi > V - 1 then
+    return nil, ("%s: the tokenizer's encode gave the id %.17g, outside its vocabulary (0 .. %d)")
+      :format(what, lo < 0 and lo or hi, V - 1)
+  end
   return ids
+end
+
+local function gib(n) return ("%.1f GiB"):format(n / 2^30) end
+
+-- The ids of text (the split at path) encoded whole, or in pieces of at most chunk bytes that end
+-- at line ends (a longer line is a piece of its own), each after the first encoded as the
+-- continuation of the one before (tok:encode's continued: no word-boundary mark added at its
+-- start), concatenated; nil and why. Whole, it is refused when the encoding would need more than
+-- the memory available.
+local function encode_split(tok, text, path, V, chunk)
+  if not chunk then
+    local need, avail = ENCODE_BYTES_PER_BYTE * #text, internals.mem_available()
+    if avail and need > avail then
+      return nil, ("%s: encoding it in one call needs about %s (%d bytes a byte of text), more "
+        .. "than the %s of memory available; rp.lm.ids's chunk_bytes encodes it in pieces")
+        :format(path, gib(need), ENCODE_BYTES_PER_BYTE, gib(avail))
+    end
+    return encode(tok, text, path, V)
+  end
+  local parts, total, at = {}, 0, 1
+  while at <= #text do
+    local stop = at + chunk - 1
+    if stop < #text then
+      -- the last line end in [at, stop], else the end of this (long) line
+      local cut = text:sub(at, stop):match("^.*()\n")
+      stop = cut and (at + cut - 1) or (text:find("\n", stop + 1, true) or #text)
+    else
+      stop = #text
+    end
+    local ids, err = encode(tok, text:sub(at, stop), path, V, at > 1 or nil)
+    if not ids then
+      -- a piece of blanks may encode to no ids: it adds none
+      if err ~= path .. ": no tokens" then return nil, err end
+    else
+      parts[#parts + 1] = ids
+      total = total + ids:numel()
+    end
+    at = stop + 1
+  end
+  if total == 0 then return nil, path .. ": no tokens" end
+  local all, k = rp.zeros { total }, 1
+  for _, ids in ipairs(parts) do
+    all:narrow(1, k, ids:numel()):copy(ids)
+    k = k + ids:numel()
+  end
+  return all
 end
 
 -- rp.lm.ids(corpus, tokenizer[, opts]) -> folder, info | nil, message
@@ -194,6 +263,14 @@ end
 -- checksums is used as it is; otherwise the splits are encoded (tok:encode) and written, each
 -- file atomically and ids.txt last, so a folder with an ids.txt is whole. opts.tokenizer: an
 -- object to encode with instead of rp.tokenizer.load(tokenizer) (the key stays the file's).
+-- Memory: a split encoded in one call holds about ENCODE_BYTES_PER_BYTE bytes a byte of its text
+-- (refused, nil and a message, when that is more than the memory available);
+-- opts.chunk_bytes = n encodes each split in pieces of at most n bytes ending at line ends (a
+-- longer line is a piece of its own; each after the first as a continuation, tok:encode's
+-- continued), so the encoding holds about that much for n bytes, plus 4 bytes an id. Its ids
+-- differ from the whole split's (SentencePiece's float32 path scores lose precision over a long
+-- text: docs/language_model.md), so it has a cache of its own: the folder name ends "-p<n>" and
+-- ids.txt says chunk_bytes.
 -- opts.progress: called as progress(0, bytes, what) before a split is encoded and progress(bytes,
 -- bytes, what) once its ids are written (what: "encoding <file> (<size>) into token ids").
 function lm.ids(corpus, tokenizer, opts)
@@ -203,10 +280,15 @@ function lm.ids(corpus, tokenizer, opts)
     argerror(fname, 2, "a tokenizer model file (a string) expected, got "
       .. args.describe(tokenizer))
   end
-  opts = args.check_opts(fname, 3, opts, { "cache", "tokenizer", "progress" })
+  opts = args.check_opts(fname, 3, opts, { "cache", "tokenizer", "chunk_bytes", "progress" })
   if opts.cache ~= nil and type(opts.cache) ~= "string" then
     argerror(fname, 3, "option 'cache' must be a folder (a string), got "
       .. args.describe(opts.cache))
+  end
+  local chunk = opts.chunk_bytes
+  if chunk ~= nil and (math.type(chunk) ~= "integer" or chunk < 1 or chunk > MAX_TEXT) then
+    argerror(fname, 3, "option 'chunk_bytes' must be an integer in 1..2^30, got "
+      .. args.describe(chunk))
   end
   local tok = opts.tokenizer
   if tok ~= nil then tok = tokenizer_methods(fname, 3, tok) end
@@ -219,10 +301,11 @@ function lm.ids(corpus, tokenizer, opts)
   local tsum
   tsum, err = sha256(tokenizer)
   if not tsum then return nil, err end
-  local folder = ("%s/%s-%s"):format(opts.cache or (corpus .. "/ids"), msum:sub(1, 16),
-    tsum:sub(1, 16))
+  local folder = ("%s/%s-%s%s"):format(opts.cache or (corpus .. "/ids"), msum:sub(1, 16),
+    tsum:sub(1, 16), chunk and ("-p" .. chunk) or "")
   local info = path_kind(folder .. "/ids.txt") and lm.info(folder)
-  if info and info.corpus_sha256 == msum and info.tokenizer_sha256 == tsum then
+  if info and info.corpus_sha256 == msum and info.tokenizer_sha256 == tsum
+    and info.chunk_bytes == chunk then
     return folder, info
   end
   if tok == nil then
@@ -237,21 +320,30 @@ function lm.ids(corpus, tokenizer, opts)
   if not V or V < 1 then
     return nil, tokenizer .. ": the tokenizer's vocab_size() is not an integer >= 1"
   end
-  info = { vocab_size = V, splits = {}, corpus_sha256 = msum, tokenizer_sha256 = tsum }
+  info = { vocab_size = V, splits = {}, corpus_sha256 = msum, tokenizer_sha256 = tsum,
+    chunk_bytes = chunk }
   for _, s in ipairs(SPLITS) do
     local path = ("%s/%s.txt"):format(corpus, s)
     local text
     text, err = read_file(path, MAX_TEXT)
     if not text then return nil, err end
-    local what = ("encoding %s (%s) into token ids"):format(path, megabytes(#text))
-    if progress then progress(0, #text, what) end
+    local bytes = #text
+    local what = ("encoding %s (%s) into token ids"):format(path, megabytes(bytes))
+    if progress then progress(0, bytes, what) end
     local ids
-    ids, err = encode(tok, text, path)
+    ids, err = encode_split(tok, text, path, V, chunk)
+    text = nil -- the split's text is not needed while its ids are written
     if not ids then return nil, err end
-    ok, err = ids:save(("%s/%s.npy"):format(folder, s), { dtype = "int32" })
+    local sok
+    sok, ok, err = pcall(ids.save, ids, ("%s/%s.npy"):format(folder, s), { dtype = "int32" })
+    if not sok then
+      -- the one refusal of t:save left after encode's checks: an id that is not an integer
+      return nil, path .. ": the tokenizer's encode gave ids that are not integers ("
+        .. args.inner(ok):gsub("^t:save: ", "") .. ")"
+    end
     if not ok then return nil, err end
-    info.splits[s] = { tokens = ids:numel(), bytes = #text }
-    if progress then progress(#text, #text, what) end
+    info.splits[s] = { tokens = ids:numel(), bytes = bytes }
+    if progress then progress(bytes, bytes, what) end
   end
   ok, err = write_info(folder, info)
   if not ok then return nil, err end

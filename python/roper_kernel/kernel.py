@@ -126,8 +126,14 @@ class Roper:
                     on_output(name, chunk)
 
     def interrupt(self):
+        # roper leads a process group of its own (start_new_session): the interrupt goes to the
+        # whole group, as a terminal's Ctrl-C goes to its foreground group, so a program the cell
+        # runs (os.execute, io.popen) ends too instead of running on while roper waits for it
         if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGINT)
+            try:
+                os.killpg(self.proc.pid, signal.SIGINT)
+            except ProcessLookupError:
+                pass
 
     def new_plots(self):
         """The pictures written since the last call, in order: (path, bytes) each; removed."""

@@ -20,11 +20,12 @@ function cli.usage(msg)
   error(setmetatable({ msg = msg }, Usage), 0)
 end
 
--- message(err) -> the text of an error for a person: without the "file:line: " position and
+-- message(err) -> the text of an error for a person: without the "file.lua:line: " position of
+-- the Lua code that raised it (a position in the user's own file, "p.jsonl:2: ", stays) and
 -- without the "bad argument #1 to 'rp.experiment.check' (...)" wrapper of the module's checks
 -- (a script's user wrote options, not that call).
 function cli.message(err)
-  local msg = tostring(err):gsub("^[^ ]-:%d+: ", "", 1)
+  local msg = tostring(err):gsub("^[^ ]-%.lua:%d+: ", "", 1):gsub("^%[string [^]]*%]:%d+: ", "", 1)
   return msg:match("^bad argument #%d+ to 'rp%.experiment%.[%w_]+' %((.*)%)$") or msg
 end
 
@@ -74,9 +75,10 @@ end
 
 -- parser(name, description, examples) -> an argparse parser whose errors are one line,
 -- "<message> (see --help)", raised as usage problems; it has the flags --debug, --help and
--- --help-all. examples: { {what, command}, ... }, 3 to 5 command lines that run as written from
--- the repository's folder (`roper` the REPL binary: build/roper, or the installed one), each
--- under a comment saying what it does.
+-- --help-all. name: the command as typed in a clone after make, "build/roper scripts/<x>.lua"
+-- (the usage line's). examples: { {what, command}, ... }, 3 to 5 command lines that run as
+-- written in a clone after make, each starting with name and under a comment saying what it
+-- does; the heading says that after make install roper-<x> is the same command.
 --
 -- --help prints the usage, the description, the examples and the script's own options; the
 -- config keys (cli.add_config_options), 70-odd options of every experiment script, are listed by
@@ -102,11 +104,13 @@ local function wrap(text, width, indent, next_indent)
   return table.concat(lines, "\n")
 end
 
--- examples(parser) -> the "Examples:" block of a parser (nil without examples)
+-- examples(parser) -> the "Examples (...):" block of a parser (nil without examples)
 local function examples_block(p)
   local ex = parser_examples[p]
   if not ex or #ex == 0 then return nil end
-  local out = { "Examples:" }
+  local installed = ("roper-" .. (parser_names[p]:match("([%w_]+)%.lua$") or "")):gsub("_", "-")
+  local out = { wrap(("Examples (in a clone, after make; after make install, %s is the same as %s):")
+    :format(installed, parser_names[p]), WIDTH, "", "") }
   for _, e in ipairs(ex) do
     out[#out + 1] = wrap(e[1], WIDTH, "   # ", "   # ")
     -- a long command continues after " \" on the next line, indented
@@ -126,18 +130,22 @@ local function help_text(p, all)
       if not o._hidden then o._hidden = true; hidden[#hidden + 1] = o end
     end
   end
-  local desc = p._description
-  p._description = nil
-  local text = p:get_help()
-  p._description = desc
-  for _, o in ipairs(hidden) do o._hidden = nil end
   if not p._usage then
     -- a short usage: the options are listed below it
     local words = { "Usage: " .. (parser_names[p] or "script"), "[options]" }
     for _, a in ipairs(p._arguments) do words[#words + 1] = a:_get_usage() end
     p:usage(table.concat(words, " "))
   end
+  -- argparse's help is the usage, a blank line and the lists: the usage set above comes first,
+  -- so the lists are what follows it (the help made before the usage was set began with
+  -- argparse's own long usage, and cutting that at the short one's length left a piece of it)
   local usage = p:get_usage()
+  local desc = p._description
+  p._description = nil
+  local text = p:get_help()
+  p._description = desc
+  for _, o in ipairs(hidden) do o._hidden = nil end
+  assert(text:sub(1, #usage + 2) == usage .. "\n\n", "cli: argparse's help does not start with the usage")
   local blocks = { usage }
   if desc then blocks[#blocks + 1] = wrap(desc, WIDTH, "", "") end
   blocks[#blocks + 1] = examples_block(p)
@@ -158,6 +166,11 @@ function cli.parser(name, description, examples)
   local p = argparse(name, description):help_max_width(WIDTH):add_help(false)
   parser_names[p] = name
   parser_examples[p] = examples
+  assert(name:match("^build/roper scripts/[%w_]+%.lua$"), "cli.parser: name " .. name)
+  for _, e in ipairs(examples or {}) do
+    assert(e[2] == name or e[2]:sub(1, #name + 1) == name .. " ", "cli.parser: an example of " .. name
+      .. " starts otherwise: " .. e[2])
+  end
   p:flag("-h --help", "Show this help and exit.")
     :action(function() print(help_text(p, false)); os.exit(0) end)
   p:flag("--help-all", "Show this help with every option, and exit.")

@@ -8,15 +8,17 @@
 --   corpus.prepare{out =, input = | jsonl =, field =, clean =, max_bytes =, exclude =}
 --     -> manifest | nil, message
 --   corpus.documents(opts) -> { {name =, text =}, ... }, bytes read, documents empty after
---                             cleaning | nil, message (read and checked)
+--                             cleaning, paths skipped as repeats | nil, message (read and
+--                             checked; a folder's links are followed, each real file and folder
+--                             read once)
 --   corpus.clean_rst(text) -> text         the cleaning of reStructuredText (below)
 --   corpus.split_of(name) -> "train" | "valid" | "test" (corpus.fnv1a32(name) % 100)
 --   (each split's SHA-256 in the manifest: rp.lm.sha256, the checksum of the ids cache's keys)
 --
 -- Errors name the file and the fault ("a.txt: invalid UTF-8 at byte 17 (not a text file?)") and
--- nothing is written half: the split files go to temporary names, the manifest of an earlier
--- corpus in the folder is removed first, and the files are renamed, the manifest last, only when
--- all are written. A folder without a manifest holds no corpus.
+-- nothing is written half: the split files and the manifest go to temporary names; only when all
+-- are written is the manifest of an earlier corpus in the folder removed and the files renamed,
+-- the manifest last. A folder without a manifest holds no corpus.
 --
 -- Libraries (Debian packages): lfs (folders), lua-cjson (JSON lines); gzip and sha256sum.
 local lfs = require "lfs"
@@ -140,12 +142,26 @@ end
 local function mib(n) return ("%.1f MiB"):format(n / 2^20) end
 
 -- The relative paths of the regular files under root whose names end in suffix (every file when
--- suffix is nil or ""), the folders of exclude (relative paths) left out, sorted byte-wise.
+-- suffix is nil or ""), the folders of exclude (relative paths) left out, sorted byte-wise, and
+-- the count of paths left out as repeats. Links are followed, but each real folder and file (by
+-- device and inode) is read once, at the first path that reaches it in the sorted walk: a link
+-- to a folder above it ends there instead of walking forever, and a text reached by two names
+-- does not land in two splits.
 local function list_files(root, suffix, exclude)
   local skip = {}
   for _, e in ipairs(exclude or {}) do skip[e] = true end
-  local files = {}
-  local function walk(rel)
+  local files, seen, repeats = {}, {}, 0
+  local function first_visit(attr)
+    local id = ("%d:%d"):format(attr.dev, attr.ino)
+    if seen[id] then
+      repeats = repeats + 1
+      return false
+    end
+    seen[id] = true
+    return true
+  end
+  local function walk(rel, attr)
+    if not first_visit(attr) then return end
     local dir = rel == "" and root or (root .. "/" .. rel)
     local names = {}
     for name in lfs.dir(dir) do
@@ -154,17 +170,18 @@ local function list_files(root, suffix, exclude)
     table.sort(names)
     for _, name in ipairs(names) do
       local r = rel == "" and name or (rel .. "/" .. name)
-      local mode = lfs.attributes(root .. "/" .. r, "mode")
-      if mode == "directory" then
-        if not skip[r] then walk(r) end
-      elseif mode == "file" and (suffix == nil or suffix == "" or name:sub(-#suffix) == suffix) then
+      local a = lfs.attributes(root .. "/" .. r)
+      if a and a.mode == "directory" then
+        if not skip[r] then walk(r, a) end
+      elseif a and a.mode == "file" and (suffix == nil or suffix == "" or name:sub(-#suffix) == suffix)
+        and first_visit(a) then
         files[#files + 1] = r
       end
     end
   end
-  walk("")
+  walk("", lfs.attributes(root))
   table.sort(files)
-  return files
+  return files, repeats
 end
 
 -- The text of a file (gzip-compressed when its name ends in .gz: gzip -dc), or false when it
@@ -197,7 +214,7 @@ end
 -- corpus.clean_rst or only corpus.normalise does), max_bytes (the text read, in all).
 local function read_documents(opts)
   local max = opts.max_bytes
-  local total, docs, dropped = 0, {}, 0
+  local total, docs, dropped, repeats = 0, {}, 0, 0
   local clean = opts.clean == "rst" and corpus.clean_rst or corpus.normalise
   local function add(name, text)
     check_utf8(name, text)
@@ -244,7 +261,7 @@ local function read_documents(opts)
     if mode == nil then fail(root .. ": no such file or folder") end
     local files
     if mode == "directory" then
-      files = list_files(root, opts.suffix, opts.exclude)
+      files, repeats = list_files(root, opts.suffix, opts.exclude)
       if #files == 0 then
         fail(("%s: no %s in this folder"):format(root, (opts.suffix or "") ~= ""
           and ("files ending in " .. opts.suffix) or "regular files"))
@@ -268,12 +285,12 @@ local function read_documents(opts)
   if #docs == 0 then
     fail(("%s: empty (no text to train on)"):format(opts.jsonl or opts.input))
   end
-  return docs, total, dropped
+  return docs, total, dropped, repeats
 end
 
 function corpus.documents(opts)
-  local ok, docs, total, dropped = pcall(read_documents, opts)
-  if ok then return docs, total, dropped end
+  local ok, docs, total, dropped, repeats = pcall(read_documents, opts)
+  if ok then return docs, total, dropped, repeats end
   if getmetatable(docs) == Fail then return nil, docs.msg end
   error(docs, 0)
 end
@@ -284,7 +301,7 @@ local function prepare(opts)
   local out = opts.out
   local ok, err = fileio.mkdir(out)
   if not ok then fail(err) end
-  local docs, total_in, dropped = read_documents(opts)
+  local docs, total_in, dropped, repeats = read_documents(opts)
   -- every split gets its documents in name order, each document's text ending in a newline and
   -- the next one after a blank line
   local parts, files, licences = {}, {}, {}
@@ -308,9 +325,7 @@ local function prepare(opts)
       licences[l] = (licences[l] or 0) + 1
     end
   end
-  -- an earlier corpus here stops being one before anything is replaced
   local manifest_path = out .. "/manifest.json"
-  os.remove(manifest_path)
   local manifest = { format = corpus.FORMAT, splits = {}, documents = #docs,
     empty_after_cleaning = dropped,
     bytes_read = total_in, cleaning = opts.clean, split_rule = "FNV-1a 32 of the document's "
@@ -328,12 +343,22 @@ local function prepare(opts)
       sha256 = sum, files = files[s] }
   end
   if next(licences) then manifest.licences = licences end
+  -- only when some were (the manifest of a corpus without repeats stays as it was: its SHA-256
+  -- names the ids cache)
+  if repeats > 0 then manifest.repeated_paths_skipped = repeats end
   for k, v in pairs(opts.source or {}) do manifest[k] = v end
+  -- everything new is on disk before anything old is replaced (a full disk fails here and
+  -- leaves the earlier corpus whole); then the earlier corpus stops being one (its manifest
+  -- goes), the splits are renamed, and the new manifest, renamed last, makes the folder a corpus
+  local manifest_part = manifest_path .. ".part"
+  ok, err = rp.write_file(manifest_part, json.encode(manifest))
+  if not ok then fail(err) end
+  os.remove(manifest_path)
   for _, s in ipairs(corpus.SPLITS) do
     ok, err = os.rename(("%s/%s.txt.part"):format(out, s), ("%s/%s.txt"):format(out, s))
     if not ok then fail(err) end
   end
-  ok, err = rp.write_file(manifest_path, json.encode(manifest))
+  ok, err = os.rename(manifest_part, manifest_path)
   if not ok then fail(err) end
   return manifest
 end
@@ -345,6 +370,7 @@ function corpus.prepare(opts)
   local ok, res = pcall(prepare, opts)
   if ok then return res end
   for _, s in ipairs(corpus.SPLITS) do os.remove(("%s/%s.txt.part"):format(opts.out, s)) end
+  os.remove(opts.out .. "/manifest.json.part")
   if getmetatable(res) == Fail then return nil, res.msg end
   error(res, 0)
 end

@@ -14,7 +14,9 @@
 --     ids prefixed so that several plots of gnuplot share a page), or nil
 --   html.runs(items) -> a <details> per run: items = { {title =, result =, files = {
 --     {label, href}, ...}}, ... }: the result's metric and losses, timing, its provenance and
---     its config
+--     its config: the keys that do something for the run (rp.experiment.applies, the rule that
+--     refuses an option that does nothing), then the others folded away in a <details> with why
+--     each does nothing
 --   html.page{title =, status =, refresh =, body =} -> the document (the status line under the
 --     body's first heading); refresh: seconds between reloads, nil for a finished report
 --   html.files(run_json, folder) -> the files of a run that are there ({label, href}: its JSON,
@@ -23,6 +25,7 @@
 --     stopped = reason]} -> the page of a comparison or sweep whose runs are still going: the
 --     runs finished so far (a table and their details), reloading every html.REFRESH seconds;
 --     with stopped (a signal stopped the runs) it says so and no longer reloads
+local rp = require "roper"
 local fileio = require "lib.fileio"
 local tables = require "lib.tables"
 
@@ -129,7 +132,8 @@ function html.markdown(md)
 end
 
 -- key / value rows of a table (keys sorted), values as JSON writes them
-local function fields(t, keys)
+-- (notes: {key = text} shown in a third column)
+local function fields(t, keys, notes)
   if keys == nil then
     keys = {}
     for k in pairs(t or {}) do keys[#keys + 1] = k end
@@ -139,12 +143,40 @@ local function fields(t, keys)
   for _, k in ipairs(keys) do
     local v = (t or {})[k]
     if v ~= nil and type(v) ~= "table" then
-      rows[#rows + 1] = ("<tr><th>%s</th><td>%s</td></tr>"):format(html.escape(k),
+      rows[#rows + 1] = ("<tr><th>%s</th><td>%s</td>%s</tr>"):format(html.escape(k),
         html.escape(type(v) == "number" and tables.num(v, math.type(v) == "float"
-          and v ~= math.floor(v) and "%.6g" or nil) or tostring(v)))
+          and v ~= math.floor(v) and "%.6g" or nil) or tostring(v)),
+        notes and ("<td>%s</td>"):format(html.escape(notes[k] or "")) or "")
     end
   end
   return #rows > 0 and ('<table class="fields">' .. table.concat(rows) .. "</table>") or ""
+end
+
+-- A run's config: the keys that do something for it (rp.experiment.applies on the whole
+-- config), then the others in a folded <details> with the reason each does nothing. A key the
+-- rule does not know (a config of another version) counts as doing something.
+local function config_fields(cfg)
+  if type(cfg) ~= "table" then return "" end
+  local keys, used, unused, why = {}, {}, {}, {}
+  for k, v in pairs(cfg) do
+    if type(v) ~= "table" then keys[#keys + 1] = k end
+  end
+  table.sort(keys)
+  for _, k in ipairs(keys) do
+    local ok, applies, reason = pcall(rp.experiment.applies, k, cfg)
+    if ok and applies == false then
+      unused[#unused + 1], why[k] = k, "does nothing " .. tostring(reason)
+    else
+      used[#used + 1] = k
+    end
+  end
+  local out = fields(cfg, used)
+  if #unused > 0 then
+    out = out .. ('<details class="unused"><summary>%d more key%s that do nothing for this run'
+      .. "</summary>%s</details>"):format(#unused, #unused == 1 and "" or "s",
+      fields(cfg, unused, why))
+  end
+  return out
 end
 
 function html.runs(items)
@@ -163,7 +195,7 @@ function html.runs(items)
         "diverged", "exploded", "exploded_at", "params", "seconds_train", "seconds_eval",
         "tokens_per_s", "resumed_at", "threads" }),
       "</div><div><h4>Provenance</h4>", fields(r.provenance),
-      "</div><div><h4>Config</h4>", fields(r.config), "</div></div></details>",
+      "</div><div><h4>Config</h4>", config_fields(r.config), "</div></div></details>",
     }
   end
   return table.concat(out, "\n")
@@ -194,6 +226,7 @@ details.run summary { cursor: pointer; }
 .cols { display: flex; flex-wrap: wrap; gap: 1.2em; }
 .cols h4 { margin: 0.5em 0 0.2em; }
 table.fields th { background: none; font-weight: normal; color: #555; }
+details.unused summary { cursor: pointer; color: #555; font-size: 0.92em; }
 ]]
 
 function html.page(t)

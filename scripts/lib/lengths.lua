@@ -116,6 +116,8 @@ function lengths.markdown(s, metric)
         c.length), c, metric == "correct" and "%+.2f" or "%+.4f")
     end
     out[#out + 1] = tables.markdown(tables.test_headers, trows)
+    local warn = tables.test_warnings(s.tests)
+    if warn ~= "" then out[#out + 1] = warn end
   end
   return table.concat(out, "\n")
 end

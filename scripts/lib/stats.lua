@@ -14,6 +14,8 @@
 --   stats.effect_size(a, b[, paired])       -> Cohen's d_z (paired) or Hedges' g (unpaired)
 --   stats.sign_flip_floor(n)                -> the smallest p the sign-flip test can give, 2 / 2^n
 --   stats.can_reach(n, alpha)               -> true when that floor is <= alpha
+--   stats.permutation_floor(na, nb)         -> the smallest p stats.permutation can give exactly
+--   stats.bootstrap_resamples(n)            -> the distinct resamples of n values, C(2n - 1, n)
 --   stats.fisher_exact(x1, n1, x2, n2)      -> p: two-sided Fisher exact test of x1/n1 vs x2/n2
 --   stats.kaplan_meier(times, events)       -> {{time, at_risk, events, surv}} at each event time
 --   stats.logrank(t1, e1, t2, e2)           -> chi2, p: two-group log-rank (Mantel-Cox) test
@@ -288,7 +290,9 @@ function stats.paired(a, b, opts)
 end
 
 -- compare(a, b, a_seed, b_seed) -> {mean_diff, welch_t, welch_df, welch_p, permutation_p,
--- permutation_exact, paired}: method b against method a, as the comparison summaries report it.
+-- permutation_exact, permutation_floor, na, nb, paired}: method b against method a, as the
+-- comparison summaries report it (permutation_floor: stats.permutation_floor(#b, #a), the
+-- smallest p the exact test could give; na, nb: how many values a and b have).
 -- a, b: the finite values of each method's runs; a_seed, b_seed: the same values by seed
 -- ({[seed] = value}), paired by seed for stats.paired (b - a). mean_diff is mean(b) - mean(a)
 -- (nil when either list is empty); a test that needs more values is nil.
@@ -305,7 +309,8 @@ function stats.compare(a, b, a_seed, b_seed)
   local pa, pb = {}, {}
   for i, seed in ipairs(seeds) do pa[i], pb[i] = b_seed[seed], a_seed[seed] end
   return { mean_diff = diff, welch_t = t, welch_df = df, welch_p = pw, permutation_p = pp,
-    permutation_exact = exact, paired = stats.paired(pa, pb) }
+    permutation_exact = exact, permutation_floor = stats.permutation_floor(#b, #a), na = #a,
+    nb = #b, paired = stats.paired(pa, pb) }
 end
 
 -- t_quantile(q, df) -> t with P(T <= t) = q, 0 < q < 1 (bisection on t_sf2 to 1e-12).
@@ -516,6 +521,36 @@ end
 -- (stats.sign_flip_floor(n) <= alpha); 5 pairs cannot reach 0.05 (floor 0.0625), 6 can.
 function stats.can_reach(n, alpha)
   return stats.sign_flip_floor(n) <= alpha
+end
+
+-- C(n, k) as a float, by the product (exact for the sizes of a comparison's runs)
+local function choose(n, k)
+  local c = 1
+  for i = 1, k do c = c * (n - k + i) / i end
+  return c
+end
+
+-- permutation_floor(na, nb) -> the smallest two-sided p the exact permutation test of
+-- stats.permutation can give with groups of na and nb values: 2 / C(na + nb, na) when na == nb
+-- (the observed labelling and its mirror, the groups swapped, have the same |mean difference|),
+-- 1 / C(na + nb, na) otherwise (reached when the groups lie far apart); 1 when a group is empty.
+-- 3 runs a method: 2 / C(6, 3) = 0.1, so the test cannot reach 0.05; 4 runs: 2 / 70.
+function stats.permutation_floor(na, nb)
+  if math.tointeger(na) == nil or math.tointeger(nb) == nil or na < 0 or nb < 0 then
+    error("permutation_floor: na and nb must be integers >= 0", 2)
+  end
+  if na == 0 or nb == 0 then return 1 end
+  return (na == nb and 2 or 1) / choose(na + nb, na)
+end
+
+-- bootstrap_resamples(n) -> the number of distinct resamples (multisets) of n values drawn with
+-- replacement, C(2n - 1, n): 10 for 3 values, 126 for 5, 92378 for 10. A percentile bootstrap
+-- of n pairs has no more distinct statistics than this.
+function stats.bootstrap_resamples(n)
+  if math.tointeger(n) == nil or n < 1 then
+    error("bootstrap_resamples: n must be an integer >= 1", 2)
+  end
+  return math.tointeger(choose(2 * n - 1, n)) or choose(2 * n - 1, n)
 end
 
 local function lchoose(n, k)

@@ -1,12 +1,13 @@
--- The file fuzzer (issue 29): forged .npy, safetensors and checkpoint files, each loaded in a
--- child process of the roper binary by the machinery of the API fuzz test (tests/fuzz/driver.lua
+-- The file fuzzer (issue 29): forged .npy, safetensors, checkpoint and SentencePiece .model
+-- files, each loaded (and a model used) in a child process of the roper binary by the machinery of the API fuzz test (tests/fuzz/driver.lua
 -- runs the cases of a kind "file:npy" as it runs a function's; tests/fuzz/child.lua asks this
 -- module for them). tests/lua/fuzz_files_spec.lua runs it.
 --
 --   local files = require "files"
 --   files.prepare(rp, dir, fixtures)  -- the base checkpoints the forgeries start from, into dir
 --                                     -- (with the version 1 files of the fixtures folder)
---   files.kinds()                     -- { "file:checkpoint", "file:npy", "file:safetensors" }
+--   files.kinds()                     -- { "file:checkpoint", "file:npy", "file:safetensors",
+--                                     --   "file:tokenizer" }
 --   files.count(rp, ctx, kind)        -- the cases of a kind
 --   local desc, call = files.case(rp, ctx, kind, i)
 --       -- case i: a description, and a function that writes the file, loads it and returns nil
@@ -804,7 +805,20 @@ local CK_BASES = { "ck_v1.ckpt", "ck_v1_opt.ckpt", "ck_v2_shaw_opt.ckpt", "ck_v2
 local CK_SYSTEMATIC = { "ck_v1_opt.ckpt", "ck_v2_shaw_opt.ckpt", "ck_v3_angles_opt.ckpt",
   "ck_v5_learn_freq_opt.ckpt" }
 
+-- The base SentencePiece model (spm_base.model): trained by Python's sentencepiece with its
+-- defaults on the fortunes package's text (tests/reference/spm_reference.py; make test installs
+-- both), or nil and why.
+local function prepare_spm(dir)
+  local input = dir .. "/spm_input.txt"
+  local text = assert(h.read("/usr/share/games/fortunes/fortunes"), "the fortunes package")
+  write(input, text:sub(1, 300000))
+  local _, err, code = h.run(h.sh_quote(h.PY) .. " tests/reference/spm_reference.py train "
+    .. h.sh_quote(input) .. " " .. h.sh_quote(dir .. "/spm_base") .. " unigram 500")
+  assert(code == 0, "training the base SentencePiece model: " .. tostring(err))
+end
+
 function M.prepare(rp, dir, fixtures)
+  prepare_spm(dir)
   local function T(...) return rp.randn({ ... }, rp.rng(5)) end
   local base = { vocab = 5, d_model = 8, heads = 2, layers = 1, d_ff = 8, seq_len = 8,
     max_batch = 2, seed = 3 }
@@ -932,13 +946,224 @@ local function ck_case(rp, ctx, i, named)
   end
 end
 
+-- ---------------------------------------------------------------- SentencePiece models
+
+-- The base: a unigram model of 500 pieces trained by Python's sentencepiece with its defaults
+-- (the nmt_nfkc normalization, whose precompiled character map, a double-array trie of some
+-- 60,000 units and its replacement strings, the library trusts), written by M.prepare; the tree
+-- of it (tests/fuzz/spm.lua) that each case edits. Loaded models encode and decode these texts,
+-- whose characters walk the trie (full width, ligatures, combining marks, NUL).
+local spm = require "spm"
+local SPM_TEXTS = { "Hello world", "Ｆｕｌｌ ＷＩＤＴＨ ① ﬁ", "e\204\129 x\0y \u{10FFFD}",
+  "  two  spaces\t\r\n", "日本語 한국어 Ελληνικά", ("z"):rep(300) }
+local spm_cache
+
+local function spm_base(ctx)
+  if not spm_cache then
+    local b = read(ctx.dir .. "/spm_base.model")
+    spm_cache = { bytes = b }
+  end
+  return spm_cache
+end
+
+local function copy_tree(t)
+  local c = {}
+  for i, f in ipairs(t) do
+    c[i] = {}
+    for k, v in pairs(f) do c[i][k] = v end
+    if f.fields then c[i].fields = copy_tree(f.fields) end
+  end
+  return c
+end
+
+-- The normalizer spec's character map field of a tree (its NormalizerSpec field 2), or nil.
+local function charsmap_field(t)
+  local ns = spm.field(t, 3)
+  return ns and ns.fields and spm.field(ns.fields, 2)
+end
+
+-- The pieces (field 1) of a tree, in order.
+local function pieces_of(t)
+  local list = {}
+  for _, f in ipairs(t) do if f.num == 1 then list[#list + 1] = f end end
+  return list
+end
+
+local U32 = { 0, 1, 2, 3, 0xFF, 0x100, 0x3FF, 0x400, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF,
+  0x000FFC00, 0xFFFFFC00, 0x00000200, 0x80000061 }
+
+-- Named forgeries: each a description and a function(tree) that changes the tree (or returns the
+-- bytes to write instead).
+local function spm_named(ctx)
+  local list = { { "as it is", function() end } }
+  local function add(desc, fn) list[#list + 1] = { desc, fn } end
+  -- the character map's size word: 0 .. the whole map and past it
+  for _, d in ipairs { "0", "1", "3", "tb - 4", "tb + 4", "n - 8", "n - 4", "n - 3", "n - 1", "n",
+    "n + 4", "2^32 - 1" } do
+    add("character map size word = " .. d, function(t)
+      local f = charsmap_field(t)
+      local m = spm.charsmap(f.s)
+      local n, tb = #f.s, m.trie_bytes
+      local v = ({ ["0"] = 0, ["1"] = 1, ["3"] = 3, ["tb - 4"] = tb - 4, ["tb + 4"] = tb + 4,
+        ["n - 8"] = n - 8, ["n - 4"] = n - 4, ["n - 3"] = n - 3, ["n - 1"] = n - 1, ["n"] = n,
+        ["n + 4"] = n + 4, ["2^32 - 1"] = 0xFFFFFFFF })[d]
+      f.s = string.pack("<I4", v) .. f.s:sub(5)
+    end)
+  end
+  -- the trie's root and first units, the last one, to edge patterns (the issue's SIGSEGV: four
+  -- bytes of the root)
+  for _, k in ipairs { 1, 2, 3, 257, "last" } do
+    for _, u in ipairs(U32) do
+      add(("character map unit %s = 0x%08x"):format(k, u), function(t)
+        local f = charsmap_field(t)
+        local m = spm.charsmap(f.s)
+        m.units[k == "last" and #m.units or k] = u
+        f.s = spm.charsmap_bytes(m)
+      end)
+    end
+  end
+  -- the replacement strings without their last NUL, empty, cut
+  add("character map strings without their last NUL", function(t)
+    local f = charsmap_field(t)
+    local m = spm.charsmap(f.s)
+    m.strings = m.strings:sub(1, -2) .. "x"
+    f.s = spm.charsmap_bytes(m)
+  end)
+  add("character map strings empty", function(t)
+    local f = charsmap_field(t)
+    local m = spm.charsmap(f.s)
+    m.strings = ""
+    f.s = spm.charsmap_bytes(m)
+  end)
+  add("character map cut to its size word", function(t)
+    local f = charsmap_field(t)
+    f.s = f.s:sub(1, 4)
+  end)
+  add("character map empty", function(t) charsmap_field(t).s = "" end)
+  add("character map as the denormalizer's too", function(t)
+    local ns = spm.field(t, 3)
+    local d = copy_tree({ ns })[1]
+    d.num = 5
+    t[#t + 1] = d
+  end)
+  -- pieces: long (the issue's 120 KB overflowed the stack), empty, with NUL, odd types
+  for _, c in ipairs { { "piece 10 of 120 KB", 10, ("q"):rep(120000) },
+    { "piece 10 of 4097 bytes", 10, ("q"):rep(4097) }, { "piece 10 empty", 10, "" },
+    { "piece 10 with a NUL", 10, "a\0b" }, { "piece 300 = piece 301", 300, nil } } do
+    add(c[1], function(t)
+      local ps = pieces_of(t)
+      local f = spm.field(ps[c[2]].fields, 1)
+      f.s = c[3] or spm.field(ps[c[2] + 1].fields, 1).s
+    end)
+  end
+  for _, ty in ipairs { 0, 2, 3, 6, 7, 1 << 40 } do
+    add("piece 10 of type " .. ty, function(t)
+      local ps = pieces_of(t)
+      local f = spm.field(ps[10].fields, 3)
+      if f then f.v = ty else table.insert(ps[10].fields, { num = 3, wt = 0, v = ty }) end
+    end)
+  end
+  add("a piece of the wrong wire type", function(t)
+    local ps = pieces_of(t)
+    spm.field(ps[10].fields, 1).wt = 5
+  end)
+  -- the trainer spec's numbers
+  for _, c in ipairs { { 40, "unk_id" }, { 41, "bos_id" }, { 42, "eos_id" }, { 43, "pad_id" },
+    { 4, "vocab_size" }, { 3, "model_type" } } do
+    for _, v in ipairs { -2, -1, 0, 499, 500, 1 << 31, 1 << 40 } do
+      add(("trainer spec %s = %d"):format(c[2], v), function(t)
+        local tr = spm.field(t, 2).fields
+        local f = spm.field(tr, c[1])
+        if f then f.v = v else tr[#tr + 1] = { num = c[1], wt = 0, v = v } end
+      end)
+    end
+  end
+  return list
+end
+
+local function spm_random(ctx, t)
+  local how = math.random(5)
+  local f = charsmap_field(t)
+  if how == 1 then -- units of the trie to random values
+    local m = spm.charsmap(f.s)
+    local k = {}
+    for _ = 1, math.random(4) do
+      local i = math.random(#m.units)
+      m.units[i] = math.random(0, 0xFFFFFFFF)
+      k[#k + 1] = i
+    end
+    f.s = spm.charsmap_bytes(m)
+    return "character map units " .. table.concat(k, ", ") .. " random"
+  elseif how == 2 then -- bit flips in the character map
+    f.s = damage(f.s)
+    return "character map bytes damaged"
+  elseif how == 3 then -- a piece damaged
+    local ps = pieces_of(t)
+    local i = math.random(#ps)
+    local pf = spm.field(ps[i].fields, 1)
+    pf.s = damage(pf.s)
+    return ("piece %d damaged"):format(i - 1)
+  elseif how == 4 then -- the trainer spec damaged (its framing kept by the tree)
+    local tr = spm.field(t, 2)
+    tr.fields = nil
+    tr.s = damage(tr.s)
+    return "trainer spec bytes damaged"
+  end
+  return nil -- the whole file damaged below
+end
+
+local function spm_case(rp, ctx, i, named)
+  local base = spm_base(ctx)
+  local desc, bytes
+  if i <= #named then
+    local t = spm.parse(base.bytes)
+    desc = named[i][1]
+    named[i][2](t)
+    bytes = spm.encode(t)
+  else
+    local t = spm.parse(base.bytes)
+    desc = spm_random(ctx, t)
+    bytes = spm.encode(t)
+    if not desc then
+      bytes = damage(bytes)
+      desc = "file bytes damaged"
+    end
+    if math.random(10) == 1 then
+      bytes = bytes:sub(1, math.random(0, #bytes))
+      desc = desc .. ", then cut"
+    end
+  end
+  return "spm_base.model: " .. desc, function()
+    local path = ctx.dir .. "/fuzz.model"
+    write(path, bytes)
+    local ok, tok, msg = pcall(rp.tokenizer.load, path)
+    local p = file_error_problem(path, "rp.tokenizer.load", ok, tok, msg)
+    if p then return p end
+    if not tok then
+      return i == 1 and "raw: the base model was refused: " .. tostring(msg) or nil
+    end
+    for _, text in ipairs(SPM_TEXTS) do
+      local eok, ids = pcall(tok.encode, tok, text)
+      p = raw_call("tok:encode", eok, ids)
+      if p then return p end
+      if eok then
+        p = raw_call("tok:decode", pcall(tok.decode, tok, ids))
+        if p then return p end
+      end
+    end
+    close(tok)
+    return nil
+  end
+end
+
 -- ---------------------------------------------------------------- the kinds
 
 local KINDS = { ["file:checkpoint"] = { named = ck_named, case = ck_case },
   ["file:npy"] = { named = npy_named, case = npy_case },
-  ["file:safetensors"] = { named = st_named, case = st_case } }
+  ["file:safetensors"] = { named = st_named, case = st_case },
+  ["file:tokenizer"] = { named = spm_named, case = spm_case } }
 
-function M.kinds() return { "file:checkpoint", "file:npy", "file:safetensors" } end
+function M.kinds() return { "file:checkpoint", "file:npy", "file:safetensors", "file:tokenizer" } end
 
 function M.is_kind(name) return KINDS[name] ~= nil end
 

@@ -1,15 +1,19 @@
 """The tutorial notebook run in a real browser: tests/lua/notebook_browser_spec.lua runs
-/usr/bin/python3 tests/kernel/browser_test.py ROPER_BIN [--screenshot FILE].
+/usr/bin/python3 tests/kernel/browser_test.py ROPER_BIN [--screenshot FILE] [--opened FILE].
 
-It starts the notebook server (jupyter-notebook) on 127.0.0.1 with the roper kernel and a copy
-of notebooks/tutorial.ipynb whose outputs are cleared, opens the notebook's page in headless
-Chromium (chromium-headless-shell, driven through the DevTools protocol over a websocket to
-127.0.0.1), runs every cell (Cell > Run All: Jupyter.notebook.execute_all_cells), waits until all
-have run, and checks the page: every code cell has run, none shows an error, and the pictures
-are inline (img elements of PNG outputs, one per rp.plot/rp.heatmap of the tutorial). Then it
-scrolls to the first picture and takes a screenshot (FILE; docs/notebook.png is one). Prints
-"ok NAME" or "FAIL NAME: why" per check. Every wait has a timeout; the processes it starts are
-ended at the end.
+It starts the notebook server (jupyter-notebook) on 127.0.0.1 with the roper kernel and a byte
+for byte copy of notebooks/tutorial.ipynb as committed, with its outputs, and opens the
+notebook's page in headless Chromium (chromium-headless-shell, driven through the DevTools
+protocol over a websocket to 127.0.0.1), as `make notebook` opens it for a reader. It checks
+that the page opens without a dialog (Jupyter shows "Notebook validation failed" over a notebook
+that is not valid nbformat 4) and shows the committed outputs (one picture per rp.plot/rp.heatmap
+of the tutorial), then takes the screenshot of the page as opened (--opened FILE). Then it clears
+the outputs (Cell > All Output > Clear), runs every cell (Cell > Run All:
+Jupyter.notebook.execute_all_cells), waits until all have run, and checks the page: every code
+cell has run, none shows an error, and the pictures are inline (img elements of PNG outputs, one
+per plot call). Then it scrolls to the first picture and takes a screenshot (FILE;
+docs/notebook.png is one). Prints "ok NAME" or "FAIL NAME: why" per check. Every wait has a
+timeout; the processes it starts are ended at the end.
 """
 import asyncio
 import json
@@ -97,9 +101,25 @@ class Page:
 
 
 CODE_CELLS = "Jupyter.notebook.get_cells().filter(c => c.cell_type === 'code')"
+# the pictures shown on the page (loaded PNG outputs)
+PICTURES = ("Array.from(document.querySelectorAll('.output_png img'))"
+            ".filter(i => i.complete && i.naturalWidth > 100).length")
 
 
-async def drive(url, devtools, shot, results):
+async def screenshot(p, path):
+    """The page's screenshot written to path; None or why it is not a picture."""
+    import base64
+    data = await p.call("Page.captureScreenshot", format="png")
+    png = base64.b64decode(data["data"])
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(png)
+    os.replace(tmp, path)
+    return None if png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20000 else \
+        "not a picture (%d bytes)" % len(png)
+
+
+async def drive(url, devtools, shot, opened_shot, results):
     targets = json.loads(wait_http(devtools + "/json/list", T))
     page_ws = [t for t in targets if t["type"] == "page"][0]["webSocketDebuggerUrl"]
     ws = await websocket_connect(page_ws, max_message_size=256 << 20)
@@ -112,21 +132,44 @@ async def drive(url, devtools, shot, results):
                     " && Jupyter.notebook.kernel.is_connected() && Jupyter.notebook.kernel.info_reply"
                     " && Jupyter.notebook.kernel.info_reply.implementation === 'roper'", T)
     results.append(("kernel_connected", None))
+    # the notebook as committed: no dialog over it (the dialog is made while the notebook loads,
+    # before the kernel connects), its outputs shown
+    await p.wait_js("Jupyter.notebook._fully_loaded === true", T)
+    await asyncio.sleep(1.0)
+    dialogs = await p.js("Array.from(document.querySelectorAll('.modal')).map(m => "
+                         "(m.querySelector('.modal-title') || m).textContent.trim() + ': ' + "
+                         "(m.querySelector('.modal-body') || m).textContent.trim().slice(0, 300))")
+    results.append(("no_dialog", None if dialogs == [] else "a dialog: %s" % " | ".join(dialogs)))
+    plots = sum(len(re.findall(r"rp\.(?:plot|heatmap)\(", c.source))
+                for c in nbformat.read(os.path.join(ROOT, "notebooks/tutorial.ipynb"), 4).cells
+                if c.cell_type == "code")
+    await p.js("window.scrollTo(0, 0), true")
+    shown = 0
+    deadline = time.monotonic() + T
+    while time.monotonic() < deadline:  # the committed pictures, decoded
+        shown = await p.js(PICTURES)
+        if shown >= plots:
+            break
+        await asyncio.sleep(0.5)
+    results.append(("committed_outputs_shown", None if shown == plots and plots > 0
+                    else "%d pictures on the page, %d plot calls" % (shown, plots)))
+    if opened_shot:
+        results.append(("screenshot_opened", await screenshot(p, opened_shot)))
+    # then run as a reader reruns it: Cell > All Output > Clear, Cell > Run All
+    await p.js("Jupyter.notebook.clear_all_output(), true")
     n = await p.js(CODE_CELLS + ".length")
     ran0 = await p.js(CODE_CELLS + ".filter(c => c.input_prompt_number !== undefined && "
                       "c.input_prompt_number !== null).length")
-    results.append(("outputs_cleared_before", None if ran0 == 0 else "%d cells had run" % ran0))
+    left = await p.js("document.querySelectorAll('.output_area').length")
+    results.append(("outputs_cleared_before", None if ran0 == 0 and left == 0
+                    else "%d cells had run, %d outputs left" % (ran0, left)))
     await p.js("Jupyter.notebook.execute_all_cells(), true")
     await p.wait_js(CODE_CELLS + ".every(c => typeof c.input_prompt_number === 'number')"
                     " && Jupyter.notebook.kernel_busy === false", RUN_TIMEOUT)
     results.append(("all_cells_ran", None if n > 20 else "only %d code cells" % n))
     errors = await p.js("document.querySelectorAll('.output_error, .output_stderr').length")
     results.append(("no_errors", None if errors == 0 else "%d error outputs" % errors))
-    pics = await p.js("Array.from(document.querySelectorAll('.output_png img'))"
-                      ".filter(i => i.complete && i.naturalWidth > 100).length")
-    plots = sum(len(re.findall(r"rp\.(?:plot|heatmap)\(", c.source))
-                for c in nbformat.read(os.path.join(ROOT, "notebooks/tutorial.ipynb"), 4).cells
-                if c.cell_type == "code")
+    pics = await p.js(PICTURES)
     results.append(("plots_inline", None if pics == plots and plots > 0
                     else "%d pictures on the page, %d plot calls" % (pics, plots)))
     html_tables = await p.js("document.querySelectorAll('.output_html .roper-tensor table').length")
@@ -141,15 +184,7 @@ async def drive(url, devtools, shot, results):
                          " && r.height > 100; })()")
     results.append(("plot_in_view", None if visible else "the picture is not in the viewport"))
     if shot:
-        data = await p.call("Page.captureScreenshot", format="png")
-        import base64
-        png = base64.b64decode(data["data"])
-        tmp = shot + ".tmp"
-        with open(tmp, "wb") as f:
-            f.write(png)
-        os.replace(tmp, shot)
-        results.append(("screenshot", None if png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20000
-                        else "not a picture (%d bytes)" % len(png)))
+        results.append(("screenshot", await screenshot(p, shot)))
     ws.close()
 
 
@@ -165,9 +200,11 @@ def stop(proc):
 
 def main():
     roper = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build/roper"))
-    shot = None
+    shot = opened_shot = None
     if "--screenshot" in sys.argv:
         shot = os.path.abspath(sys.argv[sys.argv.index("--screenshot") + 1])
+    if "--opened" in sys.argv:
+        opened_shot = os.path.abspath(sys.argv[sys.argv.index("--opened") + 1])
     browser = next((shutil.which(b) for b in BROWSERS if shutil.which(b)), None)
     if browser is None:
         print("FAIL browser: no chromium-headless-shell or chromium (make test installs it)")
@@ -180,11 +217,10 @@ def main():
                    "--pythonpath", os.path.join(ROOT, "python")])
         nbdir = os.path.join(tmp, "nb")
         os.makedirs(nbdir)
-        nb = nbformat.read(os.path.join(ROOT, "notebooks/tutorial.ipynb"), 4)
-        for c in nb.cells:
-            if c.cell_type == "code":
-                c.outputs, c.execution_count = [], None
-        nbformat.write(nb, os.path.join(nbdir, "tutorial.ipynb"))
+        # the committed file as it is (never read and written again by nbformat, which could
+        # mend or mask what a reader's Jupyter would see)
+        shutil.copyfile(os.path.join(ROOT, "notebooks/tutorial.ipynb"),
+                        os.path.join(nbdir, "tutorial.ipynb"))
         env = dict(os.environ, JUPYTER_PATH=os.path.join(tmp, "jupyter"),
                    JUPYTER_CONFIG_DIR=os.path.join(tmp, "config"),
                    JUPYTER_DATA_DIR=os.path.join(tmp, "data"),
@@ -209,8 +245,8 @@ def main():
             stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "browser.log"), "wb"),
             stdin=subprocess.DEVNULL, start_new_session=True)
         url = "%s/notebooks/tutorial.ipynb?token=%s" % (base, token)
-        asyncio.run(asyncio.wait_for(drive(url, "http://127.0.0.1:%d" % dport, shot, results),
-                                     RUN_TIMEOUT + 3 * T))
+        asyncio.run(asyncio.wait_for(drive(url, "http://127.0.0.1:%d" % dport, shot, opened_shot,
+                                           results), RUN_TIMEOUT + 5 * T))
     except Exception as e:  # the checks not reached fail with this
         results.append(("run", "%s: %s" % (type(e).__name__, e)))
         for log in ("server.log", "browser.log"):

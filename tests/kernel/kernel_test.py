@@ -344,6 +344,30 @@ def interrupt_blas(s):
 
 
 @case
+def interrupt_shell(s):
+    """The interrupt reaches the program the cell runs (roper's whole process group), as a
+    terminal's Ctrl-C does: sleep ends at once and os.execute says how."""
+    t0 = time.monotonic()
+    rep, out = s.run('os.execute("sleep 30")',
+                     after_send=lambda: (time.sleep(1.0), s.km.interrupt_kernel()))
+    check(rep["status"] == "ok", rep)
+    check(text_of(out) == ["nil\nsignal\n2"], out)
+    check(time.monotonic() - t0 < 20, "took %.1f s" % (time.monotonic() - t0))
+    rep, out = s.run("x")
+    check(text_of(out) == ["41"], (rep, out))
+
+
+@case
+def oversized_cell(s):
+    """A cell over 64 MiB gets one refusal, and the session goes on (it used to deadlock)."""
+    rep, out = s.run("y = 1 --" + "a" * (64 << 20))
+    check(rep["status"] == "error", rep)
+    check("is refused (at most 64 MiB; skipped)" in rep["evalue"], rep)
+    rep, out = s.run("x, y")
+    check(text_of(out) == ["41\nnil"], (rep, out))
+
+
+@case
 def roper_killed_mid_cell(s):
     pid = roper_pid(s)
     rep, out = s.run('os.execute("kill -KILL %d") while true do end' % pid)

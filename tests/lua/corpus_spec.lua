@@ -202,6 +202,56 @@ describe("corpus.prepare", function()
     refused({ input = dir, suffix = ".gz" }, "g.txt.gz: not a gzip file that gzip -dc can read")
   end)
 
+  it("follows links but reads each real folder and file once (a link to a folder above ends)",
+    function()
+    assert(os.execute("mkdir " .. sh_quote(dir .. "/d")))
+    for i = 1, 200 do write(("%s/d/t%03d.txt"):format(dir, i), ("text %d\n"):format(i)) end
+    local m0 = assert(corpus.prepare { input = dir .. "/d", out = out, clean = "none",
+      max_bytes = 1e6 })
+    assert.equal(200, m0.documents)
+    assert.is_nil(m0.repeated_paths_skipped)
+    -- a link to the folder itself and one to its parent: without the check, the first repeats
+    -- every document under ever longer names until the path is too long, and both make the walk
+    -- 2^depth paths long; a link to a file repeats its text under another name
+    assert(os.execute(("ln -s . %s/d/again && ln -s .. %s/d/up && ln -s t001.txt %s/d/t999.txt")
+      :format(sh_quote(dir), sh_quote(dir), sh_quote(dir))))
+    local m = assert(corpus.prepare { input = dir .. "/d", out = out, clean = "none",
+      max_bytes = 1e6 })
+    assert.equal(200, m.documents)
+    -- again (the folder itself), up/d (the folder again, through its parent, which holds no
+    -- other file), t999.txt (t001.txt)
+    assert.equal(3, m.repeated_paths_skipped)
+    local names = {}
+    for _, s in ipairs(corpus.SPLITS) do
+      for _, f in ipairs(m.splits[s].files) do names[#names + 1] = f.name end
+    end
+    table.sort(names)
+    assert.equal("t001.txt", names[1])
+    assert.equal("t200.txt", names[200])
+    for _, s in ipairs(corpus.SPLITS) do
+      assert.equal(m0.splits[s].sha256, m.splits[s].sha256, s)
+    end
+  end)
+
+  it("keeps an earlier corpus whole when writing the new one fails (its manifest removed only "
+    .. "at the renames)", function()
+    for i = 1, 200 do write(("%s/t%03d.txt"):format(dir, i), ("text number %d\n"):format(i)) end
+    assert(corpus.prepare { input = dir, out = out, clean = "none", max_bytes = 1e6 })
+    local before = read(out .. "/manifest.json")
+    local train = read(out .. "/train.txt")
+    write(dir .. "/t201.txt", "one more\n")
+    -- the test split's temporary name cannot be written (a folder holds it), as a full disk
+    -- fails the write after the train and valid splits
+    assert(os.execute("mkdir " .. sh_quote(out .. "/test.txt.part")))
+    write(out .. "/test.txt.part/x", "")
+    local m, err = corpus.prepare { input = dir, out = out, clean = "none", max_bytes = 1e6 }
+    assert.is_nil(m)
+    assert.truthy(err:find("test.txt.part", 1, true), err)
+    assert.equal(before, read(out .. "/manifest.json"))
+    assert.equal(train, read(out .. "/train.txt"))
+    assert.equal("manifest.json test.txt test.txt.part train.txt valid.txt", listing(out))
+  end)
+
   it("reads gzip files", function()
     for i = 1, 200 do
       write(("%s/f%03d.rst"):format(dir, i), ("Title %d\n=======\n\nText %d.\n"):format(i, i))
@@ -236,6 +286,13 @@ describe("scripts/corpus.lua", function()
       sh_quote(dir), sh_quote(out .. "/d")))
     assert.equal(1, code)
     assert.equal("corpus.lua: bad.txt: invalid UTF-8 at byte 0 (not a text file?)\n", text)
+    -- a position in the user's file stays in the message (a Lua position would not)
+    write(dir .. "/p.jsonl", '{"text": "a"}\n{"text": \n')
+    text, code = run(("%s scripts/corpus.lua --jsonl %s --out %s"):format(sh_quote(BIN),
+      sh_quote(dir .. "/p.jsonl"), sh_quote(out .. "/e")))
+    assert.equal(1, code)
+    assert.truthy(text:find("^corpus%.lua: " .. (dir .. "/p.jsonl"):gsub("%p", "%%%0")
+      .. ":2: not JSON %("), text)
     rmrf(dir)
     rmrf(out)
   end)

@@ -1,5 +1,7 @@
 -- The file fuzzer (issue 29): forged .npy, safetensors and checkpoint files (tests/fuzz/files.lua)
--- loaded by rp.load, and safetensors files by m:load_safetensors into a fresh model, in child
+-- loaded by rp.load, safetensors files by m:load_safetensors into a fresh model, and SentencePiece
+-- .model files (a Python-trained model's pieces, trainer spec and normalizer tables forged) by
+-- rp.tokenizer.load and then used to encode and decode, in child
 -- processes of the roper binary (tests/fuzz/driver.lua, tests/fuzz/child.lua: the machinery of
 -- the API fuzz test). One test per kind; it fails on a death (a signal), a hang (the child's time
 -- limit), a sanitizer report (under make test SANITIZE=1) or a raw finding: a raised error where

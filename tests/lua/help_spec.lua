@@ -146,6 +146,71 @@ describe("help from docs/lua_api.md", function()
   end)
 end)
 
+describe("rp.help(rp.attention)'s refusals", function()
+  -- each message the entry names, with a call that raises it: the help lists them one a line
+  -- ("  what: message", its continuation indented), and each is what rp.attention raises
+  local q = rp.randn { 1, 4, 1, 8 }
+  local grid = { { 0, 0 }, { 0, 1 }, { 1, 0 }, { 1, 1 } }
+  local cases = {
+    { { pe = "rope", fraction_o = 0.5 },
+      "fraction_o 0.5 does nothing for pe rope rotating qk: it applies when o is rotated" },
+    { { pe = "alibi", rel_clip = 8 },
+      "rel_clip 8 does nothing for pe alibi: it applies to pe shaw or deberta" },
+    { { pe = "none", rotate = "qk" },
+      "option 'rotate' needs a rotary pe (rope, roper or roper_legacy), got pe 'none'" },
+    { { pe = "none", positions = { 0, 1, 2, 3 } },
+      "option 'positions' needs a rotary pe (rope, roper or roper_legacy), got pe 'none'" },
+    { { pe = "rope", positions = { 0, 1, 2 } },
+      "option 'positions' holds 3 positions; this call reads 4 (keys 0..3, queries 0..3)" },
+    { { pe = "rope", positions = { 0, 1, 2, 3 }, pos_offset = 1 },
+      "give option 'pos_offset' or 'positions', not both (shift the positions instead)" },
+    { { pe = "rope", positions = { 0, 1, 2, 3 }, axes = "sections" },
+      "option 'axes' does nothing with 1-D positions (give the positions as [n x axes] or a list "
+        .. "of {r, c} lists)" },
+    { { pe = "rope", axes = "sections" },
+      "option 'axes' needs option 'positions' (vector positions: an [n x axes] tensor or a list "
+        .. "of {r, c} lists)" },
+    { { pe = "rope", positions = grid, axes = "sections", sections = { 1, 2 } },
+      "sections {1, 2} hold 3 pairs; d_rot_q 8 has 4" },
+    { { pe = "roper", positions = grid, axes = "sections", sections = { 1, 3 }, fraction_v = 0.5 },
+      "d_rot_v 4 has 2" },
+    { { pe = "rope", positions = grid, axes = "mixed", mix = rp.zeros { 2, 3 } },
+      "option 'mix' is [2 x 3]; [2 x 4] expected (the positions' axes x d_rot/2)" },
+    { { pe = "rope", positions = { -1, 0, 1, 2 }, angles = rp.zeros { 8, 4 } },
+      "position -1 is below 0, where the angle table starts" },
+    { { pe = "rope", positions = rp.zeros { 4, 4 } },
+      "option 'positions' [4 x 4]: 1 to 3 axes expected" },
+  }
+
+  it("are a list, one refusal a line, each message as rp.attention raises it", function()
+    local text = assert(rp.help(rp.attention))
+    local part = assert(text:match("\nEvery rotated placement needs[^\n]*\n[^\n]*\n(.-)\nExample:"),
+      text)
+    -- the items: lines "  what: ...", each with its "    " continuation lines joined
+    local items = {}
+    for line in part:gmatch("[^\n]+") do
+      if line:match("^  %S") then items[#items + 1] = line:sub(3)
+      else
+        assert.truthy(line:match("^    %S"), "not an item nor its continuation: " .. line)
+        items[#items] = items[#items] .. " " .. line:sub(5)
+      end
+    end
+    assert.are.equal(11, #items, part)
+    for _, c in ipairs(cases) do
+      local ok, err = pcall(rp.attention, q, q, q, c[1])
+      assert.is_false(ok)
+      local msg = err:match("^bad argument #4 to 'rp.attention' %((.*)%)$")
+      assert.truthy(msg, err)
+      assert.truthy(msg:find(c[2], 1, true), err)
+      local found = false
+      for _, it in ipairs(items) do
+        if it:find(c[2], 1, true) then found = true end
+      end
+      assert.is_true(found, "not in the list: " .. c[2] .. "\n" .. part)
+    end
+  end)
+end)
+
 describe("rp.help(\"word\") for a word that names no function or topic", function()
   it("shows the config key of that name, then the entries that mention it", function()
     local text = assert(rp.help("fraction_v"))
@@ -157,6 +222,10 @@ describe("rp.help(\"word\") for a word that names no function or topic", functio
       true), text)
     assert.truthy(text:find("\n  rp.attention(q, k, v[, opts]) -> out, att\n      ", 1, true), text)
     assert.truthy(text:find("\n  rp.model(cfg) -> model\n", 1, true), text)
+    -- the key is found, so the mentions are "also", not "no function or topic is named"
+    assert.truthy(text:find("%(an option of rp.experiment and of the scripts: %-%-fraction%-v%)\n\n"
+      .. "It is also mentioned in:\n  config key fraction_o "), text)
+    assert.is_nil(text:find("No function or topic", 1, true), text)
   end)
 
   it("searches case-insensitively, names and texts, with the line that matches", function()

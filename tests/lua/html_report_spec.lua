@@ -270,9 +270,22 @@ describe("report.html in a browser", function()
     assert.truthy(dom:find('docs/results.md#substring-by-index-', 1, true), dom)
     assert.truthy(dom:find("the same task with another configuration: d_model 64 (this run 16)",
       1, true), dom)
-    -- the warning of the statistics: 3 pairs cannot reach 0.05 with the sign-flip test
-    assert.truthy(dom:find('<p class="warning">Warning: with 3 pairs the exact sign-flip test',
-      1, true), dom)
+    -- the warnings of the statistics: 3 pairs cannot reach 0.05 with the sign-flip test, 3 runs
+    -- a method not with the permutation test (each said once); no bootstrap interval from 3
+    -- pairs, and no Holm columns for one comparison
+    local _, sign_warnings = dom:gsub('<p class="warning">Warning: with 3 pairs the exact '
+      .. "sign%-flip test", "")
+    assert.are.equal(1, sign_warnings, dom)
+    assert.truthy(dom:find('<p class="warning">Warning: with 3 runs a method the exact permutation '
+      .. "test cannot give p below 2 / C(6, 3) = 0.1, so it cannot reach 0.05 whatever the data "
+      .. "(marked †); 4 runs a method are the fewest that can.</p>", 1, true), dom)
+    local t_perm = table_with(dom, "difference | mean diff | Welch t | Welch p | permutation p")
+    assert.truthy(t_perm[2][5]:find(" †$"), t_perm[2][5])
+    assert.are.same({ "difference", "pairs", "mean diff", "95% t CI", "95% bootstrap CI", "d_z",
+      "paired t p", "sign-flip p" }, p[1])
+    assert.are.equal("under 10 pairs", p[2][5])
+    assert.truthy(dom:find("<p>No bootstrap interval below 10 pairs: n pairs have only C(2n - 1, "
+      .. "n) distinct resamples (10 for 3 pairs),", 1, true), dom)
     -- every run, against its own JSON
     local e = table_with(dom, "method | seed | correct (of 4) | greedy (of 4) | eval loss | "
       .. "final train loss")
@@ -290,13 +303,44 @@ describe("report.html in a browser", function()
     end
     -- each run's details: its provenance and config as the run's JSON says
     local res = h.read_json(cmp .. "/runs/roper-s2.json")
-    local details = dom:match('<details class="run"><summary>roper, seed 2: (.-)</details>')
+    local details = dom:match('<details class="run"><summary>roper, seed 2: (.-)</div></div>'
+      .. "</details>")
     assert.is_not_nil(details, "no details of roper s2")
     assert.truthy(details:find("<th>commit</th><td>" .. res.provenance.commit .. "</td>", 1,
       true), details)
     assert.truthy(details:find("<th>host</th><td>" .. res.provenance.host .. "</td>", 1, true))
     assert.truthy(details:find("<th>pe</th><td>roper</td>", 1, true), details)
     assert.truthy(details:find('href="runs/roper-s2.json"', 1, true), details)
+    -- the config: the keys that do something for this run (a substring_index run of pe roper),
+    -- the others folded away with why (rp.experiment.applies: the rule that refuses them as
+    -- options); every key of the run's config in one of the two, once
+    local config = details:match("<h4>Config</h4>(.-)$")
+    assert.is_not_nil(config, details)
+    local shown, folded = config:match('^(<table class="fields">.-</table>)<details class="unused">'
+      .. "<summary>(.-)</details>$")
+    assert.is_not_nil(shown, config)
+    for _, k in ipairs { "task", "str_len", "pe", "fraction_v", "lr", "seed", "problems" } do
+      assert.truthy(shown:find("<th>" .. k .. "</th>", 1, true), k .. ": " .. shown)
+    end
+    local unused = 0
+    for k, v in pairs(res.config) do
+      local in_shown = shown:find("<th>" .. k .. "</th>", 1, true) ~= nil
+      local in_folded = folded:find("<th>" .. k .. "</th>", 1, true) ~= nil
+      assert.is_true(in_shown ~= in_folded, k)
+      if in_folded then unused = unused + 1 end
+    end
+    assert.truthy(folded:find(("^%d more keys that do nothing for this run</summary>"):format(
+      unused)), folded)
+    assert.truthy(folded:find("<tr><th>corpus</th><td>data/linux-doc</td><td>does nothing for "
+      .. "task substring_index: it applies to task lm</td></tr>", 1, true), folded)
+    assert.truthy(folded:find("<tr><th>max_digits</th><td>8</td><td>does nothing for task "
+      .. "substring_index: it applies to task addition</td></tr>", 1, true), folded)
+    assert.truthy(folded:find("<tr><th>rel_clip</th><td>16</td><td>does nothing for pe roper: it "
+      .. "applies to pe shaw or deberta</td></tr>", 1, true), folded)
+    for _, k in ipairs { "path", "substr_len", "max_offset", "scaling_factor" } do
+      assert.truthy(folded:find("<th>" .. k .. "</th>", 1, true), k)
+    end
+    assert.is_true(unused >= 30, unused)
   end)
 
   it("compare.lua's report is drawn: a screenshot with both methods' plot colours", function()

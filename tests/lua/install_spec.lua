@@ -133,9 +133,11 @@ describe("make install into a DESTDIR", function()
             h.read(D .. final .. "/roper_torch/" .. f), f)
         end
       end
-      -- the installed copy imports from another folder (DESTDIR standing for /)
+      -- the installed copy imports from another folder (DESTDIR standing for /), Python writing
+      -- its bytecode beside it as on a user's machine (make uninstall removes it: below)
       local out
-      out, err, code = run(in_w .. "PYTHONPATH=" .. sh_quote(D .. final) .. " " .. PY .. " -c "
+      out, err, code = run(in_w .. "env -u PYTHONDONTWRITEBYTECODE PYTHONPATH="
+        .. sh_quote(D .. final) .. " " .. PY .. " -c "
         .. sh_quote("import roper_torch; print(roper_torch.__file__); "
           .. "print(roper_torch.RoPER(dim=8).rotate_values(__import__('torch').ones(1, 1, 3, 8))"
           .. ".shape)"))
@@ -203,11 +205,13 @@ describe("make install into a DESTDIR", function()
       assert(os.execute("ln -s " .. sh_quote(P .. "/bin/roper-sweep") .. " " .. sh_quote(W .. "/sweep")))
       out, err, code = run(in_w .. CLEAN .. "./sweep --help")
       assert.are.equal(0, code, err)
-      assert.is_truthy(out:find("^Usage: roper scripts/sweep.lua"), out)
+      -- the help is the clone's, and says what the installed command is
+      assert.is_truthy(out:find("^Usage: build/roper scripts/sweep.lua"), out)
+      assert.is_truthy(out:find("after make install, roper-sweep is the same as", 1, true), out)
       -- the commands the docs print: roper scripts/NAME.lua takes the installed script
       out, err, code = run(in_w .. CLEAN .. path .. "roper scripts/train.lua --help")
       assert.are.equal(0, code, err)
-      assert.is_truthy(out:find("^Usage: roper scripts/train.lua"), out)
+      assert.is_truthy(out:find("^Usage: build/roper scripts/train.lua"), out)
       out, err, code = run(in_w .. CLEAN .. path .. "roper scripts/no_such_script.lua")
       assert.are.equal(1, code)
       assert.is_truthy(err:find("cannot open scripts/no_such_script.lua", 1, true), err)
@@ -353,8 +357,43 @@ int main(void) {
       assert.is_true(installed, install_err)
       local out, err, code = make("install DESTDIR=" .. sh_quote(D) .. " PREFIX=/usr/local")
       assert.are.equal(0, code, err .. out)
+      -- the bytecode of the installed Python modules, at every optimisation level, as importing
+      -- them writes it (Debian's py3clean removes it with a package); and someone else's beside
+      -- it, whose name begins as one of ours does, which stays
+      local PY = "/usr/bin/python3"
+      local info = assert(run(PY .. " -c " .. sh_quote('import sys; print("%d.%d" % '
+        .. 'sys.version_info[:2]); print(sys.implementation.cache_tag)')))
+      local ver, tag = info:match("^(%S+)\n(%S+)\n$")
+      local site = "/usr/local/lib/python" .. ver .. "/dist-packages"
+      out, err, code = run("env -u PYTHONDONTWRITEBYTECODE " .. PY
+        .. " -m compileall -q -o 0 -o 1 -o 2 " .. sh_quote(D .. site .. "/roper_torch") .. " "
+        .. sh_quote(D .. site .. "/roper_kernel"))
+      assert.are.equal(0, code, err .. out)
+      local torch_cache = site .. "/roper_torch/__pycache__"
+      for _, f in ipairs { "/roper_torch/__pycache__/__init__." .. tag .. ".pyc",
+        "/roper_torch/__pycache__/model." .. tag .. ".opt-2.pyc",
+        "/roper_kernel/__pycache__/kernel." .. tag .. ".opt-1.pyc" } do
+        assert.are.equal("file", lfs.attributes(D .. site .. f, "mode"), f)
+      end
+      local other = torch_cache .. "/model_extra." .. tag .. ".pyc"
+      h.write(D .. other, "not ours")
       out, err, code = make("uninstall DESTDIR=" .. sh_quote(D) .. " PREFIX=/usr/local")
       assert.are.equal(0, code, err .. out)
+      local parents = {}
+      local p = other
+      repeat
+        p = p:match("^(.*)/[^/]+$")
+        if p ~= "/usr/local" and p ~= "/usr" then parents[#parents + 1] = p end
+      until p == "/usr/local"
+      local want = { "/usr", "/usr/local", "/usr/local/bin", "/usr/local/bin/other-tool", other }
+      for _, q in ipairs(parents) do want[#want + 1] = q end
+      table.sort(want)
+      assert.are.same(want, tree(D))
+      local ours = "removed " .. torch_cache .. "/__init__." .. tag .. ".pyc\n"
+      assert.is_truthy(out:find(ours, 1, true), out)
+      assert.is_nil(out:find("removed " .. torch_cache .. "/\n", 1, true), out)
+      os.remove(D .. other)
+      for _, q in ipairs(parents) do assert(lfs.rmdir(D .. q)) end
       assert.are.same({ "/usr", "/usr/local", "/usr/local/bin", "/usr/local/bin/other-tool" },
         tree(D))
       -- a second uninstall has nothing left to do

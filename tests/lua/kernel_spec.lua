@@ -14,7 +14,8 @@ local CASES = { "kernel_info", "session_keeps_values", "prints_as_the_repl", "st
   "last_line_value",
   "tensor_html", "syntax_error", "runtime_error", "megabytes_of_print", "plot_inline",
   "plot_bad_data", "request_after_an_error", "request_before_an_error", "help_query", "complete",
-  "inspect", "is_complete", "interrupt_loop", "interrupt_blas", "roper_killed_mid_cell", "restart",
+  "inspect", "is_complete", "interrupt_loop", "interrupt_blas", "interrupt_shell", "oversized_cell",
+  "roper_killed_mid_cell", "restart",
   "kernel_killed" }
 
 -- roper --kernel itself, without Jupyter: requests piped in, the replies (fd 3) read from a file.
@@ -39,7 +40,7 @@ describe("roper --kernel", function()
       .. req("execute", "x = = 1") .. req("complete", "y = rp.zer")
       .. req("inspect", "rp.ones{2}", 4) .. req("inspect", "  ", 1) .. req("is_complete", "do")
       .. req("is_complete", "x = )") .. req("is_complete", "x") .. req("execute", "io.read('a')")
-      .. "frobnicate 0\n" .. "execute x\n" .. req("execute", "x"))
+      .. req("frobnicate", "execute 1\n2") .. req("execute", "x"))
     assert.are.equal(0, code, err)
     assert.are.equal("", err)
     assert.are.equal("hi\n", out)
@@ -57,9 +58,71 @@ describe("roper --kernel", function()
       '{"status":"incomplete"}', '{"status":"invalid"}', '{"status":"complete"}',
       '{"status":"ok","results":[{"text":""}]}',
       '{"status":"error","kind":"protocol","message":"unknown request (execute, complete, inspect, is_complete)"}',
-      '{"status":"error","kind":"protocol","message":"bad request header (expected \\"<verb> <bytes>[ <cursor>]\\", at most 64 MiB)"}',
       '{"status":"ok","results":[{"text":"20"}]}',
     }, h.lines(replies))
+  end)
+
+  -- frames: a refused request is skipped by its declared length (one reply), a header that
+  -- declares no length ends the session (one reply); the text of a refused request is never read
+  -- as requests
+  local BAD_HEADER = '{"status":"error","kind":"protocol","message":"bad request header '
+    .. '(expected \\"<verb> <bytes>[ <cursor>]\\"): the session ends"}'
+  local ENDS = "roper --kernel: a request header without its length; the session ends\n"
+
+  it("skips a request over 64 MiB by its declared length, running nothing hidden in it",
+    function()
+    local n = (64 << 20) + 1
+    local hidden = req("execute", "print('ran')")
+    local big = hidden .. ("x"):rep(n - 2 * #hidden) .. hidden
+    local replies, out, err, code = kernel_session(("execute %d\n"):format(n) .. big
+      .. req("execute", "1 + 1"))
+    assert.are.equal(0, code, err)
+    assert.are.equal("", out)
+    assert.are.same({
+      '{"status":"error","kind":"protocol","message":"a request of 67108865 bytes is refused (at '
+        .. 'most 64 MiB; skipped)"}',
+      '{"status":"ok","results":[{"text":"2"}]}',
+    }, h.lines(replies))
+  end)
+
+  it("gives one reply to a long header and to one without a length, and then ends", function()
+    -- a header of 300 bytes (cut at 255 by the old reader, its pieces read as requests)
+    local replies, out, err, code = kernel_session("execute " .. ("0"):rep(290) .. "1\nx"
+      .. req("execute", "print('ran')"))
+    assert.are.equal(1, code)
+    assert.are.equal("", out)
+    assert.are.equal(ENDS, err)
+    assert.are.same({ '{"status":"error","kind":"protocol","message":"bad request header (longer '
+      .. 'than 255 bytes): the session ends"}' }, h.lines(replies))
+    for _, header in ipairs { "execute x", "execute -1", "execute", "execute  3", " execute 3",
+      "execute 3 ", "execute 3 4 5", "execute 99999999999999999999999" } do
+      replies, out, err, code = kernel_session(header .. "\n" .. req("execute", "print('ran')"))
+      assert.are.equal(1, code, header)
+      assert.are.equal("", out, header)
+      assert.are.equal(ENDS, err, header)
+      assert.are.same({ BAD_HEADER }, h.lines(replies), header)
+    end
+    -- leading zeros and a header of 100 bytes are still one request
+    replies, _, err, code = kernel_session("execute " .. ("0"):rep(90) .. "5\n1 + 2"
+      .. req("execute", "3"))
+    assert.are.equal(0, code, err)
+    assert.are.same({ '{"status":"ok","results":[{"text":"3"}]}',
+      '{"status":"ok","results":[{"text":"3"}]}' }, h.lines(replies))
+  end)
+
+  it("completes and inspects a word of 400 KB without hanging (no name is that long)", function()
+    -- the old inspect took about 5 s for a word of 40,000 characters, growing with the square: for
+    -- this one, past the session's 60 s timeout (exit status 124)
+    local word = ("a"):rep(400000)
+    local cell = "s = " .. word .. " .. rp.ones"
+    local replies, _, err, code = kernel_session(req("inspect", cell, 200000)
+      .. req("complete", "x = " .. word) .. req("inspect", cell, #cell - 2))
+    assert.are.equal(0, code, err)
+    local lines = h.lines(replies)
+    assert.are.equal(3, #lines)
+    assert.are.equal('{"status":"ok","found":false}', lines[1])
+    assert.are.equal('{"status":"ok","start":4,"matches":[]}', lines[2])
+    assert.truthy(lines[3]:find('^{"status":"ok","found":true,"text":'), lines[3])
   end)
 
   it("ends cleanly at a cut request, and refuses a bad ROPER_KERNEL_FD", function()

@@ -237,6 +237,25 @@ describe("m:losses and rp.eval.lm", function()
       "bad argument #2 to 'rp.eval.lm' (lm needs an lm task (this is addition))")
   end)
 
+  it("rp.eval.lm refuses a split shorter than a window in its own name, in words", function()
+    local V, T = 23, 8
+    ids_folder(dir, V, { train = random_stream(100, V, 4), valid = random_stream(1, V, 5),
+      test = random_stream(5, V, 6) })
+    local task = assert(rp.tasks.lm { path = dir, vocab_size = V, seq_len = T })
+    local m = rp.model { vocab = V, d_model = 16, heads = 2, layers = 1, seq_len = T, seed = 3 }
+    assert.has_error(function() rp.eval.lm(m, task) end,
+      "bad argument #2 to 'rp.eval.lm' (the valid split of " .. dir .. " has 1 token; a window "
+        .. "needs seq_len + 1 = 9)")
+    assert.has_error(function() rp.eval.lm(m, task, { split = "test" }) end,
+      "bad argument #2 to 'rp.eval.lm' (the test split of " .. dir .. " has 5 tokens; a window "
+        .. "needs seq_len + 1 = 9)")
+    -- task:windows itself says "1 token" too
+    assert.has_error(function() task:windows("valid", 1, 1) end,
+      "task:windows: windows: the valid split of " .. dir .. " has 1 token, a window needs "
+        .. "seq_len + 1 = 9")
+    assert.is_true(rp.eval.lm(m, task, { split = "train" }).tokens == 99)
+  end)
+
   it("report their progress: progress(done, total[, split]) after each batch of windows",
     function()
     local V, T = 23, 8
@@ -478,6 +497,106 @@ describe("rp.lm", function()
     write(dir .. "/ids.txt", "hello\n")
     none, err = rp.lm.info(dir)
     assert.equal(dir .. "/ids.txt: not an ids file (its first line is not \"roper-ids 1\")", err)
+  end)
+
+  it("refuses ids from a user's tokenizer that are not tokens of its vocabulary, writing none",
+    function()
+    corpus_folder { train = "a train text", valid = "b", test = "c" }
+    local function ids_of(encoded)
+      local tok = { encode = function() return encoded end, decode = function() return "" end,
+        vocab_size = function() return 256 end }
+      return rp.lm.ids(dir, dir .. "/tok.model", { tokenizer = tok, cache = dir .. "/c" })
+    end
+    local train = dir .. "/train.txt"
+    for _, case in ipairs {
+      { { 1, 2.5 }, train .. ": the tokenizer's encode gave ids that are not integers (element "
+        .. "[2] is 2.5, not an integer (dtype int32))" },
+      { { 1, 0 / 0 }, train .. ": the tokenizer's encode gave NaN among its ids" },
+      { { 1, 1e10 }, train .. ": the tokenizer's encode gave the id 10000000000, outside its "
+        .. "vocabulary (0 .. 255)" },
+      { { -1, 3 }, train .. ": the tokenizer's encode gave the id -1, outside its vocabulary "
+        .. "(0 .. 255)" },
+      { { 256 }, train .. ": the tokenizer's encode gave the id 256, outside its vocabulary "
+        .. "(0 .. 255)" },
+      { { 1, "2" }, train .. ": the tokenizer's encode gave a table that is not token ids: "
+        .. "expected a number at [2], got string \"2\"" },
+      { "12", train .. ": the tokenizer's encode gave string \"12\", not token ids" },
+      { rp.zeros(0), train .. ": no tokens" },
+    } do
+      local folder, err = ids_of(case[1])
+      assert.is_nil(folder)
+      assert.equal(case[2], err)
+      -- nothing cached: no ids.txt, so the next call encodes again
+      local p = assert(io.popen("find " .. sh_quote(dir .. "/c") .. " -name ids.txt 2>/dev/null"))
+      assert.equal("", p:read("a"))
+      p:close()
+    end
+    -- the largest id of the vocabulary is a token, and then the cache is written
+    assert.truthy(ids_of { 0, 255 })
+    local p = assert(io.popen("find " .. sh_quote(dir .. "/c") .. " -name ids.txt"))
+    assert.truthy(p:read("a"):find("ids.txt", 1, true))
+    p:close()
+  end)
+
+  it("encodes in pieces that end at line ends with chunk_bytes, into a cache of their own",
+    function()
+    local train = "one\ntwo two\n" .. ("long"):rep(10) .. "\nx\ny\n\nlast line, no end"
+    corpus_folder { train = train, valid = "v\n", test = "t" }
+    local tok, pieces = byte_tokenizer(), {}
+    local enc = tok.encode
+    function tok:encode(text, o)
+      pieces[#pieces + 1] = text
+      return enc(self, text, o)
+    end
+    local whole = assert(rp.lm.ids(dir, dir .. "/tok.model", { tokenizer = tok }))
+    pieces = {}
+    local folder, info = rp.lm.ids(dir, dir .. "/tok.model", { tokenizer = tok, chunk_bytes = 12 })
+    assert.truthy(folder, info)
+    assert.equal(whole .. "-p12", folder)
+    assert.equal(12, info.chunk_bytes)
+    assert.same(info, rp.lm.info(folder))
+    -- the train split's pieces: whole lines of at most 12 bytes, a longer line alone
+    assert.same({ "one\ntwo two\n", ("long"):rep(10) .. "\n", "x\ny\n\n", "last line, no end",
+      "v\n", "t" }, pieces)
+    -- the same ids as the whole split (a byte tokenizer has no ties), in one tensor a split
+    for _, s in ipairs { "train", "valid", "test" } do
+      assert.same(rp.load(whole .. "/" .. s .. ".npy"):totable(),
+        rp.load(folder .. "/" .. s .. ".npy"):totable())
+    end
+    -- from the cache the next time; another chunk_bytes is another cache
+    pieces = {}
+    assert.equal(folder, rp.lm.ids(dir, dir .. "/tok.model", { tokenizer = tok, chunk_bytes = 12 }))
+    assert.same({}, pieces)
+    assert.equal(whole .. "-p4096",
+      rp.lm.ids(dir, dir .. "/tok.model", { tokenizer = tok, chunk_bytes = 4096 }))
+    for _, bad in ipairs { { 0, "0" }, { 1.5, "1.5" }, { "12", 'string "12"' },
+      { (1 << 30) + 1, "1073741825" } } do
+      assert.has_error(function()
+        rp.lm.ids(dir, dir .. "/tok.model", { tokenizer = tok, chunk_bytes = bad[1] })
+      end, "bad argument #3 to 'rp.lm.ids' (option 'chunk_bytes' must be an integer in 1..2^30, "
+        .. "got " .. bad[2] .. ")")
+    end
+  end)
+
+  it("refuses to encode a split whole when it would need more than the memory available",
+    function()
+    -- a train split of 1/100 of the memory available (read from /proc/meminfo): encoding it whole
+    -- would need 1.2 times that memory; refused before anything is encoded
+    local f = io.open("/proc/meminfo")
+    local avail = f and tonumber(f:read("a"):match("MemAvailable:%s*(%d+) kB"))
+    if f then f:close() end
+    if not avail or avail > (40 << 20) then
+      return pending("MemAvailable unknown or over 40 GiB: the split would be too large to write")
+    end
+    local n = avail * 1024 // 100
+    corpus_folder { train = ("a line\n"):rep(n // 7), valid = "v\n", test = "t\n" }
+    local tok = byte_tokenizer()
+    local folder, err = rp.lm.ids(dir, dir .. "/tok.model", { tokenizer = tok, cache = dir .. "/c" })
+    assert.is_nil(folder)
+    assert.matches("^" .. (dir .. "/train.txt"):gsub("%p", "%%%0") .. ": encoding it in one call "
+      .. "needs about %d+%.%d GiB %(120 bytes a byte of text%), more than the %d+%.%d GiB of "
+      .. "memory available; rp.lm.ids's chunk_bytes encodes it in pieces$", err)
+    assert.equal(0, tok.calls)
   end)
 
   it("samples a continuation decoded to text", function()
@@ -783,6 +902,48 @@ describe("rp.lm with a real SentencePiece tokenizer", function()
     fortune_corpus(dir)
   end)
   teardown(function() rmrf(dir) end)
+
+  it("encodes in pieces with the whole text's ids: each piece after the first continues it",
+    function()
+      local model = dir .. "/spm_pieces.model"
+      local tok = assert(rp.tokenizer.train { input = dir .. "/train.txt", model = model,
+        vocab_size = 600 })
+      -- continued: no word-boundary mark added at the start (the model's dummy prefix)
+      assert.equal("\u{2581}", tok:piece(tok:encode("the cat")[1]):sub(1, 3))
+      local c = tok:encode("the cat", { continued = true })
+      assert.are_not.equal("\u{2581}", tok:piece(c[1]):sub(1, 3))
+      assert.equal("the cat", tok:decode(c))
+      local whole = assert(rp.lm.ids(dir, model))
+      -- pieces of 300 bytes, cut at line ends: each split's text comes back whole from its ids;
+      -- the validation and test splits (about 20 KB each, some 70 pieces) have the ids of the
+      -- whole split, id for id. The training split (about 400 KB) has as many ids but not the
+      -- same: at its id 25,843 the whole split's float32 path score (SentencePiece sums the
+      -- pieces' log probabilities from the start of the text) has lost the precision that tells
+      -- "ers" "t" from "er" "st" apart, a near tie that the pieces' shorter sums still resolve
+      local folder, info = rp.lm.ids(dir, model, { chunk_bytes = 300 })
+      assert.truthy(folder, info)
+      for _, sp in ipairs { "train", "valid", "test" } do
+        local text = assert(io.open(dir .. "/" .. sp .. ".txt", "rb")):read("a")
+        assert.is_true(#text > 15000, sp)
+        local ids = rp.load(folder .. "/" .. sp .. ".npy"):totable()
+        local wids = rp.load(whole .. "/" .. sp .. ".npy"):totable()
+        assert.equal(text, tok:decode(ids))
+        assert.equal(#wids, #ids)
+        if sp ~= "train" then assert.same(wids, ids) end
+      end
+      -- a model that marks word ends cannot continue a text (a forged trainer spec field 24)
+      package.path = "tests/fuzz/?.lua;" .. package.path
+      local spm = require "spm"
+      local t = spm.parse(assert(io.open(model, "rb")):read("a"))
+      local tr = spm.field(t, 2).fields
+      tr[#tr + 1] = { num = 24, wt = 0, v = 1 }
+      write(dir .. "/suffix.model", spm.encode(t))
+      local stok = assert(rp.tokenizer.load(dir .. "/suffix.model"))
+      assert.has_error(function() stok:encode("a b", { continued = true }) end,
+        "bad argument #2 to 'encode' (option 'continued': this model marks the ends of words "
+        .. "(treat_whitespace_as_suffix), so a text cannot be encoded as the continuation of "
+        .. "another)")
+  end)
 
   it("caches the ids the model gives, and trains, evaluates and samples with the default one",
     function()

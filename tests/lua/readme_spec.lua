@@ -86,7 +86,20 @@ describe("the README's first 30 lines", function()
     out, err, code = run(sh_quote(BIN) .. " scripts/attention_map.lua "
       .. sh_quote(dir .. "/add.ckpt"))
     assert.are.equal(0, code, out .. err)
-    assert.are.equal("\137PNG", read(dir .. "/add-attention.png"):sub(1, 4))
+    local png = read(dir .. "/add-attention.png")
+    assert.are.equal("\137PNG", png:sub(1, 4))
+    -- the problem the README reads out (the task's first problem with seed 1: not the model's)
+    assert.truthy(out:find(": ?d=20+32; 0e0+2e0+0e0==2e0 and 2e1+3e1+0e1==5e1 and d==52#\n", 1,
+      true), out)
+    local readme = assert(read("README.md")):gsub("\n", " ")
+    local sentence = readme:match("the picture %(1,280 pixels wide%).-`, which asks")
+    assert.truthy(sentence, readme)
+    assert.truthy(sentence:find("`?d=20+32; 0e0+2e0+0e0==2e0 and 2e1+3e1+0e1==5e1 and d==52#`", 1,
+      true), sentence)
+    -- drawn to be read 1280 pixels wide: its 58 tokens put 2 of the 4 heads in a row, at the
+    -- full width, 4 rows down (the size docs/experiments.md gives)
+    local w, ht = string.unpack(">I4I4", png, 17)
+    assert.are.same({ 1280, 2788 }, { w, ht })
     -- the comment names the picture the command writes
     assert.truthy(blocks[3].lines[3]:find("runs/add-attention.png", 1, true), blocks[3].lines[3])
     h.remove_tree(dir)

@@ -216,6 +216,37 @@ describe("piped input", function()
   end)
 end)
 
+describe("leaving the REPL", function()
+  local HOW = "exit() or quit() leaves, as Ctrl-D does (os.exit(code) with an exit status)"
+  it("exit and quit alone say how to leave; exit() and quit() leave as Ctrl-D does", function()
+    local out, err, code = repl("exit\nquit\nprint(1)\nexit()\nprint(2)\n")
+    assert.are.equal(HOW .. "\n" .. HOW .. "\n1\n", out)
+    assert.are.equal("", err)
+    assert.are.equal(0, code)
+    out, err, code = repl("quit()\nprint(2)\n")
+    assert.are.same({ "", "", 0 }, { out, err, code })
+    -- piped input that failed before still exits 1; exit(code) is os.exit(code)
+    out, _, code = repl("error('x')\nexit()\nprint(2)\n")
+    assert.are.same({ "", 1 }, { out, code })
+    out, _, code = repl("exit(3)\nprint(2)\n")
+    assert.are.same({ "", 3 }, { out, code })
+  end)
+
+  it("in a pseudo-terminal too, and a global exit of the user's is left alone", function()
+    local out = h.run("(printf 'exit\\nprint(7 * 6)\\nquit()\\nprint(99)\\n'; sleep 1) | timeout 60 "
+      .. "script -qec " .. h.sh_quote(h.sh_quote(BIN)) .. " /dev/null")
+    out = out:gsub("\27%[[%d;?]*[%a]", ""):gsub("\r", "")
+    assert.truthy(out:find("\n" .. HOW:gsub("%p", "%%%0") .. "\n"), out)
+    assert.truthy(out:find("\n42\n"), out)
+    assert.is_nil(out:find("\n99\n"), out)
+    local o2, _, code = repl("exit = 5\nexit\n")
+    assert.are.same({ "5\n", 0 }, { o2, code })
+    -- not in scripts or -e: there the name is the user's
+    o2 = h.run(h.sh_quote(BIN) .. " -e 'print(exit, quit)'")
+    assert.are.equal("nil\tnil\n", o2)
+  end)
+end)
+
 describe("roper -e", function()
   local function e(...)
     local args = {}

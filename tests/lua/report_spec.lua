@@ -59,8 +59,71 @@ describe("report.differences", function()
     -- every difference positive: the sign-flip p is its floor 2 / 32, which cannot reach 0.05
     close(0.0625, r.p_sign, 1e-15, "p_sign")
     assert.is_false(r.sign_can_reach)
-    -- the bootstrap interval of the mean of 1..5 lies inside [1, 5] and around 3
-    assert.is_true(r.boot_lo >= 1 and r.boot_lo < 3 and r.boot_hi > 3 and r.boot_hi <= 5)
+    -- 5 pairs: too few for a bootstrap interval (report.BOOTSTRAP_MIN_PAIRS)
+    assert.are.equal(10, report.BOOTSTRAP_MIN_PAIRS)
+    assert.is_nil(r.boot_lo)
+    assert.is_nil(r.boot_hi)
+  end)
+
+  it("gives the bootstrap interval from 10 pairs on, and says why not below", function()
+    -- b - a = 1..10 at seeds 1..10; c - a the same but seed 10 missing (9 pairs)
+    local va, vb, vc = {}, {}, {}
+    for i = 1, 10 do va[i], vb[i], vc[i] = 0, i, i end
+    vc[10] = nil
+    local t = report.differences({ group("a", va), group("b", vb), group("c", vc) }, "loss")
+    local ten, nine = t.rows[1], t.rows[2]
+    assert.are.same({ 10, 9 }, { ten.pairs, nine.pairs })
+    -- the interval of stats.bootstrap_ci itself, with the table's resamples and seed
+    local d = {}
+    for i = 1, 10 do d[i] = i end
+    local lo, hi = stats.bootstrap_ci(d, va, { paired = true, samples = 10000, seed = 1 })
+    assert.are.same({ lo, hi }, { ten.boot_lo, ten.boot_hi })
+    assert.is_true(lo > 1 and lo < 5.5 and hi > 5.5 and hi < 10)
+    assert.is_nil(nine.boot_lo)
+    local text = report.differences_markdown(t, "loss")
+    assert.truthy(text:find(("| c - a | 9 | +5.0000 | [%+.4f, %+.4f] | under 10 pairs |")
+      :format(nine.t_lo, nine.t_hi), 1, true), text)
+    assert.truthy(text:find(("| b - a | 10 | +5.5000 | [%+.4f, %+.4f] | [%+.4f, %+.4f] |")
+      :format(ten.t_lo, ten.t_hi, lo, hi), 1, true), text)
+    assert.truthy(text:find("and, from 10 pairs on, its percentile bootstrap interval (10000 "
+      .. "resamples of the pairs)", 1, true), text)
+    -- C(17, 9) = 24310 distinct resamples of 9 pairs
+    assert.truthy(text:find("\nNo bootstrap interval below 10 pairs: n pairs have only "
+      .. "C(2n - 1, n) distinct resamples (24310 for 9 pairs), and with so few the percentile "
+      .. "interval is too narrow (for normal differences a 95% interval held the true mean in "
+      .. "only 75-80% of tables of 3 pairs and about 90% of tables of 10); the t interval is the "
+      .. "one to read.\n", 1, true), text)
+    -- 10 pairs and more: no such note
+    local only_ten = report.differences({ group("a", va), group("b", vb) }, "loss")
+    assert.is_nil(report.differences_markdown(only_ten, "loss"):find("No bootstrap", 1, true))
+  end)
+
+  it("has no Holm columns for one comparison", function()
+    local one = report.differences({ group("a", { 10, 10, 10 }), group("b", { 11, 12, 14 }) },
+      "correct")
+    assert.are.equal(1, one.family)
+    local text = report.differences_markdown(one, "correct")
+    assert.truthy(text:find("\n| difference | pairs | mean diff | 95% t CI | 95% bootstrap CI | "
+      .. "d_z | paired t p | sign-flip p |\n|---|---|---|---|---|---|---|---|\n", 1, true), text)
+    local r = one.rows[1]
+    assert.truthy(text:find(("\n| b - a | 3 | +2.33 | [%+.2f, %+.2f] | under 10 pairs | %.2f | %s "
+      .. "| 0.25 † |\n"):format(r.t_lo, r.t_hi, r.d_z, ("%.3g"):format(r.p_t)), 1, true), text)
+    assert.truthy(text:find("and the paired t and exact sign-flip p-values (one comparison: no "
+      .. "adjustment).", 1, true), text)
+    assert.is_nil(text:find("Holm", 1, true), text)
+    -- two comparisons: both Holm columns
+    local two = report.differences({ group("a", { 10, 10, 10 }), group("b", { 11, 12, 14 }),
+      group("c", { 9, 9, 8 }) }, "correct")
+    assert.truthy(report.differences_markdown(two, "correct"):find("| paired t p | Holm | "
+      .. "sign-flip p | Holm |\n", 1, true))
+    -- the compact table: p without Holm for one comparison
+    local compact = report.compact_markdown({ { name = "x", groups = { group("a", { 10, 10, 10 }),
+      group("b", { 11, 12, 14 }) } } }, one, { { "b", "a" } }, "correct")
+    assert.truthy(compact:find("In short (method means; a - b paired by seed, p the paired "
+      .. "t-test's; one comparison: no adjustment):\n\n| folder | a | b | b - a [95% t CI] | p |\n",
+      1, true), compact)
+    assert.truthy(compact:find(("| x | 10.0 | 12.3 | +2.33 [%+.2f, %+.2f] | %s |\n"):format(r.t_lo,
+      r.t_hi, ("%.3g"):format(r.p_t)), 1, true), compact)
   end)
 
   it("adjusts each family by Holm over the rows", function()
@@ -89,6 +152,49 @@ describe("report.differences", function()
       group("b", { 2, 4, 4, 6, 7, 9 }) }, "loss")
     assert.is_true(six.rows[1].sign_can_reach)
     assert.is_nil(report.differences_markdown(six, "loss"):find("Warning", 1, true))
+  end)
+end)
+
+describe("the significance table (tables.test_row) and its floors", function()
+  local tables = require "lib.tables"
+  local function seeds(v)
+    local t = {}
+    for i, x in ipairs(v) do t[i] = x end
+    return t
+  end
+  local function compare(a, b) return stats.compare(a, b, seeds(a), seeds(b)) end
+
+  it("marks the exact permutation p that cannot reach 0.05 and says why, as the sign-flip p", function()
+    -- 3 runs a method, every b above every a: the permutation p is its floor, 2 of the 20
+    -- labellings (this one and its mirror), and the sign-flip p its floor 2 / 8
+    local c = compare({ 1, 2, 3 }, { 11, 12, 13 })
+    assert.are.equal(0.1, c.permutation_p)
+    assert.are.equal(0.1, c.permutation_floor)
+    assert.are.same({ "b - a", "+10.00", "12.25 (df 4.0)", ("%.3g"):format(c.welch_p), "0.1 †", "3",
+      "-", "0.25 †" }, tables.test_row("b - a", c, "%+.2f"))
+    assert.are.equal("Warning: with 3 runs a method the exact permutation test cannot give p "
+      .. "below 2 / C(6, 3) = 0.1, so it cannot reach 0.05 whatever the data (marked †); 4 runs a "
+      .. "method are the fewest that can.\n\nWarning: with 3 pairs the exact sign-flip test "
+      .. "cannot give p below 2 / 2^3 = 0.25, so it cannot reach 0.05 whatever the data (marked "
+      .. "†); 6 pairs are the fewest that can.\n", tables.test_warnings({ c, c }))
+    assert.are.equal("Warning: with 3 runs a method the exact permutation test cannot give p "
+      .. "below 2 / C(6, 3) = 0.1, so it cannot reach 0.05 whatever the data (marked †); 4 runs a "
+      .. "method are the fewest that can.\n", tables.test_warnings({ c }, { sign_flip = false }))
+    -- 2 and 3 runs: no mirror labelling, the floor is 1 / C(5, 2) = 0.1
+    local u = stats.compare({ 1, 2 }, { 11, 12, 13 }, {}, {})
+    assert.are.equal(0.1, u.permutation_p)
+    assert.are.equal("0.1 †", tables.test_row("b - a", u, "%+.2f")[5])
+    assert.are.equal("Warning: with 2 and 3 runs the exact permutation test cannot give p below "
+      .. "1 / C(5, 2) = 0.1, so it cannot reach 0.05 whatever the data (marked †).\n",
+      tables.test_warnings({ u }))
+    -- 4 runs a method can (2 / 70), 6 pairs can (2 / 64): no mark, no warning
+    local four = compare({ 1, 2, 3, 4 }, { 11, 12, 13, 14 })
+    assert.are.equal(2 / 70, four.permutation_p)
+    assert.are.equal(("%.3g"):format(2 / 70), tables.test_row("b - a", four, "%+.2f")[5])
+    assert.are.equal("", tables.test_warnings({ four }, { sign_flip = false }))
+    local six = compare({ 1, 2, 3, 4, 5, 6 }, { 11, 12.5, 13, 14, 15, 16 })
+    assert.are.equal("", tables.test_warnings({ six }))
+    assert.is_nil(tables.test_row("b - a", six, "%+.2f")[8]:find("†", 1, true))
   end)
 end)
 
@@ -210,7 +316,14 @@ describe("report.jumps", function()
     assert.truthy(text:find("| early | 4 | 4 | 100% | 10 | 75.00 |", 1, true), text)
     assert.truthy(text:find("| late | 4 | 0 | 0% | not reached | - |", 1, true), text)
     assert.truthy(text:find("| early vs late | 0.0286 |", 1, true), text)
+    assert.truthy(text:find("Holm over the pairs, each test its own family.\n\n| pair | Fisher p | "
+      .. "Holm | log-rank chi2 | log-rank p | Holm |\n", 1, true), text)
     assert.is_nil(report.jumps({ late }, nil))
+    -- one pair: no Holm columns
+    local one = report.jumps_markdown(report.jumps({ late, early }, 1.0), "correct")
+    assert.truthy(one:find("(censored runs included); one pair: no adjustment.\n\n| pair | "
+      .. "Fisher p | log-rank chi2 | log-rank p |\n|---|---|---|---|\n| early vs late | 0.0286 | "
+      .. "7 | 0.00815 |\n", 1, true), one)
   end)
 
   it("gives the jump counts and raw p at each threshold, one row each", function()
@@ -235,6 +348,14 @@ describe("compare.lua with the new tables", function()
     assert.are.equal(0, code, err)
     local md = h.read(out .. "/summary.md")
     assert.truthy(md:find("| roper - rope | 2 |", 1, true), md)
+    -- the significance table: 2 runs a method cannot give a permutation p below 1/3, and the
+    -- sign-flip floor is warned once, under the table of every pair
+    assert.truthy(md:find("\n| roper %- rope | [^|]* | [^|]* | [^|]* | [%d.]+ † | 2 | "), md)
+    assert.truthy(md:find("\nWarning: with 2 runs a method the exact permutation test cannot give "
+      .. "p below 2 / C(4, 2) = 0.3333, so it cannot reach 0.05 whatever the data (marked †); 4 "
+      .. "runs a method are the fewest that can.\n", 1, true), md)
+    local _, warned = md:gsub("Warning: with 2 pairs the exact sign%-flip test", "")
+    assert.are.equal(1, warned, md)
     assert.truthy(md:find("Jumps (training loss below 3.4)", 1, true), md)
     -- counts say of how many problems, in every table that holds one
     assert.truthy(md:find("| method | runs | drop worst, mean (of 4) | mean (of 4) |", 1, true), md)
@@ -318,16 +439,20 @@ describe("compare.lua with the new tables", function()
       for c in text:match("\n| " .. label:gsub("%p", "%%%0") .. " |([^\n]*)"):gmatch("([^|]+)|") do
         cells[#cells + 1] = c:match("^%s*(.-)%s*$")
       end
-      return tonumber(cells[6]), tonumber(cells[7]) -- paired t p and its Holm
+      return tonumber(cells[6]), cells[7] -- paired t p and the next cell
     end
-    local p, own = p_of(ftl, "roper - rope")
+    local p, sign = p_of(ftl, "roper - rope")
     assert.is_true(p > 0 and p <= 1, ftl)
-    assert.are.equal(p, own) -- one row: Holm changes nothing
+    -- one row: no Holm column (the sign-flip p of 2 pairs, which cannot reach 0.05, follows the
+    -- paired t p)
+    assert.truthy(sign:match("^[%d.]+ †$"), sign)
+    assert.truthy(ftl:find("| d_z | paired t p | sign-flip p |\n", 1, true), ftl)
     assert.truthy(both:find("All 2 folders together (Holm over every row):", 1, true), both)
     local name = out:match("[^/]+$")
     local _, n = both:gsub(("| %s: roper - rope | 2 |"):format(name):gsub("%p", "%%%0"), "")
     assert.are.equal(2, n, both)
     local p2, adj = p_of(both, name .. ": roper - rope")
+    adj = tonumber(adj)
     assert.are.equal(p, p2)
     close(math.min(1, 2 * p), adj, 5e-3 * adj, "Holm over two equal rows")
     -- --pairs: the compact table, a row per folder, from the rows of the table of all folders

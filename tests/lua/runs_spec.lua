@@ -714,11 +714,11 @@ describe("scripts/attention_map.lua", function()
     assert.truthy(gp:find('set xtics ("?" 0, "d" 1, "=" 2, "1" 3, "2" 4, "+" 5, "3" 6, "4" 7, ";" 8)',
       1, true), gp)
     -- a labelled colour bar, a short title (no answer: the input is no whole problem), the input
-    -- under the panels
-    assert.truthy(gp:find('\n  set cblabel "attention weight"', 1, true), gp)
+    -- under the panels and how to read it
+    assert.truthy(gp:find('\n  set label 2 "attention weight" at screen ', 1, true), gp)
     local name = saved_model().ckpt:match("[^/]*$")
     assert.truthy(gp:find(' title "' .. name .. ': addition, 9 tokens"', 1, true), gp)
-    assert.truthy(gp:find('\n  set label 1 "input: ?d=12+34;" at screen ', 1, true), gp)
+    assert.truthy(gp:find('\n  set label 1 "input: ?d=12+34;\\nHow to read it: ', 1, true), gp)
     -- the data: a 9 x 9 matrix per panel, the weights of m:attention
     local m = assert(rp.load(saved_model().ckpt))
     local task = assert(rp.experiment.task(saved_model().json.config))
@@ -734,6 +734,87 @@ describe("scripts/attention_map.lua", function()
         h.approx(blocks[k], att[1][hd], 1e-4, ("layer %d head %d"):format(l, hd))
       end
     end
+  end)
+
+  -- The picture's geometry as the gnuplot script sets it: the terminal's width and height, the
+  -- layout's rows and columns, and the width of a panel in pixels (the margins and the spacing
+  -- of `set multiplot`, fractions of the width).
+  local function geometry(gp)
+    local w, ht = gp:match("set terminal pngcairo size (%d+),(%d+)")
+    local r, c, l, rt, sx = gp:match("set multiplot layout (%d+),(%d+) margins ([%d.]+),([%d.]+),"
+      .. "[%d.]+,[%d.]+ spacing ([%d.]+),")
+    w, c = tonumber(w), tonumber(c)
+    return { width = w, height = tonumber(ht), rows = tonumber(r), cols = c,
+      panel = (tonumber(rt) - tonumber(l) - (c - 1) * tonumber(sx)) * w / c }
+  end
+  local function png_size(path)
+    local data = assert(read(path))
+    assert.are.equal("\137PNG\r\n\26\n", data:sub(1, 8))
+    local w, ht = string.unpack(">I4I4", data, 17)
+    return { w, ht }
+  end
+
+  it("fits the picture to 1280 pixels: a token at least 9 pixels, the panels in rows that fit",
+    function()
+    -- 64 tokens: both heads of a layer side by side, 9 pixels a token or more
+    local input = ("?d=12+34; 2e0+4e0+0e0==6e0 and 1e1+3e1+0e1==4e1 and d==46#"):rep(2):sub(1, 64)
+    local out = dir .. "/wide"
+    local so, se, code = attention_map(("--input '%s' --out %s"):format(input, sh_quote(out)))
+    assert.are.equal(0, code, so .. se)
+    local g = geometry(assert(read(out .. ".gp")))
+    assert.are.same({ 2, 2 }, { g.rows, g.cols })
+    assert.is_true(g.width <= 1280 and g.width >= 1200, g.width)
+    assert.is_true(g.panel / 64 >= 9, g.panel)
+    assert.are.same({ g.width, g.height }, png_size(out .. ".png"))
+    -- the SVG has the same size
+    assert.truthy(assert(read(out .. ".svg")):find(('width="%d" height="%d"'):format(g.width,
+      g.height), 1, true))
+    -- --width 900: one panel a row, still 9 pixels a token or more
+    so, se, code = attention_map(("--input '%s' --width 900 --out %s"):format(input,
+      sh_quote(out)))
+    assert.are.equal(0, code, so .. se)
+    g = geometry(assert(read(out .. ".gp")))
+    assert.are.same({ 4, 1 }, { g.rows, g.cols })
+    assert.is_true(g.width <= 900 and g.panel / 64 >= 9, g.width .. " " .. g.panel)
+    assert.are.same({ g.width, g.height }, png_size(out .. ".png"))
+    -- a short input: cells of at most 28 pixels, so a narrower picture
+    so, se, code = attention_map("--input '?d=12+34;' --out " .. sh_quote(out))
+    assert.are.equal(0, code, so .. se)
+    g = geometry(assert(read(out .. ".gp")))
+    assert.are.same({ 2, 2 }, { g.rows, g.cols })
+    assert.is_true(math.abs(g.panel - 28 * 9) < 1, g.panel)
+    assert.are.same({ g.width, g.height }, png_size(out .. ".png"))
+    -- too narrow for the tokens, or not a width
+    for _, c in ipairs {
+      { "--width 600", "attention_map.lua: --width 600 is too narrow for 64 tokens: one panel "
+        .. "needs 576 pixels and its margins 70\n" },
+      { "--width 399", "attention_map.lua: --width must be an integer in 400..20000\n" },
+      { "--width wide", "attention_map.lua: malformed argument 'wide' (see --help)\n" },
+    } do
+      so, se, code = attention_map(("--input '%s' %s --out %s"):format(input, c[1],
+        sh_quote(dir .. "/narrow")))
+      assert.are.equal(2, code, so .. se)
+      assert.are.equal(c[2], se)
+    end
+  end)
+
+  it("says under the panels and in its output how to read an addition problem", function()
+    local out = dir .. "/read"
+    local so, se, code = attention_map("--input '?d=12+34;' --out " .. sh_quote(out))
+    assert.are.equal(0, code, so .. se)
+    local want = 'How to read it: ?d=A+B; asks for A+B; then one step per digit place k, units '
+      .. 'first (joined by "and"): aek+bek+cek==sek adds digit a of A, digit b of B and the carry '
+      .. 'c into s (s of 10 or more carries 1 to the next place); d==S is the sum and # ends the '
+      .. 'problem.'
+    assert.truthy(so:find("\nattention_map: " .. want .. "\n", 1, true), so)
+    -- in the picture: the input's line, then the reading wrapped at spaces
+    local text = assert(read(out .. ".gp")):match('set label 1 "(.-)" at screen')
+    text = text:gsub('\\"', '"')
+    assert.truthy(text, read(out .. ".gp"))
+    local parts = {}
+    for l in (text .. "\\n"):gmatch("(.-)\\n") do parts[#parts + 1] = l end
+    assert.are.equal("input: ?d=12+34;", parts[1])
+    assert.are.equal(want, table.concat(parts, " ", 2))
   end)
 
   it("--layers and --heads choose the panels; the default input is a problem of the task", function()

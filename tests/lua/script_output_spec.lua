@@ -213,7 +213,7 @@ describe("--help", function()
           assert.is_true(seen["--" .. k.name:gsub("_", "-")], k.name)
         end
       end
-      assert.truthy(so:find("^Usage: roper scripts/" .. script .. "%.lua %[options%] %[config keys%]\n"),
+      assert.truthy(so:find("^Usage: build/roper scripts/" .. script .. "%.lua %[options%] %[config keys%]\n"),
         so)
     end)
   end

@@ -1491,10 +1491,13 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
     for _, f in ipairs { "__init__.py", "model.py", "rope.py", "rotary.py", "safetensors.py" } do
       assert.equal(h.read("python/roper_torch/" .. f), h.read(pkg .. "/roper_torch/" .. f), f)
     end
-    out, err, code = h.run("cd / && PYTHONPATH=" .. h.sh_quote(pkg) .. " " .. PY
-      .. " -c 'import roper_torch; print(roper_torch.__file__)'")
+    -- imported as on a user's machine, where Python writes the bytecode beside the package
+    out, err, code = h.run("cd / && env -u PYTHONDONTWRITEBYTECODE PYTHONPATH=" .. h.sh_quote(pkg)
+      .. " " .. PY .. " -c 'import roper_torch; print(roper_torch.__file__)'")
     assert.equal(0, code, err)
     assert.equal(pkg .. "/roper_torch/__init__.py\n", out)
+    assert.equal("directory", require("lfs").attributes(pkg .. "/roper_torch/__pycache__", "mode"))
+    -- make uninstall removes it with the package
     out, err, code = h.run(make .. "uninstall")
     assert.equal(0, code, err .. out)
     assert.is_nil(require("lfs").attributes(pkg))
