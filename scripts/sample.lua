@@ -48,7 +48,7 @@ cli.main("sample.lua", function()
     .. "checkpoint).")
     :argname("<file.json>")
   parser:option("--prompt", "The text to continue (default: a fresh problem of the task, or the "
-    .. "beginning of a fresh row of its data).")
+    .. "beginning of a fresh row of its data, its end marked " .. MARK .. ").")
     :argname("<text>")
   parser:option("--samples", "How many samples (of the prompt, or fresh problems).", "1")
     :convert(math.tointeger):argname("<n>")

@@ -996,39 +996,51 @@ describe("rp.lm with a real SentencePiece tokenizer", function()
     end)
 end)
 
--- docs/language_model.md's first minute: its two commands (the block of "The first minute"), run
--- as printed from a folder whose data/linux-doc is the fortune corpus above (build/roper: this
--- build's binary). One change: the training gets --vocab-size 500, as that corpus holds too little
--- text for the default tokenizer's 8,000 pieces.
-describe("docs/language_model.md's first minute", function()
-  it("runs as printed: its first steps and each split's evaluation said on stderr, the sample's "
-    .. "prompt marked", function()
-    local doc = assert(io.open("docs/language_model.md", "rb")):read("a")
+-- docs/language_model.md's commands, from a folder whose data/linux-doc is the fortune corpus
+-- above (build/roper: this build's binary): the first minute's two as printed but for
+-- --vocab-size 500 added to the training (that corpus holds too little text for the default
+-- tokenizer's 8,000 pieces), then the page's other commands, cut short.
+describe("docs/language_model.md's commands", function()
+  local doc, work, corpus, root, bin
+  setup(function()
+    doc = assert(io.open("docs/language_model.md", "rb")):read("a")
+    work = tmpdir()
+    corpus = work .. "/data/linux-doc"
+    assert(os.execute("mkdir -p " .. sh_quote(corpus)))
+    fortune_corpus(corpus)
+    root = h.pwd()
+    assert(os.execute(("ln -s %s %s"):format(sh_quote(root .. "/scripts"),
+      sh_quote(work .. "/scripts"))))
+    bin = BIN:match("^/") and BIN or (root .. "/" .. BIN)
+  end)
+  teardown(function() rmrf(work) end)
+  local function shell(cmd)
+    return "cd " .. sh_quote(work) .. " && " .. cmd:gsub("^build/roper ", sh_quote(bin) .. " ", 1)
+  end
+  -- the commands of a ```sh block: { {command =, time =} } (time: its comment)
+  local function commands(block)
+    local list = {}
+    for line in block:gmatch("[^\n]+") do
+      local cmd, time = line:match("^(.-)%s+# (.*)$")
+      list[#list + 1] = { command = cmd or line, time = time }
+    end
+    return list
+  end
+
+  it("the first minute runs as printed: its first steps and each split's evaluation said on "
+    .. "stderr, the sample's prompt marked", function()
     local section = doc:match("\n## The first minute\n(.-)\n## ")
     assert.truthy(section, "no section 'The first minute'")
     local cmds = {}
-    for line in section:match("```sh\n(.-)```"):gmatch("[^\n]+") do
+    for _, c in ipairs(commands(section:match("```sh\n(.-)```"))) do
       -- each with its time beside it
-      local cmd, time = line:match("^(build/roper scripts/.-)%s+# (.*)$")
-      assert.truthy(cmd, line)
-      assert.truthy(time:find("^%d+%.?%d* s"), line)
-      cmds[#cmds + 1] = cmd
+      assert.truthy(c.command:find("^build/roper scripts/"), c.command)
+      assert.truthy(c.time and c.time:find("^%d+%.?%d* s"), c.command)
+      cmds[#cmds + 1] = c.command
     end
     assert.equal(2, #cmds)
     assert.truthy(cmds[1]:find("^build/roper scripts/train%.lua .*%-%-save runs/lm%.ckpt$"), cmds[1])
     assert.truthy(cmds[2]:find("^build/roper scripts/sample%.lua runs/lm%.ckpt "), cmds[2])
-
-    local work = tmpdir()
-    local corpus = work .. "/data/linux-doc"
-    assert(os.execute("mkdir -p " .. sh_quote(corpus)))
-    fortune_corpus(corpus)
-    local root = h.pwd()
-    assert(os.execute(("ln -s %s %s"):format(sh_quote(root .. "/scripts"),
-      sh_quote(work .. "/scripts"))))
-    local bin = BIN:match("^/") and BIN or (root .. "/" .. BIN)
-    local function shell(cmd)
-      return "cd " .. sh_quote(work) .. " && " .. cmd:gsub("^build/roper ", sh_quote(bin) .. " ", 1)
-    end
 
     local out, err, code = h.run(shell(cmds[1] .. " --vocab-size 500"))
     assert.equal(0, code, out .. err)
@@ -1094,6 +1106,72 @@ describe("docs/language_model.md's first minute", function()
     -- the prompt is real text: the validation split's, as the tokenizer gives it back
     local valid = assert(io.open(corpus .. "/valid.txt", "rb")):read("a")
     assert.truthy(tok:decode(tok:encode(valid)):find(prompt, 1, true), prompt)
-    rmrf(work)
+    -- several samples: one header, each sample its own prompt, marked
+    out, err, code = h.run(shell(cmds[2] .. " --samples 2 --seed 5"))
+    assert.equal(0, code, out .. err)
+    x = task:batch(2, rp.rng(5), "valid")
+    local prompts, texts = {}, {}
+    for i = 1, 2 do
+      texts[i] = tok:decode(x[i]:narrow(1, 1, 32))
+      prompts[i] = tok:encode(texts[i])
+    end
+    local outs = m:generate_batch(prompts, n, { temperature = 1, top_k = 0, top_p = 1, seed = 6 })
+    local want = { "-- prompts: 32 tokens of the validation split (real text), up to <|model|>; "
+      .. "then the model's text\n" }
+    for i = 1, 2 do
+      local t = tok:decode(outs[i])
+      want[#want + 1] = ("-- sample %d\n%s<|model|>%s%s"):format(i, texts[i], t,
+        t:sub(-1) == "\n" and "" or "\n")
+    end
+    assert.equal(table.concat(want), out)
+  end)
+
+  -- The page's other commands of its ```sh blocks, each with its time beside it, run in order as
+  -- printed but cut short (--steps 2, --seeds 1) and with --vocab-size 500 (the small corpus), the
+  -- placeholders' files made first (a folder of texts, a JSON-lines file: the fortunes, one
+  -- document each). Not run: the default corpus.lua, which reads Debian's linux-doc-6.1 (make
+  -- corpus installs it; the suite does not).
+  it("its other commands run as printed, cut short", function()
+    local texts, lines = {}, {}
+    local src = assert(io.open(corpus .. "/train.txt", "rb")):read("a")
+    for entry in (src .. "\n\n"):gmatch("(.-)\n\n") do
+      if #texts < 200 and entry:find("%S") then texts[#texts + 1] = entry end
+    end
+    assert(os.execute("mkdir -p " .. sh_quote(work .. "/my_texts")))
+    for i, t in ipairs(texts) do
+      write(("%s/my_texts/%03d.txt"):format(work, i), t .. "\n")
+      lines[i] = require("cjson").encode { text = t }
+    end
+    write(work .. "/pages.jsonl", table.concat(lines, "\n") .. "\n")
+    local ran, left_out = {}, {}
+    for block in doc:gmatch("\n```sh\n(.-)```") do
+      for _, c in ipairs(commands(block)) do
+        local t = c.time or ""
+        assert.truthy(t:find("%d s%f[%A]") or t:find("%d min%f[%A]") or t:find("%d h%f[%A]"),
+          "no time beside: " .. c.command)
+        local cmd = c.command
+        local script = cmd:match("^build/roper scripts/([%w_]+)%.lua")
+        assert.truthy(script, cmd)
+        if cmd == "build/roper scripts/corpus.lua" then
+          left_out[#left_out + 1] = cmd
+        elseif script ~= "sample" and not cmd:find("%-%-save runs/lm%.ckpt$") then
+          if script == "train" or script == "compare" then
+            cmd = cmd:gsub("%-%-steps %d+", "--steps 2"):gsub("%-%-seeds %d+", "--seeds 1")
+            cmd = cmd .. (cmd:find("--steps", 1, true) and "" or " --steps 2")
+              .. " --vocab-size 500 --quiet"
+          end
+          local out, err, code = h.run(shell(cmd))
+          assert.equal(0, code, cmd .. "\n" .. out .. err)
+          ran[#ran + 1] = script
+        end
+      end
+    end
+    assert.same({ "corpus", "corpus", "train", "compare" }, ran)
+    assert.same({ "build/roper scripts/corpus.lua" }, left_out)
+    -- what they made
+    for _, f in ipairs { "data/mine/manifest.json", "data/pages/manifest.json",
+      "runs/lm-roper.ckpt", "results/lm/summary.md" } do
+      assert.truthy(io.open(work .. "/" .. f), f)
+    end
   end)
 end)
