@@ -1035,7 +1035,7 @@ describe("docs/language_model.md's commands", function()
     for _, c in ipairs(commands(section:match("```sh\n(.-)```"))) do
       -- each with its time beside it
       assert.truthy(c.command:find("^build/roper scripts/"), c.command)
-      assert.truthy(c.time and c.time:find("^%d+%.?%d* s"), c.command)
+      assert.truthy(c.time and c.time:find("^%d[%d.-]* s"), c.command)
       cmds[#cmds + 1] = c.command
     end
     assert.equal(2, #cmds)
