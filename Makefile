@@ -14,7 +14,8 @@
 #                   write-up's biggest gap, is learned in a jump by some seeds and not by others,
 #                   so 3 seeds of it cannot tell the methods apart (RUN_ARGS="--task
 #                   substring_index --seeds 3 --jump-loss 1.5" runs it; see compare.lua --help-all)
-#   make bench      sgemm GFLOPS, OpenBLAS core, attention and GELU timings, training steps (ms,
+#   make bench      sgemm GFLOPS, OpenBLAS core, attention timings (forward + backward's share
+#                   of the sgemm peak) and GELU timings, training steps (ms,
 #                   share of the sgemm peak, peak RSS, the S step beside a busy process; L8, L32:
 #                   a language model's step at 8k and 32k pieces, the output layer's share), decoding
 #                   of the S model on 1 and N threads (rp.eval.accuracy problems/s, m:generate and

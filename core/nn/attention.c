@@ -35,14 +35,16 @@ typedef struct {
     const float *qw; /* the query block's Q'_w rows (Dp apart) */
 } rel_slots;
 
-/* The slots of a thread slice (floats): Q [T, Dp], K [Sp, Dp], Kt [D, Sp], V [Sp, Dvp] (the
- * forward's V' or the backward's transpose [Dv, Sp]), dK [Sp, Dp], dV [Sp, Dvp], and per query
+/* The slots of a thread slice (floats): Q [T, Dp], K [Sp, Dp], Kt [D, ldkt], V [Sp, Dvp] (the
+ * forward's V' or the backward's transpose [Dv, ldkt]), dK [Sp, Dp], dV [Sp, Dvp], and per query
  * block P [rb, BC], dP [rb, BC], O [rb, Dvp] (the forward's output accumulator, the backward's
  * dY), dQ [rb, Dp], m [rb], l [rb] (the forward's running max and sum, the backward's L and
  * Drow); then the relative slots. */
 typedef struct {
     float *Q, *K, *Kt, *V, *dK, *dV, *P, *dP, *O, *dQ, *m, *l;
-    int64_t ldkt; /* Kt's row stride: Sp here, the cache's in the decode entry */
+    int64_t ldkt; /* the row stride of Kt and of the backward's V'^T: rp_attention_cache_ld(S)
+                   * (Sp, padded by one line where rows would fall into the same cache sets;
+                   * about 4% of the AVX2 attention at S 512), the cache's in the decode entry */
     rel_slots rel;
 } slots;
 
@@ -928,7 +930,7 @@ static void rel_reduce(const attn_ctx *c, int64_t B, int nthreads)
  * (R(-2i) for roper_legacy, its v table).
  *
  * Operands per head, in the thread's slice: Q' = scale R(n) q [T, Dp], K' = R(i) k [Sp, Dp] and
- * its transpose [D, Sp], V' = R(i) v [Sp, Dvp] (forward) or its transpose [Dv, Sp] (backward);
+ * its transpose [D, ldkt], V' = R(i) v [Sp, Dvp] (forward) or its transpose [Dv, ldkt] (backward);
  * Dp, Dvp, Sp are D, Dv, S rounded up to the vector width (rp_vl_round) with zeros in the
  * padding, so every tile product runs over whole vectors. The exponentials are in float
  * (rp_exp_nonpos, simd.h); every sum runs in a fixed order.
@@ -950,7 +952,8 @@ static int64_t table_floats(int64_t T, int64_t S, int64_t D, int64_t Dv)
 static void slot_sizes(int64_t sizes[NSLOTS], int64_t T, int64_t S, int64_t D, int64_t Dv)
 {
     int64_t Dp = rp_vl_round(D), Dvp = rp_vl_round(Dv), Sp = rp_vl_round(S), rb = row_block(T);
-    const int64_t z[NSLOTS] = {T * Dp,  Sp * Dp, D * Sp,   Sp * Dvp, Sp * Dp, Sp * Dvp,
+    int64_t ldt = rp_attention_cache_ld(S), vz = Sp * Dvp > Dv * ldt ? Sp * Dvp : Dv * ldt;
+    const int64_t z[NSLOTS] = {T * Dp,  Sp * Dp, D * ldt,  vz,       Sp * Dp, Sp * Dvp,
                                rb * BC, rb * BC, rb * Dvp, rb * Dp,  rb,      rb};
     memcpy(sizes, z, sizeof z);
 }
@@ -966,7 +969,7 @@ static void thread_slots(slots *sl, float *ws, int64_t T, int64_t S, int64_t D, 
         *dst[i] = ws;
         ws += sizes[i];
     }
-    sl->ldkt = rp_vl_round(S);
+    sl->ldkt = rp_attention_cache_ld(S);
     rel_thread_slots(&sl->rel, ws, cfg, T, S, D, Dv);
 }
 
@@ -1282,14 +1285,14 @@ static void forward_blocks(const attn_ctx *c, slots *sl, float *oh, float *lse, 
     }
 }
 
-/* Q' = scale R(n) q [T, Dp] and K' = R(i) k [kvp, Dp] with its transpose Kt [D, Sp] of head
+/* Q' = scale R(n) q [T, Dp] and K' = R(i) k [kvp, Dp] with its transpose Kt [D, ldkt] of head
  * (b, h) into the thread's slots (the forward and the backward start alike). */
 static void build_qk(const attn_ctx *c, const slots *sl, int64_t b, int64_t h)
 {
     int64_t T = c->T, D = c->D, kvis = c->kvis;
     build_rows(sl->Q, NULL, 0, c->q + b * T * c->ldq + h * D, c->ldq, T, T, c->qc, c->qs, c->hq,
                c->scale, D, c->Dp, c->cfg->pairing);
-    build_rows(sl->K, sl->Kt, c->Sp, c->k + b * c->S * c->ldk + h * D, c->ldk, kvis,
+    build_rows(sl->K, sl->Kt, sl->ldkt, c->k + b * c->S * c->ldk + h * D, c->ldk, kvis,
                rp_vl_round(kvis), c->kc, c->ks, c->hk, 1.0f, D, c->Dp, c->cfg->pairing);
 }
 
@@ -1312,14 +1315,14 @@ static void head_forward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
 
 static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
 {
-    int64_t T = c->T, D = c->D, Dv = c->Dv, Dp = c->Dp, Dvp = c->Dvp, Sp = c->Sp;
+    int64_t T = c->T, D = c->D, Dv = c->Dv, Dp = c->Dp, Dvp = c->Dvp;
     int64_t rb = row_block(T), kvis = c->kvis, kvp = rp_vl_round(kvis);
     rp_pairing pairing = c->cfg->pairing;
     slots sl;
     thread_slots(&sl, ws, T, c->S, D, Dv, c->cfg);
     build_qk(c, &sl, b, h);
     /* V'^T into the V slot, through the dV slot (zeroed after) */
-    build_rows(sl.dV, sl.V, Sp, c->v + b * c->S * c->ldv + h * Dv, c->ldv, kvis, kvp, c->vc, c->vs,
+    build_rows(sl.dV, sl.V, sl.ldkt, c->v + b * c->S * c->ldv + h * Dv, c->ldv, kvis, kvp, c->vc, c->vs,
                c->hv, 1.0f, Dv, Dvp, pairing);
     memset(sl.dK, 0, sizeof(float) * (size_t)(kvp * Dp));
     memset(sl.dV, 0, sizeof(float) * (size_t)(kvp * Dvp));
@@ -1349,7 +1352,7 @@ static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
             int64_t bc = kmax - j0 < BC ? kmax - j0 : BC, bcp = rp_vl_round(bc);
             block_scores(c, &sl, t0, nr, j0, bcp);
             /* dP = dY V'^T */
-            rp_tile_mm(sl.dP, BC, sl.O, Dvp, 1, sl.V + j0, Sp, nr, bcp, Dv, 0);
+            rp_tile_mm(sl.dP, BC, sl.O, Dvp, 1, sl.V + j0, sl.ldkt, nr, bcp, Dv, 0);
             for (int64_t r = 0; r < nr; r++) {
                 float *p = sl.P + r * BC, *dp = sl.dP + r * BC, L = sl.m[r], Dr = sl.l[r];
                 int64_t n = seen_in_block(c, t0 + r, j0, bc);

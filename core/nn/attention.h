@@ -258,7 +258,8 @@ int64_t rp_attention_cache_floats(int64_t cap, int64_t H, int64_t D, int64_t Dv)
  * multiple of 1 KiB apart put the column a decode step writes, and the columns it reads, of every
  * row (and of every lane's cache) in the same few cache sets, which evict one another (seq_len
  * 512: two sets of each 4 KiB page offset; the S model's 64 lanes decoded at about the speed of
- * 16). cap >= 1 (below 2^62). */
+ * 16). The forward and backward kernels lay out their transposed keys and values (S columns)
+ * with the same stride. cap >= 1 (below 2^62). */
 int64_t rp_attention_cache_ld(int64_t cap);
 
 /* The cos/sin rows decoding reads (cfg->rope_rows), built once for positions 0 .. cap-1 instead

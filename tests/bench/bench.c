@@ -1,8 +1,9 @@
 /* make bench: sgemm GFLOPS at 1 and 2 threads, the OpenBLAS core, the time of one attention
  * forward and of forward + backward for each pe mode at B=16, T=512, H=4, d_k=32 (BENCH_REPS
- * repetitions, default 5), linear attention, and GELU forward/backward over S's feed-forward
- * activations. Figures are measured, never asserted: each is the best of several repetitions
- * (the two vCPUs of a shared host are noisy).
+ * repetitions, default 5) with the forward + backward's share of the sgemm peak, linear
+ * attention, and GELU forward/backward over S's feed-forward activations. Figures are measured,
+ * never asserted: each is the best of several repetitions (the two vCPUs of a shared host are
+ * noisy).
  *
  * `bench attention PE` prints only the attention line of one mode (make check-build prints it for
  * every -march of its matrix that this CPU runs, so a slow tuning shows beside the native one). */
@@ -49,10 +50,20 @@ attention:;
     int nt = max_threads;
     int reps = getenv("BENCH_REPS") ? atoi(getenv("BENCH_REPS")) : 5;
     if (reps < 1) reps = 1;
+    /* The forward + backward's FLOPs, those of its matrix products: causal, so the scores cover
+     * T^2 / 2 entries; the forward's two products (Q'K'^T, PV') 2 x 2 (T^2 / 2) d_k, the
+     * backward's five (the scores again, dP, dV', dQ', dK') 5 x 2 (T^2 / 2) d_k: 7 B H T^2 d_k
+     * in all (the relative modes' own products are not counted, so their share compares time).
+     * The peak is sgemm 1024^3 on the same threads, measured again right before each line. */
+    const double attn_flops = 7.0 * (double)(B * H) * (double)(T * T) * (double)D;
     if (!only_pe) {
         printf("\nattention, B=%lld T=%lld H=%lld d_k=%lld, causal, nthreads %d (best of %d)\n",
                (long long)B, (long long)T, (long long)H, (long long)D, nt, reps);
-        printf("  %-14s %12s %12s %14s\n", "pe", "forward", "fwd+bwd", "fwd tokens/s");
+        printf("share of the peak: fwd+bwd's 7 B H T^2 d_k FLOPs (its products, the backward's "
+               "recomputation counted) against sgemm 1024^3 on the same threads, measured right "
+               "before each line\n");
+        printf("  %-14s %12s %12s %14s  %s\n", "pe", "forward", "fwd+bwd", "fwd tokens/s",
+               "fwd+bwd: share of the peak");
     }
     float *q = randbuf(&r, B * T * HD), *k = randbuf(&r, B * T * HD);
     float *v = randbuf(&r, B * T * HD), *out = randbuf(&r, B * T * HD);
@@ -91,6 +102,7 @@ attention:;
                          .dout = dout, .dq = dq, .dk = dk, .dv = dv,
                          .drel = relative ? &drel : NULL, .scratch = scratch, .nthreads = nt};
         double best_f = 1e30, best_fb = 1e30;
+        double peak = sgemm_gflops(&r, 1024, 1024, 1024, 5);
         for (int rep = -1; rep < reps; rep++) {
             double t0 = now();
             rp_attention_forward(&io, &cfg);
@@ -100,8 +112,9 @@ attention:;
             if (rep >= 0 && t1 - t0 < best_f) best_f = t1 - t0;
             if (rep >= 0 && t2 - t0 < best_fb) best_fb = t2 - t0;
         }
-        printf("  %-14s %9.2f ms %9.2f ms %14.0f\n", rp_pe_name((rp_pe)pe), best_f * 1e3,
-               best_fb * 1e3, (double)(B * T) / best_f);
+        printf("  %-14s %9.2f ms %9.2f ms %14.0f %5.0f%% of %.0f GFLOPS\n",
+               rp_pe_name((rp_pe)pe), best_f * 1e3, best_fb * 1e3, (double)(B * T) / best_f,
+               100.0 * attn_flops / best_fb * 1e-9 / peak, peak);
     }
     free(lse);
     free(scratch);

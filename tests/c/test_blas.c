@@ -469,7 +469,9 @@ static void test_tile(void)
     const int64_t vl = rp_vl_round(1);
     printf("  rp_tile_mm: vectors of %lld floats\n", (long long)vl);
     const int64_t Ms[] = {0, 1, 2, 3, 5, 7, 8, 9, 13, 17, 64};
-    const int64_t Ns[] = {1, 2, 3, 4, 5, 9}; /* in vectors */
+    /* in vectors: every panel width and remainder of each vector width's tiles, and every tile of
+     * a single row (up to 8 vectors, then a remainder) */
+    const int64_t Ns[] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
     const int64_t Ks[] = {0, 1, 3, 32, 65};
     for (size_t a = 0; a < sizeof Ms / sizeof Ms[0]; a++)
         for (size_t b = 0; b < sizeof Ns / sizeof Ns[0]; b++)
