@@ -133,7 +133,7 @@ cli.main("compare.lua", function()
       k = k:gsub("-", "_")
       o[k], own[k] = v, ("method %s: %s=%s"):format(spec, k, v)
     end
-    local cfg, mem = cli.check(rp, o)
+    local cfg, mem = cli.check(rp, o, args.quiet)
     if not cfg then die(("method %s: %s"):format(spec, mem)) end
     cli.refuse_unused(rp, args, own, { cfg })
     for _, m in ipairs(methods) do

@@ -12,10 +12,12 @@
 -- JSON beside it (run.ckpt -> run.json) or from --config (scripts/lib/saved.lua). Without
 -- --prompt, tasks with problems (addition, substring_index) are prompted with fresh problems and
 -- each answer is checked; the other tasks with the beginning of a fresh row of their data (the
--- validation split of a text). Generation stops after the task's terminator (problems) or --stop,
--- or after --n tokens. Sampling is reproducible: --seed draws the problems (rp.rng(seed)) and
--- sample i samples from rp.rng(seed + 1) jumped i - 1 times (m:generate_batch); --greedy (or
--- --temperature 0) takes the most likely token.
+-- validation split of a text or lm run), real text that is not the model's: a header line says
+-- so, and the mark <|model|> stands where that prompt ends and the model's text begins (a
+-- --prompt is printed as given, the model's text right after it). Generation stops after the
+-- task's terminator (problems) or --stop, or after --n tokens. Sampling is reproducible: --seed
+-- draws the problems (rp.rng(seed)) and sample i samples from rp.rng(seed + 1) jumped i - 1
+-- times (m:generate_batch); --greedy (or --temperature 0) takes the most likely token.
 --
 -- Errors are one line: exit 2 for a bad option, checkpoint or run JSON.
 -- lib/ beside this file, wherever it runs from: roper, lua5.4 or an installed roper-<name>
@@ -23,6 +25,9 @@ package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua
 local rp = require "roper"
 local cli = require "lib.cli"
 local saved = require "lib.saved"
+
+-- where a prompt drawn from the data ends and the model's text begins
+local MARK = "<|model|>"
 
 -- --help opens with these (each runs as written from the repository's folder; tests/lua/
 -- help_examples_spec.lua runs them)
@@ -43,7 +48,7 @@ cli.main("sample.lua", function()
     .. "checkpoint).")
     :argname("<file.json>")
   parser:option("--prompt", "The text to continue (default: a fresh problem of the task, or the "
-    .. "beginning of a fresh row of its data).")
+    .. "beginning of a fresh row of its data, its end marked " .. MARK .. ").")
     :argname("<text>")
   parser:option("--samples", "How many samples (of the prompt, or fresh problems).", "1")
     :convert(math.tointeger):argname("<n>")
@@ -137,7 +142,7 @@ cli.main("sample.lua", function()
   end
 
   -- the prompts (and the questions to check)
-  local texts, questions = {}, {}
+  local texts, questions, header = {}, {}, nil
   local g = rp.rng(args.seed)
   if args.prompt then
     if args.prompt == "" then die("--prompt must not be empty") end
@@ -156,6 +161,10 @@ cli.main("sample.lua", function()
     local x = task:batch(args.samples, g, split)
     local len = math.min(32, tc.seq_len // 2)
     for i = 1, args.samples do texts[i] = coder:decode(x[i]:narrow(1, 1, len)) end
+    -- the prompt is the data's, not the model's: said, and marked where it ends
+    header = ("-- prompt%s: %d tokens of the %s split (real text), up to %s; then the model's "
+      .. "text\n"):format(args.samples > 1 and "s" or "", len, split == "valid" and "validation"
+      or "training", MARK)
   end
   local prompts = {}
   for i, text in ipairs(texts) do prompts[i] = coder:encode(text) end
@@ -167,6 +176,7 @@ cli.main("sample.lua", function()
   local outs = m:generate_batch(prompts, args.n, gen)
 
   local right = 0
+  if header then io.write(header) end
   for i, ids in ipairs(outs) do
     local out = coder:decode(ids)
     if args.samples > 1 and not questions[i] then io.write(("-- sample %d\n"):format(i)) end
@@ -177,7 +187,7 @@ cli.main("sample.lua", function()
       io.write(line, ok and "   [right]" or ("   [wrong: the answer is " .. questions[i] .. "]"),
         "\n")
     else
-      io.write(texts[i], out, out:sub(-1) == "\n" and "" or "\n")
+      io.write(texts[i], header and MARK or "", out, out:sub(-1) == "\n" and "" or "\n")
     end
   end
   if #questions > 1 then

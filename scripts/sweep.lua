@@ -137,7 +137,7 @@ cli.main("sweep.lua", function()
         parts[#parts + 1] = e.key .. "=" .. cur[j]
         names[#names + 1] = e.key .. "-" .. cur[j]
       end
-      local cfg, err = cli.check(rp, o)
+      local cfg, err = cli.check(rp, o, args.quiet)
       if not cfg then die(("%s: %s"):format(table.concat(parts, " "), err)) end
       local name = table.concat(names, "_"):gsub("[^%w%._=-]", "_")
       local run = { id = table.concat(parts, " "), cfg = cfg, point = { table.unpack(cur) },

@@ -68,7 +68,8 @@ cli.main("train.lua", function()
   parser:option("--out", "Write the result as JSON here and the loss curve as CSV beside it.")
     :argname("<file.json>")
   parser:option("--progress", "Rewrite '<step> <steps> <loss>' into this file as training "
-    .. "goes ('<step> <steps> <loss> <done> <total>' while it evaluates: done of total windows).")
+    .. "goes ('<step> <steps> <loss> <done> <total> <what>' while it evaluates: done of total "
+    .. "windows of what, the lm task's split or 'lengths').")
     :argname("<file>")
   parser:option("--save", "Save the trained model and its optimiser here (a checkpoint; without "
     .. "--out the result JSON goes beside it, .json for .ckpt).")
@@ -103,7 +104,8 @@ cli.main("train.lua", function()
   local typed = cli.config_overrides(args, rp)
   for k, v in pairs(typed) do overrides[k] = v end
 
-  local cfg, cfg_err = cli.check(rp, overrides)
+  -- (the lm task's first steps on a corpus, its tokenizer and ids, show on stderr: cli.check)
+  local cfg, cfg_err = cli.check(rp, overrides, args.quiet or not root)
   if not cfg then cli.usage(cfg_err) end
   -- an option typed on the command line that does nothing for this run (not those of --config)
   cli.refuse_unused(rp, args, cli.typed(typed), { cfg })
@@ -154,25 +156,38 @@ cli.main("train.lua", function()
   local now = system_ok and system.gettime or os.time
   local status = root and not args.quiet and not args.progress and term.status(30)
   local last, warned = 0, false
-  -- progress(step, steps, loss[, done, total]): after each training step; with done and total,
-  -- during the evaluation after training (rp.eval.lm's and rp.eval.lengths' option progress:
-  -- done of total windows evaluated), shown as "evaluating done/total windows" and written as
-  -- '<step> <steps> <loss> <done> <total>' to --progress (lib/runner.lua reads both forms)
-  local last_loss, was_evaluating = 0 / 0, false
-  local function progress(step, steps, loss, done, total)
+  -- progress(step, steps, loss[, done, total, what]): after each training step; with done and
+  -- total, during the evaluation after training (rp.eval.lm's and rp.eval.lengths' option
+  -- progress: done of total windows evaluated of what, the lm task's split or "lengths"), shown
+  -- as "evaluating the valid split: done/total windows" (each part's last line, with its
+  -- seconds, stays) and written as '<step> <steps> <loss> <done> <total> <what>' to --progress
+  -- (lib/runner.lua reads both forms)
+  local last_loss, was_evaluating, part, part_t, prev_t = 0 / 0, false, nil, now(), now()
+  local function evaluating_text(done, total, what)
+    if what == "lengths" then return ("evaluating at eval_lengths: %d/%d"):format(done, total) end
+    if what then return ("evaluating the %s split: %d/%d windows"):format(what, done, total) end
+    return ("evaluating %d/%d windows"):format(done, total)
+  end
+  local function progress(step, steps, loss, done, total, what)
     loss = loss or last_loss -- (the evaluation may give none: the last training loss)
     last_loss = loss
     local t = now()
     local evaluating = done ~= nil and total ~= nil
     local final = evaluating and done == total or not evaluating and step == steps
-    -- at most two writes a second, but the last step, the evaluation's start and its end at once
-    local starts = evaluating and not was_evaluating
+    -- at most two writes a second, but the last step, the start of the evaluation and of each
+    -- of its parts (a split, the lengths) and their ends at once
+    local starts = evaluating and (not was_evaluating or what ~= part)
     was_evaluating = evaluating
+    -- (a part's time runs from the call before its first: the end of training or of the last)
+    if starts then part, part_t = what, prev_t end
+    prev_t = t
     if not final and not starts and t - last < 0.5 then return end
     last = t
     if args.progress then
       local line = ("%d %d %.6g"):format(step, steps, loss)
-      if evaluating then line = line .. (" %d %d"):format(done, total) end
+      if evaluating then
+        line = line .. (" %d %d"):format(done, total) .. (what and (" " .. what) or "")
+      end
       local ok, err = fileio.write(args.progress, line .. "\n")
       if not ok and not warned then
         io.stderr:write("train.lua: --progress ", tostring(err), " (training goes on)\n")
@@ -180,14 +195,23 @@ cli.main("train.lua", function()
       end
     elseif status then
       if evaluating then
-        status:update(("step %d/%d  loss %.4f  evaluating %d/%d windows"):format(step, steps,
-          loss, done, total))
-        if done == total then status:clear() end
+        local text = ("step %d/%d  loss %.4f  %s"):format(step, steps, loss,
+          evaluating_text(done, total, what))
+        if done == total then
+          -- each part's end stays on the screen (and in a log), with its time
+          status:update(("%s, %.1f s"):format(text, t - part_t), true)
+          status:done()
+        else
+          -- (the start of each part shows at once in a log too)
+          status:update(text, starts)
+        end
       else
         status:update(("step %d/%d  loss %.4f"):format(step, steps, loss))
         if step == steps then status:done() end
       end
     end
+    -- (a part that ended: the next call starts another, e.g. eval_lengths' next eval_scaling)
+    if evaluating and done == total then part = nil end
   end
 
   if args.resume then

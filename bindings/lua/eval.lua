@@ -311,6 +311,7 @@ local lm_opts = { "split", "batch_size", "bytes", "max_windows", "progress" }
 -- rp.eval.lm(m, task[, opts]) -> the evaluation of a language model on an lm task's split: every
 -- token of it but the first scored once, through task:windows (its deterministic windows of
 -- seq_len + 1 tokens), the cross-entropies (m:losses) summed in float64.
+-- opts.progress is called as progress(done, total, split) after each batch of windows.
 local function lm(m, task, opts)
   local fname = "rp.eval.lm"
   local mc, tc
@@ -354,7 +355,7 @@ local function lm(m, task, opts)
       end
     end
     first = first + rows
-    if progress then progress(math.min(first - 1, windows), windows) end
+    if progress then progress(math.min(first - 1, windows), windows, split) end
   until first > windows
   local by_position = {}
   for j = 1, T do by_position[j] = pos_n[j] > 0 and pos_sum[j] / pos_n[j] or nil end

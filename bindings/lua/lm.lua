@@ -3,11 +3,14 @@
 -- tokenizer of a corpus, and sampling text from a model.
 --   rp.lm.ids(corpus, tokenizer[, opts])  -> folder, info | nil, message
 --   rp.lm.info(folder)                     -> info | nil, message
---   rp.lm.tokenizer(corpus, vocab_size)    -> path | nil, message
+--   rp.lm.tokenizer(corpus, vocab_size[, type[, opts]]) -> path | nil, message
 --   rp.lm.sample(m, tok, prompt[, opts])   -> text, ids
 --   rp.lm.sha256(path)                     -> hex | nil, message
 -- The tokenizer is rp.tokenizer's (a SentencePiece model), or any object with its methods
 -- (tok:encode(text[, {tensor = true}]), tok:decode(ids), tok:vocab_size()).
+-- The two long first steps, training a tokenizer and encoding a corpus, report their progress to
+-- an option progress: progress(done, total, what), what a line saying what is done (with done 0
+-- when a step starts and done == total when it has ended).
 --
 --
 -- roper.lm: adds rp.lm; exports nothing.
@@ -46,6 +49,22 @@ local MAX_TEXT = 1 << 30
 local ENCODE_BYTES_PER_BYTE = 120
 
 local function quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+
+-- The option 'progress' of opts (nil or a function), or raises naming fname's argument arg.
+local function opt_progress(fname, arg, opts)
+  local f = opts.progress
+  if f ~= nil and type(f) ~= "function" then
+    argerror(fname, arg, "option 'progress' must be a function (called as progress(done, total, "
+      .. "what)), got " .. args.describe(f))
+  end
+  return f
+end
+
+-- n bytes for a person: "18.4 MB" (decimal megabytes), "950 bytes".
+local function megabytes(n)
+  if n < 100000 then return ("%d bytes"):format(n) end
+  return ("%.1f MB"):format(n / 1e6)
+end
 
 -- SHA-256 of the file at path (coreutils' sha256sum), 64 hex digits, or nil and why: the one
 -- checksum of the cache keys here and of scripts/corpus.lua's manifest (rp.lm.sha256).
@@ -252,6 +271,8 @@ end
 -- differ from the whole split's (SentencePiece's float32 path scores lose precision over a long
 -- text: docs/language_model.md), so it has a cache of its own: the folder name ends "-p<n>" and
 -- ids.txt says chunk_bytes.
+-- opts.progress: called as progress(0, bytes, what) before a split is encoded and progress(bytes,
+-- bytes, what) once its ids are written (what: "encoding <file> (<size>) into token ids").
 function lm.ids(corpus, tokenizer, opts)
   local fname = "rp.lm.ids"
   check_corpus_arg(fname, corpus)
@@ -259,7 +280,7 @@ function lm.ids(corpus, tokenizer, opts)
     argerror(fname, 2, "a tokenizer model file (a string) expected, got "
       .. args.describe(tokenizer))
   end
-  opts = args.check_opts(fname, 3, opts, { "cache", "tokenizer", "chunk_bytes" })
+  opts = args.check_opts(fname, 3, opts, { "cache", "tokenizer", "chunk_bytes", "progress" })
   if opts.cache ~= nil and type(opts.cache) ~= "string" then
     argerror(fname, 3, "option 'cache' must be a folder (a string), got "
       .. args.describe(opts.cache))
@@ -271,6 +292,7 @@ function lm.ids(corpus, tokenizer, opts)
   end
   local tok = opts.tokenizer
   if tok ~= nil then tok = tokenizer_methods(fname, 3, tok) end
+  local progress = opt_progress(fname, 3, opts)
   local manifest, err = check_corpus(corpus)
   if not manifest then return nil, err end
   local msum
@@ -306,6 +328,8 @@ function lm.ids(corpus, tokenizer, opts)
     text, err = read_file(path, MAX_TEXT)
     if not text then return nil, err end
     local bytes = #text
+    local what = ("encoding %s (%s) into token ids"):format(path, megabytes(bytes))
+    if progress then progress(0, bytes, what) end
     local ids
     ids, err = encode_split(tok, text, path, V, chunk)
     text = nil -- the split's text is not needed while its ids are written
@@ -319,17 +343,21 @@ function lm.ids(corpus, tokenizer, opts)
     end
     if not ok then return nil, err end
     info.splits[s] = { tokens = ids:numel(), bytes = bytes }
+    if progress then progress(bytes, bytes, what) end
   end
   ok, err = write_info(folder, info)
   if not ok then return nil, err end
   return folder, info
 end
 
--- rp.lm.tokenizer(corpus, vocab_size[, type]) -> path | nil, message: the default tokenizer of a
--- prepared corpus, <corpus>/tokenizer-<type>-<vocab_size>.model, trained on its train.txt with
--- rp.tokenizer.train (byte fallback on) when it is not there yet. type: "unigram" (default) or
--- "bpe".
-function lm.tokenizer(corpus, vocab_size, kind)
+-- rp.lm.tokenizer(corpus, vocab_size[, type[, opts]]) -> path | nil, message: the default
+-- tokenizer of a prepared corpus, <corpus>/tokenizer-<type>-<vocab_size>.model, trained on its
+-- train.txt with rp.tokenizer.train (byte fallback on) when it is not there yet. type: "unigram"
+-- (default, also for nil) or "bpe". opts.progress: called as progress(0, 1, what) when training
+-- starts and progress(1, 1, what) when the model is written (what: "training the tokenizer
+-- <path> (SentencePiece <type>, <n> pieces) on <train.txt> (<size>)"; SentencePiece reports
+-- nothing in between).
+function lm.tokenizer(corpus, vocab_size, kind, opts)
   local fname = "rp.lm.tokenizer"
   check_corpus_arg(fname, corpus)
   if math.type(vocab_size) ~= "integer" or vocab_size < 1 then
@@ -339,6 +367,8 @@ function lm.tokenizer(corpus, vocab_size, kind)
   if kind ~= "unigram" and kind ~= "bpe" then
     argerror(fname, 3, "type must be \"unigram\" or \"bpe\", got " .. args.describe(kind))
   end
+  opts = args.check_opts(fname, 4, opts, { "progress" })
+  local progress = opt_progress(fname, 4, opts)
   local path = ("%s/tokenizer-%s-%d.model"):format(corpus, kind, vocab_size)
   if path_kind(path) == "a regular file" then return path end
   local ok, err = check_corpus(corpus)
@@ -346,15 +376,26 @@ function lm.tokenizer(corpus, vocab_size, kind)
   if type(rp.tokenizer) ~= "table" or type(rp.tokenizer.train) ~= "function" then
     return nil, "rp.tokenizer is not in this build (needed to train " .. path .. ")"
   end
+  local input = corpus .. "/train.txt"
+  local what
+  if progress then
+    local f = io.open(input, "rb")
+    local size = f and f:seek("end")
+    if f then f:close() end
+    what = ("training the tokenizer %s (SentencePiece %s, %d pieces) on %s%s"):format(path,
+      kind, vocab_size, input, size and (" (" .. megabytes(size) .. ")") or "")
+    progress(0, 1, what)
+  end
   -- rp.tokenizer.train's refusals (a vocab_size its byte fallback cannot hold, a path it cannot
   -- take) are this function's argument errors, in its words
   local tok
-  ok, tok, err = pcall(rp.tokenizer.train, { input = corpus .. "/train.txt", model = path,
+  ok, tok, err = pcall(rp.tokenizer.train, { input = input, model = path,
     vocab_size = vocab_size, type = kind, byte_fallback = true })
   if not ok then
     argerror(fname, tok:find("vocab_size", 1, true) and 2 or 1, args.inner(tok))
   end
   if not tok then return nil, err end
+  if progress then progress(1, 1, what) end
   return path
 end
 

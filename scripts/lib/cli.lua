@@ -236,10 +236,41 @@ function cli.config(rp, overrides)
   return nil, cli.message(cfg)
 end
 
--- check(rp, overrides) -> cfg, memory | nil, message: rp.experiment.check without raising (the
--- model, the memory, the task and its corpus, before any run starts).
-function cli.check(rp, overrides)
-  local ok, cfg, mem = pcall(rp.experiment.check, overrides)
+-- first_steps() -> progress, close: a progress(done, total, what) for rp.experiment.check's
+-- option progress: the lm task's first steps on a corpus (its tokenizer trained, its ids
+-- written: a minute or more that would otherwise look like a hang) as lines on stderr, terminal
+-- or not: "<what> ..." when a step starts, " done in <s> s" on the same line when it ends.
+-- close() ends a line left open (a step that failed), so that an error follows on its own line.
+function cli.first_steps()
+  local uv_ok, uv = pcall(require, "luv")
+  local function now() return uv_ok and uv.hrtime() / 1e9 or os.time() end
+  local started, open = {}, nil
+  local function close()
+    if open then io.stderr:write("\n") end
+    open = nil
+  end
+  local function progress(done, total, what)
+    if done == 0 then
+      close()
+      io.stderr:write(what, " ...")
+      started[what], open = now(), what
+    elseif done >= total then
+      local t = started[what] and now() - started[what] or 0
+      io.stderr:write(open == what and "" or (what .. ":"), (" done in %.1f s\n"):format(t))
+      open = nil
+    end
+  end
+  return progress, close
+end
+
+-- check(rp, overrides[, quiet]) -> cfg, memory | nil, message: rp.experiment.check without
+-- raising (the model, the memory, the task and its corpus, before any run starts); unless quiet,
+-- the lm task's first steps on a corpus show on stderr (cli.first_steps).
+function cli.check(rp, overrides, quiet)
+  local progress, close
+  if not quiet then progress, close = cli.first_steps() end
+  local ok, cfg, mem = pcall(rp.experiment.check, overrides, { progress = progress })
+  if close then close() end
   if ok then return cfg, mem end
   return nil, cli.message(cfg)
 end

@@ -48,8 +48,9 @@
 --
 -- Each run writes path (result JSON, name.json), name.csv (loss curve), name.log (its output);
 -- while it runs, name.progress ("step steps loss", rewritten about twice a second; "step steps
--- loss done total" while it evaluates: done of total windows, shown as "evaluating done/total
--- windows"; runner.read_progress(path) reads either) and
+-- loss done total what" while it evaluates: done of total windows of what, the lm task's split
+-- or "lengths", shown as "evaluating valid done/total windows"; runner.read_progress(path) reads
+-- either) and
 -- name.cfg.json (its config, read by train.lua). A name.ckpt beside them is always the model of
 -- the run in name.json: it is removed when the run starts again, and when an interrupted run
 -- had saved its model before its result (its evaluation was cut short). With checkpoint_every,
@@ -126,8 +127,9 @@ local function fmt_time(s)
 end
 runner.fmt_time = fmt_time
 
--- A run's .progress file: step, steps, loss[, done, total] (train.lua's --progress; done and
--- total: the windows evaluated after training), or nil.
+-- A run's .progress file: step, steps, loss[, done, total[, what]] (train.lua's --progress;
+-- done and total: the windows evaluated after training; what: of which part, the lm task's split
+-- or "lengths"), or nil.
 local function read_progress(path)
   local f = io.open(path, "r")
   if not f then return nil end
@@ -136,8 +138,9 @@ local function read_progress(path)
   if not line then return nil end
   local step, steps, loss = line:match("^(%d+) (%d+) (%S+)")
   if not step then return nil end
-  local done, total = line:match("^%d+ %d+ %S+ (%d+) (%d+)")
-  return tonumber(step), tonumber(steps), tonumber(loss), tonumber(done), tonumber(total)
+  local done, total, what = line:match("^%d+ %d+ %S+ (%d+) (%d+) ?(%S*)")
+  return tonumber(step), tonumber(steps), tonumber(loss), tonumber(done), tonumber(total),
+    what ~= "" and what or nil
 end
 runner.read_progress = read_progress
 
@@ -241,11 +244,11 @@ function runner.run(runs, opts)
     local done = finished_steps
     local current = {}
     for i in pairs(running) do
-      local step, steps, loss, evaluated, windows = read_progress((files(i)))
+      local step, steps, loss, evaluated, windows, what = read_progress((files(i)))
       if step and evaluated then
         done = done + step
-        current[#current + 1] = ("%s evaluating %d/%d windows"):format(runs[i].id, evaluated,
-          windows)
+        current[#current + 1] = ("%s evaluating %s%d/%d windows"):format(runs[i].id,
+          what and (what .. " ") or "", evaluated, windows)
       elseif step then
         done = done + step
         current[#current + 1] = ("%s %d/%d loss %.3f"):format(runs[i].id, step, steps, loss)

@@ -210,14 +210,14 @@ describe("every example of every --help", function()
 end)
 
 -- ---------------------------------------------------------------- the docs' commands
--- The pages: the README and docs/*.md but docs/language_model.md, whose commands need the corpus
--- that make corpus prepares (minutes of Debian's linux-doc) and which issue 61 (item 4) rewrites:
--- the convention check below can take it once it writes build/roper.
-local NOT_HERE = { ["docs/language_model.md"] = true }
-local function doc_pages()
+-- The pages: the README and docs/*.md. doc_pages(true), the pages whose commands run here, leaves
+-- out docs/language_model.md: its commands need the corpus that make corpus prepares (minutes of
+-- Debian's linux-doc); lm_spec runs its first minute's as printed on a small corpus of its own.
+local NOT_RUN = { ["docs/language_model.md"] = true }
+local function doc_pages(to_run)
   local pages = { "README.md" }
   for f in assert(run("git ls-files 'docs/*.md'")):gmatch("[^\n]+") do
-    if not NOT_HERE[f] then pages[#pages + 1] = f end
+    if not (to_run and NOT_RUN[f]) then pages[#pages + 1] = f end
   end
   return pages
 end
@@ -303,7 +303,7 @@ describe("the commands of the README and docs/*.md", function()
       assert(os.execute("chmod +x " .. sh_quote(bin .. "/" .. p)))
     end
     local ran, left_out = 0, {}
-    for _, page in ipairs(doc_pages()) do
+    for _, page in ipairs(doc_pages(true)) do
       do
         local tmp = fresh_folder()
         for _, c in ipairs(doc_commands(assert(h.read(page)))) do

@@ -256,7 +256,8 @@ describe("m:losses and rp.eval.lm", function()
     assert.is_true(rp.eval.lm(m, task, { split = "train" }).tokens == 99)
   end)
 
-  it("report their progress: progress(done, total) after each batch of windows", function()
+  it("report their progress: progress(done, total[, split]) after each batch of windows",
+    function()
     local V, T = 23, 8
     ids_folder(dir, V, { train = random_stream(100, V, 4), valid = random_stream(203, V, 5),
       test = random_stream(30, V, 6) })
@@ -264,15 +265,18 @@ describe("m:losses and rp.eval.lm", function()
     local m = rp.model { vocab = V, d_model = 16, heads = 2, layers = 1, seq_len = T,
       max_batch = 4, seed = 3 }
     local calls = {}
-    local function progress(done, total) calls[#calls + 1] = done .. "/" .. total end
-    -- 202 targets in windows of 8: 26 windows, 4 a batch
+    local function progress(done, total, what)
+      calls[#calls + 1] = done .. "/" .. total .. (what and (" " .. what) or "")
+    end
+    -- 202 targets in windows of 8: 26 windows, 4 a batch; rp.eval.lm names its split
     local plain = rp.eval.lm(m, task, { batch_size = 4 })
     local r = rp.eval.lm(m, task, { batch_size = 4, progress = progress })
-    assert.same({ "4/26", "8/26", "12/26", "16/26", "20/26", "24/26", "26/26" }, calls)
+    assert.same({ "4/26 valid", "8/26 valid", "12/26 valid", "16/26 valid", "20/26 valid",
+      "24/26 valid", "26/26 valid" }, calls)
     assert.equal(plain.nats, r.nats)
     calls = {}
-    rp.eval.lm(m, task, { batch_size = 4, max_windows = 5, progress = progress })
-    assert.same({ "4/5", "5/5" }, calls)
+    rp.eval.lm(m, task, { batch_size = 4, max_windows = 5, progress = progress, split = "train" })
+    assert.same({ "4/5 train", "5/5 train" }, calls)
     -- rp.eval.lengths: after each batch of each length (loss tasks)
     calls = {}
     local ls = rp.eval.lengths(m, task, { lengths = { 8, 16 }, batches = 3, batch_size = 2,
@@ -294,7 +298,8 @@ describe("m:losses and rp.eval.lm", function()
           .. "progress(done, total)), got 1)"):format(f))
     end
     -- the runner of compare.lua reads a run's .progress in both forms (train.lua writes
-    -- '<step> <steps> <loss>' while training, '... <done> <total>' while evaluating)
+    -- '<step> <steps> <loss>' while training, '... <done> <total> <what>' while evaluating; an
+    -- older train.lua wrote no <what>)
     package.path = "scripts/?.lua;" .. package.path
     local runner = require "lib.runner"
     local pf = dir .. "/r.progress"
@@ -302,6 +307,8 @@ describe("m:losses and rp.eval.lm", function()
     assert.same({ 7, 10, 2.5 }, { runner.read_progress(pf) })
     write(pf, "10 10 2.25 48 384\n")
     assert.same({ 10, 10, 2.25, 48, 384 }, { runner.read_progress(pf) })
+    write(pf, "10 10 2.25 48 384 test\n")
+    assert.same({ 10, 10, 2.25, 48, 384, "test" }, { runner.read_progress(pf) })
     write(pf, "garbage\n")
     assert.is_nil(runner.read_progress(pf))
     -- an error of the callback is the caller's, as it is
@@ -438,6 +445,43 @@ describe("rp.lm", function()
     -- the task reads it
     local task = assert(rp.tasks.lm { path = other, vocab_size = 256, seq_len = 8 })
     assert.same({ #texts.train, #texts.valid, #texts.test }, { task:split_sizes() })
+  end)
+
+  it("reports the encoding of each split to progress(done, total, what), once", function()
+    local texts = { train = ("x"):rep(160000), valid = "valid text\n", test = "test\n" }
+    corpus_folder(texts)
+    local calls = {}
+    local function progress(...) calls[#calls + 1] = { ... } end
+    assert(rp.lm.ids(dir, dir .. "/tok.model", { tokenizer = byte_tokenizer(),
+      progress = progress }))
+    local function what(s, size)
+      return ("encoding %s/%s.txt (%s) into token ids"):format(dir, s, size)
+    end
+    -- done 0 when a split starts, its bytes when its ids are written
+    assert.same({
+      { 0, 160000, what("train", "0.2 MB") }, { 160000, 160000, what("train", "0.2 MB") },
+      { 0, 11, what("valid", "11 bytes") }, { 11, 11, what("valid", "11 bytes") },
+      { 0, 5, what("test", "5 bytes") }, { 5, 5, what("test", "5 bytes") },
+    }, calls)
+    -- from the cache: nothing to report
+    calls = {}
+    assert(rp.lm.ids(dir, dir .. "/tok.model", { tokenizer = byte_tokenizer(),
+      progress = progress }))
+    assert.same({}, calls)
+    assert.has_error(function()
+      rp.lm.ids(dir, dir .. "/tok.model", { progress = 1 })
+    end, "bad argument #3 to 'rp.lm.ids' (option 'progress' must be a function (called as "
+      .. "progress(done, total, what)), got 1)")
+    assert.has_error(function() rp.lm.tokenizer(dir, 8, nil, { progress = 1 }) end,
+      "bad argument #4 to 'rp.lm.tokenizer' (option 'progress' must be a function (called as "
+      .. "progress(done, total, what)), got 1)")
+    assert.has_error(function() rp.lm.tokenizer(dir, 8, "bpe", { every = 1 }) end,
+      "bad argument #4 to 'rp.lm.tokenizer' (unknown option 'every' (known: progress))")
+    assert.has_error(function() rp.experiment.check({ task = "lm" }, { progress = 1 }) end,
+      "bad argument #2 to 'rp.experiment.check' (option 'progress' must be a function (called "
+      .. "as progress(done, total, what)), got 1)")
+    assert.has_error(function() rp.experiment.check({}, { quiet = true }) end,
+      "bad argument #2 to 'rp.experiment.check' (unknown option 'quiet' (known: progress))")
   end)
 
   it("refuses what is not a prepared corpus or an ids folder", function()
@@ -833,23 +877,29 @@ end)
 -- corpus of fortune-file prose (the fortunes the tokenizer's spec reads), its ids cache against
 -- the model's own encoding, rp.experiment with tokenizer = "" (the corpus's default tokenizer,
 -- trained on its train split) and scripts/sample.lua on the run it saved.
-describe("rp.lm with a real SentencePiece tokenizer", function()
+-- A tiny corpus of fortune-file prose in dir, laid out as scripts/corpus.lua lays one out
+-- (train.txt, valid.txt, test.txt and a manifest.json).
+local function fortune_corpus(dir)
   local FORTUNES = "/usr/share/games/fortunes/"
+  local src = assert(io.open(FORTUNES .. "computers", "rb")):read("a")
+    .. assert(io.open(FORTUNES .. "science", "rb")):read("a")
+  -- by document (entries between "%" lines): most to train, a few to validate and test
+  local splits = { train = {}, valid = {}, test = {} }
+  local k = 0
+  for entry in (src .. "\n%\n"):gmatch("(.-)\n%%\n") do
+    k = k + 1
+    local s = (k % 20 == 0) and "valid" or (k % 20 == 1) and "test" or "train"
+    splits[s][#splits[s] + 1] = entry
+  end
+  for s, t in pairs(splits) do write(dir .. "/" .. s .. ".txt", table.concat(t, "\n\n") .. "\n") end
+  write(dir .. "/manifest.json", '{"format": "roper-corpus 1"}\n')
+end
+
+describe("rp.lm with a real SentencePiece tokenizer", function()
   local dir
   setup(function()
     dir = tmpdir()
-    local src = assert(io.open(FORTUNES .. "computers", "rb")):read("a")
-      .. assert(io.open(FORTUNES .. "science", "rb")):read("a")
-    -- by document (entries between "%" lines): most to train, a few to validate and test
-    local splits = { train = {}, valid = {}, test = {} }
-    local k = 0
-    for entry in (src .. "\n%\n"):gmatch("(.-)\n%%\n") do
-      k = k + 1
-      local s = (k % 20 == 0) and "valid" or (k % 20 == 1) and "test" or "train"
-      splits[s][#splits[s] + 1] = entry
-    end
-    for s, t in pairs(splits) do write(dir .. "/" .. s .. ".txt", table.concat(t, "\n\n") .. "\n") end
-    write(dir .. "/manifest.json", '{"format": "roper-corpus 1"}\n')
+    fortune_corpus(dir)
   end)
   teardown(function() rmrf(dir) end)
 
@@ -944,4 +994,185 @@ describe("rp.lm with a real SentencePiece tokenizer", function()
       local text = rp.lm.sample(m, dtok, "The computer", { n = 12, temperature = 0 })
       assert.truthy(out:find(text, 1, true), ("%q not in %q"):format(text, out))
     end)
+end)
+
+-- docs/language_model.md's commands, from a folder whose data/linux-doc is the fortune corpus
+-- above (build/roper: this build's binary): the first minute's two as printed but for
+-- --vocab-size 500 added to the training, only to keep the suite short (the default 8,000 pieces
+-- train on this corpus too, but the output layer made the 300 steps 83 s of CPU against 14 s on
+-- the 2-vCPU AMD EPYC), then the page's other commands, cut short.
+describe("docs/language_model.md's commands", function()
+  local doc, work, corpus, root, bin
+  setup(function()
+    doc = assert(io.open("docs/language_model.md", "rb")):read("a")
+    work = tmpdir()
+    corpus = work .. "/data/linux-doc"
+    assert(os.execute("mkdir -p " .. sh_quote(corpus)))
+    fortune_corpus(corpus)
+    root = h.pwd()
+    assert(os.execute(("ln -s %s %s"):format(sh_quote(root .. "/scripts"),
+      sh_quote(work .. "/scripts"))))
+    bin = BIN:match("^/") and BIN or (root .. "/" .. BIN)
+  end)
+  teardown(function() rmrf(work) end)
+  local function shell(cmd)
+    return "cd " .. sh_quote(work) .. " && " .. cmd:gsub("^build/roper ", sh_quote(bin) .. " ", 1)
+  end
+  -- the commands of a ```sh block: { {command =, time =} } (time: its comment)
+  local function commands(block)
+    local list = {}
+    for line in block:gmatch("[^\n]+") do
+      local cmd, time = line:match("^(.-)%s+# (.*)$")
+      list[#list + 1] = { command = cmd or line, time = time }
+    end
+    return list
+  end
+
+  it("the first minute runs as printed: its first steps and each split's evaluation said on "
+    .. "stderr, the sample's prompt marked", function()
+    local section = doc:match("\n## The first minute\n(.-)\n## ")
+    assert.truthy(section, "no section 'The first minute'")
+    local cmds = {}
+    for _, c in ipairs(commands(section:match("```sh\n(.-)```"))) do
+      -- each with its time beside it
+      assert.truthy(c.command:find("^build/roper scripts/"), c.command)
+      assert.truthy(c.time and c.time:find("^%d[%d.-]* s"), c.command)
+      cmds[#cmds + 1] = c.command
+    end
+    assert.equal(2, #cmds)
+    assert.truthy(cmds[1]:find("^build/roper scripts/train%.lua .*%-%-save runs/lm%.ckpt$"), cmds[1])
+    assert.truthy(cmds[2]:find("^build/roper scripts/sample%.lua runs/lm%.ckpt "), cmds[2])
+
+    local out, err, code = h.run(shell(cmds[1] .. " --vocab-size 500"))
+    assert.equal(0, code, out .. err)
+    local size = {}
+    for _, s in ipairs { "train", "valid", "test" } do
+      local f = assert(io.open(corpus .. "/" .. s .. ".txt", "rb"))
+      local n = f:seek("end")
+      f:close()
+      size[s] = n < 100000 and ("%d bytes"):format(n) or ("%.1f MB"):format(n / 1e6)
+    end
+    local info = assert(rp.lm.info(assert(rp.lm.ids(corpus, corpus
+      .. "/tokenizer-unigram-500.model"))))
+    -- the windows scored: --eval-windows 200 of each split, or all of a shorter one
+    local function windows(s) return math.min(200, (info.splits[s].tokens - 1 + 127) // 128) end
+    local want = {
+      "^training the tokenizer data/linux%-doc/tokenizer%-unigram%-500%.model %(SentencePiece "
+        .. "unigram, 500 pieces%) on data/linux%-doc/train%.txt %(" .. size.train:gsub("%.", "%%.")
+        .. "%) %.%.%. done in %d+%.%d s$",
+    }
+    for _, s in ipairs { "train", "valid", "test" } do
+      want[#want + 1] = ("^encoding data/linux%%-doc/%s%%.txt %%(%s%%) into token ids %%.%%.%%. "
+        .. "done in %%d+%%.%%d s$"):format(s, size[s]:gsub("%.", "%%."))
+    end
+    for _, s in ipairs { "valid", "test" } do
+      local w = windows(s)
+      want[#want + 1] = ("^step 300/300  loss %%d+%%.%%d+  evaluating the %s split: 16/%d windows$")
+        :format(s, w)
+      want[#want + 1] = ("^step 300/300  loss %%d+%%.%%d+  evaluating the %s split: %d/%d windows, "
+        .. "%%d+%%.%%d s$"):format(s, w, w)
+    end
+    local got = {}
+    for l in err:gmatch("[^\n]+") do
+      -- (a slow machine's log also has a line of the training every 30 s)
+      if not l:match("^step %d+/300  loss %d+%.%d+$") then got[#got + 1] = l end
+    end
+    assert.equal(#want, #got, err)
+    for i, p in ipairs(want) do assert.truthy(got[i]:find(p), got[i] .. "\n" .. p) end
+    assert.truthy(out:find("^lm, pe rope, %d+ params, 300 steps in "), out)
+    assert.truthy(out:find("\nmodel saved to runs/lm%.ckpt\n$"), out)
+    local res = require("cjson").decode(assert(io.open(work .. "/runs/lm.json")):read("a"))
+    assert.same({ 300, 3e-3, 200, 500 }, { res.config.steps, res.config.lr,
+      res.config.eval_windows, res.config.vocab_size })
+
+    -- the sample: the header, then 32 tokens of a window of the validation split (drawn with the
+    -- seed, 1), the mark, and what the model generates from them (sampled with seed + 1), all
+    -- computed again here
+    out, err, code = h.run(shell(cmds[2]))
+    assert.equal(0, code, out .. err)
+    assert.equal("", err)
+    local n = math.tointeger(tonumber(cmds[2]:match("%-%-n (%d+)")))
+    local m = assert(rp.load(work .. "/runs/lm.ckpt"))
+    res.config.corpus = corpus
+    local task = assert(rp.experiment.task(res.config))
+    local tok = assert(rp.tokenizer.load(corpus .. "/tokenizer-unigram-500.model"))
+    local x = task:batch(1, rp.rng(1), "valid")
+    local prompt = tok:decode(x[1]:narrow(1, 1, 32))
+    local ids = m:generate_batch({ tok:encode(prompt) }, n, { temperature = 1, top_k = 0,
+      top_p = 1, seed = 2 })[1]
+    local model = tok:decode(ids)
+    assert.equal("-- prompt: 32 tokens of the validation split (real text), up to <|model|>; then "
+      .. "the model's text\n" .. prompt .. "<|model|>" .. model
+      .. (model:sub(-1) == "\n" and "" or "\n"), out)
+    -- the prompt is real text: the validation split's, as the tokenizer gives it back
+    local valid = assert(io.open(corpus .. "/valid.txt", "rb")):read("a")
+    assert.truthy(tok:decode(tok:encode(valid)):find(prompt, 1, true), prompt)
+    -- several samples: one header, each sample its own prompt, marked
+    out, err, code = h.run(shell(cmds[2] .. " --samples 2 --seed 5"))
+    assert.equal(0, code, out .. err)
+    x = task:batch(2, rp.rng(5), "valid")
+    local prompts, texts = {}, {}
+    for i = 1, 2 do
+      texts[i] = tok:decode(x[i]:narrow(1, 1, 32))
+      prompts[i] = tok:encode(texts[i])
+    end
+    local outs = m:generate_batch(prompts, n, { temperature = 1, top_k = 0, top_p = 1, seed = 6 })
+    local want = { "-- prompts: 32 tokens of the validation split (real text), up to <|model|>; "
+      .. "then the model's text\n" }
+    for i = 1, 2 do
+      local t = tok:decode(outs[i])
+      want[#want + 1] = ("-- sample %d\n%s<|model|>%s%s"):format(i, texts[i], t,
+        t:sub(-1) == "\n" and "" or "\n")
+    end
+    assert.equal(table.concat(want), out)
+  end)
+
+  -- The page's other commands of its ```sh blocks, each with its time beside it, run in order as
+  -- printed but cut short (--steps 2, --seeds 1, --vocab-size 500 as above), the
+  -- placeholders' files made first (a folder of texts, a JSON-lines file: the fortunes, one
+  -- document each). Not run: the default corpus.lua, which reads Debian's linux-doc-6.1 (make
+  -- corpus installs it; the suite does not).
+  it("its other commands run as printed, cut short", function()
+    local texts, lines = {}, {}
+    local src = assert(io.open(corpus .. "/train.txt", "rb")):read("a")
+    for entry in (src .. "\n\n"):gmatch("(.-)\n\n") do
+      if #texts < 200 and entry:find("%S") then texts[#texts + 1] = entry end
+    end
+    assert(os.execute("mkdir -p " .. sh_quote(work .. "/my_texts")))
+    for i, t in ipairs(texts) do
+      write(("%s/my_texts/%03d.txt"):format(work, i), t .. "\n")
+      lines[i] = require("cjson").encode { text = t }
+    end
+    write(work .. "/pages.jsonl", table.concat(lines, "\n") .. "\n")
+    local ran, left_out = {}, {}
+    for block in doc:gmatch("\n```sh\n(.-)```") do
+      for _, c in ipairs(commands(block)) do
+        local t = c.time or ""
+        assert.truthy(t:find("%d s%f[%A]") or t:find("%d min%f[%A]") or t:find("%d h%f[%A]"),
+          "no time beside: " .. c.command)
+        local cmd = c.command
+        local script = cmd:match("^build/roper scripts/([%w_]+)%.lua")
+        assert.truthy(script, cmd)
+        if cmd == "build/roper scripts/corpus.lua" then
+          left_out[#left_out + 1] = cmd
+        elseif script ~= "sample" and not cmd:find("%-%-save runs/lm%.ckpt$") then
+          if script == "train" or script == "compare" then
+            cmd = cmd:gsub("%-%-steps %d+", "--steps 2"):gsub("%-%-seeds %d+", "--seeds 1")
+            cmd = cmd .. (cmd:find("--steps", 1, true) and "" or " --steps 2")
+              .. " --vocab-size 500 --quiet"
+          end
+          local out, err, code = h.run(shell(cmd))
+          assert.equal(0, code, cmd .. "\n" .. out .. err)
+          ran[#ran + 1] = script
+        end
+      end
+    end
+    assert.same({ "corpus", "corpus", "train", "compare" }, ran)
+    assert.same({ "build/roper scripts/corpus.lua" }, left_out)
+    -- what they made
+    for _, f in ipairs { "data/mine/manifest.json", "data/pages/manifest.json",
+      "runs/lm-roper.ckpt", "results/lm/summary.md" } do
+      assert.truthy(io.open(work .. "/" .. f), f)
+    end
+  end)
 end)

@@ -21,8 +21,9 @@ local resolve, parse_lengths, parse_scalings = keys.resolve, keys.parse_lengths,
 -- The token ids of an lm config and their rp.lm.info: cfg.corpus itself when it is a folder of
 -- ids (with an ids.txt), else the ids cache of the corpus under cfg.tokenizer (rp.lm.ids; the
 -- default tokenizer of the corpus, trained when missing, for tokenizer ""). nil and a message
--- when that cannot be done (a corpus or tokenizer that cannot be used).
-local function lm_ids(cfg)
+-- when that cannot be done (a corpus or tokenizer that cannot be used). progress (nil or a
+-- function) is rp.lm.tokenizer's and rp.lm.ids's: progress(done, total, what).
+local function lm_ids(cfg, progress)
   if internals.path_kind(cfg.corpus .. "/ids.txt") then
     local info, err = rp.lm.info(cfg.corpus)
     if not info then return nil, err end
@@ -30,18 +31,18 @@ local function lm_ids(cfg)
   end
   local tok, err = cfg.tokenizer, nil
   if tok == "" then
-    tok, err = rp.lm.tokenizer(cfg.corpus, cfg.vocab_size)
+    tok, err = rp.lm.tokenizer(cfg.corpus, cfg.vocab_size, nil, { progress = progress })
     if not tok then return nil, err end
   end
-  return rp.lm.ids(cfg.corpus, tok)
+  return rp.lm.ids(cfg.corpus, tok, { progress = progress })
 end
 
 -- The options of rp.tasks.<task> for cfg, or nil and a message (an lm corpus that cannot be
--- used).
-local function task_opts(cfg)
+-- used). progress: lm_ids's.
+local function task_opts(cfg, progress)
   local t = cfg.task
   if t == "lm" then
-    local folder, info = lm_ids(cfg)
+    local folder, info = lm_ids(cfg, progress)
     if not folder then return nil, info end
     return { path = folder, vocab_size = info.vocab_size, seq_len = cfg.seq_len }
   end
@@ -61,8 +62,8 @@ local function task_opts(cfg)
 end
 
 -- The task of cfg, or nil and a one-line message (bad options, a corpus that cannot be used).
-local function make_task(cfg)
-  local opts, oerr = task_opts(cfg)
+local function make_task(cfg, progress)
+  local opts, oerr = task_opts(cfg, progress)
   if not opts then return nil, oerr end
   local ok, task, err = pcall(rp.tasks[cfg.task], opts)
   if not ok then return nil, "task " .. cfg.task .. ": " .. inner(task) end
@@ -132,9 +133,10 @@ local function gib(bytes) return ("%.1f GiB"):format(bytes / 2^30) end
 -- Everything about cfg (already resolved) that can be known before training, or raises naming
 -- fname: the task and its corpus (both splits hold a window of seq_len + 1 characters), the model
 -- config, and the memory of the model and its optimiser against the memory available. Returns
--- cfg, rp.model_memory's table and the task's vocabulary size.
-local function validate(fname, cfg)
-  local task, err = make_task(cfg)
+-- cfg, rp.model_memory's table and the task's vocabulary size. progress: lm_ids's (the lm task's
+-- first steps on a corpus: its tokenizer trained, its ids written).
+local function validate(fname, cfg, progress)
+  local task, err = make_task(cfg, progress)
   if not task then argerror(fname, 1, err) end
   local V = task:vocab_size()
   if cfg.task == "substring_prefix" and cfg.seq_len < cfg.substr_len + cfg.rnd_len + 1 then
@@ -211,10 +213,18 @@ local function validate(fname, cfg)
   return cfg, mem, V
 end
 
--- rp.experiment.check([overrides]) -> cfg, memory: rp.experiment.config, then everything that
--- can be known before training (validate); memory is rp.model_memory's table for the run.
-function experiment.check(overrides)
-  local cfg, mem = validate("rp.experiment.check", resolve("rp.experiment.check", overrides))
+-- rp.experiment.check([overrides[, opts]]) -> cfg, memory: rp.experiment.config, then
+-- everything that can be known before training (validate); memory is rp.model_memory's table
+-- for the run. opts.progress: called as progress(done, total, what) by the lm task's first steps
+-- on a corpus (rp.lm.tokenizer's training, rp.lm.ids's encoding; what says which).
+function experiment.check(overrides, opts)
+  local fname = "rp.experiment.check"
+  opts = args.check_opts(fname, 2, opts, { "progress" })
+  if opts.progress ~= nil and type(opts.progress) ~= "function" then
+    argerror(fname, 2, "option 'progress' must be a function (called as progress(done, total, "
+      .. "what)), got " .. args.describe(opts.progress))
+  end
+  local cfg, mem = validate(fname, resolve(fname, overrides), opts.progress)
   return cfg, mem
 end
 

@@ -4,8 +4,9 @@
 --   rp.experiment.keys()               -> the config keys in order: {name, default, kind, help}
 --   rp.experiment.config([overrides])  -> a full config (defaults filled in, types and ranges
 --                                         of single keys checked)
---   rp.experiment.check([overrides])   -> the same, and everything else that can be known before
---                                         training (model, memory, task, corpus splits)
+--   rp.experiment.check([overrides[, opts]]) -> the same, and everything else that can be known
+--                                         before training (model, memory, task, corpus splits;
+--                                         opts.progress: the lm task's first steps)
 --   rp.experiment.task(cfg)            -> the task of a config (as run builds it)
 --   rp.experiment.run(cfg[, progress[, opts]]) -> result table (experiment/run.lua); with
 --                                         opts.keep_model also the model, its task and optimiser

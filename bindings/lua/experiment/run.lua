@@ -369,10 +369,12 @@ end
 -- The metric of the run, and unless training diverged its evaluation: the accuracy (with
 -- cfg.decode, and greedy), the examples and the accuracy per operand length (eval_digits) of the
 -- accuracy tasks, the evaluation loss, and the metric's value.
--- The progress callback of an evaluation: progress(steps, steps, nil, done, total) as windows
--- are done (nil without progress).
-local function eval_progress(cfg, progress)
-  return progress and function(done, total) progress(cfg.steps, cfg.steps, nil, done, total) end
+-- The progress callback of an evaluation: progress(steps, steps, nil, done, total, what) as
+-- windows are done (nil without progress); what: the split rp.eval.lm names, or label.
+local function eval_progress(cfg, progress, label)
+  return progress and function(done, total, what)
+    progress(cfg.steps, cfg.steps, nil, done, total, label or what)
+  end
 end
 
 local function evaluate(fname, cfg, res, m, task, progress)
@@ -435,7 +437,7 @@ local function evaluate_lengths(fname, cfg, res, m, task, clock, progress)
     res.by_length = {}
     for _, sc in ipairs(parse_scalings(cfg.eval_scaling, fname, cfg)) do
       local eo = { lengths = lengths, scaling = sc, seed = cfg.eval_seed,
-        progress = eval_progress(cfg, progress) }
+        progress = eval_progress(cfg, progress, "lengths") }
       if res.metric == "correct" then
         eo.problems, eo.decode = cfg.problems, cfg.decode
         if cfg.decode == "sample" then eo.temperature, eo.top_k = cfg.temperature, cfg.top_k end
@@ -455,7 +457,8 @@ end
 -- Trains a fresh model on cfg's task for cfg.steps steps and evaluates it. cfg is checked with
 -- rp.experiment.config first (so a partial table works). progress(step, steps, loss), when
 -- given, is called after every step (on rank 0 only with comm), and as progress(steps, steps,
--- nil, done, total) as the evaluation of the lm task and of eval_lengths scores its windows. opts (run_opts above):
+-- nil, done, total, what) as the evaluation of the lm task and of eval_lengths scores its
+-- windows (what: the lm task's split, "valid" or "test", or "lengths"). opts (run_opts above):
 --   keep_model    true: also return the trained model, its task and its optimiser (otherwise
 --                 all three are released when run returns, or raises)
 --   save          a path: the trained model and its optimiser are saved there (m:save, atomic)
