@@ -1040,7 +1040,8 @@ describe("docs/language_model.md's commands", function()
       cmds[#cmds + 1] = c.command
     end
     assert.equal(2, #cmds)
-    assert.truthy(cmds[1]:find("^build/roper scripts/train%.lua .*%-%-save runs/lm%.ckpt$"), cmds[1])
+    assert.truthy(cmds[1]:find("^build/roper scripts/train%.lua .*%-%-save runs/lm%.ckpt$"),
+      cmds[1])
     assert.truthy(cmds[2]:find("^build/roper scripts/sample%.lua runs/lm%.ckpt "), cmds[2])
 
     local out, err, code = h.run(shell(cmds[1] .. " --vocab-size 500"))
@@ -1128,7 +1129,7 @@ describe("docs/language_model.md's commands", function()
   end)
 
   -- The page's other commands of its ```sh blocks, each with its time beside it, run in order as
-  -- printed but cut short (--steps 2, --seeds 1, --vocab-size 500 as above), the
+  -- printed but cut short (--steps 2, --seeds 1, --eval-windows 8, --vocab-size 500 as above), the
   -- placeholders' files made first (a folder of texts, a JSON-lines file: the fortunes, one
   -- document each). Not run: the default corpus.lua, which reads Debian's linux-doc-6.1 (make
   -- corpus installs it; the suite does not).
@@ -1159,7 +1160,7 @@ describe("docs/language_model.md's commands", function()
           if script == "train" or script == "compare" then
             cmd = cmd:gsub("%-%-steps %d+", "--steps 2"):gsub("%-%-seeds %d+", "--seeds 1")
             cmd = cmd .. (cmd:find("--steps", 1, true) and "" or " --steps 2")
-              .. " --vocab-size 500 --quiet"
+              .. " --vocab-size 500 --eval-windows 8 --quiet"
           end
           local out, err, code = h.run(shell(cmd))
           assert.equal(0, code, cmd .. "\n" .. out .. err)
