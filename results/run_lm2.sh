@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# The runs of docs/results.md "Language modelling at 20 tokens per parameter (plan)" (issue 63):
+# is RoPER non-inferior to RoPE as a language model trained to its compute-optimal length? rope,
+# roper and none (NoPE, the floor, at the smallest size), paired by seed, at three sizes on the
+# default corpus (make corpus: the Linux kernel's documentation) with its default unigram
+# tokenizer of 2,048 pieces and tied input and output embeddings (tie_embeddings), seq_len 256,
+# batch 16 (4,096 tokens a step), each run trained to at least 20 tokens per parameter (all
+# parameters, the embedding included). Every step is a compare.lua command of the PORTABLE build
+# (make PORTABLE=1: the same bits on every x86-64-v3 machine, so a run resumed or repeated
+# elsewhere gives the same numbers), each run on 1 thread (--threads 1: the bits depend on it).
+# Run again, compare.lua finds the finished runs and trains only the rest, and a run cut short
+# goes on from its last checkpoint, so this script resumes after an interruption. From a
+# checkout, after `make PORTABLE=1` and `make corpus`:
+#   nice -n 19 results/run_lm2.sh [step ...]
+# steps (run only when named, in the order given):
+#   pilot     the learning-rate sweep at the small size (3 rates, rope and roper, 2 seeds; the
+#             middle rate 3 seeds and NoPE 2): results/lm2-pilot-lr<rate>/
+#   small     the small size (143,872 parameters), seeds 1-8: results/lm2-s/
+#   medium    the medium size (433,152 parameters), seeds 1-8: results/lm2-m/
+#   large     the large size (1,454,080 parameters), seeds 1-4: results/lm2-l/
+#   more      the plan's extension when the first seeds leave the question open: large seeds 5-6
+# JOBS (default 2): runs at once per compare.lua command; PILOT_PAR (default 1): the pilot's
+# three rates at once (on a machine with 16 free cores: JOBS=8 PILOT_PAR=3).
+# Each step writes its folder (summary.md, summary.json, runs/*.json and .csv: every run file
+# records its provenance, the commit, build, kernels and CPU among it). The non-inferiority
+# table with the language-modelling tables and curves of each folder:
+#   build-portable/roper scripts/pairs_report.lua results/lm2-s results/lm2-m results/lm2-l \
+#     --lm --noninferiority roper/rope --margin 0.01
+# and the convergence check of every run: build-portable/roper results/lm2_convergence.lua
+# --margin 0.01 results/lm2-*/.
+# The script refuses to start when tracked files outside results/ differ from the commit, or
+# when the portable build is not of that commit (its build_info), so that the commit each run
+# file names is the code that made it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+R0=build-portable/roper
+[ -x $R0 ] || { echo "run_lm2.sh: make PORTABLE=1 first" >&2; exit 2; }
+built=$($R0 -e 'io.write(rp.build_info().commit)')
+case "$built" in
+  *dirty*|unknown|"") echo "run_lm2.sh: the portable build is of '$built', not of a commit:" \
+                        "commit, then make PORTABLE=1" >&2; exit 2 ;;
+esac
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  if ! git diff --quiet HEAD -- . ':!results'; then
+    echo "run_lm2.sh: the checkout differs from its commit outside results/: commit first" >&2
+    exit 2
+  fi
+  head=$(git rev-parse HEAD)
+  case "$head" in
+    "$built"*) ;;
+    *) echo "run_lm2.sh: the portable build is of $built, the checkout of ${head:0:7}:" \
+         "make PORTABLE=1" >&2; exit 2 ;;
+  esac
+fi
+[ -f data/linux-doc/manifest.json ] || { echo "run_lm2.sh: make corpus first" >&2; exit 2; }
+JOBS=${JOBS:-2}
+PILOT_PAR=${PILOT_PAR:-1}
+R="$R0 scripts/compare.lua --jobs $JOBS --threads 1 --quiet --task lm"
+# the corpus, its 2,048-piece tokenizer (trained on the training split when missing), the
+# windows; tied embeddings at every size
+LM="--corpus data/linux-doc --tokenizer '' --vocab-size 2048 --seq-len 256 --batch 16"
+LM="$LM --tie-embeddings"
+# besides the endpoint (the whole validation split, and the test split): the validation curve at
+# every tenth of the run over the same 4 batches of 16 windows (eval_seed; the convergence check
+# compares its last two points), the lengths beyond training with every context extension
+EV="--valid-batches 4 --eval-lengths 256,512,1024,2048"
+EV="$EV --eval-scaling none,pi,ntk,yarn,dynamic,llama3"
+# the sizes: depth 6, heads of 16 dimensions, d_ff 4 d_model; steps of 4,096 tokens, at least
+# 20 tokens per parameter, a multiple of 100 (the validation curve every steps/10)
+MS="--d-model 32 --heads 2 --layers 6 --d-ff 128 --steps 800 --valid-every 80"
+MS="$MS --checkpoint-every 200"      # 143,872 parameters, 3.28M tokens (22.8 per parameter)
+MM="--d-model 64 --heads 4 --layers 6 --d-ff 256 --steps 2200 --valid-every 220"
+MM="$MM --checkpoint-every 220"      # 433,152 parameters, 9.01M tokens (20.8 per parameter)
+ML="--d-model 128 --heads 8 --layers 6 --d-ff 512 --steps 7100 --valid-every 710"
+ML="$ML --checkpoint-every 355"      # 1,454,080 parameters, 29.08M tokens (20.0; 3.69 epochs)
+# the learning rates: the pilot's (docs/results.md); cosine to a tenth of the peak, 100 warmup
+# steps, Adam, clip 1
+lr_args() { echo "--lr $1 --min-lr $(awk "BEGIN { print $1 / 10 }")"; }
+LR=1e-3   # set from the pilot before the main runs (docs/results.md's plan)
+steps=("$@")
+[ ${#steps[@]} -gt 0 ] || { echo "run_lm2.sh: name the steps (pilot small medium large more)" >&2; exit 2; }
+for step in "${steps[@]}"; do
+  case "$step" in
+    # three peak rates at the small size, each its own folder (pairs_report --pairs reads them
+    # together); rope and roper seeds 1-2 (seed 3 at the middle rate), NoPE seeds 1-2 at the
+    # middle rate
+    pilot)
+      pids=()
+      for lr in 1e-3 3e-3 1e-2; do
+        if [ "$lr" = 3e-3 ]; then ms="rope roper none@2"; n=3; else ms="rope roper"; n=2; fi
+        eval $R --methods $ms --seeds $n $LM $EV $MS $(lr_args $lr) \
+          --out results/lm2-pilot-lr$lr &
+        pids+=($!)
+        if [ ${#pids[@]} -ge "$PILOT_PAR" ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
+      done
+      for p in "${pids[@]}"; do wait "$p"; done ;;
+    # seeds added a few at a time, so an interrupted step still leaves a balanced, paired
+    # comparison
+    small) for n in 2 4 6 8; do
+             eval $R --methods rope roper none --seeds $n $LM $EV $MS $(lr_args $LR) \
+               --keep-models --out results/lm2-s
+           done ;;
+    medium) for n in 2 4 6 8; do
+              eval $R --methods rope roper --seeds $n $LM $EV $MM $(lr_args $LR) \
+                --keep-models --out results/lm2-m
+            done ;;
+    large) for n in 2 4; do
+             eval $R --methods rope roper --seeds $n $LM $EV $ML $(lr_args $LR) \
+               --keep-models --out results/lm2-l
+           done ;;
+    more) eval $R --methods rope roper --seeds 6 $LM $EV $ML $(lr_args $LR) \
+            --keep-models --out results/lm2-l ;;
+    *) echo "run_lm2.sh: unknown step $step (pilot small medium large more)" >&2; exit 2 ;;
+  esac
+done
