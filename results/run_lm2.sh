@@ -13,14 +13,14 @@
 # checkout, after `make PORTABLE=1` and `make corpus`:
 #   nice -n 19 results/run_lm2.sh [step ...]
 # steps (run only when named, in the order given):
-#   pilot     the learning-rate sweep at the small size (3 rates, rope and roper, 2 seeds; the
-#             middle rate 3 seeds and NoPE 2): results/lm2-pilot-lr<rate>/
+#   pilot     the learning-rate sweep at the small size (3 peak rates, rope and roper, seeds 1-2,
+#             NoPE seeds 1-2 at the middle rate; the whole training length, without the length
+#             evaluation): results/lm2-pilot-lr<rate>/
 #   small     the small size (143,872 parameters), seeds 1-8: results/lm2-s/
 #   medium    the medium size (433,152 parameters), seeds 1-8: results/lm2-m/
 #   large     the large size (1,454,080 parameters), seeds 1-4: results/lm2-l/
 #   more      the plan's extension when the first seeds leave the question open: large seeds 5-6
-# JOBS (default 2): runs at once per compare.lua command; PILOT_PAR (default 1): the pilot's
-# three rates at once (on a machine with 16 free cores: JOBS=8 PILOT_PAR=3).
+# JOBS (default 2): runs at once per compare.lua command.
 # Each step writes its folder (summary.md, summary.json, runs/*.json and .csv: every run file
 # records its provenance, the commit, build, kernels and CPU among it). The non-inferiority
 # table with the language-modelling tables and curves of each folder:
@@ -29,8 +29,8 @@
 # and the convergence check of every run: build-portable/roper results/lm2_convergence.lua
 # --margin 0.01 results/lm2-*/.
 # The script refuses to start when tracked files outside results/ differ from the commit, or
-# when the portable build is not of that commit (its build_info), so that the commit each run
-# file names is the code that made it.
+# when the portable build's commit (its build_info) has other code outside results/, so that the
+# commit each run file names is the code that made it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 R0=build-portable/roper
@@ -45,16 +45,15 @@ if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     echo "run_lm2.sh: the checkout differs from its commit outside results/: commit first" >&2
     exit 2
   fi
-  head=$(git rev-parse HEAD)
-  case "$head" in
-    "$built"*) ;;
-    *) echo "run_lm2.sh: the portable build is of $built, the checkout of ${head:0:7}:" \
-         "make PORTABLE=1" >&2; exit 2 ;;
-  esac
+  # the build's commit may be an earlier one whose code outside results/ is HEAD's
+  if ! git diff --quiet "$built" HEAD -- . ':!results' 2>/dev/null; then
+    echo "run_lm2.sh: the portable build is of $built, whose code differs from the checkout's" \
+      "($(git rev-parse --short HEAD)): make PORTABLE=1" >&2
+    exit 2
+  fi
 fi
 [ -f data/linux-doc/manifest.json ] || { echo "run_lm2.sh: make corpus first" >&2; exit 2; }
 JOBS=${JOBS:-2}
-PILOT_PAR=${PILOT_PAR:-1}
 R="$R0 scripts/compare.lua --jobs $JOBS --threads 1 --quiet --task lm"
 # the corpus, its 2,048-piece tokenizer (trained on the training split when missing), the
 # windows; tied embeddings at every size
@@ -82,18 +81,16 @@ steps=("$@")
 for step in "${steps[@]}"; do
   case "$step" in
     # three peak rates at the small size, each its own folder (pairs_report --pairs reads them
-    # together); rope and roper seeds 1-2 (seed 3 at the middle rate), NoPE seeds 1-2 at the
-    # middle rate
-    pilot)
-      pids=()
-      for lr in 1e-3 3e-3 1e-2; do
-        if [ "$lr" = 3e-3 ]; then ms="rope roper none@2"; n=3; else ms="rope roper"; n=2; fi
-        eval $R --methods $ms --seeds $n $LM $EV $MS $(lr_args $lr) \
-          --out results/lm2-pilot-lr$lr &
-        pids+=($!)
-        if [ ${#pids[@]} -ge "$PILOT_PAR" ]; then wait "${pids[0]}"; pids=("${pids[@]:1}"); fi
-      done
-      for p in "${pids[@]}"; do wait "$p"; done ;;
+    # together); seed 1 of every rate first, then seed 2, so that a pilot cut short still holds
+    # a whole sweep; NoPE at the middle rate
+    pilot) for n in 1 2; do
+             for lr in 1e-3 3e-3 1e-2; do
+               ms="rope roper"
+               [ "$lr" = 3e-3 ] && ms="rope roper none"
+               eval $R --methods $ms --seeds $n $LM --valid-batches 4 $MS $(lr_args $lr) \
+                 --out results/lm2-pilot-lr$lr
+             done
+           done ;;
     # seeds added a few at a time, so an interrupted step still leaves a balanced, paired
     # comparison
     small) for n in 2 4 6 8; do
