@@ -35,7 +35,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 R0=build-portable/roper
 [ -x $R0 ] || { echo "run_lm2.sh: make PORTABLE=1 first" >&2; exit 2; }
-built=$($R0 -e 'io.write(rp.build_info().commit)')
+built=$($R0 -e 'print(rp.build_info().commit)')
 case "$built" in
   *dirty*|unknown|"") echo "run_lm2.sh: the portable build is of '$built', not of a commit:" \
                         "commit, then make PORTABLE=1" >&2; exit 2 ;;
