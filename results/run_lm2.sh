@@ -81,15 +81,19 @@ steps=("$@")
 for step in "${steps[@]}"; do
   case "$step" in
     # three peak rates at the small size, each its own folder (pairs_report --pairs reads them
-    # together); seed 1 of every rate first, then seed 2, so that a pilot cut short still holds
-    # a whole sweep; NoPE at the middle rate
+    # together), the three at once (each run at nice 19 takes only what the machine leaves);
+    # seed 1 of every rate first, then seed 2, so that a pilot cut short still holds a whole
+    # sweep; NoPE at the middle rate
     pilot) for n in 1 2; do
+             pids=()
              for lr in 1e-3 3e-3 1e-2; do
                ms="rope roper"
                [ "$lr" = 3e-3 ] && ms="rope roper none"
-               eval $R --methods $ms --seeds $n $LM --valid-batches 4 $MS $(lr_args $lr) \
-                 --out results/lm2-pilot-lr$lr
+               eval ${R/--jobs $JOBS/--jobs 3} --methods $ms --seeds $n $LM --valid-batches 4 \
+                 $MS $(lr_args $lr) --out results/lm2-pilot-lr$lr &
+               pids+=($!)
              done
+             for p in "${pids[@]}"; do wait "$p"; done
            done ;;
     # seeds added a few at a time, so an interrupted step still leaves a balanced, paired
     # comparison
