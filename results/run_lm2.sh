@@ -29,8 +29,8 @@
 # and the convergence check of every run: build-portable/roper results/lm2_convergence.lua
 # --margin 0.01 results/lm2-*/.
 # The script refuses to start when tracked files outside results/ differ from the commit, or
-# when the portable build's commit (its build_info) has other code outside results/, so that the
-# commit each run file names is the code that made it.
+# when the portable build's commit (its build_info) has other sources than the checkout, so that
+# the commit each run file names is the code that made it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 R0=build-portable/roper
@@ -45,9 +45,11 @@ if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     echo "run_lm2.sh: the checkout differs from its commit outside results/: commit first" >&2
     exit 2
   fi
-  # the build's commit may be an earlier one whose code outside results/ is HEAD's
-  if ! git diff --quiet "$built" HEAD -- . ':!results' 2>/dev/null; then
-    echo "run_lm2.sh: the portable build is of $built, whose code differs from the checkout's" \
+  # the build's commit may be an earlier one whose sources (what the build and the runs read:
+  # core, bindings, tasks, text, repl, scripts, the Makefile) are HEAD's
+  if ! git diff --quiet "$built" HEAD -- core bindings tasks text repl scripts Makefile \
+      2>/dev/null; then
+    echo "run_lm2.sh: the portable build is of $built, whose sources differ from the checkout's" \
       "($(git rev-parse --short HEAD)): make PORTABLE=1" >&2
     exit 2
   fi
