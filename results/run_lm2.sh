@@ -20,7 +20,9 @@
 #   medium    the medium size (433,152 parameters), seeds 1-8: results/lm2-m/
 #   large     the large size (1,454,080 parameters), seeds 1-4: results/lm2-l/
 #   more      the plan's extension when the first seeds leave the question open: large seeds 5-6
-# JOBS (default 2): runs at once per compare.lua command.
+# JOBS (default 2): runs at once per compare.lua command. The pilot: PILOT_SEEDS (default "1 2":
+# the seed counts, in turn) and PILOT_JOBS (default 3: runs at once per rate); on a machine with
+# 16 free cores PILOT_SEEDS=3 PILOT_JOBS=9 runs all 21 runs of three seeds at once.
 # Each step writes its folder (summary.md, summary.json, runs/*.json and .csv: every run file
 # records its provenance, the commit, build, kernels and CPU among it). The non-inferiority
 # table with the language-modelling tables and curves of each folder:
@@ -86,13 +88,13 @@ for step in "${steps[@]}"; do
     # together), the three at once (each run at nice 19 takes only what the machine leaves);
     # seed 1 of every rate first, then seed 2, so that a pilot cut short still holds a whole
     # sweep; NoPE at the middle rate
-    pilot) for n in 1 2; do
+    pilot) for n in ${PILOT_SEEDS:-1 2}; do
              pids=()
              for lr in 1e-3 3e-3 1e-2; do
                ms="rope roper"
                [ "$lr" = 3e-3 ] && ms="rope roper none"
-               eval ${R/--jobs $JOBS/--jobs 3} --methods $ms --seeds $n $LM --valid-batches 4 \
-                 $MS $(lr_args $lr) --out results/lm2-pilot-lr$lr &
+               eval ${R/--jobs $JOBS/--jobs ${PILOT_JOBS:-3}} --methods $ms --seeds $n $LM \
+                 --valid-batches 4 $MS $(lr_args $lr) --out results/lm2-pilot-lr$lr &
                pids+=($!)
              done
              for p in "${pids[@]}"; do wait "$p"; done
