@@ -16,10 +16,12 @@
 #   pilot     the learning-rate sweep at the small size (3 peak rates, rope and roper, seeds 1-2,
 #             NoPE seeds 1-2 at the middle rate; the whole training length, without the length
 #             evaluation): results/lm2-pilot-lr<rate>/
-#   small     the small size (143,872 parameters), seeds 1-8: results/lm2-s/
-#   medium    the medium size (433,152 parameters), seeds 1-8: results/lm2-m/
-#   large     the large size (1,454,080 parameters), seeds 1-4: results/lm2-l/
-#   more      the plan's extension when the first seeds leave the question open: large seeds 5-6
+#   first     seeds 1-2 at every size (small: rope, roper, none; medium and large: rope, roper):
+#             the margin's check against the gains between the sizes, before the rest
+#   small     the small size (143,872 parameters), seeds 1-10: results/lm2-s/
+#   medium    the medium size (433,152 parameters), seeds 1-10: results/lm2-m/
+#   large     the large size (1,454,080 parameters), seeds 1-10: results/lm2-l/
+#   more      the plan's extension, only when its rule asks for it: the large size to 14 seeds
 # JOBS (default 2): runs at once per compare.lua command. The pilot: PILOT_SEEDS (default "1 2":
 # the seed counts, in turn) and PILOT_JOBS (default 3: runs at once per rate); on a machine with
 # 16 free cores PILOT_SEEDS=3 PILOT_JOBS=9 runs all 21 runs of three seeds at once.
@@ -81,7 +83,10 @@ ML="$ML --checkpoint-every 355"      # 1,454,080 parameters, 29.08M tokens (20.0
 lr_args() { echo "--lr $1 --min-lr $(awk "BEGIN { print $1 / 10 }")"; }
 LR=1e-3   # set from the pilot before the main runs (docs/results.md's plan)
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || { echo "run_lm2.sh: name the steps (pilot small medium large more)" >&2; exit 2; }
+if [ ${#steps[@]} -eq 0 ]; then
+  echo "run_lm2.sh: name the steps (pilot first small medium large more)" >&2
+  exit 2
+fi
 for step in "${steps[@]}"; do
   case "$step" in
     # three peak rates at the small size, each its own folder (pairs_report --pairs reads them
@@ -101,20 +106,28 @@ for step in "${steps[@]}"; do
            done ;;
     # seeds added a few at a time, so an interrupted step still leaves a balanced, paired
     # comparison
-    small) for n in 2 4 6 8; do
+    first) eval $R --methods rope roper none --seeds 2 $LM $EV $MS $(lr_args $LR) \
+             --keep-models --out results/lm2-s
+           eval $R --methods rope roper --seeds 2 $LM $EV $MM $(lr_args $LR) \
+             --keep-models --out results/lm2-m
+           eval $R --methods rope roper --seeds 2 $LM $EV $ML $(lr_args $LR) \
+             --keep-models --out results/lm2-l ;;
+    small) for n in 2 4 6 8 10; do
              eval $R --methods rope roper none --seeds $n $LM $EV $MS $(lr_args $LR) \
                --keep-models --out results/lm2-s
            done ;;
-    medium) for n in 2 4 6 8; do
+    medium) for n in 2 4 6 8 10; do
               eval $R --methods rope roper --seeds $n $LM $EV $MM $(lr_args $LR) \
                 --keep-models --out results/lm2-m
             done ;;
-    large) for n in 2 4; do
+    large) for n in 2 4 6 8 10; do
              eval $R --methods rope roper --seeds $n $LM $EV $ML $(lr_args $LR) \
                --keep-models --out results/lm2-l
            done ;;
-    more) eval $R --methods rope roper --seeds 6 $LM $EV $ML $(lr_args $LR) \
-            --keep-models --out results/lm2-l ;;
-    *) echo "run_lm2.sh: unknown step $step (pilot small medium large more)" >&2; exit 2 ;;
+    more) for n in 12 14; do
+            eval $R --methods rope roper --seeds $n $LM $EV $ML $(lr_args $LR) \
+              --keep-models --out results/lm2-l
+          done ;;
+    *) echo "run_lm2.sh: unknown step $step (pilot first small medium large more)" >&2; exit 2 ;;
   esac
 done
