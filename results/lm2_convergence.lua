@@ -44,8 +44,8 @@ local function valid_points(path)
 end
 
 local half = margin / 2
-print(("| run | steps | valid loss at 90%% | at 100%% | last 10%% lowered it by | converged (< %g) |")
-  :format(half))
+print(("| run | steps | valid loss at 90%% | at 100%% | last 10%% lowered it by | "
+  .. "converged (< %g) |"):format(half))
 print("|---|---|---|---|---|---|")
 local total, bad = 0, 0
 for _, dir in ipairs(dirs) do
