@@ -81,13 +81,19 @@ ML="$ML --checkpoint-every 355"      # 1,454,080 parameters, 29.08M tokens (20.0
 # the learning rates: the pilot's (docs/results.md); cosine to a tenth of the peak, 100 warmup
 # steps, Adam, clip 1
 lr_args() { echo "--lr $1 --min-lr $(awk "BEGIN { print $1 / 10 }")"; }
-LR=1e-3   # set from the pilot before the main runs (docs/results.md's plan)
+# the peak rate of the main steps: the pilot's (the plan's rule, docs/results.md), written here
+# before the first main run (a results-only change); empty until then, and the main steps refuse
+LR=""
 steps=("$@")
 if [ ${#steps[@]} -eq 0 ]; then
   echo "run_lm2.sh: name the steps (pilot first small medium large more)" >&2
   exit 2
 fi
 for step in "${steps[@]}"; do
+  if [ "$step" != pilot ] && [ -z "$LR" ]; then
+    echo "run_lm2.sh: step $step needs the pilot's rate: set LR in this script first" >&2
+    exit 2
+  fi
   case "$step" in
     # three peak rates at the small size, each its own folder (pairs_report --pairs reads them
     # together), the three at once (each run at nice 19 takes only what the machine leaves);
