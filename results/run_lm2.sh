@@ -84,6 +84,14 @@ lr_args() { echo "--lr $1 --min-lr $(awk "BEGIN { print $1 / 10 }")"; }
 # the peak rate of the main steps: the pilot's (the plan's rule, docs/results.md), written here
 # before the first main run (a results-only change); empty until then, and the main steps refuse
 LR=""
+# roper's own rate where the pilot's best rate for roper differs from rope's (empty: LR); roper
+# then runs as the method roper:lr=<rate>:min_lr=<rate/10>, named so in the tables
+LR_ROPER=""
+if [ -z "$LR_ROPER" ] || [ "$LR_ROPER" = "$LR" ]; then
+  ROPER=roper
+else
+  ROPER="roper:lr=$LR_ROPER:min_lr=$(awk "BEGIN { print $LR_ROPER / 10 }")"
+fi
 steps=("$@")
 if [ ${#steps[@]} -eq 0 ]; then
   echo "run_lm2.sh: name the steps (pilot first small medium large more)" >&2
@@ -112,26 +120,26 @@ for step in "${steps[@]}"; do
            done ;;
     # seeds added a few at a time, so an interrupted step still leaves a balanced, paired
     # comparison
-    first) eval $R --methods rope roper none --seeds 2 $LM $EV $MS $(lr_args $LR) \
+    first) eval $R --methods rope $ROPER none --seeds 2 $LM $EV $MS $(lr_args $LR) \
              --keep-models --out results/lm2-s
-           eval $R --methods rope roper --seeds 2 $LM $EV $MM $(lr_args $LR) \
+           eval $R --methods rope $ROPER --seeds 2 $LM $EV $MM $(lr_args $LR) \
              --keep-models --out results/lm2-m
-           eval $R --methods rope roper --seeds 2 $LM $EV $ML $(lr_args $LR) \
+           eval $R --methods rope $ROPER --seeds 2 $LM $EV $ML $(lr_args $LR) \
              --keep-models --out results/lm2-l ;;
     small) for n in 2 4 6 8 10; do
-             eval $R --methods rope roper none --seeds $n $LM $EV $MS $(lr_args $LR) \
+             eval $R --methods rope $ROPER none --seeds $n $LM $EV $MS $(lr_args $LR) \
                --keep-models --out results/lm2-s
            done ;;
     medium) for n in 2 4 6 8 10; do
-              eval $R --methods rope roper --seeds $n $LM $EV $MM $(lr_args $LR) \
+              eval $R --methods rope $ROPER --seeds $n $LM $EV $MM $(lr_args $LR) \
                 --keep-models --out results/lm2-m
             done ;;
     large) for n in 2 4 6 8 10; do
-             eval $R --methods rope roper --seeds $n $LM $EV $ML $(lr_args $LR) \
+             eval $R --methods rope $ROPER --seeds $n $LM $EV $ML $(lr_args $LR) \
                --keep-models --out results/lm2-l
            done ;;
     more) for n in 12 14; do
-            eval $R --methods rope roper --seeds $n $LM $EV $ML $(lr_args $LR) \
+            eval $R --methods rope $ROPER --seeds $n $LM $EV $ML $(lr_args $LR) \
               --keep-models --out results/lm2-l
           done ;;
     *) echo "run_lm2.sh: unknown step $step (pilot first small medium large more)" >&2; exit 2 ;;
