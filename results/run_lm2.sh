@@ -13,9 +13,9 @@
 # checkout, after `make PORTABLE=1` and `make corpus`:
 #   nice -n 19 results/run_lm2.sh [step ...]
 # steps (run only when named, in the order given):
-#   pilot     the learning-rate sweep at the small size (peak rates 1e-3, 3e-3, 1e-2, 3e-2; rope
-#             and roper, seeds 1-2, NoPE seeds 1-2 at 3e-3; the whole training length, without
-#             the length evaluation): results/lm2-pilot-lr<rate>/
+#   pilot     the learning-rate sweep at the small size (peak rates 1e-3, 3e-3, 1e-2, 3e-2, 1e-1;
+#             rope and roper, seeds 1-2, NoPE seeds 1-2 at 3e-3; the whole training length,
+#             without the length evaluation): results/lm2-pilot-lr<rate>/
 #   first     seeds 1-2 at every size (small: rope, roper, none; medium and large: rope, roper):
 #             the margin's check against the gains between the sizes, before the rest
 #   small     the small size (143,872 parameters), seeds 1-10: results/lm2-s/
@@ -110,10 +110,11 @@ for step in "${steps[@]}"; do
     # together), all at once (each run at nice 19 takes only what the machine leaves); seed 1 of
     # every rate first, then seed 2, so that a pilot cut short still holds a whole sweep; NoPE at
     # 3e-3. 3e-2 was added after seed 1 of the first three put the best rate of both methods at
-    # the top one, 1e-2 (docs/results.md)
+    # the top one, 1e-2, and 1e-1 (the rule's next rate up) when 3e-2's training loss ran ahead
+    # of 1e-2's, before either had finished (docs/results.md)
     pilot) for n in ${PILOT_SEEDS:-1 2}; do
              pids=()
-             for lr in 1e-3 3e-3 1e-2 3e-2; do
+             for lr in 1e-3 3e-3 1e-2 3e-2 1e-1; do
                ms="rope roper"
                [ "$lr" = 3e-3 ] && ms="rope roper none"
                eval ${R/--jobs $JOBS/--jobs ${PILOT_JOBS:-3}} --methods $ms --seeds $n $LM \
