@@ -136,7 +136,7 @@ static uint32_t model_version(const rp_model *m)
 {
     const rp_rope_freq *f = rp_model_freq(m);
     uint32_t v = rp_model_cfg_version(rp_model_config(m));
-    if (rp_model_positions(m, NULL)) return CK_POS_VERSION;
+    if (rp_model_positions(m, NULL)) return v > CK_POS_VERSION ? v : CK_POS_VERSION;
     return (f->theta || f->angles) && v < 3 ? 3u : v;
 }
 

@@ -97,6 +97,13 @@ typedef struct rp_model_cfg {
      * (zero gradient). Initialised to the scheme's (the standard or the model's own frequencies,
      * or the given mix), rounded to float. Shared by every layer and head. */
     int learn_freq;
+    /* tie_embeddings (0 or 1, any mode): the output layer's weight is the token embedding
+     * "embed.weight" itself (tied input and output embeddings, as GPT-2 and Press & Wolf 2017):
+     * the model has no "head.weight", the logits are LN_f(x) @ embed.weight^T + head.bias (the
+     * bias stays the output layer's own), and embed.weight's gradient sums both uses. The tied
+     * table is initialised as the output layer's weight is, U(-1/sqrt(d_model), 1/sqrt(d_model)),
+     * not N(0, 1): logits of N(0, 1) rows would start with a spread of sqrt(d_model). */
+    int tie_embeddings;
 } rp_model_cfg;
 
 /* The labml defaults: d_model 128, heads 4, layers 3, d_ff 512, seq_len 512, max_batch 16,

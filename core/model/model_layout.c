@@ -77,7 +77,12 @@ const rp_layout_dim_desc *rp_layout_dim_of(rp_layout_dim d)
 #define F_ RP_LD_D_FF
 #define NO RP_LD_NONE
 const rp_layout_row rp_model_layout[] = {
-    {"embed.weight", RP_LAYOUT_MODEL, {RP_LD_VOCAB, D_}, RP_INIT_NORMAL, NO, ALWAYS, MODEL(off_embed)},
+    /* the token embedding: N(0, 1), or with tie_embeddings the output layer's weight too, then
+     * initialised as that weight is (two rows, one entry: each holds where the other does not) */
+    {"embed.weight", RP_LAYOUT_MODEL, {RP_LD_VOCAB, D_}, RP_INIT_NORMAL, NO, RP_LAYOUT_IF_KEY,
+     "tie_embeddings", "false", MODEL(off_embed)},
+    {"embed.weight", RP_LAYOUT_MODEL, {RP_LD_VOCAB, D_}, RP_INIT_UNIFORM, D_, RP_LAYOUT_IF_KEY,
+     "tie_embeddings", "true", MODEL(off_embed)},
     {"pos.weight", RP_LAYOUT_MODEL, {RP_LD_SEQ_LEN, D_}, RP_INIT_NORMAL, NO, RP_LAYOUT_IF_ABSOLUTE,
      NULL, "learned", MODEL(off_pos)},
     {NULL, RP_LAYOUT_MODEL, {NO, NO}, RP_INIT_UNIFORM, NO, ALWAYS, MODEL(off_rel)},
@@ -98,7 +103,9 @@ const rp_layout_row rp_model_layout[] = {
      MODEL(off_normf_w)},
     {"norm_f.bias", RP_LAYOUT_AFTER, {D_, NO}, RP_INIT_ZEROS, NO, RP_LAYOUT_IF_KEY, "norm", "pre",
      MODEL(off_normf_b)},
-    {"head.weight", RP_LAYOUT_AFTER, {RP_LD_VOCAB, D_}, RP_INIT_UNIFORM, D_, ALWAYS, MODEL(off_head_w)},
+    /* tie_embeddings: no weight of its own (rpm_build_layout points off_head_w at embed.weight) */
+    {"head.weight", RP_LAYOUT_AFTER, {RP_LD_VOCAB, D_}, RP_INIT_UNIFORM, D_, RP_LAYOUT_IF_KEY,
+     "tie_embeddings", "false", MODEL(off_head_w)},
     {"head.bias", RP_LAYOUT_AFTER, {RP_LD_VOCAB, NO}, RP_INIT_UNIFORM, D_, ALWAYS, MODEL(off_head_b)},
     /* learn_freq's frequencies (model_freq.c), last so that no other offset moves; set by
      * rpm_freq_reset once the model exists */
@@ -141,12 +148,14 @@ static void add_scope(rp_model *m, const int64_t *size, rp_layout_scope scope, i
     const rp_rel_desc *rel = rp_rel_of(m->pe.rel);
     int layer = scope == RP_LAYOUT_LAYER;
     char name[48];
+    for (int i = 0; i < rp_model_layout_n; i++) /* -1: none (first, as two rows may share one) */
+        if (rp_model_layout[i].scope == scope && rp_model_layout[i].name)
+            *(int64_t *)(void *)((char *)base + rp_model_layout[i].at) = -1;
     for (int i = 0; i < rp_model_layout_n; i++) {
         const rp_layout_row *r = &rp_model_layout[i];
         if (r->scope != scope) continue;
         int64_t *at = (int64_t *)(void *)((char *)base + r->at);
         if (r->name) {
-            *at = -1;
             if (!rp_layout_row_holds(r, c)) continue;
             snprintf(name, sizeof name, "%s", r->name);
             if (layer) snprintf(name, sizeof name, "layers.%d.%s", (int)l, r->name);
@@ -188,6 +197,10 @@ int rpm_build_layout(rp_model *m)
         if (m->lp) m->lp[l] = lp;
     }
     add_scope(m, size, RP_LAYOUT_AFTER, 0, m, &np, &off);
+    /* tie_embeddings: the output layer's weight is the embedding's table (the same (vocab,
+     * d_model) rows); its gradient then sums the embedding's and the output layer's (both
+     * accumulate into one entry) */
+    if (m->off_head_w < 0) m->off_head_w = m->off_embed;
     m->nfloats = off;
     return np;
 }

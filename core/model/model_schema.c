@@ -165,6 +165,10 @@ const rp_cfg_key rp_model_cfg_keys[] = {
     {.name = "learn_freq", .type = RP_CFG_BOOL, .offset = F(learn_freq), .def = 0,
      .flags = RP_CFG_WEIGHTS | RP_CFG_SHOW_SET, .use = RP_CFG_FREQ, .since = 5,
      .help = "rotary pe: train the frequencies (theta_i, or axes mixed's matrix) as parameters"},
+    {.name = "tie_embeddings", .type = RP_CFG_BOOL, .offset = F(tie_embeddings), .def = 0,
+     .flags = RP_CFG_WEIGHTS | RP_CFG_SHOW_SET, .since = 6,
+     .help = "the output layer's weight is the token embedding (tied, as GPT-2; its bias stays "
+             "its own)"},
 };
 const int rp_model_cfg_nkeys = (int)(sizeof rp_model_cfg_keys / sizeof rp_model_cfg_keys[0]);
 _Static_assert(sizeof rp_model_cfg_keys / sizeof rp_model_cfg_keys[0] <= RP_CFG_MAX_KEYS,

@@ -10,7 +10,8 @@ table):
   embedding (+ the sinusoidal or learned table of the absolute modes)
   -> layers x [pre-norm:  x += attn(LN1(x)); x += ff(LN2(x))
                post-norm: x = LN1(x + attn(x)); x = LN2(x + ff(x))]   (dropout on both branches)
-  -> LN_f (pre-norm only) -> head (Linear to vocab, untied).
+  -> LN_f (pre-norm only) -> head (Linear to vocab; with tie_embeddings its weight is
+     embed.weight, and the module holds only head.bias).
 
   attn (softmax): one Linear(C, 3C) with rows [q; k; v], head h on features h*D .. h*D+D-1;
       rotary modes rotate the placements of `rotate` (the mode's own when unset: rope "qk", roper
@@ -565,7 +566,11 @@ class RoperTransformer(nn.Module):
             for _ in range(c["layers"]))
         if c["norm"] == "pre":
             self.norm_f = nn.LayerNorm(C, eps=LN_EPS)
-        self.head = nn.Linear(C, V)
+        if c["tie_embeddings"]:  # the output layer reads embed.weight: only its bias is its own
+            self.head = _Sub(bias=nn.Parameter(torch.empty(V).uniform_(-C ** -0.5, C ** -0.5)))
+            nn.init.uniform_(self.embed.weight, -C ** -0.5, C ** -0.5)  # roper's layout's init
+        else:
+            self.head = nn.Linear(C, V)
         self._sin = rotary.sinusoidal(c["seq_len"], C, dtype=torch.float64) \
             if mode.absolute == "sinusoidal" else None
         tables = {}  # the layers' cos/sin tables are the same: computed once
@@ -611,6 +616,8 @@ class RoperTransformer(nn.Module):
                 x = layer.norm2(x + F.dropout(ff(x), p, self.training))
         if c["norm"] == "pre":
             x = self.norm_f(x)
+        if c["tie_embeddings"]:
+            return F.linear(x, self.embed.weight, self.head.bias)
         return self.head(x)
 
     def loss(self, tokens, targets, mask=None):

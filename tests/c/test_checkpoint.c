@@ -382,10 +382,10 @@ static void test_damaged(void)
         }
     }
 
-    /* wrong version (the newest + 1, 6 today), with a valid checksum too: the version is checked
-     * first; the newest the reader accepts is the newest of the tables (docs/checkpoint.md: 5) */
+    /* wrong version (the newest + 1, 7 today), with a valid checksum too: the version is checked
+     * first; the newest the reader accepts is the newest of the tables (docs/checkpoint.md: 6) */
     unsigned newest = newest_from_tables();
-    CHECK(newest == 5, "the tables' newest version %u, docs/checkpoint.md's 5", newest);
+    CHECK(newest == 6, "the tables' newest version %u, docs/checkpoint.md's 6", newest);
     memcpy(copy, b, len);
     copy[4] = (unsigned char)(newest + 1);
     spit(bad, copy, len);
@@ -1197,6 +1197,58 @@ static void test_version5(void)
     rp_model_free(m);
 }
 
+/* tie_embeddings: version 6 (docs/checkpoint.md): the version 5 layout with tie_embeddings, an
+ * i32, at 288 (after learn_freq, before the positions), no head.weight entry; read back with the
+ * same config and logits; with positions too (they move 4 bytes further). */
+static void v6_case(rp_model *m, const char *what, int64_t rows, int W)
+{
+    char path[128];
+    path_in(path, sizeof path, "v6.ckpt");
+    CHECK_STATUS(rp_checkpoint_save(path, m, NULL, NULL), RP_OK, what);
+    size_t len = 0;
+    uint8_t *b = slurp(path, &len);
+    size_t want = 16 + 112 + 16 + 44 + 8 + 56 + 72 + 28 + 4 + 4 + 48 + 8 * (size_t)rows * (size_t)W;
+    for (int i = 0; i < rp_model_num_tensors(m); i++) {
+        const rp_param_info *pi = rp_model_param(m, i);
+        want += 4 + strlen(pi->name) + 4 + 8 * (size_t)pi->ndim + 4 * (size_t)pi->numel;
+    }
+    CHECK(b && b[4] == 6, "%s: version %d, want 6", what, b ? b[4] : -1);
+    CHECK(len == want, "%s: file size %zu, docs/checkpoint.md gives %zu", what, len, want);
+    CHECK(b && len > 300 && get64(b + 284) == ((uint64_t)1 << 32),
+          "%s: learn_freq 0 at 284, tie_embeddings 1 at 288", what);
+    free(b);
+    rp_checkpoint ck;
+    memset(&ck, 0, sizeof ck);
+    CHECK_STATUS(rp_checkpoint_load(path, &ck), RP_OK, what);
+    if (ck.model) {
+        CHECK(rp_model_config(ck.model)->tie_embeddings == 1 &&
+                  rp_model_find_param(ck.model, "head.weight") == -1 &&
+                  rp_model_param_count(ck.model) == rp_model_param_count(m),
+              "%s: tie_embeddings restored, no head.weight", what);
+        int64_t rb = 0;
+        rp_model_positions(ck.model, &rb);
+        CHECK(rb == rows, "%s: %lld position rows restored", what, (long long)rows);
+        same_logits(m, ck.model, what);
+        rp_model_free(ck.model);
+    }
+    unlink(path);
+}
+
+static void test_version6(void)
+{
+    printf("-- version 6: tied embeddings\n");
+    rp_model_cfg c = tiny_cfg();
+    c.dropout = 0.0;
+    c.tie_embeddings = 1;
+    rp_model *m = check_model_new(&c);
+    v6_case(m, "tie_embeddings", 0, 1);
+    int64_t pos[8] = {0, 2, 4, 6, 8, 10, 12, 14};
+    rp_rope_axes one = {.n = 0};
+    CHECK_STATUS(rp_model_set_positions(m, &one, pos, 8), RP_OK, NULL);
+    v6_case(m, "tie_embeddings with 1-D positions", 8, 1);
+    rp_model_free(m);
+}
+
 /* ---- memory ---------------------------------------------------------------------------------- */
 
 /* A sparse file with a valid header that claims more bytes than this process may allocate: the
@@ -1239,6 +1291,7 @@ int main(void)
     test_round_trip();
     test_version3();
     test_version5();
+    test_version6();
     test_damaged();
     test_resume();
     test_special_files();

@@ -584,6 +584,95 @@ static void test_gradcheck_freq(void)
     }
 }
 
+/* tie_embeddings: the layout (no head.weight; embed.weight initialised as the output layer's
+ * weight, U(-1/sqrt(d_model), 1/sqrt(d_model))), the forward of an untied model whose head.weight
+ * is a copy of embed.weight (the same logits, bit for bit), the gradient of embed.weight the sum
+ * of that model's embed.weight and head.weight gradients, every element of it against central
+ * differences (pre and post norm, rope, roper, none, learned), and the KV-cache decoder against
+ * the full forward. */
+static void test_tied(void)
+{
+    printf("tie_embeddings\n");
+    static const struct {
+        rp_pe pe;
+        rp_norm norm;
+    } cases[4] = {{RP_PE_ROPE, RP_NORM_PRE}, {RP_PE_ROPER, RP_NORM_POST},
+                  {RP_PE_NONE, RP_NORM_PRE}, {RP_PE_LEARNED, RP_NORM_PRE}};
+    for (int ci = 0; ci < 4; ci++) {
+        rp_model_cfg c = tiny_cfg(cases[ci].pe, cases[ci].norm, RP_ACT_GELU);
+        rp_model_cfg cu = c;
+        c.tie_embeddings = 1;
+        rp_model *m = new_model(&c), *u = new_model(&cu);
+        const int64_t V = 7, C = 8;
+        char label[96];
+        snprintf(label, sizeof label, "tied %s/%s", rp_pe_name(c.pe),
+                 c.norm == RP_NORM_PRE ? "pre" : "post");
+        int ie = rp_model_find_param(m, "embed.weight");
+        CHECK(rp_model_find_param(m, "head.weight") == -1 && rp_model_find_param(m, "head.bias") >= 0,
+              "%s: no head.weight, head.bias kept", label);
+        CHECK(rp_model_param_count(m) == rp_model_param_count(u) - V * C,
+              "%s: %lld parameters, the untied model's less vocab x d_model (%lld)", label,
+              (long long)rp_model_param_count(m), (long long)(rp_model_param_count(u) - V * C));
+        const rp_param_info *pe = rp_model_param(m, ie);
+        CHECK(pe && pe->init == RP_INIT_UNIFORM && pe->fan_in == C && pe->shape[0] == V &&
+                  pe->shape[1] == C,
+              "%s: embed.weight [vocab x d_model], uniform with fan-in d_model", label);
+        const float *w = rp_model_params(m)->data;
+        double bound = 1.0 / sqrt((double)C), top = 0.0;
+        for (int64_t k = 0; k < V * C; k++)
+            if (fabs((double)w[pe->offset + k]) > top) top = fabs((double)w[pe->offset + k]);
+        CHECK(top <= bound && top > 0.5 * bound, "%s: |embed.weight| at most %.4f, got %.4f", label,
+              bound, top);
+        /* u: every entry of m by name, and its head.weight = m's embed.weight */
+        float *wu = rp_model_params(u)->data;
+        for (int i = 0; i < rp_model_num_tensors(m); i++) {
+            const rp_param_info *p = rp_model_param(m, i);
+            const rp_param_info *q = rp_model_param(u, rp_model_find_param(u, p->name));
+            memcpy(wu + q->offset, w + p->offset, (size_t)p->numel * sizeof(float));
+        }
+        const rp_param_info *hu = rp_model_param(u, rp_model_find_param(u, "head.weight"));
+        const rp_param_info *eu = rp_model_param(u, rp_model_find_param(u, "embed.weight"));
+        memcpy(wu + hu->offset, w + pe->offset, (size_t)(V * C) * sizeof(float));
+        int32_t tok[12], tgt[12];
+        for (int i = 0; i < 12; i++) tok[i] = (i * 5 + 1) % 7, tgt[i] = (i * 3 + 2) % 7;
+        float lm = 0.0f, lu = 0.0f;
+        CHECK_STATUS(rp_model_forward(m, tok, tgt, NULL, 2, 6, 1, &lm), RP_OK, NULL);
+        CHECK_STATUS(rp_model_forward(u, tok, tgt, NULL, 2, 6, 1, &lu), RP_OK, NULL);
+        CHECK(memcmp(rp_model_logits(m), rp_model_logits(u), 12 * 7 * sizeof(float)) == 0 &&
+                  lm == lu,
+              "%s: the logits and loss of the untied copy, bit for bit (%.9g, %.9g)", label,
+              (double)lm, (double)lu);
+        rp_model_zero_grad(m);
+        rp_model_zero_grad(u);
+        CHECK_STATUS(rp_model_backward(m), RP_OK, NULL);
+        CHECK_STATUS(rp_model_backward(u), RP_OK, NULL);
+        const float *gm = rp_model_grads(m)->data, *gu = rp_model_grads(u)->data;
+        float sum[56];
+        for (int64_t k = 0; k < V * C; k++) sum[k] = gu[eu->offset + k] + gu[hu->offset + k];
+        CHECK_CLOSE(gm + pe->offset, sum, V * C, 1e-6,
+                    "tied: embed.weight's gradient = the untied embed.weight's + head.weight's");
+        for (int i = 0; i < rp_model_num_tensors(m); i++) { /* the others: as untied */
+            const rp_param_info *p = rp_model_param(m, i);
+            if (i == ie) continue;
+            const rp_param_info *q = rp_model_param(u, rp_model_find_param(u, p->name));
+            CHECK_CLOSE(gm + p->offset, gu + q->offset, p->numel, 1e-6, p->name);
+        }
+        gradcheck_model(m, &c, label, 0, "embed.weight");
+        /* decoding reads the tied weight: the cache's logits are the full forward's */
+        CHECK_STATUS(rp_model_forward(m, tok, NULL, NULL, 1, 6, 0, NULL), RP_OK, NULL);
+        float full[42], inc[42];
+        memcpy(full, rp_model_logits(m), sizeof full);
+        rp_model_cache_reset(m);
+        rp_status st = RP_OK;
+        for (int64_t t = 0; t < 6 && st == RP_OK; t++)
+            st = rp_model_cache_feed(m, tok + t, 1, inc + t * V);
+        CHECK(st == RP_OK, "%s: cache feed: %s", label, rp_last_error());
+        CHECK_CLOSE(inc, full, 42, 2e-5, "tied: the KV cache's logits are the full forward's");
+        rp_model_free(m);
+        rp_model_free(u);
+    }
+}
+
 static void test_gradcheck(void)
 {
     printf("gradient checks\n");
@@ -1331,6 +1420,7 @@ int main(void)
     test_cfg_check_linear();
     test_check_tokens();
     test_gradcheck();
+    test_tied();
     test_backward_semantics();
     test_introspection();
     test_cache();

@@ -59,7 +59,7 @@ static const struct {
     FIELD("xpos", xpos), FIELD("xpos_scale_base", xpos_scale_base),
     FIELD("yarn_ramp", yarn_ramp), FIELD("low_freq_factor", low_freq_factor),
     FIELD("high_freq_factor", high_freq_factor), FIELD("attention_factor", attention_factor),
-    FIELD("learn_freq", learn_freq),
+    FIELD("learn_freq", learn_freq), FIELD("tie_embeddings", tie_embeddings),
 };
 #undef FIELD
 enum { NFIELDS = (int)(sizeof fields / sizeof fields[0]) };
@@ -156,7 +156,7 @@ static void test_rows(void)
               "row %d is %s at %zu (%zu bytes), the field %s is at %zu (%zu bytes)", i, k->name,
               k->offset, size, fields[i].key, fields[i].offset, fields[i].size);
         CHECK(rp_model_cfg_key(k->name, (size_t)-1) == k, "%s found by name", k->name);
-        CHECK(k->since >= 1 && k->since <= 5 && k->help && *k->help, "%s: since %u, help", k->name,
+        CHECK(k->since >= 1 && k->since <= 6 && k->help && *k->help, "%s: since %u, help", k->name,
               k->since);
         /* a value written through the row is what the field holds */
         rp_model_cfg c;
@@ -175,9 +175,10 @@ static void test_rows(void)
     }
     /* the fields a safetensors file loaded into a model must agree on (docs/interop.md): all
      * but seq_len, max_batch, dropout, seed and the later keys; learn_freq (the file holds the
-     * parameter rope.freq) */
+     * parameter rope.freq) and tie_embeddings (no head.weight) */
     const char *weights = " vocab d_model heads layers d_ff norm activation pe fraction_qk "
-                          "fraction_v base pairing attention linear_rope learn_freq ";
+                          "fraction_v base pairing attention linear_rope learn_freq "
+                          "tie_embeddings ";
     for (int i = 0; i < rp_model_cfg_nkeys; i++) {
         char word[40];
         snprintf(word, sizeof word, " %s ", rp_model_cfg_keys[i].name);
@@ -196,7 +197,7 @@ static void test_rows(void)
               d.scaling_factor == 1.0 && d.orig_len == 0 && d.yarn_alpha == 1.0 &&
               d.yarn_beta == 32.0 && d.xpos == 0.0 && d.xpos_scale_base == 512.0 &&
               d.rotate == 0 && d.fraction_q == 0.0 && d.seed == 0 && d.dropout == 0.0 &&
-              d.learn_freq == 0,
+              d.learn_freq == 0 && d.tie_embeddings == 0,
           "the defaults");
     CHECK_STATUS(rp_model_cfg_check(&d), RP_OK, NULL);
     CHECK_STATUS(rp_model_cfg_check_used(&d), RP_OK, NULL);
@@ -424,6 +425,9 @@ static void test_versions(void)
     c = small(RP_PE_ROPE);
     c.learn_freq = 1;
     CHECK(rp_model_cfg_version(&c) == 5, "learn_freq: 5");
+    c = small(RP_PE_NONE);
+    c.tie_embeddings = 1;
+    CHECK(rp_model_cfg_version(&c) == 6, "tie_embeddings (any mode): 6");
 }
 
 /* ---- the bool type ------------------------------------------------------------------------- */

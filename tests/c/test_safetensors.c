@@ -244,12 +244,14 @@ static int same_params(rp_model *a, rp_model *b)
 
 static void test_round_trips(void)
 {
-    rp_model_cfg cs[3] = {tiny_cfg(RP_PE_ROPER), tiny_cfg(RP_PE_LEARNED), tiny_cfg(RP_PE_ROPE)};
+    rp_model_cfg cs[4] = {tiny_cfg(RP_PE_ROPER), tiny_cfg(RP_PE_LEARNED), tiny_cfg(RP_PE_ROPE),
+                          tiny_cfg(RP_PE_ROPER)};
     cs[1].norm = RP_NORM_POST;
     cs[2].attention = RP_ATTN_LINEAR;
+    cs[3].tie_embeddings = 1; /* no head.weight; roper.config holds "tie_embeddings":true */
     char p[512];
     path_in(p, sizeof p, "m.safetensors");
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         rp_model *m = check_model_new(&cs[i]);
         rp_model_params(m)->data[5] = NAN; /* stored bit for bit like any value */
         rp_model_params(m)->data[6] = -0.0f;
@@ -278,6 +280,15 @@ static void test_round_trips(void)
               "model %d: weights into a model of another seed, batch, dropout: %s", i,
               rp_last_error());
         rp_model_free(o);
+        if (cs[i].tie_embeddings) { /* the weights' meaning differs from an untied model's */
+            other.tie_embeddings = 0;
+            o = check_model_new(&other);
+            CHECK(rp_safetensors_load_into(p, o) == RP_ERR_IO &&
+                      strstr(rp_last_error(), "tie_embeddings"),
+                  "a tied file into an untied model: refused naming tie_embeddings (%s)",
+                  rp_last_error());
+            rp_model_free(o);
+        }
         rp_model_free(m);
     }
     unlink(p);

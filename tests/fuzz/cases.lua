@@ -516,6 +516,8 @@ local function variants(rp)
       { pos = 1, drop = with("xpos", "xpos_scale_base"),
         set = { positions = grid, axes = "axial" } },
       { pos = 1, drop = with(), set = { learn_freq = true } },
+      -- tied input and output embeddings (issue 63)
+      { pos = 1, drop = with(), set = { tie_embeddings = true } },
       { pos = 1, drop = with("freq", "xpos", "xpos_scale_base"),
         set = { positions = grid, axes = "mixed", mix = T(2, 2), learn_freq = true } },
     }

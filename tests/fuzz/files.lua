@@ -513,7 +513,7 @@ local function st_mutate(p, ne)
     local r = math.random(3)
     if r == 1 then table.remove(p.cfg, math.random(#p.cfg))
     elseif r == 2 then p.cfg[#p.cfg + 1] = { pick { '"pee"', '"rotate"', '"fraction_q"',
-        '"scaling"', '"rel_clip"', '"learn_freq"' }, pick(JSON_EDGES) }
+        '"scaling"', '"rel_clip"', '"learn_freq"', '"tie_embeddings"' }, pick(JSON_EDGES) }
     else p.cfg[#p.cfg + 1] = p.cfg[math.random(#p.cfg)] end
     return ("roper.config: keys changed (%d)"):format(r)
   elseif what == 8 then
@@ -715,6 +715,7 @@ local function ck_fields(b)
   end
   if version >= 5 then
     f("learn_freq", "i32")
+    if version >= 6 then f("tie_embeddings", "i32") end
     local axes = f("axes", "i32")
     f("map", "i32")
     for a = 1, 3 do f(("sections[%d]"):format(a), "i64") end
@@ -798,12 +799,13 @@ end
 -- The base checkpoints prepare writes (and the committed version 1 fixtures it copies).
 local CK_BASES = { "ck_v1.ckpt", "ck_v1_opt.ckpt", "ck_v2_shaw_opt.ckpt", "ck_v2_t5.ckpt",
   "ck_v3_freq.ckpt", "ck_v3_angles_opt.ckpt", "ck_v3_yarn_xpos.ckpt", "ck_v4_yarn_dims.ckpt",
-  "ck_v5_learn_freq_opt.ckpt", "ck_linear_before.ckpt", "fixture_rope.rpck",
+  "ck_v5_learn_freq_opt.ckpt", "ck_v6_tied_opt.ckpt", "ck_linear_before.ckpt",
+  "fixture_rope.rpck",
   "fixture_roper_adam.rpck", "fixture_learned_post_gelu.rpck", "fixture_rope_linear_before.rpck" }
 -- The bases whose every field gets every edge value (with an optimiser: one of versions 1, 2, 3
--- and 5, which holds version 4's fields too).
+-- and 6, which holds versions 4's and 5's fields too).
 local CK_SYSTEMATIC = { "ck_v1_opt.ckpt", "ck_v2_shaw_opt.ckpt", "ck_v3_angles_opt.ckpt",
-  "ck_v5_learn_freq_opt.ckpt" }
+  "ck_v6_tied_opt.ckpt" }
 
 -- The base SentencePiece model (spm_base.model): trained by Python's sentencepiece with its
 -- defaults on the fortunes package's text (tests/reference/spm_reference.py; make test installs
@@ -842,6 +844,7 @@ function M.prepare(rp, dir, fixtures)
   save("ck_v4_yarn_dims.ckpt", { pe = "rope", scaling = "yarn", scaling_factor = 2, orig_len = 4,
     yarn_ramp = "dims" })
   save("ck_v5_learn_freq_opt.ckpt", { pe = "rope", learn_freq = true }, true)
+  save("ck_v6_tied_opt.ckpt", { pe = "rope", learn_freq = true, tie_embeddings = true }, true)
   save("ck_linear_before.ckpt", { pe = "roper", attention = "linear", linear_rope = "before" })
   -- the safetensors base with positions: 8 (row, column) cells, axes mixed, W [2 x 2]
   local c = {}

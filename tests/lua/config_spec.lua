@@ -229,6 +229,63 @@ describe("rp.experiment and the model keys", function()
   end)
 end)
 
+describe("tie_embeddings, a bool key (issue 63)", function()
+  it("rp.model takes a boolean for every mode: no head.weight, the logits read embed.weight",
+    function()
+      for _, pe in ipairs { "none", "rope", "roper", "learned", "alibi" } do
+        local m = rp.model(cfg { pe = pe, tie_embeddings = true, seed = 3, norm = "post" })
+        assert.is_true(m:config().tie_embeddings, pe)
+        assert.is_true(rp.model(m:config()):config().tie_embeddings, pe)
+        local p = m:params()
+        assert.is_nil(p["head.weight"], pe)
+        local untied = rp.model(cfg { pe = pe, seed = 3, norm = "post" })
+        assert.equal(untied:num_params() - 5 * 8, m:num_params(), pe)
+        assert.is_nil(rp.model(cfg { pe = pe, tie_embeddings = false }):config().tie_embeddings)
+        -- the logits (post-norm: no LN_f): the last layer's output times embed.weight^T + bias
+        local tok = rp.tensor { { 1, 4, 0, 2 } }
+        local logits = m:forward(tok):view { 4, 5 }
+        local last = m:activations(tok)[1]:view { 4, 8 }
+        local want = last:matmul(p["embed.weight"]:t()) + p["head.bias"]
+        assert.is_true(rp.maxdiff(logits, want) < 1e-5, pe)
+      end
+    end)
+
+  h.refusals(it, function(o) return rp.model(cfg(o)) end, "bad argument #1 to 'model' (", {
+    { { tie_embeddings = 1 }, "option 'tie_embeddings' must be a boolean, got 1)" },
+    { { tie_embeddings = "yes" }, "option 'tie_embeddings' must be a boolean, got string "
+      .. "\"yes\")" },
+  })
+
+  it("is kept in checkpoints (version 6) and safetensors files (JSON true)", function()
+    local d = h.tmpdir()
+    local m = rp.model(cfg { tie_embeddings = true })
+    assert.is_true(m:save(d .. "/m.ckpt"))
+    assert.equal(6, string.unpack("<I4", h.read(d .. "/m.ckpt"), 5))
+    local back = assert(rp.load(d .. "/m.ckpt"))
+    assert.is_true(back:config().tie_embeddings)
+    assert.equal(0, rp.maxdiff(back:forward(rp.tensor { { 1, 2 } }), m:forward(rp.tensor { { 1, 2 } })))
+    assert.is_true(m:save_safetensors(d .. "/m.safetensors"))
+    assert.truthy(h.read(d .. "/m.safetensors"):find('\\"tie_embeddings\\":true}', 1, true))
+    assert.falsy(h.read(d .. "/m.safetensors"):find("head.weight", 1, true))
+    assert.is_true(assert(rp.load(d .. "/m.safetensors")):config().tie_embeddings)
+    local plain = rp.model(cfg())
+    assert.same({ nil, d .. "/m.safetensors: the file's roper.config has tie_embeddings true, the "
+      .. "model false" }, { plain:load_safetensors(d .. "/m.safetensors") })
+    h.remove_tree(d)
+  end)
+
+  it("is an rp.experiment key of kind bool and a flag of the scripts", function()
+    local key
+    for _, k in ipairs(rp.experiment.keys()) do if k.name == "tie_embeddings" then key = k end end
+    assert.same({ name = "tie_embeddings", default = false, kind = "bool",
+      help = "the output layer's weight is the token embedding (tied, as GPT-2; its bias stays "
+        .. "its own)" }, key)
+    assert.is_true(rp.experiment.config { tie_embeddings = "true" }.tie_embeddings)
+    raises("option 'tie_embeddings' must be true or false, got 1", rp.experiment.config,
+      { tie_embeddings = 1 })
+  end)
+end)
+
 describe("learn_freq, a bool key", function()
   it("rp.model takes a boolean for a rotary pe with softmax attention; m:config() gives true",
     function()
@@ -306,7 +363,7 @@ describe("rp.model_keys", function()
       local names, seen = {}, {}
       for i, k in ipairs(keys) do names[i], seen[k.name] = k.name, true end
       assert.same({ "vocab", "d_model", "heads" }, { names[1], names[2], names[3] })
-      assert.equal("learn_freq", names[#names])
+      assert.equal("tie_embeddings", names[#names])
       for name in pairs(rp.model(cfg { pe = "roper", scaling = "yarn", scaling_factor = 2,
                                        xpos = 0.5 }):config()) do
         assert.is_true(seen[name], name)

@@ -92,8 +92,8 @@ describe("rp.model construction errors", function()
       .. "dropout, pe, fraction_qk, fraction_v, base, pairing, seed, attention, linear_rope, "
       .. "rotate, fraction_q, fraction_k, fraction_o, rel_clip, rel_buckets, rel_max_distance, "
       .. "scaling, scaling_factor, orig_len, yarn_alpha, yarn_beta, xpos, xpos_scale_base, "
-      .. "yarn_ramp, low_freq_factor, high_freq_factor, attention_factor, learn_freq, freq, "
-      .. "angles, positions, axes, sections, mix, rope_scaling, rope_theta"
+      .. "yarn_ramp, low_freq_factor, high_freq_factor, attention_factor, learn_freq, "
+      .. "tie_embeddings, freq, angles, positions, axes, sections, mix, rope_scaling, rope_theta"
   local cases = {
     { "an unknown key", { vocab = 5, d_modle = 16 },
       "bad argument #1 to 'model' (unknown option 'd_modle' (known: " .. known .. "))" },

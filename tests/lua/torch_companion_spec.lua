@@ -96,6 +96,10 @@ local CASES = {
                             yarn_ramp = "dims", attention_factor = 1.5 }, "roper_yarn_dims" },
   { "roper_yarn_dims", { pe = "roper", scaling = "yarn", scaling_factor = 4, orig_len = 16,
                          yarn_ramp = "dims_exact" }, "roper_pi4" },
+  -- issue 63's tied embeddings: the output layer reads embed.weight (no head.weight in the file)
+  { "roper_tied", { pe = "roper", tie_embeddings = true }, "roper" },
+  { "none_tied_post_gelu", { pe = "none", tie_embeddings = true, norm = "post",
+                             activation = "gelu" }, "none_post_gelu" },
   { "none", { pe = "none" }, "sinusoidal" },
   { "none_post_gelu", { pe = "none", norm = "post", activation = "gelu" }, "none" },
   { "sinusoidal", { pe = "sinusoidal" }, "none" },
@@ -352,6 +356,7 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       end
       if maybe(0.2) then c.xpos, c.xpos_scale_base = pick { 0.2, 0.6 }, pick { 8, 64 } end
       if maybe(0.15) then c.learn_freq = true end
+      if maybe(0.2) then c.tie_embeddings = true end
       local built, m = pcall(rp.model, c)
       if built then
         local i = #manifest + 1
@@ -681,7 +686,7 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
     function()
       if not ok then return pending(why) end
       local names = { "roper_legacy_qvo_interleaved", "deberta", "learned", "roper_yarn",
-                      "roper_learn_freq_xpos" }
+                      "roper_learn_freq_xpos", "roper_tied" }
       local args = { "roundtrip" }
       for _, name in ipairs(names) do
         args[#args + 1] = d .. "/" .. name .. ".safetensors"
@@ -707,7 +712,8 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
     function()
       if not ok then return pending(why) end
       local names = { "roper_xpos", "rope_qkv_widths", "t5", "linear_roper_before",
-                      "roper_learn_freq_xpos", "roper_mixed_learn_freq" }
+                      "roper_learn_freq_xpos", "roper_mixed_learn_freq", "roper_tied",
+                      "none_tied_post_gelu" }
       local targets = rp.tensor { { 5, 2, 9, 0, 3, 3, 7, -1 }, { 4, 6, 8, 2, 1, 0, 5, 1 } }
       local tfile, args = d .. "/targets.npy", { "grads" }
       assert(targets:save(tfile))
