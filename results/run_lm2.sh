@@ -18,10 +18,9 @@
 #             without the length evaluation): results/lm2-pilot-lr<rate>/
 #   first     seeds 1-2 at every size (small: rope, roper, none; medium and large: rope, roper):
 #             the margin's check against the gains between the sizes, before the rest
-#   small     the small size (143,872 parameters), seeds 1-10: results/lm2-s/
-#   medium    the medium size (433,152 parameters), seeds 1-10: results/lm2-m/
-#   large     the large size (1,454,080 parameters), seeds 1-10: results/lm2-l/
-#   more      the plan's extension, only when its rule asks for it: the large size to 14 seeds
+#   small     the small size (143,872 parameters), seeds 1-24: results/lm2-s/
+#   medium    the medium size (433,152 parameters), seeds 1-24: results/lm2-m/
+#   large     the large size (1,454,080 parameters), seeds 1-14: results/lm2-l/
 #   long      secondary, run only when named: the small size trained to the corpus's 4 repeats
 #             (7,600 steps, 216 tokens per parameter), rope and roper, seeds 1-10:
 #             results/lm2-s-long/
@@ -86,7 +85,7 @@ ML="$ML --checkpoint-every 355"      # 1,454,080 parameters, 29.08M tokens (20.0
 lr_args() { echo "--lr $1 --min-lr $(awk "BEGIN { print $1 / 10 }")"; }
 # the peak rate of the main steps: the pilot's (the plan's rule, docs/results.md), written here
 # before the first main run (a results-only change); empty until then, and the main steps refuse
-LR=""
+LR=1e-2   # the pilot's (both methods' best of 1e-3 .. 1e-1 over seeds 1-2; docs/results.md)
 # roper's own rate where the pilot's best rate for roper differs from rope's (empty: LR); roper
 # then runs as the method roper:lr=<rate>:min_lr=<rate/10>, named so in the tables
 LR_ROPER=""
@@ -97,7 +96,7 @@ else
 fi
 steps=("$@")
 if [ ${#steps[@]} -eq 0 ]; then
-  echo "run_lm2.sh: name the steps (pilot first small medium large more long)" >&2
+  echo "run_lm2.sh: name the steps (pilot first small medium large long)" >&2
   exit 2
 fi
 for step in "${steps[@]}"; do
@@ -131,15 +130,15 @@ for step in "${steps[@]}"; do
              --keep-models --out results/lm2-m
            eval $R --methods rope $ROPER --seeds 2 $LM $EV $ML $(lr_args $LR) \
              --keep-models --out results/lm2-l ;;
-    small) for n in 2 4 6 8 10; do
+    small) for n in 2 4 6 8 10 12 14 16 18 20 22 24; do
              eval $R --methods rope $ROPER none --seeds $n $LM $EV $MS $(lr_args $LR) \
                --keep-models --out results/lm2-s
            done ;;
-    medium) for n in 2 4 6 8 10; do
+    medium) for n in 2 4 6 8 10 12 14 16 18 20 22 24; do
               eval $R --methods rope $ROPER --seeds $n $LM $EV $MM $(lr_args $LR) \
                 --keep-models --out results/lm2-m
             done ;;
-    large) for n in 2 4 6 8 10; do
+    large) for n in 2 4 6 8 10 12 14; do
              eval $R --methods rope $ROPER --seeds $n $LM $EV $ML $(lr_args $LR) \
                --keep-models --out results/lm2-l
            done ;;
@@ -150,11 +149,7 @@ for step in "${steps[@]}"; do
               ${MS/--steps 800 --valid-every 80/--steps 7600 --valid-every 760} $(lr_args $LR) \
               --keep-models --out results/lm2-s-long
           done ;;
-    more) for n in 12 14; do
-            eval $R --methods rope $ROPER --seeds $n $LM $EV $ML $(lr_args $LR) \
-              --keep-models --out results/lm2-l
-          done ;;
-    *) echo "run_lm2.sh: unknown step $step (pilot first small medium large more" \
+    *) echo "run_lm2.sh: unknown step $step (pilot first small medium large" \
          "long)" >&2; exit 2 ;;
   esac
 done
