@@ -269,11 +269,13 @@ local function seeds(rp)
   end
   S["rp.lm.ids"] = function(ctx)
     return pack(ctx.lm_corpus, ctx.lm_corpus .. "/tok.model",
-      { tokenizer = stub_tokenizer(), cache = ctx.dir .. "/lmcache" })
+      { tokenizer = stub_tokenizer(), cache = ctx.dir .. "/lmcache", chunk_bytes = 64 })
   end
   S["rp.lm.info"] = function(ctx) return pack(ctx.lm_ids) end
   S["rp.lm.sha256"] = function(ctx) return pack(ctx.lm_ids .. "/ids.txt") end
-  S["rp.lm.tokenizer"] = function(ctx) return pack(ctx.lm_corpus, 300, "unigram") end
+  S["rp.lm.tokenizer"] = function(ctx)
+    return pack(ctx.lm_corpus, 300, "unigram", { progress = function() end })
+  end
   S["rp.lm.sample"] = function(ctx)
     return pack(ctx.model(5, 8), stub_tokenizer(), "abc",
       { n = 3, temperature = 0.5, top_k = 2, top_p = 0.9, seed = 1 })
@@ -297,7 +299,7 @@ local function seeds(rp)
       { batches = 1, batch_size = 1, split = "train", seed = 1 })
   end
   S["rp.experiment.config"] = function() return pack(tiny_cfg()) end
-  S["rp.experiment.check"] = S["rp.experiment.config"]
+  S["rp.experiment.check"] = function() return pack(tiny_cfg(), { progress = function() end }) end
   S["rp.experiment.run"] = function(ctx)
     return pack(tiny_cfg(), function() end, { keep_model = true, save = ctx.dir .. "/run.ckpt",
       save_every = 1, keep_state = true })
@@ -381,7 +383,9 @@ local function seeds(rp)
   end
   -- tokenizers
   local function tok(ctx) return assert(rp.tokenizer.load(ctx.tokmodel)) end
-  S["rp.Tokenizer.encode"] = function(ctx) return pack(tok(ctx), "the fox \0 é", { tensor = true }) end
+  S["rp.Tokenizer.encode"] = function(ctx)
+    return pack(tok(ctx), "the fox \0 é", { tensor = true, continued = true })
+  end
   S["rp.Tokenizer.decode"] = function(ctx) return pack(tok(ctx), { 1, 2, 3, 299 }) end
   S["rp.Tokenizer.piece"] = function(ctx) return pack(tok(ctx), 5) end
   S["rp.Tokenizer.id"] = function(ctx) return pack(tok(ctx), "the") end
