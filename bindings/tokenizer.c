@@ -198,10 +198,6 @@ static int tok_encode(lua_State *L)
     lrp_checkopts(L, 3, known);
     int as_tensor = lrp_optboolean(L, 3, "tensor", 0);
     int continued = lrp_optboolean(L, 3, "continued", 0);
-    if (continued && rp_tok_whitespace_suffix(check_tok(L, 1)))
-        return lrp_argerror(L, 3, "option 'continued': this model marks the ends of words "
-                            "(treat_whitespace_as_suffix), so a text cannot be encoded as the "
-                            "continuation of another");
     lua_settop(L, 3);
     int64_t cap = (int64_t)len + 16, n = 0;
     int32_t *ids = (int32_t *)lua_newuserdatauv(L, (size_t)cap * sizeof(int32_t), 0); /* 4 */
@@ -212,6 +208,9 @@ static int tok_encode(lua_State *L)
         lua_replace(L, 4);
         st = encode_with(check_tok(L, 1), continued, text, len, ids, cap, &n);
     }
+    /* core's refusal of continued for a model that marks word ends is about the option */
+    if (st == RP_ERR_ARG && continued && rp_tok_whitespace_suffix(check_tok(L, 1)))
+        return lrp_argerror(L, 3, "option 'continued': %s", rp_last_error());
     if (st == RP_ERR_ARG) return lrp_argerror(L, 2, "%s", rp_last_error());
     if (st != RP_OK) return lrp_raise(L, st);
     if (n > cap) return luaL_error(L, "tok:encode: the ids changed between two calls");
