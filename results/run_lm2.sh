@@ -22,7 +22,7 @@
 #   medium    the medium size (433,152 parameters), seeds 1-24: results/lm2-m/
 #   large     the large size (1,454,080 parameters), seeds 1-14: results/lm2-l/
 #   long      secondary, run only when named: the small size trained to the corpus's 4 repeats
-#             (7,600 steps, 216 tokens per parameter), rope and roper, seeds 1-10:
+#             (7,500 steps, 214 tokens per parameter), rope and roper, seeds 1-10:
 #             results/lm2-s-long/
 # JOBS (default 2): runs at once per compare.lua command. The pilot: PILOT_SEEDS (default "1 2":
 # the seed counts, in turn) and PILOT_JOBS (default 3: runs at once per rate); on a machine with
@@ -67,6 +67,17 @@ R="$R0 scripts/compare.lua --jobs $JOBS --threads 1 --quiet --task lm"
 # windows; tied embeddings at every size
 LM="--corpus data/linux-doc --tokenizer '' --vocab-size 2048 --seq-len 256 --batch 16"
 LM="$LM --tie-embeddings"
+# the main steps (all but the pilot) train on the training split's ids encoded in pieces of 64 KiB
+# cut at line ends (rp.lm.ids's chunk_bytes): 7,759,677 training ids, a segmentation of higher
+# log probability under the tokenizer than the one-call encoding the pilot used (7,882,212 ids;
+# docs/results.md, "Token ids", decided 2026-11-28 before the first main run). The folder
+# rp.lm.ids writes is the corpus, as it is; the tokenizer is the corpus's default one
+ids_corpus() {
+  $R0 -e '
+    local tok = assert(rp.lm.tokenizer("data/linux-doc", 2048))
+    local folder = assert(rp.lm.ids("data/linux-doc", tok, { chunk_bytes = 65536 }))
+    print(folder)'
+}
 # besides the endpoint (the whole validation split, and the test split): the validation curve at
 # every tenth of the run over the same 4 batches of 16 windows (eval_seed; the convergence check
 # compares its last two points), the lengths beyond training with every context extension
@@ -79,7 +90,7 @@ MS="$MS --checkpoint-every 200"      # 143,872 parameters, 3.28M tokens (22.8 pe
 MM="--d-model 64 --heads 4 --layers 6 --d-ff 256 --steps 2200 --valid-every 220"
 MM="$MM --checkpoint-every 220"      # 433,152 parameters, 9.01M tokens (20.8 per parameter)
 ML="--d-model 128 --heads 8 --layers 6 --d-ff 512 --steps 7100 --valid-every 710"
-ML="$ML --checkpoint-every 355"      # 1,454,080 parameters, 29.08M tokens (20.0; 3.69 epochs)
+ML="$ML --checkpoint-every 355"      # 1,454,080 parameters, 29.08M tokens (20.0; 3.75 epochs)
 # the learning rates: the pilot's (docs/results.md); cosine to a tenth of the peak, 100 warmup
 # steps, Adam, clip 1
 lr_args() { echo "--lr $1 --min-lr $(awk "BEGIN { print $1 / 10 }")"; }
@@ -104,6 +115,10 @@ for step in "${steps[@]}"; do
     echo "run_lm2.sh: step $step needs the pilot's rate: set LR in this script first" >&2
     exit 2
   fi
+  if [ "$step" != pilot ] && [ -z "${LMP:-}" ]; then
+    IDS=$(ids_corpus)
+    LMP="--corpus $IDS --vocab-size 2048 --seq-len 256 --batch 16 --tie-embeddings"
+  fi
   case "$step" in
     # peak rates at the small size, each its own folder (pairs_report --pairs reads them
     # together), all at once (each run at nice 19 takes only what the machine leaves); seed 1 of
@@ -124,29 +139,29 @@ for step in "${steps[@]}"; do
            done ;;
     # seeds added a few at a time, so an interrupted step still leaves a balanced, paired
     # comparison
-    first) eval $R --methods rope $ROPER none --seeds 2 $LM $EV $MS $(lr_args $LR) \
+    first) eval $R --methods rope $ROPER none --seeds 2 $LMP $EV $MS $(lr_args $LR) \
              --keep-models --out results/lm2-s
-           eval $R --methods rope $ROPER --seeds 2 $LM $EV $MM $(lr_args $LR) \
+           eval $R --methods rope $ROPER --seeds 2 $LMP $EV $MM $(lr_args $LR) \
              --keep-models --out results/lm2-m
-           eval $R --methods rope $ROPER --seeds 2 $LM $EV $ML $(lr_args $LR) \
+           eval $R --methods rope $ROPER --seeds 2 $LMP $EV $ML $(lr_args $LR) \
              --keep-models --out results/lm2-l ;;
     small) for n in 2 4 6 8 10 12 14 16 18 20 22 24; do
-             eval $R --methods rope $ROPER none --seeds $n $LM $EV $MS $(lr_args $LR) \
+             eval $R --methods rope $ROPER none --seeds $n $LMP $EV $MS $(lr_args $LR) \
                --keep-models --out results/lm2-s
            done ;;
     medium) for n in 2 4 6 8 10 12 14 16 18 20 22 24; do
-              eval $R --methods rope $ROPER --seeds $n $LM $EV $MM $(lr_args $LR) \
+              eval $R --methods rope $ROPER --seeds $n $LMP $EV $MM $(lr_args $LR) \
                 --keep-models --out results/lm2-m
             done ;;
     large) for n in 2 4 6 8 10 12 14; do
-             eval $R --methods rope $ROPER --seeds $n $LM $EV $ML $(lr_args $LR) \
+             eval $R --methods rope $ROPER --seeds $n $LMP $EV $ML $(lr_args $LR) \
                --keep-models --out results/lm2-l
            done ;;
-    # the small size near the end of its learning: 3.95 epochs, the validation curve every 760
+    # the small size near the end of its learning: 3.96 epochs, the validation curve every 750
     # steps; the same rate and evaluation as the small step
     long) for n in 2 4 6 8 10; do
-            eval $R --methods rope $ROPER --seeds $n $LM $EV \
-              ${MS/--steps 800 --valid-every 80/--steps 7600 --valid-every 760} $(lr_args $LR) \
+            eval $R --methods rope $ROPER --seeds $n $LMP $EV \
+              ${MS/--steps 800 --valid-every 80/--steps 7500 --valid-every 750} $(lr_args $LR) \
               --keep-models --out results/lm2-s-long
           done ;;
     *) echo "run_lm2.sh: unknown step $step (pilot first small medium large" \
