@@ -342,7 +342,9 @@ corpus: deps all
 	@$(MAKE) --no-print-directory deps PACKAGES=linux-doc-6.1
 	@$(REPL) scripts/corpus.lua --out $(CORPUS_OUT)
 
-# BENCH_MODELS="S M" limits the training part (P takes minutes); the data-parallel part
+# BENCH_MODELS="S M" limits the training part (P takes minutes; S M P L8 L32 and the language-model
+# study's sizes LM2s LM2m LM2l, on 1 thread as the study runs them: `make bench PORTABLE=1
+# BENCH_MODELS="LM2s LM2m LM2l"` times the study's own build); the data-parallel part
 # (tests/bench/mpi_bench: 1 process x N threads against N ranks x 1 thread) runs S and P of them.
 bench: deps all
 	@tests/with_blas_env $(BENCH)

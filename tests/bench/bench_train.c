@@ -8,6 +8,10 @@
  *   1024, seq 256, batch 16 with a vocabulary of 8,000 and 32,000, where the output layer and the
  *   softmax over the vocabulary dominate: their share of the step is the step's time less that of
  *   the same model with the 32-token vocabulary of the other lines, over the step's time
+ *   LM2s, LM2m, LM2l: the language-model study's three sizes (docs/results.md, "Language modelling
+ *   at 20 tokens per parameter"): d_model 32, 64, 128 with 2, 4, 8 heads, 6 layers, d_ff 4
+ *   d_model, seq 256, batch 16, a vocabulary of 2,048 with tied embeddings, on 1 thread as the
+ *   study runs them (`make bench PORTABLE=1` times the study's own build)
  * then S (rope) once more on 1 thread and with a competing busy process pinned on core 0.
  * Usage: bench_train [S|M|P ...] (default: all). Figures are measured, never asserted; the time of
  * a configuration is the best of its timed steps after one warm-up step (P: one timed step). */
@@ -63,14 +67,19 @@ typedef struct {
     int64_t d_model, heads, layers, d_ff, seq, batch;
     int steps;     /* timed steps */
     int64_t vocab; /* 0: VOCAB */
+    int tie;       /* tie_embeddings */
+    int threads;   /* 0: every thread (rp_blas_threads) */
 } bench_cfg;
 
 static const bench_cfg configs[] = {
-    {"S", 128, 4, 3, 512, 512, 16, 3, 0},
-    {"M", 128, 4, 6, 512, 512, 16, 3, 0},
-    {"P", 512, 8, 6, 2048, 640, 32, 1, 0},
-    {"L8", 256, 8, 4, 1024, 256, 16, 3, 8000},
-    {"L32", 256, 8, 4, 1024, 256, 16, 3, 32000},
+    {"S", 128, 4, 3, 512, 512, 16, 3, 0, 0, 0},
+    {"M", 128, 4, 6, 512, 512, 16, 3, 0, 0, 0},
+    {"P", 512, 8, 6, 2048, 640, 32, 1, 0, 0, 0},
+    {"L8", 256, 8, 4, 1024, 256, 16, 3, 8000, 0, 0},
+    {"L32", 256, 8, 4, 1024, 256, 16, 3, 32000, 0, 0},
+    {"LM2s", 32, 2, 6, 128, 256, 16, 5, 2048, 1, 1},
+    {"LM2m", 64, 4, 6, 256, 256, 16, 5, 2048, 1, 1},
+    {"LM2l", 128, 8, 6, 512, 256, 16, 3, 2048, 1, 1},
 };
 
 enum { VOCAB = 32 };
@@ -108,6 +117,7 @@ static int time_steps(const bench_cfg *bc, rp_pe pe, double *best_out, double *f
     cfg.seq_len = bc->seq;
     cfg.max_batch = bc->batch;
     cfg.pe = pe;
+    cfg.tie_embeddings = bc->tie;
     cfg.seed = 1;
     rp_model *m = rp_model_new(&cfg);
     if (!m) {
@@ -160,7 +170,19 @@ static int time_steps(const bench_cfg *bc, rp_pe pe, double *best_out, double *f
 /* One line of the table: the step, tokens/s, loss and peak RSS as before, then the FLOPs and their
  * share of the sgemm peak, measured again right before this configuration (the load of other
  * processes on a shared machine changes within a run). */
+static int run_line(const bench_cfg *bc, rp_pe pe, rp_rng *r, double *best_out);
+
+/* run_line on the configuration's threads (its own count, else every thread). */
 static int run(const bench_cfg *bc, rp_pe pe, rp_rng *r, double *best_out)
+{
+    int nt = rp_blas_threads();
+    if (bc->threads > 0) rp_blas_set_threads(bc->threads);
+    int rc = run_line(bc, pe, r, best_out);
+    rp_blas_set_threads(nt);
+    return rc;
+}
+
+static int run_line(const bench_cfg *bc, rp_pe pe, rp_rng *r, double *best_out)
 {
     double best, fwd_best;
     float loss;
@@ -169,11 +191,15 @@ static int run(const bench_cfg *bc, rp_pe pe, rp_rng *r, double *best_out)
     reset_peak_rss();
     if (time_steps(bc, pe, &best, &fwd_best, &loss, &np) != 0) return 1;
     double gflop = step_flops(bc) * 1e-9, gflops = gflop / best;
-    printf("  %s %-6s %7.2fM params  %9.1f ms/step (forward %8.1f ms)  %8.0f tokens/s  loss %.3f"
+    printf("  %s %-6s %7.3fM params  %9.1f ms/step (forward %8.1f ms)  %8.0f tokens/s  loss %.3f"
            "  peak RSS %.0f MiB  %7.1f GFLOP/step %6.1f GFLOPS %4.0f%% of a %.0f GFLOPS peak\n",
            bc->name, rp_pe_name(pe), (double)np / 1e6, best * 1e3, fwd_best * 1e3,
            (double)(bc->batch * bc->seq) / best, (double)loss, peak_rss_mib(), gflop, gflops,
            100.0 * gflops / peak_gflops, peak_gflops);
+    if (bc->threads > 0)
+        printf("    %s on %d thread%s (the peak too): %.0f CPU-seconds a million tokens\n", bc->name,
+               bc->threads, bc->threads == 1 ? "" : "s",
+               best * (double)bc->threads * 1e6 / (double)(bc->batch * bc->seq));
     fflush(stdout);
     if (best_out) *best_out = best;
     if (bc->vocab > 0) { /* the output layer and softmax: this step less the same at VOCAB */
