@@ -8,9 +8,9 @@
 -- title is short: the checkpoint, the task and, for one whole problem, its answer; the input is
 -- written under the panels, for addition with how to read it.
 --
---   roper scripts/attention_map.lua runs/add.ckpt                  -- a problem of its task
---   roper scripts/attention_map.lua runs/add.ckpt --input '?d=12+34; 2e0+4e0+0e0==6e0' --layers 2
---   roper scripts/attention_map.lua model.ckpt --config run.json --out docs/attention
+--   build/roper scripts/attention_map.lua runs/add.ckpt                  -- a problem of its task
+--   build/roper scripts/attention_map.lua runs/add.ckpt --input '?d=12+34; 2e0+4e0+0e0==6e0' --layers 2
+--   build/roper scripts/attention_map.lua model.ckpt --config run.json --out docs/attention
 --
 -- The task (its vocabulary, its data) comes from the run's JSON beside the checkpoint or from
 -- --config (scripts/lib/saved.lua). Without --input the input is the first problem of a fresh

@@ -1,8 +1,8 @@
 -- Methods x seeds on one task, with the write-up's protocol (docs/experiments.md).
 --
---   roper scripts/compare.lua                                  -- rope vs roper, 10 seeds
---   roper scripts/compare.lua --methods rope roper roper_legacy none --seeds 5 --task addition
---   roper scripts/compare.lua --methods rope roper:fraction_v=0.5 --steps 4000 --out results/fv
+--   build/roper scripts/compare.lua                                  -- rope vs roper, 10 seeds
+--   build/roper scripts/compare.lua --methods rope roper roper_legacy none --seeds 5 --task addition
+--   build/roper scripts/compare.lua --methods rope roper:fraction_v=0.5 --steps 4000 --out results/fv
 --
 -- A method is a pe mode with optional config keys: "roper:fraction_v=0.5:lr=3e-3". Each run
 -- (method, seed) is one process of scripts/train.lua writing <out>/runs/<method>-s<seed>.json

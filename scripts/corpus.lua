@@ -3,10 +3,10 @@
 -- document's name) and writes <out>/train.txt, valid.txt, test.txt and manifest.json (every
 -- document with its split and bytes; each split's bytes and SHA-256).
 --
---   roper scripts/corpus.lua                      # the default: the Linux kernel's documentation
+--   build/roper scripts/corpus.lua                      # the default: the Linux kernel's documentation
 --                                                 # (Debian's linux-doc-6.1; make corpus)
---   roper scripts/corpus.lua --input my_texts/ --out data/mine       # a folder of text files
---   roper scripts/corpus.lua --jsonl pages.jsonl --field text --out data/pages
+--   build/roper scripts/corpus.lua --input my_texts/ --out data/mine       # a folder of text files
+--   build/roper scripts/corpus.lua --jsonl pages.jsonl --field text --out data/pages
 --
 -- Errors are one line naming the file and the fault (exit 2 for a bad option, 1 for a corpus that
 -- cannot be used); nothing is written half.

@@ -1,7 +1,7 @@
 -- The length-generalisation tables of a finished comparison (compare.lua with --eval-lengths),
 -- for a results document: every number recomputes from the run files.
 --
---   roper scripts/lengths_report.lua results/len-substring_prefix [--pairs roper/rope ...]
+--   build/roper scripts/lengths_report.lua results/len-substring_prefix [--pairs roper/rope ...]
 --
 -- Reads <dir>/summary.json (the methods, in order) and <dir>/runs/<method>-s<seed>.json (each
 -- run's by_length) and prints markdown:

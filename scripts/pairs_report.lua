@@ -1,8 +1,8 @@
 -- The pair and jump tables of a finished comparison, recomputed from its run files (for a
 -- results document, and for comparisons collected before compare.lua printed them):
 --
---   roper scripts/pairs_report.lua results/substring_index [--jump-loss 1.5]
---   roper scripts/pairs_report.lua results/v2-lr-addition-3e-4 results/v2-lr-addition-1e-3 ...
+--   build/roper scripts/pairs_report.lua results/substring_index [--jump-loss 1.5]
+--   build/roper scripts/pairs_report.lua results/v2-lr-addition-3e-4 results/v2-lr-addition-1e-3 ...
 --
 -- Reads <dir>/summary.json (the metric and the methods, in order) and every
 -- <dir>/runs/<method>-s<seed>.json, and prints what compare.lua's summary now holds

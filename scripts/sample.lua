@@ -1,11 +1,11 @@
 -- Text from a saved model: loads a checkpoint (train.lua --save, compare.lua / sweep.lua
 -- --keep-models), encodes a prompt with its run's task vocabulary and generates.
 --
---   roper scripts/sample.lua runs/add.ckpt                         -- a fresh problem of its task
---   roper scripts/sample.lua runs/add.ckpt --prompt '?d=12+34;' --greedy
---   roper scripts/sample.lua runs/text.ckpt --prompt 'The ' --n 300 --temperature 0.8 --top-k 5
---   roper scripts/sample.lua model.ckpt --config results/x/runs/rope-s1.json --samples 4
---   roper scripts/sample.lua runs/lm.ckpt --prompt 'The scheduler' --top-p 0.9   # an lm run:
+--   build/roper scripts/sample.lua runs/add.ckpt                         -- a fresh problem of its task
+--   build/roper scripts/sample.lua runs/add.ckpt --prompt '?d=12+34;' --greedy
+--   build/roper scripts/sample.lua runs/text.ckpt --prompt 'The ' --n 300 --temperature 0.8 --top-k 5
+--   build/roper scripts/sample.lua model.ckpt --config results/x/runs/rope-s1.json --samples 4
+--   build/roper scripts/sample.lua runs/lm.ckpt --prompt 'The scheduler' --top-p 0.9   # an lm run:
 --                                                  # its tokenizer encodes and decodes
 --
 -- The checkpoint holds the model; the task (its vocabulary, its problems) comes from the run's

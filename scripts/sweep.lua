@@ -1,12 +1,12 @@
 -- A grid over any experiment config keys, each point one independent run (docs/experiments.md).
 --
---   roper scripts/sweep.lua --grid pe=rope,roper --grid lr=3e-4,1e-3,3e-3 --grid seed=1,2,3
---   roper scripts/sweep.lua --grid d_model=32,64,128 --steps 1000 --jobs 2 --out results/width
+--   build/roper scripts/sweep.lua --grid pe=rope,roper --grid lr=3e-4,1e-3,3e-3 --grid seed=1,2,3
+--   build/roper scripts/sweep.lua --grid d_model=32,64,128 --steps 1000 --jobs 2 --out results/width
 --
 -- With --jobs N each run gets (cores / N) OpenMP threads (at least 1; cores as `nproc` counts
 -- them), unless --threads is given or threads is a grid key.
---   roper scripts/sweep.lua ... --print-commands > jobs.txt   # one train.lua command per run
---   roper scripts/sweep.lua ... --summary                     # only collect what is there
+--   build/roper scripts/sweep.lua ... --print-commands > jobs.txt   # one train.lua command per run
+--   build/roper scripts/sweep.lua ... --summary                     # only collect what is there
 --
 -- A line of --print-commands runs from any folder and says its threads:
 --   cd /abs/out && /abs/build/roper /abs/scripts/train.lua --config runs/<point>.cfg.json \

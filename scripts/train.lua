@@ -1,8 +1,8 @@
 -- One experiment run: train a fresh model on a task and evaluate it (rp.experiment.run).
 --
---   roper scripts/train.lua --task substring_index --pe roper --steps 2000
---   roper scripts/train.lua --config run.cfg.json --out runs/roper-s1.json
---   roper scripts/train.lua --task addition --save runs/add.ckpt --save-every 500
+--   build/roper scripts/train.lua --task substring_index --pe roper --steps 2000
+--   build/roper scripts/train.lua --config run.cfg.json --out runs/roper-s1.json
+--   build/roper scripts/train.lua --task addition --save runs/add.ckpt --save-every 500
 --
 -- Every key of rp.experiment.keys() is an option (--d-model or --d_model). --config reads a JSON
 -- object of keys first; options given on the command line override it. With --out the result is
