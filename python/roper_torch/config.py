@@ -201,7 +201,7 @@ def freq_of(cfg, theta=None, angles=None, axes="axial", sections=None, mix=None)
 
 
 def _normalise(c):
-    """The one stored form (core's rp_model_cfg_normalise): the mode's own rotate, and a key equal
+    """(restated) The one stored form (core's rp_model_cfg_normalise): the mode's own rotate, and a key equal
     to the key its 0 stands for (the schema's unset_as: fraction_q and fraction_qk), are "not
     set" ("" and 0), so that equal models have equal configs."""
     if c["rotate"] == MODES[c["pe"]].rotate:

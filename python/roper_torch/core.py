@@ -59,7 +59,7 @@ LIB = _CHECK is not None  # whether core checks the configs
 
 
 def check(text, how):
-    """None when core accepts the config in text (JSON, rp_config_check_json read as `how`),
+    """None when core accepts the config in text (JSON, read as `how` says),
     else ValueError with core's message. Only when LIB."""
     raw = text.encode("utf-8", "surrogatepass")
     msg = ctypes.create_string_buffer(_MSG_BYTES)
