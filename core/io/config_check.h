@@ -11,8 +11,10 @@
 
 /* How rp_config_check_json reads its config. */
 typedef enum {
-    RP_CONFIG_WRITTEN = 0, /* as rp.model reads a config a user wrote: rp_model_cfg_plan (option
-                            * rotate on a rotary pe, every rule, keys that do nothing refused) */
+    RP_CONFIG_WRITTEN = 0, /* as rp.model reads a config a user wrote: each key the JSON holds
+                            * checked as given (rp_model_cfg_check_key, given = 1: a fraction_q
+                            * of 0 refused), then rp_model_cfg_plan (option rotate on a rotary
+                            * pe, every rule, keys that do nothing refused) */
     RP_CONFIG_STORED = 1   /* as a file's reader reads roper.config: rp_model_cfg_check, the
                             * messages in the file reader's words ("bad roper.config (...)",
                             * "bad model config: ...") */

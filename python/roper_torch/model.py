@@ -721,8 +721,10 @@ _FILE_MSG, VERSION = SCHEMA["extras"]["config"]["messages"], SCHEMA["extras"]["v
 
 
 def _quoted(s):
-    """A tensor's or a value's name as the messages show it."""
-    return '"%s"' % s
+    """A tensor's or a value's name as the messages show it: quoted, a byte that is not
+    printable ASCII as \\xNN."""
+    return '"%s"' % "".join(c if " " <= c <= "~" else "".join(
+        "\\x%02x" % b for b in c.encode("utf-8", "surrogatepass")) for c in s)
 
 
 def _shape_str(t):
