@@ -387,7 +387,9 @@ bench-torch: deps all
 #                 $(SCRIPTDIR)/                  scripts/*.lua and scripts/lib/*.lua
 #                 $(PYDIR)/roper_torch/          python/roper_torch/*.py and schema.json, the
 #                                                PyTorch companion (docs/interop.md), where
-#                                                Debian's python3 imports it (below)
+#                                                Debian's python3 imports it (below), and
+#                                                library.txt: the path of libroper.so.0
+#                                                (install-lib), whose core checks its configs
 #                 $(PYDIR)/roper_kernel/         python/roper_kernel/*.py, the Jupyter kernel
 #                 $(JUPYTERDIR)/kernels/roper/kernel.json  its kernelspec (what `jupyter kernelspec
 #                                                install --prefix PREFIX` writes; written by
@@ -469,6 +471,7 @@ install-bin: $(REPL) $(MPI_PLUGIN)
 	    packaging/roper-script.in > "$$tmp/$$name" || exit 1; \
 	done && \
 	$(SUBST) packaging/roper.1.in > "$$tmp/roper.1" && \
+	printf '%s\n' '$(LIBDIR)/libroper.so.$(SOVERSION)' > "$$tmp/library.txt" && \
 	PYTHONPATH=python /usr/bin/python3 -m roper_kernel.spec "$$tmp/kernel" --bin '$(BINDIR)/roper' \
 	  --pythonpath '$(PYDIR)' && \
 	{ $(call inst_file,755,$(REPL),$(BINDIR)/roper) \
@@ -479,6 +482,7 @@ install-bin: $(REPL) $(MPI_PLUGIN)
 	  $(foreach f,$(SCRIPTS),$(call inst_file,644,$(f),$(SCRIPTDIR)/$(notdir $(f)))) \
 	  $(foreach f,$(SCRIPT_LIBS),$(call inst_file,644,$(f),$(SCRIPTDIR)/lib/$(notdir $(f)))) \
 	  $(foreach f,$(PYTHON_PKG),$(call inst_file,644,$(f),$(PYDIR)/roper_torch/$(notdir $(f)))) \
+	  $(call inst_file,644,$$tmp/library.txt,$(PYDIR)/roper_torch/library.txt) \
 	  $(foreach f,$(KERNEL_PKG),$(call inst_file,644,$(f),$(PYDIR)/roper_kernel/$(notdir $(f)))) \
 	  $(call inst_file,644,$$tmp/kernel/kernel.json,$(JUPYTERDIR)/kernels/roper/kernel.json) \
 	  $(call inst_file,644,$$tmp/roper.1,$(MANDIR)/man1/roper.1) \

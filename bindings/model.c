@@ -437,13 +437,10 @@ static void push_model_keys(lua_State *L)
     }
 }
 
-/* rp.model_keys() -> the config schema's rows (push_model_keys), a new table at each call;
- * t.messages the schema's own messages (rp_model_cfg_msgs, by name). */
+/* rp.model_keys() -> the config schema's rows (push_model_keys), a new table at each call. */
 static int l_model_keys(lua_State *L)
 {
     push_model_keys(L);
-    lrp_push_msgs(L, rp_model_cfg_msgs, RP_CFGM_COUNT, NULL, NULL, 0);
-    lua_setfield(L, -2, "messages");
     return 1;
 }
 

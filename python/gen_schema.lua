@@ -1,23 +1,15 @@
--- Writes python/roper_torch/schema.json: roper's model config schema (rp.model_keys(): with each
--- key's needs, the does-nothing rules; its messages: the schema's own, as key_messages), the
--- rules between keys (rp.model_rules(), with their messages; its messages: the rotary rules'
--- message templates, as messages), the mode table
--- (rp.pe_modes()), the scaling table (rp.scalings(), with its hf_map: Hugging Face's
--- rope_scaling fields; its rules: the frequency scheme's scalar rules, as freq_rules; its checks:
--- the messages of the scheme's coded rules on its own tables, axes and uses, as freq_checks), the
--- parameter layout (rp.model_layout(): layout.params, layout.dims), what a safetensors file
--- holds beside the parameters (rp.safetensors_extras(): extras.tensors, extras.axes_key,
--- extras.version (the roper.version roper writes and reads), the
--- reader's messages and limits: extras.messages, extras.max_axes, extras.config (roper.config's
--- reader) and extras.json (core's JSON reader: type names, number messages, limits)) and
--- the rules between the vector-position options with their messages (rp.axes_rules():
--- axes.maps, axes.rules, axes.wordings) and the option readers' messages with what they name
--- (rp.option_messages(): options.messages, options.tables, options.bounds,
--- options.hf_unsupported), from which the PyTorch companion checks a config as
--- rp.model checks it, lists its scalings, counts a model's parameters and reads and writes its
--- files. Run from the top of the tree after
--- `make` when a config key, a mode or a scaling changes (torch_companion_spec fails until the
--- file is what this writes):
+-- Writes python/roper_torch/schema.json: what the PyTorch companion's numerics need of roper's
+-- tables: the config keys (rp.model_keys(): each key's type, default, json column, names,
+-- placements, freq field and needs, without ranges or messages: roper's core checks a config, the
+-- companion calling it, python/roper_torch/core.py), the mode table (rp.pe_modes()), the scaling
+-- table (rp.scalings(), with hf_map: Hugging Face's rope_scaling fields), the parameter layout
+-- (rp.model_layout()) and what a safetensors file holds beside the parameters
+-- (rp.safetensors_extras(): tensors, axes_key, version, max_axes). Still with the templates of
+-- the checks the companion makes of the own tables, positions and files (messages: the rotary
+-- rules', freq_rules, freq_checks, extras.messages, extras.config.messages, axes,
+-- options), which no entry point of core checks yet. Run from the top of the tree after `make`
+-- when a config key, a mode or a scaling changes (torch_companion_spec fails until the file is
+-- what this writes):
 --   build/roper python/gen_schema.lua > python/roper_torch/schema.json
 local rp = require "roper"
 local cjson = require "cjson"
@@ -59,11 +51,24 @@ local function list(t)
   return out
 end
 
+-- a key's row without its messages and ranges (core checks a config: the companion calls it)
+local KEEP = { name = true, type = true, default = true, required = true, json = true,
+               names = true, needs = true, placements = true, unset_as = true, freq = true,
+               use = true, help = true }
+local function key_row(k)
+  local r = {}
+  for f, v in pairs(k) do if KEEP[f] then r[f] = v end end
+  local needs = {}
+  for i, n in ipairs(k.needs or {}) do needs[i] = { fact = n.fact, holds = n.holds } end
+  r.needs = needs
+  return r
+end
+
 local all, layout, extras, rules = rp.scalings(), rp.model_layout(), rp.safetensors_extras(),
   rp.model_rules()
-local keys = rp.model_keys()
-io.write(encode({ keys = list(keys), key_messages = keys.messages, modes = list(rp.pe_modes()),
-                  rules = list(rules),
+local keys = {}
+for i, k in ipairs(rp.model_keys()) do keys[i] = key_row(k) end
+io.write(encode({ keys = keys, modes = list(rp.pe_modes()),
                   messages = rules.messages,
                   scalings = list(all), hf_map = all.hf_map, freq_rules = all.rules,
                   freq_checks = all.checks,
@@ -71,5 +76,5 @@ io.write(encode({ keys = list(keys), key_messages = keys.messages, modes = list(
                   extras = { tensors = list(extras), axes_key = extras.axes_key,
                              version = extras.version,
                              max_axes = extras.max_axes, messages = extras.messages,
-                             config = extras.config, json = extras.json },
+                             config = { messages = extras.config.messages } },
                   axes = rp.axes_rules(), options = rp.option_messages() }, 0), "\n")

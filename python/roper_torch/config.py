@@ -1,17 +1,19 @@
-"""rp.model's config, checked as roper checks it: the keys, their types, defaults and ranges, and
-when each does something, come from roper's schema (schema.json, written from roper's own rows by
-python/gen_schema.lua: rp.model_keys() and rp.pe_modes()); the rules between keys are those of
-core/model/model_config.c, with roper's messages. MODES holds what the modules need of each
-positional mode (core/nn/pe.c's mode table, from schema.json).
+"""rp.model's config for the companion: the keys, their types and defaults and when each does
+something come from roper's schema (schema.json, written from roper's own rows by
+python/gen_schema.lua: rp.model_keys() and rp.pe_modes()). MODES holds what the modules need of
+each positional mode (core/nn/pe.c's mode table, from schema.json).
 
-config(cfg) gives the full config, or raises ValueError with the message rp.model would raise
-(bindings/model.c's read_cfg: the keys in the schema's order, their types and ranges, then
-rp_model_cfg_check's rules, then the refusal of a key that does nothing for the mode)."""
+config(cfg) gives the full config. Its rules have one home, roper's core: when the companion finds
+roper's C library (core.py), config() hands the config to core's rp_config_check_json and a
+refusal is ValueError with core's message, word for word. Without the library it checks only
+Python's types (each key's type, an enum's names, rotate's letters) and trusts the rest: a config
+that roper would refuse may then build a model that is not roper's (docs/interop.md)."""
 
+import json
 import math
 from dataclasses import dataclass
 
-from . import rotary
+from . import core, rotary
 from .rotary import _say
 
 
@@ -41,9 +43,8 @@ DEFAULTS = {k["name"]: None if k["required"] else k["default"] for k in KEYS}
 # arguments, or keys of its config) and Hugging Face's rope_scaling and rope_theta (config() maps
 # them onto the schema's keys)
 OWN = ("freq", "angles", "positions", "axes", "sections", "mix", "rope_scaling", "rope_theta")
-# core/model/model_config.c's coded rules by name (rp.model_rules(): their why and max), and the
-# rotary rules' messages by name (core/nn/pe.h's rp_pe_msgs, {list} filled in)
-RULE = {r["check"]: r for r in SCHEMA["rules"] if "check" in r}
+# the rotary rules' messages by name (core/nn/pe.h's rp_pe_msgs: the own tables' and positions'
+# checks in model.py use them)
 MESSAGES = SCHEMA["messages"]
 
 
@@ -71,16 +72,9 @@ def _rotary_refusal(need, pe, linear=False):
                                   linear=MESSAGES["linear"] if linear else ""))
 
 
-def _rotate_check(pe, rotate, option):
-    """(checks) rp_pe_rotate_check: a rotate of a non-rotary pe refused, as an option of
-    rp.model's (option) or as a config's rule."""
-    if rotate and not PE[pe]["rotary"]:
-        raise _rotary_refusal("rotate_option" if option else "rotate", pe)
-
-
 def _lua_integer(v):
-    """(restated) v as an int when roper reads it as an integer (lrp_tointeger: an integer-valued
-    number within 64 bits, 2 or 2.0, not 2.5, nan nor True), else None."""
+    """v as an int when roper reads it as an integer (an integer-valued number within 64 bits, 2
+    or 2.0, not 2.5, nan nor True), else None."""
     if isinstance(v, bool) or not hasattr(v, "__float__"):
         return None
     try:
@@ -92,62 +86,55 @@ def _lua_integer(v):
 
 
 def _rotate_mask(s):
-    """(restated) rp_rotate_from_name: the placements of a non-empty string of distinct letters of
-    "qkvo" as their letters in q, k, v, o order, or None."""
+    """The placements of a non-empty string of distinct letters of "qkvo" as their letters in q,
+    k, v, o order, or None."""
     if not isinstance(s, str) or not s or any(c not in "qkvo" for c in s) or \
             len(set(s)) != len(s):
         return None
     return "".join(c for c in "qkvo" if c in s)
 
 
-def _read(k, v):
-    """(checks) The value v of row k read as rp.model reads it (lrp_optcfgkey's types), else
-    ValueError with roper's message (schema.json's options.messages)."""
+def _typed(k, v):
+    """The value v of row k as Python's type of the row (float, int, a name, rotate's letters,
+    bool), or ValueError: the companion's own check of types, when roper's core is not there."""
     name, t = k["name"], k["type"]
-
-    def refuse(msg, **more):
-        return ValueError(_say(msg, key=name, got=rotary._describe(v), **more))
-    if t == "number":
-        if isinstance(v, bool) or not hasattr(v, "__float__") or isinstance(v, str):
-            raise refuse("number")
+    want = {"number": "a number", "int": "an integer", "seed": "an integer",
+            "bool": "true or false", "rotate": "a string of distinct letters of qkvo"}
+    if t == "number" and not isinstance(v, (bool, str)) and hasattr(v, "__float__"):
         return float(v)
-    if t in ("int", "seed"):
-        i = _lua_integer(v)
-        if i is None:
-            raise refuse("integer")
-        return i
-    if t == "enum":
-        if not isinstance(v, str) or v not in k["names"]:
-            raise refuse("enum", names=", ".join('"%s"' % n for n in k["names"]))
+    if t in ("int", "seed") and _lua_integer(v) is not None:
+        return _lua_integer(v)
+    if t == "enum" and isinstance(v, str) and v in k["names"]:
         return v
-    if t == "rotate":
-        r = _rotate_mask(v)
-        if r is None:
-            raise refuse("rotate")
-        return r
-    if not isinstance(v, bool):  # bool
-        raise refuse("boolean")
+    if t == "rotate" and _rotate_mask(v) is not None:
+        return _rotate_mask(v)
+    if t == "bool" and isinstance(v, bool):
+        return v
+    raise ValueError("'%s' must be %s, got %r" % (
+        name, want.get(t, "one of " + ", ".join(k.get("names", []))), v))
+
+
+def _json_value(k, v):
+    """The value v of row k as core reads it from JSON: a number of an integer row that is an
+    integer as an int (rp.model takes 2.0 for 2); a number JSON cannot hold (nan, inf) refused."""
+    if isinstance(v, bool) or isinstance(v, str):
+        return v
+    if k["type"] in ("int", "seed") and _lua_integer(v) is not None:
+        return _lua_integer(v)
+    if hasattr(v, "__float__") and not isinstance(v, (list, tuple, dict)):
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            return v
+        if not math.isfinite(x):
+            raise ValueError("'%s' must be a finite number, got %s" % (k["name"], rotary._g(x)))
+        return int(v) if isinstance(v, int) else x
     return v
 
 
-def _check_key(k, x, given):
-    """(checks) rp_model_cfg_check_key: x in row k's range, else ValueError with the row's range
-    message (schema.json's). given: the caller wrote it (0 stands for "not set" only in a stored
-    config)."""
-    t = k["type"]
-    if t == "int" and not k["lo"] <= x <= k["hi"]:
-        raise ValueError(rotary.fill(k["range"], value=_value_str(k, x)))
-    if t != "number" or (k["unset0"] and x == 0.0 and not given):
-        return
-    lo_ok = x > k["lo"] if k["lo_open"] else x >= k["lo"]
-    hi_ok = x < k["hi"] if k["hi_open"] else x <= k["hi"]
-    if not (lo_ok and hi_ok and math.isfinite(x)):
-        raise ValueError(rotary.fill(k["range"], value=_value_str(k, x)))
-
-
 def _value_str(k, x):
-    """(checks) rp_model_cfg_value_str: a seed as C's unsigned, a number as %g, a bool by its
-    names (schema.json's), the rest as written."""
+    """x as roper.config writes it: a seed as C's unsigned, a number as %g, a bool by its names
+    (schema.json's), the rest as written."""
     if k["type"] == "seed":
         return "%d" % (x % 2 ** 64)
     if k["type"] == "number":
@@ -166,42 +153,29 @@ def _is_default(k, x):
 
 
 def _facts(c):
-    """(restated) rp_model_cfg_fact: the facts of the config c that the schema's needs test (pe,
-    attention, scaling; the placements rotated: rotate, else and with linear attention the mode's
-    own; xPos on or off)."""
+    """The facts of the config c that the schema's needs test (pe, attention, scaling; the
+    placements rotated: rotate, else and with linear attention the mode's own; xPos on or
+    off)."""
     rot = c["rotate"] if c["rotate"] and c["attention"] != "linear" else PE[c["pe"]]["rotate"]
     return {"pe": c["pe"], "attention": c["attention"], "rotate": rot, "scaling": c["scaling"],
             "xpos": "on" if c["xpos"] > 0.0 else "off"}
 
 
 def _unused(c, k):
-    """None when row k's key does something for the config c, else why not: the first of the
-    row's needs (schema.json) whose fact c holds at a value the need does not hold for."""
+    """None when row k's key does something for the config c, else the first of the row's needs
+    (schema.json) whose fact c holds at a value the need does not hold for."""
     fact = _facts(c)
     for need in k["needs"]:
         if fact[need["fact"]] not in need["holds"]:
-            return need["why"].format(**fact)
+            return need
     return None
 
 
-def _fraction_width(what, f, D):
-    """(checks) rp_pe_fraction_width: the width floor(f D) that fraction f of d_k D gives, even
-    and >= 2."""
-    if not 0.0 < f <= 1.0:
-        raise ValueError(rotary.fill(MESSAGES["fraction_range"], what=what, fraction=rotary._g(f)))
-    w = int(math.floor(f * D))
-    if w < 2 or w % 2:
-        raise ValueError(rotary.fill(MESSAGES["fraction_width"], what=what, fraction=rotary._g(f),
-                                     d_rot=w, d_k=D))
-    return w
-
-
 def widths(cfg):
-    """(checks) {placement: d_rot} of the rotated placements (core/model/model_config.c's
-    pe_widths; with linear attention the mode's own): each from the fraction of the schema's row
-    that rp_model_cfg_width_key picks (of the placement rows that name it, the one with an unset_as
-    when set, else the other), refused as roper refuses a fraction that gives an odd width or one
-    below 2."""
+    """{placement: d_rot} of the rotated placements (with linear attention the mode's own): each
+    floor(f d_k) of the fraction f of the schema's row that roper picks (of the placement rows that
+    name it, the one with an unset_as when set, else the other). Not checked here (core checks
+    that a width is even and >= 2)."""
     D = cfg["d_model"] // cfg["heads"]
     rot = cfg.get("rotate") or MODES[cfg["pe"]].rotate
     out = {}
@@ -209,14 +183,14 @@ def widths(cfg):
         rows = [k for k in KEYS if k["use"] == "placement" and p in k["placements"]]
         own = [k for k in rows if "unset_as" in k and (cfg.get(k["name"]) or 0.0) > 0.0]
         k = own[0] if own else next(k for k in rows if "unset_as" not in k)
-        out[p] = _fraction_width(k["name"], cfg[k["name"]], D)
+        out[p] = int(math.floor(cfg[k["name"]] * D))
     return out
 
 
 def freq_of(cfg, theta=None, angles=None, axes="axial", sections=None, mix=None):
-    """(restated) The model's frequency scheme (rp_model_cfg_freq): the keys of the schema's freq
-    column in their fields (orig_len seq_len when 0), the own frequencies or angles and the map
-    of vector positions (which safetensors files do not hold)."""
+    """The model's frequency scheme: the keys of the schema's freq column in their fields
+    (orig_len seq_len when 0), the own frequencies or angles and the map of vector positions
+    (which safetensors files do not hold)."""
     f = {field: float(cfg[k["name"]]) if k["type"] in ("int", "number") else cfg[k["name"]]
          for field, k in rotary.FREQ_KEYS.items()}
     f["orig_len"] = f["orig_len"] or float(cfg["seq_len"])
@@ -227,61 +201,14 @@ def freq_of(cfg, theta=None, angles=None, axes="axial", sections=None, mix=None)
 
 
 def _normalise(c):
-    """(restated) rp_model_cfg_normalise: the mode's own rotate, and a key equal to the key its 0
-    stands for (the schema's unset_as: fraction_q and fraction_qk), are "not set" ("" and 0), so
-    that equal models have equal configs."""
+    """(restated) The one stored form (core's rp_model_cfg_normalise): the mode's own rotate, and a key equal
+    to the key its 0 stands for (the schema's unset_as: fraction_q and fraction_qk), are "not
+    set" ("" and 0), so that equal models have equal configs."""
     if c["rotate"] == MODES[c["pe"]].rotate:
         c["rotate"] = ""
     for k in KEYS:
         if "unset_as" in k and c[k["name"]] == c[k["unset_as"]]:
             c[k["name"]] = 0.0
-
-
-def _refuse(r, c, lo=0):
-    """(interprets) ValueError with coded rule r's message (model_config.c's refuse): its why with
-    {<key>} the value of each key of c (_value_str), {lo} lo and {hi} its max."""
-    return ValueError(rotary.fill(r["why"], lo=lo, hi=r.get("max", 0),
-                                  **{k["name"]: _value_str(k, c[k["name"]]) for k in KEYS}))
-
-
-def _coded(name, c):
-    """(checks) rp_model_cfg_check's rules that core codes (core/model/model_config.c's
-    rule_<name>), by the names that schema.json's rules give them, with their messages and bounds
-    (their why and max) from there."""
-    r, mode = RULE[name], PE[c["pe"]]
-    if name == "rows" and c["max_batch"] > r["max"] // c["seq_len"]:
-        raise _refuse(r, c)
-    if name == "heads" and c["d_model"] % c["heads"]:
-        raise _refuse(r, c)
-    if name == "sinusoid" and c["d_model"] % 2 and \
-            any(p["use"] == "proj_sin" for p in mode["rel_params"]):
-        raise _refuse(r, c)
-    if name == "rotate":
-        _rotate_check(c["pe"], c["rotate"], False)
-    if name == "widths":
-        widths(c)
-    if name == "buckets" and "rel_buckets" in mode["rel_keys"]:
-        lo = c["rel_buckets"] // 2 + 1
-        if not lo <= c["rel_max_distance"] <= r["max"]:
-            raise _refuse(r, c, lo)
-    if name == "freq":
-        rotary.check_tables(freq_of(c))  # rp_rope_freq_check(rp_model_cfg_freq(cfg))
-
-
-def _check_rules(c):
-    """Every key in its range again (as a stored config: for what rope_scaling set), then
-    schema.json's rules between keys in order: a coded one by its name, a data one, when one of
-    its `when` keys is set, needing pe among its modes and its `unset` keys at their defaults."""
-    for k in KEYS:
-        _check_key(k, c[k["name"]], False)
-    fact = dict(_facts(c), linear=MESSAGES["linear"] if c["attention"] == "linear" else "")
-    for r in SCHEMA["rules"]:
-        if "check" in r:
-            _coded(r["check"], c)
-        elif any(not _is_default(KEY[w], c[w]) for w in r["when"]) and \
-                (c["pe"] not in r.get("pe", PE) or
-                 any(not _is_default(KEY[u], c[u]) for u in r["unset"])):
-            raise ValueError(r["why"].format(**fact))
 
 
 # ---- Hugging Face's names (bindings/freq.c's table, from schema.json) ----
@@ -293,15 +220,13 @@ _HF_MAP = SCHEMA["hf_map"]
 
 
 def _rope_theta(c):
-    """(checks) rope_theta, Hugging Face's name of base (lrp_optbase)."""
+    """rope_theta, Hugging Face's name of base (core checks its range)."""
     if c.get("base") is not None:
         raise ValueError(_say("base_exclude"))
-    x = _read(dict(KEY["base"], name="rope_theta"), c["rope_theta"])  # read as base
-    if not math.isfinite(x):
-        raise ValueError(_say("finite", key="rope_theta", got=rotary._describe(x)))
-    if not x > 0.0:
-        raise ValueError(_say("positive", key="rope_theta", got=rotary._describe(x)))
-    return x
+    v = c["rope_theta"]
+    if isinstance(v, (bool, str)) or not hasattr(v, "__float__"):
+        raise ValueError(_say("number", key="rope_theta", got=rotary._describe(v)))
+    return float(v)
 
 
 def _hf_value(f, v):
@@ -376,49 +301,47 @@ def config(cfg=None, **kw):
     """rp.model's config with its defaults filled in: a Config, a dict of every key of DEFAULTS,
     the mode's own rotate and the shared fractions "not set" ("" and 0) as roper stores them
     (a Config given alone comes back as it is: the modules pass theirs on); rope_theta and
-    rope_scaling, Hugging Face's names, mapped onto roper's keys as rp.model maps them. Raises
-    ValueError with rp.model's message for what rp.model refuses (a StoredConfig: what roper's
-    readers refuse). The other keys of OWN are left to the caller (RoperTransformer's
-    arguments)."""
+    rope_scaling, Hugging Face's names, mapped onto roper's keys. With roper's core (core.LIB) the
+    config is checked by core as rp.model checks it and a refusal raises ValueError with core's
+    message; without it only the keys' names and Python types are checked. A StoredConfig
+    (stored.from_json's, checked by core as a file's reader checks it) is completed without a
+    check, a value that does nothing for its mode set to its default. The other keys of OWN are
+    left to the caller (RoperTransformer's arguments)."""
     if isinstance(cfg, Config) and not kw:
         return cfg
     stored = isinstance(cfg, StoredConfig) and not kw
     c = dict(cfg or {}, **kw)
     for name in c:
         if not isinstance(name, str):
-            raise ValueError(_say("names", got=rotary._describe(name)))
-        if name not in KEY and name not in OWN:
-            raise ValueError(_say("unknown", key=name, names=", ".join(list(KEY) + list(OWN))))
+            raise ValueError("config keys must be strings, got %r" % (name,))
+        if name not in KEY and name not in OWN and not core.LIB:
+            raise ValueError("unknown config key '%s' (the keys: %s)"
+                             % (name, ", ".join(list(KEY) + list(OWN))))
+    given = {name: v for name, v in c.items() if name not in OWN and v is not None}
+    if c.get("rope_theta") is not None:
+        given["base"] = _rope_theta(c)
+    if c.get("rope_scaling") is not None:
+        _rope_scaling(c, given)
+    if core.LIB and not stored:  # core's checks: rp.model's
+        text = {}
+        for k in KEYS:  # the keys a file must hold: those left out at rp.model's defaults
+            if k["json"] == "required" and not k["required"] and k["name"] not in given:
+                text[k["name"]] = DEFAULTS[k["name"]]
+        for name, v in given.items():
+            text[name] = _json_value(KEY[name], v) if name in KEY else v
+        core.check(json.dumps(text, allow_nan=False), core.WRITTEN)
     full = {}
     for k in KEYS:
         name = k["name"]
-        if c.get(name) is None:  # absent (Lua's nil)
+        if name not in given:
             if k["required"]:
-                raise ValueError(_say("required", key=name, help=k["help"]))
+                raise ValueError("'%s' is required (%s)" % (name, k["help"]))
             full[name] = DEFAULTS[name]
-            continue
-        full[name] = _read(k, c[name])
-        _check_key(k, full[name], not stored)
-    if c.get("rope_theta") is not None:
-        full["base"] = _rope_theta(c)
-    if c.get("rope_scaling") is not None:
-        _rope_scaling(c, full)
-    if not stored:
-        _rotate_check(full["pe"], full["rotate"], True)
-    if stored:  # roper's readers check the values as the file holds them
-        _check_rules(full)
-        _normalise(full)
-        # then a value that does nothing for the mode (a file of an older roper may hold one)
+        else:
+            full[name] = _typed(k, given[name])
+    _normalise(full)
+    if stored:  # a value that does nothing for the mode (a file of an older roper may hold one)
         # is its default: roper's model does not use it, and m:config() leaves it out
         for k in [k for k in KEYS if not _is_default(k, full[k["name"]]) and _unused(full, k)]:
             full[k["name"]] = DEFAULTS[k["name"]]
-    else:
-        _normalise(full)
-        _check_rules(full)
-    if not stored:
-        for k in KEYS:
-            why = None if _is_default(k, full[k["name"]]) else _unused(full, k)
-            if why:
-                raise ValueError(rotary.fill(SCHEMA["key_messages"]["unused"], key=k["name"],
-                                             value=_value_str(k, full[k["name"]]), why=why))
     return Config(full)

@@ -45,7 +45,7 @@ from . import rotary
 from .config import (DEFAULTS, KEY, MESSAGES, MODES, PE, SCHEMA, Config,  # noqa: F401
                      _rotary_refusal, _unused, config, freq_of, widths)
 from .safetensors import DTYPES, read_safetensors, write_safetensors
-from .stored import _quoted, from_json, to_json
+from .stored import from_json, to_json
 
 LN_EPS = 1e-5
 LINATTN_EPS = 1e-6  # RP_LINATTN_EPS
@@ -718,6 +718,13 @@ AXES_KEY = SCHEMA["extras"]["axes_key"]
 _EXTRA_MSG = SCHEMA["extras"]["messages"]  # the reader's refusals (rp_safetensors_extra_msgs)
 # the file's refusals of its metadata (rp_cfg_json_msgs); the roper.version roper writes and reads
 _FILE_MSG, VERSION = SCHEMA["extras"]["config"]["messages"], SCHEMA["extras"]["version"]
+
+
+def _quoted(s):
+    """A tensor's or a value's name as the messages show it: quoted, a byte that is not
+    printable ASCII as \\xNN."""
+    return '"%s"' % "".join(c if " " <= c <= "~" else "".join(
+        "\\x%02x" % b for b in c.encode("utf-8", "surrogatepass")) for c in s)
 
 
 def _shape_str(t):

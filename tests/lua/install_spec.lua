@@ -146,6 +146,17 @@ describe("make install into a DESTDIR", function()
       end
       assert.are.equal(0, code, err)
       assert.are.equal(D .. final .. "/roper_torch/__init__.py\ntorch.Size([1, 1, 3, 8])\n", out)
+      -- beside it, the path of the installed C library, whose core checks the companion's
+      -- configs (roper_torch/core.py); here DESTDIR stands for /, so ROPER_LIB points at it
+      assert.are.equal("/usr/local/lib/libroper.so.0\n",
+        h.read(D .. final .. "/roper_torch/library.txt"))
+      out, err, code = run(in_w .. "env -u PYTHONDONTWRITEBYTECODE ROPER_LIB="
+        .. sh_quote(P .. "/lib/libroper.so.0") .. " PYTHONPATH=" .. sh_quote(D .. final) .. " "
+        .. PY .. " -c " .. sh_quote("import roper_torch.core as c; print(c.LIB); "
+          .. "import roper_torch as r\ntry: r.config(vocab=5, d_model=16, heads=3)\n"
+          .. "except ValueError as e: print(e)"))
+      assert.are.equal(0, code, err)
+      assert.are.equal("True\nd_model 16 is not divisible by heads 3\n", out)
     end)
 
   it("registers the Jupyter kernel where Jupyter looks, naming the installed roper", function()
@@ -375,6 +386,8 @@ int main(void) {
         "/roper_kernel/__pycache__/kernel." .. tag .. ".opt-1.pyc" } do
         assert.are.equal("file", lfs.attributes(D .. site .. f, "mode"), f)
       end
+      -- the companion's pointer to the C library (written by make install, not in the tree)
+      assert.are.equal("file", lfs.attributes(D .. site .. "/roper_torch/library.txt", "mode"))
       local other = torch_cache .. "/model_extra." .. tag .. ".pyc"
       h.write(D .. other, "not ours")
       out, err, code = make("uninstall DESTDIR=" .. sh_quote(D) .. " PREFIX=/usr/local")

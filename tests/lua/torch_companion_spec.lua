@@ -185,10 +185,15 @@ local function have_torch()
   return true
 end
 
-local function py(args)
+-- roper's C library of this build, which the companion calls to check configs (its core.py:
+-- ROPER_LIB; "" runs it without)
+local LIB = ROOT .. "/" .. (os.getenv("BUILD") or "build") .. "/libroper.so." .. rp._VERSION
+
+local function py(args, lib)
   local q = {}
   for i, a in ipairs(args) do q[i] = h.sh_quote(a) end
-  return h.run(PY .. " " .. SCRIPT .. " " .. table.concat(q, " "))
+  return h.run("ROPER_LIB=" .. h.sh_quote(lib or LIB) .. " " .. PY .. " " .. SCRIPT .. " "
+    .. table.concat(q, " "))
 end
 
 -- The random sweeps' draws: a generator seeded with seed, and pick(t), one entry of the list t.
@@ -292,6 +297,30 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       end
     end
     assert.equal(#want, #got)
+  end
+
+  -- The companion's verdict for each config (torch_companion.py's `mode`) against want's: "ok"
+  -- lines equal, a refusal refused; its message core's, rp.model's word for word, except where
+  -- rp.model's Lua reader answers in its own words (its "option '...'" messages) or core's
+  -- roper.config reader answers (its "'key' must be ..." messages: it reads every key's type
+  -- before any range, where rp.model reads and checks key by key), or the config holds a number JSON cannot
+  -- (NaN, infinities: the companion refuses them itself).
+  local function same_verdicts(mode, cfgs, want)
+    h.write(d .. "/" .. mode .. ".json", to_json(cfgs))
+    local out, err, code = py { mode, d .. "/" .. mode .. ".json" }
+    assert.equal(0, code, err)
+    local got = {}
+    for line in out:gmatch("[^\n]+") do got[#got + 1] = line end
+    assert.equal(#want, #got)
+    for i = 1, #want do
+      local text = to_json(cfgs[i])
+      local exact = want[i]:find("^ok") or not (want[i]:find("^option '") or got[i]:find("^'")
+        or text:find("NaN") or text:find("Infinity"))
+      if exact and want[i] ~= got[i] or (want[i]:find("^ok") ~= nil) ~= (got[i]:find("^ok") ~= nil)
+      then
+        assert.equal(want[i], got[i], "config " .. i .. ": " .. text)
+      end
+    end
   end
 
   local worst = {}
@@ -963,8 +992,48 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
         accepted = accepted + (built and 1 or 0)
       end
       assert.is_true(accepted > 100, accepted .. " accepted") -- both kinds of verdict are tested
-      same_lines("configs", cfgs, want)
+      same_verdicts("configs", cfgs, want)
     end)
+
+  it("refuses a config with core's message exactly (core's rp_config_check_json, through ctypes); "
+    .. "without roper's library it refuses a type and loads a file roper wrote", function()
+    if not ok then return pending(why) end
+    local function with(t)
+      local c = {}
+      for k, v in pairs(BASE) do c[k] = v end
+      for k, v in pairs(t) do c[k] = v end
+      return c
+    end
+    -- a bad mode (core's roper.config reader's words), a scaling key without its scaling, a
+    -- relative key out of range, a bad fraction, heads that do not divide d_model, a key that
+    -- does nothing for the mode: rp.model's message (inside "bad argument #1 ...") for the rules
+    local names = {}
+    for _, m in ipairs(rp.pe_modes()) do names[#names + 1] = m.name end
+    local cfgs = { with { pe = "nope" }, with { scaling_factor = 2 },
+      with { pe = "t5", rel_buckets = 8, rel_max_distance = 2 }, with { fraction_qk = 0.1 },
+      with { heads = 3 }, with { pe = "none", xpos = 0.5 }, with { pe = "roper" } }
+    local want = { "'pe' must be one of " .. table.concat(names, ", ") .. '; got "nope"' }
+    for i = 2, #cfgs do
+      local built, msg = pcall(rp.model, cfgs[i])
+      want[i] = built and "ok" or msg:match("^bad argument #1 to 'rp.model' %((.*)%)$")
+    end
+    assert.equal("ok", want[#want])
+    same_lines("configs", cfgs, want)
+    -- without the library (ROPER_LIB set and empty): Python's types only
+    h.write(d .. "/nolib.json", to_json { with { d_model = "x" }, with { heads = 3 } })
+    local out, err, code = py({ "configs", d .. "/nolib.json" }, "")
+    assert.equal(0, code, err)
+    assert.equal("'d_model' must be an integer, got 'x'\nok\n", out)
+    -- and a file roper wrote loads, with roper's logits
+    local c = case_named("roper_partial")
+    h.write(d .. "/nolib_manifest.json", cjson.encode { { name = c[1],
+      model = d .. "/" .. c[1] .. ".safetensors", tokens = d .. "/tokens.npy",
+      out = d .. "/nolib_logits.npy" } })
+    out, err, code = py({ "logits", d .. "/nolib_manifest.json" }, "")
+    assert.equal(0, code, err)
+    assert.is_true(rp.maxdiff(roper_logits[c[1]], assert(rp.load(d .. "/nolib_logits.npy")))
+      <= TOL)
+  end)
 
   it("says why a key does nothing and refuses keys against each other as rp.model does: every "
     .. "need of every key (rp.model_keys) and every rule between keys (rp.model_rules)", function()
@@ -1096,7 +1165,7 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
         end
       end
       assert.is_true(accepted > 300 and accepted < 5700, accepted .. " accepted")
-      same_lines("hf_configs", cfgs, want)
+      same_verdicts("hf_configs", cfgs, want)
     end)
 
   it("builds a model where rp.model does: 4,000 random configs with own tables and positions",
@@ -1891,8 +1960,8 @@ describe("RoPE and RoPER of the companion (python/roper_torch/rope.py) against r
           .. "scaling, scaling_factor, orig_len, yarn_alpha, yarn_beta, xpos, xpos_scale_base, "
           .. "yarn_ramp, low_freq_factor, high_freq_factor, attention_factor, rope_theta, "
           .. "rope_scaling)",
-        "pairing: RoPE: option 'pairing' must be one of \"half\", \"interleaved\", got string "
-          .. "\"pairs\"",
+        -- core's roper.config reader's words (the companion hands its config to core)
+        "pairing: RoPE: 'pairing' must be one of half, interleaved; got \"pairs\"",
         "base: RoPER: base must be a finite number > 0, got 0",
         "factor alone: RoPER: scaling_factor 2 does nothing with scaling none: it applies "
           .. "to the scalings (pi, ntk, yarn, dynamic or llama3)",
