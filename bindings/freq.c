@@ -600,46 +600,6 @@ int lrp_option_messages(lua_State *L)
     return 1;
 }
 
-int lrp_axes_rules(lua_State *L)
-{
-    lua_settop(L, 0);
-    lua_createtable(L, 0, 3);
-    lua_createtable(L, RP_AXES_COUNT, 0);
-    for (int m = 0; m < RP_AXES_COUNT; m++) {
-        const rp_axes_map_desc *d = &rp_axes_maps[m];
-        lua_createtable(L, 0, 4);
-        lrp_setstr(L, "name", rp_axes_names[m]);
-        if (d->table) {
-            lrp_setstr(L, "table", d->table);
-            lrp_setstr(L, "does", d->does);
-            lrp_setstr(L, "what", d->what);
-        }
-        lua_rawseti(L, -2, m + 1);
-    }
-    lua_setfield(L, -2, "maps");
-    lua_createtable(L, RP_AXR_COUNT, 0);
-    for (int r = 0; r < RP_AXR_COUNT; r++) {
-        lua_pushstring(L, rp_axes_rule_names[r]);
-        lua_rawseti(L, -2, r + 1);
-    }
-    lua_setfield(L, -2, "rules");
-    lua_createtable(L, 0, RP_AXW_COUNT);
-    for (int w = 0; w < RP_AXW_COUNT; w++) {
-        const rp_axes_wording *wd = &rp_axes_wordings[w];
-        lua_createtable(L, 0, RP_AXR_COUNT + 1);
-        lua_pushboolean(L, wd->by_table);
-        lua_setfield(L, -2, "by_table");
-        for (int r = 0; r < RP_AXR_COUNT; r++) {
-            if (!wd->msg[r]) continue;
-            lua_pushstring(L, wd->msg[r]);
-            lua_setfield(L, -2, rp_axes_rule_names[r]);
-        }
-        lua_setfield(L, -2, wd->name);
-    }
-    lua_setfield(L, -2, "wordings");
-    return 1;
-}
-
 int lrp_optxposside(lua_State *L, int idx)
 {
     lua_Integer side = lrp_optinteger(L, idx, "xpos_side", 1);

@@ -88,12 +88,6 @@ void lrp_optaxes(lua_State *L, int idx, lrp_axes_opts *o);
 void lrp_axes_tables(lua_State *L, int idx, const lrp_axes_opts *o, int A, int pos_given,
                      int64_t half, int angles_given, rp_rope_freq *f);
 
-/* rp.axes_rules() -> the rules of the vector-position options (core/nn/axes_plan.h) as a new
- * table: maps[i] = {name =, table =, does =, what =} by rp_axes_map (table and the rest nil for
- * axial), rules = the rules' names in the order they are checked, wordings[name] = {by_table =,
- * <rule> = message template, ...} (a rule a wording does not check has no template). */
-int lrp_axes_rules(lua_State *L);
-
 /* rp.option_messages() -> the option readers' messages and what they name, as a new table:
  * messages[name] = template (args.h's lrp_msgs: marks {key}, {got}, ... of lrp_mark), tables[key]
  * = {dims =, shape =, forms =, noun =} for the table options freq, angles and mix (their dims, the
