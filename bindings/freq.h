@@ -96,13 +96,14 @@ void lrp_axes_tables(lua_State *L, int idx, const lrp_axes_opts *o, int A, int p
  * angles), hf_unsupported = the rope_types refused by name (LRP_M_HF_UNSUPPORTED). */
 int lrp_option_messages(lua_State *L);
 
-/* Positions at stack slot idx (argument arg, named `what` in errors, as rp.rope.angles reads
- * them: a list of integers or a 1-D tensor, or vector positions, an [n x A] tensor or a list of n
- * lists of A = 1 .. RP_MAX_AXES integers; each within 2^53) copied row-major into a new userdata
- * pushed on the stack (keep it there while the buffer is used); *axes = A (0 for scalar
- * positions), *n = the positions (rows). Raises naming arg. */
-int64_t *lrp_read_positions(lua_State *L, int arg, int idx, const char *what, int *axes,
-                            int64_t *n);
+/* Positions at stack slot idx (argument arg, named `what` in errors): a list of integers or a
+ * 1-D tensor of integral values, each within +-2^53 (LRP_MAX_POS), or a single number when
+ * allow_number; with axes != NULL vector positions too, an [n x A] tensor or a list of n lists of
+ * A = 1 .. RP_MAX_AXES integers; copied row-major into a new userdata pushed on the stack (keep it
+ * there while the buffer is used); *axes = A (0 for scalar positions), *n = the positions (rows).
+ * Raises naming arg. */
+int64_t *lrp_read_positions(lua_State *L, int arg, int idx, const char *what, int allow_number,
+                            int *axes, int64_t *n);
 
 /* The xpos_side option at idx: 1 (the query side, the default) or -1 (the key side). */
 int lrp_optxposside(lua_State *L, int idx);

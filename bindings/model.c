@@ -3,7 +3,7 @@
  * checkpoints (m:save, rp.load), and the registration of every method. Running the model
  * (forward, loss, train_step, generate, introspection) is in model_run.c, safetensors files
  * (m:save_safetensors, m:load_safetensors, and rp.load for them and for .npy files) in interop.c
- * (model_methods.h).
+ * (model_run.h, interop.h); core's tables (rp.model_keys, rp.pe_modes, ...) are exported by tables.c.
  *
  * The userdata holds the rp_model pointer (NULL before rp_model_new succeeds and after
  * m:free(), __gc or __close). Every argument is checked here before core runs: the config table
@@ -20,7 +20,8 @@
 
 #include "args.h"
 #include "freq.h"
-#include "model_methods.h"
+#include "interop.h"
+#include "model_run.h"
 #include "modules.h"
 #include "userdata.h"
 
@@ -156,7 +157,7 @@ static int l_model(lua_State *L)
     int64_t rows = 0;
     const int64_t *pos = NULL;
     if (lua_getfield(L, 1, "positions") != LUA_TNIL)
-        pos = lrp_read_positions(L, 1, lua_gettop(L), "option 'positions'", &A, &rows);
+        pos = lrp_read_positions(L, 1, lua_gettop(L), "option 'positions'", 0, &A, &rows);
     else lua_pushnil(L);
     lrp_axes_tables(L, 1, &ax, A, pos != NULL, p.half, f.angles != NULL, &f);
     lrp_model *u = lrp_newmodel(L);

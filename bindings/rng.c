@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "args.h"
-#include "roper.h"
+#include "modules.h"
 #include "userdata.h"
 
 /* The roper.Rng userdata: the generator first (the other binding files take the userdata as an

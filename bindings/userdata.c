@@ -83,6 +83,20 @@ void lrp_set_release(lua_State *L, int mt, int meth, lua_CFunction release)
     lua_setfield(L, meth, "free");
 }
 
+void lrp_set_queries(lua_State *L, int t, lua_CFunction fn, const void *rows, size_t stride,
+                     int n)
+{
+    t = lua_absindex(L, t);
+    for (int i = 0; i < n; i++) {
+        const void *row = (const char *)rows + (size_t)i * stride;
+        const char *name;
+        memcpy(&name, row, sizeof name);
+        lua_pushlightuserdata(L, (void *)(uintptr_t)row);
+        lua_pushcclosure(L, fn, 1);
+        lua_setfield(L, t, name);
+    }
+}
+
 void lrp_open_type(lua_State *L, int mod, const char *mt_name, const char *public_name,
                    const luaL_Reg *methods, lua_CFunction release, lua_CFunction tostring)
 {

@@ -11,7 +11,8 @@
 #include <string.h>
 
 #include "args.h"
-#include "roper.h"
+#include "comm.h"
+#include "modules.h"
 #include "userdata.h"
 
 #define COMM_KEY "roper.comm" /* registry: the one roper.Comm of this state */
@@ -83,33 +84,31 @@ static int l_plugin(lua_State *L)
     return 1;
 }
 
-static int c_rank(lua_State *L)
-{
-    lrp_checkcomm(L, 1, "comm:rank");
-    lua_pushinteger(L, rp_dist_rank());
-    return 1;
-}
+/* comm:rank(), comm:size(), comm:local_size() -> integer and comm:mpi() -> boolean (true when
+ * MPI is running, several processes may take part; false for a process mpirun did not start):
+ * queries of the data-parallel layer, one row each (the wrapper comes from the declaration:
+ * lrp_set_queries): the name its checks give, the core function that answers it. */
+typedef struct comm_query_row {
+    const char *name;
+    const char *what;
+    int (*count)(void);
+    int (*flag)(void);
+} comm_query_row;
 
-static int c_size(lua_State *L)
-{
-    lrp_checkcomm(L, 1, "comm:size");
-    lua_pushinteger(L, rp_dist_size());
-    return 1;
-}
+static const comm_query_row comm_queries[] = {
+    {"rank", "comm:rank", rp_dist_rank, NULL},
+    {"size", "comm:size", rp_dist_size, NULL},
+    {"local_size", "comm:local_size", rp_dist_local_size, NULL},
+    {"mpi", "comm:mpi", NULL, rp_dist_active},
+};
 
-static int c_local_size(lua_State *L)
+/* One query: its row is the closure's upvalue. */
+static int c_query(lua_State *L)
 {
-    lrp_checkcomm(L, 1, "comm:local_size");
-    lua_pushinteger(L, rp_dist_local_size());
-    return 1;
-}
-
-/* comm:mpi() -> true when MPI is running (several processes may take part), false for a process
- * mpirun did not start. */
-static int c_mpi(lua_State *L)
-{
-    lrp_checkcomm(L, 1, "comm:mpi");
-    lua_pushboolean(L, rp_dist_active());
+    const comm_query_row *q = (const comm_query_row *)lua_touserdata(L, lua_upvalueindex(1));
+    lrp_checkcomm(L, 1, q->what);
+    if (q->flag) lua_pushboolean(L, q->flag());
+    else lua_pushinteger(L, q->count());
     return 1;
 }
 
@@ -238,8 +237,7 @@ static int c_tostring(lua_State *L)
 }
 
 static const luaL_Reg comm_methods[] = {
-    {"rank", c_rank},       {"size", c_size},   {"local_size", c_local_size},
-    {"mpi", c_mpi},         {"allreduce", c_allreduce}, {"bcast", c_bcast},
+    {"allreduce", c_allreduce}, {"bcast", c_bcast},
     {"agree", c_agree},     {"barrier", c_barrier},     {"stats", c_stats},
     {"finalize", c_finalize}, {"abort", c_abort},       {NULL, NULL},
 };
@@ -253,6 +251,9 @@ void lrp_open_dist(lua_State *L, int mod)
 {
     mod = lua_absindex(L, mod);
     lrp_open_type(L, mod, LRP_COMM_MT, "Comm", comm_methods, NULL, c_tostring); /* rp.Comm */
+    lua_getfield(L, mod, "Comm"); /* the method table */
+    LRP_SET_QUERIES(L, -1, c_query, comm_queries);
+    lua_pop(L, 1);
     luaL_newlib(L, mpi_funcs);
     lua_setfield(L, mod, "mpi");
 }
