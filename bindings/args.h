@@ -6,7 +6,7 @@
  * userdata types and their check/new helpers, in userdata.c; modules.h the registration function
  * of each binding file (called by roper.c); roper.h the module entry (luaopen_roper, the embedded
  * Lua sources). Every other header is named for the file that defines what it declares (freq.h,
- * comm.h, tensor_index.h, tensor_math.h, model_run.h, interop.h), for the files that call it. A
+ * tensor_index.h, tensor_math.h, model_run.h, interop.h), for the files that call it. A
  * binding file includes the ones it uses, never a header of a file that calls it (registration
  * included: tests/lua/layering_spec.lua); no header includes another binding header (roper.h's
  * include of modules.h, kept until tasks.c and optim.c include modules.h, is the exception).

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "args.h"
-#include "comm.h"
 #include "model_run.h"
 #include "userdata.h"
 

@@ -1,6 +1,6 @@
 /* The userdata types of the roper module (roper.Tensor, roper.Model, roper.Optim; roper.Rng,
- * roper.Task and roper.Tokenizer are private to rng.c, tasks.c and tokenizer.c, roper.Comm to
- * comm.c: comm.h) and the helpers that check and create them (userdata.c); their metatable names
+ * roper.Task, roper.Tokenizer and roper.Comm are private to rng.c, tasks.c, tokenizer.c and
+ * dist.c) and the helpers that check and create them (userdata.c); their metatable names
  * and the registry keys are in args.h, whose errors name them. model.c and optim.c both use the model and
  * optimiser helpers from here, so neither needs the other. The rules these helpers serve are in
  * args.h.
@@ -112,5 +112,15 @@ rp_model *lrp_optim_model(lua_State *L, int idx);
 /* The live optimiser at opt_idx, which must update the model at model_idx; raises
  * "the optimiser belongs to another model" otherwise. */
 lrp_optim *lrp_checkoptim_for(lua_State *L, int opt_idx, int model_idx);
+
+/* ---- communicators (dist.c's roper.Comm; here, below model_run.c, which uses them too) ---- */
+
+/* Checks that idx holds a roper.Comm and that MPI is still usable in this process; raises
+ * "<what>: MPI was finalised in this process" otherwise. */
+void lrp_checkcomm(lua_State *L, int idx, const char *what);
+/* Prints "roper: rank r of n: <what>: <msg>; ending every rank of the job" and ends the whole
+ * job (MPI_Abort): for a failure in the middle of a collective step, where the other ranks wait
+ * for this one. Never returns. */
+_Noreturn void lrp_dist_abort(lua_State *L, const char *what, const char *msg);
 
 #endif

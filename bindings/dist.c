@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "args.h"
-#include "comm.h"
 #include "modules.h"
 #include "userdata.h"
 
@@ -23,21 +22,6 @@ static int dist_raise(lua_State *L, const char *what, rp_status st)
 {
     if (rp_dist_active() && rp_dist_size() > 1) lrp_dist_abort(L, what, rp_last_error());
     return luaL_error(L, "%s: %s", what, rp_last_error());
-}
-
-_Noreturn void lrp_dist_abort(lua_State *L, const char *what, const char *msg)
-{
-    (void)L;
-    fprintf(stderr, "roper: rank %d of %d: %s: %s; ending every rank of the job\n",
-            rp_dist_rank(), rp_dist_size(), what, msg);
-    rp_dist_abort(1);
-}
-
-void lrp_checkcomm(lua_State *L, int idx, const char *what)
-{
-    lrp_checkudata(L, idx, LRP_COMM_MT);
-    if (!rp_dist_ready())
-        luaL_error(L, "%s: MPI was finalised in this process (comm:finalize)", what);
 }
 
 /* rp.mpi.launched() -> true when mpirun (or srun with PMIx) started this process. */
