@@ -57,7 +57,8 @@ void lrp_open_type(lua_State *L, int mod, const char *mt_name, const char *publi
 /* The thin wrappers from a declaration (torch7 cwrap's idea): sets t[name] (t: a table at index
  * t) to a closure of fn whose upvalue 1 is the row (a light userdata), for each of the n rows at
  * rows, stride bytes apart, each of which starts with its name (a const char *); fn reads what it
- * calls from its row. rp.blas.*, the tokenizer's and the communicator's queries. */
+ * calls from its row. rp.blas.*, the tokenizer's and the communicator's queries, the
+ * generator's draws (rp.rand, g:uniform, ...). */
 void lrp_set_queries(lua_State *L, int t, lua_CFunction fn, const void *rows, size_t stride,
                      int n);
 #define LRP_SET_QUERIES(L, t, fn, rows) \
