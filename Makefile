@@ -432,8 +432,8 @@ JUPYTERDIR = $(DATADIR)/jupyter
 MANIFEST = $(DATADIR)/roper/install-manifest.txt
 
 # The headers a C user needs: all of core/ and tasks/ but the insides of the implementation.
-PRIVATE_HEADERS := $(wildcard core/*/*_impl.h $(TEXT_DIR)/*_impl.h tasks/*_impl.h) core/tensor/simd.h core/tensor/tile.h \
-                   core/sys/parallel.h
+PRIVATE_HEADERS := $(wildcard core/*/*_impl.h tasks/*_impl.h) $(TEXT_DIR)/tokenizer_spm.h \
+                   core/tensor/simd.h core/tensor/tile.h core/sys/parallel.h
 PUBLIC_HEADERS := $(filter-out $(PRIVATE_HEADERS),$(wildcard core/*.h core/*/*.h $(TEXT_DIR)/*.h tasks/*.h))
 SCRIPTS := $(wildcard scripts/*.lua)
 SCRIPT_LIBS := $(wildcard scripts/lib/*.lua)

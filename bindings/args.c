@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "args.h"
-#include "userdata.h" /* the metatable names, for the public names in errors */
 
 /* ---- errors ---- */
 

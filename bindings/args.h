@@ -1,12 +1,15 @@
 /* The rules of a binding function, and the argument checks every binding file uses (args.c).
  *
  * Each binding header is named for what it holds: this one the rules and everything that reads
- * and checks a Lua value (errors, numbers, shapes, dims, indices, option tables), in args.c;
- * userdata.h the module's userdata types, their metatable names and check/new helpers, in
- * userdata.c; roper.h the module entry (luaopen_roper, each file's registration function, the
- * embedded Lua sources). tensor_methods.h and model_methods.h only declare the methods that
- * tensor_index.c, tensor_math.c and model_run.c hand to the registration in tensor.c and model.c.
- * A binding file includes the ones it uses; no header includes another binding header.
+ * and checks a Lua value (errors, numbers, shapes, dims, indices, option tables), in args.c, and
+ * the names of the userdata types and registry keys the errors name; userdata.h the module's
+ * userdata types and their check/new helpers, in userdata.c; modules.h the registration function
+ * of each binding file (called by roper.c); roper.h the module entry (luaopen_roper, the embedded
+ * Lua sources). Every other header is named for the file that defines what it declares (freq.h,
+ * tensor_index.h, tensor_math.h, model_run.h, interop.h), for the files that call it. A
+ * binding file includes the ones it uses, never a header of a file that calls it (registration
+ * included: tests/lua/layering_spec.lua); no header includes another binding header (roper.h's
+ * include of modules.h, kept until tasks.c and optim.c include modules.h, is the exception).
  *
  * Rules every binding function follows:
  *  - Check every argument first (raising Lua's standard `bad argument #N to 'f' (msg)`), then call
@@ -46,6 +49,26 @@
 #include <lua.h>
 
 #include "rp.h"
+
+/* ---- the names of the module's userdata types and registry keys (userdata.h has the types;
+ * the errors here name them) ---- */
+
+#define LRP_TENSOR_MT "roper.Tensor"
+#define LRP_RNG_MT "roper.Rng"
+#define LRP_MODEL_MT "roper.Model"
+#define LRP_OPTIM_MT "roper.Optim"
+#define LRP_TASK_MT "roper.Task"
+#define LRP_TOKENIZER_MT "roper.Tokenizer"
+#define LRP_COMM_MT "roper.Comm"
+/* Metatables of plain result tables that print in their own way (__tostring, set by the module's
+ * Lua part bindings/lua/print.lua): m:params(), m:grads() and rp.model_memory(cfg). */
+#define LRP_PARAMS_MT "roper.Params"
+#define LRP_GRADS_MT "roper.Grads"
+#define LRP_MEMORY_MT "roper.Memory"
+/* Registry key of the module table (for the public names in argument errors). */
+#define LRP_MODULE_KEY "roper.module"
+/* Registry key of the module's default generator (a roper.Rng userdata). */
+#define LRP_DEFAULT_RNG_KEY "roper.default_rng"
 
 /* Largest magnitude for integer-valued positions, offsets and random integer bounds (2^53: exact
  * in a double, and far from int64 overflow when sizes are added). */

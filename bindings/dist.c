@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "args.h"
-#include "roper.h"
+#include "modules.h"
 #include "userdata.h"
 
 #define COMM_KEY "roper.comm" /* registry: the one roper.Comm of this state */
@@ -22,21 +22,6 @@ static int dist_raise(lua_State *L, const char *what, rp_status st)
 {
     if (rp_dist_active() && rp_dist_size() > 1) lrp_dist_abort(L, what, rp_last_error());
     return luaL_error(L, "%s: %s", what, rp_last_error());
-}
-
-_Noreturn void lrp_dist_abort(lua_State *L, const char *what, const char *msg)
-{
-    (void)L;
-    fprintf(stderr, "roper: rank %d of %d: %s: %s; ending every rank of the job\n",
-            rp_dist_rank(), rp_dist_size(), what, msg);
-    rp_dist_abort(1);
-}
-
-void lrp_checkcomm(lua_State *L, int idx, const char *what)
-{
-    lrp_checkudata(L, idx, LRP_COMM_MT);
-    if (!rp_dist_ready())
-        luaL_error(L, "%s: MPI was finalised in this process (comm:finalize)", what);
 }
 
 /* rp.mpi.launched() -> true when mpirun (or srun with PMIx) started this process. */
@@ -83,33 +68,31 @@ static int l_plugin(lua_State *L)
     return 1;
 }
 
-static int c_rank(lua_State *L)
-{
-    lrp_checkcomm(L, 1, "comm:rank");
-    lua_pushinteger(L, rp_dist_rank());
-    return 1;
-}
+/* comm:rank(), comm:size(), comm:local_size() -> integer and comm:mpi() -> boolean (true when
+ * MPI is running, several processes may take part; false for a process mpirun did not start):
+ * queries of the data-parallel layer, one row each (the wrapper comes from the declaration:
+ * lrp_set_queries): the name its checks give, the core function that answers it. */
+typedef struct comm_query_row {
+    const char *name;
+    const char *what;
+    int (*count)(void);
+    int (*flag)(void);
+} comm_query_row;
 
-static int c_size(lua_State *L)
-{
-    lrp_checkcomm(L, 1, "comm:size");
-    lua_pushinteger(L, rp_dist_size());
-    return 1;
-}
+static const comm_query_row comm_queries[] = {
+    {"rank", "comm:rank", rp_dist_rank, NULL},
+    {"size", "comm:size", rp_dist_size, NULL},
+    {"local_size", "comm:local_size", rp_dist_local_size, NULL},
+    {"mpi", "comm:mpi", NULL, rp_dist_active},
+};
 
-static int c_local_size(lua_State *L)
+/* One query: its row is the closure's upvalue. */
+static int c_query(lua_State *L)
 {
-    lrp_checkcomm(L, 1, "comm:local_size");
-    lua_pushinteger(L, rp_dist_local_size());
-    return 1;
-}
-
-/* comm:mpi() -> true when MPI is running (several processes may take part), false for a process
- * mpirun did not start. */
-static int c_mpi(lua_State *L)
-{
-    lrp_checkcomm(L, 1, "comm:mpi");
-    lua_pushboolean(L, rp_dist_active());
+    const comm_query_row *q = (const comm_query_row *)lua_touserdata(L, lua_upvalueindex(1));
+    lrp_checkcomm(L, 1, q->what);
+    if (q->flag) lua_pushboolean(L, q->flag());
+    else lua_pushinteger(L, q->count());
     return 1;
 }
 
@@ -238,8 +221,7 @@ static int c_tostring(lua_State *L)
 }
 
 static const luaL_Reg comm_methods[] = {
-    {"rank", c_rank},       {"size", c_size},   {"local_size", c_local_size},
-    {"mpi", c_mpi},         {"allreduce", c_allreduce}, {"bcast", c_bcast},
+    {"allreduce", c_allreduce}, {"bcast", c_bcast},
     {"agree", c_agree},     {"barrier", c_barrier},     {"stats", c_stats},
     {"finalize", c_finalize}, {"abort", c_abort},       {NULL, NULL},
 };
@@ -253,6 +235,9 @@ void lrp_open_dist(lua_State *L, int mod)
 {
     mod = lua_absindex(L, mod);
     lrp_open_type(L, mod, LRP_COMM_MT, "Comm", comm_methods, NULL, c_tostring); /* rp.Comm */
+    lua_getfield(L, mod, "Comm"); /* the method table */
+    LRP_SET_QUERIES(L, -1, c_query, comm_queries);
+    lua_pop(L, 1);
     luaL_newlib(L, mpi_funcs);
     lua_setfield(L, mod, "mpi");
 }

@@ -600,46 +600,6 @@ int lrp_option_messages(lua_State *L)
     return 1;
 }
 
-int lrp_axes_rules(lua_State *L)
-{
-    lua_settop(L, 0);
-    lua_createtable(L, 0, 3);
-    lua_createtable(L, RP_AXES_COUNT, 0);
-    for (int m = 0; m < RP_AXES_COUNT; m++) {
-        const rp_axes_map_desc *d = &rp_axes_maps[m];
-        lua_createtable(L, 0, 4);
-        lrp_setstr(L, "name", rp_axes_names[m]);
-        if (d->table) {
-            lrp_setstr(L, "table", d->table);
-            lrp_setstr(L, "does", d->does);
-            lrp_setstr(L, "what", d->what);
-        }
-        lua_rawseti(L, -2, m + 1);
-    }
-    lua_setfield(L, -2, "maps");
-    lua_createtable(L, RP_AXR_COUNT, 0);
-    for (int r = 0; r < RP_AXR_COUNT; r++) {
-        lua_pushstring(L, rp_axes_rule_names[r]);
-        lua_rawseti(L, -2, r + 1);
-    }
-    lua_setfield(L, -2, "rules");
-    lua_createtable(L, 0, RP_AXW_COUNT);
-    for (int w = 0; w < RP_AXW_COUNT; w++) {
-        const rp_axes_wording *wd = &rp_axes_wordings[w];
-        lua_createtable(L, 0, RP_AXR_COUNT + 1);
-        lua_pushboolean(L, wd->by_table);
-        lua_setfield(L, -2, "by_table");
-        for (int r = 0; r < RP_AXR_COUNT; r++) {
-            if (!wd->msg[r]) continue;
-            lua_pushstring(L, wd->msg[r]);
-            lua_setfield(L, -2, rp_axes_rule_names[r]);
-        }
-        lua_setfield(L, -2, wd->name);
-    }
-    lua_setfield(L, -2, "wordings");
-    return 1;
-}
-
 int lrp_optxposside(lua_State *L, int idx)
 {
     lua_Integer side = lrp_optinteger(L, idx, "xpos_side", 1);
@@ -692,4 +652,112 @@ int lrp_hf_rope_keys(lua_State *L)
         lua_setfield(L, -2, k->name);
     }
     return 1;
+}
+
+/* ---- positions ---- */
+
+/* An integral value within 2^53 at the top of the stack (popped) into *out, or an error naming
+ * what[i] (1-based; [i][j] for a vector position when j > 0). */
+static void take_position(lua_State *L, int arg, const char *what, int64_t i, int64_t j,
+                          int64_t *out)
+{
+    lua_Integer v = 0;
+    if (!lrp_tointeger(L, -1, &v) || v < -LRP_MAX_POS || v > LRP_MAX_POS) {
+        const char *got = lrp_describe(L, -1);
+        const char *index = j > 0 ? lua_pushfstring(L, "[%I][%I]", (LUAI_UACINT)i, (LUAI_UACINT)j)
+                                  : lua_pushfstring(L, "[%I]", (LUAI_UACINT)i);
+        lrp_opterror(L, arg, LRP_M_POS_INTEGER,
+                     LRP_MARKS([LRP_MK_WHAT] = what, [LRP_MK_INDEX] = index, [LRP_MK_GOT] = got));
+    }
+    lua_pop(L, 1);
+    *out = (int64_t)v;
+}
+
+int64_t *lrp_read_positions(lua_State *L, int arg, int idx, const char *what, int allow_number,
+                            int *axes, int64_t *n)
+{
+    idx = lua_absindex(L, idx);
+    char buf[RP_SHAPE_STR_LEN];
+    if (axes) *axes = 0;
+    if (allow_number && lua_type(L, idx) == LUA_TNUMBER) {
+        lua_Integer v = 0;
+        if (!lrp_tointeger(L, idx, &v) || v < -LRP_MAX_POS || v > LRP_MAX_POS)
+            lrp_opterror(L, arg, LRP_M_POS_INTEGER,
+                         LRP_MARKS([LRP_MK_WHAT] = what, [LRP_MK_INDEX] = "",
+                                   [LRP_MK_GOT] = lrp_describe(L, idx)));
+        int64_t *p = (int64_t *)lua_newuserdatauv(L, sizeof(int64_t), 0);
+        p[0] = (int64_t)v;
+        *n = 1;
+        return p;
+    }
+    if (lua_type(L, idx) == LUA_TTABLE) {
+        lua_Unsigned len = lua_rawlen(L, idx);
+        if (len > (lua_Unsigned)RP_MAX_NUMEL) lrp_argerror(L, arg, "too many %s", what);
+        int A = 1;
+        if (axes && len > 0 && lua_rawgeti(L, idx, 1) == LUA_TTABLE) { /* a list of lists */
+            lua_Unsigned w = lua_rawlen(L, -1);
+            if (w < 1 || w > RP_MAX_AXES)
+                lrp_opterror(L, arg, LRP_M_POS_AXES,
+                             LRP_MARKS([LRP_MK_WHAT] = what,
+                                       [LRP_MK_N] = lua_pushfstring(L, "%I", (LUAI_UACINT)w),
+                                       [LRP_MK_MAX] = lua_pushfstring(L, "%d", RP_MAX_AXES)));
+            A = *axes = (int)w;
+        }
+        if (axes && len > 0) lua_pop(L, 1);
+        if (len > (lua_Unsigned)(RP_MAX_NUMEL / A)) lrp_argerror(L, arg, "too many %s", what);
+        int64_t *p = (int64_t *)lua_newuserdatauv(
+            L, (size_t)(len ? len * (lua_Unsigned)A : 1) * sizeof(int64_t), 0);
+        for (lua_Unsigned i = 0; i < len; i++) {
+            lua_rawgeti(L, idx, (lua_Integer)i + 1);
+            if (axes && *axes) {
+                if (lua_type(L, -1) != LUA_TTABLE || lua_rawlen(L, -1) != (lua_Unsigned)A) {
+                    const char *got = lrp_describe(L, -1);
+                    const char *row = lua_pushfstring(L, "%I", (LUAI_UACINT)(i + 1));
+                    lrp_opterror(L, arg, LRP_M_POS_ROW,
+                                 LRP_MARKS([LRP_MK_WHAT] = what, [LRP_MK_ROW] = row,
+                                           [LRP_MK_N] = lua_pushfstring(L, "%d", A),
+                                           [LRP_MK_GOT] = got));
+                }
+                for (int a = 0; a < A; a++) {
+                    lua_rawgeti(L, -1, a + 1);
+                    take_position(L, arg, what, (int64_t)i + 1, a + 1, &p[(int64_t)i * A + a]);
+                }
+                lua_pop(L, 1);
+            } else {
+                take_position(L, arg, what, (int64_t)i + 1, 0, &p[i]);
+            }
+        }
+        *n = (int64_t)len;
+        return p;
+    }
+    if (lrp_totensor(L, idx)) {
+        rp_tensor *t = lrp_checktensor(L, idx);
+        if (t->ndim != 1 && !(axes && t->ndim == 2))
+            lrp_argerror(L, arg, "%s must be a 1-D tensor%s, got %s", what,
+                         axes ? " or [n x axes]" : "", lrp_shape_str(buf, t));
+        int64_t len = t->shape[0], A = t->ndim == 2 ? t->shape[1] : 1;
+        if (t->ndim == 2 && (A < 1 || A > RP_MAX_AXES))
+            lrp_argerror(L, arg, "%s %s: 1 to %d axes expected", what, lrp_shape_str(buf, t),
+                         RP_MAX_AXES);
+        if (t->ndim == 2) *axes = (int)A;
+        int64_t *p =
+            (int64_t *)lua_newuserdatauv(L, (size_t)(len ? len * A : 1) * sizeof(int64_t), 0);
+        t = lrp_checktensor(L, idx); /* again after the allocation */
+        const float *d = rp_tensor_data(t);
+        for (int64_t i = 0; i < len; i++)
+            for (int64_t a = 0; a < A; a++) {
+                lua_pushnumber(L, (lua_Number)d[i * t->stride[0] +
+                                                 (t->ndim == 2 ? a * t->stride[1] : 0)]);
+                take_position(L, arg, what, i + 1, t->ndim == 2 ? a + 1 : 0, &p[i * A + a]);
+            }
+        *n = len;
+        return p;
+    }
+    lrp_opterror(L, arg, LRP_M_POS_KIND,
+                 LRP_MARKS([LRP_MK_WHAT] = what,
+                           [LRP_MK_LISTS] = axes ? lrp_msgs[LRP_M_POS_LISTS].text : "",
+                           [LRP_MK_MATRIX] = axes ? lrp_msgs[LRP_M_POS_MATRIX].text : "",
+                           [LRP_MK_NUMBER] = allow_number ? lrp_msgs[LRP_M_POS_NUMBER].text : "",
+                           [LRP_MK_GOT] = lrp_describe(L, idx)));
+    return NULL;
 }

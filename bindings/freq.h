@@ -88,12 +88,6 @@ void lrp_optaxes(lua_State *L, int idx, lrp_axes_opts *o);
 void lrp_axes_tables(lua_State *L, int idx, const lrp_axes_opts *o, int A, int pos_given,
                      int64_t half, int angles_given, rp_rope_freq *f);
 
-/* rp.axes_rules() -> the rules of the vector-position options (core/nn/axes_plan.h) as a new
- * table: maps[i] = {name =, table =, does =, what =} by rp_axes_map (table and the rest nil for
- * axial), rules = the rules' names in the order they are checked, wordings[name] = {by_table =,
- * <rule> = message template, ...} (a rule a wording does not check has no template). */
-int lrp_axes_rules(lua_State *L);
-
 /* rp.option_messages() -> the option readers' messages and what they name, as a new table:
  * messages[name] = template (args.h's lrp_msgs: marks {key}, {got}, ... of lrp_mark), tables[key]
  * = {dims =, shape =, forms =, noun =} for the table options freq, angles and mix (their dims, the
@@ -102,13 +96,14 @@ int lrp_axes_rules(lua_State *L);
  * angles), hf_unsupported = the rope_types refused by name (LRP_M_HF_UNSUPPORTED). */
 int lrp_option_messages(lua_State *L);
 
-/* Positions at stack slot idx (argument arg, named `what` in errors, as rp.rope.angles reads
- * them: a list of integers or a 1-D tensor, or vector positions, an [n x A] tensor or a list of n
- * lists of A = 1 .. RP_MAX_AXES integers; each within 2^53) copied row-major into a new userdata
- * pushed on the stack (keep it there while the buffer is used); *axes = A (0 for scalar
- * positions), *n = the positions (rows). Raises naming arg. */
-int64_t *lrp_read_positions(lua_State *L, int arg, int idx, const char *what, int *axes,
-                            int64_t *n);
+/* Positions at stack slot idx (argument arg, named `what` in errors): a list of integers or a
+ * 1-D tensor of integral values, each within +-2^53 (LRP_MAX_POS), or a single number when
+ * allow_number; with axes != NULL vector positions too, an [n x A] tensor or a list of n lists of
+ * A = 1 .. RP_MAX_AXES integers; copied row-major into a new userdata pushed on the stack (keep it
+ * there while the buffer is used); *axes = A (0 for scalar positions), *n = the positions (rows).
+ * Raises naming arg. */
+int64_t *lrp_read_positions(lua_State *L, int arg, int idx, const char *what, int allow_number,
+                            int *axes, int64_t *n);
 
 /* The xpos_side option at idx: 1 (the query side, the default) or -1 (the key side). */
 int lrp_optxposside(lua_State *L, int idx);

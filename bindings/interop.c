@@ -10,8 +10,7 @@
 #include <string.h>
 
 #include "args.h"
-#include "model_methods.h"
-#include "tensor_methods.h"
+#include "interop.h"
 #include "userdata.h"
 
 /* t:save(path[, {dtype = "float32" | "int32" | "int64"}]) -> true | nil, "path: reason". For an

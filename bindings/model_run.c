@@ -3,14 +3,14 @@
  * masks: shape, B <= max_batch, T <= seq_len, every value, with its 1-based position in the
  * message; the prompts of a batch one by one). Token,
  * target and mask buffers are Lua userdata, and results are pushed as empty tensors before core
- * fills them, so a Lua error never leaks. Registered by model.c (model_methods.h).
+ * fills them, so a Lua error never leaks. Registered by model.c (model_run.h).
  */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "args.h"
-#include "model_methods.h"
+#include "model_run.h"
 #include "userdata.h"
 
 /* ---- token grids ---- */

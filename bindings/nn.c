@@ -12,8 +12,8 @@
 
 #include "args.h"
 #include "freq.h"
-#include "roper.h"
-#include "tensor_methods.h"
+#include "modules.h"
+#include "tensor_math.h"
 #include "userdata.h"
 
 /* 1 when a tensor of these count sizes (>= 0) can exist: the rule of rp_tensor_new (the sizes
@@ -22,181 +22,6 @@ static int numel_ok(int count, const int64_t *sizes)
 {
     int64_t n;
     return rp_shape_span(count, sizes, RP_MAX_NUMEL, &n);
-}
-
-/* ---- matmul ---- */
-
-/* rp.matmul(a, b) / a:matmul(b): a (.., M, K) @ b (.., K, N) -> (.., M, N) with broadcast batch
- * dims; a 1-D a is a row and a 1-D b a column, and that dim is dropped (numpy). */
-int lrp_matmul(lua_State *L)
-{
-    rp_tensor *a = lrp_checktensor(L, 1);
-    rp_tensor *b = lrp_checktensor(L, 2);
-    char sa[RP_SHAPE_STR_LEN], sb[RP_SHAPE_STR_LEN];
-    if (a->ndim < 1)
-        return lrp_argerror(L, 1, "matmul needs at least 1 dim, got %s", lrp_shape_str(sa, a));
-    if (b->ndim < 1)
-        return lrp_argerror(L, 2, "matmul needs at least 1 dim, got %s", lrp_shape_str(sb, b));
-    int64_t M = a->ndim >= 2 ? a->shape[a->ndim - 2] : 1;
-    int64_t K = a->shape[a->ndim - 1];
-    int64_t Kb = b->ndim >= 2 ? b->shape[b->ndim - 2] : b->shape[0];
-    int64_t N = b->ndim >= 2 ? b->shape[b->ndim - 1] : 1;
-    if (K != Kb)
-        return lrp_argerror(L, 2, "shapes %s and %s do not fit for matmul (inner sizes %I and %I)",
-                            lrp_shape_str(sa, a), lrp_shape_str(sb, b), (LUAI_UACINT)K,
-                            (LUAI_UACINT)Kb);
-    /* batch dims */
-    rp_tensor ba, bb;
-    memset(&ba, 0, sizeof ba);
-    memset(&bb, 0, sizeof bb);
-    ba.ndim = a->ndim > 2 ? a->ndim - 2 : 0;
-    bb.ndim = b->ndim > 2 ? b->ndim - 2 : 0;
-    for (int i = 0; i < ba.ndim; i++) ba.shape[i] = a->shape[i];
-    for (int i = 0; i < bb.ndim; i++) bb.shape[i] = b->shape[i];
-    int64_t shape[RP_MAX_DIMS + 2];
-    int nd = 0;
-    if (rp_broadcast_shape(&nd, shape, &ba, &bb) != RP_OK)
-        return lrp_argerror(L, 2, "batch dims of %s and %s do not broadcast", lrp_shape_str(sa, a),
-                            lrp_shape_str(sb, b));
-    if (M > RP_I32_MAX || N > RP_I32_MAX || K > RP_I32_MAX)
-        return lrp_argerror(L, 2, "matmul sizes must be at most 2^31-1 (M = %I, N = %I, K = %I)",
-                            (LUAI_UACINT)M, (LUAI_UACINT)N, (LUAI_UACINT)K);
-    if (a->ndim >= 2) shape[nd++] = M;
-    if (b->ndim >= 2) shape[nd++] = N;
-    if (nd > RP_MAX_DIMS || !numel_ok(nd, shape))
-        return lrp_argerror(L, 2, "matmul of %s and %s gives too large a result",
-                            lrp_shape_str(sa, a), lrp_shape_str(sb, b));
-    rp_tensor *out = lrp_newtensor(L);
-    rp_status st;
-    if (lrp_numel(nd, shape) == 0 || K == 0) {
-        st = rp_tensor_new(out, nd, shape); /* zeros */
-    } else {
-        a = lrp_checktensor(L, 1); /* again: the allocation may have run a finalizer */
-        b = lrp_checktensor(L, 2);
-        st = rp_matmul(out, a, b, 0);
-    }
-    if (st != RP_OK) return lrp_raise(L, st);
-    return 1;
-}
-
-/* ---- positions ---- */
-
-/* An integral value within 2^53 at the top of the stack (popped) into *out, or an error naming
- * what[i] (1-based; [i][j] for a vector position when j > 0). */
-static void take_position(lua_State *L, int arg, const char *what, int64_t i, int64_t j,
-                          int64_t *out)
-{
-    lua_Integer v = 0;
-    if (!lrp_tointeger(L, -1, &v) || v < -LRP_MAX_POS || v > LRP_MAX_POS) {
-        const char *got = lrp_describe(L, -1);
-        const char *index = j > 0 ? lua_pushfstring(L, "[%I][%I]", (LUAI_UACINT)i, (LUAI_UACINT)j)
-                                  : lua_pushfstring(L, "[%I]", (LUAI_UACINT)i);
-        lrp_opterror(L, arg, LRP_M_POS_INTEGER,
-                     LRP_MARKS([LRP_MK_WHAT] = what, [LRP_MK_INDEX] = index, [LRP_MK_GOT] = got));
-    }
-    lua_pop(L, 1);
-    *out = (int64_t)v;
-}
-
-/* Reads positions at arg (a table of integers or a 1-D tensor of integral values, each within
- * +-2^53; or a single number when allow_number) into a new userdata buffer pushed on the stack.
- * With axes != NULL vector positions are read too: a [n x A] tensor or a list of n lists of A
- * integers, A = 1 .. RP_MAX_AXES, stored row-major, *axes = A (0 for scalar positions). Returns
- * the buffer and sets *n (the positions, rows for vectors). `what` names the argument in
- * errors. */
-static int64_t *read_positions(lua_State *L, int arg, int idx, const char *what, int allow_number,
-                               int *axes, int64_t *n)
-{
-    idx = lua_absindex(L, idx);
-    char buf[RP_SHAPE_STR_LEN];
-    if (axes) *axes = 0;
-    if (allow_number && lua_type(L, idx) == LUA_TNUMBER) {
-        lua_Integer v = 0;
-        if (!lrp_tointeger(L, idx, &v) || v < -LRP_MAX_POS || v > LRP_MAX_POS)
-            lrp_opterror(L, arg, LRP_M_POS_INTEGER,
-                         LRP_MARKS([LRP_MK_WHAT] = what, [LRP_MK_INDEX] = "",
-                                   [LRP_MK_GOT] = lrp_describe(L, idx)));
-        int64_t *p = (int64_t *)lua_newuserdatauv(L, sizeof(int64_t), 0);
-        p[0] = (int64_t)v;
-        *n = 1;
-        return p;
-    }
-    if (lua_type(L, idx) == LUA_TTABLE) {
-        lua_Unsigned len = lua_rawlen(L, idx);
-        if (len > (lua_Unsigned)RP_MAX_NUMEL) lrp_argerror(L, arg, "too many %s", what);
-        int A = 1;
-        if (axes && len > 0 && lua_rawgeti(L, idx, 1) == LUA_TTABLE) { /* a list of lists */
-            lua_Unsigned w = lua_rawlen(L, -1);
-            if (w < 1 || w > RP_MAX_AXES)
-                lrp_opterror(L, arg, LRP_M_POS_AXES,
-                             LRP_MARKS([LRP_MK_WHAT] = what,
-                                       [LRP_MK_N] = lua_pushfstring(L, "%I", (LUAI_UACINT)w),
-                                       [LRP_MK_MAX] = lua_pushfstring(L, "%d", RP_MAX_AXES)));
-            A = *axes = (int)w;
-        }
-        if (axes && len > 0) lua_pop(L, 1);
-        if (len > (lua_Unsigned)(RP_MAX_NUMEL / A)) lrp_argerror(L, arg, "too many %s", what);
-        int64_t *p = (int64_t *)lua_newuserdatauv(
-            L, (size_t)(len ? len * (lua_Unsigned)A : 1) * sizeof(int64_t), 0);
-        for (lua_Unsigned i = 0; i < len; i++) {
-            lua_rawgeti(L, idx, (lua_Integer)i + 1);
-            if (axes && *axes) {
-                if (lua_type(L, -1) != LUA_TTABLE || lua_rawlen(L, -1) != (lua_Unsigned)A) {
-                    const char *got = lrp_describe(L, -1);
-                    const char *row = lua_pushfstring(L, "%I", (LUAI_UACINT)(i + 1));
-                    lrp_opterror(L, arg, LRP_M_POS_ROW,
-                                 LRP_MARKS([LRP_MK_WHAT] = what, [LRP_MK_ROW] = row,
-                                           [LRP_MK_N] = lua_pushfstring(L, "%d", A),
-                                           [LRP_MK_GOT] = got));
-                }
-                for (int a = 0; a < A; a++) {
-                    lua_rawgeti(L, -1, a + 1);
-                    take_position(L, arg, what, (int64_t)i + 1, a + 1, &p[(int64_t)i * A + a]);
-                }
-                lua_pop(L, 1);
-            } else {
-                take_position(L, arg, what, (int64_t)i + 1, 0, &p[i]);
-            }
-        }
-        *n = (int64_t)len;
-        return p;
-    }
-    if (lrp_totensor(L, idx)) {
-        rp_tensor *t = lrp_checktensor(L, idx);
-        if (t->ndim != 1 && !(axes && t->ndim == 2))
-            lrp_argerror(L, arg, "%s must be a 1-D tensor%s, got %s", what,
-                         axes ? " or [n x axes]" : "", lrp_shape_str(buf, t));
-        int64_t len = t->shape[0], A = t->ndim == 2 ? t->shape[1] : 1;
-        if (t->ndim == 2 && (A < 1 || A > RP_MAX_AXES))
-            lrp_argerror(L, arg, "%s %s: 1 to %d axes expected", what, lrp_shape_str(buf, t),
-                         RP_MAX_AXES);
-        if (t->ndim == 2) *axes = (int)A;
-        int64_t *p =
-            (int64_t *)lua_newuserdatauv(L, (size_t)(len ? len * A : 1) * sizeof(int64_t), 0);
-        t = lrp_checktensor(L, idx); /* again after the allocation */
-        const float *d = rp_tensor_data(t);
-        for (int64_t i = 0; i < len; i++)
-            for (int64_t a = 0; a < A; a++) {
-                lua_pushnumber(L, (lua_Number)d[i * t->stride[0] +
-                                                 (t->ndim == 2 ? a * t->stride[1] : 0)]);
-                take_position(L, arg, what, i + 1, t->ndim == 2 ? a + 1 : 0, &p[i * A + a]);
-            }
-        *n = len;
-        return p;
-    }
-    lrp_opterror(L, arg, LRP_M_POS_KIND,
-                 LRP_MARKS([LRP_MK_WHAT] = what,
-                           [LRP_MK_LISTS] = axes ? lrp_msgs[LRP_M_POS_LISTS].text : "",
-                           [LRP_MK_MATRIX] = axes ? lrp_msgs[LRP_M_POS_MATRIX].text : "",
-                           [LRP_MK_NUMBER] = allow_number ? lrp_msgs[LRP_M_POS_NUMBER].text : "",
-                           [LRP_MK_GOT] = lrp_describe(L, idx)));
-    return NULL;
-}
-
-int64_t *lrp_read_positions(lua_State *L, int arg, int idx, const char *what, int *axes,
-                            int64_t *n)
-{
-    return read_positions(L, arg, idx, what, 0, axes, n);
 }
 
 /* A d_rot at arg: an even integer >= 2 (and <= max when max > 0). */
@@ -309,7 +134,7 @@ static int l_rope_angles(lua_State *L)
     lrp_axes_opts ax;
     lrp_optaxes(L, 3, &ax); /* slot 6 */
     int A = 0;
-    if (lua_type(L, 1) != LUA_TNUMBER) pos = read_positions(L, 1, 1, "positions", 0, &A, &n);
+    if (lua_type(L, 1) != LUA_TNUMBER) pos = lrp_read_positions(L, 1, 1, "positions", 0, &A, &n);
     lrp_axes_tables(L, 3, &ax, A, 1, d_rot / 2, !lua_isnil(L, 5), &f); /* (n: 0 .. n-1) */
     lrp_freq_tables(L, 3, 4, &f, lrp_freq_rows(pos, 0, n), d_rot / 2);
     lrp_freq_check_positions(L, 3, &f, d_rot, pos, 0, n);
@@ -404,7 +229,7 @@ static int l_rope_rotate(lua_State *L)
         int64_t n = 0;
         lua_getfield(L, 2, "positions"); /* index 6 */
         const int64_t *p =
-            read_positions(L, 2, 6, "option 'positions'", cfg.pos_dim < 0, &A, &n);
+            lrp_read_positions(L, 2, 6, "option 'positions'", cfg.pos_dim < 0, &A, &n);
         if (n != npos && cfg.pos_dim < 0)
             return lrp_argerror(L, 2, "option 'positions' has %I entries, expected 1 (x is one "
                                       "vector %s)",
@@ -584,7 +409,7 @@ static int l_attention(lua_State *L)
     int A = 0;
     if (lrp_hasopt(L, 4, "positions")) { /* a userdata slot */
         lua_getfield(L, 4, "positions");
-        req.pos = read_positions(L, 4, -1, "option 'positions'", 0, &A, &req.pos_rows);
+        req.pos = lrp_read_positions(L, 4, -1, "option 'positions'", 0, &A, &req.pos_rows);
         lua_remove(L, -2);
     } else {
         lua_pushnil(L);
@@ -728,11 +553,7 @@ void lrp_open_nn(lua_State *L, int mod)
     luaL_newlib(L, rope_funcs);
     lua_setfield(L, mod, "rope");
     lua_createtable(L, 0, (int)(sizeof blas_queries / sizeof blas_queries[0]));
-    for (size_t i = 0; i < sizeof blas_queries / sizeof blas_queries[0]; i++) {
-        lua_pushlightuserdata(L, (void *)&blas_queries[i]);
-        lua_pushcclosure(L, l_blas_query, 1);
-        lua_setfield(L, -2, blas_queries[i].name);
-    }
+    LRP_SET_QUERIES(L, -1, l_blas_query, blas_queries);
     lua_setfield(L, mod, "blas");
     lua_pushvalue(L, mod);
     luaL_setfuncs(L, nn_funcs, 0);

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "args.h"
-#include "roper.h"
+#include "modules.h"
 #include "userdata.h"
 
 /* The roper.Rng userdata: the generator first (the other binding files take the userdata as an
@@ -121,22 +121,6 @@ static rp_rng *trailing_rng(lua_State *L, int *last)
     return g;
 }
 
-/* rp.rand(shape[, rng]): uniform [0, 1). */
-static int l_rand(lua_State *L)
-{
-    int last;
-    rp_rng *g = trailing_rng(L, &last);
-    return push_random(L, g, 1, last, R_UNIFORM, 0, 0);
-}
-
-/* rp.randn(shape[, rng]): standard normal. */
-static int l_randn(lua_State *L)
-{
-    int last;
-    rp_rng *g = trailing_rng(L, &last);
-    return push_random(L, g, 1, last, R_NORMAL, 0, 0);
-}
-
 /* rp.randint(lo, hi, shape[, rng]): integers lo..hi inclusive as floats. */
 static int l_randint(lua_State *L)
 {
@@ -190,22 +174,6 @@ static int g_jump(lua_State *L)
     return 1;
 }
 
-/* g:uniform(): a number in [0, 1). */
-static int g_uniform(lua_State *L)
-{
-    rp_rng *g = check_rng(L, 1);
-    lua_pushnumber(L, (lua_Number)rp_rng_uniform(g));
-    return 1;
-}
-
-/* g:normal(): a standard normal deviate. */
-static int g_normal(lua_State *L)
-{
-    rp_rng *g = check_rng(L, 1);
-    lua_pushnumber(L, (lua_Number)rp_rng_normal(g));
-    return 1;
-}
-
 /* g:int(lo, hi): an integer in [lo, hi]. */
 static int g_int(lua_State *L)
 {
@@ -216,19 +184,7 @@ static int g_int(lua_State *L)
     return 1;
 }
 
-/* g:rand(shape), g:randn(shape), g:randint(lo, hi, shape). */
-static int g_rand(lua_State *L)
-{
-    rp_rng *g = check_rng(L, 1);
-    return push_random(L, g, 2, lua_gettop(L), R_UNIFORM, 0, 0);
-}
-
-static int g_randn(lua_State *L)
-{
-    rp_rng *g = check_rng(L, 1);
-    return push_random(L, g, 2, lua_gettop(L), R_NORMAL, 0, 0);
-}
-
+/* g:randint(lo, hi, shape). */
 static int g_randint(lua_State *L)
 {
     rp_rng *g = check_rng(L, 1);
@@ -250,24 +206,67 @@ static int g_tostring(lua_State *L)
     return 1;
 }
 
+/* The draws, one row each (the wrappers come from the declarations: lrp_set_queries): g:uniform()
+ * -> a number in [0, 1), g:normal() -> a standard normal deviate; rp.rand(shape[, rng]) and
+ * g:rand(shape) -> a tensor of uniform [0, 1) draws, rp.randn(shape[, rng]) and g:randn(shape)
+ * -> one of standard normal draws (rp.randint and g:randint, with their bounds, are below). */
+typedef struct draw_row {
+    const char *name;
+    double (*draw)(rp_rng *r);
+} draw_row;
+static const draw_row draws[] = {{"uniform", rp_rng_uniform}, {"normal", rp_rng_normal}};
+
+typedef struct fill_row {
+    const char *name;
+    int kind; /* R_UNIFORM, R_NORMAL */
+} fill_row;
+static const fill_row fills[] = {{"rand", R_UNIFORM}, {"randn", R_NORMAL}};
+
+/* g:uniform(), g:normal(): its row is the closure's upvalue. */
+static int g_draw(lua_State *L)
+{
+    const draw_row *d = (const draw_row *)lua_touserdata(L, lua_upvalueindex(1));
+    lua_pushnumber(L, (lua_Number)d->draw(check_rng(L, 1)));
+    return 1;
+}
+
+/* rp.rand, rp.randn: its row is the closure's upvalue. */
+static int l_fill(lua_State *L)
+{
+    const fill_row *f = (const fill_row *)lua_touserdata(L, lua_upvalueindex(1));
+    int last;
+    rp_rng *g = trailing_rng(L, &last);
+    return push_random(L, g, 1, last, f->kind, 0, 0);
+}
+
+/* g:rand, g:randn: its row is the closure's upvalue. */
+static int g_fill(lua_State *L)
+{
+    const fill_row *f = (const fill_row *)lua_touserdata(L, lua_upvalueindex(1));
+    rp_rng *g = check_rng(L, 1);
+    return push_random(L, g, 2, lua_gettop(L), f->kind, 0, 0);
+}
+
 static const luaL_Reg rng_methods[] = {
-    {"seed", g_seed}, {"uniform", g_uniform}, {"normal", g_normal}, {"int", g_int},
-    {"rand", g_rand}, {"randn", g_randn},     {"randint", g_randint}, {"jump", g_jump},
-    {NULL, NULL},
+    {"seed", g_seed}, {"int", g_int}, {"randint", g_randint}, {"jump", g_jump}, {NULL, NULL},
 };
 
 static const luaL_Reg rng_funcs[] = {
-    {"rng", l_rng},   {"seed", l_seed},       {"rand", l_rand},
-    {"randn", l_randn}, {"randint", l_randint}, {NULL, NULL},
+    {"rng", l_rng}, {"seed", l_seed}, {"randint", l_randint}, {NULL, NULL},
 };
 
 void lrp_open_rng(lua_State *L, int mod)
 {
     mod = lua_absindex(L, mod);
     lrp_open_type(L, mod, LRP_RNG_MT, "Rng", rng_methods, NULL, g_tostring);
+    lua_getfield(L, mod, "Rng"); /* the method table */
+    LRP_SET_QUERIES(L, -1, g_draw, draws);
+    LRP_SET_QUERIES(L, -1, g_fill, fills);
+    lua_pop(L, 1);
 
     lua_pushvalue(L, mod);
     luaL_setfuncs(L, rng_funcs, 0);
+    LRP_SET_QUERIES(L, -1, l_fill, fills);
     lua_pop(L, 1);
 
     /* a fresh default generator (seed 0) for this load of the module */

@@ -1,7 +1,8 @@
 /* luaopen_roper: the module table (no globals), its submodules, and the embedded Lua sources.
  *
  * Load order: roper.Tensor (tensor.c), roper.Rng and the default generator (rng.c), rp.rope,
- * rp.blas, rp.attention, rp.matmul (nn.c), roper.Model, rp.model, rp.load (model.c), roper.Optim,
+ * rp.blas, rp.attention, rp.matmul (nn.c), roper.Model, rp.model, rp.load (model.c), core's tables
+ * (rp.pe_modes, rp.model_keys, ...: tables.c), roper.Optim,
  * rp.optim (optim.c), roper.Task, rp.tasks (tasks.c), roper.Tokenizer, rp.tokenizer
  * (tokenizer.c), rp._VERSION, rp.memory; then the Lua modules of bindings/lua/ (compiled into
  * build/roper_lua.c by bindings/embed.lua), from bindings/lua/init.lua, each requiring by name
@@ -11,8 +12,8 @@
  * metatable>, Optim_mt = <roper.Optim metatable>, Task_mt = <roper.Task metatable>, Tokenizer_mt =
  * <roper.Tokenizer metatable>, Params_mt,
  * Grads_mt, Memory_mt = <the metatables of m:params(), m:grads(), rp.model_memory()>, is_live = f,
- * model_keys, pe_modes, model_unused, hf_rope (core's config schema and mode table:
- * lrp_model_internals in roper.h), optim_keys (the optimiser's keys: lrp_optim_internals),
+ * model_keys, pe_modes (core's config schema and mode table: lrp_tables_internals in modules.h),
+ * model_unused, hf_rope (lrp_model_internals), optim_keys (the optimiser's keys: lrp_optim_internals),
  * i32_max = RP_I32_MAX, build_kind = rp_build_kind(), build_target = rp_build_target(),
  * tokenizer = rp_tok_available() == 1, path_kind = f, read_file = f, write_file = f, clock = f,
  * mem_available = f }
@@ -33,6 +34,7 @@
 
 #include "args.h"
 #include "fileio.h"
+#include "modules.h"
 #include "roper.h"
 #include "sysmem.h"
 #include "tokenizer.h"
@@ -304,6 +306,7 @@ LUAMOD_API int luaopen_roper(lua_State *L)
     lrp_open_rng(L, mod);
     lrp_open_nn(L, mod);
     lrp_open_model(L, mod);
+    lrp_open_tables(L, mod);
     lrp_open_optim(L, mod);
     lrp_open_tasks(L, mod);
     lrp_open_tokenizer(L, mod);
@@ -344,6 +347,7 @@ LUAMOD_API int luaopen_roper(lua_State *L)
     lua_pop(L, 1);
     luaL_setfuncs(L, priv_funcs, 0);
     /* core's config schema and mode table, for the Lua parts (rp.experiment's config keys) */
+    lrp_tables_internals(L, priv);
     lrp_model_internals(L, priv);
     lrp_optim_internals(L, priv); /* the optimiser's keys (rp.experiment's) */
     lua_pushinteger(L, (lua_Integer)RP_I32_MAX);

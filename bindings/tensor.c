@@ -1,7 +1,8 @@
 /* The roper.Tensor userdata: its lifetime, constructors, queries (shape, size, stride, ...), data
  * movement (contiguous, clone, copy, fill, zero) and the registration of every method and
  * metamethod (rp.Tensor, the roper.Tensor metatable). Views, slicing and element access are in
- * tensor_index.c, arithmetic and reductions in tensor_math.c (tensor_methods.h).
+ * tensor_index.c (tensor_index.h), arithmetic, reductions and matmul in tensor_math.c
+ * (tensor_math.h), t:save in interop.c (interop.h).
  *
  * The userdata holds the rp_tensor struct by value (one storage reference). A released tensor
  * (storage NULL, after t:free() or __close) raises "attempt to use a released tensor" on use.
@@ -13,8 +14,10 @@
 #include <string.h>
 
 #include "args.h"
-#include "roper.h"
-#include "tensor_methods.h"
+#include "interop.h"
+#include "modules.h"
+#include "tensor_index.h"
+#include "tensor_math.h"
 #include "userdata.h"
 
 /* ---- small helpers ---- */

@@ -1,12 +1,12 @@
 /* roper.Tensor views, slicing and element access: t:view, t:reshape, t:transpose, t:t, t:permute,
  * t:narrow, t:select, t:sub, t[i] and t[i] = x (__index, __newindex), t:get, t:set, t:item,
- * t:totable. Registered by tensor.c (tensor_methods.h); the rules are in args.h.
+ * t:totable. Registered by tensor.c (tensor_index.h); the rules are in args.h.
  */
 #include <limits.h>
 #include <string.h>
 
 #include "args.h"
-#include "tensor_methods.h"
+#include "tensor_index.h"
 #include "userdata.h"
 
 /* Pointer to the element at the 0-based indices idx[0..ndim-1] (already range-checked). */

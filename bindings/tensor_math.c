@@ -1,11 +1,12 @@
 /* roper.Tensor arithmetic and reductions: the elementwise operators and functions (add, mul, div,
  * pow, __add .. __unm, exp .. neg), sum, mean, max, min, t:argmax, t:softmax, t:norm, and
- * rp.maxdiff / t:maxdiff. Registered by tensor.c (tensor_methods.h); the rules are in args.h.
+ * rp.maxdiff / t:maxdiff, rp.matmul / t:matmul. Registered by tensor.c (tensor_math.h; rp.matmul by nn.c); the rules are in args.h.
  */
 #include <math.h>
+#include <string.h>
 
 #include "args.h"
-#include "tensor_methods.h"
+#include "tensor_math.h"
 #include "userdata.h"
 
 /* ---- arithmetic ---- */
@@ -230,5 +231,61 @@ int lrp_maxdiff(lua_State *L)
                             lrp_shape_str(sb, b));
     }
     lua_pushnumber(L, (lua_Number)max_abs_diff(a, b));
+    return 1;
+}
+
+/* ---- matmul ---- */
+
+/* rp.matmul(a, b) / a:matmul(b): a (.., M, K) @ b (.., K, N) -> (.., M, N) with broadcast batch
+ * dims; a 1-D a is a row and a 1-D b a column, and that dim is dropped (numpy). */
+int lrp_matmul(lua_State *L)
+{
+    rp_tensor *a = lrp_checktensor(L, 1);
+    rp_tensor *b = lrp_checktensor(L, 2);
+    char sa[RP_SHAPE_STR_LEN], sb[RP_SHAPE_STR_LEN];
+    if (a->ndim < 1)
+        return lrp_argerror(L, 1, "matmul needs at least 1 dim, got %s", lrp_shape_str(sa, a));
+    if (b->ndim < 1)
+        return lrp_argerror(L, 2, "matmul needs at least 1 dim, got %s", lrp_shape_str(sb, b));
+    int64_t M = a->ndim >= 2 ? a->shape[a->ndim - 2] : 1;
+    int64_t K = a->shape[a->ndim - 1];
+    int64_t Kb = b->ndim >= 2 ? b->shape[b->ndim - 2] : b->shape[0];
+    int64_t N = b->ndim >= 2 ? b->shape[b->ndim - 1] : 1;
+    if (K != Kb)
+        return lrp_argerror(L, 2, "shapes %s and %s do not fit for matmul (inner sizes %I and %I)",
+                            lrp_shape_str(sa, a), lrp_shape_str(sb, b), (LUAI_UACINT)K,
+                            (LUAI_UACINT)Kb);
+    /* batch dims */
+    rp_tensor ba, bb;
+    memset(&ba, 0, sizeof ba);
+    memset(&bb, 0, sizeof bb);
+    ba.ndim = a->ndim > 2 ? a->ndim - 2 : 0;
+    bb.ndim = b->ndim > 2 ? b->ndim - 2 : 0;
+    for (int i = 0; i < ba.ndim; i++) ba.shape[i] = a->shape[i];
+    for (int i = 0; i < bb.ndim; i++) bb.shape[i] = b->shape[i];
+    int64_t shape[RP_MAX_DIMS + 2];
+    int nd = 0;
+    if (rp_broadcast_shape(&nd, shape, &ba, &bb) != RP_OK)
+        return lrp_argerror(L, 2, "batch dims of %s and %s do not broadcast", lrp_shape_str(sa, a),
+                            lrp_shape_str(sb, b));
+    if (M > RP_I32_MAX || N > RP_I32_MAX || K > RP_I32_MAX)
+        return lrp_argerror(L, 2, "matmul sizes must be at most 2^31-1 (M = %I, N = %I, K = %I)",
+                            (LUAI_UACINT)M, (LUAI_UACINT)N, (LUAI_UACINT)K);
+    if (a->ndim >= 2) shape[nd++] = M;
+    if (b->ndim >= 2) shape[nd++] = N;
+    int64_t span;
+    if (nd > RP_MAX_DIMS || !rp_shape_span(nd, shape, RP_MAX_NUMEL, &span)) /* rp_tensor_new's rule */
+        return lrp_argerror(L, 2, "matmul of %s and %s gives too large a result",
+                            lrp_shape_str(sa, a), lrp_shape_str(sb, b));
+    rp_tensor *out = lrp_newtensor(L);
+    rp_status st;
+    if (lrp_numel(nd, shape) == 0 || K == 0) {
+        st = rp_tensor_new(out, nd, shape); /* zeros */
+    } else {
+        a = lrp_checktensor(L, 1); /* again: the allocation may have run a finalizer */
+        b = lrp_checktensor(L, 2);
+        st = rp_matmul(out, a, b, 0);
+    }
+    if (st != RP_OK) return lrp_raise(L, st);
     return 1;
 }

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "args.h"
-#include "roper.h"
+#include "modules.h"
 #include "tokenizer.h"
 #include "userdata.h"
 
@@ -304,12 +304,6 @@ static int tok_decode(lua_State *L)
     return 1;
 }
 
-static int tok_vocab_size(lua_State *L)
-{
-    lua_pushinteger(L, (lua_Integer)rp_tok_vocab_size(check_tok(L, 1)));
-    return 1;
-}
-
 /* tok:piece(id) -> string */
 static int tok_piece(lua_State *L)
 {
@@ -342,34 +336,36 @@ static int tok_id(lua_State *L)
     return 1;
 }
 
-static int tok_unk_id(lua_State *L)
-{
-    lua_pushinteger(L, (lua_Integer)rp_tok_unk_id(check_tok(L, 1)));
-    return 1;
-}
+/* tok:vocab_size(), tok:unk_id(), tok:bos_id(), tok:eos_id() -> integer (-1: the model has no
+ * such piece) and tok:byte_fallback() -> boolean: queries of the model, one row each (the wrapper
+ * comes from the declaration: lrp_set_queries), the core function that answers it. */
+typedef struct tok_query_row {
+    const char *name;
+    int64_t (*size)(const rp_tok *t);
+    int32_t (*id)(const rp_tok *t);
+    int (*flag)(const rp_tok *t);
+} tok_query_row;
 
-static int tok_bos_id(lua_State *L)
-{
-    lua_pushinteger(L, (lua_Integer)rp_tok_bos_id(check_tok(L, 1)));
-    return 1;
-}
+static const tok_query_row tok_queries[] = {
+    {"vocab_size", rp_tok_vocab_size, NULL, NULL},
+    {"unk_id", NULL, rp_tok_unk_id, NULL},
+    {"bos_id", NULL, rp_tok_bos_id, NULL},
+    {"eos_id", NULL, rp_tok_eos_id, NULL},
+    {"byte_fallback", NULL, NULL, rp_tok_byte_fallback},
+};
 
-static int tok_eos_id(lua_State *L)
+/* One query: its row is the closure's upvalue. */
+static int tok_query(lua_State *L)
 {
-    lua_pushinteger(L, (lua_Integer)rp_tok_eos_id(check_tok(L, 1)));
-    return 1;
-}
-
-static int tok_byte_fallback(lua_State *L)
-{
-    lua_pushboolean(L, rp_tok_byte_fallback(check_tok(L, 1)));
+    const tok_query_row *q = (const tok_query_row *)lua_touserdata(L, lua_upvalueindex(1));
+    const rp_tok *t = check_tok(L, 1);
+    if (q->flag) lua_pushboolean(L, q->flag(t));
+    else lua_pushinteger(L, (lua_Integer)(q->size ? q->size(t) : q->id(t)));
     return 1;
 }
 
 static const luaL_Reg tok_methods[] = {
-    {"encode", tok_encode},   {"decode", tok_decode}, {"vocab_size", tok_vocab_size},
-    {"piece", tok_piece},     {"id", tok_id},         {"unk_id", tok_unk_id},
-    {"bos_id", tok_bos_id},   {"eos_id", tok_eos_id}, {"byte_fallback", tok_byte_fallback},
+    {"encode", tok_encode}, {"decode", tok_decode}, {"piece", tok_piece}, {"id", tok_id},
     {NULL, NULL}};
 
 static const luaL_Reg tok_funcs[] = {{"train", l_train}, {"load", l_load}, {NULL, NULL}};
@@ -378,6 +374,9 @@ void lrp_open_tokenizer(lua_State *L, int mod)
 {
     mod = lua_absindex(L, mod);
     lrp_open_type(L, mod, LRP_TOKENIZER_MT, "Tokenizer", tok_methods, tok_release, tok_tostring);
+    lua_getfield(L, mod, "Tokenizer"); /* the method table */
+    LRP_SET_QUERIES(L, -1, tok_query, tok_queries);
+    lua_pop(L, 1);
 
     luaL_newlib(L, tok_funcs);
     lua_setfield(L, mod, "tokenizer");

@@ -1,5 +1,6 @@
 /* The userdata helpers of userdata.h: the collector's pace and the release methods, check and
  * create tensors, models and optimisers. */
+#include <stdio.h>
 #include <string.h>
 
 #include "args.h"
@@ -81,6 +82,20 @@ void lrp_set_release(lua_State *L, int mt, int meth, lua_CFunction release)
     lua_pushcfunction(L, release);
     lua_pushcclosure(L, free_method, 2);
     lua_setfield(L, meth, "free");
+}
+
+void lrp_set_queries(lua_State *L, int t, lua_CFunction fn, const void *rows, size_t stride,
+                     int n)
+{
+    t = lua_absindex(L, t);
+    for (int i = 0; i < n; i++) {
+        const void *row = (const char *)rows + (size_t)i * stride;
+        const char *name;
+        memcpy(&name, row, sizeof name);
+        lua_pushlightuserdata(L, (void *)(uintptr_t)row);
+        lua_pushcclosure(L, fn, 1);
+        lua_setfield(L, t, name);
+    }
 }
 
 void lrp_open_type(lua_State *L, int mod, const char *mt_name, const char *public_name,
@@ -204,4 +219,21 @@ lrp_optim *lrp_checkoptim_for(lua_State *L, int opt_idx, int model_idx)
     lua_pop(L, 1);
     if (!same) lrp_argerror(L, opt_idx, "the optimiser belongs to another model");
     return o;
+}
+
+/* ---- communicators ---- */
+
+_Noreturn void lrp_dist_abort(lua_State *L, const char *what, const char *msg)
+{
+    (void)L;
+    fprintf(stderr, "roper: rank %d of %d: %s: %s; ending every rank of the job\n",
+            rp_dist_rank(), rp_dist_size(), what, msg);
+    rp_dist_abort(1);
+}
+
+void lrp_checkcomm(lua_State *L, int idx, const char *what)
+{
+    lrp_checkudata(L, idx, LRP_COMM_MT);
+    if (!rp_dist_ready())
+        luaL_error(L, "%s: MPI was finalised in this process (comm:finalize)", what);
 }

@@ -1,34 +1,19 @@
 /* The userdata types of the roper module (roper.Tensor, roper.Model, roper.Optim; roper.Rng,
- * roper.Task and roper.Tokenizer are private to rng.c, tasks.c and tokenizer.c), their metatable names and the registry keys, and
- * the helpers that check and create them (userdata.c). model.c and optim.c both use the model and
+ * roper.Task, roper.Tokenizer and roper.Comm are private to rng.c, tasks.c, tokenizer.c and
+ * dist.c) and the helpers that check and create them (userdata.c); their metatable names
+ * and the registry keys are in args.h, whose errors name them. model.c and optim.c both use the model and
  * optimiser helpers from here, so neither needs the other. The rules these helpers serve are in
  * args.h.
  */
 #ifndef LRP_USERDATA_H
 #define LRP_USERDATA_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <lua.h>
 
 #include "rp.h"
-
-#define LRP_TENSOR_MT "roper.Tensor"
-#define LRP_RNG_MT "roper.Rng"
-#define LRP_MODEL_MT "roper.Model"
-#define LRP_OPTIM_MT "roper.Optim"
-#define LRP_TASK_MT "roper.Task"
-#define LRP_TOKENIZER_MT "roper.Tokenizer"
-#define LRP_COMM_MT "roper.Comm"
-/* Metatables of plain result tables that print in their own way (__tostring, set by the module's
- * Lua part bindings/lua/print.lua): m:params(), m:grads() and rp.model_memory(cfg). */
-#define LRP_PARAMS_MT "roper.Params"
-#define LRP_GRADS_MT "roper.Grads"
-#define LRP_MEMORY_MT "roper.Memory"
-/* Registry key of the module table (for the public names in argument errors). */
-#define LRP_MODULE_KEY "roper.module"
-/* Registry key of the module's default generator (a roper.Rng userdata). */
-#define LRP_DEFAULT_RNG_KEY "roper.default_rng"
 
 /* ---- the C memory behind the userdata ---- */
 
@@ -68,6 +53,16 @@ void lrp_set_release(lua_State *L, int mt, int meth, lua_CFunction release);
  * stack is left as it was. */
 void lrp_open_type(lua_State *L, int mod, const char *mt_name, const char *public_name,
                    const luaL_Reg *methods, lua_CFunction release, lua_CFunction tostring);
+
+/* The thin wrappers from a declaration (torch7 cwrap's idea): sets t[name] (t: a table at index
+ * t) to a closure of fn whose upvalue 1 is the row (a light userdata), for each of the n rows at
+ * rows, stride bytes apart, each of which starts with its name (a const char *); fn reads what it
+ * calls from its row. rp.blas.*, the tokenizer's and the communicator's queries, the
+ * generator's draws (rp.rand, g:uniform, ...). */
+void lrp_set_queries(lua_State *L, int t, lua_CFunction fn, const void *rows, size_t stride,
+                     int n);
+#define LRP_SET_QUERIES(L, t, fn, rows) \
+    lrp_set_queries(L, t, fn, rows, sizeof *(rows), (int)(sizeof(rows) / sizeof *(rows)))
 
 /* ---- tensors ---- */
 
@@ -119,7 +114,7 @@ rp_model *lrp_optim_model(lua_State *L, int idx);
  * "the optimiser belongs to another model" otherwise. */
 lrp_optim *lrp_checkoptim_for(lua_State *L, int opt_idx, int model_idx);
 
-/* ---- communicators (dist.c) ---- */
+/* ---- communicators (dist.c's roper.Comm; here, below model_run.c, which uses them too) ---- */
 
 /* Checks that idx holds a roper.Comm and that MPI is still usable in this process; raises
  * "<what>: MPI was finalised in this process" otherwise. */

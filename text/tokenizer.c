@@ -1,5 +1,5 @@
 /* The tokenizer's C interface (text/tokenizer.h) with SentencePiece: the training inputs, the
- * .model files and the messages; text/tokenizer_spm.cc calls SentencePiece (tokenizer_impl.h).
+ * .model files and the messages; text/tokenizer_spm.cc calls SentencePiece (tokenizer_spm.h).
  * The options are text/tokenizer_options.c's; a build without SentencePiece (NO_SENTENCEPIECE=1)
  * has text/tokenizer_none.c in place of this file and tokenizer_spm.cc. */
 #include <errno.h>
@@ -14,7 +14,7 @@
 #include "fileio.h"
 #include "json.h"
 #include "tokenizer.h"
-#include "tokenizer_impl.h"
+#include "tokenizer_spm.h"
 #include "tokenizer_model.h"
 
 /* The trainer spec's model types by their number (sentencepiece_model.proto: UNIGRAM = 1, ...). */

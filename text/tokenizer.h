@@ -6,7 +6,7 @@
  * here.
  *
  * The library is C++; text/tokenizer_spm.cc is the only code that calls it (declared in
- * text/tokenizer_impl.h), and no C++ exception leaves it. This file (tokenizer.c) checks the
+ * text/tokenizer_spm.h), and no C++ exception leaves it. This file (tokenizer.c) checks the
  * arguments, reads and writes the files (core/io/fileio.h: bounded reads, atomic writes) and
  * words the messages.
  *

@@ -1,7 +1,7 @@
-// The only code that calls SentencePiece (C++): the C functions of tokenizer_impl.h over
+// The only code that calls SentencePiece (C++): the C functions of tokenizer_spm.h over
 // sentencepiece::SentencePieceTrainer and sentencepiece::SentencePieceProcessor. Each catches
 // every exception, so none crosses into the C code above it.
-#include "tokenizer_impl.h"
+#include "tokenizer_spm.h"
 
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>

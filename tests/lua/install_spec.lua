@@ -114,6 +114,7 @@ describe("make install into a DESTDIR", function()
     -- no private header
     assert.is_nil(lfs.attributes(P .. "/include/roper/model_impl.h"))
     assert.is_nil(lfs.attributes(P .. "/include/roper/simd.h"))
+    assert.is_nil(lfs.attributes(P .. "/include/roper/tokenizer_spm.h"))
   end)
 
   it("puts the PyTorch companion where Debian's python3 imports it: roper_torch.RoPER works",

@@ -238,6 +238,66 @@ describe("layering", function()
     assert.are.same({}, bad)
   end)
 
+  -- Inside bindings/, the floors are read off the calls (nm): a file that calls another sits
+  -- above it, and roper.c, which registers every module, above them all. A header belongs to the
+  -- files that define what it declares; no file includes a header of a file above it
+  -- (registration counts: a module declares its lrp_open_* in modules.h, never in roper.c's
+  -- roper.h). PENDING: tasks.c and optim.c still include roper.h, which includes modules.h for
+  -- them, until their one include line changes (other work on those files); then the list and
+  -- roper.h's include go.
+  local PENDING = { ["bindings/tasks.c includes roper.h"] = true,
+    ["bindings/optim.c includes roper.h"] = true }
+  it("keeps the binding floor: no file of bindings/ includes a header of a file that calls it", function()
+    local g, syms = call_graph(units)
+    local function reaches(a, b) -- a calls b, directly or through others
+      local seen, todo = { [a] = true }, { a }
+      while #todo > 0 do
+        for o in pairs(g[table.remove(todo)]) do
+          if o == b then return true end
+          if not seen[o] then seen[o], todo[#todo + 1] = true, o end
+        end
+      end
+      return false
+    end
+    local owners = {}
+    for _, path in ipairs(files_of("h")) do
+      if folder_of(path) == "bindings" then
+        local o = {}
+        local f = assert(io.open(path))
+        local text = f:read("a")
+        f:close()
+        for id in text:gmatch("([%a_][%w_]*)%s*[%(%[]") do
+          for _, u in ipairs(units) do
+            if folder_of(u) == "bindings" and syms[u].defined[id] then o[u] = true end
+          end
+        end
+        owners[path] = o
+      end
+    end
+    local bad = {}
+    for _, u in ipairs(units) do
+      if folder_of(u) == "bindings" then
+        for _, l in ipairs(read_lines(u .. ".c")) do
+          local name = l:match('^%s*#%s*include%s+"([^"]+)"')
+          local hpath = name and header_path("bindings", name)
+          if hpath and owners[hpath] and not PENDING[u .. ".c includes " .. name] then
+            for o in pairs(owners[hpath]) do
+              if o ~= u and reaches(o, u) then
+                bad[#bad + 1] = u .. ".c includes " .. name .. ", a header of " .. o
+                  .. ", which calls it"
+              end
+            end
+          end
+        end
+      end
+    end
+    table.sort(bad)
+    assert.are.same({}, bad)
+    -- roper.c registers every module: it sits above them, so none of them may include roper.h
+    assert.is_true(reaches("bindings/roper", "bindings/tensor")
+      and reaches("bindings/roper", "bindings/tables"))
+  end)
+
   -- A guard against monoliths only, well above any whole unit: the seams between concerns
   -- decide the files.
   it("keeps every C file within 2000 lines", function()

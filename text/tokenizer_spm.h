@@ -4,8 +4,8 @@
  * so none reaches C. Messages go to err (errcap bytes, always NUL-terminated, cut when longer).
  * Not part of the installed headers.
  */
-#ifndef RP_TOKENIZER_IMPL_H
-#define RP_TOKENIZER_IMPL_H
+#ifndef RP_TOKENIZER_SPM_H
+#define RP_TOKENIZER_SPM_H
 
 #include <stddef.h>
 #include <stdint.h>
