@@ -1,12 +1,14 @@
 /* roper.Task: the task generators of tasks/task.h (rp.tasks.addition, rp.tasks.substring_index,
- * rp.tasks.substring_prefix, rp.tasks.text, rp.tasks.grid_offset): vocabulary, encode/decode,
+ * rp.tasks.substring_prefix, rp.tasks.text, rp.tasks.grid_offset, rp.tasks.lm), and the task
+ * table for the Lua parts (internals.task_keys): vocabulary, encode/decode,
  * packed training batches as [B x seq_len] tensors, evaluation problems and the answer check, and
  * the 2-D layout positions of grid_offset.
  *
  * The userdata holds the rp_task pointer (NULL before rp_task_new succeeds and after
  * task:free(), __gc or __close); its user value 1 is the path string of a text task (core's
- * config points into it, so it lives as long as the task). Every option is checked here (types,
- * names and ranges) before core runs; file problems of rp.tasks.text are returned as nil, "path:
+ * config points into it, so it lives as long as the task). The options are the rows of core's
+ * task table (tasks/task.h), read here by type and checked by the rows one by one before
+ * rp_task_new runs; file problems of rp.tasks.text and rp.tasks.lm are returned as nil, "path:
  * reason" (Lua io style), misuse raises. Scratch buffers are Lua userdata and results are pushed
  * as empty tensors before core fills them, so a Lua error never leaks.
  */
@@ -597,6 +599,41 @@ static const luaL_Reg task_methods[] = {
     {"windows", t_windows},
     {NULL, NULL},
 };
+
+void lrp_task_internals(lua_State *L, int priv)
+{
+    /* by rp_task_key_type: the type's name, what its default is, which range fields it has */
+    static const char *const types[] = {"int", "number", "enum", "bool", "path"};
+    static const lrp_key_kind kinds[] = {LRP_KEY_INT, LRP_KEY_NUM, LRP_KEY_ENUM, LRP_KEY_BOOL,
+                                         LRP_KEY_BLANK};
+    static const int cols[] = {LRP_KEY_LO | LRP_KEY_HI, LRP_KEY_LO | LRP_KEY_HI | LRP_KEY_OPEN, 0,
+                               0, 0};
+    priv = lua_absindex(L, priv);
+    lua_createtable(L, rp_task_nkeys, 0);
+    for (int i = 0; i < rp_task_nkeys; i++) {
+        const rp_task_key *k = &rp_task_keys[i];
+        const lrp_key_row row = {.name = k->name, .type = types[k->type], .kind = kinds[k->type],
+                                 .cols = cols[k->type], .def = k->def, .lo = k->lo, .hi = k->hi,
+                                 .names = k->names,
+                                 .hi_open = (k->flags & RP_TASK_KEY_HI_OPEN) != 0};
+        lrp_push_key_row(L, &row, 12);
+        lua_newtable(L);
+        for (int kind = 0, n = 0; kind_names[kind]; kind++) {
+            if (!rp_task_key_applies(k, (rp_task_kind)kind)) continue;
+            lua_pushstring(L, kind_names[kind]);
+            lua_rawseti(L, -2, ++n);
+        }
+        lua_setfield(L, -2, "kinds");
+        lua_pushboolean(L, (k->flags & RP_TASK_KEY_RUN) != 0);
+        lua_setfield(L, -2, "run");
+        lua_pushboolean(L, (k->flags & RP_TASK_KEY_REQUIRED) != 0);
+        lua_setfield(L, -2, "required");
+        lua_pushstring(L, k->help);
+        lua_setfield(L, -2, "help");
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, priv, "task_keys");
+}
 
 void lrp_open_tasks(lua_State *L, int mod)
 {
