@@ -45,5 +45,11 @@ void lrp_tables_internals(lua_State *L, int priv);
  * (number, int), names = (enum), option = (an option of rp.optim), pair = (the option that holds
  * it with the next row: "betas"), help =}, ... } (core/nn/optim.h's rows, in order). */
 void lrp_optim_internals(lua_State *L, int priv);
+/* Sets the task table in the internals table at priv (tasks.c): task_keys = { {name =, type =
+ * "int" | "number" | "enum" | "bool" | "path", default = ("" for a path), lo =, hi = (int,
+ * number), lo_open =, hi_open = (number), names = (enum), kinds = {the kinds that read it, by
+ * name}, run = (a key of rp.experiment), required =, help =}, ... } (tasks/task.h's rows, in
+ * order). */
+void lrp_task_internals(lua_State *L, int priv);
 
 #endif

@@ -1,12 +1,14 @@
 /* roper.Task: the task generators of tasks/task.h (rp.tasks.addition, rp.tasks.substring_index,
- * rp.tasks.substring_prefix, rp.tasks.text, rp.tasks.grid_offset): vocabulary, encode/decode,
+ * rp.tasks.substring_prefix, rp.tasks.text, rp.tasks.grid_offset, rp.tasks.lm), and the task
+ * table for the Lua parts (internals.task_keys): vocabulary, encode/decode,
  * packed training batches as [B x seq_len] tensors, evaluation problems and the answer check, and
  * the 2-D layout positions of grid_offset.
  *
  * The userdata holds the rp_task pointer (NULL before rp_task_new succeeds and after
  * task:free(), __gc or __close); its user value 1 is the path string of a text task (core's
- * config points into it, so it lives as long as the task). Every option is checked here (types,
- * names and ranges) before core runs; file problems of rp.tasks.text are returned as nil, "path:
+ * config points into it, so it lives as long as the task). The options are the rows of core's
+ * task table (tasks/task.h), read here by type and checked by the rows one by one before
+ * rp_task_new runs; file problems of rp.tasks.text and rp.tasks.lm are returned as nil, "path:
  * reason" (Lua io style), misuse raises. Scratch buffers are Lua userdata and results are pushed
  * as empty tensors before core fills them, so a Lua error never leaks.
  */
@@ -15,13 +17,9 @@
 #include <string.h>
 
 #include "args.h"
-#include "roper.h"
+#include "modules.h"
 #include "userdata.h"
 #include "task.h"
-
-/* Upper bounds of the size options (far beyond any sensible use; they keep buffers bounded). */
-#define MAX_SEQ_LEN ((int64_t)1 << 24)
-#define MAX_STR_LEN ((int64_t)1 << 16)
 
 typedef struct lrp_task {
     rp_task *t;
@@ -29,7 +27,6 @@ typedef struct lrp_task {
 
 static const char *const kind_names[] = {"addition", "substring_index", "substring_prefix", "text",
                                          "grid_offset", "lm", NULL};
-static const char *const format_names[] = {"writeup", "labml", NULL};
 static const char *const split_names[] = {"train", "valid", "test", NULL};
 
 /* ---- the userdata ---- */
@@ -84,7 +81,7 @@ static int t_tostring(lua_State *L)
     int64_t vocab = vocab_size(u->t);
     switch (c.kind) {
     case RP_TASK_ADDITION:
-        lua_pushfstring(L, "addition (%s, up to %I digit%s%s)", format_names[c.format],
+        lua_pushfstring(L, "addition (%s, up to %I digit%s%s)", rp_add_format_names[c.format],
                         (LUAI_UACINT)c.max_digits, c.max_digits == 1 ? "" : "s",
                         c.labml_digit_quirk ? ", digit quirk" : "");
         break;
@@ -112,21 +109,6 @@ static int t_tostring(lua_State *L)
 }
 
 /* ---- construction ---- */
-
-/* An integer option key of the table at idx in lo..hi (default def). */
-static int64_t opt_range(lua_State *L, int idx, const char *key, int64_t def, int64_t lo,
-                         int64_t hi)
-{
-    lua_Integer v = lrp_optinteger(L, idx, key, (lua_Integer)def);
-    if (v < lo || v > hi) {
-        if (hi == INT64_MAX)
-            lrp_argerror(L, idx, "option '%s' must be >= %I, got %I", key, (LUAI_UACINT)lo,
-                         (LUAI_UACINT)v);
-        lrp_argerror(L, idx, "option '%s' must be in %I..%I, got %I", key, (LUAI_UACINT)lo,
-                     (LUAI_UACINT)hi, (LUAI_UACINT)v);
-    }
-    return (int64_t)v;
-}
 
 /* Checks the options table at idx (a table or nil) against known and the optional `kind` key
  * (as task:config() reports it; it must name the constructor). */
@@ -170,136 +152,75 @@ static int make_task(lua_State *L, int opts, const rp_task_cfg *cfg)
     }
 }
 
-/* The common seq_len option. */
-static int64_t opt_seq_len(lua_State *L, int idx, int64_t def)
+/* Reads the value of row k from the options table at 1 into *cfg (the option is there); a path
+ * is left on the stack (core's config points into it). Raises naming the option. */
+static void read_key(lua_State *L, const rp_task_key *k, rp_task_cfg *cfg)
 {
-    return opt_range(L, idx, "seq_len", def, 8, MAX_SEQ_LEN);
+    switch (k->type) {
+    case RP_TASK_KEY_INT:
+        rp_task_cfg_set_int(cfg, k, (int64_t)lrp_optinteger(L, 1, k->name, 0));
+        break;
+    case RP_TASK_KEY_NUM: rp_task_cfg_set(cfg, k, lrp_optnumber(L, 1, k->name, 0)); break;
+    case RP_TASK_KEY_ENUM:
+        rp_task_cfg_set_int(cfg, k, lrp_optenum(L, 1, k->name, k->names, 0));
+        break;
+    case RP_TASK_KEY_BOOL: rp_task_cfg_set_int(cfg, k, lrp_optboolean(L, 1, k->name, 0)); break;
+    case RP_TASK_KEY_PATH: {
+        if (lua_getfield(L, 1, k->name) != LUA_TSTRING)
+            lrp_argerror(L, 1, "option '%s' must be a string, got %s", k->name,
+                         lrp_describe(L, -1));
+        size_t len;
+        const char *path = lua_tolstring(L, -1, &len);
+        if (len == 0) lrp_argerror(L, 1, "option '%s' must not be empty", k->name);
+        if (strlen(path) != len) lrp_argerror(L, 1, "option '%s' contains a NUL byte", k->name);
+        memcpy((char *)cfg + k->offset, &path, sizeof path); /* the string stays on the stack */
+        break;
+    }
+    }
 }
 
-/* rp.tasks.addition{format, max_digits, quirk, seq_len} -> task */
-static int l_addition(lua_State *L)
+/* rp.tasks.<kind>(opts) -> task | nil, "path: reason" (upvalue 1: the kind). The options are the
+ * rows of the task table that the kind reads (core's tasks/task.h), and kind (as task:config()
+ * reports it). Each is read in row order, by its type, or set to the default that the rows before
+ * it give (rp_task_cfg_set_default), and checked against its row as it is read
+ * (rp_task_cfg_check_key), so a message names the first bad option. A kind with required options
+ * takes a table. */
+static int l_new(lua_State *L)
 {
-    static const char *const known[] = {"format", "max_digits", "quirk", "seq_len", "kind", NULL};
-    check_task_opts(L, 1, known, RP_TASK_ADDITION);
-    rp_task_cfg cfg = rp_task_cfg_default(RP_TASK_ADDITION);
-    rp_task_cfg_addition_format(
-        &cfg, (rp_add_format)lrp_optenum(L, 1, "format", format_names, (int)RP_ADD_WRITEUP));
-    cfg.max_digits = opt_range(L, 1, "max_digits", cfg.max_digits, 1, 18);
-    cfg.labml_digit_quirk = lrp_optboolean(L, 1, "quirk", cfg.labml_digit_quirk);
-    cfg.seq_len = opt_seq_len(L, 1, cfg.seq_len);
-    lua_settop(L, 1);
-    return make_task(L, 1, &cfg);
-}
-
-/* rp.tasks.substring_index{str_len, seq_len} -> task */
-static int l_substring_index(lua_State *L)
-{
-    static const char *const known[] = {"str_len", "seq_len", "kind", NULL};
-    check_task_opts(L, 1, known, RP_TASK_SUBSTR_INDEX);
-    rp_task_cfg cfg = rp_task_cfg_default(RP_TASK_SUBSTR_INDEX);
-    cfg.str_len = opt_range(L, 1, "str_len", cfg.str_len, 1, MAX_STR_LEN);
-    cfg.seq_len = opt_seq_len(L, 1, cfg.seq_len);
-    lua_settop(L, 1);
-    return make_task(L, 1, &cfg);
-}
-
-/* rp.tasks.substring_prefix{substr_len, rnd_len, seq_len} -> task */
-static int l_substring_prefix(lua_State *L)
-{
-    static const char *const known[] = {"substr_len", "rnd_len", "seq_len", "kind", NULL};
-    check_task_opts(L, 1, known, RP_TASK_SUBSTR_PREFIX);
-    rp_task_cfg cfg = rp_task_cfg_default(RP_TASK_SUBSTR_PREFIX);
-    cfg.substr_len = opt_range(L, 1, "substr_len", cfg.substr_len, 2, MAX_STR_LEN);
-    cfg.rnd_len = opt_range(L, 1, "rnd_len", cfg.rnd_len, 2, MAX_STR_LEN);
-    cfg.seq_len = opt_seq_len(L, 1, cfg.seq_len);
-    lua_settop(L, 1);
-    return make_task(L, 1, &cfg);
-}
-
-/* The options table at 1 of a task read from a file (rp.tasks.text, rp.tasks.lm): a table (with
- * the options named by with), of known options and kind, whose 'path' (what: the file it names)
- * is a nonempty string without NUL bytes, returned and left on the stack at 2. */
-static const char *check_path_opts(lua_State *L, const char *const *known, rp_task_kind kind,
-                                   const char *with, const char *what)
-{
-    if (lua_type(L, 1) != LUA_TTABLE)
+    rp_task_kind kind = (rp_task_kind)lua_tointeger(L, lua_upvalueindex(1));
+    const char *known[32];
+    char with[128]; /* the required options: "'path' and 'vocab_size'" */
+    int n = 0;
+    size_t wlen = 0;
+    with[0] = '\0';
+    for (int i = 0; i < rp_task_nkeys && n < 30; i++) {
+        const rp_task_key *k = &rp_task_keys[i];
+        if (!rp_task_key_applies(k, kind)) continue;
+        known[n++] = k->name;
+        if ((k->flags & RP_TASK_KEY_REQUIRED) && wlen < sizeof with)
+            wlen += (size_t)snprintf(with + wlen, sizeof with - wlen, "%s'%s'",
+                                     wlen ? " and " : "", k->name);
+    }
+    known[n++] = "kind";
+    known[n] = NULL;
+    if (wlen && lua_type(L, 1) != LUA_TTABLE)
         lrp_argerror(L, 1, "options table expected (with %s), got %s", with, lrp_describe(L, 1));
     check_task_opts(L, 1, known, kind);
     lua_settop(L, 1);
-    int type = lua_getfield(L, 1, "path");
-    if (type == LUA_TNIL) lrp_argerror(L, 1, "option 'path' (%s) is required", what);
-    if (type != LUA_TSTRING)
-        lrp_argerror(L, 1, "option 'path' must be a string, got %s", lrp_describe(L, -1));
-    size_t len;
-    const char *path = lua_tolstring(L, -1, &len);
-    if (len == 0) lrp_argerror(L, 1, "option 'path' must not be empty");
-    if (strlen(path) != len) lrp_argerror(L, 1, "option 'path' contains a NUL byte");
-    return path;
-}
-
-/* rp.tasks.text{path, valid_fraction, seq_len, max_bytes} -> task | nil, "path: reason" */
-static int l_text(lua_State *L)
-{
-    static const char *const known[] = {"path", "valid_fraction", "seq_len", "max_bytes", "kind",
-                                        NULL};
-    const char *path = check_path_opts(L, known, RP_TASK_TEXT, "'path'", "a UTF-8 text file");
-    rp_task_cfg cfg = rp_task_cfg_default(RP_TASK_TEXT);
-    cfg.valid_fraction = lrp_optnumber(L, 1, "valid_fraction", cfg.valid_fraction);
-    if (!(cfg.valid_fraction >= 0.0 && cfg.valid_fraction < 1.0)) {
-        lua_getfield(L, 1, "valid_fraction"); /* described as given (1, not 1.0) */
-        return lrp_argerror(L, 1, "option 'valid_fraction' must be in [0, 1), got %s",
-                            lrp_describe(L, -1));
+    rp_task_cfg cfg = rp_task_cfg_default(kind);
+    for (int i = 0; i < rp_task_nkeys; i++) {
+        const rp_task_key *k = &rp_task_keys[i];
+        if (!rp_task_key_applies(k, kind)) continue;
+        if (lrp_hasopt(L, 1, k->name)) {
+            read_key(L, k, &cfg);
+        } else if (k->flags & RP_TASK_KEY_REQUIRED) {
+            rp_task_key_missing(k);
+            lrp_argerror(L, 1, "%s", rp_last_error());
+        } else {
+            rp_task_cfg_set_default(&cfg, k);
+        }
+        if (rp_task_cfg_check_key(&cfg, k) != RP_OK) lrp_argerror(L, 1, "%s", rp_last_error());
     }
-    cfg.seq_len = opt_seq_len(L, 1, cfg.seq_len);
-    cfg.max_bytes = opt_range(L, 1, "max_bytes", cfg.max_bytes, 1, INT64_MAX);
-    cfg.path = path; /* the string stays on the stack (index 2) */
-    lua_settop(L, 2);
-    return make_task(L, 1, &cfg);
-}
-
-/* rp.tasks.lm{path, vocab_size, seq_len} -> task | nil, "path: reason" */
-static int l_lm(lua_State *L)
-{
-    static const char *const known[] = {"path", "vocab_size", "seq_len", "kind", NULL};
-    const char *path = check_path_opts(L, known, RP_TASK_LM, "'path' and 'vocab_size'",
-                                       "a folder of token ids");
-    rp_task_cfg cfg = rp_task_cfg_default(RP_TASK_LM);
-    if (!lrp_hasopt(L, 1, "vocab_size"))
-        return lrp_argerror(L, 1, "option 'vocab_size' (the tokenizer's) is required");
-    cfg.vocab_size = opt_range(L, 1, "vocab_size", 0, 1, RP_TASK_LM_MAX_VOCAB);
-    cfg.seq_len = opt_seq_len(L, 1, cfg.seq_len);
-    cfg.path = path; /* the string stays on the stack (index 2) */
-    lua_settop(L, 2);
-    return make_task(L, 1, &cfg);
-}
-
-/* rp.tasks.grid_offset{rows, cols, alphabet, max_offset, seq_len} -> task */
-static int l_grid_offset(lua_State *L)
-{
-    static const char *const known[] = {"rows",    "cols", "alphabet", "max_offset",
-                                        "seq_len", "kind", NULL};
-    check_task_opts(L, 1, known, RP_TASK_GRID_OFFSET);
-    rp_task_cfg cfg = rp_task_cfg_default(RP_TASK_GRID_OFFSET);
-    cfg.rows = opt_range(L, 1, "rows", cfg.rows, 2, RP_TASK_GRID_MAX_SIDE);
-    cfg.cols = opt_range(L, 1, "cols", cfg.cols, 2, RP_TASK_GRID_MAX_SIDE);
-    cfg.alphabet = opt_range(L, 1, "alphabet", cfg.alphabet, 2, 26);
-    /* max_offset: default 3, or the largest a small grid allows */
-    int64_t hi = rp_task_grid_max_offset(&cfg);
-    if (cfg.max_offset > hi) cfg.max_offset = hi;
-    cfg.max_offset = (int64_t)lrp_optinteger(L, 1, "max_offset", (lua_Integer)cfg.max_offset);
-    if (cfg.max_offset < 1 || cfg.max_offset > hi)
-        return lrp_argerror(L, 1,
-                            "option 'max_offset' must be in 1..%I (at most 9, rows - 1 and cols - "
-                            "1), got %I", (LUAI_UACINT)hi, (LUAI_UACINT)cfg.max_offset);
-    /* seq_len: default 256, or one problem when that is longer */
-    int64_t qrows = rp_task_grid_query_rows(&cfg), len = rp_task_grid_problem_len(&cfg);
-    cfg.seq_len = opt_seq_len(L, 1, cfg.seq_len > len ? cfg.seq_len : len);
-    if (cfg.seq_len < len)
-        return lrp_argerror(L, 1,
-                            "option 'seq_len' must be >= %I, the length of one problem ((rows + "
-                            "%I) * cols), got %I", (LUAI_UACINT)len, (LUAI_UACINT)qrows,
-                            (LUAI_UACINT)cfg.seq_len);
-    lua_settop(L, 1);
     return make_task(L, 1, &cfg);
 }
 
@@ -516,8 +437,9 @@ static int t_problem(lua_State *L)
         if (c->kind != RP_TASK_ADDITION)
             return lrp_argerror(L, 3, "n_digits applies to addition tasks only");
         lua_Integer v = lrp_checkint(L, 3, "n_digits");
-        if (v < 1 || v > 18)
-            return lrp_argerror(L, 3, "n_digits must be in 1..18, got %I", (LUAI_UACINT)v);
+        if (v < 1 || v > RP_TASK_MAX_DIGITS)
+            return lrp_argerror(L, 3, "n_digits must be in 1..%d, got %I", RP_TASK_MAX_DIGITS,
+                                (LUAI_UACINT)v);
         nd = (int64_t)v;
     }
     lua_settop(L, 3);
@@ -548,58 +470,25 @@ static int t_check(lua_State *L)
     return 1;
 }
 
-/* task:config() -> table (the options of the constructor, and kind) */
+/* task:config() -> table: kind and the options of the constructor (the rows of the task table
+ * that the kind reads), as rp.tasks.<kind> takes them. */
 static int t_config(lua_State *L)
 {
     const rp_task_cfg cfg = *rp_task_config(check_task(L, 1)), *c = &cfg;
     lua_createtable(L, 0, 6);
     lua_pushstring(L, kind_names[c->kind]);
     lua_setfield(L, -2, "kind");
-    lua_pushinteger(L, (lua_Integer)c->seq_len);
-    lua_setfield(L, -2, "seq_len");
-    switch (c->kind) {
-    case RP_TASK_ADDITION:
-        lua_pushstring(L, format_names[c->format]);
-        lua_setfield(L, -2, "format");
-        lua_pushinteger(L, (lua_Integer)c->max_digits);
-        lua_setfield(L, -2, "max_digits");
-        lua_pushboolean(L, c->labml_digit_quirk);
-        lua_setfield(L, -2, "quirk");
-        break;
-    case RP_TASK_SUBSTR_INDEX:
-        lua_pushinteger(L, (lua_Integer)c->str_len);
-        lua_setfield(L, -2, "str_len");
-        break;
-    case RP_TASK_SUBSTR_PREFIX:
-        lua_pushinteger(L, (lua_Integer)c->substr_len);
-        lua_setfield(L, -2, "substr_len");
-        lua_pushinteger(L, (lua_Integer)c->rnd_len);
-        lua_setfield(L, -2, "rnd_len");
-        break;
-    case RP_TASK_GRID_OFFSET:
-        lua_pushinteger(L, (lua_Integer)c->rows);
-        lua_setfield(L, -2, "rows");
-        lua_pushinteger(L, (lua_Integer)c->cols);
-        lua_setfield(L, -2, "cols");
-        lua_pushinteger(L, (lua_Integer)c->alphabet);
-        lua_setfield(L, -2, "alphabet");
-        lua_pushinteger(L, (lua_Integer)c->max_offset);
-        lua_setfield(L, -2, "max_offset");
-        break;
-    case RP_TASK_LM:
-        lua_getiuservalue(L, 1, 1);
-        lua_setfield(L, -2, "path");
-        lua_pushinteger(L, (lua_Integer)c->vocab_size);
-        lua_setfield(L, -2, "vocab_size");
-        break;
-    default:
-        lua_getiuservalue(L, 1, 1);
-        lua_setfield(L, -2, "path");
-        lua_pushnumber(L, (lua_Number)c->valid_fraction);
-        lua_setfield(L, -2, "valid_fraction");
-        lua_pushinteger(L, (lua_Integer)c->max_bytes);
-        lua_setfield(L, -2, "max_bytes");
-        break;
+    for (int i = 0; i < rp_task_nkeys; i++) {
+        const rp_task_key *k = &rp_task_keys[i];
+        if (!rp_task_key_applies(k, c->kind)) continue;
+        switch (k->type) {
+        case RP_TASK_KEY_INT: lua_pushinteger(L, (lua_Integer)rp_task_cfg_get_int(c, k)); break;
+        case RP_TASK_KEY_NUM: lua_pushnumber(L, (lua_Number)rp_task_cfg_get(c, k)); break;
+        case RP_TASK_KEY_ENUM: lua_pushstring(L, k->names[rp_task_cfg_get_int(c, k)]); break;
+        case RP_TASK_KEY_BOOL: lua_pushboolean(L, (int)rp_task_cfg_get_int(c, k)); break;
+        case RP_TASK_KEY_PATH: lua_getiuservalue(L, 1, 1); break; /* the task's own copy */
+        }
+        lua_setfield(L, -2, k->name);
     }
     return 1;
 }
@@ -678,11 +567,11 @@ static int t_positions2d(lua_State *L)
     if (c->kind != RP_TASK_GRID_OFFSET)
         return luaL_error(L, "task:positions2d needs a grid_offset task (this is %s)",
                           kind_names[c->kind]);
-    int64_t n = c->seq_len;
+    int64_t n = c->seq_len, hi = (int64_t)rp_task_key_of("seq_len", c->kind)->hi;
     if (!lua_isnoneornil(L, 2)) {
         lua_Integer v = lrp_checkint(L, 2, "n");
-        if (v < 0 || v > MAX_SEQ_LEN)
-            return lrp_argerror(L, 2, "n must be in 0..%I, got %I", (LUAI_UACINT)MAX_SEQ_LEN,
+        if (v < 0 || v > hi)
+            return lrp_argerror(L, 2, "n must be in 0..%I, got %I", (LUAI_UACINT)hi,
                                 (LUAI_UACINT)v);
         n = (int64_t)v;
     }
@@ -711,21 +600,51 @@ static const luaL_Reg task_methods[] = {
     {NULL, NULL},
 };
 
-static const luaL_Reg task_funcs[] = {
-    {"addition", l_addition},
-    {"substring_index", l_substring_index},
-    {"substring_prefix", l_substring_prefix},
-    {"text", l_text},
-    {"grid_offset", l_grid_offset},
-    {"lm", l_lm},
-    {NULL, NULL},
-};
+void lrp_task_internals(lua_State *L, int priv)
+{
+    /* by rp_task_key_type: the type's name, what its default is, which range fields it has */
+    static const char *const types[] = {"int", "number", "enum", "bool", "path"};
+    static const lrp_key_kind kinds[] = {LRP_KEY_INT, LRP_KEY_NUM, LRP_KEY_ENUM, LRP_KEY_BOOL,
+                                         LRP_KEY_BLANK};
+    static const int cols[] = {LRP_KEY_LO | LRP_KEY_HI, LRP_KEY_LO | LRP_KEY_HI | LRP_KEY_OPEN, 0,
+                               0, 0};
+    priv = lua_absindex(L, priv);
+    lua_createtable(L, rp_task_nkeys, 0);
+    for (int i = 0; i < rp_task_nkeys; i++) {
+        const rp_task_key *k = &rp_task_keys[i];
+        const lrp_key_row row = {.name = k->name, .type = types[k->type], .kind = kinds[k->type],
+                                 .cols = cols[k->type], .def = k->def, .lo = k->lo, .hi = k->hi,
+                                 .names = k->names,
+                                 .hi_open = (k->flags & RP_TASK_KEY_HI_OPEN) != 0};
+        lrp_push_key_row(L, &row, 12);
+        lua_newtable(L);
+        for (int kind = 0, n = 0; kind_names[kind]; kind++) {
+            if (!rp_task_key_applies(k, (rp_task_kind)kind)) continue;
+            lua_pushstring(L, kind_names[kind]);
+            lua_rawseti(L, -2, ++n);
+        }
+        lua_setfield(L, -2, "kinds");
+        lua_pushboolean(L, (k->flags & RP_TASK_KEY_RUN) != 0);
+        lua_setfield(L, -2, "run");
+        lua_pushboolean(L, (k->flags & RP_TASK_KEY_REQUIRED) != 0);
+        lua_setfield(L, -2, "required");
+        lua_pushstring(L, k->help);
+        lua_setfield(L, -2, "help");
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, priv, "task_keys");
+}
 
 void lrp_open_tasks(lua_State *L, int mod)
 {
     mod = lua_absindex(L, mod);
     lrp_open_type(L, mod, LRP_TASK_MT, "Task", task_methods, t_release, t_tostring);
 
-    luaL_newlib(L, task_funcs);
+    lua_createtable(L, 0, RP_TASK_LM + 1); /* rp.tasks.<kind>: l_new with the kind */
+    for (int kind = 0; kind_names[kind]; kind++) {
+        lua_pushinteger(L, kind);
+        lua_pushcclosure(L, l_new, 1);
+        lua_setfield(L, -2, kind_names[kind]);
+    }
     lua_setfield(L, mod, "tasks");
 }

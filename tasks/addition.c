@@ -63,9 +63,9 @@ int64_t rp__add_problem_text(rp_task *t, rp_rng *rng, char *buf)
 rp_status rp__add_problem(rp_task *t, rp_rng *rng, int64_t n_digits, char *q, size_t qcap, char *a,
                           size_t acap)
 {
-    if (n_digits < 0 || n_digits > 18)
-        return rp_error(RP_ERR_ARG, "problem: n_digits must be in 0..18, got %lld",
-                        (long long)n_digits);
+    if (n_digits < 0 || n_digits > RP_TASK_MAX_DIGITS)
+        return rp_error(RP_ERR_ARG, "problem: n_digits must be in 0..%d, got %lld",
+                        RP_TASK_MAX_DIGITS, (long long)n_digits);
     int64_t x, y;
     draw_operands(t, rng, n_digits, &x, &y);
     char qb[64], ab[32];

@@ -26,7 +26,7 @@ int64_t rp_task_grid_problem_len(const rp_task_cfg *c)
 int64_t rp_task_grid_max_offset(const rp_task_cfg *c)
 {
     int64_t hi = (c->rows < c->cols ? c->rows : c->cols) - 1;
-    return hi < 9 ? hi : 9;
+    return hi < RP_TASK_GRID_MAX_OFFSET ? hi : RP_TASK_GRID_MAX_OFFSET;
 }
 
 rp_status rp__grid_init(rp_task *t)

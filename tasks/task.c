@@ -1,118 +1,12 @@
-/* Task generators, common part: configuration defaults and checks, the task object,
- * encode/decode and the dispatch to the kinds (rules: docs/tasks.md). The helpers the kinds share
- * (UTF-8, the vocabulary) are in task_vocab.c, so that calls go one way:
- * task.c -> addition.c, substring.c, grid.c, text.c -> task_vocab.c. */
+/* Task generators, common part: the task object, encode/decode and the dispatch to the kinds
+ * (rules: docs/tasks.md). The options' defaults and checks come from the task table
+ * (task_keys.c); the helpers the kinds share (UTF-8, the vocabulary) are in task_vocab.c, so that
+ * calls go one way: task.c -> task_keys.c -> addition.c, substring.c, grid.c, text.c ->
+ * task_vocab.c. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "task_impl.h"
-
-void rp_task_cfg_addition_format(rp_task_cfg *c, rp_add_format format)
-{
-    c->format = format;
-    c->max_digits = format == RP_ADD_LABML ? 7 : 8;
-    c->labml_digit_quirk = format == RP_ADD_LABML;
-}
-
-rp_task_cfg rp_task_cfg_default(rp_task_kind kind)
-{
-    rp_task_cfg c;
-    memset(&c, 0, sizeof c);
-    c.kind = kind;
-    c.seq_len = 256;
-    c.format = RP_ADD_WRITEUP;
-    c.max_digits = 8;
-    c.labml_digit_quirk = 0;
-    c.str_len = 13;
-    c.substr_len = 16;
-    c.rnd_len = 12;
-    c.path = NULL;
-    c.valid_fraction = 0.1;
-    c.max_bytes = RP_TASK_DEFAULT_MAX_BYTES;
-    c.rows = 6;
-    c.cols = 8;
-    c.alphabet = 8;
-    c.max_offset = 3;
-    return c;
-}
-
-static rp_status check_cfg(const rp_task_cfg *c)
-{
-    if (c->kind < RP_TASK_ADDITION || c->kind > RP_TASK_LM)
-        return rp_error(RP_ERR_ARG, "task: kind %d is not a task kind", (int)c->kind);
-    if (c->seq_len < 8 || c->seq_len > RP_TASK_MAX_SEQ_LEN)
-        return rp_error(RP_ERR_ARG, "task: seq_len must be in 8..%lld, got %lld",
-                        (long long)RP_TASK_MAX_SEQ_LEN, (long long)c->seq_len);
-    switch (c->kind) {
-    case RP_TASK_ADDITION:
-        if (c->format != RP_ADD_WRITEUP && c->format != RP_ADD_LABML)
-            return rp_error(RP_ERR_ARG, "task: format must be writeup (0) or labml (1), got %d",
-                            (int)c->format);
-        if (c->max_digits < 1 || c->max_digits > 18)
-            return rp_error(RP_ERR_ARG, "task: max_digits must be in 1..18, got %lld",
-                            (long long)c->max_digits);
-        if (c->labml_digit_quirk != 0 && c->labml_digit_quirk != 1)
-            return rp_error(RP_ERR_ARG, "task: labml_digit_quirk must be 0 or 1, got %d",
-                            c->labml_digit_quirk);
-        break;
-    case RP_TASK_SUBSTR_INDEX:
-        if (c->str_len < 1 || c->str_len > RP_TASK_MAX_STR_LEN)
-            return rp_error(RP_ERR_ARG, "task: str_len must be in 1..%d, got %lld",
-                            RP_TASK_MAX_STR_LEN, (long long)c->str_len);
-        break;
-    case RP_TASK_SUBSTR_PREFIX:
-        if (c->substr_len < 1 || c->substr_len > RP_TASK_MAX_PIECE)
-            return rp_error(RP_ERR_ARG, "task: substr_len must be in 1..%d, got %lld",
-                            RP_TASK_MAX_PIECE, (long long)c->substr_len);
-        if (c->rnd_len < 2 || c->rnd_len > RP_TASK_MAX_PIECE)
-            return rp_error(RP_ERR_ARG,
-                            "task: rnd_len must be in 2..%d (fillers 1..rnd_len-1), got %lld",
-                            RP_TASK_MAX_PIECE, (long long)c->rnd_len);
-        break;
-    case RP_TASK_TEXT:
-        if (!c->path || !c->path[0])
-            return rp_error(RP_ERR_ARG, "task: path is required for a text task");
-        if (!(c->valid_fraction >= 0.0 && c->valid_fraction < 1.0))
-            return rp_error(RP_ERR_ARG, "task: valid_fraction must be in [0, 1), got %g",
-                            c->valid_fraction);
-        if (c->max_bytes < 1)
-            return rp_error(RP_ERR_ARG, "task: max_bytes must be >= 1, got %lld",
-                            (long long)c->max_bytes);
-        break;
-    case RP_TASK_LM:
-        if (!c->path || !c->path[0])
-            return rp_error(RP_ERR_ARG, "task: path (a folder of token ids) is required for an lm "
-                                        "task");
-        if (c->vocab_size < 1 || c->vocab_size > RP_TASK_LM_MAX_VOCAB)
-            return rp_error(RP_ERR_ARG, "task: vocab_size must be in 1..%lld, got %lld",
-                            (long long)RP_TASK_LM_MAX_VOCAB, (long long)c->vocab_size);
-        break;
-    case RP_TASK_GRID_OFFSET: {
-        if (c->rows < 2 || c->rows > RP_TASK_GRID_MAX_SIDE)
-            return rp_error(RP_ERR_ARG, "task: rows must be in 2..%d, got %lld",
-                            RP_TASK_GRID_MAX_SIDE, (long long)c->rows);
-        if (c->cols < 2 || c->cols > RP_TASK_GRID_MAX_SIDE)
-            return rp_error(RP_ERR_ARG, "task: cols must be in 2..%d, got %lld",
-                            RP_TASK_GRID_MAX_SIDE, (long long)c->cols);
-        if (c->alphabet < 2 || c->alphabet > 26)
-            return rp_error(RP_ERR_ARG, "task: alphabet must be in 2..26, got %lld",
-                            (long long)c->alphabet);
-        int64_t hi = rp_task_grid_max_offset(c);
-        if (c->max_offset < 1 || c->max_offset > hi)
-            return rp_error(RP_ERR_ARG,
-                            "task: max_offset must be in 1..%lld (at most 9, rows - 1 and cols - "
-                            "1), got %lld", (long long)hi, (long long)c->max_offset);
-        int64_t len = rp_task_grid_problem_len(c);
-        if (c->seq_len < len)
-            return rp_error(RP_ERR_ARG,
-                            "task: seq_len must be >= %lld, the length of one grid_offset problem "
-                            "((rows + %lld) * cols), got %lld", (long long)len,
-                            (long long)rp_task_grid_query_rows(c), (long long)c->seq_len);
-        break;
-    }
-    }
-    return RP_OK;
-}
 
 static rp_status set_ascii_vocab(rp_task *t, const char *chars)
 {
@@ -128,7 +22,7 @@ rp_task *rp_task_new(const rp_task_cfg *cfg)
         rp_error(RP_ERR_ARG, "task: NULL config");
         return NULL;
     }
-    if (check_cfg(cfg) != RP_OK) return NULL;
+    if (rp_task_cfg_check(cfg) != RP_OK) return NULL;
     rp_task *t = calloc(1, sizeof *t);
     if (!t) {
         rp_error(RP_ERR_NOMEM, "task: allocation");

@@ -27,30 +27,33 @@ typedef enum {
 
 typedef enum { RP_ADD_WRITEUP = 0, RP_ADD_LABML = 1 } rp_add_format;
 
+/* The options of a task (what rp.tasks.<kind> reads, task:config() returns). Each field but kind
+ * is a row of the task table below, which gives its option name, kinds, default, range and help;
+ * the comments here say what the field means. */
 typedef struct rp_task_cfg {
     rp_task_kind kind;
-    int64_t seq_len;          /* T of the packed sequences (>= 8) */
+    int64_t seq_len;          /* T of the packed sequences */
     /* addition */
-    rp_add_format format;     /* writeup (default) or labml */
-    int64_t max_digits;       /* 8 for writeup, 7 for labml; 1..18 */
+    rp_add_format format;     /* writeup or labml */
+    int64_t max_digits;       /* the longest operand (digits) */
     int labml_digit_quirk;    /* 1: labml's randrange(1, 11) digits (a digit may be 10 and carry);
-                                 default 1 for the labml format, 0 for writeup */
+                                 the option quirk */
     /* substring by index */
-    int64_t str_len;          /* 13 */
+    int64_t str_len;          /* letters per string */
     /* substring by prefix */
-    int64_t substr_len;       /* 16 */
-    int64_t rnd_len;          /* 12: filler lengths 1 .. rnd_len - 1 */
+    int64_t substr_len;       /* the copy length */
+    int64_t rnd_len;          /* filler lengths 1 .. rnd_len - 1 */
     /* text */
     const char *path;         /* UTF-8 file (or a directory: every regular file in it, sorted) */
-    double valid_fraction;    /* 0.1: the last 10% of the text is the validation split */
-    int64_t max_bytes;        /* 256 MiB: the largest corpus (bytes, over all files of a folder) */
+    double valid_fraction;    /* the last share of the text is the validation split */
+    int64_t max_bytes;        /* the largest corpus (bytes, over all files of a folder) */
     /* grid offset (docs/tasks.md) */
-    int64_t rows, cols;       /* 6 x 8: the grid (each 2..RP_TASK_GRID_MAX_SIDE) */
-    int64_t alphabet;         /* 8: the symbols are the first `alphabet` letters a.. (2..26) */
-    int64_t max_offset;       /* 3: |dr|, |dc| <= max_offset (1..min(9, rows - 1, cols - 1)) */
+    int64_t rows, cols;       /* the grid */
+    int64_t alphabet;         /* the symbols are the first `alphabet` letters a.. */
+    int64_t max_offset;       /* |dr|, |dc| <= max_offset */
     /* lm (docs/language_model.md): path is a folder with train.npy, valid.npy and test.npy, 1-D
      * arrays of token ids of an integer dtype, every id in 0..vocab_size-1 */
-    int64_t vocab_size;       /* the tokenizer's vocabulary (1..2^24) */
+    int64_t vocab_size;       /* the tokenizer's vocabulary */
 } rp_task_cfg;
 
 /* The splits of an lm task (and of text: train, valid). */
@@ -59,13 +62,14 @@ typedef enum { RP_SPLIT_TRAIN = 0, RP_SPLIT_VALID = 1, RP_SPLIT_TEST = 2 } rp_ta
 /* The largest vocab_size of an lm task: token ids travel as float32 (exact up to 2^24). */
 #define RP_TASK_LM_MAX_VOCAB ((int64_t)1 << 24)
 
-/* The largest rows and cols of a grid_offset task. */
+/* The largest rows and cols of a grid_offset task, and its largest max_offset. */
 #define RP_TASK_GRID_MAX_SIDE 32
+#define RP_TASK_GRID_MAX_OFFSET 9
 
 /* Grid offset: the rows the query takes, ceil(8 / cols) (its 8 tokens ?, sign, digit, sign,
  * digit, =, answer, #, padded with '.' to whole rows); the length of one problem, (rows + query
  * rows) * cols tokens (the least seq_len); and the largest max_offset, min(9, rows - 1, cols -
- * 1). Of c's rows and cols only, unchecked (cols >= 1). */
+ * 1) (9: RP_TASK_GRID_MAX_OFFSET). Of c's rows and cols only, unchecked (cols >= 1). */
 int64_t rp_task_grid_query_rows(const rp_task_cfg *c);
 int64_t rp_task_grid_problem_len(const rp_task_cfg *c);
 int64_t rp_task_grid_max_offset(const rp_task_cfg *c);
@@ -73,16 +77,97 @@ int64_t rp_task_grid_max_offset(const rp_task_cfg *c);
 /* The default corpus size limit of text tasks (max_bytes). */
 #define RP_TASK_DEFAULT_MAX_BYTES ((int64_t)256 << 20)
 
-/* Defaults for a kind (seq_len 256; addition writeup 8 digits; others as above; path NULL). */
+/* The longest addition operand (max_digits, and n_digits of rp_task_problem). */
+#define RP_TASK_MAX_DIGITS 18
+
+/* ---- the task table: one row per option ----
+ * The one place that gives each option of a task its name, the kinds that read it, its type,
+ * field, default, range and help (task_keys.c's rp_task_keys). From the rows come
+ * rp_task_cfg_default, the checks of rp_task_new (rp_task_cfg_check), the options that
+ * rp.tasks.<kind> knows and reads and task:config() (bindings/tasks.c), and rp.experiment's task
+ * keys with scripts/train.lua's --<key> (internals.task_keys, rows with RP_TASK_KEY_RUN). A new
+ * option is a field of rp_task_cfg and its row (docs/architecture.md, "Adding a task key"). The
+ * rows of one kind are read in row order, so a default or a bound may depend on the rows before
+ * it (def_of, hi_of, rule). Every message names the option as Lua does ("option 'alphabet' must
+ * be in 2..26, got 27"). */
+typedef enum {
+    RP_TASK_KEY_INT,  /* int64_t in lo..hi (hi may be INFINITY: no upper end) */
+    RP_TASK_KEY_NUM,  /* double in [lo, hi] ([lo, hi) with RP_TASK_KEY_HI_OPEN) */
+    RP_TASK_KEY_ENUM, /* an enum stored as an int: a value of names */
+    RP_TASK_KEY_BOOL, /* int 0 or 1 */
+    RP_TASK_KEY_PATH, /* const char *, nonempty: a file or a folder (no default) */
+} rp_task_key_type;
+
+/* The bit of a kind in a row's kinds. */
+#define RP_TASK_BIT(kind) (1u << (unsigned)(kind))
+
+enum {
+    RP_TASK_KEY_HI_OPEN = 1,  /* RP_TASK_KEY_NUM: hi itself is outside the range */
+    RP_TASK_KEY_REQUIRED = 2, /* no default: rp.tasks.<kind> needs the option */
+    RP_TASK_KEY_RUN = 4,      /* a key of rp.experiment (and scripts/train.lua's --<name>) */
+};
+
+typedef struct rp_task_key {
+    const char *name;         /* the option's name: rp.tasks.<kind>, task:config(), messages */
+    unsigned kinds;           /* RP_TASK_BIT of every kind that reads it */
+    rp_task_key_type type;
+    size_t offset;            /* of the field in rp_task_cfg */
+    double def;               /* the default (an enum's value, a bool's 0 or 1) */
+    double lo, hi;            /* RP_TASK_KEY_INT and _NUM: the range */
+    int flags;                /* RP_TASK_KEY_* */
+    const char *const *names; /* RP_TASK_KEY_ENUM: the names in value order, NULL-terminated */
+    /* the default from the rows before it, given def, or NULL (def) */
+    double (*def_of)(const rp_task_cfg *c, double def);
+    /* the upper end from the rows before it, or NULL (hi) */
+    int64_t (*hi_of)(const rp_task_cfg *c);
+    /* a rule with the rows before it, checked after the range, or NULL: RP_OK or RP_ERR_ARG
+     * with its message */
+    rp_status (*rule)(const rp_task_cfg *c);
+    const char *note;         /* in the range message, after the range */
+    const char *what;         /* RP_TASK_KEY_REQUIRED: what the value is, for the message */
+    const char *help;         /* one line: rp.experiment.keys(), the scripts' --help */
+} rp_task_key;
+
+extern const rp_task_key rp_task_keys[];
+extern const int rp_task_nkeys;
+
+/* "writeup", "labml", NULL: the format row's names. */
+extern const char *const rp_add_format_names[];
+
+/* Whether row k is read by tasks of kind (1) or not (0). */
+int rp_task_key_applies(const rp_task_key *k, rp_task_kind kind);
+/* The row of kind named name, or NULL. */
+const rp_task_key *rp_task_key_of(const char *name, rp_task_kind kind);
+/* A field as a double and set from one (RP_TASK_KEY_NUM), and the _int pair for the other types
+ * but PATH (exact for every int64_t). */
+double rp_task_cfg_get(const rp_task_cfg *c, const rp_task_key *k);
+void rp_task_cfg_set(rp_task_cfg *c, const rp_task_key *k, double v);
+int64_t rp_task_cfg_get_int(const rp_task_cfg *c, const rp_task_key *k);
+void rp_task_cfg_set_int(rp_task_cfg *c, const rp_task_key *k, int64_t v);
+/* Sets row k's field of c to its default, given the rows before it (def_of); a PATH to NULL. */
+void rp_task_cfg_set_default(rp_task_cfg *c, const rp_task_key *k);
+/* Checks row k's field of c against its range (hi_of) and then its rule: RP_ERR_ARG ("option
+ * 'alphabet' must be in 2..26, got 27", "option 'max_bytes' must be >= 1, got 0", "option
+ * 'path' (a UTF-8 text file) is required"). */
+rp_status rp_task_cfg_check_key(const rp_task_cfg *c, const rp_task_key *k);
+/* Records and returns RP_ERR_ARG "option 'vocab_size' (the tokenizer's) is required" for a
+ * required row k. */
+rp_status rp_task_key_missing(const rp_task_key *k);
+
+/* Defaults for a kind: every row's default, in row order (seq_len 256; addition writeup 8 digits;
+ * path NULL; vocab_size 0, which lm tasks must set). */
 rp_task_cfg rp_task_cfg_default(rp_task_kind kind);
-/* Sets c's addition format and that format's defaults: writeup 8 digits without the quirk,
- * labml 7 digits with labml's 0..10 digit quirk (make_int in labml's arithmetic_dataset.py).
- * Overwrites format, max_digits and labml_digit_quirk only. */
+/* Sets c's addition format and the defaults that follow from it: writeup 8 digits without the
+ * quirk, labml 7 digits with labml's 0..10 digit quirk (make_int in labml's
+ * arithmetic_dataset.py). Overwrites format, max_digits and labml_digit_quirk only. */
 void rp_task_cfg_addition_format(rp_task_cfg *c, rp_add_format format);
+/* Checks c: its kind, then every row of its kind in row order (rp_task_cfg_check_key). Fields of
+ * other kinds are ignored. */
+rp_status rp_task_cfg_check(const rp_task_cfg *c);
 
 typedef struct rp_task rp_task;
 
-/* A new task. RP_ERR_ARG for a bad config (naming the field). Text tasks: RP_ERR_IO ("path:
+/* A new task. RP_ERR_ARG for a bad config (rp_task_cfg_check). Text tasks: RP_ERR_IO ("path:
  * reason") when the corpus cannot be used: missing or unreadable; not a regular file or a folder
  * (FIFOs, devices and sockets are refused at once, never opened in a way that blocks); a folder
  * without regular files; more than max_bytes bytes; empty; invalid UTF-8; or a split too short

@@ -8,8 +8,8 @@
  * substring by index <= 2 * RP_TASK_MAX_STR_LEN + 40, grid offset <= (32 + 4) * 32). */
 #define RP_TASK_PROBLEM_CAP 4096
 #define RP_TASK_MAX_STR_LEN 1000
-#define RP_TASK_MAX_SEQ_LEN ((int64_t)1 << 28)
-#define RP_TASK_MAX_PIECE (1 << 20)   /* substr_len, rnd_len */
+#define RP_TASK_MAX_SEQ_LEN ((int64_t)1 << 24) /* seq_len */
+#define RP_TASK_MAX_PIECE (1 << 16)   /* substr_len, rnd_len */
 
 typedef struct { int32_t cp, id; } rp_task_cpid;
 

@@ -4,6 +4,8 @@
  * against labml's rules (and the grid offset's own), and the text task, encode/decode,
  * rp_task_check, the 2-D positions and the error paths are exercised. */
 #include <errno.h>
+#include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -696,22 +698,24 @@ static void test_config(void)
     d = c, d.seq_len = 7, cfg_error(d, "seq_len");
     d = c, d.max_digits = 0, cfg_error(d, "max_digits");
     d = c, d.max_digits = 19, cfg_error(d, "max_digits");
-    d = c, d.format = (rp_add_format)2, cfg_error(d, "format");
-    d = c, d.labml_digit_quirk = 2, cfg_error(d, "labml_digit_quirk");
+    d = c, d.format = (rp_add_format)2,
+    cfg_error(d, "option 'format' must be writeup or labml, got 2");
+    d = c, d.labml_digit_quirk = 2, cfg_error(d, "option 'quirk' must be 0 or 1, got 2");
     d = c, d.kind = (rp_task_kind)9, cfg_error(d, "kind");
     c = rp_task_cfg_default(RP_TASK_SUBSTR_INDEX);
     d = c, d.str_len = 0, cfg_error(d, "str_len");
-    d = c, d.str_len = 1001, cfg_error(d, "str_len");
-    d = c, d.seq_len = ((int64_t)1 << 28) + 1, cfg_error(d, "seq_len");
+    d = c, d.str_len = 1001, cfg_error(d, "option 'str_len' must be in 1..1000, got 1001");
+    d = c, d.seq_len = ((int64_t)1 << 24) + 1, cfg_error(d, "seq_len");
     c = rp_task_cfg_default(RP_TASK_SUBSTR_PREFIX);
-    d = c, d.substr_len = 0, cfg_error(d, "substr_len");
+    d = c, d.substr_len = 1, cfg_error(d, "option 'substr_len' must be in 2..65536, got 1");
     d = c, d.rnd_len = 1, cfg_error(d, "rnd_len");
-    d = c, d.substr_len = (1 << 20) + 1, cfg_error(d, "substr_len");
-    d = c, d.rnd_len = (1 << 20) + 1, cfg_error(d, "rnd_len");
+    d = c, d.substr_len = (1 << 16) + 1, cfg_error(d, "substr_len");
+    d = c, d.rnd_len = (1 << 16) + 1, cfg_error(d, "rnd_len");
     c = rp_task_cfg_default(RP_TASK_TEXT);
     CHECK(c.valid_fraction > 0.0999 && c.valid_fraction < 0.1001 && c.path == NULL, "text defaults");
-    d = c, cfg_error(d, "path");
-    d = c, d.path = "/etc/hostname", d.valid_fraction = 1.0, cfg_error(d, "valid_fraction");
+    d = c, cfg_error(d, "option 'path' (a UTF-8 text file) is required");
+    d = c, d.path = "/etc/hostname", d.valid_fraction = 1.0,
+    cfg_error(d, "option 'valid_fraction' must be in [0, 1), got 1");
     d = c, d.path = "/etc/hostname", d.valid_fraction = -0.1, cfg_error(d, "valid_fraction");
     /* grid offset: the whole message of every option, exactly */
     c = rp_task_cfg_default(RP_TASK_GRID_OFFSET);
@@ -723,27 +727,27 @@ static void test_config(void)
     d = c, d.rows = 20, d.cols = 32;
     CHECK(rp_task_grid_max_offset(&d) == 9 && rp_task_grid_problem_len(&d) == 21 * 32,
           "grid sizes of a large grid");
-    d = c, d.rows = 1, cfg_error(d, "task: rows must be in 2..32, got 1");
-    d = c, d.rows = 33, cfg_error(d, "task: rows must be in 2..32, got 33");
-    d = c, d.cols = 1, cfg_error(d, "task: cols must be in 2..32, got 1");
-    d = c, d.cols = 33, cfg_error(d, "task: cols must be in 2..32, got 33");
-    d = c, d.alphabet = 1, cfg_error(d, "task: alphabet must be in 2..26, got 1");
-    d = c, d.alphabet = 27, cfg_error(d, "task: alphabet must be in 2..26, got 27");
+    d = c, d.rows = 1, cfg_error(d, "option 'rows' must be in 2..32, got 1");
+    d = c, d.rows = 33, cfg_error(d, "option 'rows' must be in 2..32, got 33");
+    d = c, d.cols = 1, cfg_error(d, "option 'cols' must be in 2..32, got 1");
+    d = c, d.cols = 33, cfg_error(d, "option 'cols' must be in 2..32, got 33");
+    d = c, d.alphabet = 1, cfg_error(d, "option 'alphabet' must be in 2..26, got 1");
+    d = c, d.alphabet = 27, cfg_error(d, "option 'alphabet' must be in 2..26, got 27");
     d = c, d.max_offset = 0,
-    cfg_error(d, "task: max_offset must be in 1..5 (at most 9, rows - 1 and cols - 1), got 0");
+    cfg_error(d, "option 'max_offset' must be in 1..5 (at most 9, rows - 1 and cols - 1), got 0");
     d = c, d.max_offset = 6,
-    cfg_error(d, "task: max_offset must be in 1..5 (at most 9, rows - 1 and cols - 1), got 6");
+    cfg_error(d, "option 'max_offset' must be in 1..5 (at most 9, rows - 1 and cols - 1), got 6");
     d = c, d.rows = 32, d.cols = 32, d.seq_len = 2000, d.max_offset = 10,
-    cfg_error(d, "task: max_offset must be in 1..9 (at most 9, rows - 1 and cols - 1), got 10");
+    cfg_error(d, "option 'max_offset' must be in 1..9 (at most 9, rows - 1 and cols - 1), got 10");
     d = c, d.rows = 20, d.cols = 3, d.max_offset = 3,
-    cfg_error(d, "task: max_offset must be in 1..2 (at most 9, rows - 1 and cols - 1), got 3");
+    cfg_error(d, "option 'max_offset' must be in 1..2 (at most 9, rows - 1 and cols - 1), got 3");
     d = c, d.seq_len = 55,
-    cfg_error(d, "task: seq_len must be >= 56, the length of one grid_offset problem "
+    cfg_error(d, "option 'seq_len' must be >= 56, the length of one problem "
                  "((rows + 1) * cols), got 55");
     d = c, d.cols = 3, d.max_offset = 2, d.seq_len = 26,
-    cfg_error(d, "task: seq_len must be >= 27, the length of one grid_offset problem "
+    cfg_error(d, "option 'seq_len' must be >= 27, the length of one problem "
                  "((rows + 3) * cols), got 26");
-    d = c, d.seq_len = 7, cfg_error(d, "task: seq_len must be in 8..268435456, got 7");
+    d = c, d.seq_len = 7, cfg_error(d, "option 'seq_len' must be in 8..16777216, got 7");
     /* the limits themselves are accepted */
     rp_task_cfg ok[3] = {c, c, c};
     ok[0].seq_len = 56;
@@ -1301,7 +1305,7 @@ static void test_lm(void)
     CHECK(rp_task_new(&c) == NULL && strstr(rp_last_error(), "is outside the vocabulary 0..9"),
           "an id outside the vocabulary: %s", rp_last_error());
     c.vocab_size = 0;
-    CHECK(rp_task_new(&c) == NULL && strstr(rp_last_error(), "vocab_size must be in 1.."),
+    CHECK(rp_task_new(&c) == NULL && strstr(rp_last_error(), "option 'vocab_size' must be in 1.."),
           "vocab_size 0: %s", rp_last_error());
     const char *names[] = {"train.npy", "valid.npy", "test.npy"};
     for (int i = 0; i < 3; i++) {
@@ -1309,6 +1313,88 @@ static void test_lm(void)
         unlink(path);
     }
     CHECK(rmdir(dir) == 0, "the test folder is empty at the end");
+}
+
+/* ---- the task table ---- */
+
+/* Every field of rp_task_cfg but kind has a row (a new field without one fails here), no kind
+ * reads two rows of one name, every default passes its row's check, and every range is checked at
+ * both ends (inclusive) and just outside them, with the row's message. */
+static void test_task_table(void)
+{
+    static const size_t fields[] = {
+        offsetof(rp_task_cfg, seq_len),    offsetof(rp_task_cfg, format),
+        offsetof(rp_task_cfg, max_digits), offsetof(rp_task_cfg, labml_digit_quirk),
+        offsetof(rp_task_cfg, str_len),    offsetof(rp_task_cfg, substr_len),
+        offsetof(rp_task_cfg, rnd_len),    offsetof(rp_task_cfg, path),
+        offsetof(rp_task_cfg, valid_fraction), offsetof(rp_task_cfg, max_bytes),
+        offsetof(rp_task_cfg, rows),       offsetof(rp_task_cfg, cols),
+        offsetof(rp_task_cfg, alphabet),   offsetof(rp_task_cfg, max_offset),
+        offsetof(rp_task_cfg, vocab_size),
+    };
+    for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++) {
+        int rows = 0;
+        for (int i = 0; i < rp_task_nkeys; i++) rows += rp_task_keys[i].offset == fields[f];
+        CHECK(rows >= 1, "field at offset %zu has a row", fields[f]);
+    }
+    for (int i = 0; i < rp_task_nkeys; i++) {
+        const rp_task_key *k = &rp_task_keys[i];
+        int fields_ok = 0;
+        for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++)
+            fields_ok |= k->offset == fields[f];
+        CHECK(fields_ok && k->kinds != 0 && k->help && k->help[0],
+              "row %s: a listed field, kinds, help", k->name);
+        CHECK(!(k->flags & RP_TASK_KEY_REQUIRED) == !k->what, "row %s: what iff required", k->name);
+        for (int kind = RP_TASK_ADDITION; kind <= RP_TASK_LM; kind++) {
+            if (!rp_task_key_applies(k, (rp_task_kind)kind)) continue;
+            CHECK(rp_task_key_of(k->name, (rp_task_kind)kind) == k,
+                  "row %s: the only one of kind %d", k->name, kind);
+            rp_task_cfg c = rp_task_cfg_default((rp_task_kind)kind);
+            if (k->flags & RP_TASK_KEY_REQUIRED) {
+                CHECK_STATUS(rp_task_cfg_check_key(&c, k), RP_ERR_ARG,
+                             k->type == RP_TASK_KEY_PATH ? "is required" : "must be in 1..");
+                continue;
+            }
+            CHECK(rp_task_cfg_check_key(&c, k) == RP_OK, "row %s: its default (kind %d) passes: %s",
+                  k->name, kind, rp_last_error());
+            if (k->type != RP_TASK_KEY_INT || k->hi_of || k->rule || isinf(k->hi)) continue;
+            char want[160];
+            int64_t lo = (int64_t)k->lo, hi = (int64_t)k->hi, ends[4] = {lo, hi, lo - 1, hi + 1};
+            for (int e = 0; e < 4; e++) {
+                rp_task_cfg_set_int(&c, k, ends[e]);
+                rp_status st = rp_task_cfg_check_key(&c, k);
+                snprintf(want, sizeof want, "option '%s' must be in %lld..%lld, got %lld", k->name,
+                         (long long)k->lo, (long long)k->hi, (long long)ends[e]);
+                CHECK(e < 2 ? st == RP_OK : st == RP_ERR_ARG && !strcmp(rp_last_error(), want),
+                      "row %s at %lld: %s", k->name, (long long)ends[e],
+                      st ? rp_last_error() : "ok");
+            }
+        }
+    }
+    /* the defaults, and those that follow from the rows before them */
+    rp_task_cfg a = rp_task_cfg_default(RP_TASK_ADDITION);
+    CHECK(a.seq_len == 256 && a.format == RP_ADD_WRITEUP && a.max_digits == 8 &&
+              a.labml_digit_quirk == 0 && a.str_len == 13 && a.substr_len == 16 &&
+              a.rnd_len == 12 && a.path == NULL && a.max_bytes == RP_TASK_DEFAULT_MAX_BYTES && a.rows == 6 &&
+              a.cols == 8 && a.alphabet == 8 && a.max_offset == 3 && a.vocab_size == 0,
+          "the defaults");
+    a.seq_len = 40;
+    rp_task_cfg_addition_format(&a, RP_ADD_LABML);
+    CHECK(a.max_digits == 7 && a.labml_digit_quirk == 1 && a.seq_len == 40,
+          "labml's defaults, seq_len kept");
+    rp_task_cfg g = rp_task_cfg_default(RP_TASK_GRID_OFFSET);
+    g.rows = 3, g.cols = 2;
+    rp_task_cfg_set_default(&g, rp_task_key_of("max_offset", RP_TASK_GRID_OFFSET));
+    rp_task_cfg_set_default(&g, rp_task_key_of("seq_len", RP_TASK_GRID_OFFSET));
+    CHECK(g.max_offset == 1 && g.seq_len == 256, "a small grid's max_offset default is its bound");
+    g.rows = 32, g.cols = 32;
+    rp_task_cfg_set_default(&g, rp_task_key_of("seq_len", RP_TASK_GRID_OFFSET));
+    CHECK(g.seq_len == 33 * 32, "a large grid's seq_len default is one problem");
+    CHECK(rp_task_key_of("rows", RP_TASK_ADDITION) == NULL && rp_task_key_of(NULL, RP_TASK_TEXT) ==
+          NULL, "rows is not an addition key");
+    rp_task_cfg t = rp_task_cfg_default(RP_TASK_TEXT);
+    t.path = "x", t.max_bytes = 0;
+    CHECK_STATUS(rp_task_cfg_check(&t), RP_ERR_ARG, "option 'max_bytes' must be >= 1, got 0");
 }
 
 int main(void)
@@ -1320,6 +1406,7 @@ int main(void)
     test_determinism();
     test_text();
     test_config();
+    test_task_table();
     test_text_files();
     test_grid_layout();
     test_grid_example();

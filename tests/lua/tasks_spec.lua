@@ -500,7 +500,7 @@ describe("task errors", function()
     { function() return rp.tasks.addition(5) end,
       "bad argument #1 to 'addition' (options table expected, got 5)" },
     { function() return rp.tasks.substring_index { str_len = 0 } end,
-      "bad argument #1 to 'substring_index' (option 'str_len' must be in 1..65536, got 0)" },
+      "bad argument #1 to 'substring_index' (option 'str_len' must be in 1..1000, got 0)" },
     { function() return rp.tasks.substring_prefix { substr_len = 1 } end,
       "bad argument #1 to 'substring_prefix' (option 'substr_len' must be in 2..65536, got 1)" },
     { function() return rp.tasks.substring_prefix { rnd_len = 1 } end,

@@ -38,27 +38,27 @@ local function lm_ids(cfg, progress)
 end
 
 -- The options of rp.tasks.<task> for cfg, or nil and a message (an lm corpus that cannot be
--- used). progress: lm_ids's.
+-- used). progress: lm_ids's. They are the task table's rows of the task that rp.experiment
+-- offers (keys.task_row: a bool row's "on" and "off" as true and false), the model's seq_len, and
+-- the files: text's path, lm's folder of token ids and its vocabulary.
 local function task_opts(cfg, progress)
   local t = cfg.task
+  local o = { seq_len = cfg.seq_len }
   if t == "lm" then
     local folder, info = lm_ids(cfg, progress)
     if not folder then return nil, info end
-    return { path = folder, vocab_size = info.vocab_size, seq_len = cfg.seq_len }
+    o.path, o.vocab_size = folder, info.vocab_size
+  elseif t == "text" then
+    o.path = cfg.path
   end
-  if t == "addition" then
-    return { format = cfg.format, max_digits = cfg.max_digits, quirk = cfg.quirk == "on",
-      seq_len = cfg.seq_len }
-  elseif t == "substring_index" then
-    return { str_len = cfg.str_len, seq_len = cfg.seq_len }
-  elseif t == "substring_prefix" then
-    return { substr_len = cfg.substr_len, rnd_len = cfg.rnd_len, seq_len = cfg.seq_len }
-  elseif t == "grid_offset" then
-    return { rows = cfg.rows, cols = cfg.cols, alphabet = cfg.alphabet,
-      max_offset = cfg.max_offset, seq_len = cfg.seq_len }
+  for name, row in pairs(keys.task_row) do
+    if row.kinds[1] == t then
+      local v = cfg[name]
+      if row.type == "bool" and type(v) == "string" then v = v == "on" end
+      o[name] = v
+    end
   end
-  return { path = cfg.path, valid_fraction = cfg.valid_fraction, seq_len = cfg.seq_len,
-    max_bytes = cfg.max_bytes }
+  return o
 end
 
 -- The task of cfg, or nil and a one-line message (bad options, a corpus that cannot be used).

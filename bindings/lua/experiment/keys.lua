@@ -46,39 +46,74 @@ local E = {}
 -- {name, default, kind, help}; kind: a list of allowed strings, "int", "number", "bool",
 -- "string". Keys named "<task>: ..." in their help apply to that task only (TASK_OF below).
 local KEYS = {
-  -- the task
   { "task", "substring_index", { "substring_index", "addition", "substring_prefix", "text",
     "grid_offset", "lm" }, "the task (docs/tasks.md; lm: docs/language_model.md)" },
-  { "format", "writeup", { "writeup", "labml" }, "addition: problem format" },
-  { "max_digits", 0, "int", "addition: largest operand length (0: 8 for writeup, 7 for labml)" },
-  { "quirk", "auto", { "auto", "on", "off" }, "addition: labml's digit quirk (auto: on for labml)" },
-  { "str_len", 13, "int", "substring_index: letters per string" },
-  { "substr_len", 16, "int", "substring_prefix: copy length" },
-  { "rnd_len", 12, "int", "substring_prefix: filler lengths 1..rnd_len-1" },
-  { "path", "/usr/share/games/fortunes/cookie", "string",
-    "text: a UTF-8 file or a folder of them (default: Debian's fortunes package)" },
-  { "valid_fraction", 0.1, "number", "text: share kept for validation" },
-  { "max_bytes", 268435456, "int", "text: the largest corpus in bytes (a folder's files together)" },
-  { "corpus", "data/linux-doc", "string", "lm: a corpus prepared by scripts/corpus.lua (make "
-    .. "corpus writes the default), or a folder of token ids with an ids.txt (rp.lm.info)" },
-  { "tokenizer", "", "string", "lm: a SentencePiece model (\"\": <corpus>/tokenizer-unigram-"
-    .. "<vocab_size>.model, trained on the corpus's train split when missing)" },
-  { "vocab_size", 8000, "int", "lm: the vocabulary of the default tokenizer" },
-  { "eval_windows", 0, "int", "lm: evaluate the first n windows of seq_len tokens of the validation "
-    .. "and test splits (0: the whole splits, and bits per byte)" },
-  { "rows", 6, "int", "grid_offset: grid rows" },
-  { "cols", 8, "int", "grid_offset: grid columns, the layout width (token i at row i // cols, "
-    .. "column i % cols)" },
-  { "alphabet", 8, "int", "grid_offset: letters a.. in the grid" },
-  { "max_offset", 3, "int", "grid_offset: largest |row| and |column| offset asked for" },
-  { "positions", "index", { "index", "grid" }, "grid_offset: what a rotary pe turns by: index "
-    .. "(the flattened token index) or grid (2-D (row, column) of the layout, task:positions2d, "
-    .. "axial pairs)" },
-  { "axes", "axial", { "axial", "mixed" }, "grid_offset with positions grid: how the rotation "
-    .. "pairs map to (row, column): axial (each axis its own pairs) or mixed (RoPE-Mixed: each "
-    .. "pair turns by a combination of both, W as rope-vit's init_random_2d_freqs, its angle from "
-    .. "the seed)" },
 }
+-- The task a task-specific key belongs to (the others apply to every task).
+local TASK_OF = {}
+
+-- The task's keys: the rows of the task table (core's tasks/task_keys.c: internals.task_keys)
+-- that rp.experiment offers (run), by task and in row order, with the row's default, kind and
+-- help (after "<its task>: "), so that an option of rp.tasks.<task> is a key here with its
+-- default and help in one place; task_opts (experiment/check.lua) passes them on. Where the
+-- experiment takes a value of its own, TASK_OWN says which (the addition format's own length and
+-- quirk: resolve asks rp.tasks.addition for them). The experiment's own keys of a task
+-- (TASK_EXTRA) follow the key they name in `after`.
+local TASK_OWN = {
+  max_digits = { 0, "int", "addition: largest operand length (0: 8 for writeup, 7 for labml)" },
+  quirk = { "auto", { "auto", "on", "off" }, "addition: labml's digit quirk (auto: on for labml)" },
+}
+local TASK_EXTRA = {
+  { after = "rnd_len", task = "text",
+    { "path", "/usr/share/games/fortunes/cookie", "string",
+      "text: a UTF-8 file or a folder of them (default: Debian's fortunes package)" } },
+  { after = "max_bytes", task = "lm",
+    { "corpus", "data/linux-doc", "string", "lm: a corpus prepared by scripts/corpus.lua (make "
+      .. "corpus writes the default), or a folder of token ids with an ids.txt (rp.lm.info)" },
+    { "tokenizer", "", "string", "lm: a SentencePiece model (\"\": <corpus>/tokenizer-unigram-"
+      .. "<vocab_size>.model, trained on the corpus's train split when missing)" },
+    { "vocab_size", 8000, "int", "lm: the vocabulary of the default tokenizer" },
+    { "eval_windows", 0, "int", "lm: evaluate the first n windows of seq_len tokens of the "
+      .. "validation and test splits (0: the whole splits, and bits per byte)" } },
+  { after = "max_offset", task = "grid_offset",
+    { "positions", "index", { "index", "grid" }, "grid_offset: what a rotary pe turns by: index "
+      .. "(the flattened token index) or grid (2-D (row, column) of the layout, task:positions2d, "
+      .. "axial pairs)" },
+    { "axes", "axial", { "axial", "mixed" }, "grid_offset with positions grid: how the rotation "
+      .. "pairs map to (row, column): axial (each axis its own pairs) or mixed (RoPE-Mixed: each "
+      .. "pair turns by a combination of both, W as rope-vit's init_random_2d_freqs, its angle "
+      .. "from the seed)" } },
+}
+local TASK_ROW = {} -- name -> the task table's row, for the keys it offers
+do
+  local extra_after, groups, group_of = {}, {}, {}
+  for _, e in ipairs(TASK_EXTRA) do extra_after[e.after] = e end
+  for _, row in ipairs(internals.task_keys) do -- grouped by task, each in row order
+    if row.run then
+      assert(#row.kinds == 1, "rp.experiment: a task key of one task: " .. row.name)
+      local task = row.kinds[1]
+      if not group_of[task] then
+        group_of[task] = {}
+        groups[#groups + 1] = group_of[task]
+      end
+      table.insert(group_of[task], row)
+      TASK_OF[row.name], TASK_ROW[row.name] = task, row
+    end
+  end
+  for _, group in ipairs(groups) do
+    for _, row in ipairs(group) do
+      local own, task = TASK_OWN[row.name], TASK_OF[row.name]
+      local kind = row.type == "enum" and row.names or row.type
+      KEYS[#KEYS + 1] = own and { row.name, own[1], own[2], own[3] }
+        or { row.name, math.tointeger(row.default) or row.default, kind, task .. ": " .. row.help }
+      local e = extra_after[row.name]
+      for _, k in ipairs(e or {}) do
+        KEYS[#KEYS + 1] = k
+        TASK_OF[k[1]] = e.task
+      end
+    end
+  end
+end
 
 -- The model: the keys of rp.model's config (core's config schema: internals.model_keys), in its
 -- order, but vocab (the task's), max_batch (batch) and seed (a training key below); the
@@ -154,13 +189,8 @@ end
 local BY_NAME = {}
 for _, k in ipairs(KEYS) do BY_NAME[k[1]] = k end
 
--- The task a task-specific key belongs to (the others apply to every task).
-local TASK_OF = { format = "addition", max_digits = "addition", quirk = "addition",
-  eval_digits = "addition", str_len = "substring_index", substr_len = "substring_prefix",
-  rnd_len = "substring_prefix", path = "text", valid_fraction = "text", max_bytes = "text",
-  rows = "grid_offset", cols = "grid_offset", alphabet = "grid_offset", max_offset = "grid_offset",
-  positions = "grid_offset", axes = "grid_offset", corpus = "lm", tokenizer = "lm",
-  vocab_size = "lm", eval_windows = "lm" }
+-- eval_digits is addition's (an evaluation key)
+TASK_OF.eval_digits = "addition"
 
 -- rp.experiment.keys() -> a copy of KEYS as tables {name =, default =, kind =, help =, task =}
 -- (task: the only task the key applies to, or nil for every task)
@@ -328,8 +358,12 @@ local function resolve(fname, overrides)
     end
     cfg[name] = coerce(k, v, fname)
   end
-  if cfg.max_digits == 0 then cfg.max_digits = cfg.format == "labml" and 7 or 8 end
-  if cfg.quirk == "auto" then cfg.quirk = cfg.format == "labml" and "on" or "off" end
+  if cfg.max_digits == 0 or cfg.quirk == "auto" then -- the format's own: rp.tasks.addition's
+    local own <close> = rp.tasks.addition { format = cfg.format }
+    local c = own:config()
+    if cfg.max_digits == 0 then cfg.max_digits = c.max_digits end
+    if cfg.quirk == "auto" then cfg.quirk = c.quirk and "on" or "off" end
+  end
   if cfg.d_ff == 0 then cfg.d_ff = 4 * cfg.d_model end
   if cfg.log_every == 0 then cfg.log_every = math.max(1, cfg.steps // 100) end
   for _, r in ipairs(RANGES) do
@@ -487,7 +521,8 @@ function experiment.config(overrides)
   return resolve("rp.experiment.config", overrides)
 end
 
-E.keys, E.task_of, E.model_row, E.model_table = KEYS, TASK_OF, MODEL_ROW, model_table
+E.keys, E.task_of, E.task_row, E.model_row, E.model_table = KEYS, TASK_OF, TASK_ROW, MODEL_ROW,
+  model_table
 E.resolve, E.parse_digits, E.parse_lengths, E.parse_scalings = resolve, parse_digits,
   parse_lengths, parse_scalings
 E.experiment = experiment
