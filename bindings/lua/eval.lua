@@ -384,8 +384,15 @@ local function substring_need(n, max_new)
   return n + 13 + #tostring(n - 1) + max_new
 end
 
--- The largest seq_len of a task (rp.tasks: 8 .. 2^24).
-local MAX_SEQ_LEN = 1 << 24
+-- A task key's upper bound, from core's task table (tasks/task_keys.c: internals.task_keys).
+local function task_key_hi(name)
+  for _, row in ipairs(internals.task_keys) do
+    if row.name == name then return row.hi end
+  end
+  error("eval.lua: no task key " .. name)
+end
+-- The largest seq_len of a task, and the longest substring_index string.
+local MAX_SEQ_LEN, MAX_STR_LEN = task_key_hi("seq_len"), task_key_hi("str_len")
 
 -- M.length_plan(fname, arg, mc, tc, o) -> plans: what rp.eval.lengths does at each
 -- length, every length checked before anything is evaluated (errors name fname, argument arg).
@@ -406,7 +413,7 @@ function M.length_plan(fname, arg, mc, tc, o)
   end
   for i, L in ipairs(o.lengths) do
     local lo, hi = 1, 18
-    if kind == "substring_index" then hi = 1 << 16
+    if kind == "substring_index" then hi = MAX_STR_LEN
     elseif kind == "substring_prefix" then lo, hi = tc.substr_len + tc.rnd_len + 1, MAX_SEQ_LEN
     elseif kind == "text" or kind == "lm" then lo, hi = 8, MAX_SEQ_LEN end
     if math.type(L) ~= "integer" or L < lo or L > hi then

@@ -190,6 +190,10 @@ describe("rp.eval.lengths", function()
       msg(learned, pre, { lengths = { 32 }, scaling = "pi" }))
     assert.are.equal(B .. "lengths[2] must be a seq_len in 9..16777216 (substr_len + rnd_len + 1 "
       .. "and up: a shorter row may score nothing), got 8)", msg(learned, pre, { lengths = { 32, 8 } }))
+    -- substring_index's lengths: the task's own str_len range (core's task table), not a copy
+    local idx = rp.tasks.substring_index { str_len = 8, seq_len = 64 }
+    assert.are.equal(B .. "lengths[1] must be a str_len in 1..1000, got 1001)",
+      msg(model(idx, { pe = "rope" }), idx, { lengths = { 1001 } }))
     assert.are.equal(B .. "option 'lengths' must be a nonempty list of lengths, got table)",
       msg(learned, pre, { lengths = {} }))
     assert.are.equal(B .. "option 'lengths' must be a nonempty list of lengths, got nil)",
