@@ -202,6 +202,9 @@ cli.main("pairs_report.lua", function()
     end
   end
 
+  -- a method's label as in its run files' names (compare.lua's rule)
+  local function safe(label) return (label:gsub("[^%w%._=-]", "_")) end
+
   -- one folder's groups, read from its run files
   local function load(dir, summary)
     local okd, iter, state = pcall(lfs.dir, fileio.join(dir, "runs"))
@@ -211,9 +214,9 @@ cli.main("pairs_report.lua", function()
     local groups = {}
     for i, m in ipairs(summary.methods) do
       local g = { label = m.label, runs = {} }
-      local safe = m.label:gsub("[^%w%._=-]", "_")
+      local prefix = safe(m.label) .. "-s"
       for _, name in ipairs(files) do
-        local s = name:sub(1, #safe + 2) == safe .. "-s" and name:sub(#safe + 3):match("^(%d+)%.json$")
+        local s = name:sub(1, #prefix) == prefix and name:sub(#prefix + 1):match("^(%d+)%.json$")
         if s and not skipped(dir, math.tointeger(tonumber(s))) then
           local r = assert(json.read(fileio.join(dir, "runs", name)))
           if args.metric == "final_train_loss" then r.value = r.final_train_loss end
@@ -233,8 +236,8 @@ cli.main("pairs_report.lua", function()
     return groups
   end
 
-  -- one folder: its tables (gaps: its gap curves, {name, g | nil, message}); returns its pair
-  -- table and metric
+  -- one folder: its tables (gaps: its gap curves, { {a =, b =, g = lm_report.gap_curve's or nil,
+  -- err =}, ... }); returns its pair table and metric
   local function folder(dir, summary, groups, gaps)
     local metric = args.metric == "value" and summary.metric or "loss"
     local metric_name = ({ value = summary.metric_name,
@@ -262,7 +265,7 @@ cli.main("pairs_report.lua", function()
         io.write("\n", lm_report.gap_markdown(g, (lm_report.pair_params(groups, a, b))))
         local name = dir:gsub("/+$", ""):match("[^/]+$") or dir
         local files, err = lm_report.plot_gap(g, fileio.join(dir, ("lm_gap_%s-%s"):format(
-          a:gsub("[^%w%._=-]", "_"), (b:gsub("[^%w%._=-]", "_")))), { title =
+          safe(a), safe(b))), { title =
           ("%s: validation loss %s - %s (each seed thin, the mean over the seeds thick, its 95%% "
           .. "t band shaded)"):format(name, a, b) })
         if files then
