@@ -36,6 +36,18 @@
 -- the training and validation loss against tokens, each seed thin and the mean over the seeds
 -- thick, drawn to <dir>/lm_train.png and .svg and <dir>/lm_valid.png and .svg (the validation
 -- curve: the column valid_loss of the runs' CSV, written with valid_every).
+-- --trend a/b ... (two folders or more: one study at several model sizes) adds the difference a - b
+-- against size: each folder's per-seed differences with their mean and 95% t interval, at x =
+-- log10 of the folder's parameter count (the runs' params; the runs of a and b must agree), and
+-- the line d = alpha + beta x fitted by ordinary least squares over every per-seed difference
+-- (n - 2 df): the slope with its standard error and 95% interval, the fitted value at each size
+-- with its 95% confidence interval; --extrapolate <params> also the fitted value at that size
+-- with its 95% confidence and prediction intervals, labelled an extrapolation beyond the sizes
+-- measured (lib/lm_report.lua).
+-- --gap-curve a/b ... (and --lm with --trend, for the trend's pairs) adds, for each folder, the
+-- difference a - b of the validation loss against training tokens: paired by seed at each point
+-- of the validation curves, its mean and 95% t band over the seeds, as a table and drawn to
+-- <dir>/lm_gap_<a>-<b>.png and .svg.
 package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua;" .. package.path
 local lfs = require "lfs"
 local cli = require "lib.cli"
@@ -55,6 +67,8 @@ local EXAMPLES = {
     "build/roper scripts/pairs_report.lua results/v2-prefix --metric " .. "final_train_loss" },
   { "whether roper - rope changes from 0.1M to 0.6M parameters",
     "build/roper scripts/pairs_report.lua results/v3-index-0.1m " .. "results/v3-index --interaction roper/rope" },
+  { "roper - rope against size (2.8M and 8.8M), fitted and extrapolated to 200M parameters",
+    "build/roper scripts/pairs_report.lua results/lm-2m results/lm-8m " .. "--trend roper/rope --extrapolate 2e8" },
 }
 
 cli.main("pairs_report.lua", function()
@@ -90,12 +104,36 @@ cli.main("pairs_report.lua", function()
   parser:option("--position-bins", "With --lm: the bins of the by-position table.",
     tostring(lm_report.POSITION_BINS))
     :argname("<n>"):convert(math.tointeger)
+  parser:option("--trend", "With two folders or more (sizes): the difference a - b against "
+    .. "log10 of the folders' parameter counts, a line fitted by ordinary least squares over "
+    .. "every per-seed difference, its slope and the fit at each size with 95% intervals (with "
+    .. "--lm also the --gap-curve of each pair)."):args("+"):argname("<a/b>")
+  parser:option("--extrapolate", "With --trend: also the fitted difference at this parameter "
+    .. "count (2e8, say), with its 95% confidence and prediction intervals, labelled an "
+    .. "extrapolation when beyond the sizes measured."):argname("<params>")
+  parser:option("--gap-curve", "Also, per folder, the difference a - b of the validation loss "
+    .. "against training tokens, paired by seed at each point of the validation curves, its "
+    .. "mean and 95% t band, as a table and drawn to <dir>/lm_gap_<a>-<b>.png (and .svg)."
+    ):args("+"):argname("<a/b>")
   local args = parser:parse()
   if not args.position_bins or args.position_bins < 1 then
     cli.usage("--position-bins: an integer >= 1 expected")
   end
   if args.noninferiority and not (args.margin and args.margin > 0) then
     cli.usage("--noninferiority needs --margin, a number > 0")
+  end
+  local extrapolate
+  if args.extrapolate then
+    extrapolate = tonumber(args.extrapolate)
+    if not (extrapolate and extrapolate > 0 and extrapolate < math.huge) then
+      cli.usage(("--extrapolate %s: a parameter count > 0 expected (2e8, say)")
+        :format(args.extrapolate))
+    end
+    if not args.trend then cli.usage("--extrapolate needs --trend") end
+  end
+  if args.trend and #args.dir < 2 then
+    cli.usage(("--trend %s: two folders or more of different sizes expected, %d given")
+      :format(args.trend[1], #args.dir))
   end
   -- skip[dir or true][seed]: the seeds left out of a folder (true: of every folder)
   local skip = { [true] = {} }
@@ -164,9 +202,11 @@ cli.main("pairs_report.lua", function()
     end
   end
 
-  -- one folder: its tables; returns its pair table, metric and groups
-  local function folder(dir, summary)
-    local metric = args.metric == "value" and summary.metric or "loss"
+  -- a method's label as in its run files' names (compare.lua's rule)
+  local function safe(label) return (label:gsub("[^%w%._=-]", "_")) end
+
+  -- one folder's groups, read from its run files
+  local function load(dir, summary)
     local okd, iter, state = pcall(lfs.dir, fileio.join(dir, "runs"))
     if not okd then cli.usage(dir .. ": no runs folder") end
     local files = {}
@@ -174,16 +214,16 @@ cli.main("pairs_report.lua", function()
     local groups = {}
     for i, m in ipairs(summary.methods) do
       local g = { label = m.label, runs = {} }
-      local safe = m.label:gsub("[^%w%._=-]", "_")
+      local prefix = safe(m.label) .. "-s"
       for _, name in ipairs(files) do
-        local s = name:sub(1, #safe + 2) == safe .. "-s" and name:sub(#safe + 3):match("^(%d+)%.json$")
+        local s = name:sub(1, #prefix) == prefix and name:sub(#prefix + 1):match("^(%d+)%.json$")
         if s and not skipped(dir, math.tointeger(tonumber(s))) then
           local r = assert(json.read(fileio.join(dir, "runs", name)))
           if args.metric == "final_train_loss" then r.value = r.final_train_loss end
           if args.metric == "mean_train_loss" then r.value = mean_curve_loss(r) end
           if args.metric == "eval_loss" then r.value = r.eval_loss end
           local run = { seed = math.tointeger(tonumber(s)), res = r }
-          if args.lm then
+          if args.lm or args.gap_curve then
             run.valid_curve = lm_report.valid_curve(fileio.join(dir, "runs",
               (name:gsub("%.json$", ".csv"))))
           end
@@ -193,6 +233,13 @@ cli.main("pairs_report.lua", function()
       table.sort(g.runs, function(a, b) return a.seed < b.seed end)
       groups[i] = g
     end
+    return groups
+  end
+
+  -- one folder: its tables (gaps: its gap curves, { {a =, b =, g = lm_report.gap_curve's or nil,
+  -- err =}, ... }); returns its pair table and metric
+  local function folder(dir, summary, groups, gaps)
+    local metric = args.metric == "value" and summary.metric or "loss"
     local metric_name = ({ value = summary.metric_name,
       final_train_loss = "final training loss, the mean of the last 5 curve points",
       mean_train_loss = "mean training loss, of every curve point",
@@ -212,7 +259,25 @@ cli.main("pairs_report.lua", function()
       io.write("\n", report.jump_sensitivity_markdown(groups, args.jump_sensitivity))
     end
     if args.lm then lm_tables(dir, groups) end
-    return d, metric, groups
+    for _, gap in ipairs(gaps) do
+      local g, a, b = gap.g, gap.a, gap.b
+      if g then
+        io.write("\n", lm_report.gap_markdown(g, (lm_report.pair_params(groups, a, b))))
+        local name = dir:gsub("/+$", ""):match("[^/]+$") or dir
+        local files, err = lm_report.plot_gap(g, fileio.join(dir, ("lm_gap_%s-%s"):format(
+          safe(a), safe(b))), { title =
+          ("%s: validation loss %s - %s (each seed thin, the mean over the seeds thick, its 95%% "
+          .. "t band shaded)"):format(name, a, b) })
+        if files then
+          io.write(("\nGap curve: `%s`, `%s`.\n"):format(files[1], files[2]))
+        else
+          io.write(("\nNo gap curve plot: %s.\n"):format(tostring(err)))
+        end
+      else
+        io.write(("\nNo gap curve of %s - %s: %s.\n"):format(a, b, gap.err))
+      end
+    end
+    return d, metric
   end
 
   -- the folders' metrics agree before anything is printed
@@ -240,14 +305,57 @@ cli.main("pairs_report.lua", function()
     end
   end
 
-  local all, metric, folders = {}, nil, {}
+  -- every folder's runs, then what can refuse (the trend, the gap curves) before a table is printed
+  local folders = {}
+  for i, dir in ipairs(args.dir) do
+    folders[i] = { name = dir:gsub("/+$", ""):match("[^/]+$") or dir,
+      groups = load(dir, summaries[i]) }
+  end
+  local function pair_of(option, spec)
+    local a, b = spec:match("^(.+)/(.+)$")
+    if not a or a == b then cli.usage(("%s %s: two methods a/b expected"):format(option, spec)) end
+    return a, b
+  end
+  local trends = {}
+  for _, spec in ipairs(args.trend or {}) do
+    local a, b = pair_of("--trend", spec)
+    local t, err = lm_report.trend(folders, a, b)
+    if not t then cli.usage(("--trend %s: %s"):format(spec, err)) end
+    trends[#trends + 1] = t
+  end
+  -- the gap curves: --gap-curve's pairs, and with --lm the trend's (each pair once)
+  local gap_pairs, seen = {}, {}
+  for _, spec in ipairs(args.gap_curve or {}) do
+    local a, b = pair_of("--gap-curve", spec)
+    if not seen[a .. "/" .. b] then
+      seen[a .. "/" .. b], gap_pairs[#gap_pairs + 1] = true, { a = a, b = b, asked = true }
+    end
+  end
+  if args.lm then
+    for _, t in ipairs(trends) do
+      if not seen[t.a .. "/" .. t.b] then
+        seen[t.a .. "/" .. t.b], gap_pairs[#gap_pairs + 1] = true, { a = t.a, b = t.b }
+      end
+    end
+  end
+  local gaps = {}
+  for i, fo in ipairs(folders) do
+    gaps[i] = {}
+    for _, p in ipairs(gap_pairs) do
+      local g, err = lm_report.gap_curve(fo.groups, p.a, p.b)
+      if not g and p.asked then
+        cli.usage(("--gap-curve %s/%s: %s: %s"):format(p.a, p.b, fo.name, err))
+      end
+      gaps[i][#gaps[i] + 1] = { a = p.a, b = p.b, g = g, err = err }
+    end
+  end
+
+  local all, metric = {}, nil
   for i, dir in ipairs(args.dir) do
     if i > 1 then io.write("\n") end
-    local d, groups
-    d, metric, groups = folder(dir, summaries[i])
-    local name = dir:gsub("/+$", ""):match("[^/]+$") or dir
-    all[#all + 1] = { name = name, d = d }
-    folders[#folders + 1] = { name = name, groups = groups }
+    local d
+    d, metric = folder(dir, summaries[i], folders[i].groups, gaps[i])
+    all[#all + 1] = { name = folders[i].name, d = d }
   end
   local table_all = #all > 1 and report.combine(all) or all[1].d
   if #all > 1 then
@@ -285,5 +393,8 @@ cli.main("pairs_report.lua", function()
       rows[#rows + 1] = r
     end
     io.write("\n", report.interaction_markdown(rows, { folders[1].name, folders[2].name }, metric))
+  end
+  for _, t in ipairs(trends) do
+    io.write("\n", lm_report.trend_markdown(t, metric, extrapolate))
   end
 end)

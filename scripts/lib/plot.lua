@@ -16,6 +16,11 @@
 --     series: { {label = "rope pi", points = { {x, mean, min, max}, ... }}, ... } (x ascending)
 --     writes prefix.dat, .gp, .png, .svg: one line per series through the means, with error
 --     bars from min to max; opts: title, xlabel ("length"), ylabel
+--   plot.band(b, prefix[, opts]) -> files | nil, message
+--     b: {label =, band =, points = { {x, mean, lo, hi}, ... }, runs = { {label =, points =
+--     { {x, y}, ... }}, ... }}: the band from lo to hi shaded (named b.band), the mean thick on
+--     it (named b.label), each run thin (the first names them in the key); writes prefix.dat, .gp, .png, .svg; opts: title, xlabel,
+--     ylabel, zero (a line at y = 0)
 --   plot.km(series, prefix[, opts]) -> files | nil, message
 --   plot.gp_string(s) -> s as a gnuplot string
 --     series: { {label = "rope", points = { {step, surv}, ... }}, ... }: Kaplan-Meier curves
@@ -233,6 +238,50 @@ function plot.lengths(series, prefix, opts)
     ("set ylabel %s"):format(gp_string(opts.ylabel or "")),
     opts.title and ("set title %s noenhanced"):format(gp_string(opts.title)) or "",
     "set key noenhanced",
+    "plot " .. table.concat(plots, ", \\\n     "),
+  }
+  return render(prefix, datfile, body)
+end
+
+function plot.band(b, prefix, opts)
+  opts = opts or {}
+  local dat = { ("# %s: x  mean  lo  hi"):format(b.label) }
+  local xmin, xmax = math.huge, -math.huge
+  for _, p in ipairs(b.points) do
+    dat[#dat + 1] = ("%.10g %.6g %.6g %.6g"):format(p[1], p[2], p[3], p[4])
+    xmin, xmax = math.min(xmin, p[1]), math.max(xmax, p[1])
+  end
+  if #b.points == 0 then return nil, "no points to plot" end
+  dat[#dat + 1] = "\n"
+  for _, r in ipairs(b.runs or {}) do
+    dat[#dat + 1] = ("# %s: x  y"):format(r.label)
+    for _, p in ipairs(r.points) do dat[#dat + 1] = ("%.10g %.6g"):format(p[1], p[2]) end
+    dat[#dat + 1] = "\n"
+  end
+  local datfile = prefix .. ".dat"
+  local ok, err = fileio.write(datfile, table.concat(dat, "\n") .. "\n")
+  if not ok then return nil, err end
+  local c = colours[1]
+  local plots = { ("%s index 0 using 1:3:4 with filledcurves fs transparent solid 0.25 "
+    .. "noborder lc rgb %s title %s"):format(gp_string(datfile), gp_string(c),
+    gp_string(b.band or "band")) }
+  for k = 1, #(b.runs or {}) do
+    plots[#plots + 1] = ("%s index %d using 1:2 with lines lw 1.2 lc rgb %s %s"):format(
+      gp_string(datfile), k, gp_string("#60" .. colours[2]:sub(2)), k == 1
+      and ("title %s"):format(gp_string(("each seed (%d)"):format(#b.runs))) or "notitle")
+  end
+  plots[#plots + 1] = ("%s index 0 using 1:2 with linespoints lw 3 pt 7 lc rgb %s title %s")
+    :format(gp_string(datfile), gp_string(c), gp_string(b.label))
+  if opts.zero then plots[#plots + 1] = "0 with lines lw 1 lc rgb '#000000' notitle" end
+  local body = {
+    "set grid",
+    "set key top right noenhanced",
+    ("set xrange [%.10g:%.10g]"):format(xmin == xmax and xmin - 0.5 or 0, xmin == xmax
+      and xmax + 0.5 or xmax),
+    "set format x '%g'",
+    ("set xlabel %s"):format(gp_string(opts.xlabel or "")),
+    ("set ylabel %s"):format(gp_string(opts.ylabel or "")),
+    opts.title and ("set title %s noenhanced"):format(gp_string(opts.title)) or "",
     "plot " .. table.concat(plots, ", \\\n     "),
   }
   return render(prefix, datfile, body)

@@ -10,6 +10,9 @@
 --   stats.paired_ci(a, b[, level])          -> lo, hi: the paired t interval of mean(a - b)
 --   stats.holm(ps)                          -> Holm-adjusted p-values, in the order given
 --   stats.noninferiority(a, b, margin[, alpha]) -> paired one-sided t-test that mean(a - b) < margin
+--   stats.ols(x, y)                         -> the least-squares line y = alpha + beta x, t-tested
+--   stats.ols_at(fit, x0[, level])          -> the fitted line at x0: its confidence interval and
+--                                              the prediction interval of one new y
 --   stats.bootstrap_ci(a, b[, opts])        -> lo, hi, est: percentile bootstrap, mean difference
 --   stats.effect_size(a, b[, paired])       -> Cohen's d_z (paired) or Hedges' g (unpaired)
 --   stats.sign_flip_floor(n)                -> the smallest p the sign-flip test can give, 2 / 2^n
@@ -388,6 +391,51 @@ function stats.noninferiority(a, b, margin, alpha)
   r.noninferior = r.upper < margin
   r.equivalent = r.lo > -margin and r.hi < margin
   return r
+end
+
+-- ols(x, y) -> {n, df, alpha, beta, se_alpha, se_beta, s, t, p, xbar, sxx} or nil: ordinary
+-- least squares of y[i] = alpha + beta x[i] + e[i] (e independent, one variance, normal for the
+-- t statistics), n - 2 degrees of freedom (df); s the residual standard deviation (sum of the
+-- squared residuals / df, square-rooted); t = beta / se_beta and p its two-sided p (H0: beta =
+-- 0; nil when se_beta is 0). nil with fewer than 3 points or with every x equal.
+function stats.ols(x, y)
+  local n = #x
+  if n ~= #y then error("ols: the lists differ in length", 2) end
+  if n < 3 then return nil end
+  local xbar, ybar = 0, 0
+  for i = 1, n do xbar, ybar = xbar + x[i] / n, ybar + y[i] / n end
+  local sxx, sxy = 0, 0
+  for i = 1, n do
+    sxx = sxx + (x[i] - xbar) ^ 2
+    sxy = sxy + (x[i] - xbar) * (y[i] - ybar)
+  end
+  if sxx == 0 then return nil end
+  local beta = sxy / sxx
+  local alpha = ybar - beta * xbar
+  local sse = 0
+  for i = 1, n do sse = sse + (y[i] - alpha - beta * x[i]) ^ 2 end
+  local df = n - 2
+  local s = math.sqrt(sse / df)
+  local r = { n = n, df = df, alpha = alpha, beta = beta, s = s, xbar = xbar, sxx = sxx,
+    se_beta = s / math.sqrt(sxx), se_alpha = s * math.sqrt(1 / n + xbar ^ 2 / sxx) }
+  if r.se_beta > 0 then
+    r.t = beta / r.se_beta
+    r.p = stats.t_sf2(r.t, df)
+  end
+  return r
+end
+
+-- ols_at(fit, x0[, level = 0.95]) -> {x, fit, se, lo, hi, se_pred, pred_lo, pred_hi}: the line
+-- of stats.ols at x0, fit = alpha + beta x0, with the two-sided level confidence interval of the
+-- mean of y there, fit -+ t_{(1+level)/2, df} se, se = s sqrt(1/n + (x0 - xbar)^2 / sxx), and the
+-- prediction interval of one new y there, se_pred = s sqrt(1 + 1/n + (x0 - xbar)^2 / sxx).
+function stats.ols_at(fit, x0, level)
+  local q = stats.t_quantile((1 + (level or 0.95)) / 2, fit.df)
+  local lever = 1 / fit.n + (x0 - fit.xbar) ^ 2 / fit.sxx
+  local y = fit.alpha + fit.beta * x0
+  local se, se_pred = fit.s * math.sqrt(lever), fit.s * math.sqrt(1 + lever)
+  return { x = x0, fit = y, se = se, lo = y - q * se, hi = y + q * se, se_pred = se_pred,
+    pred_lo = y - q * se_pred, pred_hi = y + q * se_pred }
 end
 
 -- holm(ps) -> the Holm-Bonferroni adjusted p-values of the family ps (a list, length ps.n or #ps;
