@@ -108,6 +108,7 @@ static rp_status check_tables(const char *json, size_t n, int how, const rp_conf
     rp_rope_freq f = p.freq;
     own_tables(&f, t);
     RP_TRY(rp_rope_freq_check(&f));
+    if (t->scheme_only) return RP_OK;
     /* the positions, their map and its table (lrp_axes_tables) */
     rp_axes_given g = {.map = t->map, .A = t->axes, .pos_given = t->pos != NULL,
                        .angles_given = t->angles != NULL};

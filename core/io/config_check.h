@@ -48,6 +48,8 @@ typedef struct rp_config_tables {
                               * given but not read (mix_rows -1: the checks stop after the rules
                               * of the positions and their map, whose order rp.model keeps) */
     int64_t mix_rows, n_mix;
+    int scheme_only;         /* 1: stop after the scheme with its own tables (rp.model reads the
+                              * positions and their map after it checks those); 0: every check */
 } rp_config_tables;
 
 /* Checks the config in json (as rp_config_check_json reads it as `how` says) with the own tables

@@ -49,7 +49,7 @@ class Tables(ctypes.Structure):
                 ("axes", ctypes.c_int), ("map", ctypes.c_int), ("n_sections", ctypes.c_int),
                 ("sections", ctypes.c_int64 * 3),
                 ("mix", ctypes.POINTER(ctypes.c_double)), ("mix_rows", ctypes.c_int64),
-                ("n_mix", ctypes.c_int64)]
+                ("n_mix", ctypes.c_int64), ("scheme_only", ctypes.c_int)]
 
 
 _SHAPE = 1  # RP_ERR_SHAPE: rp_config_check_tables' mix that is not [axes x d_rot/2]

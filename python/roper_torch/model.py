@@ -126,6 +126,19 @@ def positions_of(cfg, positions, axes=None, sections=None, mix=None, theta=None,
     library core checks the rest as rp.model does (core.check_tables: its messages), without it
     the values are trusted."""
     theta, angles = _own_tables(cfg, theta, angles)
+    try:
+        return _positions_of(cfg, positions, axes, sections, mix, theta, angles)
+    except ValueError:
+        if core.LIB and (theta is not None or angles is not None):
+            # rp.model's order: the scheme with its own tables before the positions' types
+            t, _keep = core.tables(theta, angles)
+            t.scheme_only = 1
+            core.check_tables(to_json(cfg), core.STORED, t)
+        raise
+
+
+def _positions_of(cfg, positions, axes, sections, mix, theta, angles):
+    """positions_of once the own tables are read."""
     if axes is not None and (not isinstance(axes, str) or axes not in rotary.AXES):
         raise ValueError("option 'axes' must be one of %s, got %s"
                          % (", ".join('"%s"' % a for a in rotary.AXES), rotary._describe(axes)))
