@@ -4,10 +4,12 @@
 -- companion calling it, python/roper_torch/core.py), the mode table (rp.pe_modes()), the scaling
 -- table (rp.scalings(), with hf_map: Hugging Face's rope_scaling fields), the parameter layout
 -- (rp.model_layout()) and what a safetensors file holds beside the parameters
--- (rp.safetensors_extras(): tensors, axes_key, version, max_axes). Still with the templates of
--- the checks the companion makes of the own tables, positions and files (messages: the rotary
--- rules', freq_rules, freq_checks, extras.messages, extras.config.messages, axes,
--- options), which no entry point of core checks yet. Run from the top of the tree after `make`
+-- (rp.safetensors_extras(): tensors, axes_key, version), the names of the axes' maps
+-- (rp.axes_rules().maps) and the option readers' bounds with the templates of Hugging Face's
+-- rope_scaling reader (rp.option_messages(): the companion's config.py reads rope_scaling).
+-- Without the rules, the messages and the tables of the own tables', positions' and files'
+-- checks: core checks those (core/io/config_check.h), the companion calling it. Run from the top
+-- of the tree after `make`
 -- when a config key, a mode or a scaling changes (torch_companion_spec fails until the file is
 -- what this writes):
 --   build/roper python/gen_schema.lua > python/roper_torch/schema.json
@@ -64,17 +66,24 @@ local function key_row(k)
   return r
 end
 
-local all, layout, extras, rules = rp.scalings(), rp.model_layout(), rp.safetensors_extras(),
-  rp.model_rules()
+local all, layout, extras = rp.scalings(), rp.model_layout(), rp.safetensors_extras()
 local keys = {}
 for i, k in ipairs(rp.model_keys()) do keys[i] = key_row(k) end
+-- the maps' names (the axes' rules and their wordings are core's)
+local maps = {}
+for i, m in ipairs(rp.axes_rules().maps) do maps[i] = { name = m.name } end
+-- the option readers' bounds and the messages of config.py's rope_scaling reader
+local opts = rp.option_messages()
+local hf = {}
+for name, text in pairs(opts.messages) do
+  if name:find("^hf_") or name == "base_exclude" or name == "number" then hf[name] = text end
+end
 io.write(encode({ keys = keys, modes = list(rp.pe_modes()),
-                  messages = rules.messages,
-                  scalings = list(all), hf_map = all.hf_map, freq_rules = all.rules,
-                  freq_checks = all.checks,
+                  scalings = list(all), hf_map = all.hf_map,
                   layout = { params = list(layout), dims = layout.dims },
                   extras = { tensors = list(extras), axes_key = extras.axes_key,
-                             version = extras.version,
-                             max_axes = extras.max_axes, messages = extras.messages,
-                             config = { messages = extras.config.messages } },
-                  axes = rp.axes_rules(), options = rp.option_messages() }, 0), "\n")
+                             version = extras.version },
+                  axes = { maps = maps },
+                  options = { messages = hf, hf_unsupported = opts.hf_unsupported,
+                              bounds = { max_axes = opts.bounds.max_axes,
+                                         max_pos = opts.bounds.max_pos } } }, 0), "\n")

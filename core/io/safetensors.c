@@ -782,33 +782,54 @@ static rp_status match(const st_file *f, const st_named *x, rp_model *m, const s
     return RP_OK;
 }
 
-/* The 8-byte little-endian words of entry e (F64 or I64) as a malloc'ed array, or NULL. */
-static void *words(const uint8_t *data, const st_entry *e)
+/* The 8-byte little-endian words of entry e (F64 or I64) as a malloc'ed array, or NULL: from
+ * data (the file's data), or read from the file when data is NULL. */
+static void *words(const st_file *f, const uint8_t *data, const st_entry *e)
 {
-    uint64_t *w = malloc((size_t)(e->numel ? e->numel : 1) * 8u);
+    size_t n = (size_t)(e->numel ? e->numel : 1) * 8u;
+    uint64_t *w = malloc(n);
+    uint8_t *buf = data ? NULL : malloc(n);
+    if (w && !data) {
+        size_t got = 0;
+        if (!buf || lseek(f->fd, (off_t)(LEN_BYTES + f->hlen + e->begin), SEEK_SET) < 0 ||
+            rp_file_read_full(f->fd, buf, (size_t)e->numel * 8u, &got) != 0 ||
+            got != (size_t)e->numel * 8u) {
+            free(w);
+            w = NULL;
+        }
+    }
+    const uint8_t *src = data ? data + e->begin : buf;
     if (w)
-        for (int64_t i = 0; i < e->numel; i++) w[i] = get_le(data + e->begin + 8 * i, 8);
+        for (int64_t i = 0; i < e->numel; i++) w[i] = get_le(src + 8 * i, 8);
+    free(buf);
     return w;
 }
 
 /* Gives m the file's own tables and positions (x), checked by rp_model_set_freq and
- * rp_model_set_positions as a checkpoint's are. */
+ * rp_model_set_positions as a checkpoint's are; m NULL: checks them only, against a model of the
+ * checked cfg (rp_model_cfg_check_freq, rp_model_cfg_check_positions). data: the file's data, or
+ * NULL to read the tables from the file. */
 static rp_status apply_extras(const st_file *f, const uint8_t *data, const st_named *x,
-                              rp_model *m)
+                              rp_model *m, const rp_model_cfg *cfg)
 {
     const st_entry *th = x->e[RP_X_FREQ], *an = x->e[RP_X_ANGLES], *p = x->e[RP_X_POSITIONS];
     const st_entry *se = x->e[RP_X_SECTIONS], *mx = x->e[RP_X_MIX];
-    double *theta = th ? words(data, th) : NULL, *angles = an ? words(data, an) : NULL;
-    int64_t *pos = p ? words(data, p) : NULL, *sections = se ? words(data, se) : NULL;
-    double *mix = mx ? words(data, mx) : NULL;
+    double *theta = th ? words(f, data, th) : NULL, *angles = an ? words(f, data, an) : NULL;
+    int64_t *pos = p ? words(f, data, p) : NULL, *sections = se ? words(f, data, se) : NULL;
+    double *mix = mx ? words(f, data, mx) : NULL;
     rp_status st = RP_OK;
+    if (m) cfg = rp_model_config(m);
+    rp_rope_freq own = rp_model_cfg_freq(cfg); /* without m: the scheme set_freq would give it */
+    if (theta) own.theta = theta, own.n_theta = th->numel;
+    if (angles) own.angles = angles, own.rows = an->shape[0], own.n_angles = an->shape[1];
     if ((th && !theta) || (an && !angles) || (p && !pos) || (se && !sections) || (mx && !mix))
         st = rp_error(RP_ERR_NOMEM, "%s: out of memory for the positions", f->path);
     if (st == RP_OK && (th || an) &&
-        rp_model_set_freq(m, theta, th ? th->numel : 0, angles, an ? an->shape[0] : 0,
-                          an ? an->shape[1] : 0) != RP_OK)
+        (m ? rp_model_set_freq(m, theta, th ? th->numel : 0, angles, an ? an->shape[0] : 0,
+                               an ? an->shape[1] : 0)
+           : rp_model_cfg_check_freq(cfg, &own)) != RP_OK)
         st = rp_error_why(RP_ERR_IO, f->path, "bad frequency table: {why}");
-    rp_pe_scheme sc = rp_model_cfg_scheme(rp_model_config(m));
+    rp_pe_scheme sc = rp_model_cfg_scheme(cfg);
     int64_t w = sc.d_rot_q > sc.d_rot_k ? sc.d_rot_q : sc.d_rot_k;
     w = sc.d_rot_v > w ? sc.d_rot_v : w;
     w = sc.d_rot_o > w ? sc.d_rot_o : w;
@@ -828,7 +849,9 @@ static rp_status apply_extras(const st_file *f, const uint8_t *data, const st_na
         for (int a = 0; se && a < ax.n; a++) ax.sections[a] = sections[a];
         ax.mix = mix;
         ax.n_mix = mx ? mx->shape[1] : 0;
-        if (rp_model_set_positions(m, &ax, pos, p->shape[0]) != RP_OK)
+        own.axes = ax;
+        if ((m ? rp_model_set_positions(m, &ax, pos, p->shape[0])
+               : rp_model_cfg_check_positions(cfg, &own, pos, p->shape[0])) != RP_OK)
             st = rp_error_why(RP_ERR_IO, f->path, "bad positions: {why}");
     }
     free(theta);
@@ -857,7 +880,7 @@ static rp_status read_into(st_file *f, const st_named *x, int apply, rp_model *m
         return rp_error(RP_ERR_IO, "%s: truncated (read %zu of %llu data bytes)", f->path, got,
                         (unsigned long long)f->data_size);
     }
-    rp_status st = apply ? apply_extras(f, data, x, m) : RP_OK;
+    rp_status st = apply ? apply_extras(f, data, x, m, NULL) : RP_OK;
     float *params = rp_model_params(m)->data;
     for (int i = 0; st == RP_OK && i < rp_model_num_tensors(m); i++) {
         const rp_param_info *p = rp_model_param(m, i);
@@ -912,6 +935,37 @@ rp_status rp_safetensors_load_into(const char *path, rp_model *m)
     return st;
 }
 
+/* What rp_safetensors_load checks before it builds the model: the file's config (*cfg) and the
+ * tensors its metadata names (*x), the config checked and the parameters it needs held. */
+static rp_status load_head(const st_file *f, rp_model_cfg *cfg, st_named *x)
+{
+    const char *path = f->path;
+    int has = 0;
+    RP_TRY(file_config(f, cfg, &has));
+    if (!has)
+        return rp_error_marks_at(RP_ERR_IO, path, rp_cfg_json_msgs[RP_CFGJ_NO_CONFIG].text,
+                                 (const char *[]){"{how}"},
+                                 (const char *[]){RP_SAFETENSORS_NO_CONFIG_HOW}, 1);
+    RP_TRY(find_extras(f, x));
+    int64_t params = 0, held = 0;
+    rp_status st = rp_model_memory(cfg, NULL, &params); /* checks the config, allocating nothing */
+    if (st != RP_OK)
+        return rp_error_why(RP_ERR_IO, path,
+                            st == RP_ERR_NOMEM ? RP_CANNOT_BUILD_MODEL
+                                               : rp_cfg_json_msgs[RP_CFGJ_BAD_MODEL].text);
+    for (size_t k = 0; k < f->n; k++) /* saturating (it cannot reach 2^63: 2^21 entries of 2^40) */
+        if (!is_extra(x, &f->e[k]) && !rp_add_i64(held, f->e[k].numel, &held)) held = INT64_MAX;
+    if (params > held) { /* a forged config cannot make the loader allocate a model for nothing */
+        char need[24], have[24];
+        snprintf(need, sizeof need, "%lld", (long long)params);
+        snprintf(have, sizeof have, "%lld", (long long)held);
+        return rp_error_marks_at(RP_ERR_IO, path, rp_cfg_json_msgs[RP_CFGJ_PARAMS].text,
+                                 (const char *[]){"{need}", "{have}"},
+                                 (const char *[]){need, have}, 2);
+    }
+    return RP_OK;
+}
+
 rp_status rp_safetensors_load(const char *path, rp_model **out)
 {
     if (!path || !*path) return rp_error(RP_ERR_ARG, "safetensors path is empty");
@@ -919,35 +973,10 @@ rp_status rp_safetensors_load(const char *path, rp_model **out)
     st_file f;
     RP_TRY(st_open(path, &f));
     rp_model_cfg cfg;
-    int has = 0;
-    rp_model *m = NULL;
-    rp_status st = file_config(&f, &cfg, &has);
-    if (st == RP_OK && !has)
-        st = rp_error_marks_at(RP_ERR_IO, path, rp_cfg_json_msgs[RP_CFGJ_NO_CONFIG].text,
-                               (const char *[]){"{how}"},
-                               (const char *[]){RP_SAFETENSORS_NO_CONFIG_HOW}, 1);
     st_named x;
-    if (st == RP_OK) st = find_extras(&f, &x);
+    rp_model *m = NULL;
+    rp_status st = load_head(&f, &cfg, &x);
     if (st != RP_OK) goto done;
-    int64_t params = 0, held = 0;
-    st = rp_model_memory(&cfg, NULL, &params); /* checks the config too, allocating nothing */
-    if (st != RP_OK) {
-        st = rp_error_why(RP_ERR_IO, path,
-                          st == RP_ERR_NOMEM ? RP_CANNOT_BUILD_MODEL
-                                             : rp_cfg_json_msgs[RP_CFGJ_BAD_MODEL].text);
-        goto done;
-    }
-    for (size_t k = 0; k < f.n; k++) /* saturating (it cannot reach 2^63: 2^21 entries of 2^40) */
-        if (!is_extra(&x, &f.e[k]) && !rp_add_i64(held, f.e[k].numel, &held)) held = INT64_MAX;
-    if (params > held) { /* a forged config cannot make the loader allocate a model for nothing */
-        char need[24], have[24];
-        snprintf(need, sizeof need, "%lld", (long long)params);
-        snprintf(have, sizeof have, "%lld", (long long)held);
-        st = rp_error_marks_at(RP_ERR_IO, path, rp_cfg_json_msgs[RP_CFGJ_PARAMS].text,
-                               (const char *[]){"{need}", "{have}"}, (const char *[]){need, have},
-                               2);
-        goto done;
-    }
     m = rp_model_new(&cfg);
     if (!m) {
         st = rp_error_why(RP_ERR_IO, path, RP_CANNOT_BUILD_MODEL);
@@ -960,6 +989,19 @@ rp_status rp_safetensors_load(const char *path, rp_model **out)
     }
 done:
     rp_model_free(m);
+    st_close(&f);
+    return st;
+}
+
+rp_status rp_safetensors_check(const char *path)
+{
+    if (!path || !*path) return rp_error(RP_ERR_ARG, "safetensors path is empty");
+    st_file f;
+    RP_TRY(st_open(path, &f));
+    rp_model_cfg cfg;
+    st_named x;
+    rp_status st = load_head(&f, &cfg, &x);
+    if (st == RP_OK) st = apply_extras(&f, NULL, &x, NULL, &cfg);
     st_close(&f);
     return st;
 }

@@ -88,6 +88,14 @@ rp_status rp_safetensors_save(const char *path, rp_model *m);
  * rp_model_set_freq and rp_model_set_positions: "path: bad positions: ..."). On failure *out is
  * untouched. */
 rp_status rp_safetensors_load(const char *path, rp_model **out);
+/* rp_safetensors_load's checks of the file at path without building the model: its metadata
+ * (roper.config and roper.version), the config (rp_model_cfg_check), the parameters it needs
+ * held, the tensors the metadata names (named once, typed, shaped; roper.axes and its rules) and
+ * their values as the model would take them (rp_model_cfg_check_freq,
+ * rp_model_cfg_check_positions), with rp_safetensors_load's messages ("path: ..."). Reads the
+ * header and those tensors only; not the parameters' names, dtypes and shapes against the
+ * model's. RP_OK, RP_ERR_IO (or RP_ERR_NOMEM). */
+rp_status rp_safetensors_check(const char *path);
 
 /* Copies the file's weights into m, which must have every tensor the file has, with the same
  * names and shapes. When the file carries a roper.config, it must pass rp_model_cfg_check ("bad
@@ -116,6 +124,9 @@ size_t rp_model_cfg_to_json(const rp_model_cfg *cfg, char *buf, size_t n);
  * "no key 'pe'", "'heads' must be an integer, got a string", "at byte 3: ...") when it is
  * malformed; the values are not range-checked (rp_model_cfg_check does that). */
 rp_status rp_model_cfg_from_json(const char *text, size_t len, rp_model_cfg *cfg);
+/* rp_model_cfg_from_json's reading of the keys a JSON object holds (any subset, none required)
+ * into *cfg, the other fields kept; *cfg unchanged on a refusal (its messages). */
+rp_status rp_model_cfg_keys_from_json(const char *text, size_t len, rp_model_cfg *cfg);
 
 /* The templates (rp_fill_marks) of rp_model_cfg_from_json's messages and of a file's refusal of
  * its roper.config, the one home of their words (rp.safetensors_extras().config exports them by

@@ -164,18 +164,15 @@ static rp_status read_key(const rp_json_doc *doc, size_t v, const rp_cfg_key *k,
     return refusal(RP_CFGJ_LITERAL, k->name, NULL, rp_last_error());
 }
 
-rp_status rp_model_cfg_from_json(const char *text, size_t len, rp_model_cfg *cfg)
+/* The keys of the JSON object in text into *c (the others kept); seen[i] set for row i. */
+static rp_status read_object(const char *text, size_t len, rp_model_cfg *c, int *seen)
 {
-    if (!cfg || (!text && len))
-        return rp_error(RP_ERR_ARG, "rp_model_cfg_from_json: NULL argument");
     rp_json_doc doc;
     rp_status st = rp_json_parse(&doc, text, len, 4096);
     if (st != RP_OK) {
         rp_json_free(&doc);
         return st;
     }
-    rp_model_cfg c = rp_model_cfg_default(0);
-    int seen[RP_CFG_MAX_KEYS] = {0};
     if (doc.nodes[0].type != RP_JSON_OBJECT) {
         st = refusal(RP_CFGJ_NOT_OBJECT, NULL, rp_json_type_name(doc.nodes[0].type), NULL);
         goto done;
@@ -192,15 +189,34 @@ rp_status rp_model_cfg_from_json(const char *text, size_t len, rp_model_cfg *cfg
             goto done;
         }
         seen[k - rp_model_cfg_keys] = 1;
-        if ((st = read_key(&doc, m, k, &c)) != RP_OK) goto done;
+        if ((st = read_key(&doc, m, k, c)) != RP_OK) goto done;
     }
-    for (int i = 0; i < rp_model_cfg_nkeys; i++)
-        if (rp_model_cfg_keys[i].json == RP_CFG_JSON_REQUIRED && !seen[i]) {
-            st = refusal(RP_CFGJ_MISSING, rp_model_cfg_keys[i].name, NULL, NULL);
-            goto done;
-        }
-    *cfg = c;
 done:
     rp_json_free(&doc);
     return st;
+}
+
+rp_status rp_model_cfg_from_json(const char *text, size_t len, rp_model_cfg *cfg)
+{
+    if (!cfg || (!text && len))
+        return rp_error(RP_ERR_ARG, "rp_model_cfg_from_json: NULL argument");
+    rp_model_cfg c = rp_model_cfg_default(0);
+    int seen[RP_CFG_MAX_KEYS] = {0};
+    RP_TRY(read_object(text, len, &c, seen));
+    for (int i = 0; i < rp_model_cfg_nkeys; i++)
+        if (rp_model_cfg_keys[i].json == RP_CFG_JSON_REQUIRED && !seen[i])
+            return refusal(RP_CFGJ_MISSING, rp_model_cfg_keys[i].name, NULL, NULL);
+    *cfg = c;
+    return RP_OK;
+}
+
+rp_status rp_model_cfg_keys_from_json(const char *text, size_t len, rp_model_cfg *cfg)
+{
+    if (!cfg || (!text && len))
+        return rp_error(RP_ERR_ARG, "rp_model_cfg_keys_from_json: NULL argument");
+    rp_model_cfg c = *cfg;
+    int seen[RP_CFG_MAX_KEYS] = {0};
+    RP_TRY(read_object(text, len, &c, seen));
+    *cfg = c;
+    return RP_OK;
 }

@@ -256,6 +256,15 @@ int rp_model_first_nonfinite(const rp_model *m, int grad);
  * then. */
 rp_status rp_model_set_freq(rp_model *m, const double *theta, int64_t n_theta,
                             const double *angles, int64_t rows, int64_t n_angles);
+/* rp_model_set_freq's checks, without a model: f the scheme a model of the checked cfg would
+ * take (rp_model_cfg_freq(cfg), axes as the model's, own theta or angles). RP_ERR_ARG as
+ * rp_model_set_freq. Reads only. */
+rp_status rp_model_cfg_check_freq(const rp_model_cfg *cfg, const rp_rope_freq *f);
+/* rp_model_set_positions' checks, without a model: f the scheme a model of the checked cfg would
+ * take (own tables and, with pos, the positions' axes), pos [rows x A] or NULL. RP_ERR_ARG as
+ * rp_model_set_positions. Reads only. */
+rp_status rp_model_cfg_check_positions(const rp_model_cfg *cfg, const rp_rope_freq *f,
+                                       const int64_t *pos, int64_t rows);
 /* The model's frequency scheme (config, own tables and axes; valid until the next set_freq or
  * set_positions). */
 const rp_rope_freq *rp_model_freq(const rp_model *m);

@@ -177,6 +177,43 @@ rp_pe_scheme rp_model_cfg_scheme(const rp_model_cfg *cfg)
     return s;
 }
 
+rp_status rp_model_cfg_check_freq(const rp_model_cfg *cfg, const rp_rope_freq *f)
+{
+    rp_pe_scheme pe = rp_model_cfg_scheme(cfg);
+    int linear = cfg->attention == RP_ATTN_LINEAR;
+    if (f->angles && cfg->learn_freq)
+        return rp_error(RP_ERR_ARG, "%s", rp_pe_msgs[RP_MSG_ANGLES_LEARN].text);
+    if ((f->theta || f->angles) && (!pe.rotate || linear))
+        return rp_pe_need_rotary(RP_MSG_FREQ, pe.pe, linear);
+    return rp_pe_scheme_check_freq(&pe, f, cfg->seq_len - 1, cfg->seq_len - 1);
+}
+
+rp_status rp_model_cfg_check_positions(const rp_model_cfg *cfg, const rp_rope_freq *f,
+                                       const int64_t *pos, int64_t rows)
+{
+    rp_pe_scheme pe = rp_model_cfg_scheme(cfg);
+    int linear = cfg->attention == RP_ATTN_LINEAR;
+    if (pos) {
+        if (!pe.rotate || linear) return rp_pe_need_rotary(RP_MSG_POSITIONS, pe.pe, linear);
+        if (rows < cfg->seq_len) {
+            static const char *const marks[] = {"{rows}", "{seq_len}"};
+            char n[24], T[24];
+            snprintf(n, sizeof n, "%lld", (long long)rows);
+            snprintf(T, sizeof T, "%lld", (long long)cfg->seq_len);
+            const char *values[] = {n, T};
+            return rp_error_marks(RP_ERR_ARG, rp_pe_msgs[RP_MSG_POSITIONS_ROWS].text, marks,
+                                  values, 2);
+        }
+    }
+    /* attention's checks of a call over the whole window (no offsets) */
+    int64_t T = cfg->seq_len, qlast = T - 1, klast = T - 1;
+    rp_attn_cfg a;
+    memset(&a, 0, sizeof a);
+    a.freq = f, a.pos = pos, a.pos_rows = rows;
+    if (pos) RP_TRY(rp_attention_check_positions(&a, T, T, &qlast, &klast));
+    return rp_pe_scheme_check_freq(&pe, f, qlast, klast);
+}
+
 rp_status rp_model_set_freq(rp_model *m, const double *theta, int64_t n_theta,
                             const double *angles, int64_t rows, int64_t n_angles)
 {
@@ -184,11 +221,7 @@ rp_status rp_model_set_freq(rp_model *m, const double *theta, int64_t n_theta,
     f.axes = m->freq.axes; /* the positions' (rp_model_set_positions) */
     if (theta) f.theta = theta, f.n_theta = n_theta;
     if (angles) f.angles = angles, f.rows = rows, f.n_angles = n_angles;
-    if (angles && m->cfg.learn_freq)
-        return rp_error(RP_ERR_ARG, "%s", rp_pe_msgs[RP_MSG_ANGLES_LEARN].text);
-    if ((theta || angles) && (!m->pe.rotate || m->linear))
-        return rp_pe_need_rotary(RP_MSG_FREQ, m->pe.pe, m->linear);
-    RP_TRY(rp_pe_scheme_check_freq(&m->pe, &f, m->cfg.seq_len - 1, m->cfg.seq_len - 1));
+    RP_TRY(rp_model_cfg_check_freq(&m->cfg, &f));
     double *copy = NULL;
     int64_t n = theta ? n_theta : angles ? rows * n_angles : 0;
     if (n) {
@@ -213,26 +246,8 @@ rp_status rp_model_set_positions(rp_model *m, const rp_rope_axes *axes, const in
 {
     rp_rope_freq f = m->freq;
     memset(&f.axes, 0, sizeof f.axes);
-    if (pos) {
-        if (!m->pe.rotate || m->linear)
-            return rp_pe_need_rotary(RP_MSG_POSITIONS, m->pe.pe, m->linear);
-        if (rows < m->cfg.seq_len) {
-            static const char *const marks[] = {"{rows}", "{seq_len}"};
-            char n[24], T[24];
-            snprintf(n, sizeof n, "%lld", (long long)rows);
-            snprintf(T, sizeof T, "%lld", (long long)m->cfg.seq_len);
-            const char *values[] = {n, T};
-            return rp_error_marks(RP_ERR_ARG, rp_pe_msgs[RP_MSG_POSITIONS_ROWS].text, marks,
-                                  values, 2);
-        }
-        f.axes = *axes;
-    }
-    /* attention's checks of a call over the whole window */
-    int64_t T = m->cfg.seq_len, qlast = T - 1, klast = T - 1;
-    rp_attn_cfg a = rpm_attn_cfg(m, 0);
-    a.freq = &f, a.pos = pos, a.pos_rows = rows;
-    if (pos) RP_TRY(rp_attention_check_positions(&a, T, T, &qlast, &klast));
-    RP_TRY(rp_pe_scheme_check_freq(&m->pe, &f, qlast, klast));
+    if (pos) f.axes = *axes;
+    RP_TRY(rp_model_cfg_check_positions(&m->cfg, &f, pos, rows));
     int A = rp_rope_freq_axes(&f);
     int64_t *pcopy = NULL;
     double *mcopy = NULL;

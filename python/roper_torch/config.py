@@ -43,11 +43,6 @@ DEFAULTS = {k["name"]: None if k["required"] else k["default"] for k in KEYS}
 # arguments, or keys of its config) and Hugging Face's rope_scaling and rope_theta (config() maps
 # them onto the schema's keys)
 OWN = ("freq", "angles", "positions", "axes", "sections", "mix", "rope_scaling", "rope_theta")
-# the rotary rules' messages by name (core/nn/pe.h's rp_pe_msgs: the own tables' and positions'
-# checks in model.py use them)
-MESSAGES = SCHEMA["messages"]
-
-
 class Config(dict):
     """A config config() checked and completed: config() gives it back as it is."""
 
@@ -63,13 +58,6 @@ def _join(names):
     """(restated) rp_join_names: "a", "a or b", "a, b or c"."""
     names = list(names)
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
-
-
-def _rotary_refusal(need, pe, linear=False):
-    """(interprets) ValueError with the message of what needs a rotary pe (rp_pe_need_rotary:
-    MESSAGES[need], not pe, with linear attention when linear)."""
-    return ValueError(rotary.fill(MESSAGES[need], pe=pe,
-                                  linear=MESSAGES["linear"] if linear else ""))
 
 
 def _lua_integer(v):

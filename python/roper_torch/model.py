@@ -41,9 +41,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import rotary
-from .config import (DEFAULTS, KEY, MESSAGES, MODES, PE, SCHEMA, Config,  # noqa: F401
-                     _rotary_refusal, _unused, config, freq_of, widths)
+from . import core, rotary
+from .config import (DEFAULTS, KEY, MODES, PE, SCHEMA, Config,  # noqa: F401
+                     _unused, config, freq_of, widths)
 from .safetensors import DTYPES, read_safetensors, write_safetensors
 from .stored import from_json, to_json
 
@@ -51,217 +51,128 @@ LN_EPS = 1e-5
 LINATTN_EPS = 1e-6  # RP_LINATTN_EPS
 
 
-# rp.model's table options (schema.json's options.tables: bindings/freq.c's table_opt): key ->
-# {dims (1: a list, 2: a list of lists), shape (the tensor shape its messages name), forms (its
-# other forms), noun (what its rows hold)}
-_TABLES = rotary.OPTIONS["tables"]
-_MAX_SAMPLES = rotary.OPTIONS["bounds"]["max_samples"]  # the calls of a function of angles
-_say = rotary._say
+_MAX_SAMPLES = 1 << 24  # the most calls of a function of angles (rp.model's reader's bound)
 
 
 def _number(what, v):
-    """v as a float when it is a finite number (not a bool), else ValueError naming `what`
-    (take_number's message)."""
+    """v as a float when it is a finite number (not a bool), else ValueError naming `what`."""
     try:  # Python's and NumPy's numbers, 0-d tensors: what float() takes, but not text
         x = float(v) if hasattr(v, "__float__") and not isinstance(v, bool) else None
     except (OverflowError, TypeError, ValueError):
         x = None
     if x is None or not math.isfinite(x):
-        raise ValueError(_say("finite_number", what=what, got=rotary._describe(v)))
+        raise ValueError("%s must be a finite number, got %s" % (what, rotary._describe(v)))
     return x
 
 
-def _entry(key, *index):
-    """How roper's messages name entry [a] or [a][b] (1-based) of table option key."""
-    return _say("entry", key=key, index="".join("[%d]" % i for i in index))
-
-
-def _table_sizes(key, v):
-    """(checks) (n0, n1) of the table option `key` (a tensor or a list, of lists when 2-D),
-    refused as roper's table_sizes (bindings/freq.c) refuses it: the wrong kind, dims or first
-    row, or empty."""
-    o = _TABLES[key]
-    nd = o["dims"]
-    n1 = 1
+def _table(key, v, dims):
+    """The option `key` (a tensor, or a list of numbers; of lists of one length when dims is 2)
+    as floats: a list, or a list of rows. A type, a ragged or empty table is refused here;
+    its values and sizes are core's to check (core.check_tables). A tensor's values are taken as
+    they are."""
     if hasattr(v, "tolist") and not isinstance(v, torch.Tensor):  # a NumPy array: its lists
         v = v.tolist()
     if isinstance(v, torch.Tensor):
-        if v.dim() != nd:
-            raise ValueError(_say("table_tensor", key=key, dims=nd, shape=o["shape"],
-                                  got="[%s]" % " x ".join("%d" % n for n in v.shape)))
-        n0, n1 = v.shape[0], v.shape[1] if nd == 2 else 1
-    elif not isinstance(v, (list, tuple)):
-        raise ValueError(_say("table_kind", key=key, forms=o["forms"], got=rotary._describe(v)))
-    else:
-        n0 = len(v)
-        if nd == 2 and n0 > 0:
-            if not isinstance(v[0], (list, tuple)):
-                raise ValueError(_say("table_first", key=key, noun=o["noun"],
-                                      got=rotary._describe(v[0])))
-            n1 = len(v[0])
-    if n0 < 1 or n1 < 1:
-        raise ValueError(_say("table_empty", key=key))
-    return n0, n1
-
-
-def _table_of(key, v, n0, n1):
-    """(checks) The table option `key` of sizes n0 x n1 (_table_sizes) as floats: a list, or a
-    list of rows when 2-D. A tensor's values are taken as they are (roper's core refuses
-    non-finite ones later, rotary.check); a list's rows and entries are refused as roper's
-    copy_table (bindings/freq.c) refuses them."""
-    o = _TABLES[key]
-    if hasattr(v, "tolist") and not isinstance(v, torch.Tensor):
-        v = v.tolist()
-    if isinstance(v, torch.Tensor):
+        if v.dim() != dims or v.numel() == 0:
+            raise ValueError("option '%s' must be a non-empty %d-D tensor, got %s"
+                             % (key, dims, _shape_str(v)))
         return v.detach().double().tolist()
-    if o["dims"] == 1:
-        return [_number(_entry(key, i), x) for i, x in enumerate(v, 1)]
+    if not isinstance(v, (list, tuple)) or not v:
+        raise ValueError("option '%s' must be a non-empty list%s or a tensor, got %s"
+                         % (key, " of lists" if dims == 2 else "", rotary._describe(v)))
+    if dims == 1:
+        return [_number("option '%s'[%d]" % (key, i), x) for i, x in enumerate(v, 1)]
     out = []
     for a, row in enumerate(v, 1):
-        if not isinstance(row, (list, tuple)) or len(row) != n1:
-            raise ValueError(_say("table_row", key=key, row=a, n=n1, noun=o["noun"],
-                                  got=rotary._describe(row)))
-        out.append([_number(_entry(key, a, i), x) for i, x in enumerate(row, 1)])
+        if not isinstance(row, (list, tuple)) or not row or (out and len(row) != len(out[0])):
+            raise ValueError("option '%s'[%d] must be a non-empty list of numbers as long as "
+                             "option '%s'[1], got %s" % (key, a, key, rotary._describe(row)))
+        out.append([_number("option '%s'[%d][%d]" % (key, a, i), x) for i, x in enumerate(row, 1)])
     return out
 
 
 def _own_tables(cfg, freq, angles):
-    """(checks) (theta, angles): the model's own frequencies or angles as lists of floats (None
-    when not given), read and refused as rp.model reads them (lrp_freq_tables, then
-    rp_rope_freq_check's part for them). angles may be a function(p, i), sampled at p = 0 ..
-    seq_len-1 and i = 0 .. d_rot/2 - 1 of the widest rotated placement."""
+    """(theta, angles): the model's own frequencies or angles as lists of floats (None when not
+    given), their types read. angles may be a function(p, i), sampled at p = 0 .. seq_len-1 and
+    i = 0 .. d_rot/2 - 1 of the widest rotated placement."""
     if freq is not None and angles is not None:
-        raise ValueError(_say("freq_both"))
+        raise ValueError("give option 'freq' or 'angles', not both")
     half = max(widths(cfg).values(), default=0) // 2
     if freq is not None:
-        freq = _table_of("freq", freq, *_table_sizes("freq", freq))
+        freq = _table("freq", freq, 1)
     elif callable(angles):
         rows = cfg["seq_len"]
         if half < 1:
-            raise ValueError(_say("angles_nothing"))
+            raise ValueError("option 'angles': nothing is rotated here (a rotary pe is needed)")
         if rows < 1 or rows > _MAX_SAMPLES // half:
-            raise ValueError(_say("angles_calls", rows=rows, half=half))
+            raise ValueError("option 'angles': a function is sampled for %d positions x %d "
+                             "pairs, more than 2^24 calls" % (rows, half))
         fn = angles
-        angles = [[_number(_say("angles_value", p=p, i=i), fn(p, i)) for i in range(half)]
-                  for p in range(rows)]
+        angles = [[_number("option 'angles': the function's value at p = %d, i = %d" % (p, i),
+                           fn(p, i)) for i in range(half)] for p in range(rows)]
     elif angles is not None:
-        angles = _table_of("angles", angles, *_table_sizes("angles", angles))
-    rotary.check_tables(freq_of(cfg, freq, angles))
+        angles = _table("angles", angles, 2)
     return freq, angles
 
 
-def _mix_of(mix, A, half):
-    """The [A x half] matrix W of axes mixed as floats (a tensor or a list of lists), refused as
-    roper's reader refuses it."""
-    n0, n1 = _table_sizes("mix", mix)
-    if n0 != A or n1 != half:
-        raise ValueError(_say("mix_size", rows=n0, n=n1, A=A, half=half))
-    return _table_of("mix", mix, n0, n1)
-
-
-def _need_rotary(need, cfg):
-    """(checks) what needs a rotary pe with softmax attention (need: "freq" for the own
-    frequencies or angles, "positions"): refused otherwise, as rp_model_set_freq and
-    rp_model_set_positions refuse it (rp_pe_need_rotary's message, from schema.json)."""
-    linear = cfg["attention"] == "linear"
-    if not MODES[cfg["pe"]].rotary or linear:
-        raise _rotary_refusal(need, cfg["pe"], linear)
-
-
-# The rules between the vector-position options with their messages (schema.json's axes:
-# rp.axes_rules(), core/nn/axes_plan.h): each map's own table, the rules, each wording's templates.
-AXES_RULES = SCHEMA["axes"]
-_MAPS = {x["name"]: x for x in AXES_RULES["maps"]}
-_MAP_TABLE = {x["name"]: x["table"] for x in AXES_RULES["maps"] if "table" in x}
-
-
-def _axes_refusal(wording, axes, A, pos_given, angles_given, tables, names=None):
-    """(checks) The message of the first rule of schema.json's axes that refuses a call, or
-    None: rp_axes_plan's order and conditions, the schema's rules, maps and templates. wording
-    "option" or "metadata"; axes the map given or None; A the positions' axes (0: scalar or
-    none); tables {map: (rows, None when not checked, tensor, shape)} for each table given; names
-    {"axes", "positions", map: its table's name}, rp.model's options when left out."""
-    w, names = AXES_RULES["wordings"][wording], names or {}
-    m = axes or "axial"
-    v = {"axes": names.get("axes", "axes"), "positions": names.get("positions", "positions"),
-         "map": m, "A": A}
-    tname = {o: names.get(o, t) for o, t in _MAP_TABLE.items()}
-
-    def say(rule, **more):
-        return rotary.fill(w[rule], **dict(v, **more))
-    given = v["axes"] if axes is not None else next((tname[o] for o in tname if o in tables), None)
-    for r, hit in (("positions", not pos_given), ("scalar", A == 0)):
-        if given and hit and r in w:
-            return say(r, name=given)
-    kinds = ("nothing", "needed", "rows")
-    for r, o in ([(r, o) for o in tname for r in kinds] if w["by_table"] else
-                 [(r, o) for r in kinds for o in tname]):
-        t = tables.get(o)
-        if r in w and (t is not None and m != o if r == "nothing" else
-                       t is None and m == o if r == "needed" else
-                       t is not None and t[0] is not None and t[0] != A):
-            rows, tensor, shape = t or (None, "", "")
-            return say(r, name=tname[o], own=o, does=_MAPS[o]["does"], what=_MAPS[o]["what"],
-                       n=rows, tensor=tensor, shape=shape)
-    if A > 1 and angles_given and "angles" in w:
-        return say("angles")
-    return None
-
-
 def positions_of(cfg, positions, axes=None, sections=None, mix=None, theta=None, angles=None):
-    """(checks) The model's positions and scheme: (rows, A, freq), rows the positions as tuples
+    """The model's positions and scheme: (rows, A, freq), rows the positions as tuples
     (token t at row t), A their axes (0: scalar positions), freq the model's rotary.Freq (freq_of)
     with the map of the axes. positions: None (token t at t), a list of ints or of lists of A = 1 to
     3 ints (or a tensor [n] or [n x A]), rows for t = 0 .. seq_len-1 at least; axes "axial" (the
     default), "sections" with sections (pairs per axis, adding up to d_rot/2 of every rotated
-    placement) or "mixed" with mix (W [A x d_rot/2], d_rot of the widest placement). Raises
-    ValueError with rp.model's messages for what rp.model refuses (bindings/model.c's order). theta
-    / angles: the own frequencies or angles (_own_tables)."""
+    placement) or "mixed" with mix (W [A x d_rot/2], d_rot of the widest placement). theta /
+    angles: the own frequencies or angles (_own_tables). Python reads the types; with roper's
+    library core checks the rest as rp.model does (core.check_tables: its messages), without it
+    the values are trusted."""
     theta, angles = _own_tables(cfg, theta, angles)
+    try:
+        return _positions_of(cfg, positions, axes, sections, mix, theta, angles)
+    except ValueError:
+        if core.LIB and (theta is not None or angles is not None):
+            # rp.model's order: the scheme with its own tables before the positions' types
+            t, _keep = core.tables(theta, angles)
+            t.scheme_only = 1
+            core.check_tables(to_json(cfg), core.STORED, t)
+        raise
+
+
+def _positions_of(cfg, positions, axes, sections, mix, theta, angles):
+    """positions_of once the own tables are read."""
     if axes is not None and (not isinstance(axes, str) or axes not in rotary.AXES):
-        raise ValueError(_say("enum", key="axes", names=", ".join('"%s"' % a for a in rotary.AXES),
-                              got=rotary._describe(axes)))
+        raise ValueError("option 'axes' must be one of %s, got %s"
+                         % (", ".join('"%s"' % a for a in rotary.AXES), rotary._describe(axes)))
     if sections is not None:
         if not isinstance(sections, (list, tuple)) or not 1 <= len(sections) <= rotary.MAX_AXES:
-            raise ValueError(_say("sections", max=rotary.MAX_AXES,
-                                  got=rotary._describe(sections)))
+            raise ValueError("option 'sections' must be a list of 1 to %d pair counts, got %s"
+                             % (rotary.MAX_AXES, rotary._describe(sections)))
         for a, n in enumerate(sections, 1):
             if rotary._integer(n) is None or n < 0:
-                raise ValueError(_say("sections_entry", row=a, got=rotary._describe(n)))
+                raise ValueError("option 'sections'[%d] must be an integer >= 0, got %s"
+                                 % (a, rotary._describe(n)))
         sections = [int(n) for n in sections]
     rows, A = (None, 0) if positions is None else \
         rotary.read_positions(positions, "option 'positions'")
-    held = {"sections": sections, "mix": mix}  # the map's table: sections' entries, mix's rows
-    tables = {mp: (len(held[opt]) if opt == "sections" else None, None, None)  # by _mix_of
-              for mp, opt in _MAP_TABLE.items() if held[opt] is not None}
-    msg = _axes_refusal("option", axes, A, positions is not None, angles is not None, tables)
-    if msg:
-        raise ValueError(msg)
-    m = axes or "axial"
-    w = widths(cfg)
+    half = max(widths(cfg).values(), default=0) // 2
+    map_ = -1 if axes is None else rotary.AXES.index(axes)
     if mix is not None:
-        mix = _mix_of(mix, A, max(w.values(), default=0) // 2)
-    f = freq_of(cfg, theta, angles, m, sections, mix)
-    T = cfg["seq_len"]
-    if theta is not None or angles is not None:  # rp_model_set_freq, before the positions
-        if angles is not None and cfg["learn_freq"]:
-            raise ValueError(MESSAGES["angles_learn"])
-        _need_rotary("freq", cfg)
-        f1 = replace(f, axes="axial", sections=None, mix=None)
-        for p, d in w.items():
-            rotary.check(f1, 0, d, T - 1, "d_rot_" + p)
-    last = T - 1  # the largest position a placement reads: t, or the rows' largest
-    if rows is not None:
-        _need_rotary("positions", cfg)
-        if len(rows) < T:
-            raise ValueError(rotary.fill(MESSAGES["positions_rows"], rows=len(rows), seq_len=T))
-        for r, row in enumerate(rows[:T]):
-            for p in row:
-                if p < 0 and angles is not None:
-                    raise ValueError(rotary.fill(MESSAGES["below_angles"], row=r, p=p))
-                last = max(last, p)
-    for p, d in w.items():  # q, k, v, o: rp_pe_scheme_check_freq's order
-        rotary.check(f, A, d, last, "d_rot_" + p)
+        try:
+            mix = _table("mix", mix, 2)
+        except ValueError:
+            if core.LIB:  # rp.model's order: the rules of the positions and their map first
+                t, _keep = core.tables(theta, angles, rows, A, map_, sections)
+                t.mix_rows = -1  # given, not read
+                core.check_tables(to_json(cfg), core.STORED, t)
+            raise
+    if core.LIB:
+        t, _keep = core.tables(theta, angles, rows, A, map_, sections, mix)
+        shape = core.check_tables(to_json(cfg), core.STORED, t)
+    else:
+        shape = mix is not None and (len(mix) != A or len(mix[0]) != half) and "shape"
+    if shape:
+        raise ValueError("option 'mix' is [%d x %d]; [%d x %d] expected (the positions' axes x "
+                         "d_rot/2)" % (len(mix), len(mix[0]), A, half))
+    f = freq_of(cfg, theta, angles, axes or "axial", sections, mix)
     return rows, A, f
 
 
@@ -710,14 +621,10 @@ def param_count(cfg):
 
 # What a model holds beside its parameters in a safetensors file (schema.json's extras:
 # rp.safetensors_extras()): rp.model's option -> the metadata key (also the tensor's name as roper
-# writes it; the metadata's value is the tensor's name), its dtype, its ranks and the shape a
-# message asks for. AXES_KEY gives the map of vector positions (_MAP_TABLE: each map's own table).
-EXTRAS = {x["option"]: (x["key"], DTYPES[x["dtype"]], tuple(x["ranks"]), x["shape"])
-          for x in SCHEMA["extras"]["tensors"]}
-AXES_KEY = SCHEMA["extras"]["axes_key"]
-_EXTRA_MSG = SCHEMA["extras"]["messages"]  # the reader's refusals (rp_safetensors_extra_msgs)
-# the file's refusals of its metadata (rp_cfg_json_msgs); the roper.version roper writes and reads
-_FILE_MSG, VERSION = SCHEMA["extras"]["config"]["messages"], SCHEMA["extras"]["version"]
+# writes it; the metadata's value is the tensor's name), its dtype. AXES_KEY gives the map of
+# vector positions; VERSION the roper.version roper writes.
+EXTRAS = {x["option"]: (x["key"], DTYPES[x["dtype"]]) for x in SCHEMA["extras"]["tensors"]}
+AXES_KEY, VERSION = SCHEMA["extras"]["axes_key"], SCHEMA["extras"]["version"]
 
 
 def _quoted(s):
@@ -732,57 +639,26 @@ def _shape_str(t):
 
 
 def _extras_of(path, tensors, meta):
-    """(checks) (options, names): the model's own tables and positions that the file's metadata
-    names, as RoperTransformer's arguments (tensors; sections a list), and the names of their
-    tensors. Raises ValueError "path: ..." with roper's message (core/io/safetensors.c's
-    find_extras, its templates from schema.json) for a named tensor that is missing, named twice,
-    of another dtype or rank, a map not in schema.json's maps, a map, sections or mix without
-    vector positions or beside another map, a table without a row per axis."""
-    from .safetensors import NAMES
-
-    def bad(msg):
-        return ValueError("%s: %s" % (path, msg))
-
-    def refuse(which, **marks):  # message `which` of schema.json's extras
-        return bad(rotary.fill(_EXTRA_MSG[which], **marks))
-
-    got, by_name = {}, {}
-    for opt, (key, dtype, ranks, shape) in EXTRAS.items():
+    """(options, names): the model's own tables and positions that the file's metadata names, as
+    RoperTransformer's arguments (tensors; sections a list), and the names of their tensors.
+    Checked by core before (core.check_file) when the library is found; without it the file is
+    trusted, and only a tensor that is not there or not of its dtype is refused."""
+    got, names = {}, set()
+    for opt, (key, dtype) in EXTRAS.items():
         if key not in meta:
             continue
-        name = meta[key]
-        q = _quoted(name)
-        if name not in tensors:
-            raise refuse("missing", tensor=q, key=key)
-        if name in by_name:
-            raise refuse("twice", first=by_name[name], key=key, tensor=q)
-        by_name[name] = key
-        t = tensors[name]
-        if t.dtype != dtype:
-            raise refuse("dtype", tensor=q, key=key, dtype=NAMES[t.dtype], want=NAMES[dtype])
-        if t.dim() not in ranks or (opt == "positions" and t.dim() == 2
-                                    and not 1 <= t.shape[1] <= SCHEMA["extras"]["max_axes"]):
-            raise refuse("shape", tensor=q, key=key, shape=_shape_str(t), want=shape)
+        t = tensors.get(meta[key])
+        if t is None or t.dtype != dtype:
+            raise ValueError("%s: the metadata's %s names no %s tensor %s"
+                             % (path, key, str(dtype).replace("torch.", ""), _quoted(meta[key])))
         got[opt] = t
-    axes = meta.get(AXES_KEY)
-    if axes is not None and axes not in _MAPS:
-        raise refuse("axes", tensor=_quoted(axes))
+        names.add(meta[key])
     p = got.get("positions")
-    A = p.shape[1] if p is not None and p.dim() == 2 else 0
-    names, tables = {"axes": AXES_KEY, "positions": EXTRAS["positions"][0]}, {}
-    for mp, opt in _MAP_TABLE.items():  # each map's table: its key, its rows as the file shows it
-        names[mp] = EXTRAS[opt][0]
-        if opt in got:
-            tables[mp] = (got[opt].shape[0], _quoted(meta[names[mp]]), _shape_str(got[opt]))
-    msg = _axes_refusal("metadata", axes, A, p is not None, False, tables, names)
-    if msg:
-        raise bad(msg)
-    m = axes or "axial"
-    if A:
-        got["axes"] = m
+    if p is not None and p.dim() == 2:
+        got["axes"] = meta.get(AXES_KEY, "axial")
     if "sections" in got:
         got["sections"] = got["sections"].tolist()
-    return got, set(by_name)
+    return got, names
 
 
 def load_roper(path, freq=None, angles=None, positions=None, axes=None, sections=None,
@@ -793,31 +669,21 @@ def load_roper(path, freq=None, angles=None, positions=None, axes=None, sections
     load_state_dict(strict=True) (F64 files rounded to float32, as roper reads them).
     freq / angles / positions, axes, sections, mix: RoperTransformer's arguments, for a file
     that holds none of these (one of an earlier roper, or a plain state dict's weights with
-    another model's positions). Raises ValueError "path: ..." for a file without roper.config or
-    of another roper.version (schema.json's extras.config messages and extras.version), for a
-    config that needs more parameters than the file holds and a table named as a parameter
-    (rp.load's messages), with rp.load's message for a roper.config that roper's reader
-    refuses (stored.from_json) and with roper's messages for the tables (_extras_of)."""
+    another model's positions). Raises ValueError "path: ..." for a file without roper.config;
+    with roper's library, with rp.load's message for what rp.load refuses in the metadata, the
+    config and the tensors it names (core.check_file); without it the file is trusted."""
     tensors, meta = read_safetensors(path)
-
-    def refuse(which, **marks):  # message `which` of schema.json's extras.config
-        return ValueError("%s: %s" % (path, rotary.fill(_FILE_MSG[which], **marks)))
-
-    if "roper.config" not in meta:  # the companion's own advice in {how}
-        raise refuse("no_config", how="build RoperTransformer(cfg), then load_state_dict")
-    if "roper.version" not in meta:
-        raise refuse("no_version")
-    if meta["roper.version"] != VERSION:
-        raise refuse("version", got=_quoted(meta["roper.version"]), version=VERSION)
+    if "roper.config" not in meta:
+        raise ValueError("%s: no roper.config in the metadata (not written by roper: build "
+                         "RoperTransformer(cfg), then load_state_dict)" % path)
+    if core.LIB:
+        core.check_file(path)
     try:
         cfg = from_json(meta["roper.config"])
     except ValueError as e:
         raise ValueError("%s: %s" % (path, e)) from None
     held, names = _extras_of(path, tensors, meta)
     params = {k: v for k, v in tensors.items() if k not in names}
-    need, have = param_count(cfg), sum(t.numel() for t in params.values())
-    if need > have:  # a forged config does not make a model for nothing
-        raise refuse("params", need=need, have=have)
     own = dict(freq=freq, angles=angles, positions=positions, axes=axes, sections=sections,
                mix=mix)
     given = [k for k, v in own.items() if v is not None]
@@ -833,12 +699,9 @@ def load_roper(path, freq=None, angles=None, positions=None, axes=None, sections
             raise
         raise ValueError("%s: bad positions: %s" % (path, e)) from None
     state = model.state_dict()
-    for name in sorted(names):
-        if name in state:
-            key = next(k for k, v in meta.items() if v == name and k in
-                       {e[0] for e in EXTRAS.values()})
-            raise ValueError("%s: %s" % (path, rotary.fill(_EXTRA_MSG["param"], key=key,
-                                                           tensor=_quoted(name))))
+    for name in sorted(names & set(state)):
+        raise ValueError("%s: tensor %s holds the model's own table or positions and is also "
+                         "the name of a parameter" % (path, _quoted(name)))
     model.load_state_dict({k: v.float() for k, v in params.items()}, strict=True)
     return model
 

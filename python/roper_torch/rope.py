@@ -85,7 +85,7 @@ class RoPE(nn.Module):
         try:
             c = config(dict(opts, vocab=1, heads=1, d_model=2, pe=self.MODE))
             f = replace(freq_of(c), orig_len=float(c["orig_len"]))  # no seq_len to fall back on
-            rotary.check_tables(f)
+            rotary.check(f, 0, 2, 0)  # the scheme's scalars (core's rp.rope.angles checks)
         except ValueError as e:
             raise ValueError("%s: %s" % (name, e)) from None
         self.freq = None if f.is_plain() else f

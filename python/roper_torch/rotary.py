@@ -51,6 +51,8 @@ from typing import Callable, List, Optional
 
 import torch
 
+from . import core
+
 TWO_PI = 6.283185307179586476925286766559
 
 
@@ -60,8 +62,8 @@ TWO_PI = 6.283185307179586476925286766559
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "schema.json")) as _f:
     SCHEMA = json.load(_f)
 
-# the option readers' messages (rp.option_messages(): bindings/args.c's lrp_msgs, templates with
-# marks {key}, {got}, ...), the table options freq, angles and mix, the readers' bounds
+# the option readers' messages of Hugging Face's rope_scaling (rp.option_messages(): bindings/
+# args.c's lrp_msgs, templates with marks {key}, {got}, ...: config.py's reader of rope_scaling)
 OPTIONS = SCHEMA["options"]
 
 
@@ -76,6 +78,12 @@ def fill(template, **values):
 def _say(name, **values):
     """The option readers' message `name` (options.messages) filled in by fill."""
     return fill(OPTIONS["messages"][name], **values)
+
+
+# the bounds of the option readers (rp.option_messages().bounds): the most axes of a position,
+# positions within +-2^53
+MAX_AXES = SCHEMA["options"]["bounds"]["max_axes"]  # RP_MAX_AXES
+MAX_POS = SCHEMA["options"]["bounds"]["max_pos"]    # LRP_MAX_POS
 
 
 # the config keys of the frequency scheme by their field of rp_rope_freq (the schema's freq
@@ -116,13 +124,6 @@ class Freq:
                 and self.angles is None and self.axes == "axial")
 
 
-# roper's messages of a frequency scheme's coded rules (schema.json's freq_checks: core/nn/
-# rope_freq.c's rp_freq_owns and rp_freq_msgs): the own tables (freq, angles, mix) with their
-# words and messages, the templates of the other rules, and the most axes of a position
-FREQ_CHECKS = SCHEMA["freq_checks"]
-_MSG = FREQ_CHECKS["messages"]
-OWN_TABLES = FREQ_CHECKS["tables"]
-_FREQ_T, _ANGLES_T, _MIX_T = OWN_TABLES
 AXES = tuple(m["name"] for m in SCHEMA["axes"]["maps"])  # rp_axes_names
 AXIAL, SECTIONS, MIXED = AXES
 # How each placement is rotated (core/nn/attention.c: xPos's query side q, o and key side k, v):
@@ -130,8 +131,6 @@ AXIAL, SECTIONS, MIXED = AXES
 # +n theta on the query side, k_i and v_i by +i theta on the key side (v by +c i theta, c the
 # mode's v_angle), RoPER's output o_n turned back by -n theta with the query side's magnitude.
 PLACEMENTS = {"q": (1, 1), "k": (-1, 1), "v": (-1, 1), "o": (1, -1)}
-MAX_AXES = OPTIONS["bounds"]["max_axes"]  # RP_MAX_AXES
-MAX_POS = OPTIONS["bounds"]["max_pos"]    # positions are integers within +-2^53 (LRP_MAX_POS)
 
 
 @dataclass(frozen=True)
@@ -328,107 +327,36 @@ def _integer(v):
 
 
 def read_positions(positions, what="positions"):
-    """(checks) (rows, A): positions as a list of tuples of A ints, A = 0 for scalar positions (a
-    list of ints: 1-tuples) and 1 to 3 for vector positions (a list of lists of A ints, or
-    anything with tolist(): a tensor or array [n] or [n x A]). Raises ValueError as roper's
-    reader does (bindings/nn.c's read_positions, with lrp_read_positions's forms; `what` names
-    the argument), its messages and bound from schema.json."""
+    """(rows, A): positions as a list of tuples of A ints, A = 0 for scalar positions (a list of
+    ints: 1-tuples) and 1 to 3 for vector positions (a list of lists of A ints, or anything with
+    tolist(): a tensor or array [n] or [n x A]). Raises ValueError naming `what` for another
+    type, a ragged list or a value that is not an integer within 2^53."""
     if hasattr(positions, "tolist"):
         positions = positions.tolist()
     if not isinstance(positions, (list, tuple, range)):
-        m = OPTIONS["messages"]
-        raise ValueError(_say("pos_kind", what=what, lists=m["pos_lists"],
-                              matrix=m["pos_matrix"], number="", got=_describe(positions)))
+        raise ValueError("%s must be a list of integers (or of lists of integers) or a tensor [n] "
+                         "or [n x axes], got %s" % (what, _describe(positions)))
     positions = list(positions)
     A = 0
     if positions and isinstance(positions[0], (list, tuple)):
         A = len(positions[0])
         if not 1 <= A <= MAX_AXES:
-            raise ValueError(_say("pos_axes", what=what, n=A, max=MAX_AXES))
+            raise ValueError("%s[1] holds %d integers: 1 to %d axes expected" % (what, A, MAX_AXES))
     rows = []
     for r, row in enumerate(positions, 1):
         if A and (not isinstance(row, (list, tuple)) or len(row) != A):
-            raise ValueError(_say("pos_row", what=what, row=r, n=A, got=_describe(row)))
+            raise ValueError("%s[%d] must be a list of %d integers, got %s"
+                             % (what, r, A, _describe(row)))
         vals = []
         for a, v in enumerate(row if A else [row], 1):
             p = _integer(v)
             if p is None:
-                raise ValueError(_say("pos_integer", what=what, index="[%d][%d]" % (r, a) if A
-                                      else "[%d]" % r, got=_describe(v)))
+                raise ValueError("%s%s must be an integer within 2^53, got %s"
+                                 % (what, "[%d][%d]" % (r, a) if A else "[%d]" % r,
+                                    _describe(v)))
             vals.append(p)
         rows.append(tuple(vals))
     return rows, A
-
-
-def _rows(f, t):
-    """The own table t (an OWN_TABLES row) of f as a list of rows, or None when f has none (freq,
-    a list of pairs, is one row)."""
-    v = getattr(f, t["field"])
-    return None if v is None else v if "row" in t else [v]
-
-
-def _check_table(f, t):
-    """(checks) rp_rope_freq_check's check_table: f's own table t (an OWN_TABLES row, given) not
-    empty, no scaling beside it when it is final, every entry finite (the message gives the first
-    bad one)."""
-    rows = _rows(f, t)
-    if not rows or not rows[0]:
-        raise ValueError(fill(_MSG["empty"], key=t["key"]))
-    if "final" in t and f.scaling != "none":
-        raise ValueError(fill(_MSG["scaled"], scaling=f.scaling, final=t["final"]))
-    for r, vals in enumerate(rows):
-        for i, v in enumerate(vals):
-            if not math.isfinite(v):
-                raise ValueError(fill(_MSG["finite_row" if "row" in t else "finite"], key=t["key"],
-                                      row=t.get("row"), r=r, i=i, entry=t["entry"], v=_g(v),
-                                      entries=t["entries"]))
-
-
-def _finite(*vs):
-    return all(isinstance(v, (int, float)) and math.isfinite(v) for v in vs)
-
-
-# roper's scalar rules of a frequency scheme (schema.json's freq_rules: core/nn/rope_freq.c's
-# rp_freq_rules), in order: each bounds a field of Freq (min; min2: and the other of a pair
-# finite), orders two (below) or names the values of one (name), for the scalings it lists (all
-# when it lists none), with its message
-FREQ_RULES = SCHEMA["freq_rules"]
-
-
-def _holds(rule, f):
-    a, kind = getattr(f, rule["a"]), rule["kind"]
-    b = getattr(f, rule["b"]) if "b" in rule else None
-    if kind == "name":
-        return a in rule["names"]
-    if kind == "below":
-        return a < b
-    lo = rule["lo"]
-    return _finite(a) and (a > lo if rule["lo_open"] else a >= lo) and \
-        (kind == "min" or _finite(b))
-
-
-def check_tables(f):
-    """(interprets) rp_rope_freq_check, its messages: a known scaling, then roper's scalar rules
-    (FREQ_RULES) that apply to it, in order, then the own tables (_check_own)."""
-    scaling(f)
-    for rule in FREQ_RULES:
-        if ("scalings" in rule and f.scaling not in rule["scalings"]) or _holds(rule, f):
-            continue
-        a = getattr(f, rule["a"])
-        raise ValueError(fill(rule["why"], a=_describe(a) if rule["kind"] == "name" else _g(a),
-                              b=_g(getattr(f, rule["b"])) if "b" in rule else "",
-                              scaling=f.scaling))
-    _check_own(f)
-
-
-def _check_own(f):
-    """(checks) rp_rope_freq_check's own tables, its messages: freq and angles exclude each other,
-    freq and angles as _check_table."""
-    if f.theta is not None and f.angles is not None:
-        raise ValueError(_ANGLES_T["with_freq"])
-    for t in (_FREQ_T, _ANGLES_T):
-        if _rows(f, t) is not None:
-            _check_table(f, t)
 
 
 def _mix_rows(f, n_axes):
@@ -440,60 +368,33 @@ def _mix_rows(f, n_axes):
                          % (len(f.mix), "/".join(sorted({"%d" % len(r) for r in f.mix})), n_axes))
 
 
+def scheme_json(f):
+    """f's scalars as JSON of the config's frequency keys (schema.json's freq column), as
+    core.check_scheme takes them."""
+    out = {}
+    for field, k in FREQ_KEYS.items():
+        v = getattr(f, field)
+        out[k["name"]] = int(v) if k["type"] == "int" and float(v).is_integer() else v
+    return json.dumps(out)
+
+
 def check(f, n_axes, d_rot, last, what="d_rot"):
-    """(checks) Refuses what f cannot do on a placement d_rot wide for positions of n_axes axes up
-    to `last` (rp_rope_freq_check's own tables and axes parts and rp_rope_freq_check_use, their
-    messages, from schema.json's freq_checks; `what` names the width): bad own tables
-    (check_tables), a map that needs vector positions, sections beside another map or below 0, a
-    mix without axes mixed (or the map without it), beside a scaling or own frequencies, not
-    finite or not one row per axis (_mix_rows), a per-position scaling, xPos and own angles with
-    A > 1, an own table with fewer than d_rot/2 pairs per row or an angle table shorter than the
-    positions (one loop over OWN_TABLES), axial blocks of no pairs, sections that do not add up
-    to d_rot/2."""
+    """Refuses what f cannot do on a placement d_rot wide for positions of n_axes axes up to
+    `last`: with roper's library, what rp.rope.angles refuses, in core's words
+    (core.check_scheme, naming the width `what`);
+    without it, only a map that is not one of AXES and a mix that is not one row per axis
+    (_mix_rows): the rest is trusted."""
     if f is None:
         return
-    half = d_rot // 2
-    check_tables(f)
-    m = f.axes
-    if m not in AXES:
-        raise ValueError(fill(_MSG["axes_map"], map=_describe(m)))
-    if not 0 <= n_axes <= MAX_AXES:
-        raise ValueError(fill(_MSG["axes_n"], max=MAX_AXES, n=n_axes))
-    if n_axes == 0 and (m != AXIAL or f.mix is not None):
-        raise ValueError(fill(_MSG["axes_scalar"], map=m))
-    for i, k in enumerate(f.sections or []):
-        if k != 0 and (m != SECTIONS or i >= n_axes):
-            raise ValueError(fill(_MSG["sections_map"], i=i, n=n_axes, k=k, map=m))
-        if k < 0:
-            raise ValueError(fill(_MSG["sections_neg"], i=i, k=k))
-    if (f.mix is None) != (m != MIXED):
-        raise ValueError(fill(_MSG["mix_given" if f.mix is not None else "mix_needed"], map=m))
-    if f.mix is not None:
-        if f.theta is not None:
-            raise ValueError(_MIX_T["with_freq"])
-        _check_table(f, _MIX_T)
+    if f.axes not in AXES:
+        raise ValueError("axes must be one of %s, got %s" % (", ".join(AXES), _describe(f.axes)))
+    if f.mix is not None and n_axes >= 1:
         _mix_rows(f, n_axes)
-    if n_axes > 1:
-        why = ("what_scaling" if scaling(f).per_position else "what_xpos" if f.xpos > 0.0
-               else "what_angles" if f.angles is not None else None)
-        if why:
-            raise ValueError(fill(_MSG["scalar_only"], what=fill(_MSG[why], scaling=f.scaling),
-                                  n=n_axes))
-    for t in OWN_TABLES:  # pairs enough for the width, rows for the positions
-        rows = _rows(f, t)
-        if rows is None:
-            continue
-        if len(rows[0]) < half:
-            raise ValueError(fill(t["few"], n=len(rows[0]), name=what, d_rot=d_rot, half=half))
-        if "positions" in t and last >= len(rows):
-            raise ValueError(fill(t["positions"], last=len(rows) - 1, p=last))
-    if m == AXIAL and half < n_axes:
-        raise ValueError(fill(_MSG["axial_few"], name=what, d_rot=d_rot, half=half, n=n_axes))
-    if m == SECTIONS:
-        secs = (f.sections or [])[:n_axes] + [0] * max(0, n_axes - len(f.sections or []))
-        if sum(secs) != half:
-            raise ValueError(fill(_MSG["sections_sum"], counts=", ".join("%d" % n for n in secs),
-                                  sum=sum(secs), name=what, d_rot=d_rot, half=half))
+    if not core.LIB:
+        return
+    t, _keep = core.tables(f.theta, f.angles, None, n_axes, AXES.index(f.axes), f.sections,
+                           f.mix)
+    core.check_scheme(scheme_json(f), t, d_rot, last, what)
 
 
 def _angle(cp, at, th, W, i):
@@ -639,7 +540,7 @@ def tables(d_rot, base, positions, f=None, c=1.0, side=1, dtype=torch.float32, l
     ang = f.angles if f is not None else None
     if ang is not None and n and P[:, 0].min().item() < 0:
         p = P[(P[:, 0] < 0).nonzero()[0, 0], 0].item()  # the first (Python would index from the
-        raise ValueError(_say("pos_below_table", p=p))  # end; check() refused rows past it)
+        raise ValueError("position %d is below 0, where the angle table starts" % p)
     per_pos = ang is None and not mixed and f is not None and scaling(f).per_position
     th = None if ang is not None or mixed or per_pos else \
         [_theta_of(f, i, at[i], base, 0) for i in range(half)]
