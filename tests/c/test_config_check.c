@@ -6,7 +6,9 @@
  * file that is not a safetensors file.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "config_check.h"
@@ -97,7 +99,9 @@ int main(void)
     CHECK(got[0] != '\0', "its refusal has a message");
 
     /* a file that is not a safetensors file: a one-line "path: ..." refusal */
-    const char *path = "test_config_check.tmp";
+    char dir[] = "/tmp/rp_config_check.XXXXXX", path[64];
+    CHECK(mkdtemp(dir) != NULL, "a scratch folder");
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
     FILE *f = fopen(path, "wb");
     CHECK(f != NULL, "a scratch file");
     if (f) {
@@ -108,6 +112,7 @@ int main(void)
               "names the file, one line: '%s'", got);
         remove(path);
     }
+    rmdir(dir);
     CHECK(rp_config_check_file("no/such/file.safetensors", got, sizeof got) != RP_OK,
           "a missing file refused");
     CHECK(strstr(got, "no/such/file.safetensors") != NULL, "names the missing file: '%s'", got);
