@@ -209,17 +209,17 @@ int lrp_optenum(lua_State *L, int idx, const char *key, const char *const *names
  * "qkvo" (rp_rotate_from_name), or 0 when absent. */
 int lrp_optrotate(lua_State *L, int idx, const char *key);
 
-/* Reads row k of the config schema (core/model/model_schema.h) from the option table at idx into
+/* Reads row k of the config schema (core/config/model_schema.h) from the option table at idx into
  * cfg when it is present, by the row's type and names only (its range is the caller's rule: a
- * planner's, core/model/plan.h); returns 1 when it was present, 0 (cfg kept) when absent. */
+ * planner's, core/config/plan.h); returns 1 when it was present, 0 (cfg kept) when absent. */
 int lrp_optcfgvalue(lua_State *L, int idx, rp_model_cfg *cfg, const rp_cfg_key *k);
-/* Reads row k of the config schema (core/model/model_schema.h) from the option table at idx into
+/* Reads row k of the config schema (core/config/model_schema.h) from the option table at idx into
  * cfg when it is present (an absent key keeps cfg's value): by the row's type and names, then
  * checked against its range (rp_model_cfg_check_key, given). Raises naming the option table. */
 void lrp_optcfgkey(lua_State *L, int idx, rp_model_cfg *cfg, const rp_cfg_key *k);
 
 /* Refuses a key of rp.model's config among a call's options (rp.attention's, rp.rope.*'s) whose
- * value does nothing for the call's pe, by the rule of rp.model's config (core/model/model_schema.h,
+ * value does nothing for the call's pe, by the rule of rp.model's config (core/config/model_schema.h,
  * rp_model_cfg_check_used: base with pe shaw, rel_clip with t5, scaling_factor without scaling;
  * a key at its default is accepted), raising naming the options table at idx. view holds the
  * options that are such keys, the schema's defaults for the others (normalised here). No Lua code

@@ -7,8 +7,8 @@
  *
  * The userdata holds the rp_model pointer (NULL before rp_model_new succeeds and after
  * m:free(), __gc or __close). Every argument is checked here before core runs: the config table
- * (read by the rows of core's config schema, core/model/model_schema.h: types and names here, the
- * ranges too; then core's plan, rp_model_cfg_plan of core/model/plan.h: the rules between fields,
+ * (read by the rows of core's config schema, core/config/model_schema.h: types and names here, the
+ * ranges too; then core's plan, rp_model_cfg_plan of core/config/plan.h: the rules between fields,
  * the keys that do nothing, the widths of the user's tables, whose messages become the `bad
  * argument` text), options. File errors
  * of m:save and rp.load are returned as nil, "path: reason" (Lua io style); misuse raises.
@@ -98,7 +98,7 @@ static int m_tostring(lua_State *L)
 /* ---- construction ---- */
 
 /* Reads the config table at idx into cfg as written: every key a row of the config schema
- * (core/model/model_schema.h) or freq / angles (read later), each read by its row's type and names
+ * (core/config/model_schema.h) or freq / angles (read later), each read by its row's type and names
  * and checked against its range (an absent key keeps its default). Raises naming argument idx. */
 static void read_fields(lua_State *L, int idx, rp_model_cfg *cfg)
 {

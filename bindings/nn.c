@@ -3,7 +3,7 @@
  * Everything is validated before core runs, so that core only sees inputs it accepts: d_rot even
  * and in range, positions integral and bounded, option types and enum names, attention shapes,
  * and the int32 limits of sgemm. rp.attention reads its options into a request and leaves the
- * rules between them to core's planner (core/model/plan.h). Scratch arrays (positions, theta)
+ * rules between them to core's planner (core/config/plan.h). Scratch arrays (positions, theta)
  * are Lua userdata, so raising never leaks. */
 #include <math.h>
 #include <stddef.h>

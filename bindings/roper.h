@@ -45,7 +45,7 @@ void lrp_open_dist(lua_State *L, int mod);   /* roper.Comm metatable, rp.Comm, r
 /* Sets the config schema and the mode table in the internals table at priv (model.c):
  * model_keys = { {name =, type = "int" | "number" | "enum" | "seed" | "rotate" | "bool",
  * default = (a boolean for bool), lo =, hi = (int, number), names = (enum), lo_open =, hi_open =,
- * unset0 =, required =, since =, help =}, ... } (core/model/model_schema.h's rows, in order),
+ * unset0 =, required =, since =, help =}, ... } (core/config/model_schema.h's rows, in order),
  * pe_modes (core/nn/pe.h's table, as rp.pe_modes() gives it: by index and by name) and
  * model_unused(cfg) -> {key = why} (the keys of an rp.model config table that do nothing for
  * it). */

@@ -115,7 +115,7 @@ enum { RP_TAB_EK = 0, RP_TAB_EQ, RP_TAB_EV, RP_TAB_U, RP_TAB_W, RP_TAB_BIAS, RP_
 typedef enum { RP_ROWS_NONE = 0, RP_ROWS_CLIP, RP_ROWS_CLIP2, RP_ROWS_DISTANCE } rp_rel_rows;
 
 /* The config keys a kind reads (bits of rp_rel_desc.uses; the schema's RP_CFG_RELATIVE rows name
- * theirs, core/model/model_schema.c). */
+ * theirs, core/config/model_schema.c). */
 enum {
     RP_USES_CLIP = 1,    /* rel_clip k, 1 .. RP_REL_MAX_CLIP */
     RP_USES_BUCKETS = 2, /* rel_buckets and rel_max_distance (T5's buckets) */

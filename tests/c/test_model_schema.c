@@ -1,4 +1,4 @@
-/* The model config's schema (core/model/model_schema.h) and the one check every config passes:
+/* The model config's schema (core/config/model_schema.h) and the one check every config passes:
  *  - the rows against an independent list of rp_model_cfg's fields (name, offset, size), the
  *    documented defaults, the format version of each row;
  *  - the range of every field checked whatever the mode (rp_model_cfg_check), with the key's name;

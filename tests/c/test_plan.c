@@ -1,4 +1,4 @@
-/* The planners (core/model/plan.h): rp_attention_plan's widths, defaults, positions and refusals
+/* The planners (core/config/plan.h): rp_attention_plan's widths, defaults, positions and refusals
  * against naive computations written here (floor(f * D), the largest entry of each side's rows),
  * its exact messages, and rp_model_cfg_plan's half and rows. */
 #include "check.h"

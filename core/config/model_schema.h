@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model.h"
+#include "model_cfg.h"
 #include "status.h"
 
 /* How a field is stored and named. */

@@ -19,7 +19,7 @@
 
 #include "attention.h"
 #include "linear_attention.h"
-#include "model.h"
+#include "model_cfg.h"
 #include "pe.h"
 #include "rope_freq.h"
 #include "status.h"
@@ -27,7 +27,7 @@
 
 /* ---- rp.attention ---- */
 
-/* The options of rp.attention that are rows of the config schema (core/model/model_schema.c),
+/* The options of rp.attention that are rows of the config schema (core/config/model_schema.c),
  * read by their rows' types (base also as Hugging Face's rope_theta), and the frequency rows
  * beside them (their reader is bindings/freq.c). */
 #define RP_ATTENTION_KEYS                                                                      \

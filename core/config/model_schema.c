@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "model_impl.h" /* RP_MAX_LAYERS */
 
 const char *const rp_norm_names[3] = {"pre", "post", NULL};
 const char *const rp_act_names[3] = {"relu", "gelu", NULL};
