@@ -186,11 +186,14 @@ rp_status lrp_squeeze_lead(rp_tensor *out, const rp_tensor *src, int dst_ndim);
 /* The value at idx must be nil, none or a table; every key of the table must be a string among
  * `known` (a NULL-terminated list). Raises "unknown option 'fracton'" etc. Returns 1 if a table.
  * An entry lrp_freq_keys_mark in known stands for the names of the config schema's rows of the
- * frequency scheme (those with a freq column): first the scaling's (scaling and the rows that
- * apply to scalings), then the others (xpos, xpos_scale_base), each group in row order. */
+ * frequency scheme (scope RP_CFG_SCOPE_FREQ): first the scaling's (scaling and the rows that
+ * apply to scalings), then the others (xpos, xpos_scale_base), each group in row order; an entry
+ * lrp_attention_keys_mark for those of the positional scheme and the relative limits (scopes
+ * RP_CFG_SCOPE_PE and RP_CFG_SCOPE_REL: rp.attention's config keys), in row order. */
 int lrp_checkopts(lua_State *L, int idx, const char *const *known);
-/* The mark of lrp_checkopts (its address, not its text, is what counts). */
+/* The marks of lrp_checkopts (their addresses, not their texts, are what counts). */
 extern const char lrp_freq_keys_mark[];
+extern const char lrp_attention_keys_mark[];
 /* 1 for a row of the scaling: scaling itself and the keys of RP_CFG_SCALED and RP_CFG_SCALINGS
  * (what a rope_scaling table sets). */
 int lrp_is_scaling_row(const rp_cfg_key *k);

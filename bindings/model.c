@@ -67,11 +67,11 @@ static int m_tostring(lua_State *L)
     count_str(count, sizeof count, rp_model_param_count(u->m));
     const rp_rope_freq *f = rp_model_freq(u->m);
     size_t k = 0;
-    if (c->scaling != RP_SCALING_NONE)
-        k += (size_t)snprintf(fs + k, sizeof fs - k, " %s x%g", rp_scaling_names[c->scaling],
-                              c->scaling_factor);
-    if (c->xpos > 0.0 && k < sizeof fs)
-        k += (size_t)snprintf(fs + k, sizeof fs - k, " xpos %g", c->xpos);
+    if (c->freq.scaling != RP_SCALING_NONE)
+        k += (size_t)snprintf(fs + k, sizeof fs - k, " %s x%g", rp_scaling_names[c->freq.scaling],
+                              c->freq.factor);
+    if (c->freq.xpos > 0.0 && k < sizeof fs)
+        k += (size_t)snprintf(fs + k, sizeof fs - k, " xpos %g", c->freq.xpos);
     if ((f->theta || f->angles) && k < sizeof fs)
         k += (size_t)snprintf(fs + k, sizeof fs - k, " own %s",
                               f->theta ? "frequencies" : "angles");

@@ -533,8 +533,7 @@ static void copy_rel_tables(lua_State *L, int first, rp_attn_rel *rel)
  * sizes are read. */
 static int l_attention(lua_State *L)
 {
-    static const char *const keys[] = {RP_ATTENTION_KEYS, NULL};
-    static const char *const known[] = {RP_ATTENTION_KEYS, "causal", "scale", "q_offset",
+    static const char *const known[] = {lrp_attention_keys_mark, "causal", "scale", "q_offset",
                                         "pos_offset", RP_ATTENTION_TABLES, "positions",
                                         LRP_FREQ_KEYS, LRP_AXES_KEYS, NULL};
     static const char *const q_letters[] = {"B", "T", "H", "D"};
@@ -559,9 +558,8 @@ static int l_attention(lua_State *L)
     lua_settop(L, 4);
     for (int i = 0; i < rp_model_cfg_nkeys; i++) { /* the config keys, by their schema rows */
         const rp_cfg_key *row = &rp_model_cfg_keys[i];
-        int j = 0;
-        while (keys[j] && strcmp(keys[j], row->name) != 0) j++;
-        if (!keys[j]) continue;
+        rp_cfg_scope scope = rp_model_cfg_scope(row); /* the positional scheme, rel's limits */
+        if (scope != RP_CFG_SCOPE_PE && scope != RP_CFG_SCOPE_REL) continue;
         if (row->offset == offsetof(rp_model_cfg, rope_base))
             req.keys.rope_base = lrp_optbase(L, 4); /* or Hugging Face's rope_theta */
         else if (lrp_optcfgvalue(L, 4, &req.keys, row))
@@ -598,7 +596,7 @@ static int l_attention(lua_State *L)
     if (rp_attention_plan(&req, &p) != RP_OK) return lrp_argerror(L, p.arg, "%s", rp_last_error());
     rp_attn_rel rel;
     copy_rel_tables(L, 5, &rel);
-    p.cfg.rel = &rel;
+    p.cfg.tables = &rel;
     lrp_axes_tables(L, 4, &ax, A, req.pos != NULL, p.half, !lua_isnil(L, 6 + RP_TAB_COUNT), &f);
     lrp_freq_tables(L, 4, 5 + RP_TAB_COUNT, &f, p.rows, p.half);
     if (rp_attention_plan_freq(&p, &f) != RP_OK) return lrp_argerror(L, 4, "%s", rp_last_error());

@@ -42,35 +42,36 @@ typedef struct rp_model_cfg {
     rp_norm norm;
     rp_act act;
     double dropout;       /* 0 <= p < 1, on both residual branches; 0 by default */
+    uint64_t seed;        /* initialisation and dropout */
+    rp_attn_kind attention;          /* softmax (default) or linear */
+    rp_lin_placement linear_rope;    /* linear attention: RoPE after (default) or before phi */
+    /* ---- the attention's part, from pe to freq: the rows of rp.attention's options
+     * (rp_model_cfg_scope: RP_CFG_SCOPE_PE, _REL, _FREQ) ---- */
     rp_pe pe;
     double fraction_qk;   /* d_rot_qk = floor(fraction_qk * d_k), even >= 2 for rope modes */
     double fraction_v;    /* d_rot_v = floor(fraction_v * d_k), even >= 2 for roper modes */
     double rope_base;     /* RP_ROPE_BASE */
     rp_pairing pairing;
-    uint64_t seed;        /* initialisation and dropout */
-    rp_attn_kind attention;          /* softmax (default) or linear */
-    rp_lin_placement linear_rope;    /* linear attention: RoPE after (default) or before phi */
     /* The placement ablation (rotary pe, softmax attention): rotate = RP_ROT_* bits of pe.h, 0 =
      * the mode's own. A rotated q, k or o takes fraction_q, fraction_k, fraction_o when > 0,
      * else fraction_qk (q, k) or fraction_v (o). */
     int rotate;
     double fraction_q, fraction_k, fraction_o;
-    /* Relative modes (pe.h): rel_clip k for shaw (distances clipped to [-k, k]) and deberta
-     * (2k buckets), 1 .. RP_REL_MAX_CLIP, default 16; t5: rel_buckets (2 .. RP_REL_MAX_BUCKETS,
-     * default 32) and rel_max_distance (> rel_buckets / 2, default 128). */
-    int64_t rel_clip, rel_buckets, rel_max_distance;
-    /* The rotary frequency scheme (core/nn/rope_freq.h; rotary pe with softmax attention):
-     * scaling (RP_SCALING_NONE by default) with scaling_factor (1), orig_len (the original
+    /* Relative modes (pe.h): rel.clip k for shaw (distances clipped to [-k, k]) and deberta
+     * (2k buckets), 1 .. RP_REL_MAX_CLIP, default 16; t5: rel.buckets (2 .. RP_REL_MAX_BUCKETS,
+     * default 32) and rel.max_distance (> rel_buckets / 2, default 128). The keys rel_clip,
+     * rel_buckets, rel_max_distance; the struct the attention takes (rp_attn_cfg.rel). */
+    rp_rel_cfg rel;
+    /* The rotary frequency scheme (core/nn/rope_freq.h; rotary pe with softmax attention), the
+     * struct the attention takes (rp_attn_cfg.freq): the keys scaling (freq.scaling,
+     * RP_SCALING_NONE by default), scaling_factor (freq.factor, 1), orig_len (the original
      * context length of yarn, dynamic and llama3; 0: seq_len), yarn_alpha (1), yarn_beta (32),
      * yarn_ramp (rotations), low_freq_factor (1) and high_freq_factor (4) of llama3,
-     * attention_factor (0: the scaling's own); xpos (xPos gamma, 0 = off) with xpos_scale_base
-     * (512). User frequencies or angles are not config: rp_model_set_freq. */
-    rp_rope_scaling scaling;
-    double scaling_factor;
-    int64_t orig_len;
-    double yarn_alpha, yarn_beta, xpos, xpos_scale_base;
-    rp_yarn_ramp yarn_ramp;
-    double low_freq_factor, high_freq_factor, attention_factor;
+     * attention_factor (0: the scaling's own), xpos (xPos gamma, 0 = off) with xpos_scale_base
+     * (512). Its tables (theta, angles) and axes are never set in a config: user frequencies,
+     * angles and positions are rp_model_set_freq's and rp_model_set_positions'. */
+    rp_rope_freq freq;
+    /* ---- (end of the attention's part) ---- */
     /* learn_freq (0 or 1; a rotary pe with softmax attention, where it does nothing otherwise;
      * no scaling, no angle table): the
      * frequencies are the parameter "rope.freq" [RP_MAX_AXES x d_rot/2] (the widest rotated
@@ -111,7 +112,16 @@ rp_status rp_model_cfg_check(const rp_model_cfg *cfg);
 
 /* The positional scheme of a checked cfg (what is rotated, d_rot from the fractions and d_k). */
 rp_pe_scheme rp_model_cfg_scheme(const rp_model_cfg *cfg);
-/* cfg's frequency scheme, without user tables (orig_len 0 resolved to seq_len). */
+/* cfg's frequency scheme, without user tables: cfg->freq with orig_len 0 resolved to seq_len. */
 rp_rope_freq rp_model_cfg_freq(const rp_model_cfg *cfg);
+
+/* A frequency scheme with nothing set: every parameter at its config row's default (no scaling,
+ * factor 1, no xPos, alpha, beta, the ramp, llama3's factors and the xPos scale base at theirs,
+ * orig_len 0, attention_factor 0), no user tables, scalar positions (axes.n 0). */
+rp_rope_freq rp_rope_freq_default(void);
+/* 1 when a and b are equal as schemes: every config row of the frequency scheme that does
+ * something for a's scaling and xpos (rp_model_cfg_unused) holds the same value in both, and
+ * the tables and axes are equal (contents compared). NULL equals a plain scheme. */
+int rp_rope_freq_equal(const rp_rope_freq *a, const rp_rope_freq *b);
 
 #endif

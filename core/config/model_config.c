@@ -77,13 +77,10 @@ static rp_status rule_widths(const rp_model_cfg *cfg, const rp_cfg_rule *r)
     return pe_widths(cfg, rot, d_rot);
 }
 
-/* rel_max_distance past the exact buckets (causal: one-sided, half of them exact), up to max */
+/* the relative kinds' limits (pe.c's one rule, with its message; the model is causal) */
 static rp_status rule_buckets(const rp_model_cfg *cfg, const rp_cfg_rule *r)
 {
-    if (!(rp_rel_of(rp_pe_mode_of(cfg->pe)->rel)->uses & RP_USES_BUCKETS)) return RP_OK;
-    int64_t lo = cfg->rel_buckets / 2 + 1;
-    return cfg->rel_max_distance < lo || cfg->rel_max_distance > r->max ? refuse(r, cfg, lo)
-                                                                       : RP_OK;
+    return rp_rel_cfg_check(cfg->pe, &cfg->rel, 1);
 }
 
 static rp_status rule_freq(const rp_model_cfg *cfg, const rp_cfg_rule *r)
@@ -105,7 +102,7 @@ const rp_cfg_rule rp_model_cfg_rules[] = {
     {.check = "rotate", .run = rule_rotate},
     {.check = "widths", .run = rule_widths},
     {.check = "buckets", .run = rule_buckets, .max = RP_I32_MAX,
-     .why = "rel_max_distance {rel_max_distance} must be in {lo}..{hi}"},
+     .why = RP_REL_DISTANCE_WHY},
     {.when = {"attention"}, .pe_holds = pe_linear, .why = "linear attention does not support pe {pe}"},
     {.check = "freq", .run = rule_freq},
     {.when = {"scaling", "xpos"}, .pe_holds = pe_rotary, .unset = {"attention"},
@@ -149,20 +146,8 @@ rp_status rp_model_cfg_check(const rp_model_cfg *cfg)
 
 rp_rope_freq rp_model_cfg_freq(const rp_model_cfg *cfg)
 {
-    rp_rope_freq f = rp_rope_freq_default();
-    for (int i = 0; i < rp_model_cfg_nkeys; i++) { /* the rows of the frequency scheme */
-        const rp_cfg_key *k = &rp_model_cfg_keys[i];
-        if (!k->freq) continue;
-        void *at = (char *)&f + (k->freq - 1);
-        if (k->type == RP_CFG_ENUM) {
-            int v = (int)rp_model_cfg_get_int(cfg, k);
-            memcpy(at, &v, sizeof v);
-        } else {
-            double v = rp_model_cfg_get_num(cfg, k);
-            memcpy(at, &v, sizeof v);
-        }
-    }
-    if (f.orig_len <= 0.0) f.orig_len = (double)cfg->seq_len; /* 0: seq_len */
+    rp_rope_freq f = cfg->freq;
+    if (f.orig_len <= 0) f.orig_len = cfg->seq_len; /* 0: seq_len */
     return f;
 }
 

@@ -27,13 +27,6 @@
 
 /* ---- rp.attention ---- */
 
-/* The options of rp.attention that are rows of the config schema (core/config/model_schema.c),
- * read by their rows' types (base also as Hugging Face's rope_theta), and the frequency rows
- * beside them (their reader is bindings/freq.c). */
-#define RP_ATTENTION_KEYS                                                                      \
-    "pe", "base", "pairing", "rotate", "fraction_qk", "fraction_v", "fraction_q", "fraction_k", \
-        "fraction_o", "rel_clip", "rel_buckets", "rel_max_distance"
-
 /* The options that hold the relative modes' tables, in the order of rp_attn_rel (RP_TAB_*):
  * rel_k, rel_q, rel_v, rel_u, rel_w, rel_bias. */
 #define RP_ATTENTION_TABLES "rel_k", "rel_q", "rel_v", "rel_u", "rel_w", "rel_bias"
@@ -55,8 +48,9 @@ typedef struct rp_plan_table {
 typedef struct rp_attn_request {
     int64_t B, T, S, H, D, Dv; /* q [B, T, H, D], k [B, S, H, D], v [B, S, H, Dv]: the caller
                                 * has checked them 4-D, sizes >= 1, agreeing */
-    /* The options that are config keys (RP_ATTENTION_KEYS and the frequency rows), each read by
-     * its row's type; an absent one holds its value from rp_attention_request_default. */
+    /* The options that are config keys (the rows of the config's attention part, scopes
+     * RP_CFG_SCOPE_PE, _REL and _FREQ: rp_model_cfg_scope), each read by its row's type; an
+     * absent one holds its value from rp_attention_request_default. */
     rp_model_cfg keys;
     uint64_t keys_given;       /* bit i: row i of rp_model_cfg_keys was given */
     int given;                 /* RP_GIVEN_* bits */
