@@ -645,11 +645,7 @@ static int l_linear_attention(lua_State *L)
     lrp_checkopts(L, 4, known);
     req.keys.pe = opt_linear_pe(L, 4, "pe");
     lrp_optcfgvalue(L, 4, &req.keys, schema_row("linear_rope"));
-    req.eps = lrp_optfinite(L, 4, "eps", RP_LINATTN_EPS);
-    if (!(req.eps > 0.0)) {
-        lua_getfield(L, 4, "eps"); /* described as given (0, not 0.0) */
-        return lrp_argerror(L, 4, "option 'eps' must be > 0, got %s", lrp_describe(L, -1));
-    }
+    req.eps = lrp_optfinite(L, 4, "eps", RP_LINATTN_EPS); /* (the plan checks it) */
     req.keys.rope_base = lrp_optbase(L, 4);
     lrp_optcfgvalue(L, 4, &req.keys, schema_row("pairing"));
     lrp_optcfgvalue(L, 4, &req.keys, schema_row("fraction_qk"));

@@ -101,9 +101,10 @@ static rp_status plan_offsets(const rp_attn_request *r, rp_attn_cfg *cfg)
         cfg->q_offset = r->S - r->T;
     }
     RP_TRY(rp_option_position("pos_offset", r->pos_offset, 0));
-    RP_TRY(rp_option_position("rel_clip", r->keys.rel.clip, 0));
-    RP_TRY(rp_option_position("rel_buckets", r->keys.rel.buckets, 0));
-    RP_TRY(rp_option_position("rel_max_distance", r->keys.rel.max_distance, 0));
+    for (int i = 0; i < rp_model_cfg_nkeys; i++) /* the relative limits: rel's rows */
+        if (rp_model_cfg_scope(&rp_model_cfg_keys[i]) == RP_CFG_SCOPE_REL)
+            RP_TRY(rp_option_position(rp_model_cfg_keys[i].name,
+                                      rp_model_cfg_get_int(&r->keys, &rp_model_cfg_keys[i]), 0));
     cfg->pos_offset = r->pos_offset;
     cfg->rel = r->keys.rel;
     return RP_OK;
@@ -241,6 +242,7 @@ rp_status rp_linear_attention_plan(const rp_linattn_request *r, rp_linattn_plan 
     const rp_pe_mode *mode = rp_pe_mode_of(c->pe);
     if (!mode || !mode->linear)
         return rp_error(RP_ERR_ARG, "pe %d does not run with linear attention", (int)c->pe);
+    RP_TRY(rp_linattn_check_eps(r->eps)); /* eps's one rule */
     cfg->eps = r->eps;
     int rot = mode->rotate;
     if (rot & RP_ROT_Q)

@@ -110,9 +110,8 @@ typedef struct rp_linattn_request {
      * run with linear attention, pe.h's linear column); an absent one holds its value from
      * rp_linear_attention_request_default */
     rp_model_cfg keys;      /* pe, linear_rope, base (rope_base), pairing, fraction_qk, fraction_v */
-    double eps;             /* > 0 and finite, checked by the caller as it reads it (its
-                             * message quotes it as given: "got 0"), as base; RP_LINATTN_EPS
-                             * when absent */
+    double eps;             /* as given (the plan checks it: rp_linattn_check_eps);
+                             * RP_LINATTN_EPS when absent */
     int64_t q_offset;       /* 0 when absent */
 } rp_linattn_request;
 
@@ -126,7 +125,7 @@ typedef struct rp_linattn_plan {
     int arg; /* after a refusal: the argument its message is about (1 q, 2 k, 4 the options) */
 } rp_linattn_plan;
 
-/* Checks every rule of a call against req and fills *p (OVERWRITTEN): the rotated
+/* Checks every rule of a call against req and fills *p (OVERWRITTEN): eps (after pe), the rotated
  * widths from the fractions (fraction_qk of D where the mode rotates q and k, fraction_v of Dv
  * where it rotates v: rp_option_fraction_width), q_offset's range, the refusal of config keys
  * that do nothing (rp_model_cfg_check_used, attention linear), then the int32 and element

@@ -98,12 +98,8 @@ typedef enum {
 extern const char *const rp_yarn_ramp_names[RP_YARN_RAMP_COUNT + 1];
 
 
-/* The defaults of the parameters (the papers'). */
-#define RP_YARN_ALPHA 1.0
-#define RP_YARN_BETA 32.0
-#define RP_XPOS_SCALE_BASE 512.0
-#define RP_LLAMA3_LOW 1.0  /* low_freq_factor (Meta's Llama 3.1 config) */
-#define RP_LLAMA3_HIGH 4.0 /* high_freq_factor */
+/* The defaults of the parameters (the papers') are their config rows' (core/config/model_schema.c:
+ * rp_rope_freq_default). */
 
 /* The most axes of a vector position. */
 #define RP_MAX_AXES 3
