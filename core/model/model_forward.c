@@ -44,18 +44,12 @@ rp_attn_cfg rpm_attn_cfg(const rp_model *m, int64_t q_offset)
     const rp_pe_scheme *s = &m->pe;
     rp_attn_cfg a;
     memset(&a, 0, sizeof a);
-    a.pe = s->pe;
+    /* the config's parts the attention takes: the scheme it resolves to, rel, freq */
+    rp_attn_cfg_set_scheme(&a, s);
+    a.rel = m->cfg.rel;
     a.causal = 1;
     /* DeBERTa scales its three terms by 1/sqrt(3 d) (He et al. 2020, eq. 10) */
     a.scale = 1.0 / sqrt((double)(rp_rel_of(s->rel)->scale_terms * m->dk));
-    a.rel = m->cfg.rel;
-    a.base = s->base;
-    a.pairing = s->pairing;
-    a.rotate = s->rotate;
-    a.d_rot_q = s->d_rot_q;
-    a.d_rot_k = s->d_rot_k;
-    a.d_rot_v = s->d_rot_v;
-    a.d_rot_o = s->d_rot_o;
     a.q_offset = q_offset;
     a.freq = m->off_freq >= 0 ? &m->freq_eff : rp_rope_freq_is_plain(&m->freq) ? NULL : &m->freq;
     a.pos = m->pos_table, a.pos_rows = m->pos_rows;

@@ -110,6 +110,14 @@ rp_status rp_attn_scheme(const rp_attn_cfg *cfg, rp_pe_scheme *s)
     return rp_pe_scheme_init(s, cfg->pe, cfg->rotate, d_rot, cfg->base, cfg->pairing);
 }
 
+void rp_attn_cfg_set_scheme(rp_attn_cfg *cfg, const rp_pe_scheme *s)
+{
+    cfg->pe = s->pe, cfg->rotate = s->rotate, cfg->base = s->base, cfg->pairing = s->pairing;
+    cfg->d_rot_qk = 0;
+    cfg->d_rot_q = s->d_rot_q, cfg->d_rot_k = s->d_rot_k;
+    cfg->d_rot_v = s->d_rot_v, cfg->d_rot_o = s->d_rot_o;
+}
+
 /* ---- the relative-position terms -----------------------------------------------------------
  *
  * The terms of the mode's relative kind (pe.h's RP_TERM_* bits; the kinds named below are

@@ -167,6 +167,10 @@ void rp_attention_alibi_slopes(double *slopes, int64_t H);
 /* The scheme cfg asks for (pe, rotate and the widths resolved as above); RP_ERR_ARG as
  * rp_pe_scheme_init. Widths are not checked (rp_attention_check does). */
 rp_status rp_attn_scheme(const rp_attn_cfg *cfg, rp_pe_scheme *s);
+/* Its inverse: cfg's pe, rotate (the placements s rotates), widths (d_rot_qk 0, each placement
+ * its own), base and pairing from a resolved scheme s (a model's: rp_model_cfg_scheme); the
+ * other fields are left as they are. */
+void rp_attn_cfg_set_scheme(rp_attn_cfg *cfg, const rp_pe_scheme *s);
 
 /* Threads: the (b, h) pairs are spread over nthreads OpenMP threads (more than B * H is fine).
  * Results are bitwise the same for any nthreads. */
