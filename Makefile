@@ -87,7 +87,7 @@ endif
 # its own and lower ones): sys (status, checked sizes, build, memory, threads, dist, BLAS), tensor,
 # nn (rope, positional modes, attention, layers, optimiser), model, io (files). Sources include a
 # header by its name; every floor is on the include path.
-CORE_DIRS := core/sys core/tensor core/nn core/model core/io
+CORE_DIRS := core/sys core/tensor core/nn core/config core/model core/io
 # The tokenizer (text/: SentencePiece behind a C interface, text/tokenizer.h) sits on core: its C
 # part (tokenizer.c) uses core's files and status; tokenizer_spm.cc, C++, is the only code that
 # calls the library (libsentencepiece, C++). It is part of the C library. tokenizer_options.c (the

@@ -548,18 +548,28 @@ rp_status lrp_squeeze_lead(rp_tensor *out, const rp_tensor *src, int dst_ndim)
 /* ---- option tables ---- */
 
 const char lrp_freq_keys_mark[] = "(the frequency rows)";
+const char lrp_attention_keys_mark[] = "(the attention's rows)";
 
 int lrp_is_scaling_row(const rp_cfg_key *k)
 {
     return k->use == RP_CFG_SCALED || k->use == RP_CFG_SCALINGS ||
-           k->offset == offsetof(rp_model_cfg, scaling);
+           k->offset == offsetof(rp_model_cfg, freq.scaling);
 }
 
-/* known with lrp_freq_keys_mark expanded, in out (n entries, NULL-terminated). */
+/* known with lrp_freq_keys_mark and lrp_attention_keys_mark expanded, in out (n entries,
+ * NULL-terminated). */
 static const char *const *expand_known(const char *const *known, const char **out, int n)
 {
     int at = 0;
     for (const char *const *k = known; *k && at < n - 1; k++) {
+        if (*k == lrp_attention_keys_mark) {
+            for (int i = 0; i < rp_model_cfg_nkeys && at < n - 1; i++) {
+                rp_cfg_scope s = rp_model_cfg_scope(&rp_model_cfg_keys[i]);
+                if (s == RP_CFG_SCOPE_PE || s == RP_CFG_SCOPE_REL)
+                    out[at++] = rp_model_cfg_keys[i].name;
+            }
+            continue;
+        }
         if (*k != lrp_freq_keys_mark) {
             out[at++] = *k;
             continue;
@@ -567,7 +577,8 @@ static const char *const *expand_known(const char *const *known, const char **ou
         for (int pass = 1; pass >= 0; pass--)
             for (int i = 0; i < rp_model_cfg_nkeys && at < n - 1; i++) {
                 const rp_cfg_key *r = &rp_model_cfg_keys[i];
-                if (r->freq && lrp_is_scaling_row(r) == pass) out[at++] = r->name;
+                if (rp_model_cfg_scope(r) == RP_CFG_SCOPE_FREQ && lrp_is_scaling_row(r) == pass)
+                    out[at++] = r->name;
             }
     }
     out[at] = NULL;

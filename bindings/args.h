@@ -209,11 +209,14 @@ rp_status lrp_squeeze_lead(rp_tensor *out, const rp_tensor *src, int dst_ndim);
 /* The value at idx must be nil, none or a table; every key of the table must be a string among
  * `known` (a NULL-terminated list). Raises "unknown option 'fracton'" etc. Returns 1 if a table.
  * An entry lrp_freq_keys_mark in known stands for the names of the config schema's rows of the
- * frequency scheme (those with a freq column): first the scaling's (scaling and the rows that
- * apply to scalings), then the others (xpos, xpos_scale_base), each group in row order. */
+ * frequency scheme (scope RP_CFG_SCOPE_FREQ): first the scaling's (scaling and the rows that
+ * apply to scalings), then the others (xpos, xpos_scale_base), each group in row order; an entry
+ * lrp_attention_keys_mark for those of the positional scheme and the relative limits (scopes
+ * RP_CFG_SCOPE_PE and RP_CFG_SCOPE_REL: rp.attention's config keys), in row order. */
 int lrp_checkopts(lua_State *L, int idx, const char *const *known);
-/* The mark of lrp_checkopts (its address, not its text, is what counts). */
+/* The marks of lrp_checkopts (their addresses, not their texts, are what counts). */
 extern const char lrp_freq_keys_mark[];
+extern const char lrp_attention_keys_mark[];
 /* 1 for a row of the scaling: scaling itself and the keys of RP_CFG_SCALED and RP_CFG_SCALINGS
  * (what a rope_scaling table sets). */
 int lrp_is_scaling_row(const rp_cfg_key *k);
@@ -232,17 +235,17 @@ int lrp_optenum(lua_State *L, int idx, const char *key, const char *const *names
  * "qkvo" (rp_rotate_from_name), or 0 when absent. */
 int lrp_optrotate(lua_State *L, int idx, const char *key);
 
-/* Reads row k of the config schema (core/model/model_schema.h) from the option table at idx into
+/* Reads row k of the config schema (core/config/model_schema.h) from the option table at idx into
  * cfg when it is present, by the row's type and names only (its range is the caller's rule: a
- * planner's, core/model/plan.h); returns 1 when it was present, 0 (cfg kept) when absent. */
+ * planner's, core/config/plan.h); returns 1 when it was present, 0 (cfg kept) when absent. */
 int lrp_optcfgvalue(lua_State *L, int idx, rp_model_cfg *cfg, const rp_cfg_key *k);
-/* Reads row k of the config schema (core/model/model_schema.h) from the option table at idx into
+/* Reads row k of the config schema (core/config/model_schema.h) from the option table at idx into
  * cfg when it is present (an absent key keeps cfg's value): by the row's type and names, then
  * checked against its range (rp_model_cfg_check_key, given). Raises naming the option table. */
 void lrp_optcfgkey(lua_State *L, int idx, rp_model_cfg *cfg, const rp_cfg_key *k);
 
 /* Refuses a key of rp.model's config among a call's options (rp.attention's, rp.rope.*'s) whose
- * value does nothing for the call's pe, by the rule of rp.model's config (core/model/model_schema.h,
+ * value does nothing for the call's pe, by the rule of rp.model's config (core/config/model_schema.h,
  * rp_model_cfg_check_used: base with pe shaw, rel_clip with t5, scaling_factor without scaling;
  * a key at its default is accepted), raising naming the options table at idx. view holds the
  * options that are such keys, the schema's defaults for the others (normalised here). No Lua code

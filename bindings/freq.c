@@ -25,7 +25,7 @@
  * xpos and its scale base: the rows with a freq column): the keys lrp_optfreq reads. Not
  * learn_freq: it makes a model's frequencies parameters, which the functions without a model do
  * not have. */
-static int is_freq_row(const rp_cfg_key *k) { return k->freq != 0; }
+static int is_freq_row(const rp_cfg_key *k) { return rp_model_cfg_scope(k) == RP_CFG_SCOPE_FREQ; }
 
 /* ---- Hugging Face's rope_scaling table ---- */
 
@@ -265,7 +265,7 @@ int lrp_opt_rope_scaling(lua_State *L, int idx, rp_model_cfg *view)
                          LRP_MARKS([LRP_MK_TYPE] = rp_scaling_of(sc)->hf, [LRP_MK_NAMES] = list));
         }
     }
-    view->scaling = sc;
+    view->freq.scaling = sc;
     double factor = 1.0, ms = 0.0, msa = 0.0;
     int g_af = 0, g_ms = 0;
     for (int i = 0; i < HF_NFIELDS; i++) {
@@ -286,13 +286,13 @@ int lrp_opt_rope_scaling(lua_State *L, int idx, rp_model_cfg *view)
         } else if (given[i]) {
             rp_model_cfg_set_num(view, k, v[i]);
         }
-        if (k->offset == offsetof(rp_model_cfg, scaling_factor) && given[i]) factor = v[i];
-        if (k->offset == offsetof(rp_model_cfg, attention_factor)) g_af = given[i];
+        if (k->offset == offsetof(rp_model_cfg, freq.factor) && given[i]) factor = v[i];
+        if (k->offset == offsetof(rp_model_cfg, freq.attention_factor)) g_af = given[i];
     }
     /* Hugging Face: attention_factor, else get_mscale(s, mscale) / get_mscale(s,
      * mscale_all_dim) when both are given (and not 0), else 0.1 ln s + 1 (roper's own: 0) */
     if (!g_af && g_ms == 2 && ms != 0.0 && msa != 0.0)
-        view->attention_factor = hf_mscale(factor, ms) / hf_mscale(factor, msa);
+        view->freq.attention_factor = hf_mscale(factor, ms) / hf_mscale(factor, msa);
     lua_pop(L, 1);
     return 1;
 }
@@ -318,16 +318,17 @@ void lrp_optfreq(lua_State *L, int idx, rp_model_cfg *view, rp_rope_freq *f,
     int hf = lrp_opt_rope_scaling(L, idx, view); /* refuses the scaling rows beside it */
     for (int i = 0; i < rp_model_cfg_nkeys && have; i++)
         if (is_freq_row(&rp_model_cfg_keys[i])) lrp_optcfgkey(L, idx, view, &rp_model_cfg_keys[i]);
-    if (have && lrp_hasopt(L, idx, "orig_len") && view->orig_len < 1)
+    if (have && lrp_hasopt(L, idx, "orig_len") && view->freq.orig_len < 1)
         lrp_argerror(L, idx, "option 'orig_len' must be an integer >= 1, got %I",
-                     (LUAI_UACINT)view->orig_len);
-    if (rp_scaling_needs_len(view->scaling) && view->orig_len < 1 && !(default_orig_len >= 1.0))
+                     (LUAI_UACINT)view->freq.orig_len);
+    if (rp_scaling_needs_len(view->freq.scaling) && view->freq.orig_len < 1 &&
+        !(default_orig_len >= 1.0))
         lrp_argerror(L, idx, "option 'orig_len' (the original context length) is required with "
                              "scaling \"%s\"%s",
-                     rp_scaling_names[view->scaling],
+                     rp_scaling_names[view->freq.scaling],
                      hf ? " (rope_scaling's original_max_position_embeddings)" : "");
     *f = rp_model_cfg_freq(view);
-    if (view->orig_len < 1) f->orig_len = default_orig_len;
+    if (view->freq.orig_len < 1) f->orig_len = (int64_t)default_orig_len;
     if (have) {
         lua_getfield(L, idx, "freq");
         lua_getfield(L, idx, "angles");

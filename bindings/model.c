@@ -7,8 +7,8 @@
  *
  * The userdata holds the rp_model pointer (NULL before rp_model_new succeeds and after
  * m:free(), __gc or __close). Every argument is checked here before core runs: the config table
- * (read by the rows of core's config schema, core/model/model_schema.h: types and names here, the
- * ranges too; then core's plan, rp_model_cfg_plan of core/model/plan.h: the rules between fields,
+ * (read by the rows of core's config schema, core/config/model_schema.h: types and names here, the
+ * ranges too; then core's plan, rp_model_cfg_plan of core/config/plan.h: the rules between fields,
  * the keys that do nothing, the widths of the user's tables, whose messages become the `bad
  * argument` text), options. File errors
  * of m:save and rp.load are returned as nil, "path: reason" (Lua io style); misuse raises.
@@ -68,11 +68,11 @@ static int m_tostring(lua_State *L)
     count_str(count, sizeof count, rp_model_param_count(u->m));
     const rp_rope_freq *f = rp_model_freq(u->m);
     size_t k = 0;
-    if (c->scaling != RP_SCALING_NONE)
-        k += (size_t)snprintf(fs + k, sizeof fs - k, " %s x%g", rp_scaling_names[c->scaling],
-                              c->scaling_factor);
-    if (c->xpos > 0.0 && k < sizeof fs)
-        k += (size_t)snprintf(fs + k, sizeof fs - k, " xpos %g", c->xpos);
+    if (c->freq.scaling != RP_SCALING_NONE)
+        k += (size_t)snprintf(fs + k, sizeof fs - k, " %s x%g", rp_scaling_names[c->freq.scaling],
+                              c->freq.factor);
+    if (c->freq.xpos > 0.0 && k < sizeof fs)
+        k += (size_t)snprintf(fs + k, sizeof fs - k, " xpos %g", c->freq.xpos);
     if ((f->theta || f->angles) && k < sizeof fs)
         k += (size_t)snprintf(fs + k, sizeof fs - k, " own %s",
                               f->theta ? "frequencies" : "angles");
@@ -99,7 +99,7 @@ static int m_tostring(lua_State *L)
 /* ---- construction ---- */
 
 /* Reads the config table at idx into cfg as written: every key a row of the config schema
- * (core/model/model_schema.h) or freq / angles (read later), each read by its row's type and names
+ * (core/config/model_schema.h) or freq / angles (read later), each read by its row's type and names
  * and checked against its range (an absent key keeps its default). Raises naming argument idx. */
 static void read_fields(lua_State *L, int idx, rp_model_cfg *cfg)
 {

@@ -37,7 +37,7 @@ void lrp_model_internals(lua_State *L, int priv);
 /* Sets the config schema and the mode table in the internals table at priv (tables.c):
  * model_keys = { {name =, type = "int" | "number" | "enum" | "seed" | "rotate" | "bool",
  * default = (a boolean for bool), lo =, hi = (int, number), names = (enum), lo_open =, hi_open =,
- * unset0 =, required =, since =, help =}, ... } (core/model/model_schema.h's rows, in order) and
+ * unset0 =, required =, since =, help =}, ... } (core/config/model_schema.h's rows, in order) and
  * pe_modes (core/nn/pe.h's table, as rp.pe_modes() gives it: by index and by name). */
 void lrp_tables_internals(lua_State *L, int priv);
 /* Sets the optimiser's keys in the internals table at priv (optim.c): optim_keys = { {name =,

@@ -3,7 +3,7 @@
  * Everything is validated before core runs, so that core only sees inputs it accepts: d_rot even
  * and in range, positions integral and bounded, option types and enum names, attention shapes,
  * and the int32 limits of sgemm. rp.attention reads its options into a request and leaves the
- * rules between them to core's planner (core/model/plan.h). Scratch arrays (positions, theta)
+ * rules between them to core's planner (core/config/plan.h). Scratch arrays (positions, theta)
  * are Lua userdata, so raising never leaks. */
 #include <math.h>
 #include <stddef.h>
@@ -358,8 +358,7 @@ static void copy_rel_tables(lua_State *L, int first, rp_attn_rel *rel)
  * sizes are read. */
 static int l_attention(lua_State *L)
 {
-    static const char *const keys[] = {RP_ATTENTION_KEYS, NULL};
-    static const char *const known[] = {RP_ATTENTION_KEYS, "causal", "scale", "q_offset",
+    static const char *const known[] = {lrp_attention_keys_mark, "causal", "scale", "q_offset",
                                         "pos_offset", RP_ATTENTION_TABLES, "positions",
                                         LRP_FREQ_KEYS, LRP_AXES_KEYS, NULL};
     static const char *const q_letters[] = {"B", "T", "H", "D"};
@@ -384,9 +383,8 @@ static int l_attention(lua_State *L)
     lua_settop(L, 4);
     for (int i = 0; i < rp_model_cfg_nkeys; i++) { /* the config keys, by their schema rows */
         const rp_cfg_key *row = &rp_model_cfg_keys[i];
-        int j = 0;
-        while (keys[j] && strcmp(keys[j], row->name) != 0) j++;
-        if (!keys[j]) continue;
+        rp_cfg_scope scope = rp_model_cfg_scope(row); /* the positional scheme, rel's limits */
+        if (scope != RP_CFG_SCOPE_PE && scope != RP_CFG_SCOPE_REL) continue;
         if (row->offset == offsetof(rp_model_cfg, rope_base))
             req.keys.rope_base = lrp_optbase(L, 4); /* or Hugging Face's rope_theta */
         else if (lrp_optcfgvalue(L, 4, &req.keys, row))
@@ -423,7 +421,7 @@ static int l_attention(lua_State *L)
     if (rp_attention_plan(&req, &p) != RP_OK) return lrp_argerror(L, p.arg, "%s", rp_last_error());
     rp_attn_rel rel;
     copy_rel_tables(L, 5, &rel);
-    p.cfg.rel = &rel;
+    p.cfg.tables = &rel;
     lrp_axes_tables(L, 4, &ax, A, req.pos != NULL, p.half, !lua_isnil(L, 6 + RP_TAB_COUNT), &f);
     lrp_freq_tables(L, 4, 5 + RP_TAB_COUNT, &f, p.rows, p.half);
     if (rp_attention_plan_freq(&p, &f) != RP_OK) return lrp_argerror(L, 4, "%s", rp_last_error());
@@ -472,11 +470,7 @@ static int l_linear_attention(lua_State *L)
     lrp_checkopts(L, 4, known);
     req.keys.pe = opt_linear_pe(L, 4, "pe");
     lrp_optcfgvalue(L, 4, &req.keys, schema_row("linear_rope"));
-    req.eps = lrp_optfinite(L, 4, "eps", RP_LINATTN_EPS);
-    if (!(req.eps > 0.0)) {
-        lua_getfield(L, 4, "eps"); /* described as given (0, not 0.0) */
-        return lrp_argerror(L, 4, "option 'eps' must be > 0, got %s", lrp_describe(L, -1));
-    }
+    req.eps = lrp_optfinite(L, 4, "eps", RP_LINATTN_EPS); /* (the plan checks it) */
     req.keys.rope_base = lrp_optbase(L, 4);
     lrp_optcfgvalue(L, 4, &req.keys, schema_row("pairing"));
     lrp_optcfgvalue(L, 4, &req.keys, schema_row("fraction_qk"));

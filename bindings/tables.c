@@ -270,7 +270,7 @@ static int l_pe_modes(lua_State *L)
     return 1;
 }
 
-/* ---- rp.model_keys: the config schema's rows (core/model/model_schema.h) ---- */
+/* ---- rp.model_keys: the config schema's rows (core/config/model_schema.h) ---- */
 
 /* by rp_cfg_type: the type's name, what its default is, which range fields it has */
 static const char *const key_types[] = {"int", "number", "enum", "seed", "rotate", "bool"};
@@ -539,7 +539,7 @@ static int l_scalings(lua_State *L)
     return 1;
 }
 
-/* ---- rp.model_rules: the rules between keys (core/model/model_schema.h) ---- */
+/* ---- rp.model_rules: the rules between keys (core/config/model_schema.h) ---- */
 
 static int rule_check_max(lua_State *L, const void *row)
 {

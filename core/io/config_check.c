@@ -147,7 +147,7 @@ static rp_status check_scheme(const char *json, size_t n, const rp_config_tables
     rp_model_cfg cfg = rp_model_cfg_default(0);
     RP_TRY(rp_model_cfg_keys_from_json(json ? json : "", n, &cfg));
     rp_rope_freq f = rp_model_cfg_freq(&cfg);
-    f.orig_len = (double)cfg.orig_len; /* as given: 0 is none (no seq_len to fall back on) */
+    f.orig_len = cfg.freq.orig_len; /* as given: 0 is none (no seq_len to fall back on) */
     own_tables(&f, t);
     own_axes(&f, t);
     RP_TRY(rp_rope_freq_check(&f));

@@ -111,7 +111,7 @@ static void attn_branch_backward(rp_model *m, int64_t l, float *dres, float *spa
         rp_attn_rel_grad drel;
         rpm_rel_tables(m, l, &rel);
         rpm_rel_grad_begin(m, l, T, &drel);
-        lc.rel = &rel;
+        lc.tables = &rel;
         rp_attn_io io = {.B = B, .T = T, .S = T, .H = m->cfg.heads, .D = dk, .Dv = dk,
                          .q = a->qkv, .k = a->qkv + C, .v = a->qkv + 2 * C, .ldq = 3 * C,
                          .ldk = 3 * C, .ldv = 3 * C, .out = a->atty, .ldo = C, .lse = a->lse,

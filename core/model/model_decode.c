@@ -99,7 +99,7 @@ static void step_attend(const rpm_decoder *d, int64_t na, int64_t l)
             rp_attn_cfg acfg = rpm_attn_cfg(m, ln->pos);
             rp_attn_rel rel;
             rpm_rel_decode_tables(m, l, &rel);
-            acfg.rel = &rel;
+            acfg.tables = &rel;
             acfg.rope_rows = m->dec_rope;
             rp_attention_decode(y, m->c_scratch, q, k, v, ln->kv + l * rpm_cache_layer_floats(m),
                                 Tm, ln->pos, H, dk, dk, &acfg);

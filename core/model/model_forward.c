@@ -44,20 +44,12 @@ rp_attn_cfg rpm_attn_cfg(const rp_model *m, int64_t q_offset)
     const rp_pe_scheme *s = &m->pe;
     rp_attn_cfg a;
     memset(&a, 0, sizeof a);
-    a.pe = s->pe;
+    /* the config's parts the attention takes: the scheme it resolves to, rel, freq */
+    rp_attn_cfg_set_scheme(&a, s);
+    a.rel = m->cfg.rel;
     a.causal = 1;
     /* DeBERTa scales its three terms by 1/sqrt(3 d) (He et al. 2020, eq. 10) */
     a.scale = 1.0 / sqrt((double)(rp_rel_of(s->rel)->scale_terms * m->dk));
-    a.rel_clip = m->cfg.rel_clip;
-    a.rel_buckets = m->cfg.rel_buckets;
-    a.rel_max_distance = m->cfg.rel_max_distance;
-    a.base = s->base;
-    a.pairing = s->pairing;
-    a.rotate = s->rotate;
-    a.d_rot_q = s->d_rot_q;
-    a.d_rot_k = s->d_rot_k;
-    a.d_rot_v = s->d_rot_v;
-    a.d_rot_o = s->d_rot_o;
     a.q_offset = q_offset;
     a.freq = m->off_freq >= 0 ? &m->freq_eff : rp_rope_freq_is_plain(&m->freq) ? NULL : &m->freq;
     a.pos = m->pos_table, a.pos_rows = m->pos_rows;
@@ -135,7 +127,7 @@ static int64_t train_attend(void *ctx, int64_t l, const rpm_block_bufs *b, int64
         if ((double)md < t->min_den) t->min_den = (double)md;
     } else {
         rp_attn_cfg acfg = t->acfg;
-        acfg.rel = &rel;
+        acfg.tables = &rel;
         rp_attn_io io = {.B = t->B, .T = t->T, .S = t->T, .H = H, .D = dk, .Dv = dk, .q = qkv,
                          .k = qkv + C, .v = qkv + 2 * C, .ldq = 3 * C, .ldk = 3 * C,
                          .ldv = 3 * C, .out = b->y, .ldo = C, .lse = b->lse,
@@ -295,7 +287,7 @@ rp_status rp_model_attention_weights(rp_model *m, int64_t layer, float *out)
     rp_attn_cfg acfg = rpm_attn_cfg(m, 0);
     rp_attn_rel rel;
     rpm_rel_tables(m, layer, &rel);
-    acfg.rel = &rel;
+    acfg.tables = &rel;
     const float *qkv = m->la[layer].qkv;
     float *y = m->work; /* scratch: the output is not needed (work holds nothing between calls) */
     rp_attn_io io = {.B = B, .T = T, .S = T, .H = m->cfg.heads, .D = m->dk, .Dv = m->dk,

@@ -122,8 +122,6 @@
 
 /* Distinguishes the dropout stream from the initialisation stream of the same seed. */
 #define RP_DROPOUT_SEED_XOR 0xD1B54A32D192ED03ULL
-/* Largest layer count (keeps names and the layout table small). */
-#define RP_MAX_LAYERS 100000
 
 /* Parameter offsets of one layer (floats into the parameter / gradient buffers). rel[i]: the
  * relative kind's parameter i (its row's params, pe.c; model_rel.c), -1 where there is none. */

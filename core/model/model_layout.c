@@ -169,9 +169,9 @@ static void add_scope(rp_model *m, const int64_t *size, rp_layout_scope scope, i
             if ((q->use == RP_PARAM_SHARED) == layer) continue;
             int64_t rs[2];
             for (int j = 0; j < 2; j++)
-                rs[j] = rp_rel_dim_size(j ? q->cols : q->rows, c->rel_clip,
+                rs[j] = rp_rel_dim_size(j ? q->cols : q->rows, c->rel.clip,
                                         c->d_model / c->heads, c->d_model, c->heads,
-                                        c->rel_buckets);
+                                        c->rel.buckets);
             snprintf(name, sizeof name, "%s", q->name);
             if (layer) snprintf(name, sizeof name, "layers.%d.%s", (int)l, q->name);
             at[layer ? k : 0] = rel_param(m->info, np, off, name, q, rs);

@@ -33,8 +33,8 @@ static int computed(const rp_rel_param *p)
 
 static int64_t dim(const rp_model *m, rp_rel_dim d)
 {
-    return rp_rel_dim_size(d, m->cfg.rel_clip, m->dk, m->cfg.d_model, m->cfg.heads,
-                           m->cfg.rel_buckets);
+    return rp_rel_dim_size(d, m->cfg.rel.clip, m->dk, m->cfg.d_model, m->cfg.heads,
+                           m->cfg.rel.buckets);
 }
 
 /* The parameter index of the layer parameter that gives table t: -1 when none does. */

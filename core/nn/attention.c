@@ -110,6 +110,14 @@ rp_status rp_attn_scheme(const rp_attn_cfg *cfg, rp_pe_scheme *s)
     return rp_pe_scheme_init(s, cfg->pe, cfg->rotate, d_rot, cfg->base, cfg->pairing);
 }
 
+void rp_attn_cfg_set_scheme(rp_attn_cfg *cfg, const rp_pe_scheme *s)
+{
+    cfg->pe = s->pe, cfg->rotate = s->rotate, cfg->base = s->base, cfg->pairing = s->pairing;
+    cfg->d_rot_qk = 0;
+    cfg->d_rot_q = s->d_rot_q, cfg->d_rot_k = s->d_rot_k;
+    cfg->d_rot_v = s->d_rot_v, cfg->d_rot_o = s->d_rot_o;
+}
+
 /* ---- the relative-position terms -----------------------------------------------------------
  *
  * The terms of the mode's relative kind (pe.h's RP_TERM_* bits; the kinds named below are
@@ -199,12 +207,12 @@ static rel_dims dims_of(const rp_attn_cfg *cfg, int64_t T, int64_t S)
 {
     const rp_rel_desc *x = rel_desc(cfg);
     rel_dims d = {x->terms, 0, 0, T + S - 1, 0, 0, 0};
-    int64_t k = x->uses & RP_USES_CLIP ? cfg->rel_clip : 0;
+    int64_t k = x->uses & RP_USES_CLIP ? cfg->rel.clip : 0;
     if (d.terms & RP_TERM_EK) d.ne = rows_bound(x->ek_rows, k, d.nd);
     if (d.terms & RP_TERM_EQ) d.nq = rows_bound(x->eq_rows, k, d.nd);
     if (d.ne) d.ldE = rp_vl_round(d.ne) + RP_VL;
     if (d.nq) d.ldQ = rp_vl_round(d.nq) + RP_VL;
-    if (d.terms & RP_TERM_BUCKET) d.buckets = cfg->rel_buckets;
+    if (d.terms & RP_TERM_BUCKET) d.buckets = cfg->rel.buckets;
     return d;
 }
 
@@ -291,7 +299,7 @@ int64_t rp_attention_rel_rows(const rp_attn_cfg *cfg, int64_t T, int64_t S, int6
     int64_t dlo = 0, dhi = 0;
     if (lo) *lo = 0;
     if (!(x->terms & RP_TERM_EK)) return 0;
-    if (x->ek_rows != RP_ROWS_DISTANCE) return rp_rel_clip_rows(x->ek_rows, cfg->rel_clip);
+    if (x->ek_rows != RP_ROWS_DISTANCE) return rp_rel_clip_rows(x->ek_rows, cfg->rel.clip);
     distances(cfg, T, S, &dlo, &dhi);
     if (lo) *lo = dlo;
     return dhi - dlo + 1;
@@ -356,9 +364,9 @@ int rp_attention_rel_shape(const rp_attn_cfg *cfg, int t, int64_t T, int64_t S, 
         shape[1] = t == RP_TAB_EK ? D : Dv;
         return 2;
     case RP_TAB_EQ:
-        shape[0] = rp_rel_clip_rows(x->eq_rows, cfg->rel_clip), shape[1] = H, shape[2] = D;
+        shape[0] = rp_rel_clip_rows(x->eq_rows, cfg->rel.clip), shape[1] = H, shape[2] = D;
         return 3;
-    case RP_TAB_BIAS: shape[0] = H, shape[1] = cfg->rel_buckets; return 2;
+    case RP_TAB_BIAS: shape[0] = H, shape[1] = cfg->rel.buckets; return 2;
     default: shape[0] = H, shape[1] = D; return 2; /* u, w */
     }
 }
@@ -387,29 +395,9 @@ static rp_status rel_check(const rp_attn_cfg *cfg)
 {
     const rp_rel_desc *x = rel_desc(cfg);
     const char *pe = rp_pe_name(cfg->pe);
-    if ((x->uses & RP_USES_CLIP) && (cfg->rel_clip < 1 || cfg->rel_clip > RP_REL_MAX_CLIP))
-        return rp_error(RP_ERR_ARG, "clip must be in 1 .. %d for pe %s, got %lld",
-                        RP_REL_MAX_CLIP, pe, (long long)cfg->rel_clip);
-    if (x->uses & RP_USES_BUCKETS) {
-        int64_t nb = cfg->rel_buckets, md = cfg->rel_max_distance;
-        if (nb < 2 || nb > RP_REL_MAX_BUCKETS)
-            return rp_error(RP_ERR_ARG, "buckets must be in 2 .. %d for pe %s, got %lld",
-                            RP_REL_MAX_BUCKETS, pe, (long long)nb);
-        if (!cfg->causal && nb < 4)
-            return rp_error(RP_ERR_ARG,
-                            "buckets must be >= 4 for pe %s without the causal mask, got %lld", pe,
-                            (long long)nb);
-        int64_t exact = cfg->causal ? nb / 2 : nb / 4;
-        if (md <= exact)
-            return rp_error(RP_ERR_ARG, "max_distance must exceed buckets / %d = %lld for pe %s "
-                            "(%s), got %lld", cfg->causal ? 2 : 4, (long long)exact, pe,
-                            cfg->causal ? "causal" : "bidirectional", (long long)md);
-        if (md > RP_I32_MAX)
-            return rp_error(RP_ERR_ARG, "max_distance must be at most 2^31-1, got %lld",
-                            (long long)md);
-    }
+    RP_TRY(rp_rel_cfg_check(cfg->pe, &cfg->rel, cfg->causal)); /* the limits' one rule (pe.h) */
     rp_attn_rel none = {0};
-    const rp_attn_rel *t = cfg->rel ? cfg->rel : &none;
+    const rp_attn_rel *t = cfg->tables ? cfg->tables : &none;
     int tables = rp_rel_tables(x);
     char words[64];
     for (int i = 0; i < RP_TAB_COUNT; i++)
@@ -432,12 +420,12 @@ static void rel_init(attn_ctx *c, float *call, const rp_attn_rel_grad *grad)
     r->terms = x->terms;
     if (!r->terms) return;
     rel_dims d = dims_of(cfg, c->T, c->S);
-    r->tab = cfg->rel;
+    r->tab = cfg->tables;
     r->grad = grad;
     r->H = c->H, r->D = c->D, r->Dv = c->Dv;
     distances(cfg, c->T, c->S, &r->dlo, &r->dhi);
     r->nd = r->dhi - r->dlo + 1;
-    int64_t k = cfg->rel_clip;
+    int64_t k = cfg->rel.clip;
     if (d.ne) {
         imap m = row_map(x->ek_rows, x->ek_sign, k, r->dlo, r->nd);
         r->ka = m.a, r->ks = m.s, r->kR = m.R, r->ldE = d.ldE;
@@ -452,10 +440,10 @@ static void rel_init(attn_ctx *c, float *call, const rp_attn_rel_grad *grad)
     }
     float *p = call;
     if (r->terms & RP_TERM_BUCKET) {
-        r->buckets = cfg->rel_buckets;
+        r->buckets = cfg->rel.buckets;
         for (int64_t e = 0; e < r->nd; e++)
-            p[e] = (float)rp_attention_t5_bucket(e - r->dhi, !cfg->causal, cfg->rel_buckets,
-                                                 cfg->rel_max_distance);
+            p[e] = (float)rp_attention_t5_bucket(e - r->dhi, !cfg->causal, cfg->rel.buckets,
+                                                 cfg->rel.max_distance);
         r->bkt = p;
         p += rp_vl_round(d.nd);
     }

@@ -16,7 +16,8 @@
  *  With cfg.rotate the rotary modes rotate any subset of q, k, v and o instead (pe.h), each by its
  *  own width (d_rot_q, d_rot_k, d_rot_o when set).
  *  SHAW, XL, T5, DEBERTA, ALIBI: relative-position terms added to the scores (and, for shaw, to
- *      the values), from tables the caller passes in cfg.rel: see "relative-position terms" below.
+ *      the values), from tables the caller passes in cfg.tables: see "relative-position terms"
+ *      below.
  */
 #ifndef RP_ATTENTION_H
 #define RP_ATTENTION_H
@@ -62,7 +63,7 @@
  * (nothing checks their sizes). The kernels compute no T x S x D tensor and no T x S matrix: per
  * query block the products with the table rows its distances reach, gathered into each tile. */
 
-/* The tables of cfg->rel (NULL where the mode does not use them; shapes as above). */
+/* The tables of cfg->tables (NULL where the mode does not use them; shapes as above). */
 typedef struct rp_attn_rel {
     const float *ek;   /* shaw a^K [2k+1, D]; xl W_kR R [rows, H, D]; deberta K^r [2k, H, D] */
     const float *eq;   /* deberta Q^r [2k, H, D] */
@@ -92,8 +93,6 @@ static inline float **rp_attn_rel_grad_member(rp_attn_rel_grad *g, int t)
 }
 
 /* Limits of rel_clip and rel_buckets (rp_attention_check, the model config). */
-#define RP_REL_MAX_CLIP 65536
-#define RP_REL_MAX_BUCKETS 4096
 
 typedef struct rp_attn_cfg {
     rp_pe pe;
@@ -113,11 +112,11 @@ typedef struct rp_attn_cfg {
      * query t at pos_offset + q_offset + t (the shift test of the placement ablation; the mask
      * and the relative distances do not change). */
     int64_t pos_offset;
-    /* Relative modes (the terms above): rel_clip k (shaw, deberta), rel_buckets and
-     * rel_max_distance (t5), and the tables (NULL: none; required by shaw, xl, t5, deberta). Zero
-     * for the other modes, which ignore them. */
-    int64_t rel_clip, rel_buckets, rel_max_distance;
-    const rp_attn_rel *rel;
+    /* Relative modes (the terms above): their limits (pe.h: clip k for shaw and deberta, buckets
+     * and max_distance for t5; the other modes ignore them) and the tables (NULL: none; required
+     * by shaw, xl, t5, deberta). */
+    rp_rel_cfg rel;
+    const rp_attn_rel *tables;
     /* Rotary modes: the frequency scheme (context extension, xPos, user frequencies or angles;
      * core/nn/rope_freq.h), NULL = the standard theta of `base`. YaRN's temperature multiplies
      * `scale`. Borrowed for the call. */
@@ -168,6 +167,10 @@ void rp_attention_alibi_slopes(double *slopes, int64_t H);
 /* The scheme cfg asks for (pe, rotate and the widths resolved as above); RP_ERR_ARG as
  * rp_pe_scheme_init. Widths are not checked (rp_attention_check does). */
 rp_status rp_attn_scheme(const rp_attn_cfg *cfg, rp_pe_scheme *s);
+/* Its inverse: cfg's pe, rotate (the placements s rotates), widths (d_rot_qk 0, each placement
+ * its own), base and pairing from a resolved scheme s (a model's: rp_model_cfg_scheme); the
+ * other fields are left as they are. */
+void rp_attn_cfg_set_scheme(rp_attn_cfg *cfg, const rp_pe_scheme *s);
 
 /* Threads: the (b, h) pairs are spread over nthreads OpenMP threads (more than B * H is fine).
  * Results are bitwise the same for any nthreads. */
@@ -229,7 +232,7 @@ void rp_attention_forward(const rp_attn_io *io, const rp_attn_cfg *cfg);
  * tile by tile from q, k and lse (FlashAttention-2's backward: one more Q K^T product, nothing of
  * size T x S stored). RoPE's backward is the reverse rotation of the gradient; RoPER's output
  * rotation by -n is undone on dout by +n. Relative modes: io->drel (NULL: none) ACCUMULATES the
- * gradients of cfg->rel's tables (rp_attn_rel_grad); dq and dk include the table terms either
+ * gradients of cfg->tables's tables (rp_attn_rel_grad); dq and dk include the table terms either
  * way. */
 void rp_attention_backward(const rp_attn_io *io, const rp_attn_cfg *cfg);
 
@@ -286,7 +289,7 @@ void rp_attention_decode(float *out, float *scratch, float *q, const float *k, c
  * rotate mask, q_offset >= 0, pos_offset >= 0, scale finite; relative modes: rel_clip in
  * 1 .. RP_REL_MAX_CLIP (shaw, deberta), rel_buckets in 2 .. RP_REL_MAX_BUCKETS (>= 4 without the
  * causal mask) and rel_max_distance > buckets / 2 (causal) or > buckets / 4 (t5), and the tables
- * the mode reads present in cfg->rel (their sizes are not checked: rp_attention_rel_rows).
+ * the mode reads present in cfg->tables (their sizes are not checked: rp_attention_rel_rows).
  * Returns RP_ERR_SHAPE / RP_ERR_ARG with a message naming the problem. */
 rp_status rp_attention_check(const rp_tensor *q, const rp_tensor *k, const rp_tensor *v,
                              const rp_attn_cfg *cfg);
@@ -299,7 +302,7 @@ rp_status rp_attention_check_positions(const rp_attn_cfg *cfg, int64_t T, int64_
                                        int64_t *qlast, int64_t *klast);
 
 /* Tensor-level forward: checks, makes inputs contiguous, allocates out [B,T,H,Dv] and
- * att [B,H,T,S] (caller releases both). Relative modes read their tables from cfg->rel. */
+ * att [B,H,T,S] (caller releases both). Relative modes read their tables from cfg->tables. */
 rp_status rp_attention(rp_tensor *out, rp_tensor *att, const rp_tensor *q, const rp_tensor *k,
                        const rp_tensor *v, const rp_attn_cfg *cfg);
 

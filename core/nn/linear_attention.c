@@ -56,6 +56,12 @@ static rp_status check_d_rot(const char *name, int64_t d_rot, int64_t width, con
     return RP_OK;
 }
 
+rp_status rp_linattn_check_eps(double eps)
+{
+    if (eps > 0.0 && isfinite(eps)) return RP_OK;
+    return rp_error(RP_ERR_ARG, "eps must be a finite number > 0, got %.14g", eps);
+}
+
 rp_status rp_linattn_check(int64_t D, int64_t Dv, const rp_linattn_cfg *cfg)
 {
     if (D < 1 || Dv < 1)
@@ -75,8 +81,7 @@ rp_status rp_linattn_check(int64_t D, int64_t Dv, const rp_linattn_cfg *cfg)
         RP_TRY(check_d_rot("d_rot_qk", cfg->d_rot_qk, D, "D"));
     }
     if (rotates_v(cfg->pe)) RP_TRY(check_d_rot("d_rot_v", cfg->d_rot_v, Dv, "Dv"));
-    if (!(cfg->eps > 0.0) || !isfinite(cfg->eps))
-        return rp_error(RP_ERR_ARG, "eps must be positive and finite, got %g", cfg->eps);
+    RP_TRY(rp_linattn_check_eps(cfg->eps));
     if (cfg->q_offset < 0)
         return rp_error(RP_ERR_ARG, "q_offset must be >= 0, got %lld", (long long)cfg->q_offset);
     return RP_OK;

@@ -93,6 +93,9 @@ int rp_lin_placement_from_name(const char *name);
  * use them are not checked. Returns RP_OK, or RP_ERR_ARG with a message naming the problem
  * (rp_last_error()). The kernels below assume a cfg that passed. */
 rp_status rp_linattn_check(int64_t D, int64_t Dv, const rp_linattn_cfg *cfg);
+/* The one rule of eps (rp_linattn_check's, rp.linear_attention's planner's): RP_OK for a finite
+ * eps > 0, else RP_ERR_ARG "eps must be a finite number > 0, got 0". */
+rp_status rp_linattn_check_eps(double eps);
 
 /* Doubles of recurrent state per sequence: H * (D * Dv + D). The state of B sequences is
  * [B][H][D * Dv + D]: per (b, h) first S (D x Dv, row-major: S[f * Dv + j] = sum over the keys

@@ -125,6 +125,32 @@ int rp_rel_tables(const rp_rel_desc *x)
     return mask;
 }
 
+rp_status rp_rel_cfg_check(rp_pe pe, const rp_rel_cfg *r, int causal)
+{
+    const rp_pe_mode *m = rp_pe_mode_of(pe);
+    int uses = m ? rp_rel_of(m->rel)->uses : 0;
+    if ((uses & RP_USES_CLIP) && (r->clip < 1 || r->clip > RP_REL_MAX_CLIP))
+        return rp_error(RP_ERR_ARG, "rel_clip %lld must be in 1..%d", (long long)r->clip,
+                        RP_REL_MAX_CLIP);
+    if (!(uses & RP_USES_BUCKETS)) return RP_OK;
+    int64_t nb = r->buckets, lo = causal ? nb / 2 + 1 : nb / 4 + 1;
+    if (nb < 2 || nb > RP_REL_MAX_BUCKETS)
+        return rp_error(RP_ERR_ARG, "rel_buckets %lld must be in 2..%d", (long long)nb,
+                        RP_REL_MAX_BUCKETS);
+    if (!causal && nb < 4)
+        return rp_error(RP_ERR_ARG, "rel_buckets %lld must be in 4..%d for pe %s without the "
+                                    "causal mask (it halves them)",
+                        (long long)nb, RP_REL_MAX_BUCKETS, m->name);
+    if (r->max_distance >= lo && r->max_distance <= RP_I32_MAX) return RP_OK;
+    static const char *const marks[] = {"{rel_max_distance}", "{lo}", "{hi}"};
+    char v[3][24];
+    snprintf(v[0], sizeof v[0], "%lld", (long long)r->max_distance);
+    snprintf(v[1], sizeof v[1], "%lld", (long long)lo);
+    snprintf(v[2], sizeof v[2], "%lld", (long long)RP_I32_MAX);
+    const char *values[] = {v[0], v[1], v[2]};
+    return rp_error_marks(RP_ERR_ARG, RP_REL_DISTANCE_WHY, marks, values, 3);
+}
+
 int64_t rp_rel_clip_rows(rp_rel_rows rows, int64_t k)
 {
     return rows == RP_ROWS_CLIP ? 2 * k + 1 : rows == RP_ROWS_CLIP2 ? 2 * k : 0;

@@ -115,7 +115,7 @@ enum { RP_TAB_EK = 0, RP_TAB_EQ, RP_TAB_EV, RP_TAB_U, RP_TAB_W, RP_TAB_BIAS, RP_
 typedef enum { RP_ROWS_NONE = 0, RP_ROWS_CLIP, RP_ROWS_CLIP2, RP_ROWS_DISTANCE } rp_rel_rows;
 
 /* The config keys a kind reads (bits of rp_rel_desc.uses; the schema's RP_CFG_RELATIVE rows name
- * theirs, core/model/model_schema.c). */
+ * theirs, core/config/model_schema.c). */
 enum {
     RP_USES_CLIP = 1,    /* rel_clip k, 1 .. RP_REL_MAX_CLIP */
     RP_USES_BUCKETS = 2, /* rel_buckets and rel_max_distance (T5's buckets) */
@@ -189,6 +189,31 @@ int rp_rel_tables(const rp_rel_desc *x);
 /* The rows a table takes for rel_clip k: RP_ROWS_CLIP 2k + 1, RP_ROWS_CLIP2 2k, 0 for the others
  * (RP_ROWS_DISTANCE's depend on the call: rp_attention_rel_rows). */
 int64_t rp_rel_clip_rows(rp_rel_rows rows, int64_t k);
+/* The relative kinds' limits (the config keys rel_clip, rel_buckets, rel_max_distance): the
+ * struct a model's config holds (rp_model_cfg.rel) and the attention takes (rp_attn_cfg.rel).
+ * A kind reads those its row's uses name (RP_USES_CLIP: clip; RP_USES_BUCKETS: buckets and
+ * max_distance); the others are ignored. */
+#define RP_REL_MAX_CLIP 65536
+#define RP_REL_MAX_BUCKETS 4096
+typedef struct rp_rel_cfg {
+    int64_t clip;         /* shaw, deberta: distances clipped to [-clip, clip], 1 ..
+                           * RP_REL_MAX_CLIP */
+    int64_t buckets;      /* t5: 2 .. RP_REL_MAX_BUCKETS (>= 4 without the causal mask) */
+    int64_t max_distance; /* t5: where the last bucket starts, past the exact buckets (buckets / 2
+                           * causal, buckets / 4 bidirectional) .. 2^31-1 */
+} rp_rel_cfg;
+/* The one rule of those limits, for mode pe (a mode of the table) with (causal 1) or without the
+ * causal mask: RP_OK, or RP_ERR_ARG with one wording whoever asks (rp.model's config,
+ * rp.attention's planner, the attention kernels' check): "rel_clip 0 must be in 1..65536",
+ * "rel_buckets 1 must be in 2..4096", "rel_buckets 3 must be in 4..4096 for pe t5 without the
+ * causal mask (it halves them)", "rel_max_distance 16 must be in 17..2147483647" (the distance
+ * where the exact buckets end, + 1). A kernel's caller has run it (rp_attention_check). */
+rp_status rp_rel_cfg_check(rp_pe pe, const rp_rel_cfg *r, int causal);
+/* rel_max_distance's message, the one home of its words (the config's rule "buckets" exports it,
+ * model_config.c): {rel_max_distance} the value, {lo} the bucket where the exact ones end + 1,
+ * {hi} 2^31-1. */
+#define RP_REL_DISTANCE_WHY "rel_max_distance {rel_max_distance} must be in {lo}..{hi}"
+
 /* What a dim stands for (pe.c's dims table, one row per rp_rel_dim, the one home of it; through
  * rp.pe_modes() the PyTorch companion's): size = times x the size named of + plus, of one of
  * "rel_clip", "d_k" (d_model / heads), "d_model", "heads", "rel_buckets". */

@@ -11,21 +11,6 @@ const char *const rp_yarn_ramp_names[RP_YARN_RAMP_COUNT + 1] = {"rotations", "di
                                                                 NULL};
 const char *const rp_axes_names[RP_AXES_COUNT + 1] = {"axial", "sections", "mixed", NULL};
 
-rp_rope_freq rp_rope_freq_default(void)
-{
-    rp_rope_freq f;
-    memset(&f, 0, sizeof f);
-    f.scaling = RP_SCALING_NONE;
-    f.factor = 1.0;
-    f.yarn_alpha = RP_YARN_ALPHA;
-    f.yarn_beta = RP_YARN_BETA;
-    f.yarn_ramp = RP_YARN_RAMP_ROTATIONS;
-    f.low_freq_factor = RP_LLAMA3_LOW;
-    f.high_freq_factor = RP_LLAMA3_HIGH;
-    f.xpos_scale_base = RP_XPOS_SCALE_BASE;
-    return f;
-}
-
 int rp_rope_freq_is_plain(const rp_rope_freq *f)
 {
     return !f || (f->scaling == RP_SCALING_NONE && f->xpos == 0.0 && !f->theta && !f->angles &&
@@ -263,6 +248,7 @@ const rp_freq_rule *rp_freq_rule_bound(size_t at)
 /* The double (MIN, MIN2, BELOW) or the int (NAME) at offset at of f. */
 static double num_at(const rp_rope_freq *f, size_t at)
 {
+    if (at == offsetof(rp_rope_freq, orig_len)) return (double)f->orig_len; /* the one int64 */
     double v;
     memcpy(&v, (const char *)f + at, sizeof v);
     return v;
@@ -388,8 +374,8 @@ static double ramp_index(double r, double L, int64_t d_rot, double base)
  * d_rot - 1. */
 static double dims_gamma(const rp_rope_freq *f, int64_t i, int64_t d_rot, double base)
 {
-    double lo = ramp_index(f->yarn_beta, f->orig_len, d_rot, base);
-    double hi = ramp_index(f->yarn_alpha, f->orig_len, d_rot, base);
+    double lo = ramp_index(f->yarn_beta, (double)f->orig_len, d_rot, base);
+    double hi = ramp_index(f->yarn_alpha, (double)f->orig_len, d_rot, base);
     if (f->yarn_ramp == RP_YARN_RAMP_DIMS) lo = floor(lo), hi = ceil(hi);
     lo = fmax(lo, 0.0);
     hi = fmin(hi, (double)(d_rot - 1));
@@ -441,7 +427,7 @@ static pair_site site_of(const rp_rope_freq *f, int64_t i, int64_t d_rot)
 static double dynamic_factor(const rp_rope_freq *f, int64_t p)
 {
     double s = f->factor;
-    return fmax(1.0, s * ((double)p + 1.0) / f->orig_len - (s - 1.0));
+    return fmax(1.0, s * ((double)p + 1.0) / (double)f->orig_len - (s - 1.0));
 }
 
 static double theta_none(const rp_rope_freq *f, double t, int64_t j, int64_t d_rot, double base,
@@ -467,7 +453,7 @@ static double theta_yarn(const rp_rope_freq *f, double t, int64_t j, int64_t d_r
                          int64_t p)
 {
     double g = f->yarn_ramp == RP_YARN_RAMP_ROTATIONS
-                   ? ramp_gamma(f->orig_len * fabs(t) / TWO_PI, f->yarn_alpha, f->yarn_beta)
+                   ? ramp_gamma((double)f->orig_len * fabs(t) / TWO_PI, f->yarn_alpha, f->yarn_beta)
                    : dims_gamma(f, j, d_rot, base);
     return (1.0 - g) * t / f->factor + g * t;
 }
@@ -482,7 +468,7 @@ static double theta_dynamic(const rp_rope_freq *f, double t, int64_t j, int64_t 
 static double theta_llama3(const rp_rope_freq *f, double t, int64_t j, int64_t d_rot,
                            double base, int64_t p)
 {
-    double g = ramp_gamma(f->orig_len * fabs(t) / TWO_PI, f->low_freq_factor,
+    double g = ramp_gamma((double)f->orig_len * fabs(t) / TWO_PI, f->low_freq_factor,
                           f->high_freq_factor);
     return (1.0 - g) * t / f->factor + g * t;
 }
@@ -594,40 +580,4 @@ void rp_rope_freq_tables(float *cos_out, float *sin_out, const rp_rope_freq *f, 
             sin_out[r * half + i] = (float)(m * sin(a));
         }
     }
-}
-
-int rp_rope_freq_equal(const rp_rope_freq *a, const rp_rope_freq *b)
-{
-    rp_rope_freq pa = a ? *a : rp_rope_freq_default(), pb = b ? *b : rp_rope_freq_default();
-    if (pa.scaling != pb.scaling || pa.xpos != pb.xpos || !pa.theta != !pb.theta ||
-        !pa.angles != !pb.angles)
-        return 0;
-    int reads = rp_scaling_of(pa.scaling)->reads; /* the parameters that matter */
-    if ((reads & RP_READS_FACTOR) &&
-        (pa.factor != pb.factor || pa.attention_factor != pb.attention_factor))
-        return 0;
-    if ((reads & RP_READS_LEN) && pa.orig_len != pb.orig_len) return 0;
-    if ((reads & RP_READS_YARN) &&
-        (pa.yarn_alpha != pb.yarn_alpha || pa.yarn_beta != pb.yarn_beta ||
-         pa.yarn_ramp != pb.yarn_ramp))
-        return 0;
-    if ((reads & RP_READS_LLAMA3) && (pa.low_freq_factor != pb.low_freq_factor ||
-                                      pa.high_freq_factor != pb.high_freq_factor))
-        return 0;
-    if (pa.xpos != 0.0 && pa.xpos_scale_base != pb.xpos_scale_base) return 0;
-    if (pa.theta && (pa.n_theta != pb.n_theta ||
-                     memcmp(pa.theta, pb.theta, (size_t)pa.n_theta * sizeof(double))))
-        return 0;
-    if (pa.angles && (pa.rows != pb.rows || pa.n_angles != pb.n_angles ||
-                      memcmp(pa.angles, pb.angles,
-                             (size_t)(pa.rows * pa.n_angles) * sizeof(double))))
-        return 0;
-    const rp_rope_axes *xa = &pa.axes, *xb = &pb.axes;
-    if (rp_rope_freq_axes(&pa) != rp_rope_freq_axes(&pb) || xa->map != xb->map ||
-        memcmp(xa->sections, xb->sections, sizeof xa->sections) || !xa->mix != !xb->mix)
-        return 0;
-    if (xa->mix && (xa->n_mix != xb->n_mix ||
-                    memcmp(xa->mix, xb->mix, (size_t)(xa->n * xa->n_mix) * sizeof(double))))
-        return 0;
-    return 1;
 }

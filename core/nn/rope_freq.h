@@ -98,12 +98,8 @@ typedef enum {
 extern const char *const rp_yarn_ramp_names[RP_YARN_RAMP_COUNT + 1];
 
 
-/* The defaults of the parameters (the papers'). */
-#define RP_YARN_ALPHA 1.0
-#define RP_YARN_BETA 32.0
-#define RP_XPOS_SCALE_BASE 512.0
-#define RP_LLAMA3_LOW 1.0  /* low_freq_factor (Meta's Llama 3.1 config) */
-#define RP_LLAMA3_HIGH 4.0 /* high_freq_factor */
+/* The defaults of the parameters (the papers') are their config rows' (core/config/model_schema.c:
+ * rp_rope_freq_default). */
 
 /* The most axes of a vector position. */
 #define RP_MAX_AXES 3
@@ -136,7 +132,8 @@ typedef struct rp_rope_axes {
 typedef struct rp_rope_freq {
     rp_rope_scaling scaling;
     double factor;          /* s: finite, > 0 (1: no change) */
-    double orig_len;        /* yarn, dynamic, llama3: L, the context trained at: finite, >= 1 */
+    int64_t orig_len;       /* yarn, dynamic, llama3: L, the context trained at: >= 1 (a
+                             * config's 0 is its seq_len: rp_model_cfg_freq) */
     double yarn_alpha;      /* yarn: the ramp in rotations per L: 0 <= alpha < beta, finite */
     double yarn_beta;
     rp_yarn_ramp yarn_ramp; /* yarn: which ramp */
@@ -152,10 +149,8 @@ typedef struct rp_rope_freq {
     rp_rope_axes axes;      /* vector positions; n = 0: scalar positions */
 } rp_rope_freq;
 
-/* Nothing set: no scaling (factor 1), no xPos, no user tables; alpha, beta, the ramp, llama3's
- * factors and the xPos scale base at their defaults, orig_len 0, attention_factor 0, scalar
- * positions (axes.n 0). */
-rp_rope_freq rp_rope_freq_default(void);
+/* The defaults (rp_rope_freq_default) and the equality (rp_rope_freq_equal) of a scheme are
+ * those of the config's rows of the frequency scheme: core/config/model_cfg.h. */
 
 /* 1 when f is NULL or changes nothing (no scaling, no xPos, no user tables, scalar positions or
  * one axial axis). */
@@ -353,7 +348,5 @@ typedef enum {
 /* The templates, by rp_freq_msg_id; rp.scalings().checks.messages exports them by name. */
 extern const rp_msg rp_freq_msgs[RP_FM_COUNT];
 
-/* Equal as schemes (fields, axes and table contents; NULL equals a plain one). */
-int rp_rope_freq_equal(const rp_rope_freq *a, const rp_rope_freq *b);
 
 #endif

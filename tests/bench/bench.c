@@ -84,7 +84,7 @@ attention:;
      * add to the embeddings), each rotating mode and each relative one */
     int64_t nscratch = 0;
     for (int pe = 0; pe < RP_PE_COUNT; pe++) {
-        rp_attn_cfg cfg = {.pe = (rp_pe)pe, .causal = 1, .rel_clip = clip, .rel_buckets = buckets};
+        rp_attn_cfg cfg = {.pe = (rp_pe)pe, .causal = 1, .rel = {.clip = clip, .buckets = buckets}};
         int64_t n = rp_attention_scratch_floats(&cfg, B, T, T, H, D, D, nt);
         nscratch = n > nscratch ? n : nscratch;
     }
@@ -94,8 +94,9 @@ attention:;
         if (only_pe && strcmp(only_pe, rp_pe_name((rp_pe)pe)) != 0) continue;
         rp_attn_cfg cfg = {.pe = (rp_pe)pe, .causal = 1, .scale = 1.0 / 5.656854249492381,
                            .base = RP_ROPE_BASE, .pairing = RP_PAIR_HALF, .d_rot_qk = D,
-                           .d_rot_v = D, .q_offset = 0, .rel_clip = clip, .rel_buckets = buckets,
-                           .rel_max_distance = 128, .rel = &rel};
+                           .d_rot_v = D, .q_offset = 0,
+                           .rel = {.clip = clip, .buckets = buckets, .max_distance = 128},
+                           .tables = &rel};
         int relative = rp_rel_of(rp_pe_mode_of((rp_pe)pe)->rel)->terms != 0;
         rp_attn_io io = {.B = B, .T = T, .S = T, .H = H, .D = D, .Dv = D, .q = q, .k = k, .v = v,
                          .ldq = HD, .ldk = HD, .ldv = HD, .out = out, .ldo = HD, .lse = lse,

@@ -65,8 +65,8 @@ static prob prob_new(rp_pe pe, int64_t B, int64_t T, int64_t S, int64_t H, int64
     c->base = RP_ROPE_BASE;
     c->q_offset = q_offset;
     c->pos_offset = (q_offset % 3) * 5; /* must change nothing */
-    c->rel_clip = clip, c->rel_buckets = buckets, c->rel_max_distance = maxd;
-    c->rel = &p.rel; /* fixed up by the caller after copying (prob_fix) */
+    c->rel.clip = clip, c->rel.buckets = buckets, c->rel.max_distance = maxd;
+    c->tables = &p.rel; /* fixed up by the caller after copying (prob_fix) */
     if (pe == RP_PE_SHAW) p.rows = 2 * clip + 1;
     if (pe == RP_PE_DEBERTA) p.rows = 2 * clip;
     if (pe == RP_PE_XL) xl_span(c, T, S, &p.lo, &p.rows);
@@ -89,7 +89,7 @@ static prob prob_new(rp_pe pe, int64_t B, int64_t T, int64_t S, int64_t H, int64
 static void prob_fix(prob *p)
 {
     p->rel = (rp_attn_rel){p->x[IEK], p->x[IEQ], p->x[IEV], p->x[IU], p->x[IW], p->x[IBIAS]};
-    p->cfg.rel = &p->rel;
+    p->cfg.tables = &p->rel;
 }
 
 static void prob_free(prob *p)
@@ -150,7 +150,7 @@ static int64_t ref_delta(int64_t a, int64_t b, int64_t k) /* DeBERTa's delta(a, 
 static void ref_forward(const prob *p, double *const x[NIN], double *out, double *lse, double *att)
 {
     const rp_attn_cfg *c = &p->cfg;
-    int64_t B = p->B, T = p->T, S = p->S, H = p->H, D = p->D, Dv = p->Dv, k = c->rel_clip;
+    int64_t B = p->B, T = p->T, S = p->S, H = p->H, D = p->D, Dv = p->Dv, k = c->rel.clip;
     int64_t P = c->pos_offset;
     rp_pe pe = c->pe;
     double *slope = malloc(sizeof(double) * (size_t)H), *sc = malloc(sizeof(double) * (size_t)S);
@@ -188,9 +188,9 @@ static void ref_forward(const prob *p, double *const x[NIN], double *out, double
                     }
                     s *= c->scale;
                     if (pe == RP_PE_T5)
-                        s += x[IBIAS][h * c->rel_buckets +
-                                      ref_bucket(m - n, !c->causal, c->rel_buckets,
-                                                 c->rel_max_distance)];
+                        s += x[IBIAS][h * c->rel.buckets +
+                                      ref_bucket(m - n, !c->causal, c->rel.buckets,
+                                                 c->rel.max_distance)];
                     if (pe == RP_PE_ALIBI) s -= slope[h] * fabs((double)(n - m));
                     sc[i] = s;
                     mx = s > mx ? s : mx;
@@ -282,8 +282,8 @@ static void label_of(char *buf, size_t n, const char *what, const prob *p)
     snprintf(buf, n, "%s pe=%s %s B=%lld T=%lld S=%lld H=%lld q_offset=%lld clip=%lld "
              "buckets=%lld max_distance=%lld", what, pe_name(p->cfg.pe),
              p->cfg.causal ? "causal" : "full", (long long)p->B, (long long)p->T, (long long)p->S,
-             (long long)p->H, (long long)p->cfg.q_offset, (long long)p->cfg.rel_clip,
-             (long long)p->cfg.rel_buckets, (long long)p->cfg.rel_max_distance);
+             (long long)p->H, (long long)p->cfg.q_offset, (long long)p->cfg.rel.clip,
+             (long long)p->cfg.rel.buckets, (long long)p->cfg.rel.max_distance);
 }
 
 /* Tolerances. Forward: probabilities and sums of a few values of magnitude ~1; float scores of
@@ -613,44 +613,45 @@ static void test_errors(void)
     printf("errors\n");
     float t[64] = {0};
     rp_attn_rel all = {t, t, t, t, t, t}, none = {0};
-    rp_attn_cfg c = {.pe = RP_PE_SHAW, .causal = 1, .scale = 0.5, .rel_clip = 0, .rel = &all};
-    expect_error(&c, "clip must be in 1 .. 65536 for pe shaw, got 0");
-    c.rel_clip = 1;
+    rp_attn_cfg c = {.pe = RP_PE_SHAW, .causal = 1, .scale = 0.5, .rel.clip = 0, .tables = &all};
+    expect_error(&c, "rel_clip 0 must be in 1..65536");
+    c.rel.clip = 1;
     expect_error(&c, NULL);
-    c.pe = RP_PE_DEBERTA, c.rel_clip = 65537;
-    expect_error(&c, "clip must be in 1 .. 65536 for pe deberta, got 65537");
-    c.rel_clip = 65536;
+    c.pe = RP_PE_DEBERTA, c.rel.clip = 65537;
+    expect_error(&c, "rel_clip 65537 must be in 1..65536");
+    c.rel.clip = 65536;
     expect_error(&c, NULL);
-    c = (rp_attn_cfg){.pe = RP_PE_T5, .causal = 1, .scale = 0.5, .rel_buckets = 1,
-                      .rel_max_distance = 128, .rel = &all};
-    expect_error(&c, "buckets must be in 2 .. 4096 for pe t5, got 1");
-    c.rel_buckets = 4097;
-    expect_error(&c, "buckets must be in 2 .. 4096 for pe t5, got 4097");
-    c.rel_buckets = 2, c.rel_max_distance = 2;
+    c = (rp_attn_cfg){.pe = RP_PE_T5, .causal = 1, .scale = 0.5, .rel.buckets = 1,
+                      .rel.max_distance = 128, .tables = &all};
+    expect_error(&c, "rel_buckets 1 must be in 2..4096");
+    c.rel.buckets = 4097;
+    expect_error(&c, "rel_buckets 4097 must be in 2..4096");
+    c.rel.buckets = 2, c.rel.max_distance = 2;
     expect_error(&c, NULL);
-    c.rel_buckets = 32, c.rel_max_distance = 16;
-    expect_error(&c, "max_distance must exceed buckets / 2 = 16 for pe t5 (causal), got 16");
-    c.rel_max_distance = 17;
+    c.rel.buckets = 32, c.rel.max_distance = 16;
+    expect_error(&c, "rel_max_distance 16 must be in 17..2147483647");
+    c.rel.max_distance = 17;
     expect_error(&c, NULL);
-    c.causal = 0, c.rel_max_distance = 8;
-    expect_error(&c, "max_distance must exceed buckets / 4 = 8 for pe t5 (bidirectional), got 8");
-    c.rel_max_distance = 9;
+    c.causal = 0, c.rel.max_distance = 8;
+    expect_error(&c, "rel_max_distance 8 must be in 9..2147483647");
+    c.rel.max_distance = 9;
     expect_error(&c, NULL);
-    c.rel_buckets = 3;
-    expect_error(&c, "buckets must be >= 4 for pe t5 without the causal mask, got 3");
-    c.rel_buckets = 32, c.rel_max_distance = (int64_t)1 << 31;
-    expect_error(&c, "max_distance must be at most 2^31-1, got 2147483648");
+    c.rel.buckets = 3;
+    expect_error(&c, "rel_buckets 3 must be in 4..4096 for pe t5 without the causal mask (it "
+                     "halves them)");
+    c.rel.buckets = 32, c.rel.max_distance = (int64_t)1 << 31;
+    expect_error(&c, "rel_max_distance 2147483648 must be in 9..2147483647");
     /* tables */
-    c = (rp_attn_cfg){.pe = RP_PE_SHAW, .causal = 1, .scale = 0.5, .rel_clip = 4, .rel_buckets = 32,
-                      .rel_max_distance = 128, .rel = NULL};
+    c = (rp_attn_cfg){.pe = RP_PE_SHAW, .causal = 1, .scale = 0.5, .rel.clip = 4, .rel.buckets = 32,
+                      .rel.max_distance = 128, .tables = NULL};
     expect_error(&c, "pe shaw needs the table rel->ek (a^K [2 clip + 1, D])");
     rp_attn_rel part = all;
     part.ev = NULL;
-    c.rel = &part;
+    c.tables = &part;
     expect_error(&c, "pe shaw needs the table rel->ev (a^V [2 clip + 1, Dv])");
-    c.pe = RP_PE_XL, c.rel = &none;
+    c.pe = RP_PE_XL, c.tables = &none;
     expect_error(&c, "pe xl needs the table rel->ek (W_kR R [rows, H, D])");
-    part = all, part.u = NULL, c.rel = &part;
+    part = all, part.u = NULL, c.tables = &part;
     expect_error(&c, "pe xl needs the table rel->u ([H, D])");
     part = all, part.w = NULL;
     expect_error(&c, "pe xl needs the table rel->w ([H, D])");
@@ -660,7 +661,7 @@ static void test_errors(void)
     expect_error(&c, "pe deberta needs the table rel->ek (K^r [2 clip, H, D])");
     part = all, part.eq = NULL;
     expect_error(&c, "pe deberta needs the table rel->eq (Q^r [2 clip, H, D])");
-    c.pe = RP_PE_ALIBI, c.rel = NULL, c.rel_clip = 0, c.rel_buckets = 0;
+    c.pe = RP_PE_ALIBI, c.tables = NULL, c.rel.clip = 0, c.rel.buckets = 0;
     expect_error(&c, NULL);
     c.pe = RP_PE_ROPE, c.d_rot_qk = 4, c.base = RP_ROPE_BASE; /* the others ignore rel_* */
     expect_error(&c, NULL);
@@ -718,7 +719,7 @@ static void test_buckets(void)
         CHECK_CLOSE(m, r, H, 1e-15, label);
     }
     /* the table rows of each mode */
-    rp_attn_cfg c = {.pe = RP_PE_SHAW, .rel_clip = 5, .causal = 1};
+    rp_attn_cfg c = {.pe = RP_PE_SHAW, .rel.clip = 5, .causal = 1};
     int64_t lo = -7;
     CHECK(rp_attention_rel_rows(&c, 4, 9, &lo) == 11 && lo == 0, "shaw rows 2k+1");
     c.pe = RP_PE_DEBERTA;

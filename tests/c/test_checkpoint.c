@@ -988,10 +988,11 @@ static void v3_case(rp_model *m, const char *what, uint32_t want_version, int64_
     CHECK_STATUS(rp_checkpoint_load(path, &ck), RP_OK, what);
     if (ck.model) {
         const rp_model_cfg *a = rp_model_config(ck.model), *c = rp_model_config(m);
-        CHECK(a->scaling == c->scaling && a->scaling_factor == c->scaling_factor &&
-                  a->orig_len == c->orig_len && a->yarn_alpha == c->yarn_alpha &&
-                  a->yarn_beta == c->yarn_beta && a->xpos == c->xpos &&
-                  a->xpos_scale_base == c->xpos_scale_base,
+        CHECK(a->freq.scaling == c->freq.scaling && a->freq.factor == c->freq.factor &&
+                  a->freq.orig_len == c->freq.orig_len &&
+                  a->freq.yarn_alpha == c->freq.yarn_alpha &&
+                  a->freq.yarn_beta == c->freq.yarn_beta && a->freq.xpos == c->freq.xpos &&
+                  a->freq.xpos_scale_base == c->freq.xpos_scale_base,
               "%s: frequency settings restored", what);
         CHECK(rp_rope_freq_equal(rp_model_freq(ck.model), rp_model_freq(m)),
               "%s: the frequency scheme and its table restored", what);
@@ -1020,12 +1021,12 @@ static void test_version3(void)
                  {RP_SCALING_NONE, 1.0, 0.4, 0, "xpos"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         rp_model_cfg d = c;
-        d.scaling = cases[i].s;
-        d.scaling_factor = cases[i].factor;
-        d.xpos = cases[i].xpos;
-        d.xpos_scale_base = cases[i].xpos > 0 ? 4.0 : d.xpos_scale_base;
-        d.orig_len = cases[i].orig_len;
-        d.yarn_beta = cases[i].s == RP_SCALING_YARN ? 8.0 : d.yarn_beta;
+        d.freq.scaling = cases[i].s;
+        d.freq.factor = cases[i].factor;
+        d.freq.xpos = cases[i].xpos;
+        d.freq.xpos_scale_base = cases[i].xpos > 0 ? 4.0 : d.freq.xpos_scale_base;
+        d.freq.orig_len = cases[i].orig_len;
+        d.freq.yarn_beta = cases[i].s == RP_SCALING_YARN ? 8.0 : d.freq.yarn_beta;
         m = check_model_new(&d);
         v3_case(m, cases[i].what, 3, 0);
         rp_model_free(m);

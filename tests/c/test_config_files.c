@@ -45,29 +45,29 @@ static void make_cases(config_case *k)
     k[n].cfg.attention = RP_ATTN_LINEAR, k[n].cfg.linear_rope = RP_LIN_BEFORE;
     k[n++].cfg.fraction_v = 0.25;
     k[n] = (config_case){"v2_shaw", check_small_cfg(RP_PE_SHAW, 6), 0, 0};
-    k[n++].cfg.rel_clip = 3;
+    k[n++].cfg.rel.clip = 3;
     k[n] = (config_case){"v2_t5", check_small_cfg(RP_PE_T5, 7), 0, 0};
-    k[n].cfg.rel_buckets = 6, k[n++].cfg.rel_max_distance = 9;
+    k[n].cfg.rel.buckets = 6, k[n++].cfg.rel.max_distance = 9;
     k[n++] = (config_case){"v2_xl", check_small_cfg(RP_PE_XL, 8), 0, 0};
     k[n] = (config_case){"v2_deberta", check_small_cfg(RP_PE_DEBERTA, 9), 0, 0};
-    k[n++].cfg.rel_clip = 2;
+    k[n++].cfg.rel.clip = 2;
     k[n++] = (config_case){"v2_alibi", check_small_cfg(RP_PE_ALIBI, 10), 0, 0};
     k[n] = (config_case){"v2_rope_vo", check_small_cfg(RP_PE_ROPE, 11), 0, 0};
     k[n].cfg.rotate = RP_ROT_V | RP_ROT_O, k[n++].cfg.fraction_o = 0.5;
     k[n] = (config_case){"v2_roper_widths", check_small_cfg(RP_PE_ROPER, 12), 0, 0};
     k[n].cfg.fraction_q = 0.25, k[n].cfg.fraction_k = 0.75, k[n++].cfg.fraction_o = 0.5;
     k[n] = (config_case){"v2_rope_unused_rel_clip", check_small_cfg(RP_PE_ROPE, 13), 0, 0};
-    k[n++].cfg.rel_clip = 8;
+    k[n++].cfg.rel.clip = 8;
     k[n] = (config_case){"v3_yarn", check_small_cfg(RP_PE_ROPER, 14), 0, 0};
-    k[n].cfg.scaling = RP_SCALING_YARN, k[n].cfg.scaling_factor = 4.0, k[n].cfg.orig_len = 3;
-    k[n].cfg.yarn_alpha = 0.5, k[n++].cfg.yarn_beta = 8.0;
+    k[n].cfg.freq.scaling = RP_SCALING_YARN, k[n].cfg.freq.factor = 4.0, k[n].cfg.freq.orig_len = 3;
+    k[n].cfg.freq.yarn_alpha = 0.5, k[n++].cfg.freq.yarn_beta = 8.0;
     k[n] = (config_case){"v3_pi_xpos", check_small_cfg(RP_PE_ROPE, 15), 0, 0};
-    k[n].cfg.scaling = RP_SCALING_PI, k[n].cfg.scaling_factor = 2.0, k[n].cfg.xpos = 0.4;
-    k[n++].cfg.xpos_scale_base = 64.0;
+    k[n].cfg.freq.scaling = RP_SCALING_PI, k[n].cfg.freq.factor = 2.0, k[n].cfg.freq.xpos = 0.4;
+    k[n++].cfg.freq.xpos_scale_base = 64.0;
     k[n] = (config_case){"v3_ntk", check_small_cfg(RP_PE_ROPER_LEGACY, 16), 0, 0};
-    k[n].cfg.scaling = RP_SCALING_NTK, k[n++].cfg.scaling_factor = 1.0 / 3.0;
+    k[n].cfg.freq.scaling = RP_SCALING_NTK, k[n++].cfg.freq.factor = 1.0 / 3.0;
     k[n] = (config_case){"v3_unused_factor", check_small_cfg(RP_PE_ROPE, 17), 0, 0};
-    k[n++].cfg.scaling_factor = 2.0; /* no scaling: the factor does nothing */
+    k[n++].cfg.freq.factor = 2.0; /* no scaling: the factor does nothing */
     k[n++] = (config_case){"v3_freq", check_small_cfg(RP_PE_ROPE, 18), 1, 0};
     k[n++] = (config_case){"v3_angles", check_small_cfg(RP_PE_ROPER, 19), 2, 0};
     if (n != NCASES) {

@@ -135,9 +135,9 @@ static rp_model_cfg dec_cfg(rp_pe pe, rp_norm norm)
     c.norm = norm;
     c.act = norm == RP_NORM_POST ? RP_ACT_GELU : RP_ACT_RELU;
     c.seed = 11 + (uint64_t)pe;
-    c.rel_clip = 3; /* clipping and t5's log buckets within the 12 positions */
-    c.rel_buckets = 6;
-    c.rel_max_distance = 8;
+    c.rel.clip = 3; /* clipping and t5's log buckets within the 12 positions */
+    c.rel.buckets = 6;
+    c.rel.max_distance = 8;
     return c;
 }
 

@@ -323,9 +323,9 @@ static void run_fixture(const char *path, const char *label)
     cfg.fraction_q = fx_dbl_or0(&f, "fraction_q");
     cfg.fraction_k = fx_dbl_or0(&f, "fraction_k");
     cfg.fraction_o = fx_dbl_or0(&f, "fraction_o");
-    cfg.rel_clip = fx_int_or(&f, "rel_clip", cfg.rel_clip);
-    cfg.rel_buckets = fx_int_or(&f, "rel_buckets", cfg.rel_buckets);
-    cfg.rel_max_distance = fx_int_or(&f, "rel_max_distance", cfg.rel_max_distance);
+    cfg.rel.clip = fx_int_or(&f, "rel_clip", cfg.rel.clip);
+    cfg.rel.buckets = fx_int_or(&f, "rel_buckets", cfg.rel.buckets);
+    cfg.rel.max_distance = fx_int_or(&f, "rel_max_distance", cfg.rel.max_distance);
     cfg.seed = 99;  /* irrelevant: every parameter is overwritten */
     double loss_ref = fx_dbl(&f, "loss_f64", &ok);
     const fx_entry *tok = fx_arr(&f, "tokens"), *tgt = fx_arr(&f, "targets"),
@@ -343,8 +343,8 @@ static void run_fixture(const char *path, const char *label)
            label, rp_pe_name(cfg.pe), cfg.rotate ? rp_rotate_name(cfg.rotate, rot) : "(own)",
            cfg.norm == RP_NORM_PRE ? "pre" : "post", cfg.act == RP_ACT_RELU ? "relu" : "gelu",
            cfg.pairing == RP_PAIR_HALF ? "half" : "interleaved", cfg.fraction_qk, cfg.fraction_v,
-           cfg.fraction_q, cfg.fraction_k, cfg.fraction_o, cfg.rope_base, (long long)cfg.rel_clip,
-           (long long)cfg.rel_buckets, (long long)cfg.rel_max_distance, (long long)cfg.heads,
+           cfg.fraction_q, cfg.fraction_k, cfg.fraction_o, cfg.rope_base, (long long)cfg.rel.clip,
+           (long long)cfg.rel.buckets, (long long)cfg.rel.max_distance, (long long)cfg.heads,
            (long long)B, (long long)T);
 
     int32_t *tokens = malloc((size_t)(B * T) * sizeof(int32_t));

@@ -984,7 +984,7 @@ static void test_names_and_errors(void)
     for (int i = 0; i < 4; i++) {
         c = c0;
         c.eps = bad_eps[i];
-        CHECK_STATUS(rp_linattn_check(8, 6, &c), RP_ERR_ARG, "eps must be positive and finite");
+        CHECK_STATUS(rp_linattn_check(8, 6, &c), RP_ERR_ARG, "eps must be a finite number > 0");
     }
     c = c0;
     c.q_offset = -1;

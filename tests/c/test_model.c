@@ -45,9 +45,9 @@ static rp_model_cfg tiny_cfg(rp_pe pe, rp_norm norm, rp_act act)
     c.pe = pe;
     c.norm = norm;
     c.act = act;
-    c.rel_clip = 2;
-    c.rel_buckets = 4;
-    c.rel_max_distance = 4;
+    c.rel.clip = 2;
+    c.rel.buckets = 4;
+    c.rel.max_distance = 4;
     /* seeds 1..8 all pass the gradient checks; 6 has the fewest ReLU pre-activations within a
      * finite-difference step of 0 (3 kink fallbacks, see gradcheck) */
     c.seed = 6;
@@ -533,8 +533,8 @@ static void test_gradcheck_freq(void)
     rp_model_free(m);
     c = tiny_cfg(RP_PE_ROPER, RP_NORM_PRE, RP_ACT_GELU);
     c.learn_freq = 1;
-    c.xpos = 0.4;
-    c.xpos_scale_base = 4.0;
+    c.freq.xpos = 0.4;
+    c.freq.xpos_scale_base = 4.0;
     m = new_model(&c);
     gradcheck_model(m, &c, "roper/pre/gelu learn_freq xpos", 0, "rope.freq");
     rp_model_free(m);
@@ -836,9 +836,9 @@ static rp_model_cfg cache_cfg(rp_pe pe, rp_norm norm)
     c.norm = norm;
     c.act = RP_ACT_GELU;
     c.seed = 5;
-    c.rel_clip = 3;
-    c.rel_buckets = 6;
-    c.rel_max_distance = 8;
+    c.rel.clip = 3;
+    c.rel.buckets = 6;
+    c.rel.max_distance = 8;
     return c;
 }
 

@@ -1,4 +1,4 @@
-/* The model config's schema (core/model/model_schema.h) and the one check every config passes:
+/* The model config's schema (core/config/model_schema.h) and the one check every config passes:
  *  - the rows against an independent list of rp_model_cfg's fields (name, offset, size), the
  *    documented defaults, the format version of each row;
  *  - the range of every field checked whatever the mode (rp_model_cfg_check), with the key's name;
@@ -52,23 +52,27 @@ static const struct {
     FIELD("fraction_v", fraction_v), FIELD("base", rope_base), FIELD("pairing", pairing),
     FIELD("seed", seed), FIELD("attention", attention), FIELD("linear_rope", linear_rope),
     FIELD("rotate", rotate), FIELD("fraction_q", fraction_q), FIELD("fraction_k", fraction_k),
-    FIELD("fraction_o", fraction_o), FIELD("rel_clip", rel_clip),
-    FIELD("rel_buckets", rel_buckets), FIELD("rel_max_distance", rel_max_distance),
-    FIELD("scaling", scaling), FIELD("scaling_factor", scaling_factor),
-    FIELD("orig_len", orig_len), FIELD("yarn_alpha", yarn_alpha), FIELD("yarn_beta", yarn_beta),
-    FIELD("xpos", xpos), FIELD("xpos_scale_base", xpos_scale_base),
-    FIELD("yarn_ramp", yarn_ramp), FIELD("low_freq_factor", low_freq_factor),
-    FIELD("high_freq_factor", high_freq_factor), FIELD("attention_factor", attention_factor),
+    FIELD("fraction_o", fraction_o), FIELD("rel_clip", rel.clip),
+    FIELD("rel_buckets", rel.buckets), FIELD("rel_max_distance", rel.max_distance),
+    FIELD("scaling", freq.scaling), FIELD("scaling_factor", freq.factor),
+    FIELD("orig_len", freq.orig_len), FIELD("yarn_alpha", freq.yarn_alpha),
+    FIELD("yarn_beta", freq.yarn_beta),
+    FIELD("xpos", freq.xpos), FIELD("xpos_scale_base", freq.xpos_scale_base),
+    FIELD("yarn_ramp", freq.yarn_ramp), FIELD("low_freq_factor", freq.low_freq_factor),
+    FIELD("high_freq_factor", freq.high_freq_factor),
+    FIELD("attention_factor", freq.attention_factor),
     FIELD("learn_freq", learn_freq), FIELD("tie_embeddings", tie_embeddings),
 };
 #undef FIELD
 enum { NFIELDS = (int)(sizeof fields / sizeof fields[0]) };
 
-/* The frequency scheme's fields (rp_rope_freq) of the keys, written out here: the freq column. */
-#define FFIELD(key, member) {key, offsetof(rp_rope_freq, member) + 1}
+/* The frequency scheme's fields (rp_rope_freq) of the keys, written out here: the rows that
+ * point into rp_model_cfg.freq (scope RP_CFG_SCOPE_FREQ), with their freq_name. */
+#define FFIELD(key, member) {key, offsetof(rp_rope_freq, member), #member}
 static const struct {
     const char *key;
-    size_t freq;
+    size_t at;
+    const char *name;
 } freq_fields[] = {
     FFIELD("scaling", scaling),       FFIELD("scaling_factor", factor),
     FFIELD("orig_len", orig_len),     FFIELD("yarn_alpha", yarn_alpha),
@@ -81,35 +85,45 @@ static const struct {
 
 static void test_freq_column(void)
 {
-    printf("-- the freq column: the rows of the frequency scheme and their rp_rope_freq fields\n");
+    printf("-- the frequency rows: their rp_rope_freq fields, their scope and freq_name\n");
     int n = 0;
     for (int i = 0; i < rp_model_cfg_nkeys; i++) {
         const rp_cfg_key *k = &rp_model_cfg_keys[i];
-        size_t want = 0;
-        for (size_t j = 0; j < sizeof freq_fields / sizeof freq_fields[0]; j++)
-            if (!strcmp(freq_fields[j].key, k->name)) want = freq_fields[j].freq;
-        n += k->freq != 0;
-        CHECK(k->freq == want, "%s: freq column %zu, want %zu", k->name, k->freq, want);
-        if (!k->freq) continue;
+        int j = -1;
+        for (size_t f = 0; f < sizeof freq_fields / sizeof freq_fields[0]; f++)
+            if (!strcmp(freq_fields[f].key, k->name)) j = (int)f;
+        int in = rp_model_cfg_scope(k) == RP_CFG_SCOPE_FREQ;
+        n += in;
+        CHECK(in == (j >= 0), "%s: scope freq %d", k->name, in);
+        CHECK(!k->freq_name == !in, "%s: freq_name exactly for the frequency rows", k->name);
+        if (!in || j < 0) continue;
+        CHECK(rp_model_cfg_freq_at(k) == freq_fields[j].at && !strcmp(k->freq_name,
+                                                                      freq_fields[j].name),
+              "%s: at %zu (%s), want %zu (%s)", k->name, rp_model_cfg_freq_at(k), k->freq_name,
+              freq_fields[j].at, freq_fields[j].name);
         /* a value other than the default reaches its field of rp_model_cfg_freq, and only it */
         rp_model_cfg c = rp_model_cfg_default(8);
         c.seq_len = 64;
+        c.freq.orig_len = 64;
         rp_rope_freq plain = rp_model_cfg_freq(&c);
         rp_model_cfg_set_num(&c, k, k->type == RP_CFG_ENUM ? 1.0 : 7.0);
         rp_rope_freq f = rp_model_cfg_freq(&c);
-        const char *at = (const char *)&f + k->freq - 1;
-        int ok = k->type == RP_CFG_ENUM ? *(const int *)(const void *)at == 1
-                                        : *(const double *)(const void *)at == 7.0;
-        size_t size = k->type == RP_CFG_ENUM ? sizeof(int) : sizeof(double);
-        memcpy((char *)&f + k->freq - 1, (const char *)&plain + k->freq - 1, size);
+        const char *at = (const char *)&f + rp_model_cfg_freq_at(k);
+        int ok = k->type == RP_CFG_ENUM  ? *(const int *)(const void *)at == 1
+                 : k->type == RP_CFG_INT ? *(const int64_t *)(const void *)at == 7
+                                         : *(const double *)(const void *)at == 7.0;
+        size_t size = k->type == RP_CFG_ENUM ? sizeof(int) : 8;
+        memcpy((char *)&f + rp_model_cfg_freq_at(k), (const char *)&plain + rp_model_cfg_freq_at(k),
+               size);
         CHECK(ok && !memcmp(&f, &plain, sizeof f), "%s: rp_model_cfg_freq carries it, alone",
               k->name);
     }
-    CHECK(n == (int)(sizeof freq_fields / sizeof freq_fields[0]), "%d rows with a freq column", n);
+    CHECK(n == (int)(sizeof freq_fields / sizeof freq_fields[0]), "%d rows of the frequency scheme",
+          n);
     /* orig_len 0 is seq_len */
     rp_model_cfg c = rp_model_cfg_default(8);
     c.seq_len = 64;
-    CHECK(rp_model_cfg_freq(&c).orig_len == 64.0, "orig_len 0: seq_len");
+    CHECK(rp_model_cfg_freq(&c).orig_len == 64, "orig_len 0: seq_len");
     /* the ranges of the scheme's own parameters are the bounds of rp_freq_rules (one home):
      * written out here, every number key of the freq column but yarn_beta and high_freq_factor
      * (ordered above the other of their pair, >= 0 by their own row); orig_len, an integer whose
@@ -135,7 +149,7 @@ static void test_freq_column(void)
                   "%s: its row's range", k->name);
             continue;
         }
-        const rp_freq_rule *b = rp_freq_rule_bound(k->freq - 1);
+        const rp_freq_rule *b = rp_freq_rule_bound(rp_model_cfg_freq_at(k));
         CHECK(b && r.lo == bounds[j].lo && r.lo_open == bounds[j].lo_open && isinf(r.hi) &&
                   !r.hi_open && r.lo == b->lo && r.lo_open == b->lo_open,
               "%s: the range of rp_freq_rules", k->name);
@@ -192,10 +206,10 @@ static void test_rows(void)
     rp_model_cfg d = rp_model_cfg_default(9);
     CHECK(d.vocab == 9 && d.d_model == 128 && d.heads == 4 && d.layers == 3 && d.d_ff == 512 &&
               d.seq_len == 512 && d.max_batch == 16 && d.pe == RP_PE_ROPE &&
-              d.rope_base == RP_ROPE_BASE && d.rel_clip == 16 && d.rel_buckets == 32 &&
-              d.rel_max_distance == 128 && d.scaling == RP_SCALING_NONE &&
-              d.scaling_factor == 1.0 && d.orig_len == 0 && d.yarn_alpha == 1.0 &&
-              d.yarn_beta == 32.0 && d.xpos == 0.0 && d.xpos_scale_base == 512.0 &&
+              d.rope_base == RP_ROPE_BASE && d.rel.clip == 16 && d.rel.buckets == 32 &&
+              d.rel.max_distance == 128 && d.freq.scaling == RP_SCALING_NONE &&
+              d.freq.factor == 1.0 && d.freq.orig_len == 0 && d.freq.yarn_alpha == 1.0 &&
+              d.freq.yarn_beta == 32.0 && d.freq.xpos == 0.0 && d.freq.xpos_scale_base == 512.0 &&
               d.rotate == 0 && d.fraction_q == 0.0 && d.seed == 0 && d.dropout == 0.0 &&
               d.learn_freq == 0 && d.tie_embeddings == 0,
           "the defaults");
@@ -258,11 +272,12 @@ static void test_ranges(void)
            "fraction_q 0 given");
     /* the rules between fields stay: t5's distance, yarn's ramp */
     c = small(RP_PE_T5);
-    c.rel_buckets = 8, c.rel_max_distance = 4;
+    c.rel.buckets = 8, c.rel.max_distance = 4;
     expect(rp_model_cfg_check(&c), RP_ERR_ARG, "rel_max_distance 4 must be in 5..2147483647",
            "t5 distance");
     c = small(RP_PE_ROPE);
-    c.scaling = RP_SCALING_YARN, c.scaling_factor = 2, c.yarn_alpha = 5, c.yarn_beta = 2;
+    c.freq.scaling = RP_SCALING_YARN, c.freq.factor = 2;
+    c.freq.yarn_alpha = 5, c.freq.yarn_beta = 2;
     expect(rp_model_cfg_check(&c), RP_ERR_ARG,
            "yarn_alpha 5 must be below yarn_beta 2 (the ramp runs from alpha to beta)", "ramp");
 }
@@ -403,24 +418,24 @@ static void test_versions(void)
     c = small(RP_PE_ALIBI);
     CHECK(rp_model_cfg_version(&c) == 2, "a relative mode: 2");
     c = small(RP_PE_ROPE);
-    c.rel_clip = 8;
+    c.rel.clip = 8;
     CHECK(rp_model_cfg_version(&c) == 2, "a version 2 field off its default: 2");
-    c.xpos = 0.4;
+    c.freq.xpos = 0.4;
     CHECK(rp_model_cfg_version(&c) == 3, "a version 3 field: 3");
     c = small(RP_PE_ROPE);
-    c.scaling_factor = 2.0;
+    c.freq.factor = 2.0;
     CHECK(rp_model_cfg_version(&c) == 3, "a version 3 field that does nothing: 3");
     c = small(RP_PE_ROPE);
-    c.scaling = RP_SCALING_YARN, c.scaling_factor = 2.0;
+    c.freq.scaling = RP_SCALING_YARN, c.freq.factor = 2.0;
     CHECK(rp_model_cfg_version(&c) == 3, "scaling yarn: 3");
-    c.yarn_ramp = RP_YARN_RAMP_DIMS;
+    c.freq.yarn_ramp = RP_YARN_RAMP_DIMS;
     CHECK(rp_model_cfg_version(&c) == 4, "yarn's ramp dims: 4");
     c = small(RP_PE_ROPER);
-    c.scaling = RP_SCALING_DYNAMIC, c.scaling_factor = 2.0;
+    c.freq.scaling = RP_SCALING_DYNAMIC, c.freq.factor = 2.0;
     CHECK(rp_model_cfg_version(&c) == 4, "scaling dynamic (a version 4 value): 4");
-    c.scaling = RP_SCALING_LLAMA3;
+    c.freq.scaling = RP_SCALING_LLAMA3;
     CHECK(rp_model_cfg_version(&c) == 4, "scaling llama3: 4");
-    c.scaling = RP_SCALING_PI, c.attention_factor = 1.5;
+    c.freq.scaling = RP_SCALING_PI, c.freq.attention_factor = 1.5;
     CHECK(rp_model_cfg_version(&c) == 4, "attention_factor: 4");
     c = small(RP_PE_ROPE);
     c.learn_freq = 1;
@@ -535,10 +550,10 @@ static void test_forged_checkpoints(void)
     forged_checkpoint(&c, 2, 152, 8, 1, 0, 2.0, "fraction_o 2 must be in (0, 1]");
     /* version 3 (block at 184: scaling, kind, factor, orig_len, alpha, beta, xpos, scale base) */
     c = small(RP_PE_ROPE);
-    c.scaling = RP_SCALING_PI, c.scaling_factor = 2.0;
+    c.freq.scaling = RP_SCALING_PI, c.freq.factor = 2.0;
     forged_checkpoint(&c, 3, 216, 8, 1, 0, -3.0, "yarn_beta must be a finite number >= 0, got -3");
     c = small(RP_PE_ROPER);
-    c.xpos = 0.4;
+    c.freq.xpos = 0.4;
     forged_checkpoint(&c, 3, 208, 8, 1, 0, NAN, "yarn_alpha must be a finite number >= 0, got nan");
     forged_checkpoint(&c, 3, 184, 4, 0, 9, 0, "scaling 9 is not none (0), pi (1), ntk (2), "
                                               "yarn (3), dynamic (4) or llama3 (5)");
@@ -616,7 +631,7 @@ static void test_writers(void)
     n = rp_model_cfg_to_json(&c, buf, sizeof buf);
     rp_model_cfg back;
     CHECK(n > 0 && n < sizeof buf && rp_model_cfg_from_json(buf, n, &back) == RP_OK &&
-              rp_model_cfg_check(&back) == RP_OK && back.pe == RP_PE_SHAW && back.rel_clip == 16,
+              rp_model_cfg_check(&back) == RP_OK && back.pe == RP_PE_SHAW && back.rel.clip == 16,
           "a good config reads back: %s", buf);
     /* learn_freq: JSON true when set (and read back), absent at its default, never 2 */
     c = small(RP_PE_ROPE);

@@ -1,4 +1,4 @@
-/* The planners (core/model/plan.h): rp_attention_plan's widths, defaults, positions and refusals
+/* The planners (core/config/plan.h): rp_attention_plan's widths, defaults, positions and refusals
  * against naive computations written here (floor(f * D), the largest entry of each side's rows),
  * its exact messages, and rp_model_cfg_plan's half and rows. */
 #include "check.h"
@@ -129,7 +129,7 @@ static void test_refusals(void)
               "attention sizes T, S, D, Dv must be at most 2^31-1");
     CHECK(p.arg == 1, "arg %d", p.arg);
     r = request(RP_PE_SHAW, 4, 4, 16, 16);
-    r.keys.rel_clip = 2;
+    r.keys.rel.clip = 2;
     CHECK_MSG(rp_attention_plan(&r, &p), RP_ERR_ARG,
               "option 'rel_k' (shaw's a^K, [5 x 16]) is required by pe 'shaw'");
     r.tables[RP_TAB_EK] = (rp_plan_table){.given = 1, .ndim = 2, .shape = {4, 16}};
@@ -142,7 +142,7 @@ static void test_refusals(void)
     CHECK_MSG(rp_attention_plan(&r, &p), RP_ERR_ARG, "option 'rel_bias' is not used by pe 'shaw'");
     /* the frequency scalars need something rotated, before the keys that do nothing */
     r = request(RP_PE_NONE, 4, 4, 16, 16);
-    r.keys.scaling = RP_SCALING_PI, r.keys.scaling_factor = 2.0;
+    r.keys.freq.scaling = RP_SCALING_PI, r.keys.freq.factor = 2.0;
     rp_rope_freq f = rp_model_cfg_freq(&r.keys);
     r.freq = &f;
     CHECK_MSG(rp_attention_plan(&r, &p), RP_ERR_ARG,

@@ -223,12 +223,13 @@ static void test_theta(void)
                 for (int ab = 0; ab < 2; ab++) {
                     rp_rope_freq f = freq_of(RP_SCALING_YARN, s);
                     if (ab) f.yarn_alpha = 0.5, f.yarn_beta = 8.0;
-                    f.orig_len = sqrt(TWO_PI * f.yarn_beta / plain[0] * TWO_PI * f.yarn_alpha / plain[h - 1]);
+                    f.orig_len = llround(sqrt(TWO_PI * f.yarn_beta / plain[0] * TWO_PI *
+                                              f.yarn_alpha / plain[h - 1]));
                     rp_rope_freq_theta(got, &f, d, base);
                     int nhi = 0, nlo = 0, nramp = 0, bad = 0;
                     for (int64_t i = 0; i < h; i++) {
                         want[i] = ref_theta(&f, i, d, base);
-                        double r = f.orig_len / (TWO_PI / plain[i]);
+                        double r = (double)f.orig_len / (TWO_PI / plain[i]);
                         if (r > f.yarn_beta) { /* high frequency: unchanged */
                             nhi++;
                             bad += got[i] != plain[i];
@@ -242,8 +243,9 @@ static void test_theta(void)
                         }
                     }
                     snprintf(label, sizeof label,
-                             "yarn theta d_rot=%lld base=%g s=%g L=%.1f alpha=%g beta=%g", (long long)d,
-                             base, s, f.orig_len, f.yarn_alpha, f.yarn_beta);
+                             "yarn theta d_rot=%lld base=%g s=%g L=%lld alpha=%g beta=%g",
+                             (long long)d,
+                             base, s, (long long)f.orig_len, f.yarn_alpha, f.yarn_beta);
                     check_rel(got, want, h, 1e-13, label);
                     CHECK(bad == 0, "%s: %d pairs off their region's limit", label, bad);
                     if (d >= 8)
@@ -500,13 +502,11 @@ static void test_checks(void)
         FCHECK(fmsg[i]);
     }
     f = freq_of(RP_SCALING_YARN, 4.0);
-    f.orig_len = 0.5;
-    FCHECK("orig_len (the original context length of scaling yarn) must be >= 1, got 0.5");
-    f.orig_len = 0.0;
+    f.orig_len = -3; /* (an integer: no fraction, no nan) */
+    FCHECK("orig_len (the original context length of scaling yarn) must be >= 1, got -3");
+    f.orig_len = 0;
     FCHECK("orig_len (the original context length of scaling yarn) must be >= 1, got 0");
-    f.orig_len = NAN;
-    FCHECK("orig_len (the original context length of scaling yarn) must be >= 1, got nan");
-    f.orig_len = 16.0;
+    f.orig_len = 16;
     f.yarn_alpha = 32.0;
     FCHECK("yarn_alpha 32 must be below yarn_beta 32 (the ramp runs from alpha to beta)");
     f.yarn_alpha = 40.0;

@@ -1,8 +1,9 @@
 -- The layering of the C code (docs/architecture.md): repl -> bindings -> tasks -> core, one way
 -- (the REPL program on top of the module, the module on top of the C library; the scripts use the
 -- module from Lua), and inside core its floors, one way: io (files: fileio, json, npy,
--- safetensors, checkpoints) -> model (the transformer) -> nn (rope, the positional modes,
--- attention, the layers, the optimiser) -> tensor (storage, tensors, rng, ops, the vector tiles)
+-- safetensors, checkpoints) -> model (the transformer) -> config (the configuration's facts: the
+-- model config and its schema, the rules between keys, the planners) -> nn (rope, the positional
+-- modes, attention, the layers, the optimiser) -> tensor (storage, tensors, rng, ops, the vector tiles)
 -- -> sys (status codes, checked sizes, the build, memory, threads, the data-parallel layer,
 -- BLAS); core/rp.h, the umbrella header, sits above core's floors, and text/ (the tokenizer: C over
 -- a C++ unit that calls SentencePiece) above core, below tasks. Read off the sources
@@ -15,8 +16,8 @@ local h = require "helpers"
 local lfs = require "lfs"
 
 local BUILD = os.getenv("BUILD") or "build"
-local FOLDERS = { "core/sys", "core/tensor", "core/nn", "core/model", "core/io", "core", "text",
-  "tasks", "bindings", "repl" }
+local FOLDERS = { "core/sys", "core/tensor", "core/nn", "core/config", "core/model", "core/io",
+  "core", "text", "tasks", "bindings", "repl" }
 local RANK = {}
 for i, dir in ipairs(FOLDERS) do RANK[dir] = i end
 
@@ -60,8 +61,8 @@ local function folder_of(path) return path:match("^(.*)/[^/]+$") end
 -- -I flag names it: a module file that named its header would not compile, and is reported here
 -- by name): its path, or nil for a system header. Sources include a header by its name alone, so
 -- no two headers may share one (checked below).
-local SEARCH = { "core", "core/sys", "core/tensor", "core/nn", "core/model", "core/io", "text",
-  "tasks", "bindings", "repl" }
+local SEARCH = { "core", "core/sys", "core/tensor", "core/nn", "core/config", "core/model",
+  "core/io", "text", "tasks", "bindings", "repl" }
 local function header_path(includer_dir, name)
   for _, dir in ipairs({ includer_dir, table.unpack(SEARCH) }) do
     local path = dir .. "/" .. name

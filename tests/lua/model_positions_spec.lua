@@ -296,7 +296,7 @@ describe("rp.model with vector positions", function()
   end)
 
   -- the templates of the rotary rules and of the config's coded rules as rp.model_rules() gives
-  -- them (core/nn/pe.c's rp_pe_msgs, core/model/model_config.c's rules), each filled in by hand,
+  -- them (core/nn/pe.c's rp_pe_msgs, core/config/model_config.c's rules), each filled in by hand,
   -- as the refusal of a call that breaks it (the templates are what rp.model says, word for word)
   it("refuse what rp.model_rules() says, with its templates", function()
     local r = rp.model_rules()

@@ -19,20 +19,13 @@
 
 #include "attention.h"
 #include "linear_attention.h"
-#include "model.h"
+#include "model_cfg.h"
 #include "pe.h"
 #include "rope_freq.h"
 #include "status.h"
 #include "tensor.h"
 
 /* ---- rp.attention ---- */
-
-/* The options of rp.attention that are rows of the config schema (core/model/model_schema.c),
- * read by their rows' types (base also as Hugging Face's rope_theta), and the frequency rows
- * beside them (their reader is bindings/freq.c). */
-#define RP_ATTENTION_KEYS                                                                      \
-    "pe", "base", "pairing", "rotate", "fraction_qk", "fraction_v", "fraction_q", "fraction_k", \
-        "fraction_o", "rel_clip", "rel_buckets", "rel_max_distance"
 
 /* The options that hold the relative modes' tables, in the order of rp_attn_rel (RP_TAB_*):
  * rel_k, rel_q, rel_v, rel_u, rel_w, rel_bias. */
@@ -55,8 +48,9 @@ typedef struct rp_plan_table {
 typedef struct rp_attn_request {
     int64_t B, T, S, H, D, Dv; /* q [B, T, H, D], k [B, S, H, D], v [B, S, H, Dv]: the caller
                                 * has checked them 4-D, sizes >= 1, agreeing */
-    /* The options that are config keys (RP_ATTENTION_KEYS and the frequency rows), each read by
-     * its row's type; an absent one holds its value from rp_attention_request_default. */
+    /* The options that are config keys (the rows of the config's attention part, scopes
+     * RP_CFG_SCOPE_PE, _REL and _FREQ: rp_model_cfg_scope), each read by its row's type; an
+     * absent one holds its value from rp_attention_request_default. */
     rp_model_cfg keys;
     uint64_t keys_given;       /* bit i: row i of rp_model_cfg_keys was given */
     int given;                 /* RP_GIVEN_* bits */
@@ -116,9 +110,8 @@ typedef struct rp_linattn_request {
      * run with linear attention, pe.h's linear column); an absent one holds its value from
      * rp_linear_attention_request_default */
     rp_model_cfg keys;      /* pe, linear_rope, base (rope_base), pairing, fraction_qk, fraction_v */
-    double eps;             /* > 0 and finite, checked by the caller as it reads it (its
-                             * message quotes it as given: "got 0"), as base; RP_LINATTN_EPS
-                             * when absent */
+    double eps;             /* as given (the plan checks it: rp_linattn_check_eps);
+                             * RP_LINATTN_EPS when absent */
     int64_t q_offset;       /* 0 when absent */
 } rp_linattn_request;
 
@@ -132,7 +125,7 @@ typedef struct rp_linattn_plan {
     int arg; /* after a refusal: the argument its message is about (1 q, 2 k, 4 the options) */
 } rp_linattn_plan;
 
-/* Checks every rule of a call against req and fills *p (OVERWRITTEN): the rotated
+/* Checks every rule of a call against req and fills *p (OVERWRITTEN): eps (after pe), the rotated
  * widths from the fractions (fraction_qk of D where the mode rotates q and k, fraction_v of Dv
  * where it rotates v: rp_option_fraction_width), q_offset's range, the refusal of config keys
  * that do nothing (rp_model_cfg_check_used, attention linear), then the int32 and element

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model_impl.h"
+#include "attention.h"
 #include "model_schema.h"
 
 /* The widths of the placements in rot (0 for the others) from the fractions (in range: checked
@@ -78,13 +78,10 @@ static rp_status rule_widths(const rp_model_cfg *cfg, const rp_cfg_rule *r)
     return pe_widths(cfg, rot, d_rot);
 }
 
-/* rel_max_distance past the exact buckets (causal: one-sided, half of them exact), up to max */
+/* the relative kinds' limits (pe.c's one rule, with its message; the model is causal) */
 static rp_status rule_buckets(const rp_model_cfg *cfg, const rp_cfg_rule *r)
 {
-    if (!(rp_rel_of(rp_pe_mode_of(cfg->pe)->rel)->uses & RP_USES_BUCKETS)) return RP_OK;
-    int64_t lo = cfg->rel_buckets / 2 + 1;
-    return cfg->rel_max_distance < lo || cfg->rel_max_distance > r->max ? refuse(r, cfg, lo)
-                                                                       : RP_OK;
+    return rp_rel_cfg_check(cfg->pe, &cfg->rel, 1);
 }
 
 static rp_status rule_freq(const rp_model_cfg *cfg, const rp_cfg_rule *r)
@@ -106,7 +103,7 @@ const rp_cfg_rule rp_model_cfg_rules[] = {
     {.check = "rotate", .run = rule_rotate},
     {.check = "widths", .run = rule_widths},
     {.check = "buckets", .run = rule_buckets, .max = RP_I32_MAX,
-     .why = "rel_max_distance {rel_max_distance} must be in {lo}..{hi}"},
+     .why = RP_REL_DISTANCE_WHY},
     {.when = {"attention"}, .pe_holds = pe_linear, .why = "linear attention does not support pe {pe}"},
     {.check = "freq", .run = rule_freq},
     {.when = {"scaling", "xpos"}, .pe_holds = pe_rotary, .unset = {"attention"},
@@ -150,20 +147,8 @@ rp_status rp_model_cfg_check(const rp_model_cfg *cfg)
 
 rp_rope_freq rp_model_cfg_freq(const rp_model_cfg *cfg)
 {
-    rp_rope_freq f = rp_rope_freq_default();
-    for (int i = 0; i < rp_model_cfg_nkeys; i++) { /* the rows of the frequency scheme */
-        const rp_cfg_key *k = &rp_model_cfg_keys[i];
-        if (!k->freq) continue;
-        void *at = (char *)&f + (k->freq - 1);
-        if (k->type == RP_CFG_ENUM) {
-            int v = (int)rp_model_cfg_get_int(cfg, k);
-            memcpy(at, &v, sizeof v);
-        } else {
-            double v = rp_model_cfg_get_num(cfg, k);
-            memcpy(at, &v, sizeof v);
-        }
-    }
-    if (f.orig_len <= 0.0) f.orig_len = (double)cfg->seq_len; /* 0: seq_len */
+    rp_rope_freq f = cfg->freq;
+    if (f.orig_len <= 0) f.orig_len = cfg->seq_len; /* 0: seq_len */
     return f;
 }
 
@@ -212,68 +197,4 @@ rp_status rp_model_cfg_check_positions(const rp_model_cfg *cfg, const rp_rope_fr
     a.freq = f, a.pos = pos, a.pos_rows = rows;
     if (pos) RP_TRY(rp_attention_check_positions(&a, T, T, &qlast, &klast));
     return rp_pe_scheme_check_freq(&pe, f, qlast, klast);
-}
-
-rp_status rp_model_set_freq(rp_model *m, const double *theta, int64_t n_theta,
-                            const double *angles, int64_t rows, int64_t n_angles)
-{
-    rp_rope_freq f = rp_model_cfg_freq(&m->cfg);
-    f.axes = m->freq.axes; /* the positions' (rp_model_set_positions) */
-    if (theta) f.theta = theta, f.n_theta = n_theta;
-    if (angles) f.angles = angles, f.rows = rows, f.n_angles = n_angles;
-    RP_TRY(rp_model_cfg_check_freq(&m->cfg, &f));
-    double *copy = NULL;
-    int64_t n = theta ? n_theta : angles ? rows * n_angles : 0;
-    if (n) {
-        copy = malloc((size_t)n * sizeof(double));
-        if (!copy) return rp_error(RP_ERR_NOMEM, "cannot allocate the frequency table");
-        memcpy(copy, theta ? theta : angles, (size_t)n * sizeof(double));
-        if (theta) f.theta = copy;
-        else f.angles = copy;
-    }
-    free(m->freq_table);
-    m->freq_table = copy;
-    m->freq = f;
-    m->dec_rope_stale = 1;
-    rpm_freq_reset(m); /* learn_freq: the parameter starts from the new scheme */
-    return RP_OK;
-}
-
-const rp_rope_freq *rp_model_freq(const rp_model *m) { return &m->freq; }
-
-rp_status rp_model_set_positions(rp_model *m, const rp_rope_axes *axes, const int64_t *pos,
-                                 int64_t rows)
-{
-    rp_rope_freq f = m->freq;
-    memset(&f.axes, 0, sizeof f.axes);
-    if (pos) f.axes = *axes;
-    RP_TRY(rp_model_cfg_check_positions(&m->cfg, &f, pos, rows));
-    int A = rp_rope_freq_axes(&f);
-    int64_t *pcopy = NULL;
-    double *mcopy = NULL;
-    if (pos) {
-        pcopy = malloc((size_t)(rows * A) * sizeof(int64_t));
-        mcopy = f.axes.mix ? malloc((size_t)(A * f.axes.n_mix) * sizeof(double)) : NULL;
-        if (!pcopy || (f.axes.mix && !mcopy)) {
-            free(pcopy);
-            free(mcopy);
-            return rp_error(RP_ERR_NOMEM, "cannot allocate the positions");
-        }
-        memcpy(pcopy, pos, (size_t)(rows * A) * sizeof(int64_t));
-        if (mcopy) memcpy(mcopy, f.axes.mix, (size_t)(A * f.axes.n_mix) * sizeof(double));
-        f.axes.mix = mcopy;
-    }
-    free(m->pos_table);
-    free(m->mix_table);
-    m->pos_table = pcopy, m->pos_rows = pos ? rows : 0, m->mix_table = mcopy;
-    m->freq = f;
-    m->dec_rope_stale = 1;
-    rpm_freq_reset(m); /* learn_freq: the parameter starts from the new scheme */
-    return RP_OK;
-}
-
-const int64_t *rp_model_positions(const rp_model *m, int64_t *rows)
-{
-    if (rows) *rows = m->pos_rows;
-    return m->pos_table;
 }

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "model_impl.h" /* RP_MAX_LAYERS */
 
 const char *const rp_norm_names[3] = {"pre", "post", NULL};
 const char *const rp_act_names[3] = {"relu", "gelu", NULL};
@@ -108,59 +107,59 @@ const rp_cfg_key rp_model_cfg_keys[] = {
      .unset_as = "fraction_v",
      .use = RP_CFG_PLACEMENT, .use_arg = RP_ROT_O, .since = 2,
      .help = "rotated share of d_k for the output (0: fraction_v)"},
-    {.name = "rel_clip", .type = RP_CFG_INT, .offset = F(rel_clip), .def = 16, .lo = 1,
+    {.name = "rel_clip", .type = RP_CFG_INT, .offset = F(rel.clip), .def = 16, .lo = 1,
      .hi = RP_REL_MAX_CLIP, .json = RP_CFG_JSON_APPLIES, .use = RP_CFG_RELATIVE,
      .use_arg = RP_USES_CLIP, .since = 2,
      .help = "shaw, deberta: relative distances clipped to [-k, k]"},
-    {.name = "rel_buckets", .type = RP_CFG_INT, .offset = F(rel_buckets), .def = 32, .lo = 2,
+    {.name = "rel_buckets", .type = RP_CFG_INT, .offset = F(rel.buckets), .def = 32, .lo = 2,
      .hi = RP_REL_MAX_BUCKETS, .json = RP_CFG_JSON_APPLIES, .use = RP_CFG_RELATIVE,
      .use_arg = RP_USES_BUCKETS, .since = 2, .help = "t5: relative-distance buckets"},
-    {.name = "rel_max_distance", .type = RP_CFG_INT, .offset = F(rel_max_distance), .def = 128,
+    {.name = "rel_max_distance", .type = RP_CFG_INT, .offset = F(rel.max_distance), .def = 128,
      .lo = 1, .hi = I32, .json = RP_CFG_JSON_APPLIES, .use = RP_CFG_RELATIVE,
      .use_arg = RP_USES_BUCKETS, .since = 2,
      .help = "t5: the distance where the last bucket starts"},
-    {.name = "scaling", .type = RP_CFG_ENUM, .offset = F(scaling), .def = RP_SCALING_NONE,
+    {.name = "scaling", .type = RP_CFG_ENUM, .def = RP_SCALING_NONE,
      .names = rp_scaling_names, .flags = RP_CFG_SHOW_SET, .use = RP_CFG_FREQ, .since = 3,
      .value_since = scaling_since, RP_CFG_FREQ_OF(scaling),
      .help = "rotary pe, softmax attention: context extension of the positions (PI, NTK-aware, "
              "YaRN, dynamic NTK, Llama 3)"},
-    {.name = "scaling_factor", .type = RP_CFG_NUM, .offset = F(scaling_factor), .def = 1,
+    {.name = "scaling_factor", .type = RP_CFG_NUM, .def = 1,
      .flags = RP_CFG_FREQ_RANGE, .json = RP_CFG_JSON_APPLIES,
      .use = RP_CFG_SCALED, .since = 3, RP_CFG_FREQ_OF(factor),
      .help = "scaling: the extension factor (> 0)"},
-    {.name = "orig_len", .type = RP_CFG_INT, .offset = F(orig_len), .def = 0, .lo = 0, .hi = I32,
+    {.name = "orig_len", .type = RP_CFG_INT, .def = 0, .lo = 0, .hi = I32,
      .flags = RP_CFG_SHOW_SET, .use = RP_CFG_SCALINGS, .use_arg = RP_READS_LEN, .since = 3,
      RP_CFG_FREQ_OF(orig_len),
      .help = "scaling yarn, dynamic, llama3: the original context length (0: seq_len)"},
-    {.name = "yarn_alpha", .type = RP_CFG_NUM, .offset = F(yarn_alpha), .def = RP_YARN_ALPHA,
+    {.name = "yarn_alpha", .type = RP_CFG_NUM, .def = 1.0 /* (the paper's) */,
      .flags = RP_CFG_FREQ_RANGE, .use = RP_CFG_SCALINGS, .use_arg = RP_READS_YARN, .since = 3,
      RP_CFG_FREQ_OF(yarn_alpha),
      .help = "scaling yarn: alpha (rotations below it are interpolated)"},
-    {.name = "yarn_beta", .type = RP_CFG_NUM, .offset = F(yarn_beta), .def = RP_YARN_BETA,
+    {.name = "yarn_beta", .type = RP_CFG_NUM, .def = 32.0 /* (the paper's) */,
      .lo = 0, .hi = HUGE_VAL, .use = RP_CFG_SCALINGS, .use_arg = RP_READS_YARN, .since = 3,
      RP_CFG_FREQ_OF(yarn_beta), .help = "scaling yarn: beta (rotations above it are kept)"},
-    {.name = "xpos", .type = RP_CFG_NUM, .offset = F(xpos), .def = 0,
-     .flags = RP_CFG_FREQ_RANGE | RP_CFG_SHOW_SET, .use = RP_CFG_FREQ, .since = 3, RP_CFG_FREQ_OF(xpos),
+    {.name = "xpos", .type = RP_CFG_NUM, .def = 0, .flags = RP_CFG_FREQ_RANGE | RP_CFG_SHOW_SET,
+     .use = RP_CFG_FREQ, .since = 3, RP_CFG_FREQ_OF(xpos),
      .help = "rotary pe: xPos decay gamma (0: off; e.g. 0.4)"},
-    {.name = "xpos_scale_base", .type = RP_CFG_NUM, .offset = F(xpos_scale_base),
-     .def = RP_XPOS_SCALE_BASE, .flags = RP_CFG_FREQ_RANGE,
-     .use = RP_CFG_XPOS, .since = 3, RP_CFG_FREQ_OF(xpos_scale_base),
+    {.name = "xpos_scale_base", .type = RP_CFG_NUM, .def = 512.0 /* (the paper's) */,
+     .flags = RP_CFG_FREQ_RANGE, .use = RP_CFG_XPOS, .since = 3, RP_CFG_FREQ_OF(xpos_scale_base),
      .help = "xpos: the scale base"},
-    {.name = "yarn_ramp", .type = RP_CFG_ENUM, .offset = F(yarn_ramp),
-     .def = RP_YARN_RAMP_ROTATIONS, .names = rp_yarn_ramp_names, .use = RP_CFG_SCALINGS,
+    {.name = "yarn_ramp", .type = RP_CFG_ENUM, .def = RP_YARN_RAMP_ROTATIONS,
+     .names = rp_yarn_ramp_names, .use = RP_CFG_SCALINGS,
      .use_arg = RP_READS_YARN, .since = 4, RP_CFG_FREQ_OF(yarn_ramp),
      .help = "scaling yarn: the ramp, linear in rotations (the paper) or in the pair index "
              "(Hugging Face: dims, dims_exact)"},
-    {.name = "low_freq_factor", .type = RP_CFG_NUM, .offset = F(low_freq_factor),
-     .def = RP_LLAMA3_LOW, .flags = RP_CFG_FREQ_RANGE, .use = RP_CFG_SCALINGS,
+    {.name = "low_freq_factor", .type = RP_CFG_NUM, .def = 1.0 /* (Meta's Llama 3.1 config) */,
+     .flags = RP_CFG_FREQ_RANGE, .use = RP_CFG_SCALINGS,
      .use_arg = RP_READS_LLAMA3, .since = 4, RP_CFG_FREQ_OF(low_freq_factor),
      .help = "scaling llama3: rotations per orig_len below which pairs are interpolated"},
-    {.name = "high_freq_factor", .type = RP_CFG_NUM, .offset = F(high_freq_factor),
-     .def = RP_LLAMA3_HIGH, .lo = 0, .hi = HUGE_VAL, .use = RP_CFG_SCALINGS,
+    {.name = "high_freq_factor", .type = RP_CFG_NUM, .def = 4.0 /* (Meta's) */, .lo = 0,
+     .hi = HUGE_VAL, .use = RP_CFG_SCALINGS,
      .use_arg = RP_READS_LLAMA3, .since = 4, RP_CFG_FREQ_OF(high_freq_factor),
      .help = "scaling llama3: rotations per orig_len above which pairs are kept"},
-    {.name = "attention_factor", .type = RP_CFG_NUM, .offset = F(attention_factor), .def = 0,
-     .flags = RP_CFG_FREQ_RANGE, .use = RP_CFG_SCALED, .since = 4, RP_CFG_FREQ_OF(attention_factor),
+    {.name = "attention_factor", .type = RP_CFG_NUM, .def = 0,
+     .flags = RP_CFG_FREQ_RANGE, .use = RP_CFG_SCALED, .since = 4,
+     RP_CFG_FREQ_OF(attention_factor),
      .help = "a scaling: the scores times its square (0: the scaling's own; yarn 0.1 ln s + 1)"},
     {.name = "learn_freq", .type = RP_CFG_BOOL, .offset = F(learn_freq), .def = 0,
      .flags = RP_CFG_WEIGHTS | RP_CFG_SHOW_SET, .use = RP_CFG_FREQ, .since = 5,
@@ -186,6 +185,28 @@ const rp_cfg_key *rp_model_cfg_key(const char *name, size_t len)
         if (strlen(k->name) == len && memcmp(k->name, name, len) == 0) return k;
     }
     return NULL;
+}
+
+rp_cfg_scope rp_model_cfg_scope(const rp_cfg_key *k)
+{
+    static const struct {
+        size_t at, size;
+        rp_cfg_scope scope;
+    } parts[] = {
+        {offsetof(rp_model_cfg, pe), offsetof(rp_model_cfg, rel) - offsetof(rp_model_cfg, pe),
+         RP_CFG_SCOPE_PE},
+        {offsetof(rp_model_cfg, rel), sizeof(rp_rel_cfg), RP_CFG_SCOPE_REL},
+        {offsetof(rp_model_cfg, freq), sizeof(rp_rope_freq), RP_CFG_SCOPE_FREQ},
+    };
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        if (k->offset >= parts[i].at && k->offset < parts[i].at + parts[i].size)
+            return parts[i].scope;
+    return RP_CFG_SCOPE_MODEL;
+}
+
+size_t rp_model_cfg_freq_at(const rp_cfg_key *k)
+{
+    return k->offset - offsetof(rp_model_cfg, freq);
 }
 
 /* ---- field access ------------------------------------------------------------------------- */
@@ -270,6 +291,43 @@ rp_model_cfg rp_model_cfg_default(int64_t vocab)
     return c;
 }
 
+rp_rope_freq rp_rope_freq_default(void) { return rp_model_cfg_default(0).freq; }
+
+int rp_rope_freq_equal(const rp_rope_freq *a, const rp_rope_freq *b)
+{
+    rp_model_cfg ca = rp_model_cfg_default(1), cb = ca; /* a rotary pe with softmax attention */
+    char why[256];
+    ca.freq = a ? *a : ca.freq, cb.freq = b ? *b : cb.freq;
+    const rp_rope_freq *pa = &ca.freq, *pb = &cb.freq;
+    if ((int)pa->scaling < 0 || pa->scaling >= RP_SCALING_COUNT) return 0;
+    for (int i = 0; i < rp_model_cfg_nkeys; i++) { /* the rows that do something for a */
+        const rp_cfg_key *k = &rp_model_cfg_keys[i];
+        if (rp_model_cfg_scope(k) != RP_CFG_SCOPE_FREQ ||
+            (rp_model_cfg_unused(&ca, k, why, sizeof why) &&
+             rp_model_cfg_unused(&cb, k, why, sizeof why)))
+            continue;
+        if (k->type == RP_CFG_NUM ? rp_model_cfg_get_num(&ca, k) != rp_model_cfg_get_num(&cb, k)
+                                  : rp_model_cfg_get_int(&ca, k) != rp_model_cfg_get_int(&cb, k))
+            return 0;
+    }
+    if (!pa->theta != !pb->theta || !pa->angles != !pb->angles) return 0;
+    if (pa->theta && (pa->n_theta != pb->n_theta ||
+                      memcmp(pa->theta, pb->theta, (size_t)pa->n_theta * sizeof(double))))
+        return 0;
+    if (pa->angles && (pa->rows != pb->rows || pa->n_angles != pb->n_angles ||
+                       memcmp(pa->angles, pb->angles,
+                              (size_t)(pa->rows * pa->n_angles) * sizeof(double))))
+        return 0;
+    const rp_rope_axes *xa = &pa->axes, *xb = &pb->axes;
+    if (rp_rope_freq_axes(pa) != rp_rope_freq_axes(pb) || xa->map != xb->map ||
+        memcmp(xa->sections, xb->sections, sizeof xa->sections) || !xa->mix != !xb->mix)
+        return 0;
+    if (xa->mix && (xa->n_mix != xb->n_mix ||
+                    memcmp(xa->mix, xb->mix, (size_t)(xa->n * xa->n_mix) * sizeof(double))))
+        return 0;
+    return 1;
+}
+
 const char *const *rp_model_cfg_names(const rp_cfg_key *k)
 {
     return k->type == RP_CFG_BOOL ? bool_names : k->type == RP_CFG_ENUM ? k->names : NULL;
@@ -312,7 +370,9 @@ rp_cfg_range rp_model_cfg_range(const rp_cfg_key *k)
     rp_cfg_range r = {k->lo, k->hi, (k->flags & RP_CFG_LO_OPEN) != 0,
                       (k->flags & RP_CFG_HI_OPEN) != 0};
     if (k->flags & RP_CFG_FREQ_RANGE) {
-        const rp_freq_rule *b = k->freq ? rp_freq_rule_bound(k->freq - 1) : NULL;
+        const rp_freq_rule *b = rp_model_cfg_scope(k) == RP_CFG_SCOPE_FREQ
+                                    ? rp_freq_rule_bound(rp_model_cfg_freq_at(k))
+                                    : NULL;
         RP_ASSERT(b); /* (test_model_schema: every such row has its bound) */
         r.lo = b->lo, r.hi = HUGE_VAL, r.lo_open = b->lo_open, r.hi_open = 0;
     }
@@ -506,8 +566,8 @@ int rp_model_cfg_fact(const rp_model_cfg *c, rp_cfg_fact f)
     case RP_FACT_ROTATE:
         return c->rotate && c->attention != RP_ATTN_LINEAR ? c->rotate
                                                            : rp_pe_mode_of(c->pe)->rotate;
-    case RP_FACT_SCALING: return (int)c->scaling;
-    case RP_FACT_XPOS: return c->xpos > 0.0;
+    case RP_FACT_SCALING: return (int)c->freq.scaling;
+    case RP_FACT_XPOS: return c->freq.xpos > 0.0;
     case RP_FACT_COUNT: break;
     }
     return 0;

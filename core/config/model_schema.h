@@ -10,8 +10,9 @@
  * of rp.model's table and m:config() (bindings/model.c), and rp.experiment's keys (the rows
  * reach the Lua parts as internals.model_keys). A new config key is a field of rp_model_cfg and
  * a row in model_schema.c (docs/architecture.md, "How to add a config key"); a parameter of the
- * frequency scheme is also a field of rp_rope_freq (core/nn/rope_freq.h), named by the row's
- * freq column, from which rp_model_cfg_freq and the rotary bindings' options come.
+ * frequency scheme is a field of rp_rope_freq (core/nn/rope_freq.h), which the config holds as
+ * its freq: its row points into it (RP_CFG_FREQ_OF), and its scope (rp_model_cfg_scope) makes it
+ * an option of the rotary bindings and of rp.attention.
  */
 #ifndef RP_MODEL_SCHEMA_H
 #define RP_MODEL_SCHEMA_H
@@ -19,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model.h"
+#include "model_cfg.h"
 #include "status.h"
 
 /* How a field is stored and named. */
@@ -96,23 +97,19 @@ typedef struct rp_cfg_key {
     int ck_flag;               /* 0, or the checkpoint's flag bit that holds the field (a
                                 * two-valued enum: the bit is set for value 1) */
     const char *help;          /* one line: rp.experiment.keys(), the scripts' --help */
-    size_t freq;               /* a parameter of the frequency scheme: RP_CFG_FREQ_FIELD(its field
-                                * in rp_rope_freq) (rp_model_cfg_freq copies it there: a double
-                                * for RP_CFG_INT and RP_CFG_NUM, an int for RP_CFG_ENUM; the
-                                * rotary bindings read it as an option, bindings/freq.c); 0 for
-                                * the others */
-    const char *freq_name;     /* the name of that field (the PyTorch companion's rotary.Freq
-                                * has the same fields: rp.model_keys()'s freq), or NULL */
+    const char *freq_name;     /* a row of the frequency scheme (its field in rp_model_cfg.freq):
+                                * the name of that field of rp_rope_freq (the PyTorch companion's
+                                * rotary.Freq has the same fields: rp.model_keys()'s freq); NULL
+                                * for the others */
     const char *unset_as;      /* RP_CFG_UNSET0: the key whose value its 0 ("not set") stands
                                 * for (fraction_q: fraction_qk), or NULL; rp_model_cfg_normalise
                                 * and the widths of the placements (rp_model_cfg_width_key) read
                                 * it */
 } rp_cfg_key;
 
-/* The freq column of a row whose field is rp_rope_freq's `field` (its offset + 1: 0 is none). */
-#define RP_CFG_FREQ_FIELD(field) (offsetof(rp_rope_freq, field) + 1)
-/* A row's freq and freq_name columns, both from rp_rope_freq's `field`. */
-#define RP_CFG_FREQ_OF(field) .freq = RP_CFG_FREQ_FIELD(field), .freq_name = #field
+/* A row of the frequency scheme: its field is rp_model_cfg.freq's `field`, and its freq_name
+ * that field's name. */
+#define RP_CFG_FREQ_OF(field) .offset = offsetof(rp_model_cfg, freq.field), .freq_name = #field
 
 /* The rows, in the order of rp.model's known keys and of roper.config's JSON; at most
  * RP_CFG_MAX_KEYS of them. */
@@ -122,6 +119,20 @@ extern const int rp_model_cfg_nkeys;
 
 /* The row named name (len bytes; NUL-terminated when len is (size_t)-1), or NULL. */
 const rp_cfg_key *rp_model_cfg_key(const char *name, size_t len);
+
+/* The part of rp_model_cfg a row's field lives in (its scope): the model's own fields, or the
+ * attention's part, which rp.attention's options are: the positional scheme (pe .. fraction_o),
+ * the relative kinds' limits (rel, pe.h's rp_rel_cfg) and the frequency scheme (freq,
+ * rope_freq.h's rp_rope_freq). */
+typedef enum {
+    RP_CFG_SCOPE_MODEL = 0,
+    RP_CFG_SCOPE_PE,
+    RP_CFG_SCOPE_REL,
+    RP_CFG_SCOPE_FREQ,
+} rp_cfg_scope;
+rp_cfg_scope rp_model_cfg_scope(const rp_cfg_key *k);
+/* A row of scope RP_CFG_SCOPE_FREQ: the offset of its field in rp_rope_freq. */
+size_t rp_model_cfg_freq_at(const rp_cfg_key *k);
 
 /* A field's value: as an int64 (RP_CFG_INT, RP_CFG_ENUM, RP_CFG_ROTATE, RP_CFG_BOOL; RP_CFG_SEED's
  * bits) or a double (RP_CFG_NUM; the others converted); and set from either (a bool as given:

@@ -101,13 +101,12 @@ static rp_status plan_offsets(const rp_attn_request *r, rp_attn_cfg *cfg)
         cfg->q_offset = r->S - r->T;
     }
     RP_TRY(rp_option_position("pos_offset", r->pos_offset, 0));
-    RP_TRY(rp_option_position("rel_clip", r->keys.rel_clip, 0));
-    RP_TRY(rp_option_position("rel_buckets", r->keys.rel_buckets, 0));
-    RP_TRY(rp_option_position("rel_max_distance", r->keys.rel_max_distance, 0));
+    for (int i = 0; i < rp_model_cfg_nkeys; i++) /* the relative limits: rel's rows */
+        if (rp_model_cfg_scope(&rp_model_cfg_keys[i]) == RP_CFG_SCOPE_REL)
+            RP_TRY(rp_option_position(rp_model_cfg_keys[i].name,
+                                      rp_model_cfg_get_int(&r->keys, &rp_model_cfg_keys[i]), 0));
     cfg->pos_offset = r->pos_offset;
-    cfg->rel_clip = r->keys.rel_clip;
-    cfg->rel_buckets = r->keys.rel_buckets;
-    cfg->rel_max_distance = r->keys.rel_max_distance;
+    cfg->rel = r->keys.rel;
     return RP_OK;
 }
 
@@ -136,22 +135,7 @@ static rp_status plan_tables(const rp_attn_request *r, const rp_attn_cfg *cfg)
 {
     const rp_rel_desc *x = rp_rel_of(rp_pe_mode_of(cfg->pe)->rel);
     const char *pe = rp_pe_name(cfg->pe);
-    if ((x->uses & RP_USES_CLIP) && (cfg->rel_clip < 1 || cfg->rel_clip > RP_REL_MAX_CLIP))
-        return rp_error(RP_ERR_ARG, "option 'rel_clip' must be between 1 and %d, got %lld",
-                        (int)RP_REL_MAX_CLIP, (long long)cfg->rel_clip);
-    if (x->uses & RP_USES_BUCKETS) {
-        int64_t nb = cfg->rel_buckets, exact = cfg->causal ? nb / 2 : nb / 4;
-        if (nb < 2 || nb > RP_REL_MAX_BUCKETS)
-            return rp_error(RP_ERR_ARG, "option 'rel_buckets' must be between 2 and %d, got %lld",
-                            (int)RP_REL_MAX_BUCKETS, (long long)nb);
-        if (!cfg->causal && nb < 4)
-            return rp_error(RP_ERR_ARG, "option 'rel_buckets' must be at least 4 without the "
-                                        "causal mask (%s halves them), got %lld", pe, (long long)nb);
-        if (cfg->rel_max_distance <= exact)
-            return rp_error(RP_ERR_ARG, "option 'rel_max_distance' must exceed rel_buckets / %d = "
-                                        "%lld, got %lld", cfg->causal ? 2 : 4, (long long)exact,
-                            (long long)cfg->rel_max_distance);
-    }
+    RP_TRY(rp_rel_cfg_check(cfg->pe, &cfg->rel, cfg->causal)); /* the limits' one rule */
     char ws[RP_SHAPE_STR_LEN], gs[RP_SHAPE_STR_LEN];
     for (int i = 0; i < RP_TAB_COUNT; i++) {
         const rp_plan_table *t = &r->tables[i];
@@ -258,6 +242,7 @@ rp_status rp_linear_attention_plan(const rp_linattn_request *r, rp_linattn_plan 
     const rp_pe_mode *mode = rp_pe_mode_of(c->pe);
     if (!mode || !mode->linear)
         return rp_error(RP_ERR_ARG, "pe %d does not run with linear attention", (int)c->pe);
+    RP_TRY(rp_linattn_check_eps(r->eps)); /* eps's one rule */
     cfg->eps = r->eps;
     int rot = mode->rotate;
     if (rot & RP_ROT_Q)
