@@ -20,8 +20,8 @@
  * The optimiser's config is written and read through its rows (optim.h's rp_adam_keys): from
  * version 7 on, as one entry per row, by name (w_opt_cfg), so that every row is stored, a row's
  * place in the table does not matter, and a row added later reads as its default from the files
- * written before it; versions 1 to 6 hold the fields of OPT_V1_ORDER at fixed places (r_opt_cfg
- * reads them still).
+ * written before it; versions 1 to 6 hold the fields of OPT_V1_ORDER at fixed places
+ * (r_opt_cfg_v1 reads them still).
  */
 #include "checkpoint.h"
 
