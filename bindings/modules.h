@@ -43,7 +43,8 @@ void lrp_tables_internals(lua_State *L, int priv);
 /* Sets the optimiser's keys in the internals table at priv (optim.c): optim_keys = { {name =,
  * type = "number" | "int" | "enum", default =, lo =, hi = (number), lo_open =, hi_open =
  * (number, int), names = (enum), option = (an option of rp.optim), pair = (the option that holds
- * it with the next row: "betas"), help =}, ... } (core/nn/optim.h's rows, in order). */
+ * it with the next row: "betas"), help =, experiment = (its place among rp.experiment's optimiser
+ * keys; absent: not offered)}, ... } (core/nn/optim.h's rows, in order). */
 void lrp_optim_internals(lua_State *L, int priv);
 /* Sets the task table in the internals table at priv (tasks.c): task_keys = { {name =, type =
  * "int" | "number" | "enum" | "bool" | "path", default = ("" for a path), lo =, hi = (int,

@@ -11,7 +11,7 @@
 #include <stdio.h>
 
 #include "args.h"
-#include "roper.h"
+#include "modules.h"
 #include "userdata.h"
 
 /* ---- the userdata ---- */
@@ -217,7 +217,7 @@ void lrp_optim_internals(lua_State *L, int priv)
                                  .lo = k->lo, .hi = k->hi, .names = k->names,
                                  .lo_open = k->flags & RP_OPT_LO_OPEN,
                                  .hi_open = k->flags & RP_OPT_HI_OPEN};
-        lrp_push_key_row(L, &row, 10);
+        lrp_push_key_row(L, &row, 11);
         lua_pushboolean(L, k->flags & RP_OPT_OPTION);
         lua_setfield(L, -2, "option");
         if (k->pair) {
@@ -226,6 +226,10 @@ void lrp_optim_internals(lua_State *L, int priv)
         }
         lua_pushstring(L, k->help);
         lua_setfield(L, -2, "help");
+        if (k->experiment > 0) {
+            lua_pushinteger(L, k->experiment);
+            lua_setfield(L, -2, "experiment");
+        }
         lua_rawseti(L, -2, i + 1);
     }
     lua_setfield(L, priv, "optim_keys");

@@ -12,11 +12,6 @@
 #include <lauxlib.h>
 #include <lua.h>
 
-/* The registration functions of the binding files are in modules.h, which roper.c includes.
- * tasks.c and optim.c still include this header for theirs, until their own change of that line
- * to modules.h (kept apart: other work on those files); then this include goes. */
-#include "modules.h"
-
 /* The module entry point: require "roper" (roper.c). */
 LUAMOD_API int luaopen_roper(lua_State *L);
 

@@ -16,6 +16,12 @@
  * version a config needs is the newest row it uses, a row's version names its block and its type
  * the encoding; the stored config must pass rp_model_cfg_check, as rp.model's does, and a save
  * checks it first, so a file the reader refuses is never written.
+ *
+ * The optimiser's config is written and read through its rows (optim.h's rp_adam_keys): from
+ * version 7 on, as one entry per row, by name (w_opt_cfg), so that every row is stored, a row's
+ * place in the table does not matter, and a row added later reads as its default from the files
+ * written before it; versions 1 to 6 hold the fields of OPT_V1_ORDER at fixed places
+ * (r_opt_cfg_v1 reads them still).
  */
 #include "checkpoint.h"
 
@@ -39,6 +45,9 @@
 #define CK_TRAILER 8u  /* checksum */
 #define CK_FLAG_OPTIM 1u /* an optimiser section follows; the config rows' ck_flag bits: 2
                           * linear attention, 4 RoPE before its feature map */
+#define CK_OPT_VERSION 7u /* the version whose optimiser config is one entry per row, by name */
+#define CK_OPT_NAME_MAX 64u /* the longest name of an optimiser entry the reader takes, NUL
+                             * included */
 
 #define FNV_OFFSET 0xcbf29ce484222325ULL
 #define FNV_PRIME 0x100000001b3ULL
@@ -140,6 +149,14 @@ static uint32_t model_version(const rp_model *m)
     return (f->theta || f->angles) && v < 3 ? 3u : v;
 }
 
+/* The format version of a file of m, with an optimiser when oc is not NULL: the model's, and at
+ * least CK_OPT_VERSION with an optimiser (the version that holds its config by row). */
+static uint32_t file_version(const rp_model *m, const rp_adam_cfg *oc)
+{
+    uint32_t v = model_version(m);
+    return oc && v < CK_OPT_VERSION ? CK_OPT_VERSION : v;
+}
+
 /* The config fields of format version v's block, in file order (docs/checkpoint.md), into rows;
  * returns their count. Version 1 holds its fields grouped by type (the integers, the enums, the
  * numbers, the seed) and keeps the two-valued attention and linear_rope as flag bits instead;
@@ -160,10 +177,11 @@ static int block_rows(uint32_t v, const rp_cfg_key **rows)
 /* The newest format version, from the tables that give every version: the newest of a config
  * row's since and of every value's value_since (the mode table's and the scaling table's since,
  * pe.c and rope_freq.c), and this file's own sections (3: the frequency table, 5: the
- * positions). A new row or value of a newer version raises it, with nothing here to change. */
+ * positions, 7: the optimiser's config by row). A new row or value of a newer version raises
+ * it, with nothing here to change. */
 static uint32_t newest_version(void)
 {
-    uint32_t v = CK_POS_VERSION;
+    uint32_t v = CK_POS_VERSION > CK_OPT_VERSION ? CK_POS_VERSION : CK_OPT_VERSION;
     for (int i = 0; i < rp_model_cfg_nkeys; i++) {
         const rp_cfg_key *k = &rp_model_cfg_keys[i];
         if (k->since > v) v = k->since;
@@ -235,26 +253,35 @@ static void w_model_cfg(writer *w, const rp_model *m, uint32_t version)
     if (version >= CK_POS_VERSION) w_positions(w, m);
 }
 
+/* An optimiser entry's encoding (version 7): a number as f64, an integer or an enum as i64. */
+enum { CK_OPT_F64 = 0, CK_OPT_I64 = 1 };
+
+static uint32_t opt_encoding(const rp_optim_key *k)
+{
+    return k->type == RP_OPT_NUM ? CK_OPT_F64 : CK_OPT_I64;
+}
+
+/* The optimiser's config (version 7, docs/checkpoint.md): u32 the number of entries, then one
+ * per row of rp_adam_keys, in row order: u32 the name's length, the name, u32 the encoding
+ * (opt_encoding), the value (8 bytes). */
 static void w_opt_cfg(writer *w, const rp_adam_cfg *c)
 {
-    w_f64(w, c->lr);
-    w_f64(w, c->beta1);
-    w_f64(w, c->beta2);
-    w_f64(w, c->eps);
-    w_f64(w, c->weight_decay);
-    w_i32(w, (int32_t)c->decoupled);
-    w_i32(w, (int32_t)c->schedule);
-    w_f64(w, c->clip);
-    w_i64(w, c->warmup);
-    w_i64(w, c->total_steps);
-    w_f64(w, c->min_lr);
-    w_f64(w, c->d_model);
+    w_u32(w, (uint32_t)rp_adam_nkeys);
+    for (int i = 0; i < rp_adam_nkeys; i++) {
+        const rp_optim_key *k = &rp_adam_keys[i];
+        size_t len = strlen(k->name);
+        w_u32(w, (uint32_t)len);
+        w_bytes(w, k->name, len);
+        w_u32(w, opt_encoding(k));
+        if (k->type == RP_OPT_NUM) w_f64(w, rp_adam_cfg_get(c, k));
+        else w_i64(w, rp_adam_cfg_get_int(c, k));
+    }
 }
 
 /* Everything after the header and before the checksum. */
 static void w_body(writer *w, rp_model *m, const rp_adam_cfg *oc, const rp_adam_state *os)
 {
-    w_model_cfg(w, m, model_version(m));
+    w_model_cfg(w, m, file_version(m, oc));
     int np = rp_model_num_tensors(m);
     const rp_model_cfg *mc = rp_model_config(m);
     uint32_t flags = oc ? CK_FLAG_OPTIM : 0u;
@@ -300,7 +327,7 @@ static int write_checkpoint(FILE *f, void *ctx)
     const save_job *j = ctx;
     writer w = {f, 0, FNV_OFFSET, 0};
     w_bytes(&w, CK_MAGIC, 4);
-    w_u32(&w, model_version(j->m));
+    w_u32(&w, file_version(j->m, j->oc));
     w_u64(&w, j->total);
     w_body(&w, j->m, j->oc, j->os);
     w_u64(&w, w.hash); /* the hash of everything before it (w_uint reads w.hash first) */
@@ -417,22 +444,12 @@ static int32_t r_block(reader *r, rp_model_cfg *c, uint32_t v, const char *what)
     return word;
 }
 
-static void r_opt_cfg(reader *r, rp_adam_cfg *c)
-{
-    const char *w = "the optimiser config";
-    c->lr = r_f64(r, w);
-    c->beta1 = r_f64(r, w);
-    c->beta2 = r_f64(r, w);
-    c->eps = r_f64(r, w);
-    c->weight_decay = r_f64(r, w);
-    c->decoupled = (int)r_i32(r, w);
-    c->schedule = (rp_schedule)r_i32(r, w);
-    c->clip = r_f64(r, w);
-    c->warmup = r_i64(r, w);
-    c->total_steps = r_i64(r, w);
-    c->min_lr = r_f64(r, w);
-    c->d_model = r_f64(r, w);
-}
+/* The fields of the optimiser's config in versions 1 to 6, in file order; each row's type gives
+ * its encoding there (a number f64, an integer i64, an enum i32). Fixed: the rows added since
+ * are in version 7's entries only. */
+static const char *const OPT_V1_ORDER[] = {"lr", "beta1", "beta2", "eps", "weight_decay",
+                                           "decoupled", "schedule", "clip", "warmup",
+                                           "total_steps", "min_lr", "d_model"};
 
 static void shape_str(char *buf, size_t n, int ndim, const int64_t *shape)
 {
@@ -732,12 +749,82 @@ static rp_status read_rng(const char *path, reader *r, rp_rng *rng)
     return RP_OK;
 }
 
-/* The optimiser section: its config, step and n floats of m and of v for the model's total.
- * On failure os->m and os->v may be allocated (the caller frees them). */
-static rp_status read_optim(const char *path, reader *r, uint64_t total, rp_adam_cfg *oc,
-                            rp_adam_state *os)
+/* The optimiser's config of a file of version 1 to 6 into c: the fields of OPT_V1_ORDER. */
+static void r_opt_cfg_v1(reader *r, rp_adam_cfg *c)
 {
-    r_opt_cfg(r, oc);
+    const char *w = "the optimiser config";
+    for (size_t i = 0; i < sizeof OPT_V1_ORDER / sizeof OPT_V1_ORDER[0]; i++) {
+        const rp_optim_key *k = rp_adam_key(OPT_V1_ORDER[i]);
+        if (k->type == RP_OPT_NUM) rp_adam_cfg_set(c, k, r_f64(r, w));
+        else if (k->type == RP_OPT_INT) rp_adam_cfg_set_int(c, k, r_i64(r, w));
+        else rp_adam_cfg_set_int(c, k, r_i32(r, w));
+    }
+}
+
+/* The optimiser's config of a file of version 7 on (w_opt_cfg) into c, over its defaults: each
+ * entry must name a row of this roper's table, once, in the row's encoding, an enum's value an
+ * int; a row without an entry (added after the file was written) keeps its default. */
+static rp_status r_opt_cfg(const char *path, reader *r, rp_adam_cfg *c)
+{
+    const char *w = "the optimiser config";
+    char seen[256] = {0}; /* by row index */
+    RP_ASSERT(rp_adam_nkeys <= (int)sizeof seen);
+    uint32_t count = r_u32(r, w);
+    for (uint32_t e = 0; e < count; e++) {
+        uint32_t len = r_u32(r, w);
+        if (r->what) return past_end(path, r);
+        if (len == 0 || len >= CK_OPT_NAME_MAX)
+            return rp_error(RP_ERR_IO, "%s: corrupted (optimiser entry %lu: name of %lu bytes)",
+                            path, (unsigned long)e, (unsigned long)len);
+        char name[CK_OPT_NAME_MAX];
+        if (!r_need(r, len, w)) return past_end(path, r);
+        memcpy(name, r->p + r->pos, len);
+        name[len] = '\0';
+        r->pos += len;
+        const rp_optim_key *k = strlen(name) == len ? rp_adam_key(name) : NULL;
+        if (!k) {
+            int word = strlen(name) == len;
+            for (uint32_t i = 0; word && i < len; i++)
+                word = (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') ||
+                       name[i] == '_';
+            if (!word)
+                return rp_error(RP_ERR_IO, "%s: corrupted (optimiser entry %lu: not a name)", path,
+                                (unsigned long)e);
+            return rp_error(RP_ERR_IO,
+                            "%s: the optimiser setting %s is unknown to this roper (a newer "
+                            "roper's file?)",
+                            path, name);
+        }
+        int i = (int)(k - rp_adam_keys);
+        if (seen[i])
+            return rp_error(RP_ERR_IO, "%s: corrupted (optimiser setting %s twice)", path, name);
+        seen[i] = 1;
+        uint32_t enc = r_u32(r, w);
+        uint64_t bits = r_u64(r, w);
+        if (r->what) return past_end(path, r);
+        if (enc != opt_encoding(k))
+            return rp_error(RP_ERR_IO,
+                            "%s: corrupted (optimiser setting %s: encoding %lu, not %lu)", path,
+                            name, (unsigned long)enc, (unsigned long)opt_encoding(k));
+        int64_t v = (int64_t)bits;
+        if (k->type == RP_OPT_NUM) rp_adam_cfg_set(c, k, bits_f64(bits));
+        else if (k->type == RP_OPT_INT) rp_adam_cfg_set_int(c, k, v);
+        else if (v < INT32_MIN || v > INT32_MAX)
+            return rp_error(RP_ERR_IO, "%s: corrupted (optimiser setting %s: %lld)", path, name,
+                            (long long)v);
+        else rp_adam_cfg_set_int(c, k, v);
+    }
+    return RP_OK;
+}
+
+/* The optimiser section of a file of the given version: its config, step and n floats of m and
+ * of v for the model's total. On failure os->m and os->v may be allocated (the caller frees
+ * them). */
+static rp_status read_optim(const char *path, reader *r, uint32_t version, uint64_t total,
+                            rp_adam_cfg *oc, rp_adam_state *os)
+{
+    if (version >= CK_OPT_VERSION) RP_TRY(r_opt_cfg(path, r, oc));
+    else r_opt_cfg_v1(r, oc);
     os->step = r_i64(r, "the optimiser state");
     os->n = r_i64(r, "the optimiser state");
     if (r->what) return past_end(path, r);
@@ -784,7 +871,8 @@ static rp_status parse(const char *path, const uint8_t *b, uint64_t n, int64_t m
     int has_optim = 0;
     rp_status st;
 
-    if ((st = read_model_head(path, &r, &h, (uint32_t)get_le(b + 4, 4))) != RP_OK) goto fail;
+    uint32_t version = (uint32_t)get_le(b + 4, 4);
+    if ((st = read_model_head(path, &r, &h, version)) != RP_OK) goto fail;
     has_optim = (h.flags & CK_FLAG_OPTIM) != 0;
     if (max_batch > 0) h.cfg.max_batch = max_batch;
     m = rp_model_new(&h.cfg);
@@ -796,7 +884,7 @@ static rp_status parse(const char *path, const uint8_t *b, uint64_t n, int64_t m
     if ((st = read_positions(path, &h, m)) != RP_OK) goto fail;
     if ((st = read_params(path, &r, &h, m)) != RP_OK) goto fail;
     if ((st = read_rng(path, &r, &rng)) != RP_OK) goto fail;
-    if (has_optim && (st = read_optim(path, &r, h.total, &oc, &os)) != RP_OK) goto fail;
+    if (has_optim && (st = read_optim(path, &r, version, h.total, &oc, &os)) != RP_OK) goto fail;
     if ((st = read_trailer(path, &r)) != RP_OK) goto fail;
 
     *rp_model_rng(m) = rng;

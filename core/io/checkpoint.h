@@ -14,7 +14,8 @@
  * whose n differs from the parameter count, or an optimiser config that fails its check; and
  * ("path: bad model config: ...") for a model config that rp_model_cfg_check refuses, which the
  * reader would refuse too. The config's fields are laid out by the config schema
- * (core/config/model_schema.h: each row's since and type). */
+ * (core/config/model_schema.h: each row's since and type); the optimiser's config by its rows
+ * (core/nn/optim.h: one entry per row, by name), in a file of format version 7. */
 rp_status rp_checkpoint_save(const char *path, rp_model *m, const rp_adam_cfg *opt_cfg,
                              const rp_adam_state *opt_state);
 

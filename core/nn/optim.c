@@ -27,10 +27,12 @@ const char *const rp_adam_kind_names[] = {"adam", "adamw", NULL};
 
 #define F(field) offsetof(rp_adam_cfg, field)
 
-/* The optimiser's keys (optim.h), in the order of rp.optim's options and of the checks. */
+/* The optimiser's keys (optim.h), in the order of rp.optim's options and of the checks;
+ * rp.experiment offers those with an experiment place, in that place's order (decoupled as its
+ * key optimiser, adam or adamw). */
 const rp_optim_key rp_adam_keys[] = {
     {.name = "lr", .type = RP_OPT_NUM, .offset = F(lr), .def = 1e-3, .lo = 0, .hi = HUGE_VAL,
-     .flags = RP_OPT_LO_OPEN | RP_OPT_OPTION, .help = "peak learning rate"},
+     .flags = RP_OPT_LO_OPEN | RP_OPT_OPTION, .help = "peak learning rate", .experiment = 2},
     {.name = "beta1", .type = RP_OPT_NUM, .offset = F(beta1), .def = 0.9, .lo = 0, .hi = 1,
      .flags = RP_OPT_HI_OPEN | RP_OPT_OPTION | RP_OPT_PAIR, .pair = "betas",
      .help = "Adam's decay of the gradients' running mean"},
@@ -41,19 +43,23 @@ const rp_optim_key rp_adam_keys[] = {
      .flags = RP_OPT_LO_OPEN | RP_OPT_OPTION, .help = "Adam's epsilon, added to sqrt(v)"},
     {.name = "weight_decay", .type = RP_OPT_NUM, .offset = F(weight_decay), .def = 0, .lo = 0,
      .hi = HUGE_VAL, .flags = RP_OPT_OPTION,
-     .help = "L2 (adam) or decoupled (adamw) weight decay"},
+     .help = "L2 (adam) or decoupled (adamw) weight decay", .experiment = 3},
     {.name = "decoupled", .type = RP_OPT_ENUM, .offset = F(decoupled), .def = 0,
-     .names = rp_adam_kind_names, .note = "0 (Adam) or 1 (AdamW)", .help = "optimiser"},
+     .names = rp_adam_kind_names, .note = "0 (Adam) or 1 (AdamW)", .help = "optimiser",
+     .experiment = 1},
     {.name = "clip", .type = RP_OPT_NUM, .offset = F(clip), .def = 1, .lo = 0, .hi = HUGE_VAL,
-     .flags = RP_OPT_OPTION, .note = " (0 = off)", .help = "gradient-norm clip (0: off)"},
+     .flags = RP_OPT_OPTION, .note = " (0 = off)", .help = "gradient-norm clip (0: off)",
+     .experiment = 7},
     {.name = "schedule", .type = RP_OPT_ENUM, .offset = F(schedule), .def = RP_SCHED_COSINE,
-     .names = rp_schedule_names, .flags = RP_OPT_OPTION, .help = "learning-rate schedule"},
+     .names = rp_schedule_names, .flags = RP_OPT_OPTION, .help = "learning-rate schedule",
+     .experiment = 4},
     {.name = "warmup", .type = RP_OPT_INT, .offset = F(warmup), .def = 100, .lo = 0,
-     .flags = RP_OPT_OPTION, .help = "warmup steps (cosine, noam)"},
+     .flags = RP_OPT_OPTION, .help = "warmup steps (cosine, noam)", .experiment = 5},
     {.name = "total_steps", .type = RP_OPT_INT, .offset = F(total_steps), .def = 2000, .lo = 0,
      .flags = RP_OPT_OPTION, .help = "cosine: the step at which the rate reaches min_lr"},
     {.name = "min_lr", .type = RP_OPT_NUM, .offset = F(min_lr), .def = 1e-4, .lo = 0,
-     .hi = HUGE_VAL, .flags = RP_OPT_OPTION, .help = "cosine: final learning rate"},
+     .hi = HUGE_VAL, .flags = RP_OPT_OPTION, .help = "cosine: final learning rate",
+     .experiment = 6},
     {.name = "d_model", .type = RP_OPT_NUM, .offset = F(d_model), .def = 512, .lo = 0,
      .hi = HUGE_VAL, .flags = RP_OPT_LO_OPEN, .help = "noam: the model width"},
 };

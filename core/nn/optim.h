@@ -34,9 +34,11 @@ typedef struct rp_adam_cfg {
 /* The optimiser's keys: one row per field of rp_adam_cfg (optim.c's rp_adam_keys), the one place
  * that gives each its name, default, range and help. From the rows come rp_adam_cfg_default,
  * the range checks of rp_adam_cfg_check, rp.optim's options and opt:config()
- * (bindings/optim.c), and rp.experiment's optimiser keys with scripts/train.lua's --lr and
- * friends (the rows reach the Lua parts as internals.optim_keys). A new key is a field of
- * rp_adam_cfg and its row. */
+ * (bindings/optim.c), rp.experiment's optimiser keys (the rows with an `experiment` place) with
+ * scripts/train.lua's --lr and friends (the rows reach the Lua parts as internals.optim_keys),
+ * and the checkpoint's optimiser block (core/io/checkpoint.c: every row by its name). A new key
+ * is a field of rp_adam_cfg and its row; its default must be the behaviour from before it
+ * existed, which a checkpoint written before it reads as. */
 typedef enum {
     RP_OPT_NUM,  /* double: a finite number in the range */
     RP_OPT_INT,  /* int64_t: >= lo */
@@ -62,6 +64,11 @@ typedef struct rp_optim_key {
     const char *note;         /* in the range message: after a number's range (" (0 = off)"), or
                                * an enum's values written out ("0 (Adam) or 1 (AdamW)") */
     const char *help;         /* one line: rp.experiment.keys(), the scripts' --help */
+    int experiment;           /* offered by rp.experiment: its place among the experiment's
+                               * optimiser keys (1 first: the order of rp.experiment.keys() and
+                               * the scripts' --help), with the row's default, range and help,
+                               * passed to rp.optim as the option of its name (so not on a row
+                               * of a pair); 0: not offered */
 } rp_optim_key;
 
 extern const rp_optim_key rp_adam_keys[];

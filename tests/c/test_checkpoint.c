@@ -5,7 +5,9 @@
  *
  * Offsets used below come from docs/checkpoint.md: header 16 bytes ("RPCK", u32 version, u64
  * file size), model config at 16 (vocab first), flags at 128, tensor count at 132, parameter
- * count at 136, first tensor at 144; FNV-1a 64 of everything before it in the last 8 bytes.
+ * count at 136, first tensor at 144 in a version 1 file (a model without an optimiser); a file
+ * with an optimiser is version 7, whose blocks of versions 2 to 6 put the flags 212 bytes
+ * further (V7_SHIFT); FNV-1a 64 of everything before it in the last 8 bytes.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -125,13 +127,30 @@ static int cfg_equal(const rp_model_cfg *a, const rp_model_cfg *b)
            !memcmp(&a->rope_base, &b->rope_base, sizeof(double));
 }
 
+/* Every field of the optimiser's config, by its row (core/nn/optim.h), bit for bit. */
 static int opt_cfg_equal(const rp_adam_cfg *a, const rp_adam_cfg *b)
 {
-    return a->lr == b->lr && a->beta1 == b->beta1 && a->beta2 == b->beta2 && a->eps == b->eps &&
-           a->weight_decay == b->weight_decay && a->decoupled == b->decoupled &&
-           a->clip == b->clip && a->schedule == b->schedule && a->warmup == b->warmup &&
-           a->total_steps == b->total_steps && a->min_lr == b->min_lr &&
-           a->d_model == b->d_model;
+    for (int i = 0; i < rp_adam_nkeys; i++) {
+        const rp_optim_key *k = &rp_adam_keys[i];
+        double x = rp_adam_cfg_get(a, k), y = rp_adam_cfg_get(b, k);
+        if (k->type == RP_OPT_NUM ? memcmp(&x, &y, sizeof x) != 0
+                                  : rp_adam_cfg_get_int(a, k) != rp_adam_cfg_get_int(b, k))
+            return 0;
+    }
+    return 1;
+}
+
+/* docs/checkpoint.md: the blocks of versions 2 to 6 of a model without a frequency table or
+ * positions (56 + 72 + 28 + 4 + 4 + 48 bytes), before the counts of a version 7 file. */
+enum { V7_SHIFT = 212 };
+
+/* The size of version 7's optimiser config: the entry count, then per row its name's length,
+ * the name, the encoding and the value. */
+static size_t opt_block_size(void)
+{
+    size_t n = 4;
+    for (int i = 0; i < rp_adam_nkeys; i++) n += 4 + strlen(rp_adam_keys[i].name) + 4 + 8;
+    return n;
 }
 
 static rp_adam_cfg odd_opt_cfg(void)
@@ -190,13 +209,15 @@ static void test_round_trip(void)
     size_t len = 0;
     uint8_t *b = slurp(path, &len);
     CHECK(b && len > 16 && !memcmp(b, "RPCK", 4), "file starts with RPCK");
-    CHECK(b && b[4] == 1 && b[5] == 0 && b[6] == 0 && b[7] == 0, "version 1, little-endian");
+    CHECK(b && b[4] == 7 && b[5] == 0 && b[6] == 0 && b[7] == 0,
+          "version 7 (an optimiser), little-endian");
     CHECK(b && get64(b + 8) == len, "header size %llu == file size %zu",
           b ? (unsigned long long)get64(b + 8) : 0ULL, len);
     CHECK(b && get64(b + len - 8) == fnv(b, len - 8), "trailer is FNV-1a 64 of the rest");
     CHECK(b && get64(b + 16) == 7, "vocab at offset 16");
-    /* size: header + config + counts + tensors + rng + optimiser + checksum */
-    size_t want = 16 + 112 + 16 + 44 + 104 + 8;
+    /* size: header + config (versions 1 to 7) + counts + tensors + rng + optimiser (its config,
+     * step and n, m and v) + checksum */
+    size_t want = 16 + 112 + V7_SHIFT + 16 + 44 + opt_block_size() + 16 + 8;
     for (int i = 0; i < rp_model_num_tensors(m); i++) {
         const rp_param_info *pi = rp_model_param(m, i);
         want += 4 + strlen(pi->name) + 4 + 8 * (size_t)pi->ndim + 4 * (size_t)pi->numel;
@@ -236,8 +257,11 @@ static void test_round_trip(void)
         rp_model_free(ck.model);
     }
 
-    /* without the optimiser; saving over an existing file replaces it */
+    /* without the optimiser (version 1 as before); saving over an existing file replaces it */
     CHECK_STATUS(rp_checkpoint_save(path, m, NULL, NULL), RP_OK, NULL);
+    b = slurp(path, &len);
+    CHECK(b && len > 16 && b[4] == 1, "version 1 without an optimiser");
+    free(b);
     memset(&ck, 0, sizeof ck);
     CHECK_STATUS(rp_checkpoint_load(path, &ck), RP_OK, NULL);
     if (ck.model) {
@@ -291,11 +315,11 @@ static int expect_io(const char *path, const char *want, int exact, const char *
 
 /* The newest format version the reader must accept, from the tables that give versions,
  * independently of the reader's own loop: every config row's since, every mode's since (the
- * mode table), every scaling's since (the scaling table), and the positions' section (5:
- * docs/checkpoint.md). */
+ * mode table), every scaling's since (the scaling table), the positions' section (5) and the
+ * optimiser's config by row (7: docs/checkpoint.md). */
 static unsigned newest_from_tables(void)
 {
-    unsigned v = 5;
+    unsigned v = 7;
     for (int i = 0; i < rp_model_cfg_nkeys; i++)
         if (rp_model_cfg_keys[i].since > v) v = rp_model_cfg_keys[i].since;
     for (int pe = 0; pe < (int)RP_PE_COUNT; pe++)
@@ -382,10 +406,10 @@ static void test_damaged(void)
         }
     }
 
-    /* wrong version (the newest + 1, 7 today), with a valid checksum too: the version is checked
-     * first; the newest the reader accepts is the newest of the tables (docs/checkpoint.md: 6) */
+    /* wrong version (the newest + 1, 8 today), with a valid checksum too: the version is checked
+     * first; the newest the reader accepts is the newest of the tables (docs/checkpoint.md: 7) */
     unsigned newest = newest_from_tables();
-    CHECK(newest == 6, "the tables' newest version %u, docs/checkpoint.md's 6", newest);
+    CHECK(newest == 7, "the tables' newest version %u, docs/checkpoint.md's 7", newest);
     memcpy(copy, b, len);
     copy[4] = (unsigned char)(newest + 1);
     spit(bad, copy, len);
@@ -421,32 +445,33 @@ static void test_damaged(void)
         uint64_t V = 0x7FFFFFFF, C = 16, F = 24, L = 2;
         uint64_t per = 2 * C + 3 * C * C + 3 * C + C * C + C + 2 * C + F * C + F + C * F + C;
         put64(copy + 16, V);
-        put64(copy + 136, V * C + L * per + 2 * C + V * C + V);
+        put64(copy + 136 + V7_SHIFT, V * C + L * per + 2 * C + V * C + V);
         reseal(copy, len);
         spit(bad, copy, len);
         expect_io(bad, "parameters do not fit in the file", 0, "huge vocab and count");
     }
     memcpy(copy, b, len);
-    copy[132] = 0xFF, copy[133] = 0xFF, copy[134] = 0xFF, copy[135] = 0xFF; /* tensor count */
+    memset(copy + 132 + V7_SHIFT, 0xFF, 4); /* tensor count */
     reseal(copy, len);
     spit(bad, copy, len);
     expect_io(bad, "4294967295 tensors", 0, "huge tensor count");
     memcpy(copy, b, len);
-    copy[144] = 0xFF, copy[145] = 0xFF, copy[146] = 0xFF, copy[147] = 0x7F; /* name length */
+    memset(copy + 144 + V7_SHIFT, 0xFF, 3), copy[147 + V7_SHIFT] = 0x7F; /* name length */
     reseal(copy, len);
     spit(bad, copy, len);
     expect_io(bad, "corrupted (tensor 0: name of 2147483647 bytes)", 1, "huge name length");
     memcpy(copy, b, len);
-    copy[148 + 11] = 'u'; /* "embed.weight" -> "embed.weighu" */
+    copy[148 + V7_SHIFT + 11] = 'u'; /* "embed.weight" -> "embed.weighu" */
     reseal(copy, len);
     spit(bad, copy, len);
     expect_io(bad, "tensor 0 is embed.weighu (7 x 16), the model expects embed.weight (7 x 16)", 1,
               "renamed tensor");
     memcpy(copy, b, len);
-    copy[128] = 8; /* unknown flag (1 optimiser, 2 linear attention, 4 rope before phi) */
+    copy[128 + V7_SHIFT] = 9; /* unknown flag (1 optimiser, 2 linear attention, 4 rope before
+                               * phi) */
     reseal(copy, len);
     spit(bad, copy, len);
-    expect_io(bad, "corrupted (unknown flags 0x8)", 1, "unknown flag");
+    expect_io(bad, "corrupted (unknown flags 0x9)", 1, "unknown flag");
     memcpy(copy, b, len);
     {   /* a config beyond 2^40 floats: refused by core's layout pass before anything is built */
         put64(copy + 24, (uint64_t)1 << 20); /* d_model 2^20: ~2^43 floats of weights */
@@ -463,9 +488,10 @@ static void test_damaged(void)
     spit(bad, copy, len);
     expect_io(bad, "bad model config: d_model 5 is not divisible by heads 2", 1, "bad config");
     memcpy(copy, b, len);
-    /* optimiser beta2 (second double of the optimiser config, right after the RNG's 44 bytes) */
+    /* optimiser beta2 (the value of the config's third entry, right after the RNG's 44 bytes:
+     * docs/checkpoint.md) */
     {
-        size_t tensors_end = 144;
+        size_t tensors_end = 144 + V7_SHIFT;
         for (int i = 0; i < rp_model_num_tensors(m); i++) {
             const rp_param_info *pi = rp_model_param(m, i);
             tensors_end += 4 + strlen(pi->name) + 4 + 8 * (size_t)pi->ndim + 4 * (size_t)pi->numel;
@@ -473,14 +499,16 @@ static void test_damaged(void)
         double beta2 = 1.5;
         uint64_t u;
         memcpy(&u, &beta2, 8);
-        put64(copy + tensors_end + 44 + 16, u);
+        size_t at_beta2 = tensors_end + 44 + 4 + (4 + 2 + 12) + (4 + 5 + 12) + 4 + 5 + 4;
+        CHECK(!memcmp(copy + at_beta2 - 9, "beta2", 5), "beta2's entry where the docs put it");
+        put64(copy + at_beta2, u);
         reseal(copy, len);
         spit(bad, copy, len);
         expect_io(bad, "bad optimiser config: beta2 must be in [0, 1), got 1.5", 1, "bad beta2");
-        /* the optimiser step (after its 88 bytes of config): 2^63-1 once loaded, and the next
-         * step overflowed step + 1; up to 2^53 loads, and the count stops there */
+        /* the optimiser step (after its config): 2^63-1 once loaded, and the next step
+         * overflowed step + 1; up to 2^53 loads, and the count stops there */
         memcpy(copy, b, len);
-        size_t at_step = tensors_end + 44 + 88;
+        size_t at_step = tensors_end + 44 + opt_block_size();
         put64(copy + at_step, (uint64_t)INT64_MAX);
         reseal(copy, len);
         spit(bad, copy, len);
@@ -921,7 +949,18 @@ static void check_old_file(const ck_fixture *f)
     CHECK(ck.has_optim == f->has_optim, "%s: optimiser present %d, want %d", f->file,
           ck.has_optim, f->has_optim);
     if (f->has_optim && ck.has_optim) {
-        CHECK(opt_cfg_equal(&ck.opt_cfg, &f->opt_cfg), "%s: optimiser config", f->file);
+        /* the fields these files hold (docs/checkpoint.md: versions 1 to 6) as saved, every row
+         * added since at its default */
+        static const char *const v1_fields[] = {"lr", "beta1", "beta2", "eps", "weight_decay",
+                                                "decoupled", "schedule", "clip", "warmup",
+                                                "total_steps", "min_lr", "d_model"};
+        rp_adam_cfg want = rp_adam_cfg_default();
+        for (size_t i = 0; i < sizeof v1_fields / sizeof v1_fields[0]; i++) {
+            const rp_optim_key *k = rp_adam_key(v1_fields[i]);
+            if (k->type == RP_OPT_NUM) rp_adam_cfg_set(&want, k, rp_adam_cfg_get(&f->opt_cfg, k));
+            else rp_adam_cfg_set_int(&want, k, rp_adam_cfg_get_int(&f->opt_cfg, k));
+        }
+        CHECK(opt_cfg_equal(&ck.opt_cfg, &want), "%s: optimiser config", f->file);
         CHECK(ck.opt_state.n == f->nparams && ck.opt_state.step == f->opt_step,
               "%s: optimiser n %lld, step %lld", f->file, (long long)ck.opt_state.n,
               (long long)ck.opt_state.step);
@@ -1250,6 +1289,195 @@ static void test_version6(void)
     rp_model_free(m);
 }
 
+/* ---- version 7: the optimiser's config by row ------------------------------------------------ */
+
+/* One entry of version 7's optimiser config (docs/checkpoint.md). */
+typedef struct {
+    const char *name;
+    uint32_t len; /* of the name (may differ from strlen for forgeries) */
+    uint32_t enc; /* 0 f64, 1 i64 */
+    uint64_t bits;
+} opt_entry;
+
+/* c's entries, one per row in row order (as a save writes them); returns their count. */
+static int entries_of(const rp_adam_cfg *c, opt_entry *e)
+{
+    for (int i = 0; i < rp_adam_nkeys; i++) {
+        const rp_optim_key *k = &rp_adam_keys[i];
+        double x = rp_adam_cfg_get(c, k);
+        uint64_t u;
+        memcpy(&u, &x, 8);
+        e[i] = (opt_entry){k->name, (uint32_t)strlen(k->name), k->type == RP_OPT_NUM ? 0u : 1u,
+                           k->type == RP_OPT_NUM ? u : (uint64_t)rp_adam_cfg_get_int(c, k)};
+    }
+    return rp_adam_nkeys;
+}
+
+/* Writes to path the file b (len bytes, a version 7 file with an optimiser whose config starts
+ * at `at`) with that config replaced by count and the n entries e, resealed. */
+static void forge_opt(const char *path, const uint8_t *b, size_t len, size_t at, uint32_t count,
+                      const opt_entry *e, int n)
+{
+    size_t old = opt_block_size(), add = 4;
+    for (int i = 0; i < n; i++) add += 4 + e[i].len + 4 + 8;
+    size_t out_len = len - old + add;
+    uint8_t *o = malloc(out_len), *p = o + at;
+    memcpy(o, b, at);
+    for (int k = 0; k < 4; k++) *p++ = (uint8_t)(count >> (8 * k));
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < 4; k++) *p++ = (uint8_t)(e[i].len >> (8 * k));
+        memcpy(p, e[i].name, e[i].len);
+        p += e[i].len;
+        for (int k = 0; k < 4; k++) *p++ = (uint8_t)(e[i].enc >> (8 * k));
+        put64(p, e[i].bits);
+        p += 8;
+    }
+    memcpy(p, b + at + old, len - at - old);
+    put64(o + 8, out_len);
+    reseal(o, out_len);
+    spit(path, o, out_len);
+    free(o);
+}
+
+/* One training step of m from its optimiser (a fixed batch): how a loaded run goes on. */
+static void one_step(rp_model *m, const rp_adam_cfg *oc, rp_adam_state *os)
+{
+    int32_t tok[RB * RT], tgt[RB * RT];
+    batch_for(0, tok, tgt);
+    float loss;
+    rp_model_zero_grad(m);
+    if (rp_model_forward(m, tok, tgt, NULL, RB, RT, 1, &loss) == RP_OK &&
+        rp_model_backward(m) == RP_OK)
+        rp_adam_step(oc, os, rp_model_params(m)->data, rp_model_grads(m)->data, os->n);
+}
+
+static void test_version7(void)
+{
+    printf("-- version 7: the optimiser's config by row\n");
+    /* an old file (version 1's optimiser block) saved again is version 7: it loads to the same
+     * optimiser, and a step from either gives the same bits */
+    char path[128], bad[128];
+    path_in(path, sizeof path, "v7.ckpt");
+    path_in(bad, sizeof bad, "v7bad.ckpt");
+    rp_checkpoint old, now;
+    memset(&old, 0, sizeof old);
+    memset(&now, 0, sizeof now);
+    const char *dir = getenv("ROPER_CKPT_FIXTURES");
+    char fixture[256];
+    snprintf(fixture, sizeof fixture, "%s/roper_adam.rpck",
+             dir ? dir : "tests/fixtures/checkpoints");
+    if (!CHECK_STATUS(rp_checkpoint_load(fixture, &old), RP_OK, NULL) || !old.has_optim) return;
+    CHECK_STATUS(rp_checkpoint_save(path, old.model, &old.opt_cfg, &old.opt_state), RP_OK, NULL);
+    size_t len = 0;
+    uint8_t *b = slurp(path, &len);
+    CHECK(b && b[4] == 7, "an old file with an optimiser saved again: version 7");
+    if (CHECK_STATUS(rp_checkpoint_load(path, &now), RP_OK, NULL)) {
+        CHECK(opt_cfg_equal(&old.opt_cfg, &now.opt_cfg) &&
+                  now.opt_state.step == old.opt_state.step &&
+                  !memcmp(now.opt_state.m, old.opt_state.m, 4 * (size_t)old.opt_state.n) &&
+                  !memcmp(now.opt_state.v, old.opt_state.v, 4 * (size_t)old.opt_state.n),
+              "the same optimiser config and state");
+        int64_t n = rp_model_param_count(old.model);
+        /* the fixture's model has max_batch 2: steps on batches of RB = 3 load it for RB */
+        rp_checkpoint a, c;
+        memset(&a, 0, sizeof a);
+        memset(&c, 0, sizeof c);
+        if (CHECK_STATUS(rp_checkpoint_load_batch(fixture, RB, &a), RP_OK, NULL) &&
+            CHECK_STATUS(rp_checkpoint_load_batch(path, RB, &c), RP_OK, NULL)) {
+            one_step(a.model, &a.opt_cfg, &a.opt_state);
+            one_step(c.model, &c.opt_cfg, &c.opt_state);
+            CHECK(!memcmp(rp_model_params(a.model)->data, rp_model_params(c.model)->data,
+                          4 * (size_t)n) &&
+                      !memcmp(a.opt_state.m, c.opt_state.m, 4 * (size_t)n) &&
+                      !memcmp(a.opt_state.v, c.opt_state.v, 4 * (size_t)n) &&
+                      a.opt_state.step == c.opt_state.step,
+                  "a step from the old file and from its version 7 copy: the same bits");
+            rp_checkpoint_free_optim(&a);
+            rp_checkpoint_free_optim(&c);
+        }
+        rp_model_free(a.model);
+        rp_model_free(c.model);
+        rp_checkpoint_free_optim(&now);
+        rp_model_free(now.model);
+    }
+
+    /* the config's entries: where docs/checkpoint.md puts them */
+    rp_model *m = old.model;
+    size_t at = 144 + V7_SHIFT;
+    for (int i = 0; i < rp_model_num_tensors(m); i++) {
+        const rp_param_info *pi = rp_model_param(m, i);
+        at += 4 + strlen(pi->name) + 4 + 8 * (size_t)pi->ndim + 4 * (size_t)pi->numel;
+    }
+    at += 44;
+    opt_entry e[64], f[64];
+    int n = entries_of(&old.opt_cfg, e);
+    CHECK(b && at + opt_block_size() + 16 + 8 * (size_t)old.opt_state.n + 8 == len &&
+              get64(b + at) == ((uint64_t)2 << 32 | (uint64_t)rp_adam_nkeys) &&
+              !memcmp(b + at + 8, "lr", 2) && get64(b + at + 14) == e[0].bits,
+          "the entry count, then lr's entry (name length 2, \"lr\", encoding 0, the value)");
+
+    /* another order: the same config */
+    for (int i = 0; i < n; i++) f[i] = e[n - 1 - i];
+    forge_opt(bad, b, len, at, (uint32_t)n, f, n);
+    memset(&now, 0, sizeof now);
+    if (CHECK_STATUS(rp_checkpoint_load(bad, &now), RP_OK, "entries in reverse order")) {
+        CHECK(opt_cfg_equal(&now.opt_cfg, &old.opt_cfg), "entries in reverse order: the config");
+        rp_checkpoint_free_optim(&now);
+        rp_model_free(now.model);
+    }
+    /* a row without an entry (a row added after the file was written) reads as its default */
+    memcpy(f, e, sizeof e);
+    const rp_optim_key *wd = rp_adam_key("weight_decay");
+    int iwd = (int)(wd - rp_adam_keys);
+    memmove(f + iwd, f + iwd + 1, (size_t)(n - iwd - 1) * sizeof f[0]);
+    forge_opt(bad, b, len, at, (uint32_t)n - 1, f, n - 1);
+    memset(&now, 0, sizeof now);
+    if (CHECK_STATUS(rp_checkpoint_load(bad, &now), RP_OK, "no weight_decay entry")) {
+        rp_adam_cfg want = old.opt_cfg;
+        want.weight_decay = wd->def;
+        CHECK(old.opt_cfg.weight_decay != wd->def && opt_cfg_equal(&now.opt_cfg, &want),
+              "no weight_decay entry: its default, the other fields as stored");
+        rp_checkpoint_free_optim(&now);
+        rp_model_free(now.model);
+    }
+    /* forgeries: each entry's checks */
+    struct {
+        int entry;      /* the entry changed */
+        opt_entry with; /* its new fields (name NULL: keep the name) */
+        const char *want;
+    } forged[] = {
+        {1, {"momentum", 8, 0, 0}, "the optimiser setting momentum is unknown to this roper (a "
+                                   "newer roper's file?)"},
+        {1, {"lr", 2, 0, 0}, "corrupted (optimiser setting lr twice)"},
+        {0, {"lr", 2, 1, 0}, "corrupted (optimiser setting lr: encoding 1, not 0)"},
+        {0, {"lr", 0, 0, 0}, "corrupted (optimiser entry 0: name of 0 bytes)"},
+        {0, {"lr", 64, 0, 0}, "corrupted (optimiser entry 0: name of 64 bytes)"},
+        {2, {"Beta2", 5, 0, 0}, "corrupted (optimiser entry 2: not a name)"},
+        {2, {"b\0ta2", 5, 0, 0}, "corrupted (optimiser entry 2: not a name)"},
+        {-1, {"schedule", 8, 1, (uint64_t)1 << 40},
+         "corrupted (optimiser setting schedule: 1099511627776)"},
+        {-1, {"schedule", 8, 1, 7},
+         "bad optimiser config: schedule must be constant, cosine or noam, got 7"},
+    };
+    static const char pad[64] = "lr";
+    for (size_t t = 0; t < sizeof forged / sizeof forged[0]; t++) {
+        memcpy(f, e, sizeof e);
+        int i = forged[t].entry;
+        if (i < 0) i = (int)(rp_adam_key(forged[t].with.name) - rp_adam_keys);
+        f[i] = forged[t].with;
+        if (f[i].len == 64) f[i].name = pad;
+        forge_opt(bad, b, len, at, (uint32_t)n, f, n);
+        char what[64];
+        snprintf(what, sizeof what, "forged optimiser entry %zu", t);
+        expect_io(bad, forged[t].want, 1, what);
+    }
+    free(b);
+    unlink(path);
+    unlink(bad);
+    rp_checkpoint_free_optim(&old);
+    rp_model_free(old.model);
+}
+
 /* ---- memory ---------------------------------------------------------------------------------- */
 
 /* A sparse file with a valid header that claims more bytes than this process may allocate: the
@@ -1293,6 +1521,7 @@ int main(void)
     test_version3();
     test_version5();
     test_version6();
+    test_version7();
     test_damaged();
     test_resume();
     test_special_files();

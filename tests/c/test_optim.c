@@ -448,6 +448,22 @@ static void test_cfg_check(void)
               "row %s", k->name);
     }
     CHECK(rp_adam_key("learning_rate") == NULL && rp_adam_nkeys == 12, "12 rows");
+    /* rp.experiment's places: 1 to n, each once, on rows it can pass by name (not a pair's) */
+    int places = 0, place_ok = 1;
+    for (int i = 0; i < rp_adam_nkeys; i++) {
+        const rp_optim_key *k = &rp_adam_keys[i];
+        if (!k->experiment) continue;
+        places++;
+        int same = 0;
+        for (int j = 0; j < rp_adam_nkeys; j++) same += rp_adam_keys[j].experiment == k->experiment;
+        if (same != 1 || k->experiment > rp_adam_nkeys || k->pair) place_ok = 0;
+    }
+    for (int p = 1; p <= places; p++) {
+        int found = 0;
+        for (int i = 0; i < rp_adam_nkeys; i++) found |= rp_adam_keys[i].experiment == p;
+        place_ok &= found;
+    }
+    CHECK(place_ok && places == 7, "rp.experiment's 7 optimiser keys: places 1 to 7, no pair");
     CHECK_STATUS(rp_adam_cfg_check(&d), RP_OK, NULL);
     CHECK_STATUS(rp_adam_cfg_check(NULL), RP_ERR_ARG, "NULL");
     rp_adam_cfg c;

@@ -673,7 +673,7 @@ end
 local SIZES = { i32 = 4, u32 = 4, i64 = 8, u64 = 8, f64 = 8 }
 local FMT = { i32 = "<i4", u32 = "<I4", i64 = "<i8", u64 = "<i8", f64 = "<d" }
 
--- The fields of checkpoint b (a valid file of versions 1 to 5, docs/checkpoint.md):
+-- The fields of checkpoint b (a valid file of versions 1 to 7, docs/checkpoint.md):
 -- { {name =, at = 1-based, ty =} } in file order, and the version.
 local function ck_fields(b)
   local F, at = {}, 5
@@ -736,7 +736,16 @@ local function ck_fields(b)
   for k = 0, 3 do f(("rng s%d"):format(k), "u64") end
   f("rng spare", "f64")
   f("rng has_spare", "i32")
-  if flags & 1 ~= 0 then
+  if flags & 1 ~= 0 and version >= 7 then -- the optimiser's config: one entry per row
+    for _ = 1, f("opt entries", "u32") do
+      local len = f("opt name length", "u32")
+      local name = "opt " .. b:sub(at, at + len - 1)
+      F[#F].name = name .. " name length"
+      at = at + len
+      local enc = f(name .. " encoding", "u32")
+      f(name, enc == 0 and "f64" or "i64")
+    end
+  elseif flags & 1 ~= 0 then -- versions 1 to 6: the fields at fixed places
     for _, k in ipairs { "lr", "beta1", "beta2", "eps", "weight_decay" } do f(k, "f64") end
     f("decoupled", "i32")
     f("schedule", "i32")
@@ -745,6 +754,8 @@ local function ck_fields(b)
     f("total_steps", "i64")
     f("min_lr", "f64")
     f("opt d_model", "f64")
+  end
+  if flags & 1 ~= 0 then
     f("step", "i64")
     at = at + 8 * f("n", "i64") -- the moments m and v: n floats each
   end
@@ -796,16 +807,20 @@ local function fmt_value(v)
   return tostring(v)
 end
 
--- The base checkpoints prepare writes (and the committed version 1 fixtures it copies).
-local CK_BASES = { "ck_v1.ckpt", "ck_v1_opt.ckpt", "ck_v2_shaw_opt.ckpt", "ck_v2_t5.ckpt",
-  "ck_v3_freq.ckpt", "ck_v3_angles_opt.ckpt", "ck_v3_yarn_xpos.ckpt", "ck_v4_yarn_dims.ckpt",
-  "ck_v5_learn_freq_opt.ckpt", "ck_v6_tied_opt.ckpt", "ck_linear_before.ckpt",
+-- The base checkpoints prepare writes (and the committed version 1 fixtures it copies). A file
+-- with an optimiser is version 7 (its config by row, after every model block); the fixtures
+-- with one hold it as versions 1 to 6 did.
+local CK_BASES = { "ck_v1.ckpt", "ck_v7_opt.ckpt", "ck_v2_shaw.ckpt", "ck_v7_shaw_opt.ckpt",
+  "ck_v2_t5.ckpt", "ck_v3_freq.ckpt", "ck_v3_angles.ckpt", "ck_v7_angles_opt.ckpt",
+  "ck_v3_yarn_xpos.ckpt", "ck_v4_yarn_dims.ckpt", "ck_v5_learn_freq.ckpt",
+  "ck_v7_learn_freq_opt.ckpt", "ck_v6_tied.ckpt", "ck_v7_tied_opt.ckpt", "ck_linear_before.ckpt",
   "fixture_rope.rpck",
   "fixture_roper_adam.rpck", "fixture_learned_post_gelu.rpck", "fixture_rope_linear_before.rpck" }
--- The bases whose every field gets every edge value (with an optimiser: one of versions 1, 2, 3
--- and 6, which holds versions 4's and 5's fields too).
-local CK_SYSTEMATIC = { "ck_v1_opt.ckpt", "ck_v2_shaw_opt.ckpt", "ck_v3_angles_opt.ckpt",
-  "ck_v6_tied_opt.ckpt" }
+-- The bases whose every field gets every edge value: one of versions 1 (with the optimiser
+-- fields of versions 1 to 6), 2, 3 and 6 (which holds versions 4's and 5's fields too), and 7
+-- with an optimiser (every model block, a frequency table, the optimiser's config by row).
+local CK_SYSTEMATIC = { "fixture_roper_adam.rpck", "ck_v2_shaw.ckpt", "ck_v3_angles.ckpt",
+  "ck_v6_tied.ckpt", "ck_v7_angles_opt.ckpt" }
 
 -- The base SentencePiece model (spm_base.model): trained by Python's sentencepiece with its
 -- defaults on the fortunes package's text (tests/reference/spm_reference.py; make test installs
@@ -834,17 +849,21 @@ function M.prepare(rp, dir, fixtures)
     assert(m:save(dir .. "/" .. name, o))
   end
   save("ck_v1.ckpt", { pe = "rope" })
-  save("ck_v1_opt.ckpt", { pe = "roper", dropout = 0.1 }, true)
-  save("ck_v2_shaw_opt.ckpt", { pe = "shaw", rel_clip = 4 }, true)
+  save("ck_v7_opt.ckpt", { pe = "roper", dropout = 0.1 }, true)
+  save("ck_v2_shaw.ckpt", { pe = "shaw", rel_clip = 4 })
+  save("ck_v7_shaw_opt.ckpt", { pe = "shaw", rel_clip = 4 }, true)
   save("ck_v2_t5.ckpt", { pe = "t5", rel_buckets = 8, rel_max_distance = 16 })
   save("ck_v3_freq.ckpt", { pe = "rope", freq = T(2) })
-  save("ck_v3_angles_opt.ckpt", { pe = "roper", angles = T(8, 2) }, true)
+  save("ck_v3_angles.ckpt", { pe = "roper", angles = T(8, 2) })
+  save("ck_v7_angles_opt.ckpt", { pe = "roper", angles = T(8, 2) }, true)
   save("ck_v3_yarn_xpos.ckpt", { pe = "rope", scaling = "yarn", scaling_factor = 2,
     orig_len = 4, xpos = 0.4 })
   save("ck_v4_yarn_dims.ckpt", { pe = "rope", scaling = "yarn", scaling_factor = 2, orig_len = 4,
     yarn_ramp = "dims" })
-  save("ck_v5_learn_freq_opt.ckpt", { pe = "rope", learn_freq = true }, true)
-  save("ck_v6_tied_opt.ckpt", { pe = "rope", learn_freq = true, tie_embeddings = true }, true)
+  save("ck_v5_learn_freq.ckpt", { pe = "rope", learn_freq = true })
+  save("ck_v7_learn_freq_opt.ckpt", { pe = "rope", learn_freq = true }, true)
+  save("ck_v6_tied.ckpt", { pe = "rope", learn_freq = true, tie_embeddings = true })
+  save("ck_v7_tied_opt.ckpt", { pe = "rope", learn_freq = true, tie_embeddings = true }, true)
   save("ck_linear_before.ckpt", { pe = "roper", attention = "linear", linear_rope = "before" })
   -- the safetensors base with positions: 8 (row, column) cells, axes mixed, W [2 x 2]
   local c = {}

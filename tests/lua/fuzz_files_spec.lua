@@ -48,7 +48,7 @@ describe("file fuzz", function()
         versions[string.unpack("<I4", h, 5)] = true
       end
     end
-    assert.same({ true, true, true, true, true, true }, versions)
+    assert.same({ true, true, true, true, true, true, true }, versions)
   end)
 
   for _, kind in ipairs(files.kinds()) do

@@ -108,10 +108,16 @@ local function model_opts(cfg, V)
   return derive.model_merge(o)
 end
 
--- The options of the optimiser cfg builds (rp.optim[cfg.optimiser]'s), for a model of any size.
+-- The options of the optimiser cfg builds (rp.optim[cfg.optimiser]'s), for a model of any size:
+-- the experiment's optimiser keys that are options of rp.optim (keys.lua's optim), those that do
+-- something for cfg's schedule (its unused_when: warmup not with constant, min_lr with cosine
+-- only), the cosine schedule's warmup and min_lr within its steps and lr, noam's warmup >= 1.
 local function optim_opts(cfg)
-  local oc = { lr = cfg.lr, weight_decay = cfg.weight_decay, clip = cfg.clip,
-    schedule = cfg.schedule }
+  local oc = {}
+  for _, k in ipairs(keys.optim) do
+    local unused = keys.unused_when[k.name]
+    if k.row.option and not (unused and unused(cfg)) then oc[k.name] = cfg[k.name] end
+  end
   if cfg.schedule == "cosine" then
     oc.warmup, oc.total_steps = math.min(cfg.warmup, cfg.steps), cfg.steps
     oc.min_lr = math.min(cfg.min_lr, cfg.lr)

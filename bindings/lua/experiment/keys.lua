@@ -139,27 +139,31 @@ for _, row in ipairs(internals.model_keys) do
   end
 end
 
--- The optimiser: the keys of rp.optim (core's table of the optimiser's keys: internals.optim_keys)
--- that a run offers, in this order, each with the row's default, kind and help: one default per
--- name for rp.optim, rp.experiment and the scripts. optimiser is the row of decoupled (its
--- values adam and adamw); the run's steps are the cosine schedule's total_steps, whose default
--- they take.
-local OPTIM_ROW = {}
-for _, row in ipairs(internals.optim_keys) do OPTIM_ROW[row.name] = row end
-local function optim_key(name, row)
-  row = row or OPTIM_ROW[name]
-  local kind = row.type == "enum" and row.names or row.type
-  return { name, math.tointeger(row.default) or row.default, kind, row.help }
+-- The optimiser: the rows of core's table of the optimiser's keys (internals.optim_keys) that
+-- rp.experiment offers (a row's experiment place, in that order), each with the row's default,
+-- kind, range and help: one default per name for rp.optim, rp.experiment and the scripts.
+-- decoupled is offered as optimiser (its values adam and adamw name the constructor,
+-- rp.optim[cfg.optimiser]); the others by their names, as options of rp.optim (optim_opts). The
+-- run's steps are the cosine schedule's total_steps, whose default they take.
+local OPTIM_ROW, OPTIM = {}, {}
+local OPTIM_NAME = { decoupled = "optimiser" }
+for _, row in ipairs(internals.optim_keys) do
+  OPTIM_ROW[row.name] = row
+  if row.experiment then
+    OPTIM[#OPTIM + 1] = { name = OPTIM_NAME[row.name] or row.name, row = row }
+  end
 end
-local OPTIM_KEYS = { "lr", "weight_decay", "schedule", "warmup", "min_lr", "clip" }
+table.sort(OPTIM, function(a, b) return a.row.experiment < b.row.experiment end)
 
+-- training: the steps, the batch, the optimiser's keys, then the rest
+KEYS[#KEYS + 1] = { "steps", OPTIM_ROW.total_steps.default, "int", "optimiser steps" }
+KEYS[#KEYS + 1] = { "batch", 16, "int", "rows per step" }
+for _, k in ipairs(OPTIM) do
+  local row = k.row
+  KEYS[#KEYS + 1] = { k.name, math.tointeger(row.default) or row.default,
+    row.type == "enum" and row.names or row.type, row.help }
+end
 for _, k in ipairs {
-  -- training
-  { "steps", OPTIM_ROW.total_steps.default, "int", "optimiser steps" },
-  { "batch", 16, "int", "rows per step" },
-  optim_key("optimiser", OPTIM_ROW.decoupled),
-  optim_key "lr", optim_key "weight_decay", optim_key "schedule", optim_key "warmup",
-  optim_key "min_lr", optim_key "clip",
   { "seed", 1, "int", "model initialisation and training data" },
   { "init", "", "string", "start from the weights of this checkpoint (fine-tuning: the run's "
     .. "model keys, such as seq_len and scaling, over them; a fresh optimiser; \"\": afresh)" },
@@ -311,10 +315,10 @@ local RANGES = {
   { "valid_every", 0 }, { "threads", 0 }, { "top_k", 0 }, { "eval_windows", 0 }, { "vocab_size", 1 },
 }
 local function int(x) return math.tointeger(x) or x end
-for _, name in ipairs(OPTIM_KEYS) do -- the optimiser's ranges (core's rows)
-  local row = OPTIM_ROW[name]
+for _, k in ipairs(OPTIM) do -- the optimiser's ranges (core's rows)
+  local row = k.row
   if row.lo then
-    RANGES[#RANGES + 1] = { name, int(row.lo), row.lo_open,
+    RANGES[#RANGES + 1] = { k.name, int(row.lo), row.lo_open,
       row.hi and row.hi ~= math.huge and row.hi or nil, row.hi_open }
   end
 end
@@ -523,6 +527,7 @@ end
 
 E.keys, E.task_of, E.task_row, E.model_row, E.model_table = KEYS, TASK_OF, TASK_ROW, MODEL_ROW,
   model_table
+E.optim, E.unused_when = OPTIM, UNUSED_WHEN
 E.resolve, E.parse_digits, E.parse_lengths, E.parse_scalings = resolve, parse_digits,
   parse_lengths, parse_scalings
 E.experiment = experiment
