@@ -638,7 +638,7 @@ int lrp_hf_rope_keys(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
     rp_model_cfg view = rp_model_cfg_default(1), plain = view;
-    if (lrp_hasopt(L, 1, "rope_theta")) view.rope_base = lrp_optbase(L, 1);
+    if (lrp_hasopt(L, 1, "rope_theta")) view.pe.base = lrp_optbase(L, 1);
     lrp_opt_rope_scaling(L, 1, &view);
     lua_newtable(L);
     for (int i = 0; i < rp_model_cfg_nkeys; i++) {

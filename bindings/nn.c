@@ -129,7 +129,7 @@ static int l_rope_angles(lua_State *L)
     lua_settop(L, 3);
     rp_rope_freq f;
     rp_model_cfg view = rp_model_cfg_default(1); /* pe rope: the frequency keys' rule */
-    view.rope_base = base;
+    view.pe.base = base;
     lrp_optfreq(L, 3, &view, &f, 0.0); /* slots 4, 5 */
     lrp_axes_opts ax;
     lrp_optaxes(L, 3, &ax); /* slot 6 */
@@ -190,7 +190,7 @@ static int l_rope_rotate(lua_State *L)
     cfg.xpos_side = lrp_optxposside(L, 2);
     rp_rope_freq f;
     rp_model_cfg view = rp_model_cfg_default(1); /* pe rope: the frequency keys' rule */
-    view.rope_base = cfg.base, view.pairing = cfg.pairing;
+    view.pe.base = cfg.base, view.pe.pairing = cfg.pairing;
     lrp_optfreq(L, 2, &view, &f, 0.0); /* slots 3, 4 */
     lrp_axes_opts ax;
     lrp_optaxes(L, 2, &ax); /* slot 5 */
@@ -385,8 +385,8 @@ static int l_attention(lua_State *L)
         const rp_cfg_key *row = &rp_model_cfg_keys[i];
         rp_cfg_scope scope = rp_model_cfg_scope(row); /* the positional scheme, rel's limits */
         if (scope != RP_CFG_SCOPE_PE && scope != RP_CFG_SCOPE_REL) continue;
-        if (row->offset == offsetof(rp_model_cfg, rope_base))
-            req.keys.rope_base = lrp_optbase(L, 4); /* or Hugging Face's rope_theta */
+        if (row->offset == offsetof(rp_model_cfg, pe.base))
+            req.keys.pe.base = lrp_optbase(L, 4); /* or Hugging Face's rope_theta */
         else if (lrp_optcfgvalue(L, 4, &req.keys, row))
             req.keys_given |= (uint64_t)1 << i;
     }
@@ -468,10 +468,10 @@ static int l_linear_attention(lua_State *L)
     /* every option as given, in the order of known (the first bad one is the one named); the
      * config keys by their schema rows, pe among the modes that run with linear attention */
     lrp_checkopts(L, 4, known);
-    req.keys.pe = opt_linear_pe(L, 4, "pe");
+    req.keys.pe.mode = opt_linear_pe(L, 4, "pe");
     lrp_optcfgvalue(L, 4, &req.keys, schema_row("linear_rope"));
     req.eps = lrp_optfinite(L, 4, "eps", RP_LINATTN_EPS); /* (the plan checks it) */
-    req.keys.rope_base = lrp_optbase(L, 4);
+    req.keys.pe.base = lrp_optbase(L, 4);
     lrp_optcfgvalue(L, 4, &req.keys, schema_row("pairing"));
     lrp_optcfgvalue(L, 4, &req.keys, schema_row("fraction_qk"));
     lrp_optcfgvalue(L, 4, &req.keys, schema_row("fraction_v"));

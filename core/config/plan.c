@@ -60,7 +60,7 @@ rp_attn_request rp_attention_request_default(void)
     rp_attn_request r;
     memset(&r, 0, sizeof r);
     r.keys = rp_model_cfg_default(1); /* the relative and frequency keys' defaults too */
-    r.keys.pe = RP_PE_NONE;
+    r.keys.pe.mode = RP_PE_NONE;
     r.causal = 1;
     return r;
 }
@@ -71,8 +71,8 @@ rp_attn_request rp_attention_request_default(void)
 static rp_status plan_widths(const rp_attn_request *r, rp_attn_cfg *cfg)
 {
     const rp_model_cfg *c = &r->keys;
-    RP_TRY(rp_option_rotate(c->pe, c->rotate));
-    int rot = c->rotate ? c->rotate : rp_pe_mode_of(c->pe)->rotate;
+    RP_TRY(rp_option_rotate(c->pe.mode, c->pe.rotate));
+    int rot = c->pe.rotate ? c->pe.rotate : rp_pe_mode_of(c->pe.mode)->rotate;
     int64_t *w[4] = {&cfg->d_rot_q, &cfg->d_rot_k, &cfg->d_rot_v, &cfg->d_rot_o};
     for (int i = 0; i < 4; i++) {
         *w[i] = 0;
@@ -82,7 +82,7 @@ static rp_status plan_widths(const rp_attn_request *r, rp_attn_cfg *cfg)
         RP_TRY(rp_option_fraction_width(k->name, rp_model_cfg_get_num(c, k), dv ? r->Dv : r->D,
                                         dv ? "Dv" : "D", w[i]));
     }
-    cfg->rotate = c->rotate;
+    cfg->rotate = c->pe.rotate;
     cfg->d_rot_qk = 0;
     return RP_OK;
 }
@@ -173,11 +173,11 @@ rp_status rp_attention_plan(const rp_attn_request *r, rp_attn_plan *p)
     memset(p, 0, sizeof *p);
     p->arg = 4;
     rp_attn_cfg *cfg = &p->cfg;
-    cfg->pe = r->keys.pe;
+    cfg->pe = r->keys.pe.mode;
     cfg->causal = r->causal;
     cfg->scale = r->given & RP_GIVEN_SCALE ? r->scale : 1.0 / sqrt((double)r->D);
-    cfg->base = r->keys.rope_base;
-    cfg->pairing = r->keys.pairing;
+    cfg->base = r->keys.pe.base;
+    cfg->pairing = r->keys.pe.pairing;
     RP_TRY(plan_widths(r, cfg));
     RP_TRY(plan_offsets(r, cfg));
     if (r->T > RP_I32_MAX || r->S > RP_I32_MAX || r->D > RP_I32_MAX || r->Dv > RP_I32_MAX) {
@@ -224,7 +224,7 @@ rp_linattn_request rp_linear_attention_request_default(void)
     rp_linattn_request r;
     memset(&r, 0, sizeof r);
     r.keys = rp_model_cfg_default(1);
-    r.keys.pe = RP_PE_NONE;
+    r.keys.pe.mode = RP_PE_NONE;
     r.eps = RP_LINATTN_EPS;
     return r;
 }
@@ -235,20 +235,22 @@ rp_status rp_linear_attention_plan(const rp_linattn_request *r, rp_linattn_plan 
     p->arg = 4;
     const rp_model_cfg *c = &r->keys;
     rp_linattn_cfg *cfg = &p->cfg;
-    *cfg = rp_linattn_cfg_default(c->pe, r->D, r->Dv);
+    *cfg = rp_linattn_cfg_default(c->pe.mode, r->D, r->Dv);
     cfg->placement = c->linear_rope;
-    cfg->base = c->rope_base;
-    cfg->pairing = c->pairing;
-    const rp_pe_mode *mode = rp_pe_mode_of(c->pe);
+    cfg->base = c->pe.base;
+    cfg->pairing = c->pe.pairing;
+    const rp_pe_mode *mode = rp_pe_mode_of(c->pe.mode);
     if (!mode || !mode->linear)
-        return rp_error(RP_ERR_ARG, "pe %d does not run with linear attention", (int)c->pe);
+        return rp_error(RP_ERR_ARG, "pe %d does not run with linear attention", (int)c->pe.mode);
     RP_TRY(rp_linattn_check_eps(r->eps)); /* eps's one rule */
     cfg->eps = r->eps;
     int rot = mode->rotate;
     if (rot & RP_ROT_Q)
-        RP_TRY(rp_option_fraction_width("fraction_qk", c->fraction_qk, r->D, "D", &cfg->d_rot_qk));
+        RP_TRY(rp_option_fraction_width("fraction_qk", c->pe.fraction_qk, r->D, "D",
+                                        &cfg->d_rot_qk));
     if (rot & RP_ROT_V)
-        RP_TRY(rp_option_fraction_width("fraction_v", c->fraction_v, r->Dv, "Dv", &cfg->d_rot_v));
+        RP_TRY(rp_option_fraction_width("fraction_v", c->pe.fraction_v, r->Dv, "Dv",
+                                        &cfg->d_rot_v));
     RP_TRY(rp_option_position("q_offset", r->q_offset, 0));
     cfg->q_offset = r->q_offset;
     rp_model_cfg view = *c;
@@ -271,7 +273,7 @@ rp_status rp_linear_attention_plan(const rp_linattn_request *r, rp_linattn_plan 
 
 rp_status rp_model_cfg_written(rp_model_cfg *cfg)
 {
-    RP_TRY(rp_option_rotate(cfg->pe, cfg->rotate));
+    RP_TRY(rp_option_rotate(cfg->pe.mode, cfg->pe.rotate));
     /* one model, one config: the mode's own placements and the shared fractions are stored as
      * "not set", so equal models have equal configs (and checkpoints) */
     rp_model_cfg_normalise(cfg);

@@ -109,7 +109,8 @@ typedef struct rp_linattn_request {
     /* The options that are config keys, each read by its row's type (pe among the modes that
      * run with linear attention, pe.h's linear column); an absent one holds its value from
      * rp_linear_attention_request_default */
-    rp_model_cfg keys;      /* pe, linear_rope, base (rope_base), pairing, fraction_qk, fraction_v */
+    rp_model_cfg keys;      /* pe.mode, linear_rope, pe.base, pe.pairing, pe.fraction_qk and
+                             * pe.fraction_v */
     double eps;             /* as given (the plan checks it: rp_linattn_check_eps);
                              * RP_LINATTN_EPS when absent */
     int64_t q_offset;       /* 0 when absent */
