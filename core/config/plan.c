@@ -196,6 +196,7 @@ rp_status rp_attention_plan(const rp_attn_request *r, rp_attn_plan *p)
     cfg->pos = r->pos, cfg->pos_rows = r->pos ? r->pos_rows : 0;
     /* the largest position each side reads: of the rows the queries and the keys read */
     int64_t A = r->axes > 0 ? r->axes : 1;
+    p->pos_n = r->pos ? p->need * A : 0;
     p->qlast = cfg->pos_offset + cfg->q_offset + r->T - 1, p->klast = cfg->pos_offset + r->S - 1;
     if (r->pos) {
         p->qlast = largest(r->pos + cfg->q_offset * A, r->T * A);
@@ -213,8 +214,50 @@ rp_status rp_attention_plan(const rp_attn_request *r, rp_attn_plan *p)
 rp_status rp_attention_plan_freq(rp_attn_plan *p, const rp_rope_freq *f)
 {
     RP_TRY(rp_pe_scheme_check_freq(&p->scheme, f, p->qlast, p->klast));
+    /* each placement's width passed: what is left is an entry below an angle table's start */
+    if (p->cfg.pos) RP_TRY(rp_freq_plan_positions(f, 2 * p->half, p->cfg.pos, 0, p->pos_n));
     p->cfg.freq = rp_rope_freq_is_plain(f) ? NULL : f;
     return RP_OK;
+}
+
+/* ---- the rotary calls' frequency options ---- */
+
+rp_status rp_freq_plan_scalars(const rp_model_cfg *view, int orig_len_given, int hf,
+                               double default_orig_len, rp_rope_freq *f)
+{
+    const rp_rope_freq *v = &view->freq;
+    if (orig_len_given && v->orig_len < 1)
+        return rp_error(RP_ERR_ARG, "option 'orig_len' must be an integer >= 1, got %lld",
+                        (long long)v->orig_len);
+    if (rp_scaling_needs_len(v->scaling) && v->orig_len < 1 && !(default_orig_len >= 1.0))
+        return rp_error(RP_ERR_ARG, "option 'orig_len' (the original context length) is "
+                                    "required with scaling \"%s\"%s",
+                        rp_scaling_names[v->scaling],
+                        hf ? " (rope_scaling's original_max_position_embeddings)" : "");
+    *f = rp_model_cfg_freq(view);
+    if (v->orig_len < 1) f->orig_len = (int64_t)default_orig_len;
+    return RP_OK;
+}
+
+int64_t rp_freq_plan_rows(const int64_t *pos, int64_t offset, int64_t n)
+{
+    int64_t hi = !pos && n > 0 ? offset + n - 1 : 0;
+    for (int64_t r = 0; pos && r < n; r++) hi = pos[r] > hi ? pos[r] : hi;
+    return (hi > 0 ? hi : 0) + 1;
+}
+
+rp_status rp_freq_plan_positions(const rp_rope_freq *f, int64_t d_rot, const int64_t *pos,
+                                 int64_t offset, int64_t n)
+{
+    if (n < 1) return RP_OK;
+    /* the first position below 0 (of offset + r: offset itself, when it is) */
+    for (int64_t r = 0; r < (pos ? n : 1) && f->angles; r++) {
+        int64_t at = pos ? pos[r] : offset;
+        if (at < 0)
+            return rp_error(RP_ERR_ARG, "position %lld is below 0, where the angle table starts",
+                            (long long)at);
+    }
+    return rp_rope_freq_check_use(f, d_rot, rp_freq_plan_rows(pos, offset, n) - 1, "d_rot");
 }
 
 /* ---- rp.linear_attention ---- */

@@ -250,6 +250,49 @@ static void test_linear(void)
     CHECK_STATUS(rp_linear_attention_plan(&r, &p), RP_ERR_ARG, NULL);
 }
 
+/* The rotary calls' frequency options: orig_len's rule and the positions below an angle table,
+ * in the words the bindings raise (freq_spec, hf_rope_spec, axes_spec assert them from Lua). */
+static void test_freq_options(void)
+{
+    rp_model_cfg view = rp_model_cfg_default(1);
+    rp_rope_freq f;
+    CHECK_STATUS(rp_freq_plan_scalars(&view, 0, 0, 0.0, &f), RP_OK, NULL);
+    CHECK(f.orig_len == 0 && rp_rope_freq_is_plain(&f), "no scaling: orig_len %lld",
+          (long long)f.orig_len);
+    CHECK_MSG(rp_freq_plan_scalars(&view, 1, 0, 0.0, &f), RP_ERR_ARG,
+              "option 'orig_len' must be an integer >= 1, got 0");
+    view.freq.scaling = RP_SCALING_YARN, view.freq.factor = 4.0;
+    CHECK_MSG(rp_freq_plan_scalars(&view, 0, 0, 0.0, &f), RP_ERR_ARG,
+              "option 'orig_len' (the original context length) is required with scaling "
+              "\"yarn\"");
+    CHECK_MSG(rp_freq_plan_scalars(&view, 0, 1, 0.0, &f), RP_ERR_ARG,
+              "option 'orig_len' (the original context length) is required with scaling "
+              "\"yarn\" (rope_scaling's original_max_position_embeddings)");
+    CHECK_STATUS(rp_freq_plan_scalars(&view, 0, 0, 64.0, &f), RP_OK, NULL);
+    CHECK(f.orig_len == 64, "the call's own orig_len: %lld", (long long)f.orig_len);
+    view.freq.orig_len = 32;
+    CHECK_STATUS(rp_freq_plan_scalars(&view, 1, 0, 64.0, &f), RP_OK, NULL);
+    CHECK(f.orig_len == 32 && f.scaling == RP_SCALING_YARN, "the given orig_len: %lld",
+          (long long)f.orig_len);
+
+    int64_t pos[4] = {0, 3, -2, -5};
+    CHECK(rp_freq_plan_rows(pos, 0, 4) == 4 && rp_freq_plan_rows(NULL, 5, 3) == 8 &&
+              rp_freq_plan_rows(NULL, 0, 0) == 1 && rp_freq_plan_rows(pos + 2, 0, 2) == 1,
+          "rows");
+    double angles[4 * 2] = {0};
+    rp_rope_freq a = rp_rope_freq_default();
+    a.angles = angles, a.rows = 4, a.n_angles = 2;
+    CHECK_MSG(rp_freq_plan_positions(&a, 4, pos, 0, 4), RP_ERR_ARG,
+              "position -2 is below 0, where the angle table starts");
+    CHECK_MSG(rp_freq_plan_positions(&a, 4, NULL, -1, 3), RP_ERR_ARG,
+              "position -1 is below 0, where the angle table starts");
+    CHECK_STATUS(rp_freq_plan_positions(&a, 4, pos, 0, 2), RP_OK, NULL);
+    CHECK_STATUS(rp_freq_plan_positions(&a, 4, NULL, -1, 0), RP_OK, NULL);
+    CHECK_STATUS(rp_freq_plan_positions(&a, 4, NULL, 0, 5), RP_ERR_ARG, NULL); /* 4 rows */
+    rp_rope_freq plain = rp_rope_freq_default();
+    CHECK_STATUS(rp_freq_plan_positions(&plain, 4, pos, 0, 4), RP_OK, NULL);
+}
+
 int main(void)
 {
     test_widths();
@@ -257,5 +300,6 @@ int main(void)
     test_refusals();
     test_model();
     test_linear();
+    test_freq_options();
     return check_summary("test_plan");
 }
