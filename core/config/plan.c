@@ -65,25 +65,25 @@ rp_attn_request rp_attention_request_default(void)
     return r;
 }
 
-/* The widths of the placements rotated (rotate, else the mode's own), each from its own
- * fraction when given, else the shared one (fraction_qk of D, fraction_v of Dv: the schema's
- * placement rows, rp_model_cfg_width_key). */
-static rp_status plan_widths(const rp_attn_request *r, rp_attn_cfg *cfg)
+/* The positional scheme of the call (*s) and cfg's from it (rp_attn_cfg_set_scheme): the keys'
+ * pe (r->keys.pe), the widths of the placements rotated (rotate, else the mode's own), each from
+ * its own fraction when given, else the shared one (fraction_qk of D, fraction_v of Dv: the
+ * schema's placement rows, rp_model_cfg_width_key). */
+static rp_status plan_scheme(const rp_attn_request *r, rp_pe_scheme *s, rp_attn_cfg *cfg)
 {
     const rp_model_cfg *c = &r->keys;
     RP_TRY(rp_option_rotate(c->pe.mode, c->pe.rotate));
     int rot = c->pe.rotate ? c->pe.rotate : rp_pe_mode_of(c->pe.mode)->rotate;
-    int64_t *w[4] = {&cfg->d_rot_q, &cfg->d_rot_k, &cfg->d_rot_v, &cfg->d_rot_o};
+    int64_t d_rot[4] = {0, 0, 0, 0}; /* RP_PLACE_Q .. _O */
     for (int i = 0; i < 4; i++) {
-        *w[i] = 0;
         if (!(rot & 1 << i)) continue; /* RP_ROT_Q, _K, _V, _O */
         const rp_cfg_key *k = rp_model_cfg_width_key(c, &r->keys_given, 1 << i);
         int dv = (1 << i) & (RP_ROT_V | RP_ROT_O);
         RP_TRY(rp_option_fraction_width(k->name, rp_model_cfg_get_num(c, k), dv ? r->Dv : r->D,
-                                        dv ? "Dv" : "D", w[i]));
+                                        dv ? "Dv" : "D", &d_rot[i]));
     }
-    cfg->rotate = c->pe.rotate;
-    cfg->d_rot_qk = 0;
+    RP_TRY(rp_pe_scheme_init(s, c->pe.mode, c->pe.rotate, d_rot, c->pe.base, c->pe.pairing));
+    rp_attn_cfg_set_scheme(cfg, s);
     return RP_OK;
 }
 
@@ -173,12 +173,9 @@ rp_status rp_attention_plan(const rp_attn_request *r, rp_attn_plan *p)
     memset(p, 0, sizeof *p);
     p->arg = 4;
     rp_attn_cfg *cfg = &p->cfg;
-    cfg->pe = r->keys.pe.mode;
     cfg->causal = r->causal;
     cfg->scale = r->given & RP_GIVEN_SCALE ? r->scale : 1.0 / sqrt((double)r->D);
-    cfg->base = r->keys.pe.base;
-    cfg->pairing = r->keys.pe.pairing;
-    RP_TRY(plan_widths(r, cfg));
+    RP_TRY(plan_scheme(r, &p->scheme, cfg));
     RP_TRY(plan_offsets(r, cfg));
     if (r->T > RP_I32_MAX || r->S > RP_I32_MAX || r->D > RP_I32_MAX || r->Dv > RP_I32_MAX) {
         p->arg = 1;
@@ -192,7 +189,6 @@ rp_status rp_attention_plan(const rp_attn_request *r, rp_attn_plan *p)
     }
     RP_TRY(plan_positions(r, p));
     RP_TRY(plan_tables(r, cfg));
-    RP_TRY(rp_attn_scheme(cfg, &p->scheme));
     cfg->pos = r->pos, cfg->pos_rows = r->pos ? r->pos_rows : 0;
     /* the largest position each side reads: of the rows the queries and the keys read */
     int64_t A = r->axes > 0 ? r->axes : 1;
