@@ -258,9 +258,6 @@ const rp_msg lrp_msgs[LRP_M_COUNT] = {
                                   "got {got}"},
     [LRP_M_POS_INTEGER] = {"pos_integer", "{what}{index} must be an integer within 2^53, got "
                                           "{got}"},
-    /* a position below an angle table (lrp_freq_check_positions: {p}) */
-    [LRP_M_POS_BELOW_TABLE] = {"pos_below_table", "position {p} is below 0, where the angle table "
-                                                  "starts"},
     [LRP_M_SECTIONS] = {"sections", "option 'sections' must be a list of 1 to {max} pair counts "
                                     "(one per axis), got {got}"},
     [LRP_M_SECTIONS_ENTRY] = {"sections_entry", "option 'sections'[{row}] must be an integer >= 0 "

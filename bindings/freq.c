@@ -318,17 +318,9 @@ void lrp_optfreq(lua_State *L, int idx, rp_model_cfg *view, rp_rope_freq *f,
     int hf = lrp_opt_rope_scaling(L, idx, view); /* refuses the scaling rows beside it */
     for (int i = 0; i < rp_model_cfg_nkeys && have; i++)
         if (is_freq_row(&rp_model_cfg_keys[i])) lrp_optcfgkey(L, idx, view, &rp_model_cfg_keys[i]);
-    if (have && lrp_hasopt(L, idx, "orig_len") && view->freq.orig_len < 1)
-        lrp_argerror(L, idx, "option 'orig_len' must be an integer >= 1, got %I",
-                     (LUAI_UACINT)view->freq.orig_len);
-    if (rp_scaling_needs_len(view->freq.scaling) && view->freq.orig_len < 1 &&
-        !(default_orig_len >= 1.0))
-        lrp_argerror(L, idx, "option 'orig_len' (the original context length) is required with "
-                             "scaling \"%s\"%s",
-                     rp_scaling_names[view->freq.scaling],
-                     hf ? " (rope_scaling's original_max_position_embeddings)" : "");
-    *f = rp_model_cfg_freq(view);
-    if (view->freq.orig_len < 1) f->orig_len = (int64_t)default_orig_len;
+    if (rp_freq_plan_scalars(view, have && lrp_hasopt(L, idx, "orig_len"), hf, default_orig_len,
+                             f) != RP_OK)
+        lrp_argerror(L, idx, "%s", rp_last_error());
     if (have) {
         lua_getfield(L, idx, "freq");
         lua_getfield(L, idx, "angles");
@@ -610,35 +602,11 @@ int lrp_optxposside(lua_State *L, int idx)
     return (int)side;
 }
 
-int64_t lrp_freq_rows(const int64_t *pos, int64_t offset, int64_t n)
-{
-    int64_t hi = !pos && n > 0 ? offset + n - 1 : 0;
-    for (int64_t r = 0; pos && r < n; r++) hi = pos[r] > hi ? pos[r] : hi;
-    return (hi > 0 ? hi : 0) + 1;
-}
-
-void lrp_freq_check_positions(lua_State *L, int idx, const rp_rope_freq *f, int64_t d_rot,
-                              const int64_t *pos, int64_t offset, int64_t n)
-{
-    if (n < 1) return;
-    /* the first position below 0 (of offset + r: offset itself, when it is) */
-    for (int64_t r = 0; r < (pos ? n : 1) && f->angles; r++) {
-        int64_t p = pos ? pos[r] : offset;
-        if (p < 0) {
-            char v[24];
-            snprintf(v, sizeof v, "%lld", (long long)p);
-            lrp_opterror(L, idx, LRP_M_POS_BELOW_TABLE, LRP_MARKS([LRP_MK_P] = v));
-        }
-    }
-    if (rp_rope_freq_check_use(f, d_rot, lrp_freq_rows(pos, offset, n) - 1, "d_rot") != RP_OK)
-        lrp_argerror(L, idx, "%s", rp_last_error());
-}
-
 int lrp_hf_rope_keys(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
     rp_model_cfg view = rp_model_cfg_default(1), plain = view;
-    if (lrp_hasopt(L, 1, "rope_theta")) view.rope_base = lrp_optbase(L, 1);
+    if (lrp_hasopt(L, 1, "rope_theta")) view.pe.base = lrp_optbase(L, 1);
     lrp_opt_rope_scaling(L, 1, &view);
     lua_newtable(L);
     for (int i = 0; i < rp_model_cfg_nkeys; i++) {

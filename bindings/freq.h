@@ -84,7 +84,7 @@ void lrp_optaxes(lua_State *L, int idx, lrp_axes_opts *o);
  * finite numbers); copies mix into a double userdata pushed on the
  * stack (nil without it; keep it there while f is used) and sets f->axes (map axial when A > 0
  * and axes is absent). angles_given: option angles is. The sum of the sections is
- * rp_rope_freq_check_use's (lrp_freq_check_positions). Raises naming the option table at idx. */
+ * rp_rope_freq_check_use's (rp_freq_plan_positions, plan.h). Raises naming the option table at idx. */
 void lrp_axes_tables(lua_State *L, int idx, const lrp_axes_opts *o, int A, int pos_given,
                      int64_t half, int angles_given, rp_rope_freq *f);
 
@@ -107,16 +107,5 @@ int64_t *lrp_read_positions(lua_State *L, int arg, int idx, const char *what, in
 
 /* The xpos_side option at idx: 1 (the query side, the default) or -1 (the key side). */
 int lrp_optxposside(lua_State *L, int idx);
-
-/* The rows a sampled angle function needs for positions pos[0 .. n) (offset + r when pos is
- * NULL): the largest position + 1 (at least 1). Without pos no loop: a count of 2^40 positions
- * costs nothing. */
-int64_t lrp_freq_rows(const int64_t *pos, int64_t offset, int64_t n);
-
-/* Checks f against a placement d_rot wide at the positions pos[0 .. n) (offset + r when pos is
- * NULL): an angle table must hold every one of them (it starts at position 0), the user tables
- * must be wide enough. Raises naming the option table at idx. Without pos no loop. */
-void lrp_freq_check_positions(lua_State *L, int idx, const rp_rope_freq *f, int64_t d_rot,
-                              const int64_t *pos, int64_t offset, int64_t n);
 
 #endif

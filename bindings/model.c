@@ -87,8 +87,8 @@ static int m_tostring(lua_State *L)
                     "seq_len %I, pe %s%s%s%s, %s-norm%s%s)",
                     count, (LUAI_UACINT)c->d_model, (LUAI_UACINT)c->heads, c->heads == 1 ? "" : "s",
                     (LUAI_UACINT)c->layers, c->layers == 1 ? "" : "s", (LUAI_UACINT)c->d_ff,
-                    (LUAI_UACINT)c->seq_len, rp_pe_name(c->pe), c->rotate ? " rotate " : "",
-                    rp_rotate_name(c->rotate, rot), fs, rp_norm_names[c->norm],
+                    (LUAI_UACINT)c->seq_len, rp_pe_name(c->pe.mode), c->pe.rotate ? " rotate " : "",
+                    rp_rotate_name(c->pe.rotate, rot), fs, rp_norm_names[c->norm],
                     c->attention == RP_ATTN_LINEAR ? ", linear attention" : "",
                     c->attention == RP_ATTN_LINEAR && c->linear_rope == RP_LIN_BEFORE
                         ? " (rope before phi)"
@@ -123,7 +123,7 @@ static void read_fields(lua_State *L, int idx, rp_model_cfg *cfg)
         lrp_optcfgkey(L, idx, cfg, k);
     }
     /* Hugging Face's names: rope_theta for base, the rope_scaling table */
-    cfg->rope_base = lrp_hasopt(L, idx, "rope_theta") ? lrp_optbase(L, idx) : cfg->rope_base;
+    cfg->pe.base = lrp_hasopt(L, idx, "rope_theta") ? lrp_optbase(L, idx) : cfg->pe.base;
     lrp_opt_rope_scaling(L, idx, cfg);
 }
 
@@ -310,7 +310,7 @@ static void push_positions(lua_State *L, int model_idx)
 static int m_config(lua_State *L)
 {
     const rp_model_cfg cfg = *rp_model_config(lrp_checkmodel(L, 1)), *c = &cfg;
-    const rp_pe_mode *mode = rp_pe_mode_of(c->pe);
+    const rp_pe_mode *mode = rp_pe_mode_of(c->pe.mode);
     lua_createtable(L, 0, rp_model_cfg_nkeys);
     char why[256], rot[5];
     for (int i = 0; i < rp_model_cfg_nkeys; i++) {

@@ -129,15 +129,16 @@ static int l_rope_angles(lua_State *L)
     lua_settop(L, 3);
     rp_rope_freq f;
     rp_model_cfg view = rp_model_cfg_default(1); /* pe rope: the frequency keys' rule */
-    view.rope_base = base;
+    view.pe.base = base;
     lrp_optfreq(L, 3, &view, &f, 0.0); /* slots 4, 5 */
     lrp_axes_opts ax;
     lrp_optaxes(L, 3, &ax); /* slot 6 */
     int A = 0;
     if (lua_type(L, 1) != LUA_TNUMBER) pos = lrp_read_positions(L, 1, 1, "positions", 0, &A, &n);
     lrp_axes_tables(L, 3, &ax, A, 1, d_rot / 2, !lua_isnil(L, 5), &f); /* (n: 0 .. n-1) */
-    lrp_freq_tables(L, 3, 4, &f, lrp_freq_rows(pos, 0, n), d_rot / 2);
-    lrp_freq_check_positions(L, 3, &f, d_rot, pos, 0, n);
+    lrp_freq_tables(L, 3, 4, &f, rp_freq_plan_rows(pos, 0, n), d_rot / 2);
+    if (rp_freq_plan_positions(&f, d_rot, pos, 0, n) != RP_OK)
+        return lrp_argerror(L, 3, "%s", rp_last_error());
     lrp_check_used(L, 3, &view);
     int64_t shape[2] = {n, d_rot / 2};
     if (!numel_ok(2, shape)) return lrp_argerror(L, 2, "angles table would be too large");
@@ -190,7 +191,7 @@ static int l_rope_rotate(lua_State *L)
     cfg.xpos_side = lrp_optxposside(L, 2);
     rp_rope_freq f;
     rp_model_cfg view = rp_model_cfg_default(1); /* pe rope: the frequency keys' rule */
-    view.rope_base = cfg.base, view.pairing = cfg.pairing;
+    view.pe.base = cfg.base, view.pe.pairing = cfg.pairing;
     lrp_optfreq(L, 2, &view, &f, 0.0); /* slots 3, 4 */
     lrp_axes_opts ax;
     lrp_optaxes(L, 2, &ax); /* slot 5 */
@@ -242,8 +243,10 @@ static int l_rope_rotate(lua_State *L)
         cfg.positions = p; /* the userdata stays on the stack during the call */
     }
     lrp_axes_tables(L, 2, &ax, A, cfg.positions != NULL, cfg.d_rot / 2, !lua_isnil(L, 4), &f);
-    lrp_freq_tables(L, 2, 3, &f, lrp_freq_rows(cfg.positions, cfg.offset, npos), cfg.d_rot / 2);
-    lrp_freq_check_positions(L, 2, &f, cfg.d_rot, cfg.positions, cfg.offset, npos);
+    lrp_freq_tables(L, 2, 3, &f, rp_freq_plan_rows(cfg.positions, cfg.offset, npos),
+                    cfg.d_rot / 2);
+    if (rp_freq_plan_positions(&f, cfg.d_rot, cfg.positions, cfg.offset, npos) != RP_OK)
+        return lrp_argerror(L, 2, "%s", rp_last_error());
     lrp_check_used(L, 2, &view);
     if (!rp_rope_freq_is_plain(&f)) cfg.freq = &f;
     rp_tensor *out = lrp_newtensor(L);
@@ -385,8 +388,8 @@ static int l_attention(lua_State *L)
         const rp_cfg_key *row = &rp_model_cfg_keys[i];
         rp_cfg_scope scope = rp_model_cfg_scope(row); /* the positional scheme, rel's limits */
         if (scope != RP_CFG_SCOPE_PE && scope != RP_CFG_SCOPE_REL) continue;
-        if (row->offset == offsetof(rp_model_cfg, rope_base))
-            req.keys.rope_base = lrp_optbase(L, 4); /* or Hugging Face's rope_theta */
+        if (row->offset == offsetof(rp_model_cfg, pe.base))
+            req.keys.pe.base = lrp_optbase(L, 4); /* or Hugging Face's rope_theta */
         else if (lrp_optcfgvalue(L, 4, &req.keys, row))
             req.keys_given |= (uint64_t)1 << i;
     }
@@ -425,9 +428,6 @@ static int l_attention(lua_State *L)
     lrp_axes_tables(L, 4, &ax, A, req.pos != NULL, p.half, !lua_isnil(L, 6 + RP_TAB_COUNT), &f);
     lrp_freq_tables(L, 4, 5 + RP_TAB_COUNT, &f, p.rows, p.half);
     if (rp_attention_plan_freq(&p, &f) != RP_OK) return lrp_argerror(L, 4, "%s", rp_last_error());
-    /* each placement's width passed: what is left is an entry below an angle table's start */
-    if (req.pos)
-        lrp_freq_check_positions(L, 4, &f, 2 * p.half, req.pos, 0, p.need * (A > 0 ? A : 1));
     rp_tensor *out = lrp_newtensor(L);
     rp_tensor *att = lrp_newtensor(L);
     /* fetched again: the option reads and allocations above may have run Lua code */
@@ -468,10 +468,10 @@ static int l_linear_attention(lua_State *L)
     /* every option as given, in the order of known (the first bad one is the one named); the
      * config keys by their schema rows, pe among the modes that run with linear attention */
     lrp_checkopts(L, 4, known);
-    req.keys.pe = opt_linear_pe(L, 4, "pe");
+    req.keys.pe.mode = opt_linear_pe(L, 4, "pe");
     lrp_optcfgvalue(L, 4, &req.keys, schema_row("linear_rope"));
     req.eps = lrp_optfinite(L, 4, "eps", RP_LINATTN_EPS); /* (the plan checks it) */
-    req.keys.rope_base = lrp_optbase(L, 4);
+    req.keys.pe.base = lrp_optbase(L, 4);
     lrp_optcfgvalue(L, 4, &req.keys, schema_row("pairing"));
     lrp_optcfgvalue(L, 4, &req.keys, schema_row("fraction_qk"));
     lrp_optcfgvalue(L, 4, &req.keys, schema_row("fraction_v"));

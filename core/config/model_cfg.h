@@ -45,18 +45,11 @@ typedef struct rp_model_cfg {
     uint64_t seed;        /* initialisation and dropout */
     rp_attn_kind attention;          /* softmax (default) or linear */
     rp_lin_placement linear_rope;    /* linear attention: RoPE after (default) or before phi */
-    /* ---- the attention's part, from pe to freq: the rows of rp.attention's options
+    /* ---- the attention's part, pe, rel and freq: the rows of rp.attention's options
      * (rp_model_cfg_scope: RP_CFG_SCOPE_PE, _REL, _FREQ) ---- */
-    rp_pe pe;
-    double fraction_qk;   /* d_rot_qk = floor(fraction_qk * d_k), even >= 2 for rope modes */
-    double fraction_v;    /* d_rot_v = floor(fraction_v * d_k), even >= 2 for roper modes */
-    double rope_base;     /* RP_ROPE_BASE */
-    rp_pairing pairing;
-    /* The placement ablation (rotary pe, softmax attention): rotate = RP_ROT_* bits of pe.h, 0 =
-     * the mode's own. A rotated q, k or o takes fraction_q, fraction_k, fraction_o when > 0,
-     * else fraction_qk (q, k) or fraction_v (o). */
-    int rotate;
-    double fraction_q, fraction_k, fraction_o;
+    /* The positional scheme (pe.h's rp_pe_cfg): the keys pe (pe.mode), fraction_qk, fraction_v,
+     * base (pe.base, RP_ROPE_BASE), pairing, rotate, fraction_q, fraction_k, fraction_o. */
+    rp_pe_cfg pe;
     /* Relative modes (pe.h): rel.clip k for shaw (distances clipped to [-k, k]) and deberta
      * (2k buckets), 1 .. RP_REL_MAX_CLIP, default 16; t5: rel.buckets (2 .. RP_REL_MAX_BUCKETS,
      * default 32) and rel.max_distance (> rel_buckets / 2, default 128). The keys rel_clip,

@@ -58,7 +58,7 @@ static rp_status rule_heads(const rp_model_cfg *cfg, const rp_cfg_rule *r)
 /* A relative kind with a projection of Transformer-XL's sinusoid needs an even d_model. */
 static rp_status rule_sinusoid(const rp_model_cfg *cfg, const rp_cfg_rule *r)
 {
-    const rp_rel_desc *rel = rp_rel_of(rp_pe_mode_of(cfg->pe)->rel);
+    const rp_rel_desc *rel = rp_rel_of(rp_pe_mode_of(cfg->pe.mode)->rel);
     for (int i = 0; i < rel->nparams; i++)
         if (rel->params[i].use == RP_PARAM_PROJ_SIN && cfg->d_model % 2 != 0)
             return refuse(r, cfg, 0);
@@ -68,12 +68,12 @@ static rp_status rule_sinusoid(const rp_model_cfg *cfg, const rp_cfg_rule *r)
 /* rotate on a rotary pe only (pe.c's rule, with pe.h's message) */
 static rp_status rule_rotate(const rp_model_cfg *cfg, const rp_cfg_rule *r)
 {
-    return rp_pe_rotate_check(cfg->pe, cfg->rotate, 0);
+    return rp_pe_rotate_check(cfg->pe.mode, cfg->pe.rotate, 0);
 }
 
 static rp_status rule_widths(const rp_model_cfg *cfg, const rp_cfg_rule *r)
 {
-    int rot = cfg->rotate ? cfg->rotate : rp_pe_mode_of(cfg->pe)->rotate;
+    int rot = cfg->pe.rotate ? cfg->pe.rotate : rp_pe_mode_of(cfg->pe.mode)->rotate;
     int64_t d_rot[4];
     return pe_widths(cfg, rot, d_rot);
 }
@@ -81,7 +81,7 @@ static rp_status rule_widths(const rp_model_cfg *cfg, const rp_cfg_rule *r)
 /* the relative kinds' limits (pe.c's one rule, with its message; the model is causal) */
 static rp_status rule_buckets(const rp_model_cfg *cfg, const rp_cfg_rule *r)
 {
-    return rp_rel_cfg_check(cfg->pe, &cfg->rel, 1);
+    return rp_rel_cfg_check(cfg->pe.mode, &cfg->rel, 1);
 }
 
 static rp_status rule_freq(const rp_model_cfg *cfg, const rp_cfg_rule *r)
@@ -135,7 +135,7 @@ rp_status rp_model_cfg_check(const rp_model_cfg *cfg)
             continue;
         }
         if (!any_set(cfg, r->when, 3)) continue;
-        if ((!r->pe_holds || r->pe_holds(cfg->pe)) && !any_set(cfg, r->unset, 5)) continue;
+        if ((!r->pe_holds || r->pe_holds(cfg->pe.mode)) && !any_set(cfg, r->unset, 5)) continue;
         char list[128], why[512];
         return rp_error(RP_ERR_ARG, "%s",
                         rp_model_cfg_fill(r->why, cfg, rp_model_cfg_rule_list(r, list, sizeof list),
@@ -154,11 +154,11 @@ rp_rope_freq rp_model_cfg_freq(const rp_model_cfg *cfg)
 
 rp_pe_scheme rp_model_cfg_scheme(const rp_model_cfg *cfg)
 {
-    const rp_pe_mode *mode = rp_pe_mode_of(cfg->pe);
+    const rp_pe_mode *mode = rp_pe_mode_of(cfg->pe.mode);
     int64_t d_rot[4];
-    (void)pe_widths(cfg, cfg->rotate ? cfg->rotate : mode->rotate, d_rot);
+    (void)pe_widths(cfg, cfg->pe.rotate ? cfg->pe.rotate : mode->rotate, d_rot);
     rp_pe_scheme s;
-    (void)rp_pe_scheme_init(&s, cfg->pe, cfg->rotate, d_rot, cfg->rope_base, cfg->pairing);
+    (void)rp_pe_scheme_init(&s, cfg->pe.mode, cfg->pe.rotate, d_rot, cfg->pe.base, cfg->pe.pairing);
     return s;
 }
 

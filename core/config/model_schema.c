@@ -61,21 +61,22 @@ const rp_cfg_key rp_model_cfg_keys[] = {
     {.name = "dropout", .type = RP_CFG_NUM, .offset = F(dropout), .def = 0, .lo = 0, .hi = 1,
      .flags = RP_CFG_HI_OPEN, .json = RP_CFG_JSON_ALWAYS, .since = 1,
      .help = "dropout on the residual branches"},
-    {.name = "pe", .type = RP_CFG_ENUM, .offset = F(pe), .def = RP_PE_ROPE, .names = rp_pe_names,
+    {.name = "pe", .type = RP_CFG_ENUM, .offset = F(pe.mode), .def = RP_PE_ROPE,
+     .names = rp_pe_names,
      .flags = RP_CFG_WEIGHTS, .json = RP_CFG_JSON_REQUIRED, .since = 1, .value_since = pe_since,
      .help = "positional encoding"},
-    {.name = "fraction_qk", .type = RP_CFG_NUM, .offset = F(fraction_qk), .def = 1, .lo = 0,
+    {.name = "fraction_qk", .type = RP_CFG_NUM, .offset = F(pe.fraction_qk), .def = 1, .lo = 0,
      .hi = 1, .flags = RP_CFG_LO_OPEN | RP_CFG_WEIGHTS, .json = RP_CFG_JSON_REQUIRED,
      .use = RP_CFG_PLACEMENT, .use_arg = RP_ROT_Q | RP_ROT_K, .since = 1,
      .help = "rotated share of d_k for q and k (rope modes)"},
-    {.name = "fraction_v", .type = RP_CFG_NUM, .offset = F(fraction_v), .def = 1, .lo = 0,
+    {.name = "fraction_v", .type = RP_CFG_NUM, .offset = F(pe.fraction_v), .def = 1, .lo = 0,
      .hi = 1, .flags = RP_CFG_LO_OPEN | RP_CFG_WEIGHTS, .json = RP_CFG_JSON_REQUIRED,
      .use = RP_CFG_PLACEMENT, .use_arg = RP_ROT_V | RP_ROT_O, .since = 1,
      .help = "rotated share of d_k for v and the output (roper modes)"},
-    {.name = "base", .type = RP_CFG_NUM, .offset = F(rope_base), .def = RP_ROPE_BASE, .lo = 0,
+    {.name = "base", .type = RP_CFG_NUM, .offset = F(pe.base), .def = RP_ROPE_BASE, .lo = 0,
      .hi = HUGE_VAL, .flags = RP_CFG_LO_OPEN | RP_CFG_WEIGHTS, .json = RP_CFG_JSON_REQUIRED,
      .use = RP_CFG_ROTARY, .since = 1, .help = "RoPE base"},
-    {.name = "pairing", .type = RP_CFG_ENUM, .offset = F(pairing), .def = RP_PAIR_HALF,
+    {.name = "pairing", .type = RP_CFG_ENUM, .offset = F(pe.pairing), .def = RP_PAIR_HALF,
      .names = rp_pairing_names, .flags = RP_CFG_WEIGHTS, .json = RP_CFG_JSON_REQUIRED,
      .use = RP_CFG_ROTARY, .since = 1, .help = "RoPE pairing"},
     {.name = "seed", .type = RP_CFG_SEED, .offset = F(seed), .def = 0,
@@ -88,21 +89,21 @@ const rp_cfg_key rp_model_cfg_keys[] = {
      .names = rp_lin_placement_names, .flags = RP_CFG_WEIGHTS, .json = RP_CFG_JSON_REQUIRED,
      .use = RP_CFG_LINEAR_ROTARY, .since = 1, .ck_flag = 4,
      .help = "linear attention: RoPE after phi (RoFormer eq. 19) or before it"},
-    {.name = "rotate", .type = RP_CFG_ROTATE, .offset = F(rotate), .def = 0,
+    {.name = "rotate", .type = RP_CFG_ROTATE, .offset = F(pe.rotate), .def = 0,
      .use = RP_CFG_ROTARY, .since = 2,
      .help = "rotary pe: the placements rotated, letters of qkvo (the mode's own: rope qk, "
              "roper qkvo)"},
-    {.name = "fraction_q", .type = RP_CFG_NUM, .offset = F(fraction_q), .def = 0, .lo = 0,
+    {.name = "fraction_q", .type = RP_CFG_NUM, .offset = F(pe.fraction_q), .def = 0, .lo = 0,
      .hi = 1, .flags = RP_CFG_LO_OPEN | RP_CFG_UNSET0 | RP_CFG_SHOW_SET,
      .unset_as = "fraction_qk",
      .use = RP_CFG_PLACEMENT, .use_arg = RP_ROT_Q, .since = 2,
      .help = "rotated share of d_k for q (0: fraction_qk)"},
-    {.name = "fraction_k", .type = RP_CFG_NUM, .offset = F(fraction_k), .def = 0, .lo = 0,
+    {.name = "fraction_k", .type = RP_CFG_NUM, .offset = F(pe.fraction_k), .def = 0, .lo = 0,
      .hi = 1, .flags = RP_CFG_LO_OPEN | RP_CFG_UNSET0 | RP_CFG_SHOW_SET,
      .unset_as = "fraction_qk",
      .use = RP_CFG_PLACEMENT, .use_arg = RP_ROT_K, .since = 2,
      .help = "rotated share of d_k for k (0: fraction_qk)"},
-    {.name = "fraction_o", .type = RP_CFG_NUM, .offset = F(fraction_o), .def = 0, .lo = 0,
+    {.name = "fraction_o", .type = RP_CFG_NUM, .offset = F(pe.fraction_o), .def = 0, .lo = 0,
      .hi = 1, .flags = RP_CFG_LO_OPEN | RP_CFG_UNSET0 | RP_CFG_SHOW_SET,
      .unset_as = "fraction_v",
      .use = RP_CFG_PLACEMENT, .use_arg = RP_ROT_O, .since = 2,
@@ -193,8 +194,7 @@ rp_cfg_scope rp_model_cfg_scope(const rp_cfg_key *k)
         size_t at, size;
         rp_cfg_scope scope;
     } parts[] = {
-        {offsetof(rp_model_cfg, pe), offsetof(rp_model_cfg, rel) - offsetof(rp_model_cfg, pe),
-         RP_CFG_SCOPE_PE},
+        {offsetof(rp_model_cfg, pe), sizeof(rp_pe_cfg), RP_CFG_SCOPE_PE},
         {offsetof(rp_model_cfg, rel), sizeof(rp_rel_cfg), RP_CFG_SCOPE_REL},
         {offsetof(rp_model_cfg, freq), sizeof(rp_rope_freq), RP_CFG_SCOPE_FREQ},
     };
@@ -561,11 +561,11 @@ const char *rp_model_cfg_fact_key(rp_cfg_fact f)
 int rp_model_cfg_fact(const rp_model_cfg *c, rp_cfg_fact f)
 {
     switch (f) {
-    case RP_FACT_PE: return (int)c->pe;
+    case RP_FACT_PE: return (int)c->pe.mode;
     case RP_FACT_ATTENTION: return (int)c->attention;
     case RP_FACT_ROTATE:
-        return c->rotate && c->attention != RP_ATTN_LINEAR ? c->rotate
-                                                           : rp_pe_mode_of(c->pe)->rotate;
+        return c->pe.rotate && c->attention != RP_ATTN_LINEAR ? c->pe.rotate
+                                                           : rp_pe_mode_of(c->pe.mode)->rotate;
     case RP_FACT_SCALING: return (int)c->freq.scaling;
     case RP_FACT_XPOS: return c->freq.xpos > 0.0;
     case RP_FACT_COUNT: break;
@@ -666,8 +666,8 @@ rp_status rp_model_cfg_check_used(const rp_model_cfg *c)
 
 void rp_model_cfg_normalise(rp_model_cfg *c)
 {
-    const rp_pe_mode *mode = rp_pe_mode_of(c->pe);
-    if (mode && c->rotate == mode->rotate) c->rotate = 0;
+    const rp_pe_mode *mode = rp_pe_mode_of(c->pe.mode);
+    if (mode && c->pe.rotate == mode->rotate) c->pe.rotate = 0;
     for (int i = 0; i < rp_model_cfg_nkeys; i++) {
         const rp_cfg_key *k = &rp_model_cfg_keys[i];
         if (k->unset_as &&

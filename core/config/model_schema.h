@@ -121,8 +121,8 @@ extern const int rp_model_cfg_nkeys;
 const rp_cfg_key *rp_model_cfg_key(const char *name, size_t len);
 
 /* The part of rp_model_cfg a row's field lives in (its scope): the model's own fields, or the
- * attention's part, which rp.attention's options are: the positional scheme (pe .. fraction_o),
- * the relative kinds' limits (rel, pe.h's rp_rel_cfg) and the frequency scheme (freq,
+ * attention's part, which rp.attention's options are: the positional scheme (pe, pe.h's
+ * rp_pe_cfg), the relative kinds' limits (rel, pe.h's rp_rel_cfg) and the frequency scheme (freq,
  * rope_freq.h's rp_rope_freq). */
 typedef enum {
     RP_CFG_SCOPE_MODEL = 0,

@@ -60,30 +60,30 @@ rp_attn_request rp_attention_request_default(void)
     rp_attn_request r;
     memset(&r, 0, sizeof r);
     r.keys = rp_model_cfg_default(1); /* the relative and frequency keys' defaults too */
-    r.keys.pe = RP_PE_NONE;
+    r.keys.pe.mode = RP_PE_NONE;
     r.causal = 1;
     return r;
 }
 
-/* The widths of the placements rotated (rotate, else the mode's own), each from its own
- * fraction when given, else the shared one (fraction_qk of D, fraction_v of Dv: the schema's
- * placement rows, rp_model_cfg_width_key). */
-static rp_status plan_widths(const rp_attn_request *r, rp_attn_cfg *cfg)
+/* The positional scheme of the call (*s) and cfg's from it (rp_attn_cfg_set_scheme): the keys'
+ * pe (r->keys.pe), the widths of the placements rotated (rotate, else the mode's own), each from
+ * its own fraction when given, else the shared one (fraction_qk of D, fraction_v of Dv: the
+ * schema's placement rows, rp_model_cfg_width_key). */
+static rp_status plan_scheme(const rp_attn_request *r, rp_pe_scheme *s, rp_attn_cfg *cfg)
 {
     const rp_model_cfg *c = &r->keys;
-    RP_TRY(rp_option_rotate(c->pe, c->rotate));
-    int rot = c->rotate ? c->rotate : rp_pe_mode_of(c->pe)->rotate;
-    int64_t *w[4] = {&cfg->d_rot_q, &cfg->d_rot_k, &cfg->d_rot_v, &cfg->d_rot_o};
+    RP_TRY(rp_option_rotate(c->pe.mode, c->pe.rotate));
+    int rot = c->pe.rotate ? c->pe.rotate : rp_pe_mode_of(c->pe.mode)->rotate;
+    int64_t d_rot[4] = {0, 0, 0, 0}; /* RP_PLACE_Q .. _O */
     for (int i = 0; i < 4; i++) {
-        *w[i] = 0;
         if (!(rot & 1 << i)) continue; /* RP_ROT_Q, _K, _V, _O */
         const rp_cfg_key *k = rp_model_cfg_width_key(c, &r->keys_given, 1 << i);
         int dv = (1 << i) & (RP_ROT_V | RP_ROT_O);
         RP_TRY(rp_option_fraction_width(k->name, rp_model_cfg_get_num(c, k), dv ? r->Dv : r->D,
-                                        dv ? "Dv" : "D", w[i]));
+                                        dv ? "Dv" : "D", &d_rot[i]));
     }
-    cfg->rotate = c->rotate;
-    cfg->d_rot_qk = 0;
+    RP_TRY(rp_pe_scheme_init(s, c->pe.mode, c->pe.rotate, d_rot, c->pe.base, c->pe.pairing));
+    rp_attn_cfg_set_scheme(cfg, s);
     return RP_OK;
 }
 
@@ -173,12 +173,9 @@ rp_status rp_attention_plan(const rp_attn_request *r, rp_attn_plan *p)
     memset(p, 0, sizeof *p);
     p->arg = 4;
     rp_attn_cfg *cfg = &p->cfg;
-    cfg->pe = r->keys.pe;
     cfg->causal = r->causal;
     cfg->scale = r->given & RP_GIVEN_SCALE ? r->scale : 1.0 / sqrt((double)r->D);
-    cfg->base = r->keys.rope_base;
-    cfg->pairing = r->keys.pairing;
-    RP_TRY(plan_widths(r, cfg));
+    RP_TRY(plan_scheme(r, &p->scheme, cfg));
     RP_TRY(plan_offsets(r, cfg));
     if (r->T > RP_I32_MAX || r->S > RP_I32_MAX || r->D > RP_I32_MAX || r->Dv > RP_I32_MAX) {
         p->arg = 1;
@@ -192,10 +189,10 @@ rp_status rp_attention_plan(const rp_attn_request *r, rp_attn_plan *p)
     }
     RP_TRY(plan_positions(r, p));
     RP_TRY(plan_tables(r, cfg));
-    RP_TRY(rp_attn_scheme(cfg, &p->scheme));
     cfg->pos = r->pos, cfg->pos_rows = r->pos ? r->pos_rows : 0;
     /* the largest position each side reads: of the rows the queries and the keys read */
     int64_t A = r->axes > 0 ? r->axes : 1;
+    p->pos_n = r->pos ? p->need * A : 0;
     p->qlast = cfg->pos_offset + cfg->q_offset + r->T - 1, p->klast = cfg->pos_offset + r->S - 1;
     if (r->pos) {
         p->qlast = largest(r->pos + cfg->q_offset * A, r->T * A);
@@ -213,8 +210,50 @@ rp_status rp_attention_plan(const rp_attn_request *r, rp_attn_plan *p)
 rp_status rp_attention_plan_freq(rp_attn_plan *p, const rp_rope_freq *f)
 {
     RP_TRY(rp_pe_scheme_check_freq(&p->scheme, f, p->qlast, p->klast));
+    /* each placement's width passed: what is left is an entry below an angle table's start */
+    if (p->cfg.pos) RP_TRY(rp_freq_plan_positions(f, 2 * p->half, p->cfg.pos, 0, p->pos_n));
     p->cfg.freq = rp_rope_freq_is_plain(f) ? NULL : f;
     return RP_OK;
+}
+
+/* ---- the rotary calls' frequency options ---- */
+
+rp_status rp_freq_plan_scalars(const rp_model_cfg *view, int orig_len_given, int hf,
+                               double default_orig_len, rp_rope_freq *f)
+{
+    const rp_rope_freq *v = &view->freq;
+    if (orig_len_given && v->orig_len < 1)
+        return rp_error(RP_ERR_ARG, "option 'orig_len' must be an integer >= 1, got %lld",
+                        (long long)v->orig_len);
+    if (rp_scaling_needs_len(v->scaling) && v->orig_len < 1 && !(default_orig_len >= 1.0))
+        return rp_error(RP_ERR_ARG, "option 'orig_len' (the original context length) is "
+                                    "required with scaling \"%s\"%s",
+                        rp_scaling_names[v->scaling],
+                        hf ? " (rope_scaling's original_max_position_embeddings)" : "");
+    *f = rp_model_cfg_freq(view);
+    if (v->orig_len < 1) f->orig_len = (int64_t)default_orig_len;
+    return RP_OK;
+}
+
+int64_t rp_freq_plan_rows(const int64_t *pos, int64_t offset, int64_t n)
+{
+    int64_t hi = !pos && n > 0 ? offset + n - 1 : 0;
+    for (int64_t r = 0; pos && r < n; r++) hi = pos[r] > hi ? pos[r] : hi;
+    return (hi > 0 ? hi : 0) + 1;
+}
+
+rp_status rp_freq_plan_positions(const rp_rope_freq *f, int64_t d_rot, const int64_t *pos,
+                                 int64_t offset, int64_t n)
+{
+    if (n < 1) return RP_OK;
+    /* the first position below 0 (of offset + r: offset itself, when it is) */
+    for (int64_t r = 0; r < (pos ? n : 1) && f->angles; r++) {
+        int64_t at = pos ? pos[r] : offset;
+        if (at < 0)
+            return rp_error(RP_ERR_ARG, "position %lld is below 0, where the angle table starts",
+                            (long long)at);
+    }
+    return rp_rope_freq_check_use(f, d_rot, rp_freq_plan_rows(pos, offset, n) - 1, "d_rot");
 }
 
 /* ---- rp.linear_attention ---- */
@@ -224,7 +263,7 @@ rp_linattn_request rp_linear_attention_request_default(void)
     rp_linattn_request r;
     memset(&r, 0, sizeof r);
     r.keys = rp_model_cfg_default(1);
-    r.keys.pe = RP_PE_NONE;
+    r.keys.pe.mode = RP_PE_NONE;
     r.eps = RP_LINATTN_EPS;
     return r;
 }
@@ -235,20 +274,22 @@ rp_status rp_linear_attention_plan(const rp_linattn_request *r, rp_linattn_plan 
     p->arg = 4;
     const rp_model_cfg *c = &r->keys;
     rp_linattn_cfg *cfg = &p->cfg;
-    *cfg = rp_linattn_cfg_default(c->pe, r->D, r->Dv);
+    *cfg = rp_linattn_cfg_default(c->pe.mode, r->D, r->Dv);
     cfg->placement = c->linear_rope;
-    cfg->base = c->rope_base;
-    cfg->pairing = c->pairing;
-    const rp_pe_mode *mode = rp_pe_mode_of(c->pe);
+    cfg->base = c->pe.base;
+    cfg->pairing = c->pe.pairing;
+    const rp_pe_mode *mode = rp_pe_mode_of(c->pe.mode);
     if (!mode || !mode->linear)
-        return rp_error(RP_ERR_ARG, "pe %d does not run with linear attention", (int)c->pe);
+        return rp_error(RP_ERR_ARG, "pe %d does not run with linear attention", (int)c->pe.mode);
     RP_TRY(rp_linattn_check_eps(r->eps)); /* eps's one rule */
     cfg->eps = r->eps;
     int rot = mode->rotate;
     if (rot & RP_ROT_Q)
-        RP_TRY(rp_option_fraction_width("fraction_qk", c->fraction_qk, r->D, "D", &cfg->d_rot_qk));
+        RP_TRY(rp_option_fraction_width("fraction_qk", c->pe.fraction_qk, r->D, "D",
+                                        &cfg->d_rot_qk));
     if (rot & RP_ROT_V)
-        RP_TRY(rp_option_fraction_width("fraction_v", c->fraction_v, r->Dv, "Dv", &cfg->d_rot_v));
+        RP_TRY(rp_option_fraction_width("fraction_v", c->pe.fraction_v, r->Dv, "Dv",
+                                        &cfg->d_rot_v));
     RP_TRY(rp_option_position("q_offset", r->q_offset, 0));
     cfg->q_offset = r->q_offset;
     rp_model_cfg view = *c;
@@ -271,7 +312,7 @@ rp_status rp_linear_attention_plan(const rp_linattn_request *r, rp_linattn_plan 
 
 rp_status rp_model_cfg_written(rp_model_cfg *cfg)
 {
-    RP_TRY(rp_option_rotate(cfg->pe, cfg->rotate));
+    RP_TRY(rp_option_rotate(cfg->pe.mode, cfg->pe.rotate));
     /* one model, one config: the mode's own placements and the shared fractions are stored as
      * "not set", so equal models have equal configs (and checkpoints) */
     rp_model_cfg_normalise(cfg);

@@ -82,6 +82,8 @@ typedef struct rp_attn_plan {
     int64_t rows;          /* max(qlast, klast) + 1: the positions a function of angles is
                             * sampled for */
     int64_t need;          /* the rows of positions the call reads: max(S, q_offset + T) */
+    int64_t pos_n;         /* with option positions: the entries of them the call reads (need
+                            * rows of the request's axes, 1 at least); 0 without */
     int arg;               /* after a refusal: the argument its message is about (1 q, 2 k,
                             * 4 the options) */
 } rp_attn_plan;
@@ -96,8 +98,9 @@ typedef struct rp_attn_plan {
 rp_status rp_attention_plan(const rp_attn_request *req, rp_attn_plan *p);
 
 /* Once the caller has its frequency tables and axes in f (borrowed for the call): checks f
- * against the plan (rp_pe_scheme_check_freq with its qlast, klast) and points p->cfg.freq at f
- * unless f is the plain scheme. RP_ERR_ARG. */
+ * against the plan (rp_pe_scheme_check_freq with its qlast, klast), then, with option positions,
+ * the p->pos_n entries the call reads against f (rp_freq_plan_positions, d_rot 2 p->half), and
+ * points p->cfg.freq at f unless f is the plain scheme. RP_ERR_ARG. */
 rp_status rp_attention_plan_freq(rp_attn_plan *p, const rp_rope_freq *f);
 
 /* ---- rp.linear_attention ---- */
@@ -109,7 +112,8 @@ typedef struct rp_linattn_request {
     /* The options that are config keys, each read by its row's type (pe among the modes that
      * run with linear attention, pe.h's linear column); an absent one holds its value from
      * rp_linear_attention_request_default */
-    rp_model_cfg keys;      /* pe, linear_rope, base (rope_base), pairing, fraction_qk, fraction_v */
+    rp_model_cfg keys;      /* pe.mode, linear_rope, pe.base, pe.pairing, pe.fraction_qk and
+                             * pe.fraction_v */
     double eps;             /* as given (the plan checks it: rp_linattn_check_eps);
                              * RP_LINATTN_EPS when absent */
     int64_t q_offset;       /* 0 when absent */
@@ -131,6 +135,31 @@ typedef struct rp_linattn_plan {
  * that do nothing (rp_model_cfg_check_used, attention linear), then the int32 and element
  * limits of the sizes. RP_ERR_ARG at the first refusal, in that order, with p->arg. */
 rp_status rp_linear_attention_plan(const rp_linattn_request *req, rp_linattn_plan *p);
+
+/* ---- the rotary calls' frequency options (rp.rope.angles, rp.rope.rotate, rp.attention) ---- */
+
+/* The frequency scalars of a call's options, read into view's frequency rows as given
+ * (orig_len_given: option orig_len was; hf: the scaling came from Hugging Face's rope_scaling):
+ * orig_len, when given, an integer >= 1 ("option 'orig_len' must be an integer >= 1, got 0");
+ * required by a scaling that reads it unless default_orig_len >= 1, the call's own ("option
+ * 'orig_len' (the original context length) is required with scaling "yarn"", and when hf
+ * " (rope_scaling's original_max_position_embeddings)" after it). Fills *f (OVERWRITTEN): the
+ * scalars (rp_model_cfg_freq), orig_len the given one, else default_orig_len. RP_ERR_ARG. */
+rp_status rp_freq_plan_scalars(const rp_model_cfg *view, int orig_len_given, int hf,
+                               double default_orig_len, rp_rope_freq *f);
+
+/* The rows a function of angles is sampled for at the positions pos[0 .. n) (offset + r when
+ * pos is NULL): the largest position + 1, 1 at least. Without pos no loop: a count of 2^40
+ * positions costs nothing. */
+int64_t rp_freq_plan_rows(const int64_t *pos, int64_t offset, int64_t n);
+
+/* Checks f (its tables set) against a placement d_rot wide at the positions pos[0 .. n) (offset
+ * + r when pos is NULL; nothing when n < 1): an angle table starts at position 0, so with angles
+ * every position is >= 0 ("position -1 is below 0, where the angle table starts": the first one
+ * below), then rp_rope_freq_check_use up to the largest (the tables wide and long enough).
+ * Without pos no loop. RP_ERR_ARG. */
+rp_status rp_freq_plan_positions(const rp_rope_freq *f, int64_t d_rot, const int64_t *pos,
+                                 int64_t offset, int64_t n);
 
 /* ---- rules shared with the other calls' options ---- */
 

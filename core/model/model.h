@@ -8,7 +8,7 @@
  *
  * pe: what a mode adds to the embeddings and rotates inside attention is the mode table of pe.h
  * (none | rope | roper | roper_legacy: token embedding only; sinusoidal: + the Vaswani table,
- * base RP_ROPE_BASE, not rope_base; learned: + a trained (seq_len, C) table).
+ * base RP_ROPE_BASE, not the config's pe.base; learned: + a trained (seq_len, C) table).
  *
  * Memory: one flat buffer each for parameters, gradients (same layout) and activations, sized
  * once for (max_batch, seq_len) at creation; forward accepts any B <= max_batch, T <= seq_len.

@@ -127,7 +127,7 @@ int rp_layout_row_holds(const rp_layout_row *r, const rp_model_cfg *c)
     switch (r->cond) {
     case RP_LAYOUT_ALWAYS: return 1;
     case RP_LAYOUT_IF_ABSOLUTE:
-        return strcmp(rp_pe_absolute_names[rp_pe_mode_of(c->pe)->absolute], r->value) == 0;
+        return strcmp(rp_pe_absolute_names[rp_pe_mode_of(c->pe.mode)->absolute], r->value) == 0;
     case RP_LAYOUT_IF_KEY: {
         const rp_cfg_key *k = rp_model_cfg_key(r->key, (size_t)-1);
         return !rp_model_cfg_unused(c, k, why, sizeof why) &&

@@ -289,6 +289,25 @@ const char *rp_join_names(char *buf, size_t n, const char *const *names, int cou
 int rp_rotate_from_name(const char *name);
 const char *rp_rotate_name(int rotate, char buf[5]);
 
+/* The positional scheme as a config writes it (the keys pe, fraction_qk, fraction_v, base,
+ * pairing, rotate, fraction_q, fraction_k, fraction_o: the rows of scope RP_CFG_SCOPE_PE,
+ * core/config/model_schema.h): the struct a model's config holds (rp_model_cfg.pe) and
+ * rp.attention's request carries. The widths come from the fractions and the head size (d_k, or
+ * D and Dv): rp_model_cfg_scheme for a model, rp_attention_plan for a call, resolved into an
+ * rp_pe_scheme (below), which the attention takes (rp_attn_cfg_set_scheme). */
+typedef struct rp_pe_cfg {
+    rp_pe mode;
+    double fraction_qk; /* d_rot_qk = floor(fraction_qk * d_k), even >= 2 for rope modes */
+    double fraction_v;  /* d_rot_v = floor(fraction_v * d_k), even >= 2 for roper modes */
+    double base;        /* the angles' base, RP_ROPE_BASE */
+    rp_pairing pairing;
+    /* The placement ablation (rotary pe, softmax attention): rotate = RP_ROT_* bits, 0 = the
+     * mode's own. A rotated q, k or o takes fraction_q, fraction_k, fraction_o when > 0, else
+     * fraction_qk (q, k) or fraction_v (o). */
+    int rotate;
+    double fraction_q, fraction_k, fraction_o;
+} rp_pe_cfg;
+
 /* The positional scheme of one attention call or layer, resolved from a mode, a `rotate` mask and
  * the widths: what is rotated, by how many features, with which angles. The widths of placements
  * that are not rotated are 0, so `if (s.d_rot_v)` is the test "v is rotated". */

@@ -116,7 +116,7 @@ static int time_steps(const bench_cfg *bc, rp_pe pe, double *best_out, double *f
     cfg.d_ff = bc->d_ff;
     cfg.seq_len = bc->seq;
     cfg.max_batch = bc->batch;
-    cfg.pe = pe;
+    cfg.pe.mode = pe;
     cfg.tie_embeddings = bc->tie;
     cfg.seed = 1;
     rp_model *m = rp_model_new(&cfg);

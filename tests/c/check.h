@@ -220,7 +220,7 @@ static inline rp_model_cfg check_small_cfg(rp_pe pe, uint64_t seed)
     c.d_ff = 4;
     c.seq_len = 6;
     c.max_batch = 1;
-    c.pe = pe;
+    c.pe.mode = pe;
     c.seed = seed;
     return c;
 }

@@ -36,17 +36,17 @@ static void make_cases(config_case *k)
     int n = 0;
     k[n++] = (config_case){"v1_rope", check_small_cfg(RP_PE_ROPE, 1), 0, 0};
     k[n] = (config_case){"v1_roper_settings", check_small_cfg(RP_PE_ROPER, UINT64_MAX - 6), 0, 1};
-    k[n].cfg.fraction_qk = 0.5, k[n].cfg.fraction_v = 0.75, k[n].cfg.rope_base = 500.0;
-    k[n].cfg.pairing = RP_PAIR_INTERLEAVED, k[n].cfg.dropout = 0.1, k[n].cfg.norm = RP_NORM_POST;
+    k[n].cfg.pe.fraction_qk = 0.5, k[n].cfg.pe.fraction_v = 0.75, k[n].cfg.pe.base = 500.0;
+    k[n].cfg.pe.pairing = RP_PAIR_INTERLEAVED, k[n].cfg.dropout = 0.1, k[n].cfg.norm = RP_NORM_POST;
     k[n++].cfg.act = RP_ACT_GELU;
     k[n] = (config_case){"v1_learned_unused_values", check_small_cfg(RP_PE_LEARNED, 3), 0, 0};
-    k[n].cfg.rope_base = 100.0, k[n].cfg.pairing = RP_PAIR_INTERLEAVED;
-    k[n].cfg.fraction_qk = 0.5, k[n++].cfg.fraction_v = 0.25;
+    k[n].cfg.pe.base = 100.0, k[n].cfg.pe.pairing = RP_PAIR_INTERLEAVED;
+    k[n].cfg.pe.fraction_qk = 0.5, k[n++].cfg.pe.fraction_v = 0.25;
     k[n] = (config_case){"v1_sinusoidal", check_small_cfg(RP_PE_SINUSOIDAL, 4), 0, 0};
     k[n++].cfg.linear_rope = RP_LIN_BEFORE; /* a value softmax attention does not use */
     k[n] = (config_case){"v1_linear_before", check_small_cfg(RP_PE_ROPER, 5), 0, 0};
     k[n].cfg.attention = RP_ATTN_LINEAR, k[n].cfg.linear_rope = RP_LIN_BEFORE;
-    k[n++].cfg.fraction_v = 0.25;
+    k[n++].cfg.pe.fraction_v = 0.25;
     k[n] = (config_case){"v2_shaw", check_small_cfg(RP_PE_SHAW, 6), 0, 0};
     k[n++].cfg.rel.clip = 3;
     k[n] = (config_case){"v2_t5", check_small_cfg(RP_PE_T5, 7), 0, 0};
@@ -56,9 +56,9 @@ static void make_cases(config_case *k)
     k[n++].cfg.rel.clip = 2;
     k[n++] = (config_case){"v2_alibi", check_small_cfg(RP_PE_ALIBI, 10), 0, 0};
     k[n] = (config_case){"v2_rope_vo", check_small_cfg(RP_PE_ROPE, 11), 0, 0};
-    k[n].cfg.rotate = RP_ROT_V | RP_ROT_O, k[n++].cfg.fraction_o = 0.5;
+    k[n].cfg.pe.rotate = RP_ROT_V | RP_ROT_O, k[n++].cfg.pe.fraction_o = 0.5;
     k[n] = (config_case){"v2_roper_widths", check_small_cfg(RP_PE_ROPER, 12), 0, 0};
-    k[n].cfg.fraction_q = 0.25, k[n].cfg.fraction_k = 0.75, k[n++].cfg.fraction_o = 0.5;
+    k[n].cfg.pe.fraction_q = 0.25, k[n].cfg.pe.fraction_k = 0.75, k[n++].cfg.pe.fraction_o = 0.5;
     k[n] = (config_case){"v2_rope_unused_rel_clip", check_small_cfg(RP_PE_ROPE, 13), 0, 0};
     k[n++].cfg.rel.clip = 8;
     k[n] = (config_case){"v3_yarn", check_small_cfg(RP_PE_ROPER, 14), 0, 0};

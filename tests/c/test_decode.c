@@ -131,7 +131,7 @@ static rp_model_cfg dec_cfg(rp_pe pe, rp_norm norm)
     c.d_ff = 80;
     c.seq_len = 12;
     c.max_batch = 1;
-    c.pe = pe;
+    c.pe.mode = pe;
     c.norm = norm;
     c.act = norm == RP_NORM_POST ? RP_ACT_GELU : RP_ACT_RELU;
     c.seed = 11 + (uint64_t)pe;
@@ -241,9 +241,9 @@ static void test_batch_equals_single(void)
     CHECK_EACH_PE(p, CHECK_PE_ALL) {
         rp_model_cfg c = dec_cfg((rp_pe)p, p % 2 ? RP_NORM_POST : RP_NORM_PRE);
         if (p == RP_PE_ROPER) { /* partial, interleaved rotation */
-            c.fraction_qk = 0.5;
-            c.fraction_v = 2.0 / 3.0;
-            c.pairing = RP_PAIR_INTERLEAVED;
+            c.pe.fraction_qk = 0.5;
+            c.pe.fraction_v = 2.0 / 3.0;
+            c.pe.pairing = RP_PAIR_INTERLEAVED;
         }
         rp_model *m = check_model_new(&c);
         snprintf(label, sizeof label, "softmax %s", rp_pe_name((rp_pe)p));

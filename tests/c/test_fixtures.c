@@ -313,16 +313,16 @@ static void run_fixture(const char *path, const char *label)
     cfg.seq_len = fx_int(&f, "seq_len", &ok);
     cfg.norm = (rp_norm)fx_int(&f, "norm", &ok);
     cfg.act = (rp_act)fx_int(&f, "act", &ok);
-    cfg.pe = (rp_pe)fx_int(&f, "pe", &ok);
-    cfg.pairing = (rp_pairing)fx_int(&f, "pairing", &ok);
-    cfg.fraction_qk = fx_dbl(&f, "fraction_qk", &ok);
-    cfg.fraction_v = fx_dbl(&f, "fraction_v", &ok);
-    cfg.rope_base = fx_dbl(&f, "rope_base", &ok);
+    cfg.pe.mode = (rp_pe)fx_int(&f, "pe", &ok);
+    cfg.pe.pairing = (rp_pairing)fx_int(&f, "pairing", &ok);
+    cfg.pe.fraction_qk = fx_dbl(&f, "fraction_qk", &ok);
+    cfg.pe.fraction_v = fx_dbl(&f, "fraction_v", &ok);
+    cfg.pe.base = fx_dbl(&f, "rope_base", &ok);
     cfg.dropout = fx_dbl(&f, "dropout", &ok);
-    cfg.rotate = (int)fx_int_or0(&f, "rotate");
-    cfg.fraction_q = fx_dbl_or0(&f, "fraction_q");
-    cfg.fraction_k = fx_dbl_or0(&f, "fraction_k");
-    cfg.fraction_o = fx_dbl_or0(&f, "fraction_o");
+    cfg.pe.rotate = (int)fx_int_or0(&f, "rotate");
+    cfg.pe.fraction_q = fx_dbl_or0(&f, "fraction_q");
+    cfg.pe.fraction_k = fx_dbl_or0(&f, "fraction_k");
+    cfg.pe.fraction_o = fx_dbl_or0(&f, "fraction_o");
     cfg.rel.clip = fx_int_or(&f, "rel_clip", cfg.rel.clip);
     cfg.rel.buckets = fx_int_or(&f, "rel_buckets", cfg.rel.buckets);
     cfg.rel.max_distance = fx_int_or(&f, "rel_max_distance", cfg.rel.max_distance);
@@ -340,12 +340,13 @@ static void run_fixture(const char *path, const char *label)
     char rot[5];
     printf("%s: pe %s, rotate %s, norm %s, act %s, pairing %s, fractions qk %g v %g q %g k %g o %g"
            ", base %g, rel clip %lld buckets %lld max_distance %lld, heads %lld, B %lld, T %lld\n",
-           label, rp_pe_name(cfg.pe), cfg.rotate ? rp_rotate_name(cfg.rotate, rot) : "(own)",
+           label, rp_pe_name(cfg.pe.mode),
+           cfg.pe.rotate ? rp_rotate_name(cfg.pe.rotate, rot) : "(own)",
            cfg.norm == RP_NORM_PRE ? "pre" : "post", cfg.act == RP_ACT_RELU ? "relu" : "gelu",
-           cfg.pairing == RP_PAIR_HALF ? "half" : "interleaved", cfg.fraction_qk, cfg.fraction_v,
-           cfg.fraction_q, cfg.fraction_k, cfg.fraction_o, cfg.rope_base, (long long)cfg.rel.clip,
-           (long long)cfg.rel.buckets, (long long)cfg.rel.max_distance, (long long)cfg.heads,
-           (long long)B, (long long)T);
+           cfg.pe.pairing == RP_PAIR_HALF ? "half" : "interleaved", cfg.pe.fraction_qk,
+           cfg.pe.fraction_v, cfg.pe.fraction_q, cfg.pe.fraction_k, cfg.pe.fraction_o, cfg.pe.base,
+           (long long)cfg.rel.clip, (long long)cfg.rel.buckets, (long long)cfg.rel.max_distance,
+           (long long)cfg.heads, (long long)B, (long long)T);
 
     int32_t *tokens = malloc((size_t)(B * T) * sizeof(int32_t));
     int32_t *targets = malloc((size_t)(B * T) * sizeof(int32_t));

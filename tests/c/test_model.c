@@ -42,7 +42,7 @@ static rp_model_cfg tiny_cfg(rp_pe pe, rp_norm norm, rp_act act)
     c.d_ff = 12;
     c.seq_len = 6;
     c.max_batch = 2;
-    c.pe = pe;
+    c.pe.mode = pe;
     c.norm = norm;
     c.act = act;
     c.rel.clip = 2;
@@ -159,7 +159,7 @@ static void test_init(void)
     c.d_ff = 128;
     c.seq_len = 8;
     c.max_batch = 1;
-    c.pe = RP_PE_LEARNED;
+    c.pe.mode = RP_PE_LEARNED;
     c.seed = 7;
     rp_model *m = check_model_new(&c);
     const float *w = rp_model_params(m)->data;
@@ -219,7 +219,7 @@ static void test_cfg_check_linear(void)
     c.attention = RP_ATTN_LINEAR;
     CHECK_STATUS(rp_model_cfg_check(&c), RP_ERR_ARG,
                  "linear attention does not support pe roper_legacy");
-    c.pe = RP_PE_ROPER;
+    c.pe.mode = RP_PE_ROPER;
     CHECK_STATUS(rp_model_cfg_check(&c), RP_OK, NULL);
     c.attention = (rp_attn_kind)2;
     CHECK_STATUS(rp_model_cfg_check(&c), RP_ERR_ARG, "attention 2 is not softmax (0) or linear");
@@ -238,28 +238,28 @@ static void test_cfg_check(void)
     CHECK_STATUS(rp_model_cfg_check(&c), RP_OK, NULL);
     CHECK(c.d_model == 128 && c.heads == 4 && c.layers == 3 && c.d_ff == 512 &&
               c.seq_len == 512 && c.max_batch == 16 && c.norm == RP_NORM_PRE &&
-              c.act == RP_ACT_RELU && c.dropout == 0.0 && c.pe == RP_PE_ROPE &&
-              c.fraction_qk == 1.0 && c.fraction_v == 1.0 && c.rope_base == 10000.0 &&
-              c.pairing == RP_PAIR_HALF && c.seed == 0 && c.vocab == 18,
+              c.act == RP_ACT_RELU && c.dropout == 0.0 && c.pe.mode == RP_PE_ROPE &&
+              c.pe.fraction_qk == 1.0 && c.pe.fraction_v == 1.0 && c.pe.base == 10000.0 &&
+              c.pe.pairing == RP_PAIR_HALF && c.seed == 0 && c.vocab == 18,
           "labml defaults");
     rp_model_cfg b = c;
     b.d_model = 130;
     CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG, "d_model 130 is not divisible by heads 4");
     b = c;
-    b.fraction_qk = 0.3;
+    b.pe.fraction_qk = 0.3;
     CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG,
                  "fraction_qk 0.3 gives d_rot 9 for d_k 32; it must be even and >= 2");
-    b.pe = RP_PE_NONE; /* fractions only matter for the rotary modes */
+    b.pe.mode = RP_PE_NONE; /* fractions only matter for the rotary modes */
     CHECK_STATUS(rp_model_cfg_check(&b), RP_OK, NULL);
     b = c;
-    b.pe = RP_PE_ROPER;
-    b.fraction_v = 0.03;
+    b.pe.mode = RP_PE_ROPER;
+    b.pe.fraction_v = 0.03;
     CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG,
                  "fraction_v 0.03 gives d_rot 0 for d_k 32; it must be even and >= 2");
-    b.pe = RP_PE_ROPE; /* rope does not rotate v */
+    b.pe.mode = RP_PE_ROPE; /* rope does not rotate v */
     CHECK_STATUS(rp_model_cfg_check(&b), RP_OK, NULL);
     b = c;
-    b.fraction_qk = 1.5;
+    b.pe.fraction_qk = 1.5;
     CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG, "fraction_qk 1.5 must be in (0, 1]");
     b = c;
     b.vocab = 0;
@@ -285,7 +285,7 @@ static void test_cfg_check(void)
     b.dropout = NAN;
     CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG, "dropout");
     b = c;
-    b.pe = (rp_pe)17;
+    b.pe.mode = (rp_pe)17;
     CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG, "pe 17");
     b = c;
     b.norm = (rp_norm)2;
@@ -294,10 +294,10 @@ static void test_cfg_check(void)
     b.act = (rp_act)5;
     CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG, "activation 5 is not relu (0) or gelu (1)");
     b = c;
-    b.pairing = (rp_pairing)3;
+    b.pe.pairing = (rp_pairing)3;
     CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG, "pairing 3");
     b = c;
-    b.rope_base = 0.0;
+    b.pe.base = 0.0;
     CHECK_STATUS(rp_model_cfg_check(&b), RP_ERR_ARG, "base must be a finite number > 0, got 0");
     b = c;
     b.max_batch = 1 << 20;
@@ -525,9 +525,9 @@ static void test_gradcheck_freq(void)
     c.learn_freq = 1;
     c.d_model = 16;
     c.heads = 2; /* d_k 8 */
-    c.fraction_qk = 0.5;
-    c.fraction_v = 0.25;
-    c.pairing = RP_PAIR_INTERLEAVED;
+    c.pe.fraction_qk = 0.5;
+    c.pe.fraction_v = 0.25;
+    c.pe.pairing = RP_PAIR_INTERLEAVED;
     m = new_model(&c);
     gradcheck_model(m, &c, "roper/post/gelu learn_freq, d_rot 4/2 interleaved", 0, "rope.freq");
     rp_model_free(m);
@@ -605,7 +605,7 @@ static void test_tied(void)
         rp_model *m = new_model(&c), *u = new_model(&cu);
         const int64_t V = 7, C = 8;
         char label[96];
-        snprintf(label, sizeof label, "tied %s/%s", rp_pe_name(c.pe),
+        snprintf(label, sizeof label, "tied %s/%s", rp_pe_name(c.pe.mode),
                  c.norm == RP_NORM_PRE ? "pre" : "post");
         int ie = rp_model_find_param(m, "embed.weight");
         CHECK(rp_model_find_param(m, "head.weight") == -1 && rp_model_find_param(m, "head.bias") >= 0,
@@ -693,9 +693,9 @@ static void test_gradcheck(void)
     rp_model_cfg c = tiny_cfg(RP_PE_ROPER, RP_NORM_PRE, RP_ACT_GELU);
     c.d_model = 16;
     c.heads = 2; /* d_k 8 */
-    c.fraction_qk = 0.5;
-    c.fraction_v = 0.25;
-    c.pairing = RP_PAIR_INTERLEAVED;
+    c.pe.fraction_qk = 0.5;
+    c.pe.fraction_v = 0.25;
+    c.pe.pairing = RP_PAIR_INTERLEAVED;
     gradcheck(&c, "roper/pre/gelu, d_rot 4/2 interleaved", 3);
     /* dropout (the masks are held fixed by restoring the dropout RNG before each forward) */
     c = tiny_cfg(RP_PE_ROPE, RP_NORM_PRE, RP_ACT_GELU);
@@ -721,9 +721,9 @@ static void test_gradcheck(void)
     c.attention = RP_ATTN_LINEAR;
     c.d_model = 16;
     c.heads = 2;
-    c.fraction_qk = 0.5;
-    c.fraction_v = 0.25;
-    c.pairing = RP_PAIR_INTERLEAVED;
+    c.pe.fraction_qk = 0.5;
+    c.pe.fraction_v = 0.25;
+    c.pe.pairing = RP_PAIR_INTERLEAVED;
     gradcheck(&c, "linear roper/pre/gelu, d_rot 4/2 interleaved", 3);
     test_gradcheck_freq();
     printf("  gradient checks: max |fd - g| / (1e-2 + |g|) %.3g (limit 3e-2), max |fd - g| %.3g (elements "
@@ -832,7 +832,7 @@ static rp_model_cfg cache_cfg(rp_pe pe, rp_norm norm)
     c.d_ff = 24;
     c.seq_len = 12;
     c.max_batch = 1;
-    c.pe = pe;
+    c.pe.mode = pe;
     c.norm = norm;
     c.act = RP_ACT_GELU;
     c.seed = 5;
@@ -850,9 +850,9 @@ static void test_cache(void)
         for (int n = 0; n < 2; n++) {
             rp_model_cfg c = cache_cfg((rp_pe)p, (rp_norm)n);
             if (p == 4 && n == 1) { /* one case with partial, interleaved rotation */
-                c.fraction_qk = 0.5;
-                c.fraction_v = 0.75;
-                c.pairing = RP_PAIR_INTERLEAVED;
+                c.pe.fraction_qk = 0.5;
+                c.pe.fraction_v = 0.75;
+                c.pe.pairing = RP_PAIR_INTERLEAVED;
             }
             rp_model *m = new_model(&c);
             const int64_t T = 12, V = 11;
@@ -1281,7 +1281,7 @@ static void test_memory(void)
             c.d_ff = 48;
             c.seq_len = 40;
             c.max_batch = 3;
-            c.pe = pes[i];
+            c.pe.mode = pes[i];
             c.attention = linear ? RP_ATTN_LINEAR : RP_ATTN_SOFTMAX;
             int64_t bytes = 0, params = 0;
             CHECK_STATUS(rp_model_memory(&c, &bytes, &params), RP_OK, NULL);
@@ -1302,13 +1302,13 @@ static void test_memory(void)
             double grads = N * (2.0 * C + fmax(fmax(F, 4.0 * C), V));
             double lower = 4.0 * (2.0 * (double)params + acts + grads);
             CHECK((double)bytes >= lower && (double)bytes <= 1.5 * lower + 4e5,
-                  "pe %d linear %d norm %s: %lld bytes within [%.0f, 1.5x + 400K]", (int)c.pe,
+                  "pe %d linear %d norm %s: %lld bytes within [%.0f, 1.5x + 400K]", (int)c.pe.mode,
                   linear, post ? "post" : "pre", (long long)bytes, lower);
             /* rp_mem_held counts the parameters, gradients and the three blocks: all of it
              * but the small tables (token copies, generation scratch, the layout) */
             CHECK((double)held >= lower && held <= bytes && bytes - held < 32768,
                   "pe %d linear %d: the model holds %lld of its %lld bytes in rp_mem_held",
-                  (int)c.pe, linear, (long long)held, (long long)bytes);
+                  (int)c.pe.mode, linear, (long long)held, (long long)bytes);
             rp_model_free(m);
             CHECK(rp_mem_held() == held0, "rp_model_free gives back all it counted (%lld left)",
                   (long long)(rp_mem_held() - held0));

@@ -48,11 +48,12 @@ static const struct {
     FIELD("vocab", vocab), FIELD("d_model", d_model), FIELD("heads", heads),
     FIELD("layers", layers), FIELD("d_ff", d_ff), FIELD("seq_len", seq_len),
     FIELD("max_batch", max_batch), FIELD("norm", norm), FIELD("activation", act),
-    FIELD("dropout", dropout), FIELD("pe", pe), FIELD("fraction_qk", fraction_qk),
-    FIELD("fraction_v", fraction_v), FIELD("base", rope_base), FIELD("pairing", pairing),
+    FIELD("dropout", dropout), FIELD("pe", pe.mode), FIELD("fraction_qk", pe.fraction_qk),
+    FIELD("fraction_v", pe.fraction_v), FIELD("base", pe.base), FIELD("pairing", pe.pairing),
     FIELD("seed", seed), FIELD("attention", attention), FIELD("linear_rope", linear_rope),
-    FIELD("rotate", rotate), FIELD("fraction_q", fraction_q), FIELD("fraction_k", fraction_k),
-    FIELD("fraction_o", fraction_o), FIELD("rel_clip", rel.clip),
+    FIELD("rotate", pe.rotate), FIELD("fraction_q", pe.fraction_q),
+    FIELD("fraction_k", pe.fraction_k), FIELD("fraction_o", pe.fraction_o),
+    FIELD("rel_clip", rel.clip),
     FIELD("rel_buckets", rel.buckets), FIELD("rel_max_distance", rel.max_distance),
     FIELD("scaling", freq.scaling), FIELD("scaling_factor", freq.factor),
     FIELD("orig_len", freq.orig_len), FIELD("yarn_alpha", freq.yarn_alpha),
@@ -205,12 +206,12 @@ static void test_rows(void)
     /* the documented defaults (core/model/model.h, docs/lua_api.md) */
     rp_model_cfg d = rp_model_cfg_default(9);
     CHECK(d.vocab == 9 && d.d_model == 128 && d.heads == 4 && d.layers == 3 && d.d_ff == 512 &&
-              d.seq_len == 512 && d.max_batch == 16 && d.pe == RP_PE_ROPE &&
-              d.rope_base == RP_ROPE_BASE && d.rel.clip == 16 && d.rel.buckets == 32 &&
+              d.seq_len == 512 && d.max_batch == 16 && d.pe.mode == RP_PE_ROPE &&
+              d.pe.base == RP_ROPE_BASE && d.rel.clip == 16 && d.rel.buckets == 32 &&
               d.rel.max_distance == 128 && d.freq.scaling == RP_SCALING_NONE &&
               d.freq.factor == 1.0 && d.freq.orig_len == 0 && d.freq.yarn_alpha == 1.0 &&
               d.freq.yarn_beta == 32.0 && d.freq.xpos == 0.0 && d.freq.xpos_scale_base == 512.0 &&
-              d.rotate == 0 && d.fraction_q == 0.0 && d.seed == 0 && d.dropout == 0.0 &&
+              d.pe.rotate == 0 && d.pe.fraction_q == 0.0 && d.seed == 0 && d.dropout == 0.0 &&
               d.learn_freq == 0 && d.tie_embeddings == 0,
           "the defaults");
     CHECK_STATUS(rp_model_cfg_check(&d), RP_OK, NULL);
@@ -355,11 +356,12 @@ static void test_used(void)
     }
     /* the mode's own placements and the shared fractions are the unset ones */
     rp_model_cfg c = small(RP_PE_ROPER);
-    c.rotate = RP_ROT_ALL, c.fraction_q = 1.0, c.fraction_o = 1.0, c.fraction_k = 0.5;
+    c.pe.rotate = RP_ROT_ALL, c.pe.fraction_q = 1.0, c.pe.fraction_o = 1.0, c.pe.fraction_k = 0.5;
     rp_model_cfg_normalise(&c);
-    CHECK(c.rotate == 0 && c.fraction_q == 0.0 && c.fraction_o == 0.0 && c.fraction_k == 0.5,
-          "normalised: rotate %d, fractions %g %g %g", c.rotate, c.fraction_q, c.fraction_k,
-          c.fraction_o);
+    CHECK(c.pe.rotate == 0 && c.pe.fraction_q == 0.0 && c.pe.fraction_o == 0.0 &&
+              c.pe.fraction_k == 0.5,
+          "normalised: rotate %d, fractions %g %g %g", c.pe.rotate, c.pe.fraction_q,
+          c.pe.fraction_k, c.pe.fraction_o);
 }
 
 /* ---- format versions ----------------------------------------------------------------------- */
@@ -392,7 +394,7 @@ static void test_tables(void)
                   rp_model_cfg_keys[i].name, rp_model_cfg_keys[i].unset_as);
     char buf[256];
     rp_model_cfg c = rp_model_cfg_default(11);
-    c.pe = RP_PE_SHAW;
+    c.pe.mode = RP_PE_SHAW;
     CHECK(strcmp(rp_model_cfg_fill("for pe {pe}{linear}: {list} {scaling}", &c, "x or y", buf,
                                    sizeof buf), "for pe shaw: x or y none") == 0, "filled: %s",
           buf);
@@ -413,7 +415,7 @@ static void test_versions(void)
 {
     printf("-- the format version a config needs\n");
     rp_model_cfg c = small(RP_PE_LEARNED);
-    c.rope_base = 100.0, c.attention = RP_ATTN_SOFTMAX, c.seed = 99;
+    c.pe.base = 100.0, c.attention = RP_ATTN_SOFTMAX, c.seed = 99;
     CHECK(rp_model_cfg_version(&c) == 1, "version 1 fields: 1");
     c = small(RP_PE_ALIBI);
     CHECK(rp_model_cfg_version(&c) == 2, "a relative mode: 2");
@@ -545,7 +547,7 @@ static void test_forged_checkpoints(void)
     c = small(RP_PE_SHAW);
     forged_checkpoint(&c, 2, 96, 8, 1, 0, NAN, "fraction_qk nan must be in (0, 1]");
     c = small(RP_PE_ROPE);
-    c.rotate = RP_ROT_V | RP_ROT_O;
+    c.pe.rotate = RP_ROT_V | RP_ROT_O;
     forged_checkpoint(&c, 2, 160, 8, 0, -1, 0, "rel_clip -1 must be in 1..65536");
     forged_checkpoint(&c, 2, 152, 8, 1, 0, 2.0, "fraction_o 2 must be in (0, 1]");
     /* version 3 (block at 184: scaling, kind, factor, orig_len, alpha, beta, xpos, scale base) */
@@ -622,16 +624,17 @@ static void test_writers(void)
 {
     printf("-- the writers never write what the readers refuse\n");
     rp_model_cfg c = small(RP_PE_SHAW);
-    c.fraction_qk = NAN;
+    c.pe.fraction_qk = NAN;
     char buf[2048];
     size_t n = rp_model_cfg_to_json(&c, buf, sizeof buf);
     CHECK(n == 0 && !strcmp(rp_last_error(), "fraction_qk nan must be in (0, 1]"),
           "no JSON for a nan: %zu bytes, \"%s\"", n, rp_last_error());
-    c.fraction_qk = 1.0;
+    c.pe.fraction_qk = 1.0;
     n = rp_model_cfg_to_json(&c, buf, sizeof buf);
     rp_model_cfg back;
     CHECK(n > 0 && n < sizeof buf && rp_model_cfg_from_json(buf, n, &back) == RP_OK &&
-              rp_model_cfg_check(&back) == RP_OK && back.pe == RP_PE_SHAW && back.rel.clip == 16,
+              rp_model_cfg_check(&back) == RP_OK && back.pe.mode == RP_PE_SHAW &&
+              back.rel.clip == 16,
           "a good config reads back: %s", buf);
     /* learn_freq: JSON true when set (and read back), absent at its default, never 2 */
     c = small(RP_PE_ROPE);

@@ -7,7 +7,7 @@ static rp_attn_request request(rp_pe pe, int64_t T, int64_t S, int64_t D, int64_
 {
     rp_attn_request r = rp_attention_request_default();
     r.B = 2, r.T = T, r.S = S, r.H = 3, r.D = D, r.Dv = Dv;
-    r.keys.pe = pe;
+    r.keys.pe.mode = pe;
     return r;
 }
 
@@ -30,13 +30,13 @@ static void test_widths(void)
             for (int own = 0; own < 2; own++) {
                 rp_attn_request r = request((rp_pe)pe, 5, 7, 16, 24);
                 int eff = rot ? rot : m->rotate;
-                r.keys.rotate = rot;
+                r.keys.pe.rotate = rot;
                 /* a fraction only where its placement is rotated: elsewhere it does nothing */
-                if (eff & (RP_ROT_Q | RP_ROT_K)) r.keys.fraction_qk = 0.5;
-                if (eff & (RP_ROT_V | RP_ROT_O)) r.keys.fraction_v = 0.75;
+                if (eff & (RP_ROT_Q | RP_ROT_K)) r.keys.pe.fraction_qk = 0.5;
+                if (eff & (RP_ROT_V | RP_ROT_O)) r.keys.pe.fraction_v = 0.75;
                 const char *name[4] = {"fraction_q", "fraction_k", NULL, "fraction_o"};
-                double *own_f[4] = {&r.keys.fraction_q, &r.keys.fraction_k, NULL,
-                                    &r.keys.fraction_o};
+                double *own_f[4] = {&r.keys.pe.fraction_q, &r.keys.pe.fraction_k, NULL,
+                                    &r.keys.pe.fraction_o};
                 double ownv[4] = {0.25, 1.0, 0.0, 0.5};
                 for (int i = 0; i < 4 && own; i++)
                     if (name[i] && (eff & (1 << i)))
@@ -97,24 +97,24 @@ static void test_refusals(void)
 {
     rp_attn_plan p;
     rp_attn_request r = request(RP_PE_ROPE, 4, 4, 16, 16);
-    r.keys.fraction_qk = 2.0;
+    r.keys.pe.fraction_qk = 2.0;
     CHECK_MSG(rp_attention_plan(&r, &p), RP_ERR_ARG,
               "option 'fraction_qk' must be in (0, 1], got 2.0");
-    r.keys.fraction_qk = 1.000000001; /* Lua's 14 digits */
+    r.keys.pe.fraction_qk = 1.000000001; /* Lua's 14 digits */
     CHECK_MSG(rp_attention_plan(&r, &p), RP_ERR_ARG,
               "option 'fraction_qk' must be in (0, 1], got 1.000000001");
-    r.keys.fraction_qk = 1.5;
+    r.keys.pe.fraction_qk = 1.5;
     CHECK_MSG(rp_attention_plan(&r, &p), RP_ERR_ARG,
               "option 'fraction_qk' must be in (0, 1], got 1.5");
-    r.keys.fraction_qk = 0.1;
+    r.keys.pe.fraction_qk = 0.1;
     CHECK_MSG(rp_attention_plan(&r, &p), RP_ERR_ARG,
               "d_rot must be at least 2, got 1 (from fraction_qk 0.1 of D = 16)");
     r = request(RP_PE_ROPER, 4, 4, 16, 14);
-    r.keys.fraction_o = 0.5, r.keys_given = given_bit("fraction_o");
+    r.keys.pe.fraction_o = 0.5, r.keys_given = given_bit("fraction_o");
     CHECK_MSG(rp_attention_plan(&r, &p), RP_ERR_ARG,
               "d_rot must be even, got 7 (from fraction_o 0.5 of Dv = 14)");
     r = request(RP_PE_SHAW, 4, 4, 16, 16);
-    r.keys.rotate = RP_ROT_V;
+    r.keys.pe.rotate = RP_ROT_V;
     CHECK_MSG(rp_attention_plan(&r, &p), RP_ERR_ARG,
               "option 'rotate' needs a rotary pe (rope, roper or roper_legacy), got pe 'shaw'");
     r = request((rp_pe)RP_PE_COUNT, 4, 4, 16, 16); /* a caller in C: refused, not read */
@@ -151,7 +151,7 @@ static void test_refusals(void)
     r = request(RP_PE_SHAW, 4, 4, 16, 16);
     r.tables[RP_TAB_EK] = (rp_plan_table){.given = 1, .ndim = 2, .shape = {33, 16}};
     r.tables[RP_TAB_EV] = (rp_plan_table){.given = 1, .ndim = 2, .shape = {33, 16}};
-    r.keys.rope_base = 500.0;
+    r.keys.pe.base = 500.0;
     CHECK_STATUS(rp_attention_plan(&r, &p), RP_ERR_ARG, "base 500 does nothing for pe shaw");
 }
 
@@ -160,7 +160,7 @@ static void test_refusals(void)
 static void test_model(void)
 {
     rp_model_cfg c = rp_model_cfg_default(16);
-    c.pe = RP_PE_ALIBI, c.rotate = RP_ROT_Q;
+    c.pe.mode = RP_PE_ALIBI, c.pe.rotate = RP_ROT_Q;
     CHECK_MSG(rp_model_cfg_plan(&c, NULL), RP_ERR_ARG,
               "option 'rotate' needs a rotary pe (rope, roper or roper_legacy), got pe 'alibi'");
     const double fr[] = {1.0, 0.5, 0.25};
@@ -168,8 +168,8 @@ static void test_model(void)
         for (int i = 0; i < 3; i++)
             for (int j = 0; j < (pe == RP_PE_ROPER ? 3 : 1); j++) { /* rope: v does nothing */
                 c = rp_model_cfg_default(16);
-                c.pe = (rp_pe)pe, c.d_model = 64, c.heads = 2, c.seq_len = 40;
-                c.fraction_qk = fr[i], c.fraction_v = fr[j];
+                c.pe.mode = (rp_pe)pe, c.d_model = 64, c.heads = 2, c.seq_len = 40;
+                c.pe.fraction_qk = fr[i], c.pe.fraction_v = fr[j];
                 rp_model_plan p;
                 CHECK_STATUS(rp_model_cfg_plan(&c, &p), RP_OK, NULL);
                 int64_t want = (int64_t)floor(fr[i] * 32.0) / 2;
@@ -193,11 +193,11 @@ static void test_linear(void)
         if (!m->linear) continue;
         rp_linattn_request r = rp_linear_attention_request_default();
         r.B = 2, r.T = 5, r.H = 3, r.D = 16, r.Dv = 24;
-        r.keys.pe = (rp_pe)pe;
-        if (m->rotary) r.keys.rope_base = 500, r.keys.pairing = RP_PAIR_INTERLEAVED;
+        r.keys.pe.mode = (rp_pe)pe;
+        if (m->rotary) r.keys.pe.base = 500, r.keys.pe.pairing = RP_PAIR_INTERLEAVED;
         if (m->rotary) r.keys.linear_rope = RP_LIN_BEFORE;
-        if (m->rotate & RP_ROT_Q) r.keys.fraction_qk = 0.5;
-        if (m->rotate & RP_ROT_V) r.keys.fraction_v = 0.75;
+        if (m->rotate & RP_ROT_Q) r.keys.pe.fraction_qk = 0.5;
+        if (m->rotate & RP_ROT_V) r.keys.pe.fraction_v = 0.75;
         r.eps = 1e-3, r.q_offset = 9;
         rp_linattn_plan p;
         CHECK_STATUS(rp_linear_attention_plan(&r, &p), RP_OK, NULL);
@@ -237,16 +237,60 @@ static void test_linear(void)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         rp_linattn_request r = rp_linear_attention_request_default();
         r.B = 2, r.T = bad[i].T, r.H = 3, r.D = 16, r.Dv = 24;
-        r.keys.pe = bad[i].pe, r.keys.fraction_qk = bad[i].fqk, r.keys.fraction_v = bad[i].fv;
+        r.keys.pe.mode = bad[i].pe;
+        r.keys.pe.fraction_qk = bad[i].fqk, r.keys.pe.fraction_v = bad[i].fv;
         r.q_offset = bad[i].q_offset;
         rp_linattn_plan p;
         CHECK_MSG(rp_linear_attention_plan(&r, &p), RP_ERR_ARG, bad[i].msg);
         CHECK(p.arg == bad[i].arg, "case %zu: arg %d, want %d", i, p.arg, bad[i].arg);
     }
     rp_linattn_request r = rp_linear_attention_request_default();
-    r.keys.pe = RP_PE_SHAW;
+    r.keys.pe.mode = RP_PE_SHAW;
     rp_linattn_plan p;
     CHECK_STATUS(rp_linear_attention_plan(&r, &p), RP_ERR_ARG, NULL);
+}
+
+/* The rotary calls' frequency options: orig_len's rule and the positions below an angle table,
+ * in the words the bindings raise (freq_spec, hf_rope_spec, axes_spec assert them from Lua). */
+static void test_freq_options(void)
+{
+    rp_model_cfg view = rp_model_cfg_default(1);
+    rp_rope_freq f;
+    CHECK_STATUS(rp_freq_plan_scalars(&view, 0, 0, 0.0, &f), RP_OK, NULL);
+    CHECK(f.orig_len == 0 && rp_rope_freq_is_plain(&f), "no scaling: orig_len %lld",
+          (long long)f.orig_len);
+    CHECK_MSG(rp_freq_plan_scalars(&view, 1, 0, 0.0, &f), RP_ERR_ARG,
+              "option 'orig_len' must be an integer >= 1, got 0");
+    view.freq.scaling = RP_SCALING_YARN, view.freq.factor = 4.0;
+    CHECK_MSG(rp_freq_plan_scalars(&view, 0, 0, 0.0, &f), RP_ERR_ARG,
+              "option 'orig_len' (the original context length) is required with scaling "
+              "\"yarn\"");
+    CHECK_MSG(rp_freq_plan_scalars(&view, 0, 1, 0.0, &f), RP_ERR_ARG,
+              "option 'orig_len' (the original context length) is required with scaling "
+              "\"yarn\" (rope_scaling's original_max_position_embeddings)");
+    CHECK_STATUS(rp_freq_plan_scalars(&view, 0, 0, 64.0, &f), RP_OK, NULL);
+    CHECK(f.orig_len == 64, "the call's own orig_len: %lld", (long long)f.orig_len);
+    view.freq.orig_len = 32;
+    CHECK_STATUS(rp_freq_plan_scalars(&view, 1, 0, 64.0, &f), RP_OK, NULL);
+    CHECK(f.orig_len == 32 && f.scaling == RP_SCALING_YARN, "the given orig_len: %lld",
+          (long long)f.orig_len);
+
+    int64_t pos[4] = {0, 3, -2, -5};
+    CHECK(rp_freq_plan_rows(pos, 0, 4) == 4 && rp_freq_plan_rows(NULL, 5, 3) == 8 &&
+              rp_freq_plan_rows(NULL, 0, 0) == 1 && rp_freq_plan_rows(pos + 2, 0, 2) == 1,
+          "rows");
+    double angles[4 * 2] = {0};
+    rp_rope_freq a = rp_rope_freq_default();
+    a.angles = angles, a.rows = 4, a.n_angles = 2;
+    CHECK_MSG(rp_freq_plan_positions(&a, 4, pos, 0, 4), RP_ERR_ARG,
+              "position -2 is below 0, where the angle table starts");
+    CHECK_MSG(rp_freq_plan_positions(&a, 4, NULL, -1, 3), RP_ERR_ARG,
+              "position -1 is below 0, where the angle table starts");
+    CHECK_STATUS(rp_freq_plan_positions(&a, 4, pos, 0, 2), RP_OK, NULL);
+    CHECK_STATUS(rp_freq_plan_positions(&a, 4, NULL, -1, 0), RP_OK, NULL);
+    CHECK_STATUS(rp_freq_plan_positions(&a, 4, NULL, 0, 5), RP_ERR_ARG, NULL); /* 4 rows */
+    rp_rope_freq plain = rp_rope_freq_default();
+    CHECK_STATUS(rp_freq_plan_positions(&plain, 4, pos, 0, 4), RP_OK, NULL);
 }
 
 int main(void)
@@ -256,5 +300,6 @@ int main(void)
     test_refusals();
     test_model();
     test_linear();
+    test_freq_options();
     return check_summary("test_plan");
 }

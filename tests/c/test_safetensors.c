@@ -150,7 +150,7 @@ static rp_model_cfg tiny_cfg(rp_pe pe)
     c.d_ff = 24;
     c.seq_len = 8;
     c.max_batch = 2;
-    c.pe = pe;
+    c.pe.mode = pe;
     c.seed = 3;
     return c;
 }
@@ -160,10 +160,10 @@ static int same_cfg(const rp_model_cfg *a, const rp_model_cfg *b)
     return a->vocab == b->vocab && a->d_model == b->d_model && a->heads == b->heads &&
            a->layers == b->layers && a->d_ff == b->d_ff && a->seq_len == b->seq_len &&
            a->max_batch == b->max_batch && a->norm == b->norm && a->act == b->act &&
-           a->dropout == b->dropout && a->pe == b->pe && a->fraction_qk == b->fraction_qk &&
-           a->fraction_v == b->fraction_v && a->rope_base == b->rope_base &&
-           a->pairing == b->pairing && a->seed == b->seed && a->attention == b->attention &&
-           a->linear_rope == b->linear_rope;
+           a->dropout == b->dropout && a->pe.mode == b->pe.mode &&
+           a->pe.fraction_qk == b->pe.fraction_qk && a->pe.fraction_v == b->pe.fraction_v &&
+           a->pe.base == b->pe.base && a->pe.pairing == b->pe.pairing && a->seed == b->seed &&
+           a->attention == b->attention && a->linear_rope == b->linear_rope;
 }
 
 static void cfg_fails(const char *json, const char *msg)
@@ -181,17 +181,17 @@ static void test_config_json(void)
     cs[1] = tiny_cfg(RP_PE_LEARNED);
     cs[1].norm = RP_NORM_POST;
     cs[1].act = RP_ACT_GELU;
-    cs[1].pairing = RP_PAIR_INTERLEAVED;
+    cs[1].pe.pairing = RP_PAIR_INTERLEAVED;
     cs[1].dropout = 0.1;
-    cs[1].rope_base = 12345.678;
-    cs[1].fraction_qk = 0.3;
+    cs[1].pe.base = 12345.678;
+    cs[1].pe.fraction_qk = 0.3;
     cs[1].seed = UINT64_MAX;
     cs[2] = tiny_cfg(RP_PE_ROPE);
     cs[2].attention = RP_ATTN_LINEAR;
     cs[2].linear_rope = RP_LIN_BEFORE;
-    cs[2].fraction_v = 1.0 / 3.0;
+    cs[2].pe.fraction_v = 1.0 / 3.0;
     cs[3] = tiny_cfg(RP_PE_ROPER_LEGACY);
-    cs[3].rope_base = 1e-300;
+    cs[3].pe.base = 1e-300;
     char buf[1024];
     for (int i = 0; i < 4; i++) {
         size_t n = rp_model_cfg_to_json(&cs[i], buf, sizeof buf);
@@ -211,7 +211,7 @@ static void test_config_json(void)
                      "\"half\", \"attention\": \"softmax\", \"linear_rope\": \"after\", \"seed\": -1}";
     rp_model_cfg c;
     CHECK(rp_model_cfg_from_json(py, strlen(py), &c) == RP_OK && c.max_batch == 16 &&
-              c.dropout == 0.0 && c.seed == UINT64_MAX && c.pe == RP_PE_ROPER,
+              c.dropout == 0.0 && c.seed == UINT64_MAX && c.pe.mode == RP_PE_ROPER,
           "Python's json.dumps, optional keys left out: %s", rp_last_error());
     cfg_fails("[]", "not a JSON object (an array)");
     cfg_fails("{\"vocab\":1,", "at byte 11: expected a string key in an object, got the end of the text");
@@ -274,7 +274,8 @@ static void test_round_trips(void)
         other.max_batch = 1;
         other.dropout = 0.5;
         other.seq_len = 6; /* not part of what the weights mean... */
-        if (cs[i].pe == RP_PE_LEARNED) other.seq_len = cs[i].seq_len; /* ...unless pos.weight */
+        if (cs[i].pe.mode == RP_PE_LEARNED)
+            other.seq_len = cs[i].seq_len; /* ...unless pos.weight */
         rp_model *o = check_model_new(&other);
         CHECK(rp_safetensors_load_into(p, o) == RP_OK && same_params(o, m),
               "model %d: weights into a model of another seed, batch, dropout: %s", i,
@@ -324,7 +325,7 @@ static void test_pytorch_files(void)
                       RP_OK, NULL))
         return;
     const rp_model_cfg *c = rp_model_config(m);
-    CHECK(c->vocab == 11 && c->d_model == 16 && c->pe == RP_PE_ROPER && c->max_batch == 2,
+    CHECK(c->vocab == 11 && c->d_model == 16 && c->pe.mode == RP_PE_ROPER && c->max_batch == 2,
           "the config from Python's metadata");
     check_logits(m, "torch_roper");
     /* a state dict without roper's metadata: only into a model built from the config */
@@ -360,8 +361,8 @@ static void test_pytorch_files(void)
     if (CHECK_STATUS(rp_safetensors_load(check_interop_fixture(p, sizeof p, "torch_learned_post.safetensors"), &m),
                      RP_OK, NULL)) {
         c = rp_model_config(m);
-        CHECK(c->pe == RP_PE_LEARNED && c->norm == RP_NORM_POST && c->act == RP_ACT_GELU &&
-                  c->pairing == RP_PAIR_INTERLEAVED && c->rope_base == 100.0 && c->seed == 7,
+        CHECK(c->pe.mode == RP_PE_LEARNED && c->norm == RP_NORM_POST && c->act == RP_ACT_GELU &&
+                  c->pe.pairing == RP_PAIR_INTERLEAVED && c->pe.base == 100.0 && c->seed == 7,
               "learned/post/gelu/interleaved config");
         check_logits(m, "torch_learned_post");
         rp_model_free(m);

@@ -265,7 +265,7 @@ describe("errors", function()
       n = n + 1
       for m in t:gmatch("{(%w+)}") do assert.is_true(marks[m], name .. ": {" .. m .. "}") end
     end
-    assert.equal(45, n)
+    assert.equal(44, n)
     assert.same({ max_axes = 3, max_pos = 2 ^ 53 // 1, max_samples = 2 ^ 24 // 1 }, o.bounds)
     assert.same({ "longrope", "su" }, o.hf_unsupported)
     assert.same({ dims = 2, shape = "[axes x pairs]", forms = " of lists", noun = "frequencies" },
