@@ -332,12 +332,6 @@ static int key_range(lua_State *L, const void *row)
     lua_pushstring(L, msg);
     return 1;
 }
-static int key_stored(lua_State *L, const void *row)
-{
-    char msg[512];
-    lua_pushstring(L, rp_model_cfg_json_value_msg(row, NULL, msg, sizeof msg));
-    return 1;
-}
 /* the needs of row k (model_schema.h), in order, each {fact =, holds = {the names of the fact's
  * values it holds for}, why = its message, {list} filled in} */
 static int key_needs(lua_State *L, const void *row)
@@ -378,7 +372,6 @@ static const col key_cols[] = {
     STR("freq", rp_cfg_key, freq_name),
     FN("names", key_names),
     FN("range", key_range),
-    FN("stored", key_stored),
     FN("needs", key_needs),
 };
 
@@ -389,8 +382,8 @@ static const col key_cols[] = {
  * rp_cfg_json's name), placements (use "placement": the letters of use_arg), scalings (use
  * "scalings": the names in use_arg), unset_as (the key its 0 stands for), freq (the rp_rope_freq
  * field a row of the frequency scheme sets), names (a bool's too), range
- * (rp_model_cfg_range_msg's template, {value} left), stored (rp_model_cfg_json_value_msg's, {got}
- * left) and needs (key_needs: when the key does something, and why not). */
+ * (rp_model_cfg_range_msg's template, {value} left) and needs (key_needs: when the key does
+ * something, and why not). */
 static void push_model_keys(lua_State *L)
 {
     lua_createtable(L, rp_model_cfg_nkeys, 0);
@@ -741,10 +734,7 @@ static const col extra_cols[] = {
  * (core/io/safetensors.h's extras table) as a new table: t[i] = {key =, option =, dtype =,
  * ranks =, shape =, map =} in the table's order (ranks: the ranks it may have; map: the
  * positions' map it belongs to (rp_axes_maps: the map whose table is its option), nil for
- * none), t.axes_key the metadata key of the map, t.max_axes RP_MAX_AXES, t.messages the reader's
- * refusals of the extras (rp_safetensors_extra_msgs, {list} filled), t.config.messages the
- * roper.config reader's (rp_cfg_json_msgs) and t.json core's JSON reader's words (types,
- * messages: rp_json_msgs, limits: json.h's). */
+ * none), t.axes_key the metadata key of the map and t.version the roper.version it writes. */
 static int l_safetensors_extras(lua_State *L)
 {
     lua_settop(L, 0);
@@ -754,37 +744,6 @@ static int l_safetensors_extras(lua_State *L)
     push_rows(L, &d);
     lrp_setstr(L, "axes_key", RP_SAFETENSORS_AXES_KEY);
     lrp_setstr(L, "version", RP_SAFETENSORS_VERSION);
-    lua_pushinteger(L, RP_MAX_AXES);
-    lua_setfield(L, -2, "max_axes");
-    static const char *const mark[] = {"{list}"};
-    char list[64];
-    const char *const value[] = {rp_safetensors_axes_list(list, sizeof list)};
-    lrp_push_msgs(L, rp_safetensors_extra_msgs, RP_XM_COUNT, mark, value, 1);
-    lua_setfield(L, -2, "messages");
-    lua_createtable(L, 0, 1); /* the reader of roper.config */
-    lrp_push_msgs(L, rp_cfg_json_msgs, RP_CFGJ_COUNT, NULL, NULL, 0);
-    lua_setfield(L, -2, "messages");
-    lua_setfield(L, -2, "config");
-    lua_createtable(L, 0, 3); /* core's JSON reader: its types, messages and limits */
-    lua_createtable(L, 0, RP_JSON_OBJECT + 1);
-    for (int t = 0; t <= RP_JSON_OBJECT; t++)
-        lrp_setstr(L, rp_json_types[t].key, rp_json_types[t].name);
-    lua_setfield(L, -2, "types");
-    lrp_push_msgs(L, rp_json_msgs, RP_JSON_MSG_COUNT, NULL, NULL, 0);
-    lua_setfield(L, -2, "messages");
-    static const struct {
-        const char *name;
-        int value;
-    } limits[] = {{"int_literal", RP_JSON_INT_LITERAL}, {"num_literal", RP_JSON_NUM_LITERAL},
-                  {"literal_shown", RP_JSON_LITERAL_SHOWN}, {"shown", RP_JSON_SHOWN},
-                  {"name_text", RP_JSON_NAME_TEXT}, {"value_text", RP_JSON_VALUE_TEXT}};
-    lua_createtable(L, 0, (int)(sizeof limits / sizeof limits[0]));
-    for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
-        lua_pushinteger(L, limits[i].value);
-        lua_setfield(L, -2, limits[i].name);
-    }
-    lua_setfield(L, -2, "limits");
-    lua_setfield(L, -2, "json");
     return 1;
 }
 
