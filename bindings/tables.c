@@ -451,14 +451,6 @@ static const col freq_rule_cols[] = {
     STR("why", rp_freq_rule, why),
 };
 
-static const col freq_own_cols[] = {
-    STR("key", rp_freq_own, key),           STR("field", rp_freq_own, field),
-    STR("row", rp_freq_own, row),           STR("entry", rp_freq_own, entry),
-    STR("entries", rp_freq_own, entries),   STR("final", rp_freq_own, final),
-    STR("with_freq", rp_freq_own, with_freq), STR("few", rp_freq_own, few),
-    STR("positions", rp_freq_own, positions),
-};
-
 static int reads_scaling_key(const rp_cfg_key *k, const void *desc)
 {
     const rp_scaling_desc *d = desc;
@@ -494,11 +486,7 @@ static const col scaling_cols[] = {
  * rope_scaling fields and the keys they set (lrp_push_hf_map); t.rules: rp_rope_freq_check's
  * scalar rules (rp_freq_rules), in order: {kind = "min" | "min2" | "below" | "name", a =, b = (the
  * rp_rope_freq fields), scalings = (the names of the scalings it applies to; nil: every scheme),
- * lo =, lo_open = (min, min2), names = (name), why = (the message: {a}, {b}, {scaling})};
- * t.checks: the messages of rp_rope_freq_check's and rp_rope_freq_check_use's coded rules
- * (rp_freq_owns, rp_freq_msgs): {tables = {t[i] = {key =, field =, row =, entry =, entries =,
- * final =, with_freq =, few =, positions =}} in rp_freq_own_id order, messages = {name =
- * template}, max_axes = RP_MAX_AXES}. */
+ * lo =, lo_open = (min, min2), names = (name), why = (the message: {a}, {b}, {scaling})}. */
 static int l_scalings(lua_State *L)
 {
     lua_settop(L, 0);
@@ -518,17 +506,6 @@ static int l_scalings(lua_State *L)
                              .ncols = NCOLS(freq_rule_cols), .nrec = 8};
     push_rows(L, &rules);
     lua_setfield(L, -2, "rules");
-    lua_createtable(L, 0, 3);
-    const rows_desc owns = {.n = RP_OWN_COUNT, .base = rp_freq_owns,
-                            .stride = sizeof *rp_freq_owns, .cols = freq_own_cols,
-                            .ncols = NCOLS(freq_own_cols), .nrec = 9};
-    push_rows(L, &owns);
-    lua_setfield(L, -2, "tables");
-    lrp_push_msgs(L, rp_freq_msgs, RP_FM_COUNT, NULL, NULL, 0);
-    lua_setfield(L, -2, "messages");
-    lua_pushinteger(L, RP_MAX_AXES);
-    lua_setfield(L, -2, "max_axes");
-    lua_setfield(L, -2, "checks");
     return 1;
 }
 
