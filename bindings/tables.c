@@ -570,7 +570,10 @@ static const col cfg_rule_cols[] = {
  * new table: t[i] = {check = name, why =, max =} for a coded rule (why: its message, nil when it
  * gives pe.h's or rope_freq.h's; max: its bound, nil for none), {when =, pe =, unset =, why =}
  * for a data rule (pe: the modes it holds for, nil for any; why: its message, {list} filled in);
- * t.messages: pe.h's rotary messages by name, {list} filled in (the rotary modes). */
+ * t.messages = {grid =, linear =}: rp.experiment's refusal of its positions grid without a
+ * rotary pe and softmax attention (pe.h's RP_PE_GRID_NEEDS, {list} filled in: the rotary modes;
+ * {pe} and {linear} left) and the text of {linear} with linear attention, which
+ * experiment/check.lua fills in. */
 static int l_model_rules(lua_State *L)
 {
     lua_settop(L, 0);
@@ -578,10 +581,12 @@ static int l_model_rules(lua_State *L)
                          .stride = sizeof *rp_model_cfg_rules, .cols = cfg_rule_cols,
                          .ncols = NCOLS(cfg_rule_cols), .nrec = 4};
     push_rows(L, &d);
-    char list[160];
+    char list[160], grid[512];
     static const char *const mark[] = {"{list}"};
     const char *const value[] = {rp_pe_list(list, sizeof list, 1, 0, 0)};
-    lrp_push_msgs(L, rp_pe_msgs, RP_MSG_COUNT, mark, value, 1);
+    lua_createtable(L, 0, 2);
+    lrp_setstr(L, "grid", rp_fill_marks(grid, sizeof grid, RP_PE_GRID_NEEDS, mark, value, 1));
+    lrp_setstr(L, "linear", RP_PE_WITH_LINEAR);
     lua_setfield(L, -2, "messages");
     return 1;
 }

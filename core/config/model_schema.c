@@ -614,7 +614,7 @@ const char *rp_model_cfg_fill(const char *t, const rp_model_cfg *c, const char *
                                                sizeof value[i]);
             if (!values[i]) values[i] = "?";
         }
-        values[3] = c->attention == RP_ATTN_LINEAR ? rp_pe_msgs[RP_MSG_LINEAR].text : "";
+        values[3] = c->attention == RP_ATTN_LINEAR ? RP_PE_WITH_LINEAR : "";
     }
     return rp_fill_marks(buf, n, t, marks, values, 5);
 }

@@ -273,7 +273,7 @@ extern const rp_cfg_rule rp_model_cfg_rules[];
 extern const int rp_model_cfg_nrules;
 
 /* The template t in buf (n bytes) with {pe}, {rotate} and {scaling} (the facts, rp_model_cfg_fact),
- * {linear} (pe.h's RP_MSG_LINEAR with linear attention, else nothing) from c and {list} from
+ * {linear} (pe.h's RP_PE_WITH_LINEAR with linear attention, else nothing) from c and {list} from
  * list; with c NULL the config's marks are left as they are. */
 const char *rp_model_cfg_fill(const char *t, const rp_model_cfg *c, const char *list, char *buf,
                               size_t n);
