@@ -746,28 +746,17 @@ static const col axes_map_cols[] = {
 
 /* rp.axes_rules() -> the rules of the vector-position options (core/nn/axes_plan.h) as a new
  * table: maps[i] = {name =, table =, does =, what =} by rp_axes_map (table and the rest nil for
- * axial), rules = the rules' names in the order they are checked, wordings[name] = {by_table =,
- * <rule> = message template, ...} (a rule a wording does not check has no template). */
+ * axial), rules = the rules' names in the order they are checked. */
 static int l_axes_rules(lua_State *L)
 {
     lua_settop(L, 0);
-    lua_createtable(L, 0, 3);
+    lua_createtable(L, 0, 2);
     const rows_desc maps = {.n = RP_AXES_COUNT, .at = axes_map_at, .cols = axes_map_cols,
                             .ncols = NCOLS(axes_map_cols), .nrec = 4};
     push_rows(L, &maps);
     lua_setfield(L, -2, "maps");
     push_names(L, rp_axes_rule_names, RP_AXR_COUNT);
     lua_setfield(L, -2, "rules");
-    lua_createtable(L, 0, RP_AXW_COUNT);
-    for (int w = 0; w < RP_AXW_COUNT; w++) {
-        const rp_axes_wording *wd = &rp_axes_wordings[w];
-        lua_createtable(L, 0, RP_AXR_COUNT + 1);
-        lua_pushboolean(L, wd->by_table);
-        lua_setfield(L, -2, "by_table");
-        for (int r = 0; r < RP_AXR_COUNT; r++) lrp_setstr(L, rp_axes_rule_names[r], wd->msg[r]);
-        lua_setfield(L, -2, wd->name);
-    }
-    lua_setfield(L, -2, "wordings");
     return 1;
 }
 
