@@ -187,7 +187,7 @@ const char *const lrp_mark_names[LRP_MK_COUNT] = {
     "{n}",   "{row}",  "{max}",   "{p}",    "{i}",    "{rows}",  "{half}", "{A}",
     "{dims}", "{shape}", "{forms}", "{noun}", "{lists}", "{matrix}", "{number}"};
 
-const rp_msg lrp_msgs[LRP_M_COUNT] = {
+const lrp_template lrp_msgs[LRP_M_COUNT] = {
     /* the typed reads of an option (lrp_opt*, rp.model's config keys by their schema type) */
     [LRP_M_NUMBER] = {"number", "option '{key}' must be a number, got {got}"},
     [LRP_M_FINITE] = {"finite", "option '{key}' must be finite, got {got}"},
@@ -287,7 +287,7 @@ const char *lrp_pushmsg(lua_State *L, lrp_msg m, const char *const *values)
     return push_filled(L, lrp_msgs[m].text, lrp_mark_names, values, LRP_MK_COUNT);
 }
 
-void lrp_push_msgs(lua_State *L, const rp_msg *rows, int n, const char *const *marks,
+void lrp_push_msgs(lua_State *L, const lrp_template *rows, int n, const char *const *marks,
                    const char *const *values, int count)
 {
     lua_createtable(L, 0, n);

@@ -132,19 +132,25 @@ typedef enum {
     LRP_M_COUNT
 } lrp_msg;
 
-/* The templates (marks of lrp_mark), one per lrp_msg (args.c): the one home of these texts, which
- * rp.option_messages() exports by name (the PyTorch companion fills them too). */
-extern const rp_msg lrp_msgs[LRP_M_COUNT];
+/* A message template of a table: name the key rp.option_messages() gives it, text the template
+ * (marks of lrp_mark), filled by core's rp_fill_marks. Both static strings. */
+typedef struct {
+    const char *name, *text;
+} lrp_template;
+/* The templates, one per lrp_msg (args.c): the one home of these texts, which
+ * rp.option_messages() exports by name (the PyTorch companion fills those of Hugging Face's
+ * rope_scaling reader too: python/gen_schema.lua). */
+extern const lrp_template lrp_msgs[LRP_M_COUNT];
 /* The marks' texts ("{key}", ...), one per lrp_mark. */
 extern const char *const lrp_mark_names[LRP_MK_COUNT];
 
 /* Pushes message m filled in (rp_fill_marks: values[k] for mark k, LRP_MK_COUNT of them; a NULL
  * leaves its mark) and returns it; no length limit. */
 const char *lrp_pushmsg(lua_State *L, lrp_msg m, const char *const *values);
-/* Pushes a new table of the n messages of rows (a table of core's rp_msg, or lrp_msgs): t[name] =
+/* Pushes a new table of the n messages of rows (lrp_msgs): t[name] =
  * text with its count marks filled in (rp_fill_marks: values[k] for marks[k], a NULL leaves its
  * mark; count 0: the texts as they are), no length limit. The export of a table of templates. */
-void lrp_push_msgs(lua_State *L, const rp_msg *rows, int n, const char *const *marks,
+void lrp_push_msgs(lua_State *L, const lrp_template *rows, int n, const char *const *marks,
                    const char *const *values, int count);
 /* Raises `bad argument #arg` (lrp_argerror_msg) with message m filled in (lrp_pushmsg). */
 int lrp_opterror(lua_State *L, int arg, lrp_msg m, const char *const *values);

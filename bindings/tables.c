@@ -332,12 +332,6 @@ static int key_range(lua_State *L, const void *row)
     lua_pushstring(L, msg);
     return 1;
 }
-static int key_stored(lua_State *L, const void *row)
-{
-    char msg[512];
-    lua_pushstring(L, rp_model_cfg_json_value_msg(row, NULL, msg, sizeof msg));
-    return 1;
-}
 /* the needs of row k (model_schema.h), in order, each {fact =, holds = {the names of the fact's
  * values it holds for}, why = its message, {list} filled in} */
 static int key_needs(lua_State *L, const void *row)
@@ -378,7 +372,6 @@ static const col key_cols[] = {
     STR("freq", rp_cfg_key, freq_name),
     FN("names", key_names),
     FN("range", key_range),
-    FN("stored", key_stored),
     FN("needs", key_needs),
 };
 
@@ -389,8 +382,8 @@ static const col key_cols[] = {
  * rp_cfg_json's name), placements (use "placement": the letters of use_arg), scalings (use
  * "scalings": the names in use_arg), unset_as (the key its 0 stands for), freq (the rp_rope_freq
  * field a row of the frequency scheme sets), names (a bool's too), range
- * (rp_model_cfg_range_msg's template, {value} left), stored (rp_model_cfg_json_value_msg's, {got}
- * left) and needs (key_needs: when the key does something, and why not). */
+ * (rp_model_cfg_range_msg's template, {value} left) and needs (key_needs: when the key does
+ * something, and why not). */
 static void push_model_keys(lua_State *L)
 {
     lua_createtable(L, rp_model_cfg_nkeys, 0);
@@ -458,14 +451,6 @@ static const col freq_rule_cols[] = {
     STR("why", rp_freq_rule, why),
 };
 
-static const col freq_own_cols[] = {
-    STR("key", rp_freq_own, key),           STR("field", rp_freq_own, field),
-    STR("row", rp_freq_own, row),           STR("entry", rp_freq_own, entry),
-    STR("entries", rp_freq_own, entries),   STR("final", rp_freq_own, final),
-    STR("with_freq", rp_freq_own, with_freq), STR("few", rp_freq_own, few),
-    STR("positions", rp_freq_own, positions),
-};
-
 static int reads_scaling_key(const rp_cfg_key *k, const void *desc)
 {
     const rp_scaling_desc *d = desc;
@@ -501,11 +486,7 @@ static const col scaling_cols[] = {
  * rope_scaling fields and the keys they set (lrp_push_hf_map); t.rules: rp_rope_freq_check's
  * scalar rules (rp_freq_rules), in order: {kind = "min" | "min2" | "below" | "name", a =, b = (the
  * rp_rope_freq fields), scalings = (the names of the scalings it applies to; nil: every scheme),
- * lo =, lo_open = (min, min2), names = (name), why = (the message: {a}, {b}, {scaling})};
- * t.checks: the messages of rp_rope_freq_check's and rp_rope_freq_check_use's coded rules
- * (rp_freq_owns, rp_freq_msgs): {tables = {t[i] = {key =, field =, row =, entry =, entries =,
- * final =, with_freq =, few =, positions =}} in rp_freq_own_id order, messages = {name =
- * template}, max_axes = RP_MAX_AXES}. */
+ * lo =, lo_open = (min, min2), names = (name), why = (the message: {a}, {b}, {scaling})}. */
 static int l_scalings(lua_State *L)
 {
     lua_settop(L, 0);
@@ -525,17 +506,6 @@ static int l_scalings(lua_State *L)
                              .ncols = NCOLS(freq_rule_cols), .nrec = 8};
     push_rows(L, &rules);
     lua_setfield(L, -2, "rules");
-    lua_createtable(L, 0, 3);
-    const rows_desc owns = {.n = RP_OWN_COUNT, .base = rp_freq_owns,
-                            .stride = sizeof *rp_freq_owns, .cols = freq_own_cols,
-                            .ncols = NCOLS(freq_own_cols), .nrec = 9};
-    push_rows(L, &owns);
-    lua_setfield(L, -2, "tables");
-    lrp_push_msgs(L, rp_freq_msgs, RP_FM_COUNT, NULL, NULL, 0);
-    lua_setfield(L, -2, "messages");
-    lua_pushinteger(L, RP_MAX_AXES);
-    lua_setfield(L, -2, "max_axes");
-    lua_setfield(L, -2, "checks");
     return 1;
 }
 
@@ -600,7 +570,10 @@ static const col cfg_rule_cols[] = {
  * new table: t[i] = {check = name, why =, max =} for a coded rule (why: its message, nil when it
  * gives pe.h's or rope_freq.h's; max: its bound, nil for none), {when =, pe =, unset =, why =}
  * for a data rule (pe: the modes it holds for, nil for any; why: its message, {list} filled in);
- * t.messages: pe.h's rotary messages by name, {list} filled in (the rotary modes). */
+ * t.messages = {grid =, linear =}: rp.experiment's refusal of its positions grid without a
+ * rotary pe and softmax attention (pe.h's RP_PE_GRID_NEEDS, {list} filled in: the rotary modes;
+ * {pe} and {linear} left) and the text of {linear} with linear attention, which
+ * experiment/check.lua fills in. */
 static int l_model_rules(lua_State *L)
 {
     lua_settop(L, 0);
@@ -608,10 +581,12 @@ static int l_model_rules(lua_State *L)
                          .stride = sizeof *rp_model_cfg_rules, .cols = cfg_rule_cols,
                          .ncols = NCOLS(cfg_rule_cols), .nrec = 4};
     push_rows(L, &d);
-    char list[160];
+    char list[160], grid[512];
     static const char *const mark[] = {"{list}"};
     const char *const value[] = {rp_pe_list(list, sizeof list, 1, 0, 0)};
-    lrp_push_msgs(L, rp_pe_msgs, RP_MSG_COUNT, mark, value, 1);
+    lua_createtable(L, 0, 2);
+    lrp_setstr(L, "grid", rp_fill_marks(grid, sizeof grid, RP_PE_GRID_NEEDS, mark, value, 1));
+    lrp_setstr(L, "linear", RP_PE_WITH_LINEAR);
     lua_setfield(L, -2, "messages");
     return 1;
 }
@@ -741,10 +716,7 @@ static const col extra_cols[] = {
  * (core/io/safetensors.h's extras table) as a new table: t[i] = {key =, option =, dtype =,
  * ranks =, shape =, map =} in the table's order (ranks: the ranks it may have; map: the
  * positions' map it belongs to (rp_axes_maps: the map whose table is its option), nil for
- * none), t.axes_key the metadata key of the map, t.max_axes RP_MAX_AXES, t.messages the reader's
- * refusals of the extras (rp_safetensors_extra_msgs, {list} filled), t.config.messages the
- * roper.config reader's (rp_cfg_json_msgs) and t.json core's JSON reader's words (types,
- * messages: rp_json_msgs, limits: json.h's). */
+ * none), t.axes_key the metadata key of the map and t.version the roper.version it writes. */
 static int l_safetensors_extras(lua_State *L)
 {
     lua_settop(L, 0);
@@ -754,37 +726,6 @@ static int l_safetensors_extras(lua_State *L)
     push_rows(L, &d);
     lrp_setstr(L, "axes_key", RP_SAFETENSORS_AXES_KEY);
     lrp_setstr(L, "version", RP_SAFETENSORS_VERSION);
-    lua_pushinteger(L, RP_MAX_AXES);
-    lua_setfield(L, -2, "max_axes");
-    static const char *const mark[] = {"{list}"};
-    char list[64];
-    const char *const value[] = {rp_safetensors_axes_list(list, sizeof list)};
-    lrp_push_msgs(L, rp_safetensors_extra_msgs, RP_XM_COUNT, mark, value, 1);
-    lua_setfield(L, -2, "messages");
-    lua_createtable(L, 0, 1); /* the reader of roper.config */
-    lrp_push_msgs(L, rp_cfg_json_msgs, RP_CFGJ_COUNT, NULL, NULL, 0);
-    lua_setfield(L, -2, "messages");
-    lua_setfield(L, -2, "config");
-    lua_createtable(L, 0, 3); /* core's JSON reader: its types, messages and limits */
-    lua_createtable(L, 0, RP_JSON_OBJECT + 1);
-    for (int t = 0; t <= RP_JSON_OBJECT; t++)
-        lrp_setstr(L, rp_json_types[t].key, rp_json_types[t].name);
-    lua_setfield(L, -2, "types");
-    lrp_push_msgs(L, rp_json_msgs, RP_JSON_MSG_COUNT, NULL, NULL, 0);
-    lua_setfield(L, -2, "messages");
-    static const struct {
-        const char *name;
-        int value;
-    } limits[] = {{"int_literal", RP_JSON_INT_LITERAL}, {"num_literal", RP_JSON_NUM_LITERAL},
-                  {"literal_shown", RP_JSON_LITERAL_SHOWN}, {"shown", RP_JSON_SHOWN},
-                  {"name_text", RP_JSON_NAME_TEXT}, {"value_text", RP_JSON_VALUE_TEXT}};
-    lua_createtable(L, 0, (int)(sizeof limits / sizeof limits[0]));
-    for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
-        lua_pushinteger(L, limits[i].value);
-        lua_setfield(L, -2, limits[i].name);
-    }
-    lua_setfield(L, -2, "limits");
-    lua_setfield(L, -2, "json");
     return 1;
 }
 
@@ -805,28 +746,17 @@ static const col axes_map_cols[] = {
 
 /* rp.axes_rules() -> the rules of the vector-position options (core/nn/axes_plan.h) as a new
  * table: maps[i] = {name =, table =, does =, what =} by rp_axes_map (table and the rest nil for
- * axial), rules = the rules' names in the order they are checked, wordings[name] = {by_table =,
- * <rule> = message template, ...} (a rule a wording does not check has no template). */
+ * axial), rules = the rules' names in the order they are checked. */
 static int l_axes_rules(lua_State *L)
 {
     lua_settop(L, 0);
-    lua_createtable(L, 0, 3);
+    lua_createtable(L, 0, 2);
     const rows_desc maps = {.n = RP_AXES_COUNT, .at = axes_map_at, .cols = axes_map_cols,
                             .ncols = NCOLS(axes_map_cols), .nrec = 4};
     push_rows(L, &maps);
     lua_setfield(L, -2, "maps");
     push_names(L, rp_axes_rule_names, RP_AXR_COUNT);
     lua_setfield(L, -2, "rules");
-    lua_createtable(L, 0, RP_AXW_COUNT);
-    for (int w = 0; w < RP_AXW_COUNT; w++) {
-        const rp_axes_wording *wd = &rp_axes_wordings[w];
-        lua_createtable(L, 0, RP_AXR_COUNT + 1);
-        lua_pushboolean(L, wd->by_table);
-        lua_setfield(L, -2, "by_table");
-        for (int r = 0; r < RP_AXR_COUNT; r++) lrp_setstr(L, rp_axes_rule_names[r], wd->msg[r]);
-        lua_setfield(L, -2, wd->name);
-    }
-    lua_setfield(L, -2, "wordings");
     return 1;
 }
 

@@ -97,8 +97,8 @@ rp_model_cfg rp_model_cfg_default(int64_t vocab);
  * one check of a config: rp.model's, the checkpoint and safetensors readers' (and writers'). */
 rp_status rp_model_cfg_check(const rp_model_cfg *cfg);
 /* What a file's reader or writer says before rp_model_cfg_check's message when it refuses the
- * file's config ("path: bad model config: heads 0 must be in ..."; rp_cfg_json_msgs's bad_model
- * template, safetensors.h). */
+ * file's config ("path: bad model config: heads 0 must be in ..."; the readers' rp_error_why
+ * template RP_BAD_MODEL_CONFIG ": {why}"). */
 #define RP_BAD_MODEL_CONFIG "bad model config"
 /* The readers' template (rp_error_why) when a stored config's model cannot be built. */
 #define RP_CANNOT_BUILD_MODEL "cannot build the model: {why}"

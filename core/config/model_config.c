@@ -167,7 +167,8 @@ rp_status rp_model_cfg_check_freq(const rp_model_cfg *cfg, const rp_rope_freq *f
     rp_pe_scheme pe = rp_model_cfg_scheme(cfg);
     int linear = cfg->attention == RP_ATTN_LINEAR;
     if (f->angles && cfg->learn_freq)
-        return rp_error(RP_ERR_ARG, "%s", rp_pe_msgs[RP_MSG_ANGLES_LEARN].text);
+        return rp_error(RP_ERR_ARG, "angles are final and learn_freq learns frequencies (give "
+                        "freq, the starting frequencies, instead)");
     if ((f->theta || f->angles) && (!pe.rotate || linear))
         return rp_pe_need_rotary(RP_MSG_FREQ, pe.pe, linear);
     return rp_pe_scheme_check_freq(&pe, f, cfg->seq_len - 1, cfg->seq_len - 1);
@@ -180,15 +181,9 @@ rp_status rp_model_cfg_check_positions(const rp_model_cfg *cfg, const rp_rope_fr
     int linear = cfg->attention == RP_ATTN_LINEAR;
     if (pos) {
         if (!pe.rotate || linear) return rp_pe_need_rotary(RP_MSG_POSITIONS, pe.pe, linear);
-        if (rows < cfg->seq_len) {
-            static const char *const marks[] = {"{rows}", "{seq_len}"};
-            char n[24], T[24];
-            snprintf(n, sizeof n, "%lld", (long long)rows);
-            snprintf(T, sizeof T, "%lld", (long long)cfg->seq_len);
-            const char *values[] = {n, T};
-            return rp_error_marks(RP_ERR_ARG, rp_pe_msgs[RP_MSG_POSITIONS_ROWS].text, marks,
-                                  values, 2);
-        }
+        if (rows < cfg->seq_len)
+            return rp_error(RP_ERR_ARG, "positions hold %lld rows; the model's seq_len is %lld",
+                            (long long)rows, (long long)cfg->seq_len);
     }
     /* attention's checks of a call over the whole window (no offsets) */
     int64_t T = cfg->seq_len, qlast = T - 1, klast = T - 1;

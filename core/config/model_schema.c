@@ -614,7 +614,7 @@ const char *rp_model_cfg_fill(const char *t, const rp_model_cfg *c, const char *
                                                sizeof value[i]);
             if (!values[i]) values[i] = "?";
         }
-        values[3] = c->attention == RP_ATTN_LINEAR ? rp_pe_msgs[RP_MSG_LINEAR].text : "";
+        values[3] = c->attention == RP_ATTN_LINEAR ? RP_PE_WITH_LINEAR : "";
     }
     return rp_fill_marks(buf, n, t, marks, values, 5);
 }
@@ -647,19 +647,14 @@ const char *rp_model_cfg_unused(const rp_model_cfg *c, const rp_cfg_key *k, char
     return NULL;
 }
 
-const rp_msg rp_model_cfg_msgs[RP_CFGM_COUNT] = {
-    [RP_CFGM_UNUSED] = {"unused", "{key} {value} does nothing {why}"},
-};
-
 rp_status rp_model_cfg_check_used(const rp_model_cfg *c)
 {
-    static const char *const marks[] = {"{key}", "{value}", "{why}"};
     char why[256], val[64];
     for (int i = 0; i < rp_model_cfg_nkeys; i++) {
         const rp_cfg_key *k = &rp_model_cfg_keys[i];
         if (rp_model_cfg_is_default(c, k) || !rp_model_cfg_unused(c, k, why, sizeof why)) continue;
-        const char *values[] = {k->name, rp_model_cfg_value_str(c, k, val, sizeof val), why};
-        return rp_error_marks(RP_ERR_ARG, rp_model_cfg_msgs[RP_CFGM_UNUSED].text, marks, values, 3);
+        return rp_error(RP_ERR_ARG, "%s %s does nothing %s", k->name,
+                        rp_model_cfg_value_str(c, k, val, sizeof val), why);
     }
     return RP_OK;
 }

@@ -229,17 +229,12 @@ const char *rp_model_cfg_need_why(const rp_cfg_need *r, const rp_cfg_key *k,
  * roper_legacy)". c's enum fields must be in range. */
 const char *rp_model_cfg_unused(const rp_model_cfg *c, const rp_cfg_key *k, char *why, size_t n);
 /* RP_ERR_ARG for the first field (row order) that holds another value than its default while it
- * does nothing for c: "rel_clip 8 does nothing for pe rope: it applies to pe shaw or deberta".
+ * does nothing for c: "rel_clip 8 does nothing for pe rope: it applies to pe shaw or deberta"
+ * (the key, its value as rp_model_cfg_value_str writes it, rp_model_cfg_unused's why).
  * A value that does nothing is refused where a user writes it (rp.model, m:derive, rp.attention,
  * rp.rope.*); a stored config may hold one (older roper accepted them), which is harmless. c must
  * have passed rp_model_cfg_check_keys. */
 rp_status rp_model_cfg_check_used(const rp_model_cfg *c);
-/* The templates (rp_fill_marks) of the schema's own messages, the one home of their words
- * (rp.model_keys().messages exports them by name): a value that does nothing
- * (rp_model_cfg_check_used: {key} the row's name, {value} rp_model_cfg_value_str's, {why}
- * rp_model_cfg_unused's). */
-typedef enum { RP_CFGM_UNUSED, RP_CFGM_COUNT } rp_model_cfg_msg;
-extern const rp_msg rp_model_cfg_msgs[RP_CFGM_COUNT]; /* "unused" */
 
 /* The row whose fraction gives the width of placement bit (RP_ROT_*) for c: of the
  * RP_CFG_PLACEMENT rows whose use_arg has the bit, the one with an unset_as when it is set, else
@@ -273,7 +268,7 @@ extern const rp_cfg_rule rp_model_cfg_rules[];
 extern const int rp_model_cfg_nrules;
 
 /* The template t in buf (n bytes) with {pe}, {rotate} and {scaling} (the facts, rp_model_cfg_fact),
- * {linear} (pe.h's RP_MSG_LINEAR with linear attention, else nothing) from c and {list} from
+ * {linear} (pe.h's RP_PE_WITH_LINEAR with linear attention, else nothing) from c and {list} from
  * list; with c NULL the config's marks are left as they are. */
 const char *rp_model_cfg_fill(const char *t, const rp_model_cfg *c, const char *list, char *buf,
                               size_t n);

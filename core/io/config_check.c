@@ -45,9 +45,9 @@ static rp_status read_config(const char *json, size_t n, int how, rp_model_cfg *
         return st;
     }
     if ((st = rp_model_cfg_from_json(json ? json : "", n, cfg)) != RP_OK)
-        return rp_error_why(st, NULL, rp_cfg_json_msgs[RP_CFGJ_BAD_FILE].text);
+        return rp_error_why(st, NULL, RP_BAD_ROPER_CONFIG);
     if ((st = rp_model_cfg_check(cfg)) != RP_OK)
-        return rp_error_why(st, NULL, rp_cfg_json_msgs[RP_CFGJ_BAD_MODEL].text);
+        return rp_error_why(st, NULL, RP_BAD_MODEL_CONFIG ": {why}");
     p->scheme = rp_model_cfg_scheme(cfg); /* rp_model_cfg_plan's, for a checked config */
     p->half = rp_pe_scheme_half(&p->scheme);
     p->rows = cfg->seq_len;

@@ -29,21 +29,6 @@ const char *rp_json_type_name(rp_json_type t)
     return (int)t >= 0 && t <= RP_JSON_OBJECT ? rp_json_types[t].name : "?";
 }
 
-const rp_msg rp_json_msgs[RP_JSON_MSG_COUNT] = {
-    [RP_JSON_MSG_LONG] = {"long", "number {literal}... is out of range"},
-    [RP_JSON_MSG_INTEGER] = {"integer", "{literal} is not an integer"},
-    [RP_JSON_MSG_NATURAL] = {"natural", "{literal} is not an integer >= 0"},
-    [RP_JSON_MSG_RANGE] = {"range", "{literal} is out of range"},
-    [RP_JSON_MSG_STRING] = {"string", "\"{text}\""},
-};
-
-/* RP_ERR_RANGE with message m of rp_json_msgs, {literal} being lit. */
-static rp_status literal_error(rp_json_msg m, const char *lit)
-{
-    static const char *const marks[] = {"{literal}"};
-    return rp_error_marks(RP_ERR_RANGE, rp_json_msgs[m].text, marks, &lit, 1);
-}
-
 static rp_status fail(const parser *ps, size_t at, const char *what)
 {
     return rp_error(RP_ERR_ARG, "at byte %zu: %s", at, what);
@@ -459,7 +444,7 @@ static const char *literal(const rp_json_doc *doc, size_t node, char *buf, size_
     if (x->str_len >= n) {
         char shown[RP_JSON_LITERAL_SHOWN + 1];
         snprintf(shown, sizeof shown, "%.*s", RP_JSON_LITERAL_SHOWN, doc->text + x->str);
-        *st = literal_error(RP_JSON_MSG_LONG, shown);
+        *st = rp_error(RP_ERR_RANGE, "number %s... is out of range", shown);
         return NULL;
     }
     memcpy(buf, doc->text + x->str, x->str_len);
@@ -475,7 +460,7 @@ static rp_status digits_value(const char *digits, const char *lit, uint64_t lim,
     for (const char *c = digits; *c; c++) {
         if (!rp_mul_u64(acc, 10, &acc) || !rp_add_u64(acc, (uint64_t)(*c - '0'), &acc) ||
             acc > lim)
-            return literal_error(RP_JSON_MSG_RANGE, lit);
+            return rp_error(RP_ERR_RANGE, "%s is out of range", lit);
     }
     *x = acc;
     return RP_OK;
@@ -487,7 +472,8 @@ rp_status rp_json_u64(const rp_json_doc *doc, size_t node, uint64_t *v)
     rp_status st = RP_OK;
     const char *s = literal(doc, node, buf, sizeof buf, &st);
     if (!s) return st;
-    if (strspn(s, "0123456789") != strlen(s)) return literal_error(RP_JSON_MSG_NATURAL, s);
+    if (strspn(s, "0123456789") != strlen(s))
+        return rp_error(RP_ERR_RANGE, "%s is not an integer >= 0", s);
     return digits_value(s, s, UINT64_MAX, v);
 }
 
@@ -500,7 +486,7 @@ rp_status rp_json_i64(const rp_json_doc *doc, size_t node, int64_t *v)
     int neg = s[0] == '-';
     const char *digits = s + neg;
     if (!*digits || strspn(digits, "0123456789") != strlen(digits))
-        return literal_error(RP_JSON_MSG_INTEGER, s);
+        return rp_error(RP_ERR_RANGE, "%s is not an integer", s);
     uint64_t x = 0;
     RP_TRY(digits_value(digits, s, neg ? (uint64_t)INT64_MAX + 1u : (uint64_t)INT64_MAX, &x));
     *v = neg ? (x == (uint64_t)INT64_MAX + 1u ? INT64_MIN : -(int64_t)x) : (int64_t)x;
@@ -517,7 +503,7 @@ rp_status rp_json_double(const rp_json_doc *doc, size_t node, double *v)
     char *end;
     double x = strtod(s, &end);
     if (*end != '\0' || (errno == ERANGE && isinf(x)))
-        return literal_error(RP_JSON_MSG_RANGE, s);
+        return rp_error(RP_ERR_RANGE, "%s is out of range", s);
     *v = x;
     return RP_OK;
 }
@@ -575,8 +561,7 @@ const char *rp_json_printable(char *buf, size_t n, const char *s, size_t len)
 
 const char *rp_json_quoted(char *buf, size_t n, const char *s, size_t len, size_t room)
 {
-    static const char *const marks[] = {"{text}"};
     char p[RP_JSON_NAME_TEXT];
-    const char *text = rp_json_printable(p, room < sizeof p ? room : sizeof p, s, len);
-    return rp_fill_marks(buf, n, rp_json_msgs[RP_JSON_MSG_STRING].text, marks, &text, 1);
+    snprintf(buf, n, "\"%s\"", rp_json_printable(p, room < sizeof p ? room : sizeof p, s, len));
+    return buf;
 }

@@ -69,12 +69,13 @@ void rp_json_free(rp_json_doc *doc);
  * or RP_JSON_NONE. */
 size_t rp_json_get(const rp_json_doc *doc, size_t obj, const char *key);
 
-/* Number conversions, exact or refused (RP_ERR_RANGE with a message naming the literal, a
- * template of rp_json_msgs): rp_json_u64 takes an integer literal 0 .. 2^64-1 (no sign, fraction
- * or exponent), rp_json_i64 an integer literal -2^63 .. 2^63-1, rp_json_double any number literal
- * (strtod, correctly rounded; out of range refused). A literal of RP_JSON_INT_LITERAL bytes or
- * more (RP_JSON_NUM_LITERAL for rp_json_double) is out of range, shown by its first
- * RP_JSON_LITERAL_SHOWN bytes. */
+/* Number conversions, exact or refused (RP_ERR_RANGE with a message naming the literal: "1.5 is
+ * not an integer", "-1 is not an integer >= 0", "1e999 is out of range", or "number 99...9... is
+ * out of range" for one too long): rp_json_u64 takes an integer literal 0 .. 2^64-1 (no sign,
+ * fraction or exponent), rp_json_i64 an integer literal -2^63 .. 2^63-1, rp_json_double any
+ * number literal (strtod, correctly rounded; out of range refused). A literal of
+ * RP_JSON_INT_LITERAL bytes or more (RP_JSON_NUM_LITERAL for rp_json_double) is out of range,
+ * shown by its first RP_JSON_LITERAL_SHOWN bytes. */
 #define RP_JSON_INT_LITERAL 64
 #define RP_JSON_NUM_LITERAL 512
 #define RP_JSON_LITERAL_SHOWN 40
@@ -84,29 +85,13 @@ rp_status rp_json_double(const rp_json_doc *doc, size_t node, double *v);
 
 /* The types as messages name them, indexed by rp_json_type: key the type's own name ("null",
  * "false", "true", "number", "string", "array", "object"), name the message's ("a number", ...).
- * The one home of these words: rp_json_type_name reads it, rp.safetensors_extras() exports it
- * (the PyTorch companion's reader of roper.config names a value's type with it). */
+ * The one home of these words: rp_json_type_name reads it. */
 typedef struct {
     const char *key, *name;
 } rp_json_type_desc;
 extern const rp_json_type_desc rp_json_types[RP_JSON_OBJECT + 1];
 /* rp_json_types[t].name ("?" for a t out of range). */
 const char *rp_json_type_name(rp_json_type t);
-
-/* The templates (rp_fill_marks) of the readers' messages about a value, the one home of their
- * words (rp.safetensors_extras() exports them by name): a literal too long, not an
- * integer, not an integer >= 0, out of range ({literal}: the literal, or its first
- * RP_JSON_LITERAL_SHOWN bytes when too long) and a string shown in a message ({text}: its
- * rp_json_printable form, rp_json_quoted). */
-typedef enum {
-    RP_JSON_MSG_LONG,
-    RP_JSON_MSG_INTEGER,
-    RP_JSON_MSG_NATURAL,
-    RP_JSON_MSG_RANGE,
-    RP_JSON_MSG_STRING,
-    RP_JSON_MSG_COUNT
-} rp_json_msg;
-extern const rp_msg rp_json_msgs[RP_JSON_MSG_COUNT]; /* "long", "integer", ... */
 
 /* Writes s[0..len-1] as a JSON string literal (quotes included, '"', '\\' and control
  * characters escaped, other bytes as they are) to f; returns the bytes written, or counts only
@@ -127,8 +112,7 @@ size_t rp_json_utf8_len(const void *s, size_t n);
 #define RP_JSON_VALUE_TEXT 80
 const char *rp_json_printable(char *buf, size_t n, const char *s, size_t len);
 /* s[0..len-1] as a message shows a string: rp_json_printable into room bytes (at most
- * RP_JSON_NAME_TEXT), filled into rp_json_msgs[RP_JSON_MSG_STRING] ("\"name\""), in buf (n
- * bytes); returns buf. */
+ * RP_JSON_NAME_TEXT) in double quotes ("\"name\""), in buf (n bytes, cut to fit); returns buf. */
 const char *rp_json_quoted(char *buf, size_t n, const char *s, size_t len, size_t room);
 
 #endif

@@ -72,17 +72,6 @@ const rp_safetensors_extra rp_safetensors_extras[RP_X_COUNT] = {
     [RP_X_SECTIONS] = {"roper.sections", "sections", "I64", 1, 1, "[axes]"},
     [RP_X_MIX] = {"roper.mix", "mix", "F64", 2, 2, "[axes x pairs]"},
 };
-const rp_msg rp_safetensors_extra_msgs[RP_XM_COUNT] = {
-    [RP_XM_MISSING] = {"missing", "no tensor {tensor} (the metadata's {key} names it)"},
-    [RP_XM_TWICE] = {"twice", "the metadata's {first} and {key} both name tensor {tensor}"},
-    [RP_XM_DTYPE] = {"dtype", "tensor {tensor} (the metadata's {key}) has dtype {dtype}, not "
-                              "{want}"},
-    [RP_XM_SHAPE] = {"shape", "tensor {tensor} (the metadata's {key}) is {shape}; {want} "
-                              "expected"},
-    [RP_XM_AXES] = {"axes", RP_SAFETENSORS_AXES_KEY " {tensor} is not one of {list}"},
-    [RP_XM_PARAM] = {"param", "the metadata's {key} names tensor {tensor}, a parameter of the "
-                              "model"},
-};
 
 const char *rp_safetensors_axes_list(char *buf, size_t n)
 {
@@ -239,7 +228,7 @@ rp_status rp_safetensors_save(const char *path, rp_model *m)
     if (!path || !*path) return rp_error(RP_ERR_ARG, "safetensors path is empty");
     if (!m) return rp_error(RP_ERR_ARG, "%s: no model to save", path);
     if (rp_model_cfg_check(rp_model_config(m)) != RP_OK) /* never what the reader refuses */
-        return rp_error_why(RP_ERR_ARG, path, rp_cfg_json_msgs[RP_CFGJ_BAD_MODEL].text);
+        return rp_error_why(RP_ERR_ARG, path, RP_BAD_MODEL_CONFIG ": {why}");
     save_job j = {m, NULL, 0};
     char *header = NULL;
     RP_TRY(make_header(path, m, &header, &j.hlen));
@@ -568,10 +557,6 @@ static const char *meta_get(const st_file *f, const char *key, size_t *len)
     return f->doc.strings + f->doc.nodes[v].str;
 }
 
-/* The {how} of RP_CFGJ_NO_CONFIG: what roper's user does with a file without roper.config. */
-#define RP_SAFETENSORS_NO_CONFIG_HOW                                                           \
-    "build the model from its config, then load the weights into it"
-
 /* The roper.config of the file into *cfg: *has = 0 when there is none. A roper.config needs
  * roper.version RP_SAFETENSORS_VERSION. */
 static rp_status file_config(const st_file *f, rp_model_cfg *cfg, int *has)
@@ -582,16 +567,14 @@ static rp_status file_config(const st_file *f, rp_model_cfg *cfg, int *has)
     *has = c != NULL;
     if (!c) return RP_OK;
     char q[300];
-    if (!v) return rp_error_marks_at(RP_ERR_IO, f->path, rp_cfg_json_msgs[RP_CFGJ_NO_VERSION].text,
-                                     NULL, NULL, 0);
-    if (vlen != strlen(RP_SAFETENSORS_VERSION) || strcmp(v, RP_SAFETENSORS_VERSION) != 0) {
-        static const char *const marks[] = {"{got}", "{version}"};
-        const char *values[] = {qname(q, sizeof q, v, vlen), RP_SAFETENSORS_VERSION};
-        return rp_error_marks_at(RP_ERR_IO, f->path, rp_cfg_json_msgs[RP_CFGJ_VERSION].text, marks,
-                                 values, 2);
-    }
+    if (!v)
+        return rp_error(RP_ERR_IO, "%s: the metadata has roper.config but no roper.version",
+                        f->path);
+    if (vlen != strlen(RP_SAFETENSORS_VERSION) || strcmp(v, RP_SAFETENSORS_VERSION) != 0)
+        return rp_error(RP_ERR_IO, "%s: roper.version %s is not supported (this is version %s)",
+                        f->path, qname(q, sizeof q, v, vlen), RP_SAFETENSORS_VERSION);
     if (rp_model_cfg_from_json(c, clen, cfg) != RP_OK)
-        return rp_error_why(RP_ERR_IO, f->path, rp_cfg_json_msgs[RP_CFGJ_BAD_FILE].text);
+        return rp_error_why(RP_ERR_IO, f->path, RP_BAD_ROPER_CONFIG);
     return RP_OK;
 }
 
@@ -608,25 +591,6 @@ typedef struct {
     const st_entry *e[RP_X_COUNT];
     rp_axes_map map;
 } st_named;
-
-/* The marks of rp_safetensors_extra_msgs' templates but {list}, in the order extra_error takes
- * their values. */
-enum { RP_XK_TENSOR, RP_XK_KEY, RP_XK_FIRST, RP_XK_DTYPE, RP_XK_WANT, RP_XK_SHAPE, RP_XK_COUNT };
-
-/* RP_ERR_IO "path: " and message m of the extras' filled: values[RP_XK_*] for the marks (a NULL
- * one leaves its mark), {list} always. */
-static rp_status extra_error(const st_file *f, rp_safetensors_extra_msg m,
-                             const char *const *values)
-{
-    static const char *const marks[RP_XK_COUNT + 1] = {"{tensor}", "{key}",   "{first}", "{dtype}",
-                                                       "{want}",   "{shape}", "{list}"};
-    const char *v[RP_XK_COUNT + 1];
-    char list[64];
-    for (int k = 0; k < RP_XK_COUNT; k++) v[k] = values[k];
-    v[RP_XK_COUNT] = rp_safetensors_axes_list(list, sizeof list);
-    return rp_error_marks_at(RP_ERR_IO, f->path, rp_safetensors_extra_msgs[m].text, marks, v,
-                             RP_XK_COUNT + 1);
-}
 
 /* Finds the tensors the metadata names and checks what the model cannot see: each exists, is
  * named once, has its dtype and rank; roper.axes is a map's name; then the rules between the map,
@@ -645,25 +609,24 @@ static rp_status find_extras(const st_file *f, st_named *x)
             if (f->e[i].name_len == len && memcmp(f->e[i].name, name, len) == 0)
                 x->e[k] = &f->e[i];
         const st_entry *e = x->e[k];
-        const char *v[RP_XK_COUNT] = {[RP_XK_KEY] = extras[k].key};
-        v[RP_XK_TENSOR] = rp_json_quoted(q, sizeof q, name, len, RP_JSON_NAME_TEXT);
-        if (!e) return extra_error(f, RP_XM_MISSING, v);
+        const char *key = extras[k].key, *tensor = rp_json_quoted(q, sizeof q, name, len,
+                                                                  RP_JSON_NAME_TEXT);
+        if (!e)
+            return rp_error(RP_ERR_IO, "%s: no tensor %s (the metadata's %s names it)", f->path,
+                            tensor, key);
         for (int j = 0; j < k; j++)
-            if (x->e[j] == e) {
-                v[RP_XK_FIRST] = extras[j].key;
-                return extra_error(f, RP_XM_TWICE, v);
-            }
-        if (strcmp(dtypes[e->dtype].name, extras[k].dtype) != 0) {
-            v[RP_XK_DTYPE] = dtypes[e->dtype].name, v[RP_XK_WANT] = extras[k].dtype;
-            return extra_error(f, RP_XM_DTYPE, v);
-        }
+            if (x->e[j] == e)
+                return rp_error(RP_ERR_IO, "%s: the metadata's %s and %s both name tensor %s",
+                                f->path, extras[j].key, key, tensor);
+        if (strcmp(dtypes[e->dtype].name, extras[k].dtype) != 0)
+            return rp_error(RP_ERR_IO, "%s: tensor %s (the metadata's %s) has dtype %s, not %s",
+                            f->path, tensor, key, dtypes[e->dtype].name, extras[k].dtype);
         if (e->ndim < extras[k].ndim_lo || e->ndim > extras[k].ndim_hi ||
             (k == RP_X_POSITIONS && e->ndim == 2 &&
-             (e->shape[1] < 1 || e->shape[1] > RP_MAX_AXES))) {
-            v[RP_XK_SHAPE] = shape_str(shp, sizeof shp, e->ndim, e->shape);
-            v[RP_XK_WANT] = extras[k].shape;
-            return extra_error(f, RP_XM_SHAPE, v);
-        }
+             (e->shape[1] < 1 || e->shape[1] > RP_MAX_AXES)))
+            return rp_error(RP_ERR_IO, "%s: tensor %s (the metadata's %s) is %s; %s expected",
+                            f->path, tensor, key, shape_str(shp, sizeof shp, e->ndim, e->shape),
+                            extras[k].shape);
     }
     size_t alen = 0;
     const char *axes = meta_get(f, RP_SAFETENSORS_AXES_KEY, &alen);
@@ -673,9 +636,10 @@ static rp_status find_extras(const st_file *f, st_named *x)
                                       memcmp(rp_axes_names[m], axes, alen) == 0))
             m++;
         if (m == RP_AXES_COUNT) {
-            const char *v[RP_XK_COUNT] = {rp_json_quoted(q, sizeof q, axes, alen,
-                                                         RP_JSON_NAME_TEXT)};
-            return extra_error(f, RP_XM_AXES, v);
+            char list[64];
+            return rp_error(RP_ERR_IO, "%s: " RP_SAFETENSORS_AXES_KEY " %s is not one of %s",
+                            f->path, rp_json_quoted(q, sizeof q, axes, alen, RP_JSON_NAME_TEXT),
+                            rp_safetensors_axes_list(list, sizeof list));
         }
         x->map = (rp_axes_map)m;
     }
@@ -746,12 +710,10 @@ static rp_status match(const st_file *f, const st_named *x, rp_model *m, const s
     char q[300], a[RP_SHAPE_STR_LEN], b[RP_SHAPE_STR_LEN];
     for (int k = 0; k < RP_X_COUNT; k++) {
         const st_entry *e = x->e[k];
-        if (e && strlen(e->name) == e->name_len && rp_model_find_param(m, e->name) >= 0) {
-            const char *v[RP_XK_COUNT] = {
-                [RP_XK_TENSOR] = qname(q, sizeof q, e->name, e->name_len),
-                [RP_XK_KEY] = extras[k].key};
-            return extra_error(f, RP_XM_PARAM, v);
-        }
+        if (e && strlen(e->name) == e->name_len && rp_model_find_param(m, e->name) >= 0)
+            return rp_error(RP_ERR_IO, "%s: the metadata's %s names tensor %s, a parameter of the "
+                            "model", f->path, extras[k].key,
+                            qname(q, sizeof q, e->name, e->name_len));
     }
     for (size_t k = 0; k < f->n; k++) {
         const st_entry *e = &f->e[k];
@@ -926,7 +888,7 @@ rp_status rp_safetensors_load_into(const char *path, rp_model *m)
     int has = 0;
     rp_status st = file_config(&f, &cfg, &has);
     if (st == RP_OK && has && rp_model_cfg_check(&cfg) != RP_OK) /* as rp_safetensors_load */
-        st = rp_error_why(RP_ERR_IO, path, rp_cfg_json_msgs[RP_CFGJ_BAD_MODEL].text);
+        st = rp_error_why(RP_ERR_IO, path, RP_BAD_MODEL_CONFIG ": {why}");
     if (st == RP_OK && has) st = compare_config(&f, &cfg, rp_model_config(m));
     st_named x;
     if (st == RP_OK) st = find_extras(&f, &x);
@@ -943,26 +905,20 @@ static rp_status load_head(const st_file *f, rp_model_cfg *cfg, st_named *x)
     int has = 0;
     RP_TRY(file_config(f, cfg, &has));
     if (!has)
-        return rp_error_marks_at(RP_ERR_IO, path, rp_cfg_json_msgs[RP_CFGJ_NO_CONFIG].text,
-                                 (const char *[]){"{how}"},
-                                 (const char *[]){RP_SAFETENSORS_NO_CONFIG_HOW}, 1);
+        return rp_error(RP_ERR_IO, "%s: no roper.config in the metadata (not written by roper: "
+                        "build the model from its config, then load the weights into it)", path);
     RP_TRY(find_extras(f, x));
     int64_t params = 0, held = 0;
     rp_status st = rp_model_memory(cfg, NULL, &params); /* checks the config, allocating nothing */
     if (st != RP_OK)
         return rp_error_why(RP_ERR_IO, path,
                             st == RP_ERR_NOMEM ? RP_CANNOT_BUILD_MODEL
-                                               : rp_cfg_json_msgs[RP_CFGJ_BAD_MODEL].text);
+                                               : RP_BAD_MODEL_CONFIG ": {why}");
     for (size_t k = 0; k < f->n; k++) /* saturating (it cannot reach 2^63: 2^21 entries of 2^40) */
         if (!is_extra(x, &f->e[k]) && !rp_add_i64(held, f->e[k].numel, &held)) held = INT64_MAX;
-    if (params > held) { /* a forged config cannot make the loader allocate a model for nothing */
-        char need[24], have[24];
-        snprintf(need, sizeof need, "%lld", (long long)params);
-        snprintf(have, sizeof have, "%lld", (long long)held);
-        return rp_error_marks_at(RP_ERR_IO, path, rp_cfg_json_msgs[RP_CFGJ_PARAMS].text,
-                                 (const char *[]){"{need}", "{have}"},
-                                 (const char *[]){need, have}, 2);
-    }
+    if (params > held) /* a forged config cannot make the loader allocate a model for nothing */
+        return rp_error(RP_ERR_IO, "%s: the config needs %lld parameters, the file holds %lld",
+                        path, (long long)params, (long long)held);
     return RP_OK;
 }
 

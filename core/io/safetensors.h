@@ -43,7 +43,11 @@
  * positions' map, and a map's own table is the row of its option (rp_axes_maps, axes_plan.h,
  * which also has the rules between them). The one home of these facts: the writer, the reader's
  * checks and messages (safetensors.c) and rp.safetensors_extras() (the PyTorch companion's
- * schema.json) read it. */
+ * schema.json) read it. The reader's refusals of the extras the metadata names are the file's
+ * path, ": ", then what is wrong: no such tensor, a tensor two keys name, a dtype or a rank not
+ * the row's (a positions tensor of rank 2 must have 1 to RP_MAX_AXES columns too), a roper.axes
+ * that names no map, a tensor the metadata names that is a parameter of the model (each naming the
+ * row's metadata key and the tensor as rp_json_quoted shows it in RP_JSON_NAME_TEXT bytes). */
 typedef struct {
     const char *key;    /* the metadata key, and the tensor's name as roper writes it */
     const char *option; /* rp.model's option it gives */
@@ -53,27 +57,8 @@ typedef struct {
 } rp_safetensors_extra;
 enum { RP_X_FREQ, RP_X_ANGLES, RP_X_POSITIONS, RP_X_SECTIONS, RP_X_MIX, RP_X_COUNT };
 extern const rp_safetensors_extra rp_safetensors_extras[RP_X_COUNT];
-/* The templates (rp_fill_marks) of the reader's refusals of the extras the metadata names, the one
- * home of their words (rp.safetensors_extras().messages exports them by name, {list} filled): no
- * such tensor, a tensor two keys name ({first}: the earlier key), a dtype or a rank not the row's
- * ({dtype}, {shape}: the tensor's; {want}: the row's dtype or shape), a roper.axes that names no
- * map ({list}: the maps, rp_safetensors_axes_list), a tensor the metadata names that is a parameter
- * of the model (the file's refusal of it, rp_safetensors_load_into). {key} is the row's metadata
- * key, {tensor} the tensor's name (or roper.axes's value) as rp_json_quoted shows it in
- * RP_JSON_NAME_TEXT bytes; a positions tensor of rank 2 must have 1 to RP_MAX_AXES columns too.
- * The message is the file's path, ": ", then the filled template. */
-typedef enum {
-    RP_XM_MISSING,
-    RP_XM_TWICE,
-    RP_XM_DTYPE,
-    RP_XM_SHAPE,
-    RP_XM_AXES,
-    RP_XM_PARAM,
-    RP_XM_COUNT
-} rp_safetensors_extra_msg;
-extern const rp_msg rp_safetensors_extra_msgs[RP_XM_COUNT]; /* "missing", ... */
-/* The maps a roper.axes may name, as {list} shows them ("axial, sections, mixed": rp_axes_names),
- * in buf (n bytes, cut to fit); returns buf. */
+/* The maps a roper.axes may name, as messages list them ("axial, sections, mixed":
+ * rp_axes_names), in buf (n bytes, cut to fit); returns buf. */
 const char *rp_safetensors_axes_list(char *buf, size_t n);
 /* The metadata key of the positions' map (a name of rp_axes_names; axial when absent). */
 #define RP_SAFETENSORS_AXES_KEY "roper.axes"
@@ -120,47 +105,19 @@ int rp_safetensors_magic(const void *b, size_t n);
 size_t rp_model_cfg_to_json(const rp_model_cfg *cfg, char *buf, size_t n);
 
 /* Reads a config written by rp_model_cfg_to_json (keys in any order; max_batch, dropout and seed
- * may be left out: 16, 0, 0) into *cfg. RP_ERR_ARG with the problem ("unknown key 'pee'",
- * "no key 'pe'", "'heads' must be an integer, got a string", "at byte 3: ...") when it is
- * malformed; the values are not range-checked (rp_model_cfg_check does that). */
+ * may be left out: 16, 0, 0) into *cfg. RP_ERR_ARG with the problem ("not a JSON object (an
+ * array)", "unknown key 'pee'" (the key as rp_json_printable shows it), "no key 'pe'", "'heads'
+ * must be an integer, got a string", "'pe' must be one of none, ...; got \"zz\"" (a string
+ * as rp_json_quoted shows it in RP_JSON_VALUE_TEXT bytes), "'vocab': 1.5 is not an integer" (the
+ * message of rp_json_i64, _u64 or _double), "at byte 3: ...") when it is malformed; the
+ * values are not range-checked (rp_model_cfg_check does that). */
 rp_status rp_model_cfg_from_json(const char *text, size_t len, rp_model_cfg *cfg);
 /* rp_model_cfg_from_json's reading of the keys a JSON object holds (any subset, none required)
  * into *cfg, the other fields kept; *cfg unchanged on a refusal (its messages). */
 rp_status rp_model_cfg_keys_from_json(const char *text, size_t len, rp_model_cfg *cfg);
 
-/* The templates (rp_fill_marks) of rp_model_cfg_from_json's messages and of a file's refusal of
- * its roper.config, the one home of their words (rp.safetensors_extras().config exports them by
- * name): the text is not a JSON object ({type}: rp_json_type_name), an unknown key ({key}:
- * rp_json_printable in RP_JSON_NAME_TEXT bytes), a key a file must hold left out ({key}), a
- * number whose literal rp_json_i64, _u64 or _double refuse ({key}, {why}: their message), the
- * file's refusal ({why}: the reader's message), a file's refusal of a config that
- * rp_model_cfg_check refuses ({why}: its message; RP_BAD_MODEL_CONFIG) and the file's refusals of
- * its metadata: no roper.config ({how}: what to do instead; roper's words in safetensors.c), a
- * roper.config without roper.version, a roper.version not RP_SAFETENSORS_VERSION ({got}: the
- * file's, as rp_json_quoted shows it in RP_JSON_NAME_TEXT bytes; {version}:
- * RP_SAFETENSORS_VERSION) and a config that needs more parameters than the file holds ({need},
- * {have}). */
-typedef enum {
-    RP_CFGJ_NOT_OBJECT,
-    RP_CFGJ_UNKNOWN,
-    RP_CFGJ_MISSING,
-    RP_CFGJ_LITERAL,
-    RP_CFGJ_BAD_FILE,
-    RP_CFGJ_BAD_MODEL,
-    RP_CFGJ_NO_CONFIG,
-    RP_CFGJ_NO_VERSION,
-    RP_CFGJ_VERSION,
-    RP_CFGJ_PARAMS,
-    RP_CFGJ_COUNT
-} rp_cfg_json_msg;
-extern const rp_msg rp_cfg_json_msgs[RP_CFGJ_COUNT]; /* "not_object", "unknown", ... */
-/* rp_model_cfg_from_json's message for a value of row k of another JSON type than the row's (or a
- * string that names no value of it), in buf (n bytes): {key} and {list} (an enum's names) filled,
- * {got} being got (the value's rp_json_type_name, or a string as rp_json_quoted shows it in
- * RP_JSON_VALUE_TEXT bytes: for a rotate or enum row), left as a mark when got is NULL (the form
- * rp.model_keys() gives as a row's stored). Returns buf. */
-struct rp_cfg_key; /* model_schema.h */
-const char *rp_model_cfg_json_value_msg(const struct rp_cfg_key *k, const char *got, char *buf,
-                                        size_t n);
+/* A file's refusal of its roper.config that rp_model_cfg_from_json refuses (rp_error_why's
+ * template: {why} its message), rp_safetensors_load's and rp_config_check_file's. */
+#define RP_BAD_ROPER_CONFIG "bad roper.config ({why})"
 
 #endif

@@ -61,61 +61,31 @@ size_t rp_model_cfg_to_json(const rp_model_cfg *c, char *buf, size_t n)
     return w < 0 ? 0 : k + (size_t)w;
 }
 
-const rp_msg rp_cfg_json_msgs[RP_CFGJ_COUNT] = {
-    [RP_CFGJ_NOT_OBJECT] = {"not_object", "not a JSON object ({type})"},
-    [RP_CFGJ_UNKNOWN] = {"unknown", "unknown key '{key}'"},
-    [RP_CFGJ_MISSING] = {"missing", "no key '{key}'"},
-    [RP_CFGJ_LITERAL] = {"literal", "'{key}': {why}"},
-    [RP_CFGJ_BAD_FILE] = {"bad_file", "bad roper.config ({why})"},
-    [RP_CFGJ_BAD_MODEL] = {"bad_model", RP_BAD_MODEL_CONFIG ": {why}"},
-    [RP_CFGJ_NO_CONFIG] = {"no_config", "no roper.config in the metadata (not written by roper: "
-                                        "{how})"},
-    [RP_CFGJ_NO_VERSION] = {"no_version", "the metadata has roper.config but no roper.version"},
-    [RP_CFGJ_VERSION] = {"version", "roper.version {got} is not supported (this is version "
-                                    "{version})"},
-    [RP_CFGJ_PARAMS] = {"params", "the config needs {need} parameters, the file holds {have}"},
-};
-
-/* RP_ERR_ARG: message m of rp_cfg_json_msgs with {key}, {type} and {why} filled (a NULL value
- * leaves its mark). */
-static rp_status refusal(rp_cfg_json_msg m, const char *key, const char *type, const char *why)
-{
-    static const char *const marks[] = {"{key}", "{type}", "{why}"};
-    const char *values[] = {key, type, why};
-    return rp_error_marks(RP_ERR_ARG, rp_cfg_json_msgs[m].text, marks, values, 3);
-}
-
-/* read_key's message for a value of another type than the row's, by rp_cfg_type */
-static const char *const value_msgs[] = {
-    [RP_CFG_INT] = "'{key}' must be an integer, got {got}",
-    [RP_CFG_NUM] = "'{key}' must be a number, got {got}",
-    [RP_CFG_ENUM] = "'{key}' must be one of {list}; got {got}",
-    [RP_CFG_SEED] = "'{key}' must be an integer, got {got}",
-    [RP_CFG_ROTATE] = "'{key}' must be a string of distinct letters of qkvo, got {got}",
-    [RP_CFG_BOOL] = "'{key}' must be true or false, got {got}",
-};
-
-const char *rp_model_cfg_json_value_msg(const rp_cfg_key *k, const char *got, char *buf, size_t n)
-{
-    static const char *const marks[] = {"{key}", "{list}", "{got}"};
-    char list[160] = "";
-    for (int i = 0; k->type == RP_CFG_ENUM && k->names[i]; i++) {
-        strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
-        strncat(list, k->names[i], sizeof list - strlen(list) - 1);
-    }
-    const char *values[] = {k->name, list, got};
-    return rp_fill_marks(buf, n, value_msgs[k->type], marks, values, 3);
-}
-
-/* RP_ERR_ARG: read_key's message for the value at node x of another type than row k's. */
+/* RP_ERR_ARG: read_key's message for the value at node x of another type than row k's (or a
+ * string that names no value of it): got is the value's rp_json_type_name, or a string as
+ * rp_json_quoted shows it in RP_JSON_VALUE_TEXT bytes for a rotate or enum row. */
 static rp_status bad_value(const rp_json_doc *doc, const rp_json_node *x, const rp_cfg_key *k)
 {
-    char got[RP_JSON_VALUE_TEXT + 8], msg[512];
+    char got[RP_JSON_VALUE_TEXT + 8], list[160] = "";
     if (x->type == RP_JSON_STRING && (k->type == RP_CFG_ROTATE || k->type == RP_CFG_ENUM))
         rp_json_quoted(got, sizeof got, doc->strings + x->str, x->str_len, RP_JSON_VALUE_TEXT);
     else
         snprintf(got, sizeof got, "%s", rp_json_type_name(x->type));
-    return rp_error(RP_ERR_ARG, "%s", rp_model_cfg_json_value_msg(k, got, msg, sizeof msg));
+    switch (k->type) {
+    case RP_CFG_NUM: return rp_error(RP_ERR_ARG, "'%s' must be a number, got %s", k->name, got);
+    case RP_CFG_ENUM:
+        for (int i = 0; k->names[i]; i++) {
+            strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+            strncat(list, k->names[i], sizeof list - strlen(list) - 1);
+        }
+        return rp_error(RP_ERR_ARG, "'%s' must be one of %s; got %s", k->name, list, got);
+    case RP_CFG_ROTATE:
+        return rp_error(RP_ERR_ARG, "'%s' must be a string of distinct letters of qkvo, got %s",
+                        k->name, got);
+    case RP_CFG_BOOL:
+        return rp_error(RP_ERR_ARG, "'%s' must be true or false, got %s", k->name, got);
+    default: return rp_error(RP_ERR_ARG, "'%s' must be an integer, got %s", k->name, got);
+    }
 }
 
 /* The value of key k (the member at node v) into c. */
@@ -161,7 +131,9 @@ static rp_status read_key(const rp_json_doc *doc, size_t v, const rp_cfg_key *k,
         if ((st = rp_json_i64(doc, v, &i)) == RP_OK) rp_model_cfg_set_int(c, k, i);
     }
     if (st == RP_OK) return RP_OK;
-    return refusal(RP_CFGJ_LITERAL, k->name, NULL, rp_last_error());
+    char why[512];
+    snprintf(why, sizeof why, "%s", rp_last_error());
+    return rp_error(RP_ERR_ARG, "'%s': %s", k->name, why);
 }
 
 /* The keys of the JSON object in text into *c (the others kept); seen[i] set for row i. */
@@ -174,7 +146,7 @@ static rp_status read_object(const char *text, size_t len, rp_model_cfg *c, int 
         return st;
     }
     if (doc.nodes[0].type != RP_JSON_OBJECT) {
-        st = refusal(RP_CFGJ_NOT_OBJECT, NULL, rp_json_type_name(doc.nodes[0].type), NULL);
+        st = rp_error(RP_ERR_ARG, "not a JSON object (%s)", rp_json_type_name(doc.nodes[0].type));
         goto done;
     }
     for (size_t m = doc.nodes[0].first; m != RP_JSON_NONE; m = doc.nodes[m].next) {
@@ -184,8 +156,8 @@ static rp_status read_object(const char *text, size_t len, rp_model_cfg *c, int 
                                   : NULL;
         if (!k) {
             char buf[RP_JSON_NAME_TEXT];
-            st = refusal(RP_CFGJ_UNKNOWN,
-                         rp_json_printable(buf, sizeof buf, key, doc.nodes[m].key_len), NULL, NULL);
+            st = rp_error(RP_ERR_ARG, "unknown key '%s'",
+                          rp_json_printable(buf, sizeof buf, key, doc.nodes[m].key_len));
             goto done;
         }
         seen[k - rp_model_cfg_keys] = 1;
@@ -205,7 +177,7 @@ rp_status rp_model_cfg_from_json(const char *text, size_t len, rp_model_cfg *cfg
     RP_TRY(read_object(text, len, &c, seen));
     for (int i = 0; i < rp_model_cfg_nkeys; i++)
         if (rp_model_cfg_keys[i].json == RP_CFG_JSON_REQUIRED && !seen[i])
-            return refusal(RP_CFGJ_MISSING, rp_model_cfg_keys[i].name, NULL, NULL);
+            return rp_error(RP_ERR_ARG, "no key '%s'", rp_model_cfg_keys[i].name);
     *cfg = c;
     return RP_OK;
 }

@@ -1622,15 +1622,9 @@ rp_status rp_attention_check_positions(const rp_attn_cfg *cfg, int64_t T, int64_
             return rp_error(RP_ERR_ARG, "positions: row %lld, axis %lld holds %lld; positions "
                                         "must be within 2^53", (long long)(i / A),
                             (long long)(i % A), (long long)p);
-        if (p < 0 && cfg->freq && cfg->freq->angles) {
-            static const char *const marks[] = {"{row}", "{p}"};
-            char row[24], at[24];
-            snprintf(row, sizeof row, "%lld", (long long)(i / A));
-            snprintf(at, sizeof at, "%lld", (long long)p);
-            const char *values[] = {row, at};
-            return rp_error_marks(RP_ERR_ARG, rp_pe_msgs[RP_MSG_BELOW_ANGLES].text, marks, values,
-                                  2);
-        }
+        if (p < 0 && cfg->freq && cfg->freq->angles)
+            return rp_error(RP_ERR_ARG, "positions: row %lld holds %lld, below 0, where the angle "
+                                        "table starts", (long long)(i / A), (long long)p);
         if (p > hi) hi = p;
     }
     *qlast = *klast = hi;

@@ -4,9 +4,8 @@
  * The one home of these rules and their messages: rp.model and the rp.rope / rp.attention
  * functions that take positions, axes, sections and mix (bindings/freq.c's lrp_axes_tables) and
  * a safetensors file's roper.axes, roper.sections and roper.mix (core/io/safetensors.c) make one
- * call of rp_axes_plan, each with its own wording; rp.axes_rules() exports the descriptor, the
- * rules and the wordings, from which the PyTorch companion (python/roper_torch/model.py) checks
- * the same things with the same messages.
+ * call of rp_axes_plan, each with its own wording; rp.axes_rules() exports the descriptor and the
+ * rules' names (the PyTorch companion asks core: python/roper_torch/core.py).
  *
  * The rules, in the order rp_axes_plan checks them (the first that applies is the error):
  *   positions  a map or a map's table is given without positions

@@ -234,37 +234,22 @@ const char *rp_rotate_name(int rotate, char buf[5])
     return buf;
 }
 
-/* The rotary rules' messages (pe.h), in rp_pe_msg order. */
-const rp_msg rp_pe_msgs[RP_MSG_COUNT] = {
-    [RP_MSG_ROTATE_OPTION] = {"rotate_option", "option 'rotate' needs" RP_PE_NEEDS_ROTARY
-                                               ", got pe '{pe}'"},
-    [RP_MSG_ROTATE] = {"rotate", "rotate needs" RP_PE_NEEDS_ROTARY ", not {pe}"},
-    [RP_MSG_POSITIONS_OPTION] = {"positions_option", "option 'positions' needs" RP_PE_NEEDS_ROTARY
-                                                     ", got pe '{pe}'"},
-    [RP_MSG_SCHEME_FREQ] = {"scheme_freq", "scaling, xpos, freq and angles need" RP_PE_NEEDS_ROTARY
-                                           ", not {pe}"},
-    [RP_MSG_FREQ] = {"freq", "freq and angles need" RP_PE_NEEDS_SOFTMAX},
-    [RP_MSG_POSITIONS] = {"positions", "positions need" RP_PE_NEEDS_SOFTMAX},
-    [RP_MSG_GRID] = {"grid", "option 'positions' grid needs" RP_PE_NEEDS_SOFTMAX},
-    [RP_MSG_LINEAR] = {"linear", " with linear attention"},
-    [RP_MSG_FRACTION_RANGE] = {"fraction_range", "{what} {fraction} must be in (0, 1]"},
-    [RP_MSG_FRACTION_WIDTH] = {"fraction_width", "{what} {fraction} gives d_rot {d_rot} for d_k "
-                                                 "{d_k}; it must be even and >= 2"},
-    [RP_MSG_ANGLES_LEARN] = {"angles_learn", "angles are final and learn_freq learns frequencies "
-                                             "(give freq, the starting frequencies, instead)"},
-    [RP_MSG_POSITIONS_ROWS] = {"positions_rows", "positions hold {rows} rows; the model's seq_len "
-                                                 "is {seq_len}"},
-    [RP_MSG_BELOW_ANGLES] = {"below_angles", "positions: row {row} holds {p}, below 0, where the "
-                                             "angle table starts"},
-};
-
 rp_status rp_pe_need_rotary(rp_pe_msg need, rp_pe pe, int linear)
 {
+    static const char *const what[] = {
+        [RP_MSG_ROTATE_OPTION] = "option 'rotate' needs" RP_PE_NEEDS_ROTARY ", got pe '{pe}'",
+        [RP_MSG_ROTATE] = "rotate needs" RP_PE_NEEDS_ROTARY ", not {pe}",
+        [RP_MSG_POSITIONS_OPTION] = "option 'positions' needs" RP_PE_NEEDS_ROTARY ", got pe '{pe}'",
+        [RP_MSG_SCHEME_FREQ] = "scaling, xpos, freq and angles need" RP_PE_NEEDS_ROTARY
+                               ", not {pe}",
+        [RP_MSG_FREQ] = "freq and angles need" RP_PE_NEEDS_SOFTMAX,
+        [RP_MSG_POSITIONS] = "positions need" RP_PE_NEEDS_SOFTMAX,
+    };
     static const char *const marks[] = {"{list}", "{pe}", "{linear}"};
     char list[128];
     const char *values[] = {rp_pe_list(list, sizeof list, 1, 0, 0), rp_pe_name(pe),
-                            linear ? rp_pe_msgs[RP_MSG_LINEAR].text : ""};
-    return rp_error_marks(RP_ERR_ARG, rp_pe_msgs[need].text, marks, values, 3);
+                            linear ? RP_PE_WITH_LINEAR : ""};
+    return rp_error_marks(RP_ERR_ARG, what[need], marks, values, 3);
 }
 
 rp_status rp_pe_rotate_check(rp_pe pe, int rotate, int option)
@@ -299,20 +284,12 @@ rp_status rp_pe_scheme_init(rp_pe_scheme *s, rp_pe pe, int rotate, const int64_t
 
 rp_status rp_pe_fraction_width(const char *what, double fraction, int64_t d_k, int64_t *d_rot)
 {
-    static const char *const marks[] = {"{what}", "{fraction}", "{d_rot}", "{d_k}"};
-    char f[32], d_str[24], dk_str[24];
-    const char *values[] = {what, f, d_str, dk_str};
-    if (!(fraction > 0.0 && fraction <= 1.0)) {
-        snprintf(f, sizeof f, "%g", fraction);
-        return rp_error_marks(RP_ERR_ARG, rp_pe_msgs[RP_MSG_FRACTION_RANGE].text, marks, values, 2);
-    }
+    if (!(fraction > 0.0 && fraction <= 1.0))
+        return rp_error(RP_ERR_ARG, "%s %g must be in (0, 1]", what, fraction);
     int64_t d = (int64_t)floor(fraction * (double)d_k);
-    if (d < 2 || d % 2 != 0) {
-        snprintf(f, sizeof f, "%g", fraction);
-        snprintf(d_str, sizeof d_str, "%lld", (long long)d);
-        snprintf(dk_str, sizeof dk_str, "%lld", (long long)d_k);
-        return rp_error_marks(RP_ERR_ARG, rp_pe_msgs[RP_MSG_FRACTION_WIDTH].text, marks, values, 4);
-    }
+    if (d < 2 || d % 2 != 0)
+        return rp_error(RP_ERR_ARG, "%s %g gives d_rot %lld for d_k %lld; it must be even and >= 2",
+                        what, fraction, (long long)d, (long long)d_k);
     *d_rot = d;
     return RP_OK;
 }

@@ -244,15 +244,16 @@ int rp_pe_rotates(rp_pe pe);
  * bits; when not 0), as messages list them ("rope, roper or roper_legacy"), into buf (n bytes);
  * returns buf. */
 const char *rp_pe_list(char *buf, size_t n, int rotary, int linear, int uses);
-/* The messages of the rotary rules, as templates that rp_fill_marks fills; the rules stay code
- * where they are checked, each message has its one home here. What needs a rotary pe: {list} the
- * rotary modes (rp_pe_list), {pe} the mode, {linear} RP_MSG_LINEAR's text with linear attention,
- * else nothing; each is "<what> need(s)" and RP_PE_NEEDS_ROTARY, which rp_model_cfg_rules'
- * "scaling and xpos" rule shares. A fraction's width: {what} its name, {fraction}, {d_rot}, {d_k}.
- * A model's own tables and positions: {rows}, {seq_len}; a position: {row}, {p}.
- * rp.model_rules().messages exports them by name ({list} filled in) for the PyTorch companion. */
+/* What needs a rotary pe, in the words of the config's rule table (model_config.c's "scaling and
+ * xpos" rule is "scaling and xpos need" RP_PE_NEEDS_SOFTMAX), whose marks rp_model_cfg_fill
+ * fills: {list} the rotary modes (rp_pe_list), {pe} the mode, {linear} RP_PE_WITH_LINEAR with
+ * linear attention, else nothing. RP_PE_GRID_NEEDS is rp.experiment's refusal of its positions
+ * grid (rp.model_rules().messages.grid, {list} filled in: experiment/check.lua). */
 #define RP_PE_NEEDS_ROTARY " a rotary pe ({list})"
 #define RP_PE_NEEDS_SOFTMAX RP_PE_NEEDS_ROTARY " with softmax attention, not {pe}{linear}"
+#define RP_PE_WITH_LINEAR " with linear attention"
+#define RP_PE_GRID_NEEDS "option 'positions' grid needs" RP_PE_NEEDS_SOFTMAX
+/* What needs a rotary pe, for rp_pe_need_rotary's message. */
 typedef enum {
     RP_MSG_ROTATE_OPTION,    /* a caller's option rotate (rp_pe_rotate_check with option set) */
     RP_MSG_ROTATE,           /* a config's rotate (rp_pe_rotate_check, the config's rule) */
@@ -260,18 +261,11 @@ typedef enum {
     RP_MSG_SCHEME_FREQ,      /* a frequency scheme that is not plain (rp_pe_scheme_check_freq) */
     RP_MSG_FREQ,             /* a model's own frequencies or angles (rp_model_set_freq) */
     RP_MSG_POSITIONS,        /* a model's positions (rp_model_set_positions) */
-    RP_MSG_GRID,             /* rp.experiment's positions grid (experiment/check.lua) */
-    RP_MSG_LINEAR,           /* the text of {linear} with linear attention */
-    RP_MSG_FRACTION_RANGE,   /* rp_pe_fraction_width: a fraction outside (0, 1] */
-    RP_MSG_FRACTION_WIDTH,   /* rp_pe_fraction_width: an odd width or one below 2 */
-    RP_MSG_ANGLES_LEARN,     /* rp_model_set_freq: angles with learn_freq */
-    RP_MSG_POSITIONS_ROWS,   /* rp_model_set_positions: fewer rows than seq_len */
-    RP_MSG_BELOW_ANGLES,     /* rp_attention_check_positions: a position below an angle table */
-    RP_MSG_COUNT
 } rp_pe_msg;
-extern const rp_msg rp_pe_msgs[RP_MSG_COUNT]; /* by rp_pe_msg */
-/* RP_ERR_ARG with the message of what needs a rotary pe (need: RP_MSG_ROTATE_OPTION ..
- * RP_MSG_POSITIONS), not mode pe (with linear attention when linear is set). */
+/* RP_ERR_ARG with the message of what needs a rotary pe (need), not mode pe (with linear
+ * attention when linear is set): "option 'rotate' needs a rotary pe (rope, roper or
+ * roper_legacy), got pe 'shaw'", "positions need a rotary pe (...) with softmax attention, not
+ * rope with linear attention", ... */
 rp_status rp_pe_need_rotary(rp_pe_msg need, rp_pe pe, int linear);
 /* RP_OK when the rotate mask (0: the mode's own) may go with mode pe: 0 or a rotary mode. Else
  * RP_ERR_ARG: option set (a caller's option, rp.model's) RP_MSG_ROTATE_OPTION ("option 'rotate'

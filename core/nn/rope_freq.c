@@ -30,90 +30,18 @@ static int64_t first_bad(const double *a, int64_t n)
     return -1;
 }
 
-/* ---- the coded rules' messages (rope_freq.h: rp_freq_owns, rp_freq_msgs) ---- */
+/* ---- the own tables' words (rope_freq.h: rp_freq_owns) ---- */
 
 const rp_freq_own rp_freq_owns[RP_OWN_COUNT] = {
-    [RP_OWN_FREQ] = {"freq", "theta", NULL, "frequency", "frequencies", NULL, NULL,
-                     "freq holds {n} frequencies; {name} {d_rot} needs {half}", NULL},
-    [RP_OWN_ANGLES] = {"angles", "angles", "position", "angle", "angles",
-                       "an angle table (the angles",
-                       "freq and angles exclude each other (give one)",
-                       "angles hold {n} per position; {name} {d_rot} needs {half}",
-                       "angles hold positions 0..{last}; position {p} is asked"},
-    [RP_OWN_MIX] = {"mix", "mix", "axis", "frequency", "frequencies",
-                    "a mix matrix (its frequencies",
+    [RP_OWN_FREQ] = {"freq", NULL, "frequency", "frequencies", NULL, NULL, "freq holds",
+                     "frequencies", 0},
+    [RP_OWN_ANGLES] = {"angles", "position", "angle", "angles", "an angle table (the angles",
+                       "freq and angles exclude each other (give one)", "angles hold",
+                       "per position", 1},
+    [RP_OWN_MIX] = {"mix", "axis", "frequency", "frequencies", "a mix matrix (its frequencies",
                     "freq and mix exclude each other (the mix matrix holds the frequencies)",
-                    "mix holds {n} pairs per axis; {name} {d_rot} needs {half}", NULL},
+                    "mix holds", "pairs per axis", 0},
 };
-
-const rp_msg rp_freq_msgs[RP_FM_COUNT] = {
-    [RP_FM_EMPTY] = {"empty", "{key} must not be empty"},
-    [RP_FM_SCALED] = {"scaled", "scaling {scaling} does not apply to {final} are final; scale "
-                                "them yourself)"},
-    [RP_FM_FINITE] = {"finite", "{key}: pair {i} has {entry} {v}; {entries} must be finite"},
-    [RP_FM_FINITE_ROW] = {"finite_row", "{key}: {row} {r}, pair {i} has {entry} {v}; {entries} "
-                                        "must be finite"},
-    [RP_FM_AXES_N] = {"axes_n", "axes: 1 to {max} axes expected, got {n}"},
-    [RP_FM_AXES_MAP] = {"axes_map", "unknown axes map {map}"},
-    [RP_FM_AXES_SCALAR] = {"axes_scalar", "axes {map} needs vector positions (axes.n 0 is a "
-                                          "scalar position)"},
-    [RP_FM_SECTIONS_MAP] = {"sections_map", "sections: axis {i} of {n} has {k} pairs with axes "
-                                            "{map} (sections apply to axes sections, one per "
-                                            "axis)"},
-    [RP_FM_SECTIONS_NEG] = {"sections_neg", "sections: axis {i} has {k} pairs; a count must be "
-                                            ">= 0"},
-    [RP_FM_MIX_GIVEN] = {"mix_given", "mix is given with axes {map} (it is the frequency matrix "
-                                      "of axes mixed)"},
-    [RP_FM_MIX_NEEDED] = {"mix_needed", "axes {map} needs its frequency matrix mix"},
-    [RP_FM_SCALAR_ONLY] = {"scalar_only", "{what} needs scalar positions; these have {n} axes"},
-    [RP_FM_WHAT_SCALING] = {"what_scaling", "scaling {scaling} (its factor grows with the "
-                                            "position)"},
-    [RP_FM_WHAT_XPOS] = {"what_xpos", "xpos (its decay runs along one position)"},
-    [RP_FM_WHAT_ANGLES] = {"what_angles", "angles (a table of one position per row)"},
-    [RP_FM_AXIAL_FEW] = {"axial_few", "axes axial: {name} {d_rot} has {half} pairs, fewer than "
-                                      "its {n} axes"},
-    [RP_FM_SECTIONS_SUM] = {"sections_sum", "sections {{counts}} hold {sum} pairs; {name} "
-                                            "{d_rot} has {half}"},
-};
-
-/* The marks of these messages (rope_freq.h), in the order of a values array. */
-enum { MK_KEY, MK_ROW, MK_R, MK_I, MK_ENTRY, MK_ENTRIES, MK_V, MK_FINAL, MK_SCALING, MK_MAX,
-       MK_N, MK_MAP, MK_K, MK_WHAT, MK_NAME, MK_D_ROT, MK_HALF, MK_LAST, MK_P, MK_COUNTS,
-       MK_SUM, MK_COUNT };
-static const char *const msg_marks[MK_COUNT] = {
-    "{key}", "{row}", "{r}", "{i}", "{entry}", "{entries}", "{v}", "{final}", "{scaling}",
-    "{max}", "{n}", "{map}", "{k}", "{what}", "{name}", "{d_rot}", "{half}", "{last}", "{p}",
-    "{counts}", "{sum}"};
-
-/* The template t filled with the values v (by MK_*; NULL: the mark stays) into buf. */
-static const char *fill(char *buf, size_t n, const char *t, const char *const *v)
-{
-    return rp_fill_marks(buf, n, t, msg_marks, v, MK_COUNT);
-}
-
-/* RP_ERR_ARG with the template t filled with v. */
-static rp_status refuse(const char *t, const char *const *v)
-{
-    return rp_error_marks(RP_ERR_ARG, t, msg_marks, v, MK_COUNT);
-}
-
-/* A values array (MK_COUNT entries, the rest NULL) and numbers as the messages write them, in
- * buffers that live to the end of the enclosing block. */
-#define VALUES(...) ((const char *[MK_COUNT]){__VA_ARGS__})
-#define INT(x) int_str((char[24]){0}, (long long)(x))
-#define NUM(x) num_str((char[32]){0}, (x))
-
-static const char *int_str(char *b, long long x)
-{
-    snprintf(b, 24, "%lld", x);
-    return b;
-}
-
-static const char *num_str(char *b, double x)
-{
-    snprintf(b, 32, "%g", x);
-    return b;
-}
 
 /* The own table t of f: its entries (NULL when f has none), rows and pairs per row. */
 static const double *own_table(const rp_rope_freq *f, rp_freq_own_id t, int64_t *rows,
@@ -136,17 +64,18 @@ static rp_status check_table(const rp_rope_freq *f, rp_freq_own_id t)
     const rp_freq_own *o = &rp_freq_owns[t];
     int64_t rows, cols;
     const double *a = own_table(f, t, &rows, &cols);
-    if (rows < 1 || cols < 1)
-        return refuse(rp_freq_msgs[RP_FM_EMPTY].text, VALUES([MK_KEY] = o->key));
+    if (rows < 1 || cols < 1) return rp_error(RP_ERR_ARG, "%s must not be empty", o->key);
     if (o->final && f->scaling != RP_SCALING_NONE)
-        return refuse(rp_freq_msgs[RP_FM_SCALED].text,
-                      VALUES([MK_SCALING] = rp_scaling_names[f->scaling], [MK_FINAL] = o->final));
+        return rp_error(RP_ERR_ARG, "scaling %s does not apply to %s are final; scale them "
+                        "yourself)", rp_scaling_names[f->scaling], o->final);
     int64_t i = first_bad(a, rows * cols);
+    if (i >= 0 && o->row)
+        return rp_error(RP_ERR_ARG, "%s: %s %lld, pair %lld has %s %g; %s must be finite", o->key,
+                        o->row, (long long)(i / cols), (long long)(i % cols), o->entry, a[i],
+                        o->entries);
     if (i >= 0)
-        return refuse(rp_freq_msgs[o->row ? RP_FM_FINITE_ROW : RP_FM_FINITE].text,
-                      VALUES([MK_KEY] = o->key, [MK_ROW] = o->row, [MK_R] = INT(i / cols),
-                             [MK_I] = INT(i % cols), [MK_ENTRY] = o->entry, [MK_V] = NUM(a[i]),
-                             [MK_ENTRIES] = o->entries));
+        return rp_error(RP_ERR_ARG, "%s: pair %lld has %s %g; %s must be finite", o->key,
+                        (long long)(i % cols), o->entry, a[i], o->entries);
     return RP_OK;
 }
 
@@ -155,25 +84,27 @@ static rp_status check_axes(const rp_rope_freq *f)
 {
     const rp_rope_axes *a = &f->axes;
     if (a->n < 0 || a->n > RP_MAX_AXES)
-        return refuse(rp_freq_msgs[RP_FM_AXES_N].text,
-                      VALUES([MK_MAX] = INT(RP_MAX_AXES), [MK_N] = INT(a->n)));
+        return rp_error(RP_ERR_ARG, "axes: 1 to %d axes expected, got %d", RP_MAX_AXES, a->n);
     if ((int)a->map < 0 || a->map >= RP_AXES_COUNT)
-        return refuse(rp_freq_msgs[RP_FM_AXES_MAP].text, VALUES([MK_MAP] = INT(a->map)));
+        return rp_error(RP_ERR_ARG, "unknown axes map %d", (int)a->map);
     const char *name = rp_axes_names[a->map];
     if (a->n == 0 && (a->map != RP_AXES_AXIAL || a->mix))
-        return refuse(rp_freq_msgs[RP_FM_AXES_SCALAR].text, VALUES([MK_MAP] = name));
+        return rp_error(RP_ERR_ARG, "axes %s needs vector positions (axes.n 0 is a scalar "
+                        "position)", name);
     for (int i = 0; i < RP_MAX_AXES; i++) {
         if (a->sections[i] != 0 && (a->map != RP_AXES_SECTIONS || i >= a->n))
-            return refuse(rp_freq_msgs[RP_FM_SECTIONS_MAP].text,
-                          VALUES([MK_I] = INT(i), [MK_N] = INT(a->n),
-                                 [MK_K] = INT(a->sections[i]), [MK_MAP] = name));
+            return rp_error(RP_ERR_ARG, "sections: axis %d of %d has %lld pairs with axes %s "
+                            "(sections apply to axes sections, one per axis)", i, a->n,
+                            (long long)a->sections[i], name);
         if (a->sections[i] < 0)
-            return refuse(rp_freq_msgs[RP_FM_SECTIONS_NEG].text,
-                          VALUES([MK_I] = INT(i), [MK_K] = INT(a->sections[i])));
+            return rp_error(RP_ERR_ARG, "sections: axis %d has %lld pairs; a count must be >= 0",
+                            i, (long long)a->sections[i]);
     }
-    if (!a->mix != (a->map != RP_AXES_MIXED))
-        return refuse(rp_freq_msgs[a->mix ? RP_FM_MIX_GIVEN : RP_FM_MIX_NEEDED].text,
-                      VALUES([MK_MAP] = name));
+    if (a->mix && a->map != RP_AXES_MIXED)
+        return rp_error(RP_ERR_ARG, "mix is given with axes %s (it is the frequency matrix of "
+                        "axes mixed)", name);
+    if (!a->mix && a->map == RP_AXES_MIXED)
+        return rp_error(RP_ERR_ARG, "axes %s needs its frequency matrix mix", name);
     if (a->mix) {
         if (f->theta && a->n_mix >= 1)
             return rp_error(RP_ERR_ARG, "%s", rp_freq_owns[RP_OWN_MIX].with_freq);
@@ -181,17 +112,16 @@ static rp_status check_axes(const rp_rope_freq *f)
     }
     if (a->n > 1) {
         /* what is a function of one scalar position */
-        rp_freq_msg_id what = rp_scaling_of(f->scaling)->per_position ? RP_FM_WHAT_SCALING
-                              : f->xpos > 0.0                         ? RP_FM_WHAT_XPOS
-                              : f->angles                             ? RP_FM_WHAT_ANGLES
-                                                                      : RP_FM_COUNT;
-        if (what != RP_FM_COUNT) {
-            char w[128];
-            fill(w, sizeof w, rp_freq_msgs[what].text,
-                 VALUES([MK_SCALING] = rp_scaling_names[f->scaling]));
-            return refuse(rp_freq_msgs[RP_FM_SCALAR_ONLY].text,
-                          VALUES([MK_WHAT] = w, [MK_N] = INT(a->n)));
-        }
+        if (rp_scaling_of(f->scaling)->per_position)
+            return rp_error(RP_ERR_ARG, "scaling %s (its factor grows with the position) needs "
+                            "scalar positions; these have %d axes", rp_scaling_names[f->scaling],
+                            a->n);
+        if (f->xpos > 0.0)
+            return rp_error(RP_ERR_ARG, "xpos (its decay runs along one position) needs scalar "
+                            "positions; these have %d axes", a->n);
+        if (f->angles)
+            return rp_error(RP_ERR_ARG, "angles (a table of one position per row) needs scalar "
+                            "positions; these have %d axes", a->n);
     }
     return RP_OK;
 }
@@ -324,17 +254,16 @@ rp_status rp_rope_freq_check_use(const rp_rope_freq *f, int64_t d_rot, int64_t l
         int64_t rows, cols;
         if (!own_table(f, (rp_freq_own_id)t, &rows, &cols)) continue;
         if (cols < half)
-            return refuse(o->few, VALUES([MK_N] = INT(cols), [MK_NAME] = what,
-                                         [MK_D_ROT] = INT(d_rot), [MK_HALF] = INT(half)));
-        if (o->positions && last_pos >= rows)
-            return refuse(o->positions,
-                          VALUES([MK_LAST] = INT(rows - 1), [MK_P] = INT(last_pos)));
+            return rp_error(RP_ERR_ARG, "%s %lld %s; %s %lld needs %lld", o->holds,
+                            (long long)cols, o->per_row, what, (long long)d_rot, (long long)half);
+        if (o->rows_are_positions && last_pos >= rows)
+            return rp_error(RP_ERR_ARG, "%s positions 0..%lld; position %lld is asked", o->holds,
+                            (long long)(rows - 1), (long long)last_pos);
     }
     const rp_rope_axes *a = &f->axes;
     if (a->map == RP_AXES_AXIAL && half < a->n)
-        return refuse(rp_freq_msgs[RP_FM_AXIAL_FEW].text,
-                      VALUES([MK_NAME] = what, [MK_D_ROT] = INT(d_rot), [MK_HALF] = INT(half),
-                             [MK_N] = INT(a->n)));
+        return rp_error(RP_ERR_ARG, "axes axial: %s %lld has %lld pairs, fewer than its %d axes",
+                        what, (long long)d_rot, (long long)half, a->n);
     if (a->map == RP_AXES_SECTIONS) {
         char list[96];
         int len = 0;
@@ -345,9 +274,8 @@ rp_status rp_rope_freq_check_use(const rp_rope_freq *f, int64_t d_rot, int64_t l
                             (long long)a->sections[i]);
         }
         if (sum != half)
-            return refuse(rp_freq_msgs[RP_FM_SECTIONS_SUM].text,
-                          VALUES([MK_COUNTS] = list, [MK_SUM] = INT(sum), [MK_NAME] = what,
-                                 [MK_D_ROT] = INT(d_rot), [MK_HALF] = INT(half)));
+            return rp_error(RP_ERR_ARG, "sections {%s} hold %lld pairs; %s %lld has %lld", list,
+                            (long long)sum, what, (long long)d_rot, (long long)half);
     }
     return RP_OK;
 }

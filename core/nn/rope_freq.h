@@ -288,17 +288,10 @@ extern const int rp_freq_nrules;
 /* The MIN or MIN2 row that bounds the field at offset `at` of rp_rope_freq (its a), or NULL. */
 const rp_freq_rule *rp_freq_rule_bound(size_t at);
 
-/* ---- the rules whose conditions are code: their messages ----
- * rp_rope_freq_check's rules on the own tables and the axes, and rp_rope_freq_check_use's: their
- * conditions stay code, their texts are here, filled by rp_fill_marks (status.h). The one home of
- * these texts: rp.scalings().checks exports them to the PyTorch companion (schema.json's
- * freq_checks), whose rotary.check fills the same templates. The marks: {key} a table's key,
- * {row} what its row is and {r} the row, {i} the pair, {entry} and {entries} what its entries
- * are, {v} the bad value (%g), {final} its final words, {scaling} the scaling's name, {max}
- * RP_MAX_AXES, {n} a count (axes, rows, pairs), {map} the axes map, {k} a section's pairs, {what}
- * what needs scalar positions, {name} and {d_rot} the width asked for and its name ("d_rot_q"),
- * {half} d_rot/2, {last} a table's last row, {p} the position asked, {counts} the sections
- * (", " between them) and {sum} their sum. */
+/* ---- the own tables ----
+ * rp_rope_freq_check's rules on the own tables and the axes, and rp_rope_freq_check_use's, are
+ * code (rope_freq.c), their messages written where they are checked; the words that differ from
+ * one own table to the next are these rows. */
 
 /* The scheme's own tables, in the order rp_rope_freq_check_use checks them: theta (the config's
  * freq), angles, axes.mix. */
@@ -306,47 +299,17 @@ typedef enum { RP_OWN_FREQ, RP_OWN_ANGLES, RP_OWN_MIX, RP_OWN_COUNT } rp_freq_ow
 
 typedef struct rp_freq_own {
     const char *key;       /* the config key and option that gives it: "freq" */
-    const char *field;     /* its field of rp_rope_freq (and of the companion's rotary.Freq) */
     const char *row;       /* what a row is ("position"); NULL: one row (freq) */
     const char *entry;     /* an entry ("angle") and the entries ("angles") */
     const char *entries;
     const char *final;     /* what the scaling message calls it when its entries are final (no
                             * scaling applies); NULL: the scalings apply (freq) */
     const char *with_freq; /* the message when it comes beside freq; NULL for freq itself */
-    const char *few;       /* the message when a row holds fewer pairs than a placement's
-                            * d_rot/2: {n} the pairs, {name} {d_rot}, {half} */
-    const char *positions; /* the message when its rows (one per position) end before the
-                            * position asked: {last}, {p}; NULL: its rows are not positions */
+    const char *holds;     /* "freq holds", "angles hold": how the messages of its sizes start */
+    const char *per_row;   /* what its row's count counts ("frequencies", "per position") */
+    int rows_are_positions; /* 1: a row per position (angles), which must reach the last one */
 } rp_freq_own;
 
 extern const rp_freq_own rp_freq_owns[RP_OWN_COUNT];
-
-/* The coded rules' messages (header comment above), by the rule. */
-typedef enum {
-    RP_FM_EMPTY,          /* an own table without entries: {key} */
-    RP_FM_SCALED,         /* a scaling beside a final table: {scaling}, {final} */
-    RP_FM_FINITE,         /* freq's first entry that is not finite: {key} {i} {entry} {v}
-                           * {entries} */
-    RP_FM_FINITE_ROW,     /* the same in a table of rows: and {row} {r} */
-    RP_FM_AXES_N,         /* axes.n out of 0 .. RP_MAX_AXES: {max}, {n} */
-    RP_FM_AXES_MAP,       /* an unknown map: {map} (its code) */
-    RP_FM_AXES_SCALAR,    /* a map or a mix with scalar positions (axes.n 0): {map} */
-    RP_FM_SECTIONS_MAP,   /* a section beside another map or beyond the axes: {i} {n} {k} {map} */
-    RP_FM_SECTIONS_NEG,   /* a section below 0: {i} {k} */
-    RP_FM_MIX_GIVEN,      /* a mix with another map: {map} */
-    RP_FM_MIX_NEEDED,     /* map mixed without its mix: {map} */
-    RP_FM_SCALAR_ONLY,    /* what needs scalar positions with n > 1 axes: {what} {n} */
-    RP_FM_WHAT_SCALING,   /* {what} for a per-position scaling (dynamic): {scaling} */
-    RP_FM_WHAT_XPOS,      /* {what} for xPos */
-    RP_FM_WHAT_ANGLES,    /* {what} for an angle table */
-    RP_FM_AXIAL_FEW,      /* axial with fewer pairs than axes: {name} {d_rot} {half} {n} */
-    RP_FM_SECTIONS_SUM,   /* sections that do not add up to d_rot/2: {counts} {sum} {name}
-                           * {d_rot} {half} */
-    RP_FM_COUNT
-} rp_freq_msg_id;
-
-/* The templates, by rp_freq_msg_id; rp.scalings().checks.messages exports them by name. */
-extern const rp_msg rp_freq_msgs[RP_FM_COUNT];
-
 
 #endif

@@ -60,8 +60,10 @@ const char *rp_fill_marks(char *buf, size_t n, const char *t, const char *const 
     return buf;
 }
 
-rp_status rp_error_marks_at(rp_status st, const char *where, const char *t,
-                            const char *const *marks, const char *const *values, int count)
+/* rp_error_marks with "where: " before the filled template (NULL: none); the template is filled
+ * before the message is recorded, so a value may be rp_last_error(). */
+static rp_status error_marks_at(rp_status st, const char *where, const char *t,
+                                const char *const *marks, const char *const *values, int count)
 {
     char msg[sizeof rp_err_buf];
     rp_fill_marks(msg, sizeof msg, t, marks, values, count);
@@ -71,12 +73,12 @@ rp_status rp_error_marks_at(rp_status st, const char *where, const char *t,
 rp_status rp_error_marks(rp_status st, const char *t, const char *const *marks,
                          const char *const *values, int count)
 {
-    return rp_error_marks_at(st, NULL, t, marks, values, count);
+    return error_marks_at(st, NULL, t, marks, values, count);
 }
 
 rp_status rp_error_why(rp_status st, const char *where, const char *t)
 {
     static const char *const marks[] = {"{why}"};
     const char *why = rp_err_buf;
-    return rp_error_marks_at(st, where, t, marks, &why, 1);
+    return error_marks_at(st, where, t, marks, &why, 1);
 }

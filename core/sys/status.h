@@ -30,29 +30,20 @@ rp_status rp_error(rp_status st, const char *fmt, ...)
 
 /* A message template filled in: t copied to buf (n bytes, NUL-terminated, cut to fit) with each
  * of the count marks ("{pe}", "{a}", ...) replaced by its value (values[i] for marks[i]; a NULL
- * value leaves the mark as it is). Returns buf. The messages of the schema's, the frequency
- * scheme's and the vector positions' rule tables (rp_model_cfg_fill, rp_rope_freq_check and
- * rp_rope_freq_check_use, rp_axes_plan) are such templates. Each value is copied as it is (a mark inside a value stays). */
+ * value leaves the mark as it is). Returns buf. Only the messages that belong to a row of a rule
+ * table are such templates (one loop raises every row's: the schema's rules and needs, the
+ * frequency scheme's scalar rules, the vector positions' wordings, what needs a rotary pe, which
+ * a config rule shares); every other message is a printf format written where it is raised. Each
+ * value is copied as it is (a mark inside a value stays). */
 const char *rp_fill_marks(char *buf, size_t n, const char *t, const char *const *marks,
                           const char *const *values, int count);
-/* A message of a table of templates (rp_freq_msgs, rp_pe_msgs, rp_json_msgs, ...; each indexed by
- * its enum): name is the key the export gives it (rp.scalings().checks.messages, ...; the PyTorch
- * companion's schema.json), text the template, filled by rp_fill_marks. Both static strings. */
-typedef struct {
-    const char *name, *text;
-} rp_msg;
 
 /* rp_error with the template t filled in (rp_fill_marks) as the message: returns st. */
 rp_status rp_error_marks(rp_status st, const char *t, const char *const *marks,
                          const char *const *values, int count);
-/* rp_error_marks with "where: " before the filled template (where: a file's path, or NULL for
- * no prefix): returns st. The template is filled before the message is recorded, so a value may
- * be rp_last_error(). */
-rp_status rp_error_marks_at(rp_status st, const char *where, const char *t,
-                            const char *const *marks, const char *const *values, int count);
-/* rp_error_marks_at with this thread's last message as the value of {why}, the one mark of t:
- * "where: " then t filled ("path: bad positions: {why}" keeps a failed call's message behind the
- * file's path and what failed). Returns st. */
+/* rp_error with this thread's last message as the value of {why}, the one mark of template t:
+ * "where: " (where: a file's path, or NULL for no prefix) then t filled ("path: bad positions:
+ * {why}" keeps a failed call's message behind the file's path and what failed). Returns st. */
 rp_status rp_error_why(rp_status st, const char *where, const char *t);
 
 /* Short name of a status code ("shape", "argument", ...). */

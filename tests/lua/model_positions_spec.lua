@@ -252,8 +252,8 @@ describe("rp.model with vector positions", function()
   end)
 
   -- core's rules of the vector-position options (core/nn/axes_plan.h) as rp.axes_rules() gives
-  -- them, and each rule of rp.model's wording, its template filled in by hand, as rp.model's own
-  -- refusal of a call that breaks it (the templates are what the binding says, word for word)
+  -- them, and each rule in rp.model's wording, word for word, as rp.model's refusal of a call
+  -- that breaks it (tests/c/test_axes_plan.c checks the metadata's wording)
   it("refuse what rp.axes_rules() says, with its messages", function()
     local r = rp.axes_rules()
     assert.same({ "positions", "scalar", "nothing", "needed", "rows", "angles" }, r.rules)
@@ -262,51 +262,42 @@ describe("rp.model with vector positions", function()
                     what = "the pairs of each axis, e.g. {16, 24, 24}" },
                   { name = "mixed", table = "mix", does = "is the frequency matrix of",
                     what = "the [axes x d_rot/2] frequency matrix" } }, r.maps)
-    local o, f = r.wordings.option, r.wordings.metadata
-    assert.is_false(o.by_table)
-    assert.is_true(f.by_table)
-    assert.same({ nil, nil }, { f.positions, f.angles })
-    local function say(w, rule, v)
-      return (w[rule]:gsub("{(%w+)}", function(k) return v[k] and tostring(v[k]) end))
-    end
-    local opt = { axes = "axes", positions = "positions" }
-    local function with(v)
-      for k, x in pairs(opt) do v[k] = v[k] or x end
-      return v
-    end
+    assert.is_nil(r.wordings)
     local line, ang = {}, {}
     for i = 0, T - 1 do line[i + 1] = i; ang[i + 1] = { 0.1, 0.2, 0.3, 0.4 } end
     local cases = {
-      { { sections = { 2, 2 } }, "positions", with { name = "sections" } },
-      { { positions = line, axes = "mixed" }, "scalar", with { name = "axes" } },
-      { { positions = grid(), mix = { { 1, 1, 1, 1 }, { 1, 1, 1, 1 } } }, "nothing",
-        with { name = "mix", map = "axial", own = "mixed", does = r.maps[3].does } },
-      { { positions = grid(), axes = "sections" }, "needed",
-        with { name = "sections", map = "sections", what = r.maps[2].what } },
-      { { positions = grid(), axes = "sections", sections = { 4 } }, "rows",
-        with { name = "sections", n = 1, A = 2 } },
-      { { positions = grid(), angles = ang }, "angles", with { A = 2 } },
+      { { sections = { 2, 2 } }, "option 'sections' needs option 'positions' (vector positions: "
+        .. "an [n x axes] tensor or a list of {r, c} lists)" },
+      { { positions = line, axes = "mixed" }, "option 'axes' does nothing with 1-D positions "
+        .. "(give the positions as [n x axes] or a list of {r, c} lists)" },
+      { { positions = grid(), mix = { { 1, 1, 1, 1 }, { 1, 1, 1, 1 } } }, "option 'mix' does "
+        .. "nothing with axes \"axial\" (it is the frequency matrix of axes \"mixed\")" },
+      { { positions = grid(), axes = "sections" }, "axes \"sections\" needs option 'sections' "
+        .. "(the pairs of each axis, e.g. {16, 24, 24})" },
+      { { positions = grid(), axes = "sections", sections = { 4 } },
+        "option 'sections' has 1 entries; the positions have 2 axes" },
+      { { positions = grid(), angles = ang }, "option 'angles' (a table of one position per "
+        .. "row) needs scalar positions; these have 2 axes" },
     }
     for _, c in ipairs(cases) do
       assert.has_error(function() return rp.model(cfg(c[1])) end,
-                       "bad argument #1 to 'model' (" .. say(o, c[2], c[3]) .. ")")
+                       "bad argument #1 to 'model' (" .. c[2] .. ")")
     end
-    assert.equal('roper.axes "mixed" needs the metadata\'s roper.mix',
-                 say(f, "needed", { axes = "roper.axes", map = "mixed", name = "roper.mix" }))
   end)
 
-  -- the templates of the rotary rules and of the config's coded rules as rp.model_rules() gives
-  -- them (core/nn/pe.c's rp_pe_msgs, core/config/model_config.c's rules), each filled in by hand,
-  -- as the refusal of a call that breaks it (the templates are what rp.model says, word for word)
-  it("refuse what rp.model_rules() says, with its templates", function()
+  -- the config's coded rules as rp.model_rules() gives them (core/config/model_config.c's rules),
+  -- each filled in by hand, and the rotary rules' messages (core/nn/pe.c, model_config.c,
+  -- attention.c), word for word, as the refusal of a call that breaks it
+  it("refuse what rp.model_rules() says, with its templates, and the rotary rules", function()
     local r = rp.model_rules()
     local m, rule = r.messages, {}
     for _, x in ipairs(r) do
       if x.check then rule[x.check] = x end
     end
-    assert.equal("option 'rotate' needs a rotary pe (rope, roper or roper_legacy), got pe '{pe}'",
-                 m.rotate_option)
-    assert.equal(" with linear attention", m.linear)
+    local rotary = "a rotary pe (rope, roper or roper_legacy)"
+    assert.same({ grid = "option 'positions' grid needs " .. rotary
+                    .. " with softmax attention, not {pe}{linear}",
+                  linear = " with linear attention" }, m)
     assert.same({ 2147483647, 2147483647 }, { rule.rows.max, rule.buckets.max })
     assert.same({ nil, nil, nil }, { rule.rotate.why, rule.widths.why, rule.freq.why })
     local function say(t, v)
@@ -315,30 +306,36 @@ describe("rp.model with vector positions", function()
     local line, ang = {}, {}
     for i = 0, T - 1 do line[i + 1] = i - 1; ang[i + 1] = { 0.1, 0.2, 0.3, 0.4 } end
     local cases = {
-      { { pe = "shaw", rotate = "q" }, m.rotate_option, { pe = "shaw" } },
-      { { pe = "shaw", freq = { 1, 2, 3, 4 } }, m.freq, { pe = "shaw", linear = "" } },
-      { { positions = line, attention = "linear" }, m.positions,
-        { pe = "rope", linear = m.linear } },
-      { { positions = { 0, 1, 2 } }, m.positions_rows, { rows = 3, seq_len = T } },
-      { { positions = line, angles = ang }, m.below_angles, { row = 0, p = -1 } },
-      { { angles = ang, learn_freq = true }, m.angles_learn, {} },
-      { { fraction_qk = 0 }, m.fraction_range, { what = "fraction_qk", fraction = 0 } },
-      { { fraction_qk = 0.2 }, m.fraction_width,
-        { what = "fraction_qk", fraction = 0.2, d_rot = 1, d_k = 8 } },
-      { { max_batch = 1 << 30, seq_len = 4 }, rule.rows.why, { max_batch = 1 << 30, seq_len = 4 } },
-      { { heads = 3 }, rule.heads.why, { d_model = 16, heads = 3 } },
-      { { pe = "xl", d_model = 15, heads = 3 }, rule.sinusoid.why, { pe = "xl", d_model = 15 } },
-      { { pe = "t5", rel_buckets = 32, rel_max_distance = 8 }, rule.buckets.why,
-        { rel_max_distance = 8, lo = 17, hi = rule.buckets.max } },
+      { { pe = "shaw", rotate = "q" }, "option 'rotate' needs " .. rotary .. ", got pe 'shaw'" },
+      { { pe = "shaw", freq = { 1, 2, 3, 4 } },
+        "freq and angles need " .. rotary .. " with softmax attention, not shaw" },
+      { { positions = line, attention = "linear" },
+        "positions need " .. rotary .. " with softmax attention, not rope with linear attention" },
+      { { positions = { 0, 1, 2 } }, "positions hold 3 rows; the model's seq_len is " .. T },
+      { { positions = line, angles = ang },
+        "positions: row 0 holds -1, below 0, where the angle table starts" },
+      { { angles = ang, learn_freq = true }, "angles are final and learn_freq learns frequencies "
+        .. "(give freq, the starting frequencies, instead)" },
+      { { fraction_qk = 0 }, "fraction_qk 0 must be in (0, 1]" },
+      { { fraction_qk = 0.2 },
+        "fraction_qk 0.2 gives d_rot 1 for d_k 8; it must be even and >= 2" },
+      { { max_batch = 1 << 30, seq_len = 4 },
+        say(rule.rows.why, { max_batch = 1 << 30, seq_len = 4 }) },
+      { { heads = 3 }, say(rule.heads.why, { d_model = 16, heads = 3 }) },
+      { { pe = "xl", d_model = 15, heads = 3 },
+        say(rule.sinusoid.why, { pe = "xl", d_model = 15 }) },
+      { { pe = "t5", rel_buckets = 32, rel_max_distance = 8 },
+        say(rule.buckets.why, { rel_max_distance = 8, lo = 17, hi = rule.buckets.max }) },
     }
     for _, c in ipairs(cases) do
       assert.has_error(function() return rp.model(cfg(c[1])) end,
-                       "bad argument #1 to 'model' (" .. say(c[2], c[3]) .. ")")
+                       "bad argument #1 to 'model' (" .. c[2] .. ")")
     end
     local q = rp.randn { 1, 4, 1, 8 }
     assert.has_error(function()
       return rp.attention(q, q, q, { pe = "alibi", positions = { 0, 1, 2, 3 } })
-    end, "bad argument #4 to 'attention' (" .. say(m.positions_option, { pe = "alibi" }) .. ")")
+    end, "bad argument #4 to 'attention' (option 'positions' needs " .. rotary
+      .. ", got pe 'alibi')")
   end)
 
   local bad = {

@@ -181,7 +181,7 @@ local function validate(fname, cfg, progress)
   getmetatable(task).__close(task)
   local mc = model_opts(cfg, V)
   if mc.positions and (not internals.pe_modes[cfg.pe].rotary or cfg.attention == "linear") then
-    local msg = rp.model_rules().messages -- core's templates (rp_pe_msgs), {list} filled in
+    local msg = rp.model_rules().messages -- core's template (pe.h's RP_PE_GRID_NEEDS)
     local marks = { pe = cfg.pe, linear = cfg.attention == "linear" and msg.linear or "" }
     argerror(fname, 1, (msg.grid:gsub("{(%w+)}", marks)))
   end
