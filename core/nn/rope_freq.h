@@ -252,8 +252,8 @@ int rp_scaling_needs_len(rp_rope_scaling s);
  * rp_rope_freq_check's rules on the scalar parameters: one row each, run in order by one loop
  * (after the scaling code is known good, before the user tables and the axes). The one home of
  * these ranges: the config schema's rows of these fields take their lower bound from here
- * (rp_freq_rule_bound; model_schema.c), and rp.scalings().rules exports the rows to the PyTorch
- * companion (schema.json's freq_rules), which runs them as this loop does. A new parameter with a
+ * (rp_freq_rule_bound; model_schema.c), rp.scalings().rules exports the rows to Lua, and the
+ * PyTorch companion has them checked by core (core/io/config_check.c). A new parameter with a
  * range, or a new scaling's parameters, is a row here. */
 typedef enum {
     RP_FREQ_RULE_MIN,   /* a finite and >= lo (> lo when lo_open) */
