@@ -101,13 +101,14 @@ const rp_task_key rp_task_keys[] = {
      .def = 8, .lo = 2, .hi = 26, .flags = RP_TASK_KEY_RUN, .help = "letters a.. in the grid"},
     {.name = "max_offset", .kinds = KIND(GRID_OFFSET), .type = RP_TASK_KEY_INT,
      .offset = F(max_offset), .def = 3, .lo = 1, .hi = RP_TASK_GRID_MAX_OFFSET,
-     .def_of = max_offset_def, .hi_of = rp_task_grid_max_offset, .note = " (at most 9, rows - 1 and cols - 1)",
+     .def_of = max_offset_def, .hi_of = rp_task_grid_max_offset,
+     .note = " (at most 9, rows - 1 and cols - 1)",
      .flags = RP_TASK_KEY_RUN, .help = "largest |row| and |column| offset asked for"},
     {.name = "seq_len", .kinds = ALL_KINDS, .type = RP_TASK_KEY_INT, .offset = F(seq_len),
      .def = 256, .lo = 8, .hi = (double)RP_TASK_MAX_SEQ_LEN, .def_of = seq_len_def,
      .rule = seq_len_rule, .help = "tokens per packed row (grid_offset: at least one problem)"},
     {.name = "max_bytes", .kinds = KIND(TEXT), .type = RP_TASK_KEY_INT, .offset = F(max_bytes),
-     .def = (double)RP_TASK_DEFAULT_MAX_BYTES, .lo = 1, .hi = INFINITY, .flags = RP_TASK_KEY_RUN,
+     .def = (double)RP_TASK_DEFAULT_MAX_BYTES, .lo = 1, .hi = HUGE_VAL, .flags = RP_TASK_KEY_RUN,
      .help = "the largest corpus in bytes (a folder's files together)"},
 };
 const int rp_task_nkeys = (int)(sizeof rp_task_keys / sizeof rp_task_keys[0]);
