@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "field.h"
 #include "task_impl.h"
 
 const char *const rp_add_format_names[] = {"writeup", "labml", NULL};
@@ -149,26 +150,12 @@ void rp_task_cfg_set(rp_task_cfg *c, const rp_task_key *k, double v)
 
 int64_t rp_task_cfg_get_int(const rp_task_cfg *c, const rp_task_key *k)
 {
-    const char *at = (const char *)c + k->offset;
-    if (k->type == RP_TASK_KEY_INT) {
-        int64_t v;
-        memcpy(&v, at, sizeof v);
-        return v;
-    }
-    int v;
-    memcpy(&v, at, sizeof v);
-    return v;
+    return rp_field_get_int(c, k->offset, k->type == RP_TASK_KEY_INT);
 }
 
 void rp_task_cfg_set_int(rp_task_cfg *c, const rp_task_key *k, int64_t v)
 {
-    char *at = (char *)c + k->offset;
-    if (k->type == RP_TASK_KEY_INT) {
-        memcpy(at, &v, sizeof v);
-    } else {
-        int i = (int)v;
-        memcpy(at, &i, sizeof i);
-    }
+    rp_field_set_int(c, k->offset, k->type == RP_TASK_KEY_INT, v);
 }
 
 void rp_task_cfg_set_default(rp_task_cfg *c, const rp_task_key *k)

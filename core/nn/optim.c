@@ -13,10 +13,11 @@
  */
 #include "optim.h"
 
-#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "field.h"
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
@@ -79,58 +80,29 @@ const rp_optim_key *rp_adam_key(const char *name)
 
 double rp_adam_cfg_get(const rp_adam_cfg *c, const rp_optim_key *k)
 {
-    const char *at = (const char *)c + k->offset;
-    if (k->type == RP_OPT_NUM) {
-        double v;
-        memcpy(&v, at, sizeof v);
-        return v;
-    }
-    if (k->type == RP_OPT_INT) {
-        int64_t v;
-        memcpy(&v, at, sizeof v);
-        return (double)v;
-    }
-    int v;
-    memcpy(&v, at, sizeof v);
-    return (double)v;
+    if (k->type != RP_OPT_NUM) return (double)rp_adam_cfg_get_int(c, k);
+    double v;
+    memcpy(&v, (const char *)c + k->offset, sizeof v);
+    return v;
 }
 
 void rp_adam_cfg_set(rp_adam_cfg *c, const rp_optim_key *k, double v)
 {
-    char *at = (char *)c + k->offset;
-    if (k->type == RP_OPT_NUM) {
-        memcpy(at, &v, sizeof v);
-    } else if (k->type == RP_OPT_INT) {
-        int64_t i = (int64_t)v;
-        memcpy(at, &i, sizeof i);
-    } else {
-        int i = (int)v;
-        memcpy(at, &i, sizeof i);
+    if (k->type != RP_OPT_NUM) {
+        rp_adam_cfg_set_int(c, k, (int64_t)v);
+        return;
     }
+    memcpy((char *)c + k->offset, &v, sizeof v);
 }
 
 int64_t rp_adam_cfg_get_int(const rp_adam_cfg *c, const rp_optim_key *k)
 {
-    const char *at = (const char *)c + k->offset;
-    if (k->type == RP_OPT_INT) {
-        int64_t v;
-        memcpy(&v, at, sizeof v);
-        return v;
-    }
-    int v;
-    memcpy(&v, at, sizeof v);
-    return v;
+    return rp_field_get_int(c, k->offset, k->type == RP_OPT_INT);
 }
 
 void rp_adam_cfg_set_int(rp_adam_cfg *c, const rp_optim_key *k, int64_t v)
 {
-    char *at = (char *)c + k->offset;
-    if (k->type == RP_OPT_INT) {
-        memcpy(at, &v, sizeof v);
-    } else {
-        int i = v < INT_MIN ? INT_MIN : v > INT_MAX ? INT_MAX : (int)v;
-        memcpy(at, &i, sizeof i);
-    }
+    rp_field_set_int(c, k->offset, k->type == RP_OPT_INT, v);
 }
 
 rp_adam_cfg rp_adam_cfg_default(void)
