@@ -245,14 +245,9 @@ function lm_report.positions_markdown(groups, bins)
     .. tables.markdown(headers, body)
 end
 
--- the groups of labels a and b of one comparison, or nil
+-- the groups of labels a and b of one comparison (two labels), or nil
 local function pair_groups(groups, a, b)
-  local ga, gb
-  for _, g in ipairs(groups) do
-    if g.label == a then ga = g end
-    if g.label == b then gb = g end
-  end
-  if ga and gb and a ~= b then return ga, gb end
+  if a ~= b then return report.two_groups(groups, a, b) end
 end
 
 -- a parameter count for text: 8,843,072 (integers), or 2e+08 as given

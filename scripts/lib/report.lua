@@ -390,7 +390,7 @@ function report.jumps_markdown(j, metric, of)
   return table.concat(out, "\n")
 end
 
--- the groups of labels a and b, or nil when either is missing
+-- the groups of labels a and b, or nil when either is missing (report.two_groups)
 local function two_groups(groups, a, b)
   local ga, gb
   for _, g in ipairs(groups) do
@@ -652,5 +652,7 @@ function report.plot_groups(groups, jumps)
   end
   return out
 end
+
+report.two_groups = two_groups
 
 return report
