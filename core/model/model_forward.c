@@ -45,7 +45,7 @@ rp_attn_cfg rpm_attn_cfg(const rp_model *m, int64_t q_offset)
     rp_attn_cfg a;
     memset(&a, 0, sizeof a);
     /* the config's parts the attention takes: the scheme it resolves to, rel, freq */
-    rp_attn_cfg_set_scheme(&a, s);
+    a.scheme = *s;
     a.rel = m->cfg.rel;
     a.causal = 1;
     /* DeBERTa scales its three terms by 1/sqrt(3 d) (He et al. 2020, eq. 10) */
