@@ -45,8 +45,8 @@ static void test_widths(void)
                 rp_status st = rp_attention_plan(&r, &p);
                 CHECK(st == RP_OK, "%s rotate %d: %s", m->name, rot, rp_last_error());
                 double f[4] = {own ? 0.25 : 0.5, own ? 1.0 : 0.5, 0.75, own ? 0.5 : 0.75};
-                int64_t size[4] = {16, 16, 24, 24}, want[4], got[4] = {p.scheme.d_rot_q,
-                    p.scheme.d_rot_k, p.scheme.d_rot_v, p.scheme.d_rot_o}, half = 0;
+                int64_t size[4] = {16, 16, 24, 24}, want[4], got[4] = {p.cfg.scheme.d_rot_q,
+                    p.cfg.scheme.d_rot_k, p.cfg.scheme.d_rot_v, p.cfg.scheme.d_rot_o}, half = 0;
                 for (int i = 0; i < 4; i++) {
                     want[i] = eff & (1 << i) ? (int64_t)floor(f[i] * (double)size[i]) : 0;
                     if (want[i] / 2 > half) half = want[i] / 2;
