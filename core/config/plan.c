@@ -274,20 +274,22 @@ rp_status rp_linear_attention_plan(const rp_linattn_request *r, rp_linattn_plan 
     rp_linattn_cfg *cfg = &p->cfg;
     *cfg = rp_linattn_cfg_default(c->pe.mode, r->D, r->Dv);
     cfg->placement = c->linear_rope;
-    cfg->base = c->pe.base;
-    cfg->pairing = c->pe.pairing;
     const rp_pe_mode *mode = rp_pe_mode_of(c->pe.mode);
     if (!mode || !mode->linear)
         return rp_error(RP_ERR_ARG, "pe %d does not run with linear attention", (int)c->pe.mode);
     RP_TRY(rp_linattn_check_eps(r->eps)); /* eps's one rule */
     cfg->eps = r->eps;
+    /* the mode's own placements: q and k fraction_qk of D, v and the output fraction_v of Dv */
     int rot = mode->rotate;
+    int64_t d_qk = 0, d_v = 0;
     if (rot & RP_ROT_Q)
-        RP_TRY(rp_option_fraction_width("fraction_qk", c->pe.fraction_qk, r->D, "D",
-                                        &cfg->d_rot_qk));
+        RP_TRY(rp_option_fraction_width("fraction_qk", c->pe.fraction_qk, r->D, "D", &d_qk));
     if (rot & RP_ROT_V)
-        RP_TRY(rp_option_fraction_width("fraction_v", c->pe.fraction_v, r->Dv, "Dv",
-                                        &cfg->d_rot_v));
+        RP_TRY(rp_option_fraction_width("fraction_v", c->pe.fraction_v, r->Dv, "Dv", &d_v));
+    rp_pe_cfg own = c->pe;
+    own.rotate = 0;
+    const int64_t d_rot[4] = {d_qk, d_qk, d_v, d_v};
+    RP_TRY(rp_pe_scheme_init(&cfg->scheme, &own, d_rot));
     RP_TRY(rp_option_position("q_offset", r->q_offset, 0));
     cfg->q_offset = r->q_offset;
     rp_model_cfg view = *c;

@@ -379,7 +379,7 @@ static rp_status rel_check(const rp_attn_cfg *cfg)
 {
     const rp_rel_desc *x = rel_desc(cfg);
     const char *pe = rp_pe_name(cfg->scheme.pe);
-    RP_TRY(rp_rel_cfg_check(cfg->scheme.pe, &cfg->rel, cfg->causal)); /* the limits' one rule (pe.h) */
+    RP_TRY(rp_rel_cfg_check(cfg->scheme.pe, &cfg->rel, cfg->causal)); /* the limits' rule */
     rp_attn_rel none = {0};
     const rp_attn_rel *t = cfg->tables ? cfg->tables : &none;
     int tables = rp_rel_tables(x);
