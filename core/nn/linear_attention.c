@@ -78,8 +78,8 @@ rp_status rp_linattn_check(int64_t D, int64_t Dv, const rp_linattn_cfg *cfg)
     RP_TRY(rp_pe_scheme_check(s));
     char own[5], got[5];
     if (s->rotate != mode->rotate)
-        return rp_error(RP_ERR_ARG, "linear attention rotates pe %s's own placements (rotate '%s'), "
-                        "got rotate '%s'", mode->name, rp_rotate_name(mode->rotate, own),
+        return rp_error(RP_ERR_ARG, "linear attention rotates pe %s's own placements (rotate "
+                        "'%s'), got rotate '%s'", mode->name, rp_rotate_name(mode->rotate, own),
                         rp_rotate_name(s->rotate, got));
     if (rotates_qk(s->pe)) {
         if (!(s->base > 0.0) || !isfinite(s->base))

@@ -298,11 +298,12 @@ rp_status rp_pe_scheme_check(const rp_pe_scheme *s)
         return rp_error(RP_ERR_ARG, "the scheme of pe %s is not resolved (rotate '%s'; build it "
                         "with rp_pe_scheme_init)", rp_pe_name(s->pe),
                         rp_rotate_name(s->rotate, rot));
+    const char *rotated = s->rotate ? rp_rotate_name(s->rotate, rot) : "nothing";
     for (int i = 0; i < 4; i++)
         if (d_rot[i] && !(s->rotate & 1 << i)) /* RP_ROT_Q, _K, _V, _O */
             return rp_error(RP_ERR_ARG, "%s %lld is set but pe %s rotates %s (a placement not "
-                            "rotated has width 0)", width_names[i], (long long)d_rot[i], rp_pe_name(s->pe),
-                            s->rotate ? rp_rotate_name(s->rotate, rot) : "nothing");
+                            "rotated has width 0)", width_names[i], (long long)d_rot[i],
+                            rp_pe_name(s->pe), rotated);
     return RP_OK;
 }
 
