@@ -158,7 +158,7 @@ rp_pe_scheme rp_model_cfg_scheme(const rp_model_cfg *cfg)
     int64_t d_rot[4];
     (void)pe_widths(cfg, cfg->pe.rotate ? cfg->pe.rotate : mode->rotate, d_rot);
     rp_pe_scheme s;
-    (void)rp_pe_scheme_init(&s, cfg->pe.mode, cfg->pe.rotate, d_rot, cfg->pe.base, cfg->pe.pairing);
+    (void)rp_pe_scheme_init(&s, &cfg->pe, d_rot);
     return s;
 }
 

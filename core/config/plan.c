@@ -65,11 +65,11 @@ rp_attn_request rp_attention_request_default(void)
     return r;
 }
 
-/* The positional scheme of the call (*s) and cfg's from it (rp_attn_cfg_set_scheme): the keys'
- * pe (r->keys.pe), the widths of the placements rotated (rotate, else the mode's own), each from
- * its own fraction when given, else the shared one (fraction_qk of D, fraction_v of Dv: the
- * schema's placement rows, rp_model_cfg_width_key). */
-static rp_status plan_scheme(const rp_attn_request *r, rp_pe_scheme *s, rp_attn_cfg *cfg)
+/* The positional scheme of the call (*s, the attention's cfg.scheme): the keys' pe (r->keys.pe),
+ * the widths of the placements rotated (rotate, else the mode's own), each from its own fraction
+ * when given, else the shared one (fraction_qk of D, fraction_v of Dv: the schema's placement
+ * rows, rp_model_cfg_width_key). */
+static rp_status plan_scheme(const rp_attn_request *r, rp_pe_scheme *s)
 {
     const rp_model_cfg *c = &r->keys;
     RP_TRY(rp_option_rotate(c->pe.mode, c->pe.rotate));
@@ -82,9 +82,7 @@ static rp_status plan_scheme(const rp_attn_request *r, rp_pe_scheme *s, rp_attn_
         RP_TRY(rp_option_fraction_width(k->name, rp_model_cfg_get_num(c, k), dv ? r->Dv : r->D,
                                         dv ? "Dv" : "D", &d_rot[i]));
     }
-    RP_TRY(rp_pe_scheme_init(s, c->pe.mode, c->pe.rotate, d_rot, c->pe.base, c->pe.pairing));
-    rp_attn_cfg_set_scheme(cfg, s);
-    return RP_OK;
+    return rp_pe_scheme_init(s, &c->pe, d_rot);
 }
 
 /* q_offset (given, else S - T), pos_offset and the relative keys within their option ranges. */
@@ -116,8 +114,8 @@ static rp_status plan_positions(const rp_attn_request *r, rp_attn_plan *p)
     const rp_attn_cfg *cfg = &p->cfg;
     p->need = cfg->q_offset + r->T > r->S ? cfg->q_offset + r->T : r->S;
     if (!r->pos) return RP_OK;
-    if (!rp_pe_mode_of(cfg->pe)->rotary)
-        return rp_pe_need_rotary(RP_MSG_POSITIONS_OPTION, cfg->pe, 0);
+    if (!rp_pe_mode_of(cfg->scheme.pe)->rotary)
+        return rp_pe_need_rotary(RP_MSG_POSITIONS_OPTION, cfg->scheme.pe, 0);
     if (r->given & RP_GIVEN_POS_OFFSET)
         return rp_error(RP_ERR_ARG, "give option 'pos_offset' or 'positions', not both (shift "
                                     "the positions instead)");
@@ -133,9 +131,9 @@ static rp_status plan_positions(const rp_attn_request *r, rp_attn_plan *p)
  * with their shapes (rp_attention_rel_shape), absent elsewhere. */
 static rp_status plan_tables(const rp_attn_request *r, const rp_attn_cfg *cfg)
 {
-    const rp_rel_desc *x = rp_rel_of(rp_pe_mode_of(cfg->pe)->rel);
-    const char *pe = rp_pe_name(cfg->pe);
-    RP_TRY(rp_rel_cfg_check(cfg->pe, &cfg->rel, cfg->causal)); /* the limits' one rule */
+    const rp_rel_desc *x = rp_rel_of(cfg->scheme.rel);
+    const char *pe = rp_pe_name(cfg->scheme.pe);
+    RP_TRY(rp_rel_cfg_check(cfg->scheme.pe, &cfg->rel, cfg->causal)); /* the limits' one rule */
     char ws[RP_SHAPE_STR_LEN], gs[RP_SHAPE_STR_LEN];
     for (int i = 0; i < RP_TAB_COUNT; i++) {
         const rp_plan_table *t = &r->tables[i];
@@ -175,7 +173,7 @@ rp_status rp_attention_plan(const rp_attn_request *r, rp_attn_plan *p)
     rp_attn_cfg *cfg = &p->cfg;
     cfg->causal = r->causal;
     cfg->scale = r->given & RP_GIVEN_SCALE ? r->scale : 1.0 / sqrt((double)r->D);
-    RP_TRY(plan_scheme(r, &p->scheme, cfg));
+    RP_TRY(plan_scheme(r, &cfg->scheme));
     RP_TRY(plan_offsets(r, cfg));
     if (r->T > RP_I32_MAX || r->S > RP_I32_MAX || r->D > RP_I32_MAX || r->Dv > RP_I32_MAX) {
         p->arg = 1;
@@ -199,9 +197,9 @@ rp_status rp_attention_plan(const rp_attn_request *r, rp_attn_plan *p)
         p->klast = largest(r->pos, r->S * A);
     }
     p->rows = (p->qlast > p->klast ? p->qlast : p->klast) + 1;
-    p->half = rp_pe_scheme_half(&p->scheme);
+    p->half = rp_pe_scheme_half(&cfg->scheme);
     /* the frequency scalars need something rotated; then the keys that do nothing */
-    if (r->freq) RP_TRY(rp_pe_scheme_check_freq(&p->scheme, r->freq, p->qlast, p->klast));
+    if (r->freq) RP_TRY(rp_pe_scheme_check_freq(&cfg->scheme, r->freq, p->qlast, p->klast));
     rp_model_cfg view = r->keys;
     rp_model_cfg_normalise(&view);
     return rp_model_cfg_check_used(&view);
@@ -209,7 +207,7 @@ rp_status rp_attention_plan(const rp_attn_request *r, rp_attn_plan *p)
 
 rp_status rp_attention_plan_freq(rp_attn_plan *p, const rp_rope_freq *f)
 {
-    RP_TRY(rp_pe_scheme_check_freq(&p->scheme, f, p->qlast, p->klast));
+    RP_TRY(rp_pe_scheme_check_freq(&p->cfg.scheme, f, p->qlast, p->klast));
     /* each placement's width passed: what is left is an entry below an angle table's start */
     if (p->cfg.pos) RP_TRY(rp_freq_plan_positions(f, 2 * p->half, p->cfg.pos, 0, p->pos_n));
     p->cfg.freq = rp_rope_freq_is_plain(f) ? NULL : f;
@@ -276,20 +274,22 @@ rp_status rp_linear_attention_plan(const rp_linattn_request *r, rp_linattn_plan 
     rp_linattn_cfg *cfg = &p->cfg;
     *cfg = rp_linattn_cfg_default(c->pe.mode, r->D, r->Dv);
     cfg->placement = c->linear_rope;
-    cfg->base = c->pe.base;
-    cfg->pairing = c->pe.pairing;
     const rp_pe_mode *mode = rp_pe_mode_of(c->pe.mode);
     if (!mode || !mode->linear)
         return rp_error(RP_ERR_ARG, "pe %d does not run with linear attention", (int)c->pe.mode);
     RP_TRY(rp_linattn_check_eps(r->eps)); /* eps's one rule */
     cfg->eps = r->eps;
+    /* the mode's own placements: q and k fraction_qk of D, v and the output fraction_v of Dv */
     int rot = mode->rotate;
+    int64_t d_qk = 0, d_v = 0;
     if (rot & RP_ROT_Q)
-        RP_TRY(rp_option_fraction_width("fraction_qk", c->pe.fraction_qk, r->D, "D",
-                                        &cfg->d_rot_qk));
+        RP_TRY(rp_option_fraction_width("fraction_qk", c->pe.fraction_qk, r->D, "D", &d_qk));
     if (rot & RP_ROT_V)
-        RP_TRY(rp_option_fraction_width("fraction_v", c->pe.fraction_v, r->Dv, "Dv",
-                                        &cfg->d_rot_v));
+        RP_TRY(rp_option_fraction_width("fraction_v", c->pe.fraction_v, r->Dv, "Dv", &d_v));
+    rp_pe_cfg own = c->pe;
+    own.rotate = 0;
+    const int64_t d_rot[4] = {d_qk, d_qk, d_v, d_v};
+    RP_TRY(rp_pe_scheme_init(&cfg->scheme, &own, d_rot));
     RP_TRY(rp_option_position("q_offset", r->q_offset, 0));
     cfg->q_offset = r->q_offset;
     rp_model_cfg view = *c;

@@ -74,8 +74,8 @@ rp_attn_request rp_attention_request_default(void);
 /* The plan of one call. */
 typedef struct rp_attn_plan {
     rp_attn_cfg cfg;       /* every field but rel and freq, which point at the caller's tables
-                            * (rp_attention_plan_freq sets freq); pos and pos_rows the request's */
-    rp_pe_scheme scheme;   /* what cfg rotates */
+                            * (rp_attention_plan_freq sets freq); pos and pos_rows the request's;
+                            * cfg.scheme what the call rotates */
     int64_t half;          /* the most pairs a placement rotates (rp_pe_scheme_half): the width
                             * of user angles and of mix */
     int64_t qlast, klast;  /* the largest position a query, a key reads (0 at least) */

@@ -45,7 +45,7 @@ rp_attn_cfg rpm_attn_cfg(const rp_model *m, int64_t q_offset)
     rp_attn_cfg a;
     memset(&a, 0, sizeof a);
     /* the config's parts the attention takes: the scheme it resolves to, rel, freq */
-    rp_attn_cfg_set_scheme(&a, s);
+    a.scheme = *s;
     a.rel = m->cfg.rel;
     a.causal = 1;
     /* DeBERTa scales its three terms by 1/sqrt(3 d) (He et al. 2020, eq. 10) */
@@ -58,13 +58,9 @@ rp_attn_cfg rpm_attn_cfg(const rp_model *m, int64_t q_offset)
 
 rp_linattn_cfg rpm_linattn_cfg(const rp_model *m, int64_t q_offset)
 {
-    const rp_pe_scheme *s = &m->pe;
-    rp_linattn_cfg a = rp_linattn_cfg_default(s->pe, m->dk, m->dk);
+    rp_linattn_cfg a = rp_linattn_cfg_default(m->pe.pe, m->dk, m->dk);
+    a.scheme = m->pe; /* the config's rules leave linear attention the mode's own placements */
     a.placement = m->cfg.linear_rope;
-    a.base = s->base;
-    a.pairing = s->pairing;
-    if (s->d_rot_q) a.d_rot_qk = s->d_rot_q; /* linear attention: q and k alike */
-    if (s->d_rot_v) a.d_rot_v = s->d_rot_v;
     a.q_offset = q_offset;
     return a;
 }

@@ -102,22 +102,6 @@ static inline int64_t seen_in_block(const attn_ctx *c, int64_t t, int64_t j0, in
     return n < 0 ? 0 : n < bc ? n : bc;
 }
 
-rp_status rp_attn_scheme(const rp_attn_cfg *cfg, rp_pe_scheme *s)
-{
-    int64_t d_rot[4] = {cfg->d_rot_q > 0 ? cfg->d_rot_q : cfg->d_rot_qk,
-                        cfg->d_rot_k > 0 ? cfg->d_rot_k : cfg->d_rot_qk, cfg->d_rot_v,
-                        cfg->d_rot_o > 0 ? cfg->d_rot_o : cfg->d_rot_v};
-    return rp_pe_scheme_init(s, cfg->pe, cfg->rotate, d_rot, cfg->base, cfg->pairing);
-}
-
-void rp_attn_cfg_set_scheme(rp_attn_cfg *cfg, const rp_pe_scheme *s)
-{
-    cfg->pe = s->pe, cfg->rotate = s->rotate, cfg->base = s->base, cfg->pairing = s->pairing;
-    cfg->d_rot_qk = 0;
-    cfg->d_rot_q = s->d_rot_q, cfg->d_rot_k = s->d_rot_k;
-    cfg->d_rot_v = s->d_rot_v, cfg->d_rot_o = s->d_rot_o;
-}
-
 /* ---- the relative-position terms -----------------------------------------------------------
  *
  * The terms of the mode's relative kind (pe.h's RP_TERM_* bits; the kinds named below are
@@ -152,7 +136,7 @@ void rp_attn_cfg_set_scheme(rp_attn_cfg *cfg, const rp_pe_scheme *s)
 /* The relative kind of cfg's mode (NULL cfg: RP_REL_NONE's row, no terms). */
 static const rp_rel_desc *rel_desc(const rp_attn_cfg *cfg)
 {
-    const rp_pe_mode *m = cfg ? rp_pe_mode_of(cfg->pe) : NULL;
+    const rp_pe_mode *m = cfg ? rp_pe_mode_of(cfg->scheme.pe) : NULL;
     return rp_rel_of(m ? m->rel : RP_REL_NONE);
 }
 
@@ -394,8 +378,8 @@ static const char *shape_words(char *buf, size_t n, const rp_rel_desc *x, int t)
 static rp_status rel_check(const rp_attn_cfg *cfg)
 {
     const rp_rel_desc *x = rel_desc(cfg);
-    const char *pe = rp_pe_name(cfg->pe);
-    RP_TRY(rp_rel_cfg_check(cfg->pe, &cfg->rel, cfg->causal)); /* the limits' one rule (pe.h) */
+    const char *pe = rp_pe_name(cfg->scheme.pe);
+    RP_TRY(rp_rel_cfg_check(cfg->scheme.pe, &cfg->rel, cfg->causal)); /* the limits' rule */
     rp_attn_rel none = {0};
     const rp_attn_rel *t = cfg->tables ? cfg->tables : &none;
     int tables = rp_rel_tables(x);
@@ -1002,8 +986,7 @@ static void ctx_init(attn_ctx *c, const rp_attn_io *io, const rp_attn_cfg *cfg,
     rel_init(c, call, drel);
     c->slices = call + rel_call_floats(cfg, B, T, S, H, D, Dv, 1);
     c->slice = thread_floats(T, S, D, Dv, cfg);
-    rp_pe_scheme s;
-    (void)rp_attn_scheme(cfg, &s);
+    rp_pe_scheme s = cfg->scheme;
     c->o_sign = s.o_sign;
     /* Tables in double -> float (rp_rope_angles); key i at position p0 + i, query t at
      * p0 + q_offset + t. A table reuses an earlier one where the angles are the same: q the k
@@ -1216,7 +1199,7 @@ static void block_weights_out(const attn_ctx *c, const slots *sl, float *att, in
 static void forward_blocks(const attn_ctx *c, slots *sl, float *oh, float *lse, float *att)
 {
     int64_t T = c->T, Dv = c->Dv, Dvp = c->Dvp, rb = row_block(T);
-    rp_pairing pairing = c->cfg->pairing;
+    rp_pairing pairing = c->cfg->scheme.pairing;
     for (int64_t t0 = 0; t0 < T; t0 += rb) {
         int64_t nr = T - t0 < rb ? T - t0 : rb, kmax = visible(c, t0 + nr - 1);
         for (int64_t r = 0; r < nr; r++) sl->m[r] = -FLT_MAX, sl->l[r] = 0.0f;
@@ -1279,9 +1262,9 @@ static void build_qk(const attn_ctx *c, const slots *sl, int64_t b, int64_t h)
 {
     int64_t T = c->T, D = c->D, kvis = c->kvis;
     build_rows(sl->Q, NULL, 0, c->q + b * T * c->ldq + h * D, c->ldq, T, T, c->qc, c->qs, c->hq,
-               c->scale, D, c->Dp, c->cfg->pairing);
+               c->scale, D, c->Dp, c->cfg->scheme.pairing);
     build_rows(sl->K, sl->Kt, sl->ldkt, c->k + b * c->S * c->ldk + h * D, c->ldk, kvis,
-               rp_vl_round(kvis), c->kc, c->ks, c->hk, 1.0f, D, c->Dp, c->cfg->pairing);
+               rp_vl_round(kvis), c->kc, c->ks, c->hk, 1.0f, D, c->Dp, c->cfg->scheme.pairing);
 }
 
 static void head_forward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
@@ -1292,7 +1275,7 @@ static void head_forward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
     build_qk(c, &sl, b, h);
     /* V' = R(i) v */
     build_rows(sl.V, NULL, 0, c->v + b * c->S * c->ldv + h * Dv, c->ldv, kvis, rp_vl_round(kvis),
-               c->vc, c->vs, c->hv, 1.0f, Dv, c->Dvp, c->cfg->pairing);
+               c->vc, c->vs, c->hv, 1.0f, Dv, c->Dvp, c->cfg->scheme.pairing);
     if (c->rel.terms) rel_head(c, &sl, c->q + b * T * c->ldq + h * c->D, c->ldq, b, h, 0);
     forward_blocks(c, &sl, c->out + b * T * c->ldo + h * Dv,
                    c->lse_w ? c->lse_w + (b * c->H + h) * T : NULL,
@@ -1305,7 +1288,7 @@ static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
 {
     int64_t T = c->T, D = c->D, Dv = c->Dv, Dp = c->Dp, Dvp = c->Dvp;
     int64_t rb = row_block(T), kvis = c->kvis, kvp = rp_vl_round(kvis);
-    rp_pairing pairing = c->cfg->pairing;
+    rp_pairing pairing = c->cfg->scheme.pairing;
     slots sl;
     thread_slots(&sl, ws, T, c->S, D, Dv, c->cfg);
     build_qk(c, &sl, b, h);
@@ -1485,8 +1468,7 @@ static int dec_places(const rp_pe_scheme *s, dec_place pl[4])
 
 int64_t rp_attention_decode_rows_floats(const rp_attn_cfg *cfg, int64_t cap)
 {
-    rp_pe_scheme s;
-    (void)rp_attn_scheme(cfg, &s);
+    rp_pe_scheme s = cfg->scheme;
     dec_place pl[4];
     int n = dec_places(&s, pl);
     int64_t total = 0;
@@ -1496,8 +1478,7 @@ int64_t rp_attention_decode_rows_floats(const rp_attn_cfg *cfg, int64_t cap)
 
 void rp_attention_decode_rows(float *rows, const rp_attn_cfg *cfg, int64_t cap)
 {
-    rp_pe_scheme s;
-    (void)rp_attn_scheme(cfg, &s);
+    rp_pe_scheme s = cfg->scheme;
     dec_place pl[4];
     int n = dec_places(&s, pl);
     for (int i = 0; i < n; i++) {
@@ -1532,8 +1513,7 @@ void rp_attention_decode(float *out, float *scratch, float *q, const float *k, c
                          float *cache, int64_t cap, int64_t pos, int64_t H, int64_t D, int64_t Dv,
                          const rp_attn_cfg *cfg)
 {
-    rp_pe_scheme s;
-    (void)rp_attn_scheme(cfg, &s);
+    rp_pe_scheme s = cfg->scheme;
     /* the query over keys 0 .. pos: T = 1 at q_offset pos, causal */
     rp_attn_cfg dc = *cfg;
     dc.causal = 1;
@@ -1664,24 +1644,20 @@ rp_status rp_attention_check(const rp_tensor *q, const rp_tensor *k, const rp_te
         return rp_error(RP_ERR_SHAPE, "expected v as %s, got %s",
                         rp_shape_str(want, sizeof want, 4, w), got);
     }
-    if (!rp_pe_mode_of(cfg->pe)) return rp_error(RP_ERR_ARG, "unknown pe %d", (int)cfg->pe);
-    if (cfg->pairing != RP_PAIR_HALF && cfg->pairing != RP_PAIR_INTERLEAVED)
-        return rp_error(RP_ERR_ARG, "unknown pairing %d", (int)cfg->pairing);
+    const rp_pe_scheme sc = cfg->scheme;
+    if (!rp_pe_mode_of(sc.pe)) return rp_error(RP_ERR_ARG, "unknown pe %d", (int)sc.pe);
+    if (sc.pairing != RP_PAIR_HALF && sc.pairing != RP_PAIR_INTERLEAVED)
+        return rp_error(RP_ERR_ARG, "unknown pairing %d", (int)sc.pairing);
     if (!isfinite(cfg->scale))
         return rp_error(RP_ERR_ARG, "scale must be finite");
-    rp_pe_scheme sc;
-    RP_TRY(rp_attn_scheme(cfg, &sc));
-    if (sc.rotate && (!(cfg->base > 0.0) || !isfinite(cfg->base)))
+    RP_TRY(rp_pe_scheme_check(&sc));
+    if (sc.rotate && (!(sc.base > 0.0) || !isfinite(sc.base)))
         return rp_error(RP_ERR_ARG, "base must be positive and finite");
-    /* the widths by the names the caller set them under */
     int64_t Dv = v->shape[3];
-    if (sc.rotate & RP_ROT_Q)
-        RP_TRY(check_d_rot(cfg->d_rot_q > 0 ? "d_rot_q" : "d_rot_qk", sc.d_rot_q, D, "d_k"));
-    if (sc.rotate & RP_ROT_K)
-        RP_TRY(check_d_rot(cfg->d_rot_k > 0 ? "d_rot_k" : "d_rot_qk", sc.d_rot_k, D, "d_k"));
+    if (sc.rotate & RP_ROT_Q) RP_TRY(check_d_rot("d_rot_q", sc.d_rot_q, D, "d_k"));
+    if (sc.rotate & RP_ROT_K) RP_TRY(check_d_rot("d_rot_k", sc.d_rot_k, D, "d_k"));
     if (sc.rotate & RP_ROT_V) RP_TRY(check_d_rot("d_rot_v", sc.d_rot_v, Dv, "d_v"));
-    if (sc.rotate & RP_ROT_O)
-        RP_TRY(check_d_rot(cfg->d_rot_o > 0 ? "d_rot_o" : "d_rot_v", sc.d_rot_o, Dv, "d_v"));
+    if (sc.rotate & RP_ROT_O) RP_TRY(check_d_rot("d_rot_o", sc.d_rot_o, Dv, "d_v"));
     if (cfg->pos_offset < 0)
         return rp_error(RP_ERR_ARG, "pos_offset must be >= 0, got %lld",
                         (long long)cfg->pos_offset);

@@ -5,16 +5,17 @@
  * (q_offset = S - T for self-attention over a window, larger for chunks of a longer stream).
  * Under the causal mask query n sees keys i <= n.
  *
- * pe modes (what each does is the mode table of pe.h; the kernels follow its rp_pe_scheme):
+ * pe modes (what each does is the mode table of pe.h; the kernels follow cfg.scheme, the mode's
+ * rp_pe_scheme):
  *  NONE, SINUSOIDAL, LEARNED: plain attention (absolute encodings are added to embeddings
  *      elsewhere).
- *  ROPE: q and k rotated by their positions (first d_rot_qk features).
+ *  ROPE: q and k rotated by their positions (first d_rot_q and d_rot_k features).
  *  ROPER: as ROPE, and v_i rotated by +i*theta (first d_rot_v features), weighted sum, then the
- *      result o_n rotated by -n*theta: o_n = sum_i a_{n,i} R((i-n)theta) v_i.
+ *      result o_n rotated by -n*theta (first d_rot_o): o_n = sum_i a_{n,i} R((i-n)theta) v_i.
  *  ROPER_LEGACY: the labml code of 2022-05-31 .. 2024-06-20, which rotated v twice:
  *      o_n = sum_i a_{n,i} R((2i-n)theta) v_i.
- *  With cfg.rotate the rotary modes rotate any subset of q, k, v and o instead (pe.h), each by its
- *  own width (d_rot_q, d_rot_k, d_rot_o when set).
+ *  With a rotate mask the rotary modes rotate any subset of q, k, v and o instead (pe.h), each by
+ *  its own width.
  *  SHAW, XL, T5, DEBERTA, ALIBI: relative-position terms added to the scores (and, for shaw, to
  *      the values), from tables the caller passes in cfg.tables: see "relative-position terms"
  *      below.
@@ -95,19 +96,15 @@ static inline float **rp_attn_rel_grad_member(rp_attn_rel_grad *g, int t)
 /* Limits of rel_clip and rel_buckets (rp_attention_check, the model config). */
 
 typedef struct rp_attn_cfg {
-    rp_pe pe;
+    /* The positional scheme, resolved (pe.h's rp_pe_scheme, built by rp_pe_scheme_init: a model's
+     * rp_model_cfg_scheme, rp.attention's rp_attention_plan): the mode, the placements rotated
+     * (every rotary mode's own or the placement ablation's, RP_ROT_* bits), the width of each
+     * (even, at most D for q and k and Dv for v and o; 0 where not rotated), v's angle factor,
+     * the output's sign, base and pairing. */
+    rp_pe_scheme scheme;
     int causal;
     double scale;           /* usually 1/sqrt(D) */
-    double base;            /* rope base, RP_ROPE_BASE */
-    rp_pairing pairing;
-    int64_t d_rot_qk;       /* rotated q/k features (even, <= D) for rope modes */
-    int64_t d_rot_v;        /* rotated v features (even, <= Dv) for roper modes */
     int64_t q_offset;       /* position of the first query */
-    /* The placement ablation (rotary modes): rotate = the placements rotated (RP_ROT_* bits of
-     * pe.h), 0 = the mode's own. Widths: q takes d_rot_q, k d_rot_k, o d_rot_o when those are
-     * > 0; otherwise q and k take d_rot_qk and o takes d_rot_v. */
-    int rotate;
-    int64_t d_rot_q, d_rot_k, d_rot_o;
     /* Every position (queries and keys) shifted by pos_offset >= 0: key i sits at pos_offset + i,
      * query t at pos_offset + q_offset + t (the shift test of the placement ablation; the mask
      * and the relative distances do not change). */
@@ -118,8 +115,8 @@ typedef struct rp_attn_cfg {
     rp_rel_cfg rel;
     const rp_attn_rel *tables;
     /* Rotary modes: the frequency scheme (context extension, xPos, user frequencies or angles;
-     * core/nn/rope_freq.h), NULL = the standard theta of `base`. YaRN's temperature multiplies
-     * `scale`. Borrowed for the call. */
+     * core/nn/rope_freq.h), NULL = the standard theta of `scheme.base`. YaRN's temperature
+     * multiplies `scale`. Borrowed for the call. */
     const rp_rope_freq *freq;
     /* Rotary modes: explicit positions, one row of A = rp_rope_freq_axes(freq) integers per
      * sequence index (vector positions when freq->axes.n > 1): key i sits at pos[i * A .. i * A +
@@ -130,7 +127,7 @@ typedef struct rp_attn_cfg {
     const int64_t *pos;
     int64_t pos_rows;
     /* rp_attention_decode only: the cos/sin rows of positions 0 .. cap-1 that
-     * rp_attention_decode_rows built for this cfg (its pe, widths, base, freq) and the call's cap,
+     * rp_attention_decode_rows built for this cfg (its scheme and freq) and the call's cap,
      * read in place of computing the position's row; NULL: each call computes its row. Borrowed;
      * the other calls ignore it. */
     const float *rope_rows;
@@ -163,14 +160,6 @@ int64_t rp_attention_t5_bucket(int64_t rel, int bidirectional, int64_t buckets,
  * heads, then every other slope of the 2p list (m = 2^(-4 (2j + 1) / p), j = 0 .. H - p - 1).
  * In double; H >= 1. */
 void rp_attention_alibi_slopes(double *slopes, int64_t H);
-
-/* The scheme cfg asks for (pe, rotate and the widths resolved as above); RP_ERR_ARG as
- * rp_pe_scheme_init. Widths are not checked (rp_attention_check does). */
-rp_status rp_attn_scheme(const rp_attn_cfg *cfg, rp_pe_scheme *s);
-/* Its inverse: cfg's pe, rotate (the placements s rotates), widths (d_rot_qk 0, each placement
- * its own), base and pairing from a resolved scheme s (a model's: rp_model_cfg_scheme); the
- * other fields are left as they are. */
-void rp_attn_cfg_set_scheme(rp_attn_cfg *cfg, const rp_pe_scheme *s);
 
 /* Threads: the (b, h) pairs are spread over nthreads OpenMP threads (more than B * H is fine).
  * Results are bitwise the same for any nthreads. */
@@ -248,9 +237,9 @@ void rp_attention_backward(const rp_attn_io *io, const rp_attn_cfg *cfg);
  * (H * Dv) at position pos this way, rotates q (H * D) by +pos IN PLACE, and OVERWRITES out (H * Dv) with the causal attention of
  * that query over positions 0 .. pos, rotated by o_sign pos theta where the mode says (the
  * cos/sin rows from cfg->rope_rows when set, else computed for pos). The
- * cache's positions past pos never affect the result (they need no initialisation). cfg: pe, scale,
- * base, pairing, d_rot_qk, d_rot_v as for the forward (checked by the caller); causal and
- * q_offset are ignored. Relative modes: cfg's rel_* and tables as for the forward of T = 1 query
+ * cache's positions past pos never affect the result (they need no initialisation). cfg: scheme,
+ * scale, freq and pos as for the forward (checked by the caller); causal and q_offset are
+ * ignored. Relative modes: cfg's rel_* and tables as for the forward of T = 1 query
  * at q_offset pos over S = pos + 1 keys under the causal mask (xl: rel->ek has pos + 1 rows, row r
  * for the distance r). scratch holds rp_attention_decode_scratch_floats(cfg, cap, H, D, Dv) floats
  * (cfg NULL: a mode without relative terms). Single-threaded. */
@@ -285,8 +274,9 @@ void rp_attention_decode(float *out, float *scratch, float *q, const float *k, c
                          const rp_attn_cfg *cfg);
 
 /* Validates tensors and cfg for the tensor-level call: q [B,T,H,D], k [B,S,H,D], v [B,S,H,Dv]
- * (all 4-D, sizes >= 1), the rotated widths (even, >= 2, at most D for q/k and Dv for v/o), the
- * rotate mask, q_offset >= 0, pos_offset >= 0, scale finite; relative modes: rel_clip in
+ * (all 4-D, sizes >= 1), the scheme (resolved: rp_pe_scheme_check; a known pairing; base > 0 and
+ * finite where it rotates; the rotated widths even, >= 2, at most D for q/k and Dv for v/o),
+ * q_offset >= 0, pos_offset >= 0, scale finite; relative modes: rel_clip in
  * 1 .. RP_REL_MAX_CLIP (shaw, deberta), rel_buckets in 2 .. RP_REL_MAX_BUCKETS (>= 4 without the
  * causal mask) and rel_max_distance > buckets / 2 (causal) or > buckets / 4 (t5), and the tables
  * the mode reads present in cfg->tables (their sizes are not checked: rp_attention_rel_rows).

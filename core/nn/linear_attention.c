@@ -28,12 +28,11 @@ rp_linattn_cfg rp_linattn_cfg_default(rp_pe pe, int64_t D, int64_t Dv)
 {
     rp_linattn_cfg c;
     memset(&c, 0, sizeof c);
-    c.pe = pe;
+    rp_pe_cfg pc = {.mode = pe, .base = RP_ROPE_BASE, .pairing = RP_PAIR_HALF};
+    const int64_t d_rot[4] = {D, D, Dv, Dv};
+    if (rp_pe_mode_of(pe)) (void)rp_pe_scheme_init(&c.scheme, &pc, d_rot); /* rotate 0: RP_OK */
+    else c.scheme.pe = pe;
     c.placement = RP_LIN_AFTER;
-    c.base = RP_ROPE_BASE;
-    c.pairing = RP_PAIR_HALF;
-    c.d_rot_qk = D;
-    c.d_rot_v = Dv;
     c.eps = RP_LINATTN_EPS;
     c.q_offset = 0;
     return c;
@@ -67,20 +66,36 @@ rp_status rp_linattn_check(int64_t D, int64_t Dv, const rp_linattn_cfg *cfg)
     if (D < 1 || Dv < 1)
         return rp_error(RP_ERR_ARG, "linear attention needs D >= 1 and Dv >= 1, got D %lld, Dv %lld",
                         (long long)D, (long long)Dv);
-    const rp_pe_mode *mode = rp_pe_mode_of(cfg->pe);
-    if (!mode) return rp_error(RP_ERR_ARG, "unknown pe %d", (int)cfg->pe);
+    const rp_pe_scheme *s = &cfg->scheme;
+    const rp_pe_mode *mode = rp_pe_mode_of(s->pe);
+    if (!mode) return rp_error(RP_ERR_ARG, "unknown pe %d", (int)s->pe);
     if (!mode->linear)
         return rp_error(RP_ERR_ARG, "%s is not supported by linear attention", mode->name);
     if (cfg->placement != RP_LIN_AFTER && cfg->placement != RP_LIN_BEFORE)
         return rp_error(RP_ERR_ARG, "unknown placement %d (after or before)", (int)cfg->placement);
-    if (cfg->pairing != RP_PAIR_HALF && cfg->pairing != RP_PAIR_INTERLEAVED)
-        return rp_error(RP_ERR_ARG, "unknown pairing %d", (int)cfg->pairing);
-    if (rotates_qk(cfg->pe)) {
-        if (!(cfg->base > 0.0) || !isfinite(cfg->base))
+    if (s->pairing != RP_PAIR_HALF && s->pairing != RP_PAIR_INTERLEAVED)
+        return rp_error(RP_ERR_ARG, "unknown pairing %d", (int)s->pairing);
+    RP_TRY(rp_pe_scheme_check(s));
+    char own[5], got[5];
+    if (s->rotate != mode->rotate)
+        return rp_error(RP_ERR_ARG, "linear attention rotates pe %s's own placements (rotate "
+                        "'%s'), got rotate '%s'", mode->name, rp_rotate_name(mode->rotate, own),
+                        rp_rotate_name(s->rotate, got));
+    if (rotates_qk(s->pe)) {
+        if (!(s->base > 0.0) || !isfinite(s->base))
             return rp_error(RP_ERR_ARG, "base must be positive and finite");
-        RP_TRY(check_d_rot("d_rot_qk", cfg->d_rot_qk, D, "D"));
+        RP_TRY(check_d_rot("d_rot_qk", s->d_rot_q, D, "D"));
+        if (s->d_rot_k != s->d_rot_q)
+            return rp_error(RP_ERR_ARG, "linear attention rotates q and k alike: d_rot_k %lld, "
+                            "d_rot_q %lld", (long long)s->d_rot_k, (long long)s->d_rot_q);
     }
-    if (rotates_v(cfg->pe)) RP_TRY(check_d_rot("d_rot_v", cfg->d_rot_v, Dv, "Dv"));
+    if (rotates_v(s->pe)) {
+        RP_TRY(check_d_rot("d_rot_v", s->d_rot_v, Dv, "Dv"));
+        if (s->d_rot_o != s->d_rot_v)
+            return rp_error(RP_ERR_ARG, "linear attention rotates v and the output alike: "
+                            "d_rot_o %lld, d_rot_v %lld", (long long)s->d_rot_o,
+                            (long long)s->d_rot_v);
+    }
     RP_TRY(rp_linattn_check_eps(cfg->eps));
     if (cfg->q_offset < 0)
         return rp_error(RP_ERR_ARG, "q_offset must be >= 0, got %lld", (long long)cfg->q_offset);
@@ -655,9 +670,9 @@ static void ctx_init(lin_ctx *c, const rp_attn_io *io, const rp_linattn_cfg *cfg
     memset(c, 0, sizeof *c);
     c->T = T, c->H = io->H, c->D = D, c->Dv = Dv;
     c->ldq = io->ldq, c->ldk = io->ldk, c->ldv = io->ldv, c->ldo = io->ldo;
-    c->pairing = cfg->pairing;
+    c->pairing = cfg->scheme.pairing;
     c->eps = cfg->eps;
-    c->mode = !rotates_qk(cfg->pe) ? MODE_PLAIN
+    c->mode = !rotates_qk(cfg->scheme.pe) ? MODE_PLAIN
               : cfg->placement == RP_LIN_BEFORE ? MODE_BEFORE : MODE_AFTER;
     float *base = aligned_floats(io->scratch);
     c->slices = base + table_floats(T, D, Dv);
@@ -666,21 +681,21 @@ static void ctx_init(lin_ctx *c, const rp_attn_io *io, const rp_linattn_cfg *cfg
      * built */
     double *theta = (double *)(void *)c->slices;
     float *p = base;
-    if (rotates_qk(cfg->pe)) {
-        int64_t hq = c->hq = cfg->d_rot_qk / 2;
+    if (rotates_qk(cfg->scheme.pe)) {
+        int64_t hq = c->hq = cfg->scheme.d_rot_q / 2;
         float *qc = p, *qs = p + T * hq;
         p += 2 * T * hq;
-        fill_table(qc, qs, theta, T, cfg->d_rot_qk, cfg->base, cfg->q_offset);
+        fill_table(qc, qs, theta, T, cfg->scheme.d_rot_q, cfg->scheme.base, cfg->q_offset);
         c->qc = qc, c->qs = qs;
     }
-    if (rotates_v(cfg->pe)) {
-        int64_t hv = c->hv = cfg->d_rot_v / 2;
+    if (rotates_v(cfg->scheme.pe)) {
+        int64_t hv = c->hv = cfg->scheme.d_rot_v / 2;
         if (hv == c->hq) {
             c->vc = c->qc, c->vs = c->qs;
         } else {
             float *vc = p, *vs = p + T * hv;
             p += 2 * T * hv;
-            fill_table(vc, vs, theta, T, cfg->d_rot_v, cfg->base, cfg->q_offset);
+            fill_table(vc, vs, theta, T, cfg->scheme.d_rot_v, cfg->scheme.base, cfg->q_offset);
             c->vc = vc, c->vs = vs;
         }
     }
@@ -768,9 +783,9 @@ static void unit_features(double num[2], double den[2], const float *x, int64_t 
 void rp_linattn_weights(double *w, double *den, const float *q, int64_t ldq, const float *k,
                         int64_t ldk, int64_t T, int64_t H, int64_t D, const rp_linattn_cfg *cfg)
 {
-    int mode = !rotates_qk(cfg->pe) ? MODE_PLAIN
+    int mode = !rotates_qk(cfg->scheme.pe) ? MODE_PLAIN
                : cfg->placement == RP_LIN_BEFORE ? MODE_BEFORE : MODE_AFTER;
-    int64_t hq = mode == MODE_PLAIN ? 0 : cfg->d_rot_qk / 2, nunits = D - hq;
+    int64_t hq = mode == MODE_PLAIN ? 0 : cfg->scheme.d_rot_q / 2, nunits = D - hq;
     double kb[4 * LW_KEYS];
     for (int64_t h = 0; h < H; h++) {
         double *wh = w + h * T * T, *dh = den + h * T;
@@ -779,19 +794,20 @@ void rp_linattn_weights(double *w, double *den, const float *q, int64_t ldq, con
         const float *qh = q + h * D, *kh = k + h * D;
         for (int64_t u = 0; u < nunits; u++) {
             /* theta_u as rp_rope_theta computes it */
-            double theta = u < hq ? pow(cfg->base, -2.0 * (double)u / (double)cfg->d_rot_qk) : 0.0;
+            double theta = u < hq ? pow(cfg->scheme.base, -2.0 * (double)u /
+                                        (double)cfg->scheme.d_rot_q) : 0.0;
             for (int64_t m0 = 0; m0 < T; m0 += LW_KEYS) {
                 int64_t m1 = m0 + LW_KEYS < T ? m0 + LW_KEYS : T;
                 for (int64_t m = m0; m < m1; m++) {
                     double ang = (double)(cfg->q_offset + m) * theta;
                     double *e = kb + 4 * (m - m0);
-                    unit_features(e, e + 2, kh + m * ldk, u, mode, hq, cfg->pairing, cos(ang),
-                                  sin(ang));
+                    unit_features(e, e + 2, kh + m * ldk, u, mode, hq, cfg->scheme.pairing,
+                                  cos(ang), sin(ang));
                 }
                 for (int64_t n = m0; n < T; n++) {
                     double ang = (double)(cfg->q_offset + n) * theta, qn[2], qd[2];
-                    unit_features(qn, qd, qh + n * ldq, u, mode, hq, cfg->pairing, cos(ang),
-                                  sin(ang));
+                    unit_features(qn, qd, qh + n * ldq, u, mode, hq, cfg->scheme.pairing,
+                                  cos(ang), sin(ang));
                     int64_t mend = m1 < n + 1 ? m1 : n + 1;
                     double *wr = wh + n * T, acc = 0.0;
                     for (int64_t m = m0; m < mend; m++) {

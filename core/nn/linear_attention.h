@@ -7,7 +7,7 @@
  * scale. R_p rotates the first d_rot features by the angles p * theta_i with
  * theta_i = base^(-2i/d_rot) (rp_rope_theta; pairing as in rope.h), later features pass through.
  *
- * pe modes (cfg.pe) and placement (cfg.placement):
+ * pe modes (cfg.scheme.pe) and placement (cfg.placement):
  *  NONE (SINUSOIDAL and LEARNED behave the same here; their encodings live in the embeddings):
  *      out_n = sum_{m<=n} (phi(q_n) . phi(k_m)) v_m / (sum_{m<=n} phi(q_n) . phi(k_m) + eps)
  *  ROPE, RP_LIN_AFTER (the default; RoFormer eq. 19): rotate after the feature map, in the
@@ -66,18 +66,21 @@ typedef enum {
 #define RP_LINATTN_EPS 1e-6
 
 typedef struct rp_linattn_cfg {
-    rp_pe pe;                   /* NONE / SINUSOIDAL / LEARNED (all plain), ROPE, ROPER */
+    /* The positional scheme, resolved as for softmax attention (pe.h's rp_pe_scheme, built by
+     * rp_pe_scheme_init; a model's rp_model_cfg_scheme, rp.linear_attention's planner): pe NONE /
+     * SINUSOIDAL / LEARNED (all plain), ROPE, ROPER, with the mode's own placements; q and k
+     * rotate one width (d_rot_q = d_rot_k, even, 2..D) for rope/roper, v and the output one
+     * (d_rot_v = d_rot_o, even, 2..Dv) for roper; base and pairing. */
+    rp_pe_scheme scheme;
     rp_lin_placement placement; /* where rope/roper rotate q and k (ignored for plain modes) */
-    double base;                /* rope base, RP_ROPE_BASE */
-    rp_pairing pairing;
-    int64_t d_rot_qk;  /* rotated features of q/k (even, 2..D) for rope/roper */
-    int64_t d_rot_v;   /* rotated features of v (even, 2..Dv) for roper */
     double eps;        /* > 0, finite: added to the denominator; RP_LINATTN_EPS */
     int64_t q_offset;  /* position of row 0 of the call (>= 0) */
 } rp_linattn_cfg;
 
-/* A cfg with the defaults: the given pe, placement after, base RP_ROPE_BASE, half pairing,
- * d_rot_qk = D, d_rot_v = Dv, eps RP_LINATTN_EPS, q_offset 0. */
+/* A cfg with the defaults: the scheme of the given pe (rp_pe_scheme_init) with q and k D features
+ * wide and v and the output Dv (where it rotates them), base RP_ROPE_BASE, half pairing;
+ * placement after, eps RP_LINATTN_EPS, q_offset 0. A pe that is not a mode stays in scheme.pe
+ * for rp_linattn_check to refuse. */
 rp_linattn_cfg rp_linattn_cfg_default(rp_pe pe, int64_t D, int64_t Dv);
 
 /* Name <-> enum: "after", "before" (rp_lin_placement_names, in enum order, NULL-terminated).
@@ -88,9 +91,10 @@ const char *rp_lin_placement_name(rp_lin_placement p);
 int rp_lin_placement_from_name(const char *name);
 
 /* Validates the head sizes and cfg: D, Dv >= 1; pe known and not ROPER_LEGACY; placement and
- * pairing known; for rope/roper base positive and finite and d_rot_qk even in 2..D; for roper
- * d_rot_v even in 2..Dv; eps positive and finite; q_offset >= 0. d_rot_* of modes that do not
- * use them are not checked. Returns RP_OK, or RP_ERR_ARG with a message naming the problem
+ * pairing known; the scheme resolved (rp_pe_scheme_check) with the mode's own placements; for
+ * rope/roper base positive and finite and the q/k width (named d_rot_qk) even in 2..D, d_rot_k
+ * equal to d_rot_q; for roper d_rot_v even in 2..Dv, d_rot_o equal to it; eps positive and
+ * finite; q_offset >= 0. Returns RP_OK, or RP_ERR_ARG with a message naming the problem
  * (rp_last_error()). The kernels below assume a cfg that passed. */
 rp_status rp_linattn_check(int64_t D, int64_t Dv, const rp_linattn_cfg *cfg);
 /* The one rule of eps (rp_linattn_check's, rp.linear_attention's planner's): RP_OK for a finite

@@ -259,10 +259,11 @@ rp_status rp_pe_rotate_check(rp_pe pe, int rotate, int option)
     return rp_pe_need_rotary(option ? RP_MSG_ROTATE_OPTION : RP_MSG_ROTATE, pe, 0);
 }
 
-rp_status rp_pe_scheme_init(rp_pe_scheme *s, rp_pe pe, int rotate, const int64_t d_rot[4],
-                            double base, rp_pairing pairing)
+rp_status rp_pe_scheme_init(rp_pe_scheme *s, const rp_pe_cfg *pe_cfg, const int64_t d_rot[4])
 {
     memset(s, 0, sizeof *s);
+    rp_pe pe = pe_cfg->mode;
+    int rotate = pe_cfg->rotate;
     const rp_pe_mode *m = rp_pe_mode_of(pe);
     if (!m) return rp_error(RP_ERR_ARG, "unknown pe %d", (int)pe);
     if (rotate & ~RP_ROT_ALL) return rp_error(RP_ERR_ARG, "rotate mask %d is not a subset of qkvo", rotate);
@@ -276,9 +277,33 @@ rp_status rp_pe_scheme_init(rp_pe_scheme *s, rp_pe pe, int rotate, const int64_t
     s->d_rot_o = s->rotate & RP_ROT_O ? d_rot[RP_PLACE_O] : 0;
     s->v_angle = m->v_angle;
     s->o_sign = m->o_sign;
-    s->base = base;
-    s->pairing = pairing;
+    s->base = pe_cfg->base;
+    s->pairing = pe_cfg->pairing;
     s->rel = m->rel;
+    return RP_OK;
+}
+
+/* The placements' widths as messages name them, in RP_PLACE_* order. */
+static const char *const width_names[4] = {"d_rot_q", "d_rot_k", "d_rot_v", "d_rot_o"};
+
+rp_status rp_pe_scheme_check(const rp_pe_scheme *s)
+{
+    const int64_t d_rot[4] = {s->d_rot_q, s->d_rot_k, s->d_rot_v, s->d_rot_o};
+    rp_pe_cfg c = {.mode = s->pe, .rotate = s->rotate}; /* what the derived fields depend on */
+    rp_pe_scheme want;
+    RP_TRY(rp_pe_scheme_init(&want, &c, d_rot));
+    char rot[5];
+    if (want.rotate != s->rotate || want.absolute != s->absolute ||
+        want.v_angle != s->v_angle || want.o_sign != s->o_sign || want.rel != s->rel)
+        return rp_error(RP_ERR_ARG, "the scheme of pe %s is not resolved (rotate '%s'; build it "
+                        "with rp_pe_scheme_init)", rp_pe_name(s->pe),
+                        rp_rotate_name(s->rotate, rot));
+    const char *rotated = s->rotate ? rp_rotate_name(s->rotate, rot) : "nothing";
+    for (int i = 0; i < 4; i++)
+        if (d_rot[i] && !(s->rotate & 1 << i)) /* RP_ROT_Q, _K, _V, _O */
+            return rp_error(RP_ERR_ARG, "%s %lld is set but pe %s rotates %s (a placement not "
+                            "rotated has width 0)", width_names[i], (long long)d_rot[i],
+                            rp_pe_name(s->pe), rotated);
     return RP_OK;
 }
 
@@ -307,12 +332,9 @@ rp_status rp_pe_scheme_check_freq(const rp_pe_scheme *s, const rp_rope_freq *f, 
     if (rp_rope_freq_is_plain(f)) return RP_OK;
     if (!s->rotate) return rp_pe_need_rotary(RP_MSG_SCHEME_FREQ, s->pe, 0);
     RP_TRY(rp_rope_freq_check(f));
-    const struct {
-        int64_t d, last;
-        const char *name;
-    } use[4] = {{s->d_rot_q, qlast, "d_rot_q"}, {s->d_rot_k, klast, "d_rot_k"},
-                {s->d_rot_v, klast, "d_rot_v"}, {s->d_rot_o, qlast, "d_rot_o"}};
+    const int64_t d[4] = {s->d_rot_q, s->d_rot_k, s->d_rot_v, s->d_rot_o};
+    const int64_t last[4] = {qlast, klast, klast, qlast};
     for (int i = 0; i < 4; i++)
-        if (use[i].d) RP_TRY(rp_rope_freq_check_use(f, use[i].d, use[i].last, use[i].name));
+        if (d[i]) RP_TRY(rp_rope_freq_check_use(f, d[i], last[i], width_names[i]));
     return RP_OK;
 }

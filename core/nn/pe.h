@@ -288,7 +288,7 @@ const char *rp_rotate_name(int rotate, char buf[5]);
  * core/config/model_schema.h): the struct a model's config holds (rp_model_cfg.pe) and
  * rp.attention's request carries. The widths come from the fractions and the head size (d_k, or
  * D and Dv): rp_model_cfg_scheme for a model, rp_attention_plan for a call, resolved into an
- * rp_pe_scheme (below), which the attention takes (rp_attn_cfg_set_scheme). */
+ * rp_pe_scheme (below, rp_pe_scheme_init), which the attention takes (rp_attn_cfg.scheme). */
 typedef struct rp_pe_cfg {
     rp_pe mode;
     double fraction_qk; /* d_rot_qk = floor(fraction_qk * d_k), even >= 2 for rope modes */
@@ -323,13 +323,21 @@ typedef struct rp_pe_scheme {
 /* Index of each placement in a width array: d_rot[RP_PLACE_Q] etc. */
 enum { RP_PLACE_Q = 0, RP_PLACE_K, RP_PLACE_V, RP_PLACE_O };
 
-/* Fills *s for mode pe: rotate is the placement mask (0: the mode's default); a rotated placement
- * p gets the width d_rot[p] (indexed by RP_PLACE_*), the others 0. RP_ERR_ARG when pe is not a
- * mode, when rotate has bits outside RP_ROT_ALL, or when rotate != 0 for a mode that is not
- * rotary (the message names `rotate`). Checks no widths (the callers check them against their
- * head sizes: rp_attention_check, rp_model_cfg_check). */
-rp_status rp_pe_scheme_init(rp_pe_scheme *s, rp_pe pe, int rotate, const int64_t d_rot[4],
-                            double base, rp_pairing pairing);
+/* Fills *s (OVERWRITTEN) from the mode, rotate mask (0: the mode's default), base and pairing of
+ * pe (its fractions are not read): a rotated placement p gets the width d_rot[p] (indexed by
+ * RP_PLACE_*), the others 0. The one builder of a scheme: the model's (rp_model_cfg_scheme, the
+ * widths from the fractions of d_k) and rp.attention's (rp_attention_plan, of D and Dv). RP_ERR_ARG
+ * when pe->mode is not a mode, when rotate has bits outside RP_ROT_ALL, or when rotate != 0 for a
+ * mode that is not rotary (the message names `rotate`). Checks no widths (the callers check them
+ * against their head sizes: rp_attention_check, rp_model_cfg_check). */
+rp_status rp_pe_scheme_init(rp_pe_scheme *s, const rp_pe_cfg *pe, const int64_t d_rot[4]);
+
+/* RP_OK when s is a scheme as rp_pe_scheme_init resolves it: a mode, a rotate mask that is not 0
+ * for a rotary mode (its resolved placements), absolute, v_angle, o_sign and rel the mode's, and
+ * the width 0 of every placement not rotated; RP_ERR_ARG (rp_pe_scheme_init's messages, else
+ * "d_rot_v 4 is set but pe rope rotates qk (a placement not rotated has width 0)"). Checks
+ * neither the rotated widths nor base (rp_attention_check does). */
+rp_status rp_pe_scheme_check(const rp_pe_scheme *s);
 
 /* The most pairs a placement of s rotates: the largest of its widths / 2 (0 when nothing is
  * rotated), the width of a user's angle table or mix matrix. */

@@ -16,6 +16,17 @@
 
 #include "bench_common.c"
 
+/* The positional scheme of mode pe with every placement it rotates d features wide, base
+ * RP_ROPE_BASE, half pairing (rp_pe_scheme_init: the attention's cfg.scheme). */
+static rp_pe_scheme scheme_of(rp_pe pe, int64_t d)
+{
+    rp_pe_cfg c = {.mode = pe, .base = RP_ROPE_BASE, .pairing = RP_PAIR_HALF};
+    const int64_t d_rot[4] = {d, d, d, d};
+    rp_pe_scheme s;
+    (void)rp_pe_scheme_init(&s, &c, d_rot);
+    return s;
+}
+
 int main(int argc, char **argv)
 {
     /* only_pe: the one mode of `bench attention PE`, else NULL (the whole bench) */
@@ -84,7 +95,8 @@ attention:;
      * add to the embeddings), each rotating mode and each relative one */
     int64_t nscratch = 0;
     for (int pe = 0; pe < RP_PE_COUNT; pe++) {
-        rp_attn_cfg cfg = {.pe = (rp_pe)pe, .causal = 1, .rel = {.clip = clip, .buckets = buckets}};
+        rp_attn_cfg cfg = {.scheme = scheme_of((rp_pe)pe, D), .causal = 1,
+                           .rel = {.clip = clip, .buckets = buckets}};
         int64_t n = rp_attention_scratch_floats(&cfg, B, T, T, H, D, D, nt);
         nscratch = n > nscratch ? n : nscratch;
     }
@@ -92,9 +104,8 @@ attention:;
     for (int pe = 0; pe < RP_PE_COUNT; pe++) {
         if (rp_pe_mode_of((rp_pe)pe)->absolute != RP_ABS_NONE) continue;
         if (only_pe && strcmp(only_pe, rp_pe_name((rp_pe)pe)) != 0) continue;
-        rp_attn_cfg cfg = {.pe = (rp_pe)pe, .causal = 1, .scale = 1.0 / 5.656854249492381,
-                           .base = RP_ROPE_BASE, .pairing = RP_PAIR_HALF, .d_rot_qk = D,
-                           .d_rot_v = D, .q_offset = 0,
+        rp_attn_cfg cfg = {.scheme = scheme_of((rp_pe)pe, D), .causal = 1,
+                           .scale = 1.0 / 5.656854249492381, .q_offset = 0,
                            .rel = {.clip = clip, .buckets = buckets, .max_distance = 128},
                            .tables = &rel};
         int relative = rp_rel_of(rp_pe_mode_of((rp_pe)pe)->rel)->terms != 0;
@@ -196,9 +207,8 @@ release:
         int64_t sf = rp_attention_scratch_floats(NULL, Bs, Ts, Ts, H, D, D, nt);
         int64_t lf = rp_linattn_scratch_floats(Ts, D, D, nt);
         float *ss = randbuf(&r, sf > lf ? sf : lf);
-        rp_attn_cfg scfg = {.pe = RP_PE_ROPE, .causal = 1, .scale = 1.0 / 5.656854249492381,
-                            .base = RP_ROPE_BASE, .pairing = RP_PAIR_HALF, .d_rot_qk = D,
-                            .d_rot_v = D, .q_offset = 0};
+        rp_attn_cfg scfg = {.scheme = scheme_of(RP_PE_ROPE, D), .causal = 1,
+                            .scale = 1.0 / 5.656854249492381, .q_offset = 0};
         rp_linattn_cfg lcfg = rp_linattn_cfg_default(RP_PE_ROPE, D, D);
         rp_attn_io sio = {.B = Bs, .T = Ts, .S = Ts, .H = H, .D = D, .Dv = D, .q = sq, .k = sk,
                           .v = sv, .ldq = HD, .ldk = HD, .ldv = HD, .out = so, .ldo = HD,

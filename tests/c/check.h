@@ -225,6 +225,33 @@ static inline rp_model_cfg check_small_cfg(rp_pe pe, uint64_t seed)
     return c;
 }
 
+/* The positional scheme an attention test takes (rp_attn_cfg.scheme), built as core builds one
+ * (rp_pe_scheme_init): mode pe with the placements rotate (0: the mode's own), each rotated one
+ * with its width (q, k, v, o; the others 0), base 10000 and half pairing. A pe or rotate that
+ * rp_pe_scheme_init refuses gives its zeroed scheme. */
+static inline rp_pe_scheme check_scheme_rot(rp_pe pe, int rotate, int64_t q, int64_t k, int64_t v,
+                                            int64_t o)
+{
+    rp_pe_cfg c = {.mode = pe, .rotate = rotate, .base = 10000.0, .pairing = RP_PAIR_HALF};
+    const int64_t d_rot[4] = {q, k, v, o};
+    rp_pe_scheme s;
+    (void)rp_pe_scheme_init(&s, &c, d_rot);
+    return s;
+}
+/* The mode's own placements: q and k d_rot_qk features, v and o d_rot_v. */
+static inline rp_pe_scheme check_scheme(rp_pe pe, int64_t d_rot_qk, int64_t d_rot_v)
+{
+    return check_scheme_rot(pe, 0, d_rot_qk, d_rot_qk, d_rot_v, d_rot_v);
+}
+/* *s with the widths of its rotated placements set (q and k d_rot_qk, v and o d_rot_v): its
+ * mode, placements, base and pairing kept. */
+static inline void check_scheme_widths(rp_pe_scheme *s, int64_t d_rot_qk, int64_t d_rot_v)
+{
+    rp_pe_cfg c = {.mode = s->pe, .rotate = s->rotate, .base = s->base, .pairing = s->pairing};
+    const int64_t d_rot[4] = {d_rot_qk, d_rot_qk, d_rot_v, d_rot_v};
+    (void)rp_pe_scheme_init(s, &c, d_rot);
+}
+
 /* The sets of modes the tests loop over, read off the mode table (pe.h) so that a new mode enters
  * every loop of its kind: every mode, the rotary ones (all, or those linear attention supports),
  * those without relative terms (the plain and rotary ones), the relative ones (all, or those

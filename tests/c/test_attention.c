@@ -28,10 +28,9 @@ static uint64_t rng_state = 2718;
 
 static int is_rope(rp_pe pe) { return pe == RP_PE_ROPE || pe == RP_PE_ROPER || pe == RP_PE_ROPER_LEGACY; }
 
-/* The placements the reference rotates and their widths, written out here from the documented
- * rules (attention.h, pe.h), not from the mode table: rope rotates q and k, roper and
- * roper_legacy q, k, v and o, unless cfg->rotate says otherwise; q and k take d_rot_q / d_rot_k
- * when set, else d_rot_qk; v takes d_rot_v; o takes d_rot_o when set, else d_rot_v. */
+/* The placements the reference rotates and their widths: cfg->scheme's (rp_pe_scheme_init, whose
+ * mode's own placements test_pe_table checks against the documented rules: rope rotates q and k,
+ * roper and roper_legacy q, k, v and o); v's angle factor written out here (attention.h). */
 typedef struct {
     int q, k, v, o;
     int64_t wq, wk, wv, wo;
@@ -42,14 +41,15 @@ static ref_place ref_placement(const rp_attn_cfg *cfg)
 {
     ref_place p;
     memset(&p, 0, sizeof p);
-    if (!is_rope(cfg->pe)) return p;
-    int mask = cfg->rotate ? cfg->rotate : cfg->pe == RP_PE_ROPE ? 3 : 15;
+    const rp_pe_scheme *s = &cfg->scheme;
+    if (!is_rope(s->pe)) return p;
+    int mask = s->rotate;
     p.q = mask & 1, p.k = (mask >> 1) & 1, p.v = (mask >> 2) & 1, p.o = (mask >> 3) & 1;
-    p.wq = cfg->d_rot_q > 0 ? cfg->d_rot_q : cfg->d_rot_qk;
-    p.wk = cfg->d_rot_k > 0 ? cfg->d_rot_k : cfg->d_rot_qk;
-    p.wv = cfg->d_rot_v;
-    p.wo = cfg->d_rot_o > 0 ? cfg->d_rot_o : cfg->d_rot_v;
-    p.vmul = cfg->pe == RP_PE_ROPER_LEGACY ? 2.0 : 1.0;
+    p.wq = s->d_rot_q;
+    p.wk = s->d_rot_k;
+    p.wv = s->d_rot_v;
+    p.wo = s->d_rot_o;
+    p.vmul = s->pe == RP_PE_ROPER_LEGACY ? 2.0 : 1.0;
     return p;
 }
 
@@ -93,14 +93,14 @@ static void ref_head_lse(double *o_out, double *a_out, double *lse_out, const do
     }
     for (int64_t i = 0; i < d.S; i++) {
         for (int64_t f = 0; f < d.D; f++) kr[i][f] = k[((b * d.S + i) * d.H + h) * d.D + f];
-        if (pl.k) ref_rot(kr[i], pl.wk, cfg->base, cfg->pairing, p0 + (double)i);
+        if (pl.k) ref_rot(kr[i], pl.wk, cfg->scheme.base, cfg->scheme.pairing, p0 + (double)i);
         for (int64_t f = 0; f < d.Dv; f++) vr[i][f] = v[((b * d.S + i) * d.H + h) * d.Dv + f];
-        if (pl.v) ref_rot(vr[i], pl.wv, cfg->base, cfg->pairing, pl.vmul * (p0 + (double)i));
+        if (pl.v) ref_rot(vr[i], pl.wv, cfg->scheme.base, cfg->scheme.pairing, pl.vmul * (p0 + (double)i));
     }
     for (int64_t t = 0; t < d.T; t++) {
         int64_t n = cfg->q_offset + t;
         for (int64_t f = 0; f < d.D; f++) qr[f] = q[((b * d.T + t) * d.H + h) * d.D + f];
-        if (pl.q) ref_rot(qr, pl.wq, cfg->base, cfg->pairing, p0 + (double)n);
+        if (pl.q) ref_rot(qr, pl.wq, cfg->scheme.base, cfg->scheme.pairing, p0 + (double)n);
         double m = -HUGE_VAL;
         for (int64_t i = 0; i < d.S; i++) {
             double dot = 0;
@@ -121,7 +121,7 @@ static void ref_head_lse(double *o_out, double *a_out, double *lse_out, const do
             if (a_out) a_out[t * d.S + i] = a[i];
             for (int64_t f = 0; f < d.Dv; f++) o[f] += a[i] * vr[i][f];
         }
-        if (pl.o) ref_rot(o, pl.wo, cfg->base, cfg->pairing, -(p0 + (double)n));
+        if (pl.o) ref_rot(o, pl.wo, cfg->scheme.base, cfg->scheme.pairing, -(p0 + (double)n));
     }
 }
 
@@ -168,13 +168,9 @@ static rp_attn_cfg base_cfg(rp_pe pe, int64_t D, int64_t Dv)
 {
     rp_attn_cfg c;
     memset(&c, 0, sizeof c);
-    c.pe = pe;
+    c.scheme = check_scheme(pe, D, Dv);
     c.causal = 1;
     c.scale = 1.0 / sqrt((double)D);
-    c.base = 10000.0;
-    c.pairing = RP_PAIR_HALF;
-    c.d_rot_qk = D;
-    c.d_rot_v = Dv;
     c.q_offset = 0;
     return c;
 }
@@ -196,9 +192,9 @@ static int attention_case(const char *what, const rp_tensor *q, const rp_tensor 
     ref_attention(wo, wa, qc, kc, vc, d, cfg);
     char label[256];
     snprintf(label, sizeof label,
-             "%s pe=%s %s %s d_rot_qk=%lld d_rot_v=%lld T=%lld S=%lld q_offset=%lld scale=%.3g", what,
-             rp_pe_name(cfg->pe), cfg->causal ? "causal" : "full", cfg->pairing == RP_PAIR_HALF ? "half" : "interleaved",
-             (long long)cfg->d_rot_qk, (long long)cfg->d_rot_v, (long long)d.T, (long long)d.S,
+             "%s pe=%s %s %s d_rot_q=%lld d_rot_v=%lld T=%lld S=%lld q_offset=%lld scale=%.3g", what,
+             rp_pe_name(cfg->scheme.pe), cfg->causal ? "causal" : "full", cfg->scheme.pairing == RP_PAIR_HALF ? "half" : "interleaved",
+             (long long)cfg->scheme.d_rot_q, (long long)cfg->scheme.d_rot_v, (long long)d.T, (long long)d.S,
              (long long)cfg->q_offset, cfg->scale);
     rp_tensor out, att;
     rp_status st = rp_attention(&out, &att, q, k, v, cfg);
@@ -263,11 +259,10 @@ static void test_against_reference(void)
                     for (int partial = 0; partial <= 1; partial++) {
                         rp_attn_cfg cfg = base_cfg((rp_pe)pe, D, Dv);
                         cfg.causal = causal;
-                        cfg.pairing = (rp_pairing)pm;
+                        cfg.scheme.pairing = (rp_pairing)pm;
                         cfg.q_offset = offs[g];
                         if (partial) {
-                            cfg.d_rot_qk = 4;
-                            cfg.d_rot_v = 2;
+                            check_scheme_widths(&cfg.scheme, 4, 2);
                             cfg.scale = 0.9;
                         }
                         attention_case("rp_attention", &q, &k, &v, &cfg, ATT_TOL);
@@ -280,8 +275,8 @@ static void test_against_reference(void)
         CHECK_EACH_PE(pe, CHECK_PE_ROTARY) {
             rp_attn_cfg cfg = base_cfg((rp_pe)pe, D, Dv);
             cfg.q_offset = 5000;
-            cfg.base = 500.0;
-            cfg.d_rot_v = 4;
+            cfg.scheme.base = 500.0;
+            check_scheme_widths(&cfg.scheme, D, 4);
             attention_case("far offset", &q, &k, &v, &cfg, ATT_TOL);
         }
         rp_tensor_release(&q);
@@ -329,8 +324,8 @@ static void test_layouts_and_kernel(void)
     CHECK_EACH_PE(pe, CHECK_PE_NOT_RELATIVE) {
         rp_attn_cfg cfg = base_cfg((rp_pe)pe, D, Dv);
         cfg.q_offset = 1;
-        cfg.d_rot_qk = 6;
-        cfg.pairing = RP_PAIR_INTERLEAVED;
+        check_scheme_widths(&cfg.scheme, 6, Dv);
+        cfg.scheme.pairing = RP_PAIR_INTERLEAVED;
         attention_case("strided inputs", &q, &k, &v, &cfg, ATT_TOL);
 
         /* the kernel on contiguous buffers of exactly the documented sizes (ASan checks) */
@@ -386,21 +381,20 @@ static void test_relative_property(void)
         for (int pm = 0; pm <= 1; pm++) {
             rp_attn_cfg cfg = base_cfg((rp_pe)pe, D, Dv);
             cfg.q_offset = off;
-            cfg.d_rot_qk = 6;
-            cfg.d_rot_v = 4;
-            cfg.pairing = (rp_pairing)pm;
+            check_scheme_widths(&cfg.scheme, 6, 4);
+            cfg.scheme.pairing = (rp_pairing)pm;
             rp_tensor out_r, att_r;
             if (!CHECK_STATUS(rp_attention(&out_r, &att_r, &q, &k, &v, &cfg), RP_OK, NULL)) continue;
             for (int c = 0; c < 3; c++) {
                 int64_t sh = shifts[c];
-                rp_rope_cfg rq = rp_rope_cfg_default(cfg.d_rot_qk), rk, rv, ro;
-                rq.pairing = cfg.pairing;
+                rp_rope_cfg rq = rp_rope_cfg_default(6), rk, rv, ro;
+                rq.pairing = cfg.scheme.pairing;
                 rq.pos_dim = 1;
                 rk = rq;
                 rq.offset = off + sh;
                 rk.offset = sh;
-                rv = rp_rope_cfg_default(cfg.d_rot_v);
-                rv.pairing = cfg.pairing;
+                rv = rp_rope_cfg_default(4);
+                rv.pairing = cfg.scheme.pairing;
                 rv.pos_dim = 1;
                 ro = rv;
                 ro.sign = -1;
@@ -418,7 +412,7 @@ static void test_relative_property(void)
                 if (pe == RP_PE_ROPE) CHECK_STATUS(rp_tensor_clone(&vr, &v), RP_OK, NULL);
                 else CHECK_STATUS(rp_rope_rotate(&vr, &v, &rv), RP_OK, NULL);
                 rp_attn_cfg plain = cfg;
-                plain.pe = RP_PE_NONE;
+                plain.scheme = check_scheme(RP_PE_NONE, 0, 0);
                 CHECK_STATUS(rp_attention(&o_n, &a_n, &qr, &kr, &vr, &plain), RP_OK, NULL);
                 if (pe == RP_PE_ROPE) CHECK_STATUS(rp_tensor_clone(&o_back, &o_n), RP_OK, NULL);
                 else CHECK_STATUS(rp_rope_rotate(&o_back, &o_n, &ro), RP_OK, NULL);
@@ -601,11 +595,11 @@ static void grad_case(const char *what, dims d, const rp_attn_cfg *cfg, int nthr
         for (int64_t i = 0; i < n[j]; i++) grads[j][i] -= P[j][i];
         char label[300];
         snprintf(label, sizeof label,
-                 "%s vs finite differences: %s pe=%s %s %s d_rot_qk=%lld d_rot_v=%lld T=%lld "
-                 "S=%lld q_offset=%lld threads=%d", names[j], what, rp_pe_name(cfg->pe),
+                 "%s vs finite differences: %s pe=%s %s %s d_rot_q=%lld d_rot_v=%lld T=%lld "
+                 "S=%lld q_offset=%lld threads=%d", names[j], what, rp_pe_name(cfg->scheme.pe),
                  cfg->causal ? "causal" : "full",
-                 cfg->pairing == RP_PAIR_HALF ? "half" : "interleaved", (long long)cfg->d_rot_qk,
-                 (long long)cfg->d_rot_v, (long long)d.T, (long long)d.S, (long long)cfg->q_offset,
+                 cfg->scheme.pairing == RP_PAIR_HALF ? "half" : "interleaved",
+                 (long long)cfg->scheme.d_rot_q, (long long)cfg->scheme.d_rot_v, (long long)d.T, (long long)d.S, (long long)cfg->q_offset,
                  nthreads);
         CHECK_CLOSE(grads[j], want[j], n[j], GRAD_TOL, label);
         note_err(grads[j], want[j], n[j]);
@@ -621,7 +615,7 @@ static void grad_case(const char *what, dims d, const rp_attn_cfg *cfg, int nthr
                     bad += r.dv[(b * d.S + i) * d.H * d.Dv + f] != 0.0f;
             }
         CHECK(bad == 0, "%s pe=%s: %lld gradient entries of unseen keys changed", what,
-              rp_pe_name(cfg->pe), (long long)bad);
+              rp_pe_name(cfg->scheme.pe), (long long)bad);
     }
     for (int j = 0; j < 3; j++) free(P[j]);
     free(qd);
@@ -651,9 +645,8 @@ static void test_backward_fd(void)
                     cfg.causal = causal;
                     cfg.q_offset = g[gi].off;
                     if (variant) { /* partial rotation, the other pairing, another scale */
-                        cfg.d_rot_qk = 4;
-                        cfg.d_rot_v = 2;
-                        cfg.pairing = RP_PAIR_INTERLEAVED;
+                        check_scheme_widths(&cfg.scheme, 4, 2);
+                        cfg.scheme.pairing = RP_PAIR_INTERLEAVED;
                         cfg.scale = 0.9;
                     }
                     grad_case("small", d, &cfg, 1 + (gi + pe + variant) % 2);
@@ -663,8 +656,8 @@ static void test_backward_fd(void)
         dims d = {1, 3, 5, 2, 8, 8};
         rp_attn_cfg cfg = base_cfg((rp_pe)pe, 8, 8);
         cfg.q_offset = 5000;
-        cfg.base = 500.0;
-        cfg.d_rot_v = 4;
+        cfg.scheme.base = 500.0;
+        check_scheme_widths(&cfg.scheme, 8, 4);
         grad_case("far offset", d, &cfg, 2);
     }
 }
@@ -684,7 +677,7 @@ static void test_backward_blocks(void)
             rp_attn_cfg cfg = base_cfg((rp_pe)pe, 8, 8);
             cfg.causal = g[gi].causal;
             cfg.q_offset = g[gi].off;
-            cfg.d_rot_v = 6;
+            check_scheme_widths(&cfg.scheme, 8, 6);
             problem p = problem_new(d, 2.0);
             kresult r = run_kernel(&p, &cfg, 2, NULL, NULL, NULL);
             double *wo = malloc(sizeof(double) * (size_t)p.no);
@@ -692,11 +685,11 @@ static void test_backward_blocks(void)
             ref_attention(wo, wa, p.q, p.k, p.v, d, &cfg);
             char label[200];
             snprintf(label, sizeof label, "blocks out pe=%s T=%lld S=%lld q_offset=%lld %s",
-                     rp_pe_name(cfg.pe), (long long)d.T, (long long)d.S, (long long)cfg.q_offset,
+                     rp_pe_name(cfg.scheme.pe), (long long)d.T, (long long)d.S, (long long)cfg.q_offset,
                      cfg.causal ? "causal" : "full");
             CHECK_CLOSE(r.out, wo, p.no, ATT_TOL, label);
             snprintf(label, sizeof label, "blocks att pe=%s T=%lld S=%lld q_offset=%lld %s",
-                     rp_pe_name(cfg.pe), (long long)d.T, (long long)d.S, (long long)cfg.q_offset,
+                     rp_pe_name(cfg.scheme.pe), (long long)d.T, (long long)d.S, (long long)cfg.q_offset,
                      cfg.causal ? "causal" : "full");
             CHECK_CLOSE(r.att, wa, p.na, ATT_TOL, label);
             double *x[3] = {to_double(p.q, p.nq), to_double(p.k, p.nk), to_double(p.v, p.nv)};
@@ -727,11 +720,11 @@ static void test_backward_blocks(void)
                  * cancelling) gives errors up to ~2e-6; a block summed twice or skipped moves
                  * the product by O(1) */
                 CHECK(err <= 1e-7 * mag + 5e-6, "blocks pe=%s T=%lld S=%lld %s: d%s . U = %.9g, "
-                      "finite difference %.9g (err %.3g, sum|terms| %.3g)", rp_pe_name(cfg.pe),
+                      "finite difference %.9g (err %.3g, sum|terms| %.3g)", rp_pe_name(cfg.scheme.pe),
                       (long long)d.T, (long long)d.S, cfg.causal ? "causal" : "full", names[j],
                       dd, fd, err, mag);
                 printf("  blocks pe=%s T=%lld S=%lld q_offset=%lld %s: d%s . U vs directional "
-                       "difference: err %.3g (sum|terms| %.3g)\n", rp_pe_name(cfg.pe),
+                       "difference: err %.3g (sum|terms| %.3g)\n", rp_pe_name(cfg.scheme.pe),
                        (long long)d.T, (long long)d.S, (long long)cfg.q_offset,
                        cfg.causal ? "causal" : "full", names[j], err, mag);
                 /* and elementwise at a few entries: the first and last rows, keys near the end
@@ -756,7 +749,7 @@ static void test_backward_blocks(void)
                 }
                 if (worst > max_err_) max_err_ = worst;
                 CHECK(worst <= GRAD_TOL, "blocks pe=%s T=%lld S=%lld %s: d%s at sampled entries "
-                      "vs finite differences: max err %.3g", rp_pe_name(cfg.pe), (long long)d.T,
+                      "vs finite differences: max err %.3g", rp_pe_name(cfg.scheme.pe), (long long)d.T,
                       (long long)d.S, cfg.causal ? "causal" : "full", names[j], worst);
                 free(U);
                 free(x0);
@@ -783,7 +776,7 @@ static void test_fused_strided(void)
         for (int causal = 0; causal <= 1; causal++) {
             rp_attn_cfg cfg = base_cfg((rp_pe)pe, D, D);
             cfg.causal = causal;
-            cfg.d_rot_v = 4;
+            check_scheme_widths(&cfg.scheme, D, 4);
             float *qkv = rand_floats(B * T * ld, -2.0, 2.0);
             float *dqkv0 = rand_floats(B * T * ld, -1.0, 1.0);
             float *dqkv = check_copy_floats(dqkv0, B * T * ld);
@@ -825,14 +818,14 @@ static void test_fused_strided(void)
             char label[160];
             for (int64_t r = 0; r < B * T; r++) memcpy(got + r * C, out + r * ldo, sizeof(float) * (size_t)C);
             snprintf(label, sizeof label, "fused/padded out == contiguous, pe=%s %s",
-                     rp_pe_name(cfg.pe), causal ? "causal" : "full");
+                     rp_pe_name(cfg.scheme.pe), causal ? "causal" : "full");
             CHECK_CLOSE(got, rp.out, B * T * C, 0.0, label);
             int64_t pad_bad = 0;
             for (int64_t r = 0; r < B * T; r++)
                 for (int64_t f = C; f < ldo; f++) pad_bad += out[r * ldo + f] != out0[r * ldo + f];
-            CHECK(pad_bad == 0, "pe=%s: %lld padding entries of out written", rp_pe_name(cfg.pe),
+            CHECK(pad_bad == 0, "pe=%s: %lld padding entries of out written", rp_pe_name(cfg.scheme.pe),
                   (long long)pad_bad);
-            snprintf(label, sizeof label, "fused att == contiguous, pe=%s %s", rp_pe_name(cfg.pe),
+            snprintf(label, sizeof label, "fused att == contiguous, pe=%s %s", rp_pe_name(cfg.scheme.pe),
                      causal ? "causal" : "full");
             CHECK_CLOSE(att, rp.att, p.na, 0.0, label);
             const float *want[3] = {rp.dq, rp.dk, rp.dv}, *zero_based[3] = {rz.dq, rz.dk, rz.dv};
@@ -841,14 +834,14 @@ static void test_fused_strided(void)
                 for (int64_t r = 0; r < B * T; r++)
                     memcpy(got + r * C, dqkv + r * ld + j * C, sizeof(float) * (size_t)C);
                 snprintf(label, sizeof label, "fused %s == contiguous (both pre-filled), pe=%s %s",
-                         names[j], rp_pe_name(cfg.pe), causal ? "causal" : "full");
+                         names[j], rp_pe_name(cfg.scheme.pe), causal ? "causal" : "full");
                 CHECK_CLOSE(got, want[j], B * T * C, 0.0, label);
                 double *sum = malloc(sizeof(double) * (size_t)(B * T * C));
                 for (int64_t i = 0; i < B * T * C; i++)
                     sum[i] = (double)P[j][i] + (double)zero_based[j][i];
                 /* gradients and pre-fill are O(1): a few float roundings of O(1) sums */
                 snprintf(label, sizeof label, "accumulation: %s == pre-fill + %s from zero, pe=%s %s",
-                         names[j], names[j], rp_pe_name(cfg.pe), causal ? "causal" : "full");
+                         names[j], names[j], rp_pe_name(cfg.scheme.pe), causal ? "causal" : "full");
                 CHECK_CLOSE(got, sum, B * T * C, 2e-6, label);
                 free(sum);
             }
@@ -899,7 +892,7 @@ static void test_threads(void)
                                count_diff(r1.dq, rn.dq, p.nq) + count_diff(r1.dk, rn.dk, p.nk) +
                                count_diff(r1.dv, rn.dv, p.nv);
                 CHECK(diff == 0, "pe=%s %s: nthreads %d (OpenBLAS %d) differs from 1 thread in "
-                      "%lld values", rp_pe_name(cfg.pe), causal ? "causal" : "full", nts[ti],
+                      "%lld values", rp_pe_name(cfg.scheme.pe), causal ? "causal" : "full", nts[ti],
                       rp_blas_threads(), (long long)diff);
                 kresult_free(&rn);
             }
@@ -963,27 +956,34 @@ static void test_errors(void)
     CHECK(st != RP_OK, "T = 0 rejected (status %s: %s)", rp_status_name(st), rp_last_error());
 
     rp_attn_cfg c = cfg;
-    c.pe = RP_PE_ROPE;
-    c.d_rot_qk = 5;
+    c.scheme = check_scheme(RP_PE_ROPE, 5, Dv);
     CHECK_STATUS(rp_attention_check(&q, &k, &v, &c), RP_ERR_ARG, "d_rot");
-    c.d_rot_qk = 10; /* > D */
+    c.scheme = check_scheme(RP_PE_ROPE, 10, Dv); /* > D */
     CHECK_STATUS(rp_attention_check(&q, &k, &v, &c), RP_ERR_ARG, "d_rot");
-    c.d_rot_qk = -2;
+    c.scheme = check_scheme(RP_PE_ROPE, -2, Dv);
     CHECK_STATUS(rp_attention_check(&q, &k, &v, &c), RP_ERR_ARG, "d_rot");
     c = cfg;
-    c.d_rot_v = 3;
+    check_scheme_widths(&c.scheme, D, 3);
     CHECK_STATUS(rp_attention_check(&q, &k, &v, &c), RP_ERR_ARG, "d_rot");
-    c.d_rot_v = 8; /* > Dv */
+    check_scheme_widths(&c.scheme, D, 8); /* > Dv */
     CHECK_STATUS(rp_attention_check(&q, &k, &v, &c), RP_ERR_ARG, "d_rot");
-    c.pe = RP_PE_ROPER_LEGACY;
+    c.scheme = check_scheme(RP_PE_ROPER_LEGACY, D, 8);
     CHECK_STATUS(rp_attention_check(&q, &k, &v, &c), RP_ERR_ARG, "d_rot");
-    c.d_rot_v = 3;
+    check_scheme_widths(&c.scheme, D, 3);
     CHECK_STATUS(rp_attention_check(&q, &k, &v, &c), RP_ERR_ARG, "d_rot");
-    c.pe = RP_PE_ROPE; /* d_rot_v is not used by rope */
+    c.scheme = check_scheme(RP_PE_ROPE, D, 3); /* d_rot_v is not used by rope */
     CHECK_STATUS(rp_attention_check(&q, &k, &v, &c), RP_OK, NULL);
-    c.pe = RP_PE_NONE; /* neither is used by none */
-    c.d_rot_qk = 5;
+    c.scheme = check_scheme(RP_PE_NONE, 5, 3); /* neither is used by none */
     CHECK_STATUS(rp_attention_check(&q, &k, &v, &c), RP_OK, NULL);
+    /* a scheme not as rp_pe_scheme_init resolves it */
+    c.scheme = check_scheme(RP_PE_ROPE, D, 3);
+    c.scheme.d_rot_v = 4;
+    CHECK_MSG(rp_attention_check(&q, &k, &v, &c), RP_ERR_ARG,
+              "d_rot_v 4 is set but pe rope rotates qk (a placement not rotated has width 0)");
+    c.scheme = check_scheme(RP_PE_ROPE, D, 3);
+    c.scheme.rotate = 0;
+    CHECK_MSG(rp_attention_check(&q, &k, &v, &c), RP_ERR_ARG,
+              "the scheme of pe rope is not resolved (rotate ''; build it with rp_pe_scheme_init)");
     c = cfg;
     c.q_offset = -1;
     CHECK_STATUS(rp_attention_check(&q, &k, &v, &c), RP_ERR_ARG, "q_offset");
@@ -993,7 +993,7 @@ static void test_errors(void)
     c.scale = HUGE_VAL;
     CHECK_STATUS(rp_attention_check(&q, &k, &v, &c), RP_ERR_ARG, "scale");
     c = cfg;
-    c.pe = (rp_pe)17;
+    c.scheme.pe = (rp_pe)17;
     st = rp_attention_check(&q, &k, &v, &c);
     CHECK(st == RP_ERR_ARG, "unknown pe mode 17: status %s: %s", rp_status_name(st), rp_last_error());
 
@@ -1002,7 +1002,7 @@ static void test_errors(void)
     check_poison(&out);
     check_poison(&att);
     c = cfg;
-    c.d_rot_qk = 7;
+    check_scheme_widths(&c.scheme, 7, Dv);
     CHECK_STATUS(rp_attention(&out, &att, &q, &k, &v, &c), RP_ERR_ARG, "d_rot");
     CHECK(out.storage == NULL && att.storage == NULL && check_poison_intact(),
           "out and att empty on failure");
@@ -1056,8 +1056,11 @@ static void test_decode(void)
             for (int pm = 0; pm <= 1; pm++)
                 for (int partial = 0; partial <= 1; partial++) {
                     rp_attn_cfg cfg = base_cfg((rp_pe)pe, D, Dv);
-                    cfg.pairing = (rp_pairing)pm;
-                    if (partial) cfg.d_rot_qk = 4, cfg.d_rot_v = 2, cfg.base = 500.0;
+                    cfg.scheme.pairing = (rp_pairing)pm;
+                    if (partial) {
+                        check_scheme_widths(&cfg.scheme, 4, 2);
+                        cfg.scheme.base = 500.0;
+                    }
                     const rp_pe_mode *mode = rp_pe_mode_of((rp_pe)pe);
                     double maxerr = 0, maxq = 0, maxk = 0, maxv = 0;
                     for (int64_t pos = 0; pos < Tn; pos++) {
@@ -1075,18 +1078,20 @@ static void test_decode(void)
                         for (int64_t j = 0; j < H * D; j++) qd[j] = qc[pos * H * D + j];
                         for (int64_t h = 0; h < H; h++)
                             if (mode->rotate & RP_ROT_Q)
-                                ref_rot(qd + h * D, cfg.d_rot_qk, cfg.base, cfg.pairing, (double)pos);
+                                ref_rot(qd + h * D, cfg.scheme.d_rot_q, cfg.scheme.base,
+                                        cfg.scheme.pairing, (double)pos);
                         for (int64_t j = 0; j < H * D; j++) maxq = fmax(maxq, fabs((double)qt[j] - qd[j]));
                         for (int64_t j = 0; j < H * D; j++) qd[j] = kc[pos * H * D + j];
                         for (int64_t h = 0; h < H; h++)
                             if (mode->rotate & RP_ROT_Q)
-                                ref_rot(qd + h * D, cfg.d_rot_qk, cfg.base, cfg.pairing, (double)pos);
+                                ref_rot(qd + h * D, cfg.scheme.d_rot_k, cfg.scheme.base,
+                                        cfg.scheme.pairing, (double)pos);
                         for (int64_t j = 0; j < H * D; j++)
                             maxk = fmax(maxk, fabs((double)cache[j / D * hs + j % D * capp + pos] - qd[j]));
                         for (int64_t j = 0; j < H * Dv; j++) qd[j] = vc[pos * H * Dv + j];
                         for (int64_t h = 0; h < H; h++)
                             if (mode->rotate & RP_ROT_V)
-                                ref_rot(qd + h * Dv, cfg.d_rot_v, cfg.base, cfg.pairing,
+                                ref_rot(qd + h * Dv, cfg.scheme.d_rot_v, cfg.scheme.base, cfg.scheme.pairing,
                                         mode->v_angle * (double)pos);
                         for (int64_t j = 0; j < H * Dv; j++)
                             maxv = fmax(maxv, fabs((double)cache[j / Dv * hs + D * capp + pos * Dvp + j % Dv] -
@@ -1096,9 +1101,9 @@ static void test_decode(void)
                                 maxv = fmax(maxv, fabs((double)cache[h * hs + D * capp + pos * Dvp + e]));
                     }
                     char label[160];
-                    snprintf(label, sizeof label, "decode pe=%s %s d_rot_qk=%lld d_rot_v=%lld",
+                    snprintf(label, sizeof label, "decode pe=%s %s d_rot_q=%lld d_rot_v=%lld",
                              rp_pe_name((rp_pe)pe), pm ? "interleaved" : "half",
-                             (long long)cfg.d_rot_qk, (long long)cfg.d_rot_v);
+                             (long long)cfg.scheme.d_rot_q, (long long)cfg.scheme.d_rot_v);
                     CHECK(maxerr < ATT_TOL, "%s: out vs reference, max |diff| %.3g", label, maxerr);
                     CHECK(maxq < 1e-5, "%s: q rotated by +pos in place, max |diff| %.3g", label, maxq);
                     CHECK(maxk < 1e-5, "%s: k cache rows, max |diff| %.3g", label, maxk);
@@ -1149,7 +1154,8 @@ static void test_pe_table(void)
               "mode %s: placements", rp_pe_names[pe]);
         rp_pe_scheme s;
         const int64_t w[4] = {6, 8, 4, 2};
-        CHECK_STATUS(rp_pe_scheme_init(&s, (rp_pe)pe, 0, w, 100.0, RP_PAIR_INTERLEAVED), RP_OK, NULL);
+        rp_pe_cfg pc = {.mode = (rp_pe)pe, .base = 100.0, .pairing = RP_PAIR_INTERLEAVED};
+        CHECK_STATUS(rp_pe_scheme_init(&s, &pc, w), RP_OK, NULL);
         int r = want[pe].rotate;
         CHECK(s.d_rot_q == (r & 1 ? 6 : 0) && s.d_rot_k == (r & 2 ? 8 : 0) &&
                   s.d_rot_v == (r & 4 ? 4 : 0) && s.d_rot_o == (r & 8 ? 2 : 0) && s.rotate == r &&
@@ -1160,7 +1166,8 @@ static void test_pe_table(void)
         CHECK(rp_pe_rotates((rp_pe)pe) == (r != 0), "rp_pe_rotates(%s)", rp_pe_names[pe]);
         /* every subset on a rotary mode; none on the others */
         for (int mask = 1; mask <= 15; mask++) {
-            rp_status st = rp_pe_scheme_init(&s, (rp_pe)pe, mask, w, 100.0, RP_PAIR_HALF);
+            rp_pe_cfg pm = {.mode = (rp_pe)pe, .rotate = mask, .base = 100.0};
+            rp_status st = rp_pe_scheme_init(&s, &pm, w);
             if (want[pe].rotary)
                 CHECK(st == RP_OK && s.rotate == mask && s.d_rot_q == (mask & 1 ? 6 : 0) &&
                           s.d_rot_k == (mask & 2 ? 8 : 0) && s.d_rot_v == (mask & 4 ? 4 : 0) &&
@@ -1192,9 +1199,11 @@ static void test_pe_table(void)
     rp_pe_scheme s;
     const int64_t w2[4] = {2, 2, 2, 2};
     char unknown[32];
-    CHECK_STATUS(rp_pe_scheme_init(&s, RP_PE_COUNT, 0, w2, 1.0, RP_PAIR_HALF), RP_ERR_ARG,
+    rp_pe_cfg pc = {.mode = RP_PE_COUNT, .base = 1.0};
+    CHECK_STATUS(rp_pe_scheme_init(&s, &pc, w2), RP_ERR_ARG,
                  check_pe_msg(unknown, sizeof unknown, "unknown pe {count}"));
-    CHECK_STATUS(rp_pe_scheme_init(&s, RP_PE_ROPE, 16, w2, 1.0, RP_PAIR_HALF), RP_ERR_ARG,
+    pc.mode = RP_PE_ROPE, pc.rotate = 16;
+    CHECK_STATUS(rp_pe_scheme_init(&s, &pc, w2), RP_ERR_ARG,
                  "rotate mask 16 is not a subset of qkvo");
     int64_t d = 0;
     CHECK_STATUS(rp_pe_fraction_width("fraction_v", 0.5, 12, &d), RP_OK, NULL);
@@ -1225,7 +1234,7 @@ static void test_weights_on_request(void)
                     rp_attn_cfg cfg = base_cfg((rp_pe)pe, d.D, d.Dv);
                     cfg.causal = causal;
                     cfg.q_offset = offs[di];
-                    if (di == 1) cfg.d_rot_qk = 4, cfg.d_rot_v = 6;
+                    if (di == 1) check_scheme_widths(&cfg.scheme, 4, 6);
                     problem p = problem_new(d, 2.0);
                     kresult r = run_kernel(&p, &cfg, nt, NULL, NULL, NULL);
                     int64_t HD = d.H * d.D, HDv = d.H * d.Dv, nl = d.B * d.H * d.T;
@@ -1246,7 +1255,7 @@ static void test_weights_on_request(void)
                                    count_diff(r.dq, dq, p.nq) + count_diff(r.dk, dk, p.nk) +
                                    count_diff(r.dv, dv, p.nv);
                     CHECK(diff == 0, "pe=%s %s T=%lld S=%lld q_offset=%lld nthreads %d: %lld values "
-                          "differ without the weights", rp_pe_name(cfg.pe), causal ? "causal" : "full",
+                          "differ without the weights", rp_pe_name(cfg.scheme.pe), causal ? "causal" : "full",
                           (long long)d.T, (long long)d.S, (long long)cfg.q_offset, nt, (long long)diff);
                     /* lse against the reference (scores of size up to ~6: 1e-5 absolute) */
                     double *qd = to_double(p.q, p.nq), *kd = to_double(p.k, p.nk);
@@ -1259,7 +1268,7 @@ static void test_weights_on_request(void)
                                          b, h);
                     char label[160];
                     snprintf(label, sizeof label, "lse == reference, pe=%s %s T=%lld S=%lld",
-                             rp_pe_name(cfg.pe), causal ? "causal" : "full", (long long)d.T,
+                             rp_pe_name(cfg.scheme.pe), causal ? "causal" : "full", (long long)d.T,
                              (long long)d.S);
                     CHECK_CLOSE(lse, want, nl, 1e-5, label);
                     for (int64_t i = 0; i < nl; i++)
@@ -1296,15 +1305,14 @@ static void test_placements(void)
     for (int pi = 0; pi < 2; pi++)
         for (int mask = 1; mask <= 15; mask++) {
             rp_attn_cfg cfg = base_cfg(pes[pi], D, Dv);
-            cfg.rotate = mask;
-            cfg.d_rot_q = 6, cfg.d_rot_k = 4, cfg.d_rot_v = 6, cfg.d_rot_o = 2;
+            cfg.scheme = check_scheme_rot(pes[pi], mask, 6, 4, 6, 2);
             cfg.pos_offset = 3;
             char what[64];
             char nm[5];
             snprintf(what, sizeof what, "rotate %s of %s", rp_rotate_name(mask, nm), rp_pe_name(pes[pi]));
             attention_case(what, &q, &k, &v, &cfg, ATT_TOL);
             cfg.causal = 0;
-            cfg.pairing = RP_PAIR_INTERLEAVED;
+            cfg.scheme.pairing = RP_PAIR_INTERLEAVED;
             attention_case(what, &q, &k, &v, &cfg, ATT_TOL);
             dims d = {1, 4, 6, 2, 8, 6};
             cfg.q_offset = 2;
@@ -1315,8 +1323,7 @@ static void test_placements(void)
     float *o0 = NULL, *a0 = NULL;
     for (int mask = 0; mask <= 15; mask++) {
         rp_attn_cfg cfg = base_cfg(mask ? RP_PE_ROPE : RP_PE_NONE, D, Dv);
-        cfg.rotate = mask;
-        cfg.d_rot_qk = 4, cfg.d_rot_v = 4;
+        cfg.scheme = check_scheme_rot(mask ? RP_PE_ROPE : RP_PE_NONE, mask, 4, 4, 4, 4);
         double dmax[2][2] = {{0, 0}, {0, 0}};
         for (int shift = 0; shift <= 1; shift++) {
             cfg.pos_offset = shift ? 1000 : 0;
@@ -1362,8 +1369,7 @@ static void test_placements(void)
         const int masks[5] = {1, 2, 5, 12, 11};
         for (int mi = 0; mi < 5; mi++) {
             rp_attn_cfg cfg = base_cfg(RP_PE_ROPER, D, Dv);
-            cfg.rotate = masks[mi];
-            cfg.d_rot_q = 6, cfg.d_rot_k = 4, cfg.d_rot_v = 6, cfg.d_rot_o = 2;
+            cfg.scheme = check_scheme_rot(RP_PE_ROPER, masks[mi], 6, 4, 6, 2);
             double maxerr = 0;
             float qt[2 * 8], out[2 * 6]; /* H * D, H * Dv */
             double want[2 * 6], wa[2 * 8];
@@ -1389,26 +1395,24 @@ static void test_placements(void)
         rp_tensor_release(&kk);
         rp_tensor_release(&vv);
     }
-    /* errors: widths by the names they were set under */
+    /* errors: each placement's width by its name */
     rp_attn_cfg cfg = base_cfg(RP_PE_ROPE, D, Dv);
-    cfg.rotate = 16;
+    cfg.scheme.rotate = 16;
     CHECK_STATUS(rp_attention_check(&q, &k, &v, &cfg), RP_ERR_ARG, "rotate mask 16 is not a subset of qkvo");
     cfg = base_cfg(RP_PE_NONE, D, Dv);
-    cfg.rotate = 4;
+    cfg.scheme.rotate = 4;
     char msg[128];
     CHECK_STATUS(rp_attention_check(&q, &k, &v, &cfg), RP_ERR_ARG,
                  check_pe_msg(msg, sizeof msg, "rotate needs a rotary pe ({rotary}), not none"));
     cfg = base_cfg(RP_PE_ROPE, D, Dv);
-    cfg.rotate = RP_ROT_Q | RP_ROT_O;
-    cfg.d_rot_q = 3;
+    cfg.scheme = check_scheme_rot(RP_PE_ROPE, RP_ROT_Q | RP_ROT_O, 3, D, Dv, Dv);
     CHECK_STATUS(rp_attention_check(&q, &k, &v, &cfg), RP_ERR_ARG, "d_rot_q must be even and positive, got 3");
-    cfg.d_rot_q = 0, cfg.d_rot_o = 8;
+    cfg.scheme = check_scheme_rot(RP_PE_ROPE, RP_ROT_Q | RP_ROT_O, D, D, Dv, 8);
     CHECK_STATUS(rp_attention_check(&q, &k, &v, &cfg), RP_ERR_ARG, "d_rot_o 8 exceeds d_v 6");
-    cfg.d_rot_o = 0, cfg.d_rot_v = 0;
-    CHECK_STATUS(rp_attention_check(&q, &k, &v, &cfg), RP_ERR_ARG, "d_rot_v must be even and positive, got 0");
+    cfg.scheme = check_scheme_rot(RP_PE_ROPE, RP_ROT_Q | RP_ROT_O, D, D, 0, 0);
+    CHECK_STATUS(rp_attention_check(&q, &k, &v, &cfg), RP_ERR_ARG, "d_rot_o must be even and positive, got 0");
     cfg = base_cfg(RP_PE_ROPE, D, Dv);
-    cfg.rotate = RP_ROT_K;
-    cfg.d_rot_k = 10;
+    cfg.scheme = check_scheme_rot(RP_PE_ROPE, RP_ROT_K, D, 10, Dv, Dv);
     CHECK_STATUS(rp_attention_check(&q, &k, &v, &cfg), RP_ERR_ARG, "d_rot_k 10 exceeds d_k 8");
     cfg = base_cfg(RP_PE_ROPE, D, Dv);
     cfg.pos_offset = -1;

@@ -59,10 +59,10 @@ static prob prob_new(rp_pe pe, int64_t B, int64_t T, int64_t S, int64_t H, int64
     memset(&p, 0, sizeof p);
     p.B = B, p.T = T, p.S = S, p.H = H, p.D = D, p.Dv = Dv;
     rp_attn_cfg *c = &p.cfg;
-    c->pe = pe;
+    c->scheme = check_scheme(pe, 0, 0);
     c->causal = causal;
     c->scale = 0.8 / sqrt((double)D);
-    c->base = RP_ROPE_BASE;
+    c->scheme.base = RP_ROPE_BASE;
     c->q_offset = q_offset;
     c->pos_offset = (q_offset % 3) * 5; /* must change nothing */
     c->rel.clip = clip, c->rel.buckets = buckets, c->rel.max_distance = maxd;
@@ -152,7 +152,7 @@ static void ref_forward(const prob *p, double *const x[NIN], double *out, double
     const rp_attn_cfg *c = &p->cfg;
     int64_t B = p->B, T = p->T, S = p->S, H = p->H, D = p->D, Dv = p->Dv, k = c->rel.clip;
     int64_t P = c->pos_offset;
-    rp_pe pe = c->pe;
+    rp_pe pe = c->scheme.pe;
     double *slope = malloc(sizeof(double) * (size_t)H), *sc = malloc(sizeof(double) * (size_t)S);
     ref_slopes(slope, H);
     for (int64_t b = 0; b < B; b++)
@@ -280,7 +280,7 @@ static void kres_free(kres *r)
 static void label_of(char *buf, size_t n, const char *what, const prob *p)
 {
     snprintf(buf, n, "%s pe=%s %s B=%lld T=%lld S=%lld H=%lld q_offset=%lld clip=%lld "
-             "buckets=%lld max_distance=%lld", what, pe_name(p->cfg.pe),
+             "buckets=%lld max_distance=%lld", what, pe_name(p->cfg.scheme.pe),
              p->cfg.causal ? "causal" : "full", (long long)p->B, (long long)p->T, (long long)p->S,
              (long long)p->H, (long long)p->cfg.q_offset, (long long)p->cfg.rel.clip,
              (long long)p->cfg.rel.buckets, (long long)p->cfg.rel.max_distance);
@@ -479,7 +479,7 @@ static void test_threads(void)
                 for (int j = 0; j < NIN; j++)
                     if (p.n[j]) diff += count_diff(r1.g[j], rn.g[j], p.n[j]);
                 CHECK(diff == 0, "pe=%s %s: nthreads %d differs from 1 thread in %lld values",
-                      pe_name(p.cfg.pe), causal ? "causal" : "full", nts[ti], (long long)diff);
+                      pe_name(p.cfg.scheme.pe), causal ? "causal" : "full", nts[ti], (long long)diff);
                 kres_free(&rn);
             }
             kres_free(&r1);
@@ -536,13 +536,13 @@ static void test_decode(void)
                 worst_fwd = fmax(worst_fwd, fabs((double)out[j] - (double)fwd[pos * H * Dv + j]));
         }
         CHECK(worst_fwd <= OUT_TOL, "decode pe=%s: out vs rp_attention_forward's row, max |diff| "
-              "%.3g", pe_name(p.cfg.pe), worst_fwd);
+              "%.3g", pe_name(p.cfg.scheme.pe), worst_fwd);
         free(fwd);
         free(lse);
         free(fs);
         CHECK(worst <= OUT_TOL, "decode pe=%s: out vs the forward of each query, max |diff| %.3g",
-              pe_name(p.cfg.pe), worst);
-        printf("  decode pe=%s: max |diff| %.3g\n", pe_name(p.cfg.pe), worst);
+              pe_name(p.cfg.scheme.pe), worst);
+        printf("  decode pe=%s: max |diff| %.3g\n", pe_name(p.cfg.scheme.pe), worst);
         for (int j = 0; j < NIN; j++) free(x[j]);
         free(cache);
         free(scratch);
@@ -597,11 +597,11 @@ static void expect_error(const rp_attn_cfg *cfg, const char *want)
     rp_tensor v = check_new(4, CHECK_SHAPE(1, 3, 2, 3));
     rp_status st = rp_attention_check(&q, &k, &v, cfg);
     if (!want)
-        CHECK(st == RP_OK, "pe %s: accepted, got %s: %s", pe_name(cfg->pe), rp_status_name(st),
-              rp_last_error());
+        CHECK(st == RP_OK, "pe %s: accepted, got %s: %s", pe_name(cfg->scheme.pe),
+              rp_status_name(st), rp_last_error());
     else
         CHECK(st == RP_ERR_ARG && strcmp(rp_last_error(), want) == 0,
-              "pe %s: want RP_ERR_ARG \"%s\", got %s \"%s\"", pe_name(cfg->pe), want,
+              "pe %s: want RP_ERR_ARG \"%s\", got %s \"%s\"", pe_name(cfg->scheme.pe), want,
               rp_status_name(st), st == RP_OK ? "" : rp_last_error());
     rp_tensor_release(&q);
     rp_tensor_release(&k);
@@ -613,15 +613,17 @@ static void test_errors(void)
     printf("errors\n");
     float t[64] = {0};
     rp_attn_rel all = {t, t, t, t, t, t}, none = {0};
-    rp_attn_cfg c = {.pe = RP_PE_SHAW, .causal = 1, .scale = 0.5, .rel.clip = 0, .tables = &all};
+    rp_attn_cfg c = {.scheme = check_scheme(RP_PE_SHAW, 0, 0), .causal = 1, .scale = 0.5,
+                     .rel.clip = 0, .tables = &all};
     expect_error(&c, "rel_clip 0 must be in 1..65536");
     c.rel.clip = 1;
     expect_error(&c, NULL);
-    c.pe = RP_PE_DEBERTA, c.rel.clip = 65537;
+    c.scheme = check_scheme(RP_PE_DEBERTA, 0, 0), c.rel.clip = 65537;
     expect_error(&c, "rel_clip 65537 must be in 1..65536");
     c.rel.clip = 65536;
     expect_error(&c, NULL);
-    c = (rp_attn_cfg){.pe = RP_PE_T5, .causal = 1, .scale = 0.5, .rel.buckets = 1,
+    c = (rp_attn_cfg){.scheme = check_scheme(RP_PE_T5, 0, 0), .causal = 1, .scale = 0.5,
+                      .rel.buckets = 1,
                       .rel.max_distance = 128, .tables = &all};
     expect_error(&c, "rel_buckets 1 must be in 2..4096");
     c.rel.buckets = 4097;
@@ -642,28 +644,29 @@ static void test_errors(void)
     c.rel.buckets = 32, c.rel.max_distance = (int64_t)1 << 31;
     expect_error(&c, "rel_max_distance 2147483648 must be in 9..2147483647");
     /* tables */
-    c = (rp_attn_cfg){.pe = RP_PE_SHAW, .causal = 1, .scale = 0.5, .rel.clip = 4, .rel.buckets = 32,
+    c = (rp_attn_cfg){.scheme = check_scheme(RP_PE_SHAW, 0, 0), .causal = 1, .scale = 0.5,
+                      .rel.clip = 4, .rel.buckets = 32,
                       .rel.max_distance = 128, .tables = NULL};
     expect_error(&c, "pe shaw needs the table rel->ek (a^K [2 clip + 1, D])");
     rp_attn_rel part = all;
     part.ev = NULL;
     c.tables = &part;
     expect_error(&c, "pe shaw needs the table rel->ev (a^V [2 clip + 1, Dv])");
-    c.pe = RP_PE_XL, c.tables = &none;
+    c.scheme = check_scheme(RP_PE_XL, 0, 0), c.tables = &none;
     expect_error(&c, "pe xl needs the table rel->ek (W_kR R [rows, H, D])");
     part = all, part.u = NULL, c.tables = &part;
     expect_error(&c, "pe xl needs the table rel->u ([H, D])");
     part = all, part.w = NULL;
     expect_error(&c, "pe xl needs the table rel->w ([H, D])");
-    c.pe = RP_PE_T5, part = all, part.bias = NULL;
+    c.scheme = check_scheme(RP_PE_T5, 0, 0), part = all, part.bias = NULL;
     expect_error(&c, "pe t5 needs the table rel->bias ([H, buckets])");
-    c.pe = RP_PE_DEBERTA, part = all, part.ek = NULL;
+    c.scheme = check_scheme(RP_PE_DEBERTA, 0, 0), part = all, part.ek = NULL;
     expect_error(&c, "pe deberta needs the table rel->ek (K^r [2 clip, H, D])");
     part = all, part.eq = NULL;
     expect_error(&c, "pe deberta needs the table rel->eq (Q^r [2 clip, H, D])");
-    c.pe = RP_PE_ALIBI, c.tables = NULL, c.rel.clip = 0, c.rel.buckets = 0;
+    c.scheme = check_scheme(RP_PE_ALIBI, 0, 0), c.tables = NULL, c.rel.clip = 0, c.rel.buckets = 0;
     expect_error(&c, NULL);
-    c.pe = RP_PE_ROPE, c.d_rot_qk = 4, c.base = RP_ROPE_BASE; /* the others ignore rel_* */
+    c.scheme = check_scheme(RP_PE_ROPE, 4, 0); /* the others ignore rel_* */
     expect_error(&c, NULL);
 }
 
@@ -719,14 +722,14 @@ static void test_buckets(void)
         CHECK_CLOSE(m, r, H, 1e-15, label);
     }
     /* the table rows of each mode */
-    rp_attn_cfg c = {.pe = RP_PE_SHAW, .rel.clip = 5, .causal = 1};
+    rp_attn_cfg c = {.scheme = check_scheme(RP_PE_SHAW, 0, 0), .rel.clip = 5, .causal = 1};
     int64_t lo = -7;
     CHECK(rp_attention_rel_rows(&c, 4, 9, &lo) == 11 && lo == 0, "shaw rows 2k+1");
-    c.pe = RP_PE_DEBERTA;
+    c.scheme = check_scheme(RP_PE_DEBERTA, 0, 0);
     CHECK(rp_attention_rel_rows(&c, 4, 9, &lo) == 10 && lo == 0, "deberta rows 2k");
-    c.pe = RP_PE_T5;
+    c.scheme = check_scheme(RP_PE_T5, 0, 0);
     CHECK(rp_attention_rel_rows(&c, 4, 9, NULL) == 0, "t5 rows 0");
-    c.pe = RP_PE_XL;
+    c.scheme = check_scheme(RP_PE_XL, 0, 0);
     struct {
         int64_t T, S, off;
         int causal;

@@ -66,14 +66,15 @@ static void ref_rot(double *x, int64_t d_rot, double base, rp_pairing pairing, d
 static void ref_feat(double *num, double *den, const double *x, int64_t D,
                      const rp_linattn_cfg *cfg, double pos)
 {
-    if (!is_rot_qk(cfg->pe)) {
+    const rp_pe_scheme *s = &cfg->scheme;
+    if (!is_rot_qk(s->pe)) {
         for (int64_t f = 0; f < D; f++) num[f] = den[f] = ref_phi(x[f]);
     } else if (cfg->placement == RP_LIN_AFTER) {
         for (int64_t f = 0; f < D; f++) num[f] = den[f] = ref_phi(x[f]);
-        ref_rot(num, cfg->d_rot_qk, cfg->base, cfg->pairing, pos);
+        ref_rot(num, s->d_rot_q, s->base, s->pairing, pos);
     } else {
         for (int64_t f = 0; f < D; f++) num[f] = x[f];
-        ref_rot(num, cfg->d_rot_qk, cfg->base, cfg->pairing, pos);
+        ref_rot(num, s->d_rot_q, s->base, s->pairing, pos);
         for (int64_t f = 0; f < D; f++) den[f] = num[f] = ref_phi(num[f]);
     }
 }
@@ -110,7 +111,8 @@ static void ref_head(double *o, double *w, double *den, const double *q, const d
                  cfg, pm);
         double *vm = vr + m * REF_MAX_D;
         for (int64_t j = 0; j < d.Dv; j++) vm[j] = v[((b * d.T + m) * d.H + h) * d.Dv + j];
-        if (cfg->pe == RP_PE_ROPER) ref_rot(vm, cfg->d_rot_v, cfg->base, cfg->pairing, pm);
+        if (cfg->scheme.pe == RP_PE_ROPER)
+            ref_rot(vm, cfg->scheme.d_rot_v, cfg->scheme.base, cfg->scheme.pairing, pm);
     }
     for (int64_t n = 0; n < d.T; n++) {
         double pn = (double)(cfg->q_offset + n);
@@ -137,7 +139,8 @@ static void ref_head(double *o, double *w, double *den, const double *q, const d
         if (den) den[n] = dn;
         double *on = o + n * d.Dv;
         for (int64_t j = 0; j < d.Dv; j++) on[j] = acc[j] / dn;
-        if (cfg->pe == RP_PE_ROPER) ref_rot(on, cfg->d_rot_v, cfg->base, cfg->pairing, -pn);
+        if (cfg->scheme.pe == RP_PE_ROPER)
+            ref_rot(on, cfg->scheme.d_rot_o, cfg->scheme.base, cfg->scheme.pairing, -pn);
     }
     free(kn);
     free(kd);
@@ -160,12 +163,13 @@ static void ref_head_relative(double *o, const double *q, const double *k, const
             double un = 0.0;
             for (int64_t f = 0; f < d.D; f++) un += fq[f] * fk[f];
             dn += un;
-            ref_rot(fk, cfg->d_rot_qk, cfg->base, cfg->pairing, (double)(m - n));
+            ref_rot(fk, cfg->scheme.d_rot_k, cfg->scheme.base, cfg->scheme.pairing, (double)(m - n));
             double wnm = 0.0;
             for (int64_t f = 0; f < d.D; f++) wnm += fq[f] * fk[f];
             for (int64_t j = 0; j < d.Dv; j++) vr[j] = v[((b * d.T + m) * d.H + h) * d.Dv + j];
-            if (cfg->pe == RP_PE_ROPER)
-                ref_rot(vr, cfg->d_rot_v, cfg->base, cfg->pairing, (double)(m - n));
+            if (cfg->scheme.pe == RP_PE_ROPER)
+                ref_rot(vr, cfg->scheme.d_rot_v, cfg->scheme.base, cfg->scheme.pairing,
+                        (double)(m - n));
             for (int64_t j = 0; j < d.Dv; j++) on[j] += wnm * vr[j];
         }
         for (int64_t j = 0; j < d.Dv; j++) on[j] /= dn;
@@ -314,20 +318,18 @@ static rp_linattn_cfg make_cfg(mode m, int64_t D, int64_t Dv, rp_pairing pairing
 {
     rp_linattn_cfg c = rp_linattn_cfg_default(m.pe, D, Dv);
     c.placement = m.pl;
-    c.pairing = pairing;
+    c.scheme.pairing = pairing;
     c.q_offset = q_offset;
-    if (partial) {
-        c.d_rot_qk = D >= 6 ? D - 4 : 2;
-        c.d_rot_v = Dv >= 4 ? Dv - 2 : 2;
-    }
+    if (partial) check_scheme_widths(&c.scheme, D >= 6 ? D - 4 : 2, Dv >= 4 ? Dv - 2 : 2);
     return c;
 }
 
 static void cfg_label(char *buf, size_t n, const char *what, mode m, const rp_linattn_cfg *c, dims d)
 {
     snprintf(buf, n, "%s %s %s d_rot_qk=%lld d_rot_v=%lld B=%lld T=%lld H=%lld D=%lld Dv=%lld "
-             "q_offset=%lld", what, m.name, c->pairing == RP_PAIR_HALF ? "half" : "interleaved",
-             (long long)c->d_rot_qk, (long long)c->d_rot_v, (long long)d.B, (long long)d.T,
+             "q_offset=%lld", what, m.name,
+             c->scheme.pairing == RP_PAIR_HALF ? "half" : "interleaved",
+             (long long)c->scheme.d_rot_q, (long long)c->scheme.d_rot_v, (long long)d.B, (long long)d.T,
              (long long)d.H, (long long)d.D, (long long)d.Dv, (long long)c->q_offset);
 }
 
@@ -397,7 +399,7 @@ static void test_forward(void)
         problem p = problem_new(d2, 0, 0, 1.5);
         for (int mi = 0; mi < 5; mi++) {
             rp_linattn_cfg cfg = make_cfg(modes[mi], d2.D, d2.Dv, RP_PAIR_INTERLEAVED, 1, 3);
-            cfg.base = 500.0;
+            cfg.scheme.base = 500.0;
             forward_case(&p, modes[mi], &cfg, 2);
         }
         problem_free(&p);
@@ -419,9 +421,8 @@ static void test_forward(void)
         kres r0 = run_kernel(&p, &c0, 2, NULL, 1);
         for (int pe = RP_PE_SINUSOIDAL; pe <= RP_PE_LEARNED; pe++) {
             rp_linattn_cfg c = c0;
-            c.pe = (rp_pe)pe;
+            c.scheme = check_scheme((rp_pe)pe, 0, 0);
             c.placement = RP_LIN_BEFORE; /* ignored by plain modes */
-            c.d_rot_qk = 3;              /* not checked for plain modes */
             CHECK_STATUS(rp_linattn_check(d.D, d.Dv, &c), RP_OK, NULL);
             kres r = run_kernel(&p, &c, 2, NULL, 1);
             CHECK(memcmp(r.out, r0.out, sizeof(float) * (size_t)(p.nrow * p.ldo)) == 0 &&
@@ -610,7 +611,7 @@ static void test_backward(void)
         dims d3 = {1, 20, 2, wide[wi][0], wide[wi][1]};
         for (int mi = 0; mi < 5; mi++) {
             rp_linattn_cfg cfg = make_cfg(modes[mi], d3.D, d3.Dv, RP_PAIR_HALF, 0, 3);
-            cfg.d_rot_qk = d3.D / 2 * 2;
+            check_scheme_widths(&cfg.scheme, d3.D / 2 * 2, d3.Dv);
             grad_case(d3, modes[mi], &cfg, 2, 2.0);
         }
     }
@@ -935,8 +936,10 @@ static void test_names_and_errors(void)
               rp_lin_placement_from_name("After") == -1 && rp_lin_placement_from_name("") == -1,
           "placement from name");
     rp_linattn_cfg c0 = rp_linattn_cfg_default(RP_PE_ROPER, 8, 6);
-    CHECK(c0.pe == RP_PE_ROPER && c0.placement == RP_LIN_AFTER && c0.base == 10000.0 &&
-              c0.pairing == RP_PAIR_HALF && c0.d_rot_qk == 8 && c0.d_rot_v == 6 &&
+    const rp_pe_scheme *s0 = &c0.scheme;
+    CHECK(s0->pe == RP_PE_ROPER && c0.placement == RP_LIN_AFTER && s0->base == 10000.0 &&
+              s0->pairing == RP_PAIR_HALF && s0->d_rot_q == 8 && s0->d_rot_k == 8 &&
+              s0->d_rot_v == 6 && s0->d_rot_o == 6 && s0->rotate == RP_ROT_ALL &&
               c0.eps == RP_LINATTN_EPS && RP_LINATTN_EPS == 1e-6 && c0.q_offset == 0,
           "rp_linattn_cfg_default");
     CHECK_STATUS(rp_linattn_check(8, 6, &c0), RP_OK, NULL);
@@ -948,36 +951,46 @@ static void test_names_and_errors(void)
     rp_linattn_cfg c;
     CHECK_EACH_PE(pe, CHECK_PE_LINEAR_ROTARY) {
         c = c0;
-        c.pe = (rp_pe)pe;
-        c.d_rot_qk = 5;
+        c.scheme = check_scheme((rp_pe)pe, 5, 6);
         CHECK_STATUS(rp_linattn_check(8, 6, &c), RP_ERR_ARG, "d_rot_qk must be even");
-        c.d_rot_qk = 10;
+        check_scheme_widths(&c.scheme, 10, 6);
         CHECK_STATUS(rp_linattn_check(8, 6, &c), RP_ERR_ARG, "d_rot_qk 10 exceeds D 8");
-        c.d_rot_qk = 0;
+        check_scheme_widths(&c.scheme, 0, 6);
         CHECK_STATUS(rp_linattn_check(8, 6, &c), RP_ERR_ARG, ">= 2");
-        c.d_rot_qk = -2;
+        check_scheme_widths(&c.scheme, -2, 6);
         CHECK_STATUS(rp_linattn_check(8, 6, &c), RP_ERR_ARG, "d_rot_qk");
-        c.d_rot_qk = 2;
+        check_scheme_widths(&c.scheme, 2, 6);
         CHECK_STATUS(rp_linattn_check(8, 6, &c), RP_OK, NULL);
-        c.base = 0.0;
+        c.scheme.d_rot_k = 4;
+        CHECK_MSG(rp_linattn_check(8, 6, &c), RP_ERR_ARG,
+                  "linear attention rotates q and k alike: d_rot_k 4, d_rot_q 2");
+        c.scheme.d_rot_k = 2;
+        c.scheme.base = 0.0;
         CHECK_STATUS(rp_linattn_check(8, 6, &c), RP_ERR_ARG, "base");
-        c.base = (double)NAN;
+        c.scheme.base = (double)NAN;
         CHECK_STATUS(rp_linattn_check(8, 6, &c), RP_ERR_ARG, "base");
     }
     c = c0;
-    c.d_rot_v = 3;
+    check_scheme_widths(&c.scheme, 8, 3);
     CHECK_STATUS(rp_linattn_check(8, 6, &c), RP_ERR_ARG, "d_rot_v must be even");
-    c.d_rot_v = 8;
+    check_scheme_widths(&c.scheme, 8, 8);
     CHECK_STATUS(rp_linattn_check(8, 6, &c), RP_ERR_ARG, "d_rot_v 8 exceeds Dv 6");
-    c.d_rot_v = 0;
+    check_scheme_widths(&c.scheme, 8, 0);
     CHECK_STATUS(rp_linattn_check(8, 6, &c), RP_ERR_ARG, "d_rot_v");
-    c.pe = RP_PE_ROPE; /* rope does not use d_rot_v */
+    check_scheme_widths(&c.scheme, 8, 6);
+    c.scheme.d_rot_o = 4;
+    CHECK_MSG(rp_linattn_check(8, 6, &c), RP_ERR_ARG,
+              "linear attention rotates v and the output alike: d_rot_o 4, d_rot_v 6");
+    c.scheme = check_scheme_rot(RP_PE_ROPER, RP_ROT_Q | RP_ROT_K | RP_ROT_V, 8, 8, 6, 6);
+    CHECK_MSG(rp_linattn_check(8, 6, &c), RP_ERR_ARG,
+              "linear attention rotates pe roper's own placements (rotate 'qkvo'), got rotate "
+              "'qkv'");
+    c.scheme = check_scheme(RP_PE_ROPE, 8, 8); /* rope does not use d_rot_v */
     CHECK_STATUS(rp_linattn_check(8, 6, &c), RP_OK, NULL);
-    c.pe = RP_PE_NONE; /* none uses neither */
-    c.d_rot_qk = 7;
+    c.scheme = check_scheme(RP_PE_NONE, 7, 8); /* none uses neither */
     CHECK_STATUS(rp_linattn_check(8, 6, &c), RP_OK, NULL);
     c = c0;
-    c.pe = RP_PE_ROPER_LEGACY;
+    c.scheme = check_scheme(RP_PE_ROPER_LEGACY, 8, 6);
     CHECK_STATUS(rp_linattn_check(8, 6, &c), RP_ERR_ARG,
                  "roper_legacy is not supported by linear attention");
     const double bad_eps[4] = {0.0, -1e-6, (double)NAN, HUGE_VAL};
@@ -993,10 +1006,10 @@ static void test_names_and_errors(void)
     c.placement = (rp_lin_placement)2;
     CHECK_STATUS(rp_linattn_check(8, 6, &c), RP_ERR_ARG, "placement");
     c = c0;
-    c.pairing = (rp_pairing)3;
+    c.scheme.pairing = (rp_pairing)3;
     CHECK_STATUS(rp_linattn_check(8, 6, &c), RP_ERR_ARG, "pairing");
     c = c0;
-    c.pe = (rp_pe)17;
+    c.scheme.pe = (rp_pe)17;
     CHECK_STATUS(rp_linattn_check(8, 6, &c), RP_ERR_ARG, "pe");
     CHECK_STATUS(rp_linattn_check(0, 6, &c0), RP_ERR_ARG, "D >= 1");
     CHECK_STATUS(rp_linattn_check(8, 0, &c0), RP_ERR_ARG, "Dv >= 1");

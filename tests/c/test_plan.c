@@ -45,8 +45,8 @@ static void test_widths(void)
                 rp_status st = rp_attention_plan(&r, &p);
                 CHECK(st == RP_OK, "%s rotate %d: %s", m->name, rot, rp_last_error());
                 double f[4] = {own ? 0.25 : 0.5, own ? 1.0 : 0.5, 0.75, own ? 0.5 : 0.75};
-                int64_t size[4] = {16, 16, 24, 24}, want[4], got[4] = {p.scheme.d_rot_q,
-                    p.scheme.d_rot_k, p.scheme.d_rot_v, p.scheme.d_rot_o}, half = 0;
+                int64_t size[4] = {16, 16, 24, 24}, want[4], got[4] = {p.cfg.scheme.d_rot_q,
+                    p.cfg.scheme.d_rot_k, p.cfg.scheme.d_rot_v, p.cfg.scheme.d_rot_o}, half = 0;
                 for (int i = 0; i < 4; i++) {
                     want[i] = eff & (1 << i) ? (int64_t)floor(f[i] * (double)size[i]) : 0;
                     if (want[i] / 2 > half) half = want[i] / 2;
@@ -201,15 +201,17 @@ static void test_linear(void)
         r.eps = 1e-3, r.q_offset = 9;
         rp_linattn_plan p;
         CHECK_STATUS(rp_linear_attention_plan(&r, &p), RP_OK, NULL);
-        int64_t wqk = m->rotate & RP_ROT_Q ? (int64_t)floor(0.5 * 16.0) : 16;
-        int64_t wv = m->rotate & RP_ROT_V ? (int64_t)floor(0.75 * 24.0) : 24;
-        CHECK(p.cfg.pe == (rp_pe)pe && p.cfg.d_rot_qk == wqk && p.cfg.d_rot_v == wv &&
+        int64_t wqk = m->rotate & RP_ROT_Q ? (int64_t)floor(0.5 * 16.0) : 0;
+        int64_t wv = m->rotate & RP_ROT_V ? (int64_t)floor(0.75 * 24.0) : 0;
+        const rp_pe_scheme *sc = &p.cfg.scheme;
+        CHECK(sc->pe == (rp_pe)pe && sc->d_rot_q == wqk && sc->d_rot_k == wqk &&
+                  sc->d_rot_v == wv && sc->d_rot_o == wv && sc->rotate == m->rotate &&
                   p.cfg.eps == 1e-3 && p.cfg.q_offset == 9 &&
-                  p.cfg.base == (m->rotary ? 500.0 : RP_ROPE_BASE) &&
-                  p.cfg.pairing == (m->rotary ? RP_PAIR_INTERLEAVED : RP_PAIR_HALF) &&
+                  sc->base == (m->rotary ? 500.0 : RP_ROPE_BASE) &&
+                  sc->pairing == (m->rotary ? RP_PAIR_INTERLEAVED : RP_PAIR_HALF) &&
                   p.cfg.placement == (m->rotary ? RP_LIN_BEFORE : RP_LIN_AFTER),
-              "%s: d_rot %lld %lld, want %lld %lld", m->name, (long long)p.cfg.d_rot_qk,
-              (long long)p.cfg.d_rot_v, (long long)wqk, (long long)wv);
+              "%s: d_rot %lld %lld, want %lld %lld", m->name, (long long)sc->d_rot_q,
+              (long long)sc->d_rot_v, (long long)wqk, (long long)wv);
         CHECK(rp_linattn_check(r.D, r.Dv, &p.cfg) == RP_OK, "%s: %s", m->name, rp_last_error());
         n++;
     }

@@ -543,7 +543,7 @@ static void test_attention_checks(void)
     f.axes.n = 2, f.axes.map = RP_AXES_AXIAL;
     rp_attn_cfg cfg;
     memset(&cfg, 0, sizeof cfg);
-    cfg.pe = RP_PE_ROPE, cfg.causal = 1, cfg.scale = 0.5, cfg.base = RP_ROPE_BASE, cfg.d_rot_qk = 4;
+    cfg.scheme = check_scheme(RP_PE_ROPE, 4, 0), cfg.causal = 1, cfg.scale = 0.5;
     cfg.freq = &f;
     CHECK_MSG(rp_attention_check(&q, &q, &q, &cfg), RP_OK, "");
     int64_t pos[8] = {0, 0, 0, 1, 1, 0, 1, 1};
@@ -592,31 +592,33 @@ typedef struct {
 } adims;
 
 /* One head (b, h) of contiguous double q [B,T,H,D], k [B,S,H,D], v [B,S,H,Dv]: o [T x Dv] and,
- * when att is not NULL, att [T x S]. cfg gives pe, causal, scale, base, pairing, d_rot_qk,
- * d_rot_v and q_offset; r and pos [rows x A] the positions' angles. */
+ * when att is not NULL, att [T x S]. cfg gives the scheme (pe, base, pairing, the widths of the
+ * mode's own placements), causal, scale and q_offset; r and pos [rows x A] the positions'
+ * angles. */
 static void ref_attn_head(double *o, double *att, const double *q, const double *k,
                           const double *v, adims d, const rp_attn_cfg *cfg, const ref_scheme *r,
                           const int64_t *pos, int64_t b, int64_t h)
 {
     static double kr[AMAXS][AMAXD], vr[AMAXS][AMAXD];
     double qr[AMAXD], ang[MAXH], s[AMAXS];
-    int A = r->A, il = cfg->pairing == RP_PAIR_INTERLEAVED, rv = cfg->pe != RP_PE_ROPE;
-    double c = cfg->pe == RP_PE_ROPER_LEGACY ? 2.0 : 1.0;
-    int64_t hq = cfg->d_rot_qk / 2, hv = cfg->d_rot_v / 2;
+    const rp_pe_scheme *sc = &cfg->scheme;
+    int A = r->A, il = sc->pairing == RP_PAIR_INTERLEAVED, rv = sc->pe != RP_PE_ROPE;
+    double c = sc->pe == RP_PE_ROPER_LEGACY ? 2.0 : 1.0;
+    int64_t hq = sc->d_rot_q / 2, hv = sc->d_rot_v / 2;
     for (int64_t i = 0; i < d.S; i++) {
         for (int64_t f = 0; f < d.D; f++) kr[i][f] = k[((b * d.S + i) * d.H + h) * d.D + f];
         for (int64_t f = 0; f < d.Dv; f++) vr[i][f] = v[((b * d.S + i) * d.H + h) * d.Dv + f];
-        ref_angles(ang, r, hq, cfg->base, 1.0, pos + i * A);
-        ref_rotate_d(kr[i], ang, cfg->d_rot_qk, il, 1);
+        ref_angles(ang, r, hq, sc->base, 1.0, pos + i * A);
+        ref_rotate_d(kr[i], ang, sc->d_rot_k, il, 1);
         if (!rv) continue;
-        ref_angles(ang, r, hv, cfg->base, c, pos + i * A);
-        ref_rotate_d(vr[i], ang, cfg->d_rot_v, il, 1);
+        ref_angles(ang, r, hv, sc->base, c, pos + i * A);
+        ref_rotate_d(vr[i], ang, sc->d_rot_v, il, 1);
     }
     for (int64_t t = 0; t < d.T; t++) {
         int64_t n = cfg->q_offset + t;
         for (int64_t f = 0; f < d.D; f++) qr[f] = q[((b * d.T + t) * d.H + h) * d.D + f];
-        ref_angles(ang, r, hq, cfg->base, 1.0, pos + n * A);
-        ref_rotate_d(qr, ang, cfg->d_rot_qk, il, 1);
+        ref_angles(ang, r, hq, sc->base, 1.0, pos + n * A);
+        ref_rotate_d(qr, ang, sc->d_rot_q, il, 1);
         double m = -HUGE_VAL, z = 0.0;
         for (int64_t i = 0; i < d.S; i++) {
             s[i] = 0.0;
@@ -632,8 +634,8 @@ static void ref_attn_head(double *o, double *att, const double *q, const double 
             for (int64_t f = 0; f < d.Dv; f++) ot[f] += s[i] / z * vr[i][f];
         }
         if (!rv) continue;
-        ref_angles(ang, r, hv, cfg->base, 1.0, pos + n * A);
-        ref_rotate_d(ot, ang, cfg->d_rot_v, il, -1);
+        ref_angles(ang, r, hv, sc->base, 1.0, pos + n * A);
+        ref_rotate_d(ot, ang, sc->d_rot_o, il, -1);
     }
 }
 
@@ -741,9 +743,9 @@ static rp_attn_cfg axes_cfg(rp_pe pe, int il, int64_t d_rot, int64_t d_rot_v, in
 {
     rp_attn_cfg cfg;
     memset(&cfg, 0, sizeof cfg);
-    cfg.pe = pe, cfg.causal = 1, cfg.scale = 1.0 / sqrt((double)D), cfg.base = RP_ROPE_BASE;
-    cfg.pairing = il ? RP_PAIR_INTERLEAVED : RP_PAIR_HALF;
-    cfg.d_rot_qk = d_rot, cfg.d_rot_v = d_rot_v, cfg.q_offset = q_offset;
+    cfg.scheme = check_scheme(pe, d_rot, d_rot_v);
+    cfg.scheme.pairing = il ? RP_PAIR_INTERLEAVED : RP_PAIR_HALF;
+    cfg.causal = 1, cfg.scale = 1.0 / sqrt((double)D), cfg.q_offset = q_offset;
     cfg.freq = f, cfg.pos = pos, cfg.pos_rows = rows;
     return cfg;
 }
@@ -815,7 +817,7 @@ static void test_attention_reference(void)
                         }
                     char label[200];
                     snprintf(label, sizeof label, "%s pe=%s %s T=%lld S=%lld q_offset=%lld",
-                             schemes[sc].name, rp_pe_name(cfg.pe), il ? "interleaved" : "half",
+                             schemes[sc].name, rp_pe_name(cfg.scheme.pe), il ? "interleaved" : "half",
                              (long long)d.T, (long long)d.S, (long long)cfg.q_offset);
                     CHECK(eo <= AX_TOL, "%s: out vs reference %.3g", label, eo);
                     CHECK(ea <= AX_TOL, "%s: att vs reference %.3g", label, ea);
@@ -901,10 +903,10 @@ static void test_attention_decode(void)
                     aresult_free(&res);
                 }
                 CHECK(same, "%s pe=%s %s: decode with rope_rows == without, bit for bit",
-                      schemes[sel[si]].name, rp_pe_name(cfg.pe), il ? "interleaved" : "half");
+                      schemes[sel[si]].name, rp_pe_name(cfg.scheme.pe), il ? "interleaved" : "half");
                 CHECK(nbits == N, "%s pe=%s %s: decode is the forward's row bit for bit in "
                       "%d of %d tokens (max |diff| %.3g)", schemes[sel[si]].name,
-                      rp_pe_name(cfg.pe), il ? "interleaved" : "half", nbits, N, err);
+                      rp_pe_name(cfg.scheme.pe), il ? "interleaved" : "half", nbits, N, err);
                 worst = fmax(worst, err);
                 bitwise += nbits, cases++;
                 free(q), free(k), free(v), free(cache[0]), free(cache[1]), free(scratch);
@@ -946,16 +948,16 @@ static void test_attention_one_axis(void)
                 aresult ra = run_attn(d, q, k, v, G, &a, 2), rb = run_attn(d, q, k, v, G, &b, 1);
                 aresult rc = run_attn(d, q, k, v, G, &c, 2), re = run_attn(d, q, k, v, G, &e, 1);
                 CHECK(same_bits(&ra, &rb, d, 1), "scheme %d pe=%s %s: pos[i] = i != pos NULL",
-                      sch, rp_pe_name(a.pe), il ? "interleaved" : "half");
+                      sch, rp_pe_name(a.scheme.pe), il ? "interleaved" : "half");
                 CHECK(same_bits(&rc, &re, d, 1),
                       "scheme %d pe=%s %s: pos[i] = 37 + i != pos_offset 37", sch,
-                      rp_pe_name(a.pe), il ? "interleaved" : "half");
-                if (a.pe == RP_PE_ROPER_LEGACY) { /* R((2i - n) theta): not relative */
+                      rp_pe_name(a.scheme.pe), il ? "interleaved" : "half");
+                if (a.scheme.pe == RP_PE_ROPER_LEGACY) { /* R((2i - n) theta): not relative */
                     double m = 0.0;
                     for (int64_t j = 0; j < d.B * d.T * d.H * d.Dv; j++)
                         m = fmax(m, fabs((double)ra.out[j] - (double)rc.out[j]));
                     CHECK(m > 1e-3, "scheme %d pe=%s: pos_offset 37 changes nothing", sch,
-                          rp_pe_name(a.pe));
+                          rp_pe_name(a.scheme.pe));
                 }
                 aresult_free(&ra), aresult_free(&rb), aresult_free(&rc), aresult_free(&re);
                 cases++;

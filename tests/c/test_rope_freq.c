@@ -671,10 +671,10 @@ static void ref_rot(double *x, int64_t d_rot, const rp_attn_cfg *cfg, int64_t p,
                     double sgn)
 {
     double cs[REF_MAX_D], sn[REF_MAX_D];
-    ref_row(cs, sn, NULL, cfg->freq, d_rot, cfg->base, c, side, p);
+    ref_row(cs, sn, NULL, cfg->freq, d_rot, cfg->scheme.base, c, side, p);
     int64_t h = d_rot / 2;
     for (int64_t j = 0; j < h; j++) {
-        int half = cfg->pairing == RP_PAIR_HALF;
+        int half = cfg->scheme.pairing == RP_PAIR_HALF;
         int64_t a = half ? j : 2 * j, b = half ? j + h : 2 * j + 1;
         double xa = x[a], xb = x[b], s = sgn * sn[j];
         x[a] = xa * cs[j] - xb * s;
@@ -690,17 +690,17 @@ static void ref_head(double *o_out, double *a_out, const double *q, const double
 {
     static double kr[REF_MAX_S][REF_MAX_D];
     double qr[REF_MAX_D], vr[REF_MAX_D], s[REF_MAX_S], a[REF_MAX_S];
-    int rv = cfg->pe != RP_PE_ROPE;
-    double vmul = cfg->pe == RP_PE_ROPER_LEGACY ? 2.0 : 1.0, sc = cfg->scale * ref_temp(cfg->freq);
+    int rv = cfg->scheme.pe != RP_PE_ROPE;
+    double vmul = cfg->scheme.pe == RP_PE_ROPER_LEGACY ? 2.0 : 1.0, sc = cfg->scale * ref_temp(cfg->freq);
     int64_t p0 = cfg->pos_offset;
     for (int64_t i = 0; i < d.S; i++) {
         for (int64_t f = 0; f < d.D; f++) kr[i][f] = k[((b * d.S + i) * d.H + h) * d.D + f];
-        ref_rot(kr[i], cfg->d_rot_qk, cfg, p0 + i, 1.0, -1, 1.0);
+        ref_rot(kr[i], cfg->scheme.d_rot_k, cfg, p0 + i, 1.0, -1, 1.0);
     }
     for (int64_t t = 0; t < d.T; t++) {
         int64_t n = cfg->q_offset + t;
         for (int64_t f = 0; f < d.D; f++) qr[f] = q[((b * d.T + t) * d.H + h) * d.D + f];
-        ref_rot(qr, cfg->d_rot_qk, cfg, p0 + n, 1.0, 1, 1.0);
+        ref_rot(qr, cfg->scheme.d_rot_q, cfg, p0 + n, 1.0, 1, 1.0);
         double m = -HUGE_VAL, z = 0.0;
         for (int64_t i = 0; i <= n && i < d.S; i++) {
             double dot = 0;
@@ -715,10 +715,10 @@ static void ref_head(double *o_out, double *a_out, const double *q, const double
             a[i] /= z;
             if (a_out) a_out[t * d.S + i] = a[i];
             for (int64_t f = 0; f < d.Dv; f++) vr[f] = v[((b * d.S + i) * d.H + h) * d.Dv + f];
-            if (rv) ref_rot(vr, cfg->d_rot_v, cfg, p0 + i, vmul, -1, 1.0);
+            if (rv) ref_rot(vr, cfg->scheme.d_rot_v, cfg, p0 + i, vmul, -1, 1.0);
             for (int64_t f = 0; f < d.Dv; f++) o[f] += a[i] * vr[f];
         }
-        if (rv) ref_rot(o, cfg->d_rot_v, cfg, p0 + n, 1.0, 1, -1.0);
+        if (rv) ref_rot(o, cfg->scheme.d_rot_o, cfg, p0 + n, 1.0, 1, -1.0);
     }
 }
 
@@ -750,13 +750,9 @@ static rp_attn_cfg base_cfg(rp_pe pe, int64_t D, int64_t Dv, const rp_rope_freq 
 {
     rp_attn_cfg c;
     memset(&c, 0, sizeof c);
-    c.pe = pe;
+    c.scheme = check_scheme(pe, D, Dv);
     c.causal = 1;
     c.scale = 1.0 / sqrt((double)D);
-    c.base = 10000.0;
-    c.pairing = RP_PAIR_HALF;
-    c.d_rot_qk = D;
-    c.d_rot_v = Dv;
     c.freq = f;
     return c;
 }
@@ -864,14 +860,14 @@ static void test_attention_ref(void)
                 rp_rope_freq f = scheme(si, th, ang, &name);
                 rp_attn_cfg cfg = base_cfg((rp_pe)pe, AD, ADV, &f);
                 cfg.q_offset = g[gi].qo, cfg.pos_offset = g[gi].po;
-                if (si == 6) cfg.pairing = RP_PAIR_INTERLEAVED;
-                if (gi == 2) cfg.d_rot_qk = 6, cfg.d_rot_v = 4; /* partial widths */
+                if (si == 6) cfg.scheme.pairing = RP_PAIR_INTERLEAVED;
+                if (gi == 2) check_scheme_widths(&cfg.scheme, 6, 4); /* partial widths */
                 double ea, e = attn_err(q, k, v, d, &cfg, &ea);
                 CHECK(e <= ATT_TOL && ea <= ATT_TOL, "%s pe=%s T=%lld S=%lld q_offset=%lld "
-                      "pos_offset=%lld d_rot_qk=%lld d_rot_v=%lld: max |out - ref| %.3g, |att - "
+                      "pos_offset=%lld d_rot_q=%lld d_rot_v=%lld: max |out - ref| %.3g, |att - "
                       "ref| %.3g", name, rp_pe_name((rp_pe)pe), (long long)d.T, (long long)d.S,
-                      (long long)cfg.q_offset, (long long)cfg.pos_offset, (long long)cfg.d_rot_qk,
-                      (long long)cfg.d_rot_v, e, ea);
+                      (long long)cfg.q_offset, (long long)cfg.pos_offset,
+                      (long long)cfg.scheme.d_rot_q, (long long)cfg.scheme.d_rot_v, e, ea);
                 if (gi == 0 && pe == RP_PE_ROPER)
                     printf("  %s pe=roper T=37: max |out - ref| %.3g, |att - ref| %.3g\n", name, e, ea);
             }
@@ -925,7 +921,7 @@ static void test_backward_fd(void)
         f.xpos_scale_base = 4.0; /* magnitudes far from 1 within a few positions */
         rp_attn_cfg cfg = base_cfg((rp_pe)g[gi].pe, AD, ADV, &f);
         cfg.q_offset = g[gi].qo, cfg.pos_offset = g[gi].po;
-        if (g[gi].si == 6) cfg.pairing = RP_PAIR_INTERLEAVED;
+        if (g[gi].si == 6) cfg.scheme.pairing = RP_PAIR_INTERLEAVED;
         int64_t n[3] = {d.T * AH * AD, d.S * AH * AD, d.S * AH * ADV}, no = d.T * AH * ADV;
         float *x[3] = {check_rand_floats(&rng_state, n[0], -2.0, 2.0),
                        check_rand_floats(&rng_state, n[1], -2.0, 2.0),
@@ -952,7 +948,7 @@ static void test_backward_fd(void)
             char label[200];
             snprintf(label, sizeof label, "%s vs finite differences: %s (scale base 4) pe=%s T=%lld S=%lld "
                      "q_offset=%lld pos_offset=%lld (max |grad| %.3g)", gn[j], name,
-                     rp_pe_name(cfg.pe), (long long)d.T, (long long)d.S, (long long)cfg.q_offset,
+                     rp_pe_name(cfg.scheme.pe), (long long)d.T, (long long)d.S, (long long)cfg.q_offset,
                      (long long)cfg.pos_offset, gmax);
             CHECK_CLOSE(gr[j], fd, n[j], 1e-5 * fmax(1.0, gmax), label);
             free(fd);
@@ -1003,13 +999,13 @@ static void test_decode(void)
             for (int64_t j = 0; j < AH * ADV; j++)
                 efull = fmax(efull, fabs((double)out[j] - (double)full[(Tn - 1) * AH * ADV + j]));
             CHECK(efull <= 2e-6, "decode %s pe=%s: last step vs the forward's last row, max |diff| %.3g",
-                  name, rp_pe_name(cfg.pe), efull);
+                  name, rp_pe_name(cfg.scheme.pe), efull);
             CHECK(eref <= ATT_TOL, "decode %s pe=%s: every step vs the reference, max |diff| %.3g",
-                  name, rp_pe_name(cfg.pe), eref);
+                  name, rp_pe_name(cfg.scheme.pe), eref);
             CHECK(eq <= 1e-5, "decode %s pe=%s: q rotated (and scaled) in place, max |diff| %.3g", name,
-                  rp_pe_name(cfg.pe), eq);
+                  rp_pe_name(cfg.scheme.pe), eq);
             printf("  decode %s pe=%s: vs forward %.3g, vs reference %.3g\n", name,
-                   rp_pe_name(cfg.pe), efull, eref);
+                   rp_pe_name(cfg.scheme.pe), efull, eref);
             free(q), free(k), free(v), free(full), free(cache), free(scratch);
         }
     area_end("decode");
@@ -1033,10 +1029,9 @@ static void test_decode_rows(void)
                 const char *name;
                 rp_rope_freq f = scheme(si, th, ang, &name);
                 rp_attn_cfg cfg = base_cfg((rp_pe)pe, AD, ADV, &f);
-                if (si == 6) cfg.pairing = RP_PAIR_INTERLEAVED;
-                if (partial) cfg.d_rot_qk = 6, cfg.d_rot_v = 4;
-                rp_pe_scheme sc;
-                CHECK(rp_attn_scheme(&cfg, &sc) == RP_OK, "scheme");
+                if (si == 6) cfg.scheme.pairing = RP_PAIR_INTERLEAVED;
+                if (partial) check_scheme_widths(&cfg.scheme, 6, 4);
+                const rp_pe_scheme sc = cfg.scheme;
                 /* the placements in the rows' order: width, angle factor, xPos side */
                 const struct { int64_t w; double c; int side; } pl[4] = {
                     {sc.d_rot_q, 1.0, 1}, {sc.d_rot_k, 1.0, -1}, {sc.d_rot_v, sc.v_angle, -1},
@@ -1053,7 +1048,7 @@ static void test_decode_rows(void)
                 for (int i = 0; i < 4; i++) {
                     int64_t h = pl[i].w / 2;
                     for (int64_t p = 0; p < cap && h; p++) {
-                        rp_rope_freq_tables(one_c, one_s, &f, pl[i].w, cfg.base, pl[i].c,
+                        rp_rope_freq_tables(one_c, one_s, &f, pl[i].w, sc.base, pl[i].c,
                                             pl[i].side, NULL, p, 1);
                         bad += memcmp(one_c, rows + off + p * h, sizeof(float) * (size_t)h) != 0;
                         bad += memcmp(one_s, rows + off + (cap + p) * h,
@@ -1061,8 +1056,8 @@ static void test_decode_rows(void)
                     }
                     off += cap * pl[i].w;
                 }
-                CHECK(bad == 0, "%s pe=%s d_rot_qk=%lld: %lld rows differ from one position's",
-                      name, rp_pe_name((rp_pe)pe), (long long)cfg.d_rot_qk, (long long)bad);
+                CHECK(bad == 0, "%s pe=%s d_rot_q=%lld: %lld rows differ from one position's",
+                      name, rp_pe_name((rp_pe)pe), (long long)sc.d_rot_q, (long long)bad);
 
                 int64_t nc = rp_attention_cache_floats(cap, AH, AD, ADV);
                 int64_t ns = rp_attention_decode_scratch_floats(&cfg, cap, AH, AD, ADV);
@@ -1088,9 +1083,9 @@ static void test_decode_rows(void)
                     diff += memcmp(q0, q1, sizeof q0) != 0;
                 }
                 diff += memcmp(c0, c1, sizeof(float) * (size_t)nc) != 0;
-                CHECK(diff == 0, "%s pe=%s d_rot_qk=%lld: decoding with the built rows differs in "
+                CHECK(diff == 0, "%s pe=%s d_rot_q=%lld: decoding with the built rows differs in "
                       "%lld outputs, queries or the cache", name, rp_pe_name((rp_pe)pe),
-                      (long long)cfg.d_rot_qk, (long long)diff);
+                      (long long)sc.d_rot_q, (long long)diff);
                 free(rows), free(c0), free(c1), free(scratch), free(q), free(k), free(v);
             }
     area_end("decode rows built once");
@@ -1121,10 +1116,10 @@ static void test_relative(void)
         if (CHECK(s0 == RP_OK && s1 == RP_OK, "rp_attention: %s", rp_last_error())) {
             char label[120];
             snprintf(label, sizeof label, "user theta pe=%s: out at pos_offset 1000 == at 0",
-                     rp_pe_name(cfg.pe));
+                     rp_pe_name(cfg.scheme.pe));
             CHECK_CLOSE(o1, o0, no, 1e-5, label);
             snprintf(label, sizeof label, "user theta pe=%s: att at pos_offset 1000 == at 0",
-                     rp_pe_name(cfg.pe));
+                     rp_pe_name(cfg.scheme.pe));
             CHECK_CLOSE(a1, a0, na, 1e-5, label);
         }
     }
@@ -1155,13 +1150,13 @@ static void test_relative(void)
         double e_before = attn_err(q, k, v, d8, &cfg, NULL);
         printf("  xpos 0.4/16 pe=%s (T = S = 8): error %.3g at pos_offset 0, %.3g at %lld; above "
                "1e-3 from pos_offset %lld, non-finite outputs from %lld; at 2000: %.3g\n",
-               rp_pe_name(cfg.pe), e0, e_before, (long long)first_big - 1, (long long)first_big,
+               rp_pe_name(cfg.scheme.pe), e0, e_before, (long long)first_big - 1, (long long)first_big,
                (long long)first_nan, e_end);
-        CHECK(e0 <= ATT_TOL, "xpos pe=%s at pos_offset 0: max |out - ref| %.3g", rp_pe_name(cfg.pe), e0);
+        CHECK(e0 <= ATT_TOL, "xpos pe=%s at pos_offset 0: max |out - ref| %.3g", rp_pe_name(cfg.scheme.pe), e0);
         CHECK(!(e_end <= 1e-3), "xpos pe=%s at pos_offset 2000: the float magnitudes leave the range "
-              "(error %.3g)", rp_pe_name(cfg.pe), e_end);
+              "(error %.3g)", rp_pe_name(cfg.scheme.pe), e_end);
         CHECK(first_big > 1000, "xpos pe=%s: exact enough up to pos_offset 1000 (first error > 1e-3 "
-              "at %lld)", rp_pe_name(cfg.pe), (long long)first_big);
+              "at %lld)", rp_pe_name(cfg.scheme.pe), (long long)first_big);
     }
     free(q), free(k), free(v), free(o0), free(o1), free(a0), free(a1);
     area_end("relative distance");
@@ -1179,7 +1174,7 @@ static void test_attention_errors(void)
     CHECK_MSG(rp_attention_check(&q, &k, &v, &cfg), RP_ERR_ARG,
               check_pe_msg(msg, sizeof msg,
                            "scaling, xpos, freq and angles need a rotary pe ({rotary}), not none"));
-    cfg.pe = RP_PE_ALIBI;
+    cfg.scheme = check_scheme(RP_PE_ALIBI, 0, 0);
     CHECK_MSG(rp_attention_check(&q, &k, &v, &cfg), RP_ERR_ARG,
               check_pe_msg(msg, sizeof msg,
                            "scaling, xpos, freq and angles need a rotary pe ({rotary}), not alibi"));
@@ -1209,9 +1204,9 @@ static void test_attention_errors(void)
     cfg.q_offset = 0;
     f.n_angles = 3, f.rows = 13;
     ACHECK("angles hold 3 per position; d_rot_q 8 needs 4");
-    cfg.pe = RP_PE_ROPER, cfg.d_rot_qk = 6;
+    cfg.scheme = check_scheme(RP_PE_ROPER, 6, 8);
     ACHECK("angles hold 3 per position; d_rot_v 8 needs 4");
-    cfg.d_rot_v = 6;
+    cfg.scheme = check_scheme(RP_PE_ROPER, 6, 6);
     ACHECK_OK();
     rp_tensor_release(&q);
     rp_tensor_release(&k);
