@@ -6,6 +6,7 @@
 
 #include "layers.h"
 #include "model_impl.h"
+#include "fpmode.h"
 #include "parallel.h"
 
 /* p[0 .. n) = 0, in blocks over the OpenMP threads (one thread clears 12 MB of S's dqkv at a
@@ -131,7 +132,7 @@ static void attn_branch_backward(rp_model *m, int64_t l, float *dres, float *spa
     }
 }
 
-rp_status rp_model_backward(rp_model *m)
+static rp_status model_backward(rp_model *m)
 {
     if (!m->have_fwd || !m->have_targets)
         return rp_error(RP_ERR_ARG, "backward needs a forward pass with targets first");
@@ -193,4 +194,12 @@ rp_status rp_model_backward(rp_model *m)
     rp_embedding_backward(g + m->off_embed, m->pe.absolute == RP_ABS_LEARNED ? g + m->off_pos : NULL, m->dx,
                           m->tokens, N, T, C);
     return RP_OK;
+}
+
+rp_status rp_model_backward(rp_model *m)
+{
+    rp_fpmode fm = rp_fp_flush_begin();
+    rp_status st = model_backward(m);
+    rp_fp_flush_end(fm);
+    return st;
 }

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fpmode.h"
 #include "layers.h"
 #include "model_impl.h"
 #include "sysmem.h"
@@ -334,7 +335,7 @@ static rp_status dec_run(rpm_decoder *d, const gen_job *j)
     }
 }
 
-rp_status rp_model_cache_feed(rp_model *m, const int32_t *tokens, int64_t n, float *logits_out)
+static rp_status model_cache_feed(rp_model *m, const int32_t *tokens, int64_t n, float *logits_out)
 {
     const rp_model_cfg *c = &m->cfg;
     if (n < 1) return rp_error(RP_ERR_ARG, "cache feed needs n >= 1 tokens, got %lld", (long long)n);
@@ -362,6 +363,14 @@ rp_status rp_model_cache_feed(rp_model *m, const int32_t *tokens, int64_t n, flo
     return RP_OK;
 }
 
+rp_status rp_model_cache_feed(rp_model *m, const int32_t *tokens, int64_t n, float *logits_out)
+{
+    rp_fpmode fm = rp_fp_flush_begin();
+    rp_status st = model_cache_feed(m, tokens, n, logits_out);
+    rp_fp_flush_end(fm);
+    return st;
+}
+
 /* The checks of a generation config shared by both entries (rng: the single entry's). */
 static rp_status check_gen(const rp_gen_cfg *g, int need_rng)
 {
@@ -379,8 +388,8 @@ static rp_status check_gen(const rp_gen_cfg *g, int need_rng)
     return RP_OK;
 }
 
-rp_status rp_model_generate(rp_model *m, const int32_t *prompt, int64_t n_prompt, int64_t n_new,
-                            const rp_gen_cfg *g, int32_t *out, int64_t *n_out)
+static rp_status model_generate(rp_model *m, const int32_t *prompt, int64_t n_prompt, int64_t n_new,
+                                const rp_gen_cfg *g, int32_t *out, int64_t *n_out)
 {
     const rp_model_cfg *c = &m->cfg;
     if (n_out) *n_out = 0;
@@ -404,6 +413,15 @@ rp_status rp_model_generate(rp_model *m, const int32_t *prompt, int64_t n_prompt
     gen_job j = {prompt, off, 1, n_new, g, g->rng, out, &count};
     rp_status st = dec_run(&m->dec, &j);
     if (n_out) *n_out = count;
+    return st;
+}
+
+rp_status rp_model_generate(rp_model *m, const int32_t *prompt, int64_t n_prompt, int64_t n_new,
+                            const rp_gen_cfg *g, int32_t *out, int64_t *n_out)
+{
+    rp_fpmode fm = rp_fp_flush_begin();
+    rp_status st = model_generate(m, prompt, n_prompt, n_new, g, out, n_out);
+    rp_fp_flush_end(fm);
     return st;
 }
 
@@ -442,9 +460,9 @@ int64_t rp_model_default_lanes(const rp_model *m)
     return rp_model_lanes_for_cache(m, rp_cache_bytes());
 }
 
-rp_status rp_model_generate_batch(rp_model *m, const int32_t *tokens, const int64_t *offsets,
-                                  int64_t n, int64_t n_new, const rp_gen_cfg *g, rp_rng *rngs,
-                                  int64_t max_lanes, int32_t *out, int64_t *n_out)
+static rp_status model_generate_batch(rp_model *m, const int32_t *tokens, const int64_t *offsets,
+                                      int64_t n, int64_t n_new, const rp_gen_cfg *g, rp_rng *rngs,
+                                      int64_t max_lanes, int32_t *out, int64_t *n_out)
 {
     const rp_model_cfg *c = &m->cfg;
     if (n < 0) return rp_error(RP_ERR_ARG, "n %lld must be >= 0", (long long)n);
@@ -479,5 +497,15 @@ rp_status rp_model_generate_batch(rp_model *m, const int32_t *tokens, const int6
     gen_job j = {tokens, offsets, n, n_new, g, rngs, out, n_out};
     rp_status st = dec_run(&d, &j);
     free(block);
+    return st;
+}
+
+rp_status rp_model_generate_batch(rp_model *m, const int32_t *tokens, const int64_t *offsets,
+                                  int64_t n, int64_t n_new, const rp_gen_cfg *g, rp_rng *rngs,
+                                  int64_t max_lanes, int32_t *out, int64_t *n_out)
+{
+    rp_fpmode fm = rp_fp_flush_begin();
+    rp_status st = model_generate_batch(m, tokens, offsets, n, n_new, g, rngs, max_lanes, out, n_out);
+    rp_fp_flush_end(fm);
     return st;
 }

@@ -6,6 +6,7 @@
 
 #include "layers.h"
 #include "model_impl.h"
+#include "fpmode.h"
 #include "parallel.h"
 
 rp_status rp_model_check_tokens(const rp_model *m, const int32_t *tokens, const int32_t *targets,
@@ -204,8 +205,8 @@ rp_status rp_model_linear_weights(const rp_model *m, int64_t layer, float *out)
     return RP_OK;
 }
 
-rp_status rp_model_forward(rp_model *m, const int32_t *tokens, const int32_t *targets,
-                           const uint8_t *mask, int64_t B, int64_t T, int train, float *loss)
+static rp_status model_forward(rp_model *m, const int32_t *tokens, const int32_t *targets,
+                               const uint8_t *mask, int64_t B, int64_t T, int train, float *loss)
 {
     RP_TRY(rp_model_check_tokens(m, tokens, targets, B, T));
     rpm_freq_refresh(m); /* learn_freq: the parameter's values of now */
@@ -259,6 +260,15 @@ rp_status rp_model_forward(rp_model *m, const int32_t *tokens, const int32_t *ta
     return RP_OK;
 }
 
+rp_status rp_model_forward(rp_model *m, const int32_t *tokens, const int32_t *targets,
+                           const uint8_t *mask, int64_t B, int64_t T, int train, float *loss)
+{
+    rp_fpmode fm = rp_fp_flush_begin();
+    rp_status st = model_forward(m, tokens, targets, mask, B, T, train, loss);
+    rp_fp_flush_end(fm);
+    return st;
+}
+
 const float *rp_model_logits(const rp_model *m) { return m->have_fwd ? m->logits : NULL; }
 
 const float *rp_model_losses(const rp_model *m)
@@ -272,7 +282,7 @@ void rp_model_last_shape(const rp_model *m, int64_t *B, int64_t *T)
     if (T) *T = m->have_fwd ? m->lastT : 0;
 }
 
-rp_status rp_model_attention_weights(rp_model *m, int64_t layer, float *out)
+static rp_status model_attention_weights(rp_model *m, int64_t layer, float *out)
 {
     if (m->linear) return rp_error(RP_ERR_ARG, "the model uses linear attention");
     if (!m->have_fwd) return rp_error(RP_ERR_ARG, "no forward pass yet");
@@ -292,6 +302,14 @@ rp_status rp_model_attention_weights(rp_model *m, int64_t layer, float *out)
                      .nthreads = rpm_attn_threads(m, T)};
     rp_attention_forward(&io, &acfg);
     return RP_OK;
+}
+
+rp_status rp_model_attention_weights(rp_model *m, int64_t layer, float *out)
+{
+    rp_fpmode fm = rp_fp_flush_begin();
+    rp_status st = model_attention_weights(m, layer, out);
+    rp_fp_flush_end(fm);
+    return st;
 }
 
 double rp_model_linear_min_den(const rp_model *m)

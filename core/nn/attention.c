@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "checked.h"
+#include "fpmode.h"
 #include "parallel.h"
 #include "simd.h"
 #include "tile.h"
@@ -1391,7 +1392,9 @@ void rp_attention_forward(const rp_attn_io *io, const rp_attn_cfg *cfg)
     attn_ctx c;
     ctx_init(&c, io, cfg, NULL);
     c.out = io->out, c.lse_w = io->lse, c.att_w = io->att;
+    rp_fpmode fm = rp_fp_flush_begin();
     run_pairs(&c, io->B, io->nthreads, 0);
+    rp_fp_flush_end(fm);
 }
 
 void rp_attention_backward(const rp_attn_io *io, const rp_attn_cfg *cfg)
@@ -1401,8 +1404,10 @@ void rp_attention_backward(const rp_attn_io *io, const rp_attn_cfg *cfg)
     c.dq = io->dq, c.dk = io->dk, c.dv = io->dv, c.dout = io->dout, c.fout = io->out;
     c.set = io->set != 0;
     c.lse = io->lse;
+    rp_fpmode fm = rp_fp_flush_begin();
     run_pairs(&c, io->B, io->nthreads, 1);
     if (c.rel.terms && io->drel) rel_reduce(&c, io->B, io->nthreads);
+    rp_fp_flush_end(fm);
 }
 
 /* ---- decoding ------------------------------------------------------------------------------
@@ -1513,6 +1518,7 @@ void rp_attention_decode(float *out, float *scratch, float *q, const float *k, c
                          float *cache, int64_t cap, int64_t pos, int64_t H, int64_t D, int64_t Dv,
                          const rp_attn_cfg *cfg)
 {
+    rp_fpmode fm = rp_fp_flush_begin();
     rp_pe_scheme s = cfg->scheme;
     /* the query over keys 0 .. pos: T = 1 at q_offset pos, causal */
     rp_attn_cfg dc = *cfg;
@@ -1568,6 +1574,7 @@ void rp_attention_decode(float *out, float *scratch, float *q, const float *k, c
         if (c.rel.terms) rel_head(&c, &sl, q + h * D, D, 0, h, 0);
         forward_blocks(&c, &sl, out + h * Dv, NULL, NULL);
     }
+    rp_fp_flush_end(fm);
 }
 
 static rp_status check_d_rot(const char *name, int64_t d_rot, int64_t width, const char *wname)

@@ -7,6 +7,7 @@
  * while it writes the gradient, in one pass again. The exponentials are rp_vexp_nonpos (simd.h:
  * relative error at most 8.4e-8, e^-87 below -87), the sums in double. */
 #include "layers.h"
+#include "fpmode.h"
 #include "parallel.h"
 #include "simd.h"
 
@@ -73,8 +74,8 @@ static double ce_expsum(const float *x, int64_t n, float m)
 /* OpenMP over rows; unscored rows are skipped (loss 0, stats 0). The loss is
  * log(sum) - (logit[target] - max) in double, rounded to float once. A row with a NaN logit gets
  * a NaN loss, as does a row of -inf only. The scored rows are counted in a separate serial loop. */
-int64_t rp_crossentropy_forward(float *losses, float *stats, const float *logits,
-                                const int32_t *target, const uint8_t *mask, int64_t N, int64_t V)
+static int64_t ce_forward(float *losses, float *stats, const float *logits,
+                          const int32_t *target, const uint8_t *mask, int64_t N, int64_t V)
 {
     RP_PARALLEL_FOR(N * V >= 8192)
     for (int64_t n = 0; n < N; n++) {
@@ -108,6 +109,15 @@ int64_t rp_crossentropy_forward(float *losses, float *stats, const float *logits
     int64_t count = 0;
     for (int64_t n = 0; n < N; n++) count += ce_scored(target, mask, n);
     return count;
+}
+
+int64_t rp_crossentropy_forward(float *losses, float *stats, const float *logits,
+                                const int32_t *target, const uint8_t *mask, int64_t N, int64_t V)
+{
+    rp_fpmode fm = rp_fp_flush_begin();
+    int64_t r = ce_forward(losses, stats, logits, target, mask, N, V);
+    rp_fp_flush_end(fm);
+    return r;
 }
 
 /* OpenMP over rows. p = e^(x - max) * (1 / sum) in float, the same value in the vector lanes
@@ -149,12 +159,16 @@ void rp_crossentropy_backward(float *dlogits, const float *logits, const float *
                               const int32_t *target, const uint8_t *mask, float scale, int64_t N,
                               int64_t V)
 {
+    rp_fpmode fm = rp_fp_flush_begin();
     ce_backward(dlogits, logits, stats, target, mask, scale, N, V, 0);
+    rp_fp_flush_end(fm);
 }
 
 void rp_crossentropy_backward_set(float *dlogits, const float *logits, const float *stats,
                                   const int32_t *target, const uint8_t *mask, float scale,
                                   int64_t N, int64_t V)
 {
+    rp_fpmode fm = rp_fp_flush_begin();
     ce_backward(dlogits, logits, stats, target, mask, scale, N, V, 1);
+    rp_fp_flush_end(fm);
 }

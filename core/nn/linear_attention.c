@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fpmode.h"
 #include "parallel.h"
 #include "simd.h"
 
@@ -735,7 +736,9 @@ void rp_linattn_forward(const rp_attn_io *io, const rp_linattn_cfg *cfg)
     lin_ctx c;
     ctx_init(&c, io, cfg);
     c.out = io->out, c.q = io->q, c.k = io->k, c.v = io->v, c.state = io->state;
+    rp_fpmode fm = rp_fp_flush_begin();
     double mind = run_pairs(&c, io->B, io->nthreads, 0);
+    rp_fp_flush_end(fm);
     if (io->min_den) *io->min_den = (float)mind;
 }
 
@@ -745,7 +748,9 @@ void rp_linattn_backward(const rp_attn_io *io, const rp_linattn_cfg *cfg)
     ctx_init(&c, io, cfg);
     c.dq = io->dq, c.dk = io->dk, c.dv = io->dv, c.dout = io->dout;
     c.q = io->q, c.k = io->k, c.v = io->v;
+    rp_fpmode fm = rp_fp_flush_begin();
     run_pairs(&c, io->B, io->nthreads, 1);
+    rp_fp_flush_end(fm);
 }
 
 /* ---- introspection: the explicit pairwise weights ---------------------------------------------

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "field.h"
+#include "fpmode.h"
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
@@ -247,7 +248,7 @@ double rp_grad_norm(const float *g, int64_t n)
 /* Below this many elements the update runs on one thread (thread start-up costs more). */
 enum { PAR_MIN = 1 << 15 };
 
-double rp_adam_step(const rp_adam_cfg *cfg, rp_adam_state *st, float *w, float *g, int64_t n)
+static double adam_step(const rp_adam_cfg *cfg, rp_adam_state *st, float *w, float *g, int64_t n)
 {
     RP_ASSERT(cfg && st && n >= 0 && n == st->n);
     RP_ASSERT(st->step >= 0 && st->step <= RP_ADAM_MAX_STEP); /* checkpoints check it */
@@ -295,4 +296,12 @@ double rp_adam_step(const rp_adam_cfg *cfg, rp_adam_state *st, float *w, float *
     }
     st->step = t;
     return norm;
+}
+
+double rp_adam_step(const rp_adam_cfg *cfg, rp_adam_state *st, float *w, float *g, int64_t n)
+{
+    rp_fpmode fm = rp_fp_flush_begin();
+    double r = adam_step(cfg, st, w, g, n);
+    rp_fp_flush_end(fm);
+    return r;
 }
