@@ -233,4 +233,19 @@ static inline rp_vf rp_vexp_nonpos(rp_vf x)
     return e * (rp_vf)two_k + (x - x);
 }
 
+/* Prefetches the n floats at p, one prefetch per 64-byte line (write: 1 for a row about to be
+ * updated): for the kernels' strided rows (a head's slice of q, k, v, their gradients), each a
+ * line or two 512 bytes or more from the last, which the hardware prefetchers fetch late. */
+static inline void rp_prefetch_row(const float *p, int64_t n, int write)
+{
+#ifdef __GNUC__
+    for (int64_t i = 0; i < n; i += 16) {
+        if (write) __builtin_prefetch(p + i, 1);
+        else __builtin_prefetch(p + i, 0);
+    }
+#else
+    (void)p, (void)n, (void)write;
+#endif
+}
+
 #endif
