@@ -1124,34 +1124,19 @@ static inline void rot_row_back(float *restrict dst, const float *restrict g, co
     for (int64_t i = 2 * h; i < W; i++) dst[i] += g[i] * mul;
 }
 
-/* dt [W, ldt] = the first W columns of x [rows, Wp] transposed (W <= Wp). With AVX, blocks of
- * 8 x 8 go through registers (8 row loads, 24 shuffles, 8 stores), else element by element; the
- * values are only moved. */
+/* dt [W, ldt] = the first W columns of x [rows, Wp] transposed (W <= Wp): with AVX in blocks of
+ * 8 x 8 through registers (rp_transpose8), else element by element; the values are only moved. */
 static void transpose_into(float *dt, int64_t ldt, const float *x, int64_t Wp, int64_t rows,
                            int64_t W)
 {
     int64_t r0 = 0;
 #if defined(__AVX__)
     for (; r0 + 8 <= rows; r0 += 8) {
-        for (int64_t d0 = 0; d0 < W; d0 += 8) {
-            const float *s = x + r0 * Wp + d0; /* Wp is a multiple of RP_VL >= 8 */
-            __m256 a0 = _mm256_loadu_ps(s), a1 = _mm256_loadu_ps(s + Wp);
-            __m256 a2 = _mm256_loadu_ps(s + 2 * Wp), a3 = _mm256_loadu_ps(s + 3 * Wp);
-            __m256 a4 = _mm256_loadu_ps(s + 4 * Wp), a5 = _mm256_loadu_ps(s + 5 * Wp);
-            __m256 a6 = _mm256_loadu_ps(s + 6 * Wp), a7 = _mm256_loadu_ps(s + 7 * Wp);
-            __m256 b0 = _mm256_unpacklo_ps(a0, a1), b1 = _mm256_unpackhi_ps(a0, a1);
-            __m256 b2 = _mm256_unpacklo_ps(a2, a3), b3 = _mm256_unpackhi_ps(a2, a3);
-            __m256 b4 = _mm256_unpacklo_ps(a4, a5), b5 = _mm256_unpackhi_ps(a4, a5);
-            __m256 b6 = _mm256_unpacklo_ps(a6, a7), b7 = _mm256_unpackhi_ps(a6, a7);
-            __m256 c0 = _mm256_shuffle_ps(b0, b2, 0x44), c1 = _mm256_shuffle_ps(b0, b2, 0xEE);
-            __m256 c2 = _mm256_shuffle_ps(b1, b3, 0x44), c3 = _mm256_shuffle_ps(b1, b3, 0xEE);
-            __m256 c4 = _mm256_shuffle_ps(b4, b6, 0x44), c5 = _mm256_shuffle_ps(b4, b6, 0xEE);
-            __m256 c6 = _mm256_shuffle_ps(b5, b7, 0x44), c7 = _mm256_shuffle_ps(b5, b7, 0xEE);
-            __m256 t[8] = {
-                _mm256_permute2f128_ps(c0, c4, 0x20), _mm256_permute2f128_ps(c1, c5, 0x20),
-                _mm256_permute2f128_ps(c2, c6, 0x20), _mm256_permute2f128_ps(c3, c7, 0x20),
-                _mm256_permute2f128_ps(c0, c4, 0x31), _mm256_permute2f128_ps(c1, c5, 0x31),
-                _mm256_permute2f128_ps(c2, c6, 0x31), _mm256_permute2f128_ps(c3, c7, 0x31)};
+        const float *row[8];
+        for (int i = 0; i < 8; i++) row[i] = x + (r0 + i) * Wp;
+        for (int64_t d0 = 0; d0 < W; d0 += 8) { /* Wp is a multiple of RP_VL >= 8 */
+            __m256 t[8];
+            rp_transpose8(t, row, d0);
             int64_t nd = W - d0 < 8 ? W - d0 : 8;
             for (int64_t d = 0; d < nd; d++) _mm256_storeu_ps(dt + (d0 + d) * ldt + r0, t[d]);
         }

@@ -155,6 +155,30 @@ static inline float rp_vhsum(rp_vf v)
 #endif
 }
 
+#if defined(__AVX__)
+/* An 8 x 8 block of floats transposed through registers: t[j] = (row[0][col + j], ...,
+ * row[7][col + j]) for j = 0 .. 7 (8 loads, 24 shuffles; the values are only moved). */
+static inline void rp_transpose8(__m256 t[8], const float *const row[8], int64_t col)
+{
+    __m256 a0 = _mm256_loadu_ps(row[0] + col), a1 = _mm256_loadu_ps(row[1] + col);
+    __m256 a2 = _mm256_loadu_ps(row[2] + col), a3 = _mm256_loadu_ps(row[3] + col);
+    __m256 a4 = _mm256_loadu_ps(row[4] + col), a5 = _mm256_loadu_ps(row[5] + col);
+    __m256 a6 = _mm256_loadu_ps(row[6] + col), a7 = _mm256_loadu_ps(row[7] + col);
+    __m256 b0 = _mm256_unpacklo_ps(a0, a1), b1 = _mm256_unpackhi_ps(a0, a1);
+    __m256 b2 = _mm256_unpacklo_ps(a2, a3), b3 = _mm256_unpackhi_ps(a2, a3);
+    __m256 b4 = _mm256_unpacklo_ps(a4, a5), b5 = _mm256_unpackhi_ps(a4, a5);
+    __m256 b6 = _mm256_unpacklo_ps(a6, a7), b7 = _mm256_unpackhi_ps(a6, a7);
+    __m256 c0 = _mm256_shuffle_ps(b0, b2, 0x44), c1 = _mm256_shuffle_ps(b0, b2, 0xEE);
+    __m256 c2 = _mm256_shuffle_ps(b1, b3, 0x44), c3 = _mm256_shuffle_ps(b1, b3, 0xEE);
+    __m256 c4 = _mm256_shuffle_ps(b4, b6, 0x44), c5 = _mm256_shuffle_ps(b4, b6, 0xEE);
+    __m256 c6 = _mm256_shuffle_ps(b5, b7, 0x44), c7 = _mm256_shuffle_ps(b5, b7, 0xEE);
+    t[0] = _mm256_permute2f128_ps(c0, c4, 0x20), t[1] = _mm256_permute2f128_ps(c1, c5, 0x20);
+    t[2] = _mm256_permute2f128_ps(c2, c6, 0x20), t[3] = _mm256_permute2f128_ps(c3, c7, 0x20);
+    t[4] = _mm256_permute2f128_ps(c0, c4, 0x31), t[5] = _mm256_permute2f128_ps(c1, c5, 0x31);
+    t[6] = _mm256_permute2f128_ps(c2, c6, 0x31), t[7] = _mm256_permute2f128_ps(c3, c7, 0x31);
+}
+#endif
+
 /* The constants of rp_exp_nonpos and rp_vexp_nonpos: the polynomial's coefficients (P0 the
  * coefficient of r^2), ln2 in two parts (-hi + lo), log2(e), and the bits of 87.0f. */
 #define RP_EXP_P5 1.9875691500e-4f
