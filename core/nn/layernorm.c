@@ -27,10 +27,11 @@ static void rows8(const float *x[LN_ROWS], const float *base, int64_t n0, int64_
  * latency of the adds (one row at a time waited for every add). Written out by hand: a loop over
  * the 8 rows made the compiler gather the strided elements, which was slower than one row. */
 
-/* With AVX, columns go 8 at a time: an 8 x 8 block transposed in registers (rp_transpose8), so
- * that lane k of two vectors of 4 doubles holds row k's sum (rows 0-3, 4-7), the columns added in
- * increasing order as below (no fused multiply-add: each product rounded, then added); the
- * columns past the last multiple of 8 go on as below. Returns the columns done (0 without AVX). */
+/* sums8's loops with AVX, 8 columns at a time: an 8 x 8 block transposed in registers
+ * (rp_transpose8), so that lane k of two vectors of 4 doubles holds row k's sum (rows 0-3, 4-7),
+ * the columns added in increasing order as there (no fused multiply-add: each product rounded,
+ * then added). pass 0: v[k] = sum_c x[k][c]; pass 1: v[k] = sum_c (x[k][c] - s[k])^2, s holding
+ * the means. Returns the columns done (the multiples of 8); sums8 goes on from there. */
 #if defined(__AVX__)
 static int64_t sums8_avx(double s[LN_ROWS], double v[LN_ROWS], const float *const x[LN_ROWS],
                          int64_t C, int pass)
