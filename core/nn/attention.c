@@ -1049,6 +1049,11 @@ static void ctx_init(attn_ctx *c, const rp_attn_io *io, const rp_attn_cfg *cfg,
 
 /* ---- rows: rotation, scaling, padding ---- */
 
+/* How many rows ahead the strided rows of q, k, v (build_rows), of dout, out and dq (the
+ * backward's query blocks) and of dk, dv (its end) are prefetched (rp_prefetch_row): 8 measured
+ * faster than 4 and 16 (B 16, T 512, H 4, d_k 32, AVX2). */
+#define PF_ROWS 8
+
 /* dst[0 .. W) = mul * R(sgn phi) src over the first 2h features by the table row (cs, sn), the
  * rest copied times mul; dst[W .. Wp) = 0. Pairs as rp_rope_forward: y_a = x_a c - x_b s,
  * y_b = x_b c + x_a s with s = sgn sin. h = 0: a plain (scaled) copy. */
@@ -1103,6 +1108,28 @@ static inline void rot_row_back(float *restrict dst, const float *restrict g, co
     for (int64_t i = 2 * h; i < W; i++) dst[i] += g[i] * mul;
 }
 
+/* dt [W, ldt] = the first W columns of x [rows, Wp] transposed (W <= Wp): with AVX in blocks of
+ * 8 x 8 through registers (rp_transpose8), else element by element; the values are only moved. */
+static void transpose_into(float *dt, int64_t ldt, const float *x, int64_t Wp, int64_t rows,
+                           int64_t W)
+{
+    int64_t r0 = 0;
+#if defined(__AVX__)
+    for (; r0 + 8 <= rows; r0 += 8) {
+        const float *row[8];
+        for (int i = 0; i < 8; i++) row[i] = x + (r0 + i) * Wp;
+        for (int64_t d0 = 0; d0 < W; d0 += 8) { /* Wp is a multiple of RP_VL >= 8 */
+            __m256 t[8];
+            rp_transpose8(t, row, d0);
+            int64_t nd = W - d0 < 8 ? W - d0 : 8;
+            for (int64_t d = 0; d < nd; d++) _mm256_storeu_ps(dt + (d0 + d) * ldt + r0, t[d]);
+        }
+    }
+#endif
+    for (int64_t d = 0; d < W; d++)
+        for (int64_t r = r0; r < rows; r++) dt[d * ldt + r] = x[r * Wp + d];
+}
+
 /* Rows 0 .. n-1 of a strided input (src, ld) rotated by the table rows 0 .. n-1 (h pairs; h = 0:
  * copied) into dst [rows, Wp] (rows >= n zeroed up to `rows`); optionally also transposed into
  * dt [W, ldt] (columns n .. rows-1 zeroed). */
@@ -1110,15 +1137,13 @@ static void build_rows(float *dst, float *dt, int64_t ldt, const float *src, int
                        int64_t rows, const float *cs, const float *sn, int64_t h, float mul,
                        int64_t W, int64_t Wp, rp_pairing pairing)
 {
-    for (int64_t r = 0; r < n; r++)
+    for (int64_t r = 0; r < n; r++) {
+        if (r + PF_ROWS < n) rp_prefetch_row(src + (r + PF_ROWS) * ld, W, 0);
         rot_row(dst + r * Wp, src + r * ld, cs ? cs + r * h : NULL, sn ? sn + r * h : NULL, h,
                 1.0f, mul, W, Wp, pairing);
-    if (rows > n) memset(dst + n * Wp, 0, sizeof(float) * (size_t)((rows - n) * Wp));
-    if (!dt) return;
-    for (int64_t d = 0; d < W; d++) {
-        float *col = dt + d * ldt;
-        for (int64_t r = 0; r < rows; r++) col[r] = dst[r * Wp + d];
     }
+    if (rows > n) memset(dst + n * Wp, 0, sizeof(float) * (size_t)((rows - n) * Wp));
+    if (dt) transpose_into(dt, ldt, dst, Wp, rows, W);
 }
 
 /* ---- softmax pieces ---- */
@@ -1307,6 +1332,10 @@ static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
         for (int64_t r = 0; r < nr; r++) {
             int64_t t = t0 + r;
             const float *g = doh + t * c->ldo, *o = ofh + t * c->ldo;
+            if (t + PF_ROWS < T) {
+                rp_prefetch_row(g + PF_ROWS * c->ldo, Dv, 0);
+                rp_prefetch_row(o + PF_ROWS * c->ldo, Dv, 0);
+            }
             /* dY = R(-o_sign n) dout (roper: R(+n)) */
             if (c->ho)
                 rot_row(sl.O + r * Dvp, g, c->oc + t * c->ho, c->os + t * c->ho, c->ho,
@@ -1344,6 +1373,7 @@ static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
         /* dq += scale R(-n) dQ' */
         for (int64_t r = 0; r < nr; r++) {
             int64_t t = t0 + r;
+            if (r + PF_ROWS < nr) rp_prefetch_row(dqh + (t + PF_ROWS) * c->ldq, D, 1);
             rot_row_back(dqh + t * c->ldq, sl.dQ + r * Dp, c->hq ? c->qc + t * c->hq : NULL,
                          c->hq ? c->qs + t * c->hq : NULL, c->hq, 1.0f, c->scale, D, pairing,
                          c->set);
@@ -1353,6 +1383,10 @@ static void head_backward(const attn_ctx *c, float *ws, int64_t b, int64_t h)
     /* dk += R(-i) dK', dv += R(-i) dV' (roper_legacy: R(-2i), its v table) */
     float *dkh = c->dk + b * c->S * c->ldk + h * D, *dvh = c->dv + b * c->S * c->ldv + h * Dv;
     for (int64_t i = 0; i < kvis; i++) {
+        if (i + PF_ROWS < kvis) {
+            rp_prefetch_row(dkh + (i + PF_ROWS) * c->ldk, D, 1);
+            rp_prefetch_row(dvh + (i + PF_ROWS) * c->ldv, Dv, 1);
+        }
         rot_row_back(dkh + i * c->ldk, sl.dK + i * Dp, c->hk ? c->kc + i * c->hk : NULL,
                      c->hk ? c->ks + i * c->hk : NULL, c->hk, 1.0f, 1.0f, D, pairing, c->set);
         rot_row_back(dvh + i * c->ldv, sl.dV + i * Dvp, c->hv ? c->vc + i * c->hv : NULL,

@@ -1,6 +1,7 @@
 /* LayerNorm over the last dim (eps 1e-5, biased variance), statistics in double. */
 #include "layers.h"
 #include "parallel.h"
+#include "simd.h"
 
 #include <math.h>
 #ifdef _OPENMP
@@ -26,20 +27,62 @@ static void rows8(const float *x[LN_ROWS], const float *base, int64_t n0, int64_
  * latency of the adds (one row at a time waited for every add). Written out by hand: a loop over
  * the 8 rows made the compiler gather the strided elements, which was slower than one row. */
 
+/* sums8's loops with AVX, 8 columns at a time: an 8 x 8 block transposed in registers
+ * (rp_transpose8), so that lane k of two vectors of 4 doubles holds row k's sum (rows 0-3, 4-7),
+ * the columns added in increasing order as there (no fused multiply-add: each product rounded,
+ * then added). pass 0: v[k] = sum_c x[k][c]; pass 1: v[k] = sum_c (x[k][c] - s[k])^2, s holding
+ * the means. Returns the columns done (the multiples of 8); sums8 goes on from there. */
+#if defined(__AVX__)
+static int64_t sums8_avx(double s[LN_ROWS], double v[LN_ROWS], const float *const x[LN_ROWS],
+                         int64_t C, int pass)
+{
+    __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
+    __m256d mlo = _mm256_loadu_pd(s), mhi = _mm256_loadu_pd(s + 4);
+    int64_t c0 = 0;
+    for (; c0 + 8 <= C; c0 += 8) {
+        __m256 t[8];
+        rp_transpose8(t, x, c0);
+        for (int j = 0; j < 8; j++) {
+            __m256d a = _mm256_cvtps_pd(_mm256_castps256_ps128(t[j]));
+            __m256d b = _mm256_cvtps_pd(_mm256_extractf128_ps(t[j], 1));
+            if (pass) {
+                a = _mm256_sub_pd(a, mlo), b = _mm256_sub_pd(b, mhi);
+                a = _mm256_mul_pd(a, a), b = _mm256_mul_pd(b, b);
+            }
+            lo = _mm256_add_pd(lo, a), hi = _mm256_add_pd(hi, b);
+        }
+    }
+    _mm256_storeu_pd(v, lo), _mm256_storeu_pd(v + 4, hi);
+    return c0;
+}
+#endif
+
 /* s[k] = sum_c x[k][c] and then v[k] = sum_c (x[k][c] - s[k] / C)^2, in double. */
 static void sums8(double s[LN_ROWS], double v[LN_ROWS], const float *const x[LN_ROWS], int64_t C)
 {
     const float *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3];
     const float *x4 = x[4], *x5 = x[5], *x6 = x[6], *x7 = x[7];
     double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0, s4 = 0.0, s5 = 0.0, s6 = 0.0, s7 = 0.0;
-    for (int64_t c = 0; c < C; c++) {
+    int64_t c = 0;
+#if defined(__AVX__)
+    for (int k = 0; k < LN_ROWS; k++) s[k] = 0.0;
+    c = sums8_avx(s, v, x, C, 0);
+    s0 = v[0], s1 = v[1], s2 = v[2], s3 = v[3], s4 = v[4], s5 = v[5], s6 = v[6], s7 = v[7];
+#endif
+    for (; c < C; c++) {
         s0 += (double)x0[c], s1 += (double)x1[c], s2 += (double)x2[c], s3 += (double)x3[c];
         s4 += (double)x4[c], s5 += (double)x5[c], s6 += (double)x6[c], s7 += (double)x7[c];
     }
     double m0 = s0 / (double)C, m1 = s1 / (double)C, m2 = s2 / (double)C, m3 = s3 / (double)C;
     double m4 = s4 / (double)C, m5 = s5 / (double)C, m6 = s6 / (double)C, m7 = s7 / (double)C;
     double v0 = 0.0, v1 = 0.0, v2 = 0.0, v3 = 0.0, v4 = 0.0, v5 = 0.0, v6 = 0.0, v7 = 0.0;
-    for (int64_t c = 0; c < C; c++) {
+    c = 0;
+#if defined(__AVX__)
+    s[0] = m0, s[1] = m1, s[2] = m2, s[3] = m3, s[4] = m4, s[5] = m5, s[6] = m6, s[7] = m7;
+    c = sums8_avx(s, v, x, C, 1);
+    v0 = v[0], v1 = v[1], v2 = v[2], v3 = v[3], v4 = v[4], v5 = v[5], v6 = v[6], v7 = v[7];
+#endif
+    for (; c < C; c++) {
         double d0 = (double)x0[c] - m0, d1 = (double)x1[c] - m1, d2 = (double)x2[c] - m2;
         double d3 = (double)x3[c] - m3, d4 = (double)x4[c] - m4, d5 = (double)x5[c] - m5;
         double d6 = (double)x6[c] - m6, d7 = (double)x7[c] - m7;

@@ -155,6 +155,30 @@ static inline float rp_vhsum(rp_vf v)
 #endif
 }
 
+#if defined(__AVX__)
+/* An 8 x 8 block of floats transposed through registers: t[j] = (row[0][col + j], ...,
+ * row[7][col + j]) for j = 0 .. 7 (8 loads, 24 shuffles; the values are only moved). */
+static inline void rp_transpose8(__m256 t[8], const float *const row[8], int64_t col)
+{
+    __m256 a0 = _mm256_loadu_ps(row[0] + col), a1 = _mm256_loadu_ps(row[1] + col);
+    __m256 a2 = _mm256_loadu_ps(row[2] + col), a3 = _mm256_loadu_ps(row[3] + col);
+    __m256 a4 = _mm256_loadu_ps(row[4] + col), a5 = _mm256_loadu_ps(row[5] + col);
+    __m256 a6 = _mm256_loadu_ps(row[6] + col), a7 = _mm256_loadu_ps(row[7] + col);
+    __m256 b0 = _mm256_unpacklo_ps(a0, a1), b1 = _mm256_unpackhi_ps(a0, a1);
+    __m256 b2 = _mm256_unpacklo_ps(a2, a3), b3 = _mm256_unpackhi_ps(a2, a3);
+    __m256 b4 = _mm256_unpacklo_ps(a4, a5), b5 = _mm256_unpackhi_ps(a4, a5);
+    __m256 b6 = _mm256_unpacklo_ps(a6, a7), b7 = _mm256_unpackhi_ps(a6, a7);
+    __m256 c0 = _mm256_shuffle_ps(b0, b2, 0x44), c1 = _mm256_shuffle_ps(b0, b2, 0xEE);
+    __m256 c2 = _mm256_shuffle_ps(b1, b3, 0x44), c3 = _mm256_shuffle_ps(b1, b3, 0xEE);
+    __m256 c4 = _mm256_shuffle_ps(b4, b6, 0x44), c5 = _mm256_shuffle_ps(b4, b6, 0xEE);
+    __m256 c6 = _mm256_shuffle_ps(b5, b7, 0x44), c7 = _mm256_shuffle_ps(b5, b7, 0xEE);
+    t[0] = _mm256_permute2f128_ps(c0, c4, 0x20), t[1] = _mm256_permute2f128_ps(c1, c5, 0x20);
+    t[2] = _mm256_permute2f128_ps(c2, c6, 0x20), t[3] = _mm256_permute2f128_ps(c3, c7, 0x20);
+    t[4] = _mm256_permute2f128_ps(c0, c4, 0x31), t[5] = _mm256_permute2f128_ps(c1, c5, 0x31);
+    t[6] = _mm256_permute2f128_ps(c2, c6, 0x31), t[7] = _mm256_permute2f128_ps(c3, c7, 0x31);
+}
+#endif
+
 /* The constants of rp_exp_nonpos and rp_vexp_nonpos: the polynomial's coefficients (P0 the
  * coefficient of r^2), ln2 in two parts (-hi + lo), log2(e), and the bits of 87.0f. */
 #define RP_EXP_P5 1.9875691500e-4f
@@ -231,6 +255,21 @@ static inline rp_vf rp_vexp_nonpos(rp_vf x)
     rp_vf e = rp_vfma(p, r * r, r) + 1.0f;
     rp_vi two_k = (__builtin_convertvector(kf, rp_vi) + 127) * (1 << 23);
     return e * (rp_vf)two_k + (x - x);
+}
+
+/* Prefetches the n floats at p, one prefetch per 64-byte line (write: 1 for a row about to be
+ * updated): for the kernels' strided rows (a head's slice of q, k, v, their gradients), each a
+ * line or two 512 bytes or more from the last, which the hardware prefetchers fetch late. */
+static inline void rp_prefetch_row(const float *p, int64_t n, int write)
+{
+#ifdef __GNUC__
+    for (int64_t i = 0; i < n; i += 16) {
+        if (write) __builtin_prefetch(p + i, 1);
+        else __builtin_prefetch(p + i, 0);
+    }
+#else
+    (void)p, (void)n, (void)write;
+#endif
 }
 
 #endif
