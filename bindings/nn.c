@@ -173,7 +173,7 @@ static int l_rope_rotate(lua_State *L)
 
     rp_rope_cfg cfg = rp_rope_cfg_default(D);
     cfg.base = lrp_optbase(L, 2);
-    cfg.pairing = (rp_pairing)lrp_optenum(L, 2, "pairing", rp_pairing_names, RP_PAIR_HALF);
+    cfg.pairing = (rp_pairing)lrp_optenum(L, 2, "pairing", rp_pairing_names, cfg.pairing);
     lua_Integer sign = lrp_optinteger(L, 2, "sign", 1);
     if (sign != 1 && sign != -1)
         return lrp_argerror(L, 2, "option 'sign' must be 1 or -1, got %I", (LUAI_UACINT)sign);
