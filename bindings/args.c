@@ -546,6 +546,7 @@ rp_status lrp_squeeze_lead(rp_tensor *out, const rp_tensor *src, int dst_ndim)
 
 const char lrp_freq_keys_mark[] = "(the frequency rows)";
 const char lrp_attention_keys_mark[] = "(the attention's rows)";
+const char lrp_linear_keys_mark[] = "(linear attention's rows)";
 
 int lrp_is_scaling_row(const rp_cfg_key *k)
 {
@@ -553,12 +554,31 @@ int lrp_is_scaling_row(const rp_cfg_key *k)
            k->offset == offsetof(rp_model_cfg, freq.scaling);
 }
 
-/* known with lrp_freq_keys_mark and lrp_attention_keys_mark expanded, in out (n entries,
- * NULL-terminated). */
-static const char *const *expand_known(const char *const *known, const char **out, int n)
+/* The rows of rp.linear_attention at their places (rp_cfg_key.linear), the names of fill in the
+ * places no row holds, in order, into out from at (n entries); returns the new at. */
+static int expand_linear(const char *const *fill, const char **out, int at, int n)
+{
+    int last = 0;
+    for (int i = 0; i < rp_model_cfg_nkeys; i++)
+        if (rp_model_cfg_keys[i].linear > last) last = rp_model_cfg_keys[i].linear;
+    for (int place = 1; (place <= last || *fill) && at < n - 1; place++) {
+        const char *name = NULL;
+        for (int i = 0; i < rp_model_cfg_nkeys && !name; i++)
+            if (rp_model_cfg_keys[i].linear == place) name = rp_model_cfg_keys[i].name;
+        if (!name && *fill) name = *fill++;
+        if (name) out[at++] = name;
+    }
+    return at;
+}
+
+int lrp_known_names(const char *const *known, const char **out, int n)
 {
     int at = 0;
     for (const char *const *k = known; *k && at < n - 1; k++) {
+        if (*k == lrp_linear_keys_mark) { /* the entries after it fill its free places */
+            at = expand_linear(k + 1, out, at, n);
+            break;
+        }
         if (*k == lrp_attention_keys_mark) {
             for (int i = 0; i < rp_model_cfg_nkeys && at < n - 1; i++) {
                 rp_cfg_scope s = rp_model_cfg_scope(&rp_model_cfg_keys[i]);
@@ -579,13 +599,14 @@ static const char *const *expand_known(const char *const *known, const char **ou
             }
     }
     out[at] = NULL;
-    return out;
+    return at;
 }
 
 int lrp_checkopts(lua_State *L, int idx, const char *const *given)
 {
-    const char *buf[256]; /* more than any list: the longest, rp.model's, is the schema and 8 */
-    const char *const *known = expand_known(given, buf, (int)(sizeof buf / sizeof buf[0]));
+    const char *buf[LRP_MAX_KNOWN];
+    lrp_known_names(given, buf, LRP_MAX_KNOWN);
+    const char *const *known = buf;
     int type = lua_type(L, idx);
     if (type == LUA_TNONE || type == LUA_TNIL) return 0;
     if (type != LUA_TTABLE)

@@ -218,11 +218,22 @@ rp_status lrp_squeeze_lead(rp_tensor *out, const rp_tensor *src, int dst_ndim);
  * frequency scheme (scope RP_CFG_SCOPE_FREQ): first the scaling's (scaling and the rows that
  * apply to scalings), then the others (xpos, xpos_scale_base), each group in row order; an entry
  * lrp_attention_keys_mark for those of the positional scheme and the relative limits (scopes
- * RP_CFG_SCOPE_PE and RP_CFG_SCOPE_REL: rp.attention's config keys), in row order. */
+ * RP_CFG_SCOPE_PE and RP_CFG_SCOPE_REL: rp.attention's config keys), in row order; an entry
+ * lrp_linear_keys_mark for rp.linear_attention's config keys, each at its row's place
+ * (rp_cfg_key.linear, model_schema.h), the entries after the mark in known filling the places no
+ * row holds, in order (so the mark ends the list: {lrp_linear_keys_mark, "eps", "q_offset",
+ * NULL} is pe, linear_rope, eps, base, ...). */
 int lrp_checkopts(lua_State *L, int idx, const char *const *known);
 /* The marks of lrp_checkopts (their addresses, not their texts, are what counts). */
 extern const char lrp_freq_keys_mark[];
 extern const char lrp_attention_keys_mark[];
+extern const char lrp_linear_keys_mark[];
+/* The names known stands for, its marks expanded as lrp_checkopts expands them, in out (at most
+ * n - 1 of them, then NULL; LRP_MAX_KNOWN is more than any list: the longest, rp.model's, is the
+ * schema's rows and 8); returns their count. A binding that reads its options in this order
+ * names the first bad one of them. */
+#define LRP_MAX_KNOWN 256
+int lrp_known_names(const char *const *known, const char **out, int n);
 /* 1 for a row of the scaling: scaling itself and the keys of RP_CFG_SCALED and RP_CFG_SCALINGS
  * (what a rope_scaling table sets). */
 int lrp_is_scaling_row(const rp_cfg_key *k);

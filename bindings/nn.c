@@ -173,7 +173,7 @@ static int l_rope_rotate(lua_State *L)
 
     rp_rope_cfg cfg = rp_rope_cfg_default(D);
     cfg.base = lrp_optbase(L, 2);
-    cfg.pairing = (rp_pairing)lrp_optenum(L, 2, "pairing", rp_pairing_names, RP_PAIR_HALF);
+    cfg.pairing = (rp_pairing)lrp_optenum(L, 2, "pairing", rp_pairing_names, cfg.pairing);
     lua_Integer sign = lrp_optinteger(L, 2, "sign", 1);
     if (sign != 1 && sign != -1)
         return lrp_argerror(L, 2, "option 'sign' must be 1 or -1, got %I", (LUAI_UACINT)sign);
@@ -437,17 +437,12 @@ static int l_attention(lua_State *L)
     return 2;
 }
 
-/* The config schema's row of a key rp.linear_attention reads (one that exists). */
-static const rp_cfg_key *schema_row(const char *name)
-{
-    return rp_model_cfg_key(name, (size_t)-1);
-}
-
 /* rp.linear_attention(q, k, v[, opts]) -> out, w, den (core/nn/linear_attention.h) */
 static int l_linear_attention(lua_State *L)
 {
-    static const char *const known[] = {"pe",         "linear_rope", "eps",      "base", "pairing",
-                                        "fraction_qk", "fraction_v",  "q_offset", NULL};
+    /* the config keys at their rows' places (pe, linear_rope, base, pairing, fraction_qk,
+     * fraction_v: rp_cfg_key.linear), eps and q_offset in the places between */
+    static const char *const known[] = {lrp_linear_keys_mark, "eps", "q_offset", NULL};
     static const char *const q_letters[] = {"B", "T", "H", "D"};
     static const char *const v_letters[] = {"B", "T", "H", "Dv"};
     const rp_tensor *q = lrp_checktensor(L, 1);
@@ -468,14 +463,23 @@ static int l_linear_attention(lua_State *L)
     /* every option as given, in the order of known (the first bad one is the one named); the
      * config keys by their schema rows, pe among the modes that run with linear attention */
     lrp_checkopts(L, 4, known);
-    req.keys.pe.mode = opt_linear_pe(L, 4, "pe");
-    lrp_optcfgvalue(L, 4, &req.keys, schema_row("linear_rope"));
-    req.eps = lrp_optfinite(L, 4, "eps", RP_LINATTN_EPS); /* (the plan checks it) */
-    req.keys.pe.base = lrp_optbase(L, 4);
-    lrp_optcfgvalue(L, 4, &req.keys, schema_row("pairing"));
-    lrp_optcfgvalue(L, 4, &req.keys, schema_row("fraction_qk"));
-    lrp_optcfgvalue(L, 4, &req.keys, schema_row("fraction_v"));
-    req.q_offset = (int64_t)lrp_optinteger(L, 4, "q_offset", 0);
+    const char *names[LRP_MAX_KNOWN];
+    lrp_known_names(known, names, LRP_MAX_KNOWN);
+    for (const char *const *name = names; *name; name++) {
+        const rp_cfg_key *row = rp_model_cfg_key(*name, (size_t)-1);
+        if (!row) {
+            if (strcmp(*name, "eps") == 0) /* (the plan checks it) */
+                req.eps = lrp_optfinite(L, 4, "eps", RP_LINATTN_EPS);
+            else /* q_offset */
+                req.q_offset = (int64_t)lrp_optinteger(L, 4, "q_offset", 0);
+        } else if (row->offset == offsetof(rp_model_cfg, pe.mode)) {
+            req.keys.pe.mode = opt_linear_pe(L, 4, "pe");
+        } else if (row->offset == offsetof(rp_model_cfg, pe.base)) {
+            req.keys.pe.base = lrp_optbase(L, 4);
+        } else {
+            lrp_optcfgvalue(L, 4, &req.keys, row);
+        }
+    }
 
     rp_linattn_plan p;
     if (rp_linear_attention_plan(&req, &p) != RP_OK)

@@ -105,6 +105,13 @@ typedef struct rp_cfg_key {
                                 * for (fraction_q: fraction_qk), or NULL; rp_model_cfg_normalise
                                 * and the widths of the placements (rp_model_cfg_width_key) read
                                 * it */
+    int linear;                /* 0, or its place among rp.linear_attention's options (1 first:
+                                * the order the call reads them in and names them in "unknown
+                                * option"): the config keys of one linear attention call, read
+                                * by the row's type into rp_linattn_request.keys (plan.h). The
+                                * places no row holds are the call's other options, eps and
+                                * q_offset, in that order (bindings/args.h,
+                                * lrp_linear_keys_mark) */
 } rp_cfg_key;
 
 /* A row of the frequency scheme: its field is rp_model_cfg.freq's `field`, and its freq_name

@@ -109,11 +109,12 @@ rp_status rp_attention_plan_freq(rp_attn_plan *p, const rp_rope_freq *f);
 typedef struct rp_linattn_request {
     int64_t B, T, H, D, Dv; /* q, k [B, T, H, D], v [B, T, H, Dv]: the caller has checked them
                              * 4-D, sizes >= 1, agreeing */
-    /* The options that are config keys, each read by its row's type (pe among the modes that
-     * run with linear attention, pe.h's linear column); an absent one holds its value from
+    /* The options that are config keys (the rows with a place among rp.linear_attention's
+     * options, rp_cfg_key.linear: pe.mode, linear_rope, pe.base, pe.pairing, pe.fraction_qk
+     * and pe.fraction_v), each read by its row's type (pe among the modes that run with linear
+     * attention, pe.h's linear column); an absent one holds its value from
      * rp_linear_attention_request_default */
-    rp_model_cfg keys;      /* pe.mode, linear_rope, pe.base, pe.pairing, pe.fraction_qk and
-                             * pe.fraction_v */
+    rp_model_cfg keys;
     double eps;             /* as given (the plan checks it: rp_linattn_check_eps);
                              * RP_LINATTN_EPS when absent */
     int64_t q_offset;       /* 0 when absent */

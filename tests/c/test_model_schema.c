@@ -157,6 +157,29 @@ static void test_freq_column(void)
     }
 }
 
+/* rp.linear_attention's config keys (rp_cfg_key.linear), written out here at their places: the
+ * places distinct, the call's other options (eps 3, q_offset 8) in the places between. */
+static void test_linear_places(void)
+{
+    printf("-- rp.linear_attention's rows: their places\n");
+    static const char *const want[] = {"pe", "linear_rope", NULL, "base", "pairing", "fraction_qk",
+                                       "fraction_v"};
+    const int nwant = (int)(sizeof want / sizeof want[0]);
+    int n = 0;
+    for (int i = 0; i < rp_model_cfg_nkeys; i++) {
+        const rp_cfg_key *k = &rp_model_cfg_keys[i];
+        if (k->linear == 0) continue;
+        n++;
+        CHECK(k->linear >= 1 && k->linear <= nwant && want[k->linear - 1] &&
+                  !strcmp(want[k->linear - 1], k->name),
+              "%s: place %d", k->name, k->linear);
+        for (int j = 0; j < i; j++)
+            CHECK(rp_model_cfg_keys[j].linear != k->linear, "%s: place %d also %s's", k->name,
+                  k->linear, rp_model_cfg_keys[j].name);
+    }
+    CHECK(n == nwant - 1, "%d rows with a place, want %d", n, nwant - 1);
+}
+
 static void test_rows(void)
 {
     printf("-- the rows: one per field of rp_model_cfg, in place\n");
@@ -674,6 +697,7 @@ int main(void)
     test_tables(); /* first: a rule naming no row would crash the checks below */
     test_rows();
     test_freq_column();
+    test_linear_places();
     test_ranges();
     test_used();
     test_versions();

@@ -104,6 +104,26 @@ describe("rp.linear_attention", function()
     assert.truthy(err(function() rp.linear_attention(q, k, v, { bogus = 1 }) end)
       :find("unknown option 'bogus'", 1, true))
   end)
+
+  it("names its options in the order it reads them (the first bad one is the one named)", function()
+    local function err(f)
+      local ok, e = pcall(f)
+      assert.is_false(ok)
+      return tostring(e)
+    end
+    local q = rp.randn { 1, 4, 2, 8 }
+    local e = err(function() rp.linear_attention(q, q, q, { bogus = 1 }) end)
+    assert.are.equal("bad argument #4 to 'linear_attention' (unknown option 'bogus' (known: pe, "
+      .. "linear_rope, eps, base, pairing, fraction_qk, fraction_v, q_offset))", e:match("bad argument.*"))
+    local bad = { pe = "shaw", linear_rope = 3, eps = "x", base = "y", pairing = 1,
+                  fraction_qk = "z", fraction_v = "w", q_offset = "v" }
+    for _, name in ipairs({ "pe", "linear_rope", "eps", "base", "pairing", "fraction_qk",
+                            "fraction_v", "q_offset" }) do
+      assert.truthy(err(function() rp.linear_attention(q, q, q, bad) end)
+        :find("option '" .. name .. "' must be", 1, true), name)
+      bad[name] = nil
+    end
+  end)
 end)
 
 describe("models with linear attention", function()
