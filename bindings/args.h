@@ -278,39 +278,6 @@ const char *lrp_checkpath(lua_State *L, int arg);
  * `return lrp_pushfail(L);` (Lua io style: the environment failed, not the caller). */
 int lrp_pushfail(lua_State *L);
 
-/* ---- core's key tables, to Lua ---- */
-
-/* One row of a key table of core (the config schema's rp_cfg_key, the optimiser's rp_optim_key)
- * as the Lua parts see it: what lrp_push_key_row exports, in one shape for every table. kind says
- * what the default is; cols which of the range's fields the row has (a table's INT rows may have
- * no upper end, its enum rows no range at all). */
-typedef enum {
-    LRP_KEY_NUM,   /* default, lo, hi: numbers */
-    LRP_KEY_INT,   /* default, lo, hi: integers */
-    LRP_KEY_ENUM,  /* default: names[def]; names: the list */
-    LRP_KEY_BOOL,  /* default: def != 0 */
-    LRP_KEY_BLANK, /* default: "" (not set: the mode's own) */
-} lrp_key_kind;
-
-enum {
-    LRP_KEY_LO = 1,   /* the row has lo */
-    LRP_KEY_HI = 2,   /* the row has hi */
-    LRP_KEY_OPEN = 4, /* the row has lo_open and hi_open */
-};
-
-typedef struct lrp_key_row {
-    const char *name, *type;  /* type: the table's name of the row's type ("number", "int", ...) */
-    lrp_key_kind kind;
-    int cols;                 /* LRP_KEY_* */
-    double def, lo, hi;
-    const char *const *names; /* LRP_KEY_ENUM: NULL-terminated */
-    int lo_open, hi_open;
-} lrp_key_row;
-
-/* Pushes a new table {name =, type =, default =, [lo =, hi =, lo_open =, hi_open =,] [names =]}
- * of row r with room for nrec fields; the caller adds its table's own columns (help, ...). */
-void lrp_push_key_row(lua_State *L, const lrp_key_row *r, int nrec);
-
 /* Option names that several binding files read and core has no NULL-terminated table of (the
  * config's enums are core's: rp_pe_names, rp_pairing_names, ...): the nonfinite option of
  * m:train_step and opt:step ("error", "skip"). */

@@ -34,23 +34,17 @@ void lrp_open_dist(lua_State *L, int mod);   /* roper.Comm metatable, rp.Comm, r
 /* Sets model_unused(cfg) -> {key = why} (the keys of an rp.model config table that do nothing
  * for it) and hf_rope (lrp_hf_rope_keys, freq.h) in the internals table at priv (model.c). */
 void lrp_model_internals(lua_State *L, int priv);
-/* Sets the config schema and the mode table in the internals table at priv (tables.c):
- * model_keys = { {name =, type = "int" | "number" | "enum" | "seed" | "rotate" | "bool",
- * default = (a boolean for bool), lo =, hi = (int, number), names = (enum), lo_open =, hi_open =,
- * unset0 =, required =, since =, help =}, ... } (core/config/model_schema.h's rows, in order) and
- * pe_modes (core/nn/pe.h's table, as rp.pe_modes() gives it: by index and by name). */
+/* Sets core's key tables and the mode table in the internals table at priv (tables.c): the
+ * key tables as lists of rows in their order, each row {name =, type =, default =, lo =, hi =,
+ * lo_open =, hi_open = (the fields its type has), names = (enum), ...its table's own fields}:
+ * model_keys (core/config/model_schema.h's rows; type "int" | "number" | "enum" | "seed" |
+ * "rotate" | "bool", default a boolean for bool; unset0 =, required =, since =, help =, ...),
+ * optim_keys (core/nn/optim.h's; type "number" | "int" | "enum"; option = (an option of
+ * rp.optim), pair = (the option that holds it with the next row: "betas"), help =, experiment =
+ * (its place among rp.experiment's optimiser keys; absent: not offered)), task_keys
+ * (tasks/task.h's; type "int" | "number" | "enum" | "bool" | "path", default "" for a path;
+ * kinds = {the kinds that read it, by name}, run = (a key of rp.experiment), required =, help
+ * =); and pe_modes (core/nn/pe.h's table, as rp.pe_modes() gives it: by index and by name). */
 void lrp_tables_internals(lua_State *L, int priv);
-/* Sets the optimiser's keys in the internals table at priv (optim.c): optim_keys = { {name =,
- * type = "number" | "int" | "enum", default =, lo =, hi = (number), lo_open =, hi_open =
- * (number, int), names = (enum), option = (an option of rp.optim), pair = (the option that holds
- * it with the next row: "betas"), help =, experiment = (its place among rp.experiment's optimiser
- * keys; absent: not offered)}, ... } (core/nn/optim.h's rows, in order). */
-void lrp_optim_internals(lua_State *L, int priv);
-/* Sets the task table in the internals table at priv (tasks.c): task_keys = { {name =, type =
- * "int" | "number" | "enum" | "bool" | "path", default = ("" for a path), lo =, hi = (int,
- * number), lo_open =, hi_open = (number), names = (enum), kinds = {the kinds that read it, by
- * name}, run = (a key of rp.experiment), required =, help =}, ... } (tasks/task.h's rows, in
- * order). */
-void lrp_task_internals(lua_State *L, int priv);
 
 #endif

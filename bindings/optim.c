@@ -201,40 +201,6 @@ static const luaL_Reg optim_methods[] = {
     {"step", o_step}, {"lr", o_lr}, {"steps", o_steps}, {"config", o_config}, {NULL, NULL},
 };
 
-void lrp_optim_internals(lua_State *L, int priv)
-{
-    /* by rp_optim_type: the type's name, what its default is, which range fields it has */
-    static const char *const types[] = {"number", "int", "enum"};
-    static const lrp_key_kind kinds[] = {LRP_KEY_NUM, LRP_KEY_INT, LRP_KEY_ENUM};
-    static const int cols[] = {LRP_KEY_LO | LRP_KEY_HI | LRP_KEY_OPEN, LRP_KEY_LO | LRP_KEY_OPEN,
-                               0};
-    priv = lua_absindex(L, priv);
-    lua_createtable(L, rp_adam_nkeys, 0);
-    for (int i = 0; i < rp_adam_nkeys; i++) {
-        const rp_optim_key *k = &rp_adam_keys[i];
-        const lrp_key_row row = {.name = k->name, .type = types[k->type],
-                                 .kind = kinds[k->type], .cols = cols[k->type], .def = k->def,
-                                 .lo = k->lo, .hi = k->hi, .names = k->names,
-                                 .lo_open = k->flags & RP_OPT_LO_OPEN,
-                                 .hi_open = k->flags & RP_OPT_HI_OPEN};
-        lrp_push_key_row(L, &row, 11);
-        lua_pushboolean(L, k->flags & RP_OPT_OPTION);
-        lua_setfield(L, -2, "option");
-        if (k->pair) {
-            lua_pushstring(L, k->pair);
-            lua_setfield(L, -2, "pair");
-        }
-        lua_pushstring(L, k->help);
-        lua_setfield(L, -2, "help");
-        if (k->experiment > 0) {
-            lua_pushinteger(L, k->experiment);
-            lua_setfield(L, -2, "experiment");
-        }
-        lua_rawseti(L, -2, i + 1);
-    }
-    lua_setfield(L, priv, "optim_keys");
-}
-
 void lrp_open_optim(lua_State *L, int mod)
 {
     mod = lua_absindex(L, mod);

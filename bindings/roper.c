@@ -12,9 +12,9 @@
  * metatable>, Optim_mt = <roper.Optim metatable>, Task_mt = <roper.Task metatable>, Tokenizer_mt =
  * <roper.Tokenizer metatable>, Params_mt,
  * Grads_mt, Memory_mt = <the metatables of m:params(), m:grads(), rp.model_memory()>, is_live = f,
- * model_keys, pe_modes (core's config schema and mode table: lrp_tables_internals in modules.h),
- * model_unused, hf_rope (lrp_model_internals), optim_keys (the optimiser's keys: lrp_optim_internals),
- * task_keys (the task table: lrp_task_internals),
+ * model_keys, optim_keys, task_keys, pe_modes (core's config schema, the optimiser's keys, the
+ * task table and the mode table: lrp_tables_internals in modules.h), model_unused, hf_rope
+ * (lrp_model_internals),
  * i32_max = RP_I32_MAX, build_kind = rp_build_kind(), build_target = rp_build_target(),
  * tokenizer = rp_tok_available() == 1, path_kind = f, read_file = f, write_file = f, clock = f,
  * mem_available = f }
@@ -347,11 +347,9 @@ LUAMOD_API int luaopen_roper(lua_State *L)
     }
     lua_pop(L, 1);
     luaL_setfuncs(L, priv_funcs, 0);
-    /* core's config schema and mode table, for the Lua parts (rp.experiment's config keys) */
+    /* core's key tables and mode table, for the Lua parts (rp.experiment's keys) */
     lrp_tables_internals(L, priv);
     lrp_model_internals(L, priv);
-    lrp_optim_internals(L, priv); /* the optimiser's keys (rp.experiment's) */
-    lrp_task_internals(L, priv);  /* the task table (rp.experiment's task keys) */
     lua_pushinteger(L, (lua_Integer)RP_I32_MAX);
     lua_setfield(L, priv, "i32_max");
     lua_pushstring(L, rp_build_kind());

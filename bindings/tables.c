@@ -1,9 +1,12 @@
 /* Core's tables for the Lua parts and the PyTorch companion: rp.pe_modes, rp.model_keys,
  * rp.scalings, rp.model_rules, rp.model_layout, rp.safetensors_extras, rp.axes_rules and the
- * private table's model_keys and pe_modes. Every row of every table goes through one pusher,
- * push_rows: a table is declared as its columns (a Lua key, how to read the row's field at an
- * offset: a string, an integer, a number, a boolean, an enum by its names, or a function for what
- * is computed), and push_rows makes the Lua list of rows (and, optionally, the same rows by name).
+ * private table's model_keys, optim_keys, task_keys and pe_modes. Every row of every table goes
+ * through one pusher, push_rows: a table is declared as its columns (a Lua key, how to read the
+ * row's field at an offset: a string, an integer, a number, a boolean, an enum by its names, or a
+ * function for what is computed), and push_rows makes the Lua list of rows (and, optionally, the
+ * same rows by name). The three key tables (the config schema's, the optimiser's, the tasks')
+ * share the fields of a key row (name, type, default, range), set by one function
+ * (set_key_fields) from each table's own first column.
  * The functions here read core's tables only; nothing else of the module calls them but the
  * registration (lrp_open_tables, lrp_tables_internals: modules.h).
  */
@@ -13,6 +16,8 @@
 #include "args.h"
 #include "freq.h"
 #include "modules.h"
+#include "optim.h"
+#include "task.h"
 
 /* ---- the row pusher ---- */
 
@@ -23,7 +28,8 @@ typedef enum {
     COL_BOOL, /* an int, as a boolean */
     COL_NAME, /* an int (an enum), as names[value] */
     COL_FN,   /* fn(L, row) pushes the value and returns 1, or pushes nothing and returns 0 (the
-                 key is left out) */
+                 key is left out); with no key (FIELDS) it sets fields of the row's table, which
+                 is on the top of the stack, itself and returns 0 */
 } col_kind;
 
 typedef struct {
@@ -41,6 +47,7 @@ typedef struct {
 #define BOOL(key, T, f) {key, COL_BOOL, FIELD(T, f), NULL, NULL}
 #define NAME(key, T, f, names) {key, COL_NAME, FIELD(T, f), names, NULL}
 #define FN(key, fn) {key, COL_FN, 0, 0, NULL, fn}
+#define FIELDS(fn) {NULL, COL_FN, 0, 0, NULL, fn}
 #define NCOLS(cols) ((int)(sizeof cols / sizeof *cols))
 
 /* A table of rows: n rows, either in an array (base, stride) or by index (at(i)); each row a Lua
@@ -270,18 +277,95 @@ static int l_pe_modes(lua_State *L)
     return 1;
 }
 
+/* ---- the key tables' common fields ---- */
+
+/* One row of a key table of core (the config schema's rp_cfg_key, the optimiser's rp_optim_key,
+ * the tasks' rp_task_key) as the Lua parts see it: what set_key_fields sets, in one shape for
+ * every table. kind says
+ * what the default is; cols which of the range's fields the row has (a table's INT rows may have
+ * no upper end, its enum rows no range at all). */
+typedef enum {
+    KEY_NUM,   /* default, lo, hi: numbers */
+    KEY_INT,   /* default, lo, hi: integers */
+    KEY_ENUM,  /* default: names[def]; names: the list */
+    KEY_BOOL,  /* default: def != 0 */
+    KEY_BLANK, /* default: "" (not set: the mode's own) */
+} key_kind;
+
+enum {
+    KEY_LO = 1,   /* the row has lo */
+    KEY_HI = 2,   /* the row has hi */
+    KEY_OPEN = 4, /* the row has lo_open and hi_open */
+};
+
+typedef struct key_row {
+    const char *name, *type;  /* type: the table's name of the row's type ("number", "int", ...) */
+    key_kind kind;
+    int cols;                 /* KEY_* */
+    double def, lo, hi;
+    const char *const *names; /* KEY_ENUM: NULL-terminated */
+    int lo_open, hi_open;
+} key_row;
+
+static void push_key_number(lua_State *L, const char *field, double v, int integer)
+{
+    if (integer) lua_pushinteger(L, (lua_Integer)v);
+    else lua_pushnumber(L, (lua_Number)v);
+    lua_setfield(L, -2, field);
+}
+
+/* Sets the fields of row r in the table on the top of the stack: name, type, default, and as
+ * its kind and cols say lo, hi, lo_open, hi_open, names. */
+static void set_key_fields(lua_State *L, const key_row *r)
+{
+    lua_pushstring(L, r->name);
+    lua_setfield(L, -2, "name");
+    lua_pushstring(L, r->type);
+    lua_setfield(L, -2, "type");
+    switch (r->kind) {
+    case KEY_NUM:
+    case KEY_INT: push_key_number(L, "default", r->def, r->kind == KEY_INT); break;
+    case KEY_ENUM:
+        lua_pushstring(L, r->names[(int)r->def]);
+        lua_setfield(L, -2, "default");
+        lua_newtable(L);
+        for (int j = 0; r->names[j]; j++) {
+            lua_pushstring(L, r->names[j]);
+            lua_rawseti(L, -2, j + 1);
+        }
+        lua_setfield(L, -2, "names");
+        break;
+    case KEY_BOOL:
+        lua_pushboolean(L, r->def != 0.0);
+        lua_setfield(L, -2, "default");
+        break;
+    case KEY_BLANK:
+        lua_pushliteral(L, "");
+        lua_setfield(L, -2, "default");
+        break;
+    }
+    if (r->cols & KEY_LO) push_key_number(L, "lo", r->lo, r->kind == KEY_INT);
+    if (r->cols & KEY_HI) push_key_number(L, "hi", r->hi, r->kind == KEY_INT);
+    if (r->cols & KEY_OPEN) {
+        lua_pushboolean(L, r->lo_open);
+        lua_setfield(L, -2, "lo_open");
+        lua_pushboolean(L, r->hi_open);
+        lua_setfield(L, -2, "hi_open");
+    }
+}
+
 /* ---- rp.model_keys: the config schema's rows (core/config/model_schema.h) ---- */
 
 /* by rp_cfg_type: the type's name, what its default is, which range fields it has */
 static const char *const key_types[] = {"int", "number", "enum", "seed", "rotate", "bool"};
-static const lrp_key_kind key_kinds[] = {LRP_KEY_INT, LRP_KEY_NUM,   LRP_KEY_ENUM,
-                                         LRP_KEY_INT, LRP_KEY_BLANK, LRP_KEY_BOOL};
-static const int key_range_cols[] = {LRP_KEY_LO | LRP_KEY_HI | LRP_KEY_OPEN,
-                                     LRP_KEY_LO | LRP_KEY_HI | LRP_KEY_OPEN,
-                                     LRP_KEY_OPEN,
-                                     LRP_KEY_OPEN,
-                                     LRP_KEY_OPEN,
-                                     LRP_KEY_OPEN};
+static const key_kind key_kinds[] = {KEY_INT, KEY_NUM,   KEY_ENUM,
+                                         KEY_INT, KEY_BLANK, KEY_BOOL};
+static const int key_range_cols[] = {KEY_LO | KEY_HI | KEY_OPEN,
+                                     KEY_LO | KEY_HI | KEY_OPEN,
+                                     KEY_OPEN,
+                                     KEY_OPEN,
+                                     KEY_OPEN,
+                                     KEY_OPEN};
 _Static_assert(sizeof key_types / sizeof *key_types == RP_CFG_BOOL + 1, "a name per type");
 _Static_assert(sizeof key_range_cols / sizeof *key_range_cols == RP_CFG_BOOL + 1,
                "columns per type");
@@ -359,7 +443,22 @@ static int key_needs(lua_State *L, const void *row)
     return 1;
 }
 
+/* The key row of a config schema row: its type's name, kind and range fields, the range of
+ * rp_model_cfg_range. */
+static int model_key_fields(lua_State *L, const void *row)
+{
+    const rp_cfg_key *k = row;
+    const rp_cfg_range range = rp_model_cfg_range(k);
+    const key_row r = {.name = k->name, .type = key_types[k->type], .kind = key_kinds[k->type],
+                       .cols = key_range_cols[k->type], .def = k->def, .lo = range.lo,
+                       .hi = range.hi, .names = k->names, .lo_open = range.lo_open,
+                       .hi_open = range.hi_open};
+    set_key_fields(L, &r);
+    return 0;
+}
+
 static const col key_cols[] = {
+    FIELDS(model_key_fields),
     FN("unset0", key_unset0),
     FN("required", key_required),
     INT("since", rp_cfg_key, since),
@@ -376,7 +475,7 @@ static const col key_cols[] = {
 };
 
 /* Pushes the config schema's rows (model_schema.c) as a list of tables, in row order: name,
- * type, default, lo, hi (int and number), names (enum), lo_open, hi_open (args.h's key row: the
+ * type, default, lo, hi (int and number), names (enum), lo_open, hi_open (the key row: the
  * shape every key table has), then key_cols: unset0, required, since, help, use (when the key
  * does something: rp_cfg_use's name), json (what a safetensors roper.config holds of it:
  * rp_cfg_json's name), placements (use "placement": the letters of use_arg), scalings (use
@@ -386,19 +485,10 @@ static const col key_cols[] = {
  * something, and why not). */
 static void push_model_keys(lua_State *L)
 {
-    lua_createtable(L, rp_model_cfg_nkeys, 0);
-    for (int i = 0; i < rp_model_cfg_nkeys; i++) {
-        const rp_cfg_key *k = &rp_model_cfg_keys[i];
-        const rp_cfg_range range = rp_model_cfg_range(k);
-        const lrp_key_row row = {.name = k->name, .type = key_types[k->type],
-                                 .kind = key_kinds[k->type], .cols = key_range_cols[k->type],
-                                 .def = k->def, .lo = range.lo, .hi = range.hi, .names = k->names,
-                                 .lo_open = range.lo_open, .hi_open = range.hi_open};
-        lrp_push_key_row(L, &row, 13);
-        for (int j = 0; j < NCOLS(key_cols); j++)
-            if (push_col(L, &key_cols[j], k)) lua_setfield(L, -2, key_cols[j].key);
-        lua_rawseti(L, -2, i + 1);
-    }
+    const rows_desc d = {.n = rp_model_cfg_nkeys, .base = rp_model_cfg_keys,
+                         .stride = sizeof *rp_model_cfg_keys, .cols = key_cols,
+                         .ncols = NCOLS(key_cols), .nrec = 13};
+    push_rows(L, &d);
 }
 
 /* rp.model_keys() -> the config schema's rows (push_model_keys), a new table at each call. */
@@ -406,6 +496,111 @@ static int l_model_keys(lua_State *L)
 {
     push_model_keys(L);
     return 1;
+}
+
+/* ---- internals.optim_keys: the optimiser's rows (core/nn/optim.h) ---- */
+
+/* by rp_optim_type: the type's name, what its default is, which range fields it has */
+static const char *const optim_types[] = {"number", "int", "enum"};
+static const key_kind optim_kinds[] = {KEY_NUM, KEY_INT, KEY_ENUM};
+static const int optim_range_cols[] = {KEY_LO | KEY_HI | KEY_OPEN, KEY_LO | KEY_OPEN, 0};
+
+static int optim_key_fields(lua_State *L, const void *row)
+{
+    const rp_optim_key *k = row;
+    const key_row r = {.name = k->name, .type = optim_types[k->type], .kind = optim_kinds[k->type],
+                       .cols = optim_range_cols[k->type], .def = k->def, .lo = k->lo, .hi = k->hi,
+                       .names = k->names, .lo_open = k->flags & RP_OPT_LO_OPEN,
+                       .hi_open = k->flags & RP_OPT_HI_OPEN};
+    set_key_fields(L, &r);
+    return 0;
+}
+static int optim_key_option(lua_State *L, const void *row)
+{
+    lua_pushboolean(L, ((const rp_optim_key *)row)->flags & RP_OPT_OPTION);
+    return 1;
+}
+static int optim_key_experiment(lua_State *L, const void *row)
+{
+    const rp_optim_key *k = row;
+    if (k->experiment <= 0) return 0;
+    lua_pushinteger(L, k->experiment);
+    return 1;
+}
+
+static const col optim_key_cols[] = {
+    FIELDS(optim_key_fields),
+    FN("option", optim_key_option),
+    STR("pair", rp_optim_key, pair),
+    STR("help", rp_optim_key, help),
+    FN("experiment", optim_key_experiment),
+};
+
+/* The optimiser's rows as a list of tables, in row order: the key row (name, type, default, lo,
+ * hi, lo_open, hi_open, names), option (an option of rp.optim), pair (the option that holds it
+ * with the next row), help, experiment (its place among rp.experiment's optimiser keys; absent:
+ * not offered). */
+static void push_optim_keys(lua_State *L)
+{
+    const rows_desc d = {.n = rp_adam_nkeys, .base = rp_adam_keys, .stride = sizeof *rp_adam_keys,
+                         .cols = optim_key_cols, .ncols = NCOLS(optim_key_cols), .nrec = 11};
+    push_rows(L, &d);
+}
+
+/* ---- internals.task_keys: the task table (tasks/task.h) ---- */
+
+/* by rp_task_key_type: the type's name, what its default is, which range fields it has */
+static const char *const task_types[] = {"int", "number", "enum", "bool", "path"};
+static const key_kind task_kinds[] = {KEY_INT, KEY_NUM, KEY_ENUM, KEY_BOOL, KEY_BLANK};
+static const int task_range_cols[] = {KEY_LO | KEY_HI, KEY_LO | KEY_HI | KEY_OPEN, 0, 0, 0};
+
+static int task_key_fields(lua_State *L, const void *row)
+{
+    const rp_task_key *k = row;
+    const key_row r = {.name = k->name, .type = task_types[k->type], .kind = task_kinds[k->type],
+                       .cols = task_range_cols[k->type], .def = k->def, .lo = k->lo, .hi = k->hi,
+                       .names = k->names,
+                       .hi_open = (k->flags & RP_TASK_KEY_HI_OPEN) != 0};
+    set_key_fields(L, &r);
+    return 0;
+}
+static int task_key_kinds(lua_State *L, const void *row)
+{
+    lua_newtable(L);
+    for (int kind = 0, n = 0; rp_task_kind_names[kind]; kind++) {
+        if (!rp_task_key_applies(row, (rp_task_kind)kind)) continue;
+        lua_pushstring(L, rp_task_kind_names[kind]);
+        lua_rawseti(L, -2, ++n);
+    }
+    return 1;
+}
+static int task_key_run(lua_State *L, const void *row)
+{
+    lua_pushboolean(L, (((const rp_task_key *)row)->flags & RP_TASK_KEY_RUN) != 0);
+    return 1;
+}
+static int task_key_required(lua_State *L, const void *row)
+{
+    lua_pushboolean(L, (((const rp_task_key *)row)->flags & RP_TASK_KEY_REQUIRED) != 0);
+    return 1;
+}
+
+static const col task_key_cols[] = {
+    FIELDS(task_key_fields),
+    FN("kinds", task_key_kinds),
+    FN("run", task_key_run),
+    FN("required", task_key_required),
+    STR("help", rp_task_key, help),
+};
+
+/* The task table's rows as a list of tables, in row order: the key row (name, type, default, lo,
+ * hi, lo_open, hi_open, names; a path's default ""), kinds (the kinds that read it, by name), run
+ * (a key of rp.experiment), required, help. */
+static void push_task_keys(lua_State *L)
+{
+    const rows_desc d = {.n = rp_task_nkeys, .base = rp_task_keys, .stride = sizeof *rp_task_keys,
+                         .cols = task_key_cols, .ncols = NCOLS(task_key_cols), .nrec = 12};
+    push_rows(L, &d);
 }
 
 /* ---- rp.scalings: the scaling table and the frequency rules (core/nn/rope_freq.h) ---- */
@@ -785,6 +980,10 @@ void lrp_tables_internals(lua_State *L, int priv)
     priv = lua_absindex(L, priv);
     push_model_keys(L);
     lua_setfield(L, priv, "model_keys");
+    push_optim_keys(L);
+    lua_setfield(L, priv, "optim_keys");
+    push_task_keys(L);
+    lua_setfield(L, priv, "task_keys");
     push_pe_modes(L);
     lua_setfield(L, priv, "pe_modes");
 }

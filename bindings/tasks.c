@@ -25,8 +25,7 @@ typedef struct lrp_task {
     rp_task *t;
 } lrp_task;
 
-static const char *const kind_names[] = {"addition", "substring_index", "substring_prefix", "text",
-                                         "grid_offset", "lm", NULL};
+static const char *const *const kind_names = rp_task_kind_names;
 static const char *const split_names[] = {"train", "valid", "test", NULL};
 
 /* ---- the userdata ---- */
@@ -599,41 +598,6 @@ static const luaL_Reg task_methods[] = {
     {"windows", t_windows},
     {NULL, NULL},
 };
-
-void lrp_task_internals(lua_State *L, int priv)
-{
-    /* by rp_task_key_type: the type's name, what its default is, which range fields it has */
-    static const char *const types[] = {"int", "number", "enum", "bool", "path"};
-    static const lrp_key_kind kinds[] = {LRP_KEY_INT, LRP_KEY_NUM, LRP_KEY_ENUM, LRP_KEY_BOOL,
-                                         LRP_KEY_BLANK};
-    static const int cols[] = {LRP_KEY_LO | LRP_KEY_HI, LRP_KEY_LO | LRP_KEY_HI | LRP_KEY_OPEN, 0,
-                               0, 0};
-    priv = lua_absindex(L, priv);
-    lua_createtable(L, rp_task_nkeys, 0);
-    for (int i = 0; i < rp_task_nkeys; i++) {
-        const rp_task_key *k = &rp_task_keys[i];
-        const lrp_key_row row = {.name = k->name, .type = types[k->type], .kind = kinds[k->type],
-                                 .cols = cols[k->type], .def = k->def, .lo = k->lo, .hi = k->hi,
-                                 .names = k->names,
-                                 .hi_open = (k->flags & RP_TASK_KEY_HI_OPEN) != 0};
-        lrp_push_key_row(L, &row, 12);
-        lua_newtable(L);
-        for (int kind = 0, n = 0; kind_names[kind]; kind++) {
-            if (!rp_task_key_applies(k, (rp_task_kind)kind)) continue;
-            lua_pushstring(L, kind_names[kind]);
-            lua_rawseti(L, -2, ++n);
-        }
-        lua_setfield(L, -2, "kinds");
-        lua_pushboolean(L, (k->flags & RP_TASK_KEY_RUN) != 0);
-        lua_setfield(L, -2, "run");
-        lua_pushboolean(L, (k->flags & RP_TASK_KEY_REQUIRED) != 0);
-        lua_setfield(L, -2, "required");
-        lua_pushstring(L, k->help);
-        lua_setfield(L, -2, "help");
-        lua_rawseti(L, -2, i + 1);
-    }
-    lua_setfield(L, priv, "task_keys");
-}
 
 void lrp_open_tasks(lua_State *L, int mod)
 {

@@ -8,6 +8,12 @@
 
 #include "task_impl.h"
 
+const char *const rp_task_kind_names[] = {"addition",    "substring_index", "substring_prefix",
+                                          "text",        "grid_offset",     "lm",
+                                          NULL};
+_Static_assert(sizeof rp_task_kind_names / sizeof *rp_task_kind_names == RP_TASK_LM + 2,
+               "a name per kind");
+
 static rp_status set_ascii_vocab(rp_task *t, const char *chars)
 {
     int32_t cps[128];

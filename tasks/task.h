@@ -25,6 +25,10 @@ typedef enum {
     RP_TASK_LM              /* language modelling on token ids (train/valid/test .npy files) */
 } rp_task_kind;
 
+/* The kinds' names, in rp_task_kind order, NULL-terminated: "addition", "substring_index",
+ * "substring_prefix", "text", "grid_offset", "lm" (rp.tasks.<kind>, messages). */
+extern const char *const rp_task_kind_names[];
+
 typedef enum { RP_ADD_WRITEUP = 0, RP_ADD_LABML = 1 } rp_add_format;
 
 /* The options of a task (what rp.tasks.<kind> reads, task:config() returns). Each field but kind
