@@ -388,8 +388,8 @@ static rp_status check_gen(const rp_gen_cfg *g, int need_rng)
     return RP_OK;
 }
 
-static rp_status model_generate(rp_model *m, const int32_t *prompt, int64_t n_prompt, int64_t n_new,
-                                const rp_gen_cfg *g, int32_t *out, int64_t *n_out)
+static rp_status model_generate(rp_model *m, const int32_t *prompt, int64_t n_prompt,
+                                int64_t n_new, const rp_gen_cfg *g, int32_t *out, int64_t *n_out)
 {
     const rp_model_cfg *c = &m->cfg;
     if (n_out) *n_out = 0;
@@ -505,7 +505,8 @@ rp_status rp_model_generate_batch(rp_model *m, const int32_t *tokens, const int6
                                   int64_t max_lanes, int32_t *out, int64_t *n_out)
 {
     rp_fpmode fm = rp_fp_flush_begin();
-    rp_status st = model_generate_batch(m, tokens, offsets, n, n_new, g, rngs, max_lanes, out, n_out);
+    rp_status st =
+        model_generate_batch(m, tokens, offsets, n, n_new, g, rngs, max_lanes, out, n_out);
     rp_fp_flush_end(fm);
     return st;
 }
