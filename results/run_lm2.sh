@@ -61,6 +61,22 @@ if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   fi
 fi
 [ -f data/linux-doc/manifest.json ] || { echo "run_lm2.sh: make corpus first" >&2; exit 2; }
+# every finished run file of the main steps' folders must be the build's commit's: compare.lua
+# takes a finished run as done, so a checkout whose tracked results hold another commit's runs
+# would mix commits in one table (the study was pinned again once: docs/results.md)
+for d in results/lm2-s results/lm2-m results/lm2-l results/lm2-s-long; do
+  for f in "$d"/runs/*.json; do
+    case "$f" in *.cfg.json|*.run.json) continue ;; esac
+    [ -f "$f" ] || continue
+    c=$(grep -o '"commit":"[^"]*"' "$f" | head -1 | cut -d'"' -f4 || true)
+    # (abbreviated hashes: one a prefix of the other is the same commit)
+    if [ -z "$c" ] || { [ "${built#"$c"}" = "$built" ] && [ "${c#"$built"}" = "$c" ]; }; then
+      echo "run_lm2.sh: $f is a run of ${c:-an unknown commit}, not of the build's $built:" \
+        "move that folder's runs aside first" >&2
+      exit 2
+    fi
+  done
+done
 JOBS=${JOBS:-2}
 R="$R0 scripts/compare.lua --jobs $JOBS --threads 1 --quiet --task lm"
 # the corpus, its 2,048-piece tokenizer (trained on the training split when missing), the
