@@ -2,8 +2,8 @@
  * rp.scalings, rp.model_rules, rp.model_layout, rp.safetensors_extras, rp.axes_rules and the
  * private table's model_keys, optim_keys, task_keys and pe_modes. Every row of every table goes
  * through one pusher, push_rows: a table is declared as its columns (a Lua key, how to read the
- * row's field at an offset: a string, an integer, a number, a boolean, an enum by its names, or a
- * function for what is computed), and push_rows makes the Lua list of rows (and, optionally, the
+ * row's field at an offset: a string, an integer, a number, a boolean, a bit of a flags field, an
+ * enum by its names, or a function for what is computed), and push_rows makes the Lua list of rows (and, optionally, the
  * same rows by name). The three key tables (the config schema's, the optimiser's, the tasks')
  * share the fields of a key row (name, type, default, range), set by one function
  * (set_key_fields) from each table's own first column.
@@ -26,6 +26,7 @@ typedef enum {
     COL_INT,  /* an integer of size 4 (int, an enum, uint32_t) or 8 (int64_t) */
     COL_NUM,  /* a double */
     COL_BOOL, /* an int, as a boolean */
+    COL_FLAG, /* an int of flags, as a boolean: whether it has the column's bit (mask) */
     COL_NAME, /* an int (an enum), as names[value] */
     COL_FN,   /* fn(L, row) pushes the value and returns 1, or pushes nothing and returns 0 (the
                  key is left out); with no key (FIELDS) it sets fields of the row's table, which
@@ -38,16 +39,18 @@ typedef struct {
     size_t off, size;
     const char *const *names;                  /* COL_NAME */
     int (*fn)(lua_State *L, const void *row); /* COL_FN */
+    int64_t mask;                             /* COL_FLAG */
 } col;
 
-#define FIELD(T, f) offsetof(T, f), sizeof(((T *)NULL)->f)
-#define STR(key, T, f) {key, COL_STR, FIELD(T, f), NULL, NULL}
-#define INT(key, T, f) {key, COL_INT, FIELD(T, f), NULL, NULL}
-#define NUM(key, T, f) {key, COL_NUM, FIELD(T, f), NULL, NULL}
-#define BOOL(key, T, f) {key, COL_BOOL, FIELD(T, f), NULL, NULL}
-#define NAME(key, T, f, names) {key, COL_NAME, FIELD(T, f), names, NULL}
-#define FN(key, fn) {key, COL_FN, 0, 0, NULL, fn}
-#define FIELDS(fn) {NULL, COL_FN, 0, 0, NULL, fn}
+#define FIELD(T, f) .off = offsetof(T, f), .size = sizeof(((T *)NULL)->f)
+#define STR(k, T, f) {.key = k, .kind = COL_STR, FIELD(T, f)}
+#define INT(k, T, f) {.key = k, .kind = COL_INT, FIELD(T, f)}
+#define NUM(k, T, f) {.key = k, .kind = COL_NUM, FIELD(T, f)}
+#define BOOL(k, T, f) {.key = k, .kind = COL_BOOL, FIELD(T, f)}
+#define FLAG(k, T, f, bit) {.key = k, .kind = COL_FLAG, FIELD(T, f), .mask = bit}
+#define NAME(k, T, f, list) {.key = k, .kind = COL_NAME, FIELD(T, f), .names = list}
+#define FN(k, func) {.key = k, .kind = COL_FN, .fn = func}
+#define FIELDS(func) {.key = NULL, .kind = COL_FN, .fn = func}
 #define NCOLS(cols) ((int)(sizeof cols / sizeof *cols))
 
 /* A table of rows: n rows, either in an array (base, stride) or by index (at(i)); each row a Lua
@@ -98,6 +101,7 @@ static int push_col(lua_State *L, const col *c, const void *row)
         return 1;
     }
     case COL_BOOL: lua_pushboolean(L, get_int(p, c->size) != 0); return 1;
+    case COL_FLAG: lua_pushboolean(L, (get_int(p, c->size) & c->mask) != 0); return 1;
     case COL_NAME: lua_pushstring(L, c->names[get_int(p, c->size)]); return 1;
     case COL_FN: return c->fn(L, row);
     }
@@ -377,16 +381,6 @@ static const char *const key_jsons[] = {"set", "applies", "always", "required"};
 _Static_assert(sizeof key_jsons / sizeof *key_jsons == RP_CFG_JSON_REQUIRED + 1,
                "a name per json");
 
-static int key_unset0(lua_State *L, const void *row)
-{
-    lua_pushboolean(L, ((const rp_cfg_key *)row)->flags & RP_CFG_UNSET0);
-    return 1;
-}
-static int key_required(lua_State *L, const void *row)
-{
-    lua_pushboolean(L, ((const rp_cfg_key *)row)->flags & RP_CFG_REQUIRED);
-    return 1;
-}
 static int key_placements(lua_State *L, const void *row)
 {
     const rp_cfg_key *k = row;
@@ -459,8 +453,8 @@ static int model_key_fields(lua_State *L, const void *row)
 
 static const col key_cols[] = {
     FIELDS(model_key_fields),
-    FN("unset0", key_unset0),
-    FN("required", key_required),
+    FLAG("unset0", rp_cfg_key, flags, RP_CFG_UNSET0),
+    FLAG("required", rp_cfg_key, flags, RP_CFG_REQUIRED),
     INT("since", rp_cfg_key, since),
     STR("help", rp_cfg_key, help),
     NAME("use", rp_cfg_key, use, key_uses),
@@ -515,11 +509,6 @@ static int optim_key_fields(lua_State *L, const void *row)
     set_key_fields(L, &r);
     return 0;
 }
-static int optim_key_option(lua_State *L, const void *row)
-{
-    lua_pushboolean(L, ((const rp_optim_key *)row)->flags & RP_OPT_OPTION);
-    return 1;
-}
 static int optim_key_experiment(lua_State *L, const void *row)
 {
     const rp_optim_key *k = row;
@@ -530,7 +519,7 @@ static int optim_key_experiment(lua_State *L, const void *row)
 
 static const col optim_key_cols[] = {
     FIELDS(optim_key_fields),
-    FN("option", optim_key_option),
+    FLAG("option", rp_optim_key, flags, RP_OPT_OPTION),
     STR("pair", rp_optim_key, pair),
     STR("help", rp_optim_key, help),
     FN("experiment", optim_key_experiment),
@@ -574,22 +563,12 @@ static int task_key_kinds(lua_State *L, const void *row)
     }
     return 1;
 }
-static int task_key_run(lua_State *L, const void *row)
-{
-    lua_pushboolean(L, (((const rp_task_key *)row)->flags & RP_TASK_KEY_RUN) != 0);
-    return 1;
-}
-static int task_key_required(lua_State *L, const void *row)
-{
-    lua_pushboolean(L, (((const rp_task_key *)row)->flags & RP_TASK_KEY_REQUIRED) != 0);
-    return 1;
-}
 
 static const col task_key_cols[] = {
     FIELDS(task_key_fields),
     FN("kinds", task_key_kinds),
-    FN("run", task_key_run),
-    FN("required", task_key_required),
+    FLAG("run", rp_task_key, flags, RP_TASK_KEY_RUN),
+    FLAG("required", rp_task_key, flags, RP_TASK_KEY_REQUIRED),
     STR("help", rp_task_key, help),
 };
 

@@ -25,7 +25,6 @@ typedef struct lrp_task {
     rp_task *t;
 } lrp_task;
 
-static const char *const *const kind_names = rp_task_kind_names;
 static const char *const split_names[] = {"train", "valid", "test", NULL};
 
 /* ---- the userdata ---- */
@@ -115,10 +114,10 @@ static void check_task_opts(lua_State *L, int idx, const char *const *known, rp_
 {
     lrp_checkopts(L, idx, known);
     if (lrp_hasopt(L, idx, "kind")) {
-        int k = lrp_optenum(L, idx, "kind", kind_names, (int)kind);
+        int k = lrp_optenum(L, idx, "kind", rp_task_kind_names, (int)kind);
         if (k != (int)kind)
-            lrp_argerror(L, idx, "option 'kind' is \"%s\", but this is rp.tasks.%s", kind_names[k],
-                         kind_names[kind]);
+            lrp_argerror(L, idx, "option 'kind' is \"%s\", but this is rp.tasks.%s",
+                         rp_task_kind_names[k], rp_task_kind_names[kind]);
     }
 }
 
@@ -237,7 +236,7 @@ static void check_has_problems(lua_State *L, const rp_task *t, const char *what)
     const rp_task_cfg *c = rp_task_config(t);
     if (!has_problems(c))
         luaL_error(L, "task:%s needs an addition, substring_index or grid_offset task (this is %s)",
-                   what, kind_names[c->kind]);
+                   what, rp_task_kind_names[c->kind]);
 }
 
 /* Raises for an lm task (method name what): its vocabulary is its tokenizer's. */
@@ -398,7 +397,7 @@ static int t_batch(lua_State *L)
                                 c->kind == RP_TASK_LM ? " or \"test\"" : "", lrp_describe(L, 4));
         if (split == 1 && c->kind != RP_TASK_TEXT && c->kind != RP_TASK_LM)
             return lrp_argerror(L, 4, "split \"valid\" exists only for text and lm tasks (this "
-                                      "is %s)", kind_names[c->kind]);
+                                      "is %s)", rp_task_kind_names[c->kind]);
         if (split == 1 && c->kind == RP_TASK_TEXT && c->valid_fraction <= 0.0)
             return lrp_argerror(L, 4, "the task has no validation split (valid_fraction 0)");
     }
@@ -475,7 +474,7 @@ static int t_config(lua_State *L)
 {
     const rp_task_cfg cfg = *rp_task_config(check_task(L, 1)), *c = &cfg;
     lua_createtable(L, 0, 6);
-    lua_pushstring(L, kind_names[c->kind]);
+    lua_pushstring(L, rp_task_kind_names[c->kind]);
     lua_setfield(L, -2, "kind");
     for (int i = 0; i < rp_task_nkeys; i++) {
         const rp_task_key *k = &rp_task_keys[i];
@@ -502,7 +501,7 @@ static int t_split_sizes(lua_State *L)
     int lm = rp_task_config(t)->kind == RP_TASK_LM;
     if (rp_task_split_sizes(t, &n[0], &n[1]) != RP_OK)
         return luaL_error(L, "task:split_sizes needs a text or lm task (this is %s)",
-                          kind_names[rp_task_config(t)->kind]);
+                          rp_task_kind_names[rp_task_config(t)->kind]);
     if (lm && rp_task_split_len(t, RP_SPLIT_TEST, &n[2]) != RP_OK) return lrp_raise(L, RP_ERR_ARG);
     for (int i = 0; i < 2 + lm; i++) lua_pushinteger(L, (lua_Integer)n[i]);
     return 2 + lm;
@@ -515,7 +514,8 @@ static int t_windows(lua_State *L)
 {
     const rp_task_cfg cfg = *rp_task_config(check_task(L, 1)), *c = &cfg;
     if (c->kind != RP_TASK_LM)
-        return luaL_error(L, "task:windows needs an lm task (this is %s)", kind_names[c->kind]);
+        return luaL_error(L, "task:windows needs an lm task (this is %s)",
+                          rp_task_kind_names[c->kind]);
     int split = -1;
     const char *s = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : NULL;
     for (int i = 0; s && split_names[i]; i++)
@@ -565,7 +565,7 @@ static int t_positions2d(lua_State *L)
     const rp_task_cfg cfg = *rp_task_config(check_task(L, 1)), *c = &cfg;
     if (c->kind != RP_TASK_GRID_OFFSET)
         return luaL_error(L, "task:positions2d needs a grid_offset task (this is %s)",
-                          kind_names[c->kind]);
+                          rp_task_kind_names[c->kind]);
     int64_t n = c->seq_len, hi = (int64_t)rp_task_key_of("seq_len", c->kind)->hi;
     if (!lua_isnoneornil(L, 2)) {
         lua_Integer v = lrp_checkint(L, 2, "n");
@@ -605,10 +605,10 @@ void lrp_open_tasks(lua_State *L, int mod)
     lrp_open_type(L, mod, LRP_TASK_MT, "Task", task_methods, t_release, t_tostring);
 
     lua_createtable(L, 0, RP_TASK_LM + 1); /* rp.tasks.<kind>: l_new with the kind */
-    for (int kind = 0; kind_names[kind]; kind++) {
+    for (int kind = 0; rp_task_kind_names[kind]; kind++) {
         lua_pushinteger(L, kind);
         lua_pushcclosure(L, l_new, 1);
-        lua_setfield(L, -2, kind_names[kind]);
+        lua_setfield(L, -2, rp_task_kind_names[kind]);
     }
     lua_setfield(L, mod, "tasks");
 }
