@@ -9,6 +9,7 @@
 # 12 cells, one query row of 8), chosen by the pilot (results/grid2d-pilot); the model is
 # compare.lua's default 0.1M one (d_model 64, 4 heads of d_k 16, 2 layers), 4,000 steps.
 set -euo pipefail
+. "$(dirname "$0")/own_group.sh"  # nice takes effect beside other sessions' work
 cd "$(dirname "$0")/.."
 R="build-portable/roper scripts/compare.lua --jobs 2 --quiet"
 TASK="--task grid_offset --rows 3 --cols 4 --max-offset 2 --alphabet 4"

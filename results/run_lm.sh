@@ -18,6 +18,7 @@
 # The script refuses to start when tracked files outside results/ differ from the commit, so
 # that the commit each run file names is the code that made it.
 set -euo pipefail
+. "$(dirname "$0")/own_group.sh"  # nice takes effect beside other sessions' work
 cd "$(dirname "$0")/.."
 if ! git diff --quiet HEAD -- . ':!results'; then
   echo "run_lm.sh: the checkout differs from its commit outside results/: commit first" >&2

@@ -5,6 +5,7 @@
 #   nice -n 19 results/run_v2.sh [step ...]     steps: index addition lr prefix (default: all)
 # Each step writes results/v2-<name>/ (summary.md, summary.json, plots, runs/*.json and .csv).
 set -euo pipefail
+. "$(dirname "$0")/own_group.sh"  # nice takes effect beside other sessions' work
 cd "$(dirname "$0")/.."
 R="build/roper scripts/compare.lua --jobs 2 --quiet"
 steps=("$@")

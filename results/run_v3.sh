@@ -11,6 +11,7 @@
 # The 0.6M model is the one of the prefix runs (results/v2-prefix): d_model 128, 4 heads,
 # 3 layers, d_ff 512; the 0.1M one is compare.lua's default (d_model 64, 2 layers, d_ff 256).
 set -euo pipefail
+. "$(dirname "$0")/own_group.sh"  # nice takes effect beside other sessions' work
 cd "$(dirname "$0")/.."
 R="build-portable/roper scripts/compare.lua --jobs 2 --quiet"
 # the steps still to run save each run every 250 steps (<out>/runs/<run>.part.ckpt), so a run cut

@@ -13,6 +13,7 @@
 # runs and trains only the rest (the addition runs also resume from their checkpoints every 250
 # steps; the index commit's runs start again), so the script resumes after an interruption.
 set -euo pipefail
+. "$(dirname "$0")/own_group.sh"  # nice takes effect beside other sessions' work
 cd "$(dirname "$0")/.."
 root=$(pwd)
 steps=("$@")
