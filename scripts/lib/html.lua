@@ -193,7 +193,7 @@ function html.runs(items)
       '<div class="cols"><div><h4>Result</h4>',
       fields(r, { "metric", "value", "correct", "correct_greedy", "eval_loss", "final_train_loss",
         "diverged", "exploded", "exploded_at", "params", "seconds_train", "seconds_eval",
-        "tokens_per_s", "resumed_at", "threads" }),
+        "tokens_per_s", "cpu_seconds_train", "cpu_seconds", "resumed_at", "threads" }),
       "</div><div><h4>Provenance</h4>", fields(r.provenance),
       "</div><div><h4>Config</h4>", config_fields(r.config), "</div></div></details>",
     }

@@ -206,6 +206,10 @@ local function check_result(r, cfg, metric)
   assert.are.equal("float", math.type(r.seconds_train))
   assert.is_true(r.seconds_train > 0 and r.seconds_eval > 0)
   assert.are.equal(r.curve[#r.curve].tokens / r.seconds_train, r.tokens_per_s)
+  -- the CPU time of the training and of the whole run (os.clock: every thread of the process)
+  assert.are.equal("float", math.type(r.cpu_seconds_train))
+  assert.is_true(r.cpu_seconds_train > 0 and r.cpu_seconds > r.cpu_seconds_train,
+    ("%s %s"):format(r.cpu_seconds_train, r.cpu_seconds))
   if metric == "correct" then
     assert.are.equal(r.correct, r.value)
     assert.is_true(math.type(r.correct) == "integer", "correct is an integer")

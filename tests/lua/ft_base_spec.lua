@@ -55,7 +55,7 @@ local v3, flags = h.x86_64_v3()
 -- A training state file's step and curve ({step, tokens, loss, lr} numbers as written: %.17g).
 local function state_curve(text)
   local lines = h.lines(text)
-  assert(lines[1] == "roper-run-state 2", "not a training state: " .. tostring(lines[1]))
+  assert(lines[1] == "roper-run-state 3", "not a training state: " .. tostring(lines[1]))
   local step = math.tointeger(tonumber(lines[2]:match("^(%d+) ")))
   local nkeys = math.tointeger(tonumber(lines[3]:match("^config (%d+)$")))
   local curve = {}

@@ -256,7 +256,7 @@ rp.experiment.run(cfg, function(step) if step == 12 then comm:abort(3) end end,
     local ck = tmp .. "/r.ckpt"
     local _, err, code = mpirun(2, h.sh_quote(tmp .. "/stop.lua") .. " " .. h.sh_quote(ck))
     assert.are.equal(3, code, err)
-    assert.truthy(h.read(ck .. ".state"):find("^roper%-run%-state 2\n10 2560 "))
+    assert.truthy(h.read(ck .. ".state"):find("^roper%-run%-state 3\n10 2560 "))
     os.execute(("cp %s %s.b && cp %s.state %s.b.state"):format(ck, ck, ck, ck))
     local straight = tmp .. "/straight"
     local _, e0, c0 = h.run(("OMP_NUM_THREADS=1 %s %s %s --out %s.json"):format(h.sh_quote(BIN),

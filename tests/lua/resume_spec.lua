@@ -112,11 +112,11 @@ describe("train.lua --checkpoint", function()
       -- the state of step `at`: <ckpt>.state, or its .tmp when the kill came between the
       -- checkpoint and the state's rename (then <ckpt>.state is the previous step's)
       local src = read(ckpt .. ".state")
-      if tonumber(src:match("^roper%-run%-state 2\n(%d+)")) ~= at then
+      if tonumber(src:match("^roper%-run%-state 3\n(%d+)")) ~= at then
         src = read(ckpt .. ".state.tmp")
       end
-      assert.are.equal(at, tonumber(src:match("^roper%-run%-state 2\n(%d+)")))
-      write(lone .. ".state", (src:gsub("^(roper%-run%-state 2\n)(%d+)",
+      assert.are.equal(at, tonumber(src:match("^roper%-run%-state 3\n(%d+)")))
+      write(lone .. ".state", (src:gsub("^(roper%-run%-state 3\n)(%d+)",
         function(head, step) return head .. (tonumber(step) + 40) end)))
       assert.are.same({ nil, no_state }, { resume.check(rp, lone, straight.config) })
       so, se, code = run(("%s scripts/train.lua --steps 3000 %s --checkpoint %s "
@@ -161,7 +161,7 @@ describe("train.lua --checkpoint", function()
       assert.is_false(exists(out))
       -- the model of the last step and its training state stay until the result is written
       assert.are.same({ ckpt, ckpt .. ".state", ckpt .. ".run.json" }, part_files(ckpt))
-      assert.are.equal(200, tonumber(read(ckpt .. ".state"):match("^roper%-run%-state 2\n(%d+)")))
+      assert.are.equal(200, tonumber(read(ckpt .. ".state"):match("^roper%-run%-state 3\n(%d+)")))
       assert.are.equal("resume", (resume.check(rp, ckpt, want.config)))
 
       -- the same command goes on from step 200: no step is trained again, only the evaluation

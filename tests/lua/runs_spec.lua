@@ -131,7 +131,10 @@ describe("rp.experiment.run with opts", function()
       assert.is_false(ok)
       -- the checkpoint of step 6 and its training state (the curve, the open log window)
       local state = assert(io.open(path .. ".state")):read("a")
-      assert.truthy(state:find("^roper%-run%-state 2\n6 "), state)
+      assert.truthy(state:find("^roper%-run%-state 3\n6 "), state)
+      -- the CPU seconds of the training so far: the last field of its second line
+      local state_cpu = tonumber(state:match("^[^\n]*\n6 %d+ %S+ %S+ %d+ (%S+)\n"))
+      assert.is_true(state_cpu ~= nil and state_cpu > 0, state)
       -- with the run's config: every key that counts, one per line
       assert.truthy(state:find("\nseed " .. straight.config.seed .. "\n", 1, true), state)
       assert.truthy(state:find("\nlr 0.001\n", 1, true), state)
@@ -160,11 +163,20 @@ describe("rp.experiment.run with opts", function()
       assert.is_false(bad_ok)
       assert.truthy(tostring(bad_err):find("was trained with lr = 0.001, the config asks for "
         .. "0.002", 1, true), bad_err)
+      -- resumed from it (a copy): the CPU seconds go on from the state's
+      local copy = dir .. "/resume-copy.ckpt"
+      write(copy, assert(read(path)))
+      write(copy .. ".state", state)
+      local went_on = rp.experiment.run(cfg, nil, { save = copy, resume = true })
+      assert.are.equal(6, went_on.resumed_at)
+      assert.is_true(went_on.cpu_seconds_train > state_cpu, went_on.cpu_seconds_train)
+      assert.is_true(went_on.cpu_seconds > went_on.cpu_seconds_train, went_on.cpu_seconds)
+      os.remove(copy)
       -- a state written before the config was kept (version 1) is still read
       local lines = {}
       for l in state:gmatch("[^\n]+") do lines[#lines + 1] = l end
       local nkeys = math.tointeger(tonumber(lines[3]:match("^config (%d+)$")))
-      local v1 = { "roper-run-state 1", lines[2] }
+      local v1 = { "roper-run-state 1", (lines[2]:gsub(" %S+$", "")) }
       for i = 4 + nkeys, #lines do v1[#v1 + 1] = lines[i] end
       assert.is_true(#v1 > 2) -- the curve so far
       local f = assert(io.open(path .. ".state", "wb"))
@@ -173,6 +185,10 @@ describe("rp.experiment.run with opts", function()
       local resumed = rp.experiment.run(cfg, nil, { save = path, resume = true })
       assert.are.equal(6, resumed.resumed_at)
       assert.are.same(straight.curve, resumed.curve)
+      -- that state holds no CPU seconds: the result has none (its clock seconds it has)
+      assert.is_nil(resumed.cpu_seconds_train)
+      assert.is_nil(resumed.cpu_seconds)
+      assert.is_true(resumed.seconds_train > 0)
       assert.are.equal(straight.eval_loss, resumed.eval_loss)
       assert.are.equal(straight.final_train_loss, resumed.final_train_loss)
       -- the state serves an unfinished run only
@@ -203,7 +219,9 @@ describe("rp.experiment.run with opts", function()
         os.rename(path .. ".state", path .. ".state.tmp")
         if older then
           -- a state of step 3 beside it, standing for the one the save before left
-          write(path .. ".state", (state:gsub("^(roper%-run%-state 2\n)6 ", "%13 ")))
+          local step3, n = state:gsub("^(roper%-run%-state 3\n)6 ", "%13 ")
+          assert.are.equal(1, n, state)
+          write(path .. ".state", step3)
         end
         write(path .. ".run.json", cjson.encode(straight.config))
         assert.are.equal("resume", (resume.check(rp, path, straight.config)))
@@ -294,13 +312,13 @@ describe("rp.experiment.run with opts", function()
         .. "(%s.state)"):format(path, path)
       os.remove(path .. ".state.tmp")
       assert.are.same({ nil, no_state }, { rp.experiment.resumable(cfg, path) })
-      write(path .. ".state", (saved[2]:gsub("^(roper%-run%-state 2\n)6 ", "%13 ")))
+      write(path .. ".state", (saved[2]:gsub("^(roper%-run%-state 3\n)6 ", "%13 ")))
       assert.are.same({ nil, no_state }, { rp.experiment.resumable(cfg, path) })
       -- a version 1 state (no config kept) is taken, as run takes it
       local lines = {}
       for l in saved[2]:gmatch("[^\n]+") do lines[#lines + 1] = l end
       local nkeys = math.tointeger(tonumber(lines[3]:match("^config (%d+)$")))
-      local v1 = { "roper-run-state 1", lines[2] }
+      local v1 = { "roper-run-state 1", (lines[2]:gsub(" %S+$", "")) }
       for i = 4 + nkeys, #lines do v1[#v1 + 1] = lines[i] end
       write(path .. ".state", table.concat(v1, "\n") .. "\n")
       assert.are.equal(6, rp.experiment.resumable(cfg, path))

@@ -229,17 +229,19 @@ end
 -- Starts the account of a run's training, which train keeps and save writes. tr holds the run
 -- (cfg, opts, ranks, comm, rank, clock, the model m, the optimiser opt, the result res); added:
 -- the first step to train, the tokens so far, the open log_every window (sum, n), the seconds
--- trained before this process (a resumed run's), and whether the training state is kept beside
--- opts.save (keep_state: with save_every or resume). A resumed run goes on from its checkpoint's
--- state st.
+-- trained before this process (a resumed run's) on the clock and on the CPU (cpu_before; nil
+-- when a state of an older version did not record it), and whether the training state is kept
+-- beside opts.save (keep_state: with save_every or resume). A resumed run goes on from its
+-- checkpoint's state st.
 local function start_training(tr, st)
   local opts, res = tr.opts, tr.res
-  tr.sum, tr.n, tr.tokens, tr.before = 0, 0, 0, 0
+  tr.sum, tr.n, tr.tokens, tr.before, tr.cpu_before = 0, 0, 0, 0, 0
   tr.first = tr.opt:steps() + 1
   if opts.resume then res.resumed_at = tr.first - 1 end
   if st then
     -- (without its state a checkpoint is gone on from with the curve from there on)
     res.curve, tr.sum, tr.n, tr.tokens, tr.before = st.curve, st.sum, st.n, st.tokens, st.seconds
+    tr.cpu_before = st.cpu_seconds
   end
   tr.keep_state = opts.save_every ~= nil or opts.resume
   return tr
@@ -255,7 +257,8 @@ local function save(tr, step)
   local ok, err = true, nil
   if tr.keep_state then
     ok, err = write_state(tr.opts.save, { step = step, tokens = tr.tokens, sum = tr.sum,
-      n = tr.n, seconds = tr.before + tr.clock() - tr.t0, curve = tr.res.curve }, tr.cfg)
+      n = tr.n, seconds = tr.before + tr.clock() - tr.t0, curve = tr.res.curve,
+      cpu_seconds = tr.cpu_before and tr.cpu_before + os.clock() - tr.c0 }, tr.cfg)
   end
   if ok then ok, err = tr.m:save(tr.opts.save, tr.opt, { allow_nonfinite = true }) end
   if ok and tr.keep_state then ok, err = commit_state(tr.opts.save) end
@@ -267,7 +270,8 @@ end
 -- Trains from step tr.first to cfg.steps: a batch of the data stream per step, a curve point
 -- (the mean loss) every log_every steps and at the end, progress after every step, a save every
 -- opts.save_every steps. Stops at a step whose loss is not finite (res.diverged: its curve point
--- has no loss). Sets tr.t0 (when this process began to train) and tr.last_step.
+-- has no loss). Sets tr.t0 and tr.c0 (when this process began to train: the clock, and its CPU
+-- time by os.clock) and tr.last_step.
 local function train(tr, task, progress)
   local cfg, opts, m, opt, res = tr.cfg, tr.opts, tr.m, tr.opt, tr.res
   -- the data stream is seeded apart from the initialisation (which uses cfg.seed itself); a
@@ -278,7 +282,7 @@ local function train(tr, task, progress)
     for _ = 1, tr.first - 1 do task:batch(cfg.batch, data) end
   end
 
-  tr.t0 = tr.clock()
+  tr.t0, tr.c0 = tr.clock(), os.clock()
   local row_tokens = cfg.seq_len
   local step_opts = { nonfinite = "skip", comm = tr.ranks > 1 and tr.comm or nil }
   tr.last_step = tr.first - 1
@@ -326,6 +330,7 @@ local function finish_training(tr)
   local opts, res = tr.opts, tr.res
   local t1 = tr.clock()
   res.seconds_train = tr.before + (t1 - tr.t0)
+  res.cpu_seconds_train = tr.cpu_before and tr.cpu_before + (os.clock() - tr.c0)
   -- (none when no time could be measured)
   res.tokens_per_s = res.seconds_train > 0 and tr.tokens / res.seconds_train or nil
   if tr.ranks > 1 then
@@ -502,6 +507,12 @@ end
 --                 had learned something and then became worse than guessing); exploded_at: the
 --                 step of the first such point
 --   seconds_train, seconds_eval, tokens_per_s, threads
+--   cpu_seconds_train, cpu_seconds   the CPU time (os.clock: user + system, every thread of the
+--                 process; rank 0's with comm) of the training from its first step, summed over
+--                 the processes of a resumed run as seconds_train is, and of that training with
+--                 the evaluation and eval_lengths (the set-up before the first step is in
+--                 neither); absent when the run went on from a training state that did not
+--                 record it (versions 1 and 2 of the state)
 --   checkpoint    the path of opts.save (absent without it)
 --   resumed_at    with resume: the step the run went on from (0: it started afresh)
 --   ranks, comm_seconds   with comm: the number of ranks and the seconds in MPI_Allreduce
@@ -536,6 +547,7 @@ function experiment.run(cfg, progress, opts)
     clock = clock, m = m, opt = opt, res = res }, st)
   train(tr, task, progress)
   local t1 = finish_training(tr)
+  local c1 = os.clock()
   if rank ~= 0 then
     -- the evaluation is rank 0's
     res.rank = rank
@@ -550,6 +562,7 @@ function experiment.run(cfg, progress, opts)
   evaluate(fname, cfg, res, m, task, progress)
   res.seconds_eval = clock() - t1
   evaluate_lengths(fname, cfg, res, m, task, clock, progress)
+  res.cpu_seconds = res.cpu_seconds_train and res.cpu_seconds_train + (os.clock() - c1)
   -- the result is complete: the state of the last step goes (finish_training kept it), or stays
   -- for the caller to remove once it has stored the result
   if opts.save and not opts.keep_state then drop_state(tr) end

@@ -45,13 +45,14 @@ local function state_files(path)
 end
 
 -- The training state beside a checkpoint (state_files): the step, the tokens, the seconds of
--- training so far, the open log_every window (sum, count), the run's config and the curve (with
--- the validation curve's points: a state without them made a resumed run's curve lose them), so a
--- resumed run gives the result of an uninterrupted one, and only the run it belongs to goes on
--- from it. Written whole under a temporary name before the checkpoint and renamed after it
--- (write_state, commit_state); read back only when its step is the checkpoint's. Version 1
--- (before the config was kept) is still read.
-local STATE_HEAD = "roper-run-state 2"
+-- training so far (on the clock and, from version 3, on the CPU: "-" when a resumed run's older
+-- state did not hold them), the open log_every window (sum, count), the run's config and the
+-- curve (with the validation curve's points: a state without them made a resumed run's curve
+-- lose them), so a resumed run gives the result of an uninterrupted one, and only the run it
+-- belongs to goes on from it. Written whole under a temporary name before the checkpoint and
+-- renamed after it (write_state, commit_state); read back only when its step is the checkpoint's. Versions 1
+-- (before the config was kept) and 2 (before the CPU seconds) are still read.
+local STATE_HEAD = "roper-run-state 3"
 -- (a state is a few lines per curve point: a larger file is none)
 local STATE_MAX_BYTES = 1 << 32
 
@@ -78,8 +79,8 @@ end
 -- (after). Killed between the model's rename and the state's, the model's step is in the
 -- half-written one, and read_state is asked for both files.
 local function write_state(path, st, cfg)
-  local lines = { STATE_HEAD, ("%d %d %s %s %d"):format(st.step, st.tokens, fmt_num(st.seconds),
-    fmt_num(st.sum), st.n) }
+  local lines = { STATE_HEAD, ("%d %d %s %s %d %s"):format(st.step, st.tokens, fmt_num(st.seconds),
+    fmt_num(st.sum), st.n, st.cpu_seconds and fmt_num(st.cpu_seconds) or "-") }
   local keys = state_keys(cfg)
   lines[3] = ("config %d"):format(#keys)
   for _, k in ipairs(keys) do lines[#lines + 1] = k .. " " .. config_word(cfg[k]) end
@@ -108,15 +109,21 @@ local function read_state(path, step)
   if not text then return nil end
   local lines = {}
   for l in text:gmatch("[^\n]+") do lines[#lines + 1] = l end
-  local version = lines[1] == STATE_HEAD and 2 or lines[1] == "roper-run-state 1" and 1
+  local version = math.tointeger(tonumber((lines[1] or ""):match("^roper%-run%-state ([123])$")))
   if not version or not lines[2] then return nil end
-  local at, tokens, seconds, sum, n = lines[2]:match("^(%d+) (%d+) (%S+) (%S+) (%d+)$")
+  local at, tokens, seconds, sum, n, cpu
+  if version == 3 then
+    at, tokens, seconds, sum, n, cpu = lines[2]:match("^(%d+) (%d+) (%S+) (%S+) (%d+) (%S+)$")
+  else
+    at, tokens, seconds, sum, n = lines[2]:match("^(%d+) (%d+) (%S+) (%S+) (%d+)$")
+  end
   if math.tointeger(tonumber(at)) ~= step then return nil end
   local st = { step = step, tokens = math.tointeger(tonumber(tokens)), seconds = tonumber(seconds),
-    sum = tonumber(sum), n = math.tointeger(tonumber(n)), curve = {} }
+    sum = tonumber(sum), n = math.tointeger(tonumber(n)), curve = {},
+    cpu_seconds = cpu and cpu ~= "-" and tonumber(cpu) or nil }
   if not (st.tokens and st.seconds and st.sum and st.n) then return nil end
   local first = 3
-  if version == 2 then
+  if version >= 2 then
     local nkeys = math.tointeger(tonumber((lines[3] or ""):match("^config (%d+)$")))
     if not nkeys then return nil end
     st.config = {}
