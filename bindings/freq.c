@@ -311,15 +311,13 @@ double lrp_optbase(lua_State *L, int idx)
     return base;
 }
 
-void lrp_optfreq(lua_State *L, int idx, rp_model_cfg *view, rp_rope_freq *f,
-                 double default_orig_len)
+void lrp_optfreq(lua_State *L, int idx, rp_model_cfg *view, rp_rope_freq *f)
 {
     int have = lua_type(L, idx) == LUA_TTABLE;
     int hf = lrp_opt_rope_scaling(L, idx, view); /* refuses the scaling rows beside it */
     for (int i = 0; i < rp_model_cfg_nkeys && have; i++)
         if (is_freq_row(&rp_model_cfg_keys[i])) lrp_optcfgkey(L, idx, view, &rp_model_cfg_keys[i]);
-    if (rp_freq_plan_scalars(view, have && lrp_hasopt(L, idx, "orig_len"), hf, default_orig_len,
-                             f) != RP_OK)
+    if (rp_freq_plan_scalars(view, have && lrp_hasopt(L, idx, "orig_len"), hf, 0.0, f) != RP_OK)
         lrp_argerror(L, idx, "%s", rp_last_error());
     if (have) {
         lua_getfield(L, idx, "freq");

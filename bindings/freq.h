@@ -43,12 +43,11 @@ int lrp_hf_rope_keys(lua_State *L);
 
 /* Phase 1: reads the frequency options of the table at idx (nil: none) into view's fields (the
  * frequency rows of the config schema, each by its row's type and range, or rope_scaling), and
- * *f from them (rp_model_cfg_freq; orig_len = default_orig_len unless given; a scaling that needs
- * one raises without either), and pushes the values of freq and angles (nil when absent): two
+ * *f from them (rp_model_cfg_freq; a scaling that reads orig_len raises without it: these calls
+ * have no model length to take it from), and pushes the values of freq and angles (nil when absent): two
  * stack slots, which must stay there for lrp_freq_tables. view holds the call's other keys (pe,
  * base, ...) for lrp_check_used. Raises naming the option. */
-void lrp_optfreq(lua_State *L, int idx, rp_model_cfg *view, rp_rope_freq *f,
-                 double default_orig_len);
+void lrp_optfreq(lua_State *L, int idx, rp_model_cfg *view, rp_rope_freq *f);
 
 /* Phase 2: copies the values in slots slot, slot + 1 (from lrp_optfreq) into one userdata of
  * doubles pushed on the stack (nil when neither is given; keep it there while f is used) and

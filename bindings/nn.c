@@ -130,7 +130,7 @@ static int l_rope_angles(lua_State *L)
     rp_rope_freq f;
     rp_model_cfg view = rp_model_cfg_default(1); /* pe rope: the frequency keys' rule */
     view.pe.base = base;
-    lrp_optfreq(L, 3, &view, &f, 0.0); /* slots 4, 5 */
+    lrp_optfreq(L, 3, &view, &f); /* slots 4, 5 */
     lrp_axes_opts ax;
     lrp_optaxes(L, 3, &ax); /* slot 6 */
     int A = 0;
@@ -192,7 +192,7 @@ static int l_rope_rotate(lua_State *L)
     rp_rope_freq f;
     rp_model_cfg view = rp_model_cfg_default(1); /* pe rope: the frequency keys' rule */
     view.pe.base = cfg.base, view.pe.pairing = cfg.pairing;
-    lrp_optfreq(L, 2, &view, &f, 0.0); /* slots 3, 4 */
+    lrp_optfreq(L, 2, &view, &f); /* slots 3, 4 */
     lrp_axes_opts ax;
     lrp_optaxes(L, 2, &ax); /* slot 5 */
 
@@ -404,7 +404,7 @@ static int l_attention(lua_State *L)
         if (lua_type(L, 4) == LUA_TTABLE) lua_getfield(L, 4, rp_attention_tables[i]);
         else lua_pushnil(L);
     rp_rope_freq f;
-    lrp_optfreq(L, 4, &req.keys, &f, 0.0); /* the next two slots: freq, angles */
+    lrp_optfreq(L, 4, &req.keys, &f); /* the next two slots: freq, angles */
     lrp_axes_opts ax;
     lrp_optaxes(L, 4, &ax); /* the next slot */
     int A = 0;
