@@ -165,3 +165,5 @@ rp_status rp_config_check_file(const char *path, char *msg, size_t msg_n)
 {
     return answer(rp_safetensors_check(path), msg, msg_n);
 }
+
+size_t rp_config_tables_size(void) { return sizeof(rp_config_tables); }

@@ -78,4 +78,9 @@ rp_status rp_config_check_scheme(const char *json, size_t n, const rp_config_tab
  * (rp_safetensors_check: "path: ..." messages). Returns as rp_config_check_json. */
 rp_status rp_config_check_file(const char *path, char *msg, size_t msg_n);
 
+/* sizeof(rp_config_tables) in this library: a caller from another language that lays the struct
+ * out itself (the PyTorch companion's ctypes) compares it with its own before any call, and does
+ * not call a library whose struct differs (another version of roper). */
+size_t rp_config_tables_size(void);
+
 #endif

@@ -47,7 +47,7 @@ class Tables(ctypes.Structure):
                 ("n_angles", ctypes.c_int64),
                 ("pos", ctypes.POINTER(ctypes.c_int64)), ("pos_rows", ctypes.c_int64),
                 ("axes", ctypes.c_int), ("map", ctypes.c_int), ("n_sections", ctypes.c_int),
-                ("sections", ctypes.c_int64 * 3),
+                ("sections", ctypes.c_int64 * 3),  # RP_MAX_AXES (the size check in _load)
                 ("mix", ctypes.POINTER(ctypes.c_double)), ("mix_rows", ctypes.c_int64),
                 ("n_mix", ctypes.c_int64), ("scheme_only", ctypes.c_int)]
 
@@ -62,9 +62,17 @@ def _load():
             lib = ctypes.CDLL(p)
             fns = (lib.rp_config_check_json, lib.rp_config_check_tables,
                    lib.rp_config_check_scheme, lib.rp_config_check_file)
+            size = lib.rp_config_tables_size
         except (OSError, AttributeError) as e:
             if must:
                 raise ImportError("roper_torch: ROPER_LIB=%s does not load (%s)" % (p, e)) from None
+            continue
+        size.restype, size.argtypes = ctypes.c_size_t, []
+        if size() != ctypes.sizeof(Tables):  # another roper's struct: never passed a pointer
+            if must:
+                raise ImportError("roper_torch: ROPER_LIB=%s lays out rp_config_tables in %d "
+                                  "bytes, this companion in %d: a library of another roper "
+                                  "version" % (p, size(), ctypes.sizeof(Tables)))
             continue
         c, i64, sz, msg = ctypes.c_char_p, ctypes.c_int64, ctypes.c_size_t, ctypes.c_char_p
         tab = ctypes.POINTER(Tables)

@@ -1037,6 +1037,24 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
     end
     assert.equal("ok", want[#want])
     same_lines("configs", cfgs, want)
+    -- a library whose rp_config_tables is laid out otherwise (another roper version; here a
+    -- stand-in that has the entry points) is never called: ROPER_LIB names it, so import fails
+    h.write(d .. "/other.c", "#include <stddef.h>\n"
+      .. "int rp_config_check_json(void) { return 0; }\nint rp_config_check_tables(void) "
+      .. "{ return 0; }\nint rp_config_check_scheme(void) { return 0; }\n"
+      .. "int rp_config_check_file(void) { return 0; }\n"
+      .. "size_t rp_config_tables_size(void) { return 8; }\n")
+    local _, cerr, ccode = h.run("cc -shared -fPIC -o " .. h.sh_quote(d .. "/libother.so") .. " "
+      .. h.sh_quote(d .. "/other.c"))
+    assert.equal(0, ccode, cerr)
+    local _, oerr, ocode = h.run("ROPER_LIB=" .. h.sh_quote(d .. "/libother.so") .. " " .. PY
+      .. " -c 'import sys; sys.path.insert(0, \"" .. ROOT .. "/python\"); import roper_torch'")
+    assert.are_not.equal(0, ocode)
+    local said = oerr:match("ImportError: ([^\n]*)\n$") or oerr
+    assert.equal(("roper_torch: ROPER_LIB=%s/libother.so lays out rp_config_tables in 8 bytes, "
+      .. "this companion in %s: a library of another roper version"):format(d,
+      said:match("companion in (%d+):") or "?"), said)
+    assert.is_true(tonumber(said:match("companion in (%d+):") or 0) > 8, said)
     -- without the library (ROPER_LIB set and empty): Python's types only
     h.write(d .. "/nolib.json", to_json { with { d_model = "x" }, with { heads = 3 } })
     local out, err, code = py({ "configs", d .. "/nolib.json" }, "")
