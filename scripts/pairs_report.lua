@@ -26,7 +26,8 @@
 -- --pairs a/b ... adds one compact table, a row per folder: each method's mean and the pairs
 -- asked for (a - b) with their t interval and paired t p, Holm as in the table above it (the
 -- learning-rate tables of docs/results.md).
--- --noninferiority a/b --margin m adds, for each folder, whether a is worse than b by less than m
+-- --noninferiority a/b --margin m adds, for each folder with runs of both (the others named
+-- below the table), whether a is worse than b by less than m
 -- (lower is better, paired by seed): the one-sided paired t-test at that margin, its 95% upper
 -- bound and the 90% equivalence interval (docs/results.md, language modelling).
 -- --lm (a comparison of the lm task) adds, for each folder, the language-modelling tables and
@@ -93,8 +94,9 @@ cli.main("pairs_report.lua", function()
   parser:option("--pairs", "Also one compact table, a row per folder: each method's mean and "
     .. "these pairs a/b (a - b) with their 95% t interval and paired t p (Holm as in the table "
     .. "of all folders)."):args("+"):argname("<a/b>")
-  parser:option("--noninferiority", "Also a non-inferiority table, a row per folder: a against "
-    .. "b (a - b, lower is better), paired by seed, at --margin."):args("+"):argname("<a/b>")
+  parser:option("--noninferiority", "Also a non-inferiority table, a row per folder that holds "
+    .. "runs of both methods: a against b (a - b, lower is better), paired by seed, at "
+    .. "--margin."):args("+"):argname("<a/b>")
   parser:option("--margin", "The non-inferiority margin, in the metric's units (fixed before "
     .. "the runs)."):argname("<m>"):convert(tonumber)
   parser:flag("--lm", "Also the language-modelling tables of each folder (a comparison of the "
@@ -323,6 +325,36 @@ cli.main("pairs_report.lua", function()
     if not t then cli.usage(("--trend %s: %s"):format(spec, err)) end
     trends[#trends + 1] = t
   end
+  -- the non-inferiority rows: each pair in every folder that holds runs of both methods (NoPE,
+  -- say, run at one size only), at least 2 pairs there; a pair no folder holds is refused
+  local ni_rows, ni_absent
+  if args.noninferiority then
+    ni_rows, ni_absent = {}, {}
+    for _, spec in ipairs(args.noninferiority) do
+      local a, b = pair_of("--noninferiority", spec)
+      local absent = {}
+      for _, fo in ipairs(folders) do
+        local has = {}
+        for _, g in ipairs(fo.groups) do has[g.label] = #g.runs > 0 end
+        if has[a] and has[b] then
+          local r = report.noninferiority(fo.groups, a, b, args.margin)
+          if not r then
+            cli.usage(("--noninferiority %s: at least 2 runs of each paired by seed expected in "
+              .. "%s"):format(spec, fo.name))
+          end
+          r.name = fo.name
+          ni_rows[#ni_rows + 1] = r
+        else
+          absent[#absent + 1] = fo.name
+        end
+      end
+      if #absent == #folders then
+        cli.usage(("--noninferiority %s: no folder holds runs of both %s and %s")
+          :format(spec, a, b))
+      end
+      if #absent > 0 then ni_absent[#ni_absent + 1] = { spec = spec, folders = absent } end
+    end
+  end
   -- the gap curves: --gap-curve's pairs, and with --lm the trend's (each pair once)
   local gap_pairs, seen = {}, {}
   for _, spec in ipairs(args.gap_curve or {}) do
@@ -365,21 +397,12 @@ cli.main("pairs_report.lua", function()
   if #wanted > 0 then
     io.write("\n", report.compact_markdown(folders, table_all, wanted, metric))
   end
-  if args.noninferiority then
-    local rows = {}
-    for _, spec in ipairs(args.noninferiority) do
-      local a, b = spec:match("^(.+)/(.+)$")
-      for _, fo in ipairs(folders) do
-        local r = a and report.noninferiority(fo.groups, a, b, args.margin)
-        if not r then
-          cli.usage(("--noninferiority %s: two methods a/b with at least 2 pairs in %s "
-            .. "expected"):format(spec, fo.name))
-        end
-        r.name = fo.name
-        rows[#rows + 1] = r
-      end
+  if ni_rows then
+    io.write("\n", report.noninferiority_markdown(ni_rows, metric))
+    for _, n in ipairs(ni_absent) do
+      io.write(("\n%s: no row for %s (no runs of both methods there).\n"):format(n.spec,
+        table.concat(n.folders, ", ")))
     end
-    io.write("\n", report.noninferiority_markdown(rows, metric))
   end
   if args.interaction then
     local rows = {}

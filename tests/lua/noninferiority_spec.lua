@@ -91,8 +91,8 @@ describe("pairs_report.lua --noninferiority on made-up run files", function()
     assert(os.execute("mkdir -p '" .. d .. "/runs'"))
     local methods = {}
     for _, label in ipairs { "rope", "roper", "none" } do
-      methods[#methods + 1] = ('{"label": "%s"}'):format(label)
-      for seed, v in ipairs(values[label]) do
+      if values[label] then methods[#methods + 1] = ('{"label": "%s"}'):format(label) end
+      for seed, v in ipairs(values[label] or {}) do
         h.write(("%s/runs/%s-s%d.json"):format(d, label, seed),
           ('{"value": %.17g, "metric": "loss", "config": {"seed": %d}}'):format(v, seed))
       end
@@ -144,9 +144,33 @@ describe("pairs_report.lua --noninferiority on made-up run files", function()
       :format(BIN, fine))
     assert.are.equal(2, mcode)
     assert.are.equal("pairs_report.lua: --noninferiority needs --margin, a number > 0\n", merr)
-    local _, perr = h.run(("%s scripts/pairs_report.lua %s --noninferiority roper/xpos --margin "
-      .. "0.02"):format(BIN, fine))
-    assert.are.equal("pairs_report.lua: --noninferiority roper/xpos: two methods a/b with at "
-      .. "least 2 pairs in fine expected\n", perr)
+    local pout, perr = h.run(("%s scripts/pairs_report.lua %s --noninferiority roper/xpos "
+      .. "--margin 0.02"):format(BIN, fine))
+    assert.are.equal("pairs_report.lua: --noninferiority roper/xpos: no folder holds runs of both "
+      .. "roper and xpos\n", perr)
+    assert.are.equal("", pout) -- refused before any table
+    local short = comparison("short", { rope = { 5.1 }, roper = { 5.2 } })
+    pout, perr = h.run(("%s scripts/pairs_report.lua %s %s --noninferiority roper/rope --margin "
+      .. "0.02"):format(BIN, fine, short))
+    assert.are.equal("pairs_report.lua: --noninferiority roper/rope: at least 2 runs of each "
+      .. "paired by seed expected in short\n", perr)
+    assert.are.equal("", pout)
+  end)
+
+  it("gives a pair's rows where both methods ran and names the folders without them", function()
+    -- NoPE at the smallest size only, as in the study of 20 tokens per parameter
+    local rope = { 5.10, 5.02, 5.15 }
+    local small = comparison("small", { rope = rope, roper = { 5.11, 5.00, 5.16 },
+      none = { 5.40, 5.33, 5.44 } })
+    local large = comparison("large", { rope = { 4.1, 4.0, 4.2 }, roper = { 4.12, 4.01, 4.18 } })
+    local out, err, code = h.run(("%s scripts/pairs_report.lua %s %s --noninferiority roper/rope "
+      .. "none/rope --margin 0.02"):format(BIN, small, large))
+    assert.are.equal(0, code, err)
+    assert.truthy(out:find("\n| small | roper - rope | 3 | ", 1, true), out)
+    assert.truthy(out:find("\n| large | roper - rope | 3 | ", 1, true), out)
+    assert.truthy(out:find("\n| small | none - rope | 3 | 5.3900 | 5.0900 | +0.3000 | ", 1, true), out)
+    assert.is_nil(out:find("| large | none - rope |", 1, true), out)
+    assert.truthy(out:find("\nnone/rope: no row for large (no runs of both methods there).\n", 1,
+      true), out)
   end)
 end)
