@@ -152,6 +152,63 @@ static const char *const CORE_VARS[] = {"OPENBLAS_CORETYPE", "ROPER_BLAS_DETECTE
     ", in place of OPENBLAS_CORETYPE=Haswell from the environment (slower kernels on this CPU; "  \
     "ROPER_KEEP_CORETYPE=1 keeps such a value)"
 
+/* The portable build (make PORTABLE=1) runs OpenBLAS's Haswell kernels on every CPU, whatever the
+ * environment asks (ROPER_KEEP_CORETYPE included): any other value is dropped and Haswell wanted,
+ * and the reason says which. The variables are cleared by the caller. */
+static void test_core_reason_portable(void)
+{
+    const char *names[RP_BLAS_ENV_MAX], *values[RP_BLAS_ENV_MAX];
+    static const char NOT_HASWELL[] =
+        ", not the portable build's Haswell kernels: its results are not the same on every machine "
+        "then; start with OPENBLAS_CORETYPE=Haswell (the roper REPL does this itself)";
+    static const char SET[] = "set by roper: the portable build runs OpenBLAS's Haswell kernels on "
+                              "every CPU (its results are the same on every x86-64-v3 machine)";
+    char want[512];
+
+    /* unset: OpenBLAS's own choice is never what the portable build runs with */
+    CHECK(rp_blas_dropped_coretype() == NULL, "unset: nothing dropped");
+    const char *w = rp_blas_wanted_coretype();
+    CHECK(w && strcmp(w, "Haswell") == 0, "unset: Haswell wanted, got %s", w ? w : "(null)");
+    int n = rp_blas_wanted_env(names, values);
+    CHECK(find(n, names, values, "OPENBLAS_CORETYPE", "Haswell"), "unset: OPENBLAS_CORETYPE=Haswell");
+    snprintf(want, sizeof want, "chosen by OpenBLAS%s", NOT_HASWELL);
+    CHECK(strcmp(rp_blas_core_reason(), want) == 0, "unset: '%s'", rp_blas_core_reason());
+
+    /* any other value is dropped, whatever the CPU, and ROPER_KEEP_CORETYPE does not keep it */
+    static const char *const OTHERS[] = {"Prescott", "SkylakeX", "haswellx", "Zen"};
+    for (size_t i = 0; i < sizeof OTHERS / sizeof OTHERS[0]; i++) {
+        for (int keep = 0; keep <= 1; keep++) {
+            put("OPENBLAS_CORETYPE", OTHERS[i]);
+            put("ROPER_KEEP_CORETYPE", keep ? "1" : NULL);
+            const char *d = rp_blas_dropped_coretype();
+            CHECK(d && strcmp(d, OTHERS[i]) == 0, "%s (keep %d): dropped, got %s", OTHERS[i], keep,
+                  d ? d : "(null)");
+            w = rp_blas_wanted_coretype();
+            CHECK(w && strcmp(w, "Haswell") == 0, "%s (keep %d): Haswell wanted", OTHERS[i], keep);
+            snprintf(want, sizeof want, "set in the environment (OPENBLAS_CORETYPE=%s)%s", OTHERS[i],
+                     NOT_HASWELL);
+            CHECK(strcmp(rp_blas_core_reason(), want) == 0, "%s: '%s'", OTHERS[i],
+                  rp_blas_core_reason());
+        }
+    }
+    put("ROPER_KEEP_CORETYPE", NULL);
+
+    /* Haswell itself, in any case: kept, nothing more wanted; after a dropped value the reason
+     * names the value it replaced, and nothing is dropped a second time */
+    put("OPENBLAS_CORETYPE", "haswell");
+    CHECK(rp_blas_dropped_coretype() == NULL, "haswell: kept");
+    CHECK(rp_blas_wanted_coretype() == NULL, "haswell: nothing wanted");
+    n = rp_blas_wanted_env(names, values);
+    CHECK(!find(n, names, values, "OPENBLAS_CORETYPE", NULL), "haswell: not wanted again");
+    CHECK(strcmp(rp_blas_core_reason(), SET) == 0, "haswell: '%s'", rp_blas_core_reason());
+    put("ROPER_BLAS_REPLACED", "Prescott");
+    snprintf(want, sizeof want, "%s, in place of OPENBLAS_CORETYPE=Prescott from the environment",
+             SET);
+    CHECK(strcmp(rp_blas_core_reason(), want) == 0, "replaced: '%s'", rp_blas_core_reason());
+    put("OPENBLAS_CORETYPE", "SkylakeX");
+    CHECK(rp_blas_dropped_coretype() == NULL, "nothing dropped twice");
+}
+
 static void test_core_reason(void)
 {
     char *saved[N_CORE_VARS];
@@ -165,6 +222,14 @@ static void test_core_reason(void)
     printf("  this CPU: avx2 %d fma %d avx512 f %d bw %d dq %d vl %d bf16 %d; OpenBLAS core %s\n",
            cpu.avx2, cpu.fma, cpu.avx512f, cpu.avx512bw, cpu.avx512dq, cpu.avx512vl,
            cpu.avx512_bf16, rp_blas_core());
+    if (strcmp(rp_build_kind(), "portable") == 0) {
+        test_core_reason_portable();
+        for (size_t i = 0; i < N_CORE_VARS; i++) {
+            put(CORE_VARS[i], saved[i]);
+            free(saved[i]);
+        }
+        return;
+    }
 
     /* a value found in the environment is dropped exactly when the rule would replace it as a
      * choice of OpenBLAS's (Prescott: on every CPU with AVX2 and FMA) */

@@ -28,6 +28,12 @@ end
 local flags = (io.open("/proc/cpuinfo"):read("a"):match("\nflags%s*:([^\n]*)") or "") .. " "
 local fast_cpu = flags:find(" avx2 ", 1, true) and flags:find(" fma ", 1, true)
 
+-- the portable build (make PORTABLE=1 test) runs OpenBLAS's Haswell kernels whatever the
+-- environment or the CPU: there the tests of the kernel rule check that instead
+local portable = (run(CLEAN .. sh_quote(BIN) .. ' -e "print(rp.build_info().build)"')) == "portable\n"
+local PORTABLE_SET = "set by roper: the portable build runs OpenBLAS's Haswell kernels on every CPU "
+  .. "(its results are the same on every x86-64-v3 machine)"
+
 local SHOW = 'print(os.getenv"OMP_WAIT_POLICY", os.getenv"GOMP_SPINCOUNT", select(2, rp.blas.threads()))'
 
 describe("the roper binary's OpenMP wait policy", function()
@@ -65,12 +71,22 @@ describe("the roper binary's OpenBLAS kernels", function()
   it("keeps the user's OPENBLAS_CORETYPE with ROPER_KEEP_CORETYPE and says so", function()
     local out, err, code = roper("ROPER_KEEP_CORETYPE=1 OPENBLAS_CORETYPE=Prescott", SHOW_CORE)
     assert.are.equal(0, code, err)
+    if portable then -- kept nowhere: the portable build's kernels are Haswell
+      assert.are.equal("Haswell\tPrescott\tHaswell\t" .. PORTABLE_SET .. ", in place of "
+        .. "OPENBLAS_CORETYPE=Prescott from the environment\n", out)
+      return
+    end
     assert.are.equal("Prescott\tnil\tPrescott\tset by the user: OPENBLAS_CORETYPE=Prescott\n", out)
   end)
 
   it("drops an OPENBLAS_CORETYPE that names slower kernels than the CPU runs, and says so", function()
     local out, err, code = roper("OPENBLAS_CORETYPE=Prescott", SHOW_CORE)
     assert.are.equal(0, code, err)
+    if portable then
+      assert.are.equal("Haswell\tPrescott\tHaswell\t" .. PORTABLE_SET .. ", in place of "
+        .. "OPENBLAS_CORETYPE=Prescott from the environment\n", out)
+      return
+    end
     if not fast_cpu then -- Prescott is the best this CPU has: kept
       assert.are.equal("Prescott\tnil\tPrescott\tset by the user: OPENBLAS_CORETYPE=Prescott\n", out)
       return
@@ -92,6 +108,16 @@ describe("the roper binary's OpenBLAS kernels", function()
     local out, err, code = run(CLEAN .. "OPENBLAS_CORETYPE=Prescott tests/with_blas_env "
       .. "printenv OPENBLAS_CORETYPE ROPER_BLAS_REPLACED")
     assert.are.equal(0, code, err)
+    if portable then
+      assert.are.equal("Haswell\nPrescott\n", out)
+      assert.are.equal("with_blas_env: OPENBLAS_CORETYPE=Haswell in place of Prescott from the "
+        .. "environment (the portable build's kernels on every CPU)\n", err)
+      local _, err2, code2 = run(CLEAN .. "tests/with_blas_env true")
+      assert.are.equal(0, code2, err2)
+      assert.are.equal("with_blas_env: OPENBLAS_CORETYPE=Haswell (the portable build's kernels on "
+        .. "every CPU)\n", err2)
+      return
+    end
     if not fast_cpu then
       assert.are.equal("Prescott\n", out)
       return
@@ -123,6 +149,13 @@ describe("the roper binary's OpenBLAS kernels", function()
         .. 'print(rp.blas.wanted_coretype())'))
     h.remove_tree(dir)
     assert.are.equal(0, code, err)
+    if portable then
+      assert.are.equal("Haswell\n", out)
+      assert.are.equal("roper: OpenBLAS 0.3.21 runs its Prescott kernels, chosen by OpenBLAS, not "
+        .. "the portable build's Haswell kernels: its results are not the same on every machine "
+        .. "then; start with OPENBLAS_CORETYPE=Haswell (the roper REPL does this itself)\n", err)
+      return
+    end
     local want = out:match("^(%S+)\n$")
     assert.is_truthy(want == "SkylakeX" or want == "Haswell", out)
     local what = want == "SkylakeX" and "AVX-512" or "AVX2"
@@ -161,6 +194,11 @@ describe("roper -v and --blas-env", function()
     out, err, code = run(CLEAN .. "OMP_WAIT_POLICY=active GOMP_SPINCOUNT=5 OPENBLAS_CORETYPE=Prescott "
       .. "ROPER_KEEP_CORETYPE=1 " .. sh_quote(BIN) .. " --blas-env")
     assert.are.equal(0, code, err)
+    if portable then -- Haswell in place of the user's value, with the markers
+      assert.is_truthy(out:match("^OPENBLAS_CORETYPE=Haswell\nROPER_BLAS_DETECTED=%S+\n"
+        .. "ROPER_BLAS_REPLACED=Prescott\n$"), out)
+      return
+    end
     assert.are.equal("", out)
   end)
 
