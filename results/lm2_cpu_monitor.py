@@ -3,21 +3,30 @@
 
 The run files of the pinned commit record wall time only (seconds_train, seconds_eval), which on
 a shared machine at nice 19 says little about the CPU a run used. This monitor, started beside
-the runner, reads every `scripts/train.lua` process's CPU time (user + system, /proc/<pid>/stat)
-every 20 seconds and, when a process ends, appends one tab-separated line to LOG:
+the runner in the same checkout (its working directory), reads the CPU time (user + system,
+/proc/<pid>/stat) of every `scripts/train.lua` process working in that checkout (the study's, not
+those of tests or other clones on the machine) every 20 seconds and, when a process ends, appends
+one tab-separated line to LOG:
 
     run file (relative to its checkout)   CPU seconds   last progress step   end (UTC)   pid
 
 A run resumed from its checkpoint by a later process gets one line per process (add them).
-LOG.now holds the running processes' latest figures (what a session cut short leaves).
+LOG.now holds the running processes' latest figures (what a session cut short leaves). Started
+again, the monitor first appends LOG.now's lines of processes that no longer run (ended with the
+monitor before it, a session that ended) to LOG, with the time LOG.now was last written as their
+end: their CPU time up to 20 seconds before they ended.
 
     nice -n 5 python3 results/lm2_cpu_monitor.py LOG &
     python3 results/lm2_cpu_monitor.py --summary results/lm2-cpu.tsv
 
 --summary prints the plan against spent from such a log (with its header line, as committed):
-per step of results/run_lm2.sh, the runs finished, the CPU-hours spent (every process of a run,
-a resumed run's included) and the plan's CPU-hours for the same runs (docs/results.md's
-CPU-time table: a run in all, the evaluation included).
+per step of results/run_lm2.sh, the runs finished, the CPU-hours spent on them (every process
+of a run, a resumed run's included), the plan's CPU-hours for the same runs (docs/results.md's
+CPU-time table: a run in all, the evaluation included) and the CPU-hours of runs not finished;
+then the CPU-hours of the study's other folders (runs kept as a record outside the tables). A
+run is finished when one of its processes was last seen at its last step, or when its run file
+is there in the checkout that holds LOG's folder (a run file is written when the run ends; the
+last scan, up to 20 s before a process ends, may have seen the step before the last).
 """
 import os
 import re
@@ -38,7 +47,9 @@ def arg_after(cmd, flag):
     return cmd[cmd.index(flag) + 1].decode() if flag in cmd else None
 
 
-def scan():
+def scan(root):
+    """The running training processes whose working directory is root: pid -> (run file, CPU
+    seconds, last progress step)."""
     cur = {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -48,6 +59,8 @@ def scan():
             fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
             cpu = (int(fields[11]) + int(fields[12])) / TICK  # utime + stime
             cwd = os.readlink(f"/proc/{pid}/cwd")
+            if os.path.realpath(cwd) != root:
+                continue  # another checkout's (a test's stand-in names the same run files)
             step = ""
             prog = arg_after(cmd, b"--progress")
             if prog:
@@ -61,30 +74,74 @@ def scan():
     return cur
 
 
+def utc(t=None):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def log_line(pid, out, cpu, step, end=""):
+    """One line of LOG (end: when the process ended) or of LOG.now (end empty)."""
+    return f"{out}\t{cpu:.1f}\t{step}\t{end}\t{pid}\n"
+
+
+def carry_over(log, cur):
+    """Appends to log the lines of log.now whose processes are not among cur (scan()'s running
+    processes): those of a monitor that ended with them, their end the time log.now was last
+    written."""
+    now = log + ".now"
+    try:
+        stamp = utc(os.path.getmtime(now))
+        with open(now) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return  # none: the first start, or the last monitor left nothing running
+    with open(log, "a") as f:
+        for line in lines:
+            cols = line.split("\t")
+            if len(cols) != 5:
+                continue
+            out, cpu, step, _, pid = cols
+            if pid in cur and cur[pid][0] == out:
+                continue  # still running: this monitor logs it when it ends
+            f.write(log_line(pid, out, float(cpu), step, stamp))
+
+
 def summary(path):
     """Prints the plan against spent of the log at path (its runs' folders and seeds)."""
-    cpu, done = {}, set()
+    root = os.path.dirname(os.path.dirname(os.path.abspath(path)))  # the checkout of results/
+    cpu, done, other = {}, set(), {}
     with open(path) as f:
         for line in f:
             cols = line.rstrip("\n").split("\t")
             m = re.match(r"results/(lm2-[sml])/runs/([a-z_]+)-s(\d+)\.json$", cols[0])
             if not m:
-                continue  # the header, or another folder (lm2-s-long: not in the plan)
+                # another folder of the study (a record outside the tables, lm2-s-long): spent,
+                # not in the plan's steps; the header and anything else are skipped
+                o = re.match(r"results/(lm2-[^/]+)/", cols[0])
+                if o:
+                    other[o.group(1)] = other.get(o.group(1), 0.0) + float(cols[1])
+                continue
             run = (m.group(1), m.group(2), int(m.group(3)))
             cpu[run] = cpu.get(run, 0.0) + float(cols[1])
-            if cols[2] and int(cols[2]) == STEPS_OF[run[0]]:
-                done.add(run)  # (a process that ended at the last step: the run is finished)
-    print("| step | runs trained to their last step | CPU-hours spent | the plan's CPU-hours for them |")
-    print("|---|---|---|---|")
-    total_spent = total_plan = 0.0
+            if (cols[2] and int(cols[2]) == STEPS_OF[run[0]]) or \
+                    os.path.exists(os.path.join(root, cols[0])):
+                done.add(run)  # (a process that ended at the last step, or the run's file)
+    print("| step | runs finished | CPU-hours spent on them | the plan's CPU-hours for them | "
+          "CPU-hours on runs not finished |")
+    print("|---|---|---|---|---|")
+    tot = [0, 0.0, 0.0, 0.0]
     for name, member in STEPS:
         runs = [r for r in sorted(cpu) if member(r[0], r[2]) and
                 (name == "first" or r[2] > 2)]
-        spent = sum(cpu[r] for r in runs) / 3600
-        plan = sum(PLAN_RUN[r[0]] for r in runs) / 3600
-        total_spent, total_plan = total_spent + spent, total_plan + plan
-        print(f"| {name} | {len([r for r in runs if r in done])} | {spent:.2f} | {plan:.2f} |")
-    print(f"| all | {len(done)} | {total_spent:.2f} | {total_plan:.2f} |")
+        fin = [r for r in runs if r in done]
+        row = [len(fin), sum(cpu[r] for r in fin) / 3600,
+               sum(PLAN_RUN[r[0]] for r in fin) / 3600,
+               sum(cpu[r] for r in runs if r not in done) / 3600]
+        tot = [a + b for a, b in zip(tot, row)]
+        print(f"| {name} | {row[0]} | {row[1]:.2f} | {row[2]:.2f} | {row[3]:.2f} |")
+    print(f"| all | {tot[0]} | {tot[1]:.2f} | {tot[2]:.2f} | {tot[3]:.2f} |")
+    for folder in sorted(other):
+        print(f"\n{folder} (outside the steps above: a record kept outside the tables, or the "
+              f"secondary long step): {other[folder] / 3600:.2f} CPU-hours.")
 
 
 def main():
@@ -92,21 +149,22 @@ def main():
         summary(sys.argv[2])
         return
     LOG = sys.argv[1]
-    seen = {}
+    root = os.path.realpath(os.getcwd())
+    seen = scan(root)
+    carry_over(LOG, seen)
     while True:
-        cur = scan()
+        cur = scan(root)
         ended = [p for p in seen if p not in cur]
         if ended:
-            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            stamp = utc()
             with open(LOG, "a") as f:
                 for p in ended:
-                    out, cpu, step = seen[p]
-                    f.write(f"{out}\t{cpu:.1f}\t{step}\t{stamp}\t{p}\n")
+                    f.write(log_line(p, *seen[p], stamp))
         seen = cur
         tmp = LOG + ".now.tmp"
         with open(tmp, "w") as f:
             for p, (out, cpu, step) in cur.items():
-                f.write(f"{out}\t{cpu:.1f}\t{step}\t\t{p}\n")
+                f.write(log_line(p, out, cpu, step))
         os.replace(tmp, LOG + ".now")
         time.sleep(20)
 

@@ -1,0 +1,112 @@
+-- results/lm2_cpu_monitor.py, the language-model study's CPU log: started again after a session
+-- ended (its processes and the monitor with them), it first appends the last figures of the
+-- processes that no longer run (LOG.now) to the log, with LOG.now's time as their end, and
+-- leaves out those that still run; --summary counts them as spent, a run finished when last seen
+-- at its last step or when its run file is there. It watches only the training processes working
+-- in its own checkout (its working directory).
+local dir_of = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+package.path = dir_of .. "?.lua;" .. package.path
+local h = require "helpers"
+local sh_quote = h.sh_quote
+
+local MON = dir_of .. "../../results/lm2_cpu_monitor.py"
+
+describe("results/lm2_cpu_monitor.py", function()
+  it("carries the last figures of processes cut short into the log when started again",
+    function()
+      local dir = h.tmpdir()
+      local log = dir .. "/cpu.log"
+      h.write(log, "results/lm2-s/runs/rope-s1.json\t150.2\t800\t2026-11-28T10:00:00Z\t11\n")
+      -- two processes that no longer run (no such pids), and a malformed line
+      h.write(log .. ".now", "results/lm2-l/runs/roper-s1.json\t529.6\t831\t\t999999991\n"
+        .. "results/lm2-s/runs/rope-s13.json\t130.0\t789\t\t999999992\nnot a line\n")
+      local _, err, code = h.run("touch -d '2026-11-28 16:40:47 UTC' " .. sh_quote(log .. ".now"))
+      assert.are.equal(0, code, err)
+      -- runs until timeout ends it: the carry-over comes first, the scan after it
+      local _, err2, code2 = h.run("timeout 2 " .. h.PY .. " " .. sh_quote(MON) .. " "
+        .. sh_quote(log))
+      assert.are.equal(124, code2, err2)
+      local lines = {}
+      for l in h.read(log):gmatch("[^\n]+") do lines[#lines + 1] = l end
+      -- (a training process of another test that ended meanwhile may follow them)
+      assert.are.same({
+        "results/lm2-s/runs/rope-s1.json\t150.2\t800\t2026-11-28T10:00:00Z\t11",
+        "results/lm2-l/runs/roper-s1.json\t529.6\t831\t2026-11-28T16:40:47Z\t999999991",
+        "results/lm2-s/runs/rope-s13.json\t130.0\t789\t2026-11-28T16:40:47Z\t999999992",
+      }, { lines[1], lines[2], lines[3] })
+      -- LOG.now is rewritten with what runs now: started again, nothing is carried twice
+      assert.is_nil((h.read(log .. ".now") or ""):find("99999999", 1, true))
+      local _, err3, code3 = h.run("timeout 2 " .. h.PY .. " " .. sh_quote(MON) .. " "
+        .. sh_quote(log))
+      assert.are.equal(124, code3, err3)
+      local n = select(2, h.read(log):gsub("99999999%d", ""))
+      assert.are.equal(2, n)
+      -- --summary counts the carried CPU (the small run not finished, at step 789)
+      local out, err4, code4 = h.run(h.PY .. " " .. sh_quote(MON) .. " --summary "
+        .. sh_quote(log))
+      assert.are.equal(0, code4, err4)
+      assert.truthy(out:find("| first | 1 | 0.04 | 0.05 | 0.15 |", 1, true), out)
+      assert.truthy(out:find("| small | 0 | 0.00 | 0.00 | 0.04 |", 1, true), out)
+      h.remove_tree(dir)
+    end)
+
+  it("leaves out a process of LOG.now that still runs", function()
+    local dir = h.tmpdir()
+    local log = dir .. "/cpu.log"
+    -- a stand-in training process: its command line names scripts/train.lua and --out
+    local pid_text = h.run("sh -c 'sleep 10; :' scripts/train.lua --out "
+      .. "results/lm2-s/runs/x-s1.json > /dev/null 2>&1 & echo $!")
+    local pid = assert(pid_text:match("^(%d+)\n$"), pid_text)
+    h.write(log .. ".now", "results/lm2-s/runs/x-s1.json\t1.0\t\t\t" .. pid .. "\n"
+      .. "results/lm2-s/runs/y-s1.json\t2.0\t5\t\t999999993\n")
+    local _, err, code = h.run("timeout 2 " .. h.PY .. " " .. sh_quote(MON) .. " "
+      .. sh_quote(log))
+    os.execute("kill " .. pid .. " 2>/dev/null")
+    assert.are.equal(124, code, err)
+    local text = h.read(log) or ""
+    assert.truthy(text:find("results/lm2-s/runs/y-s1.json\t2.0\t5\t", 1, true), text)
+    assert.is_nil(text:find("x-s1.json", 1, true), text)
+    h.remove_tree(dir)
+  end)
+
+  it("--summary counts a run as finished at its last step or when its run file is there",
+    function()
+      local dir = h.tmpdir()
+      os.execute("mkdir -p " .. sh_quote(dir .. "/results/lm2-s/runs"))
+      local log = dir .. "/results/lm2-cpu.tsv"
+      -- a small run of the small step last seen at step 799 of 800 (the scan before its end)
+      h.write(log, "run\tcpu_seconds\tlast_step\tended_utc\tpid\n"
+        .. "results/lm2-s/runs/none-s15.json\t180.0\t799\t2026-11-28T21:07:10Z\t12\n")
+      local function small_row()
+        local out, err, code = h.run(h.PY .. " " .. sh_quote(MON) .. " --summary " .. sh_quote(log))
+        assert.are.equal(0, code, err)
+        return out:match("\n(| small |[^\n]*)"), out
+      end
+      local row, out = small_row()
+      assert.are.equal("| small | 0 | 0.00 | 0.00 | 0.05 |", row, out)
+      h.write(dir .. "/results/lm2-s/runs/none-s15.json", "{}")
+      row, out = small_row()
+      assert.are.equal("| small | 1 | 0.05 | 0.05 | 0.00 |", row, out)
+      h.remove_tree(dir)
+    end)
+
+  it("watches the training processes of its own checkout only", function()
+    local dir = h.tmpdir()
+    local log = dir .. "/cpu.log"
+    -- two stand-ins with the same kind of command line: one working here (where the monitor
+    -- starts), one in another folder (a test's or another clone's)
+    local stand_in = "sh -c 'sleep 10; :' scripts/train.lua --out results/lm2-s/runs/%s-s1.json"
+      .. " > /dev/null 2>&1 & echo $!"
+    local here = h.run(stand_in:format("here"))
+    local there = h.run("cd " .. sh_quote(dir) .. " && " .. stand_in:format("there"))
+    local _, err, code = h.run("timeout 2 " .. h.PY .. " " .. sh_quote(MON) .. " "
+      .. sh_quote(log))
+    os.execute("kill " .. here:match("%d+") .. " " .. there:match("%d+") .. " 2>/dev/null")
+    assert.are.equal(124, code, err)
+    -- LOG.now holds what the monitor saw running
+    local now = h.read(log .. ".now") or ""
+    assert.truthy(now:find("results/lm2-s/runs/here-s1.json\t", 1, true), now)
+    assert.is_nil(now:find("there-s1.json", 1, true), now)
+    h.remove_tree(dir)
+  end)
+end)
