@@ -9,15 +9,81 @@ set xlabel "tokens (millions)"
 set ylabel "training loss"
 set title "lm: training loss (each run thin, the mean of the runs thick and dashed)" noenhanced
 set key noenhanced
-plot "results/lm2-s/loss.dat" index 1 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" title "rope: each run (2)", \
+plot "results/lm2-s/loss.dat" index 1 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" title "rope: each run (24)", \
      "results/lm2-s/loss.dat" index 2 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
-     "results/lm2-s/loss.dat" index 4 using 1:2 with lines lw 1.2 lc rgb "#60d62728" title "roper: each run (2)", \
-     "results/lm2-s/loss.dat" index 5 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
-     "results/lm2-s/loss.dat" index 7 using 1:2 with lines lw 1.2 lc rgb "#602ca02c" title "none: each run (2)", \
-     "results/lm2-s/loss.dat" index 8 using 1:2 with lines lw 1.2 lc rgb "#602ca02c" notitle, \
-     "results/lm2-s/loss.dat" index 0 using 1:2 with lines lw 3 dt 2 lc rgb "#1f77b4" title "rope: mean of the 2 runs", \
-     "results/lm2-s/loss.dat" index 3 using 1:2 with lines lw 3 dt 2 lc rgb "#d62728" title "roper: mean of the 2 runs", \
-     "results/lm2-s/loss.dat" index 6 using 1:2 with lines lw 3 dt 2 lc rgb "#2ca02c" title "none: mean of the 2 runs"
+     "results/lm2-s/loss.dat" index 3 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-s/loss.dat" index 4 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-s/loss.dat" index 5 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-s/loss.dat" index 6 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-s/loss.dat" index 7 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-s/loss.dat" index 8 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-s/loss.dat" index 9 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-s/loss.dat" index 10 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-s/loss.dat" index 11 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-s/loss.dat" index 12 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-s/loss.dat" index 13 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-s/loss.dat" index 14 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-s/loss.dat" index 15 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-s/loss.dat" index 16 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-s/loss.dat" index 17 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-s/loss.dat" index 18 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-s/loss.dat" index 19 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-s/loss.dat" index 20 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-s/loss.dat" index 21 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-s/loss.dat" index 22 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-s/loss.dat" index 23 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-s/loss.dat" index 24 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-s/loss.dat" index 26 using 1:2 with lines lw 1.2 lc rgb "#60d62728" title "roper: each run (24)", \
+     "results/lm2-s/loss.dat" index 27 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-s/loss.dat" index 28 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-s/loss.dat" index 29 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-s/loss.dat" index 30 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-s/loss.dat" index 31 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-s/loss.dat" index 32 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-s/loss.dat" index 33 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-s/loss.dat" index 34 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-s/loss.dat" index 35 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-s/loss.dat" index 36 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-s/loss.dat" index 37 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-s/loss.dat" index 38 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-s/loss.dat" index 39 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-s/loss.dat" index 40 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-s/loss.dat" index 41 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-s/loss.dat" index 42 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-s/loss.dat" index 43 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-s/loss.dat" index 44 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-s/loss.dat" index 45 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-s/loss.dat" index 46 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-s/loss.dat" index 47 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-s/loss.dat" index 48 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-s/loss.dat" index 49 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-s/loss.dat" index 51 using 1:2 with lines lw 1.2 lc rgb "#602ca02c" title "none: each run (24)", \
+     "results/lm2-s/loss.dat" index 52 using 1:2 with lines lw 1.2 lc rgb "#602ca02c" notitle, \
+     "results/lm2-s/loss.dat" index 53 using 1:2 with lines lw 1.2 lc rgb "#602ca02c" notitle, \
+     "results/lm2-s/loss.dat" index 54 using 1:2 with lines lw 1.2 lc rgb "#602ca02c" notitle, \
+     "results/lm2-s/loss.dat" index 55 using 1:2 with lines lw 1.2 lc rgb "#602ca02c" notitle, \
+     "results/lm2-s/loss.dat" index 56 using 1:2 with lines lw 1.2 lc rgb "#602ca02c" notitle, \
+     "results/lm2-s/loss.dat" index 57 using 1:2 with lines lw 1.2 lc rgb "#602ca02c" notitle, \
+     "results/lm2-s/loss.dat" index 58 using 1:2 with lines lw 1.2 lc rgb "#602ca02c" notitle, \
+     "results/lm2-s/loss.dat" index 59 using 1:2 with lines lw 1.2 lc rgb "#602ca02c" notitle, \
+     "results/lm2-s/loss.dat" index 60 using 1:2 with lines lw 1.2 lc rgb "#602ca02c" notitle, \
+     "results/lm2-s/loss.dat" index 61 using 1:2 with lines lw 1.2 lc rgb "#602ca02c" notitle, \
+     "results/lm2-s/loss.dat" index 62 using 1:2 with lines lw 1.2 lc rgb "#602ca02c" notitle, \
+     "results/lm2-s/loss.dat" index 63 using 1:2 with lines lw 1.2 lc rgb "#602ca02c" notitle, \
+     "results/lm2-s/loss.dat" index 64 using 1:2 with lines lw 1.2 lc rgb "#602ca02c" notitle, \
+     "results/lm2-s/loss.dat" index 65 using 1:2 with lines lw 1.2 lc rgb "#602ca02c" notitle, \
+     "results/lm2-s/loss.dat" index 66 using 1:2 with lines lw 1.2 lc rgb "#602ca02c" notitle, \
+     "results/lm2-s/loss.dat" index 67 using 1:2 with lines lw 1.2 lc rgb "#602ca02c" notitle, \
+     "results/lm2-s/loss.dat" index 68 using 1:2 with lines lw 1.2 lc rgb "#602ca02c" notitle, \
+     "results/lm2-s/loss.dat" index 69 using 1:2 with lines lw 1.2 lc rgb "#602ca02c" notitle, \
+     "results/lm2-s/loss.dat" index 70 using 1:2 with lines lw 1.2 lc rgb "#602ca02c" notitle, \
+     "results/lm2-s/loss.dat" index 71 using 1:2 with lines lw 1.2 lc rgb "#602ca02c" notitle, \
+     "results/lm2-s/loss.dat" index 72 using 1:2 with lines lw 1.2 lc rgb "#602ca02c" notitle, \
+     "results/lm2-s/loss.dat" index 73 using 1:2 with lines lw 1.2 lc rgb "#602ca02c" notitle, \
+     "results/lm2-s/loss.dat" index 74 using 1:2 with lines lw 1.2 lc rgb "#602ca02c" notitle, \
+     "results/lm2-s/loss.dat" index 0 using 1:2 with lines lw 3 dt 2 lc rgb "#1f77b4" title "rope: mean of the 24 runs", \
+     "results/lm2-s/loss.dat" index 25 using 1:2 with lines lw 3 dt 2 lc rgb "#d62728" title "roper: mean of the 24 runs", \
+     "results/lm2-s/loss.dat" index 50 using 1:2 with lines lw 3 dt 2 lc rgb "#2ca02c" title "none: mean of the 24 runs"
 set terminal svg size 960,600 dynamic noenhanced font ',11'
 set output "results/lm2-s/loss.svg"
 replot
