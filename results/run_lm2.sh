@@ -151,7 +151,7 @@ else
   ROPER="roper:lr=$LR_ROPER:min_lr=$(awk "BEGIN { print $LR_ROPER / 10 }")"
 fi
 # the trained models: not kept (KEEP=--keep-models keeps them beside the run files). Until
-# 2026-11-28 23:00 UTC they were, on the machine that ran them (never committed); compare.lua
+# 2026-11-28 22:51 UTC they were, on the machine that ran them (never committed); compare.lua
 # trains a finished run again when a kept model is missing, so on a fresh machine every finished
 # run would have been trained again
 KEEP=${KEEP-}
@@ -170,7 +170,7 @@ for step in "${steps[@]}"; do
     IDS=$(ids_corpus)
     if [ "${IDS##*/}" != "$STUDY_IDS" ]; then
       echo "run_lm2.sh: the token ids are $IDS, not the study's $STUDY_IDS: the corpus or the" \
-        "tokenizer differs from the study's (docs/results.md, \"The corpus on a fresh machine\")" >&2
+        "tokenizer differs from the study's (docs/results.md, \"A fresh machine\")" >&2
       exit 2
     fi
     LMP="--corpus $IDS --vocab-size 2048 --seq-len 256 --batch 16 --tie-embeddings"
