@@ -165,6 +165,28 @@ describe("the roper binary's OpenBLAS kernels", function()
       err)
   end)
 
+  -- tests/with_blas_env asks $BUILD/roper (default build/) for the variables: a make target of
+  -- another variant (PORTABLE=1, whose rule is Haswell's kernels everywhere) must name its own
+  -- build, or the native build's rule is applied and reported (or nothing, where build/ is absent)
+  it("every make target passes its own build folder to tests/with_blas_env", function()
+    for _, variant in ipairs { { "PORTABLE=1", "build-portable" }, { "", "build" } } do
+      -- (the variables of the make that runs the tests, SANITIZE=1 say, removed first)
+      local out, err, code = run(CLEAN .. "-u MAKEFLAGS -u MFLAGS -u MAKEOVERRIDES -u MAKELEVEL "
+        .. "-u SANITIZE -u PORTABLE -u BUILD make -n --no-print-directory bench bench-torch run "
+        .. "test-cluster " .. variant[1] .. " 2>&1")
+      assert.are.equal(0, code, err .. out)
+      local n = 0
+      for line in out:gmatch("[^\n]+") do
+        if line:find("tests/with_blas_env ", 1, true) then
+          n = n + 1
+          assert.truthy(line:find("BUILD=" .. variant[2] .. " tests/with_blas_env ", 1, true),
+            variant[1] .. ": " .. line)
+        end
+      end
+      assert.are.equal(9, n, out)
+    end
+  end)
+
   it("rp.blas.core() names the kernels and why they run", function()
     local out, err, code = roper("", 'local c, why = rp.blas.core() print(c) print(why)')
     assert.are.equal(0, code, err)
