@@ -153,6 +153,9 @@ LIB := $(BUILD)/libroper.a
 SHLIB := $(BUILD)/libroper.so.$(VERSION)
 MODULE := $(BUILD)/roper.so
 REPL := $(BUILD)/roper
+# A program started with the environment its roper process should have (OpenBLAS's kernels, the
+# OpenMP wait policy), as this variant's roper answers (tests/with_blas_env asks $(BUILD)/roper)
+WITH_BLAS_ENV := BUILD=$(BUILD) tests/with_blas_env
 BENCH := $(BUILD)/bench
 BENCH_TRAIN := $(BUILD)/bench_train
 # The MPI plugin (mpi/roper_mpi.c): opened by core/sys/dist.c only when mpirun or srun started the
@@ -329,11 +332,11 @@ test-aarch64:
 # compare.lua --slurm on a one-node Slurm that tests/cluster/run installs (Debian's slurmctld,
 # slurmd, slurm-client, munge), starts in a private folder, uses and stops again.
 test-cluster: deps all
-	@ROPER_BIN=$(REPL) BUILD=$(BUILD) tests/with_blas_env tests/cluster/run
+	@ROPER_BIN=$(REPL) $(WITH_BLAS_ENV) tests/cluster/run
 
 RUN_ARGS ?= --task substring_prefix --seeds 3
 run: deps all
-	@BUILD=$(BUILD) tests/with_blas_env $(REPL) scripts/compare.lua --out results/run $(RUN_ARGS)
+	@$(WITH_BLAS_ENV) $(REPL) scripts/compare.lua --out results/run $(RUN_ARGS)
 
 # The default corpus (scripts/corpus.lua; docs/language_model.md): the Linux kernel's documentation
 # as Debian's linux-doc-6.1 ships it, installed here only when the corpus is asked for.
@@ -347,14 +350,14 @@ corpus: deps all
 # BENCH_MODELS="LM2s LM2m LM2l"` times the study's own build); the data-parallel part
 # (tests/bench/mpi_bench: 1 process x N threads against N ranks x 1 thread) runs S and P of them.
 bench: deps all
-	@BUILD=$(BUILD) tests/with_blas_env $(BENCH)
+	@$(WITH_BLAS_ENV) $(BENCH)
 	@echo
-	@BUILD=$(BUILD) tests/with_blas_env $(BENCH_TRAIN) $(BENCH_MODELS)
+	@$(WITH_BLAS_ENV) $(BENCH_TRAIN) $(BENCH_MODELS)
 	@echo
-	@OMP_NUM_THREADS=1 BUILD=$(BUILD) tests/with_blas_env $(REPL) tests/bench/bench_decode.lua
-	@if [ "$$(nproc)" -gt 1 ]; then BUILD=$(BUILD) tests/with_blas_env $(REPL) tests/bench/bench_decode.lua; fi
+	@OMP_NUM_THREADS=1 $(WITH_BLAS_ENV) $(REPL) tests/bench/bench_decode.lua
+	@if [ "$$(nproc)" -gt 1 ]; then $(WITH_BLAS_ENV) $(REPL) tests/bench/bench_decode.lua; fi
 	@echo
-	@ROPER_BIN=$(abspath $(REPL)) BUILD=$(BUILD) tests/with_blas_env tests/bench/mpi_bench $(or $(BENCH_MODELS),S M P)
+	@ROPER_BIN=$(abspath $(REPL)) $(WITH_BLAS_ENV) tests/bench/mpi_bench $(or $(BENCH_MODELS),S M P)
 
 # The S step in roper (bench_train) and in PyTorch (tests/reference/bench_torch.py: the companion's
 # RoperTransformer, python/roper_torch, on Debian's /usr/bin/python3 and python3-torch, installed
@@ -364,9 +367,9 @@ BENCH_TORCH_OUT := $(BUILD)/bench-torch
 bench-torch: deps all
 	@$(MAKE) --no-print-directory deps PACKAGES=python3-torch
 	@set -o pipefail; threads=$${OMP_NUM_THREADS:-$$(nproc)}; \
-	BUILD=$(BUILD) tests/with_blas_env $(BENCH_TRAIN) S | tee $(BENCH_TORCH_OUT).roper.txt && echo && \
+	$(WITH_BLAS_ENV) $(BENCH_TRAIN) S | tee $(BENCH_TORCH_OUT).roper.txt && echo && \
 	OMP_NUM_THREADS=$$threads OPENBLAS_NUM_THREADS=$$threads \
-	  BUILD=$(BUILD) tests/with_blas_env /usr/bin/python3 tests/reference/bench_torch.py S \
+	  $(WITH_BLAS_ENV) /usr/bin/python3 tests/reference/bench_torch.py S \
 	  | tee $(BENCH_TORCH_OUT).torch.txt && echo && \
 	awk -v threads=$$threads ' \
 	  $$1 == "S" && $$6 == "ms/step" { if (FNR == NR) r[$$2] = $$5; else t[$$2] = $$5 } \

@@ -56,11 +56,11 @@ def scan(root):
             cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
             if b"scripts/train.lua" not in cmd or b"--out" not in cmd:
                 continue
+            cwd = os.readlink(f"/proc/{pid}/cwd")  # (the kernel's resolved path)
+            if cwd != root:
+                continue  # another checkout's (a test's stand-in names the same run files)
             fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
             cpu = (int(fields[11]) + int(fields[12])) / TICK  # utime + stime
-            cwd = os.readlink(f"/proc/{pid}/cwd")
-            if os.path.realpath(cwd) != root:
-                continue  # another checkout's (a test's stand-in names the same run files)
             step = ""
             prog = arg_after(cmd, b"--progress")
             if prog:
@@ -108,7 +108,7 @@ def carry_over(log, cur):
 def summary(path):
     """Prints the plan against spent of the log at path (its runs' folders and seeds)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(path)))  # the checkout of results/
-    cpu, done, other = {}, set(), {}
+    cpu, done, other, path_of = {}, set(), {}, {}
     with open(path) as f:
         for line in f:
             cols = line.rstrip("\n").split("\t")
@@ -122,9 +122,11 @@ def summary(path):
                 continue
             run = (m.group(1), m.group(2), int(m.group(3)))
             cpu[run] = cpu.get(run, 0.0) + float(cols[1])
-            if (cols[2] and int(cols[2]) == STEPS_OF[run[0]]) or \
-                    os.path.exists(os.path.join(root, cols[0])):
-                done.add(run)  # (a process that ended at the last step, or the run's file)
+            path_of[run] = cols[0]
+            if cols[2] and int(cols[2]) == STEPS_OF[run[0]]:
+                done.add(run)  # (a process that ended at the last step)
+    # the others finished when their run file is there (looked up once a run)
+    done.update(r for r in cpu if r not in done and os.path.exists(os.path.join(root, path_of[r])))
     print("| step | runs finished | CPU-hours spent on them | the plan's CPU-hours for them | "
           "CPU-hours on runs not finished |")
     print("|---|---|---|---|---|")
