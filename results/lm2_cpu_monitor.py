@@ -22,7 +22,7 @@ end: their CPU time up to 20 seconds before they ended.
 --summary prints the plan against spent from such a log (with its header line, as committed):
 per step of results/run_lm2.sh, the runs finished, the CPU-hours spent on them (every process
 of a run, a resumed run's included), the plan's CPU-hours for the same runs (docs/results.md's
-CPU-time table: a run in all, the evaluation included) and the CPU-hours of runs not finished;
+"The budget": a run in all, the evaluation included) and the CPU-hours of runs not finished;
 then the CPU-hours of the study's other folders (runs kept as a record outside the tables). A
 run is finished when one of its processes was last seen at its last step, or when its run file
 is there in the checkout that holds LOG's folder (a run file is written when the run ends; the
@@ -34,8 +34,8 @@ import sys
 import time
 
 TICK = os.sysconf("SC_CLK_TCK")
-# the plan's CPU seconds of a run in all, by size (docs/results.md, the pinned commit's steady
-# rates with dee0878's evaluation)
+# the plan's CPU seconds of a run in all, by size (docs/results.md, "The budget": the steady
+# rates measured at bc6a2ef with dee0878's evaluation)
 PLAN_RUN = {"lm2-s": 185, "lm2-m": 726, "lm2-l": 4780}
 STEPS_OF = {"lm2-s": 800, "lm2-m": 2200, "lm2-l": 7100}  # a run's training steps, by size
 STEPS = (("first", lambda size, seed: seed <= 2), ("small", lambda size, seed: size == "lm2-s"),

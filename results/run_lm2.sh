@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The runs of docs/results.md "Language modelling at 20 tokens per parameter (plan)" (issue 63):
+# The runs of docs/results.md "Language modelling at 20 tokens per parameter" (issue 63):
 # is RoPER non-inferior to RoPE as a language model trained to its compute-optimal length? rope,
 # roper and none (NoPE, the floor, at the smallest size), paired by seed, at three sizes on the
 # default corpus (make corpus: the Linux kernel's documentation) with its default unigram
