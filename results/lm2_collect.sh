@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Collects the language-model study's finished runs from the pinned commit's worktree into this
+# checkout, to be committed (docs/results.md, "Language modelling at 20 tokens per parameter",
+# "Reproducing and running it").
+#
+# usage: results/lm2_collect.sh WORKTREE [LOG]
+#   WORKTREE  the checkout the runner (results/run_lm2.sh) works in
+#   LOG       the CPU monitor's log (results/lm2_cpu_monitor.py LOG); its new lines are appended
+#             to results/lm2-cpu.tsv
+#
+# For each of results/lm2-s, lm2-m and lm2-l in WORKTREE: a finished run's files (runs/<run>.json,
+# .csv, .lengths.csv; not the runner's .cfg.json, the checkpoints' .run.json or anything .part.)
+# are copied when this checkout lacks them or holds other bytes; the folder's summary and plots
+# (summary.*, summary_lengths.csv, *.dat, *.gp, *.png, *.svg) when its summary.csv has at least as
+# many lines as this checkout's. Of LOG, the lines of the study's runs (run file results/lm2-*)
+# not yet in results/lm2-cpu.tsv are appended. Prints one line per file copied and per log line
+# appended; exit status 0, or 2 with a message on bad arguments. Files are written to a
+# temporary name and renamed.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd -P)
+usage="usage: results/lm2_collect.sh WORKTREE [LOG]"
+if [ $# -lt 1 ] || [ $# -gt 2 ]; then
+    echo "lm2_collect.sh: $usage" >&2
+    exit 2
+fi
+if ! work=$(cd "$1" 2>/dev/null && pwd -P) || [ ! -f "$work/results/run_lm2.sh" ]; then
+    echo "lm2_collect.sh: $1 is not a checkout with results/run_lm2.sh" >&2
+    exit 2
+fi
+if [ "$work" = "$here" ]; then
+    echo "lm2_collect.sh: $1 is this checkout; name the runner's worktree" >&2
+    exit 2
+fi
+log=${2:-}
+if [ -n "$log" ] && [ ! -r "$log" ]; then
+    echo "lm2_collect.sh: cannot read the log $log" >&2
+    exit 2
+fi
+
+# put SRC at DST through a temporary name in DST's folder
+put() {
+    local tmp
+    tmp=$(mktemp "$(dirname "$2")/.collect.XXXXXX")
+    cp "$1" "$tmp"
+    chmod 644 "$tmp"
+    mv -f "$tmp" "$2"
+}
+
+lines() { if [ -f "$1" ]; then wc -l < "$1"; else echo 0; fi; }
+
+for d in lm2-s lm2-m lm2-l; do
+    src=$work/results/$d
+    dst=$here/results/$d
+    [ -d "$src/runs" ] || continue
+    mkdir -p "$dst/runs"
+    for f in "$src"/runs/*.json "$src"/runs/*.csv; do
+        [ -f "$f" ] || continue
+        case "${f##*/}" in *.cfg.json | *.run.json | *.part.*) continue ;; esac
+        if ! cmp -s "$f" "$dst/runs/${f##*/}"; then
+            put "$f" "$dst/runs/${f##*/}"
+            echo "collected results/$d/runs/${f##*/}"
+        fi
+    done
+    if [ -f "$src/summary.csv" ] && [ "$(lines "$src/summary.csv")" -ge "$(lines "$dst/summary.csv")" ]
+    then
+        for f in "$src"/summary.* "$src"/summary_lengths.csv "$src"/*.dat "$src"/*.gp \
+                 "$src"/*.png "$src"/*.svg; do
+            [ -f "$f" ] || continue
+            if ! cmp -s "$f" "$dst/${f##*/}"; then
+                put "$f" "$dst/${f##*/}"
+                echo "collected results/$d/${f##*/}"
+            fi
+        done
+    fi
+done
+
+if [ -n "$log" ]; then
+    tsv=$here/results/lm2-cpu.tsv
+    [ -f "$tsv" ] || printf 'run\tcpu_seconds\tlast_step\tended_utc\tpid\n' > "$tsv"
+    tmp=$(mktemp "$here/results/.collect.XXXXXX")
+    cp "$tsv" "$tmp"
+    added=0
+    while IFS= read -r line || [ -n "$line" ]; do
+        case "$line" in results/lm2-*) ;; *) continue ;; esac
+        if ! grep -qxF -- "$line" "$tmp"; then
+            printf '%s\n' "$line" >> "$tmp"
+            echo "logged $line"
+            added=1
+        fi
+    done < "$log"
+    if [ "$added" = 1 ]; then
+        chmod 644 "$tmp"
+        mv -f "$tmp" "$tsv"
+    else
+        rm -f "$tmp"
+    fi
+fi
