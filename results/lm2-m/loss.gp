@@ -9,7 +9,7 @@ set xlabel "tokens (millions)"
 set ylabel "training loss"
 set title "lm: training loss (each run thin, the mean of the runs thick and dashed)" noenhanced
 set key noenhanced
-plot "results/lm2-m/loss.dat" index 1 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" title "rope: each run (16)", \
+plot "results/lm2-m/loss.dat" index 1 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" title "rope: each run (18)", \
      "results/lm2-m/loss.dat" index 2 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
      "results/lm2-m/loss.dat" index 3 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
      "results/lm2-m/loss.dat" index 4 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
@@ -25,9 +25,9 @@ plot "results/lm2-m/loss.dat" index 1 using 1:2 with lines lw 1.2 lc rgb "#601f7
      "results/lm2-m/loss.dat" index 14 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
      "results/lm2-m/loss.dat" index 15 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
      "results/lm2-m/loss.dat" index 16 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
-     "results/lm2-m/loss.dat" index 18 using 1:2 with lines lw 1.2 lc rgb "#60d62728" title "roper: each run (16)", \
-     "results/lm2-m/loss.dat" index 19 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
-     "results/lm2-m/loss.dat" index 20 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-m/loss.dat" index 17 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-m/loss.dat" index 18 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-m/loss.dat" index 20 using 1:2 with lines lw 1.2 lc rgb "#60d62728" title "roper: each run (18)", \
      "results/lm2-m/loss.dat" index 21 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
      "results/lm2-m/loss.dat" index 22 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
      "results/lm2-m/loss.dat" index 23 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
@@ -41,8 +41,12 @@ plot "results/lm2-m/loss.dat" index 1 using 1:2 with lines lw 1.2 lc rgb "#601f7
      "results/lm2-m/loss.dat" index 31 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
      "results/lm2-m/loss.dat" index 32 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
      "results/lm2-m/loss.dat" index 33 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
-     "results/lm2-m/loss.dat" index 0 using 1:2 with lines lw 3 dt 2 lc rgb "#1f77b4" title "rope: mean of the 16 runs", \
-     "results/lm2-m/loss.dat" index 17 using 1:2 with lines lw 3 dt 2 lc rgb "#d62728" title "roper: mean of the 16 runs"
+     "results/lm2-m/loss.dat" index 34 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-m/loss.dat" index 35 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-m/loss.dat" index 36 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-m/loss.dat" index 37 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-m/loss.dat" index 0 using 1:2 with lines lw 3 dt 2 lc rgb "#1f77b4" title "rope: mean of the 18 runs", \
+     "results/lm2-m/loss.dat" index 19 using 1:2 with lines lw 3 dt 2 lc rgb "#d62728" title "roper: mean of the 18 runs"
 set terminal svg size 960,600 dynamic noenhanced font ',11'
 set output "results/lm2-m/loss.svg"
 replot
