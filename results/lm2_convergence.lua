@@ -1,6 +1,6 @@
 -- The convergence check of docs/results.md "Language modelling at 20 tokens per parameter"
--- ("The plan"), run by run: the last 10% of training lowers the validation loss by less than half the
--- margin. For every run of every folder named (<dir>/runs/<run>.csv, the curve with its
+-- ("The plan"), run by run: the last 10% of training lowers the validation loss by less than half
+-- the margin. For every run of every folder named (<dir>/runs/<run>.csv, the curve with its
 -- valid_loss column, written with valid_every = steps / 10), the validation loss at 90% of the
 -- steps and at the end (the same 4 batches of 16 windows of the validation split at both points,
 -- eval_seed), their difference, and the verdict; a run without both points is "no curve".
