@@ -5,9 +5,9 @@
 local dir_of = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = dir_of .. "?.lua;" .. package.path
 local h = require "helpers"
+-- the script, quoted for the shell
+local SCRIPT = h.sh_quote(dir_of .. "../../results/lm2_convergence.lua")
 local q = h.sh_quote
-
-local SCRIPT = dir_of .. "../../results/lm2_convergence.lua"
 
 -- a CSV with the validation loss at the given {step, loss} points (training rows between them)
 local function curve(points)
@@ -30,7 +30,7 @@ describe("results/lm2_convergence.lua", function()
     h.write(runs .. "/a-s4.csv", curve { { 800, 3.0000 } })                  -- one point
     h.write(runs .. "/a-s5.csv", curve { { 700, 3.1 }, { 800, 3.0000 } })    -- none at 90%
     h.write(runs .. "/a-s1.lengths.csv", "not a curve\n")                    -- left out
-    local out, err, code = h.run(q(h.BIN) .. " " .. q(SCRIPT) .. " --margin 0.01 " .. q(root
+    local out, err, code = h.run(q(h.BIN) .. " " .. SCRIPT .. " --margin 0.01 " .. q(root
       .. "/lm2-x"))
     assert.are.equal(0, code, err)
     assert.are.same({
@@ -46,7 +46,7 @@ describe("results/lm2_convergence.lua", function()
       "5 runs, 3 not converged by this rule (margin 0.01: half 0.005)",
     }, h.lines(out))
     -- a wider margin moves the limit: 0.0051 passes at margin 0.02
-    local out2, err2, code2 = h.run(q(h.BIN) .. " " .. q(SCRIPT) .. " --margin 0.02 "
+    local out2, err2, code2 = h.run(q(h.BIN) .. " " .. SCRIPT .. " --margin 0.02 "
       .. q(root .. "/lm2-x"))
     assert.are.equal(0, code2, err2)
     assert.truthy(out2:find("| lm2-x/a-s2 | 800 | 3.0051 (step 720) | 3.0000 | +0.0051 | yes |",
