@@ -9,7 +9,7 @@ set xlabel "tokens (millions)"
 set ylabel "validation loss (nats per token)"
 set title "lm: validation loss (each run thin, the mean of the runs thick and dashed)" noenhanced
 set key noenhanced
-plot "results/lm2-m/valid.dat" index 1 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" title "rope: each run (22)", \
+plot "results/lm2-m/valid.dat" index 1 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" title "rope: each run (24)", \
      "results/lm2-m/valid.dat" index 2 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
      "results/lm2-m/valid.dat" index 3 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
      "results/lm2-m/valid.dat" index 4 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
@@ -31,9 +31,9 @@ plot "results/lm2-m/valid.dat" index 1 using 1:2 with lines lw 1.2 lc rgb "#601f
      "results/lm2-m/valid.dat" index 20 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
      "results/lm2-m/valid.dat" index 21 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
      "results/lm2-m/valid.dat" index 22 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
-     "results/lm2-m/valid.dat" index 24 using 1:2 with lines lw 1.2 lc rgb "#60d62728" title "roper: each run (22)", \
-     "results/lm2-m/valid.dat" index 25 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
-     "results/lm2-m/valid.dat" index 26 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-m/valid.dat" index 23 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-m/valid.dat" index 24 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-m/valid.dat" index 26 using 1:2 with lines lw 1.2 lc rgb "#60d62728" title "roper: each run (24)", \
      "results/lm2-m/valid.dat" index 27 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
      "results/lm2-m/valid.dat" index 28 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
      "results/lm2-m/valid.dat" index 29 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
@@ -53,8 +53,12 @@ plot "results/lm2-m/valid.dat" index 1 using 1:2 with lines lw 1.2 lc rgb "#601f
      "results/lm2-m/valid.dat" index 43 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
      "results/lm2-m/valid.dat" index 44 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
      "results/lm2-m/valid.dat" index 45 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
-     "results/lm2-m/valid.dat" index 0 using 1:2 with lines lw 3 dt 2 lc rgb "#1f77b4" title "rope: mean of the 22 runs", \
-     "results/lm2-m/valid.dat" index 23 using 1:2 with lines lw 3 dt 2 lc rgb "#d62728" title "roper: mean of the 22 runs"
+     "results/lm2-m/valid.dat" index 46 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-m/valid.dat" index 47 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-m/valid.dat" index 48 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-m/valid.dat" index 49 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-m/valid.dat" index 0 using 1:2 with lines lw 3 dt 2 lc rgb "#1f77b4" title "rope: mean of the 24 runs", \
+     "results/lm2-m/valid.dat" index 25 using 1:2 with lines lw 3 dt 2 lc rgb "#d62728" title "roper: mean of the 24 runs"
 set terminal svg size 960,600 dynamic noenhanced font ',11'
 set output "results/lm2-m/valid.svg"
 replot
