@@ -3,7 +3,8 @@
 --   report.differences(groups, metric[, opts]) -> {rows = {...}, family = n, floor_pairs = {...}}
 --     every pair of methods (b - a for a listed before b), the runs paired by seed: mean
 --     difference, its 95% paired t interval and, from report.BOOTSTRAP_MIN_PAIRS pairs on, its
---     percentile bootstrap interval, Cohen's d_z, the paired t p and the exact sign-flip p, each
+--     percentile bootstrap interval, Cohen's d_z, the paired t p and the sign-flip p (exact, or
+--     sampled over stats.SIGN_FLIP_MAX_EXACT pairs: row.sign_exact), each
 --     with its Holm-adjusted p over the family of rows (the t and sign-flip families adjusted
 --     apart), and whether the sign-flip test can reach 0.05 at all with that many pairs
 --     (stats.sign_flip_floor). The markdown of a table of one row has no Holm columns (one
@@ -180,8 +181,8 @@ function report.differences_markdown(d, metric, opts)
       cells[#cells + 1] = v
     end
     if holm then cells[#cells + 1] = p_fmt(r.p_t_holm) end
-    cells[#cells + 1] = r.p_sign and (p_fmt(r.p_sign) .. (r.sign_can_reach == false and " †"
-      or "")) or "-"
+    cells[#cells + 1] = r.p_sign and (p_fmt(r.p_sign) .. (r.sign_exact == false and " (sampled)"
+      or "") .. (r.sign_can_reach == false and " †" or "")) or "-"
     if holm then cells[#cells + 1] = p_fmt(r.p_sign_holm) end
     body[#body + 1] = cells
   end
@@ -196,11 +197,13 @@ function report.differences_markdown(d, metric, opts)
     (opts.what or "Every pair of methods") .. (", the runs paired by seed (b - a over the "
       .. "seeds both have): the mean difference with its 95%% paired t interval and, from %d "
       .. "pairs on, its percentile bootstrap interval (%d resamples of the pairs), the effect "
-      .. "size d_z = mean / sd of the differences, and the paired t and exact sign-flip "
-      .. "p-values%s. An interval that holds 0 is no evidence of a difference at this scale, not "
-      .. "evidence that there is none.\n"):format(min_boot, d.samples, holm
-      and (", raw and Holm-adjusted over the %d comparisons of this table (each test its own "
-      .. "family)"):format(d.family) or " (one comparison: no adjustment)"),
+      .. "size d_z = mean / sd of the differences, and the paired t and sign-flip p-values%s. "
+      .. "The sign-flip p counts every sign pattern of the differences up to %d pairs and a "
+      .. "sample of them beyond (marked sampled). An interval that holds 0 is no evidence of a "
+      .. "difference at this scale, not evidence that there is none.\n"):format(min_boot,
+      d.samples, holm and (", raw and Holm-adjusted over the %d comparisons of this table (each "
+      .. "test its own family)"):format(d.family) or " (one comparison: no adjustment)",
+      stats.SIGN_FLIP_MAX_EXACT),
     tables.markdown(headers, body),
   }
   local ns = {}

@@ -239,7 +239,8 @@ end
 -- t-test (t = mean(d) / (sd(d) / sqrt(n)), n - 1 degrees of freedom, two-sided; nil when every
 -- d is equal) and the exact sign-flip permutation test (the share of the 2^n sign patterns whose
 -- |sum| is at least the observed one; sampled as in stats.permutation when n > opts.max_exact_n,
--- 20). Needs n >= 2 pairs, else nil.
+-- stats.SIGN_FLIP_MAX_EXACT; exact tells which). Needs n >= 2 pairs, else nil.
+stats.SIGN_FLIP_MAX_EXACT = 20
 function stats.paired(a, b, opts)
   opts = opts or {}
   local n = #a
@@ -263,7 +264,7 @@ function stats.paired(a, b, opts)
   local observed = math.abs(sum)
   local tol = 1e-12 * math.max(1, observed)
   local count, total = 0, 0
-  if n <= (opts.max_exact_n or 20) then
+  if n <= (opts.max_exact_n or stats.SIGN_FLIP_MAX_EXACT) then
     for mask = 0, (1 << n) - 1 do
       local s = 0
       for i = 1, n do

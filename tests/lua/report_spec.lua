@@ -98,6 +98,27 @@ describe("report.differences", function()
     assert.is_nil(report.differences_markdown(only_ten, "loss"):find("No bootstrap", 1, true))
   end)
 
+  it("counts every sign pattern up to 20 pairs and marks the sampled sign-flip p beyond", function()
+    -- b - a = 1..n, all positive: only the two all-same sign patterns reach |sum|, p = 2 / 2^n
+    local function table_of(n)
+      local va, vb = {}, {}
+      for i = 1, n do va[i], vb[i] = 0, i end
+      local t = report.differences({ group("a", va), group("b", vb) }, "loss")
+      return t.rows[1], report.differences_markdown(t, "loss")
+    end
+    local twenty, text20 = table_of(20)
+    assert.is_true(twenty.sign_exact)
+    assert.are.equal(2 / 2 ^ 20, twenty.p_sign)
+    assert.truthy(text20:find("| 1.91e-06 |\n", 1, true), text20)
+    assert.is_nil(text20:find("(sampled)", 1, true), text20)
+    -- 21 pairs: 100,000 sampled patterns (the observed one counted once), so p >= 1 / 100001
+    local twentyone, text21 = table_of(21)
+    assert.is_false(twentyone.sign_exact)
+    assert.is_true(twentyone.p_sign >= 1 / 100001 and twentyone.p_sign < 1e-4, twentyone.p_sign)
+    assert.truthy(text21:find(("| %s (sampled) |\n"):format(("%.3g"):format(twentyone.p_sign)), 1,
+      true), text21)
+  end)
+
   it("has no Holm columns for one comparison", function()
     local one = report.differences({ group("a", { 10, 10, 10 }), group("b", { 11, 12, 14 }) },
       "correct")
@@ -108,8 +129,11 @@ describe("report.differences", function()
     local r = one.rows[1]
     assert.truthy(text:find(("\n| b - a | 3 | +2.33 | [%+.2f, %+.2f] | under 10 pairs | %.2f | %s "
       .. "| 0.25 † |\n"):format(r.t_lo, r.t_hi, r.d_z, ("%.3g"):format(r.p_t)), 1, true), text)
-    assert.truthy(text:find("and the paired t and exact sign-flip p-values (one comparison: no "
-      .. "adjustment).", 1, true), text)
+    assert.truthy(text:find("and the paired t and sign-flip p-values (one comparison: no "
+      .. "adjustment). The sign-flip p counts every sign pattern of the differences up to 20 "
+      .. "pairs and a sample of them beyond (marked sampled).", 1, true), text)
+    -- 3 pairs: every pattern counted, nothing marked
+    assert.is_nil(text:find("(sampled)", 1, true), text)
     assert.is_nil(text:find("Holm", 1, true), text)
     -- two comparisons: both Holm columns
     local two = report.differences({ group("a", { 10, 10, 10 }), group("b", { 11, 12, 14 }),
