@@ -11,8 +11,10 @@
 # For each of results/lm2-s, lm2-m and lm2-l in WORKTREE: a finished run's files (runs/<run>.json,
 # .csv, .lengths.csv; not the runner's .cfg.json, the checkpoints' .run.json or anything .part.)
 # are copied when this checkout lacks them or holds other bytes; the folder's summary and plots
-# (summary.*, summary_lengths.csv, *.dat, *.gp, *.png, *.svg) when its summary.csv has at least as
-# many lines as this checkout's. Of LOG, the lines of the study's runs (run file results/lm2-*)
+# (summary.*, summary_lengths.csv, *.dat, *.gp, *.png, *.svg) only when the folder is whole (the
+# plan's runs, WHOLE below, all finished: compare.lua rewrites its summary after every pair, with
+# roper - rope first, and the plan draws no table before a size is whole) and its summary.csv has
+# at least as many lines as this checkout's; a folder held back gets one line saying so. Of LOG, the lines of the study's runs (run file results/lm2-*)
 # not yet in results/lm2-cpu.tsv are appended. Prints one line per file copied and per log line
 # appended; exit status 0, or 2 with a message on bad arguments. Files are written to a
 # temporary name and renamed.
@@ -49,6 +51,10 @@ put() {
 
 lines() { if [ -f "$1" ]; then wc -l < "$1"; else echo 0; fi; }
 
+# the plan's runs of each size (docs/results.md, "Seeds"; results/run_lm2.sh's steps): small
+# rope, roper and none, seeds 1-24; medium rope and roper, seeds 1-24; large the same, seeds 1-14
+declare -A WHOLE=([lm2-s]=72 [lm2-m]=48 [lm2-l]=28)
+
 for d in lm2-s lm2-m lm2-l; do
     src=$work/results/$d
     dst=$here/results/$d
@@ -62,8 +68,16 @@ for d in lm2-s lm2-m lm2-l; do
             echo "collected results/$d/runs/${f##*/}"
         fi
     done
-    if [ -f "$src/summary.csv" ] && [ "$(lines "$src/summary.csv")" -ge "$(lines "$dst/summary.csv")" ]
-    then
+    finished=0
+    for f in "$src"/runs/*.json; do
+        case "${f##*/}" in *.cfg.json | *.run.json | *.part.*) continue ;; esac
+        [ -f "$f" ] && finished=$((finished + 1))
+    done
+    if [ "$finished" -lt "${WHOLE[$d]}" ]; then
+        [ -f "$src/summary.csv" ] && echo "held back results/$d's summary and plots:" \
+            "$finished of ${WHOLE[$d]} runs finished"
+    elif [ -f "$src/summary.csv" ] &&
+         [ "$(lines "$src/summary.csv")" -ge "$(lines "$dst/summary.csv")" ]; then
         for f in "$src"/summary.* "$src"/summary_lengths.csv "$src"/*.dat "$src"/*.gp \
                  "$src"/*.png "$src"/*.svg; do
             [ -f "$f" ] || continue

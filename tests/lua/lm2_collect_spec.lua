@@ -1,7 +1,8 @@
 -- results/lm2_collect.sh: the language-model study's finished runs are copied from the runner's
 -- worktree into the checkout that holds the script (run files new or changed, not the runner's
--- configs or checkpoints; summaries only when they cover at least as many runs), and the CPU
--- monitor's new lines of the study's runs are appended to results/lm2-cpu.tsv once.
+-- configs or checkpoints; summaries only when the size's runs are whole and they cover at least
+-- as many runs), and the CPU monitor's new lines of the study's runs are appended to
+-- results/lm2-cpu.tsv once.
 local dir_of = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = dir_of .. "?.lua;" .. package.path
 local h = require "helpers"
@@ -29,39 +30,63 @@ local function collect(main, ...)
   return h.run("bash " .. q(main .. "/results/lm2_collect.sh") .. " " .. table.concat(args, " "))
 end
 
+-- the finished run files of a whole large size (rope and roper, seeds 1-14) but the one named
+local function large_but(missing)
+  local files = {}
+  for seed = 1, 14 do
+    for _, m in ipairs { "rope", "roper" } do
+      local name = ("%s-s%d.json"):format(m, seed)
+      if name ~= missing then files["results/lm2-l/runs/" .. name] = "{}\n" end
+    end
+  end
+  return files
+end
+
 describe("results/lm2_collect.sh", function()
   it("copies finished runs and summaries, not configs or checkpoints", function()
-    local root, main, work = setup {
-      ["results/lm2-m/runs/rope-s1.json"] = "{\"a\":1}\n",
-      ["results/lm2-m/runs/rope-s1.csv"] = "step,loss\n1,2\n",
-      ["results/lm2-m/runs/rope-s1.lengths.csv"] = "len\n256\n",
-      ["results/lm2-m/runs/rope-s2.cfg.json"] = "{}\n",
-      ["results/lm2-m/runs/rope-s2.part.ckpt"] = "x",
-      ["results/lm2-m/runs/rope-s2.part.ckpt.run.json"] = "{}\n",
-      ["results/lm2-m/runs/rope-s2.progress"] = "5 2200\n",
-      ["results/lm2-m/summary.csv"] = "h\n1\n",
-      ["results/lm2-m/loss.png"] = "png",
-    }
+    local files = large_but("roper-s14.json")
+    files["results/lm2-l/runs/rope-s1.csv"] = "step,loss\n1,2\n"
+    files["results/lm2-l/runs/rope-s1.lengths.csv"] = "len\n256\n"
+    files["results/lm2-l/runs/roper-s14.cfg.json"] = "{}\n"
+    files["results/lm2-l/runs/roper-s14.part.ckpt"] = "x"
+    files["results/lm2-l/runs/roper-s14.part.ckpt.run.json"] = "{}\n"
+    files["results/lm2-l/runs/roper-s14.progress"] = "5 7100\n"
+    files["results/lm2-l/summary.csv"] = "h\n1\n"
+    files["results/lm2-l/loss.png"] = "png"
+    local root, main, work = setup(files)
+    -- 27 of the 28 runs: the runs are copied, the summary and plots held back
     local out, err, code = collect(main, work)
     assert.are.equal(0, code, err)
-    assert.are.same({ "rope-s1.csv", "rope-s1.json", "rope-s1.lengths.csv" },
-      h.ls(main .. "/results/lm2-m/runs"))
-    assert.are.equal("{\"a\":1}\n", h.read(main .. "/results/lm2-m/runs/rope-s1.json"))
-    assert.are.same({ "loss.png", "runs", "summary.csv" }, h.ls(main .. "/results/lm2-m"))
-    assert.truthy(out:find("collected results/lm2-m/runs/rope-s1.json\n", 1, true), out)
+    local runs = h.ls(main .. "/results/lm2-l/runs")
+    assert.are.equal(29, #runs)
+    for _, name in ipairs(runs) do
+      assert.falsy(name:find("cfg", 1, true) or name:find("part", 1, true)
+        or name:find("progress", 1, true), name)
+    end
+    assert.are.same({ "runs" }, h.ls(main .. "/results/lm2-l"))
+    assert.truthy(out:find("collected results/lm2-l/runs/rope-s1.json\n", 1, true), out)
+    local held = "\nheld back results/lm2-l's summary and plots: 27 of 28 runs finished\n"
+    assert.are.equal(held, out:sub(-#held))
+    -- the last run finishes: the size is whole, its summary and plots come too
+    h.write(work .. "/results/lm2-l/runs/roper-s14.json", "{}\n")
+    out, err, code = collect(main, work)
+    assert.are.equal(0, code, err)
+    assert.are.equal("collected results/lm2-l/runs/roper-s14.json\n"
+      .. "collected results/lm2-l/summary.csv\ncollected results/lm2-l/loss.png\n", out)
+    assert.are.same({ "loss.png", "runs", "summary.csv" }, h.ls(main .. "/results/lm2-l"))
     -- again: nothing new, nothing printed
     local out2, err2, code2 = collect(main, work)
     assert.are.equal(0, code2, err2)
     assert.are.equal("", out2)
     -- a changed run file is copied; a summary covering fewer runs than this checkout's is not
-    h.write(work .. "/results/lm2-m/runs/rope-s1.json", "{\"a\":2}\n")
-    h.write(main .. "/results/lm2-m/summary.csv", "h\n1\n2\n")
-    h.write(work .. "/results/lm2-m/loss.png", "png2")
+    h.write(work .. "/results/lm2-l/runs/rope-s1.json", "{\"a\":2}\n")
+    h.write(main .. "/results/lm2-l/summary.csv", "h\n1\n2\n")
+    h.write(work .. "/results/lm2-l/loss.png", "png2")
     local out3, err3, code3 = collect(main, work)
     assert.are.equal(0, code3, err3)
-    assert.are.equal("collected results/lm2-m/runs/rope-s1.json\n", out3)
-    assert.are.equal("{\"a\":2}\n", h.read(main .. "/results/lm2-m/runs/rope-s1.json"))
-    assert.are.equal("png", h.read(main .. "/results/lm2-m/loss.png"))
+    assert.are.equal("collected results/lm2-l/runs/rope-s1.json\n", out3)
+    assert.are.equal("{\"a\":2}\n", h.read(main .. "/results/lm2-l/runs/rope-s1.json"))
+    assert.are.equal("png", h.read(main .. "/results/lm2-l/loss.png"))
     h.remove_tree(root)
   end)
 
