@@ -14,10 +14,11 @@
 # (summary.*, summary_lengths.csv, *.dat, *.gp, *.png, *.svg) only when the folder is whole (the
 # plan's runs, WHOLE below, all finished: compare.lua rewrites its summary after every pair, with
 # roper - rope first, and the plan draws no table before a size is whole) and its summary.csv has
-# at least as many lines as this checkout's; a folder held back gets one line saying so. Of LOG, the lines of the study's runs (run file results/lm2-*)
-# not yet in results/lm2-cpu.tsv are appended. Prints one line per file copied and per log line
-# appended; exit status 0, or 2 with a message on bad arguments. Files are written to a
-# temporary name and renamed.
+# at least as many lines as this checkout's; a folder held back gets one line saying so. Of LOG,
+# the lines of the study's runs (run file results/lm2-*) not yet in results/lm2-cpu.tsv are
+# appended. Prints one line per file copied, per folder held back and per log line appended; exit
+# status 0, or 2 with a message on bad arguments. Files are written to a temporary name and
+# renamed.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd -P)
