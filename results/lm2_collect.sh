@@ -61,18 +61,15 @@ for d in lm2-s lm2-m lm2-l; do
     dst=$here/results/$d
     [ -d "$src/runs" ] || continue
     mkdir -p "$dst/runs"
+    finished=0
     for f in "$src"/runs/*.json "$src"/runs/*.csv; do
         [ -f "$f" ] || continue
         case "${f##*/}" in *.cfg.json | *.run.json | *.part.*) continue ;; esac
+        case "$f" in *.json) finished=$((finished + 1)) ;; esac
         if ! cmp -s "$f" "$dst/runs/${f##*/}"; then
             put "$f" "$dst/runs/${f##*/}"
             echo "collected results/$d/runs/${f##*/}"
         fi
-    done
-    finished=0
-    for f in "$src"/runs/*.json; do
-        case "${f##*/}" in *.cfg.json | *.run.json | *.part.*) continue ;; esac
-        [ -f "$f" ] && finished=$((finished + 1))
     done
     if [ "$finished" -lt "${WHOLE[$d]}" ]; then
         [ -f "$src/summary.csv" ] && echo "held back results/$d's summary and plots:" \
