@@ -8,17 +8,18 @@
 #   LOG       the CPU monitor's log (results/lm2_cpu_monitor.py LOG); its new lines are appended
 #             to results/lm2-cpu.tsv
 #
-# For each of results/lm2-s, lm2-m and lm2-l in WORKTREE: a finished run's files (runs/<run>.json,
-# .csv, .lengths.csv; not the runner's .cfg.json, the checkpoints' .run.json or anything .part.)
-# are copied when this checkout lacks them or holds other bytes; the folder's summary and plots
-# (summary.*, summary_lengths.csv, *.dat, *.gp, *.png, *.svg) only when the folder is whole (the
-# plan's runs, WHOLE below, all finished: compare.lua rewrites its summary after every pair, with
-# roper - rope first, and the plan draws no table before a size is whole) and its summary.csv has
-# at least as many lines as this checkout's; a folder held back gets one line saying so. Of LOG,
-# the lines of the study's runs (run file results/lm2-*) not yet in results/lm2-cpu.tsv are
-# appended. Prints one line per file copied, per folder held back and per log line appended; exit
-# status 0, or 2 with a message on bad arguments. Files are written to a temporary name and
-# renamed.
+# For each size's folder in WORKTREE (results/lm2-s, lm2-m and lm2-l: this checkout's
+# results/lm2_plan.tsv, the plan's one home, names them with their methods and seeds): a finished
+# run's files (runs/<run>.json, .csv, .lengths.csv; not the runner's .cfg.json, the checkpoints'
+# .run.json or anything .part.) are copied when this checkout lacks them or holds other bytes; the
+# folder's summary and plots (summary.*, summary_lengths.csv, *.dat, *.gp, *.png, *.svg) only when
+# the folder is whole (the plan's runs, its methods times its seeds, all finished: compare.lua
+# rewrites its summary after every pair, with roper - rope first, and the plan draws no table before
+# a size is whole) and its summary.csv has at least as many lines as this checkout's; a folder held
+# back gets one line saying so. Of LOG, the lines of the study's runs (run file results/lm2-*) not
+# yet in results/lm2-cpu.tsv are appended. Prints one line per file copied, per folder held back and
+# per log line appended; exit status 0, or 2 with a message on bad arguments or a plan it cannot
+# read. Files are written to a temporary name and renamed.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd -P)
@@ -52,11 +53,27 @@ put() {
 
 lines() { if [ -f "$1" ]; then wc -l < "$1"; else echo 0; fi; }
 
-# the plan's runs of each size (docs/results.md, "Seeds"; results/run_lm2.sh's steps): small
-# rope, roper and none, seeds 1-24; medium rope and roper, seeds 1-24; large the same, seeds 1-14
-declare -A WHOLE=([lm2-s]=72 [lm2-m]=48 [lm2-l]=28)
+# the plan's runs of each size's folder: its methods times its seeds
+plan=$here/results/lm2_plan.tsv
+declare -A WHOLE=()
+if ! rows=$(awk -F'\t' '/^#/ { next }
+        !head { for (i = 1; i <= NF; i++) at[$i] = i; head = 1
+                if (!("folder" in at) || !("methods" in at) || !("seeds" in at)) exit 1
+                next }
+        { n = split($at["methods"], m, " "); s = $at["seeds"]
+          if ($at["folder"] == "" || n == 0 || s !~ /^[0-9]+$/) exit 1
+          print $at["folder"], n * s }
+        END { if (!head) exit 1 }' "$plan" 2>/dev/null) || [ -z "$rows" ]; then
+    echo "lm2_collect.sh: cannot read the plan $plan (its folder, methods and seeds)" >&2
+    exit 2
+fi
+folders=()
+while read -r d n; do
+    WHOLE[$d]=$n
+    folders+=("$d")
+done <<< "$rows"
 
-for d in lm2-s lm2-m lm2-l; do
+for d in "${folders[@]}"; do
     src=$work/results/$d
     dst=$here/results/$d
     [ -d "$src/runs" ] || continue

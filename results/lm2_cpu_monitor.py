@@ -21,8 +21,9 @@ end: their CPU time up to 20 seconds before they ended.
 
 --summary prints the plan against spent from such a log (with its header line, as committed):
 per step of results/run_lm2.sh, the runs finished, the CPU-hours spent on them (every process
-of a run, a resumed run's included), the plan's CPU-hours for the same runs (docs/results.md's
-"The budget": a run in all, the evaluation included) and the CPU-hours of runs not finished;
+of a run, a resumed run's included), the plan's CPU-hours for the same runs (the run_cpu_seconds
+of results/lm2_plan.tsv beside this script: docs/results.md's "The budget", a run in all, the
+evaluation included) and the CPU-hours of runs not finished;
 then the CPU-hours of the study's other folders (runs kept as a record outside the tables). A
 run is finished when one of its processes was last seen at its last step, or when its run file
 is there in the checkout that holds LOG's folder (a run file is written when the run ends; the
@@ -34,13 +35,21 @@ import sys
 import time
 
 TICK = os.sysconf("SC_CLK_TCK")
-# the plan's CPU seconds of a run in all, by size (docs/results.md, "The budget": the steady
-# rates measured at bc6a2ef with dee0878's evaluation)
-PLAN_RUN = {"lm2-s": 185, "lm2-m": 726, "lm2-l": 4780}
-STEPS_OF = {"lm2-s": 800, "lm2-m": 2200, "lm2-l": 7100}  # a run's training steps, by size
-STEPS = (("first", lambda size, seed: seed <= 2), ("small", lambda size, seed: size == "lm2-s"),
-         ("medium", lambda size, seed: size == "lm2-m"),
-         ("large", lambda size, seed: size == "lm2-l"))
+PLAN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lm2_plan.tsv")
+
+
+def read_plan(path=PLAN):
+    """The plan's rows (results/lm2_plan.tsv): [(size, folder, training steps of a run, the
+    plan's CPU seconds of a run in all)], in the file's order."""
+    with open(path) as f:
+        lines = [line.rstrip("\n") for line in f if not line.startswith("#")]
+    head = lines[0].split("\t")
+    rows = []
+    for line in lines[1:]:
+        cell = dict(zip(head, line.split("\t")))
+        rows.append((cell["size"], cell["folder"], int(cell["steps"]),
+                     float(cell["run_cpu_seconds"])))
+    return rows
 
 
 def arg_after(cmd, flag):
@@ -108,12 +117,18 @@ def carry_over(log, cur):
 def summary(path):
     """Prints the plan against spent of the log at path (its runs' folders and seeds)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(path)))  # the checkout of results/
+    plan = read_plan()
+    steps_of = {folder: steps for _, folder, steps, _ in plan}
+    plan_run = {folder: cpu_s for _, folder, _, cpu_s in plan}
+    # the runner's steps: first (seeds 1-2 of every size), then each size's other seeds
+    steps = [("first", lambda folder, seed: seed <= 2)] + [
+        (size, lambda folder, seed, f=folder: folder == f) for size, folder, _, _ in plan]
     cpu, done, other, path_of = {}, set(), {}, {}
     with open(path) as f:
         for line in f:
             cols = line.rstrip("\n").split("\t")
-            m = re.match(r"results/(lm2-[sml])/runs/([a-z_]+)-s(\d+)\.json$", cols[0])
-            if not m:
+            m = re.match(r"results/([^/]+)/runs/([a-z_]+)-s(\d+)\.json$", cols[0])
+            if not m or m.group(1) not in steps_of:
                 # another folder of the study (a record outside the tables, lm2-s-long): spent,
                 # not in the plan's steps; the header and anything else are skipped
                 o = re.match(r"results/(lm2-[^/]+)/", cols[0])
@@ -123,7 +138,7 @@ def summary(path):
             run = (m.group(1), m.group(2), int(m.group(3)))
             cpu[run] = cpu.get(run, 0.0) + float(cols[1])
             path_of[run] = cols[0]
-            if cols[2] and int(cols[2]) == STEPS_OF[run[0]]:
+            if cols[2] and int(cols[2]) == steps_of[run[0]]:
                 done.add(run)  # (a process that ended at the last step)
     # the others finished when their run file is there (looked up once a run)
     done.update(r for r in cpu if r not in done and os.path.exists(os.path.join(root, path_of[r])))
@@ -131,12 +146,12 @@ def summary(path):
           "CPU-hours on runs not finished |")
     print("|---|---|---|---|---|")
     tot = [0, 0.0, 0.0, 0.0]
-    for name, member in STEPS:
+    for name, member in steps:
         runs = [r for r in sorted(cpu) if member(r[0], r[2]) and
                 (name == "first" or r[2] > 2)]
         fin = [r for r in runs if r in done]
         row = [len(fin), sum(cpu[r] for r in fin) / 3600,
-               sum(PLAN_RUN[r[0]] for r in fin) / 3600,
+               sum(plan_run[r[0]] for r in fin) / 3600,
                sum(cpu[r] for r in runs if r not in done) / 3600]
         tot = [a + b for a, b in zip(tot, row)]
         print(f"| {name} | {row[0]} | {row[1]:.2f} | {row[2]:.2f} | {row[3]:.2f} |")

@@ -16,12 +16,13 @@
 #   pilot     the learning-rate sweep at the small size (peak rates 1e-3, 3e-3, 1e-2, 3e-2, 1e-1;
 #             rope and roper, seeds 1-2, NoPE seeds 1-2 at 3e-3; the whole training length,
 #             without the length evaluation): results/lm2-pilot-lr<rate>/
-#   first     seeds 1-2 at every size (small: rope, roper, none; medium and large: rope, roper):
-#             the margin's check against the gains between the sizes, before the rest
-#   small     the small size (143,872 parameters), seeds 1-24: results/lm2-s/
-#   medium    the medium size (433,152 parameters), seeds 1-24: results/lm2-m/
-#   large     the large size (1,454,080 parameters), seeds 1-14, at its own rate LR_LARGE (the
-#             amendment of 2026-11-28): results/lm2-l/
+#   first     seeds 1-2 of every size's methods: the margin's check against the gains between the
+#             sizes, before the rest
+#   small     the small size (143,872 parameters): results/lm2-s/
+#   medium    the medium size (433,152 parameters): results/lm2-m/
+#   large     the large size (1,454,080 parameters), at its own rate LR_LARGE (the amendment of
+#             2026-11-28): results/lm2-l/
+#             (each size's folder, methods, seeds and steps: its row of results/lm2_plan.tsv)
 #   long      secondary, run only when named: the small size trained to the corpus's 4 repeats
 #             (7,500 steps, 214 tokens per parameter), rope and roper, seeds 1-10:
 #             results/lm2-s-long/
@@ -125,14 +126,45 @@ study_manifest() {
 # compares its last two points), the lengths beyond training with every context extension
 EV="--valid-batches 4 --eval-lengths 256,512,1024,2048"
 EV="$EV --eval-scaling none,pi,ntk,yarn,dynamic,llama3"
+# plan SIZE COLUMN: the cell of results/lm2_plan.tsv (the plan's one home: each size's folder,
+# methods, seeds, training steps and CPU budget)
+plan() {
+  awk -F'\t' -v size="$1" -v col="$2" '
+    /^#/ { next }
+    !head { for (i = 1; i <= NF; i++) at[$i] = i; head = 1; next }
+    $1 == size && (col in at) { print $at[col]; found = 1 }
+    END { exit !found }' results/lm2_plan.tsv ||
+    { echo "run_lm2.sh: results/lm2_plan.tsv has no $2 of the size $1" >&2; exit 2; }
+}
 # the sizes: depth 6, heads of 16 dimensions, d_ff 4 d_model; steps of 4,096 tokens, at least
-# 20 tokens per parameter, a multiple of 100 (the validation curve every steps/10)
-MS="--d-model 32 --heads 2 --layers 6 --d-ff 128 --steps 800 --valid-every 80"
-MS="$MS --checkpoint-every 200"      # 143,872 parameters, 3.28M tokens (22.8 per parameter)
-MM="--d-model 64 --heads 4 --layers 6 --d-ff 256 --steps 2200 --valid-every 220"
-MM="$MM --checkpoint-every 220"      # 433,152 parameters, 9.01M tokens (20.8 per parameter)
-ML="--d-model 128 --heads 8 --layers 6 --d-ff 512 --steps 7100 --valid-every 710"
-ML="$ML --checkpoint-every 355"      # 1,454,080 parameters, 29.08M tokens (20.0; 3.75 epochs)
+# 20 tokens per parameter, a multiple of 100 (the plan's; the validation curve every steps/10)
+# size_args SIZE [STEPS]: its model, training length (the plan's unless STEPS) and checkpoints
+size_args() {
+  local steps=${2:-$(plan "$1" steps)}
+  case "$1" in
+    small)  echo "--d-model 32 --heads 2 --layers 6 --d-ff 128" ;;  # 143,872 parameters
+    medium) echo "--d-model 64 --heads 4 --layers 6 --d-ff 256" ;;  # 433,152
+    large)  echo "--d-model 128 --heads 8 --layers 6 --d-ff 512" ;; # 1,454,080
+  esac
+  echo "--steps $steps --valid-every $((steps / 10))"
+  case "$1" in
+    small) echo "--checkpoint-every 200" ;; medium) echo "--checkpoint-every 220" ;;
+    large) echo "--checkpoint-every 355" ;;
+  esac
+}
+# (at the plan's steps: 3.28M, 9.01M and 29.08M tokens, 22.8, 20.8 and 20.0 per parameter; the
+# large size sees the training split 3.75 times)
+# the plan read whole before anything runs (a cell missing or not a count stops the script here)
+for size in small medium large; do
+  for col in folder methods seeds steps; do
+    cell=$(plan $size $col)
+    case "$col:$cell" in
+      seeds:*[!0-9]* | steps:*[!0-9]* | seeds: | steps: | *:)
+        echo "run_lm2.sh: results/lm2_plan.tsv: the $col of the size $size is '$cell'" >&2
+        exit 2 ;;
+    esac
+  done
+done
 # the learning rates: the pilot's (docs/results.md); cosine to a tenth of the peak, 100 warmup
 # steps, Adam, clip 1
 lr_args() { echo "--lr $1 --min-lr $(awk "BEGIN { print $1 / 10 }")"; }
@@ -150,6 +182,27 @@ if [ -z "$LR_ROPER" ] || [ "$LR_ROPER" = "$LR" ]; then
 else
   ROPER="roper:lr=$LR_ROPER:min_lr=$(awk "BEGIN { print $LR_ROPER / 10 }")"
 fi
+# methods SIZE [roper's name]: the size's methods (the plan's), roper named as given (ROPER at
+# the small and medium sizes; the large size runs every method at LR_LARGE)
+methods() {
+  local out=() m
+  for m in $(plan "$1" methods); do
+    [ "$m" = roper ] && m=${2:-$ROPER}
+    out+=("$m")
+  done
+  echo "${out[*]}"
+}
+# size_methods SIZE, size_lr SIZE: the methods and rate arguments of a size's runs
+size_methods() { if [ "$1" = large ]; then methods large roper; else methods "$1"; fi; }
+size_lr() { if [ "$1" = large ]; then lr_args "$LR_LARGE"; else lr_args "$LR"; fi; }
+# seed_steps SIZE: the seed counts of a size's step, two more at a time up to the plan's (an odd
+# count last)
+seed_steps() {
+  local n
+  n=$(plan "$1" seeds)
+  seq 2 2 "$n"
+  if [ $((n % 2)) = 1 ]; then echo "$n"; fi
+}
 # the trained models: not kept (KEEP=--keep-models keeps them beside the run files). Until
 # 2026-11-28 22:51 UTC they were, on the machine that ran them (never committed); compare.lua
 # trains a finished run again when a kept model is missing, so on a fresh machine every finished
@@ -188,37 +241,28 @@ for step in "${steps[@]}"; do
                ms="rope roper"
                [ "$lr" = 3e-3 ] && ms="rope roper none"
                eval ${R/--jobs $JOBS/--jobs ${PILOT_JOBS:-3}} --methods $ms --seeds $n $LM \
-                 --valid-batches 4 $MS $(lr_args $lr) --out results/lm2-pilot-lr$lr &
+                 --valid-batches 4 $(size_args small) $(lr_args $lr) \
+                 --out results/lm2-pilot-lr$lr &
                pids+=($!)
              done
              for p in "${pids[@]}"; do wait "$p"; done
            done ;;
     # seeds added a few at a time, so an interrupted step still leaves a balanced, paired
     # comparison
-    first) eval $R --methods rope $ROPER none --seeds 2 $LMP $EV $MS $(lr_args $LR) \
-             $KEEP --out results/lm2-s
-           eval $R --methods rope $ROPER --seeds 2 $LMP $EV $MM $(lr_args $LR) \
-             $KEEP --out results/lm2-m
-           eval $R --methods rope roper --seeds 2 $LMP $EV $ML $(lr_args $LR_LARGE) \
-             $KEEP --out results/lm2-l ;;
-    small) for n in 2 4 6 8 10 12 14 16 18 20 22 24; do
-             eval $R --methods rope $ROPER none --seeds $n $LMP $EV $MS $(lr_args $LR) \
-               $KEEP --out results/lm2-s
+    first) for size in small medium large; do
+             eval $R --methods $(size_methods $size) --seeds 2 $LMP $EV $(size_args $size) \
+               $(size_lr $size) $KEEP --out results/$(plan $size folder)
            done ;;
-    medium) for n in 2 4 6 8 10 12 14 16 18 20 22 24; do
-              eval $R --methods rope $ROPER --seeds $n $LMP $EV $MM $(lr_args $LR) \
-                $KEEP --out results/lm2-m
-            done ;;
-    large) for n in 2 4 6 8 10 12 14; do
-             eval $R --methods rope roper --seeds $n $LMP $EV $ML $(lr_args $LR_LARGE) \
-               $KEEP --out results/lm2-l
+    small | medium | large)
+           for n in $(seed_steps $step); do
+             eval $R --methods $(size_methods $step) --seeds $n $LMP $EV $(size_args $step) \
+               $(size_lr $step) $KEEP --out results/$(plan $step folder)
            done ;;
     # the small size near the end of its learning: 3.96 epochs, the validation curve every 750
     # steps; the same rate and evaluation as the small step
     long) for n in 2 4 6 8 10; do
-            eval $R --methods rope $ROPER --seeds $n $LMP $EV \
-              ${MS/--steps 800 --valid-every 80/--steps 7500 --valid-every 750} $(lr_args $LR) \
-              $KEEP --out results/lm2-s-long
+            eval $R --methods rope $ROPER --seeds $n $LMP $EV $(size_args small 7500) \
+              $(lr_args $LR) $KEEP --out results/lm2-s-long
           done ;;
     *) echo "run_lm2.sh: unknown step $step (pilot first small medium large" \
          "long)" >&2; exit 2 ;;

@@ -90,6 +90,31 @@ describe("results/lm2_cpu_monitor.py", function()
       h.remove_tree(dir)
     end)
 
+  it("--summary takes each size's steps and CPU budget from the plan beside it", function()
+    local dir = h.tmpdir()
+    os.execute("mkdir -p " .. sh_quote(dir .. "/results"))
+    os.execute("cp " .. sh_quote(MON) .. " " .. sh_quote(dir .. "/results/"))
+    -- a plan whose small runs train 799 steps at 360 CPU-s each, and a log whose small run was
+    -- last seen at step 799 (no run file): finished by that plan, its budget 0.10 CPU-hours
+    h.write(dir .. "/results/lm2_plan.tsv", "# the plan\n"
+      .. "size\tfolder\tmethods\tseeds\tsteps\trun_cpu_seconds\n"
+      .. "small\tlm2-s\trope roper none\t24\t799\t360\n")
+    local log = dir .. "/results/lm2-cpu.tsv"
+    h.write(log, "run\tcpu_seconds\tlast_step\tended_utc\tpid\n"
+      .. "results/lm2-s/runs/none-s15.json\t180.0\t799\t2026-11-28T21:07:10Z\t12\n"
+      .. "results/lm2-m/runs/rope-s3.json\t720.0\t2200\t2026-11-28T21:59:51Z\t13\n")
+    local out, err, code = h.run(h.PY .. " " .. sh_quote(dir .. "/results/lm2_cpu_monitor.py")
+      .. " --summary " .. sh_quote(log))
+    assert.are.equal(0, code, err)
+    -- its steps are first and small only; the medium run is outside them
+    assert.are.equal("| step | runs finished | CPU-hours spent on them | the plan's CPU-hours "
+      .. "for them | CPU-hours on runs not finished |\n|---|---|---|---|---|\n"
+      .. "| first | 0 | 0.00 | 0.00 | 0.00 |\n| small | 1 | 0.05 | 0.10 | 0.00 |\n"
+      .. "| all | 1 | 0.05 | 0.10 | 0.00 |\n\nlm2-m (outside the steps above: a record kept "
+      .. "outside the tables, or the secondary long step): 0.20 CPU-hours.\n", out)
+    h.remove_tree(dir)
+  end)
+
   it("watches the training processes of its own checkout only", function()
     local dir = h.tmpdir()
     local log = dir .. "/cpu.log"

@@ -1,7 +1,7 @@
 -- results/lm2_collect.sh: the language-model study's finished runs are copied from the runner's
 -- worktree into the checkout that holds the script (run files new or changed, not the runner's
--- configs or checkpoints; summaries only when the size's runs are whole and they cover at least
--- as many runs), and the CPU monitor's new lines of the study's runs are appended to
+-- configs or checkpoints; summaries only when the size's runs are whole, by the plan in
+-- results/lm2_plan.tsv, and they cover at least as many runs), and the CPU monitor's new lines of the study's runs are appended to
 -- results/lm2-cpu.tsv once.
 local dir_of = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = dir_of .. "?.lua;" .. package.path
@@ -9,13 +9,15 @@ local h = require "helpers"
 local q = h.sh_quote
 
 local SCRIPT = dir_of .. "../../results/lm2_collect.sh"
+local PLAN = dir_of .. "../../results/lm2_plan.tsv"
 
--- a checkout holding a copy of the script, and a worktree holding a runner and the files given
+-- a checkout holding a copy of the script and the plan, and a worktree holding a runner and the
+-- files given
 local function setup(files)
   local root = h.tmpdir()
   local main, work = root .. "/main", root .. "/work"
   assert(os.execute("mkdir -p " .. q(main .. "/results") .. " " .. q(work .. "/results")))
-  assert(os.execute("cp " .. q(SCRIPT) .. " " .. q(main .. "/results/")))
+  assert(os.execute("cp " .. q(SCRIPT) .. " " .. q(PLAN) .. " " .. q(main .. "/results/")))
   h.write(work .. "/results/run_lm2.sh", "#!/bin/sh\n")
   for path, text in pairs(files) do
     assert(os.execute("mkdir -p " .. q((work .. "/" .. path):match("^(.*)/"))))
@@ -87,6 +89,43 @@ describe("results/lm2_collect.sh", function()
     assert.are.equal("collected results/lm2-l/runs/rope-s1.json\n", out3)
     assert.are.equal("{\"a\":2}\n", h.read(main .. "/results/lm2-l/runs/rope-s1.json"))
     assert.are.equal("png", h.read(main .. "/results/lm2-l/loss.png"))
+    h.remove_tree(root)
+  end)
+
+  it("reads when a size is whole from the plan, and refuses a plan it cannot read", function()
+    local root, main, work = setup {
+      ["results/lm2-m/runs/rope-s1.json"] = "{}\n", ["results/lm2-m/summary.csv"] = "h\n1\n" }
+    local plan = main .. "/results/lm2_plan.tsv"
+    -- the committed plan: the medium size is rope and roper, seeds 1-24
+    local out, err, code = collect(main, work)
+    assert.are.equal(0, code, err)
+    assert.are.equal("collected results/lm2-m/runs/rope-s1.json\n"
+      .. "held back results/lm2-m's summary and plots: 1 of 48 runs finished\n", out)
+    -- a plan of one method and one seed at that size: its one run makes it whole
+    h.write(plan, "# a comment\nsize\tfolder\tmethods\tseeds\tsteps\trun_cpu_seconds\n"
+      .. "medium\tlm2-m\trope\t1\t2200\t726\n")
+    out, err, code = collect(main, work)
+    assert.are.equal(0, code, err)
+    assert.are.equal("collected results/lm2-m/summary.csv\n", out)
+    local bad = {
+      "size\tfolder\tmethods\tsteps\nmedium\tlm2-m\trope\t2200\n", -- no seeds
+      "size\tfolder\tmethods\tseeds\nmedium\tlm2-m\trope\tmany\n",
+      "size\tfolder\tmethods\tseeds\nmedium\tlm2-m\t\t24\n", -- no method
+      "size\tfolder\tmethods\tseeds\n", -- no size
+      "# only a comment\n",
+    }
+    for _, text in ipairs(bad) do
+      h.write(plan, text)
+      out, err, code = collect(main, work)
+      assert.are.equal(2, code, text)
+      assert.are.equal("lm2_collect.sh: cannot read the plan " .. main .. "/results/lm2_plan.tsv"
+        .. " (its folder, methods and seeds)\n", err)
+      assert.are.equal("", out)
+    end
+    os.remove(plan)
+    _, err, code = collect(main, work)
+    assert.are.equal(2, code)
+    assert.truthy(err:find("cannot read the plan", 1, true), err)
     h.remove_tree(root)
   end)
 
