@@ -54,22 +54,17 @@ put() {
 lines() { if [ -f "$1" ]; then wc -l < "$1"; else echo 0; fi; }
 
 # the plan's runs of each size's folder: its methods times its seeds
+. "$here/results/lm2_plan.sh"
 plan=$here/results/lm2_plan.tsv
-declare -A WHOLE=()
-if ! rows=$(awk -F'\t' '/^#/ { next }
-        !head { for (i = 1; i <= NF; i++) at[$i] = i; head = 1
-                if (!("folder" in at) || !("methods" in at) || !("seeds" in at)) exit 1
-                next }
-        { n = split($at["methods"], m, " "); s = $at["seeds"]
-          if ($at["folder"] == "" || n == 0 || s !~ /^[0-9]+$/) exit 1
-          print $at["folder"], n * s }
-        END { if (!head) exit 1 }' "$plan" 2>/dev/null) || [ -z "$rows" ]; then
-    echo "lm2_collect.sh: cannot read the plan $plan (its folder, methods and seeds)" >&2
+rows=$(lm2_plan_rows "$plan") || {
+    echo "lm2_collect.sh: cannot read the plan $plan (each size's folder, methods, seeds and" \
+        "steps)" >&2
     exit 2
-fi
+}
+declare -A WHOLE=()
 folders=()
-while read -r d n; do
-    WHOLE[$d]=$n
+while read -r _ d methods seeds _; do
+    WHOLE[$d]=$(($(tr ',' '\n' <<< "$methods" | wc -l) * seeds))
     folders+=("$d")
 done <<< "$rows"
 

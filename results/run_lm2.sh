@@ -126,16 +126,24 @@ study_manifest() {
 # compares its last two points), the lengths beyond training with every context extension
 EV="--valid-batches 4 --eval-lengths 256,512,1024,2048"
 EV="$EV --eval-scaling none,pi,ntk,yarn,dynamic,llama3"
-# plan SIZE COLUMN: the cell of results/lm2_plan.tsv (the plan's one home: each size's folder,
-# methods, seeds, training steps and CPU budget)
-plan() {
-  awk -F'\t' -v size="$1" -v col="$2" '
-    /^#/ { next }
-    !head { for (i = 1; i <= NF; i++) at[$i] = i; head = 1; next }
-    $1 == size && (col in at) { print $at[col]; found = 1 }
-    END { exit !found }' results/lm2_plan.tsv ||
-    { echo "run_lm2.sh: results/lm2_plan.tsv has no $2 of the size $1" >&2; exit 2; }
+# the plan (results/lm2_plan.tsv, its one home: each size's folder, methods, seeds, training
+# steps and CPU budget), read whole before anything runs; plan SIZE COLUMN: one of its cells
+. results/lm2_plan.sh
+rows=$(lm2_plan_rows results/lm2_plan.tsv) || {
+  echo "run_lm2.sh: cannot read the plan results/lm2_plan.tsv (each size's folder, methods," \
+    "seeds and steps)" >&2
+  exit 2
 }
+declare -A PLAN=()
+while read -r size folder methods seeds steps; do
+  PLAN[$size:folder]=$folder PLAN[$size:methods]=${methods//,/ } PLAN[$size:seeds]=$seeds
+  PLAN[$size:steps]=$steps
+done <<< "$rows"
+for size in small medium large; do
+  [ -n "${PLAN[$size:folder]:-}" ] ||
+    { echo "run_lm2.sh: results/lm2_plan.tsv has no size $size" >&2; exit 2; }
+done
+plan() { echo "${PLAN[$1:$2]}"; }
 # the sizes: depth 6, heads of 16 dimensions, d_ff 4 d_model; steps of 4,096 tokens, at least
 # 20 tokens per parameter, a multiple of 100 (the plan's; the validation curve every steps/10)
 # size_args SIZE [STEPS]: its model, training length (the plan's unless STEPS) and checkpoints
@@ -154,17 +162,6 @@ size_args() {
 }
 # (at the plan's steps: 3.28M, 9.01M and 29.08M tokens, 22.8, 20.8 and 20.0 per parameter; the
 # large size sees the training split 3.75 times)
-# the plan read whole before anything runs (a cell missing or not a count stops the script here)
-for size in small medium large; do
-  for col in folder methods seeds steps; do
-    cell=$(plan $size $col)
-    case "$col:$cell" in
-      seeds:*[!0-9]* | steps:*[!0-9]* | seeds: | steps: | *:)
-        echo "run_lm2.sh: results/lm2_plan.tsv: the $col of the size $size is '$cell'" >&2
-        exit 2 ;;
-    esac
-  done
-done
 # the learning rates: the pilot's (docs/results.md); cosine to a tenth of the peak, 100 warmup
 # steps, Adam, clip 1
 lr_args() { echo "--lr $1 --min-lr $(awk "BEGIN { print $1 / 10 }")"; }

@@ -10,6 +10,7 @@ local q = h.sh_quote
 
 local SCRIPT = dir_of .. "../../results/lm2_collect.sh"
 local PLAN = dir_of .. "../../results/lm2_plan.tsv"
+local PLAN_SH = dir_of .. "../../results/lm2_plan.sh"
 
 -- a checkout holding a copy of the script and the plan, and a worktree holding a runner and the
 -- files given
@@ -17,7 +18,8 @@ local function setup(files)
   local root = h.tmpdir()
   local main, work = root .. "/main", root .. "/work"
   assert(os.execute("mkdir -p " .. q(main .. "/results") .. " " .. q(work .. "/results")))
-  assert(os.execute("cp " .. q(SCRIPT) .. " " .. q(PLAN) .. " " .. q(main .. "/results/")))
+  assert(os.execute("cp " .. q(SCRIPT) .. " " .. q(PLAN) .. " " .. q(PLAN_SH) .. " "
+    .. q(main .. "/results/")))
   h.write(work .. "/results/run_lm2.sh", "#!/bin/sh\n")
   for path, text in pairs(files) do
     assert(os.execute("mkdir -p " .. q((work .. "/" .. path):match("^(.*)/"))))
@@ -109,9 +111,10 @@ describe("results/lm2_collect.sh", function()
     assert.are.equal("collected results/lm2-m/summary.csv\n", out)
     local bad = {
       "size\tfolder\tmethods\tsteps\nmedium\tlm2-m\trope\t2200\n", -- no seeds
-      "size\tfolder\tmethods\tseeds\nmedium\tlm2-m\trope\tmany\n",
-      "size\tfolder\tmethods\tseeds\nmedium\tlm2-m\t\t24\n", -- no method
-      "size\tfolder\tmethods\tseeds\n", -- no size
+      "size\tfolder\tmethods\tseeds\tsteps\nmedium\tlm2-m\trope\tmany\t2200\n",
+      "size\tfolder\tmethods\tseeds\tsteps\nmedium\tlm2-m\t\t24\t2200\n", -- no method
+      "size\tfolder\tmethods\tseeds\tsteps\nmedium\tlm2-m\trope\t0\t2200\n", -- no seed
+      "size\tfolder\tmethods\tseeds\tsteps\n", -- no size
       "# only a comment\n",
     }
     for _, text in ipairs(bad) do
@@ -119,7 +122,7 @@ describe("results/lm2_collect.sh", function()
       out, err, code = collect(main, work)
       assert.are.equal(2, code, text)
       assert.are.equal("lm2_collect.sh: cannot read the plan " .. main .. "/results/lm2_plan.tsv"
-        .. " (its folder, methods and seeds)\n", err)
+        .. " (each size's folder, methods, seeds and steps)\n", err)
       assert.are.equal("", out)
     end
     os.remove(plan)
