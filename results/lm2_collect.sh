@@ -13,13 +13,14 @@
 # run's files (runs/<run>.json, .csv, .lengths.csv; not the runner's .cfg.json, the checkpoints'
 # .run.json or anything .part.) are copied when this checkout lacks them or holds other bytes; the
 # folder's summary and plots (summary.*, summary_lengths.csv, *.dat, *.gp, *.png, *.svg) only when
-# the folder is whole (the plan's runs, its methods times its seeds, all finished: compare.lua
-# rewrites its summary after every pair, with roper - rope first, and the plan draws no table before
-# a size is whole) and its summary.csv has at least as many lines as this checkout's; a folder held
-# back gets one line saying so. Of LOG, the lines of the study's runs (run file results/lm2-*) not
-# yet in results/lm2-cpu.tsv are appended. Prints one line per file copied, per folder held back and
-# per log line appended; exit status 0, or 2 with a message on bad arguments or a plan it cannot
-# read. Files are written to a temporary name and renamed.
+# the folder is whole (the plan's runs, each of its methods at seeds 1 to its seeds, all finished,
+# other run files not counted: compare.lua rewrites its summary after every pair, with roper - rope
+# first, and the plan draws no table before a size is whole) and its summary.csv has at least as
+# many lines as this checkout's; a folder held back gets one line saying so. Of LOG, the lines of
+# the study's runs (run file results/lm2-*) not yet in results/lm2-cpu.tsv are appended. Prints one
+# line per file copied, per folder held back and per log line appended; exit status 0, or 2 with a
+# message on bad arguments or a plan it cannot read. Files are written to a temporary name and
+# renamed.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd -P)
@@ -53,18 +54,16 @@ put() {
 
 lines() { if [ -f "$1" ]; then wc -l < "$1"; else echo 0; fi; }
 
-# the plan's runs of each size's folder: its methods times its seeds
+# each size's folder with its methods and seeds (the plan's)
 . "$here/results/lm2_plan.sh"
-plan=$here/results/lm2_plan.tsv
-rows=$(lm2_plan_rows "$plan") || {
-    echo "lm2_collect.sh: cannot read the plan $plan (each size's folder, methods, seeds and" \
-        "steps)" >&2
+rows=$(lm2_plan_rows "$here/results/lm2_plan.tsv") || {
+    echo "lm2_collect.sh: cannot read the plan: $rows" >&2
     exit 2
 }
-declare -A WHOLE=()
+declare -A METHODS=() SEEDS=()
 folders=()
 while read -r _ d methods seeds _; do
-    WHOLE[$d]=$(($(tr ',' '\n' <<< "$methods" | wc -l) * seeds))
+    METHODS[$d]=$methods SEEDS[$d]=$seeds
     folders+=("$d")
 done <<< "$rows"
 
@@ -73,19 +72,20 @@ for d in "${folders[@]}"; do
     dst=$here/results/$d
     [ -d "$src/runs" ] || continue
     mkdir -p "$dst/runs"
-    finished=0
     for f in "$src"/runs/*.json "$src"/runs/*.csv; do
         [ -f "$f" ] || continue
         case "${f##*/}" in *.cfg.json | *.run.json | *.part.*) continue ;; esac
-        case "$f" in *.json) finished=$((finished + 1)) ;; esac
         if ! cmp -s "$f" "$dst/runs/${f##*/}"; then
             put "$f" "$dst/runs/${f##*/}"
             echo "collected results/$d/runs/${f##*/}"
         fi
     done
-    if [ "$finished" -lt "${WHOLE[$d]}" ]; then
+    # whole: every run of the plan (each of its methods, seeds 1 to its seeds) has its run file
+    finished=$(lm2_plan_finished "$src" "${METHODS[$d]}" "${SEEDS[$d]}")
+    planned=$(lm2_plan_runs "${METHODS[$d]}" "${SEEDS[$d]}")
+    if [ "$finished" -lt "$planned" ]; then
         [ -f "$src/summary.csv" ] && echo "held back results/$d's summary and plots:" \
-            "$finished of ${WHOLE[$d]} runs finished"
+            "$finished of $planned runs finished"
     elif [ -f "$src/summary.csv" ] &&
          [ "$(lines "$src/summary.csv")" -ge "$(lines "$dst/summary.csv")" ]; then
         for f in "$src"/summary.* "$src"/summary_lengths.csv "$src"/*.dat "$src"/*.gp \

@@ -39,16 +39,56 @@ PLAN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lm2_plan.tsv")
 
 
 def read_plan(path=PLAN):
-    """The plan's rows (results/lm2_plan.tsv): [(size, folder, training steps of a run, the
-    plan's CPU seconds of a run in all)], in the file's order."""
-    with open(path) as f:
-        lines = [line.rstrip("\n") for line in f if not line.startswith("#")]
-    head = lines[0].split("\t")
-    rows = []
-    for line in lines[1:]:
-        cell = dict(zip(head, line.split("\t")))
-        rows.append((cell["size"], cell["folder"], int(cell["steps"]),
-                     float(cell["run_cpu_seconds"])))
+    """The plan's rows (results/lm2_plan.tsv, read by the rules of results/lm2_plan.sh): [(size,
+    folder, training steps of a run, the plan's CPU seconds of a run in all)], in the file's
+    order. A plan it cannot read ends the program with one line and exit status 2."""
+    def bad(why):
+        print(f"lm2_cpu_monitor.py: cannot read the plan: {why}", file=sys.stderr)
+        sys.exit(2)
+    name = re.compile(r"[A-Za-z0-9._:=-]+$")
+    count = re.compile(r"[1-9][0-9]*$")
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        bad(f"{path}: cannot read it")
+    head, rows, seen = None, [], set()
+    for no, line in enumerate(lines, 1):
+        line = line.rstrip("\r")
+        if line.startswith("#") or line == "":
+            continue
+        cols = line.split("\t")
+        if head is None:
+            head = cols
+            for c in ("size", "folder", "methods", "seeds", "steps", "run_cpu_seconds"):
+                if c not in head:
+                    bad(f"{path}: line {no}: no column {c}")
+            continue
+        cell = dict(zip(head, cols))
+
+        def get(c, cell=cell):
+            return cell.get(c, "")
+        for c in ("size", "folder"):
+            if not name.match(get(c)):
+                bad(f'{path}: line {no}: {c} "{get(c)}" is not a name')
+        if get("size") in seen:
+            bad(f"{path}: line {no}: the size {get('size')} again")
+        seen.add(get("size"))
+        methods = get("methods").split()
+        if not methods:
+            bad(f"{path}: line {no}: no methods")
+        for m in methods:
+            if not name.match(m):
+                bad(f'{path}: line {no}: method "{m}" is not a name')
+        for c in ("seeds", "steps"):
+            if not count.match(get(c)):
+                bad(f'{path}: line {no}: {c} "{get(c)}" is not a count > 0')
+        cpu_s = get("run_cpu_seconds")
+        if not re.match(r"[0-9]+(\.[0-9]+)?$", cpu_s) or float(cpu_s) <= 0:
+            bad(f'{path}: line {no}: run_cpu_seconds "{cpu_s}" is not a number > 0')
+        rows.append((get("size"), get("folder"), int(get("steps")), float(cpu_s)))
+    if not rows:
+        bad(f"{path}: no size")
     return rows
 
 

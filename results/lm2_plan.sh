@@ -1,29 +1,66 @@
 # shellcheck shell=bash
 # Sourced by the language-model study's scripts (results/run_lm2.sh, lm2_collect.sh and
-# lm2_tables.sh): reads the study's plan, results/lm2_plan.tsv, in one place.
+# lm2_tables.sh): reads the study's plan, results/lm2_plan.tsv, in one place (lm2_cpu_monitor.py
+# --summary reads it in Python by the same rules).
 #
 # lm2_plan_rows FILE: prints one line per size, "size folder methods seeds steps" (the methods
-# joined by commas), in the file's order; prints nothing and returns non-zero when FILE cannot be read,
-# has no size, or a row lacks one of these (seeds and steps: counts > 0). Lines starting with #
-# are comments; the first other line names the tab-separated columns.
+# joined by commas), in the file's order, and returns 0; or prints the reason instead (one line:
+# the file, the line and what is wrong) and returns non-zero. Lines starting with # and empty lines
+# are skipped; the first other line names the tab-separated columns, among them size, folder,
+# methods (separated by spaces), seeds, steps and run_cpu_seconds. Each size, folder and method is
+# made of letters, digits and . _ : = - only; seeds and steps are counts > 0, run_cpu_seconds a
+# number > 0; a size appears once.
 lm2_plan_rows() {
-  awk -F'\t' '
-    /^#/ { next }
+  [ -f "$1" ] && [ -r "$1" ] || { echo "$1: cannot read it"; return 2; }
+  awk -F'\t' -v file="$1" '
+    function bad(why) { printf "%s: line %d: %s\n", file, FNR, why; failed = 1; exit 1 }
+    function name(col, v) { if (v !~ /^[A-Za-z0-9._:=-]+$/) bad(col " \"" v "\" is not a name") }
+    { sub(/\r$/, "") }
+    /^#/ || NF == 0 { next }
     !head {
       for (i = 1; i <= NF; i++) at[$i] = i
       head = 1
-      if (!("size" in at && "folder" in at && "methods" in at && "seeds" in at && "steps" in at))
-        exit bad = 1
+      split("size folder methods seeds steps run_cpu_seconds", need, " ")
+      for (k = 1; k <= 6; k++) if (!(need[k] in at)) bad("no column " need[k])
       next
     }
     {
+      name("size", $at["size"]); name("folder", $at["folder"])
+      if ($at["size"] in seen) bad("the size " $at["size"] " again")
+      seen[$at["size"]] = 1
       n = split($at["methods"], m, " ")
-      if ($at["size"] == "" || $at["folder"] == "" || n == 0 || $at["seeds"] !~ /^[1-9][0-9]*$/ ||
-          $at["steps"] !~ /^[1-9][0-9]*$/)
-        exit bad = 1
-      methods = m[1]
-      for (i = 2; i <= n; i++) methods = methods "," m[i]
+      if (n == 0) bad("no methods")
+      methods = ""
+      for (i = 1; i <= n; i++) { name("method", m[i]); methods = methods (i > 1 ? "," : "") m[i] }
+      if ($at["seeds"] !~ /^[1-9][0-9]*$/) bad("seeds \"" $at["seeds"] "\" is not a count > 0")
+      if ($at["steps"] !~ /^[1-9][0-9]*$/) bad("steps \"" $at["steps"] "\" is not a count > 0")
+      if ($at["run_cpu_seconds"] !~ /^[0-9]+(\.[0-9]+)?$/ || $at["run_cpu_seconds"] + 0 <= 0)
+        bad("run_cpu_seconds \"" $at["run_cpu_seconds"] "\" is not a number > 0")
       out = out $at["size"] " " $at["folder"] " " methods " " $at["seeds"] " " $at["steps"] "\n"
     }
-    END { if (bad || out == "") exit 1; printf "%s", out }' "$1" 2>/dev/null
+    END {
+      if (failed) exit 1
+      if (out == "") { printf "%s: no size\n", file; exit 1 }
+      printf "%s", out
+    }' "$1"
+}
+
+# lm2_plan_finished DIR METHODS SEEDS: how many of the plan's runs of a size have their run file
+# in DIR/runs (<method>-s<seed>.json for each of METHODS, separated by commas, and seeds 1 to
+# SEEDS); a run file of another method or seed does not count
+lm2_plan_finished() {
+  local n=0 m s
+  for m in ${2//,/ }; do
+    for ((s = 1; s <= $3; s++)); do
+      if [ -f "$1/runs/$m-s$s.json" ]; then n=$((n + 1)); fi
+    done
+  done
+  echo "$n"
+}
+
+# lm2_plan_runs METHODS SEEDS: the plan's runs of a size, its methods times its seeds
+lm2_plan_runs() {
+  local -a ms
+  IFS=, read -r -a ms <<< "$1"
+  echo $((${#ms[@]} * $2))
 }

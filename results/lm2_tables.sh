@@ -6,8 +6,10 @@
 # usage: results/lm2_tables.sh WHAT ...
 #   WHAT  a size, small, medium or large (the sizes of results/lm2_plan.tsv): its tables; trend:
 #         the gap against size over all the sizes
-#   ROPER (environment) the interpreter that draws them, build/roper unless set; a build of a
-#         commit (rp.build_info().commit without "dirty"), named in each file's first line
+#   ROPER (environment) the interpreter that draws them, build/roper unless set (a path from the
+#         checkout's root); a build of a commit (rp.build_info().commit without "dirty"), named in
+#         each file's first line; in a git checkout, whose scripts and sources must be that
+#         commit's
 #
 # For each size: results/<folder>/tables.md, the whole output of
 #   pairs_report.lua <folder> --lm --noninferiority roper/rope [none/rope] --margin 0.01
@@ -16,12 +18,13 @@
 # lm_*.png and .svg), and results/<folder>/convergence.md, the output of lm2_convergence.lua
 # --margin 0.01 <folder>. For trend: results/lm2-trend.md, the output of pairs_report.lua over the
 # three folders with --noninferiority, --trend roper/rope and --extrapolate 2e8 (the plan's command;
-# --lm draws every folder's curves again). Each file opens with an HTML comment naming its command
-# and the build's commit and date, and is written to a temporary name and renamed. A size not whole
-# (trend: any size) is refused with one line (exit status 2) before anything is drawn, naming the
-# runs finished of the plan's (its methods times its seeds: runs/<method>-s<seed>.json); so is a
-# build that is not of a commit, a plan it cannot read and an unknown WHAT. Prints one line per file
-# written.
+# --lm draws every folder's curves again). Each file opens with an HTML comment naming its command,
+# the build's commit and the date drawn (UTC), and is written to a temporary name and renamed. A
+# size not whole (trend: any size) is refused with one line (exit status 2) before anything is
+# drawn, naming the runs finished of the plan's (its methods times its seeds:
+# runs/<method>-s<seed>.json); so is a build that is not of a commit, a checkout whose scripts or
+# sources are not the build's commit's, a plan it cannot read and an unknown WHAT. Prints one line
+# per file written.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,8 +35,7 @@ die() { echo "lm2_tables.sh: $*" >&2; exit 2; }
 
 # the plan's sizes: each one's folder, methods and seeds
 . results/lm2_plan.sh
-rows=$(lm2_plan_rows results/lm2_plan.tsv) ||
-  die "cannot read the plan results/lm2_plan.tsv (each size's folder, methods, seeds and steps)"
+rows=$(lm2_plan_rows results/lm2_plan.tsv) || die "cannot read the plan: $rows"
 declare -A FOLDER=() METHODS=() SEEDS=()
 sizes=()
 while read -r size folder methods seeds _; do
@@ -47,29 +49,18 @@ for what in "$@"; do
     die "unknown $what (a size: ${sizes[*]}; or trend)"
 done
 
-# finished SIZE: how many of the plan's runs of the size have their run file
-finished() {
-  local n=0 m s
-  for m in ${METHODS[$1]//,/ }; do
-    for ((s = 1; s <= SEEDS[$1]; s++)); do
-      [ -f "results/${FOLDER[$1]}/runs/$m-s$s.json" ] && n=$((n + 1))
-    done
-  done
-  echo "$n"
-}
-planned() { echo $(($(wc -w <<< "${METHODS[$1]//,/ }") * SEEDS[$1])); }
-
 draw=() trend=0
 for what in "$@"; do
   if [ "$what" = trend ]; then
-    trend=1 need=("${sizes[@]}")
+    trend=1 need=("${sizes[@]}") who="trend: "
   else
-    draw+=("$what") need=("$what")
+    draw+=("$what") need=("$what") who=
   fi
   for size in "${need[@]}"; do
-    [ "$(finished "$size")" -eq "$(planned "$size")" ] ||
-      die "the $size size (results/${FOLDER[$size]}) has $(finished "$size") of its" \
-        "$(planned "$size") runs: the plan draws no table before a size is whole"
+    n=$(lm2_plan_finished "results/${FOLDER[$size]}" "${METHODS[$size]}" "${SEEDS[$size]}")
+    of=$(lm2_plan_runs "${METHODS[$size]}" "${SEEDS[$size]}")
+    [ "$n" -eq "$of" ] || die "${who}the $size size (results/${FOLDER[$size]}) has $n of its" \
+      "$of runs: the plan draws no table before a size is whole"
   done
 done
 
@@ -79,19 +70,29 @@ case "$commit" in
   *dirty* | unknown | "")
     die "$ROPER is a build of '$commit', not of a commit: commit, then make" ;;
 esac
-stamp="the build of $commit, $(date -u +%Y-%m-%d)"
+# in a git checkout, what draws the tables (the scripts and the sources the build was made of)
+# must be the build's commit's, so that the first line's commit is the code that drew them
+if git rev-parse --is-inside-work-tree > /dev/null 2>&1 &&
+   ! git diff --quiet "$commit" -- scripts results/lm2_convergence.lua core bindings tasks text \
+     repl Makefile 2> /dev/null; then
+  die "$ROPER is a build of $commit, and this checkout's scripts or sources differ from that" \
+    "commit's: commit, then make"
+fi
+stamp="the build of $commit, drawn $(date -u +%Y-%m-%d)"
 
 # write FILE COMMAND...: the command's output under its comment line, through a temporary name
+# (removed when the command fails or the script is stopped)
+TMP=
+trap 'rm -f "$TMP"' EXIT
 write() {
-  local file=$1 tmp
+  local file=$1
   shift
-  tmp=$(mktemp "$(dirname "$file")/.tables.XXXXXX")
-  if ! { echo "<!-- $* ($stamp) -->"; echo; "$@"; } > "$tmp"; then
-    rm -f "$tmp"
+  TMP=$(mktemp "$(dirname "$file")/.tables.XXXXXX")
+  { echo "<!-- $* ($stamp) -->"; echo; "$@"; } > "$TMP" ||
     die "$* failed (nothing written to $file)"
-  fi
-  chmod 644 "$tmp"
-  mv -f "$tmp" "$file"
+  chmod 644 "$TMP"
+  mv -f "$TMP" "$file"
+  TMP=
   echo "wrote $file"
 }
 

@@ -64,10 +64,28 @@ if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   fi
 fi
 [ -f data/linux-doc/manifest.json ] || { echo "run_lm2.sh: make corpus first" >&2; exit 2; }
-# every finished run file of the main steps' folders must be the build's commit's: compare.lua
-# takes a finished run as done, so a checkout whose tracked results hold another commit's runs
-# would mix commits in one table (the study was pinned again once: docs/results.md)
-for d in results/lm2-s results/lm2-m results/lm2-l results/lm2-s-long; do
+# the plan (results/lm2_plan.tsv, its one home: each size's folder, methods, seeds, training
+# steps and CPU budget), read whole before anything runs; plan SIZE COLUMN: one of its cells
+. results/lm2_plan.sh
+rows=$(lm2_plan_rows results/lm2_plan.tsv) ||
+  { echo "run_lm2.sh: cannot read the plan: $rows" >&2; exit 2; }
+declare -A PLAN=()
+PLAN_FOLDERS=()
+while read -r size folder methods seeds steps; do
+  PLAN[$size:folder]=$folder PLAN[$size:methods]=${methods//,/ } PLAN[$size:seeds]=$seeds
+  PLAN[$size:steps]=$steps
+  PLAN_FOLDERS+=("results/$folder")
+done <<< "$rows"
+for size in small medium large; do
+  [ -n "${PLAN[$size:folder]:-}" ] ||
+    { echo "run_lm2.sh: results/lm2_plan.tsv has no size $size" >&2; exit 2; }
+done
+plan() { echo "${PLAN[$1:$2]}"; }
+# every finished run file of the main steps' folders (the plan's and long's) must be the build's
+# commit's: compare.lua takes a finished run as done, so a checkout whose tracked results hold
+# another commit's runs would mix commits in one table (the study was pinned again once:
+# docs/results.md)
+for d in "${PLAN_FOLDERS[@]}" results/lm2-s-long; do
   for f in "$d"/runs/*.json; do
     case "$f" in *.cfg.json|*.run.json) continue ;; esac
     [ -f "$f" ] || continue
@@ -126,26 +144,8 @@ study_manifest() {
 # compares its last two points), the lengths beyond training with every context extension
 EV="--valid-batches 4 --eval-lengths 256,512,1024,2048"
 EV="$EV --eval-scaling none,pi,ntk,yarn,dynamic,llama3"
-# the plan (results/lm2_plan.tsv, its one home: each size's folder, methods, seeds, training
-# steps and CPU budget), read whole before anything runs; plan SIZE COLUMN: one of its cells
-. results/lm2_plan.sh
-rows=$(lm2_plan_rows results/lm2_plan.tsv) || {
-  echo "run_lm2.sh: cannot read the plan results/lm2_plan.tsv (each size's folder, methods," \
-    "seeds and steps)" >&2
-  exit 2
-}
-declare -A PLAN=()
-while read -r size folder methods seeds steps; do
-  PLAN[$size:folder]=$folder PLAN[$size:methods]=${methods//,/ } PLAN[$size:seeds]=$seeds
-  PLAN[$size:steps]=$steps
-done <<< "$rows"
-for size in small medium large; do
-  [ -n "${PLAN[$size:folder]:-}" ] ||
-    { echo "run_lm2.sh: results/lm2_plan.tsv has no size $size" >&2; exit 2; }
-done
-plan() { echo "${PLAN[$1:$2]}"; }
 # the sizes: depth 6, heads of 16 dimensions, d_ff 4 d_model; steps of 4,096 tokens, at least
-# 20 tokens per parameter, a multiple of 100 (the plan's; the validation curve every steps/10)
+# 20 tokens per parameter, the plan's (each a multiple of 100: the validation curve every tenth)
 # size_args SIZE [STEPS]: its model, training length (the plan's unless STEPS) and checkpoints
 size_args() {
   local steps=${2:-$(plan "$1" steps)}
@@ -238,7 +238,7 @@ for step in "${steps[@]}"; do
                ms="rope roper"
                [ "$lr" = 3e-3 ] && ms="rope roper none"
                eval ${R/--jobs $JOBS/--jobs ${PILOT_JOBS:-3}} --methods $ms --seeds $n $LM \
-                 --valid-batches 4 $(size_args small) $(lr_args $lr) \
+                 --valid-batches 4 $(size_args small 800) $(lr_args $lr) \
                  --out results/lm2-pilot-lr$lr &
                pids+=($!)
              done
@@ -247,11 +247,13 @@ for step in "${steps[@]}"; do
     # seeds added a few at a time, so an interrupted step still leaves a balanced, paired
     # comparison
     first) for size in small medium large; do
-             eval $R --methods $(size_methods $size) --seeds 2 $LMP $EV $(size_args $size) \
-               $(size_lr $size) $KEEP --out results/$(plan $size folder)
+             n=$(plan $size seeds)
+             eval $R --methods $(size_methods $size) --seeds $((n < 2 ? n : 2)) $LMP $EV \
+               $(size_args $size) $(size_lr $size) $KEEP --out results/$(plan $size folder)
            done ;;
     small | medium | large)
-           for n in $(seed_steps $step); do
+           ns=$(seed_steps $step)   # (an assignment: a failure stops the script, set -e)
+           for n in $ns; do
              eval $R --methods $(size_methods $step) --seeds $n $LMP $EV $(size_args $step) \
                $(size_lr $step) $KEEP --out results/$(plan $step folder)
            done ;;

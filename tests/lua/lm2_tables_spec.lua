@@ -22,7 +22,8 @@ echo "asked: $*"
 
 local function setup()
   local root = h.tmpdir()
-  assert(os.execute("mkdir -p " .. q(root .. "/results") .. " " .. q(root .. "/build")))
+  assert(os.execute("mkdir -p " .. q(root .. "/results") .. " " .. q(root .. "/build") .. " "
+    .. q(root .. "/scripts")))
   assert(os.execute("cp " .. q(RESULTS .. "lm2_tables.sh") .. " " .. q(RESULTS .. "lm2_plan.sh")
     .. " " .. q(root .. "/results/")))
   h.write(root .. "/results/lm2_plan.tsv", PLAN)
@@ -33,7 +34,9 @@ end
 
 local function finish(root, folder, names)
   assert(os.execute("mkdir -p " .. q(root .. "/results/" .. folder .. "/runs")))
-  for _, name in ipairs(names) do h.write(root .. "/results/" .. folder .. "/runs/" .. name, "{}") end
+  for _, name in ipairs(names) do
+    h.write(root .. "/results/" .. folder .. "/runs/" .. name, "{}")
+  end
 end
 
 local function tables(root, env, ...)
@@ -62,18 +65,22 @@ describe("results/lm2_tables.sh", function()
     out, err, code = tables(root, nil, "small")
     assert.are.equal(0, code, err)
     assert.are.equal("wrote results/lm2-s/tables.md\nwrote results/lm2-s/convergence.md\n", out)
+    -- readable by all, as a committed file is, and no temporary file left beside them
+    assert.are.equal("644\n", h.run("stat -c %a " .. q(root .. "/results/lm2-s/tables.md")))
+    assert.are.same({ "convergence.md", "runs", "tables.md" }, h.ls(root .. "/results/lm2-s"))
     local cmd = "build/roper scripts/pairs_report.lua results/lm2-s --lm --noninferiority "
       .. "roper/rope none/rope --margin 0.01 --gap-curve roper/rope"
-    assert.are.equal("<!-- " .. cmd .. " (the build of abc1234, " .. TODAY .. ") -->\n\nasked: "
-      .. cmd:match("^build/roper (.*)$") .. "\n", h.read(root .. "/results/lm2-s/tables.md"))
+    assert.are.equal("<!-- " .. cmd .. " (the build of abc1234, drawn " .. TODAY .. ") -->\n\n"
+      .. "asked: " .. cmd:match("^build/roper (.*)$") .. "\n",
+      h.read(root .. "/results/lm2-s/tables.md"))
     assert.are.equal("<!-- build/roper results/lm2_convergence.lua --margin 0.01 results/lm2-s "
-      .. "(the build of abc1234, " .. TODAY .. ") -->\n\nasked: results/lm2_convergence.lua "
+      .. "(the build of abc1234, drawn " .. TODAY .. ") -->\n\nasked: results/lm2_convergence.lua "
       .. "--margin 0.01 results/lm2-s\n", h.read(root .. "/results/lm2-s/convergence.md"))
     -- the trend needs every size: the large one has none of its 2 runs
     out, err, code = tables(root, nil, "small", "trend")
     assert.are.equal(2, code, err)
-    assert.are.equal("lm2_tables.sh: the large size (results/lm2-l) has 0 of its 2 runs: the "
-      .. "plan draws no table before a size is whole\n", err)
+    assert.are.equal("lm2_tables.sh: trend: the large size (results/lm2-l) has 0 of its 2 runs: "
+      .. "the plan draws no table before a size is whole\n", err)
     assert.are.equal("", out)
     finish(root, "lm2-l", { "rope-s1.json", "roper-s1.json" })
     out, err, code = tables(root, nil, "trend")
@@ -81,7 +88,7 @@ describe("results/lm2_tables.sh", function()
     assert.are.equal("wrote results/lm2-trend.md\n", out)
     cmd = "scripts/pairs_report.lua results/lm2-s results/lm2-l --lm --noninferiority "
       .. "roper/rope none/rope --margin 0.01 --trend roper/rope --extrapolate 2e8"
-    assert.are.equal("<!-- build/roper " .. cmd .. " (the build of abc1234, " .. TODAY
+    assert.are.equal("<!-- build/roper " .. cmd .. " (the build of abc1234, drawn " .. TODAY
       .. ") -->\n\nasked: " .. cmd .. "\n", h.read(root .. "/results/lm2-trend.md"))
     -- the large size has no none: its pairs are roper/rope only
     out, err, code = tables(root, nil, "large")
@@ -89,6 +96,32 @@ describe("results/lm2_tables.sh", function()
     assert.truthy(h.read(root .. "/results/lm2-l/tables.md"):find("asked: scripts/pairs_report.lua "
       .. "results/lm2-l --lm --noninferiority roper/rope --margin 0.01 --gap-curve roper/rope\n",
       1, true))
+    h.remove_tree(root)
+  end)
+
+  it("in a git checkout, refuses scripts that are not the build's commit's", function()
+    local root = setup()
+    finish(root, "lm2-s", { "rope-s1.json", "rope-s2.json", "roper-s1.json", "roper-s2.json",
+      "none-s1.json", "none-s2.json" })
+    h.write(root .. "/scripts/pairs_report.lua", "-- the committed one\n")
+    local git = "cd " .. q(root) .. " && git -c user.name=t -c user.email=t@t "
+    assert.are.equal(0, select(3, h.run(git .. "init -q . && " .. git .. "add -A && " .. git
+      .. "commit -q -m c")))
+    local head = h.run(git .. "rev-parse --short HEAD"):match("%x+")
+    -- the build is of HEAD and the scripts are HEAD's: drawn
+    local out, err, code = tables(root, "COMMIT=" .. head, "small")
+    assert.are.equal(0, code, err)
+    assert.truthy(h.read(root .. "/results/lm2-s/tables.md"):find("(the build of " .. head
+      .. ", drawn ", 1, true))
+    -- a script changed since: refused, the files drawn before left as they were
+    local before = h.read(root .. "/results/lm2-s/tables.md")
+    h.write(root .. "/scripts/pairs_report.lua", "-- changed\n")
+    out, err, code = tables(root, "COMMIT=" .. head, "small")
+    assert.are.equal(2, code, err)
+    assert.are.equal("lm2_tables.sh: build/roper is a build of " .. head .. ", and this "
+      .. "checkout's scripts or sources differ from that commit's: commit, then make\n", err)
+    assert.are.equal("", out)
+    assert.are.equal(before, h.read(root .. "/results/lm2-s/tables.md"))
     h.remove_tree(root)
   end)
 
@@ -115,12 +148,12 @@ describe("results/lm2_tables.sh", function()
       assert.are.equal("", out)
       assert.are.same({ "runs" }, h.ls(root .. "/results/lm2-s"))
     end
-    h.write(root .. "/results/lm2_plan.tsv", "size\tfolder\tmethods\tseeds\tsteps\n"
-      .. "small\tlm2-s\trope\tmany\t800\n")
+    h.write(root .. "/results/lm2_plan.tsv", "size\tfolder\tmethods\tseeds\tsteps\t"
+      .. "run_cpu_seconds\nsmall\tlm2-s\trope\tmany\t800\t185\n")
     local out, err, code = tables(root, nil, "small")
     assert.are.equal(2, code, err)
-    assert.are.equal("lm2_tables.sh: cannot read the plan results/lm2_plan.tsv (each size's "
-      .. "folder, methods, seeds and steps)\n", err)
+    assert.are.equal("lm2_tables.sh: cannot read the plan: results/lm2_plan.tsv: line 2: seeds "
+      .. "\"many\" is not a count > 0\n", err)
     assert.are.equal("", out)
     h.remove_tree(root)
   end)

@@ -1,0 +1,119 @@
+-- results/run_lm2.sh, the language-model study's runner, in a stand-in checkout whose portable
+-- build prints the arguments it is given: reading the committed plan (results/lm2_plan.tsv) it
+-- gives the compare.lua commands the runner gave before it read a plan (tests/fixtures/run_lm2/,
+-- written by a276023's runner); another plan changes the seeds, folders and steps as it says;
+-- a plan it cannot read stops it before any command, with one line and exit status 2.
+local dir_of = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+package.path = dir_of .. "?.lua;" .. package.path
+local h = require "helpers"
+local q = h.sh_quote
+
+local RESULTS = dir_of .. "../../results/"
+local FIXTURES = dir_of .. "../fixtures/run_lm2/"
+
+-- the stand-in: its build_info commit, the study's ids folder for rp.lm.ids, and every other
+-- call's arguments appended to calls.txt
+local STAND_IN = [[#!/bin/sh
+if [ "$1" = -e ]; then
+  case "$2" in
+    *build_info*) echo e0d6683 ;;
+    *) echo data/linux-doc/ids/08cfe037dbd55829-fa49dcadab1113f5-p65536 ;;
+  esac
+  exit 0
+fi
+echo "$*" >> "$(dirname "$0")/../calls.txt"
+]]
+
+local function setup()
+  local root = h.tmpdir()
+  for _, d in ipairs { "/results", "/build-portable", "/data/linux-doc" } do
+    assert(os.execute("mkdir -p " .. q(root .. d)))
+  end
+  for _, f in ipairs { "run_lm2.sh", "own_group.sh", "lm2_plan.tsv", "lm2_plan.sh" } do
+    assert(os.execute("cp " .. q(RESULTS .. f) .. " " .. q(root .. "/results/")))
+  end
+  h.write(root .. "/data/linux-doc/manifest.json", "{}\n")
+  h.write(root .. "/build-portable/roper", STAND_IN)
+  assert(os.execute("chmod +x " .. q(root .. "/build-portable/roper")))
+  return root
+end
+
+-- runs the runner with the steps given; its calls (nil when none), stderr and exit status
+local function run(root, env, steps)
+  os.remove(root .. "/calls.txt")
+  local _, err, code = h.run("cd " .. q(root) .. " && RP_OWN_GROUP=0 " .. (env or "")
+    .. " bash results/run_lm2.sh " .. steps)
+  return h.read(root .. "/calls.txt"), err, code
+end
+
+local function sorted(text)
+  local lines = {}
+  for line in text:gmatch("[^\n]+") do lines[#lines + 1] = line end
+  table.sort(lines)
+  return table.concat(lines, "\n") .. "\n"
+end
+
+describe("results/run_lm2.sh", function()
+  it("gives the study's commands from the committed plan", function()
+    local root = setup()
+    local calls, err, code = run(root, nil, "first small medium large long")
+    assert.are.equal(0, code, err)
+    assert.are.equal(h.read(FIXTURES .. "commands.txt"), calls)
+    calls, err, code = run(root, 'PILOT_SEEDS="1 2"', "pilot")
+    assert.are.equal(0, code, err)
+    assert.are.equal(h.read(FIXTURES .. "pilot.txt"), sorted(calls))
+    h.remove_tree(root)
+  end)
+
+  it("follows another plan's seeds, folders and steps", function()
+    local root = setup()
+    -- small: 1 seed (first trains only it) of 900 steps; large: 3 seeds (its step: 2, then 3),
+    -- 1000 steps, into another folder
+    h.write(root .. "/results/lm2_plan.tsv", "size\tfolder\tmethods\tseeds\tsteps\t"
+      .. "run_cpu_seconds\nsmall\tlm2-s\trope roper none\t1\t900\t185\n"
+      .. "medium\tlm2-m\trope roper\t24\t2200\t726\n"
+      .. "large\tlm2-x\trope roper\t3\t1000\t4780\n")
+    local calls, err, code = run(root, nil, "first large")
+    assert.are.equal(0, code, err)
+    local seen = {}
+    for line in calls:gmatch("[^\n]+") do
+      local methods, seeds = line:match("%-%-methods (.-) %-%-seeds (%d+) ")
+      local steps, every = line:match("%-%-steps (%d+) %-%-valid%-every (%d+)")
+      seen[#seen + 1] = table.concat({ methods, seeds, steps, every, line:match("%-%-out (%S+)$") },
+        " ")
+    end
+    assert.are.same({ "rope roper none 1 900 90 results/lm2-s",
+      "rope roper 2 2200 220 results/lm2-m", "rope roper 2 1000 100 results/lm2-x",
+      "rope roper 2 1000 100 results/lm2-x",
+      "rope roper 3 1000 100 results/lm2-x" }, seen)
+    -- the pilot is what it was, 800 steps, whatever the plan's small size says
+    calls, err, code = run(root, "PILOT_SEEDS=1", "pilot")
+    assert.are.equal(0, code, err)
+    local n = 0
+    for line in calls:gmatch("[^\n]+") do
+      assert.truthy(line:find(" --steps 800 --valid-every 80 ", 1, true), line)
+      n = n + 1
+    end
+    assert.are.equal(5, n)
+    h.remove_tree(root)
+  end)
+
+  it("stops on a plan it cannot read, before any command", function()
+    local root = setup()
+    local plan = root .. "/results/lm2_plan.tsv"
+    local committed = h.read(plan)
+    h.write(plan, committed:gsub("\tlm2%-l\t", "\tlm2 l\t"))
+    local calls, err, code = run(root, nil, "large")
+    assert.are.equal(2, code, err)
+    local line = select(2, committed:match("^(.-)\nlarge\t"):gsub("\n", "")) + 2
+    assert.are.equal("run_lm2.sh: cannot read the plan: results/lm2_plan.tsv: line " .. line
+      .. ": folder \"lm2 l\" is not a name\n", err)
+    assert.is_nil(calls)
+    h.write(plan, (committed:gsub("\nlarge\t[^\n]*", "")))
+    calls, err, code = run(root, nil, "small")
+    assert.are.equal(2, code, err)
+    assert.are.equal("run_lm2.sh: results/lm2_plan.tsv has no size large\n", err)
+    assert.is_nil(calls)
+    h.remove_tree(root)
+  end)
+end)
