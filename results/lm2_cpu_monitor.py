@@ -45,14 +45,18 @@ def read_plan(path=PLAN):
     def bad(why):
         print(f"lm2_cpu_monitor.py: cannot read the plan: {why}", file=sys.stderr)
         sys.exit(2)
-    name = re.compile(r"[A-Za-z0-9._:=-]+$")
+    name = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:=-]*$")
     count = re.compile(r"[1-9][0-9]*$")
     try:
-        with open(path) as f:
-            lines = f.read().splitlines()
+        # (lines end at a newline only, and a byte that is not UTF-8 is read as U+FFFD, as awk
+        # reads lines and refuses such a byte in a cell)
+        with open(path, encoding="utf-8", errors="replace", newline="") as f:
+            lines = f.read().split("\n")
     except OSError:
         bad(f"{path}: cannot read it")
-    head, rows, seen = None, [], set()
+    if lines and lines[-1] == "":
+        lines.pop()
+    head, rows, seen, used = None, [], set(), set()
     for no, line in enumerate(lines, 1):
         line = line.rstrip("\r")
         if line.startswith("#") or line == "":
@@ -71,10 +75,15 @@ def read_plan(path=PLAN):
         for c in ("size", "folder"):
             if not name.match(get(c)):
                 bad(f'{path}: line {no}: {c} "{get(c)}" is not a name')
+        if get("size") == "trend":
+            bad(f"{path}: line {no}: the size trend (the word for the trend over the sizes)")
         if get("size") in seen:
             bad(f"{path}: line {no}: the size {get('size')} again")
+        if get("folder") in used:
+            bad(f"{path}: line {no}: the folder {get('folder')} again")
         seen.add(get("size"))
-        methods = get("methods").split()
+        used.add(get("folder"))
+        methods = [m for m in re.split(r"[ \t]+", get("methods")) if m]
         if not methods:
             bad(f"{path}: line {no}: no methods")
         for m in methods:

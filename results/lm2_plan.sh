@@ -8,13 +8,16 @@
 # the file, the line and what is wrong) and returns non-zero. Lines starting with # and empty lines
 # are skipped; the first other line names the tab-separated columns, among them size, folder,
 # methods (separated by spaces), seeds, steps and run_cpu_seconds. Each size, folder and method is
-# made of letters, digits and . _ : = - only; seeds and steps are counts > 0, run_cpu_seconds a
-# number > 0; a size appears once.
+# a name: a letter or digit, then letters, digits and . _ : = - only; seeds and steps are counts
+# > 0, run_cpu_seconds a number > 0; a size and a folder appear once, and no size is "trend"
+# (lm2_tables.sh's word for the trend over the sizes).
 lm2_plan_rows() {
   [ -f "$1" ] && [ -r "$1" ] || { echo "$1: cannot read it"; return 2; }
   awk -F'\t' -v file="$1" '
     function bad(why) { printf "%s: line %d: %s\n", file, FNR, why; failed = 1; exit 1 }
-    function name(col, v) { if (v !~ /^[A-Za-z0-9._:=-]+$/) bad(col " \"" v "\" is not a name") }
+    function name(col, v) {
+      if (v !~ /^[A-Za-z0-9][A-Za-z0-9._:=-]*$/) bad(col " \"" v "\" is not a name")
+    }
     { sub(/\r$/, "") }
     /^#/ || NF == 0 { next }
     !head {
@@ -26,8 +29,11 @@ lm2_plan_rows() {
     }
     {
       name("size", $at["size"]); name("folder", $at["folder"])
+      if ($at["size"] == "trend") bad("the size trend (the word for the trend over the sizes)")
       if ($at["size"] in seen) bad("the size " $at["size"] " again")
+      if ($at["folder"] in used) bad("the folder " $at["folder"] " again")
       seen[$at["size"]] = 1
+      used[$at["folder"]] = 1
       n = split($at["methods"], m, " ")
       if (n == 0) bad("no methods")
       methods = ""

@@ -72,11 +72,17 @@ case "$commit" in
 esac
 # in a git checkout, what draws the tables (the scripts and the sources the build was made of)
 # must be the build's commit's, so that the first line's commit is the code that drew them
-if git rev-parse --is-inside-work-tree > /dev/null 2>&1 &&
-   ! git diff --quiet "$commit" -- scripts results/lm2_convergence.lua core bindings tasks text \
-     repl Makefile 2> /dev/null; then
-  die "$ROPER is a build of $commit, and this checkout's scripts or sources differ from that" \
-    "commit's: commit, then make"
+# (untracked files among them count as a difference)
+if git rev-parse --is-inside-work-tree > /dev/null 2>&1; then
+  again="build again here (make, or make PORTABLE=1 for build-portable/roper)"
+  git cat-file -e "$commit^{commit}" 2> /dev/null ||
+    die "$ROPER is a build of $commit, which this checkout does not have: $again"
+  drawn_by=(scripts results/lm2_convergence.lua core bindings tasks text repl Makefile)
+  if ! git diff --quiet "$commit" -- "${drawn_by[@]}" ||
+     [ -n "$(git ls-files --others --exclude-standard -- "${drawn_by[@]}")" ]; then
+    die "$ROPER is a build of $commit, and this checkout's scripts or sources differ from that" \
+      "commit's: commit them, then $again"
+  fi
 fi
 stamp="the build of $commit, drawn $(date -u +%Y-%m-%d)"
 

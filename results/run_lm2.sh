@@ -16,8 +16,8 @@
 #   pilot     the learning-rate sweep at the small size (peak rates 1e-3, 3e-3, 1e-2, 3e-2, 1e-1;
 #             rope and roper, seeds 1-2, NoPE seeds 1-2 at 3e-3; the whole training length,
 #             without the length evaluation): results/lm2-pilot-lr<rate>/
-#   first     seeds 1-2 of every size's methods: the margin's check against the gains between the
-#             sizes, before the rest
+#   first     seeds 1-2 (1 where the plan has one seed) of every size's methods: the margin's
+#             check against the gains between the sizes, before the rest
 #   small     the small size (143,872 parameters): results/lm2-s/
 #   medium    the medium size (433,152 parameters): results/lm2-m/
 #   large     the large size (1,454,080 parameters), at its own rate LR_LARGE (the amendment of
@@ -196,8 +196,7 @@ size_lr() { if [ "$1" = large ]; then lr_args "$LR_LARGE"; else lr_args "$LR"; f
 # count last)
 seed_steps() {
   local n
-  n=$(plan "$1" seeds)
-  seq 2 2 "$n"
+  n=$(plan "$1" seeds) && seq 2 2 "$n" || return
   if [ $((n % 2)) = 1 ]; then echo "$n"; fi
 }
 # the trained models: not kept (KEEP=--keep-models keeps them beside the run files). Until
@@ -252,7 +251,7 @@ for step in "${steps[@]}"; do
                $(size_args $size) $(size_lr $size) $KEEP --out results/$(plan $size folder)
            done ;;
     small | medium | large)
-           ns=$(seed_steps $step)   # (an assignment: a failure stops the script, set -e)
+           ns=$(seed_steps $step)   # (an assignment: seed_steps' status is seen by set -e)
            for n in $ns; do
              eval $R --methods $(size_methods $step) --seeds $n $LMP $EV $(size_args $step) \
                $(size_lr $step) $KEEP --out results/$(plan $step folder)

@@ -118,9 +118,24 @@ describe("results/lm2_tables.sh", function()
     h.write(root .. "/scripts/pairs_report.lua", "-- changed\n")
     out, err, code = tables(root, "COMMIT=" .. head, "small")
     assert.are.equal(2, code, err)
-    assert.are.equal("lm2_tables.sh: build/roper is a build of " .. head .. ", and this "
-      .. "checkout's scripts or sources differ from that commit's: commit, then make\n", err)
+    local again = "build again here (make, or make PORTABLE=1 for build-portable/roper)\n"
+    local differ = "lm2_tables.sh: build/roper is a build of " .. head .. ", and this checkout's "
+      .. "scripts or sources differ from that commit's: commit them, then " .. again
+    assert.are.equal(differ, err)
     assert.are.equal("", out)
+    assert.are.equal(before, h.read(root .. "/results/lm2-s/tables.md"))
+    -- a new script not yet committed is a difference too
+    h.write(root .. "/scripts/pairs_report.lua", "-- the committed one\n")
+    h.write(root .. "/scripts/new.lua", "-- new\n")
+    out, err, code = tables(root, "COMMIT=" .. head, "small")
+    assert.are.equal(2, code, err)
+    assert.are.equal(differ, err)
+    os.remove(root .. "/scripts/new.lua")
+    -- a build of a commit this checkout does not have
+    out, err, code = tables(root, "COMMIT=deadbee", "small")
+    assert.are.equal(2, code, err)
+    assert.are.equal("lm2_tables.sh: build/roper is a build of deadbee, which this checkout does "
+      .. "not have: " .. again, err)
     assert.are.equal(before, h.read(root .. "/results/lm2-s/tables.md"))
     h.remove_tree(root)
   end)

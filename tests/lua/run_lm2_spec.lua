@@ -98,6 +98,32 @@ describe("results/run_lm2.sh", function()
     h.remove_tree(root)
   end)
 
+  it("stops on a finished run of another commit in the plan's folders, before any command",
+    function()
+      local root = setup()
+      local plan = root .. "/results/lm2_plan.tsv"
+      h.write(plan, (h.read(plan):gsub("\tlm2%-l\t", "\tlm2-x\t")))
+      -- a run of the build's commit passes; one of another commit stops the runner, in the
+      -- plan's folders (lm2-x for the large size) and the long step's
+      for _, d in ipairs { "lm2-m", "lm2-x", "lm2-s-long" } do
+        assert(os.execute("mkdir -p " .. q(root .. "/results/" .. d .. "/runs")))
+        h.write(root .. "/results/" .. d .. "/runs/rope-s1.json",
+          '{"provenance":{"commit":"e0d6683"}}')
+        local calls, err, code = run(root, nil, "first")
+        assert.are.equal(0, code, err)
+        assert.truthy(calls)
+        h.write(root .. "/results/" .. d .. "/runs/rope-s1.json",
+          '{"provenance":{"commit":"deadbee"}}')
+        calls, err, code = run(root, nil, "first")
+        assert.are.equal(2, code, err)
+        assert.are.equal("run_lm2.sh: results/" .. d .. "/runs/rope-s1.json is a run of deadbee, "
+          .. "not of the build's e0d6683: move that folder's runs aside first\n", err)
+        assert.is_nil(calls)
+        os.remove(root .. "/results/" .. d .. "/runs/rope-s1.json")
+      end
+      h.remove_tree(root)
+    end)
+
   it("stops on a plan it cannot read, before any command", function()
     local root = setup()
     local plan = root .. "/results/lm2_plan.tsv"
