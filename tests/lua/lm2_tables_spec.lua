@@ -47,6 +47,9 @@ local function tables(root, env, ...)
 end
 
 local TODAY = os.date("!%Y-%m-%d")
+-- the small size's six runs of the plan above
+local SMALL_WHOLE = { "rope-s1.json", "rope-s2.json", "roper-s1.json", "roper-s2.json",
+  "none-s1.json", "none-s2.json" }
 
 describe("results/lm2_tables.sh", function()
   it("draws a size only when its runs are whole, with its command and build", function()
@@ -101,8 +104,7 @@ describe("results/lm2_tables.sh", function()
 
   it("in a git checkout, refuses scripts that are not the build's commit's", function()
     local root = setup()
-    finish(root, "lm2-s", { "rope-s1.json", "rope-s2.json", "roper-s1.json", "roper-s2.json",
-      "none-s1.json", "none-s2.json" })
+    finish(root, "lm2-s", SMALL_WHOLE)
     h.write(root .. "/scripts/pairs_report.lua", "-- the committed one\n")
     local git = "cd " .. q(root) .. " && git -c user.name=t -c user.email=t@t "
     assert.are.equal(0, select(3, h.run(git .. "init -q . && " .. git .. "add -A && " .. git
@@ -142,8 +144,7 @@ describe("results/lm2_tables.sh", function()
 
   it("refuses with one line and writes nothing", function()
     local root = setup()
-    finish(root, "lm2-s", { "rope-s1.json", "rope-s2.json", "roper-s1.json", "roper-s2.json",
-      "none-s1.json", "none-s2.json" })
+    finish(root, "lm2-s", SMALL_WHOLE)
     local cases = {
       { {}, nil, "lm2_tables.sh: usage: results/lm2_tables.sh WHAT ... (a size: small large; or "
         .. "trend)\n" },
