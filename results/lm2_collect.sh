@@ -56,18 +56,13 @@ lines() { if [ -f "$1" ]; then wc -l < "$1"; else echo 0; fi; }
 
 # each size's folder with its methods and seeds (the plan's)
 . "$here/results/lm2_plan.sh"
-rows=$(lm2_plan_rows "$here/results/lm2_plan.tsv") || {
-    echo "lm2_collect.sh: cannot read the plan: $rows" >&2
+lm2_plan_load "$here/results/lm2_plan.tsv" || {
+    echo "lm2_collect.sh: cannot read the plan: $PLAN_ERROR" >&2
     exit 2
 }
-declare -A METHODS=() SEEDS=()
-folders=()
-while read -r _ d methods seeds _; do
-    METHODS[$d]=$methods SEEDS[$d]=$seeds
-    folders+=("$d")
-done <<< "$rows"
 
-for d in "${folders[@]}"; do
+for size in "${PLAN_SIZES[@]}"; do
+    d=${PLAN_FOLDER[$size]}
     src=$work/results/$d
     dst=$here/results/$d
     [ -d "$src/runs" ] || continue
@@ -81,8 +76,8 @@ for d in "${folders[@]}"; do
         fi
     done
     # whole: every run of the plan (each of its methods, seeds 1 to its seeds) has its run file
-    finished=$(lm2_plan_finished "$src" "${METHODS[$d]}" "${SEEDS[$d]}")
-    planned=$(lm2_plan_runs "${METHODS[$d]}" "${SEEDS[$d]}")
+    finished=$(lm2_plan_finished "$src" "${PLAN_METHODS[$size]}" "${PLAN_SEEDS[$size]}")
+    planned=$(lm2_plan_runs "${PLAN_METHODS[$size]}" "${PLAN_SEEDS[$size]}")
     if [ "$finished" -lt "$planned" ]; then
         [ -f "$src/summary.csv" ] && echo "held back results/$d's summary and plots:" \
             "$finished of $planned runs finished"

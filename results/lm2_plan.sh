@@ -66,7 +66,23 @@ lm2_plan_finished() {
 
 # lm2_plan_runs METHODS SEEDS: the plan's runs of a size, its methods times its seeds
 lm2_plan_runs() {
-  local -a ms
-  IFS=, read -r -a ms <<< "$1"
-  echo $((${#ms[@]} * $2))
+  local -a listed
+  IFS=, read -r -a listed <<< "$1"
+  echo $((${#listed[@]} * $2))
+}
+
+# lm2_plan_load FILE: reads the plan into PLAN_SIZES (the sizes, in the file's order) and, by size,
+# PLAN_FOLDER, PLAN_METHODS (joined by commas), PLAN_SEEDS and PLAN_STEPS, and returns 0; or
+# returns non-zero with lm2_plan_rows' reason in PLAN_ERROR
+# shellcheck disable=SC2034  # (the globals are the callers')
+lm2_plan_load() {
+  local rows size folder methods seeds steps
+  PLAN_SIZES=() PLAN_ERROR=
+  declare -gA PLAN_FOLDER=() PLAN_METHODS=() PLAN_SEEDS=() PLAN_STEPS=()
+  rows=$(lm2_plan_rows "$1") || { PLAN_ERROR=$rows; return 1; }
+  while read -r size folder methods seeds steps; do
+    PLAN_SIZES+=("$size")
+    PLAN_FOLDER[$size]=$folder PLAN_METHODS[$size]=$methods PLAN_SEEDS[$size]=$seeds
+    PLAN_STEPS[$size]=$steps
+  done <<< "$rows"
 }

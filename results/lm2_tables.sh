@@ -35,31 +35,25 @@ die() { echo "lm2_tables.sh: $*" >&2; exit 2; }
 
 # the plan's sizes: each one's folder, methods and seeds
 . results/lm2_plan.sh
-rows=$(lm2_plan_rows results/lm2_plan.tsv) || die "cannot read the plan: $rows"
-declare -A FOLDER=() METHODS=() SEEDS=()
-sizes=()
-while read -r size folder methods seeds _; do
-  FOLDER[$size]=$folder METHODS[$size]=$methods SEEDS[$size]=$seeds
-  sizes+=("$size")
-done <<< "$rows"
+lm2_plan_load results/lm2_plan.tsv || die "cannot read the plan: $PLAN_ERROR"
 
-[ $# -gt 0 ] || die "usage: results/lm2_tables.sh WHAT ... (a size: ${sizes[*]}; or trend)"
+[ $# -gt 0 ] || die "usage: results/lm2_tables.sh WHAT ... (a size: ${PLAN_SIZES[*]}; or trend)"
 for what in "$@"; do
-  [ "$what" = trend ] || [ -n "${FOLDER[$what]:-}" ] ||
-    die "unknown $what (a size: ${sizes[*]}; or trend)"
+  [ "$what" = trend ] || [ -n "${PLAN_FOLDER[$what]:-}" ] ||
+    die "unknown $what (a size: ${PLAN_SIZES[*]}; or trend)"
 done
 
 draw=() trend=0
 for what in "$@"; do
   if [ "$what" = trend ]; then
-    trend=1 need=("${sizes[@]}") who="trend: "
+    trend=1 need=("${PLAN_SIZES[@]}") who="trend: "
   else
     draw+=("$what") need=("$what") who=
   fi
   for size in "${need[@]}"; do
-    n=$(lm2_plan_finished "results/${FOLDER[$size]}" "${METHODS[$size]}" "${SEEDS[$size]}")
-    of=$(lm2_plan_runs "${METHODS[$size]}" "${SEEDS[$size]}")
-    [ "$n" -eq "$of" ] || die "${who}the $size size (results/${FOLDER[$size]}) has $n of its" \
+    n=$(lm2_plan_finished "results/${PLAN_FOLDER[$size]}" "${PLAN_METHODS[$size]}" "${PLAN_SEEDS[$size]}")
+    of=$(lm2_plan_runs "${PLAN_METHODS[$size]}" "${PLAN_SEEDS[$size]}")
+    [ "$n" -eq "$of" ] || die "${who}the $size size (results/${PLAN_FOLDER[$size]}) has $n of its" \
       "$of runs: the plan draws no table before a size is whole"
   done
 done
@@ -103,9 +97,9 @@ write() {
 }
 
 for size in "${draw[@]}"; do
-  d=results/${FOLDER[$size]}
+  d=results/${PLAN_FOLDER[$size]}
   pairs=(roper/rope)
-  case ",${METHODS[$size]}," in *,none,*) pairs+=(none/rope) ;; esac
+  case ",${PLAN_METHODS[$size]}," in *,none,*) pairs+=(none/rope) ;; esac
   write "$d/tables.md" "$ROPER" scripts/pairs_report.lua "$d" --lm --noninferiority \
     "${pairs[@]}" --margin "$MARGIN" --gap-curve roper/rope
   write "$d/convergence.md" "$ROPER" results/lm2_convergence.lua --margin "$MARGIN" "$d"
@@ -113,7 +107,7 @@ done
 
 if [ "$trend" = 1 ]; then
   folders=()
-  for size in "${sizes[@]}"; do folders+=("results/${FOLDER[$size]}"); done
+  for size in "${PLAN_SIZES[@]}"; do folders+=("results/${PLAN_FOLDER[$size]}"); done
   write results/lm2-trend.md "$ROPER" scripts/pairs_report.lua "${folders[@]}" --lm \
     --noninferiority roper/rope none/rope --margin "$MARGIN" --trend roper/rope \
     --extrapolate "$EXTRAPOLATE"

@@ -67,25 +67,23 @@ fi
 # the plan (results/lm2_plan.tsv, its one home: each size's folder, methods, seeds, training
 # steps and CPU budget), read whole before anything runs; plan SIZE COLUMN: one of its cells
 . results/lm2_plan.sh
-rows=$(lm2_plan_rows results/lm2_plan.tsv) ||
-  { echo "run_lm2.sh: cannot read the plan: $rows" >&2; exit 2; }
-declare -A PLAN=()
-PLAN_FOLDERS=()
-while read -r size folder methods seeds steps; do
-  PLAN[$size:folder]=$folder PLAN[$size:methods]=${methods//,/ } PLAN[$size:seeds]=$seeds
-  PLAN[$size:steps]=$steps
-  PLAN_FOLDERS+=("results/$folder")
-done <<< "$rows"
+lm2_plan_load results/lm2_plan.tsv ||
+  { echo "run_lm2.sh: cannot read the plan: $PLAN_ERROR" >&2; exit 2; }
 for size in small medium large; do
-  [ -n "${PLAN[$size:folder]:-}" ] ||
+  [ -n "${PLAN_FOLDER[$size]:-}" ] ||
     { echo "run_lm2.sh: results/lm2_plan.tsv has no size $size" >&2; exit 2; }
 done
-plan() { echo "${PLAN[$1:$2]}"; }
+plan() {
+  case $2 in
+    folder) echo "${PLAN_FOLDER[$1]}" ;; methods) echo "${PLAN_METHODS[$1]//,/ }" ;;
+    seeds) echo "${PLAN_SEEDS[$1]}" ;; steps) echo "${PLAN_STEPS[$1]}" ;;
+  esac
+}
 # every finished run file of the main steps' folders (the plan's and long's) must be the build's
 # commit's: compare.lua takes a finished run as done, so a checkout whose tracked results hold
 # another commit's runs would mix commits in one table (the study was pinned again once:
 # docs/results.md)
-for d in "${PLAN_FOLDERS[@]}" results/lm2-s-long; do
+for d in "${PLAN_FOLDER[@]/#/results/}" results/lm2-s-long; do
   for f in "$d"/runs/*.json; do
     case "$f" in *.cfg.json|*.run.json) continue ;; esac
     [ -f "$f" ] || continue
