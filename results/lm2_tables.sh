@@ -59,25 +59,11 @@ for what in "$@"; do
 done
 
 [ -x "$ROPER" ] || die "$ROPER: no such interpreter (make, or set ROPER)"
-commit=$("$ROPER" -e 'print(rp.build_info().commit)') || die "$ROPER does not run"
-case "$commit" in
-  *dirty* | unknown | "")
-    die "$ROPER is a build of '$commit', not of a commit: commit, then make" ;;
-esac
-# in a git checkout, what draws the tables (the scripts and the sources the build was made of)
-# must be the build's commit's, so that the first line's commit is the code that drew them
-# (untracked files among them count as a difference)
-if git rev-parse --is-inside-work-tree > /dev/null 2>&1; then
-  again="build again here (make, or make PORTABLE=1 for build-portable/roper)"
-  git cat-file -e "$commit^{commit}" 2> /dev/null ||
-    die "$ROPER is a build of $commit, which this checkout does not have: $again"
-  drawn_by=(scripts results/lm2_convergence.lua core bindings tasks text repl Makefile)
-  if ! git diff --quiet "$commit" -- "${drawn_by[@]}" ||
-     [ -n "$(git ls-files --others --exclude-standard -- "${drawn_by[@]}")" ]; then
-    die "$ROPER is a build of $commit, and this checkout's scripts or sources differ from that" \
-      "commit's: commit them, then $again"
-  fi
-fi
+# what draws the tables (the build and the scripts it runs) must be the build's commit's, so that
+# each file's first line names the code that drew it
+. results/build_check.sh
+again="build again here (make, or make PORTABLE=1 for build-portable/roper)"
+commit=$(build_check "$ROPER" "$again" results/lm2_convergence.lua) || die "$commit"
 stamp="the build of $commit, drawn $(date -u +%Y-%m-%d)"
 
 # write FILE COMMAND...: the command's output under its comment line, through a temporary name

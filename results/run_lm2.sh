@@ -36,33 +36,17 @@
 #     --lm --noninferiority roper/rope --margin 0.01
 # and the convergence check of every run: build-portable/roper results/lm2_convergence.lua
 # --margin 0.01 results/lm2-*/.
-# The script refuses to start when tracked files outside results/ differ from the commit, or
-# when the portable build's commit (its build_info) has other sources than the checkout, so that
-# the commit each run file names is the code that made it.
+# The script refuses to start when the portable build is not of a commit, or when, in a git
+# checkout, the checkout's sources (BUILD_SOURCES of results/build_check.sh, untracked files among
+# them) differ from the build's commit's, so that the commit each run file names is the code that
+# made it.
 set -euo pipefail
 . "$(dirname "$0")/own_group.sh"  # nice takes effect beside other sessions' work
 cd "$(dirname "$0")/.."
 R0=build-portable/roper
 [ -x $R0 ] || { echo "run_lm2.sh: make PORTABLE=1 first" >&2; exit 2; }
-built=$($R0 -e 'print(rp.build_info().commit)')
-case "$built" in
-  *dirty*|unknown|"") echo "run_lm2.sh: the portable build is of '$built', not of a commit:" \
-                        "commit, then make PORTABLE=1" >&2; exit 2 ;;
-esac
-if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-  if ! git diff --quiet HEAD -- . ':!results'; then
-    echo "run_lm2.sh: the checkout differs from its commit outside results/: commit first" >&2
-    exit 2
-  fi
-  # the build's commit may be an earlier one whose sources (what the build and the runs read:
-  # core, bindings, tasks, text, repl, scripts, the Makefile) are HEAD's
-  if ! git diff --quiet "$built" HEAD -- core bindings tasks text repl scripts Makefile \
-      2>/dev/null; then
-    echo "run_lm2.sh: the portable build is of $built, whose sources differ from the checkout's" \
-      "($(git rev-parse --short HEAD)): make PORTABLE=1" >&2
-    exit 2
-  fi
-fi
+. results/build_check.sh
+built=$(build_check $R0 "make PORTABLE=1") || { echo "run_lm2.sh: $built" >&2; exit 2; }
 [ -f data/linux-doc/manifest.json ] || { echo "run_lm2.sh: make corpus first" >&2; exit 2; }
 # the plan (results/lm2_plan.tsv, its one home: each size's folder, methods, seeds, training
 # steps and CPU budget), read whole before anything runs; plan SIZE COLUMN: one of its cells

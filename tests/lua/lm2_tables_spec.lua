@@ -24,8 +24,9 @@ local function setup()
   local root = h.tmpdir()
   assert(os.execute("mkdir -p " .. q(root .. "/results") .. " " .. q(root .. "/build") .. " "
     .. q(root .. "/scripts")))
-  assert(os.execute("cp " .. q(RESULTS .. "lm2_tables.sh") .. " " .. q(RESULTS .. "lm2_plan.sh")
-    .. " " .. q(root .. "/results/")))
+  for _, f in ipairs { "lm2_tables.sh", "lm2_plan.sh", "build_check.sh" } do
+    assert(os.execute("cp " .. q(RESULTS .. f) .. " " .. q(root .. "/results/")))
+  end
   h.write(root .. "/results/lm2_plan.tsv", PLAN)
   h.write(root .. "/build/roper", STAND_IN)
   assert(os.execute("chmod +x " .. q(root .. "/build/roper")))
@@ -106,6 +107,7 @@ describe("results/lm2_tables.sh", function()
     local root = setup()
     finish(root, "lm2-s", SMALL_WHOLE)
     h.write(root .. "/scripts/pairs_report.lua", "-- the committed one\n")
+    h.write(root .. "/results/lm2_convergence.lua", "-- the committed one\n")
     local git = "cd " .. q(root) .. " && git -c user.name=t -c user.email=t@t "
     assert.are.equal(0, select(3, h.run(git .. "init -q . && " .. git .. "add -A && " .. git
       .. "commit -q -m c")))
@@ -133,6 +135,12 @@ describe("results/lm2_tables.sh", function()
     assert.are.equal(2, code, err)
     assert.are.equal(differ, err)
     os.remove(root .. "/scripts/new.lua")
+    -- so is the convergence check's script, which lives in results/
+    h.write(root .. "/results/lm2_convergence.lua", "-- changed\n")
+    out, err, code = tables(root, "COMMIT=" .. head, "small")
+    assert.are.equal(2, code, err)
+    assert.are.equal(differ, err)
+    h.write(root .. "/results/lm2_convergence.lua", "-- the committed one\n")
     -- a build of a commit this checkout does not have
     out, err, code = tables(root, "COMMIT=deadbee", "small")
     assert.are.equal(2, code, err)
@@ -150,7 +158,8 @@ describe("results/lm2_tables.sh", function()
         .. "trend)\n" },
       { { "medium" }, nil, "lm2_tables.sh: unknown medium (a size: small large; or trend)\n" },
       { { "small" }, "COMMIT=abc1234-dirty", "lm2_tables.sh: build/roper is a build of "
-        .. "'abc1234-dirty', not of a commit: commit, then make\n" },
+        .. "'abc1234-dirty', not of a commit: commit, then build again here (make, or make "
+        .. "PORTABLE=1 for build-portable/roper)\n" },
       { { "small" }, "ROPER=build/none", "lm2_tables.sh: build/none: no such interpreter (make, "
         .. "or set ROPER)\n" },
       { { "small" }, "FAIL=1", "lm2_tables.sh: build/roper scripts/pairs_report.lua results/lm2-s "

@@ -2,7 +2,8 @@
 -- build prints the arguments it is given: reading the committed plan (results/lm2_plan.tsv) it
 -- gives the compare.lua commands the runner gave before it read a plan (tests/fixtures/run_lm2/,
 -- written by a276023's runner); another plan changes the seeds, folders and steps as it says;
--- a plan it cannot read stops it before any command, with one line and exit status 2.
+-- a plan it cannot read, a finished run of another commit and a build that is not of the
+-- checkout's sources stop it before any command, with one line and exit status 2.
 local dir_of = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = dir_of .. "?.lua;" .. package.path
 local h = require "helpers"
@@ -11,12 +12,12 @@ local q = h.sh_quote
 local RESULTS = dir_of .. "../../results/"
 local FIXTURES = dir_of .. "../fixtures/run_lm2/"
 
--- the stand-in: its build_info commit, the study's ids folder for rp.lm.ids, and every other
--- call's arguments appended to calls.txt
+-- the stand-in: its build_info commit (COMMIT, e0d6683 unless set), the study's ids folder for
+-- rp.lm.ids, and every other call's arguments appended to calls.txt
 local STAND_IN = [[#!/bin/sh
 if [ "$1" = -e ]; then
   case "$2" in
-    *build_info*) echo e0d6683 ;;
+    *build_info*) echo "${COMMIT:-e0d6683}" ;;
     *) echo data/linux-doc/ids/08cfe037dbd55829-fa49dcadab1113f5-p65536 ;;
   esac
   exit 0
@@ -29,7 +30,8 @@ local function setup()
   for _, d in ipairs { "/results", "/build-portable", "/data/linux-doc" } do
     assert(os.execute("mkdir -p " .. q(root .. d)))
   end
-  for _, f in ipairs { "run_lm2.sh", "own_group.sh", "lm2_plan.tsv", "lm2_plan.sh" } do
+  for _, f in ipairs { "run_lm2.sh", "own_group.sh", "build_check.sh", "lm2_plan.tsv",
+    "lm2_plan.sh" } do
     assert(os.execute("cp " .. q(RESULTS .. f) .. " " .. q(root .. "/results/")))
   end
   h.write(root .. "/data/linux-doc/manifest.json", "{}\n")
@@ -139,6 +141,50 @@ describe("results/run_lm2.sh", function()
     calls, err, code = run(root, nil, "small")
     assert.are.equal(2, code, err)
     assert.are.equal("run_lm2.sh: results/lm2_plan.tsv has no size large\n", err)
+    assert.is_nil(calls)
+    h.remove_tree(root)
+  end)
+  it("stops on a build that is not of the checkout's sources, before any command", function()
+    local root = setup()
+    assert(os.execute("mkdir -p " .. q(root .. "/scripts") .. " " .. q(root .. "/docs")))
+    h.write(root .. "/scripts/compare.lua", "-- the committed one\n")
+    h.write(root .. "/docs/results.md", "the committed one\n")
+    local git = "cd " .. q(root) .. " && git -c user.name=t -c user.email=t@t "
+    assert.are.equal(0, select(3, h.run(git .. "init -q . && " .. git .. "add -A && " .. git
+      .. "commit -q -m c")))
+    local head = h.run(git .. "rev-parse --short HEAD"):match("%x+")
+    local build = "COMMIT=" .. head
+    -- the build is of HEAD and so are the sources: it runs, whatever the docs say
+    h.write(root .. "/docs/results.md", "changed\n")
+    local calls, err, code = run(root, build, "first")
+    assert.are.equal(0, code, err)
+    assert.truthy(calls)
+    local differ = "run_lm2.sh: build-portable/roper is a build of " .. head .. ", and this "
+      .. "checkout's scripts or sources differ from that commit's: commit them, then make "
+      .. "PORTABLE=1\n"
+    -- a script changed since the build's commit, or a new one beside them (untracked)
+    h.write(root .. "/scripts/compare.lua", "-- changed\n")
+    calls, err, code = run(root, build, "first")
+    assert.are.equal(2, code, err)
+    assert.are.equal(differ, err)
+    assert.is_nil(calls)
+    h.write(root .. "/scripts/compare.lua", "-- the committed one\n")
+    h.write(root .. "/scripts/new.lua", "-- new\n")
+    calls, err, code = run(root, build, "first")
+    assert.are.equal(2, code, err)
+    assert.are.equal(differ, err)
+    assert.is_nil(calls)
+    os.remove(root .. "/scripts/new.lua")
+    -- a build of a commit the checkout lacks, and one that is not of a commit
+    calls, err, code = run(root, "COMMIT=deadbee", "first")
+    assert.are.equal(2, code, err)
+    assert.are.equal("run_lm2.sh: build-portable/roper is a build of deadbee, which this "
+      .. "checkout does not have: make PORTABLE=1\n", err)
+    assert.is_nil(calls)
+    calls, err, code = run(root, "COMMIT=" .. head .. "-dirty", "first")
+    assert.are.equal(2, code, err)
+    assert.are.equal("run_lm2.sh: build-portable/roper is a build of '" .. head .. "-dirty', "
+      .. "not of a commit: commit, then make PORTABLE=1\n", err)
     assert.is_nil(calls)
     h.remove_tree(root)
   end)
