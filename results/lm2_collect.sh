@@ -16,7 +16,8 @@
 # the folder is whole (the plan's runs, each of its methods at seeds 1 to its seeds, all finished,
 # other run files not counted: compare.lua rewrites its summary after every pair, with roper - rope
 # first, and the plan draws no table before a size is whole) and its summary.csv has at least as
-# many lines as this checkout's; a folder held back gets one line saying so. Of LOG, the lines of
+# many lines as this checkout's (a summary.json that differs only in the date it was drawn is not
+# copied); a folder held back gets one line saying so. Of LOG, the lines of
 # the study's runs (run file results/lm2-*) not yet in results/lm2-cpu.tsv are appended. Prints one
 # line per file copied, per folder held back and per log line appended; exit status 0, or 2 with a
 # message on bad arguments or a plan it cannot read. Files are written to a temporary name and
@@ -54,6 +55,17 @@ put() {
 
 lines() { if [ -f "$1" ]; then wc -l < "$1"; else echo 0; fi; }
 
+# same SRC DST: DST holds SRC's bytes, or for a summary.json the same bytes but for the date the
+# summary was drawn (compare.lua draws a folder's summary again, with a new date and nothing else
+# new, each time the runner passes a whole size)
+undated() { sed 's/"date":"[^"]*"/"date":""/g' "$1"; }
+same() {
+    case "${1##*/}" in
+        summary.json) [ -f "$2" ] && cmp -s <(undated "$1") <(undated "$2") ;;
+        *) cmp -s "$1" "$2" ;;
+    esac
+}
+
 # each size's folder with its methods and seeds (the plan's)
 . "$here/results/lm2_plan.sh"
 lm2_plan_load "$here/results/lm2_plan.tsv" || {
@@ -86,7 +98,7 @@ for size in "${PLAN_SIZES[@]}"; do
         for f in "$src"/summary.* "$src"/summary_lengths.csv "$src"/*.dat "$src"/*.gp \
                  "$src"/*.png "$src"/*.svg; do
             [ -f "$f" ] || continue
-            if ! cmp -s "$f" "$dst/${f##*/}"; then
+            if ! same "$f" "$dst/${f##*/}"; then
                 put "$f" "$dst/${f##*/}"
                 echo "collected results/$d/${f##*/}"
             fi

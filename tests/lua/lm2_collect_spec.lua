@@ -56,6 +56,8 @@ describe("results/lm2_collect.sh", function()
     files["results/lm2-l/runs/roper-s14.part.ckpt.run.json"] = "{}\n"
     files["results/lm2-l/runs/roper-s14.progress"] = "5 7100\n"
     files["results/lm2-l/summary.csv"] = "h\n1\n"
+    files["results/lm2-l/summary.json"] =
+      '{"runs":{"date":{"last":"a"}},"date":"2026-11-29T05:52:31Z"}\n'
     files["results/lm2-l/loss.png"] = "png"
     local root, main, work = setup(files)
     -- 27 of the 28 runs: the runs are copied, the summary and plots held back
@@ -76,12 +78,22 @@ describe("results/lm2_collect.sh", function()
     out, err, code = collect(main, work)
     assert.are.equal(0, code, err)
     assert.are.equal("collected results/lm2-l/runs/roper-s14.json\n"
-      .. "collected results/lm2-l/summary.csv\ncollected results/lm2-l/loss.png\n", out)
-    assert.are.same({ "loss.png", "runs", "summary.csv" }, h.ls(main .. "/results/lm2-l"))
-    -- again: nothing new, nothing printed
+      .. "collected results/lm2-l/summary.csv\ncollected results/lm2-l/summary.json\n"
+      .. "collected results/lm2-l/loss.png\n", out)
+    assert.are.same({ "loss.png", "runs", "summary.csv", "summary.json" },
+      h.ls(main .. "/results/lm2-l"))
+    -- again, with the summary drawn again at another date: nothing new, nothing printed
+    h.write(work .. "/results/lm2-l/summary.json",
+      '{"runs":{"date":{"last":"a"}},"date":"2026-11-29T08:39:13Z"}\n')
     local out2, err2, code2 = collect(main, work)
     assert.are.equal(0, code2, err2)
     assert.are.equal("", out2)
+    -- a summary.json with more than its date new is copied
+    h.write(work .. "/results/lm2-l/summary.json",
+      '{"runs":{"date":{"last":"b"}},"date":"2026-11-29T08:39:13Z"}\n')
+    out2, err2, code2 = collect(main, work)
+    assert.are.equal(0, code2, err2)
+    assert.are.equal("collected results/lm2-l/summary.json\n", out2)
     -- a changed run file is copied; a summary covering fewer runs than this checkout's is not
     h.write(work .. "/results/lm2-l/runs/rope-s1.json", "{\"a\":2}\n")
     h.write(main .. "/results/lm2-l/summary.csv", "h\n1\n2\n")
