@@ -26,6 +26,9 @@
 #   long      secondary, run only when named: the small size trained to the corpus's 4 repeats
 #             (7,500 steps, 214 tokens per parameter), rope and roper, seeds 1-10:
 #             results/lm2-s-long/
+#   medium-lr secondary, run only when named (decided 2026-11-29, after the medium size's table and
+#             before the large size's): the medium size at the large size's rate LR_LARGE, rope
+#             and roper, seeds 1-8: results/lm2-m-lr3e-3/
 # JOBS (default 2): runs at once per compare.lua command. The pilot: PILOT_SEEDS (default "1 2":
 # the seed counts, in turn) and PILOT_JOBS (default 3: runs at once per rate); on a machine with
 # 16 free cores PILOT_SEEDS=3 PILOT_JOBS=9 runs all 21 runs of three seeds at once.
@@ -63,11 +66,11 @@ plan() {
     seeds) echo "${PLAN_SEEDS[$1]}" ;; steps) echo "${PLAN_STEPS[$1]}" ;;
   esac
 }
-# every finished run file of the main steps' folders (the plan's and long's) must be the build's
-# commit's: compare.lua takes a finished run as done, so a checkout whose tracked results hold
-# another commit's runs would mix commits in one table (the study was pinned again once:
+# every finished run file of the steps' folders (the plan's, long's and medium-lr's) must be the
+# build's commit's: compare.lua takes a finished run as done, so a checkout whose tracked results
+# hold another commit's runs would mix commits in one table (the study was pinned again once:
 # docs/results.md)
-for d in "${PLAN_FOLDER[@]/#/results/}" results/lm2-s-long; do
+for d in "${PLAN_FOLDER[@]/#/results/}" results/lm2-s-long results/lm2-m-lr*; do
   for f in "$d"/runs/*.json; do
     case "$f" in *.cfg.json|*.run.json) continue ;; esac
     [ -f "$f" ] || continue
@@ -188,7 +191,7 @@ seed_steps() {
 KEEP=${KEEP-}
 steps=("$@")
 if [ ${#steps[@]} -eq 0 ]; then
-  echo "run_lm2.sh: name the steps (pilot first small medium large long)" >&2
+  echo "run_lm2.sh: name the steps (pilot first small medium large long medium-lr)" >&2
   exit 2
 fi
 for step in "${steps[@]}"; do
@@ -244,7 +247,13 @@ for step in "${steps[@]}"; do
             eval $R --methods rope $ROPER --seeds $n $LMP $EV $(size_args small 7500) \
               $(lr_args $LR) $KEEP --out results/lm2-s-long
           done ;;
+    # whether the medium size's roper - rope depends on its rate: the medium step's settings at
+    # the large size's rate instead of the pilot's
+    medium-lr) for n in 2 4 6 8; do
+                 eval $R --methods rope roper --seeds $n $LMP $EV $(size_args medium) \
+                   $(lr_args $LR_LARGE) $KEEP --out results/lm2-m-lr$LR_LARGE
+               done ;;
     *) echo "run_lm2.sh: unknown step $step (pilot first small medium large" \
-         "long)" >&2; exit 2 ;;
+         "long medium-lr)" >&2; exit 2 ;;
   esac
 done

@@ -67,6 +67,21 @@ describe("results/run_lm2.sh", function()
     h.remove_tree(root)
   end)
 
+  it("gives the medium size at the large size's rate as the step medium-lr", function()
+    local root = setup()
+    local calls, err, code = run(root, nil, "medium-lr")
+    assert.are.equal(0, code, err)
+    local medium = h.read(FIXTURES .. "commands.txt"):match("[^\n]*%-%-seeds 2 [^\n]*lm2%-m\n")
+    local want = {}
+    for n = 2, 8, 2 do
+      want[#want + 1] = medium:gsub("%-%-seeds 2 ", "--seeds " .. n .. " ")
+        :gsub("%-%-lr 1e%-2 %-%-min%-lr 0.001", "--lr 3e-3 --min-lr 0.0003")
+        :gsub("results/lm2%-m\n$", "results/lm2-m-lr3e-3\n")
+    end
+    assert.are.equal(table.concat(want), calls)
+    h.remove_tree(root)
+  end)
+
   it("follows another plan's seeds, folders and steps", function()
     local root = setup()
     -- small: 1 seed (first trains only it) of 900 steps; large: 3 seeds (its step: 2, then 3),
@@ -106,8 +121,8 @@ describe("results/run_lm2.sh", function()
       local plan = root .. "/results/lm2_plan.tsv"
       h.write(plan, (h.read(plan):gsub("\tlm2%-l\t", "\tlm2-x\t")))
       -- a run of the build's commit passes; one of another commit stops the runner, in the
-      -- plan's folders (lm2-x for the large size) and the long step's
-      for _, d in ipairs { "lm2-m", "lm2-x", "lm2-s-long" } do
+      -- plan's folders (lm2-x for the large size), the long step's and medium-lr's
+      for _, d in ipairs { "lm2-m", "lm2-x", "lm2-s-long", "lm2-m-lr3e-3" } do
         assert(os.execute("mkdir -p " .. q(root .. "/results/" .. d .. "/runs")))
         h.write(root .. "/results/" .. d .. "/runs/rope-s1.json",
           '{"provenance":{"commit":"e0d6683"}}')
