@@ -17,11 +17,12 @@
 # other run files not counted: compare.lua rewrites its summary after every pair, with roper - rope
 # first, and the plan draws no table before a size is whole) and its summary.csv has at least as
 # many lines as this checkout's (a summary.json that differs only in the date it was drawn is not
-# copied); a folder held back gets one line saying so. Of LOG, the lines of
-# the study's runs (run file results/lm2-*) not yet in results/lm2-cpu.tsv are appended. Prints one
-# line per file copied, per folder held back and per log line appended; exit status 0, or 2 with a
-# message on bad arguments or a plan it cannot read. Files are written to a temporary name and
-# renamed.
+# copied); a folder held back gets one line saying so. Of WORKTREE's other results/lm2-* folders
+# (the secondary steps', the pilot's), the finished run files the same way, never a summary or
+# plot. Of LOG, the lines of the study's runs (run file results/lm2-*) not yet in
+# results/lm2-cpu.tsv are appended. Prints one line per file copied, per folder held back and per
+# log line appended; exit status 0, or 2 with a message on bad arguments or a plan it cannot read.
+# Files are written to a temporary name and renamed.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd -P)
@@ -73,20 +74,34 @@ lm2_plan_load "$here/results/lm2_plan.tsv" || {
     exit 2
 }
 
-for size in "${PLAN_SIZES[@]}"; do
-    d=${PLAN_FOLDER[$size]}
-    src=$work/results/$d
-    dst=$here/results/$d
-    [ -d "$src/runs" ] || continue
+# copy_runs FOLDER: the finished run files of results/FOLDER/runs that this checkout lacks or
+# holds other bytes of
+copy_runs() {
+    local src=$work/results/$1 dst=$here/results/$1 f
     mkdir -p "$dst/runs"
     for f in "$src"/runs/*.json "$src"/runs/*.csv; do
         [ -f "$f" ] || continue
         case "${f##*/}" in *.cfg.json | *.run.json | *.part.*) continue ;; esac
         if ! cmp -s "$f" "$dst/runs/${f##*/}"; then
             put "$f" "$dst/runs/${f##*/}"
-            echo "collected results/$d/runs/${f##*/}"
+            echo "collected results/$1/runs/${f##*/}"
         fi
     done
+}
+
+# every finished run file: of the plan's sizes' folders and of the worktree's other results/lm2-*
+# folders (the secondary steps' long and medium-lr, the pilot's; a plan's folder seen twice
+# brings nothing new the second time)
+for src in "${PLAN_FOLDER[@]/#/"$work"/results/}" "$work"/results/lm2-*; do
+    if [ -d "$src/runs" ]; then copy_runs "${src##*/}"; fi
+done
+
+# a size's summary and plots, only when it is whole (other folders': never)
+for size in "${PLAN_SIZES[@]}"; do
+    d=${PLAN_FOLDER[$size]}
+    src=$work/results/$d
+    dst=$here/results/$d
+    [ -d "$src/runs" ] || continue
     # whole: every run of the plan (each of its methods, seeds 1 to its seeds) has its run file
     finished=$(lm2_plan_finished "$src" "${PLAN_METHODS[$size]}" "${PLAN_SEEDS[$size]}")
     planned=$(lm2_plan_runs "${PLAN_METHODS[$size]}" "${PLAN_SEEDS[$size]}")

@@ -106,6 +106,28 @@ describe("results/lm2_collect.sh", function()
     h.remove_tree(root)
   end)
 
+  it("copies the other folders' finished runs, never their summaries", function()
+    local root, main, work = setup {
+      ["results/lm2-m-lr3e-3/runs/rope-s1.json"] = "{}\n",
+      ["results/lm2-m-lr3e-3/runs/rope-s1.csv"] = "step,loss\n",
+      ["results/lm2-m-lr3e-3/runs/roper-s1.cfg.json"] = "{}\n",
+      ["results/lm2-m-lr3e-3/runs/roper-s1.part.ckpt"] = "x",
+      ["results/lm2-m-lr3e-3/summary.md"] = "roper - rope\n",
+      ["results/lm2-m-lr3e-3/summary.csv"] = "h\n1\n",
+      ["results/lm2-s-long/summary.md"] = "no runs yet\n" }
+    local out, err, code = collect(main, work)
+    assert.are.equal(0, code, err)
+    assert.are.equal("collected results/lm2-m-lr3e-3/runs/rope-s1.json\n"
+      .. "collected results/lm2-m-lr3e-3/runs/rope-s1.csv\n", out)
+    assert.are.same({ "runs" }, h.ls(main .. "/results/lm2-m-lr3e-3"))
+    assert.are.same({ "rope-s1.csv", "rope-s1.json" }, h.ls(main .. "/results/lm2-m-lr3e-3/runs"))
+    assert.falsy(h.read(main .. "/results/lm2-s-long/summary.md"))
+    local out2, err2, code2 = collect(main, work)
+    assert.are.equal(0, code2, err2)
+    assert.are.equal("", out2)
+    h.remove_tree(root)
+  end)
+
   it("counts a size whole by the plan's runs, and refuses a plan it cannot read", function()
     local root, main, work = setup {
       ["results/lm2-m/runs/rope-s1.json"] = "{}\n", ["results/lm2-m/summary.csv"] = "h\n1\n" }
