@@ -24,10 +24,11 @@ per step of results/run_lm2.sh, the runs finished, the CPU-hours spent on them (
 of a run, a resumed run's included), the plan's CPU-hours for the same runs (the run_cpu_seconds
 of results/lm2_plan.tsv beside this script: docs/results.md's "The budget", a run in all, the
 evaluation included) and the CPU-hours of runs not finished;
-then the CPU-hours of the study's other folders (runs kept as a record outside the tables). A
-run is finished when one of its processes was last seen at its last step, or when its run file
-is there in the checkout that holds LOG's folder (a run file is written when the run ends; the
-last scan, up to 20 s before a process ends, may have seen the step before the last).
+then the CPU-hours of the study's other folders (runs kept as a record outside the tables, and
+the secondary steps long and medium-lr). A run is finished when one of its processes was last
+seen at its last step, or when its run file is there in the checkout that holds LOG's folder (a
+run file is written when the run ends; the last scan, up to 20 s before a process ends, may have
+seen the step before the last).
 """
 import os
 import re
@@ -178,8 +179,8 @@ def summary(path):
             cols = line.rstrip("\n").split("\t")
             m = re.match(r"results/([^/]+)/runs/([a-z_]+)-s(\d+)\.json$", cols[0])
             if not m or m.group(1) not in steps_of:
-                # another folder of the study (a record outside the tables, lm2-s-long): spent,
-                # not in the plan's steps; the header and anything else are skipped
+                # another folder of the study (a record outside the tables, a secondary step's):
+                # spent, not in the plan's steps; the header and anything else are skipped
                 o = re.match(r"results/(lm2-[^/]+)/", cols[0])
                 if o:
                     other[o.group(1)] = other.get(o.group(1), 0.0) + float(cols[1])
@@ -206,8 +207,8 @@ def summary(path):
         print(f"| {name} | {row[0]} | {row[1]:.2f} | {row[2]:.2f} | {row[3]:.2f} |")
     print(f"| all | {tot[0]} | {tot[1]:.2f} | {tot[2]:.2f} | {tot[3]:.2f} |")
     for folder in sorted(other):
-        print(f"\n{folder} (outside the steps above: a record kept outside the tables, or the "
-              f"secondary long step): {other[folder] / 3600:.2f} CPU-hours.")
+        print(f"\n{folder} (outside the steps above: a record kept outside the tables, or a "
+              f"secondary step, long or medium-lr): {other[folder] / 3600:.2f} CPU-hours.")
 
 
 def main():

@@ -111,7 +111,7 @@ describe("results/lm2_cpu_monitor.py", function()
       .. "for them | CPU-hours on runs not finished |\n|---|---|---|---|---|\n"
       .. "| first | 0 | 0.00 | 0.00 | 0.00 |\n| small | 1 | 0.05 | 0.10 | 0.00 |\n"
       .. "| all | 1 | 0.05 | 0.10 | 0.00 |\n\nlm2-m (outside the steps above: a record kept "
-      .. "outside the tables, or the secondary long step): 0.20 CPU-hours.\n", out)
+      .. "outside the tables, or a secondary step, long or medium-lr): 0.20 CPU-hours.\n", out)
     h.remove_tree(dir)
   end)
 
