@@ -277,6 +277,16 @@ function M.run(cmd)
   return out, err, ok and 0 or code
 end
 
+-- Makes DIR a git repository whose one commit holds all its files (a stand-in checkout); returns
+-- that commit's short hash.
+function M.git_commit_all(dir)
+  local git = "cd " .. M.sh_quote(dir) .. " && git -c user.name=t -c user.email=t@t "
+  local _, err, code = M.run(git .. "init -q . && " .. git .. "add -A && " .. git
+    .. "commit -q -m c")
+  assert(code == 0, err)
+  return (assert(M.run(git .. "rev-parse --short HEAD"):match("%x+")))
+end
+
 -- Runs a shell command with stdout and stderr captured together; returns that text, whether it
 -- exited with 0, and its exit code (or the signal's number, as io.popen's close gives it).
 function M.run_merged(cmd)

@@ -108,10 +108,7 @@ describe("results/lm2_tables.sh", function()
     finish(root, "lm2-s", SMALL_WHOLE)
     h.write(root .. "/scripts/pairs_report.lua", "-- the committed one\n")
     h.write(root .. "/results/lm2_convergence.lua", "-- the committed one\n")
-    local git = "cd " .. q(root) .. " && git -c user.name=t -c user.email=t@t "
-    assert.are.equal(0, select(3, h.run(git .. "init -q . && " .. git .. "add -A && " .. git
-      .. "commit -q -m c")))
-    local head = h.run(git .. "rev-parse --short HEAD"):match("%x+")
+    local head = h.git_commit_all(root)
     -- the build is of HEAD and the scripts are HEAD's: drawn
     local out, err, code = tables(root, "COMMIT=" .. head, "small")
     assert.are.equal(0, code, err)

@@ -159,15 +159,13 @@ describe("results/run_lm2.sh", function()
     assert.is_nil(calls)
     h.remove_tree(root)
   end)
+
   it("stops on a build that is not of the checkout's sources, before any command", function()
     local root = setup()
     assert(os.execute("mkdir -p " .. q(root .. "/scripts") .. " " .. q(root .. "/docs")))
     h.write(root .. "/scripts/compare.lua", "-- the committed one\n")
     h.write(root .. "/docs/results.md", "the committed one\n")
-    local git = "cd " .. q(root) .. " && git -c user.name=t -c user.email=t@t "
-    assert.are.equal(0, select(3, h.run(git .. "init -q . && " .. git .. "add -A && " .. git
-      .. "commit -q -m c")))
-    local head = h.run(git .. "rev-parse --short HEAD"):match("%x+")
+    local head = h.git_commit_all(root)
     local build = "COMMIT=" .. head
     -- the build is of HEAD and so are the sources: it runs, whatever the docs say
     h.write(root .. "/docs/results.md", "changed\n")
