@@ -11,13 +11,13 @@ BUILD_SOURCES=(core bindings tasks text repl scripts Makefile)
 # (rp.build_info().commit) and returns 0 when it is a build of a commit and, in a git checkout,
 # the checkout has that commit and its working tree's BUILD_SOURCES and PATHs (untracked files
 # included) are that commit's; otherwise prints the reason instead (one line, ending with REMEDY,
-# what builds it again) and returns 2. ROPER must be an executable file (the callers say what
-# to do when it is missing); runs from the checkout's root.
+# what builds it again) and returns 2; ROPER's own errors go to stderr. ROPER must be an
+# executable file (the callers say what to do when it is missing); runs from the checkout's root.
 build_check() {
   local roper=$1 remedy=$2 commit
   shift 2
   local paths=("${BUILD_SOURCES[@]}" "$@")
-  commit=$("$roper" -e 'print(rp.build_info().commit)' 2> /dev/null) ||
+  commit=$("$roper" -e 'print(rp.build_info().commit)') ||
     { echo "$roper does not run: $remedy"; return 2; }
   case "$commit" in
     *dirty* | unknown | "")

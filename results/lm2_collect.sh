@@ -17,12 +17,12 @@
 # other run files not counted: compare.lua rewrites its summary after every pair, with roper - rope
 # first, and the plan draws no table before a size is whole) and its summary.csv has at least as
 # many lines as this checkout's (a summary.json that differs only in the date it was drawn is not
-# copied); a folder held back gets one line saying so. Of WORKTREE's other results/lm2-* folders
-# (the secondary steps', the pilot's), the finished run files the same way, never a summary or
-# plot. Of LOG, the lines of the study's runs (run file results/lm2-*) not yet in
-# results/lm2-cpu.tsv are appended. Prints one line per file copied, per folder held back and per
-# log line appended; exit status 0, or 2 with a message on bad arguments or a plan it cannot read.
-# Files are written to a temporary name and renamed.
+# copied); a folder held back gets one line saying so. Of the secondary steps' folders
+# (results/lm2_plan.sh's LM2_SECONDARY_FOLDERS: long's and medium-lr's), the finished run files
+# the same way, never a summary or plot; no other folder. Of LOG, the lines of the study's runs
+# (run file results/lm2-*) not yet in results/lm2-cpu.tsv are appended. Prints one line per file
+# copied, per folder held back and per log line appended; exit status 0, or 2 with a message on
+# bad arguments or a plan it cannot read. Files are written to a temporary name and renamed.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd -P)
@@ -89,14 +89,13 @@ copy_runs() {
     done
 }
 
-# every finished run file: of the plan's sizes' folders and of the worktree's other results/lm2-*
-# folders (the secondary steps' long and medium-lr, the pilot's; a plan's folder seen twice
-# brings nothing new the second time)
-for src in "${PLAN_FOLDER[@]/#/"$work"/results/}" "$work"/results/lm2-*; do
-    if [ -d "$src/runs" ]; then copy_runs "${src##*/}"; fi
+# every finished run file: of the plan's sizes' folders and of the secondary steps' (long and
+# medium-lr: LM2_SECONDARY_FOLDERS)
+for d in "${PLAN_FOLDER[@]}" "${LM2_SECONDARY_FOLDERS[@]}"; do
+    if [ -d "$work/results/$d/runs" ]; then copy_runs "$d"; fi
 done
 
-# a size's summary and plots, only when it is whole (other folders': never)
+# a size's summary and plots, only when it is whole (a secondary step's: never)
 for size in "${PLAN_SIZES[@]}"; do
     d=${PLAN_FOLDER[$size]}
     src=$work/results/$d

@@ -51,6 +51,11 @@ lm2_plan_rows() {
     }' "$1"
 }
 
+# the secondary steps' folders under results/ (run_lm2.sh's long and medium-lr): outside the plan's
+# tables; the runner's commit guard and the collector cover them too
+# shellcheck disable=SC2034  # (the callers')
+LM2_SECONDARY_FOLDERS=(lm2-s-long lm2-m-lr3e-3)
+
 # lm2_plan_finished DIR METHODS SEEDS: how many of the plan's runs of a size have their run file
 # in DIR/runs (<method>-s<seed>.json for each of METHODS, separated by commas, and seeds 1 to
 # SEEDS); a run file of another method or seed does not count

@@ -70,7 +70,7 @@ plan() {
 # build's commit's: compare.lua takes a finished run as done, so a checkout whose tracked results
 # hold another commit's runs would mix commits in one table (the study was pinned again once:
 # docs/results.md)
-for d in "${PLAN_FOLDER[@]/#/results/}" results/lm2-s-long results/lm2-m-lr*; do
+for d in "${PLAN_FOLDER[@]/#/results/}" "${LM2_SECONDARY_FOLDERS[@]/#/results/}"; do
   for f in "$d"/runs/*.json; do
     case "$f" in *.cfg.json|*.run.json) continue ;; esac
     [ -f "$f" ] || continue

@@ -280,7 +280,10 @@ end
 -- Makes DIR a git repository whose one commit holds all its files (a stand-in checkout); returns
 -- that commit's short hash.
 function M.git_commit_all(dir)
-  local git = "cd " .. M.sh_quote(dir) .. " && git -c user.name=t -c user.email=t@t "
+  -- (env -u: a GIT_DIR or GIT_WORK_TREE set around the tests, as in a git hook, would point
+  -- git at another repository)
+  local git = "cd " .. M.sh_quote(dir) .. " && env -u GIT_DIR -u GIT_WORK_TREE -u GIT_INDEX_FILE "
+    .. "git -c user.name=t -c user.email=t@t "
   local _, err, code = M.run(git .. "init -q . && " .. git .. "add -A && " .. git
     .. "commit -q -m c")
   assert(code == 0, err)

@@ -56,8 +56,11 @@ describe("results/lm2_collect.sh", function()
     files["results/lm2-l/runs/roper-s14.part.ckpt.run.json"] = "{}\n"
     files["results/lm2-l/runs/roper-s14.progress"] = "5 7100\n"
     files["results/lm2-l/summary.csv"] = "h\n1\n"
-    files["results/lm2-l/summary.json"] =
-      '{"runs":{"date":{"last":"a"}},"date":"2026-11-29T05:52:31Z"}\n'
+    -- (compare.lua's shape: the runs' dates under provenance.runs, the summary's own under
+    -- provenance.summary, one key a line)
+    local summary_json = '{\n  "provenance":{\n    "runs":{\n      "date":{\n        "first":"%s"\n'
+      .. '      }\n    },\n    "summary":{\n      "date":"%s"\n    }\n  }\n}\n'
+    files["results/lm2-l/summary.json"] = summary_json:format("a", "2026-11-29T05:52:31Z")
     files["results/lm2-l/loss.png"] = "png"
     local root, main, work = setup(files)
     -- 27 of the 28 runs: the runs are copied, the summary and plots held back
@@ -83,14 +86,12 @@ describe("results/lm2_collect.sh", function()
     assert.are.same({ "loss.png", "runs", "summary.csv", "summary.json" },
       h.ls(main .. "/results/lm2-l"))
     -- again, with the summary drawn again at another date: nothing new, nothing printed
-    h.write(work .. "/results/lm2-l/summary.json",
-      '{"runs":{"date":{"last":"a"}},"date":"2026-11-29T08:39:13Z"}\n')
+    h.write(work .. "/results/lm2-l/summary.json", summary_json:format("a", "2026-11-29T08:39:13Z"))
     local out2, err2, code2 = collect(main, work)
     assert.are.equal(0, code2, err2)
     assert.are.equal("", out2)
     -- a summary.json with more than its date new is copied
-    h.write(work .. "/results/lm2-l/summary.json",
-      '{"runs":{"date":{"last":"b"}},"date":"2026-11-29T08:39:13Z"}\n')
+    h.write(work .. "/results/lm2-l/summary.json", summary_json:format("b", "2026-11-29T08:39:13Z"))
     out2, err2, code2 = collect(main, work)
     assert.are.equal(0, code2, err2)
     assert.are.equal("collected results/lm2-l/summary.json\n", out2)
@@ -106,7 +107,8 @@ describe("results/lm2_collect.sh", function()
     h.remove_tree(root)
   end)
 
-  it("copies the other folders' finished runs, never their summaries", function()
+  it("copies the secondary steps' finished runs, never their summaries, and no other folder",
+    function()
     local root, main, work = setup {
       ["results/lm2-m-lr3e-3/runs/rope-s1.json"] = "{}\n",
       ["results/lm2-m-lr3e-3/runs/rope-s1.csv"] = "step,loss\n",
@@ -114,7 +116,8 @@ describe("results/lm2_collect.sh", function()
       ["results/lm2-m-lr3e-3/runs/roper-s1.part.ckpt"] = "x",
       ["results/lm2-m-lr3e-3/summary.md"] = "roper - rope\n",
       ["results/lm2-m-lr3e-3/summary.csv"] = "h\n1\n",
-      ["results/lm2-s-long/summary.md"] = "no runs yet\n" }
+      ["results/lm2-s-long/summary.md"] = "no runs yet\n",
+      ["results/lm2-pilot-lr1e-2/runs/rope-s1.json"] = "{}\n" }
     local out, err, code = collect(main, work)
     assert.are.equal(0, code, err)
     assert.are.equal("collected results/lm2-m-lr3e-3/runs/rope-s1.json\n"
@@ -122,11 +125,12 @@ describe("results/lm2_collect.sh", function()
     assert.are.same({ "runs" }, h.ls(main .. "/results/lm2-m-lr3e-3"))
     assert.are.same({ "rope-s1.csv", "rope-s1.json" }, h.ls(main .. "/results/lm2-m-lr3e-3/runs"))
     assert.falsy(h.read(main .. "/results/lm2-s-long/summary.md"))
+    assert.falsy(h.read(main .. "/results/lm2-pilot-lr1e-2/runs/rope-s1.json"))
     local out2, err2, code2 = collect(main, work)
     assert.are.equal(0, code2, err2)
     assert.are.equal("", out2)
     h.remove_tree(root)
-  end)
+    end)
 
   it("counts a size whole by the plan's runs, and refuses a plan it cannot read", function()
     local root, main, work = setup {

@@ -1,10 +1,11 @@
 -- The language-model study's committed runs (docs/results.md, "Language modelling at 20 tokens
 -- per parameter"): every run file in the folders of the plan (results/lm2_plan.tsv) is one of the
 -- plan's runs (a method of its size at a seed from 1 to its seeds), made by the pinned commit's
--- portable build on one thread, trained for the plan's steps to at least 20 tokens per parameter,
--- neither diverged nor exploded, with its curve and its lengths beside it, and with the same
--- configuration as the folder's other runs but for the seed and the method. A run collected by
--- mistake (another commit, build, rate or length) fails here before it reaches a table.
+-- portable build on one thread, trained at its size's rate for the plan's steps to at least 20
+-- tokens per parameter, neither diverged nor exploded, with its curve and its lengths beside it,
+-- and with the same configuration as the folder's other runs but for the seed and the method. A
+-- run collected by mistake (another commit, build, rate or length) fails here before it reaches a
+-- table.
 local dir_of = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = dir_of .. "?.lua;" .. package.path
 local h = require "helpers"
@@ -13,6 +14,9 @@ local q = h.sh_quote
 local RESULTS = dir_of .. "../../results/"
 -- the commit every main run is made by (docs/results.md, "Amendments": the pinned commit)
 local PINNED = "e0d6683"
+-- each size's peak rate (docs/results.md: the pilot's 1e-2, "Learning rate: the pilot"; the large
+-- size's 3e-3, "Amendment: the large size's rate"), cosine to a tenth of it
+local RATE = { small = 1e-2, medium = 1e-2, large = 3e-3 }
 
 -- the plan's sizes as results/lm2_plan.sh reads them: { size, folder, methods = {...}, seeds,
 -- steps }
@@ -45,8 +49,8 @@ end
 
 describe("the language-model study's committed runs", function()
   for _, size in ipairs(plan()) do
-    it("in results/" .. size.folder .. " are the plan's, of " .. PINNED .. ", whole and alike",
-      function()
+    it("in results/" .. size.folder .. " are the plan's, of " .. PINNED .. ", at the size's rate, "
+      .. "with their curves, and alike", function()
         local dir = RESULTS .. size.folder .. "/runs/"
         local seen, config = 0, nil
         for _, name in ipairs(h.ls(dir)) do
@@ -67,6 +71,10 @@ describe("the language-model study's committed runs", function()
             assert.are.equal(method, run.config.pe, name)
             assert.are.equal(seed, run.config.seed, name)
             assert.are.equal(size.steps, run.config.steps, name)
+            assert.is_truthy(RATE[size.size], size.size .. ": no rate known for this size")
+            assert.is_true(math.abs(run.config.lr - RATE[size.size]) < 1e-12, name .. ": rate")
+            assert.is_true(math.abs(run.config.min_lr - RATE[size.size] / 10) < 1e-12,
+              name .. ": final rate")
             local tokens = run.config.steps * run.config.batch * run.config.seq_len
             assert.is_true(tokens / run.params >= 20, name .. ": under 20 tokens per parameter")
             for _, beside in ipairs { ".csv", ".lengths.csv" } do

@@ -11,11 +11,11 @@ local RESULTS = dir_of .. "../../results/"
 
 -- a checkout with the script, the plan's reader, a plan of two sizes (small: rope, roper and
 -- none, 2 seeds; large: rope and roper, 1 seed) and a stand-in interpreter (COMMIT: what
--- rp.build_info().commit says; FAIL: exit 1 after printing)
+-- rp.build_info().commit says; BROKEN: it fails at that; FAIL: exit 1 after printing)
 local PLAN = "# a plan\nsize\tfolder\tmethods\tseeds\tsteps\trun_cpu_seconds\n"
   .. "small\tlm2-s\trope roper none\t2\t800\t185\nlarge\tlm2-l\trope roper\t1\t7100\t4780\n"
 local STAND_IN = [[#!/bin/sh
-if [ "$1" = -e ]; then echo "${COMMIT:-abc1234}"; exit 0; fi
+if [ "$1" = -e ]; then [ -z "$BROKEN" ] || exit 1; echo "${COMMIT:-abc1234}"; exit 0; fi
 echo "asked: $*"
 [ -z "$FAIL" ] || exit 1
 ]]
@@ -157,6 +157,8 @@ describe("results/lm2_tables.sh", function()
       { { "small" }, "COMMIT=abc1234-dirty", "lm2_tables.sh: build/roper is a build of "
         .. "'abc1234-dirty', not of a commit: commit, then build again here (make, or make "
         .. "PORTABLE=1 for build-portable/roper)\n" },
+      { { "small" }, "BROKEN=1", "lm2_tables.sh: build/roper does not run: build again here "
+        .. "(make, or make PORTABLE=1 for build-portable/roper)\n" },
       { { "small" }, "ROPER=build/none", "lm2_tables.sh: build/none: no such interpreter (make, "
         .. "or set ROPER)\n" },
       { { "small" }, "FAIL=1", "lm2_tables.sh: build/roper scripts/pairs_report.lua results/lm2-s "
