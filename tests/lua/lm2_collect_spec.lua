@@ -63,6 +63,7 @@ describe("results/lm2_collect.sh", function()
     files["results/lm2-l/summary.json"] = summary_json:format("a", "2026-11-29T05:52:31Z")
     files["results/lm2-l/loss.png"] = "png"
     local root, main, work = setup(files)
+    finally(function() h.remove_tree(root) end)
     -- 27 of the 28 runs: the runs are copied, the summary and plots held back
     local out, err, code = collect(main, work)
     assert.are.equal(0, code, err)
@@ -104,7 +105,6 @@ describe("results/lm2_collect.sh", function()
     assert.are.equal("collected results/lm2-l/runs/rope-s1.json\n", out3)
     assert.are.equal("{\"a\":2}\n", h.read(main .. "/results/lm2-l/runs/rope-s1.json"))
     assert.are.equal("png", h.read(main .. "/results/lm2-l/loss.png"))
-    h.remove_tree(root)
   end)
 
   it("copies the secondary steps' finished runs, never their summaries, and no other folder",
@@ -118,6 +118,7 @@ describe("results/lm2_collect.sh", function()
       ["results/lm2-m-lr3e-3/summary.csv"] = "h\n1\n",
       ["results/lm2-s-long/summary.md"] = "no runs yet\n",
       ["results/lm2-pilot-lr1e-2/runs/rope-s1.json"] = "{}\n" }
+    finally(function() h.remove_tree(root) end)
     local out, err, code = collect(main, work)
     assert.are.equal(0, code, err)
     assert.are.equal("collected results/lm2-m-lr3e-3/runs/rope-s1.json\n"
@@ -129,12 +130,12 @@ describe("results/lm2_collect.sh", function()
     local out2, err2, code2 = collect(main, work)
     assert.are.equal(0, code2, err2)
     assert.are.equal("", out2)
-    h.remove_tree(root)
     end)
 
   it("counts a size whole by the plan's runs, and refuses a plan it cannot read", function()
     local root, main, work = setup {
       ["results/lm2-m/runs/rope-s1.json"] = "{}\n", ["results/lm2-m/summary.csv"] = "h\n1\n" }
+    finally(function() h.remove_tree(root) end)
     local plan = main .. "/results/lm2_plan.tsv"
     -- the committed plan: the medium size is rope and roper, seeds 1-24
     local out, err, code = collect(main, work)
@@ -167,11 +168,11 @@ describe("results/lm2_collect.sh", function()
     assert.are.equal(2, code, err)
     assert.are.equal("lm2_collect.sh: cannot read the plan: " .. plan .. ": cannot read it\n", err)
     assert.are.equal("", out)
-    h.remove_tree(root)
   end)
 
   it("appends the study's new log lines once, and no other's", function()
     local root, main, work = setup {}
+    finally(function() h.remove_tree(root) end)
     local tsv = main .. "/results/lm2-cpu.tsv"
     h.write(tsv, "run\tcpu_seconds\tlast_step\tended_utc\tpid\n"
       .. "results/lm2-s/runs/rope-s1.json\t168.2\t800\t2026-11-28T12:06:09Z\t7514\n")
@@ -193,11 +194,11 @@ describe("results/lm2_collect.sh", function()
     local out2, err2, code2 = collect(main, work, log)
     assert.are.equal(0, code2, err2)
     assert.are.equal("", out2)
-    h.remove_tree(root)
   end)
 
   it("refuses bad arguments with exit status 2 and one line", function()
     local root, main, work = setup {}
+    finally(function() h.remove_tree(root) end)
     local cases = {
       { {}, "lm2_collect.sh: usage: results/lm2_collect.sh WORKTREE [LOG]\n" },
       { { root .. "/nowhere" }, "lm2_collect.sh: " .. root .. "/nowhere is not a checkout with "
@@ -216,6 +217,5 @@ describe("results/lm2_collect.sh", function()
     assert.are.equal(2, code)
     assert.are.equal("lm2_collect.sh: " .. main .. " is this checkout; name the runner's "
       .. "worktree\n", err)
-    h.remove_tree(root)
   end)
 end)

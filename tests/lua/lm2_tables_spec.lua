@@ -55,6 +55,7 @@ local SMALL_WHOLE = { "rope-s1.json", "rope-s2.json", "roper-s1.json", "roper-s2
 describe("results/lm2_tables.sh", function()
   it("draws a size only when its runs are whole, with its command and build", function()
     local root = setup()
+    finally(function() h.remove_tree(root) end)
     -- 5 of the small size's 6 runs (and another method's file, which does not count)
     finish(root, "lm2-s", { "rope-s1.json", "rope-s2.json", "roper-s1.json", "roper-s2.json",
       "none-s1.json", "alibi-s2.json", "none-s2.cfg.json" })
@@ -100,11 +101,11 @@ describe("results/lm2_tables.sh", function()
     assert.truthy(h.read(root .. "/results/lm2-l/tables.md"):find("asked: scripts/pairs_report.lua "
       .. "results/lm2-l --lm --noninferiority roper/rope --margin 0.01 --gap-curve roper/rope\n",
       1, true))
-    h.remove_tree(root)
   end)
 
   it("in a git checkout, refuses scripts that are not the build's commit's", function()
     local root = setup()
+    finally(function() h.remove_tree(root) end)
     finish(root, "lm2-s", SMALL_WHOLE)
     h.write(root .. "/scripts/pairs_report.lua", "-- the committed one\n")
     h.write(root .. "/results/lm2_convergence.lua", "-- the committed one\n")
@@ -144,11 +145,11 @@ describe("results/lm2_tables.sh", function()
     assert.are.equal("lm2_tables.sh: build/roper is a build of deadbee, which this checkout does "
       .. "not have: " .. again, err)
     assert.are.equal(before, h.read(root .. "/results/lm2-s/tables.md"))
-    h.remove_tree(root)
   end)
 
   it("refuses with one line and writes nothing", function()
     local root = setup()
+    finally(function() h.remove_tree(root) end)
     finish(root, "lm2-s", SMALL_WHOLE)
     local cases = {
       { {}, nil, "lm2_tables.sh: usage: results/lm2_tables.sh WHAT ... (a size: small large; or "
@@ -179,6 +180,5 @@ describe("results/lm2_tables.sh", function()
     assert.are.equal("lm2_tables.sh: cannot read the plan: results/lm2_plan.tsv: line 2: seeds "
       .. "\"many\" is not a count > 0\n", err)
     assert.are.equal("", out)
-    h.remove_tree(root)
   end)
 end)

@@ -58,17 +58,18 @@ end
 describe("results/run_lm2.sh", function()
   it("gives the study's commands from the committed plan", function()
     local root = setup()
+    finally(function() h.remove_tree(root) end)
     local calls, err, code = run(root, nil, "first small medium large long")
     assert.are.equal(0, code, err)
     assert.are.equal(h.read(FIXTURES .. "commands.txt"), calls)
     calls, err, code = run(root, 'PILOT_SEEDS="1 2"', "pilot")
     assert.are.equal(0, code, err)
     assert.are.equal(h.read(FIXTURES .. "pilot.txt"), sorted(calls))
-    h.remove_tree(root)
   end)
 
   it("gives the medium size at the large size's rate as the step medium-lr", function()
     local root = setup()
+    finally(function() h.remove_tree(root) end)
     local calls, err, code = run(root, nil, "medium-lr")
     assert.are.equal(0, code, err)
     local medium = h.read(FIXTURES .. "commands.txt"):match("[^\n]*%-%-seeds 2 [^\n]*lm2%-m\n")
@@ -79,11 +80,11 @@ describe("results/run_lm2.sh", function()
         :gsub("results/lm2%-m\n$", "results/lm2-m-lr3e-3\n")
     end
     assert.are.equal(table.concat(want), calls)
-    h.remove_tree(root)
   end)
 
   it("follows another plan's seeds, folders and steps", function()
     local root = setup()
+    finally(function() h.remove_tree(root) end)
     -- small: 1 seed (first trains only it) of 900 steps; large: 3 seeds (its step: 2, then 3),
     -- 1000 steps, into another folder
     h.write(root .. "/results/lm2_plan.tsv", "size\tfolder\tmethods\tseeds\tsteps\t"
@@ -112,12 +113,12 @@ describe("results/run_lm2.sh", function()
       n = n + 1
     end
     assert.are.equal(5, n)
-    h.remove_tree(root)
   end)
 
   it("stops on a finished run of another commit in the plan's folders, before any command",
     function()
       local root = setup()
+      finally(function() h.remove_tree(root) end)
       local plan = root .. "/results/lm2_plan.tsv"
       h.write(plan, (h.read(plan):gsub("\tlm2%-l\t", "\tlm2-x\t")))
       -- a run of the build's commit passes; one of another commit stops the runner, in the
@@ -138,11 +139,11 @@ describe("results/run_lm2.sh", function()
         assert.is_nil(calls)
         os.remove(root .. "/results/" .. d .. "/runs/rope-s1.json")
       end
-      h.remove_tree(root)
     end)
 
   it("stops on a plan it cannot read, before any command", function()
     local root = setup()
+    finally(function() h.remove_tree(root) end)
     local plan = root .. "/results/lm2_plan.tsv"
     local committed = h.read(plan)
     h.write(plan, committed:gsub("\tlm2%-l\t", "\tlm2 l\t"))
@@ -157,11 +158,11 @@ describe("results/run_lm2.sh", function()
     assert.are.equal(2, code, err)
     assert.are.equal("run_lm2.sh: results/lm2_plan.tsv has no size large\n", err)
     assert.is_nil(calls)
-    h.remove_tree(root)
   end)
 
   it("stops on a build that is not of the checkout's sources, before any command", function()
     local root = setup()
+    finally(function() h.remove_tree(root) end)
     assert(os.execute("mkdir -p " .. q(root .. "/scripts") .. " " .. q(root .. "/docs")))
     h.write(root .. "/scripts/compare.lua", "-- the committed one\n")
     h.write(root .. "/docs/results.md", "the committed one\n")
@@ -199,6 +200,5 @@ describe("results/run_lm2.sh", function()
     assert.are.equal("run_lm2.sh: build-portable/roper is a build of '" .. head .. "-dirty', "
       .. "not of a commit: commit, then make PORTABLE=1\n", err)
     assert.is_nil(calls)
-    h.remove_tree(root)
   end)
 end)
