@@ -358,6 +358,7 @@ describe("the commands of the README and docs/*.md", function()
       "docs/results.md: ROPER=build-portable/roper",
       "docs/results.md: build-portable/roper", "docs/results.md: build-portable/roper",
       "docs/results.md: nice", "docs/results.md: nice", "docs/results.md: nice",
+      "docs/results.md: nice",
       "docs/tutorial.md: build/roper", "docs/tutorial.md: mkdir", -- the REPL (tutorial_spec)
     }, left_out)
   end)
