@@ -18,7 +18,7 @@
 # first, and the plan draws no table before a size is whole) and its summary.csv has at least as
 # many lines as this checkout's (a summary.json that differs only in the date it was drawn is not
 # copied); a folder held back gets one line saying so. Of the secondary steps' folders
-# (results/lm2_plan.sh's LM2_SECONDARY_FOLDERS: long's and medium-lr's), the finished run files
+# (results/lm2_plan.sh's LM2_SECONDARY: long's and medium-lr's), the finished run files
 # the same way, never a summary or plot; no other folder. Of LOG, the lines of the study's runs
 # (run file results/lm2-*) not yet in results/lm2-cpu.tsv are appended. Prints one line per file
 # copied, per folder held back and per log line appended; exit status 0, or 2 with a message on
@@ -90,8 +90,8 @@ copy_runs() {
 }
 
 # every finished run file: of the plan's sizes' folders and of the secondary steps' (long and
-# medium-lr: LM2_SECONDARY_FOLDERS)
-for d in "${PLAN_FOLDER[@]}" "${LM2_SECONDARY_FOLDERS[@]}"; do
+# medium-lr: LM2_SECONDARY)
+for d in "${PLAN_FOLDER[@]}" "${LM2_SECONDARY[@]}"; do
     if [ -d "$work/results/$d/runs" ]; then copy_runs "$d"; fi
 done
 
@@ -102,8 +102,7 @@ for size in "${PLAN_SIZES[@]}"; do
     dst=$here/results/$d
     [ -d "$src/runs" ] || continue
     # whole: every run of the plan (each of its methods, seeds 1 to its seeds) has its run file
-    finished=$(lm2_plan_finished "$src" "${PLAN_METHODS[$size]}" "${PLAN_SEEDS[$size]}")
-    planned=$(lm2_plan_runs "${PLAN_METHODS[$size]}" "${PLAN_SEEDS[$size]}")
+    read -r finished planned <<< "$(lm2_plan_tally "$work/results" "$size")"
     if [ "$finished" -lt "$planned" ]; then
         [ -f "$src/summary.csv" ] && echo "held back results/$d's summary and plots:" \
             "$finished of $planned runs finished"

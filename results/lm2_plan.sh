@@ -51,30 +51,10 @@ lm2_plan_rows() {
     }' "$1"
 }
 
-# the secondary steps' folders under results/ (run_lm2.sh's long and medium-lr): outside the plan's
-# tables; the runner's commit guard and the collector cover them too
+# the secondary steps' folders under results/, by step (run_lm2.sh's long and medium-lr): outside
+# the plan's tables; the runner writes them, and its commit guard and the collector cover them
 # shellcheck disable=SC2034  # (the callers')
-LM2_SECONDARY_FOLDERS=(lm2-s-long lm2-m-lr3e-3)
-
-# lm2_plan_finished DIR METHODS SEEDS: how many of the plan's runs of a size have their run file
-# in DIR/runs (<method>-s<seed>.json for each of METHODS, separated by commas, and seeds 1 to
-# SEEDS); a run file of another method or seed does not count
-lm2_plan_finished() {
-  local n=0 m s
-  for m in ${2//,/ }; do
-    for ((s = 1; s <= $3; s++)); do
-      if [ -f "$1/runs/$m-s$s.json" ]; then n=$((n + 1)); fi
-    done
-  done
-  echo "$n"
-}
-
-# lm2_plan_runs METHODS SEEDS: the plan's runs of a size, its methods times its seeds
-lm2_plan_runs() {
-  local -a listed
-  IFS=, read -r -a listed <<< "$1"
-  echo $((${#listed[@]} * $2))
-}
+declare -gA LM2_SECONDARY=([long]=lm2-s-long [medium-lr]=lm2-m-lr3e-3)
 
 # lm2_plan_load FILE: reads the plan into PLAN_SIZES (the sizes, in the file's order) and, by size,
 # PLAN_FOLDER, PLAN_METHODS (joined by commas), PLAN_SEEDS and PLAN_STEPS, and returns 0; or
@@ -90,4 +70,19 @@ lm2_plan_load() {
     PLAN_FOLDER[$size]=$folder PLAN_METHODS[$size]=$methods PLAN_SEEDS[$size]=$seeds
     PLAN_STEPS[$size]=$steps
   done <<< "$rows"
+}
+
+# lm2_plan_tally RESULTS SIZE (after lm2_plan_load): prints "FINISHED PLANNED" for the size: how
+# many of the plan's runs of it (each of its methods at seeds 1 to its seeds) have their run file
+# in RESULTS/<its folder>/runs (<method>-s<seed>.json; a run file of another method or seed does
+# not count), and how many runs the plan has of it
+lm2_plan_tally() {
+  local n=0 of=0 m s
+  for m in ${PLAN_METHODS[$2]//,/ }; do
+    for ((s = 1; s <= ${PLAN_SEEDS[$2]}; s++)); do
+      of=$((of + 1))
+      if [ -f "$1/${PLAN_FOLDER[$2]}/runs/$m-s$s.json" ]; then n=$((n + 1)); fi
+    done
+  done
+  echo "$n $of"
 }

@@ -51,8 +51,7 @@ for what in "$@"; do
     draw+=("$what") need=("$what") who=
   fi
   for size in "${need[@]}"; do
-    n=$(lm2_plan_finished "results/${PLAN_FOLDER[$size]}" "${PLAN_METHODS[$size]}" "${PLAN_SEEDS[$size]}")
-    of=$(lm2_plan_runs "${PLAN_METHODS[$size]}" "${PLAN_SEEDS[$size]}")
+    read -r n of <<< "$(lm2_plan_tally results "$size")"
     [ "$n" -eq "$of" ] || die "${who}the $size size (results/${PLAN_FOLDER[$size]}) has $n of its" \
       "$of runs: the plan draws no table before a size is whole"
   done

@@ -70,7 +70,7 @@ plan() {
 # build's commit's: compare.lua takes a finished run as done, so a checkout whose tracked results
 # hold another commit's runs would mix commits in one table (the study was pinned again once:
 # docs/results.md)
-for d in "${PLAN_FOLDER[@]/#/results/}" "${LM2_SECONDARY_FOLDERS[@]/#/results/}"; do
+for d in "${PLAN_FOLDER[@]/#/results/}" "${LM2_SECONDARY[@]/#/results/}"; do
   for f in "$d"/runs/*.json; do
     case "$f" in *.cfg.json|*.run.json) continue ;; esac
     [ -f "$f" ] || continue
@@ -189,9 +189,10 @@ seed_steps() {
 # trains a finished run again when a kept model is missing, so on a fresh machine every finished
 # run would have been trained again
 KEEP=${KEEP-}
+STEPS="pilot first small medium large long medium-lr"   # (the steps named above)
 steps=("$@")
 if [ ${#steps[@]} -eq 0 ]; then
-  echo "run_lm2.sh: name the steps (pilot first small medium large long medium-lr)" >&2
+  echo "run_lm2.sh: name the steps ($STEPS)" >&2
   exit 2
 fi
 for step in "${steps[@]}"; do
@@ -245,15 +246,14 @@ for step in "${steps[@]}"; do
     # steps; the same rate and evaluation as the small step
     long) for n in 2 4 6 8 10; do
             eval $R --methods rope $ROPER --seeds $n $LMP $EV $(size_args small 7500) \
-              $(lr_args $LR) $KEEP --out results/lm2-s-long
+              $(lr_args $LR) $KEEP --out results/${LM2_SECONDARY[long]}
           done ;;
     # whether the medium size's roper - rope depends on its rate: the medium step's settings at
     # the large size's rate instead of the pilot's
     medium-lr) for n in 2 4 6 8; do
                  eval $R --methods rope roper --seeds $n $LMP $EV $(size_args medium) \
-                   $(lr_args $LR_LARGE) $KEEP --out results/lm2-m-lr$LR_LARGE
+                   $(lr_args $LR_LARGE) $KEEP --out results/${LM2_SECONDARY[medium-lr]}
                done ;;
-    *) echo "run_lm2.sh: unknown step $step (pilot first small medium large" \
-         "long medium-lr)" >&2; exit 2 ;;
+    *) echo "run_lm2.sh: unknown step $step ($STEPS)" >&2; exit 2 ;;
   esac
 done
