@@ -66,9 +66,16 @@ class Session:
             if r["parent_header"].get("msg_id") == msg_id:
                 return r["content"], out
 
+    def plot_dir(self):
+        """The kernel's folder for pictures ($ROPER_PLOT_DIR), asked of its roper."""
+        rep, out = self.run('os.getenv("ROPER_PLOT_DIR")')
+        return text_of(out)[0]
+
     def close(self):
+        """Shuts the kernel down as a notebook's "Shut down" does (a shutdown request; killed only
+        when it does not end within jupyter_client's wait)."""
         self.kc.stop_channels()
-        self.km.shutdown_kernel(now=True)
+        self.km.shutdown_kernel(now=False)
 
 
 def text_of(out, kind="execute_result", mime="text/plain"):
@@ -385,9 +392,11 @@ def roper_killed_mid_cell(s):
 def restart(s):
     """Jupyter's restart in the middle of an endless cell: a fresh session, the old roper gone."""
     old_pid = roper_pid(s)
+    old_plots = s.plot_dir()
     s.kc.execute("while true do end")
     time.sleep(0.5)
     s.km.restart_kernel(now=True)
+    shutil.rmtree(old_plots, ignore_errors=True)  # a kernel killed cannot remove its own
     s.kc.wait_for_ready(timeout=T)
     rep, out = s.run("x, rp.ones{2}:sum()")
     check(text_of(out) == ["nil\n2.0"], out)
@@ -404,7 +413,9 @@ def kernel_killed(s):
     """The kernel process itself killed (SIGKILL): its roper goes too (ROPER_PARENT_PID), and
     jupyter_client's restart brings a working kernel."""
     pid = roper_pid(s)
+    old_plots = s.plot_dir()
     os.kill(s.km.provisioner.process.pid, signal.SIGKILL)
+    shutil.rmtree(old_plots, ignore_errors=True)  # a kernel killed cannot remove its own
     for _ in range(50):
         if not alive(pid):
             break
@@ -419,6 +430,22 @@ def kernel_killed(s):
     s.kc.wait_for_ready(timeout=T)
     rep, out = s.run("1 + 1")
     check(text_of(out) == ["2"], out)
+    s.run("x = 41")
+
+
+@case
+def shutdown_removes_plots(s):
+    """Jupyter's shutdown ends roper and removes the kernel's folder for pictures."""
+    plots, pid = s.plot_dir(), roper_pid(s)
+    check(os.path.isdir(plots), "no folder %s" % plots)
+    s.close()
+    check(not os.path.exists(plots), "%s is left behind" % plots)
+    for _ in range(50):
+        if not alive(pid):
+            break
+        time.sleep(0.1)
+    check(not alive(pid), "roper %d outlived its kernel's shutdown" % pid)
+    s.__init__()  # a fresh kernel for any case after this one
     s.run("x = 41")
 
 

@@ -36,7 +36,7 @@ end
 describe("the build folder's flags", function()
   it("a change of MARCH, PORTABLE or SANITIZE compiles the folder again, the same flags nothing",
     function()
-      local build = os.tmpname()
+      local build = h.tmpname()
       os.remove(build)
       finally(function() os.execute("rm -rf " .. h.sh_quote(build)) end)
       local changed = build .. "/flags: the compiler or its flags changed, so " .. build

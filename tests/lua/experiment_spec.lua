@@ -278,7 +278,7 @@ describe("rp.experiment.run", function()
   end)
 
   it("trains on a text file (metric loss, the validation split)", function()
-    local path = os.tmpname()
+    local path = h.tmpname()
     write(path, ("héllo wörld ☃ naïve café\nthe quick brown fox\n"):rep(40))
     local cfg = tiny { task = "text", path = path, steps = 3, log_every = 1 }
     local ok, r = pcall(rp.experiment.run, cfg)

@@ -282,7 +282,7 @@ describe("grid_offset in rp.eval and rp.experiment", function()
   end)
 
   it("scripts/compare.lua counts grid_offset by correct answers", function()
-    local dir = os.tmpname()
+    local dir = h.tmpname()
     os.remove(dir)
     local cmd = ("%s scripts/compare.lua --task grid_offset --rows 3 --cols 5 --alphabet 4 "
       .. "--max-offset 2 --seq-len 50 --seeds 1 --steps 2 --d-model 16 --layers 1 --batch 2 "

@@ -190,15 +190,35 @@ function M.gnuplot_blocks(text)
   return blocks
 end
 
--- A fresh temporary folder (the caller removes it, e.g. with M.remove_tree).
+-- Temporary paths. M.tmpdir() gives a fresh folder, M.tmpname() a fresh path that holds an empty
+-- file (os.tmpname's); each is noted, and whatever was noted is removed when this module is
+-- collected: when busted lets go of a spec file's modules, or at the latest when the spec's Lua
+-- state closes (busted ends with os.exit(code, true), which runs the finalizers). So a spec that
+-- fails midway leaves nothing in /tmp either. A caller may remove its own earlier (M.remove_tree).
+local made = {}
+
+function M.remove_tree(path) os.execute("rm -rf " .. M.sh_quote(path)) end
+
+M.made_paths = setmetatable({}, { __gc = function()
+  for i = 1, #made, 50 do
+    local batch = {}
+    for j = i, math.min(i + 49, #made) do batch[#batch + 1] = M.sh_quote(made[j]) end
+    os.execute("rm -rf " .. table.concat(batch, " "))
+  end
+end })
+
+function M.tmpname()
+  local p = os.tmpname()
+  made[#made + 1] = p
+  return p
+end
+
 function M.tmpdir()
-  local d = os.tmpname()
+  local d = M.tmpname()
   os.remove(d)
   assert(os.execute("mkdir -p " .. M.sh_quote(d)))
   return d
 end
-
-function M.remove_tree(path) os.execute("rm -rf " .. M.sh_quote(path)) end
 
 -- A JSON file's decoded value (fails when the file is missing).
 -- One busted test per case { options, message }: fn(options) raises an error holding prefix

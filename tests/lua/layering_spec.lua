@@ -435,7 +435,7 @@ describe("the Lua modules", function()
   end)
 
   it("get their names from embed.lua's rule, which refuses two files of one name", function()
-    local dir = os.tmpname()
+    local dir = h.tmpname()
     os.remove(dir)
     assert(os.execute("mkdir -p " .. h.sh_quote(dir .. "/lua/a") .. " "
       .. h.sh_quote(dir .. "/x/lua/a")))

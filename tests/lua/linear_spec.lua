@@ -32,7 +32,7 @@ local function naive_none(Q, K, V, eps)
 end
 
 local function tmpname()
-  local p = os.tmpname()
+  local p = helpers.tmpname()
   os.remove(p)
   return p
 end

@@ -193,7 +193,7 @@ describe("rp.model with vector positions", function()
     assert.equal(tostring(m):match("pe roper 2%-D mixed positions") ~= nil, true)
     local d = m:derive { dropout = 0.1 }
     assert.same(grid(), d:config().positions)
-    local path = os.tmpname()
+    local path = h.tmpname()
     assert.is_true(m:save(path))
     local l = rp.load(path)
     assert.same(c, l:config())
@@ -223,7 +223,7 @@ describe("rp.model with vector positions", function()
                     "[rows] or [rows x axes], 1 to 3 axes" },
                   { "roper.sections", "sections", "I64", "1", "[axes]", "sections" },
                   { "roper.mix", "mix", "F64", "2", "[axes x pairs]", "mixed" } }, rows)
-    local path = os.tmpname()
+    local path = h.tmpname()
     for _, mp in ipairs(maps) do
       local m = rp.model(cfg { positions = grid(), axes = mp.o.axes, sections = mp.o.sections,
                                mix = mp.o.mix,
@@ -398,7 +398,7 @@ describe("rp.experiment's positions key", function()
   end)
 
   it("does not resume a run of the other positions", function()
-    local path = os.tmpname()
+    local path = h.tmpname()
     rp.experiment.run(with { positions = "grid" }, nil, { save = path })
     local ok, err = rp.experiment.resumable(with {}, path)
     assert.is_nil(ok)
@@ -413,7 +413,7 @@ describe("rp.experiment's axes key", function()
     local cfg = { task = "grid_offset", rows = 3, cols = 4, max_offset = 2, pe = "rope",
                   positions = "grid", axes = "mixed", steps = 2, seq_len = 32, batch = 2,
                   d_model = 32, heads = 2, problems = 2, seed = 5, base = 100 }
-    local path = os.tmpname()
+    local path = h.tmpname()
     local _, m = rp.experiment.run(cfg, nil, { keep_model = true, save = path })
     local mix = m:config().mix
     -- d_k 16: 8 pairs, magnitudes 100^(-4j/16) for j = 0..3, pairs 1-4 along phi, 5-8 along
@@ -492,7 +492,7 @@ describe("learn_freq", function()
     assert.same({ 0, 0, 0, 0 }, t[3])
     local opt = rp.optim.adam(m, { lr = 1e-2 })
     m:train_step(toks, toks, nil, opt)
-    local path = os.tmpname()
+    local path = h.tmpname()
     assert.is_true(m:save(path))
     local l = rp.load(path)
     assert.equal(0, rp.maxdiff(m:params()["rope.freq"], l:params()["rope.freq"]))

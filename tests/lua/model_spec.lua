@@ -77,12 +77,10 @@ local function naive_loss(logits, targets, mask)
   return sum / n
 end
 
--- A fresh temporary folder (from os.tmpname) and a function that removes it.
+-- A fresh temporary folder (h.tmpdir) and a function that removes it.
 local function tmpdir()
-  local d = os.tmpname()
-  os.remove(d)
-  assert(os.execute("mkdir -p '" .. d .. "'"))
-  return d, function() os.execute("rm -rf '" .. d .. "'") end
+  local d = h.tmpdir()
+  return d, function() h.remove_tree(d) end
 end
 
 ---------------------------------------------------------------------------------------------------
@@ -837,7 +835,7 @@ describe("non-finite training steps and saves", function()
 
   it("m:save refuses non-finite weights unless allowed", function()
     local m = tiny()
-    local path = os.tmpname()
+    local path = h.tmpname()
     m:params()["layers.1.ff.w2.weight"]:set(1, 1, 0 / 0)
     assert.has_error(function() m:save(path) end,
       "m:save: parameter 'layers.1.ff.w2.weight' holds nan or inf (the model diverged); pass "

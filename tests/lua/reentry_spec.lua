@@ -5,6 +5,9 @@
 -- also runs under ASan: `make test SANITIZE=1`). The rule the bindings follow is in
 -- bindings/args.h; tests/fuzz tries the same on every function.
 
+local dir_of = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+package.path = dir_of .. "?.lua;" .. package.path
+local h = require "helpers"
 local rp = require "roper"
 
 local function close(x) getmetatable(x).__close(x) end
@@ -70,7 +73,7 @@ describe("an option table whose __index releases an argument", function()
       end, "bad argument #4 to 'train_step' (attempt to use a released optimiser)" },
     { "m:save", function()
         local m = tiny_model()
-        return m:save(os.tmpname(), nil, closing_opts(m))
+        return m:save(h.tmpname(), nil, closing_opts(m))
       end, "calling 'save' on bad self (attempt to use a released model)" },
     { "opt:step", function()
         local m = tiny_model()

@@ -370,7 +370,7 @@ describe("rp.eval", function()
 end)
 
 describe("rp.tasks.text", function()
-  local path = os.tmpname()
+  local path = h.tmpname()
   local line = "héllo wörld ☃ naïve café\n"
   local f = assert(io.open(path, "wb"))
   f:write(line:rep(60))
@@ -418,7 +418,7 @@ describe("rp.tasks.text", function()
     local t, msg = rp.tasks.text { path = missing }
     assert.is_nil(t)
     assert.are.equal(missing .. ": No such file or directory", msg)
-    local empty = os.tmpname()
+    local empty = h.tmpname()
     local t2, msg2 = rp.tasks.text { path = empty }
     os.remove(empty)
     assert.is_nil(t2)
@@ -445,7 +445,7 @@ describe("rp.tasks.text", function()
 
   it("refuses FIFOs, devices and folders without files at once (in a child, 10 s limit)", function()
     local bin = h.BIN
-    local dir = os.tmpname()
+    local dir = h.tmpname()
     os.remove(dir)
     assert(os.execute(("mkdir -p %s/empty && mkfifo %s/fifo"):format(dir, dir)))
     local script = ([[

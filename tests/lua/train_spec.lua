@@ -318,7 +318,7 @@ if mode == "first" then assert(m:save(path, opt)) end
 
   local d
   setup(function()
-    d = os.tmpname()
+    d = h.tmpname()
     os.remove(d)
     assert(os.execute("mkdir -p " .. sh_quote(d)))
     local f = assert(io.open(d .. "/train.lua", "w"))

@@ -43,7 +43,7 @@ for x0 in x0s:
     se = np.sqrt(v @ cov @ v)
     print("%%.17g %%.17g %%.17g" %% (v @ b, se, np.sqrt(s2 + se * se)))
 ]]):format(list(x), list(y), list(x0s))
-  local path = os.tmpname()
+  local path = h.tmpname()
   h.write(path, script)
   local out, perr, pcode = h.run(PY .. " " .. h.sh_quote(path))
   os.remove(path)
