@@ -28,8 +28,11 @@ then the CPU-hours of the study's other folders (runs kept as a record outside t
 the secondary steps long and medium-lr). A run is finished when one of its processes was last
 seen at its last step, or when its run file is there in the checkout that holds LOG's folder (a
 run file is written when the run ends; the last scan, up to 20 s before a process ends, may have
-seen the step before the last).
+seen the step before the last). A finished run whose last process (begun at its run file's
+provenance.date) ended after every line LOG has of it was not watched to its end (the monitor
+was started in another folder, or not at all): it is left out of the table and named below it.
 """
+import json
 import os
 import re
 import sys
@@ -173,7 +176,7 @@ def summary(path):
     # the runner's steps: first (seeds 1-2 of every size), then each size's other seeds
     steps = [("first", lambda folder, seed: seed <= 2)] + [
         (size, lambda folder, seed, f=folder: folder == f) for size, folder, _, _ in plan]
-    cpu, done, other, path_of = {}, set(), {}, {}
+    cpu, done, other, path_of, ends, last = {}, set(), {}, {}, {}, {}
     with open(path) as f:
         for line in f:
             cols = line.rstrip("\n").split("\t")
@@ -188,17 +191,33 @@ def summary(path):
             run = (m.group(1), m.group(2), int(m.group(3)))
             cpu[run] = cpu.get(run, 0.0) + float(cols[1])
             path_of[run] = cols[0]
+            ends.setdefault(run, []).append(cols[3])
+            last[run] = max(last.get(run, 0), int(cols[2] or 0))
             if cols[2] and int(cols[2]) == steps_of[run[0]]:
                 done.add(run)  # (a process that ended at the last step)
-    # the others finished when their run file is there (looked up once a run)
-    done.update(r for r in cpu if r not in done and os.path.exists(os.path.join(root, path_of[r])))
+    # the others finished when their run file is there (looked up once a run); such a run whose
+    # last process (its start: the run file's provenance.date) ended after every line of the log
+    # was not watched to its end (a monitor in another folder, or none): its CPU is not all here
+    unlogged = []
+    for r in cpu:
+        if r in done or not os.path.exists(os.path.join(root, path_of[r])):
+            continue
+        try:
+            with open(os.path.join(root, path_of[r])) as f:
+                start = (json.load(f).get("provenance") or {}).get("date") or ""
+        except (OSError, ValueError, AttributeError):
+            start = ""
+        if start and all(end < start for end in ends[r]):
+            unlogged.append(r)
+        else:
+            done.add(r)
     print("| step | runs finished | CPU-hours spent on them | the plan's CPU-hours for them | "
           "CPU-hours on runs not finished |")
     print("|---|---|---|---|---|")
     tot = [0, 0.0, 0.0, 0.0]
     for name, member in steps:
         runs = [r for r in sorted(cpu) if member(r[0], r[2]) and
-                (name == "first" or r[2] > 2)]
+                (name == "first" or r[2] > 2) and r not in unlogged]
         fin = [r for r in runs if r in done]
         row = [len(fin), sum(cpu[r] for r in fin) / 3600,
                sum(plan_run[r[0]] for r in fin) / 3600,
@@ -206,6 +225,10 @@ def summary(path):
         tot = [a + b for a, b in zip(tot, row)]
         print(f"| {name} | {row[0]} | {row[1]:.2f} | {row[2]:.2f} | {row[3]:.2f} |")
     print(f"| all | {tot[0]} | {tot[1]:.2f} | {tot[2]:.2f} | {tot[3]:.2f} |")
+    if unlogged:
+        print("\nFinished, but the log lacks their last process (left out of the table above): "
+              + ", ".join(f"{path_of[r]} ({cpu[r]:.1f} CPU-s logged, last seen at step {last[r]})"
+                          for r in sorted(unlogged)) + ".")
     for folder in sorted(other):
         print(f"\n{folder} (outside the steps above: a record kept outside the tables, or a "
               f"secondary step, long or medium-lr): {other[folder] / 3600:.2f} CPU-hours.")

@@ -90,6 +90,31 @@ describe("results/lm2_cpu_monitor.py", function()
       h.remove_tree(dir)
     end)
 
+  it("--summary names a finished run whose last process the log lacks, and leaves it out",
+    function()
+      local dir = h.tmpdir()
+      os.execute("mkdir -p " .. sh_quote(dir .. "/results/lm2-s/runs"))
+      local log = dir .. "/results/lm2-cpu.tsv"
+      -- two small runs cut short at a session's end (the carry-over's lines, 21:00:00), each
+      -- resumed by a process that began at 21:05:00: seed 16's was logged (last seen at step
+      -- 799, so finished by its run file), seed 17's was not
+      h.write(log, "run\tcpu_seconds\tlast_step\tended_utc\tpid\n"
+        .. "results/lm2-s/runs/rope-s16.json\t40.0\t300\t2026-11-28T21:00:00Z\t12\n"
+        .. "results/lm2-s/runs/rope-s17.json\t41.0\t310\t2026-11-28T21:00:00Z\t13\n"
+        .. "results/lm2-s/runs/rope-s16.json\t140.0\t799\t2026-11-28T21:08:00Z\t14\n")
+      for _, seed in ipairs { 16, 17 } do
+        h.write(("%s/results/lm2-s/runs/rope-s%d.json"):format(dir, seed),
+          '{"provenance": {"date": "2026-11-28T21:05:00Z"}}')
+      end
+      local out, err, code = h.run(h.PY .. " " .. sh_quote(MON) .. " --summary " .. sh_quote(log))
+      assert.are.equal(0, code, err)
+      assert.truthy(out:find("\n| small | 1 | 0.05 | 0.05 | 0.00 |\n", 1, true), out)
+      assert.truthy(out:find("\nFinished, but the log lacks their last process (left out of the "
+        .. "table above): results/lm2-s/runs/rope-s17.json (41.0 CPU-s logged, last seen at step "
+        .. "310).\n", 1, true), out)
+      h.remove_tree(dir)
+    end)
+
   it("--summary takes each size's steps and CPU budget from the plan beside it", function()
     local dir = h.tmpdir()
     os.execute("mkdir -p " .. sh_quote(dir .. "/results"))
