@@ -14,7 +14,10 @@ A run resumed from its checkpoint by a later process gets one line per process (
 LOG.now holds the running processes' latest figures (what a session cut short leaves). Started
 again, the monitor first appends LOG.now's lines of processes that no longer run (ended with the
 monitor before it, a session that ended) to LOG, with the time LOG.now was last written as their
-end: their CPU time up to 20 seconds before they ended.
+end: their CPU time up to 20 seconds before they ended. Until it has seen a run of its own
+checkout, it ends (status 1, one line on stderr) as soon as the study's runs train in another
+checkout of the same git repository (the study's worktree) and none in its own: there it would
+watch none of them.
 
     nice -n 5 python3 results/lm2_cpu_monitor.py LOG &
     python3 results/lm2_cpu_monitor.py --summary results/lm2-cpu.tsv
@@ -35,6 +38,7 @@ was started in another folder, or not at all): it is left out of the table and n
 import json
 import os
 import re
+import subprocess
 import sys
 import time
 
@@ -109,18 +113,54 @@ def arg_after(cmd, flag):
     return cmd[cmd.index(flag) + 1].decode() if flag in cmd else None
 
 
+def train_processes():
+    """The running `scripts/train.lua ... --out ...` processes: (pid, command line, working
+    directory) each."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+            if b"scripts/train.lua" in cmd and b"--out" in cmd:
+                yield pid, cmd, os.readlink(f"/proc/{pid}/cwd")  # (the kernel's resolved path)
+        except OSError:
+            continue  # the process ended while being read
+
+
+def git_common_dir(path):
+    """The repository that the checkout at path belongs to (its worktrees share it), or None."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}  # (a hook's GIT_DIR)
+    try:
+        out = subprocess.run(["git", "-C", path, "rev-parse", "--path-format=absolute",
+                              "--git-common-dir"], capture_output=True, text=True, timeout=10,
+                             env=env)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return os.path.realpath(out.stdout.strip()) if out.returncode == 0 else None
+
+
+def refuse_if_elsewhere(root):
+    """Ends the monitor (status 1, one line on stderr) when the study's runs (their run files
+    under results/lm2-) train in another checkout of root's git repository (a worktree, as the
+    study's is) and none in root: there it would watch none of them. Tests' stand-ins and other
+    clones are other repositories."""
+    elsewhere = sorted({cwd for _, cmd, cwd in train_processes() if cwd != root
+                        and cmd[cmd.index(b"--out") + 1].startswith(b"results/lm2-")})
+    repo = git_common_dir(root) if elsewhere else None
+    if not repo or scan(root):
+        return
+    elsewhere = [d for d in elsewhere if git_common_dir(d) == repo]
+    if elsewhere:
+        sys.exit(f"lm2_cpu_monitor: the study's runs train in {', '.join(elsewhere)}, none in "
+                 f"{root}: start the monitor with their checkout as its working directory")
+
+
 def scan(root):
     """The running training processes whose working directory is root: pid -> (run file, CPU
     seconds, last progress step)."""
     cur = {}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+    for pid, cmd, cwd in train_processes():
+        if cwd != root:
+            continue  # another checkout's (a test's stand-in names the same run files)
         try:
-            cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
-            if b"scripts/train.lua" not in cmd or b"--out" not in cmd:
-                continue
-            cwd = os.readlink(f"/proc/{pid}/cwd")  # (the kernel's resolved path)
-            if cwd != root:
-                continue  # another checkout's (a test's stand-in names the same run files)
             fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
             cpu = (int(fields[11]) + int(fields[12])) / TICK  # utime + stime
             step = ""
@@ -241,9 +281,14 @@ def main():
     LOG = sys.argv[1]
     root = os.path.realpath(os.getcwd())
     seen = scan(root)
+    watched = bool(seen)  # whether it has seen a run of its own checkout yet
+    refuse_if_elsewhere(root)
     carry_over(LOG, seen)
     while True:
         cur = scan(root)
+        watched = watched or bool(cur)
+        if not watched:
+            refuse_if_elsewhere(root)
         ended = [p for p in seen if p not in cur]
         if ended:
             stamp = utc()

@@ -3,13 +3,16 @@
 -- processes that no longer run (LOG.now) to the log, with LOG.now's time as their end, and
 -- leaves out those that still run; --summary counts them as spent, a run finished when last seen
 -- at its last step or when its run file is there. It watches only the training processes working
--- in its own checkout (its working directory).
+-- in its own checkout (its working directory), and refuses to start in a checkout where none
+-- works while its worktree's do. Each monitor here runs in a folder of its own, so that the
+-- machine's own study (in a worktree of this checkout) does not reach it.
 local dir_of = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = dir_of .. "?.lua;" .. package.path
 local h = require "helpers"
 local sh_quote = h.sh_quote
 
-local MON = dir_of .. "../../results/lm2_cpu_monitor.py"
+local MON = (dir_of:sub(1, 1) == "/" and "" or require("lfs").currentdir() .. "/") .. dir_of
+  .. "../../results/lm2_cpu_monitor.py"  -- (absolute: the monitor runs in other folders)
 
 describe("results/lm2_cpu_monitor.py", function()
   it("carries the last figures of processes cut short into the log when started again",
@@ -22,9 +25,10 @@ describe("results/lm2_cpu_monitor.py", function()
         .. "results/lm2-s/runs/rope-s13.json\t130.0\t789\t\t999999992\nnot a line\n")
       local _, err, code = h.run("touch -d '2026-11-28 16:40:47 UTC' " .. sh_quote(log .. ".now"))
       assert.are.equal(0, code, err)
-      -- runs until timeout ends it: the carry-over comes first, the scan after it
-      local _, err2, code2 = h.run("timeout 2 " .. h.PY .. " " .. sh_quote(MON) .. " "
-        .. sh_quote(log))
+      -- runs until timeout ends it: the carry-over comes first, the scan after it (in its
+      -- folder, where nothing trains: the machine's own study runs elsewhere)
+      local _, err2, code2 = h.run("cd " .. sh_quote(dir) .. " && timeout 2 " .. h.PY .. " "
+        .. sh_quote(MON) .. " " .. sh_quote(log))
       assert.are.equal(124, code2, err2)
       local lines = {}
       for l in h.read(log):gmatch("[^\n]+") do lines[#lines + 1] = l end
@@ -36,8 +40,8 @@ describe("results/lm2_cpu_monitor.py", function()
       }, { lines[1], lines[2], lines[3] })
       -- LOG.now is rewritten with what runs now: started again, nothing is carried twice
       assert.is_nil((h.read(log .. ".now") or ""):find("99999999", 1, true))
-      local _, err3, code3 = h.run("timeout 2 " .. h.PY .. " " .. sh_quote(MON) .. " "
-        .. sh_quote(log))
+      local _, err3, code3 = h.run("cd " .. sh_quote(dir) .. " && timeout 2 " .. h.PY .. " "
+        .. sh_quote(MON) .. " " .. sh_quote(log))
       assert.are.equal(124, code3, err3)
       local n = select(2, h.read(log):gsub("99999999%d", ""))
       assert.are.equal(2, n)
@@ -54,13 +58,13 @@ describe("results/lm2_cpu_monitor.py", function()
     local dir = h.tmpdir()
     local log = dir .. "/cpu.log"
     -- a stand-in training process: its command line names scripts/train.lua and --out
-    local pid_text = h.run("sh -c 'sleep 10; :' scripts/train.lua --out "
-      .. "results/lm2-s/runs/x-s1.json > /dev/null 2>&1 & echo $!")
+    local pid_text = h.run("cd " .. sh_quote(dir) .. " && sh -c 'sleep 10; :' scripts/train.lua "
+      .. "--out results/lm2-s/runs/x-s1.json > /dev/null 2>&1 & echo $!")
     local pid = assert(pid_text:match("^(%d+)\n$"), pid_text)
     h.write(log .. ".now", "results/lm2-s/runs/x-s1.json\t1.0\t\t\t" .. pid .. "\n"
       .. "results/lm2-s/runs/y-s1.json\t2.0\t5\t\t999999993\n")
-    local _, err, code = h.run("timeout 2 " .. h.PY .. " " .. sh_quote(MON) .. " "
-      .. sh_quote(log))
+    local _, err, code = h.run("cd " .. sh_quote(dir) .. " && timeout 2 " .. h.PY .. " "
+      .. sh_quote(MON) .. " " .. sh_quote(log))
     os.execute("kill " .. pid .. " 2>/dev/null")
     assert.are.equal(124, code, err)
     local text = h.read(log) or ""
@@ -147,16 +151,60 @@ describe("results/lm2_cpu_monitor.py", function()
     -- starts), one in another folder (a test's or another clone's)
     local stand_in = "sh -c 'sleep 10; :' scripts/train.lua --out results/lm2-s/runs/%s-s1.json"
       .. " > /dev/null 2>&1 & echo $!"
-    local here = h.run(stand_in:format("here"))
-    local there = h.run("cd " .. sh_quote(dir) .. " && " .. stand_in:format("there"))
-    local _, err, code = h.run("timeout 2 " .. h.PY .. " " .. sh_quote(MON) .. " "
-      .. sh_quote(log))
+    os.execute("mkdir " .. sh_quote(dir .. "/here") .. " " .. sh_quote(dir .. "/there"))
+    local here = h.run("cd " .. sh_quote(dir .. "/here") .. " && " .. stand_in:format("here"))
+    local there = h.run("cd " .. sh_quote(dir .. "/there") .. " && " .. stand_in:format("there"))
+    local _, err, code = h.run("cd " .. sh_quote(dir .. "/here") .. " && timeout 2 " .. h.PY
+      .. " " .. sh_quote(MON) .. " " .. sh_quote(log))
     os.execute("kill " .. here:match("%d+") .. " " .. there:match("%d+") .. " 2>/dev/null")
     assert.are.equal(124, code, err)
     -- LOG.now holds what the monitor saw running
     local now = h.read(log .. ".now") or ""
     assert.truthy(now:find("results/lm2-s/runs/here-s1.json\t", 1, true), now)
     assert.is_nil(now:find("there-s1.json", 1, true), now)
+    h.remove_tree(dir)
+  end)
+
+  it("ends in a checkout where nothing trains while its worktree's runs do, at once or later",
+    function()
+    local dir = h.tmpdir()
+    local real = assert(h.run("cd " .. sh_quote(dir) .. " && pwd -P"):match("[^\n]+"))
+    os.execute("mkdir " .. sh_quote(dir .. "/main") .. " " .. sh_quote(dir .. "/other"))
+    h.write(dir .. "/main/README", "a stand-in checkout\n")
+    h.git_commit_all(dir .. "/main")
+    local _, werr, wcode = h.run("cd " .. sh_quote(dir .. "/main") .. " && env -u GIT_DIR -u "
+      .. "GIT_WORK_TREE git worktree add -q --detach ../wt")
+    assert.are.equal(0, wcode, werr)
+    local stand_in = "sh -c 'sleep 10; :' scripts/train.lua --out results/lm2-l/runs/rope-s7.json"
+      .. " > /dev/null 2>&1 & echo $!"
+    local pids = {}
+    for _, d in ipairs { "wt", "other" } do  -- the worktree's run, and an unrelated folder's
+      pids[#pids + 1] = h.run("cd " .. sh_quote(dir .. "/" .. d) .. " && " .. stand_in):match("%d+")
+    end
+    local function monitor(d)
+      return h.run("cd " .. sh_quote(dir .. "/" .. d) .. " && timeout 2 " .. h.PY .. " "
+        .. sh_quote(MON) .. " " .. sh_quote(dir .. "/cpu.log"))
+    end
+    local _, err, code = monitor("main")
+    local _, err2, code2 = monitor("other")  -- where a run trains: it starts
+    local _, err3, code3 = monitor("wt")
+    os.execute("kill " .. table.concat(pids, " ") .. " 2>/dev/null")
+    assert.are.equal(1, code, err)
+    assert.are.equal("lm2_cpu_monitor: the study's runs train in " .. real .. "/wt, none in "
+      .. real .. "/main: start the monitor with their checkout as its working directory\n", err)
+    assert.are.equal(124, code2, err2)
+    assert.are.equal(124, code3, err3)
+    -- started before the worktree's run (as after a session's end), it ends at its next scan
+    -- (20 s) once that run trains
+    -- (killed by its pid, never by a pattern, which would match the machine's own study)
+    local late = "(sleep 2; cd " .. sh_quote(dir .. "/wt") .. " && exec sh -c 'sleep 40; :' "
+      .. "scripts/train.lua --out results/lm2-l/runs/rope-s9.json) > /dev/null 2>&1 & echo $! > "
+      .. sh_quote(dir .. "/late.pid") .. ";"
+    local _, err4, code4 = h.run(late .. " cd " .. sh_quote(dir .. "/main") .. " && timeout 35 "
+      .. h.PY .. " " .. sh_quote(MON) .. " " .. sh_quote(dir .. "/cpu.log"))
+    os.execute("kill " .. assert(h.read(dir .. "/late.pid")):match("%d+") .. " 2>/dev/null")
+    assert.are.equal(1, code4, err4)
+    assert.truthy(err4:find(real .. "/wt, none in " .. real .. "/main", 1, true), err4)
     h.remove_tree(dir)
   end)
 end)
