@@ -31,8 +31,8 @@ then the CPU-hours of the study's other folders (runs kept as a record outside t
 the secondary steps long and medium-lr). A run is finished when one of its processes was last
 seen at its last step, or when its run file is there in the checkout that holds LOG's folder (a
 run file is written when the run ends; the last scan, up to 20 s before a process ends, may have
-seen the step before the last). A finished run whose last process (begun at its run file's
-provenance.date) ended after every line LOG has of it was not watched to its end (the monitor
+seen the step before the last). A finished run whose last process began (its run file's
+provenance.date) after every line LOG has of it ended was not watched to its end (the monitor
 was started in another folder, or not at all): it is left out of the table and named below it.
 """
 import json
@@ -236,8 +236,8 @@ def summary(path):
             if cols[2] and int(cols[2]) == steps_of[run[0]]:
                 done.add(run)  # (a process that ended at the last step)
     # the others finished when their run file is there (looked up once a run); such a run whose
-    # last process (its start: the run file's provenance.date) ended after every line of the log
-    # was not watched to its end (a monitor in another folder, or none): its CPU is not all here
+    # last process began (the run file's provenance.date) after every line of the log ended was
+    # not watched to its end (a monitor in another folder, or none): its CPU is not all here
     unlogged = []
     for r in cpu:
         if r in done or not os.path.exists(os.path.join(root, path_of[r])):
