@@ -299,14 +299,13 @@ local function render(fname, t, commands, footer, header)
   local ok_tmp, base = pcall(os.tmpname)
   if not ok_tmp then return nil, fname .. ": cannot make a temporary file: " .. tostring(base) end
   local script, result, log = base .. ".gp", base .. ".out", base .. ".log"
-  local function cleanup()
+  -- removed however render ends: by a return, or by an error raised while it runs (a debug hook's,
+  -- such as an interrupt or a time budget)
+  local _ <close> = setmetatable({}, { __close = function()
     for _, p in ipairs { script, result, log, base } do os.remove(p) end
-  end
+  end })
   local okw, werr = write_file(script, table.concat(commands, "\n") .. "\n")
-  if not okw then
-    cleanup()
-    return nil, fname .. ": " .. werr
-  end
+  if not okw then return nil, fname .. ": " .. werr end
   local settings = ("set terminal " .. TERMINAL_SPEC[t.kind]):format(t.size[1], t.size[2],
     t.font_size or FONT_SIZE) .. "; set output " .. gp_string(result)
   local ran, _, code = os.execute(("gnuplot -d -e %s %s > %s 2>&1 < /dev/null"):format(
@@ -314,7 +313,6 @@ local function render(fname, t, commands, footer, header)
   local logtext = read_file(log, 2 ^ 20) or ""
   local bytes, rerr
   if ran then bytes, rerr = read_file(result, MAX_OUTPUT) end
-  cleanup()
   if not ran then
     if code == 127 then
       return nil, fname .. ": gnuplot is not installed (Debian: apt-get install gnuplot-nox)"

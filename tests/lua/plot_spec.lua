@@ -188,6 +188,31 @@ describe("files", function()
     assert.are.same({ "p.png" }, h.ls(sub))
   end)
 
+  -- An error raised while gnuplot's files exist (a debug hook's: an interrupt, the API fuzz test's
+  -- time budget) left them in /tmp: they go however the render ends.
+  it("leave no temporary file when an error stops the render", function()
+    local tmpname, execute = os.tmpname, os.execute
+    local bases = {}
+    os.tmpname = function()
+      local b = tmpname()
+      bases[#bases + 1] = b
+      return b
+    end
+    os.execute = function(cmd)
+      execute(cmd)
+      error("stopped after gnuplot")
+    end
+    local ok, err = pcall(rp.plot, { 1, 2 }, { out = dir .. "/stopped.txt", size = { 40, 12 } })
+    os.tmpname, os.execute = tmpname, execute
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("stopped after gnuplot", 1, true), err)
+    assert.are.equal(1, #bases)
+    for _, suffix in ipairs { "", ".gp", ".out", ".log" } do
+      assert.is_nil(io.open(bases[1] .. suffix), bases[1] .. suffix)
+    end
+    assert.is_nil(io.open(dir .. "/stopped.txt"))
+  end)
+
   it("a folder, a FIFO or a missing folder give nil and a message", function()
     os.execute("mkdir " .. h.sh_quote(dir .. "/d.png") .. " && mkfifo " .. h.sh_quote(dir .. "/f.png"))
     assert.are.same({ nil, "rp.plot: " .. dir .. "/d.png: not a regular file (a folder)" },
