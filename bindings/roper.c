@@ -16,8 +16,8 @@
  * task table and the mode table: lrp_tables_internals in modules.h), model_unused, hf_rope
  * (lrp_model_internals),
  * i32_max = RP_I32_MAX, build_kind = rp_build_kind(), build_target = rp_build_target(),
- * tokenizer = rp_tok_available() == 1, path_kind = f, read_file = f, write_file = f, clock = f,
- * mem_available = f }
+ * tokenizer = rp_tok_available() == 1, path_kind = f, read_file = f, write_file = f,
+ * remove_files = f, clock = f, mem_available = f }
  * (is_live(t) is true for a tensor that has not been released; path_kind(path) tells what is at
  * a path without opening it; read_file and write_file are core/io/fileio.h's reading and atomic
  * writing, for the Lua parts' own files; clock() is core's rp_clock_seconds, for durations;
@@ -125,6 +125,23 @@ static int l_write_file(lua_State *L)
     }
     lua_pushboolean(L, 1);
     return 1;
+}
+
+/* internals.remove_files(list): removes the file at each string of list[1..#list] (raw reads; a
+ * path that is missing or cannot be removed is passed over); returns nothing. A C function, so
+ * that as the __close metamethod of a to-be-closed list (called with the list and an error
+ * object, the latter ignored) it runs no Lua instruction a debug hook could interrupt: an error
+ * raised by an interrupt or a time budget while a Lua part's temporary files exist removes them
+ * all (plot.lua's render). */
+static int l_remove_files(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_Unsigned n = lua_rawlen(L, 1);
+    for (lua_Unsigned i = 1; i <= n; i++) {
+        if (lua_rawgeti(L, 1, (lua_Integer)i) == LUA_TSTRING) (void)remove(lua_tostring(L, -1));
+        lua_pop(L, 1);
+    }
+    return 0;
 }
 
 /* rp.memory() -> {held = bytes, peak = bytes}: core's count of the memory behind tensors, models
@@ -320,6 +337,7 @@ LUAMOD_API int luaopen_roper(lua_State *L)
     static const luaL_Reg priv_funcs[] = {
         {"is_live", l_is_live},     {"path_kind", l_path_kind},
         {"read_file", l_read_file}, {"write_file", l_write_file},
+        {"remove_files", l_remove_files},
         {"clock", l_clock},         {"mem_available", l_mem_available},
         {NULL, NULL},
     };

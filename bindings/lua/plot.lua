@@ -28,6 +28,7 @@ require "roper.print" -- rp.inspect
 local argerror, describe, user_level = args.argerror, args.describe, args.user_level
 local check_opts, opt_int, opt_enum = args.check_opts, args.opt_int, args.opt_enum
 local is_live, read_file, write_file = internals.is_live, internals.read_file, internals.write_file
+local remove_files = internals.remove_files
 local path_kind = internals.path_kind
 
 local MAX_VALUES = 10000000       -- numbers in one picture
@@ -298,12 +299,12 @@ local function render(fname, t, commands, footer, header)
   end
   local ok_tmp, base = pcall(os.tmpname)
   if not ok_tmp then return nil, fname .. ": cannot make a temporary file: " .. tostring(base) end
+  -- the files are removed however render ends: by a return, or by an error raised while it runs
+  -- (a debug hook's, such as an interrupt or a time budget); the closing function is C's, which
+  -- no hook interrupts
+  local files <close> = setmetatable({ base }, { __close = remove_files })
   local script, result, log = base .. ".gp", base .. ".out", base .. ".log"
-  -- removed however render ends: by a return, or by an error raised while it runs (a debug hook's,
-  -- such as an interrupt or a time budget)
-  local _ <close> = setmetatable({}, { __close = function()
-    for _, p in ipairs { script, result, log, base } do os.remove(p) end
-  end })
+  files[2], files[3], files[4] = script, result, log
   local okw, werr = write_file(script, table.concat(commands, "\n") .. "\n")
   if not okw then return nil, fname .. ": " .. werr end
   local settings = ("set terminal " .. TERMINAL_SPEC[t.kind]):format(t.size[1], t.size[2],

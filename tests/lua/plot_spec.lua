@@ -213,6 +213,52 @@ describe("files", function()
     assert.is_nil(io.open(dir .. "/stopped.txt"))
   end)
 
+  -- The same for a hook's error at each instruction after gnuplot ran, the removal's included (a
+  -- gnuplot stand-in writes the picture): a closing function in Lua, which the hook could stop,
+  -- left the files when the error came in it.
+  it("leave no temporary file when a hook's error comes at any instruction after gnuplot",
+    function()
+    local tmpname, execute = os.tmpname, os.execute
+    local base, stopped, finished = nil, 0, 0
+    os.tmpname = function()
+      base = tmpname()
+      return base
+    end
+    local n
+    os.execute = function()
+      h.write(base .. ".out", "a picture\n")
+      debug.sethook(function()
+        debug.sethook()
+        -- (only in the module's pictures: a count reached after rp.plot returned stops nothing)
+        if debug.getinfo(2, "S").source:find("plot%.lua$") then error("stopped by a hook", 2) end
+      end, "", n)
+      return true, "exit", 0
+    end
+    local out = dir .. "/hooked.txt"
+    for k = 1, 400 do
+      n = k
+      local ok, err = pcall(rp.plot, { 1, 2 }, { out = out, size = { 40, 12 } })
+      debug.sethook()
+      if ok then
+        finished = finished + 1
+        assert.are.equal(out, err)
+      else
+        stopped = stopped + 1
+        assert.truthy(tostring(err):find("stopped by a hook", 1, true), err)
+      end
+      for _, suffix in ipairs { "", ".gp", ".out", ".log" } do
+        if io.open(base .. suffix) then
+          os.tmpname, os.execute = tmpname, execute
+          error(("the hook's error after %d instructions left %s"):format(k, base .. suffix))
+        end
+      end
+    end
+    os.tmpname, os.execute = tmpname, execute
+    -- the hook came inside the render for the first counts and after its end for the last
+    assert.is_true(stopped > 5 and finished > 5,
+      ("%d stopped, %d finished"):format(stopped, finished))
+  end)
+
   it("a folder, a FIFO or a missing folder give nil and a message", function()
     os.execute("mkdir " .. h.sh_quote(dir .. "/d.png") .. " && mkfifo " .. h.sh_quote(dir .. "/f.png"))
     assert.are.same({ nil, "rp.plot: " .. dir .. "/d.png: not a regular file (a folder)" },
