@@ -216,8 +216,7 @@ describe("files", function()
   -- The same for a hook's error at each instruction after gnuplot ran, the removal's included (a
   -- gnuplot stand-in writes the picture): a closing function in Lua, which the hook could stop,
   -- left the files when the error came in it.
-  it("leave no temporary file when a hook's error comes at any instruction after gnuplot",
-    function()
+  it("leave no temporary file when a hook's error comes at any count after gnuplot", function()
     local tmpname, execute = os.tmpname, os.execute
     local base, stopped, finished = nil, 0, 0
     os.tmpname = function()
