@@ -59,20 +59,24 @@ static rp_rng *default_rng(lua_State *L)
     return g;
 }
 
-/* An integer bound for random integers: |v| <= 2^53. */
-static lua_Integer check_bound(lua_State *L, int arg, const char *what)
+/* An integer bound for random integers: |v| <= 2^bits (53 for g:int's Lua integers; 24 for the
+ * float32 tensors of rp.randint and g:randint, which hold every integer up to 2^24 exactly). */
+static lua_Integer check_bound(lua_State *L, int arg, const char *what, int bits)
 {
     lua_Integer v = lrp_checkint(L, arg, what);
-    if (v < -LRP_MAX_POS || v > LRP_MAX_POS)
-        lrp_argerror(L, arg, "%s must be between -2^53 and 2^53, got %I", what, (LUAI_UACINT)v);
+    lua_Integer max = (lua_Integer)1 << bits;
+    if (v < -max || v > max)
+        lrp_argerror(L, arg, "%s must be between -2^%d and 2^%d%s, got %I", what, bits, bits,
+                     bits == 24 ? " (a float32 holds every integer up to 2^24)" : "",
+                     (LUAI_UACINT)v);
     return v;
 }
 
-/* Checks lo <= hi (both bounded) at args lo_arg, lo_arg + 1. */
-static void check_lohi(lua_State *L, int lo_arg, lua_Integer *lo, lua_Integer *hi)
+/* Checks lo <= hi (both within 2^bits) at args lo_arg, lo_arg + 1. */
+static void check_lohi(lua_State *L, int lo_arg, lua_Integer *lo, lua_Integer *hi, int bits)
 {
-    *lo = check_bound(L, lo_arg, "lo");
-    *hi = check_bound(L, lo_arg + 1, "hi");
+    *lo = check_bound(L, lo_arg, "lo", bits);
+    *hi = check_bound(L, lo_arg + 1, "hi", bits);
     if (*lo > *hi)
         lrp_argerror(L, lo_arg + 1, "hi must be >= lo, got lo = %I, hi = %I", (LUAI_UACINT)*lo,
                      (LUAI_UACINT)*hi);
@@ -127,7 +131,7 @@ static int l_randint(lua_State *L)
     int last;
     lua_Integer lo, hi;
     rp_rng *g = trailing_rng(L, &last);
-    check_lohi(L, 1, &lo, &hi);
+    check_lohi(L, 1, &lo, &hi, 24);
     return push_random(L, g, 3, last, R_INT, lo, hi);
 }
 
@@ -179,7 +183,7 @@ static int g_int(lua_State *L)
 {
     rp_rng *g = check_rng(L, 1);
     lua_Integer lo, hi;
-    check_lohi(L, 2, &lo, &hi);
+    check_lohi(L, 2, &lo, &hi, 53);
     lua_pushinteger(L, (lua_Integer)rp_rng_int(g, (int64_t)lo, (int64_t)hi));
     return 1;
 }
@@ -189,7 +193,7 @@ static int g_randint(lua_State *L)
 {
     rp_rng *g = check_rng(L, 1);
     lua_Integer lo, hi;
-    check_lohi(L, 2, &lo, &hi);
+    check_lohi(L, 2, &lo, &hi, 24);
     return push_random(L, g, 4, lua_gettop(L), R_INT, lo, hi);
 }
 

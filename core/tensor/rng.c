@@ -96,7 +96,12 @@ static void fill(rp_rng *r, rp_tensor *t, fill_kind kind, double a, double b, in
         case FILL_NORMAL: x = a + b * rp_rng_normal(r); break;
         default: x = (double)rp_rng_int(r, ia, ib); break;
         }
-        base[rp_tensor_index_offset(t, idx)] = (float)x;
+        float f = (float)x;
+        /* uniform: a draw that rounds up to b as a float (within half a float's step of it)
+         * becomes the float below b, so every value stays in [a, b); no other value changes */
+        if (kind == FILL_UNIFORM)
+            while ((double)f >= b && f > (float)a) f = nextafterf(f, -INFINITY);
+        base[rp_tensor_index_offset(t, idx)] = f;
         for (int i = t->ndim - 1; i >= 0; i--) {
             if (++idx[i] < t->shape[i]) break;
             idx[i] = 0;

@@ -31,7 +31,9 @@ double rp_rng_normal(rp_rng *r);
 /* Uniform integer in [lo, hi] inclusive, without modulo bias. Requires lo <= hi. */
 int64_t rp_rng_int(rp_rng *r, int64_t lo, int64_t hi);
 
-/* Fill t (any strides) in index order: uniform in [lo, hi), normal(mean, std), integers [lo, hi]. */
+/* Fill t (any strides) in index order, one draw per element (overwrite): uniform in [lo, hi) (as
+ * floats: a draw that rounds to hi is stored as the float below it), normal(mean, std), integers
+ * [lo, hi] (exact where |lo|, |hi| <= 2^24, the integers a float holds; rounded beyond). */
 void rp_rng_fill_uniform(rp_rng *r, rp_tensor *t, double lo, double hi);
 void rp_rng_fill_normal(rp_rng *r, rp_tensor *t, double mean, double std);
 void rp_rng_fill_int(rp_rng *r, rp_tensor *t, int64_t lo, int64_t hi);

@@ -343,6 +343,47 @@ static void test_fill(void)
     rp_tensor_release(&base);
 }
 
+/* The inverse of an odd x modulo 2^64 (Newton's iteration: each step doubles the bits). */
+static uint64_t inverse_odd(uint64_t x)
+{
+    uint64_t y = x; /* right to 3 bits for odd x */
+    for (int i = 0; i < 5; i++) y *= 2 - x * y;
+    return y;
+}
+
+/* A generator whose next rp_rng_u64 is out: xoshiro256** outputs rotl(s[1] * 5, 7) * 9, so
+ * s[1] = rotr(out / 9, 7) / 5 (mod 2^64); the other words matter only after that draw. */
+static rp_rng next_draw(uint64_t out)
+{
+    rp_rng r = {{1, 0, 2, 3}, 0.0, 0};
+    uint64_t y = out * inverse_odd(9);
+    r.s[1] = ((y >> 7) | (y << 57)) * inverse_odd(5);
+    return r;
+}
+
+/* fill_uniform keeps [lo, hi) in float32: the largest double draw, 1 - 2^-53, rounds to 1.0f as
+ * a float and is stored as the float below 1 (and below 3 for [-2, 3)); a draw far from hi is
+ * stored as it rounds. */
+static void test_fill_uniform_top(void)
+{
+    rp_rng r = next_draw(UINT64_MAX);
+    CHECK(rp_rng_uniform(&r) == 1.0 - 0x1.0p-53, "the crafted state draws 1 - 2^-53");
+    rp_tensor t = check_new(1, S(1));
+    float *v = rp_tensor_data(&t);
+    r = next_draw(UINT64_MAX);
+    rp_rng_fill_uniform(&r, &t, 0.0, 1.0);
+    CHECK(v[0] < 1.0f && v[0] == nextafterf(1.0f, 0.0f), "fill_uniform(0, 1) of the top draw: %.9g",
+          (double)v[0]);
+    r = next_draw(UINT64_MAX);
+    rp_rng_fill_uniform(&r, &t, -2.0, 3.0);
+    CHECK(v[0] < 3.0f && v[0] == nextafterf(3.0f, 0.0f), "fill_uniform(-2, 3) of the top draw: %.9g",
+          (double)v[0]);
+    r = next_draw((uint64_t)1 << 63); /* 0.5 exactly */
+    rp_rng_fill_uniform(&r, &t, 0.0, 1.0);
+    CHECK(v[0] == 0.5f, "fill_uniform(0, 1) of the draw 0.5: %.9g", (double)v[0]);
+    rp_tensor_release(&t);
+}
+
 /* rp_rng_jump: known answers of the reference (seed 42, jumped once and twice), the spare is
  * dropped, and consecutive jumps give streams that do not repeat one another's start. */
 static void test_jump(void)
@@ -386,5 +427,6 @@ int main(void)
     test_int_ranges();
     test_distributions();
     test_fill();
+    test_fill_uniform_top();
     return check_summary("test_rng");
 }

@@ -171,6 +171,18 @@ local cases = {
     "bad argument #2 to 'randint' (hi must be >= lo, got lo = 5, hi = 1)" },
   { "g:int with lo > hi", function() return rp.rng(1):int(5, 1) end,
     "bad argument #2 to 'int' (hi must be >= lo, got lo = 5, hi = 1)" },
+  -- float32 tensors hold every integer up to 2^24: beyond, a drawn integer would be rounded
+  { "randint with hi past 2^24", function() return rp.randint(0, 2 ^ 24 + 1, { 3 }) end,
+    "bad argument #2 to 'randint' (hi must be between -2^24 and 2^24 (a float32 holds every "
+      .. "integer up to 2^24), got 16777217)" },
+  { "randint with lo below -2^24", function() return rp.randint(-2 ^ 24 - 1, 0, { 3 }) end,
+    "bad argument #1 to 'randint' (lo must be between -2^24 and 2^24 (a float32 holds every "
+      .. "integer up to 2^24), got -16777217)" },
+  { "g:randint with hi past 2^24", function() return rp.rng(1):randint(0, 2 ^ 25 - 1, { 3 }) end,
+    "bad argument #2 to 'randint' (hi must be between -2^24 and 2^24 (a float32 holds every "
+      .. "integer up to 2^24), got 33554431)" },
+  { "g:int with hi past 2^53", function() return rp.rng(1):int(0, 2 ^ 53 + 2) end,
+    "bad argument #2 to 'int' (hi must be between -2^53 and 2^53, got 9007199254740994)" },
 
   -- views
   { "view of a non-contiguous tensor", function() return M23():t():view { 6 } end,

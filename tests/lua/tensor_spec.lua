@@ -85,6 +85,24 @@ describe("constructors", function()
     assert.near(1, math.sqrt(var), 0.05)
   end)
 
+  it("randint's bounds reach 2^24 and its values are exact there; g:int's reach 2^53", function()
+    local top = rp.randint(2 ^ 24 - 1, 2 ^ 24, { 200 }, rp.rng(3))
+    local low = rp.randint(-2 ^ 24, -2 ^ 24 + 1, { 200 }, rp.rng(3))
+    local seen = {}
+    for i = 1, 200 do
+      local v, w = top[i], low[i]
+      assert.is_true(v == 2 ^ 24 - 1 or v == 2 ^ 24, tostring(v))
+      assert.is_true(w == -2 ^ 24 or w == -2 ^ 24 + 1, tostring(w))
+      seen[v], seen[w] = true, true
+    end
+    assert.is_true(seen[2 ^ 24 - 1] and seen[2 ^ 24] and seen[-2 ^ 24] and seen[-2 ^ 24 + 1])
+    local g = rp.rng(4)
+    for _ = 1, 20 do
+      local x = g:int(2 ^ 53 - 1, 2 ^ 53)
+      assert.is_true(x == 2 ^ 53 - 1 or x == 2 ^ 53)
+    end
+  end)
+
   it("randint gives integers lo..hi inclusive, each of them, seeded", function()
     local a = rp.randint(-2, 3, { 2000 }, rp.rng(11))
     assert.equal(0, a:maxdiff(rp.randint(-2, 3, { 2000 }, rp.rng(11))))
