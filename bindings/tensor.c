@@ -193,14 +193,18 @@ static int l_full(lua_State *L)
     return 1;
 }
 
-/* rp.range(a, b[, step]): a, a+step, ... up to and including b (torch7). */
+/* rp.range(a, b[, step]): a, a+step, ... up to and including b (torch7). The count takes a
+ * tolerance of 1e-9 steps (rp.range(0, 0.3, 0.1) has 4 values), and a last value that lies past b
+ * as a float32 is dropped; a range of integers must stay within 2^24 (the integers a float32
+ * holds: past them values would repeat or fall outside a..b). */
 static int l_range(lua_State *L)
 {
     double a = lrp_checkfinite(L, 1, "a");
     double b = lrp_checkfinite(L, 2, "b");
     double step = lua_isnoneornil(L, 3) ? 1.0 : lrp_checkfinite(L, 3, "step");
     if (step == 0.0) return lrp_argerror(L, 3, "step must be nonzero");
-    double q = (b - a) / step;
+    double span = b - a; /* finite a and b may still overflow here */
+    double q = isfinite(span) ? span / step : b / step - a / step;
     if (q < 0.0)
         return lrp_argerror(L, 3, "step %f does not lead from %f to %f", (LUAI_UACNUMBER)step,
                             (LUAI_UACNUMBER)a, (LUAI_UACNUMBER)b);
@@ -208,6 +212,23 @@ static int l_range(lua_State *L)
     if (!(nf <= (double)RP_MAX_NUMEL))
         return lrp_argerror(L, 3, "range has too many elements (more than 2^40)");
     int64_t n = (int64_t)nf;
+    if (n > 1) {
+        float last = (float)(a + (double)(n - 1) * step), fb = (float)b;
+        if (step > 0.0 ? last > fb : last < fb) n--;
+    }
+    if (a == floor(a) && step == floor(step)) {
+        double last = a + (double)(n - 1) * step, lim = 16777216.0; /* 2^24 */
+        int at_a = fabs(a) > lim;
+        double v = at_a ? a : last;
+        if (at_a || fabs(last) > lim) {
+            lua_pushfstring(L, "a range of integers must stay between -2^24 and 2^24 (a float32 "
+                               "holds every integer up to 2^24), got %s ", at_a ? "a =" : "the last value");
+            if (fabs(v) < 0x1p62) lua_pushfstring(L, "%I", (LUAI_UACINT)v);
+            else lua_pushfstring(L, "%f", (LUAI_UACNUMBER)v);
+            lua_concat(L, 2);
+            return lrp_argerror(L, at_a ? 1 : 2, "%s", lua_tostring(L, -1));
+        }
+    }
     rp_tensor *out = push_new(L, 1, &n);
     float *d = rp_tensor_data(out);
     for (int64_t i = 0; i < n; i++) d[i] = (float)(a + (double)i * step);
@@ -225,8 +246,10 @@ static int l_linspace(lua_State *L)
     int64_t n64 = (int64_t)n;
     rp_tensor *out = push_new(L, 1, &n64);
     float *d = rp_tensor_data(out);
+    double span = b - a; /* finite a and b may still overflow here: then each end weighted */
     for (int64_t i = 0; i < n64; i++) {
-        double x = i == n64 - 1 ? b : a + (b - a) * (double)i / (double)(n64 - 1);
+        double t = (double)i / (double)(n64 - 1);
+        double x = i == n64 - 1 ? b : isfinite(span) ? a + span * t : a * (1.0 - t) + b * t;
         d[i] = (float)(n64 == 1 ? a : x);
     }
     return 1;

@@ -65,6 +65,16 @@ local function printformat(vals)
   else
     fmt = "%.4f"
   end
+  if fmt == "%.4f" then
+    -- a nonzero value that 4 decimals would show as 0.0000 (beside a 0, or just past 4 orders
+    -- below the largest) makes the format %.4e, so that no value is shown as what it is not
+    for _, v in ipairs(vals) do
+      if v ~= 0 and is_finite(v) and abs(scale and v / scale or v) < 0.00005 then
+        fmt, scale = "%.4e", nil
+        break
+      end
+    end
+  end
   local function format(v)
     if v ~= v then return "nan" end
     if v == huge then return "inf" end

@@ -114,7 +114,7 @@ static double apply_unop(rp_unop op, double x)
     case RP_ABS: return fabs(x);
     case RP_SQRT: return sqrt(x);
     case RP_TANH: return tanh(x);
-    case RP_RELU: return x > 0.0 ? x : 0.0;
+    case RP_RELU: return x <= 0.0 ? 0.0 : x; /* NaN stays NaN, as max(x, 0) in the model */
     case RP_SIN: return sin(x);
     case RP_COS: return cos(x);
     case RP_SIGMOID: return 1.0 / (1.0 + exp(-x));

@@ -53,12 +53,26 @@ describe("constructors", function()
     assert.same({ 5, 3, 1 }, rp.range(5, 1, -2):totable())
     assert.same({ 0, 0.25, 0.5, 0.75, 1 }, rp.range(0, 1, 0.25):totable())
     assert.same({ 2, 4 }, rp.range(2, 5, 2):totable())
+    -- the count's tolerance keeps 0.3 in; a last point past b as a float32 is left out
+    assert.equal(4, rp.range(0, 0.3, 0.1):numel())
+    assert.same({ -1 }, rp.range(-1, -1e-10):totable())
+    assert.same({ 1 }, rp.range(1, 1e-12, -1):totable())
+    -- integers exact up to 2^24; past it, refused (values would repeat or leave a..b)
+    assert.same({ -2 ^ 24, -2 ^ 24 + 1 }, rp.range(-2 ^ 24, -2 ^ 24 + 1):totable())
+    assert.has_error(function() return rp.range(2 ^ 24, 2 ^ 24 + 4) end,
+      "bad argument #2 to 'range' (a range of integers must stay between -2^24 and 2^24 (a float32 "
+        .. "holds every integer up to 2^24), got the last value 16777220)")
+    assert.has_error(function() return rp.range(2 ^ 24 + 1, 2 ^ 24 + 3, 2) end,
+      "bad argument #1 to 'range' (a range of integers must stay between -2^24 and 2^24 (a float32 "
+        .. "holds every integer up to 2^24), got a = 16777217)")
   end)
 
   it("linspace gives n evenly spaced values with both ends", function()
     h.approx(rp.linspace(0, 1, 5), { 0, 0.25, 0.5, 0.75, 1 }, 0)
     h.approx(rp.linspace(-3, 3, 7), { -3, -2, -1, 0, 1, 2, 3 }, 1e-6)
     assert.equal(11, rp.linspace(2, 12, 11):numel())
+    -- b - a beyond a double: each end weighted instead (float32 holds the ends as -inf, inf)
+    assert.same({ -math.huge, 0, math.huge }, rp.linspace(-1e308, 1e308, 3):totable())
   end)
 
   it("eye is the identity", function()
@@ -372,6 +386,8 @@ describe("arithmetic", function()
     h.approx(P:sqrt(), naive.map(math.sqrt, p), 1e-6, "sqrt")
     h.approx(A:tanh(), naive.map(tanh, a), 1e-6, "tanh")
     h.approx(A:relu(), naive.map(function(x) return math.max(x, 0) end, a), 0, "relu")
+    local r = rp.tensor { 0 / 0, -1, 2 }:relu() -- NaN stays NaN, as in the model's ReLU
+    assert.is_true(r[1] ~= r[1] and r[2] == 0 and r[3] == 2)
     h.approx(A:sin(), naive.map(math.sin, a), 1e-6, "sin")
     h.approx(A:cos(), naive.map(math.cos, a), 1e-6, "cos")
     h.approx(A:sigmoid(), naive.map(sig, a), 1e-6, "sigmoid")
@@ -541,6 +557,12 @@ describe("tostring", function()
     assert.equal(" 1.5000  2.2500", body(rp.tensor { 1.5, 2.25 }))
     assert.equal("1e-03 *\n 1.0000  2.0000", body(rp.tensor { 1e-3, 2e-3 }))
     assert.equal(" 1.0000e-05  1.0000e+00", body(rp.tensor { 1e-5, 1 }))
+    -- a nonzero value that 4 decimals would show as 0.0000: beside a 0, or just past 4 orders
+    assert.equal(" 0.0000e+00  1.0000e-06  1.0000e+00", body(rp.tensor { 0, 1e-6, 1 }))
+    assert.equal(" 0.0000e+00 -3.0000e-07  2.5000e+02", body(rp.tensor { 0, -3e-7, 250 }))
+    assert.equal(" 4.0000e-05  5.0000e-01", body(rp.tensor { 4e-5, 0.5 }))
+    assert.equal(" 0.0000  0.5000  1.0000", body(rp.tensor { 0, 0.5, 1 }))
+    assert.equal("1e-03 *\n 0.0000  1.0000  2.0000", body(rp.tensor { 0, 1e-3, 2e-3 }))
     assert.equal(" 0 -3  7", body(rp.tensor { 0, -3, 7 }))
     assert.equal(" 1.5000\n 2.2500", body(rp.tensor { { 1.5 }, { 2.25 } })) -- a column stays one
     assert.equal("[2 x 0]", tostring(rp.zeros { 2, 0 }):match("^%s*(.-)%s*$"))
