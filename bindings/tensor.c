@@ -222,7 +222,8 @@ static int l_range(lua_State *L)
         double v = at_a ? a : last;
         if (at_a || fabs(last) > lim) {
             lua_pushfstring(L, "a range of integers must stay between -2^24 and 2^24 (a float32 "
-                               "holds every integer up to 2^24), got %s ", at_a ? "a =" : "the last value");
+                               "holds every integer up to 2^24), got %s ",
+                            at_a ? "a =" : "the last value");
             if (fabs(v) < 0x1p62) lua_pushfstring(L, "%I", (LUAI_UACINT)v);
             else lua_pushfstring(L, "%f", (LUAI_UACNUMBER)v);
             lua_concat(L, 2);
