@@ -225,6 +225,8 @@ static int l_rope_rotate(lua_State *L)
     if (has_pos && lrp_hasopt(L, 2, "offset"))
         return lrp_argerror(L, 2, "give option 'offset' or 'positions', not both");
     cfg.offset = opt_pos(L, 2, "offset", 0, -LRP_MAX_POS);
+    if (rp_option_position_span("offset", cfg.offset, npos) != RP_OK)
+        return lrp_argerror(L, 2, "%s", rp_last_error());
     int A = 0;
     if (has_pos) {
         int64_t n = 0;
@@ -268,6 +270,8 @@ static int l_rope_sinusoidal(lua_State *L)
     lrp_checkopts(L, 3, known);
     double base = opt_base(L, 3, "base");
     int64_t offset = opt_pos(L, 3, "offset", 0, -LRP_MAX_POS);
+    if (rp_option_position_span("offset", offset, (int64_t)T) != RP_OK)
+        return lrp_argerror(L, 3, "%s", rp_last_error());
     int64_t shape[2] = {(int64_t)T, (int64_t)d};
     if (!numel_ok(2, shape)) return lrp_argerror(L, 2, "[T x d] would be too large");
     rp_tensor *out = lrp_newtensor(L);

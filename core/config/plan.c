@@ -47,6 +47,15 @@ rp_status rp_option_position(const char *key, int64_t v, int64_t min)
     return RP_OK;
 }
 
+rp_status rp_option_position_span(const char *from, int64_t first, int64_t n)
+{
+    /* first and n within 2^53 and 2^62 (the callers' checks): no overflow */
+    if (n >= 1 && first + (n - 1) > MAX_POS)
+        return rp_error(RP_ERR_ARG, "positions run from %s = %lld to %lld, past 2^53", from,
+                        (long long)first, (long long)(first + (n - 1)));
+    return RP_OK;
+}
+
 rp_status rp_option_rotate(rp_pe pe, int rotate)
 {
     if (!rp_pe_mode_of(pe)) return rp_error(RP_ERR_ARG, "unknown pe %d", (int)pe);
@@ -196,6 +205,11 @@ rp_status rp_attention_plan(const rp_attn_request *r, rp_attn_plan *p)
         p->qlast = largest(r->pos + cfg->q_offset * A, r->T * A);
         p->klast = largest(r->pos, r->S * A);
     }
+    if (!r->pos && p->qlast > p->klast) /* the option positions' entries are within 2^53 */
+        RP_TRY(rp_option_position_span("pos_offset + q_offset", cfg->pos_offset + cfg->q_offset,
+                                       r->T));
+    else if (!r->pos)
+        RP_TRY(rp_option_position_span("pos_offset", cfg->pos_offset, r->S));
     p->rows = (p->qlast > p->klast ? p->qlast : p->klast) + 1;
     p->half = rp_pe_scheme_half(&cfg->scheme);
     /* the frequency scalars need something rotated; then the keys that do nothing */
@@ -291,6 +305,7 @@ rp_status rp_linear_attention_plan(const rp_linattn_request *r, rp_linattn_plan 
     const int64_t d_rot[4] = {d_qk, d_qk, d_v, d_v};
     RP_TRY(rp_pe_scheme_init(&cfg->scheme, &own, d_rot));
     RP_TRY(rp_option_position("q_offset", r->q_offset, 0));
+    RP_TRY(rp_option_position_span("q_offset", r->q_offset, r->T));
     cfg->q_offset = r->q_offset;
     rp_model_cfg view = *c;
     view.attention = RP_ATTN_LINEAR;

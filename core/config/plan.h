@@ -92,7 +92,8 @@ typedef struct rp_attn_plan {
  * rotated widths from the fractions (own, else shared) of D and Dv, q_offset (default S - T),
  * the position options' ranges, the int32 and element limits of the sizes, positions (a rotary
  * pe, not beside pos_offset, enough rows), the relative mode's limits and tables (present where
- * it reads them with their shapes, absent elsewhere), then the frequency scalars against what is
+ * it reads them with their shapes, absent elsewhere), without option positions the last position
+ * the offsets make (rp_option_position_span), then the frequency scalars against what is
  * rotated (rp_pe_scheme_check_freq) and the refusal of config keys that do nothing
  * (rp_model_cfg_check_used). RP_ERR_ARG at the first refusal, in that order, with p->arg. */
 rp_status rp_attention_plan(const rp_attn_request *req, rp_attn_plan *p);
@@ -132,7 +133,8 @@ typedef struct rp_linattn_plan {
 
 /* Checks every rule of a call against req and fills *p (OVERWRITTEN): eps (after pe), the rotated
  * widths from the fractions (fraction_qk of D where the mode rotates q and k, fraction_v of Dv
- * where it rotates v: rp_option_fraction_width), q_offset's range, the refusal of config keys
+ * where it rotates v: rp_option_fraction_width), q_offset's range and q_offset + T - 1's
+ * (rp_option_position_span), the refusal of config keys
  * that do nothing (rp_model_cfg_check_used, attention linear), then the int32 and element
  * limits of the sizes. RP_ERR_ARG at the first refusal, in that order, with p->arg. */
 rp_status rp_linear_attention_plan(const rp_linattn_request *req, rp_linattn_plan *p);
@@ -172,6 +174,11 @@ rp_status rp_option_fraction_width(const char *key, double fraction, int64_t D,
 /* An integer option in [min, 2^53], min 0 or -2^53: RP_ERR_ARG ("option 'q_offset' must be
  * between 0 and 2^53, got -1"). */
 rp_status rp_option_position(const char *key, int64_t v, int64_t min);
+/* The positions first .. first + n - 1 that options make (an offset and a count of rows), named
+ * by from, the options' sum ("offset", "pos_offset + q_offset"): RP_ERR_ARG when the last is past
+ * 2^53, where doubles no longer hold every integer ("positions run from offset = 9007199254740991
+ * to 9007199254740993, past 2^53"); nothing when n < 1. */
+rp_status rp_option_position_span(const char *from, int64_t first, int64_t n);
 /* Option rotate (a mask, 0: absent) for pe: RP_ERR_ARG unless pe is rotary ("option 'rotate'
  * needs a rotary pe (rope, roper or roper_legacy), got pe 'shaw'"), or for a pe outside the
  * enum. */

@@ -10,6 +10,7 @@
  *           (total-warmup))) up to total, min_lr after
  *   noam:   lr d_model^-0.5 min(t^-0.5, t warmup^-1.5)
  */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -473,22 +474,28 @@ static void test_cfg_check(void)
         c.field = value;                                         \
         CHECK_STATUS(rp_adam_cfg_check(&c), RP_ERR_ARG, msg);    \
     } while (0)
-    BAD(lr, -1.0, "lr must be a finite number > 0, got -1");
-    BAD(lr, 0.0, "lr must be a finite number > 0, got 0");
+    BAD(lr, -1.0, "lr must be in (0, 3.40282e+38], got -1");
+    BAD(lr, 0.0, "lr must be in (0, 3.40282e+38], got 0");
+    BAD(lr, 1e39, "lr must be in (0, 3.40282e+38], got 1e+39");
     BAD(lr, NAN, "lr must be");
     BAD(lr, INFINITY, "lr must be");
     BAD(beta1, 1.0, "beta1 must be in [0, 1), got 1");
     BAD(beta1, -0.1, "beta1 must be in [0, 1), got -0.1");
     BAD(beta2, 1.5, "beta2 must be in [0, 1), got 1.5");
     BAD(beta2, NAN, "beta2 must be in [0, 1)");
-    BAD(eps, 0.0, "eps must be a finite number > 0, got 0");
-    BAD(weight_decay, -0.01, "weight_decay must be a finite number >= 0, got -0.01");
+    BAD(eps, 0.0, "eps must be in [1.17549e-38, 3.40282e+38], got 0");
+    BAD(eps, 1e-40, "eps must be in [1.17549e-38, 3.40282e+38], got 1e-40");
+    BAD(eps, 1e-39, "eps must be in [1.17549e-38, 3.40282e+38], got 1e-39");
+    BAD(eps, 1e39, "eps must be in [1.17549e-38, 3.40282e+38], got 1e+39");
+    BAD(weight_decay, -0.01, "weight_decay must be in [0, 3.40282e+38], got -0.01");
+    BAD(weight_decay, 1e39, "weight_decay must be in [0, 3.40282e+38], got 1e+39");
     BAD(decoupled, 2, "decoupled must be 0 (Adam) or 1 (AdamW), got 2");
     BAD(clip, -1.0, "clip must be a finite number >= 0 (0 = off), got -1");
     BAD(schedule, (rp_schedule)7, "schedule must be constant, cosine or noam, got 7");
     BAD(warmup, -5, "warmup must be >= 0, got -5");
     BAD(total_steps, -1, "total_steps must be >= 0, got -1");
-    BAD(min_lr, -1e-3, "min_lr must be a finite number >= 0, got -0.001");
+    BAD(min_lr, -1e-3, "min_lr must be in [0, 3.40282e+38], got -0.001");
+    BAD(min_lr, 1e39, "min_lr must be in [0, 3.40282e+38], got 1e+39");
     BAD(d_model, 0.0, "d_model must be a finite number > 0, got 0");
 #undef BAD
     c = labml_cfg();
@@ -511,6 +518,42 @@ static void test_cfg_check(void)
     c.warmup = 0;
     CHECK_STATUS(rp_adam_cfg_check(&c), RP_ERR_ARG,
                  "warmup must be >= 1 for the noam schedule, got 0");
+    /* the float32 bounds themselves are taken */
+    c = labml_cfg();
+    c.eps = FLT_MIN;
+    c.weight_decay = FLT_MAX;
+    CHECK_STATUS(rp_adam_cfg_check(&c), RP_OK, NULL);
+    c.schedule = RP_SCHED_CONSTANT;
+    c.lr = FLT_MAX;
+    c.min_lr = FLT_MAX;
+    c.eps = FLT_MAX;
+    CHECK_STATUS(rp_adam_cfg_check(&c), RP_OK, NULL);
+}
+
+/* eps at its smallest, FLT_MIN: a weight whose gradient has always been 0 (m = v = 0) stays put
+ * and the rest move by about lr, no NaN (the update flushes subnormals, so a smaller eps would
+ * be 0 there: the lower bound of rp_adam_keys). */
+static void test_eps_smallest(void)
+{
+    printf("-- eps = FLT_MIN\n");
+    rp_adam_cfg cfg = labml_cfg();
+    cfg.clip = 0.0;
+    cfg.lr = 1e-3;
+    cfg.eps = FLT_MIN;
+    CHECK_STATUS(rp_adam_cfg_check(&cfg), RP_OK, NULL);
+    const float w0[4] = {0.5f, -0.25f, 1.0f, 2.0f};
+    impl_state s = impl_new(w0, 4);
+    for (int k = 0; k < 3; k++) {
+        float g[4] = {0.1f, 0.0f, -0.3f, 0.0f};
+        rp_adam_step(&cfg, &s.st, s.w, g, 4);
+    }
+    CHECK(s.w[1] == w0[1] && s.w[3] == w0[3], "weights with zero gradients unchanged: %g %g",
+          (double)s.w[1], (double)s.w[3]);
+    CHECK(fabs((double)s.w[0] - (double)w0[0] + 3 * cfg.lr) < 1e-6 &&
+              fabs((double)s.w[2] - (double)w0[2] - 3 * cfg.lr) < 1e-6,
+          "the others move by 3 lr against their gradients: %.9g %.9g", (double)s.w[0],
+          (double)s.w[2]);
+    impl_free(&s);
 }
 
 /* Grad norm against a double reference, and the same bits for 1..4 threads; the update too. */
@@ -652,6 +695,7 @@ int main(void)
     test_clipping();
     test_schedules();
     test_cfg_check();
+    test_eps_smallest();
     test_threads();
     test_empty();
     test_nonfinite();

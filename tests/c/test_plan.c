@@ -90,6 +90,37 @@ static void test_positions(void)
     r.pos_rows = 7;
     CHECK_MSG(rp_attention_plan(&r, &p), RP_ERR_ARG,
               "option 'positions' holds 7 positions; this call reads 8 (keys 0..7, queries 2..4)");
+
+    /* the last position the offsets make, 2^53 at most (each offset within 2^53 on its own): the
+     * keys' (pos_offset + S - 1), or the queries' past them (pos_offset + q_offset + T - 1) */
+    const int64_t top = (int64_t)1 << 53;
+    r = request(RP_PE_ROPE, 3, 8, 8, 8);
+    r.given = RP_GIVEN_POS_OFFSET, r.pos_offset = top - 7;
+    CHECK_STATUS(rp_attention_plan(&r, &p), RP_OK, NULL);
+    CHECK(p.klast == top && p.rows == top + 1, "keys to 2^53: klast %lld", (long long)p.klast);
+    r.pos_offset = top - 6;
+    CHECK_MSG(rp_attention_plan(&r, &p), RP_ERR_ARG,
+              "positions run from pos_offset = 9007199254740986 to 9007199254740993, past 2^53");
+    CHECK(p.arg == 4, "the options: arg %d", p.arg);
+    r.given = RP_GIVEN_POS_OFFSET | RP_GIVEN_Q_OFFSET, r.pos_offset = top - 9, r.q_offset = 7;
+    CHECK_STATUS(rp_attention_plan(&r, &p), RP_OK, NULL); /* queries at 2^53 - 2 .. 2^53 */
+    r.q_offset = 8;
+    CHECK_MSG(rp_attention_plan(&r, &p), RP_ERR_ARG,
+              "positions run from pos_offset + q_offset = 9007199254740991 to 9007199254740993, "
+              "past 2^53");
+    r.pos_offset = 0, r.q_offset = top;
+    CHECK_MSG(rp_attention_plan(&r, &p), RP_ERR_ARG,
+              "positions run from pos_offset + q_offset = 9007199254740992 to 9007199254740994, "
+              "past 2^53");
+    r = request(RP_PE_NONE, 3, 8, 8, 8); /* whatever the pe */
+    r.given = RP_GIVEN_POS_OFFSET, r.pos_offset = top;
+    CHECK_MSG(rp_attention_plan(&r, &p), RP_ERR_ARG,
+              "positions run from pos_offset = 9007199254740992 to 9007199254740999, past 2^53");
+    CHECK_STATUS(rp_option_position_span("offset", top, 1), RP_OK, NULL);
+    CHECK_STATUS(rp_option_position_span("offset", top + 5, 0), RP_OK, NULL);
+    CHECK_STATUS(rp_option_position_span("offset", -top, 3), RP_OK, NULL);
+    CHECK_MSG(rp_option_position_span("offset", top, 2), RP_ERR_ARG,
+              "positions run from offset = 9007199254740992 to 9007199254740993, past 2^53");
 }
 
 /* The messages, as rp.attention raises them (numbers as Lua prints them), and the argument. */
@@ -232,6 +263,8 @@ static void test_linear(void)
         {RP_PE_ROPE, 1, 0.5, 0, 5, 4, "fraction_v 0.5 does nothing for pe rope rotating qk: it "
                                       "applies when v or o is rotated"},
         {RP_PE_NONE, 1, 1, -1, 5, 4, "option 'q_offset' must be between 0 and 2^53, got -1"},
+        {RP_PE_ROPE, 1, 1, ((int64_t)1 << 53) - 3, 5, 4,
+         "positions run from q_offset = 9007199254740989 to 9007199254740993, past 2^53"},
         {RP_PE_NONE, 1, 1, 0, (int64_t)1 << 31, 1, "attention sizes T, D, Dv must be at most "
                                                    "2^31-1"},
         {RP_PE_NONE, 1, 1, 0, (int64_t)1 << 20, 2, "weights [B x H x T x T] would be too large"},

@@ -469,6 +469,26 @@ describe("learn_freq", function()
     assert.same({ 0, 0, 0, 0 }, after[2]) -- unused rows: zero gradient
   end)
 
+  -- one parameter for every placement: each rotated placement d wide turns its pairs by the
+  -- first d/2 entries of rope.freq, which start at the widest placement's frequencies. Equal
+  -- widths start as the model without learn_freq; a narrower v and o start from q and k's theta_i
+  -- (as a model given those as its freq), not from their own 10000^(-2i/4)
+  it("shares rope.freq between the placements, started at the widest one's frequencies", function()
+    local function logits(over)
+      local c = cfg(over)
+      c.seed = 5
+      return rp.model(c):forward(toks)
+    end
+    local same = rp.maxdiff(logits { pe = "roper", learn_freq = true }, logits { pe = "roper" })
+    assert.is_true(same <= 1e-6, same)
+    local th = rp.tensor(standard(4)):totable() -- as float, as rope.freq holds them
+    local narrow = logits { pe = "roper", fraction_v = 0.5, learn_freq = true }
+    local given = rp.maxdiff(narrow, logits { pe = "roper", fraction_v = 0.5, freq = th })
+    assert.is_true(given <= 1e-6, given)
+    local own = rp.maxdiff(narrow, logits { pe = "roper", fraction_v = 0.5 })
+    assert.is_true(own > 1e-3, own)
+  end)
+
   it("decodes and evaluates with the learned values", function()
     local m = rp.model(cfg { pe = "roper", positions = grid(), learn_freq = true, d_model = 32,
                              heads = 2 })
