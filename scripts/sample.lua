@@ -108,7 +108,7 @@ cli.main("sample.lua", function()
   local m, task, cfg = saved.open(rp, args.checkpoint, args.config)
   local problems = cfg.task == "addition" or cfg.task == "substring_index"
   -- what turns text into ids and back: the task's vocabulary, or an lm run's tokenizer
-  local coder = task
+  local coder, lm_tok = task, nil
   if cfg.task == "lm" then
     local path = args.tokenizer or (cfg.tokenizer ~= "" and cfg.tokenizer) or nil
     if not path then
@@ -125,6 +125,7 @@ cli.main("sample.lua", function()
     if not tok then die(err) end
     coder = { encode = function(_, text) return tok:encode(text) end,
       decode = function(_, ids) return tok:decode(ids) end }
+    lm_tok = tok
   end
 
   local function id_of(ch, what)
@@ -178,7 +179,8 @@ cli.main("sample.lua", function()
   local right = 0
   if header then io.write(header) end
   for i, ids in ipairs(outs) do
-    local out = coder:decode(ids)
+    -- (a tokenizer's pieces decoded after the prompt's: the space before the first word kept)
+    local out = lm_tok and rp.lm.continuation(lm_tok, prompts[i], ids) or coder:decode(ids)
     if args.samples > 1 and not questions[i] then io.write(("-- sample %d\n"):format(i)) end
     if questions[i] then
       local ok = task:check(texts[i], out)

@@ -5,6 +5,7 @@
 --   rp.lm.info(folder)                     -> info | nil, message
 --   rp.lm.tokenizer(corpus, vocab_size[, type[, opts]]) -> path | nil, message
 --   rp.lm.sample(m, tok, prompt[, opts])   -> text, ids
+--   rp.lm.continuation(tok, head, new)     -> text
 --   rp.lm.sha256(path)                     -> hex | nil, message
 -- The tokenizer is rp.tokenizer's (a SentencePiece model), or any object with its methods
 -- (tok:encode(text[, {tensor = true}]), tok:decode(ids), tok:vocab_size()).
@@ -50,6 +51,28 @@ local ENCODE_BYTES_PER_BYTE = 120
 
 local function quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 
+-- A path at argument arg of fname: a nonempty string (else "<what> expected, got ..."; with key,
+-- "option '<key>' must be <what>, got ...") without a NUL byte, which the file functions would
+-- cut the path at ("path contains a NUL byte"), or raises.
+local function check_path(fname, arg, what, v, key)
+  if type(v) ~= "string" or v == "" then
+    argerror(fname, arg, (key and ("option '%s' must be %s"):format(key, what)
+      or (what .. " expected")) .. ", got " .. args.describe(v))
+  end
+  if v:find("\0", 1, true) then
+    argerror(fname, arg,
+      (key and ("option '%s': "):format(key) or "") .. "path contains a NUL byte")
+  end
+end
+
+-- v as an integer when it is one (a float with an integral value within 2^53 too), else nil.
+local function integral(v)
+  if math.type(v) == "float" and v == math.floor(v) and v >= -2^53 and v <= 2^53 then
+    return math.tointeger(v)
+  end
+  return math.type(v) == "integer" and v or nil
+end
+
 -- The option 'progress' of opts (nil or a function), or raises naming fname's argument arg.
 local function opt_progress(fname, arg, opts)
   local f = opts.progress
@@ -74,7 +97,9 @@ local function sha256(path)
     return nil, err or ("%s: %s"):format(path, kind == false and "No such file or directory"
       or ("not a regular file (%s)"):format(kind))
   end
-  local p = io.popen("sha256sum -- " .. quote(path) .. " 2>/dev/null")
+  -- (the file on stdin: sha256sum escapes a name holding a backslash or a newline, and its
+  -- line then starts with a backslash)
+  local p = io.popen("sha256sum < " .. quote(path) .. " 2>/dev/null")
   local line = p and p:read("l")
   if p then p:close() end
   local hex = line and line:match("^(%x+)")
@@ -83,17 +108,13 @@ local function sha256(path)
 end
 
 function lm.sha256(path)
-  if type(path) ~= "string" or path == "" then
-    argerror("rp.lm.sha256", 1, "a file path (a string) expected, got " .. args.describe(path))
-  end
+  check_path("rp.lm.sha256", 1, "a file path (a string)", path)
   return sha256(path)
 end
 
 -- A corpus folder at argument 1 of fname (a nonempty string), or raises.
 local function check_corpus_arg(fname, corpus)
-  if type(corpus) ~= "string" or corpus == "" then
-    argerror(fname, 1, "a corpus folder (a string) expected, got " .. args.describe(corpus))
-  end
+  check_path(fname, 1, "a corpus folder (a string)", corpus)
 end
 
 -- rp.lm.info(folder) -> info | nil, message: the ids.txt of an ids folder (what rp.lm.ids writes,
@@ -105,9 +126,7 @@ end
 -- info = {vocab_size =, splits = {train = {tokens =, bytes =}, ...}, corpus_sha256 =,
 -- tokenizer_sha256 =}.
 function lm.info(folder)
-  if type(folder) ~= "string" then
-    argerror("rp.lm.info", 1, "a folder (a string) expected, got " .. type(folder))
-  end
+  check_path("rp.lm.info", 1, "a folder (a string)", folder)
   local path = folder .. "/ids.txt"
   local text, err = read_file(path, 1 << 20)
   if not text then return nil, err end
@@ -123,7 +142,13 @@ function lm.info(folder)
     if k == "vocab_size" and n and n >= 1 then
       info.vocab_size = n
     elseif (k == "train" or k == "valid" or k == "test") and n and math.tointeger(tonumber(b)) then
-      info.splits[k] = { tokens = n, bytes = math.tointeger(tonumber(b)) }
+      -- (rp.eval.lm's bits per byte divide by the bytes; a split without tokens has no window)
+      local bytes = math.tointeger(tonumber(b))
+      if n < 1 or bytes < 1 then
+        return nil, ("%s:%d: the %s split's tokens and bytes must be integers >= 1, got %q")
+          :format(path, i, k, lines[i])
+      end
+      info.splits[k] = { tokens = n, bytes = bytes }
     elseif k == "corpus_sha256" or k == "tokenizer_sha256" then
       info[k] = a
     elseif k == "chunk_bytes" and n and n >= 1 then
@@ -194,6 +219,10 @@ local function encode(tok, text, what, V, continued)
   if getmetatable(ids) ~= getmetatable(rp.zeros(1)) then
     return nil, what .. ": the tokenizer's encode gave " .. args.describe(ids)
       .. ", not token ids"
+  end
+  if ids:dim() ~= 1 then
+    return nil, ("%s: the tokenizer's encode gave a %d-D tensor [%s], not a list of token ids")
+      :format(what, ids:dim(), table.concat(ids:shape(), " x "))
   end
   if ids:numel() == 0 then return nil, what .. ": no tokens" end
   -- NaN makes min and max NaN; a non-integer in range is refused as the int32 file is written
@@ -276,19 +305,18 @@ end
 function lm.ids(corpus, tokenizer, opts)
   local fname = "rp.lm.ids"
   check_corpus_arg(fname, corpus)
-  if type(tokenizer) ~= "string" or tokenizer == "" then
-    argerror(fname, 2, "a tokenizer model file (a string) expected, got "
-      .. args.describe(tokenizer))
-  end
+  check_path(fname, 2, "a tokenizer model file (a string)", tokenizer)
   opts = args.check_opts(fname, 3, opts, { "cache", "tokenizer", "chunk_bytes", "progress" })
-  if opts.cache ~= nil and type(opts.cache) ~= "string" then
-    argerror(fname, 3, "option 'cache' must be a folder (a string), got "
-      .. args.describe(opts.cache))
+  if opts.cache ~= nil then
+    check_path(fname, 3, "a folder (a nonempty string)", opts.cache, "cache")
   end
   local chunk = opts.chunk_bytes
-  if chunk ~= nil and (math.type(chunk) ~= "integer" or chunk < 1 or chunk > MAX_TEXT) then
-    argerror(fname, 3, "option 'chunk_bytes' must be an integer in 1..2^30, got "
-      .. args.describe(chunk))
+  if chunk ~= nil then
+    chunk = integral(opts.chunk_bytes)
+    if not chunk or chunk < 1 or chunk > MAX_TEXT then
+      argerror(fname, 3, "option 'chunk_bytes' must be an integer in 1..2^30, got "
+        .. args.describe(opts.chunk_bytes))
+    end
   end
   local tok = opts.tokenizer
   if tok ~= nil then tok = tokenizer_methods(fname, 3, tok) end
@@ -360,10 +388,12 @@ end
 function lm.tokenizer(corpus, vocab_size, kind, opts)
   local fname = "rp.lm.tokenizer"
   check_corpus_arg(fname, corpus)
-  if math.type(vocab_size) ~= "integer" or vocab_size < 1 then
+  local vs = integral(vocab_size)
+  if not vs or vs < 1 then
     argerror(fname, 2, "vocab_size must be an integer >= 1, got " .. args.describe(vocab_size))
   end
-  kind = kind or "unigram"
+  vocab_size = vs
+  if kind == nil then kind = "unigram" end
   if kind ~= "unigram" and kind ~= "bpe" then
     argerror(fname, 3, "type must be \"unigram\" or \"bpe\", got " .. args.describe(kind))
   end
@@ -399,9 +429,49 @@ function lm.tokenizer(corpus, vocab_size, kind, opts)
   return path
 end
 
+-- The text that the ids new add after the ids head under tok (methods as tokenizer_methods
+-- gives them): head and new decoded together, less head's decoding when the whole begins with it
+-- (a tokenizer that marks word starts, as SentencePiece's, drops the mark of a text's first
+-- piece, so new decoded alone would lose the space before its first word); else new decoded
+-- alone. nil and why when the tokenizer's decode fails.
+local function continuation(tok, head, new)
+  local all = table.move(new, 1, #new, #head + 1, table.move(head, 1, #head, 1, {}))
+  local ok, h = pcall(tok.decode, tok, head)
+  if ok and type(h) == "string" then
+    local whole
+    ok, whole = pcall(tok.decode, tok, all)
+    if ok and type(whole) == "string" and whole:sub(1, #h) == h then return whole:sub(#h + 1) end
+  end
+  local text
+  ok, text = pcall(tok.decode, tok, new)
+  if not ok or type(text) ~= "string" then
+    return nil, "the tokenizer's decode failed: " .. (ok and ("it gave "
+      .. args.describe(text)) or args.inner(text))
+  end
+  return text
+end
+
+-- rp.lm.continuation(tok, head, new) -> text: the text that the token ids new add after head
+-- (both lists of ids; the tokenizer as rp.lm.ids takes it), as rp.lm.sample and scripts/sample.lua
+-- decode a model's continuation of a prompt.
+function lm.continuation(tok, head, new)
+  local fname = "rp.lm.continuation"
+  tok = tokenizer_methods(fname, 1, tok)
+  for _, a in ipairs { { 2, head }, { 3, new } } do
+    if type(a[2]) ~= "table" then
+      argerror(fname, a[1], "a list of token ids expected, got " .. args.describe(a[2]))
+    end
+  end
+  local text, err = continuation(tok, head, new)
+  if not text then argerror(fname, 1, err) end
+  return text
+end
+
 -- rp.lm.sample(m, tok, prompt[, opts]) -> text, ids: a continuation of prompt (a string, encoded
 -- with tok) by m:generate (opts: n new tokens, default 200, and temperature, top_k, top_p, seed,
--- rng as m:generate takes them; temperature 0 is greedy), decoded with tok.
+-- rng as m:generate takes them; temperature 0 is greedy), decoded with tok as the rest of the
+-- prompt's decoding (rp.lm.continuation).
+-- The model's vocabulary must not be larger than the tokenizer's (an id past it has no piece).
 function lm.sample(m, tok, prompt, opts)
   local fname = "rp.lm.sample"
   if getmetatable(m) ~= internals.Model_mt then
@@ -419,26 +489,38 @@ function lm.sample(m, tok, prompt, opts)
   local gen = {}
   for _, k in ipairs { "temperature", "top_k", "top_p", "seed", "rng" } do gen[k] = opts[k] end
   if gen.temperature == nil then gen.temperature = 1 end
+  -- the tokenizer first (a released one fails here), then the prompt's ids
+  local V = mc.vocab
+  local vok, TV = pcall(tok.vocab_size, tok)
+  if not vok then argerror(fname, 2, args.inner(TV)) end
+  TV = integral(TV)
+  if not TV or TV < 1 then
+    argerror(fname, 2, "the tokenizer's vocab_size() is not an integer >= 1")
+  end
+  if V > TV then
+    argerror(fname, 1, ("the model's vocabulary (%d ids) is larger than the tokenizer's (%d): "
+      .. "an id it samples past %d has no piece"):format(V, TV, TV - 1))
+  end
   local ok, ids = pcall(tok.encode, tok, prompt)
   if not ok then argerror(fname, 3, args.inner(ids)) end
   if type(ids) ~= "table" then
     argerror(fname, 2, "the tokenizer's encode gave " .. args.describe(ids) .. ", not ids")
   end
-  local V = mc.vocab
-  for i, id in ipairs(ids) do
-    if math.type(id) ~= "integer" or id < 0 or id >= V then
-      argerror(fname, 2, ("the tokenizer's id %s (token %d of the prompt) is outside the model's "
-        .. "vocabulary 0..%d"):format(tostring(id), i, V - 1))
+  if #ids == 0 then argerror(fname, 3, "the prompt encodes to no tokens") end
+  for i = 1, #ids do
+    local id = ids[i]
+    if math.type(id) ~= "integer" then
+      argerror(fname, 2, ("the tokenizer's encode gave %s as token %d of the prompt, not an "
+        .. "integer id"):format(args.describe(id), i))
+    elseif id < 0 or id >= V then
+      argerror(fname, 2, ("the tokenizer's id %d (token %d of the prompt) is outside the model's "
+        .. "vocabulary 0..%d"):format(id, i, V - 1))
     end
   end
   local out
   ok, out = pcall(m.generate, m, ids, n, gen)
   if not ok then argerror(fname, 4, args.inner(out)) end
-  local text
-  ok, text = pcall(tok.decode, tok, out)
-  if not ok or type(text) ~= "string" then
-    argerror(fname, 2, "the tokenizer's decode failed: " .. (ok and ("it gave "
-      .. args.describe(text)) or args.inner(text)))
-  end
+  local text, err = continuation(tok, ids, out)
+  if not text then argerror(fname, 2, err) end
   return text, out
 end

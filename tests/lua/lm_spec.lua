@@ -223,6 +223,8 @@ describe("m:losses and rp.eval.lm", function()
     end
     -- a part of the split: no bits per byte (they are the whole split's)
     local part = rp.eval.lm(m, task, { split = "valid", max_windows = 2, bytes = 97 })
+    -- (97.0 is 97, as integers given as floats are elsewhere)
+    assert.same(part, rp.eval.lm(m, task, { split = "valid", max_windows = 2, bytes = 97.0 }))
     assert.equal(2, part.windows)
     assert.equal(2 * T, part.tokens)
     assert.is_nil(part.bits_per_byte)
@@ -232,6 +234,9 @@ describe("m:losses and rp.eval.lm", function()
     assert.has_error(function() rp.eval.lm(m, task, { bytes = 0 }) end,
       "bad argument #3 to 'rp.eval.lm' (option 'bytes' must be an integer >= 1 (the split's UTF-8 "
       .. "bytes), got 0)")
+    assert.has_error(function() rp.eval.lm(m, task, { bytes = 97.5 }) end,
+      "bad argument #3 to 'rp.eval.lm' (option 'bytes' must be an integer >= 1 (the split's UTF-8 "
+      .. "bytes), got 97.5)")
     local add = rp.tasks.addition { seq_len = T }
     assert.has_error(function() rp.eval.lm(rp.model { vocab = 30, seq_len = T }, add) end,
       "bad argument #2 to 'rp.eval.lm' (lm needs an lm task (this is addition))")
@@ -599,6 +604,64 @@ describe("rp.lm", function()
     assert.equal(0, tok.calls)
   end)
 
+  it("reads any file name, refuses paths with a NUL byte, an empty cache, and split lines that "
+    .. "count nothing", function()
+    -- sha256sum escapes a name with a backslash or a newline (its line then starts with \)
+    local odd = dir .. "/back\\slash\nand newline"
+    write(odd, "abc")
+    assert.equal("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+      rp.lm.sha256(odd))
+    for _, c in ipairs {
+      { function() return rp.lm.sha256(odd .. "\0x") end,
+        "bad argument #1 to 'rp.lm.sha256' (path contains a NUL byte)" },
+      { function() return rp.lm.info(dir .. "\0") end,
+        "bad argument #1 to 'rp.lm.info' (path contains a NUL byte)" },
+      { function() return rp.lm.info("") end,
+        "bad argument #1 to 'rp.lm.info' (a folder (a string) expected, got string \"\")" },
+      { function() return rp.lm.ids(dir .. "\0x", dir .. "/tok.model") end,
+        "bad argument #1 to 'rp.lm.ids' (path contains a NUL byte)" },
+      { function() return rp.lm.ids(dir, dir .. "/tok.model\0") end,
+        "bad argument #2 to 'rp.lm.ids' (path contains a NUL byte)" },
+      { function() return rp.lm.ids(dir, dir .. "/tok.model", { cache = "" }) end,
+        "bad argument #3 to 'rp.lm.ids' (option 'cache' must be a folder (a nonempty string), "
+          .. "got string \"\")" },
+      { function() return rp.lm.ids(dir, dir .. "/tok.model", { cache = dir .. "\0" }) end,
+        "bad argument #3 to 'rp.lm.ids' (option 'cache': path contains a NUL byte)" },
+      { function() return rp.lm.tokenizer(dir .. "\0", 300) end,
+        "bad argument #1 to 'rp.lm.tokenizer' (path contains a NUL byte)" },
+      { function() return rp.lm.tokenizer(dir, 300, false) end,
+        "bad argument #3 to 'rp.lm.tokenizer' (type must be \"unigram\" or \"bpe\", got boolean)" },
+    } do
+      assert.has_error(c[1], c[2])
+    end
+    -- an integral float is an integer, as elsewhere: the tokenizer that is there is found
+    write(dir .. "/tokenizer-unigram-300.model", "x")
+    assert.equal(dir .. "/tokenizer-unigram-300.model", rp.lm.tokenizer(dir, 300.0))
+    -- a split that counts no tokens or no bytes is refused when read, not at evaluation
+    assert(os.execute("mkdir -p " .. sh_quote(dir .. "/ids0")))
+    ids_folder(dir .. "/ids0", 20, { train = { 1, 2, 3 }, valid = { 1, 2 }, test = { 3 } },
+      { valid = 0 })
+    local info, err = rp.lm.info(dir .. "/ids0")
+    assert.is_nil(info)
+    assert.equal(dir .. "/ids0/ids.txt:4: the valid split's tokens and bytes must be integers "
+      .. ">= 1, got \"valid 2 0\"", err)
+  end)
+
+  it("refuses a tokenizer's 2-D encoding, whole or in pieces, and caches nothing", function()
+    corpus_folder { train = "ab\ncd\n", valid = "v\n", test = "t\n" }
+    local tok = { vocab_size = function() return 256 end, decode = function() return "" end,
+      encode = function() return { { 1, 2, 3 }, { 4, 5, 6 } } end }
+    for _, chunk in ipairs { false, 3 } do
+      local folder, err = rp.lm.ids(dir, dir .. "/tok.model",
+        { tokenizer = tok, cache = dir .. "/c", chunk_bytes = chunk or nil })
+      assert.is_nil(folder)
+      assert.equal(dir .. "/train.txt: the tokenizer's encode gave a 2-D tensor [2 x 3], not a "
+        .. "list of token ids", err)
+    end
+    local left = h.run("find " .. sh_quote(dir .. "/c") .. " -name ids.txt")
+    assert.equal("", left)
+  end)
+
   it("samples a continuation decoded to text", function()
     local m = rp.model { vocab = 256, d_model = 16, heads = 2, layers = 1, seq_len = 32,
       max_batch = 1, seed = 2 }
@@ -614,6 +677,54 @@ describe("rp.lm", function()
     assert.has_error(function() rp.lm.sample(small, tok, "z") end,
       "bad argument #2 to 'rp.lm.sample' (the tokenizer's id 122 (token 1 of the prompt) is "
       .. "outside the model's vocabulary 0..49)")
+    -- each argument blamed for its own fault
+    local function fake(ids, V)
+      return { vocab_size = function() return V or 256 end, decode = function() return "x" end,
+        encode = function() return ids end }
+    end
+    for _, c in ipairs {
+      { m, fake { 1.0, 2 }, "bad argument #2 to 'rp.lm.sample' (the tokenizer's encode gave 1.0 "
+        .. "as token 1 of the prompt, not an integer id)" },
+      { m, fake { 1, nil, 3 }, "bad argument #2 to 'rp.lm.sample' (the tokenizer's encode gave "
+        .. "nil as token 2 of the prompt, not an integer id)" },
+      { m, fake {}, "bad argument #3 to 'rp.lm.sample' (the prompt encodes to no tokens)" },
+      { m, fake({ 1 }, 200), "bad argument #1 to 'rp.lm.sample' (the model's vocabulary (256 "
+        .. "ids) is larger than the tokenizer's (200): an id it samples past 199 has no piece)" },
+    } do
+      assert.has_error(function() rp.lm.sample(c[1], c[2], "Hello", { n = 2 }) end, c[3])
+    end
+    local released = { vocab_size = function() error("attempt to use a released tokenizer") end,
+      encode = function() error("attempt to use a released tokenizer") end,
+      decode = function() return "" end }
+    assert.has_error(function() rp.lm.sample(m, released, "Hello") end,
+      "bad argument #2 to 'rp.lm.sample' (attempt to use a released tokenizer)")
+  end)
+
+  it("decodes a continuation as the text its ids add after the prompt's", function()
+    -- a tokenizer that marks word starts as SentencePiece does: piece "_w" is " w", and the
+    -- mark of a text's first piece is dropped
+    local pieces = { [0] = "_the", "_kernel", "_driver", "s" }
+    local tok = { vocab_size = function() return 4 end, encode = function() return { 0 } end }
+    function tok.decode(_, ids)
+      local out = {}
+      for i, id in ipairs(ids) do out[i] = pieces[id] end
+      return (table.concat(out):gsub("_", " "):gsub("^ ", ""))
+    end
+    assert.equal("kernel driver", tok:decode { 1, 2 })
+    assert.equal(" drivers", rp.lm.continuation(tok, { 0, 1 }, { 2, 3 }))
+    assert.equal("s", rp.lm.continuation(tok, { 0, 1 }, { 3 }))
+    assert.equal("", rp.lm.continuation(tok, { 0 }, {}))
+    -- rp.lm.sample prints the model's text so: prompt .. text reads as the ids decoded together
+    local m = rp.model { vocab = 4, d_model = 16, heads = 2, layers = 1, seq_len = 16, seed = 3 }
+    local text, ids = rp.lm.sample(m, tok, "the", { n = 6, seed = 4 })
+    local all = { 0 }
+    for _, id in ipairs(ids) do all[#all + 1] = id end
+    assert.equal(tok:decode(all), "the" .. text)
+    assert.has_error(function() rp.lm.continuation(tok, { 0 }, "x") end,
+      "bad argument #3 to 'rp.lm.continuation' (a list of token ids expected, got string \"x\")")
+    assert.has_error(function() rp.lm.continuation({}, { 0 }, {}) end,
+      "bad argument #1 to 'rp.lm.continuation' (a tokenizer (with encode, decode and vocab_size) "
+        .. "expected, got table)")
   end)
 end)
 
@@ -1101,7 +1212,18 @@ describe("docs/language_model.md's commands", function()
     local prompt = tok:decode(x[1]:narrow(1, 1, 32))
     local ids = m:generate_batch({ tok:encode(prompt) }, n, { temperature = 1, top_k = 0,
       top_p = 1, seed = 2 })[1]
-    local model = tok:decode(ids)
+    -- the model's text is what its ids add to the prompt's: the prompt's ids and the model's
+    -- decoded together read as the prompt, then that text (SentencePiece drops the word-start
+    -- mark of a text's first piece, so the model's ids decoded alone would lose a space)
+    local function after(head, new)
+      local all = {}
+      for _, id in ipairs(head) do all[#all + 1] = id end
+      for _, id in ipairs(new) do all[#all + 1] = id end
+      local whole, start = tok:decode(all), tok:decode(head)
+      assert.equal(start, whole:sub(1, #start))
+      return whole:sub(#start + 1)
+    end
+    local model = after(tok:encode(prompt), ids)
     assert.equal("-- prompt: 32 tokens of the validation split (real text), up to <|model|>; then "
       .. "the model's text\n" .. prompt .. "<|model|>" .. model
       .. (model:sub(-1) == "\n" and "" or "\n"), out)
@@ -1121,7 +1243,7 @@ describe("docs/language_model.md's commands", function()
     local want = { "-- prompts: 32 tokens of the validation split (real text), up to <|model|>; "
       .. "then the model's text\n" }
     for i = 1, 2 do
-      local t = tok:decode(outs[i])
+      local t = after(prompts[i], outs[i])
       want[#want + 1] = ("-- sample %d\n%s<|model|>%s%s"):format(i, texts[i], t,
         t:sub(-1) == "\n" and "" or "\n")
     end
