@@ -41,13 +41,23 @@
 #include "tokenizer.h"
 #include "userdata.h"
 
+/* The path at arg, a string; raises "path contains a NUL byte" (the file calls would read it cut
+ * at the NUL, another path). An empty string is left to the call (stat: nothing there). */
+static const char *path_arg(lua_State *L, int arg)
+{
+    size_t n;
+    const char *path = luaL_checklstring(L, arg, &n);
+    if (memchr(path, '\0', n)) luaL_argerror(L, arg, "path contains a NUL byte");
+    return path;
+}
+
 /* internals.path_kind(path) -> kind | false | nil, message: what is at path, told by a stat that
  * opens nothing (so a FIFO never blocks; a symbolic link is followed): rp_file_kind's words ("a
  * regular file", "a folder", "a FIFO", ...); false when nothing is there (ENOENT); nil and
  * "path: reason" when it cannot be told (ENOTDIR, EACCES, ...). */
 static int l_path_kind(lua_State *L)
 {
-    const char *path = luaL_checkstring(L, 1);
+    const char *path = path_arg(L, 1);
     struct stat sb;
     if (stat(path, &sb) == 0) {
         lua_pushstring(L, rp_file_kind(sb.st_mode));
@@ -80,7 +90,7 @@ static int filebuf_gc(lua_State *L)
  * blocks; more than max_bytes is refused before anything is read). */
 static int l_read_file(lua_State *L)
 {
-    const char *path = luaL_checkstring(L, 1);
+    const char *path = path_arg(L, 1);
     lua_Integer max_bytes = luaL_checkinteger(L, 2);
     luaL_argcheck(L, max_bytes >= 0, 2, "max_bytes must be >= 0");
     char **box = (char **)lua_newuserdatauv(L, sizeof *box, 0);
@@ -115,7 +125,7 @@ static int write_text(FILE *f, void *ctx)
  * regular file, a FIFO say, is refused before anything is written). */
 static int l_write_file(lua_State *L)
 {
-    const char *path = luaL_checkstring(L, 1);
+    const char *path = path_arg(L, 1);
     struct text_job j;
     j.text = luaL_checklstring(L, 2, &j.len);
     if (rp_file_write_atomic(path, write_text, &j) != RP_OK) {

@@ -176,7 +176,7 @@ rp_status rp__text_batch(rp_task *t, rp_rng *rng, int64_t B, int split, int32_t 
     }
     if (len < T + 1)
         return rp_error(RP_ERR_ARG,
-                        "batch: the %s split of %s has %lld %s, a window needs seq_len + 1 = %lld",
+                        "the %s split of %s has %lld %s, a window needs seq_len + 1 = %lld",
                         split == 0 ? "train" : split == 1 ? "validation" : "test", t->path,
                         (long long)len, lm ? "tokens" : "characters", (long long)(T + 1));
     for (int64_t b = 0; b < B; b++) {

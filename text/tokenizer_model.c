@@ -85,11 +85,12 @@ typedef struct trainer_fields {
 
 static const char *const id_names[4] = {"unk_id", "bos_id", "eos_id", "pad_id"};
 
-/* A TrainerSpec's fields; 0, or -1 when its framing is broken (the library's parser would refuse
- * it too). */
+/* A TrainerSpec record's fields into *t, over what *t holds: a message field that occurs more
+ * than once is merged (protobuf's rule, the library's parser's), each record setting the fields
+ * it carries, so *t starts at the proto's defaults once, before the first record (the caller's).
+ * 0, or -1 when its framing is broken (the library's parser would refuse it too). */
 static int trainer_spec_fields(const unsigned char *p, size_t n, trainer_fields *t)
 {
-    *t = (trainer_fields){1, 0, 0, 8000, 0, {0, 1, 2, -1}};
     size_t pos = 0;
     while (pos < n) {
         field f;

@@ -156,6 +156,18 @@ static void check_model_contents(const char *model, size_t l)
     CHECK_STATUS(rp_tok_load_bytes(b, n, "selftest.model", &t), RP_OK, NULL);
     CHECK(t && rp_tok_vocab_size(t) == 300, "the model with self-test data loads");
     rp_tok_free(t);
+    /* a second trainer spec record, after the normalizer spec, holding only model_type 1: merged
+     * into the first (protobuf's rule), so vocab_size stays the first's 300, not the default */
+    memcpy(b, model, l);
+    n = l;
+    b[n++] = 0x12; /* field 2, wire type 2 */
+    b[n++] = 2;
+    b[n++] = 0x18; /* field 3, wire type 0: model_type */
+    b[n++] = 1;
+    t = NULL;
+    CHECK_STATUS(rp_tok_load_bytes(b, n, "merged.model", &t), RP_OK, NULL);
+    CHECK(t && rp_tok_vocab_size(t) == 300, "a trainer spec in two records loads, merged");
+    rp_tok_free(t);
     free(b);
 }
 

@@ -152,6 +152,9 @@ describe("rp.experiment.config", function()
     raises_for("config", "option 'eval_digits' must list digit counts in 1..18, got 19", cfg,
       { task = "addition", eval_digits = "9,19" })
     raises_for("config", "option 'path' must be a string, got 3", cfg, { path = 3 })
+    -- a NUL byte, which the file calls would cut a path at, in any string key
+    raises_for("config", "option 'corpus' contains a NUL byte", cfg, { corpus = "data\0x" })
+    raises_for("config", "option 'eval_lengths' contains a NUL byte", cfg, { eval_lengths = "3\0" })
     raises_for("config", "table expected, got number", cfg, 5)
     -- greedy decoding needs no temperature
     assert.are.equal(0, cfg { temperature = 0, decode = "greedy" }.temperature)

@@ -411,6 +411,12 @@ describe("rp.tasks.text", function()
                          t:decode(row(y, b)):sub(1, #s - utf8.offset(s, 2) + 1))
       end
     end
+    -- a split shorter than a window: said once, with the function's name
+    local short = assert(rp.tasks.text { path = path, seq_len = 32, valid_fraction = 0.001 })
+    local n = select(2, short:split_sizes())
+    assert.has_error(function() short:batch(1, rp.rng(1), "valid") end,
+      ("rp.Task.batch: the validation split of %s has %d characters, a window needs seq_len + 1 "
+        .. "= 33"):format(path, n))
   end)
 
   it("returns nil and a message for file problems", function()

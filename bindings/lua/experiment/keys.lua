@@ -240,8 +240,12 @@ local function coerce(k, v, fname)
     if type(v) == "boolean" then return v end
     bad("true or false")
   else
-    if type(v) == "string" then return v end
-    bad("a string")
+    if type(v) ~= "string" then bad("a string") end
+    -- (no key holds a NUL byte: the paths among them would be read cut at it)
+    if v:find("\0", 1, true) then
+      argerror(fname, 1, ("option '%s' contains a NUL byte"):format(name))
+    end
+    return v
   end
 end
 
