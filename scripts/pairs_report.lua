@@ -121,8 +121,11 @@ cli.main("pairs_report.lua", function()
   if not args.position_bins or args.position_bins < 1 then
     cli.usage("--position-bins: an integer >= 1 expected")
   end
-  if args.noninferiority and not (args.margin and args.margin > 0) then
-    cli.usage("--noninferiority needs --margin, a number > 0")
+  if args.noninferiority and not (args.margin and args.margin > 0 and args.margin < math.huge) then
+    cli.usage("--noninferiority needs --margin, a finite number > 0")
+  end
+  if args.margin and not args.noninferiority then
+    cli.usage("--margin applies to --noninferiority, which is not given")
   end
   local extrapolate
   if args.extrapolate then
@@ -137,23 +140,39 @@ cli.main("pairs_report.lua", function()
     cli.usage(("--trend %s: two folders or more of different sizes expected, %d given")
       :format(args.trend[1], #args.dir))
   end
-  -- skip[dir or true][seed]: the seeds left out of a folder (true: of every folder)
+  -- skip[dir or true]: the ranges of seeds {lo, hi} left out of a folder (true: of every folder);
+  -- a DIR= must be one of the folders given (a misspelt one would leave out nothing)
+  local given = {}
+  for _, d in ipairs(args.dir) do given[(d:gsub("/+$", ""))] = true end
   local skip = { [true] = {} }
   for _, spec in ipairs(args.skip_seeds or {}) do
     local dir, list = spec:match("^(.*)=([^=]*)$")
     dir = dir and dir:gsub("/+$", "") or true
+    if dir ~= true and not given[dir] then
+      cli.usage(("--skip-seeds %s: %s is not one of the folders given"):format(spec, dir))
+    end
     skip[dir] = skip[dir] or {}
     for part in (list or spec):gmatch("[^,]+") do
       local a, b = part:match("^%s*(%d+)%s*%-%s*(%d+)%s*$")
       if not a then a = part:match("^%s*(%d+)%s*$"); b = a end
       if not a then cli.usage(("--skip-seeds %s: seeds and ranges expected, as 1-4,7 or DIR=1-4")
         :format(spec)) end
-      for seed = tonumber(a), tonumber(b) do skip[dir][seed] = true end
+      a, b = math.tointeger(tonumber(a)), math.tointeger(tonumber(b))
+      if not (a and b and a <= b) then
+        cli.usage(("--skip-seeds %s: %s is not a range of seeds from the smaller up, as 1-4")
+          :format(spec, part))
+      end
+      skip[dir][#skip[dir] + 1] = { a, b }
     end
   end
+  local function within(ranges, seed)
+    for _, r in ipairs(ranges or {}) do
+      if seed >= r[1] and seed <= r[2] then return true end
+    end
+    return false
+  end
   local function skipped(dir, seed)
-    local own = skip[(dir:gsub("/+$", ""))]
-    return skip[true][seed] or (own and own[seed]) or false
+    return within(skip[true], seed) or within(skip[(dir:gsub("/+$", ""))], seed)
   end
   local function skip_text(dir)
     local parts = {}
@@ -224,6 +243,9 @@ cli.main("pairs_report.lua", function()
           if args.metric == "final_train_loss" then r.value = r.final_train_loss end
           if args.metric == "mean_train_loss" then r.value = mean_curve_loss(r) end
           if args.metric == "eval_loss" then r.value = r.eval_loss end
+          -- a diverged run has no value under any metric (it counts as the worst run): its
+          -- curve's finite points before it diverged are not its loss
+          if r.diverged then r.value = nil end
           local run = { seed = math.tointeger(tonumber(s)), res = r }
           if args.lm or args.gap_curve then
             run.valid_curve = lm_report.valid_curve(fileio.join(dir, "runs",
@@ -329,6 +351,15 @@ cli.main("pairs_report.lua", function()
   -- say, run at one size only), at least 2 pairs there; a pair no folder holds is refused
   local ni_rows, ni_absent
   if args.noninferiority then
+    -- the test is of a metric where lower is better (a loss): on the correct answers it would
+    -- call the worse method non-inferior
+    for i, dir in ipairs(args.dir) do
+      local m = args.metric == "value" and summaries[i].metric or "loss"
+      if m ~= "loss" then
+        cli.usage(("--noninferiority tests a loss (lower is better); %s's metric is %s: give "
+          .. "--metric final_train_loss, mean_train_loss or eval_loss"):format(dir, tostring(m)))
+      end
+    end
     ni_rows, ni_absent = {}, {}
     for _, spec in ipairs(args.noninferiority) do
       local a, b = pair_of("--noninferiority", spec)

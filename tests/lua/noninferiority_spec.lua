@@ -143,7 +143,30 @@ describe("pairs_report.lua --noninferiority on made-up run files", function()
     local _, merr, mcode = h.run(("%s scripts/pairs_report.lua %s --noninferiority roper/rope")
       :format(BIN, fine))
     assert.are.equal(2, mcode)
-    assert.are.equal("pairs_report.lua: --noninferiority needs --margin, a number > 0\n", merr)
+    assert.are.equal("pairs_report.lua: --noninferiority needs --margin, a finite number > 0\n",
+      merr)
+    _, merr, mcode = h.run(("%s scripts/pairs_report.lua %s --noninferiority roper/rope --margin "
+      .. "1e400"):format(BIN, fine))
+    assert.are.equal(2, mcode)
+    assert.are.equal("pairs_report.lua: --noninferiority needs --margin, a finite number > 0\n",
+      merr)
+    _, merr, mcode = h.run(("%s scripts/pairs_report.lua %s --margin 0.02"):format(BIN, fine))
+    assert.are.equal(2, mcode)
+    assert.are.equal("pairs_report.lua: --margin applies to --noninferiority, which is not given\n",
+      merr)
+    -- a metric where higher is better (the correct answers): refused, not tested as a loss, which
+    -- would call the worse method non-inferior
+    local acc = comparison("acc", { rope = { 101, 102, 103 }, roper = { 12, 14, 16 } })
+    h.write(acc .. "/summary.json", '{"metric": "correct", "metric_name": "correct of 128", '
+      .. '"methods": [{"label": "rope"}, {"label": "roper"}]}')
+    local aout
+    aout, merr, mcode = h.run(("%s scripts/pairs_report.lua %s --noninferiority roper/rope "
+      .. "--margin 1"):format(BIN, acc))
+    assert.are.equal(2, mcode)
+    assert.are.equal("pairs_report.lua: --noninferiority tests a loss (lower is better); " .. acc
+      .. "'s metric is correct: give --metric final_train_loss, mean_train_loss or eval_loss\n",
+      merr)
+    assert.are.equal("", aout)
     local pout, perr = h.run(("%s scripts/pairs_report.lua %s --noninferiority roper/xpos "
       .. "--margin 0.02"):format(BIN, fine))
     assert.are.equal("pairs_report.lua: --noninferiority roper/xpos: no folder holds runs of both "

@@ -435,6 +435,36 @@ describe("compare.lua with the new tables", function()
     assert.are.equal(2, scode0)
     assert.are.equal("pairs_report.lua: --skip-seeds 1-x: seeds and ranges expected, as 1-4,7 "
       .. "or DIR=1-4\n", serr0)
+    -- a range from the larger seed down, and a folder that is not among those given: refused
+    -- (they would leave out nothing); a huge range costs nothing (ranges, not every seed)
+    _, serr0, scode0 = h.run(("%s scripts/pairs_report.lua %s --skip-seeds 3-1"):format(
+      h.sh_quote(BIN), h.sh_quote(out)))
+    assert.are.equal(2, scode0)
+    assert.are.equal("pairs_report.lua: --skip-seeds 3-1: 3-1 is not a range of seeds from the "
+      .. "smaller up, as 1-4\n", serr0)
+    _, serr0, scode0 = h.run(("%s scripts/pairs_report.lua %s --skip-seeds %s=1"):format(
+      h.sh_quote(BIN), h.sh_quote(out), h.sh_quote(out .. "X")))
+    assert.are.equal(2, scode0)
+    assert.are.equal("pairs_report.lua: --skip-seeds " .. out .. "X=1: " .. out .. "X is not one "
+      .. "of the folders given\n", serr0)
+    local huge, herr, hcode = h.run(("%s scripts/pairs_report.lua %s --skip-seeds 2-99999999999")
+      :format(h.sh_quote(BIN), h.sh_quote(out)))
+    assert.are.equal(0, hcode, herr)
+    assert.truthy(huge:find("seeds 2-99999999999 left out): rope 1 runs, roper 1 runs", 1, true),
+      huge)
+    -- a diverged run has no value under the training-loss metrics (its curve's finite points
+    -- before it diverged are not its loss): the method row says so
+    local dv = h.tmpdir()
+    assert(os.execute("cp -r " .. h.sh_quote(out) .. "/. " .. h.sh_quote(dv)))
+    local f2 = dv .. "/runs/roper-s2.json"
+    h.write(f2, (h.read(f2):gsub('"diverged":false', '"diverged":true')))
+    for _, metric in ipairs { "final_train_loss", "mean_train_loss" } do
+      local dout, derr, dcode = h.run(("%s scripts/pairs_report.lua %s --metric %s"):format(
+        h.sh_quote(BIN), h.sh_quote(dv), metric))
+      assert.are.equal(0, dcode, derr)
+      assert.truthy(dout:find("\n| roper (1 diverged) | 2 |", 1, true), dout)
+    end
+    h.remove_tree(dv)
     -- a folder's own list: here the only folder, so the same runs are left out
     local own = h.run(("%s scripts/pairs_report.lua %s --metric mean_train_loss --skip-seeds %s=2")
       :format(h.sh_quote(BIN), h.sh_quote(out), h.sh_quote(out)))
