@@ -184,6 +184,7 @@ cli.main("compare.lua", function()
       runs[#runs + 1] = run
     end
   end
+  runner.check_init(runs)
 
   local train = fileio.join(fileio.dirname(arg[0]), "train.lua")
   slurm.out, slurm.train, slurm.force, slurm.name = out, train, args.force, "roper-compare"

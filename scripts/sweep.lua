@@ -159,6 +159,7 @@ cli.main("sweep.lua", function()
   for _, e in ipairs(grid) do typed[e.key] = ("--grid %s=%s"):format(e.key,
     table.concat(e.values, ",")) end
   cli.refuse_unused(rp, args, typed, cfgs, "point of the grid")
+  runner.check_init(runs)
 
   local train = fileio.join(fileio.dirname(arg[0]), "train.lua")
   fileio.check_output(fileio.join(args.out, "runs", "probe.json"), "--out")

@@ -120,7 +120,9 @@ cli.main("train.lua", function()
     end
     fileio.check_output(args.save, "--save")
     args.out = args.out or saved.beside(args.save)
-    if args.out == args.save then cli.usage("--save and --out name the same file") end
+    if fileio.same_path(args.out, args.save) then
+      cli.usage("--save and --out name the same file")
+    end
   end
   if args.checkpoint_every ~= nil then
     if args.checkpoint_every < 1 then cli.usage("--checkpoint-every must be an integer >= 1") end
@@ -135,9 +137,9 @@ cli.main("train.lua", function()
       cli.usage("--checkpoint " .. args.checkpoint
         .. ": a checkpoint is not a .json or .csv file (use .ckpt)")
     end
-    if args.checkpoint == args.save or args.checkpoint == args.out then
-      cli.usage("--checkpoint names the file of --" .. (args.checkpoint == args.save and "save"
-        or "out"))
+    local on_save = args.save and fileio.same_path(args.checkpoint, args.save)
+    if on_save or (args.out and fileio.same_path(args.checkpoint, args.out)) then
+      cli.usage("--checkpoint names the file of --" .. (on_save and "save" or "out"))
     end
     fileio.check_output(args.checkpoint, "--checkpoint")
   end
@@ -151,6 +153,19 @@ cli.main("train.lua", function()
     if lengths_csv then fileio.check_output(lengths_csv, "--out") end
   end
   if args.progress then fileio.check_output(args.progress, "--progress") end
+  -- no two outputs in one file (the later write would replace the other: a model by the
+  -- progress lines, say), however the paths are written
+  local outputs = { { "--save", args.save }, { "--checkpoint", args.checkpoint },
+    { "--out", args.out }, { "--out's curve", csv }, { "--out's lengths", lengths_csv or nil },
+    { "--progress", args.progress } }
+  for i = 1, #outputs do
+    for j = i + 1, #outputs do
+      local a, b = outputs[i], outputs[j]
+      if a[2] and b[2] and fileio.same_path(a[2], b[2]) then
+        cli.usage(("%s and %s name the same file (%s)"):format(a[1], b[1], b[2]))
+      end
+    end
+  end
 
   local system_ok, system = pcall(require, "system")
   local now = system_ok and system.gettime or os.time

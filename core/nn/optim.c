@@ -151,9 +151,16 @@ rp_status rp_adam_cfg_check_key(const rp_adam_cfg *c, const rp_optim_key *k)
     int lo_ok = k->flags & RP_OPT_LO_OPEN ? x > k->lo : x >= k->lo;
     int hi_ok = k->flags & RP_OPT_HI_OPEN ? x < k->hi : x <= k->hi;
     if (lo_ok && hi_ok && isfinite(x)) return RP_OK;
-    if (isinf(k->hi))
+    /* a bound of float32's (FLT_MAX, FLT_MIN) named as such */
+    if (lo_ok && isfinite(x) && k->hi == (double)FLT_MAX)
+        return rp_error(RP_ERR_ARG, "%s must be at most %g (float32's largest), got %g", k->name,
+                        k->hi, x);
+    if (isinf(k->hi) || k->hi == (double)FLT_MAX)
         return rp_error(RP_ERR_ARG, "%s must be a finite number %s %g%s, got %g", k->name,
-                        k->flags & RP_OPT_LO_OPEN ? ">" : ">=", k->lo, k->note ? k->note : "", x);
+                        k->flags & RP_OPT_LO_OPEN ? ">" : ">=", k->lo,
+                        k->lo == (double)FLT_MIN ? " (float32's smallest normal number)"
+                        : k->note ? k->note : "",
+                        x);
     return rp_error(RP_ERR_ARG, "%s must be in %c%g, %g%c, got %g", k->name,
                     k->flags & RP_OPT_LO_OPEN ? '(' : '[', k->lo, k->hi,
                     k->flags & RP_OPT_HI_OPEN ? ')' : ']', x);

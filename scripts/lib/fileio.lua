@@ -22,14 +22,19 @@ function fileio.write(path, text)
   return rp.write_file(path, text)
 end
 
--- check_output(path, what): before any work, makes sure a file can be written at path: its folder
--- exists (created when missing), path is not a folder, and a probe file "<path>.probe" can be
+-- check_output(path, what): before any work, makes sure a file can be written at path: path is
+-- not empty, its folder exists (created when missing), path is not a folder (nor a name ending in
+-- "/"), and a probe file "<path>.probe" can be
 -- created and removed there. An empty regular file already at "<path>.probe" is the leftover of a
 -- probe cut short (kill -9 between its write and its removal) and is removed; anything else there
 -- is left alone and the probe skipped. Raises a usage problem naming `what` (the option, e.g.
 -- "--out") and path.
 function fileio.check_output(path, what)
-  if plpath.isdir(path) then cli.usage(("%s %s: is a folder, not a file"):format(what, path)) end
+  if path == "" then cli.usage(("%s: a file name expected, got an empty one"):format(what)) end
+  -- (a name ending in "/" is a folder's, there or not)
+  if plpath.isdir(path) or path:sub(-1) == "/" then
+    cli.usage(("%s %s: is a folder, not a file"):format(what, path))
+  end
   local dir = plpath.dirname(path)
   if dir ~= "" then
     local ok, err = fileio.mkdir(dir)
@@ -46,6 +51,15 @@ function fileio.check_output(path, what)
       tostring(err):gsub("^.-: ", "")))
   end
   os.remove(path .. ".probe")
+end
+
+-- same_path(a, b) -> true when the paths name one file: the same absolute path once "." and ".."
+-- and repeated slashes are resolved, or, both being there, the same device and inode (a link, a
+-- symbolic link to it).
+function fileio.same_path(a, b)
+  if plpath.normpath(plpath.abspath(a)) == plpath.normpath(plpath.abspath(b)) then return true end
+  local x, y = lfs.attributes(a), lfs.attributes(b)
+  return x ~= nil and y ~= nil and x.dev == y.dev and x.ino == y.ino
 end
 
 -- lfs's word for a kind of file in the words of the C core's messages ("a folder", "a FIFO").

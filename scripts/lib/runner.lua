@@ -27,6 +27,7 @@
 --     config); a run with model whose model file is gone is "missing", why (a phrase saying so)
 --   runner.tidy(run): removes the run's bookkeeping files
 --   runner.model_path(run) -> the path of the run's model (name.ckpt)
+--   runner.check_init(runs): refuses a run whose init is the model of a run of the list
 --   runner.part_path(run) -> the path of the run's checkpoint while it trains (name.part.ckpt)
 --   runner.print_commands(runs, opts) -> n, or nil, message: for every run not done, writes its
 --     config file (name.cfg.json) and prints one self-contained train.lua command that runs it
@@ -61,6 +62,7 @@
 local uv = require "luv"
 local term = require "lib.term"
 local fileio = require "lib.fileio"
+local cli = require "lib.cli"
 local json = require "lib.json"
 local proc = require "lib.proc"
 local resume = require "lib.resume"
@@ -83,6 +85,25 @@ end
 
 function runner.model_path(run)
   return (run.path:gsub("%.json$", "")) .. ".ckpt"
+end
+
+-- runner.check_init(runs): a usage problem when a run's init checkpoint (cfg.init) is the model
+-- of a run of the list, which a run started (again, or with --force) removes before it trains
+-- ("--init <path> is the model of run rope s1 here (<model>), which the run removes before it
+-- trains: copy the models elsewhere and give --init there")
+function runner.check_init(runs)
+  for _, run in ipairs(runs) do
+    local init = run.cfg.init
+    if type(init) == "string" and init ~= "" then
+      for _, other in ipairs(runs) do
+        if fileio.same_path(init, runner.model_path(other)) then
+          cli.usage(("--init %s is the model of run %s here (%s), which the run removes before "
+            .. "it trains: copy the models elsewhere and give --init there"):format(init,
+            other.id, runner.model_path(other)))
+        end
+      end
+    end
+  end
 end
 
 function runner.part_path(run)

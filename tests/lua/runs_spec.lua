@@ -910,6 +910,18 @@ describe("compare.lua and sweep.lua --keep-models", function()
     assert.are.equal(2, code, so .. se)
     assert.are.equal("compare.lua: --init " .. base .. "/runs/rope-s3.ckpt: no such file\n", se)
     assert.is_nil(lfs.attributes(dir .. "/ft3/runs/rope-s1.json"))
+    -- an --init that is a model of the folder's own runs (written another way): refused before
+    -- anything runs, with --force too, since a run removes its model before it trains
+    for _, force in ipairs { "", " --force" } do
+      so, se, code = run(("%s scripts/compare.lua --seeds 1 --steps 1 %s --quiet --init %s "
+        .. "--out %s%s"):format(sh_quote(BIN), TINY_ARGS,
+          sh_quote(base .. "/./runs/{pe}-s{seed}.ckpt"), sh_quote(base), force))
+      assert.are.equal(2, code, so .. se)
+      assert.are.equal("compare.lua: --init " .. base .. "/./runs/rope-s1.ckpt is the model of "
+        .. "run rope s1 here (" .. base .. "/runs/rope-s1.ckpt), which the run removes before it "
+        .. "trains: copy the models elsewhere and give --init there\n", se)
+      assert.truthy(lfs.attributes(base .. "/runs/rope-s1.ckpt"))
+    end
   end)
 
   it("compare.lua keeps each run's model beside its result, and a resume keeps them so", function()

@@ -319,6 +319,7 @@ local RANGES = {
   { "valid_every", 0 }, { "threads", 0 }, { "top_k", 0 }, { "eval_windows", 0 }, { "vocab_size", 1 },
 }
 local function int(x) return math.tointeger(x) or x end
+local F32_MAX = 0x1.fffffep127 -- float32's largest, the top of core's optimiser rates
 for _, k in ipairs(OPTIM) do -- the optimiser's ranges (core's rows)
   local row = k.row
   if row.lo then
@@ -378,7 +379,13 @@ local function resolve(fname, overrides)
     local name, lo, strict, hi, hi_strict = r[1], r[2], r[3], r[4], r[5]
     local v = cfg[name]
     if not (r.unset0 and v == 0) then
-      if hi and (v < lo or (strict and v == lo) or v > hi or (hi_strict and v == hi)) then
+      -- a top that is float32's largest (the optimiser's rates: core names it so)
+      local f32 = hi == F32_MAX and not (v < lo or (strict and v == lo))
+      if f32 and v > hi then
+        argerror(fname, 1, ("option '%s' must be at most %s (float32's largest), got %s"):format(
+          name, hi, v))
+      elseif hi and hi ~= F32_MAX
+        and (v < lo or (strict and v == lo) or v > hi or (hi_strict and v == hi)) then
         local range = r.int and ("%d..%d"):format(lo, hi)
           or ("%s%s, %s%s"):format(strict and "(" or "[", lo, hi, hi_strict and ")" or "]")
         argerror(fname, 1, ("option '%s' must be in %s, got %s"):format(name, range, v))
