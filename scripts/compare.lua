@@ -103,8 +103,13 @@ cli.main("compare.lua", function()
   end
   local slurm = slurmrun.options(args)
 
-  if not args.seeds or args.seeds < 1 then die("--seeds must be an integer >= 1") end
-  if not args.first_seed then die("--first-seed must be an integer") end
+  -- (each seed is a run of every method; a seed is an integer within 2^53, as --seed's)
+  if not args.seeds or args.seeds < 1 or args.seeds > 100000 then
+    die("--seeds must be an integer in 1..100000")
+  end
+  if not args.first_seed or args.first_seed < -2^53 or args.first_seed > 2^53 - args.seeds + 1 then
+    die("--first-seed must be an integer >= -2^53, and --first-seed + --seeds - 1 at most 2^53")
+  end
   local cores = proc.ncores()
   local jobs = args.jobs or cores
   if jobs < 1 then die("--jobs must be an integer >= 1") end
@@ -128,9 +133,14 @@ cli.main("compare.lua", function()
     for k, v in pairs(base) do o[k] = v end
     o.pe = parts[1]
     for i = 2, #parts do
-      local k, v = parts[i]:match("^([%w_]+)=(.*)$")
+      local k, v = parts[i]:match("^([%w_-]+)=(.*)$")
       if not k then die(("method %s: '%s' is not key=value"):format(spec, parts[i])) end
       k = k:gsub("-", "_")
+      -- (the seeds are --seeds and --first-seed: a method's own seed would be overwritten)
+      if k == "seed" then
+        die(("method %s: seed is not a method's key (the seeds are --seeds and --first-seed)")
+          :format(spec))
+      end
       o[k], own[k] = v, ("method %s: %s=%s"):format(spec, k, v)
     end
     local cfg, mem = cli.check(rp, o, args.quiet)

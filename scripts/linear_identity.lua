@@ -51,10 +51,12 @@ cli.main("linear_identity.lua", function()
     .. "sum.", EXAMPLES)
   parser:option("--seed", "Seed of the random inputs.", "1"):convert(math.tointeger)
   parser:option("--T", "Sequence length (2..512).", "24"):convert(math.tointeger)
-  parser:option("--d", "Head size (even).", "16"):convert(math.tointeger)
+  parser:option("--d", "Head size (even, 2..256).", "16"):convert(math.tointeger)
   args = parser:parse()
   if args.T < 2 or args.T > 512 then cli.usage("--T must be an integer in 2..512, got " .. args.T) end
-  if args.d < 2 or args.d % 2 ~= 0 then cli.usage("--d must be even and >= 2, got " .. args.d) end
+  if args.d < 2 or args.d > 256 or args.d % 2 ~= 0 then
+    cli.usage("--d must be even and in 2..256, got " .. args.d)
+  end
 end)
 
 local T, D, H, B = args.T, args.d, 2, 1

@@ -54,10 +54,12 @@ cli.main("pe_identity.lua", function()
     "Shows what the attention score and output of each positional scheme depend on.", EXAMPLES)
   parser:option("--seed", "Seed of the random contents.", "1"):convert(math.tointeger)
     :argname("<n>")
-  parser:option("--d", "Head size: features per head (even, >= 4).", "16")
+  parser:option("--d", "Head size: features per head (even, 4..4096).", "16")
     :convert(math.tointeger):argname("<n>")
   opts = parser:parse()
-  if opts.d < 4 or opts.d % 2 ~= 0 then cli.usage("--d must be even and >= 4, got " .. opts.d) end
+  if opts.d < 4 or opts.d > 4096 or opts.d % 2 ~= 0 then
+    cli.usage("--d must be even and in 4..4096, got " .. opts.d)
+  end
 end)
 
 local D = opts.d

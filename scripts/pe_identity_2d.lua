@@ -80,18 +80,21 @@ cli.main("pe_identity_2d.lua", function()
     "Shows which 2-D rotary schemes keep scores and outputs functions of the offset vector.", EXAMPLES)
   parser:option("--seed", "Seed of the random contents.", "1"):convert(math.tointeger)
     :argname("<n>")
-  parser:option("--d", "Head size: features per head (a multiple of 4).", "16")
+  parser:option("--d", "Head size: features per head (a multiple of 4, 4..256).", "16")
     :convert(math.tointeger):argname("<n>")
-  parser:option("--rows", "Rows of the grid (>= 2).", "12"):convert(math.tointeger)
+  parser:option("--rows", "Rows of the grid (2..64).", "12"):convert(math.tointeger)
     :argname("<n>")
-  parser:option("--cols", "Columns of the grid (>= 2).", "12"):convert(math.tointeger)
+  parser:option("--cols", "Columns of the grid (2..64).", "12"):convert(math.tointeger)
     :argname("<n>")
   opts = parser:parse()
-  if opts.d < 4 or opts.d % 4 ~= 0 then
-    cli.usage("--d must be a multiple of 4 (>= 4), got " .. opts.d)
+  if opts.d < 4 or opts.d > 256 or opts.d % 4 ~= 0 then
+    cli.usage("--d must be a multiple of 4 in 4..256, got " .. opts.d)
   end
+  -- (rows x cols keys and queries: at most 4,096, an attention of 16 M weights)
   for _, k in ipairs { "rows", "cols" } do
-    if opts[k] < 2 then cli.usage(("--%s must be >= 2, got %d"):format(k, opts[k])) end
+    if opts[k] < 2 or opts[k] > 64 then
+      cli.usage(("--%s must be in 2..64, got %d"):format(k, opts[k]))
+    end
   end
 end)
 

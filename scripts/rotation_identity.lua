@@ -55,10 +55,12 @@ cli.main("rotation_identity.lua", function()
     "Walks through the RoPER derivation of the write-up with numbers.", EXAMPLES)
   parser:option("--seed", "Seed of the random vectors and positions.", "1")
     :convert(math.tointeger):argname("<n>")
-  parser:option("--d", "Head size: features per head (even, >= 2).", "64")
+  parser:option("--d", "Head size: features per head (even, 2..4096).", "64")
     :convert(math.tointeger):argname("<n>")
   opts = parser:parse()
-  if opts.d < 2 or opts.d % 2 ~= 0 then cli.usage("--d must be even and >= 2, got " .. opts.d) end
+  if opts.d < 2 or opts.d > 4096 or opts.d % 2 ~= 0 then
+    cli.usage("--d must be even and in 2..4096, got " .. opts.d)
+  end
 end)
 local D = opts.d          -- head size
 local HALF = D // 2       -- number of rotated pairs

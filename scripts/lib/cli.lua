@@ -189,6 +189,22 @@ function cli.parser(name, description, examples)
         end
       end
     end
+    -- a value its option's converter refused (argparse names the value only): the option too
+    local bad = msg:match("^malformed argument '(.*)'$")
+    if bad then
+      for i = 1, #arg do
+        local opt, v = arg[i]:match("^(%-%-[%w_-]+)=(.*)$")
+        if not opt and arg[i] == bad then
+          -- the option whose values it is among (--jump-sensitivity 1 x)
+          local j = i - 1
+          while j >= 1 and not arg[j]:match("^%-") do j = j - 1 end
+          if j >= 1 and arg[j]:match("^%-%-[%w_-]+$") then opt, v = arg[j], bad end
+        end
+        if opt and v == bad then
+          cli.usage(("%s %s: not a value this option takes (see --help)"):format(opt, bad))
+        end
+      end
+    end
     cli.usage(msg .. " (see --help)")
   end
   return p

@@ -87,6 +87,10 @@ describe("train.lua reports config problems before training, in one line", funct
     { "--steps -5", "--steps -5: write a negative value as --steps=-5 (see --help)" },
     { "--steps=-5", "option 'steps' must be >= 1, got -5" },
     { "--steps 2.5", "option 'steps' must be an integer, got 2.5" },
+    -- a script's own option whose value its converter refuses: named with the value
+    { "--save " .. D .. "/m2.ckpt --save-every 2.5",
+      "--save-every 2.5: not a value this option takes (see --help)" },
+    { "--checkpoint-every=x", "--checkpoint-every x: not a value this option takes (see --help)" },
     { "--lr 0", "option 'lr' must be > 0, got 0" },
     { "--lr 1e39", "option 'lr' must be at most 3.4028234663853e+38 (float32's largest), got 1e+39" },
     { "--lr fast", "option 'lr' must be a finite number, got fast" },

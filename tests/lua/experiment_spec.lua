@@ -722,6 +722,23 @@ describe("scripts/compare.lua", function()
       :format(sh_quote(BIN), sh_quote(o3)))
     assert.are.equal(2, code2, so2 .. se2)
     assert.truthy(se2:find("compare.lua: method bogus: option 'pe' must be one of", 1, true), se2)
+    -- a method's own seed (the seeds are --seeds and --first-seed: it would be overwritten), and
+    -- seeds that would overflow or pass 2^53: refused before anything
+    for _, c in ipairs {
+      { "--methods rope:seed=3", "compare.lua: method rope:seed=3: seed is not a method's key (the "
+        .. "seeds are --seeds and --first-seed)\n" },
+      { "--seeds 9223372036854775807", "compare.lua: --seeds must be an integer in 1..100000\n" },
+      { "--seeds 2 --first-seed 9223372036854775807", "compare.lua: --first-seed must be an "
+        .. "integer >= -2^53, and --first-seed + --seeds - 1 at most 2^53\n" },
+      { "--seeds 2 --first-seed 9007199254740992", "compare.lua: --first-seed must be an "
+        .. "integer >= -2^53, and --first-seed + --seeds - 1 at most 2^53\n" },
+    } do
+      local so4, se4, code4 = run(("%s scripts/compare.lua %s --out %s --quiet")
+        :format(sh_quote(BIN), c[1], sh_quote(o3)))
+      assert.are.equal(2, code4, so4 .. se4)
+      assert.are.equal(c[2], se4)
+    end
+    assert.is_nil(read(o3 .. "/summary.md"))
   end)
 end)
 

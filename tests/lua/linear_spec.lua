@@ -219,6 +219,9 @@ describe("scripts/linear_identity.lua", function()
       .. " scripts/linear_identity.lua --d 7")
     assert.is_falsy(ok)
     assert.truthy(out:find("--d must be even", 1, true), out)
+    out = helpers.run_merged(helpers.sh_quote(helpers.BIN) .. " scripts/linear_identity.lua --d "
+      .. "1000000000")
+    assert.are.equal("linear_identity.lua: --d must be even and in 2..256, got 1000000000\n", out)
   end)
 end)
 

@@ -100,10 +100,13 @@ describe("scripts/pe_identity_2d.lua", function()
 
   it("rejects a bad --d or grid with exit status 2", function()
     for _, c in ipairs {
-      { "--d 6", "pe_identity_2d.lua: --d must be a multiple of 4 (>= 4), got 6\n" },
-      { "--d 0", "pe_identity_2d.lua: --d must be a multiple of 4 (>= 4), got 0\n" },
-      { "--rows 1", "pe_identity_2d.lua: --rows must be >= 2, got 1\n" },
-      { "--cols 1", "pe_identity_2d.lua: --cols must be >= 2, got 1\n" },
+      { "--d 6", "pe_identity_2d.lua: --d must be a multiple of 4 in 4..256, got 6\n" },
+      { "--d 0", "pe_identity_2d.lua: --d must be a multiple of 4 in 4..256, got 0\n" },
+      { "--d 400000000",
+        "pe_identity_2d.lua: --d must be a multiple of 4 in 4..256, got 400000000\n" },
+      { "--rows 1", "pe_identity_2d.lua: --rows must be in 2..64, got 1\n" },
+      { "--cols 1", "pe_identity_2d.lua: --cols must be in 2..64, got 1\n" },
+      { "--rows 100000", "pe_identity_2d.lua: --rows must be in 2..64, got 100000\n" },
     } do
       local o, e, st = h.run(SCRIPT .. " " .. c[1])
       assert.are.equal(2, st, c[1])

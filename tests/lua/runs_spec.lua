@@ -807,7 +807,8 @@ describe("scripts/attention_map.lua", function()
       { "--width 600", "attention_map.lua: --width 600 is too narrow for 64 tokens: one panel "
         .. "needs 576 pixels and its margins 70\n" },
       { "--width 399", "attention_map.lua: --width must be an integer in 400..20000\n" },
-      { "--width wide", "attention_map.lua: malformed argument 'wide' (see --help)\n" },
+      { "--width wide",
+        "attention_map.lua: --width wide: not a value this option takes (see --help)\n" },
     } do
       so, se, code = attention_map(("--input '%s' %s --out %s"):format(input, c[1],
         sh_quote(dir .. "/narrow")))
