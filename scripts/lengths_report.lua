@@ -50,6 +50,9 @@ cli.main("lengths_report.lua", function()
 
   local summary, err = json.read(fileio.join(args.dir, "summary.json"))
   if not summary then cli.usage(tostring(err)) end
+  if type(summary) ~= "table" or type(summary.methods) ~= "table" then
+    cli.usage(fileio.join(args.dir, "summary.json") .. ": not a compare.lua summary (no methods)")
+  end
   local metric = summary.metric
   local higher = metric == "correct"
   local methods = {}

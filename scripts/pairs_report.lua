@@ -198,6 +198,9 @@ cli.main("pairs_report.lua", function()
   for i, dir in ipairs(args.dir) do
     local summary, err = json.read(fileio.join(dir, "summary.json"))
     if not summary then cli.usage(tostring(err)) end
+    if type(summary) ~= "table" or type(summary.methods) ~= "table" then
+      cli.usage(fileio.join(dir, "summary.json") .. ": not a compare.lua summary (no methods)")
+    end
     summaries[i] = summary
   end
 

@@ -107,8 +107,19 @@ cli.main("sweep.lua", function()
     for _, e in ipairs(grid) do
       if e.key == key then die(("--grid: key '%s' is given twice"):format(key)) end
     end
-    local values = {}
-    for v in list:gmatch("[^,]+") do values[#values + 1] = v end
+    -- values trimmed; none, or one given twice, is refused (twice: the same run twice, racing
+    -- on its files and counted as two)
+    local values, seen = {}, {}
+    for v in list:gmatch("[^,]+") do
+      v = v:match("^%s*(.-)%s*$")
+      if v ~= "" then
+        if seen[v] then die(("--grid %s: the value %s is given twice"):format(g, v)) end
+        seen[v], values[#values + 1] = true, v
+      end
+    end
+    if #values == 0 then
+      die(("--grid %s: expected key=v1,v2,... with at least one value"):format(g))
+    end
     grid[#grid + 1] = { key = key, values = values }
   end
   if #grid == 0 then die("give at least one --grid key=v1,v2,...") end
@@ -153,6 +164,20 @@ cli.main("sweep.lua", function()
     cur[i] = nil
   end
   expand(1, {})
+  -- two points that are one run (seed=1,01: the same config written two ways)
+  local function canonical(cfg)
+    local keys = {}
+    for k in pairs(cfg) do keys[#keys + 1] = k end
+    table.sort(keys)
+    for i, k in ipairs(keys) do keys[i] = k .. "=" .. tostring(cfg[k]) end
+    return table.concat(keys, "\0")
+  end
+  local point_of = {}
+  for _, run in ipairs(runs) do
+    local c = canonical(run.cfg)
+    if point_of[c] then die(("points %s and %s are the same run"):format(point_of[c], run.id)) end
+    point_of[c] = run.id
+  end
   -- a fixed option or a grid key that does nothing at every point of the grid
   local cfgs = {}
   for i, run in ipairs(runs) do cfgs[i] = run.cfg end

@@ -155,6 +155,15 @@ describe("rp.experiment.config", function()
     -- a NUL byte, which the file calls would cut a path at, in any string key
     raises_for("config", "option 'corpus' contains a NUL byte", cfg, { corpus = "data\0x" })
     raises_for("config", "option 'eval_lengths' contains a NUL byte", cfg, { eval_lengths = "3\0" })
+    -- a list that names nothing or a length twice (evaluated twice), an integer past 2^53, and
+    -- a JSON null (cjson's) named as such
+    raises_for("config", "option 'eval_lengths' must list lengths (integers >= 1), got nothing",
+      cfg, { eval_lengths = "," })
+    raises_for("config", "option 'eval_lengths' names 14 twice", cfg, { eval_lengths = "14,14" })
+    raises_for("config", "option 'seed' must be an integer within 2^53, got 9223372036854775807",
+      cfg, { seed = math.maxinteger })
+    raises_for("config", "option 'steps' must be an integer, got null", cfg,
+      { steps = require("cjson").null })
     raises_for("config", "table expected, got number", cfg, 5)
     -- greedy decoding needs no temperature
     assert.are.equal(0, cfg { temperature = 0, decode = "greedy" }.temperature)
@@ -882,5 +891,17 @@ describe("scripts/sweep.lua", function()
     local so2, se2, code2 = sweep("--grid steps=2,3")
     assert.are.equal(2, code2, so2 .. se2)
     assert.truthy(se2:find("'steps' is both a grid key and a fixed option", 1, true), se2)
+    -- a value given twice, also written two ways (one run twice, racing on its files and
+    -- counted as two seeds), and a key without values
+    for _, c in ipairs {
+      { "--grid seed=1,1", "sweep.lua: --grid seed=1,1: the value 1 is given twice\n" },
+      { "--grid 'seed=1, 1'", "sweep.lua: --grid seed=1, 1: the value 1 is given twice\n" },
+      { "--grid seed=1,01", "sweep.lua: points seed=1 and seed=01 are the same run\n" },
+      { "--grid pe=,", "sweep.lua: --grid pe=,: expected key=v1,v2,... with at least one value\n" },
+    } do
+      local so3, se3, code3 = sweep(c[1])
+      assert.are.equal(2, code3, so3 .. se3)
+      assert.are.equal(c[2], se3)
+    end
   end)
 end)

@@ -167,6 +167,16 @@ describe("pairs_report.lua --noninferiority on made-up run files", function()
       .. "'s metric is correct: give --metric final_train_loss, mean_train_loss or eval_loss\n",
       merr)
     assert.are.equal("", aout)
+    -- a sweep's folder (its summary.json has no methods): said in one line, for both reports
+    local sweep = tmp .. "/sweep"
+    assert(os.execute("mkdir -p '" .. sweep .. "/runs'"))
+    h.write(sweep .. "/summary.json", '{"metric": "loss", "runs": 2}')
+    for _, script in ipairs { "pairs_report.lua", "lengths_report.lua" } do
+      aout, merr, mcode = h.run(("%s scripts/%s %s"):format(BIN, script, sweep))
+      assert.are.equal(2, mcode)
+      assert.are.equal(script .. ": " .. sweep .. "/summary.json: not a compare.lua summary (no "
+        .. "methods)\n", merr)
+    end
     local pout, perr = h.run(("%s scripts/pairs_report.lua %s --noninferiority roper/xpos "
       .. "--margin 0.02"):format(BIN, fine))
     assert.are.equal("pairs_report.lua: --noninferiority roper/xpos: no folder holds runs of both "

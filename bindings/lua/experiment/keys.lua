@@ -221,8 +221,9 @@ local function coerce(k, v, fname)
       v = tonumber(v) or v
     end
   end
+  -- (a JSON null of a --config file, cjson's lightuserdata, is named as such)
   local function bad(what) argerror(fname, 1, ("option '%s' must be %s, got %s"):format(name, what,
-    tostring(v))) end
+    type(v) == "userdata" and "null" or tostring(v))) end
   if type(kind) == "table" then
     for _, s in ipairs(kind) do
       if v == s then return v end
@@ -232,7 +233,7 @@ local function coerce(k, v, fname)
     if type(v) == "number" and v == math.floor(v) and math.abs(v) <= 2^53 then
       return math.tointeger(v)
     end
-    bad("an integer")
+    bad(type(v) == "number" and v == math.floor(v) and "an integer within 2^53" or "an integer")
   elseif kind == "number" then
     if type(v) == "number" and v == v and math.abs(v) ~= math.huge then return v end
     bad("a finite number")
@@ -265,14 +266,20 @@ end
 -- The lengths of eval_lengths ("3,6,12": integers >= 1; each task's own range is checked by
 -- validate), or raises naming fname.
 local function parse_lengths(s, fname)
-  local out = {}
+  local out, seen = {}, {}
   for part in s:gmatch("[^,%s]+") do
     local L = math.tointeger(tonumber(part))
     if not L or L < 1 then
       argerror(fname, 1, ("option 'eval_lengths' must list lengths (integers >= 1), got %s"):format(
         part))
     end
+    if seen[L] then argerror(fname, 1, ("option 'eval_lengths' names %d twice"):format(L)) end
+    seen[L] = true
     out[#out + 1] = L
+  end
+  -- ("" is the default, no lengths; a list that names none, ",", is a mistake)
+  if #out == 0 and s ~= "" then
+    argerror(fname, 1, "option 'eval_lengths' must list lengths (integers >= 1), got nothing")
   end
   return out
 end
