@@ -142,6 +142,11 @@ cli.main("train.lua", function()
       cli.usage("--checkpoint names the file of --" .. (on_save and "save" or "out"))
     end
     fileio.check_output(args.checkpoint, "--checkpoint")
+    -- the checkpoint becomes --save by a rename at the end, which cannot cross file systems
+    if args.save and not fileio.same_device(args.checkpoint, args.save) then
+      cli.usage(("--checkpoint %s and --save %s are on different file systems: the checkpoint "
+        .. "becomes --save by a rename; put them on one"):format(args.checkpoint, args.save))
+    end
   end
   local csv = args.out and (args.out:gsub("%.json$", "") .. ".csv")
   -- with eval_lengths, the metric at each length (result.by_length) as CSV too

@@ -62,6 +62,14 @@ function fileio.same_path(a, b)
   return x ~= nil and y ~= nil and x.dev == y.dev and x.ino == y.ino
 end
 
+-- same_device(a, b) -> true when the folders of the paths a and b (both there) are on one file
+-- system (a rename between them works); true when either cannot be told.
+function fileio.same_device(a, b)
+  local da = lfs.attributes(plpath.dirname(plpath.abspath(a)), "dev")
+  local db = lfs.attributes(plpath.dirname(plpath.abspath(b)), "dev")
+  return da == nil or db == nil or da == db
+end
+
 -- lfs's word for a kind of file in the words of the C core's messages ("a folder", "a FIFO").
 local KIND = { directory = "a folder", ["named pipe"] = "a FIFO",
   ["char device"] = "a character device", ["block device"] = "a block device",

@@ -248,6 +248,17 @@ describe("train.lua --checkpoint", function()
       "--checkpoint names the file of --save")
     fails("--checkpoint " .. dir .. " --checkpoint-every 2", "--checkpoint " .. dir
       .. ": is a folder, not a file")
+    -- --save on another file system than the checkpoint, which becomes it by a rename: refused
+    -- before training (it failed after, the run file naming a model that was not there)
+    local lfs = require "lfs"
+    local shm = "/dev/shm/roper-resume-" .. tostring(os.time()) .. "-" .. math.random(1e9)
+    if lfs.attributes("/dev/shm", "dev") and lfs.attributes("/dev/shm", "dev")
+      ~= lfs.attributes(dir, "dev") then
+      fails("--checkpoint " .. c .. " --checkpoint-every 2 --save " .. shm .. "/s.ckpt",
+        ("--checkpoint %s and --save %s/s.ckpt are on different file systems: the checkpoint "
+          .. "becomes --save by a rename; put them on one"):format(c, shm))
+      os.execute("rm -rf '" .. shm .. "'")
+    end
     -- a file that is not one of its checkpoints is never overwritten
     write(c, "precious")
     fails("--checkpoint " .. c .. " --checkpoint-every 2", ("--checkpoint %s has no run file "
