@@ -57,7 +57,9 @@ cli.main("corpus.lua", function()
   parser:option("--max-bytes", "The most text read, in bytes.", tostring(default_max_bytes()))
     :convert(math.tointeger):argname("<n>")
   local args = parser:parse()
-  if not args.max_bytes or args.max_bytes < 1 then cli.usage("--max-bytes must be an integer >= 1") end
+  if not args.max_bytes or args.max_bytes < 1 or args.max_bytes > 1 << 40 then
+    cli.usage("--max-bytes must be an integer in 1..2^40")
+  end
   if args.input and args.jsonl then cli.usage("give --input or --jsonl, not both") end
 
   local opts = { out = args.out, max_bytes = args.max_bytes, field = args.field }

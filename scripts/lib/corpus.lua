@@ -189,11 +189,19 @@ end
 local function read_text(path, display, budget)
   if path:sub(-3) == ".gz" then
     local p = io.popen("gzip -dc " .. proc.quote(path) .. " 2>/dev/null")
-    local text = p and p:read(budget + 1) or nil
+    -- read in pieces up to budget + 1 bytes (one read of budget + 1 would allocate that much
+    -- first, whatever the file holds)
+    local parts, n, over = {}, 0, false
+    while p do
+      local piece = p:read(math.min(1 << 20, budget + 1 - n))
+      if not piece then break end
+      parts[#parts + 1], n = piece, n + #piece
+      if n > budget then over = true break end
+    end
     local ok = p and p:close()
-    if text and #text > budget then return false end
+    if over then return false end
     if not ok then fail(display .. ": not a gzip file that gzip -dc can read") end
-    return text or ""
+    return table.concat(parts)
   end
   local size = lfs.attributes(path, "size") or 0
   if size > budget then return false end
