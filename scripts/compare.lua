@@ -169,7 +169,7 @@ cli.main("compare.lua", function()
     if m.cfg.task ~= task then die("all methods must use the same task") end
   end
   local out = args.out or ("results/compare-" .. task)
-  fileio.check_output(fileio.join(out, "runs", "probe.json"), "--out")
+  fileio.check_output_folder(out, "--out")
 
   local function safe(label) return (label:gsub("[^%w%._=-]", "_")) end
 

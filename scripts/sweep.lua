@@ -187,7 +187,7 @@ cli.main("sweep.lua", function()
   runner.check_init(runs)
 
   local train = fileio.join(fileio.dirname(arg[0]), "train.lua")
-  fileio.check_output(fileio.join(args.out, "runs", "probe.json"), "--out")
+  fileio.check_output_folder(args.out, "--out")
 
   local slurm = slurmrun.options(args)
   slurm.out, slurm.train, slurm.force, slurm.name = args.out, train, args.force, "roper-sweep"

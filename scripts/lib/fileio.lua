@@ -86,6 +86,20 @@ function fileio.check_input(path, what)
   end
 end
 
+-- check_output_folder(dir, what): before any work, makes sure the output folder dir of a
+-- comparison or sweep can take its files (runs/ among them): a usage problem naming `what` when
+-- dir is empty or is there but not a folder ("--out x: not a folder (a regular file)"), then
+-- check_output of a file in dir/runs.
+function fileio.check_output_folder(dir, what)
+  if dir == "" then cli.usage(("%s: a folder name expected, got an empty one"):format(what)) end
+  local mode = lfs.attributes(dir, "mode")
+  if mode and mode ~= "directory" then
+    cli.usage(("%s %s: not a folder (%s)"):format(what, dir, mode == "file" and "a regular file"
+      or kind_of(mode)))
+  end
+  fileio.check_output(fileio.join(dir, "runs", "probe.json"), what)
+end
+
 -- read(path) -> text | nil, message: the whole file (rp.read_file, core's reader, up to 1 GiB);
 -- anything but a regular file is refused before it is opened ("f: not a regular file (a FIFO)":
 -- opening a FIFO would wait for a writer, and a folder opens but does not read)

@@ -748,6 +748,18 @@ describe("scripts/compare.lua", function()
       assert.are.equal(c[2], se4)
     end
     assert.is_nil(read(o3 .. "/summary.md"))
+    -- an --out that is a file, or empty: named as the user gave it
+    local afile = dir .. "/afile"
+    h.write(afile, "x")
+    for _, c in ipairs { { afile, "--out " .. afile .. ": not a folder (a regular file)" },
+      { "''", "--out: a folder name expected, got an empty one" } } do
+      for _, script in ipairs { "compare.lua --seeds 1", "sweep.lua --grid pe=rope" } do
+        local so5, se5, code5 = run(("%s scripts/%s --out %s --quiet"):format(sh_quote(BIN),
+          script, c[1]))
+        assert.are.equal(2, code5, so5 .. se5)
+        assert.are.equal(script:match("^%S+") .. ": " .. c[2] .. "\n", se5)
+      end
+    end
   end)
 end)
 
