@@ -37,7 +37,8 @@ const char *const rp_adam_kind_names[] = {"adam", "adamw", NULL};
  * is at least FLT_MIN (the update flushes subnormals, fpmode.h: a smaller eps is 0 there, and 0 /
  * 0 gives NaN wherever a gradient has been 0). */
 const rp_optim_key rp_adam_keys[] = {
-    {.name = "lr", .type = RP_OPT_NUM, .offset = F(lr), .def = 1e-3, .lo = 0, .hi = FLT_MAX,
+    {.name = "lr", .type = RP_OPT_NUM, .offset = F(lr), .def = 1e-3, .lo = 0,
+     .hi = (double)FLT_MAX,
      .flags = RP_OPT_LO_OPEN | RP_OPT_OPTION, .help = "peak learning rate", .experiment = 2},
     {.name = "beta1", .type = RP_OPT_NUM, .offset = F(beta1), .def = 0.9, .lo = 0, .hi = 1,
      .flags = RP_OPT_HI_OPEN | RP_OPT_OPTION | RP_OPT_PAIR, .pair = "betas",
@@ -45,10 +46,11 @@ const rp_optim_key rp_adam_keys[] = {
     {.name = "beta2", .type = RP_OPT_NUM, .offset = F(beta2), .def = 0.999, .lo = 0, .hi = 1,
      .flags = RP_OPT_HI_OPEN | RP_OPT_OPTION, .pair = "betas",
      .help = "Adam's decay of the squared gradients' running mean"},
-    {.name = "eps", .type = RP_OPT_NUM, .offset = F(eps), .def = 1e-8, .lo = FLT_MIN,
-     .hi = FLT_MAX, .flags = RP_OPT_OPTION, .help = "Adam's epsilon, added to sqrt(v)"},
+    {.name = "eps", .type = RP_OPT_NUM, .offset = F(eps), .def = 1e-8,
+     .lo = (double)FLT_MIN, .hi = (double)FLT_MAX, .flags = RP_OPT_OPTION,
+     .help = "Adam's epsilon, added to sqrt(v)"},
     {.name = "weight_decay", .type = RP_OPT_NUM, .offset = F(weight_decay), .def = 0, .lo = 0,
-     .hi = FLT_MAX, .flags = RP_OPT_OPTION,
+     .hi = (double)FLT_MAX, .flags = RP_OPT_OPTION,
      .help = "L2 (adam) or decoupled (adamw) weight decay", .experiment = 3},
     {.name = "decoupled", .type = RP_OPT_ENUM, .offset = F(decoupled), .def = 0,
      .names = rp_adam_kind_names, .note = "0 (Adam) or 1 (AdamW)", .help = "optimiser",
@@ -64,7 +66,7 @@ const rp_optim_key rp_adam_keys[] = {
     {.name = "total_steps", .type = RP_OPT_INT, .offset = F(total_steps), .def = 2000, .lo = 0,
      .flags = RP_OPT_OPTION, .help = "cosine: the step at which the rate reaches min_lr"},
     {.name = "min_lr", .type = RP_OPT_NUM, .offset = F(min_lr), .def = 1e-4, .lo = 0,
-     .hi = FLT_MAX, .flags = RP_OPT_OPTION, .help = "cosine: final learning rate",
+     .hi = (double)FLT_MAX, .flags = RP_OPT_OPTION, .help = "cosine: final learning rate",
      .experiment = 6},
     {.name = "d_model", .type = RP_OPT_NUM, .offset = F(d_model), .def = 512, .lo = 0,
      .hi = HUGE_VAL, .flags = RP_OPT_LO_OPEN, .help = "noam: the model width"},

@@ -524,13 +524,13 @@ static void test_cfg_check(void)
                  "warmup must be >= 1 for the noam schedule, got 0");
     /* the float32 bounds themselves are taken */
     c = labml_cfg();
-    c.eps = FLT_MIN;
-    c.weight_decay = FLT_MAX;
+    c.eps = (double)FLT_MIN;
+    c.weight_decay = (double)FLT_MAX;
     CHECK_STATUS(rp_adam_cfg_check(&c), RP_OK, NULL);
     c.schedule = RP_SCHED_CONSTANT;
-    c.lr = FLT_MAX;
-    c.min_lr = FLT_MAX;
-    c.eps = FLT_MAX;
+    c.lr = (double)FLT_MAX;
+    c.min_lr = (double)FLT_MAX;
+    c.eps = (double)FLT_MAX;
     CHECK_STATUS(rp_adam_cfg_check(&c), RP_OK, NULL);
 }
 
@@ -543,7 +543,7 @@ static void test_eps_smallest(void)
     rp_adam_cfg cfg = labml_cfg();
     cfg.clip = 0.0;
     cfg.lr = 1e-3;
-    cfg.eps = FLT_MIN;
+    cfg.eps = (double)FLT_MIN;
     CHECK_STATUS(rp_adam_cfg_check(&cfg), RP_OK, NULL);
     const float w0[4] = {0.5f, -0.25f, 1.0f, 2.0f};
     impl_state s = impl_new(w0, 4);
