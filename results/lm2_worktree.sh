@@ -13,9 +13,10 @@
 # `make corpus` (the build first: it records `git describe --dirty`, and the runner refuses a
 # dirty build), then this checkout's study files (the runner, its helpers and the plan) and the
 # plan's and the secondary steps' folders (results/lm2_plan.sh's LM2_SECONDARY) that this checkout
-# holds are copied in, so that compare.lua trains only the runs not yet finished. LM2_DRY=1 prints
-# the commands of the worktree, the build and the corpus instead of running them (and copies
-# nothing). Exit status 0, or 2 with one line saying why.
+# holds are copied in, so that compare.lua trains only the runs not yet finished; a failed build or
+# corpus removes the worktree again (after make's own output). FOLDER may be relative to where the
+# script is started. LM2_DRY=1 prints the commands of the worktree, the build and the corpus
+# instead of running them (and copies nothing). Exit status 0, or 2 with one line saying why.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd -P)
@@ -23,6 +24,9 @@ if [ $# -ne 1 ] || [ -z "$1" ]; then
     echo "lm2_worktree.sh: usage: results/lm2_worktree.sh FOLDER" >&2
     exit 2
 fi
+# FOLDER as an absolute path (git -C and make -C below would read a relative one against
+# different folders)
+case "$1" in /*) set -- "$1" ;; *) set -- "$PWD/$1" ;; esac
 if [ -e "$1" ]; then
     echo "lm2_worktree.sh: $1 exists: start its runner again there (docs/results.md, \"How to" \
         "run it\"), or name a new folder" >&2
@@ -49,7 +53,8 @@ if [ "$n" = 0 ]; then
         "to make the worktree of" >&2
     exit 2
 elif [ "$n" != 1 ]; then
-    echo "lm2_worktree.sh: the plan's run files record $n commits (${commits//$'\n'/, }), not one:" \
+    echo "lm2_worktree.sh: the plan's run files record $n commits (${commits//$'\n'/, })," \
+        "not one:" \
         "no pinned commit to make the worktree of" >&2
     exit 2
 fi
@@ -62,9 +67,18 @@ run() {
         "$@"
     fi
 }
-run git -C "$here" worktree add --detach "$1" "$pin"
-run make -C "$1" PORTABLE=1
-run make -C "$1" corpus
+run git -C "$here" worktree add --detach "$1" "$pin" ||
+    { echo "lm2_worktree.sh: git worktree add failed" >&2; exit 2; }
+# a failed build or corpus takes the half-made worktree away again (so that the next try makes it
+# anew instead of finding a worktree without the study's files)
+for target in PORTABLE=1 corpus; do
+    if ! run make -C "$1" "$target"; then
+        git -C "$here" worktree remove --force "$1" 2>/dev/null || rm -rf "$1"
+        git -C "$here" worktree prune
+        echo "lm2_worktree.sh: make $target failed in $1 (above); the worktree is removed" >&2
+        exit 2
+    fi
+done
 if [ -z "${LM2_DRY:-}" ]; then
     work=$(cd "$1" && pwd -P)
     for f in run_lm2.sh own_group.sh build_check.sh lm2_plan.tsv lm2_plan.sh; do
@@ -80,7 +94,9 @@ if [ -z "${LM2_DRY:-}" ]; then
 else
     work=$1
 fi
-echo "lm2_worktree.sh: the worktree of $pin is $work; start the CPU monitor, then the runner, there:"
+echo "lm2_worktree.sh: the worktree of $pin is $work; start the CPU monitor, then the runner," \
+    "there:"
 echo "  cd $work && setsid nohup nice -n 5 python3 $here/results/lm2_cpu_monitor.py CPU_LOG" \
     ">> MONITOR_OUT 2>&1 < /dev/null &"
-echo "  cd $work && setsid nohup nice -n 19 results/run_lm2.sh STEPS >> RUNNER_LOG 2>&1 < /dev/null &"
+echo "  cd $work && setsid nohup nice -n 19 results/run_lm2.sh STEPS >> RUNNER_LOG 2>&1" \
+    "< /dev/null &"

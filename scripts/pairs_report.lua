@@ -142,14 +142,22 @@ cli.main("pairs_report.lua", function()
   end
   -- skip[dir or true]: the ranges of seeds {lo, hi} left out of a folder (true: of every folder);
   -- a DIR= must be one of the folders given (a misspelt one would leave out nothing)
-  local given = {}
-  for _, d in ipairs(args.dir) do given[(d:gsub("/+$", ""))] = true end
   local skip = { [true] = {} }
   for _, spec in ipairs(args.skip_seeds or {}) do
     local dir, list = spec:match("^(.*)=([^=]*)$")
-    dir = dir and dir:gsub("/+$", "") or true
-    if dir ~= true and not given[dir] then
-      cli.usage(("--skip-seeds %s: %s is not one of the folders given"):format(spec, dir))
+    if dir == "" then cli.usage(("--skip-seeds %s: a folder expected before ="):format(spec)) end
+    if dir then
+      -- the folder as it is given among the arguments (another spelling of it too: ./x, x/)
+      local as_given
+      for _, d in ipairs(args.dir) do
+        if fileio.same_path(d, dir) then as_given = d:gsub("/+$", "") end
+      end
+      if not as_given then
+        cli.usage(("--skip-seeds %s: %s is not one of the folders given"):format(spec, dir))
+      end
+      dir = as_given
+    else
+      dir = true
     end
     skip[dir] = skip[dir] or {}
     for part in (list or spec):gmatch("[^,]+") do
@@ -158,7 +166,10 @@ cli.main("pairs_report.lua", function()
       if not a then cli.usage(("--skip-seeds %s: seeds and ranges expected, as 1-4,7 or DIR=1-4")
         :format(spec)) end
       a, b = math.tointeger(tonumber(a)), math.tointeger(tonumber(b))
-      if not (a and b and a <= b) then
+      if not (a and b) then
+        cli.usage(("--skip-seeds %s: %s holds a seed past the integers"):format(spec, part))
+      end
+      if a > b then
         cli.usage(("--skip-seeds %s: %s is not a range of seeds from the smaller up, as 1-4")
           :format(spec, part))
       end
@@ -179,7 +190,7 @@ cli.main("pairs_report.lua", function()
     for _, spec in ipairs(args.skip_seeds or {}) do
       local d, list = spec:match("^(.*)=([^=]*)$")
       if not d then parts[#parts + 1] = spec
-      elseif d:gsub("/+$", "") == dir:gsub("/+$", "") then parts[#parts + 1] = list end
+      elseif fileio.same_path(d, dir) then parts[#parts + 1] = list end
     end
     return #parts > 0 and "; seeds " .. table.concat(parts, ",") .. " left out" or ""
   end

@@ -169,7 +169,10 @@ cli.main("sweep.lua", function()
     local keys = {}
     for k in pairs(cfg) do keys[#keys + 1] = k end
     table.sort(keys)
-    for i, k in ipairs(keys) do keys[i] = k .. "=" .. tostring(cfg[k]) end
+    for i, k in ipairs(keys) do
+      local v = cfg[k]
+      keys[i] = k .. "=" .. (math.type(v) == "float" and ("%.17g"):format(v) or tostring(v))
+    end
     return table.concat(keys, "\0")
   end
   local point_of = {}

@@ -161,6 +161,8 @@ cli.main("train.lua", function()
   -- no two outputs in one file (the later write would replace the other: a model by the
   -- progress lines, say), however the paths are written
   local outputs = { { "--save", args.save }, { "--checkpoint", args.checkpoint },
+    { "--checkpoint's run file", args.checkpoint and args.checkpoint .. ".run.json" },
+    { "--checkpoint's state", args.checkpoint and args.checkpoint .. ".state" },
     { "--out", args.out }, { "--out's curve", csv }, { "--out's lengths", lengths_csv or nil },
     { "--progress", args.progress } }
   for i = 1, #outputs do

@@ -320,10 +320,10 @@ local function lm(m, task, opts)
   local split = opt_enum(fname, 3, opts, "split", { "train", "valid", "test" }, "valid")
   local B = opt_int(fname, 3, opts, "batch_size", math.min(8, mc.max_batch), 1, mc.max_batch)
   local bytes = opts.bytes
-  if math.type(bytes) == "float" and bytes == math.floor(bytes) and bytes <= 2^53 then
+  if math.type(bytes) == "float" and bytes == math.floor(bytes) and math.abs(bytes) <= 2^53 then
     bytes = math.tointeger(bytes) -- (an integral float is the integer, as opt_int takes it)
   end
-  if bytes ~= nil and (math.type(bytes) ~= "integer" or bytes < 1) then
+  if opts.bytes ~= nil and (math.type(bytes) ~= "integer" or bytes < 1) then
     argerror(fname, 3, "option 'bytes' must be an integer >= 1 (the split's UTF-8 bytes), got "
       .. describe(opts.bytes))
   end

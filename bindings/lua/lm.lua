@@ -457,9 +457,21 @@ end
 function lm.continuation(tok, head, new)
   local fname = "rp.lm.continuation"
   tok = tokenizer_methods(fname, 1, tok)
+  local vok, V = pcall(tok.vocab_size, tok)
+  V = vok and integral(V)
+  if not V or V < 1 then
+    argerror(fname, 1, "the tokenizer's vocab_size() is not an integer >= 1")
+  end
   for _, a in ipairs { { 2, head }, { 3, new } } do
     if type(a[2]) ~= "table" then
       argerror(fname, a[1], "a list of token ids expected, got " .. args.describe(a[2]))
+    end
+    for i = 1, #a[2] do
+      local id = a[2][i]
+      if math.type(id) ~= "integer" or id < 0 or id >= V then
+        argerror(fname, a[1], ("token [%d] must be an integer id in 0..%d, got %s"):format(i,
+          V - 1, args.describe(id)))
+      end
     end
   end
   local text, err = continuation(tok, head, new)

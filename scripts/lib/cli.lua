@@ -192,6 +192,8 @@ function cli.parser(name, description, examples)
     -- a value its option's converter refused (argparse names the value only): the option too
     local bad = msg:match("^malformed argument '(.*)'$")
     if bad then
+      -- the options given that value (several: it is one of them, argparse does not say which)
+      local opts, seen = {}, {}
       for i = 1, #arg do
         local opt, v = arg[i]:match("^(%-%-[%w_-]+)=(.*)$")
         if not opt and arg[i] == bad then
@@ -200,9 +202,13 @@ function cli.parser(name, description, examples)
           while j >= 1 and not arg[j]:match("^%-") do j = j - 1 end
           if j >= 1 and arg[j]:match("^%-%-[%w_-]+$") then opt, v = arg[j], bad end
         end
-        if opt and v == bad then
-          cli.usage(("%s %s: not a value this option takes (see --help)"):format(opt, bad))
-        end
+        if opt and v == bad and not seen[opt] then seen[opt], opts[#opts + 1] = true, opt end
+      end
+      if #opts == 1 then
+        cli.usage(("%s %s: not a value this option takes (see --help)"):format(opts[1], bad))
+      elseif #opts > 1 then
+        cli.usage(("%s: not a value one of %s takes (see --help)"):format(bad,
+          table.concat(opts, ", ")))
       end
     end
     cli.usage(msg .. " (see --help)")

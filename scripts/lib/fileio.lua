@@ -53,13 +53,18 @@ function fileio.check_output(path, what)
   os.remove(path .. ".probe")
 end
 
--- same_path(a, b) -> true when the paths name one file: the same absolute path once "." and ".."
--- and repeated slashes are resolved, or, both being there, the same device and inode (a link, a
--- symbolic link to it).
+-- same_path(a, b) -> true when the paths name one file, as the system resolves them: both there,
+-- the same device and inode (a hard or symbolic link to it); one there, not; neither there, the
+-- same name in the same folder (the folders' device and inode, through any symbolic link or "..";
+-- where a folder is not there either, the absolute paths once "." and ".." are resolved as text).
 function fileio.same_path(a, b)
-  if plpath.normpath(plpath.abspath(a)) == plpath.normpath(plpath.abspath(b)) then return true end
   local x, y = lfs.attributes(a), lfs.attributes(b)
-  return x ~= nil and y ~= nil and x.dev == y.dev and x.ino == y.ino
+  if x and y then return x.dev == y.dev and x.ino == y.ino end
+  if x or y or plpath.basename(a) ~= plpath.basename(b) then return false end
+  local fa, fb = plpath.dirname(plpath.abspath(a)), plpath.dirname(plpath.abspath(b))
+  local da, db = lfs.attributes(fa), lfs.attributes(fb)
+  if da and db then return da.dev == db.dev and da.ino == db.ino end
+  return plpath.normpath(plpath.abspath(a)) == plpath.normpath(plpath.abspath(b))
 end
 
 -- same_device(a, b) -> true when the folders of the paths a and b (both there) are on one file

@@ -32,6 +32,7 @@ describe("train.lua reports config problems before training, in one line", funct
   lfs.mkdir(dir .. "/emptydir")
   lfs.mkdir(dir .. "/folder")
   os.execute("mkfifo " .. sh_quote(dir .. "/fifo"))
+  os.execute("ln -s folder " .. sh_quote(dir .. "/link")) -- another name of the folder
   local D = dir
   -- { arguments, the one stderr line (without "train.lua: "), exit code }
   local cases = {
@@ -80,6 +81,10 @@ describe("train.lua reports config problems before training, in one line", funct
       "--save and --progress name the same file (" .. D .. "//m.ckpt)" },
     { "--out " .. D .. "/r.json --progress " .. D .. "/r.csv",
       "--out's curve and --progress name the same file (" .. D .. "/r.csv)" },
+    { "--save " .. D .. "/folder/m.ckpt --progress " .. D .. "/link/m.ckpt",
+      "--save and --progress name the same file (" .. D .. "/link/m.ckpt)" },
+    { "--checkpoint " .. D .. "/c.ckpt --checkpoint-every 2 --progress " .. D .. "/c.ckpt.state",
+      "--checkpoint's state and --progress name the same file (" .. D .. "/c.ckpt.state)" },
     { "--out " .. D .. "/small.txt/sub/r.json",
       "--out " .. D .. "/small.txt/sub/r.json: cannot create its folder %(.*%)", pattern = true },
     { "--out /proc/r.json", "--out /proc/r.json: cannot write there (No such file or directory)" },
@@ -91,6 +96,9 @@ describe("train.lua reports config problems before training, in one line", funct
     { "--save " .. D .. "/m2.ckpt --save-every 2.5",
       "--save-every 2.5: not a value this option takes (see --help)" },
     { "--checkpoint-every=x", "--checkpoint-every x: not a value this option takes (see --help)" },
+    -- the value given to two options: both named (argparse does not say which refused it)
+    { "--lr 2.5 --save " .. D .. "/m2.ckpt --save-every 2.5",
+      "2.5: not a value one of --lr, --save-every takes (see --help)" },
     { "--lr 0", "option 'lr' must be > 0, got 0" },
     { "--lr 1e39", "option 'lr' must be at most 3.4028234663853e+38 (float32's largest), got 1e+39" },
     { "--lr fast", "option 'lr' must be a finite number, got fast" },

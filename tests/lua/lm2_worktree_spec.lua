@@ -4,6 +4,7 @@
 local dir_of = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 package.path = dir_of .. "?.lua;" .. package.path
 local h = require "helpers"
+local lfs = require "lfs"
 local q = h.sh_quote
 
 local RESULTS = dir_of .. "../../results/"
@@ -11,7 +12,7 @@ local RESULTS = dir_of .. "../../results/"
 -- a stand-in checkout: a git repository with the script, the plan and its reader, the runner's
 -- files and a Makefile whose targets (the build, corpus) only leave a mark; returns its folder and
 -- its commit
-local function checkout()
+local function checkout(makefile)
   local main = h.tmpdir() .. "/main"
   assert(os.execute("mkdir -p " .. q(main .. "/results/lm2-l/runs")))
   for _, f in ipairs { "lm2_worktree.sh", "lm2_plan.tsv", "lm2_plan.sh" } do
@@ -21,8 +22,8 @@ local function checkout()
     h.write(main .. "/results/" .. f, "# the commit's " .. f .. "\n")
   end
   h.write(main .. "/results/lm2-l/runs/old.json", "{}\n")
-  h.write(main .. "/Makefile", "all:\n\t@echo built $(PORTABLE) > built\n"
-    .. "\t@cp results/run_lm2.sh built_saw\ncorpus:\n\t@touch corpus\n")
+  h.write(main .. "/Makefile", makefile or ("all:\n\t@echo built $(PORTABLE) > built\n"
+    .. "\t@cp results/run_lm2.sh built_saw\ncorpus:\n\t@touch corpus\n"))
   return main, h.git_commit_all(main)
 end
 
@@ -64,6 +65,28 @@ describe("results/lm2_worktree.sh", function()
       local left = h.run("find " .. q(work .. "/results") .. " -name '*.tmp.*'")
       assert.equal("", left)
     end)
+
+  it("takes a relative folder from where it is started, and takes a failed build away", function()
+    local main, commit = checkout()
+    h.write(main .. "/results/lm2-l/runs/rope-s1.json", run_file(commit))
+    local base = main:match("^(.*)/main$")
+    local out, err, code = h.run("cd " .. q(base) .. " && bash main/results/lm2_worktree.sh rel")
+    assert.equal(0, code, err)
+    assert.truthy(out:find("is " .. base .. "/rel;", 1, true), out)
+    assert.equal("built 1\n", h.read(base .. "/rel/built"))
+    assert.is_nil(h.read(main .. "/rel/built"))
+    -- a corpus that cannot be made: the worktree goes, and the next try starts anew
+    local bad, bcommit = checkout("all:\n\t@true\ncorpus:\n\t@exit 1\n")
+    h.write(bad .. "/results/lm2-l/runs/rope-s1.json", run_file(bcommit))
+    local wt = bad .. "/../wt"
+    _, err, code = run(bad, nil, wt)
+    assert.equal(2, code)
+    assert.truthy(err:find("lm2_worktree.sh: make corpus failed in " .. wt .. " (above); the "
+      .. "worktree is removed\n", 1, true), err)
+    assert.is_nil(lfs.attributes(wt))
+    local list = h.run("git -C " .. q(bad) .. " worktree list")
+    assert.equal(1, select(2, list:gsub("\n", "")), list) -- the checkout's own only
+  end)
 
   it("prints what it would run with LM2_DRY=1", function()
     local main, commit = checkout()

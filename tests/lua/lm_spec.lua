@@ -237,6 +237,9 @@ describe("m:losses and rp.eval.lm", function()
     assert.has_error(function() rp.eval.lm(m, task, { bytes = 97.5 }) end,
       "bad argument #3 to 'rp.eval.lm' (option 'bytes' must be an integer >= 1 (the split's UTF-8 "
       .. "bytes), got 97.5)")
+    assert.has_error(function() rp.eval.lm(m, task, { bytes = -math.huge }) end,
+      "bad argument #3 to 'rp.eval.lm' (option 'bytes' must be an integer >= 1 (the split's UTF-8 "
+      .. "bytes), got -inf)")
     local add = rp.tasks.addition { seq_len = T }
     assert.has_error(function() rp.eval.lm(rp.model { vocab = 30, seq_len = T }, add) end,
       "bad argument #2 to 'rp.eval.lm' (lm needs an lm task (this is addition))")
@@ -722,6 +725,10 @@ describe("rp.lm", function()
     assert.equal(tok:decode(all), "the" .. text)
     assert.has_error(function() rp.lm.continuation(tok, { 0 }, "x") end,
       "bad argument #3 to 'rp.lm.continuation' (a list of token ids expected, got string \"x\")")
+    assert.has_error(function() rp.lm.continuation(tok, { 0 }, { 2, 4 }) end,
+      "bad argument #3 to 'rp.lm.continuation' (token [2] must be an integer id in 0..3, got 4)")
+    assert.has_error(function() rp.lm.continuation(tok, { 0, 1.5 }, { 2 }) end,
+      "bad argument #2 to 'rp.lm.continuation' (token [2] must be an integer id in 0..3, got 1.5)")
     assert.has_error(function() rp.lm.continuation({}, { 0 }, {}) end,
       "bad argument #1 to 'rp.lm.continuation' (a tokenizer (with encode, decode and vocab_size) "
         .. "expected, got table)")

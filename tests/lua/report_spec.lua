@@ -447,6 +447,14 @@ describe("compare.lua with the new tables", function()
     assert.are.equal(2, scode0)
     assert.are.equal("pairs_report.lua: --skip-seeds " .. out .. "X=1: " .. out .. "X is not one "
       .. "of the folders given\n", serr0)
+    _, serr0, scode0 = h.run(("%s scripts/pairs_report.lua %s --skip-seeds =1"):format(
+      h.sh_quote(BIN), h.sh_quote(out)))
+    assert.are.equal(2, scode0)
+    assert.are.equal("pairs_report.lua: --skip-seeds =1: a folder expected before =\n", serr0)
+    -- the folder written another way is the folder given
+    local other = h.run(("%s scripts/pairs_report.lua %s --metric mean_train_loss --skip-seeds "
+      .. "%s/./=2"):format(h.sh_quote(BIN), h.sh_quote(out), h.sh_quote(out)))
+    assert.truthy(other:find("seeds 2 left out): rope 1 runs, roper 1 runs", 1, true), other)
     local huge, herr, hcode = h.run(("%s scripts/pairs_report.lua %s --skip-seeds 2-99999999999")
       :format(h.sh_quote(BIN), h.sh_quote(out)))
     assert.are.equal(0, hcode, herr)
