@@ -536,6 +536,22 @@ static void push_optim_keys(lua_State *L)
     push_rows(L, &d);
 }
 
+/* internals.optim_check(name, value) -> nil, or core's message for the optimiser's row name at
+ * value, the other fields at their defaults (rp_adam_cfg_check_key: "lr must be at most
+ * 3.40282e+38 (float32's largest), got 1e+39"): the one wording of the rows' ranges, for
+ * rp.experiment's optimiser keys. value: a number (an integer for an int or enum row). */
+static int l_optim_check(lua_State *L)
+{
+    const rp_optim_key *k = rp_adam_key(luaL_checkstring(L, 1));
+    if (!k) return luaL_argerror(L, 1, "not an optimiser key");
+    rp_adam_cfg c = rp_adam_cfg_default();
+    if (k->type == RP_OPT_NUM) rp_adam_cfg_set(&c, k, (double)luaL_checknumber(L, 2));
+    else rp_adam_cfg_set_int(&c, k, (int64_t)luaL_checkinteger(L, 2));
+    if (rp_adam_cfg_check_key(&c, k) == RP_OK) return 0;
+    lua_pushstring(L, rp_last_error());
+    return 1;
+}
+
 /* ---- internals.task_keys: the task table (tasks/task.h) ---- */
 
 /* by rp_task_key_type: the type's name, what its default is, which range fields it has */
@@ -961,6 +977,8 @@ void lrp_tables_internals(lua_State *L, int priv)
     lua_setfield(L, priv, "model_keys");
     push_optim_keys(L);
     lua_setfield(L, priv, "optim_keys");
+    lua_pushcfunction(L, l_optim_check);
+    lua_setfield(L, priv, "optim_check");
     push_task_keys(L);
     lua_setfield(L, priv, "task_keys");
     push_pe_modes(L);

@@ -69,12 +69,19 @@ local function check_opts(fname, arg, opts, known)
   return copy
 end
 
+-- v as an integer when it is one (a float with an integral value within 2^53 too: JSON numbers
+-- and 2^30 come as floats), else nil.
+local function integral(v)
+  if math.type(v) == "float" and v == math.floor(v) and v >= -2^53 and v <= 2^53 then
+    return math.tointeger(v)
+  end
+  return math.type(v) == "integer" and v or nil
+end
+
 local function opt_int(fname, arg, opts, key, def, lo, hi)
   local v = opts[key]
   if v == nil then return def end
-  if math.type(v) == "float" and v == math.floor(v) and v >= -2^53 and v <= 2^53 then
-    v = math.tointeger(v)
-  end
+  v = integral(v) or v
   if math.type(v) ~= "integer" then
     argerror(fname, arg, ("option '%s' must be an integer, got %s"):format(key, describe(v)))
   end
@@ -106,6 +113,7 @@ local function opt_enum(fname, arg, opts, key, names, def)
     table.concat(quoted, ", "), describe(v)))
 end
 
+M.integral = integral
 M.check_opts, M.opt_int, M.opt_number, M.opt_enum = check_opts, opt_int, opt_number, opt_enum
 
 return M

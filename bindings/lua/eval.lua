@@ -319,11 +319,8 @@ local function lm(m, task, opts)
   if tc.kind ~= "lm" then argerror(fname, 2, "lm needs an lm task (this is " .. tc.kind .. ")") end
   local split = opt_enum(fname, 3, opts, "split", { "train", "valid", "test" }, "valid")
   local B = opt_int(fname, 3, opts, "batch_size", math.min(8, mc.max_batch), 1, mc.max_batch)
-  local bytes = opts.bytes
-  if math.type(bytes) == "float" and bytes == math.floor(bytes) and math.abs(bytes) <= 2^53 then
-    bytes = math.tointeger(bytes) -- (an integral float is the integer, as opt_int takes it)
-  end
-  if opts.bytes ~= nil and (math.type(bytes) ~= "integer" or bytes < 1) then
+  local bytes = args.integral(opts.bytes) -- (an integral float is the integer, as opt_int takes it)
+  if opts.bytes ~= nil and (bytes == nil or bytes < 1) then
     argerror(fname, 3, "option 'bytes' must be an integer >= 1 (the split's UTF-8 bytes), got "
       .. describe(opts.bytes))
   end
@@ -507,11 +504,7 @@ local function lengths(m, task, opts)
     argerror(fname, 3, "option 'lengths' must be a nonempty list of lengths, got " .. describe(list))
   end
   list = table.move(list, 1, rawlen(list), 1, {}) -- a plain copy (no metamethods)
-  for i, L in ipairs(list) do
-    if math.type(L) == "float" and L == math.floor(L) and math.abs(L) <= 2^53 then
-      list[i] = math.tointeger(L)
-    end
-  end
+  for i, L in ipairs(list) do list[i] = args.integral(L) or L end
   local scaling = opt_enum(fname, 3, opts, "scaling", SCALINGS, "none")
   local def = tc.kind == "addition" and tc.max_digits or tc.kind == "substring_index"
     and tc.str_len or tc.seq_len

@@ -23,6 +23,7 @@ local args = require "roper.args"
 local lm = {}
 rp.lm = lm
 
+local integral = args.integral
 local argerror, read_file, write_file, path_kind = args.argerror, internals.read_file,
   internals.write_file, internals.path_kind
 
@@ -63,14 +64,6 @@ local function check_path(fname, arg, what, v, key)
     argerror(fname, arg,
       (key and ("option '%s': "):format(key) or "") .. "path contains a NUL byte")
   end
-end
-
--- v as an integer when it is one (a float with an integral value within 2^53 too), else nil.
-local function integral(v)
-  if math.type(v) == "float" and v == math.floor(v) and v >= -2^53 and v <= 2^53 then
-    return math.tointeger(v)
-  end
-  return math.type(v) == "integer" and v or nil
 end
 
 -- The option 'progress' of opts (nil or a function), or raises naming fname's argument arg.

@@ -20,13 +20,12 @@ local check_opts, opt_number = args.check_opts, args.opt_number
 
 function rp.rope.mixed(d_rot, opts)
   local fname = "rp.rope.mixed"
-  if math.type(d_rot) == "float" and d_rot == math.floor(d_rot) and math.abs(d_rot) <= 2 ^ 53 then
-    d_rot = math.tointeger(d_rot)
-  end
-  if math.type(d_rot) ~= "integer" or d_rot < 4 or d_rot % 4 ~= 0 or d_rot > 2 ^ 24 then
+  local d = args.integral(d_rot)
+  if d == nil or d < 4 or d % 4 ~= 0 or d > 2 ^ 24 then
     argerror(fname, 1, "d_rot must be a multiple of 4 from 4 to 2^24 (two halves of pairs), got "
       .. describe(d_rot))
   end
+  d_rot = d
   local o = check_opts(fname, 2, opts, { "base", "phi", "seed", "rng" })
   local base = opt_number(fname, 2, o, "base", 10000.0)
   if not (base > 0) then

@@ -99,8 +99,8 @@ describe("train.lua reports config problems before training, in one line", funct
     -- the value given to two options: both named (argparse does not say which refused it)
     { "--lr 2.5 --save " .. D .. "/m2.ckpt --save-every 2.5",
       "2.5: not a value one of --lr, --save-every takes (see --help)" },
-    { "--lr 0", "option 'lr' must be > 0, got 0" },
-    { "--lr 1e39", "option 'lr' must be at most 3.4028234663853e+38 (float32's largest), got 1e+39" },
+    { "--lr 0", "option 'lr' must be a finite number > 0, got 0" },
+    { "--lr 1e39", "option 'lr' must be at most 3.40282e+38 (float32's largest), got 1e+39" },
     { "--lr fast", "option 'lr' must be a finite number, got fast" },
     { "--warmup=-1", "option 'warmup' must be >= 0, got -1" },
     { "--dropout 1", "option 'dropout' must be in [0, 1), got 1" },

@@ -145,6 +145,22 @@ describe("rp.experiment.config", function()
     raises_for("config", "option 'steps' must be an integer, got 2.5", cfg, { steps = "2.5" })
     raises_for("config", "option 'steps' must be an integer, got abc", cfg, { steps = "abc" })
     raises_for("config", "option 'lr' must be a finite number, got fast", cfg, { lr = "fast" })
+    -- the optimiser's ranges are core's rows, worded as rp.optim words them
+    raises_for("config", "option 'lr' must be a finite number > 0, got -1", cfg, { lr = -1 })
+    raises_for("config", "option 'min_lr' must be at most 3.40282e+38 (float32's largest), got "
+      .. "1e+39", cfg, { min_lr = 1e39 })
+    raises_for("config", "option 'clip' must be a finite number >= 0 (0 = off), got -1", cfg,
+      { clip = -1 })
+    raises_for("config", "option 'warmup' must be >= 0, got -3", cfg, { warmup = -3 })
+    local tiny <close> = rp.model { vocab = 4, d_model = 8, heads = 1, layers = 1, seq_len = 4 }
+    for _, o in ipairs { { "lr", 0 }, { "weight_decay", -0.5 }, { "min_lr", 1e39 },
+      { "clip", -2 } } do
+      local ok, e = pcall(rp.optim.adamw, tiny, { [o[1]] = o[2] })
+      assert.is_false(ok)
+      local core = e:match("%((.*)%)$")
+      raises_for("config", ("option '%s' %s"):format(o[1], core:sub(#o[1] + 2)), cfg,
+        { [o[1]] = o[2] })
+    end
     raises_for("config", "option 'steps' must be >= 1, got 0", cfg, { steps = 0 })
     raises_for("config", "option 'problems' must be >= 1, got -2", cfg, { problems = -2 })
     raises_for("config", "option 'temperature' must be > 0 for sampling, got 0", cfg, { temperature = 0 })

@@ -230,9 +230,8 @@ local function coerce(k, v, fname)
     end
     bad("one of " .. table.concat(kind, ", "))
   elseif kind == "int" then
-    if type(v) == "number" and v == math.floor(v) and math.abs(v) <= 2^53 then
-      return math.tointeger(v)
-    end
+    local n = args.integral(v)
+    if n and math.abs(n) <= 2^53 then return n end
     bad(type(v) == "number" and v == math.floor(v) and "an integer within 2^53" or "an integer")
   elseif kind == "number" then
     if type(v) == "number" and v == v and math.abs(v) ~= math.huge then return v end
@@ -318,21 +317,17 @@ end
 
 -- Ranges of single keys, as {key, lowest, strict, highest, strict at the top}: the value must be
 -- > lowest (strict) or >= lowest, and when highest is given < or <= it. The training and
--- evaluation keys (the C constructors do not see them), the optimiser's from its rows, then every
--- model key's range from the config schema, so that a bad value is refused even where the run's model does not use the key
--- (model_opts leaves it out then); an unset per-placement fraction is 0.
+-- evaluation keys (the C constructors do not see them); the optimiser's as {key, optim = its
+-- row's name}, checked and worded by core (internals.optim_check); then every model key's range
+-- from the config schema, so that a bad value is refused even where the run's model does not use
+-- the key (model_opts leaves it out then); an unset per-placement fraction is 0.
 local RANGES = {
   { "steps", 1 }, { "batch", 1 }, { "problems", 1 }, { "valid_batches", 1 }, { "log_every", 1 },
   { "valid_every", 0 }, { "threads", 0 }, { "top_k", 0 }, { "eval_windows", 0 }, { "vocab_size", 1 },
 }
 local function int(x) return math.tointeger(x) or x end
-local F32_MAX = 0x1.fffffep127 -- float32's largest, the top of core's optimiser rates
-for _, k in ipairs(OPTIM) do -- the optimiser's ranges (core's rows)
-  local row = k.row
-  if row.lo then
-    RANGES[#RANGES + 1] = { k.name, int(row.lo), row.lo_open,
-      row.hi and row.hi ~= math.huge and row.hi or nil, row.hi_open }
-  end
+for _, k in ipairs(OPTIM) do -- the optimiser's ranges: checked and worded by core's rows
+  if k.row.lo then RANGES[#RANGES + 1] = { k.name, optim = k.row.name } end
 end
 for _, row in ipairs(internals.model_keys) do
   if MODEL_ROW[row.name] and row.lo then
@@ -385,14 +380,11 @@ local function resolve(fname, overrides)
   for _, r in ipairs(RANGES) do
     local name, lo, strict, hi, hi_strict = r[1], r[2], r[3], r[4], r[5]
     local v = cfg[name]
-    if not (r.unset0 and v == 0) then
-      -- a top that is float32's largest (the optimiser's rates: core names it so)
-      local f32 = hi == F32_MAX and not (v < lo or (strict and v == lo))
-      if f32 and v > hi then
-        argerror(fname, 1, ("option '%s' must be at most %s (float32's largest), got %s"):format(
-          name, hi, v))
-      elseif hi and hi ~= F32_MAX
-        and (v < lo or (strict and v == lo) or v > hi or (hi_strict and v == hi)) then
+    if r.optim then
+      local msg = internals.optim_check(r.optim, v) -- "lr must be ...": the option's name first
+      if msg then argerror(fname, 1, ("option '%s' %s"):format(name, msg:sub(#r.optim + 2))) end
+    elseif not (r.unset0 and v == 0) then
+      if hi and (v < lo or (strict and v == lo) or v > hi or (hi_strict and v == hi)) then
         local range = r.int and ("%d..%d"):format(lo, hi)
           or ("%s%s, %s%s"):format(strict and "(" or "[", lo, hi, hi_strict and ")" or "]")
         argerror(fname, 1, ("option '%s' must be in %s, got %s"):format(name, range, v))

@@ -93,12 +93,10 @@ local function run_opts(fname, opts)
     end
   end
   if o.save_every ~= nil then
-    local n = o.save_every
-    if math.type(n) == "float" and n == math.floor(n) and math.abs(n) <= 2^53 then
-      n = math.tointeger(n)
-    end
-    if math.type(n) ~= "integer" or n < 1 then
-      argerror(fname, 3, "option 'save_every' must be an integer >= 1, got " .. tostring(n))
+    local n = args.integral(o.save_every)
+    if n == nil or n < 1 then
+      argerror(fname, 3, "option 'save_every' must be an integer >= 1, got "
+        .. tostring(o.save_every))
     end
     if o.save == nil then argerror(fname, 3, "option 'save_every' needs option 'save'") end
     o.save_every = n
