@@ -26,6 +26,7 @@ local json = require "lib.json"
 local tables = require "lib.tables"
 local stats = require "lib.stats"
 local report = require "lib.report"
+local saved = require "lib.saved"
 
 local args
 -- --help opens with these (each runs as written from the repository's folder; tests/lua/
@@ -48,11 +49,7 @@ cli.main("lengths_report.lua", function()
     :args("+"):argname("<a/b>")
   args = parser:parse()
 
-  local summary, err = json.read(fileio.join(args.dir, "summary.json"))
-  if not summary then cli.usage(tostring(err)) end
-  if type(summary) ~= "table" or type(summary.methods) ~= "table" then
-    cli.usage(fileio.join(args.dir, "summary.json") .. ": not a compare.lua summary (no methods)")
-  end
+  local summary = saved.summary(args.dir)
   local metric = summary.metric
   local higher = metric == "correct"
   local methods = {}

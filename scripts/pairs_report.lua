@@ -55,6 +55,7 @@ local cli = require "lib.cli"
 local fileio = require "lib.fileio"
 local json = require "lib.json"
 local report = require "lib.report"
+local saved = require "lib.saved"
 local lm_report = require "lib.lm_report"
 
 -- --help opens with these (each runs as written from the repository's folder; tests/lua/
@@ -207,12 +208,7 @@ cli.main("pairs_report.lua", function()
   -- every folder's summary.json (the metric and the methods, in order), read once
   local summaries = {}
   for i, dir in ipairs(args.dir) do
-    local summary, err = json.read(fileio.join(dir, "summary.json"))
-    if not summary then cli.usage(tostring(err)) end
-    if type(summary) ~= "table" or type(summary.methods) ~= "table" then
-      cli.usage(fileio.join(dir, "summary.json") .. ": not a compare.lua summary (no methods)")
-    end
-    summaries[i] = summary
+    summaries[i] = saved.summary(dir)
   end
 
   -- --lm: one folder's language-modelling tables, and its curves drawn into it

@@ -1,5 +1,6 @@
--- Opening a model that a run saved (train.lua --save, compare.lua / sweep.lua --keep-models), for
--- sample.lua and attention_map.lua. A checkpoint holds the model (config, parameters) but not
+-- Opening what runs saved: a comparison's summary, for the reports; a model that a run saved
+-- (train.lua --save, compare.lua / sweep.lua --keep-models), for sample.lua and
+-- attention_map.lua. A checkpoint holds the model (config, parameters) but not
 -- its task; the task comes from the run's experiment config, read from the run's result JSON
 -- beside the checkpoint (run.ckpt -> run.json: train.lua writes it there, and compare.lua and
 -- sweep.lua keep runs/<run>.ckpt next to runs/<run>.json) or from the file given with --config.
@@ -11,6 +12,9 @@
 --     checkpoint, no run JSON, a task whose vocabulary is not the model's) are usage problems
 --     (cli.usage: one line, exit 2). A checkpoint that is missing while its run's JSON is there
 --     is a run that did not keep its model: the message says how to keep it (--keep-models).
+--   saved.summary(dir) -> a comparison's summary (dir/summary.json, compare.lua's or sweep.lua's:
+--     its metric and its methods, in order); one that cannot be read or has no methods is a usage
+--     problem (cli.usage)
 local cli = require "lib.cli"
 local fileio = require "lib.fileio"
 local json = require "lib.json"
@@ -19,6 +23,16 @@ local saved = {}
 
 function saved.beside(ckpt)
   return (ckpt:gsub("%.ckpt$", "")) .. ".json"
+end
+
+function saved.summary(dir)
+  local path = fileio.join(dir, "summary.json")
+  local summary, err = json.read(path)
+  if not summary then cli.usage(tostring(err)) end
+  if type(summary) ~= "table" or type(summary.methods) ~= "table" then
+    cli.usage(path .. ": not a compare.lua summary (no methods)")
+  end
+  return summary
 end
 
 function saved.open(rp, ckpt, config)

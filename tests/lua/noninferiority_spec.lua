@@ -176,6 +176,12 @@ describe("pairs_report.lua --noninferiority on made-up run files", function()
       assert.are.equal(2, mcode)
       assert.are.equal(script .. ": " .. sweep .. "/summary.json: not a compare.lua summary (no "
         .. "methods)\n", merr)
+      -- a folder without a summary: the file's own error, one line, the same from both
+      aout, merr, mcode = h.run(("%s scripts/%s %s/none"):format(BIN, script, tmp))
+      assert.are.equal(2, mcode)
+      assert.are.equal("", aout)
+      assert.are.equal(script .. ": " .. tmp .. "/none/summary.json: No such file or directory\n",
+        merr)
     end
     local pout, perr = h.run(("%s scripts/pairs_report.lua %s --noninferiority roper/xpos "
       .. "--margin 0.02"):format(BIN, fine))
