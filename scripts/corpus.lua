@@ -15,6 +15,7 @@ package.path = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "?.lua
 local rp = require "roper"
 local cli = require "lib.cli"
 local corpus = require "lib.corpus"
+local fileio = require "lib.fileio"
 
 -- the text task's limit of a corpus (rp.experiment's max_bytes key) is this one's too
 local function default_max_bytes()
@@ -61,6 +62,7 @@ cli.main("corpus.lua", function()
     cli.usage("--max-bytes must be an integer in 1..2^40")
   end
   if args.input and args.jsonl then cli.usage("give --input or --jsonl, not both") end
+  fileio.check_folder(args.out, "--out") -- (a file there: exit 2 before any reading)
 
   local opts = { out = args.out, max_bytes = args.max_bytes, field = args.field }
   if args.jsonl then

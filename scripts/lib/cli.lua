@@ -166,6 +166,17 @@ function cli.parser(name, description, examples)
   local p = argparse(name, description):help_max_width(WIDTH):add_help(false)
   parser_names[p] = name
   parser_examples[p] = examples
+  -- an option that takes a list, given twice, is refused ("--methods given more than once"),
+  -- not the last list kept: --methods rope --methods roper would compare roper alone. An option
+  -- of one value keeps its last (a base command and an override); options meant to repeat say
+  -- so with :count("*").
+  local parse = p.parse
+  function p.parse(self, ...)
+    for _, o in ipairs(self._options) do
+      if o._maxargs > 1 and o._maxcount == 1 then o:overwrite(false) end
+    end
+    return parse(self, ...)
+  end
   assert(name:match("^build/roper scripts/[%w_]+%.lua$"), "cli.parser: name " .. name)
   for _, e in ipairs(examples or {}) do
     assert(e[2] == name or e[2]:sub(1, #name + 1) == name .. " ", "cli.parser: an example of " .. name
@@ -210,6 +221,11 @@ function cli.parser(name, description, examples)
         cli.usage(("%s: not a value one of %s takes (see --help)"):format(bad,
           table.concat(opts, ", ")))
       end
+    end
+    local twice = msg:match("^option '(.-)' must be used at most 1 time$")
+    if twice then
+      cli.usage(("%s given more than once: give its values after one %s (see --help)"):format(
+        twice, twice))
     end
     cli.usage(msg .. " (see --help)")
   end

@@ -22,24 +22,25 @@ function fileio.write(path, text)
   return rp.write_file(path, text)
 end
 
--- check_output(path, what): before any work, makes sure a file can be written at path: path is
--- not empty, its folder exists (created when missing), path is not a folder (nor a name ending in
--- "/"), and a probe file "<path>.probe" can be
--- created and removed there. An empty regular file already at "<path>.probe" is the leftover of a
--- probe cut short (kill -9 between its write and its removal) and is removed; anything else there
--- is left alone and the probe skipped. Raises a usage problem naming `what` (the option, e.g.
--- "--out") and path.
-function fileio.check_output(path, what)
+-- check_output(path, what[, shown]): before any work, makes sure a file can be written at path:
+-- path is not empty, its folder exists (created when missing), path is not a folder (nor a name
+-- ending in "/"), and a probe file "<path>.probe" can be created and removed there. An empty
+-- regular file already at "<path>.probe" is the leftover of a probe cut short (kill -9 between
+-- its write and its removal) and is removed; anything else there is left alone and the probe
+-- skipped. Raises a usage problem naming `what` (the option, e.g. "--out") and shown (default
+-- path: the name the user gave).
+function fileio.check_output(path, what, shown)
+  shown = shown or path
   if path == "" then cli.usage(("%s: a file name expected, got an empty one"):format(what)) end
   -- (a name ending in "/" is a folder's, there or not)
   if plpath.isdir(path) or path:sub(-1) == "/" then
-    cli.usage(("%s %s: is a folder, not a file"):format(what, path))
+    cli.usage(("%s %s: is a folder, not a file"):format(what, shown))
   end
   local dir = plpath.dirname(path)
   if dir ~= "" then
     local ok, err = fileio.mkdir(dir)
     if not ok then
-      cli.usage(("%s %s: cannot create its folder (%s)"):format(what, path,
+      cli.usage(("%s %s: cannot create its folder (%s)"):format(what, shown,
         tostring(err):gsub("^.-: ", "")))
     end
   end
@@ -47,7 +48,7 @@ function fileio.check_output(path, what)
   if probe and (probe.mode ~= "file" or probe.size ~= 0) then return end
   local ok, err = fileio.write(path .. ".probe", "")
   if not ok then
-    cli.usage(("%s %s: cannot write there (%s)"):format(what, path,
+    cli.usage(("%s %s: cannot write there (%s)"):format(what, shown,
       tostring(err):gsub("^.-: ", "")))
   end
   os.remove(path .. ".probe")
@@ -91,18 +92,28 @@ function fileio.check_input(path, what)
   end
 end
 
--- check_output_folder(dir, what): before any work, makes sure the output folder dir of a
--- comparison or sweep can take its files (runs/ among them): a usage problem naming `what` when
--- dir is empty or is there but not a folder ("--out x: not a folder (a regular file)"), then
--- check_output of a file in dir/runs.
-function fileio.check_output_folder(dir, what)
+-- check_folder(dir, what): before any work, makes sure the output folder dir is there (created
+-- when missing): a usage problem naming `what` and dir when dir is empty, is there but not a
+-- folder ("--out x: not a folder (a regular file)") or cannot be made ("--out f/x: cannot create
+-- it (f is a regular file, not a folder)").
+function fileio.check_folder(dir, what)
   if dir == "" then cli.usage(("%s: a folder name expected, got an empty one"):format(what)) end
   local mode = lfs.attributes(dir, "mode")
   if mode and mode ~= "directory" then
     cli.usage(("%s %s: not a folder (%s)"):format(what, dir, mode == "file" and "a regular file"
       or kind_of(mode)))
   end
-  fileio.check_output(fileio.join(dir, "runs", "probe.json"), what)
+  local ok, err = fileio.mkdir(dir)
+  if not ok then
+    cli.usage(("%s %s: cannot create it (%s)"):format(what, dir, tostring(err):gsub("^.-: ", "")))
+  end
+end
+
+-- check_output_folder(dir, what): check_folder, then that a comparison or sweep can write its
+-- files in dir/runs (check_output of a file there, named as dir).
+function fileio.check_output_folder(dir, what)
+  fileio.check_folder(dir, what)
+  fileio.check_output(fileio.join(dir, "runs", "probe.json"), what, dir)
 end
 
 -- read(path) -> text | nil, message: the whole file (rp.read_file, core's reader, up to 1 GiB);
@@ -112,12 +123,25 @@ function fileio.read(path)
   return rp.read_file(path)
 end
 
--- mkdir(path) -> true | nil, message (creates parents; fine when it exists)
+-- mkdir(path) -> true | nil, message (creates parents; fine when it exists); a part of path that
+-- is not a folder is named ("a/f/b: a/f is a regular file, not a folder")
 function fileio.mkdir(path)
   if plpath.isdir(path) then return true end
   local ok, err = pldir.makepath(path)
-  if not ok then return nil, path .. ": " .. tostring(err) end
-  return true
+  if ok then return true end
+  -- a part of the path that is there but not a folder, said as such (mkdir says "File exists")
+  local p = path
+  repeat
+    local mode = lfs.attributes(p, "mode")
+    if mode and mode ~= "directory" then
+      return nil, ("%s: %s is %s, not a folder"):format(path, p,
+        mode == "file" and "a regular file" or kind_of(mode))
+    end
+    local up = plpath.dirname(p)
+    if up == p then break end
+    p = up
+  until p == "" or mode
+  return nil, path .. ": " .. tostring(err)
 end
 
 fileio.exists = plpath.exists

@@ -283,6 +283,15 @@ describe("scripts/corpus.lua", function()
       sh_quote(BIN), sh_quote(dir), sh_quote(out)))
     assert.equal(2, code)
     assert.equal("corpus.lua: give --input or --jsonl, not both\n", text)
+    -- an --out that is a file, or below one: exit 2, the option named, before any reading
+    write(out .. "/f", "x")
+    for _, o in ipairs { { "/f", "/f: not a folder (a regular file)" },
+      { "/f/c", "/f/c: cannot create it (" .. out .. "/f is a regular file, not a folder)" } } do
+      text, code = run(("%s scripts/corpus.lua --input %s --out %s"):format(sh_quote(BIN),
+        sh_quote(dir), sh_quote(out .. o[1])))
+      assert.equal(2, code)
+      assert.equal("corpus.lua: --out " .. out .. o[2] .. "\n", text)
+    end
     write(dir .. "/bad.txt", "\xc3")
     text, code = run(("%s scripts/corpus.lua --input %s --out %s"):format(sh_quote(BIN),
       sh_quote(dir), sh_quote(out .. "/d")))
