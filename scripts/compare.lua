@@ -143,8 +143,12 @@ cli.main("compare.lua", function()
       end
       o[k], own[k] = v, ("method %s: %s=%s"):format(spec, k, v)
     end
+    -- an init with {method}, {pe} or {seed} names each run's own checkpoint: checked per run
+    local template = type(o.init) == "string" and o.init:find("{%a+}") and o.init
+    if template then o.init = nil end
     local cfg, mem = cli.check(rp, o, args.quiet)
     if not cfg then die(("method %s: %s"):format(spec, mem)) end
+    if template then o.init, cfg.init = template, template end
     cli.refuse_unused(rp, args, own, { cfg })
     for _, m in ipairs(methods) do
       if m.label == spec then die("method " .. spec .. " is given twice") end
@@ -187,9 +191,14 @@ cli.main("compare.lua", function()
       local run = { id = ("%s s%d"):format(m.label, s), cfg = cfg, method = mi, seed = s,
         path = fileio.join(out, "runs", ("%s-s%d.json"):format(safe(m.label), s)) }
       if args.keep_models then run.model = runner.model_path(run) end
-      -- a run still to train needs its init checkpoint: refused before the first run starts
+      -- a run still to train needs its init checkpoint, one that gives its model: refused
+      -- before the first run starts
       if type(cfg.init) == "string" and cfg.init ~= "" and not fileio.exists(run.path) then
         fileio.check_input(cfg.init, "--init")
+        if cfg.init ~= m.cfg.init then
+          local ok, err = cli.check(rp, cfg, true)
+          if not ok then die(("run %s: %s"):format(run.id, err)) end
+        end
       end
       runs[#runs + 1] = run
     end

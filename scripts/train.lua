@@ -238,8 +238,11 @@ cli.main("train.lua", function()
 
   if args.resume then
     -- the model of the finished run: nothing is left to train (and its curve is gone)
-    local _, why, finished = rp.experiment.resumable(cfg, args.save)
-    if finished then
+    local step, why, kind = rp.experiment.resumable(cfg, args.save)
+    -- a file the run would refuse (another run's, not a checkpoint): said before training; a
+    -- checkpoint without its state is gone on from (the curve so far is missing)
+    if not step and kind == nil then cli.usage("--resume: " .. why) end
+    if kind == "finished" then
       if root then
         print(("train.lua: --resume: %s; nothing to do%s"):format(why, fileio.exists(args.out)
           and (" (its result: %s)"):format(args.out) or ""))

@@ -127,6 +127,27 @@ describe("train.lua reports config problems before training, in one line", funct
     end)
   end
 
+  it("--init and --resume: a checkpoint the run would refuse, refused before training", function()
+    local ckpt = dir .. "/init.ckpt"
+    local _, err, code = run(TRAIN .. " --save " .. sh_quote(ckpt))
+    assert.are.equal(0, code, err)
+    for _, c in ipairs {
+      { "--init " .. dir .. "/none.ckpt", "option 'init': " .. dir .. "/none.ckpt: No such file "
+        .. "or directory" },
+      { "--d-model 32 --init " .. ckpt, "option 'init': " .. ckpt .. ": parameter embed.weight "
+        .. "is 45x32 in the derived model, 45x16 in the model (the overrides change the layout)" },
+      { "--seed 2 --resume --save " .. ckpt, "--resume: " .. ckpt .. " was trained with seed = "
+        .. "1, the config asks for 2" },
+    } do
+      local out = dir .. "/init-run.json"
+      local so
+      so, err, code = run(TRAIN .. " " .. c[1] .. " --out " .. sh_quote(out))
+      assert.are.equal(2, code, so .. err)
+      assert.are.equal("train.lua: " .. c[2] .. "\n", err)
+      assert.is_nil(lfs.attributes(out), "nothing trained")
+    end
+  end)
+
   it("prints the traceback only with --debug or ROPER_DEBUG=1", function()
     local bad = sh_quote(dir .. "/nope.txt")
     -- a runtime failure: a corpus that vanishes between the check and the run cannot be staged
@@ -166,6 +187,29 @@ describe("compare.lua and sweep.lua check every config before the first run", fu
     -- the folder given named, and the file in its way (not mkdir's "File exists")
     assert.are.equal("compare.lua: --out " .. dir .. "/small.txt/x: cannot create it (" .. dir
       .. "/small.txt is a regular file, not a folder)\n", err)
+  end)
+
+  it("compare.lua: an --init its runs' models cannot start from, before any run", function()
+    local ckpt, out = dir .. "/cmp-init.ckpt", dir .. "/cmp-init"
+    local _, err, code = run(TRAIN .. " --save " .. sh_quote(ckpt))
+    assert.are.equal(0, code, err)
+    _, err, code = run(sh_quote(BIN) .. " scripts/compare.lua --seeds 1 --steps 1 --d-model 32 "
+      .. "--heads 2 --layers 1 --seq-len 32 --quiet --init " .. sh_quote(ckpt) .. " --out "
+      .. sh_quote(out))
+    assert.are.equal(2, code)
+    assert.are.equal("compare.lua: method rope: option 'init': " .. ckpt .. ": parameter "
+      .. "embed.weight is 45x32 in the derived model, 45x16 in the model (the overrides change "
+      .. "the layout)\n", err)
+    assert.is_nil(lfs.attributes(out), "nothing was created")
+    -- each run's own checkpoint ({pe}, {seed}): the run named
+    assert(os.rename(ckpt, dir .. "/rope-s1.ckpt"))
+    _, err, code = run(sh_quote(BIN) .. " scripts/compare.lua --methods rope --seeds 1 --steps 1 "
+      .. "--d-model 32 --heads 2 --layers 1 --seq-len 32 --quiet --init "
+      .. sh_quote(dir .. "/{pe}-s{seed}.ckpt") .. " --out " .. sh_quote(out))
+    assert.are.equal(2, code)
+    assert.are.equal("compare.lua: run rope s1: option 'init': " .. dir .. "/rope-s1.ckpt: "
+      .. "parameter embed.weight is 45x32 in the derived model, 45x16 in the model (the overrides "
+      .. "change the layout)\n", err)
   end)
 
   it("compare.lua: an option given twice", function()

@@ -423,16 +423,24 @@ describe("rp.experiment.run", function()
     local dir = tmpdir()
     local ckpt = dir .. "/a.ckpt"
     rp.experiment.run(tiny { task = "substring_prefix", steps = 1 }, nil, { save = ckpt })
-    raises_for("run", "option 'init': " .. dir .. "/none.ckpt: No such file or directory",
-      rp.experiment.run, tiny { init = dir .. "/none.ckpt" })
     write(dir .. "/x.txt", "hello")
-    raises_for("run", "option 'init': " .. dir .. "/x.txt: not a roper checkpoint, .npy or "
-      .. "safetensors file", rp.experiment.run, tiny { init = dir .. "/x.txt" })
     rp.zeros { 2, 2 }:save(dir .. "/t.npy")
-    raises_for("run", "option 'init': " .. dir .. "/t.npy holds roper.Tensor, not a model", rp.experiment.run, tiny { init = dir .. "/t.npy" })
-    raises_for("run", "option 'init': " .. ckpt .. ": parameter embed.weight is 5x32 in the "
-      .. "derived model, 5x16 in the model (the overrides change the layout)",
-      rp.experiment.run, tiny { task = "substring_prefix", init = ckpt, d_model = 32 })
+    -- each refused by run and, before anything is built, by check (the scripts' check)
+    for _, c in ipairs {
+      { "/none.ckpt: No such file or directory", tiny { init = dir .. "/none.ckpt" } },
+      { "/x.txt: not a roper checkpoint, .npy or safetensors file",
+        tiny { init = dir .. "/x.txt" } },
+      { "/t.npy holds roper.Tensor, not a model", tiny { init = dir .. "/t.npy" } },
+      { "/a.ckpt: parameter embed.weight is 5x32 in the derived model, 5x16 in the model (the "
+        .. "overrides change the layout)", tiny { task = "substring_prefix", init = ckpt,
+        d_model = 32 } },
+    } do
+      raises_for("run", "option 'init': " .. dir .. c[1], rp.experiment.run, c[2])
+      raises_for("check", "option 'init': " .. dir .. c[1], rp.experiment.check, c[2])
+    end
+    -- a layout the checkpoint gives passes check (seq_len may change)
+    assert.is_table(rp.experiment.check(tiny { task = "substring_prefix", init = ckpt,
+      seq_len = 40 }))
     h.remove_tree(dir)
   end)
 

@@ -311,9 +311,9 @@ describe("rp.experiment.run with opts", function()
       local no_state = ("%s is at step 6 and has no training state of that step beside it "
         .. "(%s.state)"):format(path, path)
       os.remove(path .. ".state.tmp")
-      assert.are.same({ nil, no_state }, { rp.experiment.resumable(cfg, path) })
+      assert.are.same({ nil, no_state, "no state" }, { rp.experiment.resumable(cfg, path) })
       write(path .. ".state", (saved[2]:gsub("^(roper%-run%-state 3\n)6 ", "%13 ")))
-      assert.are.same({ nil, no_state }, { rp.experiment.resumable(cfg, path) })
+      assert.are.same({ nil, no_state, "no state" }, { rp.experiment.resumable(cfg, path) })
       -- a version 1 state (no config kept) is taken, as run takes it
       local lines = {}
       for l in saved[2]:gmatch("[^\n]+") do lines[#lines + 1] = l end
@@ -360,7 +360,7 @@ describe("rp.experiment.run with opts", function()
       end, { save = path, save_every = 3 }))
       os.remove(path .. ".state")
       assert.is_true(os.execute("mkfifo " .. sh_quote(path .. ".state")))
-      assert.are.same({ nil, no_state }, { rp.experiment.resumable(cfg, path) })
+      assert.are.same({ nil, no_state, "no state" }, { rp.experiment.resumable(cfg, path) })
       os.remove(path .. ".state")
       os.remove(path)
       -- the model of a finished run (its state goes when the run ends): nothing is left to train

@@ -4,7 +4,7 @@
 -- with run and resumable). The keys and resolve are roper.experiment.keys's.
 --
 -- roper.experiment.check: adds rp.experiment.task and rp.experiment.check; exports task_opts,
--- model_opts, optim_opts and validate.
+-- model_opts, optim_opts, validate and init_model.
 local require = ...
 local rp = require "roper"
 local internals = require "roper.internals"
@@ -219,9 +219,36 @@ local function validate(fname, cfg, progress)
   return cfg, mem, V
 end
 
+-- The model of a run with init (fine-tuning): the model of the checkpoint at path with the run's
+-- model options mc over its config (m:derive: the layout must stay, so seq_len, scaling, the
+-- rotations may change, d_model or the vocabulary may not); what the file held is released.
+local function init_model(fname, path, mc)
+  local ok, src, extra = pcall(rp.load, path)
+  if ok and src == nil then ok, src = false, extra end
+  if not ok then argerror(fname, 1, "option 'init': " .. inner(src)) end
+  local _ <close> = setmetatable({}, { __close = function()
+    for _, x in ipairs { src, extra } do
+      local mt = getmetatable(x)
+      if type(x) == "userdata" and type(mt) == "table" and mt.__close then mt.__close(x) end
+    end
+  end })
+  if getmetatable(src) ~= internals.Model_mt then
+    argerror(fname, 1, ("option 'init': %s holds %s, not a model"):format(path,
+      args.describe(src)))
+  end
+  local derived
+  ok, derived = pcall(src.derive, src, mc)
+  if not ok then
+    local msg = inner(derived):gsub("^bad argument #1 to 'derive' %((.*)%)$", "%1")
+    argerror(fname, 1, "option 'init': " .. path .. ": " .. msg)
+  end
+  return derived
+end
+
 -- rp.experiment.check([overrides[, opts]]) -> cfg, memory: rp.experiment.config, then
--- everything that can be known before training (validate); memory is rp.model_memory's table
--- for the run. opts.progress: called as progress(done, total, what) by the lm task's first steps
+-- everything that can be known before training (validate), and with init that the checkpoint
+-- there gives the run's model (init_model: loaded, derived for one row, released); memory is
+-- rp.model_memory's table for the run. opts.progress: called as progress(done, total, what) by the lm task's first steps
 -- on a corpus (rp.lm.tokenizer's training, rp.lm.ids's encoding; what says which).
 function experiment.check(overrides, opts)
   local fname = "rp.experiment.check"
@@ -230,11 +257,18 @@ function experiment.check(overrides, opts)
     argerror(fname, 2, "option 'progress' must be a function (called as progress(done, total, "
       .. "what)), got " .. args.describe(opts.progress))
   end
-  local cfg, mem = validate(fname, resolve(fname, overrides), opts.progress)
+  local cfg, mem, V = validate(fname, resolve(fname, overrides), opts.progress)
+  if cfg.init ~= "" then
+    local mc = model_opts(cfg, V)
+    mc.max_batch = 1
+    local m = init_model(fname, cfg.init, mc)
+    getmetatable(m).__close(m)
+  end
   return cfg, mem
 end
 
 E.task_opts, E.model_opts, E.optim_opts, E.validate = task_opts, model_opts, optim_opts, validate
+E.init_model = init_model
 E.lm_ids = lm_ids
 
 return E

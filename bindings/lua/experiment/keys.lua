@@ -12,7 +12,8 @@
 --                                         opts.keep_model also the model, its task and optimiser
 --   rp.experiment.resumable(cfg, path) -> the step run with {save = path, resume = true} would
 --                                         go on from (0: afresh), or nil and why (and
---                                         "finished" for the model of a finished run)
+--                                         "finished" for the model of a finished run, "no
+--                                         state" for a checkpoint without its state)
 --   rp.experiment.applies(key, task | cfg) -> whether config key `key` does something for
 --                                         `task`, or for the run of config cfg; false and why
 --                                         not

@@ -22,7 +22,8 @@ local KEYS = keys.keys
 local resolve, validate = keys.resolve, check.validate
 local parse_digits, parse_lengths, parse_scalings = keys.parse_digits, keys.parse_lengths,
   keys.parse_scalings
-local task_opts, model_opts, optim_opts = check.task_opts, check.model_opts, check.optim_opts
+local task_opts, model_opts, optim_opts, init_model = check.task_opts, check.model_opts,
+  check.optim_opts, check.init_model
 local config_word, state_files, write_state, commit_state, open_checkpoint = state.config_word,
   state.state_files, state.write_state, state.commit_state, state.open_checkpoint
 
@@ -166,32 +167,6 @@ end
 function Owned.__close(own)
   if own.kept then return end
   for i = #own, 1, -1 do getmetatable(own[i]).__close(own[i]) end
-end
-
--- The model of a run with init (fine-tuning): the model of the checkpoint at path with the run's
--- model options mc over its config (m:derive: the layout must stay, so seq_len, scaling, the
--- rotations may change, d_model or the vocabulary may not); what the file held is released.
-local function init_model(fname, path, mc)
-  local ok, src, extra = pcall(rp.load, path)
-  if ok and src == nil then ok, src = false, extra end
-  if not ok then argerror(fname, 1, "option 'init': " .. inner(src)) end
-  local _ <close> = setmetatable({}, { __close = function()
-    for _, x in ipairs { src, extra } do
-      local mt = getmetatable(x)
-      if type(x) == "userdata" and type(mt) == "table" and mt.__close then mt.__close(x) end
-    end
-  end })
-  if getmetatable(src) ~= internals.Model_mt then
-    argerror(fname, 1, ("option 'init': %s holds %s, not a model"):format(path,
-      args.describe(src)))
-  end
-  local derived
-  ok, derived = pcall(src.derive, src, mc)
-  if not ok then
-    local msg = inner(derived):gsub("^bad argument #1 to 'derive' %((.*)%)$", "%1")
-    argerror(fname, 1, "option 'init': " .. path .. ": " .. msg)
-  end
-  return derived
 end
 
 -- The task, model and optimiser of the run, each added to own: built afresh, or with resume (and

@@ -221,16 +221,16 @@ local function check_path(fname, arg, path)
   end
 end
 
--- rp.experiment.resumable(cfg, path) -> step | nil, why[, "finished"]
+-- rp.experiment.resumable(cfg, path) -> step | nil, why[, "finished" | "no state"]
 -- The step rp.experiment.run(cfg, progress, {save = path, resume = true}) would go on from, when
 -- that run gives the result of an uninterrupted one: 0 when nothing is at path (it starts
 -- afresh); the step of the checkpoint at path when its model and optimiser are the ones cfg
 -- builds, its step at most cfg.steps, and a training state of that step is beside it (saved
 -- with save_every) whose config is cfg's. Otherwise nil and why, a sentence that starts with
 -- path: run would refuse the file (another model, optimiser or config, as it raises), or would
--- go on from it without the curve so far (no state of its step: a state lost, or a finished
--- run's model: at step cfg.steps, its state removed when the run ended; then also "finished",
--- there is nothing left to train). cfg as for rp.experiment.run (bad configs raise as there);
+-- go on from it without the curve so far (no state of its step: a state lost, then also "no
+-- state"; or a finished run's model: at step cfg.steps, its state removed when the run ended,
+-- then also "finished", there is nothing left to train). cfg as for rp.experiment.run (bad configs raise as there);
 -- path a nonempty string without NUL bytes. Reads the files only (the model is loaded for one
 -- row, then released).
 function experiment.resumable(cfg, path)
@@ -254,7 +254,7 @@ function experiment.resumable(cfg, path)
   end
   if steps > 0 and not st then
     return nil, ("%s is at step %d and has no training state of that step beside it (%s)")
-      :format(path, steps, (state_files(path)))
+      :format(path, steps, (state_files(path))), "no state"
   end
   return steps
 end
