@@ -317,6 +317,8 @@ const char *lrp_describe(lua_State *L, int idx)
     case LUA_TNUMBER:
         if (lua_isinteger(L, idx))
             return lua_pushfstring(L, "%I", (LUAI_UACINT)lua_tointeger(L, idx));
+        /* a NaN as "nan" (printf's sign of a NaN differs between machines) */
+        if (isnan((double)lua_tonumber(L, idx))) return lua_pushliteral(L, "nan");
         return lua_pushfstring(L, "%f", (LUAI_UACNUMBER)lua_tonumber(L, idx));
     case LUA_TSTRING: {
         size_t n;

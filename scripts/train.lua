@@ -91,7 +91,7 @@ cli.main("train.lua", function()
   local root = comm == nil or comm:rank() == 0
   local args = parser:parse()
 
-  local overrides = {}
+  local overrides, from_file = {}, {}
   if args.config then
     fileio.check_input(args.config, "--config")
     local c, err = json.read(args.config)
@@ -100,13 +100,19 @@ cli.main("train.lua", function()
       cli.usage("--config " .. args.config .. ": a JSON object of config keys expected")
     end
     overrides = c
+    for k in pairs(c) do from_file[k] = true end
   end
   local typed = cli.config_overrides(args, rp)
-  for k, v in pairs(typed) do overrides[k] = v end
+  for k, v in pairs(typed) do overrides[k], from_file[k] = v, nil end
 
   -- (the lm task's first steps on a corpus, its tokenizer and ids, show on stderr: cli.check)
   local cfg, cfg_err = cli.check(rp, overrides, args.quiet or not root)
-  if not cfg then cli.usage(cfg_err) end
+  if not cfg then
+    -- a key of the --config file (not overridden on the command line): the file named
+    local key = cfg_err:match("^unknown option '(.-)'") or cfg_err:match("^option '(.-)'")
+    if key and from_file[key] then cfg_err = "--config " .. args.config .. ": " .. cfg_err end
+    cli.usage(cfg_err)
+  end
   -- an option typed on the command line that does nothing for this run (not those of --config)
   cli.refuse_unused(rp, args, cli.typed(typed), { cfg })
   if args.save_every ~= nil then

@@ -40,7 +40,8 @@ local argerror = M.argerror
 
 local function describe(v)
   if type(v) == "string" then return #v <= 40 and ('string "' .. v .. '"') or "string" end
-  if type(v) == "number" then return tostring(v) end
+  -- (a NaN as "nan": the sign printf gives a NaN differs between machines)
+  if type(v) == "number" then return v ~= v and "nan" or tostring(v) end
   local mt = getmetatable(v)
   if type(v) == "userdata" and type(mt) == "table" and type(mt.__name) == "string" then
     return mt.__name

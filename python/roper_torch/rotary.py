@@ -310,10 +310,10 @@ def _describe(v):
 
 
 def _g(v, fmt="%g"):
-    """C's printf of the double v in fmt: as Python's, except that a NaN keeps its sign ("-nan",
-    which Lua's 0/0 is on x86)."""
+    """C's printf of the double v in fmt, as roper's messages write it: as Python's, a NaN "nan"
+    whatever its sign (core's rp_error and lrp_describe drop the sign printf gives a NaN)."""
     if math.isnan(v):
-        return "-nan" if math.copysign(1.0, v) < 0 else "nan"
+        return "nan"
     return fmt % v
 
 

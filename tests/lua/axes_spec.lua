@@ -559,7 +559,7 @@ describe("rp.rope.mixed", function()
     { function() return rp.rope.mixed(8, { base = 0 }) end,
       "bad argument #2 to 'rp.rope.mixed' (option 'base' must be > 0, got 0)" },
     { function() return rp.rope.mixed(8, { base = 0 / 0 }) end,
-      "bad argument #2 to 'rp.rope.mixed' (option 'base' must be a finite number, got -nan)" },
+      "bad argument #2 to 'rp.rope.mixed' (option 'base' must be a finite number, got nan)" },
     { function() return rp.rope.mixed(8, { phi = 1, seed = 2 }) end,
       "bad argument #2 to 'rp.rope.mixed' (give one of options 'phi', 'seed' and 'rng')" },
     { function() return rp.rope.mixed(8, { rng = 3 }) end,

@@ -27,6 +27,8 @@ local TRAIN = sh_quote(BIN) .. " scripts/train.lua --steps 1 --d-model 16 --head
 describe("train.lua reports config problems before training, in one line", function()
   -- fixtures
   write(dir .. "/small.txt", "hello world\n")
+  write(dir .. "/bogus.json", '{"bogus": 1}')
+  write(dir .. "/null.json", '{"dropout": null}')
   write(dir .. "/empty.txt", "")
   write(dir .. "/bin.dat", "\127ELF\255\254")
   lfs.mkdir(dir .. "/emptydir")
@@ -70,6 +72,12 @@ describe("train.lua reports config problems before training, in one line", funct
     { "--config " .. D .. "/nope.json", "--config " .. D .. "/nope.json: no such file" },
     { "--config " .. D .. "/small.txt",
       "--config " .. D .. "/small.txt: not valid JSON %(.*%)", pattern = true },
+    -- a key of the file (not one typed over it): the file named
+    { "--config " .. D .. "/bogus.json", "--config " .. D .. "/bogus.json: unknown option "
+      .. "'bogus' %(known: task, .*%)", pattern = true },
+    { "--config " .. D .. "/null.json", "--config " .. D .. "/null.json: option 'dropout' must "
+      .. "be a finite number, got null" },
+    { "--config " .. D .. "/null.json --dropout 1", "option 'dropout' must be in [0, 1), got 1" },
     { "--out " .. D .. "/folder", "--out " .. D .. "/folder: is a folder, not a file" },
     -- a folder's name that is not there yet, an empty name, and two outputs in one file
     -- however written (the later write would replace the other): refused before any work

@@ -222,9 +222,9 @@ local function coerce(k, v, fname)
       v = tonumber(v) or v
     end
   end
-  -- (a JSON null of a --config file, cjson's lightuserdata, is named as such)
+  -- (a JSON null of a --config file, cjson's lightuserdata, is named as such; a NaN as "nan")
   local function bad(what) argerror(fname, 1, ("option '%s' must be %s, got %s"):format(name, what,
-    type(v) == "userdata" and "null" or tostring(v))) end
+    type(v) == "userdata" and "null" or v ~= v and "nan" or tostring(v))) end
   if type(kind) == "table" then
     for _, s in ipairs(kind) do
       if v == s then return v end
