@@ -408,15 +408,20 @@ static int l_load(lua_State *L)
     const char *path = lrp_checkpath(L, 1);
     lrp_checkopts(L, 2, known);
     lua_Integer max_batch = lrp_optinteger(L, 2, "max_batch", 0);
-    if (lrp_hasopt(L, 2, "max_batch") && max_batch < 1)
-        return lrp_argerror(L, 2, "option 'max_batch' must be >= 1, got %I",
-                            (LUAI_UACINT)max_batch);
+    const rp_cfg_key *kb = rp_model_cfg_key("max_batch", 9); /* its range: the schema's row */
+    if (lrp_hasopt(L, 2, "max_batch") &&
+        (max_batch < (lua_Integer)kb->lo || max_batch > (lua_Integer)kb->hi))
+        return lrp_argerror(L, 2, "option 'max_batch' must be in %I..%I, got %I",
+                            (LUAI_UACINT)kb->lo, (LUAI_UACINT)kb->hi, (LUAI_UACINT)max_batch);
     lua_settop(L, 1);
     path = lua_tostring(L, 1);
     unsigned char head[16];
     size_t got = 0;
     if (rp_file_peek(path, head, sizeof head, &got) != RP_OK) return lrp_pushfail(L);
-    int other = rp_npy_magic(head, got) ? 1 : rp_safetensors_magic(head, got) ? 2 : 0;
+    /* RPCK first: a checkpoint's bytes 0..8 may also pass the safetensors test (its byte 8, the
+     * low byte of its size, is '{' for one size in 256) */
+    int other = rp_checkpoint_magic(head, got) ? 0 : rp_npy_magic(head, got) ? 1
+              : rp_safetensors_magic(head, got) ? 2 : 0;
     if (other && max_batch > 0)
         return lrp_argerror(L, 2, "option 'max_batch' applies to roper checkpoints; %s is a %s "
                                   "file",

@@ -18,9 +18,11 @@
 
 #include "axes_plan.h"
 #include "checked.h"
+#include "checkpoint.h"
 #include "fileio.h"
 #include "json.h"
 #include "model_schema.h"
+#include "npy.h"
 #include "sysmem.h"
 
 #define LEN_BYTES 8u
@@ -482,6 +484,12 @@ static rp_status st_open(const char *path, st_file *f)
         goto fail;
     }
     if (f->size < LEN_BYTES) f->size = LEN_BYTES; /* it grew since the stat */
+    /* roper's other files, named (their first bytes would read as a huge header length) */
+    if (rp_checkpoint_magic(lenb, 4) || rp_npy_magic(lenb, 6)) {
+        st = rp_error(RP_ERR_IO, "%s: not a safetensors file (a %s; rp.load reads it)", path,
+                      rp_checkpoint_magic(lenb, 4) ? "roper checkpoint" : ".npy file");
+        goto fail;
+    }
     f->hlen = get_le(lenb, 8);
     if (f->hlen > f->size - LEN_BYTES) {
         st = rp_error(RP_ERR_IO, "%s: truncated (the header length says %llu bytes, %llu follow "

@@ -305,6 +305,31 @@ describe("rp.load picks the reader by the first bytes", function()
     assert.same({ nil, d .. "/r: truncated (2 bytes, shorter than the 16-byte header)" },
       { rp.load(d .. "/r") })
   end)
+
+  it("a checkpoint whose size makes its byte 8 a '{' is a checkpoint (RPCK first)", function()
+    -- byte 8 of a checkpoint is the low byte of its size: this model with its optimiser makes
+    -- 82,299 bytes (0x1417B), so bytes 0..8 also pass the safetensors test (a length >= 2, '{')
+    local m = rp.model { vocab = 7, d_model = 16, heads = 2, layers = 2, d_ff = 64, seq_len = 16,
+      pe = "rope", tie_embeddings = true }
+    local opt = rp.optim.adam(m)
+    local p = d .. "/brace.ckpt"
+    assert.is_true(m:save(p, opt))
+    assert.equal("{", h.read(p):sub(9, 9))
+    local back, bopt = rp.load(p)
+    assert.equal("roper.Model", getmetatable(back).__name, tostring(bopt))
+    assert.equal(0, param_diff(m, back))
+    assert.equal("roper.Optim", getmetatable(bopt).__name)
+    assert.equal("roper.Model", getmetatable(rp.load(p, { max_batch = 4 })).__name)
+    -- a max_batch past the schema's range is the caller's, not the file's (raised, not nil)
+    assert.has_error(function() rp.load(p, { max_batch = 2^31 }) end, "bad argument #2 to "
+      .. "'load' (option 'max_batch' must be in 1..2147483647, got 2147483648)")
+    -- and m:load_safetensors names what such a file is, not a "truncated" safetensors file
+    assert.same({ nil, p .. ": not a safetensors file (a roper checkpoint; rp.load reads it)" },
+      { m:load_safetensors(p) })
+    assert.is_true(rp.ones(3):save(d .. "/o.npy"))
+    assert.same({ nil, d .. "/o.npy: not a safetensors file (a .npy file; rp.load reads it)" },
+      { m:load_safetensors(d .. "/o.npy") })
+  end)
 end)
 
 describe("model weights as safetensors", function()

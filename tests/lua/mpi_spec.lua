@@ -132,7 +132,7 @@ describe("rp.mpi without mpirun", function()
         "bad argument #5 to 'train_step' (option 'comm' must be a roper.Comm (rp.mpi.init()), "
           .. "got number)" },
       { function() rp.load("x.ckpt", { max_batch = 0 }) end,
-        "bad argument #2 to 'load' (option 'max_batch' must be >= 1, got 0)" },
+        "bad argument #2 to 'load' (option 'max_batch' must be in 1..2147483647, got 0)" },
     }
     for _, c in ipairs(cases) do
       local ok, msg = pcall(c[1])
