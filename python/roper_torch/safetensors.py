@@ -21,6 +21,7 @@ over the target (an interrupted write leaves the old file or none).
 import ctypes
 import json
 import os
+import stat
 import struct
 import sys
 import tempfile
@@ -56,15 +57,30 @@ def _bytes(t):
     return ctypes.string_at(t.data_ptr(), t.numel() * t.element_size()) if t.numel() else b""
 
 
+def _kind(mode):
+    """A kind of file in the words of roper's messages ("a FIFO")."""
+    for test, word in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return word
+    return "an unknown kind of file"
+
+
 def read_safetensors(path):
     """-> (tensors, metadata): {name: torch tensor} in the file's dtypes and shapes (each tensor
     owns its memory), and the `__metadata__` strings ({} when absent). Raises SafetensorsError
     ("path: reason") for a file that breaks the format, OSError when it cannot be read."""
-    with open(path, "rb") as f:
-        raw = f.read()
-
     def bad(msg):
         return SafetensorsError("%s: %s" % (path, msg))
+
+    # anything but a regular file is refused after a stat, before any open, as roper's reader
+    # does (a FIFO would wait for a writer, /dev/zero would be read until memory runs out)
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise bad("not a regular file (%s)" % _kind(mode))
+    with open(path, "rb") as f:
+        raw = f.read()
 
     if len(raw) < 8:
         raise bad("truncated (%d bytes, shorter than the 8-byte header length)" % len(raw))
@@ -74,10 +90,11 @@ def read_safetensors(path):
     if n > len(raw) - 8:
         raise bad("truncated (the header length says %d bytes, %d follow it)" % (n, len(raw) - 8))
     def unique(pairs):  # roper refuses duplicate keys; json.loads would keep the last one
-        keys = [k for k, _ in pairs]
-        for k in keys:
-            if keys.count(k) > 1:
+        seen = set()  # (linear: a forged header of millions of keys is read in seconds)
+        for k, _ in pairs:
+            if k in seen:
                 raise ValueError('duplicate key "%s"' % k)
+            seen.add(k)
         return dict(pairs)
 
     try:

@@ -1626,6 +1626,15 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
         assert.is_nil(m, c[1])
         assert.is_string(msg)
       end
+      -- not regular files: refused after a stat, before any open (a FIFO would hang the reader)
+      local kinds = { fifo = "a FIFO", folder = "a folder" }
+      assert(os.execute("mkfifo " .. h.sh_quote(d .. "/fifo.safetensors")))
+      assert(os.execute("mkdir " .. h.sh_quote(d .. "/folder.safetensors")))
+      for kind, word in pairs(kinds) do
+        local p = d .. "/" .. kind .. ".safetensors"
+        assert.same({ nil, p .. ": not a regular file (" .. word .. ")" }, { rp.load(p) })
+        paths[#paths + 1] = p
+      end
       -- a valid file of every dtype (zeros), and roper's F64 fixture
       local all = st("{" .. table.concat({
         entry("a", "F64", "1", 0, 8), entry("b", "I64", "1", 8, 16),
@@ -1645,6 +1654,9 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       end
       for _, c in ipairs(cases) do
         assert.equal("refused " .. c[3], got["bad_" .. c[1] .. ".safetensors"])
+      end
+      for kind, word in pairs(kinds) do
+        assert.equal("refused not a regular file (" .. word .. ")", got[kind .. ".safetensors"])
       end
       assert.equal("ok 10\ttorch.bfloat16,torch.bool,torch.float16,torch.float32,torch.float64,"
         .. "torch.int16,torch.int32,torch.int64,torch.int8,torch.uint8", got["all.safetensors"])
