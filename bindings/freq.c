@@ -196,6 +196,13 @@ static void hf_check_fields(lua_State *L, int idx, int t, rp_rope_scaling sc)
 /* YaRN's mscale (Hugging Face's get_mscale): 0.1 m ln s + 1 for s > 1, else 1. */
 static double hf_mscale(double s, double m) { return s <= 1.0 ? 1.0 : 0.1 * m * log(s) + 1.0; }
 
+/* cjson's null (a light userdata holding NULL): a config.json's "rope_scaling": null, or a null
+ * field of it, is read as absent (as Hugging Face reads None). */
+static int json_null(lua_State *L, int i)
+{
+    return lua_type(L, i) == LUA_TLIGHTUSERDATA && lua_touserdata(L, i) == NULL;
+}
+
 /* Field i of the rope_scaling table at t, read by its row (hf_fields): *given set; a number (an
  * integer >= 1 for a key of integers) or, for a field with on/off, a boolean (1 or 0). */
 static double hf_read(lua_State *L, int idx, int t, int i, int *given)
@@ -205,7 +212,7 @@ static double hf_read(lua_State *L, int idx, int t, int i, int *given)
     lua_getfield(L, t, f->name);
     int type = lua_type(L, -1);
     double v = 0.0;
-    *given = type != LUA_TNIL;
+    *given = type != LUA_TNIL && !json_null(L, -1);
     if (f->on) {
         if (*given && type != LUA_TBOOLEAN)
             lrp_opterror(L, idx, LRP_M_HF_BOOLEAN,
@@ -230,7 +237,7 @@ int lrp_opt_rope_scaling(lua_State *L, int idx, rp_model_cfg *view)
 {
     if (lua_type(L, idx) != LUA_TTABLE) return 0;
     lua_getfield(L, idx, "rope_scaling");
-    if (lua_isnil(L, -1)) {
+    if (lua_isnil(L, -1) || json_null(L, -1)) {
         lua_pop(L, 1);
         return 0;
     }

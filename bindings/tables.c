@@ -396,6 +396,12 @@ static int key_scalings(lua_State *L, const void *row)
     push_scalings(L, k->use_arg);
     return 1;
 }
+static int key_rope_scaling(lua_State *L, const void *row)
+{
+    if (!lrp_is_scaling_row(row)) return 0;
+    lua_pushboolean(L, 1);
+    return 1;
+}
 static int key_names(lua_State *L, const void *row)
 {
     const rp_cfg_key *k = row;
@@ -461,6 +467,7 @@ static const col key_cols[] = {
     NAME("json", rp_cfg_key, json, key_jsons),
     FN("placements", key_placements),
     FN("scalings", key_scalings),
+    FN("rope_scaling", key_rope_scaling),
     STR("unset_as", rp_cfg_key, unset_as),
     STR("freq", rp_cfg_key, freq_name),
     FN("names", key_names),
@@ -473,8 +480,9 @@ static const col key_cols[] = {
  * shape every key table has), then key_cols: unset0, required, since, help, use (when the key
  * does something: rp_cfg_use's name), json (what a safetensors roper.config holds of it:
  * rp_cfg_json's name), placements (use "placement": the letters of use_arg), scalings (use
- * "scalings": the names in use_arg), unset_as (the key its 0 stands for), freq (the rp_rope_freq
- * field a row of the frequency scheme sets), names (a bool's too), range
+ * "scalings": the names in use_arg), rope_scaling (true on the rows Hugging Face's rope_scaling
+ * sets, which exclude it: lrp_is_scaling_row), unset_as (the key its 0 stands for), freq (the
+ * rp_rope_freq field a row of the frequency scheme sets), names (a bool's too), range
  * (rp_model_cfg_range_msg's template, {value} left) and needs (key_needs: when the key does
  * something, and why not). */
 static void push_model_keys(lua_State *L)

@@ -109,6 +109,14 @@ function derive(m, overrides)
   -- derived model's mode are dropped
   local base = m:config()
   if over.pe ~= nil and over.rotate == nil then base.rotate = nil end
+  -- Hugging Face's names replace m's keys they stand for (rp.model refuses both together):
+  -- rope_scaling the scaling and its keys, rope_theta base
+  if over.rope_scaling ~= nil then
+    for _, r in ipairs(internals.model_keys) do
+      if r.rope_scaling then base[r.name] = nil end
+    end
+  end
+  if over.rope_theta ~= nil then base.base = nil end
   local cfg = M.model_merge(base, over)
   if M.has_learned(cfg.pe) and M.has_learned(old.pe)
       and math.type(cfg.seq_len) == "integer"

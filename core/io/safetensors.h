@@ -84,8 +84,10 @@ rp_status rp_safetensors_check(const char *path);
 
 /* Copies the file's weights into m, which must have every tensor the file has, with the same
  * names and shapes. When the file carries a roper.config, it must pass rp_model_cfg_check ("bad
- * model config: ...", as rp_safetensors_load) and the fields that give the weights their meaning
- * (everything but seq_len, max_batch, dropout and seed) must equal m's. The weights only: the
+ * model config: ...", as rp_safetensors_load) and its RP_CFG_WEIGHTS fields (those that fix the
+ * weights' layout and meaning) must equal m's; the others (seq_len, max_batch, dropout, seed,
+ * rotate, the placement fractions, the relative keys, the scaling, xPos) are m's own and are
+ * not compared. The weights only: the
  * file's own tables and positions are checked as files (named, typed, shaped) but m keeps its
  * own. On failure m is untouched. */
 rp_status rp_safetensors_load_into(const char *path, rp_model *m);

@@ -208,6 +208,40 @@ describe("rope_scaling and rope_theta in models", function()
     assert.is_true(math.abs(y.attention_factor - want) < 1e-12)
   end)
 
+  it("reads a config.json's null as absent: rope_scaling null, a field null", function()
+    local cjson = require "cjson"
+    local plain = rp.model(with { pe = "roper" }):config()
+    local c = cjson.decode('{"rope_scaling": null, "rope_theta": 10000.0}')
+    local got = rp.model(with { pe = "roper", rope_theta = c.rope_theta,
+      rope_scaling = c.rope_scaling }):config()
+    assert.are.same(plain, got)
+    local f = cjson.decode('{"rope_type": "yarn", "factor": 4, '
+      .. '"original_max_position_embeddings": 8, "attention_factor": null}')
+    assert.are.equal(cjson.null, f.attention_factor)
+    local y = rp.model(with { rope_scaling = f }):config()
+    f.attention_factor = nil
+    assert.are.same(rp.model(with { rope_scaling = f }):config(), y)
+    assert.are.equal("none", rp.experiment.config { rope_scaling = cjson.null }.scaling)
+  end)
+
+  it("m:derive takes Hugging Face's names over m's keys they stand for", function()
+    local m = rp.model(with { rope_scaling = { rope_type = "yarn", factor = 4,
+      original_max_position_embeddings = 8 } })
+    local d = m:derive { seq_len = 64, rope_scaling = { rope_type = "yarn", factor = 8,
+      original_max_position_embeddings = 8 } }
+    assert.are.same({ "yarn", 8, 8 }, { d:config().scaling, d:config().scaling_factor,
+      d:config().orig_len })
+    -- the scaling's own keys of m gone with it: a llama3 table over a yarn model
+    local l = m:derive { rope_scaling = EXAMPLES[7].rs }
+    assert.are.same(rp.model(with { rope_scaling = EXAMPLES[7].rs }):config(), l:config())
+    local r = rp.model(with { pe = "rope" })
+    assert.are.equal(500000, r:derive { rope_theta = 500000 }:config().base)
+    -- both names of one key in the overrides: still refused
+    assert.has_error(function() r:derive { rope_theta = 5, base = 6 } end,
+      "bad argument #1 to 'derive' (options 'rope_theta' and 'base' exclude each other "
+      .. "(rope_theta is Hugging Face's name of base))")
+  end)
+
   for _, sc in ipairs { "dynamic", "llama3" } do
     for _, pe in ipairs { "rope", "roper" } do
       it(("%s, pe %s: greedy decoding with the cache equals argmax of the forward, past "
