@@ -220,6 +220,11 @@ int rp_file_remove_stale_temps(const char *path)
         pid_t pid = (pid_t)atol(digits);
         if (pid <= 0 || pid == self) continue;
         if (kill(pid, 0) == 0 || errno != ESRCH) continue; /* alive, or not ours to judge */
+        /* a regular file or a link (not followed) only: a FIFO or socket of that name stays */
+        struct stat sb;
+        if (fstatat(dirfd(d), name, &sb, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !(S_ISREG(sb.st_mode) || S_ISLNK(sb.st_mode)))
+            continue;
         if (unlinkat(dirfd(d), name, 0) == 0) removed++;
     }
     closedir(d);

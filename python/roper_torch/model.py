@@ -44,7 +44,7 @@ from torch import nn
 from . import core, rotary
 from .config import (DEFAULTS, KEY, MODES, PE, SCHEMA, Config,  # noqa: F401
                      _unused, config, freq_of, widths)
-from .safetensors import DTYPES, read_safetensors, write_safetensors
+from .safetensors import DTYPES, NAMES, read_safetensors, write_safetensors
 from .stored import from_json, to_json
 
 LN_EPS = 1e-5
@@ -702,6 +702,10 @@ def load_roper(path, freq=None, angles=None, positions=None, axes=None, sections
     for name in sorted(names & set(state)):
         raise ValueError("%s: tensor %s holds the model's own table or positions and is also "
                          "the name of a parameter" % (path, _quoted(name)))
+    for name, t in params.items():  # as rp.load: F64 is rounded to float32, the rest refused
+        if t.dtype not in (torch.float32, torch.float64):
+            raise ValueError("%s: tensor %s has dtype %s; roper reads F32 and F64 (convert with "
+                             ".float())" % (path, _quoted(name), NAMES[t.dtype]))
     model.load_state_dict({k: v.float() for k, v in params.items()}, strict=True)
     return model
 

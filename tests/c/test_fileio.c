@@ -658,6 +658,19 @@ static void test_stale_temps(void)
     CHECK(!exists(p), "a save removes the stale temp of a dead process");
     CHECK(exists(d2), "a folder named like a temp is left alone");
     rmdir(d2);
+    /* a FIFO of that name stays too (only regular files and links are removed); a link goes,
+     * not its target */
+    CHECK(mkfifo(d2, 0600) == 0, "mkfifo %s", d2);
+    char keep[512], link_[512];
+    path_in(keep, sizeof keep, "kept.txt");
+    CHECK(write_file(keep, "x", 1) == 0, "wrote %s", keep);
+    snprintf(link_, sizeof link_, "%s", p);
+    CHECK(symlink(keep, link_) == 0, "symlink %s", link_);
+    CHECK(rp_file_remove_stale_temps(target) == 1, "one removed: the link");
+    CHECK(exists(d2), "a FIFO named like a temp is left alone");
+    CHECK(!exists(link_) && exists(keep), "the link removed, its target kept");
+    unlink(d2);
+    unlink(keep);
     unlink(target);
     const char *none[] = {NULL};
     CHECK(stray_files(none) == 0, "nothing left");

@@ -1409,6 +1409,9 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
           'the metadata\'s roper.mix names tensor "head.bias", a parameter of the model',
           'tensor "head.bias" holds the model\'s own table or positions and is also the name of '
             .. "a parameter" },
+        -- a parameter in a dtype roper does not read (I32: the same bytes as F32)
+        { src, function(t) t["head.bias"].dtype = "I32" end,
+          'tensor "head.bias" has dtype I32; roper reads F32 and F64 (convert with .float())' },
         -- the metadata's roper.version (quoted as roper quotes a name)
         { src, function(_, m) m["roper.version"] = nil end,
           "the metadata has roper.config but no roper.version" },
