@@ -546,7 +546,7 @@ static void push_optim_keys(lua_State *L)
 
 /* internals.optim_check(name, value) -> nil, or core's message for the optimiser's row name at
  * value, the other fields at their defaults (rp_adam_cfg_check_key: "lr must be at most
- * 3.40282e+38 (float32's largest), got 1e+39"): the one wording of the rows' ranges, for
+ * 3.40282347e+38 (float32's largest), got 1e+39"): the one wording of the rows' ranges, for
  * rp.experiment's optimiser keys. value: a number (an integer for an int or enum row). */
 static int l_optim_check(lua_State *L)
 {

@@ -62,7 +62,6 @@ cli.main("corpus.lua", function()
     cli.usage("--max-bytes must be an integer in 1..2^40")
   end
   if args.input and args.jsonl then cli.usage("give --input or --jsonl, not both") end
-  fileio.check_folder(args.out, "--out") -- (a file there: exit 2 before any reading)
 
   local opts = { out = args.out, max_bytes = args.max_bytes, field = args.field }
   if args.jsonl then
@@ -84,6 +83,8 @@ cli.main("corpus.lua", function()
       corpus.DEFAULT_PACKAGE, version, input, corpus.DEFAULT_SUFFIX,
       table.concat(corpus.DEFAULT_EXCLUDE, "/, ")), licence = corpus.DEFAULT_LICENCE }
   end
+  -- (after the input's checks, so that a refused input makes no folder; before any reading)
+  fileio.check_folder(args.out, "--out")
   local m, err = corpus.prepare(opts)
   if not m then error(err, 0) end
   for _, s in ipairs(corpus.SPLITS) do

@@ -105,8 +105,11 @@ cli.main("train.lua", function()
   local typed = cli.config_overrides(args, rp)
   for k, v in pairs(typed) do overrides[k], from_file[k] = v, nil end
 
-  -- (the lm task's first steps on a corpus, its tokenizer and ids, show on stderr: cli.check)
-  local cfg, cfg_err = cli.check(rp, overrides, args.quiet or not root)
+  -- (the lm task's first steps on a corpus, its tokenizer and ids, show on stderr: cli.check;
+  -- a run that goes on from its own checkpoint does not read --init, which may be gone)
+  local resuming = (args.resume and args.save and fileio.exists(args.save))
+    or (args.checkpoint and fileio.exists(args.checkpoint))
+  local cfg, cfg_err = cli.check(rp, overrides, args.quiet or not root, resuming)
   if not cfg then
     -- a key of the --config file (not overridden on the command line): the file named
     local key = cfg_err:match("^unknown option '(.-)'") or cfg_err:match("^option '(.-)'")
@@ -243,11 +246,11 @@ cli.main("train.lua", function()
   end
 
   if args.resume then
-    -- the model of the finished run: nothing is left to train (and its curve is gone)
     local step, why, kind = rp.experiment.resumable(cfg, args.save)
     -- a file the run would refuse (another run's, not a checkpoint): said before training; a
     -- checkpoint without its state is gone on from (the curve so far is missing)
     if not step and kind == nil then cli.usage("--resume: " .. why) end
+    -- the model of the finished run: nothing is left to train (and its curve is gone)
     if kind == "finished" then
       if root then
         print(("train.lua: --resume: %s; nothing to do%s"):format(why, fileio.exists(args.out)

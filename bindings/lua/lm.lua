@@ -41,6 +41,17 @@ local function tokenizer_methods(fname, arg, tok)
     decode = function(_, ...) return dec(tok, ...) end,
     vocab_size = function() return vs(tok) end }
 end
+-- A tokenizer's vocabulary size (its vocab_size(): an integer in 1..2^31-1, ids a model can
+-- take; an integral float is the integer), or nil and why.
+local function vocab_of(tok)
+  local ok, V = pcall(tok.vocab_size, tok)
+  if not ok then return nil, args.inner(V) end
+  V = integral(V)
+  if not V or V < 1 or V > internals.i32_max then
+    return nil, "the tokenizer's vocab_size() is not an integer in 1..2147483647"
+  end
+  return V
+end
 local IDS_HEAD = "roper-ids 1"
 -- (the largest split text read: the corpus limit of the text task and corpus.lua)
 local MAX_TEXT = 1 << 30
@@ -336,11 +347,8 @@ function lm.ids(corpus, tokenizer, opts)
   local ok
   ok, err = mkdir(folder)
   if not ok then return nil, err end
-  local vok, V = pcall(tok.vocab_size, tok)
-  V = vok and math.tointeger(V)
-  if not V or V < 1 then
-    return nil, tokenizer .. ": the tokenizer's vocab_size() is not an integer >= 1"
-  end
+  local V, verr = vocab_of(tok)
+  if not V then return nil, tokenizer .. ": " .. verr end
   info = { vocab_size = V, splits = {}, corpus_sha256 = msum, tokenizer_sha256 = tsum,
     chunk_bytes = chunk }
   for _, s in ipairs(SPLITS) do
@@ -450,11 +458,8 @@ end
 function lm.continuation(tok, head, new)
   local fname = "rp.lm.continuation"
   tok = tokenizer_methods(fname, 1, tok)
-  local vok, V = pcall(tok.vocab_size, tok)
-  V = vok and integral(V)
-  if not V or V < 1 then
-    argerror(fname, 1, "the tokenizer's vocab_size() is not an integer >= 1")
-  end
+  local V, verr = vocab_of(tok)
+  if not V then argerror(fname, 1, verr) end
   for _, a in ipairs { { 2, head }, { 3, new } } do
     if type(a[2]) ~= "table" then
       argerror(fname, a[1], "a list of token ids expected, got " .. args.describe(a[2]))
@@ -496,12 +501,8 @@ function lm.sample(m, tok, prompt, opts)
   if gen.temperature == nil then gen.temperature = 1 end
   -- the tokenizer first (a released one fails here), then the prompt's ids
   local V = mc.vocab
-  local vok, TV = pcall(tok.vocab_size, tok)
-  if not vok then argerror(fname, 2, args.inner(TV)) end
-  TV = integral(TV)
-  if not TV or TV < 1 then
-    argerror(fname, 2, "the tokenizer's vocab_size() is not an integer >= 1")
-  end
+  local TV, verr = vocab_of(tok)
+  if not TV then argerror(fname, 2, verr) end
   if V > TV then
     argerror(fname, 1, ("the model's vocabulary (%d ids) is larger than the tokenizer's (%d): "
       .. "an id it samples past %d has no piece"):format(V, TV, TV - 1))

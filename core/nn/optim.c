@@ -154,14 +154,18 @@ rp_status rp_adam_cfg_check_key(const rp_adam_cfg *c, const rp_optim_key *k)
     int hi_ok = k->flags & RP_OPT_HI_OPEN ? x < k->hi : x <= k->hi;
     if (lo_ok && hi_ok && isfinite(x)) return RP_OK;
     /* a bound of float32's (FLT_MAX, FLT_MIN) named as such */
+    /* (float32's bounds and a value beside them at 9 digits: at %g 3.402824e38 and FLT_MAX
+     * would both read 3.40282e+38) */
     if (lo_ok && isfinite(x) && k->hi == (double)FLT_MAX)
-        return rp_error(RP_ERR_ARG, "%s must be at most %g (float32's largest), got %g", k->name,
-                        k->hi, x);
+        return rp_error(RP_ERR_ARG, "%s must be at most %.9g (float32's largest), got %.9g",
+                        k->name, k->hi, x);
+    if (k->lo == (double)FLT_MIN)
+        return rp_error(RP_ERR_ARG, "%s must be a finite number %s %.9g (float32's smallest "
+                                    "normal number), got %.9g", k->name,
+                        k->flags & RP_OPT_LO_OPEN ? ">" : ">=", k->lo, x);
     if (isinf(k->hi) || k->hi == (double)FLT_MAX)
         return rp_error(RP_ERR_ARG, "%s must be a finite number %s %g%s, got %g", k->name,
-                        k->flags & RP_OPT_LO_OPEN ? ">" : ">=", k->lo,
-                        k->lo == (double)FLT_MIN ? " (float32's smallest normal number)"
-                        : k->note ? k->note : "",
+                        k->flags & RP_OPT_LO_OPEN ? ">" : ">=", k->lo, k->note ? k->note : "",
                         x);
     return rp_error(RP_ERR_ARG, "%s must be in %c%g, %g%c, got %g", k->name,
                     k->flags & RP_OPT_LO_OPEN ? '(' : '[', k->lo, k->hi,

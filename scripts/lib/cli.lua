@@ -301,13 +301,15 @@ function cli.first_steps()
   return progress, close
 end
 
--- check(rp, overrides[, quiet]) -> cfg, memory | nil, message: rp.experiment.check without
--- raising (the model, the memory, the task and its corpus, before any run starts); unless quiet,
+-- check(rp, overrides[, quiet[, resuming]]) -> cfg, memory | nil, message: rp.experiment.check
+-- without raising (the model, the memory, the task and its corpus, the init checkpoint unless
+-- resuming: a run that goes on from its own checkpoint, before any run starts); unless quiet,
 -- the lm task's first steps on a corpus show on stderr (cli.first_steps).
-function cli.check(rp, overrides, quiet)
+function cli.check(rp, overrides, quiet, resuming)
   local progress, close
   if not quiet then progress, close = cli.first_steps() end
-  local ok, cfg, mem = pcall(rp.experiment.check, overrides, { progress = progress })
+  local ok, cfg, mem = pcall(rp.experiment.check, overrides, { progress = progress,
+    init = not resuming })
   if close then close() end
   if ok then return cfg, mem end
   return nil, cli.message(cfg)

@@ -28,9 +28,14 @@ end
 function saved.summary(dir)
   local path = fileio.join(dir, "summary.json")
   local summary, err = json.read(path)
-  if not summary then cli.usage(tostring(err)) end
+  if summary == nil then cli.usage(tostring(err)) end
   if type(summary) ~= "table" or type(summary.methods) ~= "table" then
     cli.usage(path .. ": not a compare.lua summary (no methods)")
+  end
+  for i, m in ipairs(summary.methods) do
+    if type(m) ~= "table" or type(m.label) ~= "string" then
+      cli.usage(("%s: not a compare.lua summary (method %d has no label)"):format(path, i))
+    end
   end
   return summary
 end

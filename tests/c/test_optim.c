@@ -476,7 +476,7 @@ static void test_cfg_check(void)
     } while (0)
     BAD(lr, -1.0, "lr must be a finite number > 0, got -1");
     BAD(lr, 0.0, "lr must be a finite number > 0, got 0");
-    BAD(lr, 1e39, "lr must be at most 3.40282e+38 (float32's largest), got 1e+39");
+    BAD(lr, 1e39, "lr must be at most 3.40282347e+38 (float32's largest), got 1e+39");
     BAD(lr, NAN, "lr must be");
     BAD(lr, INFINITY, "lr must be");
     BAD(beta1, 1.0, "beta1 must be in [0, 1), got 1");
@@ -484,22 +484,22 @@ static void test_cfg_check(void)
     BAD(beta2, 1.5, "beta2 must be in [0, 1), got 1.5");
     BAD(beta2, NAN, "beta2 must be in [0, 1)");
     BAD(eps, 0.0,
-        "eps must be a finite number >= 1.17549e-38 (float32's smallest normal number), got 0");
+        "eps must be a finite number >= 1.17549435e-38 (float32's smallest normal number), got 0");
     BAD(eps, 1e-40,
-        "eps must be a finite number >= 1.17549e-38 (float32's smallest normal number), got 1e-40");
+        "eps must be a finite number >= 1.17549435e-38 (float32's smallest normal number), got 1e-40");
     BAD(eps, 1e-39,
-        "eps must be a finite number >= 1.17549e-38 (float32's smallest normal number), got 1e-39");
-    BAD(eps, 1e39, "eps must be at most 3.40282e+38 (float32's largest), got 1e+39");
+        "eps must be a finite number >= 1.17549435e-38 (float32's smallest normal number), got 1e-39");
+    BAD(eps, 1e39, "eps must be at most 3.40282347e+38 (float32's largest), got 1e+39");
     BAD(weight_decay, -0.01, "weight_decay must be a finite number >= 0, got -0.01");
     BAD(weight_decay, 1e39,
-        "weight_decay must be at most 3.40282e+38 (float32's largest), got 1e+39");
+        "weight_decay must be at most 3.40282347e+38 (float32's largest), got 1e+39");
     BAD(decoupled, 2, "decoupled must be 0 (Adam) or 1 (AdamW), got 2");
     BAD(clip, -1.0, "clip must be a finite number >= 0 (0 = off), got -1");
     BAD(schedule, (rp_schedule)7, "schedule must be constant, cosine or noam, got 7");
     BAD(warmup, -5, "warmup must be >= 0, got -5");
     BAD(total_steps, -1, "total_steps must be >= 0, got -1");
     BAD(min_lr, -1e-3, "min_lr must be a finite number >= 0, got -0.001");
-    BAD(min_lr, 1e39, "min_lr must be at most 3.40282e+38 (float32's largest), got 1e+39");
+    BAD(min_lr, 1e39, "min_lr must be at most 3.40282347e+38 (float32's largest), got 1e+39");
     BAD(d_model, 0.0, "d_model must be a finite number > 0, got 0");
 #undef BAD
     c = labml_cfg();

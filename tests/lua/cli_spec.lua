@@ -108,7 +108,7 @@ describe("train.lua reports config problems before training, in one line", funct
     { "--lr 2.5 --save " .. D .. "/m2.ckpt --save-every 2.5",
       "2.5: not a value one of --lr, --save-every takes (see --help)" },
     { "--lr 0", "option 'lr' must be a finite number > 0, got 0" },
-    { "--lr 1e39", "option 'lr' must be at most 3.40282e+38 (float32's largest), got 1e+39" },
+    { "--lr 1e39", "option 'lr' must be at most 3.40282347e+38 (float32's largest), got 1e+39" },
     { "--lr fast", "option 'lr' must be a finite number, got fast" },
     { "--warmup=-1", "option 'warmup' must be >= 0, got -1" },
     { "--dropout 1", "option 'dropout' must be in [0, 1), got 1" },
@@ -154,6 +154,39 @@ describe("train.lua reports config problems before training, in one line", funct
       assert.are.equal("train.lua: " .. c[2] .. "\n", err)
       assert.is_nil(lfs.attributes(out), "nothing trained")
     end
+  end)
+
+  it("--resume goes on from a fine-tuning run's checkpoint without its --init (gone)", function()
+    local base, part = dir .. "/ft-base.ckpt", dir .. "/ft-part.ckpt"
+    local _, err, code = run(TRAIN .. " --save " .. sh_quote(base))
+    assert.are.equal(0, code, err)
+    -- the fine-tuning run stopped after its step-2 save (a progress that raises at step 3)
+    local cfg = rp.experiment.config { steps = 4, d_model = 16, heads = 2, layers = 1,
+      seq_len = 32, batch = 2, problems = 1, valid_batches = 1, init = base }
+    assert.is_false(pcall(rp.experiment.run, cfg, function(s)
+      if s == 3 then error("stopped") end
+    end, { save = part, save_every = 2 }))
+    assert.are.equal(2, rp.experiment.resumable(cfg, part))
+    -- a copy without its training state (lost): gone on from too, without the curve so far
+    local lone = dir .. "/ft-lone.ckpt"
+    write(lone, read(part))
+    assert.are.equal("no state", select(3, rp.experiment.resumable(cfg, lone)))
+    os.remove(base)
+    write(dir .. "/ft.cfg.json", cjson.encode(cfg))
+    for _, p in ipairs { part, lone } do
+      local out
+      out, err, code = run(sh_quote(BIN) .. " scripts/train.lua --config " .. sh_quote(dir
+        .. "/ft.cfg.json") .. " --resume --save " .. sh_quote(p) .. " --out "
+        .. sh_quote(dir .. "/ft.json"))
+      assert.are.equal(0, code, out .. err)
+      assert.are.equal(2, cjson.decode(read(dir .. "/ft.json")).resumed_at)
+    end
+    -- a fresh run of that config still needs its --init
+    _, err, code = run(sh_quote(BIN) .. " scripts/train.lua --config " .. sh_quote(dir
+      .. "/ft.cfg.json") .. " --out " .. sh_quote(dir .. "/ft2.json"))
+    assert.are.equal(2, code)
+    assert.are.equal("train.lua: --config " .. dir .. "/ft.cfg.json: option 'init': " .. base
+      .. ": No such file or directory\n", err)
   end)
 
   it("prints the traceback only with --debug or ROPER_DEBUG=1", function()

@@ -147,7 +147,7 @@ describe("rp.experiment.config", function()
     raises_for("config", "option 'lr' must be a finite number, got fast", cfg, { lr = "fast" })
     -- the optimiser's ranges are core's rows, worded as rp.optim words them
     raises_for("config", "option 'lr' must be a finite number > 0, got -1", cfg, { lr = -1 })
-    raises_for("config", "option 'min_lr' must be at most 3.40282e+38 (float32's largest), got "
+    raises_for("config", "option 'min_lr' must be at most 3.40282347e+38 (float32's largest), got "
       .. "1e+39", cfg, { min_lr = 1e39 })
     raises_for("config", "option 'clip' must be a finite number >= 0 (0 = off), got -1", cfg,
       { clip = -1 })
@@ -178,6 +178,9 @@ describe("rp.experiment.config", function()
     raises_for("config", "option 'eval_lengths' names 14 twice", cfg, { eval_lengths = "14,14" })
     raises_for("config", "option 'seed' must be an integer within 2^53, got 9223372036854775807",
       cfg, { seed = math.maxinteger })
+    -- (math.abs of the smallest integer is itself: the bound is checked on both sides)
+    raises_for("config", "option 'seed' must be an integer within 2^53, got -9223372036854775808",
+      cfg, { seed = math.mininteger })
     raises_for("config", "option 'steps' must be an integer, got null", cfg,
       { steps = require("cjson").null })
     raises_for("config", "table expected, got number", cfg, 5)

@@ -489,7 +489,7 @@ describe("rp.lm", function()
       "bad argument #2 to 'rp.experiment.check' (option 'progress' must be a function (called "
       .. "as progress(done, total, what)), got 1)")
     assert.has_error(function() rp.experiment.check({}, { quiet = true }) end,
-      "bad argument #2 to 'rp.experiment.check' (unknown option 'quiet' (known: progress))")
+      "bad argument #2 to 'rp.experiment.check' (unknown option 'quiet' (known: progress, init))")
   end)
 
   it("refuses what is not a prepared corpus or an ids folder", function()
@@ -538,6 +538,19 @@ describe("rp.lm", function()
       local p = assert(io.popen("find " .. sh_quote(dir .. "/c") .. " -name ids.txt 2>/dev/null"))
       assert.equal("", p:read("a"))
       p:close()
+    end
+    -- a vocabulary no model can take (past 2^31 - 1), or not an integer: refused, as
+    -- rp.lm.continuation and rp.lm.sample refuse it
+    for _, V in ipairs { 2^60, 2^31, 300.5, 0 } do
+      local tok = { encode = function() return { 1 } end, decode = function() return "" end,
+        vocab_size = function() return V end }
+      local folder, err = rp.lm.ids(dir, dir .. "/tok.model", { tokenizer = tok,
+        cache = dir .. "/c" })
+      assert.is_nil(folder)
+      assert.equal(dir .. "/tok.model: the tokenizer's vocab_size() is not an integer in "
+        .. "1..2147483647", err)
+      assert.has_error(function() rp.lm.continuation(tok, {}, {}) end, "bad argument #1 to "
+        .. "'rp.lm.continuation' (the tokenizer's vocab_size() is not an integer in 1..2147483647)")
     end
     -- the largest id of the vocabulary is a token, and then the cache is written
     assert.truthy(ids_of { 0, 255 })

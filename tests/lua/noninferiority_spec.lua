@@ -182,6 +182,16 @@ describe("pairs_report.lua --noninferiority on made-up run files", function()
       assert.are.equal("", aout)
       assert.are.equal(script .. ": " .. tmp .. "/none/summary.json: No such file or directory\n",
         merr)
+      -- JSON that is no summary: false, methods without labels (one line each, exit 2)
+      for _, c in ipairs { { "false", "(no methods)" }, { '{"methods": [1, 2]}',
+        "(method 1 has no label)" } } do
+        assert(os.execute("mkdir -p '" .. tmp .. "/odd'"))
+        h.write(tmp .. "/odd/summary.json", c[1])
+        aout, merr, mcode = h.run(("%s scripts/%s %s/odd"):format(BIN, script, tmp))
+        assert.are.equal(2, mcode)
+        assert.are.equal(script .. ": " .. tmp .. "/odd/summary.json: not a compare.lua summary "
+          .. c[2] .. "\n", merr)
+      end
     end
     local pout, perr = h.run(("%s scripts/pairs_report.lua %s --noninferiority roper/xpos "
       .. "--margin 0.02"):format(BIN, fine))

@@ -157,7 +157,7 @@ describe("rp.experiment.run with opts", function()
         dropout = 0.1, d_model = 32 }, nil, { save = path, resume = true })
       assert.is_false(bad_ok)
       assert.truthy(tostring(bad_err):find("option 'resume': " .. path .. " was trained with "
-        .. "d_ff = 64, the config asks for 128", 1, true), bad_err)
+        .. "d_model = 16, the config asks for 32", 1, true), bad_err)
       bad_ok, bad_err = pcall(rp.experiment.run, tiny { steps = 9, log_every = 2,
         dropout = 0.1, lr = 2e-3 }, nil, { save = path, resume = true })
       assert.is_false(bad_ok)
@@ -278,12 +278,13 @@ describe("rp.experiment.run with opts", function()
       for _, c in ipairs {
         { tiny { steps = 9, log_every = 2, seed = 2 }, "was trained with seed = 1, the config asks "
           .. "for 2" },
-        { tiny { steps = 9, log_every = 2, d_model = 32 }, "was trained with d_ff = 64, the config "
-          .. "asks for 128" },
+        -- (the key given, not d_ff = 4 d_model that follows it)
+        { tiny { steps = 9, log_every = 2, d_model = 32 }, "was trained with d_model = 16, the "
+          .. "config asks for 32" },
         { tiny { steps = 9, log_every = 2, lr = 2e-3 }, "was trained with lr = 0.001, the config "
           .. "asks for 0.002" },
-        { tiny { steps = 5, log_every = 2 }, "was trained with total_steps = 9, the config asks "
-          .. "for 5" },
+        -- (the optimiser's total_steps named as the config's steps)
+        { tiny { steps = 5, log_every = 2 }, "was trained with steps = 9, the config asks for 5" },
       } do
         local why = path .. " " .. c[2]
         assert.are.same({ nil, why }, { rp.experiment.resumable(c[1], path) })

@@ -248,17 +248,22 @@ end
 -- rp.experiment.check([overrides[, opts]]) -> cfg, memory: rp.experiment.config, then
 -- everything that can be known before training (validate), and with init that the checkpoint
 -- there gives the run's model (init_model: loaded, derived for one row, released); memory is
--- rp.model_memory's table for the run. opts.progress: called as progress(done, total, what) by the lm task's first steps
--- on a corpus (rp.lm.tokenizer's training, rp.lm.ids's encoding; what says which).
+-- rp.model_memory's table for the run. opts.init = false leaves init unopened (a run that goes
+-- on from its own checkpoint does not read it). opts.progress: called as progress(done, total,
+-- what) by the lm task's first steps on a corpus (rp.lm.tokenizer's training, rp.lm.ids's
+-- encoding; what says which).
 function experiment.check(overrides, opts)
   local fname = "rp.experiment.check"
-  opts = args.check_opts(fname, 2, opts, { "progress" })
+  opts = args.check_opts(fname, 2, opts, { "progress", "init" })
   if opts.progress ~= nil and type(opts.progress) ~= "function" then
     argerror(fname, 2, "option 'progress' must be a function (called as progress(done, total, "
       .. "what)), got " .. args.describe(opts.progress))
   end
+  if opts.init ~= nil and type(opts.init) ~= "boolean" then
+    argerror(fname, 2, "option 'init' must be a boolean, got " .. args.describe(opts.init))
+  end
   local cfg, mem, V = validate(fname, resolve(fname, overrides), opts.progress)
-  if cfg.init ~= "" then
+  if cfg.init ~= "" and opts.init ~= false then
     local mc = model_opts(cfg, V)
     mc.max_batch = 1
     local m = init_model(fname, cfg.init, mc)

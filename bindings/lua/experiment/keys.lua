@@ -232,7 +232,7 @@ local function coerce(k, v, fname)
     bad("one of " .. table.concat(kind, ", "))
   elseif kind == "int" then
     local n = args.integral(v)
-    if n and math.abs(n) <= 2^53 then return n end
+    if n and n >= -2^53 and n <= 2^53 then return n end
     bad(type(v) == "number" and v == math.floor(v) and "an integer within 2^53" or "an integer")
   elseif kind == "number" then
     if type(v) == "number" and v == v and math.abs(v) ~= math.huge then return v end

@@ -165,22 +165,25 @@ local function open_checkpoint(path, cfg, mc, oc)
     return nil, ("%s %s"):format(path, what)
   end
   local function trained_with(k, have, want)
-    return bad(("was trained with %s = %s, the config asks for %s"):format(k, tostring(have),
-      tostring(want)))
+    -- (the optimiser's total_steps is the config's steps)
+    return bad(("was trained with %s = %s, the config asks for %s"):format(
+      k == "total_steps" and "steps" or k, tostring(have), tostring(want)))
   end
   if type(opt) ~= "userdata" then return bad("holds no optimiser (it was not saved by a run)") end
-  -- the first difference in key order, so the one named is always the same
-  local function differs(want, have, skip)
-    local keys = {}
-    for k in pairs(want) do keys[#keys + 1] = k end
-    table.sort(keys)
-    for _, k in ipairs(keys) do
+  -- the first difference in the rows' order (a key given before the keys derived from it: d_model
+  -- before d_ff), so the one named is always the same
+  local function differs(want, have, skip, rows)
+    for _, row in ipairs(rows) do
+      local k = row.name
       -- (keys a pe ignores are absent from m:config())
-      if not skip[k] and have[k] ~= nil and have[k] ~= want[k] then return k, have[k], want[k] end
+      if want[k] ~= nil and not skip[k] and have[k] ~= nil and have[k] ~= want[k] then
+        return k, have[k], want[k]
+      end
     end
   end
   local mconf = m:config()
-  local k, have, want = differs(mc, mconf, { max_batch = true, positions = true, mix = true })
+  local k, have, want = differs(mc, mconf, { max_batch = true, positions = true, mix = true },
+    internals.model_keys)
   if k then return trained_with(k, have, want) end
   -- the positions (a tensor in mc, a table in m:config()): grid or the token index
   if (mc.positions == nil) ~= (mconf.positions == nil) then
@@ -191,7 +194,12 @@ local function open_checkpoint(path, cfg, mc, oc)
   if ogot.kind ~= cfg.optimiser then
     return bad(("was trained with %s, the config asks for %s"):format(ogot.kind, cfg.optimiser))
   end
-  k, have, want = differs(oc, ogot, {})
+  -- (total_steps, the config's steps, first: a warmup not given follows it)
+  local orows = { { name = "total_steps" } }
+  for _, row in ipairs(internals.optim_keys) do
+    if row.name ~= "total_steps" then orows[#orows + 1] = row end
+  end
+  k, have, want = differs(oc, ogot, {}, orows)
   if k then return trained_with(k, have, want) end
   local steps = opt:steps()
   if steps > cfg.steps then
@@ -230,9 +238,9 @@ end
 -- path: run would refuse the file (another model, optimiser or config, as it raises), or would
 -- go on from it without the curve so far (no state of its step: a state lost, then also "no
 -- state"; or a finished run's model: at step cfg.steps, its state removed when the run ended,
--- then also "finished", there is nothing left to train). cfg as for rp.experiment.run (bad configs raise as there);
--- path a nonempty string without NUL bytes. Reads the files only (the model is loaded for one
--- row, then released).
+-- then also "finished", there is nothing left to train). cfg as for rp.experiment.run (bad
+-- configs raise as there); path a nonempty string without NUL bytes. Reads the files only (the
+-- model is loaded for one row, then released).
 function experiment.resumable(cfg, path)
   local fname = "rp.experiment.resumable"
   cfg = resolve(fname, cfg)
