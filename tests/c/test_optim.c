@@ -486,9 +486,11 @@ static void test_cfg_check(void)
     BAD(eps, 0.0,
         "eps must be a finite number >= 1.17549435e-38 (float32's smallest normal number), got 0");
     BAD(eps, 1e-40,
-        "eps must be a finite number >= 1.17549435e-38 (float32's smallest normal number), got 1e-40");
+        "eps must be a finite number >= 1.17549435e-38 (float32's smallest normal number), "
+        "got 1e-40");
     BAD(eps, 1e-39,
-        "eps must be a finite number >= 1.17549435e-38 (float32's smallest normal number), got 1e-39");
+        "eps must be a finite number >= 1.17549435e-38 (float32's smallest normal number), "
+        "got 1e-39");
     BAD(eps, 1e39, "eps must be at most 3.40282347e+38 (float32's largest), got 1e+39");
     BAD(weight_decay, -0.01, "weight_decay must be a finite number >= 0, got -0.01");
     BAD(weight_decay, 1e39,

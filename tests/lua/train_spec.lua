@@ -232,11 +232,11 @@ describe("optimisers", function()
     { "a negative lr", function() return rp.optim.adam(m, { lr = -1 }) end,
       "bad argument #2 to 'adam' (lr must be a finite number > 0, got -1)" },
     { "an eps that float32 flushes to 0", function() return rp.optim.adam(m, { eps = 1e-40 }) end,
-      "bad argument #2 to 'adam' (eps must be a finite number >= 1.17549435e-38 (float32's smallest "
-        .. "normal number), got 1e-40)" },
+      "bad argument #2 to 'adam' (eps must be a finite number >= 1.17549435e-38 (float32's "
+        .. "smallest normal number), got 1e-40)" },
     { "a weight decay past float32", function() return rp.optim.adamw(m, { weight_decay = 1e39 }) end,
-      "bad argument #2 to 'adamw' (weight_decay must be at most 3.40282347e+38 (float32's largest), "
-        .. "got 1e+39)" },
+      "bad argument #2 to 'adamw' (weight_decay must be at most 3.40282347e+38 (float32's "
+        .. "largest), got 1e+39)" },
     { "beta1 = 1", function() return rp.optim.adamw(m, { betas = { 1, 0.999 } }) end,
       "bad argument #2 to 'adamw' (beta1 must be in [0, 1), got 1)" },
     { "one beta", function() return rp.optim.adam(m, { betas = { 0.9 } }) end,
