@@ -28,7 +28,7 @@ local cli = require "lib.cli"
 local fileio = require "lib.fileio"
 local saved = require "lib.saved"
 
-local gp_string = require("lib.plot").gp_string
+local gp_string, gp_path = require("lib.plot").gp_string, require("lib.plot").gp_path
 
 -- A character as an axis label: blanks and control characters made visible, and "%" doubled
 -- (gnuplot reads a tic label as a format).
@@ -306,7 +306,7 @@ cli.main("attention_map.lua", function()
         text_label, ML / W, (LINE * (#lines + #key - 0.5)) / H)
     end
     body[#body + 1] = ("set title 'layer %d, head %d' font ',11'"):format(p.layer, p.head)
-    body[#body + 1] = ("plot %s index %d matrix with image"):format(gp_string(out .. ".dat"), k - 1)
+    body[#body + 1] = ("plot %s index %d matrix with image"):format(gp_path(out .. ".dat"), k - 1)
   end
   body[#body + 1] = "unset multiplot"
   local gp = out .. ".gp"
@@ -318,10 +318,10 @@ cli.main("attention_map.lua", function()
     "do for [fmt in \"png svg\"] {",
     "  if (fmt eq \"png\") {",
     ("    set terminal pngcairo size %d,%d font ',9'"):format(W, H),
-    ("    set output %s"):format(gp_string(out .. ".png")),
+    ("    set output %s"):format(gp_path(out .. ".png")),
     "  } else {",
     ("    set terminal svg size %d,%d dynamic font ',9'"):format(W, H),
-    ("    set output %s"):format(gp_string(out .. ".svg")),
+    ("    set output %s"):format(gp_path(out .. ".svg")),
     "  }",
   }
   for _, l in ipairs(body) do script[#script + 1] = "  " .. l end

@@ -137,13 +137,13 @@ local function search(f)
   end
   -- the config keys of rp.experiment (the options of the scripts)
   local keys = rp.experiment and rp.experiment.keys() or {}
-  local named_key
+  local named_key, key_name
   for _, k in ipairs(keys) do
     local kind = type(k.kind) == "table" and table.concat(k.kind, "|") or k.kind
     local line = ("config key %s (%s; default %s): %s"):format(k.name, kind,
       k.default == "" and "none" or tostring(k.default), k.help)
     if k.name:lower() == word then
-      named_key = line
+      named_key, key_name = line, k.name
     elseif k.name:lower():find(word, 1, true) or k.help:lower():find(word, 1, true) then
       hit(line)
     end
@@ -166,8 +166,8 @@ local function search(f)
   local out = {}
   if named_key then
     out[1] = named_key:gsub("^config key", "Config key", 1) .. "."
-    out[2] = "(an option of rp.experiment and of the scripts: --" .. f:gsub("^%s+", "")
-      :gsub("%s+$", ""):gsub("_", "-") .. ")"
+    -- (the key's own name, however the word was typed)
+    out[2] = "(an option of rp.experiment and of the scripts: --" .. key_name:gsub("_", "-") .. ")"
   end
   if hits > 0 then
     if #out > 0 then out[#out + 1] = "" end
@@ -212,7 +212,7 @@ function rp.help(...)
     local mt = getmetatable(f)
     what = type(mt) == "table" and type(mt.__name) == "string" and mt.__name or what
   elseif what == "number" or what == "boolean" then
-    what = what .. " " .. tostring(f)
+    what = what .. " " .. (f ~= f and "nan" or tostring(f))
   end
   return nil, "no help for this " .. what .. " (rp.help() lists the topics)"
 end

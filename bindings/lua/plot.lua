@@ -245,12 +245,30 @@ end
 
 -- ---------------------------------------------------------------- gnuplot
 
+-- s as UTF-8: each byte of s that is not part of a UTF-8 character replaced by U+FFFD (an SVG
+-- holding such a byte is not XML; a browser shows an error in the picture's place).
+local function utf8_text(s)
+  if utf8.len(s) then return s end
+  local out, i = {}, 1
+  while i <= #s do
+    local n, bad = utf8.len(s, i)
+    if n then out[#out + 1] = s:sub(i) break end
+    out[#out + 1] = s:sub(i, bad - 1) .. "\u{FFFD}"
+    i = bad + 1
+  end
+  return table.concat(out)
+end
+
 -- s as a gnuplot string: double-quoted, with backslashes, double quotes and backquotes escaped (in
 -- a double-quoted string of a script gnuplot runs `command` through the shell), a newline as \n
 -- and other control characters as spaces.
 local function gp_string(s)
   return '"' .. tostring(s):gsub('[\\"`]', "\\%0"):gsub("\n", "\\n"):gsub("%c", " ") .. '"'
 end
+
+-- A text of the picture (a title, a label, a series' name) as a gnuplot string: gp_string of
+-- utf8_text (a path keeps its bytes: gp_string alone).
+local function gp_text(s) return gp_string(utf8_text(tostring(s))) end
 
 local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 
@@ -353,10 +371,10 @@ local function labels(fname, arg, o, lines, kind, own_margin)
   for _, key in ipairs { "title", "xlabel", "ylabel" } do
     local v = opt_string(fname, arg, o, key)
     if v and key == "ylabel" and kind == "text" then
-      lines[#lines + 1] = ("set label 100 %s at screen 0, graph 0.5 left"):format(gp_string(v))
+      lines[#lines + 1] = ("set label 100 %s at screen 0, graph 0.5 left"):format(gp_text(v))
       if not own_margin then lines[#lines + 1] = ("set lmargin %d"):format(#v + 11) end
     elseif v then
-      lines[#lines + 1] = ("set %s %s"):format(key, gp_string(v))
+      lines[#lines + 1] = ("set %s %s"):format(key, gp_text(v))
     end
   end
 end
@@ -377,7 +395,9 @@ end
 local function xy_plot(fname, style, ...)
   local a, b, c = ...
   local xarg, yarg, oarg, x, y, opts
-  if rp.is_tensor(b) or (type(b) == "table" and rawget(b, 1) ~= nil) then
+  -- x, y[, opts]: b is y when a third argument follows it (an empty y is then refused as such,
+  -- not taken for the options)
+  if c ~= nil or rp.is_tensor(b) or (type(b) == "table" and rawget(b, 1) ~= nil) then
     xarg, yarg, oarg, x, y, opts = 1, 2, 3, a, b, c
   else
     yarg, oarg, y, opts = 1, 2, a, b
@@ -452,7 +472,7 @@ local function xy_plot(fname, style, ...)
       with = t.kind == "text" and ("points pt %d"):format(i) or "points pt 7 ps 0.8"
     end
     plots[i] = ("$s%d using 1:2 with %s %s"):format(i, with,
-      names and ("title " .. gp_string(names[i])) or "notitle")
+      names and ("title " .. gp_text(names[i])) or "notitle")
   end
   lines[#lines + 1] = "plot " .. table.concat(plots, ", ")
   return render(fname, t, lines)

@@ -261,6 +261,8 @@ end
 local function leaf(v)
   local tv = type(v)
   if tv == "string" then return quote(v) end
+  -- (a NaN as "nan", as the messages write it: printf's sign of a NaN differs between machines)
+  if tv == "number" and v ~= v then return "nan" end
   if tv == "number" or tv == "boolean" or tv == "nil" then return tostring(v) end
   if rp.is_tensor(v) then
     if not is_live(v) then return "roper.Tensor (released)" end
@@ -372,7 +374,8 @@ function rp.inspect(v, opts)
       if math.type(val) ~= "integer" and not (math.type(val) == "float"
           and val == math.floor(val) and math.abs(val) < 2^53) then
         argerror(fname, 2, ("option '%s' must be an integer, got %s"):format(k,
-          type(val) == "number" and tostring(val) or describe_type(val)))
+          type(val) == "number" and (val ~= val and "nan" or tostring(val))
+            or describe_type(val)))
       end
       val = math.tointeger(val)
       if val < range[1] or val > range[2] then

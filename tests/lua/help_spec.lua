@@ -226,6 +226,12 @@ describe("rp.help(\"word\") for a word that names no function or topic", functio
     assert.truthy(text:find("%(an option of rp.experiment and of the scripts: %-%-fraction%-v%)\n\n"
       .. "It is also mentioned in:\n  config key fraction_o "), text)
     assert.is_nil(text:find("No function or topic", 1, true), text)
+    -- typed in capitals: the option is the key's own name
+    assert.truthy(assert(rp.help(" FRACTION_V ")):find("(an option of rp.experiment and of the "
+      .. "scripts: --fraction-v)", 1, true))
+    -- a NaN named as the messages name it
+    assert.are.same({ nil, "no help for this number nan (rp.help() lists the topics)" },
+      { rp.help(0 / 0) })
   end)
 
   it("searches case-insensitively, names and texts, with the line that matches", function()

@@ -282,6 +282,25 @@ describe("files", function()
     assert.are.equal(odd, rp.plot({ 1, 2 }, { size = { 40, 12 }, out = odd }))
     assert.truthy(h.read(odd))
   end)
+
+  it("a label with bytes that are not UTF-8: U+FFFD in their place, an SVG that is text",
+    function()
+      local svg = dir .. "/bad.svg"
+      assert.are.equal(svg, rp.plot({ 1, 2, 3 }, { ylabel = "\xff\xfe bad", title = "ok\xc3",
+        out = svg }))
+      local text = assert(h.read(svg))
+      assert.is_not_nil(utf8.len(text), "the SVG is UTF-8")
+      assert.truthy(text:find("\u{FFFD}\u{FFFD} bad", 1, true))
+      assert.truthy(text:find("ok\u{FFFD}", 1, true))
+    end)
+
+  it("x, y, opts: an empty y is refused as such, not taken for the options", function()
+    for _, f in ipairs { "plot", "scatter" } do
+      assert.has_error(function() rp[f]({ 10, 20, 30 }, {}, { out = dir .. "/e.png" }) end,
+        "bad argument #2 to 'rp." .. f .. "' (y is empty)")
+    end
+    assert.is_nil(h.read(dir .. "/e.png"))
+  end)
 end)
 
 describe("the scripts' pictures (scripts/lib/plot.lua) through rp.gnuplot", function()
@@ -298,6 +317,10 @@ describe("the scripts' pictures (scripts/lib/plot.lua) through rp.gnuplot", func
     assert.truthy(assert(h.read(dir .. "/loss.svg")):find("`touch", 1, true))
     assert.is_nil(h.read(marker)) -- gnuplot would run `...` in a double-quoted string
     assert.are.equal('"a\\`b\\"c\\\\"', plot.gp_string('a`b"c\\'))
+    -- a text's newline as \n (a literal backslash-n stays two characters), bytes not UTF-8 as
+    -- U+FFFD; a path keeps its bytes
+    assert.are.equal('"a\\nb \\\\n \u{FFFD}"', plot.gp_string('a\nb \\n \xff'))
+    assert.are.equal('"a\nb\xff"', plot.gp_path('a\nb\xff'))
   end)
 
   it("loss curves' data: each run headed by its seed, an integer as read back from JSON", function()
