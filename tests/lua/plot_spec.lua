@@ -294,6 +294,26 @@ describe("files", function()
       assert.truthy(text:find("ok\u{FFFD}", 1, true))
     end)
 
+  it("a line of more points than 8 a column: drawn through each group's first, last, lowest "
+    .. "and highest", function()
+    -- 200,000 values in [0, 1) and one of 50: the SVG's path has a point (an L) for each kept
+    -- point, at most 4 for each of 2 x 800 groups, and the spike still sets the y axis
+    local t = rp.rand({ 200000 }, rp.rng(3))
+    t:set(123457, 50)
+    local svg = dir .. "/long.svg"
+    assert.are.equal(svg, rp.plot(t, { out = svg }))
+    local text = assert(h.read(svg))
+    local ls = select(2, text:gsub("L", ""))
+    assert.is_true(ls >= 2 * 800 and ls <= 4 * 2 * 800 + 100, ls)
+    assert.truthy(text:find("<text> 50</text>", 1, true))
+    -- x out of order: every point drawn (a line that goes back on itself is not thinned)
+    local n = 8000
+    local x = {}
+    for j = 1, n do x[j] = (j * 7919) % n end
+    assert.are.equal(svg, rp.plot(x, t:narrow(1, 1, n), { out = svg }))
+    assert.is_true(select(2, assert(h.read(svg)):gsub("L", "")) >= n - 1)
+  end)
+
   it("x, y, opts: an empty y is refused as such, not taken for the options", function()
     for _, f in ipairs { "plot", "scatter" } do
       assert.has_error(function() rp[f]({ 10, 20, 30 }, {}, { out = dir .. "/e.png" }) end,
