@@ -36,12 +36,17 @@ function html.escape(s)
   return (tostring(s):gsub('[&<>"]', ESC))
 end
 
--- A line of text: escaped, `code` and **bold** marked up.
+-- A line of text: escaped, `code` and **bold** marked up, [text](href) a link when href is
+-- http(s) or a path (no other scheme: a javascript: href in a user's text stays text).
 local function inline(s)
   s = html.escape(s)
   s = s:gsub("`([^`]*)`", "<code>%1</code>")
   s = s:gsub("%*%*(.-)%*%*", "<strong>%1</strong>")
-  s = s:gsub("%[([^%]]+)%]%(([^)%s]+)%)", '<a href="%2">%1</a>')
+  s = s:gsub("%[([^%]]+)%]%(([^)%s]+)%)", function(text, href)
+    local scheme = href:match("^([%a][%w+.-]*):")
+    if scheme and scheme ~= "http" and scheme ~= "https" then return nil end
+    return '<a href="' .. href .. '">' .. text .. "</a>"
+  end)
   return s
 end
 
@@ -51,10 +56,11 @@ local function is_number(cell)
     or cell:match("^[+-]?%d[%d.]*[eE]?[+-]?%d* †$") ~= nil
 end
 
+-- The cells of a table line; a cell's own "|" is written "\|" (tables.markdown).
 local function cells(line)
   local row = {}
   for c in (line:gsub("^|%s?", ""):gsub("%s?|$", "") .. " | "):gmatch("(.-) | ") do
-    row[#row + 1] = c
+    row[#row + 1] = c:gsub("\\|", "|")
   end
   return row
 end

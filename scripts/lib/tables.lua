@@ -17,7 +17,8 @@ function tables.num(v, fmt)
   return (fmt or "%.4g"):format(v)
 end
 
--- markdown(headers, rows) -> text: a pipe table; rows are lists of strings (numbers converted).
+-- markdown(headers, rows) -> text: a pipe table; rows are lists of strings (numbers converted),
+-- a cell's "|" written "\|" (a method's label or a path may hold one: it would start a cell).
 function tables.markdown(headers, rows)
   local lines = { "| " .. table.concat(headers, " | ") .. " |" }
   local sep = {}
@@ -25,7 +26,9 @@ function tables.markdown(headers, rows)
   lines[2] = "|" .. table.concat(sep, "|") .. "|"
   for _, r in ipairs(rows) do
     local cells = {}
-    for i = 1, #headers do cells[i] = tostring(r[i] == nil and "" or r[i]) end
+    for i = 1, #headers do
+      cells[i] = (tostring(r[i] == nil and "" or r[i]):gsub("|", "\\|"))
+    end
     lines[#lines + 1] = "| " .. table.concat(cells, " | ") .. " |"
   end
   return table.concat(lines, "\n") .. "\n"

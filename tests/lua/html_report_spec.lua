@@ -160,6 +160,24 @@ end
 local TINY = "--d-model 16 --heads 2 --layers 1 --seq-len 32 --batch 4 --problems 4 "
   .. "--valid-batches 1 --quiet"
 
+describe("scripts/lib/html.lua's markdown: user text stays text", function()
+  it("a link only to http(s) or a path; a cell's '|' stays in its cell", function()
+    package.path = "scripts/?.lua;" .. package.path
+    local html = require "lib.html"
+    local tables = require "lib.tables"
+    local page = html.markdown("[docs](https://example.org/a) [x](javascript:alert`1`) "
+      .. "[y](JavaScript:alert(1)) [r](runs/a.json)")
+    assert.truthy(page:find('<a href="https://example.org/a">docs</a>', 1, true), page)
+    assert.truthy(page:find('<a href="runs/a.json">r</a>', 1, true), page)
+    assert.is_nil(page:lower():find('href="javascript', 1, true), page)
+    local md = tables.markdown({ "method", "value" }, { { "roper:path=a | <b>x.txt", "1.5" } })
+    assert.are.equal("| method | value |\n|---|---|\n| roper:path=a \\| <b>x.txt | 1.5 |\n", md)
+    local t = html.markdown(md)
+    assert.truthy(t:find("<td>roper:path=a | &lt;b&gt;x.txt</td>", 1, true), t)
+    assert.truthy(t:find('<td class="num">1.5</td>', 1, true), t)
+  end)
+end)
+
 describe("report.html in a browser", function()
   local dir, cmp, sw
   setup(function()
