@@ -188,6 +188,21 @@ static int load_cell(lua_State *L) {
         lua_pop(L, 2);
         if (!ok) last = cell;
     }
+    /* nor may it continue the line above, as Lua reads the cell: "d = a\n  - b" is d = a - b,
+     * "x = f\n(1)" a call of f. It does when the cell compiles as statements and either the
+     * lines before it and it, apart (";" between), do not, or it starts with what a call's
+     * arguments start with: "(", "{", a string. */
+    if (last > cell && luaL_loadbuffer(L, cell, len, CELL) == LUA_OK) {
+        lua_pop(L, 1);
+        lua_pushlstring(L, cell, (size_t)(last - 1 - cell));
+        const char *apart = lua_pushfstring(L, "%s;\n%s", lua_tostring(L, -1), last);
+        int ok = luaL_loadbuffer(L, apart, strlen(apart), CELL) == LUA_OK;
+        lua_pop(L, 3);
+        const char *first = last + strspn(last, " \t\r");
+        if (!ok || strchr("({\"'[", *first) != NULL) last = cell;
+    } else if (last > cell) {
+        lua_pop(L, 1); /* the cell's own message: it is compiled again below */
+    }
     if (last > cell) {
         lua_pushlstring(L, cell, (size_t)(last - 1 - cell));
         const char *split = lua_pushfstring(L, "%s\nreturn %s;", lua_tostring(L, -1), last);

@@ -62,6 +62,23 @@ describe("roper --kernel", function()
     }, h.lines(replies))
   end)
 
+  it("runs a cell as Lua reads it: a last line that continues the one above is not split off",
+    function()
+      local replies, _, err, code = kernel_session(req("execute", "a, b = 10, 3")
+        .. req("execute", "d = a\n  - b") .. req("execute", "d")      -- d = a - b
+        .. req("execute", "x = 1\nx") .. req("execute", "y = 5\ny + 1")  -- split: shown
+        .. req("execute", "x = a\n(print)(1)")                         -- a(print)(1), as Lua
+        .. req("execute", "f = tostring\ns = f\n'q'") .. req("execute", "s"))
+      assert.are.equal(0, code, err)
+      local r = h.lines(replies)
+      assert.are.same({ '{"status":"ok","results":[]}', '{"status":"ok","results":[]}',
+        '{"status":"ok","results":[{"text":"7"}]}', '{"status":"ok","results":[{"text":"1"}]}',
+        '{"status":"ok","results":[{"text":"6"}]}' }, { table.unpack(r, 1, 5) })
+      assert.truthy(r[6]:find("attempt to call a number value (global 'a')", 1, true), r[6])
+      assert.are.same({ '{"status":"ok","results":[]}', '{"status":"ok","results":[{"text":"q"}]}' },
+        { r[7], r[8] })
+    end)
+
   -- frames: a refused request is skipped by its declared length (one reply), a header that
   -- declares no length ends the session (one reply); the text of a refused request is never read
   -- as requests
