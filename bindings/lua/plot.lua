@@ -628,13 +628,22 @@ function rp.hist(values, opts)
   local t = target(fname, 2, o)
   local lo, hi = math.huge, -math.huge
   for _, x in ipairs(list) do lo, hi = math.min(lo, x), math.max(hi, x) end
-  if range then lo, hi = range[1], range[2] elseif lo == hi then lo, hi = lo - 0.5, hi + 0.5 end
+  if range then
+    lo, hi = range[1], range[2]
+  elseif lo == hi then -- one value: a range about it (past 2^52, 0.5 would not widen it)
+    local d = math.max(0.5, math.abs(lo) * 2^-20)
+    lo, hi = lo - d, hi + d
+  end
+  -- (hi - lo, x - lo overflow for values near float64's largest: then each over bins first)
   local width = (hi - lo) / bins
+  if width == math.huge then width = hi / bins - lo / bins end
   local counts = {}
   for i = 1, bins do counts[i] = 0 end
   for _, x in ipairs(list) do
     if x >= lo and x <= hi then
-      local i = math.min(bins, math.floor((x - lo) / width) + 1)
+      local q = (x - lo) / width
+      if q == math.huge then q = x / width - lo / width end
+      local i = math.max(1, math.min(bins, math.floor(q) + 1))
       counts[i] = counts[i] + 1
     end
   end

@@ -147,6 +147,12 @@ describe("text pictures", function()
       return rp.hist({ 1, 2, 2, 3, 3, 3 }, { bins = 3, size = { 40, 12 }, out = out })
     end)
     assert.truthy(text:find("count", 1, true))
+    -- one value past 2^52 (0.5 does not widen it), a span past float64's largest: drawn
+    for _, v in ipairs { { 1e16, 1e16 }, { 3e15, 3e15 }, { 1e308, -1e308 } } do
+      local out = dir .. "/hist-far.txt"
+      assert.are.equal(out, rp.hist(v, { bins = 4, size = { 40, 12 }, out = out }))
+      assert.truthy(assert(h.read(out)):find("count", 1, true))
+    end
   end)
 
   it("rp.gnuplot runs any commands", function()
