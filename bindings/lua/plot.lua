@@ -394,12 +394,18 @@ end
 -- The points of a line that the picture can show, when it has more than 8 a column: the first,
 -- last, lowest and highest of each of 2 x width groups of consecutive points, in order (every
 -- rise and fall that width can draw stays; gnuplot's PNG takes minutes over 10^5 noisy points).
--- nil (every point) for a shorter line or one whose x is not in order.
+-- Only where groups of points are groups of columns: x evenly spaced and rising (1, 2, ..., n
+-- when not given; within 1e-9 of the span), on a linear x axis drawn whole (no logx, no xrange).
+-- nil (every point) otherwise, or for a shorter line.
 local function thin(xs, ys, width)
   local n, groups = #ys, 2 * width
   if n <= 4 * groups then return nil end
   if xs then
-    for j = 2, n do if not (xs[j] >= xs[j - 1]) then return nil end end
+    local step, tol = (xs[n] - xs[1]) / (n - 1), 1e-9 * math.abs(xs[n] - xs[1])
+    if not (step > 0) then return nil end
+    for j = 2, n do
+      if not (math.abs(xs[j] - (xs[1] + (j - 1) * step)) <= tol) then return nil end
+    end
   end
   local keep = {}
   for g = 0, groups - 1 do
@@ -473,7 +479,7 @@ local function xy_plot(fname, style, ...)
   local lines = {}
   for i, s in ipairs(series) do
     local rows = {}
-    local keep = style == "lines" and thin(xs, s, t.size[1])
+    local keep = style == "lines" and not logx and not xrange and thin(xs, s, t.size[1])
     if keep then
       for k, j in ipairs(keep) do rows[k] = { xs and xs[j] or j, s[j] } end
     else
@@ -633,6 +639,9 @@ function rp.hist(values, opts)
   elseif lo == hi then -- one value: a range about it (past 2^52, 0.5 would not widen it)
     local d = math.max(0.5, math.abs(lo) * 2^-20)
     lo, hi = lo - d, hi + d
+    -- (at float64's largest the range lies on the side that does not overflow)
+    if hi == math.huge then lo, hi = lo - d, list[1] end
+    if lo == -math.huge then lo, hi = list[1], hi + d end
   end
   -- (hi - lo, x - lo overflow for values near float64's largest: then each over bins first)
   local width = (hi - lo) / bins

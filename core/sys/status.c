@@ -9,17 +9,16 @@ static _Thread_local rp_status rp_err_status = RP_OK;
 const char *rp_last_error(void) { return rp_err_buf; }
 rp_status rp_last_status(void) { return rp_err_status; }
 
-/* A NaN that printf wrote as "-nan" (a word of its own: after the start, a space, '(' or '=',
- * before a character that is not a letter or digit) made "nan": the sign printf gives a NaN
- * differs between machines, and the messages are the same on all of them. */
+/* A NaN that printf wrote as "-nan" made "nan": the sign printf gives a NaN differs between
+ * machines, and the messages are the same on all of them. Only where a number stands: after the
+ * start, a space, '(', '[', '{' or '=', and before the end, a space, ',', ';', ')', ']' or '}'
+ * (a path "x -nan: ..." keeps its name). */
 static void unsign_nans(char *s)
 {
     for (char *p = strstr(s, "-nan"); p; p = strstr(p + 1, "-nan")) {
-        int before = p == s || p[-1] == ' ' || p[-1] == '(' || p[-1] == '=';
-        char after = p[4];
-        int alone = !((after >= 'a' && after <= 'z') || (after >= 'A' && after <= 'Z') ||
-                      (after >= '0' && after <= '9') || after == '_');
-        if (before && alone) memmove(p, p + 1, strlen(p + 1) + 1);
+        int before = p == s || strchr(" ([{=", p[-1]) != NULL;
+        int after = p[4] == '\0' || strchr(" ,;)]}", p[4]) != NULL;
+        if (before && after) memmove(p, p + 1, strlen(p + 1) + 1);
     }
 }
 

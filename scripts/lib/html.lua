@@ -36,15 +36,17 @@ function html.escape(s)
   return (tostring(s):gsub('[&<>"]', ESC))
 end
 
--- A line of text: escaped, `code` and **bold** marked up, [text](href) a link when href is
--- http(s) or a path (no other scheme: a javascript: href in a user's text stays text).
+-- A line of text: escaped, `code` and **bold** marked up, [text](href) a link only when href is
+-- http(s) or a path, in printable ASCII (no other scheme: a javascript: href in a user's text
+-- stays text, and so does one behind a control byte, which a browser would drop).
 local function inline(s)
   s = html.escape(s)
   s = s:gsub("`([^`]*)`", "<code>%1</code>")
   s = s:gsub("%*%*(.-)%*%*", "<strong>%1</strong>")
   s = s:gsub("%[([^%]]+)%]%(([^)%s]+)%)", function(text, href)
-    local scheme = href:match("^([%a][%w+.-]*):")
-    if scheme and scheme ~= "http" and scheme ~= "https" then return nil end
+    local ok = href:match("^https?://[%w%p]+$")
+      or (href:match("^[%w./_-][%w%p]*$") and not href:find(":", 1, true))
+    if not ok then return nil end
     return '<a href="' .. href .. '">' .. text .. "</a>"
   end)
   return s

@@ -59,9 +59,10 @@ local function band(results, x)
 end
 
 -- s as a gnuplot string for a path: backslashes, double quotes and backquotes escaped (in a
--- double-quoted string gnuplot runs `command` through the shell); its bytes kept.
+-- double-quoted string gnuplot runs `command` through the shell), a newline as \n (gnuplot
+-- reads it back as one); its other bytes kept.
 local function gp_path(s)
-  return '"' .. tostring(s):gsub('[\\"`]', "\\%0") .. '"'
+  return '"' .. tostring(s):gsub('[\\"`]', "\\%0"):gsub("\n", "\\n") .. '"'
 end
 
 -- A text of the picture (a title, a label, a series' name) as a gnuplot string, as rp.plot's: a

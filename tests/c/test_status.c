@@ -24,6 +24,9 @@ static void test_nan_unsigned(void)
     CHECK_MSG(rp_error(RP_ERR_IO, "/tmp/a-nan.txt and /tmp/b-nano: %s", "x-nan"), RP_ERR_IO,
               "/tmp/a-nan.txt and /tmp/b-nano: x-nan");
     CHECK_MSG(rp_error(RP_ERR_IO, "a -nanx b -nan_c"), RP_ERR_IO, "a -nanx b -nan_c");
+    /* where no number stands: a path's "-nan" before ':' or inside a word */
+    CHECK_MSG(rp_error(RP_ERR_IO, "%s: No such file or directory", "/tmp/x -nan"), RP_ERR_IO,
+              "/tmp/x -nan: No such file or directory");
     /* a negative number and an infinity keep their signs */
     CHECK_MSG(rp_error(RP_ERR_ARG, "got %g and %g", -1.5, -(double)INFINITY), RP_ERR_ARG,
               "got -1.5 and -inf");

@@ -148,7 +148,8 @@ describe("text pictures", function()
     end)
     assert.truthy(text:find("count", 1, true))
     -- one value past 2^52 (0.5 does not widen it), a span past float64's largest: drawn
-    for _, v in ipairs { { 1e16, 1e16 }, { 3e15, 3e15 }, { 1e308, -1e308 } } do
+    for _, v in ipairs { { 1e16, 1e16 }, { 3e15, 3e15 }, { 1e308, -1e308 },
+      { 1.7976931348623157e308 }, { -1.7976931348623157e308 } } do
       local out = dir .. "/hist-far.txt"
       assert.are.equal(out, rp.hist(v, { bins = 4, size = { 40, 12 }, out = out }))
       assert.truthy(assert(h.read(out)):find("count", 1, true))
@@ -312,12 +313,25 @@ describe("files", function()
     local ls = select(2, text:gsub("L", ""))
     assert.is_true(ls >= 2 * 800 and ls <= 4 * 2 * 800 + 100, ls)
     assert.truthy(text:find("<text> 50</text>", 1, true))
-    -- x out of order: every point drawn (a line that goes back on itself is not thinned)
+    -- an evenly spaced x given: thinned as well
+    local even = {}
+    for j = 1, 200000 do even[j] = 0.5 + 0.25 * (j - 1) end
+    assert.are.equal(svg, rp.plot(even, t, { out = svg }))
+    assert.is_true(select(2, assert(h.read(svg)):gsub("L", "")) <= 4 * 2 * 800 + 100)
+    -- every point drawn where groups of points are not groups of columns: x out of order, x not
+    -- evenly spaced, a log x axis, an xrange
     local n = 8000
-    local x = {}
-    for j = 1, n do x[j] = (j * 7919) % n end
-    assert.are.equal(svg, rp.plot(x, t:narrow(1, 1, n), { out = svg }))
-    assert.is_true(select(2, assert(h.read(svg)):gsub("L", "")) >= n - 1)
+    local y = t:narrow(1, 1, n)
+    local shuffled, uneven, line = {}, {}, {}
+    for j = 1, n do
+      shuffled[j], uneven[j], line[j] = (j * 7919) % n, j < n / 2 and j * 1e-3 or j, j
+    end
+    for _, c in ipairs { { shuffled, {} }, { uneven, {} }, { line, { logx = true } },
+      { line, { xrange = { 1, 2000 } } } } do
+      c[2].out = svg
+      assert.are.equal(svg, rp.plot(c[1], y, c[2]))
+      assert.is_true(select(2, assert(h.read(svg)):gsub("L", "")) >= n / 4 - 1)
+    end
   end)
 
   it("x, y, opts: an empty y is refused as such, not taken for the options", function()
@@ -346,7 +360,7 @@ describe("the scripts' pictures (scripts/lib/plot.lua) through rp.gnuplot", func
     -- a text's newline as \n (a literal backslash-n stays two characters), bytes not UTF-8 as
     -- U+FFFD; a path keeps its bytes
     assert.are.equal('"a\\nb \\\\n \u{FFFD}"', plot.gp_string('a\nb \\n \xff'))
-    assert.are.equal('"a\nb\xff"', plot.gp_path('a\nb\xff'))
+    assert.are.equal('"a\\nb\xff"', plot.gp_path('a\nb\xff'))
   end)
 
   it("loss curves' data: each run headed by its seed, an integer as read back from JSON", function()
