@@ -310,8 +310,9 @@ def _describe(v):
 
 
 def _g(v, fmt="%g"):
-    """C's printf of the double v in fmt, as roper's messages write it: as Python's, a NaN "nan"
-    whatever its sign (core's rp_error and lrp_describe drop the sign printf gives a NaN)."""
+    """(restated) C's printf of the double v in fmt, as roper's messages write it: as Python's, a
+    NaN "nan" whatever its sign (core's rp_error and lrp_describe drop the sign printf gives a
+    NaN)."""
     if math.isnan(v):
         return "nan"
     return fmt % v
