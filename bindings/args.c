@@ -227,6 +227,8 @@ const lrp_template lrp_msgs[LRP_M_COUNT] = {
     [LRP_M_HF_INTEGER] = {"hf_integer", "option 'rope_scaling': '{field}' must be an integer >= 1, "
                                         "got {got}"},
     [LRP_M_HF_NEEDS] = {"hf_needs", "option 'rope_scaling': rope_type \"{type}\" needs {names}"},
+    /* {what}: core's range or rule message in the fields' names (rp_model_cfg_check_shown) */
+    [LRP_M_HF_RANGE] = {"hf_range", "option 'rope_scaling': {what}"},
     /* the own tables freq, angles, mix (freq.c: lrp_freq_tables, table_sizes, copy_table) */
     [LRP_M_FREQ_BOTH] = {"freq_both", "give option 'freq' or 'angles', not both"},
     [LRP_M_ANGLES_NOTHING] = {"angles_nothing", "option 'angles': nothing is rotated here (a "

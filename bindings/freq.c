@@ -233,6 +233,27 @@ static double hf_read(lua_State *L, int idx, int t, int i, int *given)
     return v;
 }
 
+/* The ranges and rules of the keys the fields of a rope_scaling table of scaling sc set in view
+ * (given: which fields the table holds), checked in the fields' names ('beta_slow' for
+ * yarn_alpha): rp_model_cfg_check_shown, LRP_M_HF_RANGE. */
+static void hf_check_ranges(lua_State *L, int idx, const rp_model_cfg *view, rp_rope_scaling sc,
+                            const int *given)
+{
+    char names[HF_NFIELDS][48];
+    const char *shown[RP_CFG_MAX_KEYS] = {0};
+    int set[RP_CFG_MAX_KEYS] = {0};
+    for (int i = 0; i < HF_NFIELDS; i++) {
+        const hf_field *f = &hf_fields[i];
+        if (!f->key || !hf_reads(sc, i)) continue;
+        int k = (int)(rp_model_cfg_key(f->key, strlen(f->key)) - rp_model_cfg_keys);
+        snprintf(names[i], sizeof names[i], "'%s'", f->name);
+        shown[k] = names[i];
+        set[k] = given[i];
+    }
+    if (rp_model_cfg_check_shown(view, shown, set) != RP_OK)
+        lrp_opterror(L, idx, LRP_M_HF_RANGE, LRP_MARKS([LRP_MK_WHAT] = rp_last_error()));
+}
+
 int lrp_opt_rope_scaling(lua_State *L, int idx, rp_model_cfg *view)
 {
     if (lua_type(L, idx) != LUA_TTABLE) return 0;
@@ -300,6 +321,7 @@ int lrp_opt_rope_scaling(lua_State *L, int idx, rp_model_cfg *view)
      * mscale_all_dim) when both are given (and not 0), else 0.1 ln s + 1 (roper's own: 0) */
     if (!g_af && g_ms == 2 && ms != 0.0 && msa != 0.0)
         view->freq.attention_factor = hf_mscale(factor, ms) / hf_mscale(factor, msa);
+    hf_check_ranges(L, idx, view, sc, given);
     lua_pop(L, 1);
     return 1;
 }

@@ -642,6 +642,8 @@ static const col freq_rule_cols[] = {
     NAME("kind", rp_freq_rule, kind, rp_freq_rule_kinds),
     STR("a", rp_freq_rule, a),
     STR("b", rp_freq_rule, b),
+    STR("ka", rp_freq_rule, ka),
+    STR("kb", rp_freq_rule, kb),
     FN("scalings", rule_scalings),
     FN("lo", rule_lo),
     FN("lo_open", rule_lo_open),
@@ -683,8 +685,9 @@ static const col scaling_cols[] = {
  * apply to it), in row order; hf: Hugging Face's rope_type (nil for ntk); t.hf_map: the
  * rope_scaling fields and the keys they set (lrp_push_hf_map); t.rules: rp_rope_freq_check's
  * scalar rules (rp_freq_rules), in order: {kind = "min" | "min2" | "below" | "name", a =, b = (the
- * rp_rope_freq fields), scalings = (the names of the scalings it applies to; nil: every scheme),
- * lo =, lo_open = (min, min2), names = (name), why = (the message: {a}, {b}, {scaling})}. */
+ * rp_rope_freq fields), ka =, kb = (the config keys that set them), scalings = (the names of the
+ * scalings it applies to; nil: every scheme), lo =, lo_open = (min, min2), names = (name), why =
+ * (the message: {a}, {b}, {A}, {B}, {scaling})}. */
 static int l_scalings(lua_State *L)
 {
     lua_settop(L, 0);

@@ -72,11 +72,14 @@ for i, k in ipairs(rp.model_keys()) do keys[i] = key_row(k) end
 -- the maps' names (the axes' rules and their wordings are core's)
 local maps = {}
 for i, m in ipairs(rp.axes_rules().maps) do maps[i] = { name = m.name } end
--- the option readers' bounds and the messages of config.py's rope_scaling reader
+-- the option readers' bounds and the messages of config.py's rope_scaling and rope_theta readers
 local opts = rp.option_messages()
 local hf = {}
 for name, text in pairs(opts.messages) do
-  if name:find("^hf_") or name == "base_exclude" or name == "number" then hf[name] = text end
+  if name:find("^hf_") or name == "base_exclude" or name == "number" or name == "finite"
+      or name == "positive" then
+    hf[name] = text
+  end
 end
 io.write(encode({ keys = keys, modes = list(rp.pe_modes()),
                   scalings = list(all), hf_map = all.hf_map,

@@ -393,7 +393,9 @@ static const char *const range_msgs[] = {
 };
 static const char *const above_msg = "{name} must be a finite number {op} {lo}, got {value}";
 
-const char *rp_model_cfg_range_msg(const rp_model_cfg *c, const rp_cfg_key *k, char *buf, size_t n)
+/* rp_model_cfg_range_msg naming the key name (NULL: k's own). */
+static const char *range_msg_as(const rp_model_cfg *c, const rp_cfg_key *k, const char *name,
+                                char *buf, size_t n)
 {
     static const char *const marks[] = {"{name}", "{value}", "{lo}", "{hi}",
                                         "{from}", "{to}",    "{op}", "{list}"};
@@ -412,12 +414,23 @@ const char *rp_model_cfg_range_msg(const rp_model_cfg *c, const rp_cfg_key *k, c
     if (k->type == RP_CFG_ENUM || k->type == RP_CFG_BOOL)
         rp_join_names(list, sizeof list, rp_model_cfg_names(k), name_count(k), 1);
     const char *values[] = {
-        k->name, c ? rp_model_cfg_value_str(c, k, val, sizeof val) : NULL, lo, hi,
+        name ? name : k->name, c ? rp_model_cfg_value_str(c, k, val, sizeof val) : NULL, lo, hi,
         r.lo_open ? "(" : "[", r.hi_open ? ")" : "]", r.lo_open ? ">" : ">=", list};
     return rp_fill_marks(buf, n, t, marks, values, 8);
 }
 
+const char *rp_model_cfg_range_msg(const rp_model_cfg *c, const rp_cfg_key *k, char *buf, size_t n)
+{
+    return range_msg_as(c, k, NULL, buf, n);
+}
+
 rp_status rp_model_cfg_check_key(const rp_model_cfg *c, const rp_cfg_key *k, int given)
+{
+    return rp_model_cfg_check_key_as(c, k, given, NULL);
+}
+
+rp_status rp_model_cfg_check_key_as(const rp_model_cfg *c, const rp_cfg_key *k, int given,
+                                    const char *name)
 {
     int64_t v = rp_model_cfg_get_int(c, k);
     int ok = 1;
@@ -439,7 +452,35 @@ rp_status rp_model_cfg_check_key(const rp_model_cfg *c, const rp_cfg_key *k, int
     }
     if (ok) return RP_OK;
     char msg[512];
-    return rp_error(RP_ERR_ARG, "%s", rp_model_cfg_range_msg(c, k, msg, sizeof msg));
+    return rp_error(RP_ERR_ARG, "%s", range_msg_as(c, k, name, msg, sizeof msg));
+}
+
+/* The row whose field sits at offset at of rp_rope_freq, or -1. */
+static int freq_key_at(size_t at)
+{
+    for (int i = 0; i < rp_model_cfg_nkeys; i++) {
+        const rp_cfg_key *k = &rp_model_cfg_keys[i];
+        if (rp_model_cfg_scope(k) == RP_CFG_SCOPE_FREQ && rp_model_cfg_freq_at(k) == at) return i;
+    }
+    return -1;
+}
+
+rp_status rp_model_cfg_check_shown(const rp_model_cfg *c, const char *const *shown,
+                                   const int *given)
+{
+    for (int i = 0; i < rp_model_cfg_nkeys; i++)
+        if (given[i] && shown[i])
+            RP_TRY(rp_model_cfg_check_key_as(c, &rp_model_cfg_keys[i], 1, shown[i]));
+    rp_rope_freq f = rp_model_cfg_freq(c);
+    for (int r = 0; r < rp_freq_nrules; r++) {
+        const rp_freq_rule *row = &rp_freq_rules[r];
+        int a = freq_key_at(row->a_at), b = row->b ? freq_key_at(row->b_at) : -1;
+        int named = (a >= 0 && given[a] && shown[a]) || (b >= 0 && given[b] && shown[b]);
+        if (!named || !rp_freq_rule_applies(row, f.scaling) || rp_freq_rule_holds(row, &f))
+            continue;
+        return rp_freq_rule_error(row, &f, a >= 0 ? shown[a] : NULL, b >= 0 ? shown[b] : NULL);
+    }
+    return RP_OK;
 }
 
 rp_status rp_model_cfg_check_keys(const rp_model_cfg *c)

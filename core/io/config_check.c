@@ -69,6 +69,50 @@ rp_status rp_config_check_json(const char *json, size_t n, int how, char *msg, s
     return answer(read_config(json, n, how, &cfg, &p), msg, msg_n);
 }
 
+/* rp_config_check_shown, its message in rp_last_error. */
+static rp_status check_shown(const char *json, size_t n, const char *shown, size_t shown_n)
+{
+    rp_model_cfg cfg;
+    if (!json || !shown) return rp_error(RP_ERR_ARG, "rp_config_check_shown: NULL json or shown");
+    if (rp_model_cfg_from_json(json, n, &cfg) != RP_OK) return RP_OK; /* rp_config_check_json's */
+    int given[RP_CFG_MAX_KEYS] = {0};
+    const char *names[RP_CFG_MAX_KEYS] = {0};
+    rp_json_doc cdoc, sdoc;
+    rp_status st = rp_json_parse(&cdoc, json, n, 4096);
+    if (st != RP_OK) {
+        rp_json_free(&cdoc);
+        return st;
+    }
+    st = rp_json_parse(&sdoc, shown, shown_n, 4096);
+    for (size_t m = cdoc.nodes[0].first; st == RP_OK && m != RP_JSON_NONE; m = cdoc.nodes[m].next) {
+        const rp_cfg_key *k = rp_model_cfg_key(cdoc.strings + cdoc.nodes[m].key,
+                                               cdoc.nodes[m].key_len);
+        if (k) given[k - rp_model_cfg_keys] = 1;
+    }
+    if (st == RP_OK && sdoc.nodes[0].type != RP_JSON_OBJECT)
+        st = rp_error(RP_ERR_ARG, "rp_config_check_shown: shown must be a JSON object");
+    for (size_t m = st == RP_OK ? sdoc.nodes[0].first : RP_JSON_NONE; m != RP_JSON_NONE;
+         m = sdoc.nodes[m].next) {
+        const rp_cfg_key *k = rp_model_cfg_key(sdoc.strings + sdoc.nodes[m].key,
+                                               sdoc.nodes[m].key_len);
+        if (!k || sdoc.nodes[m].type != RP_JSON_STRING) {
+            st = rp_error(RP_ERR_ARG, "rp_config_check_shown: shown maps config keys to strings");
+            break;
+        }
+        names[k - rp_model_cfg_keys] = sdoc.strings + sdoc.nodes[m].str;
+    }
+    if (st == RP_OK) st = rp_model_cfg_check_shown(&cfg, names, given);
+    rp_json_free(&sdoc);
+    rp_json_free(&cdoc);
+    return st;
+}
+
+rp_status rp_config_check_shown(const char *json, size_t n, const char *shown, size_t shown_n,
+                                char *msg, size_t msg_n)
+{
+    return answer(check_shown(json, n, shown, shown_n), msg, msg_n);
+}
+
 /* The own tables of t in f (theta, angles). */
 static void own_tables(rp_rope_freq *f, const rp_config_tables *t)
 {

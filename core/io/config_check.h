@@ -31,6 +31,16 @@ typedef enum {
  * to call from any thread (the message is also the thread's rp_last_error). */
 rp_status rp_config_check_json(const char *json, size_t n, int how, char *msg, size_t msg_n);
 
+/* Checks the values of the config in json (as rp_config_check_json reads it as
+ * RP_CONFIG_WRITTEN, without the checks that follow) that a user gave under other names, in
+ * those names (rp_model_cfg_check_shown): shown (shown_n bytes, not NUL-terminated) a JSON
+ * object mapping config keys to the names they go by (the PyTorch companion's rope_scaling
+ * fields: {"yarn_alpha": "'beta_slow'", ...}); a key counts as given when json holds it. A json
+ * that rp_model_cfg_from_json refuses passes here (rp_config_check_json, which follows, refuses
+ * it in its own words). Returns as rp_config_check_json. */
+rp_status rp_config_check_shown(const char *json, size_t n, const char *shown, size_t shown_n,
+                                char *msg, size_t msg_n);
+
 /* The own tables, positions and axes of a model, as rp.model's options give them (the caller has
  * read each value's type: numbers, integers, lists of one length; all borrowed). */
 typedef struct rp_config_tables {

@@ -131,32 +131,33 @@ static rp_status check_axes(const rp_rope_freq *f)
 const char *const rp_freq_rule_kinds[RP_FREQ_RULE_COUNT + 1] = {"min", "min2", "below", "name",
                                                                 NULL};
 
-#define AT(field) #field, NULL, offsetof(rp_rope_freq, field), 0
-#define AT2(a, b) #a, #b, offsetof(rp_rope_freq, a), offsetof(rp_rope_freq, b)
+#define AT(field, key) #field, NULL, #key, NULL, offsetof(rp_rope_freq, field), 0
+#define AT2(a, b) #a, #b, #a, #b, offsetof(rp_rope_freq, a), offsetof(rp_rope_freq, b)
 #define LEN RP_READS_LEN
 #define YARN RP_READS_YARN
 #define LLAMA3 RP_READS_LLAMA3
-/* kind, fields, reads, lo, lo_open, names, why */
+/* kind, fields, keys, reads, lo, lo_open, names, why */
 const rp_freq_rule rp_freq_rules[] = {
-    {RP_FREQ_RULE_MIN, AT(factor), 0, 0.0, 1, NULL,
-     "scaling_factor must be a finite number > 0, got {a}"},
-    {RP_FREQ_RULE_MIN, AT(orig_len), LEN, 1.0, 0, NULL,
-     "orig_len (the original context length of scaling {scaling}) must be >= 1, got {a}"},
-    {RP_FREQ_RULE_MIN, AT(attention_factor), 0, 0.0, 0, NULL,
-     "attention_factor must be a finite number >= 0 (0: the scaling's own), got {a}"},
-    {RP_FREQ_RULE_NAME, AT(yarn_ramp), YARN, 0.0, 0, rp_yarn_ramp_names, "unknown yarn_ramp {a}"},
+    {RP_FREQ_RULE_MIN, AT(factor, scaling_factor), 0, 0.0, 1, NULL,
+     "{A} must be a finite number > 0, got {a}"},
+    {RP_FREQ_RULE_MIN, AT(orig_len, orig_len), LEN, 1.0, 0, NULL,
+     "{A} (the original context length of scaling {scaling}) must be >= 1, got {a}"},
+    {RP_FREQ_RULE_MIN, AT(attention_factor, attention_factor), 0, 0.0, 0, NULL,
+     "{A} must be a finite number >= 0 (0: the scaling's own), got {a}"},
+    {RP_FREQ_RULE_NAME, AT(yarn_ramp, yarn_ramp), YARN, 0.0, 0, rp_yarn_ramp_names,
+     "unknown {A} {a}"},
     {RP_FREQ_RULE_MIN2, AT2(yarn_alpha, yarn_beta), YARN, 0.0, 0, NULL,
-     "yarn_alpha and yarn_beta must be finite and >= 0, got {a} and {b}"},
+     "{A} and {B} must be finite and >= 0, got {a} and {b}"},
     {RP_FREQ_RULE_BELOW, AT2(yarn_alpha, yarn_beta), YARN, 0.0, 0, NULL,
-     "yarn_alpha {a} must be below yarn_beta {b} (the ramp runs from alpha to beta)"},
+     "{A} {a} must be below {B} {b} (YaRN's ramp runs from the first to the second)"},
     {RP_FREQ_RULE_MIN2, AT2(low_freq_factor, high_freq_factor), LLAMA3, 0.0, 0, NULL,
-     "low_freq_factor and high_freq_factor must be finite and >= 0, got {a} and {b}"},
+     "{A} and {B} must be finite and >= 0, got {a} and {b}"},
     {RP_FREQ_RULE_BELOW, AT2(low_freq_factor, high_freq_factor), LLAMA3, 0.0, 0, NULL,
-     "low_freq_factor {a} must be below high_freq_factor {b}"},
-    {RP_FREQ_RULE_MIN, AT(xpos), 0, 0.0, 0, NULL,
-     "xpos (xPos gamma) must be a finite number >= 0 (0: off), got {a}"},
-    {RP_FREQ_RULE_MIN, AT(xpos_scale_base), 0, 0.0, 1, NULL,
-     "xpos_scale_base must be a finite number > 0, got {a}"},
+     "{A} {a} must be below {B} {b}"},
+    {RP_FREQ_RULE_MIN, AT(xpos, xpos), 0, 0.0, 0, NULL,
+     "{A} (xPos gamma) must be a finite number >= 0 (0: off), got {a}"},
+    {RP_FREQ_RULE_MIN, AT(xpos_scale_base, xpos_scale_base), 0, 0.0, 1, NULL,
+     "{A} must be a finite number > 0, got {a}"},
 };
 const int rp_freq_nrules = (int)(sizeof rp_freq_rules / sizeof rp_freq_rules[0]);
 #undef AT
@@ -191,8 +192,7 @@ static int int_at(const rp_rope_freq *f, size_t at)
     return v;
 }
 
-/* 1 when row r holds for f. */
-static int rule_holds(const rp_freq_rule *r, const rp_rope_freq *f)
+int rp_freq_rule_holds(const rp_freq_rule *r, const rp_rope_freq *f)
 {
     switch (r->kind) {
     case RP_FREQ_RULE_MIN:
@@ -212,20 +212,31 @@ static int rule_holds(const rp_freq_rule *r, const rp_rope_freq *f)
     return 0;
 }
 
+rp_status rp_freq_rule_error(const rp_freq_rule *r, const rp_rope_freq *f, const char *A,
+                             const char *B)
+{
+    static const char *const marks[] = {"{a}", "{b}", "{scaling}", "{A}", "{B}"};
+    char a[32], b[32];
+    if (r->kind == RP_FREQ_RULE_NAME) snprintf(a, sizeof a, "%d", int_at(f, r->a_at));
+    else snprintf(a, sizeof a, "%g", num_at(f, r->a_at));
+    snprintf(b, sizeof b, "%g", r->b ? num_at(f, r->b_at) : 0.0);
+    const char *values[] = {a, b, rp_scaling_names[f->scaling], A ? A : r->ka,
+                            B ? B : (r->kb ? r->kb : "")};
+    return rp_error_marks(RP_ERR_ARG, r->why, marks, values, 5);
+}
+
+int rp_freq_rule_applies(const rp_freq_rule *r, rp_rope_scaling s)
+{
+    return !r->reads || (rp_scaling_of(s)->reads & r->reads) != 0;
+}
+
 /* The scalar part of rp_rope_freq_check: the rows that apply to f's scaling, in order. */
 static rp_status check_rules(const rp_rope_freq *f)
 {
-    static const char *const marks[] = {"{a}", "{b}", "{scaling}"};
-    int reads = rp_scaling_of(f->scaling)->reads;
     for (int i = 0; i < rp_freq_nrules; i++) {
         const rp_freq_rule *r = &rp_freq_rules[i];
-        if ((r->reads && !(reads & r->reads)) || rule_holds(r, f)) continue;
-        char a[32], b[32];
-        if (r->kind == RP_FREQ_RULE_NAME) snprintf(a, sizeof a, "%d", int_at(f, r->a_at));
-        else snprintf(a, sizeof a, "%g", num_at(f, r->a_at));
-        snprintf(b, sizeof b, "%g", r->b ? num_at(f, r->b_at) : 0.0);
-        const char *values[] = {a, b, rp_scaling_names[f->scaling]};
-        return rp_error_marks(RP_ERR_ARG, r->why, marks, values, 3);
+        if (rp_freq_rule_applies(r, f->scaling) && !rp_freq_rule_holds(r, f))
+            return rp_freq_rule_error(r, f, NULL, NULL);
     }
     return RP_OK;
 }

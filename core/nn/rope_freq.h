@@ -271,19 +271,34 @@ typedef struct rp_freq_rule {
     rp_freq_rule_kind kind;
     const char *a, *b;        /* the fields of rp_rope_freq it reads, by name (the schema's freq
                                * column, the companion's rotary.Freq); b NULL for MIN, NAME */
+    const char *ka, *kb;      /* the config keys (rp.rope's options) that set a and b: the names
+                               * its message gives them unless the caller names them otherwise
+                               * (test_model_schema: the schema's rows of a and b) */
     size_t a_at, b_at;        /* their offsets in rp_rope_freq */
     int reads;                /* applies to the scalings that read one of these RP_READS_* bits;
                                * 0: to every scheme */
     double lo;                /* MIN, MIN2: the bound */
     int lo_open;              /* MIN, MIN2: 1 when lo itself is out */
     const char *const *names; /* NAME: the value names, NULL-terminated */
-    /* The message (RP_ERR_ARG): {a} and {b} the values (%g; NAME: a's code, %d) and {scaling}
-     * the scaling's name */
+    /* The message (RP_ERR_ARG): {a} and {b} the values (%g; NAME: a's code, %d), {A} and {B}
+     * their names (ka and kb, or the caller's: rp_freq_rule_error) and {scaling} the scaling's
+     * name */
     const char *why;
 } rp_freq_rule;
 
 extern const rp_freq_rule rp_freq_rules[];
 extern const int rp_freq_nrules;
+
+/* 1 when row r applies to scaling s (its reads: 0, or a group s reads). */
+int rp_freq_rule_applies(const rp_freq_rule *r, rp_rope_scaling s);
+
+/* 1 when row r holds for f (whether or not it applies to f's scaling). */
+int rp_freq_rule_holds(const rp_freq_rule *r, const rp_rope_freq *f);
+
+/* Sets the error of row r failing for f and returns RP_ERR_ARG: r's why with f's values, the
+ * fields named A and B (NULL: r's ka and kb). */
+rp_status rp_freq_rule_error(const rp_freq_rule *r, const rp_rope_freq *f, const char *A,
+                             const char *B);
 
 /* The MIN or MIN2 row that bounds the field at offset `at` of rp_rope_freq (its a), or NULL. */
 const rp_freq_rule *rp_freq_rule_bound(size_t at);

@@ -207,14 +207,29 @@ _HF_TYPES = {sc["hf"]: sc for sc in SCHEMA["scalings"] if "hf" in sc}
 _HF_MAP = SCHEMA["hf_map"]
 
 
+def _float(v):
+    """A Python number as a float, an int past float's range as an infinity of its sign (Lua
+    reads such a literal so)."""
+    try:
+        return float(v)
+    except OverflowError:
+        return math.inf if v > 0 else -math.inf
+
+
 def _rope_theta(c):
-    """rope_theta, Hugging Face's name of base (core checks its range)."""
+    """(checks) rope_theta, Hugging Face's name of base, read as lrp_optbase reads it: a finite
+    number > 0, else ValueError with its message."""
     if c.get("base") is not None:
         raise ValueError(_say("base_exclude"))
     v = c["rope_theta"]
     if isinstance(v, (bool, str)) or not hasattr(v, "__float__"):
         raise ValueError(_say("number", key="rope_theta", got=rotary._describe(v)))
-    return float(v)
+    v = _float(v)
+    if not math.isfinite(v):
+        raise ValueError(_say("finite", key="rope_theta", got=rotary._describe(v)))
+    if not v > 0:
+        raise ValueError(_say("positive", key="rope_theta", got=rotary._describe(v)))
+    return v
 
 
 def _hf_value(f, v):
@@ -224,8 +239,9 @@ def _hf_value(f, v):
         if not isinstance(v, bool):
             raise ValueError(_say("hf_boolean", field=f["name"], got=rotary._describe(v)))
         return f["on"] if v else f["off"]
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise ValueError(_say("hf_number", field=f["name"], got=rotary._describe(v)))
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(_float(v)):
+        got = _float(v) if isinstance(v, int) and not isinstance(v, bool) else v
+        raise ValueError(_say("hf_number", field=f["name"], got=rotary._describe(got)))
     v = float(v)
     if "key" in f and KEY[f["key"]]["type"] == "int":
         if v != math.floor(v) or not 1.0 <= v <= rotary.MAX_POS:
@@ -237,7 +253,8 @@ def _hf_value(f, v):
 def _rope_scaling(c, full):
     """(checks) A rope_scaling table as a model's config.json writes it, mapped onto roper's keys
     in full (lrp_opt_rope_scaling: the rope_type, the fields each reads and needs, and the key each
-    sets from schema.json), or ValueError with rp.model's message."""
+    sets from schema.json), or ValueError with rp.model's message. Returns the names the keys it
+    sets go by in messages (core.check_shown: {"yarn_alpha": "'beta_slow'", ...})."""
     t = c["rope_scaling"]
     if not isinstance(t, (dict, list, tuple)):
         raise ValueError(_say("hf_table", got=rotary._describe(t)))
@@ -273,6 +290,8 @@ def _rope_scaling(c, full):
         if not all(t.get(f) is not None for f in fields):
             raise ValueError(_say("hf_needs", type=name, names=" and ".join(fields)))
     full["scaling"] = row["name"]
+    shown = {f["key"]: "'%s'" % f["name"] for f in _HF_MAP
+             if "key" in f and f["name"] in row["hf_fields"]}
     for f in _HF_MAP:
         if "key" in f and f["name"] in v:
             full[f["key"]] = v[f["name"]]
@@ -283,6 +302,7 @@ def _rope_scaling(c, full):
             return 1.0 if x <= 1.0 else 0.1 * m * math.log(x) + 1.0
         full["attention_factor"] = mscale(v.get("factor", 1.0), v["mscale"]) / \
             mscale(v.get("factor", 1.0), v["mscale_all_dim"])
+    return shown
 
 
 def config(cfg=None, **kw):
@@ -308,8 +328,7 @@ def config(cfg=None, **kw):
     given = {name: v for name, v in c.items() if name not in OWN and v is not None}
     if c.get("rope_theta") is not None:
         given["base"] = _rope_theta(c)
-    if c.get("rope_scaling") is not None:
-        _rope_scaling(c, given)
+    shown = _rope_scaling(c, given) if c.get("rope_scaling") is not None else None
     if core.LIB and not stored:  # core's checks: rp.model's
         text = {}
         for k in KEYS:  # the keys a file must hold: those left out at rp.model's defaults
@@ -317,7 +336,13 @@ def config(cfg=None, **kw):
                 text[k["name"]] = DEFAULTS[k["name"]]
         for name, v in given.items():
             text[name] = _json_value(KEY[name], v) if name in KEY else v
-        core.check(json.dumps(text, allow_nan=False), core.WRITTEN)
+        text = json.dumps(text, allow_nan=False)
+        if shown:  # the rope_scaling fields' values in their names (lrp_opt_rope_scaling)
+            try:
+                core.check_shown(text, shown)
+            except ValueError as e:
+                raise ValueError(_say("hf_range", what=str(e))) from None
+        core.check(text, core.WRITTEN)
     full = {}
     for k in KEYS:
         name = k["name"]

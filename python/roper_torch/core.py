@@ -2,7 +2,8 @@
 
 The companion checks a config by calling core's entry points (core/io/config_check.h) in roper's
 C library, libroper.so, through ctypes: rp_config_check_json (the config as JSON, checked as
-rp.model (WRITTEN) or a file's reader (STORED) does), rp_config_check_tables (a model's config
+rp.model (WRITTEN) or a file's reader (STORED) does), rp_config_check_shown (the values a
+rope_scaling table set, checked in its fields' names), rp_config_check_tables (a model's config
 with its own tables, positions and their axes, as rp.model checks them), rp_config_check_scheme
 (a frequency scheme for one width, as rp.rope.angles checks it) and rp_config_check_file (a
 safetensors file, as rp.load checks it); each gives back core's verdict and message, so a
@@ -19,6 +20,7 @@ docs/interop.md says what that leaves unchecked."""
 
 import ctypes
 import glob
+import json
 import os
 
 WRITTEN, STORED = 0, 1  # rp_config_how
@@ -61,7 +63,8 @@ def _load():
         try:
             lib = ctypes.CDLL(p)
             fns = (lib.rp_config_check_json, lib.rp_config_check_tables,
-                   lib.rp_config_check_scheme, lib.rp_config_check_file)
+                   lib.rp_config_check_scheme, lib.rp_config_check_file,
+                   lib.rp_config_check_shown)
             size = lib.rp_config_tables_size
         except (OSError, AttributeError) as e:
             if must:
@@ -77,7 +80,8 @@ def _load():
         c, i64, sz, msg = ctypes.c_char_p, ctypes.c_int64, ctypes.c_size_t, ctypes.c_char_p
         tab = ctypes.POINTER(Tables)
         for fn, args in zip(fns, ([c, sz, ctypes.c_int, msg, sz], [c, sz, ctypes.c_int, tab, msg, sz],
-                                  [c, sz, tab, i64, i64, c, msg, sz], [c, msg, sz])):
+                                  [c, sz, tab, i64, i64, c, msg, sz], [c, msg, sz],
+                                  [c, sz, c, sz, msg, sz])):
             fn.restype, fn.argtypes = ctypes.c_int, args
         return fns, p
     return None, None
@@ -99,6 +103,15 @@ def check(text, how):
     else ValueError with core's message. Only when LIB."""
     raw = text.encode("utf-8", "surrogatepass")
     _answer(lambda msg: _FNS[0](raw, len(raw), how, msg, _MSG_BYTES))
+
+
+def check_shown(text, shown):
+    """None when core accepts the values of the config in text (JSON) that shown (a dict: config
+    key -> the name the user gave it, a rope_scaling field's) names, else ValueError with core's
+    message in those names. Only when LIB."""
+    raw = text.encode("utf-8", "surrogatepass")
+    names = json.dumps(shown).encode("utf-8")
+    _answer(lambda msg: _FNS[4](raw, len(raw), names, len(names), msg, _MSG_BYTES))
 
 
 def tables(theta=None, angles=None, pos=None, axes=0, map_=-1, sections=None, mix=None):

@@ -73,6 +73,39 @@ int main(void)
     check_written(KV("pe", "\"t5\"", "rel_max_distance", "3"), RP_ERR_ARG,
                   "rel_max_distance 3 must be in 17..2147483647");
 
+    /* rp_config_check_shown: the values a rope_scaling table set, in its fields' names (rp.model's
+     * words: "option 'rope_scaling': " is the caller's frame); a key counts when json holds it */
+    {
+        char cj[1024], sg[512];
+        const char *sh = "{\"yarn_alpha\": \"'beta_slow'\", \"yarn_beta\": \"'beta_fast'\"}";
+        int cl = cfg_json(cj, sizeof cj, KV("scaling", "\"yarn\"", "orig_len", "8",
+                                            "yarn_alpha", "40"));
+        CHECK(rp_config_check_shown(cj, (size_t)cl, sh, strlen(sh), sg, sizeof sg) == RP_ERR_ARG,
+              "beta_slow above beta_fast refused");
+        CHECK(strcmp(sg, "'beta_slow' 40 must be below 'beta_fast' 32 (YaRN's ramp runs from the "
+                         "first to the second)") == 0, "in the fields' names: '%s'", sg);
+        CHECK(rp_config_check_shown(cj, (size_t)cl, "{}", 2, sg, sizeof sg) == RP_OK &&
+                  sg[0] == '\0', "nothing shown: left to rp_config_check_json");
+        const char *other = "{\"scaling_factor\": \"'factor'\"}"; /* not in json: not given */
+        CHECK(rp_config_check_shown(cj, (size_t)cl, other, strlen(other), sg, sizeof sg) == RP_OK,
+              "a shown key json does not hold: %s", sg);
+        cl = cfg_json(cj, sizeof cj, KV("heads", "\"x\""));
+        CHECK(rp_config_check_shown(cj, (size_t)cl, sh, strlen(sh), sg, sizeof sg) == RP_OK,
+              "a config rp_model_cfg_from_json refuses passes here: %s", sg);
+        const char *bad[] = {"[1]", "{\"bogus\": \"x\"}", "{\"yarn_alpha\": 3}", "{"};
+        const char *why[] = {"rp_config_check_shown: shown must be a JSON object",
+                             "rp_config_check_shown: shown maps config keys to strings",
+                             "rp_config_check_shown: shown maps config keys to strings", NULL};
+        cl = cfg_json(cj, sizeof cj, NULL);
+        for (int i = 0; i < 4; i++) {
+            CHECK(rp_config_check_shown(cj, (size_t)cl, bad[i], strlen(bad[i]), sg, sizeof sg) ==
+                      RP_ERR_ARG, "shown %s refused", bad[i]);
+            CHECK(!why[i] || strcmp(sg, why[i]) == 0, "shown %s: '%s'", bad[i], sg);
+        }
+        CHECK(rp_config_check_shown(NULL, 0, sh, strlen(sh), sg, sizeof sg) == RP_ERR_ARG,
+              "NULL json refused");
+    }
+
     /* the message buffer: cut at msg_n - 1 and NUL-terminated; NULL with msg_n 0 */
     char json[1024], small[8];
     int len = cfg_json(json, sizeof json, KV("heads", "3"));

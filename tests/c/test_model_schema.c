@@ -157,6 +157,43 @@ static void test_freq_column(void)
     }
 }
 
+/* The names the frequency rules give their fields: each row's ka and kb are the schema's rows of
+ * its fields a and b (the one fact written twice, held here), and rp_model_cfg_check_shown names
+ * the keys a user gave under other names by those names, the others by their own. */
+static void test_shown_names(void)
+{
+    printf("-- the frequency rules' key names; rp_model_cfg_check_shown\n");
+    for (int i = 0; i < rp_freq_nrules; i++) {
+        const rp_freq_rule *r = &rp_freq_rules[i];
+        const rp_cfg_key *ka = rp_model_cfg_key(r->ka, strlen(r->ka));
+        CHECK(ka && rp_model_cfg_scope(ka) == RP_CFG_SCOPE_FREQ &&
+                  rp_model_cfg_freq_at(ka) == r->a_at, "rule %d: %s sets %s", i, r->ka, r->a);
+        const rp_cfg_key *kb = r->kb ? rp_model_cfg_key(r->kb, strlen(r->kb)) : NULL;
+        CHECK(!r->b == !r->kb && (!r->b || (kb && rp_model_cfg_freq_at(kb) == r->b_at)),
+              "rule %d: kb sets %s", i, r->b ? r->b : "(none)");
+    }
+    rp_model_cfg c = rp_model_cfg_default(8);
+    c.pe.mode = RP_PE_ROPE;
+    c.freq.scaling = RP_SCALING_YARN;
+    c.freq.yarn_alpha = 40.0; /* yarn_beta stays 32 */
+    const char *shown[RP_CFG_MAX_KEYS] = {0};
+    int given[RP_CFG_MAX_KEYS] = {0};
+    int a = (int)(rp_model_cfg_key("yarn_alpha", 10) - rp_model_cfg_keys);
+    int f = (int)(rp_model_cfg_key("scaling_factor", 14) - rp_model_cfg_keys);
+    CHECK_STATUS(rp_model_cfg_check_shown(&c, shown, given), RP_OK, NULL); /* nothing given */
+    given[a] = 1;
+    CHECK_STATUS(rp_model_cfg_check_shown(&c, shown, given), RP_OK, NULL); /* nothing shown */
+    shown[a] = "'beta_slow'";
+    CHECK_STATUS(rp_model_cfg_check_shown(&c, shown, given), RP_ERR_ARG,
+                 "'beta_slow' 40 must be below yarn_beta 32 (YaRN's ramp runs from the first to "
+                 "the second)");
+    c.freq.yarn_alpha = 1.0, c.freq.factor = -2.0, given[f] = 1, shown[f] = "F";
+    CHECK_STATUS(rp_model_cfg_check_shown(&c, shown, given), RP_ERR_ARG,
+                 "F must be a finite number > 0, got -2");
+    c.freq.factor = 2.0, c.freq.attention_factor = -1.0; /* not given: left to the later checks */
+    CHECK_STATUS(rp_model_cfg_check_shown(&c, shown, given), RP_OK, NULL);
+}
+
 /* rp.linear_attention's config keys (rp_cfg_key.linear), written out here at their places: the
  * places distinct, the call's other options (eps 3, q_offset 8) in the places between. */
 static void test_linear_places(void)
@@ -303,7 +340,7 @@ static void test_ranges(void)
     c.freq.scaling = RP_SCALING_YARN, c.freq.factor = 2;
     c.freq.yarn_alpha = 5, c.freq.yarn_beta = 2;
     expect(rp_model_cfg_check(&c), RP_ERR_ARG,
-           "yarn_alpha 5 must be below yarn_beta 2 (the ramp runs from alpha to beta)", "ramp");
+           "yarn_alpha 5 must be below yarn_beta 2 (YaRN's ramp runs from the first to the second)", "ramp");
 }
 
 /* ---- what a key does ----------------------------------------------------------------------- */
@@ -698,6 +735,7 @@ int main(void)
     test_rows();
     test_freq_column();
     test_linear_places();
+    test_shown_names();
     test_ranges();
     test_used();
     test_versions();

@@ -199,7 +199,7 @@ describe("rp.attention with a frequency scheme", function()
     { { pe = "rope", scaling = "yarn", scaling_factor = 2 }, "option 'orig_len' (the original "
       .. "context length) is required with scaling \"yarn\"" },
     { { pe = "rope", scaling = "yarn", scaling_factor = 2, orig_len = 4, yarn_alpha = 32, yarn_beta = 32 },
-      "yarn_alpha 32 must be below yarn_beta 32 (the ramp runs from alpha to beta)" },
+      "yarn_alpha 32 must be below yarn_beta 32 (YaRN's ramp runs from the first to the second)" },
     { { pe = "rope", scaling = "warp" }, "option 'scaling' must be one of" },
     { { pe = "rope", xpos = -1 }, "xpos must be a finite number >= 0, got -1" },
     { { pe = "rope", xpos = 0.4, xpos_scale_base = 0 }, "xpos_scale_base must be a finite number > 0, "

@@ -340,8 +340,29 @@ describe("rope_scaling and rope_theta: what is refused", function()
       truncate = 1 } }, "option 'rope_scaling': 'truncate' must be a boolean, got 1)" },
     { { rope_scaling = { rope_type = "linear", factor = "2" } }, "option 'rope_scaling': 'factor' "
       .. "must be a finite number, got string \"2\")" },
-    { { rope_scaling = { rope_type = "linear", factor = 0 } }, "scaling_factor must be a finite "
-      .. "number > 0, got 0" },
+    -- a value out of its range or its rule: named by its field, not by the key it sets
+    { { rope_scaling = { rope_type = "linear", factor = 0 } }, "option 'rope_scaling': 'factor' "
+      .. "must be a finite number > 0, got 0)" },
+    { { rope_scaling = { rope_type = "yarn", factor = 4, original_max_position_embeddings = 4,
+      beta_fast = 1, beta_slow = 32 } }, "option 'rope_scaling': 'beta_slow' 32 must be below "
+      .. "'beta_fast' 1 (YaRN's ramp runs from the first to the second))" },
+    { { rope_scaling = { rope_type = "yarn", factor = 4, original_max_position_embeddings = 4,
+      beta_slow = 40 } }, "option 'rope_scaling': 'beta_slow' 40 must be below 'beta_fast' 32 "
+      .. "(YaRN's ramp runs from the first to the second))" },
+    { { rope_scaling = { rope_type = "yarn", factor = 4, original_max_position_embeddings = 4,
+      beta_fast = -1 } }, "option 'rope_scaling': 'beta_fast' must be a finite number >= 0, got "
+      .. "-1)" },
+    { { rope_scaling = { rope_type = "yarn", factor = 4, original_max_position_embeddings = 4,
+      attention_factor = -1 } }, "option 'rope_scaling': 'attention_factor' must be a finite "
+      .. "number >= 0, got -1)" },
+    { { rope_scaling = { rope_type = "dynamic", factor = 2,
+      original_max_position_embeddings = 2 ^ 53 } }, "option 'rope_scaling': "
+      .. "'original_max_position_embeddings' 9007199254740992 must be in 0..2147483647)" },
+    { { rope_scaling = { rope_type = "llama3", factor = 2, original_max_position_embeddings = 8,
+      low_freq_factor = 4, high_freq_factor = 1 } }, "option 'rope_scaling': 'low_freq_factor' 4 "
+      .. "must be below 'high_freq_factor' 1)" },
+    { { rope_scaling = { rope_type = "linear", factor = 1e400 } }, "option 'rope_scaling': "
+      .. "'factor' must be a finite number, got inf)" },
     { { rope_scaling = { rope_type = "dynamic", factor = 2 } }, "option 'orig_len' (the original "
       .. "context length) is required with scaling \"dynamic\" (rope_scaling's "
       .. "original_max_position_embeddings))" },

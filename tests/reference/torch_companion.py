@@ -495,6 +495,13 @@ def rope_edges():
         ("rope_scaling and scaling", lambda: RoPE(scaling="pi", scaling_factor=2,
                                                   rope_scaling={"rope_type": "linear",
                                                                 "factor": 2})),
+        ("rope_theta 0", lambda: RoPE(rope_theta=0)),
+        ("rope_theta past float", lambda: RoPE(rope_theta=10 ** 400)),
+        ("beta_slow above beta_fast", lambda: RoPER(rope_scaling={
+            "rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 4,
+            "beta_slow": 40})),
+        ("factor past float", lambda: RoPE(rope_scaling={"rope_type": "linear",
+                                                         "factor": -10 ** 400})),
         ("wider than the head", lambda: RoPER(dim=16).rotate_keys(x)),
         ("odd head", lambda: RoPE().rotate_keys(torch.zeros(1, 2, 3, 7))),
         ("not a tensor", lambda: RoPE().rotate_keys([1.0, 2.0])),
