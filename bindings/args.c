@@ -229,6 +229,11 @@ const lrp_template lrp_msgs[LRP_M_COUNT] = {
     [LRP_M_HF_NEEDS] = {"hf_needs", "option 'rope_scaling': rope_type \"{type}\" needs {names}"},
     /* {what}: core's range or rule message in the fields' names (rp_model_cfg_check_shown) */
     [LRP_M_HF_RANGE] = {"hf_range", "option 'rope_scaling': {what}"},
+    /* roper's attention_factor 0 is "the scaling's own", Hugging Face's multiplies cos and sin
+     * by 0: not a value roper can hold */
+    [LRP_M_HF_ZERO] = {"hf_zero", "option 'rope_scaling': 'attention_factor' 0 multiplies every "
+                                  "score by 0 in Hugging Face's reading; leave the field out for "
+                                  "the scaling's own factor"},
     /* the own tables freq, angles, mix (freq.c: lrp_freq_tables, table_sizes, copy_table) */
     [LRP_M_FREQ_BOTH] = {"freq_both", "give option 'freq' or 'angles', not both"},
     [LRP_M_ANGLES_NOTHING] = {"angles_nothing", "option 'angles': nothing is rotated here (a "

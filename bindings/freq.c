@@ -317,6 +317,8 @@ int lrp_opt_rope_scaling(lua_State *L, int idx, rp_model_cfg *view)
         if (k->offset == offsetof(rp_model_cfg, freq.factor) && given[i]) factor = v[i];
         if (k->offset == offsetof(rp_model_cfg, freq.attention_factor)) g_af = given[i];
     }
+    if (g_af && view->freq.attention_factor == 0.0)
+        lrp_opterror(L, idx, LRP_M_HF_ZERO, LRP_MARKS(NULL));
     /* Hugging Face: attention_factor, else get_mscale(s, mscale) / get_mscale(s,
      * mscale_all_dim) when both are given (and not 0), else 0.1 ln s + 1 (roper's own: 0) */
     if (!g_af && g_ms == 2 && ms != 0.0 && msa != 0.0)

@@ -289,6 +289,8 @@ def _rope_scaling(c, full):
     for fields in row["hf_needs"]:
         if not all(t.get(f) is not None for f in fields):
             raise ValueError(_say("hf_needs", type=name, names=" and ".join(fields)))
+    if v.get("attention_factor") == 0:  # roper's 0 is the scaling's own (lrp_opt_rope_scaling)
+        raise ValueError(_say("hf_zero"))
     full["scaling"] = row["name"]
     shown = {f["key"]: "'%s'" % f["name"] for f in _HF_MAP
              if "key" in f and f["name"] in row["hf_fields"]}

@@ -361,6 +361,9 @@ describe("rope_scaling and rope_theta: what is refused", function()
     { { rope_scaling = { rope_type = "llama3", factor = 2, original_max_position_embeddings = 8,
       low_freq_factor = 4, high_freq_factor = 1 } }, "option 'rope_scaling': 'low_freq_factor' 4 "
       .. "must be below 'high_freq_factor' 1)" },
+    { { rope_scaling = { rope_type = "yarn", factor = 4, original_max_position_embeddings = 4,
+      attention_factor = 0 } }, "option 'rope_scaling': 'attention_factor' 0 multiplies every "
+      .. "score by 0 in Hugging Face's reading; leave the field out for the scaling's own factor)" },
     { { rope_scaling = { rope_type = "linear", factor = 1e400 } }, "option 'rope_scaling': "
       .. "'factor' must be a finite number, got inf)" },
     { { rope_scaling = { rope_type = "dynamic", factor = 2 } }, "option 'orig_len' (the original "

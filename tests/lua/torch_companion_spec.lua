@@ -2039,6 +2039,9 @@ describe("RoPE and RoPER of the companion (python/roper_torch/rope.py) against r
         "rope_theta past float: RoPE: option 'rope_theta' must be finite, got inf",
         "beta_slow above beta_fast: RoPER: option 'rope_scaling': 'beta_slow' 40 must be below "
           .. "'beta_fast' 32 (YaRN's ramp runs from the first to the second)",
+        "attention_factor 0: RoPE: option 'rope_scaling': 'attention_factor' 0 multiplies every "
+          .. "score by 0 in Hugging Face's reading; leave the field out for the scaling's own "
+          .. "factor",
         "factor past float: RoPE: option 'rope_scaling': 'factor' must be a finite number, got "
           .. "-inf",
         "wider than the head: RoPER.rotate_keys: 16 features rotated, but the head has 8 "

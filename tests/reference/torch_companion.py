@@ -500,6 +500,9 @@ def rope_edges():
         ("beta_slow above beta_fast", lambda: RoPER(rope_scaling={
             "rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 4,
             "beta_slow": 40})),
+        ("attention_factor 0", lambda: RoPE(rope_scaling={
+            "rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 4,
+            "attention_factor": 0})),
         ("factor past float", lambda: RoPE(rope_scaling={"rope_type": "linear",
                                                          "factor": -10 ** 400})),
         ("wider than the head", lambda: RoPER(dim=16).rotate_keys(x)),
