@@ -51,9 +51,20 @@ end
 local function finite(x) return x == x and x ~= math.huge and x ~= -math.huge end
 local function show(x) return x ~= x and "nan" or tostring(x) end
 
+-- The argument error for a value x that is not finite, `name` naming it ("y[2]", "the value at
+-- [1, 2]").
+local function not_finite(fname, arg, name, x)
+  argerror(fname, arg, ("%s is %s; values must be finite"):format(name, show(x)))
+end
+
+-- The value at row i, column j of a matrix, as messages name it.
+local function cell(i, j) return ("the value at [%d, %d]"):format(i, j) end
+
 -- The numbers of a 1-D tensor or a Lua list (raw reads: no metamethod runs), each finite, at
--- least one; `what` names them in errors ("y", "y[2]").
-local function numbers(fname, arg, v, what)
+-- least one; `what` names them in errors ("y", "y[2]"), and name(i) the i-th of them (default
+-- what[i]).
+local function numbers(fname, arg, v, what, name)
+  name = name or function(i) return ("%s[%d]"):format(what, i) end
   local list
   if rp.is_tensor(v) then
     if not is_live(v) then argerror(fname, arg, what .. ": attempt to use a released tensor") end
@@ -75,7 +86,7 @@ local function numbers(fname, arg, v, what)
     for i = 1, n do
       local x = rawget(v, i)
       if type(x) ~= "number" then
-        argerror(fname, arg, ("%s[%d] must be a number, got %s"):format(what, i, describe(x)))
+        argerror(fname, arg, ("%s must be a number, got %s"):format(name(i), describe(x)))
       end
       list[i] = x
     end
@@ -85,9 +96,7 @@ local function numbers(fname, arg, v, what)
   end
   if #list == 0 then argerror(fname, arg, what .. " is empty") end
   for i, x in ipairs(list) do
-    if not finite(x) then
-      argerror(fname, arg, ("%s[%d] is %s; values must be finite"):format(what, i, show(x)))
-    end
+    if not finite(x) then not_finite(fname, arg, name(i), x) end
   end
   return list
 end
@@ -136,7 +145,7 @@ local function matrix_of(fname, arg, m)
       if type(r) ~= "table" or rp.is_tensor(r) then
         argerror(fname, arg, ("row %d must be a list of numbers, got %s"):format(i, describe(r)))
       end
-      rows[i] = numbers(fname, arg, r, ("row %d"):format(i))
+      rows[i] = numbers(fname, arg, r, ("row %d"):format(i), function(j) return cell(i, j) end)
       if #rows[i] ~= #rows[1] then
         argerror(fname, arg, ("row %d has %d values, row 1 has %d"):format(i, #rows[i], #rows[1]))
       end
@@ -150,10 +159,7 @@ local function matrix_of(fname, arg, m)
   end
   for i, r in ipairs(rows) do
     for j, x in ipairs(r) do
-      if not finite(x) then
-        argerror(fname, arg, ("the value at [%d, %d] is %s; values must be finite"):format(i, j,
-          show(x)))
-      end
+      if not finite(x) then not_finite(fname, arg, cell(i, j), x) end
     end
   end
   return rows

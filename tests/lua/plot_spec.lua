@@ -483,6 +483,11 @@ describe("bad input", function()
       "bad argument #1 to 'rp.heatmap' (row 2 has 1 values, row 1 has 2)" },
     { function() return rp.heatmap(rp.full({ 2, 2 }, math.huge)) end,
       "bad argument #1 to 'rp.heatmap' (the value at [1, 1] is inf; values must be finite)" },
+    -- a list of rows names a value as the tensor form does
+    { function() return rp.heatmap({ { 1, 0 / 0 } }) end,
+      "bad argument #1 to 'rp.heatmap' (the value at [1, 2] is nan; values must be finite)" },
+    { function() return rp.heatmap({ { 1, 2 }, { 3, "x" } }) end,
+      "bad argument #1 to 'rp.heatmap' (the value at [2, 2] must be a number, got string \"x\")" },
     { function() return rp.heatmap(rp.zeros { 0, 3 }) end, "bad argument #1 to 'rp.heatmap' (the matrix is empty)" },
     { function() local t = rp.ones { 2, 2 }; getmetatable(t).__close(t) return rp.heatmap(t) end,
       "bad argument #1 to 'rp.heatmap' (attempt to use a released tensor)" },
