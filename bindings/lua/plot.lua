@@ -1,7 +1,8 @@
 -- Pictures through gnuplot (Debian's gnuplot-nox): rp.plot (lines), rp.scatter (points),
 -- rp.heatmap (a matrix: attention weights, scores), rp.hist (a histogram) and rp.gnuplot (any
 -- gnuplot commands; the others are built on it, and scripts/lib/plot.lua draws the scripts' PNG
--- and SVG files through it). docs/lua_api.md ("Plots") has the options.
+-- and SVG files through it, quoting their text with rp.gnuplot_string). docs/lua_api.md
+-- ("Plots") has the options.
 --
 -- Where a picture goes: a file when opts.out names one (.png, .svg, or .txt for the text
 -- picture); else a file plot-<n>.png in the folder $ROPER_PLOT_DIR when that is set (n counts
@@ -10,15 +11,16 @@
 --
 -- How: the commands go to gnuplot in a temporary script file, the data inline in it as data
 -- blocks (numbers written by Lua, never text of the user's); titles and labels are gnuplot
--- strings with every backslash, double quote and backquote escaped (gp_string). The one shell
+-- strings with every backslash, double quote and backquote escaped (gp_text, which
+-- rp.gnuplot_string offers to rp.gnuplot's callers, the scripts among them). The one shell
 -- command is gnuplot with its -e settings (the terminal, its size and a temporary output path:
 -- no user text) and the script's path, each quoted. gnuplot writes to the temporary output; the
--- picture is then read
--- and written to opts.out atomically (internals.write_file: core's rp_file_write_atomic), or to
+-- picture is then read and written to opts.out atomically (internals.write_file: core's rp_file_write_atomic), or to
 -- stdout. gnuplot runs with -d (no ~/.gnuplot), so the pictures do not depend on the user's
 -- settings. A failing gnuplot or an unwritable file gives nil and "fname: message".
 --
--- roper.plot: adds rp.plot, rp.scatter, rp.heatmap, rp.hist and rp.gnuplot; exports nothing.
+-- roper.plot: adds rp.plot, rp.scatter, rp.heatmap, rp.hist, rp.gnuplot and rp.gnuplot_string;
+-- exports nothing.
 local require = ...
 local rp = require "roper"
 local internals = require "roper.internals"
@@ -265,16 +267,33 @@ local function utf8_text(s)
   return table.concat(out)
 end
 
--- s as a gnuplot string: double-quoted, with backslashes, double quotes and backquotes escaped (in
--- a double-quoted string of a script gnuplot runs `command` through the shell), a newline as \n
--- and other control characters as spaces.
-local function gp_string(s)
-  return '"' .. tostring(s):gsub('[\\"`]', "\\%0"):gsub("\n", "\\n"):gsub("%c", " ") .. '"'
+-- A text of the picture (a title, a label, a series' name) as it is drawn: utf8_text of it, with
+-- every control character but the newline (C0, DEL and C1: ESC, CSI, a tab) a space, so that a
+-- text picture writes none of them to the terminal.
+local function plain_text(s)
+  return (utf8_text(tostring(s)):gsub("[\0-\9\11-\31\127]", " "):gsub("\xC2[\x80-\x9F]", " "))
 end
 
--- A text of the picture (a title, a label, a series' name) as a gnuplot string: gp_string of
--- utf8_text (a path keeps its bytes: gp_string alone).
-local function gp_text(s) return gp_string(utf8_text(tostring(s))) end
+-- s as a gnuplot string: double-quoted, with backslashes, double quotes and backquotes escaped (in
+-- a double-quoted string of a script gnuplot runs `command` through the shell) and a newline as
+-- \n (gnuplot reads it back as one); its other bytes kept (a path).
+local function gp_string(s)
+  return '"' .. tostring(s):gsub('[\\"`]', "\\%0"):gsub("\n", "\\n") .. '"'
+end
+
+-- A text of the picture as a gnuplot string: gp_string of plain_text.
+local function gp_text(s) return gp_string(plain_text(s)) end
+
+function rp.gnuplot_string(s, kind)
+  local fname = "rp.gnuplot_string"
+  if type(s) ~= "string" and type(s) ~= "number" then
+    argerror(fname, 1, "expected a string, got " .. describe(s))
+  end
+  if kind ~= nil and kind ~= "text" and kind ~= "path" then
+    argerror(fname, 2, ('kind must be "text" or "path", got %s'):format(describe(kind)))
+  end
+  return kind == "path" and gp_string(s) or gp_text(s)
+end
 
 local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 

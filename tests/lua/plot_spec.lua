@@ -363,6 +363,39 @@ describe("the scripts' pictures (scripts/lib/plot.lua) through rp.gnuplot", func
     assert.are.equal('"a\\nb\xff"', plot.gp_path('a\nb\xff'))
   end)
 
+  it("quote their text with rp.gnuplot_string: a compare whose method label has a newline and a "
+    .. "byte that is not UTF-8 draws loss.svg as XML", function()
+    -- the label is the method, here with a path (a corpus file) holding both
+    local corpus = dir .. "/a\nb\xff.txt"
+    h.write(corpus, assert(h.read("/usr/share/games/fortunes/cookie")))
+    local out = dir .. "/cmp"
+    local _, se, code = h.run(("%s scripts/compare.lua --task text --methods %s --seeds 1 "
+      .. "--steps 2 --d-model 16 --heads 2 --layers 1 --seq-len 32 --batch 4 --valid-batches 1 "
+      .. "--quiet --out %s"):format(h.sh_quote(BIN), h.sh_quote("rope:path=" .. corpus),
+      h.sh_quote(out)))
+    assert.are.equal(0, code, se)
+    local svg = assert(h.read(out .. "/loss.svg"))
+    local _, perr, pcode = h.run(("%s -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' %s")
+      :format(h.PY, h.sh_quote(out .. "/loss.svg")))
+    assert.are.equal(0, pcode, perr)
+    -- the key's line of the label: its newline a line break, its byte U+FFFD
+    assert.truthy(svg:find("<text>b\u{FFFD}.txt: each run (1)</text>", 1, true), svg)
+  end)
+
+  it("rp.gnuplot_string: a text or a path as a gnuplot string", function()
+    assert.are.equal('"a\\`b\\"c\\\\ \\n"', rp.gnuplot_string('a`b"c\\ \n'))
+    -- a text: control characters (tab, ESC, DEL, C1's CSI) as spaces, a byte not UTF-8 as U+FFFD
+    assert.are.equal('"a b c d e \u{FFFD} \u{A0}"',
+      rp.gnuplot_string("a\tb\27c\127d\u{9B}e \xff \u{A0}", "text"))
+    -- a path: every byte but the newline kept
+    assert.are.equal('"a\tb\27\\n\xff"', rp.gnuplot_string("a\tb\27\n\xff", "path"))
+    assert.are.equal('"2.5"', rp.gnuplot_string(2.5))
+    assert.has_error(function() rp.gnuplot_string(nil) end,
+      "bad argument #1 to 'rp.gnuplot_string' (expected a string, got nil)")
+    assert.has_error(function() rp.gnuplot_string("x", "file") end,
+      "bad argument #2 to 'rp.gnuplot_string' (kind must be \"text\" or \"path\", got string \"file\")")
+  end)
+
   it("loss curves' data: each run headed by its seed, an integer as read back from JSON", function()
     package.path = "scripts/?.lua;" .. package.path
     local plot = require "lib.plot"
