@@ -388,20 +388,108 @@ local function known(...)
   return list
 end
 
--- The title and axis labels of opts (strings) as commands. In a text picture gnuplot centres the
--- y label at a fixed column, where a long one runs into the tic labels or is dropped: there it is
--- a label at the left edge, halfway up, in a left margin wide enough for it and tic labels of up
--- to 8 characters (the heatmap sets its own margin).
-local function labels(fname, arg, o, lines, kind, own_margin)
-  for _, key in ipairs { "title", "xlabel", "ylabel" } do
-    local v = opt_string(fname, arg, o, key)
-    if v and key == "ylabel" and kind == "text" then
-      lines[#lines + 1] = ("set label 100 %s at screen 0, graph 0.5 left"):format(gp_text(v))
-      if not own_margin then lines[#lines + 1] = ("set lmargin %d"):format(#v + 11) end
-    elseif v then
-      lines[#lines + 1] = ("set %s %s"):format(key, gp_text(v))
+-- ---------------------------------------------------------------- titles and labels
+
+-- The lines of a text (plain_text: its newlines split it) and the width of the widest, in
+-- characters.
+local function text_lines(s)
+  local list, widest = {}, 0
+  for l in (plain_text(s) .. "\n"):gmatch("(.-)\n") do
+    list[#list + 1] = l
+    widest = math.max(widest, utf8.len(l))
+  end
+  return list, widest
+end
+
+-- The lines of a text at most `width` characters wide: each of its lines as it is when it fits,
+-- else broken at spaces, a word wider than the width cut.
+local function wrap(s, width)
+  local out = {}
+  for _, line in ipairs((text_lines(s))) do
+    if utf8.len(line) <= width then
+      out[#out + 1] = line
+    else
+      local cur, n = nil, 0 -- the line being filled and its width
+      for word in line:gmatch("%S+") do
+        local w = utf8.len(word)
+        while w > width do
+          if cur then out[#out + 1], cur, n = cur, nil, 0 end
+          local cut = utf8.offset(word, width + 1)
+          out[#out + 1], word, w = word:sub(1, cut - 1), word:sub(cut), w - width
+        end
+        if w > 0 then
+          if cur and n + 1 + w <= width then
+            cur, n = cur .. " " .. word, n + 1 + w
+          else
+            if cur then out[#out + 1] = cur end
+            cur, n = word, w
+          end
+        end
+      end
+      if cur then out[#out + 1] = cur end
     end
   end
+  return out
+end
+
+-- A line centred at column `centre` (0-based) of a picture `width` characters wide, as far as
+-- the picture leaves room (a line as wide as the picture starts at its left edge).
+local function centred(line, centre, width)
+  local n = utf8.len(line)
+  return (" "):rep(math.max(0, math.min(centre - n // 2, width - n))) .. line
+end
+
+-- The title and axis labels of opts, checked: strings or nil.
+local function check_labels(fname, arg, o)
+  for _, key in ipairs { "title", "xlabel", "ylabel" } do opt_string(fname, arg, o, key) end
+end
+
+-- The title and axis labels of a PNG, SVG or sixel picture as commands.
+local function labels(o, lines)
+  for _, key in ipairs { "title", "xlabel", "ylabel" } do
+    if o[key] then lines[#lines + 1] = ("set %s %s"):format(key, gp_text(o[key])) end
+  end
+end
+
+-- The y label of a text picture `width` characters wide. gnuplot centres it at a fixed column,
+-- where a long one runs into the tic labels or is dropped: it is a label at the left edge,
+-- halfway up, in a left margin of margin(w) characters (w: its widest line), when that margin
+-- is at most half the width (the rest is the picture's). Gives the margin, or nil and the
+-- y label as lines of their own (for above the picture) when it would take more.
+local function text_ylabel(o, width, lines, margin)
+  if not o.ylabel then return nil, {} end
+  local _, w = text_lines(o.ylabel)
+  if margin(w) > width // 2 then return nil, wrap(o.ylabel, width) end
+  lines[#lines + 1] = ("set label 100 %s at screen 0, graph 0.5 left"):format(gp_text(o.ylabel))
+  return margin(w), {}
+end
+
+-- The title and axis labels of a text picture t (rp.plot, rp.scatter, rp.hist) as commands: the
+-- y label as text_ylabel puts it, in a margin for tic labels of up to 8 characters too; a title
+-- and an x label whose every line fits the width through gnuplot (which drops a wider title and
+-- cuts a wider x label). Otherwise they are lines of their own, wrapped to the width: the title
+-- centred above the picture, then the y label, and the x label centred below it; the picture
+-- is as many lines lower (down to 10). Gives the text above and below the picture.
+local function text_labels(o, t, lines)
+  local width = t.size[1]
+  local above, below = {}, {}
+  local function own(key, to)
+    for _, l in ipairs(wrap(o[key], width)) do to[#to + 1] = centred(l, width // 2, width) end
+  end
+  if o.title then
+    local _, w = text_lines(o.title)
+    if w <= width then lines[#lines + 1] = "set title " .. gp_text(o.title) else own("title", above) end
+  end
+  local margin, ylines = text_ylabel(o, width, lines, function(w) return w + 11 end)
+  if margin then lines[#lines + 1] = ("set lmargin %d"):format(margin) end
+  for _, l in ipairs(ylines) do above[#above + 1] = l end
+  if o.xlabel then
+    local _, w = text_lines(o.xlabel)
+    if w <= width then lines[#lines + 1] = "set xlabel " .. gp_text(o.xlabel) else own("xlabel", below) end
+  end
+  t.size = { width, math.max(10, t.size[2] - #above - #below) }
+  local function text(list) return #list > 0 and table.concat(list, "\n") .. "\n" or nil end
+  return text(above), text(below)
 end
 
 -- Every value of the lists (x, or the series of y) must be > 0 on a log scale.
@@ -512,7 +600,9 @@ local function xy_plot(fname, style, ...)
     end
     datablock(lines, "s" .. i, rows)
   end
-  labels(fname, oarg, o, lines, t.kind)
+  check_labels(fname, oarg, o)
+  local header, footer
+  if t.kind == "text" then header, footer = text_labels(o, t, lines) else labels(o, lines) end
   if t.kind ~= "text" then
     lines[#lines + 1] = "set grid"
     for i, c in ipairs(COLOURS) do lines[#lines + 1] = ("set linetype %d lc rgb '%s'"):format(i, c) end
@@ -538,7 +628,7 @@ local function xy_plot(fname, style, ...)
       names and ("title " .. gp_text(names[i])) or "notitle")
   end
   lines[#lines + 1] = "plot " .. table.concat(plots, ", ")
-  return render(fname, t, lines)
+  return render(fname, t, lines, footer, header)
 end
 
 function rp.plot(...) return xy_plot("rp.plot", "lines", ...) end
@@ -557,17 +647,25 @@ end
 -- A text heatmap: one character per cell (a shade of SHADES), two columns wide, one line high;
 -- a matrix larger than the picture (at most t.size) is averaged over blocks of br x bc cells.
 -- Each block sits at its centre in the matrix's 1-based indices; the picture is exactly as large
--- as its blocks need, and its title and x label are lines of their own above and below it
--- (gnuplot would drop a title wider than the cells). Adds the commands to lines; returns the
--- lines above and below the picture.
+-- as its blocks need, and its title and x label are lines of their own above and below it,
+-- wrapped to t.size's width (gnuplot would drop a title wider than the cells); the y label as
+-- text_ylabel puts it, beside the row numbers or else under the title. Adds the commands to
+-- lines; returns the text above and below the picture.
 local function text_heatmap(rows, lo, hi, t, o, lines)
   local nr, nc = #rows, #rows[1]
-  local lm = (o.ylabel and #o.ylabel + 2 or 0) + #tostring(nr) + 3
+  local full = t.size[1]
+  local margin, ylines = text_ylabel(o, full, lines,
+    function(w) return w + 2 + #tostring(nr) + 3 end)
+  local lm = margin or #tostring(nr) + 3
   local rm, tm, bm = 2, 0, 1
-  local above = o.title and 2 or 0 -- the title and a blank line
-  local below = (o.xlabel and 1 or 0) + 1 -- the x label, the shades
+  local titles = o.title and wrap(o.title, full) or {}
+  local xlines = o.xlabel and wrap(o.xlabel, full) or {}
+  -- the title and a blank line, the y label's lines
+  local above = (#titles > 0 and #titles + 1 or 0) + #ylines
+  local below = #xlines + 1 -- the x label, the shades
   local max_cols = math.max(1, (t.size[1] - lm - rm - 3) // 2)
-  local max_rows = math.max(1, t.size[2] - tm - bm - 2 - above - below)
+  -- (the lines of the picture down to 10, as text_labels leaves them)
+  local max_rows = math.max(10 - tm - bm - 2, t.size[2] - tm - bm - 2 - above - below)
   local br, bc = math.ceil(nr / max_rows), math.ceil(nc / max_cols)
   local nbr, nbc = math.ceil(nr / br), math.ceil(nc / bc)
   local cells = {}
@@ -593,19 +691,23 @@ local function text_heatmap(rows, lo, hi, t, o, lines)
     ("set yrange [%s:%s]"):format(num(nbr * br + 0.5 + br / 2), num(0.5 - br / 2)),
     ("set lmargin %d"):format(lm), ("set rmargin %d"):format(rm), ("set tmargin %d"):format(tm),
     ("set bmargin %d"):format(bm), "set tics scale 0",
-    ("set xtics %d, %d, %d out nomirror"):format(xstep == 1 and 1 or xstep, xstep, nc),
-    ("set ytics %d, %d, %d out nomirror"):format(ystep == 1 and 1 or ystep, ystep, nr),
+    -- (a step past the last row or column: a tic at 1 only)
+    ("set xtics %d, %d, %d out nomirror"):format((xstep == 1 or xstep > nc) and 1 or xstep, xstep, nc),
+    ("set ytics %d, %d, %d out nomirror"):format((ystep == 1 or ystep > nr) and 1 or ystep, ystep, nr),
   } do
     lines[#lines + 1] = l
   end
   datablock(lines, "m", cells)
   lines[#lines + 1] = "plot $m using 1:2:3 with labels"
   -- the title centred over the picture, the x label under the cells
-  local function centred(text, centre) return (" "):rep(math.max(0, centre - #text // 2)) .. text end
-  local header = o.title and centred(o.title, math.max(width, #o.title) // 2) .. "\n\n" or ""
-  local footer = o.xlabel and centred(o.xlabel, lm + nbc + 1) .. "\n" or ""
-  return header, footer .. ("shades \"%s\" from %s to %s%s\n"):format(SHADES, num(lo), num(hi),
-    (br > 1 or bc > 1) and (", each the mean of %d x %d"):format(br, bc) or "")
+  local header, footer = {}, {}
+  for _, l in ipairs(titles) do header[#header + 1] = centred(l, width // 2, full) .. "\n" end
+  if #titles > 0 then header[#header + 1] = "\n" end
+  for _, l in ipairs(ylines) do header[#header + 1] = l .. "\n" end
+  for _, l in ipairs(xlines) do footer[#footer + 1] = centred(l, lm + nbc + 1, full) .. "\n" end
+  return table.concat(header), table.concat(footer) .. ("shades \"%s\" from %s to %s%s\n")
+    :format(SHADES, num(lo), num(hi), (br > 1 or bc > 1) and (", each the mean of %d x %d")
+    :format(br, bc) or "")
 end
 
 function rp.heatmap(m, opts)
@@ -622,13 +724,11 @@ function rp.heatmap(m, opts)
   if range then lo, hi = range[1], range[2] end
   local lines, header, footer = {}, nil, nil
   lines[#lines + 1] = "unset key"
+  check_labels(fname, 2, o)
   if t.kind == "text" then
-    labels(fname, 2, { ylabel = o.ylabel }, lines, t.kind, true)
-    opt_string(fname, 2, o, "title")
-    opt_string(fname, 2, o, "xlabel")
     header, footer = text_heatmap(rows, lo, hi, t, o, lines)
   else
-    labels(fname, 2, o, lines, t.kind)
+    labels(o, lines)
     lines[#lines + 1] = ("set xrange [0.5:%s]"):format(num(nc + 0.5))
     lines[#lines + 1] = ("set yrange [%s:0.5]"):format(num(nr + 0.5)) -- row 1 at the top
     datablock(lines, "m", rows)
@@ -685,8 +785,10 @@ function rp.hist(values, opts)
   for i = 1, bins do rows[i] = { lo + (i - 0.5) * width, counts[i] } end
   local lines = {}
   datablock(lines, "h", rows)
+  check_labels(fname, 2, o)
   if o.ylabel == nil then o.ylabel = "count" end
-  labels(fname, 2, o, lines, t.kind)
+  local header, footer
+  if t.kind == "text" then header, footer = text_labels(o, t, lines) else labels(o, lines) end
   lines[#lines + 1] = "unset key"
   lines[#lines + 1] = ("set xrange [%s:%s]"):format(num(lo), num(hi))
   local most = 0
@@ -696,7 +798,7 @@ function rp.hist(values, opts)
   lines[#lines + 1] = t.kind == "text" and "set style fill empty"
     or "set style fill solid 0.6 border -1"
   lines[#lines + 1] = "plot $h using 1:2 with boxes"
-  return render(fname, t, lines)
+  return render(fname, t, lines, footer, header)
 end
 
 function rp.gnuplot(commands, opts)

@@ -124,7 +124,7 @@ describe("text pictures", function()
   it("a long y label stands at the left edge, apart from the tic labels", function()
     -- gnuplot's own y label runs into the tic labels (count1.5) or is dropped when long
     for _, draw in ipairs { function(out) return rp.plot({ 1, 2, 3 }, { ylabel = "a long y label",
-        size = { 50, 10 }, out = out }) end,
+        size = { 80, 10 }, out = out }) end,
       function(out) return rp.heatmap(rp.eye(5), { ylabel = "a long y label", out = out }) end } do
       local out = dir .. "/ylabel.txt"
       assert.are.equal(out, draw(out))
@@ -140,6 +140,79 @@ describe("text pictures", function()
     local l = lines(assert(h.read(out)))
     assert.are.equal("a title wider than two cells", l[1]) -- gnuplot dropped it
     assert.truthy(l[#l - 1]:find("^ *an x label as wide$"), l[#l - 1])
+  end)
+
+  it("a y label, title or x label too long for the width: the plot area kept, every word shown, "
+    .. "no line wider", function()
+    local W = 80
+    local ylabel = "training loss of the roper model on substring_index (nats per token)"
+    local title = "loss of rope and roper on substring_index, 10 seeds each, d_model 64, 2 layers, "
+      .. "4 heads, a title wider than the picture"
+    local xlabel = "the values of the q, k and v weights of layer 1 after 2000 steps of training "
+      .. "on addition"
+    local long = ("y"):rep(5000)
+    local function words(s) return (s:gsub("%s+", " ")) end
+    -- the widest span between the frame's corners (+---+), in characters
+    local function area(text)
+      local widest = 0
+      for _, l in ipairs(lines(text)) do
+        local a, b = l:find("%+[-+]+%+")
+        if a then widest = math.max(widest, b - a - 1) end
+      end
+      return widest
+    end
+    local cases = {
+      { "plot", function(o) return rp.plot({ 1, 2, 3 }, o) end },
+      { "scatter", function(o) return rp.scatter({ 1, 2, 3 }, { 3, 1, 2 }, o) end },
+      { "hist", function(o) return rp.hist({ 1, 2, 2, 3 }, o) end },
+      { "heatmap", function(o) return rp.heatmap(rp.eye(8), o) end },
+    }
+    for _, c in ipairs(cases) do
+      for _, o in ipairs { { ylabel = ylabel, title = title, xlabel = xlabel },
+        { ylabel = long, title = long } } do
+        local out = dir .. "/long-" .. c[1] .. ".txt"
+        o.size, o.out = { W, 24 }, out
+        assert.are.equal(out, c[2](o))
+        local text = assert(h.read(out))
+        for _, l in ipairs(lines(text)) do assert.is_true(utf8.len(l) <= W, c[1] .. ": " .. l) end
+        -- at least 2 columns a cell for the heatmap's 8, at least a third of the width for the
+        -- others (the y label's margin takes at most half)
+        assert.is_true(area(text) >= (c[1] == "heatmap" and 16 or W // 3), c[1] .. ":\n" .. text)
+        local all = words(text)
+        for _, key in ipairs { "title", "xlabel", "ylabel" } do
+          if o[key] ~= long then
+            assert.truthy(o[key] == nil or all:find(o[key], 1, true), c[1] .. " " .. key .. ":\n" .. text)
+          end
+        end
+        if o.ylabel == long then
+          local _, ys = text:gsub("y", "")
+          assert.is_true(ys >= 2 * 5000, c[1] .. ": " .. ys) -- the title and the y label, whole
+        end
+      end
+    end
+    -- a y label whose margin fits half the width stays beside the axis, in the picture's height
+    local out, plain = dir .. "/short.txt", dir .. "/plain.txt"
+    assert.are.equal(out, rp.plot({ 1, 2, 3 }, { ylabel = ("y"):rep(29), size = { W, 12 }, out = out }))
+    assert.are.equal(plain, rp.plot({ 1, 2, 3 }, { size = { W, 12 }, out = plain }))
+    assert.are.equal(#lines(assert(h.read(plain))), #lines(assert(h.read(out))))
+    assert.truthy(assert(h.read(out)):find("\n" .. ("y"):rep(29) .. " +[%d.]* *[|+]"))
+  end)
+
+  it("control characters of a title or label drawn outside gnuplot are spaces, as gnuplot's are",
+    function()
+    -- the heatmap's title and x label, and a title too wide for gnuplot, are lines of roper's
+    local out = dir .. "/esc.txt"
+    for _, draw in ipairs {
+      function() return rp.heatmap({ { 1, 2 }, { 3, 4 } }, { title = "t\27[31mred\tx",
+        xlabel = "x\27[0m\127", ylabel = "y\27]0;pwned\7", out = out }) end,
+      function() return rp.plot({ 1, 2 }, { title = ("w"):rep(90) .. "\27[31mred\u{9B}1m",
+        xlabel = ("x"):rep(90) .. "\27[0m", size = { 80, 20 }, out = out }) end } do
+      assert.are.equal(out, draw())
+      local text = assert(h.read(out))
+      assert.is_nil(text:find("[\0-\9\11-\31\127]"), text)
+      assert.is_nil(text:find("\u{9B}", 1, true), text)
+      assert.truthy(text:find(" [31mred", 1, true), text)
+    end
   end)
 
   it("rp.hist counts into bins", function()
