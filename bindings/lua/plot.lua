@@ -39,6 +39,11 @@ local TEXT_SIZE = { 80, 24 }      -- columns and lines of a text picture ($COLUM
 local PIXEL_SIZE = { 800, 500 }   -- of a PNG, SVG or sixel picture
 local TERMINALS = { "text", "sixel" }
 local SHADES = " .:-=+*#%@"       -- a text heatmap's cells, from the lowest value to the highest
+-- the marks of a text picture's series, one each, and so at most as many series: gnuplot's dumb
+-- terminal draws line type i with the i-th of LINE_MARKS (type 8 again with the first); the
+-- points of rp.scatter are POINT_MARKS', given to gnuplot (its own point types are A-Z only)
+local LINE_MARKS = "*#$%@&="
+local POINT_MARKS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 -- ---------------------------------------------------------------- reading the arguments
 
@@ -580,6 +585,11 @@ local function xy_plot(fname, style, ...)
   local logx, logy = opt_boolean(fname, oarg, o, "logx"), opt_boolean(fname, oarg, o, "logy")
   local xrange, yrange = opt_range(fname, oarg, o, "xrange"), opt_range(fname, oarg, o, "yrange")
   local t = target(fname, oarg, o)
+  local marks = style == "lines" and LINE_MARKS or POINT_MARKS
+  if t.kind == "text" and #series > #marks then
+    argerror(fname, yarg, ("y has %d series, more than the %d marks of a text picture (%s): draw "
+      .. "them to a .png or .svg file"):format(#series, #marks, style == "lines" and marks or "A-Z, a-z"))
+  end
   if logx and xs then check_log(fname, xarg, "logx", { xs }, "x") end
   if logy then check_log(fname, yarg, "logy", series, "y") end
   if logx and xrange and xrange[1] <= 0 then
@@ -622,7 +632,7 @@ local function xy_plot(fname, style, ...)
     if style == "lines" then
       with = t.kind == "text" and "lines" or "lines lw 2"
     else -- points: letters A, B, ... in text, filled circles in colour otherwise
-      with = t.kind == "text" and ("points pt %d"):format(i) or "points pt 7 ps 0.8"
+      with = t.kind == "text" and ("points pt '%s'"):format(marks:sub(i, i)) or "points pt 7 ps 0.8"
     end
     plots[i] = ("$s%d using 1:2 with %s %s"):format(i, with,
       names and ("title " .. gp_text(names[i])) or "notitle")

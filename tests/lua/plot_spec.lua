@@ -87,6 +87,38 @@ describe("text pictures", function()
     assert.are.same({ 4, 4 }, { a, b }) -- three points and the key's sample each
   end)
 
+  it("no two series share a mark: 52 letters for points, 7 marks for lines, more refused",
+    function()
+    local MARKS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+    local function many(n)
+      local y, names = {}, {}
+      for i = 1, n do y[i], names[i] = { i, i + 1 }, ("s%d"):format(i) end
+      return y, names
+    end
+    local out = dir .. "/marks.txt"
+    local y, names = many(52)
+    assert.are.equal(out, rp.scatter(y, { labels = names, size = { 120, 60 }, out = out }))
+    local text = assert(h.read(out))
+    for i = 1, 52 do -- the key names series i with its own letter
+      assert.truthy(text:find(("s%d +%s"):format(i, MARKS:sub(i, i))), i .. ":\n" .. text)
+    end
+    y, names = many(7)
+    assert.are.equal(out, rp.plot(y, { labels = names, size = { 120, 30 }, out = out }))
+    text = assert(h.read(out))
+    for i, m in ipairs { "*", "#", "$", "%", "@", "&", "=" } do
+      assert.truthy(text:find(("s%d %s%s"):format(i, m:gsub("%p", "%%%0"), m:gsub("%p", "%%%0"))),
+        i .. ":\n" .. text)
+    end
+    assert.has_error(function() rp.scatter((many(53)), { out = out }) end, "bad argument #1 to "
+      .. "'rp.scatter' (y has 53 series, more than the 52 marks of a text picture (A-Z, a-z): draw "
+      .. "them to a .png or .svg file)")
+    assert.has_error(function() rp.plot({ 1, 2 }, (many(8)), { out = out }) end, "bad argument #2 to "
+      .. "'rp.plot' (y has 8 series, more than the 7 marks of a text picture (*#$%@&=): draw them "
+      .. "to a .png or .svg file)")
+    -- in colour they are drawn
+    assert.are.equal(dir .. "/marks.svg", rp.plot((many(8)), { out = dir .. "/marks.svg" }))
+  end)
+
   it("rp.heatmap: one shade per cell, row 1 at the top, the shades named below", function()
     local m = rp.eye(4)
     m:set(2, 1, 0.5)
