@@ -357,12 +357,19 @@ local function render(fname, t, commands, footer, header)
   if not okw then return nil, fname .. ": " .. werr end
   local settings = ("set terminal " .. TERMINAL_SPEC[t.kind]):format(t.size[1], t.size[2],
     t.font_size or FONT_SIZE) .. "; set output " .. gp_string(result)
-  local ran, _, code = os.execute(("gnuplot -d -e %s %s > %s 2>&1 < /dev/null"):format(
+  local ran, how, code = os.execute(("gnuplot -d -e %s %s > %s 2>&1 < /dev/null"):format(
     sh_quote(settings), sh_quote(script), sh_quote(log)))
   local logtext = read_file(log, 2 ^ 20) or ""
   local bytes, rerr
   if ran then bytes, rerr = read_file(result, MAX_OUTPUT) end
   if not ran then
+    -- a Ctrl-C reaches the shell and gnuplot (roper waits with SIGINT ignored): the shell ends
+    -- by SIGINT (2); a signal that reaches gnuplot alone ends the shell with 128 + its number
+    local signal = how == "signal" and code or code > 128 and code < 192 and code - 128
+    if signal then
+      return nil, signal == 2 and fname .. ": the picture was interrupted (SIGINT: Ctrl-C)"
+        or ("%s: gnuplot was stopped by signal %d"):format(fname, signal)
+    end
     if code == 127 then
       return nil, fname .. ": gnuplot is not installed (Debian: apt-get install gnuplot-nox)"
     end
