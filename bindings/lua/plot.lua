@@ -15,8 +15,8 @@
 -- rp.gnuplot_string offers to rp.gnuplot's callers, the scripts among them). The one shell
 -- command is gnuplot with its -e settings (the terminal, its size and a temporary output path:
 -- no user text) and the script's path, each quoted. gnuplot writes to the temporary output; the
--- picture is then read and written to opts.out atomically (internals.write_file: core's rp_file_write_atomic), or to
--- stdout. gnuplot runs with -d (no ~/.gnuplot), so the pictures do not depend on the user's
+-- picture is then read and written to opts.out atomically (internals.write_file: core's
+-- rp_file_write_atomic), or to stdout. gnuplot runs with -d (no ~/.gnuplot), so the pictures do not depend on the user's
 -- settings. A failing gnuplot or an unwritable file gives nil and "fname: message".
 --
 -- roper.plot: adds rp.plot, rp.scatter, rp.heatmap, rp.hist, rp.gnuplot and rp.gnuplot_string;
@@ -481,7 +481,7 @@ end
 -- and an x label whose every line fits the width through gnuplot (which drops a wider title and
 -- cuts a wider x label). Otherwise they are lines of their own, wrapped to the width: the title
 -- centred above the picture, then the y label, and the x label centred below it; the picture
--- is as many lines lower (down to 10). Gives the text above and below the picture.
+-- is as many lines shorter (down to 10). Gives the text above and below the picture.
 local function text_labels(o, t, lines)
   local width = t.size[1]
   local above, below = {}, {}
@@ -490,14 +490,22 @@ local function text_labels(o, t, lines)
   end
   if o.title then
     local _, w = text_lines(o.title)
-    if w <= width then lines[#lines + 1] = "set title " .. gp_text(o.title) else own("title", above) end
+    if w <= width then
+      lines[#lines + 1] = "set title " .. gp_text(o.title)
+    else
+      own("title", above)
+    end
   end
   local margin, ylines = text_ylabel(o, width, lines, function(w) return w + 11 end)
   if margin then lines[#lines + 1] = ("set lmargin %d"):format(margin) end
   for _, l in ipairs(ylines) do above[#above + 1] = l end
   if o.xlabel then
     local _, w = text_lines(o.xlabel)
-    if w <= width then lines[#lines + 1] = "set xlabel " .. gp_text(o.xlabel) else own("xlabel", below) end
+    if w <= width then
+      lines[#lines + 1] = "set xlabel " .. gp_text(o.xlabel)
+    else
+      own("xlabel", below)
+    end
   end
   t.size = { width, math.max(10, t.size[2] - #above - #below) }
   local function text(list) return #list > 0 and table.concat(list, "\n") .. "\n" or nil end
@@ -595,7 +603,8 @@ local function xy_plot(fname, style, ...)
   local marks = style == "lines" and LINE_MARKS or POINT_MARKS
   if t.kind == "text" and #series > #marks then
     argerror(fname, yarg, ("y has %d series, more than the %d marks of a text picture (%s): draw "
-      .. "them to a .png or .svg file"):format(#series, #marks, style == "lines" and marks or "A-Z, a-z"))
+      .. "them to a .png or .svg file"):format(#series, #marks,
+        style == "lines" and marks or "A-Z, a-z"))
   end
   if logx and xs then check_log(fname, xarg, "logx", { xs }, "x") end
   if logy then check_log(fname, yarg, "logy", series, "y") end
@@ -709,8 +718,10 @@ local function text_heatmap(rows, lo, hi, t, o, lines)
     ("set lmargin %d"):format(lm), ("set rmargin %d"):format(rm), ("set tmargin %d"):format(tm),
     ("set bmargin %d"):format(bm), "set tics scale 0",
     -- (a step past the last row or column: a tic at 1 only)
-    ("set xtics %d, %d, %d out nomirror"):format((xstep == 1 or xstep > nc) and 1 or xstep, xstep, nc),
-    ("set ytics %d, %d, %d out nomirror"):format((ystep == 1 or ystep > nr) and 1 or ystep, ystep, nr),
+    ("set xtics %d, %d, %d out nomirror"):format((xstep == 1 or xstep > nc) and 1 or xstep,
+      xstep, nc),
+    ("set ytics %d, %d, %d out nomirror"):format((ystep == 1 or ystep > nr) and 1 or ystep,
+      ystep, nr),
   } do
     lines[#lines + 1] = l
   end

@@ -112,9 +112,9 @@ describe("text pictures", function()
     assert.has_error(function() rp.scatter((many(53)), { out = out }) end, "bad argument #1 to "
       .. "'rp.scatter' (y has 53 series, more than the 52 marks of a text picture (A-Z, a-z): draw "
       .. "them to a .png or .svg file)")
-    assert.has_error(function() rp.plot({ 1, 2 }, (many(8)), { out = out }) end, "bad argument #2 to "
-      .. "'rp.plot' (y has 8 series, more than the 7 marks of a text picture (*#$%@&=): draw them "
-      .. "to a .png or .svg file)")
+    assert.has_error(function() rp.plot({ 1, 2 }, (many(8)), { out = out }) end,
+      "bad argument #2 to 'rp.plot' (y has 8 series, more than the 7 marks of a text picture "
+      .. "(*#$%@&=): draw them to a .png or .svg file)")
     -- in colour they are drawn
     assert.are.equal(dir .. "/marks.svg", rp.plot((many(8)), { out = dir .. "/marks.svg" }))
   end)
@@ -213,7 +213,8 @@ describe("text pictures", function()
         local all = words(text)
         for _, key in ipairs { "title", "xlabel", "ylabel" } do
           if o[key] ~= long then
-            assert.truthy(o[key] == nil or all:find(o[key], 1, true), c[1] .. " " .. key .. ":\n" .. text)
+            assert.truthy(o[key] == nil or all:find(o[key], 1, true),
+              c[1] .. " " .. key .. ":\n" .. text)
           end
         end
         if o.ylabel == long then
@@ -224,7 +225,8 @@ describe("text pictures", function()
     end
     -- a y label whose margin fits half the width stays beside the axis, in the picture's height
     local out, plain = dir .. "/short.txt", dir .. "/plain.txt"
-    assert.are.equal(out, rp.plot({ 1, 2, 3 }, { ylabel = ("y"):rep(29), size = { W, 12 }, out = out }))
+    assert.are.equal(out, rp.plot({ 1, 2, 3 }, { ylabel = ("y"):rep(29), size = { W, 12 },
+      out = out }))
     assert.are.equal(plain, rp.plot({ 1, 2, 3 }, { size = { W, 12 }, out = plain }))
     assert.are.equal(#lines(assert(h.read(plain))), #lines(assert(h.read(out))))
     assert.truthy(assert(h.read(out)):find("\n" .. ("y"):rep(29) .. " +[%d.]* *[|+]"))
@@ -480,8 +482,9 @@ describe("the scripts' pictures (scripts/lib/plot.lua) through rp.gnuplot", func
       h.sh_quote(out)))
     assert.are.equal(0, code, se)
     local svg = assert(h.read(out .. "/loss.svg"))
-    local _, perr, pcode = h.run(("%s -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' %s")
-      :format(h.PY, h.sh_quote(out .. "/loss.svg")))
+    local _, perr, pcode = h.run(("%s -c %s %s"):format(h.PY,
+      h.sh_quote("import sys, xml.dom.minidom as m; m.parse(sys.argv[1])"),
+      h.sh_quote(out .. "/loss.svg")))
     assert.are.equal(0, pcode, perr)
     -- the key's line of the label: its newline a line break, its byte U+FFFD
     assert.truthy(svg:find("<text>b\u{FFFD}.txt: each run (1)</text>", 1, true), svg)
