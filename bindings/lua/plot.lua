@@ -1,7 +1,8 @@
 -- Pictures through gnuplot (Debian's gnuplot-nox): rp.plot (lines), rp.scatter (points),
 -- rp.heatmap (a matrix: attention weights, scores), rp.hist (a histogram) and rp.gnuplot (any
 -- gnuplot commands; the others are built on it, and scripts/lib/plot.lua draws the scripts' PNG
--- and SVG files through it). docs/lua_api.md ("Plots") has the options.
+-- and SVG files through it, quoting their text with rp.gnuplot_string). docs/lua_api.md
+-- ("Plots") has the options.
 --
 -- Where a picture goes: a file when opts.out names one (.png, .svg, or .txt for the text
 -- picture); else a file plot-<n>.png in the folder $ROPER_PLOT_DIR when that is set (n counts
@@ -10,15 +11,16 @@
 --
 -- How: the commands go to gnuplot in a temporary script file, the data inline in it as data
 -- blocks (numbers written by Lua, never text of the user's); titles and labels are gnuplot
--- strings with every backslash, double quote and backquote escaped (gp_string). The one shell
+-- strings with every backslash, double quote and backquote escaped (gp_text, which
+-- rp.gnuplot_string offers to rp.gnuplot's callers, the scripts among them). The one shell
 -- command is gnuplot with its -e settings (the terminal, its size and a temporary output path:
 -- no user text) and the script's path, each quoted. gnuplot writes to the temporary output; the
--- picture is then read
--- and written to opts.out atomically (internals.write_file: core's rp_file_write_atomic), or to
--- stdout. gnuplot runs with -d (no ~/.gnuplot), so the pictures do not depend on the user's
+-- picture is then read and written to opts.out atomically (internals.write_file: core's
+-- rp_file_write_atomic), or to stdout. gnuplot runs with -d (no ~/.gnuplot), so the pictures do not depend on the user's
 -- settings. A failing gnuplot or an unwritable file gives nil and "fname: message".
 --
--- roper.plot: adds rp.plot, rp.scatter, rp.heatmap, rp.hist and rp.gnuplot; exports nothing.
+-- roper.plot: adds rp.plot, rp.scatter, rp.heatmap, rp.hist, rp.gnuplot and rp.gnuplot_string;
+-- exports nothing.
 local require = ...
 local rp = require "roper"
 local internals = require "roper.internals"
@@ -37,6 +39,11 @@ local TEXT_SIZE = { 80, 24 }      -- columns and lines of a text picture ($COLUM
 local PIXEL_SIZE = { 800, 500 }   -- of a PNG, SVG or sixel picture
 local TERMINALS = { "text", "sixel" }
 local SHADES = " .:-=+*#%@"       -- a text heatmap's cells, from the lowest value to the highest
+-- the marks of a text picture's series, one each, and so at most as many series: gnuplot's dumb
+-- terminal draws line type i with the i-th of LINE_MARKS (type 8 again with the first); the
+-- points of rp.scatter are POINT_MARKS', given to gnuplot (its own point types are A-Z only)
+local LINE_MARKS = "*#$%@&="
+local POINT_MARKS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 -- ---------------------------------------------------------------- reading the arguments
 
@@ -51,9 +58,20 @@ end
 local function finite(x) return x == x and x ~= math.huge and x ~= -math.huge end
 local function show(x) return x ~= x and "nan" or tostring(x) end
 
+-- The argument error for a value x that is not finite, `name` naming it ("y[2]", "the value at
+-- [1, 2]").
+local function not_finite(fname, arg, name, x)
+  argerror(fname, arg, ("%s is %s; values must be finite"):format(name, show(x)))
+end
+
+-- The value at row i, column j of a matrix, as messages name it.
+local function cell(i, j) return ("the value at [%d, %d]"):format(i, j) end
+
 -- The numbers of a 1-D tensor or a Lua list (raw reads: no metamethod runs), each finite, at
--- least one; `what` names them in errors ("y", "y[2]").
-local function numbers(fname, arg, v, what)
+-- least one; `what` names them in errors ("y", "y[2]"), and name(i) the i-th of them (default
+-- what[i]).
+local function numbers(fname, arg, v, what, name)
+  name = name or function(i) return ("%s[%d]"):format(what, i) end
   local list
   if rp.is_tensor(v) then
     if not is_live(v) then argerror(fname, arg, what .. ": attempt to use a released tensor") end
@@ -75,7 +93,7 @@ local function numbers(fname, arg, v, what)
     for i = 1, n do
       local x = rawget(v, i)
       if type(x) ~= "number" then
-        argerror(fname, arg, ("%s[%d] must be a number, got %s"):format(what, i, describe(x)))
+        argerror(fname, arg, ("%s must be a number, got %s"):format(name(i), describe(x)))
       end
       list[i] = x
     end
@@ -85,9 +103,7 @@ local function numbers(fname, arg, v, what)
   end
   if #list == 0 then argerror(fname, arg, what .. " is empty") end
   for i, x in ipairs(list) do
-    if not finite(x) then
-      argerror(fname, arg, ("%s[%d] is %s; values must be finite"):format(what, i, show(x)))
-    end
+    if not finite(x) then not_finite(fname, arg, name(i), x) end
   end
   return list
 end
@@ -136,7 +152,7 @@ local function matrix_of(fname, arg, m)
       if type(r) ~= "table" or rp.is_tensor(r) then
         argerror(fname, arg, ("row %d must be a list of numbers, got %s"):format(i, describe(r)))
       end
-      rows[i] = numbers(fname, arg, r, ("row %d"):format(i))
+      rows[i] = numbers(fname, arg, r, ("row %d"):format(i), function(j) return cell(i, j) end)
       if #rows[i] ~= #rows[1] then
         argerror(fname, arg, ("row %d has %d values, row 1 has %d"):format(i, #rows[i], #rows[1]))
       end
@@ -150,10 +166,7 @@ local function matrix_of(fname, arg, m)
   end
   for i, r in ipairs(rows) do
     for j, x in ipairs(r) do
-      if not finite(x) then
-        argerror(fname, arg, ("the value at [%d, %d] is %s; values must be finite"):format(i, j,
-          show(x)))
-      end
+      if not finite(x) then not_finite(fname, arg, cell(i, j), x) end
     end
   end
   return rows
@@ -259,16 +272,33 @@ local function utf8_text(s)
   return table.concat(out)
 end
 
--- s as a gnuplot string: double-quoted, with backslashes, double quotes and backquotes escaped (in
--- a double-quoted string of a script gnuplot runs `command` through the shell), a newline as \n
--- and other control characters as spaces.
-local function gp_string(s)
-  return '"' .. tostring(s):gsub('[\\"`]', "\\%0"):gsub("\n", "\\n"):gsub("%c", " ") .. '"'
+-- A text of the picture (a title, a label, a series' name) as it is drawn: utf8_text of it, with
+-- every control character but the newline (C0, DEL and C1: ESC, CSI, a tab) a space, so that a
+-- text picture writes none of them to the terminal.
+local function plain_text(s)
+  return (utf8_text(tostring(s)):gsub("[\0-\9\11-\31\127]", " "):gsub("\xC2[\x80-\x9F]", " "))
 end
 
--- A text of the picture (a title, a label, a series' name) as a gnuplot string: gp_string of
--- utf8_text (a path keeps its bytes: gp_string alone).
-local function gp_text(s) return gp_string(utf8_text(tostring(s))) end
+-- s as a gnuplot string: double-quoted, with backslashes, double quotes and backquotes escaped (in
+-- a double-quoted string of a script gnuplot runs `command` through the shell) and a newline as
+-- \n (gnuplot reads it back as one); its other bytes kept (a path).
+local function gp_string(s)
+  return '"' .. tostring(s):gsub('[\\"`]', "\\%0"):gsub("\n", "\\n") .. '"'
+end
+
+-- A text of the picture as a gnuplot string: gp_string of plain_text.
+local function gp_text(s) return gp_string(plain_text(s)) end
+
+function rp.gnuplot_string(s, kind)
+  local fname = "rp.gnuplot_string"
+  if type(s) ~= "string" and type(s) ~= "number" then
+    argerror(fname, 1, "expected a string, got " .. describe(s))
+  end
+  if kind ~= nil and kind ~= "text" and kind ~= "path" then
+    argerror(fname, 2, ('kind must be "text" or "path", got %s'):format(describe(kind)))
+  end
+  return kind == "path" and gp_string(s) or gp_text(s)
+end
 
 local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 
@@ -327,12 +357,19 @@ local function render(fname, t, commands, footer, header)
   if not okw then return nil, fname .. ": " .. werr end
   local settings = ("set terminal " .. TERMINAL_SPEC[t.kind]):format(t.size[1], t.size[2],
     t.font_size or FONT_SIZE) .. "; set output " .. gp_string(result)
-  local ran, _, code = os.execute(("gnuplot -d -e %s %s > %s 2>&1 < /dev/null"):format(
+  local ran, how, code = os.execute(("gnuplot -d -e %s %s > %s 2>&1 < /dev/null"):format(
     sh_quote(settings), sh_quote(script), sh_quote(log)))
   local logtext = read_file(log, 2 ^ 20) or ""
   local bytes, rerr
   if ran then bytes, rerr = read_file(result, MAX_OUTPUT) end
   if not ran then
+    -- a Ctrl-C reaches the shell and gnuplot (roper waits with SIGINT ignored): the shell ends
+    -- by SIGINT (2); a signal that reaches gnuplot alone ends the shell with 128 + its number
+    local signal = how == "signal" and code or code > 128 and code < 192 and code - 128
+    if signal then
+      return nil, signal == 2 and fname .. ": the picture was interrupted (SIGINT: Ctrl-C)"
+        or ("%s: gnuplot was stopped by signal %d"):format(fname, signal)
+    end
     if code == 127 then
       return nil, fname .. ": gnuplot is not installed (Debian: apt-get install gnuplot-nox)"
     end
@@ -363,20 +400,116 @@ local function known(...)
   return list
 end
 
--- The title and axis labels of opts (strings) as commands. In a text picture gnuplot centres the
--- y label at a fixed column, where a long one runs into the tic labels or is dropped: there it is
--- a label at the left edge, halfway up, in a left margin wide enough for it and tic labels of up
--- to 8 characters (the heatmap sets its own margin).
-local function labels(fname, arg, o, lines, kind, own_margin)
-  for _, key in ipairs { "title", "xlabel", "ylabel" } do
-    local v = opt_string(fname, arg, o, key)
-    if v and key == "ylabel" and kind == "text" then
-      lines[#lines + 1] = ("set label 100 %s at screen 0, graph 0.5 left"):format(gp_text(v))
-      if not own_margin then lines[#lines + 1] = ("set lmargin %d"):format(#v + 11) end
-    elseif v then
-      lines[#lines + 1] = ("set %s %s"):format(key, gp_text(v))
+-- ---------------------------------------------------------------- titles and labels
+
+-- The lines of a text (plain_text: its newlines split it) and the width of the widest, in
+-- characters.
+local function text_lines(s)
+  local list, widest = {}, 0
+  for l in (plain_text(s) .. "\n"):gmatch("(.-)\n") do
+    list[#list + 1] = l
+    widest = math.max(widest, utf8.len(l))
+  end
+  return list, widest
+end
+
+-- The lines of a text at most `width` characters wide: each of its lines as it is when it fits,
+-- else broken at spaces, a word wider than the width cut.
+local function wrap(s, width)
+  local out = {}
+  for _, line in ipairs((text_lines(s))) do
+    if utf8.len(line) <= width then
+      out[#out + 1] = line
+    else
+      local cur, n = nil, 0 -- the line being filled and its width
+      for word in line:gmatch("%S+") do
+        local w = utf8.len(word)
+        while w > width do
+          if cur then out[#out + 1], cur, n = cur, nil, 0 end
+          local cut = utf8.offset(word, width + 1)
+          out[#out + 1], word, w = word:sub(1, cut - 1), word:sub(cut), w - width
+        end
+        if w > 0 then
+          if cur and n + 1 + w <= width then
+            cur, n = cur .. " " .. word, n + 1 + w
+          else
+            if cur then out[#out + 1] = cur end
+            cur, n = word, w
+          end
+        end
+      end
+      if cur then out[#out + 1] = cur end
     end
   end
+  return out
+end
+
+-- A line centred at column `centre` (0-based) of a picture `width` characters wide, as far as
+-- the picture leaves room (a line as wide as the picture starts at its left edge).
+local function centred(line, centre, width)
+  local n = utf8.len(line)
+  return (" "):rep(math.max(0, math.min(centre - n // 2, width - n))) .. line
+end
+
+-- The title and axis labels of opts, checked: strings or nil.
+local function check_labels(fname, arg, o)
+  for _, key in ipairs { "title", "xlabel", "ylabel" } do opt_string(fname, arg, o, key) end
+end
+
+-- The title and axis labels of a PNG, SVG or sixel picture as commands.
+local function labels(o, lines)
+  for _, key in ipairs { "title", "xlabel", "ylabel" } do
+    if o[key] then lines[#lines + 1] = ("set %s %s"):format(key, gp_text(o[key])) end
+  end
+end
+
+-- The y label of a text picture `width` characters wide. gnuplot centres it at a fixed column,
+-- where a long one runs into the tic labels or is dropped: it is a label at the left edge,
+-- halfway up, in a left margin of margin(w) characters (w: its widest line), when that margin
+-- is at most half the width (the rest is the picture's). Gives the margin, or nil and the
+-- y label as lines of their own (for above the picture) when it would take more.
+local function text_ylabel(o, width, lines, margin)
+  if not o.ylabel then return nil, {} end
+  local _, w = text_lines(o.ylabel)
+  if margin(w) > width // 2 then return nil, wrap(o.ylabel, width) end
+  lines[#lines + 1] = ("set label 100 %s at screen 0, graph 0.5 left"):format(gp_text(o.ylabel))
+  return margin(w), {}
+end
+
+-- The title and axis labels of a text picture t (rp.plot, rp.scatter, rp.hist) as commands: the
+-- y label as text_ylabel puts it, in a margin for tic labels of up to 8 characters too; a title
+-- and an x label whose every line fits the width through gnuplot (which drops a wider title and
+-- cuts a wider x label). Otherwise they are lines of their own, wrapped to the width: the title
+-- centred above the picture, then the y label, and the x label centred below it; the picture
+-- is as many lines shorter (down to 10). Gives the text above and below the picture.
+local function text_labels(o, t, lines)
+  local width = t.size[1]
+  local above, below = {}, {}
+  local function own(key, to)
+    for _, l in ipairs(wrap(o[key], width)) do to[#to + 1] = centred(l, width // 2, width) end
+  end
+  if o.title then
+    local _, w = text_lines(o.title)
+    if w <= width then
+      lines[#lines + 1] = "set title " .. gp_text(o.title)
+    else
+      own("title", above)
+    end
+  end
+  local margin, ylines = text_ylabel(o, width, lines, function(w) return w + 11 end)
+  if margin then lines[#lines + 1] = ("set lmargin %d"):format(margin) end
+  for _, l in ipairs(ylines) do above[#above + 1] = l end
+  if o.xlabel then
+    local _, w = text_lines(o.xlabel)
+    if w <= width then
+      lines[#lines + 1] = "set xlabel " .. gp_text(o.xlabel)
+    else
+      own("xlabel", below)
+    end
+  end
+  t.size = { width, math.max(10, t.size[2] - #above - #below) }
+  local function text(list) return #list > 0 and table.concat(list, "\n") .. "\n" or nil end
+  return text(above), text(below)
 end
 
 -- Every value of the lists (x, or the series of y) must be > 0 on a log scale.
@@ -467,6 +600,12 @@ local function xy_plot(fname, style, ...)
   local logx, logy = opt_boolean(fname, oarg, o, "logx"), opt_boolean(fname, oarg, o, "logy")
   local xrange, yrange = opt_range(fname, oarg, o, "xrange"), opt_range(fname, oarg, o, "yrange")
   local t = target(fname, oarg, o)
+  local marks = style == "lines" and LINE_MARKS or POINT_MARKS
+  if t.kind == "text" and #series > #marks then
+    argerror(fname, yarg, ("y has %d series, more than the %d marks of a text picture (%s): draw "
+      .. "them to a .png or .svg file"):format(#series, #marks,
+        style == "lines" and marks or "A-Z, a-z"))
+  end
   if logx and xs then check_log(fname, xarg, "logx", { xs }, "x") end
   if logy then check_log(fname, yarg, "logy", series, "y") end
   if logx and xrange and xrange[1] <= 0 then
@@ -487,7 +626,9 @@ local function xy_plot(fname, style, ...)
     end
     datablock(lines, "s" .. i, rows)
   end
-  labels(fname, oarg, o, lines, t.kind)
+  check_labels(fname, oarg, o)
+  local header, footer
+  if t.kind == "text" then header, footer = text_labels(o, t, lines) else labels(o, lines) end
   if t.kind ~= "text" then
     lines[#lines + 1] = "set grid"
     for i, c in ipairs(COLOURS) do lines[#lines + 1] = ("set linetype %d lc rgb '%s'"):format(i, c) end
@@ -507,13 +648,13 @@ local function xy_plot(fname, style, ...)
     if style == "lines" then
       with = t.kind == "text" and "lines" or "lines lw 2"
     else -- points: letters A, B, ... in text, filled circles in colour otherwise
-      with = t.kind == "text" and ("points pt %d"):format(i) or "points pt 7 ps 0.8"
+      with = t.kind == "text" and ("points pt '%s'"):format(marks:sub(i, i)) or "points pt 7 ps 0.8"
     end
     plots[i] = ("$s%d using 1:2 with %s %s"):format(i, with,
       names and ("title " .. gp_text(names[i])) or "notitle")
   end
   lines[#lines + 1] = "plot " .. table.concat(plots, ", ")
-  return render(fname, t, lines)
+  return render(fname, t, lines, footer, header)
 end
 
 function rp.plot(...) return xy_plot("rp.plot", "lines", ...) end
@@ -532,17 +673,25 @@ end
 -- A text heatmap: one character per cell (a shade of SHADES), two columns wide, one line high;
 -- a matrix larger than the picture (at most t.size) is averaged over blocks of br x bc cells.
 -- Each block sits at its centre in the matrix's 1-based indices; the picture is exactly as large
--- as its blocks need, and its title and x label are lines of their own above and below it
--- (gnuplot would drop a title wider than the cells). Adds the commands to lines; returns the
--- lines above and below the picture.
+-- as its blocks need, and its title and x label are lines of their own above and below it,
+-- wrapped to t.size's width (gnuplot would drop a title wider than the cells); the y label as
+-- text_ylabel puts it, beside the row numbers or else under the title. Adds the commands to
+-- lines; returns the text above and below the picture.
 local function text_heatmap(rows, lo, hi, t, o, lines)
   local nr, nc = #rows, #rows[1]
-  local lm = (o.ylabel and #o.ylabel + 2 or 0) + #tostring(nr) + 3
+  local full = t.size[1]
+  local margin, ylines = text_ylabel(o, full, lines,
+    function(w) return w + 2 + #tostring(nr) + 3 end)
+  local lm = margin or #tostring(nr) + 3
   local rm, tm, bm = 2, 0, 1
-  local above = o.title and 2 or 0 -- the title and a blank line
-  local below = (o.xlabel and 1 or 0) + 1 -- the x label, the shades
+  local titles = o.title and wrap(o.title, full) or {}
+  local xlines = o.xlabel and wrap(o.xlabel, full) or {}
+  -- the title and a blank line, the y label's lines
+  local above = (#titles > 0 and #titles + 1 or 0) + #ylines
+  local below = #xlines + 1 -- the x label, the shades
   local max_cols = math.max(1, (t.size[1] - lm - rm - 3) // 2)
-  local max_rows = math.max(1, t.size[2] - tm - bm - 2 - above - below)
+  -- (the lines of the picture down to 10, as text_labels leaves them)
+  local max_rows = math.max(10 - tm - bm - 2, t.size[2] - tm - bm - 2 - above - below)
   local br, bc = math.ceil(nr / max_rows), math.ceil(nc / max_cols)
   local nbr, nbc = math.ceil(nr / br), math.ceil(nc / bc)
   local cells = {}
@@ -568,19 +717,25 @@ local function text_heatmap(rows, lo, hi, t, o, lines)
     ("set yrange [%s:%s]"):format(num(nbr * br + 0.5 + br / 2), num(0.5 - br / 2)),
     ("set lmargin %d"):format(lm), ("set rmargin %d"):format(rm), ("set tmargin %d"):format(tm),
     ("set bmargin %d"):format(bm), "set tics scale 0",
-    ("set xtics %d, %d, %d out nomirror"):format(xstep == 1 and 1 or xstep, xstep, nc),
-    ("set ytics %d, %d, %d out nomirror"):format(ystep == 1 and 1 or ystep, ystep, nr),
+    -- (a step past the last row or column: a tic at 1 only)
+    ("set xtics %d, %d, %d out nomirror"):format((xstep == 1 or xstep > nc) and 1 or xstep,
+      xstep, nc),
+    ("set ytics %d, %d, %d out nomirror"):format((ystep == 1 or ystep > nr) and 1 or ystep,
+      ystep, nr),
   } do
     lines[#lines + 1] = l
   end
   datablock(lines, "m", cells)
   lines[#lines + 1] = "plot $m using 1:2:3 with labels"
   -- the title centred over the picture, the x label under the cells
-  local function centred(text, centre) return (" "):rep(math.max(0, centre - #text // 2)) .. text end
-  local header = o.title and centred(o.title, math.max(width, #o.title) // 2) .. "\n\n" or ""
-  local footer = o.xlabel and centred(o.xlabel, lm + nbc + 1) .. "\n" or ""
-  return header, footer .. ("shades \"%s\" from %s to %s%s\n"):format(SHADES, num(lo), num(hi),
-    (br > 1 or bc > 1) and (", each the mean of %d x %d"):format(br, bc) or "")
+  local header, footer = {}, {}
+  for _, l in ipairs(titles) do header[#header + 1] = centred(l, width // 2, full) .. "\n" end
+  if #titles > 0 then header[#header + 1] = "\n" end
+  for _, l in ipairs(ylines) do header[#header + 1] = l .. "\n" end
+  for _, l in ipairs(xlines) do footer[#footer + 1] = centred(l, lm + nbc + 1, full) .. "\n" end
+  return table.concat(header), table.concat(footer) .. ("shades \"%s\" from %s to %s%s\n")
+    :format(SHADES, num(lo), num(hi), (br > 1 or bc > 1) and (", each the mean of %d x %d")
+    :format(br, bc) or "")
 end
 
 function rp.heatmap(m, opts)
@@ -597,13 +752,11 @@ function rp.heatmap(m, opts)
   if range then lo, hi = range[1], range[2] end
   local lines, header, footer = {}, nil, nil
   lines[#lines + 1] = "unset key"
+  check_labels(fname, 2, o)
   if t.kind == "text" then
-    labels(fname, 2, { ylabel = o.ylabel }, lines, t.kind, true)
-    opt_string(fname, 2, o, "title")
-    opt_string(fname, 2, o, "xlabel")
     header, footer = text_heatmap(rows, lo, hi, t, o, lines)
   else
-    labels(fname, 2, o, lines, t.kind)
+    labels(o, lines)
     lines[#lines + 1] = ("set xrange [0.5:%s]"):format(num(nc + 0.5))
     lines[#lines + 1] = ("set yrange [%s:0.5]"):format(num(nr + 0.5)) -- row 1 at the top
     datablock(lines, "m", rows)
@@ -660,8 +813,10 @@ function rp.hist(values, opts)
   for i = 1, bins do rows[i] = { lo + (i - 0.5) * width, counts[i] } end
   local lines = {}
   datablock(lines, "h", rows)
+  check_labels(fname, 2, o)
   if o.ylabel == nil then o.ylabel = "count" end
-  labels(fname, 2, o, lines, t.kind)
+  local header, footer
+  if t.kind == "text" then header, footer = text_labels(o, t, lines) else labels(o, lines) end
   lines[#lines + 1] = "unset key"
   lines[#lines + 1] = ("set xrange [%s:%s]"):format(num(lo), num(hi))
   local most = 0
@@ -671,7 +826,7 @@ function rp.hist(values, opts)
   lines[#lines + 1] = t.kind == "text" and "set style fill empty"
     or "set style fill solid 0.6 border -1"
   lines[#lines + 1] = "plot $h using 1:2 with boxes"
-  return render(fname, t, lines)
+  return render(fname, t, lines, footer, header)
 end
 
 function rp.gnuplot(commands, opts)

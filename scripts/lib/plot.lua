@@ -22,9 +22,9 @@
 --     it (named b.label), each run thin (the first names them in the key); writes prefix.dat, .gp, .png, .svg; opts: title, xlabel,
 --     ylabel, zero (a line at y = 0)
 --   plot.km(series, prefix[, opts]) -> files | nil, message
---   plot.gp_string(s), plot.gp_path(s) -> s as a gnuplot string: a text of the picture, a path
 --     series: { {label = "rope", points = { {step, surv}, ... }}, ... }: Kaplan-Meier curves
 --     drawn as steps (the share of runs that have not jumped yet); opts: title, xlabel
+--   plot.gp_string(s), plot.gp_path(s) -> rp.gnuplot_string(s), rp.gnuplot_string(s, "path")
 local rp = require "roper"
 local fileio = require "lib.fileio"
 local tables = require "lib.tables"
@@ -58,30 +58,10 @@ local function band(results, x)
   return rows
 end
 
--- s as a gnuplot string for a path: backslashes, double quotes and backquotes escaped (in a
--- double-quoted string gnuplot runs `command` through the shell), a newline as \n (gnuplot
--- reads it back as one); its other bytes kept.
-local function gp_path(s)
-  return '"' .. tostring(s):gsub('[\\"`]', "\\%0"):gsub("\n", "\\n") .. '"'
-end
-
--- A text of the picture (a title, a label, a series' name) as a gnuplot string, as rp.plot's: a
--- newline as \n, other control characters as spaces, a byte that is not UTF-8 as U+FFFD (an SVG
--- must hold text), with gp_path's escapes.
-local function gp_string(s)
-  s = tostring(s)
-  if not utf8.len(s) then
-    local out, i = {}, 1
-    while i <= #s do
-      local n, bad = utf8.len(s, i)
-      if n then out[#out + 1] = s:sub(i) break end
-      out[#out + 1] = s:sub(i, bad - 1) .. "\u{FFFD}"
-      i = bad + 1
-    end
-    s = table.concat(out)
-  end
-  return '"' .. s:gsub('[\\"`]', "\\%0"):gsub("\n", "\\n"):gsub("%c", " ") .. '"'
-end
+-- s as a gnuplot string (rp.gnuplot_string): a text of the picture (a newline as \n, other
+-- control characters as spaces, a byte that is not UTF-8 as U+FFFD), or a path (its bytes kept).
+local function gp_string(s) return rp.gnuplot_string(s) end
+local function gp_path(s) return rp.gnuplot_string(s, "path") end
 plot.gp_string, plot.gp_path = gp_string, gp_path
 
 local colours = { "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",

@@ -87,6 +87,38 @@ describe("text pictures", function()
     assert.are.same({ 4, 4 }, { a, b }) -- three points and the key's sample each
   end)
 
+  it("no two series share a mark: 52 letters for points, 7 marks for lines, more refused",
+    function()
+    local MARKS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+    local function many(n)
+      local y, names = {}, {}
+      for i = 1, n do y[i], names[i] = { i, i + 1 }, ("s%d"):format(i) end
+      return y, names
+    end
+    local out = dir .. "/marks.txt"
+    local y, names = many(52)
+    assert.are.equal(out, rp.scatter(y, { labels = names, size = { 120, 60 }, out = out }))
+    local text = assert(h.read(out))
+    for i = 1, 52 do -- the key names series i with its own letter
+      assert.truthy(text:find(("s%d +%s"):format(i, MARKS:sub(i, i))), i .. ":\n" .. text)
+    end
+    y, names = many(7)
+    assert.are.equal(out, rp.plot(y, { labels = names, size = { 120, 30 }, out = out }))
+    text = assert(h.read(out))
+    for i, m in ipairs { "*", "#", "$", "%", "@", "&", "=" } do
+      assert.truthy(text:find(("s%d %s%s"):format(i, m:gsub("%p", "%%%0"), m:gsub("%p", "%%%0"))),
+        i .. ":\n" .. text)
+    end
+    assert.has_error(function() rp.scatter((many(53)), { out = out }) end, "bad argument #1 to "
+      .. "'rp.scatter' (y has 53 series, more than the 52 marks of a text picture (A-Z, a-z): draw "
+      .. "them to a .png or .svg file)")
+    assert.has_error(function() rp.plot({ 1, 2 }, (many(8)), { out = out }) end,
+      "bad argument #2 to 'rp.plot' (y has 8 series, more than the 7 marks of a text picture "
+      .. "(*#$%@&=): draw them to a .png or .svg file)")
+    -- in colour they are drawn
+    assert.are.equal(dir .. "/marks.svg", rp.plot((many(8)), { out = dir .. "/marks.svg" }))
+  end)
+
   it("rp.heatmap: one shade per cell, row 1 at the top, the shades named below", function()
     local m = rp.eye(4)
     m:set(2, 1, 0.5)
@@ -124,7 +156,7 @@ describe("text pictures", function()
   it("a long y label stands at the left edge, apart from the tic labels", function()
     -- gnuplot's own y label runs into the tic labels (count1.5) or is dropped when long
     for _, draw in ipairs { function(out) return rp.plot({ 1, 2, 3 }, { ylabel = "a long y label",
-        size = { 50, 10 }, out = out }) end,
+        size = { 80, 10 }, out = out }) end,
       function(out) return rp.heatmap(rp.eye(5), { ylabel = "a long y label", out = out }) end } do
       local out = dir .. "/ylabel.txt"
       assert.are.equal(out, draw(out))
@@ -140,6 +172,81 @@ describe("text pictures", function()
     local l = lines(assert(h.read(out)))
     assert.are.equal("a title wider than two cells", l[1]) -- gnuplot dropped it
     assert.truthy(l[#l - 1]:find("^ *an x label as wide$"), l[#l - 1])
+  end)
+
+  it("a y label, title or x label too long for the width: the plot area kept, every word shown, "
+    .. "no line wider", function()
+    local W = 80
+    local ylabel = "training loss of the roper model on substring_index (nats per token)"
+    local title = "loss of rope and roper on substring_index, 10 seeds each, d_model 64, 2 layers, "
+      .. "4 heads, a title wider than the picture"
+    local xlabel = "the values of the q, k and v weights of layer 1 after 2000 steps of training "
+      .. "on addition"
+    local long = ("y"):rep(5000)
+    local function words(s) return (s:gsub("%s+", " ")) end
+    -- the widest span between the frame's corners (+---+), in characters
+    local function area(text)
+      local widest = 0
+      for _, l in ipairs(lines(text)) do
+        local a, b = l:find("%+[-+]+%+")
+        if a then widest = math.max(widest, b - a - 1) end
+      end
+      return widest
+    end
+    local cases = {
+      { "plot", function(o) return rp.plot({ 1, 2, 3 }, o) end },
+      { "scatter", function(o) return rp.scatter({ 1, 2, 3 }, { 3, 1, 2 }, o) end },
+      { "hist", function(o) return rp.hist({ 1, 2, 2, 3 }, o) end },
+      { "heatmap", function(o) return rp.heatmap(rp.eye(8), o) end },
+    }
+    for _, c in ipairs(cases) do
+      for _, o in ipairs { { ylabel = ylabel, title = title, xlabel = xlabel },
+        { ylabel = long, title = long } } do
+        local out = dir .. "/long-" .. c[1] .. ".txt"
+        o.size, o.out = { W, 24 }, out
+        assert.are.equal(out, c[2](o))
+        local text = assert(h.read(out))
+        for _, l in ipairs(lines(text)) do assert.is_true(utf8.len(l) <= W, c[1] .. ": " .. l) end
+        -- at least 2 columns a cell for the heatmap's 8, at least a third of the width for the
+        -- others (the y label's margin takes at most half)
+        assert.is_true(area(text) >= (c[1] == "heatmap" and 16 or W // 3), c[1] .. ":\n" .. text)
+        local all = words(text)
+        for _, key in ipairs { "title", "xlabel", "ylabel" } do
+          if o[key] ~= long then
+            assert.truthy(o[key] == nil or all:find(o[key], 1, true),
+              c[1] .. " " .. key .. ":\n" .. text)
+          end
+        end
+        if o.ylabel == long then
+          local _, ys = text:gsub("y", "")
+          assert.is_true(ys >= 2 * 5000, c[1] .. ": " .. ys) -- the title and the y label, whole
+        end
+      end
+    end
+    -- a y label whose margin fits half the width stays beside the axis, in the picture's height
+    local out, plain = dir .. "/short.txt", dir .. "/plain.txt"
+    assert.are.equal(out, rp.plot({ 1, 2, 3 }, { ylabel = ("y"):rep(29), size = { W, 12 },
+      out = out }))
+    assert.are.equal(plain, rp.plot({ 1, 2, 3 }, { size = { W, 12 }, out = plain }))
+    assert.are.equal(#lines(assert(h.read(plain))), #lines(assert(h.read(out))))
+    assert.truthy(assert(h.read(out)):find("\n" .. ("y"):rep(29) .. " +[%d.]* *[|+]"))
+  end)
+
+  it("control characters of a title or label drawn outside gnuplot are spaces, as gnuplot's are",
+    function()
+    -- the heatmap's title and x label, and a title too wide for gnuplot, are lines of roper's
+    local out = dir .. "/esc.txt"
+    for _, draw in ipairs {
+      function() return rp.heatmap({ { 1, 2 }, { 3, 4 } }, { title = "t\27[31mred\tx",
+        xlabel = "x\27[0m\127", ylabel = "y\27]0;pwned\7", out = out }) end,
+      function() return rp.plot({ 1, 2 }, { title = ("w"):rep(90) .. "\27[31mred\u{9B}1m",
+        xlabel = ("x"):rep(90) .. "\27[0m", size = { 80, 20 }, out = out }) end } do
+      assert.are.equal(out, draw())
+      local text = assert(h.read(out))
+      assert.is_nil(text:find("[\0-\9\11-\31\127]"), text)
+      assert.is_nil(text:find("\u{9B}", 1, true), text)
+      assert.truthy(text:find(" [31mred", 1, true), text)
+    end
   end)
 
   it("rp.hist counts into bins", function()
@@ -363,6 +470,40 @@ describe("the scripts' pictures (scripts/lib/plot.lua) through rp.gnuplot", func
     assert.are.equal('"a\\nb\xff"', plot.gp_path('a\nb\xff'))
   end)
 
+  it("quote their text with rp.gnuplot_string: a compare whose method label has a newline and a "
+    .. "byte that is not UTF-8 draws loss.svg as XML", function()
+    -- the label is the method, here with a path (a corpus file) holding both
+    local corpus = dir .. "/a\nb\xff.txt"
+    h.write(corpus, assert(h.read("/usr/share/games/fortunes/cookie")))
+    local out = dir .. "/cmp"
+    local _, se, code = h.run(("%s scripts/compare.lua --task text --methods %s --seeds 1 "
+      .. "--steps 2 --d-model 16 --heads 2 --layers 1 --seq-len 32 --batch 4 --valid-batches 1 "
+      .. "--quiet --out %s"):format(h.sh_quote(BIN), h.sh_quote("rope:path=" .. corpus),
+      h.sh_quote(out)))
+    assert.are.equal(0, code, se)
+    local svg = assert(h.read(out .. "/loss.svg"))
+    local _, perr, pcode = h.run(("%s -c %s %s"):format(h.PY,
+      h.sh_quote("import sys, xml.dom.minidom as m; m.parse(sys.argv[1])"),
+      h.sh_quote(out .. "/loss.svg")))
+    assert.are.equal(0, pcode, perr)
+    -- the key's line of the label: its newline a line break, its byte U+FFFD
+    assert.truthy(svg:find("<text>b\u{FFFD}.txt: each run (1)</text>", 1, true), svg)
+  end)
+
+  it("rp.gnuplot_string: a text or a path as a gnuplot string", function()
+    assert.are.equal('"a\\`b\\"c\\\\ \\n"', rp.gnuplot_string('a`b"c\\ \n'))
+    -- a text: control characters (tab, ESC, DEL, C1's CSI) as spaces, a byte not UTF-8 as U+FFFD
+    assert.are.equal('"a b c d e \u{FFFD} \u{A0}"',
+      rp.gnuplot_string("a\tb\27c\127d\u{9B}e \xff \u{A0}", "text"))
+    -- a path: every byte but the newline kept
+    assert.are.equal('"a\tb\27\\n\xff"', rp.gnuplot_string("a\tb\27\n\xff", "path"))
+    assert.are.equal('"2.5"', rp.gnuplot_string(2.5))
+    assert.has_error(function() rp.gnuplot_string(nil) end,
+      "bad argument #1 to 'rp.gnuplot_string' (expected a string, got nil)")
+    assert.has_error(function() rp.gnuplot_string("x", "file") end,
+      "bad argument #2 to 'rp.gnuplot_string' (kind must be \"text\" or \"path\", got string \"file\")")
+  end)
+
   it("loss curves' data: each run headed by its seed, an integer as read back from JSON", function()
     package.path = "scripts/?.lua;" .. package.path
     local plot = require "lib.plot"
@@ -435,6 +576,22 @@ describe("where a picture goes", function()
   end)
 end)
 
+describe("an interrupted picture", function()
+  it("a Ctrl-C while gnuplot draws: nil and 'interrupted', not gnuplot's exit status", function()
+    -- gnuplot sends SIGINT to its process group, as a Ctrl-C at the terminal does: roper (in a
+    -- group of its own), the shell that runs gnuplot, and gnuplot
+    local so, se, code = h.run("setsid -w " .. h.sh_quote(BIN) .. " -e " .. h.sh_quote(
+      "print(rp.gnuplot({'system \"kill -INT 0\"', 'plot x'}, {out = '" .. dir .. "/int.txt'}))"))
+    assert.are.equal(0, code, se)
+    assert.are.equal("nil\trp.gnuplot: the picture was interrupted (SIGINT: Ctrl-C)\n", so)
+    assert.is_nil(h.read(dir .. "/int.txt"))
+    -- a signal to gnuplot alone (its shell's parent is gnuplot)
+    assert.are.same({ nil, "rp.gnuplot: gnuplot was stopped by signal 9" },
+      { rp.gnuplot({ 'system "kill -KILL $PPID"', "plot x" }, { out = dir .. "/int.txt" }) })
+    assert.is_nil(h.read(dir .. "/int.txt"))
+  end)
+end)
+
 describe("bad input", function()
   local function refuses(fn, msg)
     local ok, err = pcall(fn)
@@ -483,6 +640,11 @@ describe("bad input", function()
       "bad argument #1 to 'rp.heatmap' (row 2 has 1 values, row 1 has 2)" },
     { function() return rp.heatmap(rp.full({ 2, 2 }, math.huge)) end,
       "bad argument #1 to 'rp.heatmap' (the value at [1, 1] is inf; values must be finite)" },
+    -- a list of rows names a value as the tensor form does
+    { function() return rp.heatmap({ { 1, 0 / 0 } }) end,
+      "bad argument #1 to 'rp.heatmap' (the value at [1, 2] is nan; values must be finite)" },
+    { function() return rp.heatmap({ { 1, 2 }, { 3, "x" } }) end,
+      "bad argument #1 to 'rp.heatmap' (the value at [2, 2] must be a number, got string \"x\")" },
     { function() return rp.heatmap(rp.zeros { 0, 3 }) end, "bad argument #1 to 'rp.heatmap' (the matrix is empty)" },
     { function() local t = rp.ones { 2, 2 }; getmetatable(t).__close(t) return rp.heatmap(t) end,
       "bad argument #1 to 'rp.heatmap' (attempt to use a released tensor)" },
