@@ -6,8 +6,8 @@
  *   roper -e 'stmt' / -i / -l mod / -v / -h / - (stdin as a script) / -- (end of options)
  *   roper --kernel            (the only argument) the REPL behind a machine-readable protocol for
  *                             the Jupyter kernel (repl_kernel.c, docs/notebooks.md)
- *   roper --blas-coretype     (first argument only) prints the OPENBLAS_CORETYPE this CPU needs
- *   roper --blas-env          (first argument only) prints NAME=value for every variable a roper
+ *   roper --blas-coretype     (the only argument) prints the OPENBLAS_CORETYPE this CPU needs
+ *   roper --blas-env          (the only argument) prints NAME=value for every variable a roper
  *                             process should start with and lacks (tests/with_blas_env exports them)
  *
  * At start the process re-executes itself with OPENBLAS_CORETYPE (the fastest kernels OpenBLAS
@@ -517,6 +517,7 @@ static void print_usage(FILE *f) {
             "  -i         enter the REPL after running 'script' and -e\n"
             "  -l mod     require library 'mod' into global 'mod'\n"
             "  -v         show version information (with the OpenBLAS core and threads)\n"
+            "  -W         turn warnings on\n"
             "  -h, --help show this help\n"
             "  --         stop handling options\n"
             "  -          run stdin as a script and stop handling options\n"
@@ -534,6 +535,13 @@ static void print_usage(FILE *f) {
             "                  OMP_WAIT_POLICY) and that is not set yet, or whose value it\n"
             "                  replaces (an OPENBLAS_CORETYPE naming slower kernels than the\n"
             "                  CPU runs; ROPER_KEEP_CORETYPE=1 keeps it).\n");
+}
+
+/* A command line that names an option the parser does not know, or one without its argument or
+ * with arguments it takes none of: the message, then the usage, on stderr. */
+static void refuse_option(const char *arg) {
+    fprintf(stderr, "%s: unrecognized option or missing argument '%s'\n", progname, arg);
+    print_usage(stderr);
 }
 
 static void print_version(void) {
@@ -794,9 +802,7 @@ static int pmain(lua_State *L) {
     }
     if (argv[0] && argv[0][0]) progname = argv[0];
     if (args == HAS_ERROR) {
-        fprintf(stderr, "%s: unrecognized option or missing argument '%s'\n", progname,
-                argv[script]);
-        print_usage(stderr);
+        refuse_option(argv[script]);
         return 0;
     }
     if (args & HAS_H) {
@@ -852,6 +858,11 @@ int main(int argc, char **argv) {
     }
     if (argc >= 2 && (strcmp(argv[1], "--blas-env") == 0 || strcmp(argv[1], "--blas-coretype") == 0)) {
         int core_only = strcmp(argv[1], "--blas-coretype") == 0;
+        if (argc > 2) { /* the only argument, as --kernel */
+            if (argv[0][0]) progname = argv[0];
+            refuse_option(argv[1]);
+            return EXIT_FAILURE;
+        }
         rp_blas_drop_coretype(argv); /* to read OpenBLAS's own choice */
         const char *names[RP_BLAS_ENV_MAX], *values[RP_BLAS_ENV_MAX];
         int n = rp_blas_wanted_env(names, values);

@@ -323,3 +323,36 @@ describe("help in the REPL", function()
     assert.truthy(out:find("\nfalse\n$"), out)
   end)
 end)
+
+describe("the command line", function()
+  local function run(args) return h.run(h.sh_quote(BIN) .. " " .. args) end
+
+  it("the usage lists every one-letter option the parser accepts, -W included", function()
+    local usage, err, code = run("-h")
+    assert.are.same({ "", 0 }, { err, code })
+    local listed, accepted = {}, {}
+    for c in usage:gmatch("\n  %-(%a)[ ,]") do listed[#listed + 1] = c end
+    -- every letter tried: a refused one says so before anything runs (-i, -v, -l and -e go on to
+    -- the script x or run x; stdin is empty)
+    for c in ("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"):gmatch(".") do
+      local _, e = run("-" .. c .. " x < /dev/null")
+      if not e:find("unrecognized option", 1, true) then accepted[#accepted + 1] = c end
+    end
+    table.sort(listed)
+    table.sort(accepted)
+    assert.are.same(accepted, listed)
+    assert.truthy(usage:find("\n  -W         turn warnings on\n", 1, true), usage)
+    assert.are.same({ "Lua warning: x\n", 0 }, { select(2, run("-W -e 'warn(\"x\")'")) })
+  end)
+
+  for _, opt in ipairs { "--blas-env", "--blas-coretype", "--kernel" } do
+    it(opt .. " with more arguments is refused as an unknown option", function()
+      local usage = run("-h")
+      for _, extra in ipairs { "x", "x y", "-e 1" } do
+        local out, err, code = run(opt .. " " .. extra .. " < /dev/null")
+        assert.are.same({ "", BIN .. ": unrecognized option or missing argument '" .. opt .. "'\n"
+          .. usage, 1 }, { out, err, code })
+      end
+    end)
+  end
+end)
