@@ -349,7 +349,7 @@ static int addreturn(lua_State *L, int at) {
 
 /* Compiles the line on the top (line `at` of the input) as a statement, reading more lines while
  * it is incomplete. Replaces it with the function or the error message; READ_INTERRUPTED drops
- * it. */
+ * it; READ_ERROR replaces it with the message of the failed read. */
 static int multiline(lua_State *L, int at) {
     for (;;) {
         size_t len;
@@ -365,6 +365,10 @@ static int multiline(lua_State *L, int at) {
         if (r == READ_INTERRUPTED) {
             lua_pop(L, 1);
             return READ_INTERRUPTED;
+        }
+        if (r == READ_ERROR) { /* the message replaces the chunk */
+            lua_remove(L, -2);
+            return READ_ERROR;
         }
         if (r == READ_EOF) { /* report the incomplete chunk's error */
             status = load_at(L, chunk, len, CHUNKNAME, at);
@@ -458,7 +462,7 @@ static void define_leave(lua_State *L) {
 
 /* Reads and evaluates chunks until EOF (or exit()). Returns the number of chunks that failed. */
 static int run_repl(lua_State *L) {
-    int failures = 0;
+    int failures = 0, status = LUA_OK;
     const char *oldprogname = progname;
     progname = NULL;
     if (g_interactive) {
@@ -468,11 +472,15 @@ static int run_repl(lua_State *L) {
     define_leave(L);
     g_leave = 0;
     while (!g_leave) {
-        int status, r, at;
+        int r, at;
         lua_settop(L, 0);
         r = repl_pushline(L, 1);
         if (r == READ_EOF) break;
         if (r == READ_INTERRUPTED) continue;
+        if (r == READ_ERROR) { /* stdin cannot be read: the message is on the top */
+            status = READ_ERROR;
+            break;
+        }
         /* piped input: the chunk's line numbers are the input's; a terminal's lines are each 1 */
         at = g_interactive ? 1 : repl_lines_read();
         if (lua_rawlen(L, -1) == 0) continue; /* empty line */
@@ -485,6 +493,7 @@ static int run_repl(lua_State *L) {
         if (status != LUA_OK) {
             status = multiline(L, at);
             if (status == READ_INTERRUPTED) continue;
+            if (status == READ_ERROR) break;
         }
         if (status == LUA_OK) status = docall(L, 0, LUA_MULTRET);
         if (status != LUA_OK && g_interactive && g_interrupts == 1) {
@@ -496,6 +505,10 @@ static int run_repl(lua_State *L) {
         else
             report(L, status);
         if (status != LUA_OK) failures++;
+    }
+    if (status == READ_ERROR) { /* as `roper - < folder` says it; the exit status is then 1 */
+        l_message(oldprogname, lua_tostring(L, -1));
+        failures++;
     }
     lua_settop(L, 0);
     if (g_interactive) {

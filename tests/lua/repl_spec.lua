@@ -355,4 +355,11 @@ describe("the command line", function()
       end
     end)
   end
+
+  it("stdin that cannot be read (a folder) is an error, as it is for roper -", function()
+    local msg = BIN .. ": cannot read stdin: Is a directory\n"
+    assert.are.same({ "", msg, 1 }, { run("< /") })
+    assert.are.same({ "", msg, 1 }, { run("- < /") })
+  end)
 end)
+
