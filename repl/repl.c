@@ -335,8 +335,15 @@ static int incomplete(lua_State *L, int status) {
  * with the function. */
 static int addreturn(lua_State *L, int at) {
     const char *line = lua_tostring(L, -1);
-    const char *retline = lua_pushfstring(L, "return %s;", line);
-    int status = load_at(L, retline, strlen(retline), CHUNKNAME, at);
+    size_t len;
+    const char *retline;
+    int status;
+    lua_pushliteral(L, "return "); /* concatenated, not formatted: a NUL byte in the line stays */
+    lua_pushvalue(L, -2);
+    lua_pushliteral(L, ";");
+    lua_concat(L, 3);
+    retline = lua_tolstring(L, -1, &len);
+    status = load_at(L, retline, len, CHUNKNAME, at);
     if (status == LUA_OK) {
         lua_remove(L, -2); /* the modified line */
         repl_saveline(line);

@@ -79,6 +79,18 @@ describe("roper --kernel", function()
         { r[7], r[8] })
     end)
 
+  it("compiles a cell whole: a NUL byte is part of it, not its end (as in a file Lua compiles)",
+    function()
+      local replies, out, err, code = kernel_session(req("execute", '1\0 error("hidden")')
+        .. req("execute", 'x = 2\n#"a\0b\0c" + x') .. req("execute", "s = 'a\0b'\n#s"))
+      assert.are.same({ "", "", 0 }, { out, err, code })
+      assert.are.same({
+        '{"status":"error","kind":"syntax","message":"cell:1: unexpected symbol near \'1\'",'
+          .. '"traceback":"cell:1: unexpected symbol near \'1\'"}',
+        '{"status":"ok","results":[{"text":"7"}]}', '{"status":"ok","results":[{"text":"3"}]}',
+      }, h.lines(replies))
+    end)
+
   -- frames: a refused request is skipped by its declared length (one reply), a header that
   -- declares no length ends the session (one reply); the text of a refused request is never read
   -- as requests

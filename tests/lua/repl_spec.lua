@@ -363,3 +363,14 @@ describe("the command line", function()
   end)
 end)
 
+describe("a NUL byte in piped input", function()
+  it("is part of the line, as in a file Lua compiles: no code after it is skipped", function()
+    local d = h.tmpdir()
+    -- the NUL ends no line: a syntax error, as lua5.4 gives for the same bytes in a file
+    h.write(d .. "/in", '1\0error("hidden")\nprint("next")\n#"a\0b"\n')
+    local out, err, code = h.run(h.sh_quote(BIN) .. " < " .. h.sh_quote(d .. "/in"))
+    h.remove_tree(d)
+    assert.are.same({ "next\n3\n", "stdin:1: unexpected symbol near '1'\n", 1 }, { out, err, code })
+  end)
+end)
+
