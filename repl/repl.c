@@ -250,8 +250,7 @@ static int print_results(lua_State *L, int n) {
         lua_insert(L, -n - 1);
         status = docall(L, n, 0);
         if (status != LUA_OK) {
-            l_message(progname, lua_pushfstring(L, "error printing the results (%s)",
-                                                lua_tostring(L, -1)));
+            l_message(progname, lua_pushfstring(L, PRINT_ERROR_HEAD "%s", lua_tostring(L, -1)));
             lua_pop(L, 2);
         }
     }

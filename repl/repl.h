@@ -15,6 +15,10 @@
 /* What repl_pushline read. */
 enum { READ_LINE = 1, READ_EOF = 0, READ_INTERRUPTED = -1, READ_ERROR = -2 };
 
+/* The head of the message when showing a result fails (its __tostring raised): the error, with
+ * its traceback, follows it (the REPL, -e and the kernel). */
+#define PRINT_ERROR_HEAD "error printing the results: "
+
 /* On a terminal, before the first line: readline set up (completion on L's globals, SIGWINCH),
  * the history file read, its saving registered with atexit. */
 void repl_input_start(lua_State *L);

@@ -321,7 +321,7 @@ static int do_execute(lua_State *L) {
     lua_insert(L, base + 1);
     status = g_ev->docall(L, n, LUA_MULTRET);
     if (status != LUA_OK) {
-        lua_pushfstring(L, "error printing the results (%s)", lua_tostring(L, -1));
+        lua_pushfstring(L, PRINT_ERROR_HEAD "%s", lua_tostring(L, -1));
         lua_remove(L, -2);
         return send_error(L, "runtime");
     }

@@ -91,6 +91,17 @@ describe("roper --kernel", function()
       }, h.lines(replies))
     end)
 
+  it("gives a __tostring that raises as the error printing the results, with its traceback",
+    function()
+      local replies, out, err, code = kernel_session(req("execute",
+        'setmetatable({}, {__tostring = function() error("boom") end})'))
+      assert.are.same({ "", "", 0 }, { out, err, code })
+      assert.are.same({ '{"status":"error","kind":"runtime","message":"error printing the '
+        .. 'results: cell:1: boom","traceback":"error printing the results: cell:1: boom\\n'
+        .. 'stack traceback:\\n\\t[C]: in function \'error\'\\n\\tcell:1: in function '
+        .. '<cell:1>\\n\\t[C]: in ?\\n\\t[C]: in ?"}' }, h.lines(replies))
+    end)
+
   -- frames: a refused request is skipped by its declared length (one reply), a header that
   -- declares no length ends the session (one reply); the text of a refused request is never read
   -- as requests

@@ -374,3 +374,16 @@ describe("a NUL byte in piped input", function()
   end)
 end)
 
+describe("a __tostring that raises while the results print", function()
+  local TB = "stack traceback:\n\t[C]: in function 'error'\n\t%s:1: in function <%s:1>\n"
+    .. "\t[C]: in ?\n\t[C]: in ?\n"
+  local BAD = 'setmetatable({}, {__tostring = function() error("boom") end})'
+  it("gives the error and its traceback after one line that says what failed", function()
+    local out, err, code = h.run(h.sh_quote(BIN) .. " -e " .. h.sh_quote(BAD))
+    assert.are.same({ "", BIN .. ": error printing the results: (command line):1: boom\n"
+      .. TB:format("(command line)", "(command line)"), 1 }, { out, err, code })
+    out, err, code = repl(BAD .. "\nprint('on')\n")
+    assert.are.same({ "on\n", "error printing the results: stdin:1: boom\n"
+      .. TB:format("stdin", "stdin"), 1 }, { out, err, code })
+  end)
+end)
