@@ -89,6 +89,7 @@ local function build()
   topic_text.task = topic_text.tasks
   if rp.eval then by_value[rp.eval] = topic_text.eval end
   if rp.experiment then by_value[rp.experiment] = topic_text.experiment end
+  if rp.lm then by_value[rp.lm] = topic_text.lm end
   by_value[rp.help] = by_name["rp.help"]
 end
 

@@ -95,13 +95,22 @@ describe("help from docs/lua_api.md", function()
     local names = {}
     for _, t in ipairs(data.topics) do names[#names + 1] = t[1] end
     assert.are.same({ "tensor", "methods", "indexing", "arithmetic", "rng", "rope", "attention",
-      "model", "optim", "tasks", "eval", "tokenizer", "experiment", "plot", "mpi", "memory", "blas" },
-      names)
+      "model", "optim", "tasks", "eval", "tokenizer", "lm", "experiment", "plot", "mpi", "memory",
+      "blas" }, names)
     for t, v in pairs { tensor = rp.Tensor, rng = rp.Rng, rope = rp.rope, model = rp.Model,
       optim = rp.optim, tasks = rp.tasks, eval = rp.eval, experiment = rp.experiment,
-      mpi = rp.mpi, blas = rp.blas, tokenizer = rp.tokenizer } do
+      mpi = rp.mpi, blas = rp.blas, tokenizer = rp.tokenizer, lm = rp.lm } do
       assert.are.equal(rp.help(t), rp.help(v))
     end
+    -- every module table of rp has a help text (rp.lm had none)
+    for k, v in pairs(rp) do
+      if type(v) == "table" then assert.truthy(rp.help(v), "rp." .. k) end
+    end
+    -- a topic's name wins over a function's last part, as the doc says; the path finds the task
+    assert.truthy(rp.help("lm"):find("^Topic lm\n"))
+    assert.truthy(rp.help("lm"):find("rp.tasks.lm", 1, true))
+    assert.are.equal(rp.help(rp.tasks.lm), rp.help("tasks.lm"))
+    assert.truthy(rp.help("tasks.lm"):find("^rp%.tasks%.lm%(opts%)"))
     assert.truthy(rp.help("experiment"):find("rp.experiment.check", 1, true))
     assert.are.equal(rp.help("mpi"), rp.help(rp.Comm))
     assert.truthy(rp.help("comm:allreduce"):find("^comm:allreduce%(x%)"))
