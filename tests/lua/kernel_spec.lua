@@ -16,7 +16,7 @@ local CASES = { "kernel_info", "session_keeps_values", "prints_as_the_repl", "st
   "plot_bad_data", "request_after_an_error", "request_before_an_error", "help_query", "complete",
   "inspect", "is_complete", "interrupt_loop", "interrupt_blas", "interrupt_shell", "oversized_cell",
   "roper_killed_mid_cell", "restart",
-  "kernel_killed", "shutdown_removes_plots" }
+  "kernel_killed", "shutdown_removes_plots", "parent_gone_removes_plots" }
 
 -- roper --kernel itself, without Jupyter: requests piped in, the replies (fd 3) read from a file.
 local function kernel_session(requests, fd_env)
