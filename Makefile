@@ -227,9 +227,9 @@ $(SHLIB): $(CORE_OBJ)
 
 # The help texts of rp.help come from docs/lua_api.md: bindings/gen_help.lua turns it into a Lua
 # module (roper.help_data, which bindings/lua/help.lua requires), generated here and never in the
-# tree.
+# tree; it wraps the texts with bindings/lua/text_wrap.lua.
 HELP_DATA := $(BUILD)/gen/lua/help_data.lua
-$(HELP_DATA): bindings/gen_help.lua docs/lua_api.md | deps
+$(HELP_DATA): bindings/gen_help.lua bindings/lua/text_wrap.lua docs/lua_api.md | deps
 	@mkdir -p $(dir $@)
 	lua5.4 bindings/gen_help.lua docs/lua_api.md > $@
 

@@ -5,7 +5,8 @@
 --
 -- The output, the module roper.help_data (required by bindings/lua/help.lua), returns
 --   { entries = { {name, signature, text, aliases}, ... },
---     topics = { {name, text}, ... } }   (in the order of the file)
+--     topics = { {name, text}, ... },   (in the order of the file)
+--     width = 80 }
 --
 -- The format of lua_api.md (docs/lua_api.md says it too, under "Help"):
 --  - an entry is a heading `### `signature`` (the whole heading one code span) and the text up to
@@ -15,16 +16,21 @@
 --    reached as a method).
 --  - a topic is the text between the lines `<!-- topic NAME -->` and `<!-- end topic -->`.
 --  - every other part of the file is documentation only.
--- The text is markdown turned into the plain text of the REPL: fenced code becomes "Example:" and
--- lines "  > code", a bullet "- x" becomes "  x" (its continuation lines "    ...", or aligned
--- with the value of a bullet "- key   value"), a table its
--- rows (header and rule dropped, cells aligned and wrapped in their columns), backticks, ** and backslash escapes go, blank
--- lines are dropped. A malformed entry or marker stops the generator with "file:line: message"
--- on stderr and exit status 1.
+-- The text is markdown turned into the plain text of the REPL, no line wider than WIDTH (80)
+-- columns: a paragraph's lines are joined and wrapped at WIDTH; fenced code becomes "Example:" and
+-- lines "  > code" as the file has them (a code line must fit: the generator refuses a longer one);
+-- a bullet "- x" becomes "  x", wrapped, its continuation lines "    ..." (or aligned with the
+-- value of a bullet "- key   value"); a table its rows (header and rule dropped, cells aligned and
+-- wrapped in their columns); backticks, ** and backslash escapes go, blank lines are dropped. A
+-- word wider than its line (a long path) stands alone on a line. A malformed entry or marker
+-- stops the generator with "file:line: message" on stderr and exit status 1.
+--
+-- The module also returns width = WIDTH, the width rp.help's own lines (the overview, the
+-- search) keep.
 
 local RECEIVERS = { t = "rp.Tensor", g = "rp.Rng", m = "rp.Model", opt = "rp.Optim",
   task = "rp.Task", tok = "rp.Tokenizer", comm = "rp.Comm" }
-local WIDTH = 92
+local WIDTH = 80
 
 local function fail(file, line, msg)
   io.stderr:write(("%s:%d: %s\n"):format(file, line, msg))
@@ -52,25 +58,13 @@ local function split_row(line)
   return cells
 end
 
--- Words of text in lines of at most width columns (a longer word has a line of its own).
-local function wrap(text, width)
-  local lines, line = {}, nil
-  for word in text:gmatch("%S+") do
-    if line and #line + 1 + #word <= width then
-      line = line .. " " .. word
-    else
-      if line then lines[#lines + 1] = line end
-      line = word
-    end
-  end
-  lines[#lines + 1] = line or ""
-  return lines
-end
+-- Words in lines (bindings/lua/text_wrap.lua, which rp.help uses too), found next to this file.
+local wrap = dofile(((arg and arg[0] or ""):match("^(.*/)") or "./") .. "lua/text_wrap.lua").wrap
 
 -- Rows of a markdown table (header and rule dropped) as aligned lines, every cell wrapped in its
 -- column: the columns before the last are as wide as their cells but at most CELL_MAX (or their
 -- longest word), so the last column, the meaning, keeps the rest of the WIDTH.
-local CELL_MAX = 20
+local CELL_MAX = 16
 local function table_lines(rows, out)
   local widths = {}
   for _, r in ipairs(rows) do
@@ -102,9 +96,22 @@ local function table_lines(rows, out)
 end
 
 -- Markdown lines {text, lineno} of one entry or topic -> the plain text.
+local CODE = "  > "
 local function plain(file, lines)
   local out, rows = {}, nil
-  local in_fence, in_bullet, example = false, false, false
+  local in_fence, example = false, false
+  -- the paragraph or bullet being read: its words so far, and what starts its first line and the
+  -- lines after (the first line's start holds the key of a bullet "- key   value"); in a bullet,
+  -- bullet is the indent of the outer bullet's lines after the first (where an inner "- x" goes)
+  local para = nil
+  local function flush_para()
+    if not para then return end
+    local text = table.concat(para.words, " ")
+    for i, l in ipairs(wrap(text, WIDTH - #para.first, WIDTH - #para.rest)) do
+      out[#out + 1] = (i == 1 and para.first or para.rest) .. l
+    end
+    para = nil
+  end
   local function flush_table()
     if rows then table_lines(rows, out) end
     rows = nil
@@ -114,21 +121,26 @@ local function plain(file, lines)
     if in_fence then
       if s:match("^```%s*$") then
         in_fence = false
+      elseif #CODE + #s > WIDTH then
+        fail(file, n, ("an example line is %d columns in the help (%d at most): shorten it")
+          :format(#CODE + #s, WIDTH))
       else
-        out[#out + 1] = "  > " .. s
+        out[#out + 1] = CODE .. s
       end
     elseif s:match("^```") then
+      flush_para()
       flush_table()
       if not s:match("^```lua%s*$") and not s:match("^```%s*$") then
         fail(file, n, "an example must be a ```lua fence")
       end
-      in_fence, in_bullet = true, false
+      in_fence = true
       if not example then out[#out + 1] = "Example:" end
       example = true
     elseif s:match("^%s*$") then
+      flush_para()
       flush_table()
-      in_bullet = false
     elseif s:match("^|") then
+      flush_para()
       if not rows then
         rows = { header = true }
       elseif rows.header then
@@ -139,21 +151,33 @@ local function plain(file, lines)
       end
       example = false
     elseif s:match("^%- ") then
+      flush_para()
       flush_table()
-      out[#out + 1] = "  " .. strip_inline(s:sub(3))
-      -- "- key     value": continuation lines align with the value, others indent by 4.
+      -- "- key     value": the lines after the first align with the value, others indent by 4
       local key = s:match("^%- ([^%s`]+%s%s+)%S")
-      in_bullet, example = (" "):rep(2 + (key and #key or 2)), false
-    elseif in_bullet and s:match("^  +%S") then
-      out[#out + 1] = in_bullet .. strip_inline((s:gsub("^%s+", "")))
+      local rest = (" "):rep(2 + (key and #key or 2))
+      para = { bullet = rest, first = "  " .. (key or ""), rest = rest,
+        words = { strip_inline(s:sub(3 + (key and #key or 0))) } }
+      example = false
+    elseif para and para.bullet and s:match("^  +%- ") then
+      -- a bullet inside the bullet: "- x" at the outer one's indent, its lines after 2 further
+      local indent = para.bullet
+      flush_para()
+      para = { bullet = indent, first = indent .. "- ", rest = indent .. "  ",
+        words = { strip_inline((s:gsub("^%s+%- ", ""))) } }
+    elseif para and para.bullet and s:match("^  +%S") then
+      para.words[#para.words + 1] = strip_inline((s:gsub("^%s+", "")))
     else
       flush_table()
       if s:match("^%s") then fail(file, n, "an indented line outside a bullet (use a ```lua fence for code)") end
-      out[#out + 1] = strip_inline(s)
-      in_bullet, example = false, false
+      if para and para.bullet then flush_para() end
+      if not para then para = { first = "", rest = "", words = {} } end
+      para.words[#para.words + 1] = strip_inline(s)
+      example = false
     end
   end
   if in_fence then fail(file, lines[#lines][2], "a ``` fence is not closed") end
+  flush_para()
   flush_table()
   return table.concat(out, "\n")
 end
@@ -203,6 +227,10 @@ local function parse(file, src)
       if s:match("^###%s") then
         local sig = s:match("^### `([^`]+)`%s*$")
         if not sig then fail(file, n, "an entry heading must be ### `signature` (one code span)") end
+        if #sig > WIDTH then
+          fail(file, n, ("the signature is %d columns (%d at most in the help): shorten it")
+            :format(#sig, WIDTH))
+        end
         local name = call_name(sig)
         if not name then
           fail(file, n, "the signature '" .. sig .. "' does not start with rp.name( or "
@@ -255,5 +283,5 @@ for _, e in ipairs(entries) do
 end
 out[#out + 1] = "}, topics = {\n"
 for _, t in ipairs(topics) do out[#out + 1] = ("  { %q, %q },\n"):format(t[1], t[2]) end
-out[#out + 1] = "} }\n"
+out[#out + 1] = ("}, width = %d }\n"):format(WIDTH)
 io.write(table.concat(out))

@@ -6,8 +6,8 @@
  *   roper -e 'stmt' / -i / -l mod / -v / -h / - (stdin as a script) / -- (end of options)
  *   roper --kernel            (the only argument) the REPL behind a machine-readable protocol for
  *                             the Jupyter kernel (repl_kernel.c, docs/notebooks.md)
- *   roper --blas-coretype     (first argument only) prints the OPENBLAS_CORETYPE this CPU needs
- *   roper --blas-env          (first argument only) prints NAME=value for every variable a roper
+ *   roper --blas-coretype     (the only argument) prints the OPENBLAS_CORETYPE this CPU needs
+ *   roper --blas-env          (the only argument) prints NAME=value for every variable a roper
  *                             process should start with and lacks (tests/with_blas_env exports them)
  *
  * At start the process re-executes itself with OPENBLAS_CORETYPE (the fastest kernels OpenBLAS
@@ -250,8 +250,7 @@ static int print_results(lua_State *L, int n) {
         lua_insert(L, -n - 1);
         status = docall(L, n, 0);
         if (status != LUA_OK) {
-            l_message(progname, lua_pushfstring(L, "error printing the results (%s)",
-                                                lua_tostring(L, -1)));
+            l_message(progname, lua_pushfstring(L, PRINT_ERROR_HEAD "%s", lua_tostring(L, -1)));
             lua_pop(L, 2);
         }
     }
@@ -335,8 +334,15 @@ static int incomplete(lua_State *L, int status) {
  * with the function. */
 static int addreturn(lua_State *L, int at) {
     const char *line = lua_tostring(L, -1);
-    const char *retline = lua_pushfstring(L, "return %s;", line);
-    int status = load_at(L, retline, strlen(retline), CHUNKNAME, at);
+    size_t len;
+    const char *retline;
+    int status;
+    lua_pushliteral(L, "return "); /* concatenated, not formatted: a NUL byte in the line stays */
+    lua_pushvalue(L, -2);
+    lua_pushliteral(L, ";");
+    lua_concat(L, 3);
+    retline = lua_tolstring(L, -1, &len);
+    status = load_at(L, retline, len, CHUNKNAME, at);
     if (status == LUA_OK) {
         lua_remove(L, -2); /* the modified line */
         repl_saveline(line);
@@ -349,7 +355,7 @@ static int addreturn(lua_State *L, int at) {
 
 /* Compiles the line on the top (line `at` of the input) as a statement, reading more lines while
  * it is incomplete. Replaces it with the function or the error message; READ_INTERRUPTED drops
- * it. */
+ * it; READ_ERROR replaces it with the message of the failed read. */
 static int multiline(lua_State *L, int at) {
     for (;;) {
         size_t len;
@@ -365,6 +371,10 @@ static int multiline(lua_State *L, int at) {
         if (r == READ_INTERRUPTED) {
             lua_pop(L, 1);
             return READ_INTERRUPTED;
+        }
+        if (r == READ_ERROR) { /* the message replaces the chunk */
+            lua_remove(L, -2);
+            return READ_ERROR;
         }
         if (r == READ_EOF) { /* report the incomplete chunk's error */
             status = load_at(L, chunk, len, CHUNKNAME, at);
@@ -458,7 +468,7 @@ static void define_leave(lua_State *L) {
 
 /* Reads and evaluates chunks until EOF (or exit()). Returns the number of chunks that failed. */
 static int run_repl(lua_State *L) {
-    int failures = 0;
+    int failures = 0, status = LUA_OK;
     const char *oldprogname = progname;
     progname = NULL;
     if (g_interactive) {
@@ -468,11 +478,15 @@ static int run_repl(lua_State *L) {
     define_leave(L);
     g_leave = 0;
     while (!g_leave) {
-        int status, r, at;
+        int r, at;
         lua_settop(L, 0);
         r = repl_pushline(L, 1);
         if (r == READ_EOF) break;
         if (r == READ_INTERRUPTED) continue;
+        if (r == READ_ERROR) { /* stdin cannot be read: the message is on the top */
+            status = READ_ERROR;
+            break;
+        }
         /* piped input: the chunk's line numbers are the input's; a terminal's lines are each 1 */
         at = g_interactive ? 1 : repl_lines_read();
         if (lua_rawlen(L, -1) == 0) continue; /* empty line */
@@ -485,6 +499,7 @@ static int run_repl(lua_State *L) {
         if (status != LUA_OK) {
             status = multiline(L, at);
             if (status == READ_INTERRUPTED) continue;
+            if (status == READ_ERROR) break;
         }
         if (status == LUA_OK) status = docall(L, 0, LUA_MULTRET);
         if (status != LUA_OK && g_interactive && g_interrupts == 1) {
@@ -496,6 +511,10 @@ static int run_repl(lua_State *L) {
         else
             report(L, status);
         if (status != LUA_OK) failures++;
+    }
+    if (status == READ_ERROR) { /* as `roper - < folder` says it; the exit status is then 1 */
+        l_message(oldprogname, lua_tostring(L, -1));
+        failures++;
     }
     lua_settop(L, 0);
     if (g_interactive) {
@@ -517,6 +536,7 @@ static void print_usage(FILE *f) {
             "  -i         enter the REPL after running 'script' and -e\n"
             "  -l mod     require library 'mod' into global 'mod'\n"
             "  -v         show version information (with the OpenBLAS core and threads)\n"
+            "  -W         turn warnings on\n"
             "  -h, --help show this help\n"
             "  --         stop handling options\n"
             "  -          run stdin as a script and stop handling options\n"
@@ -534,6 +554,13 @@ static void print_usage(FILE *f) {
             "                  OMP_WAIT_POLICY) and that is not set yet, or whose value it\n"
             "                  replaces (an OPENBLAS_CORETYPE naming slower kernels than the\n"
             "                  CPU runs; ROPER_KEEP_CORETYPE=1 keeps it).\n");
+}
+
+/* A command line that names an option the parser does not know, or one without its argument or
+ * with arguments it takes none of: the message, then the usage, on stderr. */
+static void refuse_option(const char *arg) {
+    fprintf(stderr, "%s: unrecognized option or missing argument '%s'\n", progname, arg);
+    print_usage(stderr);
 }
 
 static void print_version(void) {
@@ -794,9 +821,7 @@ static int pmain(lua_State *L) {
     }
     if (argv[0] && argv[0][0]) progname = argv[0];
     if (args == HAS_ERROR) {
-        fprintf(stderr, "%s: unrecognized option or missing argument '%s'\n", progname,
-                argv[script]);
-        print_usage(stderr);
+        refuse_option(argv[script]);
         return 0;
     }
     if (args & HAS_H) {
@@ -852,6 +877,11 @@ int main(int argc, char **argv) {
     }
     if (argc >= 2 && (strcmp(argv[1], "--blas-env") == 0 || strcmp(argv[1], "--blas-coretype") == 0)) {
         int core_only = strcmp(argv[1], "--blas-coretype") == 0;
+        if (argc > 2) { /* the only argument, as --kernel */
+            if (argv[0][0]) progname = argv[0];
+            refuse_option(argv[1]);
+            return EXIT_FAILURE;
+        }
         rp_blas_drop_coretype(argv); /* to read OpenBLAS's own choice */
         const char *names[RP_BLAS_ENV_MAX], *values[RP_BLAS_ENV_MAX];
         int n = rp_blas_wanted_env(names, values);

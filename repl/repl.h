@@ -13,7 +13,11 @@
 #define HISTORY_FILE ".roper_history" /* in $HOME, unless $ROPER_HISTORY is set */
 
 /* What repl_pushline read. */
-enum { READ_LINE = 1, READ_EOF = 0, READ_INTERRUPTED = -1 };
+enum { READ_LINE = 1, READ_EOF = 0, READ_INTERRUPTED = -1, READ_ERROR = -2 };
+
+/* The head of the message when showing a result fails (its __tostring raised): the error, with
+ * its traceback, follows it (the REPL, -e and the kernel). */
+#define PRINT_ERROR_HEAD "error printing the results: "
 
 /* On a terminal, before the first line: readline set up (completion on L's globals, SIGWINCH),
  * the history file read, its saving registered with atexit. */
@@ -23,8 +27,9 @@ void repl_input_stop(void);
 
 /* Pushes the next input line (without its newline): through readline between repl_input_start and
  * repl_input_stop (prompt "roper> " for the first line of a chunk, "   >> " after), else from
- * stdin with getline(). Returns READ_LINE, READ_EOF or READ_INTERRUPTED (Ctrl-C at the prompt;
- * nothing pushed then or at EOF). */
+ * stdin with getline(). Returns READ_LINE, READ_EOF, READ_INTERRUPTED (Ctrl-C at the prompt;
+ * nothing pushed then or at EOF) or READ_ERROR (stdin cannot be read, e.g. it is a folder: the
+ * message "cannot read stdin: <reason>" pushed instead of a line). */
 int repl_pushline(lua_State *L, int firstline);
 /* How many lines repl_pushline has read from piped stdin (getline) so far: the number of the line
  * it read last. */

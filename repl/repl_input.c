@@ -442,8 +442,11 @@ int repl_pushline(lua_State *L, int firstline) {
         size_t cap = 0;
         ssize_t n = getline(&line, &cap, stdin);
         if (n < 0) {
+            int err = ferror(stdin) ? errno : 0; /* getline fails at the end and on an error */
             free(line);
-            return READ_EOF;
+            if (err == 0) return READ_EOF;
+            lua_pushfstring(L, "cannot read stdin: %s", strerror(err));
+            return READ_ERROR;
         }
         len = (size_t)n;
         if (len > 0 && line[len - 1] == '\n') line[--len] = '\0';

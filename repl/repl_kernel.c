@@ -160,18 +160,33 @@ static int is_incomplete(lua_State *L, int status) {
     return msg != NULL && n >= m && strcmp(msg + n - m, EOFMARK) == 0;
 }
 
+/* Pushes the text a .. glue .. b .. tail (a and b of na and nb bytes, joined by length: a NUL
+ * byte in a cell stays where "%s" formatting would cut the text) and returns it, its length in
+ * *n. */
+static const char *push_joined(lua_State *L, const char *a, size_t na, const char *glue,
+                               const char *b, size_t nb, const char *tail, size_t *n) {
+    lua_pushlstring(L, a, na);
+    lua_pushstring(L, glue);
+    lua_pushlstring(L, b, nb);
+    lua_pushstring(L, tail);
+    lua_concat(L, 4);
+    return lua_tolstring(L, -1, n);
+}
+
 /* Compiles the cell on the top: "return <cell>;" first, as the REPL does with a line; then, for
  * a cell of several lines whose last line is an expression by itself,
  * "<all but the last line>\nreturn <last line>;" (statements, then the
  * values to show, as a notebook cell often ends; a last line that is a call shows what it
- * returns, as the REPL shows it); else the cell itself. Replaces it with the function (LUA_OK)
- * or the cell's own error message. */
+ * returns, as the REPL shows it); else the cell itself. Every text is compiled whole, by its
+ * length, as Lua compiles a file (a NUL byte is a syntax error, not the end of the cell).
+ * Replaces it with the function (LUA_OK) or the cell's own error message. */
 static int load_cell(lua_State *L) {
-    size_t len;
+    size_t len, n;
     const char *cell = lua_tolstring(L, -1, &len);
-    const char *ret = lua_pushfstring(L, "return %s;", cell);
-    const char *last = cell + len;
-    int status = luaL_loadbuffer(L, ret, strlen(ret), CELL);
+    const char *end = cell + len;
+    const char *ret = push_joined(L, "", 0, "return ", cell, len, ";", &n);
+    const char *last = end;
+    int status = luaL_loadbuffer(L, ret, n, CELL);
     if (status == LUA_OK) {
         lua_replace(L, -3);
         lua_pop(L, 1);
@@ -183,8 +198,8 @@ static int load_cell(lua_State *L) {
     while (last > cell && last[-1] != '\n') last--;
     /* the last line must be an expression by itself ("return end;" compiles inside a block) */
     if (last > cell) {
-        const char *alone = lua_pushfstring(L, "return %s;", last);
-        int ok = luaL_loadbuffer(L, alone, strlen(alone), CELL) == LUA_OK;
+        const char *alone = push_joined(L, "", 0, "return ", last, (size_t)(end - last), ";", &n);
+        int ok = luaL_loadbuffer(L, alone, n, CELL) == LUA_OK;
         lua_pop(L, 2);
         if (!ok) last = cell;
     }
@@ -194,24 +209,24 @@ static int load_cell(lua_State *L) {
      * arguments start with: "(", "{", a string. */
     if (last > cell && luaL_loadbuffer(L, cell, len, CELL) == LUA_OK) {
         lua_pop(L, 1);
-        lua_pushlstring(L, cell, (size_t)(last - 1 - cell));
-        const char *apart = lua_pushfstring(L, "%s;\n%s", lua_tostring(L, -1), last);
-        int ok = luaL_loadbuffer(L, apart, strlen(apart), CELL) == LUA_OK;
-        lua_pop(L, 3);
+        const char *apart = push_joined(L, cell, (size_t)(last - 1 - cell), ";\n", last,
+                                        (size_t)(end - last), "", &n);
+        int ok = luaL_loadbuffer(L, apart, n, CELL) == LUA_OK;
+        lua_pop(L, 2);
         const char *first = last + strspn(last, " \t\r");
-        if (!ok || strchr("({\"'[", *first) != NULL) last = cell;
+        if (!ok || (*first != '\0' && strchr("({\"'[", *first) != NULL)) last = cell;
     } else if (last > cell) {
         lua_pop(L, 1); /* the cell's own message: it is compiled again below */
     }
     if (last > cell) {
-        lua_pushlstring(L, cell, (size_t)(last - 1 - cell));
-        const char *split = lua_pushfstring(L, "%s\nreturn %s;", lua_tostring(L, -1), last);
-        if (luaL_loadbuffer(L, split, strlen(split), CELL) == LUA_OK) {
-            lua_replace(L, -4); /* over the cell */
-            lua_pop(L, 2);      /* the two texts */
+        const char *split = push_joined(L, cell, (size_t)(last - 1 - cell), "\nreturn ", last,
+                                        (size_t)(end - last), ";", &n);
+        if (luaL_loadbuffer(L, split, n, CELL) == LUA_OK) {
+            lua_replace(L, -3); /* over the cell */
+            lua_pop(L, 1);      /* the text */
             return LUA_OK;
         }
-        lua_pop(L, 3); /* the message and the two texts */
+        lua_pop(L, 2); /* the message and the text */
     }
     status = luaL_loadbuffer(L, cell, len, CELL);
     lua_remove(L, -2);
@@ -306,7 +321,7 @@ static int do_execute(lua_State *L) {
     lua_insert(L, base + 1);
     status = g_ev->docall(L, n, LUA_MULTRET);
     if (status != LUA_OK) {
-        lua_pushfstring(L, "error printing the results (%s)", lua_tostring(L, -1));
+        lua_pushfstring(L, PRINT_ERROR_HEAD "%s", lua_tostring(L, -1));
         lua_remove(L, -2);
         return send_error(L, "runtime");
     }

@@ -14,6 +14,17 @@ local internals = require "roper.internals"
 -- { entries = { {name, signature, text, aliases}, ... }, topics = { {name, text}, ... } }.
 local data = require "roper.help_data"
 local entries, topics = data.entries, data.topics
+-- No line rp.help returns is wider than WIDTH (the texts were wrapped so by the generator).
+local WIDTH = data.width
+local wrap = require("roper.text_wrap").wrap
+
+-- Lines of text: the first starting with first, the others with rest, all within WIDTH, added to
+-- out.
+local function add_wrapped(out, text, first, rest)
+  for i, l in ipairs(wrap(text, WIDTH - #first, WIDTH - #rest)) do
+    out[#out + 1] = (i == 1 and first or rest) .. l
+  end
+end
 
 -- The tables (and values) whose help is a topic, besides the names of the topics.
 local topic_values = {
@@ -78,6 +89,7 @@ local function build()
   topic_text.task = topic_text.tasks
   if rp.eval then by_value[rp.eval] = topic_text.eval end
   if rp.experiment then by_value[rp.experiment] = topic_text.experiment end
+  if rp.lm then by_value[rp.lm] = topic_text.lm end
   by_value[rp.help] = by_name["rp.help"]
 end
 
@@ -87,20 +99,12 @@ local function overview()
     "rp.help(f) gives the help of a function or method, e.g. rp.help(rp.rope.rotate),",
     "rp.help(rp.Tensor.narrow), rp.help(\"narrow\"); rp.help(\"word\") searches the texts",
     "(in the REPL: help(f), ?name). Topics (rp.help(\"name\")):",
-    "  " .. table.concat(topic_names, ", "),
-    "Functions:",
   }
+  add_wrapped(lines, table.concat(topic_names, ", "), "  ", "  ")
+  lines[#lines + 1] = "Functions:"
   local names = {}
   for _, e in ipairs(entries) do names[#names + 1] = e[1] end
-  local line = " "
-  for _, n in ipairs(names) do
-    if #line + #n + 1 > 92 then
-      lines[#lines + 1] = line
-      line = " "
-    end
-    line = line .. " " .. n
-  end
-  lines[#lines + 1] = line
+  add_wrapped(lines, table.concat(names, " "), "  ", "  ")
   return table.concat(lines, "\n")
 end
 
@@ -116,7 +120,8 @@ local function first_line_with(text, word)
   for line in text:gmatch("[^\n]+") do
     if line:lower():find(word, 1, true) then
       line = line:gsub("^%s+", "")
-      if #line > 96 then line = line:sub(1, 93) .. "..." end
+      -- shown indented by 6
+      if #line > WIDTH - 6 then line = line:sub(1, WIDTH - 9) .. "..." end
       return line
     end
   end
@@ -132,7 +137,7 @@ local function search(f)
       return
     end
     hits = hits + 1
-    lines[#lines + 1] = "  " .. head
+    add_wrapped(lines, head, "  ", "      ")
     if detail then lines[#lines + 1] = "      " .. detail end
   end
   -- the config keys of rp.experiment (the options of the scripts)
@@ -165,15 +170,16 @@ local function search(f)
   if hits == 0 and not named_key then return nil end
   local out = {}
   if named_key then
-    out[1] = named_key:gsub("^config key", "Config key", 1) .. "."
+    add_wrapped(out, named_key:gsub("^config key", "Config key", 1) .. ".", "", "")
     -- (the key's own name, however the word was typed)
-    out[2] = "(an option of rp.experiment and of the scripts: --" .. key_name:gsub("_", "-") .. ")"
+    add_wrapped(out, "(an option of rp.experiment and of the scripts: --"
+      .. key_name:gsub("_", "-") .. ")", "", "")
   end
   if hits > 0 then
     if #out > 0 then out[#out + 1] = "" end
     -- a config key of that name was found: the rest are where else the word stands
-    out[#out + 1] = named_key and "It is also mentioned in:"
-      or ("No function or topic is named '%s'; it is mentioned in:"):format(f)
+    add_wrapped(out, named_key and "It is also mentioned in:"
+      or ("No function or topic is named '%s'; it is mentioned in:"):format(f), "", "")
     for _, l in ipairs(lines) do out[#out + 1] = l end
     if more > 0 then out[#out + 1] = ("  ... and %d more"):format(more) end
     out[#out + 1] = "rp.help(\"name\") shows one of them in full."

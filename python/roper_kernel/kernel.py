@@ -14,6 +14,7 @@ If roper ends during a cell (killed, or a third interrupt while it is stuck in C
 fails with that message and a new roper process (a fresh session) is started for the next cell.
 """
 import asyncio
+import atexit
 import base64
 import codecs
 import functools
@@ -26,9 +27,12 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 
+from ipykernel.kernelapp import IPKernelApp
 from ipykernel.kernelbase import Kernel
+from ipykernel.parentpoller import ParentPollerUnix
 
 MAX_OUTPUT = 1 << 20  # bytes of stdout and stderr shown per cell
 READ_SIZE = 1 << 16
@@ -44,11 +48,53 @@ class RoperDied(Exception):
     pass
 
 
+# The picture folders of the roper processes this kernel runs: each is removed when its process is
+# closed, and any left when the kernel's process ends (atexit, and the parent poller below, since
+# ipykernel's ends the process with os._exit, which runs no atexit handler).
+_plot_dirs = set()
+
+
+def _remove_plot_dirs():
+    for d in list(_plot_dirs):
+        shutil.rmtree(d, ignore_errors=True)
+        _plot_dirs.discard(d)
+
+
+atexit.register(_remove_plot_dirs)
+
+
+class ParentPoller(threading.Thread):
+    """ipykernel's ParentPollerUnix (the kernel ends when the process that started it is gone),
+    which removes the picture folders before it ends the process with os._exit(1). It watches for
+    the parent's pid to change, not only for it to become 1, so a parent that leaves its
+    children to a subreaper counts too."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.parent = os.getppid()
+
+    def run(self):
+        while os.getppid() == self.parent:
+            time.sleep(1.0)
+        _remove_plot_dirs()
+        os._exit(1)
+
+
+class RoperKernelApp(IPKernelApp):
+    """IPKernelApp with the ParentPoller above in place of ipykernel's own (Unix)."""
+
+    def init_poller(self):
+        super().init_poller()
+        if isinstance(self.poller, ParentPollerUnix):
+            self.poller = ParentPoller()
+
+
 class Roper:
     """The roper --kernel process: requests, replies, and its output while it works."""
 
     def __init__(self):
         self.plot_dir = tempfile.mkdtemp(prefix="roper-kernel-")
+        _plot_dirs.add(self.plot_dir)
         r, w = os.pipe()
         env = dict(os.environ)
         env.update(ROPER_KERNEL_FD=str(w), ROPER_PLOT_DIR=self.plot_dir,
@@ -164,6 +210,7 @@ class Roper:
         for f in (self.proc.stdout, self.proc.stderr):
             f.close()
         shutil.rmtree(self.plot_dir, ignore_errors=True)
+        _plot_dirs.discard(self.plot_dir)
 
 
 class CellOutput:

@@ -449,6 +449,44 @@ def shutdown_removes_plots(s):
     s.run("x = 41")
 
 
+@case
+def parent_gone_removes_plots(s):
+    """A kernel whose parent dies is ended by its parent poller with os._exit (no atexit handler
+    runs): its folder for pictures is removed first."""
+    tmp = tempfile.mkdtemp(prefix="roper-kernel-orphan-")
+    pid = None
+    try:
+        env = dict(os.environ, TMPDIR=tmp, ROPER_BIN=ROPER,
+                   PYTHONPATH=os.path.join(ROOT, "python"))
+        # the parent: a shell that starts the kernel, prints its pid and waits for a line
+        parent = subprocess.Popen(
+            ["sh", "-c", 'JPY_PARENT_PID=$$ "$0" -m roper_kernel -f "$1" </dev/null >/dev/null '
+             '2>&1 & echo $!; read line', sys.executable, os.path.join(tmp, "conn.json")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
+        pid = int(parent.stdout.readline())
+        folders = []
+        for _ in range(T * 10):
+            folders = [f for f in os.listdir(tmp) if f.startswith("roper-kernel-")]
+            if folders:
+                break
+            time.sleep(0.1)
+        check(len(folders) == 1, "the kernel made no folder for pictures: %s" % os.listdir(tmp))
+        parent.stdin.write("\n")
+        parent.stdin.close()
+        parent.wait(timeout=T)
+        for _ in range(T * 10):
+            if not alive(pid):
+                break
+            time.sleep(0.1)
+        check(not alive(pid), "the kernel %d outlived its parent" % pid)
+        check(os.listdir(tmp) == ["conn.json"] or os.listdir(tmp) == [],
+              "left behind: %s" % os.listdir(tmp))
+    finally:
+        if pid is not None and alive(pid):  # a kernel that failed to end
+            os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="roper-kernel-test-")
     kdir = os.path.join(tmp, "kernels", "roper")

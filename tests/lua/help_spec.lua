@@ -87,20 +87,30 @@ describe("help from docs/lua_api.md", function()
       assert.are.equal("Topic " .. t[1] .. "\n" .. t[2], rp.help(t[1]))
       names[#names + 1] = t[1]
     end
-    assert.truthy(rp.help():find(table.concat(names, ", "), 1, true))
+    -- the topics' line, wrapped: its lines after the first are indented as it is
+    assert.truthy(rp.help():gsub("\n  ", " "):find(table.concat(names, ", "), 1, true))
   end)
 
   it("has the topics, experiment included, and each table's help is its topic", function()
     local names = {}
     for _, t in ipairs(data.topics) do names[#names + 1] = t[1] end
     assert.are.same({ "tensor", "methods", "indexing", "arithmetic", "rng", "rope", "attention",
-      "model", "optim", "tasks", "eval", "tokenizer", "experiment", "plot", "mpi", "memory", "blas" },
-      names)
+      "model", "optim", "tasks", "eval", "tokenizer", "lm", "experiment", "plot", "mpi", "memory",
+      "blas" }, names)
     for t, v in pairs { tensor = rp.Tensor, rng = rp.Rng, rope = rp.rope, model = rp.Model,
       optim = rp.optim, tasks = rp.tasks, eval = rp.eval, experiment = rp.experiment,
-      mpi = rp.mpi, blas = rp.blas, tokenizer = rp.tokenizer } do
+      mpi = rp.mpi, blas = rp.blas, tokenizer = rp.tokenizer, lm = rp.lm } do
       assert.are.equal(rp.help(t), rp.help(v))
     end
+    -- every module table of rp has a help text (rp.lm had none)
+    for k, v in pairs(rp) do
+      if type(v) == "table" then assert.truthy(rp.help(v), "rp." .. k) end
+    end
+    -- a topic's name wins over a function's last part, as the doc says; the path finds the task
+    assert.truthy(rp.help("lm"):find("^Topic lm\n"))
+    assert.truthy(rp.help("lm"):find("rp.tasks.lm", 1, true))
+    assert.are.equal(rp.help(rp.tasks.lm), rp.help("tasks.lm"))
+    assert.truthy(rp.help("tasks.lm"):find("^rp%.tasks%.lm%(opts%)"))
     assert.truthy(rp.help("experiment"):find("rp.experiment.check", 1, true))
     assert.are.equal(rp.help("mpi"), rp.help(rp.Comm))
     assert.truthy(rp.help("comm:allreduce"):find("^comm:allreduce%(x%)"))
@@ -121,19 +131,34 @@ describe("help from docs/lua_api.md", function()
   it("gives rp.model's options table a meaning column of 40 or more columns", function()
     local text = rp.help(rp.model)
     -- was 16 columns wide: the long key and default cells set the widths of their columns
-    assert.truthy(text:find("\n  vocab +required +vocabulary size V; token ids are the values 0\n", 1),
+    assert.truthy(text:find("\n  vocab +required +vocabulary size V; token ids are the\n", 1),
       text)
     local start
     for line in text:gmatch("[^\n]+") do
       if line:find("^  vocab ") then start = line:find("vocabulary", 1, true) end
     end
-    assert.is_true(start <= 92 - 40, "the meanings start at column " .. tostring(start))
-    for line in text:gmatch("[^\n]+") do
-      if line:sub(1, 2) == "  " and not line:find("^  >") then
-        assert.is_true(#line <= 92, line)
-      end
-    end
+    assert.is_true(start <= 80 - 40, "the meanings start at column " .. tostring(start))
   end)
+
+  it("keeps every line within 80 columns: every entry, topic, the overview and searches",
+    function()
+      local wide, lines = {}, 0
+      local function check(what, text)
+        for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+          lines = lines + 1
+          if #line > 80 then wide[#wide + 1] = ("%s (%d): %s"):format(what, #line, line) end
+        end
+      end
+      for _, e in ipairs(data.entries) do check(e[1], rp.help(e[1])) end
+      for _, t in ipairs(data.topics) do check("topic " .. t[1], rp.help(t[1])) end
+      check("rp.help()", rp.help())
+      for _, word in ipairs { "fraction_v", "cosine", "integer", "seed", "path", "lr" } do
+        check('rp.help("' .. word .. '")', rp.help(word))
+      end
+      assert.is_true(lines > 2000, lines .. " lines")
+      assert.are.same({}, wide)
+      assert.are.equal(80, data.width) -- what rp.help's own lines keep
+    end)
 
   it("states the ranges the code checks (str_len 1..1000)", function()
     local text = rp.help(rp.tasks.substring_index)
@@ -184,7 +209,7 @@ describe("rp.help(rp.attention)'s refusals", function()
 
   it("are a list, one refusal a line, each message as rp.attention raises it", function()
     local text = assert(rp.help(rp.attention))
-    local part = assert(text:match("\nEvery rotated placement needs[^\n]*\n[^\n]*\n(.-)\nExample:"),
+    local part = assert(text:match("\nEvery rotated placement needs.-these messages:\n(.-)\nExample:"),
       text)
     -- the items: lines "  what: ...", each with its "    " continuation lines joined
     local items = {}
@@ -216,8 +241,9 @@ describe("rp.help(\"word\") for a word that names no function or topic", functio
     local text = assert(rp.help("fraction_v"))
     local key
     for _, k in ipairs(rp.experiment.keys()) do if k.name == "fraction_v" then key = k end end
+    -- (wrapped at 80 columns)
     assert.are.equal(("Config key fraction_v (number; default 1): %s."):format(key.help),
-      text:match("^[^\n]*"))
+      assert(text:match("^(.-)\n%(an option")):gsub("\n", " "))
     assert.truthy(text:find("(an option of rp.experiment and of the scripts: --fraction-v)", 1,
       true), text)
     assert.truthy(text:find("\n  rp.attention(q, k, v[, opts]) -> out, att\n      ", 1, true), text)
@@ -292,13 +318,34 @@ describe("gen_help.lua", function()
       "| key | default | meaning |", "|---|---|---|",
       "| `a` | 1 | short |",
       "| `fraction_q`, `fraction_k`, `fraction_o` | fraction_qk, fraction_qk, fraction_v | the width "
-        .. "of one rotated placement, in (0, 1], a long enough meaning to wrap at the width of 92 |" }
+        .. "of one rotated placement, in (0, 1], a long enough meaning to wrap at the width of 80 |" }
     assert.are.equal(table.concat({
       "Options:",
-      "  a                     1                     short",
-      "  fraction_q,           fraction_qk,          the width of one rotated placement, in (0, 1],",
-      "  fraction_k,           fraction_qk,          a long enough meaning to wrap at the width of",
-      "  fraction_o            fraction_v            92" }, "\n"), data.entries[1][3])
+      "  a                 1                 short",
+      "  fraction_q,       fraction_qk,      the width of one rotated placement, in (0,",
+      "  fraction_k,       fraction_qk,      1], a long enough meaning to wrap at the",
+      "  fraction_o        fraction_v        width of 80" }, "\n"), data.entries[1][3])
+  end)
+
+  it("joins a paragraph's lines and wraps them at 80, bullets with their indent", function()
+    local long = ("word "):rep(20)
+    local _, data = gen { "## A", "### `rp.ones(shape) -> tensor`",
+      "First line of a paragraph,", "its second `line` " .. long, "",
+      "- key     a value " .. long, "- a plain bullet " .. long, "  its continuation",
+      "  - an inner bullet " .. long, "    its continuation",
+      "After the list.", "", "```lua", "x = 1  -- code as it is", "```" }
+    assert.are.equal(table.concat({
+      "First line of a paragraph, its second line word word word word word word word",
+      "word word word word word word word word word word word word word",
+      "  key     a value word word word word word word word word word word word word",
+      "          word word word word word word word word",
+      "  a plain bullet word word word word word word word word word word word word",
+      "    word word word word word word word word its continuation",
+      "    - an inner bullet word word word word word word word word word word word",
+      "      word word word word word word word word word its continuation",
+      "After the list.",
+      "Example:",
+      "  > x = 1  -- code as it is" }, "\n"), data.entries[1][3])
   end)
 
   local good = "### `rp.zeros(shape) -> tensor`"
@@ -314,6 +361,10 @@ describe("gen_help.lua", function()
     { { "## A", good, "x", "```python", "print(1)", "```" }, 4, "an example must be a ```lua fence" },
     { { "## A", good, "x", "```lua", "rp.zeros(1)" }, 5, "a ``` fence is not closed" },
     { { "## A", good, "  indented" }, 3, "an indented line outside a bullet" },
+    { { "## A", good, "x", "```lua", ("y"):rep(76), ("z"):rep(77), "```" }, 6,
+      "an example line is 81 columns in the help (80 at most): shorten it" },
+    { { "## A", "### `rp.zeros(" .. ("s"):rep(61) .. ") -> tensor`", "x" }, 2,
+      "the signature is 81 columns (80 at most in the help): shorten it" },
   } do
     it("rejects a malformed file with file:line: " .. case[3], function()
       local path, data, err, code = gen(case[1])

@@ -16,7 +16,7 @@ local CASES = { "kernel_info", "session_keeps_values", "prints_as_the_repl", "st
   "plot_bad_data", "request_after_an_error", "request_before_an_error", "help_query", "complete",
   "inspect", "is_complete", "interrupt_loop", "interrupt_blas", "interrupt_shell", "oversized_cell",
   "roper_killed_mid_cell", "restart",
-  "kernel_killed", "shutdown_removes_plots" }
+  "kernel_killed", "shutdown_removes_plots", "parent_gone_removes_plots" }
 
 -- roper --kernel itself, without Jupyter: requests piped in, the replies (fd 3) read from a file.
 local function kernel_session(requests, fd_env)
@@ -77,6 +77,29 @@ describe("roper --kernel", function()
       assert.truthy(r[6]:find("attempt to call a number value (global 'a')", 1, true), r[6])
       assert.are.same({ '{"status":"ok","results":[]}', '{"status":"ok","results":[{"text":"q"}]}' },
         { r[7], r[8] })
+    end)
+
+  it("compiles a cell whole: a NUL byte is part of it, not its end (as in a file Lua compiles)",
+    function()
+      local replies, out, err, code = kernel_session(req("execute", '1\0 error("hidden")')
+        .. req("execute", 'x = 2\n#"a\0b\0c" + x') .. req("execute", "s = 'a\0b'\n#s"))
+      assert.are.same({ "", "", 0 }, { out, err, code })
+      assert.are.same({
+        '{"status":"error","kind":"syntax","message":"cell:1: unexpected symbol near \'1\'",'
+          .. '"traceback":"cell:1: unexpected symbol near \'1\'"}',
+        '{"status":"ok","results":[{"text":"7"}]}', '{"status":"ok","results":[{"text":"3"}]}',
+      }, h.lines(replies))
+    end)
+
+  it("gives a __tostring that raises as the error printing the results, with its traceback",
+    function()
+      local replies, out, err, code = kernel_session(req("execute",
+        'setmetatable({}, {__tostring = function() error("boom") end})'))
+      assert.are.same({ "", "", 0 }, { out, err, code })
+      assert.are.same({ '{"status":"error","kind":"runtime","message":"error printing the '
+        .. 'results: cell:1: boom","traceback":"error printing the results: cell:1: boom\\n'
+        .. 'stack traceback:\\n\\t[C]: in function \'error\'\\n\\tcell:1: in function '
+        .. '<cell:1>\\n\\t[C]: in ?\\n\\t[C]: in ?"}' }, h.lines(replies))
     end)
 
   -- frames: a refused request is skipped by its declared length (one reply), a header that

@@ -323,3 +323,67 @@ describe("help in the REPL", function()
     assert.truthy(out:find("\nfalse\n$"), out)
   end)
 end)
+
+describe("the command line", function()
+  local function run(args) return h.run(h.sh_quote(BIN) .. " " .. args) end
+
+  it("the usage lists every one-letter option the parser accepts, -W included", function()
+    local usage, err, code = run("-h")
+    assert.are.same({ "", 0 }, { err, code })
+    local listed, accepted = {}, {}
+    for c in usage:gmatch("\n  %-(%a)[ ,]") do listed[#listed + 1] = c end
+    -- every letter tried: a refused one says so before anything runs (-i, -v, -l and -e go on to
+    -- the script x or run x; stdin is empty)
+    for c in ("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"):gmatch(".") do
+      local _, e = run("-" .. c .. " x < /dev/null")
+      if not e:find("unrecognized option", 1, true) then accepted[#accepted + 1] = c end
+    end
+    table.sort(listed)
+    table.sort(accepted)
+    assert.are.same(accepted, listed)
+    assert.truthy(usage:find("\n  -W         turn warnings on\n", 1, true), usage)
+    assert.are.same({ "Lua warning: x\n", 0 }, { select(2, run("-W -e 'warn(\"x\")'")) })
+  end)
+
+  for _, opt in ipairs { "--blas-env", "--blas-coretype", "--kernel" } do
+    it(opt .. " with more arguments is refused as an unknown option", function()
+      local usage = run("-h")
+      for _, extra in ipairs { "x", "x y", "-e 1" } do
+        local out, err, code = run(opt .. " " .. extra .. " < /dev/null")
+        assert.are.same({ "", BIN .. ": unrecognized option or missing argument '" .. opt .. "'\n"
+          .. usage, 1 }, { out, err, code })
+      end
+    end)
+  end
+
+  it("stdin that cannot be read (a folder) is an error, as it is for roper -", function()
+    local msg = BIN .. ": cannot read stdin: Is a directory\n"
+    assert.are.same({ "", msg, 1 }, { run("< /") })
+    assert.are.same({ "", msg, 1 }, { run("- < /") })
+  end)
+end)
+
+describe("a NUL byte in piped input", function()
+  it("is part of the line, as in a file Lua compiles: no code after it is skipped", function()
+    local d = h.tmpdir()
+    -- the NUL ends no line: a syntax error, as lua5.4 gives for the same bytes in a file
+    h.write(d .. "/in", '1\0error("hidden")\nprint("next")\n#"a\0b"\n')
+    local out, err, code = h.run(h.sh_quote(BIN) .. " < " .. h.sh_quote(d .. "/in"))
+    h.remove_tree(d)
+    assert.are.same({ "next\n3\n", "stdin:1: unexpected symbol near '1'\n", 1 }, { out, err, code })
+  end)
+end)
+
+describe("a __tostring that raises while the results print", function()
+  local TB = "stack traceback:\n\t[C]: in function 'error'\n\t%s:1: in function <%s:1>\n"
+    .. "\t[C]: in ?\n\t[C]: in ?\n"
+  local BAD = 'setmetatable({}, {__tostring = function() error("boom") end})'
+  it("gives the error and its traceback after one line that says what failed", function()
+    local out, err, code = h.run(h.sh_quote(BIN) .. " -e " .. h.sh_quote(BAD))
+    assert.are.same({ "", BIN .. ": error printing the results: (command line):1: boom\n"
+      .. TB:format("(command line)", "(command line)"), 1 }, { out, err, code })
+    out, err, code = repl(BAD .. "\nprint('on')\n")
+    assert.are.same({ "on\n", "error printing the results: stdin:1: boom\n"
+      .. TB:format("stdin", "stdin"), 1 }, { out, err, code })
+  end)
+end)
