@@ -79,16 +79,17 @@ local function integral(v)
   return math.type(v) == "integer" and v or nil
 end
 
+-- (a value out of range is shown as given, 0.0 as 0.0: the C readers' lrp_describe does so)
 local function opt_int(fname, arg, opts, key, def, lo, hi)
-  local v = opts[key]
-  if v == nil then return def end
-  v = integral(v) or v
+  local given = opts[key]
+  if given == nil then return def end
+  local v = integral(given) or given
   if math.type(v) ~= "integer" then
     argerror(fname, arg, ("option '%s' must be an integer, got %s"):format(key, describe(v)))
   end
   if (lo and v < lo) or (hi and v > hi) then
     local range = hi and ("in %d..%d"):format(lo, hi) or (">= " .. lo)
-    argerror(fname, arg, ("option '%s' must be %s, got %d"):format(key, range, v))
+    argerror(fname, arg, ("option '%s' must be %s, got %s"):format(key, range, describe(given)))
   end
   return v
 end

@@ -267,5 +267,8 @@ describe("rp.eval.accuracy in batches", function()
   it("rejects a bad batch", function()
     assert.are.equal("bad argument #3 to 'rp.eval.accuracy' (option 'batch' must be >= 1, got 0)",
       err_of(function() return rp.eval.accuracy(m, t, { batch = 0 }) end))
+    -- a value out of range is shown as given (a float as a float), as the C readers show it
+    assert.are.equal("bad argument #3 to 'rp.eval.accuracy' (option 'problems' must be >= 1, got "
+      .. "0.0)", err_of(function() return rp.eval.accuracy(m, t, { problems = 0.0 }) end))
   end)
 end)

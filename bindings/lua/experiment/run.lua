@@ -97,7 +97,7 @@ local function run_opts(fname, opts)
     local n = args.integral(o.save_every)
     if n == nil or n < 1 then
       argerror(fname, 3, "option 'save_every' must be an integer >= 1, got "
-        .. tostring(o.save_every))
+        .. args.describe(o.save_every))
     end
     if o.save == nil then argerror(fname, 3, "option 'save_every' needs option 'save'") end
     o.save_every = n
