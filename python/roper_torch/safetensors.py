@@ -179,7 +179,10 @@ def write_safetensors(path, tensors, metadata=None):
     h = json.dumps(header, separators=(",", ":")).encode("utf-8")
     h += b" " * ((8 - len(h) % 8) % 8)
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=folder)
+    # the temporary name is "." + the name + "." + 8 random characters: the name cut to 200
+    # bytes, so that it fits in NAME_MAX (255 bytes) whenever the name does
+    stem = os.fsdecode(os.fsencode(os.path.basename(path))[:200])
+    fd, tmp = tempfile.mkstemp(prefix="." + stem + ".", dir=folder)
     umask = os.umask(0)
     os.umask(umask)
     try:

@@ -721,8 +721,16 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
         args[#args + 1] = d .. "/" .. name .. ".safetensors"
         args[#args + 1] = d .. "/" .. name .. "_back.safetensors"
       end
+      -- a name of 255 bytes (NAME_MAX): the writer's temporary name fits too
+      local long = d .. "/" .. ("n"):rep(243) .. ".safetensors"
+      args[#args + 1] = d .. "/roper_tied.safetensors"
+      args[#args + 1] = long
       local _, err, code = py(args)
       assert.equal(0, code, err)
+      assert.equal(0, list_diff(assert(rp.load(d .. "/roper_tied.safetensors")):params(),
+        assert(rp.load(long)):params()))
+      for _, f in ipairs(h.ls(d)) do assert.is_nil(f:find("^%."), f) end -- no temporary left
+      os.remove(long)
       for _, name in ipairs(names) do
         local src = d .. "/" .. name .. ".safetensors"
         local back = d .. "/" .. name .. "_back.safetensors"
