@@ -532,6 +532,16 @@ describe("model weights as safetensors", function()
       "bad argument #1 to 'save_safetensors' (path must be a string, got 42)")
     assert.has_error(function() m:load_safetensors() end,
       "bad argument #1 to 'load_safetensors' (path must be a string, got no value)")
+    -- it takes no options: an extra argument is refused, not taken for understood, and the
+    -- model is left as it was
+    local before = m:params()["head.bias"]:get(2)
+    assert.has_error(function() m:load_safetensors(p, { strict = false }) end,
+      "bad argument #2 to 'load_safetensors' (unexpected argument after the path (table))")
+    assert.has_error(function() m:load_safetensors(p, nil) end,
+      "bad argument #2 to 'load_safetensors' (unexpected argument after the path (nil))")
+    assert.has_error(function() rp.Model.load_safetensors(m, p, 7) end,
+      "bad argument #3 to 'load_safetensors' (unexpected argument after the path (7))")
+    assert.equal(before, m:params()["head.bias"]:get(2))
     assert.has_error(function() rp.Model.load_safetensors(rp.zeros(1), p) end,
       "bad argument #1 to 'load_safetensors' (roper.Model expected, got roper.Tensor; call methods "
         .. "with ':', as in x:load_safetensors())")
