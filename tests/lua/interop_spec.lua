@@ -516,6 +516,54 @@ describe("model weights as safetensors", function()
       { m:load_safetensors(d .. "/missing") })
   end)
 
+  it("F64 weights: rounded to float32; a finite value beyond float32's range is refused, named; "
+    .. "NaN and infinities kept as F32's are", function()
+    local m = model()
+    local p = d .. "/f64.safetensors"
+    assert.is_true(m:save_safetensors(p))
+    local hd, data = h.st_parts(p)
+    local names = {}
+    for k in pairs(hd) do if k ~= "__metadata__" then names[#names + 1] = k end end
+    table.sort(names)
+    -- the file again with every tensor F64 (its float32 values widened), then changes[name][i]
+    local function f64_file(changes)
+      local out, off, header = {}, 0, { __metadata__ = hd.__metadata__ }
+      for _, name in ipairs(names) do
+        local e = hd[name]
+        local n = (e.data_offsets[2] - e.data_offsets[1]) // 4
+        for i = 1, n do
+          local v = string.unpack("<f", data, e.data_offsets[1] + 4 * (i - 1) + 1)
+          out[#out + 1] = string.pack("<d", (changes[name] or {})[i] or v)
+        end
+        header[name] = { dtype = "F64", shape = e.shape, data_offsets = { off, off + 8 * n } }
+        off = off + 8 * n
+      end
+      h.st_write(p, header, table.concat(out))
+    end
+    f64_file({})
+    assert.equal(0, param_diff(m, assert(rp.load(p))))
+    -- beyond float32's range (3.4028235677973366e38 and up round to inf): refused, the model
+    -- given to m:load_safetensors left as it was
+    for _, c in ipairs {
+      { "head.bias", 3, 1e39, '"head.bias" element [3] is 1e+39' },
+      { "embed.weight", 16 + 3, -3.5e38, '"embed.weight" element [2][3] is -3.5e+38' },
+      { "head.bias", 1, 3.4028235677973366e38, '"head.bias" element [1] is 3.40282357e+38' },
+    } do
+      f64_file({ [c[1]] = { [c[2]] = c[3] } })
+      local want = { nil, p .. ": tensor " .. c[4] .. ", beyond float32's range" }
+      assert.same(want, { rp.load(p) })
+      local m2 = model()
+      assert.same(want, { m2:load_safetensors(p) })
+      assert.equal(0, param_diff(model(), m2))
+    end
+    -- the largest value that rounds to float32's largest, NaN and the infinities load
+    f64_file({ ["head.bias"] = { 3.4028235677973362e38, 0 / 0, math.huge, -math.huge } })
+    local b = assert(rp.load(p)):params()["head.bias"]
+    assert.equal(string.unpack("<f", "\xff\xff\x7f\x7f"), b:get(1))
+    assert.is_true(b:get(2) ~= b:get(2))
+    assert.same({ math.huge, -math.huge }, { b:get(3), b:get(4) })
+  end)
+
   it("refuses non-finite weights unless allowed, and raises for misuse", function()
     local m = model()
     local p = d .. "/n.safetensors"
