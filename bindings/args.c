@@ -341,6 +341,12 @@ const char *lrp_describe(lua_State *L, int idx)
     }
 }
 
+void lrp_checkend(lua_State *L, int idx, const char *last)
+{
+    if (lua_gettop(L) >= idx)
+        lrp_argerror(L, idx, "unexpected argument after %s (%s)", last, lrp_describe(L, idx));
+}
+
 double lrp_checknumber(lua_State *L, int arg, const char *what)
 {
     if (lua_type(L, arg) != LUA_TNUMBER)
@@ -442,8 +448,7 @@ int lrp_shape_args(lua_State *L, int first, int last, int64_t *shape, int allow_
         lrp_argerror(L, first,
                      "shape expected (a table of sizes, or sizes as numbers), got no value");
     if (lua_type(L, first) == LUA_TTABLE && last > first)
-        lrp_argerror(L, first + 1, "unexpected argument after the shape table (%s)",
-                     lrp_describe(L, first + 1));
+        lrp_checkend(L, first + 1, "the shape table");
     return lrp_checkshape(L, first, last, shape, allow_infer);
 }
 

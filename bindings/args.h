@@ -170,6 +170,10 @@ lua_Integer lrp_checkint(lua_State *L, int arg, const char *what);
 int lrp_tointeger(lua_State *L, int idx, lua_Integer *out);
 /* Pushes a description of the value at idx for messages: numbers as numbers, else the type name. */
 const char *lrp_describe(lua_State *L, int idx);
+/* For a function whose arguments end at idx - 1: raises `bad argument #idx ... (unexpected
+ * argument after <last> (<the value>))` when the call has one more (a nil too), so that an
+ * option nobody reads is not taken for understood ("after the path", "after the shape table"). */
+void lrp_checkend(lua_State *L, int idx, const char *last);
 /* t[key] = s for the table t at the top of the stack (the stack is left as it was); nothing when
  * s is NULL. For the tables the exports of core's tables build. */
 void lrp_setstr(lua_State *L, const char *key, const char *s);

@@ -81,11 +81,12 @@ int lrp_model_save_safetensors(lua_State *L)
 }
 
 /* m:load_safetensors(path) -> true | nil, "path: reason": the file's weights into m (names and
- * shapes must match; m is unchanged on failure). */
+ * shapes must match; m is unchanged on failure); an argument after the path raises. */
 int lrp_model_load_safetensors(lua_State *L)
 {
     lrp_checkmodel(L, 1);
     const char *path = lrp_checkpath(L, 2);
+    lrp_checkend(L, 3, "the path"); /* it takes no options: {strict = false} is not understood */
     rp_model *m = lrp_checkmodel(L, 1);
     if (rp_safetensors_load_into(path, m) != RP_OK) return lrp_pushfail(L);
     lua_pushboolean(L, 1);

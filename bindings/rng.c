@@ -94,11 +94,11 @@ static int push_random(lua_State *L, rp_rng *g, int first, int last, int kind, l
     if (last < first)
         return lrp_argerror(L, first, "shape expected (a table of sizes, or sizes as numbers), got "
                                       "no value");
-    if (lua_type(L, first) == LUA_TTABLE && last > first)
-        return lrp_argerror(L, first + 1,
-                            is_method ? "unexpected argument after the shape table (%s)"
-                                      : "roper.Rng expected after the shape table, got %s",
+    if (lua_type(L, first) == LUA_TTABLE && last > first) {
+        if (is_method) lrp_checkend(L, first + 1, "the shape table");
+        return lrp_argerror(L, first + 1, "roper.Rng expected after the shape table, got %s",
                             lrp_describe(L, first + 1));
+    }
     int ndim = lrp_checkshape(L, first, last, shape, 0);
     rp_tensor *out = lrp_newtensor(L);
     rp_status st = rp_tensor_new(out, ndim, shape);

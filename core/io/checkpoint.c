@@ -36,6 +36,7 @@
 
 #include "checked.h"
 #include "fileio.h"
+#include "json.h" /* rp_json_printable */
 #include "model_schema.h"
 #include "sysmem.h"
 
@@ -664,6 +665,9 @@ static rp_status read_tensor(const char *path, reader *r, rp_model *m, uint32_t 
         memcpy(name, r->p + r->pos, len);
         name[len] = '\0';
         r->pos += len;
+        if (memchr(name, '\0', len)) /* the format: ASCII without NUL ("w\0" is not "w") */
+            return rp_error(RP_ERR_IO, "%s: corrupted (tensor %lu: a NUL byte in its name)", path,
+                            (unsigned long)i);
     }
     uint32_t ndim = r_u32(r, "a tensor shape");
     if (!r->what && (ndim < 1 || ndim > 2))
@@ -674,9 +678,12 @@ static rp_status read_tensor(const char *path, reader *r, rp_model *m, uint32_t 
     char got[64], want[64];
     shape_str(got, sizeof got, (int)ndim, shape);
     shape_str(want, sizeof want, p->ndim, p->shape);
-    if (strcmp(name, p->name) != 0 || strcmp(got, want) != 0)
+    if (strcmp(name, p->name) != 0 || strcmp(got, want) != 0) {
+        char shown[RP_JSON_NAME_TEXT]; /* a forged name's other bytes as \xNN */
         return rp_error(RP_ERR_IO, "%s: tensor %lu is %s %s, the model expects %s %s", path,
-                        (unsigned long)i, name, got, p->name, want);
+                        (unsigned long)i, rp_json_printable(shown, sizeof shown, name, len), got,
+                        p->name, want);
+    }
     const uint8_t *src = r_floats(r, p->numel, "the parameter data");
     if (!src) return past_end(path, r);
     copy_floats(rp_model_params(m)->data + p->offset, src, p->numel);
@@ -746,6 +753,13 @@ static rp_status read_rng(const char *path, reader *r, rp_rng *rng)
     if (r->what) return past_end(path, r);
     if (rng->has_spare != 0 && rng->has_spare != 1)
         return rp_error(RP_ERR_IO, "%s: corrupted (RNG has_spare %d)", path, rng->has_spare);
+    /* states no generator reaches: xoshiro256** stays at all zeros (dropout would keep every
+     * unit), and the spare normal is a finite number (0 when there is none) */
+    if (!(rng->s[0] | rng->s[1] | rng->s[2] | rng->s[3]))
+        return rp_error(RP_ERR_IO, "%s: corrupted (RNG state all zeros)", path);
+    if (!isfinite(rng->spare))
+        return rp_error(RP_ERR_IO, "%s: corrupted (RNG spare normal %s)", path,
+                        isnan(rng->spare) ? "nan" : rng->spare > 0 ? "inf" : "-inf");
     return RP_OK;
 }
 

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dist.h" /* rp_fnv64 */
 #include "sysmem.h"
 
 const char *rp_file_kind(mode_t mode)
@@ -194,14 +195,35 @@ static char *dir_of(const char *path)
     return d;
 }
 
+/* The name path has in its folder (what follows the last slash). */
+static const char *base_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+size_t rp_file_temp_stem(char *buf, const char *base)
+{
+    size_t n = strlen(base);
+    if (n <= RP_FILE_TEMP_STEM_MAX) {
+        memcpy(buf, base, n + 1);
+        return n;
+    }
+    /* a cut that ends a UTF-8 character: never before a continuation byte (10xxxxxx) */
+    size_t cut = RP_FILE_TEMP_STEM_MAX - 17;
+    while (cut > 0 && ((unsigned char)base[cut] & 0xC0) == 0x80) cut--;
+    memcpy(buf, base, cut);
+    snprintf(buf + cut, 18, "~%016llx", (unsigned long long)rp_fnv64(RP_FNV64_INIT, base, n));
+    return cut + 17;
+}
+
 int rp_file_remove_stale_temps(const char *path)
 {
     if (!path || !*path) return 0;
     char *dir = dir_of(path);
     if (!dir) return 0;
-    const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
-    size_t blen = strlen(base);
+    char base[RP_FILE_TEMP_STEM_MAX + 1];
+    size_t blen = rp_file_temp_stem(base, base_of(path));
     DIR *d = opendir(dir);
     free(dir);
     if (!d) return 0;
@@ -306,17 +328,25 @@ rp_status rp_file_write_atomic(const char *path, rp_file_writer write, void *ctx
     if (!path || !*path) return rp_error(RP_ERR_ARG, "the path is empty");
     if (!write) return rp_error(RP_ERR_ARG, "%s: no writer function", path);
     struct stat sb;
-    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
-        return rp_error(RP_ERR_IO, "%s: not a regular file (%s)", path, rp_file_kind(sb.st_mode));
+    if (stat(path, &sb) == 0) {
+        if (!S_ISREG(sb.st_mode))
+            return rp_error(RP_ERR_IO, "%s: not a regular file (%s)", path,
+                            rp_file_kind(sb.st_mode));
+    } else if (errno != ENOENT) { /* a link in a loop (ELOOP), a folder we may not search, ... */
+        return rp_error(RP_ERR_IO, "%s: %s", path, strerror(errno));
+    }
     char *dir = dir_of(path);
-    size_t tlen = strlen(path) + 32;
+    const char *base = base_of(path);
+    size_t tlen = (size_t)(base - path) + RP_FILE_TEMP_STEM_MAX + 32;
     char *tmp = malloc(tlen);
     if (!dir || !tmp) {
         free(dir);
         free(tmp);
         return rp_error(RP_ERR_NOMEM, "%s: out of memory", path);
     }
-    snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
+    char stem[RP_FILE_TEMP_STEM_MAX + 1];
+    rp_file_temp_stem(stem, base);
+    snprintf(tmp, tlen, "%.*s%s.tmp.%ld", (int)(base - path), path, stem, (long)getpid());
     rp_file_remove_stale_temps(path);
     /* ROPER_NO_TMPFILE=1: the named temporary file from the start, as on file systems without
      * O_TMPFILE (the tests use it to exercise that path) */

@@ -50,12 +50,16 @@ rp_status rp_file_peek(const char *path, void *buf, size_t n, size_t *got);
  * save that fails or is killed leaves the old file as it was.
  *  - A path that exists and is not a regular file (a folder, FIFO, device, ...) is refused
  *    before anything is written: "dev: not a regular file (a character device)". A symbolic
- *    link to a regular file is replaced by the new file, as rename(2) does.
+ *    link to a regular file is replaced by the new file, as rename(2) does; a link that cannot
+ *    be followed for another reason than a missing target (a loop) is refused with stat's
+ *    reason: "l: Too many levels of symbolic links". (A link to nothing is replaced.)
  *  - The data goes to an anonymous file in path's folder (O_TMPFILE), is flushed and fsync'ed,
- *    gets the name "<path>.tmp.<pid>" (linkat) and is renamed over path; the folder is fsync'ed.
- *    A kill before the linkat leaves nothing; a kill in the moment between linkat and rename
- *    leaves "<path>.tmp.<pid>". Where the file system has no O_TMPFILE (or the environment
- *    holds ROPER_NO_TMPFILE=1, for tests) the data goes to "<path>.tmp.<pid>" directly.
+ *    gets the temporary name "<path>.tmp.<pid>" (linkat) and is renamed over path; the folder
+ *    is fsync'ed. A kill before the linkat leaves nothing; a kill in the moment between linkat
+ *    and rename leaves "<path>.tmp.<pid>". Where the file system has no O_TMPFILE (or the
+ *    environment holds ROPER_NO_TMPFILE=1, for tests) the data goes to "<path>.tmp.<pid>"
+ *    directly. In "<path>.tmp.<pid>" the name of path is its stem (rp_file_temp_stem), so a
+ *    temporary name fits in NAME_MAX (255 bytes) whenever path's name does.
  *  - Every save first removes the "<path>.tmp.<pid>" files whose process no longer exists
  *    (kill(pid, 0) fails with ESRCH), so whatever a killed save left is gone at the next save to
  *    the same path. Temporary files of live processes are left alone.
@@ -65,8 +69,18 @@ rp_status rp_file_peek(const char *path, void *buf, size_t n, size_t *got);
 typedef int (*rp_file_writer)(FILE *f, void *ctx);
 rp_status rp_file_write_atomic(const char *path, rp_file_writer write, void *ctx);
 
-/* Removes the stale "<path>.tmp.<pid>" files described above: the name is exactly path's name,
- * ".tmp." and a pid as a save writes it (decimal, no sign, no leading zero, nothing after it);
+/* The stem of a file name base (no slash) in the names of its temporary files, into buf
+ * (RP_FILE_TEMP_STEM_MAX + 1 bytes); returns its length. base itself when it has at most
+ * RP_FILE_TEMP_STEM_MAX bytes (".tmp." and a pid of up to 10 digits then fit in NAME_MAX);
+ * a longer name is cut to its first RP_FILE_TEMP_STEM_MAX - 17 bytes (fewer where that would
+ * split a UTF-8 character: never before a byte 10xxxxxx) followed by '~' and the 16 lowercase
+ * hex digits of the FNV-1a 64 hash of the whole name, so names that differ anywhere get
+ * different stems. */
+#define RP_FILE_TEMP_STEM_MAX 240
+size_t rp_file_temp_stem(char *buf, const char *base);
+
+/* Removes the stale "<path>.tmp.<pid>" files described above: the name is exactly the stem of
+ * path's name, ".tmp." and a pid as a save writes it (decimal, no sign, no leading zero, nothing after it);
  * only regular files and links are removed. Returns how many it removed (0 for a NULL path).
  * (rp_file_write_atomic calls it; exposed for tests and tools.) */
 int rp_file_remove_stale_temps(const char *path);

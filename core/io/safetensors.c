@@ -10,6 +10,7 @@
 #include "safetensors.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -832,6 +833,31 @@ static rp_status apply_extras(const st_file *f, const uint8_t *data, const st_na
     return st;
 }
 
+/* An F64 parameter's values must round to a float32 of the same kind: a finite value beyond
+ * float32's range (which would become inf) is refused, named by its 1-based index: "w.st: tensor
+ * "head.weight" element [2][3] is 1e+39, beyond float32's range". NaN and infinities are kept, as
+ * F32's are (a model saved with allow_nonfinite loads). */
+static rp_status check_f64_range(const st_file *f, const st_entry *e, const uint8_t *src)
+{
+    for (int64_t j = 0; j < e->numel; j++) {
+        uint64_t u = get_le(src + 8 * j, 8);
+        double v;
+        memcpy(&v, &u, 8);
+        if (!isfinite(v) || isfinite((float)v)) continue;
+        int64_t idx[RP_MAX_DIMS], rest = j;
+        for (int d = e->ndim - 1; d >= 0; d--) {
+            idx[d] = rest % e->shape[d];
+            rest /= e->shape[d];
+        }
+        char at[RP_MAX_DIMS * 24 + 1] = "", q[300];
+        for (int d = 0; d < e->ndim; d++)
+            snprintf(at + strlen(at), sizeof at - strlen(at), "[%lld]", (long long)idx[d] + 1);
+        return rp_error(RP_ERR_IO, "%s: tensor %s element %s is %.9g, beyond float32's range",
+                        f->path, qname(q, sizeof q, e->name, e->name_len), at, v);
+    }
+    return RP_OK;
+}
+
 /* Reads the data; gives m the file's own tables and positions when apply is set; copies the
  * parameters in (every check of the structure done: the last step). */
 static rp_status read_into(st_file *f, const st_named *x, int apply, rp_model *m,
@@ -850,7 +876,10 @@ static rp_status read_into(st_file *f, const st_named *x, int apply, rp_model *m
         return rp_error(RP_ERR_IO, "%s: truncated (read %zu of %llu data bytes)", f->path, got,
                         (unsigned long long)f->data_size);
     }
-    rp_status st = apply ? apply_extras(f, data, x, m, NULL) : RP_OK;
+    rp_status st = RP_OK;
+    for (int i = 0; st == RP_OK && i < rp_model_num_tensors(m); i++)
+        if (where[i]->dtype == DT_F64) st = check_f64_range(f, where[i], data + where[i]->begin);
+    if (st == RP_OK && apply) st = apply_extras(f, data, x, m, NULL);
     float *params = rp_model_params(m)->data;
     for (int i = 0; st == RP_OK && i < rp_model_num_tensors(m); i++) {
         const rp_param_info *p = rp_model_param(m, i);

@@ -9,10 +9,11 @@ first byte after the header (the format: github.com/huggingface/safetensors, its
     tensors, metadata = read_safetensors("w.safetensors")     # {name: tensor}, {str: str}
     write_safetensors("w.safetensors", model.state_dict(), {"format": "pt"})
 
-The reader checks what roper's reader checks (core/io/safetensors.c, docs/interop.md): the header
-inside the file, JSON without duplicate keys, every entry with exactly its three keys, a known
-dtype, the bytes of its shape, and the tensors tiling the data without gap, overlap or trailing
-byte. The writer orders the tensors as
+The reader checks what roper's reader checks (core/io/safetensors.c, docs/interop.md), in its
+order and words: the header inside the file and within the limit, starting with '{', nested at
+most 16 deep, JSON without duplicate keys, every entry with exactly its three keys, a known
+dtype, sizes that are integers >= 0 (not -0), at most 8 dims and 2^40 elements, the bytes of its
+shape, and the tensors tiling the data without gap, overlap or trailing byte. The writer orders the tensors as
 the reference writer does (by dtype alignment, largest first, then by name), pads the header with
 spaces to a multiple of 8 bytes, and writes to a temporary file in the same folder that it renames
 over the target (an interrupted write leaves the old file or none).
@@ -67,10 +68,124 @@ def _kind(mode):
     return "an unknown kind of file"
 
 
+class _Num(str):
+    """A JSON number of a header, kept as its literal (roper's messages quote the literal)."""
+
+
+# roper's limits on a tensor (core/tensor/tensor.h) and on a header's nesting (core/io/json.h)
+MAX_DIMS, MAX_NUMEL, MAX_DEPTH = 8, 1 << 40, 16
+_TYPE = ((type(None), "null"), (_Num, "a number"), (str, "a string"), (list, "an array"),
+         (dict, "an object"))
+
+
+def _type(v):
+    """(restated) rp_json_type_name of a parsed value ("an array", "null")."""
+    if v is True or v is False:
+        return "true" if v else "false"
+    return next(name for t, name in _TYPE if isinstance(v, t))
+
+
+def _quoted(name):
+    """(restated) rp_json_quoted: a name as roper's messages show it, in double quotes, printable
+    ASCII as it is, every other byte of its UTF-8 as \\xNN, cut after 60 bytes with "..."."""
+    b = name.encode("utf-8", "surrogatepass")
+    shown = "".join(chr(c) if 0x20 <= c < 0x7f else "\\x%02x" % c for c in b[:60])
+    return '"%s%s"' % (shown, "..." if len(b) > 60 else "")
+
+
+def _u64(n):
+    """(restated) rp_json_u64: (the value, None) of a JSON number that is an integer >= 0 below
+    2^64, else (None, roper's reason)."""
+    if len(n) >= 64:
+        return None, "number %s... is out of range" % n[:40]
+    if not n.isdigit() or not n.isascii():
+        return None, "%s is not an integer >= 0" % n
+    if int(n) >= 1 << 64:
+        return None, "%s is out of range" % n
+    return int(n), None
+
+
+def _too_deep(text):
+    """(restated) The byte at which text (JSON) opens its 17th nested array or object, as roper's
+    parser (rp_json_parse) counts it, or None."""
+    depth, in_str, esc = 0, False, False
+    for i, c in enumerate(text):
+        if in_str:
+            esc, in_str = (False, True) if esc else (c == 0x5C, c != 0x22)
+        elif c == 0x22:
+            in_str = True
+        elif c in b"[{":
+            if depth == MAX_DEPTH:
+                return i
+            depth += 1
+        elif c in b"]}":
+            depth -= 1
+    return None
+
+
+def _entry(name, e, data_size):
+    """(restated) read_entry of core/io/safetensors.c: one tensor's entry checked in roper's order
+    and words; -> (dtype, shape, [begin, end]) or raises ValueError(message without the path)."""
+    q = _quoted(name)
+    if not isinstance(e, dict):
+        raise ValueError("bad header (tensor %s is %s, not an object)" % (q, _type(e)))
+    keys = ("dtype", "shape", "data_offsets")
+    for k in e:
+        if k not in keys:
+            raise ValueError("bad header (tensor %s: unknown key %s)" % (q, _quoted(k)))
+    for k in keys:
+        if k not in e:
+            raise ValueError('bad header (tensor %s: no "%s")' % (q, k))
+    dt, shape, offs = e["dtype"], e["shape"], e["data_offsets"]
+    if not isinstance(dt, str) or isinstance(dt, _Num):
+        raise ValueError("bad header (tensor %s: dtype must be a string, got %s)" % (q, _type(dt)))
+    if dt not in DTYPES:
+        raise ValueError("bad header (tensor %s: unknown dtype %s)" % (q, _quoted(dt)))
+    if not isinstance(shape, list) or not all(isinstance(s, _Num) for s in shape):
+        raise ValueError("bad header (tensor %s: shape must be an array of integers >= 0)" % q)
+    sizes = []
+    for s in shape:
+        v, why = _u64(s)
+        if why or v >= 1 << 63:
+            raise ValueError("bad header (tensor %s: shape: %s)"
+                             % (q, why or "%d is out of range" % v))
+        sizes.append(v)
+    if not isinstance(offs, list) or len(offs) != 2 or not all(isinstance(o, _Num) for o in offs):
+        raise ValueError("bad header (tensor %s: data_offsets must be [begin, end])" % q)
+    (begin, why), (end, why2) = _u64(offs[0]), _u64(offs[1])
+    if why or why2:
+        raise ValueError("bad header (tensor %s: data_offsets: %s)" % (q, why or why2))
+    if end < begin:
+        raise ValueError("bad header (tensor %s: data_offsets [%d, %d] end before they begin)"
+                         % (q, begin, end))
+    if len(sizes) > MAX_DIMS:
+        raise ValueError("tensor %s has %d dims, more than the %d a tensor holds"
+                         % (q, len(sizes), MAX_DIMS))
+    shp = "[%s]" % " x ".join(str(v) for v in sizes)
+    count, span = 1, 1  # the rule of rp_shape_span: the sizes other than 0 within 2^40
+    for v in sizes:
+        count, span = count * v, span * (v or 1)
+    if span > MAX_NUMEL:
+        raise ValueError("tensor %s of shape %s %s" % (q, shp, "is too large (its sizes other than "
+                         "0 multiply to more than 2^40)" if 0 in sizes else
+                         "has more than 2^40 elements"))
+    need = count * torch.empty((), dtype=DTYPES[dt]).element_size()
+    if end - begin != need:
+        raise ValueError("tensor %s: data_offsets [%d, %d] hold %d bytes, its shape %s of %s "
+                         "needs %d" % (q, begin, end, end - begin, shp, dt, need))
+    if end > data_size:
+        raise ValueError("truncated (tensor %s ends at byte %d of the data, the file has %d data "
+                         "bytes)" % (q, end, data_size))
+    return DTYPES[dt], sizes, (begin, end)
+
+
 def read_safetensors(path):
-    """-> (tensors, metadata): {name: torch tensor} in the file's dtypes and shapes (each tensor
-    owns its memory), and the `__metadata__` strings ({} when absent). Raises SafetensorsError
-    ("path: reason") for a file that breaks the format, OSError when it cannot be read."""
+    """(restated) -> (tensors, metadata): {name: torch tensor} in the file's dtypes and shapes
+    (each tensor owns its memory), and the `__metadata__` strings ({} when absent). Raises
+    SafetensorsError ("path: reason") for a file that breaks the format, OSError when it cannot
+    be read. The checks, their order and their words are roper's (st_open in
+    core/io/safetensors.c), but for JSON's syntax (Python's json words its errors) and the dtypes
+    torch 1.13 has not (F8_E5M2, F8_E4M3, U16, U32, U64: "unknown dtype" here)."""
     def bad(msg):
         return SafetensorsError("%s: %s" % (path, msg))
 
@@ -85,10 +200,13 @@ def read_safetensors(path):
     if len(raw) < 8:
         raise bad("truncated (%d bytes, shorter than the 8-byte header length)" % len(raw))
     (n,) = struct.unpack("<Q", raw[:8])
-    if n > MAX_HEADER:
-        raise bad("header length %d is more than the %d bytes safetensors allows" % (n, MAX_HEADER))
     if n > len(raw) - 8:
         raise bad("truncated (the header length says %d bytes, %d follow it)" % (n, len(raw) - 8))
+    if n > MAX_HEADER:
+        raise bad("header length %d is more than the %d bytes safetensors allows" % (n, MAX_HEADER))
+    text = raw[8:8 + n]
+    if text[:1] != b"{":
+        raise bad("bad header (it must start with '{')")
     def unique(pairs):  # roper refuses duplicate keys; json.loads would keep the last one
         seen = set()  # (linear: a forged header of millions of keys is read in seconds)
         for k, _ in pairs:
@@ -97,52 +215,55 @@ def read_safetensors(path):
             seen.add(k)
         return dict(pairs)
 
+    def constant(c):  # NaN and Infinity are Python's, not JSON
+        raise ValueError("%s is not JSON" % c)
+
+    deep = _too_deep(text)
     try:
-        header = json.loads(raw[8:8 + n].decode("utf-8"), object_pairs_hook=unique)
+        header = json.loads(text.decode("utf-8"), object_pairs_hook=unique, parse_int=_Num,
+                            parse_float=_Num, parse_constant=constant)
+    except json.JSONDecodeError as e:
+        if deep is None or e.pos < deep:
+            raise bad("bad header (%s)" % e) from None
+        header = None
     except (UnicodeDecodeError, ValueError) as e:
         raise bad("bad header (%s)" % e) from None
-    if not isinstance(header, dict):
-        raise bad("bad header (it must be a JSON object)")
-    meta = header.pop("__metadata__", {})
-    if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
-        raise bad("bad header (__metadata__ must be an object of strings)")
+    except RecursionError:
+        header = None
+    if deep is not None:
+        raise bad("bad header (at byte %d: nested deeper than %d levels)" % (deep, MAX_DEPTH))
     data = memoryview(raw)[8 + n:]
-    spans, out = [], {}
+    spans, out, meta = [], {}, {}
     for name, e in header.items():
-        if not isinstance(e, dict) or set(e) != {"dtype", "shape", "data_offsets"}:
-            raise bad('bad header (tensor "%s": the keys must be dtype, shape, data_offsets)'
-                      % name)
-        if e["dtype"] not in DTYPES:
-            raise bad('bad header (tensor "%s": unknown dtype "%s")' % (name, e["dtype"]))
-        shape, offs = e["shape"], e["data_offsets"]
-        if (not isinstance(shape, list) or not all(type(s) is int and s >= 0 for s in shape)
-                or not isinstance(offs, list) or len(offs) != 2
-                or not all(type(o) is int and o >= 0 for o in offs) or offs[1] < offs[0]):
-            raise bad('bad header (tensor "%s": bad shape %r or data_offsets %r)'
-                      % (name, shape, offs))
-        dt = DTYPES[e["dtype"]]
-        size = torch.empty((), dtype=dt).element_size()
-        count = 1
-        for s in shape:
-            count *= s
-        if offs[1] - offs[0] != count * size:
-            raise bad('tensor "%s": data_offsets [%d, %d] hold %d bytes, its shape %s of %s '
-                      'needs %d' % (name, offs[0], offs[1], offs[1] - offs[0], shape,
-                                    e["dtype"], count * size))
-        spans.append((offs[0], offs[1], name))
-        out[name] = (dt, shape, offs, size)
-    at = 0
-    for begin, end, name in sorted(spans):
-        if begin != at:
-            raise bad('tensor "%s" begins at byte %d of the data, expected %d (a gap or an overlap)'
-                      % (name, begin, at))
-        at = end
-    if at != len(data):
-        raise bad("the tensors end at byte %d of the data, the file has %d data bytes"
-                  % (at, len(data)))
+        if name == "__metadata__":
+            if not isinstance(e, dict):
+                raise bad("bad header (__metadata__ is %s, not an object)" % _type(e))
+            for k, v in e.items():
+                if not isinstance(v, str) or isinstance(v, _Num):
+                    raise bad("bad header (__metadata__ %s is %s, not a string)"
+                              % (_quoted(k), _type(v)))
+            meta = e
+            continue
+        try:
+            dt, shape, offs = _entry(name, e, len(data))
+        except ValueError as why:
+            raise bad(str(why)) from None
+        spans.append((offs[0], offs[1], len(spans), name))
+        out[name] = (dt, shape, offs)
+    at, last = 0, None
+    for begin, end, _, name in sorted(spans):
+        if begin < at:
+            raise bad("tensors %s (bytes %d..%d) and %s (bytes %d..%d) overlap"
+                      % (_quoted(last[3]), last[0], last[1], _quoted(name), begin, end))
+        if begin > at:
+            raise bad("bytes %d..%d of the data belong to no tensor" % (at, begin))
+        at, last = end, (begin, end, None, name)
+    if at < len(data):
+        raise bad("%d bytes after the last tensor (trailing data)" % (len(data) - at))
     tensors = {}
-    for name, (dt, shape, (begin, end), size) in out.items():
+    for name, (dt, shape, (begin, end)) in out.items():
         if end > begin:
+            size = torch.empty((), dtype=dt).element_size()
             buf = _swap(bytearray(data[begin:end]), size)
             tensors[name] = torch.frombuffer(buf, dtype=dt).reshape(shape)
         else:
@@ -179,7 +300,10 @@ def write_safetensors(path, tensors, metadata=None):
     h = json.dumps(header, separators=(",", ":")).encode("utf-8")
     h += b" " * ((8 - len(h) % 8) % 8)
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=folder)
+    # the temporary name is "." + the name + "." + 8 random characters: the name cut to 200
+    # bytes, so that it fits in NAME_MAX (255 bytes) whenever the name does
+    stem = os.fsdecode(os.fsencode(os.path.basename(path))[:200])
+    fd, tmp = tempfile.mkstemp(prefix="." + stem + ".", dir=folder)
     umask = os.umask(0)
     os.umask(umask)
     try:

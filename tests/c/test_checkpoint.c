@@ -466,6 +466,59 @@ static void test_damaged(void)
     spit(bad, copy, len);
     expect_io(bad, "tensor 0 is embed.weighu (7 x 16), the model expects embed.weight (7 x 16)", 1,
               "renamed tensor");
+    copy[148 + V7_SHIFT + 11] = 0x01; /* a byte outside printable ASCII: shown as \x01 */
+    reseal(copy, len);
+    spit(bad, copy, len);
+    expect_io(bad, "tensor 0 is embed.weigh\\x01 (7 x 16), the model expects embed.weight (7 x 16)",
+              1, "a control byte in a name");
+    {   /* "embed.weight" and two NUL bytes (L = 14; the file 2 bytes longer): the format's names
+         * have no NUL */
+        memcpy(copy, b, 148 + V7_SHIFT + 12);
+        memset(copy + 148 + V7_SHIFT + 12, 0, 2);
+        memcpy(copy + 148 + V7_SHIFT + 14, b + 148 + V7_SHIFT + 12, len - (148 + V7_SHIFT + 12));
+        copy[144 + V7_SHIFT] = 14;
+        put64(copy + 8, len + 2);
+        reseal(copy, len + 2);
+        spit(bad, copy, len + 2);
+        expect_io(bad, "corrupted (tensor 0: a NUL byte in its name)", 1, "NUL bytes after a name");
+    }
+    {   /* the model's RNG (44 bytes after the tensors: s[0..3], spare, has_spare): states no
+         * generator reaches */
+        size_t rng_at = 144 + V7_SHIFT;
+        for (int i = 0; i < rp_model_num_tensors(m); i++) {
+            const rp_param_info *pi = rp_model_param(m, i);
+            rng_at += 4 + strlen(pi->name) + 4 + 8 * (size_t)pi->ndim + 4 * (size_t)pi->numel;
+        }
+        double nan_ = NAN, inf_ = -INFINITY;
+        uint64_t u;
+        memcpy(copy, b, len);
+        memset(copy + rng_at, 0, 32);
+        reseal(copy, len);
+        spit(bad, copy, len);
+        expect_io(bad, "corrupted (RNG state all zeros)", 1, "an all-zero xoshiro state");
+        memcpy(copy, b, len);
+        memset(copy + rng_at + 8, 0, 24); /* one word left: a state the generator leaves */
+        reseal(copy, len);
+        spit(bad, copy, len);
+        rp_checkpoint ck;
+        if (CHECK_STATUS(rp_checkpoint_load(bad, &ck), RP_OK, NULL)) {
+            rp_checkpoint_free_optim(&ck);
+            rp_model_free(ck.model);
+        }
+        memcpy(copy, b, len);
+        memcpy(&u, &nan_, 8);
+        put64(copy + rng_at + 32, u);
+        copy[rng_at + 40] = 1; /* has_spare */
+        reseal(copy, len);
+        spit(bad, copy, len);
+        expect_io(bad, "corrupted (RNG spare normal nan)", 1, "a NaN spare normal");
+        memcpy(&u, &inf_, 8);
+        put64(copy + rng_at + 32, u);
+        copy[rng_at + 40] = 0;
+        reseal(copy, len);
+        spit(bad, copy, len);
+        expect_io(bad, "corrupted (RNG spare normal -inf)", 1, "an infinite spare, has_spare 0");
+    }
     memcpy(copy, b, len);
     copy[128 + V7_SHIFT] = 9; /* unknown flag (1 optimiser, 2 linear attention, 4 rope before
                                * phi) */

@@ -3,7 +3,8 @@
  * links, missing paths, permission denied, limits near INT64_MAX, bad arguments), atomic writes
  * (replacement, mode, missing folder, the named fallback, failing writers) and the removal of
  * stale "<path>.tmp.<pid>" files (leading zeros, overflow, trailing garbage, live pids, other
- * paths with the same prefix). Every group also checks that no file descriptor was leaked.
+ * paths with the same prefix), names of 255 bytes (their temporary names, long stale ones) and
+ * links in a loop. Every group also checks that no file descriptor was leaked.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -552,6 +553,28 @@ static void test_write(int named)
     free(s);
     unlink(l);
 
+    /* a link in a loop cannot be followed: refused with stat's reason, the links stay links;
+     * a link to nothing names no file: replaced, as a missing path is created */
+    char l2[256];
+    path_in(l, sizeof l, "loop1");
+    path_in(l2, sizeof l2, "loop2");
+    CHECK(symlink("loop2", l) == 0 && symlink("loop1", l2) == 0, "symlink loop");
+    snprintf(want, sizeof want, "%s: %s", l, strerror(ELOOP));
+    CHECK_MSG(rp_file_write_atomic(l, write_hello, "x"), RP_ERR_IO, want);
+    CHECK(lstat(l, &lsb) == 0 && S_ISLNK(lsb.st_mode) && lstat(l2, &lsb) == 0 &&
+              S_ISLNK(lsb.st_mode),
+          "%s: the looping links are left as they were", mode);
+    unlink(l);
+    unlink(l2);
+    CHECK(symlink("nowhere", l) == 0, "symlink to nothing");
+    CHECK_STATUS(rp_file_write_atomic(l, write_hello, "dangling"), RP_OK, NULL);
+    s = slurp(l, &n);
+    CHECK(lstat(l, &lsb) == 0 && S_ISREG(lsb.st_mode) && s && !strcmp(s, "dangling") &&
+              !exists(l2),
+          "%s: a link to nothing became the new file", mode);
+    free(s);
+    unlink(l);
+
     /* a missing folder: an error, nothing created */
     path_in(l, sizeof l, "no-such-folder/out.txt");
     snprintf(want, sizeof want, "%s: No such file or directory", l);
@@ -677,6 +700,106 @@ static void test_stale_temps(void)
     CHECK(fd_count() == fds, "no fd leaked (%d before, %d after)", fds, fd_count());
 }
 
+/* ---- long names ------------------------------------------------------------------------------ */
+
+/* FNV-1a 64 of s, written here from its definition (the reference of fileio.h's stem rule). */
+static uint64_t fnv1a64(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+/* The writer of test_long_names: copies the names in g_dir with ".tmp." in them to ctx (one,
+ * at most 300 bytes; "" when none, "several" when more) while the named temporary file is open. */
+static int write_seeing_temp(FILE *f, void *ctx)
+{
+    char *seen = ctx;
+    seen[0] = '\0';
+    DIR *d = opendir(g_dir);
+    if (!d) return errno;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (strstr(e->d_name, ".tmp.")) {
+            if (seen[0]) snprintf(seen, 301, "several");
+            else snprintf(seen, 301, "%s", e->d_name);
+        }
+    closedir(d);
+    fputs("long", f);
+    return 0;
+}
+
+/* Saves to names of 255 bytes (NAME_MAX): each works in both ways (anonymous, named), the named
+ * temporary file's name is the stem rule of fileio.h (the name cut, '~', the hash of the whole
+ * name, ".tmp.<pid>"), and a stale temporary file of a long name is removed by the next save. */
+static void test_long_names(void)
+{
+    int fds = fd_count();
+    char name[256], multi[256], p[512], want[300], seen[301], stale[600];
+    memset(name, 'n', 251);
+    memcpy(name + 251, ".txt", 5); /* 255 bytes */
+    /* "é" (2 bytes) 127 times and "x": the cut at byte 223 would split an é: cut at 222 */
+    for (int i = 0; i < 127; i++) memcpy(multi + 2 * i, "\xc3\xa9", 2);
+    memcpy(multi + 254, "x", 2);
+    const char *names[] = {name, multi};
+    size_t cuts[] = {223, 222};
+    for (int k = 0; k < 2; k++) {
+        path_in(p, sizeof p, names[k]);
+        CHECK(strlen(names[k]) == 255, "a name of 255 bytes");
+        char stem[256];
+        snprintf(stem, sizeof stem, "%.*s~%016llx", (int)cuts[k], names[k],
+                 (unsigned long long)fnv1a64(names[k]));
+        for (int named = 0; named < 2; named++) {
+            if (named) setenv("ROPER_NO_TMPFILE", "1", 1);
+            else unsetenv("ROPER_NO_TMPFILE");
+            const char *mode = named ? "named" : "anonymous";
+            CHECK_STATUS(rp_file_write_atomic(p, write_seeing_temp, seen), RP_OK, NULL);
+            size_t n;
+            char *s = slurp(p, &n);
+            CHECK(s && !strcmp(s, "long"), "%s, name %d: saved to a name of 255 bytes", mode, k);
+            free(s);
+            snprintf(want, sizeof want, "%s.tmp.%ld", stem, (long)getpid());
+            if (named)
+                CHECK(!strcmp(seen, want), "name %d: the temporary file is \"%s\", want \"%s\"",
+                      k, seen, want);
+            else
+                CHECK(seen[0] == '\0', "anonymous: no temporary name while writing (\"%s\")", seen);
+            const char *keep[] = {names[k], NULL};
+            CHECK(stray_files(keep) == 0, "%s, name %d: nothing else left", mode, k);
+        }
+        unsetenv("ROPER_NO_TMPFILE");
+        /* a stale temporary file of this long name: removed by a save; one of a live process
+         * (ours) and one of the name cut without the hash stay */
+        pid_t dead = dead_pid();
+        snprintf(stale, sizeof stale, "%s/%s.tmp.%ld", g_dir, stem, (long)dead);
+        CHECK(write_file(stale, "x", 1) == 0, "wrote %s", stale);
+        char live[512], nohash[512];
+        snprintf(live, sizeof live, "%s/%s.tmp.%ld", g_dir, stem, (long)getppid());
+        CHECK(write_file(live, "x", 1) == 0, "wrote %s", live);
+        snprintf(nohash, sizeof nohash, "%s/%.*s.tmp.%ld", g_dir, (int)cuts[k], names[k],
+                 (long)dead);
+        CHECK(write_file(nohash, "x", 1) == 0, "wrote %s", nohash);
+        CHECK_STATUS(rp_file_write_atomic(p, write_hello, "again"), RP_OK, NULL);
+        CHECK(!exists(stale), "name %d: a dead process's temporary file of it removed", k);
+        CHECK(exists(live) && exists(nohash), "name %d: the others left alone", k);
+        unlink(live);
+        unlink(nohash);
+        unlink(p);
+    }
+    /* a name of 240 bytes is its own stem: "<name>.tmp.<pid>" */
+    memset(name, 's', 240);
+    name[240] = '\0';
+    path_in(p, sizeof p, name);
+    pid_t dead = dead_pid();
+    snprintf(stale, sizeof stale, "%s.tmp.%ld", p, (long)dead);
+    CHECK(write_file(stale, "x", 1) == 0, "wrote %s", stale);
+    CHECK(rp_file_remove_stale_temps(p) == 1 && !exists(stale),
+          "a name of 240 bytes: its stale temporary file removed");
+    const char *none[] = {NULL};
+    CHECK(stray_files(none) == 0, "nothing left");
+    CHECK(fd_count() == fds, "no fd leaked (%d before, %d after)", fds, fd_count());
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -695,6 +818,7 @@ int main(void)
     test_write(0);
     test_write(1);
     test_stale_temps();
+    test_long_names();
     const char *none[] = {NULL};
     CHECK(stray_files(none) == 0, "temporary folder empty at the end");
     CHECK(rmdir(g_dir) == 0, "removed %s: %s", g_dir, strerror(errno));

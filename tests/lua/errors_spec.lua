@@ -127,6 +127,13 @@ local cases = {
     "bad argument #1 to 'forward' (roper.Model expected, got table; call methods with ':', as in x:forward())" },
   { "rp.matmul() without arguments", function() return rp.matmul() end,
     "bad argument #1 to 'matmul' (roper.Tensor expected, got no value)" },
+  -- an argument after the last one a function reads is refused, not dropped
+  { "rp.zeros({2}, 3)", function() return rp.zeros({ 2 }, 3) end,
+    "bad argument #2 to 'zeros' (unexpected argument after the shape table (3))" },
+  { "g:randn({2}, 'x')", function() return rp.rng(1):randn({ 2 }, "x") end,
+    "bad argument #2 to 'randn' (unexpected argument after the shape table (string \"x\"))" },
+  { "t:view({2}, 1)", function() return rp.zeros(2):view({ 2 }, 1) end,
+    "bad argument #2 to 'view' (unexpected argument after the shape table (1))" },
   -- t:dot and t:diag
   { "dot of a matrix", function() return M23():dot(M23()) end,
     "calling 'dot' on bad self (dot takes 1-D tensors, got [2 x 3] (rp.matmul multiplies matrices))" },

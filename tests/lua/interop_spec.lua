@@ -183,6 +183,92 @@ describe("tensors as .npy files", function()
   end)
 end)
 
+describe("saves to long names and through links (core/io/fileio.h)", function()
+  local d
+  setup(function() d = h.tmpdir() end)
+  teardown(function() h.remove_tree(d) end)
+
+  -- The stem of a name in its temporary files, by fileio.h's rule written here: the name itself
+  -- up to 240 bytes; else its first 223 bytes (222 when byte 224 continues a UTF-8 character),
+  -- '~' and the FNV-1a 64 hash of the whole name in hex (Lua's integers wrap as the hash does).
+  local function stem(name)
+    if #name <= 240 then return name end
+    local hash = 0xcbf29ce484222325
+    for i = 1, #name do hash = (hash ~ name:byte(i)) * 0x100000001b3 end
+    local cut = 223
+    while cut > 0 and name:byte(cut + 1) & 0xC0 == 0x80 do cut = cut - 1 end
+    return name:sub(1, cut) .. ("~%016x"):format(hash)
+  end
+
+  -- a name of 255 bytes (NAME_MAX) ending in ext: "nnn...n" .. ext
+  local function long(ext) return d .. "/" .. ("n"):rep(255 - #ext) .. ext end
+
+  it("t:save, m:save and m:save_safetensors write to a name of 255 bytes, with O_TMPFILE and "
+    .. "without (ROPER_NO_TMPFILE=1)", function()
+    local code = ([[
+      local d = %q
+      local t, m = rp.tensor{1, 2, 3}, rp.model{vocab = 11, d_model = 16, heads = 2, layers = 1,
+        d_ff = 24, seq_len = 8, max_batch = 2, seed = 4}
+      print(t:save(d .. "/" .. ("n"):rep(251) .. ".npy"))
+      print(m:save(d .. "/" .. ("n"):rep(250) .. ".ckpt"))
+      print(m:save_safetensors(d .. "/" .. ("n"):rep(243) .. ".safetensors"))]]):format(d)
+    for _, env in ipairs { "", "ROPER_NO_TMPFILE=1 " } do
+      local out, err, rc = h.run(env .. h.sh_quote(h.BIN) .. " -e " .. h.sh_quote(code))
+      assert.equal(0, rc, err)
+      assert.equal("true\ntrue\ntrue\n", out, env)
+      assert.same({ 1, 2, 3 }, assert(rp.load(long(".npy"))):totable())
+      local want = rp.model { vocab = 11, d_model = 16, heads = 2, layers = 1, d_ff = 24,
+        seq_len = 8, max_batch = 2, seed = 4 }
+      for _, ext in ipairs { ".ckpt", ".safetensors" } do
+        assert.equal(0, param_diff(want, assert(rp.load(long(ext)))), env .. ext)
+      end
+      local names = { ("n"):rep(250) .. ".ckpt", ("n"):rep(251) .. ".npy",
+        ("n"):rep(243) .. ".safetensors" }
+      table.sort(names)
+      assert.same(names, h.ls(d)) -- no temporary file left
+      for _, ext in ipairs { ".ckpt", ".npy", ".safetensors" } do os.remove(long(ext)) end
+    end
+  end)
+
+  it("a save removes a killed save's temporary file of a 255-byte name (its stem, .tmp.<pid>)",
+    function()
+      local p = io.popen("sh -c 'echo $$'") -- a process that is gone: a shell that has exited
+      local dead = math.tointeger(tonumber(p:read("l")))
+      p:close()
+      for _, name in ipairs { ("n"):rep(251) .. ".npy", ("\xc3\xa9"):rep(125) .. "x.npy",
+        ("s"):rep(236) .. ".npy" } do
+        local stale = ("%s/%s.tmp.%d"):format(d, stem(name), dead)
+        local live = ("%s/%s.tmp.1"):format(d, stem(name)) -- pid 1 always exists
+        h.write(stale, "half")
+        h.write(live, "a live process's")
+        assert.is_true(rp.tensor{7}:save(d .. "/" .. name))
+        assert.is_nil(h.read(stale), name)
+        assert.equal("a live process's", h.read(live))
+        os.remove(live)
+        os.remove(d .. "/" .. name)
+      end
+      assert.same({}, h.ls(d))
+    end)
+
+  it("a link in a loop is refused (stat's reason), a link to nothing is replaced", function()
+    local a, b = d .. "/loop_a", d .. "/loop_b"
+    assert(os.execute("ln -s loop_b " .. h.sh_quote(a) .. " && ln -s loop_a " .. h.sh_quote(b)))
+    local m = model()
+    local want = { nil, a .. ": Too many levels of symbolic links" }
+    assert.same(want, { rp.tensor{1}:save(a) })
+    assert.same(want, { m:save(a) })
+    assert.same(want, { m:save_safetensors(a) })
+    local kind = io.popen("stat -c %F " .. h.sh_quote(a)):read("a")
+    assert.equal("symbolic link\n", kind)
+    os.remove(a)
+    os.remove(b)
+    assert(os.execute("ln -s nowhere " .. h.sh_quote(a)))
+    assert.is_true(m:save(a))
+    assert.equal(0, param_diff(m, assert(rp.load(a))))
+    os.remove(a)
+  end)
+end)
+
 describe("token ids as integer .npy files", function()
   local d
   setup(function() d = h.tmpdir() end)
@@ -430,6 +516,54 @@ describe("model weights as safetensors", function()
       { m:load_safetensors(d .. "/missing") })
   end)
 
+  it("F64 weights: rounded to float32; a finite value beyond float32's range is refused, named; "
+    .. "NaN and infinities kept as F32's are", function()
+    local m = model()
+    local p = d .. "/f64.safetensors"
+    assert.is_true(m:save_safetensors(p))
+    local hd, data = h.st_parts(p)
+    local names = {}
+    for k in pairs(hd) do if k ~= "__metadata__" then names[#names + 1] = k end end
+    table.sort(names)
+    -- the file again with every tensor F64 (its float32 values widened), then changes[name][i]
+    local function f64_file(changes)
+      local out, off, header = {}, 0, { __metadata__ = hd.__metadata__ }
+      for _, name in ipairs(names) do
+        local e = hd[name]
+        local n = (e.data_offsets[2] - e.data_offsets[1]) // 4
+        for i = 1, n do
+          local v = string.unpack("<f", data, e.data_offsets[1] + 4 * (i - 1) + 1)
+          out[#out + 1] = string.pack("<d", (changes[name] or {})[i] or v)
+        end
+        header[name] = { dtype = "F64", shape = e.shape, data_offsets = { off, off + 8 * n } }
+        off = off + 8 * n
+      end
+      h.st_write(p, header, table.concat(out))
+    end
+    f64_file({})
+    assert.equal(0, param_diff(m, assert(rp.load(p))))
+    -- beyond float32's range (3.4028235677973366e38 and up round to inf): refused, the model
+    -- given to m:load_safetensors left as it was
+    for _, c in ipairs {
+      { "head.bias", 3, 1e39, '"head.bias" element [3] is 1e+39' },
+      { "embed.weight", 16 + 3, -3.5e38, '"embed.weight" element [2][3] is -3.5e+38' },
+      { "head.bias", 1, 3.4028235677973366e38, '"head.bias" element [1] is 3.40282357e+38' },
+    } do
+      f64_file({ [c[1]] = { [c[2]] = c[3] } })
+      local want = { nil, p .. ": tensor " .. c[4] .. ", beyond float32's range" }
+      assert.same(want, { rp.load(p) })
+      local m2 = model()
+      assert.same(want, { m2:load_safetensors(p) })
+      assert.equal(0, param_diff(model(), m2))
+    end
+    -- the largest value that rounds to float32's largest, NaN and the infinities load
+    f64_file({ ["head.bias"] = { 3.4028235677973362e38, 0 / 0, math.huge, -math.huge } })
+    local b = assert(rp.load(p)):params()["head.bias"]
+    assert.equal(string.unpack("<f", "\xff\xff\x7f\x7f"), b:get(1))
+    assert.is_true(b:get(2) ~= b:get(2))
+    assert.same({ math.huge, -math.huge }, { b:get(3), b:get(4) })
+  end)
+
   it("refuses non-finite weights unless allowed, and raises for misuse", function()
     local m = model()
     local p = d .. "/n.safetensors"
@@ -446,6 +580,16 @@ describe("model weights as safetensors", function()
       "bad argument #1 to 'save_safetensors' (path must be a string, got 42)")
     assert.has_error(function() m:load_safetensors() end,
       "bad argument #1 to 'load_safetensors' (path must be a string, got no value)")
+    -- it takes no options: an extra argument is refused, not taken for understood, and the
+    -- model is left as it was
+    local before = m:params()["head.bias"]:get(2)
+    assert.has_error(function() m:load_safetensors(p, { strict = false }) end,
+      "bad argument #2 to 'load_safetensors' (unexpected argument after the path (table))")
+    assert.has_error(function() m:load_safetensors(p, nil) end,
+      "bad argument #2 to 'load_safetensors' (unexpected argument after the path (nil))")
+    assert.has_error(function() rp.Model.load_safetensors(m, p, 7) end,
+      "bad argument #3 to 'load_safetensors' (unexpected argument after the path (7))")
+    assert.equal(before, m:params()["head.bias"]:get(2))
     assert.has_error(function() rp.Model.load_safetensors(rp.zeros(1), p) end,
       "bad argument #1 to 'load_safetensors' (roper.Model expected, got roper.Tensor; call methods "
         .. "with ':', as in x:load_safetensors())")

@@ -726,8 +726,16 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
         args[#args + 1] = d .. "/" .. name .. ".safetensors"
         args[#args + 1] = d .. "/" .. name .. "_back.safetensors"
       end
+      -- a name of 255 bytes (NAME_MAX): the writer's temporary name fits too
+      local long = d .. "/" .. ("n"):rep(243) .. ".safetensors"
+      args[#args + 1] = d .. "/roper_tied.safetensors"
+      args[#args + 1] = long
       local _, err, code = py(args)
       assert.equal(0, code, err)
+      assert.equal(0, list_diff(assert(rp.load(d .. "/roper_tied.safetensors")):params(),
+        assert(rp.load(long)):params()))
+      for _, f in ipairs(h.ls(d)) do assert.is_nil(f:find("^%."), f) end -- no temporary left
+      os.remove(long)
       for _, name in ipairs(names) do
         local src = d .. "/" .. name .. ".safetensors"
         local back = d .. "/" .. name .. "_back.safetensors"
@@ -1587,8 +1595,8 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
     assert.is_true(loss < 0.5, loss)
   end)
 
-  it("read_safetensors refuses damaged files (roper refuses them too) and reads every dtype",
-    function()
+  it("read_safetensors refuses damaged files as roper's reader does, in its words, and reads "
+    .. "every dtype", function()
       if not ok then return pending(why) end
       local function st(header, data)
         return string.pack("<I8", #header) .. header .. (data or "")
@@ -1598,42 +1606,79 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
           shape, b, e)
       end
       local z = function(n) return ("\0"):rep(n) end
+      local one = function(e) return st("{" .. e .. "}", z(4)) end
+      -- { name, file, the message when roper's reader words it otherwise (JSON's syntax) }
       local cases = {
-        { "short", "\1\2\3", "truncated (3 bytes, shorter than the 8-byte header length)" },
-        { "past_end", string.pack("<I8", 1000) .. "{}",
-          "truncated (the header length says 1000 bytes, 2 follow it)" },
+        { "short", "\1\2\3" },
+        { "past_end", string.pack("<I8", 1000) .. "{}" },
+        -- a header length past the limit and past the file: truncated, as roper checks first
+        { "hlen_past", string.pack("<I8", 200000000) .. "{}" },
+        { "space_first", st(' {"w":{}}') },
+        { "empty_header", st("") },
         { "not_json", st("{x"), "bad header (Expecting property name enclosed in double quotes: "
           .. "line 1 column 2 (char 1))" },
-        { "not_object", st("[1]"), "bad header (it must be a JSON object)" },
+        { "not_object", st("[1]") },
+        { "deep", st('{"a":' .. ("["):rep(20) .. ("]"):rep(20) .. "}") },
+        { "deep_in_string", st('{"[[[[[[[[[[[[[[[[[[[[":' .. ("["):rep(15) .. ("]"):rep(15)
+          .. "}") },
+        { "very_deep", st('{"a":' .. ("["):rep(5000) .. ("]"):rep(5000) .. "}") },
         { "duplicate", st("{" .. entry("w", "F32", "1", 0, 4) .. "," .. entry("w", "F32", "1", 0, 4)
           .. "}", z(4)), 'bad header (duplicate key "w")' },
-        { "dtype", st("{" .. entry("w", "F33", "1", 0, 4) .. "}", z(4)),
-          'bad header (tensor "w": unknown dtype "F33")' },
-        { "extra_key", st('{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"x":1}}', z(4)),
-          'bad header (tensor "w": the keys must be dtype, shape, data_offsets)' },
-        { "negative", st("{" .. entry("w", "F32", "-1", 0, 4) .. "}", z(4)),
-          'bad header (tensor "w": bad shape [-1] or data_offsets [0, 4])' },
-        { "size", st("{" .. entry("w", "F32", "2,3", 0, 20) .. "}", z(20)),
-          'tensor "w": data_offsets [0, 20] hold 20 bytes, its shape [2, 3] of F32 needs 24' },
+        { "not_entry", st('{"w":[1]}') },
+        { "dtype", one(entry("w", "F33", "1", 0, 4)) },
+        { "dtype_number", one('"w":{"dtype":32,"shape":[1],"data_offsets":[0,4]}') },
+        { "extra_key", one('"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"x":1}') },
+        { "no_shape", one('"w":{"dtype":"F32","data_offsets":[0,4]}') },
+        { "negative", one(entry("w", "F32", "-1", 0, 4)) },
+        { "minus_zero", one(entry("w", "F32", "-0", 0, 4)) },
+        { "float_size", one(entry("w", "F32", "1.0", 0, 4)) },
+        { "shape_string", one(entry("w", "F32", '"1"', 0, 4)) },
+        { "size_2^64", one(entry("w", "F32", "18446744073709551616", 0, 4)) },
+        { "size_2^63", one(entry("w", "F32", "9223372036854775808", 0, 4)) },
+        { "offsets_three", one('"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4,8]}') },
+        { "offsets_negative", one('"w":{"dtype":"F32","shape":[1],"data_offsets":[-0,4]}') },
+        { "offsets_backwards", one(entry("w", "F32", "1", 4, 0)) },
+        { "nine_dims", one(entry("w", "F32", "1,1,1,1,1,1,1,1,1", 0, 4)) },
+        { "2^41_elements", one(entry("w", "F32", "1048576,2097152", 0, 4)) },
+        { "empty_2^41", one(entry("w", "F32", "0,2199023255552", 0, 0)) },
+        { "size", st("{" .. entry("w", "F32", "2,3", 0, 20) .. "}", z(20)) },
+        { "data_past_end", st("{" .. entry("w", "F32", "2", 0, 8) .. "}", z(4)) },
+        { "control_name", st("{" .. entry("w\\u0001\\u00e9", "F32", "2,3", 0, 20) .. "}", z(20)) },
         { "overlap", st("{" .. entry("a", "F32", "2", 0, 8) .. "," .. entry("b", "F32", "2", 4, 12)
-          .. "}", z(12)),
-          'tensor "b" begins at byte 4 of the data, expected 8 (a gap or an overlap)' },
+          .. "}", z(12)) },
         { "gap", st("{" .. entry("a", "F32", "1", 0, 4) .. "," .. entry("b", "F32", "1", 8, 12)
-          .. "}", z(12)),
-          'tensor "b" begins at byte 8 of the data, expected 4 (a gap or an overlap)' },
-        { "trailing", st("{" .. entry("a", "F32", "1", 0, 4) .. "}", z(8)),
-          "the tensors end at byte 4 of the data, the file has 8 data bytes" },
-        { "metadata", st('{"__metadata__":{"a":1}}'),
-          "bad header (__metadata__ must be an object of strings)" },
+          .. "}", z(12)) },
+        { "trailing", st("{" .. entry("a", "F32", "1", 0, 4) .. "}", z(8)) },
+        { "metadata", st('{"__metadata__":{"a":1}}') },
+        { "metadata_array", st('{"__metadata__":[]}') },
       }
-      local paths = {}
+      -- roper's reader (m:load_safetensors: the safetensors reader whatever the first bytes) gives
+      -- the reference message
+      local ref = rp.model { vocab = 5, d_model = 8, heads = 2, layers = 1, d_ff = 8, seq_len = 4 }
       for i, c in ipairs(cases) do
-        paths[i] = d .. "/bad_" .. c[1] .. ".safetensors"
-        h.write(paths[i], c[2])
-        local m, msg = rp.load(paths[i])
-        assert.is_nil(m, c[1])
-        assert.is_string(msg)
+        local p = d .. "/bad_" .. c[1] .. ".safetensors"
+        h.write(p, c[2])
+        local r, msg = ref:load_safetensors(p)
+        assert.is_nil(r, c[1])
+        assert.equal(p .. ": ", msg:sub(1, #p + 2), c[1])
+        cases[i][3] = c[3] or msg:sub(#p + 3)
       end
+      -- a few of roper's words, spelled out (the comparison below is with these)
+      local roper_words = {
+        hlen_past = "truncated (the header length says 200000000 bytes, 2 follow it)",
+        space_first = "bad header (it must start with '{')",
+        deep = "bad header (at byte 20: nested deeper than 16 levels)",
+        minus_zero = 'bad header (tensor "w": shape: -0 is not an integer >= 0)',
+        nine_dims = 'tensor "w" has 9 dims, more than the 8 a tensor holds',
+        ["2^41_elements"] = 'tensor "w" of shape [1048576 x 2097152] has more than 2^40 elements',
+        control_name = 'tensor "w\\x01\\xc3\\xa9": data_offsets [0, 20] hold 20 bytes, its shape '
+          .. "[2 x 3] of F32 needs 24",
+      }
+      for _, c in ipairs(cases) do
+        if roper_words[c[1]] then assert.equal(roper_words[c[1]], c[3], c[1]) end
+      end
+      local paths = {}
+      for i, c in ipairs(cases) do paths[i] = d .. "/bad_" .. c[1] .. ".safetensors" end
       -- not regular files: refused after a stat, before any open (a FIFO would hang the reader)
       local kinds = { fifo = "a FIFO", folder = "a folder" }
       assert(os.execute("mkfifo " .. h.sh_quote(d .. "/fifo.safetensors")))
@@ -1661,7 +1706,7 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
         got[name] = verdict .. " " .. rest
       end
       for _, c in ipairs(cases) do
-        assert.equal("refused " .. c[3], got["bad_" .. c[1] .. ".safetensors"])
+        assert.equal("refused " .. c[3], got["bad_" .. c[1] .. ".safetensors"], c[1])
       end
       for kind, word in pairs(kinds) do
         assert.equal("refused not a regular file (" .. word .. ")", got[kind .. ".safetensors"])
