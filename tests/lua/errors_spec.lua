@@ -298,7 +298,7 @@ describe("errors", function()
       n = n + 1
       for m in t:gmatch("{(%w+)}") do assert.is_true(marks[m], name .. ": {" .. m .. "}") end
     end
-    assert.equal(44, n)
+    assert.equal(46, n)
     assert.same({ max_axes = 3, max_pos = 2 ^ 53 // 1, max_samples = 2 ^ 24 // 1 }, o.bounds)
     assert.same({ "longrope", "su" }, o.hf_unsupported)
     assert.same({ dims = 2, shape = "[axes x pairs]", forms = " of lists", noun = "frequencies" },
@@ -335,6 +335,10 @@ describe("errors", function()
         { field = "original_max_position_embeddings", got = "0.0" } },
       { { rope_scaling = { rope_type = "llama3", factor = 2 } }, "hf_needs",
         { type = "llama3", names = "original_max_position_embeddings" } },
+      { { rope_scaling = { rope_type = "linear", factor = -2 } }, "hf_range",
+        { what = "'factor' must be a finite number > 0, got -2" } },
+      { { rope_scaling = { rope_type = "yarn", factor = 2, original_max_position_embeddings = 8,
+        attention_factor = 0 } }, "hf_zero", {} },
       { { freq = { 1, 2 }, angles = { { 1 } } }, "freq_both", {} },
       { { freq = true }, "table_kind", { key = "freq", forms = o.tables.freq.forms,
         got = "boolean" } },
