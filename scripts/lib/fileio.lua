@@ -28,28 +28,37 @@ end
 -- regular file already at "<path>.probe" is the leftover of a probe cut short (kill -9 between
 -- its write and its removal) and is removed; anything else there is left alone and the probe
 -- skipped. Raises a usage problem naming `what` (the option, e.g. "--out") and shown (default
--- path: the name the user gave).
+-- path: the name the user gave), and with shown, the path in the way ("--out o: o/runs/probe.json
+-- is a folder in the way of its files", "--out o: cannot create o/runs (o/runs is a regular file,
+-- not a folder)").
+-- The reason of a message "<path>: <reason>" (the message itself when it does not start so).
+local function reason(msg, path)
+  msg = tostring(msg)
+  local head = path .. ": "
+  return msg:sub(1, #head) == head and msg:sub(#head + 1) or msg
+end
+
 function fileio.check_output(path, what, shown)
-  shown = shown or path
   if path == "" then cli.usage(("%s: a file name expected, got an empty one"):format(what)) end
-  -- (a name ending in "/" is a folder's, there or not)
+  -- (a name ending in "/" is a folder's, there or not; a file of shown's in the way is named)
   if plpath.isdir(path) or path:sub(-1) == "/" then
-    cli.usage(("%s %s: is a folder, not a file"):format(what, shown))
+    cli.usage(shown and ("%s %s: %s is a folder in the way of its files"):format(what, shown, path)
+      or ("%s %s: is a folder, not a file"):format(what, path))
   end
+  shown = shown or path
   local dir = plpath.dirname(path)
   if dir ~= "" then
     local ok, err = fileio.mkdir(dir)
     if not ok then
-      cli.usage(("%s %s: cannot create its folder (%s)"):format(what, shown,
-        tostring(err):gsub("^.-: ", "")))
+      cli.usage(("%s %s: cannot create %s (%s)"):format(what, shown,
+        shown == path and "its folder" or dir, reason(err, dir)))
     end
   end
   local probe = lfs.attributes(path .. ".probe")
   if probe and (probe.mode ~= "file" or probe.size ~= 0) then return end
   local ok, err = fileio.write(path .. ".probe", "")
   if not ok then
-    cli.usage(("%s %s: cannot write there (%s)"):format(what, shown,
-      tostring(err):gsub("^.-: ", "")))
+    cli.usage(("%s %s: cannot write there (%s)"):format(what, shown, reason(err, path .. ".probe")))
   end
   os.remove(path .. ".probe")
 end
@@ -104,9 +113,7 @@ function fileio.check_folder(dir, what)
       or kind_of(mode)))
   end
   local ok, err = fileio.mkdir(dir)
-  if not ok then
-    cli.usage(("%s %s: cannot create it (%s)"):format(what, dir, tostring(err):gsub("^.-: ", "")))
-  end
+  if not ok then cli.usage(("%s %s: cannot create it (%s)"):format(what, dir, reason(err, dir))) end
 end
 
 -- check_output_folder(dir, what): check_folder, then that a comparison or sweep can write its
@@ -124,7 +131,8 @@ function fileio.read(path)
 end
 
 -- mkdir(path) -> true | nil, message (creates parents; fine when it exists); a part of path that
--- is not a folder is named ("a/f/b: a/f is a regular file, not a folder")
+-- is not a folder is named ("a/f/b: a/f is a regular file, not a folder"; a symbolic link to
+-- nothing: "a/l/b: a/l is a symbolic link to nothing, not a folder")
 function fileio.mkdir(path)
   if plpath.isdir(path) then return true end
   local ok, err = pldir.makepath(path)
@@ -133,6 +141,9 @@ function fileio.mkdir(path)
   local p = path
   repeat
     local mode = lfs.attributes(p, "mode")
+    if not mode and lfs.symlinkattributes(p, "mode") == "link" then
+      return nil, ("%s: %s is a symbolic link to nothing, not a folder"):format(path, p)
+    end
     if mode and mode ~= "directory" then
       return nil, ("%s: %s is %s, not a folder"):format(path, p,
         mode == "file" and "a regular file" or kind_of(mode))

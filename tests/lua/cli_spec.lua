@@ -230,6 +230,31 @@ describe("compare.lua and sweep.lua check every config before the first run", fu
       .. "/small.txt is a regular file, not a folder)\n", err)
   end)
 
+  it("compare.lua: the path in the way of an --out named, whatever it holds", function()
+    local base = dir .. "/in-way: a"
+    assert(lfs.mkdir(base))
+    assert(lfs.mkdir(base .. "/o2") and lfs.mkdir(base .. "/o2/runs"))
+    assert(lfs.mkdir(base .. "/o2/runs/probe.json"))
+    assert(lfs.mkdir(base .. "/o1"))
+    h.write(base .. "/o1/runs", "x")
+    h.write(base .. "/f", "x")
+    assert(lfs.link("nowhere", base .. "/dl", true))
+    for _, c in ipairs {
+      { "/o2", "/o2: " .. base .. "/o2/runs/probe.json is a folder in the way of its files" },
+      { "/o1", "/o1: cannot create " .. base .. "/o1/runs (" .. base .. "/o1/runs is a regular "
+        .. "file, not a folder)" },
+      { "/dl/x", "/dl/x: cannot create it (" .. base .. "/dl is a symbolic link to nothing, not "
+        .. "a folder)" },
+      -- (a ": " in the path stays: only the message's own prefix is taken off)
+      { "/f/x", "/f/x: cannot create it (" .. base .. "/f is a regular file, not a folder)" },
+    } do
+      local _, err, code = run(sh_quote(BIN) .. " scripts/compare.lua --seeds 1 --steps 1 "
+        .. "--quiet --out " .. sh_quote(base .. c[1]))
+      assert.are.equal(2, code, err)
+      assert.are.equal("compare.lua: --out " .. base .. c[2] .. "\n", err)
+    end
+  end)
+
   it("compare.lua: an --init its runs' models cannot start from, before any run", function()
     local ckpt, out = dir .. "/cmp-init.ckpt", dir .. "/cmp-init"
     local _, err, code = run(TRAIN .. " --save " .. sh_quote(ckpt))
