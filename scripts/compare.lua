@@ -173,7 +173,6 @@ cli.main("compare.lua", function()
     if m.cfg.task ~= task then die("all methods must use the same task") end
   end
   local out = args.out or ("results/compare-" .. task)
-  fileio.check_output_folder(out, "--out")
 
   local function safe(label) return (label:gsub("[^%w%._=-]", "_")) end
 
@@ -206,6 +205,8 @@ cli.main("compare.lua", function()
     end
   end
   runner.check_init(runs)
+  -- (after the runs' checks: a refused init leaves no folder behind)
+  fileio.check_output_folder(out, "--out")
 
   local train = fileio.join(fileio.dirname(arg[0]), "train.lua")
   slurm.out, slurm.train, slurm.force, slurm.name = out, train, args.force, "roper-compare"

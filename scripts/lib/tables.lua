@@ -18,7 +18,8 @@ function tables.num(v, fmt)
 end
 
 -- markdown(headers, rows) -> text: a pipe table; rows are lists of strings (numbers converted),
--- a cell's "|" written "\|" (a method's label or a path may hold one: it would start a cell).
+-- a cell's "|" written "\|" (a method's label or a path may hold one: it would start a cell) and
+-- its line breaks (CR, LF) spaces (a table row is one line: a break would end it).
 function tables.markdown(headers, rows)
   local lines = { "| " .. table.concat(headers, " | ") .. " |" }
   local sep = {}
@@ -27,7 +28,7 @@ function tables.markdown(headers, rows)
   for _, r in ipairs(rows) do
     local cells = {}
     for i = 1, #headers do
-      cells[i] = (tostring(r[i] == nil and "" or r[i]):gsub("|", "\\|"))
+      cells[i] = (tostring(r[i] == nil and "" or r[i]):gsub("|", "\\|"):gsub("[\r\n]", " "))
     end
     lines[#lines + 1] = "| " .. table.concat(cells, " | ") .. " |"
   end

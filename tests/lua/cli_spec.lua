@@ -276,6 +276,7 @@ describe("compare.lua and sweep.lua check every config before the first run", fu
     assert.are.equal("compare.lua: run rope s1: option 'init': " .. dir .. "/rope-s1.ckpt: "
       .. "parameter embed.weight is 45x32 in the derived model, 45x16 in the model (the overrides "
       .. "change the layout)\n", err)
+    assert.is_nil(lfs.attributes(out), "nothing was created")
   end)
 
   it("compare.lua: an option given twice", function()

@@ -161,7 +161,7 @@ local TINY = "--d-model 16 --heads 2 --layers 1 --seq-len 32 --batch 4 --problem
   .. "--valid-batches 1 --quiet"
 
 describe("scripts/lib/html.lua's markdown: user text stays text", function()
-  it("a link only to http(s) or a path; a cell's '|' stays in its cell", function()
+  it("a link only to http(s) or a path; a cell's '|' and line breaks stay in its cell", function()
     package.path = "scripts/?.lua;" .. package.path
     local html = require "lib.html"
     local tables = require "lib.tables"
@@ -176,6 +176,9 @@ describe("scripts/lib/html.lua's markdown: user text stays text", function()
     local t = html.markdown(md)
     assert.truthy(t:find("<td>roper:path=a | &lt;b&gt;x.txt</td>", 1, true), t)
     assert.truthy(t:find('<td class="num">1.5</td>', 1, true), t)
+    -- a line break in a cell (a label's newline) is a space: the row stays one line
+    assert.are.equal("| method | value |\n|---|---|\n| a b  c | 2 |\n",
+      tables.markdown({ "method", "value" }, { { "a\nb\r\nc", "2" } }))
   end)
 end)
 
