@@ -485,28 +485,21 @@ end
 local function text_labels(o, t, lines)
   local width = t.size[1]
   local above, below = {}, {}
-  local function own(key, to)
+  -- o[key] through gnuplot when its every line fits, else its lines centred into `to`
+  local function place(key, to)
+    if not o[key] then return end
+    local _, w = text_lines(o[key])
+    if w <= width then
+      lines[#lines + 1] = ("set %s %s"):format(key, gp_text(o[key]))
+      return
+    end
     for _, l in ipairs(wrap(o[key], width)) do to[#to + 1] = centred(l, width // 2, width) end
   end
-  if o.title then
-    local _, w = text_lines(o.title)
-    if w <= width then
-      lines[#lines + 1] = "set title " .. gp_text(o.title)
-    else
-      own("title", above)
-    end
-  end
+  place("title", above)
   local margin, ylines = text_ylabel(o, width, lines, function(w) return w + 11 end)
   if margin then lines[#lines + 1] = ("set lmargin %d"):format(margin) end
   for _, l in ipairs(ylines) do above[#above + 1] = l end
-  if o.xlabel then
-    local _, w = text_lines(o.xlabel)
-    if w <= width then
-      lines[#lines + 1] = "set xlabel " .. gp_text(o.xlabel)
-    else
-      own("xlabel", below)
-    end
-  end
+  place("xlabel", below)
   t.size = { width, math.max(10, t.size[2] - #above - #below) }
   local function text(list) return #list > 0 and table.concat(list, "\n") .. "\n" or nil end
   return text(above), text(below)

@@ -49,8 +49,9 @@ local HOOK = ("local run = rp.experiment.run "
   .. "return run(cfg, function(step, ...) if step > %d then os.exit(0) end "
   .. "return progress(step, ...) end, opts) end"):format(CHECKPOINT)
 
--- the portable build needs x86-64-v3 (h.x86_64_v3: whether this CPU has it, and its flags)
-local v3, flags = h.x86_64_v3()
+-- the portable build needs x86-64-v3 (h.x86_64_v3: whether this CPU has it, by the build's own
+-- check when it is built, and its flags)
+local v3, flags = h.x86_64_v3(BIN)
 
 -- A training state file's step and curve ({step, tokens, loss, lr} numbers as written: %.17g).
 local function state_curve(text)

@@ -143,9 +143,19 @@ function M.read(path)
 end
 
 -- Whether this CPU runs x86-64-v3 code (the portable build: AVX, AVX2, BMI1, BMI2, F16C, FMA,
--- LZCNT (abm), MOVBE, XSAVE), from /proc/cpuinfo, and the flags line it read ("" if none).
-function M.x86_64_v3()
+-- LZCNT (abm), MOVBE, XSAVE), and the flags line of /proc/cpuinfo ("" if none): the answer of the
+-- portable build at bin when it is built and gives one, else from those flags.
+function M.x86_64_v3(bin)
   local flags = (M.read("/proc/cpuinfo") or ""):match("\nflags%s*:([^\n]*)") or ""
+  -- the portable build's own answer (its cpuid check, rp_build_cpu_ok) when it is there: a
+  -- hypervisor may leave a flag out of /proc/cpuinfo (abm, LZCNT's) that cpuid shows
+  local built = bin and io.open(bin, "rb")
+  if built then
+    built:close()
+    local _, err, code = M.run(M.sh_quote(bin) .. " -e ''")
+    if code == 0 then return true, flags end
+    if err:find("needs an x86-64-v3 CPU", 1, true) then return false, flags end
+  end
   for _, f in ipairs { "avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave" } do
     if not (" " .. flags .. " "):find(" " .. f .. " ", 1, true) then return false, flags end
   end

@@ -23,8 +23,9 @@ local CLEAN = "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u ROPER_OMP_WAIT_POLICY
   .. "-u OPENBLAS_CORETYPE -u ROPER_BLAS_DETECTED -u ROPER_BLAS_REPLACED -u ROPER_KEEP_CORETYPE "
   .. "-u OMP_NUM_THREADS "
 
--- the portable build needs x86-64-v3 (h.x86_64_v3: whether this CPU has it, and its flags)
-local v3, flags = h.x86_64_v3()
+-- the portable build needs x86-64-v3 (h.x86_64_v3: whether this CPU has it, by the build's own
+-- check when it is built, and its flags)
+local v3, flags = h.x86_64_v3(BIN)
 
 -- the first line where two texts differ, for the failure message
 local function first_difference(a, b)
