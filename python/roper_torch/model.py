@@ -666,7 +666,8 @@ def load_roper(path, freq=None, angles=None, positions=None, axes=None, sections
     """A RoperTransformer from a safetensors file roper wrote (m:save_safetensors): the config
     from its roper.config metadata, the model's own frequencies or angles and its positions (with
     their map) from the tensors the metadata names (EXTRAS), the weights loaded with
-    load_state_dict(strict=True) (F64 files rounded to float32, as roper reads them).
+    load_state_dict(strict=True) (F64 files rounded to float32, as roper reads them; a finite
+    value past float32's range refused with rp.load's message, a parameter of another dtype too).
     freq / angles / positions, axes, sections, mix: RoperTransformer's arguments, for a file
     that holds none of these (one of an earlier roper, or a plain state dict's weights with
     another model's positions). Raises ValueError "path: ..." for a file without roper.config;
@@ -706,6 +707,15 @@ def load_roper(path, freq=None, angles=None, positions=None, axes=None, sections
         if t.dtype not in (torch.float32, torch.float64):
             raise ValueError("%s: tensor %s has dtype %s; roper reads F32 and F64 (convert with "
                              ".float())" % (path, _quoted(name), NAMES[t.dtype]))
+    for name in state:  # rp.load's order: a finite F64 value past float32's range refused
+        t = params.get(name)
+        if t is not None and t.dtype == torch.float64:
+            bad = (torch.isfinite(t) & ~torch.isfinite(t.float())).nonzero()
+            if len(bad):
+                at = bad[0].tolist()
+                raise ValueError("%s: tensor %s element %s is %.9g, beyond float32's range"
+                                 % (path, _quoted(name), "".join("[%d]" % (i + 1) for i in at),
+                                    t[tuple(at)].item()))
     model.load_state_dict({k: v.float() for k, v in params.items()}, strict=True)
     return model
 

@@ -1384,8 +1384,28 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       local pos1 = d .. "/roper_pos1d.safetensors"
       local function edit(file, fn)
         local header, data = h.st_parts(file)
-        fn(header, header.__metadata__)
-        return header, data
+        return header, fn(header, header.__metadata__, data) or data
+      end
+      -- the data with tensor `name` stored as F64 (its first value v), the offsets moved
+      local function as_f64(header, data, name, v)
+        local order, out, at = {}, {}, 0
+        for k, e in pairs(header) do if k ~= "__metadata__" then order[#order + 1] = k end end
+        table.sort(order, function(a, b)
+          return header[a].data_offsets[1] < header[b].data_offsets[1]
+        end)
+        for _, k in ipairs(order) do
+          local e = header[k]
+          local bytes = data:sub(e.data_offsets[1] + 1, e.data_offsets[2])
+          if k == name then
+            local vals = {}
+            for i = 1, #bytes, 4 do vals[#vals + 1] = string.unpack("<f", bytes, i) end
+            vals[1] = v
+            bytes, e.dtype = string.pack("<" .. ("d"):rep(#vals), table.unpack(vals)), "F64"
+          end
+          e.data_offsets = { at, at + #bytes }
+          out[#out + 1], at = bytes, at + #bytes
+        end
+        return table.concat(out)
       end
       local cases = {
         { src, function(_, m) m["roper.positions"] = "roper.positionz" end,
@@ -1422,6 +1442,9 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
           'the metadata\'s roper.mix names tensor "head.bias", a parameter of the model',
           'tensor "head.bias" holds the model\'s own table or positions and is also the name of '
             .. "a parameter" },
+        -- an F64 parameter with a finite value past float32's range (not rounded to inf)
+        { src, function(t, _, data) return as_f64(t, data, "head.bias", 1e39) end,
+          'tensor "head.bias" element [1] is 1e+39, beyond float32\'s range' },
         -- a parameter in a dtype roper does not read (I32: the same bytes as F32)
         { src, function(t) t["head.bias"].dtype = "I32" end,
           'tensor "head.bias" has dtype I32; roper reads F32 and F64 (convert with .float())' },
