@@ -321,8 +321,14 @@ int lrp_opt_rope_scaling(lua_State *L, int idx, rp_model_cfg *view)
         lrp_opterror(L, idx, LRP_M_HF_ZERO, LRP_MARKS(NULL));
     /* Hugging Face: attention_factor, else get_mscale(s, mscale) / get_mscale(s,
      * mscale_all_dim) when both are given (and not 0), else 0.1 ln s + 1 (roper's own: 0) */
-    if (!g_af && g_ms == 2 && ms != 0.0 && msa != 0.0)
-        view->freq.attention_factor = hf_mscale(factor, ms) / hf_mscale(factor, msa);
+    if (!g_af && g_ms == 2 && ms != 0.0 && msa != 0.0) {
+        double af = hf_mscale(factor, ms) / hf_mscale(factor, msa);
+        if (!(isfinite(af) && af > 0.0)) { /* (0 would read as the scaling's own) */
+            lua_pushnumber(L, (lua_Number)af);
+            lrp_opterror(L, idx, LRP_M_HF_MSCALE, LRP_MARKS([LRP_MK_GOT] = lrp_describe(L, -1)));
+        }
+        view->freq.attention_factor = af;
+    }
     hf_check_ranges(L, idx, view, sc, given);
     lua_pop(L, 1);
     return 1;

@@ -302,8 +302,13 @@ def _rope_scaling(c, full):
     if "attention_factor" not in v and v.get("mscale") and v.get("mscale_all_dim"):
         def mscale(x, m):
             return 1.0 if x <= 1.0 else 0.1 * m * math.log(x) + 1.0
-        full["attention_factor"] = mscale(v.get("factor", 1.0), v["mscale"]) / \
-            mscale(v.get("factor", 1.0), v["mscale_all_dim"])
+        num = mscale(v.get("factor", 1.0), v["mscale"])
+        den = mscale(v.get("factor", 1.0), v["mscale_all_dim"])
+        # (C's division: by 0, an infinity of the numerator's sign, or NaN for 0 / 0)
+        af = num / den if den != 0 else math.copysign(math.inf, num) if num != 0 else math.nan
+        if not (math.isfinite(af) and af > 0):  # (0 would read as the scaling's own)
+            raise ValueError(_say("hf_mscale", got=rotary._describe(af)))
+        full["attention_factor"] = af
     return shown
 
 

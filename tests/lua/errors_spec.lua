@@ -298,7 +298,7 @@ describe("errors", function()
       n = n + 1
       for m in t:gmatch("{(%w+)}") do assert.is_true(marks[m], name .. ": {" .. m .. "}") end
     end
-    assert.equal(46, n)
+    assert.equal(47, n)
     assert.same({ max_axes = 3, max_pos = 2 ^ 53 // 1, max_samples = 2 ^ 24 // 1 }, o.bounds)
     assert.same({ "longrope", "su" }, o.hf_unsupported)
     assert.same({ dims = 2, shape = "[axes x pairs]", forms = " of lists", noun = "frequencies" },
@@ -339,6 +339,8 @@ describe("errors", function()
         { what = "'factor' must be a finite number > 0, got -2" } },
       { { rope_scaling = { rope_type = "yarn", factor = 2, original_max_position_embeddings = 8,
         attention_factor = 0 } }, "hf_zero", {} },
+      { { rope_scaling = { rope_type = "yarn", factor = 4, original_max_position_embeddings = 8,
+        mscale = 1, mscale_all_dim = -7.213475204444817 } }, "hf_mscale", { got = "inf" } },
       { { freq = { 1, 2 }, angles = { { 1 } } }, "freq_both", {} },
       { { freq = true }, "table_kind", { key = "freq", forms = o.tables.freq.forms,
         got = "boolean" } },

@@ -364,6 +364,15 @@ describe("rope_scaling and rope_theta: what is refused", function()
     { { rope_scaling = { rope_type = "yarn", factor = 4, original_max_position_embeddings = 4,
       attention_factor = 0 } }, "option 'rope_scaling': 'attention_factor' 0 multiplies every "
       .. "score by 0 in Hugging Face's reading; leave the field out for the scaling's own factor)" },
+    -- mscale and mscale_all_dim's ratio: a finite number > 0 (a 0 would read as the scaling's own)
+    { { rope_scaling = { rope_type = "yarn", factor = 4, original_max_position_embeddings = 4,
+      mscale = -7.213475204444817, mscale_all_dim = 1 } }, "option 'rope_scaling': 'mscale' and "
+      .. "'mscale_all_dim' give an attention factor of 0.0 (get_mscale(factor, mscale) / "
+      .. "get_mscale(factor, mscale_all_dim)); it must be a finite number > 0)" },
+    { { rope_scaling = { rope_type = "yarn", factor = 4, original_max_position_embeddings = 4,
+      mscale = 1, mscale_all_dim = -7.213475204444817 } }, "an attention factor of inf (" },
+    { { rope_scaling = { rope_type = "yarn", factor = 4, original_max_position_embeddings = 4,
+      mscale = -100, mscale_all_dim = 1 } }, "an attention factor of -11.296865515019 (" },
     { { rope_scaling = { rope_type = "linear", factor = 1e400 } }, "option 'rope_scaling': "
       .. "'factor' must be a finite number, got inf)" },
     { { rope_scaling = { rope_type = "dynamic", factor = 2 } }, "option 'orig_len' (the original "

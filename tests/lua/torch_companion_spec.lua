@@ -2110,6 +2110,12 @@ describe("RoPE and RoPER of the companion (python/roper_torch/rope.py) against r
         "attention_factor 0: RoPE: option 'rope_scaling': 'attention_factor' 0 multiplies every "
           .. "score by 0 in Hugging Face's reading; leave the field out for the scaling's own "
           .. "factor",
+        "mscale ratio 0: RoPE: option 'rope_scaling': 'mscale' and 'mscale_all_dim' give an "
+          .. "attention factor of 0.0 (get_mscale(factor, mscale) / get_mscale(factor, "
+          .. "mscale_all_dim)); it must be a finite number > 0",
+        "mscale ratio by 0: RoPE: option 'rope_scaling': 'mscale' and 'mscale_all_dim' give an "
+          .. "attention factor of inf (get_mscale(factor, mscale) / get_mscale(factor, "
+          .. "mscale_all_dim)); it must be a finite number > 0",
         "factor past float: RoPE: option 'rope_scaling': 'factor' must be a finite number, got "
           .. "-inf",
         "wider than the head: RoPER.rotate_keys: 16 features rotated, but the head has 8 "

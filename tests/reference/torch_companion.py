@@ -503,6 +503,12 @@ def rope_edges():
         ("attention_factor 0", lambda: RoPE(rope_scaling={
             "rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 4,
             "attention_factor": 0})),
+        ("mscale ratio 0", lambda: RoPE(rope_scaling={
+            "rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 4,
+            "mscale": -7.213475204444817, "mscale_all_dim": 1})),
+        ("mscale ratio by 0", lambda: RoPE(rope_scaling={
+            "rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 4,
+            "mscale": 1, "mscale_all_dim": -7.213475204444817})),
         ("factor past float", lambda: RoPE(rope_scaling={"rope_type": "linear",
                                                          "factor": -10 ** 400})),
         ("wider than the head", lambda: RoPER(dim=16).rotate_keys(x)),
