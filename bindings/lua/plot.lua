@@ -402,15 +402,16 @@ end
 
 -- ---------------------------------------------------------------- titles and labels
 
--- The lines of a text (plain_text: its newlines split it) and the width of the widest, in
--- characters.
+-- The lines of a text (plain_text: its newlines split it), the width of the widest in
+-- characters (the lines Lua places) and in bytes (those gnuplot places: its dumb terminal gives
+-- each byte a cell).
 local function text_lines(s)
-  local list, widest = {}, 0
+  local list, widest, bytes = {}, 0, 0
   for l in (plain_text(s) .. "\n"):gmatch("(.-)\n") do
     list[#list + 1] = l
-    widest = math.max(widest, utf8.len(l))
+    widest, bytes = math.max(widest, utf8.len(l)), math.max(bytes, #l)
   end
-  return list, widest
+  return list, widest, bytes
 end
 
 -- The lines of a text at most `width` characters wide: each of its lines as it is when it fits,
@@ -465,12 +466,12 @@ end
 
 -- The y label of a text picture `width` characters wide. gnuplot centres it at a fixed column,
 -- where a long one runs into the tic labels or is dropped: it is a label at the left edge,
--- halfway up, in a left margin of margin(w) characters (w: its widest line), when that margin
--- is at most half the width (the rest is the picture's). Gives the margin, or nil and the
--- y label as lines of their own (for above the picture) when it would take more.
+-- halfway up, in a left margin of margin(w) characters (w: its widest line's bytes), when that
+-- margin is at most half the width (the rest is the picture's). Gives the margin, or nil and
+-- the y label as lines of their own (for above the picture) when it would take more.
 local function text_ylabel(o, width, lines, margin)
   if not o.ylabel then return nil, {} end
-  local _, w = text_lines(o.ylabel)
+  local _, _, w = text_lines(o.ylabel)
   if margin(w) > width // 2 then return nil, wrap(o.ylabel, width) end
   lines[#lines + 1] = ("set label 100 %s at screen 0, graph 0.5 left"):format(gp_text(o.ylabel))
   return margin(w), {}
@@ -488,7 +489,7 @@ local function text_labels(o, t, lines)
   -- o[key] through gnuplot when its every line fits, else its lines centred into `to`
   local function place(key, to)
     if not o[key] then return end
-    local _, w = text_lines(o[key])
+    local _, _, w = text_lines(o[key]) -- (bytes, as gnuplot counts them)
     if w <= width then
       lines[#lines + 1] = ("set %s %s"):format(key, gp_text(o[key]))
       return
@@ -726,9 +727,10 @@ local function text_heatmap(rows, lo, hi, t, o, lines)
   if #titles > 0 then header[#header + 1] = "\n" end
   for _, l in ipairs(ylines) do header[#header + 1] = l .. "\n" end
   for _, l in ipairs(xlines) do footer[#footer + 1] = centred(l, lm + nbc + 1, full) .. "\n" end
-  return table.concat(header), table.concat(footer) .. ("shades \"%s\" from %s to %s%s\n")
-    :format(SHADES, num(lo), num(hi), (br > 1 or bc > 1) and (", each the mean of %d x %d")
-    :format(br, bc) or "")
+  local shades = ("shades \"%s\" from %s to %s%s"):format(SHADES, num(lo), num(hi),
+    (br > 1 or bc > 1) and (", each the mean of %d x %d"):format(br, bc) or "")
+  for _, l in ipairs(wrap(shades, full)) do footer[#footer + 1] = l .. "\n" end
+  return table.concat(header), table.concat(footer)
 end
 
 function rp.heatmap(m, opts)

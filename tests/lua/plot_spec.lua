@@ -199,9 +199,14 @@ describe("text pictures", function()
       { "hist", function(o) return rp.hist({ 1, 2, 2, 3 }, o) end },
       { "heatmap", function(o) return rp.heatmap(rp.eye(8), o) end },
     }
+    -- (two-byte characters: gnuplot gives each byte a cell, so a title of 45 fits 80 columns
+    -- as characters but not as bytes, and the y label's margin is its bytes')
+    local e = { ylabel = ("é"):rep(12), title = ("é"):rep(45),
+      xlabel = ("é"):rep(25) .. " " .. ("è"):rep(25) }
     for _, c in ipairs(cases) do
       for _, o in ipairs { { ylabel = ylabel, title = title, xlabel = xlabel },
-        { ylabel = long, title = long } } do
+        { ylabel = long, title = long },
+        { ylabel = e.ylabel, title = e.title, xlabel = e.xlabel } } do
         local out = dir .. "/long-" .. c[1] .. ".txt"
         o.size, o.out = { W, 24 }, out
         assert.are.equal(out, c[2](o))
@@ -217,12 +222,26 @@ describe("text pictures", function()
               c[1] .. " " .. key .. ":\n" .. text)
           end
         end
+        if c[1] == "heatmap" and o.ylabel == e.ylabel then -- each row's number and frame
+          for r = 1, 8 do assert.truthy(text:find(" " .. r .. " |", 1, true), r .. ":\n" .. text) end
+        end
         if o.ylabel == long then
           local _, ys = text:gsub("y", "")
           assert.is_true(ys >= 2 * 5000, c[1] .. ": " .. ys) -- the title and the y label, whole
         end
       end
     end
+    -- the heatmap's shades line wrapped too (long bounds, blocks averaged)
+    local m = {}
+    for i = 1, 300 do
+      m[i] = {}
+      for j = 1, 300 do m[i][j] = -1.23456789e-05 * (1 + (i * j) % 7 / 1e6) end
+    end
+    local hm = dir .. "/shades.txt"
+    assert.are.equal(hm, rp.heatmap(m, { size = { W, 24 }, out = hm }))
+    local ht = assert(h.read(hm))
+    for _, l in ipairs(lines(ht)) do assert.is_true(utf8.len(l) <= W, l) end
+    assert.truthy(words(ht):find("each the mean of 15 x 9", 1, true), ht)
     -- a y label whose margin fits half the width stays beside the axis, in the picture's height
     local out, plain = dir .. "/short.txt", dir .. "/plain.txt"
     assert.are.equal(out, rp.plot({ 1, 2, 3 }, { ylabel = ("y"):rep(29), size = { W, 12 },
