@@ -143,23 +143,22 @@ function M.read(path)
 end
 
 -- Whether this CPU runs x86-64-v3 code (the portable build: AVX, AVX2, BMI1, BMI2, F16C, FMA,
--- LZCNT (abm), MOVBE, XSAVE), and the flags line of /proc/cpuinfo ("" if none): the answer of the
--- portable build at bin when it is built and gives one, else from those flags.
+-- LZCNT (abm), MOVBE, XSAVE), and the flags line of /proc/cpuinfo ("" if none): yes when those
+-- flags say so (a portable build that refuses such a CPU then fails its tests), or when the
+-- portable build at bin runs here (a hypervisor may leave a flag out of /proc/cpuinfo, abm,
+-- that cpuid shows: the build's own check, rp_build_cpu_ok, reads cpuid).
 function M.x86_64_v3(bin)
   local flags = (M.read("/proc/cpuinfo") or ""):match("\nflags%s*:([^\n]*)") or ""
-  -- the portable build's own answer (its cpuid check, rp_build_cpu_ok) when it is there: a
-  -- hypervisor may leave a flag out of /proc/cpuinfo (abm, LZCNT's) that cpuid shows
-  local built = bin and io.open(bin, "rb")
-  if built then
-    built:close()
-    local _, err, code = M.run(M.sh_quote(bin) .. " -e ''")
-    if code == 0 then return true, flags end
-    if err:find("needs an x86-64-v3 CPU", 1, true) then return false, flags end
-  end
+  local listed = true
   for _, f in ipairs { "avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave" } do
-    if not (" " .. flags .. " "):find(" " .. f .. " ", 1, true) then return false, flags end
+    listed = listed and (" " .. flags .. " "):find(" " .. f .. " ", 1, true) ~= nil
   end
-  return true, flags
+  if listed then return true, flags end
+  local built = bin and io.open(bin, "rb")
+  if not built then return false, flags end
+  built:close()
+  local _, _, code = M.run(M.sh_quote(bin) .. " -e ''")
+  return code == 0, flags
 end
 
 function M.write(path, text)
