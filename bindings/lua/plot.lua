@@ -364,12 +364,12 @@ local function render(fname, t, commands, footer, header)
   if ran then bytes, rerr = read_file(result, MAX_OUTPUT) end
   if not ran then
     -- a Ctrl-C reaches the shell and gnuplot (roper waits with SIGINT ignored): the shell ends
-    -- by SIGINT (2); a signal that reaches gnuplot alone ends the shell with 128 + its number
+    -- by SIGINT (2), and the call raises, as Lua's interrupt does (a script stops there, the
+    -- REPL goes back to its prompt); a signal that reaches gnuplot alone ends the shell with
+    -- 128 + its number
     local signal = how == "signal" and code or code > 128 and code < 192 and code - 128
-    if signal then
-      return nil, signal == 2 and fname .. ": the picture was interrupted (SIGINT: Ctrl-C)"
-        or ("%s: gnuplot was stopped by signal %d"):format(fname, signal)
-    end
+    if signal == 2 then error(fname .. ": interrupted (Ctrl-C while gnuplot drew)", 0) end
+    if signal then return nil, ("%s: gnuplot was stopped by signal %d"):format(fname, signal) end
     if code == 127 then
       return nil, fname .. ": gnuplot is not installed (Debian: apt-get install gnuplot-nox)"
     end

@@ -596,13 +596,16 @@ describe("where a picture goes", function()
 end)
 
 describe("an interrupted picture", function()
-  it("a Ctrl-C while gnuplot draws: nil and 'interrupted', not gnuplot's exit status", function()
+  it("a Ctrl-C while gnuplot draws raises 'interrupted' (the script stops), not gnuplot's exit "
+    .. "status", function()
     -- gnuplot sends SIGINT to its process group, as a Ctrl-C at the terminal does: roper (in a
-    -- group of its own), the shell that runs gnuplot, and gnuplot
+    -- group of its own), the shell that runs gnuplot, and gnuplot; the next line never runs
     local so, se, code = h.run("setsid -w " .. h.sh_quote(BIN) .. " -e " .. h.sh_quote(
-      "print(rp.gnuplot({'system \"kill -INT 0\"', 'plot x'}, {out = '" .. dir .. "/int.txt'}))"))
-    assert.are.equal(0, code, se)
-    assert.are.equal("nil\trp.gnuplot: the picture was interrupted (SIGINT: Ctrl-C)\n", so)
+      "rp.gnuplot({'system \"kill -INT 0\"', 'plot x'}, {out = '" .. dir .. "/int.txt'}) "
+      .. "print('went on')"))
+    assert.are.equal(1, code, se)
+    assert.are.equal("", so)
+    assert.truthy(se:find("rp.gnuplot: interrupted (Ctrl-C while gnuplot drew)", 1, true), se)
     assert.is_nil(h.read(dir .. "/int.txt"))
     -- a signal to gnuplot alone (its shell's parent is gnuplot)
     assert.are.same({ nil, "rp.gnuplot: gnuplot was stopped by signal 9" },
