@@ -289,13 +289,18 @@ end
 -- A text of the picture as a gnuplot string: gp_string of plain_text.
 local function gp_text(s) return gp_string(plain_text(s)) end
 
-function rp.gnuplot_string(s, kind)
+function rp.gnuplot_string(s, kind, ...)
   local fname = "rp.gnuplot_string"
   if type(s) ~= "string" and type(s) ~= "number" then
     argerror(fname, 1, "expected a string, got " .. describe(s))
   end
   if kind ~= nil and kind ~= "text" and kind ~= "path" then
     argerror(fname, 2, ('kind must be "text" or "path", got %s'):format(describe(kind)))
+  end
+  if select("#", ...) > 0 then argerror(fname, 3, "unexpected argument (it takes s and kind)") end
+  -- (gnuplot ends a string at a NUL byte, and no path holds one)
+  if kind == "path" and tostring(s):find("\0", 1, true) then
+    argerror(fname, 1, "a path cannot hold a NUL byte")
   end
   return kind == "path" and gp_string(s) or gp_text(s)
 end

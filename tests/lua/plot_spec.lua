@@ -519,6 +519,11 @@ describe("the scripts' pictures (scripts/lib/plot.lua) through rp.gnuplot", func
     assert.are.equal('"2.5"', rp.gnuplot_string(2.5))
     assert.has_error(function() rp.gnuplot_string(nil) end,
       "bad argument #1 to 'rp.gnuplot_string' (expected a string, got nil)")
+    assert.has_error(function() rp.gnuplot_string("x", "text", {}) end,
+      "bad argument #3 to 'rp.gnuplot_string' (unexpected argument (it takes s and kind))")
+    assert.has_error(function() rp.gnuplot_string("a\0b", "path") end,
+      "bad argument #1 to 'rp.gnuplot_string' (a path cannot hold a NUL byte)")
+    assert.are.equal('"a b"', rp.gnuplot_string("a\0b")) -- (text: a control character)
     assert.has_error(function() rp.gnuplot_string("x", "file") end,
       "bad argument #2 to 'rp.gnuplot_string' (kind must be \"text\" or \"path\", got string \"file\")")
   end)
