@@ -22,6 +22,7 @@ over the target (an interrupted write leaves the old file or none).
 import ctypes
 import json
 import os
+import re
 import stat
 import struct
 import sys
@@ -123,6 +124,38 @@ def _too_deep(text):
     return None
 
 
+_ESCAPE = re.compile(rb"\\u([0-9a-fA-F]{4})")
+
+
+def _lone_surrogate(text):
+    """(restated) The byte at which text (JSON) has a \\u escape of a surrogate without its pair
+    (a low one, or a high one not followed by a low one's escape), as roper's parser
+    (rp_json_parse) refuses it, or None: Python's json reads such a string."""
+    in_str, i = False, 0
+    while i < len(text):
+        c = text[i]
+        if not in_str:
+            in_str = c == 0x22
+        elif c == 0x22:
+            in_str = False
+        elif c == 0x5C:
+            m = _ESCAPE.match(text, i)
+            if m:
+                cp = int(m.group(1), 16)
+                if 0xDC00 <= cp <= 0xDFFF:
+                    return i
+                if 0xD800 <= cp <= 0xDBFF:
+                    lo = _ESCAPE.match(text, i + 6)
+                    if not lo or not 0xDC00 <= int(lo.group(1), 16) <= 0xDFFF:
+                        return i
+                    i += 6
+                i += 6
+                continue
+            i += 1  # the escaped byte
+        i += 1
+    return None
+
+
 def _entry(name, e, data_size):
     """(restated) read_entry of core/io/safetensors.c: one tensor's entry checked in roper's order
     and words; -> (dtype, shape, [begin, end]) or raises ValueError(message without the path)."""
@@ -218,20 +251,26 @@ def read_safetensors(path):
     def constant(c):  # NaN and Infinity are Python's, not JSON
         raise ValueError("%s is not JSON" % c)
 
+    # what roper's parser refuses and Python's json does not, by byte: the first of these and a
+    # syntax error is the one roper names
     deep = _too_deep(text)
+    lone = _lone_surrogate(text) if b"\\u" in text else None
+    first = min((at for at in (deep, lone) if at is not None), default=None)
     try:
         header = json.loads(text.decode("utf-8"), object_pairs_hook=unique, parse_int=_Num,
                             parse_float=_Num, parse_constant=constant)
-    except json.JSONDecodeError as e:
-        if deep is None or e.pos < deep:
+    except json.JSONDecodeError as e:  # (e.pos counts characters; roper counts bytes)
+        if first is None or len(e.doc[:e.pos].encode("utf-8", "surrogatepass")) < first:
             raise bad("bad header (%s)" % e) from None
         header = None
     except (UnicodeDecodeError, ValueError) as e:
         raise bad("bad header (%s)" % e) from None
     except RecursionError:
         header = None
-    if deep is not None:
+    if first is not None and first == deep:
         raise bad("bad header (at byte %d: nested deeper than %d levels)" % (deep, MAX_DEPTH))
+    if first is not None:
+        raise bad("bad header (at byte %d: unpaired surrogate in a \\u escape)" % lone)
     data = memoryview(raw)[8 + n:]
     spans, out, meta = [], {}, {}
     for name, e in header.items():

@@ -1645,6 +1645,19 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
         { "deep_in_string", st('{"[[[[[[[[[[[[[[[[[[[[":' .. ("["):rep(15) .. ("]"):rep(15)
           .. "}") },
         { "very_deep", st('{"a":' .. ("["):rep(5000) .. ("]"):rep(5000) .. "}") },
+        -- two-byte characters before the nesting: roper counts bytes, Python's json characters
+        { "deep_after_utf8", st('{"' .. ("é"):rep(15) .. '":' .. ("["):rep(17) .. ("]"):rep(10)
+          .. "}") },
+        -- surrogates in \u escapes without their pair (Python's json reads them), a pair, and
+        -- an escaped backslash before "ud800" (not an escape)
+        { "lone_high", one('"\\ud800":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}') },
+        { "lone_low", one('"a\\udc00":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}') },
+        { "high_then_text", one('"\\ud83dx":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}') },
+        { "lone_before_syntax", st('{"\\ud800":{"dtype" "F32"}}') },
+        { "pair_then_bad", one('"\\ud83d\\ude00":{"dtype":"F33","shape":[1],'
+          .. '"data_offsets":[0,4]}') },
+        { "escaped_backslash", one('"\\\\ud800":{"dtype":"F33","shape":[1],'
+          .. '"data_offsets":[0,4]}') },
         { "duplicate", st("{" .. entry("w", "F32", "1", 0, 4) .. "," .. entry("w", "F32", "1", 0, 4)
           .. "}", z(4)), 'bad header (duplicate key "w")' },
         { "not_entry", st('{"w":[1]}') },
@@ -1691,6 +1704,9 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
         hlen_past = "truncated (the header length says 200000000 bytes, 2 follow it)",
         space_first = "bad header (it must start with '{')",
         deep = "bad header (at byte 20: nested deeper than 16 levels)",
+        deep_after_utf8 = "bad header (at byte 49: nested deeper than 16 levels)",
+        lone_high = "bad header (at byte 2: unpaired surrogate in a \\u escape)",
+        lone_before_syntax = "bad header (at byte 2: unpaired surrogate in a \\u escape)",
         minus_zero = 'bad header (tensor "w": shape: -0 is not an integer >= 0)',
         nine_dims = 'tensor "w" has 9 dims, more than the 8 a tensor holds',
         ["2^41_elements"] = 'tensor "w" of shape [1048576 x 2097152] has more than 2^40 elements',
