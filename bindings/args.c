@@ -234,11 +234,12 @@ const lrp_template lrp_msgs[LRP_M_COUNT] = {
     [LRP_M_HF_ZERO] = {"hf_zero", "option 'rope_scaling': 'attention_factor' 0 multiplies every "
                                   "score by 0 in Hugging Face's reading; leave the field out for "
                                   "the scaling's own factor"},
-    /* DeepSeek's mscale and mscale_all_dim give attention_factor (their ratio, lrp_opt_rope_scaling) */
-    [LRP_M_HF_MSCALE] = {"hf_mscale", "option 'rope_scaling': 'mscale' and 'mscale_all_dim' give an "
-                                      "attention factor of {got} (get_mscale(factor, mscale) / "
-                                      "get_mscale(factor, mscale_all_dim)); it must be a finite "
-                                      "number > 0"},
+    /* DeepSeek's mscale and mscale_all_dim give attention_factor (their ratio:
+     * lrp_opt_rope_scaling) */
+    [LRP_M_HF_MSCALE] = {"hf_mscale",
+                         "option 'rope_scaling': 'mscale' and 'mscale_all_dim' give an attention "
+                         "factor of {got} (get_mscale(factor, mscale) / get_mscale(factor, "
+                         "mscale_all_dim)); it must be a finite number > 0"},
     /* the own tables freq, angles, mix (freq.c: lrp_freq_tables, table_sizes, copy_table) */
     [LRP_M_FREQ_BOTH] = {"freq_both", "give option 'freq' or 'angles', not both"},
     [LRP_M_ANGLES_NOTHING] = {"angles_nothing", "option 'angles': nothing is rotated here (a "

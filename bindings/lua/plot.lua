@@ -16,8 +16,9 @@
 -- command is gnuplot with its -e settings (the terminal, its size and a temporary output path:
 -- no user text) and the script's path, each quoted. gnuplot writes to the temporary output; the
 -- picture is then read and written to opts.out atomically (internals.write_file: core's
--- rp_file_write_atomic), or to stdout. gnuplot runs with -d (no ~/.gnuplot), so the pictures do not depend on the user's
--- settings. A failing gnuplot or an unwritable file gives nil and "fname: message".
+-- rp_file_write_atomic), or to stdout. gnuplot runs with -d (no ~/.gnuplot), so the pictures do
+-- not depend on the user's settings. A failing gnuplot or an unwritable file gives nil and
+-- "fname: message"; a Ctrl-C while it draws raises.
 --
 -- roper.plot: adds rp.plot, rp.scatter, rp.heatmap, rp.hist, rp.gnuplot and rp.gnuplot_string;
 -- exports nothing.

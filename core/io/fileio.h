@@ -80,8 +80,8 @@ rp_status rp_file_write_atomic(const char *path, rp_file_writer write, void *ctx
 size_t rp_file_temp_stem(char *buf, const char *base);
 
 /* Removes the stale "<path>.tmp.<pid>" files described above: the name is exactly the stem of
- * path's name, ".tmp." and a pid as a save writes it (decimal, no sign, no leading zero, nothing after it);
- * only regular files and links are removed. Returns how many it removed (0 for a NULL path).
+ * path's name, ".tmp." and a pid as a save writes it (decimal, no sign, no leading zero, nothing
+ * after it); only regular files and links are removed. Returns how many it removed (0 for a NULL path).
  * (rp_file_write_atomic calls it; exposed for tests and tools.) */
 int rp_file_remove_stale_temps(const char *path);
 

@@ -13,8 +13,8 @@ The reader checks what roper's reader checks (core/io/safetensors.c, docs/intero
 order and words: the header inside the file and within the limit, starting with '{', nested at
 most 16 deep, JSON without duplicate keys, every entry with exactly its three keys, a known
 dtype, sizes that are integers >= 0 (not -0), at most 8 dims and 2^40 elements, the bytes of its
-shape, and the tensors tiling the data without gap, overlap or trailing byte. The writer orders the tensors as
-the reference writer does (by dtype alignment, largest first, then by name), pads the header with
+shape, and the tensors tiling the data without gap, overlap or trailing byte. The writer orders
+the tensors as the reference writer does (by dtype alignment, largest first, then by name), pads the header with
 spaces to a multiple of 8 bytes, and writes to a temporary file in the same folder that it renames
 over the target (an interrupted write leaves the old file or none).
 """

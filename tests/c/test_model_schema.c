@@ -340,7 +340,9 @@ static void test_ranges(void)
     c.freq.scaling = RP_SCALING_YARN, c.freq.factor = 2;
     c.freq.yarn_alpha = 5, c.freq.yarn_beta = 2;
     expect(rp_model_cfg_check(&c), RP_ERR_ARG,
-           "yarn_alpha 5 must be below yarn_beta 2 (YaRN's ramp runs from the first to the second)", "ramp");
+           "yarn_alpha 5 must be below yarn_beta 2 (YaRN's ramp runs from the first to the "
+           "second)",
+           "ramp");
 }
 
 /* ---- what a key does ----------------------------------------------------------------------- */

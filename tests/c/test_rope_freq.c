@@ -508,9 +508,11 @@ static void test_checks(void)
     FCHECK("orig_len (the original context length of scaling yarn) must be >= 1, got 0");
     f.orig_len = 16;
     f.yarn_alpha = 32.0;
-    FCHECK("yarn_alpha 32 must be below yarn_beta 32 (YaRN's ramp runs from the first to the second)");
+    FCHECK("yarn_alpha 32 must be below yarn_beta 32 (YaRN's ramp runs from the first to the "
+           "second)");
     f.yarn_alpha = 40.0;
-    FCHECK("yarn_alpha 40 must be below yarn_beta 32 (YaRN's ramp runs from the first to the second)");
+    FCHECK("yarn_alpha 40 must be below yarn_beta 32 (YaRN's ramp runs from the first to the "
+           "second)");
     f.yarn_alpha = -1.0;
     FCHECK("yarn_alpha and yarn_beta must be finite and >= 0, got -1 and 32");
     f.yarn_alpha = 1.0, f.yarn_beta = INFINITY;

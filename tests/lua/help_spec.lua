@@ -209,8 +209,8 @@ describe("rp.help(rp.attention)'s refusals", function()
 
   it("are a list, one refusal a line, each message as rp.attention raises it", function()
     local text = assert(rp.help(rp.attention))
-    local part = assert(text:match("\nEvery rotated placement needs.-these messages:\n(.-)\nExample:"),
-      text)
+    local part = assert(text:match("\nEvery rotated placement needs.-these messages:\n(.-)"
+      .. "\nExample:"), text)
     -- the items: lines "  what: ...", each with its "    " continuation lines joined
     local items = {}
     for line in part:gmatch("[^\n]+") do
@@ -317,8 +317,9 @@ describe("gen_help.lua", function()
     local _, data = gen { "## A", "### `rp.ones(shape) -> tensor`", "Options:", "",
       "| key | default | meaning |", "|---|---|---|",
       "| `a` | 1 | short |",
-      "| `fraction_q`, `fraction_k`, `fraction_o` | fraction_qk, fraction_qk, fraction_v | the width "
-        .. "of one rotated placement, in (0, 1], a long enough meaning to wrap at the width of 80 |" }
+      "| `fraction_q`, `fraction_k`, `fraction_o` | fraction_qk, fraction_qk, fraction_v | the "
+        .. "width of one rotated placement, in (0, 1], a long enough meaning to wrap at the width "
+        .. "of 80 |" }
     assert.are.equal(table.concat({
       "Options:",
       "  a                 1                 short",

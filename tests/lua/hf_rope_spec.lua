@@ -363,7 +363,8 @@ describe("rope_scaling and rope_theta: what is refused", function()
       .. "must be below 'high_freq_factor' 1)" },
     { { rope_scaling = { rope_type = "yarn", factor = 4, original_max_position_embeddings = 4,
       attention_factor = 0 } }, "option 'rope_scaling': 'attention_factor' 0 multiplies every "
-      .. "score by 0 in Hugging Face's reading; leave the field out for the scaling's own factor)" },
+      .. "score by 0 in Hugging Face's reading; leave the field out for the scaling's own "
+      .. "factor)" },
     -- mscale and mscale_all_dim's ratio: a finite number > 0 (a 0 would read as the scaling's own)
     { { rope_scaling = { rope_type = "yarn", factor = 4, original_max_position_embeddings = 4,
       mscale = -7.213475204444817, mscale_all_dim = 1 } }, "option 'rope_scaling': 'mscale' and "

@@ -223,7 +223,9 @@ describe("text pictures", function()
           end
         end
         if c[1] == "heatmap" and o.ylabel == e.ylabel then -- each row's number and frame
-          for r = 1, 8 do assert.truthy(text:find(" " .. r .. " |", 1, true), r .. ":\n" .. text) end
+          for r = 1, 8 do
+            assert.truthy(text:find(" " .. r .. " |", 1, true), r .. ":\n" .. text)
+          end
         end
         if o.ylabel == long then
           local _, ys = text:gsub("y", "")
@@ -525,7 +527,8 @@ describe("the scripts' pictures (scripts/lib/plot.lua) through rp.gnuplot", func
       "bad argument #1 to 'rp.gnuplot_string' (a path cannot hold a NUL byte)")
     assert.are.equal('"a b"', rp.gnuplot_string("a\0b")) -- (text: a control character)
     assert.has_error(function() rp.gnuplot_string("x", "file") end,
-      "bad argument #2 to 'rp.gnuplot_string' (kind must be \"text\" or \"path\", got string \"file\")")
+      "bad argument #2 to 'rp.gnuplot_string' (kind must be \"text\" or \"path\", got string "
+        .. "\"file\")")
   end)
 
   it("loss curves' data: each run headed by its seed, an integer as read back from JSON", function()
