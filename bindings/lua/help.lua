@@ -120,8 +120,12 @@ local function first_line_with(text, word)
   for line in text:gmatch("[^\n]+") do
     if line:lower():find(word, 1, true) then
       line = line:gsub("^%s+", "")
-      -- shown indented by 6
-      if #line > WIDTH - 6 then line = line:sub(1, WIDTH - 9) .. "..." end
+      -- shown indented by 6; cut between characters (a UTF-8 character is never split)
+      local n = utf8.len(line) or #line
+      if n > WIDTH - 6 then
+        local cut = utf8.len(line) and utf8.offset(line, WIDTH - 8) or WIDTH - 8
+        line = line:sub(1, cut - 1) .. "..."
+      end
       return line
     end
   end
