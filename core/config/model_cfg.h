@@ -117,6 +117,16 @@ rp_status rp_model_cfg_check_positions(const rp_model_cfg *cfg, const rp_rope_fr
 /* cfg's frequency scheme, without user tables: cfg->freq with orig_len 0 resolved to seq_len. */
 rp_rope_freq rp_model_cfg_freq(const rp_model_cfg *cfg);
 
+/* The checks of values a user gave under other names (a rope_scaling table's fields: Hugging
+ * Face's names for the keys they set), in those names: shown [rp_model_cfg_nkeys] the name each
+ * key goes by (NULL: its own; borrowed), given [rp_model_cfg_nkeys] 1 for a key the user set.
+ * Checks each key both given and shown (rp_model_cfg_check_key_as, given = 1), then the
+ * frequency rules (rp_freq_rules, those that apply to c's scaling) that read such a key, their
+ * messages naming each key by shown or its own name. Returns RP_OK or the first refusal
+ * (RP_ERR_ARG); the checks of rp_model_cfg_check and rp_model_cfg_plan still follow. */
+rp_status rp_model_cfg_check_shown(const rp_model_cfg *c, const char *const *shown,
+                                   const int *given);
+
 /* A frequency scheme with nothing set: every parameter at its config row's default (no scaling,
  * factor 1, no xPos, alpha, beta, the ramp, llama3's factors and the xPos scale base at theirs,
  * orig_len 0, attention_factor 0), no user tables, scalar positions (axes.n 0). */

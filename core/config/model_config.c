@@ -152,6 +152,34 @@ rp_rope_freq rp_model_cfg_freq(const rp_model_cfg *cfg)
     return f;
 }
 
+/* The row whose field sits at offset at of rp_rope_freq, or -1. */
+static int freq_key_at(size_t at)
+{
+    for (int i = 0; i < rp_model_cfg_nkeys; i++) {
+        const rp_cfg_key *k = &rp_model_cfg_keys[i];
+        if (rp_model_cfg_scope(k) == RP_CFG_SCOPE_FREQ && rp_model_cfg_freq_at(k) == at) return i;
+    }
+    return -1;
+}
+
+rp_status rp_model_cfg_check_shown(const rp_model_cfg *c, const char *const *shown,
+                                   const int *given)
+{
+    for (int i = 0; i < rp_model_cfg_nkeys; i++)
+        if (given[i] && shown[i])
+            RP_TRY(rp_model_cfg_check_key_as(c, &rp_model_cfg_keys[i], 1, shown[i]));
+    rp_rope_freq f = rp_model_cfg_freq(c);
+    for (int r = 0; r < rp_freq_nrules; r++) {
+        const rp_freq_rule *row = &rp_freq_rules[r];
+        int a = freq_key_at(row->a_at), b = row->b ? freq_key_at(row->b_at) : -1;
+        int named = (a >= 0 && given[a] && shown[a]) || (b >= 0 && given[b] && shown[b]);
+        if (!named || !rp_freq_rule_applies(row, f.scaling) || rp_freq_rule_holds(row, &f))
+            continue;
+        return rp_freq_rule_error(row, &f, a >= 0 ? shown[a] : NULL, b >= 0 ? shown[b] : NULL);
+    }
+    return RP_OK;
+}
+
 rp_pe_scheme rp_model_cfg_scheme(const rp_model_cfg *cfg)
 {
     const rp_pe_mode *mode = rp_pe_mode_of(cfg->pe.mode);

@@ -173,15 +173,6 @@ rp_status rp_model_cfg_check_key(const rp_model_cfg *c, const rp_cfg_key *k, int
 /* rp_model_cfg_check_key, its message naming the key `name` (NULL: k's own name). */
 rp_status rp_model_cfg_check_key_as(const rp_model_cfg *c, const rp_cfg_key *k, int given,
                                     const char *name);
-/* The checks of values a user gave under other names (a rope_scaling table's fields: Hugging
- * Face's names for the keys they set), in those names: shown [rp_model_cfg_nkeys] the name each
- * key goes by (NULL: its own; borrowed), given [rp_model_cfg_nkeys] 1 for a key the user set.
- * Checks each key both given and shown (rp_model_cfg_check_key_as, given = 1), then the
- * frequency rules (rp_freq_rules, those that apply to c's scaling) that read such a key, their
- * messages naming each key by shown or its own name. Returns RP_OK or the first refusal
- * (RP_ERR_ARG); the checks of rp_model_cfg_check and rp_model_cfg_plan still follow. */
-rp_status rp_model_cfg_check_shown(const rp_model_cfg *c, const char *const *shown,
-                                   const int *given);
 /* rp_model_cfg_check_key's message for c's value of row k, in buf (n bytes): a template of its
  * type's (model_schema.c, the one home of their words) with the row's name and range filled, and
  * {value} (rp_model_cfg_value_str) from c, left as a mark when c is NULL (the form rp.model_keys()

@@ -1056,6 +1056,7 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       .. "int rp_config_check_json(void) { return 0; }\nint rp_config_check_tables(void) "
       .. "{ return 0; }\nint rp_config_check_scheme(void) { return 0; }\n"
       .. "int rp_config_check_file(void) { return 0; }\n"
+      .. "int rp_config_check_shown(void) { return 0; }\n"
       .. "size_t rp_config_tables_size(void) { return 8; }\n")
     local _, cerr, ccode = h.run("cc -shared -fPIC -o " .. h.sh_quote(d .. "/libother.so") .. " "
       .. h.sh_quote(d .. "/other.c"))
