@@ -170,10 +170,14 @@ MPI_LIBS = $(shell pkg-config --libs ompi-c 2>/dev/null)
 
 all: $(LIB) $(SHLIB) $(MODULE) $(REPL) $(MPI_PLUGIN) $(CTEST_BIN) $(BENCH) $(BENCH_TRAIN)
 
-# Installs only the packages that are missing; does nothing (and needs no network) otherwise.
+# Installs only the packages that are missing; does nothing (and needs no network) otherwise. One
+# dpkg-query for them all (every make runs this: one each took seconds); a name, or name:arch,
+# counts as installed when one of its architectures' lines says so.
 deps:
-	@missing=""; for p in $(PACKAGES); do \
-	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	@installed=" $$(dpkg-query -W -f='$${Package} $${Package}:$${Architecture} $${Status}\n' \
+	  $(PACKAGES) 2>/dev/null | awk '/ ok installed$$/ { printf "%s %s ", $$1, $$2 }')"; \
+	missing=""; for p in $(PACKAGES); do \
+	  case "$$installed" in *" $$p "*) ;; *) missing="$$missing $$p" ;; esac; \
 	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \

@@ -179,8 +179,7 @@ local function fresh_folder()
   assert(lfs.mkdir(tmp .. "/results"))
   for f in lfs.dir(ROOT .. "/results") do
     if f ~= "." and f ~= ".." then
-      assert(os.execute("ln -s " .. sh_quote(ROOT .. "/results/" .. f) .. " "
-        .. sh_quote(tmp .. "/results/" .. f)))
+      assert(lfs.link(ROOT .. "/results/" .. f, tmp .. "/results/" .. f, true))
     end
   end
   return tmp

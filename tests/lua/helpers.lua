@@ -306,6 +306,30 @@ function M.run(cmd)
   return out, err, ok and 0 or code
 end
 
+-- A server of tests/py_fork.py under python (an interpreter's path) that has imported modules (a
+-- list of names) once, for a spec that runs many Python scripts importing them (torch costs ~2 s
+-- of CPU an import). Returns { run = a command prefix: `run .. " SCRIPT ARGS"` is as
+-- `python SCRIPT ARGS`, each run in a fork of the server; close = a function that ends the
+-- server }, or nil and the server's stderr when it did not start (a module that does not
+-- import). A server not closed ends with the spec's Lua state (its pipe closes).
+function M.py_fork(python, modules)
+  local dir = M.tmpdir()
+  local sock, errfile = dir .. "/py.sock", dir .. "/serve.err"
+  local script = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "../py_fork.py"
+  local words = {}
+  for i, m in ipairs(modules) do words[i] = M.sh_quote(m) end
+  local p = assert(io.popen("exec " .. python .. " " .. M.sh_quote(script) .. " serve "
+    .. M.sh_quote(sock) .. " " .. table.concat(words, " ") .. " 2>" .. M.sh_quote(errfile), "r"))
+  if p:read("l") ~= "ready" then
+    p:close()
+    return nil, M.read(errfile) or ""
+  end
+  return {
+    run = python .. " " .. M.sh_quote(script) .. " run " .. M.sh_quote(sock),
+    close = function() p:close() end,
+  }
+end
+
 -- Makes DIR a git repository whose one commit holds all its files (a stand-in checkout); returns
 -- that commit's short hash.
 function M.git_commit_all(dir)

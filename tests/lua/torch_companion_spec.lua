@@ -176,11 +176,18 @@ local function build(c, plain)
   return m
 end
 
+-- The companion's script runs in forks of one python that has imported torch and numpy
+-- (tests/py_fork.py: torch's import is most of a short run's time); started by the first setup
+-- that asks, it ends with this file's Lua state.
+local server
+
 local function have_torch()
-  local _, err, code = h.run(PY .. " -c 'import torch, numpy'")
-  if code ~= 0 then
+  if server then return true end
+  local err
+  server, err = h.py_fork(PY, { "torch", "numpy" })
+  if not server then
     return false, PY .. " cannot import torch and numpy (" .. (err:match("[^\n]*Error[^\n]*")
-      or "exit " .. code) .. "): apt-get install python3-torch"
+      or err) .. "): apt-get install python3-torch"
   end
   return true
 end
@@ -192,8 +199,8 @@ local LIB = ROOT .. "/" .. (os.getenv("BUILD") or "build") .. "/libroper.so." ..
 local function py(args, lib)
   local q = {}
   for i, a in ipairs(args) do q[i] = h.sh_quote(a) end
-  return h.run("ROPER_LIB=" .. h.sh_quote(lib or LIB) .. " " .. PY .. " " .. SCRIPT .. " "
-    .. table.concat(q, " "))
+  return h.run("ROPER_LIB=" .. h.sh_quote(lib or LIB) .. " " .. server.run .. " " .. SCRIPT
+    .. " " .. table.concat(q, " "))
 end
 
 -- The random sweeps' draws: a generator seeded with seed, and pick(t), one entry of the list t.
