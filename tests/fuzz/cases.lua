@@ -190,6 +190,7 @@ local function seeds(rp)
   S["rp.gnuplot"] = function(ctx)
     return pack({ "unset key", "plot x" }, { out = ctx.dir .. "/g.txt", size = { 40, 12 }, font_size = 9 })
   end
+  S["rp.gnuplot_string"] = function() return pack("a'b\\c\n", "text") end
   S["rp.rope.theta"] = function() return pack(8, 10000) end
   S["rp.rope.angles"] = function()
     return pack(4, 8, { base = 10000, scale = 1, xpos_side = -1, xpos = 0.4, xpos_scale_base = 16,

@@ -39,7 +39,8 @@ describe("fuzz", function()
     end
     for _, want in ipairs { "rp.attention", "rp.Model.generate", "rp.optim.adam", "rp.tasks.text",
       "rp.load", "rp.Tensor.add", "roper.Tensor.__index", "rp.experiment.run", "rp.eval.loss",
-      "rp.Task.batch", "rp.Rng.randint", "rp.Optim.step", "roper.Model.__close" } do
+      "rp.Task.batch", "rp.Rng.randint", "rp.Optim.step", "roper.Model.__close",
+      "rp.gnuplot_string" } do
       assert.is_true(names[want], want .. " was not found")
     end
     assert.is_true(#fns >= 140, #fns .. " functions")
