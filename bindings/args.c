@@ -224,8 +224,8 @@ const lrp_template lrp_msgs[LRP_M_COUNT] = {
                                         "{got}"},
     [LRP_M_HF_NUMBER] = {"hf_number", "option 'rope_scaling': '{field}' must be a finite number, "
                                       "got {got}"},
-    [LRP_M_HF_INTEGER] = {"hf_integer", "option 'rope_scaling': '{field}' must be an integer >= 1, "
-                                        "got {got}"},
+    [LRP_M_HF_INTEGER] = {"hf_integer", "option 'rope_scaling': '{field}' must be an integer in "
+                                        "1..{max}, got {got}"},
     [LRP_M_HF_NEEDS] = {"hf_needs", "option 'rope_scaling': rope_type \"{type}\" needs {names}"},
     /* {what}: core's range or rule message in the fields' names (rp_model_cfg_check_shown) */
     [LRP_M_HF_RANGE] = {"hf_range", "option 'rope_scaling': {what}"},

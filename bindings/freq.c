@@ -124,8 +124,13 @@ void lrp_push_hf_map(lua_State *L)
         lua_pushstring(L, f->name);
         lua_setfield(L, -2, "name");
         if (f->key) {
+            const rp_cfg_key *k = rp_model_cfg_key(f->key, strlen(f->key));
             lua_pushstring(L, f->key);
             lua_setfield(L, -2, "key");
+            if (k->type == RP_CFG_INT) {
+                lua_pushinteger(L, (lua_Integer)k->hi);
+                lua_setfield(L, -2, "max");
+            }
         }
         if (f->on) {
             lua_pushstring(L, f->on);
@@ -204,7 +209,8 @@ static int json_null(lua_State *L, int i)
 }
 
 /* Field i of the rope_scaling table at t, read by its row (hf_fields): *given set; a number (an
- * integer >= 1 for a key of integers) or, for a field with on/off, a boolean (1 or 0). */
+ * integer from 1 to the key's hi for a key of integers: Hugging Face has no 0 for "absent") or,
+ * for a field with on/off, a boolean (1 or 0). */
 static double hf_read(lua_State *L, int idx, int t, int i, int *given)
 {
     const hf_field *f = &hf_fields[i];
@@ -223,10 +229,13 @@ static double hf_read(lua_State *L, int idx, int t, int i, int *given)
             lrp_opterror(L, idx, LRP_M_HF_NUMBER,
                          LRP_MARKS([LRP_MK_FIELD] = f->name, [LRP_MK_GOT] = lrp_describe(L, -1)));
         v = (double)lua_tonumber(L, -1);
-        if (k && k->type == RP_CFG_INT && (v != floor(v) || v < 1.0 || v > (double)LRP_MAX_POS)) {
+        if (k && k->type == RP_CFG_INT && (v != floor(v) || v < 1.0 || v > k->hi)) {
             lua_pushnumber(L, (lua_Number)v);
+            const char *got = lrp_describe(L, -1);
+            const char *max = lua_pushfstring(L, "%I", (LUAI_UACINT)k->hi);
             lrp_opterror(L, idx, LRP_M_HF_INTEGER,
-                         LRP_MARKS([LRP_MK_FIELD] = f->name, [LRP_MK_GOT] = lrp_describe(L, -1)));
+                         LRP_MARKS([LRP_MK_FIELD] = f->name, [LRP_MK_MAX] = max,
+                                   [LRP_MK_GOT] = got));
         }
     }
     lua_pop(L, 1);

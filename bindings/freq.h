@@ -31,8 +31,9 @@ void lrp_set_hf_fields(lua_State *L, rp_rope_scaling s);
 
 /* Pushes the mapping of Hugging Face's rope_scaling fields (bindings/freq.c's table, the one
  * home of it): a list, in the order the unknown-field message names them, of {name =, key =,
- * on =, off =} (key: roper's config key the field sets, nil for mscale and mscale_all_dim; on,
- * off: for a boolean field, the key's values for true and false). */
+ * max =, on =, off =} (key: roper's config key the field sets, nil for mscale and
+ * mscale_all_dim; max: for a key of integers, the largest value the field may hold (it holds an
+ * integer from 1); on, off: for a boolean field, the key's values for true and false). */
 void lrp_push_hf_map(lua_State *L);
 
 /* internals.hf_rope(opts) -> the config keys (roper's names) that opts' rope_theta and

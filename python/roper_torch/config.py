@@ -203,7 +203,8 @@ def _normalise(c):
 
 # rope_type: roper's scaling row (rp.scalings(): its hf_fields and hf_needs)
 _HF_TYPES = {sc["hf"]: sc for sc in SCHEMA["scalings"] if "hf" in sc}
-# the rope_scaling fields roper reads, in its order: {name, key, on, off} (rp.scalings().hf_map)
+# the rope_scaling fields roper reads, in its order: {name, key, max, on, off}
+# (rp.scalings().hf_map)
 _HF_MAP = SCHEMA["hf_map"]
 
 
@@ -244,8 +245,9 @@ def _hf_value(f, v):
         raise ValueError(_say("hf_number", field=f["name"], got=rotary._describe(got)))
     v = float(v)
     if "key" in f and KEY[f["key"]]["type"] == "int":
-        if v != math.floor(v) or not 1.0 <= v <= rotary.MAX_POS:
-            raise ValueError(_say("hf_integer", field=f["name"], got=rotary._describe(v)))
+        if v != math.floor(v) or not 1.0 <= v <= f["max"]:
+            raise ValueError(_say("hf_integer", field=f["name"], max=f["max"],
+                                  got=rotary._describe(v)))
         return int(v)
     return v
 

@@ -332,7 +332,7 @@ describe("errors", function()
         { field = "truncate", got = "1" } },
       { { rope_scaling = { rope_type = "llama3", factor = 2, low_freq_factor = 1,
         high_freq_factor = 4, original_max_position_embeddings = 0 } }, "hf_integer",
-        { field = "original_max_position_embeddings", got = "0.0" } },
+        { field = "original_max_position_embeddings", max = "2147483647", got = "0.0" } },
       { { rope_scaling = { rope_type = "llama3", factor = 2 } }, "hf_needs",
         { type = "llama3", names = "original_max_position_embeddings" } },
       { { rope_scaling = { rope_type = "linear", factor = -2 } }, "hf_range",

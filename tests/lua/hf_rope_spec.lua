@@ -334,8 +334,8 @@ describe("rope_scaling and rope_theta: what is refused", function()
         high_freq_factor = 4 } },
       "option 'rope_scaling': rope_type \"llama3\" needs original_max_position_embeddings)" },
     { { rope_scaling = { rope_type = "yarn", factor = 2, original_max_position_embeddings = 6.5 } },
-      "option 'rope_scaling': 'original_max_position_embeddings' must be an integer >= 1, got "
-      .. "6.5)" },
+      "option 'rope_scaling': 'original_max_position_embeddings' must be an integer in "
+      .. "1..2147483647, got 6.5)" },
     { { rope_scaling = { rope_type = "yarn", factor = 2, original_max_position_embeddings = 8,
       truncate = 1 } }, "option 'rope_scaling': 'truncate' must be a boolean, got 1)" },
     { { rope_scaling = { rope_type = "linear", factor = "2" } }, "option 'rope_scaling': 'factor' "
@@ -357,7 +357,8 @@ describe("rope_scaling and rope_theta: what is refused", function()
       .. "number >= 0, got -1)" },
     { { rope_scaling = { rope_type = "dynamic", factor = 2,
       original_max_position_embeddings = 2 ^ 53 } }, "option 'rope_scaling': "
-      .. "'original_max_position_embeddings' 9007199254740992 must be in 0..2147483647)" },
+      .. "'original_max_position_embeddings' must be an integer in 1..2147483647, got "
+      .. "9.007199254741e+15)" },
     { { rope_scaling = { rope_type = "llama3", factor = 2, original_max_position_embeddings = 8,
       low_freq_factor = 4, high_freq_factor = 1 } }, "option 'rope_scaling': 'low_freq_factor' 4 "
       .. "must be below 'high_freq_factor' 1)" },
@@ -481,6 +482,8 @@ describe("rope_scaling's mapping as rp.scalings() exports it (the companion's ta
     for i, f in ipairs(sc.hf_map) do
       names[i] = f.name
       assert.are.equal(KEYS[f.name], f.key, f.name)
+      -- the largest integer: orig_len's own bound (the one key of integers)
+      assert.are.equal(f.key == "orig_len" and 2147483647 or nil, f.max, f.name)
     end
     assert.are.same({ "factor", "original_max_position_embeddings", "beta_fast", "beta_slow",
       "low_freq_factor", "high_freq_factor", "attention_factor", "mscale", "mscale_all_dim",
