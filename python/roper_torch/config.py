@@ -82,6 +82,15 @@ def _rotate_mask(s):
     return "".join(c for c in "qkvo" if c in s)
 
 
+def _float(v):
+    """A Python number as a float, an int past float's range as an infinity of its sign (Lua
+    reads such a literal so)."""
+    try:
+        return float(v)
+    except OverflowError:
+        return math.inf if v > 0 else -math.inf
+
+
 def _typed(k, v):
     """The value v of row k as Python's type of the row (float, int, a name, rotate's letters,
     bool), or ValueError: the companion's own check of types, when roper's core is not there."""
@@ -89,7 +98,7 @@ def _typed(k, v):
     want = {"number": "a number", "int": "an integer", "seed": "an integer",
             "bool": "true or false", "rotate": "a string of distinct letters of qkvo"}
     if t == "number" and not isinstance(v, (bool, str)) and hasattr(v, "__float__"):
-        return float(v)
+        return _float(v)
     if t in ("int", "seed") and _lua_integer(v) is not None:
         return _lua_integer(v)
     if t == "enum" and isinstance(v, str) and v in k["names"]:
@@ -111,7 +120,7 @@ def _json_value(k, v):
         return _lua_integer(v)
     if hasattr(v, "__float__") and not isinstance(v, (list, tuple, dict)):
         try:
-            x = float(v)
+            x = _float(v)
         except (TypeError, ValueError):
             return v
         if not math.isfinite(x):
@@ -206,15 +215,6 @@ _HF_TYPES = {sc["hf"]: sc for sc in SCHEMA["scalings"] if "hf" in sc}
 # the rope_scaling fields roper reads, in its order: {name, key, max, on, off}
 # (rp.scalings().hf_map)
 _HF_MAP = SCHEMA["hf_map"]
-
-
-def _float(v):
-    """A Python number as a float, an int past float's range as an infinity of its sign (Lua
-    reads such a literal so)."""
-    try:
-        return float(v)
-    except OverflowError:
-        return math.inf if v > 0 else -math.inf
 
 
 def _rope_theta(c):

@@ -2142,6 +2142,9 @@ describe("RoPE and RoPER of the companion (python/roper_torch/rope.py) against r
           .. "mscale_all_dim)); it must be a finite number > 0",
         "factor past float: RoPE: option 'rope_scaling': 'factor' must be a finite number, got "
           .. "-inf",
+        -- (an int past float's range is an infinity, as Lua reads such a literal: not an
+        -- OverflowError; the companion refuses a number JSON cannot hold before core sees it)
+        "scaling_factor past float: RoPE: 'scaling_factor' must be a finite number, got inf",
         "wider than the head: RoPER.rotate_keys: 16 features rotated, but the head has 8 "
           .. "(the last dim of [1 x 2 x 3 x 8])",
         "odd head: RoPE.rotate_keys: the head's 7 features are rotated as pairs: give an "

@@ -511,6 +511,7 @@ def rope_edges():
             "mscale": 1, "mscale_all_dim": -7.213475204444817})),
         ("factor past float", lambda: RoPE(rope_scaling={"rope_type": "linear",
                                                          "factor": -10 ** 400})),
+        ("scaling_factor past float", lambda: RoPE(scaling="pi", scaling_factor=10 ** 400)),
         ("wider than the head", lambda: RoPER(dim=16).rotate_keys(x)),
         ("odd head", lambda: RoPE().rotate_keys(torch.zeros(1, 2, 3, 7))),
         ("not a tensor", lambda: RoPE().rotate_keys([1.0, 2.0])),
