@@ -417,6 +417,10 @@ describe("rp.experiment.run with opts", function()
     raises("option 'save': " .. dir .. " is a folder, not a file", { save = dir })
     raises("option 'save': " .. dir .. "/no/m.ckpt: cannot write there (No such file or directory)",
       { save = dir .. "/no/m.ckpt" })
+    -- (a path holding ": " is named whole, the reason after it)
+    h.write(dir .. "/a: b", "")
+    raises("option 'save': " .. dir .. "/a: b/x.ckpt: cannot write there (Not a directory)",
+      { save = dir .. "/a: b/x.ckpt" })
     raises("option 'save_every' needs option 'save'", { save_every = 2 })
     raises("option 'save_every' must be an integer >= 1, got 0", { save = dir .. "/x.ckpt",
       save_every = 0 })

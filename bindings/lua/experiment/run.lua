@@ -89,8 +89,11 @@ local function run_opts(fname, opts)
       there = f and true or nil
     end
     if there == nil then
-      argerror(fname, 3, ("option 'save': %s: cannot write there (%s)"):format(o.save,
-        tostring(err):gsub("^.-: ", "")))
+      -- (the reason alone: err is "<probe>: <reason>", and the path may hold ": " itself)
+      err = tostring(err)
+      local head = probe .. ": "
+      if err:sub(1, #head) == head then err = err:sub(#head + 1) end
+      argerror(fname, 3, ("option 'save': %s: cannot write there (%s)"):format(o.save, err))
     end
   end
   if o.save_every ~= nil then
