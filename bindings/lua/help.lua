@@ -26,11 +26,11 @@ local function add_wrapped(out, text, first, rest)
   end
 end
 
--- The tables (and values) whose help is a topic, besides the names of the topics.
+-- The classes whose help is a topic, besides the names of the topics (a module table of rp
+-- named as a topic, rp.rope or rp.eval, has that topic's help: build).
 local topic_values = {
-  tensor = { rp.Tensor }, rng = { rp.Rng }, rope = { rp.rope }, model = { rp.Model },
-  optim = { rp.Optim, rp.optim }, tasks = { rp.tasks, rp.Task }, blas = { rp.blas },
-  mpi = { rp.mpi, rp.Comm }, tokenizer = { rp.tokenizer, rp.Tokenizer },
+  tensor = { rp.Tensor }, rng = { rp.Rng }, model = { rp.Model }, optim = { rp.Optim },
+  tasks = { rp.Task }, mpi = { rp.Comm }, tokenizer = { rp.Tokenizer },
 }
 
 -- ---------------------------------------------------------------- lookup tables
@@ -78,6 +78,7 @@ local function build()
     topic_text[t[1]] = text
     topic_names[#topic_names + 1] = t[1]
     for _, v in ipairs(topic_values[t[1]] or {}) do by_value[v] = text end
+    if type(rp[t[1]]) == "table" then by_value[rp[t[1]]] = text end
   end
   topic_text.tensors = topic_text.tensor
   topic_text.Tensor = topic_text.tensor
@@ -87,9 +88,6 @@ local function build()
   topic_text.Optim = topic_text.optim
   topic_text.Task = topic_text.tasks
   topic_text.task = topic_text.tasks
-  if rp.eval then by_value[rp.eval] = topic_text.eval end
-  if rp.experiment then by_value[rp.experiment] = topic_text.experiment end
-  if rp.lm then by_value[rp.lm] = topic_text.lm end
   by_value[rp.help] = by_name["rp.help"]
 end
 
