@@ -35,7 +35,6 @@ table):
 
 import math
 import struct
-from dataclasses import replace
 
 import torch
 import torch.nn.functional as F
@@ -44,7 +43,7 @@ from torch import nn
 from . import core, rotary
 from .config import (DEFAULTS, KEY, MODES, PE, SCHEMA, Config,  # noqa: F401
                      _unused, config, freq_of, widths)
-from .safetensors import DTYPES, NAMES, read_safetensors, write_safetensors
+from .safetensors import DTYPES, NAMES, _quoted, read_safetensors, write_safetensors
 from .stored import from_json, to_json
 
 LN_EPS = 1e-5
@@ -625,13 +624,6 @@ def param_count(cfg):
 # vector positions; VERSION the roper.version roper writes.
 EXTRAS = {x["option"]: (x["key"], DTYPES[x["dtype"]]) for x in SCHEMA["extras"]["tensors"]}
 AXES_KEY, VERSION = SCHEMA["extras"]["axes_key"], SCHEMA["extras"]["version"]
-
-
-def _quoted(s):
-    """A tensor's or a value's name as the messages show it: quoted, a byte that is not
-    printable ASCII as \\xNN."""
-    return '"%s"' % "".join(c if " " <= c <= "~" else "".join(
-        "\\x%02x" % b for b in c.encode("utf-8", "surrogatepass")) for c in s)
 
 
 def _shape_str(t):
