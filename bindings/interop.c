@@ -29,13 +29,11 @@ int lrp_tensor_save(lua_State *L)
     rp_tensor *t = lrp_checktensor(L, 1); /* the options may have run Lua code: fetch again */
     int64_t idx[RP_MAX_DIMS];
     if (rp_npy_first_unfit(t, dt, idx) >= 0) {
-        char at[RP_MAX_DIMS * 24 + 16] = "the element", *o = at;
-        for (int d = 0; d < t->ndim; d++)
-            o += snprintf(o, sizeof at - (size_t)(o - at), "%s[%lld]", d ? "" : "element ",
-                          (long long)idx[d] + 1);
-        char why[160];
+        char at[RP_MAX_DIMS * 22 + 1], why[160];
         rp_npy_unfit_reason(why, sizeof why, rp_tensor_data(t)[rp_tensor_index_offset(t, idx)], dt);
-        return luaL_error(L, "t:save: %s %s", at, why);
+        if (t->ndim == 0) return luaL_error(L, "t:save: the element %s", why);
+        return luaL_error(L, "t:save: element %s %s", rp_index_str(at, sizeof at, t->ndim, idx),
+                          why);
     }
     if (rp_npy_save_as(path, t, dt) != RP_OK) return lrp_pushfail(L);
     lua_pushboolean(L, 1);

@@ -56,16 +56,6 @@ static const struct {
 };
 #define N_DTYPES (sizeof dtypes / sizeof dtypes[0])
 
-/* The index idx[0..ndim-1] of the element k (row-major) of an array of this shape, which holds
- * it (no size is 0). */
-static void unravel(int ndim, const int64_t *shape, int64_t k, int64_t *idx)
-{
-    for (int d = ndim - 1; d >= 0; d--) {
-        idx[d] = k % shape[d];
-        k /= shape[d];
-    }
-}
-
 /* ---- writing -------------------------------------------------------------------------------- */
 
 typedef struct {
@@ -144,7 +134,7 @@ int64_t rp_npy_first_unfit(const rp_tensor *t, rp_npy_dtype dtype, int64_t idx[R
     if (dtype != RP_NPY_I32 && dtype != RP_NPY_I64) return -1;
     unfit_job j = {int_limit(dtype), 0, -1};
     rp_tensor_foreach_run(t, u_run, &j);
-    if (j.bad >= 0) unravel(t->ndim, t->shape, j.bad, idx);
+    if (j.bad >= 0) rp_unravel(t->ndim, t->shape, j.bad, idx);
     return j.bad;
 }
 
@@ -735,7 +725,7 @@ rp_status rp_npy_load(const char *path, rp_tensor *out, rp_npy_dtype *dtype)
     if (bad >= 0) {
         char at[300];
         int64_t idx[RP_MAX_DIMS];
-        unravel(h.ndim, h.shape, bad, idx);
+        rp_unravel(h.ndim, h.shape, bad, idx);
         tuple_str(at, sizeof at, h.ndim, idx);
         st = rp_error(RP_ERR_IO, "%s: integer %s at index %s is beyond float32's exact range "
                                  "(|x| <= 2^24 = %d)", path, num, at, RP_NPY_EXACT_INT);

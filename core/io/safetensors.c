@@ -844,16 +844,12 @@ static rp_status check_f64_range(const st_file *f, const st_entry *e, const uint
         double v;
         memcpy(&v, &u, 8);
         if (!isfinite(v) || isfinite((float)v)) continue;
-        int64_t idx[RP_MAX_DIMS], rest = j;
-        for (int d = e->ndim - 1; d >= 0; d--) {
-            idx[d] = rest % e->shape[d];
-            rest /= e->shape[d];
-        }
-        char at[RP_MAX_DIMS * 24 + 1] = "", q[300];
-        for (int d = 0; d < e->ndim; d++)
-            snprintf(at + strlen(at), sizeof at - strlen(at), "[%lld]", (long long)idx[d] + 1);
+        int64_t idx[RP_MAX_DIMS];
+        rp_unravel(e->ndim, e->shape, j, idx);
+        char at[RP_MAX_DIMS * 22 + 1], q[300];
         return rp_error(RP_ERR_IO, "%s: tensor %s element %s is %.9g, beyond float32's range",
-                        f->path, qname(q, sizeof q, e->name, e->name_len), at, v);
+                        f->path, qname(q, sizeof q, e->name, e->name_len),
+                        rp_index_str(at, sizeof at, e->ndim, idx), v);
     }
     return RP_OK;
 }

@@ -123,6 +123,24 @@ int64_t rp_tensor_index_offset(const rp_tensor *t, const int64_t *idx)
     return off;
 }
 
+void rp_unravel(int ndim, const int64_t *shape, int64_t k, int64_t *idx)
+{
+    for (int d = ndim - 1; d >= 0; d--) {
+        idx[d] = k % shape[d];
+        k /= shape[d];
+    }
+}
+
+char *rp_index_str(char *buf, size_t len, int ndim, const int64_t *idx)
+{
+    size_t pos = 0;
+    if (len == 0) return buf;
+    buf[0] = '\0';
+    for (int d = 0; d < ndim && pos < len; d++)
+        pos += (size_t)snprintf(buf + pos, len - pos, "[%lld]", (long long)idx[d] + 1);
+    return buf;
+}
+
 void rp_tensor_view(rp_tensor *out, const rp_tensor *src)
 {
     *out = *src;

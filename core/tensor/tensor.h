@@ -63,6 +63,12 @@ const char *rp_shape_too_large(int ndim, const int64_t *shape);
 int rp_tensor_same_shape(const rp_tensor *a, const rp_tensor *b);
 /* Offset (in elements, relative to rp_tensor_data) of the element at idx[0..ndim-1]. No checks. */
 int64_t rp_tensor_index_offset(const rp_tensor *t, const int64_t *idx);
+/* The index of element k (row-major) of an array of this shape, which holds it (no size is 0),
+ * into idx[0..ndim-1] (OVERWRITTEN). */
+void rp_unravel(int ndim, const int64_t *shape, int64_t k, int64_t *idx);
+/* idx[0..ndim-1] as the messages name an element, 1-based as Lua indexes: "[2][3]" ("" for 0
+ * dims), into buf (size len, cut to fit; RP_MAX_DIMS * 22 + 1 bytes hold any). Returns buf. */
+char *rp_index_str(char *buf, size_t len, int ndim, const int64_t *idx);
 
 /* ---- views (share storage; `out` gets a retained reference) ---- */
 
