@@ -59,7 +59,8 @@ local function split_row(line)
 end
 
 -- Words in lines (bindings/lua/text_wrap.lua, which rp.help uses too), found next to this file.
-local wrap = dofile(((arg and arg[0] or ""):match("^(.*/)") or "./") .. "lua/text_wrap.lua").wrap
+local text_wrap = dofile(((arg and arg[0] or ""):match("^(.*/)") or "./") .. "lua/text_wrap.lua")
+local wrap = text_wrap.wrap
 
 -- Rows of a markdown table (header and rule dropped) as aligned lines, every cell wrapped in its
 -- column: the columns before the last are as wide as their cells but at most CELL_MAX (or their
@@ -106,10 +107,7 @@ local function plain(file, lines)
   local para = nil
   local function flush_para()
     if not para then return end
-    local text = table.concat(para.words, " ")
-    for i, l in ipairs(wrap(text, WIDTH - #para.first, WIDTH - #para.rest)) do
-      out[#out + 1] = (i == 1 and para.first or para.rest) .. l
-    end
+    text_wrap.add(out, table.concat(para.words, " "), WIDTH, para.first, para.rest)
     para = nil
   end
   local function flush_table()

@@ -16,15 +16,7 @@ local data = require "roper.help_data"
 local entries, topics = data.entries, data.topics
 -- No line rp.help returns is wider than WIDTH (the texts were wrapped so by the generator).
 local WIDTH = data.width
-local wrap = require("roper.text_wrap").wrap
-
--- Lines of text: the first starting with first, the others with rest, all within WIDTH, added to
--- out.
-local function add_wrapped(out, text, first, rest)
-  for i, l in ipairs(wrap(text, WIDTH - #first, WIDTH - #rest)) do
-    out[#out + 1] = (i == 1 and first or rest) .. l
-  end
-end
+local text_wrap = require "roper.text_wrap"
 
 -- The classes whose help is a topic, besides the names of the topics (a module table of rp
 -- named as a topic, rp.rope or rp.eval, has that topic's help: build).
@@ -98,11 +90,11 @@ local function overview()
     "rp.help(rp.Tensor.narrow), rp.help(\"narrow\"); rp.help(\"word\") searches the texts",
     "(in the REPL: help(f), ?name). Topics (rp.help(\"name\")):",
   }
-  add_wrapped(lines, table.concat(topic_names, ", "), "  ", "  ")
+  text_wrap.add(lines, table.concat(topic_names, ", "), WIDTH, "  ", "  ")
   lines[#lines + 1] = "Functions:"
   local names = {}
   for _, e in ipairs(entries) do names[#names + 1] = e[1] end
-  add_wrapped(lines, table.concat(names, " "), "  ", "  ")
+  text_wrap.add(lines, table.concat(names, " "), WIDTH, "  ", "  ")
   return table.concat(lines, "\n")
 end
 
@@ -139,7 +131,7 @@ local function search(f)
       return
     end
     hits = hits + 1
-    add_wrapped(lines, head, "  ", "      ")
+    text_wrap.add(lines, head, WIDTH, "  ", "      ")
     if detail then lines[#lines + 1] = "      " .. detail end
   end
   -- the config keys of rp.experiment (the options of the scripts)
@@ -172,16 +164,16 @@ local function search(f)
   if hits == 0 and not named_key then return nil end
   local out = {}
   if named_key then
-    add_wrapped(out, named_key:gsub("^config key", "Config key", 1) .. ".", "", "")
+    text_wrap.add(out, named_key:gsub("^config key", "Config key", 1) .. ".", WIDTH, "", "")
     -- (the key's own name, however the word was typed)
-    add_wrapped(out, "(an option of rp.experiment and of the scripts: --"
-      .. key_name:gsub("_", "-") .. ")", "", "")
+    text_wrap.add(out, "(an option of rp.experiment and of the scripts: --"
+      .. key_name:gsub("_", "-") .. ")", WIDTH, "", "")
   end
   if hits > 0 then
     if #out > 0 then out[#out + 1] = "" end
     -- a config key of that name was found: the rest are where else the word stands
-    add_wrapped(out, named_key and "It is also mentioned in:"
-      or ("No function or topic is named '%s'; it is mentioned in:"):format(f), "", "")
+    text_wrap.add(out, named_key and "It is also mentioned in:"
+      or ("No function or topic is named '%s'; it is mentioned in:"):format(f), WIDTH, "", "")
     for _, l in ipairs(lines) do out[#out + 1] = l end
     if more > 0 then out[#out + 1] = ("  ... and %d more"):format(more) end
     out[#out + 1] = "rp.help(\"name\") shows one of them in full."

@@ -21,4 +21,12 @@ function M.wrap(text, width, rest_width)
   return lines
 end
 
+-- M.add(out, text, width, first, rest): text's words (M.wrap) appended to the list out as lines
+-- of at most width columns, the first starting with first, the others with rest.
+function M.add(out, text, width, first, rest)
+  for i, l in ipairs(M.wrap(text, width - #first, width - #rest)) do
+    out[#out + 1] = (i == 1 and first or rest) .. l
+  end
+end
+
 return M
