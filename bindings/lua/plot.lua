@@ -408,16 +408,15 @@ end
 
 -- ---------------------------------------------------------------- titles and labels
 
--- The lines of a text (plain_text: its newlines split it), the width of the widest in
--- characters (the lines Lua places) and in bytes (those gnuplot places: its dumb terminal gives
--- each byte a cell).
+-- The lines of a text (plain_text: its newlines split it) and the width of the widest in bytes
+-- (gnuplot's dumb terminal gives each byte a cell).
 local function text_lines(s)
-  local list, widest, bytes = {}, 0, 0
+  local list, bytes = {}, 0
   for l in (plain_text(s) .. "\n"):gmatch("(.-)\n") do
     list[#list + 1] = l
-    widest, bytes = math.max(widest, utf8.len(l)), math.max(bytes, #l)
+    bytes = math.max(bytes, #l)
   end
-  return list, widest, bytes
+  return list, bytes
 end
 
 -- The lines of a text at most `width` characters wide: each of its lines as it is when it fits,
@@ -477,7 +476,7 @@ end
 -- the y label as lines of their own (for above the picture) when it would take more.
 local function text_ylabel(o, width, lines, margin)
   if not o.ylabel then return nil, {} end
-  local _, _, w = text_lines(o.ylabel)
+  local _, w = text_lines(o.ylabel)
   if margin(w) > width // 2 then return nil, wrap(o.ylabel, width) end
   lines[#lines + 1] = ("set label 100 %s at screen 0, graph 0.5 left"):format(gp_text(o.ylabel))
   return margin(w), {}
@@ -495,7 +494,7 @@ local function text_labels(o, t, lines)
   -- o[key] through gnuplot when its every line fits, else its lines centred into `to`
   local function place(key, to)
     if not o[key] then return end
-    local _, _, w = text_lines(o[key]) -- (bytes, as gnuplot counts them)
+    local _, w = text_lines(o[key]) -- (bytes, as gnuplot counts them)
     if w <= width then
       lines[#lines + 1] = ("set %s %s"):format(key, gp_text(o[key]))
       return
