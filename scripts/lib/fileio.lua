@@ -22,6 +22,13 @@ function fileio.write(path, text)
   return rp.write_file(path, text)
 end
 
+-- The reason of a message "<path>: <reason>" (the message itself when it does not start so).
+local function reason(msg, path)
+  msg = tostring(msg)
+  local head = path .. ": "
+  return msg:sub(1, #head) == head and msg:sub(#head + 1) or msg
+end
+
 -- check_output(path, what[, shown]): before any work, makes sure a file can be written at path:
 -- path is not empty, its folder exists (created when missing), path is not a folder (nor a name
 -- ending in "/"), and a probe file "<path>.probe" can be created and removed there. An empty
@@ -31,13 +38,6 @@ end
 -- path: the name the user gave), and with shown, the path in the way ("--out o: o/runs/probe.json
 -- is a folder in the way of its files", "--out o: cannot create o/runs (o/runs is a regular file,
 -- not a folder)").
--- The reason of a message "<path>: <reason>" (the message itself when it does not start so).
-local function reason(msg, path)
-  msg = tostring(msg)
-  local head = path .. ": "
-  return msg:sub(1, #head) == head and msg:sub(#head + 1) or msg
-end
-
 function fileio.check_output(path, what, shown)
   if path == "" then cli.usage(("%s: a file name expected, got an empty one"):format(what)) end
   -- (a name ending in "/" is a folder's, there or not; a file of shown's in the way is named)
