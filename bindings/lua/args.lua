@@ -70,6 +70,14 @@ local function check_opts(fname, arg, opts, known)
   return copy
 end
 
+-- Raises when arguments follow the last one a function takes (...: those after it, from position
+-- arg), in lrp_checkend's words: "unexpected argument after <last> (<the first of them>)".
+local function check_end(fname, arg, last, ...)
+  if select("#", ...) > 0 then
+    argerror(fname, arg, ("unexpected argument after %s (%s)"):format(last, describe((...))))
+  end
+end
+
 -- v as an integer when it is one (a float with an integral value within 2^53 too: JSON numbers
 -- and 2^30 come as floats), else nil.
 local function integral(v)
@@ -117,5 +125,6 @@ end
 
 M.integral = integral
 M.check_opts, M.opt_int, M.opt_number, M.opt_enum = check_opts, opt_int, opt_number, opt_enum
+M.check_end = check_end
 
 return M

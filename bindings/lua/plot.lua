@@ -298,7 +298,7 @@ function rp.gnuplot_string(s, kind, ...)
   if kind ~= nil and kind ~= "text" and kind ~= "path" then
     argerror(fname, 2, ('kind must be "text" or "path", got %s'):format(describe(kind)))
   end
-  if select("#", ...) > 0 then argerror(fname, 3, "unexpected argument (it takes s and kind)") end
+  args.check_end(fname, 3, "kind", ...)
   -- (gnuplot ends a string at a NUL byte, and no path holds one)
   if kind == "path" and tostring(s):find("\0", 1, true) then
     argerror(fname, 1, "a path cannot hold a NUL byte")

@@ -522,7 +522,7 @@ describe("the scripts' pictures (scripts/lib/plot.lua) through rp.gnuplot", func
     assert.has_error(function() rp.gnuplot_string(nil) end,
       "bad argument #1 to 'rp.gnuplot_string' (expected a string, got nil)")
     assert.has_error(function() rp.gnuplot_string("x", "text", {}) end,
-      "bad argument #3 to 'rp.gnuplot_string' (unexpected argument (it takes s and kind))")
+      "bad argument #3 to 'rp.gnuplot_string' (unexpected argument after kind (table))")
     assert.has_error(function() rp.gnuplot_string("a\0b", "path") end,
       "bad argument #1 to 'rp.gnuplot_string' (a path cannot hold a NUL byte)")
     assert.are.equal('"a b"', rp.gnuplot_string("a\0b")) -- (text: a control character)
