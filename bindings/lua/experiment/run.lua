@@ -96,14 +96,9 @@ local function run_opts(fname, opts)
       argerror(fname, 3, ("option 'save': %s: cannot write there (%s)"):format(o.save, err))
     end
   end
-  if o.save_every ~= nil then
-    local n = args.integral(o.save_every)
-    if n == nil or n < 1 then
-      argerror(fname, 3, "option 'save_every' must be an integer >= 1, got "
-        .. args.describe(o.save_every))
-    end
-    if o.save == nil then argerror(fname, 3, "option 'save_every' needs option 'save'") end
-    o.save_every = n
+  o.save_every = args.opt_int(fname, 3, o, "save_every", nil, 1)
+  if o.save_every ~= nil and o.save == nil then
+    argerror(fname, 3, "option 'save_every' needs option 'save'")
   end
   return o
 end
