@@ -181,6 +181,28 @@ function M.st_write(path, header, data)
   M.write(path, string.pack("<I8", #json) .. json .. data)
 end
 
+-- The data of an F32 safetensors file (header and data as st_parts gives them) with the tensors
+-- that widen names (a set of names; true: every tensor) stored as F64: their float32 values
+-- widened, changes[name][i] (when given) in place of value i. The header is changed in place
+-- (those tensors' dtype, every tensor's offsets: the data stays in its order).
+function M.st_f64(header, data, widen, changes)
+  local order, out, at = {}, {}, 0
+  for k in pairs(header) do if k ~= "__metadata__" then order[#order + 1] = k end end
+  table.sort(order, function(a, b) return header[a].data_offsets[1] < header[b].data_offsets[1] end)
+  for _, k in ipairs(order) do
+    local e = header[k]
+    local bytes = data:sub(e.data_offsets[1] + 1, e.data_offsets[2])
+    if widen == true or widen[k] then
+      local vals, new = {}, (changes or {})[k] or {}
+      for i = 1, #bytes // 4 do vals[i] = new[i] or string.unpack("<f", bytes, 4 * i - 3) end
+      bytes, e.dtype = string.pack("<" .. ("d"):rep(#vals), table.unpack(vals)), "F64"
+    end
+    e.data_offsets = { at, at + #bytes }
+    out[#out + 1], at = bytes, at + #bytes
+  end
+  return table.concat(out)
+end
+
 -- The data blocks of a gnuplot data file (blocks apart by two blank lines, gnuplot's index
 -- order; "#" lines skipped): a list of blocks, each a list of rows of numbers.
 function M.gnuplot_blocks(text)

@@ -1396,24 +1396,7 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       end
       -- the data with tensor `name` stored as F64 (its first value v), the offsets moved
       local function as_f64(header, data, name, v)
-        local order, out, at = {}, {}, 0
-        for k, e in pairs(header) do if k ~= "__metadata__" then order[#order + 1] = k end end
-        table.sort(order, function(a, b)
-          return header[a].data_offsets[1] < header[b].data_offsets[1]
-        end)
-        for _, k in ipairs(order) do
-          local e = header[k]
-          local bytes = data:sub(e.data_offsets[1] + 1, e.data_offsets[2])
-          if k == name then
-            local vals = {}
-            for i = 1, #bytes, 4 do vals[#vals + 1] = string.unpack("<f", bytes, i) end
-            vals[1] = v
-            bytes, e.dtype = string.pack("<" .. ("d"):rep(#vals), table.unpack(vals)), "F64"
-          end
-          e.data_offsets = { at, at + #bytes }
-          out[#out + 1], at = bytes, at + #bytes
-        end
-        return table.concat(out)
+        return h.st_f64(header, data, { [name] = true }, { [name] = { v } })
       end
       local cases = {
         { src, function(_, m) m["roper.positions"] = "roper.positionz" end,
