@@ -230,8 +230,14 @@ def read_safetensors(path):
     with open(path, "rb") as f:
         raw = f.read()
 
+    if not raw:
+        raise bad("empty file (not a safetensors file)")
     if len(raw) < 8:
         raise bad("truncated (%d bytes, shorter than the 8-byte header length)" % len(raw))
+    # (restated) roper's other files, named: their first bytes would read as a header length
+    if raw[:4] == b"RPCK" or raw[:6] == b"\x93NUMPY":
+        raise bad("not a safetensors file (a %s; rp.load reads it)"
+                  % ("roper checkpoint" if raw[:4] == b"RPCK" else ".npy file"))
     (n,) = struct.unpack("<Q", raw[:8])
     if n > len(raw) - 8:
         raise bad("truncated (the header length says %d bytes, %d follow it)" % (n, len(raw) - 8))

@@ -691,6 +691,9 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
     assert.truthy(readme:find("\n" .. cmd .. "\n", 1, true), "the README's training command")
     local flat = readme:gsub("%s+", " ")  -- the README's sentences across its line breaks
     assert.truthy(flat:find("`load_roper(path)` gives logits within 5e-5 of roper's", 1, true))
+    -- (the conversion the README gives for its checkpoint, which this test makes below)
+    assert.truthy(flat:find('`rp.load("runs/add.ckpt"):save_safetensors("add.safetensors")`', 1,
+      true))
     assert.truthy(flat:find("are float32 .npy, so PyTorch takes them after `.long()`", 1, true))
     local ckpt = d .. "/add.ckpt"
     local so, se, code = h.run(cmd:gsub("^build/roper", h.sh_quote(h.BIN))
@@ -1623,7 +1626,11 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       local one = function(e) return st("{" .. e .. "}", z(4)) end
       -- { name, file, the message when roper's reader words it otherwise (JSON's syntax) }
       local cases = {
+        { "empty", "" },
         { "short", "\1\2\3" },
+        -- roper's other files, named (their first bytes would read as a header length)
+        { "checkpoint", "RPCK" .. ("\0"):rep(40) },
+        { "npy", "\x93NUMPY\1\0" .. ("\0"):rep(40) },
         { "past_end", string.pack("<I8", 1000) .. "{}" },
         -- a header length past the limit and past the file: truncated, as roper checks first
         { "hlen_past", string.pack("<I8", 200000000) .. "{}" },
@@ -1693,6 +1700,9 @@ describe("the PyTorch companion (python/roper_torch) against roper", function()
       -- a few of roper's words, spelled out (the comparison below is with these)
       local roper_words = {
         hlen_past = "truncated (the header length says 200000000 bytes, 2 follow it)",
+        empty = "empty file (not a safetensors file)",
+        checkpoint = "not a safetensors file (a roper checkpoint; rp.load reads it)",
+        npy = "not a safetensors file (a .npy file; rp.load reads it)",
         space_first = "bad header (it must start with '{')",
         deep = "bad header (at byte 20: nested deeper than 16 levels)",
         deep_after_utf8 = "bad header (at byte 49: nested deeper than 16 levels)",
