@@ -40,6 +40,42 @@ local function commands(block)
   return cmds
 end
 
+-- The REPL's transcript in the README ("## The REPL"): each help command it shows (`help(...)` or
+-- `?word`) with the lines shown after it, up to "..." or the next prompt.
+local function transcript_help()
+  local text = assert(read("README.md"))
+  local block = text:match("\n## The REPL\n.-\n```\n(.-)\n```")
+  local shown, cur = {}, nil
+  for l in (block .. "\n"):gmatch("([^\n]*)\n") do
+    local input = l:match("^roper> (.*)$")
+    if input then
+      cur = (input:match("^help%(") or input:match("^%?")) and { input = input, lines = {} } or nil
+      if cur then shown[#shown + 1] = cur end
+    elseif l == "..." then
+      cur = nil
+    elseif cur then
+      cur.lines[#cur.lines + 1] = l
+    end
+  end
+  return shown
+end
+
+describe("the README's REPL transcript", function()
+  it("shows each help command's first lines as the REPL prints them", function()
+    local shown = transcript_help()
+    assert.is_true(#shown >= 2, #shown .. " help commands")
+    for _, c in ipairs(shown) do
+      local out, err, code = run("printf '%s\\n' " .. sh_quote(c.input) .. " | " .. sh_quote(BIN))
+      assert.are.equal(0, code, out .. err)
+      local got = {}
+      for l in out:gmatch("([^\n]*)\n") do
+        if #got < #c.lines then got[#got + 1] = l end
+      end
+      assert.are.same(c.lines, got, c.input)
+    end
+  end)
+end)
+
 describe("the README's first 30 lines", function()
   local blocks = front_door()
 
