@@ -9,12 +9,36 @@ set xlabel "tokens (millions)"
 set ylabel "training loss"
 set title "lm: training loss (each run thin, the mean of the runs thick and dashed)" noenhanced
 set key noenhanced
-plot "results/lm2-l/loss.dat" index 1 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" title "rope: each run (2)", \
+plot "results/lm2-l/loss.dat" index 1 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" title "rope: each run (14)", \
      "results/lm2-l/loss.dat" index 2 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
-     "results/lm2-l/loss.dat" index 4 using 1:2 with lines lw 1.2 lc rgb "#60d62728" title "roper: each run (2)", \
-     "results/lm2-l/loss.dat" index 5 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
-     "results/lm2-l/loss.dat" index 0 using 1:2 with lines lw 3 dt 2 lc rgb "#1f77b4" title "rope: mean of the 2 runs", \
-     "results/lm2-l/loss.dat" index 3 using 1:2 with lines lw 3 dt 2 lc rgb "#d62728" title "roper: mean of the 2 runs"
+     "results/lm2-l/loss.dat" index 3 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-l/loss.dat" index 4 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-l/loss.dat" index 5 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-l/loss.dat" index 6 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-l/loss.dat" index 7 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-l/loss.dat" index 8 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-l/loss.dat" index 9 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-l/loss.dat" index 10 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-l/loss.dat" index 11 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-l/loss.dat" index 12 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-l/loss.dat" index 13 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-l/loss.dat" index 14 using 1:2 with lines lw 1.2 lc rgb "#601f77b4" notitle, \
+     "results/lm2-l/loss.dat" index 16 using 1:2 with lines lw 1.2 lc rgb "#60d62728" title "roper: each run (14)", \
+     "results/lm2-l/loss.dat" index 17 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-l/loss.dat" index 18 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-l/loss.dat" index 19 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-l/loss.dat" index 20 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-l/loss.dat" index 21 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-l/loss.dat" index 22 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-l/loss.dat" index 23 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-l/loss.dat" index 24 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-l/loss.dat" index 25 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-l/loss.dat" index 26 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-l/loss.dat" index 27 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-l/loss.dat" index 28 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-l/loss.dat" index 29 using 1:2 with lines lw 1.2 lc rgb "#60d62728" notitle, \
+     "results/lm2-l/loss.dat" index 0 using 1:2 with lines lw 3 dt 2 lc rgb "#1f77b4" title "rope: mean of the 14 runs", \
+     "results/lm2-l/loss.dat" index 15 using 1:2 with lines lw 3 dt 2 lc rgb "#d62728" title "roper: mean of the 14 runs"
 set terminal svg size 960,600 dynamic noenhanced font ',11'
 set output "results/lm2-l/loss.svg"
 replot
